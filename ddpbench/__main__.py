@@ -1,0 +1,3 @@
+from ddpbench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,151 @@
+"""Pure functions over the results DataFrames: statistics and the per-job summary.
+
+Conventions:
+  * A step of a job is bounded by its slowest rank, so job-level step times take, for each
+    (repeat, step), the maximum over ranks; medians and IQRs are over those.
+  * Only the ``measure`` phase counts; ``warmup`` is stored but never summarised.
+  * ``speedup`` compares global throughput with the world-size-1 job of the same settings.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ddpbench.spec import FIELDS
+
+NOISE_THRESHOLD = 0.10  # IQR / median above this marks a job noisy
+
+#: fields that change only how gradients travel; a world-size-1 job is a valid baseline for
+#: a larger one that differs in these (at world size 1 they do not change the computation).
+COMM_ONLY_FIELDS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "backend")
+SPEC_COLUMNS = list(FIELDS)
+PHASE_COLUMNS = ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms")
+
+
+def iqr(values) -> float:
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return math.nan
+    q75, q25 = np.percentile(values, [75, 25])
+    return float(q75 - q25)
+
+
+def median(values) -> float:
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    return float(np.median(values)) if values.size else math.nan
+
+
+def bounded_steps(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
+    """One row per (key, repeat, step) of ``phase``: the slowest rank's step_ms."""
+    part = steps[steps["phase"] == phase]
+    return part.groupby(["key", "repeat", "step"], as_index=False)["step_ms"].max()
+
+
+def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
+    """One row per job (spec): the figures the report and the console table show.
+
+    ``runs`` and ``ranks`` default to what :func:`ddpbench.load` put in ``steps.attrs``.
+    Jobs with no finished launch still get a row, with their status and error.
+    """
+    runs = pd.DataFrame(steps.attrs.get("runs", []) if runs is None else runs)
+    ranks = pd.DataFrame(steps.attrs.get("ranks", []) if ranks is None else ranks)
+    if runs.empty:
+        return pd.DataFrame()
+
+    measured = bounded_steps(steps) if len(steps) else pd.DataFrame(columns=["key", "step_ms"])
+    nosync = bounded_steps(steps, "nosync") if len(steps) else pd.DataFrame(columns=["key", "step_ms"])
+    per_rank = steps[steps["phase"] == "measure"] if len(steps) else steps
+
+    rows = []
+    for key, job_runs in runs.groupby("key", sort=False):
+        first = job_runs.iloc[0]
+        row = {"key": key, **{c: first[c] for c in SPEC_COLUMNS},
+               "per_rank_batch": first["per_rank_batch"], "global_batch": first["global_batch"],
+               "params": job_runs["params"].dropna().iloc[0] if job_runs["params"].notna().any() else math.nan}
+        row.update(_status(job_runs))
+        times = measured.loc[measured["key"] == key, "step_ms"].to_numpy(dtype=float)
+        step_med = median(times)
+        row["repeats_ok"] = int((job_runs["status"] == "ok").sum())
+        row["step_ms_median"] = step_med
+        row["step_ms_iqr"] = iqr(times)
+        row["samples_per_s"] = first["global_batch"] / (step_med / 1e3) if times.size else math.nan
+        mine = per_rank[per_rank["key"] == key] if len(per_rank) else per_rank
+        for col in PHASE_COLUMNS:
+            row[col] = median(mine[col]) if len(mine) else math.nan
+        nosync_med = median(nosync.loc[nosync["key"] == key, "step_ms"]) if len(nosync) else math.nan
+        row["nosync_step_ms"] = nosync_med
+        row["exposed_comm_ms"] = step_med - nosync_med
+        job_ranks = ranks[ranks["key"] == key] if len(ranks) else ranks
+        row.update(_rank_figures(job_ranks))
+        row["oversubscribed"] = bool(job_runs["oversubscribed"].fillna(False).any())
+        row["noisy"] = bool(times.size and row["step_ms_iqr"] / step_med > NOISE_THRESHOLD)
+        row["wall_s"] = float(job_runs["wall_s"].fillna(0).sum())
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    return add_speedup(table)
+
+
+def _status(job_runs: pd.DataFrame) -> dict:
+    """ok only if every launch finished; otherwise the first non-ok launch's status and error."""
+    bad = job_runs[job_runs["status"] != "ok"]
+    if bad.empty:
+        return {"status": "ok", "error": None}
+    first = bad.iloc[0]
+    return {"status": first["status"], "error": f"repeat {first['repeat']}: {first['error']}"}
+
+
+def _rank_figures(job_ranks: pd.DataFrame) -> dict:
+    if job_ranks.empty:
+        return {"peak_rss_mb": math.nan, "ddp_comm_ms": math.nan, "overlap_pct": math.nan,
+                "allreduce_bytes_per_step": math.nan, "buckets": math.nan}
+    comm = median(job_ranks.get("ddp_backward_comm_ms", pd.Series(dtype=float)))
+    overlap = median(job_ranks.get("ddp_backward_compute_comm_overlap_ms", pd.Series(dtype=float)))
+    buckets = job_ranks["bucket_bytes"].dropna()
+    return {
+        "peak_rss_mb": float(job_ranks["peak_rss_mb"].max()),
+        "ddp_comm_ms": comm,
+        # share of DDP's communication time that ran while backward was still computing
+        "overlap_pct": 100.0 * overlap / comm if comm and not math.isnan(comm) else math.nan,
+        "allreduce_bytes_per_step": median(job_ranks["allreduce_bytes_per_step"]),
+        "buckets": float(len(buckets.iloc[0])) if len(buckets) and isinstance(buckets.iloc[0], list) else math.nan,
+    }
+
+
+def baseline_key(row) -> tuple:
+    """What a job must share with its world-size-1 baseline (everything but ws and comm-only fields)."""
+    return tuple(row[c] for c in SPEC_COLUMNS if c not in ("world_size", "threads_per_rank", *COMM_ONLY_FIELDS))
+
+
+def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
+    """speedup = samples_per_s / samples_per_s of the world-size-1 job with the same settings;
+    efficiency = speedup / world_size.
+
+    The baseline is the world-size-1 job identical in every field; if there is none, the
+    world-size-1 jobs that differ only in communication settings (bucket size, ...), whose median
+    throughput is used (at world size 1 those settings do not change the computation).
+    That fallback also ignores threads per rank: with ``threads_per_rank = "auto"`` world size 1
+    gets every core, the fair baseline for ranks that split the same machine.
+    """
+    table = table.copy()
+    table["speedup"] = math.nan
+    table["efficiency"] = math.nan
+    if table.empty:
+        return table
+    ok = table[(table["status"] == "ok") & (table["world_size"] == 1)]
+    exact = {tuple(r[c] for c in SPEC_COLUMNS if c != "world_size"): r["samples_per_s"] for _, r in ok.iterrows()}
+    loose: dict[tuple, list[float]] = {}
+    for _, r in ok.iterrows():
+        loose.setdefault(baseline_key(r), []).append(r["samples_per_s"])
+    for index, r in table.iterrows():
+        base = exact.get(tuple(r[c] for c in SPEC_COLUMNS if c != "world_size"))
+        if base is None:
+            candidates = loose.get(baseline_key(r))
+            base = median(candidates) if candidates else None
+        if base:
+            table.at[index, "speedup"] = r["samples_per_s"] / base
+            table.at[index, "efficiency"] = r["samples_per_s"] / base / r["world_size"]
+    return table

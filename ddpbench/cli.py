@@ -1,0 +1,282 @@
+"""Command line: one parser function and one command function per subcommand.
+
+Bad input (experiment files, flags, folders) ends with one line on stderr naming the file or
+flag, the key and what is allowed, and exit code 2 -- never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+
+from ddpbench.errors import InputError
+
+DEFAULT_EXPERIMENT = "experiments/quick.toml"
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but its errors are one line like every other bad-input error."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# sweep
+# ---------------------------------------------------------------------------------------------
+
+def add_sweep(sub) -> None:
+    p = sub.add_parser("sweep", help="run every job of an experiment and write the report",
+                       description="Run every job of an experiment file, store the results and write the report.")
+    p.add_argument("experiment", nargs="?", default=DEFAULT_EXPERIMENT,
+                   help=f"experiment TOML file (default: {DEFAULT_EXPERIMENT})")
+    p.add_argument("--out", type=Path, help="output folder (default: reports/<experiment name>/)")
+    p.add_argument("--resume", action="store_true", help="keep stored results and run only the missing launches")
+    p.add_argument("--dry-run", action="store_true", help="list the jobs and exit without running them")
+    p.add_argument("--timeout", type=float, metavar="S", help="per-launch timeout in seconds (overrides timeout_s)")
+    p.add_argument("--launcher", default="spawn", choices=("spawn",), help="how ranks start (default: spawn)")
+    p.add_argument("--no-report", action="store_true", help="store results but do not write the report")
+    p.set_defaults(func=cmd_sweep)
+
+
+def cmd_sweep(args) -> int:
+    import dataclasses
+
+    from ddpbench.spec import load_experiment
+
+    experiment = load_experiment(args.experiment)
+    if args.timeout is not None:
+        if not 1 <= args.timeout <= 7 * 86400:
+            raise InputError("command line", "--timeout", f"must be 1 to 604800 seconds (got {args.timeout:g})")
+        experiment = dataclasses.replace(experiment, timeout_s=args.timeout)
+    out_dir = args.out or Path("reports") / experiment.name
+    return run_and_report(experiment, out_dir, args)
+
+
+def run_and_report(experiment, out_dir: Path, args) -> int:
+    from rich.console import Console
+
+    from ddpbench.runner import pending_launches, run_sweep
+    from ddpbench.spec import Machine
+
+    console = Console(stderr=True)
+    machine = Machine.here()
+    if args.dry_run:
+        print_jobs(experiment, machine)
+        return 0
+    check_out_dir(out_dir)
+    console.print(f"[bold]{experiment.name}[/bold]: {len(experiment.jobs)} jobs, "
+                  f"{len(pending_launches(experiment, set()))} launches -> {out_dir}/  "
+                  f"({machine.cores} cores, {machine.cuda_devices} GPUs)", highlight=False)
+    try:
+        summary = run_sweep(experiment, out_dir, resume=args.resume, launcher_name=args.launcher,
+                            machine=machine, console=console)
+    except KeyboardInterrupt:
+        console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/; "
+                      f"`python -m ddpbench sweep {experiment.source} --out {out_dir} --resume` finishes the rest")
+        return EXIT_INTERRUPTED
+    if summary.timed_s:
+        console.print(f"sweep wall time {summary.wall_s:.1f} s, timed step windows {summary.timed_s:.1f} s "
+                      f"(ratio {summary.wall_s / summary.timed_s:.2f}); {summary.already_done} launches were "
+                      f"already stored", highlight=False)
+    return finish_report(out_dir, console, write=not args.no_report)
+
+
+def finish_report(out_dir: Path, console, write: bool = True) -> int:
+    from ddpbench.analysis import summarize
+    from ddpbench.results import load
+
+    table = summarize(load(out_dir))
+    print_summary(table)
+    if write:
+        from ddpbench.report import write_report
+
+        index = write_report(out_dir)
+        console.print(f"report: {index}", highlight=False)
+    failed = int(table["status"].isin(["failed", "timed_out"]).sum()) if len(table) else 0
+    return 1 if failed else 0
+
+
+def check_out_dir(out_dir: Path) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError("command line", "--out", f"{out_dir} is a file; give a folder")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError("command line", "--out", f"cannot create {out_dir}: {err.strerror}") from None
+
+
+def print_jobs(experiment, machine) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ddpbench.spec import oversubscribed
+
+    table = Table(title=f"{experiment.name}: {len(experiment.jobs)} jobs ({experiment.source})")
+    for col in ("key", "strategy", "model", "ws", "bucket MB", "batch/rank", "threads", "steps", "repeats", "note"):
+        table.add_column(col)
+    for s in experiment.jobs:
+        note = "oversubscribed" if oversubscribed(s, machine) else ""
+        table.add_row(s.key, s.strategy, f"{s.model}-{s.model_size}", str(s.world_size), f"{s.bucket_cap_mb:g}",
+                      str(s.per_rank_batch), str(s.threads_per_rank), str(s.steps), str(s.repeats), note)
+    Console().print(table)
+
+
+def print_summary(table) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    if table.empty:
+        return
+    out = Table(title="per job: median over measured steps (slowest rank); speedup vs world size 1")
+    for col in ("model", "ws", "bucket MB", "status", "step ms", "IQR", "samples/s", "speedup", "eff.",
+                "exposed comm ms", "flags"):
+        out.add_column(col, justify="right" if col not in ("model", "status", "flags") else "left")
+
+    def num(value, fmt):
+        return "-" if value != value else format(value, fmt)  # NaN -> "-"
+
+    for _, r in table.iterrows():
+        flags = ", ".join(f for f in ("oversubscribed", "noisy") if r[f])
+        out.add_row(f"{r['model']}-{r['model_size']}", str(r["world_size"]), f"{r['bucket_cap_mb']:g}", r["status"],
+                    num(r["step_ms_median"], ".2f"), num(r["step_ms_iqr"], ".2f"), num(r["samples_per_s"], ".1f"),
+                    num(r["speedup"], ".2f"), num(r["efficiency"], ".0%"), num(r["exposed_comm_ms"], ".2f"), flags)
+    Console().print(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# run: one job from flags
+# ---------------------------------------------------------------------------------------------
+
+def add_run(sub) -> None:
+    from ddpbench.spec import FIELDS, allowed_text
+
+    p = sub.add_parser("run", help="run one job given by flags",
+                       description="Run one job described by flags (the fields of an experiment's [defaults]).")
+    for name, f in FIELDS.items():
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="V",
+                       help=f"{f.metadata['help']}; {allowed_text(name)} (default: {f.default})")
+    p.add_argument("--out", type=Path, help="output folder (default: reports/run-<job key>/)")
+    p.add_argument("--timeout", type=float, default=600, metavar="S", help="timeout in seconds (default: 600)")
+    p.set_defaults(func=cmd_run, resume=False, dry_run=False, launcher="spawn", no_report=False)
+
+
+def parse_flag(name: str, text: str):
+    """Turn a flag's text into a field value; check_value then validates it."""
+    from ddpbench.spec import FIELDS
+
+    kind = FIELDS[name].type
+    if kind == "bool":
+        return {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(text.lower(), text)
+    if text == "auto" or kind == "str":
+        return text
+    try:
+        return float(text) if kind == "float" else int(text)
+    except ValueError:
+        return text
+
+
+def cmd_run(args) -> int:
+    from ddpbench.spec import FIELDS, Experiment, JobSpec, Machine, check_value, resolve
+
+    given = {}
+    for name in FIELDS:
+        text = getattr(args, name)
+        if text is not None:
+            flag = f"--{name.replace('_', '-')}"
+            given[name] = check_value(name, parse_flag(name, text), "command line", flag)
+    spec = resolve(JobSpec(**given), Machine.here(), "command line")
+    experiment = Experiment(name=f"run-{spec.key}", description="one job from the command line",
+                            source="command line", timeout_s=args.timeout, jobs=(spec,))
+    return run_and_report(experiment, args.out or Path("reports") / experiment.name, args)
+
+
+# ---------------------------------------------------------------------------------------------
+# report, env, models
+# ---------------------------------------------------------------------------------------------
+
+def add_report(sub) -> None:
+    p = sub.add_parser("report", help="write index.html and plots from stored results",
+                       description="Regenerate the report from a results folder alone.")
+    p.add_argument("results", type=Path, help="folder holding results.jsonl")
+    p.add_argument("--out", type=Path, help="where to write the report (default: the results folder)")
+    p.set_defaults(func=cmd_report)
+
+
+def cmd_report(args) -> int:
+    from ddpbench.report import write_report
+    from ddpbench.results import RESULTS_FILE
+
+    if not (args.results / RESULTS_FILE).is_file():
+        raise InputError(str(args.results), RESULTS_FILE, "not found; give a folder written by `ddpbench sweep`")
+    index = write_report(args.results, args.out)
+    print(index)
+    return 0
+
+
+def add_env(sub) -> None:
+    p = sub.add_parser("env", help="print the environment block stored with every sweep",
+                       description="Print the environment block (versions, hardware, git state) as JSON.")
+    p.set_defaults(func=cmd_env)
+
+
+def cmd_env(args) -> int:
+    from ddpbench.env import collect_env
+
+    print(json.dumps(collect_env(), indent=2))
+    return 0
+
+
+def add_models(sub) -> None:
+    p = sub.add_parser("models", help="list the models and their size presets",
+                       description="Parameter counts and gradient sizes of every model preset.")
+    p.set_defaults(func=cmd_models)
+
+
+def cmd_models(args) -> int:
+    from ddpbench.models import build_model, count_params, grad_bytes
+    from ddpbench.spec import FIELDS, MODEL_SIZES
+
+    print(f"{'model':<12} {'size':<5} {'params':>12} {'grad MB':>9}")
+    for model in FIELDS["model"].metadata["choices"]:
+        for size in MODEL_SIZES:
+            m = build_model(model, size)
+            print(f"{model:<12} {size:<5} {count_params(m):>12,} {grad_bytes(m) / 1e6:>9.1f}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    from ddpbench import __version__
+
+    parser = _Parser(prog="python -m ddpbench",
+                     description="Scaling analysis for PyTorch data-parallel training.")
+    parser.add_argument("--version", action="version", version=f"ddpbench {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    for add in (add_sweep, add_run, add_report, add_env, add_models):
+        add(sub)
+    return parser
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # SIGTERM ends a sweep like Ctrl-C: children are stopped, finished results are kept.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        return args.func(args)
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -1,0 +1,61 @@
+"""Synthetic data through a real DataLoader with a DistributedSampler.
+
+The data are random but fixed by the seed, identical on every rank; the sampler gives each
+rank a disjoint shard, and ``set_epoch`` reshuffles per epoch exactly as in real training.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+from ddpbench.models import NUM_CLASSES, input_spec
+
+BATCHES_PER_EPOCH = 16
+
+
+class SyntheticDataset(Dataset):
+    def __init__(self, length: int, shape: tuple[int, ...], vocab: int | None, seed: int):
+        gen = torch.Generator().manual_seed(seed)
+        if vocab is None:
+            self.inputs = torch.randn(length, *shape, generator=gen)
+        else:
+            self.inputs = torch.randint(0, vocab, (length, *shape), generator=gen)
+        self.labels = torch.randint(0, NUM_CLASSES, (length,), generator=gen)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int):
+        return index, self.inputs[index], self.labels[index]
+
+
+class EpochLoader:
+    """Endless iteration over a DistributedSampler-backed DataLoader, calling set_epoch per epoch."""
+
+    def __init__(self, loader: DataLoader, sampler: DistributedSampler):
+        self.loader, self.sampler = loader, sampler
+        self.epoch = 0
+        self._it = None
+
+    def next(self):
+        if self._it is None:
+            self.sampler.set_epoch(self.epoch)
+            self._it = iter(self.loader)
+        try:
+            return next(self._it)
+        except StopIteration:
+            self.epoch += 1
+            self._it = None
+            return self.next()
+
+
+def make_loader(spec, rank: int, world_size: int, pin_memory: bool = False) -> EpochLoader:
+    shape, vocab = input_spec(spec.model, spec.model_size)
+    dataset = SyntheticDataset(spec.global_batch * BATCHES_PER_EPOCH, shape, vocab, spec.seed)
+    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True,
+                                 seed=spec.seed, drop_last=True)
+    loader = DataLoader(dataset, batch_size=spec.per_rank_batch, sampler=sampler, drop_last=True,
+                        num_workers=spec.loader_workers, pin_memory=pin_memory,
+                        persistent_workers=spec.loader_workers > 0)
+    return EpochLoader(loader, sampler)

@@ -1,0 +1,85 @@
+"""How ranks start. Every launcher runs the same worker (``python -m ddpbench.worker``) with the
+rank in torchrun's environment variables, and hands back one :class:`LaunchOutcome` per launch.
+
+Launchers:
+  spawn  (default) one process per rank on this machine, started and owned by ddpbench.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ddpbench.results import validate_result
+
+
+@dataclass
+class LaunchOutcome:
+    status: str  # ok | failed | timed_out
+    result: dict | None = None
+    error: str | None = None
+    wall_s: float = 0.0
+    logs: list[str] = field(default_factory=list)
+
+
+def get_launcher(name: str):
+    if name == "spawn":
+        from ddpbench.launch.spawn import SpawnLauncher
+
+        return SpawnLauncher()
+    raise ValueError(f"unknown launcher {name!r}")
+
+
+LAUNCHERS = ("spawn",)
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exited with code {returncode}"
+
+
+def collect_outcome(work_dir: Path, spec_dict: dict, exits: dict[int, int], wall_s: float,
+                    timed_out: bool, timeout_s: float, logs: list[str]) -> LaunchOutcome:
+    """Turn what the ranks left in ``work_dir`` and their exit codes into one outcome.
+
+    The root cause is named first: a rank killed by a signal, else the earliest error a rank
+    reported (the others usually fail after it, on a broken connection).
+    """
+    errors = []
+    for path in sorted(work_dir.glob("error.rank*.json")):
+        try:
+            errors.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    errors.sort(key=lambda e: e.get("time", 0))
+    if timed_out:
+        where = "; ".join(f"rank {e['rank']} failed in {e['phase']}" for e in errors)
+        return LaunchOutcome("timed_out", error=f"no result within the {timeout_s:g} s timeout"
+                             + (f" ({where})" if where else ""), wall_s=wall_s, logs=logs)
+    killed = {rank: code for rank, code in exits.items() if code < 0}
+    if killed:
+        rank, code = sorted(killed.items())[0]
+        return LaunchOutcome("failed", error=f"rank {rank} {describe_exit(code)}", wall_s=wall_s, logs=logs)
+    if errors:
+        first = errors[0]
+        step = f" step {first['step']}" if first.get("step", -1) >= 0 else ""
+        return LaunchOutcome("failed", error=f"rank {first['rank']} in {first['phase']}{step}: {first['error']}",
+                             wall_s=wall_s, logs=logs)
+    bad = {rank: code for rank, code in exits.items() if code != 0}
+    if bad:
+        rank, code = sorted(bad.items())[0]
+        return LaunchOutcome("failed", error=f"rank {rank} {describe_exit(code)} without reporting an error",
+                             wall_s=wall_s, logs=logs)
+    try:
+        result = json.loads((work_dir / "result.json").read_text())
+        validate_result(result, spec_dict)
+    except (OSError, ValueError) as err:
+        return LaunchOutcome("failed", error=f"rank 0 handed back no valid result: {err}", wall_s=wall_s, logs=logs)
+    return LaunchOutcome("ok", result=result, wall_s=wall_s, logs=logs)

@@ -1,0 +1,131 @@
+"""The default launcher: one process per rank on this machine, owned by ddpbench.
+
+Like torchrun's agent, the launcher hosts the rendezvous store itself (a TCPStore on a socket it
+bound to 127.0.0.1 port 0), so there is no fixed port, no race for a free one, and nothing
+listens beyond loopback. Each rank runs in its own session, so killing its process group also
+ends any DataLoader workers it started; ranks also exit by themselves if the launcher dies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from ddpbench.launch import LaunchOutcome, collect_outcome
+
+#: after the first rank fails, how long the others get to report their own error and exit
+FAILURE_GRACE_S = 2.0
+#: between SIGTERM and SIGKILL when ending ranks
+TERM_GRACE_S = 3.0
+POLL_S = 0.02
+
+
+def loopback_store(timeout_s: float):
+    """A TCPStore server listening on 127.0.0.1 only, on a port the OS picked."""
+    from torch.distributed import TCPStore
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    fd = sock.detach()  # the store owns the socket from here on and closes it
+    try:
+        store = TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
+                         timeout=timedelta(seconds=timeout_s), master_listen_fd=fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return store, port
+
+
+def end_processes(procs: list[subprocess.Popen]) -> None:
+    """SIGTERM each rank's process group, then SIGKILL what is left; reap everything."""
+    for sig, grace in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, 5.0)):
+        alive = [p for p in procs if p.poll() is None]
+        for proc in alive:
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace
+        while alive and time.monotonic() < deadline:
+            alive = [p for p in alive if p.poll() is None]
+            time.sleep(POLL_S)
+    for proc in procs:
+        # The rank's own group may still hold grandchildren whose leader is gone.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+
+
+class SpawnLauncher:
+    name = "spawn"
+
+    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
+        work_dir.mkdir(parents=True, exist_ok=True)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        spec_dict = spec.to_dict()
+        job_file = work_dir / "job.json"
+        job_file.write_text(json.dumps({"spec": spec_dict, "repeat": repeat, "timeout_s": timeout_s}))
+
+        store, port = loopback_store(timeout_s)
+        threads = str(spec.threads_per_rank)
+        base_env = {
+            **os.environ,
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "TORCHELASTIC_USE_AGENT_STORE": "True",  # ranks connect to our store as clients
+            "WORLD_SIZE": str(spec.world_size),
+            "LOCAL_WORLD_SIZE": str(spec.world_size),
+            "OMP_NUM_THREADS": threads,
+            "MKL_NUM_THREADS": threads,
+            "DDPBENCH_PARENT_PID": str(os.getpid()),
+            "PYTHONUNBUFFERED": "1",
+        }
+        procs: list[subprocess.Popen] = []
+        logs: list[str] = []
+        start = time.monotonic()
+        timed_out = False
+        try:
+            for rank in range(spec.world_size):
+                log_path = log_dir / f"{spec.key}-r{repeat}.rank{rank}.log"
+                logs.append(str(log_path))
+                with open(log_path, "wb") as log:
+                    procs.append(subprocess.Popen(
+                        [sys.executable, "-m", "ddpbench.worker", "--job", str(job_file), "--out", str(work_dir)],
+                        env={**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)},
+                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    ))
+            timed_out = self._wait(procs, start + timeout_s)
+        finally:
+            end_processes(procs)
+            del store  # closes the rendezvous socket
+        exits = {rank: proc.returncode for rank, proc in enumerate(procs)}
+        return collect_outcome(work_dir, spec_dict, exits, time.monotonic() - start, timed_out, timeout_s, logs)
+
+    @staticmethod
+    def _wait(procs: list[subprocess.Popen], deadline: float) -> bool:
+        """Wait until every rank exits, one fails (plus a grace period), or the deadline; True on timeout."""
+        failed_at = None
+        while True:
+            codes = [p.poll() for p in procs]
+            if all(c is not None for c in codes):
+                return False
+            now = time.monotonic()
+            if failed_at is None and any(c not in (None, 0) for c in codes):
+                failed_at = now
+            if failed_at is not None and now - failed_at > FAILURE_GRACE_S:
+                return False
+            if now > deadline:
+                return True
+            time.sleep(POLL_S)

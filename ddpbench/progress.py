@@ -1,0 +1,37 @@
+"""Console progress for a sweep: one bar with an ETA, and one line per finished launch."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+
+_STYLE = {"ok": "green", "failed": "red", "timed_out": "red", "skipped": "yellow"}
+
+
+class SweepProgress:
+    def __init__(self, total: int, console: Console | None = None):
+        self.console = console or Console(stderr=True)
+        self.progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            console=self.console, transient=True,
+        )
+        self.task = self.progress.add_task("starting", total=total)
+
+    def __enter__(self) -> "SweepProgress":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.stop()
+
+    def begin(self, label: str) -> None:
+        self.progress.update(self.task, description=label)
+
+    def done(self, label: str, status: str, line: str) -> None:
+        style = _STYLE.get(status, "white")
+        self.console.print(f"[{style}]{status:>9}[/{style}]  {escape(label):<58} {escape(line)}", highlight=False, markup=True,
+                           soft_wrap=True)
+        self.progress.advance(self.task)

@@ -1,0 +1,185 @@
+"""The results store: one append-only JSON-lines file per output folder, and tidy DataFrames.
+
+``results.jsonl`` holds two kinds of records, one per line:
+
+* ``{"kind": "sweep", ...}`` -- written when a sweep (or a resume) starts: the environment block,
+  the experiment, the schema version;
+* ``{"kind": "run", ...}`` -- one launch of one job (a spec and a repeat): status, error, and for a
+  finished launch the worker's result (every rank's per-step timings and per-rank figures).
+
+A record is written as one line with one ``write`` and fsync'd before the next launch starts,
+so a sweep killed at any point loses only the launch in flight; a line cut mid-write is
+reported by :func:`load` and skipped. Nothing is ever pickled.
+
+Schema history (``schema_version``):
+  1 -- first version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+import warnings
+from pathlib import Path
+from typing import Any, Iterator
+
+SCHEMA_VERSION = 1
+RESULTS_FILE = "results.jsonl"
+STATUSES = ("ok", "failed", "timed_out", "skipped")
+
+RUN_FIELDS = ("status", "error", "oversubscribed", "cores", "wall_s", "launcher", "sweep_id", "utc")
+RANK_FIGURES = ("peak_rss_mb", "threads", "allreduce_bytes_per_step", "ddp_forward_compute_ms",
+                "ddp_backward_compute_ms", "ddp_backward_comm_ms", "ddp_backward_compute_comm_overlap_ms")
+
+
+class DamagedRecord(UserWarning):
+    """A line of results.jsonl that could not be read (e.g. cut by a crash mid-write)."""
+
+
+class ResultStore:
+    def __init__(self, out_dir: str | Path):
+        self.dir = Path(out_dir)
+        self.path = self.dir / RESULTS_FILE
+
+    def exists(self) -> bool:
+        return self.path.exists() and self.path.stat().st_size > 0
+
+    def append(self, record: dict) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        line = json.dumps({"schema_version": SCHEMA_VERSION, **record}, allow_nan=True) + "\n"
+        # Start on a fresh line if an earlier writer died mid-line.
+        with open(self.path, "a+b") as fh:
+            fh.seek(0, os.SEEK_END)
+            if fh.tell():
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    fh.write(b"\n")
+            fh.write(line.encode())
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def start_sweep(self, env: dict, experiment: dict) -> str:
+        sweep_id = uuid.uuid4().hex[:12]
+        self.append({"kind": "sweep", "sweep_id": sweep_id, "env": env, "experiment": experiment})
+        return sweep_id
+
+    def records(self) -> Iterator[dict]:
+        """Every readable record, in order; damaged lines are reported as warnings and skipped."""
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as fh:
+            for number, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    record = json.loads(raw)
+                    if not isinstance(record, dict) or record.get("kind") not in ("sweep", "run"):
+                        raise ValueError("not a ddpbench record")
+                except ValueError as err:
+                    warnings.warn(f"{self.path}:{number}: damaged record skipped ({err})", DamagedRecord,
+                                  stacklevel=2)
+                    continue
+                if record.get("schema_version", 0) > SCHEMA_VERSION:
+                    warnings.warn(f"{self.path}:{number}: written by a newer ddpbench "
+                                  f"(schema {record['schema_version']}); reading what this version knows",
+                                  DamagedRecord, stacklevel=2)
+                yield record
+
+    def done(self) -> set[tuple[str, int]]:
+        """(spec key, repeat) of every recorded launch, whatever its status."""
+        return {(r["key"], r["repeat"]) for r in self.records() if r["kind"] == "run"}
+
+
+def validate_result(result: Any, spec_dict: dict) -> None:
+    """Check a worker's hand-back before it is stored; raise ValueError naming what is wrong."""
+    if not isinstance(result, dict):
+        raise ValueError("result is not a JSON object")
+    for key in ("spec", "repeat", "params", "grad_bytes", "step_columns", "steps", "ranks"):
+        if key not in result:
+            raise ValueError(f"result lacks {key!r}")
+    if result["spec"] != spec_dict:
+        raise ValueError("result is for another spec")
+    world = spec_dict["world_size"]
+    if sorted(r.get("rank") for r in result["ranks"]) != list(range(world)):
+        raise ValueError(f"result has ranks {[r.get('rank') for r in result['ranks']]}, expected 0..{world - 1}")
+    width = len(result["step_columns"])
+    if any(not isinstance(row, list) or len(row) != width for row in result["steps"]):
+        raise ValueError("a step row does not match step_columns")
+    expected_min = world * (spec_dict["warmup_steps"] + spec_dict["steps"])
+    if len(result["steps"]) < expected_min:
+        raise ValueError(f"result has {len(result['steps'])} step rows, expected at least {expected_min}")
+
+
+# ---------------------------------------------------------------------------------------------
+# DataFrames
+# ---------------------------------------------------------------------------------------------
+
+def _spec_columns(spec: dict) -> dict:
+    from ddpbench.spec import spec_from_dict
+
+    s = spec_from_dict(spec)
+    return {**spec, "per_rank_batch": s.per_rank_batch, "global_batch": s.global_batch}
+
+
+def load_tables(out_dir: str | Path):
+    """(steps, runs, ranks, sweeps) DataFrames of a results folder.
+
+    steps  one row per (job, repeat, rank, phase, step); ``phase`` is warmup | measure | nosync
+    runs   one row per (job, repeat): status, error, oversubscribed, params, grad_bytes, wall_s
+    ranks  one row per (job, repeat, rank) of a finished launch: peak RSS, DDP's own statistics
+    sweeps one row per sweep start: the environment block
+    """
+    import pandas as pd
+
+    store = ResultStore(out_dir)
+    if not store.path.exists():
+        raise FileNotFoundError(f"{store.path}: no results here; run `python -m ddpbench sweep` first")
+    step_frames, runs, ranks, sweeps = [], [], [], []
+    for record in store.records():
+        if record["kind"] == "sweep":
+            sweeps.append({"sweep_id": record["sweep_id"], **record.get("env", {}),
+                           "experiment": record.get("experiment", {}).get("name")})
+            continue
+        spec_cols = _spec_columns(record["spec"])
+        ident = {"key": record["key"], **spec_cols, "repeat": record["repeat"]}
+        result = record.get("result") or {}
+        runs.append({**ident, **{f: record.get(f) for f in RUN_FIELDS},
+                     "params": result.get("params"), "grad_bytes": result.get("grad_bytes")})
+        if record["status"] != "ok":
+            continue
+        frame = pd.DataFrame(result["steps"], columns=result["step_columns"])
+        for name, value in ident.items():
+            frame[name] = value
+        frame["params"] = result["params"]
+        step_frames.append(frame)
+        for rank in result["ranks"]:
+            ranks.append({**ident, "rank": rank["rank"], **{f: rank.get(f) for f in RANK_FIGURES},
+                          "bucket_bytes": rank.get("bucket_bytes")})
+    id_cols = ["key", *(_spec_columns_order()), "repeat"]
+    steps = pd.concat(step_frames, ignore_index=True) if step_frames else pd.DataFrame(columns=id_cols)
+    if len(steps):
+        steps["samples_per_s"] = steps["per_rank_batch"] / (steps["step_ms"] / 1e3)
+        front = [c for c in id_cols + ["params", "rank", "phase", "step"] if c in steps.columns]
+        steps = steps[front + [c for c in steps.columns if c not in front]]
+    return steps, pd.DataFrame(runs), pd.DataFrame(ranks), pd.DataFrame(sweeps)
+
+
+def _spec_columns_order() -> list[str]:
+    from ddpbench.spec import FIELDS
+
+    return [*FIELDS, "per_rank_batch", "global_batch"]
+
+
+def load(out_dir: str | Path):
+    """The per-step DataFrame of a results folder (every rank, every step, every phase).
+
+    The other tables ride along in ``df.attrs`` as lists of plain records (``runs``, ``ranks``,
+    ``sweeps``; see :func:`load_tables` for them as DataFrames), so ``ddpbench.summarize(df)``
+    needs nothing else. Plain records, not DataFrames: pandas compares attrs when it
+    concatenates frames, and DataFrames there would make ``pd.concat`` raise.
+    """
+    steps, runs, ranks, sweeps = load_tables(out_dir)
+    steps.attrs.update({"runs": runs.to_dict("records"), "ranks": ranks.to_dict("records"),
+                        "sweeps": sweeps.to_dict("records"), "results_dir": str(out_dir)})
+    return steps

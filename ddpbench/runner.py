@@ -1,0 +1,129 @@
+"""A sweep: every (job, repeat) of an experiment through a launcher into the results store.
+
+The runner owns all IO: it writes each launch's record as soon as the launch ends (so an
+interrupted sweep keeps everything that finished), skips what is already stored on
+``--resume``, and shows progress. Workers only hand results back.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import shutil
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ddpbench.launch import LaunchOutcome, get_launcher
+from ddpbench.results import ResultStore
+from ddpbench.spec import Experiment, JobSpec, Machine, oversubscribed
+
+
+@dataclass
+class SweepSummary:
+    out_dir: Path
+    planned: int
+    already_done: int
+    statuses: dict[str, int] = field(default_factory=dict)
+    wall_s: float = 0.0
+    #: sum over finished launches of rank 0's timed step windows (warmup, measure, nosync), seconds
+    timed_s: float = 0.0
+
+
+def pending_launches(experiment: Experiment, done: set[tuple[str, int]]) -> list[tuple[JobSpec, int]]:
+    return [(spec, repeat) for spec in experiment.jobs for repeat in range(spec.repeats)
+            if (spec.key, repeat) not in done]
+
+
+def rotate_previous(store: ResultStore) -> Path | None:
+    """Keep an earlier sweep's results under a dated name instead of mixing or losing them."""
+    if not store.exists():
+        return None
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    target = store.dir / f"results.{stamp}.jsonl"
+    store.path.rename(target)
+    return target
+
+
+def launch_record(spec: JobSpec, repeat: int, outcome: LaunchOutcome, machine: Machine, launcher: str,
+                  sweep_id: str) -> dict:
+    return {
+        "kind": "run",
+        "key": spec.key,
+        "repeat": repeat,
+        "spec": spec.to_dict(),
+        "status": outcome.status,
+        "error": outcome.error,
+        "oversubscribed": oversubscribed(spec, machine),
+        "cores": machine.cores,
+        "wall_s": round(outcome.wall_s, 4),
+        "launcher": launcher,
+        "sweep_id": sweep_id,
+        "utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "logs": outcome.logs,
+        "result": outcome.result,
+    }
+
+
+def timed_seconds(result: dict | None) -> float:
+    """Rank 0's timed step windows in a result (every phase), in seconds."""
+    if not result:
+        return 0.0
+    cols = result["step_columns"]
+    rank, step_ms = cols.index("rank"), cols.index("step_ms")
+    return sum(row[step_ms] for row in result["steps"] if row[rank] == 0) / 1e3
+
+
+def one_line(spec: JobSpec, repeat: int, outcome: LaunchOutcome) -> str:
+    """A console line for a finished launch: the median slowest-rank step of the measure phase."""
+    if outcome.status != "ok":
+        return f"{outcome.status.upper()}: {outcome.error}"
+    cols = outcome.result["step_columns"]
+    phase, step, step_ms = cols.index("phase"), cols.index("step"), cols.index("step_ms")
+    bound: dict[int, float] = {}
+    for row in outcome.result["steps"]:
+        if row[phase] == "measure":
+            bound[row[step]] = max(bound.get(row[step], 0.0), row[step_ms])
+    med = statistics.median(bound.values())
+    return f"{med:8.2f} ms/step  {spec.global_batch / med * 1e3:10.1f} samples/s"
+
+
+def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, launcher_name: str = "spawn",
+              machine: Machine | None = None, console=None, env: dict | None = None) -> SweepSummary:
+    from ddpbench.env import collect_env
+    from ddpbench.progress import SweepProgress
+
+    machine = machine or Machine.here()
+    store = ResultStore(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        moved = rotate_previous(store)
+        if moved and console is not None:
+            console.print(f"[dim]earlier results kept as {moved}[/dim]")
+    done = store.done() if resume else set()
+    todo = pending_launches(experiment, done)
+    summary = SweepSummary(out_dir=out_dir, planned=len(todo), already_done=len(done))
+
+    launcher = get_launcher(launcher_name)
+    sweep_id = store.start_sweep(env or collect_env(), {
+        "name": experiment.name, "description": experiment.description, "source": experiment.source,
+        "timeout_s": experiment.timeout_s, "jobs": len(experiment.jobs), "resume": resume,
+        "launcher": launcher_name,
+    })
+    work_root, log_dir = out_dir / ".work", out_dir / "logs"
+    start = time.monotonic()
+    with SweepProgress(len(todo), console) as progress:
+        for spec, repeat in todo:
+            label = f"{spec.label()} rep {repeat}" + (" [oversubscribed]" if oversubscribed(spec, machine) else "")
+            progress.begin(label)
+            work_dir = work_root / f"{spec.key}-r{repeat}"
+            outcome = launcher.launch(spec, repeat, work_dir, log_dir, experiment.timeout_s)
+            store.append(launch_record(spec, repeat, outcome, machine, launcher_name, sweep_id))
+            shutil.rmtree(work_dir, ignore_errors=True)
+            summary.statuses[outcome.status] = summary.statuses.get(outcome.status, 0) + 1
+            summary.timed_s += timed_seconds(outcome.result)
+            progress.done(label, outcome.status, one_line(spec, repeat, outcome))
+    shutil.rmtree(work_root, ignore_errors=True)
+    summary.wall_s = time.monotonic() - start
+    return summary
+

@@ -1,0 +1,310 @@
+"""Experiments (TOML) -> frozen, validated job specs.
+
+A :class:`JobSpec` is the identity of one measurement: it is the key for resume, grouping
+and comparison. ``auto`` values are resolved against the machine *before* the spec is
+frozen, so a stored spec says what actually ran.
+
+Experiment file layout::
+
+    name = "quick"               # optional, default: the file's stem; names reports/<name>/
+    description = "..."          # optional
+    timeout_s = 300              # optional, per launch
+
+    [defaults]                   # scalars, applied to every job
+    model = "mlp"
+
+    [grid]                       # lists; the cartesian product of them (or [[grid]]: a union)
+    world_size = [1, 2]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ddpbench.errors import InputError
+from ddpbench.strategies import STRATEGY_NAMES
+
+MODEL_SIZES = ("xs", "s", "m", "l", "xl")
+MAX_JOBS = 10_000
+
+
+def _field(default, help: str, *, choices=None, lo=None, hi=None, auto: bool = False):
+    return field(default=default, metadata={"help": help, "choices": choices, "lo": lo, "hi": hi, "auto": auto})
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job: what runs, on how many ranks, measured how. All fields are plain values."""
+
+    strategy: str = _field("ddp", "how gradients are combined", choices=STRATEGY_NAMES)
+    backend: str = _field("auto", "process-group backend (auto: nccl on cuda, else gloo)",
+                          choices=("gloo", "nccl", "auto"))
+    device: str = _field("auto", "where the model runs (auto: cuda if present)", choices=("cpu", "cuda", "auto"))
+    world_size: int = _field(2, "number of ranks (processes)", lo=1, hi=1024)
+    bucket_cap_mb: float = _field(25.0, "DDP gradient bucket size in MB", lo=0.001, hi=8192)
+    gradient_as_bucket_view: bool = _field(False, "DDP: gradients are views into the buckets")
+    static_graph: bool = _field(False, "DDP: the graph is the same every step")
+    model: str = _field("mlp", "model family", choices=("mlp", "cnn", "transformer"))
+    model_size: str = _field("s", "size preset; fp32 gradients ~1, 5, 25, 50, 100 MB", choices=MODEL_SIZES)
+    batch_size: int = _field(32, "per-rank batch at world size 1; see scaling", lo=1, hi=1 << 20)
+    scaling: str = _field("weak", "strong: global batch fixed; weak: per-rank batch fixed",
+                          choices=("strong", "weak"))
+    optimizer: str = _field("sgd", "optimizer (sgd with momentum, or adam)", choices=("sgd", "adam"))
+    warmup_steps: int = _field(3, "steps run before measuring, stored apart", lo=0, hi=1_000_000)
+    steps: int = _field(20, "measured steps per launch", lo=1, hi=1_000_000)
+    repeats: int = _field(1, "fresh launches of the job", lo=1, hi=1000)
+    threads_per_rank: int | str = _field("auto", "torch threads per rank (auto: cores // world_size)",
+                                         lo=1, hi=4096, auto=True)
+    loader_workers: int = _field(0, "DataLoader worker processes per rank", lo=0, hi=64)
+    seed: int = _field(0, "seed for model init and data", lo=0, hi=2**31 - 1)
+
+    # -- derived values --------------------------------------------------------------------
+    @property
+    def per_rank_batch(self) -> int:
+        return self.batch_size // self.world_size if self.scaling == "strong" else self.batch_size
+
+    @property
+    def global_batch(self) -> int:
+        return self.per_rank_batch * self.world_size
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def key(self) -> str:
+        """Stable identity: a hash of every field's value."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+    def label(self) -> str:
+        return (f"{self.strategy} {self.model}-{self.model_size} ws={self.world_size} "
+                f"bucket={self.bucket_cap_mb:g}MB {self.backend}/{self.device}")
+
+
+FIELDS: dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(JobSpec)}
+
+
+def allowed_text(name: str) -> str:
+    """What a field allows, in words, for error messages and --help."""
+    meta = FIELDS[name].metadata
+    kind = FIELDS[name].type
+    choices = meta["choices"]
+    if choices:
+        return "one of " + ", ".join(repr(c) for c in choices)
+    if kind == "bool":
+        return "true or false"
+    noun = "a number" if kind == "float" else "an integer"
+    text = f"{noun} from {meta['lo']:g} to {meta['hi']:g}"
+    return text + ' or "auto"' if meta["auto"] else text
+
+
+# ---------------------------------------------------------------------------------------------
+# validation of single values
+# ---------------------------------------------------------------------------------------------
+
+def check_value(name: str, value: Any, source: str, key: str) -> Any:
+    """Return ``value`` converted for field ``name`` or raise :class:`InputError`."""
+    if name not in FIELDS:
+        raise InputError(source, key, f"unknown key; allowed: {', '.join(FIELDS)}")
+    meta = FIELDS[name].metadata
+    kind = FIELDS[name].type
+    bad = InputError(source, key, f"must be {allowed_text(name)} (got {value!r})")
+    if meta["auto"] and value == "auto":
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise bad
+        return value
+    if kind == "str":
+        if not isinstance(value, str) or value not in meta["choices"]:
+            raise bad
+        return value
+    # numbers: bool is an int in Python but never a number here
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise bad
+    if kind != "float":
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise bad
+            value = int(value)
+    else:
+        value = float(value)
+        if value != value:  # NaN
+            raise bad
+    if not meta["lo"] <= value <= meta["hi"]:
+        raise bad
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# the machine a spec is resolved against
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Machine:
+    cores: int
+    cuda_devices: int
+
+    @classmethod
+    def here(cls) -> "Machine":
+        return cls(cores=usable_cores(), cuda_devices=cuda_device_count())
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def cuda_device_count() -> int:
+    import torch  # lazy: only sweeps and runs pay for it
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def resolve(spec: JobSpec, machine: Machine, source: str = "experiment") -> JobSpec:
+    """Replace ``auto`` by concrete values and check what depends on the machine."""
+    device = spec.device
+    if device == "auto":
+        device = "cuda" if machine.cuda_devices else "cpu"
+    backend = spec.backend
+    if backend == "auto":
+        backend = "nccl" if device == "cuda" else "gloo"
+    threads = spec.threads_per_rank
+    if threads == "auto":
+        threads = max(1, machine.cores // spec.world_size)
+    if device == "cuda" and not machine.cuda_devices:
+        raise InputError(source, "device", "'cuda' needs a CUDA device and none is visible; allowed here: 'cpu' or 'auto'")
+    if backend == "nccl" and device != "cuda":
+        raise InputError(source, "backend", "'nccl' needs device 'cuda' and a CUDA device "
+                         f"({machine.cuda_devices} visible); allowed here: 'gloo' or 'auto'")
+    if spec.scaling == "strong" and spec.batch_size % spec.world_size:
+        raise InputError(source, "batch_size", f"strong scaling splits the global batch {spec.batch_size} over "
+                         f"world_size {spec.world_size}: must be a multiple of it")
+    return dataclasses.replace(spec, device=device, backend=backend, threads_per_rank=threads)
+
+
+def oversubscribed(spec: JobSpec, machine: Machine) -> bool:
+    """More busy threads than cores: timings measure contention, not scaling."""
+    threads = spec.threads_per_rank if isinstance(spec.threads_per_rank, int) else 1
+    return spec.device == "cpu" and spec.world_size * threads > machine.cores
+
+
+# ---------------------------------------------------------------------------------------------
+# experiments
+# ---------------------------------------------------------------------------------------------
+
+TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "defaults", "grid")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str
+    source: str
+    timeout_s: float
+    jobs: tuple[JobSpec, ...]
+
+
+def load_experiment(path: str | Path, machine: Machine | None = None) -> Experiment:
+    """Read, validate and expand an experiment file. Raises :class:`InputError` on bad input."""
+    path = Path(path)
+    source = str(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(source, None, "no such experiment file; pass a path such as experiments/quick.toml") from None
+    except IsADirectoryError:
+        raise InputError(source, None, "is a folder; pass an experiment .toml file") from None
+    except OSError as err:
+        raise InputError(source, None, f"cannot read: {err.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(source, None, f"not UTF-8 text (byte {err.start}); save the file as UTF-8") from None
+    try:
+        data = _toml_loads(text)
+    except ValueError as err:  # tomllib.TOMLDecodeError is a ValueError
+        raise InputError(source, None, f"invalid TOML: {err}") from None
+    return parse_experiment(data, source, default_name=path.stem, machine=machine)
+
+
+def _toml_loads(text: str) -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib.loads(text)
+
+
+def parse_experiment(data: dict, source: str, default_name: str = "experiment",
+                     machine: Machine | None = None) -> Experiment:
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            raise InputError(source, key, f"unknown key; allowed at the top level: {', '.join(TOP_LEVEL_KEYS)} "
+                             f"(job fields go under [defaults] or [grid])")
+    name = data.get("name", default_name)
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise InputError(source, "name", f"must be 1-100 letters, digits, '.', '_' or '-' (got {name!r})")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise InputError(source, "description", f"must be a string (got {description!r})")
+    timeout_s = data.get("timeout_s", 600)
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 1 <= timeout_s <= 7 * 86400:
+        raise InputError(source, "timeout_s", f"must be a number of seconds from 1 to 604800 (got {timeout_s!r})")
+
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise InputError(source, "defaults", "must be a table: [defaults] with one value per job field")
+    base = {name_: check_value(name_, value, source, f"defaults.{name_}") for name_, value in defaults.items()}
+
+    grids = data.get("grid", [{}])
+    if isinstance(grids, dict):
+        grids = [grids]
+    if not isinstance(grids, list) or not all(isinstance(g, dict) for g in grids):
+        raise InputError(source, "grid", "must be a table [grid] or an array of tables [[grid]]")
+    if not grids:
+        raise InputError(source, "grid", "is empty; give at least one [[grid]] table or leave it out")
+
+    machine = machine or Machine.here()
+    jobs: dict[str, JobSpec] = {}
+    for index, grid in enumerate(grids):
+        where = "grid" if len(grids) == 1 else f"grid[{index}]"
+        axes: dict[str, list] = {}
+        for name_, values in grid.items():
+            key = f"{where}.{name_}"
+            if name_ not in FIELDS:
+                raise InputError(source, key, f"unknown key; allowed: {', '.join(FIELDS)}")
+            if name_ in base:
+                raise InputError(source, key, f"is also set in [defaults]; set it in one place")
+            if not isinstance(values, list):
+                raise InputError(source, key, f"must be a list of values, each {allowed_text(name_)} (got {values!r})")
+            if not values:
+                raise InputError(source, key, "is an empty list; give at least one value or leave the key out")
+            axes[name_] = [check_value(name_, v, source, f"{key}[{i}]") for i, v in enumerate(values)]
+        count = 1
+        for values in axes.values():
+            count *= len(values)
+        if count + len(jobs) > MAX_JOBS:
+            raise InputError(source, where, f"expands to more than {MAX_JOBS} jobs; split the experiment")
+        for combo in itertools.product(*axes.values()):
+            fields = {**base, **dict(zip(axes, combo))}
+            spec = resolve(JobSpec(**fields), machine, source)
+            jobs.setdefault(spec.key, spec)
+    return Experiment(name=name, description=description, source=source, timeout_s=float(timeout_s),
+                      jobs=tuple(jobs.values()))
+
+
+def spec_from_dict(data: dict[str, Any], source: str = "results") -> JobSpec:
+    """Rebuild a stored spec (already resolved) without touching the machine."""
+    return JobSpec(**{name: check_value(name, value, source, name) for name, value in data.items()})

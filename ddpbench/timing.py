@@ -1,0 +1,49 @@
+"""Per-step phase timers with an injectable clock.
+
+A step is timed as a sequence of marks; the phases are the gaps between them::
+
+    timer.start(); ...data...; timer.mark("data_ms"); ...forward...; timer.mark("forward_ms"); ...
+    row = timer.stop()   # {"data_ms": .., "forward_ms": .., ..., "step_ms": ..}
+
+On CPU every op is synchronous, so the host clock is exact. Device clocks (CUDA events) plug in
+through the same interface: they record marks without waiting and resolve them once, at the end
+of the step, which is the only synchronisation point.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+class HostClock:
+    """perf_counter_ns marks; resolve() is free."""
+
+    def record(self):
+        return time.perf_counter_ns()
+
+    def elapsed_ms(self, start, end) -> float:
+        return (end - start) / 1e6
+
+    def synchronize(self) -> None:
+        pass
+
+
+class StepTimer:
+    def __init__(self, clock=None):
+        self.clock = clock or HostClock()
+        self._marks: list[tuple[str, object]] = []
+
+    def start(self) -> None:
+        self._marks = [("", self.clock.record())]
+
+    def mark(self, phase: str) -> None:
+        self._marks.append((phase, self.clock.record()))
+
+    def stop(self) -> dict[str, float]:
+        """Phase durations in ms, plus ``step_ms`` from the first mark to the last."""
+        self.clock.synchronize()
+        row: dict[str, float] = {}
+        for (_, prev), (phase, now) in zip(self._marks, self._marks[1:]):
+            row[phase] = row.get(phase, 0.0) + self.clock.elapsed_ms(prev, now)
+        row["step_ms"] = self.clock.elapsed_ms(self._marks[0][1], self._marks[-1][1])
+        return row

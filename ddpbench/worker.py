@@ -1,0 +1,259 @@
+"""One rank of one job: process group, model, strategy, timed loop, gather, one result out.
+
+Started by a launcher as ``python -m ddpbench.worker --job JOB.json --out DIR`` with the
+rank in the environment exactly as torchrun sets it (RANK, LOCAL_RANK, WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT), so every launcher starts the same worker.
+
+Hand-back: rank 0 writes ``DIR/result.json`` (atomically); a rank that fails writes
+``DIR/error.rank<R>.json``. Nothing is printed for anyone to parse.
+
+Phases of a launch:
+  warmup   ``warmup_steps`` steps, timed and stored apart;
+  measure  ``steps`` steps with gradient synchronisation;
+  nosync   the same number of steps inside the strategy's ``no_sync()`` (when it has one):
+           the no-communication step time at the same world size. The model and optimizer
+           are restored afterwards, so the replicas stay identical;
+  finish   every rank's timings and a checksum of its parameters are gathered to rank 0,
+           which fails the job loudly if the replicas differ.
+"""
+
+from __future__ import annotations
+
+import time
+
+_PROCESS_START = time.time()
+
+import argparse  # noqa: E402 - the start time above is taken before any import
+import copy
+import gc
+import hashlib
+import json
+import os
+import sys
+import threading
+import traceback
+from datetime import timedelta
+from pathlib import Path
+
+STEP_COLUMNS = ("rank", "phase", "step", "data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms",
+                "step_ms")
+TIMED_PHASES = ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms")
+
+
+def write_json_atomic(path: Path, payload: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(payload, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Exit if the launcher dies: no rank outlives the process that owns it."""
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent_pid:
+            os._exit(3)
+
+
+def peak_rss_mb() -> float:
+    """High-water mark of this process's resident memory (VmHWM), in MB."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
+
+
+def param_checksum(module) -> str:
+    digest = hashlib.sha256()
+    for name, param in module.named_parameters():
+        digest.update(name.encode())
+        digest.update(param.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+class RankRun:
+    def __init__(self, job: dict, out_dir: Path):
+        from ddpbench.spec import spec_from_dict
+
+        self.spec = spec_from_dict(job["spec"], source=str(out_dir / "job.json"))
+        self.repeat = int(job["repeat"])
+        self.timeout_s = float(job["timeout_s"])
+        self.out_dir = out_dir
+        self.rank = int(os.environ["RANK"])
+        self.local_rank = int(os.environ.get("LOCAL_RANK", self.rank))
+        self.world_size = int(os.environ["WORLD_SIZE"])
+        self.phase = "init"
+        self.step = -1
+        self.timeline = {"process_start": _PROCESS_START}
+
+    def mark(self, event: str) -> None:
+        self.timeline[event] = time.time()
+
+    # -- setup -----------------------------------------------------------------------------
+    def setup(self) -> None:
+        self.mark("setup_start")
+        import torch
+        import torch.distributed as dist
+
+        from ddpbench import strategies
+        from ddpbench.data import make_loader
+        from ddpbench.models import build_model, count_params, grad_bytes
+        from ddpbench.strategies.base import RankContext
+        from ddpbench.timing import HostClock, StepTimer
+
+        spec = self.spec
+        if self.world_size != spec.world_size:
+            raise RuntimeError(f"launcher started {self.world_size} ranks for a job of world_size {spec.world_size}")
+        torch.set_num_threads(int(spec.threads_per_rank))
+        if spec.device == "cuda":
+            torch.cuda.set_device(self.local_rank)
+            device = torch.device("cuda", self.local_rank)
+        else:
+            device = torch.device("cpu")
+        dist.init_process_group(spec.backend, rank=self.rank, world_size=self.world_size,
+                                timeout=timedelta(seconds=self.timeout_s))
+        torch.manual_seed(spec.seed)  # the same initial model on every rank
+        model = build_model(spec.model, spec.model_size).to(device)
+        self.params, self.grad_bytes = count_params(model), grad_bytes(model)
+        self.ctx = RankContext(self.rank, self.local_rank, self.world_size, device)
+        self.strategy = strategies.create(spec)
+        self.module = model
+        self.model = self.strategy.wrap(model, self.ctx)
+        self.optimizer = self.strategy.make_optimizer(self.model)
+        self.loss_fn = torch.nn.CrossEntropyLoss()
+        self.loader = make_loader(spec, self.rank, self.world_size, pin_memory=device.type == "cuda")
+        self.device = device
+        self.timer = StepTimer(HostClock())
+        self.rows: list[list] = []
+        self.mark("setup_done")
+
+    # -- the timed loop --------------------------------------------------------------------
+    def run_steps(self, phase: str, count: int) -> None:
+        self.phase = phase
+        timer, model, optimizer, strategy = self.timer, self.model, self.optimizer, self.strategy
+        device, loss_fn = self.device, self.loss_fn
+        non_blocking = device.type == "cuda"
+        for step in range(count):
+            self.step = step
+            timer.start()
+            _, inputs, labels = self.loader.next()
+            inputs = inputs.to(device, non_blocking=non_blocking)
+            labels = labels.to(device, non_blocking=non_blocking)
+            timer.mark("data_ms")
+            loss = loss_fn(model(inputs), labels)
+            timer.mark("forward_ms")
+            loss.backward()
+            timer.mark("backward_ms")
+            strategy.after_backward()
+            timer.mark("comm_ms")
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            timer.mark("optimizer_ms")
+            row = timer.stop()
+            self.rows.append([self.rank, phase, step, *(row[p] for p in TIMED_PHASES), row["step_ms"]])
+
+    def measure(self) -> None:
+        spec = self.spec
+        self.run_steps("warmup", spec.warmup_steps)
+        self.run_steps("measure", spec.steps)
+        self.strategy_stats = self.strategy.stats()
+        if self.strategy.supports_no_sync:
+            model_state = {k: v.detach().clone() for k, v in self.module.state_dict().items()}
+            optim_state = copy.deepcopy(self.optimizer.state_dict())
+            with self.strategy.no_sync():
+                self.run_steps("nosync", spec.steps)
+            self.module.load_state_dict(model_state)
+            self.optimizer.load_state_dict(optim_state)
+        self.mark("measure_done")
+
+    # -- gather and hand back --------------------------------------------------------------
+    def finish(self) -> dict | None:
+        import torch.distributed as dist
+
+        self.phase, self.step = "gather", -1
+        mine = {
+            "rows": self.rows,
+            "rank": {
+                "rank": self.rank,
+                "pid": os.getpid(),
+                "threads": int(self.spec.threads_per_rank),
+                "peak_rss_mb": peak_rss_mb(),
+                "checksum": param_checksum(self.module),
+                **self.strategy_stats,
+            },
+        }
+        gathered = [None] * self.world_size if self.rank == 0 else None
+        dist.gather_object(mine, gathered, dst=0)
+        if self.rank != 0:
+            return None
+        self.mark("gather_done")
+        checksums = {g["rank"]["rank"]: g["rank"]["checksum"] for g in gathered}
+        if len(set(checksums.values())) != 1:
+            raise RuntimeError("replicas diverged after training: parameter checksums differ by rank "
+                               + ", ".join(f"{r}={c}" for r, c in sorted(checksums.items())))
+        return {
+            "spec": self.spec.to_dict(),
+            "repeat": self.repeat,
+            "params": self.params,
+            "grad_bytes": self.grad_bytes,
+            "step_columns": list(STEP_COLUMNS),
+            "steps": [row for g in gathered for row in g["rows"]],
+            "ranks": [g["rank"] for g in gathered],
+            "timeline": self.timeline,  # rank 0's, seconds since the epoch
+        }
+
+    def teardown(self) -> None:
+        """Free DDP before the group, then barrier and destroy: avoids gloo's abort at exit."""
+        import torch.distributed as dist
+
+        self.phase = "teardown"
+        self.strategy.close()
+        self.model = self.optimizer = self.module = self.strategy = None
+        gc.collect()
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ddpbench.worker", description=__doc__.split("\n")[0])
+    parser.add_argument("--job", required=True, type=Path, help="job JSON written by the launcher")
+    parser.add_argument("--out", required=True, type=Path, help="folder for result.json / error.rank<R>.json")
+    args = parser.parse_args(argv)
+
+    parent = int(os.environ.get("DDPBENCH_PARENT_PID", os.getppid()))
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+    rank = int(os.environ.get("RANK", "0"))
+    run = None
+    try:
+        run = RankRun(json.loads(args.job.read_text()), args.out)
+        run.setup()
+        run.measure()
+        result = run.finish()
+        if result is not None:
+            write_json_atomic(args.out / "result.json", result)
+        run.teardown()
+        return 0
+    except BaseException as err:  # noqa: BLE001 - every failure is handed back, then re-raised as exit 1
+        write_json_atomic(args.out / f"error.rank{rank}.json", {
+            "rank": rank,
+            "phase": getattr(run, "phase", "init"),
+            "step": getattr(run, "step", -1),
+            "time": time.time(),
+            "error": f"{type(err).__name__}: {err}".strip(),
+            "traceback": traceback.format_exc(),
+        })
+        traceback.print_exc(file=sys.stderr)  # goes to the job's log file
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
