@@ -209,11 +209,12 @@ def add_report(sub) -> None:
 
 
 def cmd_report(args) -> int:
-    from ddpbench.report import write_report
     from ddpbench.results import RESULTS_FILE
 
     if not (args.results / RESULTS_FILE).is_file():
         raise InputError(str(args.results), RESULTS_FILE, "not found; give a folder written by `ddpbench sweep`")
+    from ddpbench.report import write_report
+
     index = write_report(args.results, args.out)
     print(index)
     return 0

@@ -29,7 +29,7 @@ RESULTS_FILE = "results.jsonl"
 STATUSES = ("ok", "failed", "timed_out", "skipped")
 
 RUN_FIELDS = ("status", "error", "oversubscribed", "cores", "wall_s", "launcher", "sweep_id", "utc")
-RANK_FIGURES = ("peak_rss_mb", "threads", "allreduce_bytes_per_step", "ddp_forward_compute_ms",
+RANK_FIGURES = ("peak_rss_mb", "threads", "checksum", "allreduce_bytes_per_step", "ddp_forward_compute_ms",
                 "ddp_backward_compute_ms", "ddp_backward_comm_ms", "ddp_backward_compute_comm_overlap_ms")
 
 

@@ -83,7 +83,7 @@ class RankRun:
     def __init__(self, job: dict, out_dir: Path):
         from ddpbench.spec import spec_from_dict
 
-        self.spec = spec_from_dict(job["spec"], source=str(out_dir / "job.json"))
+        self.spec = spec_from_dict(job["spec"], source="job spec")
         self.repeat = int(job["repeat"])
         self.timeout_s = float(job["timeout_s"])
         self.out_dir = out_dir

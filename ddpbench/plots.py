@@ -1,0 +1,436 @@
+"""The report's figures, one function each: per-job summary table in, one PNG out.
+
+Every function takes the table of :func:`ddpbench.analysis.summarize` and a path, draws only
+jobs whose status is ok and whose figure is a finite number, and returns the path it wrote,
+or None when there is nothing to draw. Markers say how far to trust a point:
+
+  * hollow marker -- oversubscribed: more busy threads than cores, so the time measures
+    contention for cores rather than scaling;
+  * grey ring -- noisy: the step time's IQR is more than 10 % of its median.
+
+Figures are drawn with matplotlib's object API on an Agg canvas rather than through pyplot:
+nothing is left in pyplot's global figure list to close, and a notebook that calls the
+report keeps its own backend. matplotlib is imported inside the functions, so importing this
+module stays cheap.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ddpbench.analysis import COMM_ONLY_FIELDS, SPEC_COLUMNS
+from ddpbench.spec import MODEL_SIZES
+
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+          "#bcbd22", "#17becf")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+LINE_STYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
+NOISY_RING = "0.6"
+DPI = 110
+
+#: the step-time breakdown's segments: (label, summary column or derived name, colour)
+SEGMENTS = (
+    ("data", "data_ms", "#a0a0a0"),
+    ("forward", "forward_ms", "#4c72b0"),
+    ("backward compute", "backward_compute_ms", "#55a868"),
+    ("exposed comm", "exposed_ms", "#c44e52"),
+    ("comm after backward", "comm_ms", "#dd8452"),
+    ("optimizer", "optimizer_ms", "#8172b2"),
+)
+#: explicit post-backward comm is drawn only when it is this share of a step somewhere;
+#: for DDP it is a timer's overhead (microseconds) and would only clutter the legend
+VISIBLE_SHARE = 0.005
+
+
+# ---------------------------------------------------------------------------------------------
+# labels and grouping
+# ---------------------------------------------------------------------------------------------
+
+def varying(table, fields=SPEC_COLUMNS) -> list[str]:
+    """The fields among ``fields`` that take more than one value in ``table``."""
+    return [f for f in fields if f in table.columns and table[f].astype(str).nunique() > 1]
+
+
+def line_fields(table) -> list[str]:
+    """Spec fields that tell one configuration from another across world sizes.
+
+    Those that vary, except world size (the x axis) and threads per rank when it only follows
+    world size (``threads_per_rank = "auto"`` gives each size its own count).
+    """
+    fields = [f for f in varying(table) if f not in ("world_size", "threads_per_rank", "model", "model_size")]
+    if "threads_per_rank" in varying(table) and table.duplicated(["model", "model_size", *fields, "world_size"]).any():
+        fields.append("threads_per_rank")
+    return fields
+
+
+def describe(row, fields) -> str:
+    """A short label: model-size, then the given fields in words."""
+    parts = [f"{row['model']}-{row['model_size']}"]
+    for name in fields:
+        value = row[name]
+        if name in ("model", "model_size"):
+            continue
+        if name == "world_size":
+            parts.append(f"ws={value}")
+        elif name == "bucket_cap_mb":
+            parts.append(f"bucket {float(value):g} MB")
+        elif name == "batch_size":
+            parts.append(f"batch {value}")
+        elif name in ("scaling", "optimizer", "backend", "device", "strategy"):
+            parts.append(str(value) + (" scaling" if name == "scaling" else ""))
+        elif isinstance(value, (bool, np.bool_)):
+            parts.append(name if value else f"no {name}")
+        else:
+            parts.append(f"{name}={value}")
+    return " ".join(parts)
+
+
+def ordered(table):
+    """Jobs in reading order: model, size (small to large), other settings, world size, bucket."""
+    if table.empty:
+        return table
+    size_rank = table["model_size"].map({s: i for i, s in enumerate(MODEL_SIZES)})
+    keys = ["model", "_size", *(f for f in line_fields(table) if f != "bucket_cap_mb"), "world_size",
+            "bucket_cap_mb"]
+    return table.assign(_size=size_rank).sort_values(keys, kind="stable").drop(columns="_size")
+
+
+def _ok(table, column: str):
+    """Rows of ok jobs whose ``column`` is finite."""
+    if table.empty or column not in table.columns:
+        return table.iloc[0:0]
+    values = table[column].astype(float)
+    return table[(table["status"] == "ok") & np.isfinite(values)]
+
+
+def _groups(rows, fields) -> dict[tuple, object]:
+    """Rows grouped by the values of ``fields``, in order of first appearance."""
+    keys = [tuple(r[f] for f in fields) for _, r in rows.iterrows()]
+    order: dict[tuple, list[int]] = {}
+    for position, key in enumerate(keys):
+        order.setdefault(key, []).append(position)
+    return {key: rows.iloc[positions] for key, positions in order.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# drawing helpers
+# ---------------------------------------------------------------------------------------------
+
+def _figure(width: float, height: float):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    fig.clear()
+    return path
+
+
+def _mark(ax, x, y, color, marker, oversubscribed: bool, noisy: bool) -> None:
+    if noisy:
+        ax.plot([x], [y], marker="o", markersize=15, markerfacecolor="none", markeredgecolor=NOISY_RING,
+                markeredgewidth=1.5, linestyle="none", zorder=2)
+    ax.plot([x], [y], marker=marker, markersize=7, color=color, markeredgecolor=color,
+            markerfacecolor="white" if oversubscribed else color, markeredgewidth=1.5, linestyle="none", zorder=3)
+
+
+def _flag_handles(rows) -> list:
+    """Legend entries for the markers' meaning, only for flags some drawn job carries."""
+    from matplotlib.lines import Line2D
+
+    handles = []
+    if len(rows) and rows["oversubscribed"].astype(bool).any():
+        handles.append(Line2D([], [], marker="o", color="0.3", markerfacecolor="white", linestyle="none",
+                              label="hollow: oversubscribed"))
+    if len(rows) and rows["noisy"].astype(bool).any():
+        handles.append(Line2D([], [], marker="o", markersize=13, color=NOISY_RING, markerfacecolor="none",
+                              linestyle="none", label="ring: noisy (IQR > 10 %)"))
+    return handles
+
+
+def _legend(ax, handles=None) -> None:
+    """The legend outside the axes, on the right, so it never hides a point."""
+    if handles is None:
+        handles, _ = ax.get_legend_handles_labels()
+    ax.legend(handles=list(handles), loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small",
+              frameon=False)
+
+
+def _world_size_axis(ax, sizes) -> None:
+    from matplotlib.ticker import NullLocator
+
+    sizes = sorted(set(int(s) for s in sizes))
+    if sizes[-1] / sizes[0] >= 8:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([str(s) for s in sizes])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("world size (ranks)")
+    ax.grid(True, alpha=0.3)
+
+
+# ---------------------------------------------------------------------------------------------
+# scaling: throughput and efficiency against world size
+# ---------------------------------------------------------------------------------------------
+
+def scaling_lines(table) -> list[dict]:
+    """One line per configuration: its ok jobs by world size and its world-size-1 throughput.
+
+    A configuration with no world-size-1 job of its own (a bucket size tried only at larger
+    sizes, say) starts from the baseline :func:`ddpbench.analysis.add_speedup` chose for it.
+    Colour follows what sets the baseline (model, batch, ...); marker follows comm settings.
+    """
+    rows = _ok(table, "samples_per_s")
+    if rows.empty:
+        return []
+    fields = line_fields(table)
+    color_fields = ["model", "model_size", *(f for f in fields if f not in COMM_ONLY_FIELDS
+                                             and f != "threads_per_rank")]
+    marker_fields = [f for f in fields if f not in color_fields]
+    colors: dict[tuple, str] = {}
+    markers: dict[tuple, str] = {}
+    lines = []
+    for part in _groups(ordered(rows), ["model", "model_size", *fields]).values():
+        first = part.iloc[0]
+        ones = part[part["world_size"] == 1]
+        with_speedup = part[np.isfinite(part["speedup"].astype(float)) & (part["speedup"] > 0)]
+        if len(ones):
+            baseline = float(ones["samples_per_s"].median())
+        elif len(with_speedup):
+            baseline = float(with_speedup.iloc[0]["samples_per_s"] / with_speedup.iloc[0]["speedup"])
+        else:
+            baseline = math.nan
+        color_key = tuple(first[f] for f in color_fields)
+        marker_key = tuple(first[f] for f in marker_fields)
+        colors.setdefault(color_key, COLORS[len(colors) % len(COLORS)])
+        markers.setdefault(marker_key, MARKERS[len(markers) % len(MARKERS)])
+        lines.append({"label": describe(first, fields), "rows": part, "baseline": baseline,
+                      "own_baseline": bool(len(ones)), "color": colors[color_key], "marker": markers[marker_key],
+                      "order": (list(colors).index(color_key), marker_key)})
+    return sorted(lines, key=lambda line: line["order"])
+
+
+def world_sizes(table) -> list[int]:
+    rows = _ok(table, "samples_per_s")
+    return sorted(set(int(w) for w in rows["world_size"])) if len(rows) else []
+
+
+def _scaling_plot(table, path, column: str, scale: float, ylabel: str, title: str, reference) -> Path | None:
+    lines = scaling_lines(table)
+    if len(world_sizes(table)) < 2:
+        return None
+    fig = _figure(8.0, 4.6)
+    ax = fig.add_subplot()
+    sizes = world_sizes(table)
+    from matplotlib.lines import Line2D
+
+    drawn, handles = [], []
+    for line in lines:
+        part = line["rows"]
+        xs = [int(w) for w in part["world_size"]]
+        ys = [float(v) * scale for v in part[column]]
+        base_y = 100.0 if column == "efficiency" else line["baseline"]
+        if not line["own_baseline"] and math.isfinite(line["baseline"]):
+            xs, ys = [1, *xs], [base_y, *ys]
+        keep = [(x, y) for x, y in zip(xs, ys) if math.isfinite(y)]
+        if not keep:
+            continue
+        ax.plot([x for x, _ in keep], [y for _, y in keep], color=line["color"], linewidth=1.6)
+        handles.append(Line2D([], [], color=line["color"], linewidth=1.6, marker=line["marker"],
+                              label=line["label"]))
+        if not line["own_baseline"] and math.isfinite(line["baseline"]):
+            _mark(ax, 1, base_y, line["color"], line["marker"], False, False)
+        for _, r in part.iterrows():
+            y = float(r[column]) * scale
+            if math.isfinite(y):
+                _mark(ax, int(r["world_size"]), y, line["color"], line["marker"], bool(r["oversubscribed"]),
+                      bool(r["noisy"]))
+        drawn.append(part)
+    if not drawn:
+        return None
+    extra = reference(ax, lines, sizes)
+    _world_size_axis(ax, sizes)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.set_title(title, fontsize="medium")
+    import pandas as pd
+
+    _legend(ax, [*handles, *extra, *_flag_handles(pd.concat(drawn))])
+    return _save(fig, path)
+
+
+def _ideal_throughput(ax, lines, sizes) -> list:
+    from matplotlib.lines import Line2D
+
+    seen = set()
+    for line in lines:
+        base = line["baseline"]
+        if not math.isfinite(base) or (line["color"], round(base, 6)) in seen:
+            continue
+        seen.add((line["color"], round(base, 6)))
+        ax.plot(sizes, [base * s for s in sizes], color=line["color"], linestyle=":", linewidth=1.2, alpha=0.8)
+    if not seen:
+        return []
+    return [Line2D([], [], color="0.3", linestyle=":", label="ideal: world-size-1 throughput x ranks")]
+
+
+def _full_efficiency(ax, lines, sizes) -> list:
+    from matplotlib.lines import Line2D
+
+    ax.axhline(100.0, color="0.3", linestyle=":", linewidth=1.2)
+    ax.set_ylim(top=max(110.0, ax.get_ylim()[1]))
+    return [Line2D([], [], color="0.3", linestyle=":", label="100 %: linear scaling")]
+
+
+def throughput_vs_world_size(table, path) -> Path | None:
+    """Global samples/s against world size, with ideal linear scaling dotted. None below 2 sizes."""
+    return _scaling_plot(table, path, "samples_per_s", 1.0, "throughput, all ranks (samples/s)",
+                         "Throughput vs world size", _ideal_throughput)
+
+
+def efficiency_vs_world_size(table, path) -> Path | None:
+    """Parallel efficiency (speedup / world size, %) against world size. None below 2 sizes."""
+    if not len(_ok(table, "efficiency")):
+        return None
+    return _scaling_plot(table, path, "efficiency", 100.0, "parallel efficiency (%)",
+                         "Parallel efficiency vs world size", _full_efficiency)
+
+
+# ---------------------------------------------------------------------------------------------
+# where a step's time goes
+# ---------------------------------------------------------------------------------------------
+
+def breakdown_table(table):
+    """Per ok job, the breakdown's segments in ms (median per rank-step).
+
+    ``exposed_ms`` = max(exposed_comm_ms, 0): DDP's all-reduce runs during backward, so what
+    it adds to a step is measured as step time with sync minus step time under ``no_sync()``;
+    noise can make that slightly negative, which counts as nothing exposed.
+    ``backward_compute_ms`` = backward_ms - exposed_ms (not below 0).
+    """
+    rows = _ok(table, "step_ms_median").copy()
+    if rows.empty:
+        return rows
+    exposed = rows["exposed_comm_ms"].astype(float).fillna(0.0).clip(lower=0.0)
+    rows["exposed_ms"] = exposed
+    rows["backward_compute_ms"] = (rows["backward_ms"].astype(float) - exposed).clip(lower=0.0)
+    for _, column, _ in SEGMENTS:
+        rows[column] = rows[column].astype(float).fillna(0.0)
+    return rows
+
+
+def step_breakdown(table, path) -> Path | None:
+    """Stacked horizontal bars, one per ok job: data, forward, backward compute, exposed comm,
+    explicit comm (when visible), optimizer, in ms; a black tick at the measured median step."""
+    rows = breakdown_table(ordered(table))
+    if rows.empty:
+        return None
+    fields = ["world_size", *line_fields(table)]
+    labels = []
+    for _, r in rows.iterrows():
+        flags = [name for name in ("oversubscribed", "noisy") if bool(r[name])]
+        labels.append(describe(r, fields) + (f"  ({', '.join(flags)})" if flags else ""))
+    show_comm = bool((rows["comm_ms"] >= VISIBLE_SHARE * rows["step_ms_median"]).any())
+    fig = _figure(8.5, 1.4 + 0.38 * len(rows))
+    ax = fig.add_subplot()
+    y = np.arange(len(rows))
+    left = np.zeros(len(rows))
+    for label, column, color in SEGMENTS:
+        if column == "comm_ms" and not show_comm:
+            continue
+        width = rows[column].to_numpy(dtype=float)
+        hatch = ["//" if bool(o) else None for o in rows["oversubscribed"]]
+        bars = ax.barh(y, width, left=left, color=color, height=0.65, label=label, edgecolor="white", linewidth=0.5)
+        for bar, h in zip(bars, hatch):
+            if h:
+                bar.set_hatch(h)
+        left += width
+    ax.plot(rows["step_ms_median"].to_numpy(dtype=float), y, linestyle="none", marker="|", markersize=16,
+            markeredgewidth=2, color="black", label="median step (measured)")
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize="small")
+    ax.invert_yaxis()
+    ax.set_xlabel("time per step (ms, median per rank-step)")
+    ax.set_xlim(left=0)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_title("Step time breakdown", fontsize="medium")
+    handles, _ = ax.get_legend_handles_labels()
+    _legend(ax, handles[1:] + handles[:1])  # the median tick after the segments
+    return _save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# gradient bucket size
+# ---------------------------------------------------------------------------------------------
+
+def bucket_groups(table) -> dict[tuple, object]:
+    """ok jobs at world size > 1, grouped by everything that varies except the bucket size."""
+    rows = ordered(_ok(table, "step_ms_median"))
+    rows = rows[rows["world_size"] > 1] if len(rows) else rows
+    if rows.empty:
+        return {}
+    fields = ["model", "model_size", *(f for f in line_fields(table) if f != "bucket_cap_mb"), "world_size"]
+    return {key: part.sort_values("bucket_cap_mb") for key, part in _groups(rows, fields).items()}
+
+
+def has_bucket_sweep(table) -> bool:
+    """True when some world size > 1 was measured at more than one bucket size."""
+    return any(part["bucket_cap_mb"].nunique() > 1 for part in bucket_groups(table).values())
+
+
+def step_time_vs_bucket(table, path) -> Path | None:
+    """Median step time (ms) against bucket_cap_mb (log x), one line per model, size and world
+    size > 1; error bars as long as the IQR, centred on the median. None without a bucket sweep."""
+    if not has_bucket_sweep(table):
+        return None
+    groups = bucket_groups(table)
+    fields = ["world_size", *(f for f in line_fields(table) if f != "bucket_cap_mb")]
+    fig = _figure(8.0, 4.6)
+    ax = fig.add_subplot()
+    from matplotlib.lines import Line2D
+
+    buckets = set()
+    drawn, handles = [], []
+    # colour: the configuration (as in the scaling plots); marker and dashes: the world size
+    configs = list(dict.fromkeys(key[:-1] for key in groups))
+    sizes = sorted(set(key[-1] for key in groups))
+    for key, part in groups.items():
+        color = COLORS[configs.index(key[:-1]) % len(COLORS)]
+        marker = MARKERS[sizes.index(key[-1]) % len(MARKERS)]
+        dashes = LINE_STYLES[sizes.index(key[-1]) % len(LINE_STYLES)]
+        xs = part["bucket_cap_mb"].to_numpy(dtype=float)
+        ys = part["step_ms_median"].to_numpy(dtype=float)
+        err = np.nan_to_num(part["step_ms_iqr"].to_numpy(dtype=float) / 2.0)
+        ax.errorbar(xs, ys, yerr=err, color=color, linewidth=1.6, linestyle=dashes, capsize=4, elinewidth=1)
+        handles.append(Line2D([], [], color=color, linewidth=1.6, linestyle=dashes, marker=marker,
+                              label=describe(part.iloc[0], fields)))
+        for (_, r), x, yv in zip(part.iterrows(), xs, ys):
+            _mark(ax, x, yv, color, marker, bool(r["oversubscribed"]), bool(r["noisy"]))
+        buckets.update(xs.tolist())
+        drawn.append(part)
+    from matplotlib.ticker import NullLocator
+
+    import pandas as pd
+
+    ax.set_xscale("log")
+    ticks = sorted(buckets)
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([f"{b:g}" for b in ticks])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlim(ticks[0] / 1.6, ticks[-1] * 1.6)
+    ax.set_xlabel("DDP gradient bucket size, bucket_cap_mb (MB, log scale)")
+    ax.set_ylabel("step time, slowest rank (ms)")
+    ax.grid(True, alpha=0.3)
+    ax.set_title("Step time vs gradient bucket size", fontsize="medium")
+    _legend(ax, [*handles, *_flag_handles(pd.concat(drawn))])
+    return _save(fig, path)

@@ -1,0 +1,361 @@
+"""The HTML report: stored results in, ``index.html`` and PNG figures out.
+
+The report reads the results folder only (:func:`ddpbench.results.load_tables`, then
+:func:`ddpbench.analysis.summarize`); it never runs anything. It is a list of sections:
+
+    @section
+    def my_section(ctx: ReportContext) -> Section | None: ...
+
+A section function gets the :class:`ReportContext` (summary table, the stored tables, the
+output folder) and returns a :class:`Section` -- a title, an HTML fragment, and the PNG files
+it wrote into ``ctx.out_dir`` -- or None when it does not apply to these results. Sections
+appear in the order they were registered. Every string that comes from an experiment file or
+a results file is passed through :func:`esc` (``html.escape``) before it enters the page.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ddpbench.results import STATUSES
+
+INDEX_FILE = "index.html"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the page. ``html`` is trusted markup: escape what goes into it."""
+
+    title: str
+    html: str
+    images: tuple[Path, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    summary: Any  # DataFrame, one row per job (analysis.summarize); empty when nothing ran
+    steps: Any
+    runs: Any
+    ranks: Any
+    sweeps: Any
+    results_dir: Path
+    out_dir: Path
+
+    def image(self, name: str) -> Path:
+        """Where a section writes its PNG: a stable name in the output folder."""
+        return self.out_dir / name
+
+
+SectionFn = Callable[[ReportContext], "Section | None"]
+SECTIONS: list[SectionFn] = []
+
+
+def section(fn: SectionFn) -> SectionFn:
+    """Register ``fn`` as the next section of the report."""
+    SECTIONS.append(fn)
+    return fn
+
+
+def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
+                 sections: Sequence[SectionFn] | None = None) -> Path:
+    """Write ``index.html`` (and its PNGs) for a results folder; return the path of index.html.
+
+    ``out_dir`` defaults to ``results_dir``; ``sections`` to every registered section.
+    """
+    from ddpbench.analysis import summarize
+    from ddpbench.results import load_tables
+
+    results_dir = Path(results_dir)
+    out_dir = Path(out_dir) if out_dir is not None else results_dir
+    steps, runs, ranks, sweeps = load_tables(results_dir)
+    summary = summarize(steps, runs, ranks)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ctx = ReportContext(summary, steps, runs, ranks, sweeps, results_dir, out_dir)
+    rendered = [s for s in (fn(ctx) for fn in (SECTIONS if sections is None else sections)) if s is not None]
+    index = out_dir / INDEX_FILE
+    tmp = index.with_suffix(".html.tmp")
+    tmp.write_text(render_page(page_title(ctx), rendered, out_dir), encoding="utf-8")
+    os.replace(tmp, index)
+    return index
+
+
+# ---------------------------------------------------------------------------------------------
+# page
+# ---------------------------------------------------------------------------------------------
+
+CSS = """
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; margin: 0 auto;
+       max-width: 1200px; padding: 1em 2em 4em; }
+h1 { margin-bottom: .2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: .2em; }
+nav a { margin-right: 1.2em; }
+p.what { font-size: 1.05em; } p.note { color: #555; font-size: .92em; }
+table { border-collapse: collapse; font-size: .88em; margin: .6em 0; }
+th, td { border: 1px solid #ddd; padding: .25em .55em; vertical-align: top; }
+th { background: #f3f3f3; text-align: left; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr:nth-child(even) td { background: #fafafa; }
+tr.bad td { background: #fdecea; }
+.status-ok { color: #1a7f37; } .status-failed, .status-timed_out { color: #c62828; font-weight: 600; }
+.status-skipped { color: #a36b00; }
+.flag { display: inline-block; font-size: .8em; padding: 0 .4em; border-radius: .6em; margin: 0 .15em;
+        background: #fff3cd; border: 1px solid #e0c36a; }
+.flag.over { background: #e8eaf6; border-color: #9fa8da; }
+code.err { white-space: pre-wrap; word-break: break-word; color: #8b1a1a; display: block; max-width: 36em; }
+img { max-width: 100%; height: auto; display: block; margin: .8em 0; }
+dl.defs dt { font-weight: 600; float: left; clear: left; width: 11em; } dl.defs dd { margin-left: 11.5em; }
+"""
+
+
+def esc(value: Any) -> str:
+    """Any value as HTML-safe text (None and NaN as a dash)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "&ndash;"
+    return escape(str(value), quote=True)
+
+
+def page_title(ctx: ReportContext) -> str:
+    names = experiment_names(ctx.sweeps)
+    return "ddpbench report: " + (", ".join(names) if names else ctx.results_dir.name)
+
+
+def render_page(title: str, sections: Sequence[Section], out_dir: Path) -> str:
+    ids = [f"s{number}-{_slug(s.title)}" for number, s in enumerate(sections, start=1)]
+    nav = " ".join(f'<a href="#{i}">{esc(s.title)}</a>' for i, s in zip(ids, sections))
+    body = []
+    for anchor, part in zip(ids, sections):
+        images = "".join(f'<img src="{esc(_relative(p, out_dir))}" alt="{esc(part.title)}">' for p in part.images)
+        body.append(f'<section id="{anchor}">\n<h2>{esc(part.title)}</h2>\n{part.html}\n{images}\n</section>')
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+            f"<h1>{esc(title)}</h1>\n<nav>{nav}</nav>\n" + "\n".join(body) + "\n</body>\n</html>\n")
+
+
+def _relative(path: Path, out_dir: Path) -> str:
+    return Path(os.path.relpath(Path(path), out_dir)).as_posix()
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], row_classes=None, numeric=()) -> str:
+    """A table from already-escaped cells; ``numeric`` lists column indexes to right-align."""
+    head = "".join(f"<th>{h}</th>" for h in header)
+    lines = []
+    for index, row in enumerate(rows):
+        cls = f' class="{row_classes[index]}"' if row_classes and row_classes[index] else ""
+        cells = "".join(f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row))
+        lines.append(f"<tr{cls}>{cells}</tr>")
+    return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(lines) + "\n</tbody>\n</table>"
+
+
+def num(value: Any, fmt: str = ".1f", suffix: str = "") -> str:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return esc(value)
+    return "&ndash;" if math.isnan(value) else esc(format(value, fmt) + suffix)
+
+
+def experiment_names(sweeps) -> list[str]:
+    if sweeps is None or sweeps.empty or "experiment" not in sweeps.columns:
+        return []
+    return [str(n) for n in dict.fromkeys(sweeps["experiment"].dropna())]
+
+
+def flags_html(row) -> str:
+    parts = []
+    if bool(row.get("oversubscribed")):
+        parts.append('<span class="flag over" title="more busy threads than cores">oversubscribed</span>')
+    if bool(row.get("noisy")):
+        parts.append('<span class="flag" title="IQR / median above 10 %">noisy</span>')
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# sections, in page order
+# ---------------------------------------------------------------------------------------------
+
+ENV_ROWS = (
+    ("experiment", "experiment"), ("sweep started (UTC)", "utc"), ("host", "hostname"),
+    ("CPU", "cpu_model"), ("cores usable / logical / physical", "cores"), ("memory (GB)", "memory_gb"),
+    ("GPUs", "gpus"), ("torch", "torch"), ("python", "python"), ("platform", "platform"),
+    ("ddpbench", "ddpbench_version"), ("git commit", "git"), ("sweep id", "sweep_id"),
+)
+
+
+def _env_value(env: dict, name: str) -> str:
+    if name == "cores":
+        return " / ".join(esc(env.get(k)) for k in ("cores_usable", "cores_logical", "cores_physical"))
+    if name == "gpus":
+        gpus = env.get("gpus")
+        return esc(", ".join(map(str, gpus))) if isinstance(gpus, list) and gpus else "none"
+    if name == "torch":
+        extra = [f"{label} {env[key]}" for label, key in (("CUDA", "torch_cuda"), ("NCCL", "nccl_version"))
+                 if env.get(key)]
+        return esc(env.get("torch_version")) + (esc(f" ({', '.join(extra)})") if extra else "")
+    if name == "git":
+        commit = env.get("git_commit")
+        if not commit or (isinstance(commit, float) and math.isnan(commit)):
+            return "unknown (not run from a git checkout)"
+        dirty = env.get("git_dirty")
+        state = " <strong>dirty</strong> (uncommitted changes)" if dirty is True else (" clean" if dirty is False else "")
+        return f"<code>{esc(commit)}</code>{state}"
+    return esc(env.get(name))
+
+
+@section
+def header_section(ctx: ReportContext) -> Section:
+    summary = ctx.summary
+    sweeps = ctx.sweeps.to_dict("records") if ctx.sweeps is not None and len(ctx.sweeps) else []
+    if summary.empty:
+        counts = "<p class=\"what\">No jobs are recorded in these results yet.</p>"
+    else:
+        by_status = summary["status"].value_counts()
+        known = [s for s in STATUSES if by_status.get(s, 0)] + [s for s in by_status.index if s not in STATUSES]
+        listed = ", ".join(f'<span class="status-{esc(s)}">{int(by_status[s])} {esc(s)}</span>' for s in known)
+        launches = len(ctx.runs)
+        wall = float(ctx.runs["wall_s"].fillna(0).sum()) if "wall_s" in ctx.runs.columns else math.nan
+        counts = (f'<p class="what">{len(summary)} jobs ({launches} launches, {num(wall, ".0f")} s of launch '
+                  f"wall time): {listed}.</p>")
+    notes = []
+    if not summary.empty and summary["oversubscribed"].astype(bool).any():
+        notes.append("Some jobs were <strong>oversubscribed</strong> (more busy threads than cores): their "
+                     "times measure contention for cores, not scaling. They are marked in the table and drawn "
+                     "with hollow markers.")
+    if not summary.empty and summary["noisy"].astype(bool).any():
+        notes.append("Some jobs are <strong>noisy</strong> (step time IQR above 10 % of the median): compare "
+                     "them with care. They carry a grey ring in the plots.")
+    if sweeps:
+        header = ["", *(f"sweep {i}" for i in range(1, len(sweeps) + 1))] if len(sweeps) > 1 else ["", "value"]
+        rows = [[esc(label), *(_env_value(env, name) for env in sweeps)] for label, name in ENV_ROWS]
+        env_html = "<h3>Environment</h3>\n" + html_table(header, rows)
+    else:
+        env_html = '<p class="note">No environment block is stored with these results.</p>'
+    notes_html = "".join(f'<p class="note">{n}</p>' for n in notes)
+    where = f'<p class="note">Results folder: <code>{esc(ctx.results_dir)}</code></p>'
+    return Section("Experiment", counts + notes_html + where + env_html)
+
+
+@section
+def summary_section(ctx: ReportContext) -> Section | None:
+    from ddpbench import plots
+
+    table = ctx.summary
+    if table.empty:
+        return None
+    extra = plots.line_fields(table)
+    extra = [f for f in extra if f != "bucket_cap_mb"]
+    header = ["job", "world size", "bucket (MB)", "status", "step (ms) median &plusmn; IQR", "samples/s",
+              "speedup (&times;)", "efficiency (%)", "exposed comm (ms)", "DDP comm (ms)", "overlap (%)",
+              "peak RSS (MB)", "flags", "error"]
+    rows, classes = [], []
+    for _, r in plots.ordered(table).iterrows():
+        ok = r["status"] == "ok"
+        step = f"{num(r['step_ms_median'], '.2f')} &plusmn; {num(r['step_ms_iqr'], '.2f')}" if ok else "&ndash;"
+        error = f'<code class="err">{esc(r["error"])}</code>' if not ok else ""
+        rows.append([esc(plots.describe(r, extra)), esc(r["world_size"]), num(r["bucket_cap_mb"], "g"),
+                     f'<span class="status-{esc(r["status"])}">{esc(r["status"])}</span>', step,
+                     num(r["samples_per_s"], ".1f"), num(r["speedup"], ".2f"), num(100 * r["efficiency"], ".0f"),
+                     num(r["exposed_comm_ms"], ".2f"), num(r["ddp_comm_ms"], ".2f"), num(r["overlap_pct"], ".0f"),
+                     num(r["peak_rss_mb"], ".0f"), flags_html(r), error])
+        classes.append("" if ok else "bad")
+    defs = (
+        ("step", "wall time of one training step on the slowest rank; median and inter-quartile range over "
+                 "measured steps (warmup excluded)"),
+        ("samples/s", "global throughput: samples of all ranks per second"),
+        ("speedup", "throughput relative to the world-size-1 job with the same model and batch settings"),
+        ("efficiency", "speedup &divide; world size; 100 % is linear scaling"),
+        ("exposed comm", "step time with gradient sync minus step time under DDP's no_sync(): the "
+                         "communication the backward pass did not hide (can be slightly negative from noise)"),
+        ("DDP comm", "DDP's own measure of its backward all-reduce time per step"),
+        ("overlap", "share of DDP comm time that ran while backward was still computing"),
+        ("peak RSS", "largest resident memory of any rank"),
+    )
+    dl = "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in defs)
+    numeric = {1, 2, 4, 5, 6, 7, 8, 9, 10, 11}
+    return Section("Summary", '<p class="what">One row per job: how fast each step ran and how well it '
+                   "scaled; jobs that did not finish show their error.</p>\n"
+                   + html_table(header, rows, classes, numeric) + f'\n<dl class="defs">{dl}</dl>')
+
+
+def _skipped_note(ctx: ReportContext) -> str:
+    bad = ctx.summary[ctx.summary["status"] != "ok"] if not ctx.summary.empty else ctx.summary
+    if bad.empty:
+        return ""
+    return (f'<p class="note">{len(bad)} job(s) that did not finish ok are left out of this plot; '
+            "see the summary table for their errors.</p>")
+
+
+@section
+def throughput_section(ctx: ReportContext) -> Section | None:
+    from ddpbench import plots
+
+    if ctx.summary.empty or len(plots.world_sizes(ctx.summary)) < 2:
+        return None
+    path = plots.throughput_vs_world_size(ctx.summary, ctx.image("throughput.png"))
+    if path is None:
+        return None
+    return Section("Throughput vs world size",
+                   '<p class="what">Training throughput of all ranks together (samples per second) at each '
+                   "world size, one line per configuration; the dotted lines show perfect linear scaling, "
+                   "the world-size-1 throughput times the number of ranks.</p>"
+                   + _skipped_note(ctx), (path,))
+
+
+@section
+def efficiency_section(ctx: ReportContext) -> Section | None:
+    from ddpbench import plots
+
+    if ctx.summary.empty or len(plots.world_sizes(ctx.summary)) < 2:
+        return None
+    path = plots.efficiency_vs_world_size(ctx.summary, ctx.image("efficiency.png"))
+    if path is None:
+        return None
+    return Section("Parallel efficiency vs world size",
+                   '<p class="what">Parallel efficiency (%) at each world size: the speedup over the '
+                   "world-size-1 run divided by the number of ranks, so 100 % (dotted) means every added "
+                   "rank adds a full rank's throughput.</p>" + _skipped_note(ctx), (path,))
+
+
+@section
+def breakdown_section(ctx: ReportContext) -> Section | None:
+    from ddpbench import plots
+
+    if ctx.summary.empty:
+        return None
+    path = plots.step_breakdown(ctx.summary, ctx.image("breakdown.png"))
+    if path is None:
+        return None
+    return Section("Step time breakdown",
+                   '<p class="what">Where each job\'s step time goes, in milliseconds: the median time per '
+                   "rank and step of each phase (data, forward, backward, optimizer).</p>"
+                   '<p class="note">DDP all-reduces gradient buckets while backward is still running, so most '
+                   "communication hides inside backward. The red <em>exposed comm</em> part is what it does not "
+                   "hide, measured as the step time with gradient sync minus the step time under DDP's "
+                   "<code>no_sync()</code>; <em>backward compute</em> is the backward time less that. The black "
+                   "tick is the measured median step of the slowest rank: the bars are per-phase medians, so "
+                   "the two need not match exactly. Hatched bars are oversubscribed jobs.</p>"
+                   + _skipped_note(ctx), (path,))
+
+
+@section
+def bucket_section(ctx: ReportContext) -> Section | None:
+    from ddpbench import plots
+
+    if ctx.summary.empty or not plots.has_bucket_sweep(ctx.summary):
+        return None
+    path = plots.step_time_vs_bucket(ctx.summary, ctx.image("bucket_step_time.png"))
+    if path is None:
+        return None
+    return Section("Step time vs gradient bucket size",
+                   '<p class="what">Median step time (ms, slowest rank) for each DDP gradient bucket size '
+                   "(<code>bucket_cap_mb</code>, log scale), one line per model and world size above 1: lower "
+                   "is better.</p><p class=\"note\">Error bars are as long as the inter-quartile range of the "
+                   "step time, centred on the median. Small buckets start all-reducing earlier but pay a "
+                   "per-message cost more often.</p>" + _skipped_note(ctx), (path,))

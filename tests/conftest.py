@@ -1,0 +1,58 @@
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import psutil
+import pytest
+
+from ddpbench.spec import Machine
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def cpu_machine():
+    """A 2-core machine without GPUs, whatever this one is."""
+    return Machine(cores=2, cuda_devices=0)
+
+
+def run_cli(*args, cwd=None, timeout=300, **kw):
+    """python -m ddpbench ... in a subprocess, as a user runs it."""
+    env = {**os.environ, "COLUMNS": "160"}
+    return subprocess.run([sys.executable, "-m", "ddpbench", *map(str, args)], cwd=cwd or ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def write_experiment(path: Path, body: str) -> Path:
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+TINY = """
+    name = "tiny"
+    timeout_s = 60
+    [defaults]
+    backend = "gloo"
+    device = "cpu"
+    model = "mlp"
+    model_size = "xs"
+    batch_size = 8
+    threads_per_rank = 1
+    warmup_steps = 1
+    steps = 4
+    [grid]
+    world_size = [1, 2]
+    bucket_cap_mb = [0.25, 25]
+"""
+
+
+def worker_processes(marker: str):
+    """Live ddpbench worker processes whose command line mentions ``marker``."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(proc.info.get("cmdline") or [])
+        if "ddpbench.worker" in cmd and marker in cmd:
+            found.append(proc)
+    return found

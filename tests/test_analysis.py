@@ -1,0 +1,116 @@
+"""Statistics and the per-job summary on exact values."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from ddpbench.analysis import add_speedup, iqr, median, summarize
+from ddpbench.spec import JobSpec
+from ddpbench.timing import StepTimer
+
+
+def test_median_and_iqr_exact():
+    assert median([3, 1, 2]) == 2
+    assert median([1, 2, 3, 4]) == 2.5
+    assert median([1.0, math.nan, 3.0]) == 2.0
+    assert math.isnan(median([]))
+    # numpy's linear interpolation: q25 = 1.75, q75 = 3.25
+    assert iqr([1, 2, 3, 4]) == pytest.approx(1.5)
+    assert iqr([5, 5, 5]) == 0
+
+
+def _job(world_size, bucket, step_ms_by_rank, nosync_ms, status="ok", batch=10):
+    """Rows of steps/runs/ranks for a job whose ranks take the given times per step."""
+    spec = JobSpec(world_size=world_size, bucket_cap_mb=bucket, batch_size=batch, threads_per_rank=1,
+                   device="cpu", backend="gloo", steps=len(step_ms_by_rank[0]))
+    ident = {"key": spec.key, **spec.to_dict(), "per_rank_batch": spec.per_rank_batch,
+             "global_batch": spec.global_batch, "repeat": 0}
+    steps = []
+    for rank, times in enumerate(step_ms_by_rank):
+        for step, ms in enumerate(times):
+            for phase, value in (("measure", ms), ("nosync", nosync_ms), ("warmup", 1000.0)):
+                steps.append({**ident, "rank": rank, "phase": phase, "step": step, "data_ms": 0.0,
+                              "forward_ms": 1.0, "backward_ms": value - 2.0, "comm_ms": 0.0,
+                              "optimizer_ms": 1.0, "step_ms": value})
+    runs = [{**ident, "status": status, "error": None if status == "ok" else "boom", "oversubscribed": False,
+             "wall_s": 1.0, "params": 100, "grad_bytes": 400}]
+    ranks = [{**ident, "rank": r, "peak_rss_mb": 100.0 + r, "ddp_backward_comm_ms": 4.0,
+              "ddp_backward_compute_comm_overlap_ms": 1.0, "allreduce_bytes_per_step": 400,
+              "bucket_bytes": [200, 200]} for r in range(world_size)]
+    return steps, runs, ranks
+
+
+def _summary(*jobs):
+    steps, runs, ranks = [], [], []
+    for s, r, k in jobs:
+        steps += s
+        runs += r
+        ranks += k
+    return summarize(pd.DataFrame(steps), runs=runs, ranks=ranks)
+
+
+def test_summary_uses_slowest_rank_and_measure_phase_only():
+    one = _job(1, 25, [[10.0, 10.0, 10.0, 10.0]], nosync_ms=9.0)
+    two = _job(2, 25, [[10.0, 12.0, 10.0, 12.0], [14.0, 10.0, 14.0, 10.0]], nosync_ms=11.0)
+    table = _summary(one, two).set_index("world_size")
+    # slowest rank per step: 14, 12, 14, 12 -> median 13; warmup's 1000 ms never counts
+    assert table.loc[2, "step_ms_median"] == 13.0
+    assert table.loc[2, "step_ms_iqr"] == pytest.approx(2.0)  # q25 = 12, q75 = 14
+    assert table.loc[2, "samples_per_s"] == pytest.approx(20 / 0.013)
+    assert table.loc[1, "samples_per_s"] == pytest.approx(10 / 0.010)
+    assert table.loc[2, "speedup"] == pytest.approx((20 / 0.013) / (10 / 0.010))
+    assert table.loc[2, "efficiency"] == pytest.approx(table.loc[2, "speedup"] / 2)
+    assert table.loc[2, "exposed_comm_ms"] == pytest.approx(13.0 - 11.0)
+    assert table.loc[2, "overlap_pct"] == pytest.approx(25.0)
+    assert table.loc[2, "peak_rss_mb"] == 101.0
+    assert table.loc[2, "buckets"] == 2
+    assert bool(table.loc[2, "noisy"]) is True   # IQR/median = 2/13 > 10%
+    assert bool(table.loc[1, "noisy"]) is False
+    assert table.loc[1, "speedup"] == 1.0
+
+
+def test_baseline_falls_back_to_world_size_one_with_other_buckets():
+    one_a = _job(1, 1, [[10.0] * 4], nosync_ms=9.0)
+    one_b = _job(1, 5, [[20.0] * 4], nosync_ms=9.0)
+    two = _job(2, 25, [[10.0] * 4, [10.0] * 4], nosync_ms=9.0)
+    table = _summary(one_a, one_b, two).set_index("world_size")
+    base = (10 / 0.010 + 10 / 0.020) / 2  # median of the two world-size-1 throughputs
+    assert table.loc[2, "speedup"] == pytest.approx((20 / 0.010) / base)
+
+
+def test_failed_job_keeps_its_row_and_error():
+    ok = _job(1, 25, [[10.0] * 4], nosync_ms=9.0)
+    steps, runs, ranks = _job(2, 25, [[10.0] * 4, [10.0] * 4], nosync_ms=9.0, status="failed")
+    table = _summary(ok, ([], runs, []))
+    failed = table[table["world_size"] == 2].iloc[0]
+    assert failed["status"] == "failed" and "boom" in failed["error"]
+    assert math.isnan(failed["step_ms_median"]) and math.isnan(failed["speedup"])
+
+
+def test_add_speedup_without_baseline_is_nan():
+    table = pd.DataFrame([{**JobSpec(world_size=2).to_dict(), "status": "ok", "samples_per_s": 5.0}])
+    assert math.isnan(add_speedup(table).loc[0, "speedup"])
+
+
+class FakeClock:
+    def __init__(self, times):
+        self.times = iter(times)
+
+    def record(self):
+        return next(self.times)
+
+    def elapsed_ms(self, a, b):
+        return float(b - a)
+
+    def synchronize(self):
+        pass
+
+
+def test_step_timer_phases_exact():
+    timer = StepTimer(FakeClock([0, 2, 7, 20, 20, 23]))
+    timer.start()
+    for phase in ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms"):
+        timer.mark(phase)
+    assert timer.stop() == {"data_ms": 2.0, "forward_ms": 5.0, "backward_ms": 13.0, "comm_ms": 0.0,
+                            "optimizer_ms": 3.0, "step_ms": 23.0}

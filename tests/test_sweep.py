@@ -1,0 +1,146 @@
+"""Real multi-process sweeps on CPU with gloo: end to end, replicas, resume, no orphans."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import ddpbench
+from conftest import ROOT, TINY, run_cli, worker_processes, write_experiment
+from ddpbench.results import load_tables
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep(tmp_path_factory):
+    """One real 2-rank sweep shared by the checks below (4 jobs, about 15 s)."""
+    tmp = tmp_path_factory.mktemp("sweep")
+    exp = write_experiment(tmp / "tiny.toml", TINY)
+    out = tmp / "out"
+    proc = run_cli("sweep", exp, "--out", out)
+    return proc, out
+
+
+def test_sweep_end_to_end(tiny_sweep):
+    proc, out = tiny_sweep
+    assert proc.returncode == 0, proc.stderr
+    steps = ddpbench.load(out)
+    jobs = ddpbench.summarize(steps)
+    assert len(jobs) == 4 and set(jobs["status"]) == {"ok"}
+    for col in ("strategy", "backend", "device", "world_size", "bucket_cap_mb", "model", "params", "batch_size",
+                "repeat", "rank", "step", "step_ms", "forward_ms", "backward_ms", "optimizer_ms", "samples_per_s"):
+        assert col in steps.columns, col
+    for col in ("step_ms_median", "step_ms_iqr", "samples_per_s", "speedup", "efficiency", "exposed_comm_ms",
+                "ddp_comm_ms", "overlap_pct", "peak_rss_mb", "oversubscribed", "noisy", "status", "error"):
+        assert col in jobs.columns, col
+    # every rank, every step of every phase, for each job: ws * (warmup + steps + nosync steps)
+    counts = steps.groupby(["world_size", "bucket_cap_mb"]).size()
+    assert set(counts[1]) == {1 * (1 + 4 + 4)} and set(counts[2]) == {2 * (1 + 4 + 4)}
+    assert set(steps["phase"]) == {"warmup", "measure", "nosync"}
+    measured = steps[steps["phase"] == "measure"]
+    assert (measured["step_ms"] > 0).all()
+    # phases add up to the step (the rest is the timer's own cost)
+    parts = measured[["data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms"]].sum(axis=1)
+    assert ((measured["step_ms"] - parts).abs() < 1e-6 + 0.01 * measured["step_ms"]).all()
+    two = jobs[jobs["world_size"] == 2]
+    assert (two["allreduce_bytes_per_step"] == steps["params"].iloc[0] * 4).all()
+    assert (two["speedup"] > 0).all()
+    assert (jobs.loc[jobs["world_size"] == 1, "speedup"] == 1.0).all()
+    small = two[two["bucket_cap_mb"] == 0.25].iloc[0]
+    large = two[two["bucket_cap_mb"] == 25].iloc[0]
+    assert small["buckets"] > large["buckets"] == 1  # DDP really used the bucket size asked for
+
+
+def test_replicas_identical_and_env_stored(tiny_sweep):
+    _, out = tiny_sweep
+    _, runs, ranks, sweeps = load_tables(out)
+    for _, job in ranks.groupby(["key", "repeat"]):
+        assert job["checksum"].nunique() == 1
+    assert len(ranks[ranks["world_size"] == 2]) == 2 * 2
+    env = sweeps.iloc[0]
+    for key in ("torch_version", "cpu_model", "cores_usable", "hostname", "python", "ddpbench_version",
+                "git_commit", "git_dirty", "utc"):
+        assert key in sweeps.columns, key
+    assert env["torch_version"].startswith("2.")
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert {r["schema_version"] for r in records} == {1}
+
+
+def test_report_written_and_no_gloo_abort(tiny_sweep):
+    _, out = tiny_sweep
+    assert (out / "index.html").is_file()
+    assert list(out.glob("*.png"))
+    logs = list((out / "logs").glob("*.log"))
+    assert len(logs) == 2 + 2 * 2
+    for log in logs:
+        text = log.read_text()
+        assert "terminate called" not in text and "Traceback" not in text, log
+    assert not worker_processes(str(out))
+
+
+def test_run_one_job_from_flags(tmp_path):
+    proc = run_cli("run", "--world-size", "2", "--model-size", "xs", "--steps", "3", "--warmup-steps", "1",
+                   "--threads-per-rank", "1", "--batch-size", "8", "--out", tmp_path / "one")
+    assert proc.returncode == 0, proc.stderr
+    jobs = ddpbench.summarize(ddpbench.load(tmp_path / "one"))
+    assert len(jobs) == 1 and jobs.iloc[0]["world_size"] == 2 and jobs.iloc[0]["status"] == "ok"
+
+
+def _wait_for_runs(path, count, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().count('"kind": "run"') >= count:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no {count} run records in {path}")
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+def test_killed_sweep_keeps_results_and_resume_finishes(tmp_path, how):
+    exp = write_experiment(tmp_path / "tiny.toml", TINY.replace("steps = 4", "steps = 40"))
+    out = tmp_path / "out"
+    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_runs(out / "results.jsonl", 1)
+        time.sleep(1.5)  # let the next launch get going, so a job is in flight
+        sweep.send_signal(how)
+        sweep.wait(timeout=15)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+    if how == signal.SIGINT:
+        assert sweep.returncode == 130, sweep.stderr.read()
+    # ranks exit by themselves when the launcher is gone (watchdog), or are ended by it
+    deadline = time.monotonic() + 10
+    while worker_processes(str(out)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not worker_processes(str(out))
+    _, runs, _, _ = load_tables(out)
+    finished = set(runs["key"])
+    assert 1 <= len(finished) < 4 and set(runs["status"]) == {"ok"}
+
+    proc = run_cli("sweep", exp, "--out", out, "--resume")
+    assert proc.returncode == 0, proc.stderr
+    _, runs, _, sweeps = load_tables(out)
+    assert len(runs) == 4 and runs["key"].is_unique and set(runs["status"]) == {"ok"}
+    assert len(sweeps) == 2
+    assert finished <= set(runs["key"])
+
+
+def test_sweep_without_resume_keeps_earlier_results(tiny_sweep, tmp_path):
+    _, out = tiny_sweep
+    exp = write_experiment(tmp_path / "one.toml", TINY.replace("world_size = [1, 2]", "world_size = [1]")
+                           .replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [25]"))
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
+    proc = run_cli("sweep", exp, "--out", copy, "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    kept = list(copy.glob("results.*.jsonl"))
+    assert len(kept) == 1 and kept[0].read_text() == (out / "results.jsonl").read_text()
+    assert len(load_tables(copy)[1]) == 1
