@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ddpbench.errors import InputError
+from ddpbench.launch import LAUNCHERS
 
 DEFAULT_EXPERIMENT = "experiments/quick.toml"
 EXIT_BAD_INPUT = 2
@@ -39,7 +40,7 @@ def add_sweep(sub) -> None:
     p.add_argument("--resume", action="store_true", help="keep stored results and run only the missing launches")
     p.add_argument("--dry-run", action="store_true", help="list the jobs and exit without running them")
     p.add_argument("--timeout", type=float, metavar="S", help="per-launch timeout in seconds (overrides timeout_s)")
-    p.add_argument("--launcher", default="spawn", choices=("spawn",), help="how ranks start (default: spawn)")
+    p.add_argument("--launcher", default="spawn", choices=LAUNCHERS, help="how ranks start (default: spawn)")
     p.add_argument("--no-report", action="store_true", help="store results but do not write the report")
     p.set_defaults(func=cmd_sweep)
 
@@ -61,6 +62,7 @@ def cmd_sweep(args) -> int:
 def run_and_report(experiment, out_dir: Path, args) -> int:
     from rich.console import Console
 
+    from ddpbench.launch import get_launcher
     from ddpbench.runner import pending_launches, run_sweep
     from ddpbench.spec import Machine
 
@@ -74,7 +76,7 @@ def run_and_report(experiment, out_dir: Path, args) -> int:
                   f"{len(pending_launches(experiment, set()))} launches -> {out_dir}/  "
                   f"({machine.cores} cores, {machine.cuda_devices} GPUs)", highlight=False)
     try:
-        summary = run_sweep(experiment, out_dir, resume=args.resume, launcher_name=args.launcher,
+        summary = run_sweep(experiment, out_dir, resume=args.resume, launcher=get_launcher(args.launcher),
                             machine=machine, console=console)
     except KeyboardInterrupt:
         console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/; "

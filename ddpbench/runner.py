@@ -17,6 +17,7 @@ from pathlib import Path
 from ddpbench.launch import LaunchOutcome, get_launcher
 from ddpbench.results import ResultStore
 from ddpbench.spec import Experiment, JobSpec, Machine, oversubscribed
+from ddpbench.strategies import strategy_class
 
 
 @dataclass
@@ -88,8 +89,12 @@ def one_line(spec: JobSpec, repeat: int, outcome: LaunchOutcome) -> str:
     return f"{med:8.2f} ms/step  {spec.global_batch / med * 1e3:10.1f} samples/s"
 
 
-def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, launcher_name: str = "spawn",
+def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, launcher=None,
               machine: Machine | None = None, console=None, env: dict | None = None) -> SweepSummary:
+    """Run every launch of ``experiment`` not yet stored in ``out_dir``; see the module doc.
+
+    ``launcher`` defaults to the spawn launcher; ``env`` to :func:`ddpbench.env.collect_env`.
+    """
     from ddpbench.env import collect_env
     from ddpbench.progress import SweepProgress
 
@@ -104,11 +109,13 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
     todo = pending_launches(experiment, done)
     summary = SweepSummary(out_dir=out_dir, planned=len(todo), already_done=len(done))
 
-    launcher = get_launcher(launcher_name)
+    if Path(experiment.source).is_file():
+        shutil.copyfile(experiment.source, out_dir / "experiment.toml")
+    launcher = launcher or get_launcher("spawn")
     sweep_id = store.start_sweep(env or collect_env(), {
         "name": experiment.name, "description": experiment.description, "source": experiment.source,
         "timeout_s": experiment.timeout_s, "jobs": len(experiment.jobs), "resume": resume,
-        "launcher": launcher_name,
+        "launcher": launcher.name,
     })
     work_root, log_dir = out_dir / ".work", out_dir / "logs"
     start = time.monotonic()
@@ -117,8 +124,12 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
             label = f"{spec.label()} rep {repeat}" + (" [oversubscribed]" if oversubscribed(spec, machine) else "")
             progress.begin(label)
             work_dir = work_root / f"{spec.key}-r{repeat}"
-            outcome = launcher.launch(spec, repeat, work_dir, log_dir, experiment.timeout_s)
-            store.append(launch_record(spec, repeat, outcome, machine, launcher_name, sweep_id))
+            reason = strategy_class(spec.strategy).skip_reason(spec, machine)
+            if reason:
+                outcome = LaunchOutcome("skipped", error=reason)
+            else:
+                outcome = launcher.launch(spec, repeat, work_dir, log_dir, experiment.timeout_s)
+            store.append(launch_record(spec, repeat, outcome, machine, launcher.name, sweep_id))
             shutil.rmtree(work_dir, ignore_errors=True)
             summary.statuses[outcome.status] = summary.statuses.get(outcome.status, 0) + 1
             summary.timed_s += timed_seconds(outcome.result)

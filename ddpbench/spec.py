@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpbench.errors import InputError
-from ddpbench.strategies import STRATEGY_NAMES
+from ddpbench.strategies import STRATEGY_NAMES, strategy_class
 
 MODEL_SIZES = ("xs", "s", "m", "l", "xl")
 MAX_JOBS = 10_000
@@ -300,6 +300,7 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
         for combo in itertools.product(*axes.values()):
             fields = {**base, **dict(zip(axes, combo))}
             spec = resolve(JobSpec(**fields), machine, source)
+            strategy_class(spec.strategy).validate(spec, source)
             jobs.setdefault(spec.key, spec)
     return Experiment(name=name, description=description, source=source, timeout_s=float(timeout_s),
                       jobs=tuple(jobs.values()))

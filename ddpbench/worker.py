@@ -79,6 +79,17 @@ def param_checksum(module) -> str:
     return digest.hexdigest()[:16]
 
 
+class ReplicasDiverged(RuntimeError):
+    pass
+
+
+def check_replicas(checksums: dict[int, str]) -> None:
+    """Data parallelism keeps every replica identical; anything else is a failed job."""
+    if len(set(checksums.values())) != 1:
+        raise ReplicasDiverged("replicas diverged after training: parameter checksums differ by rank "
+                               + ", ".join(f"{r}={c}" for r, c in sorted(checksums.items())))
+
+
 class RankRun:
     def __init__(self, job: dict, out_dir: Path):
         from ddpbench.spec import spec_from_dict
@@ -195,10 +206,7 @@ class RankRun:
         if self.rank != 0:
             return None
         self.mark("gather_done")
-        checksums = {g["rank"]["rank"]: g["rank"]["checksum"] for g in gathered}
-        if len(set(checksums.values())) != 1:
-            raise RuntimeError("replicas diverged after training: parameter checksums differ by rank "
-                               + ", ".join(f"{r}={c}" for r, c in sorted(checksums.items())))
+        check_replicas({g["rank"]["rank"]: g["rank"]["checksum"] for g in gathered})
         return {
             "spec": self.spec.to_dict(),
             "repeat": self.repeat,

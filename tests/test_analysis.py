@@ -3,6 +3,7 @@
 import math
 
 import pandas as pd
+import torch
 import pytest
 
 from ddpbench.analysis import add_speedup, iqr, median, summarize
@@ -114,3 +115,17 @@ def test_step_timer_phases_exact():
         timer.mark(phase)
     assert timer.stop() == {"data_ms": 2.0, "forward_ms": 5.0, "backward_ms": 13.0, "comm_ms": 0.0,
                             "optimizer_ms": 3.0, "step_ms": 23.0}
+
+
+def test_diverged_replicas_fail_loudly():
+    from ddpbench.worker import ReplicasDiverged, check_replicas, param_checksum
+
+    check_replicas({0: "ab", 1: "ab"})
+    with pytest.raises(ReplicasDiverged, match="0=ab, 1=cd"):
+        check_replicas({0: "ab", 1: "cd"})
+    model = torch.nn.Linear(4, 2)
+    before = param_checksum(model)
+    assert param_checksum(model) == before
+    with torch.no_grad():
+        model.bias[0] += 1e-7  # the smallest drift changes the checksum
+    assert param_checksum(model) != before

@@ -39,7 +39,13 @@ class Strategy:
 
     @classmethod
     def validate(cls, spec, source: str) -> None:
-        """Raise :class:`ddpbench.errors.InputError` for specs this strategy cannot run."""
+        """Raise :class:`ddpbench.errors.InputError` for specs this strategy can never run
+        (checked when the experiment is read)."""
+
+    @classmethod
+    def skip_reason(cls, spec, machine) -> str | None:
+        """Why this job cannot run on ``machine`` (recorded as ``skipped``), or None to run it."""
+        return None
 
     def wrap(self, model: torch.nn.Module, ctx: RankContext) -> torch.nn.Module:
         """Return the module the training loop calls."""

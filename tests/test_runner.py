@@ -1,0 +1,107 @@
+"""The sweep runner with a fake launcher: records, resume, skips and failures without processes."""
+
+import pytest
+
+import ddpbench
+from ddpbench.launch import LaunchOutcome
+from ddpbench.results import ResultStore, load_tables
+from ddpbench.runner import run_sweep
+from ddpbench.spec import parse_experiment
+from ddpbench.strategies.ddp import DDPStrategy
+from ddpbench.worker import STEP_COLUMNS
+
+ENV = {"torch_version": "test", "hostname": "here"}
+
+
+def fake_result(spec, repeat, step_ms=10.0):
+    rows = []
+    for rank in range(spec.world_size):
+        for phase, count in (("warmup", spec.warmup_steps), ("measure", spec.steps), ("nosync", spec.steps)):
+            for step in range(count):
+                rows.append([rank, phase, step, 0.1, 1.0, step_ms - 2.1, 0.0, 1.0, step_ms * (1 + rank / 10)])
+    return {"spec": spec.to_dict(), "repeat": repeat, "params": 10, "grad_bytes": 40,
+            "step_columns": list(STEP_COLUMNS), "steps": rows,
+            "ranks": [{"rank": r, "peak_rss_mb": 1.0, "checksum": "x", "bucket_bytes": [40],
+                       "allreduce_bytes_per_step": 40} for r in range(spec.world_size)]}
+
+
+class FakeLauncher:
+    name = "fake"
+
+    def __init__(self, fail_keys=(), interrupt_after=None):
+        self.calls = []
+        self.fail_keys = set(fail_keys)
+        self.interrupt_after = interrupt_after
+
+    def launch(self, spec, repeat, work_dir, log_dir, timeout_s):
+        if self.interrupt_after is not None and len(self.calls) == self.interrupt_after:
+            raise KeyboardInterrupt
+        self.calls.append((spec.key, repeat))
+        if spec.key in self.fail_keys:
+            return LaunchOutcome("failed", error="rank 1 killed by SIGKILL", wall_s=0.5)
+        return LaunchOutcome("ok", result=fake_result(spec, repeat), wall_s=1.0)
+
+
+@pytest.fixture
+def experiment(cpu_machine):
+    data = {"defaults": {"model_size": "xs", "steps": 3, "warmup_steps": 1, "repeats": 2, "threads_per_rank": 1},
+            "grid": {"world_size": [1, 2, 4]}}
+    return parse_experiment(data, "exp.toml", default_name="exp", machine=cpu_machine)
+
+
+def test_every_launch_recorded_with_oversubscription(experiment, cpu_machine, tmp_path):
+    launcher = FakeLauncher()
+    summary = run_sweep(experiment, tmp_path, launcher=launcher, machine=cpu_machine, env=ENV)
+    assert summary.statuses == {"ok": 6} and len(launcher.calls) == 6
+    _, runs, _, sweeps = load_tables(tmp_path)
+    assert sorted(zip(runs["world_size"], runs["repeat"])) == [(1, 0), (1, 1), (2, 0), (2, 1), (4, 0), (4, 1)]
+    assert dict(zip(runs["world_size"], runs["oversubscribed"])) == {1: False, 2: False, 4: True}
+    assert sweeps.iloc[0]["hostname"] == "here"
+    jobs = ddpbench.summarize(ddpbench.load(tmp_path))
+    # the slowest rank bounds the step: rank r takes 10 * (1 + r/10) ms
+    assert jobs.set_index("world_size")["step_ms_median"].to_dict() == pytest.approx({1: 10.0, 2: 11.0, 4: 13.0})
+    assert summary.timed_s == pytest.approx(6 * (1 + 3 + 3) * 10.0 / 1e3)
+
+
+def test_interrupt_keeps_finished_and_resume_runs_only_the_rest(experiment, cpu_machine, tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(experiment, tmp_path, launcher=FakeLauncher(interrupt_after=4), machine=cpu_machine, env=ENV)
+    assert len(ResultStore(tmp_path).done()) == 4
+    again = FakeLauncher()
+    run_sweep(experiment, tmp_path, resume=True, launcher=again, machine=cpu_machine, env=ENV)
+    assert len(again.calls) == 2
+    _, runs, _, sweeps = load_tables(tmp_path)
+    assert len(runs) == 6 and not runs.duplicated(["key", "repeat"]).any() and len(sweeps) == 2
+
+
+def test_failures_are_recorded_and_the_sweep_goes_on(experiment, cpu_machine, tmp_path):
+    bad = next(j.key for j in experiment.jobs if j.world_size == 2)
+    summary = run_sweep(experiment, tmp_path, launcher=FakeLauncher(fail_keys={bad}), machine=cpu_machine, env=ENV)
+    assert summary.statuses == {"ok": 4, "failed": 2}
+    jobs = ddpbench.summarize(ddpbench.load(tmp_path)).set_index("world_size")
+    assert jobs.loc[2, "status"] == "failed" and "SIGKILL" in jobs.loc[2, "error"]
+    assert jobs.loc[4, "status"] == "ok"
+
+
+def test_strategy_skip_is_recorded_without_launching(experiment, cpu_machine, tmp_path, monkeypatch):
+    monkeypatch.setattr(DDPStrategy, "skip_reason",
+                        classmethod(lambda cls, spec, machine: "needs 4 GPUs" if spec.world_size == 4 else None))
+    launcher = FakeLauncher()
+    summary = run_sweep(experiment, tmp_path, launcher=launcher, machine=cpu_machine, env=ENV)
+    assert summary.statuses == {"ok": 4, "skipped": 2} and len(launcher.calls) == 4
+    jobs = ddpbench.summarize(ddpbench.load(tmp_path)).set_index("world_size")
+    assert jobs.loc[4, "status"] == "skipped" and "needs 4 GPUs" in jobs.loc[4, "error"]
+
+
+def test_damaged_line_is_reported_and_the_rest_loads(experiment, cpu_machine, tmp_path):
+    run_sweep(experiment, tmp_path, launcher=FakeLauncher(), machine=cpu_machine, env=ENV)
+    store = ResultStore(tmp_path)
+    with open(store.path, "ab") as fh:
+        fh.write(b'{"kind": "run", "key": "cut-mid-wri')  # a crash mid-write
+    with pytest.warns(UserWarning, match=r"results.jsonl:8: damaged record"):
+        _, runs, _, _ = load_tables(tmp_path)
+    assert len(runs) == 6
+    # the next append starts on a fresh line, so the damage stays confined to one record
+    store.append({"kind": "sweep", "sweep_id": "x", "env": {}, "experiment": {}})
+    with pytest.warns(UserWarning):
+        assert len(list(store.records())) == 8
