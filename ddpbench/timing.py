@@ -47,3 +47,29 @@ class StepTimer:
             row[phase] = row.get(phase, 0.0) + self.clock.elapsed_ms(prev, now)
         row["step_ms"] = self.clock.elapsed_ms(self._marks[0][1], self._marks[-1][1])
         return row
+
+
+class CudaEventClock:
+    """CUDA events on the current stream: marks cost no synchronisation; stop() waits once."""
+
+    def __init__(self):
+        import torch
+
+        self._event = torch.cuda.Event
+        self._sync = torch.cuda.synchronize
+
+    def record(self):
+        event = self._event(enable_timing=True)
+        event.record()
+        return event
+
+    def elapsed_ms(self, start, end) -> float:
+        return start.elapsed_time(end)
+
+    def synchronize(self) -> None:
+        self._sync()
+
+
+def clock_for(device) -> HostClock | CudaEventClock:
+    """Host timers lie when kernels run asynchronously: use events on CUDA."""
+    return CudaEventClock() if device.type == "cuda" else HostClock()

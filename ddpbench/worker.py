@@ -118,7 +118,7 @@ class RankRun:
         from ddpbench.data import make_loader
         from ddpbench.models import build_model, count_params, grad_bytes
         from ddpbench.strategies.base import RankContext
-        from ddpbench.timing import HostClock, StepTimer
+        from ddpbench.timing import StepTimer, clock_for
 
         spec = self.spec
         if self.world_size != spec.world_size:
@@ -142,7 +142,7 @@ class RankRun:
         self.loss_fn = torch.nn.CrossEntropyLoss()
         self.loader = make_loader(spec, self.rank, self.world_size, pin_memory=device.type == "cuda")
         self.device = device
-        self.timer = StepTimer(HostClock())
+        self.timer = StepTimer(clock_for(device))
         self.rows: list[list] = []
         self.mark("setup_done")
 

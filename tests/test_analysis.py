@@ -129,3 +129,11 @@ def test_diverged_replicas_fail_loudly():
     with torch.no_grad():
         model.bias[0] += 1e-7  # the smallest drift changes the checksum
     assert param_checksum(model) != before
+
+
+def test_clock_for_device():
+    from ddpbench.timing import CudaEventClock, HostClock, clock_for
+
+    assert isinstance(clock_for(torch.device("cpu")), HostClock)
+    if torch.cuda.is_available():
+        assert isinstance(clock_for(torch.device("cuda", 0)), CudaEventClock)
