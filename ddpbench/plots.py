@@ -166,17 +166,31 @@ def _legend(ax, handles=None) -> None:
               frameon=False)
 
 
-def _world_size_axis(ax, sizes) -> None:
+def _plain_log_y(ax) -> None:
+    """A log y axis labelled at 1, 2 and 5 times powers of ten, in plain numbers (no 4x10^4)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_minor_locator(LogLocator(base=10, subs=(3.0, 4.0, 6.0, 7.0, 8.0, 9.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+
+
+def _world_size_axis(ax, sizes) -> bool:
+    """World sizes as ticks; a log2 axis when they span a factor of 8 or more (returned True)."""
     from matplotlib.ticker import NullLocator
 
     sizes = sorted(set(int(s) for s in sizes))
-    if sizes[-1] / sizes[0] >= 8:
+    wide = sizes[-1] / sizes[0] >= 8
+    if wide:
         ax.set_xscale("log", base=2)
     ax.set_xticks(sizes)
     ax.set_xticklabels([str(s) for s in sizes])
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("world size (ranks)")
     ax.grid(True, alpha=0.3)
+    return wide
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,15 +239,18 @@ def world_sizes(table) -> list[int]:
     return sorted(set(int(w) for w in rows["world_size"])) if len(rows) else []
 
 
-def _scaling_plot(table, path, column: str, scale: float, ylabel: str, title: str, reference) -> Path | None:
-    lines = scaling_lines(table)
-    if len(world_sizes(table)) < 2:
-        return None
-    fig = _figure(8.0, 4.6)
-    ax = fig.add_subplot()
-    sizes = world_sizes(table)
+def _scaling_plot(table, path, column: str, scale: float, ylabel: str, title: str, reference,
+                  log_y: bool = False) -> Path | None:
+    """``log_y``: a log y axis too when the world sizes get a log axis (linear scaling stays straight)."""
+    import pandas as pd
     from matplotlib.lines import Line2D
 
+    sizes = world_sizes(table)
+    if len(sizes) < 2:
+        return None
+    lines = scaling_lines(table)
+    fig = _figure(8.0, 4.6)
+    ax = fig.add_subplot()
     drawn, handles = [], []
     for line in lines:
         part = line["rows"]
@@ -259,12 +276,13 @@ def _scaling_plot(table, path, column: str, scale: float, ylabel: str, title: st
     if not drawn:
         return None
     extra = reference(ax, lines, sizes)
-    _world_size_axis(ax, sizes)
+    if _world_size_axis(ax, sizes) and log_y:
+        _plain_log_y(ax)
+        ylabel += ", log scale"
+    else:
+        ax.set_ylim(bottom=0)
     ax.set_ylabel(ylabel)
-    ax.set_ylim(bottom=0)
     ax.set_title(title, fontsize="medium")
-    import pandas as pd
-
     _legend(ax, [*handles, *extra, *_flag_handles(pd.concat(drawn))])
     return _save(fig, path)
 
@@ -295,7 +313,7 @@ def _full_efficiency(ax, lines, sizes) -> list:
 def throughput_vs_world_size(table, path) -> Path | None:
     """Global samples/s against world size, with ideal linear scaling dotted. None below 2 sizes."""
     return _scaling_plot(table, path, "samples_per_s", 1.0, "throughput, all ranks (samples/s)",
-                         "Throughput vs world size", _ideal_throughput)
+                         "Throughput vs world size", _ideal_throughput, log_y=True)
 
 
 def efficiency_vs_world_size(table, path) -> Path | None:
@@ -391,14 +409,16 @@ def has_bucket_sweep(table) -> bool:
 def step_time_vs_bucket(table, path) -> Path | None:
     """Median step time (ms) against bucket_cap_mb (log x), one line per model, size and world
     size > 1; error bars as long as the IQR, centred on the median. None without a bucket sweep."""
+    import pandas as pd
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import NullLocator
+
     if not has_bucket_sweep(table):
         return None
     groups = bucket_groups(table)
     fields = ["world_size", *(f for f in line_fields(table) if f != "bucket_cap_mb")]
     fig = _figure(8.0, 4.6)
     ax = fig.add_subplot()
-    from matplotlib.lines import Line2D
-
     buckets = set()
     drawn, handles = [], []
     # colour: the configuration (as in the scaling plots); marker and dashes: the world size
@@ -418,10 +438,6 @@ def step_time_vs_bucket(table, path) -> Path | None:
             _mark(ax, x, yv, color, marker, bool(r["oversubscribed"]), bool(r["noisy"]))
         buckets.update(xs.tolist())
         drawn.append(part)
-    from matplotlib.ticker import NullLocator
-
-    import pandas as pd
-
     ax.set_xscale("log")
     ticks = sorted(buckets)
     ax.set_xticks(ticks)
