@@ -21,8 +21,8 @@ def load(out_dir):
     return _load(out_dir)
 
 
-def summarize(steps, runs=None):
+def summarize(steps, runs=None, ranks=None):
     """Per-job DataFrame from :func:`load`'s output; see :func:`ddpbench.analysis.summarize`."""
     from ddpbench.analysis import summarize as _summarize
 
-    return _summarize(steps, runs)
+    return _summarize(steps, runs, ranks)

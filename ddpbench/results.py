@@ -138,13 +138,15 @@ def load_tables(out_dir: str | Path):
     step_frames, runs, ranks, sweeps = [], [], [], []
     for record in store.records():
         if record["kind"] == "sweep":
+            experiment = record.get("experiment", {})
             sweeps.append({"sweep_id": record["sweep_id"], **record.get("env", {}),
-                           "experiment": record.get("experiment", {}).get("name")})
+                           **{f"experiment_{k}": v for k, v in experiment.items()},
+                           "experiment": experiment.get("name")})
             continue
         spec_cols = _spec_columns(record["spec"])
         ident = {"key": record["key"], **spec_cols, "repeat": record["repeat"]}
         result = record.get("result") or {}
-        runs.append({**ident, **{f: record.get(f) for f in RUN_FIELDS},
+        runs.append({**ident, **{f: record.get(f) for f in RUN_FIELDS}, "logs": record.get("logs"),
                      "params": result.get("params"), "grad_bytes": result.get("grad_bytes")})
         if record["status"] != "ok":
             continue
