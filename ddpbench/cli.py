@@ -113,8 +113,15 @@ def check_out_dir(out_dir: Path) -> None:
         raise InputError("command line", "--out", f"cannot create {out_dir}: {err.strerror}") from None
 
 
-def print_jobs(experiment, machine) -> None:
+def table_console():
+    """A console for tables: a pipe or log file gets full-width rows, not 80 squeezed columns."""
     from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
+def print_jobs(experiment, machine) -> None:
     from rich.table import Table
 
     from ddpbench.spec import oversubscribed
@@ -126,11 +133,10 @@ def print_jobs(experiment, machine) -> None:
         note = "oversubscribed" if oversubscribed(s, machine) else ""
         table.add_row(s.key, s.strategy, f"{s.model}-{s.model_size}", str(s.world_size), f"{s.bucket_cap_mb:g}",
                       str(s.per_rank_batch), str(s.threads_per_rank), str(s.steps), str(s.repeats), note)
-    Console().print(table)
+    table_console().print(table)
 
 
 def print_summary(table) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     if table.empty:
@@ -148,7 +154,7 @@ def print_summary(table) -> None:
         out.add_row(f"{r['model']}-{r['model_size']}", str(r["world_size"]), f"{r['bucket_cap_mb']:g}", r["status"],
                     num(r["step_ms_median"], ".2f"), num(r["step_ms_iqr"], ".2f"), num(r["samples_per_s"], ".1f"),
                     num(r["speedup"], ".2f"), num(r["efficiency"], ".0%"), num(r["exposed_comm_ms"], ".2f"), flags)
-    Console().print(out)
+    table_console().print(out)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ class SweepProgress:
         self.progress = Progress(
             SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-            console=self.console, transient=True,
+            console=self.console, transient=True, refresh_per_second=2,
         )
         self.task = self.progress.add_task("starting", total=total)
 

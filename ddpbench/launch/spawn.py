@@ -24,7 +24,7 @@ from ddpbench.launch import LaunchOutcome, collect_outcome
 FAILURE_GRACE_S = 2.0
 #: between SIGTERM and SIGKILL when ending ranks
 TERM_GRACE_S = 3.0
-POLL_S = 0.02
+POLL_S = 0.05  # the launcher shares the cores with the ranks: wake rarely
 
 
 def loopback_store(timeout_s: float):
