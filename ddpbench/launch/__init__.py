@@ -45,11 +45,13 @@ def describe_exit(returncode: int) -> str:
     return f"exited with code {returncode}"
 
 
-def collect_outcome(work_dir: Path, spec_dict: dict, exits: dict[int, int], wall_s: float,
+def collect_outcome(work_dir: Path, spec_dict: dict, exits: dict[int, int | None], wall_s: float,
                     timed_out: bool, timeout_s: float, logs: list[str]) -> LaunchOutcome:
     """Turn what the ranks left in ``work_dir`` and their exit codes into one outcome.
 
-    The root cause is named first: a rank killed by a signal, else the earliest error a rank
+    ``exits`` holds each rank's exit code as it left by itself, or None for a rank the launcher
+    had to end. The root cause is named first: a rank killed by a signal without reporting an
+    error (killed from outside, e.g. by the OOM killer), else the earliest error a rank
     reported (the others usually fail after it, on a broken connection).
     """
     errors = []
@@ -59,11 +61,12 @@ def collect_outcome(work_dir: Path, spec_dict: dict, exits: dict[int, int], wall
         except (OSError, ValueError):
             continue
     errors.sort(key=lambda e: e.get("time", 0))
+    reported = {e.get("rank") for e in errors}
     if timed_out:
         where = "; ".join(f"rank {e['rank']} failed in {e['phase']}" for e in errors)
         return LaunchOutcome("timed_out", error=f"no result within the {timeout_s:g} s timeout"
                              + (f" ({where})" if where else ""), wall_s=wall_s, logs=logs)
-    killed = {rank: code for rank, code in exits.items() if code < 0}
+    killed = {rank: code for rank, code in exits.items() if code is not None and code < 0 and rank not in reported}
     if killed:
         rank, code = sorted(killed.items())[0]
         return LaunchOutcome("failed", error=f"rank {rank} {describe_exit(code)}", wall_s=wall_s, logs=logs)
@@ -74,8 +77,9 @@ def collect_outcome(work_dir: Path, spec_dict: dict, exits: dict[int, int], wall
                              wall_s=wall_s, logs=logs)
     bad = {rank: code for rank, code in exits.items() if code != 0}
     if bad:
-        rank, code = sorted(bad.items())[0]
-        return LaunchOutcome("failed", error=f"rank {rank} {describe_exit(code)} without reporting an error",
+        rank, code = sorted(bad.items(), key=lambda item: item[1] is None)[0]
+        how = "was still running when another rank ended" if code is None else describe_exit(code)
+        return LaunchOutcome("failed", error=f"rank {rank} {how} without reporting an error",
                              wall_s=wall_s, logs=logs)
     try:
         result = json.loads((work_dir / "result.json").read_text())

@@ -107,10 +107,11 @@ class SpawnLauncher:
                         start_new_session=True,
                     ))
             timed_out = self._wait(procs, start + timeout_s)
+            # exit codes as the ranks left by themselves; None: still running, ended below
+            exits = {rank: proc.poll() for rank, proc in enumerate(procs)}
         finally:
             end_processes(procs)
             del store  # closes the rendezvous socket
-        exits = {rank: proc.returncode for rank, proc in enumerate(procs)}
         return collect_outcome(work_dir, spec_dict, exits, time.monotonic() - start, timed_out, timeout_s, logs)
 
     @staticmethod

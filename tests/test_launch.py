@@ -1,0 +1,65 @@
+"""How a launch's outcome is read from exit codes and the ranks' hand-backs (no processes)."""
+
+import json
+import signal
+
+import pytest
+
+from ddpbench.launch import collect_outcome
+from ddpbench.spec import JobSpec
+from test_runner import fake_result
+
+SPEC = JobSpec(world_size=2, device="cpu", backend="gloo", threads_per_rank=1, steps=3, warmup_steps=1)
+
+
+def _error(work, rank, when, message, phase="measure", step=2):
+    (work / f"error.rank{rank}.json").write_text(json.dumps(
+        {"rank": rank, "phase": phase, "step": step, "time": when, "error": message}))
+
+
+def _outcome(work, exits, timed_out=False):
+    return collect_outcome(work, SPEC.to_dict(), exits, 1.0, timed_out, 30.0, [])
+
+
+def test_killed_rank_is_the_cause_not_the_peer_that_lost_it(tmp_path):
+    _error(tmp_path, 0, 5.0, "RuntimeError: Connection closed by peer")
+    out = _outcome(tmp_path, {0: 1, 1: -signal.SIGKILL})
+    assert out.status == "failed" and out.error == "rank 1 killed by SIGKILL"
+
+
+def test_earliest_reported_error_wins_over_ranks_the_launcher_ended(tmp_path):
+    _error(tmp_path, 1, 3.0, "ValueError: bad batch", phase="setup", step=-1)
+    _error(tmp_path, 0, 4.0, "RuntimeError: Connection closed by peer")
+    out = _outcome(tmp_path, {0: 1, 1: 1})
+    assert out.error == "rank 1 in setup: ValueError: bad batch"
+    out = _outcome(tmp_path, {0: None, 1: -signal.SIGABRT})  # rank 1 reported, then aborted at exit
+    assert out.error == "rank 1 in setup: ValueError: bad batch"
+
+
+def test_silent_failure_and_missing_result(tmp_path):
+    assert _outcome(tmp_path, {0: None, 1: 7}).error == "rank 1 exited with code 7 without reporting an error"
+    out = _outcome(tmp_path, {0: 0, 1: 0})
+    assert out.status == "failed" and "no valid result" in out.error
+
+
+def test_timeout_names_what_ranks_reported(tmp_path):
+    _error(tmp_path, 1, 3.0, "RuntimeError: timed out", phase="measure")
+    out = _outcome(tmp_path, {0: None, 1: None}, timed_out=True)
+    assert out.status == "timed_out" and out.error.startswith("no result within the 30 s timeout (rank 1")
+
+
+def test_valid_result_is_ok_and_invalid_is_named(tmp_path):
+    (tmp_path / "result.json").write_text(json.dumps(fake_result(SPEC, 0)))
+    out = _outcome(tmp_path, {0: 0, 1: 0})
+    assert out.status == "ok" and len(out.result["steps"]) == 2 * (1 + 3 + 3)
+    broken = fake_result(SPEC, 0)
+    broken["ranks"] = broken["ranks"][:1]
+    (tmp_path / "result.json").write_text(json.dumps(broken))
+    assert "expected 0..1" in _outcome(tmp_path, {0: 0, 1: 0}).error
+
+
+@pytest.mark.parametrize("code, words", [(-9, "killed by SIGKILL"), (-6, "killed by SIGABRT"), (3, "code 3")])
+def test_describe_exit(code, words):
+    from ddpbench.launch import describe_exit
+
+    assert words in describe_exit(code)
