@@ -32,8 +32,11 @@ class SweepSummary:
 
 
 def pending_launches(experiment: Experiment, done: set[tuple[str, int]]) -> list[tuple[JobSpec, int]]:
-    return [(spec, repeat) for spec in experiment.jobs for repeat in range(spec.repeats)
-            if (spec.key, repeat) not in done]
+    """Launches not yet stored, repeats interleaved (every job's repeat 0, then every repeat 1, ...)
+    so that a machine's slow drift spreads over all jobs instead of biasing one."""
+    rounds = max((spec.repeats for spec in experiment.jobs), default=0)
+    return [(spec, repeat) for repeat in range(rounds) for spec in experiment.jobs
+            if repeat < spec.repeats and (spec.key, repeat) not in done]
 
 
 def rotate_previous(store: ResultStore) -> Path | None:

@@ -105,3 +105,12 @@ def test_damaged_line_is_reported_and_the_rest_loads(experiment, cpu_machine, tm
     store.append({"kind": "sweep", "sweep_id": "x", "env": {}, "experiment": {}})
     with pytest.warns(UserWarning):
         assert len(list(store.records())) == 8
+
+
+def test_repeats_are_interleaved(experiment):
+    from ddpbench.runner import pending_launches
+
+    order = [(spec.world_size, repeat) for spec, repeat in pending_launches(experiment, set())]
+    assert order == [(1, 0), (2, 0), (4, 0), (1, 1), (2, 1), (4, 1)]
+    done = {(experiment.jobs[0].key, 0)}
+    assert [(s.world_size, r) for s, r in pending_launches(experiment, done)][0] == (2, 0)
