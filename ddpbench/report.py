@@ -292,20 +292,27 @@ def _skipped_note(ctx: ReportContext) -> str:
             "see the summary table for their errors.</p>")
 
 
+def figure_section(ctx: ReportContext, title: str, draw, filename: str, text: str) -> Section | None:
+    """A section made of one plot: ``draw(summary, path)`` writes the PNG (or returns None)."""
+    if ctx.summary.empty:
+        return None
+    path = draw(ctx.summary, ctx.image(filename))
+    if path is None:
+        return None
+    return Section(title, text + _skipped_note(ctx), (path,))
+
+
 @section
 def throughput_section(ctx: ReportContext) -> Section | None:
     from ddpbench import plots
 
     if ctx.summary.empty or len(plots.world_sizes(ctx.summary)) < 2:
         return None
-    path = plots.throughput_vs_world_size(ctx.summary, ctx.image("throughput.png"))
-    if path is None:
-        return None
-    return Section("Throughput vs world size",
-                   '<p class="what">Training throughput of all ranks together (samples per second) at each '
-                   "world size, one line per configuration; the dotted lines show perfect linear scaling, "
-                   "the world-size-1 throughput times the number of ranks.</p>"
-                   + _skipped_note(ctx), (path,))
+    return figure_section(
+        ctx, "Throughput vs world size", plots.throughput_vs_world_size, "throughput.png",
+        '<p class="what">Training throughput of all ranks together (samples per second) at each '
+        "world size, one line per configuration; the dotted lines show perfect linear scaling, "
+        "the world-size-1 throughput times the number of ranks.</p>")
 
 
 @section
@@ -314,34 +321,27 @@ def efficiency_section(ctx: ReportContext) -> Section | None:
 
     if ctx.summary.empty or len(plots.world_sizes(ctx.summary)) < 2:
         return None
-    path = plots.efficiency_vs_world_size(ctx.summary, ctx.image("efficiency.png"))
-    if path is None:
-        return None
-    return Section("Parallel efficiency vs world size",
-                   '<p class="what">Parallel efficiency (%) at each world size: the speedup over the '
-                   "world-size-1 run divided by the number of ranks, so 100 % (dotted) means every added "
-                   "rank adds a full rank's throughput.</p>" + _skipped_note(ctx), (path,))
+    return figure_section(
+        ctx, "Parallel efficiency vs world size", plots.efficiency_vs_world_size, "efficiency.png",
+        '<p class="what">Parallel efficiency (%) at each world size: the speedup over the '
+        "world-size-1 run divided by the number of ranks, so 100 % (dotted) means every added "
+        "rank adds a full rank's throughput.</p>")
 
 
 @section
 def breakdown_section(ctx: ReportContext) -> Section | None:
     from ddpbench import plots
 
-    if ctx.summary.empty:
-        return None
-    path = plots.step_breakdown(ctx.summary, ctx.image("breakdown.png"))
-    if path is None:
-        return None
-    return Section("Step time breakdown",
-                   '<p class="what">Where each job\'s step time goes, in milliseconds: the median time per '
-                   "rank and step of each phase (data, forward, backward, optimizer).</p>"
-                   '<p class="note">DDP all-reduces gradient buckets while backward is still running, so most '
-                   "communication hides inside backward. The red <em>exposed comm</em> part is what it does not "
-                   "hide, measured as the step time with gradient sync minus the step time under DDP's "
-                   "<code>no_sync()</code>; <em>backward compute</em> is the backward time less that. The black "
-                   "tick is the measured median step of the slowest rank: the bars are per-phase medians, so "
-                   "the two need not match exactly. Hatched bars are oversubscribed jobs.</p>"
-                   + _skipped_note(ctx), (path,))
+    return figure_section(
+        ctx, "Step time breakdown", plots.step_breakdown, "breakdown.png",
+        '<p class="what">Where each job\'s step time goes, in milliseconds: the median time per '
+        "rank and step of each phase (data, forward, backward, optimizer).</p>"
+        '<p class="note">DDP all-reduces gradient buckets while backward is still running, so most '
+        "communication hides inside backward. The red <em>exposed comm</em> part is what it does not "
+        "hide, measured as the step time with gradient sync minus the step time under DDP's "
+        "<code>no_sync()</code>; <em>backward compute</em> is the backward time less that. The black "
+        "tick is the measured median step of the slowest rank: the bars are per-phase medians, so "
+        "the two need not match exactly. Hatched bars are oversubscribed jobs.</p>")
 
 
 @section
@@ -350,12 +350,10 @@ def bucket_section(ctx: ReportContext) -> Section | None:
 
     if ctx.summary.empty or not plots.has_bucket_sweep(ctx.summary):
         return None
-    path = plots.step_time_vs_bucket(ctx.summary, ctx.image("bucket_step_time.png"))
-    if path is None:
-        return None
-    return Section("Step time vs gradient bucket size",
-                   '<p class="what">Median step time (ms, slowest rank) for each DDP gradient bucket size '
-                   "(<code>bucket_cap_mb</code>, log scale), one line per model and world size above 1: lower "
-                   "is better.</p><p class=\"note\">Error bars are as long as the inter-quartile range of the "
-                   "step time, centred on the median. Small buckets start all-reducing earlier but pay a "
-                   "per-message cost more often.</p>" + _skipped_note(ctx), (path,))
+    return figure_section(
+        ctx, "Step time vs gradient bucket size", plots.step_time_vs_bucket, "bucket_step_time.png",
+        '<p class="what">Median step time (ms, slowest rank) for each DDP gradient bucket size '
+        "(<code>bucket_cap_mb</code>, log scale), one line per model and world size above 1: lower "
+        "is better.</p><p class=\"note\">Error bars are as long as the inter-quartile range of the "
+        "step time, centred on the median. Small buckets start all-reducing earlier but pay a "
+        "per-message cost more often.</p>")
