@@ -21,6 +21,8 @@ NOISE_THRESHOLD = 0.10  # IQR / median above this marks a job noisy
 #: fields that change only how gradients travel; a world-size-1 job is a valid baseline for
 #: a larger one that differs in these (at world size 1 they do not change the computation).
 COMM_ONLY_FIELDS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "backend")
+#: fields that say how often a job is measured, not what: never part of a baseline match
+MEASUREMENT_FIELDS = ("repeats",)
 SPEC_COLUMNS = list(FIELDS)
 PHASE_COLUMNS = ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms")
 
@@ -49,12 +51,17 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
     """One row per job (spec): the figures the report and the console table show.
 
     ``runs`` and ``ranks`` default to what :func:`ddpbench.load` put in ``steps.attrs``.
-    Jobs with no finished launch still get a row, with their status and error.
+    Jobs with no finished launch still get a row, with their status and error; a finished job
+    whose steps are not in ``steps`` (filtered out) gets none.
     """
     runs = pd.DataFrame(steps.attrs.get("runs", []) if runs is None else runs)
     ranks = pd.DataFrame(steps.attrs.get("ranks", []) if ranks is None else ranks)
     if runs.empty:
+        if len(steps):
+            raise ValueError("steps carry no run records (df.attrs['runs'], lost e.g. by pd.concat): pass "
+                             "runs= and ranks= from ddpbench.results.load_tables(dir)")
         return pd.DataFrame()
+    present = set(steps["key"]) if len(steps) else set()
 
     measured = bounded_steps(steps) if len(steps) else pd.DataFrame(columns=["key", "step_ms"])
     nosync = bounded_steps(steps, "nosync") if len(steps) else pd.DataFrame(columns=["key", "step_ms"])
@@ -67,6 +74,8 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
                "per_rank_batch": first["per_rank_batch"], "global_batch": first["global_batch"],
                "params": job_runs["params"].dropna().iloc[0] if job_runs["params"].notna().any() else math.nan}
         row.update(_status(job_runs))
+        if row["status"] == "ok" and key not in present:
+            continue  # filtered out of ``steps`` by the caller
         times = measured.loc[measured["key"] == key, "step_ms"].to_numpy(dtype=float)
         step_med = median(times)
         row["repeats_ok"] = int((job_runs["status"] == "ok").sum())
@@ -117,7 +126,13 @@ def _rank_figures(job_ranks: pd.DataFrame) -> dict:
 
 def baseline_key(row) -> tuple:
     """What a job must share with its world-size-1 baseline (everything but ws and comm-only fields)."""
-    return tuple(row[c] for c in SPEC_COLUMNS if c not in ("world_size", "threads_per_rank", *COMM_ONLY_FIELDS))
+    return tuple(row[c] for c in SPEC_COLUMNS
+                 if c not in ("world_size", "threads_per_rank", *COMM_ONLY_FIELDS, *MEASUREMENT_FIELDS))
+
+
+def exact_key(row) -> tuple:
+    """Every field but world size (and how often it is measured)."""
+    return tuple(row[c] for c in SPEC_COLUMNS if c not in ("world_size", *MEASUREMENT_FIELDS))
 
 
 def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
@@ -136,12 +151,12 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
     if table.empty:
         return table
     ok = table[(table["status"] == "ok") & (table["world_size"] == 1)]
-    exact = {tuple(r[c] for c in SPEC_COLUMNS if c != "world_size"): r["samples_per_s"] for _, r in ok.iterrows()}
+    exact = {exact_key(r): r["samples_per_s"] for _, r in ok.iterrows()}
     loose: dict[tuple, list[float]] = {}
     for _, r in ok.iterrows():
         loose.setdefault(baseline_key(r), []).append(r["samples_per_s"])
     for index, r in table.iterrows():
-        base = exact.get(tuple(r[c] for c in SPEC_COLUMNS if c != "world_size"))
+        base = exact.get(exact_key(r))
         if base is None:
             candidates = loose.get(baseline_key(r))
             base = median(candidates) if candidates else None

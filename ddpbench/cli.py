@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -52,11 +53,15 @@ def cmd_sweep(args) -> int:
 
     experiment = load_experiment(args.experiment)
     if args.timeout is not None:
-        if not 1 <= args.timeout <= 7 * 86400:
-            raise InputError("command line", "--timeout", f"must be 1 to 604800 seconds (got {args.timeout:g})")
-        experiment = dataclasses.replace(experiment, timeout_s=args.timeout)
+        experiment = dataclasses.replace(experiment, timeout_s=check_timeout(args.timeout))
     out_dir = args.out or Path("reports") / experiment.name
     return run_and_report(experiment, out_dir, args)
+
+
+def check_timeout(seconds: float) -> float:
+    if not 1 <= seconds <= 7 * 86400:  # also false for NaN
+        raise InputError("command line", "--timeout", f"must be 1 to 604800 seconds (got {seconds:g})")
+    return seconds
 
 
 def run_and_report(experiment, out_dir: Path, args) -> int:
@@ -79,8 +84,10 @@ def run_and_report(experiment, out_dir: Path, args) -> int:
         summary = run_sweep(experiment, out_dir, resume=args.resume, launcher=get_launcher(args.launcher),
                             machine=machine, console=console)
     except KeyboardInterrupt:
-        console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/; "
-                      f"`python -m ddpbench sweep {experiment.source} --out {out_dir} --resume` finishes the rest")
+        hint = (f"`python -m ddpbench sweep {experiment.source} --out {out_dir} --resume` finishes the rest"
+                if Path(experiment.source).is_file() else "run the same command again to measure it")
+        console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/; {hint}",
+                      highlight=False)
         return EXIT_INTERRUPTED
     if summary.timed_s:
         console.print(f"sweep wall time {summary.wall_s:.1f} s, timed step windows {summary.timed_s:.1f} s "
@@ -105,12 +112,21 @@ def finish_report(out_dir: Path, console, write: bool = True) -> int:
 
 
 def check_out_dir(out_dir: Path) -> None:
+    """The output folder must be a folder we can write, and its results file a file."""
+    from ddpbench.results import RESULTS_FILE
+
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError("command line", "--out", f"{out_dir} is a file; give a folder")
+    if (out_dir / RESULTS_FILE).exists() and not (out_dir / RESULTS_FILE).is_file():
+        raise InputError("command line", "--out", f"{out_dir / RESULTS_FILE} is not a file; give another folder")
+    probe = out_dir / f".ddpbench-write-test-{os.getpid()}"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
     except OSError as err:
-        raise InputError("command line", "--out", f"cannot create {out_dir}: {err.strerror}") from None
+        raise InputError("command line", "--out", f"cannot write to {out_dir}: {err.strerror}; "
+                         "give a folder you can write") from None
 
 
 def table_console():
@@ -200,7 +216,7 @@ def cmd_run(args) -> int:
             given[name] = check_value(name, parse_flag(name, text), "command line", flag)
     spec = resolve(JobSpec(**given), Machine.here(), "command line")
     experiment = Experiment(name=f"run-{spec.key}", description="one job from the command line",
-                            source="command line", timeout_s=args.timeout, jobs=(spec,))
+                            source="command line", timeout_s=check_timeout(args.timeout), jobs=(spec,))
     return run_and_report(experiment, args.out or Path("reports") / experiment.name, args)
 
 
@@ -223,6 +239,8 @@ def cmd_report(args) -> int:
         raise InputError(str(args.results), RESULTS_FILE, "not found; give a folder written by `ddpbench sweep`")
     from ddpbench.report import write_report
 
+    if args.out is not None:
+        check_out_dir(args.out)
     index = write_report(args.results, args.out)
     print(index)
     return 0

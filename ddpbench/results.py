@@ -24,6 +24,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
+from ddpbench.errors import InputError
+
 SCHEMA_VERSION = 1
 RESULTS_FILE = "results.jsonl"
 STATUSES = ("ok", "failed", "timed_out", "skipped")
@@ -35,6 +37,26 @@ RANK_FIGURES = ("peak_rss_mb", "threads", "checksum", "allreduce_bytes_per_step"
 
 class DamagedRecord(UserWarning):
     """A line of results.jsonl that could not be read (e.g. cut by a crash mid-write)."""
+
+
+REQUIRED = {"sweep": ("sweep_id",), "run": ("key", "repeat", "spec", "status")}
+
+
+def check_record(record) -> None:
+    """Raise ValueError unless ``record`` has the shape every reader relies on."""
+    if not isinstance(record, dict) or record.get("kind") not in REQUIRED:
+        raise ValueError("not a ddpbench record")
+    missing = [k for k in REQUIRED[record["kind"]] if k not in record]
+    if missing:
+        raise ValueError(f"{record['kind']} record lacks {', '.join(missing)}")
+    version = record.get("schema_version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ValueError(f"schema_version {version!r} is not an integer")
+    if record["kind"] == "run":
+        if not isinstance(record["spec"], dict) or record["status"] not in STATUSES:
+            raise ValueError("run record has no spec object or an unknown status")
+        if record["status"] == "ok" and not isinstance(record.get("result"), dict):
+            raise ValueError("ok run record has no result")
 
 
 class ResultStore:
@@ -74,8 +96,7 @@ class ResultStore:
                     continue
                 try:
                     record = json.loads(raw)
-                    if not isinstance(record, dict) or record.get("kind") not in ("sweep", "run"):
-                        raise ValueError("not a ddpbench record")
+                    check_record(record)
                 except ValueError as err:
                     warnings.warn(f"{self.path}:{number}: damaged record skipped ({err})", DamagedRecord,
                                   stacklevel=2)
@@ -143,21 +164,16 @@ def load_tables(out_dir: str | Path):
                            **{f"experiment_{k}": v for k, v in experiment.items()},
                            "experiment": experiment.get("name")})
             continue
-        spec_cols = _spec_columns(record["spec"])
-        ident = {"key": record["key"], **spec_cols, "repeat": record["repeat"]}
-        result = record.get("result") or {}
-        runs.append({**ident, **{f: record.get(f) for f in RUN_FIELDS}, "logs": record.get("logs"),
-                     "params": result.get("params"), "grad_bytes": result.get("grad_bytes")})
-        if record["status"] != "ok":
+        try:
+            run, frame, rank_rows = _run_tables(record)
+        except (KeyError, TypeError, ValueError, InputError) as err:
+            warnings.warn(f"{store.path}: run record {record.get('key')!r} repeat {record.get('repeat')!r} "
+                          f"skipped: {type(err).__name__}: {err}", DamagedRecord, stacklevel=2)
             continue
-        frame = pd.DataFrame(result["steps"], columns=result["step_columns"])
-        for name, value in ident.items():
-            frame[name] = value
-        frame["params"] = result["params"]
-        step_frames.append(frame)
-        for rank in result["ranks"]:
-            ranks.append({**ident, "rank": rank["rank"], **{f: rank.get(f) for f in RANK_FIGURES},
-                          "bucket_bytes": rank.get("bucket_bytes")})
+        runs.append(run)
+        ranks += rank_rows
+        if frame is not None:
+            step_frames.append(frame)
     id_cols = ["key", *(_spec_columns_order()), "repeat"]
     steps = pd.concat(step_frames, ignore_index=True) if step_frames else pd.DataFrame(columns=id_cols)
     if len(steps):
@@ -165,6 +181,25 @@ def load_tables(out_dir: str | Path):
         front = [c for c in id_cols + ["params", "rank", "phase", "step"] if c in steps.columns]
         steps = steps[front + [c for c in steps.columns if c not in front]]
     return steps, pd.DataFrame(runs), pd.DataFrame(ranks), pd.DataFrame(sweeps)
+
+
+def _run_tables(record: dict):
+    """(runs row, steps frame or None, ranks rows) of one run record."""
+    import pandas as pd
+
+    ident = {"key": record["key"], **_spec_columns(record["spec"]), "repeat": record["repeat"]}
+    result = record.get("result") or {}
+    run = {**ident, **{f: record.get(f) for f in RUN_FIELDS}, "logs": record.get("logs"),
+           "params": result.get("params"), "grad_bytes": result.get("grad_bytes")}
+    if record["status"] != "ok":
+        return run, None, []
+    frame = pd.DataFrame(result["steps"], columns=result["step_columns"])
+    for name, value in ident.items():
+        frame[name] = value
+    frame["params"] = result["params"]
+    ranks = [{**ident, "rank": rank["rank"], **{f: rank.get(f) for f in RANK_FIGURES},
+              "bucket_bytes": rank.get("bucket_bytes")} for rank in result["ranks"]]
+    return run, frame, ranks
 
 
 def _spec_columns_order() -> list[str]:

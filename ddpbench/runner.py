@@ -8,6 +8,7 @@ interrupted sweep keeps everything that finished), skips what is already stored 
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import shutil
 import statistics
 import time
@@ -44,9 +45,15 @@ def rotate_previous(store: ResultStore) -> Path | None:
     if not store.exists():
         return None
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    target = store.dir / f"results.{stamp}.jsonl"
-    store.path.rename(target)
-    return target
+    for n in range(1000):
+        target = store.dir / (f"results.{stamp}.jsonl" if n == 0 else f"results.{stamp}-{n}.jsonl")
+        try:
+            os.link(store.path, target)  # fails if the name is taken: never overwrites
+        except FileExistsError:
+            continue
+        store.path.unlink()
+        return target
+    raise RuntimeError(f"{store.dir}: cannot find a free name to keep the earlier results")
 
 
 def launch_record(spec: JobSpec, repeat: int, outcome: LaunchOutcome, machine: Machine, launcher: str,
@@ -112,8 +119,9 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
     todo = pending_launches(experiment, done)
     summary = SweepSummary(out_dir=out_dir, planned=len(todo), already_done=len(done))
 
-    if Path(experiment.source).is_file():
-        shutil.copyfile(experiment.source, out_dir / "experiment.toml")
+    source, copy = Path(experiment.source), out_dir / "experiment.toml"
+    if source.is_file() and not (copy.exists() and os.path.samefile(source, copy)):
+        shutil.copyfile(source, copy)
     launcher = launcher or get_launcher("spawn")
     sweep_id = store.start_sweep(env or collect_env(), {
         "name": experiment.name, "description": experiment.description, "source": experiment.source,

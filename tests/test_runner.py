@@ -1,5 +1,7 @@
 """The sweep runner with a fake launcher: records, resume, skips and failures without processes."""
 
+import warnings
+
 import pytest
 
 import ddpbench
@@ -114,3 +116,61 @@ def test_repeats_are_interleaved(experiment):
     assert order == [(1, 0), (2, 0), (4, 0), (1, 1), (2, 1), (4, 1)]
     done = {(experiment.jobs[0].key, 0)}
     assert [(s.world_size, r) for s, r in pending_launches(experiment, done)][0] == (2, 0)
+
+
+def test_cuda_job_needs_one_device_per_rank():
+    from ddpbench.spec import JobSpec, Machine
+
+    spec = JobSpec(device="cuda", backend="nccl", world_size=2)
+    assert "needs 2 CUDA devices, one per rank; 1 visible" in DDPStrategy.skip_reason(spec, Machine(16, 1))
+    assert DDPStrategy.skip_reason(spec, Machine(16, 2)) is None
+    assert DDPStrategy.skip_reason(JobSpec(device="cpu", world_size=8), Machine(2, 0)) is None
+
+
+def test_earlier_results_are_never_overwritten(experiment, cpu_machine, tmp_path):
+    for _ in range(3):  # three sweeps within the same second
+        run_sweep(experiment, tmp_path, launcher=FakeLauncher(), machine=cpu_machine, env=ENV)
+    kept = sorted(tmp_path.glob("results.*.jsonl"))
+    assert len(kept) == 2
+    assert all(len(p.read_text().splitlines()) == 7 for p in kept)
+
+
+def test_resume_from_the_stored_experiment_copy(experiment, cpu_machine, tmp_path):
+    import dataclasses
+
+    copy = tmp_path / "experiment.toml"
+    copy.write_text("[grid]\nworld_size = [1]\n")
+    stored = dataclasses.replace(experiment, source=str(copy))
+    run_sweep(stored, tmp_path, launcher=FakeLauncher(), machine=cpu_machine, env=ENV)
+    run_sweep(stored, tmp_path, resume=True, launcher=FakeLauncher(), machine=cpu_machine, env=ENV)
+    assert copy.read_text() == "[grid]\nworld_size = [1]\n"
+
+
+@pytest.mark.parametrize("line", [
+    b'{"kind": "run"}',
+    b'{"kind": "sweep", "sweep_id": "x", "schema_version": "2"}',
+    b'{"kind": "run", "key": "k", "repeat": 0, "spec": {"world_size": "many"}, "status": "ok", "result": {}}',
+    b'{"kind": "run", "key": "k", "repeat": 0, "spec": {}, "status": "ok", "result": {"steps": 3}}',
+    b'[1, 2]',
+])
+def test_malformed_records_are_skipped_not_fatal(experiment, cpu_machine, tmp_path, line):
+    run_sweep(experiment, tmp_path, launcher=FakeLauncher(), machine=cpu_machine, env=ENV)
+    with open(tmp_path / "results.jsonl", "ab") as fh:
+        fh.write(line + b"\n")
+    with pytest.warns(UserWarning, match="skipped"):
+        jobs = ddpbench.summarize(ddpbench.load(tmp_path))
+    assert len(jobs) == 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert len(ResultStore(tmp_path).done()) in (6, 7)  # resume reads the store without crashing
+
+
+def test_summarize_filtered_and_concatenated_frames(experiment, cpu_machine, tmp_path):
+    run_sweep(experiment, tmp_path, launcher=FakeLauncher(), machine=cpu_machine, env=ENV)
+    steps = ddpbench.load(tmp_path)
+    only_two = ddpbench.summarize(steps[steps["world_size"] == 2])
+    assert list(only_two["world_size"]) == [2]
+    stripped = steps.copy()
+    stripped.attrs = {}  # what pd.concat of two loads gives in pandas 3
+    with pytest.raises(ValueError, match="load_tables"):
+        ddpbench.summarize(stripped)

@@ -1,6 +1,7 @@
 """Experiments -> job specs: expansion, identity, validation."""
 
 import dataclasses
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -8,7 +9,8 @@ from hypothesis import strategies as st
 
 from conftest import ROOT, run_cli, write_experiment
 from ddpbench.errors import InputError
-from ddpbench.spec import FIELDS, JobSpec, Machine, load_experiment, oversubscribed, parse_experiment, resolve
+from ddpbench.spec import (FIELDS, JobSpec, Machine, check_value, load_experiment, oversubscribed, parse_experiment,
+                           resolve)
 
 EXPERIMENTS = sorted((ROOT / "experiments").glob("*.toml"))
 
@@ -45,13 +47,38 @@ def test_union_of_grids_and_defaults(cpu_machine):
     assert all(j.model == "cnn" and j.batch_size == 8 for j in exp.jobs)
 
 
+PINNED_DEFAULTS = {
+    "strategy": "ddp", "backend": "auto", "device": "auto", "world_size": 2, "bucket_cap_mb": 25.0,
+    "gradient_as_bucket_view": False, "static_graph": False, "model": "mlp", "model_size": "s", "batch_size": 32,
+    "scaling": "weak", "optimizer": "sgd", "warmup_steps": 3, "steps": 20, "repeats": 1,
+    "threads_per_rank": "auto", "loader_workers": 0, "seed": 0,
+}
+
+
+def test_defaults_never_change():
+    """Keys leave defaults out, so a changed default would silently rename stored jobs."""
+    defaults = JobSpec().to_dict()
+    assert {k: defaults[k] for k in PINNED_DEFAULTS} == PINNED_DEFAULTS
+    # a field added later must not change the key of a job stored before it existed
+    assert JobSpec(world_size=4, model="cnn").key == "f4110d6be22c"
+
+
 def test_key_is_stable_and_tracks_every_field():
     a = JobSpec()
-    assert a.key == JobSpec().key == "%s" % a.key
     for name, f in FIELDS.items():
-        changed = {"bool": lambda v: not v, "int": lambda v: v + 1, "float": lambda v: v * 2}.get(f.type)
-        if changed:
-            assert dataclasses.replace(a, **{name: changed(getattr(a, name))}).key != a.key, name
+        value = getattr(a, name)
+        if f.metadata["choices"]:
+            others = [c for c in f.metadata["choices"] if c != value]
+            if not others:  # strategy, while ddp is the only one
+                continue
+            other = others[0]
+        elif f.type == "bool":
+            other = not value
+        elif value == "auto":
+            other = 3
+        else:
+            other = value + 1
+        assert dataclasses.replace(a, **{name: other}).key != a.key, name
 
 
 def test_resolve_auto_and_scaling(cpu_machine):
@@ -83,6 +110,9 @@ def test_resolve_auto_and_scaling(cpu_machine):
     ({"grid": []}, "grid", "empty"),
     ({"defaults": {"model": "mlp"}, "grid": {"model": ["cnn"]}}, "grid.model", "also set in [defaults]"),
     ({"name": "a/b"}, "name", "letters, digits"),
+    ({"name": "abc\n"}, "name", "letters, digits"),
+    ({"defaults": {"bucket_cap_mb": 10**400}}, "defaults.bucket_cap_mb", "a number from"),
+    ({"defaults": {"seed": -1}}, "defaults.seed", "an integer from 0 to 2147483647"),
     ({"timeout_s": 0}, "timeout_s", "seconds"),
 ])
 def test_bad_input_names_file_key_and_allowed(data, key, words, cpu_machine):
@@ -92,6 +122,12 @@ def test_bad_input_names_file_key_and_allowed(data, key, words, cpu_machine):
     assert text.startswith(f"exp.toml: {key}: "), text
     assert words in text
     assert "\n" not in text
+
+
+def test_default_name_comes_from_a_cleaned_file_stem(tmp_path, cpu_machine):
+    path = tmp_path / "my exp (v2).toml"
+    path.write_text("[defaults]\nworld_size = 1\n")
+    assert load_experiment(path, cpu_machine).name == "my-exp--v2-"
 
 
 def test_file_level_errors(tmp_path, cpu_machine):
@@ -109,9 +145,10 @@ def test_file_level_errors(tmp_path, cpu_machine):
         assert str(err.value).startswith(str(path))
 
 
-# values of every JSON-ish type, some valid, most not
+# values of every TOML-ish type, some valid, most not; integers beyond any float too
 _values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.floats(allow_nan=True) | st.text(max_size=8),
+    st.none() | st.booleans() | st.integers() | st.integers(10**300, 10**400) | st.floats(allow_nan=True)
+    | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=6,
 )
@@ -132,7 +169,10 @@ def test_any_experiment_either_expands_or_gives_one_clean_line(data):
         text = str(err)
         assert text.startswith("gen.toml") and "\n" not in text
     else:
-        assert all(isinstance(j, JobSpec) for j in exp.jobs)
+        assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", exp.name)
+        for job in exp.jobs:
+            for name in FIELDS:  # every stored value passes the same validation again
+                check_value(name, getattr(job, name), "stored", name)
 
 
 @pytest.mark.parametrize("body, key", [
@@ -156,6 +196,9 @@ def test_cli_bad_experiment_exit_2_one_line(tmp_path, body, key):
     (["run", "--backend", "nccl", "--device", "cpu"], "backend"),
     (["sweep", "--bogus"], "unrecognized arguments"),
     (["report", "/nonexistent"], "results.jsonl"),
+    (["run", "--timeout", "nan"], "--timeout"),
+    (["run", "--out", "/proc/ddpbench"], "cannot write"),
+    (["sweep", "--out", "/proc/ddpbench"], "cannot write"),
 ])
 def test_cli_bad_flags_exit_2_one_line(args, words):
     proc = run_cli(*args)

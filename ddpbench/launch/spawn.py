@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -36,12 +37,12 @@ def loopback_store(timeout_s: float):
     sock.listen(128)
     port = sock.getsockname()[1]
     fd = sock.detach()  # the store owns the socket from here on and closes it
+    kwargs = dict(is_master=True, wait_for_workers=False, timeout=timedelta(seconds=timeout_s), master_listen_fd=fd)
     try:
-        store = TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
-                         timeout=timedelta(seconds=timeout_s), master_listen_fd=fd)
-    except BaseException:
-        os.close(fd)
-        raise
+        store = TCPStore("127.0.0.1", port, **kwargs)
+    except NotImplementedError:
+        # torch 2.4-2.7: the libuv store (their default) cannot take a listening socket
+        store = TCPStore("127.0.0.1", port, use_libuv=False, **kwargs)
     return store, port
 
 
@@ -71,6 +72,7 @@ class SpawnLauncher:
     name = "spawn"
 
     def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
+        shutil.rmtree(work_dir, ignore_errors=True)  # never read a hand-back an interrupted launch left
         work_dir.mkdir(parents=True, exist_ok=True)
         log_dir.mkdir(parents=True, exist_ok=True)
         spec_dict = spec.to_dict()

@@ -44,7 +44,14 @@ class Strategy:
 
     @classmethod
     def skip_reason(cls, spec, machine) -> str | None:
-        """Why this job cannot run on ``machine`` (recorded as ``skipped``), or None to run it."""
+        """Why this job cannot run on ``machine`` (recorded as ``skipped``), or None to run it.
+
+        By default one rank drives one GPU of this machine, and NCCL cannot share a GPU
+        between ranks, so a CUDA job needs ``world_size`` visible devices.
+        """
+        if spec.device == "cuda" and spec.world_size > machine.cuda_devices:
+            return (f"world_size {spec.world_size} needs {spec.world_size} CUDA devices, one per rank; "
+                    f"{machine.cuda_devices} visible")
         return None
 
     def wrap(self, model: torch.nn.Module, ctx: RankContext) -> torch.nn.Module:
