@@ -23,7 +23,8 @@ import torch.multiprocessing as mp
 
 
 def bare_loop(run, steps: int) -> None:
-    model, optimizer, loss_fn, loader = run.model, run.optimizer, run.loss_fn, run.loader
+    replica, loss_fn = run.replica, run.loss_fn
+    model, optimizer, loader = replica.model, replica.optimizer, replica.loader
     for _ in range(steps):
         _, inputs, labels = loader.next()
         loss = loss_fn(model(inputs), labels)
@@ -56,11 +57,10 @@ def rank_main(rank: int, args, port: int, queue) -> None:
                 bare_loop(run, args.steps)
             else:
                 run.rows = []
-                run.run_steps("measure", args.steps)
+                run.run_steps(run.replica, "measure", args.steps)
             times[mode].append((time.perf_counter() - start) / args.steps * 1e3)
     if rank == 0:
         queue.put(times)
-    run.strategy_stats = {}
     run.teardown()
 
 

@@ -90,6 +90,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
         row["exposed_comm_ms"] = step_med - nosync_med
         job_ranks = ranks[ranks["key"] == key] if len(ranks) else ranks
         row.update(_rank_figures(job_ranks))
+        row.update(_check_figures(job_runs))
         row["oversubscribed"] = bool(job_runs["oversubscribed"].fillna(False).any())
         row["noisy"] = bool(times.size and row["step_ms_iqr"] / step_med > NOISE_THRESHOLD)
         row["wall_s"] = float(job_runs["wall_s"].fillna(0).sum())
@@ -107,19 +108,49 @@ def _status(job_runs: pd.DataFrame) -> dict:
     return {"status": first["status"], "error": f"repeat {first['repeat']}: {first['error']}"}
 
 
+def _column(frame: pd.DataFrame, name: str) -> pd.Series:
+    """A numeric column, NaN where results predate it."""
+    return pd.to_numeric(frame[name], errors="coerce") if name in frame else pd.Series(math.nan, index=frame.index)
+
+
+def _traffic_figures(job_ranks: pd.DataFrame) -> dict:
+    """Bytes per optimizer step: the busiest rank's link (rank 0 for a master) and the median rank's."""
+    sent, recv = _column(job_ranks, "bytes_sent_per_step"), _column(job_ranks, "bytes_recv_per_step")
+    source = job_ranks["traffic_source"].dropna() if "traffic_source" in job_ranks else pd.Series(dtype=object)
+    state = _column(job_ranks, "optimizer_state_mb")
+    return {
+        "sent_mb_per_step_max": float(sent.max()) / 1e6 if sent.notna().any() else math.nan,
+        "recv_mb_per_step_max": float(recv.max()) / 1e6 if recv.notna().any() else math.nan,
+        "sent_mb_per_step_median": median(sent) / 1e6,
+        "traffic_source": source.iloc[0] if len(source) else None,
+        "optimizer_state_mb": float(state.max()) if state.notna().any() else math.nan,
+    }
+
+
+def _check_figures(job_runs: pd.DataFrame) -> dict:
+    """The equivalence check: the worst difference from single-process training over repeats."""
+    diff = _column(job_runs, "max_abs_diff")
+    exact = job_runs["exact"].dropna() if "exact" in job_runs else pd.Series(dtype=object)
+    return {"max_abs_diff": float(diff.max()) if diff.notna().any() else math.nan,
+            "exact": bool(exact.iloc[0]) if len(exact) else None}
+
+
 def _rank_figures(job_ranks: pd.DataFrame) -> dict:
     if job_ranks.empty:
         return {"peak_rss_mb": math.nan, "ddp_comm_ms": math.nan, "overlap_pct": math.nan,
-                "allreduce_bytes_per_step": math.nan, "buckets": math.nan}
-    comm = median(job_ranks.get("ddp_backward_comm_ms", pd.Series(dtype=float)))
-    overlap = median(job_ranks.get("ddp_backward_compute_comm_overlap_ms", pd.Series(dtype=float)))
+                "allreduce_bytes_per_step": math.nan, "buckets": math.nan, "sent_mb_per_step_max": math.nan,
+                "recv_mb_per_step_max": math.nan, "sent_mb_per_step_median": math.nan, "traffic_source": None,
+                "optimizer_state_mb": math.nan}
+    comm = median(_column(job_ranks, "ddp_backward_comm_ms"))
+    overlap = median(_column(job_ranks, "ddp_backward_compute_comm_overlap_ms"))
     buckets = job_ranks["bucket_bytes"].dropna()
     return {
+        **_traffic_figures(job_ranks),
         "peak_rss_mb": float(job_ranks["peak_rss_mb"].max()),
         "ddp_comm_ms": comm,
         # share of DDP's communication time that ran while backward was still computing
         "overlap_pct": 100.0 * overlap / comm if comm and not math.isnan(comm) else math.nan,
-        "allreduce_bytes_per_step": median(job_ranks["allreduce_bytes_per_step"]),
+        "allreduce_bytes_per_step": median(_column(job_ranks, "allreduce_bytes_per_step")),
         "buckets": float(len(buckets.iloc[0])) if len(buckets) and isinstance(buckets.iloc[0], list) else math.nan,
     }
 

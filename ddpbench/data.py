@@ -50,12 +50,18 @@ class EpochLoader:
             return self.next()
 
 
-def make_loader(spec, rank: int, world_size: int, pin_memory: bool = False) -> EpochLoader:
+def make_loader(spec, rank: int, processes: int, pin_memory: bool = False) -> EpochLoader:
+    """The loader of process ``rank`` of ``processes``: one micro-batch of the global batch per call.
+
+    With one process per rank each gets ``per_rank_batch``; a single DataParallel process gets
+    the whole global micro-batch, which it scatters over its devices.
+    """
     shape, vocab = input_spec(spec.model, spec.model_size)
     dataset = SyntheticDataset(spec.global_batch * BATCHES_PER_EPOCH, shape, vocab, spec.seed)
-    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True,
+    sampler = DistributedSampler(dataset, num_replicas=processes, rank=rank, shuffle=True,
                                  seed=spec.seed, drop_last=True)
-    loader = DataLoader(dataset, batch_size=spec.per_rank_batch, sampler=sampler, drop_last=True,
+    batch = spec.per_rank_batch * spec.world_size // processes
+    loader = DataLoader(dataset, batch_size=batch, sampler=sampler, drop_last=True,
                         num_workers=spec.loader_workers, pin_memory=pin_memory,
                         persistent_workers=spec.loader_workers > 0)
     return EpochLoader(loader, sampler)

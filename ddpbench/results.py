@@ -12,7 +12,10 @@ so a sweep killed at any point loses only the launch in flight; a line cut mid-w
 reported by :func:`load` and skipped. Nothing is ever pickled.
 
 Schema history (``schema_version``):
-  1 -- first version.
+  1 -- first version. Later additions within it, absent from older records (read as missing):
+       result.check (equivalence check), per-rank bytes_sent/recv_per_step, traffic_source,
+       optimizer_state_mb, dp_replicas; spec fields grad_accum, comm_hook, powersgd_rank,
+       localsgd_period, check_steps (read with their defaults).
 """
 
 from __future__ import annotations
@@ -32,7 +35,11 @@ STATUSES = ("ok", "failed", "timed_out", "skipped")
 
 RUN_FIELDS = ("status", "error", "oversubscribed", "cores", "wall_s", "launcher", "sweep_id", "utc")
 RANK_FIGURES = ("peak_rss_mb", "threads", "checksum", "allreduce_bytes_per_step", "ddp_forward_compute_ms",
-                "ddp_backward_compute_ms", "ddp_backward_comm_ms", "ddp_backward_compute_comm_overlap_ms")
+                "ddp_backward_compute_ms", "ddp_backward_comm_ms", "ddp_backward_compute_comm_overlap_ms",
+                "bytes_sent_per_step", "bytes_recv_per_step", "traffic_source", "optimizer_state_mb",
+                "dp_replicas")
+#: the equivalence check of a launch (worker.check_equivalence)
+CHECK_FIELDS = ("check_steps", "max_abs_diff", "exact")
 
 
 class DamagedRecord(UserWarning):
@@ -112,8 +119,11 @@ class ResultStore:
         return {(r["key"], r["repeat"]) for r in self.records() if r["kind"] == "run"}
 
 
-def validate_result(result: Any, spec_dict: dict) -> None:
-    """Check a worker's hand-back before it is stored; raise ValueError naming what is wrong."""
+def validate_result(result: Any, spec_dict: dict, processes: int | None = None) -> None:
+    """Check a worker's hand-back before it is stored; raise ValueError naming what is wrong.
+
+    ``processes`` is how many ranks ran (default: the spec's world size).
+    """
     if not isinstance(result, dict):
         raise ValueError("result is not a JSON object")
     for key in ("spec", "repeat", "params", "grad_bytes", "step_columns", "steps", "ranks"):
@@ -121,7 +131,7 @@ def validate_result(result: Any, spec_dict: dict) -> None:
             raise ValueError(f"result lacks {key!r}")
     if result["spec"] != spec_dict:
         raise ValueError("result is for another spec")
-    world = spec_dict["world_size"]
+    world = spec_dict["world_size"] if processes is None else processes
     if sorted(r.get("rank") for r in result["ranks"]) != list(range(world)):
         raise ValueError(f"result has ranks {[r.get('rank') for r in result['ranks']]}, expected 0..{world - 1}")
     width = len(result["step_columns"])
@@ -139,8 +149,8 @@ def validate_result(result: Any, spec_dict: dict) -> None:
 def _spec_columns(spec: dict) -> dict:
     from ddpbench.spec import spec_from_dict
 
-    s = spec_from_dict(spec)
-    return {**spec, "per_rank_batch": s.per_rank_batch, "global_batch": s.global_batch}
+    s = spec_from_dict(spec)  # fields added since the record was written take their defaults
+    return {**s.to_dict(), "per_rank_batch": s.per_rank_batch, "global_batch": s.global_batch}
 
 
 def load_tables(out_dir: str | Path):
@@ -177,7 +187,10 @@ def load_tables(out_dir: str | Path):
     id_cols = ["key", *(_spec_columns_order()), "repeat"]
     steps = pd.concat(step_frames, ignore_index=True) if step_frames else pd.DataFrame(columns=id_cols)
     if len(steps):
-        steps["samples_per_s"] = steps["per_rank_batch"] / (steps["step_ms"] / 1e3)
+        # samples one process handles per step: the global batch over the processes that ran
+        # (one per rank; DataParallel drives every device from a single process)
+        processes = steps.groupby(["key", "repeat"])["rank"].transform("nunique")
+        steps["samples_per_s"] = steps["global_batch"] / processes / (steps["step_ms"] / 1e3)
         front = [c for c in id_cols + ["params", "rank", "phase", "step"] if c in steps.columns]
         steps = steps[front + [c for c in steps.columns if c not in front]]
     return steps, pd.DataFrame(runs), pd.DataFrame(ranks), pd.DataFrame(sweeps)
@@ -189,8 +202,10 @@ def _run_tables(record: dict):
 
     ident = {"key": record["key"], **_spec_columns(record["spec"]), "repeat": record["repeat"]}
     result = record.get("result") or {}
+    check = result.get("check") or {}
     run = {**ident, **{f: record.get(f) for f in RUN_FIELDS}, "logs": record.get("logs"),
-           "params": result.get("params"), "grad_bytes": result.get("grad_bytes")}
+           "params": result.get("params"), "grad_bytes": result.get("grad_bytes"),
+           **{f: check.get(f) for f in CHECK_FIELDS}}
     if record["status"] != "ok":
         return run, None, []
     frame = pd.DataFrame(result["steps"], columns=result["step_columns"])

@@ -65,6 +65,13 @@ class JobSpec:
                                          lo=1, hi=4096, auto=True)
     loader_workers: int = _field(0, "DataLoader worker processes per rank", lo=0, hi=64)
     seed: int = _field(0, "seed for model init and data", lo=0, hi=2**31 - 1)
+    # added with the aggregation strategies; defaults keep earlier job keys valid
+    grad_accum: int = _field(1, "micro-steps per optimizer step (ddp: the first k-1 under no_sync)", lo=1, hi=1024)
+    comm_hook: str = _field("none", "DDP communication hook", choices=("none", "fp16", "bf16", "powersgd"))
+    powersgd_rank: int = _field(1, "PowerSGD matrix approximation rank", lo=1, hi=1024)
+    localsgd_period: int = _field(4, "localsgd: average the models every this many steps", lo=1, hi=1_000_000)
+    check_steps: int = _field(3, "steps of the equivalence check against single-process training (0: off)",
+                              lo=0, hi=1000)
 
     # -- derived values --------------------------------------------------------------------
     @property
@@ -73,7 +80,8 @@ class JobSpec:
 
     @property
     def global_batch(self) -> int:
-        return self.per_rank_batch * self.world_size
+        """Samples per optimizer step, all ranks and micro-steps together."""
+        return self.per_rank_batch * self.world_size * self.grad_accum
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -24,7 +24,7 @@ import time
 _PROCESS_START = time.time()
 
 import argparse  # noqa: E402 - the start time above is taken before any import
-import copy
+import contextlib
 import gc
 import hashlib
 import json
@@ -32,6 +32,7 @@ import os
 import sys
 import threading
 import traceback
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -71,9 +72,9 @@ def peak_rss_mb() -> float:
     return psutil.Process().memory_info().rss / 2**20
 
 
-def param_checksum(module) -> str:
+def param_checksum(named_parameters) -> str:
     digest = hashlib.sha256()
-    for name, param in module.named_parameters():
+    for name, param in named_parameters:
         digest.update(name.encode())
         digest.update(param.detach().cpu().contiguous().numpy().tobytes())
     return digest.hexdigest()[:16]
@@ -90,8 +91,19 @@ def check_replicas(checksums: dict[int, str]) -> None:
                                + ", ".join(f"{r}={c}" for r, c in sorted(checksums.items())))
 
 
+@dataclass
+class Replica:
+    """One rank's training state: the strategy, the model it wrapped, its optimizer and data."""
+
+    strategy: object
+    module: object  # the model as built
+    model: object  # what the loop calls (the strategy's wrapper)
+    optimizer: object
+    loader: object
+
+
 class RankRun:
-    def __init__(self, job: dict, out_dir: Path):
+    def __init__(self, job: dict, out_dir: Path | None):
         from ddpbench.spec import spec_from_dict
 
         self.spec = spec_from_dict(job["spec"], source="job spec")
@@ -100,7 +112,7 @@ class RankRun:
         self.out_dir = out_dir
         self.rank = int(os.environ["RANK"])
         self.local_rank = int(os.environ.get("LOCAL_RANK", self.rank))
-        self.world_size = int(os.environ["WORLD_SIZE"])
+        self.world_size = int(os.environ["WORLD_SIZE"])  # processes; DataParallel: 1
         self.phase = "init"
         self.step = -1
         self.timeline = {"process_start": _PROCESS_START}
@@ -114,76 +126,122 @@ class RankRun:
         import torch
         import torch.distributed as dist
 
-        from ddpbench import strategies
-        from ddpbench.data import make_loader
-        from ddpbench.models import build_model, count_params, grad_bytes
+        from ddpbench.models import count_params, grad_bytes
+        from ddpbench.strategies import strategy_class
         from ddpbench.strategies.base import RankContext
         from ddpbench.timing import StepTimer, clock_for
 
         spec = self.spec
-        if self.world_size != spec.world_size:
-            raise RuntimeError(f"launcher started {self.world_size} ranks for a job of world_size {spec.world_size}")
+        expected = strategy_class(spec.strategy).processes(spec)
+        if self.world_size != expected:
+            raise RuntimeError(f"launcher started {self.world_size} processes; {spec.strategy} at world_size "
+                               f"{spec.world_size} runs {expected}")
         torch.set_num_threads(int(spec.threads_per_rank))
         if spec.device == "cuda":
             torch.cuda.set_device(self.local_rank)
-            device = torch.device("cuda", self.local_rank)
+            self.device = torch.device("cuda", self.local_rank)
         else:
-            device = torch.device("cpu")
+            self.device = torch.device("cpu")
         dist.init_process_group(spec.backend, rank=self.rank, world_size=self.world_size,
                                 timeout=timedelta(seconds=self.timeout_s))
-        torch.manual_seed(spec.seed)  # the same initial model on every rank
-        model = build_model(spec.model, spec.model_size).to(device)
-        self.params, self.grad_bytes = count_params(model), grad_bytes(model)
-        self.ctx = RankContext(self.rank, self.local_rank, self.world_size, device)
-        self.strategy = strategies.create(spec)
-        self.module = model
-        self.model = self.strategy.wrap(model, self.ctx)
-        self.optimizer = self.strategy.make_optimizer(self.model)
+        self.ctx = RankContext(self.rank, self.local_rank, self.world_size, self.device)
         self.loss_fn = torch.nn.CrossEntropyLoss()
-        self.loader = make_loader(spec, self.rank, self.world_size, pin_memory=device.type == "cuda")
-        self.device = device
-        self.timer = StepTimer(clock_for(device))
+        self.replica = self.build_replica()
+        self.params, self.grad_bytes = count_params(self.replica.module), grad_bytes(self.replica.module)
+        self.timer = StepTimer(clock_for(self.device))
         self.rows: list[list] = []
         self.mark("setup_done")
 
+    def build_replica(self) -> Replica:
+        """A fresh model (the same on every rank: same seed), wrapped by a fresh strategy."""
+        import torch
+
+        from ddpbench import strategies
+        from ddpbench.data import make_loader
+        from ddpbench.models import build_model
+
+        torch.manual_seed(self.spec.seed)
+        module = build_model(self.spec.model, self.spec.model_size).to(self.device)
+        strategy = strategies.create(self.spec)
+        model = strategy.wrap(module, self.ctx)
+        optimizer = strategy.make_optimizer(model)
+        loader = make_loader(self.spec, self.rank, self.world_size, pin_memory=self.device.type == "cuda")
+        return Replica(strategy, module, model, optimizer, loader)
+
     # -- the timed loop --------------------------------------------------------------------
-    def run_steps(self, phase: str, count: int) -> None:
+    def run_steps(self, replica: Replica, phase: str, count: int, record: bool = True) -> None:
+        """``count`` optimizer steps, each of ``grad_accum`` micro-steps, every phase timed."""
         self.phase = phase
-        timer, model, optimizer, strategy = self.timer, self.model, self.optimizer, self.strategy
-        device, loss_fn = self.device, self.loss_fn
+        timer, model, optimizer, strategy = self.timer, replica.model, replica.optimizer, replica.strategy
+        device, loss_fn, accum = self.device, self.loss_fn, self.spec.grad_accum
         non_blocking = device.type == "cuda"
         for step in range(count):
             self.step = step
             timer.start()
-            _, inputs, labels = self.loader.next()
-            inputs = inputs.to(device, non_blocking=non_blocking)
-            labels = labels.to(device, non_blocking=non_blocking)
-            timer.mark("data_ms")
-            loss = loss_fn(model(inputs), labels)
-            timer.mark("forward_ms")
-            loss.backward()
-            timer.mark("backward_ms")
+            for micro in range(accum):
+                _, inputs, labels = replica.loader.next()
+                inputs = inputs.to(device, non_blocking=non_blocking)
+                labels = labels.to(device, non_blocking=non_blocking)
+                timer.mark("data_ms")
+                with strategy.accumulate() if micro < accum - 1 else contextlib.nullcontext():
+                    loss = loss_fn(model(inputs), labels)
+                    if accum > 1:
+                        loss = loss / accum
+                    timer.mark("forward_ms")
+                    loss.backward()
+                timer.mark("backward_ms")
             strategy.after_backward()
             timer.mark("comm_ms")
-            optimizer.step()
+            strategy.optimizer_step(optimizer)
             optimizer.zero_grad(set_to_none=True)
             timer.mark("optimizer_ms")
+            strategy.after_step()
+            timer.mark("comm_ms")
             row = timer.stop()
-            self.rows.append([self.rank, phase, step, *(row[p] for p in TIMED_PHASES), row["step_ms"]])
+            if record:
+                self.rows.append([self.rank, phase, step, *(row[p] for p in TIMED_PHASES), row["step_ms"]])
 
     def measure(self) -> None:
-        spec = self.spec
-        self.run_steps("warmup", spec.warmup_steps)
-        self.run_steps("measure", spec.steps)
-        self.strategy_stats = self.strategy.stats()
-        if self.strategy.supports_no_sync:
-            model_state = {k: v.detach().clone() for k, v in self.module.state_dict().items()}
-            optim_state = copy.deepcopy(self.optimizer.state_dict())
-            with self.strategy.no_sync():
-                self.run_steps("nosync", spec.steps)
-            self.module.load_state_dict(model_state)
-            self.optimizer.load_state_dict(optim_state)
+        spec, replica = self.spec, self.replica
+        strategy = replica.strategy
+        self.run_steps(replica, "warmup", spec.warmup_steps)
+        self.run_steps(replica, "measure", spec.steps)
+        self.strategy_stats = {**strategy.stats(), **strategy.traffic(self.grad_bytes),
+                               "optimizer_state_mb": strategy.optimizer_state_mb(replica.optimizer)}
+        if strategy.supports_no_sync:
+            snap = strategy.snapshot(replica.optimizer)
+            with strategy.no_sync():
+                self.run_steps(replica, "nosync", spec.steps)
+            strategy.restore(replica.optimizer, snap)
+        strategy.finish_training()
         self.mark("measure_done")
+
+    def check_equivalence(self) -> dict:
+        """Train a fresh replica ``check_steps`` steps and compare with single-process training.
+
+        Rank 0 trains the reference on the global batches; an exact strategy that differs by more
+        than the tolerance fails the job, a lossy one reports its divergence.
+        """
+        from ddpbench.equivalence import check_exact, max_abs_diff, reference_parameters
+
+        steps = self.spec.check_steps
+        if steps == 0:
+            return {"check_steps": 0, "max_abs_diff": None, "exact": None}
+        self.phase = "check"
+        replica = self.build_replica()
+        self.run_steps(replica, "check", steps, record=False)
+        replica.strategy.finish_training()
+        self.phase, self.step = "check", -1
+        params = dict(replica.strategy.full_parameters())  # a collective for sharded strategies
+        exact = bool(replica.strategy.exact)
+        result = {"check_steps": steps, "max_abs_diff": None, "exact": exact}
+        if self.rank == 0:
+            reference = reference_parameters(self.spec, steps, self.world_size, self.device)
+            result["max_abs_diff"] = max_abs_diff(params, reference)
+            if exact:
+                check_exact(self.spec.strategy, result["max_abs_diff"])
+        replica.strategy.close()
+        return result
 
     # -- gather and hand back --------------------------------------------------------------
     def finish(self) -> dict | None:
@@ -197,7 +255,7 @@ class RankRun:
                 "pid": os.getpid(),
                 "threads": int(self.spec.threads_per_rank),
                 "peak_rss_mb": peak_rss_mb(),
-                "checksum": param_checksum(self.module),
+                "checksum": param_checksum(self.replica.strategy.full_parameters()),
                 **self.strategy_stats,
             },
         }
@@ -223,8 +281,8 @@ class RankRun:
         import torch.distributed as dist
 
         self.phase = "teardown"
-        self.strategy.close()
-        self.model = self.optimizer = self.module = self.strategy = None
+        self.replica.strategy.close()
+        self.replica = None
         gc.collect()
         dist.barrier()
         dist.destroy_process_group()
@@ -246,8 +304,9 @@ def main(argv: list[str] | None = None) -> int:
         run.setup()
         run.measure()
         result = run.finish()
+        check = run.check_equivalence()
         if result is not None:
-            write_json_atomic(args.out / "result.json", result)
+            write_json_atomic(args.out / "result.json", {**result, "check": check})
         run.teardown()
         return 0
     except BaseException as err:  # noqa: BLE001 - every failure is handed back, then re-raised as exit 1

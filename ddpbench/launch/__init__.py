@@ -83,7 +83,7 @@ def collect_outcome(work_dir: Path, spec_dict: dict, exits: dict[int, int | None
                              wall_s=wall_s, logs=logs)
     try:
         result = json.loads((work_dir / "result.json").read_text())
-        validate_result(result, spec_dict)
+        validate_result(result, spec_dict, processes=len(exits))
     except (OSError, ValueError) as err:
         return LaunchOutcome("failed", error=f"rank 0 handed back no valid result: {err}", wall_s=wall_s, logs=logs)
     return LaunchOutcome("ok", result=result, wall_s=wall_s, logs=logs)

@@ -20,6 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from ddpbench.launch import LaunchOutcome, collect_outcome
+from ddpbench.strategies import strategy_class
 
 #: after the first rank fails, how long the others get to report their own error and exit
 FAILURE_GRACE_S = 2.0
@@ -79,6 +80,7 @@ class SpawnLauncher:
         job_file = work_dir / "job.json"
         job_file.write_text(json.dumps({"spec": spec_dict, "repeat": repeat, "timeout_s": timeout_s}))
 
+        processes = strategy_class(spec.strategy).processes(spec)
         store, port = loopback_store(timeout_s)
         threads = str(spec.threads_per_rank)
         base_env = {
@@ -86,8 +88,8 @@ class SpawnLauncher:
             "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": str(port),
             "TORCHELASTIC_USE_AGENT_STORE": "True",  # ranks connect to our store as clients
-            "WORLD_SIZE": str(spec.world_size),
-            "LOCAL_WORLD_SIZE": str(spec.world_size),
+            "WORLD_SIZE": str(processes),
+            "LOCAL_WORLD_SIZE": str(processes),
             "OMP_NUM_THREADS": threads,
             "MKL_NUM_THREADS": threads,
             "DDPBENCH_PARENT_PID": str(os.getpid()),
@@ -98,7 +100,7 @@ class SpawnLauncher:
         start = time.monotonic()
         timed_out = False
         try:
-            for rank in range(spec.world_size):
+            for rank in range(processes):
                 log_path = log_dir / f"{spec.key}-r{repeat}.rank{rank}.log"
                 logs.append(str(log_path))
                 with open(log_path, "wb") as log:

@@ -10,6 +10,15 @@ import importlib
 
 _REGISTRY = {
     "ddp": "ddpbench.strategies.ddp:DDPStrategy",
+    "dp": "ddpbench.strategies.dp:DataParallelStrategy",
+    "master": "ddpbench.strategies.master:MasterAggregation",
+    "master-params": "ddpbench.strategies.master:MasterParams",
+    "allreduce-naive": "ddpbench.strategies.explicit:NaiveAllReduce",
+    "allreduce-flat": "ddpbench.strategies.explicit:FlatAllReduce",
+    "ring": "ddpbench.strategies.explicit:HandRing",
+    "zero": "ddpbench.strategies.zero:ZeroStrategy",
+    "fsdp": "ddpbench.strategies.fsdp:FSDPStrategy",
+    "localsgd": "ddpbench.strategies.localsgd:LocalSGDStrategy",
 }
 
 STRATEGY_NAMES: tuple[str, ...] = tuple(_REGISTRY)

@@ -1,29 +1,46 @@
 """The interface every aggregation strategy implements.
 
 The worker owns the training loop and its timers; a strategy only decides how the model is
-wrapped and how gradients are combined. Per step the worker runs::
+wrapped and how gradients (or parameters) are combined. Per step the worker runs::
 
-    forward -> backward -> strategy.after_backward() -> optimizer.step()
+    grad_accum x (forward -> backward)         # all but the last inside strategy.accumulate()
+    strategy.after_backward()                  # timed as comm_ms
+    strategy.optimizer_step(optimizer)         # timed as optimizer_ms
+    strategy.after_step()                      # timed as comm_ms too
 
-and times each phase, so a strategy that aggregates after backward (no overlap) shows its
-communication as ``comm_ms`` while DDP's overlapped all-reduce shows up inside ``backward_ms``.
+so a strategy that aggregates after backward (no overlap) shows its communication as
+``comm_ms`` while DDP's overlapped all-reduce shows up inside ``backward_ms``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import torch
+import torch.distributed as dist
 
 
 @dataclass(frozen=True)
 class RankContext:
     rank: int
     local_rank: int
-    world_size: int
+    world_size: int  # processes in the group (DataParallel: 1, whatever its devices)
     device: torch.device
+
+
+def default_optimizer(params, spec) -> torch.optim.Optimizer:
+    """The optimizer every strategy trains with, and the single-process reference too."""
+    if spec.optimizer == "adam":
+        return torch.optim.Adam(params, lr=1e-3)
+    return torch.optim.SGD(params, lr=0.01, momentum=0.9)
+
+
+def ring_traffic(nbytes: float, world_size: int) -> float:
+    """Bytes each rank sends (and receives) in a ring all-reduce of ``nbytes``: 2(n-1)/n of it."""
+    return 2 * (world_size - 1) / world_size * nbytes
 
 
 class Strategy:
@@ -33,14 +50,23 @@ class Strategy:
     #: True when :meth:`no_sync` really turns communication off, so exposed communication
     #: can be measured as (step with sync) - (step without).
     supports_no_sync = False
+    #: True when training must equal single-process training over the same global batches
+    #: (up to float rounding); False for lossy strategies (compression, local SGD).
+    exact = True
 
     def __init__(self, spec):
         self.spec = spec
 
+    # -- what the runner asks before launching ---------------------------------------------
     @classmethod
     def validate(cls, spec, source: str) -> None:
         """Raise :class:`ddpbench.errors.InputError` for specs this strategy can never run
         (checked when the experiment is read)."""
+        from ddpbench.errors import InputError
+
+        if spec.comm_hook != "none" and cls.name != "ddp":
+            raise InputError(source, "comm_hook", f"applies to strategy 'ddp' only, not {cls.name!r}; "
+                             "allowed here: 'none'")
 
     @classmethod
     def skip_reason(cls, spec, machine) -> str | None:
@@ -54,22 +80,80 @@ class Strategy:
                     f"{machine.cuda_devices} visible")
         return None
 
+    @classmethod
+    def processes(cls, spec) -> int:
+        """How many processes the launcher starts: one per rank, unless the strategy says otherwise."""
+        return spec.world_size
+
+    # -- building ----------------------------------------------------------------------------
     def wrap(self, model: torch.nn.Module, ctx: RankContext) -> torch.nn.Module:
         """Return the module the training loop calls."""
-        raise NotImplementedError
+        self.ctx = ctx
+        self.module = model
+        return model
 
     def make_optimizer(self, model: torch.nn.Module) -> torch.optim.Optimizer:
-        params = model.parameters()
-        if self.spec.optimizer == "adam":
-            return torch.optim.Adam(params, lr=1e-3)
-        return torch.optim.SGD(params, lr=0.01, momentum=0.9)
+        return default_optimizer(model.parameters(), self.spec)
+
+    # -- the step ----------------------------------------------------------------------------
+    def accumulate(self):
+        """Context for a micro-step whose gradients stay local (all but the last of grad_accum)."""
+        return contextlib.nullcontext()
 
     def after_backward(self) -> None:
         """Combine gradients that backward left local (strategies without overlap)."""
 
+    def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        optimizer.step()
+
+    def after_step(self) -> None:
+        """Communication after the optimizer (parameters back from a master, model averaging)."""
+
+    def finish_training(self) -> None:
+        """Bring the replicas to one model when the strategy lets them drift (local SGD)."""
+
     def no_sync(self):
         """Context in which a step runs without communication (see ``supports_no_sync``)."""
         return contextlib.nullcontext()
+
+    def module_state(self) -> dict[str, torch.Tensor]:
+        return {k: v.detach().clone() for k, v in self.module.state_dict().items()}
+
+    def snapshot(self, optimizer) -> Any:
+        """What :meth:`restore` needs to undo steps (the no-sync phase lets replicas drift)."""
+        return self.module_state(), copy.deepcopy(optimizer.state_dict())
+
+    def restore(self, optimizer, snap) -> None:
+        self.module.load_state_dict(snap[0])
+        optimizer.load_state_dict(snap[1])
+
+    # -- reading the result ------------------------------------------------------------------
+    def full_parameters(self) -> Iterator[tuple[str, torch.Tensor]]:
+        """Every parameter, whole, in a stable order (sharded strategies gather: call on all ranks)."""
+        return self.module.named_parameters()
+
+    def traffic(self, grad_bytes: int) -> dict[str, Any]:
+        """Bytes this rank sends and receives per optimizer step, and how they are known.
+
+        Default: a ring all-reduce of the gradients, computed from the algorithm (the backends
+        keep no byte counters).
+        """
+        n = self.ctx.world_size
+        each = ring_traffic(grad_bytes, n) if n > 1 else 0.0
+        return {"bytes_sent_per_step": each, "bytes_recv_per_step": each, "traffic_source": "computed: ring all-reduce"}
+
+    def optimizer_state(self, optimizer) -> dict:
+        """The optimizer state this rank holds (ZeRO: its shard)."""
+        return optimizer.state
+
+    def optimizer_state_mb(self, optimizer) -> float:
+        nbytes = 0
+        for state in self.optimizer_state(optimizer).values():
+            for value in state.values():
+                if torch.is_tensor(value):
+                    local = value.to_local() if hasattr(value, "to_local") else value
+                    nbytes += local.numel() * local.element_size()
+        return nbytes / 2**20
 
     def stats(self) -> dict[str, Any]:
         """JSON-able figures of the strategy's own (e.g. DDP's logging data), read after measuring."""
@@ -77,3 +161,7 @@ class Strategy:
 
     def close(self) -> None:
         """Drop references to wrapped modules so the process group can be destroyed cleanly."""
+
+
+def world() -> tuple[int, int]:
+    return dist.get_rank(), dist.get_world_size()

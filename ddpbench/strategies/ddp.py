@@ -1,15 +1,34 @@
-"""DistributedDataParallel: bucketed all-reduce overlapped with the backward pass."""
+"""DistributedDataParallel: bucketed all-reduce overlapped with the backward pass, optionally
+through a communication hook that compresses what it sends (fp16, bf16, PowerSGD)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from ddpbench.strategies.base import RankContext, Strategy
+from ddpbench.strategies.base import RankContext, Strategy, ring_traffic
 
 _NS_PER_MS = 1e6
+#: DDP's first bucket before it rebuilds buckets in the order gradients arrive
+FIRST_BUCKET_BYTES = getattr(dist, "_DEFAULT_FIRST_BUCKET_BYTES", 1024 * 1024)
+
+
+def bf16_compress_hook(process_group, bucket):
+    """All-reduce the bucket in bfloat16. torch's own bf16 hook refuses gloo by a version check,
+    although gloo reduces bf16 tensors fine; this is the same algorithm without the check."""
+    group = process_group if process_group is not None else dist.group.WORLD
+    compressed = bucket.buffer().to(torch.bfloat16).div_(group.size())
+    future = dist.all_reduce(compressed, group=group, async_op=True).get_future()
+
+    def decompress(fut):
+        out = bucket.buffer()
+        out.copy_(fut.value()[0])
+        return out
+
+    return future.then(decompress)
 
 
 class DDPStrategy(Strategy):
@@ -17,7 +36,27 @@ class DDPStrategy(Strategy):
     overlaps_backward = True
     supports_no_sync = True
 
+    @property
+    def exact(self) -> bool:
+        return self.spec.comm_hook == "none"
+
+    @classmethod
+    def skip_reason(cls, spec, machine) -> str | None:
+        reason = super().skip_reason(spec, machine)
+        if reason or spec.comm_hook != "powersgd" or spec.backend != "gloo" or spec.world_size == 1:
+            return reason
+        from ddpbench.models import build_model, grad_bytes
+
+        with torch.device("meta"):
+            size = grad_bytes(build_model(spec.model, spec.model_size))
+        if size > FIRST_BUCKET_BYTES:
+            return (f"powerSGD_hook deadlocks on gloo with two or more DDP buckets, and these "
+                    f"{size / 1e6:.1f} MB of gradients make at least two (DDP's first bucket holds "
+                    f"{FIRST_BUCKET_BYTES / 1e6:.1f} MB); run it with nccl or a model of at most 1 MB")
+        return None
+
     def wrap(self, model: torch.nn.Module, ctx: RankContext) -> torch.nn.Module:
+        super().wrap(model, ctx)
         device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
         self.ddp = DistributedDataParallel(
             model,
@@ -26,18 +65,57 @@ class DDPStrategy(Strategy):
             gradient_as_bucket_view=self.spec.gradient_as_bucket_view,
             static_graph=self.spec.static_graph,
         )
+        self.register_hook(self.ddp)
         return self.ddp
+
+    def register_hook(self, ddp: DistributedDataParallel) -> None:
+        hook = self.spec.comm_hook
+        if hook == "fp16":
+            from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
+
+            ddp.register_comm_hook(None, fp16_compress_hook)
+        elif hook == "bf16":
+            ddp.register_comm_hook(None, bf16_compress_hook)
+        elif hook == "powersgd":
+            from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
+
+            state = powersgd.PowerSGDState(process_group=None, matrix_approximation_rank=self.spec.powersgd_rank,
+                                           start_powerSGD_iter=2)
+            ddp.register_comm_hook(state, powersgd.powerSGD_hook)
+
+    def accumulate(self):
+        return self.ddp.no_sync()
 
     def no_sync(self):
         return self.ddp.no_sync()
+
+    def traffic(self, grad_bytes: int) -> dict[str, Any]:
+        hook, n = self.spec.comm_hook, self.ctx.world_size
+        if hook == "none":
+            return super().traffic(grad_bytes)
+        if hook in ("fp16", "bf16"):
+            sent = ring_traffic(grad_bytes / 2, n) if n > 1 else 0.0
+            return {"bytes_sent_per_step": sent, "bytes_recv_per_step": sent,
+                    "traffic_source": f"computed: ring all-reduce of {hook} gradients"}
+        # PowerSGD all-reduces P (rows x r) and Q (cols x r) per matrix, 1-D tensors uncompressed
+        r, elements = self.spec.powersgd_rank, 0
+        for p in self.module.parameters():
+            if p.dim() > 1:
+                rows = p.shape[0]
+                elements += min(p.numel(), (rows + p.numel() // rows) * r)
+            else:
+                elements += p.numel()
+        sent = ring_traffic(elements * 4, n) if n > 1 else 0.0
+        return {"bytes_sent_per_step": sent, "bytes_recv_per_step": sent,
+                "traffic_source": f"computed: ring all-reduce of rank-{r} PowerSGD factors"}
 
     def stats(self) -> dict[str, Any]:
         """DDP's own runtime statistics.
 
         DDP samples them only at some iterations (the first ten and every 100th), averaged over
         those samples, warmup included: they are a cross-check, not the measurement.
-        ``ddp_overlap_ms`` is the part of the communication that ran while backward was still
-        computing (compute end - comm start).
+        ``ddp_backward_compute_comm_overlap_ms`` is the part of the communication that ran while
+        backward was still computing (compute end - comm start).
         """
         data = self.ddp._get_ddp_logging_data()
         sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes") or ""
@@ -54,3 +132,4 @@ class DDPStrategy(Strategy):
 
     def close(self) -> None:
         self.ddp = None
+        self.module = None

@@ -1,0 +1,57 @@
+"""FSDP (``fully_shard``, FSDP2): parameters, gradients and optimizer state sharded over ranks.
+
+Every linear, convolution and embedding layer is its own FSDP unit (all-gathered just before it
+runs, resharded after), the rest of the model a root unit. On CPU the device mesh is a gloo one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import torch
+from torch import nn
+
+from ddpbench.strategies.base import RankContext, Strategy
+
+UNIT_TYPES = (nn.Linear, nn.Conv2d, nn.Embedding)
+
+
+class FSDPStrategy(Strategy):
+    name = "fsdp"
+
+    @classmethod
+    def skip_reason(cls, spec, machine) -> str | None:
+        reason = super().skip_reason(spec, machine)
+        if reason:
+            return reason
+        try:
+            from torch.distributed.fsdp import fully_shard  # noqa: F401
+        except ImportError:
+            return "this torch has no torch.distributed.fsdp.fully_shard (FSDP2); it needs torch >= 2.6"
+        return None
+
+    def wrap(self, model: nn.Module, ctx: RankContext) -> nn.Module:
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        super().wrap(model, ctx)
+        mesh = init_device_mesh(ctx.device.type, (ctx.world_size,))
+        for layer in [m for m in model.modules() if isinstance(m, UNIT_TYPES)]:
+            fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        return model
+
+    def full_parameters(self) -> Iterator[tuple[str, torch.Tensor]]:
+        for name, param in self.module.named_parameters():
+            yield name, param.full_tensor() if hasattr(param, "full_tensor") else param
+
+    def traffic(self, grad_bytes: int) -> dict[str, Any]:
+        n = self.ctx.world_size
+        share = (n - 1) / n
+        # all-gather of the parameters in forward and again in backward, reduce-scatter of grads
+        each = share * 3 * grad_bytes if n > 1 else 0.0
+        return {"bytes_sent_per_step": each, "bytes_recv_per_step": each,
+                "traffic_source": "computed: 2 parameter all-gathers + 1 gradient reduce-scatter"}
+
+    def close(self) -> None:
+        self.module = None
