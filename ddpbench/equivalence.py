@@ -48,9 +48,11 @@ def max_abs_diff(params: dict[str, torch.Tensor], reference: dict[str, torch.Ten
         raise ValueError(f"parameter names differ from the reference: {missing}")
     worst = 0.0
     for name, value in params.items():
-        diff = (value.detach().to(reference[name].device, torch.float64) - reference[name].double()).abs().max()
-        worst = max(worst, float(diff))
-    return worst if not math.isnan(worst) else math.inf
+        diff = float((value.detach().to(reference[name].device, torch.float64) - reference[name].double()).abs().max())
+        if math.isnan(diff):  # a NaN parameter is as far from the reference as it gets
+            return math.inf
+        worst = max(worst, diff)
+    return worst
 
 
 class NotEquivalent(RuntimeError):

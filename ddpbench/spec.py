@@ -325,5 +325,15 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
 
 
 def spec_from_dict(data: dict[str, Any], source: str = "results") -> JobSpec:
-    """Rebuild a stored spec (already resolved) without touching the machine."""
-    return JobSpec(**{name: check_value(name, value, source, name) for name, value in data.items()})
+    """Rebuild a stored spec (already resolved) without touching the machine.
+
+    A strategy name is taken as stored: results of a plug-in strategy still load (and report)
+    where the plug-in is not installed.
+    """
+    checked = {}
+    for name, value in data.items():
+        if name == "strategy" and isinstance(value, str) and value:
+            checked[name] = value
+        else:
+            checked[name] = check_value(name, value, source, name)
+    return JobSpec(**checked)

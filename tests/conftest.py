@@ -18,9 +18,9 @@ def cpu_machine():
     return Machine(cores=2, cuda_devices=0)
 
 
-def run_cli(*args, cwd=None, timeout=300, **kw):
+def run_cli(*args, cwd=None, timeout=300, env=None, **kw):
     """python -m ddpbench ... in a subprocess, as a user runs it."""
-    env = {**os.environ, "COLUMNS": "160"}
+    env = {**(env or os.environ), "COLUMNS": "160"}
     return subprocess.run([sys.executable, "-m", "ddpbench", *map(str, args)], cwd=cwd or ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout, **kw)
 

@@ -2,11 +2,17 @@
 
 The registry maps a name to ``module:Class`` so that validating an experiment does not import
 torch; :func:`create` imports the strategy only in the rank that runs it.
+
+Strategies of your own plug in without editing ddpbench, either as an installed package's
+entry point in the group ``ddpbench.strategies`` (``name = "package.module:Class"``), or for a
+checkout through the environment: ``DDPBENCH_STRATEGIES="name=module:Class,..."`` (the module
+must be importable by the ranks, e.g. from the directory the sweep runs in).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 
 _REGISTRY = {
     "ddp": "ddpbench.strategies.ddp:DDPStrategy",
@@ -20,7 +26,26 @@ _REGISTRY = {
     "fsdp": "ddpbench.strategies.fsdp:FSDPStrategy",
     "localsgd": "ddpbench.strategies.localsgd:LocalSGDStrategy",
 }
+BUILTIN = tuple(_REGISTRY)
 
+
+def _plugins() -> dict[str, str]:
+    found: dict[str, str] = {}
+    try:
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group="ddpbench.strategies"):
+            found[ep.name] = ep.value
+    except Exception:  # noqa: BLE001 - broken metadata of another package must not stop ddpbench
+        pass
+    for item in filter(None, (part.strip() for part in os.environ.get("DDPBENCH_STRATEGIES", "").split(","))):
+        name, _, target = item.partition("=")
+        if name and ":" in target:
+            found[name.strip()] = target.strip()
+    return {name: target for name, target in found.items() if name not in BUILTIN}
+
+
+_REGISTRY.update(_plugins())
 STRATEGY_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 
 

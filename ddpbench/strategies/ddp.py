@@ -12,13 +12,13 @@ from torch.nn.parallel import DistributedDataParallel
 from ddpbench.strategies.base import RankContext, Strategy, ring_traffic
 
 _NS_PER_MS = 1e6
-#: DDP's first bucket before it rebuilds buckets in the order gradients arrive
-FIRST_BUCKET_BYTES = getattr(dist, "_DEFAULT_FIRST_BUCKET_BYTES", 1024 * 1024)
+_MB = 1024 * 1024  # DDP's bucket_cap_mb counts MiB
 
 
-def bf16_compress_hook(process_group, bucket):
-    """All-reduce the bucket in bfloat16. torch's own bf16 hook refuses gloo by a version check,
-    although gloo reduces bf16 tensors fine; this is the same algorithm without the check."""
+def bf16_allreduce_hook(process_group, bucket):
+    """All-reduce the bucket in bfloat16. torch's own bf16 hook refuses gloo by a version check
+    (DDP checks the hook by its name, so this one needs another), although gloo reduces bf16
+    tensors fine; this is the same algorithm without the check."""
     group = process_group if process_group is not None else dist.group.WORLD
     compressed = bucket.buffer().to(torch.bfloat16).div_(group.size())
     future = dist.all_reduce(compressed, group=group, async_op=True).get_future()
@@ -49,10 +49,10 @@ class DDPStrategy(Strategy):
 
         with torch.device("meta"):
             size = grad_bytes(build_model(spec.model, spec.model_size))
-        if size > FIRST_BUCKET_BYTES:
-            return (f"powerSGD_hook deadlocks on gloo with two or more DDP buckets, and these "
-                    f"{size / 1e6:.1f} MB of gradients make at least two (DDP's first bucket holds "
-                    f"{FIRST_BUCKET_BYTES / 1e6:.1f} MB); run it with nccl or a model of at most 1 MB")
+        if size > spec.bucket_cap_mb * _MB:
+            return (f"powerSGD_hook deadlocks on gloo with two or more DDP buckets, and "
+                    f"{size / _MB:.1f} MiB of gradients in {spec.bucket_cap_mb:g} MiB buckets make several; "
+                    f"set bucket_cap_mb >= {size / _MB:.0f} for one bucket, or use nccl")
         return None
 
     def wrap(self, model: torch.nn.Module, ctx: RankContext) -> torch.nn.Module:
@@ -75,7 +75,7 @@ class DDPStrategy(Strategy):
 
             ddp.register_comm_hook(None, fp16_compress_hook)
         elif hook == "bf16":
-            ddp.register_comm_hook(None, bf16_compress_hook)
+            ddp.register_comm_hook(None, bf16_allreduce_hook)
         elif hook == "powersgd":
             from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
 

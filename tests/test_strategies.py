@@ -1,0 +1,164 @@
+"""Aggregation strategies: each checked against single-process training, traffic, skips, and a
+planted aggregation bug that the equivalence check must catch."""
+
+import math
+import os
+
+import pytest
+import torch
+
+import ddpbench
+from conftest import run_cli, write_experiment
+from ddpbench.equivalence import NotEquivalent, check_exact, max_abs_diff
+from ddpbench.errors import InputError
+from ddpbench.results import load_tables
+from ddpbench.spec import JobSpec, Machine, parse_experiment
+from ddpbench.strategies import STRATEGY_NAMES, strategy_class
+from ddpbench.strategies.base import ring_traffic
+
+EXACT = ["ddp", "master", "master-params", "allreduce-naive", "allreduce-flat", "ring", "zero", "fsdp"]
+
+STRATEGIES = """
+    name = "strategies-test"
+    timeout_s = 90
+    [defaults]
+    backend = "gloo"
+    device = "cpu"
+    model = "mlp"
+    model_size = "xs"
+    batch_size = 8
+    threads_per_rank = 1
+    warmup_steps = 1
+    steps = 3
+    check_steps = 10
+    [[grid]]
+    world_size = [2]
+    strategy = {exact}
+    [[grid]]
+    world_size = [1, 2]
+    strategy = ["dp"]
+    [[grid]]
+    world_size = [2]
+    strategy = ["ddp"]
+    comm_hook = ["fp16"]
+    [[grid]]
+    world_size = [2]
+    strategy = ["localsgd"]
+    localsgd_period = [2]
+    [[grid]]
+    world_size = [2]
+    strategy = ["planted-sum"]
+"""
+
+
+@pytest.fixture(scope="module")
+def strategies_sweep(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("strategies")
+    exp = write_experiment(tmp / "s.toml", STRATEGIES.replace("{exact}", str(EXACT).replace("'", '"')))
+    env = {**os.environ, "DDPBENCH_STRATEGIES": "planted-sum=tests.planted_strategy:SumInsteadOfMean"}
+    proc = run_cli("sweep", exp, "--out", tmp / "out", env=env, timeout=600)
+    return proc, tmp / "out"
+
+
+@pytest.mark.slow
+def test_every_exact_strategy_trains_the_single_process_model(strategies_sweep):
+    proc, out = strategies_sweep
+    jobs = ddpbench.summarize(ddpbench.load(out))
+    exact = jobs[jobs["strategy"].isin(EXACT) & (jobs["comm_hook"] == "none")].set_index("strategy")
+    assert set(exact.index) == set(EXACT)
+    assert (exact["status"] == "ok").all(), exact[["status", "error"]]
+    assert (exact["exact"]).all()
+    assert (exact["max_abs_diff"] <= 1e-6).all(), exact["max_abs_diff"]
+    dp = jobs[jobs["strategy"] == "dp"].set_index("world_size")
+    assert dp.loc[1, "status"] == "ok" and dp.loc[1, "max_abs_diff"] <= 1e-6
+    assert dp.loc[2, "status"] == "skipped" and "CUDA devices only" in dp.loc[2, "error"]
+
+
+@pytest.mark.slow
+def test_lossy_strategies_report_their_divergence_and_a_planted_bug_fails(strategies_sweep):
+    proc, out = strategies_sweep
+    jobs = ddpbench.summarize(ddpbench.load(out))
+    fp16 = jobs[jobs["comm_hook"] == "fp16"].iloc[0]
+    local = jobs[jobs["strategy"] == "localsgd"].iloc[0]
+    for job in (fp16, local):
+        assert job["status"] == "ok" and not job["exact"]
+        assert 0 < job["max_abs_diff"] < 1e-2
+    planted = jobs[jobs["strategy"] == "planted-sum"].iloc[0]
+    assert planted["status"] == "failed" and "not equivalent to single-process training" in planted["error"]
+    assert proc.returncode == 1  # a failed job fails the sweep
+
+
+@pytest.mark.slow
+def test_traffic_through_the_master_and_around_the_ring(strategies_sweep):
+    _, out = strategies_sweep
+    _, runs, ranks, _ = load_tables(out)
+    grad = runs.loc[runs["strategy"] == "master", "grad_bytes"].iloc[0]
+    by = {s: r.set_index("rank") for s, r in ranks[ranks["world_size"] == 2].groupby("strategy")}
+    master = by["master"]
+    # n = 2: rank 0 takes in one gradient and sends one back; rank 1 the reverse
+    assert master.loc[0, "bytes_recv_per_step"] == grad and master.loc[0, "bytes_sent_per_step"] == grad
+    assert master.loc[1, "bytes_sent_per_step"] == grad
+    assert master.loc[0, "traffic_source"].startswith("measured")
+    assert by["ring"].loc[0, "bytes_sent_per_step"] == pytest.approx(ring_traffic(grad, 2), rel=1e-6)
+    # ZeRO shards the optimizer state: about half of DDP's momentum buffers per rank
+    assert by["zero"]["optimizer_state_mb"].max() < 0.75 * by["ddp"]["optimizer_state_mb"].max()
+    # master-params: only rank 0 runs the optimizer
+    assert by["master-params"].loc[1, "optimizer_state_mb"] == 0
+
+
+def test_hand_ring_equals_backend_all_reduce(tmp_path):
+    """Three ranks (uneven chunks) sum the same random buffers both ways."""
+    import torch.multiprocessing as mp
+
+    mp.start_processes(_ring_rank, args=(3, str(tmp_path / "store"), str(tmp_path)), nprocs=3, start_method="spawn")
+    for rank in range(3):
+        ring, backend, sent = torch.load(tmp_path / f"r{rank}.pt", weights_only=True)
+        assert torch.allclose(ring, backend, rtol=1e-6, atol=1e-6)
+        assert sent == 2 * 2 * 4 * 1001 // 3 or sent == pytest.approx(2 * 2 / 3 * 4 * 1001, rel=0.01)
+
+
+def _ring_rank(rank, world, store_path, out):
+    import torch.distributed as dist
+
+    from ddpbench.strategies.explicit import ring_all_reduce
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank, world_size=world)
+    data = torch.randn(1001, generator=torch.Generator().manual_seed(rank))
+    backend = data.clone()
+    dist.all_reduce(backend)
+    ring = data.clone()
+    sent = ring_all_reduce(ring, rank, world)
+    torch.save((ring, backend, torch.tensor(sent)), f"{out}/r{rank}.pt")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def test_equivalence_check_can_fail():
+    a = {"w": torch.zeros(3), "b": torch.ones(1)}
+    b = {"w": torch.tensor([0.0, 0.5, 0.0]), "b": torch.ones(1)}
+    assert max_abs_diff(a, b) == 0.5
+    check_exact("x", 1e-7)
+    with pytest.raises(NotEquivalent, match="differ by up to 0.5"):
+        check_exact("x", max_abs_diff(a, b))
+    with pytest.raises(ValueError):
+        max_abs_diff(a, {"w": torch.zeros(3)})
+    assert max_abs_diff({"w": torch.tensor([math.nan])}, {"w": torch.zeros(1)}) == math.inf
+
+
+def test_registry_and_validation(cpu_machine):
+    assert set(EXACT) | {"dp", "localsgd"} <= set(STRATEGY_NAMES)
+    with pytest.raises(InputError, match="comm_hook: applies to strategy 'ddp' only"):
+        parse_experiment({"defaults": {"strategy": "master", "comm_hook": "fp16"}}, "x.toml", machine=cpu_machine)
+    ddp = strategy_class("ddp")
+    big = JobSpec(comm_hook="powersgd", backend="gloo", device="cpu", model_size="m", bucket_cap_mb=25)
+    assert "deadlocks on gloo" in ddp.skip_reason(big, cpu_machine)
+    assert ddp.skip_reason(JobSpec(comm_hook="powersgd", backend="gloo", device="cpu", model_size="m",
+                                   bucket_cap_mb=64), cpu_machine) is None
+    assert strategy_class("dp").processes(JobSpec(world_size=4)) == 1
+    assert strategy_class("dp").skip_reason(JobSpec(world_size=2, device="cuda"), Machine(8, 1))
+
+
+def test_grad_accumulation_counts_samples():
+    spec = JobSpec(world_size=2, batch_size=8, grad_accum=4)
+    assert (spec.per_rank_batch, spec.global_batch) == (8, 64)
