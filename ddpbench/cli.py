@@ -158,18 +158,29 @@ def print_summary(table) -> None:
     if table.empty:
         return
     out = Table(title="per job: median over measured steps (slowest rank); speedup vs world size 1")
-    for col in ("model", "ws", "bucket MB", "status", "step ms", "IQR", "samples/s", "speedup", "eff.",
-                "exposed comm ms", "flags"):
-        out.add_column(col, justify="right" if col not in ("model", "status", "flags") else "left")
+    for col in ("strategy", "model", "ws", "bucket MB", "status", "step ms", "IQR", "samples/s", "speedup", "eff.",
+                "comm ms", "max MB/step", "max |diff|", "flags"):
+        out.add_column(col, justify="left" if col in ("strategy", "model", "status", "flags") else "right")
 
     def num(value, fmt):
         return "-" if value != value else format(value, fmt)  # NaN -> "-"
 
     for _, r in table.iterrows():
-        flags = ", ".join(f for f in ("oversubscribed", "noisy") if r[f])
-        out.add_row(f"{r['model']}-{r['model_size']}", str(r["world_size"]), f"{r['bucket_cap_mb']:g}", r["status"],
-                    num(r["step_ms_median"], ".2f"), num(r["step_ms_iqr"], ".2f"), num(r["samples_per_s"], ".1f"),
-                    num(r["speedup"], ".2f"), num(r["efficiency"], ".0%"), num(r["exposed_comm_ms"], ".2f"), flags)
+        flags = [f for f in ("oversubscribed", "noisy") if r[f]]
+        if r.get("exact") is False:
+            flags.append("lossy")
+        if r["strategy"] == "dp" and r["device"] == "cpu":
+            flags.append("1 replica: CPU baseline")
+        strategy = r["strategy"] + (f"+{r['comm_hook']}" if r.get("comm_hook", "none") != "none" else "")
+        # communication a step waits for: explicit (after backward) plus what DDP's overlap left exposed
+        comm = max(r["exposed_comm_ms"], 0) if r["exposed_comm_ms"] == r["exposed_comm_ms"] else 0.0
+        comm += r["comm_ms"] if r["comm_ms"] == r["comm_ms"] else 0.0
+        comm = comm if r["status"] == "ok" else float("nan")
+        out.add_row(strategy, f"{r['model']}-{r['model_size']}", str(r["world_size"]), f"{r['bucket_cap_mb']:g}",
+                    r["status"], num(r["step_ms_median"], ".2f"), num(r["step_ms_iqr"], ".2f"),
+                    num(r["samples_per_s"], ".1f"), num(r["speedup"], ".2f"), num(r["efficiency"], ".0%"),
+                    num(comm, ".2f"), num(r.get("sent_mb_per_step_max", float("nan")), ".1f"),
+                    num(r.get("max_abs_diff", float("nan")), ".1e"), ", ".join(flags))
     table_console().print(out)
 
 

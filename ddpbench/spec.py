@@ -14,7 +14,7 @@ Experiment file layout::
     model = "mlp"
 
     [grid]                       # lists; the cartesian product of them (or [[grid]]: a union)
-    world_size = [1, 2]
+    world_size = [1, 2]          # a grid's value overrides [defaults]
 """
 
 from __future__ import annotations
@@ -98,8 +98,10 @@ class JobSpec:
         return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
     def label(self) -> str:
-        return (f"{self.strategy} {self.model}-{self.model_size} ws={self.world_size} "
-                f"bucket={self.bucket_cap_mb:g}MB {self.backend}/{self.device}")
+        strategy = self.strategy + (f"+{self.comm_hook}" if self.comm_hook != "none" else "")
+        accum = f" accum={self.grad_accum}" if self.grad_accum > 1 else ""
+        return (f"{strategy} {self.model}-{self.model_size} ws={self.world_size} "
+                f"bucket={self.bucket_cap_mb:g}MB{accum} {self.backend}/{self.device}")
 
 
 FIELDS: dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(JobSpec)}
@@ -303,8 +305,6 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
             key = f"{where}.{name_}"
             if name_ not in FIELDS:
                 raise InputError(source, key, f"unknown key; allowed: {', '.join(FIELDS)}")
-            if name_ in base:
-                raise InputError(source, key, f"is also set in [defaults]; set it in one place")
             if not isinstance(values, list):
                 raise InputError(source, key, f"must be a list of values, each {allowed_text(name_)} (got {values!r})")
             if not values:
