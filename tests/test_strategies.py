@@ -162,3 +162,33 @@ def test_registry_and_validation(cpu_machine):
 def test_grad_accumulation_counts_samples():
     spec = JobSpec(world_size=2, batch_size=8, grad_accum=4)
     assert (spec.per_rank_batch, spec.global_batch) == (8, 64)
+
+
+def _ready(name, world, **fields):
+    from ddpbench.models import build_model
+    from ddpbench.strategies.base import RankContext
+
+    strategy = strategy_class(name)(JobSpec(strategy=name, world_size=world, **fields))
+    strategy.ctx = RankContext(0, 0, world, torch.device("cpu"))
+    strategy.module = build_model("mlp", "xs")
+    return strategy
+
+
+@pytest.mark.parametrize("name, fields, per_rank", [
+    ("ddp", {}, lambda g, n: 2 * (n - 1) / n * g),
+    ("ddp", {"comm_hook": "fp16"}, lambda g, n: (n - 1) / n * g),
+    ("zero", {}, lambda g, n: 2 * (n - 1) / n * g + (n - 1) * g / n),
+    ("fsdp", {}, lambda g, n: 3 * (n - 1) / n * g),
+    ("localsgd", {"localsgd_period": 4}, lambda g, n: 2 * (n - 1) / n * g / 4),
+])
+def test_computed_traffic_formulas(name, fields, per_rank):
+    for n in (1, 2, 4):
+        traffic = _ready(name, n, **fields).traffic(1000)
+        assert traffic["bytes_sent_per_step"] == pytest.approx(per_rank(1000, n))
+        assert traffic["traffic_source"].startswith("computed")
+
+
+def test_powersgd_traffic_is_a_small_fraction():
+    strategy = _ready("ddp", 2, comm_hook="powersgd", powersgd_rank=1)
+    grad = sum(p.numel() * 4 for p in strategy.module.parameters())
+    assert 0 < strategy.traffic(grad)["bytes_sent_per_step"] < 0.05 * grad
