@@ -3,6 +3,11 @@
 Conventions:
   * A step of a job is bounded by its slowest rank, so job-level step times take, for each
     (repeat, step), the maximum over ranks; medians and IQRs are over those.
+  * Throughput is total samples over total time: the global batch over the *mean* bounded step,
+    so costs paid every k-th step (local SGD's model averaging) count. The median and IQR
+    describe the distribution of step times and flag noise.
+  * The phase breakdown (data, forward, backward, comm, optimizer) and the exposed
+    communication are means too: means add up, so the phases sum to the step.
   * Only the ``measure`` phase counts; ``warmup`` is stored but never summarised.
   * ``speedup`` compares global throughput with the world-size-1 job of the same settings.
 """
@@ -39,6 +44,12 @@ def median(values) -> float:
     values = np.asarray(values, dtype=float)
     values = values[~np.isnan(values)]
     return float(np.median(values)) if values.size else math.nan
+
+
+def mean(values) -> float:
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    return float(values.mean()) if values.size else math.nan
 
 
 def bounded_steps(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
@@ -78,16 +89,18 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
             continue  # filtered out of ``steps`` by the caller
         times = measured.loc[measured["key"] == key, "step_ms"].to_numpy(dtype=float)
         step_med = median(times)
+        step_mean = mean(times)
         row["repeats_ok"] = int((job_runs["status"] == "ok").sum())
         row["step_ms_median"] = step_med
         row["step_ms_iqr"] = iqr(times)
-        row["samples_per_s"] = first["global_batch"] / (step_med / 1e3) if times.size else math.nan
+        row["step_ms_mean"] = step_mean
+        row["samples_per_s"] = first["global_batch"] / (step_mean / 1e3) if times.size else math.nan
         mine = per_rank[per_rank["key"] == key] if len(per_rank) else per_rank
         for col in PHASE_COLUMNS:
-            row[col] = median(mine[col]) if len(mine) else math.nan
-        nosync_med = median(nosync.loc[nosync["key"] == key, "step_ms"]) if len(nosync) else math.nan
-        row["nosync_step_ms"] = nosync_med
-        row["exposed_comm_ms"] = step_med - nosync_med
+            row[col] = mean(mine[col]) if len(mine) else math.nan
+        nosync_mean = mean(nosync.loc[nosync["key"] == key, "step_ms"]) if len(nosync) else math.nan
+        row["nosync_step_ms"] = nosync_mean
+        row["exposed_comm_ms"] = step_mean - nosync_mean
         job_ranks = ranks[ranks["key"] == key] if len(ranks) else ranks
         row.update(_rank_figures(job_ranks))
         row.update(_check_figures(job_runs))

@@ -22,13 +22,15 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.analysis import COMM_ONLY_FIELDS, SPEC_COLUMNS
-from ddpbench.spec import MODEL_SIZES
+from ddpbench.spec import FIELDS, MODEL_SIZES
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
           "#bcbd22", "#17becf")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINE_STYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
 NOISY_RING = "0.6"
+#: the throughput plot draws a dotted ideal-scaling line per configuration up to this many
+MAX_IDEAL_LINES = 6
 DPI = 110
 
 #: the step-time breakdown's segments: (label, summary column or derived name, colour)
@@ -37,7 +39,7 @@ SEGMENTS = (
     ("forward", "forward_ms", "#4c72b0"),
     ("backward compute", "backward_compute_ms", "#55a868"),
     ("exposed comm", "exposed_ms", "#c44e52"),
-    ("comm after backward", "comm_ms", "#dd8452"),
+    ("comm after backward / step", "comm_ms", "#dd8452"),
     ("optimizer", "optimizer_ms", "#8172b2"),
 )
 #: explicit post-backward comm is drawn only when it is this share of a step somewhere;
@@ -66,12 +68,44 @@ def line_fields(table) -> list[str]:
     return fields
 
 
-def describe(row, fields) -> str:
-    """A short label: model-size, then the given fields in words."""
-    parts = [f"{row['model']}-{row['model_size']}"]
+#: settings that belong to some strategies only (DDP's buckets, local SGD's period, ...): a label
+#: names them for a strategy only where that strategy was run with more than one value
+STRATEGY_KNOBS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "powersgd_rank", "localsgd_period")
+
+
+def strategy_label(row) -> str:
+    """The strategy in one word: ``ddp``, ``ddp+fp16`` (a comm hook), ``master``, ``ring``, ..."""
+    hook = row.get("comm_hook", "none")
+    strategy = str(row.get("strategy", "ddp"))
+    no_hook = hook in ("none", None) or (isinstance(hook, float) and math.isnan(hook))
+    return strategy if no_hook else f"{strategy}+{hook}"
+
+
+def _knob_varies(table, row, name: str) -> bool:
+    same = table[table["strategy"].astype(str) == str(row["strategy"])] if "strategy" in table.columns else table
+    return same[name].astype(str).nunique() > 1
+
+
+def describe(row, fields, table=None, model: bool = True) -> str:
+    """A short label: model-size (unless ``model`` is False), then the given fields in words.
+
+    Strategy and comm hook read as one word (``ddp+fp16``). Given the whole ``table`` and a
+    varying strategy, a strategy-specific setting (:data:`STRATEGY_KNOBS`) is named only for
+    strategies run with more than one value of it, so ``ring`` does not carry DDP's bucket size.
+    """
+    parts = [f"{row['model']}-{row['model_size']}"] if model else []
+    said_strategy = False
     for name in fields:
         value = row[name]
         if name in ("model", "model_size"):
+            continue
+        if name in ("strategy", "comm_hook"):
+            if not said_strategy:
+                parts.append(strategy_label(row))
+                said_strategy = True
+            continue
+        if (table is not None and name in STRATEGY_KNOBS and "strategy" in fields
+                and not _knob_varies(table, row, name)):
             continue
         if name == "world_size":
             parts.append(f"ws={value}")
@@ -79,7 +113,7 @@ def describe(row, fields) -> str:
             parts.append(f"bucket {float(value):g} MB")
         elif name == "batch_size":
             parts.append(f"batch {value}")
-        elif name in ("scaling", "optimizer", "backend", "device", "strategy"):
+        elif name in ("scaling", "optimizer", "backend", "device"):
             parts.append(str(value) + (" scaling" if name == "scaling" else ""))
         elif isinstance(value, (bool, np.bool_)):
             parts.append(name if value else f"no {name}")
@@ -89,13 +123,24 @@ def describe(row, fields) -> str:
 
 
 def ordered(table):
-    """Jobs in reading order: model, size (small to large), other settings, world size, bucket."""
+    """Jobs in reading order: model, size (small to large), other settings, world size, bucket.
+
+    Settings with a fixed list of values sort in that list's order (strategies as registered:
+    ddp, dp, master, ...; comm hooks none, fp16, bf16, powersgd), others by value.
+    """
     if table.empty:
         return table
-    size_rank = table["model_size"].map({s: i for i, s in enumerate(MODEL_SIZES)})
-    keys = ["model", "_size", *(f for f in line_fields(table) if f != "bucket_cap_mb"), "world_size",
-            "bucket_cap_mb"]
-    return table.assign(_size=size_rank).sort_values(keys, kind="stable").drop(columns="_size")
+    fields = [f for f in line_fields(table) if f != "bucket_cap_mb"]
+    extra = {"_size": table["model_size"].map({s: i for i, s in enumerate(MODEL_SIZES)})}
+    keys = ["model", "_size"]
+    for number, name in enumerate(fields):
+        choices = FIELDS[name].metadata.get("choices") if name in FIELDS else None
+        if choices:
+            extra[f"_order{number}"] = table[name].map(lambda v, c=choices: c.index(v) if v in c else len(c))
+            keys.append(f"_order{number}")
+        keys.append(name)
+    keys += ["world_size", "bucket_cap_mb"]
+    return table.assign(**extra).sort_values(keys, kind="stable").drop(columns=list(extra))
 
 
 def _ok(table, column: str):
@@ -202,7 +247,8 @@ def scaling_lines(table) -> list[dict]:
 
     A configuration with no world-size-1 job of its own (a bucket size tried only at larger
     sizes, say) starts from the baseline :func:`ddpbench.analysis.add_speedup` chose for it.
-    Colour follows what sets the baseline (model, batch, ...); marker follows comm settings.
+    Colour follows what sets the baseline (model, batch, strategy, ...); marker follows comm
+    settings. Past ten colours the lines are dashed, then dash-dotted, so no two look alike.
     """
     rows = _ok(table, "samples_per_s")
     if rows.empty:
@@ -226,11 +272,13 @@ def scaling_lines(table) -> list[dict]:
             baseline = math.nan
         color_key = tuple(first[f] for f in color_fields)
         marker_key = tuple(first[f] for f in marker_fields)
-        colors.setdefault(color_key, COLORS[len(colors) % len(COLORS)])
+        colors.setdefault(color_key, len(colors))
         markers.setdefault(marker_key, MARKERS[len(markers) % len(MARKERS)])
-        lines.append({"label": describe(first, fields), "rows": part, "baseline": baseline,
-                      "own_baseline": bool(len(ones)), "color": colors[color_key], "marker": markers[marker_key],
-                      "order": (list(colors).index(color_key), marker_key)})
+        number = colors[color_key]
+        lines.append({"label": describe(first, fields, table), "rows": part, "baseline": baseline,
+                      "own_baseline": bool(len(ones)), "color": COLORS[number % len(COLORS)],
+                      "dashes": LINE_STYLES[(number // len(COLORS)) % len(LINE_STYLES)],
+                      "marker": markers[marker_key], "order": (number, marker_key)})
     return sorted(lines, key=lambda line: line["order"])
 
 
@@ -262,9 +310,10 @@ def _scaling_plot(table, path, column: str, scale: float, ylabel: str, title: st
         keep = [(x, y) for x, y in zip(xs, ys) if math.isfinite(y)]
         if not keep:
             continue
-        ax.plot([x for x, _ in keep], [y for _, y in keep], color=line["color"], linewidth=1.6)
-        handles.append(Line2D([], [], color=line["color"], linewidth=1.6, marker=line["marker"],
-                              label=line["label"]))
+        ax.plot([x for x, _ in keep], [y for _, y in keep], color=line["color"], linewidth=1.6,
+                linestyle=line["dashes"])
+        handles.append(Line2D([], [], color=line["color"], linewidth=1.6, linestyle=line["dashes"],
+                              marker=line["marker"], label=line["label"]))
         if not line["own_baseline"] and math.isfinite(line["baseline"]):
             _mark(ax, 1, base_y, line["color"], line["marker"], False, False)
         for _, r in part.iterrows():
@@ -287,18 +336,32 @@ def _scaling_plot(table, path, column: str, scale: float, ylabel: str, title: st
     return _save(fig, path)
 
 
+def _ideal_baselines(lines) -> dict[tuple, dict]:
+    """The lines that need an ideal line of their own: one per colour and baseline."""
+    found: dict[tuple, dict] = {}
+    for line in lines:
+        if math.isfinite(line["baseline"]):
+            found.setdefault((line["color"], line["dashes"], round(line["baseline"], 6)), line)
+    return found
+
+
+def ideal_lines_drawn(table) -> bool:
+    """Whether the throughput plot draws ideal scaling lines (not when there would be too many)."""
+    return 0 < len(_ideal_baselines(scaling_lines(table))) <= MAX_IDEAL_LINES
+
+
 def _ideal_throughput(ax, lines, sizes) -> list:
     from matplotlib.lines import Line2D
 
-    seen = set()
-    for line in lines:
-        base = line["baseline"]
-        if not math.isfinite(base) or (line["color"], round(base, 6)) in seen:
-            continue
-        seen.add((line["color"], round(base, 6)))
-        ax.plot(sizes, [base * s for s in sizes], color=line["color"], linestyle=":", linewidth=1.2, alpha=0.8)
-    if not seen:
+    ideal = _ideal_baselines(lines)
+    if not ideal:
         return []
+    if len(ideal) > MAX_IDEAL_LINES:
+        return [Line2D([], [], color="none", label=f"(ideal lines left out: {len(ideal)} would hide the data;\n"
+                                                    "see the parallel efficiency plot)")]
+    for line in ideal.values():
+        base = line["baseline"]
+        ax.plot(sizes, [base * s for s in sizes], color=line["color"], linestyle=":", linewidth=1.2, alpha=0.8)
     return [Line2D([], [], color="0.3", linestyle=":", label="ideal: world-size-1 throughput x ranks")]
 
 
@@ -349,16 +412,21 @@ def breakdown_table(table):
 
 def step_breakdown(table, path) -> Path | None:
     """Stacked horizontal bars, one per ok job: data, forward, backward compute, exposed comm,
-    explicit comm (when visible), optimizer, in ms; a black tick at the measured median step."""
+    explicit comm (when visible), optimizer, mean ms per rank-step; a black tick at the mean step
+    of the slowest rank.
+
+    Labels read in the bars' order (configuration, then world size, then bucket size); a thin
+    line separates configurations (strategies, say) when there are several."""
     rows = breakdown_table(ordered(table))
     if rows.empty:
         return None
-    fields = ["world_size", *line_fields(table)]
+    config = [f for f in line_fields(table) if f != "bucket_cap_mb"]
+    fields = [*config, "world_size", *(["bucket_cap_mb"] if "bucket_cap_mb" in line_fields(table) else [])]
     labels = []
     for _, r in rows.iterrows():
         flags = [name for name in ("oversubscribed", "noisy") if bool(r[name])]
-        labels.append(describe(r, fields) + (f"  ({', '.join(flags)})" if flags else ""))
-    show_comm = bool((rows["comm_ms"] >= VISIBLE_SHARE * rows["step_ms_median"]).any())
+        labels.append(describe(r, fields, table) + (f"  ({', '.join(flags)})" if flags else ""))
+    show_comm = bool((rows["comm_ms"] >= VISIBLE_SHARE * rows["step_ms_mean"]).any())
     fig = _figure(8.5, 1.4 + 0.38 * len(rows))
     ax = fig.add_subplot()
     y = np.arange(len(rows))
@@ -373,11 +441,15 @@ def step_breakdown(table, path) -> Path | None:
             if h:
                 bar.set_hatch(h)
         left += width
-    ax.plot(rows["step_ms_median"].to_numpy(dtype=float), y, linestyle="none", marker="|", markersize=16,
-            markeredgewidth=2, color="black", label="median step (measured)")
+    ax.plot(rows["step_ms_mean"].to_numpy(dtype=float), y, linestyle="none", marker="|", markersize=16,
+            markeredgewidth=2, color="black", label="mean step, slowest rank (measured)")
+    keys = [tuple(str(r[f]) for f in ["model", "model_size", *config]) for _, r in rows.iterrows()]
+    for position in range(1, len(keys)):
+        if keys[position] != keys[position - 1]:
+            ax.axhline(position - 0.5, color="0.75", linewidth=0.8)
     ax.set_yticks(y)
     ax.set_yticklabels(labels, fontsize="small")
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # first job on top
     ax.set_xlabel("time per step (ms, median per rank-step)")
     ax.set_xlim(left=0)
     ax.grid(True, axis="x", alpha=0.3)
@@ -433,7 +505,7 @@ def step_time_vs_bucket(table, path) -> Path | None:
         err = np.nan_to_num(part["step_ms_iqr"].to_numpy(dtype=float) / 2.0)
         ax.errorbar(xs, ys, yerr=err, color=color, linewidth=1.6, linestyle=dashes, capsize=4, elinewidth=1)
         handles.append(Line2D([], [], color=color, linewidth=1.6, linestyle=dashes, marker=marker,
-                              label=describe(part.iloc[0], fields)))
+                              label=describe(part.iloc[0], fields, table)))
         for (_, r), x, yv in zip(part.iterrows(), xs, ys):
             _mark(ax, x, yv, color, marker, bool(r["oversubscribed"]), bool(r["noisy"]))
         buckets.update(xs.tolist())

@@ -86,7 +86,7 @@ def timed_seconds(result: dict | None) -> float:
 
 
 def one_line(spec: JobSpec, repeat: int, outcome: LaunchOutcome) -> str:
-    """A console line for a finished launch: the median slowest-rank step of the measure phase."""
+    """A console line for a finished launch: the mean slowest-rank step of the measure phase."""
     if outcome.status != "ok":
         return f"{outcome.status.upper()}: {outcome.error}"
     cols = outcome.result["step_columns"]
@@ -95,8 +95,8 @@ def one_line(spec: JobSpec, repeat: int, outcome: LaunchOutcome) -> str:
     for row in outcome.result["steps"]:
         if row[phase] == "measure":
             bound[row[step]] = max(bound.get(row[step], 0.0), row[step_ms])
-    med = statistics.median(bound.values())
-    return f"{med:8.2f} ms/step  {spec.global_batch / med * 1e3:10.1f} samples/s"
+    step = statistics.fmean(bound.values())
+    return f"{step:8.2f} ms/step  {spec.global_batch / step * 1e3:10.1f} samples/s"
 
 
 def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, launcher=None,

@@ -59,17 +59,17 @@ def _watch_parent(parent_pid: int) -> None:
 
 
 def peak_rss_mb() -> float:
-    """High-water mark of this process's resident memory (VmHWM), in MB."""
+    """High-water mark of this process's resident memory (VmHWM), in MB (10^6 bytes)."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
                 if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
+                    return int(line.split()[1]) * 1024 / 1e6  # kB -> MB
     except OSError:
         pass
     import psutil
 
-    return psutil.Process().memory_info().rss / 2**20
+    return psutil.Process().memory_info().rss / 1e6
 
 
 def param_checksum(named_parameters) -> str:

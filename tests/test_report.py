@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ddpbench.report import Section, write_report
@@ -36,34 +37,46 @@ def job(**fields) -> dict:
     return spec
 
 
-def result_for(spec: dict, step_ms: float) -> dict:
-    """A worker's hand-back: every rank's steps; phases add up to the step; DDP adds 20 % when ws > 1."""
+def result_for(spec: dict, step_ms: float, comm_share: float = 0.0, nosync: bool = True,
+               rank_fields=None, check: dict | None = None, grad_bytes: int = 4000) -> dict:
+    """A worker's hand-back: every rank's steps; phases add up to the step; DDP adds 20 % when ws > 1.
+
+    ``comm_share``: the share of the step spent communicating after backward (explicit strategies);
+    ``nosync``: whether a no_sync() phase ran; ``rank_fields(rank)``: extra per-rank figures;
+    ``check``: the equivalence check's record.
+    """
     world, rows = spec["world_size"], []
-    exposed = 0.2 * step_ms if world > 1 else 0.0
+    exposed = 0.2 * step_ms if world > 1 and nosync else 0.0
+    phases = [("warmup", spec["warmup_steps"], 5.0), ("measure", spec["steps"], 0.0)]
+    if nosync:
+        phases.append(("nosync", spec["steps"], -exposed))
     for rank in range(world):
-        for phase, count, shift in (("warmup", spec["warmup_steps"], 5.0), ("measure", spec["steps"], 0.0),
-                                    ("nosync", spec["steps"], -exposed)):
+        for phase, count, shift in phases:
             for step in range(count):
                 t = step_ms + shift + 0.1 * (step % 3) + 0.05 * rank
-                rows.append([rank, phase, step, 0.3, 0.2 * t, 0.6 * t, 0.0, 0.2 * t - 0.3, t])
+                rows.append([rank, phase, step, 0.3, 0.2 * t, (0.6 - comm_share) * t, comm_share * t,
+                             0.2 * t - 0.3, t])
     ranks = [{"rank": r, "pid": 100 + r, "threads": 1, "peak_rss_mb": 400.0 + r, "bucket_bytes": [4000],
               "allreduce_bytes_per_step": 4000, "ddp_forward_compute_ms": 1.0, "ddp_backward_compute_ms": 3.0,
-              "ddp_backward_comm_ms": 2.0, "ddp_backward_compute_comm_overlap_ms": 1.5} for r in range(world)]
-    result = {"spec": spec, "repeat": 0, "params": 1000, "grad_bytes": 4000, "step_columns": STEP_COLUMNS,
+              "ddp_backward_comm_ms": 2.0, "ddp_backward_compute_comm_overlap_ms": 1.5,
+              **(rank_fields(r) if rank_fields else {})} for r in range(world)]
+    result = {"spec": spec, "repeat": 0, "params": 1000, "grad_bytes": grad_bytes, "step_columns": STEP_COLUMNS,
               "steps": rows, "ranks": ranks}
+    if check is not None:
+        result["check"] = check
     validate_result(result, spec)
     return result
 
 
 def write_results(folder: Path, jobs: list[tuple], experiment: str = "synthetic") -> Path:
-    """jobs: (spec, step_ms or None, status, error, oversubscribed)."""
+    """jobs: (spec, step_ms or None, status, error, oversubscribed[, keyword arguments of result_for])."""
     store = ResultStore(folder)
     sweep_id = store.start_sweep(ENV, {"name": experiment, "description": "", "jobs": len(jobs)})
-    for spec, step_ms, status, error, over in jobs:
+    for spec, step_ms, status, error, over, *extra in jobs:
         store.append({"kind": "run", "key": spec_from_dict(spec).key, "repeat": 0, "spec": spec, "status": status,
                       "error": error, "oversubscribed": over, "cores": 4, "wall_s": 1.5, "launcher": "spawn",
                       "sweep_id": sweep_id, "utc": ENV["utc"], "logs": [],
-                      "result": result_for(spec, step_ms) if status == "ok" else None})
+                      "result": result_for(spec, step_ms, **(extra[0] if extra else {})) if status == "ok" else None})
     return folder
 
 
@@ -181,3 +194,182 @@ def test_out_dir_and_custom_sections(tmp_path):
     assert "<h2>Custom &lt;part&gt;</h2>" in page and "<p>2 jobs</p>" in page
     assert page.count("<section") == 1
 
+
+
+# ---------------------------------------------------------------------------------------------
+# strategies side by side
+# ---------------------------------------------------------------------------------------------
+
+STRATEGY_TITLES = {
+    "side": "Strategies side by side",
+    "comm": "Communication per strategy",
+    "equivalence": "Equivalence with single-process training",
+    "memory": "Memory per strategy",
+}
+STRATEGY_PNGS = ("strategies_throughput.png", "strategies_comm_time.png", "strategies_traffic.png",
+                 "strategies_memory.png")
+GRAD = 4_000_000  # bytes of gradients per step: 4 MB
+MEASURED = "measured: bytes this rank passed to send/recv"
+DP_REASON = "DataParallel parallelises over CUDA devices only: on CPU it runs one replica"
+NOT_EQUIVALENT = ("rank 0 in check: NotEquivalent: allreduce-flat is not equivalent to single-process training: "
+                  "parameters differ by up to 0.016 after the check steps (tolerance 0.0001)")
+PLUGIN = "sum<b>$x"  # a plug-in strategy's name, stored as is: markup and a mathtext dollar
+
+
+def ring_bytes(world: int) -> float:
+    return 2 * (world - 1) / world * GRAD
+
+
+def strategy_ok(strategy: str, world: int, step_ms: float, *, sent=None, source="computed: ring all-reduce",
+                comm_share=0.0, nosync=False, diff=1e-8, exact=True, state_mb=8.0, over=False, **fields) -> tuple:
+    """An ok job of ``strategy`` with its traffic, optimizer state and equivalence check."""
+    sent = sent or (lambda rank: ring_bytes(world))
+
+    def rank_fields(rank):
+        return {"bytes_sent_per_step": sent(rank), "bytes_recv_per_step": sent(rank), "traffic_source": source,
+                "optimizer_state_mb": state_mb(rank) if callable(state_mb) else state_mb,
+                "peak_rss_mb": 500.0 + 10 * rank}
+
+    extra = {"comm_share": comm_share, "nosync": nosync, "rank_fields": rank_fields, "grad_bytes": GRAD,
+             "check": {"check_steps": 3, "max_abs_diff": 0.0 if world == 1 else diff, "exact": exact}}
+    return job(strategy=strategy, world_size=world, **fields), step_ms, "ok", None, over, extra
+
+
+def master_sent(world: int):
+    return lambda rank: (world - 1) * GRAD if rank == 0 else (GRAD if world > 1 else 0.0)
+
+
+def strategy_sweep() -> list[tuple]:
+    jobs = []
+    for world in (1, 2, 4):
+        over = world == 4
+        jobs.append(strategy_ok("ddp", world, 10.0 + world, nosync=True, over=over))
+        jobs.append(strategy_ok("master", world, 12.0 + world, sent=master_sent(world), source=MEASURED,
+                                comm_share=0.3, over=over))
+        jobs.append(strategy_ok("ring", world, 11.0 + world, source=MEASURED, comm_share=0.2, over=over))
+    for world in (1, 2):
+        jobs.append(strategy_ok("ddp", world, 9.0, nosync=True, comm_hook="fp16", diff=2e-3, exact=False,
+                                sent=lambda rank, w=world: ring_bytes(w) / 2,
+                                source="computed: ring all-reduce of fp16 gradients"))
+    jobs.append(strategy_ok("zero", 2, 12.0, nosync=True, state_mb=4.0,
+                            source="computed: ring all-reduce of gradients + broadcast of parameter shards"))
+    jobs.append(strategy_ok("dp", 1, 9.0, sent=lambda rank: 0.0,
+                            source="none: one replica, nothing leaves the process"))
+    jobs.append(failed(f"repeat 0: {DP_REASON}", status="skipped", strategy="dp", world_size=2))
+    jobs.append(failed(NOT_EQUIVALENT, strategy="allreduce-flat", world_size=2))
+    jobs.append(strategy_ok(PLUGIN, 2, 13.0, source=f"computed: {SCRIPT}", comm_share=0.1))
+    jobs.append(failed(f"rank 1 in measure step 3: RuntimeError {SCRIPT}", strategy=PLUGIN, world_size=4))
+    return jobs
+
+
+def section_of(page: str, title: str) -> str:
+    start = page.index(f"<h2>{title}</h2>")
+    return page[start:page.index("</section>", start)]
+
+
+def rows_of(html: str) -> list[str]:
+    return re.findall(r"<tr[^>]*>.*?</tr>", html.split("<tbody>", 1)[1], flags=re.S)
+
+
+def row_for(rows: list[str], label: str, world: int) -> str:
+    found = [r for r in rows if r.startswith(("<tr><td>", '<tr class="bad"><td>'))
+             and f"<td>{label}</td><td class=\"num\">{world}</td>" in r]
+    assert len(found) == 1, (label, world, rows)
+    return found[0]
+
+
+def test_strategy_sections_headings_and_pngs(tmp_path):
+    index, page = render(tmp_path, strategy_sweep())
+    for title in (*STRATEGY_TITLES.values(), "Step time breakdown", "Throughput vs world size"):
+        assert f"<h2>{title}</h2>" in page
+    for name in (*STRATEGY_PNGS, "breakdown.png", "throughput.png", "efficiency.png"):
+        assert_png(index.parent / name)
+        assert f'<img src="{name}"' in page
+    side = section_of(page, STRATEGY_TITLES["side"])
+    # the skipped and failed jobs are named with their reasons
+    assert DP_REASON in side and "status-skipped" in side
+    assert "not equivalent to single-process training" in side and "allreduce-flat at world size 2" in side
+
+
+def test_labels_name_strategy_and_comm_hook(tmp_path):
+    _, page = render(tmp_path, strategy_sweep())
+    summary = section_of(page, "Summary")
+    assert "mlp-s ddp+fp16" in summary and "mlp-s master" in summary and "mlp-s ring" in summary
+    assert "comm_hook=" not in page
+    equivalence = section_of(page, STRATEGY_TITLES["equivalence"])
+    # strategies in their registered order: ddp, ddp+fp16, dp, master, ..., ring, zero, then plug-ins
+    labels = re.findall(r"<tr(?: class=\"bad\")?><td>([^<]*(?:&[^<]*)*)</td>", equivalence)
+    order = list(dict.fromkeys(labels))
+    assert order[:7] == ["ddp", "ddp+fp16", "dp", "master", "allreduce-flat", "ring", "zero"]
+
+
+def test_equivalence_table_rows(tmp_path):
+    _, page = render(tmp_path, strategy_sweep())
+    rows = rows_of(section_of(page, STRATEGY_TITLES["equivalence"]))
+    master = row_for(rows, "master", 2)
+    assert "<td>exact</td>" in master and "1.00e-08" in master and "<td>matches</td>" in master
+    assert '<td class="num">3</td>' in master  # check steps
+    assert "<td>0</td>" not in master
+    lossy = row_for(rows, "ddp+fp16", 2)
+    assert "<td>lossy</td>" in lossy and "2.00e-03" in lossy and "differs (lossy by design)" in lossy
+    bad = row_for(rows, "allreduce-flat", 2)
+    assert bad.startswith('<tr class="bad">')
+    assert "<td>exact</td>" in bad and "NOT equivalent" in bad and "differ by up to 0.016" in bad
+    skipped = row_for(rows, "dp", 2)
+    assert "not checked" in skipped and "skipped" in skipped and "bad" not in skipped
+    assert '<td class="num">0</td>' in row_for(rows, "ring", 1)  # identical at world size 1
+
+
+def test_communication_marks_measured_and_computed(tmp_path):
+    _, page = render(tmp_path, strategy_sweep())
+    comm = section_of(page, STRATEGY_TITLES["comm"])
+    rows = rows_of(comm)
+    master = row_for(rows, "master", 4)
+    # rank 0 of the master sends (n-1) gradients, the median rank one; measured at send/recv
+    assert '<td class="num">12</td><td class="num">12</td><td class="num">4</td>' in master
+    assert "<strong>measured</strong>: bytes this rank passed to send/recv" in master
+    ring = row_for(rows, "ring", 4)
+    assert '<td class="num">6</td><td class="num">6</td><td class="num">6</td>' in ring
+    assert "<strong>computed</strong>: ring all-reduce</td>" in row_for(rows, "ddp", 2)
+    assert "sends 12 MB per step, 2.0&times; the 6 MB each rank of the ring sends" in comm
+    assert "(n&minus;1) = 3 times the 4 MB gradient" in comm
+    assert all('<td class="num">1</td>' not in r for r in rows)  # world size 1 has no communication row
+
+
+def test_strategy_report_escapes_results_text(tmp_path):
+    _, page = render(tmp_path, strategy_sweep())
+    assert "<script" not in page and "<b>$x" not in page
+    assert "sum&lt;b&gt;$x" in page
+    assert "<strong>computed</strong>: &lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "RuntimeError &lt;script&gt;alert(1)&lt;/script&gt;" in section_of(page, STRATEGY_TITLES["side"])
+
+
+def test_strategy_sections_absent_with_one_strategy(tmp_path):
+    index, page = render(tmp_path, full_sweep())
+    for title in STRATEGY_TITLES.values():
+        assert title not in page
+    for name in STRATEGY_PNGS:
+        assert not (index.parent / name).exists()
+
+
+def test_equivalence_without_other_strategies(tmp_path):
+    index, page = render(tmp_path, [strategy_ok("ring", 1, 10.0), strategy_ok("ring", 2, 12.0)])
+    assert f"<h2>{STRATEGY_TITLES['equivalence']}</h2>" in page
+    for key in ("side", "comm", "memory"):
+        assert STRATEGY_TITLES[key] not in page
+
+
+def test_labels_leave_out_settings_of_other_strategies():
+    import pandas as pd
+
+    from ddpbench import plots
+    from ddpbench.plots_strategies import config_labels, traffic_kind
+
+    table = pd.DataFrame([job(strategy="ddp"), job(strategy="ddp", comm_hook="powersgd", bucket_cap_mb=32),
+                          job(strategy="ring"), job(strategy="localsgd", localsgd_period=4)])
+    assert list(config_labels(table)) == ["ddp bucket 25 MB", "ddp+powersgd bucket 32 MB", "ring", "localsgd"]
+    fields = plots.line_fields(table)
+    assert plots.describe(table.iloc[1], fields) == "mlp-s ddp+powersgd bucket 32 MB"
+    assert plots.describe(table.iloc[2], fields) == "mlp-s ring bucket 25 MB"  # without the table: every field
+    assert [traffic_kind(s) for s in (MEASURED, "computed: x", "none: y", None, "odd")] == \
+        ["measured", "computed", "none", "unknown", "unknown"]

@@ -153,7 +153,7 @@ class Strategy:
                 if torch.is_tensor(value):
                     local = value.to_local() if hasattr(value, "to_local") else value
                     nbytes += local.numel() * local.element_size()
-        return nbytes / 2**20
+        return nbytes / 1e6  # MB (10^6 bytes), like every *_mb figure
 
     def stats(self) -> dict[str, Any]:
         """JSON-able figures of the strategy's own (e.g. DDP's logging data), read after measuring."""
