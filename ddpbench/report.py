@@ -104,7 +104,7 @@ tr.bad td { background: #fdecea; }
 .flag { display: inline-block; font-size: .8em; padding: 0 .4em; border-radius: .6em; margin: 0 .15em;
         background: #fff3cd; border: 1px solid #e0c36a; }
 .flag.over { background: #e8eaf6; border-color: #9fa8da; }
-code.err { white-space: pre-wrap; word-break: break-word; color: #8b1a1a; display: block; max-width: 36em; }
+code.err { white-space: pre-wrap; word-break: break-word; color: #8b1a1a; display: block; min-width: 22em; max-width: 36em; }
 img { max-width: 100%; height: auto; display: block; margin: .8em 0; }
 dl.defs dt { font-weight: 600; float: left; clear: left; width: 11em; } dl.defs dd { margin-left: 11.5em; }
 """
@@ -448,8 +448,9 @@ def communication_section(ctx: ReportContext) -> Section | None:
         "ring, the explicit all-reduces) is timed directly as <em>comm after backward / step</em>. DDP and "
         "ZeRO all-reduce while backward is still running; what that does not hide is the <em>exposed</em> "
         "part, step time with gradient sync minus step time under <code>no_sync()</code>. A value marked * "
-        "could not be timed apart from compute: FSDP gathers and reduce-scatters inside forward and backward, "
-        "and local SGD's averaging every few steps is part of its mean step time. Traffic marked "
+        "could not be timed apart from compute: FSDP gathers and reduce-scatters inside forward and backward. "
+        "Local SGD averages the models only every few steps; its figure is the mean over all steps. "
+        "Traffic marked "
         "<strong>measured</strong> was counted as bytes passed to send/recv; <strong>computed</strong> comes "
         "from the algorithm (the backends keep no byte counters); it is drawn dark or light "
         "accordingly.</p>",
