@@ -30,9 +30,8 @@ def write_experiment(path: Path, body: str) -> Path:
     return path
 
 
-TINY = """
-    name = "tiny"
-    timeout_s = 60
+#: the smallest real job: a 1 MB MLP, one thread per rank, a few steps
+TINY_DEFAULTS = """
     [defaults]
     backend = "gloo"
     device = "cpu"
@@ -42,6 +41,12 @@ TINY = """
     threads_per_rank = 1
     warmup_steps = 1
     steps = 4
+"""
+
+TINY = """
+    name = "tiny"
+    timeout_s = 60
+""" + TINY_DEFAULTS + """
     [grid]
     world_size = [1, 2]
     bucket_cap_mb = [0.25, 25]

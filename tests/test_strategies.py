@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import ddpbench
-from conftest import run_cli, write_experiment
+from conftest import TINY_DEFAULTS, run_cli, write_experiment
 from ddpbench.equivalence import NotEquivalent, check_exact, max_abs_diff
 from ddpbench.errors import InputError
 from ddpbench.results import load_tables
@@ -21,15 +21,7 @@ EXACT = ["ddp", "master", "master-params", "allreduce-naive", "allreduce-flat", 
 STRATEGIES = """
     name = "strategies-test"
     timeout_s = 90
-    [defaults]
-    backend = "gloo"
-    device = "cpu"
-    model = "mlp"
-    model_size = "xs"
-    batch_size = 8
-    threads_per_rank = 1
-    warmup_steps = 1
-    steps = 3
+""" + TINY_DEFAULTS + """
     check_steps = 10
     [[grid]]
     world_size = [2]

@@ -26,6 +26,8 @@ def _wait(requests) -> None:
 
 class MasterAggregation(ExplicitAllReduce):
     name = "master"
+    #: master: the averaged gradients go back to every rank; master-params: parameters do, later
+    gradients_back = True
 
     def wrap(self, model, ctx):
         self.sent = self.received = 0
@@ -66,9 +68,11 @@ class MasterAggregation(ExplicitAllReduce):
         grads = self.grads()
         flat = _flatten_dense_tensors(grads)
         self.gather_average(flat)
-        self.scatter_from_master(flat)
-        for grad, averaged in zip(grads, _unflatten_dense_tensors(flat, grads)):
-            grad.copy_(averaged)
+        if self.gradients_back:
+            self.scatter_from_master(flat)
+        if self.gradients_back or self.ctx.rank == 0:
+            for grad, averaged in zip(grads, _unflatten_dense_tensors(flat, grads)):
+                grad.copy_(averaged)
 
     def traffic(self, grad_bytes: int) -> dict[str, Any]:
         steps = max(self.steps, 1)
@@ -78,17 +82,7 @@ class MasterAggregation(ExplicitAllReduce):
 
 class MasterParams(MasterAggregation):
     name = "master-params"
-
-    def after_backward(self) -> None:
-        self.steps += 1
-        if self.ctx.world_size == 1:
-            return
-        grads = self.grads()
-        flat = _flatten_dense_tensors(grads)
-        self.gather_average(flat)
-        if self.ctx.rank == 0:
-            for grad, averaged in zip(grads, _unflatten_dense_tensors(flat, grads)):
-                grad.copy_(averaged)
+    gradients_back = False
 
     def optimizer_step(self, optimizer) -> None:
         if self.ctx.rank == 0:  # the only optimizer that runs: the others hold no state
