@@ -39,7 +39,7 @@ RANK_FIGURES = ("peak_rss_mb", "threads", "checksum", "allreduce_bytes_per_step"
                 "bytes_sent_per_step", "bytes_recv_per_step", "traffic_source", "optimizer_state_mb",
                 "dp_replicas")
 #: the equivalence check of a launch (worker.check_equivalence); its steps are the spec's check_steps
-CHECK_FIELDS = ("max_abs_diff", "exact")
+CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run")
 
 
 class DamagedRecord(UserWarning):

@@ -25,6 +25,7 @@ _PROCESS_START = time.time()
 
 import argparse  # noqa: E402 - the start time above is taken before any import
 import contextlib
+import dataclasses
 import gc
 import hashlib
 import json
@@ -152,7 +153,7 @@ class RankRun:
         self.rows: list[list] = []
         self.mark("setup_done")
 
-    def build_replica(self) -> Replica:
+    def build_replica(self, spec=None) -> Replica:
         """A fresh model (the same on every rank: same seed), wrapped by a fresh strategy."""
         import torch
 
@@ -160,12 +161,13 @@ class RankRun:
         from ddpbench.data import make_loader
         from ddpbench.models import build_model
 
-        torch.manual_seed(self.spec.seed)
-        module = build_model(self.spec.model, self.spec.model_size).to(self.device)
-        strategy = strategies.create(self.spec)
+        spec = spec or self.spec
+        torch.manual_seed(spec.seed)
+        module = build_model(spec.model, spec.model_size).to(self.device)
+        strategy = strategies.create(spec)
         model = strategy.wrap(module, self.ctx)
         optimizer = strategy.make_optimizer(model)
-        loader = make_loader(self.spec, self.rank, self.world_size, pin_memory=self.device.type == "cuda")
+        loader = make_loader(spec, self.rank, self.world_size, pin_memory=self.device.type == "cuda")
         return Replica(strategy, module, model, optimizer, loader)
 
     # -- the timed loop --------------------------------------------------------------------
@@ -217,26 +219,35 @@ class RankRun:
         self.mark("measure_done")
 
     def check_equivalence(self) -> dict:
-        """Train a fresh replica ``check_steps`` steps and compare with single-process training.
+        """Train a fresh replica for the check steps and compare with single-process training.
 
-        Rank 0 trains the reference on the global batches; an exact strategy that differs by more
-        than the tolerance fails the job, a lossy one reports its divergence.
+        The check trains with momentum SGD whatever the job's optimizer: it tests how gradients
+        are combined, and Adam would hide a wrongly scaled average (it normalises the gradient)
+        while turning rounding noise into lr-sized steps. Every rank's parameters must agree;
+        rank 0 trains the reference on the global batches. An exact strategy that differs by
+        more than the tolerance fails the job, a lossy one reports its divergence.
         """
+        import torch.distributed as dist
+
         from ddpbench.equivalence import check_exact, max_abs_diff, reference_parameters
 
-        steps = self.spec.check_steps
-        if steps == 0:
-            return {"check_steps": 0, "max_abs_diff": None, "exact": None}
+        if self.spec.check_steps == 0:
+            return {"max_abs_diff": None, "exact": None, "check_steps_run": 0}
         self.phase = "check"
-        replica = self.build_replica()
+        spec = dataclasses.replace(self.spec, optimizer="sgd")
+        replica = self.build_replica(spec)
+        steps = replica.strategy.check_steps()
         self.run_steps(replica, "check", steps, record=False)
         replica.strategy.finish_training()
         self.phase, self.step = "check", -1
         params = dict(replica.strategy.full_parameters())  # a collective for sharded strategies
+        checksums = [None] * self.world_size
+        dist.all_gather_object(checksums, param_checksum(params.items()))
+        check_replicas(dict(enumerate(checksums)))
         exact = bool(replica.strategy.exact)
-        result = {"check_steps": steps, "max_abs_diff": None, "exact": exact}
+        result = {"max_abs_diff": None, "exact": exact, "check_steps_run": steps}
         if self.rank == 0:
-            reference = reference_parameters(self.spec, steps, self.world_size, self.device)
+            reference = reference_parameters(spec, steps, self.world_size, self.device)
             result["max_abs_diff"] = max_abs_diff(params, reference)
             if exact:
                 check_exact(self.spec.strategy, result["max_abs_diff"])

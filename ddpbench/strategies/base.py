@@ -127,6 +127,10 @@ class Strategy:
         self.module.load_state_dict(snap[0])
         optimizer.load_state_dict(snap[1])
 
+    def check_steps(self) -> int:
+        """Steps of the equivalence check (a strategy whose loss shows only later asks for more)."""
+        return self.spec.check_steps
+
     # -- reading the result ------------------------------------------------------------------
     def full_parameters(self) -> Iterator[tuple[str, torch.Tensor]]:
         """Every parameter, whole, in a stable order (sharded strategies gather: call on all ranks)."""

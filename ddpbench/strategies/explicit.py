@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
-from ddpbench.strategies.base import RankContext, Strategy, ring_traffic
+from ddpbench.strategies.base import RankContext, Strategy
 
 
 def broadcast_parameters(module: torch.nn.Module) -> None:
@@ -64,8 +64,8 @@ class FlatAllReduce(ExplicitAllReduce):
             grad.copy_(reduced)
 
 
-def ring_all_reduce(flat: torch.Tensor, rank: int, world: int) -> int:
-    """Sum ``flat`` over all ranks in place with a ring over send/recv; return the bytes sent.
+def ring_all_reduce(flat: torch.Tensor, rank: int, world: int) -> tuple[int, int]:
+    """Sum ``flat`` over all ranks in place with a ring over send/recv; return (bytes sent, received).
 
     The buffer is cut into ``world`` chunks. Reduce-scatter: in step s every rank sends chunk
     (rank - s) to its right neighbour and adds what its left neighbour sends into chunk
@@ -73,19 +73,20 @@ def ring_all_reduce(flat: torch.Tensor, rank: int, world: int) -> int:
     reduced chunks travel once more around the ring. Each rank sends 2(n-1)/n of the buffer.
     """
     if world == 1:
-        return 0
+        return 0, 0
     chunks = list(torch.tensor_split(flat, world))
     right, left = (rank + 1) % world, (rank - 1) % world
     scratch = torch.empty_like(chunks[0]) if chunks[0].numel() else chunks[0]
-    sent = 0
+    sent = received = 0
 
     def exchange(send_chunk: torch.Tensor, recv_into: torch.Tensor) -> None:
-        nonlocal sent
+        nonlocal sent, received
         ops = [dist.P2POp(dist.isend, send_chunk.contiguous(), right),
                dist.P2POp(dist.irecv, recv_into, left)]
         for req in dist.batch_isend_irecv(ops):
             req.wait()
         sent += send_chunk.numel() * send_chunk.element_size()
+        received += recv_into.numel() * recv_into.element_size()
 
     for step in range(world - 1):
         send_idx, recv_idx = (rank - step) % world, (rank - step - 1) % world
@@ -95,22 +96,26 @@ def ring_all_reduce(flat: torch.Tensor, rank: int, world: int) -> int:
     for step in range(world - 1):
         send_idx, recv_idx = (rank - step + 1) % world, (rank - step) % world
         exchange(chunks[send_idx], chunks[recv_idx])
-    return sent
+    return sent, received
 
 
 class HandRing(FlatAllReduce):
     name = "ring"
 
     def wrap(self, model, ctx):
-        self.bytes_sent = 0
+        self.bytes_sent = self.bytes_received = 0
         self.reductions = 0
         return super().wrap(model, ctx)
 
     def reduce(self, flat: torch.Tensor) -> None:
-        self.bytes_sent += ring_all_reduce(flat, self.ctx.rank, self.ctx.world_size)
+        sent, received = ring_all_reduce(flat, self.ctx.rank, self.ctx.world_size)
+        self.bytes_sent += sent
+        self.bytes_received += received
         self.reductions += 1
 
     def traffic(self, grad_bytes: int) -> dict[str, Any]:
-        per_step = self.bytes_sent / self.reductions if self.reductions else ring_traffic(grad_bytes, self.ctx.world_size)
-        return {"bytes_sent_per_step": per_step, "bytes_recv_per_step": per_step,
+        if not self.reductions:
+            return super().traffic(grad_bytes)
+        return {"bytes_sent_per_step": self.bytes_sent / self.reductions,
+                "bytes_recv_per_step": self.bytes_received / self.reductions,
                 "traffic_source": "measured: bytes this rank passed to send/recv"}

@@ -1,7 +1,8 @@
 """FSDP (``fully_shard``, FSDP2): parameters, gradients and optimizer state sharded over ranks.
 
-Every linear, convolution and embedding layer is its own FSDP unit (all-gathered just before it
-runs, resharded after), the rest of the model a root unit. On CPU the device mesh is a gloo one.
+Every transformer block, and every other linear, convolution and embedding layer, is its own
+FSDP unit (all-gathered just before it runs, resharded after); the rest of the model is a root
+unit. On CPU the device mesh is a gloo one.
 """
 
 from __future__ import annotations
@@ -14,6 +15,16 @@ from torch import nn
 from ddpbench.strategies.base import RankContext, Strategy
 
 UNIT_TYPES = (nn.Linear, nn.Conv2d, nn.Embedding)
+#: wrapped whole: MultiheadAttention reads its out_proj weight directly, without calling it,
+#: so a Linear inside it must not be a unit of its own
+BLOCK_TYPES = (nn.TransformerEncoderLayer,)
+
+
+def fsdp_units(model: nn.Module) -> list[nn.Module]:
+    """Transformer blocks whole, and every other linear, convolution and embedding layer."""
+    blocks = [m for m in model.modules() if isinstance(m, BLOCK_TYPES)]
+    inside = {id(sub) for block in blocks for sub in block.modules()}
+    return blocks + [m for m in model.modules() if isinstance(m, UNIT_TYPES) and id(m) not in inside]
 
 
 class FSDPStrategy(Strategy):
@@ -36,8 +47,8 @@ class FSDPStrategy(Strategy):
 
         super().wrap(model, ctx)
         mesh = init_device_mesh(ctx.device.type, (ctx.world_size,))
-        for layer in [m for m in model.modules() if isinstance(m, UNIT_TYPES)]:
-            fully_shard(layer, mesh=mesh)
+        for unit in fsdp_units(model):
+            fully_shard(unit, mesh=mesh)
         fully_shard(model, mesh=mesh)
         return model
 
@@ -48,10 +59,11 @@ class FSDPStrategy(Strategy):
     def traffic(self, grad_bytes: int) -> dict[str, Any]:
         n = self.ctx.world_size
         share = (n - 1) / n
-        # all-gather of the parameters in forward and again in backward, reduce-scatter of grads
-        each = share * 3 * grad_bytes if n > 1 else 0.0
+        # all-gather of the parameters in forward and again in backward, reduce-scatter of grads,
+        # in every micro-step
+        each = share * 3 * grad_bytes * self.spec.grad_accum if n > 1 else 0.0
         return {"bytes_sent_per_step": each, "bytes_recv_per_step": each,
-                "traffic_source": "computed: 2 parameter all-gathers + 1 gradient reduce-scatter"}
+                "traffic_source": "computed: 2 parameter all-gathers + 1 gradient reduce-scatter per micro-step"}
 
     def close(self) -> None:
         self.module = None

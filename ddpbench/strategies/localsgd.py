@@ -31,6 +31,11 @@ class LocalSGDStrategy(DDPStrategy):
         ddp.register_comm_hook(state, post_localSGD_hook)
         self.step = 0
 
+    def check_steps(self) -> int:
+        """Long enough for two averaging periods of local training: before that local SGD is
+        ordinary (exact) data parallelism and the check would show no divergence."""
+        return max(self.spec.check_steps, LOCAL_SGD_START + 2 * self.spec.localsgd_period)
+
     def after_step(self) -> None:
         """Average the models every ``localsgd_period`` steps once local SGD has started, as
         torch's PeriodicModelAverager does; that class averages only parameters that still hold

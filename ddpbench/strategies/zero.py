@@ -18,6 +18,9 @@ from ddpbench.strategies.ddp import DDPStrategy
 
 class ZeroStrategy(DDPStrategy):
     name = "zero"
+    #: DDP's no_sync() stops the gradient all-reduce, but ZeroRedundancyOptimizer.step() still
+    #: broadcasts the parameter shards: a no-sync step is not communication-free
+    supports_no_sync = False
 
     def make_optimizer(self, model: torch.nn.Module) -> torch.optim.Optimizer:
         if self.spec.optimizer == "adam":
