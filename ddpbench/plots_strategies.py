@@ -230,8 +230,8 @@ def comm_time_by_strategy(table, path) -> Path | None:
             over = bool(job["oversubscribed"])
             _bar(ax, index, explicit, 1.0, color=EXPLICIT_COMM[2], oversubscribed=over)
             _bar(ax, index, exposed, 1.0, left=explicit, color=EXPOSED_COMM[2], oversubscribed=over)
-            # no no_sync() run and (almost) nothing after backward: the communication, if any, ran
-            # inside forward/backward (FSDP) or on few steps (local SGD), out of this figure's reach
+            # no no_sync() baseline and (almost) nothing after backward: the communication ran inside
+            # forward/backward (FSDP) or inside backward and the optimizer step (ZeRO), out of reach
             hidden = (not math.isfinite(_value(job, "exposed_comm_ms"))
                       and explicit < 0.01 * _value(job, "step_ms_mean"))
             starred |= hidden
