@@ -86,6 +86,14 @@ class JobSpec:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    #: what a launcher starts for this kind of job
+    worker_module = "ddpbench.worker"
+
+    @property
+    def processes(self) -> int:
+        """Processes to start: one per rank, except for strategies that say otherwise (dp: one)."""
+        return strategy_class(self.strategy).processes(self)
+
     @property
     def key(self) -> str:
         """Stable identity: a hash of the fields whose value differs from the field's default.

@@ -299,8 +299,21 @@ class RankRun:
         dist.destroy_process_group()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ddpbench.worker", description=__doc__.split("\n")[0])
+    def execute(self) -> dict | None:
+        """The whole launch for this rank; rank 0 returns the result to hand back."""
+        self.setup()
+        self.measure()
+        result = self.finish()
+        check = self.check_equivalence()
+        return {**result, "check": check} if result is not None else None
+
+
+def serve(run_class, prog: str, argv: list[str] | None = None) -> int:
+    """A rank's process: run ``run_class(job, out).execute()``, hand back its result or error.
+
+    Shared by every kind of job (training, collectives): the launcher contract is the same.
+    """
+    parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--job", required=True, type=Path, help="job JSON written by the launcher")
     parser.add_argument("--out", required=True, type=Path, help="folder for result.json / error.rank<R>.json")
     args = parser.parse_args(argv)
@@ -311,13 +324,10 @@ def main(argv: list[str] | None = None) -> int:
     rank = int(os.environ.get("RANK", "0"))
     run = None
     try:
-        run = RankRun(json.loads(args.job.read_text()), args.out)
-        run.setup()
-        run.measure()
-        result = run.finish()
-        check = run.check_equivalence()
+        run = run_class(json.loads(args.job.read_text()), args.out)
+        result = run.execute()
         if result is not None:
-            write_json_atomic(args.out / "result.json", {**result, "check": check})
+            write_json_atomic(args.out / "result.json", result)
         run.teardown()
         return 0
     except BaseException as err:  # noqa: BLE001 - every failure is handed back, then re-raised as exit 1
@@ -331,6 +341,10 @@ def main(argv: list[str] | None = None) -> int:
         })
         traceback.print_exc(file=sys.stderr)  # goes to the job's log file
         return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    return serve(RankRun, "python -m ddpbench.worker", argv)
 
 
 if __name__ == "__main__":

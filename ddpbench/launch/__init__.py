@@ -46,7 +46,7 @@ def describe_exit(returncode: int) -> str:
 
 
 def collect_outcome(work_dir: Path, spec_dict: dict, exits: dict[int, int | None], wall_s: float,
-                    timed_out: bool, timeout_s: float, logs: list[str]) -> LaunchOutcome:
+                    timed_out: bool, timeout_s: float, logs: list[str], validate=validate_result) -> LaunchOutcome:
     """Turn what the ranks left in ``work_dir`` and their exit codes into one outcome.
 
     ``exits`` holds each rank's exit code as it left by itself, or None for a rank the launcher
@@ -83,7 +83,7 @@ def collect_outcome(work_dir: Path, spec_dict: dict, exits: dict[int, int | None
                              wall_s=wall_s, logs=logs)
     try:
         result = json.loads((work_dir / "result.json").read_text())
-        validate_result(result, spec_dict, processes=len(exits))
+        validate(result, spec_dict, processes=len(exits))
     except (OSError, ValueError) as err:
         return LaunchOutcome("failed", error=f"rank 0 handed back no valid result: {err}", wall_s=wall_s, logs=logs)
     return LaunchOutcome("ok", result=result, wall_s=wall_s, logs=logs)

@@ -20,7 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from ddpbench.launch import LaunchOutcome, collect_outcome
-from ddpbench.strategies import strategy_class
+from ddpbench.results import validate_result
 
 #: after the first rank fails, how long the others get to report their own error and exit
 FAILURE_GRACE_S = 2.0
@@ -72,7 +72,14 @@ def end_processes(procs: list[subprocess.Popen]) -> None:
 class SpawnLauncher:
     name = "spawn"
 
-    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
+    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float,
+               validate=validate_result) -> LaunchOutcome:
+        """Run ``spec.processes`` ranks of ``spec.worker_module`` and read back one result.
+
+        ``spec`` is any frozen job spec with ``key``, ``to_dict()``, ``world_size``,
+        ``threads_per_rank``, ``processes`` and ``worker_module``; ``validate(result, spec_dict,
+        processes)`` checks the hand-back.
+        """
         shutil.rmtree(work_dir, ignore_errors=True)  # never read a hand-back an interrupted launch left
         work_dir.mkdir(parents=True, exist_ok=True)
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -80,7 +87,7 @@ class SpawnLauncher:
         job_file = work_dir / "job.json"
         job_file.write_text(json.dumps({"spec": spec_dict, "repeat": repeat, "timeout_s": timeout_s}))
 
-        processes = strategy_class(spec.strategy).processes(spec)
+        processes = spec.processes
         store, port = loopback_store(timeout_s)
         threads = str(spec.threads_per_rank)
         base_env = {
@@ -105,7 +112,7 @@ class SpawnLauncher:
                 logs.append(str(log_path))
                 with open(log_path, "wb") as log:
                     procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "ddpbench.worker", "--job", str(job_file), "--out", str(work_dir)],
+                        [sys.executable, "-m", spec.worker_module, "--job", str(job_file), "--out", str(work_dir)],
                         env={**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)},
                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                         start_new_session=True,
@@ -116,7 +123,8 @@ class SpawnLauncher:
         finally:
             end_processes(procs)
             del store  # closes the rendezvous socket
-        return collect_outcome(work_dir, spec_dict, exits, time.monotonic() - start, timed_out, timeout_s, logs)
+        return collect_outcome(work_dir, spec_dict, exits, time.monotonic() - start, timed_out, timeout_s, logs,
+                               validate)
 
     @staticmethod
     def _wait(procs: list[subprocess.Popen], deadline: float) -> bool:
