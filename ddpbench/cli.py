@@ -17,6 +17,7 @@ from ddpbench.errors import InputError
 from ddpbench.launch import LAUNCHERS
 
 DEFAULT_EXPERIMENT = "experiments/quick.toml"
+DEFAULT_COLLECTIVES = "experiments/collectives.toml"
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
@@ -235,6 +236,89 @@ def cmd_run(args) -> int:
 # report, env, models
 # ---------------------------------------------------------------------------------------------
 
+def add_collectives(sub) -> None:
+    p = sub.add_parser("collectives", help="collective micro-benchmarks (algbw/busbw as nccl-tests defines them)",
+                       description="Time and check collectives at many sizes; flags override the experiment file.")
+    p.add_argument("experiment", nargs="?", default=DEFAULT_COLLECTIVES,
+                   help=f"collectives TOML file (default: {DEFAULT_COLLECTIVES})")
+    p.add_argument("--ops", help="comma-separated: all_reduce,all_gather,reduce_scatter,broadcast,reduce,"
+                                 "all_to_all,send_recv")
+    p.add_argument("--sizes", help="first:last (e.g. 1K:256M) or a comma-separated list")
+    p.add_argument("--factor", type=float, help="size multiplier between steps of first:last (default: 2)")
+    p.add_argument("--world-sizes", help="comma-separated, e.g. 2,4")
+    p.add_argument("--backend", help="gloo or nccl")
+    p.add_argument("--iters", type=int, help="timed iterations per size")
+    p.add_argument("--warmup", type=int, help="untimed iterations per size")
+    p.add_argument("--out", type=Path, help="output folder (default: reports/<name>/; a sweep's folder works too)")
+    p.add_argument("--timeout", type=float, metavar="S", help="per-launch timeout in seconds")
+    p.add_argument("--resume", action="store_true", help="skip the world sizes already stored")
+    p.add_argument("--no-report", action="store_true", help="store results but do not write the report")
+    p.set_defaults(func=cmd_collectives)
+
+
+def cmd_collectives(args) -> int:
+    from rich.console import Console
+
+    from ddpbench.collectives import parse_collectives
+    from ddpbench.runner import run_collectives
+    from ddpbench.spec import read_toml
+
+    path = Path(args.experiment)
+    data = read_toml(path)
+    experiment = parse_collectives(data, str(path), default_name=path.stem)  # the file alone must be valid
+    flags = {"ops": args.ops, "sizes": args.sizes, "factor": args.factor, "world_sizes": args.world_sizes,
+             "backend": args.backend, "iters": args.iters, "warmup": args.warmup, "timeout_s": args.timeout}
+    flags = {k: v for k, v in flags.items() if v is not None}
+    if flags:
+        experiment = parse_collectives({**data, **flags}, "command line", default_name=path.stem)
+    out_dir = args.out or Path("reports") / experiment.name
+    check_out_dir(out_dir)
+    console = Console(stderr=True)
+    try:
+        run_collectives(experiment, out_dir, resume=args.resume, console=console)
+    except KeyboardInterrupt:
+        console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/", highlight=False)
+        return EXIT_INTERRUPTED
+    from ddpbench.results import load_collectives
+
+    table = load_collectives(out_dir)
+    print_collectives(table)
+    if not args.no_report:
+        from ddpbench.report import write_report
+
+        console.print(f"report: {write_report(out_dir)}", highlight=False)
+    bad = (table["status"] != "ok").any() or (table.get("wrong", 0) > 0).any()
+    return 1 if bad else 0
+
+
+def print_collectives(table) -> None:
+    """Per op and world size: bus bandwidth at the largest size and at its best, and wrong elements."""
+    from rich.table import Table
+
+    ok = table[table["status"] == "ok"] if len(table) else table
+    if ok.empty:
+        return
+    out = Table(title="collectives: busbw (GB/s) as nccl-tests defines it; slowest rank, median over iterations")
+    for col in ("op", "placement", "ws", "largest size", "time us", "busbw", "best busbw", "at size", "wrong"):
+        out.add_column(col, justify="left" if col in ("op", "placement") else "right")
+    for (op, placement, ws), part in ok.groupby(["op", "placement", "world_size"], sort=False):
+        last = part.loc[part["size_bytes"].idxmax()]
+        best = part.loc[part["busbw_gbps"].idxmax()]
+        out.add_row(op, placement, str(ws), human_bytes(last["size_bytes"]), f"{last['time_us_median']:.1f}",
+                    f"{last['busbw_gbps']:.3f}", f"{best['busbw_gbps']:.3f}", human_bytes(best["size_bytes"]),
+                    str(int(part["wrong"].sum())))
+    table_console().print(out)
+
+
+def human_bytes(n) -> str:
+    n = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:g} {unit}" if n == int(n) else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
 def add_report(sub) -> None:
     p = sub.add_parser("report", help="write index.html and plots from stored results",
                        description="Regenerate the report from a results folder alone.")
@@ -297,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
                      description="Scaling analysis for PyTorch data-parallel training.")
     parser.add_argument("--version", action="version", version=f"ddpbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
-    for add in (add_sweep, add_run, add_report, add_env, add_models):
+    for add in (add_sweep, add_run, add_collectives, add_report, add_env, add_models):
         add(sub)
     return parser
 

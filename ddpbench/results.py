@@ -46,7 +46,8 @@ class DamagedRecord(UserWarning):
     """A line of results.jsonl that could not be read (e.g. cut by a crash mid-write)."""
 
 
-REQUIRED = {"sweep": ("sweep_id",), "run": ("key", "repeat", "spec", "status")}
+REQUIRED = {"sweep": ("sweep_id",), "run": ("key", "repeat", "spec", "status"),
+            "collective": ("key", "repeat", "spec", "status")}
 
 
 def check_record(record) -> None:
@@ -59,7 +60,7 @@ def check_record(record) -> None:
     version = record.get("schema_version", 0)
     if isinstance(version, bool) or not isinstance(version, int):
         raise ValueError(f"schema_version {version!r} is not an integer")
-    if record["kind"] == "run":
+    if record["kind"] in ("run", "collective"):
         if not isinstance(record["spec"], dict) or record["status"] not in STATUSES:
             raise ValueError("run record has no spec object or an unknown status")
         if record["status"] == "ok" and not isinstance(record.get("result"), dict):
@@ -115,8 +116,8 @@ class ResultStore:
                 yield record
 
     def done(self) -> set[tuple[str, int]]:
-        """(spec key, repeat) of every recorded launch, whatever its status."""
-        return {(r["key"], r["repeat"]) for r in self.records() if r["kind"] == "run"}
+        """(spec key, repeat) of every recorded launch (training or collectives), whatever its status."""
+        return {(r["key"], r["repeat"]) for r in self.records() if r["kind"] != "sweep"}
 
 
 def validate_result(result: Any, spec_dict: dict, processes: int | None = None) -> None:
@@ -168,6 +169,8 @@ def load_tables(out_dir: str | Path):
         raise FileNotFoundError(f"{store.path}: no results here; run `python -m ddpbench sweep` first")
     step_frames, runs, ranks, sweeps = [], [], [], []
     for record in store.records():
+        if record["kind"] == "collective":
+            continue  # see load_collectives
         if record["kind"] == "sweep":
             experiment = record.get("experiment", {})
             sweeps.append({"sweep_id": record["sweep_id"], **record.get("env", {}),
@@ -223,8 +226,41 @@ def _spec_columns_order() -> list[str]:
     return [*FIELDS, "per_rank_batch", "global_batch"]
 
 
+def load_collectives(out_dir: str | Path):
+    """One row per (launch, op, placement, size) of the collective micro-benchmarks in a folder.
+
+    Columns: the launch's backend, device, world_size, threads_per_rank, warmup, key,
+    sweep_id, status, error, then op, placement, size_bytes, count, dtype, redop, root,
+    time_us_median, time_us_p10, time_us_p90 (slowest rank), algbw_gbps, busbw_gbps, wrong.
+    A launch that did not finish gives one row with its status and error and no op.
+    """
+    import pandas as pd
+
+    rows = []
+    for record in ResultStore(out_dir).records():
+        if record["kind"] != "collective":
+            continue
+        spec = record["spec"]
+        ident = {k: spec.get(k) for k in ("backend", "device", "world_size", "threads_per_rank", "warmup")}
+        ident.update(key=record["key"], sweep_id=record.get("sweep_id"), status=record["status"],
+                     error=record.get("error"))
+        result = record.get("result") or {}
+        if record["status"] != "ok":
+            rows.append(ident)
+            continue
+        try:
+            columns = result["columns"]
+            rows += [{**ident, **dict(zip(columns, row))} for row in result["rows"]]
+        except (KeyError, TypeError) as err:
+            warnings.warn(f"{out_dir}: collectives record {record['key']!r} skipped: {err}", DamagedRecord,
+                          stacklevel=2)
+    return pd.DataFrame(rows)
+
+
 def load(out_dir: str | Path):
     """The per-step DataFrame of a results folder (every rank, every step, every phase).
+
+    A folder that holds only collective micro-benchmarks gives :func:`load_collectives`'s table.
 
     The other tables ride along in ``df.attrs`` as lists of plain records (``runs``, ``ranks``,
     ``sweeps``; see :func:`load_tables` for them as DataFrames), so ``ddpbench.summarize(df)``
@@ -232,6 +268,11 @@ def load(out_dir: str | Path):
     concatenates frames, and DataFrames there would make ``pd.concat`` raise.
     """
     steps, runs, ranks, sweeps = load_tables(out_dir)
+    if runs.empty:
+        collectives = load_collectives(out_dir)
+        if len(collectives):
+            collectives.attrs.update({"sweeps": sweeps.to_dict("records"), "results_dir": str(out_dir)})
+            return collectives
     steps.attrs.update({"runs": runs.to_dict("records"), "ranks": ranks.to_dict("records"),
                         "sweeps": sweeps.to_dict("records"), "results_dir": str(out_dir)})
     return steps

@@ -149,3 +149,48 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
     summary.wall_s = time.monotonic() - start
     return summary
 
+
+
+def run_collectives(experiment, out_dir: Path, *, resume: bool = False, launcher=None, console=None,
+                    env: dict | None = None) -> SweepSummary:
+    """Every launch of a collectives experiment into ``out_dir``'s store.
+
+    Unlike a sweep this never moves earlier results aside: collectives are meant to sit next to
+    a DDP sweep's results, so the report can set DDP's buckets against the all_reduce curve.
+    """
+    from ddpbench import collectives
+    from ddpbench.env import collect_env
+    from ddpbench.progress import SweepProgress
+
+    store = ResultStore(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    done = store.done() if resume else set()
+    todo = [spec for spec in experiment.specs if (spec.key, 0) not in done]
+    summary = SweepSummary(out_dir=out_dir, planned=len(todo), already_done=len(experiment.specs) - len(todo))
+    launcher = launcher or get_launcher("spawn")
+    sweep_id = store.start_sweep(env or collect_env(), {
+        "name": experiment.name, "description": experiment.description, "source": experiment.source,
+        "timeout_s": experiment.timeout_s, "kind": "collectives", "launcher": launcher.name,
+    })
+    start = time.monotonic()
+    with SweepProgress(len(todo), console) as progress:
+        for spec in todo:
+            progress.begin(spec.label())
+            work_dir = out_dir / ".work" / spec.key
+            outcome = launcher.launch(spec, 0, work_dir, out_dir / "logs", experiment.timeout_s,
+                                      validate=collectives.validate_result)
+            store.append({
+                "kind": "collective", "key": spec.key, "repeat": 0, "spec": spec.to_dict(),
+                "status": outcome.status, "error": outcome.error, "wall_s": round(outcome.wall_s, 4),
+                "launcher": launcher.name, "sweep_id": sweep_id,
+                "utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                "logs": outcome.logs, "result": outcome.result,
+            })
+            shutil.rmtree(work_dir, ignore_errors=True)
+            summary.statuses[outcome.status] = summary.statuses.get(outcome.status, 0) + 1
+            line = (f"{len(outcome.result['rows'])} measurements" if outcome.status == "ok"
+                    else f"{outcome.status.upper()}: {outcome.error}")
+            progress.done(spec.label(), outcome.status, line)
+    shutil.rmtree(out_dir / ".work", ignore_errors=True)
+    summary.wall_s = time.monotonic() - start
+    return summary

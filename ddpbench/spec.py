@@ -247,6 +247,11 @@ class Experiment:
 def load_experiment(path: str | Path, machine: Machine | None = None) -> Experiment:
     """Read, validate and expand an experiment file. Raises :class:`InputError` on bad input."""
     path = Path(path)
+    return parse_experiment(read_toml(path), str(path), default_name=path.stem, machine=machine)
+
+
+def read_toml(path: Path) -> dict:
+    """A TOML file as a dict, or :class:`InputError` naming the file and what is wrong."""
     source = str(path)
     try:
         raw = path.read_bytes()
@@ -264,7 +269,7 @@ def load_experiment(path: str | Path, machine: Machine | None = None) -> Experim
         data = _toml_loads(text)
     except ValueError as err:  # tomllib.TOMLDecodeError is a ValueError
         raise InputError(source, None, f"invalid TOML: {err}") from None
-    return parse_experiment(data, source, default_name=path.stem, machine=machine)
+    return data
 
 
 def _toml_loads(text: str) -> dict:
