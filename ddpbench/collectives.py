@@ -205,7 +205,8 @@ class CollectiveRun:
 
     def operation(self, op: str, placement: str, count: int):
         """(buffers, run, reset, check) for one op on ``count`` float32 elements of this rank:
-        the tensors it touches, the op, a refill with the known inputs, and the element check."""
+        the tensors it touches (the checked output first), the op, a refill with the known
+        inputs, and the element check."""
         import torch
         import torch.distributed as dist
 
@@ -234,13 +235,13 @@ class CollectiveRun:
             inp = torch.empty(count, device=dev)
             out = inp[r * chunk:(r + 1) * chunk] if placement == "in" else torch.empty(chunk, device=dev)
             scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-            return [inp, out], lambda: scatter(out, inp), lambda: inp.fill_(r + 1), lambda: check_wrong(out, total)
+            return [out, inp], lambda: scatter(out, inp), lambda: inp.fill_(r + 1), lambda: check_wrong(out, total)
         if op == "all_to_all":
             inp = (torch.arange(n, device=dev, dtype=torch.float32) + r * n + 1).repeat_interleave(chunk)
             pristine = inp.clone()
             out = torch.empty(count, device=dev)
             expected = (torch.arange(n, device=dev, dtype=torch.float32) * n + r + 1).repeat_interleave(chunk)
-            return ([inp, out], lambda: dist.all_to_all_single(out, inp), lambda: inp.copy_(pristine),
+            return ([out, inp], lambda: dist.all_to_all_single(out, inp), lambda: inp.copy_(pristine),
                     lambda: check_wrong(out, expected))
         if op == "send_recv":
             return self.ping_pong(count)

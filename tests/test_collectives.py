@@ -1,0 +1,113 @@
+"""Collective micro-benchmarks: nccl-tests' formulas on exact values, input validation, the
+correctness check catching a planted error, and a real 2-rank run of every op."""
+
+import pytest
+import torch
+
+from conftest import run_cli
+from ddpbench.collectives import (OPS, CollectiveRun, CollectiveSpec, bandwidths, bus_factor, check_wrong,
+                                  element_count, parse_collectives, placements, size_range)
+from ddpbench.errors import InputError
+from ddpbench.results import load_collectives
+
+
+@pytest.mark.parametrize("op, n, factor", [
+    ("all_reduce", 2, 1.0), ("all_reduce", 4, 1.5), ("all_reduce", 8, 1.75),
+    ("all_gather", 4, 0.75), ("reduce_scatter", 2, 0.5), ("all_to_all", 8, 0.875),
+    ("broadcast", 4, 1.0), ("reduce", 8, 1.0), ("send_recv", 2, 1.0),
+])
+def test_bus_factor_is_nccl_tests(op, n, factor):
+    assert bus_factor(op, n) == factor
+
+
+def test_bandwidths_exact():
+    # 64 MB in 0.05 s on 4 ranks: algbw 1.34217728 GB/s; all_reduce busbw x 1.5
+    algbw, busbw = bandwidths("all_reduce", 64 * 2**20, 0.05, 4)
+    assert algbw == pytest.approx(1.34217728) and busbw == pytest.approx(1.34217728 * 1.5)
+    assert bandwidths("broadcast", 10**9, 1.0, 8) == (1.0, 1.0)
+
+
+def test_element_counts_divide_the_chunked_ops():
+    assert element_count("all_reduce", 1000, 3) == 250
+    assert element_count("all_gather", 1000, 3) == 249          # a multiple of 3
+    assert element_count("all_to_all", 4, 4) == 4               # at least one element per rank
+
+
+def test_sizes_like_nccl_tests_flags():
+    assert size_range("1K:8K", 2, "x") == (1024, 2048, 4096, 8192)
+    assert size_range("1K,1M,256", 2, "x") == (1024, 2**20, 256)
+    assert size_range("1M:4M", 4, "x") == (2**20, 2**22)
+    for bad in ("1Q:2K", "8K:1K", "0:1K", "1K:8G"):
+        with pytest.raises(InputError, match="sizes"):
+            size_range(bad, 2, "x")
+    with pytest.raises(InputError, match="factor"):
+        size_range("1K:8K", 1, "x")
+
+
+@pytest.mark.parametrize("data, key", [
+    ({"opps": ["all_reduce"]}, "opps"),
+    ({"ops": ["all_reduce", "gather"]}, "ops"),
+    ({"world_sizes": [1]}, "world_sizes"),
+    ({"world_sizes": "2,x"}, "world_sizes"),
+    ({"backend": "nccl", "device": "cpu"}, "backend"),
+    ({"iters": 0}, "iters"),
+    ({"sizes": 1024}, "sizes"),
+])
+def test_bad_collectives_input(data, key):
+    with pytest.raises(InputError) as err:
+        parse_collectives(data, "c.toml")
+    assert str(err.value).startswith(f"c.toml: {key}: ") and "\n" not in str(err.value)
+
+
+def test_one_spec_per_world_size():
+    exp = parse_collectives({"world_sizes": [2, 4, 2], "sizes": "1K:4K", "ops": "all_reduce,broadcast"}, "c")
+    assert [s.world_size for s in exp.specs] == [2, 4]
+    assert exp.specs[0].ops == ("all_reduce", "broadcast") and exp.specs[0].sizes == (1024, 2048, 4096)
+    assert len({s.key for s in exp.specs}) == 2
+
+
+def test_check_catches_a_planted_error_in_every_op(monkeypatch):
+    """Run each op for real in a one-rank gloo group, corrupt one output element, and count it."""
+    import torch.distributed as dist
+
+    from ddpbench.launch.spawn import loopback_store
+
+    store, port = loopback_store(30)
+    for name, value in {"RANK": "0", "WORLD_SIZE": "1"}.items():
+        monkeypatch.setenv(name, value)
+    dist.init_process_group("gloo", store=dist.TCPStore("127.0.0.1", port, is_master=False), rank=0, world_size=1)
+    try:
+        run = CollectiveRun({"spec": CollectiveSpec(world_size=1).to_dict(), "timeout_s": 30}, None)
+        run.device = torch.device("cpu")
+        for op in OPS:
+            if op == "send_recv":
+                continue  # needs a peer; the 2-rank run below checks it
+            for placement in placements(op):
+                buffers, go, reset, check = run.operation(op, placement, 64)
+                reset()
+                go()
+                assert check() == 0, (op, placement)
+                buffers[0].view(-1)[5] += 1  # the planted error
+                assert check() == 1, (op, placement)
+    finally:
+        dist.destroy_process_group()
+        del store
+    assert check_wrong(torch.ones(4), torch.tensor([1.0, 2.0, 1.0, 1.0])) == 1
+
+
+@pytest.mark.slow
+def test_every_op_at_two_ranks(tmp_path):
+    proc = run_cli("collectives", "--sizes", "1K,64K", "--iters", "3", "--warmup", "1", "--out", tmp_path,
+                   "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    table = load_collectives(tmp_path)
+    assert set(table["op"]) == set(OPS) and set(table["status"]) == {"ok"}
+    assert (table["wrong"] == 0).all()
+    assert (table["time_us_p10"] <= table["time_us_median"]).all()
+    assert (table["time_us_median"] <= table["time_us_p90"]).all()
+    ar = table[table["op"] == "all_reduce"].set_index("size_bytes")
+    # busbw follows from the stored time: nccl-tests' definition, world size 2
+    assert ar.loc[65536, "busbw_gbps"] == pytest.approx(65536 / (ar.loc[65536, "time_us_median"] / 1e6) / 1e9)
+    gather = table[table["op"] == "all_gather"]
+    assert set(gather["placement"]) == {"in", "out"}
+    assert table["algbw_gbps"].gt(0).all() and table["busbw_gbps"].gt(0).all()
