@@ -283,6 +283,9 @@ def _toml_loads(text: str) -> dict:
 def parse_experiment(data: dict, source: str, default_name: str = "experiment",
                      machine: Machine | None = None) -> Experiment:
     for key in data:
+        if key in ("ops", "sizes", "world_sizes"):
+            raise InputError(source, key, "this looks like a collectives experiment: run it with "
+                             f"`python -m ddpbench collectives {source}`")
         if key not in TOP_LEVEL_KEYS:
             raise InputError(source, key, f"unknown key; allowed at the top level: {', '.join(TOP_LEVEL_KEYS)} "
                              f"(job fields go under [defaults] or [grid])")

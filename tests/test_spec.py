@@ -12,7 +12,7 @@ from ddpbench.errors import InputError
 from ddpbench.spec import (FIELDS, JobSpec, Machine, check_value, load_experiment, oversubscribed, parse_experiment,
                            resolve)
 
-EXPERIMENTS = sorted((ROOT / "experiments").glob("*.toml"))
+EXPERIMENTS = sorted(p for p in (ROOT / "experiments").glob("*.toml") if p.name != "collectives.toml")
 
 
 @pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.name)
@@ -22,6 +22,17 @@ def test_shipped_experiments_expand(path, cpu_machine):
     assert len({j.key for j in exp.jobs}) == len(exp.jobs)
     for job in exp.jobs:
         assert "auto" not in (job.device, job.backend, job.threads_per_rank)
+
+
+def test_collectives_experiment_is_valid_and_not_a_sweep(cpu_machine):
+    from ddpbench.collectives import parse_collectives
+    from ddpbench.spec import read_toml
+
+    path = ROOT / "experiments/collectives.toml"
+    exp = parse_collectives(read_toml(path), str(path))
+    assert exp.specs[0].sizes[0] == 1024 and exp.specs[0].sizes[-1] == 64 * 2**20
+    with pytest.raises(InputError, match="ddpbench collectives"):
+        load_experiment(path, cpu_machine)
 
 
 def test_quick_grid(cpu_machine):
