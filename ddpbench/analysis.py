@@ -68,6 +68,9 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
     runs = pd.DataFrame(steps.attrs.get("runs", []) if runs is None else runs)
     ranks = pd.DataFrame(steps.attrs.get("ranks", []) if ranks is None else ranks)
     if runs.empty:
+        if "op" in steps.columns:
+            raise ValueError("this is a collectives table (ddpbench.load of a collectives folder): it has no "
+                             "training jobs to summarise")
         if len(steps):
             raise ValueError("steps carry no run records (df.attrs['runs'], lost e.g. by pd.concat): pass "
                              "runs= and ranks= from ddpbench.results.load_tables(dir)")
@@ -226,18 +229,23 @@ def allreduce_curve(collectives: pd.DataFrame, world_size: int, backend: str) ->
 def predict_allreduce_us(curve: pd.DataFrame, size_bytes) -> np.ndarray:
     """all_reduce time at each size, interpolated log-log between measured sizes.
 
-    Outside the measured range the nearest segment is extended (NaN with fewer than two points):
-    a model of the measurements, to be labelled as such.
+    Outside the measured range the nearest segment is extended with its log-log slope clamped to
+    [0, 1]: never faster for more bytes, never worse than bandwidth-bound. NaN with fewer than two
+    points, or for sizes <= 0. A model of the measurements, to be labelled as such.
     """
     sizes = np.asarray(size_bytes, dtype=float)
+    curve = curve.sort_values("size_bytes")
     if len(curve) < 2:
         return np.full(sizes.shape, math.nan)
     x = np.log(curve["size_bytes"].to_numpy(dtype=float))
     y = np.log(curve["time_us_median"].to_numpy(dtype=float))
-    q = np.log(sizes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.log(np.where(sizes > 0, sizes, np.nan))
+    slope_left = min(max((y[1] - y[0]) / (x[1] - x[0]), 0.0), 1.0)
+    slope_right = min(max((y[-1] - y[-2]) / (x[-1] - x[-2]), 0.0), 1.0)
     inside = np.interp(q, x, y)
-    left = y[0] + (q - x[0]) * (y[1] - y[0]) / (x[1] - x[0])
-    right = y[-1] + (q - x[-1]) * (y[-1] - y[-2]) / (x[-1] - x[-2])
+    left = y[0] + (q - x[0]) * slope_left
+    right = y[-1] + (q - x[-1]) * slope_right
     return np.exp(np.where(q < x[0], left, np.where(q > x[-1], right, inside)))
 
 

@@ -263,14 +263,18 @@ def cmd_collectives(args) -> int:
     from ddpbench.runner import run_collectives
     from ddpbench.spec import read_toml
 
+    from ddpbench.spec import Machine
+
     path = Path(args.experiment)
     data = read_toml(path)
-    experiment = parse_collectives(data, str(path), default_name=path.stem)  # the file alone must be valid
     flags = {"ops": args.ops, "sizes": args.sizes, "factor": args.factor, "world_sizes": args.world_sizes,
              "backend": args.backend, "iters": args.iters, "warmup": args.warmup, "timeout_s": args.timeout}
     flags = {k: v for k, v in flags.items() if v is not None}
+    machine = Machine.here()
+    # the file alone must be valid; then the flags over it
+    experiment = parse_collectives(data, str(path), default_name=path.stem, machine=None if flags else machine)
     if flags:
-        experiment = parse_collectives({**data, **flags}, "command line", default_name=path.stem)
+        experiment = parse_collectives({**data, **flags}, "command line", default_name=path.stem, machine=machine)
     out_dir = args.out or Path("reports") / experiment.name
     check_out_dir(out_dir)
     console = Console(stderr=True)
@@ -281,13 +285,18 @@ def cmd_collectives(args) -> int:
         return EXIT_INTERRUPTED
     from ddpbench.results import load_collectives
 
-    table = load_collectives(out_dir)
+    stored = load_collectives(out_dir)
+    # this run's launches (and, with --resume, the ones it found done) decide the table and exit code
+    keys = {spec.key for spec in experiment.specs}
+    table = stored[stored["key"].isin(keys)] if len(stored) else stored
     print_collectives(table)
     if not args.no_report:
         from ddpbench.report import write_report
 
         console.print(f"report: {write_report(out_dir)}", highlight=False)
-    bad = (table["status"] != "ok").any() or (table.get("wrong", 0) > 0).any()
+    if table.empty:
+        return 1
+    bad = (table["status"] != "ok").any() or ("wrong" in table and (table["wrong"].fillna(0) > 0).any())
     return 1 if bad else 0
 
 

@@ -294,6 +294,7 @@ COLLECTIVE_KEYS = ("name", "description", "timeout_s", "ops", "sizes", "factor",
                    "device", "iters", "warmup", "threads_per_rank")
 _UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "M": 1024**2, "MB": 1024**2, "G": 1024**3, "GB": 1024**3}
 MAX_SIZE = 4 * 1024**3
+MAX_SIZES = 200
 
 
 def parse_size(text: str, source: str, key: str) -> int:
@@ -319,7 +320,7 @@ def size_range(text: str, factor: float, source: str, key: str = "sizes") -> tup
 
     text = str(text)
     if ":" not in text:
-        return tuple(parse_size(part, source, key) for part in text.split(",") if part.strip())
+        return tuple(dict.fromkeys(parse_size(part, source, key) for part in text.split(",") if part.strip()))
     low_text, _, high_text = text.partition(":")
     low, high = parse_size(low_text, source, key), parse_size(high_text, source, key)
     if low > high:
@@ -327,8 +328,12 @@ def size_range(text: str, factor: float, source: str, key: str = "sizes") -> tup
     if not (isinstance(factor, (int, float)) and not isinstance(factor, bool) and 1.01 <= factor <= 1024):
         raise InputError(source, "factor", f"must be a number from 1.01 to 1024 (got {factor!r})")
     sizes, size = [], float(low)
-    while size <= high * 1.0001 and len(sizes) < 200:
-        sizes.append(int(size))
+    while size <= high * 1.0001:
+        if not sizes or int(size) != sizes[-1]:
+            sizes.append(int(size))
+        if len(sizes) > MAX_SIZES:
+            raise InputError(source, key, f"{text!r} with factor {factor:g} gives more than {MAX_SIZES} sizes; "
+                             "raise the factor or narrow the range")
         size *= factor
     return tuple(sizes)
 
@@ -342,8 +347,10 @@ class CollectivesExperiment:
     specs: tuple[CollectiveSpec, ...]
 
 
-def parse_collectives(data: dict, source: str, default_name: str = "collectives") -> CollectivesExperiment:
-    """Validate a collectives experiment (a TOML table, or flags merged over one)."""
+def parse_collectives(data: dict, source: str, default_name: str = "collectives",
+                      machine=None) -> CollectivesExperiment:
+    """Validate a collectives experiment (a TOML table, or flags merged over one); with a
+    :class:`ddpbench.spec.Machine`, also what it needs of the machine (CUDA devices)."""
     from ddpbench.errors import InputError
     from ddpbench.spec import _NAME_RE
 
@@ -391,10 +398,19 @@ def parse_collectives(data: dict, source: str, default_name: str = "collectives"
     if backend == "nccl" and device != "cuda":
         raise InputError(source, "backend", "'nccl' needs device 'cuda'; allowed here: 'gloo'")
     timeout_s = data.get("timeout_s", 600)
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 1 <= timeout_s <= 86400:
-        raise InputError(source, "timeout_s", f"must be a number of seconds from 1 to 86400 (got {timeout_s!r})")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 1 <= timeout_s <= 604800:
+        raise InputError(source, "timeout_s", f"must be a number of seconds from 1 to 604800 (got {timeout_s!r})")
+    if not isinstance(data.get("description", ""), str):
+        raise InputError(source, "description", f"must be a string (got {data['description']!r})")
     common = dict(backend=backend, device=device, ops=tuple(ops), sizes=sizes,
                   iters=integer("iters", 20, 1, 100_000), warmup=integer("warmup", 5, 0, 100_000),
                   threads_per_rank=integer("threads_per_rank", 1, 1, 4096))
     specs = tuple(CollectiveSpec(world_size=w, **common) for w in dict.fromkeys(world_sizes))
+    if machine is not None and device == "cuda":
+        if not machine.cuda_devices:
+            raise InputError(source, "backend" if backend == "nccl" else "device",
+                             "needs a CUDA device and none is visible; allowed here: backend 'gloo' on 'cpu'")
+        if max(world_sizes) > machine.cuda_devices:
+            raise InputError(source, "world_sizes", f"{max(world_sizes)} ranks need as many CUDA devices, one per "
+                             f"rank; {machine.cuda_devices} visible")
     return CollectivesExperiment(name, str(data.get("description", "")), source, float(timeout_s), specs)

@@ -116,8 +116,10 @@ class ResultStore:
                 yield record
 
     def done(self) -> set[tuple[str, int]]:
-        """(spec key, repeat) of every recorded launch (training or collectives), whatever its status."""
-        return {(r["key"], r["repeat"]) for r in self.records() if r["kind"] != "sweep"}
+        """(spec key, repeat) of every recorded launch: training launches whatever their status
+        (a failure is a result), collectives only when they finished (a rerun replaces them)."""
+        return {(r["key"], r["repeat"]) for r in self.records()
+                if r["kind"] == "run" or (r["kind"] == "collective" and r["status"] == "ok")}
 
 
 def validate_result(result: Any, spec_dict: dict, processes: int | None = None) -> None:
@@ -232,18 +234,22 @@ def load_collectives(out_dir: str | Path):
     Columns: the launch's backend, device, world_size, threads_per_rank, warmup, key,
     sweep_id, status, error, then op, placement, size_bytes, count, dtype, redop, root,
     time_us_median, time_us_p10, time_us_p90 (slowest rank), algbw_gbps, busbw_gbps, wrong.
-    A launch that did not finish gives one row with its status and error and no op.
+    A launch that did not finish gives one row with its status and error and no op. When the same
+    launch (spec) was run again, the latest record replaces the earlier ones.
     """
     import pandas as pd
 
-    rows = []
+    latest = {}
     for record in ResultStore(out_dir).records():
-        if record["kind"] != "collective":
-            continue
+        if record["kind"] == "collective":
+            latest.pop(record["key"], None)  # keep file order, latest wins
+            latest[record["key"]] = record
+    rows = []
+    for record in latest.values():
         spec = record["spec"]
         ident = {k: spec.get(k) for k in ("backend", "device", "world_size", "threads_per_rank", "warmup")}
         ident.update(key=record["key"], sweep_id=record.get("sweep_id"), status=record["status"],
-                     error=record.get("error"))
+                     error=record.get("error"), oversubscribed=record.get("oversubscribed"))
         result = record.get("result") or {}
         if record["status"] != "ok":
             rows.append(ident)

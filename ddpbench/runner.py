@@ -30,6 +30,7 @@ class SweepSummary:
     wall_s: float = 0.0
     #: sum over finished launches of rank 0's timed step windows (warmup, measure, nosync), seconds
     timed_s: float = 0.0
+    sweep_id: str | None = None
 
 
 def pending_launches(experiment: Experiment, done: set[tuple[str, int]]) -> list[tuple[JobSpec, int]]:
@@ -41,9 +42,14 @@ def pending_launches(experiment: Experiment, done: set[tuple[str, int]]) -> list
 
 
 def rotate_previous(store: ResultStore) -> Path | None:
-    """Keep an earlier sweep's results under a dated name instead of mixing or losing them."""
+    """Keep an earlier sweep's results under a dated name instead of mixing or losing them.
+
+    Collective micro-benchmarks in the folder stay in the new file (with their sweep records):
+    they describe the machine, not the earlier sweep, and the report sets DDP against them.
+    """
     if not store.exists():
         return None
+    carried = collective_records(store)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     for n in range(1000):
         target = store.dir / (f"results.{stamp}.jsonl" if n == 0 else f"results.{stamp}-{n}.jsonl")
@@ -52,8 +58,17 @@ def rotate_previous(store: ResultStore) -> Path | None:
         except FileExistsError:
             continue
         store.path.unlink()
+        for record in carried:
+            store.append(record)
         return target
     raise RuntimeError(f"{store.dir}: cannot find a free name to keep the earlier results")
+
+
+def collective_records(store: ResultStore) -> list[dict]:
+    """The collectives records of a store and the sweep records they belong to, in file order."""
+    records = list(store.records())
+    sweeps = {r.get("sweep_id") for r in records if r["kind"] == "collective"}
+    return [r for r in records if r["kind"] == "collective" or (r["kind"] == "sweep" and r["sweep_id"] in sweeps)]
 
 
 def launch_record(spec: JobSpec, repeat: int, outcome: LaunchOutcome, machine: Machine, launcher: str,
@@ -162,11 +177,14 @@ def run_collectives(experiment, out_dir: Path, *, resume: bool = False, launcher
     from ddpbench.env import collect_env
     from ddpbench.progress import SweepProgress
 
+    from ddpbench.spec import usable_cores
+
     store = ResultStore(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     done = store.done() if resume else set()
     todo = [spec for spec in experiment.specs if (spec.key, 0) not in done]
     summary = SweepSummary(out_dir=out_dir, planned=len(todo), already_done=len(experiment.specs) - len(todo))
+    cores = usable_cores()
     launcher = launcher or get_launcher("spawn")
     sweep_id = store.start_sweep(env or collect_env(), {
         "name": experiment.name, "description": experiment.description, "source": experiment.source,
@@ -182,7 +200,8 @@ def run_collectives(experiment, out_dir: Path, *, resume: bool = False, launcher
             store.append({
                 "kind": "collective", "key": spec.key, "repeat": 0, "spec": spec.to_dict(),
                 "status": outcome.status, "error": outcome.error, "wall_s": round(outcome.wall_s, 4),
-                "launcher": launcher.name, "sweep_id": sweep_id,
+                "oversubscribed": spec.device == "cpu" and spec.world_size * spec.threads_per_rank > cores,
+                "cores": cores, "launcher": launcher.name, "sweep_id": sweep_id,
                 "utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                 "logs": outcome.logs, "result": outcome.result,
             })
@@ -193,4 +212,5 @@ def run_collectives(experiment, out_dir: Path, *, resume: bool = False, launcher
             progress.done(spec.label(), outcome.status, line)
     shutil.rmtree(out_dir / ".work", ignore_errors=True)
     summary.wall_s = time.monotonic() - start
+    summary.sweep_id = sweep_id
     return summary

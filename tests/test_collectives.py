@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from conftest import run_cli
-from ddpbench.collectives import (OPS, CollectiveRun, CollectiveSpec, bandwidths, bus_factor, check_wrong,
+from ddpbench.collectives import (OPS, ROW_COLUMNS, CollectiveRun, CollectiveSpec, bandwidths, bus_factor, check_wrong,
                                   element_count, parse_collectives, placements, size_range)
 from ddpbench.errors import InputError
 from ddpbench.results import load_collectives
@@ -96,18 +96,62 @@ def test_check_catches_a_planted_error_in_every_op(monkeypatch):
 
 
 @pytest.mark.slow
-def test_every_op_at_two_ranks(tmp_path):
-    proc = run_cli("collectives", "--sizes", "1K,64K", "--iters", "3", "--warmup", "1", "--out", tmp_path,
-                   "--no-report")
+def test_every_op_at_two_and_three_ranks(tmp_path):
+    """Three ranks split the arrays unevenly: chunk routing and sizes must still check out."""
+    proc = run_cli("collectives", "--sizes", "1K,64K", "--iters", "3", "--warmup", "1", "--world-sizes", "2,3",
+                   "--out", tmp_path, "--no-report")
     assert proc.returncode == 0, proc.stderr
     table = load_collectives(tmp_path)
     assert set(table["op"]) == set(OPS) and set(table["status"]) == {"ok"}
     assert (table["wrong"] == 0).all()
     assert (table["time_us_p10"] <= table["time_us_median"]).all()
     assert (table["time_us_median"] <= table["time_us_p90"]).all()
-    ar = table[table["op"] == "all_reduce"].set_index("size_bytes")
+    assert set(table["world_size"]) == {2, 3}
+    assert bool(table.loc[table["world_size"] == 3, "oversubscribed"].all())  # 3 ranks on 2 cores
+    ar = table[(table["op"] == "all_reduce") & (table["world_size"] == 2)].set_index("size_bytes")
     # busbw follows from the stored time: nccl-tests' definition, world size 2
     assert ar.loc[65536, "busbw_gbps"] == pytest.approx(65536 / (ar.loc[65536, "time_us_median"] / 1e6) / 1e9)
     gather = table[table["op"] == "all_gather"]
     assert set(gather["placement"]) == {"in", "out"}
     assert table["algbw_gbps"].gt(0).all() and table["busbw_gbps"].gt(0).all()
+
+
+def test_size_ranges_never_repeat_or_truncate_silently():
+    assert size_range("1K,1K,2K", 2, "x") == (1024, 2048)
+    assert size_range("4:8", 1.1, "x") == (4, 5, 6, 7)  # 4 x 1.1^k as whole bytes, each once
+    with pytest.raises(InputError, match="more than 200 sizes"):
+        size_range("1K:64M", 1.05, "x")
+
+
+def test_prediction_interpolates_and_extrapolates_sanely():
+    import pandas as pd
+
+    from ddpbench.analysis import predict_allreduce_us
+
+    curve = pd.DataFrame({"size_bytes": [4096, 1024, 2048], "time_us_median": [400.0, 100.0, 200.0]})
+    # unsorted input; exact at the points, log-log in between
+    assert predict_allreduce_us(curve, [1024, 2048, 4096]) == pytest.approx([100, 200, 400])
+    assert predict_allreduce_us(curve, [2048 * 2**0.5])[0] == pytest.approx(200 * 2**0.5)
+    falling = pd.DataFrame({"size_bytes": [1024, 2048, 4096], "time_us_median": [100.0, 200.0, 190.0]})
+    assert predict_allreduce_us(falling, [2**27])[0] == pytest.approx(190.0)  # never faster for more bytes
+    steep = pd.DataFrame({"size_bytes": [1024, 2048, 4096], "time_us_median": [100.0, 90.0, 400.0]})
+    assert predict_allreduce_us(steep, [8192])[0] == pytest.approx(800.0)  # at worst bandwidth-bound
+    assert predict_allreduce_us(steep, [512])[0] == pytest.approx(100.0)  # constant below the range
+
+
+def test_later_collectives_replace_earlier_and_survive_a_new_sweep(tmp_path, cpu_machine):
+    from ddpbench.results import ResultStore
+    from ddpbench.runner import rotate_previous
+
+    store = ResultStore(tmp_path)
+    spec = CollectiveSpec(world_size=2, ops=("all_reduce",), sizes=(1024,))
+    row = ["all_reduce", "in", 1024, 256, "float32", "sum", -1, 3, 10.0, 9.0, 11.0, 0.1, 0.1, 0]
+    for sweep_id, time_us in (("a", 10.0), ("b", 20.0)):
+        store.start_sweep({"hostname": sweep_id}, {"name": "c", "kind": "collectives"})
+        store.append({"kind": "collective", "key": spec.key, "repeat": 0, "spec": spec.to_dict(), "status": "ok",
+                      "sweep_id": sweep_id, "result": {"columns": list(ROW_COLUMNS),
+                                                       "rows": [row[:8] + [time_us] + row[9:]]}})
+    table = load_collectives(tmp_path)
+    assert len(table) == 1 and table.iloc[0]["time_us_median"] == 20.0
+    rotate_previous(store)  # what a new sweep without --resume does
+    assert load_collectives(tmp_path).iloc[0]["time_us_median"] == 20.0
