@@ -1,7 +1,6 @@
 """Real multi-process sweeps on CPU with gloo: end to end, replicas, resume, no orphans."""
 
 import json
-import os
 import signal
 import subprocess
 import sys

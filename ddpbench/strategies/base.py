@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 import torch
-import torch.distributed as dist
 
 
 @dataclass(frozen=True)
@@ -166,6 +165,3 @@ class Strategy:
     def close(self) -> None:
         """Drop references to wrapped modules so the process group can be destroyed cleanly."""
 
-
-def world() -> tuple[int, int]:
-    return dist.get_rank(), dist.get_world_size()

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ddpbench.strategies.base import RankContext, ring_traffic
+from ddpbench.strategies.base import ring_traffic
 from ddpbench.strategies.ddp import DDPStrategy
 
 LOCAL_SGD_START = 2  # steps of global gradient all-reduce before local SGD starts
