@@ -252,6 +252,7 @@ class RankRun:
             if exact:
                 check_exact(self.spec.strategy, result["max_abs_diff"])
         replica.strategy.close()
+        self.mark("check_done")
         return result
 
     # -- gather and hand back --------------------------------------------------------------
