@@ -10,6 +10,11 @@ Conventions:
     communication are means too: means add up, so the phases sum to the step.
   * Only the ``measure`` phase counts; ``warmup`` is stored but never summarised.
   * ``speedup`` compares global throughput with the world-size-1 job of the same settings.
+  * Confidence intervals (``*_low``/``*_high``) are percentile bootstraps over launches
+    (:mod:`ddpbench.stats`): NaN for a job measured in one launch.
+  * Karp-Flatt's experimentally determined serial fraction e = (1/S - 1/p) / (1 - 1/p): a
+    constant e across world sizes is work that does not parallelise; a growing e is overhead
+    that grows with the ranks (communication, waiting).
 """
 
 from __future__ import annotations
@@ -19,9 +24,14 @@ import math
 import numpy as np
 import pandas as pd
 
+from ddpbench import stats
 from ddpbench.spec import FIELDS
 
 NOISE_THRESHOLD = 0.10  # IQR / median above this marks a job noisy
+#: a rank whose compute step is this much slower than the other ranks' median, in most steps,
+#: is a straggler
+STRAGGLER_THRESHOLD = 0.10
+STRAGGLER_CONSISTENCY = 0.75  # share of steps in which a straggler must be the slower one
 
 #: fields that change only how gradients travel; a world-size-1 job is a valid baseline for
 #: a larger one that differs in these (at world size 1 they do not change the computation).
@@ -78,6 +88,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
     present = set(steps["key"]) if len(steps) else set()
 
     measured = bounded_steps(steps) if len(steps) else pd.DataFrame(columns=["key", "step_ms"])
+    launches = stats.launch_means(steps) if len(steps) else pd.DataFrame(columns=["key", "repeat", "step_ms"])
     nosync = bounded_steps(steps, "nosync") if len(steps) else pd.DataFrame(columns=["key", "step_ms"])
     per_rank = steps[steps["phase"] == "measure"] if len(steps) else steps
 
@@ -98,15 +109,20 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
         row["step_ms_iqr"] = iqr(times)
         row["step_ms_mean"] = step_mean
         row["samples_per_s"] = first["global_batch"] / (step_mean / 1e3) if times.size else math.nan
+        per_launch = launches.loc[launches["key"] == key, "step_ms"].to_numpy(dtype=float)
+        row["launch_step_ms"] = [float(t) for t in per_launch]
+        row["samples_per_s_low"], row["samples_per_s_high"] = stats.throughput_ci(per_launch, first["global_batch"])
         mine = per_rank[per_rank["key"] == key] if len(per_rank) else per_rank
         for col in PHASE_COLUMNS:
             row[col] = mean(mine[col]) if len(mine) else math.nan
         nosync_mean = mean(nosync.loc[nosync["key"] == key, "step_ms"]) if len(nosync) else math.nan
         row["nosync_step_ms"] = nosync_mean
         row["exposed_comm_ms"] = step_mean - nosync_mean
+        row["exposed_comm_share"] = row["exposed_comm_ms"] / step_mean if step_mean else math.nan
         job_ranks = ranks[ranks["key"] == key] if len(ranks) else ranks
         row.update(_rank_figures(job_ranks))
         row.update(_check_figures(job_runs))
+        row.update(stragglers(per_rank_compute(steps, key)))
         row["oversubscribed"] = bool(job_runs["oversubscribed"].fillna(False).any())
         row["noisy"] = bool(times.size and row["step_ms_iqr"] / step_med > NOISE_THRESHOLD)
         row["wall_s"] = float(job_runs["wall_s"].fillna(0).sum())
@@ -184,33 +200,115 @@ def exact_key(row) -> tuple:
 
 def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
     """speedup = samples_per_s / samples_per_s of the world-size-1 job with the same settings;
-    efficiency = speedup / world_size.
+    efficiency = speedup / world_size; serial_fraction = Karp-Flatt's e; each with its
+    bootstrap interval over launches (``*_low``, ``*_high``).
 
     The baseline is the world-size-1 job identical in every field; if there is none, the
     world-size-1 jobs that differ only in communication settings (bucket size, ...), whose median
-    throughput is used (at world size 1 those settings do not change the computation).
+    throughput is used (at world size 1 those settings do not change the computation); their
+    launches are pooled for the interval.
     That fallback also ignores threads per rank: with ``threads_per_rank = "auto"`` world size 1
     gets every core, the fair baseline for ranks that split the same machine.
     """
     table = table.copy()
-    table["speedup"] = math.nan
-    table["efficiency"] = math.nan
+    for column in ("speedup", "efficiency", "serial_fraction", *(f"{c}_{end}" for c in
+                   ("speedup", "efficiency", "serial_fraction") for end in ("low", "high"))):
+        table[column] = math.nan
+    table["baseline_key"] = None
     if table.empty:
         return table
     ok = table[(table["status"] == "ok") & (table["world_size"] == 1)]
-    exact = {exact_key(r): r["samples_per_s"] for _, r in ok.iterrows()}
-    loose: dict[tuple, list[float]] = {}
+    exact = {exact_key(r): [r] for _, r in ok.iterrows()}
+    loose: dict[tuple, list] = {}
     for _, r in ok.iterrows():
-        loose.setdefault(baseline_key(r), []).append(r["samples_per_s"])
+        loose.setdefault(baseline_key(r), []).append(r)
     for index, r in table.iterrows():
-        base = exact.get(exact_key(r))
-        if base is None:
-            candidates = loose.get(baseline_key(r))
-            base = median(candidates) if candidates else None
-        if base:
-            table.at[index, "speedup"] = r["samples_per_s"] / base
-            table.at[index, "efficiency"] = r["samples_per_s"] / base / r["world_size"]
+        bases = exact.get(exact_key(r)) or loose.get(baseline_key(r))
+        if not bases or r["status"] != "ok":
+            continue
+        base = median([b["samples_per_s"] for b in bases])
+        if not base:
+            continue
+        p = r["world_size"]
+        speedup = r["samples_per_s"] / base
+        table.at[index, "baseline_key"] = ",".join(b["key"] for b in bases)
+        table.at[index, "speedup"] = speedup
+        table.at[index, "efficiency"] = speedup / p
+        table.at[index, "serial_fraction"] = karp_flatt(speedup, p)
+        # speedup = (G / mean(job steps)) / (g / mean(base steps)) = (G / g) * mean(base) / mean(job)
+        base_launches = [t for b in bases for t in _launches(b)]
+        low, high = stats.ratio_ci(base_launches, _launches(r))
+        scale = r["global_batch"] / bases[0]["global_batch"]
+        if not math.isnan(low):
+            table.at[index, "speedup_low"], table.at[index, "speedup_high"] = scale * low, scale * high
+            table.at[index, "efficiency_low"], table.at[index, "efficiency_high"] = scale * low / p, scale * high / p
+            # e falls as the speedup rises: the interval's ends swap
+            table.at[index, "serial_fraction_low"] = karp_flatt(scale * high, p)
+            table.at[index, "serial_fraction_high"] = karp_flatt(scale * low, p)
     return table
+
+
+def _launches(row) -> list[float]:
+    value = row.get("launch_step_ms") if hasattr(row, "get") else None
+    return list(value) if isinstance(value, (list, tuple, np.ndarray)) else []
+
+
+def karp_flatt(speedup: float, world_size: int) -> float:
+    """Karp and Flatt's experimentally determined serial fraction e = (1/S - 1/p) / (1 - 1/p).
+
+    0 is perfect scaling, 1 no speedup at all; above 1 the job got slower with more ranks. NaN at
+    world size 1, where it is undefined. For weak scaling S is the scaled speedup (the
+    throughput ratio), so e is the share of per-rank time the added ranks did not pay for.
+    """
+    if world_size <= 1 or not speedup or math.isnan(speedup):
+        return math.nan
+    return (1 / speedup - 1 / world_size) / (1 - 1 / world_size)
+
+
+def per_rank_compute(steps: pd.DataFrame, key: str) -> pd.DataFrame:
+    """One row per (rank, repeat, step) of a job: the rank's own compute time, without waiting.
+
+    Steps under ``no_sync()`` (the ``nosync`` phase) have no gradient communication, so their
+    step time is the rank's compute alone; jobs without that phase fall back to data + forward
+    time of the measured steps (before any rank waits for another).
+    """
+    if steps.empty:
+        return pd.DataFrame(columns=["rank", "repeat", "step", "compute_ms"])
+    mine = steps[steps["key"] == key]
+    nosync = mine[mine["phase"] == "nosync"]
+    if len(nosync):
+        out = nosync[["rank", "repeat", "step"]].assign(compute_ms=nosync["step_ms"].to_numpy())
+    else:
+        measured = mine[mine["phase"] == "measure"]
+        out = measured[["rank", "repeat", "step"]].assign(
+            compute_ms=(measured["data_ms"].fillna(0) + measured["forward_ms"].fillna(0)).to_numpy())
+    return out.reset_index(drop=True)
+
+
+def stragglers(compute: pd.DataFrame, threshold: float = STRAGGLER_THRESHOLD,
+               consistency: float = STRAGGLER_CONSISTENCY) -> dict:
+    """Ranks consistently slower than the others.
+
+    A rank is a straggler when its median compute time exceeds the median of the other ranks'
+    medians by more than ``threshold`` and it is slower than the other ranks' median in at least
+    ``consistency`` of the steps. ``straggler_pct`` is the largest such excess (%, also when no
+    rank crosses the bar: how far apart the ranks are).
+    """
+    empty = {"straggler_ranks": [], "straggler_pct": math.nan}
+    if compute.empty or compute["rank"].nunique() < 2:
+        return empty
+    medians = compute.groupby("rank")["compute_ms"].median()
+    wide = compute.pivot_table(index=["repeat", "step"], columns="rank", values="compute_ms")
+    found, worst = [], -math.inf
+    for rank in medians.index:
+        others = medians.drop(rank)
+        excess = medians[rank] / float(others.median()) - 1 if float(others.median()) > 0 else math.nan
+        worst = max(worst, excess)
+        others_per_step = wide.drop(columns=rank).median(axis=1)
+        slower_share = float((wide[rank] > others_per_step).mean())
+        if excess > threshold and slower_share >= consistency:
+            found.append(int(rank))
+    return {"straggler_ranks": found, "straggler_pct": 100 * worst}
 
 
 # ---------------------------------------------------------------------------------------------

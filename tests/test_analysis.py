@@ -137,3 +137,67 @@ def test_clock_for_device():
     assert isinstance(clock_for(torch.device("cpu")), HostClock)
     if torch.cuda.is_available():
         assert isinstance(clock_for(torch.device("cuda", 0)), CudaEventClock)
+
+
+def _repeats(world_size, per_launch_ms, batch=10, nosync_by_rank=None):
+    """A job measured in several launches, each with constant step times ``per_launch_ms[r]``."""
+    steps, runs, ranks = [], [], []
+    for repeat, ms in enumerate(per_launch_ms):
+        s, r, k = _job(world_size, 25, [[ms] * 4] * world_size, nosync_ms=ms - 1, batch=batch)
+        for rows in (s, r, k):
+            for row in rows:
+                row["repeat"] = repeat
+        if nosync_by_rank:
+            for row in s:
+                if row["phase"] == "nosync":
+                    row["step_ms"] = nosync_by_rank[row["rank"]][row["step"] % len(nosync_by_rank[row["rank"]])]
+        steps, runs, ranks = steps + s, runs + r, ranks + k
+    return steps, runs, ranks
+
+
+def test_karp_flatt_serial_fraction_exact():
+    from ddpbench.analysis import karp_flatt
+
+    assert karp_flatt(2.0, 2) == 0.0  # linear: nothing serial
+    assert karp_flatt(1.0, 2) == 1.0  # no speedup: all serial
+    assert karp_flatt(4 / 3, 2) == pytest.approx(0.5)  # Amdahl with f = 0.5 at p = 2
+    # Amdahl with serial fraction f gives S = 1 / (f + (1 - f) / p): Karp-Flatt recovers f at any p
+    for p in (2, 8, 64):
+        assert karp_flatt(1 / (0.1 + 0.9 / p), p) == pytest.approx(0.1)
+    assert math.isnan(karp_flatt(1.0, 1))
+
+
+def test_confidence_intervals_over_launches():
+    one = _repeats(1, [10.0, 10.5, 9.5])
+    two = _repeats(2, [8.0, 8.4, 7.6])
+    table = _summary(one, two).set_index("world_size")
+    # weak scaling: global batch 20 at ws 2, so S = (20 / 8) / (10 / 10) = 2.5 with a mean of 8 ms vs 10 ms
+    assert table.loc[2, "speedup"] == pytest.approx(2.5)
+    assert table.loc[2, "launch_step_ms"] == pytest.approx([8.0, 8.4, 7.6])
+    for name in ("samples_per_s", "speedup", "efficiency"):
+        low, high = table.loc[2, f"{name}_low"], table.loc[2, f"{name}_high"]
+        assert low < table.loc[2, name] < high, name
+    # the ends are bounded by the most extreme resamples: every launch the slowest or the fastest
+    assert table.loc[2, "samples_per_s_low"] >= 20 / 8.4e-3 - 1e-9
+    assert table.loc[2, "samples_per_s_high"] <= 20 / 7.6e-3 + 1e-9
+    assert table.loc[2, "serial_fraction_low"] <= table.loc[2, "serial_fraction"] <= table.loc[2, "serial_fraction_high"]
+    # the same folder gives the same interval: the bootstrap is seeded
+    again = _summary(one, two).set_index("world_size")
+    assert again.loc[2, "speedup_low"] == table.loc[2, "speedup_low"]
+
+
+def test_one_launch_has_no_interval():
+    table = _summary(_repeats(1, [10.0]), _repeats(2, [8.0])).set_index("world_size")
+    assert table.loc[2, "speedup"] == pytest.approx(2.5)
+    assert math.isnan(table.loc[2, "speedup_low"]) and math.isnan(table.loc[2, "samples_per_s_high"])
+
+
+def test_straggler_is_the_consistently_slower_rank():
+    # rank 1 computes 30 % slower in every no_sync step: a straggler; rank 0 is not
+    table = _summary(_repeats(1, [10.0, 10.0]),
+                     _repeats(2, [12.0, 12.0], nosync_by_rank=[[10.0], [13.0]])).set_index("world_size")
+    assert table.loc[2, "straggler_ranks"] == [1]
+    assert table.loc[2, "straggler_pct"] == pytest.approx(30.0)
+    # slower on average but only in half the steps: an outlier, not a straggler
+    table = _summary(_repeats(2, [12.0, 12.0], nosync_by_rank=[[10.0], [16.0, 9.0]])).set_index("world_size")
+    assert table.loc[2, "straggler_ranks"] == []

@@ -1,0 +1,81 @@
+"""Confidence intervals and significance over fresh launches.
+
+The unit of resampling is the launch (a ``repeat``): steps inside one launch share its process
+placement, memory layout and warm caches, so they are not independent samples of what the next
+launch will measure. Every interval here is a percentile bootstrap (``scipy.stats.bootstrap``)
+over per-launch mean step times; with fewer than two launches there is no interval (NaN), and
+the report says so instead of drawing one.
+
+The resampling generator is seeded, so the same results folder always gives the same report.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+CONFIDENCE = 0.95
+RESAMPLES = 4000
+SEED = 20261121
+
+
+def launch_means(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
+    """One row per (key, repeat): the mean over steps of the slowest rank's step time (ms)."""
+    part = steps[steps["phase"] == phase]
+    if part.empty:
+        return pd.DataFrame(columns=["key", "repeat", "step_ms"])
+    bounded = part.groupby(["key", "repeat", "step"], as_index=False)["step_ms"].max()
+    return bounded.groupby(["key", "repeat"], as_index=False)["step_ms"].mean()
+
+
+def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np.ndarray],
+                 confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``statistic(*samples, axis=-1)``, resampling every sample
+    independently; (NaN, NaN) when any sample has fewer than two values.
+
+    ``statistic`` must be vectorised: it gets arrays with the resamples along the last axis.
+    """
+    from scipy.stats import bootstrap
+
+    arrays = [np.asarray(s, dtype=float) for s in samples]
+    arrays = [a[~np.isnan(a)] for a in arrays]
+    if not arrays or any(a.size < 2 for a in arrays):
+        return math.nan, math.nan
+    if all(np.all(a == a[0]) for a in arrays):  # nothing to resample: the interval is the point
+        value = float(statistic(*(a[None, :] for a in arrays), axis=-1)[0])
+        return value, value
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # DegenerateDataWarning for a constant sample among others
+        result = bootstrap(arrays, statistic, n_resamples=RESAMPLES, confidence_level=confidence,
+                           method="percentile", vectorized=True, paired=False,
+                           rng=np.random.default_rng(SEED))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def throughput_ci(step_means_ms, samples_per_step: float) -> tuple[float, float]:
+    """Interval of samples/s = samples_per_step / mean step time, over launches."""
+    return bootstrap_ci([step_means_ms], lambda a, axis: samples_per_step / (np.mean(a, axis=axis) / 1e3))
+
+
+def ratio_ci(numerator_ms, denominator_ms) -> tuple[float, float]:
+    """Interval of mean(numerator) / mean(denominator), each resampled over its own launches."""
+    return bootstrap_ci([numerator_ms, denominator_ms],
+                        lambda a, b, axis: np.mean(a, axis=axis) / np.mean(b, axis=axis))
+
+
+def significant(low: float, high: float, null: float = 1.0) -> bool | None:
+    """True when the interval excludes ``null``, False when it contains it, None without one."""
+    if math.isnan(low) or math.isnan(high):
+        return None
+    return not (low <= null <= high)
+
+
+def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool | None:
+    """Whether two intervals overlap (None when either is missing)."""
+    if any(math.isnan(x) for x in (*a, *b)):
+        return None
+    return a[0] <= b[1] and b[0] <= a[1]
