@@ -141,7 +141,7 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
     sweep_id = store.start_sweep(env or collect_env(), {
         "name": experiment.name, "description": experiment.description, "source": experiment.source,
         "timeout_s": experiment.timeout_s, "jobs": len(experiment.jobs), "resume": resume,
-        "launcher": launcher.name,
+        "launcher": launcher.name, "links": list(experiment.links),
     })
     work_root, log_dir = out_dir / ".work", out_dir / "logs"
     start = time.monotonic()

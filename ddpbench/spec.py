@@ -231,7 +231,7 @@ def oversubscribed(spec: JobSpec, machine: Machine) -> bool:
 # experiments
 # ---------------------------------------------------------------------------------------------
 
-TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "defaults", "grid")
+TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "defaults", "grid", "links")
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
@@ -242,6 +242,8 @@ class Experiment:
     source: str
     timeout_s: float
     jobs: tuple[JobSpec, ...]
+    #: link profiles the report projects onto ([[links]]: name, gbit_per_s, latency_us)
+    links: tuple[dict, ...] = ()
 
 
 def load_experiment(path: str | Path, machine: Machine | None = None) -> Experiment:
@@ -336,8 +338,11 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
             spec = resolve(JobSpec(**fields), machine, source)
             strategy_class(spec.strategy).validate(spec, source)
             jobs.setdefault(spec.key, spec)
+    from ddpbench.costmodel import parse_links
+
+    links = parse_links(data["links"], source) if "links" in data else ()
     return Experiment(name=name, description=description, source=source, timeout_s=float(timeout_s),
-                      jobs=tuple(jobs.values()))
+                      jobs=tuple(jobs.values()), links=links)
 
 
 def spec_from_dict(data: dict[str, Any], source: str = "results") -> JobSpec:
