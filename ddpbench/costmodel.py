@@ -194,6 +194,12 @@ def measured_link(collectives: pd.DataFrame, summary: pd.DataFrame) -> Link | No
     return fit_collectives(collectives) or fit_ddp_logs(summary)
 
 
+def measured_links(collectives: pd.DataFrame, summary: pd.DataFrame) -> list[Link]:
+    """Every link this folder supports, the primary (:func:`measured_link`) first: the isolated
+    micro-benchmarks, then DDP's in-training timings (which include contention and waiting)."""
+    return [link for link in (fit_collectives(collectives), fit_ddp_logs(summary)) if link is not None]
+
+
 # ---------------------------------------------------------------------------------------------
 # what a step costs, predicted
 # ---------------------------------------------------------------------------------------------
@@ -337,7 +343,8 @@ def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link
         else:
             measured_comm = job["comm_ms"]
         predicted = predict(Workload(**{**workload.__dict__, **own}), link, [p], job["strategy"]).iloc[0]
-        rows.append({"key": job["key"], "strategy": job["strategy"], "workload": workload.label, "world_size": p,
+        rows.append({"key": job["key"], "link": link.name, "strategy": job["strategy"], "workload": workload.label,
+                     "world_size": p,
                      "bucket_cap_mb": job["bucket_cap_mb"], "oversubscribed": bool(job["oversubscribed"]),
                      "predicted_comm_ms": float(predicted["comm_ms"]), "measured_comm_ms": float(measured_comm),
                      "comm_error_pct": _error(predicted["comm_ms"], measured_comm),

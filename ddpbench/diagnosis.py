@@ -1,0 +1,276 @@
+"""Diagnosis in plain words, each finding derived from the numbers of the summary table.
+
+:func:`diagnose` returns :class:`Finding` s: a kind, a severity and a sentence (plain text: the
+report escapes it). The thresholds are named constants so a reader can see where a verdict
+comes from; every sentence quotes the figures it rests on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ddpbench import stats
+
+COMM_BOUND_SHARE = 0.25  # exposed communication above this share of the step: communication-bound
+COMPUTE_BOUND_SHARE = 0.10  # below this: compute-bound
+DEFAULT_BUCKET_MB = 25.0
+SERIAL_FRACTION_RISE = 0.05  # e rising by more than this across world sizes: overhead grows with ranks
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # scaling, bound, bucket, master, straggler, oversubscribed, noise, failed, trend, projection
+    severity: str  # "info", "warn" or "bad"
+    text: str
+
+
+def _config(row) -> str:
+    """A short name for a job's model configuration."""
+    return f"{row['model']}-{row['model_size']} (batch {int(row['per_rank_batch'])}/rank)"
+
+
+def _pct(x: float, digits: int = 0) -> str:
+    return f"{100 * x:.{digits}f} %"
+
+
+def _ok(summary: pd.DataFrame) -> pd.DataFrame:
+    return summary[summary["status"] == "ok"] if not summary.empty else summary
+
+
+def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
+             checks: pd.DataFrame | None = None) -> list[Finding]:
+    """Every finding the summary (and, when given, the model's projection and its check against
+    the measurements) supports, most important first."""
+    if summary.empty:
+        return []
+    findings: list[Finding] = []
+    for part in (_failures, _scaling, _bound, _buckets, _master, _stragglers, _trend, _oversubscribed, _noise):
+        findings += part(summary)
+    if projection is not None and not projection.empty:
+        findings += _projection(projection, summary)
+    if checks is not None and not checks.empty:
+        findings += _model_error(checks)
+    return findings
+
+
+def _failures(summary):
+    bad = summary[~summary["status"].isin(["ok", "skipped"])]
+    if bad.empty:
+        return []
+    kinds = ", ".join(f"{n} {s}" for s, n in bad["status"].value_counts().items())
+    return [Finding("failed", "bad", f"{len(bad)} job(s) did not finish ({kinds}); their errors are in the summary "
+                    "table and their logs in the results folder's logs/.")]
+
+
+def _largest_fair(group: pd.DataFrame) -> pd.DataFrame:
+    fair = group[~group["oversubscribed"].astype(bool)]
+    pick = fair if len(fair) else group
+    return pick[pick["world_size"] == pick["world_size"].max()]
+
+
+def _scaling(summary):
+    out = []
+    ok = _ok(summary)
+    multi = ok[(ok["world_size"] > 1) & ok["efficiency"].notna()]
+    for config, group in multi.groupby(multi.apply(_config, axis=1), sort=False):
+        for strategy, part in group.groupby("strategy", sort=False):
+            top = _largest_fair(part).sort_values("samples_per_s", ascending=False).iloc[0]
+            ci = ""
+            if not math.isnan(top["efficiency_low"]):
+                ci = f" (95 % CI {_pct(top['efficiency_low'])} to {_pct(top['efficiency_high'])})"
+            verdict = ("scales well" if top["efficiency"] >= 0.8 else "scales poorly" if top["efficiency"] < 0.5
+                       else "scales moderately")
+            out.append(Finding("scaling", "info" if top["efficiency"] >= 0.8 else "warn",
+                               f"{strategy} with {config} {verdict}: at world size {int(top['world_size'])} it runs "
+                               f"{top['speedup']:.2f}x the throughput of one rank, {_pct(top['efficiency'])} "
+                               f"parallel efficiency{ci}."))
+    return out
+
+
+def _bound(summary):
+    out = []
+    ok = _ok(summary)
+    multi = ok[(ok["world_size"] > 1) & ok["exposed_comm_share"].notna() & (ok["strategy"] == "ddp")]
+    for config, group in multi.groupby(multi.apply(_config, axis=1), sort=False):
+        best = _largest_fair(group).sort_values("step_ms_mean").iloc[0]
+        share, exposed, step = best["exposed_comm_share"], best["exposed_comm_ms"], best["step_ms_mean"]
+        where = f"DDP with {config} at world size {int(best['world_size'])}"
+        figures = f"{_pct(max(share, 0))} of each step ({exposed:.1f} ms of {step:.1f} ms) is communication"
+        if share >= COMM_BOUND_SHARE:
+            out.append(Finding("bound", "warn", f"{where} is communication-bound: {figures} the backward pass did "
+                               "not hide. Fewer, larger messages (bucket size), a larger per-rank batch, gradient "
+                               "accumulation (grad_accum) or a compression hook (comm_hook = fp16 or powersgd) "
+                               "cut it; a faster link does too."))
+        elif share <= COMPUTE_BOUND_SHARE:
+            out.append(Finding("bound", "info", f"{where} is compute-bound: only {figures} left exposed; "
+                               "communication is not what limits it."))
+        else:
+            out.append(Finding("bound", "info", f"{where} is between compute- and communication-bound: {figures} "
+                               "left exposed."))
+    return out
+
+
+def _buckets(summary):
+    """Best bucket size per configuration and world size, against the default 25 MB (or the worst)."""
+    out = []
+    ok = _ok(summary)
+    ddp = ok[(ok["strategy"] == "ddp") & (ok["world_size"] > 1)]
+    keys = ["model", "model_size", "per_rank_batch", "world_size", "backend", "comm_hook"]
+    for _, group in ddp.groupby(keys, sort=False, dropna=False):
+        if group["bucket_cap_mb"].nunique() < 2:
+            continue
+        group = group.sort_values("step_ms_mean")
+        best = group.iloc[0]
+        default = group[group["bucket_cap_mb"] == DEFAULT_BUCKET_MB]
+        other = default.iloc[0] if len(default) and default.iloc[0]["key"] != best["key"] else group.iloc[-1]
+        if other["key"] == best["key"]:
+            continue
+        name = "the default 25 MB" if other["bucket_cap_mb"] == DEFAULT_BUCKET_MB else f"{other['bucket_cap_mb']:g} MB"
+        gain = 1 - best["step_ms_mean"] / other["step_ms_mean"]
+        low, high = stats.ratio_ci(best["launch_step_ms"], other["launch_step_ms"])
+        sig = stats.significant(low, high)
+        where = f"{_config(best)} at world size {int(best['world_size'])}"
+        if sig is None:
+            tail = ("; each job ran in one launch, so there is no interval: with repeats >= 3 the report can "
+                    "say whether the difference is real")
+            severity = "info"
+        elif sig:
+            tail = f" (95 % CI of the gain {_pct(1 - high, 1)} to {_pct(1 - low, 1)}: significant)"
+            severity = "info"
+        else:
+            tail = (f", but that is not significant: the 95 % interval of the gain, {_pct(1 - high, 1)} to "
+                    f"{_pct(1 - low, 1)}, includes 0; any of these bucket sizes will do")
+            severity = "info"
+        out.append(Finding("bucket", severity, f"Best gradient bucket size for DDP with {where}: "
+                           f"{best['bucket_cap_mb']:g} MB, {_pct(gain, 1)} faster per step than {name}{tail}."))
+    return out
+
+
+def _master(summary):
+    out = []
+    ok = _ok(summary)
+    masters = ok[ok["strategy"].astype(str).str.startswith("master") & (ok["world_size"] > 1)]
+    for _, m in masters.iterrows():
+        ddp = ok[(ok["strategy"] == "ddp") & (ok["world_size"] == m["world_size"]) & (ok["model"] == m["model"])
+                 & (ok["model_size"] == m["model_size"]) & (ok["per_rank_batch"] == m["per_rank_batch"])]
+        traffic = ""
+        if not math.isnan(m.get("recv_mb_per_step_max", math.nan)) and not math.isnan(m.get("sent_mb_per_step_median", math.nan)):
+            root = m["recv_mb_per_step_max"] + m["sent_mb_per_step_max"]
+            median = 2 * m["sent_mb_per_step_median"]
+            traffic = (f" Rank 0 moves {root:.0f} MB per step, the median rank {median:.0f} MB"
+                       + (f" ({root / median:.1f}x)" if median > 0 else "")
+                       + ": rank 0's link carries every rank's gradients, so its load grows with each rank "
+                       "added, while a ring spreads the same traffic evenly.")
+        if len(ddp):
+            d = ddp.sort_values("step_ms_mean").iloc[0]
+            ratio = m["step_ms_mean"] / d["step_ms_mean"]
+            out.append(Finding("master", "warn" if ratio > 1.05 else "info",
+                               f"{m['strategy']} aggregation with {_config(m)} at world size {int(m['world_size'])} "
+                               f"takes {ratio:.2f}x DDP's step time ({m['step_ms_mean']:.1f} vs "
+                               f"{d['step_ms_mean']:.1f} ms).{traffic}"))
+        elif traffic:
+            out.append(Finding("master", "info", f"{m['strategy']} aggregation with {_config(m)} at world size "
+                               f"{int(m['world_size'])}:{traffic}"))
+    return out
+
+
+def _stragglers(summary):
+    out = []
+    for _, row in _ok(summary).iterrows():
+        ranks = row.get("straggler_ranks")
+        if not isinstance(ranks, (list, tuple, np.ndarray)) or not len(ranks):
+            continue
+        who = ", ".join(str(r) for r in ranks)
+        why = (" Rank 0 is the master: it does the averaging for everyone."
+               if str(row["strategy"]).startswith("master") and list(ranks) == [0] else
+               " The other ranks wait for it at every synchronisation: look for a busier core, a slower device "
+               "or uneven data.")
+        out.append(Finding("straggler", "warn", f"Rank {who} of {row['strategy']} with {_config(row)} at world "
+                           f"size {int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower than the "
+                           f"other ranks in most steps.{why}"))
+    return out
+
+
+def _trend(summary):
+    """Karp-Flatt's e across world sizes: flat is serial work, rising is overhead growing with p."""
+    out = []
+    ok = _ok(summary)
+    multi = ok[(ok["world_size"] > 1) & ok["serial_fraction"].notna()]
+    for (config, strategy), group in multi.groupby([multi.apply(_config, axis=1), "strategy"], sort=False):
+        per_ws = group.groupby("world_size")["serial_fraction"].min().sort_index()
+        if len(per_ws) < 2:
+            continue
+        first, last = per_ws.iloc[0], per_ws.iloc[-1]
+        sizes = f"world size {int(per_ws.index[0])} to {int(per_ws.index[-1])}"
+        if last - first > SERIAL_FRACTION_RISE:
+            text = (f"The serial fraction of {strategy} with {config} rises from {first:.2f} to {last:.2f} over "
+                    f"{sizes}: an overhead that grows with the ranks (communication, waiting), not fixed serial "
+                    "work.")
+        elif first - last > SERIAL_FRACTION_RISE:
+            text = (f"The serial fraction of {strategy} with {config} falls from {first:.2f} to {last:.2f} over "
+                    f"{sizes}: a fixed cost spread over more ranks.")
+        else:
+            text = (f"The serial fraction of {strategy} with {config} stays near {last:.2f} over {sizes}: "
+                    "work that does not parallelise, not growing overhead.")
+        if group["oversubscribed"].astype(bool).any():
+            text += " (Oversubscribed world sizes are included: there it also measures contention for cores.)"
+        out.append(Finding("trend", "info", text))
+    return out
+
+
+def _oversubscribed(summary):
+    over = summary[summary["oversubscribed"].astype(bool)]
+    if over.empty:
+        return []
+    sizes = ", ".join(str(int(w)) for w in sorted(over["world_size"].unique()))
+    return [Finding("oversubscribed", "warn", f"{len(over)} job(s) ran more busy threads than cores (world size "
+                    f"{sizes}): their speedup and efficiency measure contention for cores, not how the training "
+                    "scales. Read the scaling curves only up to the largest world size that fits the cores.")]
+
+
+def _noise(summary):
+    out = []
+    ok = _ok(summary)
+    noisy = ok[ok["noisy"].astype(bool)]
+    if len(noisy):
+        out.append(Finding("noise", "warn", f"{len(noisy)} job(s) are noisy (step time IQR above 10 % of the median): "
+                           "compare them with care, and give them more repeats or steps."))
+    single = ok[ok["launch_step_ms"].apply(lambda v: len(v) if isinstance(v, (list, tuple, np.ndarray)) else 0) < 2]
+    if len(single):
+        out.append(Finding("noise", "info", f"{len(single)} job(s) ran in a single launch, so they have no "
+                           "confidence interval and no significance test: set repeats = 3 or more."))
+    return out
+
+
+def _projection(projection: pd.DataFrame, summary: pd.DataFrame):
+    """For each workload and link: the efficiency DDP's ring and master aggregation would reach at
+    64 and 1024 ranks (model output)."""
+    out = []
+    for (workload, link), part in projection.groupby(["workload", "link"], sort=False):
+        ring = part[part["strategy"] == "ddp"].set_index("world_size")
+        master = part[part["strategy"] == "master"].set_index("world_size")
+        if 64 not in ring.index or 1024 not in ring.index:
+            continue
+        text = (f"Projected (model output, weak scaling) for {workload} on the link '{link}': DDP's ring all-reduce "
+                f"keeps {_pct(ring.loc[64, 'efficiency'])} efficiency at 64 ranks and "
+                f"{_pct(ring.loc[1024, 'efficiency'])} at 1024")
+        if 64 in master.index:
+            text += (f"; master aggregation {_pct(master.loc[64, 'efficiency'])} at 64 ranks, its rank 0 moving "
+                     f"(p-1) times the gradients every step")
+        out.append(Finding("projection", "info", text + "."))
+    return out
+
+
+def _model_error(checks: pd.DataFrame):
+    step = checks["step_error_pct"].dropna()
+    comm = checks["comm_error_pct"].dropna()
+    if step.empty:
+        return []
+    return [Finding("projection", "info", f"Checked against the {len(step)} measured multi-rank job(s), the cost "
+                    f"model's step time is off by {np.median(np.abs(step)):.0f} % (median absolute error) and its "
+                    f"communication time by {np.median(np.abs(comm)):.0f} %: read the projections with that "
+                    "margin.")]
