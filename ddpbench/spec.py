@@ -231,7 +231,7 @@ def oversubscribed(spec: JobSpec, machine: Machine) -> bool:
 # experiments
 # ---------------------------------------------------------------------------------------------
 
-TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "defaults", "grid", "links")
+TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "defaults", "grid", "links", "collectives")
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
@@ -244,6 +244,8 @@ class Experiment:
     jobs: tuple[JobSpec, ...]
     #: link profiles the report projects onto ([[links]]: name, gbit_per_s, latency_us)
     links: tuple[dict, ...] = ()
+    #: collective micro-benchmarks run after the jobs ([collectives]), or None
+    collectives: Any = None
 
 
 def load_experiment(path: str | Path, machine: Machine | None = None) -> Experiment:
@@ -341,8 +343,24 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
     from ddpbench.costmodel import parse_links
 
     links = parse_links(data["links"], source) if "links" in data else ()
+    collectives = _collectives_table(data["collectives"], source, name, machine) if "collectives" in data else None
     return Experiment(name=name, description=description, source=source, timeout_s=float(timeout_s),
-                      jobs=tuple(jobs.values()), links=links)
+                      jobs=tuple(jobs.values()), links=links, collectives=collectives)
+
+
+def _collectives_table(table, source: str, name: str, machine: Machine):
+    """A sweep's ``[collectives]``: the keys of a collectives experiment, errors named ``collectives.KEY``."""
+    from ddpbench.collectives import parse_collectives
+
+    if not isinstance(table, dict):
+        raise InputError(source, "collectives", "must be a table [collectives] with the keys of a collectives "
+                         "experiment (ops, sizes, world_sizes, ...)")
+    if "name" in table:
+        raise InputError(source, "collectives.name", "is the experiment's name; leave it out of [collectives]")
+    try:
+        return parse_collectives(table, source, default_name=f"{name}-collectives", machine=machine)
+    except InputError as err:
+        raise InputError(source, f"collectives.{err.key}" if err.key else "collectives", err.message) from None
 
 
 def spec_from_dict(data: dict[str, Any], source: str = "results") -> JobSpec:
