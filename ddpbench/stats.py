@@ -2,9 +2,17 @@
 
 The unit of resampling is the launch (a ``repeat``): steps inside one launch share its process
 placement, memory layout and warm caches, so they are not independent samples of what the next
-launch will measure. Every interval here is a percentile bootstrap (``scipy.stats.bootstrap``)
-over per-launch mean step times; with fewer than two launches there is no interval (NaN), and
-the report says so instead of drawing one.
+launch will measure. Every interval here is a bootstrap (``scipy.stats.bootstrap``) over
+per-launch mean step times; with fewer than two launches there is no interval (NaN), and the
+report says so instead of drawing one.
+
+With a handful of launches a plain percentile bootstrap is too narrow (it ignores that the
+spread of n values underestimates the population's; identical reruns with three launches a side
+came out "significant" in about 20 % of splits instead of 5 %). So the intervals are *expanded
+percentile* intervals (Hesterberg, "What Teachers Should Know About the Bootstrap", 2015): the
+percentiles are taken at the level that makes a normal interval as wide as Student's t interval
+for the smallest sample, alpha' = 2 Phi(-sqrt(n/(n-1)) t_{1-alpha/2, n-1}). With 3 launches that
+is the extremes of the bootstrap distribution; with 10 it is close to the plain 95 % interval.
 
 The resampling generator is seeded, so the same results folder always gives the same report.
 """
@@ -34,8 +42,8 @@ def launch_means(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
 
 def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np.ndarray],
                  confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic(*samples, axis=-1)``, resampling every sample
-    independently; (NaN, NaN) when any sample has fewer than two values.
+    """Expanded percentile bootstrap interval of ``statistic(*samples, axis=-1)``, resampling every
+    sample independently; (NaN, NaN) when any sample has fewer than two values.
 
     ``statistic`` must be vectorised: it gets arrays with the resamples along the last axis.
     """
@@ -53,7 +61,19 @@ def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np
         result = bootstrap(arrays, statistic, n_resamples=RESAMPLES, confidence_level=confidence,
                            method="percentile", vectorized=True, paired=False,
                            rng=np.random.default_rng(SEED))
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+    tail = expanded_tail(min(a.size for a in arrays), confidence)
+    distribution = result.bootstrap_distribution
+    return float(np.quantile(distribution, tail)), float(np.quantile(distribution, 1 - tail))
+
+
+def expanded_tail(n: int, confidence: float = CONFIDENCE) -> float:
+    """The lower percentile (as a fraction) of the expanded percentile interval for samples of n."""
+    from scipy.stats import norm, t
+
+    alpha = 1 - confidence
+    if n < 2:
+        return math.nan
+    return float(norm.cdf(-math.sqrt(n / (n - 1)) * t.ppf(1 - alpha / 2, n - 1)))
 
 
 def throughput_ci(step_means_ms, samples_per_step: float) -> tuple[float, float]:
