@@ -33,6 +33,11 @@ def _config(row) -> str:
     return f"{row['model']}-{row['model_size']} (batch {int(row['per_rank_batch'])}/rank)"
 
 
+def _configs(frame: pd.DataFrame) -> pd.Series:
+    """:func:`_config` of every row (a Series even for an empty frame, for grouping)."""
+    return pd.Series([_config(row) for _, row in frame.iterrows()], index=frame.index, dtype=object)
+
+
 def _pct(x: float, digits: int = 0) -> str:
     return f"{100 * x:.{digits}f} %"
 
@@ -76,7 +81,7 @@ def _scaling(summary):
     out = []
     ok = _ok(summary)
     multi = ok[(ok["world_size"] > 1) & ok["efficiency"].notna()]
-    for config, group in multi.groupby(multi.apply(_config, axis=1), sort=False):
+    for config, group in multi.groupby(_configs(multi), sort=False):
         for strategy, part in group.groupby("strategy", sort=False):
             top = _largest_fair(part).sort_values("samples_per_s", ascending=False).iloc[0]
             ci = ""
@@ -95,7 +100,7 @@ def _bound(summary):
     out = []
     ok = _ok(summary)
     multi = ok[(ok["world_size"] > 1) & ok["exposed_comm_share"].notna() & (ok["strategy"] == "ddp")]
-    for config, group in multi.groupby(multi.apply(_config, axis=1), sort=False):
+    for config, group in multi.groupby(_configs(multi), sort=False):
         best = _largest_fair(group).sort_values("step_ms_mean").iloc[0]
         share, exposed, step = best["exposed_comm_share"], best["exposed_comm_ms"], best["step_ms_mean"]
         where = f"DDP with {config} at world size {int(best['world_size'])}"
@@ -200,7 +205,7 @@ def _trend(summary):
     out = []
     ok = _ok(summary)
     multi = ok[(ok["world_size"] > 1) & ok["serial_fraction"].notna()]
-    for (config, strategy), group in multi.groupby([multi.apply(_config, axis=1), "strategy"], sort=False):
+    for (config, strategy), group in multi.groupby([_configs(multi), "strategy"], sort=False):
         per_ws = group.groupby("world_size")["serial_fraction"].min().sort_index()
         if len(per_ws) < 2:
             continue
