@@ -6,7 +6,9 @@ or None when there is nothing to draw. Markers say how far to trust a point:
 
   * hollow marker -- oversubscribed: more busy threads than cores, so the time measures
     contention for cores rather than scaling;
-  * grey ring -- noisy: the step time's IQR is more than 10 % of its median.
+  * grey ring -- noisy: the step time's IQR is more than 10 % of its median;
+  * error bar (scaling plots) -- the 95 % percentile-bootstrap interval over launches, absent
+    where a job ran in one launch.
 
 Figures are drawn with matplotlib's object API on an Agg canvas rather than through pyplot:
 nothing is left in pyplot's global figure list to close, and a notebook that calls the
@@ -242,6 +244,28 @@ def _world_size_axis(ax, sizes) -> bool:
 # scaling: throughput and efficiency against world size
 # ---------------------------------------------------------------------------------------------
 
+def _color_fields(table) -> list[str]:
+    """What a colour stands for in every figure of this module: what sets a job's baseline
+    (model, batch, strategy and comm hook, ...), not its communication settings."""
+    return ["model", "model_size", *(f for f in line_fields(table) if f not in COMM_ONLY_FIELDS
+                                     and f != "threads_per_rank")]
+
+
+def configuration_colors(table) -> dict[tuple, tuple[str, str]]:
+    """Colour key (the values of :func:`_color_fields`) to (colour, legend label), numbered in
+    the order the scaling plots number their lines, so a configuration has one colour in every
+    figure; configurations they do not draw (no throughput) follow."""
+    fields = _color_fields(table)
+    found: dict[tuple, tuple[str, str]] = {}
+    ok = _ok(table, "samples_per_s")
+    for part in (ordered(ok), ordered(table)):
+        for _, r in part.iterrows():
+            key = tuple(r[f] for f in fields)
+            if key not in found:
+                found[key] = (COLORS[len(found) % len(COLORS)], describe(r, fields[2:], table))
+    return found
+
+
 def scaling_lines(table) -> list[dict]:
     """One line per configuration: its ok jobs by world size and its world-size-1 throughput.
 
@@ -254,8 +278,7 @@ def scaling_lines(table) -> list[dict]:
     if rows.empty:
         return []
     fields = line_fields(table)
-    color_fields = ["model", "model_size", *(f for f in fields if f not in COMM_ONLY_FIELDS
-                                             and f != "threads_per_rank")]
+    color_fields = _color_fields(table)
     marker_fields = [f for f in fields if f not in color_fields]
     colors: dict[tuple, str] = {}
     markers: dict[tuple, str] = {}
@@ -300,14 +323,17 @@ def _scaling_plot(table, path, column: str, scale: float, ylabel: str, title: st
     fig = _figure(8.0, 4.6)
     ax = fig.add_subplot()
     drawn, handles = [], []
-    for line in lines:
+    intervals = 0
+    # lines whose error bars would cover each other at a world size are spread a little sideways
+    shift = _dodge(sizes, len(lines) if _bars_collide(lines, column, scale) else 1)
+    for number, line in enumerate(lines):
         part = line["rows"]
         xs = [int(w) for w in part["world_size"]]
         ys = [float(v) * scale for v in part[column]]
         base_y = 100.0 if column == "efficiency" else line["baseline"]
         if not line["own_baseline"] and math.isfinite(line["baseline"]):
             xs, ys = [1, *xs], [base_y, *ys]
-        keep = [(x, y) for x, y in zip(xs, ys) if math.isfinite(y)]
+        keep = [(shift(x, number), y) for x, y in zip(xs, ys) if math.isfinite(y)]
         if not keep:
             continue
         ax.plot([x for x, _ in keep], [y for _, y in keep], color=line["color"], linewidth=1.6,
@@ -315,16 +341,19 @@ def _scaling_plot(table, path, column: str, scale: float, ylabel: str, title: st
         handles.append(Line2D([], [], color=line["color"], linewidth=1.6, linestyle=line["dashes"],
                               marker=line["marker"], label=line["label"]))
         if not line["own_baseline"] and math.isfinite(line["baseline"]):
-            _mark(ax, 1, base_y, line["color"], line["marker"], False, False)
+            _mark(ax, shift(1, number), base_y, line["color"], line["marker"], False, False)
         for _, r in part.iterrows():
             y = float(r[column]) * scale
+            x = shift(int(r["world_size"]), number)
             if math.isfinite(y):
-                _mark(ax, int(r["world_size"]), y, line["color"], line["marker"], bool(r["oversubscribed"]),
-                      bool(r["noisy"]))
+                _mark(ax, x, y, line["color"], line["marker"], bool(r["oversubscribed"]), bool(r["noisy"]))
+                intervals += _interval(ax, x, r, column, scale, line["color"])
         drawn.append(part)
     if not drawn:
         return None
     extra = reference(ax, lines, sizes)
+    if intervals:
+        extra = [*extra, _interval_handle()]
     if _world_size_axis(ax, sizes) and log_y:
         _plain_log_y(ax)
         ylabel += ", log scale"
@@ -334,6 +363,77 @@ def _scaling_plot(table, path, column: str, scale: float, ylabel: str, title: st
     ax.set_title(title, fontsize="medium")
     _legend(ax, [*handles, *extra, *_flag_handles(pd.concat(drawn))])
     return _save(fig, path)
+
+
+def _bars_collide(lines, column: str, scale: float) -> bool:
+    """Whether two lines' points at one world size, with their error bars, lie within 3 % of the
+    figures' range of each other (only when some point has an interval)."""
+    spans: dict[int, list[tuple[float, float]]] = {}
+    values, bars = [], False
+    for line in lines:
+        for _, r in line["rows"].iterrows():
+            y = float(r[column]) * scale
+            if not math.isfinite(y):
+                continue
+            low, high = interval_of(r, column, scale)
+            bars = bars or math.isfinite(low)
+            low, high = (low, high) if math.isfinite(low) and math.isfinite(high) else (y, y)
+            spans.setdefault(int(r["world_size"]), []).append((min(low, y), max(high, y)))
+            values += [low, high]
+    if not bars or len(values) < 2:
+        return False
+    gap = 0.03 * (max(values) - min(values) or 1.0)
+    for found in spans.values():
+        found.sort()
+        if any(b[0] - a[1] < gap for a, b in zip(found, found[1:])):
+            return True
+    return False
+
+
+def _dodge(sizes, count: int):
+    """``shift(x, number)``: where line ``number`` of ``count`` draws its point at world size x,
+    spread sideways around x by a fixed share of the axis (in log2 steps where the world-size
+    axis is logarithmic, see :func:`_world_size_axis`). No shift for a single line."""
+    sizes = sorted(set(int(s) for s in sizes))
+    if count < 2 or not sizes:
+        return lambda x, number: x
+    log = sizes[-1] / sizes[0] >= 8
+    span = math.log2(sizes[-1] / sizes[0]) if log else (sizes[-1] - sizes[0]) or 2.0 * sizes[0]
+    step = min(0.02 * span, 0.25 * span / count)
+
+    def shift(x, number):
+        offset = step * (number - (count - 1) / 2)
+        return x * 2 ** offset if log else x + offset
+
+    return shift
+
+
+def interval_of(row, column: str, scale: float = 1.0) -> tuple[float, float]:
+    """The job's 95 % bootstrap interval of ``column`` (``column_low``, ``column_high``) times
+    ``scale``; NaNs when it has none (one launch, or results from before intervals existed)."""
+    try:
+        low, high = float(row[f"{column}_low"]), float(row[f"{column}_high"])
+    except (KeyError, TypeError, ValueError):
+        return math.nan, math.nan
+    return low * scale, high * scale
+
+
+def _interval(ax, x: float, row, column: str, scale: float, color) -> int:
+    """An error bar from the job's interval around its point; 1 if drawn, 0 without one."""
+    low, high = interval_of(row, column, scale)
+    y = float(row[column]) * scale
+    if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(y)):
+        return 0
+    ax.errorbar([x], [y], yerr=[[max(y - low, 0.0)], [max(high - y, 0.0)]], fmt="none", ecolor=color,
+                elinewidth=1.3, capsize=5, capthick=1.3, zorder=2.5)
+    return 1
+
+
+def _interval_handle():
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], color="0.3", marker="|", markersize=10, markeredgewidth=1.3, linestyle="none",
+                  label="bar: 95 % bootstrap interval\nover launches")
 
 
 def _ideal_baselines(lines) -> dict[tuple, dict]:
@@ -385,6 +485,65 @@ def efficiency_vs_world_size(table, path) -> Path | None:
         return None
     return _scaling_plot(table, path, "efficiency", 100.0, "parallel efficiency (%)",
                          "Parallel efficiency vs world size", _full_efficiency)
+
+
+def serial_fraction_rows(table):
+    """ok jobs at world size > 1 with a finite Karp-Flatt serial fraction."""
+    rows = _ok(table, "serial_fraction")
+    return rows[rows["world_size"] > 1] if len(rows) else rows
+
+
+def serial_fraction_vs_world_size(table, path) -> Path | None:
+    """Karp-Flatt's serial fraction e against world size (> 1), one line per configuration as in
+    the efficiency plot, with interval bars; reference lines at 0 (perfect scaling) and 1 (no
+    speedup). Several configurations at one world size are spread a little sideways so their
+    bars stay apart. None without a finite e."""
+    import pandas as pd
+    from matplotlib.lines import Line2D
+
+    rows = serial_fraction_rows(table)
+    if rows.empty:
+        return None
+    keys = set(rows["key"])
+    lines = [line for line in scaling_lines(table) if line["rows"]["key"].isin(keys).any()]
+    sizes = sorted(set(int(w) for w in rows["world_size"]))
+    fig = _figure(8.0, 4.6)
+    ax = fig.add_subplot()
+    handles, drawn, intervals, tops, bottoms = [], [], 0, [1.0], [0.0]
+    shift = _dodge(sizes, len(lines))
+    for number, line in enumerate(lines):
+        part = line["rows"]
+        part = part[part["key"].isin(keys)].sort_values("world_size")
+        xs = [shift(int(w), number) for w in part["world_size"]]
+        ys = part["serial_fraction"].to_numpy(dtype=float)
+        if len(part) > 1:
+            ax.plot(xs, ys, color=line["color"], linewidth=1.6, linestyle=line["dashes"])
+        for x, (_, r) in zip(xs, part.iterrows()):
+            y = float(r["serial_fraction"])
+            _mark(ax, x, y, line["color"], line["marker"], bool(r["oversubscribed"]), bool(r["noisy"]))
+            intervals += _interval(ax, x, r, "serial_fraction", 1.0, line["color"])
+            low, high = interval_of(r, "serial_fraction")
+            tops += [y, high] if math.isfinite(high) else [y]
+            bottoms += [y, low] if math.isfinite(low) else [y]
+        handles.append(Line2D([], [], color=line["color"], linewidth=1.6, linestyle=line["dashes"],
+                              marker=line["marker"], label=line["label"]))
+        drawn.append(part)
+    ax.axhline(0.0, color="0.3", linestyle=":", linewidth=1.2)
+    ax.axhline(1.0, color="#c44e52", linestyle="--", linewidth=1.0, alpha=0.8)
+    reference = [Line2D([], [], color="0.3", linestyle=":", label="e = 0: perfect linear scaling"),
+                 Line2D([], [], color="#c44e52", linestyle="--", label="e = 1: no faster than one rank")]
+    _world_size_axis(ax, sizes)
+    if len(sizes) == 1:
+        ax.set_xlim(sizes[0] * 0.6, sizes[0] * 1.4)
+    top, bottom = max(tops), min(bottoms)
+    pad = 0.05 * (top - bottom)
+    # from 0, a little below it so the e = 0 line clears the axis; further down only for e < 0
+    ax.set_ylim(bottom - pad if bottom < 0 else -0.02 * top, top + pad)
+    ax.set_ylabel("serial fraction e (Karp-Flatt)")
+    ax.set_title("Experimentally determined serial fraction vs world size", fontsize="medium")
+    extra = [_interval_handle()] if intervals else []
+    _legend(ax, [*handles, *reference, *extra, *_flag_handles(pd.concat(drawn))])
+    return _save(fig, path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -521,4 +680,72 @@ def step_time_vs_bucket(table, path) -> Path | None:
     ax.grid(True, alpha=0.3)
     ax.set_title("Step time vs gradient bucket size", fontsize="medium")
     _legend(ax, [*handles, *_flag_handles(pd.concat(drawn))])
+    return _save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# memory
+# ---------------------------------------------------------------------------------------------
+
+def _job_labels(rows, table) -> list[str]:
+    """Per row, the configuration, world size and (where it varies) bucket size, as in the
+    step-time breakdown."""
+    config = [f for f in line_fields(table) if f != "bucket_cap_mb"]
+    fields = [*config, "world_size", *(["bucket_cap_mb"] if "bucket_cap_mb" in line_fields(table) else [])]
+    return [describe(r, fields, table) for _, r in rows.iterrows()]
+
+
+def memory_by_job(table, path) -> Path | None:
+    """Horizontal bars, one per ok job: the largest rank's peak resident memory (MB) and, in a
+    second panel where any job recorded it, the optimizer state the largest rank holds (MB).
+    Colour: the configuration, as in the scaling plots; hatched: oversubscribed. None without
+    peak RSS figures."""
+    from matplotlib.patches import Patch
+
+    rows = ordered(_ok(table, "peak_rss_mb"))
+    if rows.empty:
+        return None
+    colors = configuration_colors(table)
+    fields = _color_fields(table)
+    keys = [tuple(r[f] for f in fields) for _, r in rows.iterrows()]
+    bar_colors = [colors[key][0] for key in keys]
+    state = rows["optimizer_state_mb"].astype(float) if "optimizer_state_mb" in rows.columns else None
+    panels = [("peak_rss_mb", "peak RSS, largest rank (MB)", "Peak resident memory")]
+    if state is not None and np.isfinite(state).any():
+        panels.append(("optimizer_state_mb", "optimizer state, largest rank (MB)", "Optimizer state"))
+    fig = _figure(8.5 if len(panels) == 1 else 11.0, 1.4 + 0.3 * len(rows))
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False,
+                        gridspec_kw={"width_ratios": [3, 2][:len(panels)]})[0]
+    y = np.arange(len(rows))
+    for ax, (column, xlabel, title) in zip(axes, panels):
+        values = rows[column].astype(float).to_numpy()
+        shown = np.nan_to_num(values)
+        bars = ax.barh(y, shown, color=bar_colors, height=0.65, edgecolor="white", linewidth=0.5)
+        for bar, over in zip(bars, rows["oversubscribed"]):
+            if bool(over):
+                bar.set_hatch("//")
+        top = float(np.nanmax(values)) if np.isfinite(values).any() else 1.0
+        for position, value in enumerate(values):
+            text = f"{value:,.0f}" if value >= 100 else (f"{value:.3g}" if math.isfinite(value) else "n/a")
+            ax.text((value if math.isfinite(value) else 0.0) + 0.01 * top, position, text, va="center",
+                    fontsize="x-small", color="0.25")
+        ax.set_xlim(0, top * 1.15)
+        ax.set_xlabel(xlabel)
+        ax.set_title(title, fontsize="medium")
+        ax.grid(True, axis="x", alpha=0.3)
+    for position in range(1, len(keys)):  # a thin line between configurations
+        if keys[position] != keys[position - 1]:
+            for ax in axes:
+                ax.axhline(position - 0.5, color="0.75", linewidth=0.8)
+    axes[0].set_yticks(y)
+    axes[0].set_yticklabels(_job_labels(rows, table), fontsize="small")
+    axes[0].set_ylim(len(rows) - 0.5, -0.5)  # first job on top
+    used = set(keys)
+    handles = [Patch(color=color, label=label) for key, (color, label) in colors.items() if key in used]
+    if not 2 <= len(handles) <= len(COLORS):  # one colour says nothing; past ten they repeat
+        handles = []
+    if rows["oversubscribed"].astype(bool).any():
+        handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="//", label="hatched: oversubscribed"))
+    if handles:
+        _legend(axes[-1], handles)
     return _save(fig, path)

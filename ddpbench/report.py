@@ -114,6 +114,9 @@ tr.bad td { background: #fdecea; }
 .flag { display: inline-block; font-size: .8em; padding: 0 .4em; border-radius: .6em; margin: 0 .15em;
         background: #fff3cd; border: 1px solid #e0c36a; }
 .flag.over { background: #e8eaf6; border-color: #9fa8da; }
+.flag.straggler { background: #fde2d6; border-color: #e09f7d; }
+.ci { color: #666; font-size: .85em; white-space: nowrap; } .nowrap { white-space: nowrap; }
+div.jobs td:first-child { white-space: nowrap; }
 code.err { white-space: pre-wrap; word-break: break-word; color: #8b1a1a; display: block; min-width: 22em; max-width: 36em; }
 img { max-width: 100%; height: auto; display: block; margin: .8em 0; }
 td.wrong { color: #c62828; font-weight: 700; background: #fdecea !important; }
@@ -187,7 +190,71 @@ def flags_html(row) -> str:
         parts.append('<span class="flag over" title="more busy threads than cores">oversubscribed</span>')
     if bool(row.get("noisy")):
         parts.append('<span class="flag" title="IQR / median above 10 %">noisy</span>')
+    straggler = straggler_text(row)
+    if straggler:
+        parts.append('<span class="flag straggler" title="a rank whose own compute time (without waiting for the '
+                     "others) was more than 10 % above the other ranks' median in most steps; the figure is the "
+                     f'largest such excess">{esc(straggler)}</span>')
     return "".join(parts)
+
+
+def straggler_text(row) -> str:
+    """``straggler: rank 1 +14 %`` (``ranks 1, 3 up to +14 %``), or "" when no rank straggles."""
+    ranks = row.get("straggler_ranks")
+    if not isinstance(ranks, (list, tuple)) and not hasattr(ranks, "tolist"):
+        return ""
+    ranks = [int(r) for r in (ranks.tolist() if hasattr(ranks, "tolist") else ranks)]
+    if not ranks:
+        return ""
+    pct = row.get("straggler_pct")
+    pct = float(pct) if isinstance(pct, (int, float)) else math.nan
+    amount = "" if math.isnan(pct) else format(pct, "+.0f") + " %"
+    if len(ranks) == 1:
+        return f"straggler: rank {ranks[0]}" + (f" {amount}" if amount else "")
+    return f"straggler: ranks {', '.join(map(str, ranks))}" + (f" up to {amount}" if amount else "")
+
+
+def has_interval(row, column: str) -> bool:
+    low, high = row.get(f"{column}_low"), row.get(f"{column}_high")
+    try:
+        return math.isfinite(float(low)) and math.isfinite(float(high))
+    except (TypeError, ValueError):
+        return False
+
+
+def throughput_format(value) -> str:
+    """Figures to show a throughput (and its interval) with: about four significant digits."""
+    try:
+        value = abs(float(value))
+    except (TypeError, ValueError):
+        return ".1f"
+    return ".0f" if value >= 100 else (".1f" if value >= 10 else ".2f")
+
+
+def with_interval(row, column: str, fmt: str, scale: float = 1.0, mark_missing: bool = True) -> str:
+    """``value [low, high]`` with the job's 95 % bootstrap interval; ``value [–]`` when it has
+    none (one launch) and ``mark_missing``; a dash when the value itself is missing."""
+    try:
+        value = float(row.get(column))
+    except (TypeError, ValueError):
+        value = math.nan
+    if math.isnan(value):
+        return "&ndash;"
+    text = num(value * scale, fmt)
+    if has_interval(row, column):
+        low, high = float(row[f"{column}_low"]) * scale, float(row[f"{column}_high"]) * scale
+        return f'{text} <span class="ci">[{num(low, fmt)}, {num(high, fmt)}]</span>'
+    if mark_missing:
+        return f'{text} <span class="ci" title="one launch: no interval">[&ndash;]</span>'
+    return text
+
+
+def any_interval(table) -> bool:
+    """Whether some ok job has a throughput interval (ran in more than one launch)."""
+    if table.empty or "samples_per_s_low" not in table.columns:
+        return False
+    ok = table[table["status"] == "ok"]
+    return bool(ok["samples_per_s_low"].astype(float).notna().any())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,38 +359,69 @@ def summary_section(ctx: ReportContext) -> Section | None:
         return None
     extra = plots.line_fields(table)
     extra = [f for f in extra if f != "bucket_cap_mb"]
-    header = ["job", "world size", "bucket (MB)", "status", "step (ms) median &plusmn; IQR", "samples/s",
-              "speedup (&times;)", "efficiency (%)", "exposed comm (ms)", "DDP comm (ms)", "overlap (%)",
-              "peak RSS (MB)", "flags", "error"]
+    intervals = any_interval(table)
     rows, classes = [], []
+    header = ["job", "world size", "bucket (MB)", "status", "step (ms) median &plusmn; IQR",
+              "samples/s" + (' <span class="ci">[95 % CI]</span>' if intervals else ""), "speedup (&times;)",
+              "efficiency (%)", "serial fraction e", "exposed comm (ms, % of step)", "DDP comm (ms)",
+              "overlap (%)", "flags", "error"]
+    errors = bool((table["status"] != "ok").any())  # no error column when every job finished
+    if not errors:
+        header = header[:-1]
     for _, r in plots.ordered(table).iterrows():
         ok = r["status"] == "ok"
-        step = f"{num(r['step_ms_median'], '.2f')} &plusmn; {num(r['step_ms_iqr'], '.2f')}" if ok else "&ndash;"
+        step = (f'<span class="nowrap">{num(r["step_ms_median"], ".2f")} &plusmn; {num(r["step_ms_iqr"], ".2f")}'
+                "</span>" if ok else "&ndash;")
         error = f'<code class="err">{esc(r["error"])}</code>' if not ok else ""
+        share = r.get("exposed_comm_share")
+        exposed = num(r["exposed_comm_ms"], ".2f")
+        if isinstance(share, (int, float)) and math.isfinite(share):
+            exposed += f' <span class="ci">({num(100 * share, ".0f")} %)</span>'
+        mark = intervals and ok
         rows.append([esc(plots.describe(r, extra, table)), esc(r["world_size"]), num(r["bucket_cap_mb"], "g"),
                      f'<span class="status-{esc(r["status"])}">{esc(r["status"])}</span>', step,
-                     num(r["samples_per_s"], ".1f"), num(r["speedup"], ".2f"), num(100 * r["efficiency"], ".0f"),
-                     num(r["exposed_comm_ms"], ".2f"), num(r["ddp_comm_ms"], ".2f"), num(r["overlap_pct"], ".0f"),
-                     num(r["peak_rss_mb"], ".0f"), flags_html(r), error])
+                     with_interval(r, "samples_per_s", throughput_format(r["samples_per_s"]), mark_missing=mark),
+                     with_interval(r, "speedup", ".2f", mark_missing=mark),
+                     with_interval(r, "efficiency", ".0f", 100.0, mark_missing=mark),
+                     with_interval(r, "serial_fraction", ".2f", mark_missing=mark),
+                     exposed, num(r["ddp_comm_ms"], ".2f"), num(r["overlap_pct"], ".0f"), flags_html(r),
+                     *([error] if errors else [])])
         classes.append("" if ok else "bad")
     defs = (
         ("step", "wall time of one training step on the slowest rank; median and inter-quartile range over "
                  "measured steps (warmup excluded)"),
         ("samples/s", "global throughput: samples of all ranks per second, the global batch over the mean "
                       "step time (total samples over total time, so costs paid every few steps count)"),
+        ("[low, high]", "95 % confidence interval: a percentile bootstrap over launches (each launch&rsquo;s "
+                        "mean step is one sample; steps within a launch are not independent). "
+                        "[&ndash;] means the job, or its world-size-1 baseline, ran in one launch: set "
+                        "<code>repeats</code> &ge; 3 in the experiment for intervals"),
         ("speedup", "throughput relative to the world-size-1 job with the same model and batch settings"),
         ("efficiency", "speedup &divide; world size; 100 % is linear scaling"),
+        ("serial fraction e", "Karp&ndash;Flatt&rsquo;s experimentally determined serial fraction "
+                              "e = (1/S &minus; 1/p) / (1 &minus; 1/p) for speedup S on p ranks: 0 is perfect "
+                              "scaling, 1 no speedup at all, above 1 slower than one rank; undefined at world "
+                              "size 1. Constant across world sizes: work that does not parallelise; rising: "
+                              "overhead that grows with the ranks (communication, waiting)"),
         ("exposed comm", "mean step time with gradient sync minus mean step time under DDP's no_sync(): the "
-                         "communication the backward pass did not hide (can be slightly negative from noise)"),
+                         "communication the backward pass did not hide (can be slightly negative from noise); "
+                         "in brackets its share of the mean step"),
         ("DDP comm", "DDP's own measure of its backward all-reduce time per step"),
         ("overlap", "share of DDP comm time that ran while backward was still computing"),
-        ("peak RSS", "largest resident memory of any rank"),
+        ("flags", "<em>oversubscribed</em>: more busy threads than cores; <em>noisy</em>: step time IQR above "
+                  "10 % of the median; <em>straggler</em>: a rank whose own compute time (without waiting) was "
+                  "more than 10 % above the other ranks&rsquo; median in most steps, with that excess"),
     )
     dl = "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in defs)
     numeric = {1, 2, 4, 5, 6, 7, 8, 9, 10, 11}
+    memory = " Peak memory per job is in the Memory section." if has_memory(table) else ""
+    note = ""
+    if not intervals and (table["status"] == "ok").any():
+        note = ('<p class="note">Every job ran in one launch, so no figure has a confidence interval: set '
+                "<code>repeats</code> &ge; 3 in the experiment to get 95 % bootstrap intervals over launches.</p>\n")
     return Section("Summary", '<p class="what">One row per job: how fast each step ran and how well it '
-                   "scaled; jobs that did not finish show their error.</p>\n"
-                   + html_table(header, rows, classes, numeric) + f'\n<dl class="defs">{dl}</dl>')
+                   "scaled; jobs that did not finish show their error." + memory + "</p>\n" + note + '<div class="jobs">' + html_table(header, rows, classes, numeric)
+                   + f'</div>\n<dl class="defs">{dl}</dl>')
 
 
 def _skipped_note(ctx: ReportContext) -> str:
@@ -344,6 +442,23 @@ def figure_section(ctx: ReportContext, title: str, draw, filename: str, text: st
     return Section(title, text + _skipped_note(ctx), (path,))
 
 
+def interval_note(table, column: str) -> str:
+    """What the error bars of a scaling plot are, and where there are none."""
+    ok = table[table["status"] == "ok"] if not table.empty else table
+    values = ok[column].astype(float) if column in ok.columns else None
+    if values is None or not values.notna().any():
+        return ""
+    with_bars = sum(has_interval(r, column) for _, r in ok[values.notna()].iterrows())
+    if with_bars == 0:
+        return ('<p class="note">No error bars: every job ran in one launch. Set <code>repeats</code> &ge; 3 '
+                "in the experiment to get 95 % bootstrap intervals over launches.</p>")
+    missing = int(values.notna().sum()) - with_bars
+    absent = (f" {missing} point(s) have none: that job, or its world-size-1 baseline, ran in one launch."
+              if missing else "")
+    return ('<p class="note">Error bars are 95 % percentile-bootstrap confidence intervals over launches '
+            "(repeats); they are absent where a job ran once." + absent + "</p>")
+
+
 @section
 def throughput_section(ctx: ReportContext) -> Section | None:
     from ddpbench import plots
@@ -355,7 +470,7 @@ def throughput_section(ctx: ReportContext) -> Section | None:
     return figure_section(
         ctx, "Throughput vs world size", plots.throughput_vs_world_size, "throughput.png",
         '<p class="what">Training throughput of all ranks together (samples per second) at each '
-        f"world size, one line per configuration{ideal}.</p>")
+        f"world size, one line per configuration{ideal}.</p>" + interval_note(ctx.summary, "samples_per_s"))
 
 
 @section
@@ -368,7 +483,84 @@ def efficiency_section(ctx: ReportContext) -> Section | None:
         ctx, "Parallel efficiency vs world size", plots.efficiency_vs_world_size, "efficiency.png",
         '<p class="what">Parallel efficiency (%) at each world size: the speedup over the '
         "world-size-1 run divided by the number of ranks, so 100 % (dotted) means every added "
-        "rank adds a full rank's throughput.</p>")
+        "rank adds a full rank's throughput.</p>" + interval_note(ctx.summary, "efficiency"))
+
+
+#: a change of e between two world sizes larger than this reads as rising or falling
+SERIAL_FRACTION_CHANGE = 0.05
+
+
+def _serial_fraction_trends(table, rows) -> str:
+    """Per configuration measured at two or more world sizes above 1: e at the smallest and the
+    largest, and whether it rises, falls or stays about flat."""
+    from ddpbench import plots
+
+    items, missing = [], 0
+    for line in plots.scaling_lines(table):
+        part = line["rows"][line["rows"]["key"].isin(set(rows["key"]))].sort_values("world_size")
+        if part["world_size"].nunique() < 2:
+            continue
+        first, last = part.iloc[0], part.iloc[-1]
+        a, b = float(first["serial_fraction"]), float(last["serial_fraction"])
+        change = b - a
+        apart = (has_interval(first, "serial_fraction") and has_interval(last, "serial_fraction")
+                 and (float(last["serial_fraction_low"]) > float(first["serial_fraction_high"])
+                      or float(first["serial_fraction_low"]) > float(last["serial_fraction_high"])))
+        span = (f"from {num(a, '.2f')} at {esc(first['world_size'])} ranks to {num(b, '.2f')} at "
+                f"{esc(last['world_size'])}")
+        if abs(change) <= SERIAL_FRACTION_CHANGE:
+            trend = f"e stays about flat ({span}): the loss behaves like serial work"
+        else:
+            trend = (f"e rises {span}: overhead that grows with the ranks" if change > 0 else
+                     f"e falls {span}: the overhead does not grow with the ranks")
+            both = has_interval(first, "serial_fraction") and has_interval(last, "serial_fraction")
+            if both:
+                trend += ("; the 95 % intervals do not overlap" if apart else
+                          "; the 95 % intervals overlap, so the change is not established")
+            else:
+                missing += 1
+        if max(a, b) > 1:
+            trend += "; above 1 the job ran slower than on one rank"
+        over = [int(w) for w, o in zip(part["world_size"], part["oversubscribed"]) if bool(o)]
+        caveat = (f" (world size {', '.join(map(str, over))} is oversubscribed: its e measures contention for "
+                  "cores as well)" if over else "")
+        items.append(f"<li>{esc(line['label'] or first['model'])}: {trend}{esc(caveat)}.</li>")
+    if not items:
+        return ""
+    caveat = ('<p class="note">Where a job or its baseline ran in one launch there is no interval to tell '
+              "a change of e from run-to-run noise: treat those trends as a hint.</p>" if missing else "")
+    return f'<ul class="note">{"".join(items)}</ul>{caveat}'
+
+
+@section
+def serial_fraction_section(ctx: ReportContext) -> Section | None:
+    from ddpbench import plots
+
+    if ctx.summary.empty:
+        return None
+    rows = plots.serial_fraction_rows(ctx.summary)
+    if rows.empty:
+        return None
+    path = plots.serial_fraction_vs_world_size(ctx.summary, ctx.image("serial_fraction.png"))
+    if path is None:
+        return None
+    sizes = sorted(set(int(w) for w in rows["world_size"]))
+    what = ('<p class="what">Karp&ndash;Flatt&rsquo;s <em>experimentally determined serial fraction</em> '
+            "e = (1/S &minus; 1/p) / (1 &minus; 1/p), from the measured speedup S on p ranks: the share of the "
+            "one-rank work that behaves as if it could not be parallelised. 0 (dotted) is perfect linear "
+            "scaling; 1 (dashed) is no speedup at all; above 1 the job ran slower than on one rank.</p>"
+            '<p class="note">How to read it across world sizes: a <strong>flat</strong> e is serial work that '
+            "every rank repeats (data loading, the optimizer step, Python overhead); a <strong>rising</strong> "
+            "e is overhead that grows with the number of ranks, usually communication or ranks waiting for each "
+            "other. Error bars are 95 % bootstrap intervals over launches, absent where a job or its baseline "
+            "ran once; several configurations at one world size are spread slightly sideways.</p>")
+    if len(sizes) == 1:
+        trend = (f'<p class="note">Only one world size above 1 was measured ({sizes[0]}): each e says how far '
+                 "that size is from linear scaling, but telling serial work from overhead that grows with the "
+                 "ranks needs the trend over at least two world sizes above 1.</p>")
+    else:
+        trend = _serial_fraction_trends(ctx.summary, rows)
+    return Section("Serial fraction (Karp\u2013Flatt)", what + trend + _skipped_note(ctx), (path,))
 
 
 # -- strategies side by side (only when more than one strategy or DDP comm hook was run) --------
@@ -409,9 +601,118 @@ def bucket_section(ctx: ReportContext) -> Section | None:
         "per-message cost more often.</p>")
 
 
+def has_memory(table) -> bool:
+    """Whether some ok job recorded its peak resident memory."""
+    if table.empty or "peak_rss_mb" not in table.columns:
+        return False
+    return bool(table.loc[table["status"] == "ok", "peak_rss_mb"].astype(float).notna().any())
+
+
+@section
+def memory_overview_section(ctx: ReportContext) -> Section | None:
+    from ddpbench import plots, plots_strategies
+
+    if not has_memory(ctx.summary):
+        return None
+    path = plots.memory_by_job(ctx.summary, ctx.image("memory.png"))
+    if path is None:
+        return None
+    state = ctx.summary["optimizer_state_mb"].astype(float).notna().any() \
+        if "optimizer_state_mb" in ctx.summary.columns else False
+    text = ('<p class="what">Peak resident memory (RSS, MB) of each job&rsquo;s largest rank'
+            + (", and the optimizer state that rank holds (MB)" if state else "")
+            + ". Colours follow the configurations of the scaling plots; hatched bars are oversubscribed "
+            "jobs.</p>"
+            '<p class="note">RSS counts everything the process keeps in memory: the Python interpreter and '
+            "PyTorch&rsquo;s libraries (a few hundred MB before any model), the model, its gradients, "
+            "DDP&rsquo;s gradient buckets and the optimizer state. Peak RSS is the high-water mark the "
+            "operating system reports (VmHWM), the largest over ranks and launches; 1 MB = 10<sup>6</sup> "
+            "bytes.")
+    if plots_strategies.strategies_vary(ctx.summary):
+        text += " The Memory per strategy section compares the same figures grouped by strategy."
+    return Section("Memory", text + "</p>" + _skipped_note(ctx), (path,))
+
+
+def _noise_rows(table):
+    """ok jobs that are noisy, ran in one launch (no interval) or were oversubscribed, with why."""
+    from ddpbench import plots
+
+    found = []
+    if table.empty:
+        return found
+    for _, r in plots.ordered(table[table["status"] == "ok"]).iterrows():
+        launches = int(r["repeats_ok"]) if "repeats_ok" in r and r["repeats_ok"] == r["repeats_ok"] else 0
+        why = []
+        if bool(r.get("noisy")):
+            why.append("noisy")
+        if launches < 2 or not has_interval(r, "samples_per_s"):
+            why.append("one launch")
+        if bool(r.get("oversubscribed")):
+            why.append("oversubscribed")
+        if why:
+            found.append((r, launches, why))
+    return found
+
+
+NOISE_ADVICE = {
+    "noisy": "more steps per launch, and more launches; keep other work off the machine",
+    "one launch": "set <code>repeats</code> &ge; 3 for an interval",
+    "oversubscribed": "fewer ranks (or threads per rank) than cores",
+}
+
+
+@section
+def noise_section(ctx: ReportContext) -> Section | None:
+    from ddpbench import plots
+
+    found = _noise_rows(ctx.summary)
+    if not found:
+        return None
+    table = ctx.summary
+    extra = [f for f in plots.line_fields(table) if f != "bucket_cap_mb"]
+    header = ["job", "world size", "bucket (MB)", "step IQR / median (%)", "launches",
+              "95 % CI width (% of samples/s)", "listed because", "what to do"]
+    rows = []
+    for r, launches, why in found:
+        median = float(r["step_ms_median"])
+        spread = 100 * float(r["step_ms_iqr"]) / median if median else math.nan
+        width = (100 * (float(r["samples_per_s_high"]) - float(r["samples_per_s_low"])) / float(r["samples_per_s"])
+                 if has_interval(r, "samples_per_s") and float(r["samples_per_s"]) else math.nan)
+        rows.append([esc(plots.describe(r, extra, table)), esc(r["world_size"]), num(r["bucket_cap_mb"], "g"),
+                     num(spread, ".1f"), esc(launches), num(width, ".1f"), esc(", ".join(why)),
+                     "; ".join(NOISE_ADVICE[w] for w in why)])
+    reasons = {w for _, _, why in found for w in why}
+    cores = ctx.runs["cores"].dropna() if "cores" in ctx.runs.columns else []
+    cores_text = f" (the machine had {int(max(cores))} usable cores)" if len(cores) else ""
+    advice = []
+    if "one launch" in reasons:
+        advice.append("<strong>More launches</strong>: set <code>repeats</code> to 3 or more in the experiment. "
+                      "Steps within one launch share its process placement and warm caches, so only fresh "
+                      "launches show how much the next run can differ; with one launch there is no interval.")
+    if "noisy" in reasons:
+        advice.append("<strong>More steps</strong> per launch (<code>steps</code>) and more "
+                      "<code>warmup_steps</code> steady the median; close other programs while measuring.")
+    if reasons & {"noisy", "oversubscribed"}:
+        advice.append("<strong>Fewer ranks than cores, and pinned threads</strong>: keep "
+                      f"world_size &times; threads_per_rank at or below the cores{cores_text}, set "
+                      "<code>threads_per_rank</code> explicitly rather than letting ranks share cores, and pin "
+                      "the run to its cores (<code>taskset -c</code> or <code>numactl --physcpubind</code>) so "
+                      "ranks do not migrate. Oversubscribed jobs measure contention for cores, not scaling.")
+    items = "".join(f"<li>{a}</li>" for a in advice)
+    return Section(
+        "Noise and confidence",
+        '<p class="what">Jobs whose figures deserve less trust: a step time whose inter-quartile range is '
+        "more than 10 % of its median (<em>noisy</em>), no confidence interval because the job ran in a "
+        "single launch (<em>one launch</em>), or more busy threads than cores (<em>oversubscribed</em>). "
+        "The CI width is the 95 % bootstrap interval of the throughput over launches, as a share of the "
+        "throughput.</p>\n" + '<div class="jobs">' + html_table(header, rows, numeric={1, 2, 3, 4, 5}) + "</div>"
+        + f'\n<p class="note">What helps:</p>\n<ul class="note">{items}</ul>')
+
+
 # -- collective micro-benchmarks (the `collectives` command; alone or beside a DDP sweep) --------
 
 
 # Sections of their own modules register when imported; they follow the ones above.
 from ddpbench import report_strategies  # noqa: E402,F401  (isort: skip - order is the page's order)
 from ddpbench import report_collectives  # noqa: E402,F401
+from ddpbench import report_analysis  # noqa: E402,F401

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from ddpbench.report import Section, write_report
 from ddpbench.results import ResultStore, validate_result
 from ddpbench.spec import spec_from_dict
@@ -38,12 +40,13 @@ def job(**fields) -> dict:
 
 
 def result_for(spec: dict, step_ms: float, comm_share: float = 0.0, nosync: bool = True,
-               rank_fields=None, check: dict | None = None, grad_bytes: int = 4000) -> dict:
+               rank_fields=None, check: dict | None = None, grad_bytes: int = 4000, rank_scale=None) -> dict:
     """A worker's hand-back: every rank's steps; phases add up to the step; DDP adds 20 % when ws > 1.
 
     ``comm_share``: the share of the step spent communicating after backward (explicit strategies);
     ``nosync``: whether a no_sync() phase ran; ``rank_fields(rank)``: extra per-rank figures;
-    ``check``: the equivalence check's record.
+    ``check``: the equivalence check's record; ``rank_scale(rank)``: a factor on that rank's times
+    (a planted straggler).
     """
     world, rows = spec["world_size"], []
     exposed = 0.2 * step_ms if world > 1 and nosync else 0.0
@@ -53,7 +56,7 @@ def result_for(spec: dict, step_ms: float, comm_share: float = 0.0, nosync: bool
     for rank in range(world):
         for phase, count, shift in phases:
             for step in range(count):
-                t = step_ms + shift + 0.1 * (step % 3) + 0.05 * rank
+                t = (step_ms + shift + 0.1 * (step % 3) + 0.05 * rank) * (rank_scale(rank) if rank_scale else 1.0)
                 rows.append([rank, phase, step, 0.3, 0.2 * t, (0.6 - comm_share) * t, comm_share * t,
                              0.2 * t - 0.3, t])
     ranks = [{"rank": r, "pid": 100 + r, "threads": 1, "peak_rss_mb": 400.0 + r, "bucket_bytes": [4000],
@@ -373,3 +376,252 @@ def test_labels_leave_out_settings_of_other_strategies():
     assert plots.describe(table.iloc[2], fields) == "mlp-s ring bucket 25 MB"  # without the table: every field
     assert [traffic_kind(s) for s in (MEASURED, "computed: x", "none: y", None, "odd")] == \
         ["measured", "computed", "none", "unknown", "unknown"]
+
+
+# ---------------------------------------------------------------------------------------------
+# confidence intervals, serial fraction, memory, noise
+# ---------------------------------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "reports" / "examples"
+NEW_TITLES = {"serial": "Serial fraction (Karp\u2013Flatt)", "memory": "Memory", "noise": "Noise and confidence"}
+NEW_PNGS = {"serial": "serial_fraction.png", "memory": "memory.png"}
+
+
+def example_report(tmp_path_factory, name: str) -> tuple[Path, str]:
+    """The report of a committed example, written from a copy of its results into a fresh folder."""
+    import shutil
+
+    out = tmp_path_factory.mktemp(name)
+    for file in ("results.jsonl", "experiment.toml"):
+        if (EXAMPLES / name / file).exists():
+            shutil.copy(EXAMPLES / name / file, out / file)
+    index = write_report(out)
+    return index, index.read_text(encoding="utf-8")
+
+
+def example_summary(name: str):
+    from ddpbench.analysis import summarize
+    from ddpbench.results import load_tables
+
+    steps, runs, ranks, _ = load_tables(EXAMPLES / name)
+    return summarize(steps, runs, ranks)
+
+
+@pytest.fixture(scope="module")
+def world_sizes(tmp_path_factory):
+    return example_report(tmp_path_factory, "world-sizes-cpu")
+
+
+@pytest.fixture(scope="module")
+def bucket_sweep(tmp_path_factory):
+    return example_report(tmp_path_factory, "bucket-sweep-cpu")
+
+
+@pytest.fixture(scope="module")
+def strategies(tmp_path_factory):
+    return example_report(tmp_path_factory, "strategies-cpu")
+
+
+def ci_text(value: float, low: float, high: float, fmt: str) -> str:
+    return f'{format(value, fmt)} <span class="ci">[{format(low, fmt)}, {format(high, fmt)}]</span>'
+
+
+def summary_row(page: str, label: str, world: int) -> str:
+    found = [r for r in rows_of(section_of(page, "Summary"))
+             if f'<td>{label}</td><td class="num">{world}</td>' in r]
+    assert len(found) == 1, (label, world)
+    return found[0]
+
+
+def test_summary_shows_the_bootstrap_intervals_summarize_computed(world_sizes):
+    _, page = world_sizes
+    table = example_summary("world-sizes-cpu")
+    assert (table["repeats_ok"] == 3).all()
+    checked = 0
+    for _, job_row in table[table["world_size"] > 1].iterrows():
+        row = summary_row(page, f"{job_row['model']}-{job_row['model_size']}", int(job_row["world_size"]))
+        fmt = ".0f" if job_row["samples_per_s"] >= 100 else ".1f"
+        assert ci_text(job_row["samples_per_s"], job_row["samples_per_s_low"], job_row["samples_per_s_high"],
+                       fmt) in row
+        assert ci_text(job_row["speedup"], job_row["speedup_low"], job_row["speedup_high"], ".2f") in row
+        assert ci_text(100 * job_row["efficiency"], 100 * job_row["efficiency_low"],
+                       100 * job_row["efficiency_high"], ".0f") in row
+        assert ci_text(job_row["serial_fraction"], job_row["serial_fraction_low"],
+                       job_row["serial_fraction_high"], ".2f") in row
+        share = f'{job_row["exposed_comm_ms"]:.2f} <span class="ci">({100 * job_row["exposed_comm_share"]:.0f} %)</span>'
+        assert share in row
+        checked += 1
+    assert checked == 4
+    # world size 1: e is undefined, a plain dash with no interval
+    one = summary_row(page, "mlp-m", 1)
+    assert '<td class="num">&ndash;</td>' in one
+    summary = section_of(page, "Summary")
+    assert "95 % confidence interval: a percentile bootstrap over launches" in summary
+    assert "<code>repeats</code> &ge; 3" in summary and "Karp&ndash;Flatt" in summary
+    assert "Every job ran in one launch" not in summary
+
+
+def test_scaling_sections_explain_error_bars(world_sizes):
+    index, page = world_sizes
+    for title in (SECTION_TITLES["throughput"], SECTION_TITLES["efficiency"]):
+        text = section_of(page, title)
+        assert "95 % percentile-bootstrap confidence intervals over launches" in text
+        assert "absent where a job ran once" in text
+    for name in ("throughput", "efficiency"):
+        assert_png(index.parent / PNGS[name])
+
+
+def test_serial_fraction_section_with_two_world_sizes(world_sizes):
+    index, page = world_sizes
+    titles = re.findall(r"<h2>([^<]*)</h2>", page)
+    assert titles.index(NEW_TITLES["serial"]) == titles.index(SECTION_TITLES["efficiency"]) + 1
+    text = section_of(page, NEW_TITLES["serial"])
+    assert_png(index.parent / NEW_PNGS["serial"])
+    assert f'<img src="{NEW_PNGS["serial"]}"' in text
+    assert "e = (1/S &minus; 1/p) / (1 &minus; 1/p)" in text
+    assert "<strong>flat</strong>" in text and "<strong>rising</strong>" in text
+    assert "at least two world sizes above 1" not in text
+    table = example_summary("world-sizes-cpu")
+    mlp = table[(table["model"] == "mlp") & (table["world_size"] > 1)].sort_values("world_size")
+    low, high = mlp["serial_fraction"].iloc[0], mlp["serial_fraction"].iloc[-1]
+    assert high > low + 0.05  # the committed figures: e rises from world size 2 to 4
+    assert f"mlp-m: e rises from {low:.2f} at 2 ranks to {high:.2f} at 4" in text
+    assert "world size 4 is oversubscribed" in text
+
+
+def test_serial_fraction_with_one_world_size_above_one(bucket_sweep):
+    index, page = bucket_sweep
+    text = section_of(page, NEW_TITLES["serial"])
+    assert "needs the trend over at least two world sizes above 1" in text
+    assert "Only one world size above 1 was measured (2)" in text
+    assert_png(index.parent / NEW_PNGS["serial"])
+    # three launches per job: intervals in the summary, no "one launch" advice
+    rows = [r for r in rows_of(section_of(page, "Summary")) if '<td>mlp-l</td><td class="num">2</td>' in r]
+    assert len(rows) == 7 and all('<span class="ci">[' in r for r in rows)
+    noise = section_of(page, NEW_TITLES["noise"])
+    assert "one launch" not in "".join(rows_of(noise))
+    assert "noisy" in noise
+
+
+def test_memory_section(world_sizes):
+    index, page = world_sizes
+    titles = re.findall(r"<h2>([^<]*)</h2>", page)
+    assert titles.index(NEW_TITLES["memory"]) > titles.index(SECTION_TITLES["breakdown"])
+    assert titles.index(NEW_TITLES["noise"]) == titles.index(NEW_TITLES["memory"]) + 1
+    text = section_of(page, NEW_TITLES["memory"])
+    assert_png(index.parent / NEW_PNGS["memory"])
+    assert f'<img src="{NEW_PNGS["memory"]}"' in text
+    assert "Peak resident memory (RSS, MB)" in text
+    assert "the optimizer state that rank holds" not in text  # these results predate that figure
+    assert "Memory per strategy" not in text
+
+
+def test_memory_section_with_optimizer_state_and_strategies(strategies):
+    index, page = strategies
+    text = section_of(page, NEW_TITLES["memory"])
+    assert "the optimizer state that rank holds (MB)" in text
+    assert "The Memory per strategy section compares the same figures" in text
+    assert_png(index.parent / NEW_PNGS["memory"])
+
+
+def test_one_launch_everywhere(strategies):
+    _, page = strategies
+    summary = section_of(page, "Summary")
+    assert "Every job ran in one launch, so no figure has a confidence interval" in summary
+    assert '<span class="ci">[' not in summary
+    for title in (SECTION_TITLES["throughput"], SECTION_TITLES["efficiency"]):
+        assert "No error bars: every job ran in one launch" in section_of(page, title)
+    noise = section_of(page, NEW_TITLES["noise"])
+    table = example_summary("strategies-cpu")
+    assert len(rows_of(noise)) == int((table["status"] == "ok").sum())  # every finished job ran once
+    assert "set <code>repeats</code> &ge; 3 for an interval" in noise
+    assert "<strong>More launches</strong>" in noise and "taskset" in noise
+    serial = section_of(page, NEW_TITLES["serial"])
+    assert "treat those trends as a hint" in serial and "intervals overlap" not in serial
+
+
+def test_straggler_flag_from_the_recorded_steps(strategies):
+    _, page = strategies
+    table = example_summary("strategies-cpu")
+    flagged = table[table["straggler_ranks"].map(len) > 0]
+    assert len(flagged)
+    for _, job_row in flagged.iterrows():
+        (rank,) = job_row["straggler_ranks"]
+        row = summary_row(page, f"mlp-m {job_row['strategy']}", int(job_row["world_size"]))
+        assert f"straggler: rank {rank} {job_row['straggler_pct']:+.0f} %</span>" in row
+    assert "straggler" not in summary_row(page, "mlp-m ring", 2)
+
+
+# -- synthetic results: several launches, a planted straggler, and what is left out -------------
+
+def write_launches(folder: Path, jobs: list[tuple], repeats: int = 3) -> Path:
+    """jobs: (spec, step_ms, oversubscribed[, result_for keyword arguments]); each job launched
+    ``repeats`` times, launch r a little slower (1 % per launch) than the one before."""
+    store = ResultStore(folder)
+    sweep_id = store.start_sweep(ENV, {"name": "launches", "description": "", "jobs": len(jobs)})
+    for spec, step_ms, over, *extra in jobs:
+        spec = {**spec, "repeats": repeats}
+        for repeat in range(repeats):
+            result = result_for(spec, step_ms * (1 + 0.01 * repeat), **(extra[0] if extra else {}))
+            result["repeat"] = repeat
+            store.append({"kind": "run", "key": spec_from_dict(spec).key, "repeat": repeat, "spec": spec,
+                          "status": "ok", "error": None, "oversubscribed": over, "cores": 4, "wall_s": 1.5,
+                          "launcher": "spawn", "sweep_id": sweep_id, "utc": ENV["utc"], "logs": [],
+                          "result": result})
+    return folder
+
+
+def slow_rank(rank_of: int, factor: float):
+    return lambda rank: factor if rank == rank_of else 1.0
+
+
+def test_quiet_launches_have_no_noise_section(tmp_path):
+    jobs = [(job(), 10.0, False), (job(world_size=2), 12.0, False), (job(world_size=4), 14.0, False)]
+    index = write_report(write_launches(tmp_path / "results", jobs))
+    page = index.read_text(encoding="utf-8")
+    assert NEW_TITLES["noise"] not in page
+    assert NEW_TITLES["serial"] in page and NEW_TITLES["memory"] in page
+    assert "straggler" not in section_of(page, "Summary").split("<dl")[0]
+    assert '<span class="ci">[' in summary_row(page, "mlp-s", 2)
+
+
+def test_planted_straggler_is_flagged(tmp_path):
+    jobs = [(job(), 10.0, False), (job(world_size=2), 12.0, False, {"rank_scale": slow_rank(1, 1.25)})]
+    index = write_report(write_launches(tmp_path / "results", jobs))
+    row = summary_row(index.read_text(encoding="utf-8"), "mlp-s", 2)
+    match = re.search(r"straggler: rank 1 \+(\d+) %", row)
+    assert match and 20 <= int(match.group(1)) <= 30, row
+
+
+def test_new_sections_absent_without_their_data(tmp_path):
+    # world size 1 only: no serial fraction; one launch: the noise section lists it
+    index, page = render(tmp_path / "a", [ok(10.0)])
+    assert NEW_TITLES["serial"] not in page and not (index.parent / NEW_PNGS["serial"]).exists()
+    assert "one launch" in section_of(page, NEW_TITLES["noise"])
+    # world size 2 without a world-size-1 baseline: no speedup, so no e
+    index, page = render(tmp_path / "b", [ok(10.0, world_size=2, bucket_cap_mb=b) for b in (1, 25)])
+    assert NEW_TITLES["serial"] not in page
+    # no peak RSS recorded by any rank: no memory section
+    no_rss = {"rank_fields": lambda rank: {"peak_rss_mb": None}}
+    index, page = render(tmp_path / "c", [(*ok(10.0), no_rss), (*ok(12.0, world_size=2), no_rss)])
+    assert NEW_TITLES["memory"] not in page and not (index.parent / NEW_PNGS["memory"]).exists()
+    assert "Memory section" not in section_of(page, "Summary")
+    # nothing finished: none of them
+    _, page = render(tmp_path / "d", [failed("boom")])
+    for title in NEW_TITLES.values():
+        assert f"<h2>{title}</h2>" not in page
+
+
+def test_script_in_a_job_name_stays_escaped_in_new_sections(tmp_path):
+    evil = {"strategy": SCRIPT}
+    jobs = [(job(), 10.0, False), (job(world_size=2), 12.0, False),
+            (job(**evil), 11.0, False), (job(world_size=2, **evil), 13.0, False),
+            (job(world_size=4, **evil), 30.0, True, {"rank_scale": slow_rank(3, 1.3)})]
+    index = write_report(write_launches(tmp_path / "results", jobs))
+    page = index.read_text(encoding="utf-8")
+    assert "<script" not in page
+    escaped = "&lt;script&gt;alert(1)&lt;/script&gt;"
+    for title in ("Summary", NEW_TITLES["serial"], NEW_TITLES["noise"]):
+        assert escaped in section_of(page, title), title
+    assert_png(index.parent / NEW_PNGS["memory"])
+    assert_png(index.parent / NEW_PNGS["serial"])
