@@ -84,6 +84,12 @@ def run_and_report(experiment, out_dir: Path, args) -> int:
     try:
         summary = run_sweep(experiment, out_dir, resume=args.resume, launcher=get_launcher(args.launcher),
                             machine=machine, console=console)
+        if experiment.collectives is not None:
+            from ddpbench.runner import run_collectives
+
+            console.print(f"[bold]collectives[/bold]: {len(experiment.collectives.specs)} launch(es) for the "
+                          "cost model and the nccl-tests table", highlight=False)
+            run_collectives(experiment.collectives, out_dir, resume=args.resume, console=console)
     except KeyboardInterrupt:
         hint = (f"`python -m ddpbench sweep {experiment.source} --out {out_dir} --resume` finishes the rest"
                 if Path(experiment.source).is_file() else "run the same command again to measure it")
@@ -350,6 +356,87 @@ def cmd_report(args) -> int:
     return 0
 
 
+def add_compare(sub) -> None:
+    p = sub.add_parser("compare", help="compare two results folders job by job (B against baseline A)",
+                       description="Match the jobs of two results folders by their settings and report B's step "
+                                   "time against A's, with significance over launches; optionally fail on a "
+                                   "regression. Exit code 1 when a --fail-on gate fails, 2 for bad input.")
+    p.add_argument("baseline", type=Path, metavar="A", help="baseline results folder")
+    p.add_argument("candidate", type=Path, metavar="B", help="candidate results folder")
+    p.add_argument("--fail-on", action="append", default=[], metavar="STAT:THRESHOLD",
+                   help="fail (exit 1) when a job of B is slower than in A by more than the threshold beyond "
+                        "noise (the whole 95%% interval over launches past it): median:5%%, mean:10%% (mean step "
+                        "= inverse throughput) or median:2ms; repeatable")
+    p.add_argument("--out", type=Path, help="where to write compare.csv, index.html, ratios.png "
+                                            "(default: B/compare)")
+    p.set_defaults(func=cmd_compare)
+
+
+def cmd_compare(args) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+
+    from ddpbench import compare
+
+    gates = [compare.parse_gate(text) for text in args.fail_on]
+    side_a = compare.load_side(args.baseline, "A")
+    side_b = compare.load_side(args.candidate, "B")
+    if not set(side_a.summary["key"]) & set(side_b.summary["key"]):
+        raise InputError("command line", None, f"A ({args.baseline}) and B ({args.candidate}) have no job in "
+                         "common (jobs match when every setting is equal); compare folders of the same experiment")
+    out_dir = args.out or args.candidate / "compare"
+    check_out_dir(out_dir)
+    table = compare.compare_tables(side_a.summary, side_a.steps, side_b.summary, side_b.steps)
+    results = compare.gate_results(table, gates)
+    env_diffs = compare.environment_differences(side_a.sweeps, side_b.sweeps)
+    print_comparison(table)
+    written = compare.write_comparison(table, results, gates, env_diffs, args.baseline, args.candidate, out_dir)
+    out = Console(highlight=False, soft_wrap=True)
+    for what, va, vb in env_diffs:
+        out.print(f"[yellow]warning[/yellow]: the environments differ in {escape(what)}: A {escape(va)} vs "
+                  f"B {escape(vb)}")
+    failed = results[results["outcome"] == compare.FAIL]
+    if gates:
+        names = ", ".join(map(str, gates))
+        if len(failed):
+            out.print(f"[red]gate failed[/red] ({names}): {failed['key'].nunique()} job(s) slower than a "
+                      "threshold beyond noise")
+        else:
+            out.print(f"[green]gate passed[/green] ({names}): no job is slower than a threshold beyond noise")
+        for _, g in results[results["outcome"] != compare.PASS].iterrows():
+            out.print(f"  {compare.gate_text(g)}", markup=False)
+    out.print(f"report: {written['html']}", markup=False)
+    return 1 if len(failed) else 0
+
+
+def print_comparison(table) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ddpbench.compare import FASTER, SLOWER, ratio_text
+
+    def num(value, fmt):
+        return "-" if value != value else format(value, fmt)  # NaN -> "-"
+
+    compared = table[table["compared"]]
+    if len(compared):
+        out = Table(title="B against baseline A, per job (slowest rank, measured steps)")
+        for col in ("job", "A median ms", "B median ms", "median B/A", "mean B/A [95% CI]", "throughput",
+                    "verdict", "method", "note"):
+            out.add_column(col, justify="right" if "ms" in col or "B/A" in col or col == "throughput" else "left")
+        for _, r in compared.iterrows():
+            style = {SLOWER: "red", FASTER: "green"}.get(r["verdict"], "")
+            out.add_row(escape(r["job"]), num(r["median_ms_a"], ".3f"), num(r["median_ms_b"], ".3f"),
+                        num(r["median_ratio"], ".3f"), ratio_text(r), num(r["throughput_change_pct"], "+.1f") + " %",
+                        f"[{style}]{r['verdict']}[/{style}]" if style else r["verdict"], escape(r["method"]),
+                        escape(r["note"]))
+        table_console().print(out)
+    rest = table[~table["compared"]]
+    for _, r in rest.iterrows():
+        why = r["match"] if r["match"] != "both" else f"status A {r['status_a']}, B {r['status_b']}"
+        print(f"not compared: {r['job']} [{r['key']}]: {why}")
+
+
 def add_env(sub) -> None:
     p = sub.add_parser("env", help="print the environment block stored with every sweep",
                        description="Print the environment block (versions, hardware, git state) as JSON.")
@@ -390,7 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
                      description="Scaling analysis for PyTorch data-parallel training.")
     parser.add_argument("--version", action="version", version=f"ddpbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
-    for add in (add_sweep, add_run, add_collectives, add_report, add_env, add_models):
+    for add in (add_sweep, add_run, add_collectives, add_report, add_compare, add_env, add_models):
         add(sub)
     return parser
 

@@ -1,0 +1,438 @@
+"""`ddpbench compare A B`: matching jobs, significance over launches, gates, output, bad input.
+
+Pure functions run on synthetic tables with planted differences; the command runs on the
+committed reference results (a planted regression of real measurements), on synthetic folders,
+and -- marked slow -- on two real tiny sweeps.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import ROOT, TINY_DEFAULTS, run_cli, write_experiment
+from ddpbench import compare
+from ddpbench.analysis import summarize
+from ddpbench.errors import InputError
+from ddpbench.results import ResultStore
+from ddpbench.spec import JobSpec
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+EXAMPLE = ROOT / "reports" / "examples" / "world-sizes-cpu"  # 6 jobs, 3 launches of 30 steps each
+TIMING_FIELDS = ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms", "step_ms")
+ENV = {"hostname": "host-a", "python": "3.11.7", "torch_version": "2.13.0+cpu", "torch_cuda": None,
+       "nccl_version": None, "cpu_model": "Test CPU", "cores_usable": 2, "gpus": [], "gloo_available": True}
+
+
+# ---------------------------------------------------------------------------------------------
+# synthetic jobs
+# ---------------------------------------------------------------------------------------------
+
+def _launches(mean_ms: float, launches: int = 3, steps: int = 8, seed: int = 0, launch_sd=0.01, step_sd=0.02):
+    """Step times (ms) of a job measured in ``launches`` launches: launch-level and step-level noise."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(launches):
+        level = mean_ms * (1 + launch_sd * rng.standard_normal())
+        out.append([float(level * (1 + step_sd * rng.standard_normal())) for _ in range(steps)])
+    return out
+
+
+def _spec(world_size: int, repeats: int = 3) -> JobSpec:
+    return JobSpec(world_size=world_size, batch_size=8, threads_per_rank=1, device="cpu", backend="gloo",
+                   model="mlp", model_size="xs", steps=8, repeats=repeats)
+
+
+def _tables(jobs):
+    """(summary, steps) of jobs given as (world_size, per-launch step times, status)."""
+    steps, runs, ranks = [], [], []
+    for world_size, launches, status in jobs:
+        spec = _spec(world_size)
+        for repeat, times in enumerate(launches):
+            ident = {"key": spec.key, **spec.to_dict(), "per_rank_batch": spec.per_rank_batch,
+                     "global_batch": spec.global_batch, "repeat": repeat}
+            runs.append({**ident, "status": status, "error": None if status == "ok" else "boom",
+                         "oversubscribed": False, "wall_s": 1.0, "params": 100, "grad_bytes": 400})
+            if status != "ok":
+                continue
+            for rank in range(world_size):
+                ranks.append({**ident, "rank": rank, "peak_rss_mb": 100.0, "bucket_bytes": [400],
+                              "ddp_backward_comm_ms": 1.0, "ddp_backward_compute_comm_overlap_ms": 0.5,
+                              "allreduce_bytes_per_step": 400})
+                for step, ms in enumerate(times):
+                    t = ms * (1 - 0.05 * rank)  # rank 0 is the slowest: the bounded step is ``ms``
+                    for phase, value in (("measure", t), ("nosync", 0.9 * t)):
+                        steps.append({**ident, "rank": rank, "phase": phase, "step": step, "data_ms": 0.0,
+                                      "forward_ms": 0.3 * value, "backward_ms": 0.5 * value, "comm_ms": 0.0,
+                                      "optimizer_ms": 0.2 * value, "step_ms": value})
+    steps = pd.DataFrame(steps)
+    return summarize(steps, runs=runs, ranks=ranks), steps
+
+
+def _compare(jobs_a, jobs_b):
+    summary_a, steps_a = _tables(jobs_a)
+    summary_b, steps_b = _tables(jobs_b)
+    return compare.compare_tables(summary_a, steps_a, summary_b, steps_b)
+
+
+def _row(table, world_size):
+    return table[table["world_size"] == world_size].iloc[0]
+
+
+def _flag(value):
+    """A table cell as True, False or None (pandas hands back numpy booleans)."""
+    return None if value is None else bool(value)
+
+
+MEDIAN_5 = compare.Gate("median", 5.0, "%")
+
+
+# ---------------------------------------------------------------------------------------------
+# gates: parsing
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, gate", [
+    ("median:5%", compare.Gate("median", 5.0, "%")),
+    ("mean:10%", compare.Gate("mean", 10.0, "%")),
+    ("median:2ms", compare.Gate("median", 2.0, "ms")),
+    ("mean:0.5ms", compare.Gate("mean", 0.5, "ms")),
+    ("Median: 2.5 %", compare.Gate("median", 2.5, "%")),
+])
+def test_parse_gate_accepts(text, gate):
+    assert compare.parse_gate(text) == gate
+    assert str(compare.parse_gate(str(gate))) == str(gate)
+
+
+@pytest.mark.parametrize("text, why", [
+    ("foo:5%", "unknown statistic 'foo'"),
+    ("median:abc", "must be a number followed by % or ms"),
+    ("median", "no threshold"),
+    ("median:5", "needs a unit"),
+    ("median:-5%", ">= 0"),
+    ("median:5s", "must be a number followed by % or ms"),
+    ("max:5%", "unknown statistic 'max'"),
+])
+def test_parse_gate_rejects_with_a_clear_message(text, why):
+    with pytest.raises(InputError) as err:
+        compare.parse_gate(text)
+    message = str(err.value)
+    assert message.startswith("command line: --fail-on: ") and repr(text) in message
+    assert why in message
+    assert "median:5%" in message and "ms" in message  # what is allowed, by example
+    assert "\n" not in message
+
+
+# ---------------------------------------------------------------------------------------------
+# the per-job comparison
+# ---------------------------------------------------------------------------------------------
+
+def test_planted_slowdown_is_slower_significant_and_fails_the_gate():
+    a = [(1, _launches(10.0, seed=1), "ok"), (2, _launches(20.0, seed=2), "ok")]
+    b = [(1, _launches(12.0, seed=3), "ok"), (2, _launches(20.0, seed=4), "ok")]  # ws 1: 20 % slower
+    table = _compare(a, b)
+    slow = _row(table, 1)
+    assert slow["compared"] and slow["verdict"] == "slower" and _flag(slow["significant"]) is True
+    assert slow["method"] == "bootstrap over 3 vs 3 launches"
+    assert slow["median_ratio"] == pytest.approx(1.2, rel=0.03)
+    assert slow["mean_ratio_low"] > 1.0 and slow["mean_ratio_low"] < slow["mean_ratio"] < slow["mean_ratio_high"]
+    assert slow["throughput_change_pct"] == pytest.approx(100 * (1 / slow["mean_ratio"] - 1))
+    same = _row(table, 2)
+    assert same["verdict"] == "not significant" and _flag(same["significant"]) is False
+
+    failures = compare.gate_failures(table, [MEDIAN_5])
+    assert list(failures["key"]) == [slow["key"]]
+    fail = failures.iloc[0]
+    assert fail["outcome"] == "fail" and fail["excess_low"] > 5.0 and fail["excess"] == pytest.approx(20, abs=3)
+    assert "lies above 5 %" in fail["basis"]
+    # a looser gate passes; the absolute gate reads milliseconds
+    assert compare.gate_failures(table, [compare.Gate("median", 30.0, "%")]).empty
+    assert list(compare.gate_failures(table, [compare.Gate("mean", 1.0, "ms")])["key"]) == [slow["key"]]
+    assert compare.gate_failures(table, [compare.Gate("mean", 5.0, "ms")]).empty
+
+
+def test_identical_copy_is_not_significant_and_passes():
+    jobs = [(1, _launches(10.0, seed=1), "ok"), (2, _launches(20.0, seed=2), "ok")]
+    table = _compare(jobs, jobs)
+    assert (table["verdict"] == "not significant").all()
+    assert (table["median_ratio"] == 1.0).all() and (table["mean_ratio"] == 1.0).all()
+    assert (table["mean_ratio_low"] < 1.0).all() and (table["mean_ratio_high"] > 1.0).all()
+    results = compare.gate_results(table, [MEDIAN_5, compare.Gate("mean", 0.0, "%")])
+    assert len(results) == 4 and set(results["outcome"]) == {"pass"}
+    assert compare.gate_failures(table, [MEDIAN_5]).empty
+
+
+def test_slowdown_within_noise_is_inconclusive_not_failed():
+    """The point estimate is past the threshold but the launches scatter more than that."""
+    a = [(1, _launches(10.0, seed=5, launch_sd=0.15), "ok")]
+    b = [(1, _launches(11.0, seed=6, launch_sd=0.15), "ok")]
+    table = _compare(a, b)
+    result = compare.gate_results(table, [MEDIAN_5]).iloc[0]
+    assert result["excess"] > 5.0
+    assert result["outcome"] == "inconclusive" and result["excess_low"] <= 5.0 < result["excess_high"]
+    assert compare.gate_failures(table, [MEDIAN_5]).empty
+    assert "inconclusive" in compare.gate_column(table, compare.gate_results(table, [MEDIAN_5])).iloc[0]
+
+
+def test_one_launch_falls_back_to_mann_whitney_over_steps():
+    a = [(1, _launches(10.0, launches=1, steps=30, seed=7), "ok"), (2, _launches(20.0, launches=1, steps=30), "ok")]
+    b = [(1, _launches(12.0, launches=1, steps=30, seed=8), "ok"), (2, _launches(20.0, launches=1, steps=30), "ok")]
+    table = _compare(a, b)
+    slow, same = _row(table, 1), _row(table, 2)
+    assert slow["method"] == "Mann-Whitney over steps, one launch" and slow["verdict"] == "slower"
+    assert slow["p_value"] < 0.05 and math.isnan(slow["mean_ratio_low"])
+    assert same["verdict"] == "not significant" and same["p_value"] > 0.05
+    failures = compare.gate_failures(table, [MEDIAN_5])
+    assert list(failures["key"]) == [slow["key"]] and "Mann-Whitney" in failures.iloc[0]["basis"]
+
+
+def test_without_any_test_the_threshold_alone_gates_and_says_so():
+    table = _compare([(1, [[10.0]], "ok")], [(1, [[12.0]], "ok")])  # one launch of one step a side
+    row = _row(table, 1)
+    assert row["verdict"] == "not tested" and _flag(row["significant"]) is None
+    failure = compare.gate_failures(table, [MEDIAN_5]).iloc[0]
+    assert failure["basis"].startswith("threshold only: no significance test possible")
+    assert compare.gate_failures(table, [compare.Gate("median", 25.0, "%")]).empty
+
+
+def test_unmatched_and_unfinished_jobs_are_listed_not_gated():
+    a = [(1, _launches(10.0), "ok"), (2, _launches(20.0), "ok"), (4, _launches(40.0), "ok")]
+    b = [(1, _launches(30.0), "failed"), (2, _launches(20.0), "ok"), (8, _launches(80.0), "ok")]
+    table = _compare(a, b).set_index("world_size")
+    assert table.loc[2, "compared"] and table.loc[2, "match"] == "both"
+    assert not table.loc[1, "compared"] and table.loc[1, "verdict"] == "not compared"
+    assert table.loc[1, "note"] == "B: failed"
+    assert table.loc[4, "match"] == "only in A" and table.loc[8, "match"] == "only in B"
+    assert compare.gate_results(table.reset_index(), [MEDIAN_5])["key"].tolist() == [table.loc[2, "key"]]
+    # compared jobs come first, each labelled by what varies
+    assert _compare(a, b)["compared"].tolist() == [True, False, False, False]
+    assert table.loc[2, "job"] == "mlp-xs ws=2"
+
+
+def test_environment_differences():
+    a = pd.DataFrame([ENV])
+    assert compare.environment_differences(a, a) == []
+    b = pd.DataFrame([{**ENV, "hostname": "host-b", "cores_usable": 4, "torch_cuda": "12.4", "gpus": ["H100"]}])
+    diffs = {what: (va, vb) for what, va, vb in compare.environment_differences(a, b)}
+    assert diffs == {"hostname": ("host-a", "host-b"), "usable cores": ("2", "4"), "CUDA": ("none", "12.4"),
+                     "GPUs": ("none", "H100")}
+    # a folder resumed on another machine lists both; a folder without the field says unknown
+    twice = pd.DataFrame([ENV, {**ENV, "python": "3.12.1"}])
+    assert ("python", "3.11.7", "3.11.7 | 3.12.1") in compare.environment_differences(a, twice)
+    assert ("CPU model", "Test CPU", "unknown") in compare.environment_differences(a, a.drop(columns="cpu_model"))
+
+
+# ---------------------------------------------------------------------------------------------
+# the command, on stored results
+# ---------------------------------------------------------------------------------------------
+
+def _write_folder(folder: Path, jobs, env=ENV) -> Path:
+    """A results folder written the way a sweep writes it: (world_size, per-launch step times, status)."""
+    store = ResultStore(folder)
+    sweep_id = store.start_sweep(env, {"name": "synthetic"})
+    columns = ["rank", "phase", "step", *TIMING_FIELDS]
+    for world_size, launches, status in jobs:
+        spec = _spec(world_size, repeats=len(launches)).to_dict()
+        spec["steps"] = len(launches[0])
+        for repeat, times in enumerate(launches):
+            rows = []
+            for rank in range(world_size):
+                rows.append([rank, "warmup", 0, 0.0, 1.0, 1.0, 0.0, 1.0, 3.0])
+                for phase in ("measure", "nosync"):
+                    rows += [[rank, phase, step, 0.0, 0.3 * t, 0.5 * t, 0.0, 0.2 * t, t]
+                             for step, t in enumerate(times)]
+            result = {"spec": spec, "repeat": repeat, "params": 100, "grad_bytes": 400, "step_columns": columns,
+                      "steps": rows, "ranks": [{"rank": r, "peak_rss_mb": 100.0} for r in range(world_size)]}
+            store.append({"kind": "run", "key": JobSpec(**spec).key, "repeat": repeat, "spec": spec,
+                          "status": status, "error": None if status == "ok" else "boom", "oversubscribed": False,
+                          "cores": 2, "wall_s": 1.0, "launcher": "spawn", "sweep_id": sweep_id,
+                          "result": result if status == "ok" else None})
+    return folder
+
+
+def plant_regression(source: Path, target: Path, factor: float) -> Path:
+    """A copy of a results folder with every step's timings multiplied by ``factor``."""
+    target.mkdir(parents=True)
+    lines = []
+    for line in (source / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        result = record.get("result") if record.get("kind") == "run" else None
+        if result:
+            cols = [result["step_columns"].index(f) for f in TIMING_FIELDS if f in result["step_columns"]]
+            for row in result["steps"]:
+                for c in cols:
+                    row[c] *= factor
+        lines.append(json.dumps(record))
+    (target / "results.jsonl").write_text("\n".join(lines) + "\n")
+    return target
+
+
+def _csv(path: Path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _assert_outputs(out: Path) -> str:
+    assert (out / "compare.csv").is_file()
+    assert (out / "ratios.png").read_bytes()[:8] == PNG_MAGIC
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert '<img src="ratios.png"' in page
+    return page
+
+
+def test_planted_regression_in_reference_results_fails_the_gate(tmp_path):
+    """Real measurements (3 launches a job) against a copy whose every step is 20 % slower."""
+    slow = plant_regression(EXAMPLE, tmp_path / "slow", 1.2)
+    out = tmp_path / "cmp"
+    proc = run_cli("compare", EXAMPLE, slow, "--fail-on", "median:5%", "--out", out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "gate failed (median:5%)" in proc.stdout
+    rows = _csv(out / "compare.csv")
+    assert len(rows) == 6
+    for row in rows:
+        assert float(row["median_ratio"]) == pytest.approx(1.2) and float(row["mean_ratio"]) == pytest.approx(1.2)
+        assert float(row["throughput_change_pct"]) == pytest.approx(100 * (1 / 1.2 - 1))
+        # never silently passed: failed beyond noise, or inconclusive where the launches scatter more
+        assert row["gate"] in ("median:5% fail", "median:5% inconclusive"), row
+    failed = [r for r in rows if r["gate"] == "median:5% fail"]
+    # the launches of mlp-m at world size 1 and 2 agree within 2 %: a 20 % slowdown is beyond doubt
+    assert {"mlp-m ws=1", "mlp-m ws=2"} <= {r["job"] for r in failed}
+    for r in failed:
+        assert re.search(rf"{re.escape(r['job'])} \[{r['key']}\]: median:5% fail, median step", proc.stdout), r
+    page = _assert_outputs(out)
+    assert "Gate failed" in page and 'class="bad"' in page
+
+
+def test_synthetic_folders_listing_environment_and_escaping(tmp_path):
+    a = _write_folder(tmp_path / "a", [(1, _launches(10.0, seed=1), "ok"), (2, _launches(20.0, seed=2), "ok"),
+                                       (4, _launches(40.0), "ok")])
+    env_b = {**ENV, "hostname": "<script>alert(1)</script>", "cores_usable": 4}
+    b = _write_folder(tmp_path / "b", [(1, _launches(10.0, seed=1), "ok"), (2, _launches(20.0), "failed"),
+                                       (8, _launches(80.0), "ok")], env=env_b)
+    proc = run_cli("compare", a, b, "--fail-on", "median:5%", "--fail-on", "mean:1ms")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "gate passed (median:5%, mean:1ms)" in proc.stdout
+    assert "not compared: mlp-xs ws=2" in proc.stdout and "status A ok, B failed" in proc.stdout
+    assert "only in A" in proc.stdout and "only in B" in proc.stdout
+    assert "environments differ in hostname: A host-a vs B <script>alert(1)</script>" in proc.stdout
+    assert "environments differ in usable cores: A 2 vs B 4" in proc.stdout
+    out = b / "compare"  # the default
+    page = _assert_outputs(out)
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "different environments" in page and "Not compared" in page
+    rows = {r["job"]: r for r in _csv(out / "compare.csv")}
+    assert rows["mlp-xs ws=1"]["verdict"] == "not significant" and rows["mlp-xs ws=2"]["status_b"] == "failed"
+    assert rows["mlp-xs ws=4"]["match"] == "only in A" and rows["mlp-xs ws=8"]["match"] == "only in B"
+
+
+def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
+    """Two through the command line as a user meets them, the rest through the command's function."""
+    from ddpbench.cli import build_parser
+
+    for args, expected in [((tmp_path / "missing", EXAMPLE), ("error: A (", "no such folder")),
+                           ((EXAMPLE, EXAMPLE, "--fail-on", "foo:5%"), ("error: command line: --fail-on: 'foo:5%'",
+                                                                        "allowed: STAT:N% or STAT:Nms"))]:
+        proc = run_cli("compare", *args, "--out", tmp_path / "out")
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert all(e in proc.stderr for e in expected), proc.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "file").write_text("")
+    quick = ROOT / "reports" / "examples" / "quick-cpu"
+    for args, expected in [((EXAMPLE, empty), ("B (", "results.jsonl: not found")),
+                           ((tmp_path / "file", EXAMPLE), ("A (", "is not a folder")),
+                           ((EXAMPLE, EXAMPLE, "--fail-on", "median"), ("--fail-on", "'median'", "no threshold")),
+                           ((quick, EXAMPLE), ("no job in common", "A (", "B ("))]:
+        parsed = build_parser().parse_args(["compare", *map(str, args), "--out", str(tmp_path / "out")])
+        with pytest.raises(InputError) as err:
+            parsed.func(parsed)
+        assert all(e in str(err.value) for e in expected) and "\n" not in str(err.value), str(err.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# end to end: two real tiny sweeps
+# ---------------------------------------------------------------------------------------------
+
+TINY_RERUN = """
+    name = "tiny-rerun"
+    timeout_s = 60
+""" + TINY_DEFAULTS + """
+    repeats = 3
+    [grid]
+    world_size = [1, 2]
+"""
+
+
+@pytest.fixture(scope="module")
+def reruns(tmp_path_factory):
+    """The same tiny experiment swept twice (2 jobs x 3 launches each, about 20 s a sweep)."""
+    tmp = tmp_path_factory.mktemp("reruns")
+    exp = write_experiment(tmp / "tiny.toml", TINY_RERUN)
+    for name in ("a", "b"):
+        proc = run_cli("sweep", exp, "--out", tmp / name, "--no-report")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return tmp / "a", tmp / "b"
+
+
+def _gate_lines(stdout: str) -> list[tuple[str, str, float, float]]:
+    """(job, outcome, interval low, high) of every gate line the command printed."""
+    found = re.findall(r"^  (.+?) \[\w+\]: median:5% (fail|inconclusive), .*?interval over launches "
+                       r"\[([-+\d.]+), ([-+\d.]+)\] %", stdout, flags=re.M)
+    return [(job, outcome, float(low), float(high)) for job, outcome, low, high in found]
+
+
+@pytest.mark.slow
+def test_identical_rerun(reruns, tmp_path):
+    """An identical rerun fails a gate only when its own interval lies past the threshold.
+
+    On a shared 2-core machine the tiny jobs' launches scatter by 10-50 % (more at world size 2),
+    and whole sweeps drift by as much, so no exit code is promised for a real rerun; what is
+    promised is that a failure is one the launches support, and that identical data passes.
+    """
+    a, b = reruns
+    proc = run_cli("compare", a, b, "--fail-on", "median:5%", "--out", tmp_path / "ab")
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "environments differ" not in proc.stdout
+    rows = _csv(tmp_path / "ab" / "compare.csv")
+    assert sorted(r["job"] for r in rows) == ["mlp-xs ws=1", "mlp-xs ws=2"]
+    assert all(r["method"] == "bootstrap over 3 vs 3 launches" for r in rows)
+    for row in rows:
+        print(f"rerun {row['job']}: median B/A {float(row['median_ratio']):.3f}, mean B/A "
+              f"{float(row['mean_ratio']):.3f} [{float(row['mean_ratio_low']):.3f}, "
+              f"{float(row['mean_ratio_high']):.3f}], {row['verdict']}, gate {row['gate'] or 'pass'}")
+    lines = _gate_lines(proc.stdout)
+    assert all(low > 5.0 for _, outcome, low, _ in lines if outcome == "fail")
+    assert all(low <= 5.0 for _, outcome, low, _ in lines if outcome == "inconclusive")
+    assert (proc.returncode == 1) == any(outcome == "fail" for _, outcome, _, _ in lines)
+
+    # the very same measurements: no difference at all
+    side = compare.load_side(a, "A")
+    table = compare.compare_tables(side.summary, side.steps, side.summary, side.steps)
+    assert (table["verdict"] == "not significant").all() and (table["median_ratio"] == 1.0).all()
+    assert compare.gate_failures(table, [MEDIAN_5]).empty
+
+
+@pytest.mark.slow
+def test_planted_regression_of_a_real_sweep(reruns, tmp_path):
+    a, _ = reruns
+    slow = plant_regression(a, tmp_path / "slow", 1.2)
+    out = tmp_path / "ac"
+    proc = run_cli("compare", a, slow, "--fail-on", "median:5%", "--out", out)
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    rows = _csv(out / "compare.csv")
+    assert len(rows) == 2 and all(float(r["median_ratio"]) == pytest.approx(1.2) for r in rows)
+    # every job is named: failed where its launches agree well enough, inconclusive where they do not
+    lines = _gate_lines(proc.stdout)
+    assert sorted(job for job, *_ in lines) == ["mlp-xs ws=1", "mlp-xs ws=2"]
+    assert (proc.returncode == 1) == any(outcome == "fail" for _, outcome, _, _ in lines)
+    assert all((outcome == "fail") == (low > 5.0) for _, outcome, low, _ in lines)
+    for job, outcome, low, high in lines:
+        print(f"planted 20 % {job}: {outcome}, excess interval [{low:+.1f}, {high:+.1f}] %")
+    _assert_outputs(out)
