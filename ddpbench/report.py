@@ -612,8 +612,8 @@ def has_memory(table) -> bool:
 def memory_overview_section(ctx: ReportContext) -> Section | None:
     from ddpbench import plots, plots_strategies
 
-    if not has_memory(ctx.summary):
-        return None
+    if not has_memory(ctx.summary) or plots_strategies.strategies_vary(ctx.summary):
+        return None  # with several strategies, "Memory per strategy" shows the same figures grouped
     path = plots.memory_by_job(ctx.summary, ctx.image("memory.png"))
     if path is None:
         return None
@@ -628,8 +628,6 @@ def memory_overview_section(ctx: ReportContext) -> Section | None:
             "DDP&rsquo;s gradient buckets and the optimizer state. Peak RSS is the high-water mark the "
             "operating system reports (VmHWM), the largest over ranks and launches; 1 MB = 10<sup>6</sup> "
             "bytes.")
-    if plots_strategies.strategies_vary(ctx.summary):
-        text += " The Memory per strategy section compares the same figures grouped by strategy."
     return Section("Memory", text + "</p>" + _skipped_note(ctx), (path,))
 
 
@@ -712,7 +710,19 @@ def noise_section(ctx: ReportContext) -> Section | None:
 # -- collective micro-benchmarks (the `collectives` command; alone or beside a DDP sweep) --------
 
 
-# Sections of their own modules register when imported; they follow the ones above.
-from ddpbench import report_strategies  # noqa: E402,F401  (isort: skip - order is the page's order)
+# Sections of their own modules register when imported; PAGE_ORDER then puts every section in
+# the page's reading order: first what to conclude, then the evidence, then how sure it is.
+# Sections not listed (plug-ins) keep their registration order at the end.
+from ddpbench import report_strategies  # noqa: E402,F401  (isort: skip)
 from ddpbench import report_collectives  # noqa: E402,F401
 from ddpbench import report_analysis  # noqa: E402,F401
+
+PAGE_ORDER = (
+    "header_section", "diagnosis_section", "summary_section",
+    "throughput_section", "efficiency_section", "serial_fraction_section", "breakdown_section", "bucket_section",
+    "strategies_section", "communication_section", "equivalence_section", "memory_section",
+    "memory_overview_section",
+    "collectives_busbw_section", "collectives_table_section", "ddp_buckets_section",
+    "projection_section", "noise_section",
+)
+SECTIONS.sort(key=lambda fn: PAGE_ORDER.index(fn.__name__) if fn.__name__ in PAGE_ORDER else len(PAGE_ORDER))
