@@ -30,8 +30,9 @@ Where the parameters come from, in order:
 
 Projected step time for weak scaling (per-rank batch fixed, so compute per rank is fixed):
 ``step(p) = compute + exposed(p)``. ``compute`` is the world-size-1 job's mean step at p = 1 and,
-at p > 1, the mean step under ``no_sync()`` at the largest measured world size: what a rank
-computes while every other rank computes too (on a shared CPU that is slower than alone). For DDP,
+at p > 1, the mean step under ``no_sync()`` at the largest measured world size -- what a rank
+computes while every other rank computes too (on a shared CPU that is slower than alone) -- but
+never less than the world-size-1 step, which also pays DDP's own per-step cost. For DDP,
 ``exposed(p) = max(0, comm(p) - hidden)``, where ``hidden`` is how much communication the
 backward pass was measured to hide (DDP's comm time minus the exposed comm) at the largest
 measured world size; master aggregation hides nothing. Everything this module returns beyond
@@ -269,7 +270,9 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
             if not (math.isnan(comm) or math.isnan(exposed)):
                 hidden = min(max(comm - max(exposed, 0.0), 0.0), float(best["backward_ms"]))
             if not math.isnan(best["nosync_step_ms"]):
-                compute_multi = float(best["nosync_step_ms"])
+                # never below the world-size-1 step: that one also pays DDP's own per-step cost
+                # (copying gradients into buckets), which no_sync() skips
+                compute_multi = max(float(best["nosync_step_ms"]), compute)
         else:
             cap = float(base["bucket_cap_mb"].iloc[0])
             whole, rest = divmod(grad_bytes, cap * 1e6)

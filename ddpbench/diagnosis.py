@@ -252,20 +252,25 @@ def _noise(summary):
 
 
 def _projection(projection: pd.DataFrame, summary: pd.DataFrame):
-    """For each workload and link: the efficiency DDP's ring and master aggregation would reach at
-    64 and 1024 ranks (model output)."""
+    """Per workload: the efficiency DDP's ring and master aggregation would keep at 64 and 1024
+    ranks on each link (model output)."""
     out = []
-    for (workload, link), part in projection.groupby(["workload", "link"], sort=False):
-        ring = part[part["strategy"] == "ddp"].set_index("world_size")
-        master = part[part["strategy"] == "master"].set_index("world_size")
-        if 64 not in ring.index or 1024 not in ring.index:
+    for workload, part in projection.groupby("workload", sort=False):
+        ring, master = [], []
+        for link, mine in part.groupby("link", sort=False):
+            r = mine[mine["strategy"] == "ddp"].set_index("world_size")
+            m = mine[mine["strategy"] == "master"].set_index("world_size")
+            if 64 in r.index and 1024 in r.index:
+                ring.append(f"{_pct(r.loc[64, 'efficiency'])} at 64 ranks and {_pct(r.loc[1024, 'efficiency'])} "
+                            f"at 1024 on '{link}'")
+            if 64 in m.index:
+                master.append(f"{_pct(m.loc[64, 'efficiency'])} on '{link}'")
+        if not ring:
             continue
-        text = (f"Projected (model output, weak scaling) for {workload} on the link '{link}': DDP's ring all-reduce "
-                f"keeps {_pct(ring.loc[64, 'efficiency'])} efficiency at 64 ranks and "
-                f"{_pct(ring.loc[1024, 'efficiency'])} at 1024")
-        if 64 in master.index:
-            text += (f"; master aggregation {_pct(master.loc[64, 'efficiency'])} at 64 ranks, its rank 0 moving "
-                     f"(p-1) times the gradients every step")
+        text = f"Projected (model output, weak scaling) for {workload}: DDP's ring all-reduce keeps " + "; ".join(ring)
+        if master:
+            text += (". Master aggregation, whose rank 0 moves (p-1) times the gradients, keeps only "
+                     + ", ".join(master) + " at 64 ranks")
         out.append(Finding("projection", "info", text + "."))
     return out
 

@@ -157,7 +157,9 @@ def projection_section(ctx: ReportContext) -> Section | None:
                   "first bucket's launch to the last one's end, so it includes time a bucket waited for backward "
                   "and, on a CPU, time the communication thread waited for a core) or, for master aggregation, "
                   "the timed exchange after backward. The predicted step is the job's measured compute (its "
-                  "<code>no_sync()</code> steps) plus the communication the model leaves exposed.</p>\n"
+                  "<code>no_sync()</code> steps) plus the communication the model leaves exposed. A link fitted "
+                  "to the micro-benchmarks is checked here on jobs it never saw; the link fitted to DDP's logs "
+                  "is checked on the jobs it was fitted to, so its error is a goodness of fit, not a test.</p>\n"
                   + _checks_table(model.checks))
     source = ("no link was measured here: the projection uses only the links given in the experiment"
               if model.measured is None else "")
