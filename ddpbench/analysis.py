@@ -301,6 +301,8 @@ def stragglers(compute: pd.DataFrame, threshold: float = STRAGGLER_THRESHOLD,
     wide = compute.pivot_table(index=["repeat", "step"], columns="rank", values="compute_ms")
     found, worst = [], -math.inf
     for rank in medians.index:
+        if rank not in wide.columns:  # no compute time recorded for it (pivot_table drops all-NaN ranks)
+            continue
         others = medians.drop(rank)
         excess = medians[rank] / float(others.median()) - 1 if float(others.median()) > 0 else math.nan
         worst = max(worst, excess)
@@ -308,7 +310,7 @@ def stragglers(compute: pd.DataFrame, threshold: float = STRAGGLER_THRESHOLD,
         slower_share = float((wide[rank] > others_per_step).mean())
         if excess > threshold and slower_share >= consistency:
             found.append(int(rank))
-    return {"straggler_ranks": found, "straggler_pct": 100 * worst}
+    return {"straggler_ranks": found, "straggler_pct": 100 * worst if math.isfinite(worst) else math.nan}
 
 
 # ---------------------------------------------------------------------------------------------

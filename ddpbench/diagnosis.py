@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ddpbench import stats
+from ddpbench.analysis import MEASUREMENT_FIELDS, SPEC_COLUMNS
 
 COMM_BOUND_SHARE = 0.25  # exposed communication above this share of the step: communication-bound
 COMPUTE_BOUND_SHARE = 0.10  # below this: compute-bound
@@ -36,6 +37,21 @@ def _config(row) -> str:
 def _configs(frame: pd.DataFrame) -> pd.Series:
     """:func:`_config` of every row (a Series even for an empty frame, for grouping)."""
     return pd.Series([_config(row) for _, row in frame.iterrows()], index=frame.index, dtype=object)
+
+
+def _hook(row) -> str:
+    """`` (fp16 hook)`` for a job with a DDP communication hook, else ""."""
+    hook = row.get("comm_hook") if hasattr(row, "get") else None
+    return f" ({hook} hook)" if isinstance(hook, str) and hook not in ("", "none") else ""
+
+
+def _strategy(row) -> str:
+    """The strategy with its communication hook: hooks change what is sent, so they are told apart."""
+    return f"{row['strategy']}{_hook(row)}"
+
+
+def _strategies(frame: pd.DataFrame) -> pd.Series:
+    return pd.Series([_strategy(row) for _, row in frame.iterrows()], index=frame.index, dtype=object)
 
 
 def _pct(x: float, digits: int = 0) -> str:
@@ -82,7 +98,7 @@ def _scaling(summary):
     ok = _ok(summary)
     multi = ok[(ok["world_size"] > 1) & ok["efficiency"].notna()]
     for config, group in multi.groupby(_configs(multi), sort=False):
-        for strategy, part in group.groupby("strategy", sort=False):
+        for strategy, part in group.groupby(_strategies(group), sort=False):
             top = _largest_fair(part).sort_values("samples_per_s", ascending=False).iloc[0]
             ci = ""
             if not math.isnan(top["efficiency_low"]):
@@ -103,7 +119,7 @@ def _bound(summary):
     for config, group in multi.groupby(_configs(multi), sort=False):
         best = _largest_fair(group).sort_values("step_ms_mean").iloc[0]
         share, exposed, step = best["exposed_comm_share"], best["exposed_comm_ms"], best["step_ms_mean"]
-        where = f"DDP with {config} at world size {int(best['world_size'])}"
+        where = f"DDP{_hook(best)} with {config} at world size {int(best['world_size'])}"
         figures = f"{_pct(max(share, 0))} of each step ({exposed:.1f} ms of {step:.1f} ms) is communication"
         if share >= COMM_BOUND_SHARE:
             out.append(Finding("bound", "warn", f"{where} is communication-bound: {figures} the backward pass did "
@@ -124,7 +140,11 @@ def _buckets(summary):
     out = []
     ok = _ok(summary)
     ddp = ok[(ok["strategy"] == "ddp") & (ok["world_size"] > 1)]
+    # only the bucket size may differ: a job with other threads, grad_accum, static_graph, ... is no
+    # evidence about buckets
     keys = ["model", "model_size", "per_rank_batch", "world_size", "backend", "comm_hook"]
+    keys += [c for c in SPEC_COLUMNS if c in ddp.columns and c not in keys
+             and c not in ("bucket_cap_mb", *MEASUREMENT_FIELDS)]
     for _, group in ddp.groupby(keys, sort=False, dropna=False):
         if group["bucket_cap_mb"].nunique() < 2:
             continue
@@ -194,7 +214,7 @@ def _stragglers(summary):
                if str(row["strategy"]).startswith("master") and list(ranks) == [0] else
                " The other ranks wait for it at every synchronisation: look for a busier core, a slower device "
                "or uneven data.")
-        out.append(Finding("straggler", "warn", f"Rank {who} of {row['strategy']} with {_config(row)} at world "
+        out.append(Finding("straggler", "warn", f"Rank {who} of {_strategy(row)} with {_config(row)} at world "
                            f"size {int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower than the "
                            f"other ranks in most steps.{why}"))
     return out
@@ -205,7 +225,7 @@ def _trend(summary):
     out = []
     ok = _ok(summary)
     multi = ok[(ok["world_size"] > 1) & ok["serial_fraction"].notna()]
-    for (config, strategy), group in multi.groupby([_configs(multi), "strategy"], sort=False):
+    for (config, strategy), group in multi.groupby([_configs(multi), _strategies(multi)], sort=False):
         per_ws = group.groupby("world_size")["serial_fraction"].min().sort_index()
         if len(per_ws) < 2:
             continue
@@ -221,6 +241,10 @@ def _trend(summary):
         else:
             text = (f"The serial fraction of {strategy} with {config} stays near {last:.2f} over {sizes}: "
                     "work that does not parallelise, not growing overhead.")
+        if max(first, last) >= 1:
+            # e >= 1 is S <= 1: no serial-work reading of it holds, the extra ranks bought nothing
+            text += (f" An e of 1 or more (here {max(first, last):.2f}) means no speedup over one rank at all: the "
+                     "ranks cost more than they add.")
         if group["oversubscribed"].astype(bool).any():
             text += " (Oversubscribed world sizes are included: there it also measures contention for cores.)"
         out.append(Finding("trend", "info", text))
@@ -269,7 +293,7 @@ def _projection(projection: pd.DataFrame, summary: pd.DataFrame):
             continue
         text = f"Projected (model output, weak scaling) for {workload}: DDP's ring all-reduce keeps " + "; ".join(ring)
         if master:
-            text += (". Master aggregation, whose rank 0 moves (p-1) times the gradients, keeps only "
+            text += (". Master aggregation, whose rank 0 receives and sends (p-1) times the gradients, keeps only "
                      + ", ".join(master) + " at 64 ranks")
         out.append(Finding("projection", "info", text + "."))
     return out
@@ -280,7 +304,7 @@ def _model_error(checks: pd.DataFrame):
     comm = checks["comm_error_pct"].dropna()
     if step.empty:
         return []
+    comm_text = f" and its communication time by {np.median(np.abs(comm)):.0f} %" if len(comm) else ""
     return [Finding("projection", "info", f"Checked against the {len(step)} measured multi-rank job(s), the cost "
-                    f"model's step time is off by {np.median(np.abs(step)):.0f} % (median absolute error) and its "
-                    f"communication time by {np.median(np.abs(comm)):.0f} %: read the projections with that "
-                    "margin.")]
+                    f"model's step time is off by {np.median(np.abs(step)):.0f} % (median absolute error)"
+                    f"{comm_text}: read the projections with that margin.")]

@@ -19,6 +19,7 @@ The resampling generator is seeded, so the same results folder always gives the 
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from typing import Callable, Sequence
@@ -56,11 +57,14 @@ def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np
     if all(np.all(a == a[0]) for a in arrays):  # nothing to resample: the interval is the point
         value = float(statistic(*(a[None, :] for a in arrays), axis=-1)[0])
         return value, value
+    # scipy >= 1.15 names the generator ``rng``; the versions before it (pyproject allows >= 1.11)
+    # only know ``random_state``; given the same Generator both draw the same resamples
+    seed_arg = "rng" if "rng" in inspect.signature(bootstrap).parameters else "random_state"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # DegenerateDataWarning for a constant sample among others
         result = bootstrap(arrays, statistic, n_resamples=RESAMPLES, confidence_level=confidence,
                            method="percentile", vectorized=True, paired=False,
-                           rng=np.random.default_rng(SEED))
+                           **{seed_arg: np.random.default_rng(SEED)})
     tail = expanded_tail(min(a.size for a in arrays), confidence)
     distribution = result.bootstrap_distribution
     return float(np.quantile(distribution, tail)), float(np.quantile(distribution, 1 - tail))

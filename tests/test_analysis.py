@@ -201,3 +201,15 @@ def test_straggler_is_the_consistently_slower_rank():
     # slower on average but only in half the steps: an outlier, not a straggler
     table = _summary(_repeats(2, [12.0, 12.0], nosync_by_rank=[[10.0], [16.0, 9.0]])).set_index("world_size")
     assert table.loc[2, "straggler_ranks"] == []
+
+
+def test_stragglers_without_usable_compute_times():
+    from ddpbench.analysis import stragglers
+
+    frame = {"rank": [0, 1, 0, 1], "repeat": [0] * 4, "step": [0, 0, 1, 1]}
+    # all compute times zero (no data/forward timing): no excess to quote, not -inf
+    result = stragglers(pd.DataFrame({**frame, "compute_ms": [0.0] * 4}))
+    assert result["straggler_ranks"] == [] and math.isnan(result["straggler_pct"])
+    # a rank with no compute time at all: skipped, not a KeyError
+    result = stragglers(pd.DataFrame({**frame, "compute_ms": [10.0, math.nan, 10.0, math.nan]}))
+    assert result["straggler_ranks"] == [] and math.isnan(result["straggler_pct"])

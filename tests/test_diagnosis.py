@@ -83,3 +83,55 @@ def test_master_against_ddp_and_model_error():
 
 def test_nothing_to_say_about_nothing():
     assert diagnose(pd.DataFrame()) == []
+
+
+def test_comm_hooks_are_told_apart():
+    # plain DDP's e rises 0.50 -> 0.90; the powersgd hook's is lower at both world sizes. Taking
+    # the lowest e per world size over both would call "ddp" 0.10 -> 0.20, neither job's trend.
+    rows = [_row(key="a", world_size=2, serial_fraction=0.50, efficiency=0.67),
+            _row(key="b", world_size=4, serial_fraction=0.90, efficiency=0.27),
+            _row(key="c", world_size=2, serial_fraction=0.10, efficiency=0.91, comm_hook="powersgd",
+                 samples_per_s=600.0),
+            _row(key="d", world_size=4, serial_fraction=0.20, efficiency=0.71, comm_hook="powersgd")]
+    trend = sorted(f.text for f in _kinds(rows, "trend"))
+    assert len(trend) == 2
+    assert "ddp (powersgd hook) with mlp-m (batch 32/rank) rises from 0.10 to 0.20" in trend[0]
+    assert "ddp with mlp-m (batch 32/rank) rises from 0.50 to 0.90" in trend[1]
+    scaling = [f.text for f in _kinds(rows, "scaling")]
+    assert len(scaling) == 2 and any(t.startswith("ddp (powersgd hook) with") for t in scaling)
+    (bound,) = _kinds([_row(comm_hook="fp16")], "bound")
+    assert bound.text.startswith("DDP (fp16 hook) with mlp-m")
+
+
+def test_model_error_without_measured_communication():
+    checks = pd.DataFrame({"step_error_pct": [-10.0, 20.0], "comm_error_pct": [math.nan, math.nan]})
+    (f,) = [f for f in diagnose(pd.DataFrame([_row()]), checks=checks) if "off by" in f.text]
+    assert "off by 15 %" in f.text and "nan" not in f.text and "communication time" not in f.text
+
+
+def test_serial_fraction_above_one_is_called_no_speedup():
+    rows = [_row(key="a", world_size=2, serial_fraction=1.90), _row(key="b", world_size=4, serial_fraction=1.70)]
+    (f,) = _kinds(rows, "trend")
+    assert "falls from 1.90 to 1.70" in f.text and "no speedup over one rank" in f.text
+    rows = [_row(key="a", world_size=2, serial_fraction=0.10), _row(key="b", world_size=4, serial_fraction=0.30)]
+    (f,) = _kinds(rows, "trend")
+    assert "no speedup" not in f.text
+
+
+def test_projection_finding_quotes_ring_and_master():
+    projection = pd.DataFrame([{"workload": "w", "link": "L", "strategy": s, "world_size": p, "efficiency": e}
+                               for s, p, e in (("ddp", 64, 0.5), ("ddp", 1024, 0.25), ("master", 64, 0.01))])
+    (f,) = [f for f in diagnose(pd.DataFrame([_row()]), projection) if f.kind == "projection"]
+    assert "50 % at 64 ranks and 25 % at 1024 on 'L'" in f.text
+    assert "receives and sends (p-1) times the gradients, keeps only 1 % on 'L' at 64 ranks" in f.text
+
+
+def test_best_bucket_compares_only_jobs_that_differ_in_the_bucket():
+    # the 5 MB job also ran with 2 threads per rank: its 10 % says nothing about buckets
+    rows = [_row(key="a", bucket_cap_mb=25.0, threads_per_rank=1, step_ms_mean=100.0),
+            _row(key="b", bucket_cap_mb=5.0, threads_per_rank=2, step_ms_mean=90.0,
+                 launch_step_ms=[90.0, 91.0, 89.0])]
+    assert _kinds(rows, "bucket") == []
+    rows[1]["threads_per_rank"] = 1
+    (f,) = _kinds(rows, "bucket")
+    assert "5 MB, 10.0 % faster per step than the default 25 MB" in f.text

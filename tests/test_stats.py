@@ -45,3 +45,20 @@ def test_interval_brackets_the_estimate_and_is_reproducible():
     assert (low, high) == stats.throughput_ci([100.0, 104.0, 96.0, 101.0, 99.0], 64)
     assert stats.throughput_ci([100.0, 100.0], 64) == (640.0, 640.0)
     assert all(math.isnan(x) for x in stats.throughput_ci([100.0], 64))
+
+
+def test_works_with_scipy_before_the_rng_argument(monkeypatch):
+    # scipy < 1.15 (pyproject allows >= 1.11) has no ``rng=``, only ``random_state=``
+    import scipy.stats
+
+    real = scipy.stats.bootstrap
+    expected = stats.ratio_ci([10.0, 11.0, 12.0, 10.5], [9.0, 9.5, 10.0])
+
+    def old_bootstrap(data, statistic, *, n_resamples=9999, batch=None, vectorized=None, paired=False, axis=0,
+                      confidence_level=0.95, alternative="two-sided", method="BCa", bootstrap_result=None,
+                      random_state=None):
+        return real(data, statistic, n_resamples=n_resamples, vectorized=vectorized, paired=paired, axis=axis,
+                    confidence_level=confidence_level, method=method, random_state=random_state)
+
+    monkeypatch.setattr(scipy.stats, "bootstrap", old_bootstrap)
+    assert stats.ratio_ci([10.0, 11.0, 12.0, 10.5], [9.0, 9.5, 10.0]) == expected
