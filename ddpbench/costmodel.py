@@ -52,6 +52,8 @@ from ddpbench.errors import InputError
 #: world sizes a projection covers (the measured ones are added)
 PROJECTED_WORLD_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024)
 LINK_KEYS = ("name", "gbit_per_s", "latency_us")
+#: alpha and beta are fitted apart only when messages per byte vary at least this much over the points
+MIN_SPREAD = 1.5
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,10 @@ def _fit(a: np.ndarray, b: np.ndarray, t: np.ndarray):
     a, b, t = a[keep], b[keep], t[keep]
     if len(t) == 0:
         return None
-    if len(t) == 1 or np.ptp(a / np.maximum(b, 1e-30)) == 0:
-        # one configuration: latency and bandwidth cannot be told apart; charge it all per byte
+    ratio = a / np.maximum(b, 1e-30)
+    if len(t) == 1 or ratio.max() < MIN_SPREAD * ratio.min():
+        # messages per byte barely vary: latency and bandwidth cannot be told apart (a fit would
+        # pick an arbitrary split); charge it all per byte
         beta = float(np.median(t / b)) if np.all(b > 0) else 0.0
         return 0.0, beta, t, beta * b
     x0 = np.array([max(float(np.min(t / np.maximum(a, 1))), 1e-3), max(float(np.median(t / np.maximum(b, 1))), 1e-12)])
@@ -139,10 +143,13 @@ def fit_collectives(collectives: pd.DataFrame, backend: str | None = None) -> Li
 
 
 def fit_ddp_logs(summary: pd.DataFrame) -> Link | None:
-    """alpha and beta from DDP's logged communication per step (an upper bound: it includes waits)."""
+    """alpha and beta from DDP's logged communication per step (an upper bound: it includes waits),
+    from the jobs whose ranks each had their cores when there are any."""
     jobs = ddp_jobs(summary)
     jobs = jobs[(jobs["world_size"] > 1) & jobs["ddp_comm_ms"].notna() & jobs["buckets"].notna()
                 & jobs["allreduce_bytes_per_step"].notna()]
+    fair = jobs[~jobs["oversubscribed"].astype(bool)]
+    jobs = fair if len(fair) else jobs  # oversubscribed ranks time contention for cores, not the link
     if jobs.empty:
         return None
     p = jobs["world_size"].to_numpy(dtype=float)

@@ -120,3 +120,16 @@ def test_links_in_the_experiment():
         with pytest.raises(InputError) as err:
             parse_experiment({**data, "links": links}, "x.toml", machine=Machine(cores=2, cuda_devices=0))
         assert err.value.key == key and "x.toml" in str(err.value)
+
+
+def test_ddp_log_fit_without_spread_charges_per_byte_and_skips_oversubscribed():
+    # one bucket everywhere and nearly the same bytes: alpha and beta are not identifiable
+    rows = [_summary_row(key="a", world_size=2, buckets=1.0, allreduce_bytes_per_step=26e6, ddp_comm_ms=20.0),
+            _summary_row(key="b", world_size=2, buckets=1.0, allreduce_bytes_per_step=26.5e6, ddp_comm_ms=21.0),
+            _summary_row(key="c", world_size=4, buckets=1.0, allreduce_bytes_per_step=26e6, ddp_comm_ms=90.0,
+                         oversubscribed=True)]
+    link = cm.fit_ddp_logs(pd.DataFrame(rows))
+    assert link.points == 2  # the oversubscribed job is left out
+    assert link.alpha_us == 0.0
+    # all per byte: 2 (p-1)/p n beta = t at p = 2, i.e. beta = t / n (median over the two jobs)
+    assert link.beta_us_per_byte == pytest.approx(np.median([20e3 / 26e6, 21e3 / 26.5e6]))
