@@ -87,10 +87,16 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
         return pd.DataFrame()
     present = set(steps["key"]) if len(steps) else set()
 
-    measured = bounded_steps(steps) if len(steps) else pd.DataFrame(columns=["key", "step_ms"])
-    launches = stats.launch_means(steps) if len(steps) else pd.DataFrame(columns=["key", "repeat", "step_ms"])
-    nosync = bounded_steps(steps, "nosync") if len(steps) else pd.DataFrame(columns=["key", "step_ms"])
-    per_rank = steps[steps["phase"] == "measure"] if len(steps) else steps
+    # split every table by job once, not once per job
+    def by_key(frame: pd.DataFrame) -> dict:
+        return dict(tuple(frame.groupby("key", sort=False))) if len(frame) else {}
+
+    empty = pd.DataFrame(columns=["key", "step_ms"])
+    job_steps = by_key(steps)
+    measured = by_key(bounded_steps(steps)) if len(steps) else {}
+    launches = by_key(stats.launch_means(steps)) if len(steps) else {}
+    nosync = by_key(bounded_steps(steps, "nosync")) if len(steps) else {}
+    job_ranks_of = by_key(ranks)
 
     rows = []
     for key, job_runs in runs.groupby("key", sort=False):
@@ -101,7 +107,8 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
         row.update(_status(job_runs))
         if row["status"] == "ok" and key not in present:
             continue  # filtered out of ``steps`` by the caller
-        times = measured.loc[measured["key"] == key, "step_ms"].to_numpy(dtype=float)
+        mine = job_steps.get(key, steps.iloc[0:0])
+        times = measured.get(key, empty)["step_ms"].to_numpy(dtype=float)
         step_med = median(times)
         step_mean = mean(times)
         row["repeats_ok"] = int((job_runs["status"] == "ok").sum())
@@ -109,20 +116,19 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
         row["step_ms_iqr"] = iqr(times)
         row["step_ms_mean"] = step_mean
         row["samples_per_s"] = first["global_batch"] / (step_mean / 1e3) if times.size else math.nan
-        per_launch = launches.loc[launches["key"] == key, "step_ms"].to_numpy(dtype=float)
+        per_launch = launches.get(key, empty)["step_ms"].to_numpy(dtype=float)
         row["launch_step_ms"] = [float(t) for t in per_launch]
         row["samples_per_s_low"], row["samples_per_s_high"] = stats.throughput_ci(per_launch, first["global_batch"])
-        mine = per_rank[per_rank["key"] == key] if len(per_rank) else per_rank
+        measure_rows = mine[mine["phase"] == "measure"] if len(mine) else mine
         for col in PHASE_COLUMNS:
-            row[col] = mean(mine[col]) if len(mine) else math.nan
-        nosync_mean = mean(nosync.loc[nosync["key"] == key, "step_ms"]) if len(nosync) else math.nan
+            row[col] = mean(measure_rows[col]) if len(measure_rows) else math.nan
+        nosync_mean = mean(nosync.get(key, empty)["step_ms"])
         row["nosync_step_ms"] = nosync_mean
         row["exposed_comm_ms"] = step_mean - nosync_mean
         row["exposed_comm_share"] = row["exposed_comm_ms"] / step_mean if step_mean else math.nan
-        job_ranks = ranks[ranks["key"] == key] if len(ranks) else ranks
-        row.update(_rank_figures(job_ranks))
+        row.update(_rank_figures(job_ranks_of.get(key, ranks.iloc[0:0])))
         row.update(_check_figures(job_runs))
-        row.update(stragglers(per_rank_compute(steps, key)))
+        row.update(stragglers(per_rank_compute(mine)))
         row["oversubscribed"] = bool(job_runs["oversubscribed"].fillna(False).any())
         row["noisy"] = bool(times.size and row["step_ms_iqr"] / step_med > NOISE_THRESHOLD)
         row["wall_s"] = float(job_runs["wall_s"].fillna(0).sum())
@@ -236,8 +242,8 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
         table.at[index, "efficiency"] = speedup / p
         table.at[index, "serial_fraction"] = karp_flatt(speedup, p)
         # speedup = (G / mean(job steps)) / (g / mean(base steps)) = (G / g) * mean(base) / mean(job)
-        base_launches = [t for b in bases for t in _launches(b)]
-        low, high = stats.ratio_ci(base_launches, _launches(r))
+        base_launches = [t for b in bases for t in launch_times(b)]
+        low, high = stats.ratio_ci(base_launches, launch_times(r))
         scale = r["global_batch"] / bases[0]["global_batch"]
         if not math.isnan(low):
             table.at[index, "speedup_low"], table.at[index, "speedup_high"] = scale * low, scale * high
@@ -248,9 +254,18 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _launches(row) -> list[float]:
-    value = row.get("launch_step_ms") if hasattr(row, "get") else None
-    return list(value) if isinstance(value, (list, tuple, np.ndarray)) else []
+def launch_times(row) -> list[float]:
+    """A summary row's per-launch mean step times (``launch_step_ms``), NaNs dropped; [] without."""
+    value = row.get("launch_step_ms") if row is not None and hasattr(row, "get") else None
+    values = value if isinstance(value, (list, tuple, np.ndarray)) else []
+    return [float(v) for v in values if v == v]
+
+
+def fair_jobs(frame: pd.DataFrame) -> pd.DataFrame:
+    """The jobs whose ranks each had their cores, or all of them when none did: oversubscribed
+    jobs time contention for cores, so analyses that can do without them leave them out."""
+    fair = frame[~frame["oversubscribed"].astype(bool)]
+    return fair if len(fair) else frame
 
 
 def karp_flatt(speedup: float, world_size: int) -> float:
@@ -265,16 +280,15 @@ def karp_flatt(speedup: float, world_size: int) -> float:
     return (1 / speedup - 1 / world_size) / (1 - 1 / world_size)
 
 
-def per_rank_compute(steps: pd.DataFrame, key: str) -> pd.DataFrame:
-    """One row per (rank, repeat, step) of a job: the rank's own compute time, without waiting.
+def per_rank_compute(mine: pd.DataFrame) -> pd.DataFrame:
+    """One row per (rank, repeat, step) of one job's steps: the rank's own compute time, without waiting.
 
     Steps under ``no_sync()`` (the ``nosync`` phase) have no gradient communication, so their
     step time is the rank's compute alone; jobs without that phase fall back to data + forward
     time of the measured steps (before any rank waits for another).
     """
-    if steps.empty:
+    if mine.empty:
         return pd.DataFrame(columns=["rank", "repeat", "step", "compute_ms"])
-    mine = steps[steps["key"] == key]
     nosync = mine[mine["phase"] == "nosync"]
     if len(nosync):
         out = nosync[["rank", "repeat", "step"]].assign(compute_ms=nosync["step_ms"].to_numpy())

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from ddpbench import stats
+from ddpbench.analysis import launch_times
 from ddpbench.errors import InputError
 
 ALPHA = 0.05
@@ -154,12 +155,6 @@ def load_side(folder: str | Path, label: str) -> Side:
 # the per-job comparison
 # ---------------------------------------------------------------------------------------------
 
-def _launches(row) -> list[float]:
-    value = row.get("launch_step_ms") if row is not None else None
-    values = list(value) if isinstance(value, (list, tuple, np.ndarray)) else []
-    return [float(v) for v in values if v == v]
-
-
 def launch_steps(steps: pd.DataFrame, key: str) -> list[list[float]]:
     """One list per launch (repeat) of a job: its bounded (slowest-rank) measured step times, ms."""
     from ddpbench.analysis import bounded_steps
@@ -248,7 +243,7 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
             for stat in ("median", "mean"):
                 row[f"{stat}_ms_{side}"] = float(r[f"step_ms_{stat}"]) if r is not None and r["status"] == "ok" \
                     else math.nan
-            row[f"launches_{side}"] = len(_launches(r)) if r is not None and r["status"] == "ok" else 0
+            row[f"launches_{side}"] = len(launch_times(r)) if r is not None and r["status"] == "ok" else 0
             row[f"noisy_{side}"] = bool(r["noisy"]) if r is not None and "noisy" in r else False
         row["compared"] = row["match"] == "both" and row["status_a"] == "ok" and row["status_b"] == "ok"
         row.update(median_ratio=math.nan, mean_ratio=math.nan, mean_ratio_low=math.nan, mean_ratio_high=math.nan,
@@ -277,7 +272,7 @@ def _note(row: dict) -> str:
 
 
 def _compare_job(key: str, ra, rb, steps_a, steps_b) -> dict:
-    la, lb = _launches(ra), _launches(rb)
+    la, lb = launch_times(ra), launch_times(rb)
     med_a, med_b = float(ra["step_ms_median"]), float(rb["step_ms_median"])
     mean_a, mean_b = float(ra["step_ms_mean"]), float(rb["step_ms_mean"])
     sa, sb = launch_steps(steps_a, key), launch_steps(steps_b, key)

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ddpbench.analysis import fair_jobs
 from ddpbench.errors import InputError
 
 #: world sizes a projection covers (the measured ones are added)
@@ -148,8 +149,7 @@ def fit_ddp_logs(summary: pd.DataFrame) -> Link | None:
     jobs = ddp_jobs(summary)
     jobs = jobs[(jobs["world_size"] > 1) & jobs["ddp_comm_ms"].notna() & jobs["buckets"].notna()
                 & jobs["allreduce_bytes_per_step"].notna()]
-    fair = jobs[~jobs["oversubscribed"].astype(bool)]
-    jobs = fair if len(fair) else jobs  # oversubscribed ranks time contention for cores, not the link
+    jobs = fair_jobs(jobs)  # oversubscribed ranks time contention for cores, not the link
     if jobs.empty:
         return None
     p = jobs["world_size"].to_numpy(dtype=float)
@@ -197,14 +197,9 @@ def parse_links(value, source: str) -> tuple[dict, ...]:
     return tuple(links)
 
 
-def measured_link(collectives: pd.DataFrame, summary: pd.DataFrame) -> Link | None:
-    """The link fitted from this folder: the micro-benchmarks when present, else DDP's logs."""
-    return fit_collectives(collectives) or fit_ddp_logs(summary)
-
-
 def measured_links(collectives: pd.DataFrame, summary: pd.DataFrame) -> list[Link]:
-    """Every link this folder supports, the primary (:func:`measured_link`) first: the isolated
-    micro-benchmarks, then DDP's in-training timings (which include contention and waiting)."""
+    """Every link this folder supports, the primary one first: the isolated micro-benchmarks,
+    then DDP's in-training timings (which include contention and waiting)."""
     return [link for link in (fit_collectives(collectives), fit_ddp_logs(summary)) if link is not None]
 
 
@@ -267,8 +262,7 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
         hidden, measured_ws, compute_multi = 0.0, 1, compute
         if len(multi):
             # the largest world size whose ranks each had their cores (else the largest one)
-            fair = multi[~multi["oversubscribed"].astype(bool)]
-            measured_ws = int((fair if len(fair) else multi)["world_size"].max())
+            measured_ws = int(fair_jobs(multi)["world_size"].max())
             top = multi[multi["world_size"] == measured_ws].sort_values("step_ms_mean")
             best = top.iloc[0]
             buckets = _bucket_sizes(ranks, best["key"]) or [grad_bytes]

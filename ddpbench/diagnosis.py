@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ddpbench import stats
-from ddpbench.analysis import MEASUREMENT_FIELDS, SPEC_COLUMNS
+from ddpbench.analysis import MEASUREMENT_FIELDS, SPEC_COLUMNS, fair_jobs, launch_times
 
 COMM_BOUND_SHARE = 0.25  # exposed communication above this share of the step: communication-bound
 COMPUTE_BOUND_SHARE = 0.10  # below this: compute-bound
@@ -34,9 +34,9 @@ def _config(row) -> str:
     return f"{row['model']}-{row['model_size']} (batch {int(row['per_rank_batch'])}/rank)"
 
 
-def _configs(frame: pd.DataFrame) -> pd.Series:
-    """:func:`_config` of every row (a Series even for an empty frame, for grouping)."""
-    return pd.Series([_config(row) for _, row in frame.iterrows()], index=frame.index, dtype=object)
+def _per_row(name, frame: pd.DataFrame) -> pd.Series:
+    """``name(row)`` of every row, as a Series to group by (a Series even for an empty frame)."""
+    return pd.Series([name(row) for _, row in frame.iterrows()], index=frame.index, dtype=object)
 
 
 def _hook(row) -> str:
@@ -49,9 +49,6 @@ def _strategy(row) -> str:
     """The strategy with its communication hook: hooks change what is sent, so they are told apart."""
     return f"{row['strategy']}{_hook(row)}"
 
-
-def _strategies(frame: pd.DataFrame) -> pd.Series:
-    return pd.Series([_strategy(row) for _, row in frame.iterrows()], index=frame.index, dtype=object)
 
 
 def _pct(x: float, digits: int = 0) -> str:
@@ -88,8 +85,8 @@ def _failures(summary):
 
 
 def _largest_fair(group: pd.DataFrame) -> pd.DataFrame:
-    fair = group[~group["oversubscribed"].astype(bool)]
-    pick = fair if len(fair) else group
+    """The jobs at the largest world size that fits the cores (or the largest, if none does)."""
+    pick = fair_jobs(group)
     return pick[pick["world_size"] == pick["world_size"].max()]
 
 
@@ -97,8 +94,8 @@ def _scaling(summary):
     out = []
     ok = _ok(summary)
     multi = ok[(ok["world_size"] > 1) & ok["efficiency"].notna()]
-    for config, group in multi.groupby(_configs(multi), sort=False):
-        for strategy, part in group.groupby(_strategies(group), sort=False):
+    for config, group in multi.groupby(_per_row(_config, multi), sort=False):
+        for strategy, part in group.groupby(_per_row(_strategy, group), sort=False):
             top = _largest_fair(part).sort_values("samples_per_s", ascending=False).iloc[0]
             ci = ""
             if not math.isnan(top["efficiency_low"]):
@@ -116,7 +113,7 @@ def _bound(summary):
     out = []
     ok = _ok(summary)
     multi = ok[(ok["world_size"] > 1) & ok["exposed_comm_share"].notna() & (ok["strategy"] == "ddp")]
-    for config, group in multi.groupby(_configs(multi), sort=False):
+    for config, group in multi.groupby(_per_row(_config, multi), sort=False):
         best = _largest_fair(group).sort_values("step_ms_mean").iloc[0]
         share, exposed, step = best["exposed_comm_share"], best["exposed_comm_ms"], best["step_ms_mean"]
         where = f"DDP{_hook(best)} with {config} at world size {int(best['world_size'])}"
@@ -142,9 +139,7 @@ def _buckets(summary):
     ddp = ok[(ok["strategy"] == "ddp") & (ok["world_size"] > 1)]
     # only the bucket size may differ: a job with other threads, grad_accum, static_graph, ... is no
     # evidence about buckets
-    keys = ["model", "model_size", "per_rank_batch", "world_size", "backend", "comm_hook"]
-    keys += [c for c in SPEC_COLUMNS if c in ddp.columns and c not in keys
-             and c not in ("bucket_cap_mb", *MEASUREMENT_FIELDS)]
+    keys = [c for c in SPEC_COLUMNS if c in ddp.columns and c not in ("bucket_cap_mb", *MEASUREMENT_FIELDS)]
     for _, group in ddp.groupby(keys, sort=False, dropna=False):
         if group["bucket_cap_mb"].nunique() < 2:
             continue
@@ -156,21 +151,18 @@ def _buckets(summary):
             continue
         name = "the default 25 MB" if other["bucket_cap_mb"] == DEFAULT_BUCKET_MB else f"{other['bucket_cap_mb']:g} MB"
         gain = 1 - best["step_ms_mean"] / other["step_ms_mean"]
-        low, high = stats.ratio_ci(best["launch_step_ms"], other["launch_step_ms"])
+        low, high = stats.ratio_ci(launch_times(best), launch_times(other))
         sig = stats.significant(low, high)
         where = f"{_config(best)} at world size {int(best['world_size'])}"
         if sig is None:
             tail = ("; each job ran in one launch, so there is no interval: with repeats >= 3 the report can "
                     "say whether the difference is real")
-            severity = "info"
         elif sig:
             tail = f" (95 % CI of the gain {_pct(1 - high, 1)} to {_pct(1 - low, 1)}: significant)"
-            severity = "info"
         else:
             tail = (f", but that is not significant: the 95 % interval of the gain, {_pct(1 - high, 1)} to "
                     f"{_pct(1 - low, 1)}, includes 0; any of these bucket sizes will do")
-            severity = "info"
-        out.append(Finding("bucket", severity, f"Best gradient bucket size for DDP with {where}: "
+        out.append(Finding("bucket", "info", f"Best gradient bucket size for DDP with {where}: "
                            f"{best['bucket_cap_mb']:g} MB, {_pct(gain, 1)} faster per step than {name}{tail}."))
     return out
 
@@ -180,8 +172,11 @@ def _master(summary):
     ok = _ok(summary)
     masters = ok[ok["strategy"].astype(str).str.startswith("master") & (ok["world_size"] > 1)]
     for _, m in masters.iterrows():
-        ddp = ok[(ok["strategy"] == "ddp") & (ok["world_size"] == m["world_size"]) & (ok["model"] == m["model"])
-                 & (ok["model_size"] == m["model_size"]) & (ok["per_rank_batch"] == m["per_rank_batch"])]
+        # plain DDP (no hook) on the same backend, model, batch and world size
+        ddp = ok[(ok["strategy"] == "ddp") & (ok["comm_hook"].fillna("none") == "none")
+                 & (ok["backend"] == m["backend"]) & (ok["world_size"] == m["world_size"])
+                 & (ok["model"] == m["model"]) & (ok["model_size"] == m["model_size"])
+                 & (ok["per_rank_batch"] == m["per_rank_batch"])]
         traffic = ""
         if not math.isnan(m.get("recv_mb_per_step_max", math.nan)) and not math.isnan(m.get("sent_mb_per_step_median", math.nan)):
             root = m["recv_mb_per_step_max"] + m["sent_mb_per_step_max"]
@@ -225,7 +220,7 @@ def _trend(summary):
     out = []
     ok = _ok(summary)
     multi = ok[(ok["world_size"] > 1) & ok["serial_fraction"].notna()]
-    for (config, strategy), group in multi.groupby([_configs(multi), _strategies(multi)], sort=False):
+    for (config, strategy), group in multi.groupby([_per_row(_config, multi), _per_row(_strategy, multi)], sort=False):
         per_ws = group.groupby("world_size")["serial_fraction"].min().sort_index()
         if len(per_ws) < 2:
             continue
@@ -268,7 +263,7 @@ def _noise(summary):
     if len(noisy):
         out.append(Finding("noise", "warn", f"{len(noisy)} job(s) are noisy (step time IQR above 10 % of the median): "
                            "compare them with care, and give them more repeats or steps."))
-    single = ok[ok["launch_step_ms"].apply(lambda v: len(v) if isinstance(v, (list, tuple, np.ndarray)) else 0) < 2]
+    single = ok[[len(launch_times(row)) < 2 for _, row in ok.iterrows()]]
     if len(single):
         out.append(Finding("noise", "info", f"{len(single)} job(s) ran in a single launch, so they have no "
                            "confidence interval and no significance test: set repeats = 3 or more."))

@@ -40,7 +40,7 @@ def projection_plot(projection, measured, path: Path) -> Path | None:
                     ax.plot(line["world_size"], line[column] * scale, linestyle=style,
                             color=COLORS[index % len(COLORS)], linewidth=1.6)
             if len(mine):
-                for strategy, (_, _) in STRATEGY_STYLES.items():
+                for strategy in STRATEGY_STYLES:
                     points = mine[mine["strategy"] == strategy]
                     ax.scatter(points["world_size"], points[f"measured_{column}"] * scale, color="black", zorder=5,
                                marker="o" if strategy == "ddp" else "s", s=28)

@@ -49,6 +49,8 @@ class ReportContext:
     #: one row per (launch, op, placement, size) of the collective micro-benchmarks
     #: (results.load_collectives); an empty DataFrame when the folder holds none
     collectives: Any = None
+    #: what several sections derive from the same data (e.g. the cost model), computed once per report
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         if self.collectives is None:

@@ -23,25 +23,18 @@ class Model:
     checks: pd.DataFrame  # predicted vs measured at the measured world sizes, per fitted link
 
 
-_MODELS: dict[int, Model] = {}
-
-
 def model_for(ctx: ReportContext) -> Model:
-    """The model for this report, computed on first use (sections share it)."""
-    cached = _MODELS.get(id(ctx))
-    if cached is not None and cached[0] is ctx:
-        return cached[1]
-    fitted = costmodel.measured_links(ctx.collectives, ctx.summary) if not ctx.summary.empty else []
-    links = tuple(fitted + costmodel.given_links(ctx.sweeps))
-    projection = costmodel.projection(ctx.summary, ctx.ranks, list(links)) if links and not ctx.summary.empty \
-        else pd.DataFrame()
-    checks = [costmodel.predicted_vs_measured(ctx.summary, ctx.ranks, link) for link in fitted]
-    checks = pd.concat([c for c in checks if not c.empty], ignore_index=True) if any(len(c) for c in checks) \
-        else pd.DataFrame()
-    model = Model(fitted[0] if fitted else None, links, projection, checks)
-    _MODELS.clear()  # one report at a time
-    _MODELS[id(ctx)] = (ctx, model)
-    return model
+    """The model for this report, computed on first use (sections share it through ``ctx.derived``)."""
+    if "model" not in ctx.derived:
+        fitted = costmodel.measured_links(ctx.collectives, ctx.summary) if not ctx.summary.empty else []
+        links = tuple(fitted + costmodel.given_links(ctx.sweeps))
+        projection = costmodel.projection(ctx.summary, ctx.ranks, list(links)) \
+            if links and not ctx.summary.empty else pd.DataFrame()
+        checks = [c for c in (costmodel.predicted_vs_measured(ctx.summary, ctx.ranks, link) for link in fitted)
+                  if not c.empty]
+        ctx.derived["model"] = Model(fitted[0] if fitted else None, links, projection,
+                                     pd.concat(checks, ignore_index=True) if checks else pd.DataFrame())
+    return ctx.derived["model"]
 
 
 SEVERITY_CLASS = {"bad": "status-failed", "warn": "status-skipped", "info": ""}
@@ -70,22 +63,15 @@ def diagnosis_section(ctx: ReportContext) -> Section | None:
                    f'<ul class="diagnosis">{items}</ul>')
 
 
-def _measured_points(ctx: ReportContext, checks: pd.DataFrame, projection: pd.DataFrame) -> pd.DataFrame:
-    """The measured step time and efficiency of each projected workload (world size 1 and the
-    multi-rank jobs the model was checked against), for the plot's black markers."""
-    rows = []
-    summary = ctx.summary
-    for workload in costmodel.workloads(summary, ctx.ranks):
-        base = summary[(summary["strategy"] == "ddp") & (summary["world_size"] == 1) & (summary["status"] == "ok")
-                       & (summary["model"] == workload.model) & (summary["model_size"] == workload.model_size)
-                       & (summary["per_rank_batch"] == workload.per_rank_batch)]
-        if len(base):
-            rows.append({"workload": workload.label, "strategy": "ddp", "world_size": 1,
-                         "measured_step_ms": workload.compute_ms, "measured_efficiency": 1.0})
+def _measured_points(ctx: ReportContext, checks: pd.DataFrame) -> pd.DataFrame:
+    """The measured step time and efficiency of each projected workload (its world-size-1 job and
+    the multi-rank jobs the model was checked against), for the plot's black markers."""
+    rows = [{"workload": w.label, "strategy": "ddp", "world_size": 1, "measured_step_ms": w.compute_ms,
+             "measured_efficiency": 1.0} for w in costmodel.workloads(ctx.summary, ctx.ranks)]
     if not checks.empty:
-        efficiency = summary.set_index("key")["efficiency"]
+        efficiency = ctx.summary.set_index("key")["efficiency"]
+        # the same measurements appear once per fitted link
         best = checks.sort_values("measured_step_ms").drop_duplicates(["workload", "strategy", "world_size"])
-        # (the same measurements appear once per fitted link)
         for _, c in best.iterrows():
             rows.append({"workload": c["workload"], "strategy": c["strategy"], "world_size": c["world_size"],
                          "measured_step_ms": c["measured_step_ms"], "measured_efficiency": efficiency.get(c["key"])})
@@ -143,7 +129,7 @@ def projection_section(ctx: ReportContext) -> Section | None:
     model = model_for(ctx)
     if model.projection.empty:
         return None
-    measured = _measured_points(ctx, model.checks, model.projection)
+    measured = _measured_points(ctx, model.checks)
     path = projection_plot(model.projection, measured, ctx.image("projection.png"))
     checks = ""
     if not model.checks.empty:

@@ -42,9 +42,10 @@ def launch_means(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
 
 
 def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np.ndarray],
-                 confidence: float = CONFIDENCE) -> tuple[float, float]:
+                 confidence: float = CONFIDENCE, expanded: bool = True) -> tuple[float, float]:
     """Expanded percentile bootstrap interval of ``statistic(*samples, axis=-1)``, resampling every
-    sample independently; (NaN, NaN) when any sample has fewer than two values.
+    sample independently; (NaN, NaN) when any sample has fewer than two values. ``expanded=False``
+    gives the plain percentile interval (for comparison: too narrow with few launches).
 
     ``statistic`` must be vectorised: it gets arrays with the resamples along the last axis.
     """
@@ -65,7 +66,7 @@ def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np
         result = bootstrap(arrays, statistic, n_resamples=RESAMPLES, confidence_level=confidence,
                            method="percentile", vectorized=True, paired=False,
                            **{seed_arg: np.random.default_rng(SEED)})
-    tail = expanded_tail(min(a.size for a in arrays), confidence)
+    tail = expanded_tail(min(a.size for a in arrays), confidence) if expanded else (1 - confidence) / 2
     distribution = result.bootstrap_distribution
     return float(np.quantile(distribution, tail)), float(np.quantile(distribution, 1 - tail))
 
@@ -85,10 +86,10 @@ def throughput_ci(step_means_ms, samples_per_step: float) -> tuple[float, float]
     return bootstrap_ci([step_means_ms], lambda a, axis: samples_per_step / (np.mean(a, axis=axis) / 1e3))
 
 
-def ratio_ci(numerator_ms, denominator_ms) -> tuple[float, float]:
+def ratio_ci(numerator_ms, denominator_ms, expanded: bool = True) -> tuple[float, float]:
     """Interval of mean(numerator) / mean(denominator), each resampled over its own launches."""
     return bootstrap_ci([numerator_ms, denominator_ms],
-                        lambda a, b, axis: np.mean(a, axis=axis) / np.mean(b, axis=axis))
+                        lambda a, b, axis: np.mean(a, axis=axis) / np.mean(b, axis=axis), expanded=expanded)
 
 
 def significant(low: float, high: float, null: float = 1.0) -> bool | None:

@@ -100,7 +100,7 @@ def test_fit_from_ddp_logs_when_no_collectives():
     # comm = buckets * 2(p-1) * 100 us + 2(p-1)/p * n * 1e-3 us, two bucket counts: both identifiable
     rows = [_summary_row(key=f"j{b}", world_size=2, buckets=float(b), ddp_comm_ms=(b * 2 * 100 + 4e6 * 1e-3) / 1e3)
             for b in (1, 4, 16)]
-    link = cm.measured_link(pd.DataFrame(), pd.DataFrame(rows))
+    (link,) = cm.measured_links(pd.DataFrame(), pd.DataFrame(rows))
     assert link.source == "ddp-logs"
     assert link.alpha_us == pytest.approx(100.0, rel=1e-3) and link.beta_us_per_byte == pytest.approx(1e-3, rel=1e-3)
 

@@ -62,3 +62,9 @@ def test_works_with_scipy_before_the_rng_argument(monkeypatch):
 
     monkeypatch.setattr(scipy.stats, "bootstrap", old_bootstrap)
     assert stats.ratio_ci([10.0, 11.0, 12.0, 10.5], [9.0, 9.5, 10.0]) == expected
+
+
+def test_plain_percentile_interval_is_the_narrower_one():
+    launches_b, launches_a = [101.0, 97.0, 104.0], [99.0, 103.0, 96.0]
+    plain, expanded = stats.ratio_ci(launches_b, launches_a, expanded=False), stats.ratio_ci(launches_b, launches_a)
+    assert expanded[0] < plain[0] < plain[1] < expanded[1]
