@@ -103,6 +103,57 @@ class Replica:
     loader: object
 
 
+def build_replica(spec, ctx) -> Replica:
+    """A fresh model (the same on every rank: same seed), wrapped by a fresh strategy, with its
+    optimizer and this rank's shard of the data."""
+    import torch
+
+    from ddpbench import strategies
+    from ddpbench.data import make_loader
+    from ddpbench.models import build_model
+
+    torch.manual_seed(spec.seed)
+    module = build_model(spec.model, spec.model_size).to(ctx.device)
+    strategy = strategies.create(spec)
+    model = strategy.wrap(module, ctx)
+    optimizer = strategy.make_optimizer(model)
+    loader = make_loader(spec, ctx.rank, ctx.world_size, pin_memory=ctx.device.type == "cuda")
+    return Replica(strategy, module, model, optimizer, loader)
+
+
+def _no_mark(phase: str) -> None:
+    pass
+
+
+def train_step(replica: Replica, loss_fn, device, accum: int, mark=_no_mark) -> None:
+    """One optimizer step of ``accum`` micro-steps; ``mark(phase)`` is called as each phase ends.
+
+    The one definition of a training step: the worker's timed loop and the pytest-benchmark
+    tasks (:mod:`ddpbench.group`) both run it.
+    """
+    model, optimizer, strategy = replica.model, replica.optimizer, replica.strategy
+    non_blocking = device.type == "cuda"
+    for micro in range(accum):
+        _, inputs, labels = replica.loader.next()
+        inputs = inputs.to(device, non_blocking=non_blocking)
+        labels = labels.to(device, non_blocking=non_blocking)
+        mark("data_ms")
+        with strategy.accumulate() if micro < accum - 1 else contextlib.nullcontext():
+            loss = loss_fn(model(inputs), labels)
+            if accum > 1:
+                loss = loss / accum
+            mark("forward_ms")
+            loss.backward()
+        mark("backward_ms")
+    strategy.after_backward()
+    mark("comm_ms")
+    strategy.optimizer_step(optimizer)
+    optimizer.zero_grad(set_to_none=True)
+    mark("optimizer_ms")
+    strategy.after_step()
+    mark("comm_ms")
+
+
 class RankRun:
     def __init__(self, job: dict, out_dir: Path | None):
         from ddpbench.spec import spec_from_dict
@@ -154,51 +205,17 @@ class RankRun:
         self.mark("setup_done")
 
     def build_replica(self, spec=None) -> Replica:
-        """A fresh model (the same on every rank: same seed), wrapped by a fresh strategy."""
-        import torch
-
-        from ddpbench import strategies
-        from ddpbench.data import make_loader
-        from ddpbench.models import build_model
-
-        spec = spec or self.spec
-        torch.manual_seed(spec.seed)
-        module = build_model(spec.model, spec.model_size).to(self.device)
-        strategy = strategies.create(spec)
-        model = strategy.wrap(module, self.ctx)
-        optimizer = strategy.make_optimizer(model)
-        loader = make_loader(spec, self.rank, self.world_size, pin_memory=self.device.type == "cuda")
-        return Replica(strategy, module, model, optimizer, loader)
+        return build_replica(spec or self.spec, self.ctx)
 
     # -- the timed loop --------------------------------------------------------------------
     def run_steps(self, replica: Replica, phase: str, count: int, record: bool = True) -> None:
         """``count`` optimizer steps, each of ``grad_accum`` micro-steps, every phase timed."""
         self.phase = phase
-        timer, model, optimizer, strategy = self.timer, replica.model, replica.optimizer, replica.strategy
-        device, loss_fn, accum = self.device, self.loss_fn, self.spec.grad_accum
-        non_blocking = device.type == "cuda"
+        timer, accum = self.timer, self.spec.grad_accum
         for step in range(count):
             self.step = step
             timer.start()
-            for micro in range(accum):
-                _, inputs, labels = replica.loader.next()
-                inputs = inputs.to(device, non_blocking=non_blocking)
-                labels = labels.to(device, non_blocking=non_blocking)
-                timer.mark("data_ms")
-                with strategy.accumulate() if micro < accum - 1 else contextlib.nullcontext():
-                    loss = loss_fn(model(inputs), labels)
-                    if accum > 1:
-                        loss = loss / accum
-                    timer.mark("forward_ms")
-                    loss.backward()
-                timer.mark("backward_ms")
-            strategy.after_backward()
-            timer.mark("comm_ms")
-            strategy.optimizer_step(optimizer)
-            optimizer.zero_grad(set_to_none=True)
-            timer.mark("optimizer_ms")
-            strategy.after_step()
-            timer.mark("comm_ms")
+            train_step(replica, self.loss_fn, self.device, accum, timer.mark)
             row = timer.stop()
             if record:
                 self.rows.append([self.rank, phase, step, *(row[p] for p in TIMED_PHASES), row["step_ms"]])
