@@ -61,3 +61,30 @@ def worker_processes(marker: str):
         if "ddpbench.worker" in cmd and marker in cmd:
             found.append(proc)
     return found
+
+
+# ---------------------------------------------------------------------------------------------
+# tests/benchmarks: timed when asked for, smoke-run (once each, untimed) in the plain test run
+# ---------------------------------------------------------------------------------------------
+
+BENCHMARKS = ROOT / "tests" / "benchmarks"
+#: pytest-benchmark options that ask for timings
+TIMING_OPTIONS = ("benchmark_enable", "benchmark_only", "benchmark_autosave", "benchmark_save", "benchmark_json",
+                  "benchmark_compare", "benchmark_compare_fail", "benchmark_histogram")
+
+
+def _names_benchmarks(arg: str) -> bool:
+    path = Path(arg.split("::")[0])
+    try:
+        path = (Path(os.getcwd()) / path).resolve()
+    except OSError:
+        return False
+    return path == BENCHMARKS or BENCHMARKS in path.parents
+
+
+def pytest_configure(config):
+    """``pytest`` (the whole suite) runs each benchmark once, untimed, so they cannot rot;
+    ``pytest tests/benchmarks`` or any pytest-benchmark option that asks for timings times them."""
+    asked = any(config.getoption(option, None) for option in TIMING_OPTIONS)
+    if not asked and not any(_names_benchmarks(arg) for arg in config.invocation_params.args):
+        config.option.benchmark_disable = True
