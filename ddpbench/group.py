@@ -154,7 +154,8 @@ def _helper_main(rank: int, config: GroupConfig, port: int, conn, parent_pid: in
                 return
     except BaseException:  # noqa: BLE001 - every failure goes up the pipe, then the helper exits
         try:
-            conn.send((ERROR, f"rank {rank}: {traceback.format_exc()}"))
+            tb = traceback.format_exc().rstrip()
+            conn.send((ERROR, f"rank {rank}: {tb.splitlines()[-1]}\n{tb}"))
         except OSError:
             pass
         os._exit(1)  # closes the sockets: rank 0's pending collective fails now, not at the timeout
@@ -322,7 +323,7 @@ class Group:
                 raise GroupError(f"rank {rank} exited during {what} without reporting an error{hint}") from None
             if kind == ERROR:
                 self.kill()
-                raise GroupError(f"{what} failed on {detail.rstrip()}")
+                raise GroupError(f"{what} failed on {detail}")
 
     def _guarded(self, fn) -> None:
         """Run ``fn`` on rank 0; if it fails, name the helper that failed first, and close."""
@@ -332,7 +333,7 @@ class Group:
             helper_error = self._helper_error()
             self.kill()
             if helper_error:
-                raise GroupError(f"a call failed on {helper_error.rstrip()}") from err
+                raise GroupError(f"a call failed on {helper_error}") from err
             raise
 
     def _helper_error(self) -> str | None:
