@@ -366,7 +366,8 @@ def add_compare(sub) -> None:
     p.add_argument("--fail-on", action="append", default=[], metavar="STAT:THRESHOLD",
                    help="fail (exit 1) when a job of B is slower than in A by more than the threshold beyond "
                         "noise (the whole 95%% interval over launches past it): median:5%%, mean:10%% (mean step "
-                        "= inverse throughput) or median:2ms; repeatable")
+                        "= inverse throughput), median:2ms, or median:0.002 (a bare number is seconds, as in "
+                        "pytest-benchmark's --benchmark-compare-fail); repeatable")
     p.add_argument("--out", type=Path, help="where to write compare.csv, index.html, ratios.png "
                                             "(default: B/compare)")
     p.set_defaults(func=cmd_compare)
@@ -437,6 +438,31 @@ def print_comparison(table) -> None:
         print(f"not compared: {r['job']} [{r['key']}]: {why}")
 
 
+def add_export_benchmark(sub) -> None:
+    p = sub.add_parser("export-benchmark", help="write a results folder's jobs as a pytest-benchmark JSON file",
+                       description="Write every finished training job of a results folder in pytest-benchmark's "
+                                   "JSON format (one benchmark per job; rounds are measured steps, slowest rank, "
+                                   "in seconds), so `pytest-benchmark compare A.json B.json` shows them. Failed "
+                                   "jobs and collective micro-benchmarks are not exported (stderr says so). Gate "
+                                   "two sweeps with `ddpbench compare A B --fail-on median:10%`.")
+    p.add_argument("results", type=Path, metavar="DIR", help="folder holding results.jsonl")
+    p.add_argument("--out", type=Path, required=True, metavar="FILE.json", help="the JSON file to write")
+    p.set_defaults(func=cmd_export_benchmark)
+
+
+def cmd_export_benchmark(args) -> int:
+    from ddpbench.export import export_benchmark
+
+    document, notes, path = export_benchmark(args.results, args.out)
+    for line in notes:
+        print(line, file=sys.stderr)
+    count = len(document["benchmarks"])
+    print(f"wrote {count} benchmark{'s' if count != 1 else ''} -> {path}; compare with "
+          f"`pytest-benchmark compare {path} OTHER.json` (gate two sweeps with "
+          f"`python -m ddpbench compare A B --fail-on median:10%`)")
+    return 0
+
+
 def add_env(sub) -> None:
     p = sub.add_parser("env", help="print the environment block stored with every sweep",
                        description="Print the environment block (versions, hardware, git state) as JSON.")
@@ -477,7 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
                      description="Scaling analysis for PyTorch data-parallel training.")
     parser.add_argument("--version", action="version", version=f"ddpbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
-    for add in (add_sweep, add_run, add_collectives, add_report, add_compare, add_env, add_models):
+    for add in (add_sweep, add_run, add_collectives, add_report, add_compare, add_export_benchmark, add_env,
+                add_models):
         add(sub)
     return parser
 

@@ -1,0 +1,207 @@
+"""`ddpbench export-benchmark DIR --out FILE.json`: a results folder as pytest-benchmark JSON.
+
+Runs on the committed reference results (read-only: every output goes to tmp_path) and on small
+folders built in tmp_path; the file is read back with pytest-benchmark's own loader and its
+``compare`` command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pytest_benchmark.logger import Logger
+from pytest_benchmark.storage.file import FileStorage
+
+from conftest import ROOT
+from ddpbench.cli import main
+from ddpbench.results import RESULTS_FILE, ResultStore, load_tables
+from ddpbench.spec import JobSpec
+
+EXAMPLE = ROOT / "reports" / "examples" / "quick-cpu"  # 8 jobs ok, 3 launches of 20 steps; collectives too
+PYTEST_BENCHMARK = Path(sys.executable).parent / "pytest-benchmark"
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """(output path, document, stdout, stderr) of one export of the example folder."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    out = tmp_path_factory.mktemp("export") / "quick.json"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with redirect_stdout(stdout), redirect_stderr(stderr):
+        code = main(["export-benchmark", str(EXAMPLE), "--out", str(out)])
+    assert code == 0, stderr.getvalue()
+    return out, json.loads(out.read_text()), stdout.getvalue(), stderr.getvalue()
+
+
+def _load(path: Path, storage: Path) -> list[dict]:
+    """The benchmarks of ``path`` as pytest-benchmark's loader hands them to its table."""
+    return list(FileStorage(storage, logger=Logger(Logger.QUIET)).load_benchmarks(str(path)))
+
+
+def _finished_jobs(folder: Path) -> set[str]:
+    """Keys of the jobs every launch of which finished ok."""
+    _, runs, _, _ = load_tables(folder)
+    ok = runs.groupby("key")["status"].agg(lambda s: bool((s == "ok").all()))
+    return set(ok[ok].index)
+
+
+def test_export_is_read_by_pytest_benchmarks_loader(exported, tmp_path):
+    out, document, stdout, stderr = exported
+    benchmarks = _load(out, tmp_path / "storage")
+    jobs = _finished_jobs(EXAMPLE)
+    assert len(jobs) == 8
+    assert len(benchmarks) == len(jobs)  # the loader does not drop a file it cannot read silently: 0 here
+    assert {b["extra_info"]["key"] for b in benchmarks} == jobs
+    names = [b["name"] for b in benchmarks]
+    fullnames = [b["fullname"] for b in benchmarks]
+    assert len(set(names)) == len(names) and len(set(fullnames)) == len(fullnames)
+    assert all(f.startswith("ddpbench::quick::") for f in fullnames)
+    assert {b["group"] for b in benchmarks} == {"mlp-m", "mlp-l"}
+    # the run-level fields of a saved pytest-benchmark run
+    import pytest_benchmark
+
+    assert document["version"] == pytest_benchmark.__version__
+    assert document["machine_info"]["node"] == "vm" and document["machine_info"]["processor"] == "AMD EPYC"
+    assert document["machine_info"]["ddpbench_env"]["torch_version"] == "2.13.0+cpu"
+    assert document["commit_info"]["id"] == "322777be9baf26ef22d877052f29cdd9b9d05854"
+    assert document["commit_info"]["dirty"] is False
+    assert document["datetime"].startswith("2026-11-21T09:05:02")
+    # one line on stdout saying what was written and how to compare; the collectives said on stderr
+    assert stdout.count("\n") == 1 and f"8 benchmarks -> {out}" in stdout and "pytest-benchmark compare" in stdout
+    assert "collective rows (2 launch(es)) not exported" in stderr and "161 collective rows" in stderr
+    assert "Traceback" not in stderr
+
+
+def test_exported_stats_are_the_bounded_measured_steps(exported):
+    _, document, _, _ = exported
+    steps, _, _, _ = load_tables(EXAMPLE)
+    bench = next(b for b in document["benchmarks"] if b["extra_info"]["world_size"] == 2)
+    key = bench["extra_info"]["key"]
+    measured = steps[(steps["key"] == key) & (steps["phase"] == "measure")]
+    bounded = measured.groupby(["repeat", "step"])["step_ms"].max()  # the slowest rank bounds a step
+    assert measured["rank"].nunique() == 2 and (bounded > measured.groupby(["repeat", "step"])["step_ms"].min()).all()
+    stats = bench["stats"]
+    assert stats["median"] * 1000 == pytest.approx(float(bounded.median()), rel=1e-12)
+    assert stats["mean"] * 1000 == pytest.approx(float(bounded.mean()), rel=1e-12)
+    assert stats["min"] * 1000 == pytest.approx(float(bounded.min()), rel=1e-12)
+    assert stats["max"] * 1000 == pytest.approx(float(bounded.max()), rel=1e-12)
+    spec = bench["extra_info"]["spec"]
+    assert stats["rounds"] == len(bounded) == spec["steps"] * bench["extra_info"]["launches"] == 20 * 3
+    assert stats["ops"] == pytest.approx(1 / stats["mean"])
+    assert stats["iterations"] == 1
+    assert sorted(stats["data"]) == pytest.approx(sorted(bounded.to_numpy() / 1000), rel=1e-12)
+    # per-launch medians and the settings ride along
+    launch_medians = measured.groupby(["repeat", "step"])["step_ms"].max().groupby("repeat").median()
+    assert bench["extra_info"]["launch_median_step_ms"] == pytest.approx(list(launch_medians), rel=1e-12)
+    assert bench["extra_info"]["steps_per_launch"] == 20 and bench["extra_info"]["launches"] == 3
+    assert bench["options"]["warmup"] == spec["warmup_steps"] == 3 and bench["options"]["min_rounds"] == 60
+    assert spec["world_size"] == 2 and bench["extra_info"]["speedup"] is not None
+    assert bench["extra_info"]["source"] == f"ddpbench sweep {EXAMPLE}"
+
+
+@pytest.mark.skipif(not PYTEST_BENCHMARK.exists(), reason="pytest-benchmark's console script is not installed")
+def test_pytest_benchmark_compare_reads_two_exports(exported, tmp_path):
+    out, document, _, _ = exported
+    other = tmp_path / "again.json"
+    assert main(["export-benchmark", str(EXAMPLE), "--out", str(other)]) == 0
+    env = {**os.environ, "COLUMNS": "400"}
+    proc = subprocess.run([str(PYTEST_BENCHMARK), "compare", "--name=long", str(out), str(other)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "Failed to load" not in proc.stdout + proc.stderr
+    for bench in document["benchmarks"]:
+        assert bench["fullname"] in proc.stdout
+    # and side by side, the same job matched across the two files
+    proc = subprocess.run([str(PYTEST_BENCHMARK), "compare", "--between=median,mean", str(out), str(other)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "2 sources" in proc.stdout and "+0.0%" in proc.stdout
+
+
+def _copy_results(tmp_path: Path) -> Path:
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    shutil.copy(EXAMPLE / RESULTS_FILE, folder / RESULTS_FILE)
+    return folder
+
+
+def _failed_run(store: ResultStore, spec: JobSpec, error: str = "boom") -> None:
+    store.append({"kind": "run", "key": spec.key, "repeat": 0, "spec": spec.to_dict(), "status": "failed",
+                  "error": error})
+
+
+def test_failed_jobs_are_left_out_and_named(tmp_path, capsys):
+    folder = _copy_results(tmp_path)
+    spec = JobSpec(world_size=2, batch_size=8, threads_per_rank=1, device="cpu", backend="gloo", model="mlp",
+                   model_size="xs", steps=4)
+    _failed_run(ResultStore(folder), spec, "worker died\nwith two lines")
+    out = tmp_path / "out.json"
+    assert main(["export-benchmark", str(folder), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("not exported:")]
+    assert len(lines) == 1 and spec.key in lines[0] and "failed" in lines[0]
+    assert "worker died with two lines" in lines[0]  # one line, whatever the error carried
+    document = json.loads(out.read_text())
+    assert len(document["benchmarks"]) == 8 and spec.key not in {b["extra_info"]["key"] for b in document["benchmarks"]}
+    assert not list(tmp_path.glob(".*.tmp"))  # written atomically, nothing left behind
+
+
+def _one_line_error(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err, captured.err
+    return lines[0]
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
+    out = tmp_path / "out.json"
+    missing = tmp_path / "no-such-folder"
+    assert main(["export-benchmark", str(missing), "--out", str(out)]) == 2
+    line = _one_line_error(capsys)
+    assert str(missing) in line and "no such folder" in line
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["export-benchmark", str(empty), "--out", str(out)]) == 2
+    line = _one_line_error(capsys)
+    assert str(empty) in line and RESULTS_FILE in line
+    nowhere = tmp_path / "no-dir" / "out.json"
+    assert main(["export-benchmark", str(EXAMPLE), "--out", str(nowhere)]) == 2
+    line = _one_line_error(capsys)
+    assert "--out" in line and str(nowhere.parent) in line
+    assert main(["export-benchmark", str(EXAMPLE), "--out", str(tmp_path)]) == 2  # a folder, not a file
+    assert "--out" in _one_line_error(capsys)
+    folder = _copy_results(tmp_path)
+    before = (folder / RESULTS_FILE).read_bytes()
+    assert main(["export-benchmark", str(folder), "--out", str(folder / RESULTS_FILE)]) == 2
+    assert "results file itself" in _one_line_error(capsys)
+    assert (folder / RESULTS_FILE).read_bytes() == before
+    assert not out.exists() and not nowhere.parent.exists()
+
+
+def test_a_folder_without_a_finished_job_is_bad_input(tmp_path, capsys):
+    folder = tmp_path / "failed"
+    spec = JobSpec(world_size=1, batch_size=8, threads_per_rank=1, device="cpu", backend="gloo", model="mlp",
+                   model_size="xs", steps=4)
+    _failed_run(ResultStore(folder), spec)
+    out = tmp_path / "out.json"
+    assert main(["export-benchmark", str(folder), "--out", str(out)]) == 2
+    line = _one_line_error(capsys)
+    assert str(folder) in line and "no finished training job" in line
+    assert not out.exists()
+
+
+def test_the_command_line_runs_as_a_user_runs_it(tmp_path):
+    from conftest import run_cli
+
+    proc = run_cli("export-benchmark", tmp_path / "nothing", "--out", tmp_path / "x.json")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "nothing" in proc.stderr
+    proc = run_cli("export-benchmark", "--help")
+    assert proc.returncode == 0 and "--out FILE.json" in proc.stdout
