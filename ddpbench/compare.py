@@ -12,7 +12,10 @@ mean ratio is the inverse throughput ratio), and whether B differs from A beyond
     are not independent samples of the next launch, so this test is the weaker of the two and the
     ``method`` column says which one was used.
 
-A gate (``--fail-on median:5%``, pytest-benchmark's syntax, or an absolute ``median:2ms``) fails
+A gate (``--fail-on``) takes pytest-benchmark's ``--benchmark-compare-fail`` syntax: ``median:5%``
+(relative), ``median:0.002`` (a bare number: an absolute difference in seconds), or the same with an
+explicit unit, ``median:2ms``; the statistic is ``median`` or ``mean`` (pytest-benchmark's min, max,
+stddev and iqr are not gated). A gate fails
 for a job when B is slower than A by more than the threshold *beyond noise*: the whole 95 %
 interval over launches of how much slower B is (in % of A, or in ms) lies past the threshold.
 A point estimate past the threshold with an interval reaching below it is "inconclusive":
@@ -48,8 +51,9 @@ from ddpbench.errors import InputError
 
 ALPHA = 0.05
 GATE_STATS = ("median", "mean")
-GATE_HELP = ("STAT:N% or STAT:Nms, STAT one of median, mean (median or mean step time; mean is inverse "
-             "throughput), N a number >= 0, e.g. median:5% or mean:2ms")
+GATE_HELP = ("STAT:N% or STAT:Nms, or STAT:N with N in seconds (pytest-benchmark's --benchmark-compare-fail "
+             "syntax), STAT one of median, mean (median or mean step time; mean is inverse throughput), N a number "
+             ">= 0, e.g. median:5%, mean:2ms or median:0.002")
 #: environment fields whose difference makes two folders' timings hard to compare: (label, column)
 ENV_FIELDS = (("CPU model", "cpu_model"), ("usable cores", "cores_usable"), ("torch", "torch_version"),
               ("CUDA", "torch_cuda"), ("NCCL", "nccl_version"), ("python", "python"), ("hostname", "hostname"),
@@ -67,7 +71,10 @@ SLOWER, FASTER, SAME, UNTESTED, NOT_COMPARED = "slower", "faster", "not signific
 
 @dataclass(frozen=True)
 class Gate:
-    """Fail when B's ``stat`` step time exceeds A's by more than ``amount`` (``unit`` % or ms)."""
+    """Fail when B's ``stat`` step time exceeds A's by more than ``amount`` (``unit`` % or ms).
+
+    A threshold given in seconds (``median:0.002``) is held in ms and prints as ``median:2ms``.
+    """
 
     stat: str
     amount: float
@@ -88,31 +95,45 @@ class Gate:
         return 1.0 + self.amount / 100.0 if self.unit == "%" else None
 
 
-_GATE = re.compile(r"^\s*([A-Za-z_]+)\s*:\s*([^%a-zA-Z\s]*)\s*(%|ms)?\s*$")
+#: STAT : number [unit]; the number as pytest-benchmark's parse_compare_fail reads it (exponent allowed)
+_GATE = re.compile(r"^\s*(?P<stat>[A-Za-z_]+)\s*:\s*(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+                   r"\s*(?P<unit>%|ms)?\s*$")
+#: pytest-benchmark's other --benchmark-compare-fail fields: named in the error, not gated here
+OTHER_STATS = ("min", "max", "stddev", "iqr")
 
 
 def parse_gate(text: str) -> Gate:
-    """``median:5%``, ``mean:10%``, ``median:2ms`` -> :class:`Gate`; InputError naming --fail-on otherwise."""
+    """A ``--fail-on`` threshold -> :class:`Gate`; InputError naming --fail-on otherwise.
+
+    pytest-benchmark's ``--benchmark-compare-fail`` syntax: ``median:5%`` (relative) or
+    ``median:0.002`` (a bare number: an absolute difference in seconds, kept as 2 ms), and
+    ddpbench's explicit ``median:2ms``. The statistic is ``median`` or ``mean``.
+    """
     def bad(why: str) -> InputError:
         return InputError("command line", "--fail-on", f"{text!r}: {why}; allowed: {GATE_HELP}")
 
     if ":" not in text:
         raise bad("no threshold")
-    match = _GATE.match(text)
     stat = text.split(":", 1)[0].strip().lower()
     if stat not in GATE_STATS:
-        raise bad(f"unknown statistic {stat!r}")
-    if not match or not match.group(2):
-        raise bad("the threshold must be a number followed by % or ms")
-    if not match.group(3):
-        raise bad("the threshold needs a unit, % or ms")
-    try:
-        amount = float(match.group(2))
-    except ValueError:
-        raise bad("the threshold must be a number followed by % or ms") from None
+        extra = f"; pytest-benchmark's {', '.join(OTHER_STATS)} are not gated here" if stat in OTHER_STATS else ""
+        raise bad(f"unknown statistic {stat!r} (statistics allowed: {', '.join(GATE_STATS)}{extra})")
+    match = _GATE.match(text)
+    if not match:
+        raise bad("the threshold must be a number followed by % or ms, or a bare number of seconds")
+    number, unit = match.group("number"), match.group("unit")
+    amount = float(number)
     if not math.isfinite(amount) or amount < 0:
         raise bad("the threshold must be a finite number >= 0")
-    return Gate(stat, amount, match.group(3))
+    if unit is None:
+        # seconds, as pytest-benchmark reads a bare number; scaled in decimal so that
+        # median:0.002 is exactly median:2ms
+        from decimal import Decimal
+
+        amount, unit = float(Decimal(number) * 1000), "ms"
+        if not math.isfinite(amount):
+            raise bad("the threshold must be a finite number >= 0")
+    return Gate(stat, amount or 0.0, unit)  # "or 0.0": -0 reads as 0
 
 
 # ---------------------------------------------------------------------------------------------

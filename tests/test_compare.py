@@ -114,7 +114,7 @@ def test_parse_gate_accepts(text, gate):
     ("foo:5%", "unknown statistic 'foo'"),
     ("median:abc", "must be a number followed by % or ms"),
     ("median", "no threshold"),
-    ("median:5", "needs a unit"),
+    ("median:5sec", "must be a number followed by % or ms, or a bare number of seconds"),
     ("median:-5%", ">= 0"),
     ("median:5s", "must be a number followed by % or ms"),
     ("max:5%", "unknown statistic 'max'"),
@@ -127,6 +127,46 @@ def test_parse_gate_rejects_with_a_clear_message(text, why):
     assert why in message
     assert "median:5%" in message and "ms" in message  # what is allowed, by example
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("seconds, explicit", [
+    ("median:0.002", "median:2ms"),
+    ("mean:0.0005", "mean:0.5ms"),
+    ("median:1e-3", "median:1ms"),
+    ("median:2", "median:2000ms"),
+    ("mean:0", "mean:0ms"),
+])
+def test_parse_gate_reads_a_bare_number_as_seconds_like_pytest_benchmark(seconds, explicit):
+    """pytest-benchmark's --benchmark-compare-fail reads STAT:X as an absolute difference in seconds."""
+    gate = compare.parse_gate(seconds)
+    assert gate == compare.parse_gate(explicit)
+    assert gate.unit == "ms" and gate.ratio_line is None
+    assert str(gate) == explicit  # printed in ms, and reads back as the same gate
+    assert compare.parse_gate(str(gate)) == gate
+
+
+def test_parse_gate_seconds_gate_measures_milliseconds():
+    gate = compare.parse_gate("median:0.002")
+    assert gate.excess(10.0, 12.5) == pytest.approx(2.5)  # ms, like median:2ms
+    assert gate.excess(10.0, 12.5) > gate.amount
+
+
+@pytest.mark.parametrize("stat", ["min", "max", "stddev", "iqr"])
+def test_parse_gate_rejects_pytest_benchmarks_other_fields_naming_the_allowed_ones(stat):
+    for text in (f"{stat}:5%", f"{stat}:0.001"):
+        with pytest.raises(InputError) as err:
+            compare.parse_gate(text)
+        message = str(err.value)
+        assert message.startswith("command line: --fail-on: ") and repr(text) in message
+        assert f"unknown statistic {stat!r}" in message and "statistics allowed: median, mean" in message
+        assert "\n" not in message
+
+
+def test_gate_help_names_the_seconds_form():
+    assert "median:0.002" in compare.GATE_HELP and "seconds" in compare.GATE_HELP
+    with pytest.raises(InputError) as err:
+        compare.parse_gate("median:5s")
+    assert "bare number of seconds" in str(err.value)
 
 
 # ---------------------------------------------------------------------------------------------
