@@ -33,6 +33,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import sys
 import threading
 import time
 import traceback
@@ -175,7 +176,7 @@ class Group:
         self.task = None
         self.announced = False
         self.closed = False
-        self._threads = None
+        self._threads = self._excepthook = None
 
     # -- life cycle --------------------------------------------------------------------------
     def start(self) -> "Group":
@@ -203,6 +204,7 @@ class Group:
             self._answers("start")
             self._threads = torch.get_num_threads()
             torch.set_num_threads(config.threads_per_rank)
+            self._excepthook = sys.excepthook  # init_process_group prefixes "[rank0]:" to every traceback
             _init_process_group(config, 0, store)
             self.ctx = _rank_context(config, 0)
         except BaseException:
@@ -255,6 +257,8 @@ class Group:
         if self._threads is not None:
             torch.set_num_threads(self._threads)
             self._threads = None
+        if self._excepthook is not None:
+            sys.excepthook, self._excepthook = self._excepthook, None
 
     # -- tasks -------------------------------------------------------------------------------
     def prepare(self, task, warmup: int | None = None) -> "Step":

@@ -9,6 +9,8 @@ import pytest
 
 from ddpbench.spec import Machine
 
+pytest_plugins = ("pytester",)  # tests/test_pytest_plugin.py runs pytest on a user's suite
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -1,5 +1,6 @@
 """The persistent process group behind the benchmarks: lockstep calls, failures, clean exits."""
 
+import sys
 import time
 
 import psutil
@@ -102,9 +103,9 @@ def test_a_setup_failure_on_a_helper_is_reported(pool):
     assert not children()
 
 
-def test_close_ends_every_helper_and_restores_threads(pool):
+def test_close_ends_every_helper_and_restores_threads_and_excepthook(pool):
     pool.close()  # one group per process: the default process group is the group's
-    threads = torch.get_num_threads()
+    threads, hook = torch.get_num_threads(), sys.excepthook
     group = Group(GroupConfig(2, "gloo", "cpu", threads_per_rank=1)).start()
     try:
         assert len(children()) == 1
@@ -115,6 +116,7 @@ def test_close_ends_every_helper_and_restores_threads(pool):
         group.close()
     assert not children()
     assert torch.get_num_threads() == threads
+    assert sys.excepthook is hook  # torch's "[rank0]:" prefix on tracebacks goes with the group
     assert not torch.distributed.is_initialized()
 
 
