@@ -14,14 +14,14 @@ from ddpbench.strategies import BUILTIN
 STEP = dict(model="mlp", model_size="m", batch_size=32, backend="gloo", device="cpu", threads_per_rank=1)
 
 
-@pytest.mark.benchmark(group="ddp-step", min_rounds=10)
+@pytest.mark.benchmark(group="ddp-step", min_rounds=30)
 @pytest.mark.parametrize("world_size", [1, 2])
 def test_ddp_step(benchmark, ddp_group, world_size):
     step = ddp_group.train_step(strategy="ddp", world_size=world_size, **STEP)
     benchmark(step)
 
 
-@pytest.mark.benchmark(group="strategy-step", min_rounds=10)
+@pytest.mark.benchmark(group="strategy-step", min_rounds=30)
 @pytest.mark.parametrize("strategy", BUILTIN)
 def test_strategy_step(benchmark, ddp_group, strategy):
     step = ddp_group.train_step(strategy=strategy, world_size=2, **STEP)
