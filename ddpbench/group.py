@@ -334,7 +334,8 @@ class Group:
         try:
             fn()
         except BaseException as err:
-            helper_error = self._helper_error()
+            # a helper's traceback explains rank 0's broken collective; Ctrl-C needs no wait
+            helper_error = self._helper_error() if isinstance(err, Exception) else None
             self.kill()
             if helper_error:
                 raise GroupError(f"a call failed on {helper_error}") from err

@@ -10,8 +10,10 @@ Installed with ddpbench, so any test suite in the same environment can use it::
         step = ddp_group.prepare(ModelStep(make_model, make_batch, world_size=2))
         benchmark(step)   # each call: one DDP step on every rank; rank 0 is timed
 
-The group's helper ranks start once and are kept for the session (one group at a time: a test
-that needs another world size, backend or thread count replaces it). ``prepare`` fills
+The group's helper ranks start once and are kept while consecutive tests use ``ddp_group``
+(one group at a time: a test that needs another world size, backend or thread count replaces
+it). The group owns the process's default process group, so it is closed before a test that
+does not use the fixture: such a test may start a process group of its own. ``prepare`` fills
 ``benchmark.extra_info`` with what was measured (task, world size, backend, threads,
 oversubscription) when the test uses ``benchmark``, and skips the test when the task cannot run
 on this machine (e.g. DataParallel without GPUs). See :mod:`ddpbench.group` for the protocol.
@@ -53,14 +55,26 @@ class DDPGroup:
         return self.prepare(TrainStep(**spec_fields))
 
 
+_POOL = pytest.StashKey()
+
+
 @pytest.fixture(scope="session")
-def ddpbench_group_pool():
+def ddpbench_group_pool(request):
     """The session's live process group (rank 0 is this process); closed at the end."""
     from ddpbench.group import GroupPool
 
-    pool = GroupPool()
+    pool = request.config.stash[_POOL] = GroupPool()
     yield pool
     pool.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Close the group after the last of a run of tests that use it."""
+    yield
+    pool = item.config.stash.get(_POOL, None)
+    if pool is not None and (nextitem is None or "ddp_group" not in nextitem.fixturenames):
+        pool.close()
 
 
 @pytest.fixture

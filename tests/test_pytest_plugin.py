@@ -76,3 +76,18 @@ def test_a_planted_2x_slowdown_fails_the_compare_gate_and_no_change_passes(pytes
     same = run_suite(pytester, monkeypatch, "--benchmark-compare=0001", "--benchmark-compare-fail=median:60%")
     same.assert_outcomes(passed=1)
     assert same.ret == 0
+
+
+def test_the_group_is_closed_before_a_test_that_does_not_use_it(pytester, monkeypatch):
+    """The group owns the default process group: a later test may need to make its own."""
+    pytester.makepyfile(test_user_suite=USER_SUITE, test_z_own_group='''
+import torch.distributed as dist
+
+def test_own_process_group(tmp_path):
+    assert not dist.is_initialized()
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/pg", rank=0, world_size=1)
+    dist.destroy_process_group()
+''')
+    monkeypatch.setenv("PLANTED_STEPS_PER_CALL", "1")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark-disable", timeout=300)
+    result.assert_outcomes(passed=2)
