@@ -20,7 +20,7 @@ from pytest_benchmark.storage.file import FileStorage
 
 from conftest import ROOT
 from ddpbench.cli import main
-from ddpbench.results import RESULTS_FILE, ResultStore, load_tables
+from ddpbench.results import RESULTS_FILE, ResultStore, load_collectives, load_tables
 from ddpbench.spec import JobSpec
 
 EXAMPLE = ROOT / "reports" / "examples" / "quick-cpu"  # 8 jobs ok, 3 launches of 20 steps; collectives too
@@ -69,14 +69,20 @@ def test_export_is_read_by_pytest_benchmarks_loader(exported, tmp_path):
     import pytest_benchmark
 
     assert document["version"] == pytest_benchmark.__version__
-    assert document["machine_info"]["node"] == "vm" and document["machine_info"]["processor"] == "AMD EPYC"
-    assert document["machine_info"]["ddpbench_env"]["torch_version"] == "2.13.0+cpu"
-    assert document["commit_info"]["id"] == "322777be9baf26ef22d877052f29cdd9b9d05854"
-    assert document["commit_info"]["dirty"] is False
-    assert document["datetime"].startswith("2026-11-21T09:05:02")
+    # the environment of the sweep that measured the jobs, as stored
+    _, runs, _, sweeps = load_tables(EXAMPLE)
+    measured = sweeps[sweeps["sweep_id"].isin(runs["sweep_id"])].iloc[-1]
+    info = document["machine_info"]
+    assert info["node"] == measured["hostname"] and info["processor"] == measured["cpu_model"]
+    assert info["ddpbench_env"]["torch_version"] == measured["torch_version"]
+    assert document["commit_info"]["id"] == measured["git_commit"]
+    assert document["commit_info"]["dirty"] == measured["git_dirty"]
+    assert document["datetime"][:19] == measured["utc"][:19]
     # one line on stdout saying what was written and how to compare; the collectives said on stderr
     assert stdout.count("\n") == 1 and f"8 benchmarks -> {out}" in stdout and "pytest-benchmark compare" in stdout
-    assert "collective rows (2 launch(es)) not exported" in stderr and "161 collective rows" in stderr
+    collectives = load_collectives(EXAMPLE)
+    assert (f"{collectives['op'].notna().sum()} collective rows ({collectives['key'].nunique()} launch(es)) "
+            "not exported") in stderr
     assert "Traceback" not in stderr
 
 
