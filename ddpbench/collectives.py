@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from ddpbench.worker import Tracked, serve
+
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 #: ops whose torch API takes the output as a view of the input (or the reverse) too
 IN_PLACE_TOO = ("all_gather", "reduce_scatter")
@@ -124,7 +126,7 @@ def validate_result(result: Any, spec_dict: dict, processes: int | None = None) 
 # one rank
 # ---------------------------------------------------------------------------------------------
 
-class CollectiveRun:
+class CollectiveRun(Tracked):
     """What ``serve`` runs in each rank: every (op, placement, size), timed, then checked."""
 
     def __init__(self, job: dict, out_dir):
@@ -132,7 +134,6 @@ class CollectiveRun:
         self.timeout_s = float(job["timeout_s"])
         self.rank = int(os.environ["RANK"])
         self.world_size = int(os.environ["WORLD_SIZE"])
-        self.phase, self.step = "init", -1
 
     def execute(self) -> dict | None:
         import torch
@@ -149,7 +150,7 @@ class CollectiveRun:
         for op in self.spec.ops:
             for placement in placements(op):
                 for size in self.spec.sizes:
-                    self.phase, self.step = f"{op} {placement}-place", size
+                    self.at(f"{op} {placement}-place", size)
                     mine.append(self.measure(op, placement, size))
         gathered = [None] * self.world_size if self.rank == 0 else None
         dist.gather_object(mine, gathered, dst=0)
@@ -271,14 +272,12 @@ class CollectiveRun:
     def teardown(self) -> None:
         import torch.distributed as dist
 
-        self.phase = "teardown"
+        self.at("teardown")
         dist.barrier()
         dist.destroy_process_group()
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ddpbench.worker import serve
-
     return serve(CollectiveRun, "python -m ddpbench.collectives", argv)
 
 

@@ -51,6 +51,49 @@ def write_json_atomic(path: Path, payload: dict) -> None:
     os.replace(tmp, path)
 
 
+PROGRESS_BYTES = 64
+
+
+def progress_path(out_dir: Path, rank: int) -> Path:
+    return out_dir / f"progress.rank{rank}"
+
+
+class Progress:
+    """Where a rank is (phase and step), in a small file the launcher reads when the rank cannot
+    say it itself: killed by a signal, or stuck when the timeout ends it. One ``pwrite`` per step
+    and no fsync: the page cache outlives a killed process."""
+
+    def __init__(self, path: Path):
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+
+    def write(self, phase: str, step: int) -> None:
+        line = f"{phase} {step}" if step >= 0 else phase
+        os.pwrite(self._fd, line.encode()[:PROGRESS_BYTES].ljust(PROGRESS_BYTES), 0)
+
+    @staticmethod
+    def read(path: Path) -> str | None:
+        """"measure step 7" (or "gather"), or None when the rank left no progress."""
+        try:
+            text = path.read_bytes().decode(errors="replace").strip()
+        except OSError:
+            return None
+        phase, _, step = text.rpartition(" ")
+        return f"{phase} step {step}" if phase and step.lstrip("-").isdigit() else text or None
+
+
+class Tracked:
+    """Mixin of a rank's run: ``at(phase, step)`` records where it is, for its error report and
+    its progress file."""
+
+    phase, step = "init", -1
+    progress: Progress | None = None
+
+    def at(self, phase: str, step: int = -1) -> None:
+        self.phase, self.step = phase, step
+        if self.progress is not None:
+            self.progress.write(phase, step)
+
+
 def _watch_parent(parent_pid: int) -> None:
     """Exit if the launcher dies: no rank outlives the process that owns it."""
     while True:
@@ -154,7 +197,7 @@ def train_step(replica: Replica, loss_fn, device, accum: int, mark=_no_mark) -> 
     mark("comm_ms")
 
 
-class RankRun:
+class RankRun(Tracked):
     def __init__(self, job: dict, out_dir: Path | None):
         from ddpbench.spec import spec_from_dict
 
@@ -165,8 +208,6 @@ class RankRun:
         self.rank = int(os.environ["RANK"])
         self.local_rank = int(os.environ.get("LOCAL_RANK", self.rank))
         self.world_size = int(os.environ["WORLD_SIZE"])  # processes; DataParallel: 1
-        self.phase = "init"
-        self.step = -1
         self.timeline = {"process_start": _PROCESS_START}
 
     def mark(self, event: str) -> None:
@@ -210,10 +251,9 @@ class RankRun:
     # -- the timed loop --------------------------------------------------------------------
     def run_steps(self, replica: Replica, phase: str, count: int, record: bool = True) -> None:
         """``count`` optimizer steps, each of ``grad_accum`` micro-steps, every phase timed."""
-        self.phase = phase
         timer, accum = self.timer, self.spec.grad_accum
         for step in range(count):
-            self.step = step
+            self.at(phase, step)
             timer.start()
             train_step(replica, self.loss_fn, self.device, accum, timer.mark)
             row = timer.stop()
@@ -250,13 +290,13 @@ class RankRun:
 
         if self.spec.check_steps == 0:
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0}
-        self.phase = "check"
+        self.at("check")
         spec = dataclasses.replace(self.spec, optimizer="sgd")
         replica = self.build_replica(spec)
         steps = replica.strategy.check_steps()
         self.run_steps(replica, "check", steps, record=False)
         replica.strategy.finish_training()
-        self.phase, self.step = "check", -1
+        self.at("check")
         params = dict(replica.strategy.full_parameters())  # a collective for sharded strategies
         checksums = [None] * self.world_size
         dist.all_gather_object(checksums, param_checksum(params.items()))
@@ -276,7 +316,7 @@ class RankRun:
     def finish(self) -> dict | None:
         import torch.distributed as dist
 
-        self.phase, self.step = "gather", -1
+        self.at("gather")
         mine = {
             "rows": self.rows,
             "rank": {
@@ -309,7 +349,7 @@ class RankRun:
         """Free DDP before the group, then barrier and destroy: avoids gloo's abort at exit."""
         import torch.distributed as dist
 
-        self.phase = "teardown"
+        self.at("teardown")
         self.replica.strategy.close()
         self.replica = None
         gc.collect()
@@ -342,7 +382,10 @@ def serve(run_class, prog: str, argv: list[str] | None = None) -> int:
     rank = int(os.environ.get("RANK", "0"))
     run = None
     try:
+        progress = Progress(progress_path(args.out, rank))
         run = run_class(json.loads(args.job.read_text()), args.out)
+        run.progress = progress
+        run.at("init")
         result = run.execute()
         if result is not None:
             write_json_atomic(args.out / "result.json", result)

@@ -63,3 +63,16 @@ def test_describe_exit(code, words):
     from ddpbench.launch import describe_exit
 
     assert words in describe_exit(code)
+
+
+def test_a_killed_or_stuck_rank_is_placed_by_its_progress_file(tmp_path):
+    from ddpbench.worker import Progress, progress_path
+
+    Progress(progress_path(tmp_path, 1)).write("measure", 7)
+    out = _outcome(tmp_path, {0: 1, 1: -signal.SIGKILL})
+    assert out.error == "rank 1 killed by SIGKILL in measure step 7"
+    progress = Progress(progress_path(tmp_path, 0))
+    progress.write("measure", 12)
+    progress.write("gather", -1)  # a later, shorter line replaces the earlier one whole
+    out = _outcome(tmp_path, {0: None, 1: None}, timed_out=True)
+    assert out.error == "no result within the 30 s timeout (rank 0 at gather; rank 1 at measure step 7)"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpbench.results import validate_result
+from ddpbench.worker import Progress, progress_path
 
 
 @dataclass
@@ -62,14 +63,18 @@ def collect_outcome(work_dir: Path, spec_dict: dict, exits: dict[int, int | None
             continue
     errors.sort(key=lambda e: e.get("time", 0))
     reported = {e.get("rank") for e in errors}
+    where = {rank: Progress.read(progress_path(work_dir, rank)) for rank in exits}  # what ranks last said
     if timed_out:
-        where = "; ".join(f"rank {e['rank']} failed in {e['phase']}" for e in errors)
+        failed = {e["rank"]: f"rank {e['rank']} failed in {e['phase']}" for e in errors}
+        states = "; ".join(failed.get(rank) or f"rank {rank} at {where[rank]}" for rank in sorted(exits)
+                           if rank in failed or where[rank])
         return LaunchOutcome("timed_out", error=f"no result within the {timeout_s:g} s timeout"
-                             + (f" ({where})" if where else ""), wall_s=wall_s, logs=logs)
+                             + (f" ({states})" if states else ""), wall_s=wall_s, logs=logs)
     killed = {rank: code for rank, code in exits.items() if code is not None and code < 0 and rank not in reported}
     if killed:
         rank, code = sorted(killed.items())[0]
-        return LaunchOutcome("failed", error=f"rank {rank} {describe_exit(code)}", wall_s=wall_s, logs=logs)
+        last = f" in {where[rank]}" if where[rank] else ""
+        return LaunchOutcome("failed", error=f"rank {rank} {describe_exit(code)}{last}", wall_s=wall_s, logs=logs)
     if errors:
         first = errors[0]
         step = f" step {first['step']}" if first.get("step", -1) >= 0 else ""

@@ -1,0 +1,28 @@
+"""Faults planted in a real DDP job by the reliability tests, plugged in through
+DDPBENCH_STRATEGIES. ``PLANTED_FAULT="KIND:RANK:STEP"`` acts on rank RANK at its STEP-th optimizer
+step (counting warmup steps, from 1), after that step's backward pass:
+
+  kill   the rank sends itself SIGKILL (as the OOM killer or a `kill -9` would end it);
+  hang   the rank sleeps for an hour, so the other ranks wait inside the next step's all-reduce.
+"""
+
+import os
+import signal
+import time
+
+from ddpbench.strategies.ddp import DDPStrategy
+
+
+class PlantedFault(DDPStrategy):
+    name = "planted-fault"
+
+    def after_backward(self) -> None:
+        super().after_backward()
+        self.steps_done = getattr(self, "steps_done", 0) + 1
+        kind, rank, step = os.environ["PLANTED_FAULT"].split(":")
+        if self.ctx.rank != int(rank) or self.steps_done != int(step):
+            return
+        if kind == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif kind == "hang":
+            time.sleep(3600)

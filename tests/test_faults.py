@@ -1,0 +1,72 @@
+"""Faults injected for real into a running sweep: a rank killed with SIGKILL, a rank hung so that
+its peer waits inside a collective. The sweep records why, goes on, keeps every finished result
+and leaves no process behind."""
+
+import os
+import time
+
+import pytest
+
+from conftest import ROOT, TINY_DEFAULTS, run_cli, worker_processes, write_experiment
+from ddpbench.results import load_tables
+
+pytestmark = pytest.mark.slow
+
+FAULTS = "planted-fault=tests.planted_faults:PlantedFault"
+
+
+def faulty_sweep(tmp_path, fault: str, timeout_s: int = 60):
+    """Three jobs in order: a good one, one with ``fault`` planted, another good one."""
+    exp = write_experiment(tmp_path / "faults.toml", f"""
+        name = "faults"
+        timeout_s = {timeout_s}
+    """ + TINY_DEFAULTS.replace("steps = 4", "steps = 10") + """
+        [[grid]]
+        world_size = [1]
+        [[grid]]
+        strategy = ["planted-fault"]
+        [[grid]]
+        world_size = [2]
+        bucket_cap_mb = [1]
+    """)
+    out = tmp_path / "out"
+    env = {**os.environ, "DDPBENCH_STRATEGIES": FAULTS, "PLANTED_FAULT": fault,
+           "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    started = time.monotonic()
+    proc = run_cli("sweep", exp, "--out", out, "--no-report", env=env, timeout=timeout_s + 120)
+    return proc, out, time.monotonic() - started
+
+
+def outcomes(out):
+    _, runs, _, _ = load_tables(out)
+    return {row["strategy"] + f"-ws{row['world_size']}": row for _, row in runs.iterrows()}
+
+
+def test_a_rank_killed_with_sigkill_fails_its_job_with_the_cause_and_the_sweep_goes_on(tmp_path):
+    # step 5 = the 1 warmup step + measure steps 0..3: killed after measure step 3's backward
+    proc, out, _ = faulty_sweep(tmp_path, "kill:1:5")
+    assert proc.returncode == 1, proc.stderr  # a job failed
+    runs = outcomes(out)
+    assert list(runs) == ["ddp-ws1", "planted-fault-ws2", "ddp-ws2"]
+    killed = runs["planted-fault-ws2"]
+    assert killed["status"] == "failed"
+    assert killed["error"] == "rank 1 killed by SIGKILL in measure step 3"
+    assert runs["ddp-ws1"]["status"] == runs["ddp-ws2"]["status"] == "ok"
+    steps, _, _, _ = load_tables(out)
+    assert set(steps["strategy"]) == {"ddp"} and len(steps[steps["phase"] == "measure"]) == 10 * (1 + 2)
+    assert not worker_processes(str(out))
+
+
+def test_a_rank_hung_in_a_collective_times_out_its_job_and_the_sweep_goes_on(tmp_path):
+    timeout_s = 20
+    proc, out, wall_s = faulty_sweep(tmp_path, "hang:1:5", timeout_s=timeout_s)
+    assert proc.returncode == 1, proc.stderr
+    runs = outcomes(out)
+    hung = runs["planted-fault-ws2"]
+    assert hung["status"] == "timed_out"
+    # rank 1 sleeps after measure step 3; rank 0 went on and waits in step 4's all-reduce
+    assert hung["error"] == (f"no result within the {timeout_s} s timeout "
+                             "(rank 0 at measure step 4; rank 1 at measure step 3)")
+    assert hung["wall_s"] <= timeout_s + 10
+    assert runs["ddp-ws1"]["status"] == runs["ddp-ws2"]["status"] == "ok"
+    assert not worker_processes(str(out))
