@@ -7,6 +7,7 @@ flag, the key and what is allowed, and exit code 2 -- never a traceback.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from ddpbench.launch import LAUNCHERS
 
 DEFAULT_EXPERIMENT = "experiments/quick.toml"
 DEFAULT_COLLECTIVES = "experiments/collectives.toml"
+EXIT_FAILED = 1  # a job failed or timed out, or results could not be written
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
@@ -115,7 +117,7 @@ def finish_report(out_dir: Path, console, write: bool = True) -> int:
         index = write_report(out_dir)
         console.print(f"report: {index}", highlight=False)
     failed = int(table["status"].isin(["failed", "timed_out"]).sum()) if len(table) else 0
-    return 1 if failed else 0
+    return EXIT_FAILED if failed else 0
 
 
 def check_out_dir(out_dir: Path) -> None:
@@ -522,6 +524,13 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as err:
+        if err.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+            raise
+        # stored records are whole: the store truncates a record it could not finish
+        print(f"error: cannot write {err.filename or 'the results'}: {err.strerror}; every launch stored before "
+              "is intact; free space and rerun with --resume to finish", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -78,16 +78,23 @@ class ResultStore:
     def append(self, record: dict) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         line = json.dumps({"schema_version": SCHEMA_VERSION, **record}, allow_nan=True) + "\n"
-        # Start on a fresh line if an earlier writer died mid-line.
-        with open(self.path, "a+b") as fh:
-            fh.seek(0, os.SEEK_END)
-            if fh.tell():
-                fh.seek(-1, os.SEEK_END)
-                if fh.read(1) != b"\n":
-                    fh.write(b"\n")
-            fh.write(line.encode())
-            fh.flush()
-            os.fsync(fh.fileno())
+        data = line.encode()
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.lseek(fd, 0, os.SEEK_END)
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # start on a fresh line if an earlier writer died mid-line
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            except OSError:
+                # a full disk: leave the file as it was, never with half a record at its end
+                os.ftruncate(fd, size)
+                raise
+        finally:
+            os.close(fd)
 
     def start_sweep(self, env: dict, experiment: dict) -> str:
         sweep_id = uuid.uuid4().hex[:12]

@@ -8,6 +8,7 @@ interrupted sweep keeps everything that finished), skips what is already stored 
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import os
 import shutil
 import statistics
@@ -15,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddpbench.launch import LaunchOutcome, get_launcher
+from ddpbench.launch import LaunchOutcome, disk_full, get_launcher
 from ddpbench.results import ResultStore
 from ddpbench.spec import Experiment, JobSpec, Machine, oversubscribed
 from ddpbench.strategies import strategy_class
@@ -91,6 +92,13 @@ def launch_record(spec: JobSpec, repeat: int, outcome: LaunchOutcome, machine: M
     }
 
 
+def stop_if_disk_full(outcome: LaunchOutcome, store: ResultStore) -> None:
+    """A launch that failed while the disk is full failed for want of space, not for a reason of
+    its own: it is not stored (so ``--resume`` runs it again) and the sweep stops with ENOSPC."""
+    if outcome.status != "ok" and disk_full(store.dir) is not None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(store.path))
+
+
 def timed_seconds(result: dict | None) -> float:
     """Rank 0's timed step windows in a result (every phase), in seconds."""
     if not result:
@@ -155,6 +163,7 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
                 outcome = LaunchOutcome("skipped", error=reason)
             else:
                 outcome = launcher.launch(spec, repeat, work_dir, log_dir, experiment.timeout_s)
+            stop_if_disk_full(outcome, store)
             store.append(launch_record(spec, repeat, outcome, machine, launcher.name, sweep_id))
             shutil.rmtree(work_dir, ignore_errors=True)
             summary.statuses[outcome.status] = summary.statuses.get(outcome.status, 0) + 1
@@ -197,6 +206,7 @@ def run_collectives(experiment, out_dir: Path, *, resume: bool = False, launcher
             work_dir = out_dir / ".work" / spec.key
             outcome = launcher.launch(spec, 0, work_dir, out_dir / "logs", experiment.timeout_s,
                                       validate=collectives.validate_result)
+            stop_if_disk_full(outcome, store)
             store.append({
                 "kind": "collective", "key": spec.key, "repeat": 0, "spec": spec.to_dict(),
                 "status": outcome.status, "error": outcome.error, "wall_s": round(outcome.wall_s, 4),

@@ -2,13 +2,18 @@
 its peer waits inside a collective. The sweep records why, goes on, keeps every finished result
 and leaves no process behind."""
 
+import errno
 import os
+import subprocess
+import sys
 import time
+import warnings
 
 import pytest
 
-from conftest import ROOT, TINY_DEFAULTS, run_cli, worker_processes, write_experiment
+from conftest import ROOT, TINY, TINY_DEFAULTS, run_cli, worker_processes, write_experiment
 from ddpbench.results import load_tables
+from test_sweep import _wait_for_runs
 
 pytestmark = pytest.mark.slow
 
@@ -70,3 +75,60 @@ def test_a_rank_hung_in_a_collective_times_out_its_job_and_the_sweep_goes_on(tmp
     assert hung["wall_s"] <= timeout_s + 10
     assert runs["ddp-ws1"]["status"] == runs["ddp-ws2"]["status"] == "ok"
     assert not worker_processes(str(out))
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MB tmpfs: a disk that can really fill up (mounting needs root, as CI runs)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16M", "tmpfs", str(disk)],
+                             capture_output=True, text=True)
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(path):
+    """Write zeros to ``path`` until the disk is full, to the last byte."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for chunk in (1 << 20, 1 << 12, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * chunk)
+            except OSError as err:
+                assert err.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+
+
+def test_a_full_disk_stops_the_sweep_with_one_line_and_keeps_what_was_stored(small_disk):
+    exp = write_experiment(small_disk.parent / "tiny.toml", TINY.replace("steps = 4", "steps = 40"))
+    out = small_disk / "out"
+    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_runs(out / "results.jsonl", 1)
+        fill(small_disk / "filler")  # the next launch cannot be stored
+        _, stderr = sweep.communicate(timeout=120)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+    assert sweep.returncode == 1, stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "No space left on device" in errors[0] and "--resume" in errors[0], stderr
+    assert "Traceback" not in stderr
+    assert not worker_processes(str(out))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no damaged record: the store never leaves half a line
+        _, runs, _, _ = load_tables(out)
+    stored = set(runs["key"])
+    assert 1 <= len(stored) < 4 and set(runs["status"]) == {"ok"}, runs[["status", "error"]].to_string()
+
+    (small_disk / "filler").unlink()
+    proc = run_cli("sweep", exp, "--out", out, "--resume", "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    _, runs, _, _ = load_tables(out)
+    assert len(runs) == 4 and set(runs["status"]) == {"ok"} and stored <= set(runs["key"])

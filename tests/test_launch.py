@@ -76,3 +76,13 @@ def test_a_killed_or_stuck_rank_is_placed_by_its_progress_file(tmp_path):
     progress.write("gather", -1)  # a later, shorter line replaces the earlier one whole
     out = _outcome(tmp_path, {0: None, 1: None}, timed_out=True)
     assert out.error == "no result within the 30 s timeout (rank 0 at gather; rank 1 at measure step 7)"
+
+
+def test_a_rank_that_could_not_write_on_a_full_disk_is_said_so(tmp_path, monkeypatch):
+    import shutil
+
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=4096))
+    out = _outcome(tmp_path, {0: 1, 1: 1})
+    assert out.error == (f"rank 0 exited with code 1 without reporting an error "
+                         f"(the disk holding {tmp_path} is full: 4096 bytes free)")

@@ -8,6 +8,7 @@ Launchers:
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,25 @@ def describe_exit(returncode: int) -> str:
             name = f"signal {-returncode}"
         return f"killed by {name}"
     return f"exited with code {returncode}"
+
+
+#: below this many free bytes, a rank that could not hand anything back probably could not write
+DISK_NEARLY_FULL = 1 << 20
+
+
+def disk_full(path: Path) -> int | None:
+    """The free bytes of the disk holding ``path`` when fewer than DISK_NEARLY_FULL, else None."""
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return None
+    return free if free < DISK_NEARLY_FULL else None
+
+
+def disk_note(work_dir: Path) -> str:
+    """" (the disk holding W is full: N bytes free)" when it is, else ""."""
+    free = disk_full(work_dir)
+    return f" (the disk holding {work_dir} is full: {free} bytes free)" if free is not None else ""
 
 
 def collect_outcome(work_dir: Path, spec_dict: dict, exits: dict[int, int | None], wall_s: float,
@@ -84,7 +104,7 @@ def collect_outcome(work_dir: Path, spec_dict: dict, exits: dict[int, int | None
     if bad:
         rank, code = sorted(bad.items(), key=lambda item: item[1] is None)[0]
         how = "was still running when another rank ended" if code is None else describe_exit(code)
-        return LaunchOutcome("failed", error=f"rank {rank} {how} without reporting an error",
+        return LaunchOutcome("failed", error=f"rank {rank} {how} without reporting an error{disk_note(work_dir)}",
                              wall_s=wall_s, logs=logs)
     try:
         result = json.loads((work_dir / "result.json").read_text())
