@@ -12,7 +12,8 @@ order flipped each round) so machine noise hits both alike:
     python benchmarks/group_overhead.py [--world-size 2] [--sizes 64K,1M,4M] [--calls 200] [--rounds 8]
 
 Prints per size the median time per all_reduce of each way, the median ratio per-call / by-hand
-over rounds with its IQR, and the per-call overhead in microseconds.
+over rounds with its IQR, and the per-call overhead in microseconds; first, the group's start-up
+time and what one call's announcement costs.
 """
 
 from __future__ import annotations
@@ -49,6 +50,20 @@ def per_op_seconds(pool, nbytes: int, per_call: int, calls: int, world_size: int
     return elapsed / (calls * per_call)
 
 
+def pipe_message_us(count: int = 20_000) -> float:
+    """A call's announcement: one pickled ("run", None) through a multiprocessing pipe, sent and received."""
+    import multiprocessing
+
+    from ddpbench.group import RUN
+
+    here, there = multiprocessing.get_context("spawn").Pipe()
+    start = time.perf_counter()
+    for _ in range(count):
+        here.send((RUN, None))
+        there.recv()
+    return (time.perf_counter() - start) / count * 1e6
+
+
 def main() -> int:
     from ddpbench.collectives import parse_size
     from ddpbench.group import GroupPool
@@ -61,6 +76,10 @@ def main() -> int:
     args = parser.parse_args()
     sizes = [parse_size(s, "command line", "--sizes") for s in args.sizes.split(",")]
     pool = GroupPool()
+    start = time.perf_counter()
+    pool.prepare(AllReduceBlock(sizes[0], 1, args.world_size), warmup=0)
+    print(f"group of {args.world_size} started and first task set up in {time.perf_counter() - start:.2f} s; "
+          f"one 'run' message through a pipe (send + receive): {pipe_message_us():.1f} us")
     try:
         print(f"{'size':>10} {'per call us':>12} {'by hand us':>11} {'ratio':>7} {'IQR':>13} {'overhead us':>12}")
         for nbytes in sizes:

@@ -17,7 +17,9 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch.multiprocessing as mp
 
@@ -37,7 +39,7 @@ def rank_main(rank: int, args, port: int, queue) -> None:
     import torch.distributed as dist
 
     from ddpbench.spec import JobSpec, Machine, resolve
-    from ddpbench.worker import RankRun
+    from ddpbench.worker import Progress, RankRun, progress_path
 
     os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(args.world_size),
                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "TORCHELASTIC_USE_AGENT_STORE": "True"})
@@ -45,6 +47,7 @@ def rank_main(rank: int, args, port: int, queue) -> None:
                            batch_size=args.batch_size, threads_per_rank=1, backend="gloo", device="cpu"),
                    Machine.here())
     run = RankRun({"spec": spec.to_dict(), "repeat": 0, "timeout_s": 300}, out_dir=None)
+    run.progress = Progress(progress_path(Path(args.progress_dir), rank))  # as serve() gives every rank
     run.setup()
     bare_loop(run, 5)  # warm up
     times = {"bare": [], "harness": []}
@@ -75,12 +78,20 @@ def main() -> int:
     args = parser.parse_args()
 
     from ddpbench.launch.spawn import loopback_store
+    from ddpbench.worker import Progress, progress_path
 
     store, port = loopback_store(300)
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
-    mp.start_processes(rank_main, args=(args, port, queue), nprocs=args.world_size, start_method="spawn")
-    times = queue.get()
+    with tempfile.TemporaryDirectory() as progress_dir:
+        args.progress_dir = progress_dir
+        mp.start_processes(rank_main, args=(args, port, queue), nprocs=args.world_size, start_method="spawn")
+        times = queue.get()
+        progress = Progress(progress_path(Path(progress_dir), 99))
+        start = time.perf_counter()
+        for step in range(100_000):
+            progress.write("measure", step)
+        write_us = (time.perf_counter() - start) / 100_000 * 1e6
     del store
     ratios = [h / b for h, b in zip(times["harness"], times["bare"])]
     q = statistics.quantiles(ratios, n=4)
@@ -88,6 +99,7 @@ def main() -> int:
     print(f"bare loop    {statistics.median(times['bare']):8.2f} ms/step (median of rounds)")
     print(f"ddpbench     {statistics.median(times['harness']):8.2f} ms/step")
     print(f"ratio harness/bare: median {statistics.median(ratios):.4f}, IQR {q[0]:.4f}..{q[2]:.4f}")
+    print(f"of which the progress file: {write_us:.2f} us per step (one pwrite)")
     return 0
 
 

@@ -153,22 +153,10 @@ class Side:
 def load_side(folder: str | Path, label: str) -> Side:
     """Load a results folder for comparison; InputError (naming ``label``, e.g. "A") when it holds no jobs."""
     from ddpbench.analysis import summarize
-    from ddpbench.results import RESULTS_FILE, load_tables
+    from ddpbench.results import load_folder
 
     folder = Path(folder)
-    where = f"{label} ({folder})"
-    if not folder.exists():
-        raise InputError(where, None, "no such folder; give a folder written by `ddpbench sweep`")
-    if not folder.is_dir():
-        raise InputError(where, None, "is not a folder; give a folder written by `ddpbench sweep`")
-    if not (folder / RESULTS_FILE).is_file():
-        raise InputError(where, RESULTS_FILE, "not found; give a folder written by `ddpbench sweep`")
-    try:
-        steps, runs, ranks, sweeps = load_tables(folder)
-    except OSError as err:
-        raise InputError(where, RESULTS_FILE, f"cannot be read: {err.strerror or err}") from None
-    if runs.empty:
-        raise InputError(where, RESULTS_FILE, "holds no training jobs (empty, damaged, or collectives only)")
+    steps, runs, ranks, sweeps = load_folder(folder, f"{label} ({folder})")
     return Side(folder, summarize(steps, runs, ranks), steps, sweeps)
 
 

@@ -92,20 +92,6 @@ def plain(value: Any) -> Any:
 # input checks
 # ---------------------------------------------------------------------------------------------
 
-def check_folder(folder: str | Path) -> Path:
-    """The results folder must exist and hold results.jsonl; InputError naming it otherwise."""
-    from ddpbench.results import RESULTS_FILE
-
-    folder = Path(folder)
-    if not folder.exists():
-        raise InputError(str(folder), None, "no such folder; give a folder written by `ddpbench sweep`")
-    if not folder.is_dir():
-        raise InputError(str(folder), None, "is not a folder; give a folder written by `ddpbench sweep`")
-    if not (folder / RESULTS_FILE).is_file():
-        raise InputError(str(folder), RESULTS_FILE, "not found; give a folder written by `ddpbench sweep`")
-    return folder
-
-
 def check_out(out: str | Path) -> Path:
     """``--out`` must be a file path in an existing folder; InputError naming --out otherwise."""
     out = Path(out)
@@ -201,23 +187,17 @@ def benchmark_document(folder: str | Path) -> tuple[dict, list[str]]:
 
     from ddpbench import compare, plots
     from ddpbench.analysis import SPEC_COLUMNS, bounded_steps, launch_times, summarize
-    from ddpbench.results import RESULTS_FILE, load_collectives, load_tables
+    from ddpbench.results import load_collectives, load_folder
 
-    folder = check_folder(folder)
-    try:
-        steps, runs, ranks, sweeps = load_tables(folder)
-        collectives = load_collectives(folder)
-    except OSError as err:
-        raise InputError(str(folder), RESULTS_FILE, f"cannot be read: {err.strerror or err}") from None
+    folder = Path(folder)
+    steps, runs, ranks, sweeps = load_folder(folder)
+    collectives = load_collectives(folder)
     notes = []
     if len(collectives) and "op" in collectives:
         rows = collectives[collectives["op"].notna()]
         notes.append(f"{len(rows)} collective rows ({collectives['key'].nunique()} launch(es)) not exported: the "
                      "collective micro-benchmarks store only the median, p10 and p90 time per size, not "
                      "per-iteration times, so pytest-benchmark's statistics cannot be computed from them")
-    if runs.empty:
-        raise InputError(str(folder), RESULTS_FILE, "holds no training jobs (empty, damaged, or collectives only: "
-                         "collective micro-benchmarks keep no per-iteration times to export)")
     summary = summarize(steps, runs, ranks)
     fields = [f for f in plots.varying(summary) if f not in ("model", "model_size")]
     labels = {r["key"]: compare.describe_job(r, fields, summary) for _, r in summary.iterrows()}
@@ -351,8 +331,8 @@ def _make_unique(benchmarks: list[dict]) -> None:
 # ---------------------------------------------------------------------------------------------
 
 def write_document(document: dict, out: str | Path) -> Path:
-    """Write ``document`` to ``out`` atomically (a temporary file in the same folder, then os.replace)."""
-    out = check_out(out)
+    """Write ``document`` to ``out`` (checked by :func:`check_out`) atomically: a temporary file in the
+    same folder, then os.replace."""
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     text = json.dumps(document, indent=4, allow_nan=False)
     try:

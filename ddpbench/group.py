@@ -176,7 +176,7 @@ class Group:
         self.task = None
         self.announced = False
         self.closed = False
-        self._threads = self._excepthook = None
+        self._store = self._threads = self._excepthook = None
 
     # -- life cycle --------------------------------------------------------------------------
     def start(self) -> "Group":

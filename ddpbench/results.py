@@ -208,6 +208,26 @@ def load_tables(out_dir: str | Path):
     return steps, pd.DataFrame(runs), pd.DataFrame(ranks), pd.DataFrame(sweeps)
 
 
+def load_folder(folder: str | Path, where: str | None = None):
+    """:func:`load_tables` of a folder given on the command line: InputError naming ``where``
+    (default: the folder) when it is missing, unreadable or holds no training job."""
+    folder = Path(folder)
+    where = where or str(folder)
+    if not folder.exists():
+        raise InputError(where, None, "no such folder; give a folder written by `ddpbench sweep`")
+    if not folder.is_dir():
+        raise InputError(where, None, "is not a folder; give a folder written by `ddpbench sweep`")
+    if not (folder / RESULTS_FILE).is_file():
+        raise InputError(where, RESULTS_FILE, "not found; give a folder written by `ddpbench sweep`")
+    try:
+        tables = load_tables(folder)
+    except OSError as err:
+        raise InputError(where, RESULTS_FILE, f"cannot be read: {err.strerror or err}") from None
+    if tables[1].empty:
+        raise InputError(where, RESULTS_FILE, "holds no training jobs (empty, damaged, or collectives only)")
+    return tables
+
+
 def _run_tables(record: dict):
     """(runs row, steps frame or None, ranks rows) of one run record."""
     import pandas as pd

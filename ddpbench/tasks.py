@@ -44,6 +44,7 @@ class Task:
         """Drop references to wrapped modules so the group can be destroyed cleanly."""
 
     def extra_info(self) -> dict[str, Any]:
+        """What was measured (asked on rank 0 after setup)."""
         return {}
 
     def skip_reason(self) -> str | None:
@@ -133,7 +134,8 @@ class TrainStep(Task):
 
     def extra_info(self) -> dict[str, Any]:
         s = self.spec
-        return {"spec": s.to_dict(), "key": s.key, "label": s.label(), "global_batch": s.global_batch}
+        return {"spec": s.to_dict(), "key": s.key, "label": s.label(), "global_batch": s.global_batch,
+                "params": self.params}
 
 
 def _cross_entropy():
@@ -197,10 +199,7 @@ class ModelStep(Task):
         self.model = self.optimizer = self.inputs = self.targets = None
 
     def extra_info(self) -> dict[str, Any]:
-        info = {"model_fn": _qualname(self.model_fn), "batch_fn": _qualname(self.batch_fn),
+        return {"model_fn": _qualname(self.model_fn), "batch_fn": _qualname(self.batch_fn),
                 "loss_fn": _qualname(self.loss_factory), "optimizer_fn": _qualname(self.optimizer_fn),
                 "ddp": {k: v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
-                        for k, v in self.ddp_kwargs.items()}, "seed": self.seed}
-        if getattr(self, "params", None) is not None:
-            info["params"] = self.params
-        return info
+                        for k, v in self.ddp_kwargs.items()}, "seed": self.seed, "params": self.params}

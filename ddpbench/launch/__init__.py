@@ -83,17 +83,23 @@ def collect_outcome(work_dir: Path, spec_dict: dict, exits: dict[int, int | None
             continue
     errors.sort(key=lambda e: e.get("time", 0))
     reported = {e.get("rank") for e in errors}
-    where = {rank: Progress.read(progress_path(work_dir, rank)) for rank in exits}  # what ranks last said
+    def where(rank: int) -> str | None:  # what a rank that cannot report said last
+        return Progress.read(progress_path(work_dir, rank))
+
     if timed_out:
         failed = {e["rank"]: f"rank {e['rank']} failed in {e['phase']}" for e in errors}
-        states = "; ".join(failed.get(rank) or f"rank {rank} at {where[rank]}" for rank in sorted(exits)
-                           if rank in failed or where[rank])
+        states = []
+        for rank in sorted(exits):
+            if rank in failed:
+                states.append(failed[rank])
+            elif at := where(rank):
+                states.append(f"rank {rank} at {at}")
         return LaunchOutcome("timed_out", error=f"no result within the {timeout_s:g} s timeout"
-                             + (f" ({states})" if states else ""), wall_s=wall_s, logs=logs)
+                             + (f" ({'; '.join(states)})" if states else ""), wall_s=wall_s, logs=logs)
     killed = {rank: code for rank, code in exits.items() if code is not None and code < 0 and rank not in reported}
     if killed:
         rank, code = sorted(killed.items())[0]
-        last = f" in {where[rank]}" if where[rank] else ""
+        last = f" in {at}" if (at := where(rank)) else ""
         return LaunchOutcome("failed", error=f"rank {rank} {describe_exit(code)}{last}", wall_s=wall_s, logs=logs)
     if errors:
         first = errors[0]
