@@ -1,8 +1,10 @@
 """The default launcher: one process per rank on this machine, owned by ddpbench.
 
 Like torchrun's agent, the launcher hosts the rendezvous store itself (a TCPStore on a socket it
-bound to 127.0.0.1 port 0), so there is no fixed port, no race for a free one, and nothing
-listens beyond loopback. Each rank runs in its own session, so killing its process group also
+bound to 127.0.0.1 port 0), so there is no fixed port and no race for a free one. Gloo's and
+NCCL's own sockets are pinned to the loopback interface too (unless GLOO_SOCKET_IFNAME or
+NCCL_SOCKET_IFNAME is set), so nothing a one-machine run opens listens beyond loopback, whatever
+the hostname resolves to. Each rank runs in its own session, so killing its process group also
 ends any DataLoader workers it started; ranks also exit by themselves if the launcher dies.
 """
 
@@ -45,6 +47,22 @@ def loopback_store(timeout_s: float):
         # torch 2.4-2.7: the libuv store (their default) cannot take a listening socket
         store = TCPStore("127.0.0.1", port, use_libuv=False, **kwargs)
     return store, port
+
+
+def loopback_interface() -> str:
+    """The name of the interface holding 127.0.0.1 ("lo" on Linux, "lo0" on macOS)."""
+    import psutil
+
+    for name, addrs in psutil.net_if_addrs().items():
+        if any(a.family == socket.AF_INET and a.address == "127.0.0.1" for a in addrs):
+            return name
+    return "lo"
+
+
+def loopback_env() -> dict[str, str]:
+    """Socket interface variables that keep gloo and NCCL on loopback; the user's own settings win."""
+    iface = loopback_interface()
+    return {var: os.environ.get(var, iface) for var in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")}
 
 
 def end_processes(procs: list[subprocess.Popen]) -> None:
@@ -99,6 +117,7 @@ class SpawnLauncher:
             "LOCAL_WORLD_SIZE": str(processes),
             "OMP_NUM_THREADS": threads,
             "MKL_NUM_THREADS": threads,
+            **loopback_env(),
             "DDPBENCH_PARENT_PID": str(os.getpid()),
             "PYTHONUNBUFFERED": "1",
         }
