@@ -24,11 +24,19 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 
+def say_error(text: str) -> None:
+    """One line on stderr, whatever the user typed: control characters (a newline in a flag's
+    value) and the lone surrogates a non-UTF-8 file name arrives as are written as escapes."""
+    sys.stderr.write("".join(c if c.isprintable() else ascii(c)[1:-1] for c in text) + "\n")
+    sys.stderr.flush()
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but its errors are one line like every other bad-input error."""
 
     def error(self, message: str):
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        say_error(f"{self.prog}: error: {message} (see {self.prog} --help)")
+        self.exit(EXIT_BAD_INPUT)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,14 +530,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except InputError as err:
-        print(f"error: {err}", file=sys.stderr)
+        say_error(f"error: {err}")
         return EXIT_BAD_INPUT
     except OSError as err:
         if err.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
             raise
         # stored records are whole: the store truncates a record it could not finish
-        print(f"error: cannot write {err.filename or 'the results'}: {err.strerror}; every launch stored before "
-              "is intact; free space and rerun with --resume to finish", file=sys.stderr)
+        say_error(f"error: cannot write {err.filename or 'the results'}: {err.strerror}; every launch stored "
+                  "before is intact; free space and rerun with --resume to finish")
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
