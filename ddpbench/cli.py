@@ -519,7 +519,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_signalled: list[int] = []  # the signal that ended the command, for its exit code
+
+
 def _raise_interrupt(signum, frame):
+    _signalled.append(signum)
     raise KeyboardInterrupt
 
 
@@ -528,7 +532,9 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM ends a sweep like Ctrl-C: children are stopped, finished results are kept.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        return args.func(args)
+        code = args.func(args)
+        # interrupted: 130 for Ctrl-C, 143 for SIGTERM, as a shell reports a process ended by either
+        return 128 + _signalled[-1] if code == EXIT_INTERRUPTED and _signalled else code
     except InputError as err:
         say_error(f"error: {err}")
         return EXIT_BAD_INPUT
@@ -541,4 +547,4 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return 128 + _signalled[-1] if _signalled else EXIT_INTERRUPTED

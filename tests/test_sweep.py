@@ -101,37 +101,63 @@ def _wait_for_runs(path, count, timeout=120):
     raise AssertionError(f"no {count} run records in {path}")
 
 
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
-def test_killed_sweep_keeps_results_and_resume_finishes(tmp_path, how):
-    exp = write_experiment(tmp_path / "tiny.toml", TINY.replace("steps = 4", "steps = 40"))
+LONGER = TINY.replace("steps = 4", "steps = 40")  # long enough to interrupt mid-launch
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The sweep the interrupted ones are held against, run once without a break."""
+    tmp = tmp_path_factory.mktemp("whole")
+    out = tmp / "out"
+    proc = run_cli("sweep", write_experiment(tmp / "tiny.toml", LONGER), "--out", out, "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def tables_shape(out):
+    """What an interrupted-and-resumed sweep must share with an uninterrupted one: the job set,
+    and the columns of every table and of the summary (values are measurements: they differ)."""
+    steps, runs, ranks, _ = load_tables(out)
+    summary = ddpbench.summarize(ddpbench.load(out))
+    return (sorted(runs["key"]), sorted(summary["key"]), list(steps.columns), list(runs.columns),
+            list(ranks.columns), list(summary.columns), sorted(set(steps["phase"])), len(steps))
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM])
+def test_interrupted_sweep_keeps_results_and_resume_equals_an_uninterrupted_one(tmp_path, how, uninterrupted):
+    exp = write_experiment(tmp_path / "tiny.toml", LONGER)
     out = tmp_path / "out"
     sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for_runs(out / "results.jsonl", 1)
         time.sleep(1.5)  # let the next launch get going, so a job is in flight
+        assert worker_processes(str(out)), "no launch in flight to interrupt"
         sweep.send_signal(how)
+        signalled = time.monotonic()
         sweep.wait(timeout=15)
     finally:
         if sweep.poll() is None:
             sweep.kill()
-    if how == signal.SIGINT:
-        assert sweep.returncode == 130, sweep.stderr.read()
-    # ranks exit by themselves when the launcher is gone (watchdog), or are ended by it
-    deadline = time.monotonic() + 10
-    while worker_processes(str(out)) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    stderr = sweep.stderr.read()
+    if how != signal.SIGKILL:  # Ctrl-C and SIGTERM: the sweep ends its ranks and says how to go on
+        assert sweep.returncode == 128 + how and "--resume" in stderr, stderr
+    # SIGKILL: the ranks see the launcher gone and exit by themselves (watchdog)
+    while worker_processes(str(out)) and time.monotonic() - signalled < 10:
+        time.sleep(0.1)
+    ended_s = time.monotonic() - signalled
     assert not worker_processes(str(out))
+    print(f"{how.name}: every rank gone {ended_s:.1f} s after the signal")
     _, runs, _, _ = load_tables(out)
     finished = set(runs["key"])
     assert 1 <= len(finished) < 4 and set(runs["status"]) == {"ok"}
 
-    proc = run_cli("sweep", exp, "--out", out, "--resume")
+    proc = run_cli("sweep", exp, "--out", out, "--resume", "--no-report")
     assert proc.returncode == 0, proc.stderr
     _, runs, _, sweeps = load_tables(out)
     assert len(runs) == 4 and runs["key"].is_unique and set(runs["status"]) == {"ok"}
-    assert len(sweeps) == 2
-    assert finished <= set(runs["key"])
+    assert len(sweeps) == 2 and finished <= set(runs["key"])
+    assert tables_shape(out) == tables_shape(uninterrupted)
 
 
 def test_sweep_without_resume_keeps_earlier_results(tiny_sweep, tmp_path):
