@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sys
+import warnings
 from pathlib import Path
 
 from ddpbench.errors import InputError
@@ -522,6 +523,22 @@ def build_parser() -> argparse.ArgumentParser:
 _signalled: list[int] = []  # the signal that ended the command, for its exit code
 
 
+_said: set[str] = set()
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
+    """A damaged record in a results file is one line that names the file and the line, said once
+    however often the file is loaded (to resume, to summarize, for the report)."""
+    from ddpbench.results import DamagedRecord
+
+    if issubclass(category, DamagedRecord):
+        if str(message) not in _said:
+            _said.add(str(message))
+            say_error(f"warning: {message}")
+    else:
+        _default(message, category, filename, lineno, file, line)
+
+
 def _raise_interrupt(signum, frame):
     _signalled.append(signum)
     raise KeyboardInterrupt
@@ -531,6 +548,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # SIGTERM ends a sweep like Ctrl-C: children are stopped, finished results are kept.
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    warnings.showwarning = _show_warning
     try:
         code = args.func(args)
         # interrupted: 130 for Ctrl-C, 143 for SIGTERM, as a shell reports a process ended by either

@@ -49,6 +49,8 @@ class ReportContext:
     #: one row per (launch, op, placement, size) of the collective micro-benchmarks
     #: (results.load_collectives); an empty DataFrame when the folder holds none
     collectives: Any = None
+    #: what loading skipped: one line per damaged record ("results.jsonl:8: damaged record skipped ...")
+    damaged: list = field(default_factory=list)
     #: what several sections derive from the same data (e.g. the cost model), computed once per report
     derived: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -79,15 +81,29 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
 
     ``out_dir`` defaults to ``results_dir``; ``sections`` to every registered section.
     """
+    import warnings
+
     from ddpbench.analysis import summarize
-    from ddpbench.results import load_collectives, load_tables
+    from ddpbench.results import DamagedRecord, load_collectives, load_tables
 
     results_dir = Path(results_dir)
     out_dir = Path(out_dir) if out_dir is not None else results_dir
-    steps, runs, ranks, sweeps = load_tables(results_dir)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DamagedRecord)
+        steps, runs, ranks, sweeps = load_tables(results_dir)
+        collectives = load_collectives(results_dir)
+    damaged = []
+    for w in caught:  # said on the page; everything else is passed on as it came
+        if issubclass(w.category, DamagedRecord):
+            damaged.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    for line in dict.fromkeys(damaged):
+        warnings.warn(line, DamagedRecord, stacklevel=2)
     summary = summarize(steps, runs, ranks)
     out_dir.mkdir(parents=True, exist_ok=True)
-    ctx = ReportContext(summary, steps, runs, ranks, sweeps, results_dir, out_dir, load_collectives(results_dir))
+    ctx = ReportContext(summary, steps, runs, ranks, sweeps, results_dir, out_dir, collectives,
+                        damaged=list(dict.fromkeys(damaged)))
     rendered = [s for s in (fn(ctx) for fn in (SECTIONS if sections is None else sections)) if s is not None]
     index = out_dir / INDEX_FILE
     tmp = index.with_suffix(".html.tmp")
@@ -329,6 +345,10 @@ def header_section(ctx: ReportContext) -> Section:
         counts = (f'<p class="what">{len(summary)} jobs ({launches} launches, {num(wall, ".0f")} s of launch '
                   f"wall time): {listed}.</p>") + collectives
     notes = []
+    if ctx.damaged:
+        notes.append(f'<strong class="status-failed">{len(ctx.damaged)} damaged record(s) skipped</strong> '
+                     "(a write cut short, e.g. by a crash; `--resume` measures what they held again): "
+                     + "; ".join(esc(line) for line in ctx.damaged))
     if not summary.empty and summary["oversubscribed"].astype(bool).any():
         notes.append("Some jobs were <strong>oversubscribed</strong> (more busy threads than cores): their "
                      "times measure contention for cores, not scaling. They are marked in the table and drawn "

@@ -110,7 +110,7 @@ class ResultStore:
                 if not raw.strip():
                     continue
                 try:
-                    record = json.loads(raw)
+                    record = json.loads(raw.rstrip(b"\r\n"))  # the same message, with or without the newline
                     check_record(record)
                 except ValueError as err:
                     warnings.warn(f"{self.path}:{number}: damaged record skipped ({err})", DamagedRecord,

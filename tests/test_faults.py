@@ -132,3 +132,39 @@ def test_a_full_disk_stops_the_sweep_with_one_line_and_keeps_what_was_stored(sma
     assert proc.returncode == 0, proc.stderr
     _, runs, _, _ = load_tables(out)
     assert len(runs) == 4 and set(runs["status"]) == {"ok"} and stored <= set(runs["key"])
+
+
+def test_a_results_file_cut_mid_write_loses_one_record_and_resume_measures_it_again(tmp_path):
+    """A crash mid-write, simulated on a real sweep's file: its last record is cut in half."""
+    from ddpbench.results import DamagedRecord
+
+    exp = write_experiment(tmp_path / "two.toml", TINY.replace("world_size = [1, 2]", "world_size = [2]")
+                           .replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [1, 25]"))
+    out = tmp_path / "out"
+    assert run_cli("sweep", exp, "--out", out, "--no-report").returncode == 0
+    results = out / "results.jsonl"
+    lines = results.read_bytes().splitlines(keepends=True)
+    assert b'"kind": "run"' in lines[-1]
+    whole = len(b"".join(lines[:-1]))
+    os.truncate(results, whole + len(lines[-1]) // 2)
+    damaged = f"results.jsonl:{len(lines)}: damaged record skipped"
+
+    with pytest.warns(DamagedRecord, match=damaged):
+        _, runs, _, _ = load_tables(out)
+    assert len(runs) == 1 and set(runs["status"]) == {"ok"}  # the other launch is intact
+
+    report = run_cli("report", out)
+    assert report.returncode == 0, report.stderr
+    assert report.stderr.count(damaged) == 1 and report.stderr.startswith("warning: "), report.stderr
+    page = (out / "index.html").read_text()
+    assert "1 damaged record(s) skipped" in page and damaged in page
+
+    started = time.monotonic()
+    resumed = run_cli("sweep", exp, "--out", out, "--resume", "--no-report")
+    assert resumed.returncode == 0, resumed.stderr
+    print(f"cut record: measured again by --resume in {time.monotonic() - started:.1f} s")
+    assert resumed.stderr.count(damaged) == 1, resumed.stderr
+    with pytest.warns(DamagedRecord, match=damaged):  # the cut line stays, for the record
+        _, runs, _, sweeps = load_tables(out)
+    assert len(runs) == 2 and set(runs["status"]) == {"ok"} and len(sweeps) == 2
+    assert len(results.read_bytes().splitlines()) == len(lines) + 2  # new sweep and run, each on its own line
