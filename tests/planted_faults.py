@@ -4,6 +4,9 @@ step (counting warmup steps, from 1), after that step's backward pass:
 
   kill   the rank sends itself SIGKILL (as the OOM killer or a `kill -9` would end it);
   hang   the rank sleeps for an hour, so the other ranks wait inside the next step's all-reduce.
+
+With ``PLANTED_FAULT_STAMP=FILE`` the rank writes the wall-clock time of the fault there first,
+so a test can time the recovery from the fault itself.
 """
 
 import os
@@ -22,6 +25,9 @@ class PlantedFault(DDPStrategy):
         kind, rank, step = os.environ["PLANTED_FAULT"].split(":")
         if self.ctx.rank != int(rank) or self.steps_done != int(step):
             return
+        if os.environ.get("PLANTED_FAULT_STAMP"):
+            with open(os.environ["PLANTED_FAULT_STAMP"], "w") as fh:
+                fh.write(repr(time.time()))
         if kind == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
         elif kind == "hang":

@@ -21,7 +21,8 @@ FAULTS = "planted-fault=tests.planted_faults:PlantedFault"
 
 
 def faulty_sweep(tmp_path, fault: str, timeout_s: int = 60):
-    """Three jobs in order: a good one, one with ``fault`` planted, another good one."""
+    """Three jobs in order: a good one, one with ``fault`` planted, another good one. Returns the
+    finished sweep, its folder, and the seconds from the fault to its job's record being stored."""
     exp = write_experiment(tmp_path / "faults.toml", f"""
         name = "faults"
         timeout_s = {timeout_s}
@@ -34,12 +35,26 @@ def faulty_sweep(tmp_path, fault: str, timeout_s: int = 60):
         world_size = [2]
         bucket_cap_mb = [1]
     """)
-    out = tmp_path / "out"
-    env = {**os.environ, "DDPBENCH_STRATEGIES": FAULTS, "PLANTED_FAULT": fault,
+    out, stamp = tmp_path / "out", tmp_path / "fault.time"
+    env = {**os.environ, "DDPBENCH_STRATEGIES": FAULTS, "PLANTED_FAULT": fault, "PLANTED_FAULT_STAMP": str(stamp),
            "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    started = time.monotonic()
-    proc = run_cli("sweep", exp, "--out", out, "--no-report", env=env, timeout=timeout_s + 120)
-    return proc, out, time.monotonic() - started
+    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
+                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    recorded = None
+    try:
+        deadline = time.monotonic() + timeout_s + 120
+        while sweep.poll() is None and time.monotonic() < deadline:
+            if recorded is None and (out / "results.jsonl").exists():
+                lines = (out / "results.jsonl").read_text().splitlines()
+                if any('"kind": "run"' in line and '"planted-fault"' in line for line in lines):
+                    recorded = time.time()
+            time.sleep(0.05)
+        stderr = sweep.communicate(timeout=5)[1]
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+    recovery_s = recorded - float(stamp.read_text()) if recorded and stamp.exists() else None
+    return subprocess.CompletedProcess(sweep.args, sweep.returncode, None, stderr), out, recovery_s
 
 
 def outcomes(out):
@@ -49,8 +64,9 @@ def outcomes(out):
 
 def test_a_rank_killed_with_sigkill_fails_its_job_with_the_cause_and_the_sweep_goes_on(tmp_path):
     # step 5 = the 1 warmup step + measure steps 0..3: killed after measure step 3's backward
-    proc, out, _ = faulty_sweep(tmp_path, "kill:1:5")
+    proc, out, recovery_s = faulty_sweep(tmp_path, "kill:1:5")
     assert proc.returncode == 1, proc.stderr  # a job failed
+    print(f"kill -9: the job recorded as failed {recovery_s:.1f} s after the kill")
     runs = outcomes(out)
     assert list(runs) == ["ddp-ws1", "planted-fault-ws2", "ddp-ws2"]
     killed = runs["planted-fault-ws2"]
@@ -64,7 +80,7 @@ def test_a_rank_killed_with_sigkill_fails_its_job_with_the_cause_and_the_sweep_g
 
 def test_a_rank_hung_in_a_collective_times_out_its_job_and_the_sweep_goes_on(tmp_path):
     timeout_s = 20
-    proc, out, wall_s = faulty_sweep(tmp_path, "hang:1:5", timeout_s=timeout_s)
+    proc, out, recovery_s = faulty_sweep(tmp_path, "hang:1:5", timeout_s=timeout_s)
     assert proc.returncode == 1, proc.stderr
     runs = outcomes(out)
     hung = runs["planted-fault-ws2"]
@@ -73,6 +89,8 @@ def test_a_rank_hung_in_a_collective_times_out_its_job_and_the_sweep_goes_on(tmp
     assert hung["error"] == (f"no result within the {timeout_s} s timeout "
                              "(rank 0 at measure step 4; rank 1 at measure step 3)")
     assert hung["wall_s"] <= timeout_s + 10
+    print(f"hang: the job recorded as timed out {hung['wall_s'] - timeout_s:.1f} s past its {timeout_s} s timeout "
+          f"({recovery_s:.1f} s after the hang began)")
     assert runs["ddp-ws1"]["status"] == runs["ddp-ws2"]["status"] == "ok"
     assert not worker_processes(str(out))
 
@@ -112,7 +130,9 @@ def test_a_full_disk_stops_the_sweep_with_one_line_and_keeps_what_was_stored(sma
     try:
         _wait_for_runs(out / "results.jsonl", 1)
         fill(small_disk / "filler")  # the next launch cannot be stored
+        filled = time.monotonic()
         _, stderr = sweep.communicate(timeout=120)
+        print(f"full disk: the sweep stopped {time.monotonic() - filled:.1f} s after the disk filled")
     finally:
         if sweep.poll() is None:
             sweep.kill()
@@ -168,3 +188,25 @@ def test_a_results_file_cut_mid_write_loses_one_record_and_resume_measures_it_ag
         _, runs, _, sweeps = load_tables(out)
     assert len(runs) == 2 and set(runs["status"]) == {"ok"} and len(sweeps) == 2
     assert len(results.read_bytes().splitlines()) == len(lines) + 2  # new sweep and run, each on its own line
+
+
+def test_two_sweeps_at_once_both_complete(tmp_path):
+    """Each launch's rendezvous is on a port the OS gave it: two sweeps side by side never clash."""
+    exp = write_experiment(tmp_path / "tiny.toml", TINY)
+    sweeps = [subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(tmp_path / f"out{i}"),
+                                "--no-report"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+              for i in range(2)]
+    started = time.monotonic()
+    try:
+        errors = [s.communicate(timeout=300)[1] for s in sweeps]
+    finally:
+        for s in sweeps:
+            if s.poll() is None:
+                s.kill()
+    print(f"two sweeps at once: both done in {time.monotonic() - started:.1f} s")
+    for sweep, stderr in zip(sweeps, errors):
+        assert sweep.returncode == 0, stderr
+    for i in range(2):
+        _, runs, _, _ = load_tables(tmp_path / f"out{i}")
+        assert len(runs) == 4 and set(runs["status"]) == {"ok"}, runs[["status", "error"]].to_string()
+        assert not worker_processes(str(tmp_path / f"out{i}"))
