@@ -290,12 +290,20 @@ def load_collectives(out_dir: str | Path):
     return pd.DataFrame(rows)
 
 
+class Records(tuple):
+    """Plain records (dicts) riding in ``df.attrs``, shared rather than copied: pandas deep-copies
+    attrs on every operation, which for a few hundred jobs made each one take a quarter second."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
 def load(out_dir: str | Path):
     """The per-step DataFrame of a results folder (every rank, every step, every phase).
 
     A folder that holds only collective micro-benchmarks gives :func:`load_collectives`'s table.
 
-    The other tables ride along in ``df.attrs`` as lists of plain records (``runs``, ``ranks``,
+    The other tables ride along in ``df.attrs`` as sequences of plain records (``runs``, ``ranks``,
     ``sweeps``; see :func:`load_tables` for them as DataFrames), so ``ddpbench.summarize(df)``
     needs nothing else. Plain records, not DataFrames: pandas compares attrs when it
     concatenates frames, and DataFrames there would make ``pd.concat`` raise.
@@ -304,8 +312,8 @@ def load(out_dir: str | Path):
     if runs.empty:
         collectives = load_collectives(out_dir)
         if len(collectives):
-            collectives.attrs.update({"sweeps": sweeps.to_dict("records"), "results_dir": str(out_dir)})
+            collectives.attrs.update({"sweeps": Records(sweeps.to_dict("records")), "results_dir": str(out_dir)})
             return collectives
-    steps.attrs.update({"runs": runs.to_dict("records"), "ranks": ranks.to_dict("records"),
-                        "sweeps": sweeps.to_dict("records"), "results_dir": str(out_dir)})
+    steps.attrs.update({"runs": Records(runs.to_dict("records")), "ranks": Records(ranks.to_dict("records")),
+                        "sweeps": Records(sweeps.to_dict("records")), "results_dir": str(out_dir)})
     return steps

@@ -2,6 +2,7 @@
 
 import warnings
 
+import pandas as pd
 import pytest
 
 import ddpbench
@@ -174,3 +175,15 @@ def test_summarize_filtered_and_concatenated_frames(experiment, cpu_machine, tmp
     stripped.attrs = {}  # what pd.concat of two loads gives in pandas 3
     with pytest.raises(ValueError, match="load_tables"):
         ddpbench.summarize(stripped)
+
+
+def test_pandas_operations_share_the_records_in_attrs(experiment, cpu_machine, tmp_path):
+    """pandas deep-copies attrs on every operation; the records ride along shared, so a filter
+    or groupby on a folder of hundreds of jobs does not copy them (it took 0.8 s a job to
+    summarize 200 jobs before: benchmarks/soak.py)."""
+    run_sweep(experiment, tmp_path, launcher=FakeLauncher(), machine=cpu_machine, env=ENV)
+    steps = ddpbench.load(tmp_path)
+    filtered = steps[steps["world_size"] == 2]
+    for name in ("runs", "ranks", "sweeps"):
+        assert filtered.attrs[name] is steps.attrs[name]
+    assert len(pd.DataFrame(filtered.attrs["runs"])) == 6
