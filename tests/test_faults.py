@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 FAULTS = "planted-fault=tests.planted_faults:PlantedFault"
 
 
-def faulty_sweep(tmp_path, fault: str, timeout_s: int = 60):
+def faulty_sweep(tmp_path, fault: str, timeout_s: int = 60, launcher: str = "spawn"):
     """Three jobs in order: a good one, one with ``fault`` planted, another good one. Returns the
     finished sweep, its folder, and the seconds from the fault to its job's record being stored."""
     exp = write_experiment(tmp_path / "faults.toml", f"""
@@ -38,7 +38,8 @@ def faulty_sweep(tmp_path, fault: str, timeout_s: int = 60):
     out, stamp = tmp_path / "out", tmp_path / "fault.time"
     env = {**os.environ, "DDPBENCH_STRATEGIES": FAULTS, "PLANTED_FAULT": fault, "PLANTED_FAULT_STAMP": str(stamp),
            "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
+    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report",
+                              "--launcher", launcher],
                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     recorded = None
     try:
@@ -62,11 +63,15 @@ def outcomes(out):
     return {row["strategy"] + f"-ws{row['world_size']}": row for _, row in runs.iterrows()}
 
 
-def test_a_rank_killed_with_sigkill_fails_its_job_with_the_cause_and_the_sweep_goes_on(tmp_path):
+LAUNCHERS = pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
+
+
+@LAUNCHERS
+def test_a_rank_killed_with_sigkill_fails_its_job_with_the_cause_and_the_sweep_goes_on(tmp_path, launcher):
     # step 5 = the 1 warmup step + measure steps 0..3: killed after measure step 3's backward
-    proc, out, recovery_s = faulty_sweep(tmp_path, "kill:1:5")
+    proc, out, recovery_s = faulty_sweep(tmp_path, "kill:1:5", launcher=launcher)
     assert proc.returncode == 1, proc.stderr  # a job failed
-    print(f"kill -9: the job recorded as failed {recovery_s:.1f} s after the kill")
+    print(f"{launcher}, kill -9: the job recorded as failed {recovery_s:.1f} s after the kill")
     runs = outcomes(out)
     assert list(runs) == ["ddp-ws1", "planted-fault-ws2", "ddp-ws2"]
     killed = runs["planted-fault-ws2"]
@@ -78,9 +83,10 @@ def test_a_rank_killed_with_sigkill_fails_its_job_with_the_cause_and_the_sweep_g
     assert not worker_processes(str(out))
 
 
-def test_a_rank_hung_in_a_collective_times_out_its_job_and_the_sweep_goes_on(tmp_path):
+@LAUNCHERS
+def test_a_rank_hung_in_a_collective_times_out_its_job_and_the_sweep_goes_on(tmp_path, launcher):
     timeout_s = 20
-    proc, out, recovery_s = faulty_sweep(tmp_path, "hang:1:5", timeout_s=timeout_s)
+    proc, out, recovery_s = faulty_sweep(tmp_path, "hang:1:5", timeout_s=timeout_s, launcher=launcher)
     assert proc.returncode == 1, proc.stderr
     runs = outcomes(out)
     hung = runs["planted-fault-ws2"]
@@ -89,7 +95,7 @@ def test_a_rank_hung_in_a_collective_times_out_its_job_and_the_sweep_goes_on(tmp
     assert hung["error"] == (f"no result within the {timeout_s} s timeout "
                              "(rank 0 at measure step 4; rank 1 at measure step 3)")
     assert hung["wall_s"] <= timeout_s + 10
-    print(f"hang: the job recorded as timed out {hung['wall_s'] - timeout_s:.1f} s past its {timeout_s} s timeout "
+    print(f"{launcher}, hang: the job recorded as timed out {hung['wall_s'] - timeout_s:.1f} s past its {timeout_s} s timeout "
           f"({recovery_s:.1f} s after the hang began)")
     assert runs["ddp-ws1"]["status"] == runs["ddp-ws2"]["status"] == "ok"
     assert not worker_processes(str(out))

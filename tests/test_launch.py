@@ -86,3 +86,52 @@ def test_a_rank_that_could_not_write_on_a_full_disk_is_said_so(tmp_path, monkeyp
     out = _outcome(tmp_path, {0: 1, 1: 1})
     assert out.error == (f"rank 0 exited with code 1 without reporting an error "
                          f"(the disk holding {tmp_path} is full: 4096 bytes free)")
+
+
+def test_torchrun_failure_summary_names_each_failed_rank():
+    """The part of torchrun's ChildFailedError summary the launcher reads (torch 2.x format)."""
+    from ddpbench.launch.torchrun import TorchrunLauncher, agent_failures
+
+    log = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+======================================================
+ddpbench.worker FAILED
+------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-21_11:40:02
+  host      : vm
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 4242)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-21_11:40:02
+  host      : vm
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 4243)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 4243
+======================================================
+"""
+    assert agent_failures(log) == {0: 1, 1: -9}
+    assert TorchrunLauncher._rank_exits(2, 1, log, timed_out=False) == {0: 1, 1: -9}
+    assert TorchrunLauncher._rank_exits(2, 0, "", timed_out=False) == {0: 0, 1: 0}
+    assert TorchrunLauncher._rank_exits(2, 1, "RendezvousError", timed_out=False) == {0: None, 1: None}
+    assert TorchrunLauncher._rank_exits(2, None, "", timed_out=True) == {0: None, 1: None}
+
+
+def test_torchrun_that_fails_before_its_ranks_is_named(tmp_path, monkeypatch):
+    """torchrun itself failing (here: an unknown option) is the job's error, with its last log line."""
+    from ddpbench.launch import torchrun
+    from ddpbench.spec import JobSpec, Machine, resolve
+
+    real = torchrun.torchrun_command
+    monkeypatch.setattr(torchrun, "torchrun_command", lambda *a, **k: real(*a, **k)[:3] + ["--no-such-option"]
+                        + real(*a, **k)[3:])
+    spec = resolve(JobSpec(world_size=2, model_size="xs", threads_per_rank=1), Machine.here())
+    outcome = torchrun.TorchrunLauncher().launch(spec, 0, tmp_path / "work", tmp_path / "logs", timeout_s=60)
+    assert outcome.status == "failed"
+    assert outcome.error.startswith("torchrun exited with code 2 before any rank reported: ")
+    assert "--no-such-option" in outcome.error

@@ -192,3 +192,20 @@ def test_spawn_timeout_ends_every_process_and_ignores_stale_hand_backs(tmp_path)
     assert outcome.status == "timed_out" and "8 s timeout" in outcome.error and "stale" not in outcome.error
     leftovers = [p for p in psutil.process_iter(["cmdline"]) if str(work) in " ".join(p.info["cmdline"] or [])]
     assert not leftovers
+
+
+def test_the_torchrun_launcher_gives_what_spawn_gives(tiny_sweep, tmp_path):
+    """The same experiment through `torchrun --standalone`: the same jobs and the same columns in
+    every table, every replica identical, the launcher named in each run record."""
+    _, spawned = tiny_sweep
+    exp = write_experiment(tmp_path / "tiny.toml", TINY)
+    out = tmp_path / "out"
+    proc = run_cli("sweep", exp, "--out", out, "--no-report", "--launcher", "torchrun")
+    assert proc.returncode == 0, proc.stderr
+    assert tables_shape(out) == tables_shape(spawned)
+    _, runs, ranks, _ = load_tables(out)
+    assert set(runs["launcher"]) == {"torchrun"} and set(runs["status"]) == {"ok"}
+    for _, job in ranks.groupby(["key", "repeat"]):
+        assert job["checksum"].nunique() == 1
+    assert sorted(p.name for p in (out / "logs").glob("*.log")) == sorted(f"{k}-r0.torchrun.log" for k in runs["key"])
+    assert not worker_processes(str(out))

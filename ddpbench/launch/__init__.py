@@ -2,7 +2,8 @@
 rank in torchrun's environment variables, and hands back one :class:`LaunchOutcome` per launch.
 
 Launchers:
-  spawn  (default) one process per rank on this machine, started and owned by ddpbench.
+  spawn     (default) one process per rank on this machine, started and owned by ddpbench.
+  torchrun  one ``torchrun --standalone`` per launch: torchrun's agent starts the ranks.
 """
 
 from __future__ import annotations
@@ -31,10 +32,14 @@ def get_launcher(name: str):
         from ddpbench.launch.spawn import SpawnLauncher
 
         return SpawnLauncher()
+    if name == "torchrun":
+        from ddpbench.launch.torchrun import TorchrunLauncher
+
+        return TorchrunLauncher()
     raise ValueError(f"unknown launcher {name!r}")
 
 
-LAUNCHERS = ("spawn",)
+LAUNCHERS = ("spawn", "torchrun")
 
 
 def describe_exit(returncode: int) -> str:

@@ -87,6 +87,23 @@ def end_processes(procs: list[subprocess.Popen]) -> None:
         proc.wait()
 
 
+def prepare_launch(spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> tuple[dict, Path]:
+    """A clean work folder holding ``job.json``, and the log folder; (the spec as a dict, job.json)."""
+    shutil.rmtree(work_dir, ignore_errors=True)  # never read a hand-back an interrupted launch left
+    work_dir.mkdir(parents=True, exist_ok=True)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    spec_dict = spec.to_dict()
+    job_file = work_dir / "job.json"
+    job_file.write_text(json.dumps({"spec": spec_dict, "repeat": repeat, "timeout_s": timeout_s}))
+    return spec_dict, job_file
+
+
+def rank_env(spec) -> dict[str, str]:
+    """What every launcher sets for a rank: its thread count, sockets on loopback, unbuffered logs."""
+    threads = str(spec.threads_per_rank)
+    return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, **loopback_env(), "PYTHONUNBUFFERED": "1"}
+
+
 class SpawnLauncher:
     name = "spawn"
 
@@ -98,28 +115,18 @@ class SpawnLauncher:
         ``threads_per_rank``, ``processes`` and ``worker_module``; ``validate(result, spec_dict,
         processes)`` checks the hand-back.
         """
-        shutil.rmtree(work_dir, ignore_errors=True)  # never read a hand-back an interrupted launch left
-        work_dir.mkdir(parents=True, exist_ok=True)
-        log_dir.mkdir(parents=True, exist_ok=True)
-        spec_dict = spec.to_dict()
-        job_file = work_dir / "job.json"
-        job_file.write_text(json.dumps({"spec": spec_dict, "repeat": repeat, "timeout_s": timeout_s}))
-
+        spec_dict, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
         processes = spec.processes
         store, port = loopback_store(timeout_s)
-        threads = str(spec.threads_per_rank)
         base_env = {
             **os.environ,
+            **rank_env(spec),
             "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": str(port),
             "TORCHELASTIC_USE_AGENT_STORE": "True",  # ranks connect to our store as clients
             "WORLD_SIZE": str(processes),
             "LOCAL_WORLD_SIZE": str(processes),
-            "OMP_NUM_THREADS": threads,
-            "MKL_NUM_THREADS": threads,
-            **loopback_env(),
             "DDPBENCH_PARENT_PID": str(os.getpid()),
-            "PYTHONUNBUFFERED": "1",
         }
         procs: list[subprocess.Popen] = []
         logs: list[str] = []
