@@ -54,6 +54,9 @@ def add_sweep(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="list the jobs and exit without running them")
     p.add_argument("--timeout", type=float, metavar="S", help="per-launch timeout in seconds (overrides timeout_s)")
     p.add_argument("--launcher", default="spawn", choices=LAUNCHERS, help="how ranks start (default: spawn)")
+    p.add_argument("--nodes", type=int, default=1, metavar="N",
+                   help="slurm: nodes a job's ranks are spread over (default: 1)")
+    p.add_argument("--partition", help="slurm: the partition to submit to (default: the cluster's default)")
     p.add_argument("--no-report", action="store_true", help="store results but do not write the report")
     p.set_defaults(func=cmd_sweep)
 
@@ -68,6 +71,12 @@ def cmd_sweep(args) -> int:
         experiment = dataclasses.replace(experiment, timeout_s=check_timeout(args.timeout))
     out_dir = args.out or Path("reports") / experiment.name
     return run_and_report(experiment, out_dir, args)
+
+
+def check_nodes(nodes: int) -> int:
+    if not 1 <= nodes <= 100_000:
+        raise InputError("command line", "--nodes", f"must be 1 to 100000 (got {nodes})")
+    return nodes
 
 
 def check_timeout(seconds: float) -> float:
@@ -93,7 +102,8 @@ def run_and_report(experiment, out_dir: Path, args) -> int:
                   f"{len(pending_launches(experiment, set()))} launches -> {out_dir}/  "
                   f"({machine.cores} cores, {machine.cuda_devices} GPUs)", highlight=False)
     try:
-        summary = run_sweep(experiment, out_dir, resume=args.resume, launcher=get_launcher(args.launcher),
+        summary = run_sweep(experiment, out_dir, resume=args.resume, launcher=get_launcher(
+                                args.launcher, nodes=check_nodes(args.nodes), partition=args.partition),
                             machine=machine, console=console)
         if experiment.collectives is not None:
             from ddpbench.runner import run_collectives
@@ -216,7 +226,8 @@ def add_run(sub) -> None:
                        help=f"{f.metadata['help']}; {allowed_text(name)} (default: {f.default})")
     p.add_argument("--out", type=Path, help="output folder (default: reports/run-<job key>/)")
     p.add_argument("--timeout", type=float, default=600, metavar="S", help="timeout in seconds (default: 600)")
-    p.set_defaults(func=cmd_run, resume=False, dry_run=False, launcher="spawn", no_report=False)
+    p.set_defaults(func=cmd_run, resume=False, dry_run=False, launcher="spawn", nodes=1, partition=None,
+                   no_report=False)
 
 
 def parse_flag(name: str, text: str):

@@ -376,6 +376,7 @@ def serve(run_class, prog: str, argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, type=Path, help="folder for result.json / error.rank<R>.json")
     args = parser.parse_args(argv)
 
+    adopt_slurm_env()
     parent = int(os.environ.get("DDPBENCH_PARENT_PID", os.getppid()))
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
@@ -402,6 +403,15 @@ def serve(run_class, prog: str, argv: list[str] | None = None) -> int:
         })
         traceback.print_exc(file=sys.stderr)  # goes to the job's log file
         return 1
+
+
+def adopt_slurm_env(environ=os.environ) -> None:
+    """Under srun, without a launcher's RANK: take the rank from Slurm's task variables."""
+    if "RANK" in environ or "SLURM_PROCID" not in environ:
+        return
+    environ["RANK"] = environ["SLURM_PROCID"]
+    environ["WORLD_SIZE"] = environ["SLURM_NTASKS"]
+    environ["LOCAL_RANK"] = environ.get("SLURM_LOCALID", "0")
 
 
 def main(argv: list[str] | None = None) -> int:

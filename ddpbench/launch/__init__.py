@@ -4,6 +4,7 @@ rank in torchrun's environment variables, and hands back one :class:`LaunchOutco
 Launchers:
   spawn     (default) one process per rank on this machine, started and owned by ddpbench.
   torchrun  one ``torchrun --standalone`` per launch: torchrun's agent starts the ranks.
+  slurm     one ``sbatch`` job per launch, its ranks started by ``srun`` on ``nodes`` nodes.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ class LaunchOutcome:
     logs: list[str] = field(default_factory=list)
 
 
-def get_launcher(name: str):
+def get_launcher(name: str, nodes: int = 1, partition: str | None = None):
     if name == "spawn":
         from ddpbench.launch.spawn import SpawnLauncher
 
@@ -36,10 +37,14 @@ def get_launcher(name: str):
         from ddpbench.launch.torchrun import TorchrunLauncher
 
         return TorchrunLauncher()
+    if name == "slurm":
+        from ddpbench.launch.slurm import SlurmLauncher
+
+        return SlurmLauncher(nodes=nodes, partition=partition)
     raise ValueError(f"unknown launcher {name!r}")
 
 
-LAUNCHERS = ("spawn", "torchrun")
+LAUNCHERS = ("spawn", "torchrun", "slurm")
 
 
 def describe_exit(returncode: int) -> str:
