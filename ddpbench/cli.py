@@ -73,10 +73,18 @@ def cmd_sweep(args) -> int:
     return run_and_report(experiment, out_dir, args)
 
 
-def check_nodes(nodes: int) -> int:
-    if not 1 <= nodes <= 100_000:
-        raise InputError("command line", "--nodes", f"must be 1 to 100000 (got {nodes})")
-    return nodes
+def launcher_from(args):
+    """The launcher the flags ask for; slurm's own flags with another launcher are an error."""
+    from ddpbench.launch import get_launcher
+
+    if args.launcher != "slurm":
+        for flag, given in (("--nodes", args.nodes != 1), ("--partition", args.partition is not None)):
+            if given:
+                raise InputError("command line", flag, f"applies to --launcher slurm only (got --launcher "
+                                 f"{args.launcher})")
+    if not 1 <= args.nodes <= 100_000:
+        raise InputError("command line", "--nodes", f"must be 1 to 100000 (got {args.nodes})")
+    return get_launcher(args.launcher, nodes=args.nodes, partition=args.partition)
 
 
 def check_timeout(seconds: float) -> float:
@@ -88,7 +96,6 @@ def check_timeout(seconds: float) -> float:
 def run_and_report(experiment, out_dir: Path, args) -> int:
     from rich.console import Console
 
-    from ddpbench.launch import get_launcher
     from ddpbench.runner import pending_launches, run_sweep
     from ddpbench.spec import Machine
 
@@ -98,12 +105,12 @@ def run_and_report(experiment, out_dir: Path, args) -> int:
         print_jobs(experiment, machine)
         return 0
     check_out_dir(out_dir)
+    launcher = launcher_from(args)
     console.print(f"[bold]{experiment.name}[/bold]: {len(experiment.jobs)} jobs, "
                   f"{len(pending_launches(experiment, set()))} launches -> {out_dir}/  "
                   f"({machine.cores} cores, {machine.cuda_devices} GPUs)", highlight=False)
     try:
-        summary = run_sweep(experiment, out_dir, resume=args.resume, launcher=get_launcher(
-                                args.launcher, nodes=check_nodes(args.nodes), partition=args.partition),
+        summary = run_sweep(experiment, out_dir, resume=args.resume, launcher=launcher,
                             machine=machine, console=console)
         if experiment.collectives is not None:
             from ddpbench.runner import run_collectives
@@ -532,9 +539,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _signalled: list[int] = []  # the signal that ended the command, for its exit code
-
-
-_said: set[str] = set()
+_said: set[str] = set()  # damaged-record warnings already printed
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):

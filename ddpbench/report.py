@@ -92,18 +92,16 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
         warnings.simplefilter("always", DamagedRecord)
         steps, runs, ranks, sweeps = load_tables(results_dir)
         collectives = load_collectives(results_dir)
-    damaged = []
-    for w in caught:  # said on the page; everything else is passed on as it came
-        if issubclass(w.category, DamagedRecord):
-            damaged.append(str(w.message))
-        else:
+    damaged = []  # damaged records go on the page and to the caller, once each; other warnings as they came
+    for w in caught:
+        if not issubclass(w.category, DamagedRecord):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    for line in dict.fromkeys(damaged):
-        warnings.warn(line, DamagedRecord, stacklevel=2)
+        elif str(w.message) not in damaged:
+            damaged.append(str(w.message))
+            warnings.warn(str(w.message), DamagedRecord, stacklevel=2)
     summary = summarize(steps, runs, ranks)
     out_dir.mkdir(parents=True, exist_ok=True)
-    ctx = ReportContext(summary, steps, runs, ranks, sweeps, results_dir, out_dir, collectives,
-                        damaged=list(dict.fromkeys(damaged)))
+    ctx = ReportContext(summary, steps, runs, ranks, sweeps, results_dir, out_dir, collectives, damaged=damaged)
     rendered = [s for s in (fn(ctx) for fn in (SECTIONS if sections is None else sections)) if s is not None]
     index = out_dir / INDEX_FILE
     tmp = index.with_suffix(".html.tmp")

@@ -79,7 +79,7 @@ words = st.text(string.printable + "\udcff\u00e9<>", max_size=12)
 values = numbers.map(str) | words | st.sampled_from(PATHS) | st.sampled_from(
     [*{c for f in FIELDS.values() for c in (f.metadata.get("choices") or ())}, "gloo", "nccl", "cuda", "cpu"])
 
-SWEEP_FLAGS = ["--out", "--timeout", "--launcher", "--resume", "--dry-run", "--no-report"]
+SWEEP_FLAGS = ["--out", "--timeout", "--launcher", "--nodes", "--partition", "--resume", "--dry-run", "--no-report"]
 RUN_FLAGS = [f"--{name.replace('_', '-')}" for name in FIELDS] + ["--out", "--timeout"]
 COLLECTIVES_FLAGS = ["--ops", "--sizes", "--factor", "--world-sizes", "--backend", "--iters", "--warmup", "--out",
                      "--timeout", "--resume", "--no-report"]

@@ -210,6 +210,8 @@ def test_cli_bad_experiment_exit_2_one_line(tmp_path, body, key):
     (["run", "--timeout", "nan"], "--timeout"),
     (["run", "--out", "/proc/ddpbench"], "cannot write"),
     (["sweep", "--out", "/proc/ddpbench"], "cannot write"),
+    (["sweep", "--nodes", "2"], "--launcher slurm only"),
+    (["sweep", "--launcher", "slurm", "--nodes", "0"], "--nodes: must be 1 to 100000"),
 ])
 def test_cli_bad_flags_exit_2_one_line(args, words):
     proc = run_cli(*args)
