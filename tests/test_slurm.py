@@ -12,7 +12,7 @@ from conftest import ROOT, TINY, run_cli, worker_processes, write_experiment
 from ddpbench.launch.slurm import task_exits
 from ddpbench.results import load_tables
 from test_faults import faulty_sweep
-from test_sweep import tables_shape
+from test_sweep import assert_stores_what_spawn_stores
 
 pytestmark = pytest.mark.slow
 
@@ -45,15 +45,10 @@ def test_a_sweep_through_slurm_stores_what_spawn_stores(slurm, tmp_path, nodes):
     assert run_cli("sweep", exp, "--out", spawned, "--no-report").returncode == 0
     proc = run_cli("sweep", exp, "--out", slurmed, "--no-report", "--launcher", "slurm", "--nodes", nodes)
     assert proc.returncode == 0, proc.stderr
-    assert tables_shape(slurmed) == tables_shape(spawned)
-    _, runs, ranks, _ = load_tables(slurmed)
-    assert set(runs["launcher"]) == {"slurm"} and set(runs["status"]) == {"ok"}
-    for _, job in ranks.groupby(["key", "repeat"]):
-        assert job["checksum"].nunique() == 1
+    runs = assert_stores_what_spawn_stores(slurmed, spawned, "slurm")
     two = runs[runs["world_size"] == 2].iloc[0]
     log = (slurmed / "logs" / f"{two['key']}-r0.slurm.log").read_text()
     assert f"ddpbench: nodes {'n[1-2]' if nodes == 2 else 'n1'}, rank 0 at 127.0.0.1" in log
-    assert not worker_processes(str(slurmed))
 
 
 def test_a_rank_killed_under_slurm_is_named_with_the_job_state(slurm, tmp_path):

@@ -202,10 +202,17 @@ def test_the_torchrun_launcher_gives_what_spawn_gives(tiny_sweep, tmp_path):
     out = tmp_path / "out"
     proc = run_cli("sweep", exp, "--out", out, "--no-report", "--launcher", "torchrun")
     assert proc.returncode == 0, proc.stderr
+    runs = assert_stores_what_spawn_stores(out, spawned, "torchrun")
+    assert sorted(p.name for p in (out / "logs").glob("*.log")) == sorted(f"{k}-r0.torchrun.log" for k in runs["key"])
+
+
+def assert_stores_what_spawn_stores(out, spawned, launcher: str):
+    """Another launcher's sweep against spawn's of the same file: same jobs and columns, every
+    job ok with identical replicas, the launcher named, nothing left running. Returns its runs."""
     assert tables_shape(out) == tables_shape(spawned)
     _, runs, ranks, _ = load_tables(out)
-    assert set(runs["launcher"]) == {"torchrun"} and set(runs["status"]) == {"ok"}
+    assert set(runs["launcher"]) == {launcher} and set(runs["status"]) == {"ok"}
     for _, job in ranks.groupby(["key", "repeat"]):
         assert job["checksum"].nunique() == 1
-    assert sorted(p.name for p in (out / "logs").glob("*.log")) == sorted(f"{k}-r0.torchrun.log" for k in runs["key"])
     assert not worker_processes(str(out))
+    return runs
