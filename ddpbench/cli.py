@@ -555,6 +555,11 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _de
         _default(message, category, filename, lineno, file, line)
 
 
+def _interrupted_code() -> int:
+    """130 for Ctrl-C, 143 for SIGTERM: what a shell reports for a process ended by either."""
+    return 128 + _signalled[-1] if _signalled else EXIT_INTERRUPTED
+
+
 def _raise_interrupt(signum, frame):
     _signalled.append(signum)
     raise KeyboardInterrupt
@@ -567,8 +572,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _show_warning
     try:
         code = args.func(args)
-        # interrupted: 130 for Ctrl-C, 143 for SIGTERM, as a shell reports a process ended by either
-        return 128 + _signalled[-1] if code == EXIT_INTERRUPTED and _signalled else code
+        return _interrupted_code() if code == EXIT_INTERRUPTED else code
     except InputError as err:
         say_error(f"error: {err}")
         return EXIT_BAD_INPUT
@@ -581,4 +585,4 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 128 + _signalled[-1] if _signalled else EXIT_INTERRUPTED
+        return _interrupted_code()

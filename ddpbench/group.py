@@ -101,22 +101,15 @@ def _rank_context(config: GroupConfig, rank: int):
 def _init_process_group(config: GroupConfig, rank: int, store) -> None:
     """Join the group with gloo's and NCCL's sockets on loopback, as the spawn launcher's ranks do
     (the variables are read while the group is created and put back after)."""
+    from unittest import mock
+
     import torch.distributed as dist
 
     from ddpbench.launch.spawn import loopback_env
 
-    pinned = loopback_env()
-    saved = {var: os.environ.get(var) for var in pinned}
-    os.environ.update(pinned)
-    try:
+    with mock.patch.dict(os.environ, loopback_env()):
         dist.init_process_group(config.backend, store=store, rank=rank, world_size=config.world_size,
                                 timeout=timedelta(seconds=config.timeout_s))
-    finally:
-        for var, value in saved.items():
-            if value is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = value
 
 
 def _teardown_process_group() -> None:

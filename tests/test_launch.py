@@ -116,10 +116,9 @@ Root Cause (first observed failure):
 ======================================================
 """
     assert agent_failures(log) == {0: 1, 1: -9}
-    assert TorchrunLauncher._rank_exits(2, 1, log, timed_out=False) == {0: 1, 1: -9}
-    assert TorchrunLauncher._rank_exits(2, 0, "", timed_out=False) == {0: 0, 1: 0}
-    assert TorchrunLauncher._rank_exits(2, 1, "RendezvousError", timed_out=False) == {0: None, 1: None}
-    assert TorchrunLauncher._rank_exits(2, None, "", timed_out=True) == {0: None, 1: None}
+    assert TorchrunLauncher._rank_exits(2, 1, agent_failures(log), timed_out=False) == {0: 1, 1: -9}
+    assert TorchrunLauncher._rank_exits(2, 0, {}, timed_out=False) == {0: 0, 1: 0}
+    assert TorchrunLauncher._rank_exits(2, None, {}, timed_out=True) == {0: None, 1: None}
 
 
 def test_torchrun_that_fails_before_its_ranks_is_named(tmp_path, monkeypatch):

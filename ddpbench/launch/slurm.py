@@ -77,6 +77,11 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
+def queued(job_id: str) -> bool:
+    """Whether the job is still pending or running."""
+    return bool(_run(["squeue", "-h", "-j", job_id, "-o", "%T"]).stdout.strip())
+
+
 def job_state(job_id: str) -> tuple[str, str]:
     """(JobState, ExitCode) as ``scontrol show job`` gives them, e.g. ("FAILED", "1:0")."""
     out = _run(["scontrol", "show", "job", "-o", job_id]).stdout
@@ -108,7 +113,7 @@ class SlurmLauncher:
         timed_out = False
         try:
             deadline = start + timeout_s
-            while _run(["squeue", "-h", "-j", job_id, "-o", "%T"]).stdout.strip():
+            while queued(job_id):
                 if time.monotonic() > deadline:
                     timed_out = True
                     break
@@ -122,8 +127,8 @@ class SlurmLauncher:
         state, code = job_state(job_id)
         logs = [str(log_path), str(script)]
         text = log_path.read_text(errors="replace") if log_path.exists() else ""
-        exits = {rank: 0 for rank in range(spec.processes)} if state == "COMPLETED" else {
-            rank: task_exits(text).get(rank) for rank in range(spec.processes)}
+        failed = {} if state == "COMPLETED" else task_exits(text)
+        exits = {rank: 0 if state == "COMPLETED" else failed.get(rank) for rank in range(spec.processes)}
         outcome = collect_outcome(work_dir, spec_dict, exits, wall_s, timed_out, timeout_s, logs, validate)
         if outcome.status != "ok" and not timed_out:
             outcome.error = f"{outcome.error} [slurm job {job_id} {state}, exit code {code}]"
@@ -133,6 +138,6 @@ class SlurmLauncher:
     def _cancel(job_id: str) -> None:
         _run(["scancel", job_id])
         for _ in range(60):
-            if not _run(["squeue", "-h", "-j", job_id, "-o", "%T"]).stdout.strip():
+            if not queued(job_id):
                 return
             time.sleep(POLL_S)

@@ -82,20 +82,21 @@ class TorchrunLauncher:
             self._end_leftovers(work_dir)
         wall_s = time.monotonic() - start
         text = log_path.read_text(errors="replace")
-        if agent.returncode and not timed_out and not agent_failures(text) and not any(work_dir.glob("error.rank*")):
+        failures = agent_failures(text)
+        if agent.returncode and not timed_out and not failures and not any(work_dir.glob("error.rank*")):
             last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "(empty log)")
             return LaunchOutcome("failed", error=f"torchrun {describe_exit(agent.returncode)} before any rank "
                                  f"reported: {last[:300]}", wall_s=wall_s, logs=[str(log_path)])
-        exits = self._rank_exits(spec.processes, agent.returncode, text, timed_out)
+        exits = self._rank_exits(spec.processes, agent.returncode, failures, timed_out)
         return collect_outcome(work_dir, spec_dict, exits, wall_s, timed_out, timeout_s, [str(log_path)], validate)
 
     @staticmethod
-    def _rank_exits(processes: int, agent_code: int, log_text: str, timed_out: bool) -> dict[int, int | None]:
+    def _rank_exits(processes: int, agent_code: int, failures: dict[int, int],
+                    timed_out: bool) -> dict[int, int | None]:
         """Each rank's exit code as the agent saw it: 0 for all when it succeeded; the failed ranks
-        from its summary, and None (ended by the agent or by us) for the rest, when it did not."""
+        from its summary (``agent_failures``), and None (ended by the agent or by us) for the rest."""
         if agent_code == 0 and not timed_out:
             return {rank: 0 for rank in range(processes)}
-        failures = agent_failures(log_text)
         return {rank: failures.get(rank) for rank in range(processes)}
 
     @staticmethod
