@@ -27,10 +27,9 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
-from ddpbench.worker import Tracked, serve
+from ddpbench.worker import Tracked, join_process_group, serve
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 #: ops whose torch API takes the output as a view of the input (or the reverse) too
@@ -142,8 +141,7 @@ class CollectiveRun(Tracked):
         torch.set_num_threads(self.spec.threads_per_rank)
         if self.spec.device == "cuda":
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", self.rank)))
-        dist.init_process_group(self.spec.backend, rank=self.rank, world_size=self.world_size,
-                                timeout=timedelta(seconds=self.timeout_s))
+        join_process_group(self.spec.backend, self.rank, self.world_size, self.timeout_s)
         self.device = torch.device("cuda", torch.cuda.current_device()) if self.spec.device == "cuda" else \
             torch.device("cpu")
         mine = []

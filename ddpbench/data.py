@@ -36,6 +36,7 @@ class EpochLoader:
     def __init__(self, loader: DataLoader, sampler: DistributedSampler):
         self.loader, self.sampler = loader, sampler
         self.epoch = 0
+        self.position = 0  # batches taken in this epoch
         self._it = None
 
     def next(self):
@@ -43,11 +44,18 @@ class EpochLoader:
             self.sampler.set_epoch(self.epoch)
             self._it = iter(self.loader)
         try:
-            return next(self._it)
+            batch = next(self._it)
         except StopIteration:
-            self.epoch += 1
-            self._it = None
+            self.epoch, self.position, self._it = self.epoch + 1, 0, None
             return self.next()
+        self.position += 1
+        return batch
+
+    def seek(self, epoch: int, position: int) -> None:
+        """Go on from batch ``position`` of ``epoch``, as a loader that had taken those batches would."""
+        self.epoch, self.position, self._it = epoch, 0, None
+        for _ in range(position):
+            self.next()
 
 
 def make_loader(spec, rank: int, processes: int, pin_memory: bool = False) -> EpochLoader:

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddpbench.launch import LaunchOutcome, disk_full, get_launcher
+from ddpbench.launch import LaunchOutcome, disk_full, get_launcher, launcher_for
 from ddpbench.results import ResultStore
 from ddpbench.spec import Experiment, JobSpec, Machine, oversubscribed
 from ddpbench.strategies import strategy_class
@@ -112,6 +112,8 @@ def one_line(spec: JobSpec, repeat: int, outcome: LaunchOutcome) -> str:
     """A console line for a finished launch: the mean slowest-rank step of the measure phase."""
     if outcome.status != "ok":
         return f"{outcome.status.upper()}: {outcome.error}"
+    if outcome.result is None:
+        return "done (this node's ranks; node 0 stores the result)"
     cols = outcome.result["step_columns"]
     phase, step, step_ms = cols.index("phase"), cols.index("step"), cols.index("step_ms")
     bound: dict[int, float] = {}
@@ -134,7 +136,10 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
     machine = machine or Machine.here()
     store = ResultStore(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    if not resume:
+    launcher = launcher or get_launcher("spawn")
+    # a follower (node > 0 of a multi-node torchrun) shares node 0's folder and only reads it
+    leads = getattr(launcher, "stores_results", True)
+    if not resume and leads:
         moved = rotate_previous(store)
         if moved and console is not None:
             console.print(f"[dim]earlier results kept as {moved}[/dim]")
@@ -143,14 +148,13 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
     summary = SweepSummary(out_dir=out_dir, planned=len(todo), already_done=len(done))
 
     source, copy = Path(experiment.source), out_dir / "experiment.toml"
-    if source.is_file() and not (copy.exists() and os.path.samefile(source, copy)):
+    if leads and source.is_file() and not (copy.exists() and os.path.samefile(source, copy)):
         shutil.copyfile(source, copy)
-    launcher = launcher or get_launcher("spawn")
     sweep_id = store.start_sweep(env or collect_env(), {
         "name": experiment.name, "description": experiment.description, "source": experiment.source,
         "timeout_s": experiment.timeout_s, "jobs": len(experiment.jobs), "resume": resume,
         "launcher": launcher.name, "links": list(experiment.links),
-    })
+    }) if leads else None
     work_root, log_dir = out_dir / ".work", out_dir / "logs"
     start = time.monotonic()
     with SweepProgress(len(todo), console) as progress:
@@ -159,17 +163,20 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
             progress.begin(label)
             work_dir = work_root / f"{spec.key}-r{repeat}"
             reason = strategy_class(spec.strategy).skip_reason(spec, machine)
+            runs_it = launcher_for(spec, launcher)
             if reason:
                 outcome = LaunchOutcome("skipped", error=reason)
             else:
-                outcome = launcher.launch(spec, repeat, work_dir, log_dir, experiment.timeout_s)
+                outcome = runs_it.launch(spec, repeat, work_dir, log_dir, experiment.timeout_s)
             stop_if_disk_full(outcome, store)
-            store.append(launch_record(spec, repeat, outcome, machine, launcher.name, sweep_id))
-            shutil.rmtree(work_dir, ignore_errors=True)
+            if leads:
+                store.append(launch_record(spec, repeat, outcome, machine, runs_it.name, sweep_id))
+                shutil.rmtree(work_dir, ignore_errors=True)
             summary.statuses[outcome.status] = summary.statuses.get(outcome.status, 0) + 1
             summary.timed_s += timed_seconds(outcome.result)
             progress.done(label, outcome.status, one_line(spec, repeat, outcome))
-    shutil.rmtree(work_root, ignore_errors=True)
+    if leads:
+        shutil.rmtree(work_root, ignore_errors=True)
     summary.wall_s = time.monotonic() - start
     return summary
 

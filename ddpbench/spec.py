@@ -36,8 +36,13 @@ MODEL_SIZES = ("xs", "s", "m", "l", "xl")
 MAX_JOBS = 10_000
 
 
-def _field(default, help: str, *, choices=None, lo=None, hi=None, auto: bool = False):
-    return field(default=default, metadata={"help": help, "choices": choices, "lo": lo, "hi": hi, "auto": auto})
+def _field(default, help: str, *, choices=None, lo=None, hi=None, auto: bool = False, pattern=None, allowed=None):
+    return field(default=default, metadata={"help": help, "choices": choices, "lo": lo, "hi": hi, "auto": auto,
+                                            "pattern": pattern, "allowed": allowed})
+
+
+#: a link rate in tc's words (SI units: 1gbit = 10^9 bit/s), or "none" for an unshaped link
+LINK_RATE = re.compile(r"none|\d+(\.\d+)?(kbit|mbit|gbit|tbit)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,18 @@ class JobSpec:
     localsgd_period: int = _field(4, "localsgd: average the models every this many steps", lo=1, hi=1_000_000)
     check_steps: int = _field(3, "steps of the equivalence check against single-process training (0: off)",
                               lo=0, hi=1000)
+    # added with emulated nodes and elastic recovery (issue 8)
+    emulate_nodes: int = _field(1, "nodes emulated on this machine, each a network namespace (1: none)", lo=1, hi=64)
+    link: str = _field("none", "emulated nodes: each node's link rate, in tc's words (none: unshaped)",
+                       pattern=LINK_RATE, allowed='a rate such as "10gbit", "1gbit" or "100mbit", or "none"')
+    link_delay_ms: float = _field(0.0, "emulated nodes: one-way delay added to each link (needs tc's netem)",
+                                  lo=0, hi=10_000)
+    max_restarts: int = _field(0, "torchrun: restarts of all workers after a failure", lo=0, hi=100)
+    fault_step: int = _field(-1, "kill one rank at this measure step, in the first attempt (-1: no fault)",
+                             lo=-1, hi=1_000_000)
+    fault_rank: int = _field(1, "the rank fault_step kills", lo=0, hi=1023)
+    snapshot_every: int = _field(0, "rank 0 snapshots model, optimizer, step and data position every this many "
+                                 "measure steps (0: never)", lo=0, hi=1_000_000)
 
     # -- derived values --------------------------------------------------------------------
     @property
@@ -108,8 +125,20 @@ class JobSpec:
     def label(self) -> str:
         strategy = self.strategy + (f"+{self.comm_hook}" if self.comm_hook != "none" else "")
         accum = f" accum={self.grad_accum}" if self.grad_accum > 1 else ""
+        nodes = (f" nodes={self.emulate_nodes} link={self.link}" + (f"+{self.link_delay_ms:g}ms" if self.link_delay_ms
+                 else "")) if self.emulate_nodes > 1 else ""
+        fault = f" fault@{self.fault_step}" if self.fault_step >= 0 else ""
         return (f"{strategy} {self.model}-{self.model_size} ws={self.world_size} "
-                f"bucket={self.bucket_cap_mb:g}MB{accum} {self.backend}/{self.device}")
+                f"bucket={self.bucket_cap_mb:g}MB{accum} {self.backend}/{self.device}{nodes}{fault}")
+
+    @property
+    def emulated(self) -> bool:
+        return self.emulate_nodes > 1
+
+    @property
+    def recovers(self) -> bool:
+        """A fault-recovery job: a planted fault, snapshots or restarts."""
+        return self.fault_step >= 0 or self.snapshot_every > 0 or self.max_restarts > 0
 
 
 FIELDS: dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(JobSpec)}
@@ -120,6 +149,8 @@ def allowed_text(name: str) -> str:
     meta = FIELDS[name].metadata
     kind = FIELDS[name].type
     choices = meta["choices"]
+    if meta["allowed"]:
+        return meta["allowed"]
     if choices:
         return "one of " + ", ".join(repr(c) for c in choices)
     if kind == "bool":
@@ -149,6 +180,10 @@ def check_value(name: str, value: Any, source: str, key: str) -> Any:
             raise bad
         return value
     if kind == "str":
+        if meta["pattern"] is not None:
+            if not isinstance(value, str) or not meta["pattern"].fullmatch(value):
+                raise bad
+            return value.lower()
         if not isinstance(value, str) or value not in meta["choices"]:
             raise bad
         return value
@@ -218,7 +253,27 @@ def resolve(spec: JobSpec, machine: Machine, source: str = "experiment") -> JobS
     if spec.scaling == "strong" and spec.batch_size % spec.world_size:
         raise InputError(source, "batch_size", f"strong scaling splits the global batch {spec.batch_size} over "
                          f"world_size {spec.world_size}: must be a multiple of it")
+    check_nodes_and_faults(spec, source)
     return dataclasses.replace(spec, device=device, backend=backend, threads_per_rank=threads)
+
+
+def check_nodes_and_faults(spec: JobSpec, source: str) -> None:
+    """What emulated nodes and planted faults need of the rest of a job."""
+    if not spec.emulated:
+        for name in ("link", "link_delay_ms"):
+            if getattr(spec, name) != FIELDS[name].default:
+                raise InputError(source, name, "shapes the links between emulated nodes: set emulate_nodes "
+                                 "to 2 or more, or leave it out")
+    elif spec.world_size % spec.emulate_nodes:
+        raise InputError(source, "emulate_nodes", f"must divide world_size {spec.world_size} (every node runs "
+                         "the same number of ranks)")
+    if spec.recovers and spec.strategy != "ddp":
+        raise InputError(source, "strategy", "fault recovery (fault_step, snapshot_every, max_restarts) is "
+                         f"built for 'ddp' only (got {spec.strategy!r})")
+    if spec.fault_step >= spec.steps:
+        raise InputError(source, "fault_step", f"must be below steps ({spec.steps}), or -1 for no fault")
+    if spec.fault_step >= 0 and spec.fault_rank >= spec.world_size:
+        raise InputError(source, "fault_rank", f"must be below world_size ({spec.world_size})")
 
 
 def oversubscribed(spec: JobSpec, machine: Machine) -> bool:

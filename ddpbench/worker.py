@@ -217,7 +217,6 @@ class RankRun(Tracked):
     def setup(self) -> None:
         self.mark("setup_start")
         import torch
-        import torch.distributed as dist
 
         from ddpbench.models import count_params, grad_bytes
         from ddpbench.strategies import strategy_class
@@ -235,36 +234,47 @@ class RankRun(Tracked):
             self.device = torch.device("cuda", self.local_rank)
         else:
             self.device = torch.device("cpu")
-        dist.init_process_group(spec.backend, rank=self.rank, world_size=self.world_size,
-                                timeout=timedelta(seconds=self.timeout_s))
+        join_process_group(spec.backend, self.rank, self.world_size, self.timeout_s)
         self.ctx = RankContext(self.rank, self.local_rank, self.world_size, self.device)
         self.loss_fn = torch.nn.CrossEntropyLoss()
         self.replica = self.build_replica()
         self.params, self.grad_bytes = count_params(self.replica.module), grad_bytes(self.replica.module)
         self.timer = StepTimer(clock_for(self.device))
         self.rows: list[list] = []
+        self.recovery = Recovery(self) if spec.recovers else None
         self.mark("setup_done")
 
     def build_replica(self, spec=None) -> Replica:
         return build_replica(spec or self.spec, self.ctx)
 
     # -- the timed loop --------------------------------------------------------------------
-    def run_steps(self, replica: Replica, phase: str, count: int, record: bool = True) -> None:
-        """``count`` optimizer steps, each of ``grad_accum`` micro-steps, every phase timed."""
+    def run_steps(self, replica: Replica, phase: str, count: int, record: bool = True, first: int = 0,
+                  recovery: "Recovery | None" = None) -> None:
+        """Steps ``first`` to ``count - 1``, each of ``grad_accum`` micro-steps, every phase timed.
+        ``recovery`` (measure phase of a fault-recovery job) plants the fault and takes snapshots."""
         timer, accum = self.timer, self.spec.grad_accum
-        for step in range(count):
+        for step in range(first, count):
             self.at(phase, step)
+            if recovery is not None:
+                recovery.before_step(step)
             timer.start()
             train_step(replica, self.loss_fn, self.device, accum, timer.mark)
             row = timer.stop()
             if record:
                 self.rows.append([self.rank, phase, step, *(row[p] for p in TIMED_PHASES), row["step_ms"]])
+            if recovery is not None:
+                recovery.after_step(step)
 
     def measure(self) -> None:
         spec, replica = self.spec, self.replica
         strategy = replica.strategy
-        self.run_steps(replica, "warmup", spec.warmup_steps)
-        self.run_steps(replica, "measure", spec.steps)
+        recovery = self.recovery
+        first = recovery.resume() if recovery is not None else 0
+        if first == 0:
+            self.run_steps(replica, "warmup", spec.warmup_steps)
+        self.run_steps(replica, "measure", spec.steps, first=first, recovery=recovery)
+        if recovery is not None:
+            recovery.trained = {name: p.detach().clone() for name, p in replica.module.named_parameters()}
         self.strategy_stats = {**strategy.stats(), **strategy.traffic(self.grad_bytes),
                                "optimizer_state_mb": strategy.optimizer_state_mb(replica.optimizer)}
         if strategy.supports_no_sync:
@@ -362,8 +372,131 @@ class RankRun(Tracked):
         self.setup()
         self.measure()
         result = self.finish()
+        recovery = self.recovery.compare_with_uninterrupted() if self.recovery is not None else None
         check = self.check_equivalence()
-        return {**result, "check": check} if result is not None else None
+        if result is None:
+            return None
+        return {**result, "check": check, **({"recovery": recovery} if recovery is not None else {})}
+
+
+class Recovery:
+    """Elastic fault recovery for one rank of a DDP job run by torchrun with ``--max-restarts``.
+
+    * the fault: in the first attempt, rank ``fault_rank`` stamps ``fault.json`` and SIGKILLs
+      itself as measure step ``fault_step`` starts; torchrun's agents restart every worker;
+    * snapshots: every ``snapshot_every`` measure steps each rank saves its timing rows, then
+      (after a barrier) rank 0 saves model, optimizer, the next step and the data position to
+      ``snapshot.pt``, atomically; a restarted attempt loads it (``weights_only=True``) on every
+      rank and goes on from there, its earlier rows restored, so each step is stored once;
+    * the figures (rank 0, last attempt): the time from the fault to the restarted worker's start
+      (``restart_s``), to the snapshot loaded (``rejoin_s``), and to training back at the step the
+      fault struck (``recovery_s``, the steps redone included); then a fresh replica trains the
+      same steps uninterrupted and its parameters are compared bit for bit.
+    """
+
+    def __init__(self, run: "RankRun"):
+        self.run = run
+        self.attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+        self.dir = run.out_dir
+        self.resumed_from = None  # the measure step a restarted attempt went on from
+        self.resumed_at = None
+        self.back_at = None
+        self.trained = None
+        if self.attempt > 0:  # the failed attempt's hand-back is not this attempt's
+            (self.dir / f"error.rank{run.rank}.json").unlink(missing_ok=True)
+
+    @property
+    def snapshot_path(self) -> Path:
+        return self.dir / "snapshot.pt"
+
+    def rows_path(self, rank: int) -> Path:
+        return self.dir / f"snapshot.rows.rank{rank}.json"
+
+    def resume(self) -> int:
+        """Load the last snapshot in a restarted attempt; the measure step to go on from."""
+        import torch
+
+        run = self.run
+        if self.attempt == 0:
+            return 0
+        self.resumed_from = 0
+        if self.snapshot_path.exists():
+            state = torch.load(self.snapshot_path, map_location=run.device, weights_only=True)
+            replica = run.replica
+            replica.module.load_state_dict(state["model"])
+            replica.optimizer.load_state_dict(state["optimizer"])
+            replica.loader.seek(state["epoch"], state["position"])
+            self.resumed_from = int(state["step"])
+            saved = json.loads(self.rows_path(run.rank).read_text())
+            run.rows = [row for row in saved if row[1] != "measure" or row[2] < self.resumed_from]
+        self.resumed_at = time.time()
+        return self.resumed_from
+
+    def before_step(self, step: int) -> None:
+        spec, run = self.run.spec, self.run
+        if self.attempt > 0 and step == spec.fault_step:
+            self.back_at = time.time()
+        if self.attempt == 0 and step == spec.fault_step and run.rank == spec.fault_rank:
+            write_json_atomic(self.dir / "fault.json", {"time": time.time(), "step": step, "rank": run.rank})
+            os.kill(os.getpid(), 9)
+
+    def after_step(self, step: int) -> None:
+        import torch
+        import torch.distributed as dist
+
+        spec, run = self.run.spec, self.run
+        if not spec.snapshot_every or (step + 1) % spec.snapshot_every or step + 1 >= spec.steps:
+            return
+        write_json_atomic(self.rows_path(run.rank), run.rows)
+        dist.barrier()
+        if run.rank == 0:
+            replica = run.replica
+            tmp = self.snapshot_path.with_suffix(".tmp")
+            torch.save({"model": replica.module.state_dict(), "optimizer": replica.optimizer.state_dict(),
+                        "step": step + 1, "epoch": replica.loader.epoch, "position": replica.loader.position},
+                       tmp)
+            os.replace(tmp, self.snapshot_path)
+
+    def compare_with_uninterrupted(self) -> dict:
+        """Train a fresh replica through the same steps without a fault; the recovery figures."""
+        import torch.distributed as dist
+
+        from ddpbench.equivalence import max_abs_diff
+
+        run, spec = self.run, self.run.spec
+        run.at("recovery-check")
+        replica = run.build_replica()
+        run.run_steps(replica, "recovery-check", spec.warmup_steps + spec.steps, record=False)
+        reference = dict(replica.module.named_parameters())
+        diff = max_abs_diff(self.trained, reference)
+        replica.strategy.close()
+        diffs = [None] * run.world_size
+        dist.all_gather_object(diffs, diff)
+        figures = {"attempts": self.attempt + 1, "fault_step": spec.fault_step, "resumed_from_step": self.resumed_from,
+                   "params_max_abs_diff": max(diffs), "params_identical": max(diffs) == 0.0}
+        fault = self.dir / "fault.json"
+        if self.attempt > 0 and fault.exists():
+            struck = json.loads(fault.read_text())
+            start = run.timeline["process_start"]
+            figures.update(steps_redone=struck["step"] - self.resumed_from, restart_s=start - struck["time"],
+                           rejoin_s=self.resumed_at - start,
+                           recovery_s=(self.back_at or time.time()) - struck["time"])
+        return figures
+
+
+def join_process_group(backend: str, rank: int, world_size: int, timeout_s: float) -> None:
+    """Join the job's process group through its launcher's store, under a prefix of this restart
+    attempt: torchrun's agent keeps its store across restarts, and a restarted gloo group that
+    read the dead attempt's addresses from it would try to connect to a worker that is gone."""
+    import torch.distributed as dist
+
+    agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    timeout = timedelta(seconds=timeout_s)
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world_size,
+                          is_master=not agent and rank == 0, timeout=timeout, multi_tenant=True)
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    dist.init_process_group(backend, store=dist.PrefixStore(f"attempt{attempt}", store), rank=rank,
+                            world_size=world_size, timeout=timeout)
 
 
 def serve(run_class, prog: str, argv: list[str] | None = None) -> int:

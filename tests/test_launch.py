@@ -90,7 +90,7 @@ def test_a_rank_that_could_not_write_on_a_full_disk_is_said_so(tmp_path, monkeyp
 
 def test_torchrun_failure_summary_names_each_failed_rank():
     """The part of torchrun's ChildFailedError summary the launcher reads (torch 2.x format)."""
-    from ddpbench.launch.torchrun import TorchrunLauncher, agent_failures
+    from ddpbench.launch.torchrun import agent_failures, rank_exits
 
     log = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 ======================================================
@@ -116,9 +116,9 @@ Root Cause (first observed failure):
 ======================================================
 """
     assert agent_failures(log) == {0: 1, 1: -9}
-    assert TorchrunLauncher._rank_exits(2, 1, agent_failures(log), timed_out=False) == {0: 1, 1: -9}
-    assert TorchrunLauncher._rank_exits(2, 0, {}, timed_out=False) == {0: 0, 1: 0}
-    assert TorchrunLauncher._rank_exits(2, None, {}, timed_out=True) == {0: None, 1: None}
+    assert rank_exits(2, False, agent_failures(log)) == {0: 1, 1: -9}
+    assert rank_exits(2, True, {}) == {0: 0, 1: 0}
+    assert rank_exits(2, False, {}) == {0: None, 1: None}
 
 
 def test_torchrun_that_fails_before_its_ranks_is_named(tmp_path, monkeypatch):

@@ -64,6 +64,8 @@ PINNED_DEFAULTS = {
     "gradient_as_bucket_view": False, "static_graph": False, "model": "mlp", "model_size": "s", "batch_size": 32,
     "scaling": "weak", "optimizer": "sgd", "warmup_steps": 3, "steps": 20, "repeats": 1,
     "threads_per_rank": "auto", "loader_workers": 0, "seed": 0,
+    "emulate_nodes": 1, "link": "none", "link_delay_ms": 0.0, "max_restarts": 0, "fault_step": -1, "fault_rank": 1,
+    "snapshot_every": 0,
 }
 
 
@@ -86,11 +88,34 @@ def test_key_is_stable_and_tracks_every_field():
             other = others[0]
         elif f.type == "bool":
             other = not value
+        elif f.metadata["pattern"] is not None:
+            other = "1gbit"
         elif value == "auto":
             other = 3
         else:
             other = value + 1
         assert dataclasses.replace(a, **{name: other}).key != a.key, name
+
+
+@pytest.mark.parametrize("fields, key, words", [
+    ({"link": "1gbit"}, "link", "set emulate_nodes to 2 or more"),
+    ({"link_delay_ms": 5.0}, "link_delay_ms", "set emulate_nodes"),
+    ({"emulate_nodes": 3, "world_size": 4}, "emulate_nodes", "must divide world_size 4"),
+    ({"fault_step": 2, "max_restarts": 1, "strategy": "master"}, "strategy", "'ddp' only"),
+    ({"fault_step": 20}, "fault_step", "below steps (20)"),
+    ({"fault_step": 1, "fault_rank": 2}, "fault_rank", "below world_size (2)"),
+])
+def test_nodes_and_faults_are_checked_against_the_rest_of_the_job(cpu_machine, fields, key, words):
+    with pytest.raises(InputError) as err:
+        resolve(JobSpec(**fields), cpu_machine, source="x.toml")
+    assert err.value.key == key and words in err.value.message
+
+
+def test_a_link_rate_is_tc_s_words_or_none():
+    assert check_value("link", "100MBit", "x.toml", "grid.link[0]") == "100mbit"
+    for bad in ("1gb", "fast", "", "1 gbit", 10):
+        with pytest.raises(InputError, match='rate such as "10gbit"'):
+            check_value("link", bad, "x.toml", "grid.link[0]")
 
 
 def test_resolve_auto_and_scaling(cpu_machine):

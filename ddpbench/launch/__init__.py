@@ -3,7 +3,9 @@ rank in torchrun's environment variables, and hands back one :class:`LaunchOutco
 
 Launchers:
   spawn     (default) one process per rank on this machine, started and owned by ddpbench.
-  torchrun  one ``torchrun --standalone`` per launch: torchrun's agent starts the ranks.
+  torchrun  one ``torchrun --standalone`` per launch: torchrun's agent starts the ranks; or, with
+            several nodes, this node's agent of a c10d rendezvous every node's sweep joins.
+  (emulated nodes) one torchrun agent per node, each in a network namespace of its own.
   slurm     one ``sbatch`` job per launch, its ranks started by ``srun`` on ``nodes`` nodes.
 """
 
@@ -28,7 +30,8 @@ class LaunchOutcome:
     logs: list[str] = field(default_factory=list)
 
 
-def get_launcher(name: str, nodes: int = 1, partition: str | None = None):
+def get_launcher(name: str, nodes: int = 1, partition: str | None = None, node_rank: int = 0,
+                 rdzv_endpoint: str | None = None):
     if name == "spawn":
         from ddpbench.launch.spawn import SpawnLauncher
 
@@ -36,7 +39,7 @@ def get_launcher(name: str, nodes: int = 1, partition: str | None = None):
     if name == "torchrun":
         from ddpbench.launch.torchrun import TorchrunLauncher
 
-        return TorchrunLauncher()
+        return TorchrunLauncher(nnodes=nodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint)
     if name == "slurm":
         from ddpbench.launch.slurm import SlurmLauncher
 
@@ -45,6 +48,21 @@ def get_launcher(name: str, nodes: int = 1, partition: str | None = None):
 
 
 LAUNCHERS = ("spawn", "torchrun", "slurm")
+
+
+def launcher_for(spec, chosen):
+    """The launcher one job runs under. Emulated nodes always run torchrun inside network
+    namespaces on this machine; a job that restarts (max_restarts) needs torchrun's restarts, so
+    under spawn it runs ``torchrun --standalone``; everything else runs under ``chosen``."""
+    if spec.emulated:
+        from ddpbench.launch.emulate import EmulatedNodesLauncher
+
+        return EmulatedNodesLauncher()
+    if spec.max_restarts > 0 and chosen.name == "spawn":
+        from ddpbench.launch.torchrun import TorchrunLauncher
+
+        return TorchrunLauncher()
+    return chosen
 
 
 def describe_exit(returncode: int) -> str:

@@ -98,10 +98,12 @@ def prepare_launch(spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: 
     return spec_dict, job_file
 
 
-def rank_env(spec) -> dict[str, str]:
-    """What every launcher sets for a rank: its thread count, sockets on loopback, unbuffered logs."""
+def rank_env(spec, sockets: dict[str, str] | None = None) -> dict[str, str]:
+    """What every launcher sets for a rank: its thread count, the interface its sockets use
+    (``sockets``; default: loopback), unbuffered logs."""
     threads = str(spec.threads_per_rank)
-    return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, **loopback_env(), "PYTHONUNBUFFERED": "1"}
+    return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
+            **(loopback_env() if sockets is None else sockets), "PYTHONUNBUFFERED": "1"}
 
 
 class SpawnLauncher:

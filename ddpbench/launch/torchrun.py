@@ -15,17 +15,22 @@ The rank that failed first, and how, comes from the agent's failure summary in i
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ddpbench.launch import LaunchOutcome, collect_outcome, describe_exit
 from ddpbench.launch.spawn import POLL_S, TERM_GRACE_S, end_processes, prepare_launch, rank_env
 from ddpbench.results import validate_result
+
+#: after one node's agent fails, how long the others get to see it and stop their workers
+AGENT_FAILURE_GRACE_S = 10.0
 
 #: one entry of torchrun's failure summary: "rank : 1 (local_rank: 1)" then "exitcode : -9 (pid: ...)"
 _FAILURE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
@@ -36,10 +41,41 @@ def agent_failures(log_text: str) -> dict[int, int]:
     return {int(rank): int(code) for rank, code in _FAILURE.findall(log_text)}
 
 
-def torchrun_command(spec, job_file: Path, work_dir: Path, max_restarts: int = 0) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
-            "--nproc-per-node", str(spec.processes), "--max-restarts", str(max_restarts),
-            "--monitor-interval", "0.1", "-m", spec.worker_module, "--job", str(job_file), "--out", str(work_dir)]
+@dataclass(frozen=True)
+class Agent:
+    """One torchrun agent of a launch: which node it is and how it meets the other nodes' agents.
+
+    One node alone runs ``--standalone``. Several meet through a c10d rendezvous at ``endpoint``,
+    hosted by node 0's agent (``is_host`` is said outright: where the hostname resolves to
+    127.0.0.1, torchrun cannot tell which node the endpoint is). ``prefix`` runs the agent
+    somewhere else (``ip netns exec NS`` for an emulated node), ``env`` adds to its environment.
+    """
+
+    node_rank: int = 0
+    nnodes: int = 1
+    endpoint: str | None = None
+    local_addr: str | None = None
+    prefix: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+    def log_name(self, key: str, repeat: int) -> str:
+        node = f".node{self.node_rank}" if self.nnodes > 1 else ""
+        return f"{key}-r{repeat}{node}.torchrun.log"
+
+
+def torchrun_command(spec, job_file: Path, work_dir: Path, agent: Agent = Agent(), run_id: str = "ddpbench") -> list[str]:
+    """The command line of ``agent`` for one launch of ``spec`` (its ranks split evenly over the nodes)."""
+    cmd = [*agent.prefix, sys.executable, "-m", "torch.distributed.run"]
+    if agent.endpoint is None:
+        cmd += ["--standalone", "--nnodes", "1"]
+    else:
+        cmd += ["--nnodes", str(agent.nnodes), "--node-rank", str(agent.node_rank), "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", agent.endpoint, "--rdzv-id", run_id,
+                "--rdzv-conf", f"is_host={'true' if agent.node_rank == 0 else 'false'}"]
+        if agent.local_addr:
+            cmd += ["--local-addr", agent.local_addr]
+    return cmd + ["--nproc-per-node", str(spec.processes // agent.nnodes), "--max-restarts", str(spec.max_restarts),
+                  "--monitor-interval", "0.1", "-m", spec.worker_module, "--job", str(job_file), "--out", str(work_dir)]
 
 
 def leftover_ranks(work_dir: Path) -> list:
@@ -57,62 +93,134 @@ def leftover_ranks(work_dir: Path) -> list:
     return found
 
 
+def run_id(spec, repeat: int) -> str:
+    """The rendezvous id of one launch: every node's agent of it names the same one."""
+    return f"ddpbench-{spec.key}-r{repeat}"
+
+
 class TorchrunLauncher:
+    """``torchrun --standalone`` on this machine, or this machine's node of a multi-node torchrun.
+
+    With ``nnodes`` > 1 every node runs the same sweep with its own ``node_rank`` and the same
+    ``rdzv_endpoint``; launch by launch their agents meet at that endpoint. The work folder must be
+    on a file system every node sees (as with Slurm): global rank 0, wherever torchrun puts it,
+    hands the result back there, and node 0 stores it. The other nodes store nothing
+    (``stores_results`` is False); their agents' logs sit next to node 0's.
+    """
+
     name = "torchrun"
+
+    def __init__(self, nnodes: int = 1, node_rank: int = 0, rdzv_endpoint: str | None = None):
+        self.nnodes, self.node_rank, self.endpoint = nnodes, node_rank, rdzv_endpoint
+        self.stores_results = node_rank == 0
+
+    def agents(self, spec) -> list[Agent]:
+        """The agents this process runs for a launch: this node's only."""
+        if self.nnodes == 1:
+            return [Agent()]
+        return [Agent(self.node_rank, self.nnodes, self.endpoint)]
+
+    def sockets(self) -> dict[str, str] | None:
+        """Socket interface variables for the ranks: loopback when alone, the user's own across nodes."""
+        return None if self.nnodes == 1 else {}
 
     def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float,
                validate=validate_result) -> LaunchOutcome:
-        """One torchrun agent for ``spec.processes`` ranks; the same hand-back as the spawn launcher."""
+        if not self.stores_results:
+            return self.follow(spec, repeat, work_dir, log_dir, timeout_s)
         spec_dict, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
-        log_path = log_dir / f"{spec.key}-r{repeat}.torchrun.log"
-        env = {**os.environ, **rank_env(spec)}
-        env.pop("DDPBENCH_PARENT_PID", None)  # the ranks watch their own parent: the agent
-        start = time.monotonic()
-        with open(log_path, "wb") as log:
-            agent = subprocess.Popen(torchrun_command(spec, job_file, work_dir), env=env, stdin=subprocess.DEVNULL,
-                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        timed_out = False
+        return run_agents(spec, repeat, job_file, work_dir, log_dir, timeout_s, self.agents(spec),
+                          rank_env(spec, self.sockets()), spec_dict, validate)
+
+    def follow(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
+        """Node > 0: run this node's agent on a job file of its own; node 0 reads the ranks' hand-back."""
+        log_dir.mkdir(parents=True, exist_ok=True)
+        job_file = log_dir.parent / ".work" / f"node{self.node_rank}" / f"{spec.key}-r{repeat}.json"
+        job_file.parent.mkdir(parents=True, exist_ok=True)
+        job_file.write_text(json.dumps({"spec": spec.to_dict(), "repeat": repeat, "timeout_s": timeout_s}))
+        work_dir.mkdir(parents=True, exist_ok=True)
+        (agent,) = self.agents(spec)
+        procs, timed_out, wall_s = start_and_wait(spec, repeat, job_file, work_dir, log_dir, timeout_s, [agent],
+                                                  rank_env(spec, {}))
+        code = procs[0].returncode
+        status = "timed_out" if timed_out else "ok" if code == 0 else "failed"
+        error = None if status == "ok" else f"this node's torchrun {describe_exit(code)}" if code else "timed out"
+        return LaunchOutcome(status, error=error, wall_s=wall_s, logs=[str(log_dir / agent.log_name(spec.key, repeat))])
+
+
+def start_and_wait(spec, repeat: int, job_file: Path, work_dir: Path, log_dir: Path, timeout_s: float,
+                   agents: list[Agent], env: dict) -> tuple[list[subprocess.Popen], bool, float]:
+    """Start every agent, wait until all have exited (a failed one gives the others
+    AGENT_FAILURE_GRACE_S to notice) or the timeout; end whatever of the launch is left.
+    (the agents, whether the launch timed out, its wall time)."""
+    base = {**os.environ, **env}
+    base.pop("DDPBENCH_PARENT_PID", None)  # the ranks watch their own parent: the agent
+    start = time.monotonic()
+    procs = []
+    timed_out = False
+    try:
+        for agent in agents:
+            with open(log_dir / agent.log_name(spec.key, repeat), "wb") as log:
+                procs.append(subprocess.Popen(torchrun_command(spec, job_file, work_dir, agent, run_id(spec, repeat)),
+                                              env={**base, **dict(agent.env)}, stdin=subprocess.DEVNULL, stdout=log,
+                                              stderr=subprocess.STDOUT, start_new_session=True))
+        deadline, failed_at = start + timeout_s, None
+        while any(p.poll() is None for p in procs):
+            now = time.monotonic()
+            if now > deadline:
+                timed_out = True
+                break
+            if failed_at is None and any(p.poll() not in (None, 0) for p in procs):
+                failed_at = now
+            if failed_at is not None and now - failed_at > AGENT_FAILURE_GRACE_S:
+                break
+            time.sleep(POLL_S)
+    finally:
+        end_processes(procs)  # SIGTERM: an agent stops its workers; then SIGKILL
+        end_leftovers(work_dir)
+    return procs, timed_out, time.monotonic() - start
+
+
+def run_agents(spec, repeat: int, job_file: Path, work_dir: Path, log_dir: Path, timeout_s: float,
+               agents: list[Agent], env: dict, spec_dict: dict, validate=validate_result) -> LaunchOutcome:
+    """One launch through ``agents`` (all of its nodes' agents that run here), read back as spawn's is."""
+    procs, timed_out, wall_s = start_and_wait(spec, repeat, job_file, work_dir, log_dir, timeout_s, agents, env)
+    log_paths = [log_dir / agent.log_name(spec.key, repeat) for agent in agents]
+    texts = [path.read_text(errors="replace") for path in log_paths]
+    failures = {rank: code for text in texts for rank, code in agent_failures(text).items()}
+    logs = [str(path) for path in log_paths]
+    codes = [p.returncode for p in procs]
+    if any(codes) and not timed_out and not failures and not any(work_dir.glob("error.rank*")):
+        code, text = next((c, t) for c, t in zip(codes, texts) if c)
+        last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "(empty log)")
+        return LaunchOutcome("failed", error=f"torchrun {describe_exit(code)} before any rank "
+                             f"reported: {last[:300]}", wall_s=wall_s, logs=logs)
+    exits = rank_exits(spec.processes, not any(codes) and not timed_out, failures)
+    return collect_outcome(work_dir, spec_dict, exits, wall_s, timed_out, timeout_s, logs, validate)
+
+
+def rank_exits(processes: int, succeeded: bool, failures: dict[int, int]) -> dict[int, int | None]:
+    """Each rank's exit code as the agents saw it: 0 for all when they succeeded; the failed ranks
+    from their summaries (``agent_failures``), and None (ended by an agent or by us) for the rest."""
+    if succeeded:
+        return {rank: 0 for rank in range(processes)}
+    return {rank: failures.get(rank) for rank in range(processes)}
+
+
+def end_leftovers(work_dir: Path) -> None:
+    """SIGTERM, then SIGKILL, every process whose command line names the launch's work folder."""
+    import psutil
+
+    procs = leftover_ranks(work_dir)
+    for proc in procs:
         try:
-            deadline = start + timeout_s
-            while agent.poll() is None and time.monotonic() < deadline:
-                time.sleep(POLL_S)
-            timed_out = agent.poll() is None
-        finally:
-            end_processes([agent])  # SIGTERM: the agent stops its workers; then SIGKILL
-            self._end_leftovers(work_dir)
-        wall_s = time.monotonic() - start
-        text = log_path.read_text(errors="replace")
-        failures = agent_failures(text)
-        if agent.returncode and not timed_out and not failures and not any(work_dir.glob("error.rank*")):
-            last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "(empty log)")
-            return LaunchOutcome("failed", error=f"torchrun {describe_exit(agent.returncode)} before any rank "
-                                 f"reported: {last[:300]}", wall_s=wall_s, logs=[str(log_path)])
-        exits = self._rank_exits(spec.processes, agent.returncode, failures, timed_out)
-        return collect_outcome(work_dir, spec_dict, exits, wall_s, timed_out, timeout_s, [str(log_path)], validate)
-
-    @staticmethod
-    def _rank_exits(processes: int, agent_code: int, failures: dict[int, int],
-                    timed_out: bool) -> dict[int, int | None]:
-        """Each rank's exit code as the agent saw it: 0 for all when it succeeded; the failed ranks
-        from its summary (``agent_failures``), and None (ended by the agent or by us) for the rest."""
-        if agent_code == 0 and not timed_out:
-            return {rank: 0 for rank in range(processes)}
-        return {rank: failures.get(rank) for rank in range(processes)}
-
-    @staticmethod
-    def _end_leftovers(work_dir: Path) -> None:
-        import psutil
-
-        procs = leftover_ranks(work_dir)
-        for proc in procs:
-            try:
-                proc.send_signal(signal.SIGTERM)
-            except psutil.NoSuchProcess:
-                pass
-        _, alive = psutil.wait_procs(procs, timeout=TERM_GRACE_S)
-        for proc in alive:
-            try:
-                proc.kill()
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(alive, timeout=5)
+            proc.send_signal(signal.SIGTERM)
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=TERM_GRACE_S)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=5)
