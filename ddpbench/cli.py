@@ -10,6 +10,8 @@ import argparse
 import errno
 import json
 import os
+import re
+import shlex
 import signal
 import sys
 import warnings
@@ -57,6 +59,18 @@ def add_sweep(sub) -> None:
     p.add_argument("--nodes", type=int, default=1, metavar="N",
                    help="slurm: nodes a job's ranks are spread over (default: 1)")
     p.add_argument("--partition", help="slurm: the partition to submit to (default: the cluster's default)")
+    p.add_argument("--array", action="store_true", help="slurm: submit the launches as job arrays, not one by one")
+    p.add_argument("--nnodes", type=int, default=1, metavar="N",
+                   help="torchrun: machines the sweep runs on; run it on each with its --node-rank (default: 1)")
+    p.add_argument("--node-rank", type=int, default=0, metavar="R",
+                   help="torchrun: this machine's node rank; node 0 stores the results (default: 0)")
+    p.add_argument("--rdzv-endpoint", metavar="HOST:PORT",
+                   help="torchrun: where the nodes meet (c10d rendezvous on node 0; needed with --nnodes > 1)")
+    p.add_argument("--emulate-nodes", type=int, metavar="N",
+                   help="run every job on N emulated nodes on this machine (network namespaces; needs root)")
+    p.add_argument("--link", metavar="RATE", help="emulated nodes: each node's link rate, e.g. 1gbit or 100mbit")
+    p.add_argument("--link-delay-ms", type=float, metavar="MS",
+                   help="emulated nodes: one-way delay added to each link in ms (needs tc's netem)")
     p.add_argument("--no-report", action="store_true", help="store results but do not write the report")
     p.set_defaults(func=cmd_sweep)
 
@@ -69,22 +83,90 @@ def cmd_sweep(args) -> int:
     experiment = load_experiment(args.experiment)
     if args.timeout is not None:
         experiment = dataclasses.replace(experiment, timeout_s=check_timeout(args.timeout))
+    experiment = with_emulation(experiment, args)
     out_dir = args.out or Path("reports") / experiment.name
     return run_and_report(experiment, out_dir, args)
 
 
+#: (flag, job field) of the emulated-node flags; a flag sets the field in every job
+EMULATION_FLAGS = (("--emulate-nodes", "emulate_nodes"), ("--link", "link"), ("--link-delay-ms", "link_delay_ms"))
+
+
+def with_emulation(experiment, args):
+    """The experiment with the emulated-node flags applied to every job, checked as the file's values are."""
+    import dataclasses
+
+    from ddpbench.spec import check_nodes_and_faults, check_value
+
+    fields = {field: check_value(field, getattr(args, field), "command line", flag)
+              for flag, field in EMULATION_FLAGS if getattr(args, field) is not None}
+    if fields:
+        jobs = {}
+        for spec in experiment.jobs:
+            spec = dataclasses.replace(spec, **fields)
+            check_nodes_and_faults(spec, "command line")
+            jobs.setdefault(spec.key, spec)
+        experiment = dataclasses.replace(experiment, jobs=tuple(jobs.values()))
+    return experiment
+
+
+def check_can_emulate(experiment, args) -> None:
+    """Before anything runs: whether this machine can emulate the nodes the jobs ask for."""
+    from ddpbench.launch.emulate import emulation_problem
+
+    emulated = [spec for spec in experiment.jobs if spec.emulated]
+    if not emulated:
+        return
+    delay = any(spec.link_delay_ms for spec in emulated)
+    problem = emulation_problem(delay=delay)
+    if problem:
+        netem = delay and "netem" in problem
+        if experiment.source == "command line" or any(getattr(args, f, None) is not None for _, f in EMULATION_FLAGS):
+            raise InputError("command line", "--link-delay-ms" if netem else "--emulate-nodes", problem)
+        raise InputError(experiment.source, "link_delay_ms" if netem else "emulate_nodes", problem)
+
+
 def launcher_from(args):
-    """The launcher the flags ask for; slurm's own flags with another launcher are an error."""
+    """The launcher the flags ask for; one launcher's own flags with another are an error."""
     from ddpbench.launch import get_launcher
 
-    if args.launcher != "slurm":
-        for flag, given in (("--nodes", args.nodes != 1), ("--partition", args.partition is not None)):
-            if given:
-                raise InputError("command line", flag, f"applies to --launcher slurm only (got --launcher "
+    owned = {"slurm": (("--nodes", args.nodes != 1), ("--partition", args.partition is not None),
+                       ("--array", args.array)),
+             "torchrun": (("--nnodes", args.nnodes != 1), ("--node-rank", args.node_rank != 0),
+                          ("--rdzv-endpoint", args.rdzv_endpoint is not None))}
+    for launcher, flags in owned.items():
+        for flag, given in flags:
+            if given and args.launcher != launcher:
+                raise InputError("command line", flag, f"applies to --launcher {launcher} only (got --launcher "
                                  f"{args.launcher})")
-    if not 1 <= args.nodes <= 100_000:
-        raise InputError("command line", "--nodes", f"must be 1 to 100000 (got {args.nodes})")
-    return get_launcher(args.launcher, nodes=args.nodes, partition=args.partition)
+    for flag, value in (("--nodes", args.nodes), ("--nnodes", args.nnodes)):
+        if not 1 <= value <= 100_000:
+            raise InputError("command line", flag, f"must be 1 to 100000 (got {value})")
+    if not 0 <= args.node_rank < args.nnodes:
+        raise InputError("command line", "--node-rank", f"must be 0 to {args.nnodes - 1} (got {args.node_rank})")
+    if args.nnodes > 1 and not re.fullmatch(r"\[?[\w.:-]+\]?:\d{1,5}", args.rdzv_endpoint or ""):
+        raise InputError("command line", "--rdzv-endpoint", "must be HOST:PORT, node 0's address and a port its "
+                         f"agent can listen on, with --nnodes > 1 (got {args.rdzv_endpoint!r})")
+    if args.launcher == "slurm":
+        from ddpbench.launch.slurm import SlurmLauncher
+
+        return SlurmLauncher(nodes=args.nodes, partition=args.partition, array=args.array)
+    return get_launcher(args.launcher, nodes=args.nnodes, node_rank=args.node_rank,
+                        rdzv_endpoint=args.rdzv_endpoint)
+
+
+def node_commands(args) -> list[str]:
+    """The command each other node of a multi-node torchrun sweep runs: this one, its node rank changed."""
+    argv = list(args.argv)
+    for i, arg in enumerate(argv):  # drop this node's own --node-rank
+        if arg == "--node-rank":
+            del argv[i:i + 2]
+            break
+        if arg.startswith("--node-rank="):
+            del argv[i]
+            break
+    return [shlex.join(["python", "-m", "ddpbench", *argv, "--node-rank", str(rank)])
+            for rank in range(1, args.nnodes)]
 
 
 def check_timeout(seconds: float) -> float:
@@ -101,11 +183,18 @@ def run_and_report(experiment, out_dir: Path, args) -> int:
 
     console = Console(stderr=True)
     machine = Machine.here()
+    launcher = launcher_from(args)
     if args.dry_run:
         print_jobs(experiment, machine)
+        print_launch_plan(experiment, out_dir, launcher, args)
         return 0
+    check_can_emulate(experiment, args)
     check_out_dir(out_dir)
-    launcher = launcher_from(args)
+    if args.nnodes > 1 and args.node_rank == 0:
+        console.print(f"[bold]{args.nnodes} nodes[/bold]: run on every other node, with {out_dir} on a file "
+                      "system all of them see:", highlight=False)
+        for command in node_commands(args):
+            console.print(f"  {command}", highlight=False, soft_wrap=True)
     console.print(f"[bold]{experiment.name}[/bold]: {len(experiment.jobs)} jobs, "
                   f"{len(pending_launches(experiment, set()))} launches -> {out_dir}/  "
                   f"({machine.cores} cores, {machine.cuda_devices} GPUs)", highlight=False)
@@ -187,14 +276,31 @@ def print_jobs(experiment, machine) -> None:
     table_console().print(table)
 
 
+def print_launch_plan(experiment, out_dir: Path, launcher, args) -> None:
+    """What --dry-run shows beyond the jobs: the other nodes' commands, or the sbatch scripts."""
+    from ddpbench.runner import pending_launches
+
+    if args.nnodes > 1:
+        print("run on every other node:" if args.node_rank == 0 else "the other nodes run:")
+        for command in node_commands(args):
+            print(f"  {command}")
+    if args.launcher == "slurm":
+        launches = [(spec, repeat, out_dir / ".work" / f"{spec.key}-r{repeat}")
+                    for spec, repeat in pending_launches(experiment, set())]
+        for name, script in launcher.dry_run_scripts(launches, out_dir / "logs", experiment.timeout_s):
+            print(f"# ---- {name}")
+            print(script, end="")
+
+
 def print_summary(table) -> None:
     from rich.table import Table
 
     if table.empty:
         return
+    nodes = "emulate_nodes" in table and bool((table["emulate_nodes"] > 1).any())
     out = Table(title="per job: median over measured steps (slowest rank); speedup vs world size 1")
-    for col in ("strategy", "model", "ws", "bucket MB", "status", "step ms", "IQR", "samples/s", "speedup", "eff.",
-                "comm ms", "max MB/step", "max |diff|", "flags"):
+    for col in ("strategy", "model", "ws", *(("nodes x link",) if nodes else ()), "bucket MB", "status", "step ms",
+                "IQR", "samples/s", "speedup", "eff.", "comm ms", "max MB/step", "max |diff|", "flags"):
         out.add_column(col, justify="left" if col in ("strategy", "model", "status", "flags") else "right")
 
     def num(value, fmt):
@@ -211,8 +317,9 @@ def print_summary(table) -> None:
         comm = max(r["exposed_comm_ms"], 0) if r["exposed_comm_ms"] == r["exposed_comm_ms"] else 0.0
         comm += r["comm_ms"] if r["comm_ms"] == r["comm_ms"] else 0.0
         comm = comm if r["status"] == "ok" else float("nan")
-        out.add_row(strategy, f"{r['model']}-{r['model_size']}", str(r["world_size"]), f"{r['bucket_cap_mb']:g}",
-                    r["status"], num(r["step_ms_median"], ".2f"), num(r["step_ms_iqr"], ".2f"),
+        link = (f"{r['emulate_nodes']} x {r['link']}" if r["emulate_nodes"] > 1 else "-",) if nodes else ()
+        out.add_row(strategy, f"{r['model']}-{r['model_size']}", str(r["world_size"]), *link,
+                    f"{r['bucket_cap_mb']:g}", r["status"], num(r["step_ms_median"], ".2f"), num(r["step_ms_iqr"], ".2f"),
                     num(r["samples_per_s"], ".1f"), num(r["speedup"], ".2f"), num(r["efficiency"], ".0%"),
                     num(comm, ".2f"), num(r.get("sent_mb_per_step_max", float("nan")), ".1f"),
                     num(r.get("max_abs_diff", float("nan")), ".1e"), ", ".join(flags))
@@ -234,7 +341,7 @@ def add_run(sub) -> None:
     p.add_argument("--out", type=Path, help="output folder (default: reports/run-<job key>/)")
     p.add_argument("--timeout", type=float, default=600, metavar="S", help="timeout in seconds (default: 600)")
     p.set_defaults(func=cmd_run, resume=False, dry_run=False, launcher="spawn", nodes=1, partition=None,
-                   no_report=False)
+                   array=False, nnodes=1, node_rank=0, rdzv_endpoint=None, no_report=False)
 
 
 def parse_flag(name: str, text: str):
@@ -566,7 +673,9 @@ def _raise_interrupt(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv
     # SIGTERM ends a sweep like Ctrl-C: children are stopped, finished results are kept.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     warnings.showwarning = _show_warning

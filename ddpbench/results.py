@@ -40,6 +40,10 @@ RANK_FIGURES = ("peak_rss_mb", "threads", "checksum", "allreduce_bytes_per_step"
                 "dp_replicas")
 #: the equivalence check of a launch (worker.check_equivalence); its steps are the spec's check_steps
 CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run")
+#: a fault-recovery launch (worker.Recovery): attempts, where it resumed, how long it took, and
+#: whether its parameters equal an uninterrupted run's
+RECOVERY_FIELDS = ("attempts", "resumed_from_step", "steps_redone", "restart_s", "rejoin_s", "recovery_s",
+                   "params_identical", "params_max_abs_diff")
 
 
 class DamagedRecord(UserWarning):
@@ -235,9 +239,10 @@ def _run_tables(record: dict):
     ident = {"key": record["key"], **_spec_columns(record["spec"]), "repeat": record["repeat"]}
     result = record.get("result") or {}
     check = result.get("check") or {}
+    recovery = result.get("recovery") or {}
     run = {**ident, **{f: record.get(f) for f in RUN_FIELDS}, "logs": record.get("logs"),
            "params": result.get("params"), "grad_bytes": result.get("grad_bytes"),
-           **{f: check.get(f) for f in CHECK_FIELDS}}
+           **{f: check.get(f) for f in CHECK_FIELDS}, **{f: recovery.get(f) for f in RECOVERY_FIELDS}}
     if record["status"] != "ok":
         return run, None, []
     frame = pd.DataFrame(result["steps"], columns=result["step_columns"])

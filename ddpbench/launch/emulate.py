@@ -60,8 +60,7 @@ def netem_problem() -> str | None:
     ns = f"{PREFIX}{os.getpid()}-probe{next(_serial)}"
     try:
         _ip("netns", "add", ns)
-        _ip("-n", ns, "link", "add", "d0", "type", "dummy")
-        _ip("-n", ns, "link", "set", "d0", "up")
+        _ip("-n", ns, "link", "add", "d0", "type", "veth", "peer", "name", "d1")
         done = subprocess.run(["tc", "-n", ns, "qdisc", "add", "dev", "d0", "root", "netem", "delay", "1ms"],
                               capture_output=True, text=True)
         if done.returncode:
