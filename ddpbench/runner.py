@@ -7,6 +7,7 @@ interrupted sweep keeps everything that finished), skips what is already stored 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import errno
 import os
@@ -15,6 +16,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from ddpbench.launch import LaunchOutcome, disk_full, get_launcher, launcher_for
 from ddpbench.results import ResultStore
@@ -124,6 +126,32 @@ def one_line(spec: JobSpec, repeat: int, outcome: LaunchOutcome) -> str:
     return f"{step:8.2f} ms/step  {spec.global_batch / step * 1e3:10.1f} samples/s"
 
 
+def launched(todo: list[tuple[JobSpec, int]], launcher, machine: Machine, work_root: Path, log_dir: Path,
+             timeout_s: float, begin) -> Iterator[tuple[JobSpec, int, object, LaunchOutcome]]:
+    """(spec, repeat, the launcher that ran it, outcome) of every pending launch, as each ends.
+
+    Launches run one after another (``begin(spec, repeat)`` is called as each starts), except
+    that a launcher submitting job arrays gets all of its launches at once and hands each back
+    as it finishes; a job that cannot run here is skipped with the reason.
+    """
+    batch = []
+    for spec, repeat in todo:
+        reason = strategy_class(spec.strategy).skip_reason(spec, machine)
+        runs_it = launcher_for(spec, launcher)
+        work_dir = work_root / f"{spec.key}-r{repeat}"
+        if reason:
+            yield spec, repeat, runs_it, LaunchOutcome("skipped", error=reason)
+        elif runs_it is launcher and getattr(launcher, "array", False):
+            batch.append((spec, repeat, work_dir))
+        else:
+            begin(spec, repeat)
+            yield spec, repeat, runs_it, runs_it.launch(spec, repeat, work_dir, log_dir, timeout_s)
+    if batch:
+        with contextlib.closing(launcher.launch_all(batch, log_dir, timeout_s)) as outcomes:
+            for spec, repeat, outcome in outcomes:
+                yield spec, repeat, launcher, outcome
+
+
 def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, launcher=None,
               machine: Machine | None = None, console=None, env: dict | None = None) -> SweepSummary:
     """Run every launch of ``experiment`` not yet stored in ``out_dir``; see the module doc.
@@ -157,24 +185,24 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
     }) if leads else None
     work_root, log_dir = out_dir / ".work", out_dir / "logs"
     start = time.monotonic()
-    with SweepProgress(len(todo), console) as progress:
-        for spec, repeat in todo:
-            label = f"{spec.label()} rep {repeat}" + (" [oversubscribed]" if oversubscribed(spec, machine) else "")
-            progress.begin(label)
-            work_dir = work_root / f"{spec.key}-r{repeat}"
-            reason = strategy_class(spec.strategy).skip_reason(spec, machine)
-            runs_it = launcher_for(spec, launcher)
-            if reason:
-                outcome = LaunchOutcome("skipped", error=reason)
-            else:
-                outcome = runs_it.launch(spec, repeat, work_dir, log_dir, experiment.timeout_s)
+    with SweepProgress(len(todo), console) as progress, contextlib.ExitStack() as stack:
+        def label(spec: JobSpec, repeat: int) -> str:
+            return f"{spec.label()} rep {repeat}" + (" [oversubscribed]" if oversubscribed(spec, machine) else "")
+
+        def begin(spec: JobSpec, repeat: int) -> None:
+            progress.begin(label(spec, repeat))
+
+        # closed on any exception, so that a launcher's queued jobs are cancelled at once
+        outcomes = stack.enter_context(contextlib.closing(
+            launched(todo, launcher, machine, work_root, log_dir, experiment.timeout_s, begin)))
+        for spec, repeat, runs_it, outcome in outcomes:
             stop_if_disk_full(outcome, store)
             if leads:
                 store.append(launch_record(spec, repeat, outcome, machine, runs_it.name, sweep_id))
-                shutil.rmtree(work_dir, ignore_errors=True)
+                shutil.rmtree(work_root / f"{spec.key}-r{repeat}", ignore_errors=True)
             summary.statuses[outcome.status] = summary.statuses.get(outcome.status, 0) + 1
             summary.timed_s += timed_seconds(outcome.result)
-            progress.done(label, outcome.status, one_line(spec, repeat, outcome))
+            progress.done(label(spec, repeat), outcome.status, one_line(spec, repeat, outcome))
     if leads:
         shutil.rmtree(work_root, ignore_errors=True)
     summary.wall_s = time.monotonic() - start

@@ -234,7 +234,7 @@ class RankRun(Tracked):
             self.device = torch.device("cuda", self.local_rank)
         else:
             self.device = torch.device("cpu")
-        join_process_group(spec.backend, self.rank, self.world_size, self.timeout_s)
+        self.attempt = join_process_group(spec.backend, self.rank, self.world_size, self.timeout_s)
         self.ctx = RankContext(self.rank, self.local_rank, self.world_size, self.device)
         self.loss_fn = torch.nn.CrossEntropyLoss()
         self.replica = self.build_replica()
@@ -396,7 +396,7 @@ class Recovery:
 
     def __init__(self, run: "RankRun"):
         self.run = run
-        self.attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+        self.attempt = run.attempt
         self.dir = run.out_dir
         self.resumed_from = None  # the measure step a restarted attempt went on from
         self.resumed_at = None
@@ -484,19 +484,26 @@ class Recovery:
         return figures
 
 
-def join_process_group(backend: str, rank: int, world_size: int, timeout_s: float) -> None:
-    """Join the job's process group through its launcher's store, under a prefix of this restart
-    attempt: torchrun's agent keeps its store across restarts, and a restarted gloo group that
-    read the dead attempt's addresses from it would try to connect to a worker that is gone."""
+def join_process_group(backend: str, rank: int, world_size: int, timeout_s: float) -> int:
+    """Join the job's process group through its launcher's store; the attempt this is (0: the first).
+
+    torchrun's agent keeps its store across restarts, and a restarted gloo group that read the
+    dead attempt's addresses from it would try to connect to a worker that is gone; so every
+    attempt meets under a prefix of its own. The attempt is counted in the store itself (each
+    rank counts its own starts; every restart starts every rank once), not taken from
+    TORCHELASTIC_RESTART_COUNT: that is each agent's own count, and across nodes the agents
+    differ (an agent restarting its workers because another node rejoined does not count it).
+    """
     import torch.distributed as dist
 
     agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
     timeout = timedelta(seconds=timeout_s)
     store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world_size,
                           is_master=not agent and rank == 0, timeout=timeout, multi_tenant=True)
-    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    attempt = store.add(f"ddpbench/starts/rank{rank}", 1) - 1
     dist.init_process_group(backend, store=dist.PrefixStore(f"attempt{attempt}", store), rank=rank,
                             world_size=world_size, timeout=timeout)
+    return attempt
 
 
 def serve(run_class, prog: str, argv: list[str] | None = None) -> int:

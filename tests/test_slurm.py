@@ -1,20 +1,20 @@
-"""The Slurm launcher against a real Slurm on this machine (scripts/slurm-local.sh): slurmctld and
-two slurmd nodes, n1 and n2, both at 127.0.0.1. Needs root and Debian's slurm-wlm and munge,
-which .ci/run installs."""
+"""The Slurm launcher: its scripts, and (the slow tests) runs against a real Slurm on this machine
+(scripts/slurm-local.sh): slurmctld and two slurmd nodes, n1 and n2, both at 127.0.0.1. Those need
+root and Debian's slurm-wlm and munge, which .ci/run installs."""
 
 import os
 import shutil
 import subprocess
+from contextlib import closing
 
 import pytest
 
-from conftest import ROOT, TINY, run_cli, worker_processes, write_experiment
-from ddpbench.launch.slurm import task_exits
+from conftest import ROOT, TINY, TINY_DEFAULTS, run_cli, worker_processes, write_experiment
+from ddpbench.launch.slurm import SlurmLauncher, array_script, task_exits
 from ddpbench.results import load_tables
+from ddpbench.spec import load_experiment
 from test_faults import faulty_sweep
 from test_sweep import assert_stores_what_spawn_stores
-
-pytestmark = pytest.mark.slow
 
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"
 TWO_JOBS = TINY.replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [25]")
@@ -38,6 +38,7 @@ def slurm(tmp_path_factory):
         os.environ["SLURM_CONF"] = saved
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nodes", [1, 2])
 def test_a_sweep_through_slurm_stores_what_spawn_stores(slurm, tmp_path, nodes):
     exp = write_experiment(tmp_path / "tiny.toml", TWO_JOBS)
@@ -51,6 +52,7 @@ def test_a_sweep_through_slurm_stores_what_spawn_stores(slurm, tmp_path, nodes):
     assert f"ddpbench: nodes {'n[1-2]' if nodes == 2 else 'n1'}, rank 0 at 127.0.0.1" in log
 
 
+@pytest.mark.slow
 def test_a_rank_killed_under_slurm_is_named_with_the_job_state(slurm, tmp_path):
     proc, out, recovery_s = faulty_sweep(tmp_path, "kill:1:5", launcher="slurm")
     assert proc.returncode == 1, proc.stderr
@@ -68,3 +70,111 @@ def test_srun_task_report_gives_each_rank_its_exit():
     log = ("srun: error: n2: task 1: Killed\nsrun: Terminating StepId=7.0\n"
            "srun: error: n1: task 0: Exited with exit code 1\n")
     assert task_exits(log) == {1: -9, 0: 1}
+
+
+THREE_TWO_RANK_JOBS = TINY.replace("world_size = [1, 2]", "world_size = [2]").replace(
+    "bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [0.25, 1, 25]")
+
+
+def launches_of(tmp_path, body: str, repeats=(0,)) -> list[tuple]:
+    """(spec, repeat, work dir) of every launch of the experiment ``body``, as a sweep has them."""
+    exp = load_experiment(write_experiment(tmp_path / "exp.toml", body))
+    return [(spec, repeat, tmp_path / ".work" / f"{spec.key}-r{repeat}") for spec in exp.jobs for repeat in repeats]
+
+
+def assert_bash_accepts(script: str) -> None:
+    checked = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_an_array_script_runs_launch_i_as_task_i(tmp_path):
+    items = [(spec, work / "job.json", work) for spec, _, work in launches_of(tmp_path, THREE_TWO_RANK_JOBS)]
+    script = array_script(items, tmp_path / "logs", 60, nodes=2, partition=None)
+    lines = script.splitlines()
+    assert "#SBATCH --array=0-2" in lines and "#SBATCH --ntasks=2" in lines and "#SBATCH --nodes=2" in lines
+    assert f"#SBATCH --output={tmp_path}/logs/array-%A_%a.slurm.log" in lines
+    assert "#SBATCH --array=0-2%2" in array_script(items, tmp_path / "logs", 60, 1, None, max_parallel=2).splitlines()
+    assert_bash_accepts(script)
+    # what task 1 picks: the script up to its choice of launch, run as Slurm would run task 1
+    chosen = script[:script.index("\n", script.index("job=${jobs[$SLURM_ARRAY_TASK_ID]}")) + 1] + 'echo "$job|$out"'
+    picked = subprocess.run(["bash", "-c", chosen], env={**os.environ, "SLURM_ARRAY_TASK_ID": "1"},
+                            capture_output=True, text=True)
+    assert picked.stdout.strip() == f"{items[1][1]}|{items[1][2]}", picked.stderr
+    assert 'srun --kill-on-bad-exit=1 ' in script and '--job "$job" --out "$out"' in script
+
+
+def test_an_array_refuses_launches_of_different_shapes(tmp_path):
+    items = [(spec, work / "job.json", work) for spec, _, work in launches_of(tmp_path, TWO_JOBS)]
+    assert {spec.processes for spec, _, _ in items} == {1, 2}
+    with pytest.raises(ValueError, match="processes"):
+        array_script(items, tmp_path / "logs", 60, nodes=1, partition=None)
+
+
+def test_dry_run_scripts_are_the_scripts_a_launch_would_submit_and_write_nothing(tmp_path):
+    launches = launches_of(tmp_path, TINY, repeats=(0, 1))  # world sizes 1 and 2: two arrays of four
+    log_dir = tmp_path / "logs"
+    arrays = SlurmLauncher(array=True, max_parallel=3).dry_run_scripts(launches, log_dir, 60)
+    assert [name for name, _ in arrays] == ["array-0.sbatch", "array-1.sbatch"]
+    for _, script in arrays:
+        assert "#SBATCH --array=0-3%3" in script.splitlines()
+        assert_bash_accepts(script)
+    assert str(launches[0][2] / "job.json") in arrays[0][1]
+    singles = SlurmLauncher(nodes=2).dry_run_scripts(launches, log_dir, 60)
+    assert [name for name, _ in singles] == [f"{spec.key}-r{repeat}.sbatch" for spec, repeat, _ in launches]
+    assert all("--array" not in script for _, script in singles)
+    assert not log_dir.exists() and not (tmp_path / ".work").exists()
+
+
+@pytest.mark.slow
+def test_a_job_array_stopped_early_leaves_nothing_queued(slurm, tmp_path):
+    launches = launches_of(tmp_path, TWO_JOBS, repeats=(0, 1, 2))
+    with closing(SlurmLauncher(array=True, max_parallel=1).launch_all(launches, tmp_path / "logs", 60)) as running:
+        _, _, outcome = next(running)
+        assert outcome.status == "ok", outcome.error
+    assert not subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip()
+    assert not worker_processes(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_an_array_task_past_the_timeout_is_cancelled_alone(slurm, tmp_path):
+    launches = launches_of(tmp_path, 'name = "long"' + TINY_DEFAULTS + """
+        [grid]
+        world_size = [2]
+        steps = [4, 1000000]
+    """)
+    done = {spec.steps: outcome for spec, _, outcome in SlurmLauncher(nodes=2, array=True).launch_all(
+        launches, tmp_path / "logs", 20)}
+    assert len(list((tmp_path / "logs").glob("array-*.sbatch"))) == 1  # the short job shares the array
+    assert list(done) == [4, 1000000]  # each yielded as it ended, the short one long before the timeout
+    assert done[1000000].status == "timed_out", done[1000000].error
+    assert 20 <= done[1000000].wall_s < 20 + 10
+    assert done[4].status == "ok", done[4].error
+    assert not subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip()
+    assert not worker_processes(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_a_sweep_submitted_as_a_job_array_stores_what_spawn_stores(slurm, tmp_path):
+    exp = write_experiment(tmp_path / "tiny.toml", TWO_JOBS)
+    spawned, arrayed = tmp_path / "spawn", tmp_path / "array"
+    assert run_cli("sweep", exp, "--out", spawned, "--no-report").returncode == 0
+    proc = run_cli("sweep", exp, "--out", arrayed, "--no-report", "--launcher", "slurm", "--array", "--nodes", 2)
+    assert proc.returncode == 0, proc.stderr
+    assert_stores_what_spawn_stores(arrayed, spawned, "slurm")
+    # world sizes 1 and 2 need different srun lines: two arrays, one task each
+    scripts = sorted((arrayed / "logs").glob("*.sbatch"))
+    assert [p.name for p in scripts] == ["array-0.sbatch", "array-1.sbatch"]
+    for script in scripts:
+        assert "#SBATCH --array=0-0" in script.read_text()
+        assert_bash_accepts(script.read_text())
+
+
+def test_dry_run_prints_the_sbatch_scripts_and_submits_nothing(tmp_path):
+    exp = write_experiment(tmp_path / "tiny.toml", TWO_JOBS)
+    out = tmp_path / "out"
+    for extra, scripts in (((), 2), (("--array",), 2)):
+        proc = run_cli("sweep", exp, "--out", out, "--launcher", "slurm", "--dry-run", *extra)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.count("#!/bin/bash") == scripts and proc.stdout.count("srun --kill-on-bad-exit=1") == scripts
+        assert ("#SBATCH --array=0-0" in proc.stdout) == bool(extra)
+    assert not out.exists()

@@ -1,4 +1,4 @@
-"""The Slurm launcher: each launch is one batch job, submitted with ``sbatch`` and waited for.
+"""The Slurm launcher: each launch is one batch job, or with ``array=True`` one task of a job array.
 
 The batch script (kept as ``logs/<key>-r<repeat>.sbatch``) asks for the job's ranks as Slurm
 tasks over ``--nodes`` nodes, takes MASTER_ADDR from the first node's NodeAddr (node names need
@@ -6,10 +6,19 @@ not resolve), picks a MASTER_PORT the first node reports free, and starts one wo
 with ``srun``. The worker maps SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID to RANK / WORLD_SIZE /
 LOCAL_RANK, and rank 0 hosts the rendezvous store, as in a hand-written Slurm job.
 
+With ``array=True``, :meth:`SlurmLauncher.launch_all` submits one ``sbatch --array`` job per
+group of launches that share the srun line's shape (processes, threads per rank, worker module),
+kept as ``logs/array-<n>.sbatch``: array task i picks launch i's job file and work folder from
+bash arrays and runs the same body, logging to ``logs/array-<job>_<i>.slurm.log``. Each task's
+outcome is yielded as soon as the task leaves the queue, so a caller that stores it at once
+loses nothing finished when a sweep is interrupted. There the timeout counts per task from when
+it was last seen pending: time spent waiting in the queue (behind ``max_parallel`` tasks, or
+for a busy cluster) does not count, so a task that never starts is waited for, as Slurm would.
+
 The work folder must be on a file system every node sees (the hand-back is a file), as a
 cluster's home or scratch is. A failed job is recorded with Slurm's state and exit code, and
 with the rank srun reported first ("task 1: Killed"); past the timeout, or on Ctrl-C, the job
-is cancelled with ``scancel`` so nothing is left running.
+(or the array task, or every array) is cancelled with ``scancel`` so nothing is left running.
 """
 
 from __future__ import annotations
@@ -43,33 +52,74 @@ def task_exits(log_text: str) -> dict[int, int]:
     return exits
 
 
-def batch_script(spec, job_file: Path, work_dir: Path, log_path: Path, timeout_s: float, nodes: int,
-                 partition: str | None = None) -> str:
-    """The sbatch script of one launch."""
+def _header(spec, name: str, output: Path | str, timeout_s: float, nodes: int, partition: str | None,
+            extra: tuple[str, ...] = ()) -> list[str]:
+    """The shebang and #SBATCH lines: the spec's ranks as tasks over at most ``nodes`` nodes."""
     tasks = spec.processes
     nodes = max(1, min(nodes, tasks))
-    threads = spec.threads_per_rank
-    python = shlex.quote(sys.executable)
     directives = [
-        f"--job-name=ddpbench-{spec.key}",
+        f"--job-name={name}",
+        *extra,
         f"--nodes={nodes}",
         f"--ntasks={tasks}",
         f"--ntasks-per-node={math.ceil(tasks / nodes)}",
-        f"--cpus-per-task={threads}",
+        f"--cpus-per-task={spec.threads_per_rank}",
         f"--time={max(1, math.ceil(timeout_s / 60))}",
-        f"--output={log_path}",
+        f"--output={output}",
         f"--chdir={Path.cwd()}",
     ] + ([f"--partition={partition}"] if partition else [])
-    lines = ["#!/bin/bash", *(f"#SBATCH {d}" for d in directives), "set -euo pipefail",
-             "# the first node's address as Slurm knows it (NodeAddr): node names need not resolve",
-             'first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
-             "MASTER_ADDR=$(scontrol show node \"$first\" | sed -n 's/.*NodeAddr=\\([^ ]*\\).*/\\1/p')",
-             "export MASTER_ADDR",
-             'echo "ddpbench: nodes $SLURM_JOB_NODELIST, rank 0 at $MASTER_ADDR"',
-             f"export MASTER_PORT=$({python} -c {shlex.quote(FREE_PORT)})",
-             f"export OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} PYTHONUNBUFFERED=1",
-             f"srun --kill-on-bad-exit=1 {python} -m {spec.worker_module} --job {shlex.quote(str(job_file))} "
-             f"--out {shlex.quote(str(work_dir))}"]
+    return ["#!/bin/bash", *(f"#SBATCH {d}" for d in directives), "set -euo pipefail"]
+
+
+def _run_lines(spec, job: str, out: str) -> list[str]:
+    """The body that starts the ranks; ``job`` and ``out`` are shell words (quoted paths or "$var")."""
+    threads = spec.threads_per_rank
+    python = shlex.quote(sys.executable)
+    return ["# the first node's address as Slurm knows it (NodeAddr): node names need not resolve",
+            'first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+            "MASTER_ADDR=$(scontrol show node \"$first\" | sed -n 's/.*NodeAddr=\\([^ ]*\\).*/\\1/p')",
+            "export MASTER_ADDR",
+            'echo "ddpbench: nodes $SLURM_JOB_NODELIST, rank 0 at $MASTER_ADDR"',
+            f"export MASTER_PORT=$({python} -c {shlex.quote(FREE_PORT)})",
+            f"export OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} PYTHONUNBUFFERED=1",
+            f"srun --kill-on-bad-exit=1 {python} -m {spec.worker_module} --job {job} --out {out}"]
+
+
+def batch_script(spec, job_file: Path, work_dir: Path, log_path: Path, timeout_s: float, nodes: int,
+                 partition: str | None = None) -> str:
+    """The sbatch script of one launch."""
+    lines = [*_header(spec, f"ddpbench-{spec.key}", log_path, timeout_s, nodes, partition),
+             *_run_lines(spec, shlex.quote(str(job_file)), shlex.quote(str(work_dir)))]
+    return "\n".join(lines) + "\n"
+
+
+def _shape(spec) -> tuple[int, int, str]:
+    """What the srun line of a script depends on: launches alike in this can share one array."""
+    return spec.processes, spec.threads_per_rank, spec.worker_module
+
+
+def _bash_array(name: str, paths: list[Path]) -> str:
+    return f"{name}=({' '.join(shlex.quote(str(path)) for path in paths)})"
+
+
+def array_script(items: list[tuple], log_dir: Path, timeout_s: float, nodes: int, partition: str | None,
+                 max_parallel: int | None = None) -> str:
+    """The sbatch script of a job array whose task i runs launch i of ``items``, a list of
+    (spec, job file, work dir); every spec must share its processes, threads per rank and worker."""
+    if not items:
+        raise ValueError("a job array needs at least one launch")
+    spec = items[0][0]
+    if any(_shape(other) != _shape(spec) for other, _, _ in items):
+        raise ValueError("every launch in one job array must share its processes, threads per rank and "
+                         "worker module; group them first")
+    array = f"--array=0-{len(items) - 1}" + (f"%{max_parallel}" if max_parallel else "")
+    lines = [*_header(spec, "ddpbench-array", f"{log_dir}/array-%A_%a.slurm.log", timeout_s, nodes, partition,
+                      (array,)),
+             "# this task's launch",
+             _bash_array("jobs", [job for _, job, _ in items]),
+             _bash_array("outs", [out for _, _, out in items]),
+             'job=${jobs[$SLURM_ARRAY_TASK_ID]} out=${outs[$SLURM_ARRAY_TASK_ID]}',
+             *_run_lines(spec, '"$job"', '"$out"')]
     return "\n".join(lines) + "\n"
 
 
@@ -78,8 +128,17 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess:
 
 
 def queued(job_id: str) -> bool:
-    """Whether the job is still pending or running."""
+    """Whether the job (or array task, "<job>_<i>") is still pending or running."""
     return bool(_run(["squeue", "-h", "-j", job_id, "-o", "%T"]).stdout.strip())
+
+
+def task_states(job_ids: list[str]) -> dict[str, str] | None:
+    """Task id ("<job>_<i>") -> state of every array task of these jobs still in the queue; None
+    when slurmctld did not answer (squeue fails outright only on ids it no longer knows at all)."""
+    listed = _run(["squeue", "-h", "-r", "-j", ",".join(job_ids), "-o", "%i %T"])
+    if listed.returncode and "Invalid job id" not in listed.stderr:
+        return None
+    return dict(line.split() for line in listed.stdout.splitlines() if line.strip())
 
 
 def job_state(job_id: str) -> tuple[str, str]:
@@ -89,20 +148,71 @@ def job_state(job_id: str) -> tuple[str, str]:
     return fields.get("JobState", "UNKNOWN"), fields.get("ExitCode", "?")
 
 
+def job_outcome(job_id: str, spec, spec_dict: dict, work_dir: Path, log_path: Path, logs: list[str],
+                wall_s: float, timed_out: bool, timeout_s: float, validate) -> LaunchOutcome:
+    """The outcome of a job (or array task) that has left the queue, with Slurm's verdict on a failure."""
+    state, code = job_state(job_id)
+    text = log_path.read_text(errors="replace") if log_path.exists() else ""
+    failed = {} if state == "COMPLETED" else task_exits(text)
+    exits = {rank: 0 if state == "COMPLETED" else failed.get(rank) for rank in range(spec.processes)}
+    outcome = collect_outcome(work_dir, spec_dict, exits, wall_s, timed_out, timeout_s, logs, validate)
+    if outcome.status != "ok" and not timed_out:
+        outcome.error = f"{outcome.error} [slurm job {job_id} {state}, exit code {code}]"
+    return outcome
+
+
+def _job_file(work_dir: Path) -> Path:
+    """Where prepare_launch puts a launch's job file."""
+    return (work_dir / "job.json").resolve()
+
+
+#: task ids 0-999 per array, under Slurm's default MaxArraySize (1001)
+MAX_ARRAY = 1000
+
+
 class SlurmLauncher:
     name = "slurm"
 
-    def __init__(self, nodes: int = 1, partition: str | None = None):
+    def __init__(self, nodes: int = 1, partition: str | None = None, array: bool = False,
+                 max_parallel: int | None = None):
         self.nodes = nodes
         self.partition = partition
+        self.array = array
+        self.max_parallel = max_parallel
+
+    def _batch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> tuple[Path, Path, str]:
+        """(script path, log path, script text) of one launch as its own job."""
+        log_path = (log_dir / f"{spec.key}-r{repeat}.slurm.log").resolve()
+        text = batch_script(spec, _job_file(work_dir), work_dir.resolve(), log_path, timeout_s, self.nodes,
+                            self.partition)
+        return log_dir / f"{spec.key}-r{repeat}.sbatch", log_path, text
+
+    def _arrays(self, launches: list[tuple], log_dir: Path, timeout_s: float) -> list[tuple[Path, list, str]]:
+        """(script path, its launches, script text) of each job array: one per shape of launch
+        (at most MAX_ARRAY tasks each), in the order the shapes first come."""
+        groups: dict[tuple, list] = {}
+        for launch in launches:
+            groups.setdefault(_shape(launch[0]), []).append(launch)
+        chunks = [group[i:i + MAX_ARRAY] for group in groups.values() for i in range(0, len(group), MAX_ARRAY)]
+        return [(log_dir / f"array-{n}.sbatch", chunk,
+                 array_script([(spec, _job_file(work_dir), work_dir.resolve()) for spec, _, work_dir in chunk],
+                              log_dir.resolve(), timeout_s, self.nodes, self.partition, self.max_parallel))
+                for n, chunk in enumerate(chunks)]
+
+    def dry_run_scripts(self, launches: list[tuple], log_dir: Path, timeout_s: float) -> list[tuple[str, str]]:
+        """(file name, script text) of every script ``launch_all`` would submit for ``launches``,
+        a list of (spec, repeat, work dir); nothing is written or submitted."""
+        if self.array:
+            scripts = self._arrays(launches, log_dir, timeout_s)
+        else:
+            scripts = [self._batch(spec, repeat, work_dir, log_dir, timeout_s) for spec, repeat, work_dir in launches]
+        return [(path.name, text) for path, _, text in scripts]
 
     def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float,
                validate=validate_result) -> LaunchOutcome:
-        spec_dict, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
-        log_path = (log_dir / f"{spec.key}-r{repeat}.slurm.log").resolve()
-        script = log_dir / f"{spec.key}-r{repeat}.sbatch"
-        script.write_text(batch_script(spec, job_file.resolve(), work_dir.resolve(), log_path, timeout_s,
-                                       self.nodes, self.partition))
+        spec_dict, _ = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
+        script, log_path, text = self._batch(spec, repeat, work_dir, log_dir, timeout_s)
+        script.write_text(text)
         log_path.unlink(missing_ok=True)
         start = time.monotonic()
         submitted = _run(["sbatch", "--parsable", str(script)])
@@ -123,16 +233,65 @@ class SlurmLauncher:
             raise
         if timed_out:
             self._cancel(job_id)
-        wall_s = time.monotonic() - start
-        state, code = job_state(job_id)
-        logs = [str(log_path), str(script)]
-        text = log_path.read_text(errors="replace") if log_path.exists() else ""
-        failed = {} if state == "COMPLETED" else task_exits(text)
-        exits = {rank: 0 if state == "COMPLETED" else failed.get(rank) for rank in range(spec.processes)}
-        outcome = collect_outcome(work_dir, spec_dict, exits, wall_s, timed_out, timeout_s, logs, validate)
-        if outcome.status != "ok" and not timed_out:
-            outcome.error = f"{outcome.error} [slurm job {job_id} {state}, exit code {code}]"
-        return outcome
+        return job_outcome(job_id, spec, spec_dict, work_dir, log_path, [str(log_path), str(script)],
+                           time.monotonic() - start, timed_out, timeout_s, validate)
+
+    def launch_all(self, launches: list[tuple], log_dir: Path, timeout_s: float, validate=validate_result):
+        """Run ``launches``, a list of (spec, repeat, work dir), and yield (spec, repeat, outcome)
+        for each as it ends: one ``launch`` after another, or with ``array=True`` as tasks of job
+        arrays, all submitted at once. Closing the generator early (``contextlib.closing``), or any
+        exception, cancels every array still queued or running.
+        """
+        if not self.array:
+            for spec, repeat, work_dir in launches:
+                yield spec, repeat, self.launch(spec, repeat, work_dir, log_dir, timeout_s, validate)
+            return
+        tasks = {}  # task id -> (spec, repeat, work dir, spec as a dict, its log, its script)
+        job_ids: list[str] = []
+        try:
+            for script, chunk, text in self._arrays(launches, log_dir, timeout_s):
+                spec_dicts = [prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)[0]
+                              for spec, repeat, work_dir in chunk]
+                script.write_text(text)
+                submitted = _run(["sbatch", "--parsable", str(script)])
+                if submitted.returncode:
+                    for spec, repeat, _ in chunk:
+                        yield spec, repeat, LaunchOutcome(
+                            "failed", error=f"sbatch failed: {submitted.stderr.strip()[:300]}", logs=[str(script)])
+                    continue
+                job_id = submitted.stdout.strip().split(";")[0]
+                job_ids.append(job_id)
+                for i, (launch, spec_dict) in enumerate(zip(chunk, spec_dicts)):
+                    log_path = (log_dir / f"array-{job_id}_{i}.slurm.log").resolve()
+                    tasks[f"{job_id}_{i}"] = (*launch, spec_dict, log_path, script)
+            yield from self._wait_tasks(tasks, timeout_s, validate)
+        except BaseException:  # Ctrl-C, SIGTERM, the caller stopping early: leave nothing running
+            for job_id in job_ids:
+                self._cancel(job_id)
+            raise
+
+    def _wait_tasks(self, tasks: dict, timeout_s: float, validate):
+        """Poll the array tasks in ``tasks``; yield (spec, repeat, outcome) for each as it leaves the
+        queue, or once cancelled for running past ``timeout_s`` since it was last seen pending."""
+        started = dict.fromkeys(tasks, time.monotonic())  # moves on while a task is pending
+        while tasks:
+            time.sleep(POLL_S)
+            states = task_states(sorted({task_id.split("_")[0] for task_id in tasks}))
+            if states is None:  # slurmctld did not answer: ask again
+                continue
+            now = time.monotonic()
+            for task_id in list(tasks):
+                state = states.get(task_id)
+                if state == "PENDING":
+                    started[task_id] = now
+                elif state is None or now > started[task_id] + timeout_s:
+                    timed_out = state is not None
+                    if timed_out:
+                        self._cancel(task_id)
+                    spec, repeat, work_dir, spec_dict, log_path, script = tasks.pop(task_id)
+                    yield spec, repeat, job_outcome(task_id, spec, spec_dict, work_dir, log_path,
+                                                    [str(log_path), str(script)], time.monotonic() - started[task_id],
+                                                    timed_out, timeout_s, validate)
 
     @staticmethod
     def _cancel(job_id: str) -> None:
