@@ -35,9 +35,10 @@ STRAGGLER_CONSISTENCY = 0.75  # share of steps in which a straggler must be the 
 
 #: fields that change only how gradients travel; a world-size-1 job is a valid baseline for
 #: a larger one that differs in these (at world size 1 they do not change the computation).
-COMM_ONLY_FIELDS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "backend")
-#: fields that say how often a job is measured, not what: never part of a baseline match
-MEASUREMENT_FIELDS = ("repeats",)
+COMM_ONLY_FIELDS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "backend", "emulate_nodes", "link",
+                    "link_delay_ms")
+#: fields that say how often a job is measured (or interrupted), not what: never part of a baseline match
+MEASUREMENT_FIELDS = ("repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every")
 SPEC_COLUMNS = list(FIELDS)
 PHASE_COLUMNS = ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms")
 

@@ -207,9 +207,18 @@ def measured_links(collectives: pd.DataFrame, summary: pd.DataFrame) -> list[Lin
 # what a step costs, predicted
 # ---------------------------------------------------------------------------------------------
 
+def on_this_network(summary: pd.DataFrame) -> pd.DataFrame:
+    """The jobs that ran on this machine's own network: not over an emulated link shaped by tc
+    (those are another network, which the model is checked against separately)."""
+    if summary.empty or "link" not in summary:
+        return summary
+    return summary[(summary["link"].fillna("none") == "none") & (summary["link_delay_ms"].fillna(0) == 0)]
+
+
 def ddp_jobs(summary: pd.DataFrame) -> pd.DataFrame:
     if summary.empty:
         return summary
+    summary = on_this_network(summary)
     return summary[(summary["strategy"] == "ddp") & (summary["status"] == "ok")
                    & (summary["comm_hook"].fillna("none") == "none")]
 
@@ -319,21 +328,24 @@ def projection(summary: pd.DataFrame, ranks: pd.DataFrame, links: list[Link],
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link) -> pd.DataFrame:
+def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link,
+                          jobs: pd.DataFrame | None = None) -> pd.DataFrame:
     """At every measured world size > 1: the model's communication and step time beside the
     measurements, with the relative error (%).
 
     DDP jobs: predicted comm (sum over their own buckets) vs DDP's logged comm time; predicted
     step vs measured mean step, where the predicted step is the job's own measured compute (its
     no_sync steps) plus the communication the model says is exposed. Master-aggregation jobs:
-    predicted vs the measured exchange time (``comm_ms``) and step.
+    predicted vs the measured exchange time (``comm_ms``) and step. ``jobs`` (default: those on
+    this machine's own network) are the jobs to check; ``summary`` gives the workloads.
     """
     rows = []
     if summary.empty:
         return pd.DataFrame(rows)
     by_workload = {(w.model, w.model_size, w.per_rank_batch): w for w in workloads(summary, ranks)}
-    ok = summary[(summary["status"] == "ok") & (summary["world_size"] > 1)
-                 & summary["strategy"].isin(["ddp", "master"]) & (summary["comm_hook"].fillna("none") == "none")]
+    jobs = on_this_network(summary) if jobs is None else jobs
+    ok = jobs[(jobs["status"] == "ok") & (jobs["world_size"] > 1)
+              & jobs["strategy"].isin(["ddp", "master"]) & (jobs["comm_hook"].fillna("none") == "none")]
     for _, job in ok.iterrows():
         workload = by_workload.get((job["model"], job["model_size"], int(job["per_rank_batch"])))
         if workload is None:

@@ -30,8 +30,15 @@ class Finding:
 
 
 def _config(row) -> str:
-    """A short name for a job's model configuration."""
-    return f"{row['model']}-{row['model_size']} (batch {int(row['per_rank_batch'])}/rank)"
+    """A short name for a job's model configuration (and the emulated network it ran on)."""
+    nodes, link, _ = _network(row)
+    network = f" on {int(nodes)} nodes x {link}" if nodes > 1 else ""
+    return f"{row['model']}-{row['model_size']} (batch {int(row['per_rank_batch'])}/rank){network}"
+
+
+def _network(row) -> tuple:
+    """The emulated network a job ran on: (nodes, link rate, delay); one node for ordinary jobs."""
+    return row.get("emulate_nodes", 1), row.get("link", "none"), row.get("link_delay_ms", 0.0)
 
 
 def _per_row(name, frame: pd.DataFrame) -> pd.Series:
@@ -176,7 +183,8 @@ def _master(summary):
         ddp = ok[(ok["strategy"] == "ddp") & (ok["comm_hook"].fillna("none") == "none")
                  & (ok["backend"] == m["backend"]) & (ok["world_size"] == m["world_size"])
                  & (ok["model"] == m["model"]) & (ok["model_size"] == m["model_size"])
-                 & (ok["per_rank_batch"] == m["per_rank_batch"])]
+                 & (ok["per_rank_batch"] == m["per_rank_batch"])
+                 & _per_row(_network, ok).map(_network(m).__eq__).astype(bool)]
         traffic = ""
         if not math.isnan(m.get("recv_mb_per_step_max", math.nan)) and not math.isnan(m.get("sent_mb_per_step_median", math.nan)):
             root = m["recv_mb_per_step_max"] + m["sent_mb_per_step_max"]

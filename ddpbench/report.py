@@ -125,6 +125,7 @@ th, td { border: 1px solid #ddd; padding: .25em .55em; vertical-align: top; }
 th { background: #f3f3f3; text-align: left; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr:nth-child(even) td { background: #fafafa; }
 tr.bad td { background: #fdecea; }
+tr.best td { background: #e8f5e9; }
 .status-ok { color: #1a7f37; } .status-failed, .status-timed_out { color: #c62828; font-weight: 600; }
 .status-skipped { color: #a36b00; }
 .flag { display: inline-block; font-size: .8em; padding: 0 .4em; border-radius: .6em; margin: 0 .15em;
@@ -736,6 +737,7 @@ def noise_section(ctx: ReportContext) -> Section | None:
 from ddpbench import report_strategies  # noqa: E402,F401  (isort: skip)
 from ddpbench import report_collectives  # noqa: E402,F401
 from ddpbench import report_analysis  # noqa: E402,F401
+from ddpbench import report_network  # noqa: E402,F401
 
 PAGE_ORDER = (
     "header_section", "diagnosis_section", "summary_section",
@@ -743,6 +745,6 @@ PAGE_ORDER = (
     "strategies_section", "communication_section", "equivalence_section", "memory_section",
     "memory_overview_section",
     "collectives_busbw_section", "collectives_table_section", "ddp_buckets_section",
-    "projection_section", "noise_section",
+    "network_section", "recovery_section", "projection_section", "noise_section",
 )
 SECTIONS.sort(key=lambda fn: PAGE_ORDER.index(fn.__name__) if fn.__name__ in PAGE_ORDER else len(PAGE_ORDER))

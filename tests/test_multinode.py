@@ -10,10 +10,12 @@ import time
 
 import pytest
 
+import ddpbench
 from conftest import TINY_DEFAULTS, run_cli, worker_processes, write_experiment
 from ddpbench.launch.emulate import (EmulatedNetwork, emulation_problem, netem_problem, rate_bits, remove_stale,
                                      shaping)
 from ddpbench.launch.torchrun import Agent, torchrun_command
+from ddpbench.report import write_report
 from ddpbench.results import load_tables
 from ddpbench.spec import JobSpec
 from test_sweep import tables_shape
@@ -123,6 +125,13 @@ def test_two_emulated_nodes_store_what_spawn_stores_and_the_link_slows_communica
     assert measured["100mbit"] > 4 * measured["none"]
     assert wire_ms * 0.8 < measured["100mbit"] - measured["none"] < wire_ms * 1.5
     assert not worker_processes(str(out)) and not namespaces()
+    # the report's network section: the shaped job beside the alpha-beta model of its link
+    from ddpbench.report_network import network_table
+
+    index = write_report(out)
+    assert "Network: link bandwidth on emulated nodes" in index.read_text() and (out / "network.png").is_file()
+    row = network_table(ddpbench.summarize(ddpbench.load(out)), ranks).iloc[0]
+    assert row["link"] == "100mbit" and abs(row["comm_error_pct"]) < 25
 
 
 @needs_namespaces
@@ -206,6 +215,8 @@ def test_a_rank_killed_mid_job_resumes_from_the_snapshot_with_identical_paramete
     assert 0 < run["restart_s"] < run["recovery_s"] < 60
     measure = steps[steps["phase"] == "measure"]
     assert sorted(measure.groupby("rank")["step"].apply(list).sum()) == sorted(list(range(8)) * 2)
+    html = write_report(out).read_text()
+    assert "Elastic fault recovery" in html and ">identical<" in html
     print(f"{nodes} node(s): recovered in {run['recovery_s']:.2f} s (restart {run['restart_s']:.2f} s, "
           f"rejoin and load {run['rejoin_s']:.2f} s, {run['steps_redone']} step redone)")
     assert not worker_processes(str(out))
