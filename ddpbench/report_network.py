@@ -47,6 +47,8 @@ def network_table(summary: pd.DataFrame, ranks: pd.DataFrame) -> pd.DataFrame:
     of its own buckets; master: every gradient to rank 0 and back) and its step (the measured
     compute plus that communication, none of it hidden)."""
     jobs = shaped_jobs(summary)
+    if jobs.empty:
+        return pd.DataFrame()
     jobs = jobs[(jobs["status"] == "ok") & jobs["strategy"].isin(list(STRATEGY_NAMES))
                 & (jobs["comm_hook"].fillna("none") == "none")]
     rows = []

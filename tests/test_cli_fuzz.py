@@ -79,7 +79,8 @@ words = st.text(string.printable + "\udcff\u00e9<>", max_size=12)
 values = numbers.map(str) | words | st.sampled_from(PATHS) | st.sampled_from(
     [*{c for f in FIELDS.values() for c in (f.metadata.get("choices") or ())}, "gloo", "nccl", "cuda", "cpu"])
 
-SWEEP_FLAGS = ["--out", "--timeout", "--launcher", "--nodes", "--partition", "--resume", "--dry-run", "--no-report"]
+SWEEP_FLAGS = ["--out", "--timeout", "--launcher", "--nodes", "--partition", "--array", "--nnodes", "--node-rank",
+               "--rdzv-endpoint", "--emulate-nodes", "--link", "--link-delay-ms", "--resume", "--dry-run", "--no-report"]
 RUN_FLAGS = [f"--{name.replace('_', '-')}" for name in FIELDS] + ["--out", "--timeout"]
 COLLECTIVES_FLAGS = ["--ops", "--sizes", "--factor", "--world-sizes", "--backend", "--iters", "--warmup", "--out",
                      "--timeout", "--resume", "--no-report"]
@@ -96,7 +97,8 @@ def plausible(name):
     meta, default = FIELDS[name].metadata, FIELDS[name].default
     if meta["choices"]:
         return st.sampled_from(list(meta["choices"]))
-    return st.sampled_from([str(default).lower(), "1", "2", "64", "0", "100000000"] + (["auto"] if meta["auto"] else []))
+    return st.sampled_from([str(default).lower(), "1", "2", "64", "0", "100000000"] + (["auto"] if meta["auto"] else [])
+                           + (["1gbit", "100mbit"] if meta["pattern"] else []))
 
 
 plausible_run_flags = st.dictionaries(st.sampled_from(list(FIELDS)), st.just(None), max_size=5).flatmap(
