@@ -1,4 +1,5 @@
-"""The torchrun launcher: each launch is one ``torchrun`` (torch.distributed.run) on this machine.
+"""The torchrun launcher: each launch runs ``torchrun`` (torch.distributed.run), standalone on this
+machine, or one agent per node meeting in a c10d rendezvous (several machines, or emulated nodes).
 
 torchrun's agent starts the ranks, hosts the c10d rendezvous and sets RANK, LOCAL_RANK,
 WORLD_SIZE, MASTER_ADDR and MASTER_PORT, so the worker is the same one the spawn launcher starts.
@@ -6,10 +7,11 @@ What it adds over spawn is torchrun itself: its rendezvous, its restart policy a
 handling, as a job launched by hand would see them.
 
     torchrun --standalone --nnodes 1 --nproc-per-node N --max-restarts 0 -m ddpbench.worker ...
+    torchrun --nnodes 2 --node-rank R --rdzv-backend c10d --rdzv-endpoint H:P --rdzv-id ID ... (per node)
 
 The agent runs in its own session; its workers run in sessions of their own (torchrun starts them
 so), watch the agent and exit when it is gone. Ending a launch SIGTERMs the agent (it stops its
-workers), then SIGKILLs whatever of the launch is left, found by its work folder on the command line.
+workers), then SIGKILLs whatever of the launch is left, found by its job file on the command line.
 The rank that failed first, and how, comes from the agent's failure summary in its log.
 """
 
@@ -48,7 +50,7 @@ class Agent:
     One node alone runs ``--standalone``. Several meet through a c10d rendezvous at ``endpoint``,
     hosted by node 0's agent (``is_host`` is said outright: where the hostname resolves to
     127.0.0.1, torchrun cannot tell which node the endpoint is). ``prefix`` runs the agent
-    somewhere else (``ip netns exec NS`` for an emulated node), ``env`` adds to its environment.
+    somewhere else (``ip netns exec NS`` for an emulated node).
     """
 
     node_rank: int = 0
@@ -56,7 +58,6 @@ class Agent:
     endpoint: str | None = None
     local_addr: str | None = None
     prefix: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
 
     def log_name(self, key: str, repeat: int) -> str:
         node = f".node{self.node_rank}" if self.nnodes > 1 else ""
@@ -78,11 +79,12 @@ def torchrun_command(spec, job_file: Path, work_dir: Path, agent: Agent = Agent(
                   "--monitor-interval", "0.1", "-m", spec.worker_module, "--job", str(job_file), "--out", str(work_dir)]
 
 
-def leftover_ranks(work_dir: Path) -> list:
-    """Processes of this launch still alive: any whose command line names its work folder."""
+def leftover_ranks(job_file: Path) -> list:
+    """Processes of this launch still alive: any whose command line names its job file (which is
+    this node's own: another node's agent on the same machine has a job file of its own)."""
     import psutil
 
-    marker = str(work_dir)
+    marker = str(job_file)
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         try:
@@ -162,7 +164,7 @@ def start_and_wait(spec, repeat: int, job_file: Path, work_dir: Path, log_dir: P
         for agent in agents:
             with open(log_dir / agent.log_name(spec.key, repeat), "wb") as log:
                 procs.append(subprocess.Popen(torchrun_command(spec, job_file, work_dir, agent, run_id(spec, repeat)),
-                                              env={**base, **dict(agent.env)}, stdin=subprocess.DEVNULL, stdout=log,
+                                              env=base, stdin=subprocess.DEVNULL, stdout=log,
                                               stderr=subprocess.STDOUT, start_new_session=True))
         deadline, failed_at = start + timeout_s, None
         while any(p.poll() is None for p in procs):
@@ -177,7 +179,7 @@ def start_and_wait(spec, repeat: int, job_file: Path, work_dir: Path, log_dir: P
             time.sleep(POLL_S)
     finally:
         end_processes(procs)  # SIGTERM: an agent stops its workers; then SIGKILL
-        end_leftovers(work_dir)
+        end_leftovers(job_file)
     return procs, timed_out, time.monotonic() - start
 
 
@@ -207,11 +209,11 @@ def rank_exits(processes: int, succeeded: bool, failures: dict[int, int]) -> dic
     return {rank: failures.get(rank) for rank in range(processes)}
 
 
-def end_leftovers(work_dir: Path) -> None:
-    """SIGTERM, then SIGKILL, every process whose command line names the launch's work folder."""
+def end_leftovers(job_file: Path) -> None:
+    """SIGTERM, then SIGKILL, every process of this launch still alive (``leftover_ranks``)."""
     import psutil
 
-    procs = leftover_ranks(work_dir)
+    procs = leftover_ranks(job_file)
     for proc in procs:
         try:
             proc.send_signal(signal.SIGTERM)
