@@ -147,11 +147,8 @@ def launcher_from(args):
     if args.nnodes > 1 and not re.fullmatch(r"\[?[\w.:-]+\]?:\d{1,5}", args.rdzv_endpoint or ""):
         raise InputError("command line", "--rdzv-endpoint", "must be HOST:PORT, node 0's address and a port its "
                          f"agent can listen on, with --nnodes > 1 (got {args.rdzv_endpoint!r})")
-    if args.launcher == "slurm":
-        from ddpbench.launch.slurm import SlurmLauncher
-
-        return SlurmLauncher(nodes=args.nodes, partition=args.partition, array=args.array)
-    return get_launcher(args.launcher, nodes=args.nnodes, node_rank=args.node_rank,
+    return get_launcher(args.launcher, nodes=args.nodes if args.launcher == "slurm" else args.nnodes,
+                        partition=args.partition, array=args.array, node_rank=args.node_rank,
                         rdzv_endpoint=args.rdzv_endpoint)
 
 

@@ -64,7 +64,7 @@ class Link:
     name: str
     alpha_us: float
     beta_us_per_byte: float
-    source: str  # "collectives", "ddp-logs" or "experiment"
+    source: str  # "collectives", "ddp-logs", "experiment" or "emulated link"
     points: int = 0  # measurements the fit used (0 for a given profile)
     fit_error_pct: float = math.nan  # median |relative error| of the fit on its own points
 
@@ -223,7 +223,7 @@ def ddp_jobs(summary: pd.DataFrame) -> pd.DataFrame:
                    & (summary["comm_hook"].fillna("none") == "none")]
 
 
-def _bucket_sizes(ranks: pd.DataFrame, key: str) -> list[float]:
+def bucket_sizes(ranks: pd.DataFrame, key: str) -> list[float]:
     if ranks is None or ranks.empty or "bucket_bytes" not in ranks:
         return []
     found = ranks.loc[ranks["key"] == key, "bucket_bytes"].dropna()
@@ -274,7 +274,7 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
             measured_ws = int(fair_jobs(multi)["world_size"].max())
             top = multi[multi["world_size"] == measured_ws].sort_values("step_ms_mean")
             best = top.iloc[0]
-            buckets = _bucket_sizes(ranks, best["key"]) or [grad_bytes]
+            buckets = bucket_sizes(ranks, best["key"]) or [grad_bytes]
             cap = float(best["bucket_cap_mb"])
             comm, exposed = best["ddp_comm_ms"], best["exposed_comm_ms"]
             if not (math.isnan(comm) or math.isnan(exposed)):
@@ -354,7 +354,7 @@ def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link
         # the compute at this world size is measured (its no_sync steps); the model gives the rest
         own = {"compute_multi_ms": float(job["nosync_step_ms"])} if not math.isnan(job["nosync_step_ms"]) else {}
         if job["strategy"] == "ddp":
-            own["bucket_bytes"] = tuple(_bucket_sizes(ranks, job["key"]) or workload.bucket_bytes)
+            own["bucket_bytes"] = tuple(bucket_sizes(ranks, job["key"]) or workload.bucket_bytes)
             measured_comm = job["ddp_comm_ms"]
         else:
             measured_comm = job["comm_ms"]
@@ -363,13 +363,14 @@ def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link
                      "world_size": p,
                      "bucket_cap_mb": job["bucket_cap_mb"], "oversubscribed": bool(job["oversubscribed"]),
                      "predicted_comm_ms": float(predicted["comm_ms"]), "measured_comm_ms": float(measured_comm),
-                     "comm_error_pct": _error(predicted["comm_ms"], measured_comm),
+                     "comm_error_pct": relative_error(predicted["comm_ms"], measured_comm),
                      "predicted_step_ms": float(predicted["step_ms"]), "measured_step_ms": float(job["step_ms_mean"]),
-                     "step_error_pct": _error(predicted["step_ms"], job["step_ms_mean"])})
+                     "step_error_pct": relative_error(predicted["step_ms"], job["step_ms_mean"])})
     return pd.DataFrame(rows)
 
 
-def _error(predicted, measured) -> float:
+def relative_error(predicted, measured) -> float:
+    """100 (predicted - measured) / measured, in %; NaN where either is missing or measured is 0."""
     predicted, measured = float(predicted), float(measured)
     if math.isnan(predicted) or math.isnan(measured) or measured == 0:
         return math.nan

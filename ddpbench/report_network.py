@@ -20,7 +20,7 @@ def link_model(rate: str, delay_ms: float) -> costmodel.Link:
     """The alpha-beta model of an emulated link: its rate alone gives beta (8 bits a byte at
     ``rate``); its added delay gives alpha. Software costs on either end are left out."""
     return costmodel.Link(name=rate, alpha_us=delay_ms * 1e3, beta_us_per_byte=8e6 / rate_bits(rate),
-                          source="emulated link")
+                          source="emulated link")  # not fitted: what the link's shaping says
 
 
 def shaped_jobs(summary: pd.DataFrame) -> pd.DataFrame:
@@ -58,7 +58,7 @@ def network_table(summary: pd.DataFrame, ranks: pd.DataFrame) -> pd.DataFrame:
         if math.isnan(grad_bytes):
             grad_bytes = float(job["params"]) * 4
         if job["strategy"] == "ddp":
-            buckets = costmodel._bucket_sizes(ranks, job["key"]) or [grad_bytes]
+            buckets = costmodel.bucket_sizes(ranks, job["key"]) or [grad_bytes]
             predicted = sum(float(costmodel.ring_allreduce_us(b, p, link)) for b in buckets) / 1e3
             measured = job["ddp_comm_ms"]
         else:
@@ -73,7 +73,7 @@ def network_table(summary: pd.DataFrame, ranks: pd.DataFrame) -> pd.DataFrame:
                                                           if job["strategy"] == "ddp" else ""),
             "samples_per_s": job["samples_per_s"], "measured_step_ms": job["step_ms_mean"], "compute_ms": compute,
             "measured_comm_ms": measured, "predicted_comm_ms": predicted,
-            "comm_error_pct": costmodel._error(predicted, measured), "exposed_comm_ms": job["exposed_comm_ms"],
+            "comm_error_pct": costmodel.relative_error(predicted, measured), "exposed_comm_ms": job["exposed_comm_ms"],
             "predicted_step_ms": compute + predicted,
             "predicted_samples_per_s": job["global_batch"] / (compute + predicted) * 1e3,
         })
@@ -182,8 +182,9 @@ def recovery_runs(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[(runs["fault_step"] >= 0) | (runs["snapshot_every"] > 0) | (runs["max_restarts"] > 0)]
 
 
-def _seconds(value) -> str:
-    return "&ndash;" if value is None or (isinstance(value, float) and math.isnan(value)) else num(value, ".2f")
+def _figure(value, fmt: str = ".2f") -> str:
+    """A recovery figure, or a dash where the run has none (no fault struck, or it failed)."""
+    return "&ndash;" if value is None or value != value else num(value, fmt)
 
 
 @section
@@ -199,10 +200,9 @@ def recovery_section(ctx: ReportContext) -> Section | None:
         rows.append([esc(r["key"]), esc(r["repeat"]), esc(r["status"]),
                      esc(r["fault_step"]) if r["fault_step"] >= 0 else "none",
                      esc(r["snapshot_every"]) if r["snapshot_every"] else "never",
-                     esc(r["attempts"]) if r["attempts"] == r["attempts"] else "&ndash;",
-                     _seconds(r["resumed_from_step"]).replace(".00", ""),
-                     _seconds(r["steps_redone"]).replace(".00", ""), _seconds(r["restart_s"]),
-                     _seconds(r["rejoin_s"]), _seconds(r["recovery_s"]), verdict])
+                     _figure(r["attempts"], ".0f"), _figure(r["resumed_from_step"], ".0f"),
+                     _figure(r["steps_redone"], ".0f"), _figure(r["restart_s"]), _figure(r["rejoin_s"]),
+                     _figure(r["recovery_s"]), verdict])
         classes.append("" if r["status"] == "ok" and identical is not False else "status-failed")
     html = (
         '<p class="what">Jobs run under torchrun with <code>--max-restarts</code>: one rank is killed '

@@ -185,16 +185,13 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
     }) if leads else None
     work_root, log_dir = out_dir / ".work", out_dir / "logs"
     start = time.monotonic()
-    with SweepProgress(len(todo), console) as progress, contextlib.ExitStack() as stack:
-        def label(spec: JobSpec, repeat: int) -> str:
-            return f"{spec.label()} rep {repeat}" + (" [oversubscribed]" if oversubscribed(spec, machine) else "")
+    def label(spec: JobSpec, repeat: int) -> str:
+        return f"{spec.label()} rep {repeat}" + (" [oversubscribed]" if oversubscribed(spec, machine) else "")
 
-        def begin(spec: JobSpec, repeat: int) -> None:
-            progress.begin(label(spec, repeat))
-
-        # closed on any exception, so that a launcher's queued jobs are cancelled at once
-        outcomes = stack.enter_context(contextlib.closing(
-            launched(todo, launcher, machine, work_root, log_dir, experiment.timeout_s, begin)))
+    # the launches are closed on any exception, so that a launcher's queued jobs are cancelled at once
+    with SweepProgress(len(todo), console) as progress, contextlib.closing(launched(
+            todo, launcher, machine, work_root, log_dir, experiment.timeout_s,
+            begin=lambda spec, repeat: progress.begin(label(spec, repeat)))) as outcomes:
         for spec, repeat, runs_it, outcome in outcomes:
             stop_if_disk_full(outcome, store)
             if leads:

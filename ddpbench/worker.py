@@ -30,6 +30,7 @@ import gc
 import hashlib
 import json
 import os
+import signal
 import sys
 import threading
 import traceback
@@ -409,8 +410,10 @@ class Recovery:
     def snapshot_path(self) -> Path:
         return self.dir / "snapshot.pt"
 
-    def rows_path(self, rank: int) -> Path:
-        return self.dir / f"snapshot.rows.rank{rank}.json"
+    @property
+    def rows_path(self) -> Path:
+        """This rank's timing rows as of the snapshot."""
+        return self.dir / f"snapshot.rows.rank{self.run.rank}.json"
 
     def resume(self) -> int:
         """Load the last snapshot in a restarted attempt; the measure step to go on from."""
@@ -427,7 +430,7 @@ class Recovery:
             replica.optimizer.load_state_dict(state["optimizer"])
             replica.loader.seek(state["epoch"], state["position"])
             self.resumed_from = int(state["step"])
-            saved = json.loads(self.rows_path(run.rank).read_text())
+            saved = json.loads(self.rows_path.read_text())
             run.rows = [row for row in saved if row[1] != "measure" or row[2] < self.resumed_from]
         self.resumed_at = time.time()
         return self.resumed_from
@@ -438,7 +441,7 @@ class Recovery:
             self.back_at = time.time()
         if self.attempt == 0 and step == spec.fault_step and run.rank == spec.fault_rank:
             write_json_atomic(self.dir / "fault.json", {"time": time.time(), "step": step, "rank": run.rank})
-            os.kill(os.getpid(), 9)
+            os.kill(os.getpid(), signal.SIGKILL)
 
     def after_step(self, step: int) -> None:
         import torch
@@ -447,7 +450,7 @@ class Recovery:
         spec, run = self.run.spec, self.run
         if not spec.snapshot_every or (step + 1) % spec.snapshot_every or step + 1 >= spec.steps:
             return
-        write_json_atomic(self.rows_path(run.rank), run.rows)
+        write_json_atomic(self.rows_path, run.rows)
         dist.barrier()
         if run.rank == 0:
             replica = run.replica

@@ -30,8 +30,9 @@ class LaunchOutcome:
     logs: list[str] = field(default_factory=list)
 
 
-def get_launcher(name: str, nodes: int = 1, partition: str | None = None, node_rank: int = 0,
+def get_launcher(name: str, nodes: int = 1, partition: str | None = None, array: bool = False, node_rank: int = 0,
                  rdzv_endpoint: str | None = None):
+    """The launcher ``name``; ``nodes`` is Slurm's nodes per job or torchrun's machines."""
     if name == "spawn":
         from ddpbench.launch.spawn import SpawnLauncher
 
@@ -43,7 +44,7 @@ def get_launcher(name: str, nodes: int = 1, partition: str | None = None, node_r
     if name == "slurm":
         from ddpbench.launch.slurm import SlurmLauncher
 
-        return SlurmLauncher(nodes=nodes, partition=partition)
+        return SlurmLauncher(nodes=nodes, partition=partition, array=array)
     raise ValueError(f"unknown launcher {name!r}")
 
 

@@ -25,7 +25,12 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 from dataclasses import dataclass, field
+
+from ddpbench.launch.spawn import prepare_launch, rank_env
+from ddpbench.launch.torchrun import Agent, run_agents
+from ddpbench.results import validate_result
 
 SUBNET = "10.77.0"
 PREFIX = "ddpb"
@@ -211,13 +216,7 @@ class EmulatedNodesLauncher:
     name = "torchrun"
     stores_results = True
 
-    def launch(self, spec, repeat: int, work_dir, log_dir, timeout_s: float, validate=None):
-        import sys
-
-        from ddpbench.launch.spawn import prepare_launch, rank_env
-        from ddpbench.launch.torchrun import Agent, run_agents
-        from ddpbench.results import validate_result
-
+    def launch(self, spec, repeat: int, work_dir, log_dir, timeout_s: float, validate=validate_result):
         spec_dict, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
         nodes = spec.emulate_nodes
         with EmulatedNetwork(nodes, None if spec.link == "none" else spec.link, spec.link_delay_ms) as net:
@@ -226,4 +225,4 @@ class EmulatedNodesLauncher:
             agents = [Agent(i, nodes, f"{net.address(0)}:{port}", net.address(i), tuple(net.prefix(i)))
                       for i in range(nodes)]
             return run_agents(spec, repeat, job_file, work_dir, log_dir, timeout_s, agents,
-                              rank_env(spec, NODE_SOCKETS), spec_dict, validate or validate_result)
+                              rank_env(spec, NODE_SOCKETS), spec_dict, validate)

@@ -137,7 +137,7 @@ class TorchrunLauncher:
     def follow(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
         """Node > 0: run this node's agent on a job file of its own; node 0 reads the ranks' hand-back."""
         log_dir.mkdir(parents=True, exist_ok=True)
-        job_file = log_dir.parent / ".work" / f"node{self.node_rank}" / f"{spec.key}-r{repeat}.json"
+        job_file = work_dir.parent / f"node{self.node_rank}" / f"{spec.key}-r{repeat}.json"
         job_file.parent.mkdir(parents=True, exist_ok=True)
         job_file.write_text(json.dumps({"spec": spec.to_dict(), "repeat": repeat, "timeout_s": timeout_s}))
         work_dir.mkdir(parents=True, exist_ok=True)
