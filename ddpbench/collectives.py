@@ -15,6 +15,13 @@ so busbw is comparable across world sizes and with the link's peak. Every rank's
 timed iterations one more run is checked element by element, like nccl-tests' ``-c``: ``wrong``
 counts the elements that differ from what the operation must produce, over all ranks.
 
+Each timed iteration is the gap between two marks of :func:`ddpbench.timing.clock_for`'s clock,
+one before and one after the op: on CPU the host clock (gloo's ops return when done), on CUDA
+events on the current stream (which waits for NCCL's stream before the end mark), so the timed
+loop enqueues back to back and waits once, after its last iteration. At world size 1 nothing
+crosses a link: the busbw of every op whose factor has n-1 in it is 0, as nccl-tests prints it;
+send_recv needs a peer: left out of the default ops there, refused when asked for.
+
 Ranks run ``python -m ddpbench.collectives`` under any launcher, as training ranks do.
 """
 
@@ -23,12 +30,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import sys
-import time
 from dataclasses import dataclass
 from typing import Any
 
+from ddpbench.timing import clock_for
 from ddpbench.worker import Tracked, join_process_group, serve
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
@@ -58,7 +66,14 @@ def bus_factor(op: str, world_size: int) -> float:
 
 
 def bandwidths(op: str, size_bytes: int, time_s: float, world_size: int) -> tuple[float, float]:
-    """(algbw, busbw) in GB/s (10^9 bytes per second)."""
+    """(algbw, busbw) in GB/s (10^9 bytes per second); NaN for both when ``time_s`` is not a
+    positive finite time (below the clock's resolution: no bandwidth can be told from it).
+
+    At world size 1 the bus factor of all_reduce, all_gather, reduce_scatter and all_to_all is
+    0 (no byte crosses a link), so their busbw is 0, as nccl-tests prints it."""
+    time_s = float(time_s)
+    if not (math.isfinite(time_s) and time_s > 0):
+        return math.nan, math.nan
     algbw = size_bytes / time_s / 1e9
     return algbw, algbw * bus_factor(op, world_size)
 
@@ -175,12 +190,20 @@ class CollectiveRun(Tracked):
         return rows
 
     def measure(self, op: str, placement: str, size: int) -> dict:
+        """One (op, placement, size) on this rank: warmup, a barrier, ``iters`` timed iterations,
+        then one checked run on the known inputs.
+
+        Each iteration is timed as ``start = clock.record(); run(); end = clock.record()`` with
+        :func:`ddpbench.timing.clock_for` (CUDA events on the current stream on a GPU, the host
+        clock on CPU), and the clock is synchronised once, after the timed loop, so no host wait
+        sits between iterations; the checked run waits for the device before ``check()``."""
         import torch
         import torch.distributed as dist
 
         count = element_count(op, size, self.world_size)
         buffers, run, reset, check = self.operation(op, placement, count)
         sync = torch.cuda.synchronize if self.device.type == "cuda" else (lambda: None)
+        clock = clock_for(self.device)
         # Timed iterations run back to back on zeros: nothing to refill between them (a refill
         # would desynchronise the ranks), and in-place sums of zeros never overflow.
         for buf in buffers:
@@ -189,12 +212,13 @@ class CollectiveRun(Tracked):
             run()
         sync()
         dist.barrier()
-        times = []
+        marks = []
         for _ in range(self.spec.iters):
-            start = time.perf_counter()
+            start = clock.record()
             run()
-            sync()
-            times.append(time.perf_counter() - start)
+            marks.append((start, clock.record()))
+        clock.synchronize()  # the one wait of the timed loop: every mark has been passed
+        times = [clock.elapsed_ms(start, end) / 1e3 for start, end in marks]
         reset()  # the known inputs, then one checked run
         run()
         sync()
@@ -380,10 +404,15 @@ def parse_collectives(data: dict, source: str, default_name: str = "collectives"
         try:
             world_sizes = [int(w) for w in world_sizes.split(",") if w.strip()]
         except ValueError:
-            raise InputError(source, "world_sizes", f"must be integers from 2 to 1024 (got {world_sizes!r})") from None
+            raise InputError(source, "world_sizes", f"must be integers from 1 to 1024 (got {world_sizes!r})") from None
     if (not isinstance(world_sizes, list) or not world_sizes
-            or any(isinstance(w, bool) or not isinstance(w, int) or not 2 <= w <= 1024 for w in world_sizes)):
-        raise InputError(source, "world_sizes", f"must be a list of integers from 2 to 1024 (got {world_sizes!r})")
+            or any(isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= 1024 for w in world_sizes)):
+        raise InputError(source, "world_sizes", f"must be a list of integers from 1 to 1024 (got {world_sizes!r})")
+    if "ops" not in data and 1 in world_sizes:
+        ops = [op for op in ops if op != "send_recv"]  # every op that runs at these world sizes
+    if "send_recv" in ops and 1 in world_sizes:
+        raise InputError(source, "ops", "send_recv needs a peer, so world size 2 or more; allowed: leave send_recv "
+                         f"out of ops, or world sizes of 2 or more (got world sizes {world_sizes!r})")
     sizes = data.get("sizes", "1K:64M")
     if not isinstance(sizes, str):
         raise InputError(source, "sizes", f"must be a string such as '1K:64M' or '1K,1M' (got {sizes!r})")

@@ -21,7 +21,8 @@ all-reduce, so a step costs the sum over buckets.
 Where the parameters come from, in order:
 
 1. the all_reduce micro-benchmarks in the folder (``ddpbench collectives``): a robust fit of
-   alpha and beta to the median times over all sizes and world sizes;
+   alpha and beta to the median times over all sizes and world sizes > 1 (at world size 1 no
+   byte crosses a link: those rows say nothing of alpha or beta and never enter a fit);
 2. otherwise DDP's own logged communication time per step (``avg_backward_comm_time``) of the
    DDP jobs at world size > 1, with their bucket counts and bytes: an upper bound, since DDP's
    timer also runs while a bucket waits for backward;
@@ -195,6 +196,20 @@ def parse_links(value, source: str) -> tuple[dict, ...]:
                                  f"(got {number!r})")
         links.append({"name": name, "gbit_per_s": float(link["gbit_per_s"]), "latency_us": float(link["latency_us"])})
     return tuple(links)
+
+
+def single_rank_only(collectives: pd.DataFrame | None, summary: pd.DataFrame | None) -> bool:
+    """True when something was measured and all of it ran at world size 1: the finished training
+    jobs and the all_reduce micro-benchmarks that finished. One rank has no communication, so
+    there is nothing to fit alpha and beta to (and nothing a fit would mean)."""
+    sizes: set[int] = set()
+    if summary is not None and not summary.empty and {"status", "world_size"} <= set(summary.columns):
+        sizes |= {int(w) for w in summary.loc[summary["status"] == "ok", "world_size"].dropna()}
+    if (collectives is not None and not collectives.empty
+            and {"op", "status", "world_size"} <= set(collectives.columns)):
+        ok = collectives[(collectives["op"] == "all_reduce") & (collectives["status"] == "ok")]
+        sizes |= {int(w) for w in ok["world_size"].dropna()}
+    return sizes == {1}
 
 
 def measured_links(collectives: pd.DataFrame, summary: pd.DataFrame) -> list[Link]:

@@ -115,13 +115,19 @@ def busbw_by_size(collectives, path) -> Path | None:
             color, marker = style[setting]
             line = part.groupby("size_bytes").agg(busbw=("busbw_gbps", "median"), wrong=("wrong", "sum"))
             hollow = placement == "in"
+            # unclipped: a busbw of 0 (world size 1) sits on the x axis and stays visible
             ax.plot(line.index, line["busbw"], color=color, linestyle=PLACEMENT_STYLES.get(placement, ":"),
-                    marker=marker, markersize=4.5, markerfacecolor="white" if hollow else color, linewidth=1.4)
+                    marker=marker, markersize=4.5, markerfacecolor="white" if hollow else color, linewidth=1.4,
+                    clip_on=False, zorder=3)
             bad = line[line["wrong"] > 0]
             if len(bad):
                 wrong_seen = True
                 ax.plot(bad.index, bad["busbw"], linestyle="none", marker="o", markersize=11,
                         markerfacecolor="none", markeredgecolor=WRONG_COLOR, markeredgewidth=1.8, zorder=4)
+        busbw = mine["busbw_gbps"].astype(float)
+        if (mine["world_size"] == 1).all() and busbw.notna().any() and (busbw.fillna(0) == 0).all():
+            ax.text(0.5, 0.5, "busbw 0 at world size 1:\nno byte crosses a link", transform=ax.transAxes,
+                    ha="center", va="center", fontsize="small", color="0.4")
         ax.set_title(plain(op), fontsize="medium")
         size_axis(ax, mine["size_bytes"], label=False)
         ax.tick_params(labelbottom=True, labelsize="small")

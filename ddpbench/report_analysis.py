@@ -63,6 +63,23 @@ def diagnosis_section(ctx: ReportContext) -> Section | None:
                    f'<ul class="diagnosis">{items}</ul>')
 
 
+NOTHING_TO_FIT = (
+    '<p class="what">Nothing to fit: every job and every all_reduce micro-benchmark here ran at world size 1, '
+    "and one rank has no communication, so the alpha-beta cost model (&alpha; per message, &beta; per byte) "
+    "has no data and nothing is projected.</p>"
+    '<p class="note">To project to larger clusters, measure at world size 2 or more (training jobs, or '
+    "<code>world_sizes</code> in <code>[collectives]</code>), or give link profiles in the experiment "
+    "(<code>[[links]]</code> with <code>gbit_per_s</code> and <code>latency_us</code>).</p>")
+
+
+def _single_rank_all_reduce(collectives) -> bool:
+    """Whether any all_reduce micro-benchmark finished at world size 1 (those never enter a fit)."""
+    if collectives is None or collectives.empty or not {"op", "status", "world_size"} <= set(collectives.columns):
+        return False
+    return bool(((collectives["op"] == "all_reduce") & (collectives["status"] == "ok")
+                 & (collectives["world_size"] == 1)).any())
+
+
 def _measured_points(ctx: ReportContext, checks: pd.DataFrame) -> pd.DataFrame:
     """The measured step time and efficiency of each projected workload (its world-size-1 job and
     the multi-rank jobs the model was checked against), for the plot's black markers."""
@@ -127,7 +144,10 @@ def projection_section(ctx: ReportContext) -> Section | None:
     from ddpbench.plots_projection import projection_plot
 
     model = model_for(ctx)
+    one_rank = costmodel.single_rank_only(ctx.collectives, ctx.summary)
     if model.projection.empty:
+        if one_rank and not model.links and not ctx.summary.empty:
+            return Section("Projection to larger clusters (model)", NOTHING_TO_FIT)
         return None
     measured = _measured_points(ctx, model.checks)
     path = projection_plot(model.projection, measured, ctx.image("projection.png"))
@@ -147,8 +167,14 @@ def projection_section(ctx: ReportContext) -> Section | None:
                   "to the micro-benchmarks is checked here on jobs it never saw; the link fitted to DDP's logs "
                   "is checked on the jobs it was fitted to, so its error is a goodness of fit, not a test.</p>\n"
                   + _checks_table(model.checks))
-    source = ("no link was measured here: the projection uses only the links given in the experiment"
-              if model.measured is None else "")
+    source = ""
+    if model.measured is None:
+        source = ("No link was measured here: the projection uses only the links given in the experiment"
+                  + (" (everything ran at world size 1, which has no communication: nothing to fit)" if one_rank
+                     else "") + ".")
+    if _single_rank_all_reduce(ctx.collectives) and not one_rank:
+        source += (" The all_reduce micro-benchmarks at world size 1 are left out of the fit: one rank "
+                   "sends nothing, so they say nothing of &alpha; or &beta;.")
     html = (
         '<p class="what"><strong>Model output, not measurements.</strong> What a step would cost at 8 to 1024 '
         "ranks (weak scaling: each rank keeps its batch), by the alpha-beta cost model: a message of n bytes "

@@ -14,6 +14,16 @@ def _coll_setting(row, several: bool) -> str:
                    if several else "")
 
 
+def _one_rank_note(rows) -> str:
+    """Why busbw is 0 at world size 1, when any row is at world size 1 (else nothing)."""
+    if rows is None or rows.empty or not (rows["world_size"] == 1).any():
+        return ""
+    return ('<p class="note">At world size 1 no byte crosses a link: the factors 2(n&minus;1)/n and '
+            "(n&minus;1)/n are 0 at n = 1, so the busbw of all_reduce, all_gather, reduce_scatter and all_to_all "
+            "is 0 there, as nccl-tests prints it; the time is what the op costs on one rank alone (a local copy, "
+            "or nothing). send_recv needs a peer and is not run at world size 1.</p>")
+
+
 @section
 def collectives_busbw_section(ctx: ReportContext) -> Section | None:
     from ddpbench import plots_collectives as pc
@@ -36,7 +46,7 @@ def collectives_busbw_section(ctx: ReportContext) -> Section | None:
         "all_gather, reduce_scatter and all_to_all; 1 for broadcast, reduce and send_recv. t is the "
         "slowest rank's time per iteration, median over the timed iterations (for send_recv, half of a "
         "rank 0 &rarr; rank 1 &rarr; rank 0 round trip). Sizes on the x axis count K = 1024 and "
-        "M = 1024<sup>2</sup> bytes.</p>", (path,))
+        "M = 1024<sup>2</sup> bytes.</p>" + _one_rank_note(rows), (path,))
 
 
 def _coll_failures_html(coll) -> str:
@@ -126,7 +136,7 @@ def collectives_table_section(ctx: ReportContext) -> Section | None:
         "timed iterations, <em>p10 / p90</em> the 10th and 90th percentiles of the same; <em>#wrong</em> "
         "counts the elements, over all ranks, that differed from the expected result in a checked run "
         "after the timed ones (nccl-tests&rsquo; <code>-c</code>), red when any did. An op with a single "
-        "placement shows &ndash; in the other.</p>" + failures + "\n" + "\n".join(parts))
+        "placement shows &ndash; in the other.</p>" + _one_rank_note(rows) + failures + "\n" + "\n".join(parts))
 
 
 def _bucket_jobs(ctx: ReportContext):

@@ -50,24 +50,37 @@ class StepTimer:
 
 
 class CudaEventClock:
-    """CUDA events on the current stream: marks cost no synchronisation; stop() waits once."""
+    """CUDA events on the current stream: a mark enqueues an event and returns at once; stop()
+    waits for the step's last event, the one synchronisation of a step.
 
-    def __init__(self):
-        import torch
+    The GPU runs the marks in stream order, so the gap between two events is the device time
+    of the work enqueued between them, including any time the GPU sat waiting for the host
+    (a slow data loader shows up as data time, not as nothing). ``cuda`` is ``torch.cuda``;
+    the tests pass a stand-in to check the event protocol on machines without a GPU.
+    """
 
-        self._event = torch.cuda.Event
-        self._sync = torch.cuda.synchronize
+    def __init__(self, cuda=None):
+        if cuda is None:
+            import torch
+
+            cuda = torch.cuda
+        self._cuda = cuda
+        self._last = None
 
     def record(self):
-        event = self._event(enable_timing=True)
+        event = self._cuda.Event(enable_timing=True)
         event.record()
+        self._last = event
         return event
 
     def elapsed_ms(self, start, end) -> float:
         return start.elapsed_time(end)
 
     def synchronize(self) -> None:
-        self._sync()
+        """Wait until the GPU has passed the last mark (not the whole device: other streams may
+        run on, and the marks are all on this one)."""
+        if self._last is not None:
+            self._last.synchronize()
 
 
 def clock_for(device) -> HostClock | CudaEventClock:

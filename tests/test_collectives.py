@@ -1,6 +1,10 @@
 """Collective micro-benchmarks: nccl-tests' formulas on exact values, input validation, the
 correctness check catching a planted error, and a real 2-rank run of every op."""
 
+import contextlib
+import math
+
+import numpy as np
 import pytest
 import torch
 
@@ -47,7 +51,9 @@ def test_sizes_like_nccl_tests_flags():
 @pytest.mark.parametrize("data, key", [
     ({"opps": ["all_reduce"]}, "opps"),
     ({"ops": ["all_reduce", "gather"]}, "ops"),
-    ({"world_sizes": [1]}, "world_sizes"),
+    ({"world_sizes": [0]}, "world_sizes"),
+    ({"world_sizes": [2, 1025]}, "world_sizes"),
+    ({"world_sizes": [1, 2], "ops": ["all_reduce", "send_recv"]}, "ops"),
     ({"world_sizes": "2,x"}, "world_sizes"),
     ({"backend": "nccl", "device": "cpu"}, "backend"),
     ({"iters": 0}, "iters"),
@@ -59,6 +65,30 @@ def test_bad_collectives_input(data, key):
     assert str(err.value).startswith(f"c.toml: {key}: ") and "\n" not in str(err.value)
 
 
+def test_world_size_one_without_send_recv():
+    exp = parse_collectives({"world_sizes": "1,2", "ops": "all_reduce,broadcast", "sizes": "1K"}, "c")
+    assert [s.world_size for s in exp.specs] == [1, 2]
+    # by default every op that runs at the world sizes asked for: send_recv needs a peer
+    assert "send_recv" not in parse_collectives({"world_sizes": [1, 2]}, "c").specs[0].ops
+    assert "send_recv" in parse_collectives({"world_sizes": [2]}, "c").specs[0].ops
+    with pytest.raises(InputError) as err:
+        parse_collectives({"world_sizes": [1], "ops": ["send_recv"]}, "c.toml")
+    assert err.value.key == "ops" and "world size 2 or more" in str(err.value)
+    assert "leave send_recv out" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(InputError, match="from 1 to 1024"):
+        parse_collectives({"world_sizes": [0]}, "c.toml")
+
+
+def test_bandwidths_at_one_rank_are_finite():
+    """One rank: nothing crosses a link, so busbw is 0 wherever the factor has n-1 (nccl-tests prints 0)."""
+    for op in OPS:
+        algbw, busbw = bandwidths(op, 2**20, 1e-5, 1)
+        assert math.isfinite(algbw) and math.isfinite(busbw) and algbw == pytest.approx(2**20 / 1e-5 / 1e9)
+        assert busbw == (algbw if op in ("broadcast", "reduce", "send_recv") else 0.0), op
+    # a time the clock could not resolve gives no bandwidth, not inf
+    assert all(math.isnan(v) for v in bandwidths("all_reduce", 1024, 0.0, 1) + bandwidths("reduce", 1024, 0.0, 2))
+
+
 def test_one_spec_per_world_size():
     exp = parse_collectives({"world_sizes": [2, 4, 2], "sizes": "1K:4K", "ops": "all_reduce,broadcast"}, "c")
     assert [s.world_size for s in exp.specs] == [2, 4]
@@ -66,8 +96,9 @@ def test_one_spec_per_world_size():
     assert len({s.key for s in exp.specs}) == 2
 
 
-def test_check_catches_a_planted_error_in_every_op(monkeypatch):
-    """Run each op for real in a one-rank gloo group, corrupt one output element, and count it."""
+@contextlib.contextmanager
+def one_rank_run(monkeypatch, **spec):
+    """A CollectiveRun of rank 0 in a real one-rank gloo group on CPU."""
     import torch.distributed as dist
 
     from ddpbench.launch.spawn import loopback_store
@@ -77,8 +108,17 @@ def test_check_catches_a_planted_error_in_every_op(monkeypatch):
         monkeypatch.setenv(name, value)
     dist.init_process_group("gloo", store=dist.TCPStore("127.0.0.1", port, is_master=False), rank=0, world_size=1)
     try:
-        run = CollectiveRun({"spec": CollectiveSpec(world_size=1).to_dict(), "timeout_s": 30}, None)
+        run = CollectiveRun({"spec": CollectiveSpec(world_size=1, **spec).to_dict(), "timeout_s": 30}, None)
         run.device = torch.device("cpu")
+        yield run
+    finally:
+        dist.destroy_process_group()
+        del store
+
+
+def test_check_catches_a_planted_error_in_every_op(monkeypatch):
+    """Run each op for real in a one-rank gloo group, corrupt one output element, and count it."""
+    with one_rank_run(monkeypatch) as run:
         for op in OPS:
             if op == "send_recv":
                 continue  # needs a peer; the 2-rank run below checks it
@@ -89,9 +129,6 @@ def test_check_catches_a_planted_error_in_every_op(monkeypatch):
                 assert check() == 0, (op, placement)
                 buffers[0].view(-1)[5] += 1  # the planted error
                 assert check() == 1, (op, placement)
-    finally:
-        dist.destroy_process_group()
-        del store
     assert check_wrong(torch.ones(4), torch.tensor([1.0, 2.0, 1.0, 1.0])) == 1
 
 
@@ -114,6 +151,57 @@ def test_every_op_at_two_and_three_ranks(tmp_path):
     gather = table[table["op"] == "all_gather"]
     assert set(gather["placement"]) == {"in", "out"}
     assert table["algbw_gbps"].gt(0).all() and table["busbw_gbps"].gt(0).all()
+
+
+class CountingClock:
+    """The clock protocol of ddpbench.timing, logging its calls: marks 1 ms apart."""
+
+    def __init__(self):
+        self.calls, self.now = [], 0
+
+    def record(self):
+        self.calls.append("record")
+        self.now += 1
+        return self.now
+
+    def elapsed_ms(self, start, end):
+        return float(end - start)
+
+    def synchronize(self):
+        self.calls.append("synchronize")
+
+
+def test_timed_loop_marks_each_iteration_and_waits_once(monkeypatch):
+    """start mark, op, end mark per iteration; one synchronisation after the loop; seconds out."""
+    import ddpbench.collectives as collectives
+
+    clock = CountingClock()
+    monkeypatch.setattr(collectives, "clock_for", lambda device: clock)
+    with one_rank_run(monkeypatch, iters=4, warmup=1) as run:
+        measured = run.measure("all_reduce", "in", 1024)
+        (row,) = run.rows([[measured]])
+    assert clock.calls == ["record"] * 8 + ["synchronize"]
+    assert measured["times_s"] == [1e-3] * 4 and measured["wrong"] == 0
+    table = dict(zip(ROW_COLUMNS, row))
+    assert table["time_us_median"] == pytest.approx(1000.0) and table["busbw_gbps"] == 0.0
+    assert table["algbw_gbps"] == pytest.approx(1024 / 1e-3 / 1e9)
+
+
+@pytest.mark.slow
+def test_world_size_one_run(tmp_path):
+    """One rank end to end (what a one-GPU machine runs): positive times, busbw 0 where the factor has n-1."""
+    proc = run_cli("collectives", "--ops", "all_reduce,all_gather,broadcast", "--sizes", "1K,64K", "--iters", "3",
+                   "--warmup", "1", "--world-sizes", "1", "--out", tmp_path, "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    table = load_collectives(tmp_path)
+    assert set(table["world_size"]) == {1} and set(table["status"]) == {"ok"} and (table["wrong"] == 0).all()
+    assert len(table) == 8  # all_reduce in; all_gather out and in; broadcast in; two sizes each
+    numbers = table[["time_us_median", "time_us_p10", "time_us_p90", "algbw_gbps", "busbw_gbps"]].astype(float)
+    assert np.isfinite(numbers.to_numpy()).all()
+    assert (table["time_us_p10"] > 0).all() and (table["algbw_gbps"] > 0).all()
+    assert (table.loc[table["op"] != "broadcast", "busbw_gbps"] == 0).all()
+    broadcast = table[table["op"] == "broadcast"]
+    assert (broadcast["busbw_gbps"] == broadcast["algbw_gbps"]).all()
 
 
 def test_size_ranges_never_repeat_or_truncate_silently():

@@ -133,3 +133,47 @@ def test_ddp_log_fit_without_spread_charges_per_byte_and_skips_oversubscribed():
     assert link.alpha_us == 0.0
     # all per byte: 2 (p-1)/p n beta = t at p = 2, i.e. beta = t / n (median over the two jobs)
     assert link.beta_us_per_byte == pytest.approx(np.median([20e3 / 26e6, 21e3 / 26.5e6]))
+
+
+def test_world_size_one_never_enters_a_fit():
+    # one rank times a local copy, not a link: planted ws-1 rows must not move the fit
+    ws1 = _collectives(50.0, 5e-4, world_sizes=(2,)).assign(world_size=1, time_us_median=7.0)
+    link = cm.fit_collectives(pd.concat([ws1, _collectives(50.0, 5e-4)], ignore_index=True))
+    assert link.points == 34 and "world size 2, 4" in link.name
+    assert link.alpha_us == pytest.approx(50.0, rel=1e-3) and link.beta_us_per_byte == pytest.approx(5e-4, rel=1e-3)
+    summary = pd.DataFrame([_summary_row(), _summary_row(key="m", strategy="master")])
+    assert cm.measured_links(ws1, summary) == []
+    assert cm.single_rank_only(ws1, summary) and cm.single_rank_only(ws1, pd.DataFrame())
+    assert cm.single_rank_only(None, summary)
+    assert not cm.single_rank_only(_collectives(50.0, 5e-4), summary)
+    assert not cm.single_rank_only(ws1, pd.DataFrame([_summary_row(world_size=2)]))
+    assert not cm.single_rank_only(pd.DataFrame(), pd.DataFrame())
+
+
+def test_report_on_world_size_one_only_says_there_is_nothing_to_fit(tmp_path):
+    import re
+
+    from ddpbench.report import write_report
+    from ddpbench.report_analysis import projection_section
+    from ddpbench.report_collectives import collectives_busbw_section, collectives_table_section
+    from test_report import ok, write_results
+    from test_report_collectives import section_of, spec, write_collectives
+
+    folder = write_results(tmp_path / "r", [ok(10.0), ok(8.0, strategy="master")])
+    write_collectives(folder, [spec(1, ops=("all_reduce", "all_gather", "broadcast"))])
+    page = write_report(folder).read_text()
+    text = section_of(page, "Projection to larger clusters (model)")
+    assert "Nothing to fit" in text and "world size 1" in text and "no communication" in text
+    assert "Model output" not in text and not (folder / "projection.png").exists()
+    assert "At world size 1 no byte crosses a link" in section_of(page, "Collectives: bus bandwidth")
+    words = re.sub(r"<style>.*?</style>|<[^>]+>", " ", page, flags=re.S)
+    assert not re.search(r"\b(nan|inf|traceback|error:)\b", words, re.I), words
+    # a world size above 1 beside it: the usual projection, the ws-1 all_reduce rows named as left out
+    write_collectives(folder, [spec(2, ops=("all_reduce",))])
+    write_results(folder, [ok(12.0, world_size=2)])
+    page = write_report(folder, sections=[collectives_busbw_section, collectives_table_section,
+                                          projection_section]).read_text()
+    text = section_of(page, "Projection to larger clusters (model)")
+    assert "Nothing to fit" not in text and "measured: all_reduce, gloo, world size 2" in text
+    assert "at world size 1 are left out of the fit" in text
+    assert "At world size 1 no byte crosses a link" in section_of(page, "Collectives: nccl-tests table")
