@@ -179,7 +179,7 @@ def _rank_figures(job_ranks: pd.DataFrame) -> dict:
         return {"peak_rss_mb": math.nan, "ddp_comm_ms": math.nan, "overlap_pct": math.nan,
                 "allreduce_bytes_per_step": math.nan, "buckets": math.nan, "sent_mb_per_step_max": math.nan,
                 "recv_mb_per_step_max": math.nan, "sent_mb_per_step_median": math.nan, "traffic_source": None,
-                "optimizer_state_mb": math.nan}
+                "optimizer_state_mb": math.nan, **_gpu_figures(job_ranks)}
     comm = median(_column(job_ranks, "ddp_backward_comm_ms"))
     overlap = median(_column(job_ranks, "ddp_backward_compute_comm_overlap_ms"))
     buckets = job_ranks["bucket_bytes"].dropna()
@@ -191,7 +191,18 @@ def _rank_figures(job_ranks: pd.DataFrame) -> dict:
         "overlap_pct": 100.0 * overlap / comm if comm and not math.isnan(comm) else math.nan,
         "allreduce_bytes_per_step": median(_column(job_ranks, "allreduce_bytes_per_step")),
         "buckets": float(len(buckets.iloc[0])) if len(buckets) and isinstance(buckets.iloc[0], list) else math.nan,
+        **_gpu_figures(job_ranks),
     }
+
+
+def _gpu_figures(job_ranks: pd.DataFrame) -> dict:
+    """GPUs per process (0 on CPU) and the peak GPU memory (MB) of the fullest GPU of any rank
+    (NaN on CPU)."""
+    figures = {}
+    for name in ("gpus", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb"):
+        values = _column(job_ranks, name)
+        figures[name] = float(values.max()) if values.notna().any() else math.nan
+    return figures
 
 
 def baseline_key(row) -> tuple:

@@ -60,6 +60,9 @@ def add_sweep(sub) -> None:
                    help="slurm: nodes a job's ranks are spread over (default: 1)")
     p.add_argument("--partition", help="slurm: the partition to submit to (default: the cluster's default)")
     p.add_argument("--array", action="store_true", help="slurm: submit the launches as job arrays, not one by one")
+    p.add_argument("--gpus-per-node", type=int, metavar="N",
+                   help="slurm: GPUs on each compute node, for checking CUDA jobs when this machine (a login "
+                        "node) has other GPUs or none (default: the GPUs visible here)")
     p.add_argument("--nnodes", type=int, default=1, metavar="N",
                    help="torchrun: machines the sweep runs on; run it on each with its --node-rank (default: 1)")
     p.add_argument("--node-rank", type=int, default=0, metavar="R",
@@ -80,12 +83,31 @@ def cmd_sweep(args) -> int:
 
     from ddpbench.spec import load_experiment
 
-    experiment = load_experiment(args.experiment)
+    launcher = launcher_from(args)
+    machine = machine_from(args)
+    experiment = load_experiment(args.experiment, machine)
     if args.timeout is not None:
         experiment = dataclasses.replace(experiment, timeout_s=check_timeout(args.timeout))
     experiment = with_emulation(experiment, args)
     out_dir = args.out or Path("reports") / experiment.name
-    return run_and_report(experiment, out_dir, args)
+    return run_and_report(experiment, out_dir, args, launcher, machine)
+
+
+def machine_from(args):
+    """This machine, as each node of a job is taken to be (flags checked by :func:`launcher_from`):
+    a job over several nodes (torchrun's --nnodes, Slurm's --nodes) runs world_size / nodes ranks,
+    and takes as many GPUs, on each. Slurm's compute nodes may have GPUs the login node lacks:
+    --gpus-per-node says how many."""
+    import dataclasses
+
+    from ddpbench.spec import Machine
+
+    if args.launcher != "slurm":
+        return Machine.here(nodes=args.nnodes)
+    machine = Machine.here(nodes=args.nodes)
+    if args.gpus_per_node is not None:
+        machine = dataclasses.replace(machine, cuda_devices=args.gpus_per_node)
+    return machine
 
 
 #: (flag, job field) of the emulated-node flags; a flag sets the field in every job
@@ -131,7 +153,7 @@ def launcher_from(args):
     from ddpbench.launch import get_launcher
 
     owned = {"slurm": (("--nodes", args.nodes != 1), ("--partition", args.partition is not None),
-                       ("--array", args.array)),
+                       ("--array", args.array), ("--gpus-per-node", args.gpus_per_node is not None)),
              "torchrun": (("--nnodes", args.nnodes != 1), ("--node-rank", args.node_rank != 0),
                           ("--rdzv-endpoint", args.rdzv_endpoint is not None))}
     for launcher, flags in owned.items():
@@ -142,6 +164,8 @@ def launcher_from(args):
     for flag, value in (("--nodes", args.nodes), ("--nnodes", args.nnodes)):
         if not 1 <= value <= 100_000:
             raise InputError("command line", flag, f"must be 1 to 100000 (got {value})")
+    if args.gpus_per_node is not None and not 0 <= args.gpus_per_node <= 1024:
+        raise InputError("command line", "--gpus-per-node", f"must be 0 to 1024 (got {args.gpus_per_node})")
     if not 0 <= args.node_rank < args.nnodes:
         raise InputError("command line", "--node-rank", f"must be 0 to {args.nnodes - 1} (got {args.node_rank})")
     if args.nnodes > 1 and not re.fullmatch(r"\[?[\w.:-]+\]?:\d{1,5}", args.rdzv_endpoint or ""):
@@ -172,15 +196,12 @@ def check_timeout(seconds: float) -> float:
     return seconds
 
 
-def run_and_report(experiment, out_dir: Path, args) -> int:
+def run_and_report(experiment, out_dir: Path, args, launcher, machine) -> int:
     from rich.console import Console
 
     from ddpbench.runner import pending_launches, run_sweep
-    from ddpbench.spec import Machine
 
     console = Console(stderr=True)
-    machine = Machine.here()
-    launcher = launcher_from(args)
     if args.dry_run:
         print_jobs(experiment, machine)
         print_launch_plan(experiment, out_dir, launcher, args)
@@ -338,7 +359,7 @@ def add_run(sub) -> None:
     p.add_argument("--out", type=Path, help="output folder (default: reports/run-<job key>/)")
     p.add_argument("--timeout", type=float, default=600, metavar="S", help="timeout in seconds (default: 600)")
     p.set_defaults(func=cmd_run, resume=False, dry_run=False, launcher="spawn", nodes=1, partition=None,
-                   array=False, nnodes=1, node_rank=0, rdzv_endpoint=None, no_report=False)
+                   array=False, gpus_per_node=None, nnodes=1, node_rank=0, rdzv_endpoint=None, no_report=False)
 
 
 def parse_flag(name: str, text: str):
@@ -357,7 +378,7 @@ def parse_flag(name: str, text: str):
 
 
 def cmd_run(args) -> int:
-    from ddpbench.spec import FIELDS, Experiment, JobSpec, Machine, check_value, resolve
+    from ddpbench.spec import FIELDS, Experiment, JobSpec, check_value, resolve
 
     given = {}
     for name in FIELDS:
@@ -365,10 +386,11 @@ def cmd_run(args) -> int:
         if text is not None:
             flag = f"--{name.replace('_', '-')}"
             given[name] = check_value(name, parse_flag(name, text), "command line", flag)
-    spec = resolve(JobSpec(**given), Machine.here(), "command line")
+    launcher, machine = launcher_from(args), machine_from(args)
+    spec = resolve(JobSpec(**given), machine, "command line")
     experiment = Experiment(name=f"run-{spec.key}", description="one job from the command line",
                             source="command line", timeout_s=check_timeout(args.timeout), jobs=(spec,))
-    return run_and_report(experiment, args.out or Path("reports") / experiment.name, args)
+    return run_and_report(experiment, args.out or Path("reports") / experiment.name, args, launcher, machine)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,9 +422,7 @@ def cmd_collectives(args) -> int:
 
     from ddpbench.collectives import parse_collectives
     from ddpbench.runner import run_collectives
-    from ddpbench.spec import read_toml
-
-    from ddpbench.spec import Machine
+    from ddpbench.spec import Machine, read_toml
 
     path = Path(args.experiment)
     data = read_toml(path)

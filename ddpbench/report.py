@@ -738,11 +738,12 @@ from ddpbench import report_strategies  # noqa: E402,F401  (isort: skip)
 from ddpbench import report_collectives  # noqa: E402,F401
 from ddpbench import report_analysis  # noqa: E402,F401
 from ddpbench import report_network  # noqa: E402,F401
+from ddpbench import report_gpu  # noqa: E402,F401
 
 PAGE_ORDER = (
     "header_section", "diagnosis_section", "summary_section",
     "throughput_section", "efficiency_section", "serial_fraction_section", "breakdown_section", "bucket_section",
-    "strategies_section", "communication_section", "equivalence_section", "memory_section",
+    "gpu_section", "strategies_section", "communication_section", "equivalence_section", "memory_section",
     "memory_overview_section",
     "collectives_busbw_section", "collectives_table_section", "ddp_buckets_section",
     "network_section", "recovery_section", "projection_section", "noise_section",

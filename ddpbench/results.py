@@ -15,7 +15,8 @@ Schema history (``schema_version``):
   1 -- first version. Later additions within it, absent from older records (read as missing):
        result.check (equivalence check), per-rank bytes_sent/recv_per_step, traffic_source,
        optimizer_state_mb, dp_replicas; spec fields grad_accum, comm_hook, powersgd_rank,
-       localsgd_period, check_steps (read with their defaults).
+       localsgd_period, check_steps (read with their defaults); per-rank gpus,
+       gpu_peak_allocated_mb, gpu_peak_reserved_mb (null on CPU).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ RUN_FIELDS = ("status", "error", "oversubscribed", "cores", "wall_s", "launcher"
 RANK_FIGURES = ("peak_rss_mb", "threads", "checksum", "allreduce_bytes_per_step", "ddp_forward_compute_ms",
                 "ddp_backward_compute_ms", "ddp_backward_comm_ms", "ddp_backward_compute_comm_overlap_ms",
                 "bytes_sent_per_step", "bytes_recv_per_step", "traffic_source", "optimizer_state_mb",
-                "dp_replicas")
+                "dp_replicas", "gpus", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb")
 #: the equivalence check of a launch (worker.check_equivalence); its steps are the spec's check_steps
 CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run")
 #: a fault-recovery launch (worker.Recovery): attempts, where it resumed, how long it took, and

@@ -117,6 +117,34 @@ def peak_rss_mb() -> float:
     return psutil.Process().memory_info().rss / 1e6
 
 
+def rank_device(device: str, local_rank: int, visible: int):
+    """The device a rank trains on: on CUDA the GPU of its local rank (torchrun's LOCAL_RANK),
+    or the one GPU it sees when its launcher gave each rank its own (Slurm's --gpus-per-task)."""
+    import torch
+
+    if device != "cuda":
+        return torch.device("cpu")
+    if local_rank < visible:
+        return torch.device("cuda", local_rank)
+    if visible == 1:
+        return torch.device("cuda", 0)
+    raise RuntimeError(f"local rank {local_rank} has no GPU of its own: {visible} visible "
+                       f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})")
+
+
+def gpu_memory(devices) -> dict:
+    """Peak GPU memory of this process so far, on the fullest of its GPUs, in MB (10^6 bytes):
+    what its tensors held at most (allocated) and what the caching allocator took from the
+    driver for them (reserved). ``gpus``: how many GPUs the process drove (0 on CPU)."""
+    if not devices:
+        return {"gpus": 0, "gpu_peak_allocated_mb": None, "gpu_peak_reserved_mb": None}
+    import torch
+
+    return {"gpus": len(devices),
+            "gpu_peak_allocated_mb": max(torch.cuda.max_memory_allocated(d) for d in devices) / 1e6,
+            "gpu_peak_reserved_mb": max(torch.cuda.max_memory_reserved(d) for d in devices) / 1e6}
+
+
 def param_checksum(named_parameters) -> str:
     digest = hashlib.sha256()
     for name, param in named_parameters:
@@ -230,12 +258,11 @@ class RankRun(Tracked):
             raise RuntimeError(f"launcher started {self.world_size} processes; {spec.strategy} at world_size "
                                f"{spec.world_size} runs {expected}")
         torch.set_num_threads(int(spec.threads_per_rank))
-        if spec.device == "cuda":
-            torch.cuda.set_device(self.local_rank)
-            self.device = torch.device("cuda", self.local_rank)
-        else:
-            self.device = torch.device("cpu")
-        self.attempt = join_process_group(spec.backend, self.rank, self.world_size, self.timeout_s)
+        visible = torch.cuda.device_count() if spec.device == "cuda" else 0
+        self.device = rank_device(spec.device, self.local_rank, visible)
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+        self.attempt = join_process_group(spec.backend, self.rank, self.world_size, self.timeout_s, self.device)
         self.ctx = RankContext(self.rank, self.local_rank, self.world_size, self.device)
         self.loss_fn = torch.nn.CrossEntropyLoss()
         self.replica = self.build_replica()
@@ -274,6 +301,7 @@ class RankRun(Tracked):
         if first == 0:
             self.run_steps(replica, "warmup", spec.warmup_steps)
         self.run_steps(replica, "measure", spec.steps, first=first, recovery=recovery)
+        self.memory = gpu_memory(strategy.devices())  # before the no-sync phase's snapshot adds a copy
         if recovery is not None:
             recovery.trained = {name: p.detach().clone() for name, p in replica.module.named_parameters()}
         self.strategy_stats = {**strategy.stats(), **strategy.traffic(self.grad_bytes),
@@ -335,6 +363,7 @@ class RankRun(Tracked):
                 "pid": os.getpid(),
                 "threads": int(self.spec.threads_per_rank),
                 "peak_rss_mb": peak_rss_mb(),
+                **self.memory,
                 "checksum": param_checksum(self.replica.strategy.full_parameters()),
                 **self.strategy_stats,
             },
@@ -487,7 +516,7 @@ class Recovery:
         return figures
 
 
-def join_process_group(backend: str, rank: int, world_size: int, timeout_s: float) -> int:
+def join_process_group(backend: str, rank: int, world_size: int, timeout_s: float, device=None) -> int:
     """Join the job's process group through its launcher's store; the attempt this is (0: the first).
 
     torchrun's agent keeps its store across restarts, and a restarted gloo group that read the
@@ -496,6 +525,9 @@ def join_process_group(backend: str, rank: int, world_size: int, timeout_s: floa
     rank counts its own starts; every restart starts every rank once), not taken from
     TORCHELASTIC_RESTART_COUNT: that is each agent's own count, and across nodes the agents
     differ (an agent restarting its workers because another node rejoined does not count it).
+
+    An nccl group is bound to the rank's GPU (``device``): its communicator is made now, and
+    barriers run on that GPU rather than on one NCCL guesses.
     """
     import torch.distributed as dist
 
@@ -504,8 +536,9 @@ def join_process_group(backend: str, rank: int, world_size: int, timeout_s: floa
     store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world_size,
                           is_master=not agent and rank == 0, timeout=timeout, multi_tenant=True)
     attempt = store.add(f"ddpbench/starts/rank{rank}", 1) - 1
+    bound = {"device_id": device} if backend == "nccl" and device is not None else {}
     dist.init_process_group(backend, store=dist.PrefixStore(f"attempt{attempt}", store), rank=rank,
-                            world_size=world_size, timeout=timeout)
+                            world_size=world_size, timeout=timeout, **bound)
     return attempt
 
 

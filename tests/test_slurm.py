@@ -178,3 +178,42 @@ def test_dry_run_prints_the_sbatch_scripts_and_submits_nothing(tmp_path):
         assert proc.stdout.count("#!/bin/bash") == scripts and proc.stdout.count("srun --kill-on-bad-exit=1") == scripts
         assert ("#SBATCH --array=0-0" in proc.stdout) == bool(extra)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("fields, nodes, gpus", [
+    ({"world_size": 2}, 1, 2),
+    ({"world_size": 8}, 2, 4),  # four ranks on each node
+    ({"world_size": 4, "strategy": "dp"}, 2, 4),  # one task driving four GPUs
+    ({"world_size": 2, "device": "cpu", "backend": "gloo"}, 1, None),
+])
+def test_a_cuda_job_asks_slurm_for_a_gpu_per_rank_on_each_node(tmp_path, fields, nodes, gpus):
+    from ddpbench.launch.slurm import batch_script
+    from ddpbench.spec import JobSpec
+
+    spec = JobSpec(**{"device": "cuda", "backend": "nccl", "threads_per_rank": 1, **fields})
+    lines = batch_script(spec, tmp_path / "job.json", tmp_path, tmp_path / "log", 60, nodes).splitlines()
+    asked = [line for line in lines if line.startswith("#SBATCH --gpus-per-node=")]
+    assert asked == ([f"#SBATCH --gpus-per-node={gpus}"] if gpus else [])
+
+
+def test_gpus_per_node_checks_cuda_jobs_against_the_compute_nodes(tmp_path):
+    """A login node without GPUs submits CUDA jobs when --gpus-per-node says the compute nodes have them."""
+    exp = write_experiment(tmp_path / "gpu.toml", """
+        name = "gpu"
+        [defaults]
+        device = "cuda"
+        model_size = "xs"
+        threads_per_rank = 1
+        [grid]
+        world_size = [4]
+    """)
+    sweep = ("sweep", exp, "--out", tmp_path / "out", "--launcher", "slurm", "--nodes", "2", "--dry-run")
+    proc = run_cli(*sweep, "--gpus-per-node", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "#SBATCH --gpus-per-node=2" in proc.stdout and "#SBATCH --ntasks-per-node=2" in proc.stdout
+    refused = run_cli(*sweep, "--gpus-per-node", "1")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "needs 2 GPUs per node (2 nodes), one per rank (NCCL cannot share a GPU between ranks)" in refused.stderr
+    elsewhere = run_cli("sweep", exp, "--gpus-per-node", "2", "--dry-run")
+    assert elsewhere.returncode == 2 and "--gpus-per-node: applies to --launcher slurm only" in elsewhere.stderr
+    assert not (tmp_path / "out").exists()

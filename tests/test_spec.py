@@ -17,7 +17,8 @@ EXPERIMENTS = sorted(p for p in (ROOT / "experiments").glob("*.toml") if p.name 
 
 @pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.name)
 def test_shipped_experiments_expand(path, cpu_machine):
-    exp = load_experiment(path, cpu_machine)
+    # gpu.toml asks for a GPU (refused without one: tests/test_gpu.py)
+    exp = load_experiment(path, Machine(cores=16, cuda_devices=1) if path.name == "gpu.toml" else cpu_machine)
     assert exp.jobs, path
     assert len({j.key for j in exp.jobs}) == len(exp.jobs)
     for job in exp.jobs:
@@ -124,8 +125,36 @@ def test_resolve_auto_and_scaling(cpu_machine):
     assert (s.per_rank_batch, s.global_batch) == (32, 64)
     w = resolve(JobSpec(world_size=2, scaling="weak", batch_size=64), cpu_machine)
     assert (w.per_rank_batch, w.global_batch) == (64, 128)
-    gpu = resolve(JobSpec(), Machine(cores=16, cuda_devices=1))
+    gpu = resolve(JobSpec(world_size=1), Machine(cores=16, cuda_devices=1))
     assert (gpu.device, gpu.backend) == ("cuda", "nccl")
+
+
+@pytest.mark.parametrize("fields, machine, words", [
+    # nccl: one GPU per rank, per node
+    ({"world_size": 2}, Machine(16, 1), "world_size: 2 on nccl needs 2 GPUs on this machine, one per rank (NCCL "
+     "cannot share a GPU between ranks), and 1 visible; allowed here: world_size up to 1, or device 'cpu'"),
+    ({"world_size": 8, "device": "cuda"}, Machine(16, 2, nodes=2), "needs 4 GPUs per node (2 nodes)"),
+    ({"world_size": 2, "device": "cuda", "backend": "gloo"}, Machine(16, 1), "each rank takes its own GPU"),
+    # DataParallel: world_size GPUs in its one process
+    ({"world_size": 4, "strategy": "dp"}, Machine(16, 2), "dp over 4 GPUs in one process needs 4 visible, and 2 "
+     "are; allowed here: world_size up to 2"),
+    ({"world_size": 2, "emulate_nodes": 2, "device": "cuda"}, Machine(16, 2), "emulate_nodes: emulated nodes run on "
+     "CPU"),
+])
+def test_a_cuda_job_asking_for_more_gpus_than_visible_is_refused(fields, machine, words):
+    with pytest.raises(InputError, match=re.escape(words)) as err:
+        resolve(JobSpec(**fields), machine, "gpu.toml")
+    assert str(err.value).startswith("gpu.toml: ") and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("fields, machine", [
+    ({"world_size": 8}, Machine(16, 8)),
+    ({"world_size": 8, "device": "cuda"}, Machine(16, 4, nodes=2)),  # 4 ranks on each of 2 nodes
+    ({"world_size": 2, "strategy": "dp"}, Machine(16, 2)),
+    ({"world_size": 8, "device": "cpu"}, Machine(2, 1)),  # CPU ranks share the cores, not the GPU
+])
+def test_a_cuda_job_that_fits_its_gpus_resolves(fields, machine):
+    assert resolve(JobSpec(**fields), machine).world_size == fields["world_size"]
 
 
 @pytest.mark.parametrize("data, key, words", [

@@ -54,7 +54,8 @@ def task_exits(log_text: str) -> dict[int, int]:
 
 def _header(spec, name: str, output: Path | str, timeout_s: float, nodes: int, partition: str | None,
             extra: tuple[str, ...] = ()) -> list[str]:
-    """The shebang and #SBATCH lines: the spec's ranks as tasks over at most ``nodes`` nodes."""
+    """The shebang and #SBATCH lines: the spec's ranks as tasks over at most ``nodes`` nodes, and
+    on CUDA the GPUs they take on each."""
     tasks = spec.processes
     nodes = max(1, min(nodes, tasks))
     directives = [
@@ -63,12 +64,19 @@ def _header(spec, name: str, output: Path | str, timeout_s: float, nodes: int, p
         f"--nodes={nodes}",
         f"--ntasks={tasks}",
         f"--ntasks-per-node={math.ceil(tasks / nodes)}",
+        *([f"--gpus-per-node={gpus_per_node(spec, nodes)}"] if spec.device == "cuda" else []),
         f"--cpus-per-task={spec.threads_per_rank}",
         f"--time={max(1, math.ceil(timeout_s / 60))}",
         f"--output={output}",
         f"--chdir={Path.cwd()}",
     ] + ([f"--partition={partition}"] if partition else [])
     return ["#!/bin/bash", *(f"#SBATCH {d}" for d in directives), "set -euo pipefail"]
+
+
+def gpus_per_node(spec, nodes: int) -> int:
+    """One GPU per rank on each node (DataParallel: its world size in its one task); every task of
+    a node sees them all and takes its local rank's."""
+    return math.ceil(spec.world_size / max(1, min(nodes, spec.processes)))
 
 
 def _run_lines(spec, job: str, out: str) -> list[str]:
@@ -93,9 +101,10 @@ def batch_script(spec, job_file: Path, work_dir: Path, log_path: Path, timeout_s
     return "\n".join(lines) + "\n"
 
 
-def _shape(spec) -> tuple[int, int, str]:
-    """What the srun line of a script depends on: launches alike in this can share one array."""
-    return spec.processes, spec.threads_per_rank, spec.worker_module
+def _shape(spec) -> tuple[int, int, str, int]:
+    """What the #SBATCH and srun lines of a script depend on: launches alike in this can share
+    one array."""
+    return spec.processes, spec.threads_per_rank, spec.worker_module, spec.world_size if spec.device == "cuda" else 0
 
 
 def _bash_array(name: str, paths: list[Path]) -> str:
@@ -110,8 +119,8 @@ def array_script(items: list[tuple], log_dir: Path, timeout_s: float, nodes: int
         raise ValueError("a job array needs at least one launch")
     spec = items[0][0]
     if any(_shape(other) != _shape(spec) for other, _, _ in items):
-        raise ValueError("every launch in one job array must share its processes, threads per rank and "
-                         "worker module; group them first")
+        raise ValueError("every launch in one job array must share its processes, threads per rank, "
+                         "worker module and GPUs; group them first")
     array = f"--array=0-{len(items) - 1}" + (f"%{max_parallel}" if max_parallel else "")
     lines = [*_header(spec, "ddpbench-array", f"{log_dir}/array-%A_%a.slurm.log", timeout_s, nodes, partition,
                       (array,)),

@@ -71,12 +71,9 @@ class Strategy:
     def skip_reason(cls, spec, machine) -> str | None:
         """Why this job cannot run on ``machine`` (recorded as ``skipped``), or None to run it.
 
-        By default one rank drives one GPU of this machine, and NCCL cannot share a GPU
-        between ranks, so a CUDA job needs ``world_size`` visible devices.
+        What a job needs of the machine's GPUs is checked earlier, when the experiment is read
+        (:func:`ddpbench.spec.check_gpus`): a job that asks for more is refused, not skipped.
         """
-        if spec.device == "cuda" and spec.world_size > machine.cuda_devices:
-            return (f"world_size {spec.world_size} needs {spec.world_size} CUDA devices, one per rank; "
-                    f"{machine.cuda_devices} visible")
         return None
 
     @classmethod
@@ -131,6 +128,11 @@ class Strategy:
         return self.spec.check_steps
 
     # -- reading the result ------------------------------------------------------------------
+    def devices(self) -> list[torch.device]:
+        """The GPUs this process trains on (none on CPU): its rank's own, unless the strategy
+        drives several (DataParallel)."""
+        return [self.ctx.device] if self.ctx.device.type == "cuda" else []
+
     def full_parameters(self) -> Iterator[tuple[str, torch.Tensor]]:
         """Every parameter, whole, in a stable order (sharded strategies gather: call on all ranks)."""
         return self.module.named_parameters()

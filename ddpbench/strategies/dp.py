@@ -2,7 +2,9 @@
 
 It parallelises only over two or more CUDA devices. On CPU (or one GPU) it runs one replica,
 the single-process baseline, and says so; without CUDA torch calls the module once on the
-whole batch. ``world_size`` is the number of devices; the launcher starts one process.
+whole batch. ``world_size`` is the number of GPUs it drives, the first ones visible (a world size
+equal to the visible count uses them all); the launcher starts one process, and the rank's
+``gpus`` figure records how many it drove.
 """
 
 from __future__ import annotations
@@ -26,23 +28,24 @@ class DataParallelStrategy(Strategy):
         if spec.device == "cpu" and spec.world_size > 1:
             return (f"DataParallel parallelises over CUDA devices only: on CPU it runs one replica, so "
                     f"world_size {spec.world_size} would repeat world_size 1 under another name")
-        if spec.device == "cuda" and spec.world_size > machine.cuda_devices:
-            return (f"DataParallel over {spec.world_size} devices needs {spec.world_size} CUDA devices; "
-                    f"{machine.cuda_devices} visible")
         return None
 
     def wrap(self, model: torch.nn.Module, ctx: RankContext) -> torch.nn.Module:
         super().wrap(model, ctx)
         if ctx.device.type == "cuda":
-            self.devices = list(range(self.spec.world_size))
-            self.dp = torch.nn.DataParallel(model, device_ids=self.devices, output_device=self.devices[0])
+            # world_size GPUs, the first ones visible: the spec was checked against their count
+            self.device_ids = list(range(self.spec.world_size))
+            self.dp = torch.nn.DataParallel(model, device_ids=self.device_ids, output_device=self.device_ids[0])
         else:
-            self.devices = []
+            self.device_ids = []
             self.dp = torch.nn.DataParallel(model)  # no CUDA: forwards straight to the module
         return self.dp
 
+    def devices(self) -> list[torch.device]:
+        return [torch.device("cuda", i) for i in self.device_ids]
+
     def traffic(self, grad_bytes: int) -> dict[str, Any]:
-        n = len(self.devices)
+        n = len(self.device_ids)
         if n < 2:
             return {"bytes_sent_per_step": 0.0, "bytes_recv_per_step": 0.0,
                     "traffic_source": "none: one replica, nothing leaves the process"}
@@ -52,7 +55,7 @@ class DataParallelStrategy(Strategy):
                 "traffic_source": "computed: device 0 broadcasts parameters and gathers gradients"}
 
     def stats(self) -> dict[str, Any]:
-        replicas = max(len(self.devices), 1)
+        replicas = max(len(self.device_ids), 1)
         return {"dp_replicas": replicas,
                 "dp_note": "one replica: the single-process baseline" if replicas == 1 else f"{replicas} GPU replicas"}
 
