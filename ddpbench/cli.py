@@ -316,10 +316,13 @@ def print_summary(table) -> None:
     if table.empty:
         return
     nodes = "emulate_nodes" in table and bool((table["emulate_nodes"] > 1).any())
+    devices = table["device"].nunique() > 1  # CPU jobs beside GPU ones
+    gpu = "gpu_peak_allocated_mb" in table and bool(table["gpu_peak_allocated_mb"].notna().any())
     out = Table(title="per job: median over measured steps (slowest rank); speedup vs world size 1")
-    for col in ("strategy", "model", "ws", *(("nodes x link",) if nodes else ()), "bucket MB", "status", "step ms",
-                "IQR", "samples/s", "speedup", "eff.", "comm ms", "max MB/step", "max |diff|", "flags"):
-        out.add_column(col, justify="left" if col in ("strategy", "model", "status", "flags") else "right")
+    for col in ("strategy", "model", *(("device",) if devices else ()), "ws", *(("nodes x link",) if nodes else ()),
+                "bucket MB", "status", "step ms", "IQR", "samples/s", "speedup", "eff.", "comm ms", "max MB/step",
+                *(("GPU MB",) if gpu else ()), "max |diff|", "flags"):
+        out.add_column(col, justify="left" if col in ("strategy", "model", "device", "status", "flags") else "right")
 
     def num(value, fmt):
         return "-" if value != value else format(value, fmt)  # NaN -> "-"
@@ -336,10 +339,12 @@ def print_summary(table) -> None:
         comm += r["comm_ms"] if r["comm_ms"] == r["comm_ms"] else 0.0
         comm = comm if r["status"] == "ok" else float("nan")
         link = (f"{r['emulate_nodes']} x {r['link']}" if r["emulate_nodes"] > 1 else "-",) if nodes else ()
-        out.add_row(strategy, f"{r['model']}-{r['model_size']}", str(r["world_size"]), *link,
+        device = (f"{r['backend']}/{r['device']}",) if devices else ()
+        memory = (num(r["gpu_peak_allocated_mb"], ",.0f"),) if gpu else ()  # the fullest GPU's peak
+        out.add_row(strategy, f"{r['model']}-{r['model_size']}", *device, str(r["world_size"]), *link,
                     f"{r['bucket_cap_mb']:g}", r["status"], num(r["step_ms_median"], ".2f"), num(r["step_ms_iqr"], ".2f"),
                     num(r["samples_per_s"], ".1f"), num(r["speedup"], ".2f"), num(r["efficiency"], ".0%"),
-                    num(comm, ".2f"), num(r.get("sent_mb_per_step_max", float("nan")), ".1f"),
+                    num(comm, ".2f"), num(r.get("sent_mb_per_step_max", float("nan")), ".1f"), *memory,
                     num(r.get("max_abs_diff", float("nan")), ".1e"), ", ".join(flags))
     table_console().print(out)
 

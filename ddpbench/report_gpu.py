@@ -15,6 +15,9 @@ from ddpbench.report import (ReportContext, Section, esc, html_table, num, secti
 #: how long each was measured may differ)
 SAME_WORK = ("strategy", "comm_hook", "model", "model_size", "per_rank_batch", "world_size", "grad_accum",
              "optimizer", "scaling")
+#: fields that say where or how long a job was measured, not what it ran: left out of its label here
+HOW_MEASURED = ("bucket_cap_mb", "device", "backend", "threads_per_rank", "loader_workers", "warmup_steps", "steps",
+                "repeats", "check_steps")
 PHASES = (("data_ms", "data"), ("forward_ms", "forward"), ("backward_ms", "backward"), ("comm_ms", "comm"),
           ("optimizer_ms", "optimizer"))
 
@@ -56,7 +59,7 @@ def gpu_section(ctx: ReportContext) -> Section | None:
     if table.empty:
         return None
     summary = ctx.summary
-    extra = [f for f in plots.line_fields(summary) if f not in ("bucket_cap_mb", "device", "backend")]
+    extra = [f for f in plots.line_fields(summary) if f not in HOW_MEASURED]
     jobs = summary.set_index("key")
     header = ["job", "GPUs", "samples/s", "step (ms)", *(f"{label} (ms)" for _, label in PHASES),
               "peak allocated (MB)", "peak reserved (MB)", "same job on CPU (samples/s)", "GPU / CPU"]
@@ -68,7 +71,7 @@ def gpu_section(ctx: ReportContext) -> Section | None:
                      num(r["step_ms_median"], ".2f"), *(num(r[p], ".2f") for p, _ in PHASES),
                      num(r["gpu_peak_allocated_mb"], ",.0f"), num(r["gpu_peak_reserved_mb"], ",.0f"),
                      num(r["cpu_samples_per_s"], throughput_format(r["cpu_samples_per_s"])),
-                     num(r["gpu_over_cpu"], ".1f", "&times;")])
+                     num(r["gpu_over_cpu"], ".1f", "×")])
     compared = table["gpu_over_cpu"].notna()
     verdict = ""
     if compared.any():
