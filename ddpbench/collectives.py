@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddpbench.timing import clock_for
-from ddpbench.worker import Tracked, join_process_group, serve
+from ddpbench.worker import Tracked, join_process_group, rank_device, serve
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 #: ops whose torch API takes the output as a view of the input (or the reverse) too
@@ -154,11 +154,11 @@ class CollectiveRun(Tracked):
         import torch.distributed as dist
 
         torch.set_num_threads(self.spec.threads_per_rank)
-        if self.spec.device == "cuda":
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", self.rank)))
-        join_process_group(self.spec.backend, self.rank, self.world_size, self.timeout_s)
-        self.device = torch.device("cuda", torch.cuda.current_device()) if self.spec.device == "cuda" else \
-            torch.device("cpu")
+        visible = torch.cuda.device_count() if self.spec.device == "cuda" else 0
+        self.device = rank_device(self.spec.device, int(os.environ.get("LOCAL_RANK", self.rank)), visible)
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+        join_process_group(self.spec.backend, self.rank, self.world_size, self.timeout_s, self.device)
         mine = []
         for op in self.spec.ops:
             for placement in placements(op):
