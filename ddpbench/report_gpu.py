@@ -30,7 +30,7 @@ def cuda_jobs(summary: pd.DataFrame) -> pd.DataFrame:
 
 def cpu_counterpart(job, summary: pd.DataFrame):
     """The ok CPU job doing the same work as ``job`` (the fastest if several), or None."""
-    cpu = summary[(summary["device"] == "cpu") & (summary["status"] == "ok")]
+    cpu = summary[(summary["device"] == "cpu") & (summary["status"] == "ok") & summary["samples_per_s"].notna()]
     for field in SAME_WORK:
         if field in cpu:
             cpu = cpu[cpu[field] == job[field]]
