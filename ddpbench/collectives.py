@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddpbench.timing import clock_for
-from ddpbench.worker import Tracked, join_process_group, rank_device, serve
+from ddpbench.worker import Tracked, join_process_group, serve, take_rank_device
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 #: ops whose torch API takes the output as a view of the input (or the reverse) too
@@ -154,10 +154,7 @@ class CollectiveRun(Tracked):
         import torch.distributed as dist
 
         torch.set_num_threads(self.spec.threads_per_rank)
-        visible = torch.cuda.device_count() if self.spec.device == "cuda" else 0
-        self.device = rank_device(self.spec.device, int(os.environ.get("LOCAL_RANK", self.rank)), visible)
-        if self.device.type == "cuda":
-            torch.cuda.set_device(self.device)
+        self.device = take_rank_device(self.spec.device, int(os.environ.get("LOCAL_RANK", self.rank)))
         join_process_group(self.spec.backend, self.rank, self.world_size, self.timeout_s, self.device)
         mine = []
         for op in self.spec.ops:

@@ -132,6 +132,16 @@ def rank_device(device: str, local_rank: int, visible: int):
                        f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})")
 
 
+def take_rank_device(device: str, local_rank: int):
+    """This process's :func:`rank_device`, made the current CUDA device when it is a GPU."""
+    import torch
+
+    chosen = rank_device(device, local_rank, torch.cuda.device_count() if device == "cuda" else 0)
+    if chosen.type == "cuda":
+        torch.cuda.set_device(chosen)
+    return chosen
+
+
 def gpu_memory(devices) -> dict:
     """Peak GPU memory of this process so far, on the fullest of its GPUs, in MB (10^6 bytes):
     what its tensors held at most (allocated) and what the caching allocator took from the
@@ -258,10 +268,7 @@ class RankRun(Tracked):
             raise RuntimeError(f"launcher started {self.world_size} processes; {spec.strategy} at world_size "
                                f"{spec.world_size} runs {expected}")
         torch.set_num_threads(int(spec.threads_per_rank))
-        visible = torch.cuda.device_count() if spec.device == "cuda" else 0
-        self.device = rank_device(spec.device, self.local_rank, visible)
-        if self.device.type == "cuda":
-            torch.cuda.set_device(self.device)
+        self.device = take_rank_device(spec.device, self.local_rank)
         self.attempt = join_process_group(spec.backend, self.rank, self.world_size, self.timeout_s, self.device)
         self.ctx = RankContext(self.rank, self.local_rank, self.world_size, self.device)
         self.loss_fn = torch.nn.CrossEntropyLoss()
