@@ -41,8 +41,8 @@ def rank_main(rank: int, world: int, port: int, sizes, iters: int, queue) -> Non
 
 
 def main() -> int:
-    from ddpbench.collectives import size_range
-    from ddpbench.launch.spawn import loopback_store
+    from ddpbench.experiment.collectives import size_range
+    from ddpbench.launch.processes import loopback_store
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--world-size", type=int, default=2)

@@ -1,7 +1,7 @@
 """How often do the report's intervals call identical runs different? (and find a real 20 % one?)
 
 Simulates launches (per-launch mean step times, normal with 5 % spread) for two identical jobs,
-n launches a side, and counts how often ``ddpbench.stats.ratio_ci`` excludes 1, next to the plain
+n launches a side, and counts how often ``ddpbench.analysis.stats.ratio_ci`` excludes 1, next to the plain
 95 % percentile bootstrap that ``stats`` widens for small samples. Then does the same for a job
 20 % slower with 3 % spread, the power.
 
@@ -14,7 +14,7 @@ import argparse
 
 import numpy as np
 
-from ddpbench import stats
+from ddpbench.analysis import stats
 
 
 def plain_interval(b, a) -> tuple[float, float]:

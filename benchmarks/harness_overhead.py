@@ -4,7 +4,7 @@ Both loops run in the same ranks, on the same DDP model, optimizer and DataLoade
 alternating blocks (ABAB... with the order flipped each round), so machine noise hits both
 alike. The bare loop is the textbook one (next batch, forward, loss, backward, step, zero_grad)
 timed only around the whole block; the harness block is ddpbench's own timed loop
-(``RankRun.run_steps``: per-phase timers and a row per step).
+(``TrainingRank.run_steps``: per-phase timers and a row per step).
 
     python benchmarks/harness_overhead.py [--model-size m] [--world-size 2] [--steps 30] [--rounds 8]
 
@@ -38,15 +38,17 @@ def bare_loop(run, steps: int) -> None:
 def rank_main(rank: int, args, port: int, queue) -> None:
     import torch.distributed as dist
 
-    from ddpbench.spec import JobSpec, Machine, resolve
-    from ddpbench.worker import Progress, RankRun, progress_path
+    from ddpbench.experiment.machine import Machine, resolve
+    from ddpbench.experiment.spec import JobSpec
+    from ddpbench.rank.protocol import Job, Progress, progress_path
+    from ddpbench.rank.train import TrainingRank
 
     os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(args.world_size),
                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "TORCHELASTIC_USE_AGENT_STORE": "True"})
     spec = resolve(JobSpec(world_size=args.world_size, model=args.model, model_size=args.model_size,
                            batch_size=args.batch_size, threads_per_rank=1, backend="gloo", device="cpu"),
                    Machine.here())
-    run = RankRun({"spec": spec.to_dict(), "repeat": 0, "timeout_s": 300}, out_dir=None)
+    run = TrainingRank(Job.of(spec, 0, 300), out_dir=None)
     run.progress = Progress(progress_path(Path(args.progress_dir), rank))  # as serve() gives every rank
     run.setup()
     bare_loop(run, 5)  # warm up
@@ -77,8 +79,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=8)
     args = parser.parse_args()
 
-    from ddpbench.launch.spawn import loopback_store
-    from ddpbench.worker import Progress, progress_path
+    from ddpbench.launch.processes import loopback_store
+    from ddpbench.rank.protocol import Progress, progress_path
 
     store, port = loopback_store(300)
     ctx = mp.get_context("spawn")

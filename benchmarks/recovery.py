@@ -69,7 +69,7 @@ def main() -> int:
     subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
                    cwd=ROOT, check=False)
 
-    from ddpbench.results import load_tables
+    from ddpbench.results.tables import load_tables
 
     _, runs, _, _ = load_tables(out)
     recovered = runs[(runs["status"] == "ok") & (runs["attempts"] == 2)]

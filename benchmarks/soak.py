@@ -66,7 +66,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="results folder (default: a temporary one)")
     args = parser.parse_args()
 
-    from ddpbench.results import load_tables
+    from ddpbench.results.tables import load_tables
 
     out = args.out or Path(tempfile.mkdtemp(prefix="ddpbench-soak-")) / "out"
     exp = out.parent / "soak.toml"
@@ -79,7 +79,7 @@ def main() -> int:
     wall = time.monotonic() - start
     time.sleep(1.0)  # a rank that outlived its launch would still be here now
     orphans = [p.pid for p in psutil.process_iter(["cmdline"])
-               if "ddpbench.worker" in " ".join(p.info["cmdline"] or []) and str(out) in " ".join(p.info["cmdline"])]
+               if "ddpbench.rank" in " ".join(p.info["cmdline"] or []) and str(out) in " ".join(p.info["cmdline"])]
 
     steps, runs, _, _ = load_tables(out)
     ok = runs[runs["status"] == "ok"]

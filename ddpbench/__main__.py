@@ -1,3 +1,3 @@
-from ddpbench.cli import main
+from ddpbench.cli.main import main
 
 raise SystemExit(main())

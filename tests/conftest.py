@@ -7,7 +7,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ddpbench.spec import Machine
+from ddpbench.experiment.machine import Machine
 
 pytest_plugins = ("pytester",)  # tests/test_pytest_plugin.py runs pytest on a user's suite
 
@@ -60,7 +60,7 @@ def worker_processes(marker: str):
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmd = " ".join(proc.info.get("cmdline") or [])
-        if "ddpbench.worker" in cmd and marker in cmd:
+        if "ddpbench.rank" in cmd and marker in cmd:
             found.append(proc)
     return found
 

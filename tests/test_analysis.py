@@ -3,12 +3,12 @@
 import math
 
 import pandas as pd
-import torch
 import pytest
+import torch
 
-from ddpbench.analysis import add_speedup, iqr, median, summarize
-from ddpbench.spec import JobSpec
-from ddpbench.timing import StepTimer
+from ddpbench.analysis.summary import add_speedup, iqr, median, summarize
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.rank.timing import StepTimer
 
 
 def test_median_and_iqr_exact():
@@ -118,7 +118,7 @@ def test_step_timer_phases_exact():
 
 
 def test_diverged_replicas_fail_loudly():
-    from ddpbench.worker import ReplicasDiverged, check_replicas, param_checksum
+    from ddpbench.rank.train import ReplicasDiverged, check_replicas, param_checksum
 
     check_replicas({0: "ab", 1: "ab"})
     with pytest.raises(ReplicasDiverged, match="0=ab, 1=cd"):
@@ -132,7 +132,7 @@ def test_diverged_replicas_fail_loudly():
 
 
 def test_clock_for_device():
-    from ddpbench.timing import CudaEventClock, HostClock, clock_for
+    from ddpbench.rank.timing import CudaEventClock, HostClock, clock_for
 
     assert isinstance(clock_for(torch.device("cpu")), HostClock)
     if torch.cuda.is_available():
@@ -156,7 +156,7 @@ def _repeats(world_size, per_launch_ms, batch=10, nosync_by_rank=None):
 
 
 def test_karp_flatt_serial_fraction_exact():
-    from ddpbench.analysis import karp_flatt
+    from ddpbench.analysis.summary import karp_flatt
 
     assert karp_flatt(2.0, 2) == 0.0  # linear: nothing serial
     assert karp_flatt(1.0, 2) == 1.0  # no speedup: all serial
@@ -204,7 +204,7 @@ def test_straggler_is_the_consistently_slower_rank():
 
 
 def test_stragglers_without_usable_compute_times():
-    from ddpbench.analysis import stragglers
+    from ddpbench.analysis.summary import stragglers
 
     frame = {"rank": [0, 1, 0, 1], "repeat": [0] * 4, "step": [0, 0, 1, 1]}
     # all compute times zero (no data/forward timing): no excess to quote, not -inf

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ddpbench.report import write_report
+from ddpbench.report.build import write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "reports" / "examples" / "quick-cpu"

@@ -9,10 +9,13 @@ import pytest
 import torch
 
 from conftest import run_cli
-from ddpbench.collectives import (OPS, ROW_COLUMNS, CollectiveRun, CollectiveSpec, bandwidths, bus_factor, check_wrong,
-                                  element_count, parse_collectives, placements, size_range)
 from ddpbench.errors import InputError
-from ddpbench.results import load_collectives
+from ddpbench.experiment.collectives import OPS, CollectiveSpec, parse_collectives, size_range
+from ddpbench.rank.collectives import CollectivesRank, bandwidths, bus_factor, check_wrong, element_count, placements
+from ddpbench.rank.protocol import Job
+from ddpbench.results.schema import COLLECTIVE_COLUMNS
+from ddpbench.results.tables import load_collectives
+from records import ResultsFolder, collective_rows_result
 
 
 @pytest.mark.parametrize("op, n, factor", [
@@ -98,17 +101,17 @@ def test_one_spec_per_world_size():
 
 @contextlib.contextmanager
 def one_rank_run(monkeypatch, **spec):
-    """A CollectiveRun of rank 0 in a real one-rank gloo group on CPU."""
+    """A CollectivesRank of rank 0 in a real one-rank gloo group on CPU."""
     import torch.distributed as dist
 
-    from ddpbench.launch.spawn import loopback_store
+    from ddpbench.launch.processes import loopback_store
 
     store, port = loopback_store(30)
     for name, value in {"RANK": "0", "WORLD_SIZE": "1"}.items():
         monkeypatch.setenv(name, value)
     dist.init_process_group("gloo", store=dist.TCPStore("127.0.0.1", port, is_master=False), rank=0, world_size=1)
     try:
-        run = CollectiveRun({"spec": CollectiveSpec(world_size=1, **spec).to_dict(), "timeout_s": 30}, None)
+        run = CollectivesRank(Job.of(CollectiveSpec(world_size=1, **spec), 0, 30), None)
         run.device = torch.device("cpu")
         yield run
     finally:
@@ -154,7 +157,7 @@ def test_every_op_at_two_and_three_ranks(tmp_path):
 
 
 class CountingClock:
-    """The clock protocol of ddpbench.timing, logging its calls: marks 1 ms apart."""
+    """The clock protocol of ddpbench.rank.timing, logging its calls: marks 1 ms apart."""
 
     def __init__(self):
         self.calls, self.now = [], 0
@@ -173,7 +176,7 @@ class CountingClock:
 
 def test_timed_loop_marks_each_iteration_and_waits_once(monkeypatch):
     """start mark, op, end mark per iteration; one synchronisation after the loop; seconds out."""
-    import ddpbench.collectives as collectives
+    import ddpbench.rank.collectives as collectives
 
     clock = CountingClock()
     monkeypatch.setattr(collectives, "clock_for", lambda device: clock)
@@ -182,7 +185,7 @@ def test_timed_loop_marks_each_iteration_and_waits_once(monkeypatch):
         (row,) = run.rows([[measured]])
     assert clock.calls == ["record"] * 8 + ["synchronize"]
     assert measured["times_s"] == [1e-3] * 4 and measured["wrong"] == 0
-    table = dict(zip(ROW_COLUMNS, row))
+    table = dict(zip(COLLECTIVE_COLUMNS, row))
     assert table["time_us_median"] == pytest.approx(1000.0) and table["busbw_gbps"] == 0.0
     assert table["algbw_gbps"] == pytest.approx(1024 / 1e-3 / 1e9)
 
@@ -214,7 +217,7 @@ def test_size_ranges_never_repeat_or_truncate_silently():
 def test_prediction_interpolates_and_extrapolates_sanely():
     import pandas as pd
 
-    from ddpbench.analysis import predict_allreduce_us
+    from ddpbench.analysis.collectives import predict_allreduce_us
 
     curve = pd.DataFrame({"size_bytes": [4096, 1024, 2048], "time_us_median": [400.0, 100.0, 200.0]})
     # unsorted input; exact at the points, log-log in between
@@ -228,18 +231,16 @@ def test_prediction_interpolates_and_extrapolates_sanely():
 
 
 def test_later_collectives_replace_earlier_and_survive_a_new_sweep(tmp_path, cpu_machine):
-    from ddpbench.results import ResultStore
-    from ddpbench.runner import rotate_previous
+    from ddpbench.results.store import ResultStore, rotate_previous
 
-    store = ResultStore(tmp_path)
     spec = CollectiveSpec(world_size=2, ops=("all_reduce",), sizes=(1024,))
-    row = ["all_reduce", "in", 1024, 256, "float32", "sum", -1, 3, 10.0, 9.0, 11.0, 0.1, 0.1, 0]
-    for sweep_id, time_us in (("a", 10.0), ("b", 20.0)):
-        store.start_sweep({"hostname": sweep_id}, {"name": "c", "kind": "collectives"})
-        store.append({"kind": "collective", "key": spec.key, "repeat": 0, "spec": spec.to_dict(), "status": "ok",
-                      "sweep_id": sweep_id, "result": {"columns": list(ROW_COLUMNS),
-                                                       "rows": [row[:8] + [time_us] + row[9:]]}})
+    row = {"op": "all_reduce", "placement": "in", "size_bytes": 1024, "count": 256, "dtype": "float32",
+           "redop": "sum", "root": -1, "iters": 3, "time_us_p10": 9.0, "time_us_p90": 11.0, "algbw_gbps": 0.1,
+           "busbw_gbps": 0.1, "wrong": 0}
+    for host, time_us in (("a", 10.0), ("b", 20.0)):
+        ResultsFolder(tmp_path, env={"hostname": host}, experiment={"name": "c", "kind": "collectives"}).launch(
+            spec, result=collective_rows_result(spec, [{**row, "time_us_median": time_us}]))
     table = load_collectives(tmp_path)
     assert len(table) == 1 and table.iloc[0]["time_us_median"] == 20.0
-    rotate_previous(store)  # what a new sweep without --resume does
+    rotate_previous(ResultStore(tmp_path))  # what a new sweep without --resume does
     assert load_collectives(tmp_path).iloc[0]["time_us_median"] == 20.0

@@ -8,7 +8,7 @@ and -- marked slow -- on two real tiny sweeps.
 from __future__ import annotations
 
 import csv
-import json
+import dataclasses
 import math
 import re
 from pathlib import Path
@@ -18,11 +18,14 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, TINY_DEFAULTS, run_cli, write_experiment
-from ddpbench import compare
-from ddpbench.analysis import summarize
+from ddpbench.analysis import compare
+from ddpbench.analysis.summary import summarize
 from ddpbench.errors import InputError
-from ddpbench.results import ResultStore
-from ddpbench.spec import JobSpec
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.results.store import ResultStore
+from records import ResultsFolder, rank_entry
+from records import row as step_row
+from records import training_result
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 EXAMPLE = ROOT / "reports" / "examples" / "world-sizes-cpu"  # 6 jobs, 3 launches of 30 steps each
@@ -274,42 +277,32 @@ def test_environment_differences():
 
 def _write_folder(folder: Path, jobs, env=ENV) -> Path:
     """A results folder written the way a sweep writes it: (world_size, per-launch step times, status)."""
-    store = ResultStore(folder)
-    sweep_id = store.start_sweep(env, {"name": "synthetic"})
-    columns = ["rank", "phase", "step", *TIMING_FIELDS]
+    results = ResultsFolder(folder, env=env)
     for world_size, launches, status in jobs:
-        spec = _spec(world_size, repeats=len(launches)).to_dict()
-        spec["steps"] = len(launches[0])
+        spec = dataclasses.replace(_spec(world_size, repeats=len(launches)), steps=len(launches[0]))
         for repeat, times in enumerate(launches):
             rows = []
             for rank in range(world_size):
-                rows.append([rank, "warmup", 0, 0.0, 1.0, 1.0, 0.0, 1.0, 3.0])
+                rows.append(step_row(rank, "warmup", 0, 3.0, forward_ms=1.0, backward_ms=1.0, optimizer_ms=1.0))
                 for phase in ("measure", "nosync"):
-                    rows += [[rank, phase, step, 0.0, 0.3 * t, 0.5 * t, 0.0, 0.2 * t, t]
+                    rows += [step_row(rank, phase, step, t, forward_ms=0.3 * t, backward_ms=0.5 * t, optimizer_ms=0.2 * t)
                              for step, t in enumerate(times)]
-            result = {"spec": spec, "repeat": repeat, "params": 100, "grad_bytes": 400, "step_columns": columns,
-                      "steps": rows, "ranks": [{"rank": r, "peak_rss_mb": 100.0} for r in range(world_size)]}
-            store.append({"kind": "run", "key": JobSpec(**spec).key, "repeat": repeat, "spec": spec,
-                          "status": status, "error": None if status == "ok" else "boom", "oversubscribed": False,
-                          "cores": 2, "wall_s": 1.0, "launcher": "spawn", "sweep_id": sweep_id,
-                          "result": result if status == "ok" else None})
+            result = training_result(spec, rows, [rank_entry(r, peak_rss_mb=100.0) for r in range(world_size)],
+                                     repeat, params=100, grad_bytes=400)
+            results.launch(spec, repeat, status=status, error=None if status == "ok" else "boom", cores=2,
+                           wall_s=1.0, result=result if status == "ok" else None)
     return folder
 
 
 def plant_regression(source: Path, target: Path, factor: float) -> Path:
     """A copy of a results folder with every step's timings multiplied by ``factor``."""
-    target.mkdir(parents=True)
-    lines = []
-    for line in (source / "results.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        result = record.get("result") if record.get("kind") == "run" else None
+    planted = ResultStore(target)
+    for record in ResultStore(source).records():
+        result = record.get("result") if record["kind"] == "run" else None
         if result:
-            cols = [result["step_columns"].index(f) for f in TIMING_FIELDS if f in result["step_columns"]]
-            for row in result["steps"]:
-                for c in cols:
-                    row[c] *= factor
-        lines.append(json.dumps(record))
-    (target / "results.jsonl").write_text("\n".join(lines) + "\n")
+            result["steps"] = [[v * factor if name in TIMING_FIELDS else v
+                                for name, v in zip(result["step_columns"], step)] for step in result["steps"]]
+        planted.append(record)
     return target
 
 
@@ -373,7 +366,7 @@ def test_synthetic_folders_listing_environment_and_escaping(tmp_path):
 
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
     """Two through the command line as a user meets them, the rest through the command's function."""
-    from ddpbench.cli import build_parser
+    from ddpbench.cli.main import build_parser
 
     for args, expected in [((tmp_path / "missing", EXAMPLE), ("error: A (", "no such folder")),
                            ((EXAMPLE, EXAMPLE, "--fail-on", "foo:5%"), ("error: command line: --fail-on: 'foo:5%'",

@@ -7,9 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddpbench import costmodel as cm
+from ddpbench.analysis import costmodel as cm
 from ddpbench.errors import InputError
-from ddpbench.spec import Machine, parse_experiment
+from ddpbench.experiment.load import parse_experiment
+from ddpbench.experiment.machine import Machine
 
 LINK = cm.Link("test", alpha_us=10.0, beta_us_per_byte=1e-3, source="experiment")  # 8 Gbit/s
 
@@ -153,11 +154,12 @@ def test_world_size_one_never_enters_a_fit():
 def test_report_on_world_size_one_only_says_there_is_nothing_to_fit(tmp_path):
     import re
 
-    from ddpbench.report import write_report
-    from ddpbench.report_analysis import projection_section
-    from ddpbench.report_collectives import collectives_busbw_section, collectives_table_section
-    from test_report import ok, write_results
     from test_report_collectives import section_of, spec, write_collectives
+
+    from ddpbench.report.build import write_report
+    from ddpbench.report.sections.collectives import collectives_busbw_section, collectives_table_section
+    from ddpbench.report.sections.model import projection_section
+    from test_report import ok, write_results
 
     folder = write_results(tmp_path / "r", [ok(10.0), ok(8.0, strategy="master")])
     write_collectives(folder, [spec(1, ops=("all_reduce", "all_gather", "broadcast"))])

@@ -2,9 +2,9 @@
 
 import torch
 
-from ddpbench.data import BATCHES_PER_EPOCH, make_loader
-from ddpbench.models import build_model, count_params, grad_bytes, input_spec
-from ddpbench.spec import MODEL_SIZES, JobSpec
+from ddpbench.experiment.spec import MODEL_SIZES, JobSpec
+from ddpbench.workloads.data import BATCHES_PER_EPOCH, make_loader
+from ddpbench.workloads.models import build_model, count_params, grad_bytes, input_spec
 
 
 def _epoch_indices(spec, rank, epoch_batches):

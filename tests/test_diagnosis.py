@@ -4,7 +4,7 @@ import math
 
 import pandas as pd
 
-from ddpbench.diagnosis import diagnose
+from ddpbench.analysis.diagnosis import diagnose
 
 
 def _row(**kw):

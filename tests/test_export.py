@@ -19,9 +19,11 @@ from pytest_benchmark.logger import Logger
 from pytest_benchmark.storage.file import FileStorage
 
 from conftest import ROOT
-from ddpbench.cli import main
-from ddpbench.results import RESULTS_FILE, ResultStore, load_collectives, load_tables
-from ddpbench.spec import JobSpec
+from ddpbench.cli.main import main
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.results.schema import RESULTS_FILE
+from ddpbench.results.tables import load_collectives, load_tables
+from records import ResultsFolder
 
 EXAMPLE = ROOT / "reports" / "examples" / "quick-cpu"  # 8 jobs ok, 3 launches of 20 steps; collectives too
 PYTEST_BENCHMARK = Path(sys.executable).parent / "pytest-benchmark"
@@ -139,16 +141,15 @@ def _copy_results(tmp_path: Path) -> Path:
     return folder
 
 
-def _failed_run(store: ResultStore, spec: JobSpec, error: str = "boom") -> None:
-    store.append({"kind": "run", "key": spec.key, "repeat": 0, "spec": spec.to_dict(), "status": "failed",
-                  "error": error})
+def _failed_run(folder: Path, spec: JobSpec, error: str = "boom") -> None:
+    ResultsFolder(folder).launch(spec, status="failed", error=error)
 
 
 def test_failed_jobs_are_left_out_and_named(tmp_path, capsys):
     folder = _copy_results(tmp_path)
     spec = JobSpec(world_size=2, batch_size=8, threads_per_rank=1, device="cpu", backend="gloo", model="mlp",
                    model_size="xs", steps=4)
-    _failed_run(ResultStore(folder), spec, "worker died\nwith two lines")
+    _failed_run(folder, spec, "worker died\nwith two lines")
     out = tmp_path / "out.json"
     assert main(["export-benchmark", str(folder), "--out", str(out)]) == 0
     err = capsys.readouterr().err
@@ -196,7 +197,7 @@ def test_a_folder_without_a_finished_job_is_bad_input(tmp_path, capsys):
     folder = tmp_path / "failed"
     spec = JobSpec(world_size=1, batch_size=8, threads_per_rank=1, device="cpu", backend="gloo", model="mlp",
                    model_size="xs", steps=4)
-    _failed_run(ResultStore(folder), spec)
+    _failed_run(folder, spec)
     out = tmp_path / "out.json"
     assert main(["export-benchmark", str(folder), "--out", str(out)]) == 2
     line = _one_line_error(capsys)

@@ -10,10 +10,10 @@ import time
 import warnings
 
 import pytest
+from test_sweep import _wait_for_runs
 
 from conftest import ROOT, TINY, TINY_DEFAULTS, run_cli, worker_processes, write_experiment
-from ddpbench.results import load_tables
-from test_sweep import _wait_for_runs
+from ddpbench.results.tables import load_tables
 
 pytestmark = pytest.mark.slow
 
@@ -162,7 +162,7 @@ def test_a_full_disk_stops_the_sweep_with_one_line_and_keeps_what_was_stored(sma
 
 def test_a_results_file_cut_mid_write_loses_one_record_and_resume_measures_it_again(tmp_path):
     """A crash mid-write, simulated on a real sweep's file: its last record is cut in half."""
-    from ddpbench.results import DamagedRecord
+    from ddpbench.results.store import DamagedRecord
 
     exp = write_experiment(tmp_path / "two.toml", TINY.replace("world_size = [1, 2]", "world_size = [2]")
                            .replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [1, 25]"))

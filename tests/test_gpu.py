@@ -14,11 +14,15 @@ import pytest
 import torch
 
 from conftest import ROOT, run_cli
-from ddpbench.results import load_collectives, load_tables
-from ddpbench.spec import JobSpec, Machine, load_experiment
+from ddpbench.experiment.load import load_experiment
+from ddpbench.experiment.machine import Machine
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.rank.devices import gpu_memory, rank_device
+from ddpbench.rank.protocol import join_process_group
+from ddpbench.rank.timing import CudaEventClock, StepTimer
+from ddpbench.rank.train import Replica, build_replica, train_step
+from ddpbench.results.tables import load_collectives, load_tables
 from ddpbench.strategies import BUILTIN, strategy_class
-from ddpbench.timing import CudaEventClock, StepTimer
-from ddpbench.worker import Replica, build_replica, gpu_memory, join_process_group, rank_device, train_step
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU, and none is visible")
 
@@ -152,7 +156,7 @@ def test_gpu_experiment_is_refused_without_a_gpu(cpu_machine):
 
 
 def test_the_report_sets_each_gpu_job_beside_the_same_job_on_cpu():
-    from ddpbench.report_gpu import gpu_table
+    from ddpbench.analysis.gpu import gpu_table
 
     def job(key, device, rate, batch=64, **extra):
         return {"key": key, "device": device, "status": "ok", "strategy": "ddp", "comm_hook": "none", "model": "mlp",

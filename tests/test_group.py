@@ -7,8 +7,8 @@ import psutil
 import pytest
 import torch
 
-from ddpbench.group import Group, GroupConfig, GroupError, GroupPool
-from ddpbench.tasks import AllReduce, Task, TrainStep
+from ddpbench.regression.group import Group, GroupConfig, GroupError, GroupPool
+from ddpbench.regression.tasks import AllReduce, Task, TrainStep
 
 pytestmark = pytest.mark.slow
 

@@ -5,8 +5,9 @@ import signal
 
 import pytest
 
-from ddpbench.launch import collect_outcome
-from ddpbench.spec import JobSpec
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.launch.handback import collect_outcome
+from ddpbench.rank.protocol import Job
 from test_runner import fake_result
 
 SPEC = JobSpec(world_size=2, device="cpu", backend="gloo", threads_per_rank=1, steps=3, warmup_steps=1)
@@ -18,7 +19,7 @@ def _error(work, rank, when, message, phase="measure", step=2):
 
 
 def _outcome(work, exits, timed_out=False):
-    return collect_outcome(work, SPEC.to_dict(), exits, 1.0, timed_out, 30.0, [])
+    return collect_outcome(work, Job.of(SPEC, 0, 30.0), exits, 1.0, timed_out, [])
 
 
 def test_killed_rank_is_the_cause_not_the_peer_that_lost_it(tmp_path):
@@ -60,13 +61,13 @@ def test_valid_result_is_ok_and_invalid_is_named(tmp_path):
 
 @pytest.mark.parametrize("code, words", [(-9, "killed by SIGKILL"), (-6, "killed by SIGABRT"), (3, "code 3")])
 def test_describe_exit(code, words):
-    from ddpbench.launch import describe_exit
+    from ddpbench.launch.handback import describe_exit
 
     assert words in describe_exit(code)
 
 
 def test_a_killed_or_stuck_rank_is_placed_by_its_progress_file(tmp_path):
-    from ddpbench.worker import Progress, progress_path
+    from ddpbench.rank.protocol import Progress, progress_path
 
     Progress(progress_path(tmp_path, 1)).write("measure", 7)
     out = _outcome(tmp_path, {0: 1, 1: -signal.SIGKILL})
@@ -94,7 +95,7 @@ def test_torchrun_failure_summary_names_each_failed_rank():
 
     log = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 ======================================================
-ddpbench.worker FAILED
+ddpbench.rank FAILED
 ------------------------------------------------------
 Failures:
 [1]:
@@ -123,8 +124,9 @@ Root Cause (first observed failure):
 
 def test_torchrun_that_fails_before_its_ranks_is_named(tmp_path, monkeypatch):
     """torchrun itself failing (here: an unknown option) is the job's error, with its last log line."""
+    from ddpbench.experiment.machine import Machine, resolve
+    from ddpbench.experiment.spec import JobSpec
     from ddpbench.launch import torchrun
-    from ddpbench.spec import JobSpec, Machine, resolve
 
     real = torchrun.torchrun_command
     monkeypatch.setattr(torchrun, "torchrun_command", lambda *a, **k: real(*a, **k)[:3] + ["--no-such-option"]

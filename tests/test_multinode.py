@@ -9,16 +9,16 @@ import sys
 import time
 
 import pytest
+from test_sweep import tables_shape
 
 import ddpbench
 from conftest import TINY_DEFAULTS, run_cli, worker_processes, write_experiment
-from ddpbench.launch.emulate import (EmulatedNetwork, emulation_problem, netem_problem, rate_bits, remove_stale,
-                                     shaping)
+from ddpbench.experiment.links import rate_bits
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.launch.emulate import EmulatedNetwork, emulation_problem, netem_problem, remove_stale, shaping
 from ddpbench.launch.torchrun import Agent, torchrun_command
-from ddpbench.report import write_report
-from ddpbench.results import load_tables
-from ddpbench.spec import JobSpec
-from test_sweep import tables_shape
+from ddpbench.report.build import write_report
+from ddpbench.results.tables import load_tables
 
 needs_namespaces = pytest.mark.skipif(emulation_problem() is not None, reason=str(emulation_problem()))
 
@@ -126,7 +126,7 @@ def test_two_emulated_nodes_store_what_spawn_stores_and_the_link_slows_communica
     assert wire_ms * 0.8 < measured["100mbit"] - measured["none"] < wire_ms * 1.5
     assert not worker_processes(str(out)) and not namespaces()
     # the report's network section: the shaped job beside the alpha-beta model of its link
-    from ddpbench.report_network import network_table
+    from ddpbench.analysis.network import network_table
 
     index = write_report(out)
     assert "Network: link bandwidth on emulated nodes" in index.read_text() and (out / "network.png").is_file()

@@ -7,22 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench.report import Section, write_report
-from ddpbench.results import ResultStore, validate_result
-from ddpbench.spec import spec_from_dict
+from ddpbench.experiment.spec import spec_from_dict
+from ddpbench.report.build import write_report
+from ddpbench.report.page import Section
+from records import ResultsFolder, rank_entry, row, training_result
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-STEP_COLUMNS = ["rank", "phase", "step", "data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms", "step_ms"]
 BASE_SPEC = {
     "strategy": "ddp", "backend": "gloo", "device": "cpu", "world_size": 1, "bucket_cap_mb": 25.0,
     "gradient_as_bucket_view": False, "static_graph": False, "model": "mlp", "model_size": "s",
     "batch_size": 32, "scaling": "weak", "optimizer": "sgd", "warmup_steps": 1, "steps": 8, "repeats": 1,
     "threads_per_rank": 1, "loader_workers": 0, "seed": 0,
 }
-ENV = {"utc": "2026-01-02T03:04:05+00:00", "hostname": "testhost", "python": "3.11.7", "platform": "Linux",
-       "ddpbench_version": "0.1.0", "git_commit": "0123abcd", "git_dirty": True, "torch_version": "2.5.0+cpu",
-       "torch_cuda": None, "nccl_version": None, "cpu_model": "Test CPU", "cores_usable": 4, "cores_logical": 4,
-       "cores_physical": 2, "memory_gb": 16.0, "gpus": [], "argv": ["ddpbench", "sweep"]}
 SECTION_TITLES = {
     "throughput": "Throughput vs world size",
     "efficiency": "Parallel efficiency vs world size",
@@ -40,8 +36,9 @@ def job(**fields) -> dict:
 
 
 def result_for(spec: dict, step_ms: float, comm_share: float = 0.0, nosync: bool = True,
-               rank_fields=None, check: dict | None = None, grad_bytes: int = 4000, rank_scale=None) -> dict:
-    """A worker's hand-back: every rank's steps; phases add up to the step; DDP adds 20 % when ws > 1.
+               rank_fields=None, check: dict | None = None, grad_bytes: int = 4000, rank_scale=None,
+               repeat: int = 0) -> dict:
+    """A rank's hand-back: every rank's steps; phases add up to the step; DDP adds 20 % when ws > 1.
 
     ``comm_share``: the share of the step spent communicating after backward (explicit strategies);
     ``nosync``: whether a no_sync() phase ran; ``rank_fields(rank)``: extra per-rank figures;
@@ -57,29 +54,22 @@ def result_for(spec: dict, step_ms: float, comm_share: float = 0.0, nosync: bool
         for phase, count, shift in phases:
             for step in range(count):
                 t = (step_ms + shift + 0.1 * (step % 3) + 0.05 * rank) * (rank_scale(rank) if rank_scale else 1.0)
-                rows.append([rank, phase, step, 0.3, 0.2 * t, (0.6 - comm_share) * t, comm_share * t,
-                             0.2 * t - 0.3, t])
-    ranks = [{"rank": r, "pid": 100 + r, "threads": 1, "peak_rss_mb": 400.0 + r, "bucket_bytes": [4000],
-              "allreduce_bytes_per_step": 4000, "ddp_forward_compute_ms": 1.0, "ddp_backward_compute_ms": 3.0,
-              "ddp_backward_comm_ms": 2.0, "ddp_backward_compute_comm_overlap_ms": 1.5,
-              **(rank_fields(r) if rank_fields else {})} for r in range(world)]
-    result = {"spec": spec, "repeat": 0, "params": 1000, "grad_bytes": grad_bytes, "step_columns": STEP_COLUMNS,
-              "steps": rows, "ranks": ranks}
-    if check is not None:
-        result["check"] = check
-    validate_result(result, spec)
-    return result
+                rows.append(row(rank, phase, step, t, data_ms=0.3, forward_ms=0.2 * t,
+                                backward_ms=(0.6 - comm_share) * t, comm_ms=comm_share * t, optimizer_ms=0.2 * t - 0.3))
+    ranks = [rank_entry(r, **{"threads": 1, "peak_rss_mb": 400.0 + r, "bucket_bytes": [4000],
+                              "allreduce_bytes_per_step": 4000, "ddp_forward_compute_ms": 1.0,
+                              "ddp_backward_compute_ms": 3.0, "ddp_backward_comm_ms": 2.0,
+                              "ddp_backward_compute_comm_overlap_ms": 1.5, **(rank_fields(r) if rank_fields else {})})
+             for r in range(world)]
+    return training_result(spec_from_dict(spec), rows, ranks, repeat, grad_bytes=grad_bytes, check=check)
 
 
 def write_results(folder: Path, jobs: list[tuple], experiment: str = "synthetic") -> Path:
     """jobs: (spec, step_ms or None, status, error, oversubscribed[, keyword arguments of result_for])."""
-    store = ResultStore(folder)
-    sweep_id = store.start_sweep(ENV, {"name": experiment, "description": "", "jobs": len(jobs)})
+    results = ResultsFolder(folder, experiment={"name": experiment, "description": "", "jobs": len(jobs)})
     for spec, step_ms, status, error, over, *extra in jobs:
-        store.append({"kind": "run", "key": spec_from_dict(spec).key, "repeat": 0, "spec": spec, "status": status,
-                      "error": error, "oversubscribed": over, "cores": 4, "wall_s": 1.5, "launcher": "spawn",
-                      "sweep_id": sweep_id, "utc": ENV["utc"], "logs": [],
-                      "result": result_for(spec, step_ms, **(extra[0] if extra else {})) if status == "ok" else None})
+        result = result_for(spec, step_ms, **(extra[0] if extra else {})) if status == "ok" else None
+        results.launch(spec_from_dict(spec), status=status, error=error, oversubscribed=over, result=result)
     return folder
 
 
@@ -365,15 +355,15 @@ def test_equivalence_without_other_strategies(tmp_path):
 def test_labels_leave_out_settings_of_other_strategies():
     import pandas as pd
 
-    from ddpbench import plots
-    from ddpbench.plots_strategies import config_labels, traffic_kind
+    from ddpbench.analysis.jobs import describe, line_fields
+    from ddpbench.report.plots.strategies import config_labels, traffic_kind
 
     table = pd.DataFrame([job(strategy="ddp"), job(strategy="ddp", comm_hook="powersgd", bucket_cap_mb=32),
                           job(strategy="ring"), job(strategy="localsgd", localsgd_period=4)])
     assert list(config_labels(table)) == ["ddp bucket 25 MB", "ddp+powersgd bucket 32 MB", "ring", "localsgd"]
-    fields = plots.line_fields(table)
-    assert plots.describe(table.iloc[1], fields) == "mlp-s ddp+powersgd bucket 32 MB"
-    assert plots.describe(table.iloc[2], fields) == "mlp-s ring bucket 25 MB"  # without the table: every field
+    fields = line_fields(table)
+    assert describe(table.iloc[1], fields) == "mlp-s ddp+powersgd bucket 32 MB"
+    assert describe(table.iloc[2], fields) == "mlp-s ring bucket 25 MB"  # without the table: every field
     assert [traffic_kind(s) for s in (MEASURED, "computed: x", "none: y", None, "odd")] == \
         ["measured", "computed", "none", "unknown", "unknown"]
 
@@ -400,8 +390,8 @@ def example_report(tmp_path_factory, name: str) -> tuple[Path, str]:
 
 
 def example_summary(name: str):
-    from ddpbench.analysis import summarize
-    from ddpbench.results import load_tables
+    from ddpbench.analysis.summary import summarize
+    from ddpbench.results.tables import load_tables
 
     steps, runs, ranks, _ = load_tables(EXAMPLES / name)
     return summarize(steps, runs, ranks)
@@ -556,17 +546,12 @@ def test_straggler_flag_from_the_recorded_steps(strategies):
 def write_launches(folder: Path, jobs: list[tuple], repeats: int = 3) -> Path:
     """jobs: (spec, step_ms, oversubscribed[, result_for keyword arguments]); each job launched
     ``repeats`` times, launch r a little slower (1 % per launch) than the one before."""
-    store = ResultStore(folder)
-    sweep_id = store.start_sweep(ENV, {"name": "launches", "description": "", "jobs": len(jobs)})
+    results = ResultsFolder(folder, experiment={"name": "launches", "description": "", "jobs": len(jobs)})
     for spec, step_ms, over, *extra in jobs:
         spec = {**spec, "repeats": repeats}
         for repeat in range(repeats):
-            result = result_for(spec, step_ms * (1 + 0.01 * repeat), **(extra[0] if extra else {}))
-            result["repeat"] = repeat
-            store.append({"kind": "run", "key": spec_from_dict(spec).key, "repeat": repeat, "spec": spec,
-                          "status": "ok", "error": None, "oversubscribed": over, "cores": 4, "wall_s": 1.5,
-                          "launcher": "spawn", "sweep_id": sweep_id, "utc": ENV["utc"], "logs": [],
-                          "result": result})
+            result = result_for(spec, step_ms * (1 + 0.01 * repeat), repeat=repeat, **(extra[0] if extra else {}))
+            results.launch(spec_from_dict(spec), repeat, oversubscribed=over, result=result)
     return folder
 
 

@@ -7,7 +7,8 @@ import re
 import pytest
 
 from ddpbench.errors import InputError
-from ddpbench.spec import Machine, parse_experiment
+from ddpbench.experiment.load import parse_experiment
+from ddpbench.experiment.machine import Machine
 from tests.conftest import TINY_DEFAULTS, run_cli, write_experiment
 
 

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench.analysis import allreduce_curve, predict_allreduce_us
-from ddpbench.collectives import ROW_COLUMNS, CollectiveSpec, bandwidths, element_count, placements
-from ddpbench.plots_collectives import size_label
-from ddpbench.report import write_report
-from ddpbench.results import ResultStore, load_collectives
-from test_report import ENV, PNG_MAGIC, job, write_results
+from ddpbench.analysis.collectives import allreduce_curve, predict_allreduce_us
+from ddpbench.experiment.collectives import CollectiveSpec
+from ddpbench.rank.collectives import bandwidths, element_count, placements
+from ddpbench.report.build import write_report
+from ddpbench.report.plots.collectives import size_label
+from ddpbench.results.tables import load_collectives
+from records import ResultsFolder, collective_rows_result
+from test_report import PNG_MAGIC, job, write_results
 
 SCRIPT = "<script>alert(1)</script>"
 SIZES = tuple(4**k * 1024 for k in range(9))  # 1K .. 64M
@@ -29,8 +31,8 @@ def time_us(op: str, size: int, world: int) -> float:
 
 
 def collective_result(spec: CollectiveSpec, wrong: dict | None = None) -> dict:
-    """What rank 0 hands back: one row per (op, placement, size) in ROW_COLUMNS' order;
-    ``wrong`` plants wrong-element counts at (op, placement, size)."""
+    """What rank 0 hands back: one row per (op, placement, size); ``wrong`` plants wrong-element
+    counts at (op, placement, size)."""
     rows = []
     for op in spec.ops:
         for placement in placements(op):
@@ -38,21 +40,21 @@ def collective_result(spec: CollectiveSpec, wrong: dict | None = None) -> dict:
                 count = element_count(op, size, spec.world_size)
                 t = time_us(op, count * 4, spec.world_size)
                 algbw, busbw = bandwidths(op, count * 4, t / 1e6, spec.world_size)
-                rows.append([op, placement, count * 4, count, "float32",
-                             "sum" if op in ("all_reduce", "reduce_scatter", "reduce") else "none",
-                             0 if op in ("broadcast", "reduce") else -1, spec.iters, t, 0.9 * t, 1.3 * t,
-                             algbw, busbw, (wrong or {}).get((op, placement, size), 0)])
-    return {"spec": spec.to_dict(), "columns": list(ROW_COLUMNS), "rows": rows}
+                rows.append({"op": op, "placement": placement, "size_bytes": count * 4, "count": count,
+                             "dtype": "float32", "redop": "sum" if op in ("all_reduce", "reduce_scatter", "reduce")
+                             else "none", "root": 0 if op in ("broadcast", "reduce") else -1, "iters": spec.iters,
+                             "time_us_median": t, "time_us_p10": 0.9 * t, "time_us_p90": 1.3 * t,
+                             "algbw_gbps": algbw, "busbw_gbps": busbw,
+                             "wrong": (wrong or {}).get((op, placement, size), 0)})
+    return collective_rows_result(spec, rows)
 
 
 def write_collectives(folder: Path, specs, status: str = "ok", error=None, wrong=None) -> Path:
-    """A collectives sweep record, then one collective record per spec (as runner.run_collectives)."""
-    store = ResultStore(folder)
-    sweep_id = store.start_sweep(ENV, {"name": "collectives", "description": "", "kind": "collectives"})
+    """A collectives sweep record, then one collective record per spec (as the runner writes them)."""
+    results = ResultsFolder(folder, experiment={"name": "collectives", "description": "", "kind": "collectives"})
     for spec in specs:
-        store.append({"kind": "collective", "key": spec.key, "repeat": 0, "spec": spec.to_dict(), "status": status,
-                      "error": error, "wall_s": 3.0, "launcher": "spawn", "sweep_id": sweep_id, "utc": ENV["utc"],
-                      "logs": [], "result": collective_result(spec, wrong) if status == "ok" else None})
+        results.launch(spec, status=status, error=error, wall_s=3.0,
+                       result=collective_result(spec, wrong) if status == "ok" else None)
     return folder
 
 
@@ -146,7 +148,7 @@ def test_every_collectives_launch_failed(tmp_path):
 
 def test_folder_with_neither_table(tmp_path):
     folder = tmp_path / "r"
-    ResultStore(folder).start_sweep(ENV, {"name": "empty"})
+    ResultsFolder(folder, experiment={"name": "empty"})
     _, page = render(folder)
     assert "No jobs are recorded" in page
     for title in (*TRAINING_TITLES, BUSBW, TABLE, BUCKETS):

@@ -6,29 +6,31 @@ import pandas as pd
 import pytest
 
 import ddpbench
-from ddpbench.launch import LaunchOutcome
-from ddpbench.results import ResultStore, load_tables
-from ddpbench.runner import run_sweep
-from ddpbench.spec import parse_experiment
+from ddpbench.experiment.load import parse_experiment
+from ddpbench.launch.base import Launcher, LaunchOutcome
+from ddpbench.results.schema import sweep_record
+from ddpbench.results.store import ResultStore
+from ddpbench.results.tables import load_tables
 from ddpbench.strategies.ddp import DDPStrategy
-from ddpbench.worker import STEP_COLUMNS
+from ddpbench.sweep.runner import run_sweep
+from records import rank_entry, row, training_result
 
 ENV = {"torch_version": "test", "hostname": "here"}
 
 
 def fake_result(spec, repeat, step_ms=10.0):
+    """What rank 0 of a launch of ``spec`` hands back; rank r is r/10 slower than rank 0."""
     rows = []
     for rank in range(spec.world_size):
         for phase, count in (("warmup", spec.warmup_steps), ("measure", spec.steps), ("nosync", spec.steps)):
-            for step in range(count):
-                rows.append([rank, phase, step, 0.1, 1.0, step_ms - 2.1, 0.0, 1.0, step_ms * (1 + rank / 10)])
-    return {"spec": spec.to_dict(), "repeat": repeat, "params": 10, "grad_bytes": 40,
-            "step_columns": list(STEP_COLUMNS), "steps": rows,
-            "ranks": [{"rank": r, "peak_rss_mb": 1.0, "checksum": "x", "bucket_bytes": [40],
-                       "allreduce_bytes_per_step": 40} for r in range(spec.world_size)]}
+            rows += [row(rank, phase, step, step_ms * (1 + rank / 10), data_ms=0.1, forward_ms=1.0,
+                         backward_ms=step_ms - 2.1, optimizer_ms=1.0) for step in range(count)]
+    ranks = [rank_entry(r, peak_rss_mb=1.0, checksum="x", bucket_bytes=[40], allreduce_bytes_per_step=40)
+             for r in range(spec.world_size)]
+    return training_result(spec, rows, ranks, repeat, params=10, grad_bytes=40)
 
 
-class FakeLauncher:
+class FakeLauncher(Launcher):
     name = "fake"
 
     def __init__(self, fail_keys=(), interrupt_after=None):
@@ -105,18 +107,20 @@ def test_damaged_line_is_reported_and_the_rest_loads(experiment, cpu_machine, tm
         _, runs, _, _ = load_tables(tmp_path)
     assert len(runs) == 6
     # the next append starts on a fresh line, so the damage stays confined to one record
-    store.append({"kind": "sweep", "sweep_id": "x", "env": {}, "experiment": {}})
+    store.append(sweep_record("x", {}, {}))
     with pytest.warns(UserWarning):
         assert len(list(store.records())) == 8
 
 
-def test_repeats_are_interleaved(experiment):
-    from ddpbench.runner import pending_launches
+def test_repeats_are_interleaved(experiment, tmp_path):
+    from ddpbench.sweep.plan import pending_launches
 
-    order = [(spec.world_size, repeat) for spec, repeat in pending_launches(experiment, set())]
+    order = [(spec.world_size, repeat) for spec, repeat, _ in pending_launches(experiment.jobs, set(), tmp_path)]
     assert order == [(1, 0), (2, 0), (4, 0), (1, 1), (2, 1), (4, 1)]
     done = {(experiment.jobs[0].key, 0)}
-    assert [(s.world_size, r) for s, r in pending_launches(experiment, done)][0] == (2, 0)
+    first = pending_launches(experiment.jobs, done, tmp_path)[0]
+    assert (first.spec.world_size, first.repeat) == (2, 0)
+    assert first.work_dir == tmp_path / ".work" / f"{first.spec.key}-r0"
 
 
 def test_earlier_results_are_never_overwritten(experiment, cpu_machine, tmp_path):

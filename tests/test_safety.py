@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from conftest import ROOT, TINY_DEFAULTS, worker_processes, write_experiment
-from ddpbench.launch.spawn import loopback_interface
+from ddpbench.launch.processes import loopback_interface
 
 PACKAGE = ROOT / "ddpbench"
 
@@ -68,7 +68,7 @@ def test_nothing_is_unpickled_from_a_file():
         unsafe += [f"{where}:{line} {what}" for line, what in bad]
         pipe_loads += [where for _ in loads]
     assert not unsafe
-    assert pipe_loads == [str(Path("ddpbench") / "group.py")]
+    assert pipe_loads == [str(Path("ddpbench") / "regression" / "group.py")]
 
 
 def test_the_scan_finds_every_form_it_forbids():

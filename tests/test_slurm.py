@@ -8,13 +8,15 @@ import subprocess
 from contextlib import closing
 
 import pytest
-
-from conftest import ROOT, TINY, TINY_DEFAULTS, run_cli, worker_processes, write_experiment
-from ddpbench.launch.slurm import SlurmLauncher, array_script, task_exits
-from ddpbench.results import load_tables
-from ddpbench.spec import load_experiment
 from test_faults import faulty_sweep
 from test_sweep import assert_stores_what_spawn_stores
+
+from conftest import ROOT, TINY, TINY_DEFAULTS, run_cli, worker_processes, write_experiment
+from ddpbench.experiment.load import load_experiment
+from ddpbench.launch.base import Launch
+from ddpbench.launch.slurm import SlurmLauncher, array_script, task_exits
+from ddpbench.results.tables import load_tables
+from ddpbench.sweep.plan import work_dir
 
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"
 TWO_JOBS = TINY.replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [25]")
@@ -76,10 +78,10 @@ THREE_TWO_RANK_JOBS = TINY.replace("world_size = [1, 2]", "world_size = [2]").re
     "bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [0.25, 1, 25]")
 
 
-def launches_of(tmp_path, body: str, repeats=(0,)) -> list[tuple]:
-    """(spec, repeat, work dir) of every launch of the experiment ``body``, as a sweep has them."""
+def launches_of(tmp_path, body: str, repeats=(0,)) -> list[Launch]:
+    """Every launch of the experiment ``body``, as a sweep plans them."""
     exp = load_experiment(write_experiment(tmp_path / "exp.toml", body))
-    return [(spec, repeat, tmp_path / ".work" / f"{spec.key}-r{repeat}") for spec in exp.jobs for repeat in repeats]
+    return [Launch(spec, repeat, work_dir(tmp_path, spec, repeat)) for spec in exp.jobs for repeat in repeats]
 
 
 def assert_bash_accepts(script: str) -> None:
@@ -129,7 +131,7 @@ def test_dry_run_scripts_are_the_scripts_a_launch_would_submit_and_write_nothing
 def test_a_job_array_stopped_early_leaves_nothing_queued(slurm, tmp_path):
     launches = launches_of(tmp_path, TWO_JOBS, repeats=(0, 1, 2))
     with closing(SlurmLauncher(array=True, max_parallel=1).launch_all(launches, tmp_path / "logs", 60)) as running:
-        _, _, outcome = next(running)
+        _, outcome = next(running)
         assert outcome.status == "ok", outcome.error
     assert not subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip()
     assert not worker_processes(str(tmp_path))
@@ -142,7 +144,7 @@ def test_an_array_task_past_the_timeout_is_cancelled_alone(slurm, tmp_path):
         world_size = [2]
         steps = [4, 1000000]
     """)
-    done = {spec.steps: outcome for spec, _, outcome in SlurmLauncher(nodes=2, array=True).launch_all(
+    done = {launch.spec.steps: outcome for launch, outcome in SlurmLauncher(nodes=2, array=True).launch_all(
         launches, tmp_path / "logs", 20)}
     assert len(list((tmp_path / "logs").glob("array-*.sbatch"))) == 1  # the short job shares the array
     assert list(done) == [4, 1000000]  # each yielded as it ended, the short one long before the timeout
@@ -187,8 +189,8 @@ def test_dry_run_prints_the_sbatch_scripts_and_submits_nothing(tmp_path):
     ({"world_size": 2, "device": "cpu", "backend": "gloo"}, 1, None),
 ])
 def test_a_cuda_job_asks_slurm_for_a_gpu_per_rank_on_each_node(tmp_path, fields, nodes, gpus):
+    from ddpbench.experiment.spec import JobSpec
     from ddpbench.launch.slurm import batch_script
-    from ddpbench.spec import JobSpec
 
     spec = JobSpec(**{"device": "cuda", "backend": "nccl", "threads_per_rank": 1, **fields})
     lines = batch_script(spec, tmp_path / "job.json", tmp_path, tmp_path / "log", 60, nodes).splitlines()

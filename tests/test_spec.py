@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from conftest import ROOT, run_cli, write_experiment
 from ddpbench.errors import InputError
-from ddpbench.spec import (FIELDS, JobSpec, Machine, check_value, load_experiment, oversubscribed, parse_experiment,
-                           resolve)
+from ddpbench.experiment.load import load_experiment, parse_experiment
+from ddpbench.experiment.machine import Machine, oversubscribed, resolve
+from ddpbench.experiment.spec import FIELDS, JobSpec, check_value
 
 EXPERIMENTS = sorted(p for p in (ROOT / "experiments").glob("*.toml") if p.name != "collectives.toml")
 
@@ -26,8 +27,8 @@ def test_shipped_experiments_expand(path, cpu_machine):
 
 
 def test_collectives_experiment_is_valid_and_not_a_sweep(cpu_machine):
-    from ddpbench.collectives import parse_collectives
-    from ddpbench.spec import read_toml
+    from ddpbench.experiment.collectives import parse_collectives
+    from ddpbench.experiment.files import read_toml
 
     path = ROOT / "experiments/collectives.toml"
     exp = parse_collectives(read_toml(path), str(path))

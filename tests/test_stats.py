@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from ddpbench import stats
+from ddpbench.analysis import stats
 
 
 def _false_positive_rate(n: int, trials: int = 300, seed: int = 7) -> float:

@@ -9,10 +9,11 @@ import torch
 
 import ddpbench
 from conftest import TINY_DEFAULTS, run_cli, write_experiment
-from ddpbench.equivalence import NotEquivalent, check_exact, max_abs_diff
 from ddpbench.errors import InputError
-from ddpbench.results import load_tables
-from ddpbench.spec import JobSpec, parse_experiment
+from ddpbench.experiment.load import parse_experiment
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.rank.equivalence import NotEquivalent, check_exact, max_abs_diff
+from ddpbench.results.tables import load_tables
 from ddpbench.strategies import STRATEGY_NAMES, strategy_class
 from ddpbench.strategies.base import ring_traffic
 
@@ -182,8 +183,9 @@ def test_ddp_communicates_once_per_optimizer_step_under_accumulation(monkeypatch
     """With grad_accum = 3 only the last micro-step may all-reduce: one hook call per bucket and step."""
     import torch.distributed as dist
 
-    from ddpbench.launch.spawn import loopback_store
-    from ddpbench.worker import RankRun
+    from ddpbench.launch.processes import loopback_store
+    from ddpbench.rank.protocol import Job
+    from ddpbench.rank.train import TrainingRank
 
     store, port = loopback_store(30)
     for name, value in {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
@@ -191,7 +193,7 @@ def test_ddp_communicates_once_per_optimizer_step_under_accumulation(monkeypatch
         monkeypatch.setenv(name, value)
     spec = JobSpec(world_size=1, grad_accum=3, model_size="xs", batch_size=4, bucket_cap_mb=64,
                    device="cpu", backend="gloo", threads_per_rank=1)
-    run = RankRun({"spec": spec.to_dict(), "repeat": 0, "timeout_s": 30}, out_dir=None)
+    run = TrainingRank(Job.of(spec, 0, 30), out_dir=None)
     run.setup()
     try:
         calls = []
@@ -212,8 +214,8 @@ def test_ddp_communicates_once_per_optimizer_step_under_accumulation(monkeypatch
 
 
 def _ready(name, world, **fields):
-    from ddpbench.models import build_model
     from ddpbench.strategies.base import RankContext
+    from ddpbench.workloads.models import build_model
 
     strategy = strategy_class(name)(JobSpec(strategy=name, world_size=world, **fields))
     strategy.ctx = RankContext(0, 0, world, torch.device("cpu"))

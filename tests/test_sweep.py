@@ -10,7 +10,7 @@ import pytest
 
 import ddpbench
 from conftest import ROOT, TINY, run_cli, worker_processes, write_experiment
-from ddpbench.results import load_tables
+from ddpbench.results.tables import load_tables
 
 pytestmark = pytest.mark.slow
 
@@ -178,8 +178,9 @@ def test_spawn_timeout_ends_every_process_and_ignores_stale_hand_backs(tmp_path)
     workers are gone; a hand-back left by an earlier interrupted launch is never read."""
     import psutil
 
+    from ddpbench.experiment.machine import Machine, resolve
+    from ddpbench.experiment.spec import JobSpec
     from ddpbench.launch.spawn import SpawnLauncher
-    from ddpbench.spec import JobSpec, Machine, resolve
 
     spec = resolve(JobSpec(world_size=2, model_size="xs", batch_size=8, steps=100_000, threads_per_rank=1,
                            loader_workers=1), Machine.here())

@@ -28,24 +28,16 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from ddpbench.launch.spawn import prepare_launch, rank_env
+from ddpbench.experiment.links import rate_bits
+from ddpbench.launch.base import Launcher, LaunchOutcome
+from ddpbench.launch.handback import prepare_launch
+from ddpbench.launch.processes import rank_env
 from ddpbench.launch.torchrun import Agent, run_agents
-from ddpbench.results import validate_result
 
 SUBNET = "10.77.0"
 PREFIX = "ddpb"
 MTU = 9000
-_RATE = re.compile(r"(\d+(?:\.\d+)?)(kbit|mbit|gbit|tbit)", re.IGNORECASE)
-_UNIT = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}  # tc's units are SI
 _serial = itertools.count()
-
-
-def rate_bits(rate: str) -> float:
-    """tc's rate text ("1gbit", "100mbit") in bits per second; ValueError if it is not one."""
-    match = _RATE.fullmatch(rate.strip())
-    if not match:
-        raise ValueError(f"not a link rate: {rate!r}")
-    return float(match.group(1)) * _UNIT[match.group(2).lower()]
 
 
 def emulation_problem(delay: bool = False) -> str | None:
@@ -208,21 +200,19 @@ FREE_PORT = "import socket; s = socket.socket(); s.bind(('', 0)); print(s.getsoc
 NODE_SOCKETS = {"GLOO_SOCKET_IFNAME": "eth0", "NCCL_SOCKET_IFNAME": "eth0"}
 
 
-class EmulatedNodesLauncher:
+class EmulatedNodesLauncher(Launcher):
     """Each launch on ``spec.emulate_nodes`` emulated nodes: a fresh :class:`EmulatedNetwork`, and
     one torchrun agent per node inside its namespace, all meeting in a c10d rendezvous at node
     0's address -- the multi-node torchrun path, with every process on this machine."""
 
     name = "torchrun"
-    stores_results = True
 
-    def launch(self, spec, repeat: int, work_dir, log_dir, timeout_s: float, validate=validate_result):
-        spec_dict, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
+    def launch(self, spec, repeat: int, work_dir, log_dir, timeout_s: float) -> LaunchOutcome:
+        job, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
         nodes = spec.emulate_nodes
         with EmulatedNetwork(nodes, None if spec.link == "none" else spec.link, spec.link_delay_ms) as net:
             port = subprocess.run([*net.prefix(0), sys.executable, "-c", FREE_PORT], capture_output=True,
                                   text=True, check=True).stdout.strip()
             agents = [Agent(i, nodes, f"{net.address(0)}:{port}", net.address(i), tuple(net.prefix(i)))
                       for i in range(nodes)]
-            return run_agents(spec, repeat, job_file, work_dir, log_dir, timeout_s, agents,
-                              rank_env(spec, NODE_SOCKETS), spec_dict, validate)
+            return run_agents(spec, repeat, job, job_file, work_dir, log_dir, agents, rank_env(spec, NODE_SOCKETS))

@@ -2,12 +2,12 @@
 
 The batch script (kept as ``logs/<key>-r<repeat>.sbatch``) asks for the job's ranks as Slurm
 tasks over ``--nodes`` nodes, takes MASTER_ADDR from the first node's NodeAddr (node names need
-not resolve), picks a MASTER_PORT the first node reports free, and starts one worker per task
-with ``srun``. The worker maps SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID to RANK / WORLD_SIZE /
+not resolve), picks a MASTER_PORT the first node reports free, and starts one rank per task
+with ``srun``. The rank maps SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID to RANK / WORLD_SIZE /
 LOCAL_RANK, and rank 0 hosts the rendezvous store, as in a hand-written Slurm job.
 
 With ``array=True``, :meth:`SlurmLauncher.launch_all` submits one ``sbatch --array`` job per
-group of launches that share the srun line's shape (processes, threads per rank, worker module),
+group of launches that share the srun line's shape (processes, threads per rank, GPUs per node),
 kept as ``logs/array-<n>.sbatch``: array task i picks launch i's job file and work folder from
 bash arrays and runs the same body, logging to ``logs/array-<job>_<i>.slurm.log``. Each task's
 outcome is yielded as soon as the task leaves the queue, so a caller that stores it at once
@@ -31,9 +31,9 @@ import sys
 import time
 from pathlib import Path
 
-from ddpbench.launch import LaunchOutcome, collect_outcome
-from ddpbench.launch.spawn import prepare_launch
-from ddpbench.results import validate_result
+from ddpbench.launch.base import Launch, Launcher, LaunchOutcome
+from ddpbench.launch.handback import collect_outcome, prepare_launch
+from ddpbench.rank.protocol import JOB_FILE, RANK_MODULE, Job
 
 POLL_S = 0.5
 #: srun's word for how a task ended -> the exit code a signal gives (as subprocess reports it)
@@ -90,7 +90,7 @@ def _run_lines(spec, job: str, out: str) -> list[str]:
             'echo "ddpbench: nodes $SLURM_JOB_NODELIST, rank 0 at $MASTER_ADDR"',
             f"export MASTER_PORT=$({python} -c {shlex.quote(FREE_PORT)})",
             f"export OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} PYTHONUNBUFFERED=1",
-            f"srun --kill-on-bad-exit=1 {python} -m {spec.worker_module} --job {job} --out {out}"]
+            f"srun --kill-on-bad-exit=1 {python} -m {RANK_MODULE} --job {job} --out {out}"]
 
 
 def batch_script(spec, job_file: Path, work_dir: Path, log_path: Path, timeout_s: float, nodes: int,
@@ -101,10 +101,10 @@ def batch_script(spec, job_file: Path, work_dir: Path, log_path: Path, timeout_s
     return "\n".join(lines) + "\n"
 
 
-def _shape(spec) -> tuple[int, int, str, int]:
+def _shape(spec) -> tuple[int, int, int]:
     """What the #SBATCH and srun lines of a script depend on: launches alike in this can share
     one array."""
-    return spec.processes, spec.threads_per_rank, spec.worker_module, spec.world_size if spec.device == "cuda" else 0
+    return spec.processes, spec.threads_per_rank, spec.world_size if spec.device == "cuda" else 0
 
 
 def _bash_array(name: str, paths: list[Path]) -> str:
@@ -114,13 +114,13 @@ def _bash_array(name: str, paths: list[Path]) -> str:
 def array_script(items: list[tuple], log_dir: Path, timeout_s: float, nodes: int, partition: str | None,
                  max_parallel: int | None = None) -> str:
     """The sbatch script of a job array whose task i runs launch i of ``items``, a list of
-    (spec, job file, work dir); every spec must share its processes, threads per rank and worker."""
+    (spec, job file, work dir); every spec must share its processes, threads per rank and GPUs."""
     if not items:
         raise ValueError("a job array needs at least one launch")
     spec = items[0][0]
     if any(_shape(other) != _shape(spec) for other, _, _ in items):
-        raise ValueError("every launch in one job array must share its processes, threads per rank, "
-                         "worker module and GPUs; group them first")
+        raise ValueError("every launch in one job array must share its processes, threads per rank "
+                         "and GPUs; group them first")
     array = f"--array=0-{len(items) - 1}" + (f"%{max_parallel}" if max_parallel else "")
     lines = [*_header(spec, "ddpbench-array", f"{log_dir}/array-%A_%a.slurm.log", timeout_s, nodes, partition,
                       (array,)),
@@ -157,14 +157,14 @@ def job_state(job_id: str) -> tuple[str, str]:
     return fields.get("JobState", "UNKNOWN"), fields.get("ExitCode", "?")
 
 
-def job_outcome(job_id: str, spec, spec_dict: dict, work_dir: Path, log_path: Path, logs: list[str],
-                wall_s: float, timed_out: bool, timeout_s: float, validate) -> LaunchOutcome:
+def job_outcome(job_id: str, job: Job, work_dir: Path, log_path: Path, logs: list[str], wall_s: float,
+                timed_out: bool, processes: int) -> LaunchOutcome:
     """The outcome of a job (or array task) that has left the queue, with Slurm's verdict on a failure."""
     state, code = job_state(job_id)
     text = log_path.read_text(errors="replace") if log_path.exists() else ""
     failed = {} if state == "COMPLETED" else task_exits(text)
-    exits = {rank: 0 if state == "COMPLETED" else failed.get(rank) for rank in range(spec.processes)}
-    outcome = collect_outcome(work_dir, spec_dict, exits, wall_s, timed_out, timeout_s, logs, validate)
+    exits = {rank: 0 if state == "COMPLETED" else failed.get(rank) for rank in range(processes)}
+    outcome = collect_outcome(work_dir, job, exits, wall_s, timed_out, logs)
     if outcome.status != "ok" and not timed_out:
         outcome.error = f"{outcome.error} [slurm job {job_id} {state}, exit code {code}]"
     return outcome
@@ -172,21 +172,21 @@ def job_outcome(job_id: str, spec, spec_dict: dict, work_dir: Path, log_path: Pa
 
 def _job_file(work_dir: Path) -> Path:
     """Where prepare_launch puts a launch's job file."""
-    return (work_dir / "job.json").resolve()
+    return (work_dir / JOB_FILE).resolve()
 
 
 #: task ids 0-999 per array, under Slurm's default MaxArraySize (1001)
 MAX_ARRAY = 1000
 
 
-class SlurmLauncher:
+class SlurmLauncher(Launcher):
     name = "slurm"
 
     def __init__(self, nodes: int = 1, partition: str | None = None, array: bool = False,
                  max_parallel: int | None = None):
         self.nodes = nodes
         self.partition = partition
-        self.array = array
+        self.submits_arrays = array
         self.max_parallel = max_parallel
 
     def _batch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> tuple[Path, Path, str]:
@@ -196,30 +196,29 @@ class SlurmLauncher:
                             self.partition)
         return log_dir / f"{spec.key}-r{repeat}.sbatch", log_path, text
 
-    def _arrays(self, launches: list[tuple], log_dir: Path, timeout_s: float) -> list[tuple[Path, list, str]]:
+    def _arrays(self, launches: list[Launch], log_dir: Path, timeout_s: float) -> list[tuple[Path, list, str]]:
         """(script path, its launches, script text) of each job array: one per shape of launch
         (at most MAX_ARRAY tasks each), in the order the shapes first come."""
         groups: dict[tuple, list] = {}
         for launch in launches:
-            groups.setdefault(_shape(launch[0]), []).append(launch)
+            groups.setdefault(_shape(launch.spec), []).append(launch)
         chunks = [group[i:i + MAX_ARRAY] for group in groups.values() for i in range(0, len(group), MAX_ARRAY)]
         return [(log_dir / f"array-{n}.sbatch", chunk,
                  array_script([(spec, _job_file(work_dir), work_dir.resolve()) for spec, _, work_dir in chunk],
                               log_dir.resolve(), timeout_s, self.nodes, self.partition, self.max_parallel))
                 for n, chunk in enumerate(chunks)]
 
-    def dry_run_scripts(self, launches: list[tuple], log_dir: Path, timeout_s: float) -> list[tuple[str, str]]:
-        """(file name, script text) of every script ``launch_all`` would submit for ``launches``,
-        a list of (spec, repeat, work dir); nothing is written or submitted."""
-        if self.array:
+    def dry_run_scripts(self, launches: list[Launch], log_dir: Path, timeout_s: float) -> list[tuple[str, str]]:
+        """(file name, script text) of every script ``launch_all`` would submit for ``launches``;
+        nothing is written or submitted."""
+        if self.submits_arrays:
             scripts = self._arrays(launches, log_dir, timeout_s)
         else:
             scripts = [self._batch(spec, repeat, work_dir, log_dir, timeout_s) for spec, repeat, work_dir in launches]
         return [(path.name, text) for path, _, text in scripts]
 
-    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float,
-               validate=validate_result) -> LaunchOutcome:
-        spec_dict, _ = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
+    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
+        job, _ = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
         script, log_path, text = self._batch(spec, repeat, work_dir, log_dir, timeout_s)
         script.write_text(text)
         log_path.unlink(missing_ok=True)
@@ -242,45 +241,43 @@ class SlurmLauncher:
             raise
         if timed_out:
             self._cancel(job_id)
-        return job_outcome(job_id, spec, spec_dict, work_dir, log_path, [str(log_path), str(script)],
-                           time.monotonic() - start, timed_out, timeout_s, validate)
+        return job_outcome(job_id, job, work_dir, log_path, [str(log_path), str(script)],
+                           time.monotonic() - start, timed_out, spec.processes)
 
-    def launch_all(self, launches: list[tuple], log_dir: Path, timeout_s: float, validate=validate_result):
-        """Run ``launches``, a list of (spec, repeat, work dir), and yield (spec, repeat, outcome)
-        for each as it ends: one ``launch`` after another, or with ``array=True`` as tasks of job
-        arrays, all submitted at once. Closing the generator early (``contextlib.closing``), or any
-        exception, cancels every array still queued or running.
+    def launch_all(self, launches: list[Launch], log_dir: Path, timeout_s: float):
+        """Run ``launches`` and yield each with its outcome as it ends: one ``launch`` after another,
+        or with ``array=True`` as tasks of job arrays, all submitted at once. Closing the generator
+        early (``contextlib.closing``), or any exception, cancels every array still queued or running.
         """
-        if not self.array:
-            for spec, repeat, work_dir in launches:
-                yield spec, repeat, self.launch(spec, repeat, work_dir, log_dir, timeout_s, validate)
+        if not self.submits_arrays:
+            yield from super().launch_all(launches, log_dir, timeout_s)
             return
-        tasks = {}  # task id -> (spec, repeat, work dir, spec as a dict, its log, its script)
+        tasks = {}  # task id -> (launch, its job, its log, its script)
         job_ids: list[str] = []
         try:
             for script, chunk, text in self._arrays(launches, log_dir, timeout_s):
-                spec_dicts = [prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)[0]
-                              for spec, repeat, work_dir in chunk]
+                jobs = [prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)[0]
+                        for spec, repeat, work_dir in chunk]
                 script.write_text(text)
                 submitted = _run(["sbatch", "--parsable", str(script)])
                 if submitted.returncode:
-                    for spec, repeat, _ in chunk:
-                        yield spec, repeat, LaunchOutcome(
+                    for launch in chunk:
+                        yield launch, LaunchOutcome(
                             "failed", error=f"sbatch failed: {submitted.stderr.strip()[:300]}", logs=[str(script)])
                     continue
                 job_id = submitted.stdout.strip().split(";")[0]
                 job_ids.append(job_id)
-                for i, (launch, spec_dict) in enumerate(zip(chunk, spec_dicts)):
+                for i, (launch, job) in enumerate(zip(chunk, jobs)):
                     log_path = (log_dir / f"array-{job_id}_{i}.slurm.log").resolve()
-                    tasks[f"{job_id}_{i}"] = (*launch, spec_dict, log_path, script)
-            yield from self._wait_tasks(tasks, timeout_s, validate)
+                    tasks[f"{job_id}_{i}"] = (launch, job, log_path, script)
+            yield from self._wait_tasks(tasks, timeout_s)
         except BaseException:  # Ctrl-C, SIGTERM, the caller stopping early: leave nothing running
             for job_id in job_ids:
                 self._cancel(job_id)
             raise
 
-    def _wait_tasks(self, tasks: dict, timeout_s: float, validate):
-        """Poll the array tasks in ``tasks``; yield (spec, repeat, outcome) for each as it leaves the
+    def _wait_tasks(self, tasks: dict, timeout_s: float):
+        """Poll the array tasks in ``tasks``; yield (launch, outcome) for each as it leaves the
         queue, or once cancelled for running past ``timeout_s`` since it was last seen pending."""
         started = dict.fromkeys(tasks, time.monotonic())  # moves on while a task is pending
         while tasks:
@@ -297,10 +294,9 @@ class SlurmLauncher:
                     timed_out = state is not None
                     if timed_out:
                         self._cancel(task_id)
-                    spec, repeat, work_dir, spec_dict, log_path, script = tasks.pop(task_id)
-                    yield spec, repeat, job_outcome(task_id, spec, spec_dict, work_dir, log_path,
-                                                    [str(log_path), str(script)], time.monotonic() - started[task_id],
-                                                    timed_out, timeout_s, validate)
+                    launch, job, log_path, script = tasks.pop(task_id)
+                    yield launch, job_outcome(task_id, job, launch.work_dir, log_path, [str(log_path), str(script)],
+                                              time.monotonic() - started[task_id], timed_out, launch.spec.processes)
 
     @staticmethod
     def _cancel(job_id: str) -> None:

@@ -2,11 +2,11 @@
 machine, or one agent per node meeting in a c10d rendezvous (several machines, or emulated nodes).
 
 torchrun's agent starts the ranks, hosts the c10d rendezvous and sets RANK, LOCAL_RANK,
-WORLD_SIZE, MASTER_ADDR and MASTER_PORT, so the worker is the same one the spawn launcher starts.
+WORLD_SIZE, MASTER_ADDR and MASTER_PORT, so its ranks run what the spawn launcher's run.
 What it adds over spawn is torchrun itself: its rendezvous, its restart policy and its failure
 handling, as a job launched by hand would see them.
 
-    torchrun --standalone --nnodes 1 --nproc-per-node N --max-restarts 0 -m ddpbench.worker ...
+    torchrun --standalone --nnodes 1 --nproc-per-node N --max-restarts 0 -m ddpbench.rank ...
     torchrun --nnodes 2 --node-rank R --rdzv-backend c10d --rdzv-endpoint H:P --rdzv-id ID ... (per node)
 
 The agent runs in its own session; its workers run in sessions of their own (torchrun starts them
@@ -17,7 +17,6 @@ The rank that failed first, and how, comes from the agent's failure summary in i
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -27,9 +26,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddpbench.launch import LaunchOutcome, collect_outcome, describe_exit
-from ddpbench.launch.spawn import POLL_S, TERM_GRACE_S, end_processes, prepare_launch, rank_env
-from ddpbench.results import validate_result
+from ddpbench.launch.base import Launcher, LaunchOutcome
+from ddpbench.launch.handback import collect_outcome, describe_exit, prepare_launch
+from ddpbench.launch.processes import POLL_S, TERM_GRACE_S, end_processes, rank_env
+from ddpbench.rank.protocol import RANK_MODULE, Job
 
 #: after one node's agent fails, how long the others get to see it and stop their workers
 AGENT_FAILURE_GRACE_S = 10.0
@@ -76,7 +76,7 @@ def torchrun_command(spec, job_file: Path, work_dir: Path, agent: Agent = Agent(
         if agent.local_addr:
             cmd += ["--local-addr", agent.local_addr]
     return cmd + ["--nproc-per-node", str(spec.processes // agent.nnodes), "--max-restarts", str(spec.max_restarts),
-                  "--monitor-interval", "0.1", "-m", spec.worker_module, "--job", str(job_file), "--out", str(work_dir)]
+                  "--monitor-interval", "0.1", "-m", RANK_MODULE, "--job", str(job_file), "--out", str(work_dir)]
 
 
 def leftover_ranks(job_file: Path) -> list:
@@ -100,7 +100,7 @@ def run_id(spec, repeat: int) -> str:
     return f"ddpbench-{spec.key}-r{repeat}"
 
 
-class TorchrunLauncher:
+class TorchrunLauncher(Launcher):
     """``torchrun --standalone`` on this machine, or this machine's node of a multi-node torchrun.
 
     With ``nnodes`` > 1 every node runs the same sweep with its own ``node_rank`` and the same
@@ -126,20 +126,19 @@ class TorchrunLauncher:
         """Socket interface variables for the ranks: loopback when alone, the user's own across nodes."""
         return None if self.nnodes == 1 else {}
 
-    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float,
-               validate=validate_result) -> LaunchOutcome:
+    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
         if not self.stores_results:
             return self.follow(spec, repeat, work_dir, log_dir, timeout_s)
-        spec_dict, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
-        return run_agents(spec, repeat, job_file, work_dir, log_dir, timeout_s, self.agents(spec),
-                          rank_env(spec, self.sockets()), spec_dict, validate)
+        job, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
+        return run_agents(spec, repeat, job, job_file, work_dir, log_dir, self.agents(spec),
+                          rank_env(spec, self.sockets()))
 
     def follow(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
         """Node > 0: run this node's agent on a job file of its own; node 0 reads the ranks' hand-back."""
         log_dir.mkdir(parents=True, exist_ok=True)
         job_file = work_dir.parent / f"node{self.node_rank}" / f"{spec.key}-r{repeat}.json"
         job_file.parent.mkdir(parents=True, exist_ok=True)
-        job_file.write_text(json.dumps({"spec": spec.to_dict(), "repeat": repeat, "timeout_s": timeout_s}))
+        Job.of(spec, repeat, timeout_s).write(job_file)
         work_dir.mkdir(parents=True, exist_ok=True)
         (agent,) = self.agents(spec)
         procs, timed_out, wall_s = start_and_wait(spec, repeat, job_file, work_dir, log_dir, timeout_s, [agent],
@@ -183,10 +182,10 @@ def start_and_wait(spec, repeat: int, job_file: Path, work_dir: Path, log_dir: P
     return procs, timed_out, time.monotonic() - start
 
 
-def run_agents(spec, repeat: int, job_file: Path, work_dir: Path, log_dir: Path, timeout_s: float,
-               agents: list[Agent], env: dict, spec_dict: dict, validate=validate_result) -> LaunchOutcome:
+def run_agents(spec, repeat: int, job: Job, job_file: Path, work_dir: Path, log_dir: Path, agents: list[Agent],
+               env: dict) -> LaunchOutcome:
     """One launch through ``agents`` (all of its nodes' agents that run here), read back as spawn's is."""
-    procs, timed_out, wall_s = start_and_wait(spec, repeat, job_file, work_dir, log_dir, timeout_s, agents, env)
+    procs, timed_out, wall_s = start_and_wait(spec, repeat, job_file, work_dir, log_dir, job.timeout_s, agents, env)
     log_paths = [log_dir / agent.log_name(spec.key, repeat) for agent in agents]
     texts = [path.read_text(errors="replace") for path in log_paths]
     failures = {rank: code for text in texts for rank, code in agent_failures(text).items()}
@@ -198,7 +197,7 @@ def run_agents(spec, repeat: int, job_file: Path, work_dir: Path, log_dir: Path,
         return LaunchOutcome("failed", error=f"torchrun {describe_exit(code)} before any rank "
                              f"reported: {last[:300]}", wall_s=wall_s, logs=logs)
     exits = rank_exits(spec.processes, not any(codes) and not timed_out, failures)
-    return collect_outcome(work_dir, spec_dict, exits, wall_s, timed_out, timeout_s, logs, validate)
+    return collect_outcome(work_dir, job, exits, wall_s, timed_out, logs)
 
 
 def rank_exits(processes: int, succeeded: bool, failures: dict[int, int]) -> dict[int, int | None]:

@@ -1,7 +1,7 @@
 """The interface every aggregation strategy implements.
 
-The worker owns the training loop and its timers; a strategy only decides how the model is
-wrapped and how gradients (or parameters) are combined. Per step the worker runs::
+The training rank (:mod:`ddpbench.rank.train`) owns the loop and its timers; a strategy only decides
+how the model is wrapped and how gradients (or parameters) are combined. Per step the rank runs::
 
     grad_accum x (forward -> backward)         # all but the last inside strategy.accumulate()
     strategy.after_backward()                  # timed as comm_ms
@@ -72,7 +72,7 @@ class Strategy:
         """Why this job cannot run on ``machine`` (recorded as ``skipped``), or None to run it.
 
         What a job needs of the machine's GPUs is checked earlier, when the experiment is read
-        (:func:`ddpbench.spec.check_gpus`): a job that asks for more is refused, not skipped.
+        (:func:`ddpbench.experiment.machine.check_gpus`): a job that asks for more is refused, not skipped.
         """
         return None
 

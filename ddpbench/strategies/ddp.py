@@ -45,7 +45,7 @@ class DDPStrategy(Strategy):
         reason = super().skip_reason(spec, machine)
         if reason or spec.comm_hook != "powersgd" or spec.backend != "gloo" or spec.world_size == 1:
             return reason
-        from ddpbench.models import build_model, grad_bytes
+        from ddpbench.workloads.models import build_model, grad_bytes
 
         with torch.device("meta"):
             size = grad_bytes(build_model(spec.model, spec.model_size))

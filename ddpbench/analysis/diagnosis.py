@@ -1,0 +1,314 @@
+"""Diagnosis in plain words, each finding derived from the numbers of the summary table.
+
+:func:`diagnose` returns :class:`Finding` s: a kind, a severity and a sentence (plain text: the
+report escapes it). The thresholds are named constants so a reader can see where a verdict
+comes from; every sentence quotes the figures it rests on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ddpbench.analysis import stats
+from ddpbench.analysis.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, fair_jobs
+from ddpbench.analysis.summary import launch_times
+
+COMM_BOUND_SHARE = 0.25  # exposed communication above this share of the step: communication-bound
+COMPUTE_BOUND_SHARE = 0.10  # below this: compute-bound
+DEFAULT_BUCKET_MB = 25.0
+SERIAL_FRACTION_RISE = 0.05  # e rising by more than this across world sizes: overhead grows with ranks
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # scaling, bound, bucket, master, straggler, oversubscribed, noise, failed, trend, projection
+    severity: str  # "info", "warn" or "bad"
+    text: str
+
+
+def _config(row) -> str:
+    """A short name for a job's model configuration (and the emulated network it ran on)."""
+    nodes, link, _ = _network(row)
+    network = f" on {int(nodes)} nodes x {link}" if nodes > 1 else ""
+    return f"{row['model']}-{row['model_size']} (batch {int(row['per_rank_batch'])}/rank){network}"
+
+
+def _network(row) -> tuple:
+    """The emulated network a job ran on: (nodes, link rate, delay); one node for ordinary jobs."""
+    return row.get("emulate_nodes", 1), row.get("link", "none"), row.get("link_delay_ms", 0.0)
+
+
+def _per_row(name, frame: pd.DataFrame) -> pd.Series:
+    """``name(row)`` of every row, as a Series to group by (a Series even for an empty frame)."""
+    return pd.Series([name(row) for _, row in frame.iterrows()], index=frame.index, dtype=object)
+
+
+def _hook(row) -> str:
+    """`` (fp16 hook)`` for a job with a DDP communication hook, else ""."""
+    hook = row.get("comm_hook") if hasattr(row, "get") else None
+    return f" ({hook} hook)" if isinstance(hook, str) and hook not in ("", "none") else ""
+
+
+def _strategy(row) -> str:
+    """The strategy with its communication hook: hooks change what is sent, so they are told apart."""
+    return f"{row['strategy']}{_hook(row)}"
+
+
+
+def _pct(x: float, digits: int = 0) -> str:
+    return f"{100 * x:.{digits}f} %"
+
+
+def _ok(summary: pd.DataFrame) -> pd.DataFrame:
+    return summary[summary["status"] == "ok"] if not summary.empty else summary
+
+
+def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
+             checks: pd.DataFrame | None = None) -> list[Finding]:
+    """Every finding the summary (and, when given, the model's projection and its check against
+    the measurements) supports, most important first."""
+    if summary.empty:
+        return []
+    findings: list[Finding] = []
+    for part in (_failures, _scaling, _bound, _buckets, _master, _stragglers, _trend, _oversubscribed, _noise):
+        findings += part(summary)
+    if projection is not None and not projection.empty:
+        findings += _projection(projection, summary)
+    if checks is not None and not checks.empty:
+        findings += _model_error(checks)
+    return findings
+
+
+def _failures(summary):
+    bad = summary[~summary["status"].isin(["ok", "skipped"])]
+    if bad.empty:
+        return []
+    kinds = ", ".join(f"{n} {s}" for s, n in bad["status"].value_counts().items())
+    return [Finding("failed", "bad", f"{len(bad)} job(s) did not finish ({kinds}); their errors are in the summary "
+                    "table and their logs in the results folder's logs/.")]
+
+
+def _largest_fair(group: pd.DataFrame) -> pd.DataFrame:
+    """The jobs at the largest world size that fits the cores (or the largest, if none does)."""
+    pick = fair_jobs(group)
+    return pick[pick["world_size"] == pick["world_size"].max()]
+
+
+def _scaling(summary):
+    out = []
+    ok = _ok(summary)
+    multi = ok[(ok["world_size"] > 1) & ok["efficiency"].notna()]
+    for config, group in multi.groupby(_per_row(_config, multi), sort=False):
+        for strategy, part in group.groupby(_per_row(_strategy, group), sort=False):
+            top = _largest_fair(part).sort_values("samples_per_s", ascending=False).iloc[0]
+            ci = ""
+            if not math.isnan(top["efficiency_low"]):
+                ci = f" (95 % CI {_pct(top['efficiency_low'])} to {_pct(top['efficiency_high'])})"
+            verdict = ("scales well" if top["efficiency"] >= 0.8 else "scales poorly" if top["efficiency"] < 0.5
+                       else "scales moderately")
+            out.append(Finding("scaling", "info" if top["efficiency"] >= 0.8 else "warn",
+                               f"{strategy} with {config} {verdict}: at world size {int(top['world_size'])} it runs "
+                               f"{top['speedup']:.2f}x the throughput of one rank, {_pct(top['efficiency'])} "
+                               f"parallel efficiency{ci}."))
+    return out
+
+
+def _bound(summary):
+    out = []
+    ok = _ok(summary)
+    multi = ok[(ok["world_size"] > 1) & ok["exposed_comm_share"].notna() & (ok["strategy"] == "ddp")]
+    for config, group in multi.groupby(_per_row(_config, multi), sort=False):
+        best = _largest_fair(group).sort_values("step_ms_mean").iloc[0]
+        share, exposed, step = best["exposed_comm_share"], best["exposed_comm_ms"], best["step_ms_mean"]
+        where = f"DDP{_hook(best)} with {config} at world size {int(best['world_size'])}"
+        figures = f"{_pct(max(share, 0))} of each step ({exposed:.1f} ms of {step:.1f} ms) is communication"
+        if share >= COMM_BOUND_SHARE:
+            out.append(Finding("bound", "warn", f"{where} is communication-bound: {figures} the backward pass did "
+                               "not hide. Fewer, larger messages (bucket size), a larger per-rank batch, gradient "
+                               "accumulation (grad_accum) or a compression hook (comm_hook = fp16 or powersgd) "
+                               "cut it; a faster link does too."))
+        elif share <= COMPUTE_BOUND_SHARE:
+            out.append(Finding("bound", "info", f"{where} is compute-bound: only {figures} left exposed; "
+                               "communication is not what limits it."))
+        else:
+            out.append(Finding("bound", "info", f"{where} is between compute- and communication-bound: {figures} "
+                               "left exposed."))
+    return out
+
+
+def _buckets(summary):
+    """Best bucket size per configuration and world size, against the default 25 MB (or the worst)."""
+    out = []
+    ok = _ok(summary)
+    ddp = ok[(ok["strategy"] == "ddp") & (ok["world_size"] > 1)]
+    # only the bucket size may differ: a job with other threads, grad_accum, static_graph, ... is no
+    # evidence about buckets
+    keys = [c for c in SPEC_COLUMNS if c in ddp.columns and c not in ("bucket_cap_mb", *MEASUREMENT_FIELDS)]
+    for _, group in ddp.groupby(keys, sort=False, dropna=False):
+        if group["bucket_cap_mb"].nunique() < 2:
+            continue
+        group = group.sort_values("step_ms_mean")
+        best = group.iloc[0]
+        default = group[group["bucket_cap_mb"] == DEFAULT_BUCKET_MB]
+        other = default.iloc[0] if len(default) and default.iloc[0]["key"] != best["key"] else group.iloc[-1]
+        if other["key"] == best["key"]:
+            continue
+        name = "the default 25 MB" if other["bucket_cap_mb"] == DEFAULT_BUCKET_MB else f"{other['bucket_cap_mb']:g} MB"
+        gain = 1 - best["step_ms_mean"] / other["step_ms_mean"]
+        low, high = stats.ratio_ci(launch_times(best), launch_times(other))
+        sig = stats.significant(low, high)
+        where = f"{_config(best)} at world size {int(best['world_size'])}"
+        if sig is None:
+            tail = ("; each job ran in one launch, so there is no interval: with repeats >= 3 the report can "
+                    "say whether the difference is real")
+        elif sig:
+            tail = f" (95 % CI of the gain {_pct(1 - high, 1)} to {_pct(1 - low, 1)}: significant)"
+        else:
+            tail = (f", but that is not significant: the 95 % interval of the gain, {_pct(1 - high, 1)} to "
+                    f"{_pct(1 - low, 1)}, includes 0; any of these bucket sizes will do")
+        out.append(Finding("bucket", "info", f"Best gradient bucket size for DDP with {where}: "
+                           f"{best['bucket_cap_mb']:g} MB, {_pct(gain, 1)} faster per step than {name}{tail}."))
+    return out
+
+
+def _master(summary):
+    out = []
+    ok = _ok(summary)
+    masters = ok[ok["strategy"].astype(str).str.startswith("master") & (ok["world_size"] > 1)]
+    for _, m in masters.iterrows():
+        # plain DDP (no hook) on the same backend, model, batch and world size
+        ddp = ok[(ok["strategy"] == "ddp") & (ok["comm_hook"].fillna("none") == "none")
+                 & (ok["backend"] == m["backend"]) & (ok["world_size"] == m["world_size"])
+                 & (ok["model"] == m["model"]) & (ok["model_size"] == m["model_size"])
+                 & (ok["per_rank_batch"] == m["per_rank_batch"])
+                 & _per_row(_network, ok).map(_network(m).__eq__).astype(bool)]
+        traffic = ""
+        if not math.isnan(m.get("recv_mb_per_step_max", math.nan)) and not math.isnan(m.get("sent_mb_per_step_median", math.nan)):
+            root = m["recv_mb_per_step_max"] + m["sent_mb_per_step_max"]
+            median = 2 * m["sent_mb_per_step_median"]
+            traffic = (f" Rank 0 moves {root:.0f} MB per step, the median rank {median:.0f} MB"
+                       + (f" ({root / median:.1f}x)" if median > 0 else "")
+                       + ": rank 0's link carries every rank's gradients, so its load grows with each rank "
+                       "added, while a ring spreads the same traffic evenly.")
+        if len(ddp):
+            d = ddp.sort_values("step_ms_mean").iloc[0]
+            ratio = m["step_ms_mean"] / d["step_ms_mean"]
+            out.append(Finding("master", "warn" if ratio > 1.05 else "info",
+                               f"{m['strategy']} aggregation with {_config(m)} at world size {int(m['world_size'])} "
+                               f"takes {ratio:.2f}x DDP's step time ({m['step_ms_mean']:.1f} vs "
+                               f"{d['step_ms_mean']:.1f} ms).{traffic}"))
+        elif traffic:
+            out.append(Finding("master", "info", f"{m['strategy']} aggregation with {_config(m)} at world size "
+                               f"{int(m['world_size'])}:{traffic}"))
+    return out
+
+
+def _stragglers(summary):
+    out = []
+    for _, row in _ok(summary).iterrows():
+        ranks = row.get("straggler_ranks")
+        if not isinstance(ranks, (list, tuple, np.ndarray)) or not len(ranks):
+            continue
+        who = ", ".join(str(r) for r in ranks)
+        why = (" Rank 0 is the master: it does the averaging for everyone."
+               if str(row["strategy"]).startswith("master") and list(ranks) == [0] else
+               " The other ranks wait for it at every synchronisation: look for a busier core, a slower device "
+               "or uneven data.")
+        out.append(Finding("straggler", "warn", f"Rank {who} of {_strategy(row)} with {_config(row)} at world "
+                           f"size {int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower than the "
+                           f"other ranks in most steps.{why}"))
+    return out
+
+
+def _trend(summary):
+    """Karp-Flatt's e across world sizes: flat is serial work, rising is overhead growing with p."""
+    out = []
+    ok = _ok(summary)
+    multi = ok[(ok["world_size"] > 1) & ok["serial_fraction"].notna()]
+    for (config, strategy), group in multi.groupby([_per_row(_config, multi), _per_row(_strategy, multi)], sort=False):
+        per_ws = group.groupby("world_size")["serial_fraction"].min().sort_index()
+        if len(per_ws) < 2:
+            continue
+        first, last = per_ws.iloc[0], per_ws.iloc[-1]
+        sizes = f"world size {int(per_ws.index[0])} to {int(per_ws.index[-1])}"
+        if last - first > SERIAL_FRACTION_RISE:
+            text = (f"The serial fraction of {strategy} with {config} rises from {first:.2f} to {last:.2f} over "
+                    f"{sizes}: an overhead that grows with the ranks (communication, waiting), not fixed serial "
+                    "work.")
+        elif first - last > SERIAL_FRACTION_RISE:
+            text = (f"The serial fraction of {strategy} with {config} falls from {first:.2f} to {last:.2f} over "
+                    f"{sizes}: a fixed cost spread over more ranks.")
+        else:
+            text = (f"The serial fraction of {strategy} with {config} stays near {last:.2f} over {sizes}: "
+                    "work that does not parallelise, not growing overhead.")
+        if max(first, last) >= 1:
+            # e >= 1 is S <= 1: no serial-work reading of it holds, the extra ranks bought nothing
+            text += (f" An e of 1 or more (here {max(first, last):.2f}) means no speedup over one rank at all: the "
+                     "ranks cost more than they add.")
+        if group["oversubscribed"].astype(bool).any():
+            text += " (Oversubscribed world sizes are included: there it also measures contention for cores.)"
+        out.append(Finding("trend", "info", text))
+    return out
+
+
+def _oversubscribed(summary):
+    over = summary[summary["oversubscribed"].astype(bool)]
+    if over.empty:
+        return []
+    sizes = ", ".join(str(int(w)) for w in sorted(over["world_size"].unique()))
+    return [Finding("oversubscribed", "warn", f"{len(over)} job(s) ran more busy threads than cores (world size "
+                    f"{sizes}): their speedup and efficiency measure contention for cores, not how the training "
+                    "scales. Read the scaling curves only up to the largest world size that fits the cores.")]
+
+
+def _noise(summary):
+    out = []
+    ok = _ok(summary)
+    noisy = ok[ok["noisy"].astype(bool)]
+    if len(noisy):
+        out.append(Finding("noise", "warn", f"{len(noisy)} job(s) are noisy (step time IQR above 10 % of the median): "
+                           "compare them with care, and give them more repeats or steps."))
+    single = ok[[len(launch_times(row)) < 2 for _, row in ok.iterrows()]]
+    if len(single):
+        out.append(Finding("noise", "info", f"{len(single)} job(s) ran in a single launch, so they have no "
+                           "confidence interval and no significance test: set repeats = 3 or more."))
+    return out
+
+
+def _projection(projection: pd.DataFrame, summary: pd.DataFrame):
+    """Per workload: the efficiency DDP's ring and master aggregation would keep at 64 and 1024
+    ranks on each link (model output)."""
+    out = []
+    for workload, part in projection.groupby("workload", sort=False):
+        ring, master = [], []
+        for link, mine in part.groupby("link", sort=False):
+            r = mine[mine["strategy"] == "ddp"].set_index("world_size")
+            m = mine[mine["strategy"] == "master"].set_index("world_size")
+            if 64 in r.index and 1024 in r.index:
+                ring.append(f"{_pct(r.loc[64, 'efficiency'])} at 64 ranks and {_pct(r.loc[1024, 'efficiency'])} "
+                            f"at 1024 on '{link}'")
+            if 64 in m.index:
+                master.append(f"{_pct(m.loc[64, 'efficiency'])} on '{link}'")
+        if not ring:
+            continue
+        text = f"Projected (model output, weak scaling) for {workload}: DDP's ring all-reduce keeps " + "; ".join(ring)
+        if master:
+            text += (". Master aggregation, whose rank 0 receives and sends (p-1) times the gradients, keeps only "
+                     + ", ".join(master) + " at 64 ranks")
+        out.append(Finding("projection", "info", text + "."))
+    return out
+
+
+def _model_error(checks: pd.DataFrame):
+    step = checks["step_error_pct"].dropna()
+    comm = checks["comm_error_pct"].dropna()
+    if step.empty:
+        return []
+    comm_text = f" and its communication time by {np.median(np.abs(comm)):.0f} %" if len(comm) else ""
+    return [Finding("projection", "info", f"Checked against the {len(step)} measured multi-rank job(s), the cost "
+                    f"model's step time is off by {np.median(np.abs(step)):.0f} % (median absolute error)"
+                    f"{comm_text}: read the projections with that margin.")]

@@ -1,0 +1,43 @@
+"""Jobs that ran on CUDA: their throughput, phase times and GPU memory, beside the same job on CPU."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+#: what a CPU job must share with a CUDA job to be its counterpart (device, backend, threads and
+#: how long each was measured may differ)
+SAME_WORK = ("strategy", "comm_hook", "model", "model_size", "per_rank_batch", "world_size", "grad_accum",
+             "optimizer", "scaling")
+PHASES = (("data_ms", "data"), ("forward_ms", "forward"), ("backward_ms", "backward"), ("comm_ms", "comm"),
+          ("optimizer_ms", "optimizer"))
+
+
+def cuda_jobs(summary: pd.DataFrame) -> pd.DataFrame:
+    if summary.empty or "device" not in summary:
+        return summary.iloc[0:0]
+    return summary[(summary["device"] == "cuda") & (summary["status"] == "ok")]
+
+
+def cpu_counterpart(job, summary: pd.DataFrame):
+    """The ok CPU job doing the same work as ``job`` (the fastest if several), or None."""
+    cpu = summary[(summary["device"] == "cpu") & (summary["status"] == "ok") & summary["samples_per_s"].notna()]
+    for field in SAME_WORK:
+        if field in cpu:
+            cpu = cpu[cpu[field] == job[field]]
+    return cpu.loc[cpu["samples_per_s"].idxmax()] if len(cpu) else None
+
+
+def gpu_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per ok CUDA job: its throughput, mean phase times, GPU memory and CPU counterpart."""
+    rows = []
+    for _, job in cuda_jobs(summary).iterrows():
+        cpu = cpu_counterpart(job, summary)
+        cpu_rate = float(cpu["samples_per_s"]) if cpu is not None else math.nan
+        rows.append({"key": job["key"], "gpus": job.get("gpus", math.nan), "samples_per_s": job["samples_per_s"],
+                     "step_ms_median": job["step_ms_median"], **{p: job[p] for p, _ in PHASES},
+                     "gpu_peak_allocated_mb": job.get("gpu_peak_allocated_mb", math.nan),
+                     "gpu_peak_reserved_mb": job.get("gpu_peak_reserved_mb", math.nan),
+                     "cpu_samples_per_s": cpu_rate, "gpu_over_cpu": job["samples_per_s"] / cpu_rate})
+    return pd.DataFrame(rows)

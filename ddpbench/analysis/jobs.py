@@ -1,0 +1,133 @@
+"""Which settings tell jobs apart: field groups, labels, reading order, baselines.
+
+A summary table has one row per job and one column per spec field. The functions here say which
+of those fields vary (and so belong in a label), how to name a job in a few words, in which order
+to read jobs, and which jobs may stand as each other's world-size-1 baseline.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ddpbench.experiment.spec import FIELDS, MODEL_SIZES
+
+SPEC_COLUMNS = list(FIELDS)
+#: fields that change only how gradients travel; a world-size-1 job is a valid baseline for
+#: a larger one that differs in these (at world size 1 they do not change the computation).
+COMM_ONLY_FIELDS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "backend", "emulate_nodes", "link",
+                    "link_delay_ms")
+#: fields that say how often a job is measured (or interrupted), not what: never part of a baseline match
+MEASUREMENT_FIELDS = ("repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every")
+
+
+def baseline_key(row) -> tuple:
+    """What a job must share with its world-size-1 baseline (everything but ws and comm-only fields)."""
+    return tuple(row[c] for c in SPEC_COLUMNS
+                 if c not in ("world_size", "threads_per_rank", *COMM_ONLY_FIELDS, *MEASUREMENT_FIELDS))
+
+
+def exact_key(row) -> tuple:
+    """Every field but world size (and how often it is measured)."""
+    return tuple(row[c] for c in SPEC_COLUMNS if c not in ("world_size", *MEASUREMENT_FIELDS))
+
+
+def fair_jobs(frame: pd.DataFrame) -> pd.DataFrame:
+    """The jobs whose ranks each had their cores, or all of them when none did: oversubscribed
+    jobs time contention for cores, so analyses that can do without them leave them out."""
+    fair = frame[~frame["oversubscribed"].astype(bool)]
+    return fair if len(fair) else frame
+
+
+def varying(table, fields=SPEC_COLUMNS) -> list[str]:
+    """The fields among ``fields`` that take more than one value in ``table``."""
+    return [f for f in fields if f in table.columns and table[f].astype(str).nunique() > 1]
+
+
+def line_fields(table) -> list[str]:
+    """Spec fields that tell one configuration from another across world sizes.
+
+    Those that vary, except world size (the x axis) and threads per rank when it only follows
+    world size (``threads_per_rank = "auto"`` gives each size its own count).
+    """
+    fields = [f for f in varying(table) if f not in ("world_size", "threads_per_rank", "model", "model_size")]
+    if "threads_per_rank" in varying(table) and table.duplicated(["model", "model_size", *fields, "world_size"]).any():
+        fields.append("threads_per_rank")
+    return fields
+
+
+#: settings that belong to some strategies only (DDP's buckets, local SGD's period, ...): a label
+#: names them for a strategy only where that strategy was run with more than one value
+STRATEGY_KNOBS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "powersgd_rank", "localsgd_period")
+
+
+def strategy_label(row) -> str:
+    """The strategy in one word: ``ddp``, ``ddp+fp16`` (a comm hook), ``master``, ``ring``, ..."""
+    hook = row.get("comm_hook", "none")
+    strategy = str(row.get("strategy", "ddp"))
+    no_hook = hook in ("none", None) or (isinstance(hook, float) and math.isnan(hook))
+    return strategy if no_hook else f"{strategy}+{hook}"
+
+
+def _knob_varies(table, row, name: str) -> bool:
+    same = table[table["strategy"].astype(str) == str(row["strategy"])] if "strategy" in table.columns else table
+    return same[name].astype(str).nunique() > 1
+
+
+def describe(row, fields, table=None, model: bool = True) -> str:
+    """A short label: model-size (unless ``model`` is False), then the given fields in words.
+
+    Strategy and comm hook read as one word (``ddp+fp16``). Given the whole ``table`` and a
+    varying strategy, a strategy-specific setting (:data:`STRATEGY_KNOBS`) is named only for
+    strategies run with more than one value of it, so ``ring`` does not carry DDP's bucket size.
+    """
+    parts = [f"{row['model']}-{row['model_size']}"] if model else []
+    said_strategy = False
+    for name in fields:
+        value = row[name]
+        if name in ("model", "model_size"):
+            continue
+        if name in ("strategy", "comm_hook"):
+            if not said_strategy:
+                parts.append(strategy_label(row))
+                said_strategy = True
+            continue
+        if (table is not None and name in STRATEGY_KNOBS and "strategy" in fields
+                and not _knob_varies(table, row, name)):
+            continue
+        if name == "world_size":
+            parts.append(f"ws={value}")
+        elif name == "bucket_cap_mb":
+            parts.append(f"bucket {float(value):g} MB")
+        elif name == "batch_size":
+            parts.append(f"batch {value}")
+        elif name in ("scaling", "optimizer", "backend", "device"):
+            parts.append(str(value) + (" scaling" if name == "scaling" else ""))
+        elif isinstance(value, (bool, np.bool_)):
+            parts.append(name if value else f"no {name}")
+        else:
+            parts.append(f"{name}={value}")
+    return " ".join(parts)
+
+
+def ordered(table):
+    """Jobs in reading order: model, size (small to large), other settings, world size, bucket.
+
+    Settings with a fixed list of values sort in that list's order (strategies as registered:
+    ddp, dp, master, ...; comm hooks none, fp16, bf16, powersgd), others by value.
+    """
+    if table.empty:
+        return table
+    fields = [f for f in line_fields(table) if f != "bucket_cap_mb"]
+    extra = {"_size": table["model_size"].map({s: i for i, s in enumerate(MODEL_SIZES)})}
+    keys = ["model", "_size"]
+    for number, name in enumerate(fields):
+        choices = FIELDS[name].metadata.get("choices") if name in FIELDS else None
+        if choices:
+            extra[f"_order{number}"] = table[name].map(lambda v, c=choices: c.index(v) if v in c else len(c))
+            keys.append(f"_order{number}")
+        keys.append(name)
+    keys += ["world_size", "bucket_cap_mb"]
+    return table.assign(**extra).sort_values(keys, kind="stable").drop(columns=list(extra))

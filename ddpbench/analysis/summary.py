@@ -1,0 +1,310 @@
+"""Pure functions over the results DataFrames: statistics and the per-job summary.
+
+Conventions:
+  * A step of a job is bounded by its slowest rank, so job-level step times take, for each
+    (repeat, step), the maximum over ranks; medians and IQRs are over those.
+  * Throughput is total samples over total time: the global batch over the *mean* bounded step,
+    so costs paid every k-th step (local SGD's model averaging) count. The median and IQR
+    describe the distribution of step times and flag noise.
+  * The phase breakdown (data, forward, backward, comm, optimizer) and the exposed
+    communication are means too: means add up, so the phases sum to the step.
+  * Only the ``measure`` phase counts; ``warmup`` is stored but never summarised.
+  * ``speedup`` compares global throughput with the world-size-1 job of the same settings.
+  * Confidence intervals (``*_low``/``*_high``) are percentile bootstraps over launches
+    (:mod:`ddpbench.analysis.stats`): NaN for a job measured in one launch.
+  * Karp-Flatt's experimentally determined serial fraction e = (1/S - 1/p) / (1 - 1/p): a
+    constant e across world sizes is work that does not parallelise; a growing e is overhead
+    that grows with the ranks (communication, waiting).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ddpbench.analysis import stats
+from ddpbench.analysis.jobs import SPEC_COLUMNS, baseline_key, exact_key
+from ddpbench.results.schema import TIMED_PHASES
+
+NOISE_THRESHOLD = 0.10  # IQR / median above this marks a job noisy
+#: a rank whose compute step is this much slower than the other ranks' median, in most steps,
+#: is a straggler
+STRAGGLER_THRESHOLD = 0.10
+STRAGGLER_CONSISTENCY = 0.75  # share of steps in which a straggler must be the slower one
+
+
+def iqr(values) -> float:
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return math.nan
+    q75, q25 = np.percentile(values, [75, 25])
+    return float(q75 - q25)
+
+
+def median(values) -> float:
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    return float(np.median(values)) if values.size else math.nan
+
+
+def mean(values) -> float:
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    return float(values.mean()) if values.size else math.nan
+
+
+def bounded_steps(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
+    """One row per (key, repeat, step) of ``phase``: the slowest rank's step_ms."""
+    part = steps[steps["phase"] == phase]
+    return part.groupby(["key", "repeat", "step"], as_index=False)["step_ms"].max()
+
+
+def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
+    """One row per job (spec): the figures the report and the console table show.
+
+    ``runs`` and ``ranks`` default to what :func:`ddpbench.load` put in ``steps.attrs``.
+    Jobs with no finished launch still get a row, with their status and error; a finished job
+    whose steps are not in ``steps`` (filtered out) gets none.
+    """
+    runs = pd.DataFrame(steps.attrs.get("runs", []) if runs is None else runs)
+    ranks = pd.DataFrame(steps.attrs.get("ranks", []) if ranks is None else ranks)
+    if runs.empty:
+        if len(steps):
+            raise ValueError("steps carry no run records (df.attrs['runs'], lost e.g. by pd.concat): pass "
+                             "runs= and ranks= from ddpbench.results.load_tables(dir)")
+        return pd.DataFrame()
+    present = set(steps["key"]) if len(steps) else set()
+
+    # split every table by job once, not once per job
+    def by_key(frame: pd.DataFrame) -> dict:
+        return dict(tuple(frame.groupby("key", sort=False))) if len(frame) else {}
+
+    empty = pd.DataFrame(columns=["key", "step_ms"])
+    job_steps = by_key(steps)
+    measured = by_key(bounded_steps(steps)) if len(steps) else {}
+    launches = by_key(stats.launch_means(steps)) if len(steps) else {}
+    nosync = by_key(bounded_steps(steps, "nosync")) if len(steps) else {}
+    job_ranks_of = by_key(ranks)
+
+    rows = []
+    for key, job_runs in runs.groupby("key", sort=False):
+        first = job_runs.iloc[0]
+        row = {"key": key, **{c: first[c] for c in SPEC_COLUMNS},
+               "per_rank_batch": first["per_rank_batch"], "global_batch": first["global_batch"],
+               "params": job_runs["params"].dropna().iloc[0] if job_runs["params"].notna().any() else math.nan}
+        row.update(_status(job_runs))
+        if row["status"] == "ok" and key not in present:
+            continue  # filtered out of ``steps`` by the caller
+        mine = job_steps.get(key, steps.iloc[0:0])
+        times = measured.get(key, empty)["step_ms"].to_numpy(dtype=float)
+        step_med = median(times)
+        step_mean = mean(times)
+        row["repeats_ok"] = int((job_runs["status"] == "ok").sum())
+        row["step_ms_median"] = step_med
+        row["step_ms_iqr"] = iqr(times)
+        row["step_ms_mean"] = step_mean
+        row["samples_per_s"] = first["global_batch"] / (step_mean / 1e3) if times.size else math.nan
+        per_launch = launches.get(key, empty)["step_ms"].to_numpy(dtype=float)
+        row["launch_step_ms"] = [float(t) for t in per_launch]
+        row["samples_per_s_low"], row["samples_per_s_high"] = stats.throughput_ci(per_launch, first["global_batch"])
+        measure_rows = mine[mine["phase"] == "measure"] if len(mine) else mine
+        for col in TIMED_PHASES:
+            row[col] = mean(measure_rows[col]) if len(measure_rows) else math.nan
+        nosync_mean = mean(nosync.get(key, empty)["step_ms"])
+        row["nosync_step_ms"] = nosync_mean
+        row["exposed_comm_ms"] = step_mean - nosync_mean
+        row["exposed_comm_share"] = row["exposed_comm_ms"] / step_mean if step_mean else math.nan
+        row.update(_rank_figures(job_ranks_of.get(key, ranks.iloc[0:0])))
+        row.update(_check_figures(job_runs))
+        row.update(stragglers(per_rank_compute(mine)))
+        row["oversubscribed"] = bool(job_runs["oversubscribed"].fillna(False).any())
+        row["noisy"] = bool(times.size and row["step_ms_iqr"] / step_med > NOISE_THRESHOLD)
+        row["wall_s"] = float(job_runs["wall_s"].fillna(0).sum())
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    return add_speedup(table)
+
+
+def _status(job_runs: pd.DataFrame) -> dict:
+    """ok only if every launch finished; otherwise the first non-ok launch's status and error."""
+    bad = job_runs[job_runs["status"] != "ok"]
+    if bad.empty:
+        return {"status": "ok", "error": None}
+    first = bad.iloc[0]
+    return {"status": first["status"], "error": f"repeat {first['repeat']}: {first['error']}"}
+
+
+def _column(frame: pd.DataFrame, name: str) -> pd.Series:
+    """A numeric column, NaN where results predate it."""
+    return pd.to_numeric(frame[name], errors="coerce") if name in frame else pd.Series(math.nan, index=frame.index)
+
+
+def _traffic_figures(job_ranks: pd.DataFrame) -> dict:
+    """Bytes per optimizer step: the busiest rank's link (rank 0 for a master) and the median rank's."""
+    sent, recv = _column(job_ranks, "bytes_sent_per_step"), _column(job_ranks, "bytes_recv_per_step")
+    source = job_ranks["traffic_source"].dropna() if "traffic_source" in job_ranks else pd.Series(dtype=object)
+    state = _column(job_ranks, "optimizer_state_mb")
+    return {
+        "sent_mb_per_step_max": float(sent.max()) / 1e6 if sent.notna().any() else math.nan,
+        "recv_mb_per_step_max": float(recv.max()) / 1e6 if recv.notna().any() else math.nan,
+        "sent_mb_per_step_median": median(sent) / 1e6,
+        "traffic_source": source.iloc[0] if len(source) else None,
+        "optimizer_state_mb": float(state.max()) if state.notna().any() else math.nan,
+    }
+
+
+def _check_figures(job_runs: pd.DataFrame) -> dict:
+    """The equivalence check: the worst difference from single-process training over repeats."""
+    diff = _column(job_runs, "max_abs_diff")
+    exact = job_runs["exact"].dropna() if "exact" in job_runs else pd.Series(dtype=object)
+    return {"max_abs_diff": float(diff.max()) if diff.notna().any() else math.nan,
+            "exact": bool(exact.iloc[0]) if len(exact) else None}
+
+
+def _rank_figures(job_ranks: pd.DataFrame) -> dict:
+    if job_ranks.empty:
+        return {"peak_rss_mb": math.nan, "ddp_comm_ms": math.nan, "overlap_pct": math.nan,
+                "allreduce_bytes_per_step": math.nan, "buckets": math.nan, "sent_mb_per_step_max": math.nan,
+                "recv_mb_per_step_max": math.nan, "sent_mb_per_step_median": math.nan, "traffic_source": None,
+                "optimizer_state_mb": math.nan, **_gpu_figures(job_ranks)}
+    comm = median(_column(job_ranks, "ddp_backward_comm_ms"))
+    overlap = median(_column(job_ranks, "ddp_backward_compute_comm_overlap_ms"))
+    buckets = job_ranks["bucket_bytes"].dropna()
+    return {
+        **_traffic_figures(job_ranks),
+        "peak_rss_mb": float(job_ranks["peak_rss_mb"].max()),
+        "ddp_comm_ms": comm,
+        # share of DDP's communication time that ran while backward was still computing
+        "overlap_pct": 100.0 * overlap / comm if comm and not math.isnan(comm) else math.nan,
+        "allreduce_bytes_per_step": median(_column(job_ranks, "allreduce_bytes_per_step")),
+        "buckets": float(len(buckets.iloc[0])) if len(buckets) and isinstance(buckets.iloc[0], list) else math.nan,
+        **_gpu_figures(job_ranks),
+    }
+
+
+def _gpu_figures(job_ranks: pd.DataFrame) -> dict:
+    """GPUs per process (0 on CPU) and the peak GPU memory (MB) of the fullest GPU of any rank
+    (NaN on CPU)."""
+    figures = {}
+    for name in ("gpus", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb"):
+        values = _column(job_ranks, name)
+        figures[name] = float(values.max()) if values.notna().any() else math.nan
+    return figures
+
+
+def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
+    """speedup = samples_per_s / samples_per_s of the world-size-1 job with the same settings;
+    efficiency = speedup / world_size; serial_fraction = Karp-Flatt's e; each with its
+    bootstrap interval over launches (``*_low``, ``*_high``).
+
+    The baseline is the world-size-1 job identical in every field; if there is none, the
+    world-size-1 jobs that differ only in communication settings (bucket size, ...), whose median
+    throughput is used (at world size 1 those settings do not change the computation); their
+    launches are pooled for the interval.
+    That fallback also ignores threads per rank: with ``threads_per_rank = "auto"`` world size 1
+    gets every core, the fair baseline for ranks that split the same machine.
+    """
+    table = table.copy()
+    for column in ("speedup", "efficiency", "serial_fraction", *(f"{c}_{end}" for c in
+                   ("speedup", "efficiency", "serial_fraction") for end in ("low", "high"))):
+        table[column] = math.nan
+    table["baseline_key"] = None
+    if table.empty:
+        return table
+    ok = table[(table["status"] == "ok") & (table["world_size"] == 1)]
+    exact = {exact_key(r): [r] for _, r in ok.iterrows()}
+    loose: dict[tuple, list] = {}
+    for _, r in ok.iterrows():
+        loose.setdefault(baseline_key(r), []).append(r)
+    for index, r in table.iterrows():
+        bases = exact.get(exact_key(r)) or loose.get(baseline_key(r))
+        if not bases or r["status"] != "ok":
+            continue
+        base = median([b["samples_per_s"] for b in bases])
+        if not base:
+            continue
+        p = r["world_size"]
+        speedup = r["samples_per_s"] / base
+        table.at[index, "baseline_key"] = ",".join(b["key"] for b in bases)
+        table.at[index, "speedup"] = speedup
+        table.at[index, "efficiency"] = speedup / p
+        table.at[index, "serial_fraction"] = karp_flatt(speedup, p)
+        # speedup = (G / mean(job steps)) / (g / mean(base steps)) = (G / g) * mean(base) / mean(job)
+        base_launches = [t for b in bases for t in launch_times(b)]
+        low, high = stats.ratio_ci(base_launches, launch_times(r))
+        scale = r["global_batch"] / bases[0]["global_batch"]
+        if not math.isnan(low):
+            table.at[index, "speedup_low"], table.at[index, "speedup_high"] = scale * low, scale * high
+            table.at[index, "efficiency_low"], table.at[index, "efficiency_high"] = scale * low / p, scale * high / p
+            # e falls as the speedup rises: the interval's ends swap
+            table.at[index, "serial_fraction_low"] = karp_flatt(scale * high, p)
+            table.at[index, "serial_fraction_high"] = karp_flatt(scale * low, p)
+    return table
+
+
+def launch_times(row) -> list[float]:
+    """A summary row's per-launch mean step times (``launch_step_ms``), NaNs dropped; [] without."""
+    value = row.get("launch_step_ms") if row is not None and hasattr(row, "get") else None
+    values = value if isinstance(value, (list, tuple, np.ndarray)) else []
+    return [float(v) for v in values if v == v]
+
+
+def karp_flatt(speedup: float, world_size: int) -> float:
+    """Karp and Flatt's experimentally determined serial fraction e = (1/S - 1/p) / (1 - 1/p).
+
+    0 is perfect scaling, 1 no speedup at all; above 1 the job got slower with more ranks. NaN at
+    world size 1, where it is undefined. For weak scaling S is the scaled speedup (the
+    throughput ratio), so e is the share of per-rank time the added ranks did not pay for.
+    """
+    if world_size <= 1 or not speedup or math.isnan(speedup):
+        return math.nan
+    return (1 / speedup - 1 / world_size) / (1 - 1 / world_size)
+
+
+def per_rank_compute(mine: pd.DataFrame) -> pd.DataFrame:
+    """One row per (rank, repeat, step) of one job's steps: the rank's own compute time, without waiting.
+
+    Steps under ``no_sync()`` (the ``nosync`` phase) have no gradient communication, so their
+    step time is the rank's compute alone; jobs without that phase fall back to data + forward
+    time of the measured steps (before any rank waits for another).
+    """
+    if mine.empty:
+        return pd.DataFrame(columns=["rank", "repeat", "step", "compute_ms"])
+    nosync = mine[mine["phase"] == "nosync"]
+    if len(nosync):
+        out = nosync[["rank", "repeat", "step"]].assign(compute_ms=nosync["step_ms"].to_numpy())
+    else:
+        measured = mine[mine["phase"] == "measure"]
+        out = measured[["rank", "repeat", "step"]].assign(
+            compute_ms=(measured["data_ms"].fillna(0) + measured["forward_ms"].fillna(0)).to_numpy())
+    return out.reset_index(drop=True)
+
+
+def stragglers(compute: pd.DataFrame, threshold: float = STRAGGLER_THRESHOLD,
+               consistency: float = STRAGGLER_CONSISTENCY) -> dict:
+    """Ranks consistently slower than the others.
+
+    A rank is a straggler when its median compute time exceeds the median of the other ranks'
+    medians by more than ``threshold`` and it is slower than the other ranks' median in at least
+    ``consistency`` of the steps. ``straggler_pct`` is the largest such excess (%, also when no
+    rank crosses the bar: how far apart the ranks are).
+    """
+    empty = {"straggler_ranks": [], "straggler_pct": math.nan}
+    if compute.empty or compute["rank"].nunique() < 2:
+        return empty
+    medians = compute.groupby("rank")["compute_ms"].median()
+    wide = compute.pivot_table(index=["repeat", "step"], columns="rank", values="compute_ms")
+    found, worst = [], -math.inf
+    for rank in medians.index:
+        if rank not in wide.columns:  # no compute time recorded for it (pivot_table drops all-NaN ranks)
+            continue
+        others = medians.drop(rank)
+        excess = medians[rank] / float(others.median()) - 1 if float(others.median()) > 0 else math.nan
+        worst = max(worst, excess)
+        others_per_step = wide.drop(columns=rank).median(axis=1)
+        slower_share = float((wide[rank] > others_per_step).mean())
+        if excess > threshold and slower_share >= consistency:
+            found.append(int(rank))
+    return {"straggler_ranks": found, "straggler_pct": 100 * worst if math.isfinite(worst) else math.nan}

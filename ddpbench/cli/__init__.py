@@ -1,0 +1,4 @@
+"""The command line: one module per command (``add_parser`` and ``command``), :mod:`.main` to parse
+and end them, :mod:`.sweeping` for what ``sweep`` and ``run`` share, :mod:`.tables` for the
+console's tables. A command parses its flags into options, calls the stage that does the work,
+and prints; what the commands share lives in :mod:`.common`."""

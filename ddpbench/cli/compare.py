@@ -1,0 +1,65 @@
+"""``python -m ddpbench compare A B``: B's jobs against baseline A's, with significance over launches,
+optionally gated (``--fail-on``); exit code 1 when a gate fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddpbench.cli.common import check_out_dir
+from ddpbench.cli.tables import print_comparison
+from ddpbench.errors import InputError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("compare", help="compare two results folders job by job (B against baseline A)",
+                       description="Match the jobs of two results folders by their settings and report B's step "
+                                   "time against A's, with significance over launches; optionally fail on a "
+                                   "regression. Exit code 1 when a --fail-on gate fails, 2 for bad input.")
+    p.add_argument("baseline", type=Path, metavar="A", help="baseline results folder")
+    p.add_argument("candidate", type=Path, metavar="B", help="candidate results folder")
+    p.add_argument("--fail-on", action="append", default=[], metavar="STAT:THRESHOLD",
+                   help="fail (exit 1) when a job of B is slower than in A by more than the threshold beyond "
+                        "noise (the whole 95%% interval over launches past it): median:5%%, mean:10%% (mean step "
+                        "= inverse throughput), median:2ms, or median:0.002 (a bare number is seconds, as in "
+                        "pytest-benchmark's --benchmark-compare-fail); repeatable")
+    p.add_argument("--out", type=Path, help="where to write compare.csv, index.html, ratios.png "
+                                            "(default: B/compare)")
+    p.set_defaults(func=command)
+
+
+def command(args) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+
+    from ddpbench.analysis import compare
+    from ddpbench.report.compare_page import write_comparison
+
+    gates = [compare.parse_gate(text) for text in args.fail_on]
+    side_a = compare.load_side(args.baseline, "A")
+    side_b = compare.load_side(args.candidate, "B")
+    if not set(side_a.summary["key"]) & set(side_b.summary["key"]):
+        raise InputError("command line", None, f"A ({args.baseline}) and B ({args.candidate}) have no job in "
+                         "common (jobs match when every setting is equal); compare folders of the same experiment")
+    out_dir = args.out or args.candidate / "compare"
+    check_out_dir(out_dir)
+    table = compare.compare_tables(side_a.summary, side_a.steps, side_b.summary, side_b.steps)
+    results = compare.gate_results(table, gates)
+    env_diffs = compare.environment_differences(side_a.sweeps, side_b.sweeps)
+    print_comparison(table)
+    written = write_comparison(table, results, gates, env_diffs, args.baseline, args.candidate, out_dir)
+    out = Console(highlight=False, soft_wrap=True)
+    for what, va, vb in env_diffs:
+        out.print(f"[yellow]warning[/yellow]: the environments differ in {escape(what)}: A {escape(va)} vs "
+                  f"B {escape(vb)}")
+    failed = results[results["outcome"] == compare.FAIL]
+    if gates:
+        names = ", ".join(map(str, gates))
+        if len(failed):
+            out.print(f"[red]gate failed[/red] ({names}): {failed['key'].nunique()} job(s) slower than a "
+                      "threshold beyond noise")
+        else:
+            out.print(f"[green]gate passed[/green] ({names}): no job is slower than a threshold beyond noise")
+        for _, g in results[results["outcome"] != compare.PASS].iterrows():
+            out.print(f"  {compare.gate_text(g)}", markup=False)
+    out.print(f"report: {written['html']}", markup=False)
+    return 1 if len(failed) else 0

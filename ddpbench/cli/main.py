@@ -1,0 +1,95 @@
+"""``python -m ddpbench``: the parser of every command, and what ends a command.
+
+Each command is a module of this package with ``add_parser(sub)`` and ``command(args)``. Bad input
+(experiment files, flags, folders) ends with one line on stderr naming the file or flag, the key
+and what is allowed, and exit code 2 -- never a traceback. Ctrl-C and SIGTERM stop what runs and
+keep what finished (exit 130 and 143); a full disk is one line and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import signal
+import sys
+import warnings
+
+from ddpbench.cli import collectives, compare, env, export_benchmark, models, report, run, sweep
+from ddpbench.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, say_error
+from ddpbench.errors import InputError
+
+#: the commands, in the order ``--help`` lists them
+COMMANDS = (sweep, run, collectives, report, compare, export_benchmark, env, models)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but its errors are one line like every other bad-input error."""
+
+    def error(self, message: str):
+        say_error(f"{self.prog}: error: {message} (see {self.prog} --help)")
+        self.exit(EXIT_BAD_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ddpbench import __version__
+
+    parser = _Parser(prog="python -m ddpbench",
+                     description="Scaling analysis for PyTorch data-parallel training.")
+    parser.add_argument("--version", action="version", version=f"ddpbench {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+_signalled: list[int] = []  # the signal that ended the command, for its exit code
+_said: set[str] = set()  # damaged-record warnings already printed
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
+    """A damaged record in a results file is one line that names the file and the line, said once
+    however often the file is loaded (to resume, to summarize, for the report)."""
+    from ddpbench.results.store import DamagedRecord
+
+    if issubclass(category, DamagedRecord):
+        if str(message) not in _said:
+            _said.add(str(message))
+            say_error(f"warning: {message}")
+    else:
+        _default(message, category, filename, lineno, file, line)
+
+
+def _interrupted_code() -> int:
+    """130 for Ctrl-C, 143 for SIGTERM: what a shell reports for a process ended by either."""
+    return 128 + _signalled[-1] if _signalled else EXIT_INTERRUPTED
+
+
+def _raise_interrupt(signum, frame):
+    _signalled.append(signum)
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    parser.set_defaults(argv=tuple(argv))  # the command as typed: other nodes are told to run it too
+    args = parser.parse_args(argv)
+    # SIGTERM ends a sweep like Ctrl-C: children are stopped, finished results are kept.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    warnings.showwarning = _show_warning
+    try:
+        code = args.func(args)
+        return _interrupted_code() if code == EXIT_INTERRUPTED else code
+    except InputError as err:
+        say_error(f"error: {err}")
+        return EXIT_BAD_INPUT
+    except OSError as err:
+        if err.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+            raise
+        # stored records are whole: the store truncates a record it could not finish
+        say_error(f"error: cannot write {err.filename or 'the results'}: {err.strerror}; every launch stored "
+                  "before is intact; free space and rerun with --resume to finish")
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return _interrupted_code()

@@ -1,0 +1,38 @@
+"""``python -m ddpbench run``: one job given by flags (the fields of an experiment's ``[defaults]``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddpbench.cli.sweeping import SweepOptions, run_and_report
+from ddpbench.experiment.overrides import flag_name
+from ddpbench.experiment.spec import FIELDS, allowed_text
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("run", help="run one job given by flags",
+                       description="Run one job described by flags (the fields of an experiment's [defaults]).")
+    for name, f in FIELDS.items():
+        p.add_argument(flag_name(name), dest=name, metavar="V",
+                       help=f"{f.metadata['help']}; {allowed_text(name)} (default: {f.default})")
+    p.add_argument("--out", type=Path, help="output folder (default: reports/run-<job key>/)")
+    p.add_argument("--timeout", type=float, default=600, metavar="S", help="timeout in seconds (default: 600)")
+    p.set_defaults(func=command)
+
+
+def command(args) -> int:
+    from ddpbench.experiment.load import Experiment
+    from ddpbench.experiment.machine import resolve
+    from ddpbench.experiment.overrides import check_timeout, fields_from_flags
+    from ddpbench.experiment.spec import JobSpec
+    from ddpbench.launch.options import LauncherOptions
+
+    given = fields_from_flags({name: getattr(args, name) for name in FIELDS})
+    launcher = LauncherOptions()  # one job on this machine, as spawn starts it
+    machine = launcher.machine()
+    spec = resolve(JobSpec(**given), machine, "command line")
+    experiment = Experiment(name=f"run-{spec.key}", description="one job from the command line",
+                            source="command line", timeout_s=check_timeout(args.timeout), jobs=(spec,))
+    options = SweepOptions(out_dir=args.out or Path("reports") / experiment.name, launcher=launcher,
+                           argv=tuple(args.argv))
+    return run_and_report(experiment, options, machine)

@@ -1,0 +1,42 @@
+"""``python -m ddpbench sweep``: run every job of an experiment file, store the results, write the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddpbench.cli.sweeping import SweepOptions, add_launcher_flags, launcher_options, run_and_report
+
+DEFAULT_EXPERIMENT = "experiments/quick.toml"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("sweep", help="run every job of an experiment and write the report",
+                       description="Run every job of an experiment file, store the results and write the report.")
+    p.add_argument("experiment", nargs="?", default=DEFAULT_EXPERIMENT,
+                   help=f"experiment TOML file (default: {DEFAULT_EXPERIMENT})")
+    p.add_argument("--out", type=Path, help="output folder (default: reports/<experiment name>/)")
+    p.add_argument("--resume", action="store_true", help="keep stored results and run only the missing launches")
+    p.add_argument("--dry-run", action="store_true", help="list the jobs and exit without running them")
+    p.add_argument("--timeout", type=float, metavar="S", help="per-launch timeout in seconds (overrides timeout_s)")
+    add_launcher_flags(p)
+    p.add_argument("--emulate-nodes", type=int, metavar="N",
+                   help="run every job on N emulated nodes on this machine (network namespaces; needs root)")
+    p.add_argument("--link", metavar="RATE", help="emulated nodes: each node's link rate, e.g. 1gbit or 100mbit")
+    p.add_argument("--link-delay-ms", type=float, metavar="MS",
+                   help="emulated nodes: one-way delay added to each link in ms (needs tc's netem)")
+    p.add_argument("--no-report", action="store_true", help="store results but do not write the report")
+    p.set_defaults(func=command)
+
+
+def command(args) -> int:
+    from ddpbench.experiment.load import load_experiment
+    from ddpbench.experiment.overrides import with_emulation, with_timeout
+
+    launcher = launcher_options(args)
+    machine = launcher.machine()
+    emulation = {"emulate_nodes": args.emulate_nodes, "link": args.link, "link_delay_ms": args.link_delay_ms}
+    experiment = with_emulation(with_timeout(load_experiment(args.experiment, machine), args.timeout), emulation)
+    options = SweepOptions(out_dir=args.out or Path("reports") / experiment.name, resume=args.resume,
+                           dry_run=args.dry_run, write_report=not args.no_report, launcher=launcher,
+                           argv=tuple(args.argv), emulation_flags=any(v is not None for v in emulation.values()))
+    return run_and_report(experiment, options, machine)

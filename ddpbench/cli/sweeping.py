@@ -1,0 +1,173 @@
+"""Running an experiment from the command line, for ``sweep`` and ``run`` alike: the launcher
+flags, the plan a dry run prints, the run with its console, and the summary and report at its end.
+
+Lower stages are imported where a command uses them: ``python -m ddpbench --help`` pays for
+neither torch nor pandas.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ddpbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, check_out_dir
+from ddpbench.cli.tables import print_jobs, print_summary
+from ddpbench.errors import InputError
+from ddpbench.launch.options import LAUNCHERS, LauncherOptions
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """How the command line asked for an experiment to run (everything but the experiment itself)."""
+
+    out_dir: Path
+    resume: bool = False
+    dry_run: bool = False
+    write_report: bool = True
+    launcher: LauncherOptions = field(default_factory=LauncherOptions)
+    #: the arguments as typed: node 0 of a multi-node sweep prints every other node's command
+    argv: tuple[str, ...] = ()
+    #: whether the emulated-node flags were given (then a machine that cannot emulate names them)
+    emulation_flags: bool = False
+
+
+# ---------------------------------------------------------------------------------------------
+# the launcher flags, made from LauncherOptions' fields
+# ---------------------------------------------------------------------------------------------
+
+def add_launcher_flags(parser) -> None:
+    """One flag per field of :class:`LauncherOptions`, with its help text."""
+    for f in dataclasses.fields(LauncherOptions):
+        meta = {"help": f.metadata["help"]}
+        if f.metadata["metavar"]:
+            meta["metavar"] = f.metadata["metavar"]
+        if f.name == "launcher":
+            meta["choices"] = LAUNCHERS
+        if f.type == "bool":
+            parser.add_argument(LauncherOptions.flag(f.name), action="store_true", **meta)
+            continue
+        kind = int if f.type.startswith("int") else None
+        parser.add_argument(LauncherOptions.flag(f.name), type=kind, default=f.default, **meta)
+
+
+def launcher_options(args) -> LauncherOptions:
+    """The launcher flags of parsed ``args``, checked."""
+    return LauncherOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(LauncherOptions)}).check()
+
+
+# ---------------------------------------------------------------------------------------------
+# running
+# ---------------------------------------------------------------------------------------------
+
+def run_and_report(experiment, options: SweepOptions, machine) -> int:
+    """Run ``experiment`` as ``options`` say (or print its plan), then the summary and report."""
+    from rich.console import Console
+
+    from ddpbench.sweep.plan import pending_launches
+
+    if options.dry_run:
+        print_jobs(experiment, machine)
+        print_launch_plan(experiment, options)
+        return 0
+    check_can_emulate(experiment, options.emulation_flags)
+    check_out_dir(options.out_dir)
+    console, out_dir, launch = Console(stderr=True), options.out_dir, options.launcher
+    if launch.nnodes > 1 and launch.node_rank == 0:
+        console.print(f"[bold]{launch.nnodes} nodes[/bold]: run on every other node, with {out_dir} on a file "
+                      "system all of them see:", highlight=False)
+        for command in node_commands(options.argv, launch.nnodes):
+            console.print(f"  {command}", highlight=False, soft_wrap=True)
+    console.print(f"[bold]{experiment.name}[/bold]: {len(experiment.jobs)} jobs, "
+                  f"{len(pending_launches(experiment.jobs, set(), out_dir))} launches -> {out_dir}/  "
+                  f"({machine.cores} cores, {machine.cuda_devices} GPUs)", highlight=False)
+    try:
+        summary = _run(experiment, options, machine, console)
+    except KeyboardInterrupt:
+        hint = (f"`python -m ddpbench sweep {experiment.source} --out {out_dir} --resume` finishes the rest"
+                if Path(experiment.source).is_file() else "run the same command again to measure it")
+        console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/; {hint}",
+                      highlight=False)
+        return EXIT_INTERRUPTED
+    if summary.timed_s:
+        console.print(f"sweep wall time {summary.wall_s:.1f} s, timed step windows {summary.timed_s:.1f} s "
+                      f"(ratio {summary.wall_s / summary.timed_s:.2f}); {summary.already_done} launches were "
+                      f"already stored", highlight=False)
+    return finish_report(options.out_dir, console, write=options.write_report)
+
+
+def _run(experiment, options: SweepOptions, machine, console):
+    """The experiment's jobs, then its collectives (always with the spawn launcher, on this machine)."""
+    from ddpbench.sweep.runner import run_collectives, run_sweep
+
+    summary = run_sweep(experiment, options.out_dir, resume=options.resume, launcher=options.launcher.make_launcher(),
+                        machine=machine, console=console)
+    if experiment.collectives is not None:
+        console.print(f"[bold]collectives[/bold]: {len(experiment.collectives.specs)} launch(es) for the "
+                      "cost model and the nccl-tests table", highlight=False)
+        run_collectives(experiment.collectives, options.out_dir, resume=options.resume, console=console)
+    return summary
+
+
+def finish_report(out_dir: Path, console, write: bool = True) -> int:
+    """Print the summary table of ``out_dir`` and write its report; exit code 1 if a job failed."""
+    from ddpbench.analysis.summary import summarize
+    from ddpbench.report.build import write_report
+    from ddpbench.results.tables import load
+
+    table = summarize(load(out_dir))
+    print_summary(table)
+    if write:
+        index = write_report(out_dir)
+        console.print(f"report: {index}", highlight=False)
+    failed = int(table["status"].isin(["failed", "timed_out"]).sum()) if len(table) else 0
+    return EXIT_FAILED if failed else 0
+
+
+def check_can_emulate(experiment, from_flags: bool) -> None:
+    """Before anything runs: whether this machine can emulate the nodes the jobs ask for; the error
+    names the flag when the flags asked for them, else the experiment file's key."""
+    from ddpbench.launch.emulate import emulation_problem
+
+    emulated = [spec for spec in experiment.jobs if spec.emulated]
+    if not emulated:
+        return
+    delay = any(spec.link_delay_ms for spec in emulated)
+    problem = emulation_problem(delay=delay)
+    if problem:
+        netem = delay and "netem" in problem
+        if experiment.source == "command line" or from_flags:
+            raise InputError("command line", "--link-delay-ms" if netem else "--emulate-nodes", problem)
+        raise InputError(experiment.source, "link_delay_ms" if netem else "emulate_nodes", problem)
+
+
+def node_commands(argv, nnodes: int) -> list[str]:
+    """The command each other node of a multi-node torchrun sweep runs: this one, its node rank changed."""
+    argv = list(argv)
+    for i, arg in enumerate(argv):  # drop this node's own --node-rank
+        if arg == "--node-rank":
+            del argv[i:i + 2]
+            break
+        if arg.startswith("--node-rank="):
+            del argv[i]
+            break
+    return [shlex.join(["python", "-m", "ddpbench", *argv, "--node-rank", str(rank)])
+            for rank in range(1, nnodes)]
+
+
+def print_launch_plan(experiment, options: SweepOptions) -> None:
+    """What --dry-run shows beyond the jobs: the other nodes' commands, or the sbatch scripts."""
+    from ddpbench.sweep.plan import LOG_DIR, pending_launches
+
+    launch = options.launcher
+    if launch.nnodes > 1:
+        print("run on every other node:" if launch.node_rank == 0 else "the other nodes run:")
+        for command in node_commands(options.argv, launch.nnodes):
+            print(f"  {command}")
+    if launch.launcher == "slurm":
+        launches = pending_launches(experiment.jobs, set(), options.out_dir)
+        for name, script in launch.make_launcher().dry_run_scripts(launches, options.out_dir / LOG_DIR,
+                                                                   experiment.timeout_s):
+            print(f"# ---- {name}")
+            print(script, end="")

@@ -1,0 +1,116 @@
+"""The console's tables: the jobs an experiment holds, the summary of a sweep, the collectives, the
+comparison of two folders (rich tables; a pipe gets full-width rows)."""
+
+from __future__ import annotations
+
+from ddpbench.cli.common import table_console
+
+
+def print_jobs(experiment, machine) -> None:
+    from rich.table import Table
+
+    from ddpbench.experiment.machine import oversubscribed
+
+    table = Table(title=f"{experiment.name}: {len(experiment.jobs)} jobs ({experiment.source})")
+    for col in ("key", "strategy", "model", "ws", "bucket MB", "batch/rank", "threads", "steps", "repeats", "note"):
+        table.add_column(col)
+    for s in experiment.jobs:
+        note = "oversubscribed" if oversubscribed(s, machine) else ""
+        table.add_row(s.key, s.strategy, f"{s.model}-{s.model_size}", str(s.world_size), f"{s.bucket_cap_mb:g}",
+                      str(s.per_rank_batch), str(s.threads_per_rank), str(s.steps), str(s.repeats), note)
+    table_console().print(table)
+
+
+def print_summary(table) -> None:
+    from rich.table import Table
+
+    if table.empty:
+        return
+    nodes = "emulate_nodes" in table and bool((table["emulate_nodes"] > 1).any())
+    devices = table["device"].nunique() > 1  # CPU jobs beside GPU ones
+    gpu = "gpu_peak_allocated_mb" in table and bool(table["gpu_peak_allocated_mb"].notna().any())
+    out = Table(title="per job: median over measured steps (slowest rank); speedup vs world size 1")
+    for col in ("strategy", "model", *(("device",) if devices else ()), "ws", *(("nodes x link",) if nodes else ()),
+                "bucket MB", "status", "step ms", "IQR", "samples/s", "speedup", "eff.", "comm ms", "max MB/step",
+                *(("GPU MB",) if gpu else ()), "max |diff|", "flags"):
+        out.add_column(col, justify="left" if col in ("strategy", "model", "device", "status", "flags") else "right")
+
+    def num(value, fmt):
+        return "-" if value != value else format(value, fmt)  # NaN -> "-"
+
+    for _, r in table.iterrows():
+        flags = [f for f in ("oversubscribed", "noisy") if r[f]]
+        if r.get("exact") is False:
+            flags.append("lossy")
+        if r["strategy"] == "dp" and r["device"] == "cpu":
+            flags.append("1 replica: CPU baseline")
+        strategy = r["strategy"] + (f"+{r['comm_hook']}" if r.get("comm_hook", "none") != "none" else "")
+        # communication a step waits for: explicit (after backward) plus what DDP's overlap left exposed
+        comm = max(r["exposed_comm_ms"], 0) if r["exposed_comm_ms"] == r["exposed_comm_ms"] else 0.0
+        comm += r["comm_ms"] if r["comm_ms"] == r["comm_ms"] else 0.0
+        comm = comm if r["status"] == "ok" else float("nan")
+        link = (f"{r['emulate_nodes']} x {r['link']}" if r["emulate_nodes"] > 1 else "-",) if nodes else ()
+        device = (f"{r['backend']}/{r['device']}",) if devices else ()
+        memory = (num(r["gpu_peak_allocated_mb"], ",.0f"),) if gpu else ()  # the fullest GPU's peak
+        out.add_row(strategy, f"{r['model']}-{r['model_size']}", *device, str(r["world_size"]), *link,
+                    f"{r['bucket_cap_mb']:g}", r["status"], num(r["step_ms_median"], ".2f"), num(r["step_ms_iqr"], ".2f"),
+                    num(r["samples_per_s"], ".1f"), num(r["speedup"], ".2f"), num(r["efficiency"], ".0%"),
+                    num(comm, ".2f"), num(r.get("sent_mb_per_step_max", float("nan")), ".1f"), *memory,
+                    num(r.get("max_abs_diff", float("nan")), ".1e"), ", ".join(flags))
+    table_console().print(out)
+
+
+def print_collectives(table) -> None:
+    """Per op and world size: bus bandwidth at the largest size and at its best, and wrong elements."""
+    from rich.table import Table
+
+    ok = table[table["status"] == "ok"] if len(table) else table
+    if ok.empty:
+        return
+    out = Table(title="collectives: busbw (GB/s) as nccl-tests defines it; slowest rank, median over iterations")
+    for col in ("op", "placement", "ws", "largest size", "time us", "busbw", "best busbw", "at size", "wrong"):
+        out.add_column(col, justify="left" if col in ("op", "placement") else "right")
+    for (op, placement, ws), part in ok.groupby(["op", "placement", "world_size"], sort=False):
+        last = part.loc[part["size_bytes"].idxmax()]
+        best = part.loc[part["busbw_gbps"].idxmax()]
+        out.add_row(op, placement, str(ws), human_bytes(last["size_bytes"]), f"{last['time_us_median']:.1f}",
+                    f"{last['busbw_gbps']:.3f}", f"{best['busbw_gbps']:.3f}", human_bytes(best["size_bytes"]),
+                    str(int(part["wrong"].sum())))
+    table_console().print(out)
+
+
+def human_bytes(n) -> str:
+    n = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:g} {unit}" if n == int(n) else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def print_comparison(table) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ddpbench.analysis.compare import FASTER, SLOWER, ratio_text
+
+    def num(value, fmt):
+        return "-" if value != value else format(value, fmt)  # NaN -> "-"
+
+    compared = table[table["compared"]]
+    if len(compared):
+        out = Table(title="B against baseline A, per job (slowest rank, measured steps)")
+        for col in ("job", "A median ms", "B median ms", "median B/A", "mean B/A [95% CI]", "throughput",
+                    "verdict", "method", "note"):
+            out.add_column(col, justify="right" if "ms" in col or "B/A" in col or col == "throughput" else "left")
+        for _, r in compared.iterrows():
+            style = {SLOWER: "red", FASTER: "green"}.get(r["verdict"], "")
+            out.add_row(escape(r["job"]), num(r["median_ms_a"], ".3f"), num(r["median_ms_b"], ".3f"),
+                        num(r["median_ratio"], ".3f"), ratio_text(r), num(r["throughput_change_pct"], "+.1f") + " %",
+                        f"[{style}]{r['verdict']}[/{style}]" if style else r["verdict"], escape(r["method"]),
+                        escape(r["note"]))
+        table_console().print(out)
+    rest = table[~table["compared"]]
+    for _, r in rest.iterrows():
+        why = r["match"] if r["match"] != "both" else f"status A {r['status_a']}, B {r['status_b']}"
+        print(f"not compared: {r['job']} [{r['key']}]: {why}")

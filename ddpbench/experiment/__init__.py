@@ -1,0 +1,13 @@
+"""Experiments: TOML files (and the flags over them) -> frozen, validated specs.
+
+  spec         one training job, :class:`~.spec.JobSpec`: its fields, their checks, its key
+  machine      the machine a spec is resolved against (``auto`` values, GPUs per node)
+  load         an experiment file -> :class:`~.load.Experiment`: the grid expanded into jobs
+  collectives  collective micro-benchmark experiments -> :class:`~.collectives.CollectiveSpec` s
+  links        link rates and the ``[[links]]`` profiles the report projects onto
+  files        reading a TOML file, with one-line errors
+  overrides    what the command line's flags change in an experiment
+
+Reading an experiment imports no analysis code; what a strategy refuses is asked of its class
+(its module, and torch, are imported then).
+"""

@@ -1,0 +1,132 @@
+"""An experiment file -> an :class:`Experiment`: its grid of jobs expanded into resolved,
+validated :class:`~ddpbench.experiment.spec.JobSpec` s, its ``[collectives]`` and its ``[[links]]``.
+
+Experiment file layout::
+
+    name = "quick"               # optional, default: the file's stem; names reports/<name>/
+    description = "..."          # optional
+    timeout_s = 300              # optional, per launch
+
+    [defaults]                   # scalars, applied to every job
+    model = "mlp"
+
+    [grid]                       # lists; the cartesian product of them (or [[grid]]: a union)
+    world_size = [1, 2]          # a grid's value overrides [defaults]
+
+    [collectives]                # optional: micro-benchmarks run after the jobs (see .collectives)
+    [[links]]                    # optional: link profiles the report projects onto (see .links)
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddpbench.errors import InputError
+from ddpbench.experiment.collectives import CollectivesExperiment, parse_collectives
+from ddpbench.experiment.files import NAME_RE, read_toml
+from ddpbench.experiment.links import parse_links
+from ddpbench.experiment.machine import Machine, resolve
+from ddpbench.experiment.spec import FIELDS, JobSpec, allowed_text, check_value
+from ddpbench.strategies import strategy_class
+
+MAX_JOBS = 10_000
+TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "defaults", "grid", "links", "collectives")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str
+    source: str
+    timeout_s: float
+    jobs: tuple[JobSpec, ...]
+    #: link profiles the report projects onto ([[links]]: name, gbit_per_s, latency_us)
+    links: tuple[dict, ...] = ()
+    #: collective micro-benchmarks run after the jobs ([collectives]), or None
+    collectives: CollectivesExperiment | None = None
+
+
+def load_experiment(path: str | Path, machine: Machine | None = None) -> Experiment:
+    """Read, validate and expand an experiment file. Raises :class:`InputError` on bad input."""
+    path = Path(path)
+    return parse_experiment(read_toml(path), str(path), default_name=path.stem, machine=machine)
+
+
+def parse_experiment(data: dict, source: str, default_name: str = "experiment",
+                     machine: Machine | None = None) -> Experiment:
+    for key in data:
+        if key in ("ops", "sizes", "world_sizes"):
+            raise InputError(source, key, "this looks like a collectives experiment: run it with "
+                             f"`python -m ddpbench collectives {source}`")
+        if key not in TOP_LEVEL_KEYS:
+            raise InputError(source, key, f"unknown key; allowed at the top level: {', '.join(TOP_LEVEL_KEYS)} "
+                             f"(job fields go under [defaults] or [grid])")
+    name = data.get("name", re.sub(r"[^A-Za-z0-9._-]", "-", default_name).lstrip("._-")[:100] or "experiment")
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise InputError(source, "name", f"must be 1-100 letters, digits, '.', '_' or '-' (got {name!r})")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise InputError(source, "description", f"must be a string (got {description!r})")
+    timeout_s = data.get("timeout_s", 600)
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 1 <= timeout_s <= 7 * 86400:
+        raise InputError(source, "timeout_s", f"must be a number of seconds from 1 to 604800 (got {timeout_s!r})")
+
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise InputError(source, "defaults", "must be a table: [defaults] with one value per job field")
+    base = {name_: check_value(name_, value, source, f"defaults.{name_}") for name_, value in defaults.items()}
+
+    grids = data.get("grid", [{}])
+    if isinstance(grids, dict):
+        grids = [grids]
+    if not isinstance(grids, list) or not all(isinstance(g, dict) for g in grids):
+        raise InputError(source, "grid", "must be a table [grid] or an array of tables [[grid]]")
+    if not grids:
+        raise InputError(source, "grid", "is empty; give at least one [[grid]] table or leave it out")
+
+    machine = machine or Machine.here()
+    jobs: dict[str, JobSpec] = {}
+    for index, grid in enumerate(grids):
+        where = "grid" if len(grids) == 1 else f"grid[{index}]"
+        axes: dict[str, list] = {}
+        for name_, values in grid.items():
+            key = f"{where}.{name_}"
+            if name_ not in FIELDS:
+                raise InputError(source, key, f"unknown key; allowed: {', '.join(FIELDS)}")
+            if not isinstance(values, list):
+                raise InputError(source, key, f"must be a list of values, each {allowed_text(name_)} (got {values!r})")
+            if not values:
+                raise InputError(source, key, "is an empty list; give at least one value or leave the key out")
+            axes[name_] = [check_value(name_, v, source, f"{key}[{i}]") for i, v in enumerate(values)]
+        count = 1
+        for values in axes.values():
+            count *= len(values)
+        if count + len(jobs) > MAX_JOBS:
+            raise InputError(source, where, f"expands to more than {MAX_JOBS} jobs; split the experiment")
+        for combo in itertools.product(*axes.values()):
+            fields = {**base, **dict(zip(axes, combo))}
+            spec = resolve(JobSpec(**fields), machine, source)
+            strategy_class(spec.strategy).validate(spec, source)
+            jobs.setdefault(spec.key, spec)
+    links = parse_links(data["links"], source) if "links" in data else ()
+    collectives = _collectives_table(data["collectives"], source, name, machine) if "collectives" in data else None
+    return Experiment(name=name, description=description, source=source, timeout_s=float(timeout_s),
+                      jobs=tuple(jobs.values()), links=links, collectives=collectives)
+
+
+def _collectives_table(table, source: str, name: str, machine: Machine):
+    """A sweep's ``[collectives]``: the keys of a collectives experiment, errors named ``collectives.KEY``."""
+    if not isinstance(table, dict):
+        raise InputError(source, "collectives", "must be a table [collectives] with the keys of a collectives "
+                         "experiment (ops, sizes, world_sizes, ...)")
+    if "name" in table:
+        raise InputError(source, "collectives.name", "is the experiment's name; leave it out of [collectives]")
+    try:
+        return parse_collectives(table, source, default_name=f"{name}-collectives", machine=machine)
+    except InputError as err:
+        raise InputError(source, f"collectives.{err.key}" if err.key else "collectives", err.message) from None
+
+

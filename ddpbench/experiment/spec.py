@@ -1,0 +1,224 @@
+"""One job's spec: :class:`JobSpec`, the identity of one measurement, and its field checks.
+
+A :class:`JobSpec` is the key for resume, grouping and comparison. Each field is declared once,
+with its help text and what it allows (:data:`FIELDS`): that one declaration gives the validation
+of experiment files and flags (:func:`check_value`), the error text (:func:`allowed_text`), the
+``run`` command's flags and a stable key. ``auto`` values are resolved against the machine
+(:func:`ddpbench.experiment.machine.resolve`) *before* a spec is frozen into a sweep, so a stored
+spec says what actually ran.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ddpbench.errors import InputError
+from ddpbench.experiment.links import LINK_RATE
+from ddpbench.strategies import STRATEGY_NAMES, strategy_class
+
+MODEL_SIZES = ("xs", "s", "m", "l", "xl")
+
+
+def _field(default, help: str, *, choices=None, lo=None, hi=None, auto: bool = False, pattern=None, allowed=None):
+    return field(default=default, metadata={"help": help, "choices": choices, "lo": lo, "hi": hi, "auto": auto,
+                                            "pattern": pattern, "allowed": allowed})
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job: what runs, on how many ranks, measured how. All fields are plain values."""
+
+    strategy: str = _field("ddp", "how gradients are combined", choices=STRATEGY_NAMES)
+    backend: str = _field("auto", "process-group backend (auto: nccl on cuda, else gloo)",
+                          choices=("gloo", "nccl", "auto"))
+    device: str = _field("auto", "where the model runs (auto: cuda if present)", choices=("cpu", "cuda", "auto"))
+    world_size: int = _field(2, "number of ranks (processes)", lo=1, hi=1024)
+    bucket_cap_mb: float = _field(25.0, "DDP gradient bucket size in MB", lo=0.001, hi=8192)
+    gradient_as_bucket_view: bool = _field(False, "DDP: gradients are views into the buckets")
+    static_graph: bool = _field(False, "DDP: the graph is the same every step")
+    model: str = _field("mlp", "model family", choices=("mlp", "cnn", "transformer"))
+    model_size: str = _field("s", "size preset; fp32 gradients ~1, 5, 25, 50, 100 MB", choices=MODEL_SIZES)
+    batch_size: int = _field(32, "per-rank batch at world size 1; see scaling", lo=1, hi=1 << 20)
+    scaling: str = _field("weak", "strong: global batch fixed; weak: per-rank batch fixed",
+                          choices=("strong", "weak"))
+    optimizer: str = _field("sgd", "optimizer (sgd with momentum, or adam)", choices=("sgd", "adam"))
+    warmup_steps: int = _field(3, "steps run before measuring, stored apart", lo=0, hi=1_000_000)
+    steps: int = _field(20, "measured steps per launch", lo=1, hi=1_000_000)
+    repeats: int = _field(1, "fresh launches of the job", lo=1, hi=1000)
+    threads_per_rank: int | str = _field("auto", "torch threads per rank (auto: cores // world_size)",
+                                         lo=1, hi=4096, auto=True)
+    loader_workers: int = _field(0, "DataLoader worker processes per rank", lo=0, hi=64)
+    seed: int = _field(0, "seed for model init and data", lo=0, hi=2**31 - 1)
+    # added with the aggregation strategies; defaults keep earlier job keys valid
+    grad_accum: int = _field(1, "micro-steps per optimizer step (ddp: the first k-1 under no_sync)", lo=1, hi=1024)
+    comm_hook: str = _field("none", "DDP communication hook", choices=("none", "fp16", "bf16", "powersgd"))
+    powersgd_rank: int = _field(1, "PowerSGD matrix approximation rank", lo=1, hi=1024)
+    localsgd_period: int = _field(4, "localsgd: average the models every this many steps", lo=1, hi=1_000_000)
+    check_steps: int = _field(3, "steps of the equivalence check against single-process training (0: off)",
+                              lo=0, hi=1000)
+    # added with emulated nodes and elastic recovery (issue 8)
+    emulate_nodes: int = _field(1, "nodes emulated on this machine, each a network namespace (1: none)", lo=1, hi=64)
+    link: str = _field("none", "emulated nodes: each node's link rate, in tc's words (none: unshaped)",
+                       pattern=LINK_RATE, allowed='a rate such as "10gbit", "1gbit" or "100mbit", or "none"')
+    link_delay_ms: float = _field(0.0, "emulated nodes: one-way delay added to each link (needs tc's netem)",
+                                  lo=0, hi=10_000)
+    max_restarts: int = _field(0, "torchrun: restarts of all workers after a failure", lo=0, hi=100)
+    fault_step: int = _field(-1, "kill one rank at this measure step, in the first attempt (-1: no fault)",
+                             lo=-1, hi=1_000_000)
+    fault_rank: int = _field(1, "the rank fault_step kills", lo=0, hi=1023)
+    snapshot_every: int = _field(0, "rank 0 snapshots model, optimizer, step and data position every this many "
+                                 "measure steps (0: never)", lo=0, hi=1_000_000)
+
+    # -- derived values --------------------------------------------------------------------
+    @property
+    def per_rank_batch(self) -> int:
+        return self.batch_size // self.world_size if self.scaling == "strong" else self.batch_size
+
+    @property
+    def global_batch(self) -> int:
+        """Samples per optimizer step, all ranks and micro-steps together."""
+        return self.per_rank_batch * self.world_size * self.grad_accum
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    #: the kind of launch it is: its job file, its rank's work and its record are a training run's
+    kind: ClassVar[str] = "run"
+
+    @property
+    def processes(self) -> int:
+        """Processes to start: one per rank, except for strategies that say otherwise (dp: one)."""
+        return strategy_class(self.strategy).processes(self)
+
+    @property
+    def key(self) -> str:
+        """Stable identity: a hash of the fields whose value differs from the field's default.
+
+        Leaving defaults out keeps every stored key valid when a new field (with a default)
+        is added; in exchange a field's default must never change (tests pin them).
+        """
+        changed = {k: v for k, v in self.to_dict().items() if v != FIELDS[k].default}
+        blob = json.dumps(changed, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+    def label(self) -> str:
+        strategy = self.strategy + (f"+{self.comm_hook}" if self.comm_hook != "none" else "")
+        accum = f" accum={self.grad_accum}" if self.grad_accum > 1 else ""
+        nodes = (f" nodes={self.emulate_nodes} link={self.link}" + (f"+{self.link_delay_ms:g}ms" if self.link_delay_ms
+                 else "")) if self.emulate_nodes > 1 else ""
+        fault = f" fault@{self.fault_step}" if self.fault_step >= 0 else ""
+        return (f"{strategy} {self.model}-{self.model_size} ws={self.world_size} "
+                f"bucket={self.bucket_cap_mb:g}MB{accum} {self.backend}/{self.device}{nodes}{fault}")
+
+    @property
+    def emulated(self) -> bool:
+        return self.emulate_nodes > 1
+
+    @property
+    def recovers(self) -> bool:
+        """A fault-recovery job: a planted fault, snapshots or restarts."""
+        return self.fault_step >= 0 or self.snapshot_every > 0 or self.max_restarts > 0
+
+
+FIELDS: dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(JobSpec)}
+
+
+def allowed_text(name: str) -> str:
+    """What a field allows, in words, for error messages and --help."""
+    meta = FIELDS[name].metadata
+    kind = FIELDS[name].type
+    choices = meta["choices"]
+    if meta["allowed"]:
+        return meta["allowed"]
+    if choices:
+        return "one of " + ", ".join(repr(c) for c in choices)
+    if kind == "bool":
+        return "true or false"
+    if kind == "float":
+        text = f"a number from {meta['lo']:g} to {meta['hi']:g}"
+    else:
+        text = f"an integer from {meta['lo']} to {meta['hi']}"
+    return text + ' or "auto"' if meta["auto"] else text
+
+
+# ---------------------------------------------------------------------------------------------
+# validation of single values
+# ---------------------------------------------------------------------------------------------
+
+def check_value(name: str, value: Any, source: str, key: str) -> Any:
+    """Return ``value`` converted for field ``name`` or raise :class:`InputError`."""
+    if name not in FIELDS:
+        raise InputError(source, key, f"unknown key; allowed: {', '.join(FIELDS)}")
+    meta = FIELDS[name].metadata
+    kind = FIELDS[name].type
+    bad = InputError(source, key, f"must be {allowed_text(name)} (got {value!r})")
+    if meta["auto"] and value == "auto":
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise bad
+        return value
+    if kind == "str":
+        if meta["pattern"] is not None:
+            if not isinstance(value, str) or not meta["pattern"].fullmatch(value):
+                raise bad
+            return value.lower()
+        if not isinstance(value, str) or value not in meta["choices"]:
+            raise bad
+        return value
+    # numbers: bool is an int in Python but never a number here
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise bad
+    if kind != "float":
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise bad
+            value = int(value)
+    else:
+        try:
+            value = float(value)
+        except OverflowError:  # an integer too large for a float
+            raise bad from None
+        if value != value:  # NaN
+            raise bad
+    if not meta["lo"] <= value <= meta["hi"]:
+        raise bad
+    return value
+
+
+def check_nodes_and_faults(spec: JobSpec, source: str) -> None:
+    """What emulated nodes and planted faults need of the rest of a job."""
+    if not spec.emulated:
+        for name in ("link", "link_delay_ms"):
+            if getattr(spec, name) != FIELDS[name].default:
+                raise InputError(source, name, "shapes the links between emulated nodes: set emulate_nodes "
+                                 "to 2 or more, or leave it out")
+    elif spec.world_size % spec.emulate_nodes:
+        raise InputError(source, "emulate_nodes", f"must divide world_size {spec.world_size} (every node runs "
+                         "the same number of ranks)")
+    if spec.recovers and spec.strategy != "ddp":
+        raise InputError(source, "strategy", "fault recovery (fault_step, snapshot_every, max_restarts) is "
+                         f"built for 'ddp' only (got {spec.strategy!r})")
+    if spec.fault_step >= spec.steps:
+        raise InputError(source, "fault_step", f"must be below steps ({spec.steps}), or -1 for no fault")
+    if spec.fault_step >= 0 and spec.fault_rank >= spec.world_size:
+        raise InputError(source, "fault_rank", f"must be below world_size ({spec.world_size})")
+
+
+def spec_from_dict(data: dict[str, Any], source: str = "results") -> JobSpec:
+    """Rebuild a stored spec (already resolved) without touching the machine.
+
+    A strategy name is taken as stored: results of a plug-in strategy still load (and report)
+    where the plug-in is not installed.
+    """
+    checked = {}
+    for name, value in data.items():
+        if name == "strategy" and isinstance(value, str) and value:
+            checked[name] = value
+        else:
+            checked[name] = check_value(name, value, source, name)
+    return JobSpec(**checked)

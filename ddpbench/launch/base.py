@@ -1,0 +1,59 @@
+"""What a launcher is: the one interface (:class:`Launcher`) every way of starting ranks implements,
+a :class:`Launch` it is given, and the one :class:`LaunchOutcome` it hands back for each."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, NamedTuple
+
+
+class Launch(NamedTuple):
+    """One launch of a sweep: a spec (a training JobSpec or a CollectiveSpec), which repeat of it
+    this is, and the work folder its ranks hand back in (:mod:`ddpbench.launch.handback`)."""
+
+    spec: Any
+    repeat: int
+    work_dir: Path
+
+
+@dataclass
+class LaunchOutcome:
+    status: str  # ok | failed | timed_out | skipped
+    result: dict | None = None
+    error: str | None = None
+    wall_s: float = 0.0
+    logs: list[str] = field(default_factory=list)
+
+
+class Launcher(abc.ABC):
+    """How the ranks of a launch start: every launcher runs ``spec.processes`` ranks of
+    ``python -m ddpbench.rank`` (:mod:`ddpbench.rank.protocol`) and reads back one outcome.
+
+    What a launcher can do beyond one launch at a time is declared, not probed:
+
+    * ``stores_results``: False where another node stores the results (node > 0 of a multi-node
+      torchrun sweep, which runs its agents and leaves the store alone);
+    * ``submits_arrays``: True when the launcher takes all of a sweep's launches at once
+      (:meth:`launch_all`: Slurm job arrays) instead of one after another.
+    """
+
+    #: recorded with every launch it runs
+    name: str = "launcher"
+    stores_results: bool = True
+    submits_arrays: bool = False
+
+    @abc.abstractmethod
+    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
+        """Run one launch to its end (or its timeout) and read back its outcome."""
+
+    def launch_all(self, launches: list[Launch], log_dir: Path,
+                   timeout_s: float) -> Iterator[tuple[Launch, LaunchOutcome]]:
+        """Run ``launches`` and yield each with its outcome as it ends: by default one after another.
+
+        Closing the generator early (``contextlib.closing``), or any exception, must leave nothing
+        of the launches running.
+        """
+        for launch in launches:
+            yield launch, self.launch(launch.spec, launch.repeat, launch.work_dir, log_dir, timeout_s)

@@ -1,0 +1,107 @@
+"""A launch's work folder, from the launcher's side of the rank protocol (:mod:`ddpbench.rank.protocol`):
+the job file written before the ranks start, and what they leave there read back into one
+:class:`LaunchOutcome`, the root cause of a failure named first.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+from pathlib import Path
+
+from ddpbench.launch.base import LaunchOutcome
+from ddpbench.rank.protocol import JOB_FILE, RESULT_FILE, Job, Progress, progress_path
+from ddpbench.results.schema import validate_result
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exited with code {returncode}"
+
+
+#: below this many free bytes, a rank that could not hand anything back probably could not write
+DISK_NEARLY_FULL = 1 << 20
+
+
+def disk_full(path: Path) -> int | None:
+    """The free bytes of the disk holding ``path`` when fewer than DISK_NEARLY_FULL, else None."""
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return None
+    return free if free < DISK_NEARLY_FULL else None
+
+
+def disk_note(work_dir: Path) -> str:
+    """" (the disk holding W is full: N bytes free)" when it is, else ""."""
+    free = disk_full(work_dir)
+    return f" (the disk holding {work_dir} is full: {free} bytes free)" if free is not None else ""
+
+
+def prepare_launch(spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> tuple[Job, Path]:
+    """A clean work folder holding the job file, and the log folder; (the job, its file)."""
+    shutil.rmtree(work_dir, ignore_errors=True)  # never read a hand-back an interrupted launch left
+    work_dir.mkdir(parents=True, exist_ok=True)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    job = Job.of(spec, repeat, timeout_s)
+    return job, job.write(work_dir / JOB_FILE)
+
+
+def collect_outcome(work_dir: Path, job: Job, exits: dict[int, int | None], wall_s: float,
+                    timed_out: bool, logs: list[str]) -> LaunchOutcome:
+    """Turn what the ranks of ``job`` left in ``work_dir`` and their exit codes into one outcome.
+
+    ``exits`` holds each rank's exit code as it left by itself, or None for a rank the launcher
+    had to end. The root cause is named first: a rank killed by a signal without reporting an
+    error (killed from outside, e.g. by the OOM killer), else the earliest error a rank
+    reported (the others usually fail after it, on a broken connection).
+    """
+    errors = []
+    for path in sorted(work_dir.glob("error.rank*.json")):  # rank.protocol.error_path's
+        try:
+            errors.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    errors.sort(key=lambda e: e.get("time", 0))
+    reported = {e.get("rank") for e in errors}
+    def where(rank: int) -> str | None:  # what a rank that cannot report said last
+        return Progress.read(progress_path(work_dir, rank))
+
+    if timed_out:
+        failed = {e["rank"]: f"rank {e['rank']} failed in {e['phase']}" for e in errors}
+        states = []
+        for rank in sorted(exits):
+            if rank in failed:
+                states.append(failed[rank])
+            elif at := where(rank):
+                states.append(f"rank {rank} at {at}")
+        return LaunchOutcome("timed_out", error=f"no result within the {job.timeout_s:g} s timeout"
+                             + (f" ({'; '.join(states)})" if states else ""), wall_s=wall_s, logs=logs)
+    killed = {rank: code for rank, code in exits.items() if code is not None and code < 0 and rank not in reported}
+    if killed:
+        rank, code = sorted(killed.items())[0]
+        last = f" in {at}" if (at := where(rank)) else ""
+        return LaunchOutcome("failed", error=f"rank {rank} {describe_exit(code)}{last}", wall_s=wall_s, logs=logs)
+    if errors:
+        first = errors[0]
+        step = f" step {first['step']}" if first.get("step", -1) >= 0 else ""
+        return LaunchOutcome("failed", error=f"rank {first['rank']} in {first['phase']}{step}: {first['error']}",
+                             wall_s=wall_s, logs=logs)
+    bad = {rank: code for rank, code in exits.items() if code != 0}
+    if bad:
+        rank, code = sorted(bad.items(), key=lambda item: item[1] is None)[0]
+        how = "was still running when another rank ended" if code is None else describe_exit(code)
+        return LaunchOutcome("failed", error=f"rank {rank} {how} without reporting an error{disk_note(work_dir)}",
+                             wall_s=wall_s, logs=logs)
+    try:
+        result = json.loads((work_dir / RESULT_FILE).read_text())
+        validate_result(job.kind, result, job.spec, processes=len(exits))
+    except (OSError, ValueError) as err:
+        return LaunchOutcome("failed", error=f"rank 0 handed back no valid result: {err}", wall_s=wall_s, logs=logs)
+    return LaunchOutcome("ok", result=result, wall_s=wall_s, logs=logs)

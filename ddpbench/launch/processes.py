@@ -1,0 +1,84 @@
+"""What every launcher does with the processes of a launch: the environment its ranks get (threads,
+socket interfaces), a rendezvous store of our own on loopback, and ending every process it started.
+
+One-machine runs keep every socket on loopback: the store listens on 127.0.0.1 port 0 (no fixed
+port, no race for a free one), and gloo's and NCCL's own sockets are pinned to the loopback
+interface (unless GLOO_SOCKET_IFNAME or NCCL_SOCKET_IFNAME is set), whatever the hostname resolves to.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from datetime import timedelta
+
+#: between SIGTERM and SIGKILL when ending ranks
+TERM_GRACE_S = 3.0
+POLL_S = 0.05  # the launcher shares the cores with the ranks: wake rarely
+
+
+def loopback_store(timeout_s: float):
+    """A TCPStore server listening on 127.0.0.1 only, on a port the OS picked."""
+    from torch.distributed import TCPStore
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    fd = sock.detach()  # the store owns the socket from here on and closes it
+    kwargs = dict(is_master=True, wait_for_workers=False, timeout=timedelta(seconds=timeout_s), master_listen_fd=fd)
+    try:
+        store = TCPStore("127.0.0.1", port, **kwargs)
+    except NotImplementedError:
+        # torch 2.4-2.7: the libuv store (their default) cannot take a listening socket
+        store = TCPStore("127.0.0.1", port, use_libuv=False, **kwargs)
+    return store, port
+
+
+def loopback_interface() -> str:
+    """The name of the interface holding 127.0.0.1 ("lo" on Linux, "lo0" on macOS)."""
+    import psutil
+
+    for name, addrs in psutil.net_if_addrs().items():
+        if any(a.family == socket.AF_INET and a.address == "127.0.0.1" for a in addrs):
+            return name
+    return "lo"
+
+
+def loopback_env() -> dict[str, str]:
+    """Socket interface variables that keep gloo and NCCL on loopback; the user's own settings win."""
+    iface = loopback_interface()
+    return {var: os.environ.get(var, iface) for var in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")}
+
+
+def rank_env(spec, sockets: dict[str, str] | None = None) -> dict[str, str]:
+    """What every launcher sets for a rank: its thread count, the interface its sockets use
+    (``sockets``; default: loopback), unbuffered logs."""
+    threads = str(spec.threads_per_rank)
+    return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
+            **(loopback_env() if sockets is None else sockets), "PYTHONUNBUFFERED": "1"}
+
+
+def end_processes(procs: list[subprocess.Popen]) -> None:
+    """SIGTERM each rank's process group, then SIGKILL what is left; reap everything."""
+    for sig, grace in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, 5.0)):
+        alive = [p for p in procs if p.poll() is None]
+        for proc in alive:
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace
+        while alive and time.monotonic() < deadline:
+            alive = [p for p in alive if p.poll() is None]
+            time.sleep(POLL_S)
+    for proc in procs:
+        # The rank's own group may still hold grandchildren whose leader is gone.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()

@@ -1,0 +1,14 @@
+"""What runs inside a launched process: one rank of one launch.
+
+  protocol     how a rank learns its job, says where it is and hands back one result;
+               ``python -m ddpbench.rank`` (:mod:`.__main__`) is every launcher's command
+  train        a training rank: process group, model, strategy, timed loop, gather
+  recovery     a training rank's side of elastic fault recovery (snapshots, the planted fault)
+  equivalence  the single-process training every strategy is checked against
+  collectives  a collective micro-benchmark rank: nccl-tests' definitions, the -c check
+  timing       per-step phase timers, host clock or CUDA events
+  devices      the device a rank takes, and the memory it held
+
+A rank never imports the launchers or the sweep that started it, nor the analysis of what it
+measured.
+"""

@@ -1,0 +1,65 @@
+"""Is distributed training the same training? The single-process reference.
+
+Data parallelism promises that n ranks, each on its shard of a global batch, train exactly the
+model one process would train on the whole global batch. :func:`reference_parameters` trains
+that one process: same seed, same optimizer, and per step the concatenation of every rank's
+micro-batch in rank order (rank r's DistributedSampler shard). With mean-reduced losses and
+equal shards the average of the ranks' gradients equals the gradient of the global batch, so
+an exact strategy must match it up to float rounding; a lossy one (compression, local SGD) is
+measured against it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+#: an exact strategy whose parameters differ from the reference by more than this fails its job
+EXACT_TOLERANCE = 1e-4
+
+
+def reference_parameters(spec, steps: int, processes: int, device) -> dict[str, torch.Tensor]:
+    """Parameters after ``steps`` optimizer steps of single-process training on the global batches."""
+    from ddpbench.strategies.base import default_optimizer
+    from ddpbench.workloads.data import make_loader
+    from ddpbench.workloads.models import build_model
+
+    torch.manual_seed(spec.seed)
+    model = build_model(spec.model, spec.model_size).to(device)
+    optimizer = default_optimizer(model.parameters(), spec)
+    loaders = [make_loader(spec, rank, processes) for rank in range(processes)]
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for _ in range(steps):
+        for _ in range(spec.grad_accum):
+            batches = [loader.next() for loader in loaders]
+            inputs = torch.cat([b[1] for b in batches]).to(device)
+            labels = torch.cat([b[2] for b in batches]).to(device)
+            (loss_fn(model(inputs), labels) / spec.grad_accum).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return {name: p.detach() for name, p in model.named_parameters()}
+
+
+def max_abs_diff(params: dict[str, torch.Tensor], reference: dict[str, torch.Tensor]) -> float:
+    """Largest absolute difference between two sets of parameters with the same names."""
+    if params.keys() != reference.keys():
+        missing = sorted(set(params) ^ set(reference))[:3]
+        raise ValueError(f"parameter names differ from the reference: {missing}")
+    worst = 0.0
+    for name, value in params.items():
+        diff = float((value.detach().to(reference[name].device, torch.float64) - reference[name].double()).abs().max())
+        if math.isnan(diff):  # a NaN parameter is as far from the reference as it gets
+            return math.inf
+        worst = max(worst, diff)
+    return worst
+
+
+class NotEquivalent(RuntimeError):
+    pass
+
+
+def check_exact(strategy_name: str, diff: float, tolerance: float = EXACT_TOLERANCE) -> None:
+    if not diff <= tolerance:
+        raise NotEquivalent(f"{strategy_name} is not equivalent to single-process training: parameters differ "
+                            f"by up to {diff:.3g} after the check steps (tolerance {tolerance:g})")

@@ -1,0 +1,205 @@
+"""The rank protocol: how a launched process learns its job, says where it is, and hands back one result.
+
+Every launcher starts every rank of every kind of launch the same way::
+
+    python -m ddpbench.rank --job DIR/job.json --out DIR
+
+with the rank in the environment exactly as torchrun sets it (RANK, LOCAL_RANK, WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT; under srun without them, Slurm's task variables: :func:`adopt_slurm_env`).
+The work folder is the whole interface; nothing a rank prints is parsed:
+
+  job.json            the launcher's :class:`Job`: the kind of launch, its spec, repeat and timeout
+  result.json         rank 0's hand-back (:mod:`ddpbench.results.schema`), written atomically
+  error.rank<R>.json  a rank that failed: its phase and step, the error and its traceback
+  progress.rank<R>    where a rank is (:class:`Progress`), read when it cannot say so itself
+
+:func:`serve` is a rank's whole life: it watches the process that started it (a rank never
+outlives its launcher), runs the job's work, and hands back its result or its error.
+"""
+
+from __future__ import annotations
+
+import time
+
+#: when this module was first imported: in a rank, its start, before any heavy import
+PROCESS_START = time.time()
+
+import argparse  # noqa: E402 - the start time above is taken before any import
+import json  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+import traceback  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from datetime import timedelta  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+#: what every launcher starts, once per rank: ``python -m ddpbench.rank --job JOB --out DIR``
+RANK_MODULE = "ddpbench.rank"
+JOB_FILE = "job.json"
+RESULT_FILE = "result.json"
+
+
+def error_path(out_dir: Path, rank: int) -> Path:
+    return out_dir / f"error.rank{rank}.json"
+
+
+def progress_path(out_dir: Path, rank: int) -> Path:
+    return out_dir / f"progress.rank{rank}"
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a launcher tells its ranks: the kind of launch (a spec's ``kind``: "run" for a training
+    job, "collective" for the micro-benchmarks), its spec as a dict, the repeat and the timeout."""
+
+    kind: str
+    spec: dict
+    repeat: int
+    timeout_s: float
+
+    @classmethod
+    def of(cls, spec, repeat: int, timeout_s: float) -> "Job":
+        return cls(spec.kind, spec.to_dict(), repeat, timeout_s)
+
+    def write(self, path: Path) -> Path:
+        path.write_text(json.dumps({"kind": self.kind, "spec": self.spec, "repeat": self.repeat,
+                                    "timeout_s": self.timeout_s}))
+        return path
+
+    @classmethod
+    def read(cls, path: Path) -> "Job":
+        data = json.loads(path.read_text())
+        return cls(data["kind"], data["spec"], int(data["repeat"]), float(data["timeout_s"]))
+
+
+def write_json_atomic(path: Path, payload: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(payload, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+PROGRESS_BYTES = 64
+
+
+class Progress:
+    """Where a rank is (phase and step), in a small file the launcher reads when the rank cannot
+    say it itself: killed by a signal, or stuck when the timeout ends it. One ``pwrite`` per step
+    and no fsync: the page cache outlives a killed process."""
+
+    def __init__(self, path: Path):
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+
+    def write(self, phase: str, step: int) -> None:
+        line = f"{phase} {step}" if step >= 0 else phase
+        os.pwrite(self._fd, line.encode()[:PROGRESS_BYTES].ljust(PROGRESS_BYTES), 0)
+
+    @staticmethod
+    def read(path: Path) -> str | None:
+        """"measure step 7" (or "gather"), or None when the rank left no progress."""
+        try:
+            text = path.read_bytes().decode(errors="replace").strip()
+        except OSError:
+            return None
+        phase, _, step = text.rpartition(" ")
+        return f"{phase} step {step}" if phase and step.lstrip("-").isdigit() else text or None
+
+
+class Tracked:
+    """Base of a rank's work: ``at(phase, step)`` records where it is, for its error report and
+    its progress file. A kind of launch subclasses it with ``execute()`` (rank 0 returns the
+    result to hand back, the others None) and ``teardown()``."""
+
+    phase, step = "init", -1
+    progress: Progress | None = None
+
+    def at(self, phase: str, step: int = -1) -> None:
+        self.phase, self.step = phase, step
+        if self.progress is not None:
+            self.progress.write(phase, step)
+
+
+def watch_parent(parent_pid: int) -> None:
+    """Exit if the launcher dies: no rank outlives the process that owns it (a thread's target)."""
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent_pid:
+            os._exit(3)
+
+
+def adopt_slurm_env(environ=os.environ) -> None:
+    """Under srun, without a launcher's RANK: take the rank from Slurm's task variables."""
+    if "RANK" in environ or "SLURM_PROCID" not in environ:
+        return
+    environ["RANK"] = environ["SLURM_PROCID"]
+    environ["WORLD_SIZE"] = environ["SLURM_NTASKS"]
+    environ["LOCAL_RANK"] = environ.get("SLURM_LOCALID", "0")
+
+
+def join_process_group(backend: str, rank: int, world_size: int, timeout_s: float, device=None) -> int:
+    """Join the job's process group through its launcher's store; the attempt this is (0: the first).
+
+    torchrun's agent keeps its store across restarts, and a restarted gloo group that read the
+    dead attempt's addresses from it would try to connect to a worker that is gone; so every
+    attempt meets under a prefix of its own. The attempt is counted in the store itself (each
+    rank counts its own starts; every restart starts every rank once), not taken from
+    TORCHELASTIC_RESTART_COUNT: that is each agent's own count, and across nodes the agents
+    differ (an agent restarting its workers because another node rejoined does not count it).
+
+    An nccl group is bound to the rank's GPU (``device``): its communicator is made now, and
+    barriers run on that GPU rather than on one NCCL guesses.
+    """
+    import torch.distributed as dist
+
+    agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    timeout = timedelta(seconds=timeout_s)
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world_size,
+                          is_master=not agent and rank == 0, timeout=timeout, multi_tenant=True)
+    attempt = store.add(f"ddpbench/starts/rank{rank}", 1) - 1
+    bound = {"device_id": device} if backend == "nccl" and device is not None else {}
+    dist.init_process_group(backend, store=dist.PrefixStore(f"attempt{attempt}", store), rank=rank,
+                            world_size=world_size, timeout=timeout, **bound)
+    return attempt
+
+
+def serve(works: dict, argv: list[str] | None = None) -> int:
+    """A rank's process: run ``works[job.kind](job, out_dir).execute()``, hand back its result or error.
+
+    ``works`` maps each kind of launch to the class of its rank's work (a :class:`Tracked`).
+    """
+    parser = argparse.ArgumentParser(prog="python -m ddpbench.rank")
+    parser.add_argument("--job", required=True, type=Path, help="job JSON written by the launcher")
+    parser.add_argument("--out", required=True, type=Path, help="folder for result.json / error.rank<R>.json")
+    args = parser.parse_args(argv)
+
+    adopt_slurm_env()
+    parent = int(os.environ.get("DDPBENCH_PARENT_PID", os.getppid()))
+    threading.Thread(target=watch_parent, args=(parent,), daemon=True).start()
+
+    rank = int(os.environ.get("RANK", "0"))
+    run = None
+    try:
+        progress = Progress(progress_path(args.out, rank))
+        job = Job.read(args.job)
+        run = works[job.kind](job, args.out)
+        run.progress = progress
+        run.at("init")
+        result = run.execute()
+        if result is not None:
+            write_json_atomic(args.out / RESULT_FILE, result)
+        run.teardown()
+        return 0
+    except BaseException as err:  # noqa: BLE001 - every failure is handed back, then re-raised as exit 1
+        write_json_atomic(error_path(args.out, rank), {
+            "rank": rank,
+            "phase": getattr(run, "phase", "init"),
+            "step": getattr(run, "step", -1),
+            "time": time.time(),
+            "error": f"{type(err).__name__}: {err}".strip(),
+            "traceback": traceback.format_exc(),
+        })
+        traceback.print_exc(file=sys.stderr)  # goes to the job's log file
+        return 1

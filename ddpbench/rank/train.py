@@ -1,0 +1,310 @@
+"""A training rank: process group, model, strategy, timed loop, gather, one result out.
+
+What :func:`ddpbench.rank.protocol.serve` runs in every rank of a training launch (a job of kind
+"run"). Phases of a launch:
+
+  warmup   ``warmup_steps`` steps, timed and stored apart;
+  measure  ``steps`` steps with gradient synchronisation;
+  nosync   the same number of steps inside the strategy's ``no_sync()`` (when it has one):
+           the no-communication step time at the same world size. The model and optimizer
+           are restored afterwards, so the replicas stay identical;
+  finish   every rank's timings and a checksum of its parameters are gathered to rank 0,
+           which fails the job loudly if the replicas differ;
+  check    a fresh replica trains the check steps and is compared with single-process training
+           (:mod:`ddpbench.rank.equivalence`); a fault-recovery job is first compared with an
+           uninterrupted replica (:mod:`ddpbench.rank.recovery`).
+
+Rank 0 hands back :func:`ddpbench.results.schema.training_result`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddpbench.experiment.spec import spec_from_dict
+from ddpbench.rank.devices import gpu_memory, peak_rss_mb, take_rank_device
+from ddpbench.rank.protocol import PROCESS_START, Job, Tracked, join_process_group
+from ddpbench.rank.recovery import Recovery
+from ddpbench.results.schema import TIMED_PHASES, training_result
+
+
+def param_checksum(named_parameters) -> str:
+    digest = hashlib.sha256()
+    for name, param in named_parameters:
+        digest.update(name.encode())
+        digest.update(param.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+class ReplicasDiverged(RuntimeError):
+    pass
+
+
+def check_replicas(checksums: dict[int, str]) -> None:
+    """Data parallelism keeps every replica identical; anything else is a failed job."""
+    if len(set(checksums.values())) != 1:
+        raise ReplicasDiverged("replicas diverged after training: parameter checksums differ by rank "
+                               + ", ".join(f"{r}={c}" for r, c in sorted(checksums.items())))
+
+
+@dataclass
+class Replica:
+    """One rank's training state: the strategy, the model it wrapped, its optimizer and data."""
+
+    strategy: object
+    module: object  # the model as built
+    model: object  # what the loop calls (the strategy's wrapper)
+    optimizer: object
+    loader: object
+
+
+def build_replica(spec, ctx) -> Replica:
+    """A fresh model (the same on every rank: same seed), wrapped by a fresh strategy, with its
+    optimizer and this rank's shard of the data."""
+    import torch
+
+    from ddpbench import strategies
+    from ddpbench.workloads.data import make_loader
+    from ddpbench.workloads.models import build_model
+
+    torch.manual_seed(spec.seed)
+    module = build_model(spec.model, spec.model_size).to(ctx.device)
+    strategy = strategies.create(spec)
+    model = strategy.wrap(module, ctx)
+    optimizer = strategy.make_optimizer(model)
+    loader = make_loader(spec, ctx.rank, ctx.world_size, pin_memory=ctx.device.type == "cuda")
+    return Replica(strategy, module, model, optimizer, loader)
+
+
+def _no_mark(phase: str) -> None:
+    pass
+
+
+def train_step(replica: Replica, loss_fn, device, accum: int, mark=_no_mark) -> None:
+    """One optimizer step of ``accum`` micro-steps; ``mark(phase)`` is called as each phase ends.
+
+    The one definition of a training step: the rank's timed loop and the pytest-benchmark
+    tasks (:mod:`ddpbench.regression.tasks`) both run it.
+    """
+    model, optimizer, strategy = replica.model, replica.optimizer, replica.strategy
+    non_blocking = device.type == "cuda"
+    for micro in range(accum):
+        _, inputs, labels = replica.loader.next()
+        inputs = inputs.to(device, non_blocking=non_blocking)
+        labels = labels.to(device, non_blocking=non_blocking)
+        mark("data_ms")
+        with strategy.accumulate() if micro < accum - 1 else contextlib.nullcontext():
+            loss = loss_fn(model(inputs), labels)
+            if accum > 1:
+                loss = loss / accum
+            mark("forward_ms")
+            loss.backward()
+        mark("backward_ms")
+    strategy.after_backward()
+    mark("comm_ms")
+    strategy.optimizer_step(optimizer)
+    optimizer.zero_grad(set_to_none=True)
+    mark("optimizer_ms")
+    strategy.after_step()
+    mark("comm_ms")
+
+
+class TrainingRank(Tracked):
+    """One rank of a training launch; see the module docstring for its phases."""
+
+    def __init__(self, job: Job, out_dir: Path | None):
+        self.spec = spec_from_dict(job.spec, source="job spec")
+        self.repeat = job.repeat
+        self.timeout_s = job.timeout_s
+        self.out_dir = out_dir
+        self.rank = int(os.environ["RANK"])
+        self.local_rank = int(os.environ.get("LOCAL_RANK", self.rank))
+        self.world_size = int(os.environ["WORLD_SIZE"])  # processes; DataParallel: 1
+        self.timeline = {"process_start": PROCESS_START}
+
+    def mark(self, event: str) -> None:
+        self.timeline[event] = time.time()
+
+    # -- setup -----------------------------------------------------------------------------
+    def setup(self) -> None:
+        self.mark("setup_start")
+        import torch
+
+        from ddpbench.rank.timing import StepTimer, clock_for
+        from ddpbench.strategies import strategy_class
+        from ddpbench.strategies.base import RankContext
+        from ddpbench.workloads.models import count_params, grad_bytes
+
+        spec = self.spec
+        expected = strategy_class(spec.strategy).processes(spec)
+        if self.world_size != expected:
+            raise RuntimeError(f"launcher started {self.world_size} processes; {spec.strategy} at world_size "
+                               f"{spec.world_size} runs {expected}")
+        torch.set_num_threads(int(spec.threads_per_rank))
+        self.device = take_rank_device(spec.device, self.local_rank)
+        attempt = join_process_group(spec.backend, self.rank, self.world_size, self.timeout_s, self.device)
+        self.ctx = RankContext(self.rank, self.local_rank, self.world_size, self.device)
+        self.loss_fn = torch.nn.CrossEntropyLoss()
+        self.replica = self.build_replica()
+        self.params, self.grad_bytes = count_params(self.replica.module), grad_bytes(self.replica.module)
+        self.timer = StepTimer(clock_for(self.device))
+        self.rows: list[list] = []
+        self.recovery = Recovery(spec, self.rank, attempt, self.out_dir) if spec.recovers else None
+        self.mark("setup_done")
+
+    def build_replica(self, spec=None) -> Replica:
+        return build_replica(spec or self.spec, self.ctx)
+
+    # -- the timed loop --------------------------------------------------------------------
+    def run_steps(self, replica: Replica, phase: str, count: int, record: bool = True, first: int = 0,
+                  recovery: Recovery | None = None) -> None:
+        """Steps ``first`` to ``count - 1``, each of ``grad_accum`` micro-steps, every phase timed.
+        ``recovery`` (measure phase of a fault-recovery job) plants the fault and takes snapshots."""
+        timer, accum = self.timer, self.spec.grad_accum
+        for step in range(first, count):
+            self.at(phase, step)
+            if recovery is not None:
+                recovery.before_step(step)
+            timer.start()
+            train_step(replica, self.loss_fn, self.device, accum, timer.mark)
+            row = timer.stop()
+            if record:
+                self.rows.append([self.rank, phase, step, *(row[p] for p in TIMED_PHASES), row["step_ms"]])
+            if recovery is not None:
+                recovery.after_step(step, replica, self.rows)
+
+    def measure(self) -> None:
+        spec, replica = self.spec, self.replica
+        strategy = replica.strategy
+        recovery = self.recovery
+        first = 0
+        if recovery is not None:
+            first, rows = recovery.resume(replica, self.device)
+            if rows is not None:
+                self.rows = rows  # this rank's rows as of the snapshot: each step is stored once
+        if first == 0:
+            self.run_steps(replica, "warmup", spec.warmup_steps)
+        self.run_steps(replica, "measure", spec.steps, first=first, recovery=recovery)
+        self.memory = gpu_memory(strategy.devices())  # before the no-sync phase's snapshot adds a copy
+        if recovery is not None:
+            self.trained = {name: p.detach().clone() for name, p in replica.module.named_parameters()}
+        self.strategy_stats = {**strategy.stats(), **strategy.traffic(self.grad_bytes),
+                               "optimizer_state_mb": strategy.optimizer_state_mb(replica.optimizer)}
+        if strategy.supports_no_sync:
+            snap = strategy.snapshot(replica.optimizer)
+            with strategy.no_sync():
+                self.run_steps(replica, "nosync", spec.steps)
+            strategy.restore(replica.optimizer, snap)
+        strategy.finish_training()
+        self.mark("measure_done")
+
+    def check_equivalence(self) -> dict:
+        """Train a fresh replica for the check steps and compare with single-process training.
+
+        The check trains with momentum SGD whatever the job's optimizer: it tests how gradients
+        are combined, and Adam would hide a wrongly scaled average (it normalises the gradient)
+        while turning rounding noise into lr-sized steps. Every rank's parameters must agree;
+        rank 0 trains the reference on the global batches. An exact strategy that differs by
+        more than the tolerance fails the job, a lossy one reports its divergence.
+        """
+        import torch.distributed as dist
+
+        from ddpbench.rank.equivalence import check_exact, max_abs_diff, reference_parameters
+
+        if self.spec.check_steps == 0:
+            return {"max_abs_diff": None, "exact": None, "check_steps_run": 0}
+        self.at("check")
+        spec = dataclasses.replace(self.spec, optimizer="sgd")
+        replica = self.build_replica(spec)
+        steps = replica.strategy.check_steps()
+        self.run_steps(replica, "check", steps, record=False)
+        replica.strategy.finish_training()
+        self.at("check")
+        params = dict(replica.strategy.full_parameters())  # a collective for sharded strategies
+        checksums = [None] * self.world_size
+        dist.all_gather_object(checksums, param_checksum(params.items()))
+        check_replicas(dict(enumerate(checksums)))
+        exact = bool(replica.strategy.exact)
+        result = {"max_abs_diff": None, "exact": exact, "check_steps_run": steps}
+        if self.rank == 0:
+            reference = reference_parameters(spec, steps, self.world_size, self.device)
+            result["max_abs_diff"] = max_abs_diff(params, reference)
+            if exact:
+                check_exact(self.spec.strategy, result["max_abs_diff"])
+        replica.strategy.close()
+        self.mark("check_done")
+        return result
+
+    def check_recovery(self) -> dict:
+        """Train a fresh replica through the same steps without a fault, and compare its parameters
+        with the recovered ones (bit for bit, on every rank): the recovery figures."""
+        import torch.distributed as dist
+
+        from ddpbench.rank.equivalence import max_abs_diff
+
+        spec = self.spec
+        self.at("recovery-check")
+        replica = self.build_replica()
+        self.run_steps(replica, "recovery-check", spec.warmup_steps + spec.steps, record=False)
+        diff = max_abs_diff(self.trained, dict(replica.module.named_parameters()))
+        replica.strategy.close()
+        diffs = [None] * self.world_size
+        dist.all_gather_object(diffs, diff)
+        return self.recovery.figures(max(diffs), self.timeline["process_start"])
+
+    # -- gather and hand back --------------------------------------------------------------
+    def finish(self) -> dict | None:
+        import torch.distributed as dist
+
+        self.at("gather")
+        mine = {
+            "rows": self.rows,
+            "rank": {
+                "rank": self.rank,
+                "pid": os.getpid(),
+                "threads": int(self.spec.threads_per_rank),
+                "peak_rss_mb": peak_rss_mb(),
+                **self.memory,
+                "checksum": param_checksum(self.replica.strategy.full_parameters()),
+                **self.strategy_stats,
+            },
+        }
+        gathered = [None] * self.world_size if self.rank == 0 else None
+        dist.gather_object(mine, gathered, dst=0)
+        if self.rank != 0:
+            return None
+        self.mark("gather_done")
+        check_replicas({g["rank"]["rank"]: g["rank"]["checksum"] for g in gathered})
+        return {"steps": [row for g in gathered for row in g["rows"]], "ranks": [g["rank"] for g in gathered]}
+
+    def teardown(self) -> None:
+        """Free DDP before the group, then barrier and destroy: avoids gloo's abort at exit."""
+        import torch.distributed as dist
+
+        self.at("teardown")
+        self.replica.strategy.close()
+        self.replica = None
+        gc.collect()
+        dist.barrier()
+        dist.destroy_process_group()
+
+    def execute(self) -> dict | None:
+        """The whole launch for this rank; rank 0 returns the result to hand back."""
+        self.setup()
+        self.measure()
+        gathered = self.finish()
+        recovery = self.check_recovery() if self.recovery is not None else None
+        check = self.check_equivalence()
+        if gathered is None:
+            return None
+        return training_result(self.spec.to_dict(), self.repeat, params=self.params, grad_bytes=self.grad_bytes,
+                               steps=gathered["steps"], ranks=gathered["ranks"],
+                               timeline=self.timeline,  # rank 0's, seconds since the epoch
+                               check=check, recovery=recovery)

@@ -1,0 +1,11 @@
+"""Reports: what the analysis found, as pages and files a person reads.
+
+  build         ``index.html`` for a results folder: the sections, in page order (write_report)
+  page          the page framework: Section, ReportContext, the HTML helpers every section uses
+  sections/     the sections, one module per topic
+  plots/        the figures, one module per topic
+  compare_page  two folders compared: compare.csv, ratios.png, index.html
+  export        a results folder as a pytest-benchmark JSON file
+
+A report reads stored results only; it never runs or launches anything.
+"""

@@ -1,0 +1,259 @@
+"""The report's page: what a section is, what it is given, and the HTML it is made of.
+
+A section is a function ``section(ctx: ReportContext) -> Section | None``: it gets the
+:class:`ReportContext` (the summary table, the stored tables, the output folder) and returns a
+:class:`Section` -- a title, an HTML fragment, and the PNG files it wrote into ``ctx.out_dir`` --
+or None when it does not apply to these results. :mod:`ddpbench.report.build` lists the sections
+in page order and writes the page. Every string that comes from an experiment file or a results
+file is passed through :func:`esc` (``html.escape``) before it enters the page; the helpers here
+(:func:`html_table`, :func:`num`, :func:`with_interval`, ...) do so.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+INDEX_FILE = "index.html"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the page. ``html`` is trusted markup: escape what goes into it."""
+
+    title: str
+    html: str
+    images: tuple[Path, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    summary: Any  # DataFrame, one row per job (analysis.summary.summarize); empty when nothing ran
+    steps: Any
+    runs: Any
+    ranks: Any
+    sweeps: Any
+    results_dir: Path
+    out_dir: Path
+    #: one row per (launch, op, placement, size) of the collective micro-benchmarks
+    #: (results.tables.load_collectives); an empty DataFrame when the folder holds none
+    collectives: Any = None
+    #: what loading skipped: one line per damaged record ("results.jsonl:8: damaged record skipped ...")
+    damaged: list = field(default_factory=list)
+    #: what several sections derive from the same data (e.g. the cost model), computed once per report
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self):
+        if self.collectives is None:
+            import pandas as pd
+
+            object.__setattr__(self, "collectives", pd.DataFrame())
+
+    def image(self, name: str) -> Path:
+        """Where a section writes its PNG: a stable name in the output folder."""
+        return self.out_dir / name
+
+
+#: a section of the report
+SectionFn = Callable[[ReportContext], "Section | None"]
+
+
+CSS = """
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; margin: 0 auto;
+       max-width: 1200px; padding: 1em 2em 4em; }
+h1 { margin-bottom: .2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: .2em; }
+nav a { margin-right: 1.2em; }
+p.what { font-size: 1.05em; } p.note { color: #555; font-size: .92em; }
+table { border-collapse: collapse; font-size: .88em; margin: .6em 0; }
+th, td { border: 1px solid #ddd; padding: .25em .55em; vertical-align: top; }
+th { background: #f3f3f3; text-align: left; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr:nth-child(even) td { background: #fafafa; }
+tr.bad td { background: #fdecea; }
+tr.best td { background: #e8f5e9; }
+.status-ok { color: #1a7f37; } .status-failed, .status-timed_out { color: #c62828; font-weight: 600; }
+.status-skipped { color: #a36b00; }
+.flag { display: inline-block; font-size: .8em; padding: 0 .4em; border-radius: .6em; margin: 0 .15em;
+        background: #fff3cd; border: 1px solid #e0c36a; }
+.flag.over { background: #e8eaf6; border-color: #9fa8da; }
+.flag.straggler { background: #fde2d6; border-color: #e09f7d; }
+.ci { color: #666; font-size: .85em; white-space: nowrap; } .nowrap { white-space: nowrap; }
+div.jobs td:first-child { white-space: nowrap; }
+code.err { white-space: pre-wrap; word-break: break-word; color: #8b1a1a; display: block; min-width: 22em; max-width: 36em; }
+img { max-width: 100%; height: auto; display: block; margin: .8em 0; }
+td.wrong { color: #c62828; font-weight: 700; background: #fdecea !important; }
+details { margin: .4em 0; } details > summary { cursor: pointer; font-weight: 600; padding: .2em 0; }
+details .wrong-note { color: #c62828; font-weight: 600; }
+dl.defs dt { font-weight: 600; float: left; clear: left; width: 11em; } dl.defs dd { margin-left: 11.5em; }
+"""
+
+
+def esc(value: Any) -> str:
+    """Any value as HTML-safe text (None and NaN as a dash)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "&ndash;"
+    return escape(str(value), quote=True)
+
+
+def render_page(title: str, sections: Sequence[Section], out_dir: Path) -> str:
+    ids = [f"s{number}-{_slug(s.title)}" for number, s in enumerate(sections, start=1)]
+    nav = " ".join(f'<a href="#{i}">{esc(s.title)}</a>' for i, s in zip(ids, sections))
+    body = []
+    for anchor, part in zip(ids, sections):
+        images = "".join(f'<img src="{esc(_relative(p, out_dir))}" alt="{esc(part.title)}">' for p in part.images)
+        body.append(f'<section id="{anchor}">\n<h2>{esc(part.title)}</h2>\n{part.html}\n{images}\n</section>')
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+            f"<h1>{esc(title)}</h1>\n<nav>{nav}</nav>\n" + "\n".join(body) + "\n</body>\n</html>\n")
+
+
+def _relative(path: Path, out_dir: Path) -> str:
+    return Path(os.path.relpath(Path(path), out_dir)).as_posix()
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], row_classes=None, numeric=()) -> str:
+    """A table from already-escaped cells; ``numeric`` lists column indexes to right-align."""
+    head = "".join(f"<th>{h}</th>" for h in header)
+    lines = []
+    for index, row in enumerate(rows):
+        cls = f' class="{row_classes[index]}"' if row_classes and row_classes[index] else ""
+        cells = "".join(f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row))
+        lines.append(f"<tr{cls}>{cells}</tr>")
+    return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(lines) + "\n</tbody>\n</table>"
+
+
+def num(value: Any, fmt: str = ".1f", suffix: str = "") -> str:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return esc(value)
+    return "&ndash;" if math.isnan(value) else esc(format(value, fmt) + suffix)
+
+
+def experiment_names(sweeps) -> list[str]:
+    if sweeps is None or sweeps.empty or "experiment" not in sweeps.columns:
+        return []
+    return [str(n) for n in dict.fromkeys(sweeps["experiment"].dropna())]
+
+
+def flags_html(row) -> str:
+    parts = []
+    if bool(row.get("oversubscribed")):
+        parts.append('<span class="flag over" title="more busy threads than cores">oversubscribed</span>')
+    if bool(row.get("noisy")):
+        parts.append('<span class="flag" title="IQR / median above 10 %">noisy</span>')
+    straggler = straggler_text(row)
+    if straggler:
+        parts.append('<span class="flag straggler" title="a rank whose own compute time (without waiting for the '
+                     "others) was more than 10 % above the other ranks' median in most steps; the figure is the "
+                     f'largest such excess">{esc(straggler)}</span>')
+    return "".join(parts)
+
+
+def straggler_text(row) -> str:
+    """``straggler: rank 1 +14 %`` (``ranks 1, 3 up to +14 %``), or "" when no rank straggles."""
+    ranks = row.get("straggler_ranks")
+    if not isinstance(ranks, (list, tuple)) and not hasattr(ranks, "tolist"):
+        return ""
+    ranks = [int(r) for r in (ranks.tolist() if hasattr(ranks, "tolist") else ranks)]
+    if not ranks:
+        return ""
+    pct = row.get("straggler_pct")
+    pct = float(pct) if isinstance(pct, (int, float)) else math.nan
+    amount = "" if math.isnan(pct) else format(pct, "+.0f") + " %"
+    if len(ranks) == 1:
+        return f"straggler: rank {ranks[0]}" + (f" {amount}" if amount else "")
+    return f"straggler: ranks {', '.join(map(str, ranks))}" + (f" up to {amount}" if amount else "")
+
+
+def has_interval(row, column: str) -> bool:
+    low, high = row.get(f"{column}_low"), row.get(f"{column}_high")
+    try:
+        return math.isfinite(float(low)) and math.isfinite(float(high))
+    except (TypeError, ValueError):
+        return False
+
+
+def throughput_format(value) -> str:
+    """Figures to show a throughput (and its interval) with: about four significant digits."""
+    try:
+        value = abs(float(value))
+    except (TypeError, ValueError):
+        return ".1f"
+    return ".0f" if value >= 100 else (".1f" if value >= 10 else ".2f")
+
+
+def with_interval(row, column: str, fmt: str, scale: float = 1.0, mark_missing: bool = True) -> str:
+    """``value [low, high]`` with the job's 95 % bootstrap interval; ``value [–]`` when it has
+    none (one launch) and ``mark_missing``; a dash when the value itself is missing."""
+    try:
+        value = float(row.get(column))
+    except (TypeError, ValueError):
+        value = math.nan
+    if math.isnan(value):
+        return "&ndash;"
+    text = num(value * scale, fmt)
+    if has_interval(row, column):
+        low, high = float(row[f"{column}_low"]) * scale, float(row[f"{column}_high"]) * scale
+        return f'{text} <span class="ci">[{num(low, fmt)}, {num(high, fmt)}]</span>'
+    if mark_missing:
+        return f'{text} <span class="ci" title="one launch: no interval">[&ndash;]</span>'
+    return text
+
+
+def any_interval(table) -> bool:
+    """Whether some ok job has a throughput interval (ran in more than one launch)."""
+    if table.empty or "samples_per_s_low" not in table.columns:
+        return False
+    ok = table[table["status"] == "ok"]
+    return bool(ok["samples_per_s_low"].astype(float).notna().any())
+
+
+def has_memory(table) -> bool:
+    """Whether some ok job recorded its peak resident memory."""
+    if table.empty or "peak_rss_mb" not in table.columns:
+        return False
+    return bool(table.loc[table["status"] == "ok", "peak_rss_mb"].astype(float).notna().any())
+
+
+def skipped_note(ctx: ReportContext) -> str:
+    bad = ctx.summary[ctx.summary["status"] != "ok"] if not ctx.summary.empty else ctx.summary
+    if bad.empty:
+        return ""
+    return (f'<p class="note">{len(bad)} job(s) that did not finish ok are left out of this plot; '
+            "see the summary table for their errors.</p>")
+
+
+def figure_section(ctx: ReportContext, title: str, draw, filename: str, text: str) -> Section | None:
+    """A section made of one plot: ``draw(summary, path)`` writes the PNG (or returns None)."""
+    if ctx.summary.empty:
+        return None
+    path = draw(ctx.summary, ctx.image(filename))
+    if path is None:
+        return None
+    return Section(title, text + skipped_note(ctx), (path,))
+
+
+def interval_note(table, column: str) -> str:
+    """What the error bars of a scaling plot are, and where there are none."""
+    ok = table[table["status"] == "ok"] if not table.empty else table
+    values = ok[column].astype(float) if column in ok.columns else None
+    if values is None or not values.notna().any():
+        return ""
+    with_bars = sum(has_interval(r, column) for _, r in ok[values.notna()].iterrows())
+    if with_bars == 0:
+        return ('<p class="note">No error bars: every job ran in one launch. Set <code>repeats</code> &ge; 3 '
+                "in the experiment to get 95 % bootstrap intervals over launches.</p>")
+    missing = int(values.notna().sum()) - with_bars
+    absent = (f" {missing} point(s) have none: that job, or its world-size-1 baseline, ran in one launch."
+              if missing else "")
+    return ('<p class="note">Error bars are 95 % percentile-bootstrap confidence intervals over launches '
+            "(repeats); they are absent where a job ran once." + absent + "</p>")

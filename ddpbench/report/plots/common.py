@@ -1,0 +1,194 @@
+"""What every figure of the report shares: colours and markers, the Agg canvas, marks that say how
+far to trust a point, legends, axes, error bars, and which jobs a figure draws.
+
+Every figure function takes the table of :func:`ddpbench.analysis.summary.summarize` (or another
+table of the analysis) and a path, draws only jobs whose status is ok and whose figure is a
+finite number, and returns the path it wrote, or None when there is nothing to draw. Markers say
+how far to trust a point:
+
+  * hollow marker -- oversubscribed: more busy threads than cores, so the time measures
+    contention for cores rather than scaling;
+  * grey ring -- noisy: the step time's IQR is more than 10 % of its median;
+  * error bar (scaling plots) -- the 95 % percentile-bootstrap interval over launches, absent
+    where a job ran in one launch.
+
+Figures are drawn with matplotlib's object API on an Agg canvas rather than through pyplot:
+nothing is left in pyplot's global figure list to close, and a notebook that calls the
+report keeps its own backend. matplotlib is imported inside the functions, so importing the
+figure modules stays cheap.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ddpbench.analysis.jobs import COMM_ONLY_FIELDS, describe, line_fields, ordered
+
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+          "#bcbd22", "#17becf")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+LINE_STYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
+NOISY_RING = "0.6"
+DPI = 110
+
+
+def ok_rows(table, column: str):
+    """Rows of ok jobs whose ``column`` is finite."""
+    if table.empty or column not in table.columns:
+        return table.iloc[0:0]
+    values = table[column].astype(float)
+    return table[(table["status"] == "ok") & np.isfinite(values)]
+
+
+def groups_of(rows, fields) -> dict[tuple, object]:
+    """Rows grouped by the values of ``fields``, in order of first appearance."""
+    keys = [tuple(r[f] for f in fields) for _, r in rows.iterrows()]
+    order: dict[tuple, list[int]] = {}
+    for position, key in enumerate(keys):
+        order.setdefault(key, []).append(position)
+    return {key: rows.iloc[positions] for key, positions in order.items()}
+
+
+def figure(width: float, height: float):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save(fig, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    fig.clear()
+    return path
+
+
+def mark(ax, x, y, color, marker, oversubscribed: bool, noisy: bool) -> None:
+    if noisy:
+        ax.plot([x], [y], marker="o", markersize=15, markerfacecolor="none", markeredgecolor=NOISY_RING,
+                markeredgewidth=1.5, linestyle="none", zorder=2)
+    ax.plot([x], [y], marker=marker, markersize=7, color=color, markeredgecolor=color,
+            markerfacecolor="white" if oversubscribed else color, markeredgewidth=1.5, linestyle="none", zorder=3)
+
+
+def flag_handles(rows) -> list:
+    """Legend entries for the markers' meaning, only for flags some drawn job carries."""
+    from matplotlib.lines import Line2D
+
+    handles = []
+    if len(rows) and rows["oversubscribed"].astype(bool).any():
+        handles.append(Line2D([], [], marker="o", color="0.3", markerfacecolor="white", linestyle="none",
+                              label="hollow: oversubscribed"))
+    if len(rows) and rows["noisy"].astype(bool).any():
+        handles.append(Line2D([], [], marker="o", markersize=13, color=NOISY_RING, markerfacecolor="none",
+                              linestyle="none", label="ring: noisy (IQR > 10 %)"))
+    return handles
+
+
+def legend(ax, handles=None) -> None:
+    """The legend outside the axes, on the right, so it never hides a point."""
+    if handles is None:
+        handles, _ = ax.get_legend_handles_labels()
+    ax.legend(handles=list(handles), loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small",
+              frameon=False)
+
+
+def plain_log_y(ax) -> None:
+    """A log y axis labelled at 1, 2 and 5 times powers of ten, in plain numbers (no 4x10^4)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_minor_locator(LogLocator(base=10, subs=(3.0, 4.0, 6.0, 7.0, 8.0, 9.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+
+
+def world_size_axis(ax, sizes) -> bool:
+    """World sizes as ticks; a log2 axis when they span a factor of 8 or more (returned True)."""
+    from matplotlib.ticker import NullLocator
+
+    sizes = sorted(set(int(s) for s in sizes))
+    wide = sizes[-1] / sizes[0] >= 8
+    if wide:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([str(s) for s in sizes])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("world size (ranks)")
+    ax.grid(True, alpha=0.3)
+    return wide
+
+
+def color_fields(table) -> list[str]:
+    """What a colour stands for in every figure of this module: what sets a job's baseline
+    (model, batch, strategy and comm hook, ...), not its communication settings."""
+    return ["model", "model_size", *(f for f in line_fields(table) if f not in COMM_ONLY_FIELDS
+                                     and f != "threads_per_rank")]
+
+
+def configuration_colors(table) -> dict[tuple, tuple[str, str]]:
+    """Colour key (the values of :func:`color_fields`) to (colour, legend label), numbered in
+    the order the scaling plots number their lines, so a configuration has one colour in every
+    figure; configurations they do not draw (no throughput) follow."""
+    fields = color_fields(table)
+    found: dict[tuple, tuple[str, str]] = {}
+    ok = ok_rows(table, "samples_per_s")
+    for part in (ordered(ok), ordered(table)):
+        for _, r in part.iterrows():
+            key = tuple(r[f] for f in fields)
+            if key not in found:
+                found[key] = (COLORS[len(found) % len(COLORS)], describe(r, fields[2:], table))
+    return found
+
+
+def dodge(sizes, count: int):
+    """``shift(x, number)``: where line ``number`` of ``count`` draws its point at world size x,
+    spread sideways around x by a fixed share of the axis (in log2 steps where the world-size
+    axis is logarithmic, see :func:`world_size_axis`). No shift for a single line."""
+    sizes = sorted(set(int(s) for s in sizes))
+    if count < 2 or not sizes:
+        return lambda x, number: x
+    log = sizes[-1] / sizes[0] >= 8
+    span = math.log2(sizes[-1] / sizes[0]) if log else (sizes[-1] - sizes[0]) or 2.0 * sizes[0]
+    step = min(0.02 * span, 0.25 * span / count)
+
+    def shift(x, number):
+        offset = step * (number - (count - 1) / 2)
+        return x * 2 ** offset if log else x + offset
+
+    return shift
+
+
+def interval_of(row, column: str, scale: float = 1.0) -> tuple[float, float]:
+    """The job's 95 % bootstrap interval of ``column`` (``column_low``, ``column_high``) times
+    ``scale``; NaNs when it has none (one launch, or results from before intervals existed)."""
+    try:
+        low, high = float(row[f"{column}_low"]), float(row[f"{column}_high"])
+    except (KeyError, TypeError, ValueError):
+        return math.nan, math.nan
+    return low * scale, high * scale
+
+
+def draw_interval(ax, x: float, row, column: str, scale: float, color) -> int:
+    """An error bar from the job's interval around its point; 1 if drawn, 0 without one."""
+    low, high = interval_of(row, column, scale)
+    y = float(row[column]) * scale
+    if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(y)):
+        return 0
+    ax.errorbar([x], [y], yerr=[[max(y - low, 0.0)], [max(high - y, 0.0)]], fmt="none", ecolor=color,
+                elinewidth=1.3, capsize=5, capthick=1.3, zorder=2.5)
+    return 1
+
+
+def interval_handle():
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], color="0.3", marker="|", markersize=10, markeredgewidth=1.3, linestyle="none",
+                  label="bar: 95 % bootstrap interval\nover launches")

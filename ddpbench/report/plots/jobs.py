@@ -1,0 +1,218 @@
+"""Per-job figures: where each step's time goes, step time against DDP's bucket size, and memory."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ddpbench.analysis.jobs import describe, line_fields, ordered
+from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, color_fields, configuration_colors, figure,
+                                          flag_handles, groups_of, legend, mark, ok_rows, save)
+
+#: the step-time breakdown's segments: (label, summary column or derived name, colour)
+SEGMENTS = (
+    ("data", "data_ms", "#a0a0a0"),
+    ("forward", "forward_ms", "#4c72b0"),
+    ("backward compute", "backward_compute_ms", "#55a868"),
+    ("exposed comm", "exposed_ms", "#c44e52"),
+    ("comm after backward / step", "comm_ms", "#dd8452"),
+    ("optimizer", "optimizer_ms", "#8172b2"),
+)
+#: explicit post-backward comm is drawn only when it is this share of a step somewhere;
+#: for DDP it is a timer's overhead (microseconds) and would only clutter the legend
+VISIBLE_SHARE = 0.005
+
+
+def breakdown_table(table):
+    """Per ok job, the breakdown's segments in ms (median per rank-step).
+
+    ``exposed_ms`` = max(exposed_comm_ms, 0): DDP's all-reduce runs during backward, so what
+    it adds to a step is measured as step time with sync minus step time under ``no_sync()``;
+    noise can make that slightly negative, which counts as nothing exposed.
+    ``backward_compute_ms`` = backward_ms - exposed_ms (not below 0).
+    """
+    rows = ok_rows(table, "step_ms_median").copy()
+    if rows.empty:
+        return rows
+    exposed = rows["exposed_comm_ms"].astype(float).fillna(0.0).clip(lower=0.0)
+    rows["exposed_ms"] = exposed
+    rows["backward_compute_ms"] = (rows["backward_ms"].astype(float) - exposed).clip(lower=0.0)
+    for _, column, _ in SEGMENTS:
+        rows[column] = rows[column].astype(float).fillna(0.0)
+    return rows
+
+
+def step_breakdown(table, path) -> Path | None:
+    """Stacked horizontal bars, one per ok job: data, forward, backward compute, exposed comm,
+    explicit comm (when visible), optimizer, mean ms per rank-step; a black tick at the mean step
+    of the slowest rank.
+
+    Labels read in the bars' order (configuration, then world size, then bucket size); a thin
+    line separates configurations (strategies, say) when there are several."""
+    rows = breakdown_table(ordered(table))
+    if rows.empty:
+        return None
+    config = [f for f in line_fields(table) if f != "bucket_cap_mb"]
+    fields = [*config, "world_size", *(["bucket_cap_mb"] if "bucket_cap_mb" in line_fields(table) else [])]
+    labels = []
+    for _, r in rows.iterrows():
+        flags = [name for name in ("oversubscribed", "noisy") if bool(r[name])]
+        labels.append(describe(r, fields, table) + (f"  ({', '.join(flags)})" if flags else ""))
+    show_comm = bool((rows["comm_ms"] >= VISIBLE_SHARE * rows["step_ms_mean"]).any())
+    fig = figure(8.5, 1.4 + 0.38 * len(rows))
+    ax = fig.add_subplot()
+    y = np.arange(len(rows))
+    left = np.zeros(len(rows))
+    for label, column, color in SEGMENTS:
+        if column == "comm_ms" and not show_comm:
+            continue
+        width = rows[column].to_numpy(dtype=float)
+        hatch = ["//" if bool(o) else None for o in rows["oversubscribed"]]
+        bars = ax.barh(y, width, left=left, color=color, height=0.65, label=label, edgecolor="white", linewidth=0.5)
+        for bar, h in zip(bars, hatch):
+            if h:
+                bar.set_hatch(h)
+        left += width
+    ax.plot(rows["step_ms_mean"].to_numpy(dtype=float), y, linestyle="none", marker="|", markersize=16,
+            markeredgewidth=2, color="black", label="mean step, slowest rank (measured)")
+    keys = [tuple(str(r[f]) for f in ["model", "model_size", *config]) for _, r in rows.iterrows()]
+    for position in range(1, len(keys)):
+        if keys[position] != keys[position - 1]:
+            ax.axhline(position - 0.5, color="0.75", linewidth=0.8)
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize="small")
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # first job on top
+    ax.set_xlabel("time per step (ms, median per rank-step)")
+    ax.set_xlim(left=0)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_title("Step time breakdown", fontsize="medium")
+    handles, _ = ax.get_legend_handles_labels()
+    legend(ax, handles[1:] + handles[:1])  # the median tick after the segments
+    return save(fig, path)
+
+
+def bucket_groups(table) -> dict[tuple, object]:
+    """ok jobs at world size > 1, grouped by everything that varies except the bucket size."""
+    rows = ordered(ok_rows(table, "step_ms_median"))
+    rows = rows[rows["world_size"] > 1] if len(rows) else rows
+    if rows.empty:
+        return {}
+    fields = ["model", "model_size", *(f for f in line_fields(table) if f != "bucket_cap_mb"), "world_size"]
+    return {key: part.sort_values("bucket_cap_mb") for key, part in groups_of(rows, fields).items()}
+
+
+def has_bucket_sweep(table) -> bool:
+    """True when some world size > 1 was measured at more than one bucket size."""
+    return any(part["bucket_cap_mb"].nunique() > 1 for part in bucket_groups(table).values())
+
+
+def step_time_vs_bucket(table, path) -> Path | None:
+    """Median step time (ms) against bucket_cap_mb (log x), one line per model, size and world
+    size > 1; error bars as long as the IQR, centred on the median. None without a bucket sweep."""
+    import pandas as pd
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import NullLocator
+
+    if not has_bucket_sweep(table):
+        return None
+    groups = bucket_groups(table)
+    fields = ["world_size", *(f for f in line_fields(table) if f != "bucket_cap_mb")]
+    fig = figure(8.0, 4.6)
+    ax = fig.add_subplot()
+    buckets = set()
+    drawn, handles = [], []
+    # colour: the configuration (as in the scaling plots); marker and dashes: the world size
+    configs = list(dict.fromkeys(key[:-1] for key in groups))
+    sizes = sorted(set(key[-1] for key in groups))
+    for key, part in groups.items():
+        color = COLORS[configs.index(key[:-1]) % len(COLORS)]
+        marker = MARKERS[sizes.index(key[-1]) % len(MARKERS)]
+        dashes = LINE_STYLES[sizes.index(key[-1]) % len(LINE_STYLES)]
+        xs = part["bucket_cap_mb"].to_numpy(dtype=float)
+        ys = part["step_ms_median"].to_numpy(dtype=float)
+        err = np.nan_to_num(part["step_ms_iqr"].to_numpy(dtype=float) / 2.0)
+        ax.errorbar(xs, ys, yerr=err, color=color, linewidth=1.6, linestyle=dashes, capsize=4, elinewidth=1)
+        handles.append(Line2D([], [], color=color, linewidth=1.6, linestyle=dashes, marker=marker,
+                              label=describe(part.iloc[0], fields, table)))
+        for (_, r), x, yv in zip(part.iterrows(), xs, ys):
+            mark(ax, x, yv, color, marker, bool(r["oversubscribed"]), bool(r["noisy"]))
+        buckets.update(xs.tolist())
+        drawn.append(part)
+    ax.set_xscale("log")
+    ticks = sorted(buckets)
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([f"{b:g}" for b in ticks])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlim(ticks[0] / 1.6, ticks[-1] * 1.6)
+    ax.set_xlabel("DDP gradient bucket size, bucket_cap_mb (MB, log scale)")
+    ax.set_ylabel("step time, slowest rank (ms)")
+    ax.grid(True, alpha=0.3)
+    ax.set_title("Step time vs gradient bucket size", fontsize="medium")
+    legend(ax, [*handles, *flag_handles(pd.concat(drawn))])
+    return save(fig, path)
+
+
+def _job_labels(rows, table) -> list[str]:
+    """Per row, the configuration, world size and (where it varies) bucket size, as in the
+    step-time breakdown."""
+    config = [f for f in line_fields(table) if f != "bucket_cap_mb"]
+    fields = [*config, "world_size", *(["bucket_cap_mb"] if "bucket_cap_mb" in line_fields(table) else [])]
+    return [describe(r, fields, table) for _, r in rows.iterrows()]
+
+
+def memory_by_job(table, path) -> Path | None:
+    """Horizontal bars, one per ok job: the largest rank's peak resident memory (MB) and, in a
+    second panel where any job recorded it, the optimizer state the largest rank holds (MB).
+    Colour: the configuration, as in the scaling plots; hatched: oversubscribed. None without
+    peak RSS figures."""
+    from matplotlib.patches import Patch
+
+    rows = ordered(ok_rows(table, "peak_rss_mb"))
+    if rows.empty:
+        return None
+    colors = configuration_colors(table)
+    fields = color_fields(table)
+    keys = [tuple(r[f] for f in fields) for _, r in rows.iterrows()]
+    bar_colors = [colors[key][0] for key in keys]
+    state = rows["optimizer_state_mb"].astype(float) if "optimizer_state_mb" in rows.columns else None
+    panels = [("peak_rss_mb", "peak RSS, largest rank (MB)", "Peak resident memory")]
+    if state is not None and np.isfinite(state).any():
+        panels.append(("optimizer_state_mb", "optimizer state, largest rank (MB)", "Optimizer state"))
+    fig = figure(8.5 if len(panels) == 1 else 11.0, 1.4 + 0.3 * len(rows))
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False,
+                        gridspec_kw={"width_ratios": [3, 2][:len(panels)]})[0]
+    y = np.arange(len(rows))
+    for ax, (column, xlabel, title) in zip(axes, panels):
+        values = rows[column].astype(float).to_numpy()
+        shown = np.nan_to_num(values)
+        bars = ax.barh(y, shown, color=bar_colors, height=0.65, edgecolor="white", linewidth=0.5)
+        for bar, over in zip(bars, rows["oversubscribed"]):
+            if bool(over):
+                bar.set_hatch("//")
+        top = float(np.nanmax(values)) if np.isfinite(values).any() else 1.0
+        for position, value in enumerate(values):
+            text = f"{value:,.0f}" if value >= 100 else (f"{value:.3g}" if math.isfinite(value) else "n/a")
+            ax.text((value if math.isfinite(value) else 0.0) + 0.01 * top, position, text, va="center",
+                    fontsize="x-small", color="0.25")
+        ax.set_xlim(0, top * 1.15)
+        ax.set_xlabel(xlabel)
+        ax.set_title(title, fontsize="medium")
+        ax.grid(True, axis="x", alpha=0.3)
+    for position in range(1, len(keys)):  # a thin line between configurations
+        if keys[position] != keys[position - 1]:
+            for ax in axes:
+                ax.axhline(position - 0.5, color="0.75", linewidth=0.8)
+    axes[0].set_yticks(y)
+    axes[0].set_yticklabels(_job_labels(rows, table), fontsize="small")
+    axes[0].set_ylim(len(rows) - 0.5, -0.5)  # first job on top
+    used = set(keys)
+    handles = [Patch(color=color, label=label) for key, (color, label) in colors.items() if key in used]
+    if not 2 <= len(handles) <= len(COLORS):  # one colour says nothing; past ten they repeat
+        handles = []
+    if rows["oversubscribed"].astype(bool).any():
+        handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="//", label="hatched: oversubscribed"))
+    if handles:
+        legend(axes[-1], handles)
+    return save(fig, path)

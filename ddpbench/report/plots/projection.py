@@ -1,0 +1,69 @@
+"""The cost model's projection as a figure: one row of panels per workload, step time (left) and
+weak-scaling efficiency (right) against world size from 1 to 1024, one colour per link, solid for
+DDP's ring all-reduce and dashed for master aggregation; the measured jobs as black markers.
+The measured range is shaded: everything right of it is model output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddpbench.report.plots.common import COLORS, figure, save
+
+STRATEGY_STYLES = {"ddp": ("-", "DDP ring all-reduce"), "master": ("--", "master aggregation")}
+MAX_WORKLOADS = 4
+
+
+def projection_plot(projection, measured, path: Path) -> Path | None:
+    """``projection``: costmodel.projection's table; ``measured``: the summary rows to overlay."""
+    if projection is None or projection.empty:
+        return None
+    from matplotlib.lines import Line2D
+
+    workloads = list(dict.fromkeys(projection["workload"]))[:MAX_WORKLOADS]
+    links = list(dict.fromkeys(projection["link"]))
+    fig = figure(11.5, 3.6 * len(workloads))
+    axes = fig.subplots(len(workloads), 2, squeeze=False)
+    top = int(projection["world_size"].max())
+    for row, workload in enumerate(workloads):
+        part = projection[projection["workload"] == workload]
+        mine = measured[measured["workload"] == workload] if len(measured) else measured
+        largest = int(mine["world_size"].max()) if len(mine) else 1
+        for col, (column, label) in enumerate((("step_ms", "step time (ms, log scale)"),
+                                               ("efficiency", "efficiency (%)"))):
+            ax = axes[row][col]
+            scale = 100.0 if column == "efficiency" else 1.0
+            for index, link in enumerate(links):
+                for strategy, (style, _) in STRATEGY_STYLES.items():
+                    line = part[(part["link"] == link) & (part["strategy"] == strategy)].sort_values("world_size")
+                    if line.empty:
+                        continue
+                    ax.plot(line["world_size"], line[column] * scale, linestyle=style,
+                            color=COLORS[index % len(COLORS)], linewidth=1.6)
+            if len(mine):
+                for strategy in STRATEGY_STYLES:
+                    points = mine[mine["strategy"] == strategy]
+                    ax.scatter(points["world_size"], points[f"measured_{column}"] * scale, color="black", zorder=5,
+                               marker="o" if strategy == "ddp" else "s", s=28)
+            ax.axvspan(0.9, largest * 1.1, color="0.92", zorder=0)
+            ax.set_xscale("log", base=2)
+            ax.set_xlim(0.9, top * 1.1)
+            ax.set_xticks([2 ** e for e in range(0, top.bit_length())])
+            ax.set_xticklabels([str(2 ** e) for e in range(0, top.bit_length())], fontsize=8)
+            ax.set_xlabel("world size (ranks)")
+            ax.set_ylabel(label)
+            if column == "step_ms":
+                ax.set_yscale("log")
+            else:
+                ax.set_ylim(0, 105)
+            ax.grid(True, which="major", alpha=0.3)
+            ax.set_title(f"{workload}: {'step time' if column == 'step_ms' else 'efficiency'}", fontsize=10)
+    handles = [Line2D([], [], color=COLORS[i % len(COLORS)], linewidth=2, label=str(link).replace("$", r"\$"))
+               for i, link in enumerate(links)]
+    handles += [Line2D([], [], color="0.3", linestyle=style, label=name) for style, name in STRATEGY_STYLES.values()]
+    handles += [Line2D([], [], color="black", marker="o", linestyle="", label="measured (DDP)"),
+                Line2D([], [], color="black", marker="s", linestyle="", label="measured (master)"),
+                Line2D([], [], color="0.85", linewidth=8, label="measured range; right of it: model output")]
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.suptitle("Projected step time and weak-scaling efficiency (alpha-beta model output)", fontsize=11)
+    fig.tight_layout(rect=(0, 0.06 + 0.02 * len(links) / max(len(workloads), 1), 1, 0.97))
+    return save(fig, path)

@@ -1,0 +1,187 @@
+"""Report sections of the analysis: the diagnosis in plain words and the cost model's projection
+(:func:`model_for` computes the model once per report)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ddpbench.analysis import costmodel
+from ddpbench.analysis.diagnosis import diagnose
+from ddpbench.report.page import ReportContext, Section, esc, html_table, num
+from ddpbench.report.plots.projection import projection_plot
+
+PROJECTION_TABLE_SIZES = (8, 64, 1024)
+
+
+@dataclass(frozen=True)
+class Model:
+    """The cost model of one report: the link fitted here, the given ones, and what they predict."""
+
+    measured: costmodel.Link | None
+    links: tuple[costmodel.Link, ...]
+    projection: pd.DataFrame
+    checks: pd.DataFrame  # predicted vs measured at the measured world sizes, per fitted link
+
+
+def model_for(ctx: ReportContext) -> Model:
+    """The model for this report, computed on first use (sections share it through ``ctx.derived``)."""
+    if "model" not in ctx.derived:
+        fitted = costmodel.measured_links(ctx.collectives, ctx.summary) if not ctx.summary.empty else []
+        links = tuple(fitted + costmodel.given_links(ctx.sweeps))
+        projection = costmodel.projection(ctx.summary, ctx.ranks, list(links)) \
+            if links and not ctx.summary.empty else pd.DataFrame()
+        checks = [c for c in (costmodel.predicted_vs_measured(ctx.summary, ctx.ranks, link) for link in fitted)
+                  if not c.empty]
+        ctx.derived["model"] = Model(fitted[0] if fitted else None, links, projection,
+                                     pd.concat(checks, ignore_index=True) if checks else pd.DataFrame())
+    return ctx.derived["model"]
+
+
+SEVERITY_CLASS = {"bad": "status-failed", "warn": "status-skipped", "info": ""}
+SEVERITY_LABEL = {"bad": "problem", "warn": "attention", "info": "finding"}
+
+
+def diagnosis_section(ctx: ReportContext) -> Section | None:
+    if ctx.summary.empty:
+        return None
+    model = model_for(ctx)
+    primary = model.checks[model.checks["link"] == model.measured.name] if len(model.checks) else model.checks
+    # the projection in words: the primary fitted link and the given ones (not the second fit)
+    shown = [link.name for link in model.links if link is model.measured or link.source == "experiment"]
+    projection = model.projection[model.projection["link"].isin(shown)] if len(model.projection) else model.projection
+    findings = diagnose(ctx.summary, projection, primary)
+    if not findings:
+        return None
+    order = {"bad": 0, "warn": 1, "info": 2}
+    items = "".join(f'<li><span class="{SEVERITY_CLASS[f.severity]}">{SEVERITY_LABEL[f.severity]}</span>: '
+                    f"{esc(f.text)}</li>" for f in sorted(findings, key=lambda f: order[f.severity]))
+    return Section("Diagnosis", '<p class="what">What the measurements say, in plain words: each sentence is '
+                   "computed from the numbers in the tables below, and quotes them.</p>\n"
+                   f'<ul class="diagnosis">{items}</ul>')
+
+
+NOTHING_TO_FIT = (
+    '<p class="what">Nothing to fit: every job and every all_reduce micro-benchmark here ran at world size 1, '
+    "and one rank has no communication, so the alpha-beta cost model (&alpha; per message, &beta; per byte) "
+    "has no data and nothing is projected.</p>"
+    '<p class="note">To project to larger clusters, measure at world size 2 or more (training jobs, or '
+    "<code>world_sizes</code> in <code>[collectives]</code>), or give link profiles in the experiment "
+    "(<code>[[links]]</code> with <code>gbit_per_s</code> and <code>latency_us</code>).</p>")
+
+
+def _single_rank_all_reduce(collectives) -> bool:
+    """Whether any all_reduce micro-benchmark finished at world size 1 (those never enter a fit)."""
+    if collectives is None or collectives.empty or not {"op", "status", "world_size"} <= set(collectives.columns):
+        return False
+    return bool(((collectives["op"] == "all_reduce") & (collectives["status"] == "ok")
+                 & (collectives["world_size"] == 1)).any())
+
+
+def _measured_points(ctx: ReportContext, checks: pd.DataFrame) -> pd.DataFrame:
+    """The measured step time and efficiency of each projected workload (its world-size-1 job and
+    the multi-rank jobs the model was checked against), for the plot's black markers."""
+    rows = [{"workload": w.label, "strategy": "ddp", "world_size": 1, "measured_step_ms": w.compute_ms,
+             "measured_efficiency": 1.0} for w in costmodel.workloads(ctx.summary, ctx.ranks)]
+    if not checks.empty:
+        efficiency = ctx.summary.set_index("key")["efficiency"]
+        # the same measurements appear once per fitted link
+        best = checks.sort_values("measured_step_ms").drop_duplicates(["workload", "strategy", "world_size"])
+        for _, c in best.iterrows():
+            rows.append({"workload": c["workload"], "strategy": c["strategy"], "world_size": c["world_size"],
+                         "measured_step_ms": c["measured_step_ms"], "measured_efficiency": efficiency.get(c["key"])})
+    return pd.DataFrame(rows)
+
+
+def _links_table(model: Model) -> str:
+    rows = []
+    for link in model.links:
+        source = {"collectives": "fitted to the all_reduce micro-benchmarks",
+                  "ddp-logs": "fitted to DDP's logged comm time per step (includes waiting: an upper bound)",
+                  "experiment": "given in the experiment ([[links]])"}[link.source]
+        fit = (f"{num(link.fit_error_pct, '.0f')} % over {link.points} points" if link.points else "&ndash;")
+        rows.append([esc(link.name), num(link.alpha_us, ".1f"), num(link.gbit_per_s, ".3g"), esc(source), fit])
+    return html_table(["link", "&alpha;: latency per message (&micro;s)",
+                       "1/&beta;: per-byte rate (Gbit/s, reduction included)", "source",
+                       "fit error (median |relative|)"], rows, numeric={1, 2})
+
+
+def _checks_table(checks: pd.DataFrame) -> str:
+    rows = []
+    for _, c in checks.iterrows():
+        flag = ' <span class="flag over">oversubscribed</span>' if c["oversubscribed"] else ""
+        rows.append([esc(c["link"]), esc(c["workload"]) + flag, esc(c["strategy"]), esc(c["world_size"]),
+                     num(c["bucket_cap_mb"], "g") if c["strategy"] == "ddp" else "&ndash;",
+                     num(c["predicted_comm_ms"], ".1f"), num(c["measured_comm_ms"], ".1f"),
+                     num(c["comm_error_pct"], "+.0f", " %"), num(c["predicted_step_ms"], ".1f"),
+                     num(c["measured_step_ms"], ".1f"), num(c["step_error_pct"], "+.0f", " %")])
+    return html_table(["link (model)", "workload", "strategy", "world size", "bucket (MB)", "predicted comm (ms)",
+                       "measured comm (ms)", "error", "predicted step (ms)", "measured step (ms)", "error"],
+                      rows, numeric=set(range(3, 11)))
+
+
+def _projection_table(projection: pd.DataFrame) -> str:
+    part = projection[projection["world_size"].isin(PROJECTION_TABLE_SIZES)]
+    rows = []
+    for (workload, link, strategy), group in part.groupby(["workload", "link", "strategy"], sort=False):
+        cells = [esc(workload), esc(link), esc("DDP ring all-reduce" if strategy == "ddp" else "master aggregation")]
+        by_size = group.set_index("world_size")
+        for size in PROJECTION_TABLE_SIZES:
+            if size in by_size.index:
+                r = by_size.loc[size]
+                cells.append(f"{num(r['step_ms'], '.4g')} ms, {num(100 * r['efficiency'], '.0f')} %")
+            else:
+                cells.append("&ndash;")
+        rows.append(cells)
+    header = ["workload", "link", "strategy", *(f"{s} ranks: step, efficiency" for s in PROJECTION_TABLE_SIZES)]
+    return html_table(header, rows, numeric={3, 4, 5})
+
+
+def projection_section(ctx: ReportContext) -> Section | None:
+    model = model_for(ctx)
+    one_rank = costmodel.single_rank_only(ctx.collectives, ctx.summary)
+    if model.projection.empty:
+        if one_rank and not model.links and not ctx.summary.empty:
+            return Section("Projection to larger clusters (model)", NOTHING_TO_FIT)
+        return None
+    measured = _measured_points(ctx, model.checks)
+    path = projection_plot(model.projection, measured, ctx.image("projection.png"))
+    checks = ""
+    if not model.checks.empty:
+        errors = "; ".join(
+            f"<em>{esc(link)}</em>: {num(part['step_error_pct'].abs().median(), '.0f')} % for the step time, "
+            f"{num(part['comm_error_pct'].abs().median(), '.0f')} % for the communication"
+            for link, part in model.checks.groupby("link", sort=False))
+        checks = (f"<h3>Predicted vs measured</h3>\n<p class=\"what\">At the world sizes that were measured, each "
+                  f"fitted link's model against the measurements; median absolute error: {errors}.</p>"
+                  '<p class="note">Measured comm is DDP\'s own backward communication time (it runs from the '
+                  "first bucket's launch to the last one's end, so it includes time a bucket waited for backward "
+                  "and, on a CPU, time the communication thread waited for a core) or, for master aggregation, "
+                  "the timed exchange after backward. The predicted step is the job's measured compute (its "
+                  "<code>no_sync()</code> steps) plus the communication the model leaves exposed. A link fitted "
+                  "to the micro-benchmarks is checked here on jobs it never saw; the link fitted to DDP's logs "
+                  "is checked on the jobs it was fitted to, so its error is a goodness of fit, not a test.</p>\n"
+                  + _checks_table(model.checks))
+    source = ""
+    if model.measured is None:
+        source = ("No link was measured here: the projection uses only the links given in the experiment"
+                  + (" (everything ran at world size 1, which has no communication: nothing to fit)" if one_rank
+                     else "") + ".")
+    if _single_rank_all_reduce(ctx.collectives) and not one_rank:
+        source += (" The all_reduce micro-benchmarks at world size 1 are left out of the fit: one rank "
+                   "sends nothing, so they say nothing of &alpha; or &beta;.")
+    html = (
+        '<p class="what"><strong>Model output, not measurements.</strong> What a step would cost at 8 to 1024 '
+        "ranks (weak scaling: each rank keeps its batch), by the alpha-beta cost model: a message of n bytes "
+        "costs &alpha; + n&beta;. DDP all-reduces each gradient bucket with a ring: "
+        "2(p&minus;1)&alpha; + 2(p&minus;1)/p &middot; n&beta; per bucket, whose bandwidth term stops growing "
+        "with p. Master aggregation sends every rank's gradients to rank 0 and back: "
+        "2(p&minus;1)(&alpha; + n&beta;) on rank 0's link, growing linearly with p.</p>"
+        '<p class="note">The step is the measured per-rank compute plus the communication the backward pass '
+        "cannot hide: DDP hides as much as it was measured to hide at the largest world size that fits the "
+        "cores; master aggregation hides nothing. &beta; includes the reduction's cost per byte (&gamma;/2): "
+        "ring all-reduce and master aggregation both depend only on &beta; + &gamma;/2, so all-reduce timings "
+        "determine both. Given links assume reduction is free (&gamma; = 0). " + source + "</p>\n"
+        + _links_table(model) + "\n" + _projection_table(model.projection) + "\n" + checks)
+    return Section("Projection to larger clusters (model)", html, (path,) if path else ())

@@ -1,0 +1,108 @@
+"""The report's sections of jobs beyond one machine's network: emulated links (how throughput,
+exposed communication and the best bucket size move with bandwidth, beside the alpha-beta model for
+the same link) and elastic fault recovery."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ddpbench.analysis.network import network_table, recovery_runs, shaped_jobs
+from ddpbench.report.page import ReportContext, Section, esc, html_table, num
+from ddpbench.report.plots.network import network_plot
+
+
+def _best_buckets(table: pd.DataFrame) -> str:
+    ddp = table[table["strategy"] == "ddp"]
+    parts = []
+    for rate, part in ddp.groupby("link", sort=False):
+        best = part.loc[part["samples_per_s"].idxmax()]
+        modelled = part.loc[part["predicted_samples_per_s"].idxmax()]
+        parts.append(f"<em>{esc(rate)}</em>: {num(best['bucket_cap_mb'], 'g')} MB measured "
+                     f"({num(best['samples_per_s'], '.0f')} samples/s), {num(modelled['bucket_cap_mb'], 'g')} MB "
+                     "by the model")
+    return "; ".join(parts)
+
+
+def _master_vs_ddp(table: pd.DataFrame) -> str:
+    parts = []
+    for rate, part in table.groupby("link", sort=False):
+        ddp, master = part[part["strategy"] == "ddp"], part[part["strategy"] == "master"]
+        if len(ddp) and len(master):
+            ratio = float(ddp["samples_per_s"].max()) / float(master["samples_per_s"].max())
+            parts.append(f"<em>{esc(rate)}</em>: {num(ratio, '.2f')}&times;")
+    return "; ".join(parts)
+
+
+def network_section(ctx: ReportContext) -> Section | None:
+    table = network_table(ctx.summary, ctx.ranks)
+    if table.empty:
+        return None
+    path = network_plot(table, ctx.image("network.png"))
+    nodes = sorted(shaped_jobs(ctx.summary)["emulate_nodes"].unique())
+    rows, classes = [], []
+    best = {rate: part["samples_per_s"].idxmax() for rate, part in table.groupby("link")}
+    for index, r in table.iterrows():
+        rows.append([esc(r["link"]) + (f" + {num(r['link_delay_ms'], 'g')} ms" if r["link_delay_ms"] else ""),
+                     esc(r["setting"]), num(r["samples_per_s"], ".0f"), num(r["predicted_samples_per_s"], ".0f"),
+                     num(r["measured_step_ms"], ".1f"), num(r["predicted_step_ms"], ".1f"),
+                     num(r["compute_ms"], ".1f"), num(r["measured_comm_ms"], ".1f"),
+                     num(r["predicted_comm_ms"], ".1f"), num(r["comm_error_pct"], "+.0f", " %"),
+                     num(r["exposed_comm_ms"], ".1f")])
+        classes.append("best" if best.get(r["link"]) == index else "")
+    ratio = _master_vs_ddp(table)
+    html = (
+        f'<p class="what">Each job ran on {", ".join(map(str, nodes))} emulated nodes: every node a network '
+        "namespace on this machine with its ranks, all on one bridge, each node's link shaped by tc's token "
+        "bucket filter to the rate shown, both ways (what leaves the node and what the switch sends it). "
+        "So the ranks talk over a real TCP network whose only bottleneck is the link rate.</p>"
+        f"<p>Best bucket size by link rate: {_best_buckets(table)}. "
+        + (f"DDP's best throughput over master aggregation's: {ratio}. " if ratio else "")
+        + "</p>"
+        '<p class="note">The model: a message of n bytes costs &alpha; + n&beta; with &beta; = 8 bits per byte '
+        "at the link rate and &alpha; = the link's added delay (0 without one); a ring all-reduce of each DDP "
+        "bucket costs 2(p&minus;1)&alpha; + 2(p&minus;1)/p &middot; n&beta;, master aggregation "
+        "2(p&minus;1)(&alpha; + n&beta;). The predicted step is the job's measured compute (its "
+        "<code>no_sync()</code> steps; for master aggregation, which has none, the world-size-1 step) plus "
+        "that communication, none of it hidden: for DDP, which overlaps "
+        "buckets with the backward pass, it is an upper bound, and the measured exposed communication says "
+        "how much was hidden. Measured comm is DDP's own backward communication time, or the timed exchange "
+        "for master aggregation. The best row at each rate is marked.</p>\n"
+        + html_table(["link", "setting", "samples/s", "model samples/s", "step (ms)", "model step (ms)",
+                      "compute (ms)", "comm (ms)", "model comm (ms)", "comm error",
+                      "exposed comm (ms)"], rows, row_classes=classes, numeric=set(range(2, 11))))
+    return Section("Network: link bandwidth on emulated nodes", html, (path,) if path else ())
+
+
+def _recovery_figure(value, fmt: str = ".2f") -> str:
+    """A recovery figure, or a dash where the run has none (no fault struck, or it failed)."""
+    return "&ndash;" if value is None or value != value else num(value, fmt)
+
+
+def recovery_section(ctx: ReportContext) -> Section | None:
+    runs = recovery_runs(ctx.runs)
+    if runs.empty:
+        return None
+    rows, classes = [], []
+    for _, r in runs.iterrows():
+        identical = r["params_identical"]
+        verdict = ("identical" if identical is True else
+                   f"differ (max |diff| {num(r['params_max_abs_diff'], '.1e')})" if identical is False else "&ndash;")
+        rows.append([esc(r["key"]), esc(r["repeat"]), esc(r["status"]),
+                     esc(r["fault_step"]) if r["fault_step"] >= 0 else "none",
+                     esc(r["snapshot_every"]) if r["snapshot_every"] else "never",
+                     _recovery_figure(r["attempts"], ".0f"), _recovery_figure(r["resumed_from_step"], ".0f"),
+                     _recovery_figure(r["steps_redone"], ".0f"), _recovery_figure(r["restart_s"]),
+                     _recovery_figure(r["rejoin_s"]), _recovery_figure(r["recovery_s"]), verdict])
+        classes.append("" if r["status"] == "ok" and identical is not False else "status-failed")
+    html = (
+        '<p class="what">Jobs run under torchrun with <code>--max-restarts</code>: one rank is killed '
+        "(SIGKILL) as the fault step starts, torchrun restarts every worker, and they go on from rank 0's last "
+        "snapshot (model, optimizer, step and data position, loaded with <code>weights_only=True</code>). "
+        "Restart: from the fault to the new worker's start (the agent noticing, stopping the others, meeting "
+        "again). Rejoin: from that start to the process group joined and the snapshot loaded. Recovery: from "
+        "the fault until training is back at the step it struck, the steps redone included. The parameters "
+        "are compared bit for bit with a fresh replica that trained the same steps without a fault.</p>\n"
+        + html_table(["job", "repeat", "status", "fault at step", "snapshot every", "attempts", "resumed from step",
+                      "steps redone", "restart (s)", "rejoin (s)", "recovery (s)", "parameters vs uninterrupted"],
+                     rows, row_classes=classes, numeric=set(range(3, 11))))
+    return Section("Elastic fault recovery", html)

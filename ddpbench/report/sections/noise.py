@@ -1,0 +1,87 @@
+"""The report's last word: which jobs deserve less trust (noisy, one launch, oversubscribed) and
+what would help."""
+
+from __future__ import annotations
+
+import math
+
+from ddpbench.analysis.jobs import describe, line_fields, ordered
+from ddpbench.report.page import ReportContext, Section, esc, has_interval, html_table, num
+
+
+def _noise_rows(table):
+    """ok jobs that are noisy, ran in one launch (no interval) or were oversubscribed, with why."""
+    found = []
+    if table.empty:
+        return found
+    for _, r in ordered(table[table["status"] == "ok"]).iterrows():
+        launches = int(r["repeats_ok"]) if "repeats_ok" in r and r["repeats_ok"] == r["repeats_ok"] else 0
+        why = []
+        if bool(r.get("noisy")):
+            why.append("noisy")
+        if launches < 2 or not has_interval(r, "samples_per_s"):
+            why.append("one launch")
+        if bool(r.get("oversubscribed")):
+            why.append("oversubscribed")
+        if why:
+            found.append((r, launches, why))
+    return found
+
+
+NOISE_ADVICE = {
+    "noisy": "more steps per launch, and more launches; keep other work off the machine",
+    "one launch": "set <code>repeats</code> &ge; 3 for an interval",
+    "oversubscribed": "fewer ranks (or threads per rank) than cores",
+}
+
+
+def noise_section(ctx: ReportContext) -> Section | None:
+    found = _noise_rows(ctx.summary)
+    if not found:
+        return None
+    table = ctx.summary
+    extra = [f for f in line_fields(table) if f != "bucket_cap_mb"]
+    header = ["job", "world size", "bucket (MB)", "step IQR / median (%)", "launches",
+              "95 % CI width (% of samples/s)", "listed because", "what to do"]
+    rows = []
+    for r, launches, why in found:
+        median = float(r["step_ms_median"])
+        spread = 100 * float(r["step_ms_iqr"]) / median if median else math.nan
+        width = (100 * (float(r["samples_per_s_high"]) - float(r["samples_per_s_low"])) / float(r["samples_per_s"])
+                 if has_interval(r, "samples_per_s") and float(r["samples_per_s"]) else math.nan)
+        rows.append([esc(describe(r, extra, table)), esc(r["world_size"]), num(r["bucket_cap_mb"], "g"),
+                     num(spread, ".1f"), esc(launches), num(width, ".1f"), esc(", ".join(why)),
+                     "; ".join(NOISE_ADVICE[w] for w in why)])
+    reasons = {w for _, _, why in found for w in why}
+    cores = ctx.runs["cores"].dropna() if "cores" in ctx.runs.columns else []
+    cores_text = f" (the machine had {int(max(cores))} usable cores)" if len(cores) else ""
+    advice = []
+    if "one launch" in reasons:
+        advice.append("<strong>More launches</strong>: set <code>repeats</code> to 3 or more in the experiment. "
+                      "Steps within one launch share its process placement and warm caches, so only fresh "
+                      "launches show how much the next run can differ; with one launch there is no interval.")
+    if "noisy" in reasons:
+        advice.append("<strong>More steps</strong> per launch (<code>steps</code>) and more "
+                      "<code>warmup_steps</code> steady the median; close other programs while measuring.")
+    if reasons & {"noisy", "oversubscribed"}:
+        advice.append("<strong>Fewer ranks than cores, and pinned threads</strong>: keep "
+                      f"world_size &times; threads_per_rank at or below the cores{cores_text}, set "
+                      "<code>threads_per_rank</code> explicitly rather than letting ranks share cores, and pin "
+                      "the run to its cores (<code>taskset -c</code> or <code>numactl --physcpubind</code>) so "
+                      "ranks do not migrate. Oversubscribed jobs measure contention for cores, not scaling.")
+    items = "".join(f"<li>{a}</li>" for a in advice)
+    return Section(
+        "Noise and confidence",
+        '<p class="what">Jobs whose figures deserve less trust: a step time whose inter-quartile range is '
+        "more than 10 % of its median (<em>noisy</em>), no confidence interval because the job ran in a "
+        "single launch (<em>one launch</em>), or more busy threads than cores (<em>oversubscribed</em>). "
+        "The CI width is the 95 % bootstrap interval of the throughput over launches, as a share of the "
+        "throughput.</p>\n" + '<div class="jobs">' + html_table(header, rows, numeric={1, 2, 3, 4, 5}) + "</div>"
+        + f'\n<p class="note">What helps:</p>\n<ul class="note">{items}</ul>')
+
+
+# -- collective micro-benchmarks (the `collectives` command; alone or beside a DDP sweep) --------
+
+
+# Sections of their own modules register when imported; PAGE_ORDER then puts every section in
+# the page's reading order: first what to conclude, then the evidence, then how sure it is.

@@ -1,0 +1,172 @@
+"""The report's opening sections: what was measured where (header), and one row per job (summary)."""
+
+from __future__ import annotations
+
+import math
+
+from ddpbench.analysis.jobs import describe, line_fields, ordered
+from ddpbench.report.page import (ReportContext, Section, any_interval, esc, flags_html, has_memory, html_table, num,
+                                  throughput_format, with_interval)
+from ddpbench.results.schema import STATUSES
+
+ENV_ROWS = (
+    ("experiment", "experiment"), ("sweep started (UTC)", "utc"), ("host", "hostname"),
+    ("CPU", "cpu_model"), ("cores usable / logical / physical", "cores"), ("memory (GB)", "memory_gb"),
+    ("GPUs", "gpus"), ("torch", "torch"), ("python", "python"), ("platform", "platform"),
+    ("ddpbench", "ddpbench_version"), ("git commit", "git"), ("sweep id", "sweep_id"),
+)
+
+
+def _env_value(env: dict, name: str) -> str:
+    if name == "cores":
+        return " / ".join(esc(env.get(k)) for k in ("cores_usable", "cores_logical", "cores_physical"))
+    if name == "gpus":
+        gpus = env.get("gpus")
+        return esc(", ".join(map(str, gpus))) if isinstance(gpus, list) and gpus else "none"
+    if name == "torch":
+        extra = [f"{label} {env[key]}" for label, key in (("CUDA", "torch_cuda"), ("NCCL", "nccl_version"))
+                 if env.get(key)]
+        return esc(env.get("torch_version")) + (esc(f" ({', '.join(extra)})") if extra else "")
+    if name == "git":
+        commit = env.get("git_commit")
+        if not commit or (isinstance(commit, float) and math.isnan(commit)):
+            return "unknown (not run from a git checkout)"
+        dirty = env.get("git_dirty")
+        state = " <strong>dirty</strong> (uncommitted changes)" if dirty is True else (" clean" if dirty is False else "")
+        return f"<code>{esc(commit)}</code>{state}"
+    return esc(env.get(name))
+
+
+def _collectives_counts(coll) -> str:
+    """One sentence on the collective micro-benchmarks' launches, or "" when there are none."""
+    if coll is None or coll.empty or "key" not in coll.columns:
+        return ""
+    launches = coll.drop_duplicates("key")
+    by_status = launches["status"].value_counts()
+    known = [s for s in STATUSES if by_status.get(s, 0)] + [s for s in by_status.index if s not in STATUSES]
+    listed = ", ".join(f'<span class="status-{esc(s)}">{int(by_status[s])} {esc(s)}</span>' for s in known)
+    rows = coll[coll["op"].notna()] if "op" in coll.columns else coll.iloc[0:0]
+    what = ""
+    if len(rows):
+        sizes = ", ".join(esc(w) for w in sorted(set(int(w) for w in rows["world_size"])))
+        what = (f": {len(rows)} measurements of {rows['op'].nunique()} op(s) at world size(s) {sizes}")
+    return f'<p class="what">Collective micro-benchmarks: {len(launches)} launch(es) ({listed}){what}.</p>'
+
+
+def _wrong_measurements(coll) -> int:
+    if coll is None or coll.empty or "wrong" not in coll.columns:
+        return 0
+    return int((coll["wrong"].fillna(0).astype(float) > 0).sum())
+
+
+def header_section(ctx: ReportContext) -> Section:
+    summary = ctx.summary
+    sweeps = ctx.sweeps.to_dict("records") if ctx.sweeps is not None and len(ctx.sweeps) else []
+    collectives = _collectives_counts(ctx.collectives)
+    if summary.empty:
+        counts = collectives or "<p class=\"what\">No jobs are recorded in these results yet.</p>"
+    else:
+        by_status = summary["status"].value_counts()
+        known = [s for s in STATUSES if by_status.get(s, 0)] + [s for s in by_status.index if s not in STATUSES]
+        listed = ", ".join(f'<span class="status-{esc(s)}">{int(by_status[s])} {esc(s)}</span>' for s in known)
+        launches = len(ctx.runs)
+        wall = float(ctx.runs["wall_s"].fillna(0).sum()) if "wall_s" in ctx.runs.columns else math.nan
+        counts = (f'<p class="what">{len(summary)} jobs ({launches} launches, {num(wall, ".0f")} s of launch '
+                  f"wall time): {listed}.</p>") + collectives
+    notes = []
+    if ctx.damaged:
+        notes.append(f'<strong class="status-failed">{len(ctx.damaged)} damaged record(s) skipped</strong> '
+                     "(a write cut short, e.g. by a crash; `--resume` measures what they held again): "
+                     + "; ".join(esc(line) for line in ctx.damaged))
+    if not summary.empty and summary["oversubscribed"].astype(bool).any():
+        notes.append("Some jobs were <strong>oversubscribed</strong> (more busy threads than cores): their "
+                     "times measure contention for cores, not scaling. They are marked in the table and drawn "
+                     "with hollow markers.")
+    if not summary.empty and summary["noisy"].astype(bool).any():
+        notes.append("Some jobs are <strong>noisy</strong> (step time IQR above 10 % of the median): compare "
+                     "them with care. They carry a grey ring in the plots.")
+    wrong = _wrong_measurements(ctx.collectives)
+    if wrong:
+        notes.append(f'<strong class="status-failed">{wrong} collective measurement(s) returned wrong '
+                     "elements</strong> (the check after the timed iterations): see the red cells of the "
+                     "nccl-tests table.")
+    if sweeps:
+        header = ["", *(f"sweep {i}" for i in range(1, len(sweeps) + 1))] if len(sweeps) > 1 else ["", "value"]
+        rows = [[esc(label), *(_env_value(env, name) for env in sweeps)] for label, name in ENV_ROWS]
+        env_html = "<h3>Environment</h3>\n" + html_table(header, rows)
+    else:
+        env_html = '<p class="note">No environment block is stored with these results.</p>'
+    notes_html = "".join(f'<p class="note">{n}</p>' for n in notes)
+    where = f'<p class="note">Results folder: <code>{esc(ctx.results_dir)}</code></p>'
+    return Section("Experiment", counts + notes_html + where + env_html)
+
+
+def summary_section(ctx: ReportContext) -> Section | None:
+    table = ctx.summary
+    if table.empty:
+        return None
+    extra = line_fields(table)
+    extra = [f for f in extra if f != "bucket_cap_mb"]
+    intervals = any_interval(table)
+    rows, classes = [], []
+    header = ["job", "world size", "bucket (MB)", "status", "step (ms) median &plusmn; IQR",
+              "samples/s" + (' <span class="ci">[95 % CI]</span>' if intervals else ""), "speedup (&times;)",
+              "efficiency (%)", "serial fraction e", "exposed comm (ms, % of step)", "DDP comm (ms)",
+              "overlap (%)", "flags", "error"]
+    errors = bool((table["status"] != "ok").any())  # no error column when every job finished
+    if not errors:
+        header = header[:-1]
+    for _, r in ordered(table).iterrows():
+        ok = r["status"] == "ok"
+        step = (f'<span class="nowrap">{num(r["step_ms_median"], ".2f")} &plusmn; {num(r["step_ms_iqr"], ".2f")}'
+                "</span>" if ok else "&ndash;")
+        error = f'<code class="err">{esc(r["error"])}</code>' if not ok else ""
+        share = r.get("exposed_comm_share")
+        exposed = num(r["exposed_comm_ms"], ".2f")
+        if isinstance(share, (int, float)) and math.isfinite(share):
+            exposed += f' <span class="ci">({num(100 * share, ".0f")} %)</span>'
+        mark = intervals and ok
+        rows.append([esc(describe(r, extra, table)), esc(r["world_size"]), num(r["bucket_cap_mb"], "g"),
+                     f'<span class="status-{esc(r["status"])}">{esc(r["status"])}</span>', step,
+                     with_interval(r, "samples_per_s", throughput_format(r["samples_per_s"]), mark_missing=mark),
+                     with_interval(r, "speedup", ".2f", mark_missing=mark),
+                     with_interval(r, "efficiency", ".0f", 100.0, mark_missing=mark),
+                     with_interval(r, "serial_fraction", ".2f", mark_missing=mark),
+                     exposed, num(r["ddp_comm_ms"], ".2f"), num(r["overlap_pct"], ".0f"), flags_html(r),
+                     *([error] if errors else [])])
+        classes.append("" if ok else "bad")
+    defs = (
+        ("step", "wall time of one training step on the slowest rank; median and inter-quartile range over "
+                 "measured steps (warmup excluded)"),
+        ("samples/s", "global throughput: samples of all ranks per second, the global batch over the mean "
+                      "step time (total samples over total time, so costs paid every few steps count)"),
+        ("[low, high]", "95 % confidence interval: a percentile bootstrap over launches (each launch&rsquo;s "
+                        "mean step is one sample; steps within a launch are not independent). "
+                        "[&ndash;] means the job, or its world-size-1 baseline, ran in one launch: set "
+                        "<code>repeats</code> &ge; 3 in the experiment for intervals"),
+        ("speedup", "throughput relative to the world-size-1 job with the same model and batch settings"),
+        ("efficiency", "speedup &divide; world size; 100 % is linear scaling"),
+        ("serial fraction e", "Karp&ndash;Flatt&rsquo;s experimentally determined serial fraction "
+                              "e = (1/S &minus; 1/p) / (1 &minus; 1/p) for speedup S on p ranks: 0 is perfect "
+                              "scaling, 1 no speedup at all, above 1 slower than one rank; undefined at world "
+                              "size 1. Constant across world sizes: work that does not parallelise; rising: "
+                              "overhead that grows with the ranks (communication, waiting)"),
+        ("exposed comm", "mean step time with gradient sync minus mean step time under DDP's no_sync(): the "
+                         "communication the backward pass did not hide (can be slightly negative from noise); "
+                         "in brackets its share of the mean step"),
+        ("DDP comm", "DDP's own measure of its backward all-reduce time per step"),
+        ("overlap", "share of DDP comm time that ran while backward was still computing"),
+        ("flags", "<em>oversubscribed</em>: more busy threads than cores; <em>noisy</em>: step time IQR above "
+                  "10 % of the median; <em>straggler</em>: a rank whose own compute time (without waiting) was "
+                  "more than 10 % above the other ranks&rsquo; median in most steps, with that excess"),
+    )
+    dl = "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in defs)
+    numeric = {1, 2, 4, 5, 6, 7, 8, 9, 10, 11}
+    memory = " Peak memory per job is in the Memory section." if has_memory(table) else ""
+    note = ""
+    if not intervals and (table["status"] == "ok").any():
+        note = ('<p class="note">Every job ran in one launch, so no figure has a confidence interval: set '
+                "<code>repeats</code> &ge; 3 in the experiment to get 95 % bootstrap intervals over launches.</p>\n")
+    return Section("Summary", '<p class="what">One row per job: how fast each step ran and how well it '
+                   "scaled; jobs that did not finish show their error." + memory + "</p>\n" + note + '<div class="jobs">' + html_table(header, rows, classes, numeric)
+                   + f'</div>\n<dl class="defs">{dl}</dl>')

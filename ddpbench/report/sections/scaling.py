@@ -1,0 +1,155 @@
+"""The report's scaling sections: throughput, parallel efficiency and Karp-Flatt's serial fraction
+against world size; where each step's time goes; step time against DDP's bucket size; memory."""
+
+from __future__ import annotations
+
+from ddpbench.report.page import (ReportContext, Section, esc, figure_section, has_interval, has_memory, interval_note,
+                                  num, skipped_note)
+from ddpbench.report.plots import jobs as job_plots
+from ddpbench.report.plots import scaling as scaling_plots
+from ddpbench.report.plots.strategies import strategies_vary
+
+
+def throughput_section(ctx: ReportContext) -> Section | None:
+    if ctx.summary.empty or len(scaling_plots.world_sizes(ctx.summary)) < 2:
+        return None
+    ideal = ("; the dotted lines show perfect linear scaling, the world-size-1 throughput times the number "
+             "of ranks" if scaling_plots.ideal_lines_drawn(ctx.summary) else "")
+    return figure_section(
+        ctx, "Throughput vs world size", scaling_plots.throughput_vs_world_size, "throughput.png",
+        '<p class="what">Training throughput of all ranks together (samples per second) at each '
+        f"world size, one line per configuration{ideal}.</p>" + interval_note(ctx.summary, "samples_per_s"))
+
+
+def efficiency_section(ctx: ReportContext) -> Section | None:
+    if ctx.summary.empty or len(scaling_plots.world_sizes(ctx.summary)) < 2:
+        return None
+    return figure_section(
+        ctx, "Parallel efficiency vs world size", scaling_plots.efficiency_vs_world_size, "efficiency.png",
+        '<p class="what">Parallel efficiency (%) at each world size: the speedup over the '
+        "world-size-1 run divided by the number of ranks, so 100 % (dotted) means every added "
+        "rank adds a full rank's throughput.</p>" + interval_note(ctx.summary, "efficiency"))
+
+
+#: a change of e between two world sizes larger than this reads as rising or falling
+SERIAL_FRACTION_CHANGE = 0.05
+
+
+def _serial_fraction_trends(table, rows) -> str:
+    """Per configuration measured at two or more world sizes above 1: e at the smallest and the
+    largest, and whether it rises, falls or stays about flat."""
+    items, missing = [], 0
+    for line in scaling_plots.scaling_lines(table):
+        part = line["rows"][line["rows"]["key"].isin(set(rows["key"]))].sort_values("world_size")
+        if part["world_size"].nunique() < 2:
+            continue
+        first, last = part.iloc[0], part.iloc[-1]
+        a, b = float(first["serial_fraction"]), float(last["serial_fraction"])
+        change = b - a
+        apart = (has_interval(first, "serial_fraction") and has_interval(last, "serial_fraction")
+                 and (float(last["serial_fraction_low"]) > float(first["serial_fraction_high"])
+                      or float(first["serial_fraction_low"]) > float(last["serial_fraction_high"])))
+        span = (f"from {num(a, '.2f')} at {esc(first['world_size'])} ranks to {num(b, '.2f')} at "
+                f"{esc(last['world_size'])}")
+        if abs(change) <= SERIAL_FRACTION_CHANGE:
+            trend = f"e stays about flat ({span}): the loss behaves like serial work"
+        else:
+            trend = (f"e rises {span}: overhead that grows with the ranks" if change > 0 else
+                     f"e falls {span}: the overhead does not grow with the ranks")
+            both = has_interval(first, "serial_fraction") and has_interval(last, "serial_fraction")
+            if both:
+                trend += ("; the 95 % intervals do not overlap" if apart else
+                          "; the 95 % intervals overlap, so the change is not established")
+            else:
+                missing += 1
+        if max(a, b) > 1:
+            trend += "; above 1 the job ran slower than on one rank"
+        over = [int(w) for w, o in zip(part["world_size"], part["oversubscribed"]) if bool(o)]
+        caveat = (f" (world size {', '.join(map(str, over))} is oversubscribed: its e measures contention for "
+                  "cores as well)" if over else "")
+        items.append(f"<li>{esc(line['label'] or first['model'])}: {trend}{esc(caveat)}.</li>")
+    if not items:
+        return ""
+    caveat = ('<p class="note">Where a job or its baseline ran in one launch there is no interval to tell '
+              "a change of e from run-to-run noise: treat those trends as a hint.</p>" if missing else "")
+    return f'<ul class="note">{"".join(items)}</ul>{caveat}'
+
+
+def serial_fraction_section(ctx: ReportContext) -> Section | None:
+    if ctx.summary.empty:
+        return None
+    rows = scaling_plots.serial_fraction_rows(ctx.summary)
+    if rows.empty:
+        return None
+    path = scaling_plots.serial_fraction_vs_world_size(ctx.summary, ctx.image("serial_fraction.png"))
+    if path is None:
+        return None
+    sizes = sorted(set(int(w) for w in rows["world_size"]))
+    what = ('<p class="what">Karp&ndash;Flatt&rsquo;s <em>experimentally determined serial fraction</em> '
+            "e = (1/S &minus; 1/p) / (1 &minus; 1/p), from the measured speedup S on p ranks: the share of the "
+            "one-rank work that behaves as if it could not be parallelised. 0 (dotted) is perfect linear "
+            "scaling; 1 (dashed) is no speedup at all; above 1 the job ran slower than on one rank.</p>"
+            '<p class="note">How to read it across world sizes: a <strong>flat</strong> e is serial work that '
+            "every rank repeats (data loading, the optimizer step, Python overhead); a <strong>rising</strong> "
+            "e is overhead that grows with the number of ranks, usually communication or ranks waiting for each "
+            "other. Error bars are 95 % bootstrap intervals over launches, absent where a job or its baseline "
+            "ran once; several configurations at one world size are spread slightly sideways.</p>")
+    if len(sizes) == 1:
+        trend = (f'<p class="note">Only one world size above 1 was measured ({sizes[0]}): each e says how far '
+                 "that size is from linear scaling, but telling serial work from overhead that grows with the "
+                 "ranks needs the trend over at least two world sizes above 1.</p>")
+    else:
+        trend = _serial_fraction_trends(ctx.summary, rows)
+    return Section("Serial fraction (Karp\u2013Flatt)", what + trend + skipped_note(ctx), (path,))
+
+
+# -- strategies side by side (only when more than one strategy or DDP comm hook was run) --------
+
+def breakdown_section(ctx: ReportContext) -> Section | None:
+    explicit = ""
+    if not ctx.summary.empty and (ctx.summary["strategy"] != "ddp").any():
+        explicit = (" Strategies that combine gradients after backward or after the optimizer step (master, "
+                    "ring, the explicit all-reduces) show that time as the orange <em>comm after "
+                    "backward / step</em> part instead.")
+    return figure_section(
+        ctx, "Step time breakdown", job_plots.step_breakdown, "breakdown.png",
+        '<p class="what">Where each job\'s step time goes, in milliseconds: the mean time per '
+        "rank and step of each phase (data, forward, backward, optimizer).</p>"
+        '<p class="note">DDP all-reduces gradient buckets while backward is still running, so most '
+        "communication hides inside backward. The red <em>exposed comm</em> part is what it does not "
+        "hide, measured as the step time with gradient sync minus the step time under DDP's "
+        "<code>no_sync()</code> (both means); <em>backward compute</em> is the backward time less that. "
+        "The black tick is the mean step of the slowest rank: it sits past the bars by the time a rank "
+        "waited for the slowest one. Hatched bars are oversubscribed jobs." + explicit + "</p>")
+
+
+def bucket_section(ctx: ReportContext) -> Section | None:
+    if ctx.summary.empty or not job_plots.has_bucket_sweep(ctx.summary):
+        return None
+    return figure_section(
+        ctx, "Step time vs gradient bucket size", job_plots.step_time_vs_bucket, "bucket_step_time.png",
+        '<p class="what">Median step time (ms, slowest rank) for each DDP gradient bucket size '
+        "(<code>bucket_cap_mb</code>, log scale), one line per model and world size above 1: lower "
+        "is better.</p><p class=\"note\">Error bars are as long as the inter-quartile range of the "
+        "step time, centred on the median. Small buckets start all-reducing earlier but pay a "
+        "per-message cost more often.</p>")
+
+
+def memory_overview_section(ctx: ReportContext) -> Section | None:
+    if not has_memory(ctx.summary) or strategies_vary(ctx.summary):
+        return None  # with several strategies, "Memory per strategy" shows the same figures grouped
+    path = job_plots.memory_by_job(ctx.summary, ctx.image("memory.png"))
+    if path is None:
+        return None
+    state = ctx.summary["optimizer_state_mb"].astype(float).notna().any() \
+        if "optimizer_state_mb" in ctx.summary.columns else False
+    text = ('<p class="what">Peak resident memory (RSS, MB) of each job&rsquo;s largest rank'
+            + (", and the optimizer state that rank holds (MB)" if state else "")
+            + ". Colours follow the configurations of the scaling plots; hatched bars are oversubscribed "
+            "jobs.</p>"
+            '<p class="note">RSS counts everything the process keeps in memory: the Python interpreter and '
+            "PyTorch&rsquo;s libraries (a few hundred MB before any model), the model, its gradients, "
+            "DDP&rsquo;s gradient buckets and the optimizer state. Peak RSS is the high-water mark the "
+            "operating system reports (VmHWM), the largest over ranks and launches; 1 MB = 10<sup>6</sup> "
+            "bytes.")
+    return Section("Memory", text + "</p>" + skipped_note(ctx), (path,))

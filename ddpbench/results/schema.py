@@ -1,0 +1,206 @@
+"""The record schema of a results folder, in one place: every record kind, its fields and their
+types, and the schema version with its history.
+
+The rank that hands a launch back (:func:`training_result`, :func:`collectives_result`), the
+runner that stores it (:func:`launch_record`, :func:`sweep_record`), the store that reads it back
+(:func:`check_record`), the loaders that turn it into tables and the tests all build and read
+records through this module.
+
+``results.jsonl`` holds one JSON record per line, of three kinds:
+
+* ``sweep`` -- written when a sweep (or a resume) starts: the environment block and the experiment;
+* ``run`` -- one launch of one training job (a spec and a repeat): how it ended and, when it
+  finished, rank 0's hand-back: every rank's per-step timings (:data:`STEP_COLUMNS`) and per-rank
+  figures (:data:`RANK_FIGURES`), the equivalence check, the recovery figures;
+* ``collective`` -- one launch of the collective micro-benchmarks: one row per (op, placement,
+  size) in :data:`COLLECTIVE_COLUMNS`.
+
+Schema history (``schema_version``):
+  1 -- first version. Later additions within it, absent from older records (read as missing):
+       result.check (equivalence check), per-rank bytes_sent/recv_per_step, traffic_source,
+       optimizer_state_mb, dp_replicas; spec fields grad_accum, comm_hook, powersgd_rank,
+       localsgd_period, check_steps (read with their defaults); per-rank gpus,
+       gpu_peak_allocated_mb, gpu_peak_reserved_mb (null on CPU); result.recovery and the spec
+       fields emulate_nodes, link, link_delay_ms, max_restarts, fault_step, fault_rank,
+       snapshot_every (read with their defaults).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, NamedTuple
+
+SCHEMA_VERSION = 1
+RESULTS_FILE = "results.jsonl"
+STATUSES = ("ok", "failed", "timed_out", "skipped")
+
+# ---------------------------------------------------------------------------------------------
+# what a training launch hands back
+# ---------------------------------------------------------------------------------------------
+
+#: the timed phases of a step, in the order a step runs them, in ms; they add up to ``step_ms``
+TIMED_PHASES = ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms")
+#: one row per (rank, phase, step); ``phase`` is warmup | measure | nosync
+STEP_COLUMNS = ("rank", "phase", "step", *TIMED_PHASES, "step_ms")
+
+
+class StepRow(NamedTuple):
+    """One stored step row, read by name (:func:`step_rows`)."""
+
+    rank: int
+    phase: str
+    step: int
+    data_ms: float
+    forward_ms: float
+    backward_ms: float
+    comm_ms: float
+    optimizer_ms: float
+    step_ms: float
+
+
+#: per-rank figures of a finished training launch (each rank's entry in ``result["ranks"]``, which
+#: also holds ``rank`` and ``pid``): memory, DDP's own statistics and buckets, traffic, GPUs
+RANK_FIGURES = ("peak_rss_mb", "threads", "checksum", "allreduce_bytes_per_step", "ddp_forward_compute_ms",
+                "ddp_backward_compute_ms", "ddp_backward_comm_ms", "ddp_backward_compute_comm_overlap_ms",
+                "bytes_sent_per_step", "bytes_recv_per_step", "traffic_source", "optimizer_state_mb",
+                "dp_replicas", "gpus", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "bucket_bytes")
+#: the equivalence check of a launch (``result["check"]``); its steps are the spec's check_steps
+CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run")
+#: a fault-recovery launch (``result["recovery"]``): attempts, where it resumed, how long it took,
+#: and whether its parameters equal an uninterrupted run's
+RECOVERY_FIELDS = ("attempts", "resumed_from_step", "steps_redone", "restart_s", "rejoin_s", "recovery_s",
+                   "params_identical", "params_max_abs_diff")
+
+# ---------------------------------------------------------------------------------------------
+# what a collectives launch hands back
+# ---------------------------------------------------------------------------------------------
+
+#: one row per (op, placement, size): the slowest rank's time percentiles over the timed
+#: iterations (us), bandwidths as nccl-tests defines them (GB/s), elements the check found wrong
+COLLECTIVE_COLUMNS = ("op", "placement", "size_bytes", "count", "dtype", "redop", "root", "iters", "time_us_median",
+                      "time_us_p10", "time_us_p90", "algbw_gbps", "busbw_gbps", "wrong")
+
+# ---------------------------------------------------------------------------------------------
+# records
+# ---------------------------------------------------------------------------------------------
+
+#: what a launch record says besides its key, repeat, spec and result: how it ended, where, when
+LAUNCH_FIELDS = ("status", "error", "oversubscribed", "cores", "wall_s", "launcher", "sweep_id", "utc")
+#: the fields every reader relies on, by record kind, with their types
+REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "sweep": {"sweep_id": str},
+    "run": {"key": str, "repeat": int, "spec": dict, "status": str},
+    "collective": {"key": str, "repeat": int, "spec": dict, "status": str},
+}
+
+
+def training_result(spec: dict, repeat: int, *, params: int, grad_bytes: int, steps: list[list],
+                    ranks: list[dict], timeline: dict | None = None, check: dict | None = None,
+                    recovery: dict | None = None) -> dict:
+    """Rank 0's hand-back of a training launch. ``steps``: rows in :data:`STEP_COLUMNS` order, every
+    rank's; ``ranks``: one dict per rank (``rank``, ``pid`` and :data:`RANK_FIGURES`); ``timeline``:
+    rank 0's moments (seconds since the epoch); ``check``: :data:`CHECK_FIELDS`; ``recovery``:
+    :data:`RECOVERY_FIELDS` of a fault-recovery job."""
+    result = {"spec": spec, "repeat": repeat, "params": params, "grad_bytes": grad_bytes,
+              "step_columns": list(STEP_COLUMNS), "steps": steps, "ranks": ranks}
+    if timeline is not None:
+        result["timeline"] = timeline
+    if check is not None:
+        result["check"] = check
+    if recovery is not None:
+        result["recovery"] = recovery
+    return result
+
+
+def collectives_result(spec: dict, rows: list[list]) -> dict:
+    """Rank 0's hand-back of a collectives launch: ``rows`` in :data:`COLLECTIVE_COLUMNS` order."""
+    return {"spec": spec, "columns": list(COLLECTIVE_COLUMNS), "rows": rows}
+
+
+def step_rows(result: dict) -> list[StepRow]:
+    """A training hand-back's step rows by name, in whatever order its ``step_columns`` hold them."""
+    at = [result["step_columns"].index(name) for name in STEP_COLUMNS]
+    return [StepRow(*(row[i] for i in at)) for row in result["steps"]]
+
+
+def validate_result(kind: str, result: Any, spec: dict, processes: int | None = None) -> None:
+    """Check a hand-back of a launch of ``kind`` ("run" or "collective") before it is stored;
+    raise ValueError naming what is wrong. ``processes``: how many ranks ran (default: the spec's
+    world size)."""
+    if kind == "collective":
+        _validate_collectives(result, spec)
+    else:
+        _validate_training(result, spec, processes)
+
+
+def _validate_training(result: Any, spec: dict, processes: int | None) -> None:
+    if not isinstance(result, dict):
+        raise ValueError("result is not a JSON object")
+    for key in ("spec", "repeat", "params", "grad_bytes", "step_columns", "steps", "ranks"):
+        if key not in result:
+            raise ValueError(f"result lacks {key!r}")
+    if result["spec"] != spec:
+        raise ValueError("result is for another spec")
+    world = spec["world_size"] if processes is None else processes
+    if sorted(r.get("rank") for r in result["ranks"]) != list(range(world)):
+        raise ValueError(f"result has ranks {[r.get('rank') for r in result['ranks']]}, expected 0..{world - 1}")
+    width = len(result["step_columns"])
+    if any(not isinstance(row, list) or len(row) != width for row in result["steps"]):
+        raise ValueError("a step row does not match step_columns")
+    expected_min = world * (spec["warmup_steps"] + spec["steps"])
+    if len(result["steps"]) < expected_min:
+        raise ValueError(f"result has {len(result['steps'])} step rows, expected at least {expected_min}")
+
+
+def _validate_collectives(result: Any, spec: dict) -> None:
+    if not isinstance(result, dict) or result.get("spec") != spec:
+        raise ValueError("result is not for this collectives spec")
+    if result.get("columns") != list(COLLECTIVE_COLUMNS) or not isinstance(result.get("rows"), list):
+        raise ValueError("result has no rows in the collectives columns")
+    if any(not isinstance(row, list) or len(row) != len(COLLECTIVE_COLUMNS) for row in result["rows"]):
+        raise ValueError("a collectives row does not match the columns")
+
+
+def utc_now() -> str:
+    """The time a record is written, as records hold it (UTC, ISO 8601, seconds)."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def launch_record(spec, repeat: int, *, status: str, error: str | None = None, result: dict | None = None,
+                  oversubscribed: bool = False, cores: int | None = None, wall_s: float = 0.0,
+                  launcher: str | None = None, sweep_id: str | None = None, logs: list[str] | tuple = (),
+                  utc: str | None = None) -> dict:
+    """The record of one launch of ``spec`` (a JobSpec: a ``run`` record; a CollectiveSpec: a
+    ``collective`` one): how it ended and, when it finished, its hand-back."""
+    if status not in STATUSES:
+        raise ValueError(f"unknown status {status!r}; allowed: {', '.join(STATUSES)}")
+    return {"kind": spec.kind, "key": spec.key, "repeat": repeat, "spec": spec.to_dict(), "status": status,
+            "error": error, "oversubscribed": oversubscribed, "cores": cores, "wall_s": round(wall_s, 4),
+            "launcher": launcher, "sweep_id": sweep_id, "utc": utc or utc_now(), "logs": list(logs),
+            "result": result}
+
+
+def sweep_record(sweep_id: str, env: dict, experiment: dict) -> dict:
+    """The record a sweep (or a resume) starts with: the environment block and the experiment."""
+    return {"kind": "sweep", "sweep_id": sweep_id, "env": env, "experiment": experiment}
+
+
+def check_record(record) -> None:
+    """Raise ValueError unless ``record`` has the shape every reader relies on."""
+    if not isinstance(record, dict) or record.get("kind") not in REQUIRED:
+        raise ValueError("not a ddpbench record")
+    missing = [k for k in REQUIRED[record["kind"]] if k not in record]
+    if missing:
+        raise ValueError(f"{record['kind']} record lacks {', '.join(missing)}")
+    for name, kind in REQUIRED[record["kind"]].items():
+        value = record[name]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise ValueError(f"{record['kind']} record's {name} is not a {kind.__name__}: {value!r}")
+    version = record.get("schema_version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ValueError(f"schema_version {version!r} is not an integer")
+    if record["kind"] in ("run", "collective"):
+        if record["status"] not in STATUSES:
+            raise ValueError("run record has no spec object or an unknown status")
+        if record["status"] == "ok" and not isinstance(record.get("result"), dict):
+            raise ValueError("ok run record has no result")

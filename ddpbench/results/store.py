@@ -1,0 +1,116 @@
+"""The results store: one append-only JSON-lines file per output folder (``results.jsonl``).
+
+A record (:mod:`ddpbench.results.schema`) is written as one line with one ``write`` and fsync'd
+before the next launch starts, so a sweep killed at any point loses only the launch in flight; a
+full disk leaves the file as it was; a line cut mid-write is reported (:class:`DamagedRecord`)
+and skipped when the file is read. Nothing is ever pickled.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import uuid
+import warnings
+from pathlib import Path
+from typing import Iterator
+
+from ddpbench.results.schema import RESULTS_FILE, SCHEMA_VERSION, check_record, sweep_record
+
+
+class DamagedRecord(UserWarning):
+    """A line of results.jsonl that could not be read (e.g. cut by a crash mid-write)."""
+
+
+class ResultStore:
+    def __init__(self, out_dir: str | Path):
+        self.dir = Path(out_dir)
+        self.path = self.dir / RESULTS_FILE
+
+    def exists(self) -> bool:
+        return self.path.exists() and self.path.stat().st_size > 0
+
+    def append(self, record: dict) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        line = json.dumps({"schema_version": SCHEMA_VERSION, **record}, allow_nan=True) + "\n"
+        data = line.encode()
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.lseek(fd, 0, os.SEEK_END)
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # start on a fresh line if an earlier writer died mid-line
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            except OSError:
+                # a full disk: leave the file as it was, never with half a record at its end
+                os.ftruncate(fd, size)
+                raise
+        finally:
+            os.close(fd)
+
+    def start_sweep(self, env: dict, experiment: dict) -> str:
+        """Append a sweep record (:func:`~ddpbench.results.schema.sweep_record`); its new sweep id."""
+        sweep_id = uuid.uuid4().hex[:12]
+        self.append(sweep_record(sweep_id, env, experiment))
+        return sweep_id
+
+    def records(self) -> Iterator[dict]:
+        """Every readable record, in order; damaged lines are reported as warnings and skipped."""
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as fh:
+            for number, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    record = json.loads(raw.rstrip(b"\r\n"))  # the same message, with or without the newline
+                    check_record(record)
+                except ValueError as err:
+                    warnings.warn(f"{self.path}:{number}: damaged record skipped ({err})", DamagedRecord,
+                                  stacklevel=2)
+                    continue
+                if record.get("schema_version", 0) > SCHEMA_VERSION:
+                    warnings.warn(f"{self.path}:{number}: written by a newer ddpbench "
+                                  f"(schema {record['schema_version']}); reading what this version knows",
+                                  DamagedRecord, stacklevel=2)
+                yield record
+
+    def done(self) -> set[tuple[str, int]]:
+        """(spec key, repeat) of every recorded launch: training launches whatever their status
+        (a failure is a result), collectives only when they finished (a rerun replaces them)."""
+        return {(r["key"], r["repeat"]) for r in self.records()
+                if r["kind"] == "run" or (r["kind"] == "collective" and r["status"] == "ok")}
+
+
+def rotate_previous(store: ResultStore) -> Path | None:
+    """Keep an earlier sweep's results under a dated name instead of mixing or losing them.
+
+    Collective micro-benchmarks in the folder stay in the new file (with their sweep records):
+    they describe the machine, not the earlier sweep, and the report sets DDP against them.
+    """
+    if not store.exists():
+        return None
+    carried = collective_records(store)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    for n in range(1000):
+        target = store.dir / (f"results.{stamp}.jsonl" if n == 0 else f"results.{stamp}-{n}.jsonl")
+        try:
+            os.link(store.path, target)  # fails if the name is taken: never overwrites
+        except FileExistsError:
+            continue
+        store.path.unlink()
+        for record in carried:
+            store.append(record)
+        return target
+    raise RuntimeError(f"{store.dir}: cannot find a free name to keep the earlier results")
+
+
+def collective_records(store: ResultStore) -> list[dict]:
+    """The collectives records of a store and the sweep records they belong to, in file order."""
+    records = list(store.records())
+    sweeps = {r.get("sweep_id") for r in records if r["kind"] == "collective"}
+    return [r for r in records if r["kind"] == "collective" or (r["kind"] == "sweep" and r["sweep_id"] in sweeps)]

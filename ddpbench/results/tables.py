@@ -1,0 +1,185 @@
+"""Results as tidy DataFrames: one loader per table kind.
+
+  :func:`load_tables`      the training tables of a folder: steps, runs, ranks, sweeps
+  :func:`load_collectives` the collective micro-benchmarks of a folder
+  :func:`load`             the steps table with the other training tables in ``df.attrs``
+                           (what ``ddpbench.load`` gives)
+  :func:`load_folder`      :func:`load_tables` of a folder named on the command line (one-line errors)
+
+Columns come from the record schema (:mod:`ddpbench.results.schema`): spec fields, then the
+figures; a record written before a field existed reads as missing (NaN), a spec field as its
+default. Damaged records are skipped with a :class:`~ddpbench.results.store.DamagedRecord` warning.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ddpbench.errors import InputError
+from ddpbench.experiment.spec import FIELDS, spec_from_dict
+from ddpbench.results.schema import CHECK_FIELDS, LAUNCH_FIELDS, RANK_FIGURES, RECOVERY_FIELDS, RESULTS_FILE
+from ddpbench.results.store import DamagedRecord, ResultStore
+
+
+def _spec_columns(spec: dict) -> dict:
+    s = spec_from_dict(spec)  # fields added since the record was written take their defaults
+    return {**s.to_dict(), "per_rank_batch": s.per_rank_batch, "global_batch": s.global_batch}
+
+
+class TrainingTables(NamedTuple):
+    """The training tables of a results folder (:func:`load_tables`); unpacks as a 4-tuple."""
+
+    steps: Any
+    runs: Any
+    ranks: Any
+    sweeps: Any
+
+
+def load_tables(out_dir: str | Path) -> TrainingTables:
+    """(steps, runs, ranks, sweeps) DataFrames of a results folder.
+
+    steps  one row per (job, repeat, rank, phase, step); ``phase`` is warmup | measure | nosync
+    runs   one row per (job, repeat): status, error, oversubscribed, params, grad_bytes, wall_s
+    ranks  one row per (job, repeat, rank) of a finished launch: peak RSS, DDP's own statistics
+    sweeps one row per sweep start: the environment block
+    """
+    import pandas as pd
+
+    store = ResultStore(out_dir)
+    if not store.path.exists():
+        raise FileNotFoundError(f"{store.path}: no results here; run `python -m ddpbench sweep` first")
+    step_frames, runs, ranks, sweeps = [], [], [], []
+    for record in store.records():
+        if record["kind"] == "collective":
+            continue  # see load_collectives
+        if record["kind"] == "sweep":
+            experiment = record.get("experiment", {})
+            sweeps.append({"sweep_id": record["sweep_id"], **record.get("env", {}),
+                           **{f"experiment_{k}": v for k, v in experiment.items()},
+                           "experiment": experiment.get("name")})
+            continue
+        try:
+            run, frame, rank_rows = _run_tables(record)
+        except (KeyError, TypeError, ValueError, InputError) as err:
+            warnings.warn(f"{store.path}: run record {record.get('key')!r} repeat {record.get('repeat')!r} "
+                          f"skipped: {type(err).__name__}: {err}", DamagedRecord, stacklevel=2)
+            continue
+        runs.append(run)
+        ranks += rank_rows
+        if frame is not None:
+            step_frames.append(frame)
+    id_cols = ["key", *(_spec_columns_order()), "repeat"]
+    steps = pd.concat(step_frames, ignore_index=True) if step_frames else pd.DataFrame(columns=id_cols)
+    if len(steps):
+        # samples one process handles per step: the global batch over the processes that ran
+        # (one per rank; DataParallel drives every device from a single process)
+        processes = steps.groupby(["key", "repeat"])["rank"].transform("nunique")
+        steps["samples_per_s"] = steps["global_batch"] / processes / (steps["step_ms"] / 1e3)
+        front = [c for c in id_cols + ["params", "rank", "phase", "step"] if c in steps.columns]
+        steps = steps[front + [c for c in steps.columns if c not in front]]
+    return TrainingTables(steps, pd.DataFrame(runs), pd.DataFrame(ranks), pd.DataFrame(sweeps))
+
+
+def load_folder(folder: str | Path, where: str | None = None):
+    """:func:`load_tables` of a folder given on the command line: InputError naming ``where``
+    (default: the folder) when it is missing, unreadable or holds no training job."""
+    folder = Path(folder)
+    where = where or str(folder)
+    if not folder.exists():
+        raise InputError(where, None, "no such folder; give a folder written by `ddpbench sweep`")
+    if not folder.is_dir():
+        raise InputError(where, None, "is not a folder; give a folder written by `ddpbench sweep`")
+    if not (folder / RESULTS_FILE).is_file():
+        raise InputError(where, RESULTS_FILE, "not found; give a folder written by `ddpbench sweep`")
+    try:
+        tables = load_tables(folder)
+    except OSError as err:
+        raise InputError(where, RESULTS_FILE, f"cannot be read: {err.strerror or err}") from None
+    if tables[1].empty:
+        raise InputError(where, RESULTS_FILE, "holds no training jobs (empty, damaged, or collectives only)")
+    return tables
+
+
+def _run_tables(record: dict):
+    """(runs row, steps frame or None, ranks rows) of one run record."""
+    import pandas as pd
+
+    ident = {"key": record["key"], **_spec_columns(record["spec"]), "repeat": record["repeat"]}
+    result = record.get("result") or {}
+    check = result.get("check") or {}
+    recovery = result.get("recovery") or {}
+    run = {**ident, **{f: record.get(f) for f in LAUNCH_FIELDS}, "logs": record.get("logs"),
+           "params": result.get("params"), "grad_bytes": result.get("grad_bytes"),
+           **{f: check.get(f) for f in CHECK_FIELDS}, **{f: recovery.get(f) for f in RECOVERY_FIELDS}}
+    if record["status"] != "ok":
+        return run, None, []
+    frame = pd.DataFrame(result["steps"], columns=result["step_columns"])
+    for name, value in ident.items():
+        frame[name] = value
+    frame["params"] = result["params"]
+    ranks = [{**ident, "rank": rank["rank"], **{f: rank.get(f) for f in RANK_FIGURES}} for rank in result["ranks"]]
+    return run, frame, ranks
+
+
+def _spec_columns_order() -> list[str]:
+    return [*FIELDS, "per_rank_batch", "global_batch"]
+
+
+def load_collectives(out_dir: str | Path):
+    """One row per (launch, op, placement, size) of the collective micro-benchmarks in a folder.
+
+    Columns: the launch's backend, device, world_size, threads_per_rank, warmup, key,
+    sweep_id, status, error, then op, placement, size_bytes, count, dtype, redop, root,
+    time_us_median, time_us_p10, time_us_p90 (slowest rank), algbw_gbps, busbw_gbps, wrong.
+    A launch that did not finish gives one row with its status and error and no op. When the same
+    launch (spec) was run again, the latest record replaces the earlier ones.
+    """
+    import pandas as pd
+
+    latest = {}
+    for record in ResultStore(out_dir).records():
+        if record["kind"] == "collective":
+            latest.pop(record["key"], None)  # keep file order, latest wins
+            latest[record["key"]] = record
+    rows = []
+    for record in latest.values():
+        spec = record["spec"]
+        ident = {k: spec.get(k) for k in ("backend", "device", "world_size", "threads_per_rank", "warmup")}
+        ident.update(key=record["key"], sweep_id=record.get("sweep_id"), status=record["status"],
+                     error=record.get("error"), oversubscribed=record.get("oversubscribed"))
+        result = record.get("result") or {}
+        if record["status"] != "ok":
+            rows.append(ident)
+            continue
+        try:
+            columns = result["columns"]
+            rows += [{**ident, **dict(zip(columns, row))} for row in result["rows"]]
+        except (KeyError, TypeError) as err:
+            warnings.warn(f"{out_dir}: collectives record {record['key']!r} skipped: {err}", DamagedRecord,
+                          stacklevel=2)
+    return pd.DataFrame(rows)
+
+
+class Records(tuple):
+    """Plain records (dicts) riding in ``df.attrs``, shared rather than copied: pandas deep-copies
+    attrs on every operation, which for a few hundred jobs made each one take a quarter second."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def load(out_dir: str | Path):
+    """The per-step DataFrame of a results folder's training jobs (every rank, every step, every
+    phase); empty for a folder without any (:func:`load_collectives` reads the micro-benchmarks).
+
+    The other tables ride along in ``df.attrs`` as sequences of plain records (``runs``, ``ranks``,
+    ``sweeps``; see :func:`load_tables` for them as DataFrames), so ``ddpbench.summarize(df)``
+    needs nothing else. Plain records, not DataFrames: pandas compares attrs when it
+    concatenates frames, and DataFrames there would make ``pd.concat`` raise.
+    """
+    steps, runs, ranks, sweeps = load_tables(out_dir)
+    steps.attrs.update({"runs": Records(runs.to_dict("records")), "ranks": Records(ranks.to_dict("records")),
+                        "sweeps": Records(sweeps.to_dict("records")), "results_dir": str(out_dir)})
+    return steps

@@ -1,0 +1,28 @@
+"""What a sweep will launch: every (spec, repeat) not yet stored, each with its work folder.
+
+A results folder holds the store (``results.jsonl``), the ranks' logs (``logs/``) and, while a
+launch runs, its work folder (``.work/<key>-r<repeat>/``: the job file and the ranks' hand-back).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddpbench.launch.base import Launch
+
+WORK_DIR = ".work"
+LOG_DIR = "logs"
+
+
+def work_dir(out_dir: Path, spec, repeat: int) -> Path:
+    """The work folder of one launch."""
+    return Path(out_dir) / WORK_DIR / f"{spec.key}-r{repeat}"
+
+
+def pending_launches(specs, done: set[tuple[str, int]], out_dir: Path) -> list[Launch]:
+    """Launches of ``specs`` not yet stored (``done``: (key, repeat) pairs), repeats interleaved
+    (every job's repeat 0, then every repeat 1, ...) so that a machine's slow drift spreads over
+    all jobs instead of biasing one."""
+    rounds = max((spec.repeats for spec in specs), default=0)
+    return [Launch(spec, repeat, work_dir(out_dir, spec, repeat)) for repeat in range(rounds) for spec in specs
+            if repeat < spec.repeats and (spec.key, repeat) not in done]

@@ -1,0 +1,198 @@
+"""A sweep: every (spec, repeat) of an experiment through a launcher into the results store.
+
+The runner owns all IO: it writes each launch's record as soon as the launch ends (so an
+interrupted sweep keeps everything that finished), skips what is already stored on ``--resume``,
+and shows progress. Ranks only hand results back. Training jobs (:func:`run_sweep`) and collective
+micro-benchmarks (:func:`run_collectives`) go through the same loop (:func:`run_launches`); they
+differ in what a sweep starts with, not in how a launch is run and stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from ddpbench.experiment.collectives import CollectivesExperiment
+from ddpbench.experiment.load import Experiment
+from ddpbench.experiment.machine import Machine, oversubscribed
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.launch.base import Launch, Launcher, LaunchOutcome
+from ddpbench.launch.handback import disk_full
+from ddpbench.launch.options import launcher_for
+from ddpbench.launch.spawn import SpawnLauncher
+from ddpbench.results.schema import launch_record, step_rows
+from ddpbench.results.store import ResultStore, rotate_previous
+from ddpbench.strategies import strategy_class
+from ddpbench.sweep.environment import collect_env
+from ddpbench.sweep.plan import LOG_DIR, WORK_DIR, pending_launches
+from ddpbench.sweep.progress import SweepProgress
+
+
+@dataclass
+class SweepSummary:
+    out_dir: Path
+    planned: int
+    already_done: int
+    statuses: dict[str, int] = field(default_factory=dict)
+    wall_s: float = 0.0
+    #: sum over finished launches of rank 0's timed step windows (warmup, measure, nosync), seconds
+    timed_s: float = 0.0
+    sweep_id: str | None = None
+
+
+def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, launcher: Launcher | None = None,
+              machine: Machine | None = None, console=None, env: dict | None = None) -> SweepSummary:
+    """Run every launch of ``experiment``'s jobs not yet stored in ``out_dir``; see the module doc.
+
+    Without ``resume``, earlier results in the folder are kept under a dated name first.
+    ``launcher`` defaults to the spawn launcher; ``env`` to :func:`ddpbench.sweep.environment.collect_env`.
+    """
+    machine = machine or Machine.here()
+    store = ResultStore(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    launcher = launcher or SpawnLauncher()
+    # a follower (node > 0 of a multi-node torchrun) shares node 0's folder and only reads it
+    leads = launcher.stores_results
+    if not resume and leads:
+        moved = rotate_previous(store)
+        if moved and console is not None:
+            console.print(f"[dim]earlier results kept as {moved}[/dim]")
+    done = store.done() if resume else set()
+    todo = pending_launches(experiment.jobs, done, out_dir)
+    summary = SweepSummary(out_dir=out_dir, planned=len(todo), already_done=len(done))
+    source, copy = Path(experiment.source), out_dir / "experiment.toml"
+    if leads and source.is_file() and not (copy.exists() and os.path.samefile(source, copy)):
+        shutil.copyfile(source, copy)
+    if leads:
+        summary.sweep_id = store.start_sweep(env or collect_env(), {
+            "name": experiment.name, "description": experiment.description, "source": experiment.source,
+            "timeout_s": experiment.timeout_s, "jobs": len(experiment.jobs), "resume": resume,
+            "launcher": launcher.name, "links": list(experiment.links),
+        })
+    return run_launches(todo, store, launcher, machine, experiment.timeout_s, summary, console)
+
+
+def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume: bool = False,
+                    launcher: Launcher | None = None, console=None, env: dict | None = None) -> SweepSummary:
+    """Every launch of a collectives experiment into ``out_dir``'s store.
+
+    Unlike a sweep this never moves earlier results aside: collectives are meant to sit next to
+    a DDP sweep's results, so the report can set DDP's buckets against the all_reduce curve.
+    """
+    store = ResultStore(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    done = store.done() if resume else set()
+    todo = pending_launches(experiment.specs, done, out_dir)
+    summary = SweepSummary(out_dir=out_dir, planned=len(todo), already_done=len(experiment.specs) - len(todo))
+    launcher = launcher or SpawnLauncher()
+    summary.sweep_id = store.start_sweep(env or collect_env(), {
+        "name": experiment.name, "description": experiment.description, "source": experiment.source,
+        "timeout_s": experiment.timeout_s, "kind": "collectives", "launcher": launcher.name,
+    })
+    return run_launches(todo, store, launcher, Machine.here(), experiment.timeout_s, summary, console)
+
+
+def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, machine: Machine, timeout_s: float,
+                 summary: SweepSummary, console=None) -> SweepSummary:
+    """The loop of every sweep: each launch of ``todo`` through its launcher, its record stored as
+    it ends (when ``launcher`` stores results), with progress on ``console``."""
+    stores = launcher.stores_results
+    log_dir = store.dir / LOG_DIR
+    start = time.monotonic()
+
+    # the launches are closed on any exception, so that a launcher's queued jobs are cancelled at once
+    with SweepProgress(len(todo), console) as progress, contextlib.closing(launched(
+            todo, launcher, machine, log_dir, timeout_s,
+            begin=lambda launch: progress.begin(describe(launch, machine)))) as ended:
+        for launch, runs_it, outcome in ended:
+            stop_if_disk_full(outcome, store)
+            if stores:
+                store.append(launch_record(launch.spec, launch.repeat, status=outcome.status, error=outcome.error,
+                                           result=outcome.result, oversubscribed=oversubscribed(launch.spec, machine),
+                                           cores=machine.cores, wall_s=outcome.wall_s, launcher=runs_it.name,
+                                           sweep_id=summary.sweep_id, logs=outcome.logs))
+                shutil.rmtree(launch.work_dir, ignore_errors=True)
+            summary.statuses[outcome.status] = summary.statuses.get(outcome.status, 0) + 1
+            summary.timed_s += timed_seconds(launch, outcome.result)
+            progress.done(describe(launch, machine), outcome.status, one_line(launch, outcome))
+    if stores:
+        shutil.rmtree(store.dir / WORK_DIR, ignore_errors=True)
+    summary.wall_s = time.monotonic() - start
+    return summary
+
+
+def launched(todo: list[Launch], launcher: Launcher, machine: Machine, log_dir: Path, timeout_s: float,
+             begin) -> Iterator[tuple[Launch, Launcher, LaunchOutcome]]:
+    """(launch, the launcher that ran it, outcome) of every launch in ``todo``, as each ends.
+
+    Launches run one after another (``begin(launch)`` is called as each starts), except that a
+    launcher submitting job arrays gets all of its launches at once and hands each back as it
+    finishes; a job that cannot run here is skipped with the reason.
+    """
+    batch = []
+    for launch in todo:
+        reason = skip_reason(launch.spec, machine)
+        runs_it = launcher_for(launch.spec, launcher)
+        if reason:
+            yield launch, runs_it, LaunchOutcome("skipped", error=reason)
+        elif runs_it is launcher and launcher.submits_arrays:
+            batch.append(launch)
+        else:
+            begin(launch)
+            yield launch, runs_it, runs_it.launch(launch.spec, launch.repeat, launch.work_dir, log_dir, timeout_s)
+    if batch:
+        with contextlib.closing(launcher.launch_all(batch, log_dir, timeout_s)) as outcomes:
+            for launch, outcome in outcomes:
+                yield launch, launcher, outcome
+
+
+def skip_reason(spec, machine: Machine) -> str | None:
+    """Why a training job cannot run on ``machine`` (its strategy says), or None."""
+    return strategy_class(spec.strategy).skip_reason(spec, machine) if isinstance(spec, JobSpec) else None
+
+
+def stop_if_disk_full(outcome: LaunchOutcome, store: ResultStore) -> None:
+    """A launch that failed while the disk is full failed for want of space, not for a reason of
+    its own: it is not stored (so ``--resume`` runs it again) and the sweep stops with ENOSPC."""
+    if outcome.status != "ok" and disk_full(store.dir) is not None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(store.path))
+
+
+def describe(launch: Launch, machine: Machine) -> str:
+    """A launch in the console: a training job's label, repeat and whether it is oversubscribed;
+    a collectives launch's label."""
+    spec = launch.spec
+    if not isinstance(spec, JobSpec):
+        return spec.label()
+    return f"{spec.label()} rep {launch.repeat}" + (" [oversubscribed]" if oversubscribed(spec, machine) else "")
+
+
+def timed_seconds(launch: Launch, result: dict | None) -> float:
+    """Rank 0's timed step windows in a training launch's result (every phase), in seconds."""
+    if not result or not isinstance(launch.spec, JobSpec):
+        return 0.0
+    return sum(row.step_ms for row in step_rows(result) if row.rank == 0) / 1e3
+
+
+def one_line(launch: Launch, outcome: LaunchOutcome) -> str:
+    """A console line for a finished launch: a training job's mean slowest-rank step of the measure
+    phase, or how many measurements a collectives launch made."""
+    if outcome.status != "ok":
+        return f"{outcome.status.upper()}: {outcome.error}"
+    if outcome.result is None:
+        return "done (this node's ranks; node 0 stores the result)"
+    if not isinstance(launch.spec, JobSpec):
+        return f"{len(outcome.result['rows'])} measurements"
+    bound: dict[int, float] = {}
+    for row in step_rows(outcome.result):
+        if row.phase == "measure":
+            bound[row.step] = max(bound.get(row.step, 0.0), row.step_ms)
+    step = statistics.fmean(bound.values())
+    return f"{step:8.2f} ms/step  {launch.spec.global_batch / step * 1e3:10.1f} samples/s"
