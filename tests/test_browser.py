@@ -17,6 +17,9 @@ import pytest
 
 from ddpbench.report.build import write_report
 
+#: each test starts a headless Chromium
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "reports" / "examples" / "quick-cpu"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")

@@ -122,6 +122,7 @@ Root Cause (first observed failure):
     assert rank_exits(2, False, {}) == {0: None, 1: None}
 
 
+@pytest.mark.slow
 def test_torchrun_that_fails_before_its_ranks_is_named(tmp_path, monkeypatch):
     """torchrun itself failing (here: an unknown option) is the job's error, with its last log line."""
     from ddpbench.experiment.machine import Machine, resolve

@@ -95,6 +95,7 @@ def test_an_emulated_network_is_built_shaped_and_torn_down():
     assert not set(net.namespaces) & set(namespaces())
 
 
+@pytest.mark.slow
 @needs_namespaces
 def test_two_emulated_nodes_store_what_spawn_stores_and_the_link_slows_communication(tmp_path):
     """The same job on one machine (spawn), and on two emulated nodes over an unshaped and a
@@ -134,6 +135,7 @@ def test_two_emulated_nodes_store_what_spawn_stores_and_the_link_slows_communica
     assert row["link"] == "100mbit" and abs(row["comm_error_pct"]) < 25
 
 
+@pytest.mark.slow
 @needs_namespaces
 def test_a_link_delay_needs_netem_and_says_so_where_it_is_missing(tmp_path):
     exp = experiment(tmp_path, 'emulate_nodes = [2]\n')
@@ -150,6 +152,7 @@ def test_a_link_delay_needs_netem_and_says_so_where_it_is_missing(tmp_path):
     assert not namespaces()
 
 
+@pytest.mark.slow
 @needs_namespaces
 def test_ctrl_c_mid_launch_tears_the_emulated_nodes_down(tmp_path):
     exp = experiment(tmp_path, 'emulate_nodes = [2]\nlink = ["100mbit"]\nsteps = [400]\n')
@@ -168,6 +171,7 @@ def test_ctrl_c_mid_launch_tears_the_emulated_nodes_down(tmp_path):
 
 # -- multi-node torchrun ---------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_two_nodes_of_a_torchrun_sweep_meet_and_node_0_stores_every_rank(tmp_path):
     """Two sweeps, as two machines would run them (here both on loopback): node 0 prints node 1's
     command, node 1 runs it, and node 0's store holds the job with both ranks' timings."""
@@ -196,6 +200,7 @@ def test_two_nodes_of_a_torchrun_sweep_meet_and_node_0_stores_every_rank(tmp_pat
 
 # -- elastic fault recovery ------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nodes", [1, pytest.param(2, marks=needs_namespaces)])
 def test_a_rank_killed_mid_job_resumes_from_the_snapshot_with_identical_parameters(tmp_path, nodes):
     """Rank 1 is SIGKILLed as measure step 5 starts; torchrun restarts both workers, which load
@@ -222,6 +227,7 @@ def test_a_rank_killed_mid_job_resumes_from_the_snapshot_with_identical_paramete
     assert not worker_processes(str(out))
 
 
+@pytest.mark.slow
 def test_without_a_snapshot_a_restart_trains_from_the_start(tmp_path):
     out = tmp_path / "out"
     grid = "fault_step = [3]\nmax_restarts = [1]\nsteps = [5]\n"

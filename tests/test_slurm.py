@@ -171,6 +171,7 @@ def test_a_sweep_submitted_as_a_job_array_stores_what_spawn_stores(slurm, tmp_pa
         assert_bash_accepts(script.read_text())
 
 
+@pytest.mark.slow
 def test_dry_run_prints_the_sbatch_scripts_and_submits_nothing(tmp_path):
     exp = write_experiment(tmp_path / "tiny.toml", TWO_JOBS)
     out = tmp_path / "out"
@@ -198,6 +199,7 @@ def test_a_cuda_job_asks_slurm_for_a_gpu_per_rank_on_each_node(tmp_path, fields,
     assert asked == ([f"#SBATCH --gpus-per-node={gpus}"] if gpus else [])
 
 
+@pytest.mark.slow
 def test_gpus_per_node_checks_cuda_jobs_against_the_compute_nodes(tmp_path):
     """A login node without GPUs submits CUDA jobs when --gpus-per-node says the compute nodes have them."""
     exp = write_experiment(tmp_path / "gpu.toml", """

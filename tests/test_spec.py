@@ -241,6 +241,7 @@ def test_any_experiment_either_expands_or_gives_one_clean_line(data):
                 check_value(name, getattr(job, name), "stored", name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body, key", [
     ("[defaults]\nworld_size = 0\n", "defaults.world_size"),
     ("[defaults]\nbackend = 'nccl'\ndevice = 'cpu'\n", "backend"),
@@ -256,6 +257,7 @@ def test_cli_bad_experiment_exit_2_one_line(tmp_path, body, key):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, words", [
     (["sweep", "nope.toml"], "no such experiment file"),
     (["run", "--world-size", "zero"], "--world-size"),

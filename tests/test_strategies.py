@@ -118,6 +118,7 @@ def test_traffic_through_the_master_and_around_the_ring(strategies_sweep):
     assert (ranks["gpus"] == 0).all() and ranks["gpu_peak_allocated_mb"].isna().all()
 
 
+@pytest.mark.slow
 def test_hand_ring_equals_backend_all_reduce(tmp_path):
     """Three ranks (uneven chunks) sum the same random buffers both ways."""
     import torch.multiprocessing as mp

@@ -6,6 +6,9 @@ Each timed call is one ``all_reduce`` on every rank of a persistent group (see d
 
 import pytest
 
+#: each benchmark starts a persistent group of helper ranks
+pytestmark = pytest.mark.slow
+
 SIZES = {"64KB": 64 * 1024, "4MB": 4 * 1024**2, "64MB": 64 * 1024**2}
 
 

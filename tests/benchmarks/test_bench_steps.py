@@ -8,6 +8,9 @@ aggregation strategy. Each timed call is one optimizer step on every rank of a p
 
 import pytest
 
+#: each benchmark starts a persistent group of helper ranks
+pytestmark = pytest.mark.slow
+
 from ddpbench.strategies import BUILTIN
 
 #: the same job the default sweep measures (experiments/quick.toml): a 25 MB MLP, weak scaling
