@@ -275,3 +275,30 @@ def test_cli_bad_flags_exit_2_one_line(args, words):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], proc.stderr
+
+
+def test_a_job_from_flags_or_a_task_is_checked_as_a_file_s_job_is(tmp_path, monkeypatch, capsys, cpu_machine):
+    """What an experiment file's job is refused for (here: a DDP comm hook on master aggregation),
+    `ddpbench run` and the pytest-benchmark TrainStep refuse too, before anything runs."""
+    from ddpbench.cli.main import main
+    from ddpbench.regression.tasks import TrainStep
+
+    def ran(*args, **kwargs):
+        raise AssertionError("a refused job was run")
+
+    monkeypatch.setattr("ddpbench.sweep.runner.run_sweep", ran)
+    exp = write_experiment(tmp_path / "hook.toml", """
+        [defaults]
+        strategy = "master"
+        comm_hook = "fp16"
+    """)
+    why = "comm_hook: applies to strategy 'ddp' only, not 'master'; allowed here: 'none'"
+    with pytest.raises(InputError) as refused:
+        load_experiment(exp, cpu_machine)
+    assert str(refused.value) == f"{exp}: {why}"
+    assert main(["run", "--strategy", "master", "--comm-hook", "fp16", "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == f"error: command line: {why}\n"
+    with pytest.raises(InputError, match=re.escape(f"TrainStep: {why}")):
+        TrainStep(strategy="master", comm_hook="fp16", world_size=2, device="cpu", backend="gloo")
+    with pytest.raises(InputError, match="TrainStep: strategy: must be one of"):
+        TrainStep(strategy="no-such-strategy")

@@ -21,16 +21,14 @@ def add_parser(sub) -> None:
 
 
 def command(args) -> int:
-    from ddpbench.experiment.load import Experiment
-    from ddpbench.experiment.machine import resolve
+    from ddpbench.experiment.load import Experiment, job_spec
     from ddpbench.experiment.overrides import check_timeout, fields_from_flags
-    from ddpbench.experiment.spec import JobSpec
     from ddpbench.launch.options import LauncherOptions
 
     given = fields_from_flags({name: getattr(args, name) for name in FIELDS})
     launcher = LauncherOptions()  # one job on this machine, as spawn starts it
     machine = launcher.machine()
-    spec = resolve(JobSpec(**given), machine, "command line")
+    spec = job_spec(given, machine, "command line")
     experiment = Experiment(name=f"run-{spec.key}", description="one job from the command line",
                             source="command line", timeout_s=check_timeout(args.timeout), jobs=(spec,))
     options = SweepOptions(out_dir=args.out or Path("reports") / experiment.name, launcher=launcher,

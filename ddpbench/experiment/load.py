@@ -49,6 +49,15 @@ class Experiment:
     collectives: CollectivesExperiment | None = None
 
 
+def job_spec(fields: dict, machine: Machine, source: str) -> JobSpec:
+    """One job from its fields (each already checked, :func:`~ddpbench.experiment.spec.check_value`):
+    resolved against ``machine`` and checked as a whole, as every job of an experiment file is, so
+    a job given by flags or by a benchmark task is refused for what a file's job would be."""
+    spec = resolve(JobSpec(**fields), machine, source)
+    strategy_class(spec.strategy).validate(spec, source)
+    return spec
+
+
 def load_experiment(path: str | Path, machine: Machine | None = None) -> Experiment:
     """Read, validate and expand an experiment file. Raises :class:`InputError` on bad input."""
     path = Path(path)
@@ -108,8 +117,7 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
             raise InputError(source, where, f"expands to more than {MAX_JOBS} jobs; split the experiment")
         for combo in itertools.product(*axes.values()):
             fields = {**base, **dict(zip(axes, combo))}
-            spec = resolve(JobSpec(**fields), machine, source)
-            strategy_class(spec.strategy).validate(spec, source)
+            spec = job_spec(fields, machine, source)
             jobs.setdefault(spec.key, spec)
     links = parse_links(data["links"], source) if "links" in data else ()
     collectives = _collectives_table(data["collectives"], source, name, machine) if "collectives" in data else None

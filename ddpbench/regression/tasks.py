@@ -97,10 +97,12 @@ class TrainStep(Task):
     exactly as a sweep's training rank runs it: its loader, model, strategy and optimizer."""
 
     def __init__(self, **fields):
-        from ddpbench.experiment.machine import Machine, resolve
-        from ddpbench.experiment.spec import spec_from_dict
+        from ddpbench.experiment.load import job_spec
+        from ddpbench.experiment.machine import Machine
+        from ddpbench.experiment.spec import check_value
 
-        self.spec = resolve(spec_from_dict(fields, source="TrainStep"), Machine.here(), source="TrainStep")
+        checked = {name: check_value(name, value, "TrainStep", name) for name, value in fields.items()}
+        self.spec = job_spec(checked, Machine.here(), "TrainStep")
         self.warmup = self.spec.warmup_steps
 
     def group_config(self) -> GroupConfig:
