@@ -1,3 +1,3 @@
-from ddpbench.cli.main import main
+from ddpbench.cli import main
 
 raise SystemExit(main())

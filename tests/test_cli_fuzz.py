@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from ddpbench.cli import main as cli
+from ddpbench.cli import main
 from ddpbench.experiment.machine import Machine, oversubscribed
 from ddpbench.experiment.spec import FIELDS
 
@@ -128,7 +128,7 @@ def test_any_command_line_reaches_the_runner_or_gives_one_line_and_exit_2(argv, 
     # as an escape; pytest's capture stream would raise instead
     sys.stderr.reconfigure(errors="backslashreplace")
     try:
-        code = cli.main(argv)
+        code = main(argv)
     except Reached:
         event("reached the runner")
         return
@@ -157,7 +157,7 @@ def test_any_command_line_reaches_the_runner_or_gives_one_line_and_exit_2(argv, 
     (["compare", "missing", "folder"], ["missing", "no such folder"]),
 ])
 def test_examples_name_the_file_or_flag_and_key(argv, named, probe, workdir, capsys):
-    assert cli.main(argv) == 2
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     for word in named:
@@ -167,8 +167,8 @@ def test_examples_name_the_file_or_flag_and_key(argv, named, probe, workdir, cap
 def test_a_world_size_past_the_cores_is_accepted_and_flagged(probe, workdir, capsys):
     """64 ranks on this machine: the job runs (the probe checks the flag), and --dry-run says so."""
     with pytest.raises(Reached):
-        cli.main(["run", "--world-size", "64", "--model-size", "xs"])
+        main(["run", "--world-size", "64", "--model-size", "xs"])
     (workdir / "big.toml").write_text('[defaults]\nmodel_size = "xs"\n[grid]\nworld_size = [1, 64]\n')
-    assert cli.main(["sweep", "big.toml", "--dry-run"]) == 0
+    assert main(["sweep", "big.toml", "--dry-run"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if "mlp-xs" in line]
     assert len(rows) == 2 and "oversubscribed" not in rows[0] and "oversubscribed" in rows[1]

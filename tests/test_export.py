@@ -19,7 +19,7 @@ from pytest_benchmark.logger import Logger
 from pytest_benchmark.storage.file import FileStorage
 
 from conftest import ROOT
-from ddpbench.cli.main import main
+from ddpbench.cli import main
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.tables import load_collectives, load_tables

@@ -3,6 +3,7 @@ modules, and modules small enough to read in one sitting."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import grimp
@@ -24,22 +25,25 @@ MAX_COMMAND_LINES = 150
 def graph():
     """Every import of the package, those inside functions too: an import that dodges a cycle at
     import time is a cycle all the same."""
-    return grimp.build_graph("ddpbench")
+    return grimp.build_graph("ddpbench", include_external_packages=True)
 
 
-def layers_contract() -> dict:
+def broken(graph) -> set[tuple[str, str]]:
+    """(importer, imported) of every import, direct or through others, that breaks a contract of
+    pyproject.toml, as grimp finds them: the layers, and each forbidden pair."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    (contract,) = [c for c in config["contracts"] if c["type"] == "layers"]
-    return contract
-
-
-def illegal(graph) -> list:
-    """The imports that break the layers contract, as grimp finds them for its layers."""
-    contract = layers_contract()
-    layers = [grimp.Layer(*(name.strip() for name in layer.split("|")), independent=True)
-              for layer in contract["layers"]]
-    return sorted(graph.find_illegal_dependencies_for_layers(layers=layers, containers=set(contract["containers"])),
-                  key=str)
+    found = set()
+    for contract in config["contracts"]:
+        if contract["type"] == "layers":
+            layers = [grimp.Layer(*(name.strip() for name in layer.split("|")), independent=True)
+                      for layer in contract["layers"]]
+            found |= {(d.importer, d.imported) for d in graph.find_illegal_dependencies_for_layers(
+                layers=layers, containers=set(contract["containers"]))}
+        elif contract["type"] == "forbidden":
+            found |= {(source, target) for source in contract["source_modules"] for target in contract["forbidden_modules"]
+                      if target in graph.modules and graph.chain_exists(importer=source, imported=target,
+                                                                          as_packages=True)}
+    return found
 
 
 def test_import_linter_contracts_hold(capsys):
@@ -49,17 +53,27 @@ def test_import_linter_contracts_hold(capsys):
     assert code == 0, capsys.readouterr().out
 
 
-def test_the_layers_forbid_a_stage_importing_one_above_it(graph):
-    """The contract is not vacuous: the analysis reaching into the sweep, or a rank into its
-    launcher, is found."""
-    assert illegal(graph) == []
-    graph = grimp.build_graph("ddpbench")  # a graph of its own to plant imports in
-    graph.add_import(importer="ddpbench.analysis.summary", imported="ddpbench.sweep.runner")
-    graph.add_import(importer="ddpbench.rank.train", imported="ddpbench.launch.spawn")
-    graph.add_import(importer="ddpbench.report.build", imported="ddpbench.rank.train")
-    found = {(d.importer, d.imported) for d in illegal(graph)}
-    assert found == {("ddpbench.analysis", "ddpbench.sweep"), ("ddpbench.rank", "ddpbench.launch"),
-                     ("ddpbench.report", "ddpbench.rank")}
+def test_the_contracts_find_a_stage_reaching_where_it_must_not(graph):
+    """The contracts are not vacuous: the analysis reaching into the sweep, a rank into its launcher
+    or into pandas, and the report into a rank, are each found."""
+    assert broken(graph) == set()
+    planted = grimp.build_graph("ddpbench", include_external_packages=True)
+    planted.add_import(importer="ddpbench.analysis.summary", imported="ddpbench.sweep.runner")
+    planted.add_import(importer="ddpbench.rank.train", imported="ddpbench.launch.spawn")
+    planted.add_import(importer="ddpbench.rank.devices", imported="pandas")
+    planted.add_import(importer="ddpbench.report.build", imported="ddpbench.rank.train")
+    assert {("ddpbench.analysis", "ddpbench.sweep"), ("ddpbench.rank", "ddpbench.launch"), ("ddpbench.rank", "pandas"),
+            ("ddpbench.report", "ddpbench.rank")} <= broken(planted)
+
+
+def test_a_rank_loads_neither_the_analysis_nor_pandas():
+    """What the contracts cannot see: a package's ``__init__`` running at import. A rank's process,
+    after importing all it runs, holds none of the analysis, the report, the tables or pandas."""
+    code = ("import sys, ddpbench.rank.__main__; print(' '.join(m for m in sys.modules if m.split('.')[0] in "
+            "('pandas', 'matplotlib') or m.startswith(('ddpbench.analysis', 'ddpbench.report', "
+            "'ddpbench.results.tables', 'ddpbench.sweep', 'ddpbench.launch'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert loaded.stdout.split() == []
 
 
 def cycles(graph) -> list[str]:
@@ -99,12 +113,14 @@ def test_what_outside_code_names_still_resolves():
 
     scripts = {ep.name: ep for ep in entry_points(group="console_scripts") if ep.value.startswith("ddpbench")}
     plugins = {ep.name: ep for ep in entry_points(group="pytest11") if ep.value.startswith("ddpbench")}
-    assert scripts["ddpbench"].load() is import_module("ddpbench.cli.main").main
+    assert scripts["ddpbench"].load() is import_module("ddpbench.cli.program").main
     assert plugins["ddpbench"].load() is import_module("ddpbench.regression.plugin")
     assert import_module("ddpbench.rank.protocol").RANK_MODULE == "ddpbench.rank"  # what every launcher starts
     assert (ROOT / "ddpbench" / "rank" / "__main__.py").is_file()
     for name in ("AllReduce", "ModelStep", "Task", "TrainStep"):  # users' benchmark files import these
         assert getattr(ddpbench.tasks, name) is getattr(ddpbench.regression, name)
+    # a user's conftest may name the plugin's earlier path
+    assert import_module("ddpbench.pytest_plugin").ddp_group is import_module("ddpbench.regression.plugin").ddp_group
     from ddpbench.results import load_collectives, load_tables  # noqa: F401 - the README names them
     from ddpbench.strategies.base import RankContext, Strategy  # noqa: F401 - plug-ins subclass these
     assert callable(ddpbench.load) and callable(ddpbench.load_collectives) and callable(ddpbench.summarize)

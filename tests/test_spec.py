@@ -280,7 +280,7 @@ def test_cli_bad_flags_exit_2_one_line(args, words):
 def test_a_job_from_flags_or_a_task_is_checked_as_a_file_s_job_is(tmp_path, monkeypatch, capsys, cpu_machine):
     """What an experiment file's job is refused for (here: a DDP comm hook on master aggregation),
     `ddpbench run` and the pytest-benchmark TrainStep refuse too, before anything runs."""
-    from ddpbench.cli.main import main
+    from ddpbench.cli import main
     from ddpbench.regression.tasks import TrainStep
 
     def ran(*args, **kwargs):

@@ -1,4 +1,11 @@
-"""The command line: one module per command (``add_parser`` and ``command``), :mod:`.main` to parse
+"""The command line: one module per command (``add_parser`` and ``command``), :mod:`.program` to parse
 and end them, :mod:`.sweeping` for what ``sweep`` and ``run`` share, :mod:`.tables` for the
 console's tables. A command parses its flags into options, calls the stage that does the work,
-and prints; what the commands share lives in :mod:`.common`."""
+and prints; what the commands share lives in :mod:`.common`.
+
+``ddpbench.cli:main`` is the console script's entry point.
+"""
+
+from ddpbench.cli.program import main
+
+__all__ = ["main"]

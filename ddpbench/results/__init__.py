@@ -2,9 +2,16 @@
 tables loaded from it (:mod:`.tables`).
 
 ``ddpbench.results.load_tables(dir)`` and ``ddpbench.results.load_collectives(dir)`` are public
-(the README names them); the rest of ddpbench imports the modules themselves.
+(the README names them). They are looked up when first asked for, not imported here: a rank
+imports :mod:`.schema` and must not load the tables' code with it.
 """
 
-from ddpbench.results.tables import load, load_collectives, load_tables
-
 __all__ = ["load", "load_collectives", "load_tables"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from ddpbench.results import tables
+
+        return getattr(tables, name)
+    raise AttributeError(f"module 'ddpbench.results' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""``python -m ddpbench``: the parser of every command, and what ends a command.
+"""``python -m ddpbench``, the program: the parser of every command, and what ends a command.
 
 Each command is a module of this package with ``add_parser(sub)`` and ``command(args)``. Bad input
 (experiment files, flags, folders) ends with one line on stderr naming the file or flag, the key
