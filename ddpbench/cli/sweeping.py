@@ -45,11 +45,12 @@ def add_launcher_flags(parser) -> None:
             meta["metavar"] = f.metadata["metavar"]
         if f.name == "launcher":
             meta["choices"] = LAUNCHERS
-        if f.type == "bool":
+        if f.metadata["kind"] is bool:
             parser.add_argument(LauncherOptions.flag(f.name), action="store_true", **meta)
-            continue
-        kind = int if f.type.startswith("int") else None
-        parser.add_argument(LauncherOptions.flag(f.name), type=kind, default=f.default, **meta)
+        else:
+            kind = f.metadata["kind"]
+            parser.add_argument(LauncherOptions.flag(f.name), type=None if kind is str else kind, default=f.default,
+                                **meta)
 
 
 def launcher_options(args) -> LauncherOptions:
@@ -157,7 +158,8 @@ def node_commands(argv, nnodes: int) -> list[str]:
 
 
 def print_launch_plan(experiment, options: SweepOptions) -> None:
-    """What --dry-run shows beyond the jobs: the other nodes' commands, or the sbatch scripts."""
+    """What --dry-run shows beyond the jobs: the other nodes' commands, and what the launcher would
+    submit (Slurm's sbatch scripts)."""
     from ddpbench.sweep.plan import LOG_DIR, pending_launches
 
     launch = options.launcher
@@ -165,9 +167,8 @@ def print_launch_plan(experiment, options: SweepOptions) -> None:
         print("run on every other node:" if launch.node_rank == 0 else "the other nodes run:")
         for command in node_commands(options.argv, launch.nnodes):
             print(f"  {command}")
-    if launch.launcher == "slurm":
-        launches = pending_launches(experiment.jobs, set(), options.out_dir)
-        for name, script in launch.make_launcher().dry_run_scripts(launches, options.out_dir / LOG_DIR,
-                                                                   experiment.timeout_s):
-            print(f"# ---- {name}")
-            print(script, end="")
+    launches = pending_launches(experiment.jobs, set(), options.out_dir)
+    for name, script in launch.make_launcher().dry_run_scripts(launches, options.out_dir / LOG_DIR,
+                                                               experiment.timeout_s):
+        print(f"# ---- {name}")
+        print(script, end="")

@@ -36,7 +36,9 @@ class Launcher(abc.ABC):
     * ``stores_results``: False where another node stores the results (node > 0 of a multi-node
       torchrun sweep, which runs its agents and leaves the store alone);
     * ``submits_arrays``: True when the launcher takes all of a sweep's launches at once
-      (:meth:`launch_all`: Slurm job arrays) instead of one after another.
+      (:meth:`launch_all`: Slurm job arrays) instead of one after another;
+    * :meth:`for_restarts`: the launcher a job that restarts its workers runs under;
+    * :meth:`dry_run_scripts`: what it would submit, for ``--dry-run`` to print.
     """
 
     #: recorded with every launch it runs
@@ -50,10 +52,17 @@ class Launcher(abc.ABC):
 
     def launch_all(self, launches: list[Launch], log_dir: Path,
                    timeout_s: float) -> Iterator[tuple[Launch, LaunchOutcome]]:
-        """Run ``launches`` and yield each with its outcome as it ends: by default one after another.
+        """Run ``launches`` at once and yield each with its outcome as it ends (launchers that
+        declare ``submits_arrays``). Closing the generator early (``contextlib.closing``), or any
+        exception, must leave nothing of the launches running."""
+        raise NotImplementedError(f"the {self.name} launcher runs one launch at a time")
 
-        Closing the generator early (``contextlib.closing``), or any exception, must leave nothing
-        of the launches running.
-        """
-        for launch in launches:
-            yield launch, self.launch(launch.spec, launch.repeat, launch.work_dir, log_dir, timeout_s)
+    def for_restarts(self) -> "Launcher":
+        """The launcher a job whose workers are restarted after a failure (``max_restarts``) runs
+        under: this one, unless it cannot restart ranks and has one on the same machine that can."""
+        return self
+
+    def dry_run_scripts(self, launches: list[Launch], log_dir: Path, timeout_s: float) -> list[tuple[str, str]]:
+        """(file name, text) of every script this launcher would submit for ``launches``; none for
+        launchers that submit nothing."""
+        return []

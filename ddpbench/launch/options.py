@@ -2,7 +2,7 @@
 
 Each field is declared once, with its flag's help text and the launcher it belongs to; the command
 line makes its flags from these declarations, :meth:`LauncherOptions.check` refuses what does not
-fit (one line naming the flag), and :meth:`LauncherOptions.launcher` builds the launcher. A new
+fit (one line naming the flag), and :meth:`LauncherOptions.make_launcher` builds the launcher. A new
 launcher flag is a new field here and its use in that launcher. :func:`launcher_for` says which
 launcher one job runs under (emulated nodes and restarts need torchrun, whatever was chosen).
 """
@@ -21,9 +21,10 @@ from ddpbench.launch.base import Launcher
 LAUNCHERS = ("spawn", "torchrun", "slurm")
 
 
-def _flag(default, help: str, *, owner: str | None = None, metavar: str | None = None):
-    """A launcher flag: its default, help text, the launcher it belongs to (None: every one)."""
-    return field(default=default, metadata={"help": help, "owner": owner, "metavar": metavar})
+def _flag(default, help: str, *, owner: str | None = None, metavar: str | None = None, kind: type = str):
+    """A launcher flag: its default, help text, the launcher it belongs to (None: every one), and
+    the type of its value (bool: a switch)."""
+    return field(default=default, metadata={"help": help, "owner": owner, "metavar": metavar, "kind": kind})
 
 
 @dataclass(frozen=True)
@@ -31,17 +32,18 @@ class LauncherOptions:
     """How the ranks of a sweep start (``--launcher`` and the flags of each launcher)."""
 
     launcher: str = _flag("spawn", "how ranks start (default: spawn)")
-    nodes: int = _flag(1, "slurm: nodes a job's ranks are spread over (default: 1)", owner="slurm", metavar="N")
+    nodes: int = _flag(1, "slurm: nodes a job's ranks are spread over (default: 1)", owner="slurm", metavar="N",
+                       kind=int)
     partition: str | None = _flag(None, "slurm: the partition to submit to (default: the cluster's default)",
                                   owner="slurm")
-    array: bool = _flag(False, "slurm: submit the launches as job arrays, not one by one", owner="slurm")
+    array: bool = _flag(False, "slurm: submit the launches as job arrays, not one by one", owner="slurm", kind=bool)
     gpus_per_node: int | None = _flag(None, "slurm: GPUs on each compute node, for checking CUDA jobs when this "
                                       "machine (a login node) has other GPUs or none (default: the GPUs visible "
-                                      "here)", owner="slurm", metavar="N")
+                                      "here)", owner="slurm", metavar="N", kind=int)
     nnodes: int = _flag(1, "torchrun: machines the sweep runs on; run it on each with its --node-rank (default: 1)",
-                        owner="torchrun", metavar="N")
+                        owner="torchrun", metavar="N", kind=int)
     node_rank: int = _flag(0, "torchrun: this machine's node rank; node 0 stores the results (default: 0)",
-                           owner="torchrun", metavar="R")
+                           owner="torchrun", metavar="R", kind=int)
     rdzv_endpoint: str | None = _flag(None, "torchrun: where the nodes meet (c10d rendezvous on node 0; needed with "
                                       "--nnodes > 1)", owner="torchrun", metavar="HOST:PORT")
 
@@ -101,16 +103,14 @@ class LauncherOptions:
 
 def launcher_for(spec, chosen: Launcher) -> Launcher:
     """The launcher one job runs under. Emulated nodes always run torchrun inside network
-    namespaces on this machine; a job that restarts (max_restarts) needs torchrun's restarts, so
-    under spawn it runs ``torchrun --standalone``; everything else runs under ``chosen``."""
+    namespaces on this machine; a job that restarts (max_restarts) runs under the launcher
+    ``chosen`` names for that (spawn: ``torchrun --standalone``); everything else under ``chosen``."""
     if not isinstance(spec, JobSpec):  # collectives run under the launcher chosen for them
         return chosen
     if spec.emulated:
         from ddpbench.launch.emulate import EmulatedNodesLauncher
 
         return EmulatedNodesLauncher()
-    if spec.max_restarts > 0 and chosen.name == "spawn":
-        from ddpbench.launch.torchrun import TorchrunLauncher
-
-        return TorchrunLauncher()
+    if spec.max_restarts > 0:
+        return chosen.for_restarts()
     return chosen

@@ -209,8 +209,8 @@ class SlurmLauncher(Launcher):
                 for n, chunk in enumerate(chunks)]
 
     def dry_run_scripts(self, launches: list[Launch], log_dir: Path, timeout_s: float) -> list[tuple[str, str]]:
-        """(file name, script text) of every script ``launch_all`` would submit for ``launches``;
-        nothing is written or submitted."""
+        """(file name, script text) of every script a sweep of ``launches`` would submit (one job a
+        launch, or ``launch_all``'s arrays); nothing is written or submitted."""
         if self.submits_arrays:
             scripts = self._arrays(launches, log_dir, timeout_s)
         else:
@@ -245,13 +245,12 @@ class SlurmLauncher(Launcher):
                            time.monotonic() - start, timed_out, spec.processes)
 
     def launch_all(self, launches: list[Launch], log_dir: Path, timeout_s: float):
-        """Run ``launches`` and yield each with its outcome as it ends: one ``launch`` after another,
-        or with ``array=True`` as tasks of job arrays, all submitted at once. Closing the generator
-        early (``contextlib.closing``), or any exception, cancels every array still queued or running.
+        """Run ``launches`` as tasks of job arrays (``array=True``), all submitted at once, and yield
+        each with its outcome as it ends. Closing the generator early (``contextlib.closing``), or
+        any exception, cancels every array still queued or running.
         """
         if not self.submits_arrays:
-            yield from super().launch_all(launches, log_dir, timeout_s)
-            return
+            yield from super().launch_all(launches, log_dir, timeout_s)  # one at a time: launch()
         tasks = {}  # task id -> (launch, its job, its log, its script)
         job_ids: list[str] = []
         try:

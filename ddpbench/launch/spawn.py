@@ -86,3 +86,9 @@ class SpawnLauncher(Launcher):
             if now > deadline:
                 return True
             time.sleep(POLL_S)
+
+    def for_restarts(self) -> Launcher:
+        """Ranks spawned here cannot be restarted; ``torchrun --standalone`` on this machine can."""
+        from ddpbench.launch.torchrun import TorchrunLauncher
+
+        return TorchrunLauncher()
