@@ -319,6 +319,7 @@ def _assert_outputs(out: Path) -> str:
     return page
 
 
+@pytest.mark.slow
 def test_planted_regression_in_reference_results_fails_the_gate(tmp_path):
     """Real measurements (3 launches a job) against a copy whose every step is 20 % slower."""
     slow = plant_regression(EXAMPLE, tmp_path / "slow", 1.2)
@@ -342,6 +343,7 @@ def test_planted_regression_in_reference_results_fails_the_gate(tmp_path):
     assert "Gate failed" in page and 'class="bad"' in page
 
 
+@pytest.mark.slow
 def test_synthetic_folders_listing_environment_and_escaping(tmp_path):
     a = _write_folder(tmp_path / "a", [(1, _launches(10.0, seed=1), "ok"), (2, _launches(20.0, seed=2), "ok"),
                                        (4, _launches(40.0), "ok")])
@@ -364,6 +366,7 @@ def test_synthetic_folders_listing_environment_and_escaping(tmp_path):
     assert rows["mlp-xs ws=4"]["match"] == "only in A" and rows["mlp-xs ws=8"]["match"] == "only in B"
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
     """Two through the command line as a user meets them, the rest through the command's function."""
     from ddpbench.cli.program import build_parser

@@ -115,6 +115,7 @@ def test_exported_stats_are_the_bounded_measured_steps(exported):
     assert bench["extra_info"]["source"] == f"ddpbench sweep {EXAMPLE}"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not PYTEST_BENCHMARK.exists(), reason="pytest-benchmark's console script is not installed")
 def test_pytest_benchmark_compare_reads_two_exports(exported, tmp_path):
     out, document, _, _ = exported
@@ -205,6 +206,7 @@ def test_a_folder_without_a_finished_job_is_bad_input(tmp_path, capsys):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_the_command_line_runs_as_a_user_runs_it(tmp_path):
     from conftest import run_cli
 

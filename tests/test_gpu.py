@@ -201,6 +201,7 @@ def test_events_time_the_device_work_a_host_timer_misses():
     assert 0.7 * synced_ms < device_ms < 1.1 * synced_ms
 
 
+@pytest.mark.slow
 @needs_cuda
 def test_a_ddp_job_on_nccl_times_its_phases_with_events_and_reports_gpu_memory(tmp_path):
     proc = run_cli("run", "--strategy", "ddp", "--device", "cuda", "--world-size", "1", "--model", "mlp",
@@ -222,6 +223,7 @@ def test_a_ddp_job_on_nccl_times_its_phases_with_events_and_reports_gpu_memory(t
     assert ">GPU</h2>" in html and "peak allocated" in html
 
 
+@pytest.mark.slow
 @needs_cuda
 def test_dataparallel_drives_every_visible_gpu(tmp_path):
     gpus = torch.cuda.device_count()
@@ -233,6 +235,7 @@ def test_dataparallel_drives_every_visible_gpu(tmp_path):
     assert ranks.iloc[0]["gpus"] == gpus and ranks.iloc[0]["dp_replicas"] == gpus
 
 
+@pytest.mark.slow
 @needs_cuda
 def test_nccl_with_more_ranks_than_gpus_is_refused(tmp_path):
     gpus = torch.cuda.device_count()
@@ -242,6 +245,7 @@ def test_nccl_with_more_ranks_than_gpus_is_refused(tmp_path):
     assert not (Path(tmp_path) / "results.jsonl").exists()
 
 
+@pytest.mark.slow
 @needs_cuda
 def test_nccl_collectives_at_world_size_1(tmp_path):
     proc = run_cli("collectives", "--backend", "nccl", "--world-sizes", "1", "--ops", "all_reduce,broadcast",

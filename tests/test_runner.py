@@ -13,7 +13,7 @@ from ddpbench.results.store import ResultStore
 from ddpbench.results.tables import load_tables
 from ddpbench.strategies.ddp import DDPStrategy
 from ddpbench.sweep.runner import run_sweep
-from records import rank_entry, row, training_result
+from records import collective_rows_result, rank_entry, row, training_result
 
 ENV = {"torch_version": "test", "hostname": "here"}
 
@@ -44,7 +44,34 @@ class FakeLauncher(Launcher):
         self.calls.append((spec.key, repeat))
         if spec.key in self.fail_keys:
             return LaunchOutcome("failed", error="rank 1 killed by SIGKILL", wall_s=0.5)
+        if spec.kind == "collective":
+            return LaunchOutcome("ok", result=fake_collectives(spec), wall_s=1.0)
         return LaunchOutcome("ok", result=fake_result(spec, repeat), wall_s=1.0)
+
+
+def fake_collectives(spec):
+    """What rank 0 of a collectives launch hands back: one all_reduce measurement per size."""
+    return collective_rows_result(spec, [
+        {"op": "all_reduce", "placement": "in", "size_bytes": size, "count": size // 4, "dtype": "float32",
+         "redop": "sum", "root": -1, "iters": spec.iters, "time_us_median": 10.0, "time_us_p10": 9.0,
+         "time_us_p90": 11.0, "algbw_gbps": 0.1, "busbw_gbps": 0.1, "wrong": 0} for size in spec.sizes])
+
+
+class ArrayLauncher(FakeLauncher):
+    """Takes all its launches at once, as Slurm's job arrays do, and hands them back last first."""
+
+    submits_arrays = True
+
+    def launch_all(self, launches, log_dir, timeout_s):
+        self.batches = getattr(self, "batches", []) + [[(launch.spec.key, launch.repeat) for launch in launches]]
+        for launch in reversed(launches):
+            yield launch, LaunchOutcome("ok", result=fake_result(launch.spec, launch.repeat), wall_s=1.0)
+
+
+class FollowerLauncher(FakeLauncher):
+    """Node > 0 of a multi-node sweep: runs its launches, stores nothing."""
+
+    stores_results = False
 
 
 @pytest.fixture
@@ -182,3 +209,48 @@ def test_pandas_operations_share_the_records_in_attrs(experiment, cpu_machine, t
     for name in ("runs", "ranks", "sweeps"):
         assert filtered.attrs[name] is steps.attrs[name]
     assert len(pd.DataFrame(filtered.attrs["runs"])) == 6
+
+
+def test_collectives_go_through_the_same_loop_into_the_same_store(experiment, cpu_machine, tmp_path):
+    from ddpbench.experiment.collectives import parse_collectives
+    from ddpbench.sweep.runner import run_collectives
+
+    run_sweep(experiment, tmp_path, launcher=FakeLauncher(), machine=cpu_machine, env=ENV)
+    coll = parse_collectives({"ops": ["all_reduce"], "sizes": "1K:4K", "world_sizes": [1, 2]}, "c.toml")
+    launcher = FakeLauncher()
+    summary = run_collectives(coll, tmp_path, launcher=launcher, env=ENV)
+    assert summary.statuses == {"ok": 2} and launcher.calls == [(spec.key, 0) for spec in coll.specs]
+    records = list(ResultStore(tmp_path).records())
+    kinds = [r["kind"] for r in records]
+    assert kinds == ["sweep"] + ["run"] * 6 + ["sweep", "collective", "collective"]  # the sweep's results stay
+    assert records[7]["experiment"]["kind"] == "collectives"
+    assert all(r["repeat"] == 0 and r["launcher"] == "fake" and r["sweep_id"] == records[7]["sweep_id"]
+               for r in records[8:])
+    assert list(tmp_path.glob("results.*.jsonl")) == [] and not (tmp_path / ".work").exists()
+    table = ddpbench.load_collectives(tmp_path)
+    assert sorted(set(table["world_size"])) == [1, 2] and set(table["size_bytes"]) == {1024, 2048, 4096}
+    assert len(run_collectives(coll, tmp_path, resume=True, launcher=launcher, env=ENV).statuses) == 0
+
+
+def test_an_array_launcher_gets_its_launches_at_once_after_the_skipped_ones(experiment, cpu_machine, tmp_path,
+                                                                            monkeypatch):
+    def skip_four(cls, spec, machine):
+        return "four ranks skipped" if spec.world_size == 4 else None
+
+    monkeypatch.setattr(DDPStrategy, "skip_reason", classmethod(skip_four))
+    launcher = ArrayLauncher()
+    run_sweep(experiment, tmp_path, launcher=launcher, machine=cpu_machine, env=ENV)
+    assert launcher.calls == []  # nothing one at a time
+    planned = [(spec.key, repeat) for repeat in (0, 1) for spec in experiment.jobs if spec.world_size != 4]
+    assert launcher.batches == [planned]
+    stored = [(r["key"], r["repeat"], r["status"]) for r in ResultStore(tmp_path).records() if r["kind"] == "run"]
+    four = [spec.key for spec in experiment.jobs if spec.world_size == 4]
+    assert stored == [(four[0], 0, "skipped"), (four[0], 1, "skipped")] + [(k, r, "ok") for k, r in reversed(planned)]
+
+
+def test_a_follower_node_runs_its_launches_and_stores_nothing(experiment, cpu_machine, tmp_path):
+    (tmp_path / ".work").mkdir()
+    launcher = FollowerLauncher()
+    summary = run_sweep(experiment, tmp_path, launcher=launcher, machine=cpu_machine, env=ENV)
+    assert summary.statuses == {"ok": 6} and len(launcher.calls) == 6
+    assert not (tmp_path / "results.jsonl").exists() and (tmp_path / ".work").exists()  # node 0's to clean

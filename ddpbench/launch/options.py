@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from ddpbench.errors import InputError
 from ddpbench.experiment.machine import Machine
-from ddpbench.experiment.spec import JobSpec
 from ddpbench.launch.base import Launcher
 
 LAUNCHERS = ("spawn", "torchrun", "slurm")
@@ -102,11 +101,9 @@ class LauncherOptions:
 
 
 def launcher_for(spec, chosen: Launcher) -> Launcher:
-    """The launcher one job runs under. Emulated nodes always run torchrun inside network
+    """The launcher one training job (a JobSpec) runs under. Emulated nodes always run torchrun inside network
     namespaces on this machine; a job that restarts (max_restarts) runs under the launcher
     ``chosen`` names for that (spawn: ``torchrun --standalone``); everything else under ``chosen``."""
-    if not isinstance(spec, JobSpec):  # collectives run under the launcher chosen for them
-        return chosen
     if spec.emulated:
         from ddpbench.launch.emulate import EmulatedNodesLauncher
 

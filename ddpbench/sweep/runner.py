@@ -4,7 +4,9 @@ The runner owns all IO: it writes each launch's record as soon as the launch end
 interrupted sweep keeps everything that finished), skips what is already stored on ``--resume``,
 and shows progress. Ranks only hand results back. Training jobs (:func:`run_sweep`) and collective
 micro-benchmarks (:func:`run_collectives`) go through the same loop (:func:`run_launches`); they
-differ in what a sweep starts with, not in how a launch is run and stored.
+differ in what a sweep starts with, not in how a launch is run and stored. What the loop asks of a
+kind of launch (can it run here, under which launcher, how the console names it) is in
+:mod:`ddpbench.sweep.kinds`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import contextlib
 import errno
 import os
 import shutil
-import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,15 +23,13 @@ from typing import Iterator
 from ddpbench.experiment.collectives import CollectivesExperiment
 from ddpbench.experiment.load import Experiment
 from ddpbench.experiment.machine import Machine, oversubscribed
-from ddpbench.experiment.spec import JobSpec
 from ddpbench.launch.base import Launch, Launcher, LaunchOutcome
 from ddpbench.launch.handback import disk_full
-from ddpbench.launch.options import launcher_for
 from ddpbench.launch.spawn import SpawnLauncher
-from ddpbench.results.schema import launch_record, step_rows
+from ddpbench.results.schema import launch_record
 from ddpbench.results.store import ResultStore, rotate_previous
-from ddpbench.strategies import strategy_class
 from ddpbench.sweep.environment import collect_env
+from ddpbench.sweep.kinds import kind_of
 from ddpbench.sweep.plan import LOG_DIR, WORK_DIR, pending_launches
 from ddpbench.sweep.progress import SweepProgress
 
@@ -110,7 +109,7 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
     # the launches are closed on any exception, so that a launcher's queued jobs are cancelled at once
     with SweepProgress(len(todo), console) as progress, contextlib.closing(launched(
             todo, launcher, machine, log_dir, timeout_s,
-            begin=lambda launch: progress.begin(describe(launch, machine)))) as ended:
+            begin=lambda launch: progress.begin(kind_of(launch.spec).describe(launch, machine)))) as ended:
         for launch, runs_it, outcome in ended:
             stop_if_disk_full(outcome, store)
             if stores:
@@ -120,8 +119,9 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
                                            sweep_id=summary.sweep_id, logs=outcome.logs))
                 shutil.rmtree(launch.work_dir, ignore_errors=True)
             summary.statuses[outcome.status] = summary.statuses.get(outcome.status, 0) + 1
-            summary.timed_s += timed_seconds(launch, outcome.result)
-            progress.done(describe(launch, machine), outcome.status, one_line(launch, outcome))
+            kind = kind_of(launch.spec)
+            summary.timed_s += kind.timed_seconds(outcome.result) if outcome.result else 0.0
+            progress.done(kind.describe(launch, machine), outcome.status, one_line(launch, outcome))
     if stores:
         shutil.rmtree(store.dir / WORK_DIR, ignore_errors=True)
     summary.wall_s = time.monotonic() - start
@@ -138,8 +138,9 @@ def launched(todo: list[Launch], launcher: Launcher, machine: Machine, log_dir: 
     """
     batch = []
     for launch in todo:
-        reason = skip_reason(launch.spec, machine)
-        runs_it = launcher_for(launch.spec, launcher)
+        kind = kind_of(launch.spec)
+        reason = kind.skip_reason(launch.spec, machine)
+        runs_it = kind.launcher(launch.spec, launcher)
         if reason:
             yield launch, runs_it, LaunchOutcome("skipped", error=reason)
         elif runs_it is launcher and launcher.submits_arrays:
@@ -153,11 +154,6 @@ def launched(todo: list[Launch], launcher: Launcher, machine: Machine, log_dir: 
                 yield launch, launcher, outcome
 
 
-def skip_reason(spec, machine: Machine) -> str | None:
-    """Why a training job cannot run on ``machine`` (its strategy says), or None."""
-    return strategy_class(spec.strategy).skip_reason(spec, machine) if isinstance(spec, JobSpec) else None
-
-
 def stop_if_disk_full(outcome: LaunchOutcome, store: ResultStore) -> None:
     """A launch that failed while the disk is full failed for want of space, not for a reason of
     its own: it is not stored (so ``--resume`` runs it again) and the sweep stops with ENOSPC."""
@@ -165,34 +161,10 @@ def stop_if_disk_full(outcome: LaunchOutcome, store: ResultStore) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(store.path))
 
 
-def describe(launch: Launch, machine: Machine) -> str:
-    """A launch in the console: a training job's label, repeat and whether it is oversubscribed;
-    a collectives launch's label."""
-    spec = launch.spec
-    if not isinstance(spec, JobSpec):
-        return spec.label()
-    return f"{spec.label()} rep {launch.repeat}" + (" [oversubscribed]" if oversubscribed(spec, machine) else "")
-
-
-def timed_seconds(launch: Launch, result: dict | None) -> float:
-    """Rank 0's timed step windows in a training launch's result (every phase), in seconds."""
-    if not result or not isinstance(launch.spec, JobSpec):
-        return 0.0
-    return sum(row.step_ms for row in step_rows(result) if row.rank == 0) / 1e3
-
-
 def one_line(launch: Launch, outcome: LaunchOutcome) -> str:
-    """A console line for a finished launch: a training job's mean slowest-rank step of the measure
-    phase, or how many measurements a collectives launch made."""
+    """A console line for a finished launch: its error, or what its kind says of its result."""
     if outcome.status != "ok":
         return f"{outcome.status.upper()}: {outcome.error}"
     if outcome.result is None:
         return "done (this node's ranks; node 0 stores the result)"
-    if not isinstance(launch.spec, JobSpec):
-        return f"{len(outcome.result['rows'])} measurements"
-    bound: dict[int, float] = {}
-    for row in step_rows(outcome.result):
-        if row.phase == "measure":
-            bound[row.step] = max(bound.get(row.step, 0.0), row.step_ms)
-    step = statistics.fmean(bound.values())
-    return f"{step:8.2f} ms/step  {launch.spec.global_batch / step * 1e3:10.1f} samples/s"
+    return kind_of(launch.spec).one_line(launch, outcome.result)
