@@ -55,8 +55,8 @@ TINY = """
 """
 
 
-def worker_processes(marker: str):
-    """Live ddpbench worker processes whose command line mentions ``marker``."""
+def rank_processes(marker: str):
+    """Live ddpbench rank processes (``python -m ddpbench.rank``) whose command line mentions ``marker``."""
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmd = " ".join(proc.info.get("cmdline") or [])

@@ -158,7 +158,7 @@ def test_report_on_world_size_one_only_says_there_is_nothing_to_fit(tmp_path):
 
     from ddpbench.report.build import write_report
     from ddpbench.report.sections.collectives import collectives_busbw_section, collectives_table_section
-    from ddpbench.report.sections.model import projection_section
+    from ddpbench.report.sections.projection import projection_section
     from test_report import ok, write_results
 
     folder = write_results(tmp_path / "r", [ok(10.0), ok(8.0, strategy="master")])

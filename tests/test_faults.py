@@ -10,10 +10,10 @@ import time
 import warnings
 
 import pytest
-from test_sweep import _wait_for_runs
 
-from conftest import ROOT, TINY, TINY_DEFAULTS, run_cli, worker_processes, write_experiment
+from conftest import ROOT, TINY, TINY_DEFAULTS, rank_processes, run_cli, write_experiment
 from ddpbench.results.tables import load_tables
+from test_sweep import _wait_for_runs
 
 pytestmark = pytest.mark.slow
 
@@ -80,7 +80,7 @@ def test_a_rank_killed_with_sigkill_fails_its_job_with_the_cause_and_the_sweep_g
     assert runs["ddp-ws1"]["status"] == runs["ddp-ws2"]["status"] == "ok"
     steps, _, _, _ = load_tables(out)
     assert set(steps["strategy"]) == {"ddp"} and len(steps[steps["phase"] == "measure"]) == 10 * (1 + 2)
-    assert not worker_processes(str(out))
+    assert not rank_processes(str(out))
 
 
 @LAUNCHERS
@@ -98,7 +98,7 @@ def test_a_rank_hung_in_a_collective_times_out_its_job_and_the_sweep_goes_on(tmp
     print(f"{launcher}, hang: the job recorded as timed out {hung['wall_s'] - timeout_s:.1f} s past its {timeout_s} s timeout "
           f"({recovery_s:.1f} s after the hang began)")
     assert runs["ddp-ws1"]["status"] == runs["ddp-ws2"]["status"] == "ok"
-    assert not worker_processes(str(out))
+    assert not rank_processes(str(out))
 
 
 @pytest.fixture
@@ -146,7 +146,7 @@ def test_a_full_disk_stops_the_sweep_with_one_line_and_keeps_what_was_stored(sma
     errors = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "No space left on device" in errors[0] and "--resume" in errors[0], stderr
     assert "Traceback" not in stderr
-    assert not worker_processes(str(out))
+    assert not rank_processes(str(out))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no damaged record: the store never leaves half a line
         _, runs, _, _ = load_tables(out)
@@ -215,4 +215,4 @@ def test_two_sweeps_at_once_both_complete(tmp_path):
     for i in range(2):
         _, runs, _, _ = load_tables(tmp_path / f"out{i}")
         assert len(runs) == 4 and set(runs["status"]) == {"ok"}, runs[["status", "error"]].to_string()
-        assert not worker_processes(str(tmp_path / f"out{i}"))
+        assert not rank_processes(str(tmp_path / f"out{i}"))

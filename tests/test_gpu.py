@@ -74,7 +74,7 @@ def test_event_clock_marks_without_waiting_and_waits_once_at_the_step_end():
 
 
 def test_the_training_step_never_waits_for_the_device_between_marks():
-    """The worker's real step under the event clock: every phase is marked, and the only wait is
+    """The training rank's real step under the event clock: every phase is marked, and the only wait is
     the timer's own at the step boundary (a .item() or .cpu() in the step would be a second)."""
     spec = JobSpec(strategy="dp", device="cpu", backend="gloo", world_size=1, model_size="xs", batch_size=4,
                    grad_accum=2, threads_per_rank=1)

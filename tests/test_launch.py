@@ -57,6 +57,10 @@ def test_valid_result_is_ok_and_invalid_is_named(tmp_path):
     broken["ranks"] = broken["ranks"][:1]
     (tmp_path / "result.json").write_text(json.dumps(broken))
     assert "expected 0..1" in _outcome(tmp_path, {0: 0, 1: 0}).error
+    unnamed = fake_result(SPEC, 0)  # a phase under another name: the rows cannot be read by name
+    unnamed["step_columns"] = ["comms_ms" if name == "comm_ms" else name for name in unnamed["step_columns"]]
+    (tmp_path / "result.json").write_text(json.dumps(unnamed))
+    assert _outcome(tmp_path, {0: 0, 1: 0}).error == "rank 0 handed back no valid result: step_columns lack comm_ms"
 
 
 @pytest.mark.parametrize("code, words", [(-9, "killed by SIGKILL"), (-6, "killed by SIGABRT"), (3, "code 3")])

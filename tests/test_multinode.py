@@ -9,16 +9,16 @@ import sys
 import time
 
 import pytest
-from test_sweep import tables_shape
 
 import ddpbench
-from conftest import TINY_DEFAULTS, run_cli, worker_processes, write_experiment
+from conftest import TINY_DEFAULTS, rank_processes, run_cli, write_experiment
 from ddpbench.experiment.links import rate_bits
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.launch.emulate import EmulatedNetwork, emulation_problem, netem_problem, remove_stale, shaping
 from ddpbench.launch.torchrun import Agent, torchrun_command
 from ddpbench.report.build import write_report
 from ddpbench.results.tables import load_tables
+from test_sweep import tables_shape
 
 needs_namespaces = pytest.mark.skipif(emulation_problem() is not None, reason=str(emulation_problem()))
 
@@ -125,7 +125,7 @@ def test_two_emulated_nodes_store_what_spawn_stores_and_the_link_slows_communica
           f"(the wire alone: {wire_ms:.1f} ms)")
     assert measured["100mbit"] > 4 * measured["none"]
     assert wire_ms * 0.8 < measured["100mbit"] - measured["none"] < wire_ms * 1.5
-    assert not worker_processes(str(out)) and not namespaces()
+    assert not rank_processes(str(out)) and not namespaces()
     # the report's network section: the shaped job beside the alpha-beta model of its link
     from ddpbench.analysis.network import network_table
 
@@ -166,7 +166,7 @@ def test_ctrl_c_mid_launch_tears_the_emulated_nodes_down(tmp_path):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
-    assert not namespaces() and not worker_processes(str(out))
+    assert not namespaces() and not rank_processes(str(out))
 
 
 # -- multi-node torchrun ---------------------------------------------------------------------
@@ -195,7 +195,7 @@ def test_two_nodes_of_a_torchrun_sweep_meet_and_node_0_stores_every_rank(tmp_pat
     key = runs["key"].iloc[0]
     assert {p.name for p in (out / "logs").iterdir()} == {f"{key}-r0.node0.torchrun.log",
                                                          f"{key}-r0.node1.torchrun.log"}
-    assert not worker_processes(str(out))
+    assert not rank_processes(str(out))
 
 
 # -- elastic fault recovery ------------------------------------------------------------------
@@ -224,7 +224,7 @@ def test_a_rank_killed_mid_job_resumes_from_the_snapshot_with_identical_paramete
     assert "Elastic fault recovery" in html and ">identical<" in html
     print(f"{nodes} node(s): recovered in {run['recovery_s']:.2f} s (restart {run['restart_s']:.2f} s, "
           f"rejoin and load {run['rejoin_s']:.2f} s, {run['steps_redone']} step redone)")
-    assert not worker_processes(str(out))
+    assert not rank_processes(str(out))
 
 
 @pytest.mark.slow

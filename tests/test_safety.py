@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import ROOT, TINY_DEFAULTS, worker_processes, write_experiment
+from conftest import ROOT, TINY_DEFAULTS, rank_processes, write_experiment
 from ddpbench.launch.processes import loopback_interface
 
 PACKAGE = ROOT / "ddpbench"
@@ -106,7 +106,7 @@ def test_a_one_machine_run_listens_on_loopback_only(tmp_path):
         deadline = time.monotonic() + 60
         ranks = []
         while time.monotonic() < deadline:  # until both ranks are in their measured steps
-            ranks = worker_processes(str(out))
+            ranks = rank_processes(str(out))
             progress = list(out.glob(".work/*/progress.rank*"))
             if len(ranks) == 2 and len(progress) == 2 and all(p.read_bytes().startswith(b"m") for p in progress):
                 break

@@ -8,15 +8,15 @@ import subprocess
 from contextlib import closing
 
 import pytest
-from test_faults import faulty_sweep
-from test_sweep import assert_stores_what_spawn_stores
 
-from conftest import ROOT, TINY, TINY_DEFAULTS, run_cli, worker_processes, write_experiment
+from conftest import ROOT, TINY, TINY_DEFAULTS, rank_processes, run_cli, write_experiment
 from ddpbench.experiment.load import load_experiment
 from ddpbench.launch.base import Launch
 from ddpbench.launch.slurm import SlurmLauncher, array_script, task_exits
 from ddpbench.results.tables import load_tables
 from ddpbench.sweep.plan import work_dir
+from test_faults import faulty_sweep
+from test_sweep import assert_stores_what_spawn_stores
 
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"
 TWO_JOBS = TINY.replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [25]")
@@ -65,7 +65,7 @@ def test_a_rank_killed_under_slurm_is_named_with_the_job_state(slurm, tmp_path):
     assert "FAILED" in killed["error"]
     assert list(runs["status"]) == ["ok", "failed", "ok"]
     print(f"slurm, kill -9: the job recorded as failed {recovery_s:.1f} s after the kill")
-    assert not worker_processes(str(out))
+    assert not rank_processes(str(out))
 
 
 def test_srun_task_report_gives_each_rank_its_exit():
@@ -134,7 +134,7 @@ def test_a_job_array_stopped_early_leaves_nothing_queued(slurm, tmp_path):
         _, outcome = next(running)
         assert outcome.status == "ok", outcome.error
     assert not subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip()
-    assert not worker_processes(str(tmp_path))
+    assert not rank_processes(str(tmp_path))
 
 
 @pytest.mark.slow
@@ -152,7 +152,7 @@ def test_an_array_task_past_the_timeout_is_cancelled_alone(slurm, tmp_path):
     assert 20 <= done[1000000].wall_s < 20 + 10
     assert done[4].status == "ok", done[4].error
     assert not subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip()
-    assert not worker_processes(str(tmp_path))
+    assert not rank_processes(str(tmp_path))
 
 
 @pytest.mark.slow

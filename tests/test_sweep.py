@@ -9,7 +9,7 @@ import time
 import pytest
 
 import ddpbench
-from conftest import ROOT, TINY, run_cli, worker_processes, write_experiment
+from conftest import ROOT, TINY, rank_processes, run_cli, write_experiment
 from ddpbench.results.tables import load_tables
 
 pytestmark = pytest.mark.slow
@@ -81,7 +81,7 @@ def test_report_written_and_no_gloo_abort(tiny_sweep):
     for log in logs:
         text = log.read_text()
         assert "terminate called" not in text and "Traceback" not in text, log
-    assert not worker_processes(str(out))
+    assert not rank_processes(str(out))
 
 
 def test_run_one_job_from_flags(tmp_path):
@@ -132,7 +132,7 @@ def test_interrupted_sweep_keeps_results_and_resume_equals_an_uninterrupted_one(
     try:
         _wait_for_runs(out / "results.jsonl", 1)
         time.sleep(1.5)  # let the next launch get going, so a job is in flight
-        assert worker_processes(str(out)), "no launch in flight to interrupt"
+        assert rank_processes(str(out)), "no launch in flight to interrupt"
         sweep.send_signal(how)
         signalled = time.monotonic()
         sweep.wait(timeout=15)
@@ -143,10 +143,10 @@ def test_interrupted_sweep_keeps_results_and_resume_equals_an_uninterrupted_one(
     if how != signal.SIGKILL:  # Ctrl-C and SIGTERM: the sweep ends its ranks and says how to go on
         assert sweep.returncode == 128 + how and "--resume" in stderr, stderr
     # SIGKILL: the ranks see the launcher gone and exit by themselves (watchdog)
-    while worker_processes(str(out)) and time.monotonic() - signalled < 10:
+    while rank_processes(str(out)) and time.monotonic() - signalled < 10:
         time.sleep(0.1)
     ended_s = time.monotonic() - signalled
-    assert not worker_processes(str(out))
+    assert not rank_processes(str(out))
     print(f"{how.name}: every rank gone {ended_s:.1f} s after the signal")
     _, runs, _, _ = load_tables(out)
     finished = set(runs["key"])
@@ -215,5 +215,5 @@ def assert_stores_what_spawn_stores(out, spawned, launcher: str):
     assert set(runs["launcher"]) == {launcher} and set(runs["status"]) == {"ok"}
     for _, job in ranks.groupby(["key", "repeat"]):
         assert job["checksum"].nunique() == 1
-    assert not worker_processes(str(out))
+    assert not rank_processes(str(out))
     return runs

@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import stats
-from ddpbench.analysis.jobs import SPEC_COLUMNS, describe, ordered, varying
+from ddpbench.analysis.jobs import SPEC_COLUMNS, describe, label_fields, ordered
 from ddpbench.analysis.summary import bounded_steps, launch_times, summarize
 from ddpbench.errors import InputError
 from ddpbench.results.tables import load_folder
@@ -199,15 +199,6 @@ def significance(launches_a: Sequence[float], launches_b: Sequence[float], steps
     return {**out, "p_value": p, "significant": bool(p < ALPHA), "method": "Mann-Whitney over steps, one launch"}
 
 
-def _describe_fields(summary: pd.DataFrame) -> list[str]:
-    return [f for f in varying(summary) if f not in ("model", "model_size")]
-
-
-def describe_job(row, fields: Sequence[str], table: pd.DataFrame | None = None) -> str:
-    """A short label: model-size and the settings that vary between the compared jobs."""
-    return describe(row, list(fields), table)
-
-
 def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd.DataFrame,
                    steps_b: pd.DataFrame) -> pd.DataFrame:
     """One row per job of A or B (matched by ``key``): the comparison of B against A.
@@ -224,13 +215,13 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
     b = summary_b.set_index("key", drop=False) if len(summary_b) else pd.DataFrame(columns=["key"])
     keys = list(dict.fromkeys([*a.index, *b.index]))
     spec_rows = pd.DataFrame([(b.loc[k] if k in b.index else a.loc[k]) for k in keys]) if keys else pd.DataFrame()
-    fields = _describe_fields(spec_rows) if len(spec_rows) else []
+    fields = label_fields(spec_rows) if len(spec_rows) else []
     rows = []
     for key in keys:
         ra = a.loc[key] if key in a.index else None
         rb = b.loc[key] if key in b.index else None
         spec = rb if rb is not None else ra
-        row: dict[str, Any] = {"key": key, "job": describe_job(spec, fields, spec_rows),
+        row: dict[str, Any] = {"key": key, "job": describe(spec, fields, spec_rows),
                                "match": "both" if ra is not None and rb is not None else
                                ("only in A" if rb is None else "only in B"),
                                "status_a": ra["status"] if ra is not None else None,

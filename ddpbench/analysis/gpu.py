@@ -6,12 +6,12 @@ import math
 
 import pandas as pd
 
+from ddpbench.results.schema import TIMED_PHASES
+
 #: what a CPU job must share with a CUDA job to be its counterpart (device, backend, threads and
 #: how long each was measured may differ)
 SAME_WORK = ("strategy", "comm_hook", "model", "model_size", "per_rank_batch", "world_size", "grad_accum",
              "optimizer", "scaling")
-PHASES = (("data_ms", "data"), ("forward_ms", "forward"), ("backward_ms", "backward"), ("comm_ms", "comm"),
-          ("optimizer_ms", "optimizer"))
 
 
 def cuda_jobs(summary: pd.DataFrame) -> pd.DataFrame:
@@ -36,7 +36,7 @@ def gpu_table(summary: pd.DataFrame) -> pd.DataFrame:
         cpu = cpu_counterpart(job, summary)
         cpu_rate = float(cpu["samples_per_s"]) if cpu is not None else math.nan
         rows.append({"key": job["key"], "gpus": job.get("gpus", math.nan), "samples_per_s": job["samples_per_s"],
-                     "step_ms_median": job["step_ms_median"], **{p: job[p] for p, _ in PHASES},
+                     "step_ms_median": job["step_ms_median"], **{p: job[p] for p in TIMED_PHASES},
                      "gpu_peak_allocated_mb": job.get("gpu_peak_allocated_mb", math.nan),
                      "gpu_peak_reserved_mb": job.get("gpu_peak_reserved_mb", math.nan),
                      "cpu_samples_per_s": cpu_rate, "gpu_over_cpu": job["samples_per_s"] / cpu_rate})

@@ -46,6 +46,17 @@ def varying(table, fields=SPEC_COLUMNS) -> list[str]:
     return [f for f in fields if f in table.columns and table[f].astype(str).nunique() > 1]
 
 
+def strategies_vary(table) -> bool:
+    """True when the jobs use more than one strategy (or DDP comm hook)."""
+    return not table.empty and bool(varying(table, ["strategy", "comm_hook"]))
+
+
+def label_fields(table) -> list[str]:
+    """The fields a job's label names besides its model (which every label starts with): those that
+    vary between the jobs of ``table``."""
+    return [f for f in varying(table) if f not in ("model", "model_size")]
+
+
 def line_fields(table) -> list[str]:
     """Spec fields that tell one configuration from another across world sizes.
 

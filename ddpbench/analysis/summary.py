@@ -71,6 +71,9 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
     runs = pd.DataFrame(steps.attrs.get("runs", []) if runs is None else runs)
     ranks = pd.DataFrame(steps.attrs.get("ranks", []) if ranks is None else ranks)
     if runs.empty:
+        if len(steps) and not {"key", "repeat", "step_ms"} <= set(steps.columns):
+            raise ValueError("not a table of training steps (ddpbench.load(dir) gives one; the collective "
+                             "micro-benchmarks of ddpbench.load_collectives(dir) have no jobs to summarise)")
         if len(steps):
             raise ValueError("steps carry no run records (df.attrs['runs'], lost e.g. by pd.concat): pass "
                              "runs= and ranks= from ddpbench.results.load_tables(dir)")

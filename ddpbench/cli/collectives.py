@@ -7,6 +7,9 @@ from pathlib import Path
 
 from ddpbench.cli.common import EXIT_INTERRUPTED, check_out_dir
 from ddpbench.cli.tables import print_collectives
+from ddpbench.experiment.collectives import parse_collectives
+from ddpbench.experiment.files import read_toml
+from ddpbench.experiment.machine import Machine
 
 DEFAULT_COLLECTIVES = "experiments/collectives.toml"
 
@@ -34,10 +37,6 @@ def add_parser(sub) -> None:
 def command(args) -> int:
     from rich.console import Console
 
-    from ddpbench.experiment.collectives import parse_collectives
-    from ddpbench.experiment.files import read_toml
-    from ddpbench.experiment.machine import Machine
-    from ddpbench.report.build import write_report
     from ddpbench.results.tables import load_collectives
     from ddpbench.sweep.runner import run_collectives
 
@@ -65,6 +64,8 @@ def command(args) -> int:
     table = stored[stored["key"].isin(keys)] if len(stored) else stored
     print_collectives(table)
     if not args.no_report:
+        from ddpbench.report.build import write_report  # matplotlib: only when a report is written
+
         console.print(f"report: {write_report(out_dir)}", highlight=False)
     if table.empty:
         return 1

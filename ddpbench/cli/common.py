@@ -1,5 +1,4 @@
-"""What every command shares: exit codes, the one-line error, the output folder check, a console
-for tables."""
+"""What every command shares: exit codes, the one-line error, the output folder check."""
 
 from __future__ import annotations
 
@@ -37,11 +36,3 @@ def check_out_dir(out_dir: Path) -> None:
     except OSError as err:
         raise InputError("command line", "--out", f"cannot write to {out_dir}: {err.strerror}; "
                          "give a folder you can write") from None
-
-
-def table_console():
-    """A console for tables: a pipe or log file gets full-width rows, not 80 squeezed columns."""
-    from rich.console import Console
-
-    console = Console()
-    return console if console.is_terminal else Console(width=160)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ddpbench.cli.common import check_out_dir
 from ddpbench.errors import InputError
+from ddpbench.results.schema import RESULTS_FILE
 
 
 def add_parser(sub) -> None:
@@ -17,13 +18,12 @@ def add_parser(sub) -> None:
 
 
 def command(args) -> int:
-    from ddpbench.report.build import write_report
-    from ddpbench.results.schema import RESULTS_FILE
-
     if not (args.results / RESULTS_FILE).is_file():
         raise InputError(str(args.results), RESULTS_FILE, "not found; give a folder written by `ddpbench sweep`")
     if args.out is not None:
         check_out_dir(args.out)
+    from ddpbench.report.build import write_report  # matplotlib: only for a folder that has results
+
     index = write_report(args.results, args.out)
     print(index)
     return 0

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.cli.sweeping import SweepOptions, run_and_report
-from ddpbench.experiment.overrides import flag_name
+from ddpbench.experiment.load import Experiment, job_spec
+from ddpbench.experiment.overrides import check_timeout, fields_from_flags, flag_name
 from ddpbench.experiment.spec import FIELDS, allowed_text
+from ddpbench.launch.options import LauncherOptions
 
 
 def add_parser(sub) -> None:
@@ -21,10 +23,6 @@ def add_parser(sub) -> None:
 
 
 def command(args) -> int:
-    from ddpbench.experiment.load import Experiment, job_spec
-    from ddpbench.experiment.overrides import check_timeout, fields_from_flags
-    from ddpbench.launch.options import LauncherOptions
-
     given = fields_from_flags({name: getattr(args, name) for name in FIELDS})
     launcher = LauncherOptions()  # one job on this machine, as spawn starts it
     machine = launcher.machine()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.cli.sweeping import SweepOptions, add_launcher_flags, launcher_options, run_and_report
+from ddpbench.experiment.load import load_experiment
+from ddpbench.experiment.overrides import with_emulation, with_timeout
 
 DEFAULT_EXPERIMENT = "experiments/quick.toml"
 
@@ -29,9 +31,6 @@ def add_parser(sub) -> None:
 
 
 def command(args) -> int:
-    from ddpbench.experiment.load import load_experiment
-    from ddpbench.experiment.overrides import with_emulation, with_timeout
-
     launcher = launcher_options(args)
     machine = launcher.machine()
     emulation = {"emulate_nodes": args.emulate_nodes, "link": args.link, "link_delay_ms": args.link_delay_ms}

@@ -114,12 +114,13 @@ def _run(experiment, options: SweepOptions, machine, console):
 def finish_report(out_dir: Path, console, write: bool = True) -> int:
     """Print the summary table of ``out_dir`` and write its report; exit code 1 if a job failed."""
     from ddpbench.analysis.summary import summarize
-    from ddpbench.report.build import write_report
     from ddpbench.results.tables import load
 
     table = summarize(load(out_dir))
     print_summary(table)
     if write:
+        from ddpbench.report.build import write_report  # matplotlib: only when a report is written
+
         index = write_report(out_dir)
         console.print(f"report: {index}", highlight=False)
     failed = int(table["status"].isin(["failed", "timed_out"]).sum()) if len(table) else 0

@@ -3,13 +3,24 @@ comparison of two folders (rich tables; a pipe gets full-width rows)."""
 
 from __future__ import annotations
 
-from ddpbench.cli.common import table_console
+from ddpbench.experiment.machine import oversubscribed
+
+
+def table_console():
+    """A console for tables: a pipe or log file gets full-width rows, not 80 squeezed columns."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
+def num(value, fmt: str) -> str:
+    """A figure in a table cell; NaN as "-"."""
+    return "-" if value != value else format(value, fmt)
 
 
 def print_jobs(experiment, machine) -> None:
     from rich.table import Table
-
-    from ddpbench.experiment.machine import oversubscribed
 
     table = Table(title=f"{experiment.name}: {len(experiment.jobs)} jobs ({experiment.source})")
     for col in ("key", "strategy", "model", "ws", "bucket MB", "batch/rank", "threads", "steps", "repeats", "note"):
@@ -34,9 +45,6 @@ def print_summary(table) -> None:
                 "bucket MB", "status", "step ms", "IQR", "samples/s", "speedup", "eff.", "comm ms", "max MB/step",
                 *(("GPU MB",) if gpu else ()), "max |diff|", "flags"):
         out.add_column(col, justify="left" if col in ("strategy", "model", "device", "status", "flags") else "right")
-
-    def num(value, fmt):
-        return "-" if value != value else format(value, fmt)  # NaN -> "-"
 
     for _, r in table.iterrows():
         flags = [f for f in ("oversubscribed", "noisy") if r[f]]
@@ -93,9 +101,6 @@ def print_comparison(table) -> None:
     from rich.table import Table
 
     from ddpbench.analysis.compare import FASTER, SLOWER, ratio_text
-
-    def num(value, fmt):
-        return "-" if value != value else format(value, fmt)  # NaN -> "-"
 
     compared = table[table["compared"]]
     if len(compared):

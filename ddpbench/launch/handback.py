@@ -11,7 +11,7 @@ import signal
 from pathlib import Path
 
 from ddpbench.launch.base import LaunchOutcome
-from ddpbench.rank.protocol import JOB_FILE, RESULT_FILE, Job, Progress, progress_path
+from ddpbench.rank.protocol import ERROR_GLOB, JOB_FILE, RESULT_FILE, Job, Progress, progress_path
 from ddpbench.results.schema import validate_result
 
 
@@ -63,7 +63,7 @@ def collect_outcome(work_dir: Path, job: Job, exits: dict[int, int | None], wall
     reported (the others usually fail after it, on a broken connection).
     """
     errors = []
-    for path in sorted(work_dir.glob("error.rank*.json")):  # rank.protocol.error_path's
+    for path in sorted(work_dir.glob(ERROR_GLOB)):
         try:
             errors.append(json.loads(path.read_text()))
         except (OSError, ValueError):

@@ -1,11 +1,9 @@
 """The default launcher: one process per rank on this machine, owned by ddpbench.
 
-Like torchrun's agent, the launcher hosts the rendezvous store itself (a TCPStore on a socket it
-bound to 127.0.0.1 port 0), so there is no fixed port and no race for a free one. Gloo's and
-NCCL's own sockets are pinned to the loopback interface too (unless GLOO_SOCKET_IFNAME or
-NCCL_SOCKET_IFNAME is set), so nothing a one-machine run opens listens beyond loopback, whatever
-the hostname resolves to. Each rank runs in its own session, so killing its process group also
-ends any DataLoader workers it started; ranks also exit by themselves if the launcher dies.
+Like torchrun's agent, the launcher hosts the rendezvous store itself, on loopback, and keeps every
+socket of the ranks there (:mod:`ddpbench.launch.processes`). Each rank runs in its own session, so
+killing its process group also ends any DataLoader workers it started; ranks also exit by
+themselves if the launcher dies.
 """
 
 from __future__ import annotations

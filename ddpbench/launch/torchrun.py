@@ -29,7 +29,7 @@ from pathlib import Path
 from ddpbench.launch.base import Launcher, LaunchOutcome
 from ddpbench.launch.handback import collect_outcome, describe_exit, prepare_launch
 from ddpbench.launch.processes import POLL_S, TERM_GRACE_S, end_processes, rank_env
-from ddpbench.rank.protocol import RANK_MODULE, Job
+from ddpbench.rank.protocol import ERROR_GLOB, RANK_MODULE, Job
 
 #: after one node's agent fails, how long the others get to see it and stop their workers
 AGENT_FAILURE_GRACE_S = 10.0
@@ -191,7 +191,7 @@ def run_agents(spec, repeat: int, job: Job, job_file: Path, work_dir: Path, log_
     failures = {rank: code for text in texts for rank, code in agent_failures(text).items()}
     logs = [str(path) for path in log_paths]
     codes = [p.returncode for p in procs]
-    if any(codes) and not timed_out and not failures and not any(work_dir.glob("error.rank*")):
+    if any(codes) and not timed_out and not failures and not any(work_dir.glob(ERROR_GLOB)):
         code, text = next((c, t) for c, t in zip(codes, texts) if c)
         last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "(empty log)")
         return LaunchOutcome("failed", error=f"torchrun {describe_exit(code)} before any rank "

@@ -40,6 +40,10 @@ JOB_FILE = "job.json"
 RESULT_FILE = "result.json"
 
 
+#: every rank's error file in a work folder (:func:`error_path`)
+ERROR_GLOB = "error.rank*.json"
+
+
 def error_path(out_dir: Path, rank: int) -> Path:
     return out_dir / f"error.rank{rank}.json"
 

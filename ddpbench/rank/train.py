@@ -32,7 +32,10 @@ from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank.devices import gpu_memory, peak_rss_mb, take_rank_device
 from ddpbench.rank.protocol import PROCESS_START, Job, Tracked, join_process_group
 from ddpbench.rank.recovery import Recovery
+from ddpbench.rank.timing import StepTimer, clock_for
 from ddpbench.results.schema import TIMED_PHASES, training_result
+from ddpbench.strategies import create as create_strategy
+from ddpbench.strategies import strategy_class
 
 
 def param_checksum(named_parameters) -> str:
@@ -70,13 +73,12 @@ def build_replica(spec, ctx) -> Replica:
     optimizer and this rank's shard of the data."""
     import torch
 
-    from ddpbench import strategies
     from ddpbench.workloads.data import make_loader
     from ddpbench.workloads.models import build_model
 
     torch.manual_seed(spec.seed)
     module = build_model(spec.model, spec.model_size).to(ctx.device)
-    strategy = strategies.create(spec)
+    strategy = create_strategy(spec)
     model = strategy.wrap(module, ctx)
     optimizer = strategy.make_optimizer(model)
     loader = make_loader(spec, ctx.rank, ctx.world_size, pin_memory=ctx.device.type == "cuda")
@@ -137,9 +139,7 @@ class TrainingRank(Tracked):
         self.mark("setup_start")
         import torch
 
-        from ddpbench.rank.timing import StepTimer, clock_for
-        from ddpbench.strategies import strategy_class
-        from ddpbench.strategies.base import RankContext
+        from ddpbench.strategies.base import RankContext  # torch, as the rest of setup
         from ddpbench.workloads.models import count_params, grad_bytes
 
         spec = self.spec

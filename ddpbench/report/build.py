@@ -16,14 +16,15 @@ from typing import Sequence
 
 from ddpbench.analysis.summary import summarize
 from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, render_page
-from ddpbench.report.sections import collectives, gpu, model, network, noise, overview, scaling, strategies
+from ddpbench.report.sections import (collectives, diagnosis, gpu, network, noise, overview, projection, scaling,
+                                      strategies)
 from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_collectives, load_tables
 
 #: the page, in reading order
 SECTIONS: tuple[SectionFn, ...] = (
     overview.header_section,
-    model.diagnosis_section,
+    diagnosis.diagnosis_section,
     overview.summary_section,
     scaling.throughput_section,
     scaling.efficiency_section,
@@ -41,7 +42,7 @@ SECTIONS: tuple[SectionFn, ...] = (
     collectives.ddp_buckets_section,
     network.network_section,
     network.recovery_section,
-    model.projection_section,
+    projection.projection_section,
     noise.noise_section,
 )
 

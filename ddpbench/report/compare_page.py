@@ -12,11 +12,10 @@ import pandas as pd
 
 from ddpbench.analysis.compare import (ALPHA, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, UNTESTED, Gate, csv_table,
                                        gate_column, gate_text, ratio_text)
-from ddpbench.report.page import Section, esc, html_table, num, render_page
+from ddpbench.report.page import INDEX_FILE, Section, esc, html_table, num, render_page
 from ddpbench.report.plots.compare import ratio_plot
 
 CSV_FILE = "compare.csv"
-HTML_FILE = "index.html"
 PLOT_FILE = "ratios.png"
 
 
@@ -127,7 +126,7 @@ def write_comparison(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence
         (out_dir / PLOT_FILE).unlink()  # a stale plot of an earlier comparison
     if plot is not None:
         written["plot"] = plot
-    index = out_dir / HTML_FILE
+    index = out_dir / INDEX_FILE
     tmp = index.with_suffix(".html.tmp")
     tmp.write_text(html_page(table, results, gates, env_diffs, Path(folder_a), Path(folder_b), out_dir, plot),
                    encoding="utf-8")

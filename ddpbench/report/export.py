@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpbench.analysis import compare
-from ddpbench.analysis.jobs import SPEC_COLUMNS, varying
+from ddpbench.analysis.jobs import SPEC_COLUMNS, describe, label_fields, varying
 from ddpbench.analysis.summary import bounded_steps, launch_times, summarize
 from ddpbench.errors import InputError
 from ddpbench.results.schema import RESULTS_FILE
@@ -200,8 +200,8 @@ def benchmark_document(folder: str | Path) -> tuple[dict, list[str]]:
                      "collective micro-benchmarks store only the median, p10 and p90 time per size, not "
                      "per-iteration times, so pytest-benchmark's statistics cannot be computed from them")
     summary = summarize(steps, runs, ranks)
-    fields = [f for f in varying(summary) if f not in ("model", "model_size")]
-    labels = {r["key"]: compare.describe_job(r, fields, summary) for _, r in summary.iterrows()}
+    fields = label_fields(summary)
+    labels = {r["key"]: describe(r, fields, summary) for _, r in summary.iterrows()}
     param_fields = varying(summary)
 
     for _, r in summary[summary["status"] != "ok"].iterrows():

@@ -87,7 +87,7 @@ COLLECTIVE_COLUMNS = ("op", "placement", "size_bytes", "count", "dtype", "redop"
 #: what a launch record says besides its key, repeat, spec and result: how it ended, where, when
 LAUNCH_FIELDS = ("status", "error", "oversubscribed", "cores", "wall_s", "launcher", "sweep_id", "utc")
 #: the fields every reader relies on, by record kind, with their types
-REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
+REQUIRED: dict[str, dict[str, type]] = {
     "sweep": {"sweep_id": str},
     "run": {"key": str, "repeat": int, "spec": dict, "status": str},
     "collective": {"key": str, "repeat": int, "spec": dict, "status": str},
@@ -144,6 +144,9 @@ def _validate_training(result: Any, spec: dict, processes: int | None) -> None:
     world = spec["world_size"] if processes is None else processes
     if sorted(r.get("rank") for r in result["ranks"]) != list(range(world)):
         raise ValueError(f"result has ranks {[r.get('rank') for r in result['ranks']]}, expected 0..{world - 1}")
+    missing = [name for name in STEP_COLUMNS if name not in result["step_columns"]]
+    if missing:
+        raise ValueError(f"step_columns lack {', '.join(missing)}")
     width = len(result["step_columns"])
     if any(not isinstance(row, list) or len(row) != width for row in result["steps"]):
         raise ValueError("a step row does not match step_columns")
@@ -171,13 +174,13 @@ def launch_record(spec, repeat: int, *, status: str, error: str | None = None, r
                   launcher: str | None = None, sweep_id: str | None = None, logs: list[str] | tuple = (),
                   utc: str | None = None) -> dict:
     """The record of one launch of ``spec`` (a JobSpec: a ``run`` record; a CollectiveSpec: a
-    ``collective`` one): how it ended and, when it finished, its hand-back."""
+    ``collective`` one): how it ended (:data:`LAUNCH_FIELDS`) and, when it finished, its hand-back."""
     if status not in STATUSES:
         raise ValueError(f"unknown status {status!r}; allowed: {', '.join(STATUSES)}")
-    return {"kind": spec.kind, "key": spec.key, "repeat": repeat, "spec": spec.to_dict(), "status": status,
-            "error": error, "oversubscribed": oversubscribed, "cores": cores, "wall_s": round(wall_s, 4),
-            "launcher": launcher, "sweep_id": sweep_id, "utc": utc or utc_now(), "logs": list(logs),
-            "result": result}
+    how = {"status": status, "error": error, "oversubscribed": oversubscribed, "cores": cores,
+           "wall_s": round(wall_s, 4), "launcher": launcher, "sweep_id": sweep_id, "utc": utc or utc_now()}
+    return {"kind": spec.kind, "key": spec.key, "repeat": repeat, "spec": spec.to_dict(),
+            **{name: how[name] for name in LAUNCH_FIELDS}, "logs": list(logs), "result": result}
 
 
 def sweep_record(sweep_id: str, env: dict, experiment: dict) -> dict:
@@ -201,6 +204,6 @@ def check_record(record) -> None:
         raise ValueError(f"schema_version {version!r} is not an integer")
     if record["kind"] in ("run", "collective"):
         if record["status"] not in STATUSES:
-            raise ValueError("run record has no spec object or an unknown status")
+            raise ValueError(f"{record['kind']} record has an unknown status {record['status']!r}")
         if record["status"] == "ok" and not isinstance(record.get("result"), dict):
-            raise ValueError("ok run record has no result")
+            raise ValueError(f"ok {record['kind']} record has no result")

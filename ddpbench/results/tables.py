@@ -97,7 +97,7 @@ def load_folder(folder: str | Path, where: str | None = None):
         tables = load_tables(folder)
     except OSError as err:
         raise InputError(where, RESULTS_FILE, f"cannot be read: {err.strerror or err}") from None
-    if tables[1].empty:
+    if tables.runs.empty:
         raise InputError(where, RESULTS_FILE, "holds no training jobs (empty, damaged, or collectives only)")
     return tables
 

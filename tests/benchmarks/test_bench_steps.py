@@ -8,10 +8,10 @@ aggregation strategy. Each timed call is one optimizer step on every rank of a p
 
 import pytest
 
+from ddpbench.strategies import BUILTIN
+
 #: each benchmark starts a persistent group of helper ranks
 pytestmark = pytest.mark.slow
-
-from ddpbench.strategies import BUILTIN
 
 #: the same job the default sweep measures (experiments/quick.toml): a 25 MB MLP, weak scaling
 STEP = dict(model="mlp", model_size="m", batch_size=32, backend="gloo", device="cpu", threads_per_rank=1)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.jobs import describe, line_fields, ordered, varying
+from ddpbench.analysis.jobs import describe, line_fields, ordered
 from ddpbench.report.plots.common import figure, legend, ok_rows, save
 
 OVERSUBSCRIBED_HATCH = "///"
@@ -25,11 +25,6 @@ EXPLICIT_COMM = ("comm after backward / step", "comm_ms", "#dd8452")
 EXPOSED_COMM = ("exposed comm (inside backward)", "exposed_ms", "#c44e52")
 TRAFFIC_COLORS = {"measured": "#2f5f98", "computed": "#9ebbdf", "none": "#cccccc"}
 MIN_ROW_IN = 0.2  # inches of figure height per bar
-
-
-def strategies_vary(table) -> bool:
-    """True when the jobs use more than one strategy (or DDP comm hook)."""
-    return not table.empty and bool(varying(table, ["strategy", "comm_hook"]))
 
 
 def config_labels(table):

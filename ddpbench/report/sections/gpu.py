@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
-from ddpbench.analysis.gpu import PHASES, gpu_table
+from ddpbench.analysis.gpu import gpu_table
 from ddpbench.analysis.jobs import describe, line_fields
 from ddpbench.report.page import ReportContext, Section, esc, html_table, num, throughput_format, with_interval
+from ddpbench.results.schema import TIMED_PHASES
 
+#: the phase columns, and their names in the table's header
+PHASES = tuple((name, name.removesuffix("_ms")) for name in TIMED_PHASES)
 #: fields that say where or how long a job was measured, not what it ran: left out of its label here
 HOW_MEASURED = ("bucket_cap_mb", "device", "backend", "threads_per_rank", "loader_workers", "warmup_steps", "steps",
                 "repeats", "check_steps")

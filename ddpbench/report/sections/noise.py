@@ -78,10 +78,3 @@ def noise_section(ctx: ReportContext) -> Section | None:
         "The CI width is the 95 % bootstrap interval of the throughput over launches, as a share of the "
         "throughput.</p>\n" + '<div class="jobs">' + html_table(header, rows, numeric={1, 2, 3, 4, 5}) + "</div>"
         + f'\n<p class="note">What helps:</p>\n<ul class="note">{items}</ul>')
-
-
-# -- collective micro-benchmarks (the `collectives` command; alone or beside a DDP sweep) --------
-
-
-# Sections of their own modules register when imported; PAGE_ORDER then puts every section in
-# the page's reading order: first what to conclude, then the evidence, then how sure it is.

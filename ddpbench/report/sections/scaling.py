@@ -3,11 +3,11 @@ against world size; where each step's time goes; step time against DDP's bucket 
 
 from __future__ import annotations
 
+from ddpbench.analysis.jobs import strategies_vary
 from ddpbench.report.page import (ReportContext, Section, esc, figure_section, has_interval, has_memory, interval_note,
                                   num, skipped_note)
 from ddpbench.report.plots import jobs as job_plots
 from ddpbench.report.plots import scaling as scaling_plots
-from ddpbench.report.plots.strategies import strategies_vary
 
 
 def throughput_section(ctx: ReportContext) -> Section | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ddpbench.analysis.jobs import ordered
+from ddpbench.analysis.jobs import ordered, strategies_vary
 from ddpbench.report.page import ReportContext, Section, esc, html_table, num, skipped_note
 from ddpbench.report.plots import strategies as ps
 
@@ -37,7 +37,7 @@ def _strategy_section(ctx: ReportContext, title: str, draws, text: str, min_size
                       extra=lambda table: "", list_failures: bool = False) -> Section | None:
     """A section of strategy figures: ``draws`` is ((draw, filename), ...), each ``draw(table, path)``;
     ``list_failures``: name every job that did not finish ok with its reason, not only count them."""
-    if not ps.strategies_vary(ctx.summary):
+    if not strategies_vary(ctx.summary):
         return None
     table = _strategy_table(ctx)
     if not ((table["status"] == "ok") & (table["world_size"] >= min_size)).any():

@@ -1,5 +1,6 @@
-"""Report sections of the analysis: the diagnosis in plain words and the cost model's projection
-(:func:`model_for` computes the model once per report)."""
+"""The report's projection to larger clusters: the alpha-beta cost model fitted here (or given),
+checked against the measured jobs, and projected to 8 to 1024 ranks -- model output, labelled so.
+:func:`model_for` computes the model once per report, for this section and the diagnosis."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ddpbench.analysis import costmodel
-from ddpbench.analysis.diagnosis import diagnose
 from ddpbench.report.page import ReportContext, Section, esc, html_table, num
 from ddpbench.report.plots.projection import projection_plot
 
@@ -37,29 +37,6 @@ def model_for(ctx: ReportContext) -> Model:
         ctx.derived["model"] = Model(fitted[0] if fitted else None, links, projection,
                                      pd.concat(checks, ignore_index=True) if checks else pd.DataFrame())
     return ctx.derived["model"]
-
-
-SEVERITY_CLASS = {"bad": "status-failed", "warn": "status-skipped", "info": ""}
-SEVERITY_LABEL = {"bad": "problem", "warn": "attention", "info": "finding"}
-
-
-def diagnosis_section(ctx: ReportContext) -> Section | None:
-    if ctx.summary.empty:
-        return None
-    model = model_for(ctx)
-    primary = model.checks[model.checks["link"] == model.measured.name] if len(model.checks) else model.checks
-    # the projection in words: the primary fitted link and the given ones (not the second fit)
-    shown = [link.name for link in model.links if link is model.measured or link.source == "experiment"]
-    projection = model.projection[model.projection["link"].isin(shown)] if len(model.projection) else model.projection
-    findings = diagnose(ctx.summary, projection, primary)
-    if not findings:
-        return None
-    order = {"bad": 0, "warn": 1, "info": 2}
-    items = "".join(f'<li><span class="{SEVERITY_CLASS[f.severity]}">{SEVERITY_LABEL[f.severity]}</span>: '
-                    f"{esc(f.text)}</li>" for f in sorted(findings, key=lambda f: order[f.severity]))
-    return Section("Diagnosis", '<p class="what">What the measurements say, in plain words: each sentence is '
-                   "computed from the numbers in the tables below, and quotes them.</p>\n"
-                   f'<ul class="diagnosis">{items}</ul>')
 
 
 NOTHING_TO_FIT = (
