@@ -242,3 +242,18 @@ def test_powersgd_traffic_is_a_small_fraction():
     strategy = _ready("ddp", 2, comm_hook="powersgd", powersgd_rank=1)
     grad = sum(p.numel() * 4 for p in strategy.module.parameters())
     assert 0 < strategy.traffic(grad)["bytes_sent_per_step"] < 0.05 * grad
+
+
+def test_dataparallel_on_cpu_is_the_module_itself(monkeypatch):
+    """nn.DataParallel replicates onto every visible GPU, whatever the job's device: on CPU the
+    strategy must not hand the model to it (seen on a GPU machine: a CPU job's tensors on cuda)."""
+    from ddpbench.strategies.base import RankContext
+    from ddpbench.strategies.dp import DataParallelStrategy
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # as on a GPU machine
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    spec = JobSpec(strategy="dp", world_size=1, device="cpu", backend="gloo", model_size="xs", threads_per_rank=1)
+    module = torch.nn.Linear(4, 2)
+    strategy = DataParallelStrategy(spec)
+    assert strategy.wrap(module, RankContext(0, 0, 1, torch.device("cpu"))) is module
+    assert strategy.devices() == [] and strategy.stats()["dp_replicas"] == 1

@@ -1,8 +1,8 @@
 """torch.nn.DataParallel: one process drives every device with threads.
 
 It parallelises only over two or more CUDA devices. On CPU (or one GPU) it runs one replica,
-the single-process baseline, and says so; without CUDA torch calls the module once on the
-whole batch. ``world_size`` is the number of GPUs it drives, the first ones visible (a world size
+the single-process baseline, and says so; on CPU the module is called as it is, on the whole
+batch, even where GPUs are visible. ``world_size`` is the number of GPUs it drives, the first ones visible (a world size
 equal to the visible count uses them all); the launcher starts one process, and the rank's
 ``gpus`` figure records how many it drove.
 """
@@ -37,8 +37,10 @@ class DataParallelStrategy(Strategy):
             self.device_ids = list(range(self.spec.world_size))
             self.dp = torch.nn.DataParallel(model, device_ids=self.device_ids, output_device=self.device_ids[0])
         else:
+            # one replica, the single-process baseline: the module itself (nn.DataParallel would
+            # replicate it onto every GPU the machine has, whatever the job's device says)
             self.device_ids = []
-            self.dp = torch.nn.DataParallel(model)  # no CUDA: forwards straight to the module
+            self.dp = model
         return self.dp
 
     def devices(self) -> list[torch.device]:
