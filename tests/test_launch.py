@@ -126,6 +126,25 @@ Root Cause (first observed failure):
     assert rank_exits(2, False, {}) == {0: None, 1: None}
 
 
+def test_torchrun_summary_blames_the_root_cause_not_the_ranks_its_agent_ended():
+    """Rank 1 was SIGKILLed; the agent then SIGTERMed rank 0 and lists it first among the failures.
+    The lower rank's signal is the agent's doing, so the launch blames rank 1's SIGKILL."""
+    from ddpbench.launch.torchrun import agent_failures, rank_exits
+
+    entry = """[{i}]:
+  time      : 2026-11-22_10:00:00
+  host      : vm
+  rank      : {rank} (local_rank: {rank})
+  exitcode  : {code} (pid: 5000)
+  error_file: <N/A>
+  traceback : Signal {signal} received by PID 5000
+"""
+    log = ("ddpbench.rank FAILED\nFailures:\n" + entry.format(i=1, rank=0, code=-15, signal=15)
+           + "Root Cause (first observed failure):\n" + entry.format(i=0, rank=1, code=-9, signal=9))
+    assert agent_failures(log) == {0: None, 1: -9}
+    assert rank_exits(2, False, agent_failures(log)) == {0: None, 1: -9}
+
+
 @pytest.mark.slow
 def test_torchrun_that_fails_before_its_ranks_is_named(tmp_path, monkeypatch):
     """torchrun itself failing (here: an unknown option) is the job's error, with its last log line."""

@@ -38,9 +38,23 @@ AGENT_FAILURE_GRACE_S = 10.0
 _FAILURE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 
 
-def agent_failures(log_text: str) -> dict[int, int]:
-    """Rank -> exit code of every rank torchrun's agent reported as failed (its ChildFailedError)."""
-    return {int(rank): int(code) for rank, code in _FAILURE.findall(log_text)}
+#: where the summary names the rank that failed first; the ranks above it the agent may have ended itself
+_ROOT_CAUSE = "Root Cause (first observed failure)"
+
+
+def agent_failures(log_text: str) -> dict[int, int | None]:
+    """Rank -> exit code of every rank torchrun's agent reported as failed (its ChildFailedError).
+
+    Once one rank fails the agent SIGTERMs the others and lists them as failed too, killed by a
+    signal. So only the root cause keeps a signal as its exit code; another rank's signal says the
+    agent ended it (None, as for a rank we ended), and its non-zero exit code stays its own.
+    """
+    others, _, root = log_text.partition(_ROOT_CAUSE)
+    root_cause = {int(rank): int(code) for rank, code in _FAILURE.findall(root)}
+    if not root_cause:
+        return {int(rank): int(code) for rank, code in _FAILURE.findall(log_text)}
+    failed = {int(rank): (int(code) if int(code) >= 0 else None) for rank, code in _FAILURE.findall(others)}
+    return failed | root_cause
 
 
 @dataclass(frozen=True)
@@ -200,7 +214,7 @@ def run_agents(spec, repeat: int, job: Job, job_file: Path, work_dir: Path, log_
     return collect_outcome(work_dir, job, exits, wall_s, timed_out, logs)
 
 
-def rank_exits(processes: int, succeeded: bool, failures: dict[int, int]) -> dict[int, int | None]:
+def rank_exits(processes: int, succeeded: bool, failures: dict[int, int | None]) -> dict[int, int | None]:
     """Each rank's exit code as the agents saw it: 0 for all when they succeeded; the failed ranks
     from their summaries (``agent_failures``), and None (ended by an agent or by us) for the rest."""
     if succeeded:
