@@ -17,9 +17,11 @@ The flow, one package per stage, each importing only the stages below it::
 cheap: pandas, matplotlib and torch are imported only by the functions that need them.
 """
 
+from ddpbench.workloads.workload import Workload  # no torch: a user's factory returns one
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load", "load_collectives", "summarize"]
+__all__ = ["Workload", "__version__", "load", "load_collectives", "summarize"]
 
 
 def load(out_dir):

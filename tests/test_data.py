@@ -3,15 +3,24 @@
 import torch
 
 from ddpbench.experiment.spec import MODEL_SIZES, JobSpec
-from ddpbench.workloads.data import BATCHES_PER_EPOCH, make_loader
+from ddpbench.workloads.build import build_workload
+from ddpbench.workloads.data import BATCHES_PER_EPOCH, make_loader, samples_needed
 from ddpbench.workloads.models import build_model, count_params, grad_bytes, input_spec
+from ddpbench.workloads.workload import Workload
+
+
+def _indexed(spec) -> Workload:
+    """A workload whose every sample's input is its own index."""
+    n = samples_needed(spec)
+    dataset = torch.utils.data.TensorDataset(torch.arange(n), torch.zeros(n))
+    return Workload(model=torch.nn.Linear(1, 1), dataset=dataset, loss=None)
 
 
 def _epoch_indices(spec, rank, epoch_batches):
-    loader = make_loader(spec, rank, spec.world_size)
+    loader = make_loader(spec, _indexed(spec), rank, spec.world_size)
     seen = []
     for _ in range(epoch_batches):
-        index, _, _ = loader.next()
+        index, _ = loader.next()
         seen += index.tolist()
     return seen, loader
 
@@ -36,7 +45,7 @@ def test_set_epoch_reshuffles():
 
 def test_strong_scaling_splits_the_global_batch():
     spec = JobSpec(world_size=4, batch_size=32, scaling="strong", model="cnn", model_size="xs")
-    index, inputs, labels = make_loader(spec, 1, 4).next()
+    inputs, labels = make_loader(spec, build_workload(spec), 1, 4).next()
     assert inputs.shape == (8, 3, 32, 32) and labels.shape == (8,)
 
 

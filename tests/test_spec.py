@@ -92,6 +92,10 @@ def test_key_is_stable_and_tracks_every_field():
             other = not value
         elif f.metadata["pattern"] is not None:
             other = "1gbit"
+        elif name == "model":
+            other = "resnet50"
+        elif name == "model_args":
+            other = '{"hidden":8}'
         elif value == "auto":
             other = 3
         else:
@@ -166,7 +170,12 @@ def test_a_cuda_job_that_fits_its_gpus_resolves(fields, machine):
     ({"defaults": {"world_size": True}}, "defaults.world_size", "an integer"),
     ({"defaults": {"bucket_cap_mb": -1}}, "defaults.bucket_cap_mb", "a number from"),
     ({"defaults": {"static_graph": "yes"}}, "defaults.static_graph", "true or false"),
-    ({"defaults": {"model": "resnet"}}, "defaults.model", "'mlp', 'cnn', 'transformer'"),
+    ({"defaults": {"model": "resnet"}}, "defaults.model", "(mlp, cnn, transformer, resnet50, resnet50-small, "),
+    ({"defaults": {"model": "pkg.mod:"}}, "defaults.model", 'or a factory "package.module:function"'),
+    ({"defaults": {"model_args": {"a": {"b": 1}}}}, "defaults.model_args", "a table of keyword arguments"),
+    ({"defaults": {"model": "resnet50", "model_size": "l"}}, "model_size", "sizes the presets mlp, cnn, transformer"),
+    ({"defaults": {"model_args": {"width": 8}}}, "model_args", "the preset 'mlp' is sized by model_size"),
+    ({"defaults": {"data": "s3"}}, "defaults.data", "one of 'memory', 'disk'"),
     ({"defaults": {"strategy": "horovod"}}, "defaults.strategy", "one of 'ddp'"),
     ({"defaults": {"backend": "nccl"}}, "backend", "needs device 'cuda'"),
     ({"defaults": {"device": "cuda"}}, "device", "needs a CUDA device"),

@@ -1,21 +1,52 @@
-"""``python -m ddpbench models``: every model preset, its parameters and gradient size."""
+"""``python -m ddpbench models``: every model a job can name -- the presets with their sizes, the
+reference models and the workloads other packages register -- with parameters and gradient size."""
 
 from __future__ import annotations
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("models", help="list the models and their size presets",
-                       description="Parameter counts and gradient sizes of every model preset.")
+    p = sub.add_parser("models", help="list the models a job can train",
+                       description="Parameter counts and gradient sizes of the presets, the reference models and "
+                       "registered workloads; any factory \"package.module:function\" returning a ddpbench.Workload "
+                       "works as well.")
     p.set_defaults(func=command)
 
 
 def command(args) -> int:
-    from ddpbench.experiment.spec import FIELDS, MODEL_SIZES
-    from ddpbench.workloads.models import build_model, count_params, grad_bytes
+    import torch
 
-    print(f"{'model':<12} {'size':<5} {'params':>12} {'grad MB':>9}")
-    for model in FIELDS["model"].metadata["choices"]:
+    from ddpbench.experiment.spec import MODEL_SIZES
+    from ddpbench.workloads.models import build_model, count_params, grad_bytes
+    from ddpbench.workloads.registry import NAMED, PLUGINS, PRESETS
+
+    print(f"{'model':<16} {'size':<5} {'params':>12} {'grad MB':>9} {'tensors':>8}")
+    for model in PRESETS:
         for size in MODEL_SIZES:
             m = build_model(model, size)
-            print(f"{model:<12} {size:<5} {count_params(m):>12,} {grad_bytes(m) / 1e6:>9.1f}")
+            tensors = sum(1 for p in m.parameters() if p.requires_grad)
+            print(f"{model:<16} {size:<5} {count_params(m):>12,} {grad_bytes(m) / 1e6:>9.1f} {tensors:>8}")
+    print()
+    print(f"{'model':<16} {'params':>12} {'grad MB':>9} {'tensors':>8}  what it is (model_args change it)")
+    for name, entry in NAMED.items():
+        figures = _figures(name, torch)
+        about = entry.about + (f"; plug-in {entry.target}" if name in PLUGINS else "")
+        print(f"{name:<16} {figures}  {about}")
     return 0
+
+
+def _figures(name: str, torch) -> str:
+    """Params, gradient MB and tensors of a named workload built on the meta device (no memory)."""
+    from types import SimpleNamespace
+
+    from ddpbench.workloads.build import WorkloadError, build_workload
+    from ddpbench.workloads.models import count_params, grad_bytes
+    from ddpbench.workloads.registry import model_label
+
+    job = SimpleNamespace(model=name, model_size="s", model_args="", seed=0, model_label=model_label(name, "s", ""))
+    try:
+        with torch.device("meta"):
+            model = build_workload(job).model
+    except WorkloadError as err:
+        return f"{'-':>12} {'-':>9} {'-':>8}  ({err})"
+    tensors = sum(1 for p in model.parameters() if p.requires_grad)
+    return f"{count_params(model):>12,} {grad_bytes(model) / 1e6:>9.1f} {tensors:>8}"

@@ -66,8 +66,10 @@ def run_and_report(experiment, options: SweepOptions, machine) -> int:
     """Run ``experiment`` as ``options`` say (or print its plan), then the summary and report."""
     from rich.console import Console
 
+    from ddpbench.experiment.workloads import check_workloads
     from ddpbench.sweep.plan import pending_launches
 
+    check_workloads(experiment.jobs, experiment.source)
     if options.dry_run:
         print_jobs(experiment, machine)
         print_launch_plan(experiment, options)

@@ -31,6 +31,7 @@ from ddpbench.experiment.links import parse_links
 from ddpbench.experiment.machine import Machine, resolve
 from ddpbench.experiment.spec import FIELDS, JobSpec, allowed_text, check_value
 from ddpbench.strategies import strategy_class
+from ddpbench.workloads.registry import PRESETS
 
 MAX_JOBS = 10_000
 TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "defaults", "grid", "links", "collectives")
@@ -55,7 +56,19 @@ def job_spec(fields: dict, machine: Machine, source: str) -> JobSpec:
     a job given by flags or by a benchmark task is refused for what a file's job would be."""
     spec = resolve(JobSpec(**fields), machine, source)
     strategy_class(spec.strategy).validate(spec, source)
+    check_model_fields(spec, fields, source)
     return spec
+
+
+def check_model_fields(spec: JobSpec, given: dict, source: str) -> None:
+    """A preset is sized by ``model_size``; every other model by its factory's ``model_args``."""
+    if spec.model in PRESETS:
+        if spec.model_args:
+            raise InputError(source, "model_args", f"are a factory's arguments; the preset {spec.model!r} is sized by "
+                             f"model_size ({allowed_text('model_size')})")
+    elif "model_size" in given:
+        raise InputError(source, "model_size", f"sizes the presets {', '.join(PRESETS)}; {spec.model!r} takes "
+                         "model_args (python -m ddpbench models lists what each name builds)")
 
 
 def load_experiment(path: str | Path, machine: Machine | None = None) -> Experiment:

@@ -19,13 +19,20 @@ from typing import Any, ClassVar
 from ddpbench.errors import InputError
 from ddpbench.experiment.links import LINK_RATE
 from ddpbench.strategies import STRATEGY_NAMES, strategy_class
+from ddpbench.workloads.registry import MODEL_NAMES, check_model, check_model_args, model_label
+
+#: what ``model`` allows, in words
+MODEL_ALLOWED = ("a preset or reference model (" + ", ".join(MODEL_NAMES) + ') or a factory "package.module:function"')
 
 MODEL_SIZES = ("xs", "s", "m", "l", "xl")
 
 
-def _field(default, help: str, *, choices=None, lo=None, hi=None, auto: bool = False, pattern=None, allowed=None):
+def _field(default, help: str, *, choices=None, lo=None, hi=None, auto: bool = False, pattern=None, allowed=None,
+           convert=None):
+    """A job field's declaration. ``convert``: a function that checks a value and returns it as stored
+    (ValueError when it is bad); ``allowed`` then says in words what it takes."""
     return field(default=default, metadata={"help": help, "choices": choices, "lo": lo, "hi": hi, "auto": auto,
-                                            "pattern": pattern, "allowed": allowed})
+                                            "pattern": pattern, "allowed": allowed, "convert": convert})
 
 
 @dataclass(frozen=True)
@@ -40,8 +47,10 @@ class JobSpec:
     bucket_cap_mb: float = _field(25.0, "DDP gradient bucket size in MB", lo=0.001, hi=8192)
     gradient_as_bucket_view: bool = _field(False, "DDP: gradients are views into the buckets")
     static_graph: bool = _field(False, "DDP: the graph is the same every step")
-    model: str = _field("mlp", "model family", choices=("mlp", "cnn", "transformer"))
-    model_size: str = _field("s", "size preset; fp32 gradients ~1, 5, 25, 50, 100 MB", choices=MODEL_SIZES)
+    model: str = _field("mlp", "what trains: a preset, a reference model or your factory (python -m ddpbench models)",
+                        convert=check_model, allowed=MODEL_ALLOWED)
+    model_size: str = _field("s", "size preset of mlp, cnn and transformer; fp32 gradients ~1, 5, 25, 50, 100 MB",
+                             choices=MODEL_SIZES)
     batch_size: int = _field(32, "per-rank batch at world size 1; see scaling", lo=1, hi=1 << 20)
     scaling: str = _field("weak", "strong: global batch fixed; weak: per-rank batch fixed",
                           choices=("strong", "weak"))
@@ -72,6 +81,12 @@ class JobSpec:
     fault_rank: int = _field(1, "the rank fault_step kills", lo=0, hi=1023)
     snapshot_every: int = _field(0, "rank 0 snapshots model, optimizer, step and data position every this many "
                                  "measure steps (0: never)", lo=0, hi=1_000_000)
+    # added with workloads (issue 18)
+    model_args: str = _field("", "keyword arguments of the model's factory, a table such as { hidden = 256 }",
+                             convert=check_model_args, allowed="a table of keyword arguments (strings, numbers, "
+                             "booleans or lists of them), such as { hidden = 256 }")
+    data: str = _field("memory", "where samples come from: memory (the dataset as built), or disk (written once "
+                       "as files, then read and decoded per sample)", choices=("memory", "disk"))
 
     # -- derived values --------------------------------------------------------------------
     @property
@@ -111,8 +126,12 @@ class JobSpec:
         nodes = (f" nodes={self.emulate_nodes} link={self.link}" + (f"+{self.link_delay_ms:g}ms" if self.link_delay_ms
                  else "")) if self.emulate_nodes > 1 else ""
         fault = f" fault@{self.fault_step}" if self.fault_step >= 0 else ""
-        return (f"{strategy} {self.model}-{self.model_size} ws={self.world_size} "
+        return (f"{strategy} {self.model_label} ws={self.world_size} "
                 f"bucket={self.bucket_cap_mb:g}MB{accum} {self.backend}/{self.device}{nodes}{fault}")
+
+    @property
+    def model_label(self) -> str:
+        return model_label(self.model, self.model_size, self.model_args)
 
     @property
     def emulated(self) -> bool:
@@ -162,6 +181,11 @@ def check_value(name: str, value: Any, source: str, key: str) -> Any:
         if not isinstance(value, bool):
             raise bad
         return value
+    if meta["convert"] is not None:
+        try:
+            return meta["convert"](value)
+        except ValueError:
+            raise bad from None
     if kind == "str":
         if meta["pattern"] is not None:
             if not isinstance(value, str) or not meta["pattern"].fullmatch(value):
@@ -212,12 +236,12 @@ def check_nodes_and_faults(spec: JobSpec, source: str) -> None:
 def spec_from_dict(data: dict[str, Any], source: str = "results") -> JobSpec:
     """Rebuild a stored spec (already resolved) without touching the machine.
 
-    A strategy name is taken as stored: results of a plug-in strategy still load (and report)
-    where the plug-in is not installed.
+    A strategy or model name is taken as stored: results of a plug-in strategy or workload still
+    load (and report) where the plug-in is not installed.
     """
     checked = {}
     for name, value in data.items():
-        if name == "strategy" and isinstance(value, str) and value:
+        if name in ("strategy", "model") and isinstance(value, str) and value:
             checked[name] = value
         else:
             checked[name] = check_value(name, value, source, name)

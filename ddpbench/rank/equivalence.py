@@ -22,20 +22,19 @@ EXACT_TOLERANCE = 1e-4
 def reference_parameters(spec, steps: int, processes: int, device) -> dict[str, torch.Tensor]:
     """Parameters after ``steps`` optimizer steps of single-process training on the global batches."""
     from ddpbench.strategies.base import default_optimizer
-    from ddpbench.workloads.data import make_loader
-    from ddpbench.workloads.models import build_model
+    from ddpbench.workloads.build import build_workload
+    from ddpbench.workloads.data import concat, forward, make_loader, to_device
 
-    torch.manual_seed(spec.seed)
-    model = build_model(spec.model, spec.model_size).to(device)
+    workload = build_workload(spec)
+    model = workload.model.to(device)
     optimizer = default_optimizer(model.parameters(), spec)
-    loaders = [make_loader(spec, rank, processes) for rank in range(processes)]
-    loss_fn = torch.nn.CrossEntropyLoss()
+    loaders = [make_loader(spec, workload, rank, processes) for rank in range(processes)]
     for _ in range(steps):
         for _ in range(spec.grad_accum):
             batches = [loader.next() for loader in loaders]
-            inputs = torch.cat([b[1] for b in batches]).to(device)
-            labels = torch.cat([b[2] for b in batches]).to(device)
-            (loss_fn(model(inputs), labels) / spec.grad_accum).backward()
+            inputs = to_device(concat([b[0] for b in batches]), device)
+            target = to_device(concat([b[1] for b in batches]), device)
+            (workload.loss(forward(model, inputs), target) / spec.grad_accum).backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
     return {name: p.detach() for name, p in model.named_parameters()}

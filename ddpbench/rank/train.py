@@ -66,44 +66,49 @@ class Replica:
     model: object  # what the loop calls (the strategy's wrapper)
     optimizer: object
     loader: object
+    workload: object  # what the model, its data and its loss came from
 
 
-def build_replica(spec, ctx) -> Replica:
-    """A fresh model (the same on every rank: same seed), wrapped by a fresh strategy, with its
-    optimizer and this rank's shard of the data."""
-    import torch
-
+def build_replica(spec, ctx, before_wrap=None) -> Replica:
+    """A fresh workload (the same on every rank: same seed), its model wrapped by a fresh strategy,
+    with its optimizer and this rank's shard of the data. ``before_wrap(workload, loader)`` runs
+    on the bare model, before a strategy puts hooks on it (the FLOP count)."""
+    from ddpbench.workloads.build import build_workload
     from ddpbench.workloads.data import make_loader
-    from ddpbench.workloads.models import build_model
 
-    torch.manual_seed(spec.seed)
-    module = build_model(spec.model, spec.model_size).to(ctx.device)
+    workload = build_workload(spec)
+    module = workload.model.to(ctx.device)
+    loader = make_loader(spec, workload, ctx.rank, ctx.world_size, pin_memory=ctx.device.type == "cuda")
+    if before_wrap is not None:
+        before_wrap(workload, loader)
     strategy = create_strategy(spec)
     model = strategy.wrap(module, ctx)
     optimizer = strategy.make_optimizer(model)
-    loader = make_loader(spec, ctx.rank, ctx.world_size, pin_memory=ctx.device.type == "cuda")
-    return Replica(strategy, module, model, optimizer, loader)
+    return Replica(strategy, module, model, optimizer, loader, workload)
 
 
 def _no_mark(phase: str) -> None:
     pass
 
 
-def train_step(replica: Replica, loss_fn, device, accum: int, mark=_no_mark) -> None:
+def train_step(replica: Replica, device, accum: int, mark=_no_mark) -> None:
     """One optimizer step of ``accum`` micro-steps; ``mark(phase)`` is called as each phase ends.
 
     The one definition of a training step: the rank's timed loop and the pytest-benchmark
     tasks (:mod:`ddpbench.regression.tasks`) both run it.
     """
+    from ddpbench.workloads.data import forward, to_device
+
     model, optimizer, strategy = replica.model, replica.optimizer, replica.strategy
+    loss_fn = replica.workload.loss
     non_blocking = device.type == "cuda"
     for micro in range(accum):
-        _, inputs, labels = replica.loader.next()
-        inputs = inputs.to(device, non_blocking=non_blocking)
-        labels = labels.to(device, non_blocking=non_blocking)
+        inputs, target = replica.loader.next()
+        inputs = to_device(inputs, device, non_blocking)
+        target = to_device(target, device, non_blocking)
         mark("data_ms")
         with strategy.accumulate() if micro < accum - 1 else contextlib.nullcontext():
-            loss = loss_fn(model(inputs), labels)
+            loss = loss_fn(forward(model, inputs), target)
             if accum > 1:
                 loss = loss / accum
             mark("forward_ms")
@@ -151,9 +156,12 @@ class TrainingRank(Tracked):
         self.device = take_rank_device(spec.device, self.local_rank)
         attempt = join_process_group(spec.backend, self.rank, self.world_size, self.timeout_s, self.device)
         self.ctx = RankContext(self.rank, self.local_rank, self.world_size, self.device)
-        self.loss_fn = torch.nn.CrossEntropyLoss()
-        self.replica = self.build_replica()
+        self.compute = {}
+        self.replica = build_replica(spec, self.ctx, before_wrap=self.count_flops if self.rank == 0 else None)
+        self.nondeterministic = self.replica.workload.nondeterministic
+        self.gemm = self.measure_gemm_peak()
         self.params, self.grad_bytes = count_params(self.replica.module), grad_bytes(self.replica.module)
+        self.tensors = sum(1 for p in self.replica.module.parameters() if p.requires_grad)
         self.timer = StepTimer(clock_for(self.device))
         self.rows: list[list] = []
         self.recovery = Recovery(spec, self.rank, attempt, self.out_dir) if spec.recovers else None
@@ -161,6 +169,34 @@ class TrainingRank(Tracked):
 
     def build_replica(self, spec=None) -> Replica:
         return build_replica(spec or self.spec, self.ctx)
+
+    def count_flops(self, workload, loader) -> None:
+        """FLOPs this process computes per optimizer step (rank 0, once, on the bare model): the
+        workload's own figure, else PyTorch's counter on one micro-batch of its data."""
+        from ddpbench.rank.flops import count_training_flops
+        from ddpbench.workloads.data import to_device
+
+        data = loader.loader
+        batch = data.batch_size
+        if workload.flops_per_sample:
+            per_micro, source = workload.flops_per_sample * batch, "workload"
+        else:
+            collate = data.collate_fn
+            inputs, target = collate([data.dataset[i] for i in range(batch)])
+            per_micro = count_training_flops(workload.model, to_device(inputs, self.device),
+                                             to_device(target, self.device), workload.loss)
+            source = "counted"
+        self.compute = {"workload": workload.name, "flops_per_step": per_micro * self.spec.grad_accum,
+                        "flops_source": source}
+
+    def measure_gemm_peak(self) -> dict:
+        """What a matmul reaches on this rank's threads (or GPU), every rank at once, as they train."""
+        import torch.distributed as dist
+
+        from ddpbench.rank.flops import measure_gemm_peak
+
+        dist.barrier()
+        return measure_gemm_peak(self.device)
 
     # -- the timed loop --------------------------------------------------------------------
     def run_steps(self, replica: Replica, phase: str, count: int, record: bool = True, first: int = 0,
@@ -173,7 +209,7 @@ class TrainingRank(Tracked):
             if recovery is not None:
                 recovery.before_step(step)
             timer.start()
-            train_step(replica, self.loss_fn, self.device, accum, timer.mark)
+            train_step(replica, self.device, accum, timer.mark)
             row = timer.stop()
             if record:
                 self.rows.append([self.rank, phase, step, *(row[p] for p in TIMED_PHASES), row["step_ms"]])
@@ -212,7 +248,8 @@ class TrainingRank(Tracked):
         are combined, and Adam would hide a wrongly scaled average (it normalises the gradient)
         while turning rounding noise into lr-sized steps. Every rank's parameters must agree;
         rank 0 trains the reference on the global batches. An exact strategy that differs by
-        more than the tolerance fails the job, a lossy one reports its divergence.
+        more than the tolerance fails the job, a lossy one reports its divergence. A workload that
+        says it is not deterministic is not checked, and the reason it gave is stored instead.
         """
         import torch.distributed as dist
 
@@ -220,6 +257,8 @@ class TrainingRank(Tracked):
 
         if self.spec.check_steps == 0:
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0}
+        if self.nondeterministic:
+            return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "skipped": self.nondeterministic}
         self.at("check")
         spec = dataclasses.replace(self.spec, optimizer="sgd")
         replica = self.build_replica(spec)
@@ -273,6 +312,7 @@ class TrainingRank(Tracked):
                 "peak_rss_mb": peak_rss_mb(),
                 **self.memory,
                 "checksum": param_checksum(self.replica.strategy.full_parameters()),
+                "gemm_peak_flops": self.gemm["peak_flops"],
                 **self.strategy_stats,
             },
         }
@@ -307,4 +347,5 @@ class TrainingRank(Tracked):
         return training_result(self.spec.to_dict(), self.repeat, params=self.params, grad_bytes=self.grad_bytes,
                                steps=gathered["steps"], ranks=gathered["ranks"],
                                timeline=self.timeline,  # rank 0's, seconds since the epoch
-                               check=check, recovery=recovery)
+                               check=check, recovery=recovery,
+                               compute={**self.compute, "tensors": self.tensors, "peak_method": self.gemm["peak_method"]})

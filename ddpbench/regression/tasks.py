@@ -122,14 +122,13 @@ class TrainStep(Task):
         from ddpbench.workloads.models import count_params
 
         self.device = ctx.device
-        self.loss_fn = torch.nn.CrossEntropyLoss()
         self.replica = build_replica(self.spec, ctx)
         self.params = count_params(self.replica.module)
 
     def run(self) -> None:
         from ddpbench.rank.train import train_step
 
-        train_step(self.replica, self.loss_fn, self.device, self.spec.grad_accum)
+        train_step(self.replica, self.device, self.spec.grad_accum)
 
     def close(self) -> None:
         self.replica.strategy.close()

@@ -22,7 +22,9 @@ Schema history (``schema_version``):
        localsgd_period, check_steps (read with their defaults); per-rank gpus,
        gpu_peak_allocated_mb, gpu_peak_reserved_mb (null on CPU); result.recovery and the spec
        fields emulate_nodes, link, link_delay_ms, max_restarts, fault_step, fault_rank,
-       snapshot_every (read with their defaults).
+       snapshot_every (read with their defaults); result.compute (:data:`COMPUTE_FIELDS`),
+       result.check.skipped, per-rank gemm_peak_flops and the spec fields model_args, data
+       (read with their defaults; ``model`` may name any workload since then).
 """
 
 from __future__ import annotations
@@ -63,9 +65,14 @@ class StepRow(NamedTuple):
 RANK_FIGURES = ("peak_rss_mb", "threads", "checksum", "allreduce_bytes_per_step", "ddp_forward_compute_ms",
                 "ddp_backward_compute_ms", "ddp_backward_comm_ms", "ddp_backward_compute_comm_overlap_ms",
                 "bytes_sent_per_step", "bytes_recv_per_step", "traffic_source", "optimizer_state_mb",
-                "dp_replicas", "gpus", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "bucket_bytes")
+                "dp_replicas", "gpus", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "bucket_bytes",
+                "gemm_peak_flops")
 #: the equivalence check of a launch (``result["check"]``); its steps are the spec's check_steps
-CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run")
+CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run", "skipped")
+#: what a launch trained and the work it did (``result["compute"]``): the workload's name and
+#: trainable tensors, the FLOPs one process computes per optimizer step (``flops_source``: "counted"
+#: by PyTorch's counter, or the "workload"'s own figure) and how each rank's GEMM peak was measured
+COMPUTE_FIELDS = ("workload", "tensors", "flops_per_step", "flops_source", "peak_method")
 #: a fault-recovery launch (``result["recovery"]``): attempts, where it resumed, how long it took,
 #: and whether its parameters equal an uninterrupted run's
 RECOVERY_FIELDS = ("attempts", "resumed_from_step", "steps_redone", "restart_s", "rejoin_s", "recovery_s",
@@ -96,11 +103,11 @@ REQUIRED: dict[str, dict[str, type]] = {
 
 def training_result(spec: dict, repeat: int, *, params: int, grad_bytes: int, steps: list[list],
                     ranks: list[dict], timeline: dict | None = None, check: dict | None = None,
-                    recovery: dict | None = None) -> dict:
+                    recovery: dict | None = None, compute: dict | None = None) -> dict:
     """Rank 0's hand-back of a training launch. ``steps``: rows in :data:`STEP_COLUMNS` order, every
     rank's; ``ranks``: one dict per rank (``rank``, ``pid`` and :data:`RANK_FIGURES`); ``timeline``:
     rank 0's moments (seconds since the epoch); ``check``: :data:`CHECK_FIELDS`; ``recovery``:
-    :data:`RECOVERY_FIELDS` of a fault-recovery job."""
+    :data:`RECOVERY_FIELDS` of a fault-recovery job; ``compute``: :data:`COMPUTE_FIELDS`."""
     result = {"spec": spec, "repeat": repeat, "params": params, "grad_bytes": grad_bytes,
               "step_columns": list(STEP_COLUMNS), "steps": steps, "ranks": ranks}
     if timeline is not None:
@@ -109,6 +116,8 @@ def training_result(spec: dict, repeat: int, *, params: int, grad_bytes: int, st
         result["check"] = check
     if recovery is not None:
         result["recovery"] = recovery
+    if compute is not None:
+        result["compute"] = compute
     return result
 
 

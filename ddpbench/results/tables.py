@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from ddpbench.errors import InputError
 from ddpbench.experiment.spec import FIELDS, spec_from_dict
-from ddpbench.results.schema import CHECK_FIELDS, LAUNCH_FIELDS, RANK_FIGURES, RECOVERY_FIELDS, RESULTS_FILE
+from ddpbench.results.schema import CHECK_FIELDS, COMPUTE_FIELDS, LAUNCH_FIELDS, RANK_FIGURES, RECOVERY_FIELDS, RESULTS_FILE
 from ddpbench.results.store import DamagedRecord, ResultStore
 
 
@@ -110,9 +110,11 @@ def _run_tables(record: dict):
     result = record.get("result") or {}
     check = result.get("check") or {}
     recovery = result.get("recovery") or {}
+    compute = result.get("compute") or {}
     run = {**ident, **{f: record.get(f) for f in LAUNCH_FIELDS}, "logs": record.get("logs"),
            "params": result.get("params"), "grad_bytes": result.get("grad_bytes"),
-           **{f: check.get(f) for f in CHECK_FIELDS}, **{f: recovery.get(f) for f in RECOVERY_FIELDS}}
+           **{f: check.get(f) for f in CHECK_FIELDS}, **{f: recovery.get(f) for f in RECOVERY_FIELDS},
+           **{f: compute.get(f) for f in COMPUTE_FIELDS}}
     if record["status"] != "ok":
         return run, None, []
     frame = pd.DataFrame(result["steps"], columns=result["step_columns"])

@@ -45,10 +45,12 @@ class DDPStrategy(Strategy):
         reason = super().skip_reason(spec, machine)
         if reason or spec.comm_hook != "powersgd" or spec.backend != "gloo" or spec.world_size == 1:
             return reason
-        from ddpbench.workloads.models import build_model, grad_bytes
+        from ddpbench.workloads.catalog import ProbeFailed, facts
 
-        with torch.device("meta"):
-            size = grad_bytes(build_model(spec.model, spec.model_size))
+        try:
+            size = facts(spec).grad_bytes
+        except ProbeFailed:
+            return None  # the workload check before the sweep names what is wrong with it
         if size > spec.bucket_cap_mb * _MB:
             return (f"powerSGD_hook deadlocks on gloo with two or more DDP buckets, and "
                     f"{size / _MB:.1f} MiB of gradients in {spec.bucket_cap_mb:g} MiB buckets make several; "

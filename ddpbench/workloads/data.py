@@ -1,15 +1,19 @@
-"""Synthetic data through a real DataLoader with a DistributedSampler.
+"""A workload's data through a real DataLoader with a DistributedSampler, and the presets' data.
 
-The data are random but fixed by the seed, identical on every rank; the sampler gives each
-rank a disjoint shard, and ``set_epoch`` reshuffles per epoch exactly as in real training.
+The presets' data are random but fixed by the seed, identical on every rank; the sampler gives
+each rank a disjoint shard of any workload's dataset, and ``set_epoch`` reshuffles per epoch
+exactly as in real training. With ``data = "disk"`` the samples are first written once as files
+(:mod:`.disk`) and then read and decoded per sample, by the loader's workers where it has them.
 """
 
 from __future__ import annotations
 
 import torch
+import hashlib
+
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
-from ddpbench.workloads.models import NUM_CLASSES, input_spec
+from ddpbench.workloads.models import NUM_CLASSES
 
 BATCHES_PER_EPOCH = 16
 
@@ -27,7 +31,7 @@ class SyntheticDataset(Dataset):
         return len(self.labels)
 
     def __getitem__(self, index: int):
-        return index, self.inputs[index], self.labels[index]
+        return self.inputs[index], self.labels[index]
 
 
 class EpochLoader:
@@ -58,18 +62,60 @@ class EpochLoader:
             self.next()
 
 
-def make_loader(spec, rank: int, processes: int, pin_memory: bool = False) -> EpochLoader:
-    """The loader of process ``rank`` of ``processes``: one micro-batch of the global batch per call.
+def samples_needed(spec) -> int:
+    """Samples of one epoch as ddpbench runs it: :data:`BATCHES_PER_EPOCH` global batches."""
+    return spec.global_batch * BATCHES_PER_EPOCH
 
-    With one process per rank each gets ``per_rank_batch``; a single DataParallel process gets
-    the whole global micro-batch, which it scatters over its devices.
-    """
-    shape, vocab = input_spec(spec.model, spec.model_size)
-    dataset = SyntheticDataset(spec.global_batch * BATCHES_PER_EPOCH, shape, vocab, spec.seed)
+
+def loader_batch(spec, processes: int) -> int:
+    """Samples one process takes per micro-step: ``per_rank_batch``, or for a single DataParallel
+    process the whole global micro-batch, which it scatters over its devices."""
+    return spec.per_rank_batch * spec.world_size // processes
+
+
+def make_loader(spec, workload, rank: int, processes: int, pin_memory: bool = False) -> EpochLoader:
+    """The loader of process ``rank`` of ``processes`` over ``workload``'s dataset: one micro-batch
+    per call. Raises ValueError when the dataset holds less than one batch per process."""
+    dataset = workload.dataset
+    if spec.data == "disk":
+        from ddpbench.workloads.disk import materialise
+
+        dataset = materialise(dataset, min(len(dataset), samples_needed(spec)), disk_key(spec))
+    batch = loader_batch(spec, processes)
+    if len(dataset) // processes < batch:
+        raise ValueError(f"{spec.model_label}'s dataset holds {len(dataset)} samples; {processes} processes taking "
+                         f"{batch} each per step need at least {batch * processes}")
     sampler = DistributedSampler(dataset, num_replicas=processes, rank=rank, shuffle=True,
                                  seed=spec.seed, drop_last=True)
-    batch = spec.per_rank_batch * spec.world_size // processes
     loader = DataLoader(dataset, batch_size=batch, sampler=sampler, drop_last=True,
-                        num_workers=spec.loader_workers, pin_memory=pin_memory,
+                        num_workers=spec.loader_workers, pin_memory=pin_memory, collate_fn=workload.collate_fn,
                         persistent_workers=spec.loader_workers > 0)
     return EpochLoader(loader, sampler)
+
+
+def disk_key(spec) -> str:
+    """The on-disk copy of a job's samples is shared by every job with the same workload, seed and
+    sample count (a readable name, then a hash of what makes the samples)."""
+    what = [spec.model, spec.model_size, spec.model_args, spec.seed, samples_needed(spec)]
+    digest = hashlib.sha1(repr(what).encode()).hexdigest()[:12]
+    name = "".join(c if c.isalnum() or c in "-_" else "-" for c in spec.model_label)[:40]
+    return f"{name}-seed{spec.seed}-{digest}"
+
+
+def to_device(value, device, non_blocking: bool = False):
+    """A batch's input or target -- a tensor, or a dict of tensors -- on ``device``."""
+    if isinstance(value, dict):
+        return {k: to_device(v, device, non_blocking) for k, v in value.items()}
+    return value.to(device, non_blocking=non_blocking) if isinstance(value, torch.Tensor) else value
+
+
+def forward(model, inputs):
+    """The model on a batch's input: a dict of tensors is passed as keyword arguments."""
+    return model(**inputs) if isinstance(inputs, dict) else model(inputs)
+
+
+def concat(batches: list):
+    """Micro-batches (tensors, or dicts of tensors) joined into one, in order."""
+    if isinstance(batches[0], dict):
+        return {k: concat([b[k] for b in batches]) for k in batches[0]}
+    return torch.cat(batches)

@@ -1,0 +1,93 @@
+"""What a job's workload is -- parameters, gradient bytes, tensors, samples -- known without
+building it in this process: presets are measured here on the meta device (no memory, no user
+code), every other workload by the probe (:mod:`.probe`) in a child process, once per sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from ddpbench.workloads.registry import PRESETS
+
+PROBE_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Facts:
+    name: str
+    params: int
+    grad_bytes: int
+    tensors: int
+    samples: int
+    #: why its training is not reproducible (then the equivalence check is skipped); "" if it is
+    nondeterministic: str = ""
+
+
+class ProbeFailed(ValueError):
+    """A workload that cannot be built; ``key`` is the job field to blame (model or model_args)."""
+
+    def __init__(self, message: str, key: str = "model"):
+        super().__init__(message)
+        self.key = key
+
+
+#: (model, model_size, model_args, seed) -> Facts or ProbeFailed
+_known: dict[tuple, Facts | ProbeFailed] = {}
+
+
+def identity(spec) -> tuple:
+    return (spec.model, spec.model_size if spec.model in PRESETS else "", spec.model_args, spec.seed)
+
+
+def facts(spec) -> Facts:
+    """The figures of ``spec``'s workload; ProbeFailed when it cannot be built."""
+    ident = identity(spec)
+    if ident not in _known:
+        if spec.model in PRESETS:
+            _known[ident] = _preset_facts(spec)
+        else:
+            probe([spec])
+    found = _known[ident]
+    if isinstance(found, ProbeFailed):
+        raise found
+    return found
+
+
+def probe(specs) -> None:
+    """Build every distinct non-preset workload of ``specs`` in one child process and remember
+    what each one is (or why it could not be built); see :func:`facts`."""
+    todo = {identity(s): s for s in specs if s.model not in PRESETS and identity(s) not in _known}
+    if not todo:
+        return
+    items = [dict(zip(("model", "model_size", "model_args", "seed"), ident)) for ident in todo]
+    try:
+        done = subprocess.run([sys.executable, "-m", "ddpbench.workloads.probe"], input=json.dumps(items),
+                              capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        for ident in todo:
+            _known[ident] = ProbeFailed(f"building it took over {PROBE_TIMEOUT_S} s")
+        return
+    answers = [json.loads(line[len("PROBE "):]) for line in done.stdout.splitlines() if line.startswith("PROBE ")]
+    for index, ident in enumerate(todo):
+        if index < len(answers):
+            answer = answers[index]
+            _known[ident] = (ProbeFailed(answer["error"], answer["key"]) if "error" in answer else Facts(**answer))
+        else:  # the probe died on this one (a crash in native code, an exit() in the user's module)
+            last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+            _known[ident] = ProbeFailed(f"building it ended the process that tried: {last}")
+
+
+def _preset_facts(spec) -> Facts:
+    import torch
+
+    from ddpbench.workloads.data import samples_needed
+    from ddpbench.workloads.models import build_model, count_params, grad_bytes
+    from ddpbench.workloads.registry import model_label
+
+    with torch.device("meta"):
+        model = build_model(spec.model, spec.model_size)
+    return Facts(model_label(spec.model, spec.model_size), count_params(model), grad_bytes(model),
+                 sum(1 for p in model.parameters() if p.requires_grad), samples_needed(spec))

@@ -1,0 +1,48 @@
+"""``python -m ddpbench.workloads.probe``: build workloads in a process of their own and say what
+they are, so that the sweep process never imports a user's code to check an experiment.
+
+Reads a JSON list of ``{"model", "model_size", "model_args", "seed"}`` on stdin and prints one
+line per item, ``PROBE <json>``: the workload's figures (:class:`~ddpbench.workloads.catalog.Facts`)
+or ``{"error": ..., "key": ...}``. Anything the user's code prints is left on other lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from types import SimpleNamespace
+
+MARK = "PROBE "
+
+
+def probe_one(item: dict) -> dict:
+    from ddpbench.workloads.build import WorkloadError, build_workload, check_batch
+    from ddpbench.workloads.models import count_params, grad_bytes
+    from ddpbench.workloads.registry import entry, model_label
+
+    label = model_label(item["model"], item["model_size"], item["model_args"])
+    spec = SimpleNamespace(**item, model_label=label, global_batch=1)
+    try:
+        workload = build_workload(spec)
+        check_batch(workload, entry(item["model"]).target)
+    except WorkloadError as err:
+        return {"error": str(err), "key": getattr(err, "key", "model")}
+    model = workload.model
+    return {"name": workload.name or label, "params": count_params(model), "grad_bytes": grad_bytes(model),
+            "tensors": sum(1 for p in model.parameters() if p.requires_grad), "samples": len(workload.dataset),
+            "nondeterministic": workload.nondeterministic}
+
+
+def main() -> int:
+    import torch
+
+    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    items = json.load(sys.stdin)
+    for item in items:
+        print(MARK + json.dumps(probe_one(item)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""ResNet-50 as torchvision builds it (``torchvision.models.resnet50()``), without torchvision.
+
+ResNet v1.5: a bottleneck block strides in its 3x3 convolution, not its first 1x1. With 1000
+classes it has 25,557,032 parameters in 161 tensors and takes 4.1 GMAC (8.2 GFLOP) per 224x224
+image forward. Module names, construction order and initialisation follow torchvision's, so a
+state dict loads into either and the same seed draws the same weights.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+#: bottleneck blocks per stage
+STAGES = (3, 4, 6, 3)
+
+
+class Bottleneck(nn.Module):
+    """1x1 reduce, 3x3 (carrying the stride), 1x1 expand by 4; the shortcut projects when shapes change."""
+
+    expansion = 4
+
+    def __init__(self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None):
+        super().__init__()
+        out = planes * self.expansion
+        self.conv1 = nn.Conv2d(inplanes, planes, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.conv3 = nn.Conv2d(planes, out, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(out)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = downsample
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        identity = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return self.relu(out + identity)
+
+
+def make_stage(inplanes: int, planes: int, blocks: int, stride: int) -> nn.Sequential:
+    """``blocks`` bottlenecks; the first strides and projects its shortcut (built first, as torchvision does)."""
+    out = planes * Bottleneck.expansion
+    downsample = None
+    if stride != 1 or inplanes != out:
+        downsample = nn.Sequential(nn.Conv2d(inplanes, out, 1, stride=stride, bias=False), nn.BatchNorm2d(out))
+    layers = [Bottleneck(inplanes, planes, stride, downsample)]
+    layers += [Bottleneck(out, planes) for _ in range(blocks - 1)]
+    return nn.Sequential(*layers)
+
+
+class ResNet50(nn.Module):
+    def __init__(self, num_classes: int = 1000):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        self.layer1 = make_stage(64, 64, STAGES[0], stride=1)
+        self.layer2 = make_stage(256, 128, STAGES[1], stride=2)
+        self.layer3 = make_stage(512, 256, STAGES[2], stride=2)
+        self.layer4 = make_stage(1024, 512, STAGES[3], stride=2)
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(512 * Bottleneck.expansion, num_classes)  # PyTorch's default Linear init
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
