@@ -6,6 +6,8 @@ Experiment file layout::
     name = "quick"               # optional, default: the file's stem; names reports/<name>/
     description = "..."          # optional
     timeout_s = 300              # optional, per launch
+    datasheet_tflops = 989       # optional: a device's peak from its datasheet, at the jobs' dtype;
+                                 # the report then shows model FLOPs utilisation (MFU) against it
 
     [defaults]                   # scalars, applied to every job
     model = "mlp"
@@ -34,7 +36,7 @@ from ddpbench.strategies import strategy_class
 from ddpbench.workloads.registry import PRESETS
 
 MAX_JOBS = 10_000
-TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "defaults", "grid", "links", "collectives")
+TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "datasheet_tflops", "defaults", "grid", "links", "collectives")
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class Experiment:
     links: tuple[dict, ...] = ()
     #: collective micro-benchmarks run after the jobs ([collectives]), or None
     collectives: CollectivesExperiment | None = None
+    #: a rank's device peak from its datasheet, in TFLOP/s (0: not given); MFU is shown against it
+    datasheet_tflops: float = 0.0
 
 
 def job_spec(fields: dict, machine: Machine, source: str) -> JobSpec:
@@ -95,6 +99,10 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
     timeout_s = data.get("timeout_s", 600)
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 1 <= timeout_s <= 7 * 86400:
         raise InputError(source, "timeout_s", f"must be a number of seconds from 1 to 604800 (got {timeout_s!r})")
+    datasheet = data.get("datasheet_tflops", 0.0)
+    if "datasheet_tflops" in data and (isinstance(datasheet, bool) or not isinstance(datasheet, (int, float)) or not 0 < datasheet <= 1e6):
+        raise InputError(source, "datasheet_tflops", "must be a device's peak in TFLOP/s from its datasheet, a "
+                         f"number above 0 (got {datasheet!r}), or left out")
 
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
@@ -135,7 +143,8 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
     links = parse_links(data["links"], source) if "links" in data else ()
     collectives = _collectives_table(data["collectives"], source, name, machine) if "collectives" in data else None
     return Experiment(name=name, description=description, source=source, timeout_s=float(timeout_s),
-                      jobs=tuple(jobs.values()), links=links, collectives=collectives)
+                      jobs=tuple(jobs.values()), links=links, collectives=collectives,
+                      datasheet_tflops=float(datasheet))
 
 
 def _collectives_table(table, source: str, name: str, machine: Machine):

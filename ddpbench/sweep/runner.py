@@ -74,6 +74,7 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
             "name": experiment.name, "description": experiment.description, "source": experiment.source,
             "timeout_s": experiment.timeout_s, "jobs": len(experiment.jobs), "resume": resume,
             "launcher": launcher.name, "links": list(experiment.links),
+            **({"datasheet_tflops": experiment.datasheet_tflops} if experiment.datasheet_tflops else {}),
         })
     return run_launches(todo, store, launcher, machine, experiment.timeout_s, summary, console)
 
