@@ -46,7 +46,7 @@ import pandas as pd
 
 from ddpbench.analysis import stats
 from ddpbench.analysis.jobs import SPEC_COLUMNS, describe, label_fields, ordered
-from ddpbench.analysis.summary import bounded_steps, launch_times, summarize
+from ddpbench.analysis.summary import bounded_steps, datasheet_peak, launch_times, summarize
 from ddpbench.errors import InputError
 from ddpbench.results.tables import load_folder
 
@@ -152,7 +152,7 @@ def load_side(folder: str | Path, label: str) -> Side:
     """Load a results folder for comparison; InputError (naming ``label``, e.g. "A") when it holds no jobs."""
     folder = Path(folder)
     steps, runs, ranks, sweeps = load_folder(folder, f"{label} ({folder})")
-    return Side(folder, summarize(steps, runs, ranks), steps, sweeps)
+    return Side(folder, summarize(steps, runs, ranks, datasheet_tflops=datasheet_peak(sweeps)), steps, sweeps)
 
 
 # ---------------------------------------------------------------------------------------------

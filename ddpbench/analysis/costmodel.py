@@ -48,7 +48,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.jobs import fair_jobs
+from ddpbench.analysis.jobs import MODEL_FIELDS, fair_jobs
+from ddpbench.workloads.registry import model_label
 
 #: world sizes a projection covers (the measured ones are added)
 PROJECTED_WORLD_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024)
@@ -223,6 +224,7 @@ class Workload:
     label: str
     model: str
     model_size: str
+    model_args: str
     per_rank_batch: int
     grad_bytes: float
     bucket_bytes: tuple[float, ...]  # DDP's buckets (the best bucket size measured)
@@ -246,7 +248,7 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
     found = []
     if jobs.empty:
         return found
-    for (model, size, batch), group in jobs.groupby(["model", "model_size", "per_rank_batch"], sort=False):
+    for (model, size, args, batch), group in jobs.groupby([*MODEL_FIELDS, "per_rank_batch"], sort=False):
         base = group[group["world_size"] == 1]
         if base.empty:
             continue
@@ -273,8 +275,8 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
             cap = float(base["bucket_cap_mb"].iloc[0])
             whole, rest = divmod(grad_bytes, cap * 1e6)
             buckets = [cap * 1e6] * int(whole) + ([rest] if rest else [])
-        label = f"{model}-{size}, batch {int(batch)}/rank"
-        found.append(Workload(label, model, size, int(batch), grad_bytes, tuple(buckets), cap, compute,
+        label = f"{model_label(model, size, args)}, batch {int(batch)}/rank"
+        found.append(Workload(label, model, size, args, int(batch), grad_bytes, tuple(buckets), cap, compute,
                               compute_multi, hidden, measured_ws))
     return found
 
@@ -328,12 +330,12 @@ def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link
     rows = []
     if summary.empty:
         return pd.DataFrame(rows)
-    by_workload = {(w.model, w.model_size, w.per_rank_batch): w for w in workloads(summary, ranks)}
+    by_workload = {(w.model, w.model_size, w.model_args, w.per_rank_batch): w for w in workloads(summary, ranks)}
     jobs = on_this_network(summary) if jobs is None else jobs
     ok = jobs[(jobs["status"] == "ok") & (jobs["world_size"] > 1)
               & jobs["strategy"].isin(["ddp", "master"]) & (jobs["comm_hook"].fillna("none") == "none")]
     for _, job in ok.iterrows():
-        workload = by_workload.get((job["model"], job["model_size"], int(job["per_rank_batch"])))
+        workload = by_workload.get((job["model"], job["model_size"], job["model_args"], int(job["per_rank_batch"])))
         if workload is None:
             continue
         p = int(job["world_size"])

@@ -14,18 +14,19 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import stats
-from ddpbench.analysis.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, fair_jobs
+from ddpbench.analysis.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, fair_jobs, model_name
 from ddpbench.analysis.summary import launch_times
 
 COMM_BOUND_SHARE = 0.25  # exposed communication above this share of the step: communication-bound
 COMPUTE_BOUND_SHARE = 0.10  # below this: compute-bound
 DEFAULT_BUCKET_MB = 25.0
 SERIAL_FRACTION_RISE = 0.05  # e rising by more than this across world sizes: overhead grows with ranks
+DATA_BOUND_SHARE = 0.25  # waiting for the next batch above this share of the step: data-bound
 
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # scaling, bound, bucket, master, straggler, oversubscribed, noise, failed, trend, projection
+    kind: str  # scaling, bound, data, compute, bucket, master, straggler, oversubscribed, noise, failed, trend, projection
     severity: str  # "info", "warn" or "bad"
     text: str
 
@@ -34,7 +35,7 @@ def _config(row) -> str:
     """A short name for a job's model configuration (and the emulated network it ran on)."""
     nodes, link, _ = _network(row)
     network = f" on {int(nodes)} nodes x {link}" if nodes > 1 else ""
-    return f"{row['model']}-{row['model_size']} (batch {int(row['per_rank_batch'])}/rank){network}"
+    return f"{model_name(row)} (batch {int(row['per_rank_batch'])}/rank){network}"
 
 
 def _network(row) -> tuple:
@@ -74,7 +75,8 @@ def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
     if summary.empty:
         return []
     findings: list[Finding] = []
-    for part in (_failures, _scaling, _bound, _buckets, _master, _stragglers, _trend, _oversubscribed, _noise):
+    for part in (_failures, _scaling, _bound, _data, _buckets, _master, _stragglers, _trend, _oversubscribed,
+                 _peaks, _noise):
         findings += part(summary)
     if projection is not None and not projection.empty:
         findings += _projection(projection, summary)
@@ -140,6 +142,55 @@ def _bound(summary):
     return out
 
 
+def _data(summary):
+    """Jobs that wait for their data, and what more loader workers did for jobs alike in all else."""
+    out = []
+    ok = _ok(summary)
+    if ok.empty or "data_share" not in ok:
+        return out
+    same = [c for c in SPEC_COLUMNS if c not in ("loader_workers", *MEASUREMENT_FIELDS)]
+    for _, group in ok.groupby(_per_row(lambda r: tuple(str(r[c]) for c in same), ok), sort=False):
+        group = group.sort_values("loader_workers")
+        last = group.iloc[-1]
+        if last["data_share"] < DATA_BOUND_SHARE and (len(group) == 1 or group["data_share"].max() < DATA_BOUND_SHARE):
+            continue
+        where = (f"{_strategy(last)} with {_config(last)} at world size {int(last['world_size'])}, "
+                 f"data from {last['data']}")
+        if len(group) > 1:
+            first = group.iloc[0]
+            steps = " -> ".join(f"{int(r['loader_workers'])}: {r['data_ms']:.1f} of {r['step_ms_mean']:.1f} ms"
+                                for _, r in group.iterrows())
+            verdict = ("is still data-bound" if last["data_share"] >= DATA_BOUND_SHARE
+                       else "is no longer data-bound")
+            out.append(Finding("data", "warn" if last["data_share"] >= DATA_BOUND_SHARE else "info",
+                               f"{where}: {int(first['loader_workers'])} loader worker(s) leave "
+                               f"{_pct(first['data_share'])} of each step waiting for data; data time of the step "
+                               f"by loader workers: {steps}, {first['step_ms_mean'] / last['step_ms_mean']:.2f}x the "
+                               f"throughput with {int(last['loader_workers'])}, which {verdict} "
+                               f"({_pct(last['data_share'])})."))
+        else:
+            out.append(Finding("data", "warn", f"{where}, is data-bound: {_pct(last['data_share'])} of each step "
+                               f"({last['data_ms']:.1f} of {last['step_ms_mean']:.1f} ms) waits for the next batch "
+                               f"with {int(last['loader_workers'])} loader worker(s). More loader workers "
+                               "(loader_workers), cheaper decoding or a larger per-rank batch help."))
+    return out
+
+
+def _peaks(summary):
+    """An efficiency above 100% means the peak it is measured against is wrong: say so."""
+    out = []
+    ok = _ok(summary)
+    for column, peak in (("compute_efficiency", "GEMM peak measured as each rank started"),
+                         ("mfu", "datasheet peak (datasheet_tflops)")):
+        over = ok[ok[column] > 1] if column in ok else ok.iloc[0:0]
+        for _, r in over.iterrows():
+            out.append(Finding("compute", "warn", f"{_strategy(r)} with {_config(r)} reached "
+                               f"{r['achieved_tflops']:.3g} TFLOP/s per process, {_pct(r[column])} of the {peak}: "
+                               "that peak is wrong, too low for this machine (for the measured one: "
+                               f"{r['peak_method']}), so its efficiency figures are not to be trusted."))
+    return out
+
+
 def _buckets(summary):
     """Best bucket size per configuration and world size, against the default 25 MB (or the worst)."""
     out = []
@@ -184,6 +235,7 @@ def _master(summary):
         ddp = ok[(ok["strategy"] == "ddp") & (ok["comm_hook"].fillna("none") == "none")
                  & (ok["backend"] == m["backend"]) & (ok["world_size"] == m["world_size"])
                  & (ok["model"] == m["model"]) & (ok["model_size"] == m["model_size"])
+                 & (ok["model_args"] == m["model_args"])
                  & (ok["per_rank_batch"] == m["per_rank_batch"])
                  & _per_row(_network, ok).map(_network(m).__eq__).astype(bool)]
         traffic = ""

@@ -13,8 +13,16 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.experiment.spec import FIELDS, MODEL_SIZES
+from ddpbench.workloads.registry import model_label
 
 SPEC_COLUMNS = list(FIELDS)
+#: the fields that together say which model a job trains
+MODEL_FIELDS = ("model", "model_size", "model_args")
+
+
+def model_name(row) -> str:
+    """A job's model in a few words: ``mlp-s``, ``resnet50``, ``pkg.mod:make(dim=16)``."""
+    return model_label(str(row["model"]), str(row["model_size"]), str(row.get("model_args", "") or ""))
 #: fields that change only how gradients travel; a world-size-1 job is a valid baseline for
 #: a larger one that differs in these (at world size 1 they do not change the computation).
 COMM_ONLY_FIELDS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "backend", "emulate_nodes", "link",
@@ -54,7 +62,7 @@ def strategies_vary(table) -> bool:
 def label_fields(table) -> list[str]:
     """The fields a job's label names besides its model (which every label starts with): those that
     vary between the jobs of ``table``."""
-    return [f for f in varying(table) if f not in ("model", "model_size")]
+    return [f for f in varying(table) if f not in MODEL_FIELDS]
 
 
 def line_fields(table) -> list[str]:
@@ -63,7 +71,7 @@ def line_fields(table) -> list[str]:
     Those that vary, except world size (the x axis) and threads per rank when it only follows
     world size (``threads_per_rank = "auto"`` gives each size its own count).
     """
-    fields = [f for f in varying(table) if f not in ("world_size", "threads_per_rank", "model", "model_size")]
+    fields = [f for f in varying(table) if f not in ("world_size", "threads_per_rank", *MODEL_FIELDS)]
     if "threads_per_rank" in varying(table) and table.duplicated(["model", "model_size", *fields, "world_size"]).any():
         fields.append("threads_per_rank")
     return fields
@@ -94,11 +102,11 @@ def describe(row, fields, table=None, model: bool = True) -> str:
     varying strategy, a strategy-specific setting (:data:`STRATEGY_KNOBS`) is named only for
     strategies run with more than one value of it, so ``ring`` does not carry DDP's bucket size.
     """
-    parts = [f"{row['model']}-{row['model_size']}"] if model else []
+    parts = [model_name(row)] if model else []
     said_strategy = False
     for name in fields:
         value = row[name]
-        if name in ("model", "model_size"):
+        if name in MODEL_FIELDS:
             continue
         if name in ("strategy", "comm_hook"):
             if not said_strategy:
@@ -133,7 +141,7 @@ def ordered(table):
         return table
     fields = [f for f in line_fields(table) if f != "bucket_cap_mb"]
     extra = {"_size": table["model_size"].map({s: i for i, s in enumerate(MODEL_SIZES)})}
-    keys = ["model", "_size"]
+    keys = ["model", "_size", *(["model_args"] if "model_args" in table.columns else [])]
     for number, name in enumerate(fields):
         choices = FIELDS[name].metadata.get("choices") if name in FIELDS else None
         if choices:

@@ -38,7 +38,7 @@ def _compute_ms(job, summary: pd.DataFrame) -> float:
     if not math.isnan(job["nosync_step_ms"]):
         return float(job["nosync_step_ms"])
     alone = summary[(summary["world_size"] == 1) & (summary["status"] == "ok") & (summary["model"] == job["model"])
-                    & (summary["model_size"] == job["model_size"])
+                    & (summary["model_size"] == job["model_size"]) & (summary["model_args"] == job["model_args"])
                     & (summary["per_rank_batch"] == job["per_rank_batch"])]["step_ms_mean"]
     return float(alone.median()) if len(alone) else math.nan
 

@@ -12,6 +12,12 @@ Conventions:
   * ``speedup`` compares global throughput with the world-size-1 job of the same settings.
   * Confidence intervals (``*_low``/``*_high``) are percentile bootstraps over launches
     (:mod:`ddpbench.analysis.stats`): NaN for a job measured in one launch.
+  * Compute: ``flops_per_step`` is what one process computes per optimizer step (counted once by
+    PyTorch's counter in the rank, or the workload's own figure); ``achieved_tflops`` is that over
+    the mean bounded step -- per process, communication and waiting included, as MFU is defined --
+    and ``total_tflops`` the job's (all processes). ``compute_efficiency`` compares it with the
+    GEMM peak every rank measured at its threads (or on its GPU) as it started; ``mfu`` with the
+    datasheet peak the experiment gave (``datasheet_tflops``), NaN without one.
   * Karp-Flatt's experimentally determined serial fraction e = (1/S - 1/p) / (1 - 1/p): a
     constant e across world sizes is work that does not parallelise; a growing e is overhead
     that grows with the ranks (communication, waiting).
@@ -61,10 +67,11 @@ def bounded_steps(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
     return part.groupby(["key", "repeat", "step"], as_index=False)["step_ms"].max()
 
 
-def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
+def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: float | None = None) -> pd.DataFrame:
     """One row per job (spec): the figures the report and the console table show.
 
-    ``runs`` and ``ranks`` default to what :func:`ddpbench.load` put in ``steps.attrs``.
+    ``runs`` and ``ranks`` default to what :func:`ddpbench.load` put in ``steps.attrs``;
+    ``datasheet_tflops`` to what the experiment gave (:func:`datasheet_peak` of its sweeps).
     Jobs with no finished launch still get a row, with their status and error; a finished job
     whose steps are not in ``steps`` (filtered out) gets none.
     """
@@ -79,6 +86,8 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
                              "runs= and ranks= from ddpbench.results.load_tables(dir)")
         return pd.DataFrame()
     present = set(steps["key"]) if len(steps) else set()
+    if datasheet_tflops is None:
+        datasheet_tflops = datasheet_peak(pd.DataFrame(steps.attrs.get("sweeps", [])))
 
     # split every table by job once, not once per job
     def by_key(frame: pd.DataFrame) -> dict:
@@ -121,6 +130,8 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None) -> pd.DataFrame:
         row["exposed_comm_share"] = row["exposed_comm_ms"] / step_mean if step_mean else math.nan
         row.update(_rank_figures(job_ranks_of.get(key, ranks.iloc[0:0])))
         row.update(_check_figures(job_runs))
+        row.update(_compute_figures(job_runs, job_ranks_of.get(key, ranks.iloc[0:0]), step_mean, datasheet_tflops))
+        row["data_share"] = row["data_ms"] / step_mean if step_mean else math.nan
         row.update(stragglers(per_rank_compute(mine)))
         row["oversubscribed"] = bool(job_runs["oversubscribed"].fillna(False).any())
         row["noisy"] = bool(times.size and row["step_ms_iqr"] / step_med > NOISE_THRESHOLD)
@@ -162,8 +173,37 @@ def _check_figures(job_runs: pd.DataFrame) -> dict:
     """The equivalence check: the worst difference from single-process training over repeats."""
     diff = _column(job_runs, "max_abs_diff")
     exact = job_runs["exact"].dropna() if "exact" in job_runs else pd.Series(dtype=object)
+    skipped = job_runs["skipped"].dropna() if "skipped" in job_runs else pd.Series(dtype=object)
     return {"max_abs_diff": float(diff.max()) if diff.notna().any() else math.nan,
-            "exact": bool(exact.iloc[0]) if len(exact) else None}
+            "exact": bool(exact.iloc[0]) if len(exact) else None,
+            "check_skipped": str(skipped.iloc[0]) if len(skipped) else None}
+
+
+def datasheet_peak(sweeps: pd.DataFrame) -> float:
+    """The datasheet peak (TFLOP/s per device) the latest sweep's experiment gave, NaN if none."""
+    column = "experiment_datasheet_tflops"
+    values = pd.to_numeric(sweeps[column], errors="coerce").dropna() if column in sweeps else []
+    return float(values.iloc[-1]) if len(values) else math.nan
+
+
+def _compute_figures(job_runs: pd.DataFrame, job_ranks: pd.DataFrame, step_mean_ms: float,
+                     datasheet_tflops: float) -> dict:
+    """FLOPs per step and what they come to per second, against the measured and datasheet peaks."""
+    flops = _column(job_runs, "flops_per_step").dropna()
+    peaks = _column(job_ranks, "gemm_peak_flops")
+    source = job_runs["flops_source"].dropna() if "flops_source" in job_runs else pd.Series(dtype=object)
+    method = job_runs["peak_method"].dropna() if "peak_method" in job_runs else pd.Series(dtype=object)
+    tensors = _column(job_runs, "tensors").dropna()
+    per_step = float(flops.iloc[0]) if len(flops) else math.nan
+    achieved = per_step / (step_mean_ms / 1e3) / 1e12 if step_mean_ms else math.nan
+    processes = int(job_ranks.groupby("repeat").size().max()) if len(job_ranks) else 0
+    peak = median(peaks) / 1e12
+    return {"flops_per_step": per_step, "flops_source": source.iloc[0] if len(source) else None,
+            "tensors": float(tensors.iloc[0]) if len(tensors) else math.nan,
+            "achieved_tflops": achieved, "total_tflops": achieved * processes if processes else math.nan,
+            "gemm_peak_tflops": peak, "peak_method": method.iloc[0] if len(method) else None,
+            "compute_efficiency": achieved / peak if peak else math.nan,
+            "mfu": achieved / datasheet_tflops if datasheet_tflops else math.nan}
 
 
 def _rank_figures(job_ranks: pd.DataFrame) -> dict:

@@ -27,13 +27,15 @@ def print_jobs(experiment, machine) -> None:
         table.add_column(col)
     for s in experiment.jobs:
         note = "oversubscribed" if oversubscribed(s, machine) else ""
-        table.add_row(s.key, s.strategy, f"{s.model}-{s.model_size}", str(s.world_size), f"{s.bucket_cap_mb:g}",
+        table.add_row(s.key, s.strategy, s.model_label, str(s.world_size), f"{s.bucket_cap_mb:g}",
                       str(s.per_rank_batch), str(s.threads_per_rank), str(s.steps), str(s.repeats), note)
     table_console().print(table)
 
 
 def print_summary(table) -> None:
     from rich.table import Table
+
+    from ddpbench.analysis.jobs import model_name
 
     if table.empty:
         return
@@ -60,7 +62,7 @@ def print_summary(table) -> None:
         link = (f"{r['emulate_nodes']} x {r['link']}" if r["emulate_nodes"] > 1 else "-",) if nodes else ()
         device = (f"{r['backend']}/{r['device']}",) if devices else ()
         memory = (num(r["gpu_peak_allocated_mb"], ",.0f"),) if gpu else ()  # the fullest GPU's peak
-        out.add_row(strategy, f"{r['model']}-{r['model_size']}", *device, str(r["world_size"]), *link,
+        out.add_row(strategy, model_name(r), *device, str(r["world_size"]), *link,
                     f"{r['bucket_cap_mb']:g}", r["status"], num(r["step_ms_median"], ".2f"), num(r["step_ms_iqr"], ".2f"),
                     num(r["samples_per_s"], ".1f"), num(r["speedup"], ".2f"), num(r["efficiency"], ".0%"),
                     num(comm, ".2f"), num(r.get("sent_mb_per_step_max", float("nan")), ".1f"), *memory,

@@ -14,10 +14,10 @@ import warnings
 from pathlib import Path
 from typing import Sequence
 
-from ddpbench.analysis.summary import summarize
+from ddpbench.analysis.summary import datasheet_peak, summarize
 from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, render_page
-from ddpbench.report.sections import (collectives, diagnosis, gpu, network, noise, overview, projection, scaling,
-                                      strategies)
+from ddpbench.report.sections import (collectives, compute, diagnosis, gpu, network, noise, overview, projection,
+                                      scaling, strategies)
 from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_collectives, load_tables
 
@@ -31,6 +31,8 @@ SECTIONS: tuple[SectionFn, ...] = (
     scaling.serial_fraction_section,
     scaling.breakdown_section,
     scaling.bucket_section,
+    compute.compute_section,
+    compute.data_section,
     gpu.gpu_section,
     strategies.strategies_section,
     strategies.communication_section,
@@ -66,7 +68,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
         elif str(w.message) not in damaged:
             damaged.append(str(w.message))
             warnings.warn(str(w.message), DamagedRecord, stacklevel=2)
-    summary = summarize(steps, runs, ranks)
+    summary = summarize(steps, runs, ranks, datasheet_tflops=datasheet_peak(sweeps))
     out_dir.mkdir(parents=True, exist_ok=True)
     ctx = ReportContext(summary, steps, runs, ranks, sweeps, results_dir, out_dir, collectives, damaged=damaged)
     rendered = [s for s in (fn(ctx) for fn in (SECTIONS if sections is None else sections)) if s is not None]

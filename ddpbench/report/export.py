@@ -61,8 +61,8 @@ from pathlib import Path
 from typing import Any
 
 from ddpbench.analysis import compare
-from ddpbench.analysis.jobs import SPEC_COLUMNS, describe, label_fields, varying
-from ddpbench.analysis.summary import bounded_steps, launch_times, summarize
+from ddpbench.analysis.jobs import SPEC_COLUMNS, describe, label_fields, model_name, varying
+from ddpbench.analysis.summary import bounded_steps, datasheet_peak, launch_times, summarize
 from ddpbench.errors import InputError
 from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.tables import load_collectives, load_folder
@@ -199,7 +199,7 @@ def benchmark_document(folder: str | Path) -> tuple[dict, list[str]]:
         notes.append(f"{len(rows)} collective rows ({collectives['key'].nunique()} launch(es)) not exported: the "
                      "collective micro-benchmarks store only the median, p10 and p90 time per size, not "
                      "per-iteration times, so pytest-benchmark's statistics cannot be computed from them")
-    summary = summarize(steps, runs, ranks)
+    summary = summarize(steps, runs, ranks, datasheet_tflops=datasheet_peak(sweeps))
     fields = label_fields(summary)
     labels = {r["key"]: describe(r, fields, summary) for _, r in summary.iterrows()}
     param_fields = varying(summary)
@@ -269,7 +269,7 @@ def benchmark_document(folder: str | Path) -> tuple[dict, list[str]]:
         }
         stat_dict = {**stats.as_dict(), "data": list(stats.data), "iterations": 1}
         benchmarks.append({
-            "group": f"{r['model']}-{r['model_size']}",
+            "group": model_name(r),
             "name": labels[key],
             "fullname": f"ddpbench::{experiment}::{labels[key]}",
             "params": params,

@@ -86,7 +86,7 @@ code.err { white-space: pre-wrap; word-break: break-word; color: #8b1a1a; displa
 img { max-width: 100%; height: auto; display: block; margin: .8em 0; }
 td.wrong { color: #c62828; font-weight: 700; background: #fdecea !important; }
 details { margin: .4em 0; } details > summary { cursor: pointer; font-weight: 600; padding: .2em 0; }
-details .wrong-note { color: #c62828; font-weight: 600; }
+details .wrong-note, .wrong-note { color: #c62828; font-weight: 600; }
 dl.defs dt { font-weight: 600; float: left; clear: left; width: 11em; } dl.defs dd { margin-left: 11.5em; }
 """
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.jobs import COMM_ONLY_FIELDS, describe, line_fields, ordered
+from ddpbench.analysis.jobs import COMM_ONLY_FIELDS, MODEL_FIELDS, describe, line_fields, ordered
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
           "#bcbd22", "#17becf")
@@ -129,7 +129,7 @@ def world_size_axis(ax, sizes) -> bool:
 def color_fields(table) -> list[str]:
     """What a colour stands for in every figure of this module: what sets a job's baseline
     (model, batch, strategy and comm hook, ...), not its communication settings."""
-    return ["model", "model_size", *(f for f in line_fields(table) if f not in COMM_ONLY_FIELDS
+    return [*MODEL_FIELDS, *(f for f in line_fields(table) if f not in COMM_ONLY_FIELDS
                                      and f != "threads_per_rank")]
 
 

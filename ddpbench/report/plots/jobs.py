@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.jobs import describe, line_fields, ordered
+from ddpbench.analysis.jobs import MODEL_FIELDS, describe, line_fields, ordered
 from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, color_fields, configuration_colors, figure,
                                           flag_handles, groups_of, legend, mark, ok_rows, save)
 
@@ -77,7 +77,7 @@ def step_breakdown(table, path) -> Path | None:
         left += width
     ax.plot(rows["step_ms_mean"].to_numpy(dtype=float), y, linestyle="none", marker="|", markersize=16,
             markeredgewidth=2, color="black", label="mean step, slowest rank (measured)")
-    keys = [tuple(str(r[f]) for f in ["model", "model_size", *config]) for _, r in rows.iterrows()]
+    keys = [tuple(str(r[f]) for f in [*MODEL_FIELDS, *config]) for _, r in rows.iterrows()]
     for position in range(1, len(keys)):
         if keys[position] != keys[position - 1]:
             ax.axhline(position - 0.5, color="0.75", linewidth=0.8)
@@ -99,7 +99,7 @@ def bucket_groups(table) -> dict[tuple, object]:
     rows = rows[rows["world_size"] > 1] if len(rows) else rows
     if rows.empty:
         return {}
-    fields = ["model", "model_size", *(f for f in line_fields(table) if f != "bucket_cap_mb"), "world_size"]
+    fields = [*MODEL_FIELDS, *(f for f in line_fields(table) if f != "bucket_cap_mb"), "world_size"]
     return {key: part.sort_values("bucket_cap_mb") for key, part in groups_of(rows, fields).items()}
 
 

@@ -9,13 +9,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.jobs import describe, line_fields, ordered
+from ddpbench.analysis.jobs import MODEL_FIELDS, describe, line_fields, ordered
 from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, color_fields, dodge, draw_interval, figure,
                                           flag_handles, groups_of, interval_handle, interval_of, legend, mark, ok_rows,
                                           plain_log_y, save, world_size_axis)
 
 #: the throughput plot draws a dotted ideal-scaling line per configuration up to this many
 MAX_IDEAL_LINES = 6
+#: columns whose world-size-1 value a line without its own world-size-1 job borrows from its baseline
+BASELINE_COLUMNS = ("samples_per_s", "efficiency")
 
 
 def scaling_lines(table) -> list[dict]:
@@ -35,7 +37,7 @@ def scaling_lines(table) -> list[dict]:
     colors: dict[tuple, str] = {}
     markers: dict[tuple, str] = {}
     lines = []
-    for part in groups_of(ordered(rows), ["model", "model_size", *fields]).values():
+    for part in groups_of(ordered(rows), [*MODEL_FIELDS, *fields]).values():
         first = part.iloc[0]
         ones = part[part["world_size"] == 1]
         with_speedup = part[np.isfinite(part["speedup"].astype(float)) & (part["speedup"] > 0)]
@@ -83,7 +85,8 @@ def _scaling_plot(table, path, column: str, scale: float, ylabel: str, title: st
         xs = [int(w) for w in part["world_size"]]
         ys = [float(v) * scale for v in part[column]]
         base_y = 100.0 if column == "efficiency" else line["baseline"]
-        if not line["own_baseline"] and math.isfinite(line["baseline"]):
+        borrowed = not line["own_baseline"] and math.isfinite(line["baseline"]) and column in BASELINE_COLUMNS
+        if borrowed:
             xs, ys = [1, *xs], [base_y, *ys]
         keep = [(shift(x, number), y) for x, y in zip(xs, ys) if math.isfinite(y)]
         if not keep:
@@ -92,7 +95,7 @@ def _scaling_plot(table, path, column: str, scale: float, ylabel: str, title: st
                 linestyle=line["dashes"])
         handles.append(Line2D([], [], color=line["color"], linewidth=1.6, linestyle=line["dashes"],
                               marker=line["marker"], label=line["label"]))
-        if not line["own_baseline"] and math.isfinite(line["baseline"]):
+        if borrowed:
             mark(ax, shift(1, number), base_y, line["color"], line["marker"], False, False)
         for _, r in part.iterrows():
             y = float(r[column]) * scale
@@ -183,6 +186,14 @@ def throughput_vs_world_size(table, path) -> Path | None:
     """Global samples/s against world size, with ideal linear scaling dotted. None below 2 sizes."""
     return _scaling_plot(table, path, "samples_per_s", 1.0, "throughput, all ranks (samples/s)",
                          "Throughput vs world size", _ideal_throughput, log_y=True)
+
+
+def flops_vs_world_size(table, path) -> Path | None:
+    """The FLOP/s all ranks reach together against world size. None below 2 sizes or without FLOPs."""
+    if not len(ok_rows(table, "total_tflops")):
+        return None
+    return _scaling_plot(table, path, "total_tflops", 1.0, "achieved compute, all ranks (TFLOP/s)",
+                         "Compute rate vs world size", lambda ax, lines, sizes: [], log_y=True)
 
 
 def efficiency_vs_world_size(table, path) -> Path | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.jobs import describe, line_fields, ordered
+from ddpbench.analysis.jobs import MODEL_FIELDS, describe, line_fields, model_name, ordered
 from ddpbench.report.plots.common import figure, legend, ok_rows, save
 
 OVERSUBSCRIBED_HATCH = "///"
@@ -35,8 +35,8 @@ def config_labels(table):
     if table.empty:
         return pd.Series([], dtype=object)
     fields = sorted(line_fields(table), key=lambda f: f not in ("strategy", "comm_hook"))
-    one_model = len(table[["model", "model_size"]].astype(str).drop_duplicates()) == 1
-    labels = [describe(r, fields, table, model=not one_model) or f"{r['model']}-{r['model_size']}"
+    one_model = len(table[list(MODEL_FIELDS)].astype(str).drop_duplicates()) == 1
+    labels = [describe(r, fields, table, model=not one_model) or model_name(r)
               for _, r in table.iterrows()]
     return pd.Series(labels, index=table.index)
 

@@ -1,0 +1,47 @@
+"""The input pipeline: how long each step waited for its data against how long it took, by the
+number of DataLoader worker processes, one colour per configuration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddpbench.analysis.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, describe, line_fields
+from ddpbench.report.plots.common import COLORS, figure, legend, mark, ok_rows, save
+
+
+def loader_groups(table) -> list:
+    """ok jobs alike in everything but ``loader_workers``, for groups measured with two or more counts."""
+    rows = ok_rows(table, "data_ms")
+    if rows.empty:
+        return []
+    same = [c for c in SPEC_COLUMNS if c not in ("loader_workers", *MEASUREMENT_FIELDS)]
+    groups = rows.groupby([rows[c].astype(str) for c in same], sort=False)
+    return [part.sort_values("loader_workers") for _, part in groups if part["loader_workers"].nunique() > 1]
+
+
+def data_vs_loader_workers(table, path) -> Path | None:
+    """Mean step time (solid) and its data time (dashed) against loader workers. None without a group."""
+    groups = loader_groups(table)
+    if not groups:
+        return None
+    fields = [f for f in line_fields(table) if f != "loader_workers"]
+    fig = figure(8.0, 4.2)
+    ax = fig.add_subplot()
+    for number, part in enumerate(groups):
+        color = COLORS[number % len(COLORS)]
+        workers = [int(w) for w in part["loader_workers"]]
+        label = describe(part.iloc[0], fields, table)
+        ax.plot(workers, part["step_ms_mean"], color=color, linewidth=1.6, label=f"{label}: step")
+        ax.plot(workers, part["data_ms"], color=color, linewidth=1.2, linestyle="--", label=f"{label}: waiting for data")
+        for _, r in part.iterrows():
+            for column in ("step_ms_mean", "data_ms"):
+                mark(ax, int(r["loader_workers"]), float(r[column]), color, "o", bool(r["oversubscribed"]),
+                     bool(r["noisy"]))
+    ax.set_xticks(sorted({int(w) for part in groups for w in part["loader_workers"]}))
+    ax.set_xlabel("DataLoader worker processes per rank (loader_workers)")
+    ax.set_ylabel("time per step (ms, mean of the slowest rank)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.set_title("Step time and data time by loader workers", fontsize="medium")
+    legend(ax)
+    return save(fig, path)
