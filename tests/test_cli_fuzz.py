@@ -44,7 +44,10 @@ class Reached(Exception):
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("fuzz")
+    return make_workdir(tmp_path_factory.mktemp("fuzz"))
+
+
+def make_workdir(root):
     for name, data in FILES.items():
         (root / name).write_bytes(data)
     (root / "folder").mkdir()
@@ -156,7 +159,9 @@ def test_any_command_line_reaches_the_runner_or_gives_one_line_and_exit_2(argv, 
     (["collectives", "--sizes", "64M:1K"], ["sizes"]),
     (["compare", "missing", "folder"], ["missing", "no such folder"]),
 ])
-def test_examples_name_the_file_or_flag_and_key(argv, named, probe, workdir, capsys):
+def test_examples_name_the_file_or_flag_and_key(argv, named, probe, tmp_path, monkeypatch, capsys):
+    # a folder of its own: the fuzz test's output folders (--out "\udcff\udcfe.toml") land in the shared one
+    monkeypatch.chdir(make_workdir(tmp_path))
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
