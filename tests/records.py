@@ -48,10 +48,11 @@ def rank_entry(rank: int, **figures) -> dict:
 
 
 def training_result(spec, steps: list[list], ranks: list[dict], repeat: int = 0, *, params: int = 1000,
-                    grad_bytes: int = 4000, check: dict | None = None, recovery: dict | None = None) -> dict:
+                    grad_bytes: int = 4000, check: dict | None = None, recovery: dict | None = None,
+                    compute: dict | None = None) -> dict:
     """Rank 0's hand-back of a training launch of ``spec``, checked as a launcher checks it."""
     result = schema_training_result(spec.to_dict(), repeat, params=params, grad_bytes=grad_bytes, steps=steps,
-                                    ranks=ranks, check=check, recovery=recovery)
+                                    ranks=ranks, check=check, recovery=recovery, compute=compute)
     validate_result(spec.kind, result, spec.to_dict(), processes=len(ranks))
     return result
 

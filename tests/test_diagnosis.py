@@ -8,7 +8,7 @@ from ddpbench.analysis.diagnosis import diagnose
 
 
 def _row(**kw):
-    base = {"key": "k", "strategy": "ddp", "status": "ok", "model": "mlp", "model_size": "m", "per_rank_batch": 32,
+    base = {"key": "k", "strategy": "ddp", "status": "ok", "model": "mlp", "model_size": "m", "model_args": "", "per_rank_batch": 32,
             "world_size": 2, "bucket_cap_mb": 25.0, "backend": "gloo", "comm_hook": "none", "oversubscribed": False,
             "noisy": False, "step_ms_mean": 100.0, "exposed_comm_ms": 5.0, "exposed_comm_share": 0.05,
             "samples_per_s": 640.0, "speedup": 1.9, "efficiency": 0.95, "efficiency_low": 0.93,

@@ -15,7 +15,7 @@ from records import ResultsFolder, rank_entry, row, training_result
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 BASE_SPEC = {
     "strategy": "ddp", "backend": "gloo", "device": "cpu", "world_size": 1, "bucket_cap_mb": 25.0,
-    "gradient_as_bucket_view": False, "static_graph": False, "model": "mlp", "model_size": "s",
+    "gradient_as_bucket_view": False, "static_graph": False, "model": "mlp", "model_size": "s", "model_args": "",
     "batch_size": 32, "scaling": "weak", "optimizer": "sgd", "warmup_steps": 1, "steps": 8, "repeats": 1,
     "threads_per_rank": 1, "loader_workers": 0, "seed": 0,
 }

@@ -18,8 +18,9 @@ EXPERIMENTS = sorted(p for p in (ROOT / "experiments").glob("*.toml") if p.name 
 
 @pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.name)
 def test_shipped_experiments_expand(path, cpu_machine):
-    # gpu.toml asks for a GPU (refused without one: tests/test_gpu.py)
-    exp = load_experiment(path, Machine(cores=16, cuda_devices=1) if path.name == "gpu.toml" else cpu_machine)
+    # gpu.toml and gpu-models.toml ask for a GPU (refused without one: tests/test_gpu.py)
+    gpu = path.name.startswith("gpu")
+    exp = load_experiment(path, Machine(cores=16, cuda_devices=1) if gpu else cpu_machine)
     assert exp.jobs, path
     assert len({j.key for j in exp.jobs}) == len(exp.jobs)
     for job in exp.jobs:

@@ -148,7 +148,7 @@ def _data(summary):
     ok = _ok(summary)
     if ok.empty or "data_share" not in ok:
         return out
-    same = [c for c in SPEC_COLUMNS if c not in ("loader_workers", *MEASUREMENT_FIELDS)]
+    same = [c for c in SPEC_COLUMNS if c in ok.columns and c not in ("loader_workers", *MEASUREMENT_FIELDS)]
     for _, group in ok.groupby(_per_row(lambda r: tuple(str(r[c]) for c in same), ok), sort=False):
         group = group.sort_values("loader_workers")
         last = group.iloc[-1]

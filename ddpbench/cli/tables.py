@@ -4,6 +4,7 @@ comparison of two folders (rich tables; a pipe gets full-width rows)."""
 from __future__ import annotations
 
 from ddpbench.experiment.machine import oversubscribed
+from ddpbench.experiment.spec import FIELDS
 
 
 def table_console():
@@ -22,13 +23,20 @@ def num(value, fmt: str) -> str:
 def print_jobs(experiment, machine) -> None:
     from rich.table import Table
 
+    shown = ("strategy", "model", "model_size", "model_args", "world_size", "bucket_cap_mb", "batch_size",
+             "threads_per_rank", "steps", "repeats")
+    # the other fields whose value differs between jobs: without them two rows would read alike
+    others = [name for name in FIELDS if name not in shown
+              and len({str(getattr(s, name)) for s in experiment.jobs}) > 1]
     table = Table(title=f"{experiment.name}: {len(experiment.jobs)} jobs ({experiment.source})")
-    for col in ("key", "strategy", "model", "ws", "bucket MB", "batch/rank", "threads", "steps", "repeats", "note"):
+    for col in ("key", "strategy", "model", "ws", "bucket MB", "batch/rank", "threads", "steps", "repeats",
+                *(["also"] if others else []), "note"):
         table.add_column(col)
     for s in experiment.jobs:
         note = "oversubscribed" if oversubscribed(s, machine) else ""
+        also = (" ".join(f"{name}={getattr(s, name)}" for name in others),) if others else ()
         table.add_row(s.key, s.strategy, s.model_label, str(s.world_size), f"{s.bucket_cap_mb:g}",
-                      str(s.per_rank_batch), str(s.threads_per_rank), str(s.steps), str(s.repeats), note)
+                      str(s.per_rank_batch), str(s.threads_per_rank), str(s.steps), str(s.repeats), *also, note)
     table_console().print(table)
 
 

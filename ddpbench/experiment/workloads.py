@@ -9,18 +9,19 @@ from __future__ import annotations
 from ddpbench.errors import InputError
 from ddpbench.experiment.overrides import flag_name
 from ddpbench.workloads.catalog import ProbeFailed, facts, probe
+from ddpbench.workloads.registry import PRESETS
 
 
 def check_workloads(jobs, source: str) -> None:
     """One line naming the key (``model`` or ``model_args``) for the first job whose workload does
-    not build, or whose dataset holds less than one global batch."""
+    not build, or whose dataset holds less than one global batch (a preset's is made to fit)."""
     probe(jobs)
     for spec in jobs:
         try:
             found = facts(spec)
         except ProbeFailed as err:
             raise InputError(source, _key(err.key, source), f"{spec.model_label}: {err}") from None
-        if found.samples < spec.per_rank_batch * spec.world_size:
+        if spec.model not in PRESETS and found.samples < spec.per_rank_batch * spec.world_size:
             raise InputError(source, _key("batch_size", source), f"{spec.model_label}'s dataset holds {found.samples} samples, less "
                              f"than one global batch of {spec.per_rank_batch * spec.world_size} at world_size "
                              f"{spec.world_size}")

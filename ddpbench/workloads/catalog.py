@@ -21,6 +21,7 @@ class Facts:
     params: int
     grad_bytes: int
     tensors: int
+    #: the dataset's length (a preset's: the first job's; it is made to fit each job)
     samples: int
     #: why its training is not reproducible (then the equivalence check is skipped); "" if it is
     nondeterministic: str = ""
