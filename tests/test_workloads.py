@@ -90,7 +90,7 @@ def test_model_args_are_canonical_json_so_key_order_does_not_change_a_jobs_key()
 
 
 @pytest.mark.parametrize("bad", [{"nested": {"a": 1}}, {"not an identifier": 1}, {"x": float("nan")},
-                                 {"x": [1, None]}, "{not json", [1, 2], 16])
+                                 {"x": [1, None]}, {"x": float("inf")}, "{not json", [1, 2], 16])
 def test_model_args_refuses_what_is_not_a_table_of_scalars(bad):
     with pytest.raises(ValueError):
         check_model_args(bad)
@@ -176,8 +176,10 @@ def _error_of(model: str, model_args: str = "") -> WorkloadError:
     ("example_workload.bench:no_such_factory", "", "model", ["'example_workload.bench' has no 'no_such_factory'"]),
     ("example_workload.bench:TwoTower.nope", "", "model", ["'example_workload.bench' has no 'TwoTower.nope'"]),
     (MAKE, '{"bogus": 1}', "model_args", ["make(bogus=1) raised TypeError", "unexpected keyword argument 'bogus'"]),
+    # a TypeError inside the factory is the factory's own bug, not its arguments'
+    ("example_workload.bench:type_error_inside", "", "model", ["type_error_inside() raised TypeError"]),
 ], ids=["returns_a_module", "raises", "loss_not_scalar", "missing_module", "missing_attribute",
-        "missing_attribute_path", "unknown_argument"])
+        "missing_attribute_path", "unknown_argument", "type_error_inside"])
 def test_workload_errors_are_one_line_naming_what_is_wrong(monkeypatch, model, model_args, key, words):
     monkeypatch.syspath_prepend(str(TESTS))
     err = _error_of(model, model_args)
@@ -196,12 +198,6 @@ def test_few_samples_builds_but_holds_less_than_a_batch(monkeypatch):
     assert len(workload.dataset) == 6
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ddpbench/workloads/data.py disk_key(): the readable part of the cache key is the model label with "
-    "characters other than str.isalnum() / '-' / '_' replaced, but ddpbench/workloads/disk.py check_key() "
-    "allows only ASCII [A-Za-z0-9] first and ASCII letters after; FACTORY_PATH accepts a module named "
-    "'_private' (leading underscore) or with a non-ASCII letter ('modé'), so make_loader() of such a factory's "
-    "data = 'disk' job raises ValueError 'data cache key ... is not a plain directory name' in the rank"))
 @pytest.mark.parametrize("model", ["_private.bench:make", "mod\u00e9.bench:make"], ids=["underscore", "non_ascii"])
 def test_disk_data_of_any_valid_factory_name_gets_a_valid_cache_key(monkeypatch, tmp_path, model):
     """Every name FACTORY_PATH accepts must be able to train on data = "disk": the loader (as the
@@ -217,11 +213,6 @@ def test_disk_data_of_any_valid_factory_name_gets_a_valid_cache_key(monkeypatch,
     assert len(list((tmp_path / "cache").glob("*/READY"))) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ddpbench/experiment/spec.py model_args field: its help and error text say 'a table ... such as "
-    "{ hidden = 256 }' (TOML), but `run --model-args` hands the text to registry.check_model_args(), which "
-    "parses JSON only, so `--model-args '{ hidden = 256 }'` is refused with a message that suggests exactly "
-    "that value"))
 def test_the_model_args_flag_accepts_the_example_its_error_gives():
     import re
 

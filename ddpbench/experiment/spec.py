@@ -84,7 +84,7 @@ class JobSpec:
     # added with workloads (issue 18)
     model_args: str = _field("", "keyword arguments of the model's factory, a table such as { hidden = 256 }",
                              convert=check_model_args, allowed="a table of keyword arguments (strings, numbers, "
-                             "booleans or lists of them), such as { hidden = 256 }")
+                             'booleans or lists of them), such as { hidden = 256 } or, as JSON, {"hidden": 256}')
     data: str = _field("memory", "where samples come from: memory (the dataset as built), or disk (written once "
                        "as files, then read and decoded per sample)", choices=("memory", "disk"))
 

@@ -37,7 +37,8 @@ def build_workload(spec) -> Workload:
         workload = factory(**args)
     except Exception as err:  # noqa: BLE001 - the user's factory: any failure is reported as one line
         text = str(err).strip().splitlines()
-        key = "model_args" if isinstance(err, TypeError) and "argument" in str(err) else "model"
+        # a TypeError raised by the call itself (no frame of the factory's): the arguments do not fit it
+        key = "model_args" if isinstance(err, TypeError) and err.__traceback__.tb_next is None else "model"
         raise WorkloadError(f"{target}({_args_text(args)}) raised {type(err).__name__}"
                             + (f": {text[0]}" if text else ""), key) from err
     check_workload(workload, target)

@@ -98,8 +98,8 @@ def disk_key(spec) -> str:
     sample count (a readable name, then a hash of what makes the samples)."""
     what = [spec.model, spec.model_size, spec.model_args, spec.seed, samples_needed(spec)]
     digest = hashlib.sha1(repr(what).encode()).hexdigest()[:12]
-    name = "".join(c if c.isalnum() or c in "-_" else "-" for c in spec.model_label)[:40]
-    return f"{name}-seed{spec.seed}-{digest}"
+    name = "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "-" for c in spec.model_label)[:40]
+    return f"w{name}-seed{spec.seed}-{digest}" if not name[:1].isalnum() else f"{name}-seed{spec.seed}-{digest}"
 
 
 def to_device(value, device, non_blocking: bool = False):

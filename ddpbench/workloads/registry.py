@@ -15,6 +15,7 @@ called with the job's ``model_args`` (on top of the name's own defaults).
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -96,19 +97,34 @@ def check_model_args(value) -> str:
     canonical JSON text: the job's identity must not depend on the order keys were written in.
     Values are strings, numbers, booleans or lists of them. ValueError if bad."""
     if isinstance(value, str):
-        if value in ("", "{}"):
+        if value.strip() in ("", "{}"):
             return ""
-        try:
-            value = json.loads(value)
-        except ValueError:
-            raise ValueError(value) from None
+        value = _parse_table(value)
     if not isinstance(value, dict) or not all(isinstance(k, str) and k.isidentifier() for k in value):
         raise ValueError(value)
     for item in value.values():
         items = item if isinstance(item, list) else [item]
-        if not all(isinstance(i, ARG_SCALARS) for i in items) or any(isinstance(i, float) and i != i for i in items):
+        if not all(isinstance(i, ARG_SCALARS) for i in items) or any(isinstance(i, float) and not math.isfinite(i)
+                                                                      for i in items):
             raise ValueError(value)
     return json.dumps(value, sort_keys=True, separators=(",", ":")) if value else ""
+
+
+def _parse_table(text: str) -> dict:
+    """A table as JSON text (``{"hidden": 256}``, as stored) or as a TOML inline table
+    (``{ hidden = 256 }``, as written in an experiment); ValueError if it is neither."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        return tomllib.loads(f"table = {text}")["table"]
+    except (tomllib.TOMLDecodeError, KeyError):
+        raise ValueError(text) from None
 
 
 def model_arguments(model: str, model_args: str) -> dict:

@@ -60,6 +60,10 @@ def raises():
     raise RuntimeError("the feature store is not reachable from here")
 
 
+def type_error_inside() -> Workload:
+    return make(dim="64")  # a bug in the user's code: nn.Linear gets a string
+
+
 def loss_not_scalar() -> Workload:
     workload = make()
     workload.loss = nn.BCEWithLogitsLoss(reduction="none")
