@@ -28,19 +28,22 @@ def compute_section(ctx: ReportContext) -> Section | None:
         return None
     jobs = summary[summary["flops_per_step"].notna()]
     datasheet = datasheet_peak(ctx.sweeps) if ctx.sweeps is not None else math.nan
-    fields = [f for f in line_fields(summary) if f not in HOW_MEASURED or f == "loader_workers"]
-    header = ["job", "params", "tensors", "GFLOP / step", "GFLOP / sample", "TFLOP/s per process",
-              "TFLOP/s, all", "GEMM peak (TFLOP/s)", "of GEMM peak", *(["MFU"] if datasheet == datasheet else [])]
+    fields = [f for f in line_fields(summary) if f not in HOW_MEASURED or f in ("loader_workers", "bucket_cap_mb")]
+    fields = [f for f in fields if f != "world_size"]
+    # a CPU's rates read better in GFLOP/s
+    unit, scale = ("TFLOP/s", 1.0) if (jobs["total_tflops"] >= 1).any() else ("GFLOP/s", 1e3)
+    header = ["job", "ws", "params", "tensors", "GFLOP / step", "GFLOP / sample", f"{unit} per process",
+              f"{unit}, all", f"GEMM peak ({unit})", "of GEMM peak", *(["MFU"] if datasheet == datasheet else [])]
     rows = []
     for _, r in jobs.iterrows():
-        per_sample = r["flops_per_step"] / (r["global_batch"] / r["world_size"]) if r["world_size"] else math.nan
-        if r["strategy"] == "dp":  # one process computes the whole global batch
-            per_sample = r["flops_per_step"] / r["global_batch"]
-        rows.append([esc(describe(r, fields, summary)), num(r["params"], ",.0f"), num(r["tensors"], ".0f"),
-                     num(r["flops_per_step"] / 1e9, ",.1f") + ("" if r["flops_source"] == "counted" else "*"),
-                     num(per_sample / 1e9, ",.2f"), num(r["achieved_tflops"], ".3g"), num(r["total_tflops"], ".3g"),
-                     num(r["gemm_peak_tflops"], ".3g"), _pct_or_wrong(r["compute_efficiency"]),
-                     *([_pct_or_wrong(r["mfu"])] if datasheet == datasheet else [])])
+        processes = 1 if r["strategy"] == "dp" else r["world_size"]  # one DataParallel process takes it all
+        per_sample = r["flops_per_step"] / (r["global_batch"] / processes)
+        rows.append([esc(describe(r, fields, summary)), num(r["world_size"], ".0f"), num(r["params"], ",.0f"),
+                     num(r["tensors"], ".0f"),
+                     num(r["flops_per_step"] / 1e9, ",.3g") + ("" if r["flops_source"] == "counted" else "*"),
+                     num(per_sample / 1e9, ",.3g"), num(r["achieved_tflops"] * scale, ".3g"),
+                     num(r["total_tflops"] * scale, ".3g"), num(r["gemm_peak_tflops"] * scale, ".3g"),
+                     _pct_or_wrong(r["compute_efficiency"]), *([_pct_or_wrong(r["mfu"])] if datasheet == datasheet else [])])
     methods = sorted(set(jobs["peak_method"].dropna()))
     given = [m for m in jobs["flops_source"].dropna().unique() if m != "counted"]
     text = ('<p class="what">What each job computes and how fast: FLOPs per optimizer step of one process '
@@ -78,11 +81,15 @@ def data_section(ctx: ReportContext) -> Section | None:
     ok = summary[(summary["status"] == "ok") & summary["data_share"].notna()]
     if ok.empty or not ((ok["data"] == "disk").any() or ok["loader_workers"].nunique() > 1):
         return None
-    fields = [f for f in line_fields(summary) if f not in HOW_MEASURED and f != "data"]
-    header = ["job", "data", "loader workers", "step (ms)", "waiting for data (ms)", "share of the step"]
+    # the jobs this section is about: data from files, a data-bound job, or a loader_workers sweep
+    swept = {key for part in data_plots.loader_groups(summary) for key in part["key"]}
+    ok = ok[(ok["data"] == "disk") | (ok["data_share"] >= DATA_BOUND_SHARE) | ok["key"].isin(swept)]
+    fields = [f for f in line_fields(summary) if f not in HOW_MEASURED and f not in ("data", "world_size")]
+    header = ["job", "ws", "data", "loader workers", "step (ms)", "waiting for data (ms)", "share of the step"]
     rows, classes = [], []
     for _, r in ok.iterrows():
-        rows.append([esc(describe(r, fields, summary)), esc(r["data"]), num(r["loader_workers"], ".0f"),
+        rows.append([esc(describe(r, fields, summary)), num(r["world_size"], ".0f"), esc(r["data"]),
+                     num(r["loader_workers"], ".0f"),
                      num(r["step_ms_mean"], ".1f"), num(r["data_ms"], ".1f"), num(100 * r["data_share"], ".0f", " %")])
         classes.append("bad" if r["data_share"] >= DATA_BOUND_SHARE else "")
     text = ('<p class="what">How long each step waited for its next batch (data time, the mean over measured '
@@ -92,5 +99,5 @@ def data_section(ctx: ReportContext) -> Section | None:
             "written once as files (images as JPEG) and read and decoded per sample by the DataLoader, in "
             "<code>loader_workers</code> worker processes per rank, or in the training process with 0.</p>")
     path = data_plots.data_vs_loader_workers(summary, ctx.image("data.png"))
-    return Section("Data loading", text + html_table(header, rows, row_classes=classes, numeric={2, 3, 4, 5}),
+    return Section("Data loading", text + html_table(header, rows, row_classes=classes, numeric={1, 3, 4, 5, 6}),
                    (path,) if path is not None else ())
