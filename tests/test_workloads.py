@@ -260,6 +260,21 @@ def test_the_cli_refuses_a_bad_workload_in_one_line_before_anything_runs(tmp_pat
     assert not rank_processes(str(out))
 
 
+@pytest.mark.slow
+def test_a_reference_model_without_its_extra_names_the_extra(tmp_path):
+    """bert-mini where transformers is not installed (a module on PYTHONPATH that is not there):
+    one line naming the extra to install, exit 2."""
+    (tmp_path / "fake").mkdir()
+    (tmp_path / "fake" / "transformers.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'transformers'\", name='transformers')\n")
+    exp = write_experiment(tmp_path / "bert.toml", '[defaults]\nmodel = "bert-mini"\n')
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "fake")}
+    proc = run_cli("sweep", exp, "--out", tmp_path / "out", "--dry-run", env=env, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (f"error: {exp}: model: bert-mini: bert-mini needs the optional extra 'hf': "
+                                   "pip install 'ddpbench[hf]' (in a checkout: pip install -e '.[hf]')")
+
+
 # ---------------------------------------------------------------------------------------------
 # slow: one real sweep of the factory, and what reads its results
 # ---------------------------------------------------------------------------------------------

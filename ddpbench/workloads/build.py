@@ -35,6 +35,14 @@ def build_workload(spec) -> Workload:
     target = entry(spec.model).target
     try:
         workload = factory(**args)
+    except ImportError as err:
+        extra = entry(spec.model).extra
+        # the reference factories' word for a missing extra (a broken install carries its cause)
+        if extra and "optional extra" in str(err) and err.__cause__ is None:
+            raise WorkloadError(f"{spec.model} needs the optional extra '{extra}': pip install 'ddpbench[{extra}]' "
+                                f"(in a checkout: pip install -e '.[{extra}]')") from err
+        cause = f" ({err.__cause__})" if err.__cause__ is not None else ""
+        raise WorkloadError(f"{target}({_args_text(args)}) raised ImportError: {err}{cause}") from err
     except Exception as err:  # noqa: BLE001 - the user's factory: any failure is reported as one line
         text = str(err).strip().splitlines()
         # a TypeError raised by the call itself (no frame of the factory's): the arguments do not fit it
