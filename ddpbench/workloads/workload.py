@@ -34,7 +34,8 @@ class Workload:
     * ``loss`` -- ``loss(model_output, target)`` -> a scalar tensor, the mean over the batch (so
       that averaging the ranks' gradients gives the global batch's gradient).
     * ``collate_fn`` -- the DataLoader's, when default collation does not fit your samples.
-    * ``name`` -- how reports name it (default: the name it was asked for).
+    * ``name`` -- what it is, stored with every launch's results (``compute.workload``); tables and
+      figures name a job by the model name and ``model_args`` it was asked for, which identify it.
     * ``flops_per_sample`` -- training FLOPs (forward + backward) of one sample, when PyTorch's
       counter cannot see them (custom kernels); by default the rank counts them once.
     * ``nondeterministic`` -- why training it is not reproducible or not equal to single-process
