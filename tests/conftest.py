@@ -27,6 +27,15 @@ def run_cli(*args, cwd=None, timeout=300, env=None, **kw):
                           capture_output=True, text=True, timeout=timeout, **kw)
 
 
+def as_from_a_terminal() -> None:
+    """``preexec_fn`` of a sweep a test interrupts with SIGINT: Ctrl-C at its default, as a terminal
+    starts a command. A shell without job control (``cmd &``, ``nohup``, as a CI runner may start
+    the suite) starts its children with SIGINT ignored, and Python keeps it ignored."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def write_experiment(path: Path, body: str) -> Path:
     path.write_text(textwrap.dedent(body))
     return path

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import ddpbench
-from conftest import TINY_DEFAULTS, rank_processes, run_cli, write_experiment
+from conftest import TINY_DEFAULTS, as_from_a_terminal, rank_processes, run_cli, write_experiment
 from ddpbench.experiment.links import rate_bits
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.launch.emulate import EmulatedNetwork, emulation_problem, netem_problem, remove_stale, shaping
@@ -158,7 +158,8 @@ def test_ctrl_c_mid_launch_tears_the_emulated_nodes_down(tmp_path):
     exp = experiment(tmp_path, 'emulate_nodes = [2]\nlink = ["100mbit"]\nsteps = [400]\n')
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 60
     while not list((out / ".work").glob("*/progress.rank1")) and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -9,7 +9,7 @@ import time
 import pytest
 
 import ddpbench
-from conftest import ROOT, TINY, rank_processes, run_cli, write_experiment
+from conftest import ROOT, TINY, as_from_a_terminal, rank_processes, run_cli, write_experiment
 from ddpbench.results.tables import load_tables
 
 pytestmark = pytest.mark.slow
@@ -128,7 +128,8 @@ def test_interrupted_sweep_keeps_results_and_resume_equals_an_uninterrupted_one(
     exp = write_experiment(tmp_path / "tiny.toml", LONGER)
     out = tmp_path / "out"
     sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
-                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=as_from_a_terminal)
     try:
         _wait_for_runs(out / "results.jsonl", 1)
         time.sleep(1.5)  # let the next launch get going, so a job is in flight
