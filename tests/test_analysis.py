@@ -184,6 +184,10 @@ def test_confidence_intervals_over_launches():
     # the same folder gives the same interval: the bootstrap is seeded
     again = _summary(one, two).set_index("world_size")
     assert again.loc[2, "speedup_low"] == table.loc[2, "speedup_low"]
+    # world size 1 is its own baseline: a speedup of 1 by definition, with no interval against itself
+    assert table.loc[1, "speedup"] == 1.0
+    assert math.isnan(table.loc[1, "speedup_low"]) and math.isnan(table.loc[1, "efficiency_high"])
+    assert table.loc[1, "samples_per_s_low"] < table.loc[1, "samples_per_s"]  # its throughput keeps its own
 
 
 def test_one_launch_has_no_interval():

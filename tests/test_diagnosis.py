@@ -60,6 +60,14 @@ def test_straggler_oversubscription_noise_and_failures():
     assert findings[0].kind == "failed"  # most important first
 
 
+def test_straggler_sentences_name_what_tells_their_jobs_apart():
+    rows = [_row(key="a", bucket_cap_mb=1.0, straggler_ranks=[1], straggler_pct=23.4),
+            _row(key="b", bucket_cap_mb=25.0, straggler_ranks=[1], straggler_pct=23.4)]
+    texts = [f.text for f in diagnose(pd.DataFrame(rows)) if f.kind == "straggler"]
+    assert len(texts) == 2 and texts[0] != texts[1]
+    assert "(bucket 1 MB)" in texts[0] and "(bucket 25 MB)" in texts[1]
+
+
 def test_serial_fraction_trend_needs_two_world_sizes():
     rows = [_row(key="a", world_size=2, serial_fraction=0.10), _row(key="b", world_size=4, serial_fraction=0.30)]
     (f,) = _kinds(rows, "trend")

@@ -115,6 +115,32 @@ def test_failures_are_recorded_and_the_sweep_goes_on(experiment, cpu_machine, tm
     assert jobs.loc[4, "status"] == "ok"
 
 
+def test_retry_failed_runs_failed_launches_again_and_their_new_record_counts(experiment, cpu_machine, tmp_path):
+    bad = experiment.jobs[1].key
+    run_sweep(experiment, tmp_path, launcher=FakeLauncher(fail_keys={bad}), machine=cpu_machine, env=ENV)
+    # a plain resume keeps the failure: it is a result
+    again = FakeLauncher()
+    run_sweep(experiment, tmp_path, resume=True, launcher=again, machine=cpu_machine, env=ENV)
+    assert again.calls == []
+    retry = FakeLauncher()
+    summary = run_sweep(experiment, tmp_path, resume=True, retry_failed=True, launcher=retry, machine=cpu_machine,
+                        env=ENV)
+    repeats = experiment.jobs[1].repeats
+    assert retry.calls == [(bad, r) for r in range(repeats)] and summary.planned == repeats
+    _, runs, _, _ = load_tables(tmp_path)
+    # the latest record of each launch: one per (job, repeat)
+    assert len(runs) == sum(j.repeats for j in experiment.jobs) and set(runs["status"]) == {"ok"}
+    table = ddpbench.summarize(ddpbench.load(tmp_path))
+    assert set(table["status"]) == {"ok"}
+
+
+def test_retry_failed_without_resume_is_refused(capsys):
+    from ddpbench.cli import main
+
+    assert main(["sweep", "--retry-failed", "--dry-run"]) == 2
+    assert "--retry-failed: runs failed launches of stored results again: give --resume" in capsys.readouterr().err
+
+
 def test_strategy_skip_is_recorded_without_launching(experiment, cpu_machine, tmp_path, monkeypatch):
     monkeypatch.setattr(DDPStrategy, "skip_reason",
                         classmethod(lambda cls, spec, machine: "needs 4 GPUs" if spec.world_size == 4 else None))

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import stats
-from ddpbench.analysis.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, fair_jobs, model_name
+from ddpbench.analysis.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, bucket_settings, caps_text, describe, fair_jobs,
+                                   label_fields, model_name)
 from ddpbench.analysis.summary import launch_times
 
 COMM_BOUND_SHARE = 0.25  # exposed communication above this share of the step: communication-bound
@@ -192,7 +193,9 @@ def _peaks(summary):
 
 
 def _buckets(summary):
-    """Best bucket size per configuration and world size, against the default 25 MB (or the worst)."""
+    """Bucket sizes judged by the buckets DDP actually made: caps that gave the same layout are one
+    setting (their spread is the noise floor of the measurements), and the best setting is compared
+    with the default 25 MB's (or the worst) only when the two made different buckets."""
     out = []
     ok = _ok(summary)
     ddp = ok[(ok["strategy"] == "ddp") & (ok["world_size"] > 1)]
@@ -202,17 +205,26 @@ def _buckets(summary):
     for _, group in ddp.groupby(keys, sort=False, dropna=False):
         if group["bucket_cap_mb"].nunique() < 2:
             continue
-        group = group.sort_values("step_ms_mean")
-        best = group.iloc[0]
-        default = group[group["bucket_cap_mb"] == DEFAULT_BUCKET_MB]
-        other = default.iloc[0] if len(default) and default.iloc[0]["key"] != best["key"] else group.iloc[-1]
-        if other["key"] == best["key"]:
+        where = f"{_config(group.iloc[0])} at world size {int(group.iloc[0]['world_size'])}"
+        settings = bucket_settings(group)
+        for same in settings:
+            if len(same) > 1:
+                out.append(_same_buckets(same, where))
+        if len(settings) < 2:
             continue
-        name = "the default 25 MB" if other["bucket_cap_mb"] == DEFAULT_BUCKET_MB else f"{other['bucket_cap_mb']:g} MB"
-        gain = 1 - best["step_ms_mean"] / other["step_ms_mean"]
-        low, high = stats.ratio_ci(launch_times(best), launch_times(other))
+        figures = sorted(((float(part["step_ms_mean"].mean()), part) for part in settings), key=lambda f: f[0])
+        best_ms, best = figures[0]
+        default = [f for f in figures if (f[1]["bucket_cap_mb"] == DEFAULT_BUCKET_MB).any()]
+        other_ms, other = default[0] if default and default[0][1] is not best else figures[-1]
+        if other is best:
+            continue
+        other_caps = list(other["bucket_cap_mb"])
+        name = ("the default 25 MB" if other_caps == [DEFAULT_BUCKET_MB] else
+                f"{caps_text(other_caps)}" + (" (the default's buckets)" if DEFAULT_BUCKET_MB in other_caps else ""))
+        gain = 1 - best_ms / other_ms
+        low, high = stats.ratio_ci([t for _, r in best.iterrows() for t in launch_times(r)],
+                                   [t for _, r in other.iterrows() for t in launch_times(r)])
         sig = stats.significant(low, high)
-        where = f"{_config(best)} at world size {int(best['world_size'])}"
         if sig is None:
             tail = ("; each job ran in one launch, so there is no interval: with repeats >= 3 the report can "
                     "say whether the difference is real")
@@ -222,8 +234,20 @@ def _buckets(summary):
             tail = (f", but that is not significant: the 95 % interval of the gain, {_pct(1 - high, 1)} to "
                     f"{_pct(1 - low, 1)}, includes 0; any of these bucket sizes will do")
         out.append(Finding("bucket", "info", f"Best gradient bucket size for DDP with {where}: "
-                           f"{best['bucket_cap_mb']:g} MB, {_pct(gain, 1)} faster per step than {name}{tail}."))
+                           f"{caps_text(best['bucket_cap_mb'])}, {_pct(gain, 1)} faster per step than {name}{tail}."))
     return out
+
+
+def _same_buckets(same: pd.DataFrame, where: str) -> Finding:
+    """Caps that gave DDP the same buckets: one setting, whose spread is a measured noise floor."""
+    layout = same.iloc[0]["bucket_layout"]
+    sizes = ", ".join(f"{b / 1e6:.1f}" for b in list(layout)[:6]) + (", ..." if len(layout) > 6 else "")
+    steps = same["step_ms_mean"].astype(float)
+    spread = float(steps.max() / steps.min() - 1) if steps.min() > 0 else math.nan
+    return Finding("bucket", "info", f"Bucket caps {caps_text(same['bucket_cap_mb'])} gave DDP with {where} the same "
+                   f"{len(layout)} bucket(s) ([{sizes}] MB): one setting, measured {len(same)} times. Their mean "
+                   f"steps ({steps.min():.1f} to {steps.max():.1f} ms) differ by {_pct(spread)}: the noise floor of "
+                   "these measurements, not an effect of the cap.")
 
 
 def _master(summary):
@@ -270,7 +294,11 @@ def _stragglers(summary):
                if str(row["strategy"]).startswith("master") and list(ranks) == [0] else
                " The other ranks wait for it at every synchronisation: look for a busier core, a slower device "
                "or uneven data.")
-        out.append(Finding("straggler", "warn", f"Rank {who} of {_strategy(row)} with {_config(row)} at world "
+        # every setting that tells this job from the others, so two jobs never read alike
+        settings = describe(row, [f for f in label_fields(summary) if f not in ("world_size", "strategy", "comm_hook")],
+                            summary, model=False)
+        settings = f" ({settings})" if settings else ""
+        out.append(Finding("straggler", "warn", f"Rank {who} of {_strategy(row)} with {_config(row)}{settings} at world "
                            f"size {int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower than the "
                            f"other ranks in most steps.{why}"))
     return out

@@ -42,6 +42,26 @@ def exact_key(row) -> tuple:
     return tuple(row[c] for c in SPEC_COLUMNS if c not in ("world_size", *MEASUREMENT_FIELDS))
 
 
+def bucket_settings(group: pd.DataFrame) -> list[pd.DataFrame]:
+    """Jobs alike in all but their bucket cap, split into settings by the buckets DDP actually made:
+    caps that gave the same layout are one setting measured more than once. A job without a
+    recorded layout is a setting of its own. Settings come in order of their smallest cap."""
+    if "bucket_layout" not in group.columns:
+        return [part for _, part in group.groupby("bucket_cap_mb", sort=True)]
+    parts: dict = {}
+    for index, row in group.sort_values("bucket_cap_mb").iterrows():
+        layout = row["bucket_layout"]
+        key = tuple(layout) if isinstance(layout, (tuple, list)) and len(layout) else ("cap", row["bucket_cap_mb"])
+        parts.setdefault(key, []).append(index)
+    return [group.loc[indexes] for indexes in parts.values()]
+
+
+def caps_text(caps) -> str:
+    """``1 MB``, ``1 and 5 MB``, ``0.1, 0.5 and 1 MB``."""
+    caps = [f"{float(c):g}" for c in caps]
+    return (", ".join(caps[:-1]) + " and " + caps[-1] if len(caps) > 1 else caps[0]) + " MB"
+
+
 def fair_jobs(frame: pd.DataFrame) -> pd.DataFrame:
     """The jobs whose ranks each had their cores, or all of them when none did: oversubscribed
     jobs time contention for cores, so analyses that can do without them leave them out."""

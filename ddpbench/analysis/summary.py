@@ -211,7 +211,7 @@ def _rank_figures(job_ranks: pd.DataFrame) -> dict:
         return {"peak_rss_mb": math.nan, "ddp_comm_ms": math.nan, "overlap_pct": math.nan,
                 "allreduce_bytes_per_step": math.nan, "buckets": math.nan, "sent_mb_per_step_max": math.nan,
                 "recv_mb_per_step_max": math.nan, "sent_mb_per_step_median": math.nan, "traffic_source": None,
-                "optimizer_state_mb": math.nan, **_gpu_figures(job_ranks)}
+                "optimizer_state_mb": math.nan, "bucket_layout": None, **_gpu_figures(job_ranks)}
     comm = median(_column(job_ranks, "ddp_backward_comm_ms"))
     overlap = median(_column(job_ranks, "ddp_backward_compute_comm_overlap_ms"))
     buckets = job_ranks["bucket_bytes"].dropna()
@@ -223,6 +223,9 @@ def _rank_figures(job_ranks: pd.DataFrame) -> dict:
         "overlap_pct": 100.0 * overlap / comm if comm and not math.isnan(comm) else math.nan,
         "allreduce_bytes_per_step": median(_column(job_ranks, "allreduce_bytes_per_step")),
         "buckets": float(len(buckets.iloc[0])) if len(buckets) and isinstance(buckets.iloc[0], list) else math.nan,
+        # the buckets DDP made (bytes each, in its order): jobs with the same layout are one setting
+        "bucket_layout": tuple(int(b) for b in buckets.iloc[0]) if len(buckets) and isinstance(buckets.iloc[0], list)
+        else None,
         **_gpu_figures(job_ranks),
     }
 
@@ -274,6 +277,8 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
         table.at[index, "speedup"] = speedup
         table.at[index, "efficiency"] = speedup / p
         table.at[index, "serial_fraction"] = karp_flatt(speedup, p)
+        if r["key"] in {b["key"] for b in bases}:
+            continue  # its own baseline: 1 by definition, no interval against itself
         # speedup = (G / mean(job steps)) / (g / mean(base steps)) = (G / g) * mean(base) / mean(job)
         base_launches = [t for b in bases for t in launch_times(b)]
         low, high = stats.ratio_ci(base_launches, launch_times(r))

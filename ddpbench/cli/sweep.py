@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.cli.sweeping import SweepOptions, add_launcher_flags, launcher_options, run_and_report
+from ddpbench.errors import InputError
 from ddpbench.experiment.load import load_experiment
 from ddpbench.experiment.overrides import with_emulation, with_timeout
 
@@ -18,6 +19,9 @@ def add_parser(sub) -> None:
                    help=f"experiment TOML file (default: {DEFAULT_EXPERIMENT})")
     p.add_argument("--out", type=Path, help="output folder (default: reports/<experiment name>/)")
     p.add_argument("--resume", action="store_true", help="keep stored results and run only the missing launches")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="with --resume: also run again the launches that failed or timed out (their new result "
+                   "replaces the old)")
     p.add_argument("--dry-run", action="store_true", help="list the jobs and exit without running them")
     p.add_argument("--timeout", type=float, metavar="S", help="per-launch timeout in seconds (overrides timeout_s)")
     add_launcher_flags(p)
@@ -35,7 +39,11 @@ def command(args) -> int:
     machine = launcher.machine()
     emulation = {"emulate_nodes": args.emulate_nodes, "link": args.link, "link_delay_ms": args.link_delay_ms}
     experiment = with_emulation(with_timeout(load_experiment(args.experiment, machine), args.timeout), emulation)
+    if args.retry_failed and not args.resume:
+        raise InputError("command line", "--retry-failed", "runs failed launches of stored results again: give "
+                         "--resume with it")
     options = SweepOptions(out_dir=args.out or Path("reports") / experiment.name, resume=args.resume,
+                           retry_failed=args.retry_failed,
                            dry_run=args.dry_run, write_report=not args.no_report, launcher=launcher,
                            argv=tuple(args.argv), emulation_flags=any(v is not None for v in emulation.values()))
     return run_and_report(experiment, options, machine)

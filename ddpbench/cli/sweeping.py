@@ -24,6 +24,8 @@ class SweepOptions:
 
     out_dir: Path
     resume: bool = False
+    #: with resume: run launches that failed or timed out again
+    retry_failed: bool = False
     dry_run: bool = False
     write_report: bool = True
     launcher: LauncherOptions = field(default_factory=LauncherOptions)
@@ -70,6 +72,7 @@ def run_and_report(experiment, options: SweepOptions, machine) -> int:
     from ddpbench.sweep.plan import pending_launches
 
     check_workloads(experiment.jobs, experiment.source)
+    warn_same_buckets(experiment)
     if options.dry_run:
         print_jobs(experiment, machine)
         print_launch_plan(experiment, options)
@@ -104,13 +107,25 @@ def _run(experiment, options: SweepOptions, machine, console):
     """The experiment's jobs, then its collectives (always with the spawn launcher, on this machine)."""
     from ddpbench.sweep.runner import run_collectives, run_sweep
 
-    summary = run_sweep(experiment, options.out_dir, resume=options.resume, launcher=options.launcher.make_launcher(),
+    summary = run_sweep(experiment, options.out_dir, resume=options.resume, retry_failed=options.retry_failed,
+                        launcher=options.launcher.make_launcher(),
                         machine=machine, console=console)
     if experiment.collectives is not None:
         console.print(f"[bold]collectives[/bold]: {len(experiment.collectives.specs)} launch(es) for the "
                       "cost model and the nccl-tests table", highlight=False)
         run_collectives(experiment.collectives, options.out_dir, resume=options.resume, console=console)
     return summary
+
+
+def warn_same_buckets(experiment) -> None:
+    """A warning line (stderr) for each set of bucket caps that will give the same DDP buckets."""
+    import sys
+
+    from ddpbench.experiment.buckets import same_buckets
+
+    key = "--bucket-cap-mb" if experiment.source == "command line" else "bucket_cap_mb"
+    for found in same_buckets(experiment.jobs):
+        print(f"warning: {experiment.source}: {key}: {found.sentence()}", file=sys.stderr)
 
 
 def finish_report(out_dir: Path, console, write: bool = True) -> int:

@@ -228,7 +228,10 @@ class TrainingRank(Tracked):
         if first == 0:
             self.run_steps(replica, "warmup", spec.warmup_steps)
         self.run_steps(replica, "measure", spec.steps, first=first, recovery=recovery)
-        self.memory = gpu_memory(strategy.devices())  # before the no-sync phase's snapshot adds a copy
+        # memory as training left it, the same point for every strategy: before the no-sync phase's
+        # snapshot (a copy of model and optimizer state, taken only by strategies with no_sync) and
+        # before the checks build replicas of their own
+        self.memory = {"peak_rss_mb": peak_rss_mb(), **gpu_memory(strategy.devices())}
         if recovery is not None:
             self.trained = {name: p.detach().clone() for name, p in replica.module.named_parameters()}
         self.strategy_stats = {**strategy.stats(), **strategy.traffic(self.grad_bytes),
@@ -309,7 +312,6 @@ class TrainingRank(Tracked):
                 "rank": self.rank,
                 "pid": os.getpid(),
                 "threads": int(self.spec.threads_per_rank),
-                "peak_rss_mb": peak_rss_mb(),
                 **self.memory,
                 "checksum": param_checksum(self.replica.strategy.full_parameters()),
                 "gemm_peak_flops": self.gemm["peak_flops"],

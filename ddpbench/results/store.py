@@ -79,11 +79,16 @@ class ResultStore:
                                   DamagedRecord, stacklevel=2)
                 yield record
 
-    def done(self) -> set[tuple[str, int]]:
+    def done(self, retry_failed: bool = False) -> set[tuple[str, int]]:
         """(spec key, repeat) of every recorded launch: training launches whatever their status
-        (a failure is a result), collectives only when they finished (a rerun replaces them)."""
-        return {(r["key"], r["repeat"]) for r in self.records()
-                if r["kind"] == "run" or (r["kind"] == "collective" and r["status"] == "ok")}
+        (a failure is a result), collectives only when they finished (a rerun replaces them).
+        ``retry_failed``: a training launch whose latest record failed or timed out is not done."""
+        latest: dict[tuple[str, int], str] = {}
+        for r in self.records():
+            if r["kind"] == "run" or (r["kind"] == "collective" and r["status"] == "ok"):
+                latest[(r["key"], r["repeat"])] = r["status"]
+        return {launch for launch, status in latest.items()
+                if not (retry_failed and status in ("failed", "timed_out"))}
 
 
 def rotate_previous(store: ResultStore) -> Path | None:

@@ -51,7 +51,12 @@ def load_tables(out_dir: str | Path) -> TrainingTables:
     if not store.path.exists():
         raise FileNotFoundError(f"{store.path}: no results here; run `python -m ddpbench sweep` first")
     step_frames, runs, ranks, sweeps = [], [], [], []
-    for record in store.records():
+    records = list(store.records())
+    # a launch run again (sweep --resume --retry-failed) is its latest record
+    latest = {(r["key"], r["repeat"]): i for i, r in enumerate(records) if r["kind"] == "run"}
+    for index, record in enumerate(records):
+        if record["kind"] == "run" and latest[(record["key"], record["repeat"])] != index:
+            continue
         if record["kind"] == "collective":
             continue  # see load_collectives
         if record["kind"] == "sweep":

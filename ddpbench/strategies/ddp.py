@@ -15,6 +15,25 @@ _NS_PER_MS = 1e6
 _MB = 1024 * 1024  # DDP's bucket_cap_mb counts MiB
 
 
+def predicted_buckets(tensor_bytes, bucket_cap_mb: float) -> tuple[int, ...]:
+    """The bytes of each bucket DDP makes of gradients of these sizes (the model's trainable tensors
+    in registration order) under ``bucket_cap_mb``, by DDP's own assignment
+    (``dist._compute_bucket_assignment_by_size``) on the meta device: no memory, no process group.
+
+    This is the layout DDP rebuilds after the first step, every bucket up to the cap (the 1 MiB
+    first bucket holds only until then), with the gradients in reverse order of registration. DDP
+    orders them as they become ready, which for a model that uses its parameters in the order it
+    made them (every preset) is the same; the stored ``bucket_bytes`` are what actually ran.
+    """
+    tensors = [torch.empty(int(n), dtype=torch.uint8, device="meta") for n in reversed(list(tensor_bytes))]
+    if not tensors:
+        return ()
+    cap = int(bucket_cap_mb * _MB)
+    assigned = dist._compute_bucket_assignment_by_size(tensors, [cap, cap], [False] * len(tensors))
+    buckets = assigned[0] if isinstance(assigned, tuple) else assigned
+    return tuple(sum(int(tensors[i].numel()) for i in bucket) for bucket in buckets)
+
+
 def bf16_allreduce_hook(process_group, bucket):
     """All-reduce the bucket in bfloat16. torch's own bf16 hook refuses gloo by a version check
     (DDP checks the hook by its name, so this one needs another), although gloo reduces bf16

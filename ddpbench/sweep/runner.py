@@ -47,10 +47,13 @@ class SweepSummary:
 
 
 def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, launcher: Launcher | None = None,
-              machine: Machine | None = None, console=None, env: dict | None = None) -> SweepSummary:
+              machine: Machine | None = None, console=None, env: dict | None = None,
+              retry_failed: bool = False) -> SweepSummary:
     """Run every launch of ``experiment``'s jobs not yet stored in ``out_dir``; see the module doc.
 
-    Without ``resume``, earlier results in the folder are kept under a dated name first.
+    Without ``resume``, earlier results in the folder are kept under a dated name first. With
+    ``retry_failed`` (and ``resume``) launches that failed or timed out run again; their new record
+    replaces the old one in the tables.
     ``launcher`` defaults to the spawn launcher; ``env`` to :func:`ddpbench.sweep.environment.collect_env`.
     """
     machine = machine or Machine.here()
@@ -63,7 +66,7 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
         moved = rotate_previous(store)
         if moved and console is not None:
             console.print(f"[dim]earlier results kept as {moved}[/dim]")
-    done = store.done() if resume else set()
+    done = store.done(retry_failed) if resume else set()
     todo = pending_launches(experiment.jobs, done, out_dir)
     summary = SweepSummary(out_dir=out_dir, planned=len(todo), already_done=len(done))
     source, copy = Path(experiment.source), out_dir / "experiment.toml"

@@ -25,6 +25,8 @@ class Facts:
     samples: int
     #: why its training is not reproducible (then the equivalence check is skipped); "" if it is
     nondeterministic: str = ""
+    #: bytes of each trainable tensor's gradient, in the model's registration order
+    tensor_bytes: tuple[int, ...] = ()
 
 
 class ProbeFailed(ValueError):
@@ -75,7 +77,8 @@ def probe(specs) -> None:
     for index, ident in enumerate(todo):
         if index < len(answers):
             answer = answers[index]
-            _known[ident] = (ProbeFailed(answer["error"], answer["key"]) if "error" in answer else Facts(**answer))
+            _known[ident] = (ProbeFailed(answer["error"], answer["key"]) if "error" in answer
+                             else Facts(**{**answer, "tensor_bytes": tuple(answer["tensor_bytes"])}))
         else:  # the probe died on this one (a crash in native code, an exit() in the user's module)
             last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
             _known[ident] = ProbeFailed(f"building it ended the process that tried: {last}")
@@ -91,4 +94,10 @@ def _preset_facts(spec) -> Facts:
     with torch.device("meta"):
         model = build_model(spec.model, spec.model_size)
     return Facts(model_label(spec.model, spec.model_size), count_params(model), grad_bytes(model),
-                 sum(1 for p in model.parameters() if p.requires_grad), samples_needed(spec))
+                 sum(1 for p in model.parameters() if p.requires_grad), samples_needed(spec),
+                 tensor_bytes=tensor_bytes(model))
+
+
+def tensor_bytes(model) -> tuple[int, ...]:
+    """Each trainable parameter's size in bytes (its gradient's), in registration order."""
+    return tuple(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)

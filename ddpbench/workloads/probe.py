@@ -18,6 +18,7 @@ MARK = "PROBE "
 
 def probe_one(item: dict) -> dict:
     from ddpbench.workloads.build import WorkloadError, build_workload, check_batch
+    from ddpbench.workloads.catalog import tensor_bytes
     from ddpbench.workloads.models import count_params, grad_bytes
     from ddpbench.workloads.registry import entry, model_label
 
@@ -31,7 +32,7 @@ def probe_one(item: dict) -> dict:
     model = workload.model
     return {"name": workload.name or label, "params": count_params(model), "grad_bytes": grad_bytes(model),
             "tensors": sum(1 for p in model.parameters() if p.requires_grad), "samples": len(workload.dataset),
-            "nondeterministic": workload.nondeterministic}
+            "nondeterministic": workload.nondeterministic, "tensor_bytes": list(tensor_bytes(model))}
 
 
 def main() -> int:

@@ -8,7 +8,7 @@ how far to trust a point:
 
   * hollow marker -- oversubscribed: more busy threads than cores, so the time measures
     contention for cores rather than scaling;
-  * grey ring -- noisy: the step time's IQR is more than 10 % of its median;
+  * grey halo -- noisy: the step time's IQR is more than 10 % of its median;
   * error bar (scaling plots) -- the 95 % percentile-bootstrap interval over launches, absent
     where a job ran in one launch.
 
@@ -87,7 +87,7 @@ def flag_handles(rows) -> list:
                               label="hollow: oversubscribed"))
     if len(rows) and rows["noisy"].astype(bool).any():
         handles.append(Line2D([], [], marker="o", markersize=13, color=NOISY_RING, markerfacecolor="none",
-                              linestyle="none", label="ring: noisy (IQR > 10 %)"))
+                              linestyle="none", label="grey halo: noisy (IQR > 10 %)"))
     return handles
 
 

@@ -6,20 +6,28 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ddpbench.analysis.jobs import caps_text
 from ddpbench.analysis.network import network_table, recovery_runs, shaped_jobs
 from ddpbench.report.page import ReportContext, Section, esc, html_table, num
 from ddpbench.report.plots.network import network_plot
 
 
-def _best_buckets(table: pd.DataFrame) -> str:
+def _best_buckets(table: pd.DataFrame, summary: pd.DataFrame) -> str:
+    """The best bucket setting per link rate: a cap that gave the same buckets as others is named with them."""
     ddp = table[table["strategy"] == "ddp"]
+    layouts = summary.set_index("key")["bucket_layout"] if "bucket_layout" in summary else pd.Series(dtype=object)
     parts = []
     for rate, part in ddp.groupby("link", sort=False):
+        def setting(row) -> str:
+            layout = layouts.get(row["key"])
+            same = [r["bucket_cap_mb"] for _, r in part.iterrows()
+                    if layout is not None and layouts.get(r["key"]) == layout] or [row["bucket_cap_mb"]]
+            return esc(caps_text(sorted(same))) + (" (the same buckets)" if len(same) > 1 else "")
+
         best = part.loc[part["samples_per_s"].idxmax()]
         modelled = part.loc[part["predicted_samples_per_s"].idxmax()]
-        parts.append(f"<em>{esc(rate)}</em>: {num(best['bucket_cap_mb'], 'g')} MB measured "
-                     f"({num(best['samples_per_s'], '.0f')} samples/s), {num(modelled['bucket_cap_mb'], 'g')} MB "
-                     "by the model")
+        parts.append(f"<em>{esc(rate)}</em>: {setting(best)} measured ({num(best['samples_per_s'], '.0f')} "
+                     f"samples/s), {setting(modelled)} by the model")
     return "; ".join(parts)
 
 
@@ -55,7 +63,7 @@ def network_section(ctx: ReportContext) -> Section | None:
         "namespace on this machine with its ranks, all on one bridge, each node's link shaped by tc's token "
         "bucket filter to the rate shown, both ways (what leaves the node and what the switch sends it). "
         "So the ranks talk over a real TCP network whose only bottleneck is the link rate.</p>"
-        f"<p>Best bucket size by link rate: {_best_buckets(table)}. "
+        f"<p>Best bucket size by link rate: {_best_buckets(table, ctx.summary)}. "
         + (f"DDP's best throughput over master aggregation's: {ratio}. " if ratio else "")
         + "</p>"
         '<p class="note">The model: a message of n bytes costs &alpha; + n&beta; with &beta; = 8 bits per byte '

@@ -84,7 +84,7 @@ def header_section(ctx: ReportContext) -> Section:
                      "with hollow markers.")
     if not summary.empty and summary["noisy"].astype(bool).any():
         notes.append("Some jobs are <strong>noisy</strong> (step time IQR above 10 % of the median): compare "
-                     "them with care. They carry a grey ring in the plots.")
+                     "them with care. They carry a grey halo in the plots.")
     wrong = _wrong_measurements(ctx.collectives)
     if wrong:
         notes.append(f'<strong class="status-failed">{wrong} collective measurement(s) returned wrong '

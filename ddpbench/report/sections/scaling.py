@@ -3,7 +3,7 @@ against world size; where each step's time goes; step time against DDP's bucket 
 
 from __future__ import annotations
 
-from ddpbench.analysis.jobs import strategies_vary
+from ddpbench.analysis.jobs import bucket_settings, caps_text, describe, strategies_vary
 from ddpbench.report.page import (ReportContext, Section, esc, figure_section, has_interval, has_memory, interval_note,
                                   num, skipped_note)
 from ddpbench.report.plots import jobs as job_plots
@@ -132,7 +132,29 @@ def bucket_section(ctx: ReportContext) -> Section | None:
         "(<code>bucket_cap_mb</code>, log scale), one line per model and world size above 1: lower "
         "is better.</p><p class=\"note\">Error bars are as long as the inter-quartile range of the "
         "step time, centred on the median. Small buckets start all-reducing earlier but pay a "
-        "per-message cost more often.</p>")
+        "per-message cost more often.</p>" + _same_buckets_note(ctx.summary))
+
+
+def _same_buckets_note(summary) -> str:
+    """Which caps gave DDP the same buckets: the points of one setting, whatever their cap says."""
+    items = []
+    for part in job_plots.bucket_groups(summary).values():
+        for same in bucket_settings(part):
+            if len(same) > 1:
+                first = same.iloc[0]
+                layout = first["bucket_layout"]
+                items.append(f"<li>{esc(describe(first, ['model', 'world_size'], summary))}: "
+                             f"{esc(caps_text(same['bucket_cap_mb']))} gave the same {len(layout)} bucket(s) "
+                             f"([{esc(', '.join(f'{b / 1e6:.1f}' for b in list(layout)[:6]))}"
+                             f"{', ...' if len(layout) > 6 else ''}] MB); their step times differ by "
+                             f"{num(100 * (same['step_ms_median'].max() / same['step_ms_median'].min() - 1), '.0f')} %"
+                             "</li>")
+    if not items:
+        return ""
+    return ('<p class="note">DDP never splits a tensor, so caps below a model&rsquo;s largest tensors can give the '
+            "very same buckets. These caps did; their points are one setting measured more than once, and "
+            "their spread is the noise of the measurements, not an effect of the cap:</p><ul>"
+            + "".join(items) + "</ul>")
 
 
 def memory_overview_section(ctx: ReportContext) -> Section | None:

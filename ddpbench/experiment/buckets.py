@@ -1,0 +1,61 @@
+"""Before anything runs: which DDP bucket caps of an experiment will give the same buckets.
+
+DDP packs gradients into buckets of at most ``bucket_cap_mb``, but never splits a tensor, so caps
+below a model's largest tensors often give the very same buckets: such jobs are one setting
+measured twice, not two settings. Predicted from the model's tensor sizes by DDP's own assignment
+(:func:`ddpbench.strategies.ddp.predicted_buckets`); the report judges by the buckets that ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: fields that do not change which buckets a job's DDP makes, nor what else it measures
+_NOT_SETTINGS = ("bucket_cap_mb", "repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every")
+
+
+@dataclass(frozen=True)
+class SameBuckets:
+    """Jobs alike in all but their bucket cap whose caps give one bucket layout."""
+
+    model: str
+    where: str  # world size, and the emulated network when there is one
+    caps: tuple[float, ...]
+    layout: tuple[int, ...]  # bytes per bucket
+
+    def sentence(self) -> str:
+        caps = ", ".join(f"{c:g}" for c in self.caps[:-1]) + f" and {self.caps[-1]:g} MB"
+        sizes = ", ".join(f"{b / 1e6:.1f}" for b in self.layout[:6]) + (", ..." if len(self.layout) > 6 else "")
+        return (f"{caps} give DDP the same {len(self.layout)} bucket(s) for {self.model} at {self.where} "
+                f"([{sizes}] MB): those jobs are one setting, measured {len(self.caps)} times")
+
+
+def same_buckets(jobs) -> list[SameBuckets]:
+    """Every set of two or more caps that will give the same buckets to otherwise identical DDP jobs."""
+    from ddpbench.strategies.ddp import predicted_buckets
+    from ddpbench.workloads.catalog import ProbeFailed, facts
+
+    groups: dict[tuple, list] = {}
+    for spec in jobs:
+        if spec.strategy == "ddp" and spec.world_size > 1:
+            ident = tuple((k, v) for k, v in spec.to_dict().items() if k not in _NOT_SETTINGS)
+            groups.setdefault(ident, []).append(spec)
+    found = []
+    for group in groups.values():
+        caps = sorted({s.bucket_cap_mb for s in group})
+        if len(caps) < 2:
+            continue
+        try:
+            sizes = facts(group[0]).tensor_bytes
+        except ProbeFailed:
+            continue  # check_workloads names what is wrong with it
+        by_layout: dict[tuple, list[float]] = {}
+        for cap in caps:
+            by_layout.setdefault(predicted_buckets(sizes, cap), []).append(cap)
+        for layout, same in by_layout.items():
+            if len(same) > 1:
+                first = group[0]
+                where = f"world size {first.world_size}" + (f" on {first.emulate_nodes} nodes x {first.link}"
+                                                            if first.emulated else "")
+                found.append(SameBuckets(first.model_label, where, tuple(same), layout))
+    return found
