@@ -42,6 +42,7 @@ the measured world sizes is model output, and is labelled so in the report.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -67,6 +68,8 @@ class Link:
     source: str  # "collectives", "ddp-logs", "experiment" or "emulated link"
     points: int = 0  # measurements the fit used (0 for a given profile)
     fit_error_pct: float = math.nan  # median |relative error| of the fit on its own points
+    #: the jobs whose own timings the fit used: checked against those, its error is in-sample
+    fitted_keys: tuple[str, ...] = ()
 
     @property
     def gbit_per_s(self) -> float:
@@ -155,8 +158,9 @@ def fit_ddp_logs(summary: pd.DataFrame) -> Link | None:
     p = jobs["world_size"].to_numpy(dtype=float)
     buckets = jobs["buckets"].to_numpy(dtype=float)
     n = jobs["allreduce_bytes_per_step"].to_numpy(dtype=float)
-    return _link("measured: DDP's logged comm time", "ddp-logs",
+    link = _link("measured: DDP's logged comm time", "ddp-logs",
                  _fit(2 * (p - 1) * buckets, 2 * (p - 1) / p * n, jobs["ddp_comm_ms"].to_numpy(dtype=float) * 1e3))
+    return dataclasses.replace(link, fitted_keys=tuple(jobs["key"])) if link is not None else None
 
 
 def given_links(sweeps: pd.DataFrame | None) -> list[Link]:
@@ -348,6 +352,8 @@ def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link
             measured_comm = job["comm_ms"]
         predicted = predict(Workload(**{**workload.__dict__, **own}), link, [p], job["strategy"]).iloc[0]
         rows.append({"key": job["key"], "link": link.name, "strategy": job["strategy"], "workload": workload.label,
+                     # the link was fitted to this job's own timings: its error is a fit error, not a check
+                     "in_sample": job["key"] in link.fitted_keys,
                      "world_size": p,
                      "bucket_cap_mb": job["bucket_cap_mb"], "oversubscribed": bool(job["oversubscribed"]),
                      "predicted_comm_ms": float(predicted["comm_ms"]), "measured_comm_ms": float(measured_comm),

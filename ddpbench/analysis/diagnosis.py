@@ -70,9 +70,9 @@ def _ok(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
-             checks: pd.DataFrame | None = None) -> list[Finding]:
-    """Every finding the summary (and, when given, the model's projection and its check against
-    the measurements) supports, most important first."""
+             checks: pd.DataFrame | None = None, link_check: pd.DataFrame | None = None) -> list[Finding]:
+    """Every finding the summary (and, when given, the model's projection, its check against the
+    measurements and its held-out check across emulated link rates) supports, most important first."""
     if summary.empty:
         return []
     findings: list[Finding] = []
@@ -83,7 +83,26 @@ def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
         findings += _projection(projection, summary)
     if checks is not None and not checks.empty:
         findings += _model_error(checks)
+    if link_check is not None and not link_check.empty:
+        findings += _link_check(link_check)
     return findings
+
+
+def _link_check(check: pd.DataFrame):
+    """The link model on each emulated rate, fitted to the other rates only (held out)."""
+    errors = check["held_out_error_pct"].dropna()
+    if errors.empty:
+        return []
+    by_rate = check.groupby("link", sort=False)["held_out_error_pct"].apply(lambda e: float(np.median(np.abs(e))))
+    worst = by_rate.idxmax()
+    fit = check["fit_error_pct"].dropna()
+    per_rate = ", ".join(f"{rate} {err:.0f} %" for rate, err in by_rate.items())
+    return [Finding("projection", "info", f"Held out across link rates: fitted to the other emulated rates only, "
+                    f"the link model predicts each rate's communication within {np.median(np.abs(errors)):.0f} % "
+                    f"(median absolute error over {len(errors)} jobs; by rate: {per_rate}; worst at {worst}). "
+                    + (f"Fitted to every rate, its in-sample error is {np.median(np.abs(fit)):.0f} %. " if len(fit)
+                       else "")
+                    + "A rate whose link is not the bottleneck (software costs dominate) is predicted worst.")]
 
 
 def _failures(summary):
@@ -384,11 +403,25 @@ def _projection(projection: pd.DataFrame, summary: pd.DataFrame):
 
 
 def _model_error(checks: pd.DataFrame):
-    step = checks["step_error_pct"].dropna()
-    comm = checks["comm_error_pct"].dropna()
-    if step.empty:
-        return []
-    comm_text = f" and its communication time by {np.median(np.abs(comm)):.0f} %" if len(comm) else ""
-    return [Finding("projection", "info", f"Checked against the {len(step)} measured multi-rank job(s), the cost "
-                    f"model's step time is off by {np.median(np.abs(step)):.0f} % (median absolute error)"
-                    f"{comm_text}: read the projections with that margin.")]
+    """The model's error on jobs its link was not fitted to (a check), or, when it saw them all, its
+    fit error, called so."""
+    inside = checks["in_sample"].astype(bool) if "in_sample" in checks else pd.Series(False, index=checks.index)
+    out = []
+    for part, held in ((checks[~inside], True), (checks[inside], False)):
+        step, comm = part["step_error_pct"].dropna(), part["comm_error_pct"].dropna()
+        if step.empty:
+            continue
+        comm_text = f" and its communication time by {np.median(np.abs(comm)):.0f} %" if len(comm) else ""
+        if held:
+            out.append(Finding("projection", "info", f"Held out: on the {len(step)} measured multi-rank job(s) its "
+                               f"link was not fitted to, the cost model's step time is off by "
+                               f"{np.median(np.abs(step)):.0f} % (median absolute error){comm_text}: read the "
+                               "projections with that margin."))
+        elif inside.all():
+            comm_text = f", communication {np.median(np.abs(comm)):.0f} %" if len(comm) else ""
+            out.append(Finding("projection", "warn", f"The cost model's link was fitted to the {len(step)} multi-rank "
+                               "job(s) it is compared with (their own DDP timings), so its error on them (step time "
+                               f"{np.median(np.abs(step)):.0f} %{comm_text}, median absolute) is a fit error, not a "
+                               "check: nothing was held out. The collective micro-benchmarks (ddpbench "
+                               "collectives, or [collectives] in the experiment) give a link fitted apart."))
+    return out

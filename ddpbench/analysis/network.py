@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import costmodel
@@ -63,9 +64,12 @@ def network_table(summary: pd.DataFrame, ranks: pd.DataFrame) -> pd.DataFrame:
             buckets = costmodel.bucket_sizes(ranks, job["key"]) or [grad_bytes]
             predicted = sum(float(costmodel.ring_allreduce_us(b, p, link)) for b in buckets) / 1e3
             measured = job["ddp_comm_ms"]
+            # per step, on each rank's link: 2(p-1) messages per bucket, 2(p-1)/p of the bytes
+            messages, wire_bytes = 2 * (p - 1) * len(buckets), 2 * (p - 1) / p * sum(buckets)
         else:
             predicted = float(costmodel.master_aggregation_us(grad_bytes, p, link)) / 1e3
             measured = job["comm_ms"]
+            messages, wire_bytes = 2 * (p - 1), 2 * (p - 1) * grad_bytes  # all through rank 0's link
         compute = _compute_ms(job, summary)
         rows.append({
             "key": job["key"], "link": job["link"], "link_delay_ms": job["link_delay_ms"],
@@ -76,7 +80,7 @@ def network_table(summary: pd.DataFrame, ranks: pd.DataFrame) -> pd.DataFrame:
             "samples_per_s": job["samples_per_s"], "measured_step_ms": job["step_ms_mean"], "compute_ms": compute,
             "measured_comm_ms": measured, "predicted_comm_ms": predicted,
             "comm_error_pct": costmodel.relative_error(predicted, measured), "exposed_comm_ms": job["exposed_comm_ms"],
-            "predicted_step_ms": compute + predicted,
+            "predicted_step_ms": compute + predicted, "messages": messages, "wire_bytes": wire_bytes,
             "predicted_samples_per_s": job["global_batch"] / (compute + predicted) * 1e3,
         })
     if not rows:
@@ -89,3 +93,46 @@ def recovery_runs(runs: pd.DataFrame) -> pd.DataFrame:
     if runs is None or runs.empty or "fault_step" not in runs:
         return pd.DataFrame()
     return runs[(runs["fault_step"] >= 0) | (runs["snapshot_every"] > 0) | (runs["max_restarts"] > 0)]
+
+
+def held_out_check(table: pd.DataFrame) -> pd.DataFrame:
+    """The link model checked on rates it never saw: for each emulated link rate, the latency per
+    message and the share of the nominal rate the software reaches are fitted to the jobs at the
+    *other* rates (comm = alpha * messages + wire bytes * 8 / (rate * share)), and this rate's jobs
+    are predicted from them. ``held_out_error_pct`` is that prediction's error; ``fit_error_pct``
+    the error of the same model fitted to every rate (in-sample), for contrast. Empty with fewer
+    than two rates."""
+    if table.empty or table["link"].nunique() < 2:
+        return pd.DataFrame()
+    rows = table.dropna(subset=["measured_comm_ms"])
+    rows = rows[rows["measured_comm_ms"] > 0]
+    nominal_us = (rows["wire_bytes"] * 8 / (rows["rate_gbit"] * 1e3)).to_numpy(dtype=float)  # us at the nominal rate
+    messages = rows["messages"].to_numpy(dtype=float)
+    measured_us = rows["measured_comm_ms"].to_numpy(dtype=float) * 1e3
+    links = rows["link"].to_numpy()
+
+    def predict(train) -> tuple[float, float, object]:
+        fitted = costmodel._fit(messages[train], nominal_us[train], measured_us[train])
+        if fitted is None:
+            return math.nan, math.nan, None
+        alpha, slowdown = fitted[0], fitted[1]
+        return alpha, slowdown, alpha * messages + slowdown * nominal_us
+
+    _, _, in_sample = predict(np.ones(len(rows), dtype=bool))
+    out = []
+    for rate in pd.unique(links):
+        held = links == rate
+        if (~held).sum() < 2:
+            continue
+        alpha, slowdown, predicted = predict(~held)
+        if predicted is None:
+            continue
+        for index in np.flatnonzero(held):
+            out.append({"key": rows.iloc[index]["key"], "link": rate, "strategy": rows.iloc[index]["strategy"],
+                        "setting": rows.iloc[index]["setting"], "fitted_on": ", ".join(pd.unique(links[~held])),
+                        "alpha_us": alpha, "rate_share": 1 / slowdown if slowdown else math.inf,
+                        "measured_comm_ms": measured_us[index] / 1e3, "held_out_comm_ms": predicted[index] / 1e3,
+                        "held_out_error_pct": costmodel.relative_error(predicted[index], measured_us[index]),
+                        "fit_error_pct": costmodel.relative_error(in_sample[index], measured_us[index])
+                        if in_sample is not None else math.nan})
+    return pd.DataFrame(out)

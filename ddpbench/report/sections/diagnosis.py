@@ -5,6 +5,7 @@ and its check against the measurements included."""
 from __future__ import annotations
 
 from ddpbench.analysis.diagnosis import diagnose
+from ddpbench.analysis.network import held_out_check, network_table
 from ddpbench.report.page import ReportContext, Section, esc
 from ddpbench.report.sections.projection import model_for
 
@@ -20,7 +21,8 @@ def diagnosis_section(ctx: ReportContext) -> Section | None:
     # the projection in words: the primary fitted link and the given ones (not the second fit)
     shown = [link.name for link in model.links if link is model.measured or link.source == "experiment"]
     projection = model.projection[model.projection["link"].isin(shown)] if len(model.projection) else model.projection
-    findings = diagnose(ctx.summary, projection, primary)
+    link_check = held_out_check(network_table(ctx.summary, ctx.ranks))
+    findings = diagnose(ctx.summary, projection, primary, link_check)
     if not findings:
         return None
     order = {"bad": 0, "warn": 1, "info": 2}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ddpbench.analysis.jobs import caps_text
-from ddpbench.analysis.network import network_table, recovery_runs, shaped_jobs
+from ddpbench.analysis.network import held_out_check, network_table, recovery_runs, shaped_jobs
 from ddpbench.report.page import ReportContext, Section, esc, html_table, num
 from ddpbench.report.plots.network import network_plot
 
@@ -77,8 +77,30 @@ def network_section(ctx: ReportContext) -> Section | None:
         "for master aggregation. The best row at each rate is marked.</p>\n"
         + html_table(["link", "setting", "samples/s", "model samples/s", "step (ms)", "model step (ms)",
                       "compute (ms)", "comm (ms)", "model comm (ms)", "comm error",
-                      "exposed comm (ms)"], rows, row_classes=classes, numeric=set(range(2, 11))))
+                      "exposed comm (ms)"], rows, row_classes=classes, numeric=set(range(2, 11)))
+        + _held_out_html(held_out_check(table)))
     return Section("Network: link bandwidth on emulated nodes", html, (path,) if path else ())
+
+
+def _held_out_html(check: pd.DataFrame) -> str:
+    """Each rate's jobs predicted by the model fitted to the other rates only."""
+    if check.empty:
+        return ""
+    rows = [[esc(r["link"]), esc(r["setting"]), esc(r["fitted_on"]), num(r["alpha_us"], ".0f"),
+             num(100 * r["rate_share"], ".0f", " %"), num(r["measured_comm_ms"], ".1f"), num(r["held_out_comm_ms"], ".1f"),
+             num(r["held_out_error_pct"], "+.0f", " %"), num(r["fit_error_pct"], "+.0f", " %")]
+            for _, r in check.iterrows()]
+    errors = check["held_out_error_pct"].abs()
+    return ("<h3>Held out: each link rate predicted from the others</h3>\n"
+            f'<p class="what">The check of the model: the latency per message (&alpha;) and the share of the '
+            "nominal rate the software reaches are fitted to the jobs at the <em>other</em> rates, and this rate's "
+            f"communication is predicted from them. Median absolute held-out error: {num(errors.median(), '.0f')} % "
+            f"over {len(errors)} jobs.</p>"
+            '<p class="note">The last column is the same model fitted to every rate, the jobs included: an '
+            "in-sample fit error, given for contrast, not a check.</p>\n"
+            + html_table(["link", "setting", "fitted to", "&alpha; (&micro;s)", "share of the rate",
+                          "measured comm (ms)", "held-out prediction (ms)", "held-out error", "fit error"],
+                         rows, numeric=set(range(3, 9))))
 
 
 def _recovery_figure(value, fmt: str = ".2f") -> str:

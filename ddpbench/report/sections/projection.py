@@ -88,14 +88,15 @@ def _checks_table(checks: pd.DataFrame) -> str:
     rows = []
     for _, c in checks.iterrows():
         flag = ' <span class="flag over">oversubscribed</span>' if c["oversubscribed"] else ""
-        rows.append([esc(c["link"]), esc(c["workload"]) + flag, esc(c["strategy"]), esc(c["world_size"]),
+        rows.append([esc(c["link"]), "fit (in-sample)" if c.get("in_sample") else "held out",
+                     esc(c["workload"]) + flag, esc(c["strategy"]), esc(c["world_size"]),
                      num(c["bucket_cap_mb"], "g") if c["strategy"] == "ddp" else "&ndash;",
                      num(c["predicted_comm_ms"], ".1f"), num(c["measured_comm_ms"], ".1f"),
                      num(c["comm_error_pct"], "+.0f", " %"), num(c["predicted_step_ms"], ".1f"),
                      num(c["measured_step_ms"], ".1f"), num(c["step_error_pct"], "+.0f", " %")])
-    return html_table(["link (model)", "workload", "strategy", "world size", "bucket (MB)", "predicted comm (ms)",
-                       "measured comm (ms)", "error", "predicted step (ms)", "measured step (ms)", "error"],
-                      rows, numeric=set(range(3, 11)))
+    return html_table(["link (model)", "this job", "workload", "strategy", "world size", "bucket (MB)",
+                       "predicted comm (ms)", "measured comm (ms)", "error", "predicted step (ms)",
+                       "measured step (ms)", "error"], rows, numeric=set(range(4, 12)))
 
 
 def _projection_table(projection: pd.DataFrame) -> str:
