@@ -91,3 +91,27 @@ def test_a_link_fitted_to_ddp_logs_marks_those_jobs_in_sample():
     assert link is not None and len(link.fitted_keys) >= 2
     checks = predicted_vs_measured(summary, ranks, link)
     assert checks["in_sample"].all() and not math.isnan(checks["step_error_pct"].abs().median())
+
+
+def test_one_world_size_gives_a_range_from_all_latency_to_all_bandwidth_not_a_line():
+    """world-sizes-cpu's DDP jobs ran at world size 2 with one bucket layout each: the points cannot
+    tell latency from bandwidth, so the projection shows both extremes, and they agree where measured."""
+    from ddpbench.analysis import costmodel as cm
+
+    example = ROOT / "reports/examples/world-sizes-cpu"
+    _, _, ranks, _ = load_tables(example)
+    summary = ddpbench.summarize(ddpbench.load(example))
+    link = cm.fit_ddp_logs(summary)
+    assert link.extreme == "all bandwidth" and link.alpha_us == 0.0
+    bandwidth, latency = cm.with_range([link])
+    assert latency.extreme == "all latency" and latency.beta_us_per_byte == 0.0 and latency.alpha_us > 0
+    # at the measured world size both extremes explain the communication that was measured
+    for extreme in (bandwidth, latency):
+        checks = cm.predicted_vs_measured(summary, ranks, extreme)
+        ratio = checks["predicted_comm_ms"] / checks["measured_comm_ms"]
+        assert 0.5 < ratio.median() < 2.0, (extreme.name, ratio.tolist())
+    projection = cm.projection(summary, ranks, [bandwidth, latency])
+    ring = projection[(projection["strategy"] == "ddp") & (projection["world_size"] == 1024)]
+    assert ring.groupby("workload")["efficiency"].agg(lambda e: e.max() - e.min()).min() > 0.2  # a wide range
+    text = " ".join(f.text for f in diagnose(summary, projection))
+    assert "cannot tell latency from bandwidth: the range runs from all latency to all bandwidth" in text

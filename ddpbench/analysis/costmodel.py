@@ -70,6 +70,11 @@ class Link:
     fit_error_pct: float = math.nan  # median |relative error| of the fit on its own points
     #: the jobs whose own timings the fit used: checked against those, its error is in-sample
     fitted_keys: tuple[str, ...] = ()
+    #: "" for a link whose latency and bandwidth the measurements told apart; else which extreme of
+    #: the range they allow this profile is: "all bandwidth" (alpha 0) or "all latency" (beta 0)
+    extreme: str = ""
+    #: for an "all bandwidth" extreme: the latency per message that explains the same points alone
+    alpha_if_all_latency_us: float = math.nan
 
     @property
     def gbit_per_s(self) -> float:
@@ -127,6 +132,35 @@ def _link(name: str, source: str, fitted) -> Link | None:
     return Link(name, alpha, beta, source, points=len(t), fit_error_pct=error)
 
 
+def _fitted_link(name: str, source: str, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> Link | None:
+    """The link fitted to these points. Where they cannot tell latency from bandwidth (messages per
+    byte barely vary: one world size, one bucket layout) the fit charges everything per byte; the
+    link then says it is that extreme of a range, and how much latency alone would explain the same
+    points (:func:`with_range` gives the other extreme)."""
+    link = _link(name, source, _fit(a, b, t))
+    if link is None:
+        return None
+    keep = (t > 0) & np.isfinite(t)
+    ratio = a[keep] / np.maximum(b[keep], 1e-30)
+    if keep.sum() > 1 and ratio.max() >= MIN_SPREAD * ratio.min():
+        return link
+    return dataclasses.replace(link, name=f"{name} (all bandwidth)", extreme="all bandwidth",
+                               alpha_if_all_latency_us=float(np.median(t[keep] / np.maximum(a[keep], 1e-30))))
+
+
+def with_range(links: list[Link]) -> list[Link]:
+    """Each link, and after an "all bandwidth" extreme its "all latency" twin: the measurements
+    allow anything between the two, so projections show both."""
+    out = []
+    for link in links:
+        out.append(link)
+        if link.extreme == "all bandwidth":
+            out.append(dataclasses.replace(link, name=link.name.replace("(all bandwidth)", "(all latency)"),
+                                           alpha_us=link.alpha_if_all_latency_us, beta_us_per_byte=0.0,
+                                           extreme="all latency"))
+    return out
+
+
 def fit_collectives(collectives: pd.DataFrame, backend: str | None = None) -> Link | None:
     """alpha and beta from the all_reduce micro-benchmarks (every size and world size > 1)."""
     if collectives is None or collectives.empty or "op" not in collectives:
@@ -142,8 +176,8 @@ def fit_collectives(collectives: pd.DataFrame, backend: str | None = None) -> Li
     n = part["size_bytes"].to_numpy(dtype=float)
     backends = ", ".join(sorted(map(str, part["backend"].unique())))
     sizes = ", ".join(str(int(w)) for w in sorted(part["world_size"].unique()))
-    return _link(f"measured: all_reduce, {backends}, world size {sizes}", "collectives",
-                 _fit(2 * (p - 1), 2 * (p - 1) / p * n, part["time_us_median"].to_numpy(dtype=float)))
+    return _fitted_link(f"measured: all_reduce, {backends}, world size {sizes}", "collectives",
+                        2 * (p - 1), 2 * (p - 1) / p * n, part["time_us_median"].to_numpy(dtype=float))
 
 
 def fit_ddp_logs(summary: pd.DataFrame) -> Link | None:
@@ -158,8 +192,8 @@ def fit_ddp_logs(summary: pd.DataFrame) -> Link | None:
     p = jobs["world_size"].to_numpy(dtype=float)
     buckets = jobs["buckets"].to_numpy(dtype=float)
     n = jobs["allreduce_bytes_per_step"].to_numpy(dtype=float)
-    link = _link("measured: DDP's logged comm time", "ddp-logs",
-                 _fit(2 * (p - 1) * buckets, 2 * (p - 1) / p * n, jobs["ddp_comm_ms"].to_numpy(dtype=float) * 1e3))
+    link = _fitted_link("measured: DDP's logged comm time", "ddp-logs", 2 * (p - 1) * buckets, 2 * (p - 1) / p * n,
+                        jobs["ddp_comm_ms"].to_numpy(dtype=float) * 1e3)
     return dataclasses.replace(link, fitted_keys=tuple(jobs["key"])) if link is not None else None
 
 

@@ -382,11 +382,25 @@ def _projection(projection: pd.DataFrame, summary: pd.DataFrame):
     """Per workload: the efficiency DDP's ring and master aggregation would keep at 64 and 1024
     ranks on each link (model output)."""
     out = []
+    ranged = " (all bandwidth)", " (all latency)"
     for workload, part in projection.groupby("workload", sort=False):
         ring, master = [], []
-        for link, mine in part.groupby("link", sort=False):
-            r = mine[mine["strategy"] == "ddp"].set_index("world_size")
-            m = mine[mine["strategy"] == "master"].set_index("world_size")
+        links = part["link"].str.replace(ranged[0], "", regex=False).str.replace(ranged[1], "", regex=False)
+        for link, mine in part.groupby(links, sort=False):
+            r = mine[mine["strategy"] == "ddp"]
+            m = mine[mine["strategy"] == "master"]
+            if mine["link"].nunique() > 1:  # the two extremes of a link the measurements could not pin down
+                def span(rows, size):
+                    values = rows[rows["world_size"] == size]["efficiency"]
+                    return f"{_pct(values.min())} to {_pct(values.max())}"
+                if {64, 1024} <= set(r["world_size"]):
+                    ring.append(f"{span(r, 64)} at 64 ranks and {span(r, 1024)} at 1024 on '{link}' (its "
+                                "measurements, at one world size and bucket layout, cannot tell latency from "
+                                "bandwidth: the range runs from all latency to all bandwidth)")
+                if 64 in set(m["world_size"]):
+                    master.append(f"{span(m, 64)} on '{link}'")
+                continue
+            r, m = r.set_index("world_size"), m.set_index("world_size")
             if 64 in r.index and 1024 in r.index:
                 ring.append(f"{_pct(r.loc[64, 'efficiency'])} at 64 ranks and {_pct(r.loc[1024, 'efficiency'])} "
                             f"at 1024 on '{link}'")

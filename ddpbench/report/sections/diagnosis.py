@@ -19,7 +19,11 @@ def diagnosis_section(ctx: ReportContext) -> Section | None:
     model = model_for(ctx)
     primary = model.checks[model.checks["link"] == model.measured.name] if len(model.checks) else model.checks
     # the projection in words: the primary fitted link and the given ones (not the second fit)
-    shown = [link.name for link in model.links if link is model.measured or link.source == "experiment"]
+    measured = model.measured
+    base = measured.name.replace(" (all bandwidth)", "") if measured is not None else None
+    # the primary fitted link (with the other extreme of its range, when it has one) and the given ones
+    shown = [link.name for link in model.links if link.source == "experiment"
+             or (measured is not None and link.source == measured.source and link.name.startswith(base))]
     projection = model.projection[model.projection["link"].isin(shown)] if len(model.projection) else model.projection
     link_check = held_out_check(network_table(ctx.summary, ctx.ranks))
     findings = diagnose(ctx.summary, projection, primary, link_check)

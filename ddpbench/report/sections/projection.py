@@ -29,7 +29,7 @@ def model_for(ctx: ReportContext) -> Model:
     """The model for this report, computed on first use (sections share it through ``ctx.derived``)."""
     if "model" not in ctx.derived:
         fitted = costmodel.measured_links(ctx.collectives, ctx.summary) if not ctx.summary.empty else []
-        links = tuple(fitted + costmodel.given_links(ctx.sweeps))
+        links = tuple(costmodel.with_range(fitted) + costmodel.given_links(ctx.sweeps))
         projection = costmodel.projection(ctx.summary, ctx.ranks, list(links)) \
             if links and not ctx.summary.empty else pd.DataFrame()
         checks = [c for c in (costmodel.predicted_vs_measured(ctx.summary, ctx.ranks, link) for link in fitted)
