@@ -72,13 +72,14 @@ def run_and_report(experiment, options: SweepOptions, machine) -> int:
     from ddpbench.sweep.plan import pending_launches
 
     check_workloads(experiment.jobs, experiment.source)
-    warn_same_buckets(experiment)
     if options.dry_run:
         print_jobs(experiment, machine)
         print_launch_plan(experiment, options)
+        warn_same_buckets(experiment)
         return 0
     check_can_emulate(experiment, options.emulation_flags)
     check_out_dir(options.out_dir)
+    warn_same_buckets(experiment)  # after every check of the input: bad input is one line
     console, out_dir, launch = Console(stderr=True), options.out_dir, options.launcher
     if launch.nnodes > 1 and launch.node_rank == 0:
         console.print(f"[bold]{launch.nnodes} nodes[/bold]: run on every other node, with {out_dir} on a file "
