@@ -76,3 +76,30 @@ def test_largest_world_size_and_the_link_needed_for_a_target_efficiency():
     # latency alone can make a target unreachable: no rate is enough
     laggy = replace(DGX, inter_latency_us=1e5)
     assert link_needed(work, 64, laggy, 0.95) == math.inf
+
+
+def test_the_command_prints_the_model_per_world_size_and_its_answers(capsys):
+    from ddpbench.cli import main
+
+    assert main(["whatif", "--model", "resnet50", "--compute-ms", "97", "--inter-gbit", "400"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("model output for resnet50: 102.2 MB of gradients in 4 bucket(s)")
+    rows = {int(line.split()[0]): line.split() for line in out.splitlines() if line.split()[:1] and
+            line.split()[0].isdigit()}
+    assert sorted(rows) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    assert rows[1][4] == "100%" and float(rows[1024][1]) >= float(rows[2][1])  # steps never get cheaper
+    assert "largest power-of-two world size at 90% or better:" in out
+    assert "inter-node rate 1024 devices need for 90%:" in out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--compute-ms", "-1"], "--compute-ms: must be a number above 0"),
+    (["--compute-ms", "10", "--target-efficiency", "1.5"], "--target-efficiency: must be above 0 and at most 1"),
+    (["--compute-ms", "10", "--model", "nope"], "--model: must be a preset or reference model"),
+])
+def test_the_command_refuses_bad_input_in_one_line(argv, words, capsys):
+    from ddpbench.cli import main
+
+    assert main(["whatif", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]

@@ -1,0 +1,79 @@
+"""``python -m ddpbench whatif``: what a workload's step would cost on a cluster you describe
+(:mod:`ddpbench.analysis.whatif`). Model output, not a measurement."""
+
+from __future__ import annotations
+
+from ddpbench.errors import InputError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("whatif", help="model a workload's scaling on a cluster you describe",
+                       description="Step time and scaling efficiency of DDP (and master aggregation) for a "
+                       "workload on a described cluster, per world size: model output, not a measurement.")
+    p.add_argument("--model", default="resnet50", help="what trains: a preset, reference model or factory "
+                   "(its gradient tensors give the buckets; default: resnet50)")
+    p.add_argument("--model-size", default="s", help="size preset of mlp, cnn and transformer (default: s)")
+    p.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's bucket cap (default: 25)")
+    p.add_argument("--compute-ms", type=float, required=True,
+                   help="one device's step alone: forward, backward and optimizer (e.g. a sweep's world-size-1 step)")
+    p.add_argument("--gpus-per-node", type=int, default=8, help="devices per node (default: 8)")
+    p.add_argument("--intra-gbit", type=float, default=2400.0, help="a device's link inside a node, Gbit/s")
+    p.add_argument("--inter-gbit", type=float, default=100.0, help="a node's network, all NICs, Gbit/s")
+    p.add_argument("--intra-latency-us", type=float, default=5.0, help="latency per message inside a node")
+    p.add_argument("--inter-latency-us", type=float, default=10.0, help="latency per message between nodes")
+    p.add_argument("--algorithm", default="auto", choices=("auto", "ring", "tree", "hierarchical"),
+                   help="all-reduce algorithm (auto: the fastest per bucket, as NCCL's tuner picks)")
+    p.add_argument("--target-efficiency", type=float, default=0.9, help="for the largest world size and the "
+                   "link rate needed (default: 0.9)")
+    p.set_defaults(func=command)
+
+
+def _check(args) -> None:
+    for flag, value, low in (("--compute-ms", args.compute_ms, 0.0), ("--bucket-cap-mb", args.bucket_cap_mb, 0.0),
+                             ("--intra-gbit", args.intra_gbit, 0.0), ("--inter-gbit", args.inter_gbit, 0.0)):
+        if not value > low:  # also false for NaN
+            raise InputError("command line", flag, f"must be a number above {low:g} (got {value:g})")
+    for flag, value in (("--intra-latency-us", args.intra_latency_us), ("--inter-latency-us", args.inter_latency_us)):
+        if not value >= 0:
+            raise InputError("command line", flag, f"must be 0 or more microseconds (got {value:g})")
+    if args.gpus_per_node < 1:
+        raise InputError("command line", "--gpus-per-node", f"must be 1 or more (got {args.gpus_per_node})")
+    if not 0 < args.target_efficiency <= 1:
+        raise InputError("command line", "--target-efficiency", f"must be above 0 and at most 1 "
+                         f"(got {args.target_efficiency:g})")
+
+
+def command(args) -> int:
+    from ddpbench.analysis.whatif import Cluster, Work, ddp_step, largest_world_size, link_needed, master_step
+    from ddpbench.experiment.spec import check_value
+    from ddpbench.experiment.workloads import check_workloads
+    from ddpbench.strategies.ddp import predicted_buckets
+    from ddpbench.workloads.catalog import facts
+
+    _check(args)
+    model = check_value("model", args.model, "command line", "--model")
+    size = check_value("model_size", args.model_size, "command line", "--model-size")
+    from ddpbench.experiment.spec import JobSpec
+
+    spec = JobSpec(model=model, model_size=size, world_size=1)
+    check_workloads([spec], "command line")
+    buckets = predicted_buckets(facts(spec).tensor_bytes, args.bucket_cap_mb)
+    work = Work(compute_ms=args.compute_ms, bucket_bytes=buckets)  # in DDP's order: the last layers' first
+    cluster = Cluster(args.gpus_per_node, args.intra_gbit, args.inter_gbit, args.intra_latency_us,
+                      args.inter_latency_us)
+    print(f"model output for {spec.model_label}: {sum(buckets) / 1e6:.1f} MB of gradients in {len(buckets)} "
+          f"bucket(s) of at most {args.bucket_cap_mb:g} MB, {args.compute_ms:g} ms of compute per device; "
+          f"{args.gpus_per_node} devices a node at {args.intra_gbit:g} Gbit/s, nodes at {args.inter_gbit:g} Gbit/s")
+    print(f"{'devices':>8} {'step ms':>9} {'comm ms':>9} {'exposed':>9} {'eff.':>6} {'master eff.':>12}  algorithms")
+    for p in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
+        step, master = ddp_step(work, p, cluster, args.algorithm), master_step(work, p, cluster)
+        print(f"{p:>8} {step.step_ms:>9.1f} {step.comm_ms:>9.1f} {step.exposed_ms:>9.1f} {step.efficiency:>6.0%} "
+              f"{master.efficiency:>12.0%}  {step.algorithms}")
+    target = args.target_efficiency
+    largest = largest_world_size(work, cluster, target, args.algorithm, limit=1 << 16)
+    print(f"largest power-of-two world size at {target:.0%} or better: {largest}"
+          + (" (or more: the model's limit)" if largest == 1 << 16 else ""))
+    needed = link_needed(work, 1024, cluster, target, args.algorithm)
+    print(f"inter-node rate 1024 devices need for {target:.0%}: "
+          + (f"{needed:.3g} Gbit/s" if needed != float("inf") else "none is enough (latency alone is too much)"))
+    return 0
