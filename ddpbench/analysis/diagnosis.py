@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import stats
-from ddpbench.analysis.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, bucket_settings, caps_text, describe, fair_jobs,
-                                   label_fields, model_name)
+from ddpbench.analysis.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe,
+                                   fair_jobs, label_fields, model_name)
 from ddpbench.analysis.summary import launch_times
 
 COMM_BOUND_SHARE = 0.25  # exposed communication above this share of the step: communication-bound
@@ -168,9 +168,7 @@ def _data(summary):
     ok = _ok(summary)
     if ok.empty or "data_share" not in ok:
         return out
-    same = [c for c in SPEC_COLUMNS if c in ok.columns and c not in ("loader_workers", *MEASUREMENT_FIELDS)]
-    for _, group in ok.groupby(_per_row(lambda r: tuple(str(r[c]) for c in same), ok), sort=False):
-        group = group.sort_values("loader_workers")
+    for group in alike_but(ok, "loader_workers"):
         last = group.iloc[-1]
         if last["data_share"] < DATA_BOUND_SHARE and (len(group) == 1 or group["data_share"].max() < DATA_BOUND_SHARE):
             continue

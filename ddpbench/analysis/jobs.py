@@ -56,6 +56,16 @@ def bucket_settings(group: pd.DataFrame) -> list[pd.DataFrame]:
     return [group.loc[indexes] for indexes in parts.values()]
 
 
+def alike_but(table: pd.DataFrame, field: str) -> list[pd.DataFrame]:
+    """Jobs alike in every setting but ``field`` (how often they were measured aside), each group
+    ordered by ``field``: the jobs that say what ``field`` alone does."""
+    same = [c for c in SPEC_COLUMNS if c in table.columns and c not in (field, *MEASUREMENT_FIELDS)]
+    if table.empty:
+        return []
+    groups = table.groupby([table[c].astype(str) for c in same], sort=False)
+    return [part.sort_values(field) for _, part in groups]
+
+
 def caps_text(caps) -> str:
     """``1 MB``, ``1 and 5 MB``, ``0.1, 0.5 and 1 MB``."""
     caps = [f"{float(c):g}" for c in caps]

@@ -16,15 +16,14 @@ def command(args) -> int:
     import torch
 
     from ddpbench.experiment.spec import MODEL_SIZES
-    from ddpbench.workloads.models import build_model, count_params, grad_bytes
+    from ddpbench.workloads.models import build_model, count_params, count_tensors, grad_bytes
     from ddpbench.workloads.registry import NAMED, PLUGINS, PRESETS
 
     print(f"{'model':<16} {'size':<5} {'params':>12} {'grad MB':>9} {'tensors':>8}")
     for model in PRESETS:
         for size in MODEL_SIZES:
             m = build_model(model, size)
-            tensors = sum(1 for p in m.parameters() if p.requires_grad)
-            print(f"{model:<16} {size:<5} {count_params(m):>12,} {grad_bytes(m) / 1e6:>9.1f} {tensors:>8}")
+            print(f"{model:<16} {size:<5} {count_params(m):>12,} {grad_bytes(m) / 1e6:>9.1f} {count_tensors(m):>8}")
     print()
     print(f"{'model':<16} {'params':>12} {'grad MB':>9} {'tensors':>8}  what it is (model_args change it)")
     for name, entry in NAMED.items():
@@ -39,7 +38,7 @@ def _figures(name: str, torch) -> str:
     from types import SimpleNamespace
 
     from ddpbench.workloads.build import WorkloadError, build_workload
-    from ddpbench.workloads.models import count_params, grad_bytes
+    from ddpbench.workloads.models import count_params, count_tensors, grad_bytes
     from ddpbench.workloads.registry import model_label
 
     job = SimpleNamespace(model=name, model_size="s", model_args="", seed=0, model_label=model_label(name, "s", ""))
@@ -48,5 +47,4 @@ def _figures(name: str, torch) -> str:
             model = build_workload(job).model
     except WorkloadError as err:
         return f"{'-':>12} {'-':>9} {'-':>8}  ({err})"
-    tensors = sum(1 for p in model.parameters() if p.requires_grad)
-    return f"{count_params(model):>12,} {grad_bytes(model) / 1e6:>9.1f} {tensors:>8}"
+    return f"{count_params(model):>12,} {grad_bytes(model) / 1e6:>9.1f} {count_tensors(model):>8}"

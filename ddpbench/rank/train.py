@@ -145,7 +145,7 @@ class TrainingRank(Tracked):
         import torch
 
         from ddpbench.strategies.base import RankContext  # torch, as the rest of setup
-        from ddpbench.workloads.models import count_params, grad_bytes
+        from ddpbench.workloads.models import count_params, count_tensors, grad_bytes
 
         spec = self.spec
         expected = strategy_class(spec.strategy).processes(spec)
@@ -161,7 +161,7 @@ class TrainingRank(Tracked):
         self.nondeterministic = self.replica.workload.nondeterministic
         self.gemm = self.measure_gemm_peak()
         self.params, self.grad_bytes = count_params(self.replica.module), grad_bytes(self.replica.module)
-        self.tensors = sum(1 for p in self.replica.module.parameters() if p.requires_grad)
+        self.tensors = count_tensors(self.replica.module)
         self.timer = StepTimer(clock_for(self.device))
         self.rows: list[list] = []
         self.recovery = Recovery(spec, self.rank, attempt, self.out_dir) if spec.recovers else None

@@ -88,13 +88,13 @@ def _preset_facts(spec) -> Facts:
     import torch
 
     from ddpbench.workloads.data import samples_needed
-    from ddpbench.workloads.models import build_model, count_params, grad_bytes
+    from ddpbench.workloads.models import build_model, count_params, count_tensors, grad_bytes
     from ddpbench.workloads.registry import model_label
 
     with torch.device("meta"):
         model = build_model(spec.model, spec.model_size)
     return Facts(model_label(spec.model, spec.model_size), count_params(model), grad_bytes(model),
-                 sum(1 for p in model.parameters() if p.requires_grad), samples_needed(spec),
+                 count_tensors(model), samples_needed(spec),
                  tensor_bytes=tensor_bytes(model))
 
 

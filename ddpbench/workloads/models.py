@@ -97,5 +97,10 @@ def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
+def count_tensors(model: nn.Module) -> int:
+    """Trainable parameter tensors: one gradient each, what DDP packs into buckets."""
+    return sum(1 for p in model.parameters() if p.requires_grad)
+
+
 def grad_bytes(model: nn.Module) -> int:
     return sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)

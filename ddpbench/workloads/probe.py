@@ -19,7 +19,7 @@ MARK = "PROBE "
 def probe_one(item: dict) -> dict:
     from ddpbench.workloads.build import WorkloadError, build_workload, check_batch
     from ddpbench.workloads.catalog import tensor_bytes
-    from ddpbench.workloads.models import count_params, grad_bytes
+    from ddpbench.workloads.models import count_params, count_tensors, grad_bytes
     from ddpbench.workloads.registry import entry, model_label
 
     label = model_label(item["model"], item["model_size"], item["model_args"])
@@ -31,7 +31,7 @@ def probe_one(item: dict) -> dict:
         return {"error": str(err), "key": getattr(err, "key", "model")}
     model = workload.model
     return {"name": workload.name or label, "params": count_params(model), "grad_bytes": grad_bytes(model),
-            "tensors": sum(1 for p in model.parameters() if p.requires_grad), "samples": len(workload.dataset),
+            "tensors": count_tensors(model), "samples": len(workload.dataset),
             "nondeterministic": workload.nondeterministic, "tensor_bytes": list(tensor_bytes(model))}
 
 

@@ -5,18 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.analysis.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, describe, line_fields
+from ddpbench.analysis.jobs import alike_but, describe, line_fields
 from ddpbench.report.plots.common import COLORS, figure, legend, mark, ok_rows, save
 
 
 def loader_groups(table) -> list:
     """ok jobs alike in everything but ``loader_workers``, for groups measured with two or more counts."""
-    rows = ok_rows(table, "data_ms")
-    if rows.empty:
-        return []
-    same = [c for c in SPEC_COLUMNS if c not in ("loader_workers", *MEASUREMENT_FIELDS)]
-    groups = rows.groupby([rows[c].astype(str) for c in same], sort=False)
-    return [part.sort_values("loader_workers") for _, part in groups if part["loader_workers"].nunique() > 1]
+    return [part for part in alike_but(ok_rows(table, "data_ms"), "loader_workers")
+            if part["loader_workers"].nunique() > 1]
 
 
 def data_vs_loader_workers(table, path) -> Path | None:
