@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import signal
 import sys
 import warnings
@@ -83,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         say_error(f"error: {err}")
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # the reader went away (``| head``): nothing more to say, and nothing to say it to. Python's
+        # exit flush would fail on the same pipe, so stdout goes to /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader left
     except OSError as err:
         if err.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
             raise

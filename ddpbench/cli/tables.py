@@ -129,3 +129,43 @@ def print_comparison(table) -> None:
     for _, r in rest.iterrows():
         why = r["match"] if r["match"] != "both" else f"status A {r['status_a']}, B {r['status_b']}"
         print(f"not compared: {r['job']} [{r['key']}]: {why}")
+
+
+def print_validation(found, costs) -> None:
+    """The what-if model beside published scaling (:mod:`ddpbench.analysis.validation`): one table
+    per quantity (scaling efficiency; throughput at a 1 MB bucket cap against 25 MB)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ddpbench.analysis.validation import check
+
+    console = table_console()
+    console = console if console.is_terminal else Console(width=200)  # its columns, unsqueezed in a pipe
+    order = {"check": 0, "calibration": 1, "input": 2}
+    found = found.assign(order=found["role"].map(lambda r: order.get(r, 3))).sort_values(["order", "source"], kind="stable")
+    reasons = {why: chr(ord("a") + i) for i, why in enumerate(dict.fromkeys(w for w in found["outside"] if w))}
+    titles = {"scaling efficiency (%)": "scaling efficiency (%), published and the model's",
+              "throughput vs 25 MB (%)": "throughput at this bucket cap against 25 MB (%), published and the model's"}
+    for quantity, title in titles.items():
+        out = Table(title=title)
+        for col in ("source", "model", "batch", "GPUs", "system", "net Gbit/s", "aggregation", "bucket MB",
+                    "published", "model", "error pp", "role"):
+            out.add_column(col, no_wrap=True, min_width=len(col), justify="right" if col in (
+                "batch", "GPUs", "net Gbit/s", "bucket MB", "published", "model", "error pp") else "left")
+        for _, r in found[found["quantity"] == quantity].iterrows():
+            out.add_row(r["source"], r["model"], str(r["batch"]), str(r["gpus"]), r["system"],
+                        num(float(r["network_gbit"]), "g") if r["network_gbit"] is not None else "-", r["aggregation"],
+                        num(float(r["bucket_cap_mb"]), "g") if r["bucket_cap_mb"] is not None else "-",
+                        num(r["published"], ".1f"), num(r["predicted"], ".1f"), num(r["error_pp"], "+.1f"),
+                        f"outside ({reasons[r['outside']]})" if r["outside"] else r["role"])
+        console.print(out)
+    for why, letter in reasons.items():
+        console.print(f"outside ({letter}): {why}", highlight=False)
+    console.print(f"constants, fitted once to the {int((found['role'] == 'calibration').sum())} calibration rows: "
+                  f"{costs.step_share:.1%} of the compute per step, {costs.allreduce_us:g} us per all-reduce, "
+                  f"links at {costs.link_share:.0%} of their rate", highlight=False)
+    for quantity, label in (("scaling efficiency (%)", "scaling efficiency"),
+                            ("throughput vs 25 MB (%)", "1 MB vs 25 MB buckets")):
+        held = check(found, quantity)
+        console.print(f"held-out error, {label}: mean {held.mae_pp:.1f} pp, largest {held.max_pp:.1f} pp over "
+                      f"{held.points} published points from {held.sources} source(s)", highlight=False)

@@ -14,21 +14,27 @@ def add_parser(sub) -> None:
                    "(its gradient tensors give the buckets; default: resnet50)")
     p.add_argument("--model-size", default="s", help="size preset of mlp, cnn and transformer (default: s)")
     p.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's bucket cap (default: 25)")
-    p.add_argument("--compute-ms", type=float, required=True,
+    p.add_argument("--compute-ms", type=float,
                    help="one device's step alone: forward, backward and optimizer (e.g. a sweep's world-size-1 step)")
     p.add_argument("--gpus-per-node", type=int, default=8, help="devices per node (default: 8)")
     p.add_argument("--intra-gbit", type=float, default=2400.0, help="a device's link inside a node, Gbit/s")
     p.add_argument("--inter-gbit", type=float, default=100.0, help="a node's network, all NICs, Gbit/s")
-    p.add_argument("--intra-latency-us", type=float, default=5.0, help="latency per message inside a node")
-    p.add_argument("--inter-latency-us", type=float, default=10.0, help="latency per message between nodes")
+    p.add_argument("--intra-latency-us", type=float, default=3.4, help="latency per all-reduce step inside a "
+                   "node (default: NCCL's for NVLink, 3.4; its PCIe figure is 5.7)")
+    p.add_argument("--inter-latency-us", type=float, default=14.0, help="latency per all-reduce step between "
+                   "nodes (default: NCCL's for the network, 14)")
     p.add_argument("--algorithm", default="auto", choices=("auto", "ring", "tree", "hierarchical"),
                    help="all-reduce algorithm (auto: the fastest per bucket, as NCCL's tuner picks)")
     p.add_argument("--target-efficiency", type=float, default=0.9, help="for the largest world size and the "
                    "link rate needed (default: 0.9)")
+    p.add_argument("--validate", action="store_true", help="instead: the model beside published data-parallel "
+                   "scaling results (their sources in ddpbench/analysis/published_scaling.toml), with its held-out error")
     p.set_defaults(func=command)
 
 
 def _check(args) -> None:
+    if args.compute_ms is None:
+        raise InputError("command line", "--compute-ms", "is needed: one device's step in ms (or give --validate)")
     for flag, value, low in (("--compute-ms", args.compute_ms, 0.0), ("--bucket-cap-mb", args.bucket_cap_mb, 0.0),
                              ("--intra-gbit", args.intra_gbit, 0.0), ("--inter-gbit", args.inter_gbit, 0.0)):
         if not value > low:  # also false for NaN
@@ -43,8 +49,19 @@ def _check(args) -> None:
                          f"(got {args.target_efficiency:g})")
 
 
+def validate() -> int:
+    from ddpbench.analysis.validation import table
+    from ddpbench.analysis.whatif import COSTS
+    from ddpbench.cli.tables import print_validation
+
+    print_validation(table(COSTS), COSTS)
+    return 0
+
+
 def command(args) -> int:
-    from ddpbench.analysis.whatif import Cluster, Work, ddp_step, largest_world_size, link_needed, master_step
+    if args.validate:
+        return validate()
+    from ddpbench.analysis.whatif import COSTS, Cluster, Work, ddp_step, largest_world_size, link_needed, master_step
     from ddpbench.experiment.spec import check_value
     from ddpbench.experiment.workloads import check_workloads
     from ddpbench.strategies.ddp import predicted_buckets
@@ -64,6 +81,9 @@ def command(args) -> int:
     print(f"model output for {spec.model_label}: {sum(buckets) / 1e6:.1f} MB of gradients in {len(buckets)} "
           f"bucket(s) of at most {args.bucket_cap_mb:g} MB, {args.compute_ms:g} ms of compute per device; "
           f"{args.gpus_per_node} devices a node at {args.intra_gbit:g} Gbit/s, nodes at {args.inter_gbit:g} Gbit/s")
+    print(f"with the costs of running distributed fitted to published scaling: {COSTS.step_share:.1%} of the compute "
+          f"per step, {COSTS.allreduce_us:g} us per all-reduce, links at {COSTS.link_share:.0%} of their rate "
+          f"(its held-out error: python -m ddpbench whatif --validate)")
     print(f"{'devices':>8} {'step ms':>9} {'comm ms':>9} {'exposed':>9} {'eff.':>6} {'master eff.':>12}  algorithms")
     for p in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
         step, master = ddp_step(work, p, cluster, args.algorithm), master_step(work, p, cluster)
