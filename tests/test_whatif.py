@@ -132,7 +132,7 @@ def test_the_command_prints_the_model_per_world_size_and_its_answers(capsys):
 
     assert main(["whatif", "--model", "resnet50", "--compute-ms", "97", "--inter-gbit", "400"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("model output for resnet50: 102.2 MB of gradients in 4 bucket(s)")
+    assert out.startswith("model output for resnet50: 4 bucket(s) of at most 25 MB: 102.2 MB of gradients")
     rows = {int(line.split()[0]): line.split() for line in out.splitlines() if line.split()[:1] and
             line.split()[0].isdigit()}
     assert sorted(rows) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
@@ -166,3 +166,18 @@ def test_a_reader_that_leaves_early_gets_no_traceback():
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141 and "Traceback" not in err, err
+
+
+def test_the_command_takes_the_compute_and_buckets_a_sweep_measured(capsys):
+    from pathlib import Path
+
+    from ddpbench.cli import main
+
+    folder = Path(__file__).parent.parent / "reports" / "examples" / "quick-cpu"
+    assert main(["whatif", "--from", str(folder), "--inter-gbit", "100"]) == 0
+    out = capsys.readouterr().out
+    heads = [line for line in out.splitlines() if line.startswith("model output for ")]
+    # one answer per workload the sweep measured at world size 1, with DDP's actual buckets
+    assert len(heads) == 2 and all("as measured in" in h and "DDP's own buckets at" in h for h in heads)
+    assert main(["whatif", "--from", str(folder.parent)]) == 2
+    assert "results.jsonl: not found" in capsys.readouterr().err

@@ -29,15 +29,18 @@ Where the parameters come from, in order:
 3. link profiles given in the experiment (``[[links]]`` with ``gbit_per_s`` and ``latency_us``),
    with gamma = 0 (reduction assumed free next to the wire, as on GPUs).
 
-Projected step time for weak scaling (per-rank batch fixed, so compute per rank is fixed):
-``step(p) = compute + exposed(p)``. ``compute`` is the world-size-1 job's mean step at p = 1 and,
-at p > 1, the mean step under ``no_sync()`` at the largest measured world size -- what a rank
-computes while every other rank computes too (on a shared CPU that is slower than alone) -- but
-never less than the world-size-1 step, which also pays DDP's own per-step cost. For DDP,
-``exposed(p) = max(0, comm(p) - hidden)``, where ``hidden`` is how much communication the
-backward pass was measured to hide (DDP's comm time minus the exposed comm) at the largest
-measured world size; master aggregation hides nothing. Everything this module returns beyond
-the measured world sizes is model output, and is labelled so in the report.
+Projected step time for weak scaling (per-rank batch fixed, so compute per rank is fixed) is the
+what-if model's (:mod:`.whatif`) on a flat cluster of this link, every rank a node of its own:
+``compute`` is the world-size-1 job's mean step at p = 1 and, at p > 1, the mean step under
+``no_sync()`` at the largest measured world size -- what a rank computes while every other rank
+computes too (on a shared CPU that is slower than alone) -- but never less than the world-size-1
+step, which also pays DDP's own per-step cost. DDP's buckets are released through the backward
+pass (its measured share of the step) and all-reduced one after another, each by the ring or the
+tree, whichever is cheaper for its size (the tree's latency grows with log p, the ring's with p),
+so the exposed communication comes from that pipeline; master aggregation hides nothing. The
+measurements already hold what running distributed costs here, so none of the what-if model's
+constants fitted to published GPU results are added. Everything this module returns beyond the
+measured world sizes is model output, and is labelled so in the report.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ddpbench.analysis import whatif
 from ddpbench.analysis.jobs import MODEL_FIELDS, fair_jobs
 from ddpbench.workloads.registry import model_label
 
@@ -269,7 +273,7 @@ class Workload:
     bucket_cap_mb: float
     compute_ms: float  # world-size-1 mean step
     compute_multi_ms: float  # mean no_sync step at measured_world_size (compute with every rank busy)
-    hidden_ms: float  # communication the backward pass hid, measured at measured_world_size
+    backward_share: float  # the backward pass's share of the world-size-1 step (the buckets' release)
     measured_world_size: int  # the largest world size measured without oversubscription
 
 
@@ -291,10 +295,13 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
         if base.empty:
             continue
         compute = float(base["step_ms_mean"].median())
+        backward = float(base["backward_ms"].median()) if "backward_ms" in base else math.nan
+        backward_share = min(max(backward / compute, 0.05), 0.95) if compute > 0 and not math.isnan(backward) \
+            else 2 / 3
         grad_bytes = float(group["allreduce_bytes_per_step"].dropna().max()) if group["allreduce_bytes_per_step"].notna().any() \
             else float(base["params"].iloc[0]) * 4
         multi = group[group["world_size"] > 1]
-        hidden, measured_ws, compute_multi = 0.0, 1, compute
+        measured_ws, compute_multi = 1, compute
         if len(multi):
             # the largest world size whose ranks each had their cores (else the largest one)
             measured_ws = int(fair_jobs(multi)["world_size"].max())
@@ -302,9 +309,6 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
             best = top.iloc[0]
             buckets = bucket_sizes(ranks, best["key"]) or [grad_bytes]
             cap = float(best["bucket_cap_mb"])
-            comm, exposed = best["ddp_comm_ms"], best["exposed_comm_ms"]
-            if not (math.isnan(comm) or math.isnan(exposed)):
-                hidden = min(max(comm - max(exposed, 0.0), 0.0), float(best["backward_ms"]))
             if not math.isnan(best["nosync_step_ms"]):
                 # never below the world-size-1 step: that one also pays DDP's own per-step cost
                 # (copying gradients into buckets), which no_sync() skips
@@ -315,35 +319,43 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
             buckets = [cap * 1e6] * int(whole) + ([rest] if rest else [])
         label = f"{model_label(model, size, args)}, batch {int(batch)}/rank"
         found.append(Workload(label, model, size, args, int(batch), grad_bytes, tuple(buckets), cap, compute,
-                              compute_multi, hidden, measured_ws))
+                              compute_multi, backward_share, measured_ws))
     return found
+
+
+def flat_cluster(link: Link) -> whatif.Cluster:
+    """The link as the what-if model's cluster: every rank a node of its own, every message paying
+    alpha and every byte beta, by the ring or the tree (no base latency: alpha holds it all)."""
+    gbit = min(link.gbit_per_s, 1e9)  # a latency-only extreme: bytes all but free
+    return whatif.Cluster(gpus_per_node=1, intra_gbit=gbit, inter_gbit=gbit, intra_latency_us=link.alpha_us,
+                          inter_latency_us=link.alpha_us, name=link.name, base_latency_us=0.0,
+                          algorithms=("ring", "tree"))
+
+
+#: the measurements already hold what running distributed costs on this machine
+MEASURED = whatif.Costs()
 
 
 def predict(workload: Workload, link: Link, world_sizes, strategy: str = "ddp") -> pd.DataFrame:
     """Per-step communication, step time, throughput and efficiency at each world size."""
-    p = np.asarray(sorted(set(int(w) for w in world_sizes)), dtype=float)
-    if strategy == "ddp":
-        comm = sum(ring_allreduce_us(b, p, link) for b in workload.bucket_bytes) / 1e3
-        exposed = np.maximum(comm - workload.hidden_ms, 0.0)
-    elif strategy == "master":
-        comm = master_aggregation_us(workload.grad_bytes, p, link) / 1e3
-        exposed = comm
-    else:
+    if strategy not in ("ddp", "master"):
         raise ValueError(f"no cost model for strategy {strategy!r}; known: ddp, master")
-    comm = np.where(p > 1, comm, 0.0)
-    exposed = np.where(p > 1, exposed, 0.0)
-    step = np.where(p > 1, workload.compute_multi_ms, workload.compute_ms) + exposed
-    return pd.DataFrame({
-        "workload": workload.label, "link": link.name, "link_source": link.source, "strategy": strategy,
-        "world_size": p.astype(int), "comm_ms": comm, "exposed_comm_ms": exposed, "step_ms": step,
-        "samples_per_s": p * workload.per_rank_batch / (step / 1e3),
-        "efficiency": workload.compute_ms / step,
-    })
+    cluster, rows = flat_cluster(link), []
+    for p in sorted(set(int(w) for w in world_sizes)):
+        work = whatif.Work(workload.compute_multi_ms if p > 1 else workload.compute_ms, workload.bucket_bytes,
+                           workload.backward_share)
+        step = whatif.ddp_step(work, p, cluster, costs=MEASURED) if strategy == "ddp" \
+            else whatif.master_step(work, p, cluster, costs=MEASURED)
+        rows.append({"workload": workload.label, "link": link.name, "link_source": link.source, "strategy": strategy,
+                     "world_size": p, "comm_ms": step.comm_ms, "exposed_comm_ms": step.exposed_ms,
+                     "step_ms": step.step_ms, "samples_per_s": p * workload.per_rank_batch / (step.step_ms / 1e3),
+                     "efficiency": workload.compute_ms / step.step_ms, "algorithms": step.algorithms})
+    return pd.DataFrame(rows)
 
 
 def projection(summary: pd.DataFrame, ranks: pd.DataFrame, links: list[Link],
                world_sizes=PROJECTED_WORLD_SIZES) -> pd.DataFrame:
-    """Every workload x link x strategy (ring all-reduce as DDP does it, master aggregation)."""
+    """Every workload x link x strategy (DDP's buckets by ring or tree, master aggregation)."""
     frames = []
     measured = set(int(w) for w in summary["world_size"]) if not summary.empty else set()
     sizes = sorted({1, *measured, *world_sizes})

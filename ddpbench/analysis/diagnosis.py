@@ -406,7 +406,7 @@ def _projection(projection: pd.DataFrame, summary: pd.DataFrame):
                 master.append(f"{_pct(m.loc[64, 'efficiency'])} on '{link}'")
         if not ring:
             continue
-        text = f"Projected (model output, weak scaling) for {workload}: DDP's ring all-reduce keeps " + "; ".join(ring)
+        text = f"Projected (model output, weak scaling) for {workload}: DDP (ring or tree per bucket, the cheaper) keeps " + "; ".join(ring)
         if master:
             text += (". Master aggregation, whose rank 0 receives and sends (p-1) times the gradients, keeps only "
                      + ", ".join(master) + " at 64 ranks")

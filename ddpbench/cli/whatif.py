@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ddpbench.errors import InputError
 
 
@@ -16,6 +18,9 @@ def add_parser(sub) -> None:
     p.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's bucket cap (default: 25)")
     p.add_argument("--compute-ms", type=float,
                    help="one device's step alone: forward, backward and optimizer (e.g. a sweep's world-size-1 step)")
+    p.add_argument("--from", dest="from_dir", type=Path, metavar="RESULTS",
+                   help="instead of --model and --compute-ms: every workload a sweep measured in this folder, "
+                   "with its measured world-size-1 step, backward share and DDP's actual buckets")
     p.add_argument("--gpus-per-node", type=int, default=8, help="devices per node (default: 8)")
     p.add_argument("--intra-gbit", type=float, default=2400.0, help="a device's link inside a node, Gbit/s")
     p.add_argument("--inter-gbit", type=float, default=100.0, help="a node's network, all NICs, Gbit/s")
@@ -33,9 +38,12 @@ def add_parser(sub) -> None:
 
 
 def _check(args) -> None:
-    if args.compute_ms is None:
-        raise InputError("command line", "--compute-ms", "is needed: one device's step in ms (or give --validate)")
-    for flag, value, low in (("--compute-ms", args.compute_ms, 0.0), ("--bucket-cap-mb", args.bucket_cap_mb, 0.0),
+    if args.compute_ms is None and args.from_dir is None:
+        raise InputError("command line", "--compute-ms", "is needed: one device's step in ms (or give --from a "
+                         "results folder, or --validate)")
+    if args.compute_ms is not None and not args.compute_ms > 0:
+        raise InputError("command line", "--compute-ms", f"must be a number above 0 (got {args.compute_ms:g})")
+    for flag, value, low in (("--bucket-cap-mb", args.bucket_cap_mb, 0.0),
                              ("--intra-gbit", args.intra_gbit, 0.0), ("--inter-gbit", args.inter_gbit, 0.0)):
         if not value > low:  # also false for NaN
             raise InputError("command line", flag, f"must be a number above {low:g} (got {value:g})")
@@ -58,29 +66,60 @@ def validate() -> int:
     return 0
 
 
+def _measured(folder: Path) -> list:
+    """The workloads a sweep measured (:func:`ddpbench.analysis.costmodel.workloads`)."""
+    from ddpbench.results.schema import RESULTS_FILE
+
+    if not (folder / RESULTS_FILE).is_file():
+        raise InputError(str(folder), RESULTS_FILE, "not found; give --from a folder written by `ddpbench sweep`")
+    from ddpbench.analysis.costmodel import workloads
+    from ddpbench.analysis.summary import summarize
+    from ddpbench.results.tables import load_tables
+
+    steps, runs, ranks, sweeps = load_tables(folder)
+    found = workloads(summarize(steps, runs, ranks), ranks)
+    if not found:
+        raise InputError(str(folder), "world_size", "no finished DDP job at world size 1 to take the compute from; "
+                         "sweep world_size = [1, ...] first")
+    return found
+
+
 def command(args) -> int:
     if args.validate:
         return validate()
-    from ddpbench.analysis.whatif import COSTS, Cluster, Work, ddp_step, largest_world_size, link_needed, master_step
-    from ddpbench.experiment.spec import check_value
+    from ddpbench.analysis.whatif import Cluster, Work
+
+    _check(args)
+    cluster = Cluster(args.gpus_per_node, args.intra_gbit, args.inter_gbit, args.intra_latency_us,
+                      args.inter_latency_us)
+    if args.from_dir is not None:
+        for measured in _measured(args.from_dir):
+            compute = args.compute_ms if args.compute_ms is not None else measured.compute_ms
+            work = Work(compute_ms=compute, bucket_bytes=measured.bucket_bytes, backward_share=measured.backward_share)
+            _answer(args, f"{measured.label} as measured in {args.from_dir} (DDP's own buckets at "
+                    f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work, cluster)
+        return 0
+    from ddpbench.experiment.spec import JobSpec, check_value
     from ddpbench.experiment.workloads import check_workloads
     from ddpbench.strategies.ddp import predicted_buckets
     from ddpbench.workloads.catalog import facts
 
-    _check(args)
     model = check_value("model", args.model, "command line", "--model")
     size = check_value("model_size", args.model_size, "command line", "--model-size")
-    from ddpbench.experiment.spec import JobSpec
-
     spec = JobSpec(model=model, model_size=size, world_size=1)
     check_workloads([spec], "command line")
     buckets = predicted_buckets(facts(spec).tensor_bytes, args.bucket_cap_mb)
     work = Work(compute_ms=args.compute_ms, bucket_bytes=buckets)  # in DDP's order: the last layers' first
-    cluster = Cluster(args.gpus_per_node, args.intra_gbit, args.inter_gbit, args.intra_latency_us,
-                      args.inter_latency_us)
-    print(f"model output for {spec.model_label}: {sum(buckets) / 1e6:.1f} MB of gradients in {len(buckets)} "
-          f"bucket(s) of at most {args.bucket_cap_mb:g} MB, {args.compute_ms:g} ms of compute per device; "
-          f"{args.gpus_per_node} devices a node at {args.intra_gbit:g} Gbit/s, nodes at {args.inter_gbit:g} Gbit/s")
+    _answer(args, f"{spec.model_label}: {len(buckets)} bucket(s) of at most {args.bucket_cap_mb:g} MB", work, cluster)
+    return 0
+
+
+def _answer(args, what: str, work, cluster) -> None:
+    from ddpbench.analysis.whatif import COSTS, ddp_step, largest_world_size, link_needed, master_step
+
+    print(f"model output for {what}: {sum(work.bucket_bytes) / 1e6:.1f} MB of gradients, {work.compute_ms:.4g} ms "
+          f"of compute per device; {args.gpus_per_node} devices a node at {args.intra_gbit:g} Gbit/s, nodes at "
+          f"{args.inter_gbit:g} Gbit/s")
     print(f"with the costs of running distributed fitted to published scaling: {COSTS.step_share:.1%} of the compute "
           f"per step, {COSTS.allreduce_us:g} us per all-reduce, links at {COSTS.link_share:.0%} of their rate "
           f"(its held-out error: python -m ddpbench whatif --validate)")
@@ -95,5 +134,5 @@ def command(args) -> int:
           + (" (or more: the model's limit)" if largest == 1 << 16 else ""))
     needed = link_needed(work, 1024, cluster, target, args.algorithm)
     print(f"inter-node rate 1024 devices need for {target:.0%}: "
-          + (f"{needed:.3g} Gbit/s" if needed != float("inf") else "none is enough (latency alone is too much)"))
-    return 0
+          + (f"{needed:.3g} Gbit/s" if needed != float("inf") else "none is enough (latency or the per-step cost "
+             "alone is too much)"))

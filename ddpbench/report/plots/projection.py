@@ -1,7 +1,7 @@
 """The cost model's projection as a figure: one row of panels per workload, step time (left) and
 weak-scaling efficiency (right) against world size from 1 to 1024, one colour per link, solid for
-DDP's ring all-reduce and dashed for master aggregation; the measured jobs as black markers.
-The measured range is shaded: everything right of it is model output."""
+DDP (each bucket by ring or tree, the cheaper) and dashed for master aggregation; the measured
+jobs as black markers. The measured range is shaded: everything right of it is model output."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ddpbench.report.plots.common import COLORS, figure, save
 
-STRATEGY_STYLES = {"ddp": ("-", "DDP ring all-reduce"), "master": ("--", "master aggregation")}
+STRATEGY_STYLES = {"ddp": ("-", "DDP (ring or tree)"), "master": ("--", "master aggregation")}
 MAX_WORKLOADS = 4
 
 

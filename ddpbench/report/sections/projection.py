@@ -103,16 +103,18 @@ def _projection_table(projection: pd.DataFrame) -> str:
     part = projection[projection["world_size"].isin(PROJECTION_TABLE_SIZES)]
     rows = []
     for (workload, link, strategy), group in part.groupby(["workload", "link", "strategy"], sort=False):
-        cells = [esc(workload), esc(link), esc("DDP ring all-reduce" if strategy == "ddp" else "master aggregation")]
+        cells = [esc(workload), esc(link), esc("DDP" if strategy == "ddp" else "master aggregation")]
         by_size = group.set_index("world_size")
         for size in PROJECTION_TABLE_SIZES:
             if size in by_size.index:
                 r = by_size.loc[size]
-                cells.append(f"{num(r['step_ms'], '.4g')} ms, {num(100 * r['efficiency'], '.0f')} %")
+                how = f" ({esc(r['algorithms'])})" if strategy == "ddp" and r.get("algorithms", "-") != "-" else ""
+                cells.append(f"{num(r['step_ms'], '.4g')} ms, {num(100 * r['efficiency'], '.0f')} %{how}")
             else:
                 cells.append("&ndash;")
         rows.append(cells)
-    header = ["workload", "link", "strategy", *(f"{s} ranks: step, efficiency" for s in PROJECTION_TABLE_SIZES)]
+    header = ["workload", "link", "strategy",
+              *(f"{s} ranks: step, efficiency (all-reduce)" for s in PROJECTION_TABLE_SIZES)]
     return html_table(header, rows, numeric={3, 4, 5})
 
 
@@ -151,15 +153,22 @@ def projection_section(ctx: ReportContext) -> Section | None:
                    "sends nothing, so they say nothing of &alpha; or &beta;.")
     html = (
         '<p class="what"><strong>Model output, not measurements.</strong> What a step would cost at 8 to 1024 '
-        "ranks (weak scaling: each rank keeps its batch), by the alpha-beta cost model: a message of n bytes "
-        "costs &alpha; + n&beta;. DDP all-reduces each gradient bucket with a ring: "
-        "2(p&minus;1)&alpha; + 2(p&minus;1)/p &middot; n&beta; per bucket, whose bandwidth term stops growing "
-        "with p. Master aggregation sends every rank's gradients to rank 0 and back: "
+        "ranks (weak scaling: each rank keeps its batch), by the what-if model on each link: a message of n "
+        "bytes costs &alpha; + n&beta;. DDP all-reduces each gradient bucket by a ring "
+        "(2(p&minus;1)&alpha; + 2(p&minus;1)/p &middot; n&beta;) or a tree (2 log<sub>2</sub>p &middot; &alpha; "
+        "+ 2n&beta;), whichever is cheaper for that bucket, as NCCL's tuner chooses: the ring's latency grows "
+        "with p, the tree's with log p. Master aggregation sends every rank's gradients to rank 0 and back: "
         "2(p&minus;1)(&alpha; + n&beta;) on rank 0's link, growing linearly with p.</p>"
         '<p class="note">The step is the measured per-rank compute plus the communication the backward pass '
-        "cannot hide: DDP hides as much as it was measured to hide at the largest world size that fits the "
-        "cores; master aggregation hides nothing. &beta; includes the reduction's cost per byte (&gamma;/2): "
-        "ring all-reduce and master aggregation both depend only on &beta; + &gamma;/2, so all-reduce timings "
-        "determine both. Given links assume reduction is free (&gamma; = 0). " + source + "</p>\n"
+        "cannot hide: the buckets are released through the backward pass (its measured share of the step), "
+        "in DDP's order and sizes, and all-reduced one after another on the link; what is still on the link "
+        "when backward ends is exposed. Master aggregation hides nothing. &beta; includes the reduction's cost "
+        "per byte (&gamma;/2): all-reduce and master aggregation both depend only on &beta; + &gamma;/2, so "
+        "all-reduce timings determine both. Given links assume reduction is free (&gamma; = 0). " + source
+        + "</p>\n"
+        f'<p class="note">For a GPU cluster you describe (devices per node, their links, the network between '
+        f"nodes), the same model with NCCL's latencies and its constants checked against published scaling: "
+        f"<code>python -m ddpbench whatif --from {esc(str(ctx.results_dir))} --gpus-per-node 8 "
+        f"--inter-gbit 400</code> (its check: <code>python -m ddpbench whatif --validate</code>).</p>\n"
         + _links_table(model) + "\n" + _projection_table(model.projection) + "\n" + checks)
     return Section("Projection to larger clusters (model)", html, (path,) if path else ())
