@@ -65,12 +65,21 @@ TINY = """
 
 
 def rank_processes(marker: str):
-    """Live ddpbench rank processes (``python -m ddpbench.rank``) whose command line mentions ``marker``."""
+    """Live ddpbench rank processes whose command line or open files mention ``marker`` (a results
+    folder): ranks started as ``python -m ddpbench.rank --job ...``, and ranks forked from the warm
+    server (ddpbench.launch.forked), whose command line is the server's but whose output is their
+    log in the folder's ``logs/``."""
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmd = " ".join(proc.info.get("cmdline") or [])
         if "ddpbench.rank" in cmd and marker in cmd:
             found.append(proc)
+        elif "multiprocessing.forkserver" in cmd:
+            try:
+                if any(marker in f.path for f in proc.open_files()):
+                    found.append(proc)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
     return found
 
 

@@ -46,9 +46,10 @@ class Count(Task):
 
 
 def children():
-    """Live child processes, less multiprocessing's resource tracker (a singleton it keeps)."""
+    """Live child processes, less multiprocessing's resource tracker and fork server (singletons it
+    keeps; the fork server is the one ddpbench forks ranks from)."""
     return [p for p in psutil.Process().children(recursive=True)
-            if "resource_tracker" not in " ".join(p.cmdline())]
+            if "resource_tracker" not in " ".join(p.cmdline()) and "forkserver" not in " ".join(p.cmdline())]
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@ loopback only. (HTML escaping of experiment and results text: tests/test_report.
 
 import ast
 import ipaddress
+import os
 import subprocess
 import sys
 import time
@@ -89,7 +90,8 @@ def listening_addresses(pids):
 
 
 @pytest.mark.slow
-def test_a_one_machine_run_listens_on_loopback_only(tmp_path):
+@pytest.mark.parametrize("fork", ["1", "0"], ids=["forked-ranks", "fresh-interpreters"])
+def test_a_one_machine_run_listens_on_loopback_only(tmp_path, fork):
     """While a 2-rank job runs, the sweep (rendezvous store) and both ranks (gloo's pair sockets)
     listen on 127.0.0.1 or ::1 and nowhere else, even on a machine with other interfaces."""
     exp = write_experiment(tmp_path / "long.toml", """
@@ -101,7 +103,8 @@ def test_a_one_machine_run_listens_on_loopback_only(tmp_path):
     """)
     out = tmp_path / "out"
     sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
-                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env={**os.environ, "DDPBENCH_FORK_SERVER": fork})
     try:
         deadline = time.monotonic() + 60
         ranks = []
@@ -113,8 +116,9 @@ def test_a_one_machine_run_listens_on_loopback_only(tmp_path):
             time.sleep(0.2)
         pids = {sweep.pid, *(p.pid for p in ranks)}
         found = listening_addresses(pids)
-        # pinned, not luck: here the hostname resolves to 127.0.0.1, elsewhere to a LAN address
-        pinned = {p.environ().get("GLOO_SOCKET_IFNAME") for p in ranks}
+        # pinned, not luck: here the hostname resolves to 127.0.0.1, elsewhere to a LAN address. A
+        # forked rank sets its environment after the fork, which /proc/PID/environ does not show
+        pinned = {p.environ().get("GLOO_SOCKET_IFNAME") for p in ranks} if fork == "0" else {loopback_interface()}
     finally:
         sweep.terminate()
         sweep.wait(timeout=30)

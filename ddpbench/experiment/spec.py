@@ -57,7 +57,8 @@ class JobSpec:
     optimizer: str = _field("sgd", "optimizer (sgd with momentum, or adam)", choices=("sgd", "adam"))
     warmup_steps: int = _field(3, "steps run before measuring, stored apart", lo=0, hi=1_000_000)
     steps: int = _field(20, "measured steps per launch", lo=1, hi=1_000_000)
-    repeats: int = _field(1, "fresh launches of the job", lo=1, hi=1000)
+    repeats: int | str = _field(1, "fresh launches of the job (auto: from min_repeats to max_repeats, until the "
+                                "throughput's 95 % interval is within ci_target_pct of it)", lo=1, hi=1000, auto=True)
     threads_per_rank: int | str = _field("auto", "torch threads per rank (auto: cores // world_size)",
                                          lo=1, hi=4096, auto=True)
     loader_workers: int = _field(0, "DataLoader worker processes per rank", lo=0, hi=64)
@@ -87,8 +88,25 @@ class JobSpec:
                              'booleans or lists of them), such as { hidden = 256 } or, as JSON, {"hidden": 256}')
     data: str = _field("memory", "where samples come from: memory (the dataset as built), or disk (written once "
                        "as files, then read and decoded per sample)", choices=("memory", "disk"))
+    # added with cheap launches (issue 20)
+    check_every_repeat: bool = _field(False, "run what does not change between repeats (the equivalence check, the "
+                                      "FLOP count, the matmul peak) in every repeat, not only the first")
+    ci_target_pct: float = _field(5.0, 'repeats = "auto": the 95 % interval of throughput to reach, within this '
+                                  "many % of it either way", lo=0.1, hi=100)
+    min_repeats: int = _field(3, 'repeats = "auto": launches before the interval is first judged', lo=2, hi=1000)
+    max_repeats: int = _field(10, 'repeats = "auto": launches at most, tight or not', lo=2, hi=1000)
 
     # -- derived values --------------------------------------------------------------------
+    @property
+    def adaptive(self) -> bool:
+        """Whether its launches go on until its interval is tight (``repeats = "auto"``)."""
+        return self.repeats == "auto"
+
+    @property
+    def planned_repeats(self) -> int:
+        """The launches planned before any is judged: ``repeats``, or ``min_repeats`` under auto."""
+        return self.min_repeats if self.adaptive else int(self.repeats)
+
     @property
     def per_rank_batch(self) -> int:
         return self.batch_size // self.world_size if self.scaling == "strong" else self.batch_size

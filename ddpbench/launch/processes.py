@@ -62,15 +62,25 @@ def rank_env(spec, sockets: dict[str, str] | None = None) -> dict[str, str]:
             **(loopback_env() if sockets is None else sockets), "PYTHONUNBUFFERED": "1"}
 
 
+def _signal(pid: int, sig: int) -> None:
+    """The rank's process group; the rank alone if it has not made its group yet (a forked rank
+    calls setsid() as its first act)."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
 def end_processes(procs: list[subprocess.Popen]) -> None:
-    """SIGTERM each rank's process group, then SIGKILL what is left; reap everything."""
+    """SIGTERM each rank's process group, then SIGKILL what is left; reap everything.
+    ``procs``: Popen objects, or anything with their ``pid``, ``poll()`` and ``wait()``."""
     for sig, grace in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, 5.0)):
         alive = [p for p in procs if p.poll() is None]
         for proc in alive:
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                pass
+            _signal(proc.pid, sig)
         deadline = time.monotonic() + grace
         while alive and time.monotonic() < deadline:
             alive = [p for p in alive if p.poll() is None]

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from ddpbench.launch import forked
 from ddpbench.launch.base import Launcher, LaunchOutcome
 from ddpbench.launch.handback import collect_outcome, prepare_launch
 from ddpbench.launch.processes import POLL_S, end_processes, loopback_store, rank_env
@@ -24,7 +25,13 @@ FAILURE_GRACE_S = 2.0
 
 
 class SpawnLauncher(Launcher):
+    """``fork``: start ranks as forks of a warm server (:mod:`ddpbench.launch.forked`; default unless
+    ``DDPBENCH_FORK_SERVER=0``), else as new interpreters."""
+
     name = "spawn"
+
+    def __init__(self, fork: bool | None = None):
+        self.fork = forked.enabled() if fork is None else fork
 
     def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
         """Run ``spec.processes`` ranks (``python -m ddpbench.rank``) and read back one result.
@@ -45,7 +52,7 @@ class SpawnLauncher(Launcher):
             "LOCAL_WORLD_SIZE": str(processes),
             "DDPBENCH_PARENT_PID": str(os.getpid()),
         }
-        procs: list[subprocess.Popen] = []
+        procs: list = []  # subprocess.Popen, or forked.ForkedRank (the same interface)
         logs: list[str] = []
         start = time.monotonic()
         timed_out = False
@@ -53,10 +60,14 @@ class SpawnLauncher(Launcher):
             for rank in range(processes):
                 log_path = log_dir / f"{spec.key}-r{repeat}.rank{rank}.log"
                 logs.append(str(log_path))
+                args = ["--job", str(job_file), "--out", str(work_dir)]
+                env = {**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)}
+                if self.fork:
+                    procs.append(forked.ForkedRank(args, env, str(log_path)))
+                    continue
                 with open(log_path, "wb") as log:
                     procs.append(subprocess.Popen(
-                        [sys.executable, "-m", RANK_MODULE, "--job", str(job_file), "--out", str(work_dir)],
-                        env={**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)},
+                        [sys.executable, "-m", RANK_MODULE, *args], env=env,
                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                         start_new_session=True,
                     ))

@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ddpbench.experiment.spec import spec_from_dict
+from ddpbench.rank import protocol
 from ddpbench.rank.devices import gpu_memory, peak_rss_mb, take_rank_device
-from ddpbench.rank.protocol import PROCESS_START, Job, Tracked, join_process_group
+from ddpbench.rank.protocol import Job, Tracked, join_process_group
 from ddpbench.rank.recovery import Recovery
 from ddpbench.rank.timing import StepTimer, clock_for
 from ddpbench.results.schema import TIMED_PHASES, training_result
@@ -134,7 +135,10 @@ class TrainingRank(Tracked):
         self.rank = int(os.environ["RANK"])
         self.local_rank = int(os.environ.get("LOCAL_RANK", self.rank))
         self.world_size = int(os.environ["WORLD_SIZE"])  # processes; DataParallel: 1
-        self.timeline = {"process_start": PROCESS_START}
+        self.timeline = {"process_start": protocol.PROCESS_START}  # the fork, for a forked rank
+        #: whether this launch also does the work whose answer does not change between repeats (the
+        #: equivalence check, the FLOP count, the matmul peak): the first repeat, or every one if asked
+        self.per_job = self.repeat == 0 or bool(self.spec.check_every_repeat)
 
     def mark(self, event: str) -> None:
         self.timeline[event] = time.time()
@@ -155,11 +159,15 @@ class TrainingRank(Tracked):
         torch.set_num_threads(int(spec.threads_per_rank))
         self.device = take_rank_device(spec.device, self.local_rank)
         attempt = join_process_group(spec.backend, self.rank, self.world_size, self.timeout_s, self.device)
+        self.mark("group_joined")
         self.ctx = RankContext(self.rank, self.local_rank, self.world_size, self.device)
         self.compute = {}
-        self.replica = build_replica(spec, self.ctx, before_wrap=self.count_flops if self.rank == 0 else None)
+        self.replica = build_replica(spec, self.ctx,
+                                     before_wrap=self.count_flops if self.rank == 0 and self.per_job else None)
+        self.mark("replica_built")
         self.nondeterministic = self.replica.workload.nondeterministic
-        self.gemm = self.measure_gemm_peak()
+        self.gemm = self.measure_gemm_peak() if self.per_job else {"peak_flops": None, "peak_method": None}
+        self.mark("peak_measured")
         self.params, self.grad_bytes = count_params(self.replica.module), grad_bytes(self.replica.module)
         self.tensors = count_tensors(self.replica.module)
         self.timer = StepTimer(clock_for(self.device))
@@ -260,6 +268,8 @@ class TrainingRank(Tracked):
 
         if self.spec.check_steps == 0:
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0}
+        if not self.per_job:  # checked in the job's first repeat: the same code on the same seed
+            return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "checked_in_repeat": 0}
         if self.nondeterministic:
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "skipped": self.nondeterministic}
         self.at("check")

@@ -34,6 +34,8 @@ from typing import Any, NamedTuple
 
 SCHEMA_VERSION = 1
 RESULTS_FILE = "results.jsonl"
+#: beside the results of a ``tune`` folder: the race (rounds, who went out and why, the verdict)
+SEARCH_FILE = "search.json"
 STATUSES = ("ok", "failed", "timed_out", "skipped")
 
 # ---------------------------------------------------------------------------------------------
@@ -67,8 +69,9 @@ RANK_FIGURES = ("peak_rss_mb", "threads", "checksum", "allreduce_bytes_per_step"
                 "bytes_sent_per_step", "bytes_recv_per_step", "traffic_source", "optimizer_state_mb",
                 "dp_replicas", "gpus", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "bucket_bytes",
                 "gemm_peak_flops")
-#: the equivalence check of a launch (``result["check"]``); its steps are the spec's check_steps
-CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run", "skipped")
+#: the equivalence check of a launch (``result["check"]``); its steps are the spec's check_steps; a repeat
+#: after the first says ``checked_in_repeat`` (0) instead, unless the job asked for a check in every one
+CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run", "skipped", "checked_in_repeat")
 #: what a launch trained and the work it did (``result["compute"]``): the workload's name and
 #: trainable tensors, the FLOPs one process computes per optimizer step (``flops_source``: "counted"
 #: by PyTorch's counter, or the "workload"'s own figure) and how each rank's GEMM peak was measured

@@ -1,0 +1,76 @@
+"""Start ranks as forks of a warm server instead of new interpreters (:mod:`ddpbench.rank.forked`).
+
+A launch on this machine used to pay, per rank, a new interpreter and ``import torch`` (about 2 s
+of its 8 on two cores). Python's ``multiprocessing`` fork server pays them once: it is started on
+the first rank, imports :data:`~ddpbench.rank.forked.PRELOAD` and forks every rank from then on;
+it ends by itself when this process does. :class:`ForkedRank` is the part of
+``subprocess.Popen``'s interface the launchers use, so a launch handles either kind of rank alike.
+
+The server is started with one thread per math library (OpenMP, MKL, OpenBLAS): numpy's OpenBLAS
+would otherwise start a thread pool at import, and a process with threads is not one to fork.
+Each rank sets its own thread count (``torch.set_num_threads``) from its job, as before.
+
+``DDPBENCH_FORK_SERVER=0`` starts every rank as a new interpreter instead (the old way).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+
+#: the math libraries' thread variables, held at one while the server starts
+_SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+_context = None
+
+
+def enabled() -> bool:
+    return os.environ.get("DDPBENCH_FORK_SERVER", "1") != "0"
+
+
+def _server():
+    global _context
+    if _context is None:
+        from ddpbench.rank.forked import PRELOAD
+
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(PRELOAD)
+        _context = context
+    return _context
+
+
+@contextlib.contextmanager
+def _single_threaded_env():
+    saved = {k: os.environ.get(k) for k in _SINGLE_THREADED}
+    os.environ.update(_SINGLE_THREADED)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+class ForkedRank:
+    """One rank forked by the server, running ``argv`` (``--job J --out D``) with exactly ``env``,
+    its output in ``log_path``. Like ``Popen``: ``pid``, ``poll()``, ``wait()``; the rank leads its
+    own process group (``os.killpg(rank.pid, ...)``)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: str, target=None):
+        from ddpbench.rank.forked import run_rank
+
+        context = _server()
+        # ``target``: what the child runs instead of a rank, with the same arguments (tests)
+        self._process = context.Process(target=target or run_rank, args=(list(argv), dict(env), str(log_path)))
+        with _single_threaded_env():  # the server starts with the first rank, and inherits this
+            self._process.start()
+        self.pid = self._process.pid
+
+    def poll(self) -> int | None:
+        return self._process.exitcode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._process.join(timeout)
+        return self._process.exitcode

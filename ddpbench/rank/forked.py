@@ -1,0 +1,69 @@
+"""A rank forked from a warm process instead of started as a new interpreter.
+
+The launcher (:mod:`ddpbench.launch.forked`) keeps one server process per sweep, Python's own
+``multiprocessing`` fork server, that has imported torch and the rank's modules once
+(:data:`PRELOAD`) and done nothing else: no thread, no process group, no CUDA context, no seed
+drawn, no job read. Every rank of every launch is a fresh ``fork()`` of it, so each repeat is
+still a new process with new state (independence of launches is what the intervals rest on);
+only the interpreter's start and the imports are not paid again. :func:`run_rank` then makes the
+child what ``python -m ddpbench.rank`` would have been: its own session (so the launcher can end
+it with all its children), its log file as stdout and stderr, exactly the launch's environment,
+its own start time and a fresh random seed, and runs the same :func:`~.protocol.serve`.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+
+#: what the server imports before it forks anything: the interpreter-wide cost of a rank
+PRELOAD = [
+    "torch", "torch.distributed", "torch.nn.functional", "torch.utils.data", "numpy",
+    # what PyTorch's FLOP counter loads on first use (dynamo, sympy): 3.4 s of a rank's setup
+    "torch._dynamo", "torch.utils.flop_counter",
+    "ddpbench.rank.__main__", "ddpbench.rank.train", "ddpbench.rank.collectives", "ddpbench.rank.flops",
+    "ddpbench.rank.equivalence", "ddpbench.strategies.base", "ddpbench.strategies.ddp",
+    "ddpbench.workloads.models", "ddpbench.workloads.data", "ddpbench.workloads.build",
+]
+
+
+def run_rank(argv: list[str], env: dict[str, str], log_path: str) -> None:
+    """The forked child's life: become a rank of the launch, serve it, exit with its code."""
+    become_rank(env, log_path)
+    from ddpbench.rank import protocol
+    from ddpbench.rank.__main__ import WORKS
+
+    code = protocol.serve(WORKS, argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+def become_rank(env: dict[str, str], log_path: str) -> None:
+    """Make this fresh fork what a new ``python -m ddpbench.rank`` process would be before it
+    reads its job: its own session, its log, exactly ``env``, its own start time and seed."""
+    os.setsid()  # a session of its own: the launcher ends the rank and its loader workers as one group
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # line-buffered, as PYTHONUNBUFFERED asks
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    os.environ.clear()
+    os.environ.update(env)
+    # the rank outlives neither the launcher nor this server: it watches the server, which ends
+    # (and so orphans the rank, which then exits) when the launcher does
+    os.environ["DDPBENCH_PARENT_PID"] = str(os.getppid())
+    # the server's random states are shared by every fork: draw new ones, from the OS's entropy as
+    # a new interpreter does (a job's own seed is set by the job, as before)
+    random.seed()
+    import numpy
+    import torch
+
+    torch.seed()
+    numpy.random.seed()
+    from ddpbench.rank import protocol
+
+    protocol.PROCESS_START = time.time()  # this rank's start is the fork, not the server's
