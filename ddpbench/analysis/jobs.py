@@ -28,7 +28,8 @@ def model_name(row) -> str:
 COMM_ONLY_FIELDS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "backend", "emulate_nodes", "link",
                     "link_delay_ms")
 #: fields that say how often a job is measured (or interrupted), not what: never part of a baseline match
-MEASUREMENT_FIELDS = ("repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every")
+MEASUREMENT_FIELDS = ("repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every", "check_every_repeat",
+                      "ci_target_pct", "min_repeats", "max_repeats")
 
 
 def baseline_key(row) -> tuple:

@@ -121,6 +121,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         per_launch = launches.get(key, empty)["step_ms"].to_numpy(dtype=float)
         row["launch_step_ms"] = [float(t) for t in per_launch]
         row["samples_per_s_low"], row["samples_per_s_high"] = stats.throughput_ci(per_launch, first["global_batch"])
+        row.update(_interval_figures(row, first))
         measure_rows = mine[mine["phase"] == "measure"] if len(mine) else mine
         for col in TIMED_PHASES:
             row[col] = mean(measure_rows[col]) if len(measure_rows) else math.nan
@@ -139,6 +140,19 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         rows.append(row)
     table = pd.DataFrame(rows)
     return add_speedup(table)
+
+
+def _interval_figures(row: dict, spec) -> dict:
+    """How tight the throughput's interval is (half its width, in % of the throughput) and, for a
+    job under ``repeats = "auto"``, whether it reached its target, or which bound stopped it."""
+    low, high, point = row["samples_per_s_low"], row["samples_per_s_high"], row["samples_per_s"]
+    half = 100 * (high - low) / 2 / point if point and not math.isnan(low) else math.nan
+    figures = {"ci_halfwidth_pct": half, "ci_reached": None, "repeats_bound": None}
+    if spec.get("repeats") == "auto":
+        figures["ci_reached"] = bool(half <= spec["ci_target_pct"])
+        if not figures["ci_reached"]:
+            figures["repeats_bound"] = "max_repeats" if row["repeats_ok"] >= spec["max_repeats"] else "budget"
+    return figures
 
 
 def _status(job_runs: pd.DataFrame) -> dict:

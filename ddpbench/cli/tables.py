@@ -169,3 +169,27 @@ def print_validation(found, costs) -> None:
         held = check(found, quantity)
         console.print(f"held-out error, {label}: mean {held.mae_pp:.1f} pp, largest {held.max_pp:.1f} pp over "
                       f"{held.points} published points from {held.sources} source(s)", highlight=False)
+
+
+def print_search(result: dict) -> None:
+    """tune's verdict: every candidate with its launches and throughput, the winner, the tied, and
+    what the race spent against the grid."""
+    from rich.table import Table
+
+    tied = {t["setting"] for t in result["tied"]}
+    out = Table(title="the race (samples/s over each setting's launches)")
+    for col in ("setting", "launches", "samples/s", "verdict"):
+        out.add_column(col, justify="right" if col in ("launches", "samples/s") else "left")
+    for c in sorted(result["candidates"], key=lambda c: -(c["samples_per_s"] or 0)):
+        verdict = ("fastest" if c["setting"] == result["winner"] else
+                   "tied with the fastest" + (f" (out in round {c['out_in_round']})" if c["out_in_round"] else "")
+                   if c["setting"] in tied else f"out in round {c['out_in_round']}: {c['why_out']}")
+        out.add_row(c["setting"], str(c["launches"]), num(c["samples_per_s"], ".1f"), verdict)
+    for same in result["same_buckets"]:
+        out.add_row(same["setting"], "0", "-", f"not run: the same buckets as {same['as']}")
+    console = table_console()
+    console.print(out)
+    console.print(f"fastest: {result['winner']}"
+                  + (f"; statistically tied with it: {', '.join(sorted(tied))}" if tied else "; nothing tied with it")
+                  + f". The race spent {result['launches']} launches; the grid would have spent "
+                  f"{result['grid_launches']} (budget {result['budget']}).", highlight=False)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: fields that do not change which buckets a job's DDP makes, nor what else it measures
-_NOT_SETTINGS = ("bucket_cap_mb", "repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every")
+_NOT_SETTINGS = ("bucket_cap_mb", "repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every",
+                 "check_every_repeat", "ci_target_pct", "min_repeats", "max_repeats")
 
 
 @dataclass(frozen=True)
@@ -59,3 +60,19 @@ def same_buckets(jobs) -> list[SameBuckets]:
                                                             if first.emulated else "")
                 found.append(SameBuckets(first.model_label, where, tuple(same), layout))
     return found
+
+
+def setting(spec) -> tuple:
+    """What a job measures, with its bucket cap replaced by the buckets it will give: two jobs
+    with the same setting are one setting measured twice (a DDP job at world size 1, or whose
+    model cannot be built here, keeps its cap)."""
+    from ddpbench.strategies.ddp import predicted_buckets
+    from ddpbench.workloads.catalog import ProbeFailed, facts
+
+    rest = tuple((k, v) for k, v in spec.to_dict().items() if k not in _NOT_SETTINGS)
+    if spec.strategy != "ddp" or spec.world_size < 2:
+        return rest, spec.bucket_cap_mb
+    try:
+        return rest, predicted_buckets(facts(spec).tensor_bytes, spec.bucket_cap_mb)
+    except ProbeFailed:
+        return rest, spec.bucket_cap_mb

@@ -8,6 +8,7 @@ Experiment file layout::
     timeout_s = 300              # optional, per launch
     datasheet_tflops = 989       # optional: a device's peak from its datasheet, at the jobs' dtype;
                                  # the report then shows model FLOPs utilisation (MFU) against it
+    repeat_budget_s = 600        # optional: repeats = "auto" jobs get no more launches after this
 
     [defaults]                   # scalars, applied to every job
     model = "mlp"
@@ -36,7 +37,8 @@ from ddpbench.strategies import strategy_class
 from ddpbench.workloads.registry import PRESETS
 
 MAX_JOBS = 10_000
-TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "datasheet_tflops", "defaults", "grid", "links", "collectives")
+TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "datasheet_tflops", "repeat_budget_s", "defaults", "grid", "links",
+                  "collectives")
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,8 @@ class Experiment:
     collectives: CollectivesExperiment | None = None
     #: a rank's device peak from its datasheet, in TFLOP/s (0: not given); MFU is shown against it
     datasheet_tflops: float = 0.0
+    #: repeats = "auto": no launch beyond a job's minimum starts after the sweep has run this long (0: no limit)
+    repeat_budget_s: float = 0.0
 
 
 def job_spec(fields: dict, machine: Machine, source: str) -> JobSpec:
@@ -59,6 +63,9 @@ def job_spec(fields: dict, machine: Machine, source: str) -> JobSpec:
     resolved against ``machine`` and checked as a whole, as every job of an experiment file is, so
     a job given by flags or by a benchmark task is refused for what a file's job would be."""
     spec = resolve(JobSpec(**fields), machine, source)
+    if spec.adaptive and spec.min_repeats > spec.max_repeats:
+        raise InputError(source, "min_repeats", f"must be at most max_repeats ({spec.max_repeats}); got "
+                         f"{spec.min_repeats}")
     strategy_class(spec.strategy).validate(spec, source)
     check_model_fields(spec, fields, source)
     return spec
@@ -99,6 +106,10 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
     timeout_s = data.get("timeout_s", 600)
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 1 <= timeout_s <= 7 * 86400:
         raise InputError(source, "timeout_s", f"must be a number of seconds from 1 to 604800 (got {timeout_s!r})")
+    budget = data.get("repeat_budget_s", 0.0)
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 <= budget <= 7 * 86400:
+        raise InputError(source, "repeat_budget_s", "must be the seconds of a sweep after which jobs under "
+                         f'repeats = "auto" get no more launches, from 0 (no limit) to 604800 (got {budget!r})')
     datasheet = data.get("datasheet_tflops", 0.0)
     if "datasheet_tflops" in data and (isinstance(datasheet, bool) or not isinstance(datasheet, (int, float)) or not 0 < datasheet <= 1e6):
         raise InputError(source, "datasheet_tflops", "must be a device's peak in TFLOP/s from its datasheet, a "
@@ -144,7 +155,7 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
     collectives = _collectives_table(data["collectives"], source, name, machine) if "collectives" in data else None
     return Experiment(name=name, description=description, source=source, timeout_s=float(timeout_s),
                       jobs=tuple(jobs.values()), links=links, collectives=collectives,
-                      datasheet_tflops=float(datasheet))
+                      datasheet_tflops=float(datasheet), repeat_budget_s=float(budget))
 
 
 def _collectives_table(table, source: str, name: str, machine: Machine):

@@ -17,7 +17,7 @@ from typing import Sequence
 from ddpbench.analysis.summary import datasheet_peak, summarize
 from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, render_page
 from ddpbench.report.sections import (collectives, compute, diagnosis, gpu, network, noise, overview, projection,
-                                      scaling, strategies)
+                                      scaling, search, strategies)
 from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_collectives, load_tables
 
@@ -25,6 +25,7 @@ from ddpbench.results.tables import load_collectives, load_tables
 SECTIONS: tuple[SectionFn, ...] = (
     overview.header_section,
     diagnosis.diagnosis_section,
+    search.search_section,
     overview.summary_section,
     scaling.throughput_section,
     scaling.efficiency_section,
@@ -45,6 +46,7 @@ SECTIONS: tuple[SectionFn, ...] = (
     network.network_section,
     network.recovery_section,
     projection.projection_section,
+    noise.repeats_section,
     noise.noise_section,
 )
 

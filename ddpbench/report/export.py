@@ -277,7 +277,7 @@ def benchmark_document(folder: str | Path) -> tuple[dict, list[str]]:
             else None,
             "extra_info": extra,
             "options": {"timer": _timer(r["device"]), "disable_gc": False,
-                        "min_rounds": plain(r["steps"] * r["repeats"]), "max_time": None, "min_time": None,
+                        "min_rounds": plain(r["steps"] * r["repeats_ok"]), "max_time": None, "min_time": None,
                         "warmup": plain(r["warmup_steps"])},
             "stats": stat_dict,
         })

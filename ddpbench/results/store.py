@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Iterator
 
-from ddpbench.results.schema import RESULTS_FILE, SCHEMA_VERSION, check_record, sweep_record
+from ddpbench.results.schema import RESULTS_FILE, SCHEMA_VERSION, SEARCH_FILE, check_record, sweep_record
 
 
 class DamagedRecord(UserWarning):
@@ -110,6 +110,9 @@ def rotate_previous(store: ResultStore) -> Path | None:
         store.path.unlink()
         for record in carried:
             store.append(record)
+        race = store.dir / SEARCH_FILE  # a tune's race belongs to the results it raced with
+        if race.exists():
+            race.replace(target.with_name(target.name.replace("results.", "search.", 1).replace(".jsonl", ".json")))
         return target
     raise RuntimeError(f"{store.dir}: cannot find a free name to keep the earlier results")
 

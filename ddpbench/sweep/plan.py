@@ -23,6 +23,12 @@ def pending_launches(specs, done: set[tuple[str, int]], out_dir: Path) -> list[L
     """Launches of ``specs`` not yet stored (``done``: (key, repeat) pairs), repeats interleaved
     (every job's repeat 0, then every repeat 1, ...) so that a machine's slow drift spreads over
     all jobs instead of biasing one."""
-    rounds = max((spec.repeats for spec in specs), default=0)
+    rounds = max((_planned(spec) for spec in specs), default=0)
     return [Launch(spec, repeat, work_dir(out_dir, spec, repeat)) for repeat in range(rounds) for spec in specs
-            if repeat < spec.repeats and (spec.key, repeat) not in done]
+            if repeat < _planned(spec) and (spec.key, repeat) not in done]
+
+
+def _planned(spec) -> int:
+    """Launches planned up front: the job's repeats (training jobs under ``repeats = "auto"``: their
+    minimum; the adaptive plan adds the rest, :mod:`ddpbench.sweep.adaptive`)."""
+    return getattr(spec, "planned_repeats", None) or spec.repeats

@@ -27,11 +27,19 @@ class SweepProgress:
     def __exit__(self, *exc) -> None:
         self.progress.stop()
 
+    @property
+    def completed(self) -> int:
+        return int(self.progress.tasks[0].completed)
+
     def begin(self, label: str) -> None:
         self.progress.update(self.task, description=label)
 
-    def done(self, label: str, status: str, line: str) -> None:
+    def done(self, label: str, status: str, line: str, total: int | None = None) -> None:
+        """One launch ended; ``total``: the launches the sweep now expects in all (adaptive repeats
+        change it as their intervals narrow), so that the ETA counts them."""
         style = _STYLE.get(status, "white")
         self.console.print(f"[{style}]{status:>9}[/{style}]  {escape(label):<58} {escape(line)}", highlight=False, markup=True,
                            soft_wrap=True)
         self.progress.advance(self.task)
+        if total is not None:
+            self.progress.update(self.task, total=max(total, self.completed))

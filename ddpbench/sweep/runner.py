@@ -28,6 +28,7 @@ from ddpbench.launch.handback import disk_full
 from ddpbench.launch.spawn import SpawnLauncher
 from ddpbench.results.schema import launch_record
 from ddpbench.results.store import ResultStore, rotate_previous
+from ddpbench.sweep.adaptive import AdaptivePlan
 from ddpbench.sweep.environment import collect_env
 from ddpbench.sweep.kinds import kind_of
 from ddpbench.sweep.plan import LOG_DIR, WORK_DIR, pending_launches
@@ -79,7 +80,9 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
             "launcher": launcher.name, "links": list(experiment.links),
             **({"datasheet_tflops": experiment.datasheet_tflops} if experiment.datasheet_tflops else {}),
         })
-    return run_launches(todo, store, launcher, machine, experiment.timeout_s, summary, console)
+    plan = AdaptivePlan(experiment.jobs, store, out_dir, experiment.repeat_budget_s)
+    return run_launches(todo, store, launcher, machine, experiment.timeout_s, summary, console,
+                        plan=plan if plan else None)
 
 
 def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume: bool = False,
@@ -103,29 +106,48 @@ def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume:
 
 
 def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, machine: Machine, timeout_s: float,
-                 summary: SweepSummary, console=None) -> SweepSummary:
+                 summary: SweepSummary, console=None, plan: AdaptivePlan | None = None) -> SweepSummary:
     """The loop of every sweep: each launch of ``todo`` through its launcher, its record stored as
-    it ends (when ``launcher`` stores results), with progress on ``console``."""
+    it ends (when ``launcher`` stores results), with progress on ``console``; then, round after
+    round, the launches ``plan`` adds for jobs whose interval is still wide (``repeats = "auto"``),
+    the progress bar's total counting the launches they are expected to need."""
     stores = launcher.stores_results
     log_dir = store.dir / LOG_DIR
     start = time.monotonic()
+    batch = list(todo)
 
-    # the launches are closed on any exception, so that a launcher's queued jobs are cancelled at once
-    with SweepProgress(len(todo), console) as progress, contextlib.closing(launched(
-            todo, launcher, machine, log_dir, timeout_s,
-            begin=lambda launch: progress.begin(kind_of(launch.spec).describe(launch, machine)))) as ended:
-        for launch, runs_it, outcome in ended:
-            stop_if_disk_full(outcome, store)
-            if stores:
-                store.append(launch_record(launch.spec, launch.repeat, status=outcome.status, error=outcome.error,
-                                           result=outcome.result, oversubscribed=oversubscribed(launch.spec, machine),
-                                           cores=machine.cores, wall_s=outcome.wall_s, launcher=runs_it.name,
-                                           sweep_id=summary.sweep_id, logs=outcome.logs))
-                shutil.rmtree(launch.work_dir, ignore_errors=True)
-            summary.statuses[outcome.status] = summary.statuses.get(outcome.status, 0) + 1
-            kind = kind_of(launch.spec)
-            summary.timed_s += kind.timed_seconds(outcome.result) if outcome.result else 0.0
-            progress.done(kind.describe(launch, machine), outcome.status, one_line(launch, outcome))
+    def expected(left: list[Launch]) -> int:
+        if plan is None or not stores:
+            return 0
+        pending: dict[str, int] = {}
+        for launch in left:
+            pending[launch.spec.key] = pending.get(launch.spec.key, 0) + 1
+        return plan.expected(pending)
+
+    with SweepProgress(len(batch) + expected(batch), console) as progress:
+        while batch:
+            left = list(batch)
+            # the launches are closed on any exception, so that a launcher's queued jobs are cancelled at once
+            with contextlib.closing(launched(
+                    batch, launcher, machine, log_dir, timeout_s,
+                    begin=lambda launch: progress.begin(kind_of(launch.spec).describe(launch, machine)))) as ended:
+                for launch, runs_it, outcome in ended:
+                    stop_if_disk_full(outcome, store)
+                    if stores:
+                        store.append(launch_record(launch.spec, launch.repeat, status=outcome.status,
+                                                   error=outcome.error, result=outcome.result,
+                                                   oversubscribed=oversubscribed(launch.spec, machine),
+                                                   cores=machine.cores, wall_s=outcome.wall_s, launcher=runs_it.name,
+                                                   sweep_id=summary.sweep_id, logs=outcome.logs))
+                        shutil.rmtree(launch.work_dir, ignore_errors=True)
+                    summary.statuses[outcome.status] = summary.statuses.get(outcome.status, 0) + 1
+                    kind = kind_of(launch.spec)
+                    summary.timed_s += kind.timed_seconds(outcome.result) if outcome.result else 0.0
+                    left.remove(launch)
+                    progress.done(kind.describe(launch, machine), outcome.status, one_line(launch, outcome),
+                                  total=progress.completed + 1 + len(left) + expected(left))
+            batch = plan.next_round() if plan is not None and stores else []
+            summary.planned += len(batch)
     if stores:
         shutil.rmtree(store.dir / WORK_DIR, ignore_errors=True)
     summary.wall_s = time.monotonic() - start

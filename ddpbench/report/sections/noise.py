@@ -78,3 +78,32 @@ def noise_section(ctx: ReportContext) -> Section | None:
         "The CI width is the 95 % bootstrap interval of the throughput over launches, as a share of the "
         "throughput.</p>\n" + '<div class="jobs">' + html_table(header, rows, numeric={1, 2, 3, 4, 5}) + "</div>"
         + f'\n<p class="note">What helps:</p>\n<ul class="note">{items}</ul>')
+
+
+def repeats_section(ctx: ReportContext) -> Section | None:
+    """Jobs under ``repeats = "auto"``: the launches each took, the interval it reached, and which
+    stopped without reaching its target (at ``max_repeats``, or when the sweep's budget ran out)."""
+    table = ctx.summary
+    if table.empty or "ci_reached" not in table or not table["ci_reached"].notna().any():
+        return None
+    extra = [f for f in line_fields(table) if f != "bucket_cap_mb"]
+    rows, short = [], 0
+    for _, r in ordered(table[table["ci_reached"].notna()]).iterrows():
+        reached = bool(r["ci_reached"])
+        short += not reached
+        verdict = "reached" if reached else ("hit max_repeats" if r["repeats_bound"] == "max_repeats"
+                                             else "stopped by repeat_budget_s")
+        rows.append([esc(describe(r, extra, table)), esc(r["world_size"]), num(r["bucket_cap_mb"], "g"),
+                     esc(int(r["repeats_ok"])), f"&plusmn; {num(r['ci_halfwidth_pct'], '.1f')} %",
+                     f"&plusmn; {num(r['ci_target_pct'], 'g')} %", esc(verdict)])
+    header = ["job", "world size", "bucket (MB)", "launches", "95 % interval of samples/s", "target", "verdict"]
+    note = (f"{short} job(s) stopped before their interval was tight: their launches disagree more than "
+            "the target allows; more steps per launch, a quieter machine, or a wider target."
+            if short else "Every job reached its target.")
+    return Section(
+        "Repeats until the interval is tight",
+        '<p class="what">Jobs with <code>repeats = "auto"</code> were launched until the 95 % interval of '
+        "their throughput over launches was within the target either way (or they reached "
+        "<code>max_repeats</code>, or the sweep's <code>repeat_budget_s</code>): the launches each spent, "
+        "and the interval it reached.</p>\n" + '<div class="jobs">' + html_table(header, rows, numeric={1, 2, 3})
+        + f'</div>\n<p class="note">{note}</p>')

@@ -1,0 +1,63 @@
+"""``python -m ddpbench tune``: the fastest setting of an experiment's grid by a race, with at
+most half the launches the whole grid would take (:mod:`ddpbench.sweep.search`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddpbench.cli.sweeping import add_launcher_flags, launcher_options
+from ddpbench.errors import InputError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("tune", help="find the fastest setting of an experiment's grid by a race",
+                       description="Race the settings of an experiment's grid (bucket_cap_mb, gradient_as_bucket_view, "
+                       "static_graph, comm_hook, ...): settings with the same DDP buckets run once, those "
+                       "significantly slower than the leader drop out round by round, and the winner is named "
+                       "with every setting statistically tied with it. Stored like a sweep.")
+    p.add_argument("experiment", help="experiment TOML file whose grid holds the settings to race")
+    p.add_argument("--out", type=Path, help="output folder (default: reports/<experiment name>-tune/)")
+    p.add_argument("--budget", type=int, metavar="N",
+                   help="launches at most (default: half of what the grid would run, its jobs times their repeats)")
+    p.add_argument("--no-report", action="store_true", help="store results but do not write the report")
+    add_launcher_flags(p)
+    p.set_defaults(func=command)
+
+
+def command(args) -> int:
+    from rich.console import Console
+
+    from ddpbench.cli.common import check_out_dir
+    from ddpbench.cli.sweeping import check_can_emulate, finish_report
+    from ddpbench.cli.tables import print_search
+    from ddpbench.experiment.load import load_experiment
+    from ddpbench.experiment.workloads import check_workloads
+    from ddpbench.results.store import ResultStore
+    from ddpbench.sweep.search import SearchPlan, run_search
+
+    launcher = launcher_options(args)
+    machine = launcher.machine()
+    experiment = load_experiment(args.experiment, machine)
+    if args.budget is not None and args.budget < 1:
+        raise InputError("command line", "--budget", f"must be 1 or more launches (got {args.budget})")
+    check_workloads(experiment.jobs, experiment.source)
+    check_can_emulate(experiment, False)
+    out_dir = args.out or Path("reports") / f"{experiment.name}-tune"
+    check_out_dir(out_dir)
+    plan = SearchPlan(experiment.jobs, ResultStore(out_dir), out_dir, args.budget)
+    problem = plan.problem()
+    if problem:
+        raise InputError(experiment.source, "grid", f"{problem}")
+    console = Console(stderr=True)
+    console.print(f"[bold]{experiment.name}[/bold]: racing {len(plan.candidates)} distinct settings of "
+                  f"{len(experiment.jobs)} ({len(plan.same_as)} give the same buckets as another), budget "
+                  f"{plan.budget} launches (the grid: {plan.grid_launches}) -> {out_dir}/", highlight=False)
+    try:
+        result = run_search(experiment, plan, out_dir, launcher.make_launcher(), machine, console)
+    except KeyboardInterrupt:
+        console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/", highlight=False)
+        from ddpbench.cli.common import EXIT_INTERRUPTED
+
+        return EXIT_INTERRUPTED
+    print_search(result)
+    return finish_report(out_dir, console, write=not args.no_report)
