@@ -128,3 +128,13 @@ def _sleeper(argv, env, log_path):
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     Path(argv[0]).write_text(json.dumps({"child": child.pid}))
     __import__("time").sleep(600)
+
+
+def test_only_cpu_launches_are_forked():
+    # a GPU rank starts as a new interpreter: a CUDA driver set up before a fork cannot serve its forks
+    from ddpbench.experiment.collectives import CollectiveSpec
+    from ddpbench.experiment.spec import JobSpec
+    from ddpbench.launch.forked import can_fork
+
+    assert can_fork(JobSpec(device="cpu")) and not can_fork(JobSpec(device="cuda"))
+    assert can_fork(CollectiveSpec(device="cpu")) and not can_fork(CollectiveSpec(device="cuda"))

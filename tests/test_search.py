@@ -122,11 +122,13 @@ def test_tune_races_real_launches_and_stores_them_like_a_sweep(tmp_path, capsys)
     assert main(["tune", str(toml), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     result = json.loads((out / "search.json").read_text())
-    # 0.5 MB gives 0.25's buckets: three settings raced, two launches each, within half the grid (16)
-    assert result["grid_launches"] == 16 and result["budget"] == 8 and result["launches"] == 6
+    # 0.5 MB gives 0.25's buckets: three settings raced, two launches each, then (unless one is already
+    # significantly slower) the faster two a third: within half the grid (16)
+    assert result["grid_launches"] == 16 and result["budget"] == 8 and result["launches"] in (6, 8)
     assert len(result["candidates"]) == 3 and len(result["same_buckets"]) == 1
     assert "fastest: " in printed and "the grid would have spent 16" in printed
     table = summarize(load(out))
-    assert len(table) == 3 and (table["repeats_ok"] == 2).all()  # stored like a sweep: report reads it
+    # stored like a sweep: the tables and the report read it
+    assert len(table) == 3 and (table["repeats_ok"] >= 2).all() and table["repeats_ok"].sum() == result["launches"]
     page = (out / "index.html").read_text()
     assert "The race (tune)" in page and result["winner"] in page

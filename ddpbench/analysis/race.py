@@ -48,15 +48,19 @@ def slower_than(candidate: Candidate, best: Candidate) -> tuple[float, float]:
     return stats.ratio_ci(candidate.launches, best.launches)
 
 
+def against(best: Candidate, candidates: list[Candidate]):
+    """(candidate, low, high) of every other candidate's step over ``best``'s."""
+    for c in candidates:
+        if c is not best:
+            yield (c, *slower_than(c, best))
+
+
 def judge(candidates: list[Candidate], round_: int) -> list[Candidate]:
     """Rule out the racing candidates significantly slower than the leader; return them."""
     racing = [c for c in candidates if c.racing]
     best = leader(racing)
     out = []
-    for c in racing:
-        if c is best:
-            continue
-        low, high = slower_than(c, best)
+    for c, low, high in against(best, racing):
         if not math.isnan(low) and low > 1:
             c.out_in_round, c.why_out = round_, f"significantly slower than {best.label} ({low:.3f}x to {high:.3f}x its step)"
             out.append(c)
@@ -89,11 +93,5 @@ class Verdict:
 def verdict(candidates: list[Candidate]) -> Verdict:
     racing = [c for c in candidates if c.racing] or candidates
     winner = leader(racing)
-    tied = []
-    for c in candidates:
-        if c is winner:
-            continue
-        low, high = slower_than(c, winner)
-        if math.isnan(low) or low <= 1 <= high:
-            tied.append(c)
-    return Verdict(winner, tuple(tied), sum(len(c.launches) for c in candidates))
+    tied = tuple(c for c, low, high in against(winner, candidates) if math.isnan(low) or low <= 1 <= high)
+    return Verdict(winner, tied, sum(len(c.launches) for c in candidates))

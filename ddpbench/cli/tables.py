@@ -189,7 +189,9 @@ def print_search(result: dict) -> None:
         out.add_row(same["setting"], "0", "-", f"not run: the same buckets as {same['as']}")
     console = table_console()
     console.print(out)
-    console.print(f"fastest: {result['winner']}"
+    low, high = result["winner_interval"]
+    console.print(f"fastest: {result['winner']}, {result['winner_samples_per_s']:.1f} samples/s (95 % interval "
+                  f"{num(low, '.1f')} to {num(high, '.1f')})"
                   + (f"; statistically tied with it: {', '.join(sorted(tied))}" if tied else "; nothing tied with it")
                   + f". The race spent {result['launches']} launches; the grid would have spent "
                   f"{result['grid_launches']} (budget {result['budget']}).", highlight=False)

@@ -10,7 +10,11 @@ The server is started with one thread per math library (OpenMP, MKL, OpenBLAS): 
 would otherwise start a thread pool at import, and a process with threads is not one to fork.
 Each rank sets its own thread count (``torch.set_num_threads``) from its job, as before.
 
-``DDPBENCH_FORK_SERVER=0`` starts every rank as a new interpreter instead (the old way).
+Only CPU launches are forked. A GPU rank starts as a new interpreter: a process whose CUDA
+driver was initialised (as ``torch.cuda.is_available()`` does on some builds, from any import
+that asks) cannot hand a working driver to its forks, and a GPU step is long enough that the
+interpreter's start matters little. ``DDPBENCH_FORK_SERVER=0`` starts every rank as a new
+interpreter (the old way).
 """
 
 from __future__ import annotations
@@ -19,13 +23,20 @@ import contextlib
 import multiprocessing
 import os
 
-#: the math libraries' thread variables, held at one while the server starts
-_SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+#: held while the server starts: the math libraries' thread variables at one, and torch's CUDA check
+#: by NVML, which leaves the driver alone, should anything the server imports ask
+_SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                    "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
 _context = None
 
 
 def enabled() -> bool:
     return os.environ.get("DDPBENCH_FORK_SERVER", "1") != "0"
+
+
+def can_fork(spec) -> bool:
+    """Whether a launch's ranks may be forked: those on the CPU (see above)."""
+    return getattr(spec, "device", "cpu") == "cpu"
 
 
 def _server():

@@ -123,9 +123,13 @@ class SearchPlan:
         return more
 
     def result(self) -> dict:
+        from ddpbench.analysis.stats import throughput_ci
+
         final = verdict(self.candidates)
+        winner = final.winner
         return {
-            "winner": final.winner.label, "winner_samples_per_s": final.winner.throughput,
+            "winner": winner.label, "winner_samples_per_s": winner.throughput,
+            "winner_interval": list(throughput_ci([t for t in winner.launches if t == t], winner.samples_per_step)),
             "tied": [{"setting": c.label, "step_ratio_interval": list(final.ratio(c))} for c in final.tied],
             "launches": final.launches, "grid_launches": self.grid_launches, "budget": self.budget,
             "rounds": self.rounds,

@@ -26,11 +26,14 @@ def search_section(ctx: ReportContext) -> Section | None:
         rows.append([esc(c["setting"]), esc(c["launches"]), num(c["samples_per_s"], ".1f"), esc(verdict)])
     for same in result["same_buckets"]:
         rows.append([esc(same["setting"]), "0", "&ndash;", esc(f"not run: the same buckets as {same['as']}")])
+    low, high = result.get("winner_interval", [float("nan")] * 2)
     tied_text = (f" Statistically tied with it (their interval against it contains 1): {esc(', '.join(sorted(tied)))}."
                  if tied else " Nothing is statistically tied with it.")
     return Section(
         "The race (tune)",
-        f'<p class="what">Fastest: <strong>{esc(result["winner"])}</strong>.{tied_text} The race spent '
+        f'<p class="what">Fastest: <strong>{esc(result["winner"])}</strong>, '
+        f"{num(result['winner_samples_per_s'], '.1f')} samples/s (95 % interval {num(low, '.1f')} to "
+        f"{num(high, '.1f')}).{tied_text} The race spent "
         f"{result['launches']} launches where the whole grid would have spent {result['grid_launches']} "
         f"(budget {result['budget']}): settings with the same DDP buckets ran once, and each round the "
         "settings significantly slower than the leader went out, or, when none was, the slower half.</p>\n"
