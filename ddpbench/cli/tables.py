@@ -194,4 +194,4 @@ def print_search(result: dict) -> None:
                   f"{num(low, '.1f')} to {num(high, '.1f')})"
                   + (f"; statistically tied with it: {', '.join(sorted(tied))}" if tied else "; nothing tied with it")
                   + f". The race spent {result['launches']} launches; the grid would have spent "
-                  f"{result['grid_launches']} (budget {result['budget']}).", highlight=False)
+                  f"{result['grid_launches']} (budget {result['budget']}).", highlight=False, soft_wrap=True)
