@@ -396,10 +396,12 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
 # end to end: two real tiny sweeps
 # ---------------------------------------------------------------------------------------------
 
+# 20 measured steps, not TINY's 4: a launch's mean over 4 steps of a few ms scattered 2x between
+# launches on a busy 2-core machine, past what 3 launches can tell a planted 2x slowdown from
 TINY_RERUN = """
     name = "tiny-rerun"
     timeout_s = 60
-""" + TINY_DEFAULTS + """
+""" + TINY_DEFAULTS.replace("steps = 4", "steps = 20") + """
     repeats = 3
     [grid]
     world_size = [1, 2]
