@@ -141,7 +141,9 @@ def test_peak_memory_is_read_at_the_same_point_for_every_strategy(tmp_path):
         [grid]
         strategy = ["ddp", "master"]
     """)
-    proc = run_cli("sweep", exp, "--out", tmp_path / "out", "--no-report")
+    # as new interpreters: a forked rank's peak RSS also counts the pages it shares with the fork
+    # server (torch and what it preloads), which is not the rank's own memory (an open problem)
+    proc = run_cli("sweep", exp, "--out", tmp_path / "out", "--no-report", env={**os.environ, "DDPBENCH_FORK_SERVER": "0"})
     assert proc.returncode == 0, proc.stderr
     _, runs, ranks, _ = load_tables(tmp_path / "out")
     strategy = runs.set_index("key")["strategy"]
