@@ -7,7 +7,7 @@ from pathlib import Path
 from ddpbench.cli.sweeping import SweepOptions, add_launcher_flags, launcher_options, run_and_report
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import load_experiment
-from ddpbench.experiment.overrides import with_emulation, with_timeout
+from ddpbench.experiment.overrides import with_job_flags, with_timeout
 
 DEFAULT_EXPERIMENT = "experiments/quick.toml"
 
@@ -30,6 +30,9 @@ def add_parser(sub) -> None:
     p.add_argument("--link", metavar="RATE", help="emulated nodes: each node's link rate, e.g. 1gbit or 100mbit")
     p.add_argument("--link-delay-ms", type=float, metavar="MS",
                    help="emulated nodes: one-way delay added to each link in ms (needs tc's netem)")
+    p.add_argument("--trace-steps", type=int, metavar="N",
+                   help="every job also records N steps with PyTorch's profiler after its timed ones: a trace per "
+                   "rank, a timeline of a step, overlap measured from the events (overrides trace_steps)")
     p.add_argument("--no-report", action="store_true", help="store results but do not write the report")
     p.set_defaults(func=command)
 
@@ -38,7 +41,8 @@ def command(args) -> int:
     launcher = launcher_options(args)
     machine = launcher.machine()
     emulation = {"emulate_nodes": args.emulate_nodes, "link": args.link, "link_delay_ms": args.link_delay_ms}
-    experiment = with_emulation(with_timeout(load_experiment(args.experiment, machine), args.timeout), emulation)
+    experiment = with_job_flags(with_timeout(load_experiment(args.experiment, machine), args.timeout),
+                                {**emulation, "trace_steps": args.trace_steps})
     if args.retry_failed and not args.resume:
         raise InputError("command line", "--retry-failed", "runs failed launches of stored results again: give "
                          "--resume with it")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 #: fields that do not change which buckets a job's DDP makes, nor what else it measures
 _NOT_SETTINGS = ("bucket_cap_mb", "repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every",
-                 "check_every_repeat", "ci_target_pct", "min_repeats", "max_repeats")
+                 "check_every_repeat", "ci_target_pct", "min_repeats", "max_repeats", "trace_steps")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from ddpbench.experiment.spec import FIELDS, check_nodes_and_faults, check_value
 
 #: (flag, job field) of the emulated-node flags; a flag sets the field in every job
 EMULATION_FLAGS = (("--emulate-nodes", "emulate_nodes"), ("--link", "link"), ("--link-delay-ms", "link_delay_ms"))
+#: (flag, job field) of every ``sweep`` flag that sets a field in every job
+JOB_FLAGS = (*EMULATION_FLAGS, ("--trace-steps", "trace_steps"))
 
 
 def check_timeout(seconds: float) -> float:
@@ -29,11 +31,11 @@ def with_timeout(experiment: Experiment, seconds: float | None) -> Experiment:
     return dataclasses.replace(experiment, timeout_s=check_timeout(seconds))
 
 
-def with_emulation(experiment: Experiment, given: dict) -> Experiment:
-    """The experiment with the emulated-node flags ``given`` (job field -> value, None where not
-    given) applied to every job; jobs that become the same job are run once."""
+def with_job_flags(experiment: Experiment, given: dict) -> Experiment:
+    """The experiment with the job flags ``given`` (:data:`JOB_FLAGS`: job field -> value, None where
+    not given) applied to every job; jobs that become the same job are run once."""
     fields = {field: check_value(field, given[field], "command line", flag)
-              for flag, field in EMULATION_FLAGS if given.get(field) is not None}
+              for flag, field in JOB_FLAGS if given.get(field) is not None}
     if not fields:
         return experiment
     jobs = {}

@@ -95,6 +95,10 @@ class JobSpec:
                                   "many % of it either way", lo=0.1, hi=100)
     min_repeats: int = _field(3, 'repeats = "auto": launches before the interval is first judged', lo=2, hi=1000)
     max_repeats: int = _field(10, 'repeats = "auto": launches at most, tight or not', lo=2, hi=1000)
+    # added with traces (issue 21)
+    trace_steps: int = _field(0, "after the timed phases, every rank records this many more steps with PyTorch's "
+                              "profiler: a Chrome trace per rank, a timeline of a step, overlap measured from the "
+                              "events (0: none)", lo=0, hi=100)
 
     # -- derived values --------------------------------------------------------------------
     @property

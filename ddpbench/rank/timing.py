@@ -5,6 +5,9 @@ A step is timed as a sequence of marks; the phases are the gaps between them::
     timer.start(); ...data...; timer.mark("data_ms"); ...forward...; timer.mark("forward_ms"); ...
     row = timer.stop()   # {"data_ms": .., "forward_ms": .., ..., "step_ms": ..}
 
+``with timer.phase("data_ms"): ...`` marks the phase as its block ends: the form the training
+step takes (:func:`ddpbench.rank.train.train_step`), so that a profiler can wrap the same blocks.
+
 On CPU every op is synchronous, so the host clock is exact. Device clocks (CUDA events) plug in
 through the same interface: they record marks without waiting and resolve them once, at the end
 of the step, which is the only synchronisation point.
@@ -39,6 +42,10 @@ class StepTimer:
     def mark(self, phase: str) -> None:
         self._marks.append((phase, self.clock.record()))
 
+    def phase(self, name: str) -> "_Phase":
+        """A context manager: the time up to the end of its block counts to ``name``."""
+        return _Phase(self, name)
+
     def stop(self) -> dict[str, float]:
         """Phase durations in ms, plus ``step_ms`` from the first mark to the last."""
         self.clock.synchronize()
@@ -47,6 +54,19 @@ class StepTimer:
             row[phase] = row.get(phase, 0.0) + self.clock.elapsed_ms(prev, now)
         row["step_ms"] = self.clock.elapsed_ms(self._marks[0][1], self._marks[-1][1])
         return row
+
+
+class _Phase:
+    __slots__ = ("timer", "name")
+
+    def __init__(self, timer: StepTimer, name: str):
+        self.timer, self.name = timer, name
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        self.timer.mark(self.name)
 
 
 class CudaEventClock:

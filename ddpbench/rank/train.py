@@ -88,15 +88,18 @@ def build_replica(spec, ctx, before_wrap=None) -> Replica:
     return Replica(strategy, module, model, optimizer, loader, workload)
 
 
-def _no_mark(phase: str) -> None:
-    pass
+def no_phase(name: str):
+    """The phase context of an untimed step: nothing at all."""
+    return contextlib.nullcontext()
 
 
-def train_step(replica: Replica, device, accum: int, mark=_no_mark) -> None:
-    """One optimizer step of ``accum`` micro-steps; ``mark(phase)`` is called as each phase ends.
+def train_step(replica: Replica, device, accum: int, phase=no_phase) -> None:
+    """One optimizer step of ``accum`` micro-steps, each phase's work in a ``with phase(name):``
+    block (:data:`~ddpbench.results.schema.TIMED_PHASES`; the timer marks a phase as its block ends,
+    and a traced step also names the block in the profiler's trace, :mod:`ddpbench.rank.trace`).
 
-    The one definition of a training step: the rank's timed loop and the pytest-benchmark
-    tasks (:mod:`ddpbench.regression.tasks`) both run it.
+    The one definition of a training step: the rank's timed loop, its traced steps and the
+    pytest-benchmark tasks (:mod:`ddpbench.regression.tasks`) all run it.
     """
     from ddpbench.workloads.data import forward, to_device
 
@@ -104,24 +107,24 @@ def train_step(replica: Replica, device, accum: int, mark=_no_mark) -> None:
     loss_fn = replica.workload.loss
     non_blocking = device.type == "cuda"
     for micro in range(accum):
-        inputs, target = replica.loader.next()
-        inputs = to_device(inputs, device, non_blocking)
-        target = to_device(target, device, non_blocking)
-        mark("data_ms")
+        with phase("data_ms"):
+            inputs, target = replica.loader.next()
+            inputs = to_device(inputs, device, non_blocking)
+            target = to_device(target, device, non_blocking)
         with strategy.accumulate() if micro < accum - 1 else contextlib.nullcontext():
-            loss = loss_fn(forward(model, inputs), target)
-            if accum > 1:
-                loss = loss / accum
-            mark("forward_ms")
-            loss.backward()
-        mark("backward_ms")
-    strategy.after_backward()
-    mark("comm_ms")
-    strategy.optimizer_step(optimizer)
-    optimizer.zero_grad(set_to_none=True)
-    mark("optimizer_ms")
-    strategy.after_step()
-    mark("comm_ms")
+            with phase("forward_ms"):
+                loss = loss_fn(forward(model, inputs), target)
+                if accum > 1:
+                    loss = loss / accum
+            with phase("backward_ms"):
+                loss.backward()
+    with phase("comm_ms"):
+        strategy.after_backward()
+    with phase("optimizer_ms"):
+        strategy.optimizer_step(optimizer)
+        optimizer.zero_grad(set_to_none=True)
+    with phase("comm_ms"):
+        strategy.after_step()
 
 
 class TrainingRank(Tracked):
@@ -139,6 +142,7 @@ class TrainingRank(Tracked):
         #: whether this launch also does the work whose answer does not change between repeats (the
         #: equivalence check, the FLOP count, the matmul peak): the first repeat, or every one if asked
         self.per_job = self.repeat == 0 or bool(self.spec.check_every_repeat)
+        self.trace_events: list[list] | None = None  # what the traced steps' timeline needs, if traced
 
     def mark(self, event: str) -> None:
         self.timeline[event] = time.time()
@@ -217,7 +221,7 @@ class TrainingRank(Tracked):
             if recovery is not None:
                 recovery.before_step(step)
             timer.start()
-            train_step(replica, self.device, accum, timer.mark)
+            train_step(replica, self.device, accum, timer.phase)
             row = timer.stop()
             if record:
                 self.rows.append([self.rank, phase, step, *(row[p] for p in TIMED_PHASES), row["step_ms"]])
@@ -249,8 +253,30 @@ class TrainingRank(Tracked):
             with strategy.no_sync():
                 self.run_steps(replica, "nosync", spec.steps)
             strategy.restore(replica.optimizer, snap)
+        if spec.trace_steps:
+            self.record_trace()
         strategy.finish_training()
         self.mark("measure_done")
+
+    def record_trace(self) -> None:
+        """``trace_steps`` more steps under PyTorch's profiler (:mod:`ddpbench.rank.trace`): their
+        timed rows (phase ``trace``), this rank's trace file and the events of its timeline."""
+        import tempfile
+
+        import torch.distributed as dist
+
+        from ddpbench.rank import trace
+
+        self.at("trace")
+        replica, accum = self.replica, self.spec.grad_accum
+        with tempfile.TemporaryDirectory() as scratch:  # a launch without a work folder keeps no file
+            path = trace.trace_file(self.out_dir or Path(scratch), self.rank)
+            rows = trace.record_steps(lambda phase: train_step(replica, self.device, accum, phase), self.timer,
+                                      self.spec.trace_steps, self.device, path, dist.barrier)
+            self.trace_events = trace.timeline_rows(trace.read_trace(path), self.rank)
+        for step, row in enumerate(rows):
+            self.rows.append([self.rank, "trace", step, *(row[p] for p in TIMED_PHASES), row["step_ms"]])
+        self.mark("trace_done")
 
     def check_equivalence(self) -> dict:
         """Train a fresh replica for the check steps and compare with single-process training.
@@ -318,6 +344,7 @@ class TrainingRank(Tracked):
         self.at("gather")
         mine = {
             "rows": self.rows,
+            "trace": self.trace_events,
             "rank": {
                 "rank": self.rank,
                 "pid": os.getpid(),
@@ -334,7 +361,9 @@ class TrainingRank(Tracked):
             return None
         self.mark("gather_done")
         check_replicas({g["rank"]["rank"]: g["rank"]["checksum"] for g in gathered})
-        return {"steps": [row for g in gathered for row in g["rows"]], "ranks": [g["rank"] for g in gathered]}
+        traced = [g["trace"] for g in gathered if g["trace"] is not None]
+        return {"steps": [row for g in gathered for row in g["rows"]], "ranks": [g["rank"] for g in gathered],
+                "trace": [row for events in traced for row in events] if traced else None}
 
     def teardown(self) -> None:
         """Free DDP before the group, then barrier and destroy: avoids gloo's abort at exit."""
@@ -360,4 +389,5 @@ class TrainingRank(Tracked):
                                steps=gathered["steps"], ranks=gathered["ranks"],
                                timeline=self.timeline,  # rank 0's, seconds since the epoch
                                check=check, recovery=recovery,
-                               compute={**self.compute, "tensors": self.tensors, "peak_method": self.gemm["peak_method"]})
+                               compute={**self.compute, "tensors": self.tensors, "peak_method": self.gemm["peak_method"]},
+                               trace=gathered["trace"])

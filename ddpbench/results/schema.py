@@ -24,7 +24,9 @@ Schema history (``schema_version``):
        fields emulate_nodes, link, link_delay_ms, max_restarts, fault_step, fault_rank,
        snapshot_every (read with their defaults); result.compute (:data:`COMPUTE_FIELDS`),
        result.check.skipped, per-rank gemm_peak_flops and the spec fields model_args, data
-       (read with their defaults; ``model`` may name any workload since then).
+       (read with their defaults; ``model`` may name any workload since then); the spec field
+       trace_steps, with result.trace (:data:`TRACE_COLUMNS`), the step phase ``trace`` and the
+       record's ``traces`` (:data:`TRACE_FILE_FIELDS`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ SCHEMA_VERSION = 1
 RESULTS_FILE = "results.jsonl"
 #: beside the results of a ``tune`` folder: the race (rounds, who went out and why, the verdict)
 SEARCH_FILE = "search.json"
+#: beside the results of traced jobs: their ranks' profiler traces (``<key>-r<repeat>.rank<r>.json.gz``)
+TRACE_DIR = "traces"
 STATUSES = ("ok", "failed", "timed_out", "skipped")
 
 # ---------------------------------------------------------------------------------------------
@@ -44,7 +48,8 @@ STATUSES = ("ok", "failed", "timed_out", "skipped")
 
 #: the timed phases of a step, in the order a step runs them, in ms; they add up to ``step_ms``
 TIMED_PHASES = ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms")
-#: one row per (rank, phase, step); ``phase`` is warmup | measure | nosync
+#: one row per (rank, phase, step); ``phase`` is warmup | measure | nosync | trace (the steps recorded by
+#: the profiler, never among the measured ones)
 STEP_COLUMNS = ("rank", "phase", "step", *TIMED_PHASES, "step_ms")
 
 
@@ -81,6 +86,15 @@ COMPUTE_FIELDS = ("workload", "tensors", "flops_per_step", "flops_source", "peak
 RECOVERY_FIELDS = ("attempts", "resumed_from_step", "steps_redone", "restart_s", "rejoin_s", "recovery_s",
                    "params_identical", "params_max_abs_diff")
 
+#: a traced launch's events (``result["trace"]``, every rank's, read from its profiler trace by
+#: :mod:`ddpbench.rank.trace`): one row per phase, collective or backward-compute span of a recorded
+#: step; ``lane`` is the thread (main, comm N) or the GPU's; ``kind`` is phase | comm | compute;
+#: times in ms from the barrier every rank left just before the first recorded step; ``bytes`` a
+#: collective's (null where the trace has no shape for it)
+TRACE_COLUMNS = ("rank", "step", "lane", "kind", "name", "start_ms", "dur_ms", "bytes")
+#: the trace files of a launch (the record's ``traces``): one per rank, relative to the results folder
+TRACE_FILE_FIELDS = ("rank", "path", "bytes")
+
 # ---------------------------------------------------------------------------------------------
 # what a collectives launch hands back
 # ---------------------------------------------------------------------------------------------
@@ -106,11 +120,13 @@ REQUIRED: dict[str, dict[str, type]] = {
 
 def training_result(spec: dict, repeat: int, *, params: int, grad_bytes: int, steps: list[list],
                     ranks: list[dict], timeline: dict | None = None, check: dict | None = None,
-                    recovery: dict | None = None, compute: dict | None = None) -> dict:
+                    recovery: dict | None = None, compute: dict | None = None,
+                    trace: list[list] | None = None) -> dict:
     """Rank 0's hand-back of a training launch. ``steps``: rows in :data:`STEP_COLUMNS` order, every
     rank's; ``ranks``: one dict per rank (``rank``, ``pid`` and :data:`RANK_FIGURES`); ``timeline``:
     rank 0's moments (seconds since the epoch); ``check``: :data:`CHECK_FIELDS`; ``recovery``:
-    :data:`RECOVERY_FIELDS` of a fault-recovery job; ``compute``: :data:`COMPUTE_FIELDS`."""
+    :data:`RECOVERY_FIELDS` of a fault-recovery job; ``compute``: :data:`COMPUTE_FIELDS`; ``trace``:
+    rows of :data:`TRACE_COLUMNS` of a traced job."""
     result = {"spec": spec, "repeat": repeat, "params": params, "grad_bytes": grad_bytes,
               "step_columns": list(STEP_COLUMNS), "steps": steps, "ranks": ranks}
     if timeline is not None:
@@ -121,6 +137,8 @@ def training_result(spec: dict, repeat: int, *, params: int, grad_bytes: int, st
         result["recovery"] = recovery
     if compute is not None:
         result["compute"] = compute
+    if trace is not None:
+        result["trace_columns"], result["trace"] = list(TRACE_COLUMNS), trace
     return result
 
 
@@ -184,15 +202,17 @@ def utc_now() -> str:
 def launch_record(spec, repeat: int, *, status: str, error: str | None = None, result: dict | None = None,
                   oversubscribed: bool = False, cores: int | None = None, wall_s: float = 0.0,
                   launcher: str | None = None, sweep_id: str | None = None, logs: list[str] | tuple = (),
-                  utc: str | None = None) -> dict:
+                  utc: str | None = None, traces: list[dict] | tuple = ()) -> dict:
     """The record of one launch of ``spec`` (a JobSpec: a ``run`` record; a CollectiveSpec: a
-    ``collective`` one): how it ended (:data:`LAUNCH_FIELDS`) and, when it finished, its hand-back."""
+    ``collective`` one): how it ended (:data:`LAUNCH_FIELDS`), its ranks' logs and profiler traces
+    (:data:`TRACE_FILE_FIELDS`, a traced job's) and, when it finished, its hand-back."""
     if status not in STATUSES:
         raise ValueError(f"unknown status {status!r}; allowed: {', '.join(STATUSES)}")
     how = {"status": status, "error": error, "oversubscribed": oversubscribed, "cores": cores,
            "wall_s": round(wall_s, 4), "launcher": launcher, "sweep_id": sweep_id, "utc": utc or utc_now()}
     return {"kind": spec.kind, "key": spec.key, "repeat": repeat, "spec": spec.to_dict(),
-            **{name: how[name] for name in LAUNCH_FIELDS}, "logs": list(logs), "result": result}
+            **{name: how[name] for name in LAUNCH_FIELDS}, "logs": list(logs),
+            **({"traces": list(traces)} if traces else {}), "result": result}
 
 
 def sweep_record(sweep_id: str, env: dict, experiment: dict) -> dict:

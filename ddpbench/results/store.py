@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Iterator
 
-from ddpbench.results.schema import RESULTS_FILE, SCHEMA_VERSION, SEARCH_FILE, check_record, sweep_record
+from ddpbench.results.schema import RESULTS_FILE, SCHEMA_VERSION, SEARCH_FILE, TRACE_DIR, check_record, sweep_record
 
 
 class DamagedRecord(UserWarning):
@@ -113,6 +113,9 @@ def rotate_previous(store: ResultStore) -> Path | None:
         race = store.dir / SEARCH_FILE  # a tune's race belongs to the results it raced with
         if race.exists():
             race.replace(target.with_name(target.name.replace("results.", "search.", 1).replace(".jsonl", ".json")))
+        traces = store.dir / TRACE_DIR  # named by job and repeat: the next sweep's would replace them
+        if traces.exists():
+            traces.replace(target.with_name(target.name.replace("results.", f"{TRACE_DIR}.", 1).replace(".jsonl", "")))
         return target
     raise RuntimeError(f"{store.dir}: cannot find a free name to keep the earlier results")
 

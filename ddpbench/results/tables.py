@@ -40,8 +40,10 @@ class TrainingTables(NamedTuple):
 def load_tables(out_dir: str | Path) -> TrainingTables:
     """(steps, runs, ranks, sweeps) DataFrames of a results folder.
 
-    steps  one row per (job, repeat, rank, phase, step); ``phase`` is warmup | measure | nosync
-    runs   one row per (job, repeat): status, error, oversubscribed, params, grad_bytes, wall_s
+    steps  one row per (job, repeat, rank, phase, step); ``phase`` is warmup | measure | nosync | trace
+    runs   one row per (job, repeat): status, error, oversubscribed, params, grad_bytes, wall_s; a
+           traced job's trace files (``traces``) and its timeline's events (``trace``, dicts of
+           :data:`~ddpbench.results.schema.TRACE_COLUMNS`)
     ranks  one row per (job, repeat, rank) of a finished launch: peak RSS, DDP's own statistics
     sweeps one row per sweep start: the environment block
     """
@@ -116,7 +118,10 @@ def _run_tables(record: dict):
     check = result.get("check") or {}
     recovery = result.get("recovery") or {}
     compute = result.get("compute") or {}
+    trace = [dict(zip(result["trace_columns"], row)) for row in result["trace"]] if result.get("trace") else None
     run = {**ident, **{f: record.get(f) for f in LAUNCH_FIELDS}, "logs": record.get("logs"),
+           # a traced launch: its trace files (TRACE_FILE_FIELDS) and its events (TRACE_COLUMNS)
+           "traces": record.get("traces"), "trace": trace,
            "params": result.get("params"), "grad_bytes": result.get("grad_bytes"),
            **{f: check.get(f) for f in CHECK_FIELDS}, **{f: recovery.get(f) for f in RECOVERY_FIELDS},
            **{f: compute.get(f) for f in COMPUTE_FIELDS}}

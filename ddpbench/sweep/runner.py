@@ -31,7 +31,7 @@ from ddpbench.results.store import ResultStore, rotate_previous
 from ddpbench.sweep.adaptive import AdaptivePlan
 from ddpbench.sweep.environment import collect_env
 from ddpbench.sweep.kinds import kind_of
-from ddpbench.sweep.plan import LOG_DIR, WORK_DIR, pending_launches
+from ddpbench.sweep.plan import LOG_DIR, WORK_DIR, keep_traces, pending_launches
 from ddpbench.sweep.progress import SweepProgress
 
 
@@ -138,7 +138,8 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
                                                    error=outcome.error, result=outcome.result,
                                                    oversubscribed=oversubscribed(launch.spec, machine),
                                                    cores=machine.cores, wall_s=outcome.wall_s, launcher=runs_it.name,
-                                                   sweep_id=summary.sweep_id, logs=outcome.logs))
+                                                   sweep_id=summary.sweep_id, logs=outcome.logs,
+                                                   traces=keep_traces(launch, store.dir)))
                         shutil.rmtree(launch.work_dir, ignore_errors=True)
                     summary.statuses[outcome.status] = summary.statuses.get(outcome.status, 0) + 1
                     kind = kind_of(launch.spec)
