@@ -17,6 +17,7 @@ from ddpbench.results.tables import load_tables
 from ddpbench.sweep.plan import work_dir
 from test_faults import faulty_sweep
 from test_sweep import assert_stores_what_spawn_stores
+from test_trace import TRACED, check_traced_folder
 
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"
 TWO_JOBS = TINY.replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [25]")
@@ -52,6 +53,15 @@ def test_a_sweep_through_slurm_stores_what_spawn_stores(slurm, tmp_path, nodes):
     two = runs[runs["world_size"] == 2].iloc[0]
     log = (slurmed / "logs" / f"{two['key']}-r0.slurm.log").read_text()
     assert f"ddpbench: nodes {'n[1-2]' if nodes == 2 else 'n1'}, rank 0 at 127.0.0.1" in log
+
+
+@pytest.mark.slow
+def test_a_traced_sweep_through_slurm_on_two_nodes_keeps_every_rank_s_trace(slurm, tmp_path):
+    exp = write_experiment(tmp_path / "traced.toml", TRACED)
+    out = tmp_path / "out"
+    proc = run_cli("sweep", exp, "--out", out, "--no-report", "--launcher", "slurm", "--nodes", 2)
+    assert proc.returncode == 0, proc.stderr
+    check_traced_folder(out)
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis import stats
+from ddpbench.analysis import overlap, stats
 from ddpbench.analysis.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe,
                                    fair_jobs, label_fields, model_name)
 from ddpbench.analysis.summary import launch_times
@@ -27,7 +27,7 @@ DATA_BOUND_SHARE = 0.25  # waiting for the next batch above this share of the st
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # scaling, bound, data, compute, bucket, master, straggler, oversubscribed, noise, failed, trend, projection
+    kind: str  # scaling, bound, overlap, data, compute, bucket, master, straggler, oversubscribed, noise, failed, trend, projection
     severity: str  # "info", "warn" or "bad"
     text: str
 
@@ -76,7 +76,7 @@ def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
     if summary.empty:
         return []
     findings: list[Finding] = []
-    for part in (_failures, _scaling, _bound, _data, _buckets, _master, _stragglers, _trend, _oversubscribed,
+    for part in (_failures, _scaling, _bound, _exposed_measures, _data, _buckets, _master, _stragglers, _trend, _oversubscribed,
                  _peaks, _noise):
         findings += part(summary)
     if projection is not None and not projection.empty:
@@ -159,6 +159,26 @@ def _bound(summary):
         else:
             out.append(Finding("bound", "info", f"{where} is between compute- and communication-bound: {figures} "
                                "left exposed."))
+    return out
+
+
+def _exposed_measures(summary):
+    """Traced jobs whose trace and no_sync() baseline disagree on the exposed communication by more
+    than 20 %: both figures (and DDP's logged one), which is trusted and why."""
+    out = []
+    if "exposed_disagree" not in summary:
+        return out
+    for _, r in _ok(summary).iterrows():
+        if not r["exposed_disagree"]:
+            continue
+        logged = r.get("ddp_exposed_comm_ms", math.nan)
+        ddp = f", DDP's own logging {logged:.2f} ms" if isinstance(logged, float) and math.isfinite(logged) else ""
+        trusted = "the no_sync() baseline" if r["exposed_trusted"] == "no_sync" else "the trace"
+        out.append(Finding("overlap", "info", f"{_strategy(r)} with {_config(r)} at world size {int(r['world_size'])}: "
+                           f"the measures of exposed communication disagree by more than "
+                           f"{100 * overlap.DISAGREE:.0f} % (no_sync() baseline {r['exposed_comm_ms']:.2f} ms, "
+                           f"trace {r['trace_exposed_comm_ms']:.2f} ms{ddp}). Trusted: {trusted}, because "
+                           f"{r['exposed_reason']}."))
     return out
 
 

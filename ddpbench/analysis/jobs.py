@@ -29,7 +29,7 @@ COMM_ONLY_FIELDS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", 
                     "link_delay_ms")
 #: fields that say how often a job is measured (or interrupted), not what: never part of a baseline match
 MEASUREMENT_FIELDS = ("repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every", "check_every_repeat",
-                      "ci_target_pct", "min_repeats", "max_repeats")
+                      "ci_target_pct", "min_repeats", "max_repeats", "trace_steps")
 
 
 def baseline_key(row) -> tuple:

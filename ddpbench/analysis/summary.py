@@ -30,7 +30,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis import stats
+from ddpbench.analysis import overlap, stats
 from ddpbench.analysis.jobs import SPEC_COLUMNS, baseline_key, exact_key
 from ddpbench.results.schema import TIMED_PHASES
 
@@ -130,6 +130,8 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         row["exposed_comm_ms"] = step_mean - nosync_mean
         row["exposed_comm_share"] = row["exposed_comm_ms"] / step_mean if step_mean else math.nan
         row.update(_rank_figures(job_ranks_of.get(key, ranks.iloc[0:0])))
+        row.update(_trace_figures(job_runs, mine, row))
+        row.update(overlap.compare_exposed(row))
         row.update(_check_figures(job_runs))
         row.update(_compute_figures(job_runs, job_ranks_of.get(key, ranks.iloc[0:0]), step_mean, datasheet_tflops))
         row["data_share"] = row["data_ms"] / step_mean if step_mean else math.nan
@@ -140,6 +142,28 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         rows.append(row)
     table = pd.DataFrame(rows)
     return add_speedup(table)
+
+
+def _trace_figures(job_runs: pd.DataFrame, mine: pd.DataFrame, row: dict) -> dict:
+    """A traced job's figures (:mod:`ddpbench.analysis.overlap`): exposed communication from the
+    events, what the tracer cost its steps, the traces' size; and DDP's logged exposed communication
+    and the no_sync() steps' backward, which the three measures of exposed communication are set against."""
+    traced = mine[mine["phase"] == "trace"] if len(mine) else mine
+    nosync = mine[mine["phase"] == "nosync"] if len(mine) else mine
+    figures = overlap.job_figures(overlap.step_overlap(overlap.trace_events(job_runs)))
+    trace_step = mean(bounded_steps(traced, "trace")["step_ms"]) if len(traced) else math.nan
+    sizes = [sum(f["bytes"] for f in files) for files in job_runs.get("traces", pd.Series(dtype=object))
+             if isinstance(files, list) and files]
+    comm, share = row.get("ddp_comm_ms", math.nan), row.get("overlap_pct", math.nan)
+    figures.update({
+        "trace_step_ms": trace_step,
+        "trace_overhead_pct": overlap.trace_cost(trace_step, row["step_ms_mean"]),
+        # every rank's trace of one launch together, the median launch
+        "trace_mb": median(sizes) / 1e6 if sizes else math.nan,
+        "ddp_exposed_comm_ms": comm * (1 - share / 100) if not math.isnan(share) else math.nan,
+        "nosync_backward_ms": mean(nosync["backward_ms"]) if len(nosync) else math.nan,
+    })
+    return figures
 
 
 def _interval_figures(row: dict, spec) -> dict:
@@ -227,14 +251,14 @@ def _rank_figures(job_ranks: pd.DataFrame) -> dict:
                 "recv_mb_per_step_max": math.nan, "sent_mb_per_step_median": math.nan, "traffic_source": None,
                 "optimizer_state_mb": math.nan, "bucket_layout": None, **_gpu_figures(job_ranks)}
     comm = median(_column(job_ranks, "ddp_backward_comm_ms"))
-    overlap = median(_column(job_ranks, "ddp_backward_compute_comm_overlap_ms"))
+    overlapped = median(_column(job_ranks, "ddp_backward_compute_comm_overlap_ms"))
     buckets = job_ranks["bucket_bytes"].dropna()
     return {
         **_traffic_figures(job_ranks),
         "peak_rss_mb": float(job_ranks["peak_rss_mb"].max()),
         "ddp_comm_ms": comm,
         # share of DDP's communication time that ran while backward was still computing
-        "overlap_pct": 100.0 * overlap / comm if comm and not math.isnan(comm) else math.nan,
+        "overlap_pct": 100.0 * overlapped / comm if comm and not math.isnan(comm) else math.nan,
         "allreduce_bytes_per_step": median(_column(job_ranks, "allreduce_bytes_per_step")),
         "buckets": float(len(buckets.iloc[0])) if len(buckets) and isinstance(buckets.iloc[0], list) else math.nan,
         # the buckets DDP made (bytes each, in its order): jobs with the same layout are one setting

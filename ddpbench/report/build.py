@@ -17,7 +17,7 @@ from typing import Sequence
 from ddpbench.analysis.summary import datasheet_peak, summarize
 from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, render_page
 from ddpbench.report.sections import (collectives, compute, diagnosis, gpu, network, noise, overview, projection,
-                                      scaling, search, strategies)
+                                      scaling, search, strategies, timeline)
 from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_collectives, load_tables
 
@@ -32,6 +32,7 @@ SECTIONS: tuple[SectionFn, ...] = (
     scaling.serial_fraction_section,
     scaling.breakdown_section,
     scaling.bucket_section,
+    timeline.timeline_section,
     compute.compute_section,
     compute.data_section,
     gpu.gpu_section,

@@ -1,0 +1,92 @@
+"""One traced step as it happened: a row per rank and per communication thread (or GPU stream), on
+one time axis (every rank's zero is the barrier it left before the recorded steps).
+
+The rank's own row holds its phases (data, forward, backward, comm after backward, optimizer); its
+backward is green while it still computes and hatched from its last compute to the phase's end: the
+rank waiting for its last buckets. The rows under it hold the collectives as the backend ran them,
+each labelled with its bytes; red where it ran after the rank's backward compute (exposed), pink
+where backward was still computing (hidden).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ddpbench.report.plots.common import figure, save
+
+PHASE_COLORS = {"data": "#a0a0a0", "forward": "#4c72b0", "backward": "#55a868", "comm": "#dd8452",
+                "optimizer": "#8172b2"}
+WAIT_COLOR = "#f2c4c4"
+HIDDEN_COLOR = "#f4a6a6"
+EXPOSED_COLOR = "#c44e52"
+
+
+def _lanes(part) -> list[tuple[int, str]]:
+    """(rank, lane) pairs top to bottom: each rank's own row, then its communication rows."""
+    lanes = []
+    for rank in sorted(part["rank"].unique()):
+        mine = part[(part["rank"] == rank) & (part["kind"] == "comm")]
+        lanes.append((rank, "main"))
+        lanes += [(rank, lane) for lane in sorted(mine["lane"].unique(), key=str)]
+    return lanes
+
+
+def step_timeline(events, repeat: int, step: int, path: Path, title: str) -> Path | None:
+    """The timeline of one traced step of one job (``events``: its rows of the trace table)."""
+    from matplotlib.patches import Patch
+
+    part = events[(events["repeat"] == repeat) & (events["step"] == step)]
+    phases = part[part["kind"] == "phase"]
+    if phases.empty:
+        return None
+    zero = float(phases["start_ms"].min())
+    lanes = _lanes(part)
+    fig = figure(10, 1.3 + 0.42 * len(lanes))
+    ax = fig.add_subplot()
+    y_of = {lane: len(lanes) - 1 - i for i, lane in enumerate(lanes)}
+    compute_end = {}
+    for rank in part["rank"].unique():
+        spans = part[(part["rank"] == rank) & (part["kind"] == "compute")]
+        if len(spans):
+            compute_end[rank] = float(spans["start_ms"].iloc[0] + spans["dur_ms"].iloc[0]) - zero
+    for row in phases.itertuples():
+        y, start, width = y_of[(row.rank, "main")], row.start_ms - zero, row.dur_ms
+        end = compute_end.get(row.rank)
+        if row.name == "backward" and end is not None and start < end < start + width:
+            ax.barh(y, end - start, left=start, color=PHASE_COLORS["backward"], height=0.7)
+            ax.barh(y, start + width - end, left=end, color=WAIT_COLOR, hatch="///", edgecolor="0.55", height=0.7)
+        else:
+            ax.barh(y, width, left=start, color=PHASE_COLORS.get(row.name, "0.8"), height=0.7)
+    span = float((phases["start_ms"] + phases["dur_ms"]).max()) - zero
+    for row in part[part["kind"] == "comm"].itertuples():
+        y, start, width = y_of[(row.rank, row.lane)], row.start_ms - zero, row.dur_ms
+        end = compute_end.get(row.rank, -math.inf)
+        hidden = max(0.0, min(start + width, end) - start)
+        if hidden:
+            ax.barh(y, hidden, left=start, color=HIDDEN_COLOR, height=0.6, edgecolor="white", linewidth=0.4)
+        if width - hidden > 0:
+            ax.barh(y, width - hidden, left=start + hidden, color=EXPOSED_COLOR, height=0.6, edgecolor="white",
+                    linewidth=0.4)
+        if row.bytes is not None and not math.isnan(row.bytes) and width > 0.045 * span:
+            ax.text(start + width / 2, y, f"{row.bytes / 1e6:.2g} MB", ha="center", va="center", fontsize=7,
+                    color="black")
+    last = max(compute_end, key=compute_end.get) if compute_end else None
+    for rank, end in compute_end.items():
+        ax.plot([end, end], [y_of[(rank, "main")] - 0.45, y_of[(rank, "main")] + 0.45], color="black", linewidth=1)
+    ax.set_yticks([y_of[lane] for lane in lanes])
+    ax.set_yticklabels([f"rank {rank}" if lane == "main" else f"rank {rank} {lane}" for rank, lane in lanes])
+    ax.set_xlabel("ms from the step's start (ranks aligned by a barrier before the traced steps)")
+    ax.set_xlim(0, span * 1.02)
+    ax.grid(axis="x", alpha=0.3)
+    note = (f"; rank {last} ended its backward compute last (black ticks: each rank's compute end)"
+            if last is not None and len(compute_end) > 1 else "")
+    ax.set_title(f"{title}\nrepeat {repeat}, traced step {step}{note}", fontsize=9)
+    handles = [Patch(color=c, label={"comm": "comm after backward", "backward": "backward compute"}.get(name, name))
+               for name, c in PHASE_COLORS.items() if name in set(phases["name"])]
+    handles += [Patch(facecolor=WAIT_COLOR, hatch="///", edgecolor="0.55", label="backward: waiting for buckets"),
+                Patch(color=HIDDEN_COLOR, label="collective while backward computes (hidden)"),
+                Patch(color=EXPOSED_COLOR, label="collective after backward compute (exposed)")]
+    ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.6 / len(lanes)),
+              ncol=4, frameon=False)
+    return save(fig, path)

@@ -1,0 +1,74 @@
+"""Traced jobs (``trace_steps``): a timeline of one step per job, the links to every rank's trace,
+the three measures of exposed communication side by side, and what tracing cost."""
+
+from __future__ import annotations
+
+import os
+
+from ddpbench.analysis import overlap
+from ddpbench.analysis.jobs import describe, label_fields, ordered
+from ddpbench.report.page import ReportContext, Section, esc, html_table, num
+from ddpbench.report.plots.timeline import step_timeline
+
+
+def _links(ctx: ReportContext, files) -> str:
+    """Links to one launch's trace files, relative to the page."""
+    links = []
+    for f in sorted(files, key=lambda f: f["rank"]):
+        href = os.path.relpath(ctx.results_dir / f["path"], ctx.out_dir)
+        links.append(f'<a href="{esc(href)}">rank {esc(f["rank"])}</a>')
+    return " ".join(links)
+
+
+def timeline_section(ctx: ReportContext) -> Section | None:
+    table = ctx.summary
+    if table.empty or "trace_steps_read" not in table or not (table["trace_steps_read"] > 0).any():
+        return None
+    events = overlap.trace_events(ctx.runs)
+    traced = ordered(table[(table["status"] == "ok") & (table["trace_steps_read"] > 0)])
+    fields = label_fields(table)
+    rows, images, figures, notes = [], [], [], []
+    for _, r in traced.iterrows():
+        label = describe(r, fields, table)
+        mine = events[events["key"] == r["key"]]
+        per_step = overlap.step_overlap(mine)
+        runs = ctx.runs[(ctx.runs["key"] == r["key"]) & ctx.runs["traces"].notna()].sort_values("repeat")
+        first = runs.iloc[0] if len(runs) else None
+        links = _links(ctx, first["traces"]) if first is not None else "&ndash;"
+        if len(runs) > 1:
+            links += f' <span class="ci">(repeat {first["repeat"]}; {len(runs)} launches traced)</span>'
+        rows.append([esc(label), esc(int(r["trace_steps_read"])), num(r["exposed_comm_ms"], ".2f"),
+                     num(r["trace_exposed_comm_ms"], ".2f"), num(r["ddp_exposed_comm_ms"], ".2f"),
+                     num(r["trace_comm_ms"], ".2f"), num(r["trace_overlap_pct"], ".0f"), num(r["trace_wait_ms"], ".2f"),
+                     num(r["trace_backward_compute_ms"], ".2f"), num(r["nosync_backward_ms"], ".2f"),
+                     f'{num(r["trace_step_ms"], ".2f")} / {num(r["step_ms_mean"], ".2f")} '
+                     f'<span class="ci">({num(r["trace_overhead_pct"], "+.0f")} %)</span>',
+                     num(r["trace_mb"], ".2f"), links])
+        if r["exposed_disagree"]:
+            trusted = "the no_sync() baseline" if r["exposed_trusted"] == "no_sync" else "the trace"
+            notes.append(f"<li>{esc(label)}: the trace and the no_sync() baseline disagree by more than "
+                         f"{100 * overlap.DISAGREE:.0f} %. Trusted: {trusted}, because {esc(r['exposed_reason'])}.</li>")
+        picked = overlap.typical_step(per_step)
+        if picked is not None:
+            path = step_timeline(mine, picked[0], picked[1], ctx.image(f"timeline_{r['key']}.png"), label)
+            if path is not None:
+                images.append(path)
+                figures.append(f'<figure><img src="{esc(path.name)}" alt="timeline of one traced step of '
+                               f'{esc(label)}"><figcaption>{esc(label)}: the traced step of median time'
+                               "</figcaption></figure>")
+    header = ["job", "traced steps", "exposed: no_sync() (ms)", "exposed: trace (ms)", "exposed: DDP logging (ms)",
+              "comm in trace (ms)", "hidden by backward (%)", "wait for slower rank (ms)",
+              "backward compute traced (ms)", "backward under no_sync() (ms)", "traced / measured step (ms)",
+              "trace MB / launch", "traces (Perfetto, chrome://tracing)"]
+    disagreements = f"<ul>{''.join(notes)}</ul>" if notes else ""
+    text = (
+        '<p class="what">Every rank recorded its job\'s <code>trace_steps</code> with PyTorch\'s profiler after the '
+        "timed steps (never among them). Each trace opens in <a href=\"https://ui.perfetto.dev\">Perfetto UI</a> or "
+        "chrome://tracing. A timeline shows one step: a row per rank and one per thread that ran its collectives, "
+        "each collective with its bytes. Three measures of exposed communication stand side by side: the measured "
+        "step minus the step under <code>no_sync()</code>; from the trace, the collectives' time after the backward "
+        "compute of the rank that finished computing last (the other ranks' extra time is their wait for it); and "
+        "DDP's own logged communication minus its logged overlap (sampled by DDP in its first ten iterations and "
+        "every 100th). The traced step against the measured step is what tracing costs.</p>\n"
+        + html_table(header, rows, numeric=set(range(1, 12))) + disagreements + "\n" + "\n".join(figures))
+    return Section("Step timelines (profiler traces)", text, tuple(images))

@@ -1,0 +1,219 @@
+"""Traced steps (``trace_steps``): the profiler's traces per rank, the events read from them, overlap
+measured from those events, and the report's timeline.
+
+The readers and the overlap arithmetic are checked on traces written here with exact times (a gloo
+trace as PyTorch's profiler writes it on CPU, and an NCCL one with kernels, which this machine cannot
+record); real traces come from real sweeps, through every launcher this machine has.
+"""
+
+import gzip
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from conftest import TINY_DEFAULTS, run_cli, write_experiment
+from ddpbench.analysis import overlap
+from ddpbench.analysis.summary import summarize
+from ddpbench.rank.timing import StepTimer
+from ddpbench.rank.trace import timeline_rows
+from ddpbench.results.schema import TRACE_COLUMNS
+from ddpbench.results.tables import load
+
+
+def X(name, ts, dur, tid=1, cat="user_annotation", **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 7, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+#: one recorded step on CPU/gloo, times in us: align ends at 1000; the step runs 1000..1100
+GLOO_TRACE = {"traceEvents": [
+    X("ddpbench:align", 900, 100),
+    X("ddpbench:step", 1000, 100),
+    X("ddpbench:data", 1000, 5), X("ddpbench:forward", 1005, 20), X("ddpbench:backward", 1025, 50),
+    X("autograd::engine::evaluate_function: AddmmBackward0", 1027, 10, cat="cpu_op"),
+    X("autograd::engine::evaluate_function: AddmmBackward0", 1040, 15, cat="cpu_op"),  # compute ends at 1055
+    X("c10d::allreduce_", 1037, 1, cat="cpu_op"),  # the launch on the main thread is not the collective
+    X("gloo:all_reduce", 1038, 22, tid=2, **{"Input Dims": [[1000]], "Input type": ["float"]}),
+    X("gloo:all_reduce", 1056, 14, tid=3, **{"Input Dims": [[500]], "Input type": ["c10::BFloat16"]}),
+    X("ddpbench:comm", 1075, 1), X("ddpbench:optimizer", 1076, 20), X("ddpbench:comm", 1096, 4),
+    X("gloo:all_reduce", 500, 10, tid=2),  # before the recorded steps: not read
+    {"ph": "M", "name": "thread_name", "pid": 7, "tid": 2},
+]}
+
+
+def frame(rows, key="k", repeat=0):
+    return pd.DataFrame([{"key": key, "repeat": repeat, **dict(zip(TRACE_COLUMNS, r))} for r in rows])
+
+
+def test_a_gloo_trace_gives_the_phases_each_collective_with_its_bytes_and_the_backward_compute():
+    rows = timeline_rows(GLOO_TRACE, rank=3)
+    by = {(r[2], r[3], r[4], r[5]): r for r in rows}
+    assert all(r[0] == 3 and r[1] == 0 for r in rows)
+    assert ("main", "phase", "backward", 0.025) in by and by[("main", "phase", "backward", 0.025)][6] == 0.05
+    assert [r[4] for r in rows if r[3] == "phase"] == ["data", "forward", "backward", "comm", "optimizer", "comm"]
+    comm = [r for r in rows if r[3] == "comm"]
+    assert [(r[2], r[4], r[5], r[6], r[7]) for r in comm] == [("comm 1", "all_reduce", 0.038, 0.022, 4000.0),
+                                                               ("comm 2", "all_reduce", 0.056, 0.014, 1000.0)]
+    assert [r[2:7] for r in rows if r[3] == "compute"] == [["main", "compute", "backward", 0.027, 0.028]]
+
+
+def test_an_nccl_trace_reads_kernels_by_the_step_that_launched_them():
+    launch = lambda ts, corr: X("cudaLaunchKernel", ts, 1, cat="cuda_runtime", correlation=corr)  # noqa: E731
+    trace = {"traceEvents": [
+        X("ddpbench:align", 0, 10), X("ddpbench:step", 10, 100),
+        X("ddpbench:forward", 10, 20), X("ddpbench:backward", 30, 30), X("ddpbench:optimizer", 60, 50),
+        launch(12, 1), launch(35, 2), launch(40, 3), launch(45, 4), launch(70, 5),
+        X("sm80_gemm", 40, 30, tid=7, cat="kernel", correlation=1),  # forward's kernel
+        X("sm80_gemm_bwd", 70, 20, tid=7, cat="kernel", correlation=2),
+        X("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 85, 40, tid=9, cat="kernel", correlation=3,
+          **{"In msg nelems": 256, "dtype": "Float"}),
+        X("sm80_gemm_bwd", 90, 10, tid=7, cat="kernel", correlation=4),  # backward's last: ends at 100
+        X("sgd_kernel", 130, 5, tid=7, cat="kernel", correlation=5),
+    ]}
+    rows = timeline_rows(trace, rank=0)
+    assert [r[2:8] for r in rows if r[3] == "comm"] == [["comm 1", "comm", "allreduce", 0.075, 0.04, 1024.0]]
+    assert [r[2:7] for r in rows if r[3] == "compute"] == [["gpu", "compute", "backward", 0.06, 0.03]]
+
+
+def test_a_trace_without_the_alignment_range_gives_no_rows():
+    assert timeline_rows({"traceEvents": [X("ddpbench:step", 0, 10)]}, 0) == []
+
+
+def test_the_timer_marks_a_phase_as_its_block_ends():
+    class Clock:
+        def __init__(self):
+            self.t = 0
+
+        def record(self):
+            self.t += 1
+            return self.t * self.t  # 1, 4, 9, 16: gaps 3, 5, 7
+
+        def elapsed_ms(self, a, b):
+            return float(b - a)
+
+        def synchronize(self):
+            pass
+
+    timer = StepTimer(Clock())
+    timer.start()
+    with timer.phase("data_ms"):
+        pass
+    with timer.phase("forward_ms"):
+        pass
+    with timer.phase("data_ms"):
+        pass
+    assert timer.stop() == {"data_ms": 10.0, "forward_ms": 5.0, "step_ms": 15.0}
+
+
+def test_overlap_counts_communication_once_and_splits_it_at_the_end_of_backward_compute():
+    # rank 0: compute 10..30, collectives 20..40 and 25..45 (union 20..45 = 25 ms; 10 hidden)
+    # rank 1: compute 10..40 (ends last), collectives 30..46 (10 hidden, 6 exposed)
+    events = frame([
+        [0, 0, "main", "phase", "backward", 10, 36, None], [0, 0, "main", "compute", "backward", 10, 20, None],
+        [0, 0, "comm 1", "comm", "all_reduce", 20, 20, 100.0], [0, 0, "comm 2", "comm", "all_reduce", 25, 20, 50.0],
+        [1, 0, "main", "phase", "backward", 10, 36, None], [1, 0, "main", "compute", "backward", 10, 30, None],
+        [1, 0, "comm 1", "comm", "all_reduce", 30, 16, 150.0],
+    ])
+    steps = overlap.step_overlap(events).set_index("rank")
+    assert steps.loc[0, ["comm_ms", "hidden_ms", "exposed_ms", "compute_end_ms"]].tolist() == [25, 10, 15, 30]
+    assert steps.loc[1, ["comm_ms", "hidden_ms", "exposed_ms", "compute_end_ms"]].tolist() == [16, 10, 6, 40]
+    job = overlap.job_figures(overlap.step_overlap(events))
+    # the rank whose compute ended last holds the exposed communication; rank 0 waited 10 ms for it
+    assert job["trace_exposed_comm_ms"] == 6 and job["trace_comm_ms"] == 16 and job["trace_wait_ms"] == 10
+    assert job["trace_overlap_pct"] == pytest.approx(62.5) and job["trace_backward_compute_ms"] == 30
+
+
+def test_the_timeline_shows_the_step_of_median_time():
+    per_step = pd.DataFrame({"repeat": [0, 0, 0, 1], "step": [0, 1, 2, 0], "step_ms": [5.0, 9.0, 7.0, 6.0]})
+    assert overlap.typical_step(per_step) == (1, 0)  # 5, 6, 7, 9: the lower middle one
+    assert overlap.typical_step(per_step.iloc[0:0]) is None
+
+
+@pytest.mark.parametrize("figures, disagree, trusted, words", [
+    ({"exposed_comm_ms": 10.0, "trace_exposed_comm_ms": 9.0}, False, "no_sync", "every measured step"),
+    ({"exposed_comm_ms": 10.0, "trace_exposed_comm_ms": 5.0, "trace_backward_compute_ms": 7.0,
+      "nosync_backward_ms": 3.0}, True, "no_sync", "took 4.00 ms longer"),
+    ({"exposed_comm_ms": 0.5, "trace_exposed_comm_ms": 2.0, "step_ms_iqr": 1.0}, True, "trace", "within the step"),
+    ({"exposed_comm_ms": 10.0, "trace_exposed_comm_ms": 2.0, "trace_overhead_pct": 45.0}, True, "no_sync",
+     "slowed its steps by 45 %"),
+])
+def test_the_three_measures_are_judged_and_one_is_trusted_with_its_reason(figures, disagree, trusted, words):
+    row = {"world_size": 2, "step_ms_iqr": 0.1, "trace_overhead_pct": 3.0, **figures}
+    judged = overlap.compare_exposed(row)
+    assert judged["exposed_disagree"] is disagree and judged["exposed_trusted"] == trusted
+    assert words in judged["exposed_reason"]
+    assert overlap.compare_exposed({**row, "world_size": 1})["exposed_trusted"] is None
+
+
+# -- real traces -----------------------------------------------------------------------------
+
+TRACED = """
+    name = "traced"
+    timeout_s = 120
+""" + TINY_DEFAULTS + """
+    bucket_cap_mb = 0.25
+    check_steps = 0
+    trace_steps = 2
+    [grid]
+    world_size = [1, 2]
+"""
+
+
+def check_traced_folder(out, ranks_of_ws2=2):
+    """A traced sweep's folder: every rank's trace parses as Chrome trace JSON with the phases and
+    gloo's all-reduces in it, the events are in the results, the traced steps are apart."""
+    steps = load(out)
+    runs = pd.DataFrame(steps.attrs["runs"])
+    for _, run in runs.iterrows():
+        files = run["traces"]
+        assert [f["rank"] for f in files] == list(range(run["world_size"]))
+        for f in files:
+            path = out / f["path"]
+            assert path.name == f"{run['key']}-r{run['repeat']}.rank{f['rank']}.json.gz"
+            assert path.stat().st_size == f["bytes"] < 2e6
+            trace = json.loads(gzip.decompress(path.read_bytes()))
+            names = {e.get("name") for e in trace["traceEvents"]}
+            assert {"ddpbench:align", "ddpbench:forward", "ddpbench:backward", "ddpbench:optimizer"} <= names
+            assert "gloo:all_reduce" in names
+            assert sum(e.get("name") == "ddpbench:step" for e in trace["traceEvents"]) == 2
+    traced = steps[steps["phase"] == "trace"]
+    assert len(traced) == 2 * 3 and set(traced["step"]) == {0, 1}  # 2 steps of 1 + 2 ranks
+    table = summarize(steps).set_index("world_size")
+    two = table.loc[2]
+    assert two["trace_steps_read"] == 2 and two["trace_comm_ms"] > 0 and two["trace_mb"] > 0
+    assert 0 <= two["trace_exposed_comm_ms"] <= two["trace_comm_ms"]
+    assert math.isfinite(two["trace_overhead_pct"]) and math.isfinite(two["ddp_exposed_comm_ms"])
+    events = overlap.trace_events(runs)
+    buckets = events[(events["kind"] == "comm") & (events["key"] == two["key"])]
+    assert buckets["bytes"].max() > 2.5e5  # mlp-xs's buckets of 0.25 MB or more, as gloo ran them
+    return table
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
+def test_a_traced_sweep_stores_every_rank_s_trace_and_the_report_draws_a_timeline(tmp_path, launcher):
+    exp = write_experiment(tmp_path / "traced.toml", TRACED)
+    out = tmp_path / "out"
+    proc = run_cli("sweep", exp, "--out", out, "--launcher", launcher)
+    assert proc.returncode == 0, proc.stderr
+    check_traced_folder(out)
+    page = (out / "index.html").read_text()
+    assert "Step timelines (profiler traces)" in page and "exposed: no_sync() (ms)" in page
+    assert len(list(out.glob("timeline_*.png"))) == 2
+    assert 'href="traces/' in page
+
+
+@pytest.mark.slow
+def test_trace_steps_from_the_command_line_and_nothing_traced_without_it(tmp_path):
+    exp = write_experiment(tmp_path / "plain.toml", TRACED.replace("trace_steps = 2", ""))
+    plain, flagged = tmp_path / "plain", tmp_path / "flagged"
+    assert run_cli("sweep", exp, "--out", plain, "--no-report").returncode == 0
+    assert not (plain / "traces").exists()
+    steps = load(plain)
+    assert "trace" not in set(steps["phase"]) and "trace_steps_read" in summarize(steps)
+    assert run_cli("sweep", exp, "--out", flagged, "--no-report", "--trace-steps", "2").returncode == 0
+    check_traced_folder(flagged)
+    bad = run_cli("sweep", exp, "--out", tmp_path / "bad", "--trace-steps", "-1")
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+        "error: command line: --trace-steps: must be an integer from 0 to 100 (got -1)"]
