@@ -37,6 +37,7 @@ GLOO_TRACE = {"traceEvents": [
     X("gloo:all_reduce", 1038, 22, tid=2, **{"Input Dims": [[1000]], "Input type": ["float"]}),
     X("gloo:all_reduce", 1056, 14, tid=3, **{"Input Dims": [[500]], "Input type": ["c10::BFloat16"]}),
     X("ddpbench:comm", 1075, 1), X("ddpbench:optimizer", 1076, 20), X("ddpbench:comm", 1096, 4),
+    X("gloo:send", 1097, 2, **{"Input Dims": [[10]], "Input type": ["float"]}),  # on the main thread itself
     X("gloo:all_reduce", 500, 10, tid=2),  # before the recorded steps: not read
     {"ph": "M", "name": "thread_name", "pid": 7, "tid": 2},
 ]}
@@ -54,7 +55,8 @@ def test_a_gloo_trace_gives_the_phases_each_collective_with_its_bytes_and_the_ba
     assert [r[4] for r in rows if r[3] == "phase"] == ["data", "forward", "backward", "comm", "optimizer", "comm"]
     comm = [r for r in rows if r[3] == "comm"]
     assert [(r[2], r[4], r[5], r[6], r[7]) for r in comm] == [("comm 1", "all_reduce", 0.038, 0.022, 4000.0),
-                                                               ("comm 2", "all_reduce", 0.056, 0.014, 1000.0)]
+                                                               ("comm 2", "all_reduce", 0.056, 0.014, 1000.0),
+                                                               ("comm main", "send", 0.097, 0.002, 40.0)]
     assert [r[2:7] for r in rows if r[3] == "compute"] == [["main", "compute", "backward", 0.027, 0.028]]
 
 
@@ -122,6 +124,14 @@ def test_overlap_counts_communication_once_and_splits_it_at_the_end_of_backward_
     # the rank whose compute ended last holds the exposed communication; rank 0 waited 10 ms for it
     assert job["trace_exposed_comm_ms"] == 6 and job["trace_comm_ms"] == 16 and job["trace_wait_ms"] == 10
     assert job["trace_overlap_pct"] == pytest.approx(62.5) and job["trace_backward_compute_ms"] == 30
+
+
+def test_a_strategy_s_comm_phase_is_communication_the_profiler_does_not_record_as_collectives():
+    # master aggregation: rank 0 posts receives (1 ms recorded) and waits for them in its comm phase
+    events = frame([[0, 0, "main", "phase", "backward", 0, 10, None], [0, 0, "main", "compute", "backward", 0, 10, None],
+                    [0, 0, "main", "phase", "comm", 10, 30, None], [0, 0, "comm main", "comm", "recv", 10, 1, 8.0]])
+    step = overlap.step_overlap(events).iloc[0]
+    assert (step["comm_ms"], step["hidden_ms"], step["exposed_ms"]) == (30, 0, 30)
 
 
 def test_the_timeline_shows_the_step_of_median_time():

@@ -135,7 +135,8 @@ def timeline_rows(trace: dict, rank: int) -> list[list]:
     trace, times in ms from the end of its ``ddpbench:align`` range.
 
     Lanes: ``main`` (the thread that ran the step), ``comm N`` (each other thread or GPU stream that
-    ran a collective, numbered as they first appear), ``gpu`` (the GPU's compute kernels, on CUDA).
+    ran a collective, numbered as they first appear), ``comm main`` (collectives the main thread ran
+    itself: gloo's sends and receives), ``gpu`` (the GPU's compute kernels, on CUDA).
     """
     events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X" and "ts" in e]
     align = [e for e in events if e["name"] == ALIGN]
@@ -170,7 +171,8 @@ def timeline_rows(trace: dict, rank: int) -> list[list]:
             op = _collective(e) if e.get("cat") != "kernel" else None
             if op is None:
                 continue
-            lane = lanes.setdefault((e["pid"], e["tid"]), f"comm {len(lanes) + 1}")
+            # gloo's sends and receives run on the calling thread, its collectives on worker threads
+            lane = "comm main" if e["tid"] == main else lanes.setdefault((e["pid"], e["tid"]), f"comm {len(lanes) + 1}")
             add(index, lane, "comm", op, e["ts"], _end(e), _bytes(e))
         if backward is not None:
             span = _backward_compute(events, kernels, launched_at, backward)

@@ -1,11 +1,11 @@
 """One traced step as it happened: a row per rank and per communication thread (or GPU stream), on
 one time axis (every rank's zero is the barrier it left before the recorded steps).
 
-The rank's own row holds its phases (data, forward, backward, comm after backward, optimizer); its
-backward is green while it still computes and hatched from its last compute to the phase's end: the
-rank waiting for its last buckets. The rows under it hold the collectives as the backend ran them,
-each labelled with its bytes; red where it ran after the rank's backward compute (exposed), pink
-where backward was still computing (hidden).
+The rank's own row holds its phases (data, forward, backward, comm after backward, optimizer). Its
+backward is green while it still computes and hatched from its last op to the phase's end: DDP
+waiting for the last buckets and copying them back into the gradients. The rows under it hold the
+collectives as the backend ran them, each labelled with its bytes: red where it ran after the rank's
+backward compute (exposed), pink while backward was still computing (hidden).
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ def step_timeline(events, repeat: int, step: int, path: Path, title: str) -> Pat
     ax.set_title(f"{title}\nrepeat {repeat}, traced step {step}{note}", fontsize=9)
     handles = [Patch(color=c, label={"comm": "comm after backward", "backward": "backward compute"}.get(name, name))
                for name, c in PHASE_COLORS.items() if name in set(phases["name"])]
-    handles += [Patch(facecolor=WAIT_COLOR, hatch="///", edgecolor="0.55", label="backward: waiting for buckets"),
+    handles += [Patch(facecolor=WAIT_COLOR, hatch="///", edgecolor="0.55",
+                      label="backward after its last op (DDP: waits for buckets, copies them back)"),
                 Patch(color=HIDDEN_COLOR, label="collective while backward computes (hidden)"),
                 Patch(color=EXPOSED_COLOR, label="collective after backward compute (exposed)")]
     ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.6 / len(lanes)),

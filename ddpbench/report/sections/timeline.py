@@ -27,7 +27,7 @@ def timeline_section(ctx: ReportContext) -> Section | None:
     events = overlap.trace_events(ctx.runs)
     traced = ordered(table[(table["status"] == "ok") & (table["trace_steps_read"] > 0)])
     fields = label_fields(table)
-    rows, images, figures, notes = [], [], [], []
+    rows, images, notes = [], [], []
     for _, r in traced.iterrows():
         label = describe(r, fields, table)
         mine = events[events["key"] == r["key"]]
@@ -51,11 +51,8 @@ def timeline_section(ctx: ReportContext) -> Section | None:
         picked = overlap.typical_step(per_step)
         if picked is not None:
             path = step_timeline(mine, picked[0], picked[1], ctx.image(f"timeline_{r['key']}.png"), label)
-            if path is not None:
+            if path is not None:  # the page shows it under the table; its title names the job
                 images.append(path)
-                figures.append(f'<figure><img src="{esc(path.name)}" alt="timeline of one traced step of '
-                               f'{esc(label)}"><figcaption>{esc(label)}: the traced step of median time'
-                               "</figcaption></figure>")
     header = ["job", "traced steps", "exposed: no_sync() (ms)", "exposed: trace (ms)", "exposed: DDP logging (ms)",
               "comm in trace (ms)", "hidden by backward (%)", "wait for slower rank (ms)",
               "backward compute traced (ms)", "backward under no_sync() (ms)", "traced / measured step (ms)",
@@ -69,6 +66,7 @@ def timeline_section(ctx: ReportContext) -> Section | None:
         "step minus the step under <code>no_sync()</code>; from the trace, the collectives' time after the backward "
         "compute of the rank that finished computing last (the other ranks' extra time is their wait for it); and "
         "DDP's own logged communication minus its logged overlap (sampled by DDP in its first ten iterations and "
-        "every 100th). The traced step against the measured step is what tracing costs.</p>\n"
-        + html_table(header, rows, numeric=set(range(1, 12))) + disagreements + "\n" + "\n".join(figures))
+        "every 100th). The traced step against the measured step is what tracing costs. Each job's timeline "
+        "shows its traced step of median time.</p>\n"
+        + html_table(header, rows, numeric=set(range(1, 12))) + disagreements)
     return Section("Step timelines (profiler traces)", text, tuple(images))
