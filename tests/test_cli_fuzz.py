@@ -85,7 +85,8 @@ values = numbers.map(str) | words | st.sampled_from(PATHS) | st.sampled_from(
     [*{c for f in FIELDS.values() for c in (f.metadata.get("choices") or ())}, "gloo", "nccl", "cuda", "cpu"])
 
 SWEEP_FLAGS = ["--out", "--timeout", "--launcher", "--nodes", "--partition", "--array", "--nnodes", "--node-rank",
-               "--rdzv-endpoint", "--emulate-nodes", "--link", "--link-delay-ms", "--resume", "--dry-run", "--no-report"]
+               "--rdzv-endpoint", "--emulate-nodes", "--link", "--link-delay-ms", "--trace-steps", "--resume", "--dry-run",
+               "--no-report"]
 RUN_FLAGS = [f"--{name.replace('_', '-')}" for name in FIELDS] + ["--out", "--timeout"]
 COLLECTIVES_FLAGS = ["--ops", "--sizes", "--factor", "--world-sizes", "--backend", "--iters", "--warmup", "--out",
                      "--timeout", "--resume", "--no-report"]

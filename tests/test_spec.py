@@ -68,7 +68,7 @@ PINNED_DEFAULTS = {
     "scaling": "weak", "optimizer": "sgd", "warmup_steps": 3, "steps": 20, "repeats": 1,
     "threads_per_rank": "auto", "loader_workers": 0, "seed": 0,
     "emulate_nodes": 1, "link": "none", "link_delay_ms": 0.0, "max_restarts": 0, "fault_step": -1, "fault_rank": 1,
-    "snapshot_every": 0,
+    "snapshot_every": 0, "trace_steps": 0,
 }
 
 
