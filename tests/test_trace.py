@@ -7,8 +7,10 @@ record); real traces come from real sweeps, through every launcher this machine 
 """
 
 import gzip
+import html
 import json
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -16,10 +18,15 @@ import pytest
 from conftest import TINY_DEFAULTS, run_cli, write_experiment
 from ddpbench.analysis import overlap
 from ddpbench.analysis.summary import summarize
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.launch.base import Launch
 from ddpbench.rank.timing import StepTimer
 from ddpbench.rank.trace import timeline_rows
+from ddpbench.report.plots.timeline import step_timeline
 from ddpbench.results.schema import TRACE_COLUMNS
+from ddpbench.results.store import ResultStore, rotate_previous
 from ddpbench.results.tables import load
+from ddpbench.sweep.plan import keep_traces, work_dir
 
 
 def X(name, ts, dur, tid=1, cat="user_annotation", **args):
@@ -65,7 +72,8 @@ def test_an_nccl_trace_reads_kernels_by_the_step_that_launched_them():
     trace = {"traceEvents": [
         X("ddpbench:align", 0, 10), X("ddpbench:step", 10, 100),
         X("ddpbench:forward", 10, 20), X("ddpbench:backward", 30, 30), X("ddpbench:optimizer", 60, 50),
-        launch(12, 1), launch(35, 2), launch(40, 3), launch(45, 4), launch(70, 5),
+        launch(12, 1), launch(35, 2), launch(45, 4), launch(70, 5),
+        X("cuLaunchKernelEx", 40, 1, cat="cuda_driver", correlation=3),  # NCCL launches through the driver
         X("sm80_gemm", 40, 30, tid=7, cat="kernel", correlation=1),  # forward's kernel
         X("sm80_gemm_bwd", 70, 20, tid=7, cat="kernel", correlation=2),
         X("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 85, 40, tid=9, cat="kernel", correlation=3,
@@ -76,6 +84,15 @@ def test_an_nccl_trace_reads_kernels_by_the_step_that_launched_them():
     rows = timeline_rows(trace, rank=0)
     assert [r[2:8] for r in rows if r[3] == "comm"] == [["comm 1", "comm", "allreduce", 0.075, 0.04, 1024.0]]
     assert [r[2:7] for r in rows if r[3] == "compute"] == [["gpu", "compute", "backward", 0.06, 0.03]]
+
+
+def test_with_gradient_accumulation_the_backward_compute_is_the_last_micro_step_s():
+    trace = {"traceEvents": [
+        X("ddpbench:align", 0, 10), X("ddpbench:step", 10, 100),
+        X("ddpbench:backward", 20, 20), X("autograd::engine::evaluate_function: A", 22, 15, cat="cpu_op"),
+        X("ddpbench:backward", 60, 30), X("autograd::engine::evaluate_function: A", 61, 20, cat="cpu_op"),
+    ]}
+    assert [r[5:7] for r in timeline_rows(trace, 0) if r[3] == "compute"] == [[0.051, 0.02]]
 
 
 def test_a_trace_without_the_alignment_range_gives_no_rows():
@@ -134,6 +151,48 @@ def test_a_strategy_s_comm_phase_is_communication_the_profiler_does_not_record_a
     assert (step["comm_ms"], step["hidden_ms"], step["exposed_ms"]) == (30, 0, 30)
 
 
+def test_a_step_without_every_rank_or_without_its_compute_is_left_out_not_guessed():
+    both = [[0, 0, "main", "phase", "backward", 0, 10, None], [0, 0, "main", "compute", "backward", 0, 8, None],
+            [0, 0, "comm 1", "comm", "all_reduce", 5, 6, 8.0],
+            [1, 0, "main", "phase", "backward", 0, 10, None], [1, 0, "main", "compute", "backward", 0, 9, None],
+            [1, 0, "comm 1", "comm", "all_reduce", 5, 6, 8.0]]
+    one_rank = [[0, 1, "main", "phase", "backward", 0, 10, None], [0, 1, "main", "compute", "backward", 0, 8, None]]
+    no_compute = [[0, 2, "main", "phase", "backward", 0, 10, None], [0, 2, "comm 1", "comm", "all_reduce", 5, 6, 8.0],
+                  [1, 2, "main", "phase", "backward", 0, 10, None], [1, 2, "main", "compute", "backward", 0, 9, None]]
+    per_step = overlap.step_overlap(frame(both + one_rank + no_compute))
+    blind = per_step[(per_step["step"] == 2) & (per_step["rank"] == 0)].iloc[0]
+    assert math.isnan(blind["hidden_ms"]) and math.isnan(blind["exposed_ms"]) and blind["comm_ms"] == 6
+    job = overlap.job_figures(per_step, ranks=2)
+    assert job["trace_steps_read"] == 1 and job["trace_steps_partial"] == 2
+    assert job["trace_exposed_comm_ms"] == 2 and job["trace_wait_ms"] == 1  # rank 1 ended at 9, rank 0 at 8
+    assert overlap.job_figures(per_step[per_step["step"] == 1], ranks=2)["trace_steps_read"] == 0
+
+
+def test_the_timeline_draws_every_lane_and_nothing_without_phases(tmp_path):
+    events = frame([[0, 0, "main", "phase", "forward", 0, 4, None], [0, 0, "main", "phase", "backward", 4, 10, None],
+                    [0, 0, "main", "compute", "backward", 4, 6, None], [0, 0, "comm 1", "comm", "all_reduce", 6, 8, 4e6],
+                    [1, 0, "main", "phase", "backward", 4, 10, None], [1, 0, "comm 2", "comm", "all_reduce", 7, 7, 4e6]])
+    path = step_timeline(events, 0, 0, tmp_path / "t.png", "job")
+    assert path.stat().st_size > 10_000
+    assert step_timeline(events, 0, 5, tmp_path / "none.png", "job") is None and not (tmp_path / "none.png").exists()
+
+
+def test_a_launch_s_traces_move_into_the_folder_by_job_repeat_and_rank_and_a_new_sweep_keeps_the_old(tmp_path):
+    spec = JobSpec(world_size=2)
+    launch = Launch(spec, 3, work_dir(tmp_path, spec, 3))
+    launch.work_dir.mkdir(parents=True)
+    for rank in (1, 0):
+        (launch.work_dir / f"trace.rank{rank}.json.gz").write_bytes(b"x" * (10 + rank))
+    kept = keep_traces(launch, tmp_path)
+    assert kept == [{"rank": r, "path": f"traces/{spec.key}-r3.rank{r}.json.gz", "bytes": 10 + r} for r in (0, 1)]
+    assert all((tmp_path / k["path"]).is_file() for k in kept) and not list(launch.work_dir.iterdir())
+    store = ResultStore(tmp_path)
+    store.start_sweep({}, {"name": "x"})
+    rotated = rotate_previous(store)
+    old = tmp_path / rotated.name.replace("results.", "traces.").replace(".jsonl", "")
+    assert not (tmp_path / "traces").exists() and (old / f"{spec.key}-r3.rank1.json.gz").is_file()
+
+
 def test_the_timeline_shows_the_step_of_median_time():
     per_step = pd.DataFrame({"repeat": [0, 0, 0, 1], "step": [0, 1, 2, 0], "step_ms": [5.0, 9.0, 7.0, 6.0]})
     assert overlap.typical_step(per_step) == (1, 0)  # 5, 6, 7, 9: the lower middle one
@@ -154,6 +213,18 @@ def test_the_three_measures_are_judged_and_one_is_trusted_with_its_reason(figure
     assert judged["exposed_disagree"] is disagree and judged["exposed_trusted"] == trusted
     assert words in judged["exposed_reason"]
     assert overlap.compare_exposed({**row, "world_size": 1})["exposed_trusted"] is None
+
+
+def test_ddp_s_logging_counts_in_the_disagreement_but_is_never_trusted():
+    row = {"world_size": 2, "step_ms_iqr": 0.1, "trace_overhead_pct": 3.0, "exposed_comm_ms": 10.0,
+           "trace_exposed_comm_ms": 9.0, "ddp_exposed_comm_ms": 4.0}
+    judged = overlap.compare_exposed(row)
+    assert judged["exposed_disagree"] is True and judged["exposed_trusted"] == "no_sync"
+    sentence = overlap.exposed_sentence({**row, **judged})
+    assert sentence.startswith("the measures of exposed communication disagree by more than 20 % (the no_sync() "
+                               "baseline 10.00 ms, the trace 9.00 ms, DDP's own logging 4.00 ms). Trusted: the "
+                               "no_sync() baseline, because")
+    assert "DDP's own logging is not trusted" in sentence
 
 
 # -- real traces -----------------------------------------------------------------------------
@@ -207,11 +278,16 @@ def test_a_traced_sweep_stores_every_rank_s_trace_and_the_report_draws_a_timelin
     out = tmp_path / "out"
     proc = run_cli("sweep", exp, "--out", out, "--launcher", launcher)
     assert proc.returncode == 0, proc.stderr
-    check_traced_folder(out)
-    page = (out / "index.html").read_text()
+    table = check_traced_folder(out)
+    page = html.unescape((out / "index.html").read_text())
     assert "Step timelines (profiler traces)" in page and "exposed: no_sync() (ms)" in page
     assert len(list(out.glob("timeline_*.png"))) == 2
-    assert 'href="traces/' in page
+    links = re.findall(r'href="(traces/[^"]+)"', page)
+    assert len(links) == 3 and all((out / link).is_file() for link in links)  # repeat 0: 1 + 2 ranks
+    # the job at world size 2: its three measures side by side, agreeing or not, with the reason
+    verdict = "disagree by more than 20 %" if table.loc[2, "exposed_disagree"] else "agree within 20 %"
+    assert f"the measures of exposed communication {verdict} (the no_sync() baseline" in page
+    assert f"Trusted: {overlap.MEASURES[table.loc[2, 'exposed_trusted']][1]}, because" in page
 
 
 @pytest.mark.slow

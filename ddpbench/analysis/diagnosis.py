@@ -163,22 +163,17 @@ def _bound(summary):
 
 
 def _exposed_measures(summary):
-    """Traced jobs whose trace and no_sync() baseline disagree on the exposed communication by more
-    than 20 %: both figures (and DDP's logged one), which is trusted and why."""
+    """Traced jobs at world size 2 or more: the three measures of exposed communication, whether they
+    agree within 20 %, which one is trusted and why."""
     out = []
-    if "exposed_disagree" not in summary:
+    if "exposed_trusted" not in summary:
         return out
+    fields = label_fields(summary)
     for _, r in _ok(summary).iterrows():
-        if not r["exposed_disagree"]:
+        if r["exposed_trusted"] is None or (isinstance(r["exposed_trusted"], float) and math.isnan(r["exposed_trusted"])):
             continue
-        logged = r.get("ddp_exposed_comm_ms", math.nan)
-        ddp = f", DDP's own logging {logged:.2f} ms" if isinstance(logged, float) and math.isfinite(logged) else ""
-        trusted = "the no_sync() baseline" if r["exposed_trusted"] == "no_sync" else "the trace"
-        out.append(Finding("overlap", "info", f"{_strategy(r)} with {_config(r)} at world size {int(r['world_size'])}: "
-                           f"the measures of exposed communication disagree by more than "
-                           f"{100 * overlap.DISAGREE:.0f} % (no_sync() baseline {r['exposed_comm_ms']:.2f} ms, "
-                           f"trace {r['trace_exposed_comm_ms']:.2f} ms{ddp}). Trusted: {trusted}, because "
-                           f"{r['exposed_reason']}."))
+        out.append(Finding("overlap", "warn" if r["exposed_disagree"] else "info",
+                           f"{describe(r, fields, summary)}: {overlap.exposed_sentence(r)}"))
     return out
 
 

@@ -83,8 +83,8 @@ def step_overlap(events: pd.DataFrame) -> pd.DataFrame:
             compute_ms = float(compute["dur_ms"].iloc[0])
             compute_end = float(compute["start_ms"].iloc[0]) + compute_ms
             hidden = covered(spans, begin, compute_end)
-        else:
-            compute_ms, compute_end, hidden = math.nan, math.nan, 0.0
+        else:  # no compute seen: what was hidden is not known, and neither is what was exposed
+            compute_ms, compute_end, hidden = math.nan, math.nan, math.nan
         step_ms = (float((phases["start_ms"] + phases["dur_ms"]).max() - phases["start_ms"].min())
                    if len(phases) else math.nan)
         rows.append({"key": key, "repeat": repeat, "step": step, "rank": rank, "comm_ms": total,
@@ -94,7 +94,7 @@ def step_overlap(events: pd.DataFrame) -> pd.DataFrame:
                                        "compute_ms", "compute_end_ms", "step_ms", "collectives"])
 
 
-def job_figures(per_step: pd.DataFrame) -> dict:
+def job_figures(per_step: pd.DataFrame, ranks: int | None = None) -> dict:
     """A job's trace figures from its :func:`step_overlap` rows (means over its traced steps):
 
     trace_comm_ms           communication under way per step, as the last rank to finish computing saw it;
@@ -102,25 +102,33 @@ def job_figures(per_step: pd.DataFrame) -> dict:
     trace_overlap_pct       the part it did cover, in % of trace_comm_ms;
     trace_wait_ms           how much earlier the other ranks' compute ended (mean over them; 0 at one rank);
     trace_backward_compute_ms  that rank's backward compute, first op to last (with communication beside it);
-    trace_steps_read        recorded steps the figures are over (all launches).
+    trace_steps_read        recorded steps the figures are over (all launches);
+    trace_steps_partial     recorded steps left out because not every one of the job's ``ranks`` (or
+                            no rank's backward compute) was in the trace: which rank ended last is unknown.
     """
     empty = {"trace_comm_ms": math.nan, "trace_exposed_comm_ms": math.nan, "trace_overlap_pct": math.nan,
-             "trace_wait_ms": math.nan, "trace_backward_compute_ms": math.nan, "trace_steps_read": 0}
+             "trace_wait_ms": math.nan, "trace_backward_compute_ms": math.nan, "trace_steps_read": 0,
+             "trace_steps_partial": 0}
     if per_step.empty:
         return empty
-    last, waits = [], []
+    last, waits, partial = [], [], 0
     for _, step in per_step.groupby(["repeat", "step"], sort=False):
         ends = step["compute_end_ms"]
-        chosen = step.loc[ends.idxmax()] if ends.notna().any() else step.loc[step["exposed_ms"].idxmin()]
+        if (ranks is not None and step["rank"].nunique() < ranks) or ends.isna().any():
+            partial += 1
+            continue
+        chosen = step.loc[ends.idxmax()]
         last.append(chosen)
         others = step.drop(index=chosen.name)
         waits.append(float((chosen["compute_end_ms"] - others["compute_end_ms"]).mean()) if len(others) else 0.0)
+    if not last:
+        return {**empty, "trace_steps_partial": partial}
     last = pd.DataFrame(last)
     comm = float(last["comm_ms"].mean())
     return {"trace_comm_ms": comm, "trace_exposed_comm_ms": float(last["exposed_ms"].mean()),
             "trace_overlap_pct": 100.0 * float(last["hidden_ms"].mean()) / comm if comm > 0 else math.nan,
-            "trace_wait_ms": float(np.nanmean(waits)) if len(waits) else math.nan,
-            "trace_backward_compute_ms": float(last["compute_ms"].mean()), "trace_steps_read": len(last)}
+            "trace_wait_ms": float(np.mean(waits)), "trace_backward_compute_ms": float(last["compute_ms"].mean()),
+            "trace_steps_read": len(last), "trace_steps_partial": partial}
 
 
 def trace_cost(trace_step_ms: float, step_ms: float) -> float:
@@ -130,15 +138,25 @@ def trace_cost(trace_step_ms: float, step_ms: float) -> float:
     return 100.0 * (trace_step_ms / step_ms - 1.0)
 
 
+#: the three measures of exposed communication, by the summary's columns, as the report names them
+MEASURES = {"no_sync": ("exposed_comm_ms", "the no_sync() baseline"), "trace": ("trace_exposed_comm_ms", "the trace"),
+            "ddp_logging": ("ddp_exposed_comm_ms", "DDP's own logging")}
+
+
 def compare_exposed(row) -> dict:
     """The three measures of a traced job's exposed communication side by side (a summary row's
-    figures): whether the trace's and the no_sync() baseline's differ by more than :data:`DISAGREE`,
-    which one to trust and why. Only jobs with more than one rank and a trace are judged."""
-    no_sync, traced = _finite(row.get("exposed_comm_ms")), _finite(row.get("trace_exposed_comm_ms"))
+    figures): whether any two of them differ by more than :data:`DISAGREE` of the larger, which one
+    to trust and why. Only jobs with more than one rank, a trace and a no_sync() baseline are judged.
+
+    DDP's logging is never the one trusted: DDP samples it in its first ten iterations (warmup
+    included) and every 100th, and its overlap is timed by DDP's own events."""
+    figures = {name: _finite(row.get(column)) for name, (column, _) in MEASURES.items()}
+    no_sync, traced = figures["no_sync"], figures["trace"]
     if row.get("world_size", 1) <= 1 or math.isnan(traced) or math.isnan(no_sync):
         return {"exposed_disagree": False, "exposed_trusted": None, "exposed_reason": None}
+    known = [max(v, 0.0) for v in figures.values() if not math.isnan(v)]
+    disagree = bool(max(known) > 0 and max(known) - min(known) > DISAGREE * max(known))
     a, b = max(no_sync, 0.0), max(traced, 0.0)
-    disagree = bool(max(a, b) > 0 and abs(a - b) > DISAGREE * max(a, b))
     overhead, noise = _finite(row.get("trace_overhead_pct")), _finite(row.get("step_ms_iqr"))
     slower = _finite(row.get("trace_backward_compute_ms")) - _finite(row.get("nosync_backward_ms"))
     if overhead > OVERHEAD_LIMIT_PCT:
@@ -156,7 +174,21 @@ def compare_exposed(row) -> dict:
                        "no_sync()): communication slowed compute by sharing the cores or the device, which only "
                        f"no_sync() counts (the trace's exposed time plus that slowdown: {b + slower:.2f} ms, against "
                        f"no_sync()'s {a:.2f} ms)")
+    if not math.isnan(figures["ddp_logging"]):
+        reason += ("; DDP's own logging is not trusted: DDP samples it in its first ten iterations, warmup "
+                   "included, and every 100th")
     return {"exposed_disagree": disagree, "exposed_trusted": trusted, "exposed_reason": reason}
+
+
+def exposed_sentence(row) -> str:
+    """The three figures of a judged job in words, the verdict and the reason (a summary row)."""
+    parts = [f"{words} {_finite(row.get(column)):.2f} ms" for column, words in MEASURES.values()
+             if not math.isnan(_finite(row.get(column)))]
+    verdict = (f"disagree by more than {100 * DISAGREE:.0f} %" if row["exposed_disagree"]
+               else f"agree within {100 * DISAGREE:.0f} %")
+    trusted = MEASURES[row["exposed_trusted"]][1]
+    return (f"the measures of exposed communication {verdict} ({', '.join(parts)}). Trusted: {trusted}, because "
+            f"{row['exposed_reason']}.")
 
 
 def _finite(value) -> float:

@@ -148,10 +148,12 @@ def _trace_figures(job_runs: pd.DataFrame, mine: pd.DataFrame, row: dict) -> dic
     """A traced job's figures (:mod:`ddpbench.analysis.overlap`): exposed communication from the
     events, what the tracer cost its steps, the traces' size; and DDP's logged exposed communication
     and the no_sync() steps' backward, which the three measures of exposed communication are set against."""
-    traced = mine[mine["phase"] == "trace"] if len(mine) else mine
     nosync = mine[mine["phase"] == "nosync"] if len(mine) else mine
-    figures = overlap.job_figures(overlap.step_overlap(overlap.trace_events(job_runs)))
-    trace_step = mean(bounded_steps(traced, "trace")["step_ms"]) if len(traced) else math.nan
+    was_traced = "trace" in job_runs and any(isinstance(t, list) for t in job_runs["trace"])
+    events = overlap.trace_events(job_runs) if was_traced else None
+    ranks = int(mine["rank"].nunique()) if len(mine) else None
+    figures = overlap.job_figures(overlap.step_overlap(events) if was_traced else pd.DataFrame(), ranks)
+    trace_step = mean(bounded_steps(mine, "trace")["step_ms"]) if was_traced and len(mine) else math.nan
     sizes = [sum(f["bytes"] for f in files) for files in job_runs.get("traces", pd.Series(dtype=object))
              if isinstance(files, list) and files]
     comm, share = row.get("ddp_comm_ms", math.nan), row.get("overlap_pct", math.nan)
@@ -161,7 +163,8 @@ def _trace_figures(job_runs: pd.DataFrame, mine: pd.DataFrame, row: dict) -> dic
         # every rank's trace of one launch together, the median launch
         "trace_mb": median(sizes) / 1e6 if sizes else math.nan,
         "ddp_exposed_comm_ms": comm * (1 - share / 100) if not math.isnan(share) else math.nan,
-        "nosync_backward_ms": mean(nosync["backward_ms"]) if len(nosync) else math.nan,
+        # per micro-step, as the trace's backward compute is the last micro-step's (the one that syncs)
+        "nosync_backward_ms": mean(nosync["backward_ms"]) / row["grad_accum"] if len(nosync) else math.nan,
     })
     return figures
 

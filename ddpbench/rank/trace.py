@@ -146,8 +146,10 @@ def timeline_rows(trace: dict, rank: int) -> list[list]:
     zero = _end(align[0])
     main = steps[0]["tid"]
     kernels = [e for e in events if e.get("cat") == "kernel"]
+    # the host call that launched each kernel: the runtime's cudaLaunchKernel, or the driver's
+    # cuLaunchKernelEx (which recent NCCL launches through)
     launched_at = {(e.get("args") or {}).get("correlation"): e["ts"] for e in events
-                   if e.get("cat") == "cuda_runtime" and "Launch" in e["name"]}
+                   if e.get("cat") in ("cuda_runtime", "cuda_driver") and "Launch" in e["name"]}
     lanes: dict = {}
     rows: list[list] = []
 

@@ -143,6 +143,7 @@ class TrainingRank(Tracked):
         #: equivalence check, the FLOP count, the matmul peak): the first repeat, or every one if asked
         self.per_job = self.repeat == 0 or bool(self.spec.check_every_repeat)
         self.trace_events: list[list] | None = None  # what the traced steps' timeline needs, if traced
+        self.trace_error: str | None = None  # why this rank's trace could not be read back, if it could not
 
     def mark(self, event: str) -> None:
         self.timeline[event] = time.time()
@@ -273,7 +274,11 @@ class TrainingRank(Tracked):
             path = trace.trace_file(self.out_dir or Path(scratch), self.rank)
             rows = trace.record_steps(lambda phase: train_step(replica, self.device, accum, phase), self.timer,
                                       self.spec.trace_steps, self.device, path, dist.barrier)
-            self.trace_events = trace.timeline_rows(trace.read_trace(path), self.rank)
+            try:  # reading it back runs no collective: a trace that cannot be read costs its timeline only
+                self.trace_events = trace.timeline_rows(trace.read_trace(path), self.rank)
+            except (OSError, EOFError, ValueError, KeyError, TypeError) as err:
+                self.trace_error = f"{path.name}: {type(err).__name__}: {err}"
+                print(f"ddpbench: the trace cannot be read back: {self.trace_error}", flush=True)
         for step, row in enumerate(rows):
             self.rows.append([self.rank, "trace", step, *(row[p] for p in TIMED_PHASES), row["step_ms"]])
         self.mark("trace_done")
@@ -352,6 +357,7 @@ class TrainingRank(Tracked):
                 **self.memory,
                 "checksum": param_checksum(self.replica.strategy.full_parameters()),
                 "gemm_peak_flops": self.gemm["peak_flops"],
+                "trace_error": self.trace_error,
                 **self.strategy_stats,
             },
         }

@@ -58,7 +58,8 @@ def step_timeline(events, repeat: int, step: int, path: Path, title: str) -> Pat
             ax.barh(y, start + width - end, left=end, color=WAIT_COLOR, hatch="///", edgecolor="0.55", height=0.7)
         else:
             ax.barh(y, width, left=start, color=PHASE_COLORS.get(row.name, "0.8"), height=0.7)
-    span = float((phases["start_ms"] + phases["dur_ms"]).max()) - zero
+    # every row: on a GPU the collectives and the compute are device time, which runs behind the host's phases
+    span = float((part["start_ms"] + part["dur_ms"]).max()) - zero
     for row in part[part["kind"] == "comm"].itertuples():
         y, start, width = y_of[(row.rank, row.lane)], row.start_ms - zero, row.dur_ms
         end = compute_end.get(row.rank, -math.inf)

@@ -32,7 +32,8 @@ def timeline_section(ctx: ReportContext) -> Section | None:
         label = describe(r, fields, table)
         mine = events[events["key"] == r["key"]]
         per_step = overlap.step_overlap(mine)
-        runs = ctx.runs[(ctx.runs["key"] == r["key"]) & ctx.runs["traces"].notna()].sort_values("repeat")
+        runs = ctx.runs[(ctx.runs["key"] == r["key"]) & (ctx.runs["status"] == "ok")
+                        & ctx.runs["traces"].notna()].sort_values("repeat")
         first = runs.iloc[0] if len(runs) else None
         links = _links(ctx, first["traces"]) if first is not None else "&ndash;"
         if len(runs) > 1:
@@ -44,10 +45,11 @@ def timeline_section(ctx: ReportContext) -> Section | None:
                      f'{num(r["trace_step_ms"], ".2f")} / {num(r["step_ms_mean"], ".2f")} '
                      f'<span class="ci">({num(r["trace_overhead_pct"], "+.0f")} %)</span>',
                      num(r["trace_mb"], ".2f"), links])
-        if r["exposed_disagree"]:
-            trusted = "the no_sync() baseline" if r["exposed_trusted"] == "no_sync" else "the trace"
-            notes.append(f"<li>{esc(label)}: the trace and the no_sync() baseline disagree by more than "
-                         f"{100 * overlap.DISAGREE:.0f} %. Trusted: {trusted}, because {esc(r['exposed_reason'])}.</li>")
+        if isinstance(r["exposed_trusted"], str):
+            notes.append(f"<li>{esc(label)}: {esc(overlap.exposed_sentence(r))}</li>")
+        if r["trace_steps_partial"]:
+            notes.append(f"<li>{esc(label)}: {int(r['trace_steps_partial'])} traced step(s) left out of its figures: "
+                         "not every rank's events (or no backward compute) were in the trace.</li>")
         picked = overlap.typical_step(per_step)
         if picked is not None:
             path = step_timeline(mine, picked[0], picked[1], ctx.image(f"timeline_{r['key']}.png"), label)
@@ -57,6 +59,10 @@ def timeline_section(ctx: ReportContext) -> Section | None:
               "comm in trace (ms)", "hidden by backward (%)", "wait for slower rank (ms)",
               "backward compute traced (ms)", "backward under no_sync() (ms)", "traced / measured step (ms)",
               "trace MB / launch", "traces (Perfetto, chrome://tracing)"]
+    errors = ctx.ranks[ctx.ranks["trace_error"].notna()] if "trace_error" in ctx.ranks else ctx.ranks.iloc[0:0]
+    notes += [f"<li>Repeat {esc(e['repeat'])}, rank {esc(e['rank'])} of job {esc(e['key'])}: its trace could not be "
+              f"read back ({esc(e['trace_error'])}); the step's timeline lacks that rank.</li>"
+              for _, e in errors.iterrows()]
     disagreements = f"<ul>{''.join(notes)}</ul>" if notes else ""
     text = (
         '<p class="what">Every rank recorded its job\'s <code>trace_steps</code> with PyTorch\'s profiler after the '
