@@ -44,18 +44,9 @@ def marks(timer) -> None:
 
 
 def blocks(timer) -> None:
-    with timer.phase("data_ms"):
-        pass
-    with timer.phase("forward_ms"):
-        pass
-    with timer.phase("backward_ms"):
-        pass
-    with timer.phase("comm_ms"):
-        pass
-    with timer.phase("optimizer_ms"):
-        pass
-    with timer.phase("comm_ms"):
-        pass
+    for name in PHASES:
+        with timer.phase(name):
+            pass
 
 
 def main() -> None:
