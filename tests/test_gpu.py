@@ -22,7 +22,7 @@ from ddpbench.rank.protocol import join_process_group
 from ddpbench.rank.timing import CudaEventClock, StepTimer
 from ddpbench.rank.train import Replica, build_replica, train_step
 from ddpbench.results.tables import load_collectives, load_tables
-from ddpbench.strategies import BUILTIN, strategy_class
+from ddpbench.strategies import BUILTIN, FRAMEWORKS, strategy_class
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU, and none is visible")
 
@@ -138,7 +138,8 @@ def test_gpu_experiment_runs_every_strategy_on_one_gpu():
     jobs = pd.DataFrame([s.to_dict() | {"per_rank_batch": s.per_rank_batch} for s in experiment.jobs])
     on_gpu, on_cpu = jobs[jobs["device"] == "cuda"], jobs[jobs["device"] == "cpu"]
     assert (on_gpu["backend"] == "nccl").all() and (on_gpu["world_size"] == 1).all()
-    assert set(on_gpu["strategy"]) == set(BUILTIN)  # dp among them, on the GPU
+    # dp among them, on the GPU; the frameworks (optional extras) are frameworks.toml's
+    assert set(on_gpu["strategy"]) == set(BUILTIN) - set(FRAMEWORKS)
     assert set(on_gpu.loc[on_gpu["strategy"] == "ddp", "comm_hook"]) == {"none", "fp16", "bf16", "powersgd"}
     # every model on the GPU has its CPU counterpart, on gloo
     models = lambda frame: set(zip(frame["model"], frame["model_size"], frame["per_rank_batch"]))  # noqa: E731
@@ -187,7 +188,7 @@ def test_the_measured_h100_results_load_and_report_as_gpu_jobs(tmp_path):
     summary = summarize(steps, runs, ranks)
     assert set(summary["status"]) == {"ok"} and "H100" in " ".join(sweeps["gpus"].iloc[0])
     gpu = summary[summary["device"] == "cuda"]
-    assert set(gpu["strategy"]) == set(BUILTIN) and (gpu["backend"] == "nccl").all()
+    assert set(gpu["strategy"]) == set(BUILTIN) - set(FRAMEWORKS) and (gpu["backend"] == "nccl").all()
     assert (gpu["gpus"] == 1).all() and (gpu["gpu_peak_reserved_mb"] >= gpu["gpu_peak_allocated_mb"]).all()
     exact = gpu[gpu["exact"].astype(bool)]
     assert len(exact) and (exact["max_abs_diff"] <= 1e-4).all()  # the equivalence check held on the GPU

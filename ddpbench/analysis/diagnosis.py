@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis import overlap, stats
+from ddpbench.analysis import frameworks, overlap, stats
 from ddpbench.analysis.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe,
                                    fair_jobs, label_fields, model_name)
 from ddpbench.analysis.summary import launch_times
@@ -27,7 +27,7 @@ DATA_BOUND_SHARE = 0.25  # waiting for the next batch above this share of the st
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # scaling, bound, overlap, data, compute, bucket, master, straggler, oversubscribed, noise, failed, trend, projection
+    kind: str  # scaling, bound, overlap, framework, data, compute, bucket, master, straggler, oversubscribed, noise, failed, trend, projection
     severity: str  # "info", "warn" or "bad"
     text: str
 
@@ -76,7 +76,7 @@ def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
     if summary.empty:
         return []
     findings: list[Finding] = []
-    for part in (_failures, _scaling, _bound, _exposed_measures, _data, _buckets, _master, _stragglers, _trend, _oversubscribed,
+    for part in (_failures, _scaling, _bound, _exposed_measures, _frameworks, _data, _buckets, _master, _stragglers, _trend, _oversubscribed,
                  _peaks, _noise):
         findings += part(summary)
     if projection is not None and not projection.empty:
@@ -174,6 +174,23 @@ def _exposed_measures(summary):
             continue
         out.append(Finding("overlap", "warn" if r["exposed_disagree"] else "info",
                            f"{describe(r, fields, summary)}: {overlap.exposed_sentence(r)}"))
+    return out
+
+
+def _frameworks(summary):
+    """Each framework against raw DDP on the same work: a warning where its overhead is significant."""
+    out = []
+    for _, r in frameworks.overhead_table(summary).iterrows():
+        where = f"{r['framework']} with {r['model']} at world size {r['world_size']}"
+        if r["significant"]:
+            slower = r["overhead"] > 1
+            out.append(Finding("framework", "warn" if slower else "info",
+                               f"{where} is {'slower' if slower else 'faster'} than raw DDP on the same work: "
+                               f"{frameworks.overhead_text(r)} on the mean step ({r['step_ms_mean']:.2f} ms against "
+                               f"{r['ddp_step_ms_mean']:.2f} ms)."))
+        else:
+            out.append(Finding("framework", "info", f"{where} is not significantly slower or faster than raw DDP "
+                               f"on the same work: {frameworks.overhead_text(r)}."))
     return out
 
 

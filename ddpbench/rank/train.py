@@ -117,7 +117,7 @@ def train_step(replica: Replica, device, accum: int, phase=no_phase) -> None:
                 if accum > 1:
                     loss = loss / accum
             with phase("backward_ms"):
-                loss.backward()
+                strategy.backward(loss)
     with phase("comm_ms"):
         strategy.after_backward()
     with phase("optimizer_ms"):

@@ -16,8 +16,8 @@ from typing import Sequence
 
 from ddpbench.analysis.summary import datasheet_peak, summarize
 from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, render_page
-from ddpbench.report.sections import (collectives, compute, diagnosis, gpu, network, noise, overview, projection,
-                                      scaling, search, strategies, timeline)
+from ddpbench.report.sections import (collectives, compute, diagnosis, frameworks, gpu, network, noise, overview,
+                                      projection, scaling, search, strategies, timeline)
 from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_collectives, load_tables
 
@@ -37,6 +37,7 @@ SECTIONS: tuple[SectionFn, ...] = (
     compute.data_section,
     gpu.gpu_section,
     strategies.strategies_section,
+    frameworks.frameworks_section,
     strategies.communication_section,
     strategies.equivalence_section,
     strategies.memory_section,

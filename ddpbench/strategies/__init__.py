@@ -25,8 +25,14 @@ _REGISTRY = {
     "zero": "ddpbench.strategies.zero:ZeroStrategy",
     "fsdp": "ddpbench.strategies.fsdp:FSDPStrategy",
     "localsgd": "ddpbench.strategies.localsgd:LocalSGDStrategy",
+    # the frameworks people train with (optional extras): DDP as each drives it
+    "accelerate": "ddpbench.strategies.frameworks:AccelerateStrategy",
+    "lightning-fabric": "ddpbench.strategies.frameworks:FabricStrategy",
 }
 BUILTIN = tuple(_REGISTRY)
+#: the strategies that are a framework driving DDP, by the name people know the framework by: their
+#: jobs are set against the raw ``ddp`` job of the same settings (:mod:`ddpbench.analysis.frameworks`)
+FRAMEWORKS = {"accelerate": "Hugging Face Accelerate", "lightning-fabric": "Lightning Fabric"}
 
 
 def _plugins() -> dict[str, str]:

@@ -3,7 +3,7 @@
 The training rank (:mod:`ddpbench.rank.train`) owns the loop and its timers; a strategy only decides
 how the model is wrapped and how gradients (or parameters) are combined. Per step the rank runs::
 
-    grad_accum x (forward -> backward)         # all but the last inside strategy.accumulate()
+    grad_accum x (forward -> strategy.backward(loss))   # all but the last inside strategy.accumulate()
     strategy.after_backward()                  # timed as comm_ms
     strategy.optimizer_step(optimizer)         # timed as optimizer_ms
     strategy.after_step()                      # timed as comm_ms too
@@ -92,6 +92,10 @@ class Strategy:
         return default_optimizer(model.parameters(), self.spec)
 
     # -- the step ----------------------------------------------------------------------------
+    def backward(self, loss: torch.Tensor) -> None:
+        """The backward pass, as the strategy's framework has a user call it (plain PyTorch: loss.backward())."""
+        loss.backward()
+
     def accumulate(self):
         """Context for a micro-step whose gradients stay local (all but the last of grad_accum)."""
         return contextlib.nullcontext()

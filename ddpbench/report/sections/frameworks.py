@@ -1,0 +1,34 @@
+"""Frameworks (Accelerate, Lightning Fabric) beside raw DDP on the same work: their throughput and
+efficiency against their own world-size-1 runs, and what each costs against raw DDP."""
+
+from __future__ import annotations
+
+from ddpbench.analysis.frameworks import overhead_table, overhead_text
+from ddpbench.report.page import ReportContext, Section, esc, html_table, num
+from ddpbench.report.plots.frameworks import overhead_plot
+
+
+def frameworks_section(ctx: ReportContext) -> Section | None:
+    table = overhead_table(ctx.summary)
+    if table.empty:
+        return None
+    rows = [[esc(r["framework"]), esc(r["model"]), esc(r["world_size"]), num(r["step_ms_mean"], ".2f"), num(r["ddp_step_ms_mean"], ".2f"),
+             esc(overhead_text(r)), num(r["samples_per_s"], ".1f"), num(r["ddp_samples_per_s"], ".1f"),
+             num(100 * r["efficiency"], ".0f"), num(100 * r["ddp_efficiency"], ".0f"),
+             f"{r['launches']} / {r['ddp_launches']}"]
+            for _, r in table.iterrows()]
+    path = overhead_plot(table, ctx.image("frameworks_overhead.png"))
+    text = (
+        '<p class="what">The same model object, data, optimizer, batch and steps, trained through each '
+        "framework's own calls (Accelerate: <code>prepare</code>, <code>accelerator.backward</code>, "
+        "<code>no_sync</code>; Lightning Fabric: <code>setup</code>, <code>fabric.backward</code>, "
+        "<code>no_backward_sync</code>) and by raw DistributedDataParallel at the same world size. The overhead is "
+        "the framework's mean step over raw DDP's, with its 95 % bootstrap interval over both jobs' launches; "
+        "it is significant only when the interval excludes 0. Efficiency is against the framework's own "
+        "world-size-1 run. At world size 1 Accelerate trains the bare model (it wraps nothing in DDP for one "
+        "process), where raw DDP and Fabric run DDP over one process. Every phase is timed as for raw DDP: "
+        "the frameworks' calls sit inside the same phases.</p>\n"
+        + html_table(["framework", "model", "world size", "step (ms)", "raw DDP step (ms)", "overhead against raw DDP",
+                      "samples/s", "raw DDP samples/s", "efficiency (%)", "raw DDP efficiency (%)",
+                      "launches (framework / DDP)"], rows, numeric={2, 3, 4, 6, 7, 8, 9}))
+    return Section("Frameworks", text, (path,) if path is not None else ())

@@ -1,0 +1,131 @@
+"""The frameworks people train with, as strategies: Hugging Face Accelerate and Lightning Fabric.
+
+Each wraps the very model object a raw ``ddp`` job trains, with the framework's own calls in the
+place a user's loop makes them: ``prepare``/``setup`` for the model and the optimizer, the
+framework's ``backward``, its own context for steps without gradient sync, its optimizer wrapper's
+``step`` and ``zero_grad``. Underneath both is PyTorch's DistributedDataParallel, given the job's
+bucket settings, so DDP's own statistics and buckets are read as for ``ddp``; what differs from a
+raw ``ddp`` job at the same world size is what the framework costs
+(:mod:`ddpbench.analysis.frameworks`). At world size 1 each does what it does for its users:
+Accelerate trains the bare model (no DDP), Fabric with its ``ddp`` strategy wraps it in DDP over
+one process, as raw ``ddp`` does.
+
+Both join the process group ddpbench's launcher already made (they find ``RANK``, ``WORLD_SIZE``,
+``LOCAL_RANK`` and ``MASTER_ADDR``/``MASTER_PORT`` as torchrun sets them, and leave an initialised
+group as it is). Each needs its optional extra (``pip install 'ddpbench[accelerate]'``,
+``'ddpbench[lightning]'``); a job that names one without it is refused when the experiment is read.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import torch
+
+from ddpbench.strategies.base import RankContext
+from ddpbench.strategies.ddp import DDPStrategy
+
+
+class FrameworkStrategy(DDPStrategy):
+    """DDP as a framework drives it; subclasses say which framework and how."""
+
+    #: the module that must import, and the extra of ddpbench that installs it
+    requires: str = ""
+    extra: str = ""
+
+    @classmethod
+    def validate(cls, spec, source: str) -> None:
+        from ddpbench.errors import InputError
+
+        super().validate(spec, source)
+        if importlib.util.find_spec(cls.requires) is None:
+            raise InputError(source, "strategy", f"{cls.name!r} needs {cls.requires}, which is not installed: "
+                             f"pip install 'ddpbench[{cls.extra}]' (or choose another strategy)")
+
+    def ddp_kwargs(self) -> dict:
+        spec = self.spec
+        return {"bucket_cap_mb": spec.bucket_cap_mb, "gradient_as_bucket_view": spec.gradient_as_bucket_view,
+                "static_graph": spec.static_graph}
+
+
+class AccelerateStrategy(FrameworkStrategy):
+    """Hugging Face Accelerate: ``Accelerator.prepare`` of the model and optimizer,
+    ``accelerator.backward``, ``accelerator.no_sync``."""
+
+    name = "accelerate"
+    requires = extra = "accelerate"
+
+    def wrap(self, model: torch.nn.Module, ctx: RankContext) -> torch.nn.Module:
+        from accelerate import Accelerator, DistributedDataParallelKwargs
+
+        self.ctx, self.module = ctx, model
+        self.accelerator = Accelerator(cpu=ctx.device.type == "cpu",
+                                       kwargs_handlers=[DistributedDataParallelKwargs(**self.ddp_kwargs())])
+        prepared = self.accelerator.prepare_model(model)
+        # one process: Accelerate trains the model as it is, without DDP (as its users get it)
+        self.ddp = prepared if isinstance(prepared, torch.nn.parallel.DistributedDataParallel) else None
+        self.prepared = prepared
+        return prepared
+
+    def make_optimizer(self, model: torch.nn.Module) -> torch.optim.Optimizer:
+        return self.accelerator.prepare_optimizer(super().make_optimizer(model))
+
+    def backward(self, loss: torch.Tensor) -> None:
+        self.accelerator.backward(loss)
+
+    def accumulate(self):
+        return self.accelerator.no_sync(self.prepared)
+
+    def no_sync(self):
+        return self.accelerator.no_sync(self.prepared)
+
+    def stats(self) -> dict:
+        return super().stats() if self.ddp is not None else {}
+
+    def traffic(self, grad_bytes: int) -> dict:
+        if self.ddp is None:
+            return {"bytes_sent_per_step": 0.0, "bytes_recv_per_step": 0.0, "traffic_source": "none: one process"}
+        return super().traffic(grad_bytes)
+
+    def close(self) -> None:
+        self.accelerator.free_memory()
+        self.accelerator = self.prepared = None
+        super().close()
+
+
+class FabricStrategy(FrameworkStrategy):
+    """Lightning Fabric: ``Fabric(strategy=DDPStrategy(...)).setup(model, optimizer)``,
+    ``fabric.backward``, ``fabric.no_backward_sync``."""
+
+    name = "lightning-fabric"
+    requires, extra = "lightning", "lightning"
+
+    def wrap(self, model: torch.nn.Module, ctx: RankContext) -> torch.nn.Module:
+        from lightning.fabric import Fabric
+        from lightning.fabric.strategies import DDPStrategy as FabricDDP
+
+        self.ctx, self.module = ctx, model
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", ctx.world_size))
+        self.fabric = Fabric(accelerator="cuda" if ctx.device.type == "cuda" else "cpu", devices=local,
+                             num_nodes=ctx.world_size // local, strategy=FabricDDP(**self.ddp_kwargs()))
+        self.fabric.launch()  # the processes are ddpbench's: Fabric starts none, and joins the group
+        self.wrapped = self.fabric.setup_module(model)
+        self.ddp = self.wrapped._forward_module
+        return self.wrapped
+
+    def make_optimizer(self, model: torch.nn.Module) -> torch.optim.Optimizer:
+        return self.fabric.setup_optimizers(super().make_optimizer(model))
+
+    def backward(self, loss: torch.Tensor) -> None:
+        self.fabric.backward(loss)
+
+    def accumulate(self):
+        return self.fabric.no_backward_sync(self.wrapped)
+
+    def no_sync(self):
+        return self.fabric.no_backward_sync(self.wrapped)
+
+    def close(self) -> None:
+        self.fabric = self.wrapped = None
+        super().close()
