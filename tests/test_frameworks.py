@@ -5,6 +5,7 @@ the framework installed."""
 import os
 import textwrap
 
+import pandas as pd
 import pytest
 
 from conftest import TINY_DEFAULTS, run_cli, write_experiment
@@ -54,7 +55,8 @@ def test_without_raw_ddp_or_without_frameworks_there_is_nothing_to_set_against(t
     assert overhead_table(sweep_of(tmp_path / "b", {("ddp", 2): [10, 11]})).empty
 
 
-@pytest.mark.parametrize("strategy, extra", [("accelerate", "accelerate"), ("lightning-fabric", "lightning")])
+@pytest.mark.parametrize("strategy, extra", [("accelerate", "accelerate"), ("lightning-fabric", "lightning"),
+                                             ("lightning", "lightning")])
 def test_a_framework_job_without_its_extra_is_refused_naming_the_extra(monkeypatch, strategy, extra):
     import importlib.util
 
@@ -66,6 +68,12 @@ def test_a_framework_job_without_its_extra_is_refused_naming_the_extra(monkeypat
                               f"pip install 'ddpbench[{extra}]' (or choose another strategy)")
 
 
+@pytest.mark.parametrize("field, value", [("grad_accum", 2), ("trace_steps", 3)])
+def test_what_the_trainer_s_own_loop_cannot_do_yet_is_refused(field, value):
+    with pytest.raises(InputError, match=f"exp.toml: {field}: must be .* with strategy 'lightning'"):
+        strategy_class("lightning").validate(JobSpec(strategy="lightning", **{field: value}), "exp.toml")
+
+
 # -- real runs -------------------------------------------------------------------------------
 
 FRAMEWORKS = """
@@ -75,7 +83,7 @@ FRAMEWORKS = """
     repeats = 2
     [grid]
     world_size = [1, 2]
-    strategy = ["ddp", "accelerate", "lightning-fabric"]
+    strategy = ["ddp", "accelerate", "lightning-fabric", "lightning"]
 """
 
 
@@ -86,7 +94,7 @@ def test_each_framework_trains_in_parallel_what_raw_ddp_trains_and_the_report_se
     proc = run_cli("sweep", exp, "--out", out)
     assert proc.returncode == 0, proc.stderr
     table = summarize(load(out)).set_index(["strategy", "world_size"])
-    for strategy in ("accelerate", "lightning-fabric"):
+    for strategy in ("accelerate", "lightning-fabric", "lightning"):
         for ws in (1, 2):
             job = table.loc[(strategy, ws)]
             # every replica's parameters hashed equal after training (else the launch fails), and the
@@ -96,6 +104,9 @@ def test_each_framework_trains_in_parallel_what_raw_ddp_trains_and_the_report_se
         # the same model: as many parameters as raw DDP's
         assert table.loc[(strategy, 2), "params"] == table.loc[("ddp", 2), "params"]
     assert table.loc[("lightning-fabric", 2), "buckets"] == table.loc[("ddp", 2), "buckets"]
+    trainer = table.loc[("lightning", 2)]  # what the Trainer's loop does not let a callback see stays unknown
+    assert trainer["buckets"] == table.loc[("ddp", 2), "buckets"] and trainer["backward_ms"] > 0
+    assert pd.isna(trainer["data_ms"]) and pd.isna(trainer["exposed_comm_ms"])
     page = (out / "index.html").read_text()
     assert "<h2>Frameworks</h2>" in page and "frameworks_overhead.png" in page
     assert page.count("overhead against raw DDP") == 1 and "Lightning Fabric" in page
@@ -117,6 +128,16 @@ def test_without_the_extras_a_framework_job_is_refused_and_other_sweeps_are_unaf
         "pip install 'ddpbench[accelerate]' (or choose another strategy)"]
     assert not (tmp_path / "refused").exists()
     plain = write_experiment(tmp_path / "plain.toml", textwrap.dedent(FRAMEWORKS).replace(
-        'strategy = ["ddp", "accelerate", "lightning-fabric"]', 'strategy = ["ddp"]').replace("repeats = 2", ""))
+        'strategy = ["ddp", "accelerate", "lightning-fabric", "lightning"]', 'strategy = ["ddp"]').replace("repeats = 2", ""))
     ran = run_cli("sweep", plain, "--out", tmp_path / "plain", "--no-report", env=env)
     assert ran.returncode == 0, ran.stderr
+
+
+def test_rounds_resampled_together_cancel_the_drift_they_share():
+    from ddpbench.analysis import stats
+
+    ddp = [10.0, 12.0, 14.0, 16.0, 18.0]  # the machine drifts from round to round
+    framework = [x * 1.05 for x in ddp]  # 5 % slower in every round
+    low, high = stats.ratio_ci(framework, ddp, paired=True)
+    assert low == pytest.approx(1.05) and high == pytest.approx(1.05)
+    assert stats.significant(*stats.ratio_ci(framework, ddp)) is False  # taken apart, the drift hides it

@@ -5,6 +5,11 @@ data with the same optimizer, steps and world size as a ``ddp`` job, through the
 calls. Its **overhead** is the ratio of its mean step time to that ``ddp`` job's, with the 95 %
 bootstrap interval over both jobs' launches (:func:`ddpbench.analysis.stats.ratio_ci`): above 1 the
 framework is slower, and the difference is *significant* only when the interval excludes 1.
+
+The interval is *paired by round* when both jobs ran every launch (as many of each): a sweep runs
+its launches in rounds, every job's repeat r before any job's repeat r + 1, so the two launches of
+a round share the machine's drift, and resampling rounds, not launches, cancels it in their ratio.
+Launches of a round taken apart would count that drift as the framework's noise.
 Speedup and efficiency are the summary's, against the framework's own world-size-1 job.
 """
 
@@ -22,7 +27,7 @@ from ddpbench.strategies import FRAMEWORKS
 
 COLUMNS = ["key", "strategy", "framework", "model", "world_size", "step_ms_mean", "ddp_step_ms_mean", "overhead",
            "overhead_low", "overhead_high", "significant", "samples_per_s", "ddp_samples_per_s", "efficiency",
-           "ddp_efficiency", "ddp_key", "launches", "ddp_launches"]
+           "ddp_efficiency", "ddp_key", "launches", "ddp_launches", "paired"]
 
 
 def framework_jobs(summary: pd.DataFrame) -> pd.DataFrame:
@@ -46,7 +51,9 @@ def overhead_table(summary: pd.DataFrame) -> pd.DataFrame:
         ddp = raw.iloc[0]
         for _, job in group[group["strategy"].isin(list(FRAMEWORKS))].iterrows():
             mine, theirs = launch_times(job), launch_times(ddp)
-            low, high = stats.ratio_ci(mine, theirs) if len(mine) >= 2 and len(theirs) >= 2 else (math.nan, math.nan)
+            paired = len(mine) == len(theirs) == job["repeats_ok"] == ddp["repeats_ok"]
+            low, high = (stats.ratio_ci(mine, theirs, paired=paired) if len(mine) >= 2 and len(theirs) >= 2
+                         else (math.nan, math.nan))
             verdict = stats.significant(low, high)
             rows.append({"key": job["key"], "strategy": job["strategy"], "framework": FRAMEWORKS[job["strategy"]],
                          "model": model_name(job),
@@ -56,7 +63,8 @@ def overhead_table(summary: pd.DataFrame) -> pd.DataFrame:
                          "overhead_low": low, "overhead_high": high, "significant": None if verdict is None else bool(verdict),
                          "samples_per_s": job["samples_per_s"], "ddp_samples_per_s": ddp["samples_per_s"],
                          "efficiency": job.get("efficiency", math.nan), "ddp_efficiency": ddp.get("efficiency", math.nan),
-                         "ddp_key": ddp["key"], "launches": len(mine), "ddp_launches": len(theirs)})
+                         "ddp_key": ddp["key"], "launches": len(mine), "ddp_launches": len(theirs),
+                         "paired": paired})
     table = pd.DataFrame(rows, columns=COLUMNS)
     return table.sort_values(["strategy", "model", "world_size"], kind="stable").reset_index(drop=True)
 

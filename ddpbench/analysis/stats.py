@@ -42,17 +42,22 @@ def launch_means(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
 
 
 def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np.ndarray],
-                 confidence: float = CONFIDENCE, expanded: bool = True) -> tuple[float, float]:
+                 confidence: float = CONFIDENCE, expanded: bool = True, paired: bool = False) -> tuple[float, float]:
     """Expanded percentile bootstrap interval of ``statistic(*samples, axis=-1)``, resampling every
-    sample independently; (NaN, NaN) when any sample has fewer than two values. ``expanded=False``
-    gives the plain percentile interval (for comparison: too narrow with few launches).
+    sample independently (``paired``: the samples' i-th values together, for samples of equal length
+    measured in the same rounds); (NaN, NaN) when any sample has fewer than two values.
+    ``expanded=False`` gives the plain percentile interval (for comparison: too narrow with few launches).
 
     ``statistic`` must be vectorised: it gets arrays with the resamples along the last axis.
     """
     from scipy.stats import bootstrap
 
     arrays = [np.asarray(s, dtype=float) for s in samples]
-    arrays = [a[~np.isnan(a)] for a in arrays]
+    if paired:
+        keep = ~np.any([np.isnan(a) for a in arrays], axis=0)  # a round is dropped whole
+        arrays = [a[keep] for a in arrays]
+    else:
+        arrays = [a[~np.isnan(a)] for a in arrays]
     if not arrays or any(a.size < 2 for a in arrays):
         return math.nan, math.nan
     if all(np.all(a == a[0]) for a in arrays):  # nothing to resample: the interval is the point
@@ -64,7 +69,7 @@ def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # DegenerateDataWarning for a constant sample among others
         result = bootstrap(arrays, statistic, n_resamples=RESAMPLES, confidence_level=confidence,
-                           method="percentile", vectorized=True, paired=False,
+                           method="percentile", vectorized=True, paired=paired,
                            **{seed_arg: np.random.default_rng(SEED)})
     tail = expanded_tail(min(a.size for a in arrays), confidence) if expanded else (1 - confidence) / 2
     distribution = result.bootstrap_distribution
@@ -86,10 +91,12 @@ def throughput_ci(step_means_ms, samples_per_step: float) -> tuple[float, float]
     return bootstrap_ci([step_means_ms], lambda a, axis: samples_per_step / (np.mean(a, axis=axis) / 1e3))
 
 
-def ratio_ci(numerator_ms, denominator_ms, expanded: bool = True) -> tuple[float, float]:
-    """Interval of mean(numerator) / mean(denominator), each resampled over its own launches."""
+def ratio_ci(numerator_ms, denominator_ms, expanded: bool = True, paired: bool = False) -> tuple[float, float]:
+    """Interval of mean(numerator) / mean(denominator), each resampled over its own launches, or
+    (``paired``) the launches of one round resampled together."""
     return bootstrap_ci([numerator_ms, denominator_ms],
-                        lambda a, b, axis: np.mean(a, axis=axis) / np.mean(b, axis=axis), expanded=expanded)
+                        lambda a, b, axis: np.mean(a, axis=axis) / np.mean(b, axis=axis), expanded=expanded,
+                        paired=paired)
 
 
 def significant(low: float, high: float, null: float = 1.0) -> bool | None:

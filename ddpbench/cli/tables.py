@@ -66,7 +66,9 @@ def print_summary(table) -> None:
         # communication a step waits for: explicit (after backward) plus what DDP's overlap left exposed
         comm = max(r["exposed_comm_ms"], 0) if r["exposed_comm_ms"] == r["exposed_comm_ms"] else 0.0
         comm += r["comm_ms"] if r["comm_ms"] == r["comm_ms"] else 0.0
-        comm = comm if r["status"] == "ok" else float("nan")
+        # neither seen (a framework's own loop without a no_sync() baseline): unknown, not nothing
+        unseen = r["exposed_comm_ms"] != r["exposed_comm_ms"] and r["comm_ms"] != r["comm_ms"]
+        comm = comm if r["status"] == "ok" and not unseen else float("nan")
         link = (f"{r['emulate_nodes']} x {r['link']}" if r["emulate_nodes"] > 1 else "-",) if nodes else ()
         device = (f"{r['backend']}/{r['device']}",) if devices else ()
         memory = (num(r["gpu_peak_allocated_mb"], ",.0f"),) if gpu else ()  # the fullest GPU's peak

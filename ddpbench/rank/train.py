@@ -216,6 +216,9 @@ class TrainingRank(Tracked):
                   recovery: Recovery | None = None) -> None:
         """Steps ``first`` to ``count - 1``, each of ``grad_accum`` micro-steps, every phase timed.
         ``recovery`` (measure phase of a fault-recovery job) plants the fault and takes snapshots."""
+        if replica.strategy.owns_loop:
+            self.run_loop(replica, ((phase, count - first),), record)
+            return
         timer, accum = self.timer, self.spec.grad_accum
         for step in range(first, count):
             self.at(phase, step)
@@ -229,6 +232,16 @@ class TrainingRank(Tracked):
             if recovery is not None:
                 recovery.after_step(step, replica, self.rows)
 
+    def run_loop(self, replica: Replica, phases, record: bool = True) -> None:
+        """A framework that owns the training loop (Lightning's Trainer) runs every phase of ``phases``
+        ((name, steps), ...) back to back in one run of its own, each step timed as it lets us see."""
+        self.at(phases[0][0])
+        rows = replica.strategy.fit(replica, sum(count for _, count in phases), self.device)
+        if record:
+            named = [(name, step) for name, count in phases for step in range(count)]
+            for (name, step), row in zip(named, rows):
+                self.rows.append([self.rank, name, step, *(row[p] for p in TIMED_PHASES), row["step_ms"]])
+
     def measure(self) -> None:
         spec, replica = self.spec, self.replica
         strategy = replica.strategy
@@ -238,9 +251,12 @@ class TrainingRank(Tracked):
             first, rows = recovery.resume(replica, self.device)
             if rows is not None:
                 self.rows = rows  # this rank's rows as of the snapshot: each step is stored once
-        if first == 0:
-            self.run_steps(replica, "warmup", spec.warmup_steps)
-        self.run_steps(replica, "measure", spec.steps, first=first, recovery=recovery)
+        if strategy.owns_loop:  # warmup and measured steps in the framework's one run, as a user's
+            self.run_loop(replica, (("warmup", spec.warmup_steps), ("measure", spec.steps)))
+        else:
+            if first == 0:
+                self.run_steps(replica, "warmup", spec.warmup_steps)
+            self.run_steps(replica, "measure", spec.steps, first=first, recovery=recovery)
         # memory as training left it, the same point for every strategy: before the no-sync phase's
         # snapshot (a copy of model and optimizer state, taken only by strategies with no_sync) and
         # before the checks build replicas of their own

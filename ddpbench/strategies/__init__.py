@@ -28,11 +28,13 @@ _REGISTRY = {
     # the frameworks people train with (optional extras): DDP as each drives it
     "accelerate": "ddpbench.strategies.frameworks:AccelerateStrategy",
     "lightning-fabric": "ddpbench.strategies.frameworks:FabricStrategy",
+    "lightning": "ddpbench.strategies.frameworks:LightningStrategy",
 }
 BUILTIN = tuple(_REGISTRY)
 #: the strategies that are a framework driving DDP, by the name people know the framework by: their
 #: jobs are set against the raw ``ddp`` job of the same settings (:mod:`ddpbench.analysis.frameworks`)
-FRAMEWORKS = {"accelerate": "Hugging Face Accelerate", "lightning-fabric": "Lightning Fabric"}
+FRAMEWORKS = {"accelerate": "Hugging Face Accelerate", "lightning-fabric": "Lightning Fabric",
+              "lightning": "Lightning Trainer"}
 
 
 def _plugins() -> dict[str, str]:

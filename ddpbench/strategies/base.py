@@ -49,6 +49,9 @@ class Strategy:
     #: True when :meth:`no_sync` really turns communication off, so exposed communication
     #: can be measured as (step with sync) - (step without).
     supports_no_sync = False
+    #: True when a framework runs the training loop itself (Lightning's Trainer): the rank then
+    #: calls ``fit(replica, steps, device)`` for each run of steps instead of its own loop
+    owns_loop = False
     #: True when training must equal single-process training over the same global batches
     #: (up to float rounding); False for lossy strategies (compression, local SGD).
     exact = True

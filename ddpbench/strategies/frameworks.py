@@ -19,11 +19,12 @@ group as it is). Each needs its optional extra (``pip install 'ddpbench[accelera
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 
 import torch
 
-from ddpbench.strategies.base import RankContext
+from ddpbench.strategies.base import RankContext, Strategy
 from ddpbench.strategies.ddp import DDPStrategy
 
 
@@ -129,3 +130,108 @@ class FabricStrategy(FrameworkStrategy):
     def close(self) -> None:
         self.fabric = self.wrapped = None
         super().close()
+
+
+class LightningStrategy(FrameworkStrategy):
+    """Lightning's ``Trainer(strategy=DDPStrategy(...)).fit``: the Trainer owns the loop.
+
+    The model object, its loss and optimizer go into a LightningModule; the rank's own shard of the
+    data goes in as it is (``use_distributed_sampler=False``: the same batches as raw DDP). One
+    ``fit`` runs the warmup and the measured steps back to back, as a user's one run would; a
+    callback times each step from the end of the one before to its own end (all the Trainer does
+    per step) and, inside it, forward (``training_step`` up to ``on_before_backward``), backward
+    (DDP's overlapped all-reduce within it) and the optimizer with the Trainer's step bookkeeping
+    (``on_after_backward`` to ``on_train_batch_end``). The Trainer fetches the next batch inside its
+    own loop, so the data phase cannot be seen: ``data_ms`` and ``comm_ms`` are NaN, never a guess.
+    It has no step without gradient sync either: no no_sync() baseline.
+    """
+
+    name = "lightning"
+    requires, extra = "lightning", "lightning"
+    owns_loop = True
+    supports_no_sync = False
+    #: what a step of the Trainer's loop lets a callback see
+    UNSEEN = ("data_ms", "comm_ms")
+
+    @classmethod
+    def validate(cls, spec, source: str) -> None:
+        from ddpbench.errors import InputError
+
+        super().validate(spec, source)
+        for name, value, allowed in (("grad_accum", spec.grad_accum, 1), ("trace_steps", spec.trace_steps, 0)):
+            if value != allowed:
+                raise InputError(source, name, f"must be {allowed} with strategy 'lightning' (its Trainer owns the "
+                                 f"loop; not built for it yet); got {value}")
+
+    def wrap(self, model: torch.nn.Module, ctx: RankContext) -> torch.nn.Module:
+        self.ctx, self.module, self.ddp = ctx, model, None
+        return model
+
+    def fit(self, replica, steps: int, device) -> list[dict]:
+        """Train ``steps`` optimizer steps in one ``Trainer.fit``; each step's timed phases."""
+        import time
+
+        import lightning as L
+        from lightning.pytorch.strategies import DDPStrategy as LightningDDP
+
+        from ddpbench.workloads.data import forward
+
+        strategy, loss_fn, model = self, replica.workload.loss, self.module
+        rows: list[dict] = []
+
+        class Module(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+
+            def training_step(self, batch, index):
+                inputs, target = batch
+                return loss_fn(forward(self.model, inputs), target)
+
+            def configure_optimizers(self):
+                return Strategy.make_optimizer(strategy, self.model)
+
+        class Timer(L.Callback):
+            def on_train_start(self, trainer, module):
+                self.last = time.perf_counter()
+
+            def on_train_batch_start(self, trainer, module, batch, index):
+                self.start = time.perf_counter()
+
+            def on_before_backward(self, trainer, module, loss):
+                self.forward = time.perf_counter()
+
+            def on_after_backward(self, trainer, module):
+                self.backward = time.perf_counter()
+
+            def on_train_batch_end(self, trainer, module, outputs, batch, index):
+                end = time.perf_counter()
+                rows.append({"data_ms": math.nan, "forward_ms": (self.forward - self.start) * 1e3,
+                             "backward_ms": (self.backward - self.forward) * 1e3, "comm_ms": math.nan,
+                             "optimizer_ms": (end - self.backward) * 1e3, "step_ms": (end - self.last) * 1e3})
+                self.last = end
+
+            def on_train_end(self, trainer, module):
+                ddp = trainer.strategy.model
+                strategy.ddp = ddp if isinstance(ddp, torch.nn.parallel.DistributedDataParallel) else None
+                strategy.logged = super(LightningStrategy, strategy).stats() if strategy.ddp is not None else {}
+                strategy.ddp = None  # the Trainer unwraps its model when fit ends
+
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", self.ctx.world_size))
+        trainer = L.Trainer(accelerator="cuda" if device.type == "cuda" else "cpu", devices=local,
+                            num_nodes=self.ctx.world_size // local, strategy=LightningDDP(**self.ddp_kwargs()),
+                            max_steps=steps, max_epochs=-1, logger=False, enable_checkpointing=False,
+                            enable_progress_bar=False, enable_model_summary=False, use_distributed_sampler=False,
+                            num_sanity_val_steps=0, callbacks=[Timer()])
+        trainer.fit(Module(), replica.loader.loader)
+        self.optimizer = trainer.optimizers[0]
+        return rows
+
+    def make_optimizer(self, model: torch.nn.Module) -> torch.optim.Optimizer:
+        return super().make_optimizer(model)  # a stand-in: the Trainer makes its own in configure_optimizers
+
+    def optimizer_state(self, optimizer) -> dict:
+        return getattr(self, "optimizer", optimizer).state
+
+    def stats(self) -> dict:
+        return getattr(self, "logged", {})
