@@ -55,17 +55,50 @@ def test_without_raw_ddp_or_without_frameworks_there_is_nothing_to_set_against(t
     assert overhead_table(sweep_of(tmp_path / "b", {("ddp", 2): [10, 11]})).empty
 
 
-@pytest.mark.parametrize("strategy, extra", [("accelerate", "accelerate"), ("lightning-fabric", "lightning"),
-                                             ("lightning", "lightning")])
-def test_a_framework_job_without_its_extra_is_refused_naming_the_extra(monkeypatch, strategy, extra):
+@pytest.mark.parametrize("strategy, module, extra, cost", [
+    ("accelerate", "accelerate", "accelerate", ""), ("lightning-fabric", "lightning", "lightning", ""),
+    ("lightning", "lightning", "lightning", ""), ("tf-mirrored", "tensorflow", "tensorflow", "about 2 GB; "),
+    ("tf-multiworker", "tf_keras", "tensorflow", "about 2 GB; ")])
+def test_a_framework_job_without_its_extra_is_refused_naming_the_extra(monkeypatch, strategy, module, extra, cost):
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == extra else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == module else real(name, *a))
     with pytest.raises(InputError) as err:
         strategy_class(strategy).validate(JobSpec(strategy=strategy), "exp.toml")
-    assert str(err.value) == (f"exp.toml: strategy: {strategy!r} needs {extra}, which is not installed: "
-                              f"pip install 'ddpbench[{extra}]' (or choose another strategy)")
+    assert str(err.value) == (f"exp.toml: strategy: {strategy!r} needs {module}, which is not installed: "
+                              f"pip install 'ddpbench[{extra}]' ({cost}or choose another strategy)")
+
+
+def test_tensorflow_trains_the_keras_twin_of_a_preset_only():
+    with pytest.raises(InputError, match="exp.toml: model: strategy 'tf-mirrored' trains the Keras twin of a preset"):
+        strategy_class("tf-mirrored").validate(JobSpec(strategy="tf-mirrored", model="transformer"), "exp.toml")
+    assert strategy_class("tf-mirrored").processes(JobSpec(strategy="tf-mirrored", world_size=4)) == 1
+    assert strategy_class("tf-multiworker").processes(JobSpec(strategy="tf-multiworker", world_size=4)) == 4
+
+
+@pytest.mark.slow  # imports TensorFlow (seconds)
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_the_keras_twin_has_the_pytorch_model_s_parameters_layer_for_layer(model):
+    import os
+
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    from ddpbench.workloads.keras import keras_model
+    from ddpbench.workloads.models import build_model
+
+    for size in ("xs", "s", "m"):
+        torch_model, twin = build_model(model, size), keras_model(model, size)
+        torch_shapes = [tuple(p.shape) for p in torch_model.parameters()]
+        keras_shapes = [tuple(w.shape) for w in twin.trainable_weights]
+        assert sum(map(_count, torch_shapes)) == twin.count_params()
+        assert sorted(map(_count, torch_shapes)) == sorted(map(_count, keras_shapes))  # layer for layer
+
+
+def _count(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 @pytest.mark.parametrize("field, value", [("grad_accum", 2), ("trace_steps", 3)])
@@ -113,6 +146,39 @@ def test_each_framework_trains_in_parallel_what_raw_ddp_trains_and_the_report_se
 
 
 BLOCK = "import sys\nfor name in {names!r}:\n    sys.modules[name] = None  # as if it were not installed\n"
+
+
+TENSORFLOW = """
+    name = "tensorflow"
+    timeout_s = 120
+""" + TINY_DEFAULTS + """
+    check_steps = 0
+    [grid]
+    world_size = [1, 2]
+    strategy = ["ddp", "tf-mirrored", "tf-multiworker"]
+"""
+
+
+@pytest.mark.slow
+def test_tensorflow_trains_its_replicas_in_parallel_on_the_same_work_and_says_how(tmp_path):
+    exp = write_experiment(tmp_path / "tensorflow.toml", TENSORFLOW)
+    out = tmp_path / "out"
+    proc = run_cli("sweep", exp, "--out", out, "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    steps = load(out)
+    table = summarize(steps).set_index(["strategy", "world_size"])
+    ranks = pd.DataFrame(steps.attrs["ranks"]).set_index(["strategy", "world_size"])
+    for strategy, processes in (("tf-mirrored", 1), ("tf-multiworker", 2)):
+        job = table.loc[(strategy, 2)]
+        assert job["status"] == "ok" and job["params"] == table.loc[("ddp", 2), "params"]  # the same model
+        # every replica's variables hashed equal (else the launch fails), not compared with PyTorch
+        assert job["check_skipped"] == "TensorFlow: every replica's variables were compared instead"
+        mine = ranks.loc[[(strategy, 2)]]
+        assert len(mine) == processes and int(mine["dp_replicas"].sum()) == 2
+        assert set(mine["framework_version"]) == {f"tensorflow {steps.attrs['sweeps'][-1]['tensorflow_version']}"}
+        assert mine["reduction"].iloc[0]  # the cross-device reduction TensorFlow used
+        assert pd.isna(job["forward_ms"]) and job["step_ms_mean"] > 0  # Keras shows the step only
+    assert table.loc[("tf-multiworker", 2), "reduction"] == "CollectiveAllReduce, ring"
 
 
 @pytest.mark.slow

@@ -252,11 +252,15 @@ def _rank_figures(job_ranks: pd.DataFrame) -> dict:
         return {"peak_rss_mb": math.nan, "ddp_comm_ms": math.nan, "overlap_pct": math.nan,
                 "allreduce_bytes_per_step": math.nan, "buckets": math.nan, "sent_mb_per_step_max": math.nan,
                 "recv_mb_per_step_max": math.nan, "sent_mb_per_step_median": math.nan, "traffic_source": None,
-                "optimizer_state_mb": math.nan, "bucket_layout": None, **_gpu_figures(job_ranks)}
+                "optimizer_state_mb": math.nan, "bucket_layout": None, "framework_version": None, "reduction": None,
+                **_gpu_figures(job_ranks)}
     comm = median(_column(job_ranks, "ddp_backward_comm_ms"))
     overlapped = median(_column(job_ranks, "ddp_backward_compute_comm_overlap_ms"))
     buckets = job_ranks["bucket_bytes"].dropna()
+    framework = {name: (job_ranks[name].dropna().iloc[0] if name in job_ranks and job_ranks[name].notna().any()
+                        else None) for name in ("framework_version", "reduction")}
     return {
+        **framework,
         **_traffic_figures(job_ranks),
         "peak_rss_mb": float(job_ranks["peak_rss_mb"].max()),
         "ddp_comm_ms": comm,

@@ -7,9 +7,20 @@ from ddpbench.rank.protocol import serve  # first: importing it notes when this 
 # isort: split
 from ddpbench.rank.collectives import CollectivesRank
 from ddpbench.rank.train import TrainingRank
+from ddpbench.strategies import TENSORFLOW
+
+
+def training(job, out_dir):
+    """A training launch's rank: TensorFlow's for a TensorFlow strategy, else PyTorch's."""
+    if job.spec.get("strategy") in TENSORFLOW:
+        from ddpbench.rank.tensorflow import TensorFlowRank
+
+        return TensorFlowRank(job, out_dir)
+    return TrainingRank(job, out_dir)
+
 
 #: the rank's work of each kind of launch (a spec's ``kind``)
-WORKS = {"run": TrainingRank, "collective": CollectivesRank}
+WORKS = {"run": training, "collective": CollectivesRank}
 
 if __name__ == "__main__":
     sys.exit(serve(WORKS))

@@ -26,7 +26,8 @@ Schema history (``schema_version``):
        result.check.skipped, per-rank gemm_peak_flops and the spec fields model_args, data
        (read with their defaults; ``model`` may name any workload since then); the spec field
        trace_steps, with result.trace (:data:`TRACE_COLUMNS`), the step phase ``trace``, the
-       record's ``traces`` (:data:`TRACE_FILE_FIELDS`) and per-rank trace_error.
+       record's ``traces`` (:data:`TRACE_FILE_FIELDS`) and per-rank trace_error; per-rank
+       framework_version and reduction (TensorFlow's strategies).
 """
 
 from __future__ import annotations
@@ -68,13 +69,14 @@ class StepRow(NamedTuple):
 
 
 #: per-rank figures of a finished training launch (each rank's entry in ``result["ranks"]``, which
-#: also holds ``rank`` and ``pid``): memory, DDP's own statistics and buckets, traffic, GPUs, and why
-#: a traced rank's trace could not be read back (null when it could, or was not traced)
+#: also holds ``rank`` and ``pid``): memory, DDP's own statistics and buckets, traffic, GPUs, why
+#: a traced rank's trace could not be read back (null when it could, or was not traced), and for a
+#: TensorFlow rank its version and the cross-device reduction it used
 RANK_FIGURES = ("peak_rss_mb", "threads", "checksum", "allreduce_bytes_per_step", "ddp_forward_compute_ms",
                 "ddp_backward_compute_ms", "ddp_backward_comm_ms", "ddp_backward_compute_comm_overlap_ms",
                 "bytes_sent_per_step", "bytes_recv_per_step", "traffic_source", "optimizer_state_mb",
                 "dp_replicas", "gpus", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "bucket_bytes",
-                "gemm_peak_flops", "trace_error")
+                "gemm_peak_flops", "trace_error", "framework_version", "reduction")
 #: the equivalence check of a launch (``result["check"]``); its steps are the spec's check_steps; a repeat
 #: after the first says ``checked_in_repeat`` (0) instead, unless the job asked for a check in every one
 CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run", "skipped", "checked_in_repeat")

@@ -29,12 +29,17 @@ _REGISTRY = {
     "accelerate": "ddpbench.strategies.frameworks:AccelerateStrategy",
     "lightning-fabric": "ddpbench.strategies.frameworks:FabricStrategy",
     "lightning": "ddpbench.strategies.frameworks:LightningStrategy",
+    "tf-mirrored": "ddpbench.strategies.tensorflow:TFMirrored",
+    "tf-multiworker": "ddpbench.strategies.tensorflow:TFMultiWorker",
 }
 BUILTIN = tuple(_REGISTRY)
 #: the strategies that are a framework driving DDP, by the name people know the framework by: their
 #: jobs are set against the raw ``ddp`` job of the same settings (:mod:`ddpbench.analysis.frameworks`)
 FRAMEWORKS = {"accelerate": "Hugging Face Accelerate", "lightning-fabric": "Lightning Fabric",
-              "lightning": "Lightning Trainer"}
+              "lightning": "Lightning Trainer", "tf-mirrored": "TensorFlow MirroredStrategy",
+              "tf-multiworker": "TensorFlow MultiWorkerMirroredStrategy"}
+#: the strategies whose ranks run TensorFlow, not PyTorch (:mod:`ddpbench.rank.tensorflow`)
+TENSORFLOW = ("tf-mirrored", "tf-multiworker")
 
 
 def _plugins() -> dict[str, str]:

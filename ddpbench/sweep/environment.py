@@ -68,4 +68,23 @@ def collect_env() -> dict:
         "memory_gb": round(psutil.virtual_memory().total / 1e9, 1),
         "gpus": gpus,
         "argv": sys.argv,
+        **framework_versions(),
     }
+
+
+#: the frameworks a job may train through (optional extras), by their distribution's name
+FRAMEWORK_DISTRIBUTIONS = ("accelerate", "lightning", "tensorflow", "tf-keras")
+
+
+def framework_versions() -> dict:
+    """``<name>_version`` of each framework installed (None where it is not), read from its
+    metadata: nothing is imported."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in FRAMEWORK_DISTRIBUTIONS:
+        try:
+            found[f"{name.replace('-', '_')}_version"] = version(name)
+        except PackageNotFoundError:
+            found[f"{name.replace('-', '_')}_version"] = None
+    return found

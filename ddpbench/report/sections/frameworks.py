@@ -23,7 +23,10 @@ def frameworks_section(ctx: ReportContext) -> Section | None:
         "framework's own calls (Accelerate: <code>prepare</code>, <code>accelerator.backward</code>, "
         "<code>no_sync</code>; Lightning Fabric: <code>setup</code>, <code>fabric.backward</code>, "
         "<code>no_backward_sync</code>; Lightning's Trainer: one <code>fit</code> of the warmup and measured "
-        "steps, timed by a callback) and by raw DistributedDataParallel at the same world size. The overhead is "
+        "steps, timed by a callback), by TensorFlow (the preset's Keras twin, with the same layers and parameter "
+        "count, on the same samples, through <code>Model.fit</code> under <code>MirroredStrategy</code>: one "
+        "process, a replica per device; or <code>MultiWorkerMirroredStrategy</code>: a process per worker) and by "
+        "raw DistributedDataParallel at the same world size. The overhead is "
         "the framework's mean step over raw DDP's, with its 95 % bootstrap interval over both jobs' launches; "
         "it is significant only when the interval excludes 0. Efficiency is against the framework's own "
         "world-size-1 run. At world size 1 Accelerate trains the bare model (it wraps nothing in DDP for one "
@@ -31,8 +34,23 @@ def frameworks_section(ctx: ReportContext) -> Section | None:
         "phase is timed as for raw DDP: their calls sit inside the same phases. The Trainer's step is timed from "
         "the end of the step before to its own end, all it does per step included; it fetches the next batch "
         "inside its own loop and has no step without gradient sync, so its data time and its exposed "
-        "communication are not seen (left blank, never guessed).</p>\n"
+        "communication are not seen (left blank, never guessed). Keras runs forward, backward, the reduction and "
+        "the update as one compiled step: TensorFlow shows the step alone.</p>\n"
         + html_table(["framework", "model", "world size", "step (ms)", "raw DDP step (ms)", "overhead against raw DDP",
                       "samples/s", "raw DDP samples/s", "efficiency (%)", "raw DDP efficiency (%)",
                       "launches (framework / DDP)"], rows, numeric={2, 3, 4, 6, 7, 8, 9}))
-    return Section("Frameworks", text, (path,) if path is not None else ())
+    return Section("Frameworks", text + _versions(ctx), (path,) if path is not None else ())
+
+
+def _versions(ctx: ReportContext) -> str:
+    """The frameworks' versions (the latest sweep's environment) and TensorFlow's cross-device reductions."""
+    sweeps = ctx.sweeps
+    names = {"accelerate_version": "Accelerate", "lightning_version": "Lightning", "tensorflow_version": "TensorFlow",
+             "tf_keras_version": "tf-keras"}
+    found = [f"{label} {sweeps[column].dropna().iloc[-1]}" for column, label in names.items()
+             if column in sweeps and sweeps[column].notna().any()]
+    table = ctx.summary
+    reductions = sorted(set(table["reduction"].dropna())) if "reduction" in table else []
+    parts = ([f"Versions: {', '.join(found)}."] if found else []) + (
+        [f"TensorFlow's cross-device reduction: {', '.join(reductions)}."] if reductions else [])
+    return f'<p class="note">{esc(" ".join(parts))}</p>' if parts else ""
