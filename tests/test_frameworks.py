@@ -77,28 +77,34 @@ def test_tensorflow_trains_the_keras_twin_of_a_preset_only():
     assert strategy_class("tf-multiworker").processes(JobSpec(strategy="tf-multiworker", world_size=4)) == 4
 
 
+#: builds each preset and its Keras twin in a process of its own: TensorFlow is never imported into
+#: the test process (its logging keeps pytest's captured stderr, and later tests lose theirs)
+TWINS = """
+import json, os, sys
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+from ddpbench.workloads.keras import keras_model
+from ddpbench.workloads.models import build_model
+out = {}
+for size in ("xs", "s", "m"):
+    torch_model, twin = build_model(sys.argv[1], size), keras_model(sys.argv[1], size)
+    out[size] = [sorted(p.numel() for p in torch_model.parameters()),
+                 sorted(int(w.shape.num_elements()) for w in twin.trainable_weights), twin.count_params()]
+print(json.dumps(out))
+"""
+
+
 @pytest.mark.slow  # imports TensorFlow (seconds)
 @pytest.mark.parametrize("model", ["mlp", "cnn"])
 def test_the_keras_twin_has_the_pytorch_model_s_parameters_layer_for_layer(model):
-    import os
+    import json
+    import subprocess
+    import sys
 
-    os.environ["TF_USE_LEGACY_KERAS"] = "1"
-    from ddpbench.workloads.keras import keras_model
-    from ddpbench.workloads.models import build_model
-
-    for size in ("xs", "s", "m"):
-        torch_model, twin = build_model(model, size), keras_model(model, size)
-        torch_shapes = [tuple(p.shape) for p in torch_model.parameters()]
-        keras_shapes = [tuple(w.shape) for w in twin.trainable_weights]
-        assert sum(map(_count, torch_shapes)) == twin.count_params()
-        assert sorted(map(_count, torch_shapes)) == sorted(map(_count, keras_shapes))  # layer for layer
-
-
-def _count(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+    proc = subprocess.run([sys.executable, "-c", TWINS, model], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for size, (torch_tensors, keras_tensors, keras_total) in json.loads(proc.stdout.splitlines()[-1]).items():
+        assert torch_tensors == keras_tensors, size  # layer for layer
+        assert sum(torch_tensors) == keras_total, size
 
 
 @pytest.mark.parametrize("field, value", [("grad_accum", 2), ("trace_steps", 3)])
