@@ -101,7 +101,15 @@ class TrainStep(Task):
         from ddpbench.experiment.machine import Machine
         from ddpbench.experiment.spec import check_value
 
+        from ddpbench.errors import InputError
+        from ddpbench.strategies import FRAMEWORKS
+
         checked = {name: check_value(name, value, "TrainStep", name) for name, value in fields.items()}
+        if checked.get("strategy") in FRAMEWORKS:
+            # a framework keeps state of its own in every process it runs in (and the Trainer and
+            # TensorFlow own their loop): measured by sweeps, in processes of their own
+            raise InputError("TrainStep", "strategy", f"{checked['strategy']!r} is a framework: sweep it "
+                             "(python -m ddpbench sweep); a persistent group runs ddpbench's own steps")
         self.spec = job_spec(checked, Machine.here(), "TrainStep")
         self.warmup = self.spec.warmup_steps
 
