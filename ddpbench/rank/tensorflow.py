@@ -35,14 +35,11 @@ from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank import protocol
 from ddpbench.rank.devices import peak_rss_mb
 from ddpbench.rank.protocol import Job, Tracked
+from ddpbench.rank.train import check_replicas
 from ddpbench.results.schema import TIMED_PHASES, training_result
 
 #: what a Keras step lets a callback see: the step alone
 UNSEEN = TIMED_PHASES
-
-
-class ReplicasDiverged(RuntimeError):
-    pass
 
 
 class TensorFlowRank(Tracked):
@@ -196,10 +193,8 @@ class TensorFlowRank(Tracked):
         gathered = self._gather(mine)
         if gathered is None:
             return None
-        every = {f"{g['rank']['rank']}.{i}": c for g in gathered for i, c in enumerate(g["replicas"])}
-        if len(set(every.values())) != 1:
-            raise ReplicasDiverged("replicas diverged after training: variable checksums differ by worker.replica "
-                                   + ", ".join(f"{k}={v}" for k, v in sorted(every.items())))
+        # every replica of every worker, named worker.replica
+        check_replicas({f"{g['rank']['rank']}.{i}": c for g in gathered for i, c in enumerate(g["replicas"])})
         self.mark("gather_done")
         return training_result(self.spec.to_dict(), self.repeat, params=self.params, grad_bytes=4 * self.params,
                                steps=[row for g in gathered for row in g["rows"]], ranks=[g["rank"] for g in gathered],
