@@ -246,3 +246,21 @@ def test_later_collectives_replace_earlier_and_survive_a_new_sweep(tmp_path, cpu
     assert len(table) == 1 and table.iloc[0]["time_us_median"] == 20.0
     rotate_previous(ResultStore(tmp_path))  # what a new sweep without --resume does
     assert load_collectives(tmp_path).iloc[0]["time_us_median"] == 20.0
+
+
+@pytest.mark.slow
+def test_a_sweeps_experiment_file_runs_its_collectives_table(tmp_path):
+    """`ddpbench collectives experiments/gpu.toml` runs the file's [collectives], named after the experiment;
+    a sweep experiment without that table is refused with one line."""
+    sweep = tmp_path / "mine.toml"
+    sweep.write_text('name = "mine"\n[defaults]\nworld_size = 1\n[collectives]\nops = ["all_reduce"]\n'
+                     'sizes = "1K,4K"\nworld_sizes = [1]\niters = 3\nwarmup = 1\n')
+    proc = run_cli("collectives", sweep, "--out", tmp_path / "out", "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    table = load_collectives(tmp_path / "out")
+    assert list(table["size_bytes"]) == [1024, 4096] and set(table["op"]) == {"all_reduce"}
+    plain = tmp_path / "plain.toml"
+    plain.write_text("[defaults]\nworld_size = 1\n")
+    proc = run_cli("collectives", plain, "--out", tmp_path / "none")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith(f"error: {plain}: collectives: this sweep experiment has no [collectives] table")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ddpbench.cli.common import EXIT_INTERRUPTED, check_out_dir
 from ddpbench.cli.tables import print_collectives
+from ddpbench.errors import InputError
 from ddpbench.experiment.collectives import parse_collectives
 from ddpbench.experiment.files import read_toml
 from ddpbench.experiment.machine import Machine
@@ -18,7 +19,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("collectives", help="collective micro-benchmarks (algbw/busbw as nccl-tests defines them)",
                        description="Time and check collectives at many sizes; flags override the experiment file.")
     p.add_argument("experiment", nargs="?", default=DEFAULT_COLLECTIVES,
-                   help=f"collectives TOML file (default: {DEFAULT_COLLECTIVES})")
+                   help=f"collectives TOML file, or a sweep's experiment file with a [collectives] table "
+                        f"(default: {DEFAULT_COLLECTIVES})")
     p.add_argument("--ops", help="comma-separated: all_reduce,all_gather,reduce_scatter,broadcast,reduce,"
                                  "all_to_all,send_recv")
     p.add_argument("--sizes", help="first:last (e.g. 1K:256M) or a comma-separated list")
@@ -41,15 +43,22 @@ def command(args) -> int:
     from ddpbench.sweep.runner import run_collectives
 
     path = Path(args.experiment)
-    data = read_toml(path)
+    data, name = read_toml(path), path.stem
+    if "defaults" in data or "grid" in data or "collectives" in data:
+        # a sweep's experiment file: its [collectives] table, under the experiment's name
+        if not isinstance(data.get("collectives"), dict):
+            raise InputError(str(path), "collectives", "this sweep experiment has no [collectives] table to run; "
+                             "allowed: a collectives file (ops, sizes, world_sizes, ...) or an experiment with "
+                             "a [collectives] table")
+        data, name = data["collectives"], str(data.get("name", name))
     flags = {"ops": args.ops, "sizes": args.sizes, "factor": args.factor, "world_sizes": args.world_sizes,
              "backend": args.backend, "iters": args.iters, "warmup": args.warmup, "timeout_s": args.timeout}
     flags = {k: v for k, v in flags.items() if v is not None}
     machine = Machine.here()
     # the file alone must be valid; then the flags over it
-    experiment = parse_collectives(data, str(path), default_name=path.stem, machine=None if flags else machine)
+    experiment = parse_collectives(data, str(path), default_name=name, machine=None if flags else machine)
     if flags:
-        experiment = parse_collectives({**data, **flags}, "command line", default_name=path.stem, machine=machine)
+        experiment = parse_collectives({**data, **flags}, "command line", default_name=name, machine=machine)
     out_dir = args.out or Path("reports") / experiment.name
     check_out_dir(out_dir)
     console = Console(stderr=True)
