@@ -110,7 +110,8 @@ def line_fields(table) -> list[str]:
 
 #: settings that belong to some strategies only (DDP's buckets, local SGD's period, ...): a label
 #: names them for a strategy only where that strategy was run with more than one value
-STRATEGY_KNOBS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "powersgd_rank", "localsgd_period")
+STRATEGY_KNOBS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "find_unused_parameters", "powersgd_rank",
+                  "localsgd_period")
 
 
 def strategy_label(row) -> str:

@@ -137,6 +137,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         row["data_share"] = row["data_ms"] / step_mean if step_mean else math.nan
         row.update(stragglers(per_rank_compute(mine)))
         row["oversubscribed"] = bool(job_runs["oversubscribed"].fillna(False).any())
+        row["cores"] = float(_column(job_runs, "cores").max())
         row["noisy"] = bool(times.size and row["step_ms_iqr"] / step_med > NOISE_THRESHOLD)
         row["wall_s"] = float(job_runs["wall_s"].fillna(0).sum())
         rows.append(row)
@@ -235,12 +236,15 @@ def _compute_figures(job_runs: pd.DataFrame, job_ranks: pd.DataFrame, step_mean_
     source = job_runs["flops_source"].dropna() if "flops_source" in job_runs else pd.Series(dtype=object)
     method = job_runs["peak_method"].dropna() if "peak_method" in job_runs else pd.Series(dtype=object)
     tensors = _column(job_runs, "tensors").dropna()
+    sizes = [b for b in job_runs.get("tensor_bytes", pd.Series(dtype=object)) if isinstance(b, (list, tuple))]
     per_step = float(flops.iloc[0]) if len(flops) else math.nan
     achieved = per_step / (step_mean_ms / 1e3) / 1e12 if step_mean_ms else math.nan
     processes = int(job_ranks.groupby("repeat").size().max()) if len(job_ranks) else 0
     peak = median(peaks) / 1e12
     return {"flops_per_step": per_step, "flops_source": source.iloc[0] if len(source) else None,
             "tensors": float(tensors.iloc[0]) if len(tensors) else math.nan,
+            # each trainable tensor's gradient bytes in registration order: DDP's buckets at any cap
+            "tensor_bytes": tuple(int(b) for b in sizes[0]) if sizes else None,
             "achieved_tflops": achieved, "total_tflops": achieved * processes if processes else math.nan,
             "gemm_peak_tflops": peak, "peak_method": method.iloc[0] if len(method) else None,
             "compute_efficiency": achieved / peak if peak else math.nan,
@@ -250,7 +254,7 @@ def _compute_figures(job_runs: pd.DataFrame, job_ranks: pd.DataFrame, step_mean_
 def _rank_figures(job_ranks: pd.DataFrame) -> dict:
     if job_ranks.empty:
         return {"peak_rss_mb": math.nan, "ddp_comm_ms": math.nan, "overlap_pct": math.nan,
-                "allreduce_bytes_per_step": math.nan, "buckets": math.nan, "sent_mb_per_step_max": math.nan,
+                "allreduce_bytes_per_step": math.nan, "unused_param_mb": math.nan, "buckets": math.nan, "sent_mb_per_step_max": math.nan,
                 "recv_mb_per_step_max": math.nan, "sent_mb_per_step_median": math.nan, "traffic_source": None,
                 "optimizer_state_mb": math.nan, "bucket_layout": None, "framework_version": None, "reduction": None,
                 **_gpu_figures(job_ranks)}
@@ -267,6 +271,8 @@ def _rank_figures(job_ranks: pd.DataFrame) -> dict:
         # share of DDP's communication time that ran while backward was still computing
         "overlap_pct": 100.0 * overlapped / comm if comm and not math.isnan(comm) else math.nan,
         "allreduce_bytes_per_step": median(_column(job_ranks, "allreduce_bytes_per_step")),
+        # parameters that got no gradient but sit in DDP's buckets (find_unused_parameters counts them)
+        "unused_param_mb": median(_column(job_ranks, "ddp_unused_parameter_bytes")) / 1e6,
         "buckets": float(len(buckets.iloc[0])) if len(buckets) and isinstance(buckets.iloc[0], list) else math.nan,
         # the buckets DDP made (bytes each, in its order): jobs with the same layout are one setting
         "bucket_layout": tuple(int(b) for b in buckets.iloc[0]) if len(buckets) and isinstance(buckets.iloc[0], list)
@@ -382,22 +388,26 @@ def stragglers(compute: pd.DataFrame, threshold: float = STRAGGLER_THRESHOLD,
     A rank is a straggler when its median compute time exceeds the median of the other ranks'
     medians by more than ``threshold`` and it is slower than the other ranks' median in at least
     ``consistency`` of the steps. ``straggler_pct`` is the largest such excess (%, also when no
-    rank crosses the bar: how far apart the ranks are).
+    rank crosses the bar: how far apart the ranks are), ``straggler_excess_ms`` that rank's median
+    compute beyond the others': what they wait for it in a step.
     """
-    empty = {"straggler_ranks": [], "straggler_pct": math.nan}
+    empty = {"straggler_ranks": [], "straggler_pct": math.nan, "straggler_excess_ms": math.nan}
     if compute.empty or compute["rank"].nunique() < 2:
         return empty
     medians = compute.groupby("rank")["compute_ms"].median()
     wide = compute.pivot_table(index=["repeat", "step"], columns="rank", values="compute_ms")
-    found, worst = [], -math.inf
+    found, worst, excess_ms = [], -math.inf, math.nan
     for rank in medians.index:
         if rank not in wide.columns:  # no compute time recorded for it (pivot_table drops all-NaN ranks)
             continue
         others = medians.drop(rank)
         excess = medians[rank] / float(others.median()) - 1 if float(others.median()) > 0 else math.nan
-        worst = max(worst, excess)
+        if excess > worst:
+            # what the others wait for it each step: its compute beyond theirs
+            worst, excess_ms = excess, float(medians[rank] - others.median())
         others_per_step = wide.drop(columns=rank).median(axis=1)
         slower_share = float((wide[rank] > others_per_step).mean())
         if excess > threshold and slower_share >= consistency:
             found.append(int(rank))
-    return {"straggler_ranks": found, "straggler_pct": 100 * worst if math.isfinite(worst) else math.nan}
+    return {"straggler_ranks": found, "straggler_pct": 100 * worst if math.isfinite(worst) else math.nan,
+            "straggler_excess_ms": excess_ms if math.isfinite(worst) else math.nan}

@@ -47,6 +47,8 @@ class JobSpec:
     bucket_cap_mb: float = _field(25.0, "DDP gradient bucket size in MB", lo=0.001, hi=8192)
     gradient_as_bucket_view: bool = _field(False, "DDP: gradients are views into the buckets")
     static_graph: bool = _field(False, "DDP: the graph is the same every step")
+    find_unused_parameters: bool = _field(False, "DDP: walk the autograd graph every step to find parameters that got "
+                                          "no gradient (needed when some parameters are unused)")
     model: str = _field("mlp", "what trains: a preset, a reference model or your factory (python -m ddpbench models)",
                         convert=check_model, allowed=MODEL_ALLOWED)
     model_size: str = _field("s", "size preset of mlp, cnn and transformer; fp32 gradients ~1, 5, 25, 50, 100 MB",

@@ -154,6 +154,7 @@ class TrainingRank(Tracked):
         import torch
 
         from ddpbench.strategies.base import RankContext  # torch, as the rest of setup
+        from ddpbench.workloads.catalog import tensor_bytes
         from ddpbench.workloads.models import count_params, count_tensors, grad_bytes
 
         spec = self.spec
@@ -175,6 +176,7 @@ class TrainingRank(Tracked):
         self.mark("peak_measured")
         self.params, self.grad_bytes = count_params(self.replica.module), grad_bytes(self.replica.module)
         self.tensors = count_tensors(self.replica.module)
+        self.tensor_bytes = list(tensor_bytes(self.replica.module))
         self.timer = StepTimer(clock_for(self.device))
         self.rows: list[list] = []
         self.recovery = Recovery(spec, self.rank, attempt, self.out_dir) if spec.recovers else None
@@ -411,5 +413,6 @@ class TrainingRank(Tracked):
                                steps=gathered["steps"], ranks=gathered["ranks"],
                                timeline=self.timeline,  # rank 0's, seconds since the epoch
                                check=check, recovery=recovery,
-                               compute={**self.compute, "tensors": self.tensors, "peak_method": self.gemm["peak_method"]},
+                               compute={**self.compute, "tensors": self.tensors, "tensor_bytes": self.tensor_bytes,
+                                        "peak_method": self.gemm["peak_method"]},
                                trace=gathered["trace"])

@@ -76,14 +76,15 @@ RANK_FIGURES = ("peak_rss_mb", "threads", "checksum", "allreduce_bytes_per_step"
                 "ddp_backward_compute_ms", "ddp_backward_comm_ms", "ddp_backward_compute_comm_overlap_ms",
                 "bytes_sent_per_step", "bytes_recv_per_step", "traffic_source", "optimizer_state_mb",
                 "dp_replicas", "gpus", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "bucket_bytes",
-                "gemm_peak_flops", "trace_error", "framework_version", "reduction")
+                "gemm_peak_flops", "trace_error", "framework_version", "reduction", "ddp_unused_parameter_bytes")
 #: the equivalence check of a launch (``result["check"]``); its steps are the spec's check_steps; a repeat
 #: after the first says ``checked_in_repeat`` (0) instead, unless the job asked for a check in every one
 CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run", "skipped", "checked_in_repeat")
 #: what a launch trained and the work it did (``result["compute"]``): the workload's name and
-#: trainable tensors, the FLOPs one process computes per optimizer step (``flops_source``: "counted"
+#: trainable tensors (their count, and each one's gradient bytes in registration order, from which
+#: DDP's buckets at any other cap follow), the FLOPs one process computes per optimizer step (``flops_source``: "counted"
 #: by PyTorch's counter, or the "workload"'s own figure) and how each rank's GEMM peak was measured
-COMPUTE_FIELDS = ("workload", "tensors", "flops_per_step", "flops_source", "peak_method")
+COMPUTE_FIELDS = ("workload", "tensors", "tensor_bytes", "flops_per_step", "flops_source", "peak_method")
 #: a fault-recovery launch (``result["recovery"]``): attempts, where it resumed, how long it took,
 #: and whether its parameters equal an uninterrupted run's
 RECOVERY_FIELDS = ("attempts", "resumed_from_step", "steps_redone", "restart_s", "rejoin_s", "recovery_s",

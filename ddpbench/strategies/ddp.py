@@ -85,6 +85,7 @@ class DDPStrategy(Strategy):
             bucket_cap_mb=self.spec.bucket_cap_mb,
             gradient_as_bucket_view=self.spec.gradient_as_bucket_view,
             static_graph=self.spec.static_graph,
+            find_unused_parameters=self.spec.find_unused_parameters,
         )
         self.register_hook(self.ddp)
         return self.ddp
@@ -145,6 +146,9 @@ class DDPStrategy(Strategy):
             "bucket_bytes": bucket_bytes,
             "allreduce_bytes_per_step": sum(bucket_bytes),
             "ddp_buckets_rebuilt": bool(data.get("has_rebuilt_buckets", 0)),
+            # bytes of parameters that got no gradient (DDP counts them with find_unused_parameters):
+            # they still sit in the buckets, and every step all-reduces them
+            "ddp_unused_parameter_bytes": int(data.get("unused_parameter_size", 0) or 0),
         }
         for name in ("forward_compute", "backward_compute", "backward_comm", "backward_compute_comm_overlap"):
             value = data.get(f"avg_{name}_time")

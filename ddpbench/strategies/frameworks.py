@@ -47,7 +47,7 @@ class FrameworkStrategy(DDPStrategy):
     def ddp_kwargs(self) -> dict:
         spec = self.spec
         return {"bucket_cap_mb": spec.bucket_cap_mb, "gradient_as_bucket_view": spec.gradient_as_bucket_view,
-                "static_graph": spec.static_graph}
+                "static_graph": spec.static_graph, "find_unused_parameters": spec.find_unused_parameters}
 
 
 class AccelerateStrategy(FrameworkStrategy):
