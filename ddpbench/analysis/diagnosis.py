@@ -3,33 +3,40 @@
 :func:`diagnose` returns :class:`Finding` s: a kind, a severity and a sentence (plain text: the
 report escapes it). The thresholds are named constants so a reader can see where a verdict
 comes from; every sentence quotes the figures it rests on.
+
+Findings that blame a cause of lost time carry the fix and the time it would recover
+(:mod:`ddpbench.analysis.causes`); :func:`diagnose` returns them in :func:`~ddpbench.analysis.findings.rank`'s
+order, and ``benchmarks/fault_suite.py`` scores that order against faults planted on purpose
+(``experiments/faults/``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis import frameworks, overlap, stats
-from ddpbench.analysis.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe,
-                                   fair_jobs, label_fields, model_name)
+from ddpbench.analysis import causes, frameworks, model_findings, overlap, stats
+from ddpbench.analysis.findings import Finding, blame, blames, pct, rank, top_cause  # noqa: F401 (top_cause: API)
+from ddpbench.analysis.jobs import (
+    MEASUREMENT_FIELDS,
+    SPEC_COLUMNS,
+    alike_but,
+    bucket_settings,
+    caps_text,
+    describe,
+    fair_jobs,
+    label_fields,
+    model_name,
+)
 from ddpbench.analysis.summary import launch_times
 
-COMM_BOUND_SHARE = 0.25  # exposed communication above this share of the step: communication-bound
+COMM_BOUND_SHARE = causes.COMM_BOUND_SHARE  # exposed communication above this share of the step
 COMPUTE_BOUND_SHARE = 0.10  # below this: compute-bound
 DEFAULT_BUCKET_MB = 25.0
 SERIAL_FRACTION_RISE = 0.05  # e rising by more than this across world sizes: overhead grows with ranks
-DATA_BOUND_SHARE = 0.25  # waiting for the next batch above this share of the step: data-bound
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str  # scaling, bound, overlap, framework, data, compute, bucket, master, straggler, oversubscribed, noise, failed, trend, projection
-    severity: str  # "info", "warn" or "bad"
-    text: str
+DATA_BOUND_SHARE = causes.DATA_BOUND_SHARE  # waiting for the next batch above this share of the step
 
 
 def _config(row) -> str:
@@ -61,10 +68,6 @@ def _strategy(row) -> str:
 
 
 
-def _pct(x: float, digits: int = 0) -> str:
-    return f"{100 * x:.{digits}f} %"
-
-
 def _ok(summary: pd.DataFrame) -> pd.DataFrame:
     return summary[summary["status"] == "ok"] if not summary.empty else summary
 
@@ -76,33 +79,16 @@ def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
     if summary.empty:
         return []
     findings: list[Finding] = []
-    for part in (_failures, _scaling, _bound, _exposed_measures, _frameworks, _data, _buckets, _master, _stragglers, _trend, _oversubscribed,
-                 _peaks, _noise):
+    for part in (_failures, _scaling, _bound, _exposed_measures, _frameworks, _data, _buckets, _bucket_fit, _unused,
+                 _master, _stragglers, _trend, _oversubscribed, _peaks, _noise):
         findings += part(summary)
     if projection is not None and not projection.empty:
-        findings += _projection(projection, summary)
+        findings += model_findings.projection(projection, summary)
     if checks is not None and not checks.empty:
-        findings += _model_error(checks)
+        findings += model_findings.model_error(checks)
     if link_check is not None and not link_check.empty:
-        findings += _link_check(link_check)
-    return findings
-
-
-def _link_check(check: pd.DataFrame):
-    """The link model on each emulated rate, fitted to the other rates only (held out)."""
-    errors = check["held_out_error_pct"].dropna()
-    if errors.empty:
-        return []
-    by_rate = check.groupby("link", sort=False)["held_out_error_pct"].apply(lambda e: float(np.median(np.abs(e))))
-    worst = by_rate.idxmax()
-    fit = check["fit_error_pct"].dropna()
-    per_rate = ", ".join(f"{rate} {err:.0f} %" for rate, err in by_rate.items())
-    return [Finding("projection", "info", f"Held out across link rates: fitted to the other emulated rates only, "
-                    f"the link model predicts each rate's communication within {np.median(np.abs(errors)):.0f} % "
-                    f"(median absolute error over {len(errors)} jobs; by rate: {per_rate}; worst at {worst}). "
-                    + (f"Fitted to every rate, its in-sample error is {np.median(np.abs(fit)):.0f} %. " if len(fit)
-                       else "")
-                    + "A rate whose link is not the bottleneck (software costs dominate) is predicted worst.")]
+        findings += model_findings.link_check(link_check)
+    return rank(findings)
 
 
 def _failures(summary):
@@ -129,12 +115,12 @@ def _scaling(summary):
             top = _largest_fair(part).sort_values("samples_per_s", ascending=False).iloc[0]
             ci = ""
             if not math.isnan(top["efficiency_low"]):
-                ci = f" (95 % CI {_pct(top['efficiency_low'])} to {_pct(top['efficiency_high'])})"
+                ci = f" (95 % CI {pct(top['efficiency_low'])} to {pct(top['efficiency_high'])})"
             verdict = ("scales well" if top["efficiency"] >= 0.8 else "scales poorly" if top["efficiency"] < 0.5
                        else "scales moderately")
             out.append(Finding("scaling", "info" if top["efficiency"] >= 0.8 else "warn",
                                f"{strategy} with {config} {verdict}: at world size {int(top['world_size'])} it runs "
-                               f"{top['speedup']:.2f}x the throughput of one rank, {_pct(top['efficiency'])} "
+                               f"{top['speedup']:.2f}x the throughput of one rank, {pct(top['efficiency'])} "
                                f"parallel efficiency{ci}."))
     return out
 
@@ -147,12 +133,17 @@ def _bound(summary):
         best = _largest_fair(group).sort_values("step_ms_mean").iloc[0]
         share, exposed, step = best["exposed_comm_share"], best["exposed_comm_ms"], best["step_ms_mean"]
         where = f"DDP{_hook(best)} with {config} at world size {int(best['world_size'])}"
-        figures = f"{_pct(max(share, 0))} of each step ({exposed:.1f} ms of {step:.1f} ms) is communication"
+        figures = f"{pct(max(share, 0))} of each step ({exposed:.1f} ms of {step:.1f} ms) is communication"
         if share >= COMM_BOUND_SHARE:
-            out.append(Finding("bound", "warn", f"{where} is communication-bound: {figures} the backward pass did "
-                               "not hide. Fewer, larger messages (bucket size), a larger per-rank batch, gradient "
-                               "accumulation (grad_accum) or a compression hook (comm_hook = fp16 or powersgd) "
-                               "cut it; a faster link does too."))
+            estimate = next((e for e in causes.estimates(best) if e.cause == "communication"), None)
+            text = f"{where} is communication-bound: {figures} the backward pass did not hide"
+            if estimate is not None and estimate.recoverable_ms < exposed - 0.05:
+                text += (f"; {estimate.recoverable_ms:.1f} ms of it is beyond what the job's bucket and unused-"
+                         "parameter causes (named apart) explain")
+            if blames(best, estimate):
+                out.append(blame("bound", best, estimate, text + "."))
+            else:
+                out.append(Finding("bound", "info", text + ": the causes named apart account for it."))
         elif share <= COMPUTE_BOUND_SHARE:
             out.append(Finding("bound", "info", f"{where} is compute-bound: only {figures} left exposed; "
                                "communication is not what limits it."))
@@ -212,17 +203,22 @@ def _data(summary):
                                 for _, r in group.iterrows())
             verdict = ("is still data-bound" if last["data_share"] >= DATA_BOUND_SHARE
                        else "is no longer data-bound")
-            out.append(Finding("data", "warn" if last["data_share"] >= DATA_BOUND_SHARE else "info",
-                               f"{where}: {int(first['loader_workers'])} loader worker(s) leave "
-                               f"{_pct(first['data_share'])} of each step waiting for data; data time of the step "
-                               f"by loader workers: {steps}, {first['step_ms_mean'] / last['step_ms_mean']:.2f}x the "
-                               f"throughput with {int(last['loader_workers'])}, which {verdict} "
-                               f"({_pct(last['data_share'])})."))
+            text = (f"{where}: {int(first['loader_workers'])} loader worker(s) leave "
+                    f"{pct(first['data_share'])} of each step waiting for data; data time of the step "
+                    f"by loader workers: {steps}, {first['step_ms_mean'] / last['step_ms_mean']:.2f}x the "
+                    f"throughput with {int(last['loader_workers'])}, which {verdict} "
+                    f"({pct(last['data_share'])}).")
+            estimate = causes.data(last)
+            out.append(blame("data", last, estimate, text) if blames(last, estimate) else
+                       Finding("data", "warn" if last["data_share"] >= DATA_BOUND_SHARE else "info", text))
         else:
-            out.append(Finding("data", "warn", f"{where}, is data-bound: {_pct(last['data_share'])} of each step "
-                               f"({last['data_ms']:.1f} of {last['step_ms_mean']:.1f} ms) waits for the next batch "
-                               f"with {int(last['loader_workers'])} loader worker(s). More loader workers "
-                               "(loader_workers), cheaper decoding or a larger per-rank batch help."))
+            estimate = causes.data(last)
+            text = (f"{where}, is data-bound: {pct(last['data_share'])} of each step "
+                    f"({last['data_ms']:.1f} of {last['step_ms_mean']:.1f} ms) waits for the next batch "
+                    f"with {int(last['loader_workers'])} loader worker(s)")
+            out.append(blame("data", last, estimate, f"{text}: {estimate.detail}.") if blames(last, estimate) else
+                       Finding("data", "warn", text + ". More loader workers (loader_workers), cheaper decoding or a "
+                               "larger per-rank batch help."))
     return out
 
 
@@ -235,7 +231,7 @@ def _peaks(summary):
         over = ok[ok[column] > 1] if column in ok else ok.iloc[0:0]
         for _, r in over.iterrows():
             out.append(Finding("compute", "warn", f"{_strategy(r)} with {_config(r)} reached "
-                               f"{r['achieved_tflops']:.3g} TFLOP/s per process, {_pct(r[column])} of the {peak}: "
+                               f"{r['achieved_tflops']:.3g} TFLOP/s per process, {pct(r[column])} of the {peak}: "
                                "that peak is wrong, too low for this machine (for the measured one: "
                                f"{r['peak_method']}), so its efficiency figures are not to be trusted."))
     return out
@@ -278,12 +274,12 @@ def _buckets(summary):
             tail = ("; each job ran in one launch, so there is no interval: with repeats >= 3 the report can "
                     "say whether the difference is real")
         elif sig:
-            tail = f" (95 % CI of the gain {_pct(1 - high, 1)} to {_pct(1 - low, 1)}: significant)"
+            tail = f" (95 % CI of the gain {pct(1 - high, 1)} to {pct(1 - low, 1)}: significant)"
         else:
-            tail = (f", but that is not significant: the 95 % interval of the gain, {_pct(1 - high, 1)} to "
-                    f"{_pct(1 - low, 1)}, includes 0; any of these bucket sizes will do")
+            tail = (f", but that is not significant: the 95 % interval of the gain, {pct(1 - high, 1)} to "
+                    f"{pct(1 - low, 1)}, includes 0; any of these bucket sizes will do")
         out.append(Finding("bucket", "info", f"Best gradient bucket size for DDP with {where}: "
-                           f"{caps_text(best['bucket_cap_mb'])}, {_pct(gain, 1)} faster per step than {name}{tail}."))
+                           f"{caps_text(best['bucket_cap_mb'])}, {pct(gain, 1)} faster per step than {name}{tail}."))
     return out
 
 
@@ -295,8 +291,34 @@ def _same_buckets(same: pd.DataFrame, where: str) -> Finding:
     spread = float(steps.max() / steps.min() - 1) if steps.min() > 0 else math.nan
     return Finding("bucket", "info", f"Bucket caps {caps_text(same['bucket_cap_mb'])} gave DDP with {where} the same "
                    f"{len(layout)} bucket(s) ([{sizes}] MB): one setting, measured {len(same)} times. Their mean "
-                   f"steps ({steps.min():.1f} to {steps.max():.1f} ms) differ by {_pct(spread)}: the noise floor of "
+                   f"steps ({steps.min():.1f} to {steps.max():.1f} ms) differ by {pct(spread)}: the noise floor of "
                    "these measurements, not an effect of the cap.")
+
+
+def _bucket_fit(summary):
+    """DDP jobs whose buckets are far too small or too large for their model, judged from the
+    layout DDP made and the layouts other caps make of the same tensors (no comparison needed)."""
+    out = []
+    for _, r in _ok(summary).iterrows():
+        estimate = causes.buckets(r)
+        if not blames(r, estimate):
+            continue
+        out.append(blame("bucket", r, estimate, f"The gradient buckets of DDP with {_config(r)} at world size "
+                          f"{int(r['world_size'])} do not fit the model: {estimate.detail}."))
+    return out
+
+
+def _unused(summary):
+    """Parameters that got no gradient, all-reduced every step all the same."""
+    out = []
+    for _, r in _ok(summary).iterrows():
+        estimate = causes.unused_parameters(r)
+        if estimate is None:
+            continue
+        text = f"DDP with {_config(r)} at world size {int(r['world_size'])}: {estimate.detail}"
+        out.append(blame("unused", r, estimate, text + ".") if blames(r, estimate) else
+                   Finding("unused", "info", text + ": too little to matter here."))
+    return out
 
 
 def _master(summary):
@@ -319,16 +341,21 @@ def _master(summary):
                        + (f" ({root / median:.1f}x)" if median > 0 else "")
                        + ": rank 0's link carries every rank's gradients, so its load grows with each rank "
                        "added, while a ring spreads the same traffic evenly.")
+        where = f"{m['strategy']} aggregation with {_config(m)} at world size {int(m['world_size'])}"
+        estimate = causes.master(m)
         if len(ddp):
             d = ddp.sort_values("step_ms_mean").iloc[0]
             ratio = m["step_ms_mean"] / d["step_ms_mean"]
-            out.append(Finding("master", "warn" if ratio > 1.05 else "info",
-                               f"{m['strategy']} aggregation with {_config(m)} at world size {int(m['world_size'])} "
-                               f"takes {ratio:.2f}x DDP's step time ({m['step_ms_mean']:.1f} vs "
-                               f"{d['step_ms_mean']:.1f} ms).{traffic}"))
+            text = (f"{where} takes {ratio:.2f}x DDP's step time ({m['step_ms_mean']:.1f} vs "
+                    f"{d['step_ms_mean']:.1f} ms).{traffic}")
+            if ratio > 1.05 and blames(m, estimate):
+                out.append(blame("master", m, estimate, f"{text} {estimate.detail[0].upper()}{estimate.detail[1:]}."))
+            else:
+                out.append(Finding("master", "warn" if ratio > 1.05 else "info", text))
+        elif blames(m, estimate):
+            out.append(blame("master", m, estimate, f"{where}: {estimate.detail}.{traffic}"))
         elif traffic:
-            out.append(Finding("master", "info", f"{m['strategy']} aggregation with {_config(m)} at world size "
-                               f"{int(m['world_size'])}:{traffic}"))
+            out.append(Finding("master", "info", f"{where}:{traffic}"))
     return out
 
 
@@ -347,9 +374,17 @@ def _stragglers(summary):
         settings = describe(row, [f for f in label_fields(summary) if f not in ("world_size", "strategy", "comm_hook")],
                             summary, model=False)
         settings = f" ({settings})" if settings else ""
-        out.append(Finding("straggler", "warn", f"Rank {who} of {_strategy(row)} with {_config(row)}{settings} at world "
-                           f"size {int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower than the "
-                           f"other ranks in most steps.{why}"))
+        text = (f"Rank {who} of {_strategy(row)} with {_config(row)}{settings} at world size "
+                f"{int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower than the other ranks in most "
+                f"steps.{why}")
+        estimate = causes.straggler(row)
+        if blames(row, estimate) and not str(row["strategy"]).startswith("master"):
+            out.append(blame("straggler", row, estimate, text))
+        else:
+            out.append(Finding("straggler", "warn" if estimate is None or blames(row, estimate) else "info",
+                               text + ("" if estimate is None or blames(row, estimate) else
+                                       f" The others wait {estimate.recoverable_ms:.1f} ms a step for it, under "
+                                       f"{pct(causes.MATERIAL_SHARE)} of the step.")))
     return out
 
 
@@ -389,9 +424,12 @@ def _oversubscribed(summary):
     if over.empty:
         return []
     sizes = ", ".join(str(int(w)) for w in sorted(over["world_size"].unique()))
+    keys = list(over["key"]) if "key" in over else []
     return [Finding("oversubscribed", "warn", f"{len(over)} job(s) ran more busy threads than cores (world size "
                     f"{sizes}): their speedup and efficiency measure contention for cores, not how the training "
-                    "scales. Read the scaling curves only up to the largest world size that fits the cores.")]
+                    "scales. Read the scaling curves only up to the largest world size that fits the cores.",
+                    cause="oversubscribed", job=keys[0] if len(keys) == 1 else None,
+                    fix="at most as many busy threads as cores (world size x threads_per_rank)")]
 
 
 def _noise(summary):
@@ -405,67 +443,4 @@ def _noise(summary):
     if len(single):
         out.append(Finding("noise", "info", f"{len(single)} job(s) ran in a single launch, so they have no "
                            "confidence interval and no significance test: set repeats = 3 or more."))
-    return out
-
-
-def _projection(projection: pd.DataFrame, summary: pd.DataFrame):
-    """Per workload: the efficiency DDP's ring and master aggregation would keep at 64 and 1024
-    ranks on each link (model output)."""
-    out = []
-    ranged = " (all bandwidth)", " (all latency)"
-    for workload, part in projection.groupby("workload", sort=False):
-        ring, master = [], []
-        links = part["link"].str.replace(ranged[0], "", regex=False).str.replace(ranged[1], "", regex=False)
-        for link, mine in part.groupby(links, sort=False):
-            r = mine[mine["strategy"] == "ddp"]
-            m = mine[mine["strategy"] == "master"]
-            if mine["link"].nunique() > 1:  # the two extremes of a link the measurements could not pin down
-                def span(rows, size):
-                    values = rows[rows["world_size"] == size]["efficiency"]
-                    return f"{_pct(values.min())} to {_pct(values.max())}"
-                if {64, 1024} <= set(r["world_size"]):
-                    ring.append(f"{span(r, 64)} at 64 ranks and {span(r, 1024)} at 1024 on '{link}' (its "
-                                "measurements, at one world size and bucket layout, cannot tell latency from "
-                                "bandwidth: the range runs from all latency to all bandwidth)")
-                if 64 in set(m["world_size"]):
-                    master.append(f"{span(m, 64)} on '{link}'")
-                continue
-            r, m = r.set_index("world_size"), m.set_index("world_size")
-            if 64 in r.index and 1024 in r.index:
-                ring.append(f"{_pct(r.loc[64, 'efficiency'])} at 64 ranks and {_pct(r.loc[1024, 'efficiency'])} "
-                            f"at 1024 on '{link}'")
-            if 64 in m.index:
-                master.append(f"{_pct(m.loc[64, 'efficiency'])} on '{link}'")
-        if not ring:
-            continue
-        text = f"Projected (model output, weak scaling) for {workload}: DDP (ring or tree per bucket, the cheaper) keeps " + "; ".join(ring)
-        if master:
-            text += (". Master aggregation, whose rank 0 receives and sends (p-1) times the gradients, keeps only "
-                     + ", ".join(master) + " at 64 ranks")
-        out.append(Finding("projection", "info", text + "."))
-    return out
-
-
-def _model_error(checks: pd.DataFrame):
-    """The model's error on jobs its link was not fitted to (a check), or, when it saw them all, its
-    fit error, called so."""
-    inside = checks["in_sample"].astype(bool) if "in_sample" in checks else pd.Series(False, index=checks.index)
-    out = []
-    for part, held in ((checks[~inside], True), (checks[inside], False)):
-        step, comm = part["step_error_pct"].dropna(), part["comm_error_pct"].dropna()
-        if step.empty:
-            continue
-        comm_text = f" and its communication time by {np.median(np.abs(comm)):.0f} %" if len(comm) else ""
-        if held:
-            out.append(Finding("projection", "info", f"Held out: on the {len(step)} measured multi-rank job(s) its "
-                               f"link was not fitted to, the cost model's step time is off by "
-                               f"{np.median(np.abs(step)):.0f} % (median absolute error){comm_text}: read the "
-                               "projections with that margin."))
-        elif inside.all():
-            comm_text = f", communication {np.median(np.abs(comm)):.0f} %" if len(comm) else ""
-            out.append(Finding("projection", "warn", f"The cost model's link was fitted to the {len(step)} multi-rank "
-                               "job(s) it is compared with (their own DDP timings), so its error on them (step time "
-                               f"{np.median(np.abs(step)):.0f} %{comm_text}, median absolute) is a fit error, not a "
-                               "check: nothing was held out. The collective micro-benchmarks (ddpbench "
-                               "collectives, or [collectives] in the experiment) give a link fitted apart."))
     return out

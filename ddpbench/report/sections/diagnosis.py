@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ddpbench.analysis.diagnosis import diagnose
 from ddpbench.analysis.network import held_out_check, network_table
-from ddpbench.report.page import ReportContext, Section, esc
+from ddpbench.analysis.jobs import describe, label_fields
+from ddpbench.report.page import ReportContext, Section, esc, html_table, num
 from ddpbench.report.sections.projection import model_for
 
 SEVERITY_CLASS = {"bad": "status-failed", "warn": "status-skipped", "info": ""}
@@ -30,8 +31,31 @@ def diagnosis_section(ctx: ReportContext) -> Section | None:
     if not findings:
         return None
     order = {"bad": 0, "warn": 1, "info": 2}
+    blamed = [f for f in findings if f.cause]
+    # failures, then the causes in the diagnosis's order (what their fix would recover), then the rest by severity
+    head = [f for f in findings if f.kind == "failed"] + blamed
+    rest = sorted((f for f in findings if f not in head), key=lambda f: order[f.severity])
     items = "".join(f'<li><span class="{SEVERITY_CLASS[f.severity]}">{SEVERITY_LABEL[f.severity]}</span>: '
-                    f"{esc(f.text)}</li>" for f in sorted(findings, key=lambda f: order[f.severity]))
+                    f"{esc(f.text)}</li>" for f in head + rest)
     return Section("Diagnosis", '<p class="what">What the measurements say, in plain words: each sentence is '
                    "computed from the numbers in the tables below, and quotes them.</p>\n"
-                   f'<ul class="diagnosis">{items}</ul>')
+                   + _causes_table(ctx, blamed)
+                   + f'<ul class="diagnosis">{items}</ul>')
+
+
+def _causes_table(ctx: ReportContext, blamed) -> str:
+    """The causes of lost time, the one whose fix would recover the most first."""
+    if not blamed:
+        return ""
+    summary = ctx.summary.set_index("key", drop=False)
+    fields = label_fields(ctx.summary)
+    rows = []
+    for f in blamed:
+        job = summary.loc[f.job] if f.job in summary.index else None
+        step = float(job["step_ms_mean"]) if job is not None else float("nan")
+        rows.append([esc(describe(job, fields, ctx.summary) if job is not None else "several jobs"), esc(f.cause),
+                     esc(f.fix), num(f.recoverable_ms), num(100 * f.recoverable_ms / step, ".0f", " %")])
+    return ('<p class="what">Causes of lost time, the one whose fix would recover the most first. Each estimate comes '
+            "from the job's own figures (ddpbench.analysis.causes), not from a run of the fix; "
+            "<code>benchmarks/fault_suite.py</code> checks them against planted faults.</p>\n"
+            + html_table(["job", "cause", "fix", "recoverable (ms/step)", "of the step"], rows, numeric=(3, 4)))

@@ -1,0 +1,241 @@
+"""What a fault costs a job's step, and how much of it a fix would recover.
+
+The diagnosis blames a *cause* only with an estimate of the time per step its fix would give
+back, computed here from the job's own measurements -- never from a run of the fixed setting,
+which the planted-fault suite (``benchmarks/fault_suite.py``) runs to check these estimates:
+
+* **straggler** -- the other ranks wait for the slowest one at every synchronisation: its median
+  compute beyond theirs (``straggler_excess_ms``).
+* **data** -- the step's wait for its next batch (``data_ms``), which loader workers can hide only
+  where a core is left over for them.
+* **buckets** -- too small: each all-reduce pays a fixed cost, so far below the latency-bandwidth
+  crossover the count of buckets, not their bytes, sets the communication time, and going from
+  n buckets to the default cap's n' recovers the share ``1 - n'/n`` of the exposed communication.
+  Too large: a bucket's all-reduce starts only once backward has produced all of it, so one
+  bucket holding most gradients cannot overlap backward; :func:`pipeline_exposed` gives what a
+  smaller cap would leave exposed.
+* **unused-parameters** -- parameters that got no gradient still sit in DDP's buckets and are
+  all-reduced every step: their share of the all-reduced bytes of the exposed communication.
+* **master** -- rank 0 receives and sends (p-1) times the gradients, one phase after the other,
+  where a ring moves 2(p-1)/p times them each way at once: the ring takes 1/p of master's
+  communication time, and DDP's buckets overlap that with backward.
+* **communication** -- what is left of the exposed communication once the causes above are
+  accounted for: a faster link (or less to send) is the fix.
+* **oversubscribed** -- more busy threads than cores: every figure measures contention; no
+  estimate (the fix changes the world size).
+
+Overlap needs something other than the computing cores to move the bytes: a GPU, a network link
+whose time is the wire's, or a core left idle for gloo's threads (:func:`overlap_possible`). On a
+CPU machine whose cores all compute, hiding communication behind backward buys nothing, and no
+estimate assumes it does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+#: a cause is blamed only when its fix would recover at least this share of the step
+MATERIAL_SHARE = 0.10
+#: a comm-bound verdict: exposed communication above this share of the step
+COMM_BOUND_SHARE = 0.25
+#: data-bound: waiting for the next batch above this share of the step
+DATA_BOUND_SHARE = 0.25
+DEFAULT_BUCKET_MB = 25.0
+#: too small: a layout with at least this many times the buckets the default cap makes
+SMALL_BUCKETS = 4
+#: too large: the largest bucket holds at least this share of the gradients
+LARGE_BUCKET_SHARE = 0.8
+#: the caps a too-large layout is re-cut at (MB), the one leaving least exposed is proposed
+CANDIDATE_CAPS = (25.0, 10.0, 5.0, 2.0, 1.0)
+#: the order causes are named in (most specific first)
+CAUSES = ("oversubscribed", "straggler", "data", "buckets", "unused-parameters", "master", "communication")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A cause of a job's lost time: how much its fix would recover per step, and the fix."""
+
+    cause: str
+    recoverable_ms: float  # NaN: no estimate can be made
+    fix: str
+    detail: str  # the figures the estimate rests on, in words
+    #: the fix as job fields, where it is one (a sweep of the job with them measures the gain)
+    fields: dict | None = None
+
+
+def _num(row, name: str) -> float:
+    value = row.get(name, math.nan) if hasattr(row, "get") else math.nan
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return value
+
+
+def material(row, recoverable_ms: float) -> bool:
+    step = _num(row, "step_ms_mean")
+    return bool(step > 0 and recoverable_ms >= MATERIAL_SHARE * step)
+
+
+def overlap_possible(row) -> bool:
+    """Whether communication can run behind backward at all (see the module doc)."""
+    if str(row.get("device")) == "cuda":
+        return True
+    if int(row.get("emulate_nodes", 1) or 1) > 1 and str(row.get("link", "none")) != "none":
+        return True
+    cores, threads = _num(row, "cores"), _num(row, "threads_per_rank")
+    ranks = int(row.get("world_size", 1))
+    return bool(cores > 0 and threads > 0 and cores > ranks * threads)
+
+
+def pipeline_exposed(layout, backward_ms: float, comm_ms: float) -> float:
+    """The communication left after backward when the buckets (bytes each, in the order DDP
+    all-reduces them) are all-reduced one after another, each once backward has produced it and
+    the one before it is done. Backward produces gradients at a steady rate per byte (exact for an
+    MLP, whose layers' compute goes with their parameters) and each all-reduce takes its share of
+    ``comm_ms`` by bytes."""
+    total = float(sum(layout))
+    if total <= 0:
+        return 0.0
+    done = end = 0.0
+    for size in layout:
+        done += size
+        end = max(end, backward_ms * done / total) + comm_ms * size / total
+    return max(0.0, end - backward_ms)
+
+
+def straggler(row) -> Estimate | None:
+    ranks = row.get("straggler_ranks")
+    excess = _num(row, "straggler_excess_ms")
+    if ranks is None or not len(ranks) or not excess > 0:
+        return None
+    who = ", ".join(str(r) for r in ranks)
+    return Estimate("straggler", excess, f"find what slows rank {who} (a busier core, a CPU quota, a slower device, "
+                    "uneven data) and remove it",
+                    f"rank {who} computes {excess:.1f} ms a step longer than the others, who wait for it")
+
+
+def data(row) -> Estimate | None:
+    wait, step = _num(row, "data_ms"), _num(row, "step_ms_mean")
+    if not (step > 0 and wait >= DATA_BOUND_SHARE * step):
+        return None
+    workers = int(row.get("loader_workers", 0) or 0)
+    cores, threads = _num(row, "cores"), _num(row, "threads_per_rank")
+    busy = int(row.get("world_size", 1)) * (threads + workers) if threads > 0 else math.nan
+    spare = cores - busy if cores > 0 else math.nan
+    if spare >= 1 or str(row.get("device")) == "cuda":
+        return Estimate("data", wait, f"more loader workers ({workers} now; loader_workers = {workers + 1} or more), "
+                        "or cheaper decoding",
+                        "a core is free for a worker to prepare the next batch meanwhile",
+                        {"loader_workers": workers + 1})
+    return Estimate("data", math.nan, "cheaper decoding, or fewer ranks or threads so that a loader worker gets a core",
+                    f"every core is busy ({int(busy)} threads on {int(cores)} cores): a loader worker would take "
+                    "its time from the ranks")
+
+
+def buckets(row) -> Estimate | None:
+    """Buckets far too small or too large for the model, judged from the layout DDP made and the
+    layouts other caps would make of the same tensors."""
+    if str(row.get("strategy")) != "ddp" or int(row.get("world_size", 1)) < 2:
+        return None
+    layout, sizes = row.get("bucket_layout"), row.get("tensor_bytes")
+    exposed, backward = _num(row, "exposed_comm_ms"), _num(row, "backward_ms")
+    if not layout or not sizes or not exposed > 0:
+        return None
+    from ddpbench.strategies.ddp import predicted_buckets
+
+    cap = _num(row, "bucket_cap_mb")
+    default = predicted_buckets(sizes, DEFAULT_BUCKET_MB)
+    if cap < DEFAULT_BUCKET_MB and len(layout) >= SMALL_BUCKETS * len(default):
+        recover = exposed * (1 - len(default) / len(layout))
+        return Estimate("buckets", recover, f"bucket_cap_mb = {DEFAULT_BUCKET_MB:g} (the default)",
+                        f"a cap of {cap:g} MB cut {sum(layout) / 1e6:.1f} MB of gradients into {len(layout)} "
+                        f"buckets of {sum(layout) / len(layout) / 1e3:.0f} KB on average, each all-reduce paying its "
+                        f"fixed cost; the default {DEFAULT_BUCKET_MB:g} MB makes {len(default)}",
+                        {"bucket_cap_mb": DEFAULT_BUCKET_MB})
+    largest = max(layout) / float(sum(layout))
+    if largest < LARGE_BUCKET_SHARE or not backward > 0 or not overlap_possible(row):
+        return None
+    options = []
+    for candidate in CANDIDATE_CAPS:
+        cut = predicted_buckets(sizes, candidate)
+        if len(cut) > len(layout):
+            options.append((pipeline_exposed(cut, backward, exposed), candidate, cut))
+    if not options:
+        return None
+    # the largest cap within 5 % of the exposed time of the best: each bucket also pays a fixed cost
+    # the model leaves out, so fewer buckets win a near tie
+    least = min(o[0] for o in options)
+    left, best, cut = next(o for o in options if o[0] <= least + 0.05 * exposed)
+    recover = exposed - left
+    return Estimate("buckets", recover, f"bucket_cap_mb = {best:g}",
+                    f"one bucket holds {100 * largest:.0f} % of the {sum(layout) / 1e6:.1f} MB of gradients, so its "
+                    f"all-reduce waits for the end of backward ({backward:.1f} ms); {best:g} MB buckets "
+                    f"({len(cut)}) would start during backward and leave about {left:.1f} of the "
+                    f"{exposed:.1f} ms exposed", {"bucket_cap_mb": best})
+
+
+def unused_parameters(row) -> Estimate | None:
+    unused, exposed = _num(row, "unused_param_mb"), _num(row, "exposed_comm_ms")
+    total = _num(row, "allreduce_bytes_per_step") / 1e6
+    if not (unused > 0 and total > 0 and exposed > 0):
+        return None
+    share = min(1.0, unused / total)
+    return Estimate("unused-parameters", exposed * share,
+                    "remove the parameters that get no gradient, or freeze them (requires_grad = False), and "
+                    "turn find_unused_parameters off",
+                    f"{unused:.1f} of the {total:.1f} MB DDP all-reduces each step belong to parameters that got "
+                    f"no gradient ({100 * share:.0f} % of the {exposed:.1f} ms of exposed communication)")
+
+
+def master(row) -> Estimate | None:
+    if not str(row.get("strategy")).startswith("master"):
+        return None
+    p, comm, backward = int(row.get("world_size", 1)), _num(row, "comm_ms"), _num(row, "backward_ms")
+    if p < 2 or not comm > 0:
+        return None
+    ring = comm / p
+    sizes = row.get("tensor_bytes")
+    if sizes and backward > 0 and overlap_possible(row):
+        from ddpbench.strategies.ddp import predicted_buckets
+
+        left = pipeline_exposed(predicted_buckets(sizes, DEFAULT_BUCKET_MB), backward, ring)
+    else:
+        left = ring
+    return Estimate("master", comm - left, 'strategy = "ddp" (ring all-reduce in buckets during backward)',
+                    f"rank 0 spends {comm:.1f} ms a step receiving, averaging and sending back every rank's "
+                    f"gradients; a ring all-reduce moves 1/{p} of that time per link, of which about {left:.1f} ms "
+                    "would stay exposed", {"strategy": "ddp"})
+
+
+def oversubscribed(row) -> Estimate | None:
+    if not bool(row.get("oversubscribed", False)):
+        return None
+    cores = _num(row, "cores")
+    return Estimate("oversubscribed", math.nan, "run at most as many busy threads as cores (world size x "
+                    "threads_per_rank)", f"{int(row['world_size'])} ranks"
+                    + (f" on {int(cores)} cores" if cores > 0 else "") + " take turns on the cores")
+
+
+#: the specific causes, each a function of a summary row
+SPECIFIC = (oversubscribed, straggler, data, buckets, unused_parameters, master)
+#: those among them that are part of the exposed communication
+COMMUNICATION_PARTS = ("buckets", "unused-parameters")
+
+
+def estimates(row) -> list[Estimate]:
+    """Every cause a job's figures support, the communication left over by the specific ones
+    last; material or not (:func:`material` says)."""
+    found = [e for e in (f(row) for f in SPECIFIC) if e is not None]
+    exposed, step = _num(row, "exposed_comm_ms"), _num(row, "step_ms_mean")
+    if int(row.get("world_size", 1)) > 1 and step > 0 and exposed >= COMM_BOUND_SHARE * step:
+        explained = sum(e.recoverable_ms for e in found
+                        if e.cause in COMMUNICATION_PARTS and not math.isnan(e.recoverable_ms))
+        left = max(0.0, exposed - explained)
+        found.append(Estimate("communication", left, "a faster link, fewer bytes (comm_hook = fp16 or powersgd) "
+                              "or more compute per byte (a larger per-rank batch, grad_accum)",
+                              f"{exposed:.1f} of {step:.1f} ms a step is communication the backward pass did not "
+                              "hide" + (f", {left:.1f} ms of it beyond what the causes above explain" if explained
+                                        else "")))
+    return found

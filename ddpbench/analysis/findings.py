@@ -1,0 +1,80 @@
+"""A finding of the diagnosis, and the order findings are read in.
+
+A finding that blames a *cause* of lost time (:data:`ddpbench.analysis.causes.CAUSES`) names the
+job, the fix, and the time per step the fix would recover, estimated from the job's own figures
+(:mod:`ddpbench.analysis.causes`); a cause is blamed only where that estimate is at least
+``causes.MATERIAL_SHARE`` of the step. :func:`rank` puts failures first, then the causes, the one
+whose fix would recover the most first (oversubscription before all: it distorts every other
+figure), then everything else; :func:`top_cause` is the first cause.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ddpbench.analysis import causes
+
+
+def pct(x: float, digits: int = 0) -> str:
+    return f"{100 * x:.{digits}f} %"
+
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # scaling, bound, overlap, framework, data, compute, bucket, master, straggler, oversubscribed, noise, failed, trend, projection, unused
+    severity: str  # "info", "warn" or "bad"
+    text: str
+    #: the cause of lost time it blames (causes.CAUSES), None for a finding that blames none
+    cause: str | None = None
+    #: the job it is about (its key), None for one about several
+    job: str | None = None
+    #: the time per step (ms) the fix would recover, estimated from the job's own figures; NaN: none
+    recoverable_ms: float = math.nan
+    fix: str = ""
+    #: the fix as job fields, where it is one
+    fix_fields: dict | None = None
+
+
+def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = "warn") -> Finding:
+    """A finding that blames ``estimate``'s cause for some of ``row``'s step, with its fix and what
+    the fix would recover, in the sentence too."""
+    step = float(row["step_ms_mean"])
+    gain = estimate.recoverable_ms
+    recover = (f" Fix: {estimate.fix}; estimated to recover {gain:.1f} of {step:.1f} ms a step "
+               f"({pct(gain / step)})." if not math.isnan(gain) else f" Fix: {estimate.fix}.")
+    return Finding(kind, severity, text + recover, cause=estimate.cause, job=row.get("key"),
+                   recoverable_ms=gain, fix=estimate.fix, fix_fields=estimate.fields)
+
+
+def blames(row, estimate: causes.Estimate | None) -> bool:
+    """A cause is blamed where its fix would recover a material share of the step (or, with no
+    estimate possible, where the cause is oversubscription or a data-bound step)."""
+    if estimate is None:
+        return False
+    if math.isnan(estimate.recoverable_ms):
+        return estimate.cause in ("oversubscribed", "data")
+    return causes.material(row, estimate.recoverable_ms)
+
+
+def rank(findings: list[Finding]) -> list[Finding]:
+    """Failures first; then the causes, oversubscription first and the others by the time their
+    fix would recover (most first, no estimate last); then the rest in the order found."""
+    def order(f: Finding):
+        if f.kind == "failed":
+            return (0, 0.0)
+        if f.cause == "oversubscribed":
+            return (1, 0.0)
+        if f.cause:
+            return (2, -f.recoverable_ms if not math.isnan(f.recoverable_ms) else math.inf)
+        return (3, 0.0)
+    return sorted(findings, key=order)
+
+
+def top_cause(findings: list[Finding], job: str | None = None) -> Finding | None:
+    """The first cause of :func:`rank`'s order (about ``job``, or a finding about several jobs)."""
+    for f in rank(findings):
+        if f.cause and (job is None or f.job in (job, None)):
+            return f
+    return None

@@ -1,0 +1,112 @@
+"""Causes of lost time: what each fault's fix would recover, estimated from the job's own figures,
+and the diagnosis's order of them (the planted-fault suite, benchmarks/fault_suite.py, checks the
+estimates against measured gains; here, hand-computed cases)."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from ddpbench.analysis import causes
+from ddpbench.analysis.diagnosis import diagnose, top_cause
+from ddpbench.strategies.ddp import predicted_buckets
+from test_diagnosis import _row
+
+MB = 1 << 20
+
+
+def test_pipeline_exposed_by_hand():
+    # one bucket: nothing starts before backward ends, all of it is exposed
+    assert causes.pipeline_exposed([100], backward_ms=50, comm_ms=40) == pytest.approx(40)
+    # four equal buckets, comm 40 over backward 50: bucket i ready at 12.5 i, 10 ms each; the link
+    # keeps up, so only the last bucket's 10 ms is left after backward
+    assert causes.pipeline_exposed([25] * 4, 50, 40) == pytest.approx(10)
+    # a link slower than backward: 4 x 30 ms from 12.5 on = 132.5, 82.5 after backward's 50
+    assert causes.pipeline_exposed([25] * 4, 50, 120) == pytest.approx(82.5)
+    assert causes.pipeline_exposed([], 50, 40) == 0.0
+
+
+def test_overlap_needs_something_beside_the_computing_cores():
+    cpu = dict(device="cpu", emulate_nodes=1, link="none", cores=2, threads_per_rank=1, world_size=2)
+    assert not causes.overlap_possible(cpu)
+    assert causes.overlap_possible({**cpu, "cores": 4})  # idle cores for gloo's threads
+    assert causes.overlap_possible({**cpu, "emulate_nodes": 2, "link": "1gbit"})  # the wire's time
+    assert causes.overlap_possible({**cpu, "device": "cuda"})
+
+
+def test_small_buckets_recover_the_share_of_all_reduces_saved():
+    sizes = [64 * 1024] * 100  # 100 tensors of 64 KB
+    layout = predicted_buckets(sizes, 0.001)
+    assert len(layout) == 100 and len(predicted_buckets(sizes, 25)) == 1
+    row = _row(bucket_cap_mb=0.001, bucket_layout=layout, tensor_bytes=tuple(sizes), exposed_comm_ms=60.0,
+               exposed_comm_share=0.6, backward_ms=20.0)
+    e = causes.buckets(row)
+    assert e.cause == "buckets" and e.recoverable_ms == pytest.approx(60 * (1 - 1 / 100))
+    assert e.fields == {"bucket_cap_mb": 25.0}
+    # the default cap's own layout is never "too small"
+    assert causes.buckets({**row, "bucket_cap_mb": 25.0, "bucket_layout": (sum(sizes),)}) is None
+
+
+def test_large_buckets_only_where_overlap_can_happen():
+    sizes = tuple([MB] * 20)  # 20 MB in 1 MB tensors: one bucket at 100 MB
+    row = _row(bucket_cap_mb=100.0, bucket_layout=predicted_buckets(sizes, 100), tensor_bytes=sizes,
+               exposed_comm_ms=40.0, exposed_comm_share=0.4, backward_ms=50.0, device="cpu", cores=2,
+               threads_per_rank=1, emulate_nodes=2, link="1gbit")
+    e = causes.buckets(row)
+    cut = predicted_buckets(sizes, e.fields["bucket_cap_mb"])
+    assert len(cut) > 1
+    assert e.recoverable_ms == pytest.approx(40 - causes.pipeline_exposed(cut, 50, 40))
+    assert e.recoverable_ms > 20
+    # on loopback with every core computing, smaller buckets would hide nothing: no estimate
+    assert causes.buckets({**row, "emulate_nodes": 1, "link": "none"}) is None
+
+
+def test_unused_master_straggler_and_data_estimates():
+    row = _row(unused_param_mb=15.0, allreduce_bytes_per_step=30e6, exposed_comm_ms=20.0)
+    assert causes.unused_parameters(row).recoverable_ms == pytest.approx(10.0)
+    master = _row(strategy="master", world_size=4, comm_ms=80.0, device="cpu", cores=2, threads_per_rank=1,
+                  emulate_nodes=1, link="none", tensor_bytes=None)
+    e = causes.master(master)
+    assert e.recoverable_ms == pytest.approx(80 - 80 / 4) and e.fields == {"strategy": "ddp"}
+    e = causes.straggler(_row(straggler_ranks=[1], straggler_excess_ms=12.5))
+    assert e.recoverable_ms == 12.5 and "rank 1" in e.fix
+    assert causes.straggler(_row(straggler_ranks=[], straggler_excess_ms=12.5)) is None
+    data = _row(world_size=1, data_ms=40.0, step_ms_mean=100.0, loader_workers=0, cores=2, threads_per_rank=1,
+                device="cpu")
+    e = causes.data(data)
+    assert e.recoverable_ms == 40.0 and e.fields == {"loader_workers": 1}
+    # every core busy: a loader worker would take its time from the ranks; blamed without an estimate
+    e = causes.data({**data, "world_size": 2})
+    assert math.isnan(e.recoverable_ms) and e.fields is None
+
+
+def test_communication_is_what_the_specific_causes_leave():
+    row = _row(exposed_comm_ms=50.0, exposed_comm_share=0.5, unused_param_mb=10.0, allreduce_bytes_per_step=40e6)
+    found = {e.cause: e for e in causes.estimates(row)}
+    assert found["unused-parameters"].recoverable_ms == pytest.approx(12.5)
+    assert found["communication"].recoverable_ms == pytest.approx(37.5)
+
+
+def test_findings_rank_causes_by_what_their_fix_recovers():
+    rows = [_row(key="a", straggler_ranks=[1], straggler_pct=30.0, straggler_excess_ms=25.0,
+                 exposed_comm_ms=40.0, exposed_comm_share=0.4)]
+    findings = diagnose(pd.DataFrame(rows))
+    blamed = [f for f in findings if f.cause]
+    assert [f.cause for f in blamed] == ["communication", "straggler"]  # 40 ms before 25 ms
+    assert top_cause(findings).cause == "communication" and top_cause(findings, job="a").job == "a"
+    assert "estimated to recover 40.0 of 100.0 ms a step (40 %)" in blamed[0].text
+    assert findings.index(blamed[0]) < findings.index(blamed[1])
+    # a straggler whose excess is under a tenth of the step is reported, but blamed for nothing
+    rows[0].update(straggler_excess_ms=5.0, exposed_comm_ms=5.0, exposed_comm_share=0.05)
+    findings = diagnose(pd.DataFrame(rows))
+    assert top_cause(findings) is None
+    (f,) = [f for f in findings if f.kind == "straggler"]
+    assert f.severity == "info" and "5.0 ms a step" in f.text
+    # oversubscription goes first whatever the others recover
+    rows.append(_row(key="b", world_size=4, oversubscribed=True, exposed_comm_ms=60.0, exposed_comm_share=0.6))
+    assert top_cause(diagnose(pd.DataFrame(rows))).cause == "oversubscribed"
+
+
+def test_a_healthy_job_is_blamed_for_nothing():
+    findings = diagnose(pd.DataFrame([_row(data_ms=2.0, straggler_excess_ms=1.0)]))
+    assert findings and not [f for f in findings if f.cause]
