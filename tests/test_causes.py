@@ -50,7 +50,7 @@ def test_small_buckets_recover_the_share_of_all_reduces_saved():
 def test_large_buckets_only_where_overlap_can_happen():
     sizes = tuple([MB] * 20)  # 20 MB in 1 MB tensors: one bucket at 100 MB
     row = _row(bucket_cap_mb=100.0, bucket_layout=predicted_buckets(sizes, 100), tensor_bytes=sizes,
-               exposed_comm_ms=40.0, exposed_comm_share=0.4, backward_ms=50.0, device="cpu", cores=2,
+               exposed_comm_ms=40.0, exposed_comm_share=0.4, backward_ms=90.0, device="cpu", cores=2,
                threads_per_rank=1, emulate_nodes=2, link="1gbit")
     e = causes.buckets(row)
     cut = predicted_buckets(sizes, e.fields["bucket_cap_mb"])
@@ -71,10 +71,15 @@ def test_unused_master_straggler_and_data_estimates():
     e = causes.straggler(_row(straggler_ranks=[1], straggler_excess_ms=12.5))
     assert e.recoverable_ms == 12.5 and "rank 1" in e.fix
     assert causes.straggler(_row(straggler_ranks=[], straggler_excess_ms=12.5)) is None
-    data = _row(world_size=1, data_ms=40.0, step_ms_mean=100.0, loader_workers=0, cores=2, threads_per_rank=1,
+    # loading a batch takes 60 ms (no worker: all of data_ms) against 40 of compute: one worker on
+    # the spare core leaves 20 ms of waiting, so it recovers 40
+    data = _row(world_size=1, data_ms=60.0, step_ms_mean=100.0, loader_workers=0, cores=2, threads_per_rank=1,
                 device="cpu")
     e = causes.data(data)
-    assert e.recoverable_ms == 40.0 and e.fields == {"loader_workers": 1}
+    assert e.recoverable_ms == pytest.approx(40.0) and e.fields == {"loader_workers": 1}
+    # with 2 workers the step is 100 ms, so a batch takes 200 ms to load; 4 cores leave one spare
+    e = causes.data({**data, "loader_workers": 2, "cores": 4})
+    assert e.recoverable_ms == pytest.approx(60 - (200 / 3 - 40)) and e.fields == {"loader_workers": 3}
     # every core busy: a loader worker would take its time from the ranks; blamed without an estimate
     e = causes.data({**data, "world_size": 2})
     assert math.isnan(e.recoverable_ms) and e.fields is None

@@ -117,21 +117,29 @@ def straggler(row) -> Estimate | None:
 
 
 def data(row) -> Estimate | None:
+    """A data-bound step and what more loader workers would recover. Loading one batch takes T
+    (``data_ms`` with no worker, when the rank loads it itself; with w workers each delivering a
+    batch per T, the step is T/w, so T = w x step); k workers leave max(0, T/k - compute) of
+    waiting. More workers than spare cores only take turns with the ranks."""
     wait, step = _num(row, "data_ms"), _num(row, "step_ms_mean")
     if not (step > 0 and wait >= DATA_BOUND_SHARE * step):
         return None
     workers = int(row.get("loader_workers", 0) or 0)
+    ranks = int(row.get("world_size", 1))
     cores, threads = _num(row, "cores"), _num(row, "threads_per_rank")
-    busy = int(row.get("world_size", 1)) * (threads + workers) if threads > 0 else math.nan
-    spare = cores - busy if cores > 0 else math.nan
-    if spare >= 1 or str(row.get("device")) == "cuda":
-        return Estimate("data", wait, f"more loader workers ({workers} now; loader_workers = {workers + 1} or more), "
-                        "or cheaper decoding",
-                        "a core is free for a worker to prepare the next batch meanwhile",
-                        {"loader_workers": workers + 1})
-    return Estimate("data", math.nan, "cheaper decoding, or fewer ranks or threads so that a loader worker gets a core",
-                    f"every core is busy ({int(busy)} threads on {int(cores)} cores): a loader worker would take "
-                    "its time from the ranks")
+    spare = math.floor((cores - ranks * (threads + workers)) / ranks) if cores > 0 and threads > 0 else 0
+    compute = step - wait
+    load = wait if workers == 0 else workers * step
+    if spare < 1:
+        return Estimate("data", math.nan, "cheaper decoding, or fewer ranks or threads so that a loader worker gets a "
+                        "core", f"loading a batch takes about {load:.0f} ms, and every core is busy: a loader worker "
+                        "would take its time from the ranks")
+    more = workers + spare
+    left = max(0.0, load / more - compute)
+    return Estimate("data", wait - left, f"loader_workers = {more} (a worker per spare core)"
+                    + ("; then cheaper decoding" if left > 0 else ""),
+                    f"loading a batch takes about {load:.0f} ms against {compute:.0f} ms of compute, so {more} "
+                    f"worker(s) would leave about {left:.0f} ms of waiting", {"loader_workers": more})
 
 
 def buckets(row) -> Estimate | None:
@@ -145,6 +153,9 @@ def buckets(row) -> Estimate | None:
         return None
     from ddpbench.strategies.ddp import predicted_buckets
 
+    # DDP's backward phase ends when its last all-reduce is done: what it waits for after computing
+    # is the exposed communication, the rest is backward's compute
+    backward = backward - exposed
     cap = _num(row, "bucket_cap_mb")
     default = predicted_buckets(sizes, DEFAULT_BUCKET_MB)
     if cap < DEFAULT_BUCKET_MB and len(layout) >= SMALL_BUCKETS * len(default):

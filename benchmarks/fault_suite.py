@@ -1,0 +1,304 @@
+"""The diagnosis scored against planted truth: run every case of ``experiments/faults/suite.toml``
+(one known cause planted on a healthy baseline by a real mechanism), diagnose it as the report
+does, and score it.
+
+    sudo python benchmarks/fault_suite.py [--out reports/faults] [--cases straggler,slow-link] [--reports]
+
+For each case: was the top cause the diagnosis blames the planted one (``expect``), and for a
+healthy or unplanted case, did it blame nothing? Where a fix exists (``fix``: the fields that
+undo the fault), the fixed configuration is run too, and the time per step the diagnosis
+estimated the fix would recover is set against the gain measured (the planted job's mean step
+minus the fixed one's, with its 95 % interval over launches). Root is needed for the planted
+straggler (a CPU quota in a cgroup) and the emulated links (network namespaces); cases that need
+it are skipped, and say so, without it.
+
+Writes ``score.csv`` and ``score.md`` (the table printed) to the output folder, beside each
+case's results (``<case>/planted``, ``<case>/fixed``), so every figure can be traced to its
+launches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = ROOT / "experiments" / "faults" / "suite.toml"
+#: an estimate within this share of the measured gain counts as right
+ESTIMATE_TOLERANCE = 0.20
+
+
+@dataclass
+class Case:
+    name: str
+    experiment: Path
+    expect: str  # a cause (ddpbench.analysis.causes.CAUSES), or "none"
+    why: str = ""
+    fix: dict | str | None = None  # fields, or "diagnosis": the fields the diagnosis proposes
+    plant: dict = field(default_factory=dict)
+    root: bool = False  # needs root (emulated links, cgroups)
+
+
+def read_suite(path: Path = SUITE) -> list[Case]:
+    from ddpbench.analysis.causes import CAUSES
+    from ddpbench.experiment.files import read_toml
+
+    data = read_toml(path)
+    cases = []
+    for entry in data.get("case", []):
+        expect = entry["expect"]
+        if expect != "none" and expect not in CAUSES:
+            raise SystemExit(f"{path}: case {entry['name']!r}: expect {expect!r}; allowed: none, {', '.join(CAUSES)}")
+        cases.append(Case(entry["name"], path.parent / entry["experiment"], expect, entry.get("why", ""),
+                          entry.get("fix"), entry.get("plant", {}), bool(entry.get("root", False))))
+    return cases
+
+
+def toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {value!r} as TOML")
+
+
+def fixed_experiment(source: Path, fix: dict, target: Path) -> Path:
+    """The case's experiment with ``fix`` over its [defaults] (case files keep their job there)."""
+    from ddpbench.experiment.files import read_toml
+
+    data = read_toml(source)
+    if "grid" in data:
+        raise SystemExit(f"{source}: a fault case keeps its one job in [defaults], not in a grid")
+    lines = [f"{k} = {toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    lines[0:0] = [f"# {source.name} with the fix {toml_value(fix)} (written by benchmarks/fault_suite.py)"]
+    lines += ["", "[defaults]"] + [f"{k} = {toml_value(v)}" for k, v in {**data["defaults"], **fix}.items()]
+    target.write_text("\n".join(lines) + "\n")
+    return target
+
+
+# ---------------------------------------------------------------------------------------------
+# planting what an experiment file cannot: a CPU quota on one rank
+# ---------------------------------------------------------------------------------------------
+
+def _cgroup(name: str, share: float) -> Path:
+    """A cgroup (v2, else v1's cpu controller) allowing ``share`` of one core."""
+    period = 100_000
+    v2 = Path("/sys/fs/cgroup/cgroup.controllers")
+    if v2.exists():
+        group = Path("/sys/fs/cgroup") / name
+        group.mkdir(exist_ok=True)
+        (group / "cpu.max").write_text(f"{int(share * period)} {period}")
+    else:
+        group = Path("/sys/fs/cgroup/cpu") / name
+        group.mkdir(exist_ok=True)
+        (group / "cpu.cfs_period_us").write_text(str(period))
+        (group / "cpu.cfs_quota_us").write_text(str(int(share * period)))
+    return group
+
+
+def rank_of(process) -> int | None:
+    """The rank a process of a sweep runs: a forked rank writes its output to ``...rank<R>.log``
+    (its environment is the fork server's), a spawned one has RANK in its environment."""
+    import re
+
+    with contextlib.suppress(OSError):
+        match = re.search(r"\.rank(\d+)\.log$", os.readlink(f"/proc/{process.pid}/fd/1"))
+        if match:
+            return int(match.group(1))
+    with contextlib.suppress(Exception):
+        return int(process.environ()["RANK"])
+    return None
+
+
+@contextlib.contextmanager
+def cpu_quota(sweep: subprocess.Popen, rank: int, share: float):
+    """While the sweep runs, every process of rank ``rank`` it starts is moved into a cgroup that
+    allows it ``share`` of one core: the straggler a noisy neighbour or a container limit makes."""
+    import psutil
+
+    group = _cgroup(f"ddpbench-straggler-{os.getpid()}", share)
+    stop, moved = threading.Event(), set()
+
+    def watch():
+        while not stop.is_set():
+            with contextlib.suppress(psutil.Error):
+                for child in psutil.Process(sweep.pid).children(recursive=True):
+                    with contextlib.suppress(psutil.Error, OSError):
+                        if child.pid not in moved and rank_of(child) == rank:
+                            (group / "cgroup.procs").write_text(str(child.pid))
+                            moved.add(child.pid)
+            stop.wait(0.05)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield moved
+    finally:
+        stop.set()
+        thread.join()
+        for _ in range(50):  # the group empties as its processes exit
+            with contextlib.suppress(OSError):
+                group.rmdir()
+                break
+            time.sleep(0.1)
+
+
+def sweep(experiment: Path, out: Path, plant: dict, reports: bool) -> dict:
+    """Run one sweep of ``experiment`` into ``out`` (with the case's plant); what it planted."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(experiment.parent), os.environ.get("PYTHONPATH", "")])}
+    args = [sys.executable, "-m", "ddpbench", "sweep", str(experiment), "--out", str(out)]
+    proc = subprocess.Popen(args + ([] if reports else ["--no-report"]), env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    planted = {}
+    quota = plant.get("cpu_quota")
+    with cpu_quota(proc, int(quota["rank"]), float(quota["share"])) if quota else contextlib.nullcontext() as moved:
+        _, err = proc.communicate()
+    if quota:
+        planted["quota_pids"] = sorted(moved)
+        if not moved:
+            raise SystemExit(f"{experiment}: the CPU quota found no process of rank {quota['rank']} to slow")
+    if proc.returncode != 0:
+        raise SystemExit(f"sweep {experiment} failed ({proc.returncode}):\n{err[-3000:]}")
+    return planted
+
+
+# ---------------------------------------------------------------------------------------------
+# scoring
+# ---------------------------------------------------------------------------------------------
+
+def diagnosed(folder: Path):
+    """The summary and the ranked findings of a case's results, as the report makes them."""
+    import ddpbench
+    from ddpbench.analysis.diagnosis import diagnose
+
+    summary = ddpbench.summarize(ddpbench.load(folder))
+    return summary, diagnose(summary)
+
+
+def measured_gain(planted, fixed) -> tuple[float, float, float]:
+    """The planted job's mean step minus the fixed one's (ms), with the 95 % interval of that
+    difference over launches (from the interval of their ratio)."""
+    from ddpbench.analysis import stats
+    from ddpbench.analysis.summary import launch_times
+
+    a, b = planted.iloc[0], fixed.iloc[0]
+    gain = float(a["step_ms_mean"] - b["step_ms_mean"])
+    low, high = stats.ratio_ci(launch_times(a), launch_times(b))  # planted / fixed
+    base = float(b["step_ms_mean"])
+    return gain, (low - 1) * base, (high - 1) * base
+
+
+def score(case: Case, summary, findings, fixed=None) -> dict:
+    """One case's row: the top cause, the hit, false findings and the estimate against the gain."""
+    from ddpbench.analysis.diagnosis import top_cause
+
+    blamed = [f for f in findings if f.cause]
+    top = top_cause(findings)
+    row = {"case": case.name, "expect": case.expect, "top": top.cause if top else "none",
+           "blamed": ", ".join(f.cause for f in blamed) or "-",
+           "step_ms": float(summary.iloc[0]["step_ms_mean"])}
+    row["hit"] = (not blamed) if case.expect == "none" else bool(top and top.cause == case.expect)
+    row["false_findings"] = len(blamed) if case.expect == "none" else 0
+    mine = next((f for f in blamed if f.cause == case.expect), None)
+    row["estimate_ms"] = mine.recoverable_ms if mine else math.nan
+    row["fix"] = mine.fix if mine else ""
+    row["gain_ms"] = row["gain_low_ms"] = row["gain_high_ms"] = math.nan
+    if fixed is not None:
+        row["gain_ms"], row["gain_low_ms"], row["gain_high_ms"] = measured_gain(summary, fixed)
+    error = (row["estimate_ms"] - row["gain_ms"]) / row["gain_ms"] if row["gain_ms"] else math.nan
+    row["estimate_error"] = error
+    row["estimate_ok"] = bool(abs(error) <= ESTIMATE_TOLERANCE) if not math.isnan(error) else None
+    row["top_text"] = top.text if top else ""
+    return row
+
+
+def markdown(rows: list[dict]) -> str:
+    def ms(x):
+        return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1f}"
+
+    out = ["| case | planted | top cause | hit | all blamed | step ms | estimated gain ms | measured gain ms "
+           "(95 % CI) | estimate error |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        gain = ms(r["gain_ms"]) + (f" ({ms(r['gain_low_ms'])} to {ms(r['gain_high_ms'])})"
+                                   if not math.isnan(r["gain_ms"]) else "")
+        error = "-" if math.isnan(r["estimate_error"]) else f"{100 * r['estimate_error']:+.0f} %"
+        out.append(f"| {r['case']} | {r['expect']} | {r['top']} | {'yes' if r['hit'] else 'NO'} | {r['blamed']} | "
+                   f"{ms(r['step_ms'])} | {ms(r['estimate_ms'])} | {gain} | {error} |")
+    faults = [r for r in rows if r["expect"] != "none"]
+    clean = [r for r in rows if r["expect"] == "none"]
+    fixes = [r for r in rows if r["estimate_ok"] is not None]
+    out += ["", f"top cause right: {sum(r['hit'] for r in faults)} of {len(faults)} fault cases; "
+            f"cases without a planted fault blamed nothing: {sum(r['hit'] for r in clean)} of {len(clean)}; "
+            f"estimates within {100 * ESTIMATE_TOLERANCE:.0f} % of the measured gain: "
+            f"{sum(bool(r['estimate_ok']) for r in fixes)} of {len(fixes)}"]
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "faults")
+    parser.add_argument("--cases", help="comma-separated case names (default: all)")
+    parser.add_argument("--reports", action="store_true", help="write each sweep's HTML report too")
+    parser.add_argument("--rescore", action="store_true", help="score the stored results without running")
+    args = parser.parse_args()
+    import pandas as pd
+
+    cases = read_suite()
+    if args.cases:
+        wanted = set(args.cases.split(","))
+        unknown = wanted - {c.name for c in cases}
+        if unknown:
+            raise SystemExit(f"unknown case(s) {', '.join(sorted(unknown))}; allowed: {', '.join(c.name for c in cases)}")
+        cases = [c for c in cases if c.name in wanted]
+    rows = []
+    for case in cases:
+        if case.root and os.geteuid() != 0:
+            print(f"{case.name}: skipped (needs root: {case.why})", file=sys.stderr)
+            continue
+        folder = args.out / case.name
+        started = time.monotonic()
+        if not args.rescore:
+            sweep(case.experiment, folder / "planted", case.plant, args.reports)
+        summary, findings = diagnosed(folder / "planted")
+        fixed = None
+        if case.fix is not None:
+            fix = case.fix
+            if fix == "diagnosis":
+                mine = next((f for f in findings if f.cause == case.expect and f.fix_fields), None)
+                fix = mine.fix_fields if mine else None
+            if fix is None:
+                print(f"{case.name}: the diagnosis proposed no fix to run", file=sys.stderr)
+            elif not args.rescore:
+                folder.mkdir(parents=True, exist_ok=True)
+                sweep(fixed_experiment(case.experiment, fix, folder / "fixed.toml"), folder / "fixed", {},
+                      args.reports)
+            if fix is not None:
+                fixed, _ = diagnosed(folder / "fixed")
+        row = score(case, summary, findings, fixed)
+        rows.append(row)
+        print(f"{case.name}: top cause {row['top']} (planted {case.expect}), estimate {row['estimate_ms']:.1f} ms, "
+              f"measured {row['gain_ms']:.1f} ms, {time.monotonic() - started:.0f} s", file=sys.stderr)
+    args.out.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(args.out / "score.csv", index=False)
+    text = markdown(rows)
+    (args.out / "score.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
