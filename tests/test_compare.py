@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, TINY_DEFAULTS, run_cli, write_experiment
-from ddpbench.analysis import compare
+from ddpbench.analysis import compare, power
 from ddpbench.analysis.summary import summarize
 from ddpbench.errors import InputError
 from ddpbench.experiment.spec import JobSpec
@@ -328,6 +328,7 @@ def test_planted_regression_in_reference_results_fails_the_gate(tmp_path):
     proc = run_cli("compare", EXAMPLE, slow, "--fail-on", "median:5%", "--out", out)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and "gate failed (median:5%)" in proc.stdout
+    assert "detectable at 90 %: +" in proc.stdout  # each gate line carries its minimum detectable slowdown
     rows = _csv(out / "compare.csv")
     assert len(rows) == 6
     for row in rows:
@@ -490,3 +491,99 @@ def test_planted_regression_of_a_real_sweep(reruns, tmp_path):
     lines = _gate_lines(proc.stdout)
     assert all((outcome == "fail") == (low > 5.0) for _, outcome, low, _ in lines)
     assert (proc.returncode == 1) == any(outcome == "fail" for _, outcome, _, _ in lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# the minimum detectable effect
+# ---------------------------------------------------------------------------------------------
+
+def _range_rule_mde(spread_pct: float, n: int, power: float = 0.9, trials: int = 200_000) -> float:
+    """With 3 launches a side the expanded interval's lower end is min(B) / max(A) (the bootstrap
+    reaches no further than the launches): the slowdown D with P(min(B) (1 + D) > max(A)) = power,
+    by plain simulation of that rule, independent of the gate's code."""
+    rng = np.random.default_rng(7)
+    a = 1 + spread_pct / 100 * rng.standard_normal((trials, n))
+    b = 1 + spread_pct / 100 * rng.standard_normal((trials, n))
+    return 100 * (1 / np.quantile(b.min(axis=1) / a.max(axis=1), 1 - power) - 1)
+
+
+def test_mde_with_three_launches_is_the_range_rule_and_false_alarms_are_one_in_twenty():
+    mde = power.detectable_slowdown(2.0, 3, 3)  # "slower": mean:0%
+    assert mde["mde"] == pytest.approx(_range_rule_mde(2.0, 3), rel=0.06)
+    assert 4.5 < mde["mde"] < 7.5  # ~3 spreads: range of 3 normals is ~1.7 sd, its scatter ~1 sd
+    # identical sides: min(B) > max(A) in one arrangement of six launches in twenty
+    assert mde["false_alarm"] == pytest.approx(1 / 20, abs=0.02)
+    assert mde["n_a"] == mde["n_b"] == 3 and mde["power"] == 0.9 and mde["unit"] == "%"
+
+
+def test_mde_with_many_launches_is_threshold_plus_t_plus_z_standard_errors():
+    from scipy.stats import norm, t
+
+    n, spread = 40, 2.0
+    se = spread * math.sqrt(2 / n)  # 0.447 %
+    k = t.ppf(0.975, n - 1) + norm.ppf(0.9)  # 2.023 + 1.282
+    assert power.detectable_slowdown(spread, n, n, trials=400)["mde"] == pytest.approx(k * se, rel=0.08)
+    # a 5 % gate moves it by the threshold (the ratio scales: T + (1 + T) k SE)
+    gated = power.detectable_slowdown(spread, n, n, 5.0, "%", trials=400)
+    assert gated["mde"] == pytest.approx(5 + 1.05 * k * se, rel=0.03)
+    assert gated["false_alarm"] == 0.0
+    # a ms gate shifts instead of scaling: T + k SE in ms
+    ms = power.detectable_slowdown(1.0, n, n, 2.0, "ms", trials=400)
+    assert ms["mde"] == pytest.approx(2 + k * math.sqrt(2 / n), rel=0.03) and ms["unit"] == "ms"
+
+
+def test_mde_shrinks_like_one_over_root_n():
+    small = power.detectable_slowdown(3.0, 10, 10, trials=400)["mde"]
+    large = power.detectable_slowdown(3.0, 40, 40, trials=400)["mde"]
+    # 4x the launches: half the standard error, and t_{0.975} falls from 2.26 to 2.02
+    from scipy.stats import norm, t
+
+    expected = 2 * (t.ppf(0.975, 9) + norm.ppf(0.9)) / (t.ppf(0.975, 39) + norm.ppf(0.9))
+    assert small / large == pytest.approx(expected, rel=0.1)
+    # and it grows in proportion to the spread
+    assert power.detectable_slowdown(6.0, 10, 10, trials=400)["mde"] == pytest.approx(2 * small, rel=0.05)
+
+
+def test_mde_from_launches_pools_the_sides_spread():
+    a, b = [100.0, 102.0, 98.0, 101.0, 99.0], [110.0, 112.2, 107.8]
+    mde = power.minimum_detectable(a, b)
+    cv_a, cv_b = np.std(np.array(a) / 100, ddof=1), np.std(np.array(b) / 110, ddof=1)
+    pooled = 100 * math.sqrt((4 * cv_a ** 2 + 2 * cv_b ** 2) / 6)
+    assert mde["spread"] == pytest.approx(pooled) and (mde["n_a"], mde["n_b"]) == (5, 3)
+    assert mde["mde"] == pytest.approx(power.detectable_slowdown(pooled, 5, 3)["mde"])
+    assert "5 vs 3 launches" in mde["basis"]
+
+
+def test_mde_needs_two_launches_a_side():
+    mde = power.minimum_detectable([10.0], [10.0, 11.0], 5.0)
+    assert math.isnan(mde["mde"]) and "fewer than two launches" in mde["basis"]
+    assert "no launch-to-launch spread" in power.mde_text(mde)
+    # no spread at all: the interval is the point, the threshold alone decides
+    flat = power.minimum_detectable([10.0, 10.0], [10.0, 10.0], 5.0)
+    assert flat["mde"] == 5.0 and flat["false_alarm"] == 0.0
+
+
+def test_comparison_table_csv_and_gates_carry_the_mde(tmp_path):
+    from ddpbench.report.compare_page import write_comparison
+
+    a = [(1, _launches(10.0, launch_sd=0.02), "ok"), (2, [[20.0] * 8], "ok")]
+    b = [(1, _launches(10.0, seed=5, launch_sd=0.02), "ok"), (2, [[20.0] * 8], "ok")]
+    table = _compare(a, b)
+    three, one = _row(table, 1), _row(table, 2)
+    expected = power.minimum_detectable(power.launch_values(three["steps_a"], "mean"),
+                                        power.launch_values(three["steps_b"], "mean"))
+    assert three["mde_pct"] == pytest.approx(expected["mde"]) and 2 < three["mde_pct"] < 20
+    assert three["mde_false_alarm"] == pytest.approx(expected["false_alarm"])
+    assert math.isnan(one["mde_pct"])  # one launch a side
+    results = compare.gate_results(table, [MEDIAN_5])
+    gated = results.set_index("key").loc[three["key"]]
+    medians = power.minimum_detectable(power.launch_values(three["steps_a"], "median"),
+                                       power.launch_values(three["steps_b"], "median"), 5.0)
+    assert gated["mde"] == pytest.approx(medians["mde"]) and gated["mde"] > 5.0
+    written = write_comparison(table, results, [MEDIAN_5], [], tmp_path / "a", tmp_path / "b", tmp_path / "out")
+    rows = {r["world_size"]: r for r in _csv(written["csv"])}
+    assert float(rows["1"]["mde_pct"]) == pytest.approx(three["mde_pct"], rel=1e-3)
+    assert rows["1"]["gate_mde"] == f"median:5%: +{gated['mde']:.1f} %" and rows["2"]["mde_pct"] == ""
+    page = written["html"].read_text(encoding="utf-8")
+    assert "detectable at 90 %" in page and f"{three['mde_pct']:+.1f}" in page
+    assert f"detectable at 90 %: +{gated['mde']:.1f} %" in compare.gate_text(gated.to_dict() | {"key": three["key"]})

@@ -44,7 +44,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis import stats
+from ddpbench.analysis import power, stats
 from ddpbench.analysis.jobs import SPEC_COLUMNS, describe, label_fields, ordered
 from ddpbench.analysis.summary import bounded_steps, datasheet_peak, launch_times, summarize
 from ddpbench.errors import InputError
@@ -207,7 +207,10 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
     sides. For those: medians and means (ms), ``median_ratio`` and ``mean_ratio`` (B / A),
     ``mean_ratio_low``/``_high`` (95 % bootstrap over launches), ``throughput_change_pct`` (B's
     throughput against A's), ``significant``, ``p_value``, ``method`` and ``verdict`` (slower,
-    faster, not significant, or not tested when no test could be made). Jobs not compared carry
+    faster, not significant, or not tested when no test could be made), ``mde_pct`` (the smallest
+    slowdown of the mean step that launches like these would call "slower" 90 % of the time,
+    :func:`ddpbench.analysis.power.minimum_detectable`; NaN with one launch on a side) with ``mde_false_alarm`` (how often
+    that rule calls identical launches slower). Jobs not compared carry
     ``verdict`` "not compared" and a ``note`` saying why. The spec columns ride along (B's where
     B has the job), and ``steps_a``/``steps_b``: each side's step times, one list per launch.
     """
@@ -235,6 +238,7 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
         row["compared"] = row["match"] == "both" and row["status_a"] == "ok" and row["status_b"] == "ok"
         row.update(median_ratio=math.nan, mean_ratio=math.nan, mean_ratio_low=math.nan, mean_ratio_high=math.nan,
                    throughput_change_pct=math.nan, p_value=math.nan, significant=None, method="",
+                   mde_pct=math.nan, mde_false_alarm=math.nan,
                    verdict=NOT_COMPARED, note=_note(row), steps_a=[], steps_b=[])
         if row["compared"]:
             row.update(_compare_job(key, ra, rb, steps_a, steps_b))
@@ -272,7 +276,9 @@ def _compare_job(key: str, ra, rb, steps_a, steps_b) -> dict:
         verdict = SLOWER if ratio > 1 else FASTER
     else:
         verdict = SAME
-    return {**test, "median_ratio": median_ratio, "mean_ratio": mean_ratio,
+    mde = power.minimum_detectable(la, lb)
+    return {**test, "median_ratio": median_ratio, "mean_ratio": mean_ratio, "mde_pct": mde["mde"],
+            "mde_false_alarm": mde["false_alarm"],
             "throughput_change_pct": 100.0 * (mean_a / mean_b - 1.0) if mean_b else math.nan, "verdict": verdict,
             "steps_a": sa, "steps_b": sb}
 
@@ -361,15 +367,21 @@ def gate_test(gate: Gate, row) -> dict:
 
 
 GATE_COLUMNS = ["key", "job", "gate", "stat", "outcome", "a_ms", "b_ms", "excess", "excess_low", "excess_high", "unit",
-                "basis"]
+                "basis", "mde", "mde_false_alarm"]
 
 
 def gate_results(table: pd.DataFrame, gates: Sequence[Gate]) -> pd.DataFrame:
-    """One row per (compared job, gate): :func:`gate_test`'s outcome, figures and basis."""
+    """One row per (compared job, gate): :func:`gate_test`'s outcome, figures and basis, and ``mde``
+    (in the gate's unit; :func:`ddpbench.analysis.power.minimum_detectable` on the job's per-launch values of the gate's
+    statistic) with ``mde_false_alarm``."""
     rows = []
     if len(table):
         for _, r in table[table["compared"].astype(bool)].iterrows():
-            rows += [{"key": r["key"], "job": r["job"], **gate_test(gate, r)} for gate in gates]
+            for gate in gates:
+                mde = power.minimum_detectable(power.launch_values(r["steps_a"], gate.stat),
+                                               power.launch_values(r["steps_b"], gate.stat), gate.amount, gate.unit)
+                rows.append({"key": r["key"], "job": r["job"], **gate_test(gate, r), "mde": mde["mde"],
+                             "mde_false_alarm": mde["false_alarm"]})
     return pd.DataFrame(rows, columns=GATE_COLUMNS)
 
 
@@ -388,6 +400,16 @@ def gate_column(table: pd.DataFrame, results: pd.DataFrame) -> pd.Series:
         return pd.Series("", index=table.index)
     text = (shown["gate"] + " " + shown["outcome"]).groupby(shown["key"]).agg("; ".join)
     return table["key"].map(text).fillna("")
+
+
+def gate_mde_column(table: pd.DataFrame, results: pd.DataFrame) -> pd.Series:
+    """Per job of ``table``: each gate's minimum detectable slowdown at 90 % ("median:5%: +9.1 %")."""
+    if not len(table):
+        return pd.Series(dtype=str)
+    if not len(results):
+        return pd.Series("", index=table.index)
+    text = results.apply(lambda g: f"{g['gate']}: {power.mde_amount(g['mde'], g['unit'])}", axis=1)
+    return table["key"].map(text.groupby(results["key"]).agg("; ".join)).fillna("")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,15 +451,16 @@ def environment_differences(sweeps_a: pd.DataFrame, sweeps_b: pd.DataFrame) -> l
 CSV_COLUMNS = ("key", "job", "match", "status_a", "status_b", "median_ms_a", "median_ms_b", "median_ratio",
                "mean_ms_a", "mean_ms_b", "mean_ratio", "mean_ratio_low", "mean_ratio_high",
                "throughput_change_pct", "launches_a", "launches_b", "method", "p_value", "significant",
-               "verdict", "gate", "note")
+               "verdict", "mde_pct", "mde_false_alarm", "gate", "gate_mde", "note")
 
 
 def csv_table(table: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     """The per-job table as written to compare.csv: comparison columns, then the spec fields.
 
-    ``gate`` lists the job's failed and inconclusive gates (:func:`gate_column`).
+    ``gate`` lists the job's failed and inconclusive gates (:func:`gate_column`); ``gate_mde`` each
+    gate's minimum detectable slowdown at 90 % ("median:5%: +9.1 %"; :func:`ddpbench.analysis.power.minimum_detectable`).
     """
-    out = table.assign(gate=gate_column(table, results))
+    out = table.assign(gate=gate_column(table, results), gate_mde=gate_mde_column(table, results))
     return out[[*CSV_COLUMNS, *(c for c in SPEC_COLUMNS if c in out.columns)]]
 
 
@@ -460,7 +483,9 @@ def ratio_text(r) -> str:
 def gate_text(g) -> str:
     """One line per gate result: the job, the gate and outcome, A -> B, by how much, and on what basis."""
     amount = f"{g['excess']:+.1f} %" if g["unit"] == "%" else f"{g['excess']:+.2f} ms"
+    mde = g.get("mde", math.nan) if hasattr(g, "get") else math.nan
+    detectable = f"; detectable at 90 %: {power.mde_amount(mde, g['unit'])}" if not math.isnan(mde) else ""
     return (f"{g['job']} [{g['key']}]: {g['gate']} {g['outcome']}, {g['stat']} step {g['a_ms']:.3f} -> "
-            f"{g['b_ms']:.3f} ms ({amount}; {g['basis']})")
+            f"{g['b_ms']:.3f} ms ({amount}; {g['basis']}{detectable})")
 
 

@@ -118,13 +118,16 @@ def print_comparison(table) -> None:
     if len(compared):
         out = Table(title="B against baseline A, per job (slowest rank, measured steps)")
         for col in ("job", "A median ms", "B median ms", "median B/A", "mean B/A [95% CI]", "throughput",
-                    "verdict", "method", "note"):
-            out.add_column(col, justify="right" if "ms" in col or "B/A" in col or col == "throughput" else "left")
+                    "verdict", "detectable at 90%", "method", "note"):
+            out.add_column(col, justify="right" if "ms" in col or "B/A" in col or col in ("throughput",
+                                                                                        "detectable at 90%") else "left")
         for _, r in compared.iterrows():
             style = {SLOWER: "red", FASTER: "green"}.get(r["verdict"], "")
             out.add_row(escape(r["job"]), num(r["median_ms_a"], ".3f"), num(r["median_ms_b"], ".3f"),
                         num(r["median_ratio"], ".3f"), ratio_text(r), num(r["throughput_change_pct"], "+.1f") + " %",
-                        f"[{style}]{r['verdict']}[/{style}]" if style else r["verdict"], escape(r["method"]),
+                        f"[{style}]{r['verdict']}[/{style}]" if style else r["verdict"],
+                        num(r["mde_pct"], "+.1f") + " %" if r["mde_pct"] == r["mde_pct"] else "- (1 launch)",
+                        escape(r["method"]),
                         escape(r["note"]))
         table_console().print(out)
     rest = table[~table["compared"]]

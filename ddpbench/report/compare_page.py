@@ -69,7 +69,7 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
     compared = table[table["compared"].astype(bool)] if len(table) else table
     if len(compared):
         header = ["job", "A median (ms)", "B median (ms)", "median B/A", "mean B/A [95 % CI]",
-                  "throughput change (%)", "verdict", "method", "gate", "note"]
+                  "throughput change (%)", "verdict", "detectable at 90 % (%)", "method", "gate", "note"]
         cells, classes = [], []
         for (_, r), gate in zip(compared.iterrows(), gate_column(compared, results)):
             cls = {SLOWER: "status-failed", FASTER: "status-ok"}.get(r["verdict"], "")
@@ -77,7 +77,7 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
             cells.append([esc(r["job"]), num(r["median_ms_a"], ".3f"), num(r["median_ms_b"], ".3f"),
                           num(r["median_ratio"], ".3f"), esc(ratio_text(r)), num(r["throughput_change_pct"], "+.1f"),
                           f'<span class="{cls}">{esc(r["verdict"])}</span>' if cls else esc(r["verdict"]),
-                          esc(r["method"]),
+                          num(r["mde_pct"], "+.1f"), esc(r["method"]),
                           f'<span class="{"status-failed" if failed else "status-skipped"}">{esc(gate)}</span>'
                           if gate else "", esc(r["note"])])
             classes.append("bad" if failed else "")
@@ -90,7 +90,13 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
                 "of the next). With three launches a side about one identical rerun in ten still looks "
                 "significant (3 vs 3 launches can tell no better), so read a lone verdict on a small change as a "
                 "hint and use 5 or more repeats for decisions.</p>")
-        sections.append(Section("Jobs", html_table(header, cells, classes, {1, 2, 3, 4, 5}) + defs))
+        defs += ('<p class="note"><em>detectable at 90 %</em>: the smallest slowdown of the mean step that '
+                 "comparisons with as many launches a side as these, scattering as these do, would call "
+                 "<em>slower</em> 90 % of the time, simulated from the launches' spread (compare.csv's "
+                 "<code>mde_false_alarm</code>: how often the same rule calls identical launches slower). A side with "
+                 "one launch has no spread: no figure. A gate's own figure is in its line above and in compare.csv "
+                 "(<code>gate_mde</code>).</p>")
+        sections.append(Section("Jobs", html_table(header, cells, classes, {1, 2, 3, 4, 5, 7}) + defs))
     if plot is not None:
         sections.append(Section("Ratios", '<p class="what">Mean step time of B divided by A\'s, per job, with its '
                                 "95 % interval over launches (hollow: one launch, no interval); the solid line is no "
