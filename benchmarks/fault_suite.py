@@ -160,7 +160,8 @@ def cpu_quota(sweep: subprocess.Popen, rank: int, share: float):
 
 def sweep(experiment: Path, out: Path, plant: dict, reports: bool) -> dict:
     """Run one sweep of ``experiment`` into ``out`` (with the case's plant); what it planted."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(experiment.parent), os.environ.get("PYTHONPATH", "")])}
+    # the suite's models (planted.py) are importable by every case, fixed ones written elsewhere too
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SUITE.parent), os.environ.get("PYTHONPATH", "")])}
     args = [sys.executable, "-m", "ddpbench", "sweep", str(experiment), "--out", str(out)]
     proc = subprocess.Popen(args + ([] if reports else ["--no-report"]), env=env, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -171,9 +172,9 @@ def sweep(experiment: Path, out: Path, plant: dict, reports: bool) -> dict:
     if quota:
         planted["quota_pids"] = sorted(moved)
         if not moved:
-            raise SystemExit(f"{experiment}: the CPU quota found no process of rank {quota['rank']} to slow")
+            raise CaseFailed(f"{experiment}: the CPU quota found no process of rank {quota['rank']} to slow")
     if proc.returncode != 0:
-        raise SystemExit(f"sweep {experiment} failed ({proc.returncode}):\n{err[-3000:]}")
+        raise CaseFailed(f"sweep {experiment} failed ({proc.returncode}): {err.strip()[-2000:]}")
     return planted
 
 
@@ -249,6 +250,30 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+class CaseFailed(Exception):
+    """A case's sweep failed; the suite goes on with the next case."""
+
+
+def run_case(case: Case, folder: Path, rescore: bool, reports: bool) -> dict:
+    """Run (unless ``rescore``) and score one case: its planted sweep, then its fix's."""
+    if not rescore:
+        sweep(case.experiment, folder / "planted", case.plant, reports)
+    summary, findings = diagnosed(folder / "planted")
+    fix = case.fix
+    if fix == "diagnosis":  # run what the diagnosis itself proposes
+        mine = next((f for f in findings if f.cause == case.expect and f.fix_fields), None)
+        fix = mine.fix_fields if mine else None
+        if fix is None:
+            print(f"{case.name}: the diagnosis proposed no fix to run", file=sys.stderr)
+    fixed = None
+    if fix is not None:
+        if not rescore:
+            folder.mkdir(parents=True, exist_ok=True)
+            sweep(fixed_experiment(case.experiment, fix, folder / "fixed.toml"), folder / "fixed", {}, reports)
+        fixed, _ = diagnosed(folder / "fixed")
+    return score(case, summary, findings, fixed)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "faults")
@@ -270,26 +295,12 @@ def main() -> None:
         if case.root and os.geteuid() != 0:
             print(f"{case.name}: skipped (needs root: {case.why})", file=sys.stderr)
             continue
-        folder = args.out / case.name
         started = time.monotonic()
-        if not args.rescore:
-            sweep(case.experiment, folder / "planted", case.plant, args.reports)
-        summary, findings = diagnosed(folder / "planted")
-        fixed = None
-        if case.fix is not None:
-            fix = case.fix
-            if fix == "diagnosis":
-                mine = next((f for f in findings if f.cause == case.expect and f.fix_fields), None)
-                fix = mine.fix_fields if mine else None
-            if fix is None:
-                print(f"{case.name}: the diagnosis proposed no fix to run", file=sys.stderr)
-            elif not args.rescore:
-                folder.mkdir(parents=True, exist_ok=True)
-                sweep(fixed_experiment(case.experiment, fix, folder / "fixed.toml"), folder / "fixed", {},
-                      args.reports)
-            if fix is not None:
-                fixed, _ = diagnosed(folder / "fixed")
-        row = score(case, summary, findings, fixed)
+        try:
+            row = run_case(case, args.out / case.name, args.rescore, args.reports)
+        except CaseFailed as err:  # the other cases still run and are scored
+            print(f"{case.name}: FAILED: {err}", file=sys.stderr)
+            continue
         rows.append(row)
         print(f"{case.name}: top cause {row['top']} (planted {case.expect}), estimate {row['estimate_ms']:.1f} ms, "
               f"measured {row['gain_ms']:.1f} ms, {time.monotonic() - started:.0f} s", file=sys.stderr)
