@@ -80,6 +80,11 @@ def test_unused_master_straggler_and_data_estimates():
     # with 2 workers the step is 100 ms, so a batch takes 200 ms to load; 4 cores leave one spare
     e = causes.data({**data, "loader_workers": 2, "cores": 4})
     assert e.recoverable_ms == pytest.approx(60 - (200 / 3 - 40)) and e.fields == {"loader_workers": 3}
+    # a GPU's rank drives its GPU from about one core, whatever its threads: 16 cores leave 11 spare,
+    # but a batch that takes 4 x 100 ms to load needs only ceil(400 / 40) = 10 workers to keep up
+    gpu = {**data, "device": "cuda", "cores": 16, "threads_per_rank": 16, "loader_workers": 4}
+    e = causes.data(gpu)
+    assert e.fields == {"loader_workers": 10} and e.recoverable_ms == pytest.approx(60.0)
     # every core busy: a loader worker would take its time from the ranks; blamed without an estimate
     e = causes.data({**data, "world_size": 2})
     assert math.isnan(e.recoverable_ms) and e.fields is None

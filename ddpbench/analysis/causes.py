@@ -127,6 +127,8 @@ def data(row) -> Estimate | None:
     workers = int(row.get("loader_workers", 0) or 0)
     ranks = int(row.get("world_size", 1))
     cores, threads = _num(row, "cores"), _num(row, "threads_per_rank")
+    if str(row.get("device")) == "cuda":
+        threads = 1.0  # a GPU's rank keeps about one core busy launching kernels, whatever its thread count
     spare = math.floor((cores - ranks * (threads + workers)) / ranks) if cores > 0 and threads > 0 else 0
     compute = step - wait
     load = wait if workers == 0 else workers * step
@@ -134,9 +136,12 @@ def data(row) -> Estimate | None:
         return Estimate("data", math.nan, "cheaper decoding, or fewer ranks or threads so that a loader worker gets a "
                         "core", f"loading a batch takes about {load:.0f} ms, and every core is busy: a loader worker "
                         "would take its time from the ranks")
+    # a worker per spare core, but no more than it takes to load a batch within the step's compute
     more = workers + spare
+    if compute > 0:
+        more = min(more, max(workers + 1, math.ceil(load / compute)))
     left = max(0.0, load / more - compute)
-    return Estimate("data", wait - left, f"loader_workers = {more} (a worker per spare core)"
+    return Estimate("data", wait - left, f"loader_workers = {more}"
                     + ("; then cheaper decoding" if left > 0 else ""),
                     f"loading a batch takes about {load:.0f} ms against {compute:.0f} ms of compute, so {more} "
                     f"worker(s) would leave about {left:.0f} ms of waiting", {"loader_workers": more})
