@@ -73,11 +73,11 @@ def _checks(in_sample):
 
 
 def test_an_in_sample_error_is_called_a_fit_error_and_never_a_check():
-    from ddpbench.analysis.diagnosis import _model_error
+    from ddpbench.analysis.model_findings import model_error
 
-    (finding,) = _model_error(_checks([("a", True, 3.0), ("b", True, -3.0)]))
+    (finding,) = model_error(_checks([("a", True, 3.0), ("b", True, -3.0)]))
     assert "is a fit error, not a check: nothing was held out" in finding.text and finding.severity == "warn"
-    (finding,) = _model_error(_checks([("a", True, 3.0), ("b", False, 20.0)]))
+    (finding,) = model_error(_checks([("a", True, 3.0), ("b", False, 20.0)]))
     assert finding.text.startswith("Held out: on the 1 measured multi-rank job(s)") and "20 %" in finding.text
 
 
