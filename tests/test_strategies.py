@@ -150,8 +150,12 @@ def test_peak_memory_is_read_at_the_same_point_for_every_strategy(tmp_path):
     rss = {(strategy[r["key"]], int(r["rank"])): float(r["peak_rss_mb"]) for _, r in ranks.iterrows()}
     print({k: round(v) for k, v in rss.items()})
     assert rss[("ddp", 1)] == pytest.approx(rss[("master", 1)], rel=0.10)
-    # rank 0 of the master also holds what it gathers: more, but within 10 % for this model
-    assert max(rss[("ddp", 0)], rss[("ddp", 1)]) == pytest.approx(max(rss[("master", 0)], rss[("master", 1)]), rel=0.10)
+    # rank 0 of the master also holds what it gathers, rank 1's gradients (52 MB): that much more,
+    # within 10 % of the peak (about 9 % of it is those gradients, so "within 10 %" alone was a coin toss)
+    grads_mb = float(runs["grad_bytes"].iloc[0]) / 1e6
+    ddp_peak = max(rss[("ddp", 0)], rss[("ddp", 1)])
+    master_peak = max(rss[("master", 0)], rss[("master", 1)])
+    assert master_peak - ddp_peak == pytest.approx(grads_mb, abs=0.10 * ddp_peak)
 
 
 @pytest.mark.slow
