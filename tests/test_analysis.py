@@ -94,6 +94,21 @@ def test_add_speedup_without_baseline_is_nan():
     assert math.isnan(add_speedup(table).loc[0, "speedup"])
 
 
+def test_a_world_size_one_job_is_its_own_baseline_beside_one_measured_otherwise():
+    """A traced and an untraced world-size-1 job are one setting (trace_steps says how a job is
+    measured): each is its own baseline, speedup 1, and a world-size-2 job pools both."""
+    def row(key, ws, rate, **kw):
+        return {**JobSpec(world_size=ws, **kw).to_dict(), "key": key, "status": "ok", "samples_per_s": rate,
+                "global_batch": 32 * ws, "launch_step_ms": [10.0, 10.0, 10.0]}
+
+    table = add_speedup(pd.DataFrame([row("plain", 1, 100.0), row("traced", 1, 108.0, trace_steps=5),
+                                      row("two", 2, 156.0)]))
+    speedup = dict(zip(table["key"], table["speedup"]))
+    assert speedup["plain"] == 1.0 and speedup["traced"] == 1.0
+    assert speedup["two"] == pytest.approx(156.0 / 104.0)
+    assert table.set_index("key").loc["two", "baseline_key"] == "plain,traced"
+
+
 class FakeClock:
     def __init__(self, times):
         self.times = iter(times)

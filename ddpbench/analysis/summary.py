@@ -296,7 +296,8 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
     efficiency = speedup / world_size; serial_fraction = Karp-Flatt's e; each with its
     bootstrap interval over launches (``*_low``, ``*_high``).
 
-    The baseline is the world-size-1 job identical in every field; if there is none, the
+    A world-size-1 job is its own baseline. A larger job's is the world-size-1 job identical in every
+    field but how it was measured (several such are pooled); if there is none, the
     world-size-1 jobs that differ only in communication settings (bucket size, ...), whose median
     throughput is used (at world size 1 those settings do not change the computation); their
     launches are pooled for the interval.
@@ -311,12 +312,15 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
     if table.empty:
         return table
     ok = table[(table["status"] == "ok") & (table["world_size"] == 1)]
-    exact = {exact_key(r): [r] for _, r in ok.iterrows()}
+    exact: dict[tuple, list] = {}
     loose: dict[tuple, list] = {}
     for _, r in ok.iterrows():
+        # jobs alike but for how they were measured (a traced one beside an untraced one) pool
+        exact.setdefault(exact_key(r), []).append(r)
         loose.setdefault(baseline_key(r), []).append(r)
     for index, r in table.iterrows():
-        bases = exact.get(exact_key(r)) or loose.get(baseline_key(r))
+        # a world-size-1 job is its own baseline, never another one measured differently
+        bases = ([r] if r["world_size"] == 1 else None) or exact.get(exact_key(r)) or loose.get(baseline_key(r))
         if not bases or r["status"] != "ok":
             continue
         base = median([b["samples_per_s"] for b in bases])
