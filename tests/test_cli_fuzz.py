@@ -178,3 +178,18 @@ def test_a_world_size_past_the_cores_is_accepted_and_flagged(probe, workdir, cap
     assert main(["sweep", "big.toml", "--dry-run"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if "mlp-xs" in line]
     assert len(rows) == 2 and "oversubscribed" not in rows[0] and "oversubscribed" in rows[1]
+
+
+def test_every_command_prints_its_help(capsys):
+    """argparse formats help with %: a field's help that says "95 % interval" must not break it."""
+    import argparse
+
+    from ddpbench.cli.program import build_parser
+
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert len(sub.choices) >= 10
+    for command in sub.choices:
+        with pytest.raises(SystemExit) as exit_:
+            main([command, "--help"])
+        assert exit_.value.code == 0, command
+        assert "usage:" in capsys.readouterr().out

@@ -16,7 +16,7 @@ def add_parser(sub) -> None:
                        description="Run one job described by flags (the fields of an experiment's [defaults]).")
     for name, f in FIELDS.items():
         p.add_argument(flag_name(name), dest=name, metavar="V",
-                       help=f"{f.metadata['help']}; {allowed_text(name)} (default: {f.default})")
+                       help=f"{f.metadata['help']}; {allowed_text(name)} (default: {f.default})".replace("%", "%%"))
     p.add_argument("--out", type=Path, help="output folder (default: reports/run-<job key>/)")
     p.add_argument("--timeout", type=float, default=600, metavar="S", help="timeout in seconds (default: 600)")
     p.set_defaults(func=command)
