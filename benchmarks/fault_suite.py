@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import subprocess
@@ -63,31 +62,18 @@ def read_suite(path: Path = SUITE) -> list[Case]:
     return cases
 
 
-def toml_value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    raise TypeError(f"cannot write {value!r} as TOML")
-
-
 def fixed_experiment(source: Path, fix: dict, target: Path) -> Path:
     """The case's experiment with ``fix`` over its [defaults] (case files keep their job there)."""
+    import tomli_w
+
     from ddpbench.experiment.files import read_toml
 
     data = read_toml(source)
     if "grid" in data:
         raise SystemExit(f"{source}: a fault case keeps its one job in [defaults], not in a grid")
-    lines = [f"{k} = {toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
-    lines[0:0] = [f"# {source.name} with the fix {toml_value(fix)} (written by benchmarks/fault_suite.py)"]
-    lines += ["", "[defaults]"] + [f"{k} = {toml_value(v)}" for k, v in {**data["defaults"], **fix}.items()]
-    target.write_text("\n".join(lines) + "\n")
+    data["defaults"] = {**data["defaults"], **fix}
+    target.write_text(f"# {source.name} with the fix {fix!r} (written by benchmarks/fault_suite.py)\n"
+                      + tomli_w.dumps(data))
     return target
 
 
@@ -182,12 +168,17 @@ def sweep(experiment: Path, out: Path, plant: dict, reports: bool) -> dict:
 # scoring
 # ---------------------------------------------------------------------------------------------
 
+def summary_of(folder: Path):
+    import ddpbench
+
+    return ddpbench.summarize(ddpbench.load(folder))
+
+
 def diagnosed(folder: Path):
     """The summary and the ranked findings of a case's results, as the report makes them."""
-    import ddpbench
     from ddpbench.analysis.diagnosis import diagnose
 
-    summary = ddpbench.summarize(ddpbench.load(folder))
+    summary = summary_of(folder)
     return summary, diagnose(summary)
 
 
@@ -270,7 +261,7 @@ def run_case(case: Case, folder: Path, rescore: bool, reports: bool) -> dict:
         if not rescore:
             folder.mkdir(parents=True, exist_ok=True)
             sweep(fixed_experiment(case.experiment, fix, folder / "fixed.toml"), folder / "fixed", {}, reports)
-        fixed, _ = diagnosed(folder / "fixed")
+        fixed = summary_of(folder / "fixed")
     return score(case, summary, findings, fixed)
 
 

@@ -92,9 +92,13 @@ def test_unused_master_straggler_and_data_estimates():
 
 def test_communication_is_what_the_specific_causes_leave():
     row = _row(exposed_comm_ms=50.0, exposed_comm_share=0.5, unused_param_mb=10.0, allreduce_bytes_per_step=40e6)
-    found = {e.cause: e for e in causes.estimates(row)}
-    assert found["unused-parameters"].recoverable_ms == pytest.approx(12.5)
-    assert found["communication"].recoverable_ms == pytest.approx(37.5)
+    assert causes.unused_parameters(row).recoverable_ms == pytest.approx(12.5)
+    e = causes.communication(row)
+    assert e.recoverable_ms == pytest.approx(37.5) and "beyond what the job's unused-parameters cause" in e.detail
+    assert causes.communication({**row, "unused_param_mb": 0.0}).detail == ""  # nothing else explains any
+    assert causes.communication({**row, "exposed_comm_ms": 20.0}) is None  # 20 % of the step: not bound
+    # master aggregation's rank 0 averages for everyone: the master cause, never a straggler
+    assert causes.straggler(_row(strategy="master", straggler_ranks=[0], straggler_excess_ms=30.0)) is None
 
 
 def test_findings_rank_causes_by_what_their_fix_recovers():

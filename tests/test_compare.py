@@ -557,7 +557,7 @@ def test_mde_from_launches_pools_the_sides_spread():
 def test_mde_needs_two_launches_a_side():
     mde = power.minimum_detectable([10.0], [10.0, 11.0], 5.0)
     assert math.isnan(mde["mde"]) and "fewer than two launches" in mde["basis"]
-    assert "no launch-to-launch spread" in power.mde_text(mde)
+    assert "no launch-to-launch spread" in mde["basis"] and mde["n_a"] == 1 and math.isnan(mde["spread"])
     # no spread at all: the interval is the point, the threshold alone decides
     flat = power.minimum_detectable([10.0, 10.0], [10.0, 10.0], 5.0)
     assert flat["mde"] == 5.0 and flat["false_alarm"] == 0.0

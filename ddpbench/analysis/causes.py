@@ -22,7 +22,7 @@ which the planted-fault suite (``benchmarks/fault_suite.py``) runs to check thes
 * **communication** -- what is left of the exposed communication once the causes above are
   accounted for: a faster link (or less to send) is the fix.
 * **oversubscribed** -- more busy threads than cores: every figure measures contention; no
-  estimate (the fix changes the world size).
+  estimate (the fix changes the world size); the diagnosis blames it without one.
 
 Overlap needs something other than the computing cores to move the bytes: a GPU, a network link
 whose time is the wire's, or a core left idle for gloo's threads (:func:`overlap_possible`). On a
@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from ddpbench.analysis import whatif
 
 #: a cause is blamed only when its fix would recover at least this share of the step
 MATERIAL_SHARE = 0.10
@@ -92,16 +94,15 @@ def overlap_possible(row) -> bool:
 def pipeline_exposed(layout, backward_ms: float, comm_ms: float) -> float:
     """The communication left after backward when the buckets (bytes each, in the order DDP
     all-reduces them) are all-reduced one after another, each once backward has produced it and
-    the one before it is done. Backward produces gradients at a steady rate per byte (exact for an
-    MLP, whose layers' compute goes with their parameters) and each all-reduce takes its share of
-    ``comm_ms`` by bytes."""
+    the one before it is done (:func:`ddpbench.analysis.whatif.link_free_at`, the what-if model's
+    pipeline). Backward produces gradients at a steady rate per byte (exact for an MLP, whose
+    layers' compute goes with their parameters) and each all-reduce takes its share of ``comm_ms``
+    by bytes."""
     total = float(sum(layout))
     if total <= 0:
         return 0.0
-    done = end = 0.0
-    for size in layout:
-        done += size
-        end = max(end, backward_ms * done / total) + comm_ms * size / total
+    shares = whatif.byte_shares(layout, total)
+    end = whatif.link_free_at([(backward_ms * share, comm_ms * size / total) for size, share in zip(layout, shares)])
     return max(0.0, end - backward_ms)
 
 
@@ -110,6 +111,8 @@ def straggler(row) -> Estimate | None:
     excess = _num(row, "straggler_excess_ms")
     if ranks is None or not len(ranks) or not excess > 0:
         return None
+    if str(row.get("strategy")).startswith("master") and list(ranks) == [0]:
+        return None  # the master averages for everyone: the master cause, not a straggler
     who = ", ".join(str(r) for r in ranks)
     return Estimate("straggler", excess, f"find what slows rank {who} (a busier core, a CPU quota, a slower device, "
                     "uneven data) and remove it",
@@ -225,33 +228,16 @@ def master(row) -> Estimate | None:
                     "would stay exposed", {"strategy": "ddp"})
 
 
-def oversubscribed(row) -> Estimate | None:
-    if not bool(row.get("oversubscribed", False)):
-        return None
-    cores = _num(row, "cores")
-    return Estimate("oversubscribed", math.nan, "run at most as many busy threads as cores (world size x "
-                    "threads_per_rank)", f"{int(row['world_size'])} ranks"
-                    + (f" on {int(cores)} cores" if cores > 0 else "") + " take turns on the cores")
-
-
-#: the specific causes, each a function of a summary row
-SPECIFIC = (oversubscribed, straggler, data, buckets, unused_parameters, master)
-#: those among them that are part of the exposed communication
-COMMUNICATION_PARTS = ("buckets", "unused-parameters")
-
-
-def estimates(row) -> list[Estimate]:
-    """Every cause a job's figures support, the communication left over by the specific ones
-    last; material or not (:func:`material` says)."""
-    found = [e for e in (f(row) for f in SPECIFIC) if e is not None]
+def communication(row) -> Estimate | None:
+    """A communication-bound step: what is left of its exposed communication once the bucket and
+    unused-parameter causes are accounted for (``detail`` says how much they explain)."""
     exposed, step = _num(row, "exposed_comm_ms"), _num(row, "step_ms_mean")
-    if int(row.get("world_size", 1)) > 1 and step > 0 and exposed >= COMM_BOUND_SHARE * step:
-        explained = sum(e.recoverable_ms for e in found
-                        if e.cause in COMMUNICATION_PARTS and not math.isnan(e.recoverable_ms))
-        left = max(0.0, exposed - explained)
-        found.append(Estimate("communication", left, "a faster link, fewer bytes (comm_hook = fp16 or powersgd) "
-                              "or more compute per byte (a larger per-rank batch, grad_accum)",
-                              f"{exposed:.1f} of {step:.1f} ms a step is communication the backward pass did not "
-                              "hide" + (f", {left:.1f} ms of it beyond what the causes above explain" if explained
-                                        else "")))
-    return found
+    if int(row.get("world_size", 1)) < 2 or not (step > 0 and exposed >= COMM_BOUND_SHARE * step):
+        return None
+    parts = [e for e in (buckets(row), unused_parameters(row)) if e is not None and not math.isnan(e.recoverable_ms)]
+    explained = sum(e.recoverable_ms for e in parts)
+    left = max(0.0, exposed - explained)
+    return Estimate("communication", left, "a faster link, fewer bytes (comm_hook = fp16 or powersgd) or more "
+                    "compute per byte (a larger per-rank batch, grad_accum)",
+                    f"{left:.1f} ms of it is beyond what the job's {' and '.join(e.cause for e in parts)} cause "
+                    "(named apart) explains" if parts else "")

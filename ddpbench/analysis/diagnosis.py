@@ -135,11 +135,10 @@ def _bound(summary):
         where = f"DDP{_hook(best)} with {config} at world size {int(best['world_size'])}"
         figures = f"{pct(max(share, 0))} of each step ({exposed:.1f} ms of {step:.1f} ms) is communication"
         if share >= COMM_BOUND_SHARE:
-            estimate = next((e for e in causes.estimates(best) if e.cause == "communication"), None)
+            estimate = causes.communication(best)
             text = f"{where} is communication-bound: {figures} the backward pass did not hide"
-            if estimate is not None and estimate.recoverable_ms < exposed - 0.05:
-                text += (f"; {estimate.recoverable_ms:.1f} ms of it is beyond what the job's bucket and unused-"
-                         "parameter causes (named apart) explain")
+            if estimate is not None and estimate.detail:
+                text += f"; {estimate.detail}"
             if blames(best, estimate):
                 out.append(blame("bound", best, estimate, text + "."))
             else:
@@ -378,13 +377,13 @@ def _stragglers(summary):
                 f"{int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower than the other ranks in most "
                 f"steps.{why}")
         estimate = causes.straggler(row)
-        if blames(row, estimate) and not str(row["strategy"]).startswith("master"):
+        if estimate is None:
+            out.append(Finding("straggler", "warn", text))
+        elif blames(row, estimate):
             out.append(blame("straggler", row, estimate, text))
         else:
-            out.append(Finding("straggler", "warn" if estimate is None or blames(row, estimate) else "info",
-                               text + ("" if estimate is None or blames(row, estimate) else
-                                       f" The others wait {estimate.recoverable_ms:.1f} ms a step for it, under "
-                                       f"{pct(causes.MATERIAL_SHARE)} of the step.")))
+            out.append(Finding("straggler", "info", f"{text} The others wait {estimate.recoverable_ms:.1f} ms a "
+                               f"step for it, under {pct(causes.MATERIAL_SHARE)} of the step."))
     return out
 
 

@@ -58,10 +58,8 @@ def minimum_detectable(values_a: Sequence[float], values_b: Sequence[float], thr
     b = np.asarray(values_b, dtype=float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
     na, nb = a.size, b.size
-    if na < 2 or nb < 2:
-        return {"mde": math.nan, "false_alarm": math.nan, "power": power, "n_a": na, "n_b": nb, "spread": math.nan,
-                "threshold": threshold, "unit": unit,
-                "basis": "not computable: a side has fewer than two launches (no launch-to-launch spread)"}
+    if na < 2 or nb < 2:  # no launch-to-launch spread: detectable_slowdown says so
+        return detectable_slowdown(math.nan, na, nb, threshold, unit, power, trials)
     if unit == "%":
         var_a, var_b = np.var(a / a.mean(), ddof=1), np.var(b / b.mean(), ddof=1)
     else:
@@ -118,11 +116,3 @@ def mde_amount(mde: float, unit: str) -> str:
     if math.isnan(mde):
         return "-"
     return f"+{mde:.1f} %" if unit == "%" else f"+{mde:.2f} ms"
-
-
-def mde_text(mde: dict) -> str:
-    """``detectable at 90 %: +6.1 % (false alarms 5 %)``, or why there is no figure."""
-    if math.isnan(mde["mde"]):
-        return f"detectable at {mde['power']:.0%}: - (a side has one launch: no launch-to-launch spread)"
-    return (f"detectable at {mde['power']:.0%}: {mde_amount(mde['mde'], mde['unit'])} "
-            f"(false alarms {mde['false_alarm']:.0%})")

@@ -211,12 +211,22 @@ class Step:
     algorithms: str  # the algorithms used, most used first
 
 
-def _byte_shares(buckets, total: float) -> list[float]:
+def byte_shares(buckets, total: float) -> list[float]:
+    """The share of all bytes released once each bucket is: bytes standing in for compute."""
     released, shares = 0.0, []
     for size in buckets:
         released += size
         shares.append(released / total)
     return shares
+
+
+def link_free_at(sends, start: float = 0.0) -> float:
+    """When the link is done with ``sends`` ((ready_ms, took_ms) each, in order): each starts once it
+    is ready and the one before it is done."""
+    link_free = start
+    for ready, took in sends:
+        link_free = max(link_free, ready) + took
+    return link_free
 
 
 def _fused(work: Work, shares, p: int, cluster: Cluster, algorithm: str, before: float,
@@ -248,7 +258,7 @@ def ddp_step(work: Work, p: int, cluster: Cluster, algorithm: str = "auto",
     costs = costs if costs is not None else COSTS
     cluster = costs.on(cluster)
     total = sum(work.bucket_bytes) or 1.0
-    shares = work.ready if work.ready is not None else _byte_shares(work.bucket_bytes, total)
+    shares = work.ready if work.ready is not None else byte_shares(work.bucket_bytes, total)
     before = work.compute_ms * (1 - work.backward_share)
     backward = work.compute_ms * work.backward_share
     if work.fusion_mb is None:
@@ -257,12 +267,12 @@ def ddp_step(work: Work, p: int, cluster: Cluster, algorithm: str = "auto",
         sends = _fused(work, shares, p, cluster, algorithm, before, backward)
     parts = [allreduce_parts(size, p, cluster, algorithm) for size, _ in sends]
     backward += costs.allreduce_us * len(parts) / 1e3  # every all-reduce's own cost to the backward pass
-    link_free, comm, used = before, 0.0, {}
-    for (latency, transfer, name), (_, share) in zip(parts, sends):
-        took = (latency + transfer) / 1e3
+    took = [(latency + transfer) / 1e3 for latency, transfer, _ in parts]
+    used: dict[str, int] = {}
+    for _, _, name in parts:
         used[name] = used.get(name, 0) + 1
-        link_free = max(link_free, before + backward * share) + took
-        comm += took
+    comm = sum(took)
+    link_free = link_free_at([(before + backward * share, t) for (_, share), t in zip(sends, took)], before)
     exposed = max(0.0, link_free - (before + backward))
     step = before + backward + exposed + costs.step_share * work.compute_ms
     names = ", ".join(sorted(used, key=used.get, reverse=True))
