@@ -58,11 +58,13 @@ class Experiment:
     repeat_budget_s: float = 0.0
 
 
-def job_spec(fields: dict, machine: Machine, source: str) -> JobSpec:
+def job_spec(fields: dict, machine: Machine, source: str, auto_world_size: int | None = None) -> JobSpec:
     """One job from its fields (each already checked, :func:`~ddpbench.experiment.spec.check_value`):
     resolved against ``machine`` and checked as a whole, as every job of an experiment file is, so
-    a job given by flags or by a benchmark task is refused for what a file's job would be."""
-    spec = resolve(JobSpec(**fields), machine, source)
+    a job given by flags or by a benchmark task is refused for what a file's job would be.
+    ``auto_world_size``: the world size ``threads_per_rank = "auto"`` shares the cores by (the
+    experiment's largest; the job's own when None)."""
+    spec = resolve(JobSpec(**fields), machine, source, auto_world_size)
     if spec.adaptive and spec.min_repeats > spec.max_repeats:
         raise InputError(source, "min_repeats", f"must be at most max_repeats ({spec.max_repeats}); got "
                          f"{spec.min_repeats}")
@@ -129,7 +131,7 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
         raise InputError(source, "grid", "is empty; give at least one [[grid]] table or leave it out")
 
     machine = machine or Machine.here()
-    jobs: dict[str, JobSpec] = {}
+    expanded: list[dict] = []
     for index, grid in enumerate(grids):
         where = "grid" if len(grids) == 1 else f"grid[{index}]"
         axes: dict[str, list] = {}
@@ -145,12 +147,16 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
         count = 1
         for values in axes.values():
             count *= len(values)
-        if count + len(jobs) > MAX_JOBS:
+        if count + len(expanded) > MAX_JOBS:
             raise InputError(source, where, f"expands to more than {MAX_JOBS} jobs; split the experiment")
-        for combo in itertools.product(*axes.values()):
-            fields = {**base, **dict(zip(axes, combo))}
-            spec = job_spec(fields, machine, source)
-            jobs.setdefault(spec.key, spec)
+        expanded += [{**base, **dict(zip(axes, combo))} for combo in itertools.product(*axes.values())]
+    # threads_per_rank = "auto" shares the cores by the experiment's largest world size, the same
+    # at every world size: world size 1 then runs one rank's share, the fair baseline for speedup
+    auto_world_size = max((int(f.get("world_size", FIELDS["world_size"].default)) for f in expanded), default=1)
+    jobs: dict[str, JobSpec] = {}
+    for fields in expanded:
+        spec = job_spec(fields, machine, source, auto_world_size)
+        jobs.setdefault(spec.key, spec)
     links = parse_links(data["links"], source) if "links" in data else ()
     collectives = _collectives_table(data["collectives"], source, name, machine) if "collectives" in data else None
     return Experiment(name=name, description=description, source=source, timeout_s=float(timeout_s),

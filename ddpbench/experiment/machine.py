@@ -43,8 +43,13 @@ def cuda_device_count() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def resolve(spec: JobSpec, machine: Machine, source: str = "experiment") -> JobSpec:
-    """Replace ``auto`` by concrete values and check what depends on the machine."""
+def resolve(spec: JobSpec, machine: Machine, source: str = "experiment", auto_world_size: int | None = None) -> JobSpec:
+    """Replace ``auto`` by concrete values and check what depends on the machine.
+
+    ``threads_per_rank = "auto"`` is the cores divided by ``auto_world_size`` (the largest world size
+    of the job's experiment; the job's own when None), at least 1: every world size of an experiment
+    then runs the same threads per rank, so world size 1 is one rank's share of the machine -- what a
+    rank of the larger jobs gets -- and speedup compares like with like, as one GPU per rank does."""
     device = spec.device
     if device == "auto":
         device = "cuda" if machine.cuda_devices else "cpu"
@@ -53,7 +58,7 @@ def resolve(spec: JobSpec, machine: Machine, source: str = "experiment") -> JobS
         backend = "nccl" if device == "cuda" else "gloo"
     threads = spec.threads_per_rank
     if threads == "auto":
-        threads = max(1, machine.cores // spec.world_size)
+        threads = max(1, machine.cores // max(spec.world_size, auto_world_size or spec.world_size))
     if device == "cuda" and not machine.cuda_devices:
         raise InputError(source, "device", "'cuda' needs a CUDA device and none is visible (submitting to "
                          "Slurm from a login node: --gpus-per-node N); allowed here: 'cpu' or 'auto'")
