@@ -176,10 +176,13 @@ def summary_of(folder: Path):
 
 def diagnosed(folder: Path):
     """The summary and the ranked findings of a case's results, as the report makes them."""
+    from ddpbench.analysis.costmodel import fit_collectives
     from ddpbench.analysis.diagnosis import diagnose
+    from ddpbench.results.tables import load_collectives
 
     summary = summary_of(folder)
-    return summary, diagnose(summary)
+    # the case's own all_reduce curve (its [collectives] table), which costs too-small buckets' messages
+    return summary, diagnose(summary, link=fit_collectives(load_collectives(folder)))
 
 
 def measured_gain(planted, fixed) -> tuple[float, float, float]:

@@ -2,12 +2,15 @@
 and the diagnosis's order of them (the planted-fault suite, benchmarks/fault_suite.py, checks the
 estimates against measured gains; here, hand-computed cases)."""
 
+import dataclasses
 import math
 
 import pandas as pd
 import pytest
 
 from ddpbench.analysis import causes
+from ddpbench.analysis.costmodel import Link
+from ddpbench.analysis.findings import blames
 from ddpbench.analysis.diagnosis import diagnose, top_cause
 from ddpbench.strategies.ddp import predicted_buckets
 from test_diagnosis import _row
@@ -34,17 +37,38 @@ def test_overlap_needs_something_beside_the_computing_cores():
     assert causes.overlap_possible({**cpu, "device": "cuda"})
 
 
-def test_small_buckets_recover_the_share_of_all_reduces_saved():
+def test_small_buckets_cost_their_extra_messages_on_the_machines_curve():
     sizes = [64 * 1024] * 100  # 100 tensors of 64 KB
     layout = predicted_buckets(sizes, 0.001)
     assert len(layout) == 100 and len(predicted_buckets(sizes, 25)) == 1
     row = _row(bucket_cap_mb=0.001, bucket_layout=layout, tensor_bytes=tuple(sizes), exposed_comm_ms=60.0,
                exposed_comm_share=0.6, backward_ms=20.0)
+    # a ring all-reduce of the same bytes in one more message costs 2 (p - 1) alpha more: at world
+    # size 2 and alpha = 150 us, 0.3 ms a message, 99 messages fewer
+    link = Link("measured", alpha_us=150.0, beta_us_per_byte=1e-3, source="collectives")
+    e = causes.buckets(row, link)
+    assert e.cause == "buckets" and e.recoverable_ms == pytest.approx(99 * 0.3)
+    assert e.fields == {"bucket_cap_mb": 25.0} and "0.30 ms" in e.detail
+    # the extra messages can never cost more than the exposed communication there is
+    assert causes.buckets({**row, "exposed_comm_ms": 10.0}, link).recoverable_ms == pytest.approx(10.0)
+    # no measured curve: no estimate, and the finding says what would give one
     e = causes.buckets(row)
-    assert e.cause == "buckets" and e.recoverable_ms == pytest.approx(60 * (1 - 1 / 100))
-    assert e.fields == {"bucket_cap_mb": 25.0}
+    assert math.isnan(e.recoverable_ms) and "[collectives]" in e.detail
     # the default cap's own layout is never "too small"
-    assert causes.buckets({**row, "bucket_cap_mb": 25.0, "bucket_layout": (sum(sizes),)}) is None
+    assert causes.buckets({**row, "bucket_cap_mb": 25.0, "bucket_layout": (sum(sizes),)}, link) is None
+
+
+def test_buckets_far_above_the_crossover_are_not_too_small():
+    """The issue's case: 27 MB of gradients in four 6.7 MB buckets at 1 MB where 25 MB makes one. The
+    three extra messages cost 3 x 2 alpha, not a share of all the exposed communication."""
+    sizes = [int(6.7e6)] * 4
+    layout = predicted_buckets(sizes, 1)
+    assert len(layout) == 4 and len(predicted_buckets(sizes, 25)) == 1
+    row = _row(bucket_cap_mb=1.0, bucket_layout=layout, tensor_bytes=tuple(sizes), exposed_comm_ms=30.0,
+               exposed_comm_share=0.4, step_ms_mean=75.0, backward_ms=40.0)
+    e = causes.buckets(row, Link("measured", alpha_us=95.0, beta_us_per_byte=7e-4, source="collectives"))
+    assert e.recoverable_ms == pytest.approx(3 * 2 * 0.095)
+    assert not blames(row, e)  # 0.6 ms of a 75 ms step: nothing to blame
 
 
 def test_large_buckets_only_where_overlap_can_happen():
@@ -92,10 +116,16 @@ def test_unused_master_straggler_and_data_estimates():
 
 def test_communication_is_what_the_specific_causes_leave():
     row = _row(exposed_comm_ms=50.0, exposed_comm_share=0.5, unused_param_mb=10.0, allreduce_bytes_per_step=40e6)
-    assert causes.unused_parameters(row).recoverable_ms == pytest.approx(12.5)
-    e = causes.communication(row)
-    assert e.recoverable_ms == pytest.approx(37.5) and "beyond what the job's unused-parameters cause" in e.detail
-    assert causes.communication({**row, "unused_param_mb": 0.0}).detail == ""  # nothing else explains any
+    unused = causes.unused_parameters(row)
+    assert unused.recoverable_ms == pytest.approx(12.5)
+    e = causes.communication(row, [unused])
+    assert e.recoverable_ms == pytest.approx(37.5)
+    assert e.detail == ("the unused-parameters cause (12.5 ms), in its own finding, explains 12.5 ms of it, "
+                        "leaving 37.5 ms")
+    assert causes.communication(row).detail == ""  # nothing else explains any
+    # a cause whose fix the sweep measured as no faster explains nothing
+    refuted = dataclasses.replace(unused, basis="contradicted")
+    assert causes.communication(row, [refuted]).recoverable_ms == pytest.approx(50.0)
     assert causes.communication({**row, "exposed_comm_ms": 20.0}) is None  # 20 % of the step: not bound
     # master aggregation's rank 0 averages for everyone: the master cause, never a straggler
     assert causes.straggler(_row(strategy="master", straggler_ranks=[0], straggler_excess_ms=30.0)) is None
@@ -108,7 +138,8 @@ def test_findings_rank_causes_by_what_their_fix_recovers():
     blamed = [f for f in findings if f.cause]
     assert [f.cause for f in blamed] == ["communication", "straggler"]  # 40 ms before 25 ms
     assert top_cause(findings).cause == "communication" and top_cause(findings, job="a").job == "a"
-    assert "estimated to recover 40.0 of 100.0 ms a step (40 %)" in blamed[0].text
+    assert ("estimated to recover 40.0 of 100.0 ms a step (40 %; a model estimate: the sweep did not run this fix)"
+            in blamed[0].text)
     assert findings.index(blamed[0]) < findings.index(blamed[1])
     # a straggler whose excess is under a tenth of the step is reported, but blamed for nothing
     rows[0].update(straggler_excess_ms=5.0, exposed_comm_ms=5.0, exposed_comm_share=0.05)

@@ -8,9 +8,11 @@ which the planted-fault suite (``benchmarks/fault_suite.py``) runs to check thes
   compute beyond theirs (``straggler_excess_ms``).
 * **data** -- the step's wait for its next batch (``data_ms``), which loader workers can hide only
   where a core is left over for them.
-* **buckets** -- too small: each all-reduce pays a fixed cost, so far below the latency-bandwidth
-  crossover the count of buckets, not their bytes, sets the communication time, and going from
-  n buckets to the default cap's n' recovers the share ``1 - n'/n`` of the exposed communication.
+* **buckets** -- too small: each all-reduce pays a fixed cost besides its bytes. The machine's own
+  all-reduce curve (the alpha-beta fit of the sweep's collectives, :mod:`ddpbench.analysis.costmodel`)
+  costs the job's n buckets against the default cap's n': the same bytes, n - n' fewer messages,
+  each the fitted per-message cost of a ring all-reduce. Without a measured curve no estimate is
+  made (a fixed cost assumed to dominate is what made 6.7 MB buckets look "too small").
   Too large: a bucket's all-reduce starts only once backward has produced all of it, so one
   bucket holding most gradients cannot overlap backward; :func:`pipeline_exposed` gives what a
   smaller cap would leave exposed.
@@ -64,6 +66,12 @@ class Estimate:
     detail: str  # the figures the estimate rests on, in words
     #: the fix as job fields, where it is one (a sweep of the job with them measures the gain)
     fields: dict | None = None
+    #: how the gain is known (:mod:`ddpbench.analysis.evidence`): "model" (estimated from the job's own
+    #: figures), "measured" (the sweep ran the fix: recoverable_ms is the measured gain), "contradicted"
+    #: (the sweep ran the fix and it was slower) or "unconfirmed" (it ran no faster beyond the noise)
+    basis: str = "model"
+    #: the sweep's measurement of the fix in words, where it has one
+    evidence: str = ""
 
 
 def _num(row, name: str) -> float:
@@ -150,9 +158,11 @@ def data(row) -> Estimate | None:
                     f"worker(s) would leave about {left:.0f} ms of waiting", {"loader_workers": more})
 
 
-def buckets(row) -> Estimate | None:
+def buckets(row, link=None) -> Estimate | None:
     """Buckets far too small or too large for the model, judged from the layout DDP made and the
-    layouts other caps would make of the same tensors."""
+    layouts other caps would make of the same tensors. ``link`` is the machine's fitted all-reduce
+    curve (:class:`ddpbench.analysis.costmodel.Link`): the too-small rule costs messages with it and
+    makes no estimate without it."""
     if str(row.get("strategy")) != "ddp" or int(row.get("world_size", 1)) < 2:
         return None
     layout, sizes = row.get("bucket_layout"), row.get("tensor_bytes")
@@ -167,12 +177,7 @@ def buckets(row) -> Estimate | None:
     cap = _num(row, "bucket_cap_mb")
     default = predicted_buckets(sizes, DEFAULT_BUCKET_MB)
     if cap < DEFAULT_BUCKET_MB and len(layout) >= SMALL_BUCKETS * len(default):
-        recover = exposed * (1 - len(default) / len(layout))
-        return Estimate("buckets", recover, f"bucket_cap_mb = {DEFAULT_BUCKET_MB:g} (the default)",
-                        f"a cap of {cap:g} MB cut {sum(layout) / 1e6:.1f} MB of gradients into {len(layout)} "
-                        f"buckets of {sum(layout) / len(layout) / 1e3:.0f} KB on average, each all-reduce paying its "
-                        f"fixed cost; the default {DEFAULT_BUCKET_MB:g} MB makes {len(default)}",
-                        {"bucket_cap_mb": DEFAULT_BUCKET_MB})
+        return _too_small(row, layout, default, cap, exposed, link)
     largest = max(layout) / float(sum(layout))
     if largest < LARGE_BUCKET_SHARE or not backward > 0 or not overlap_possible(row):
         return None
@@ -193,6 +198,32 @@ def buckets(row) -> Estimate | None:
                     f"all-reduce waits for the end of backward ({backward:.1f} ms); {best:g} MB buckets "
                     f"({len(cut)}) would start during backward and leave about {left:.1f} of the "
                     f"{exposed:.1f} ms exposed", {"bucket_cap_mb": best})
+
+
+def message_cost_ms(p: int, link) -> float:
+    """What one more all-reduce message costs beside its bytes on ``link`` at world size ``p``: a ring
+    all-reduce of n bytes costs 2(p-1) alpha + 2(p-1)/p n beta, so splitting the same bytes into one
+    more bucket adds 2(p-1) alpha."""
+    alpha = getattr(link, "alpha_us", math.nan)
+    return 2 * (p - 1) * float(alpha) / 1e3 if alpha == alpha else math.nan
+
+
+def _too_small(row, layout, default, cap: float, exposed: float, link) -> Estimate:
+    p = int(row.get("world_size", 1))
+    extra = len(layout) - len(default)
+    per_message = message_cost_ms(p, link) if link is not None else math.nan
+    words = (f"a cap of {cap:g} MB cut {sum(layout) / 1e6:.1f} MB of gradients into {len(layout)} buckets of "
+             f"{sum(layout) / len(layout) / 1e3:.0f} KB on average, where the default {DEFAULT_BUCKET_MB:g} MB "
+             f"makes {len(default)}")
+    fields = {"bucket_cap_mb": DEFAULT_BUCKET_MB}
+    fix = f"bucket_cap_mb = {DEFAULT_BUCKET_MB:g} (the default)"
+    if math.isnan(per_message):
+        return Estimate("buckets", math.nan, fix, f"{words}; no all-reduce curve was measured to cost the extra "
+                        "messages (add a [collectives] table to the experiment)", fields)
+    recover = min(exposed, extra * per_message)
+    return Estimate("buckets", recover, fix, f"{words}; on this machine's fitted all-reduce curve each message "
+                    f"costs {per_message:.2f} ms beside its bytes at world size {p}, so the {extra} extra "
+                    f"messages cost about {extra * per_message:.1f} ms a step", fields)
 
 
 def unused_parameters(row) -> Estimate | None:
@@ -228,16 +259,21 @@ def master(row) -> Estimate | None:
                     "would stay exposed", {"strategy": "ddp"})
 
 
-def communication(row) -> Estimate | None:
-    """A communication-bound step: what is left of its exposed communication once the bucket and
-    unused-parameter causes are accounted for (``detail`` says how much they explain)."""
+def communication(row, parts=None) -> Estimate | None:
+    """A communication-bound step: what is left of its exposed communication once the causes in
+    ``parts`` (the job's bucket and unused-parameter estimates, as the diagnosis weighed them) are
+    accounted for (``detail`` says how much they explain). Only causes whose fix is still proposed
+    count: one the sweep measured as no faster explains nothing."""
     exposed, step = _num(row, "exposed_comm_ms"), _num(row, "step_ms_mean")
     if int(row.get("world_size", 1)) < 2 or not (step > 0 and exposed >= COMM_BOUND_SHARE * step):
         return None
-    parts = [e for e in (buckets(row), unused_parameters(row)) if e is not None and not math.isnan(e.recoverable_ms)]
+    parts = [e for e in (parts or ()) if e is not None and not math.isnan(e.recoverable_ms)
+             and e.basis in ("model", "measured")]
     explained = sum(e.recoverable_ms for e in parts)
     left = max(0.0, exposed - explained)
+    named = " and ".join(f"the {e.cause} cause ({e.recoverable_ms:.1f} ms)" for e in parts)
+    detail = (f"{named}, in {'its' if len(parts) == 1 else 'their'} own finding, "
+              f"{'explains' if len(parts) == 1 else 'explain'} {min(explained, exposed):.1f} ms of it, leaving "
+              f"{left:.1f} ms") if parts else ""
     return Estimate("communication", left, "a faster link, fewer bytes (comm_hook = fp16 or powersgd) or more "
-                    "compute per byte (a larger per-rank batch, grad_accum)",
-                    f"{left:.1f} ms of it is beyond what the job's {' and '.join(e.cause for e in parts)} cause "
-                    "(named apart) explains" if parts else "")
+                    "compute per byte (a larger per-rank batch, grad_accum)", detail)

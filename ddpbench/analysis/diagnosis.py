@@ -13,12 +13,13 @@ order, and ``benchmarks/fault_suite.py`` scores that order against faults plante
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis import causes, frameworks, model_findings, overlap, stats
-from ddpbench.analysis.findings import Finding, blame, blames, pct, rank, top_cause  # noqa: F401 (top_cause: API)
+from ddpbench.analysis import causes, evidence, frameworks, model_findings, overlap, stats
+from ddpbench.analysis.findings import Finding, blame, blames, not_proposed, pct, rank, top_cause  # noqa: F401 (top_cause: API)
 from ddpbench.analysis.jobs import (
     MEASUREMENT_FIELDS,
     SPEC_COLUMNS,
@@ -73,14 +74,18 @@ def _ok(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
-             checks: pd.DataFrame | None = None, link_check: pd.DataFrame | None = None) -> list[Finding]:
+             checks: pd.DataFrame | None = None, link_check: pd.DataFrame | None = None,
+             link=None) -> list[Finding]:
     """Every finding the summary (and, when given, the model's projection, its check against the
-    measurements and its held-out check across emulated link rates) supports, most important first."""
+    measurements and its held-out check across emulated link rates) supports, most important first.
+    ``link`` is the machine's fitted all-reduce curve (:func:`ddpbench.analysis.costmodel.fit_collectives`),
+    which costs the messages of too-small buckets; without it no such estimate is made."""
     if summary.empty:
         return []
     findings: list[Finding] = []
-    for part in (_failures, _scaling, _bound, _exposed_measures, _frameworks, _data, _buckets, _bucket_fit, _unused,
-                 _master, _stragglers, _trend, _oversubscribed, _peaks, _noise):
+    for part in (_failures, _scaling, partial(_bound, link=link), _exposed_measures, _frameworks, _data, _buckets,
+                 partial(_bucket_fit, link=link), _unused, _master, _stragglers, _trend, _oversubscribed, _peaks,
+                 _noise):
         findings += part(summary)
     if projection is not None and not projection.empty:
         findings += model_findings.projection(projection, summary)
@@ -113,6 +118,12 @@ def _scaling(summary):
     for config, group in multi.groupby(_per_row(_config, multi), sort=False):
         for strategy, part in group.groupby(_per_row(_strategy, group), sort=False):
             top = _largest_fair(part).sort_values("samples_per_s", ascending=False).iloc[0]
+            if _baseline_problem(top):
+                out.append(Finding("baseline", "warn", f"No scaling verdict for {strategy} with {config} at world "
+                                   f"size {int(top['world_size'])}: its measured speedup of {top['speedup']:.2f}x "
+                                   f"({pct(top['efficiency'])} parallel efficiency) rests on a broken baseline: "
+                                   f"{top['baseline_problem']}."))
+                continue
             ci = ""
             if not math.isnan(top["efficiency_low"]):
                 ci = f" (95 % CI {pct(top['efficiency_low'])} to {pct(top['efficiency_high'])})"
@@ -125,7 +136,12 @@ def _scaling(summary):
     return out
 
 
-def _bound(summary):
+def _baseline_problem(row) -> str:
+    problem = row.get("baseline_problem", "")
+    return problem if isinstance(problem, str) else ""
+
+
+def _bound(summary, link=None):
     out = []
     ok = _ok(summary)
     multi = ok[(ok["world_size"] > 1) & ok["exposed_comm_share"].notna() & (ok["strategy"] == "ddp")]
@@ -135,14 +151,16 @@ def _bound(summary):
         where = f"DDP{_hook(best)} with {config} at world size {int(best['world_size'])}"
         figures = f"{pct(max(share, 0))} of each step ({exposed:.1f} ms of {step:.1f} ms) is communication"
         if share >= COMM_BOUND_SHARE:
-            estimate = causes.communication(best)
+            named = [evidence.weigh(summary, best, causes.buckets(best, link)),
+                     evidence.weigh(summary, best, causes.unused_parameters(best))]
+            estimate = causes.communication(best, named)
             text = f"{where} is communication-bound: {figures} the backward pass did not hide"
             if estimate is not None and estimate.detail:
                 text += f"; {estimate.detail}"
             if blames(best, estimate):
                 out.append(blame("bound", best, estimate, text + "."))
             else:
-                out.append(Finding("bound", "info", text + ": the causes named apart account for it."))
+                out.append(Finding("bound", "info", text + ": too little is left beside them to blame the link."))
         elif share <= COMPUTE_BOUND_SHARE:
             out.append(Finding("bound", "info", f"{where} is compute-bound: only {figures} left exposed; "
                                "communication is not what limits it."))
@@ -207,11 +225,11 @@ def _data(summary):
                     f"by loader workers: {steps}, {first['step_ms_mean'] / last['step_ms_mean']:.2f}x the "
                     f"throughput with {int(last['loader_workers'])}, which {verdict} "
                     f"({pct(last['data_share'])}).")
-            estimate = causes.data(last)
+            estimate = evidence.weigh(summary, last, causes.data(last))
             out.append(blame("data", last, estimate, text) if blames(last, estimate) else
                        Finding("data", "warn" if last["data_share"] >= DATA_BOUND_SHARE else "info", text))
         else:
-            estimate = causes.data(last)
+            estimate = evidence.weigh(summary, last, causes.data(last))
             text = (f"{where}, is data-bound: {pct(last['data_share'])} of each step "
                     f"({last['data_ms']:.1f} of {last['step_ms_mean']:.1f} ms) waits for the next batch "
                     f"with {int(last['loader_workers'])} loader worker(s)")
@@ -294,16 +312,20 @@ def _same_buckets(same: pd.DataFrame, where: str) -> Finding:
                    "these measurements, not an effect of the cap.")
 
 
-def _bucket_fit(summary):
+def _bucket_fit(summary, link=None):
     """DDP jobs whose buckets are far too small or too large for their model, judged from the
-    layout DDP made and the layouts other caps make of the same tensors (no comparison needed)."""
+    layout DDP made and the layouts other caps make of the same tensors, and from the sweep's own
+    run of the proposed cap where it made one (:mod:`ddpbench.analysis.evidence`)."""
     out = []
     for _, r in _ok(summary).iterrows():
-        estimate = causes.buckets(r)
-        if not blames(r, estimate):
+        estimate = evidence.weigh(summary, r, causes.buckets(r, link))
+        if estimate is None:
             continue
-        out.append(blame("bucket", r, estimate, f"The gradient buckets of DDP with {_config(r)} at world size "
-                          f"{int(r['world_size'])} do not fit the model: {estimate.detail}."))
+        where = f"The gradient buckets of DDP with {_config(r)} at world size {int(r['world_size'])}"
+        if blames(r, estimate):
+            out.append(blame("bucket", r, estimate, f"{where} do not fit the model: {estimate.detail}."))
+        elif estimate.basis in (evidence.CONTRADICTED, evidence.UNCONFIRMED):
+            out.append(not_proposed("bucket", estimate, f"{where} looked a poor fit for the model: {estimate.detail}."))
     return out
 
 
@@ -341,7 +363,7 @@ def _master(summary):
                        + ": rank 0's link carries every rank's gradients, so its load grows with each rank "
                        "added, while a ring spreads the same traffic evenly.")
         where = f"{m['strategy']} aggregation with {_config(m)} at world size {int(m['world_size'])}"
-        estimate = causes.master(m)
+        estimate = evidence.weigh(summary, m, causes.master(m))
         if len(ddp):
             d = ddp.sort_values("step_ms_mean").iloc[0]
             ratio = m["step_ms_mean"] / d["step_ms_mean"]
@@ -392,6 +414,8 @@ def _trend(summary):
     out = []
     ok = _ok(summary)
     multi = ok[(ok["world_size"] > 1) & ok["serial_fraction"].notna()]
+    # a serial fraction from a broken baseline (a negative e is an efficiency above 100 %) says nothing
+    multi = multi[[not _baseline_problem(r) for _, r in multi.iterrows()]] if len(multi) else multi
     for (config, strategy), group in multi.groupby([_per_row(_config, multi), _per_row(_strategy, multi)], sort=False):
         per_ws = group.groupby("world_size")["serial_fraction"].min().sort_index()
         if len(per_ws) < 2:

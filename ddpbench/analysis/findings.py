@@ -42,20 +42,35 @@ def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = 
     the fix would recover, in the sentence too."""
     step = float(row["step_ms_mean"])
     gain = estimate.recoverable_ms
-    recover = (f" Fix: {estimate.fix}; estimated to recover {gain:.1f} of {step:.1f} ms a step "
-               f"({pct(gain / step)})." if not math.isnan(gain) else f" Fix: {estimate.fix}.")
+    if math.isnan(gain):
+        recover = f" Fix: {estimate.fix}."
+    elif estimate.basis == "measured":
+        recover = (f" Fix: {estimate.fix}; {estimate.evidence}: it recovered {gain:.1f} of {step:.1f} ms a step "
+                   f"({pct(gain / step)}).")
+    else:
+        recover = (f" Fix: {estimate.fix}; estimated to recover {gain:.1f} of {step:.1f} ms a step "
+                   f"({pct(gain / step)}; a model estimate: the sweep did not run this fix).")
     return Finding(kind, severity, text + recover, cause=estimate.cause, job=row.get("key"),
                    recoverable_ms=gain, fix=estimate.fix, fix_fields=estimate.fields)
 
 
 def blames(row, estimate: causes.Estimate | None) -> bool:
     """A cause is blamed where its fix would recover a material share of the step (or, with no
-    estimate possible, where the cause is oversubscription or a data-bound step)."""
-    if estimate is None:
-        return False
+    estimate possible, where the cause is oversubscription or a data-bound step), and never where
+    the sweep ran the fix and measured it no faster (:mod:`ddpbench.analysis.evidence`)."""
+    if estimate is None or estimate.basis in ("contradicted", "unconfirmed"):
+        return False  # the sweep ran the fix and it was no faster: never proposed
     if math.isnan(estimate.recoverable_ms):
         return estimate.cause in ("oversubscribed", "data")
     return causes.material(row, estimate.recoverable_ms)
+
+
+def not_proposed(kind: str, estimate: causes.Estimate, text: str) -> Finding:
+    """A cause the model suspected, whose fix the sweep ran and measured no faster (or slower): said,
+    with the measurement, and not proposed."""
+    verdict = "slower" if estimate.basis == "contradicted" else "no faster beyond the noise"
+    return Finding(kind, "info", f"{text} But {estimate.evidence}: {estimate.fix} measured {verdict}, so it is not "
+                   "proposed.")
 
 
 def rank(findings: list[Finding]) -> list[Finding]:

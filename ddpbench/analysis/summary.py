@@ -301,14 +301,21 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
     world-size-1 jobs that differ only in communication settings (bucket size, ...), whose median
     throughput is used (at world size 1 those settings do not change the computation); their
     launches are pooled for the interval.
-    That fallback also ignores threads per rank: with ``threads_per_rank = "auto"`` world size 1
-    gets every core, the fair baseline for ranks that split the same machine.
+    That fallback also ignores threads per rank, preferring world-size-1 jobs with the job's own
+    threads where there are any.
+
+    ``baseline_problem`` says, in words, why a larger job's baseline cannot be trusted (empty where
+    it can): an efficiency above 100 % (a negative serial fraction) is a baseline measured slower
+    than one rank really runs, not superlinear scaling to celebrate; a baseline whose steps scatter
+    much more than the job's (:data:`BASELINE_NOISE_FACTOR`) divides by noise. The reasons found
+    are named: threads per rank that differ from the job's, the baseline's IQR.
     """
     table = table.copy()
     for column in ("speedup", "efficiency", "serial_fraction", *(f"{c}_{end}" for c in
                    ("speedup", "efficiency", "serial_fraction") for end in ("low", "high"))):
         table[column] = math.nan
     table["baseline_key"] = None
+    table["baseline_problem"] = ""
     if table.empty:
         return table
     ok = table[(table["status"] == "ok") & (table["world_size"] == 1)]
@@ -323,6 +330,7 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
         bases = ([r] if r["world_size"] == 1 else None) or exact.get(exact_key(r)) or loose.get(baseline_key(r))
         if not bases or r["status"] != "ok":
             continue
+        bases = [b for b in bases if b["threads_per_rank"] == r["threads_per_rank"]] or bases
         base = median([b["samples_per_s"] for b in bases])
         if not base:
             continue
@@ -344,7 +352,44 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
             # e falls as the speedup rises: the interval's ends swap
             table.at[index, "serial_fraction_low"] = karp_flatt(scale * high, p)
             table.at[index, "serial_fraction_high"] = karp_flatt(scale * low, p)
+        table.at[index, "baseline_problem"] = baseline_problem(r, bases, speedup / p)
     return table
+
+
+#: a world-size-1 baseline whose IQR / median is this many times the job's (and above the noise
+#: threshold) divides the job's throughput by noise
+BASELINE_NOISE_FACTOR = 2.0
+
+
+def _spread(row) -> float:
+    step, iqr_ = float(row.get("step_ms_median", math.nan)), float(row.get("step_ms_iqr", math.nan))
+    return iqr_ / step if step > 0 else math.nan
+
+
+def baseline_problem(job, bases, efficiency: float) -> str:
+    """Why ``job``'s world-size-1 baseline ``bases`` cannot be trusted, in words; "" where it can."""
+    spread = max((_spread(b) for b in bases), default=math.nan)
+    mine = _spread(job)
+    noisy = spread > NOISE_THRESHOLD and (not mine >= 0 or spread > BASELINE_NOISE_FACTOR * mine)
+    over = efficiency > 1
+    if not (over or noisy):
+        return ""
+    base = bases[0]
+    what = (f"its world-size-1 baseline ({', '.join(str(b['key']) for b in bases)}) ran a median step of "
+            f"{float(base['step_ms_median']):.1f} ms with an IQR of {float(base['step_ms_iqr']):.1f} ms "
+            f"({100 * spread:.0f} % of the median, against {100 * mine:.0f} % for this job)")
+    why = []
+    if over:
+        why.append(f"an efficiency of {100 * efficiency:.0f} % (above 100 %) means one rank ran slower than a rank "
+                   "of this job, not that scaling was better than perfect")
+    if noisy:
+        why.append("the baseline's steps scatter far more than the job's")
+    threads = {b["threads_per_rank"] for b in bases}
+    if threads != {job["threads_per_rank"]}:
+        why.append(f"the baseline ran {', '.join(str(t) for t in sorted(threads, key=str))} thread(s) per rank and "
+                   f"this job {job['threads_per_rank']}: set threads_per_rank to the same number at every world "
+                   "size")
+    return f"{what}; {'; '.join(why)}"
 
 
 def launch_times(row) -> list[float]:

@@ -4,6 +4,7 @@ and its check against the measurements included."""
 
 from __future__ import annotations
 
+from ddpbench.analysis.costmodel import fit_collectives
 from ddpbench.analysis.diagnosis import diagnose
 from ddpbench.analysis.network import held_out_check, network_table
 from ddpbench.analysis.jobs import describe, label_fields
@@ -27,7 +28,7 @@ def diagnosis_section(ctx: ReportContext) -> Section | None:
              or (measured is not None and link.source == measured.source and link.name.startswith(base))]
     projection = model.projection[model.projection["link"].isin(shown)] if len(model.projection) else model.projection
     link_check = held_out_check(network_table(ctx.summary, ctx.ranks))
-    findings = diagnose(ctx.summary, projection, primary, link_check)
+    findings = diagnose(ctx.summary, projection, primary, link_check, link=fit_collectives(ctx.collectives))
     if not findings:
         return None
     order = {"bad": 0, "warn": 1, "info": 2}

@@ -1,0 +1,149 @@
+"""Evidence first: where the sweep measured the setting a fix proposes, the measurement decides.
+
+A cause's estimate (:mod:`ddpbench.analysis.causes`) is a model of what a fix would recover. When
+the same sweep also ran the job with the fix applied -- a job identical in every setting but the
+fix's fields (how often it was measured aside) -- that measurement is what the diagnosis quotes,
+with its 95 % interval over launches, and it overrules the model:
+
+* **measured faster** (the interval of the step ratio lies below 1): the fix is proposed with the
+  *measured* gain, not the estimate;
+* **measured slower** beyond the noise (the interval lies above 1): the fix is not proposed; the
+  finding says the sweep measured it slower;
+* **no significant difference**: the fix is not proposed either; the finding says the sweep
+  measured it and saw no difference beyond the noise.
+
+A job measured in one launch has no interval: a difference counts only where it exceeds
+:data:`SINGLE_LAUNCH_MARGIN` of the step, and the finding says there was no interval.
+
+Bucket caps are matched by the buckets DDP made: a job whose cap gives the same layout as the
+proposed cap ran the proposed setting (DDP never splits a tensor, so many caps coincide).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pandas as pd
+
+from ddpbench.analysis import stats
+from ddpbench.analysis.causes import Estimate
+from ddpbench.analysis.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS
+from ddpbench.analysis.summary import launch_times
+
+#: with one launch a side there is no interval: a measured difference counts beyond this share of the step
+SINGLE_LAUNCH_MARGIN = 0.05
+
+#: how the gain of a proposed fix is known
+MODEL, MEASURED, CONTRADICTED, UNCONFIRMED = "model", "measured", "contradicted", "unconfirmed"
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """The sweep's own run of a proposed fix, set against the job it would fix."""
+
+    verdict: str  # MEASURED (faster), CONTRADICTED (slower) or UNCONFIRMED (no difference beyond the noise)
+    job_ms: float  # the job's mean step
+    fix_ms: float  # the mean step of the job(s) that ran the fix
+    low: float  # 95 % interval of fix_ms / job_ms over launches (NaN with one launch a side)
+    high: float
+    fix_keys: tuple[str, ...]
+
+    @property
+    def gain_ms(self) -> float:
+        return self.job_ms - self.fix_ms
+
+    def text(self, fix: str) -> str:
+        """The measurement in words: what ran, its mean step against the job's, the interval."""
+        ratio = self.fix_ms / self.job_ms
+        change = f"{100 * abs(1 - ratio):.1f} % {'faster' if ratio < 1 else 'slower'}"
+        if math.isnan(self.low):
+            interval = "one launch each, no interval"
+        else:
+            interval = (f"95 % CI of the change {100 * (self.low - 1):+.1f} % to {100 * (self.high - 1):+.1f} %"
+                        + (", not significant" if self.verdict == UNCONFIRMED else ""))
+        return (f"the sweep measured {fix}: {self.fix_ms:.1f} ms a step (mean) against this job's "
+                f"{self.job_ms:.1f} ms, {change} ({interval})")
+
+
+def _same(value, other) -> bool:
+    if isinstance(value, float) and isinstance(other, float) and math.isnan(value) and math.isnan(other):
+        return True
+    try:
+        return bool(value == other)
+    except (TypeError, ValueError):
+        return str(value) == str(other)
+
+
+def _layout(row) -> tuple | None:
+    layout = row.get("bucket_layout") if hasattr(row, "get") else None
+    return tuple(int(b) for b in layout) if isinstance(layout, (list, tuple)) and len(layout) else None
+
+
+def fix_runs(summary: pd.DataFrame, row, fields: dict) -> pd.DataFrame:
+    """The ok jobs of ``summary`` that are ``row`` with ``fields`` applied: alike in every setting but
+    those (and how often they were measured), with each of those at its proposed value. A proposed
+    bucket cap is matched by the buckets it gives the job's tensors (the layout DDP made)."""
+    if summary.empty or not fields:
+        return summary.iloc[0:0]
+    ok = summary[(summary["status"] == "ok") & (summary["key"] != row.get("key"))]
+    keep = [c for c in SPEC_COLUMNS if c in ok.columns and c not in (*fields, *MEASUREMENT_FIELDS)]
+    mask = pd.Series(True, index=ok.index)
+    for column in keep:
+        mask &= ok[column].map(lambda v, want=row.get(column): _same(v, want)).astype(bool)
+    candidates = ok[mask]
+    wanted_layout = None
+    if "bucket_cap_mb" in fields and row.get("tensor_bytes") is not None and len(row.get("tensor_bytes")):
+        from ddpbench.strategies.ddp import predicted_buckets
+
+        wanted_layout = tuple(predicted_buckets(row["tensor_bytes"], float(fields["bucket_cap_mb"])))
+    picked = []
+    for index, other in candidates.iterrows():
+        match = True
+        for name, value in fields.items():
+            if name == "bucket_cap_mb" and wanted_layout is not None and _layout(other) is not None:
+                match &= _layout(other) == wanted_layout
+            elif name in other:
+                match &= _same(other[name], value)
+            else:
+                match = False
+        if match:
+            picked.append(index)
+    return candidates.loc[picked]
+
+
+def measured(summary: pd.DataFrame, row, fields: dict | None) -> Measured | None:
+    """The sweep's measurement of ``row`` with the fix ``fields`` applied, or None where it has none."""
+    if not fields:
+        return None
+    runs = fix_runs(summary, row, fields)
+    if runs.empty:
+        return None
+    mine = launch_times(row)
+    theirs = [t for _, r in runs.iterrows() for t in launch_times(r)]
+    job_ms = float(sum(mine) / len(mine)) if mine else float(row.get("step_ms_mean", math.nan))
+    fix_ms = float(sum(theirs) / len(theirs)) if theirs else float(runs["step_ms_mean"].mean())
+    if not (job_ms > 0 and fix_ms > 0):
+        return None
+    low, high = stats.ratio_ci(theirs, mine)
+    sig = stats.significant(low, high)
+    ratio = fix_ms / job_ms
+    if sig is None:
+        sig = abs(1 - ratio) > SINGLE_LAUNCH_MARGIN
+    verdict = UNCONFIRMED if not sig else MEASURED if ratio < 1 else CONTRADICTED
+    return Measured(verdict, job_ms, fix_ms, low, high, tuple(runs["key"]))
+
+
+def weigh(summary: pd.DataFrame, row, estimate: Estimate | None) -> Estimate | None:
+    """``estimate`` with what the sweep measured of its fix: the measured gain replaces the model's
+    where the fix ran faster; where it ran slower or no differently, the estimate is marked so and
+    its fix is no longer proposed (:func:`ddpbench.analysis.findings.blames` refuses it)."""
+    if estimate is None:
+        return None
+    seen = measured(summary, row, estimate.fields)
+    if seen is None:
+        return estimate
+    fix = ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in estimate.fields.items())
+    evidence = seen.text(fix)
+    gain = seen.gain_ms if seen.verdict == MEASURED else estimate.recoverable_ms
+    return dataclasses.replace(estimate, recoverable_ms=gain, basis=seen.verdict, evidence=evidence)
