@@ -143,3 +143,18 @@ def test_best_bucket_compares_only_jobs_that_differ_in_the_bucket():
     rows[1]["threads_per_rank"] = 1
     (f,) = _kinds(rows, "bucket")
     assert "5 MB, 10.0 % faster per step than the default 25 MB" in f.text
+
+
+def test_traced_jobs_get_one_finding_and_their_trusted_figure_is_quoted():
+    """Several traced jobs: one finding about the three measures, not one near-identical paragraph
+    each; a job whose trusted measure is the trace has the trace's figure quoted, not no_sync()'s."""
+    traced = dict(exposed_disagree=True, exposed_trusted="trace", exposed_reason="...", trace_exposed_comm_ms=30.0,
+                  exposed_comm_ms=2.0, exposed_comm_share=0.02)
+    rows = [_row(key=k, bucket_cap_mb=cap, **traced) for k, cap in (("a", 1.0), ("b", 5.0), ("c", 25.0))]
+    findings = diagnose(pd.DataFrame(rows))
+    (f,) = [f for f in findings if f.kind == "overlap"]
+    assert "for 3 traced job(s): they disagree by more than 20 % for 3 of them" in f.text
+    assert "the trace for" in f.text and f.severity == "info"
+    (bound,) = [f for f in findings if f.kind == "bound"]
+    assert "(30.0 ms of 100.0 ms; the trace's figure, trusted for this job)" in bound.text
+    assert "communication-bound" in bound.text

@@ -146,10 +146,10 @@ def _bound(summary, link=None):
     ok = _ok(summary)
     multi = ok[(ok["world_size"] > 1) & ok["exposed_comm_share"].notna() & (ok["strategy"] == "ddp")]
     for config, group in multi.groupby(_per_row(_config, multi), sort=False):
-        best = _largest_fair(group).sort_values("step_ms_mean").iloc[0]
+        best, measure = _trusted_exposed(_largest_fair(group).sort_values("step_ms_mean").iloc[0])
         share, exposed, step = best["exposed_comm_share"], best["exposed_comm_ms"], best["step_ms_mean"]
         where = f"DDP{_hook(best)} with {config} at world size {int(best['world_size'])}"
-        figures = f"{pct(max(share, 0))} of each step ({exposed:.1f} ms of {step:.1f} ms) is communication"
+        figures = f"{pct(max(share, 0))} of each step ({exposed:.1f} ms of {step:.1f} ms{measure}) is communication"
         if share >= COMM_BOUND_SHARE:
             named = [evidence.weigh(summary, best, causes.buckets(best, link)),
                      evidence.weigh(summary, best, causes.unused_parameters(best))]
@@ -171,18 +171,37 @@ def _bound(summary, link=None):
 
 
 def _exposed_measures(summary):
-    """Traced jobs at world size 2 or more: the three measures of exposed communication, whether they
-    agree within 20 %, which one is trusted and why."""
-    out = []
+    """Traced jobs at world size 2 or more: one finding for all of them, saying whether their three
+    measures of exposed communication agree within 20 % and which one each job's figures use (every
+    job's three figures and the reason stand in the report's step timelines)."""
     if "exposed_trusted" not in summary:
-        return out
+        return []
+    judged = [r for _, r in _ok(summary).iterrows() if isinstance(r["exposed_trusted"], str)]
+    if not judged:
+        return []
     fields = label_fields(summary)
-    for _, r in _ok(summary).iterrows():
-        if r["exposed_trusted"] is None or (isinstance(r["exposed_trusted"], float) and math.isnan(r["exposed_trusted"])):
-            continue
-        out.append(Finding("overlap", "warn" if r["exposed_disagree"] else "info",
-                           f"{describe(r, fields, summary)}: {overlap.exposed_sentence(r)}"))
-    return out
+    disagree = [r for r in judged if r["exposed_disagree"]]
+    trusted = {}
+    for r in judged:
+        trusted.setdefault(overlap.MEASURES[r["exposed_trusted"]][1], []).append(describe(r, fields, summary))
+    which = "; ".join(f"{name} for {', '.join(jobs)}" for name, jobs in trusted.items())
+    agreement = (f"they disagree by more than {100 * overlap.DISAGREE:.0f} % for {len(disagree)} of them"
+                 if disagree else f"they agree within {100 * overlap.DISAGREE:.0f} %")
+    return [Finding("overlap", "info", f"Exposed communication was measured three ways (the no_sync() baseline, "
+                    f"the trace, DDP's own logging) for {len(judged)} traced job(s): {agreement}. The figures quoted "
+                    f"for each job are the trusted measure's: {which}. Each job's three figures and why one is "
+                    "trusted are under Step timelines.")]
+
+
+def _trusted_exposed(row):
+    """``row`` with its exposed communication as the trusted measure gives it (the trace's, where the
+    no_sync() difference was within the noise), so one figure is quoted for it everywhere."""
+    if row.get("exposed_trusted") != "trace" or not row.get("trace_exposed_comm_ms") == row.get("trace_exposed_comm_ms"):
+        return row, ""
+    row = row.copy()
+    row["exposed_comm_ms"] = float(row["trace_exposed_comm_ms"])
+    row["exposed_comm_share"] = row["exposed_comm_ms"] / float(row["step_ms_mean"])
+    return row, "; the trace's figure, trusted for this job"
 
 
 def _frameworks(summary):
