@@ -162,7 +162,7 @@ def test_the_report_sets_each_gpu_job_beside_the_same_job_on_cpu():
     def job(key, device, rate, batch=64, **extra):
         return {"key": key, "device": device, "status": "ok", "strategy": "ddp", "comm_hook": "none", "model": "mlp",
                 "model_size": "xl", "per_rank_batch": batch, "world_size": 1, "grad_accum": 1, "optimizer": "sgd",
-                "scaling": "weak", "samples_per_s": rate, "step_ms_median": 1.0, "data_ms": 0.1, "forward_ms": 0.2,
+                "scaling": "weak", "samples_per_s": rate, "step_ms_mean": 1.0, "data_ms": 0.1, "forward_ms": 0.2,
                 "backward_ms": 0.5, "comm_ms": 0.0, "optimizer_ms": 0.2, **extra}
 
     summary = pd.DataFrame([job("g", "cuda", 9000.0, gpus=1.0, gpu_peak_allocated_mb=512.0),

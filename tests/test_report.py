@@ -118,8 +118,10 @@ def test_full_report_has_every_section_and_plot(tmp_path):
     assert "Test CPU" in page and "0123abcd" in page and "dirty" in page and "testhost" in page
     assert "no result within the 5 s timeout" in page
     assert "oversubscribed" in page and "hollow markers" in page
-    # every step time is 10 or 20 ms at ws 1; the table shows medians with two decimals
-    assert "10.10 &plusmn;" in page and "20.10 &plusmn;" in page
+    # every step time is about 10 or 20 ms at ws 1; the table shows the mean step with two decimals,
+    # and the IQR in a column of its own
+    assert "step (ms), mean" in page and "IQR (ms)" in page and "median &plusmn;" not in page
+    assert "<td class=\"num\">10.09</td>" in page and "<td class=\"num\">20.09</td>" in page
 
 
 def test_error_text_is_escaped(tmp_path):

@@ -36,7 +36,7 @@ def gpu_table(summary: pd.DataFrame) -> pd.DataFrame:
         cpu = cpu_counterpart(job, summary)
         cpu_rate = float(cpu["samples_per_s"]) if cpu is not None else math.nan
         rows.append({"key": job["key"], "gpus": job.get("gpus", math.nan), "samples_per_s": job["samples_per_s"],
-                     "step_ms_median": job["step_ms_median"], **{p: job[p] for p in TIMED_PHASES},
+                     "step_ms_mean": job["step_ms_mean"], **{p: job[p] for p in TIMED_PHASES},
                      "gpu_peak_allocated_mb": job.get("gpu_peak_allocated_mb", math.nan),
                      "gpu_peak_reserved_mb": job.get("gpu_peak_reserved_mb", math.nan),
                      "cpu_samples_per_s": cpu_rate, "gpu_over_cpu": job["samples_per_s"] / cpu_rate})

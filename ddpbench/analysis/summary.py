@@ -3,9 +3,11 @@
 Conventions:
   * A step of a job is bounded by its slowest rank, so job-level step times take, for each
     (repeat, step), the maximum over ranks; medians and IQRs are over those.
-  * Throughput is total samples over total time: the global batch over the *mean* bounded step,
-    so costs paid every k-th step (local SGD's model averaging) count. The median and IQR
-    describe the distribution of step times and flag noise.
+  * A job's step time is its *mean* bounded step (``step_ms_mean``, with its 95 % interval over
+    launches), the one figure every view quotes: throughput is total samples over total time, the
+    global batch over that mean, so costs paid every k-th step (local SGD's model averaging)
+    count, and the phases' means add up to it. The median and IQR describe the distribution of
+    step times and flag noise; they are never quoted as the step time.
   * The phase breakdown (data, forward, backward, comm, optimizer) and the exposed
     communication are means too: means add up, so the phases sum to the step.
   * Only the ``measure`` phase counts; ``warmup`` is stored but never summarised.
@@ -121,6 +123,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         per_launch = launches.get(key, empty)["step_ms"].to_numpy(dtype=float)
         row["launch_step_ms"] = [float(t) for t in per_launch]
         row["samples_per_s_low"], row["samples_per_s_high"] = stats.throughput_ci(per_launch, first["global_batch"])
+        row["step_ms_mean_low"], row["step_ms_mean_high"] = stats.bootstrap_ci([per_launch], np.mean)
         row.update(_interval_figures(row, first))
         measure_rows = mine[mine["phase"] == "measure"] if len(mine) else mine
         for col in TIMED_PHASES:

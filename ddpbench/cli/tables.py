@@ -52,7 +52,7 @@ def print_summary(table) -> None:
     gpu = "gpu_peak_allocated_mb" in table and bool(table["gpu_peak_allocated_mb"].notna().any())
     out = Table(title="per job: median over measured steps (slowest rank); speedup vs world size 1")
     for col in ("strategy", "model", *(("device",) if devices else ()), "ws", *(("nodes x link",) if nodes else ()),
-                "bucket MB", "status", "step ms", "IQR", "samples/s", "speedup", "eff.", "comm ms", "max MB/step",
+                "bucket MB", "status", "step ms (mean)", "IQR", "samples/s", "speedup", "eff.", "comm ms", "max MB/step",
                 *(("GPU MB",) if gpu else ()), "max |diff|", "flags"):
         out.add_column(col, justify="left" if col in ("strategy", "model", "device", "status", "flags") else "right")
 
@@ -73,7 +73,7 @@ def print_summary(table) -> None:
         device = (f"{r['backend']}/{r['device']}",) if devices else ()
         memory = (num(r["gpu_peak_allocated_mb"], ",.0f"),) if gpu else ()  # the fullest GPU's peak
         out.add_row(strategy, model_name(r), *device, str(r["world_size"]), *link,
-                    f"{r['bucket_cap_mb']:g}", r["status"], num(r["step_ms_median"], ".2f"), num(r["step_ms_iqr"], ".2f"),
+                    f"{r['bucket_cap_mb']:g}", r["status"], num(r["step_ms_mean"], ".2f"), num(r["step_ms_iqr"], ".2f"),
                     num(r["samples_per_s"], ".1f"), num(r["speedup"], ".2f"), num(r["efficiency"], ".0%"),
                     num(comm, ".2f"), num(r.get("sent_mb_per_step_max", float("nan")), ".1f"), *memory,
                     num(r.get("max_abs_diff", float("nan")), ".1e"), ", ".join(flags))

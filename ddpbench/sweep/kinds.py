@@ -45,7 +45,7 @@ class TrainingLaunches:
             if row.phase == "measure":
                 bound[row.step] = max(bound.get(row.step, 0.0), row.step_ms)
         step = statistics.fmean(bound.values())
-        return f"{step:8.2f} ms/step  {launch.spec.global_batch / step * 1e3:10.1f} samples/s"
+        return f"{step:8.2f} ms/step (mean)  {launch.spec.global_batch / step * 1e3:10.1f} samples/s"
 
 
 class CollectiveLaunches:

@@ -26,7 +26,7 @@ VISIBLE_SHARE = 0.005
 
 
 def breakdown_table(table):
-    """Per ok job, the breakdown's segments in ms (median per rank-step).
+    """Per ok job, the breakdown's segments in ms (mean per rank-step: means add up to the step).
 
     ``exposed_ms`` = max(exposed_comm_ms, 0): DDP's all-reduce runs during backward, so what
     it adds to a step is measured as step time with sync minus step time under ``no_sync()``;
@@ -84,7 +84,7 @@ def step_breakdown(table, path) -> Path | None:
     ax.set_yticks(y)
     ax.set_yticklabels(labels, fontsize="small")
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first job on top
-    ax.set_xlabel("time per step (ms, median per rank-step)")
+    ax.set_xlabel("time per step (ms, mean per rank-step)")
     ax.set_xlim(left=0)
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_title("Step time breakdown", fontsize="medium")
@@ -109,8 +109,9 @@ def has_bucket_sweep(table) -> bool:
 
 
 def step_time_vs_bucket(table, path) -> Path | None:
-    """Median step time (ms) against bucket_cap_mb (log x), one line per model, size and world
-    size > 1; error bars as long as the IQR, centred on the median. None without a bucket sweep."""
+    """Mean step time (ms) against bucket_cap_mb (log x), one line per model, size and world
+    size > 1; error bars: the 95 % interval over launches (none for a job measured once). None
+    without a bucket sweep."""
     import pandas as pd
     from matplotlib.lines import Line2D
     from matplotlib.ticker import NullLocator
@@ -131,8 +132,10 @@ def step_time_vs_bucket(table, path) -> Path | None:
         marker = MARKERS[sizes.index(key[-1]) % len(MARKERS)]
         dashes = LINE_STYLES[sizes.index(key[-1]) % len(LINE_STYLES)]
         xs = part["bucket_cap_mb"].to_numpy(dtype=float)
-        ys = part["step_ms_median"].to_numpy(dtype=float)
-        err = np.nan_to_num(part["step_ms_iqr"].to_numpy(dtype=float) / 2.0)
+        ys = part["step_ms_mean"].to_numpy(dtype=float)
+        low = part["step_ms_mean_low"].to_numpy(dtype=float) if "step_ms_mean_low" in part else ys * np.nan
+        high = part["step_ms_mean_high"].to_numpy(dtype=float) if "step_ms_mean_high" in part else ys * np.nan
+        err = np.nan_to_num(np.vstack([ys - low, high - ys]).clip(min=0))
         ax.errorbar(xs, ys, yerr=err, color=color, linewidth=1.6, linestyle=dashes, capsize=4, elinewidth=1)
         handles.append(Line2D([], [], color=color, linewidth=1.6, linestyle=dashes, marker=marker,
                               label=describe(part.iloc[0], fields, table)))
@@ -147,7 +150,7 @@ def step_time_vs_bucket(table, path) -> Path | None:
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlim(ticks[0] / 1.6, ticks[-1] * 1.6)
     ax.set_xlabel("DDP gradient bucket size, bucket_cap_mb (MB, log scale)")
-    ax.set_ylabel("step time, slowest rank (ms)")
+    ax.set_ylabel("mean step time, slowest rank (ms)")
     ax.grid(True, alpha=0.3)
     ax.set_title("Step time vs gradient bucket size", fontsize="medium")
     legend(ax, [*handles, *flag_handles(pd.concat(drawn))])

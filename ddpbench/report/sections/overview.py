@@ -109,7 +109,8 @@ def summary_section(ctx: ReportContext) -> Section | None:
     extra = [f for f in extra if f != "bucket_cap_mb"]
     intervals = any_interval(table)
     rows, classes = [], []
-    header = ["job", "world size", "bucket (MB)", "status", "step (ms) median &plusmn; IQR",
+    header = ["job", "world size", "bucket (MB)", "status",
+              "step (ms), mean" + (' <span class="ci">[95 % CI]</span>' if intervals else ""), "IQR (ms)",
               "samples/s" + (' <span class="ci">[95 % CI]</span>' if intervals else ""), "speedup (&times;)",
               "efficiency (%)", "serial fraction e", "exposed comm (ms, % of step)", "DDP comm (ms)",
               "overlap (%)", "flags", "error"]
@@ -118,8 +119,8 @@ def summary_section(ctx: ReportContext) -> Section | None:
         header = header[:-1]
     for _, r in ordered(table).iterrows():
         ok = r["status"] == "ok"
-        step = (f'<span class="nowrap">{num(r["step_ms_median"], ".2f")} &plusmn; {num(r["step_ms_iqr"], ".2f")}'
-                "</span>" if ok else "&ndash;")
+        step = with_interval(r, "step_ms_mean", ".2f", mark_missing=intervals and ok) if ok else "&ndash;"
+        spread = num(r["step_ms_iqr"], ".2f") if ok else "&ndash;"
         error = f'<code class="err">{esc(r["error"])}</code>' if not ok else ""
         share = r.get("exposed_comm_share")
         exposed = num(r["exposed_comm_ms"], ".2f")
@@ -127,7 +128,7 @@ def summary_section(ctx: ReportContext) -> Section | None:
             exposed += f' <span class="ci">({num(100 * share, ".0f")} %)</span>'
         mark = intervals and ok
         rows.append([esc(describe(r, extra, table)), esc(r["world_size"]), num(r["bucket_cap_mb"], "g"),
-                     f'<span class="status-{esc(r["status"])}">{esc(r["status"])}</span>', step,
+                     f'<span class="status-{esc(r["status"])}">{esc(r["status"])}</span>', step, spread,
                      with_interval(r, "samples_per_s", throughput_format(r["samples_per_s"]), mark_missing=mark),
                      with_interval(r, "speedup", ".2f", mark_missing=mark),
                      with_interval(r, "efficiency", ".0f", 100.0, mark_missing=mark),
@@ -136,8 +137,10 @@ def summary_section(ctx: ReportContext) -> Section | None:
                      *([error] if errors else [])])
         classes.append("" if ok else "bad")
     defs = (
-        ("step", "wall time of one training step on the slowest rank; median and inter-quartile range over "
-                 "measured steps (warmup excluded)"),
+        ("step", "wall time of one training step on the slowest rank, the mean over measured steps (warmup "
+                 "excluded): the step time every part of this report quotes, and what throughput divides by"),
+        ("IQR", "inter-quartile range of the measured steps: how much they scatter (the noise flag), not a "
+                "step time"),
         ("samples/s", "global throughput: samples of all ranks per second, the global batch over the mean "
                       "step time (total samples over total time, so costs paid every few steps count)"),
         ("[low, high]", "95 % confidence interval: a percentile bootstrap over launches (each launch&rsquo;s "
@@ -161,7 +164,7 @@ def summary_section(ctx: ReportContext) -> Section | None:
                   "more than 10 % above the other ranks&rsquo; median in most steps, with that excess"),
     )
     dl = "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in defs)
-    numeric = {1, 2, 4, 5, 6, 7, 8, 9, 10, 11}
+    numeric = {1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12}
     memory = " Peak memory per job is in the Memory section." if has_memory(table) else ""
     note = ""
     if not intervals and (table["status"] == "ok").any():

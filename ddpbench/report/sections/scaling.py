@@ -128,10 +128,10 @@ def bucket_section(ctx: ReportContext) -> Section | None:
         return None
     return figure_section(
         ctx, "Step time vs gradient bucket size", job_plots.step_time_vs_bucket, "bucket_step_time.png",
-        '<p class="what">Median step time (ms, slowest rank) for each DDP gradient bucket size '
+        '<p class="what">Mean step time (ms, slowest rank) for each DDP gradient bucket size '
         "(<code>bucket_cap_mb</code>, log scale), one line per model and world size above 1: lower "
-        "is better.</p><p class=\"note\">Error bars are as long as the inter-quartile range of the "
-        "step time, centred on the median. Small buckets start all-reducing earlier but pay a "
+        "is better.</p><p class=\"note\">Error bars are the 95 % interval of the mean over launches "
+        "(none for a job measured once). Small buckets start all-reducing earlier but pay a "
         "per-message cost more often.</p>" + _same_buckets_note(ctx.summary))
 
 
@@ -147,7 +147,7 @@ def _same_buckets_note(summary) -> str:
                              f"{esc(caps_text(same['bucket_cap_mb']))} gave the same {len(layout)} bucket(s) "
                              f"([{esc(', '.join(f'{b / 1e6:.1f}' for b in list(layout)[:6]))}"
                              f"{', ...' if len(layout) > 6 else ''}] MB); their step times differ by "
-                             f"{num(100 * (same['step_ms_median'].max() / same['step_ms_median'].min() - 1), '.0f')} %"
+                             f"{num(100 * (same['step_ms_mean'].max() / same['step_ms_mean'].min() - 1), '.0f')} % (mean steps)"
                              "</li>")
     if not items:
         return ""
