@@ -207,8 +207,18 @@ def test_identical_copy_is_not_significant_and_passes():
     assert (table["verdict"] == "not significant").all()
     assert (table["median_ratio"] == 1.0).all() and (table["mean_ratio"] == 1.0).all()
     assert (table["mean_ratio_low"] < 1.0).all() and (table["mean_ratio_high"] > 1.0).all()
-    results = compare.gate_results(table, [MEDIAN_5, compare.Gate("mean", 0.0, "%")])
+    # a gate these launches can see through passes: they catch twice its threshold 90 % of the time
+    results = compare.gate_results(table, [MEDIAN_5, compare.Gate("median", 20.0, "%")])
     assert len(results) == 4 and set(results["outcome"]) == {"pass"}
+    assert (results["mde"] < 2 * results["gate"].map({"median:5%": 5.0, "median:20%": 20.0})).all()
+    # a gate they are blind to is never "passed": it is inconclusive, and says why
+    scattered = [(1, _launches(10.0, seed=5, launch_sd=0.15), "ok")]
+    blind = _compare(scattered, scattered)
+    for gate in (MEDIAN_5, compare.Gate("mean", 0.0, "%")):
+        (r,) = [r for _, r in compare.gate_results(blind, [gate]).iterrows()]
+        assert r["outcome"] == "inconclusive" and r["mde"] > compare.blind_limit(gate, r["a_ms"])
+        assert f"blind: these launches detect a slowdown 90 % of the time only from +{r['mde']:.1f} %" in r["basis"]
+        assert "blind" in compare.gate_text(r)
     assert compare.gate_failures(table, [MEDIAN_5]).empty
 
 

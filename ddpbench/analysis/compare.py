@@ -370,17 +370,42 @@ GATE_COLUMNS = ["key", "job", "gate", "stat", "outcome", "a_ms", "b_ms", "excess
                 "basis", "mde", "mde_false_alarm"]
 
 
+#: a gate is blind to a job when its launches cannot catch, 90 % of the time, a slowdown of this many
+#: times the threshold (or, for a threshold of 0, of ZERO_GATE_BLIND_PCT % of the step)
+BLIND_FACTOR = 2.0
+ZERO_GATE_BLIND_PCT = 5.0
+
+
+def blind_limit(gate: Gate, a_ms: float) -> float:
+    """The minimum detectable slowdown (in the gate's unit) beyond which a pass means nothing. The
+    smallest slowdown a gate fails is always above its threshold (it must be past it beyond noise);
+    one that misses twice the threshold cannot tell a regression of the size it guards against."""
+    if gate.amount > 0:
+        return BLIND_FACTOR * gate.amount
+    return ZERO_GATE_BLIND_PCT if gate.unit == "%" else ZERO_GATE_BLIND_PCT / 100 * float(a_ms)
+
+
 def gate_results(table: pd.DataFrame, gates: Sequence[Gate]) -> pd.DataFrame:
     """One row per (compared job, gate): :func:`gate_test`'s outcome, figures and basis, and ``mde``
     (in the gate's unit; :func:`ddpbench.analysis.power.minimum_detectable` on the job's per-launch values of the gate's
-    statistic) with ``mde_false_alarm``."""
+    statistic) with ``mde_false_alarm``.
+
+    A job that passed a gate it was blind to -- the smallest slowdown its launches detect 90 % of the
+    time is beyond :func:`blind_limit` -- is "inconclusive", not "pass": a green gate says the job is
+    not slower, and these launches could not have said so."""
     rows = []
     if len(table):
         for _, r in table[table["compared"].astype(bool)].iterrows():
             for gate in gates:
                 mde = power.minimum_detectable(power.launch_values(r["steps_a"], gate.stat),
                                                power.launch_values(r["steps_b"], gate.stat), gate.amount, gate.unit)
-                rows.append({"key": r["key"], "job": r["job"], **gate_test(gate, r), "mde": mde["mde"],
+                test = gate_test(gate, r)
+                if test["outcome"] == PASS and mde["mde"] > blind_limit(gate, test["a_ms"]):
+                    test = {**test, "outcome": INCONCLUSIVE, "basis": (
+                        f"{test['basis']}; blind: these launches detect a slowdown 90 % of the time only from "
+                        f"{power.mde_amount(mde['mde'], gate.unit)}, beyond {BLIND_FACTOR:g}x the {gate.amount:g}"
+                        f"{' %' if gate.unit == '%' else ' ms'} threshold (more repeats or steps narrow it)")}
+                rows.append({"key": r["key"], "job": r["job"], **test, "mde": mde["mde"],
                              "mde_false_alarm": mde["false_alarm"]})
     return pd.DataFrame(rows, columns=GATE_COLUMNS)
 

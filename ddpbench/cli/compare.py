@@ -31,7 +31,7 @@ def command(args) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from ddpbench.analysis import compare
+    from ddpbench.analysis import compare, power
     from ddpbench.report.compare_page import write_comparison
 
     gates = [compare.parse_gate(text) for text in args.fail_on]
@@ -54,9 +54,16 @@ def command(args) -> int:
     failed = results[results["outcome"] == compare.FAIL]
     if gates:
         names = ", ".join(map(str, gates))
+        unsure = results[results["outcome"] == compare.INCONCLUSIVE]
         if len(failed):
             out.print(f"[red]gate failed[/red] ({names}): {failed['key'].nunique()} job(s) slower than a "
                       "threshold beyond noise")
+        elif len(unsure):
+            detectable = unsure["mde"].dropna()
+            span = (f"; the smallest slowdown they detect at 90 % is {power.mde_amount(detectable.min(), unsure.iloc[0]['unit'])}"
+                    f" to {power.mde_amount(detectable.max(), unsure.iloc[0]['unit'])}" if len(detectable) else "")
+            out.print(f"[yellow]gate inconclusive[/yellow] ({names}): no job is slower beyond noise, but "
+                      f"{unsure['key'].nunique()} job(s) could not show it{span}")
         else:
             out.print(f"[green]gate passed[/green] ({names}): no job is slower than a threshold beyond noise")
         for _, g in results[results["outcome"] != compare.PASS].iterrows():

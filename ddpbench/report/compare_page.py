@@ -46,13 +46,17 @@ def _overview(table, results, gates, env_diffs, folder_a, folder_b) -> str:
     if len(failed):
         items = "".join(f"<li>{esc(gate_text(g))}</li>" for _, g in failed.iterrows())
         html += f'<p class="what"><strong class="status-failed">Gate failed</strong> ({names}):</p><ul>{items}</ul>'
+    elif len(unsure):
+        html += (f'<p class="what"><strong class="status-skipped">Gate inconclusive</strong> ({names}): no job is '
+                 "slower than a threshold beyond noise, but the jobs below could not show it.</p>")
     else:
         html += (f'<p class="what"><strong class="status-ok">Gate passed</strong> ({names}): no job is slower '
                  "than a threshold beyond noise.</p>")
     if len(unsure):
         items = "".join(f"<li>{esc(gate_text(g))}</li>" for _, g in unsure.iterrows())
         html += ('<p class="note"><strong class="status-skipped">Inconclusive</strong> (slower than a threshold '
-                 "by the point estimate, but within noise; not failed -- rerun with more repeats to tell):"
+                 "by the point estimate but within noise, or blind: the launches could not catch a slowdown of "
+                 "twice the threshold; not failed -- rerun with more repeats or steps to tell):"
                  f"</p><ul>{items}</ul>")
     html += ('<p class="note">A gate fails when the whole 95 % interval of how much B is slower (over launches) '
              "lies past the threshold, not when only the point estimate does: with three launches a side, "
