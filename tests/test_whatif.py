@@ -179,5 +179,29 @@ def test_the_command_takes_the_compute_and_buckets_a_sweep_measured(capsys):
     heads = [line for line in out.splitlines() if line.startswith("model output for ")]
     # one answer per workload the sweep measured at world size 1, with DDP's actual buckets
     assert len(heads) == 2 and all("as measured in" in h and "DDP's own buckets at" in h for h in heads)
+    # and each says why the report's projection of the same folder differs (there, the ranks' no_sync()
+    # compute at world size 2 was no slower than one rank alone)
+    versus = [line for line in out.splitlines() if line.startswith("versus the report's projection")]
+    assert len(versus) == 2 and all("the report starts from the same compute, and projects onto" in v for v in versus)
     assert main(["whatif", "--from", str(folder.parent)]) == 2
     assert "results.jsonl: not found" in capsys.readouterr().err
+
+
+def test_the_report_projection_names_compute_slowed_by_sharing_the_machine():
+    """Weak-scaling projection whose multi-rank compute (no_sync()) measured 92 ms against 63 ms alone:
+    the finding says that a third of what is lost is not communication, and what the ceiling is."""
+    import pandas as pd
+
+    from ddpbench.analysis import model_findings
+
+    rows = [{"workload": "cnn", "link": "IB", "strategy": "ddp", "world_size": p, "efficiency": e,
+             "compute_ms": 63.0 if p == 1 else 92.0, "compute_alone_ms": 63.0, "compute_world_size": 2}
+            for p, e in ((1, 1.0), (2, 0.66), (64, 0.62), (1024, 0.6))]
+    (f,) = model_findings.projection(pd.DataFrame(rows), pd.DataFrame())
+    assert "62 % at 64 ranks" in f.text
+    assert "each rank's compute measured 92.0 ms a step (no_sync()) against 63.0 ms" in f.text
+    assert "efficiency stays at 68 %" in f.text and "which no link recovers" in f.text
+    # compute that did not slow down: nothing to add
+    same = [{**r, "compute_ms": 63.0} for r in rows]
+    (f,) = model_findings.projection(pd.DataFrame(same), pd.DataFrame())
+    assert "no link recovers" not in f.text

@@ -349,7 +349,10 @@ def predict(workload: Workload, link: Link, world_sizes, strategy: str = "ddp") 
         rows.append({"workload": workload.label, "link": link.name, "link_source": link.source, "strategy": strategy,
                      "world_size": p, "comm_ms": step.comm_ms, "exposed_comm_ms": step.exposed_ms,
                      "step_ms": step.step_ms, "samples_per_s": p * workload.per_rank_batch / (step.step_ms / 1e3),
-                     "efficiency": workload.compute_ms / step.step_ms, "algorithms": step.algorithms})
+                     "efficiency": workload.compute_ms / step.step_ms, "algorithms": step.algorithms,
+                     # what no link recovers: the compute measured slower with every rank busy
+                     "compute_ms": work.compute_ms, "compute_alone_ms": workload.compute_ms,
+                     "compute_world_size": workload.measured_world_size})
     return pd.DataFrame(rows)
 
 

@@ -57,11 +57,34 @@ def projection(projection: pd.DataFrame, summary: pd.DataFrame):
         if not ring:
             continue
         text = f"Projected (model output, weak scaling) for {workload}: DDP (ring or tree per bucket, the cheaper) keeps " + "; ".join(ring)
+        text += _compute_part(part)
         if master:
             text += (". Master aggregation, whose rank 0 receives and sends (p-1) times the gradients, keeps only "
                      + ", ".join(master) + " at 64 ranks")
         out.append(Finding("projection", "info", text + "."))
     return out
+
+
+#: compute measured slower at world size > 1 by more than this is named apart from communication
+COMPUTE_SLOWDOWN_SHARE = 0.05
+
+
+def _compute_part(part: pd.DataFrame) -> str:
+    """What of a projection's lost efficiency is not communication: the multi-rank steps start from the
+    compute measured with every rank busy (the no_sync() step), which on a shared machine is slower than
+    one rank alone. No link recovers that share; the what-if command (a device per rank) leaves it out."""
+    multi = part[part["world_size"] > 1] if "compute_ms" in part else part.iloc[0:0]
+    if multi.empty:
+        return ""
+    alone, busy = float(multi["compute_alone_ms"].iloc[0]), float(multi["compute_ms"].iloc[0])
+    if not (alone > 0 and busy > alone * (1 + COMPUTE_SLOWDOWN_SHARE)):
+        return ""
+    ceiling = alone / busy
+    return (f". Not all of what it loses is communication: at world size {int(multi['compute_world_size'].iloc[0])} "
+            f"on this machine each rank's compute measured {busy:.1f} ms a step (no_sync()) against {alone:.1f} ms "
+            f"for one rank alone, so even with free communication efficiency stays at {pct(ceiling)}; that "
+            f"{pct(1 - ceiling)} is compute slowed by ranks sharing this machine, which no link recovers (on a "
+            "device per rank it would not be lost: python -m ddpbench whatif --from assumes that)")
 
 
 def model_error(checks: pd.DataFrame):
