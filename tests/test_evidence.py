@@ -91,9 +91,9 @@ def test_estimates_the_sweep_contradicts_explain_none_of_the_communication():
     assert causes.communication(_small(), [refuted]).recoverable_ms == pytest.approx(60.0)
 
 
-def _job(key, ws, threads, median, iqr, speedup):
+def _job(key, ws, threads, median, iqr, speedup, mean=None):
     return {"key": key, "world_size": ws, "threads_per_rank": threads, "step_ms_median": median,
-            "step_ms_iqr": iqr, "speedup": speedup}
+            "step_ms_iqr": iqr, "step_ms_mean": median if mean is None else mean, "speedup": speedup}
 
 
 def test_a_baseline_above_perfect_scaling_or_much_noisier_is_named():
@@ -101,14 +101,18 @@ def test_a_baseline_above_perfect_scaling_or_much_noisier_is_named():
     # the case: 371 % efficiency from a baseline of 2 threads whose steps scattered from 12 to 624 ms
     base = _job("b", 1, 2, 123.0, 377.0, 1.0)
     text = baseline_problem(job, [base], 3.71)
-    assert "371 %" in text and "IQR of 377.0 ms (307 % of the median, against 5 % for this job)" in text
+    assert "371 %" in text and "IQR of 377.0 ms, 307 % of their median (5 % for this job)" in text
     assert "the baseline ran 2 thread(s) per rank and this job 1" in text
     # a quiet baseline with the job's threads and an efficiency below 100 %: nothing to say
     assert baseline_problem(job, [_job("b", 1, 1, 60.0, 3.0, 1.0)], 0.9) == ""
     # noisier than the job, but both under the noise threshold: fine
     assert baseline_problem(job, [_job("b", 1, 1, 60.0, 5.0, 1.0)], 0.9) == ""
-    # far noisier than the job: named even below 100 %
-    assert "scatter far more" in baseline_problem(job, [_job("b", 1, 1, 60.0, 20.0, 1.0)], 0.9)
+    # far noisier than the job, and its noise decides the verdict: against its median (60 ms) rather
+    # than its mean (75 ms) the efficiency would be 112 %
+    text = baseline_problem(job, [_job("b", 1, 1, 60.0, 20.0, 1.0, mean=75.0)], 0.9)
+    assert "scatter far more" in text and "the efficiency is 112 %, a different verdict" in text
+    # far noisier, but mean and median give the same verdict (a slow link's 2 %): the verdict stands
+    assert baseline_problem(job, [_job("b", 1, 1, 60.0, 20.0, 1.0, mean=62.0)], 0.02) == ""
 
 
 def test_no_scaling_verdict_from_a_broken_baseline():

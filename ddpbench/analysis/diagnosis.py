@@ -31,7 +31,7 @@ from ddpbench.analysis.jobs import (
     label_fields,
     model_name,
 )
-from ddpbench.analysis.summary import launch_times
+from ddpbench.analysis.summary import SCALES_WELL, launch_times, scaling_band
 
 COMM_BOUND_SHARE = causes.COMM_BOUND_SHARE  # exposed communication above this share of the step
 COMPUTE_BOUND_SHARE = 0.10  # below this: compute-bound
@@ -66,7 +66,6 @@ def _hook(row) -> str:
 def _strategy(row) -> str:
     """The strategy with its communication hook: hooks change what is sent, so they are told apart."""
     return f"{row['strategy']}{_hook(row)}"
-
 
 
 def _ok(summary: pd.DataFrame) -> pd.DataFrame:
@@ -112,28 +111,40 @@ def _largest_fair(group: pd.DataFrame) -> pd.DataFrame:
 
 
 def _scaling(summary):
+    """Per configuration and strategy: how its fastest job at the largest fair world size scales; and
+    every job whose world-size-1 baseline is broken (:func:`ddpbench.analysis.summary.baseline_problem`)
+    named, with no verdict drawn from it."""
     out = []
     ok = _ok(summary)
     multi = ok[(ok["world_size"] > 1) & ok["efficiency"].notna()]
     for config, group in multi.groupby(_per_row(_config, multi), sort=False):
         for strategy, part in group.groupby(_per_row(_strategy, group), sort=False):
+            broken = [r for _, r in part.iterrows() if _baseline_problem(r)]
+            if broken:
+                jobs = "; ".join(f"{_where(r, summary)}: {r['speedup']:.2f}x ({pct(r['efficiency'])} parallel "
+                                 "efficiency)" for r in broken)
+                out.append(Finding("baseline", "warn", f"No scaling verdict for {strategy} with {config} from these "
+                                   f"measured speedups, which rest on a broken baseline: {jobs}. Why: "
+                                   f"{broken[0]['baseline_problem']}."))
             top = _largest_fair(part).sort_values("samples_per_s", ascending=False).iloc[0]
             if _baseline_problem(top):
-                out.append(Finding("baseline", "warn", f"No scaling verdict for {strategy} with {config} at world "
-                                   f"size {int(top['world_size'])}: its measured speedup of {top['speedup']:.2f}x "
-                                   f"({pct(top['efficiency'])} parallel efficiency) rests on a broken baseline: "
-                                   f"{top['baseline_problem']}."))
                 continue
             ci = ""
             if not math.isnan(top["efficiency_low"]):
                 ci = f" (95 % CI {pct(top['efficiency_low'])} to {pct(top['efficiency_high'])})"
-            verdict = ("scales well" if top["efficiency"] >= 0.8 else "scales poorly" if top["efficiency"] < 0.5
-                       else "scales moderately")
-            out.append(Finding("scaling", "info" if top["efficiency"] >= 0.8 else "warn",
+            verdict = scaling_band(top["efficiency"])
+            out.append(Finding("scaling", "info" if top["efficiency"] >= SCALES_WELL else "warn",
                                f"{strategy} with {config} {verdict}: at world size {int(top['world_size'])} it runs "
                                f"{top['speedup']:.2f}x the throughput of one rank, {pct(top['efficiency'])} "
                                f"parallel efficiency{ci}."))
     return out
+
+
+def _where(row, summary) -> str:
+    """A job among others of its configuration: its world size and what else tells it apart."""
+    fields = [f for f in label_fields(summary) if f not in ("strategy", "comm_hook", "batch_size", "world_size")]
+    settings = describe(row, fields, summary, model=False)
+    return f"world size {int(row['world_size'])}" + (f" ({settings})" if settings else "")
 
 
 def _baseline_problem(row) -> str:

@@ -362,6 +362,14 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
 #: a world-size-1 baseline whose IQR / median is this many times the job's (and above the noise
 #: threshold) divides the job's throughput by noise
 BASELINE_NOISE_FACTOR = 2.0
+#: parallel efficiency at or above this "scales well", below SCALES_POORLY "scales poorly"
+SCALES_WELL, SCALES_POORLY = 0.8, 0.5
+
+
+def scaling_band(efficiency: float) -> str:
+    """The verdict an efficiency gives: "scales well", "scales moderately" or "scales poorly"."""
+    return ("scales well" if efficiency >= SCALES_WELL else "scales poorly" if efficiency < SCALES_POORLY
+            else "scales moderately")
 
 
 def _spread(row) -> float:
@@ -373,20 +381,27 @@ def baseline_problem(job, bases, efficiency: float) -> str:
     """Why ``job``'s world-size-1 baseline ``bases`` cannot be trusted, in words; "" where it can."""
     spread = max((_spread(b) for b in bases), default=math.nan)
     mine = _spread(job)
-    noisy = spread > NOISE_THRESHOLD and (not mine >= 0 or spread > BASELINE_NOISE_FACTOR * mine)
+    # the same efficiency against the baseline's median step: where the baseline is noisy and the two
+    # give different verdicts, its noise decides the verdict
+    base_median = float(np.median([float(b["step_ms_median"]) for b in bases]))
+    robust = efficiency * float(np.mean([float(b["step_ms_mean"]) for b in bases])) / base_median \
+        if base_median > 0 and all("step_ms_mean" in b for b in bases) else efficiency
+    noisy = (spread > NOISE_THRESHOLD and (not mine >= 0 or spread > BASELINE_NOISE_FACTOR * mine)
+             and (scaling_band(robust) != scaling_band(efficiency) or robust > 1))
     over = efficiency > 1
     if not (over or noisy):
         return ""
     base = bases[0]
-    what = (f"its world-size-1 baseline ({', '.join(str(b['key']) for b in bases)}) ran a median step of "
-            f"{float(base['step_ms_median']):.1f} ms with an IQR of {float(base['step_ms_iqr']):.1f} ms "
-            f"({100 * spread:.0f} % of the median, against {100 * mine:.0f} % for this job)")
+    what = (f"the steps of its world-size-1 baseline ({', '.join(str(b['key']) for b in bases)}) scattered with an "
+            f"IQR of {float(base['step_ms_iqr']):.1f} ms, {100 * spread:.0f} % of their median "
+            f"({100 * mine:.0f} % for this job)")
     why = []
     if over:
         why.append(f"an efficiency of {100 * efficiency:.0f} % (above 100 %) means one rank ran slower than a rank "
                    "of this job, not that scaling was better than perfect")
     if noisy:
-        why.append("the baseline's steps scatter far more than the job's")
+        why.append(f"the baseline's steps scatter far more than the job's: against their median instead of their "
+                   f"mean, the efficiency is {100 * robust:.0f} %, a different verdict")
     threads = {b["threads_per_rank"] for b in bases}
     if threads != {job["threads_per_rank"]}:
         why.append(f"the baseline ran {', '.join(str(t) for t in sorted(threads, key=str))} thread(s) per rank and "

@@ -14,12 +14,17 @@ def add_parser(sub) -> None:
                        description="Regenerate the report from a results folder alone.")
     p.add_argument("results", type=Path, help="folder holding results.jsonl")
     p.add_argument("--out", type=Path, help="where to write the report (default: the results folder)")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing: list every finding the folder's own measurements contradict (a fix measured "
+                        "slower, an efficiency above 100%% unflagged, a step time no job measured); exit 1 if any")
     p.set_defaults(func=command)
 
 
 def command(args) -> int:
     if not (args.results / RESULTS_FILE).is_file():
         raise InputError(str(args.results), RESULTS_FILE, "not found; give a folder written by `ddpbench sweep`")
+    if args.check:
+        return check(args.results)
     if args.out is not None:
         check_out_dir(args.out)
     from ddpbench.report.build import write_report  # matplotlib: only for a folder that has results
@@ -27,3 +32,18 @@ def command(args) -> int:
     index = write_report(args.results, args.out)
     print(index)
     return 0
+
+
+def check(folder: Path) -> int:
+    """The consistency check of a folder's diagnosis against its own summary (analysis.consistency)."""
+    from ddpbench.analysis.consistency import check as consistency
+    from ddpbench.report.build import load_context
+    from ddpbench.report.sections.diagnosis import findings_for
+
+    ctx = load_context(folder)
+    findings = findings_for(ctx)
+    problems = consistency(ctx.summary, findings)
+    for p in problems:
+        print(f"{p.kind}: {p.job or '-'}: {p.text}")
+    print(f"{len(findings)} finding(s) over {len(ctx.summary)} job(s): {len(problems)} contradicted by the measurements")
+    return 1 if problems else 0

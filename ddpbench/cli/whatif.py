@@ -93,12 +93,14 @@ def command(args) -> int:
     cluster = Cluster(args.gpus_per_node, args.intra_gbit, args.inter_gbit, args.intra_latency_us,
                       args.inter_latency_us)
     if args.from_dir is not None:
+        from ddpbench.analysis.costmodel import versus_report
+
         for measured in _measured(args.from_dir):
             compute = args.compute_ms if args.compute_ms is not None else measured.compute_ms
             work = Work(compute_ms=compute, bucket_bytes=measured.bucket_bytes, backward_share=measured.backward_share)
             _answer(args, f"{measured.label} as measured in {args.from_dir} (DDP's own buckets at "
                     f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work, cluster)
-            print(_versus_report(measured, compute))
+            print(versus_report(measured, compute))
         return 0
     from ddpbench.experiment.spec import JobSpec, check_value
     from ddpbench.experiment.workloads import check_workloads
@@ -113,22 +115,6 @@ def command(args) -> int:
     work = Work(compute_ms=args.compute_ms, bucket_bytes=buckets)  # in DDP's order: the last layers' first
     _answer(args, f"{spec.model_label}: {len(buckets)} bucket(s) of at most {args.bucket_cap_mb:g} MB", work, cluster)
     return 0
-
-
-def _versus_report(measured, compute_ms: float) -> str:
-    """Why the report's projection of the same folder differs from this one, in one paragraph."""
-    why = [f"this projection gives every device {compute_ms:.4g} ms of compute a step at every world size, the "
-           "cluster described here, and the costs fitted to published scaling"]
-    if measured.compute_multi_ms > measured.compute_ms * 1.05 and measured.measured_world_size > 1:
-        why.append(f"the report starts its multi-rank steps from the compute measured with every rank busy "
-                   f"({measured.compute_multi_ms:.4g} ms at world size {measured.measured_world_size} on the "
-                   f"measuring machine, against {measured.compute_ms:.4g} ms alone), so it keeps at most "
-                   f"{measured.compute_ms / measured.compute_multi_ms:.0%} however fast the link")
-    else:
-        why.append("the report starts from the same compute")
-    return (f"versus the report's projection of this folder: {why[0]}; {why[1]}, and projects onto the measuring "
-            "machine's fitted all-reduce curve and the experiment's [[links]], with no per-step costs beyond the "
-            "measured ones.")
 
 
 def _answer(args, what: str, work, cluster) -> None:

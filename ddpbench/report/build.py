@@ -59,6 +59,18 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
 
     ``out_dir`` defaults to ``results_dir``; ``sections`` to :data:`SECTIONS`, in that order.
     """
+    ctx = load_context(results_dir, out_dir)
+    ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    rendered = [s for s in (fn(ctx) for fn in (SECTIONS if sections is None else sections)) if s is not None]
+    index = ctx.out_dir / INDEX_FILE
+    tmp = index.with_suffix(".html.tmp")
+    tmp.write_text(render_page(page_title(ctx), rendered, ctx.out_dir), encoding="utf-8")
+    os.replace(tmp, index)
+    return index
+
+
+def load_context(results_dir: str | Path, out_dir: str | Path | None = None) -> ReportContext:
+    """A results folder loaded and summarised once, as every section of its report reads it."""
     results_dir = Path(results_dir)
     out_dir = Path(out_dir) if out_dir is not None else results_dir
     with warnings.catch_warnings(record=True) as caught:
@@ -73,14 +85,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
             damaged.append(str(w.message))
             warnings.warn(str(w.message), DamagedRecord, stacklevel=2)
     summary = summarize(steps, runs, ranks, datasheet_tflops=datasheet_peak(sweeps))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    ctx = ReportContext(summary, steps, runs, ranks, sweeps, results_dir, out_dir, collectives, damaged=damaged)
-    rendered = [s for s in (fn(ctx) for fn in (SECTIONS if sections is None else sections)) if s is not None]
-    index = out_dir / INDEX_FILE
-    tmp = index.with_suffix(".html.tmp")
-    tmp.write_text(render_page(page_title(ctx), rendered, out_dir), encoding="utf-8")
-    os.replace(tmp, index)
-    return index
+    return ReportContext(summary, steps, runs, ranks, sweeps, results_dir, out_dir, collectives, damaged=damaged)
 
 
 def page_title(ctx: ReportContext) -> str:

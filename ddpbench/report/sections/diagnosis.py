@@ -15,9 +15,13 @@ SEVERITY_CLASS = {"bad": "status-failed", "warn": "status-skipped", "info": ""}
 SEVERITY_LABEL = {"bad": "problem", "warn": "attention", "info": "finding"}
 
 
-def diagnosis_section(ctx: ReportContext) -> Section | None:
+def findings_for(ctx: ReportContext) -> list:
+    """The report's findings: the summary's, the cost model's projection and its checks (computed once
+    per report, shared with the other sections through ``ctx.derived``)."""
+    if "findings" in ctx.derived:
+        return ctx.derived["findings"]
     if ctx.summary.empty:
-        return None
+        return []
     model = model_for(ctx)
     primary = model.checks[model.checks["link"] == model.measured.name] if len(model.checks) else model.checks
     # the projection in words: the primary fitted link and the given ones (not the second fit)
@@ -28,7 +32,13 @@ def diagnosis_section(ctx: ReportContext) -> Section | None:
              or (measured is not None and link.source == measured.source and link.name.startswith(base))]
     projection = model.projection[model.projection["link"].isin(shown)] if len(model.projection) else model.projection
     link_check = held_out_check(network_table(ctx.summary, ctx.ranks))
-    findings = diagnose(ctx.summary, projection, primary, link_check, link=fit_collectives(ctx.collectives))
+    ctx.derived["findings"] = diagnose(ctx.summary, projection, primary, link_check,
+                                       link=fit_collectives(ctx.collectives))
+    return ctx.derived["findings"]
+
+
+def diagnosis_section(ctx: ReportContext) -> Section | None:
+    findings = findings_for(ctx)
     if not findings:
         return None
     order = {"bad": 0, "warn": 1, "info": 2}
