@@ -23,7 +23,8 @@ from ddpbench.cli import main
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.tables import load_collectives, load_tables
-from records import ResultsFolder
+from records import ResultsFolder, rank_entry, training_result
+from records import row as record_row
 
 EXAMPLE = ROOT / "reports" / "examples" / "quick-cpu"  # 8 jobs ok, 3 launches of 20 steps; collectives too
 PYTEST_BENCHMARK = Path(sys.executable).parent / "pytest-benchmark"
@@ -214,3 +215,44 @@ def test_the_command_line_runs_as_a_user_runs_it(tmp_path):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "nothing" in proc.stderr
     proc = run_cli("export-benchmark", "--help")
     assert proc.returncode == 0 and "--out FILE.json" in proc.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# names from a job's own settings
+# ---------------------------------------------------------------------------------------------
+
+def _store_jobs(folder: Path, specs) -> Path:
+    """A results folder holding one ok launch of each spec, 2 ms steps on every rank."""
+    results = ResultsFolder(folder, experiment={"name": "stable", "description": ""})
+    for spec in specs:
+        rows = [record_row(rank, phase, step, 2.0, forward_ms=0.5, backward_ms=1.0, optimizer_ms=0.5)
+                for rank in range(spec.world_size) for phase in ("measure", "nosync") for step in range(spec.steps)]
+        result = training_result(spec, rows, [rank_entry(r, peak_rss_mb=100.0) for r in range(spec.world_size)])
+        results.launch(spec, result=result, cores=2)
+    return folder
+
+
+def test_a_jobs_name_comes_from_its_own_settings_not_its_neighbours(tmp_path):
+    base = dict(device="cpu", backend="gloo", model="mlp", model_size="xs", batch_size=8, steps=4)
+    job = JobSpec(world_size=2, bucket_cap_mb=0.5, threads_per_rank=1, **base)
+    beside = [JobSpec(world_size=1, threads_per_rank=2, **base),           # threads vary in this folder
+              JobSpec(world_size=2, bucket_cap_mb=5, threads_per_rank=1, **base),
+              JobSpec(world_size=2, bucket_cap_mb=0.5, threads_per_rank=1, strategy="master", **base)]
+    alone = _store_jobs(tmp_path / "alone", [job])
+    crowd = _store_jobs(tmp_path / "crowd", [job, *beside])
+    names = {}
+    for folder in (alone, crowd):
+        out = tmp_path / f"{folder.name}.json"
+        assert main(["export-benchmark", str(folder), "--out", str(out)]) == 0
+        names[folder.name] = {b["extra_info"]["key"]: b for b in json.loads(out.read_text())["benchmarks"]}
+    mine, theirs = names["alone"][job.key], names["crowd"][job.key]
+    assert mine["name"] == theirs["name"] == "mlp-xs ddp ws=2 bucket 0.5 MB batch 8 threads_per_rank=1"
+    assert mine["fullname"] == theirs["fullname"] == f"ddpbench::stable::{mine['name']}"
+    assert mine["params"] == theirs["params"] == {"strategy": "ddp", "world_size": 2, "bucket_cap_mb": 0.5,
+                                                   "batch_size": 8, "threads_per_rank": 1}
+    assert mine["param"] == theirs["param"] == "ddp-2-0.5-8-1"
+    # every job of the crowd has a name of its own, none with a key appended
+    crowd_names = [b["name"] for b in names["crowd"].values()]
+    assert len(set(crowd_names)) == 4 and not any("[" in n for n in crowd_names)
+    assert names["crowd"][beside[0].key]["name"] == "mlp-xs ddp ws=1 batch 8 threads_per_rank=2"
+    assert names["crowd"][beside[2].key]["name"] == "mlp-xs master ws=2 bucket 0.5 MB batch 8 threads_per_rank=1"

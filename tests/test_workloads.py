@@ -384,7 +384,10 @@ def test_compare_and_export_read_a_factorys_results(workload_sweep, tmp_path):
     benchmarks = json.loads(exported.read_text())["benchmarks"]
     assert len(benchmarks) == 3
     assert {b["extra_info"]["key"] for b in benchmarks} == keys
-    assert {b["name"] for b in benchmarks} == labels
+    # named by each job's own settings (compare's labels name only what varies in the folder)
+    assert {b["name"] for b in benchmarks} == {f"{MAKE}(dim=16) ddp ws=1 batch 8 threads_per_rank=1",
+                                               f"{MAKE}(dim=16) ddp ws=2 batch 8 threads_per_rank=1",
+                                               f"{DROPOUT}(dim=16) ddp ws=2 batch 8 threads_per_rank=1"}
     assert {b["group"] for b in benchmarks} == {f"{MAKE}(dim=16)", f"{DROPOUT}(dim=16)"}
     assert all(b["stats"]["rounds"] == 3 and b["stats"]["median"] > 0 for b in benchmarks)
     assert {b["extra_info"]["spec"]["model_args"] for b in benchmarks} == {'{"dim":16}'}

@@ -163,6 +163,56 @@ def describe(row, fields, table=None, model: bool = True) -> str:
     return " ".join(parts)
 
 
+#: fields that say how long a job is measured, not what it runs: never part of its own name
+_UNNAMED = ("warmup_steps", "steps", "check_steps", *MEASUREMENT_FIELDS)
+#: the backend each device uses when ``backend = "auto"``: named only when a job picked another
+_NATURAL_BACKEND = {"cpu": "gloo", "cuda": "nccl"}
+
+
+def own_fields(row) -> list[str]:
+    """The fields that name a job from its own settings alone, whatever else is in its folder.
+
+    Always its strategy (with its comm hook), world size and threads per rank (``auto`` resolves to
+    a count that matters); the device when it is not the CPU and the backend when it is not the
+    device's own (gloo on a CPU, nccl on a GPU); and every other field whose value differs from its
+    default, as the job key counts them, except how long the job is measured (steps, repeats, ...).
+    """
+    fields = []
+    for name in SPEC_COLUMNS:
+        if name in MODEL_FIELDS or name in _UNNAMED or name not in row:
+            continue
+        value = row[name]
+        if name in ("strategy", "world_size", "threads_per_rank"):
+            fields.append(name)
+        elif name == "device":
+            if str(value) != "cpu":
+                fields.append(name)
+        elif name == "backend":
+            if _NATURAL_BACKEND.get(str(row.get("device"))) != str(value):
+                fields.append(name)
+        elif not _is_default(name, value):
+            fields.append(name)
+    return fields
+
+
+def _is_default(name: str, value) -> bool:
+    """Whether ``value`` is the field's default; a value a table left empty (an older record) counts as it."""
+    default = FIELDS[name].default
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return True
+    if isinstance(default, (bool, np.bool_)) or isinstance(value, (bool, np.bool_)):
+        return bool(value) == bool(default)
+    if isinstance(default, (int, float)) and isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value) == float(default)
+    return str(value) == str(default)
+
+
+def own_label(row) -> str:
+    """A job's name from its own settings (:func:`own_fields`): ``mlp-m ddp ws=2 bucket 1 MB
+    threads_per_rank=1``. The same job reads the same in any folder, beside any other jobs."""
+    return describe(row, own_fields(row))
+
+
 def ordered(table):
     """Jobs in reading order: model, size (small to large), other settings, world size, bucket.
 

@@ -9,12 +9,14 @@ pytest-benchmark's own loader and its ``compare`` command read it. The mapping:
 
 * one benchmark per training job (spec key) that finished ok in every launch; failed, timed-out
   and skipped jobs are left out and named on stderr;
-* ``name``: the job's label, model-size and the settings that vary between the folder's jobs
-  (the label ``ddpbench compare`` prints, so stable across two sweeps of one experiment);
-  ``fullname``: ``ddpbench::<experiment>::<label>`` (the job key is appended only where two labels
-  would clash); ``group``: ``<model>-<size>``, so pytest-benchmark's table sets the world sizes and
-  bucket sizes of one workload side by side; ``params``: the varying settings, ``param`` their
-  values joined by ``-`` like a pytest id (both None when nothing varies);
+* ``name``: the job's name from its own settings alone
+  (:func:`ddpbench.analysis.jobs.own_label`: model-size, strategy, world size, threads per rank and
+  every setting that differs from its default), so the same job has the same name whatever else
+  its folder holds and pytest-benchmark matches it across files;
+  ``fullname``: ``ddpbench::<experiment>::<name>`` (the job key is appended only where two names
+  would clash: jobs that differ only in how long they were measured); ``group``: ``<model>-<size>``,
+  so pytest-benchmark's table sets the world sizes and bucket sizes of one workload side by side;
+  ``params``: the settings the name gives, ``param`` their values joined by ``-`` like a pytest id;
 * ``stats``: pytest-benchmark's own :class:`pytest_benchmark.stats.Stats` fed every measured step
   of every launch, in seconds, each step bounded by its slowest rank (the maximum over ranks of
   ``step_ms``, :func:`ddpbench.analysis.summary.bounded_steps`, the step time the report and ``compare``
@@ -61,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpbench.analysis import compare
-from ddpbench.analysis.jobs import SPEC_COLUMNS, describe, label_fields, model_name, varying
+from ddpbench.analysis.jobs import SPEC_COLUMNS, model_name, own_fields, own_label
 from ddpbench.analysis.summary import bounded_steps, datasheet_peak, launch_times, summarize
 from ddpbench.errors import InputError
 from ddpbench.results.schema import RESULTS_FILE
@@ -200,9 +202,7 @@ def benchmark_document(folder: str | Path) -> tuple[dict, list[str]]:
                      "collective micro-benchmarks store only the median, p10 and p90 time per size, not "
                      "per-iteration times, so pytest-benchmark's statistics cannot be computed from them")
     summary = summarize(steps, runs, ranks, datasheet_tflops=datasheet_peak(sweeps))
-    fields = label_fields(summary)
-    labels = {r["key"]: describe(r, fields, summary) for _, r in summary.iterrows()}
-    param_fields = varying(summary)
+    labels = {r["key"]: own_label(r) for _, r in summary.iterrows()}
 
     for _, r in summary[summary["status"] != "ok"].iterrows():
         error = str(r["error"]).replace("\n", " ") if r["error"] is not None else "no error recorded"
@@ -241,7 +241,7 @@ def benchmark_document(folder: str | Path) -> tuple[dict, list[str]]:
         launches = mine.groupby("repeat")["step_ms"]
         per_launch_steps = [int(n) for n in launches.size()]
         spec = {c: plain(r[c]) for c in SPEC_COLUMNS}
-        params = {f: plain(r[f]) for f in param_fields} or None
+        params = {f: plain(r[f]) for f in own_fields(r)}
         extra = {
             "source": f"ddpbench sweep {folder}",
             "key": key,
