@@ -134,3 +134,18 @@ def test_threads_auto_is_the_same_at_every_world_size(tmp_path, cpu_machine):
     assert {j.world_size: j.threads_per_rank for j in jobs} == {1: 1, 2: 1}
     path.write_text('[defaults]\nmodel = "mlp"\nmodel_size = "xs"\nworld_size = 1\n')
     assert [j.threads_per_rank for j in load_experiment(path, machine=cpu_machine).jobs] == [2]
+
+
+def test_the_verdict_leads_with_scaling_the_top_cause_and_the_best_setting():
+    from ddpbench.analysis.verdict import headline
+
+    rows = [_small(step_ms_mean=100.0), _default([80.0, 81.0, 79.0])]
+    lines = dict(headline(diagnose(pd.DataFrame(rows), link=LINK), pd.DataFrame(rows)))
+    assert lines["scaling"].startswith("ddp with mlp-m (batch 32/rank) scales well")
+    # the top cause with its fix and the gain the sweep measured for it, called measured
+    assert lines["top cause"].startswith("buckets in ") and "fix: bucket_cap_mb = 25 (the default)" in lines["top cause"]
+    assert "measured to recover 20.0 ms of a 100.0 ms step (20 %)" in lines["top cause"]
+    assert lines["best setting"].startswith("Best gradient bucket size") and "25 MB" in lines["best setting"]
+    # nothing to blame: said so, not left out
+    lines = dict(headline(diagnose(pd.DataFrame([_row()])), pd.DataFrame([_row()])))
+    assert lines["top cause"].startswith("none")

@@ -35,6 +35,8 @@ class Finding:
     fix: str = ""
     #: the fix as job fields, where it is one
     fix_fields: dict | None = None
+    #: how recoverable_ms is known: "model" (an estimate) or "measured" (the sweep ran the fix)
+    basis: str = "model"
 
 
 def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = "warn") -> Finding:
@@ -51,7 +53,7 @@ def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = 
         recover = (f" Fix: {estimate.fix}; estimated to recover {gain:.1f} of {step:.1f} ms a step "
                    f"({pct(gain / step)}; a model estimate: the sweep did not run this fix).")
     return Finding(kind, severity, text + recover, cause=estimate.cause, job=row.get("key"),
-                   recoverable_ms=gain, fix=estimate.fix, fix_fields=estimate.fields)
+                   recoverable_ms=gain, fix=estimate.fix, fix_fields=estimate.fields, basis=estimate.basis)
 
 
 def blames(row, estimate: causes.Estimate | None) -> bool:

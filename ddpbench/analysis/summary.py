@@ -373,7 +373,7 @@ def scaling_band(efficiency: float) -> str:
 
 
 def _spread(row) -> float:
-    step, iqr_ = float(row.get("step_ms_median", math.nan)), float(row.get("step_ms_iqr", math.nan))
+    step, iqr_ = float(row.get("step_ms_median", math.nan)), float(row.get("step_ms_iqr", math.nan))  # noise
     return iqr_ / step if step > 0 else math.nan
 
 
@@ -383,9 +383,9 @@ def baseline_problem(job, bases, efficiency: float) -> str:
     mine = _spread(job)
     # the same efficiency against the baseline's median step: where the baseline is noisy and the two
     # give different verdicts, its noise decides the verdict
-    base_median = float(np.median([float(b["step_ms_median"]) for b in bases]))
-    robust = efficiency * float(np.mean([float(b["step_ms_mean"]) for b in bases])) / base_median \
-        if base_median > 0 and all("step_ms_mean" in b for b in bases) else efficiency
+    base_median = float(np.median([float(b.get("step_ms_median", math.nan)) for b in bases]))
+    base_mean = float(np.mean([float(b.get("step_ms_mean", math.nan)) for b in bases]))
+    robust = efficiency * base_mean / base_median if base_median > 0 and base_mean > 0 else efficiency
     noisy = (spread > NOISE_THRESHOLD and (not mine >= 0 or spread > BASELINE_NOISE_FACTOR * mine)
              and (scaling_band(robust) != scaling_band(efficiency) or robust > 1))
     over = efficiency > 1
@@ -393,7 +393,7 @@ def baseline_problem(job, bases, efficiency: float) -> str:
         return ""
     base = bases[0]
     what = (f"the steps of its world-size-1 baseline ({', '.join(str(b['key']) for b in bases)}) scattered with an "
-            f"IQR of {float(base['step_ms_iqr']):.1f} ms, {100 * spread:.0f} % of their median "
+            f"IQR of {float(base.get('step_ms_iqr', math.nan)):.1f} ms, {100 * spread:.0f} % of their median "
             f"({100 * mine:.0f} % for this job)")
     why = []
     if over:

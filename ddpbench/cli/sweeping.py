@@ -131,15 +131,20 @@ def warn_same_buckets(experiment) -> None:
 
 def finish_report(out_dir: Path, console, write: bool = True) -> int:
     """Print the summary table of ``out_dir`` and write its report; exit code 1 if a job failed."""
-    from ddpbench.analysis.summary import summarize
-    from ddpbench.results.tables import load
+    from ddpbench.analysis.verdict import headline
+    from ddpbench.report.build import load_context, write_context
+    from ddpbench.report.sections.diagnosis import findings_for
 
-    table = summarize(load(out_dir))
+    ctx = load_context(out_dir)  # loaded and summarised once: the table, the verdict and the report
+    table = ctx.summary
     print_summary(table)
+    lines = headline(findings_for(ctx), table) if len(table) else []
+    if lines:
+        console.print("verdict:", highlight=False)
+        for label, text in lines:
+            console.print(f"  {label}: {text}", highlight=False, markup=False)
     if write:
-        from ddpbench.report.build import write_report  # matplotlib: only when a report is written
-
-        index = write_report(out_dir)
+        index = write_context(ctx)
         console.print(f"report: {index}", highlight=False)
     failed = int(table["status"].isin(["failed", "timed_out"]).sum()) if len(table) else 0
     return EXIT_FAILED if failed else 0

@@ -50,7 +50,7 @@ def print_summary(table) -> None:
     nodes = "emulate_nodes" in table and bool((table["emulate_nodes"] > 1).any())
     devices = table["device"].nunique() > 1  # CPU jobs beside GPU ones
     gpu = "gpu_peak_allocated_mb" in table and bool(table["gpu_peak_allocated_mb"].notna().any())
-    out = Table(title="per job: median over measured steps (slowest rank); speedup vs world size 1")
+    out = Table(title="per job: mean over measured steps (slowest rank), IQR of them; speedup vs world size 1")
     for col in ("strategy", "model", *(("device",) if devices else ()), "ws", *(("nodes x link",) if nodes else ()),
                 "bucket MB", "status", "step ms (mean)", "IQR", "samples/s", "speedup", "eff.", "comm ms", "max MB/step",
                 *(("GPU MB",) if gpu else ()), "max |diff|", "flags"):

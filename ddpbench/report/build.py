@@ -17,16 +17,17 @@ from typing import Sequence
 from ddpbench.analysis.summary import datasheet_peak, summarize
 from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, render_page
 from ddpbench.report.sections import (collectives, compute, diagnosis, frameworks, gpu, network, noise, overview,
-                                      projection, scaling, search, strategies, timeline)
+                                      projection, scaling, search, strategies, timeline, verdict)
 from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_collectives, load_tables
 
 #: the page, in reading order
 SECTIONS: tuple[SectionFn, ...] = (
-    overview.header_section,
+    verdict.verdict_section,
     diagnosis.diagnosis_section,
     search.search_section,
     overview.summary_section,
+    overview.header_section,
     scaling.throughput_section,
     scaling.efficiency_section,
     scaling.serial_fraction_section,
@@ -59,7 +60,11 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
 
     ``out_dir`` defaults to ``results_dir``; ``sections`` to :data:`SECTIONS`, in that order.
     """
-    ctx = load_context(results_dir, out_dir)
+    return write_context(load_context(results_dir, out_dir), sections)
+
+
+def write_context(ctx: ReportContext, sections: Sequence[SectionFn] | None = None) -> Path:
+    """Write the report of a loaded results folder (:func:`load_context`); return index.html's path."""
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     rendered = [s for s in (fn(ctx) for fn in (SECTIONS if sections is None else sections)) if s is not None]
     index = ctx.out_dir / INDEX_FILE

@@ -1,0 +1,54 @@
+"""The answer first: a few lines drawn from the diagnosis, for the end of a sweep's console output
+and the top of its report -- how the training scales, the cause of lost time that a fix would
+recover most of (with whether that gain was measured or estimated), and the best setting with
+whether it is significantly better. Every line is a finding's own sentence or built from its
+fields; nothing here measures or decides anything the diagnosis did not."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ddpbench.analysis.findings import Finding, pct, top_cause
+from ddpbench.analysis.jobs import describe, label_fields
+
+
+def headline(findings: list[Finding], summary: pd.DataFrame) -> list[tuple[str, str]]:
+    """(label, sentence) pairs, in reading order: failures, scaling, the top cause, the best setting."""
+    lines: list[tuple[str, str]] = []
+    failed = [f for f in findings if f.kind == "failed"]
+    if failed:
+        lines.append(("failed", failed[0].text))
+    for f in findings:
+        if f.kind in ("scaling", "baseline"):
+            lines.append(("scaling" if f.kind == "scaling" else "no verdict", f.text))
+    cause = top_cause(findings)
+    if cause is not None:
+        lines.append(("top cause", _cause(cause, summary)))
+    else:
+        lines.append(("top cause", "none: no fix the diagnosis knows would recover 10 % of a step or more"))
+    for f in findings:
+        if f.kind == "bucket" and f.text.startswith("Best gradient bucket size"):
+            lines.append(("best setting", f.text))
+    return lines
+
+
+def _cause(f: Finding, summary: pd.DataFrame) -> str:
+    where = ""
+    if f.job and len(summary) and f.job in set(summary["key"]):
+        row = summary.set_index("key").loc[f.job]
+        where = f" in {describe({**row, 'key': f.job}, label_fields(summary), summary)}"
+    if f.cause == "oversubscribed":
+        return f"oversubscription{where}: more busy threads than cores, so its timings measure contention"
+    step = math.nan
+    if f.job and len(summary) and f.job in set(summary["key"]):
+        step = float(summary.set_index("key").loc[f.job, "step_ms_mean"])
+    if math.isnan(f.recoverable_ms):
+        gain = ""
+    elif f.basis == "measured":
+        gain = f": measured to recover {f.recoverable_ms:.1f} ms of a {step:.1f} ms step ({pct(f.recoverable_ms / step)})"
+    else:
+        gain = (f": estimated (a model, not run) to recover {f.recoverable_ms:.1f} ms of a {step:.1f} ms step "
+                f"({pct(f.recoverable_ms / step)})" if step > 0 else "")
+    return f"{f.cause}{where}; fix: {f.fix}{gain}"
