@@ -260,7 +260,7 @@ def _rank_figures(job_ranks: pd.DataFrame) -> dict:
                 "allreduce_bytes_per_step": math.nan, "unused_param_mb": math.nan, "buckets": math.nan, "sent_mb_per_step_max": math.nan,
                 "recv_mb_per_step_max": math.nan, "sent_mb_per_step_median": math.nan, "traffic_source": None,
                 "optimizer_state_mb": math.nan, "bucket_layout": None, "framework_version": None, "reduction": None,
-                **_gpu_figures(job_ranks)}
+                **_gpu_figures(job_ranks), **_precision_figures(job_ranks)}
     comm = median(_column(job_ranks, "ddp_backward_comm_ms"))
     overlapped = median(_column(job_ranks, "ddp_backward_compute_comm_overlap_ms"))
     buckets = job_ranks["bucket_bytes"].dropna()
@@ -281,7 +281,50 @@ def _rank_figures(job_ranks: pd.DataFrame) -> dict:
         "bucket_layout": tuple(int(b) for b in buckets.iloc[0]) if len(buckets) and isinstance(buckets.iloc[0], list)
         else None,
         **_gpu_figures(job_ranks),
+        **_precision_figures(job_ranks),
     }
+
+
+#: what a compiled job's ranks recorded of their compilation (:func:`_precision_figures`)
+COMPILE_FIGURES = ("compile_s_cold", "compile_s_warm", "compile_launches_cold", "compile_launches_warm",
+                   "compiled_graphs", "graph_breaks", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase")
+
+
+def _precision_figures(job_ranks: pd.DataFrame) -> dict:
+    """The rank's own memory (the largest rank's, MB: anonymous and shared memory, the same whether
+    the rank was forked or started fresh, :func:`ddpbench.rank.devices.own_memory_mb`), the
+    GradScaler's skipped steps (fp16; the worst launch's), and a compiled job's compile figures
+    (:func:`compile_cache_figures`)."""
+    memory, skipped = _column(job_ranks, "rank_memory_mb"), _column(job_ranks, "amp_skipped_steps")
+    figures = {"rank_memory_mb": float(memory.max()) if memory.notna().any() else math.nan,
+               "amp_skipped_steps": float(skipped.max()) if skipped.notna().any() else math.nan,
+               **dict.fromkeys(COMPILE_FIGURES, math.nan)}
+    compiled = compile_cache_figures(job_ranks) if len(job_ranks) else pd.DataFrame()
+    if len(compiled):
+        figures.update({name: compiled.iloc[0][name] for name in COMPILE_FIGURES})
+    return figures
+
+
+def compile_cache_figures(ranks: pd.DataFrame) -> pd.DataFrame:
+    """Per compiled job: the median rank's compile time (s) in launches that found the job's compile
+    cache cold (its first) and warm (later repeats: the graphs loaded from the cache), and its
+    graphs, graph breaks, DDPOptimizer's subgraphs and recompiles after the compile phase (worst rank)."""
+    if ranks.empty or "compile_s" not in ranks.columns:
+        return pd.DataFrame()
+    part = ranks[pd.to_numeric(ranks["compile_s"], errors="coerce").notna()]
+    rows = []
+    for key, job in part.groupby("key", sort=False):
+        seconds = pd.to_numeric(job["compile_s"], errors="coerce")
+        row = {"key": key}
+        for state in ("cold", "warm"):
+            values = seconds[job["compile_cache"].astype(str) == state]
+            row[f"compile_s_{state}"] = float(values.median()) if len(values) else math.nan
+            row[f"compile_launches_{state}"] = int(job.loc[values.index, "repeat"].nunique()) if len(values) else 0
+        for name in ("compiled_graphs", "graph_breaks", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase"):
+            values = pd.to_numeric(job[name], errors="coerce") if name in job else pd.Series(dtype=float)
+            row[name] = float(values.max()) if values.notna().any() else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def _gpu_figures(job_ranks: pd.DataFrame) -> dict:
