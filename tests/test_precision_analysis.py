@@ -47,6 +47,9 @@ def settings_folder(tmp_path):
     # bf16: half the compute, the same fp32 gradients: the same 5 ms of communication
     _job(folder, 1, "bf16", False, 10.0, 0.0, memory=180.0)
     _job(folder, 2, "bf16", False, 10.0, 5.0, memory=180.0)
+    # fp16 on a CPU that emulates it: three times the compute, the communication a smaller share
+    _job(folder, 1, "fp16", False, 60.0, 0.0)
+    _job(folder, 2, "fp16", False, 60.0, 5.0)
     # compiled, measured at world size 1 only
     _job(folder, 1, "fp32", True, 16.0, 0.0)
     return tmp_path
@@ -68,12 +71,18 @@ def test_each_setting_is_set_against_fp32_eager(settings_folder):
     assert table.loc[("fp32 compiled", 1)]["throughput_ratio"] == pytest.approx(20 / 16, rel=1e-6)
     assert ("fp32 compiled", 2) not in table.index  # only where measured
 
-    (text, named, _), = scaling_sentences(settings_table(summary))
-    assert text.startswith("bf16 eager makes one rank of mlp-s 2.00x (95 % CI ")
+    sentences = {row["setting"]: (text, named) for text, named, row in scaling_sentences(settings_table(summary))}
+    assert set(sentences) == {"bf16 eager", "fp16 eager"}
+    text, named = sentences["bf16 eager"]
+    assert text.startswith("bf16 eager makes one rank of mlp-s 2.00x (95 % CI ") and " the throughput of fp32" in text
     assert "the job at 2 ranks 1.67x" in text and "exposed communication is 33 % of the step (fp32 eager: 20 %)" in text
     assert "parallel efficiency 67 % against fp32 eager's 80 %" in text and named
-    found = [f for f in diagnose(summary) if f.kind == "precision"]
-    assert [f.severity for f in found] == ["warn"] and found[0].text == text
+    slower, named_slower = sentences["fp16 eager"]
+    assert slower.startswith("fp16 eager makes one rank of mlp-s slower: 0.33x (95 % CI ") and not named_slower
+    assert ("its compute grew while the fp32 gradients stayed, so exposed communication is only 8 % of the step "
+            "(fp32 eager: 20 %)") in slower
+    found = {f.text: f.severity for f in diagnose(summary) if f.kind == "precision"}
+    assert found == {text: "warn", slower: "info"}
 
     compiled = summary[summary["compile"].astype(bool)].iloc[0]
     assert compiled["compile_s_cold"] == 30.0 and compiled["compile_s_warm"] == 3.0
@@ -85,7 +94,7 @@ def test_the_projection_takes_each_settings_own_compute(settings_folder):
     steps, runs, ranks, _ = load_tables(settings_folder)
     summary = summarize(steps, runs, ranks)
     found = {w.setting: w for w in costmodel.workloads(summary, ranks)}
-    assert set(found) == {"fp32 eager", "bf16 eager", "fp32 compiled"}
+    assert set(found) == {"fp32 eager", "bf16 eager", "fp16 eager", "fp32 compiled"}
     assert found["bf16 eager"].compute_ms == pytest.approx(10.0 * 1.01, rel=0.01)
     assert found["fp32 eager"].compute_ms == pytest.approx(20.0 * 1.01, rel=0.01)
     assert found["bf16 eager"].label.endswith(", bf16 eager") and found["bf16 eager"].grad_bytes == \

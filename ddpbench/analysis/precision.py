@@ -107,6 +107,14 @@ def ratio_text(value: float, low: float, high: float) -> str:
     return f"{value:.2f}x{ci}"
 
 
+def _verdict(row) -> str:
+    """"slower: " or "no faster or slower (not significant): " where the interval says so, else ""."""
+    significant = stats.significant(row["throughput_ratio_low"], row["throughput_ratio_high"])
+    if significant is False:
+        return "no faster or slower (not significant): "
+    return "slower: " if row["throughput_ratio"] < 1 else ""
+
+
 def scaling_sentences(table: pd.DataFrame) -> list[tuple[str, bool, dict]]:
     """One sentence per (job, setting) measured at world size 1 and at a larger size: what the setting
     did to one rank, what it did to the job at the largest size, and why they differ. Returns
@@ -121,17 +129,21 @@ def scaling_sentences(table: pd.DataFrame) -> list[tuple[str, bool, dict]]:
             continue
         single, top = one.iloc[0], many.sort_values("world_size").iloc[-1]
         n = int(top["world_size"])
-        text = (f"{setting} makes one rank of {job} "
-                f"{ratio_text(single['throughput_ratio'], single['throughput_ratio_low'], single['throughput_ratio_high'])}"
-                f" as fast as fp32 eager, and the job at {n} ranks "
+        one = single["throughput_ratio"]
+        text = (f"{setting} makes one rank of {job} " + _verdict(single)
+                + f"{ratio_text(one, single['throughput_ratio_low'], single['throughput_ratio_high'])} the "
+                f"throughput of fp32 eager, and the job at {n} ranks "
                 f"{ratio_text(top['throughput_ratio'], top['throughput_ratio_low'], top['throughput_ratio_high'])}")
         share, base_share = top["exposed_comm_share"], top["base_exposed_comm_share"]
-        named = (not math.isnan(share) and not math.isnan(base_share) and share >= COMM_SHARE_NAMED
-                 and share - base_share >= COMM_SHARE_GROWTH)
+        both = not math.isnan(share) and not math.isnan(base_share)
+        named = both and share >= COMM_SHARE_NAMED and share - base_share >= COMM_SHARE_GROWTH
         if named:
             text += (f": the same fp32 gradients now wait behind less compute, so exposed communication is "
                      f"{100 * share:.0f} % of the step (fp32 eager: {100 * base_share:.0f} %)")
-        elif not math.isnan(share) and not math.isnan(base_share):
+        elif both and base_share - share >= COMM_SHARE_GROWTH:
+            text += (f": its compute grew while the fp32 gradients stayed, so exposed communication is only "
+                     f"{100 * share:.0f} % of the step (fp32 eager: {100 * base_share:.0f} %)")
+        elif both:
             text += (f"; exposed communication is {100 * share:.0f} % of the step "
                      f"(fp32 eager: {100 * base_share:.0f} %)")
         eff, base_eff = top["efficiency"], top["base_efficiency"]

@@ -169,7 +169,7 @@ class CompileWatch:
         self.logger.removeHandler(self.handler)
         return {"compile_s": self.compile_s, "compiled_graphs": self.graphs(),
                 "graph_breaks": int(sum(breaks.values())),
-                "graph_break_reasons": [str(reason)[:200] for reason in list(breaks)[:5]],
+                "graph_break_reasons": [str(reason).strip().splitlines()[0][:200] for reason in list(breaks)[:5]],
                 "ddp_optimizer_subgraphs": max(self.handler.splits) if self.handler.splits else None,
                 "recompiles_after_compile_phase": self.graphs() - (self.compiled_after_phase or 0)}
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 
 from ddpbench.analysis.jobs import ordered, strategies_vary
-from ddpbench.report.page import ReportContext, Section, esc, html_table, num, skipped_note
+from ddpbench.report.page import OWN_MEMORY_NOTE, ReportContext, Section, esc, html_table, num, skipped_note
 from ddpbench.report.plots import strategies as ps
+from ddpbench.report.plots.common import memory_column
 
 
 def _strategy_table(ctx: ReportContext):
@@ -190,8 +191,10 @@ def equivalence_section(ctx: ReportContext) -> Section | None:
 def memory_section(ctx: ReportContext) -> Section | None:
     return _strategy_section(
         ctx, "Memory per strategy", ((ps.memory_by_strategy, "strategies_memory.png"),),
-        '<p class="what">Peak resident memory of the largest rank and the optimizer state the largest rank '
-        "holds, per strategy and world size, in MB (10<sup>6</sup> bytes).</p>"
+        '<p class="what">The largest rank&rsquo;s own memory (peak resident memory for results older than that '
+        "figure) and the optimizer state the largest rank holds, per strategy and world size, in MB "
+        "(10<sup>6</sup> bytes).</p>" + (OWN_MEMORY_NOTE + "</p>" if memory_column(ctx.summary) == "rank_memory_mb"
+                                         else "") +
         '<p class="note">ZeRO and FSDP shard the optimizer state, so each rank holds about 1/n of it; '
         "master-params runs the only optimizer on rank 0, so rank 0 holds all of it and the others none. "
         "Momentum SGD keeps one buffer the size of the parameters, Adam two.</p>")
