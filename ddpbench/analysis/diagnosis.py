@@ -82,8 +82,8 @@ def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
     if summary.empty:
         return []
     findings: list[Finding] = []
-    for part in (_failures, _scaling, partial(_bound, link=link), _exposed_measures, _frameworks, _precision,
-                 _compiled, _data, _buckets, partial(_bucket_fit, link=link), _unused, _master, _stragglers, _trend,
+    for part in (_failures, _scaling, partial(_bound, link=link), _exposed_measures, _frameworks, precision.findings,
+                 _data, _buckets, partial(_bucket_fit, link=link), _unused, _master, _stragglers, _trend,
                  _oversubscribed, _peaks, _noise):
         findings += part(summary)
     if projection is not None and not projection.empty:
@@ -230,27 +230,6 @@ def _frameworks(summary):
             out.append(Finding("framework", "info", f"{where} is not significantly slower or faster than raw DDP "
                                f"on the same work: {frameworks.overhead_text(r)}."))
     return out
-
-
-def _precision(summary):
-    """Each precision/compile setting against fp32 eager, from one rank to the largest world size:
-    a warning where communication's grown share is what kept the faster compute from the job."""
-    out = []
-    for text, named, row in precision.scaling_sentences(precision.settings_table(summary)):
-        out.append(Finding("precision", "warn" if named else "info", text, job=row.get("key")))
-    return out
-
-
-def _compiled(summary):
-    """Compiled jobs that recompiled inside the timed steps (their timings hold compilation)."""
-    ok = _ok(summary)
-    if ok.empty or "recompiles_after_compile_phase" not in ok:
-        return []
-    bad = ok[pd.to_numeric(ok["recompiles_after_compile_phase"], errors="coerce").fillna(0) > 0]
-    return [Finding("compile", "warn", f"{describe(r, label_fields(summary))} recompiled "
-                    f"{int(r['recompiles_after_compile_phase'])} graph(s) after its compile phase: inside warmup, "
-                    "measured or no-sync steps, whose times then include compilation.", job=r["key"])
-            for _, r in bad.iterrows()]
 
 
 def _data(summary):

@@ -25,6 +25,7 @@ import math
 import pandas as pd
 
 from ddpbench.analysis import stats
+from ddpbench.analysis.findings import Finding
 from ddpbench.analysis.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, describe, label_fields
 from ddpbench.analysis.summary import launch_times
 
@@ -152,3 +153,19 @@ def scaling_sentences(table: pd.DataFrame) -> list[tuple[str, bool, dict]]:
         out.append((text + ".", named, dict(top)))
     return out
 
+
+
+def findings(summary: pd.DataFrame) -> list[Finding]:
+    """For the diagnosis: each setting measured at one rank and more against fp32 eager (a warning
+    where communication's grown share is what kept the faster compute from the job), and compiled
+    jobs that recompiled inside the timed steps (their times then hold compilation)."""
+    out = [Finding("precision", "warn" if named else "info", text, job=row.get("key"))
+           for text, named, row in scaling_sentences(settings_table(summary))]
+    ok = summary[summary["status"] == "ok"] if not summary.empty else summary
+    if ok.empty or "recompiles_after_compile_phase" not in ok:
+        return out
+    bad = ok[pd.to_numeric(ok["recompiles_after_compile_phase"], errors="coerce").fillna(0) > 0]
+    return out + [Finding("compile", "warn", f"{describe(r, label_fields(summary))} recompiled "
+                          f"{int(r['recompiles_after_compile_phase'])} graph(s) after its compile phase: inside "
+                          "warmup, measured or no-sync steps, whose times then include compilation.", job=r["key"])
+                  for _, r in bad.iterrows()]

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import overlap, stats
+from ddpbench.analysis.compiled import COMPILE_FIGURES, compile_cache_figures
 from ddpbench.analysis.jobs import SPEC_COLUMNS, baseline_key, exact_key
 from ddpbench.results.schema import TIMED_PHASES
 
@@ -285,11 +286,6 @@ def _rank_figures(job_ranks: pd.DataFrame) -> dict:
     }
 
 
-#: what a compiled job's ranks recorded of their compilation (:func:`_precision_figures`)
-COMPILE_FIGURES = ("compile_s_cold", "compile_s_warm", "compile_launches_cold", "compile_launches_warm",
-                   "compiled_graphs", "graph_breaks", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase")
-
-
 def _precision_figures(job_ranks: pd.DataFrame) -> dict:
     """The rank's own memory (the largest rank's, MB: anonymous and shared memory, the same whether
     the rank was forked or started fresh, :func:`ddpbench.rank.devices.own_memory_mb`), the
@@ -303,28 +299,6 @@ def _precision_figures(job_ranks: pd.DataFrame) -> dict:
     if len(compiled):
         figures.update({name: compiled.iloc[0][name] for name in COMPILE_FIGURES})
     return figures
-
-
-def compile_cache_figures(ranks: pd.DataFrame) -> pd.DataFrame:
-    """Per compiled job: the median rank's compile time (s) in launches that found the job's compile
-    cache cold (its first) and warm (later repeats: the graphs loaded from the cache), and its
-    graphs, graph breaks, DDPOptimizer's subgraphs and recompiles after the compile phase (worst rank)."""
-    if ranks.empty or "compile_s" not in ranks.columns:
-        return pd.DataFrame()
-    part = ranks[pd.to_numeric(ranks["compile_s"], errors="coerce").notna()]
-    rows = []
-    for key, job in part.groupby("key", sort=False):
-        seconds = pd.to_numeric(job["compile_s"], errors="coerce")
-        row = {"key": key}
-        for state in ("cold", "warm"):
-            values = seconds[job["compile_cache"].astype(str) == state]
-            row[f"compile_s_{state}"] = float(values.median()) if len(values) else math.nan
-            row[f"compile_launches_{state}"] = int(job.loc[values.index, "repeat"].nunique()) if len(values) else 0
-        for name in ("compiled_graphs", "graph_breaks", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase"):
-            values = pd.to_numeric(job[name], errors="coerce") if name in job else pd.Series(dtype=float)
-            row[name] = float(values.max()) if values.notna().any() else math.nan
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def _gpu_figures(job_ranks: pd.DataFrame) -> dict:
