@@ -227,3 +227,14 @@ def test_a_forked_ranks_memory_is_a_fresh_interpreters_within_10_percent(tmp_pat
     for rank in (0, 1):
         assert figures["1"].loc[rank, "rank_memory_mb"] == pytest.approx(figures["0"].loc[rank, "rank_memory_mb"],
                                                                          rel=0.10)
+
+
+def test_compile_on_cuda_without_triton_is_a_skip_reason(monkeypatch):
+    """The CUDA path, with a CPU stand-in: no GPU here, so only what the skip decides is checked."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "triton" else real(name, *a))
+    assert "needs Triton" in compile_skip_reason(JobSpec(device="cuda", backend="nccl", compile=True))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "triton" else real(name, *a))
+    assert compile_skip_reason(JobSpec(device="cuda", backend="nccl", compile=True)) is None
