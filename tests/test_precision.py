@@ -175,7 +175,6 @@ def test_compiled_fp32_matches_single_process_training_and_bf16_is_within_its_to
         name = "precision-test"
         timeout_s = 240
     """ + TINY_DEFAULTS + """
-        steps = 2
         check_steps = 3
         [[grid]]
         world_size = [2]

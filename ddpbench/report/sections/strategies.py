@@ -189,12 +189,13 @@ def equivalence_section(ctx: ReportContext) -> Section | None:
 
 
 def memory_section(ctx: ReportContext) -> Section | None:
+    own = memory_column(ctx.summary) == "rank_memory_mb"
     return _strategy_section(
         ctx, "Memory per strategy", ((ps.memory_by_strategy, "strategies_memory.png"),),
-        '<p class="what">The largest rank&rsquo;s own memory (peak resident memory for results older than that '
-        "figure) and the optimizer state the largest rank holds, per strategy and world size, in MB "
-        "(10<sup>6</sup> bytes).</p>" + (OWN_MEMORY_NOTE + "</p>" if memory_column(ctx.summary) == "rank_memory_mb"
-                                         else "") +
+        '<p class="what">' + ("The largest rank&rsquo;s own memory" if own else "Peak resident memory of the "
+                              "largest rank (these results predate the rank&rsquo;s own memory figure)")
+        + " and the optimizer state the largest rank holds, per strategy and world size, in MB "
+        "(10<sup>6</sup> bytes).</p>" + (OWN_MEMORY_NOTE + "</p>" if own else "") +
         '<p class="note">ZeRO and FSDP shard the optimizer state, so each rank holds about 1/n of it; '
         "master-params runs the only optimizer on rank 0, so rank 0 holds all of it and the others none. "
         "Momentum SGD keeps one buffer the size of the parameters, Adam two.</p>")
