@@ -43,7 +43,10 @@ def test_quick_grid(cpu_machine):
     assert exp.name == "quick"
     assert {j.world_size for j in exp.jobs} == {1, 2}
     assert len({j.bucket_cap_mb for j in exp.jobs if j.world_size == 2}) >= 3
-    assert len({j.model_size for j in exp.jobs}) == 2
+    # every cap a setting of its own: DDP makes different buckets of the model's tensors at each
+    from ddpbench.experiment.buckets import same_buckets
+
+    assert list(same_buckets(exp.jobs)) == []
     assert {(j.backend, j.device) for j in exp.jobs} == {("gloo", "cpu")}
 
 

@@ -141,8 +141,8 @@ def test_peak_memory_is_read_at_the_same_point_for_every_strategy(tmp_path):
         [grid]
         strategy = ["ddp", "master"]
     """)
-    # as new interpreters: a forked rank's peak RSS also counts the pages it shares with the fork
-    # server (torch and what it preloads), which is not the rank's own memory (an open problem)
+    # as new interpreters: a forked rank's peak RSS depends on which of the fork server's file pages
+    # it touches again (rank_memory_mb does not; tests/test_precision.py), and this test is about peak RSS
     proc = run_cli("sweep", exp, "--out", tmp_path / "out", "--no-report", env={**os.environ, "DDPBENCH_FORK_SERVER": "0"})
     assert proc.returncode == 0, proc.stderr
     _, runs, ranks, _ = load_tables(tmp_path / "out")

@@ -275,10 +275,25 @@ class Workload:
     compute_multi_ms: float  # mean no_sync step at measured_world_size (compute with every rank busy)
     backward_share: float  # the backward pass's share of the world-size-1 step (the buckets' release)
     measured_world_size: int  # the largest world size measured without oversubscription
+    #: compute precision and compilation (:func:`ddpbench.analysis.precision.setting_name`): each its own
+    #: workload, whose compute is its own measured step while its buckets stay fp32 gradients
+    setting: str = "fp32 eager"
+
+
+def _setting_of(frame: pd.DataFrame) -> pd.Series:
+    """Each job's compute setting ("fp32 eager" where results predate the fields)."""
+    precision = frame["precision"].fillna("fp32").astype(str) if "precision" in frame else "fp32"
+    compiled = frame["compile"].astype(str) == "True" if "compile" in frame else False
+    return pd.Series(precision, index=frame.index) + pd.Series(compiled, index=frame.index).map(
+        {True: " compiled", False: " eager"})
 
 
 def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
-    """One workload per (model, size, per-rank batch) with a world-size-1 DDP job.
+    """One workload per (model, size, per-rank batch, compute setting) with a world-size-1 DDP job.
+
+    A compute setting (mixed precision, torch.compile) is a workload of its own: its compute is its
+    own measured world-size-1 step (faster under bf16 or compile), its gradients the same fp32
+    buckets, so its projection shows communication taking a larger share of a shorter step.
 
     Projections are weak scaling (the per-rank batch stays): under strong scaling the multi-rank
     jobs have smaller per-rank batches, no world-size-1 job of their own, and are not projected.
@@ -290,7 +305,9 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
     found = []
     if jobs.empty:
         return found
-    for (model, size, args, batch), group in jobs.groupby([*MODEL_FIELDS, "per_rank_batch"], sort=False):
+    jobs = jobs.assign(_setting=_setting_of(jobs))
+    for (model, size, args, batch, setting), group in jobs.groupby([*MODEL_FIELDS, "per_rank_batch", "_setting"],
+                                                                     sort=False):
         base = group[group["world_size"] == 1]
         if base.empty:
             continue
@@ -317,9 +334,10 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
             cap = float(base["bucket_cap_mb"].iloc[0])
             whole, rest = divmod(grad_bytes, cap * 1e6)
             buckets = [cap * 1e6] * int(whole) + ([rest] if rest else [])
-        label = f"{model_label(model, size, args)}, batch {int(batch)}/rank"
+        label = f"{model_label(model, size, args)}, batch {int(batch)}/rank" + (
+            f", {setting}" if setting != "fp32 eager" else "")
         found.append(Workload(label, model, size, args, int(batch), grad_bytes, tuple(buckets), cap, compute,
-                              compute_multi, backward_share, measured_ws))
+                              compute_multi, backward_share, measured_ws, setting))
     return found
 
 
@@ -400,12 +418,15 @@ def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link
     rows = []
     if summary.empty:
         return pd.DataFrame(rows)
-    by_workload = {(w.model, w.model_size, w.model_args, w.per_rank_batch): w for w in workloads(summary, ranks)}
+    by_workload = {(w.model, w.model_size, w.model_args, w.per_rank_batch, w.setting): w
+                   for w in workloads(summary, ranks)}
     jobs = on_this_network(summary) if jobs is None else jobs
     ok = jobs[(jobs["status"] == "ok") & (jobs["world_size"] > 1)
               & jobs["strategy"].isin(["ddp", "master"]) & (jobs["comm_hook"].fillna("none") == "none")]
+    ok = ok.assign(_setting=_setting_of(ok))
     for _, job in ok.iterrows():
-        workload = by_workload.get((job["model"], job["model_size"], job["model_args"], int(job["per_rank_batch"])))
+        workload = by_workload.get((job["model"], job["model_size"], job["model_args"], int(job["per_rank_batch"]),
+                                    job["_setting"]))
         if workload is None:
             continue
         p = int(job["world_size"])

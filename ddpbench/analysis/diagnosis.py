@@ -18,7 +18,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis import causes, evidence, frameworks, model_findings, overlap, stats
+from ddpbench.analysis import causes, evidence, frameworks, model_findings, overlap, precision, stats
 from ddpbench.analysis.findings import Finding, blame, blames, not_proposed, pct, rank, top_cause  # noqa: F401 (top_cause: API)
 from ddpbench.analysis.jobs import (
     MEASUREMENT_FIELDS,
@@ -82,9 +82,9 @@ def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
     if summary.empty:
         return []
     findings: list[Finding] = []
-    for part in (_failures, _scaling, partial(_bound, link=link), _exposed_measures, _frameworks, _data, _buckets,
-                 partial(_bucket_fit, link=link), _unused, _master, _stragglers, _trend, _oversubscribed, _peaks,
-                 _noise):
+    for part in (_failures, _scaling, partial(_bound, link=link), _exposed_measures, _frameworks, precision.findings,
+                 _data, _buckets, partial(_bucket_fit, link=link), _unused, _master, _stragglers, _trend,
+                 _oversubscribed, _peaks, _noise):
         findings += part(summary)
     if projection is not None and not projection.empty:
         findings += model_findings.projection(projection, summary)

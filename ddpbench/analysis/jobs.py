@@ -150,6 +150,10 @@ def describe(row, fields, table=None, model: bool = True) -> str:
             continue
         if name == "world_size":
             parts.append(f"ws={value}")
+        elif name == "precision":
+            parts.append(str(value))
+        elif name == "compile":
+            parts.append("compiled" if str(value) == "True" else "eager")
         elif name == "bucket_cap_mb":
             parts.append(f"bucket {float(value):g} MB")
         elif name == "batch_size":

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import overlap, stats
+from ddpbench.analysis.compiled import COMPILE_FIGURES, compile_cache_figures
 from ddpbench.analysis.jobs import SPEC_COLUMNS, baseline_key, exact_key
 from ddpbench.results.schema import TIMED_PHASES
 
@@ -260,7 +261,7 @@ def _rank_figures(job_ranks: pd.DataFrame) -> dict:
                 "allreduce_bytes_per_step": math.nan, "unused_param_mb": math.nan, "buckets": math.nan, "sent_mb_per_step_max": math.nan,
                 "recv_mb_per_step_max": math.nan, "sent_mb_per_step_median": math.nan, "traffic_source": None,
                 "optimizer_state_mb": math.nan, "bucket_layout": None, "framework_version": None, "reduction": None,
-                **_gpu_figures(job_ranks)}
+                **_gpu_figures(job_ranks), **_precision_figures(job_ranks)}
     comm = median(_column(job_ranks, "ddp_backward_comm_ms"))
     overlapped = median(_column(job_ranks, "ddp_backward_compute_comm_overlap_ms"))
     buckets = job_ranks["bucket_bytes"].dropna()
@@ -281,7 +282,23 @@ def _rank_figures(job_ranks: pd.DataFrame) -> dict:
         "bucket_layout": tuple(int(b) for b in buckets.iloc[0]) if len(buckets) and isinstance(buckets.iloc[0], list)
         else None,
         **_gpu_figures(job_ranks),
+        **_precision_figures(job_ranks),
     }
+
+
+def _precision_figures(job_ranks: pd.DataFrame) -> dict:
+    """The rank's own memory (the largest rank's, MB: anonymous and shared memory, the same whether
+    the rank was forked or started fresh, :func:`ddpbench.rank.devices.own_memory_mb`), the
+    GradScaler's skipped steps (fp16; the worst launch's), and a compiled job's compile figures
+    (:func:`compile_cache_figures`)."""
+    memory, skipped = _column(job_ranks, "rank_memory_mb"), _column(job_ranks, "amp_skipped_steps")
+    figures = {"rank_memory_mb": float(memory.max()) if memory.notna().any() else math.nan,
+               "amp_skipped_steps": float(skipped.max()) if skipped.notna().any() else math.nan,
+               **dict.fromkeys(COMPILE_FIGURES, math.nan)}
+    compiled = compile_cache_figures(job_ranks) if len(job_ranks) else pd.DataFrame()
+    if len(compiled):
+        figures.update({name: compiled.iloc[0][name] for name in COMPILE_FIGURES})
+    return figures
 
 
 def _gpu_figures(job_ranks: pd.DataFrame) -> dict:

@@ -50,11 +50,15 @@ def print_summary(table) -> None:
     nodes = "emulate_nodes" in table and bool((table["emulate_nodes"] > 1).any())
     devices = table["device"].nunique() > 1  # CPU jobs beside GPU ones
     gpu = "gpu_peak_allocated_mb" in table and bool(table["gpu_peak_allocated_mb"].notna().any())
+    # compute precision and compilation, where any job ran other than fp32 eager
+    settings = "precision" in table and bool(((table["precision"] != "fp32") | table["compile"].astype(bool)).any())
     out = Table(title="per job: mean over measured steps (slowest rank), IQR of them; speedup vs world size 1")
-    for col in ("strategy", "model", *(("device",) if devices else ()), "ws", *(("nodes x link",) if nodes else ()),
+    for col in ("strategy", "model", *(("compute",) if settings else ()), *(("device",) if devices else ()), "ws",
+                *(("nodes x link",) if nodes else ()),
                 "bucket MB", "status", "step ms (mean)", "IQR", "samples/s", "speedup", "eff.", "comm ms", "max MB/step",
                 *(("GPU MB",) if gpu else ()), "max |diff|", "flags"):
-        out.add_column(col, justify="left" if col in ("strategy", "model", "device", "status", "flags") else "right")
+        out.add_column(col, justify="left" if col in ("strategy", "model", "compute", "device", "status", "flags")
+                       else "right")
 
     for _, r in table.iterrows():
         flags = [f for f in ("oversubscribed", "noisy") if r[f]]
@@ -72,7 +76,8 @@ def print_summary(table) -> None:
         link = (f"{r['emulate_nodes']} x {r['link']}" if r["emulate_nodes"] > 1 else "-",) if nodes else ()
         device = (f"{r['backend']}/{r['device']}",) if devices else ()
         memory = (num(r["gpu_peak_allocated_mb"], ",.0f"),) if gpu else ()  # the fullest GPU's peak
-        out.add_row(strategy, model_name(r), *device, str(r["world_size"]), *link,
+        setting = (f"{r['precision']} {'compiled' if r['compile'] else 'eager'}",) if settings else ()
+        out.add_row(strategy, model_name(r), *setting, *device, str(r["world_size"]), *link,
                     f"{r['bucket_cap_mb']:g}", r["status"], num(r["step_ms_mean"], ".2f"), num(r["step_ms_iqr"], ".2f"),
                     num(r["samples_per_s"], ".1f"), num(r["speedup"], ".2f"), num(r["efficiency"], ".0%"),
                     num(comm, ".2f"), num(r.get("sent_mb_per_step_max", float("nan")), ".1f"), *memory,

@@ -102,6 +102,12 @@ class JobSpec:
     trace_steps: int = _field(0, "after the timed phases, every rank records this many more steps with PyTorch's "
                               "profiler: a Chrome trace per rank, a timeline of a step, overlap measured from the "
                               "events (0: none)", lo=0, hi=100)
+    # added with mixed precision and compilation (issue 35)
+    precision: str = _field("fp32", "compute precision: forward and loss under torch.autocast in bf16 or fp16 (fp16 "
+                            "with a GradScaler); parameters, gradients, DDP's buckets and the optimizer stay fp32",
+                            choices=("fp32", "bf16", "fp16"))
+    compile: bool = _field(False, "torch.compile the module the loop calls (DDP: the DDP-wrapped model), compiled "
+                           "in an untimed phase before the warmup, its cache kept for the job's later repeats")
 
     # -- derived values --------------------------------------------------------------------
     @property
@@ -152,7 +158,13 @@ class JobSpec:
                  else "")) if self.emulate_nodes > 1 else ""
         fault = f" fault@{self.fault_step}" if self.fault_step >= 0 else ""
         return (f"{strategy} {self.model_label} ws={self.world_size} "
-                f"bucket={self.bucket_cap_mb:g}MB{accum} {self.backend}/{self.device}{nodes}{fault}")
+                f"bucket={self.bucket_cap_mb:g}MB{accum} {self.backend}/{self.device}{nodes}{fault}"
+                + (f" {self.setting}" if self.setting != "fp32 eager" else ""))
+
+    @property
+    def setting(self) -> str:
+        """Compute precision and compilation in words: "fp32 eager", "bf16 compiled", ..."""
+        return f"{self.precision} {'compiled' if self.compile else 'eager'}"
 
     @property
     def model_label(self) -> str:
@@ -252,6 +264,9 @@ def check_nodes_and_faults(spec: JobSpec, source: str) -> None:
     if spec.recovers and spec.strategy != "ddp":
         raise InputError(source, "strategy", "fault recovery (fault_step, snapshot_every, max_restarts) is "
                          f"built for 'ddp' only (got {spec.strategy!r})")
+    if spec.recovers and spec.compile:
+        raise InputError(source, "compile", "fault recovery (fault_step, snapshot_every, max_restarts) is built for "
+                         "eager training (its compile step would shift the resumed data); allowed here: false")
     if spec.fault_step >= spec.steps:
         raise InputError(source, "fault_step", f"must be below steps ({spec.steps}), or -1 for no fault")
     if spec.fault_step >= 0 and spec.fault_rank >= spec.world_size:

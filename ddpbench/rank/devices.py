@@ -48,6 +48,52 @@ def gpu_memory(devices) -> dict:
             "gpu_peak_reserved_mb": max(torch.cuda.max_memory_reserved(d) for d in devices) / 1e6}
 
 
+def own_memory_mb() -> dict:
+    """This process's memory now, in MB (10^6 bytes), as figures that are its own whether it was
+    forked from a warm server or started as a new interpreter:
+
+    ``rank_memory_mb``  anonymous resident memory (RssAnon: heap, tensors, the interpreter's and
+                        torch's own data) plus its shared memory (RssShmem: gloo's and the data
+                        loader's segments). Library code and other file-backed pages are left out:
+                        they are the page cache every torch process maps, resident in a rank that
+                        was started fresh as soon as it touches them, but in a forked rank only as
+                        it touches them again (the fork does not copy the server's file mappings),
+                        so counting them makes the same rank's figure depend on how it started.
+                        Anonymous pages a forked rank inherited stay in its RssAnon (the kernel
+                        counts them for every process that maps them), which is the heap a fresh
+                        interpreter builds for itself when it imports the same modules.
+    ``uss_mb``          what only this process maps (smaps_rollup's Private_Clean + Private_Dirty):
+                        what ending it would free. A forked rank's USS leaves out what it still
+                        shares with the fork server, so it reads smaller than a fresh one's.
+    ``pss_mb``          shared pages split among the processes that map them (smaps_rollup's Pss).
+    ``rss_file_mb``     file-backed resident memory (RssFile), the part left out above.
+
+    A figure the kernel does not give (not Linux) is None."""
+    status = _proc_kb("/proc/self/status", ("RssAnon", "RssFile", "RssShmem"))
+    rollup = _proc_kb("/proc/self/smaps_rollup", ("Private_Clean", "Private_Dirty", "Pss"))
+
+    def mb(*values):
+        return None if any(v is None for v in values) else sum(values) * 1024 / 1e6
+
+    return {"rank_memory_mb": mb(status["RssAnon"], status["RssShmem"]),
+            "uss_mb": mb(rollup["Private_Clean"], rollup["Private_Dirty"]), "pss_mb": mb(rollup["Pss"]),
+            "rss_file_mb": mb(status["RssFile"])}
+
+
+def _proc_kb(path: str, names) -> dict:
+    """The kB figures ``names`` of a /proc file of ``Name: value kB`` lines (None where absent)."""
+    found = dict.fromkeys(names)
+    try:
+        with open(path) as fh:
+            for line in fh:
+                name, _, rest = line.partition(":")
+                if name in found:
+                    found[name] = int(rest.split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return found
+
+
 def peak_rss_mb() -> float:
     """High-water mark of this process's resident memory (VmHWM), in MB (10^6 bytes)."""
     try:

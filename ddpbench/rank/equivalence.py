@@ -7,6 +7,12 @@ micro-batch in rank order (rank r's DistributedSampler shard). With mean-reduced
 equal shards the average of the ranks' gradients equals the gradient of the global batch, so
 an exact strategy must match it up to float rounding; a lossy one (compression, local SGD) is
 measured against it.
+
+The reference always trains in fp32, eagerly: it is the training the job stands for. A compiled
+fp32 job must match it at :data:`EXACT_TOLERANCE` (Inductor reorders float sums, nothing more). A
+job that computes in bf16 or fp16 is lossy by design (its forward and backward round to the
+dtype): it is held to :func:`tolerance` of its precision, the dtype's machine epsilon, and
+labelled lossy as the compressing hooks are.
 """
 
 from __future__ import annotations
@@ -17,6 +23,19 @@ import torch
 
 #: an exact strategy whose parameters differ from the reference by more than this fails its job
 EXACT_TOLERANCE = 1e-4
+
+
+def tolerance(precision: str) -> float:
+    """How far an exact strategy's parameters may be from fp32 single-process training after the
+    check steps when it computes in ``precision``: :data:`EXACT_TOLERANCE` for fp32, else the
+    machine epsilon of the autocast dtype (bf16 2^-7 = 7.8e-3, fp16 2^-10 = 9.8e-4). The check
+    takes a few SGD steps at lr 0.01, so each parameter moves by about steps x 0.01 x |gradient|;
+    rounding the forward and backward to the dtype errs on that gradient by a few units of its
+    epsilon, which keeps the difference well under one epsilon of a parameter of order one."""
+    if precision == "fp32":
+        return EXACT_TOLERANCE
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    return max(EXACT_TOLERANCE, float(torch.finfo(dtype).eps))
 
 
 def reference_parameters(spec, steps: int, processes: int, device) -> dict[str, torch.Tensor]:

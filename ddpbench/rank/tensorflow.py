@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank import protocol
-from ddpbench.rank.devices import peak_rss_mb
+from ddpbench.rank.devices import own_memory_mb, peak_rss_mb
 from ddpbench.rank.protocol import Job, Tracked
 from ddpbench.rank.train import check_replicas
 from ddpbench.results.schema import TIMED_PHASES, training_result
@@ -186,7 +186,7 @@ class TensorFlowRank(Tracked):
         self.at("gather")
         replicas = self.checksums()
         mine = {"rows": rows, "rank": {"rank": self.rank, "pid": os.getpid(), "threads": int(self.spec.threads_per_rank),
-                                       "peak_rss_mb": peak_rss_mb(), "checksum": replicas[0],
+                                       "peak_rss_mb": peak_rss_mb(), **own_memory_mb(), "checksum": replicas[0],
                                        "dp_replicas": len(replicas), "framework_version": f"tensorflow {self.tf_version}",
                                        "reduction": self.reduction},
                 "replicas": replicas}

@@ -30,7 +30,8 @@ from pathlib import Path
 
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank import protocol
-from ddpbench.rank.devices import gpu_memory, peak_rss_mb, take_rank_device
+from ddpbench.rank.devices import gpu_memory, own_memory_mb, peak_rss_mb, take_rank_device
+from ddpbench.rank.precision import CompileWatch, Precision, compile_module, use_compile_cache
 from ddpbench.rank.protocol import Job, Tracked, join_process_group
 from ddpbench.rank.recovery import Recovery
 from ddpbench.rank.timing import StepTimer, clock_for
@@ -68,6 +69,7 @@ class Replica:
     optimizer: object
     loader: object
     workload: object  # what the model, its data and its loss came from
+    precision: object = None  # its compute precision (:class:`ddpbench.rank.precision.Precision`)
 
 
 def build_replica(spec, ctx, before_wrap=None) -> Replica:
@@ -85,7 +87,9 @@ def build_replica(spec, ctx, before_wrap=None) -> Replica:
     strategy = create_strategy(spec)
     model = strategy.wrap(module, ctx)
     optimizer = strategy.make_optimizer(model)
-    return Replica(strategy, module, model, optimizer, loader, workload)
+    if spec.compile:  # the strategy's wrapper, as users compile DDP; compiled on its first call
+        model = compile_module(model)
+    return Replica(strategy, module, model, optimizer, loader, workload, Precision(spec.precision, ctx.device))
 
 
 def no_phase(name: str):
@@ -104,6 +108,7 @@ def train_step(replica: Replica, device, accum: int, phase=no_phase) -> None:
     from ddpbench.workloads.data import forward, to_device
 
     model, optimizer, strategy = replica.model, replica.optimizer, replica.strategy
+    precision = replica.precision or Precision("fp32", device)
     loss_fn = replica.workload.loss
     non_blocking = device.type == "cuda"
     for micro in range(accum):
@@ -113,15 +118,16 @@ def train_step(replica: Replica, device, accum: int, phase=no_phase) -> None:
             target = to_device(target, device, non_blocking)
         with strategy.accumulate() if micro < accum - 1 else contextlib.nullcontext():
             with phase("forward_ms"):
-                loss = loss_fn(forward(model, inputs), target)
+                with precision.autocast():
+                    loss = loss_fn(forward(model, inputs), target)
                 if accum > 1:
                     loss = loss / accum
             with phase("backward_ms"):
-                strategy.backward(loss)
+                strategy.backward(precision.scale(loss))
     with phase("comm_ms"):
         strategy.after_backward()
     with phase("optimizer_ms"):
-        strategy.optimizer_step(optimizer)
+        precision.optimizer_step(strategy, optimizer)
         optimizer.zero_grad(set_to_none=True)
     with phase("comm_ms"):
         strategy.after_step()
@@ -168,6 +174,10 @@ class TrainingRank(Tracked):
         self.mark("group_joined")
         self.ctx = RankContext(self.rank, self.local_rank, self.world_size, self.device)
         self.compute = {}
+        self.compiling = None
+        if spec.compile:  # the job's own Inductor cache, and Dynamo's counters from zero
+            self.compile_cache, self.compile_cache_warm = use_compile_cache(self.out_dir, spec.key)
+            self.compiling = CompileWatch()
         self.replica = build_replica(spec, self.ctx,
                                      before_wrap=self.count_flops if self.rank == 0 and self.per_job else None)
         self.mark("replica_built")
@@ -253,6 +263,9 @@ class TrainingRank(Tracked):
             first, rows = recovery.resume(replica, self.device)
             if rows is not None:
                 self.rows = rows  # this rank's rows as of the snapshot: each step is stored once
+        if self.compiling is not None:  # compiled on the first call: one untimed step, never a measured one
+            self.compiling.time(lambda: self.run_steps(replica, "compile", 1, record=False))
+            self.mark("compiled")
         if strategy.owns_loop:  # warmup and measured steps in the framework's one run, as a user's
             self.run_loop(replica, (("warmup", spec.warmup_steps), ("measure", spec.steps)))
         else:
@@ -262,11 +275,12 @@ class TrainingRank(Tracked):
         # memory as training left it, the same point for every strategy: before the no-sync phase's
         # snapshot (a copy of model and optimizer state, taken only by strategies with no_sync) and
         # before the checks build replicas of their own
-        self.memory = {"peak_rss_mb": peak_rss_mb(), **gpu_memory(strategy.devices())}
+        self.memory = {"peak_rss_mb": peak_rss_mb(), **own_memory_mb(), **gpu_memory(strategy.devices())}
         if recovery is not None:
             self.trained = {name: p.detach().clone() for name, p in replica.module.named_parameters()}
         self.strategy_stats = {**strategy.stats(), **strategy.traffic(self.grad_bytes),
-                               "optimizer_state_mb": strategy.optimizer_state_mb(replica.optimizer)}
+                               "optimizer_state_mb": strategy.optimizer_state_mb(replica.optimizer),
+                               **self.precision_figures()}
         if strategy.supports_no_sync:
             snap = strategy.snapshot(replica.optimizer)
             with strategy.no_sync():
@@ -276,6 +290,18 @@ class TrainingRank(Tracked):
             self.record_trace()
         strategy.finish_training()
         self.mark("measure_done")
+
+    def precision_figures(self) -> dict:
+        """What the compute precision and the compilation did in this rank, read after the measured
+        steps (warmup and measure together): the GradScaler's skipped steps and its scale (fp16), and
+        the compile figures (:class:`~ddpbench.rank.precision.CompileWatch`), the compile cache's
+        state when the rank started (warm: filled by an earlier launch of the job)."""
+        precision = self.replica.precision
+        out = {"amp_skipped_steps": precision.skipped_steps(), "amp_loss_scale": precision.loss_scale()}
+        if self.compiling is not None:
+            out.update(self.compiling.figures())
+            out["compile_cache"] = "warm" if self.compile_cache_warm else "cold"
+        return out
 
     def record_trace(self) -> None:
         """``trace_steps`` more steps under PyTorch's profiler (:mod:`ddpbench.rank.trace`): their
@@ -313,7 +339,7 @@ class TrainingRank(Tracked):
         """
         import torch.distributed as dist
 
-        from ddpbench.rank.equivalence import check_exact, max_abs_diff, reference_parameters
+        from ddpbench.rank.equivalence import check_exact, max_abs_diff, reference_parameters, tolerance
 
         if self.spec.check_steps == 0:
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0}
@@ -332,13 +358,19 @@ class TrainingRank(Tracked):
         checksums = [None] * self.world_size
         dist.all_gather_object(checksums, param_checksum(params.items()))
         check_replicas(dict(enumerate(checksums)))
+        # the strategy's own promise, then the precision's: bf16 and fp16 compute is lossy by design,
+        # and an exact strategy computing in it is held to that precision's tolerance
         exact = bool(replica.strategy.exact)
-        result = {"max_abs_diff": None, "exact": exact, "check_steps_run": steps}
+        limit = tolerance(spec.precision)
+        result = {"max_abs_diff": None, "exact": exact and spec.precision == "fp32", "check_steps_run": steps,
+                  "tolerance": limit if exact else None}
+        if spec.precision != "fp32":
+            result["lossy_reason"] = f"{spec.precision} compute (torch.autocast)"
         if self.rank == 0:
             reference = reference_parameters(spec, steps, self.world_size, self.device)
             result["max_abs_diff"] = max_abs_diff(params, reference)
             if exact:
-                check_exact(self.spec.strategy, result["max_abs_diff"])
+                check_exact(f"{self.spec.strategy} ({spec.setting})", result["max_abs_diff"], limit)
         replica.strategy.close()
         self.mark("check_done")
         return result

@@ -17,7 +17,7 @@ from typing import Sequence
 from ddpbench.analysis.summary import datasheet_peak, summarize
 from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, render_page
 from ddpbench.report.sections import (collectives, compute, diagnosis, frameworks, gpu, network, noise, overview,
-                                      projection, scaling, search, strategies, timeline, verdict)
+                                      precision, projection, scaling, search, strategies, timeline, verdict)
 from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_collectives, load_tables
 
@@ -39,6 +39,7 @@ SECTIONS: tuple[SectionFn, ...] = (
     gpu.gpu_section,
     strategies.strategies_section,
     frameworks.frameworks_section,
+    precision.precision_section,
     strategies.communication_section,
     strategies.equivalence_section,
     strategies.memory_section,

@@ -217,11 +217,24 @@ def any_interval(table) -> bool:
     return bool(ok["samples_per_s_low"].astype(float).notna().any())
 
 
+#: what a rank's own memory is, for the memory sections
+OWN_MEMORY_NOTE = (
+    '<p class="note">A rank&rsquo;s own memory, read as its measured steps end (the largest over ranks and '
+    "launches; 1 MB = 10<sup>6</sup> bytes): its anonymous and shared resident memory (the interpreter&rsquo;s "
+    "and PyTorch&rsquo;s heap, the model, its gradients, DDP&rsquo;s buckets, the optimizer state, gloo&rsquo;s "
+    "segments). It is the same whether the rank was forked from the warm server or started as a new "
+    "interpreter, as torchrun starts it: library code is left out, page cache that every torch process "
+    "shares and that a forked rank maps only as it touches it. The stored per-rank figures also give its "
+    "peak RSS (VmHWM), USS and PSS.")
+
+
 def has_memory(table) -> bool:
-    """Whether some ok job recorded its peak resident memory."""
-    if table.empty or "peak_rss_mb" not in table.columns:
+    """Whether some ok job recorded its memory (its own, or its peak resident memory)."""
+    if table.empty:
         return False
-    return bool(table.loc[table["status"] == "ok", "peak_rss_mb"].astype(float).notna().any())
+    ok = table["status"] == "ok"
+    return any(bool(table.loc[ok, column].astype(float).notna().any())
+               for column in ("rank_memory_mb", "peak_rss_mb") if column in table.columns)
 
 
 def skipped_note(ctx: ReportContext) -> str:

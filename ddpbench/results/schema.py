@@ -27,7 +27,11 @@ Schema history (``schema_version``):
        (read with their defaults; ``model`` may name any workload since then); the spec field
        trace_steps, with result.trace (:data:`TRACE_COLUMNS`), the step phase ``trace``, the
        record's ``traces`` (:data:`TRACE_FILE_FIELDS`) and per-rank trace_error; per-rank
-       framework_version and reduction (TensorFlow's strategies).
+       framework_version and reduction (TensorFlow's strategies); the spec fields precision and
+       compile (read with their defaults), per-rank rank_memory_mb, uss_mb, pss_mb, rss_file_mb,
+       amp_skipped_steps, amp_loss_scale and the compile figures (compile_s, compile_cache,
+       compiled_graphs, graph_breaks, graph_break_reasons, ddp_optimizer_subgraphs,
+       recompiles_after_compile_phase), result.check.tolerance and result.check.lossy_reason.
 """
 
 from __future__ import annotations
@@ -72,14 +76,17 @@ class StepRow(NamedTuple):
 #: also holds ``rank`` and ``pid``): memory, DDP's own statistics and buckets, traffic, GPUs, why
 #: a traced rank's trace could not be read back (null when it could, or was not traced), and for a
 #: TensorFlow rank its version and the cross-device reduction it used
-RANK_FIGURES = ("peak_rss_mb", "threads", "checksum", "allreduce_bytes_per_step", "ddp_forward_compute_ms",
+RANK_FIGURES = ("peak_rss_mb", "rank_memory_mb", "uss_mb", "pss_mb", "rss_file_mb", "threads", "checksum", "allreduce_bytes_per_step", "ddp_forward_compute_ms",
                 "ddp_backward_compute_ms", "ddp_backward_comm_ms", "ddp_backward_compute_comm_overlap_ms",
                 "bytes_sent_per_step", "bytes_recv_per_step", "traffic_source", "optimizer_state_mb",
                 "dp_replicas", "gpus", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "bucket_bytes",
-                "gemm_peak_flops", "trace_error", "framework_version", "reduction", "ddp_unused_parameter_bytes")
+                "gemm_peak_flops", "trace_error", "framework_version", "reduction", "ddp_unused_parameter_bytes",
+                "amp_skipped_steps", "amp_loss_scale", "compile_s", "compile_cache", "compiled_graphs", "graph_breaks",
+                "graph_break_reasons", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase")
 #: the equivalence check of a launch (``result["check"]``); its steps are the spec's check_steps; a repeat
 #: after the first says ``checked_in_repeat`` (0) instead, unless the job asked for a check in every one
-CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run", "skipped", "checked_in_repeat")
+CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run", "skipped", "checked_in_repeat", "tolerance",
+                "lossy_reason")
 #: what a launch trained and the work it did (``result["compute"]``): the workload's name and
 #: trainable tensors (their count, and each one's gradient bytes in registration order, from which
 #: DDP's buckets at any other cap follow), the FLOPs one process computes per optimizer step (``flops_source``: "counted"

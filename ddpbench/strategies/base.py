@@ -37,6 +37,41 @@ def default_optimizer(params, spec) -> torch.optim.Optimizer:
     return torch.optim.SGD(params, lr=0.01, momentum=0.9)
 
 
+def check_grad_scaler(device: str, source: str) -> None:
+    """fp16 trains with ``torch.amp.GradScaler`` on the job's device: refuse a device this torch
+    has none for (CPU before torch 2.3)."""
+    import warnings
+
+    from ddpbench.errors import InputError
+
+    try:
+        with warnings.catch_warnings():  # "CUDA is not available": a job on cuda is refused without a GPU anyway
+            warnings.simplefilter("ignore")
+            torch.amp.GradScaler(device)
+    except (AttributeError, RuntimeError, TypeError, ValueError) as err:
+        raise InputError(source, "precision", f"'fp16' needs torch.amp.GradScaler on device {device!r}, which this "
+                         f"torch {torch.__version__} lacks ({err}); allowed here: 'fp32' or 'bf16'") from None
+
+
+def compile_skip_reason(spec) -> str | None:
+    """Why ``torch.compile`` (Inductor) cannot compile here, or None: on CPU it builds C++ with the
+    compiler in ``CXX`` (else g++, clang++ or c++ on PATH); on CUDA it needs Triton."""
+    import importlib.util
+    import os
+    import shutil
+
+    if spec.device == "cuda":
+        return None if importlib.util.find_spec("triton") is not None else \
+            "compile = true on CUDA needs Triton (Inductor's GPU code generator), which is not installed"
+    named = os.environ.get("CXX")
+    if named and shutil.which(named):
+        return None
+    if not named and any(shutil.which(cxx) for cxx in ("g++", "clang++", "c++")):
+        return None
+    return ("compile = true on CPU needs a C++ compiler for Inductor, and none was found ("
+            + (f"CXX={named} is not on PATH" if named else "no g++, clang++ or c++ on PATH") + ")")
+
+
 def ring_traffic(nbytes: float, world_size: int) -> float:
     """Bytes each rank sends (and receives) in a ring all-reduce of ``nbytes``: 2(n-1)/n of it."""
     return 2 * (world_size - 1) / world_size * nbytes
@@ -55,6 +90,11 @@ class Strategy:
     #: True when training must equal single-process training over the same global batches
     #: (up to float rounding); False for lossy strategies (compression, local SGD).
     exact = True
+    #: the compute precisions (the job's ``precision``) it runs: fp16 needs a GradScaler that sees
+    #: every gradient the optimizer steps with, which a sharded or master-only optimizer does not
+    precisions: tuple[str, ...] = ("fp32", "bf16", "fp16")
+    #: whether ``torch.compile`` of the module the loop calls is built for it (the job's ``compile``)
+    compiles = True
 
     def __init__(self, spec):
         self.spec = spec
@@ -69,6 +109,14 @@ class Strategy:
         if spec.comm_hook != "none" and cls.name != "ddp":
             raise InputError(source, "comm_hook", f"applies to strategy 'ddp' only, not {cls.name!r}; "
                              "allowed here: 'none'")
+        if spec.precision not in cls.precisions:
+            raise InputError(source, "precision", f"{spec.precision!r} is not built for strategy {cls.name!r}; "
+                             f"allowed here: {', '.join(repr(p) for p in cls.precisions)}")
+        if spec.compile and not cls.compiles:
+            raise InputError(source, "compile", f"torch.compile is not built for strategy {cls.name!r}; "
+                             "allowed here: false")
+        if spec.precision == "fp16":
+            check_grad_scaler(spec.device, source)
 
     @classmethod
     def skip_reason(cls, spec, machine) -> str | None:
@@ -76,8 +124,9 @@ class Strategy:
 
         What a job needs of the machine's GPUs is checked earlier, when the experiment is read
         (:func:`ddpbench.experiment.machine.check_gpus`): a job that asks for more is refused, not skipped.
+        A compiled job needs what Inductor compiles with (:func:`compile_skip_reason`).
         """
-        return None
+        return compile_skip_reason(spec) if spec.compile else None
 
     @classmethod
     def processes(cls, spec) -> int:

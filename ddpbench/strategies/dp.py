@@ -18,6 +18,9 @@ from ddpbench.strategies.base import RankContext, Strategy
 
 class DataParallelStrategy(Strategy):
     name = "dp"
+    #: DataParallel replicates the module onto its GPUs every step, in threads: compile is built for
+    #: the one-module strategies
+    compiles = False
 
     @classmethod
     def processes(cls, spec) -> int:

@@ -150,6 +150,9 @@ class LightningStrategy(FrameworkStrategy):
     requires, extra = "lightning", "lightning"
     owns_loop = True
     supports_no_sync = False
+    #: the Trainer runs forward and backward itself (its own precision plugins, not built here)
+    precisions = ("fp32",)
+    compiles = False
     #: what a step of the Trainer's loop lets a callback see
     UNSEEN = ("data_ms", "comm_ms")
 

@@ -29,6 +29,10 @@ def fsdp_units(model: nn.Module) -> list[nn.Module]:
 
 class FSDPStrategy(Strategy):
     name = "fsdp"
+    #: fp16 would need torch's ShardedGradScaler (each rank sees only its shard's gradients), and
+    #: compile FSDP2's per-unit compilation: neither is built yet
+    precisions = ("fp32", "bf16")
+    compiles = False
 
     @classmethod
     def skip_reason(cls, spec, machine) -> str | None:

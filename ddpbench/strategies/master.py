@@ -82,6 +82,8 @@ class MasterAggregation(ExplicitAllReduce):
 
 class MasterParams(MasterAggregation):
     name = "master-params"
+    #: only rank 0 steps, so only its GradScaler would see an inf and back off: not built for fp16
+    precisions = ("fp32", "bf16")
     gradients_back = False
 
     def optimizer_step(self, optimizer) -> None:

@@ -23,6 +23,9 @@ class TensorFlowStrategy(Strategy):
     extra = "tensorflow"
     #: the replicas' variables are compared after training (not single-process PyTorch training)
     exact = True
+    #: TensorFlow's rank trains in fp32 with Keras' own loop: no autocast, no torch.compile
+    precisions = ("fp32",)
+    compiles = False
 
     @classmethod
     def validate(cls, spec, source: str) -> None:

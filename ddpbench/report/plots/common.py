@@ -192,3 +192,15 @@ def interval_handle():
 
     return Line2D([], [], color="0.3", marker="|", markersize=10, markeredgewidth=1.3, linestyle="none",
                   label="bar: 95 % bootstrap interval\nover launches")
+
+
+#: what a memory plot draws, and its axis: a rank's own memory where the results have it (since issue 35),
+#: else the peak RSS older results stored
+MEMORY_AXES = {"rank_memory_mb": "own memory, largest rank (MB)", "peak_rss_mb": "peak RSS, largest rank (MB)"}
+
+
+def memory_column(table) -> str:
+    """``rank_memory_mb`` where some ok job has it, else ``peak_rss_mb``."""
+    if "rank_memory_mb" in table.columns and not ok_rows(table, "rank_memory_mb").empty:
+        return "rank_memory_mb"
+    return "peak_rss_mb"

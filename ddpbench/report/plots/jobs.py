@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.analysis.jobs import MODEL_FIELDS, describe, line_fields, ordered
-from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, color_fields, configuration_colors, figure,
-                                          flag_handles, groups_of, legend, mark, ok_rows, save)
+from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, MEMORY_AXES, color_fields, configuration_colors,
+                                          figure, flag_handles, groups_of, legend, mark, memory_column, ok_rows, save)
 
 #: the step-time breakdown's segments: (label, summary column or derived name, colour)
 SEGMENTS = (
@@ -166,13 +166,15 @@ def _job_labels(rows, table) -> list[str]:
 
 
 def memory_by_job(table, path) -> Path | None:
-    """Horizontal bars, one per ok job: the largest rank's peak resident memory (MB) and, in a
+    """Horizontal bars, one per ok job: the largest rank's own memory (MB; peak RSS for results older
+    than that figure) and, in a
     second panel where any job recorded it, the optimizer state the largest rank holds (MB).
     Colour: the configuration, as in the scaling plots; hatched: oversubscribed. None without
     peak RSS figures."""
     from matplotlib.patches import Patch
 
-    rows = ordered(ok_rows(table, "peak_rss_mb"))
+    memory = memory_column(table)
+    rows = ordered(ok_rows(table, memory))
     if rows.empty:
         return None
     colors = configuration_colors(table)
@@ -180,7 +182,7 @@ def memory_by_job(table, path) -> Path | None:
     keys = [tuple(r[f] for f in fields) for _, r in rows.iterrows()]
     bar_colors = [colors[key][0] for key in keys]
     state = rows["optimizer_state_mb"].astype(float) if "optimizer_state_mb" in rows.columns else None
-    panels = [("peak_rss_mb", "peak RSS, largest rank (MB)", "Peak resident memory")]
+    panels = [(memory, MEMORY_AXES[memory], "Memory")]
     if state is not None and np.isfinite(state).any():
         panels.append(("optimizer_state_mb", "optimizer state, largest rank (MB)", "Optimizer state"))
     fig = figure(8.5 if len(panels) == 1 else 11.0, 1.4 + 0.3 * len(rows))

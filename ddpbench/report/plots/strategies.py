@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.analysis.jobs import MODEL_FIELDS, describe, line_fields, model_name, ordered
-from ddpbench.report.plots.common import figure, legend, ok_rows, save
+from ddpbench.report.plots.common import MEMORY_AXES, figure, legend, memory_column, ok_rows, save
 
 OVERSUBSCRIBED_HATCH = "///"
 EXPLICIT_COMM = ("comm after backward / step", "comm_ms", "#dd8452")
@@ -301,20 +301,22 @@ def traffic_by_strategy(table, path) -> Path | None:
 
 
 def memory_by_strategy(table, path) -> Path | None:
-    """Peak resident memory of the largest rank and the optimizer state one rank holds (its
-    shard for ZeRO and FSDP; all of it on rank 0 for master-params), in MB, by world size."""
+    """The largest rank's own memory (peak RSS for results older than that figure) and the optimizer
+    state one rank holds (its shard for ZeRO and FSDP; all of it on rank 0 for master-params), in
+    MB, by world size."""
     rows, labels, sizes = _layout(table)
-    if ok_rows(rows, "peak_rss_mb").empty:
+    memory = memory_column(rows)
+    if ok_rows(rows, memory).empty:
         return None
     colors = _size_colors(sizes)
     fig = figure(2.2 + 3.8 * 2, _height(labels, len(sizes)))
     axes = fig.subplots(1, 2, sharey=True)
-    for ax, column, title in ((axes[0], "peak_rss_mb", "peak RSS, largest rank (MB)"),
+    for ax, column, title in ((axes[0], memory, MEMORY_AXES[memory]),
                               (axes[1], "optimizer_state_mb", "optimizer state, largest rank (MB)")):
-        _grouped_bars(ax, rows, labels, sizes, colors, column, ".0f" if column == "peak_rss_mb" else ".3g")
+        _grouped_bars(ax, rows, labels, sizes, colors, column, ".0f" if column == memory else ".3g")
         _rows_axis(ax, labels)
         ax.set_xlabel(title)
-    axes[0].set_title("Peak memory", fontsize="medium")
+    axes[0].set_title("Memory", fontsize="medium")
     axes[1].set_title("Optimizer state", fontsize="medium")
-    legend(axes[1], _size_handles(sizes, colors, ok_rows(rows, "peak_rss_mb")))
+    legend(axes[1], _size_handles(sizes, colors, ok_rows(rows, memory)))
     return save(fig, path)

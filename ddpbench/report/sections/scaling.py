@@ -4,10 +4,11 @@ against world size; where each step's time goes; step time against DDP's bucket 
 from __future__ import annotations
 
 from ddpbench.analysis.jobs import bucket_settings, caps_text, describe, strategies_vary
-from ddpbench.report.page import (ReportContext, Section, esc, figure_section, has_interval, has_memory, interval_note,
-                                  num, skipped_note)
+from ddpbench.report.page import (OWN_MEMORY_NOTE, ReportContext, Section, esc, figure_section, has_interval,
+                                  has_memory, interval_note, num, skipped_note)
 from ddpbench.report.plots import jobs as job_plots
 from ddpbench.report.plots import scaling as scaling_plots
+from ddpbench.report.plots.common import memory_column
 
 
 def throughput_section(ctx: ReportContext) -> Section | None:
@@ -165,13 +166,15 @@ def memory_overview_section(ctx: ReportContext) -> Section | None:
         return None
     state = ctx.summary["optimizer_state_mb"].astype(float).notna().any() \
         if "optimizer_state_mb" in ctx.summary.columns else False
-    text = ('<p class="what">Peak resident memory (RSS, MB) of each job&rsquo;s largest rank'
+    own = memory_column(ctx.summary) == "rank_memory_mb"
+    text = ('<p class="what">' + ("The own memory" if own else "Peak resident memory (RSS, MB)")
+            + " of each job&rsquo;s largest rank"
             + (", and the optimizer state that rank holds (MB)" if state else "")
             + ". Colours follow the configurations of the scaling plots; hatched bars are oversubscribed "
-            "jobs.</p>"
+            "jobs.</p>" + (OWN_MEMORY_NOTE if own else
             '<p class="note">RSS counts everything the process keeps in memory: the Python interpreter and '
             "PyTorch&rsquo;s libraries (a few hundred MB before any model), the model, its gradients, "
             "DDP&rsquo;s gradient buckets and the optimizer state. Peak RSS is the high-water mark the "
             "operating system reports (VmHWM), the largest over ranks and launches; 1 MB = 10<sup>6</sup> "
-            "bytes.")
+            "bytes."))
     return Section("Memory", text + "</p>" + skipped_note(ctx), (path,))

@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 
 from ddpbench.analysis.jobs import ordered, strategies_vary
-from ddpbench.report.page import ReportContext, Section, esc, html_table, num, skipped_note
+from ddpbench.report.page import OWN_MEMORY_NOTE, ReportContext, Section, esc, html_table, num, skipped_note
 from ddpbench.report.plots import strategies as ps
+from ddpbench.report.plots.common import memory_column
 
 
 def _strategy_table(ctx: ReportContext):
@@ -184,14 +185,19 @@ def equivalence_section(ctx: ReportContext) -> Section | None:
         '<p class="note"><em>Exact</em> strategies must match up to float rounding (<em>matches</em>: at most '
         f"{MATCH_DIFF:g}); one that differs by more than the check&rsquo;s tolerance fails its job as "
         "<strong>NOT equivalent</strong>. <em>Lossy</em> ones by design (DDP&rsquo;s fp16, bf16 and PowerSGD "
-        "hooks, local SGD) show how far they drift.</p>\n" + html_table(header, rows, classes, numeric={1, 3, 5}))
+        "hooks, local SGD) show how far they drift. Jobs that compute in bf16 or fp16 (<code>precision</code>) "
+        "are lossy by design too, set against fp32 single-process training: an exact strategy among them "
+        "fails only beyond its precision&rsquo;s machine epsilon (bf16 7.8e-3, fp16 9.8e-4).</p>\n" + html_table(header, rows, classes, numeric={1, 3, 5}))
 
 
 def memory_section(ctx: ReportContext) -> Section | None:
+    own = memory_column(ctx.summary) == "rank_memory_mb"
     return _strategy_section(
         ctx, "Memory per strategy", ((ps.memory_by_strategy, "strategies_memory.png"),),
-        '<p class="what">Peak resident memory of the largest rank and the optimizer state the largest rank '
-        "holds, per strategy and world size, in MB (10<sup>6</sup> bytes).</p>"
+        '<p class="what">' + ("The largest rank&rsquo;s own memory" if own else "Peak resident memory of the "
+                              "largest rank (these results predate the rank&rsquo;s own memory figure)")
+        + " and the optimizer state the largest rank holds, per strategy and world size, in MB "
+        "(10<sup>6</sup> bytes).</p>" + (OWN_MEMORY_NOTE + "</p>" if own else "") +
         '<p class="note">ZeRO and FSDP shard the optimizer state, so each rank holds about 1/n of it; '
         "master-params runs the only optimizer on rank 0, so rank 0 holds all of it and the others none. "
         "Momentum SGD keeps one buffer the size of the parameters, Adam two.</p>")
