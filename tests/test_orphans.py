@@ -150,6 +150,44 @@ def test_kill_9_of_a_sweep_in_a_hung_pre_flight_check_leaves_no_process(tmp_path
     assert not left, f"alive {LIMIT_S:g} s after kill -9 of the sweep: {left}"
 
 
+def test_a_hung_pre_flight_check_obeys_the_experiment_timeout(tmp_path):
+    (tmp_path / "hung_workload.py").write_text(textwrap.dedent(HUNG_FACTORY))
+    body = STUCK.replace('strategy = ["planted-fault"]', "").replace('model = "mlp"', 'model = "hung_workload:make"')
+    body = body.replace('model_size = "xs"\n', "").replace("timeout_s = 300", "timeout_s = 4")
+    mark = uuid.uuid4().hex
+    start = time.monotonic()
+    sweep = start_sweep(tmp_path, body, mark, {}, stderr=subprocess.PIPE)
+    try:
+        stderr = sweep.communicate(timeout=60)[1]
+    finally:
+        if sweep.poll() is None:
+            kill_and_time(sweep, mark)
+    took = time.monotonic() - start
+    assert sweep.returncode == 2 and stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'stuck.toml'}: model: hung_workload:make: building it took over 4 s (the experiment's "
+        "timeout_s)"], stderr
+    assert took < 4 + 30  # the interpreter's start and torch's import on a busy machine, not 600 s
+    assert not marked(mark)
+
+
+def test_the_pre_flight_check_keeps_only_the_tail_of_a_flood():
+    """300 MB of output from the child: the parent's peak memory stays far below it, and the tail
+    it keeps is the last bytes written."""
+    code = textwrap.dedent("""
+        import resource, sys
+        from ddpbench.owner import run_owned
+        flood = "import os\\nfor _ in range(300): os.write(1, b'x' * (1 << 20))\\nos.write(1, b'THE END')"
+        code, tail = run_owned([sys.executable, "-c", flood], 120)
+        print(code, len(tail), tail.endswith("THE END"), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    exit_code, kept, ends, peak_mb = done.stdout.split()
+    assert exit_code == "0" and int(kept) <= 8192 and ends == "True"
+    assert int(peak_mb) < 100, f"peak {peak_mb} MB for a 300 MB flood"
+
+
 def test_a_child_started_after_its_parent_died_exits_at_once():
     """The race the death signal leaves open: a parent gone before the request took. The child
     checks its parent against the pid it was told and exits (code 3)."""
