@@ -15,6 +15,8 @@ import uuid
 
 import psutil
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import ROOT, TINY_DEFAULTS, write_experiment
 
@@ -212,4 +214,28 @@ def test_a_child_stuck_holding_the_gil_dies_with_its_parent():
         time.sleep(0.5)
     finally:
         gone_s, left = kill_and_time(proc, mark)
+    assert not left and gone_s < 5
+
+
+@settings(max_examples=12, deadline=None)
+@given(delay_s=st.floats(0.0, 0.4))
+def test_a_kill_at_any_moment_of_a_child_s_start_leaves_no_child(delay_s):
+    """The parent is SIGKILLed at a generated moment: before its child has run a line of Python,
+    while it asks for the death signal, or after. Whichever, the child (which holds the GIL in C
+    code once started) is gone within 5 s: the kernel's signal, or the child's own check of its
+    parent when the parent was gone before it asked."""
+    mark = uuid.uuid4().hex
+    child = ("import ctypes; from ddpbench.owner import die_with_parent, expected_parent; "
+             "die_with_parent(expected_parent()); ctypes.PyDLL(None).sleep(3600)")
+    parent = (f"import os, subprocess, sys, time; env = {{**os.environ, 'DDPBENCH_PARENT_PID': str(os.getpid())}}; "
+              f"subprocess.Popen([sys.executable, '-c', {child!r}], env=env); print('started', flush=True); "
+              "time.sleep(3600)")
+    proc = subprocess.Popen([sys.executable, "-c", parent], cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE,
+                            env={**os.environ, MARK: mark, "PYTHONPATH": str(ROOT)})
+    try:
+        proc.stdout.readline()  # the child is forked; it may not have run a line yet
+        time.sleep(delay_s)
+    finally:
+        gone_s, left = kill_and_time(proc, mark)
+        proc.stdout.close()
     assert not left and gone_s < 5
