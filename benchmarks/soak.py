@@ -8,7 +8,10 @@ it counts, from the stored results and the logs alone:
 
   lost      planned jobs with no stored "ok" record
   aborted   launches whose log shows gloo's exit abort ("terminate called ...") or SIGABRT
-  orphans   ddpbench worker processes still alive that belong to this sweep
+  orphans   processes of this sweep still alive after it ended: any process (ranks, forked or
+            not, the fork server, loader workers) whose environment holds this run's marker
+  leaks     the sweep process's resident memory, open files and child processes, sampled while
+            it runs: the growth from the end of its first tenth of jobs to its last sample
 
 and prints the sweep's wall time, each launch's wall time (median, IQR) and the per-job
 overhead: launch wall time minus the time rank 0 spent in its steps (process start, imports,
@@ -18,17 +21,44 @@ rendezvous, model build, result hand-back, teardown), plus the sweep's own time 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
+import uuid
 from pathlib import Path
 
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
+MARK = "DDPBENCH_SOAK_MARK"
+
+
+def marked(mark: str) -> list[int]:
+    """Live processes whose environment (/proc/PID/environ) holds ``MARK=mark``."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(MARK) == mark:
+                found.append(proc.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def sample(proc: psutil.Process, results: Path) -> tuple[int, float, int, int] | None:
+    """(records stored so far, the sweep's RSS in MB, its open fds, its live children)."""
+    try:
+        with proc.oneshot():
+            rss, fds = proc.memory_info().rss / 2**20, proc.num_fds()
+            children = sum(1 for c in proc.children(recursive=True) if c.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return None
+    stored = results.read_bytes().count(b'"kind": "run"') if results.exists() else 0
+    return stored, rss, fds, children
 
 
 def experiment(jobs: int, world_size: int) -> str:
@@ -73,18 +103,29 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     exp.write_text(experiment(args.jobs, args.world_size))
     print(f"{args.jobs} jobs of {args.world_size} ranks -> {out}", flush=True)
+    mark = uuid.uuid4().hex
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
-                          cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err_path = out.parent / "sweep.err"
+    with open(err_path, "w") as err:  # a file, not a pipe: the progress lines would fill a pipe
+        proc = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out),
+                                 "--no-report"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err,
+                                env={**os.environ, MARK: mark})
+    samples = []
+    watched = psutil.Process(proc.pid)
+    while proc.poll() is None:
+        found = sample(watched, out / "results.jsonl")
+        if found:
+            samples.append(found)
+        time.sleep(0.5)
+    stderr = err_path.read_text(errors="replace")
     wall = time.monotonic() - start
-    time.sleep(1.0)  # a rank that outlived its launch would still be here now
-    orphans = [p.pid for p in psutil.process_iter(["cmdline"])
-               if "ddpbench.rank" in " ".join(p.info["cmdline"] or []) and str(out) in " ".join(p.info["cmdline"])]
+    time.sleep(1.0)  # a process that outlived the sweep would still be here now
+    orphans = marked(mark)
 
     steps, runs, _, _ = load_tables(out)
     ok = runs[runs["status"] == "ok"]
     lost = args.jobs - ok["key"].nunique()
-    logs = sorted((out / "logs").glob("*.log"))
+    logs = sorted(out.glob("logs/*/*.log"))
     aborted = [log.name for log in logs if "terminate called" in log.read_text(errors="replace")]
     aborted += [f"{r.key}: {r.error}" for r in runs.itertuples() if "SIGABRT" in str(r.error)]
     in_steps = steps[steps["rank"] == 0].groupby("key")["step_ms"].sum() / 1000
@@ -95,6 +136,14 @@ def main() -> int:
     print(f"exit code {proc.returncode}; stored {len(runs)} launches, {len(ok)} ok")
     print(f"lost results: {lost}   gloo exit aborts: {len(aborted)}   orphan processes: {len(orphans)}")
     print(f"logs checked: {len(logs)} ({args.world_size} per launch)")
+    # while launches run: after the first tenth (imports, the fork server), before the summary at the end
+    settled = [s for s in samples if max(1, args.jobs // 10) <= s[0] < args.jobs]
+    if len(settled) >= 2:
+        (n0, rss0, _, _), (n1, rss1, _, _) = settled[0], settled[-1]
+        fds = [s[2] for s in settled]
+        print(f"sweep process from job {n0} to job {n1}: RSS {rss0:.0f} -> {rss1:.0f} MB ({rss1 - rss0:+.1f} MB); "
+              f"open fds between {min(fds)} and {max(fds)} (first {fds[0]}, last {fds[-1]}); children alive at "
+              f"most {max(s[3] for s in samples)} at once")
     print(f"sweep wall time: {wall:.1f} s for {args.jobs} jobs = {wall / args.jobs:.2f} s per job")
     print("launch wall time: median %.2f s, IQR %.2f s" % quartiles(list(launch)))
     print("in-step time (rank 0, all phases): median %.3f s" % statistics.median(in_steps))
@@ -103,7 +152,7 @@ def main() -> int:
     for line in aborted[:5]:
         print(f"  aborted: {line}")
     if proc.returncode not in (0, 1):
-        print(proc.stderr[-2000:])
+        print(stderr[-2000:])
     return 0 if lost == 0 and not aborted and not orphans and proc.returncode == 0 else 1
 
 

@@ -3,12 +3,15 @@ DDPBENCH_STRATEGIES. ``PLANTED_FAULT="KIND:RANK:STEP"`` acts on rank RANK at its
 step (counting warmup steps, from 1), after that step's backward pass:
 
   kill   the rank sends itself SIGKILL (as the OOM killer or a `kill -9` would end it);
-  hang   the rank sleeps for an hour, so the other ranks wait inside the next step's all-reduce.
+  hang   the rank sleeps for an hour, so the other ranks wait inside the next step's all-reduce;
+  gil    the same, but in C code that holds the GIL (libc's sleep called through ctypes.PyDLL), so no
+         other thread of the rank runs: a watching thread cannot end it.
 
 With ``PLANTED_FAULT_STAMP=FILE`` the rank writes the wall-clock time of the fault there first,
 so a test can time the recovery from the fault itself.
 """
 
+import ctypes
 import os
 import signal
 import time
@@ -32,3 +35,5 @@ class PlantedFault(DDPStrategy):
             os.kill(os.getpid(), signal.SIGKILL)
         elif kind == "hang":
             time.sleep(3600)
+        elif kind == "gil":
+            ctypes.PyDLL(None).sleep(3600)

@@ -86,7 +86,7 @@ values = numbers.map(str) | words | st.sampled_from(PATHS) | st.sampled_from(
 
 SWEEP_FLAGS = ["--out", "--timeout", "--launcher", "--nodes", "--partition", "--array", "--nnodes", "--node-rank",
                "--rdzv-endpoint", "--emulate-nodes", "--link", "--link-delay-ms", "--trace-steps", "--resume", "--dry-run",
-               "--no-report"]
+               "--no-report", "--wait", "--force"]
 RUN_FLAGS = [f"--{name.replace('_', '-')}" for name in FIELDS] + ["--out", "--timeout"]
 COLLECTIVES_FLAGS = ["--ops", "--sizes", "--factor", "--world-sizes", "--backend", "--iters", "--warmup", "--out",
                      "--timeout", "--resume", "--no-report"]

@@ -153,8 +153,12 @@ def test_torchrun_that_fails_before_its_ranks_is_named(tmp_path, monkeypatch):
     from ddpbench.launch import torchrun
 
     real = torchrun.torchrun_command
-    monkeypatch.setattr(torchrun, "torchrun_command", lambda *a, **k: real(*a, **k)[:3] + ["--no-such-option"]
-                        + real(*a, **k)[3:])
+    def with_bad_option(*a, **k):
+        cmd = real(*a, **k)
+        at = cmd.index(torchrun.TORCHRUN_MODULE) + 1
+        return cmd[:at] + ["--no-such-option"] + cmd[at:]
+
+    monkeypatch.setattr(torchrun, "torchrun_command", with_bad_option)
     spec = resolve(JobSpec(world_size=2, model_size="xs", threads_per_rank=1), Machine.here())
     outcome = torchrun.TorchrunLauncher().launch(spec, 0, tmp_path / "work", tmp_path / "logs", timeout_s=60)
     assert outcome.status == "failed"

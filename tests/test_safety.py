@@ -126,3 +126,44 @@ def test_a_one_machine_run_listens_on_loopback_only(tmp_path, fork):
     outside = [(pid, ip, port) for pid, ip, port in found if not ipaddress.ip_address(ip).is_loopback]
     assert not outside, f"listening beyond loopback: {outside}"
     assert pinned == {loopback_interface()}
+
+
+@pytest.mark.slow
+def test_a_one_machine_torchrun_run_listens_beyond_loopback_only_in_its_agent(tmp_path):
+    """What docs/safety.md says listens where under --launcher torchrun on one machine: torch gives
+    no way to bind its agent's stores to one address, so the agent (only it) listens on every
+    interface; the ranks' sockets stay on loopback."""
+    exp = write_experiment(tmp_path / "long.toml", """
+        name = "long"
+        timeout_s = 120
+    """ + TINY_DEFAULTS.replace("steps = 4", "steps = 1000000") + """
+        [grid]
+        world_size = [2]
+    """)
+    out, mark = tmp_path / "out", f"listen-{time.time_ns()}"
+    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report",
+                              "--launcher", "torchrun"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env={**os.environ, "DDPBENCH_TEST_MARK": mark})
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:  # until both ranks are in their measured steps
+            progress = list(out.glob(".work/*/*/progress.rank*"))
+            if len(progress) == 2 and all(p.read_bytes().startswith(b"m") for p in progress):
+                break
+            time.sleep(0.2)
+        procs = {}
+        for proc in psutil.process_iter():
+            try:
+                if proc.environ().get("DDPBENCH_TEST_MARK") == mark:
+                    procs[proc.pid] = " ".join(proc.cmdline())
+            except psutil.Error:
+                continue
+        found = listening_addresses(set(procs))
+    finally:
+        sweep.terminate()
+        sweep.wait(timeout=30)
+    outside = {procs[pid] for pid, ip, _ in found if not ipaddress.ip_address(ip).is_loopback}
+    ranks = [(pid, ip) for pid, ip, _ in found if "torch.distributed.run" not in procs[pid]
+             and "ddpbench.rank" in procs[pid]]
+    assert len({pid for pid, _ in ranks}) == 2 and all(ipaddress.ip_address(ip).is_loopback for _, ip in ranks)
+    assert len(outside) == 1 and "torch.distributed.run" in outside.pop()

@@ -2,9 +2,11 @@
 (scripts/slurm-local.sh): slurmctld and two slurmd nodes, n1 and n2, both at 127.0.0.1. Those need
 root and Debian's slurm-wlm and munge, which .ci/run installs."""
 
+import contextlib
 import os
 import shutil
 import subprocess
+import time
 from contextlib import closing
 
 import pytest
@@ -12,7 +14,8 @@ import pytest
 from conftest import ROOT, TINY, TINY_DEFAULTS, rank_processes, run_cli, write_experiment
 from ddpbench.experiment.load import load_experiment
 from ddpbench.launch.base import Launch
-from ddpbench.launch.slurm import SlurmLauncher, array_script, task_exits
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.launch.slurm import SlurmLauncher, array_script, batch_script, task_exits
 from ddpbench.results.tables import load_tables
 from ddpbench.sweep.plan import work_dir
 from test_faults import faulty_sweep
@@ -51,7 +54,7 @@ def test_a_sweep_through_slurm_stores_what_spawn_stores(slurm, tmp_path, nodes):
     assert proc.returncode == 0, proc.stderr
     runs = assert_stores_what_spawn_stores(slurmed, spawned, "slurm")
     two = runs[runs["world_size"] == 2].iloc[0]
-    log = (slurmed / "logs" / f"{two['key']}-r0.slurm.log").read_text()
+    log = next(slurmed.glob(f"logs/*/{two['key']}-r0.slurm.log")).read_text()
     assert f"ddpbench: nodes {'n[1-2]' if nodes == 2 else 'n1'}, rank 0 at 127.0.0.1" in log
 
 
@@ -174,7 +177,7 @@ def test_a_sweep_submitted_as_a_job_array_stores_what_spawn_stores(slurm, tmp_pa
     assert proc.returncode == 0, proc.stderr
     assert_stores_what_spawn_stores(arrayed, spawned, "slurm")
     # world sizes 1 and 2 need different srun lines: two arrays, one task each
-    scripts = sorted((arrayed / "logs").glob("*.sbatch"))
+    scripts = sorted(arrayed.glob("logs/*/*.sbatch"))
     assert [p.name for p in scripts] == ["array-0.sbatch", "array-1.sbatch"]
     for script in scripts:
         assert "#SBATCH --array=0-0" in script.read_text()
@@ -231,3 +234,35 @@ def test_gpus_per_node_checks_cuda_jobs_against_the_compute_nodes(tmp_path):
     elsewhere = run_cli("sweep", exp, "--gpus-per-node", "2", "--dry-run")
     assert elsewhere.returncode == 2 and "--gpus-per-node: applies to --launcher slurm only" in elsewhere.stderr
     assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# a job whose sweep was killed cancels itself (no Slurm needed: the watch runs in bash)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stale", [True, False], ids=["sweep-gone", "sweep-alive"])
+def test_a_job_cancels_itself_once_the_sweep_s_heartbeat_stops(tmp_path, stale):
+    """The watch in every batch script, run as it is with a fake scancel: a heartbeat older than
+    STALE_S (the sweep was killed) cancels the job within a few seconds; a fresh one does not."""
+    from ddpbench.launch.slurm import HEARTBEAT, STALE_S, heartbeat
+
+    spec = JobSpec(world_size=2, threads_per_rank=1)
+    work = tmp_path / ".work" / "0123456789ab" / "job-r0"
+    work.mkdir(parents=True)
+    script = batch_script(spec, work / "job.json", work, tmp_path / "log", 60, 1)
+    watch = script[script.index("alive="):script.index("unset DDPBENCH_PARENT_PID")]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scancel").write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'cancelled'}\n")
+    (bin_dir / "scancel").chmod(0o755)
+    alive = work.parent / HEARTBEAT
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_ID": "4242"}
+    with contextlib.ExitStack() as stack:
+        if stale:
+            alive.touch()
+            os.utime(alive, (time.time() - STALE_S - 5,) * 2)
+        else:
+            stack.enter_context(heartbeat(alive))
+        subprocess.run(["bash", "-c", watch + "\nsleep 6; kill %1 2>/dev/null; wait"], env=env, timeout=30)
+    cancelled = tmp_path / "cancelled"
+    assert (cancelled.read_text().split() == ["4242"]) if stale else not cancelled.exists()

@@ -76,7 +76,7 @@ def test_report_written_and_no_gloo_abort(tiny_sweep):
     _, out = tiny_sweep
     assert (out / "index.html").is_file()
     assert list(out.glob("*.png"))
-    logs = list((out / "logs").glob("*.log"))
+    logs = list(out.glob("logs/*/*.log"))  # logs/<sweep id>/
     assert len(logs) == 2 + 2 * 2
     for log in logs:
         text = log.read_text()
@@ -146,7 +146,7 @@ def test_interrupted_sweep_keeps_results_and_resume_equals_an_uninterrupted_one(
     stderr = sweep.stderr.read()
     if how != signal.SIGKILL:  # Ctrl-C and SIGTERM: the sweep ends its ranks and says how to go on
         assert sweep.returncode == 128 + how and "--resume" in stderr, stderr
-    # SIGKILL: the ranks see the launcher gone and exit by themselves (watchdog)
+    # SIGKILL: the kernel ends the ranks with their launcher (ddpbench.owner: the parent-death signal)
     while rank_processes(str(out)) and time.monotonic() - signalled < 10:
         time.sleep(0.1)
     ended_s = time.monotonic() - signalled
@@ -208,7 +208,7 @@ def test_the_torchrun_launcher_gives_what_spawn_gives(tiny_sweep, tmp_path):
     proc = run_cli("sweep", exp, "--out", out, "--no-report", "--launcher", "torchrun")
     assert proc.returncode == 0, proc.stderr
     runs = assert_stores_what_spawn_stores(out, spawned, "torchrun")
-    assert sorted(p.name for p in (out / "logs").glob("*.log")) == sorted(f"{k}-r0.torchrun.log" for k in runs["key"])
+    assert sorted(p.name for p in out.glob("logs/*/*.log")) == sorted(f"{k}-r0.torchrun.log" for k in runs["key"])
 
 
 def assert_stores_what_spawn_stores(out, spawned, launcher: str):

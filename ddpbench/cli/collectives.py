@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.cli.common import EXIT_INTERRUPTED, check_out_dir
+from ddpbench.cli.common import EXIT_INTERRUPTED, add_folder_flags, check_out_dir, claimed_out_dir, finite_float
 from ddpbench.cli.tables import print_collectives
 from ddpbench.errors import InputError
 from ddpbench.experiment.collectives import parse_collectives
@@ -24,23 +24,21 @@ def add_parser(sub) -> None:
     p.add_argument("--ops", help="comma-separated: all_reduce,all_gather,reduce_scatter,broadcast,reduce,"
                                  "all_to_all,send_recv")
     p.add_argument("--sizes", help="first:last (e.g. 1K:256M) or a comma-separated list")
-    p.add_argument("--factor", type=float, help="size multiplier between steps of first:last (default: 2)")
+    p.add_argument("--factor", type=finite_float, help="size multiplier between steps of first:last (default: 2)")
     p.add_argument("--world-sizes", help="comma-separated, e.g. 2,4")
     p.add_argument("--backend", help="gloo or nccl")
     p.add_argument("--iters", type=int, help="timed iterations per size")
     p.add_argument("--warmup", type=int, help="untimed iterations per size")
     p.add_argument("--out", type=Path, help="output folder (default: reports/<name>/; a sweep's folder works too)")
-    p.add_argument("--timeout", type=float, metavar="S", help="per-launch timeout in seconds")
+    p.add_argument("--timeout", type=finite_float, metavar="S", help="per-launch timeout in seconds")
     p.add_argument("--resume", action="store_true", help="skip the world sizes already stored")
     p.add_argument("--no-report", action="store_true", help="store results but do not write the report")
+    add_folder_flags(p)
     p.set_defaults(func=command)
 
 
 def command(args) -> int:
     from rich.console import Console
-
-    from ddpbench.results.tables import load_collectives
-    from ddpbench.sweep.runner import run_collectives
 
     path = Path(args.experiment)
     data, name = read_toml(path), path.stem
@@ -62,6 +60,15 @@ def command(args) -> int:
     out_dir = args.out or Path("reports") / experiment.name
     check_out_dir(out_dir)
     console = Console(stderr=True)
+    with claimed_out_dir(out_dir, args, console):
+        return _run(args, experiment, out_dir, console)
+
+
+def _run(args, experiment, out_dir: Path, console) -> int:
+    """The collectives into ``out_dir`` once it is this command's, their table and report."""
+    from ddpbench.results.tables import load_collectives
+    from ddpbench.sweep.runner import run_collectives
+
     try:
         run_collectives(experiment, out_dir, resume=args.resume, console=console)
     except KeyboardInterrupt:

@@ -1,7 +1,9 @@
-"""What every command shares: exit codes, the one-line error, the output folder check."""
+"""What every command shares: exit codes, the one-line error, the output folder check and claim."""
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import sys
 from pathlib import Path
@@ -36,3 +38,41 @@ def check_out_dir(out_dir: Path) -> None:
     except OSError as err:
         raise InputError("command line", "--out", f"cannot write to {out_dir}: {err.strerror}; "
                          "give a folder you can write") from None
+
+
+def add_folder_flags(parser) -> None:
+    """--wait and --force of every command that writes a results folder (:mod:`ddpbench.results.folder`)."""
+    parser.add_argument("--wait", action="store_true",
+                        help="if another sweep is writing the output folder, wait for it to end instead of stopping")
+    parser.add_argument("--force", action="store_true",
+                        help="write into an output folder that holds files ddpbench did not write")
+
+
+@contextlib.contextmanager
+def claimed_out_dir(out_dir: Path, args, console=None):
+    """Hold ``out_dir`` for this command's sweep (one sweep per folder), as ``args.wait`` and
+    ``args.force`` say; a line on ``console`` while it waits."""
+    from ddpbench.results.folder import claimed
+
+    def waiting(running: str) -> None:
+        text = f"waiting for {out_dir}: another sweep ({running}) is writing it"
+        if console is not None:
+            console.print(text, highlight=False)
+        else:
+            say_error(text)
+
+    with claimed(out_dir, wait=getattr(args, "wait", False), force=getattr(args, "force", False), on_wait=waiting):
+        yield out_dir
+
+
+def finite_float(text: str) -> float:
+    """argparse's ``type`` for every number flag: a finite number (never inf or nan)."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number (got {text!r})")
+    return value

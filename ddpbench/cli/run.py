@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ddpbench.cli.common import add_folder_flags, finite_float
 from ddpbench.cli.sweeping import SweepOptions, run_and_report
 from ddpbench.experiment.load import Experiment, job_spec
 from ddpbench.experiment.overrides import check_timeout, fields_from_flags, flag_name
@@ -18,7 +19,8 @@ def add_parser(sub) -> None:
         p.add_argument(flag_name(name), dest=name, metavar="V",
                        help=f"{f.metadata['help']}; {allowed_text(name)} (default: {f.default})".replace("%", "%%"))
     p.add_argument("--out", type=Path, help="output folder (default: reports/run-<job key>/)")
-    p.add_argument("--timeout", type=float, default=600, metavar="S", help="timeout in seconds (default: 600)")
+    p.add_argument("--timeout", type=finite_float, default=600, metavar="S", help="timeout in seconds (default: 600)")
+    add_folder_flags(p)
     p.set_defaults(func=command)
 
 
@@ -30,5 +32,5 @@ def command(args) -> int:
     experiment = Experiment(name=f"run-{spec.key}", description="one job from the command line",
                             source="command line", timeout_s=check_timeout(args.timeout), jobs=(spec,))
     options = SweepOptions(out_dir=args.out or Path("reports") / experiment.name, launcher=launcher,
-                           argv=tuple(args.argv))
+                           argv=tuple(args.argv), wait=args.wait, force=args.force)
     return run_and_report(experiment, options, machine)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ddpbench.cli.common import add_folder_flags, finite_float
 from ddpbench.cli.sweeping import SweepOptions, add_launcher_flags, launcher_options, run_and_report
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import load_experiment
@@ -23,17 +24,18 @@ def add_parser(sub) -> None:
                    help="with --resume: also run again the launches that failed or timed out (their new result "
                    "replaces the old)")
     p.add_argument("--dry-run", action="store_true", help="list the jobs and exit without running them")
-    p.add_argument("--timeout", type=float, metavar="S", help="per-launch timeout in seconds (overrides timeout_s)")
+    p.add_argument("--timeout", type=finite_float, metavar="S", help="per-launch timeout in seconds (overrides timeout_s)")
     add_launcher_flags(p)
     p.add_argument("--emulate-nodes", type=int, metavar="N",
                    help="run every job on N emulated nodes on this machine (network namespaces; needs root)")
     p.add_argument("--link", metavar="RATE", help="emulated nodes: each node's link rate, e.g. 1gbit or 100mbit")
-    p.add_argument("--link-delay-ms", type=float, metavar="MS",
+    p.add_argument("--link-delay-ms", type=finite_float, metavar="MS",
                    help="emulated nodes: one-way delay added to each link in ms (needs tc's netem)")
     p.add_argument("--trace-steps", type=int, metavar="N",
                    help="every job also records N steps with PyTorch's profiler after its timed ones: a trace per "
                    "rank, a timeline of a step, overlap measured from the events (overrides trace_steps)")
     p.add_argument("--no-report", action="store_true", help="store results but do not write the report")
+    add_folder_flags(p)
     p.set_defaults(func=command)
 
 
@@ -49,5 +51,5 @@ def command(args) -> int:
     options = SweepOptions(out_dir=args.out or Path("reports") / experiment.name, resume=args.resume,
                            retry_failed=args.retry_failed,
                            dry_run=args.dry_run, write_report=not args.no_report, launcher=launcher,
-                           argv=tuple(args.argv), emulation_flags=any(v is not None for v in emulation.values()))
+                           argv=tuple(args.argv), wait=args.wait, force=args.force, emulation_flags=any(v is not None for v in emulation.values()))
     return run_and_report(experiment, options, machine)

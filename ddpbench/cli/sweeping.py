@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddpbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, check_out_dir
+from ddpbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, check_out_dir, claimed_out_dir
 from ddpbench.cli.tables import print_jobs, print_summary
 from ddpbench.errors import InputError
 from ddpbench.launch.options import LAUNCHERS, LauncherOptions
@@ -33,6 +33,10 @@ class SweepOptions:
     argv: tuple[str, ...] = ()
     #: whether the emulated-node flags were given (then a machine that cannot emulate names them)
     emulation_flags: bool = False
+    #: another sweep writing the folder: wait for it (else stop with one line)
+    wait: bool = False
+    #: write into a folder that holds files ddpbench did not write
+    force: bool = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,18 +73,35 @@ def run_and_report(experiment, options: SweepOptions, machine) -> int:
     from rich.console import Console
 
     from ddpbench.experiment.workloads import check_workloads
-    from ddpbench.sweep.plan import pending_launches
 
-    check_workloads(experiment.jobs, experiment.source)
     if options.dry_run:
+        check_workloads(experiment.jobs, experiment.source, experiment.timeout_s)
         print_jobs(experiment, machine)
         print_launch_plan(experiment, options)
         warn_same_buckets(experiment)
         return 0
     check_can_emulate(experiment, options.emulation_flags)
     check_out_dir(options.out_dir)
+    console = Console(stderr=True)
+    if options.launcher.nnodes > 1 and options.launcher.node_rank > 0:
+        # a follower node writes its own agents' logs into node 0's folder; node 0 holds it
+        from ddpbench.results.folder import adopt
+
+        adopt(options.out_dir, options.force)
+        return _checked_run(experiment, options, machine, console)
+    with claimed_out_dir(options.out_dir, options, console):
+        return _checked_run(experiment, options, machine, console)
+
+
+def _checked_run(experiment, options: SweepOptions, machine, console) -> int:
+    """The run of :func:`run_and_report` once the folder is this sweep's: the workloads checked
+    (the user's code built in an owned child, within the experiment's timeout), then the jobs."""
+    from ddpbench.experiment.workloads import check_workloads
+    from ddpbench.sweep.plan import pending_launches
+
+    check_workloads(experiment.jobs, experiment.source, experiment.timeout_s)
     warn_same_buckets(experiment)  # after every check of the input: bad input is one line
-    console, out_dir, launch = Console(stderr=True), options.out_dir, options.launcher
+    out_dir, launch = options.out_dir, options.launcher
     if launch.nnodes > 1 and launch.node_rank == 0:
         console.print(f"[bold]{launch.nnodes} nodes[/bold]: run on every other node, with {out_dir} on a file "
                       "system all of them see:", highlight=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ddpbench.cli.common import add_folder_flags
 from ddpbench.cli.sweeping import add_launcher_flags, launcher_options
 from ddpbench.errors import InputError
 
@@ -21,34 +22,43 @@ def add_parser(sub) -> None:
                    help="launches at most (default: half of what the grid would run, its jobs times their repeats)")
     p.add_argument("--no-report", action="store_true", help="store results but do not write the report")
     add_launcher_flags(p)
+    add_folder_flags(p)
     p.set_defaults(func=command)
 
 
 def command(args) -> int:
     from rich.console import Console
 
-    from ddpbench.cli.common import check_out_dir
-    from ddpbench.cli.sweeping import check_can_emulate, finish_report
-    from ddpbench.cli.tables import print_search
+    from ddpbench.cli.common import check_out_dir, claimed_out_dir
+    from ddpbench.cli.sweeping import check_can_emulate
     from ddpbench.experiment.load import load_experiment
     from ddpbench.experiment.workloads import check_workloads
-    from ddpbench.results.store import ResultStore
-    from ddpbench.sweep.search import SearchPlan, run_search
 
     launcher = launcher_options(args)
     machine = launcher.machine()
     experiment = load_experiment(args.experiment, machine)
     if args.budget is not None and args.budget < 1:
         raise InputError("command line", "--budget", f"must be 1 or more launches (got {args.budget})")
-    check_workloads(experiment.jobs, experiment.source)
     check_can_emulate(experiment, False)
     out_dir = args.out or Path("reports") / f"{experiment.name}-tune"
     check_out_dir(out_dir)
+    console = Console(stderr=True)
+    with claimed_out_dir(out_dir, args, console):
+        check_workloads(experiment.jobs, experiment.source, experiment.timeout_s)
+        return _race(args, experiment, out_dir, launcher, machine, console)
+
+
+def _race(args, experiment, out_dir: Path, launcher, machine, console) -> int:
+    """The race, once ``out_dir`` is this command's."""
+    from ddpbench.cli.sweeping import finish_report
+    from ddpbench.cli.tables import print_search
+    from ddpbench.results.store import ResultStore
+    from ddpbench.sweep.search import SearchPlan, run_search
+
     plan = SearchPlan(experiment.jobs, ResultStore(out_dir), out_dir, args.budget)
     problem = plan.problem()
     if problem:
         raise InputError(experiment.source, "grid", f"{problem}")
-    console = Console(stderr=True)
     console.print(f"[bold]{experiment.name}[/bold]: racing {len(plan.candidates)} distinct settings of "
                   f"{len(experiment.jobs)} ({len(plan.same_as)} give the same buckets as another), budget "
                   f"{plan.budget} launches (the grid: {plan.grid_launches}) -> {out_dir}/", highlight=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ddpbench.cli.common import finite_float
 from ddpbench.errors import InputError
 
 
@@ -15,22 +16,22 @@ def add_parser(sub) -> None:
     p.add_argument("--model", default="resnet50", help="what trains: a preset, reference model or factory "
                    "(its gradient tensors give the buckets; default: resnet50)")
     p.add_argument("--model-size", default="s", help="size preset of mlp, cnn and transformer (default: s)")
-    p.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's bucket cap (default: 25)")
-    p.add_argument("--compute-ms", type=float,
+    p.add_argument("--bucket-cap-mb", type=finite_float, default=25.0, help="DDP's bucket cap (default: 25)")
+    p.add_argument("--compute-ms", type=finite_float,
                    help="one device's step alone: forward, backward and optimizer (e.g. a sweep's world-size-1 step)")
     p.add_argument("--from", dest="from_dir", type=Path, metavar="RESULTS",
                    help="instead of --model and --compute-ms: every workload a sweep measured in this folder, "
                    "with its measured world-size-1 step, backward share and DDP's actual buckets")
     p.add_argument("--gpus-per-node", type=int, default=8, help="devices per node (default: 8)")
-    p.add_argument("--intra-gbit", type=float, default=2400.0, help="a device's link inside a node, Gbit/s")
-    p.add_argument("--inter-gbit", type=float, default=100.0, help="a node's network, all NICs, Gbit/s")
-    p.add_argument("--intra-latency-us", type=float, default=3.4, help="latency per all-reduce step inside a "
+    p.add_argument("--intra-gbit", type=finite_float, default=2400.0, help="a device's link inside a node, Gbit/s")
+    p.add_argument("--inter-gbit", type=finite_float, default=100.0, help="a node's network, all NICs, Gbit/s")
+    p.add_argument("--intra-latency-us", type=finite_float, default=3.4, help="latency per all-reduce step inside a "
                    "node (default: NCCL's for NVLink, 3.4; its PCIe figure is 5.7)")
-    p.add_argument("--inter-latency-us", type=float, default=14.0, help="latency per all-reduce step between "
+    p.add_argument("--inter-latency-us", type=finite_float, default=14.0, help="latency per all-reduce step between "
                    "nodes (default: NCCL's for the network, 14)")
     p.add_argument("--algorithm", default="auto", choices=("auto", "ring", "tree", "hierarchical"),
                    help="all-reduce algorithm (auto: the fastest per bucket, as NCCL's tuner picks)")
-    p.add_argument("--target-efficiency", type=float, default=0.9, help="for the largest world size and the "
+    p.add_argument("--target-efficiency", type=finite_float, default=0.9, help="for the largest world size and the "
                    "link rate needed (default: 0.9)")
     p.add_argument("--validate", action="store_true", help="instead: the model beside published data-parallel "
                    "scaling results (their sources in ddpbench/analysis/published_scaling.toml), with its held-out error")

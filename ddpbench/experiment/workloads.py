@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from ddpbench.errors import InputError
 from ddpbench.experiment.overrides import flag_name
-from ddpbench.workloads.catalog import ProbeFailed, facts, probe
+from ddpbench.workloads.catalog import PROBE_TIMEOUT_S, ProbeFailed, facts, probe
 from ddpbench.workloads.registry import PRESETS
 
 
-def check_workloads(jobs, source: str) -> None:
+def check_workloads(jobs, source: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
     """One line naming the key (``model`` or ``model_args``) for the first job whose workload does
-    not build, or whose dataset holds less than one global batch (a preset's is made to fit)."""
-    probe(jobs)
+    not build (within ``timeout_s``: a sweep gives its experiment's), or whose dataset holds less
+    than one global batch (a preset's is made to fit)."""
+    probe(jobs, timeout_s)
     for spec in jobs:
         try:
             found = facts(spec)

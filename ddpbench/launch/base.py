@@ -35,6 +35,9 @@ class Launcher(abc.ABC):
 
     * ``stores_results``: False where another node stores the results (node > 0 of a multi-node
       torchrun sweep, which runs its agents and leaves the store alone);
+    * ``nodes_share_work``: True where another node's processes hand back into the same work
+      folders (a multi-node torchrun sweep: global rank 0 may run on any node), so their names must
+      be the same on every node rather than made per sweep;
     * ``submits_arrays``: True when the launcher takes all of a sweep's launches at once
       (:meth:`launch_all`: Slurm job arrays) instead of one after another;
     * :meth:`for_restarts`: the launcher a job that restarts its workers runs under;
@@ -45,6 +48,7 @@ class Launcher(abc.ABC):
     name: str = "launcher"
     stores_results: bool = True
     submits_arrays: bool = False
+    nodes_share_work: bool = False
 
     @abc.abstractmethod
     def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:

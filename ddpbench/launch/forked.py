@@ -3,7 +3,8 @@
 A launch on this machine used to pay, per rank, a new interpreter and ``import torch`` (about 2 s
 of its 8 on two cores). Python's ``multiprocessing`` fork server pays them once: it is started on
 the first rank, imports :data:`~ddpbench.rank.forked.PRELOAD` and forks every rank from then on;
-it ends by itself when this process does. :class:`ForkedRank` is the part of
+it dies with this process (the kernel's parent-death signal, :mod:`ddpbench.owner`), and each rank
+with it, whatever ends this process. :class:`ForkedRank` is the part of
 ``subprocess.Popen``'s interface the launchers use, so a launch handles either kind of rank alike.
 
 The server is started with one thread per math library (OpenMP, MKL, OpenBLAS): numpy's OpenBLAS
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import threading
 
 #: held while the server starts: the math libraries' thread variables at one, and torch's CUDA check
 #: by NVML, which leaves the driver alone, should anything the server imports ask
@@ -50,10 +52,21 @@ def _server():
     return _context
 
 
+def _server_env() -> dict[str, str]:
+    """What the server starts with: one thread per math library, and its owner (this process, when
+    its main thread starts the server: the parent-death signal follows the thread that forked, and
+    a short-lived thread would take the server with it when it ends; see :mod:`ddpbench.owner`)."""
+    from ddpbench.rank.forked import SERVER_OWNER_ENV
+
+    owned = threading.current_thread() is threading.main_thread()
+    return {**_SINGLE_THREADED, SERVER_OWNER_ENV: str(os.getpid()) if owned else ""}
+
+
 @contextlib.contextmanager
 def _single_threaded_env():
-    saved = {k: os.environ.get(k) for k in _SINGLE_THREADED}
-    os.environ.update(_SINGLE_THREADED)
+    wanted = _server_env()
+    saved = {k: os.environ.get(k) for k in wanted}
+    os.environ.update(wanted)
     try:
         yield
     finally:

@@ -19,15 +19,22 @@ The work folder must be on a file system every node sees (the hand-back is a fil
 cluster's home or scratch is. A failed job is recorded with Slurm's state and exit code, and
 with the rank srun reported first ("task 1: Killed"); past the timeout, or on Ctrl-C, the job
 (or the array task, or every array) is cancelled with ``scancel`` so nothing is left running.
+
+A job is owned by the sweep that submitted it, even past a ``kill -9`` of the sweep, which can
+cancel nothing: while it waits, the sweep touches ``sweep.alive`` in its work folder every second
+(a thread: a slow ``squeue`` does not delay it), and the batch script watches that file in the
+background; once it is more than :data:`STALE_S` seconds old, the job cancels itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -40,6 +47,12 @@ POLL_S = 0.5
 _SIGNALS = {"Killed": -9, "Terminated": -15, "Aborted": -6, "Segmentation fault": -11, "Interrupt": -2}
 _TASK = re.compile(r"task (\d+): (Killed|Terminated|Aborted|Segmentation fault|Interrupt|"
                    r"Exited with exit code (\d+))")
+
+#: the sweep's heartbeat file, in the work root every launch's work folder is in
+HEARTBEAT = "sweep.alive"
+#: how often the sweep touches it, and how old it may get before a job cancels itself, seconds
+HEARTBEAT_S = 1.0
+STALE_S = 10
 
 FREE_PORT = ("import socket; s = socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])")
 
@@ -83,7 +96,9 @@ def _run_lines(spec, job: str, out: str) -> list[str]:
     """The body that starts the ranks; ``job`` and ``out`` are shell words (quoted paths or "$var")."""
     threads = spec.threads_per_rank
     python = shlex.quote(sys.executable)
-    return ["# the first node's address as Slurm knows it (NodeAddr): node names need not resolve",
+    return [*_watch_lines(out),
+            "unset DDPBENCH_PARENT_PID  # the ranks' parent is srun's step, not the sweep",
+            "# the first node's address as Slurm knows it (NodeAddr): node names need not resolve",
             'first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
             "MASTER_ADDR=$(scontrol show node \"$first\" | sed -n 's/.*NodeAddr=\\([^ ]*\\).*/\\1/p')",
             "export MASTER_ADDR",
@@ -91,6 +106,41 @@ def _run_lines(spec, job: str, out: str) -> list[str]:
             f"export MASTER_PORT=$({python} -c {shlex.quote(FREE_PORT)})",
             f"export OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} PYTHONUNBUFFERED=1",
             f"srun --kill-on-bad-exit=1 {python} -m {RANK_MODULE} --job {job} --out {out}"]
+
+
+def _watch_lines(out: str) -> list[str]:
+    """The job cancels itself once the sweep's heartbeat (beside the work folder ``out``, a shell
+    word) is older than STALE_S seconds: the sweep is gone."""
+    return ["# owned by the sweep: it touches $alive every second while it waits; once that stops (the sweep",
+            "# was killed), the job cancels itself",
+            f"alive=$(dirname {out})/{HEARTBEAT}",
+            "( while sleep 2; do",
+            '    age=$(( $(date +%s) - $(stat -c %Y "$alive" 2>/dev/null || echo 0) ))',
+            f'    if [ "$age" -gt {STALE_S} ]; then scancel "$SLURM_JOB_ID"; exit; fi',
+            "  done ) &"]
+
+
+@contextlib.contextmanager
+def heartbeat(path: Path):
+    """Touch ``path`` every HEARTBEAT_S seconds while inside (a daemon thread), so that the jobs
+    this sweep submitted know it is alive (:func:`_watch_lines`)."""
+    stop = threading.Event()
+
+    def beat():
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                path.touch()
+            stop.wait(HEARTBEAT_S)
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch()
+    thread = threading.Thread(target=beat, name="ddpbench-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield path
+    finally:
+        stop.set()
+        thread.join()
 
 
 def batch_script(spec, job_file: Path, work_dir: Path, log_path: Path, timeout_s: float, nodes: int,
@@ -222,6 +272,11 @@ class SlurmLauncher(Launcher):
         script, log_path, text = self._batch(spec, repeat, work_dir, log_dir, timeout_s)
         script.write_text(text)
         log_path.unlink(missing_ok=True)
+        with heartbeat(work_dir.resolve().parent / HEARTBEAT):
+            return self._submit_and_wait(spec, job, work_dir, script, log_path, timeout_s)
+
+    def _submit_and_wait(self, spec, job: Job, work_dir: Path, script: Path, log_path: Path,
+                         timeout_s: float) -> LaunchOutcome:
         start = time.monotonic()
         submitted = _run(["sbatch", "--parsable", str(script)])
         if submitted.returncode:
@@ -251,6 +306,12 @@ class SlurmLauncher(Launcher):
         """
         if not self.submits_arrays:
             yield from super().launch_all(launches, log_dir, timeout_s)  # one at a time: launch()
+        with contextlib.ExitStack() as beats:
+            for root in sorted({launch.work_dir.resolve().parent for launch in launches}):
+                beats.enter_context(heartbeat(root / HEARTBEAT))
+            yield from self._submit_arrays(launches, log_dir, timeout_s)
+
+    def _submit_arrays(self, launches: list[Launch], log_dir: Path, timeout_s: float):
         tasks = {}  # task id -> (launch, its job, its log, its script)
         job_ids: list[str] = []
         try:

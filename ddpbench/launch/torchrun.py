@@ -10,7 +10,8 @@ handling, as a job launched by hand would see them.
     torchrun --nnodes 2 --node-rank R --rdzv-backend c10d --rdzv-endpoint H:P --rdzv-id ID ... (per node)
 
 The agent runs in its own session; its workers run in sessions of their own (torchrun starts them
-so), watch the agent and exit when it is gone. Ending a launch SIGTERMs the agent (it stops its
+so). The agent dies with the sweep and its workers with the agent, by the kernel's parent-death
+signal (``python -m ddpbench.owner SWEEP_PID torch.distributed.run ...``, :mod:`ddpbench.owner`). Ending a launch SIGTERMs the agent (it stops its
 workers), then SIGKILLs whatever of the launch is left, found by its job file on the command line.
 The rank that failed first, and how, comes from the agent's failure summary in its log.
 """
@@ -21,7 +22,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +29,10 @@ from pathlib import Path
 from ddpbench.launch.base import Launcher, LaunchOutcome
 from ddpbench.launch.handback import collect_outcome, describe_exit, prepare_launch
 from ddpbench.launch.processes import POLL_S, TERM_GRACE_S, end_processes, rank_env
+from ddpbench.owner import PARENT_ENV, owned_command
 from ddpbench.rank.protocol import ERROR_GLOB, RANK_MODULE, Job
 
+TORCHRUN_MODULE = "torch.distributed.run"
 #: after one node's agent fails, how long the others get to see it and stop their workers
 AGENT_FAILURE_GRACE_S = 10.0
 
@@ -80,7 +82,7 @@ class Agent:
 
 def torchrun_command(spec, job_file: Path, work_dir: Path, agent: Agent = Agent(), run_id: str = "ddpbench") -> list[str]:
     """The command line of ``agent`` for one launch of ``spec`` (its ranks split evenly over the nodes)."""
-    cmd = [*agent.prefix, sys.executable, "-m", "torch.distributed.run"]
+    cmd = []
     if agent.endpoint is None:
         cmd += ["--standalone", "--nnodes", "1"]
     else:
@@ -89,8 +91,10 @@ def torchrun_command(spec, job_file: Path, work_dir: Path, agent: Agent = Agent(
                 "--rdzv-conf", f"is_host={'true' if agent.node_rank == 0 else 'false'}"]
         if agent.local_addr:
             cmd += ["--local-addr", agent.local_addr]
-    return cmd + ["--nproc-per-node", str(spec.processes // agent.nnodes), "--max-restarts", str(spec.max_restarts),
-                  "--monitor-interval", "0.1", "-m", RANK_MODULE, "--job", str(job_file), "--out", str(work_dir)]
+    cmd += ["--nproc-per-node", str(spec.processes // agent.nnodes), "--max-restarts", str(spec.max_restarts),
+            "--monitor-interval", "0.1", "-m", RANK_MODULE, "--job", str(job_file), "--out", str(work_dir)]
+    # the agent dies with this process, and its workers with it (ddpbench.owner)
+    return [*agent.prefix, *owned_command(TORCHRUN_MODULE, cmd)]
 
 
 def leftover_ranks(job_file: Path) -> list:
@@ -129,6 +133,7 @@ class TorchrunLauncher(Launcher):
     def __init__(self, nnodes: int = 1, node_rank: int = 0, rdzv_endpoint: str | None = None):
         self.nnodes, self.node_rank, self.endpoint = nnodes, node_rank, rdzv_endpoint
         self.stores_results = node_rank == 0
+        self.nodes_share_work = nnodes > 1
 
     def agents(self, spec) -> list[Agent]:
         """The agents this process runs for a launch: this node's only."""
@@ -169,7 +174,7 @@ def start_and_wait(spec, repeat: int, job_file: Path, work_dir: Path, log_dir: P
     AGENT_FAILURE_GRACE_S to notice) or the timeout; end whatever of the launch is left.
     (the agents, whether the launch timed out, its wall time)."""
     base = {**os.environ, **env}
-    base.pop("DDPBENCH_PARENT_PID", None)  # the ranks watch their own parent: the agent
+    base.pop(PARENT_ENV, None)  # the ranks' parent is the agent, which says so (ddpbench.owner)
     start = time.monotonic()
     procs = []
     timed_out = False

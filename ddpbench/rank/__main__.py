@@ -5,6 +5,12 @@ import sys
 from ddpbench.rank.protocol import serve  # first: importing it notes when this process started
 
 # isort: split
+from ddpbench.owner import die_with_parent, expected_parent
+
+if __name__ == "__main__":  # a new interpreter (a forked rank asks in ddpbench.rank.forked)
+    die_with_parent(expected_parent())  # before torch's import: from here on it dies with its launcher
+
+# isort: split
 from ddpbench.rank.collectives import CollectivesRank
 from ddpbench.rank.train import TrainingRank
 from ddpbench.strategies import TENSORFLOW

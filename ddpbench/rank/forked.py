@@ -9,6 +9,12 @@ only the interpreter's start and the imports are not paid again. :func:`run_rank
 child what ``python -m ddpbench.rank`` would have been: its own session (so the launcher can end
 it with all its children), its log file as stdout and stderr, exactly the launch's environment,
 its own start time and a fresh random seed, and runs the same :func:`~.protocol.serve`.
+
+Who owns whom (:mod:`ddpbench.owner`): the server dies with the sweep that started it (it asks
+for the kernel's parent-death signal when it imports this module, the first of :data:`PRELOAD`),
+and each rank with the server (it asks again, as its first act: a fork does not inherit the
+request). A rank also lets go of the write end of the server's "alive" pipe, which
+``multiprocessing`` hands every fork: while a rank held it, the server never saw the sweep go.
 """
 
 from __future__ import annotations
@@ -18,15 +24,38 @@ import random
 import sys
 import time
 
-#: what the server imports before it forks anything: the interpreter-wide cost of a rank
+from ddpbench.owner import die_with_parent
+
+#: set in the server's environment while the sweep starts it: the sweep's pid when the server is to
+#: die with it (it is started by the sweep's main thread), "" when not
+SERVER_OWNER_ENV = "DDPBENCH_SERVER_OWNER"
+
+#: what the server imports before it forks anything: the interpreter-wide cost of a rank. This
+#: module first: importing it makes the server the sweep's (:func:`_own_server`)
 PRELOAD = [
-    "torch", "torch.distributed", "torch.nn.functional", "torch.utils.data", "numpy",
+    "ddpbench.rank.forked", "torch", "torch.distributed", "torch.nn.functional", "torch.utils.data", "numpy",
     # what PyTorch's FLOP counter loads on first use (dynamo, sympy): 3.4 s of a rank's setup
     "torch._dynamo", "torch.utils.flop_counter",
     "ddpbench.rank.__main__", "ddpbench.rank.train", "ddpbench.rank.collectives", "ddpbench.rank.flops",
     "ddpbench.rank.equivalence", "ddpbench.strategies.base", "ddpbench.strategies.ddp",
     "ddpbench.workloads.models", "ddpbench.workloads.data", "ddpbench.workloads.build",
 ]
+
+
+def _own_server() -> int | None:
+    """In the fork server (the one process whose environment names its owner), as it imports this
+    module: die with the sweep, and note its own pid, which every fork checks its parent against.
+    None in any other process."""
+    owner = os.environ.pop(SERVER_OWNER_ENV, None)
+    if owner is None:
+        return None
+    if owner.isdigit():
+        die_with_parent(int(owner))
+    return os.getpid()
+
+
+#: the fork server's pid, in the server and in every rank forked from it
+SERVER_PID = _own_server()
 
 
 def run_rank(argv: list[str], env: dict[str, str], log_path: str) -> None:
@@ -43,7 +72,10 @@ def run_rank(argv: list[str], env: dict[str, str], log_path: str) -> None:
 
 def become_rank(env: dict[str, str], log_path: str) -> None:
     """Make this fresh fork what a new ``python -m ddpbench.rank`` process would be before it
-    reads its job: its own session, its log, exactly ``env``, its own start time and seed."""
+    reads its job: its own session, its log, exactly ``env``, its own start time and seed, and
+    dying with the server."""
+    die_with_parent(SERVER_PID)
+    _let_go_of_server()
     os.setsid()  # a session of its own: the launcher ends the rank and its loader workers as one group
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(log, 1)
@@ -53,8 +85,8 @@ def become_rank(env: dict[str, str], log_path: str) -> None:
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     os.environ.clear()
     os.environ.update(env)
-    # the rank outlives neither the launcher nor this server: it watches the server, which ends
-    # (and so orphans the rank, which then exits) when the launcher does
+    # where the kernel cannot kill it with the server (not Linux), the rank watches the server, which
+    # ends when the launcher does
     os.environ["DDPBENCH_PARENT_PID"] = str(os.getppid())
     # the server's random states are shared by every fork: draw new ones, from the OS's entropy as
     # a new interpreter does (a job's own seed is set by the job, as before)
@@ -67,3 +99,23 @@ def become_rank(env: dict[str, str], log_path: str) -> None:
     from ddpbench.rank import protocol
 
     protocol.PROCESS_START = time.time()  # this rank's start is the fork, not the server's
+
+
+def _let_go_of_server() -> None:
+    """Close the write end of the server's alive pipe, which ``multiprocessing`` hands every fork
+    so that it could use the server itself: the server ends when the sweep's copy closes, not when
+    the last rank's does. And start processes as a new interpreter would (``fork`` on Linux), not
+    through the server, as a fork of it is told to: a rank's DataLoader workers are the rank's own
+    children, in its session, dying with it."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    multiprocessing.set_start_method(None, force=True)
+    server = forkserver._forkserver
+    if server._forkserver_alive_fd is not None:
+        try:
+            os.close(server._forkserver_alive_fd)
+        except OSError:
+            pass
+        server._forkserver_alive_fd = None
+        server._forkserver_pid = None

@@ -35,7 +35,8 @@ class ResultStore:
         self.dir.mkdir(parents=True, exist_ok=True)
         line = json.dumps({"schema_version": SCHEMA_VERSION, **record}, allow_nan=True) + "\n"
         data = line.encode()
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        # never through a link: a results.jsonl that links elsewhere is refused (ELOOP), not appended to
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
             size = os.lseek(fd, 0, os.SEEK_END)
             if size and os.pread(fd, 1, size - 1) != b"\n":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -80,6 +81,7 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
             "launcher": launcher.name, "links": list(experiment.links),
             **({"datasheet_tflops": experiment.datasheet_tflops} if experiment.datasheet_tflops else {}),
         })
+        clear_stale_work(out_dir, summary.sweep_id)
     plan = AdaptivePlan(experiment.jobs, store, out_dir, experiment.repeat_budget_s)
     return run_launches(todo, store, launcher, machine, experiment.timeout_s, summary, console,
                         plan=plan if plan else None)
@@ -112,9 +114,13 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
     round, the launches ``plan`` adds for jobs whose interval is still wide (``repeats = "auto"``),
     the progress bar's total counting the launches they are expected to need."""
     stores = launcher.stores_results
-    log_dir = store.dir / LOG_DIR
+    work_root, log_dir = sweep_paths(store.dir, summary.sweep_id, launcher)
     start = time.monotonic()
-    batch = list(todo)
+
+    def own(launches: list[Launch]) -> list[Launch]:  # each launch's work folder in this sweep's
+        return [launch._replace(work_dir=work_root / launch.work_dir.name) for launch in launches]
+
+    batch = own(todo)
 
     def expected(left: list[Launch]) -> int:
         if plan is None or not stores:
@@ -147,12 +153,35 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
                     left.remove(launch)
                     progress.done(kind.describe(launch, machine), outcome.status, one_line(launch, outcome),
                                   total=progress.completed + 1 + len(left) + expected(left))
-            batch = plan.next_round() if plan is not None and stores else []
+            batch = own(plan.next_round()) if plan is not None and stores else []
             summary.planned += len(batch)
     if stores:
-        shutil.rmtree(store.dir / WORK_DIR, ignore_errors=True)
+        shutil.rmtree(work_root, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            (store.dir / WORK_DIR).rmdir()  # when no other sweep's is left
     summary.wall_s = time.monotonic() - start
     return summary
+
+
+def sweep_paths(out_dir: Path, sweep_id: str | None, launcher: Launcher) -> tuple[Path, Path]:
+    """(the work root, the log folder) of one sweep: ``.work/<sweep id>/`` and ``logs/<sweep id>/``,
+    so that no two sweeps into one folder share a work folder or a log name, and a rerun never
+    overwrites the logs that kept results point at. A multi-node torchrun sweep's nodes must name
+    the same folders, so there they are ``.work/`` and ``logs/`` themselves."""
+    if sweep_id is None or launcher.nodes_share_work:
+        return out_dir / WORK_DIR, out_dir / LOG_DIR
+    return out_dir / WORK_DIR / sweep_id, out_dir / LOG_DIR / sweep_id
+
+
+def clear_stale_work(out_dir: Path, sweep_id: str | None) -> None:
+    """Remove the work folders that sweeps killed before they could clean up left (called under
+    the folder's lock: no other sweep is running), never this sweep's own."""
+    root = out_dir / WORK_DIR
+    if not root.is_dir() or root.is_symlink():
+        return
+    for child in root.iterdir():
+        if child.name != sweep_id and re.fullmatch(r"[0-9a-f]{12}", child.name) and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
 
 
 def launched(todo: list[Launch], launcher: Launcher, machine: Machine, log_dir: Path, timeout_s: float,

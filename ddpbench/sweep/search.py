@@ -151,7 +151,7 @@ def run_search(experiment, plan: SearchPlan, out_dir: Path, launcher, machine, c
     """The race in ``out_dir``: its launches stored like a sweep's, ``search.json`` beside them."""
     from ddpbench.results.store import rotate_previous
     from ddpbench.sweep.environment import collect_env
-    from ddpbench.sweep.runner import SweepSummary, run_launches
+    from ddpbench.sweep.runner import SweepSummary, clear_stale_work, run_launches
 
     store = plan.store
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -164,6 +164,7 @@ def run_search(experiment, plan: SearchPlan, out_dir: Path, launcher, machine, c
         "name": experiment.name, "description": experiment.description, "source": experiment.source,
         "timeout_s": experiment.timeout_s, "jobs": len(experiment.jobs), "kind": "tune", "launcher": launcher.name,
         "budget": plan.budget, "grid_launches": plan.grid_launches, "links": list(experiment.links)})
+    clear_stale_work(out_dir, summary.sweep_id)
     run_launches(first, store, launcher, machine, experiment.timeout_s, summary, console, plan=plan)
     plan.write()
     return plan.result()

@@ -6,12 +6,15 @@ code), every other workload by the probe (:mod:`.probe`) in a child process, onc
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
+from ddpbench.owner import run_owned
 from ddpbench.workloads.registry import PRESETS
 
+#: the probe's time limit when none is given (a sweep gives its experiment's timeout_s)
 PROBE_TIMEOUT_S = 600
 
 
@@ -59,28 +62,39 @@ def facts(spec) -> Facts:
     return found
 
 
-def probe(specs) -> None:
-    """Build every distinct non-preset workload of ``specs`` in one child process and remember
-    what each one is (or why it could not be built); see :func:`facts`."""
+def probe(specs, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """Build every distinct non-preset workload of ``specs`` in one child process, within
+    ``timeout_s`` seconds, and remember what each one is (or why it could not be built); see
+    :func:`facts`. The child is owned (:func:`ddpbench.owner.run_owned`): it dies with this process
+    and its output costs at most a few KB, whatever the user's code prints."""
     todo = {identity(s): s for s in specs if s.model not in PRESETS and identity(s) not in _known}
     if not todo:
         return
     items = [dict(zip(("model", "model_size", "model_args", "seed"), ident)) for ident in todo]
-    try:
-        done = subprocess.run([sys.executable, "-m", "ddpbench.workloads.probe"], input=json.dumps(items),
-                              capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        for ident in todo:
-            _known[ident] = ProbeFailed(f"building it took over {PROBE_TIMEOUT_S} s")
-        return
-    answers = [json.loads(line[len("PROBE "):]) for line in done.stdout.splitlines() if line.startswith("PROBE ")]
+    with tempfile.TemporaryDirectory(prefix="ddpbench-probe-") as tmp:
+        request, answered = Path(tmp) / "items.json", Path(tmp) / "answers.jsonl"
+        request.write_text(json.dumps(items))
+        code, output = run_owned([sys.executable, "-m", "ddpbench.workloads.probe", str(request), str(answered)],
+                                 timeout_s)
+        text = answered.read_text() if answered.exists() else ""
+    answers = []
+    for line in text.splitlines():
+        try:
+            answers.append(json.loads(line))
+        except ValueError:  # cut short by the timeout
+            break
+    if code is None:
+        for ident in list(todo)[len(answers):]:
+            _known[ident] = ProbeFailed(f"building it took over {timeout_s:g} s (the experiment's timeout_s)")
     for index, ident in enumerate(todo):
+        if ident in _known:
+            continue
         if index < len(answers):
             answer = answers[index]
             _known[ident] = (ProbeFailed(answer["error"], answer["key"]) if "error" in answer
                              else Facts(**{**answer, "tensor_bytes": tuple(answer["tensor_bytes"])}))
         else:  # the probe died on this one (a crash in native code, an exit() in the user's module)
-            last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+            last = (output.strip().splitlines() or [f"exit code {code}"])[-1]
             _known[ident] = ProbeFailed(f"building it ended the process that tried: {last}")
 
 

@@ -8,11 +8,14 @@ exactly as in real training. With ``data = "disk"`` the samples are first writte
 
 from __future__ import annotations
 
-import torch
+import functools
 import hashlib
+import os
 
+import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
+from ddpbench.owner import die_with_parent
 from ddpbench.workloads.models import NUM_CLASSES
 
 BATCHES_PER_EPOCH = 16
@@ -89,8 +92,14 @@ def make_loader(spec, workload, rank: int, processes: int, pin_memory: bool = Fa
                                  seed=spec.seed, drop_last=True)
     loader = DataLoader(dataset, batch_size=batch, sampler=sampler, drop_last=True,
                         num_workers=spec.loader_workers, pin_memory=pin_memory, collate_fn=workload.collate_fn,
-                        persistent_workers=spec.loader_workers > 0)
+                        persistent_workers=spec.loader_workers > 0,
+                        worker_init_fn=functools.partial(owned_worker, os.getpid()))
     return EpochLoader(loader, sampler)
+
+
+def owned_worker(rank_pid: int, worker_id: int) -> None:
+    """A loader worker's first act: die with its rank, whatever ends the rank (:mod:`ddpbench.owner`)."""
+    die_with_parent(rank_pid)
 
 
 def disk_key(spec) -> str:

@@ -1,9 +1,11 @@
 """``python -m ddpbench.workloads.probe``: build workloads in a process of their own and say what
 they are, so that the sweep process never imports a user's code to check an experiment.
 
-Reads a JSON list of ``{"model", "model_size", "model_args", "seed"}`` on stdin and prints one
-line per item, ``PROBE <json>``: the workload's figures (:class:`~ddpbench.workloads.catalog.Facts`)
-or ``{"error": ..., "key": ...}``. Anything the user's code prints is left on other lines.
+``python -m ddpbench.workloads.probe ITEMS ANSWERS`` reads a JSON list of ``{"model",
+"model_size", "model_args", "seed"}`` from the file ITEMS and appends one JSON line per item to
+ANSWERS as it is built: the workload's figures (:class:`~ddpbench.workloads.catalog.Facts`) or
+``{"error": ..., "key": ...}``. What the user's code prints goes to stdout, of which the sweep keeps
+only the tail. Its first act: die with the sweep (:mod:`ddpbench.owner`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 import sys
 from types import SimpleNamespace
 
-MARK = "PROBE "
+from ddpbench.owner import die_with_parent, expected_parent
 
 
 def probe_one(item: dict) -> dict:
@@ -35,15 +37,19 @@ def probe_one(item: dict) -> dict:
             "nondeterministic": workload.nondeterministic, "tensor_bytes": list(tensor_bytes(model))}
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     import torch
 
+    items_path, answers_path = argv
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
-    items = json.load(sys.stdin)
-    for item in items:
-        print(MARK + json.dumps(probe_one(item)), flush=True)
+    items = json.loads(open(items_path).read())
+    with open(answers_path, "a") as answers:
+        for item in items:
+            answers.write(json.dumps(probe_one(item)) + "\n")
+            answers.flush()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    die_with_parent(expected_parent())  # before torch's import and the user's code
+    sys.exit(main(sys.argv[1:]))

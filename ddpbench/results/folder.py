@@ -1,0 +1,157 @@
+"""One results folder, one sweep: the lock a sweep holds on its folder, and which folders it may write.
+
+* **The lock.** A sweep (``sweep``, ``run``, ``tune``, ``collectives``, ``--resume`` or not) holds
+  ``.ddpbench.lock`` (:mod:`filelock`: an ``flock`` the kernel drops when the process ends, however
+  it ends) from before it writes anything until its report is written, and notes its pid, host,
+  start and command beside it in ``.ddpbench.owner``. A second sweep into the folder ends with one
+  line naming the folder and that pid (exit 2), or with ``--wait`` waits for the lock.
+* **Whose folder.** ddpbench writes only into a folder that is new, empty, or its own: one holding
+  its marker ``.ddpbench-folder`` (written when a sweep first claims the folder), or a
+  ``results.jsonl`` (folders written before the marker existed). Any other folder is refused with
+  one line unless the user passes ``--force``.
+* **No links.** None of the names a sweep writes in the folder (the results file, ``logs/``,
+  ``.work/``, ``traces/``, ``experiment.toml``, ``search.json``, the lock, owner and marker) may be a
+  symbolic link: a sweep, ``--resume`` above all, would otherwise append or write through it to a
+  file outside the folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ddpbench.errors import InputError
+from ddpbench.results.schema import RESULTS_FILE, SEARCH_FILE, TRACE_DIR
+
+MARKER = ".ddpbench-folder"
+LOCK = ".ddpbench.lock"
+OWNER = ".ddpbench.owner"
+#: every name a sweep writes directly in its folder (the report's files are the report's): files, folders
+FILE_ENTRIES = (RESULTS_FILE, "experiment.toml", SEARCH_FILE, MARKER, LOCK, OWNER)
+DIR_ENTRIES = ("logs", ".work", TRACE_DIR)
+SWEEP_ENTRIES = FILE_ENTRIES + DIR_ENTRIES
+FLAG = "--out"
+
+
+def foreign_entries(out_dir: Path) -> list[str]:
+    """The names in ``out_dir`` that make it a folder ddpbench did not write: none when it is
+    missing, empty, or holds the marker or a results file."""
+    try:
+        names = sorted(os.listdir(out_dir))
+    except FileNotFoundError:
+        return []
+    if (out_dir / MARKER).is_file() or (out_dir / RESULTS_FILE).is_file():
+        return []
+    return [name for name in names if name not in (LOCK, OWNER)]  # a sweep stopped before its marker
+
+
+def linked_entries(out_dir: Path) -> list[str]:
+    """The names a sweep writes in ``out_dir`` that are symbolic links there."""
+    return [name for name in SWEEP_ENTRIES if (out_dir / name).is_symlink()]
+
+
+def misplaced_entries(out_dir: Path) -> list[str]:
+    """The names a sweep writes in ``out_dir`` that are there as the wrong kind (a folder where it
+    writes a file, or the other way round)."""
+    return ([name for name in FILE_ENTRIES if (out_dir / name).is_dir()]
+            + [name for name in DIR_ENTRIES if (out_dir / name).exists() and not (out_dir / name).is_dir()])
+
+
+def owner_of(out_dir: Path) -> dict:
+    """What the running sweep noted beside the lock (pid, host, since, command); {} when unreadable."""
+    try:
+        owner = json.loads((out_dir / OWNER).read_text())
+    except (OSError, ValueError):
+        return {}
+    return owner if isinstance(owner, dict) else {}
+
+
+def describe_owner(owner: dict) -> str:
+    pid = owner.get("pid")
+    if not isinstance(pid, int):
+        return "a sweep whose pid is not known"
+    host = owner.get("host")
+    since = owner.get("since")
+    return f"pid {pid}" + (f" on {host}" if isinstance(host, str) else "") + (
+        f", running since {since}" if isinstance(since, str) else "")
+
+
+def _write_new(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` by a temporary file renamed over it: never through a link."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def check_folder(out_dir: Path, force: bool = False) -> None:
+    """The folder rules above, before anything is written: one line (InputError) naming what is wrong."""
+    linked = linked_entries(out_dir)
+    if linked:
+        raise InputError("command line", FLAG, f"{out_dir / linked[0]} is a symbolic link; a sweep writes only "
+                         "regular files and folders of its own there: remove the link or give another folder")
+    misplaced = misplaced_entries(out_dir)
+    if misplaced:
+        what = "a folder" if misplaced[0] in FILE_ENTRIES else "not a folder"
+        raise InputError("command line", FLAG, f"{out_dir / misplaced[0]} is {what}, where a sweep writes "
+                         f"{'a file' if what == 'a folder' else 'a folder'}: remove it or give another folder")
+    foreign = foreign_entries(out_dir)
+    if foreign and not force:
+        shown = ", ".join(repr(name) for name in foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3
+                                                                 else "")
+        raise InputError("command line", FLAG, f"{out_dir} holds files ddpbench did not write ({shown}); give a new "
+                         "or empty folder, or pass --force to write into this one anyway")
+
+
+def adopt(out_dir: Path, force: bool = False) -> None:
+    """Check the folder rules and mark ``out_dir`` as ddpbench's. Alone (without the lock) for a
+    follower node of a multi-node sweep, which writes its agents' logs into node 0's folder while
+    node 0 holds the lock."""
+    check_folder(out_dir, force)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not (out_dir / MARKER).exists():
+        _write_new(out_dir / MARKER, json.dumps({"written_by": "ddpbench", "created": _now()}) + "\n")
+
+
+@contextlib.contextmanager
+def claimed(out_dir: Path, *, wait: bool = False, force: bool = False,
+            on_wait: Callable[[str], None] | None = None) -> Iterator[Path]:
+    """Hold ``out_dir`` for one sweep: check the folder rules, take its lock (or, with ``wait``,
+    wait for it, calling ``on_wait`` with the running sweep's description first), mark the folder
+    as ddpbench's and note this process beside the lock; release it all on leaving."""
+    from filelock import FileLock, Timeout
+
+    out_dir = Path(out_dir)
+    check_folder(out_dir, force)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(out_dir / LOCK))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        running = describe_owner(owner_of(out_dir))
+        if not wait:
+            raise InputError("command line", FLAG, f"{out_dir} is in use by another sweep ({running}); wait for it "
+                             "to end, pass --wait to start when it does, or give another folder") from None
+        if on_wait is not None:
+            on_wait(running)
+        lock.acquire()
+    try:
+        adopt(out_dir, force)  # as the sweep that held it left it
+        _write_new(out_dir / OWNER, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": _now(),
+                                                "command": sys.argv}) + "\n")
+        yield out_dir
+    finally:
+        with contextlib.suppress(OSError):
+            (out_dir / OWNER).unlink()
+        lock.release()
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

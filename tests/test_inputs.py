@@ -1,0 +1,72 @@
+"""Inputs that are not what they claim: an experiment "file" that is a device, a FIFO, a folder or
+100 MB; numbers that are infinite or not numbers. One line, exit 2, and never a hang."""
+
+import argparse
+import os
+
+import pytest
+
+from ddpbench.cli import main
+from ddpbench.cli.common import finite_float
+from ddpbench.cli.program import build_parser
+
+
+def one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "folder", "huge"])
+@pytest.mark.parametrize("command", ["sweep", "tune", "collectives"])
+def test_an_experiment_file_must_be_a_regular_file_of_bounded_size(tmp_path, capsys, kind, command):
+    if kind == "device":
+        path = "/dev/zero"
+    elif kind == "fifo":
+        path = tmp_path / "exp.toml"
+        os.mkfifo(path)  # no writer: reading it would block forever
+    elif kind == "folder":
+        path = tmp_path
+    else:
+        path = tmp_path / "huge.toml"
+        with open(path, "wb") as fh:
+            fh.truncate(100 * 2**20)
+    assert main([command, str(path)]) == 2
+    line = one_line(capsys)
+    assert str(path) in line
+    assert {"device": "not a regular file", "fifo": "not a regular file", "folder": "is a folder",
+            "huge": "more than an experiment file may be"}[kind] in line
+
+
+def float_flags():
+    """(command, flag) of every flag of every command that takes a number with a fraction."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name, sub in commands.items():
+        for action in sub._actions:
+            if action.type in (float, finite_float):
+                yield name, action.option_strings[-1], action.type
+
+
+FLAGS = list(float_flags())
+
+
+def test_every_number_flag_is_checked_for_a_finite_value():
+    assert len(FLAGS) >= 10
+    assert [(c, f) for c, f, kind in FLAGS if kind is float] == []
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e999"])
+@pytest.mark.parametrize("command, flag", [(c, f) for c, f, _ in FLAGS])
+def test_number_flags_reject_inf_and_nan(command, flag, value, capsys):
+    with pytest.raises(SystemExit) as done:
+        main([command, f"{flag}={value}"])
+    assert done.value.code == 2
+    line = one_line(capsys)
+    assert flag in line and "finite" in line
+
+
+def test_whatif_with_an_infinite_link_is_refused(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["whatif", "--inter-gbit", "inf"])
+    assert done.value.code == 2 and "--inter-gbit" in one_line(capsys)
