@@ -12,6 +12,7 @@ order, and ``benchmarks/fault_suite.py`` scores that order against faults plante
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import partial
 
@@ -354,7 +355,8 @@ def _bucket_fit(summary, link=None):
         where = f"The gradient buckets of DDP with {_config(r)} at world size {int(r['world_size'])}"
         if blames(r, estimate):
             out.append(blame("bucket", r, estimate, f"{where} do not fit the model: {estimate.detail}."))
-        elif estimate.basis in (evidence.CONTRADICTED, evidence.UNCONFIRMED):
+        elif (estimate.basis in (evidence.CONTRADICTED, evidence.UNCONFIRMED)
+              and blames(r, dataclasses.replace(estimate, basis=evidence.MODEL))):  # the model alone would blame it
             out.append(not_proposed("bucket", estimate, f"{where} looked a poor fit for the model: {estimate.detail}."))
     return out
 

@@ -65,8 +65,11 @@ def _causes_table(ctx: ReportContext, blamed) -> str:
         job = summary.loc[f.job] if f.job in summary.index else None
         step = float(job["step_ms_mean"]) if job is not None else float("nan")
         rows.append([esc(describe(job, fields, ctx.summary) if job is not None else "several jobs"), esc(f.cause),
-                     esc(f.fix), num(f.recoverable_ms), num(100 * f.recoverable_ms / step, ".0f", " %")])
-    return ('<p class="what">Causes of lost time, the one whose fix would recover the most first. Each estimate comes '
-            "from the job's own figures (ddpbench.analysis.causes), not from a run of the fix; "
-            "<code>benchmarks/fault_suite.py</code> checks them against planted faults.</p>\n"
-            + html_table(["job", "cause", "fix", "recoverable (ms/step)", "of the step"], rows, numeric=(3, 4)))
+                     esc(f.fix), num(f.recoverable_ms), num(100 * f.recoverable_ms / step, ".0f", " %"),
+                     "measured" if f.basis == "measured" else "estimated"])
+    return ('<p class="what">Causes of lost time, the one whose fix would recover the most first. Where the sweep '
+            "also ran the fix, the gain is the one it measured; elsewhere it is estimated from the job's own figures "
+            "(ddpbench.analysis.causes), which <code>benchmarks/fault_suite.py</code> checks against planted "
+            "faults.</p>\n"
+            + html_table(["job", "cause", "fix", "recoverable (ms/step)", "of the step", "gain"], rows,
+                         numeric=(3, 4)))
