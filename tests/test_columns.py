@@ -34,13 +34,13 @@ IN_LARGER_EXAMPLES = {
 }
 #: columns no committed example fills, and why
 ABSENT_FROM_EXAMPLES = {
-    "ci_reached": 'only under repeats = "auto"; no example sweeps with it (docs/experiments.md shows one)',
+    "ci_reached": 'only under repeats = "auto"; no committed example sweeps with it (experiments/adaptive.toml does)',
     "repeats_bound": 'only under repeats = "auto" when the interval missed its target',
-    "amp_skipped_steps": "only fp16 with a GradScaler, which needs a GPU; precision-cpu runs bf16 and "
-                         "gpu-h100 predates the precision figures",
+    "amp_skipped_steps": "only fp16, whose GradScaler skips steps: precision-cpu runs bf16 and fp32, and the "
+                         "GPU examples predate the precision figures",
     "baseline_problem": "only where a baseline cannot be trusted (efficiency above 100 %, a much noisier "
-                        "baseline, other threads): the examples' baselines are sound (tests/test_analysis.py "
-                        "plants one)",
+                        "baseline, other threads): the examples' baselines are sound (tests/test_evidence.py "
+                        "tests baseline_problem itself)",
 }
 
 
