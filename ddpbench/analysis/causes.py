@@ -38,6 +38,7 @@ import math
 from dataclasses import dataclass
 
 from ddpbench.analysis import whatif
+from ddpbench.experiment.spec import FIELDS
 
 #: a cause is blamed only when its fix would recover at least this share of the step
 MATERIAL_SHARE = 0.10
@@ -45,7 +46,8 @@ MATERIAL_SHARE = 0.10
 COMM_BOUND_SHARE = 0.25
 #: data-bound: waiting for the next batch above this share of the step
 DATA_BOUND_SHARE = 0.25
-DEFAULT_BUCKET_MB = 25.0
+#: the cap a job gets when it names none (MB): the spec's default, which is DDP's own
+DEFAULT_BUCKET_MB = FIELDS["bucket_cap_mb"].default
 #: too small: a layout with at least this many times the buckets the default cap makes
 SMALL_BUCKETS = 4
 #: too large: the largest bucket holds at least this share of the gradients

@@ -32,11 +32,11 @@ from ddpbench.analysis.jobs import (
     label_fields,
     model_name,
 )
-from ddpbench.analysis.summary import SCALES_WELL, launch_times, scaling_band
+from ddpbench.analysis.summary import NOISE_THRESHOLD, SCALES_WELL, launch_times, scaling_band
 
 COMM_BOUND_SHARE = causes.COMM_BOUND_SHARE  # exposed communication above this share of the step
 COMPUTE_BOUND_SHARE = 0.10  # below this: compute-bound
-DEFAULT_BUCKET_MB = 25.0
+DEFAULT_BUCKET_MB = causes.DEFAULT_BUCKET_MB  # the cap a job gets when it names none (MB)
 SERIAL_FRACTION_RISE = 0.05  # e rising by more than this across world sizes: overhead grows with ranks
 DATA_BOUND_SHARE = causes.DATA_BOUND_SHARE  # waiting for the next batch above this share of the step
 
@@ -312,7 +312,7 @@ def _buckets(summary):
         if other is best:
             continue
         other_caps = list(other["bucket_cap_mb"])
-        name = ("the default 25 MB" if other_caps == [DEFAULT_BUCKET_MB] else
+        name = (f"the default {DEFAULT_BUCKET_MB:g} MB" if other_caps == [DEFAULT_BUCKET_MB] else
                 f"{caps_text(other_caps)}" + (" (the default's buckets)" if DEFAULT_BUCKET_MB in other_caps else ""))
         gain = 1 - best_ms / other_ms
         low, high = stats.ratio_ci([t for _, r in best.iterrows() for t in launch_times(r)],
@@ -492,8 +492,8 @@ def _noise(summary):
     ok = _ok(summary)
     noisy = ok[ok["noisy"].astype(bool)]
     if len(noisy):
-        out.append(Finding("noise", "warn", f"{len(noisy)} job(s) are noisy (step time IQR above 10 % of the median): "
-                           "compare them with care, and give them more repeats or steps."))
+        out.append(Finding("noise", "warn", f"{len(noisy)} job(s) are noisy (step time IQR above {pct(NOISE_THRESHOLD)} "
+                           "of the median): compare them with care, and give them more repeats or steps."))
     single = ok[[len(launch_times(row)) < 2 for _, row in ok.iterrows()]]
     if len(single):
         out.append(Finding("noise", "info", f"{len(single)} job(s) ran in a single launch, so they have no "

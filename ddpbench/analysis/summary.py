@@ -71,7 +71,7 @@ def bounded_steps(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
 
 
 def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: float | None = None) -> pd.DataFrame:
-    """One row per job (spec): the figures the report and the console table show.
+    """One row per job (spec), with the columns :data:`ddpbench.analysis.columns.COLUMNS` declares.
 
     ``runs`` and ``ranks`` default to what :func:`ddpbench.load` put in ``steps.attrs``;
     ``datasheet_tflops`` to what the experiment gave (:func:`datasheet_peak` of its sweeps).

@@ -10,6 +10,7 @@ import math
 
 import pandas as pd
 
+from ddpbench.analysis.causes import MATERIAL_SHARE
 from ddpbench.analysis.findings import Finding, pct, top_cause
 from ddpbench.analysis.jobs import describe, label_fields
 
@@ -27,7 +28,8 @@ def headline(findings: list[Finding], summary: pd.DataFrame) -> list[tuple[str, 
     if cause is not None:
         lines.append(("top cause", _cause(cause, summary)))
     else:
-        lines.append(("top cause", "none: no fix the diagnosis knows would recover 10 % of a step or more"))
+        lines.append(("top cause", "none: no fix the diagnosis knows would recover "
+                                   f"{pct(MATERIAL_SHARE)} of a step or more"))
     for f in findings:
         if f.kind == "bucket" and f.text.startswith("Best gradient bucket size"):
             lines.append(("best setting", f.text))
