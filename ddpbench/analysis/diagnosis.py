@@ -149,8 +149,7 @@ def _where(row, summary) -> str:
 
 
 def _baseline_problem(row) -> str:
-    problem = row.get("baseline_problem", "")
-    return problem if isinstance(problem, str) else ""
+    return problem if isinstance(problem := row.get("baseline_problem", ""), str) else ""
 
 
 def _bound(summary, link=None):
