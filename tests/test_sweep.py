@@ -55,6 +55,10 @@ def test_sweep_end_to_end(tiny_sweep):
     small = two[two["bucket_cap_mb"] == 0.25].iloc[0]
     large = two[two["bucket_cap_mb"] == 25].iloc[0]
     assert small["buckets"] > large["buckets"] == 1  # DDP really used the bucket size asked for
+    # standard output ends with the verdict drawn from the report's diagnosis, one line each
+    tail = proc.stdout[proc.stdout.index("verdict:"):].splitlines()
+    assert [line.split(":")[0].strip() for line in tail[1:]][:1] in (["scaling"], ["no verdict"])
+    assert any(line.startswith("  top cause: ") for line in tail) and "report: " in proc.stderr
 
 
 def test_replicas_identical_and_env_stored(tiny_sweep):

@@ -160,10 +160,13 @@ def finish_report(out_dir: Path, console, write: bool = True) -> int:
     table = ctx.summary
     print_summary(table)
     lines = headline(findings_for(ctx), table) if len(table) else []
-    if lines:
-        console.print("verdict:", highlight=False)
+    if lines:  # on standard output, with the table: the results, not the progress
+        from rich.console import Console
+
+        out = Console(highlight=False, soft_wrap=True)
+        out.print("verdict:")
         for label, text in lines:
-            console.print(f"  {label}: {text}", highlight=False, markup=False)
+            out.print(f"  {label}: {text}", markup=False)
     if write:
         index = write_context(ctx)
         console.print(f"report: {index}", highlight=False)
