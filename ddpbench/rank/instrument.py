@@ -291,7 +291,8 @@ class Instrument:
             self.check_batch(self.samples)
         self.samples = 0
         self.steps_done += 1
-        self.at(f"script {self.phase_of(self.steps_done) or 'end'}", self.steps_done)
+        following = self.phase_of(self.steps_done)
+        self.at(f"script {following or 'end'}", self.steps_done - self.first_of(following) if following else -1)
         self.boundary(self.steps_done)
 
     def first_of(self, phase: str) -> int:
