@@ -14,8 +14,8 @@ A script is not changed; while it runs (:class:`Instrument` installed) ddpbench 
 * a communication hook wrapping the all-reduce (or the job's ``comm_hook``, or the script's own):
   each bucket's all-reduce, from its launch to its completion (on the CPU; on a GPU the host's
   view of it is not the device's, and none is recorded);
-* the optimizer's global step hooks (``torch.optim.Optimizer``): a step ends when the optimizer's
-  step ends. From the end of the backward to there is *optimizer* (the script's clipping and
+* the optimizer's global step hooks (``torch.optim.Optimizer``): a step ends when the step of the
+  optimizer of the DDP model's parameters ends (an optimizer of other parameters is not counted). From the end of the backward to there is *optimizer* (the script's clipping and
   unscaling too); from the end of a step to the next forward is *data* (the wait for the next
   batch, moving it, zeroing gradients, the script's logging). DDP's all-reduce is waited for inside
   the backward, so *comm* is 0, as for a DDP workload.
@@ -80,6 +80,7 @@ class Instrument:
         self.plan = (("warmup", spec.warmup_steps), ("measure", spec.steps), ("nosync", spec.steps))
         self.total = sum(count for _, count in self.plan)
         self.ddp = None
+        self.ddp_params: set[int] = set()
         self.optimizer = None
         self.ddp_settings: dict = {}
         self.user_hook = None  # (state, hook) the script registered
@@ -95,6 +96,9 @@ class Instrument:
         self.snapshot = None
         self.done = False
         self.destroy_deferred = False
+        #: whether the per-step hooks time anything (benchmarks/script_overhead.py pauses them every other
+        #: epoch, to set the script's own timing of hooked epochs against unhooked ones in one process)
+        self.active = True
         self._undo: list = []
         self._hooks: list = []
         #: measured steps in which a bucket's all-reduce completed after the backward's end was marked
@@ -155,6 +159,10 @@ class Instrument:
             undo()
         self._undo = []
 
+    def set_active(self, active: bool) -> None:
+        """Time steps (True) or let them pass untimed from the next step on (False); at a step boundary."""
+        self.active, self.started, self.state = active, False, "idle"
+
     def stop_timing(self) -> None:
         """Remove the per-step hooks (the forward's and the optimizer's): ddpbench has its steps."""
         for undo in self._hooks:
@@ -168,6 +176,7 @@ class Instrument:
 
         self.ddp, self.ddp_settings = ddp, settings
         params = [p for p in ddp.module.parameters()]
+        self.ddp_params = {id(p) for p in params}
         device = params[0].device.type if params else "cpu"
         if device != self.spec.device:
             raise BadScript(f"the script trains on {device} and the job says device = {self.spec.device!r}: set "
@@ -199,7 +208,7 @@ class Instrument:
         if self.user_hook is None:
             self.user_hook = comm_hook(self.spec) or (None, allreduce_hook)
         state, hook = self.user_hook
-        if not self.host_clock or self.phase_of(self.steps_done) != "measure":
+        if not self.active or not self.host_clock or self.phase_of(self.steps_done) != "measure":
             return hook(state, bucket)
         start = time.perf_counter_ns()
         index = bucket.index()
@@ -215,7 +224,7 @@ class Instrument:
     def before_forward(self, module, args, kwargs):
         import torch
 
-        if not torch.is_grad_enabled():
+        if not torch.is_grad_enabled() or not self.active:
             return None  # evaluation: not a training step's forward
         self.forwards += 1
         inputs = first_tensor(args) if first_tensor(args) is not None else first_tensor(kwargs)
@@ -232,7 +241,7 @@ class Instrument:
     def after_forward(self, module, args, output):
         import torch
 
-        if not torch.is_grad_enabled():
+        if not torch.is_grad_enabled() or not self.active:
             return None
         out = first_tensor(output, grad=True)
         if out is not None:
@@ -258,15 +267,18 @@ class Instrument:
             self.state = "after_backward"
 
     def after_optimizer_step(self, optimizer, args, kwargs) -> None:
-        if self.done:
+        if self.done or not self.active:
             return
         if self.ddp is None:
             raise BadScript("the script stepped an optimizer before it built DistributedDataParallel: ddpbench "
                             "measures the steps of a script's DDP model")
-        if self.optimizer is None:
+        if optimizer is not self.optimizer:
+            if not any(id(p) in self.ddp_params for group in optimizer.param_groups for p in group["params"]):
+                return  # it trains something else than the DDP model: not a step of it
+            if self.optimizer is not None:
+                raise BadScript("the script steps a second optimizer of its DDP model's parameters; ddpbench "
+                                "counts the steps of one")
             self.optimizer = optimizer
-        elif optimizer is not self.optimizer:
-            raise BadScript("the script steps a second optimizer; ddpbench counts the steps of one")
         step, phase = self.steps_done, self.phase_of(self.steps_done)
         if not self.started:  # a step without any forward of the DDP model
             self.timer.start()
