@@ -68,6 +68,7 @@ def test_a_script_is_found_beside_the_experiment_file(tmp_path, cpu_machine):
     ('script = "train.py"\ngrad_accum = 2\n', "grad_accum", "is the script's to decide"),
     ('script = "train.py"\nstrategy = "master"\n', "strategy", "allowed with script: 'ddp'"),
     ('script_args = ["--x"]\n', "script_args", "applies to a script job only"),
+    ('script = "train.py"\ntrace_steps = 2\n', "trace_steps", "not available for a script job"),
 ])
 def test_bad_script_fields_are_one_line(tmp_path, cpu_machine, defaults, key, words):
     exp = _experiment(tmp_path, defaults)
@@ -263,3 +264,97 @@ def test_a_missing_script_is_bad_input(tmp_path):
     done = run_cli("sweep", exp, "--out", tmp_path / "out")
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "script: no such file" in done.stderr
+
+
+def test_trace_steps_from_the_command_line_is_refused_for_a_script(tmp_path, cpu_machine):
+    from ddpbench.experiment.overrides import with_job_flags
+
+    experiment = load_experiment(_experiment(tmp_path, 'script = "train.py"\n'), cpu_machine)
+    with pytest.raises(InputError, match="not available for a script job") as err:
+        with_job_flags(experiment, {"trace_steps": 2})
+    assert err.value.key == "--trace-steps"
+
+
+# ---------------------------------------------------------------------------------------------
+# the hooks in this process: a gloo group of one
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def group_of_one():
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def _instrumented(**fields):
+    from ddpbench.rank.instrument import Instrument
+    from ddpbench.rank.timing import HostClock
+
+    spec = JobSpec(script="x.py", batch_size=8, world_size=1, backend="gloo", device="cpu", warmup_steps=1,
+                   steps=2, threads_per_rank=1, **fields)
+    instrument = Instrument(spec, 0, HostClock())
+    instrument.install()
+    return instrument
+
+
+def test_the_hooks_time_each_phase_and_stop_at_a_step_boundary(group_of_one):
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from ddpbench.rank.instrument import StopScript
+
+    instrument = _instrumented(bucket_cap_mb=0.5)
+    try:
+        ddp = DistributedDataParallel(torch.nn.Linear(4, 2), bucket_cap_mb=100)
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+        other = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1)  # not the DDP model's: not counted
+        measured = None
+        with pytest.raises(StopScript):
+            for step in range(100):
+                opt.zero_grad()
+                ddp(torch.randn(8, 4)).sum().backward()
+                with torch.no_grad():
+                    ddp(torch.randn(3, 4))  # evaluation: no step's forward, no samples
+                opt.step()
+                other.step()
+                if step == 2:  # the last measured step (1 warm-up + 2)
+                    measured = [p.detach().clone() for p in ddp.parameters()]
+        dist.destroy_process_group()  # the script's: deferred
+        assert dist.is_initialized() and instrument.destroy_deferred
+    finally:
+        instrument.uninstall()
+    assert step == 4 and instrument.steps_done == 5
+    assert [(r[1], r[2]) for r in instrument.rows] == [("warmup", 0), ("measure", 0), ("measure", 1),
+                                                        ("nosync", 0), ("nosync", 1)]
+    assert instrument.step_samples == [8] * 5 and instrument.unseen == {}
+    assert instrument.ddp_settings["bucket_cap_mb"] == 0.5  # the job's, not the script's 100
+    assert all(r[4] > 0 and r[5] > 0 and r[6] == 0 and r[7] > 0 for r in instrument.rows)
+    # the no-sync steps are undone: the model is as the measured steps left it
+    assert all(torch.equal(a, b) for a, b in zip(measured, ddp.parameters()))
+    assert ddp.require_backward_grad_sync and len(instrument.bucket_comm_ms()) == 1
+    assert DistributedDataParallel.__init__.__name__ == "__init__" and dist.destroy_process_group.__module__ != __name__
+
+
+def test_a_phase_that_cannot_be_seen_is_unknown(group_of_one):
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    instrument = _instrumented(script_to_end=True)
+    try:
+        ddp = DistributedDataParallel(torch.nn.Linear(4, 2))
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+        for _ in range(8):
+            opt.zero_grad()
+            loss = ddp(torch.randn(8, 4)).sum()
+            loss.backward()
+            opt.step()
+            opt.step()  # a step without a forward of its own
+    finally:
+        instrument.uninstall()
+    assert instrument.steps_done == 5 and instrument.done  # run to its end: steps after ddpbench's not counted
+    assert instrument.unseen == {"an optimizer step without a forward of the DDP model": 2}
+    unseen = [r for r in instrument.rows if r[4] is None]
+    assert len(unseen) == 2 and all(r[5] is None and r[6] is None and r[7] is None and r[8] > 0 for r in unseen)

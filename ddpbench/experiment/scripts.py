@@ -41,6 +41,13 @@ def script_path(spec) -> Path:
     return Path(spec.script_dir or ".") / spec.script
 
 
+def check_script_tracing(spec, source: str, key: str) -> None:
+    """A script's steps are not traced (yet): the profiler would have to start and stop at its steps."""
+    if spec.script and spec.trace_steps:
+        raise InputError(source, key, "is not available for a script job: its steps are timed by hooks, not "
+                         "traced; leave it out (or 0)")
+
+
 def check_script_job(spec, given: dict, source: str, key=lambda name: name) -> None:
     """One line naming the key for a script job that asks for what the script decides, or for what
     ddpbench cannot measure in a script; and for a script that is not there. ``key(field)``: the
@@ -57,6 +64,7 @@ def check_script_job(spec, given: dict, source: str, key=lambda name: name) -> N
     if spec.strategy != "ddp":
         raise InputError(source, key("strategy"), f"a script is measured through the DistributedDataParallel it "
                          f"builds: allowed with script: 'ddp' (got {spec.strategy!r})")
+    check_script_tracing(spec, source, key("trace_steps"))
     path = script_path(spec)
     if not path.is_file():
         raise InputError(source, key("script"), f"no such file: {path} (a script's path is relative to the "
