@@ -3,7 +3,7 @@
     python benchmarks/script_overhead.py overhead  [--pairs 5] [--samples 2048] [--epochs 3]
     python benchmarks/script_overhead.py alternate [--runs 3] [--samples 1024] [--epochs 9]
     python benchmarks/script_overhead.py cost      [--blocks 40] [--block-steps 20]
-    python benchmarks/script_overhead.py agreement [--rounds 3] [--samples 4096] [--epochs 4]
+    python benchmarks/script_overhead.py agreement [--rounds 3] [--samples 4096] [--epochs 3]
 
 Both run experiments/scripts/train_cnn.py, which times its own epochs and prints them (the only
 place anything is read from a script's output: here, never in ddpbench).
@@ -28,11 +28,12 @@ place anything is read from a script's output: here, never in ddpbench).
   free of the noise that whole runs on a shared machine carry.
 * ``agreement``: per round, the script alone under torchrun at 1 and 2 processes (the samples/s it
   prints for its epochs after the first), then ``python -m ddpbench sweep`` of the same script and
-  arguments at world sizes 1 and 2 (5 warm-up, 30 measured and 30 no-sync steps, then
-  ``script_to_end = true``); the medians over the rounds, and the sweep's against the script's.
-  Runs minutes apart on a shared machine differ by far more than 15 %, so the sweep is also set
-  against the same run: the samples/s the script printed, in the sweep's rank 0 log, for its
-  epochs that began after ddpbench's steps had ended and its hooks were removed.
+  arguments at world sizes 1 and 2; the medians over the rounds, and the sweep's against the
+  script's. Runs minutes apart on a shared machine differ by far more than 15 %, so the sweep's
+  window is laid on the script's epochs: its warm-up is the script's first epoch and its measured
+  steps are the second (``script_to_end = true``, so the script goes on and prints its timing of
+  it). The sweep's samples/s is then set against the script's own timing of the very same steps,
+  from the sweep's rank 0 log: two clocks on one stretch of one run.
 
 Every rank runs one torch thread (OMP_NUM_THREADS=1, threads_per_rank = 1). On a shared machine
 the figures are noisy: the pairs and rounds interleave so that drift hits both sides alike.
@@ -203,9 +204,9 @@ def cost(args) -> None:
     dist.destroy_process_group()
 
 
-def sweep(run_args: list[str], out: Path) -> tuple[dict[int, float], dict[int, float]]:
-    """The sweep's samples/s per world size, and the script's own for its epochs that began after
-    ddpbench's steps (read from rank 0's log of the same launch)."""
+def sweep(run_args: list[str], out: Path, samples: int) -> tuple[dict[int, float], dict[int, float]]:
+    """The sweep's samples/s per world size, and the script's own for the epoch the sweep measured
+    (its second: read from rank 0's log of the same launch)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     experiment = out.parent / "script.toml"
     experiment.write_text(textwrap.dedent(f"""
@@ -217,11 +218,15 @@ def sweep(run_args: list[str], out: Path) -> tuple[dict[int, float], dict[int, f
         backend = "gloo"
         device = "cpu"
         threads_per_rank = 1
-        warmup_steps = 5
-        steps = 30
         script_to_end = true
-        [grid]
-        world_size = [1, 2]
+        [[grid]]
+        world_size = [1]
+        warmup_steps = [{samples // BATCH}]
+        steps = [{samples // BATCH}]
+        [[grid]]
+        world_size = [2]
+        warmup_steps = [{samples // BATCH // 2}]
+        steps = [{samples // BATCH // 2}]
     """).replace("'", '"'))
     proc = subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(experiment), "--out", str(out),
                            "--no-report"], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -237,16 +242,11 @@ def sweep(run_args: list[str], out: Path) -> tuple[dict[int, float], dict[int, f
         record = json.loads(line)
         if record["kind"] != "run":
             continue
-        ws, spec = record["spec"]["world_size"], record["spec"]
-        per_epoch = None
-        rates = []
-        for m in EPOCH.finditer(Path(record["logs"][0]).read_text()):
-            per_epoch = int(m[2])
-            if int(m[1]) * per_epoch >= spec["warmup_steps"] + 2 * spec["steps"]:
-                rates.append(float(m[4]))
+        ws = record["spec"]["world_size"]
+        rates = [float(m[4]) for m in EPOCH.finditer(Path(record["logs"][0]).read_text()) if int(m[1]) == 1]
         if not rates:
-            sys.exit(f"world size {ws}: no epoch of the script began after ddpbench's steps; give it more epochs")
-        later[ws] = statistics.fmean(rates)
+            sys.exit(f"world size {ws}: the script printed no second epoch; give it more epochs")
+        later[ws] = rates[0]
     return swept, later
 
 
@@ -259,20 +259,20 @@ def agreement(args) -> None:
         for round_ in range(args.rounds):
             for ws in (1, 2):
                 own[ws].append(statistics.fmean(rate for rate, _ in torchrun(ws, run_args)))
-            rates, same_run = sweep(run_args, Path(scratch) / f"round{round_}" / "out")
+            rates, same_run = sweep(run_args, Path(scratch) / f"round{round_}" / "out", args.samples)
             for ws in (1, 2):
                 swept[ws].append(rates[ws])
                 later[ws].append(same_run[ws])
             print(f"round {round_}: " + "; ".join(
                 f"ws={ws} script alone {own[ws][-1]:.1f}, sweep {swept[ws][-1]:.1f} "
-                f"({100 * (swept[ws][-1] / own[ws][-1] - 1):+.1f} %), the same run's later epochs {later[ws][-1]:.1f} "
+                f"({100 * (swept[ws][-1] / own[ws][-1] - 1):+.1f} %), its own timing of the same steps {later[ws][-1]:.1f} "
                 f"({100 * (swept[ws][-1] / later[ws][-1] - 1):+.1f} %)" for ws in (1, 2)) + " samples/s", flush=True)
     for ws in (1, 2):
         a, b = statistics.median(own[ws]), statistics.median(swept[ws])
         pairs = [100 * (s / t - 1) for s, t in zip(swept[ws], later[ws])]
         print(f"world size {ws}: the script alone {a:.1f} samples/s, the sweep {b:.1f} samples/s: "
-              f"{100 * (b / a - 1):+.1f} % (medians of {args.rounds} rounds); the sweep against the same run's "
-              f"later epochs: median {statistics.median(pairs):+.1f} % (rounds {', '.join(f'{p:+.1f}' for p in pairs)} %)")
+              f"{100 * (b / a - 1):+.1f} % (medians of {args.rounds} rounds); the sweep against the script's own "
+              f"timing of the same steps: median {statistics.median(pairs):+.1f} % (rounds {', '.join(f'{p:+.1f}' for p in pairs)} %)")
 
 
 def main() -> None:
@@ -287,7 +287,7 @@ def main() -> None:
     p.set_defaults(func=cost)
     for name, func in (("overhead", overhead), ("alternate", alternate), ("agreement", agreement)):
         p = sub.add_parser(name)
-        samples, epochs = {"alternate": (1024, 9), "overhead": (2048, 3), "agreement": (4096, 4)}[name]
+        samples, epochs = {"alternate": (1024, 9), "overhead": (2048, 3), "agreement": (4096, 3)}[name]
         p.add_argument("--samples", type=int, default=samples, help=f"the script's training set (default: {samples})")
         p.add_argument("--epochs", type=int, default=epochs, help="the script's epochs; the first is not counted "
                        f"(default: {epochs})")
