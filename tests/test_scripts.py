@@ -318,6 +318,9 @@ def test_the_hooks_time_each_phase_and_stop_at_a_step_boundary(group_of_one):
                 ddp(torch.randn(8, 4)).sum().backward()
                 with torch.no_grad():
                     ddp(torch.randn(3, 4))  # evaluation: no step's forward, no samples
+                ddp.eval()
+                ddp(torch.randn(3, 4))  # nor in eval mode, even with gradients on
+                ddp.train()
                 opt.step()
                 other.step()
                 if step == 2:  # the last measured step (1 warm-up + 2)

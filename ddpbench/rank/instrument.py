@@ -6,9 +6,9 @@ A script is not changed; while it runs (:class:`Instrument` installed) ddpbench 
   builds its model (``bucket_cap_mb`` always; ``gradient_as_bucket_view``, ``static_graph`` and
   ``find_unused_parameters`` turned on when the job turns them on, the script's own choice kept
   otherwise), and a second DDP is refused;
-* the DDP module's forward hooks: a step's *forward* starts when the DDP forward starts (with grad
-  enabled: evaluation under ``no_grad`` is not training), and the samples of its first input are
-  counted; a hook on the forward's output gradient marks where *backward* starts;
+* the DDP module's forward hooks: a step's *forward* starts when the DDP forward starts (in training
+  mode with grad enabled: evaluation, under ``eval()`` or ``no_grad``, is not a training step), and
+  the samples of its first input are counted; a hook on the forward's output gradient marks where *backward* starts;
 * the autograd engine's final callbacks: the backward ends once DDP's own end-of-backward callback
   (which waits for every bucket's all-reduce) has run;
 * a communication hook wrapping the all-reduce (or the job's ``comm_hook``, or the script's own):
@@ -224,10 +224,12 @@ class Instrument:
     def before_forward(self, module, args, kwargs):
         import torch
 
-        if not torch.is_grad_enabled() or not self.active:
+        if not (torch.is_grad_enabled() and module.training and self.active):
             return None  # evaluation: not a training step's forward
         self.forwards += 1
-        inputs = first_tensor(args) if first_tensor(args) is not None else first_tensor(kwargs)
+        inputs = first_tensor(args)
+        if inputs is None:
+            inputs = first_tensor(kwargs)
         if inputs is not None and inputs.dim() > 0:
             self.samples += int(inputs.shape[0])
         if not self.started:
@@ -241,7 +243,7 @@ class Instrument:
     def after_forward(self, module, args, output):
         import torch
 
-        if not torch.is_grad_enabled() or not self.active:
+        if not (torch.is_grad_enabled() and module.training and self.active):
             return None
         out = first_tensor(output, grad=True)
         if out is not None:
