@@ -361,3 +361,37 @@ def test_a_phase_that_cannot_be_seen_is_unknown(group_of_one):
     assert instrument.unseen == {"an optimizer step without a forward of the DDP model": 2}
     unseen = [r for r in instrument.rows if r[4] is None]
     assert len(unseen) == 2 and all(r[5] is None and r[6] is None and r[7] is None and r[8] > 0 for r in unseen)
+
+
+@pytest.mark.slow
+def test_a_script_under_torchrun_gets_the_sweeps_bucket_caps(tmp_path):
+    (tmp_path / "mlp.py").write_text(PREAMBLE + textwrap.dedent("""
+        torch.manual_seed(0)
+        ddp = DDP(torch.nn.Sequential(torch.nn.Linear(4, 256), torch.nn.ReLU(), torch.nn.Linear(256, 64)))
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+        for _ in range(40):
+            step(ddp, opt)
+        dist.destroy_process_group()
+    """))
+    exp = write_experiment(tmp_path / "caps.toml", """
+        timeout_s = 120
+        [defaults]
+        script = "mlp.py"
+        batch_size = 8
+        backend = "gloo"
+        device = "cpu"
+        threads_per_rank = 1
+        warmup_steps = 2
+        steps = 5
+        [grid]
+        world_size = [2]
+        bucket_cap_mb = [0.02, 25]
+    """)
+    out = tmp_path / "out"
+    done = run_cli("sweep", exp, "--out", out, "--launcher", "torchrun", "--no-report")
+    assert done.returncode == 0, done.stderr[-3000:]
+    buckets = {r["spec"]["bucket_cap_mb"]: r["result"]["ranks"][0]["bucket_bytes"] for r in _records(out)}
+    assert len(buckets[25.0]) == 1 and len(buckets[0.02]) > 1  # the job's cap, not DDP's default
+    assert all(r["launcher"] == "torchrun" and r["result"]["script"]["ddp"]["bucket_cap_mb"] == r["spec"]["bucket_cap_mb"]
+               for r in _records(out))
+    assert rank_processes(str(out)) == []
