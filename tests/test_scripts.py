@@ -66,6 +66,7 @@ def test_a_script_is_found_beside_the_experiment_file(tmp_path, cpu_machine):
     ('script = "train.py"\nmodel = "cnn"\n', "model", "is the script's to decide"),
     ('script = "train.py"\noptimizer = "adam"\n', "optimizer", "is the script's to decide"),
     ('script = "train.py"\ngrad_accum = 2\n', "grad_accum", "is the script's to decide"),
+    ('script = "train.py"\nprecision = "bf16"\n', "precision", "is the script's to decide"),
     ('script = "train.py"\nstrategy = "master"\n', "strategy", "allowed with script: 'ddp'"),
     ('script_args = ["--x"]\n', "script_args", "applies to a script job only"),
     ('script = "train.py"\ntrace_steps = 2\n', "trace_steps", "not available for a script job"),
