@@ -162,12 +162,14 @@ def test_the_example_script_through_sweep_compare_and_report(tmp_path):
 def test_a_script_left_to_run_to_its_end(tmp_path):
     exp = _example_experiment(tmp_path, "script_to_end = true")
     out = tmp_path / "out"
-    done = run_cli("sweep", exp, "--out", out, "--no-report")
+    # a results folder given relative to the current folder: the ranks hand back there after the script ran
+    # in a folder of its own
+    done = run_cli("sweep", exp.name, "--out", "out", "--no-report", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     for record in _records(out):
         assert record["result"]["script"]["ended"] == "ended"
         assert record["result"]["script"]["destroy_deferred"] is True
-        log = Path(record["logs"][0]).read_text()
+        log = (tmp_path / record["logs"][0]).read_text()
         assert "epoch 2:" in log  # every epoch ran, and the script printed its own timing
 
 

@@ -82,6 +82,7 @@ class ScriptRank(Tracked):
         argv = script_argv(spec)
         cwd = self.out_dir / SCRIPT_CWD
         cwd.mkdir(parents=True, exist_ok=True)
+        home = os.getcwd()  # back there after the script: the launch's own paths may be relative to it
         os.chdir(cwd)
         sys.argv = argv
         sys.path.insert(0, str(Path(argv[0]).parent))
@@ -109,6 +110,7 @@ class ScriptRank(Tracked):
             raise BadScript(f"the script raised {text} (after {self.instrument.steps_done} optimizer steps)") from err
         finally:
             self.instrument.uninstall()
+            os.chdir(home)
             self.mark("script_done")
 
     def execute(self) -> dict | None:
