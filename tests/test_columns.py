@@ -31,6 +31,9 @@ IN_LARGER_EXAMPLES = {
     "model_args": "gate-power-cpu/sweep1",  # a model factory given keyword arguments
     "framework_version": "frameworks-cpu",  # TensorFlow's strategies
     "reduction": "frameworks-cpu",
+    "script": "script-cpu",  # an unchanged torchrun script (docs/scripts.md)
+    "script_args": "script-cpu",
+    "script_dir": "script-cpu",
 }
 #: columns no committed example fills, and why
 ABSENT_FROM_EXAMPLES = {

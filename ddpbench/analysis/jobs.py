@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ddpbench.experiment.spec import FIELDS, MODEL_SIZES
+from ddpbench.experiment.spec import FIELDS, MODEL_SIZES, script_label
 from ddpbench.workloads.registry import model_label
 
 SPEC_COLUMNS = list(FIELDS)
@@ -21,7 +21,10 @@ MODEL_FIELDS = ("model", "model_size", "model_args")
 
 
 def model_name(row) -> str:
-    """A job's model in a few words: ``mlp-s``, ``resnet50``, ``pkg.mod:make(dim=16)``."""
+    """A job's model in a few words: ``mlp-s``, ``resnet50``, ``pkg.mod:make(dim=16)``, or its script's:
+    ``train_cnn.py --epochs 3``."""
+    if row.get("script"):
+        return script_label(str(row["script"]), str(row.get("script_args", "") or ""))
     return model_label(str(row["model"]), str(row["model_size"]), str(row.get("model_args", "") or ""))
 #: fields that change only how gradients travel; a world-size-1 job is a valid baseline for
 #: a larger one that differs in these (at world size 1 they do not change the computation).
@@ -29,7 +32,7 @@ COMM_ONLY_FIELDS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", 
                     "link_delay_ms")
 #: fields that say how often a job is measured (or interrupted), not what: never part of a baseline match
 MEASUREMENT_FIELDS = ("repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every", "check_every_repeat",
-                      "ci_target_pct", "min_repeats", "max_repeats", "trace_steps")
+                      "ci_target_pct", "min_repeats", "max_repeats", "trace_steps", "script_to_end", "script_dir")
 
 
 def baseline_key(row) -> tuple:

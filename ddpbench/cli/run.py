@@ -28,7 +28,7 @@ def command(args) -> int:
     given = fields_from_flags({name: getattr(args, name) for name in FIELDS})
     launcher = LauncherOptions()  # one job on this machine, as spawn starts it
     machine = launcher.machine()
-    spec = job_spec(given, machine, "command line")
+    spec = job_spec(given, machine, "command line", key=flag_name)
     experiment = Experiment(name=f"run-{spec.key}", description="one job from the command line",
                             source="command line", timeout_s=check_timeout(args.timeout), jobs=(spec,))
     options = SweepOptions(out_dir=args.out or Path("reports") / experiment.name, launcher=launcher,

@@ -38,7 +38,7 @@ def same_buckets(jobs) -> list[SameBuckets]:
 
     groups: dict[tuple, list] = {}
     for spec in jobs:
-        if spec.strategy == "ddp" and spec.world_size > 1:
+        if spec.strategy == "ddp" and spec.world_size > 1 and not spec.script:
             ident = tuple((k, v) for k, v in spec.to_dict().items() if k not in _NOT_SETTINGS)
             groups.setdefault(ident, []).append(spec)
     found = []
@@ -70,7 +70,7 @@ def setting(spec) -> tuple:
     from ddpbench.workloads.catalog import ProbeFailed, facts
 
     rest = tuple((k, v) for k, v in spec.to_dict().items() if k not in _NOT_SETTINGS)
-    if spec.strategy != "ddp" or spec.world_size < 2:
+    if spec.strategy != "ddp" or spec.world_size < 2 or spec.script:
         return rest, spec.bucket_cap_mb
     try:
         return rest, predicted_buckets(facts(spec).tensor_bytes, spec.bucket_cap_mb)

@@ -32,6 +32,7 @@ from ddpbench.experiment.collectives import CollectivesExperiment, parse_collect
 from ddpbench.experiment.files import NAME_RE, read_toml
 from ddpbench.experiment.links import parse_links
 from ddpbench.experiment.machine import Machine, resolve
+from ddpbench.experiment.scripts import check_script_job, place_script
 from ddpbench.experiment.spec import FIELDS, JobSpec, allowed_text, check_value
 from ddpbench.strategies import strategy_class
 from ddpbench.workloads.registry import PRESETS
@@ -58,18 +59,22 @@ class Experiment:
     repeat_budget_s: float = 0.0
 
 
-def job_spec(fields: dict, machine: Machine, source: str, auto_world_size: int | None = None) -> JobSpec:
+def job_spec(fields: dict, machine: Machine, source: str, auto_world_size: int | None = None,
+             key=lambda name: name) -> JobSpec:
     """One job from its fields (each already checked, :func:`~ddpbench.experiment.spec.check_value`):
     resolved against ``machine`` and checked as a whole, as every job of an experiment file is, so
     a job given by flags or by a benchmark task is refused for what a file's job would be.
     ``auto_world_size``: the world size ``threads_per_rank = "auto"`` shares the cores by (the
-    experiment's largest; the job's own when None)."""
-    spec = resolve(JobSpec(**fields), machine, source, auto_world_size)
+    experiment's largest; the job's own when None). ``key(field)``: the field as the user gave it,
+    for errors (the flags of ``run``)."""
+    spec = resolve(JobSpec(**place_script(fields, source)), machine, source, auto_world_size)
+    check_script_job(spec, fields, source, key)
     if spec.adaptive and spec.min_repeats > spec.max_repeats:
         raise InputError(source, "min_repeats", f"must be at most max_repeats ({spec.max_repeats}); got "
                          f"{spec.min_repeats}")
     strategy_class(spec.strategy).validate(spec, source)
-    check_model_fields(spec, fields, source)
+    if not spec.script:
+        check_model_fields(spec, fields, source)
     return spec
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -25,6 +26,41 @@ from ddpbench.workloads.registry import MODEL_NAMES, check_model, check_model_ar
 MODEL_ALLOWED = ("a preset or reference model (" + ", ".join(MODEL_NAMES) + ') or a factory "package.module:function"')
 
 MODEL_SIZES = ("xs", "s", "m", "l", "xl")
+
+
+def check_script(value) -> str:
+    """A job's ``script``: the path of a Python file, as written (relative to the experiment file).
+    ValueError if it is not one."""
+    if not isinstance(value, str) or "\0" in value or (value and not value.endswith(".py")):
+        raise ValueError(value)
+    return value
+
+
+def check_script_args(value) -> str:
+    """A script's arguments -- a list of strings, or its JSON text as stored, or one string split as
+    a shell would (``--epochs 3``) -- as JSON text ("" for none). ValueError if bad."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text in ("", "[]"):
+            return ""
+        if text.startswith("["):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                raise ValueError(value) from None
+        else:
+            value = shlex.split(text)
+    if not isinstance(value, list) or not all(isinstance(a, (str, int, float)) and not isinstance(a, bool)
+                                              for a in value):
+        raise ValueError(value)
+    return json.dumps([str(a) for a in value]) if value else ""
+
+
+def script_label(script: str, script_args: str) -> str:
+    """A script job's name in a few words: ``train_cnn.py --epochs 3``."""
+    name = script.replace("\\", "/").rsplit("/", 1)[-1]
+    args = json.loads(script_args) if script_args else []
+    return shlex.join([name, *args]) if args else name
 
 
 def _field(default, help: str, *, choices=None, lo=None, hi=None, auto: bool = False, pattern=None, allowed=None,
@@ -108,6 +144,18 @@ class JobSpec:
                             choices=("fp32", "bf16", "fp16"))
     compile: bool = _field(False, "torch.compile the module the loop calls (DDP: the DDP-wrapped model), compiled "
                            "in an untimed phase before the warmup, its cache kept for the job's later repeats")
+    # added with scripts (issue 32)
+    script: str = _field("", "a training script torchrun could run, measured unchanged in place of model (a path "
+                         "relative to the experiment file; empty: none)", convert=check_script,
+                         allowed='the path of a Python script, such as "scripts/train.py"')
+    script_args: str = _field("", "the script's command-line arguments; an argument naming a file or folder beside "
+                              "the experiment file is passed as its full path", convert=check_script_args,
+                              allowed='a list of strings, such as ["--epochs", "3"]')
+    script_to_end: bool = _field(False, "script: let it run to its own end after ddpbench's steps (false: stop "
+                                 "it there)")
+    script_dir: str = _field("", "script: the folder its path and arguments are relative to (set from the "
+                             "experiment file's folder; not part of the job's identity)",
+                             convert=lambda v: v if isinstance(v, str) else _bad(v), allowed="a folder")
 
     # -- derived values --------------------------------------------------------------------
     @property
@@ -147,7 +195,7 @@ class JobSpec:
         Leaving defaults out keeps every stored key valid when a new field (with a default)
         is added; in exchange a field's default must never change (tests pin them).
         """
-        changed = {k: v for k, v in self.to_dict().items() if v != FIELDS[k].default}
+        changed = {k: v for k, v in self.to_dict().items() if v != FIELDS[k].default and k not in NOT_IN_KEY}
         blob = json.dumps(changed, sort_keys=True, separators=(",", ":"))
         return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
@@ -168,6 +216,8 @@ class JobSpec:
 
     @property
     def model_label(self) -> str:
+        if self.script:
+            return script_label(self.script, self.script_args)
         return model_label(self.model, self.model_size, self.model_args)
 
     @property
@@ -181,6 +231,13 @@ class JobSpec:
 
 
 FIELDS: dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(JobSpec)}
+#: fields that say where a job's files are, not what it measures: the same script measured from
+#: another checkout is the same job (``compare`` matches jobs by key)
+NOT_IN_KEY = ("script_dir",)
+
+
+def _bad(value):
+    raise ValueError(value)
 
 
 def allowed_text(name: str) -> str:

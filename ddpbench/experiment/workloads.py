@@ -16,6 +16,7 @@ def check_workloads(jobs, source: str, timeout_s: float = PROBE_TIMEOUT_S) -> No
     """One line naming the key (``model`` or ``model_args``) for the first job whose workload does
     not build (within ``timeout_s``: a sweep gives its experiment's), or whose dataset holds less
     than one global batch (a preset's is made to fit)."""
+    jobs = [spec for spec in jobs if not spec.script]  # a script builds its own, when it runs
     probe(jobs, timeout_s)
     for spec in jobs:
         try:

@@ -17,7 +17,12 @@ from ddpbench.strategies import TENSORFLOW
 
 
 def training(job, out_dir):
-    """A training launch's rank: TensorFlow's for a TensorFlow strategy, else PyTorch's."""
+    """A training launch's rank: a script's for a script job, TensorFlow's for a TensorFlow strategy,
+    else PyTorch's."""
+    if job.spec.get("script"):
+        from ddpbench.rank.script import ScriptRank
+
+        return ScriptRank(job, out_dir)
     if job.spec.get("strategy") in TENSORFLOW:
         from ddpbench.rank.tensorflow import TensorFlowRank
 

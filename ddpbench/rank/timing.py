@@ -42,6 +42,13 @@ class StepTimer:
     def mark(self, phase: str) -> None:
         self._marks.append((phase, self.clock.record()))
 
+    def lap(self) -> dict[str, float]:
+        """:meth:`stop`, and the next step starts at this one's last mark (a step that ends where the
+        next begins, as a script's optimizer step does)."""
+        row = self.stop()
+        self._marks = [("", self._marks[-1][1])]
+        return row
+
     def phase(self, name: str) -> "_Phase":
         """A context manager: the time up to the end of its block counts to ``name``."""
         return _Phase(self, name)

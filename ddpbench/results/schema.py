@@ -31,7 +31,9 @@ Schema history (``schema_version``):
        compile (read with their defaults), per-rank rank_memory_mb, uss_mb, pss_mb, rss_file_mb,
        amp_skipped_steps, amp_loss_scale and the compile figures (compile_s, compile_cache,
        compiled_graphs, graph_breaks, graph_break_reasons, ddp_optimizer_subgraphs,
-       recompiles_after_compile_phase), result.check.tolerance and result.check.lossy_reason.
+       recompiles_after_compile_phase), result.check.tolerance and result.check.lossy_reason; the
+       spec fields script, script_args, script_to_end and script_dir (a script job, read with their
+       defaults), its result.script (:data:`SCRIPT_FIELDS`) and per-rank bucket_comm_ms.
 """
 
 from __future__ import annotations
@@ -74,15 +76,16 @@ class StepRow(NamedTuple):
 
 #: per-rank figures of a finished training launch (each rank's entry in ``result["ranks"]``, which
 #: also holds ``rank`` and ``pid``): memory, DDP's own statistics and buckets, traffic, GPUs, why
-#: a traced rank's trace could not be read back (null when it could, or was not traced), and for a
-#: TensorFlow rank its version and the cross-device reduction it used
+#: a traced rank's trace could not be read back (null when it could, or was not traced), for a
+#: TensorFlow rank its version and the cross-device reduction it used, and for a script's rank each
+#: bucket's mean all-reduce time in its measured steps (ms, launch to completion; null on a GPU)
 RANK_FIGURES = ("peak_rss_mb", "rank_memory_mb", "uss_mb", "pss_mb", "rss_file_mb", "threads", "checksum", "allreduce_bytes_per_step", "ddp_forward_compute_ms",
                 "ddp_backward_compute_ms", "ddp_backward_comm_ms", "ddp_backward_compute_comm_overlap_ms",
                 "bytes_sent_per_step", "bytes_recv_per_step", "traffic_source", "optimizer_state_mb",
                 "dp_replicas", "gpus", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "bucket_bytes",
                 "gemm_peak_flops", "trace_error", "framework_version", "reduction", "ddp_unused_parameter_bytes",
                 "amp_skipped_steps", "amp_loss_scale", "compile_s", "compile_cache", "compiled_graphs", "graph_breaks",
-                "graph_break_reasons", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase")
+                "graph_break_reasons", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase", "bucket_comm_ms")
 #: the equivalence check of a launch (``result["check"]``); its steps are the spec's check_steps; a repeat
 #: after the first says ``checked_in_repeat`` (0) instead, unless the job asked for a check in every one
 CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run", "skipped", "checked_in_repeat", "tolerance",
@@ -92,6 +95,13 @@ CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run", "skipped", "checked_
 #: DDP's buckets at any other cap follow), the FLOPs one process computes per optimizer step (``flops_source``: "counted"
 #: by PyTorch's counter, or the "workload"'s own figure) and how each rank's GEMM peak was measured
 COMPUTE_FIELDS = ("workload", "tensors", "tensor_bytes", "flops_per_step", "flops_source", "peak_method")
+#: a script job's launch (``result["script"]``): how the script ended (stopped by ddpbench after its
+#: steps, or ended | exited by itself), the DDP settings it ran with, the phases left unknown (why:
+#: steps, all ranks), the samples its DDP model took per optimizer step, whether it asked for its
+#: process group's destruction (done after the gather), the measured steps (all ranks) in which a bucket's
+#: all-reduce completed after the backward's end was marked (0: DDP's communication is all inside the
+#: backward, as comm_ms = 0 says), and how its no-sync steps skipped the all-reduce
+SCRIPT_FIELDS = ("ended", "ddp", "unseen", "samples_per_step", "destroy_deferred", "late_comm_steps", "no_sync")
 #: a fault-recovery launch (``result["recovery"]``): attempts, where it resumed, how long it took,
 #: and whether its parameters equal an uninterrupted run's
 RECOVERY_FIELDS = ("attempts", "resumed_from_step", "steps_redone", "restart_s", "rejoin_s", "recovery_s",

@@ -50,6 +50,43 @@ def bf16_allreduce_hook(process_group, bucket):
     return future.then(decompress)
 
 
+def comm_hook(spec) -> tuple[Any, Any] | None:
+    """(state, hook) of the job's ``comm_hook`` for ``DistributedDataParallel.register_comm_hook``, or
+    None for DDP's own all-reduce."""
+    if spec.comm_hook == "fp16":
+        from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
+
+        return None, fp16_compress_hook
+    if spec.comm_hook == "bf16":
+        return None, bf16_allreduce_hook
+    if spec.comm_hook == "powersgd":
+        from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
+
+        state = powersgd.PowerSGDState(process_group=None, matrix_approximation_rank=spec.powersgd_rank,
+                                       start_powerSGD_iter=2)
+        return state, powersgd.powerSGD_hook
+    return None
+
+
+def ddp_stats(ddp: DistributedDataParallel) -> dict[str, Any]:
+    """DDP's own runtime statistics (:meth:`DDPStrategy.stats`)."""
+    data = ddp._get_ddp_logging_data()
+    sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes") or ""
+    bucket_bytes = [int(s) for s in str(sizes).replace(" ", "").split(",") if s]
+    out: dict[str, Any] = {
+        "bucket_bytes": bucket_bytes,
+        "allreduce_bytes_per_step": sum(bucket_bytes),
+        "ddp_buckets_rebuilt": bool(data.get("has_rebuilt_buckets", 0)),
+        # bytes of parameters that got no gradient (DDP counts them with find_unused_parameters):
+        # they still sit in the buckets, and every step all-reduces them
+        "ddp_unused_parameter_bytes": int(data.get("unused_parameter_size", 0) or 0),
+    }
+    for name in ("forward_compute", "backward_compute", "backward_comm", "backward_compute_comm_overlap"):
+        value = data.get(f"avg_{name}_time")
+        out[f"ddp_{name}_ms"] = value / _NS_PER_MS if value is not None else None
+    return out
+
+
 class DDPStrategy(Strategy):
     name = "ddp"
     overlaps_backward = True
@@ -62,7 +99,8 @@ class DDPStrategy(Strategy):
     @classmethod
     def skip_reason(cls, spec, machine) -> str | None:
         reason = super().skip_reason(spec, machine)
-        if reason or spec.comm_hook != "powersgd" or spec.backend != "gloo" or spec.world_size == 1:
+        if (reason or spec.comm_hook != "powersgd" or spec.backend != "gloo" or spec.world_size == 1
+                or getattr(spec, "script", "")):
             return reason
         from ddpbench.workloads.catalog import ProbeFailed, facts
 
@@ -91,19 +129,9 @@ class DDPStrategy(Strategy):
         return self.ddp
 
     def register_hook(self, ddp: DistributedDataParallel) -> None:
-        hook = self.spec.comm_hook
-        if hook == "fp16":
-            from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
-
-            ddp.register_comm_hook(None, fp16_compress_hook)
-        elif hook == "bf16":
-            ddp.register_comm_hook(None, bf16_allreduce_hook)
-        elif hook == "powersgd":
-            from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
-
-            state = powersgd.PowerSGDState(process_group=None, matrix_approximation_rank=self.spec.powersgd_rank,
-                                           start_powerSGD_iter=2)
-            ddp.register_comm_hook(state, powersgd.powerSGD_hook)
+        hook = comm_hook(self.spec)
+        if hook is not None:
+            ddp.register_comm_hook(*hook)
 
     def accumulate(self):
         return self.ddp.no_sync()
@@ -139,21 +167,7 @@ class DDPStrategy(Strategy):
         ``ddp_backward_compute_comm_overlap_ms`` is the part of the communication that ran while
         backward was still computing (compute end - comm start).
         """
-        data = self.ddp._get_ddp_logging_data()
-        sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes") or ""
-        bucket_bytes = [int(s) for s in str(sizes).replace(" ", "").split(",") if s]
-        out: dict[str, Any] = {
-            "bucket_bytes": bucket_bytes,
-            "allreduce_bytes_per_step": sum(bucket_bytes),
-            "ddp_buckets_rebuilt": bool(data.get("has_rebuilt_buckets", 0)),
-            # bytes of parameters that got no gradient (DDP counts them with find_unused_parameters):
-            # they still sit in the buckets, and every step all-reduces them
-            "ddp_unused_parameter_bytes": int(data.get("unused_parameter_size", 0) or 0),
-        }
-        for name in ("forward_compute", "backward_compute", "backward_comm", "backward_compute_comm_overlap"):
-            value = data.get(f"avg_{name}_time")
-            out[f"ddp_{name}_ms"] = value / _NS_PER_MS if value is not None else None
-        return out
+        return ddp_stats(self.ddp)
 
     def close(self) -> None:
         self.ddp = None

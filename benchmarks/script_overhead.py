@@ -1,0 +1,306 @@
+"""What measuring a script costs it, and whether the sweep's samples/s agree with the script's own.
+
+    python benchmarks/script_overhead.py overhead  [--pairs 5] [--samples 2048] [--epochs 3]
+    python benchmarks/script_overhead.py alternate [--runs 3] [--samples 1024] [--epochs 9]
+    python benchmarks/script_overhead.py cost      [--blocks 40] [--block-steps 20]
+    python benchmarks/script_overhead.py agreement [--rounds 3] [--samples 4096] [--epochs 3]
+
+Both run experiments/scripts/train_cnn.py, which times its own epochs and prints them (the only
+place anything is read from a script's output: here, never in ddpbench).
+
+* ``overhead``: the script under ``torchrun --standalone --nproc_per_node=2``, alternately plain
+  and with ddpbench's hooks installed for the whole run (:class:`ddpbench.rank.instrument.Instrument`,
+  every step a measured one: the patched DDP, its forward, backward and all-reduce hooks, the
+  optimizer's step hook, the timer's marks), in interleaved pairs. The figure is the script's own
+  ms/step over its epochs after the first, hooked against plain, per pair; the median of the pairs.
+* ``alternate``: the same in one process: ddpbench's hooks installed for the whole run and paused
+  every other epoch (:meth:`~ddpbench.rank.instrument.Instrument.set_active`, at the epoch's last
+  optimizer step), so that hooked and unhooked epochs alternate under the same load. The figure is
+  the script's own ms/step of its hooked epochs (1, 3, ... in one run, 2, 4, ... in the next) against
+  its unhooked ones, per run; the median of the runs. A paused instrument still has its communication hook (a Python
+  hook passing each bucket to DDP's all-reduce) and a step hook that returns at once: what those
+  cost is in ``overhead``'s figure only.
+* ``cost``: what the hooks cost a step, in microseconds, where a step is short enough to show it: one
+  process (a gloo group of one), two identical small DDP models, one built before the instrument was
+  installed (plain DDP, DDP's own all-reduce) and one after (hooked, all of it: communication hook
+  included), trained in alternating blocks of steps; the figure is the difference of their median
+  block's time per step. Set against the example's step (tens of ms) it is the overhead's floor,
+  free of the noise that whole runs on a shared machine carry.
+* ``agreement``: per round, the script alone under torchrun at 1 and 2 processes (the samples/s it
+  prints for its epochs after the first), then ``python -m ddpbench sweep`` of the same script and
+  arguments at world sizes 1 and 2; the medians over the rounds, and the sweep's against the
+  script's. Runs minutes apart on a shared machine differ by far more than 15 %, so the sweep's
+  window is laid on the script's epochs: its warm-up is the script's first epoch and its measured
+  steps are the second (``script_to_end = true``, so the script goes on and prints its timing of
+  it). The sweep's samples/s is then set against the script's own timing of the very same steps,
+  from the sweep's rank 0 log: two clocks on one stretch of one run.
+
+Every rank runs one torch thread (OMP_NUM_THREADS=1, threads_per_rank = 1). On a shared machine
+the figures are noisy: the pairs and rounds interleave so that drift hits both sides alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "experiments" / "scripts" / "train_cnn.py"
+EPOCH = re.compile(r"epoch (\d+): (\d+) steps in ([\d.]+) s, ([\d.]+) samples/s, ([\d.]+) ms/step")
+BATCH = 32
+
+
+def script_args(samples: int, epochs: int) -> list[str]:
+    return ["--epochs", str(epochs), "--samples", str(samples), "--batch-size", str(BATCH), "--snapshot-every", "0"]
+
+
+def torchrun(nproc: int, args: list[str], hooked: bool = False, alternate: int = 0,
+             odd_hooked: bool = True) -> list[tuple[float, float]]:
+    """(samples/s, ms/step) of each epoch after the first, as the script printed them. ``alternate``: the
+    script's steps per epoch, to pause the hooks every other epoch (the odd epochs hooked, or the even)."""
+    target = [__file__, "--as-rank", "--", str(SCRIPT)] if hooked else [str(SCRIPT)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), "ALTERNATE_EVERY": str(alternate),
+           "ALTERNATE_ODD": str(int(odd_hooked))}
+    with tempfile.TemporaryDirectory() as cwd:
+        proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                               f"--nproc_per_node={nproc}", *target, *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        sys.exit(f"torchrun failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    epochs = [(float(m[4]), float(m[5])) for m in EPOCH.finditer(proc.stdout) if int(m[1]) > 0]
+    if not epochs:
+        sys.exit(f"the script printed no epoch after the first:\n{proc.stdout[-2000:]}")
+    return epochs
+
+
+def as_rank(argv: list[str]) -> None:
+    """One rank of the hooked run: ddpbench's instrument around the script, every step measured."""
+    import runpy
+
+    import torch.distributed as dist
+
+    from ddpbench.experiment.spec import JobSpec
+    from ddpbench.rank.instrument import Instrument
+    from ddpbench.rank.timing import HostClock
+
+    world = int(os.environ["WORLD_SIZE"])
+    spec = JobSpec(script=argv[0], batch_size=BATCH, world_size=world, backend="gloo", device="cpu",
+                   warmup_steps=0, steps=1_000_000, threads_per_rank=1)
+    instrument = Instrument(spec, int(os.environ["RANK"]), HostClock())
+    instrument.install()
+    every = int(os.environ.get("ALTERNATE_EVERY", "0"))
+    if every:  # epoch 0 hooked (warm-up), then the odd epochs hooked (or the even): a hook after the instrument's
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        steps = [0]
+
+        def toggle(optimizer, args, kwargs):
+            steps[0] += 1
+            if steps[0] % every == 0:
+                instrument.set_active((steps[0] // every) % 2 == int(os.environ["ALTERNATE_ODD"]))
+
+        register_optimizer_step_post_hook(toggle)
+    sys.argv = argv
+    try:
+        runpy.run_path(argv[0], run_name="__main__")
+    finally:
+        instrument.uninstall()
+    if len(instrument.rows) < 10 or instrument.unseen:
+        sys.exit(f"the hooks saw {len(instrument.rows)} steps, unseen: {instrument.unseen}")
+    instrument.ddp = instrument.optimizer = None
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def overhead(args) -> None:
+    run_args = script_args(args.samples, args.epochs)
+    ratios = []
+    for pair in range(args.pairs):
+        order = (False, True) if pair % 2 == 0 else (True, False)
+        ms = {}
+        for hooked in order:
+            ms[hooked] = statistics.fmean(step for _, step in torchrun(2, run_args, hooked))
+        ratios.append(ms[True] / ms[False])
+        print(f"pair {pair}: plain {ms[False]:.2f} ms/step, hooked {ms[True]:.2f} ms/step, "
+              f"overhead {100 * (ratios[-1] - 1):+.2f} %", flush=True)
+    print(f"instrumentation overhead on the script's step time (median of {len(ratios)} pairs): "
+          f"{100 * (statistics.median(ratios) - 1):+.2f} % (pairs from {100 * (min(ratios) - 1):+.2f} to "
+          f"{100 * (max(ratios) - 1):+.2f} %)")
+
+
+def alternate(args) -> None:
+    run_args = script_args(args.samples, args.epochs)
+    every = args.samples // (BATCH * 2)
+    ratios = []
+    for run in range(args.runs):
+        odd = run % 2 == 0  # which epochs are hooked alternates too: a drift over a run favours neither
+        epochs = torchrun(2, run_args, hooked=True, alternate=every, odd_hooked=odd)  # epochs 1, 2, ...
+        hooked = statistics.fmean(step for _, step in epochs[0 if odd else 1::2])
+        plain = statistics.fmean(step for _, step in epochs[1 if odd else 0::2])
+        ratios.append(hooked / plain)
+        print(f"run {run}: unhooked epochs {plain:.2f} ms/step, hooked epochs {hooked:.2f} ms/step, "
+              f"overhead {100 * (ratios[-1] - 1):+.2f} %", flush=True)
+    print(f"instrumentation overhead on the script's step time, hooked against paused epochs in one process "
+          f"(median of {len(ratios)} runs): {100 * (statistics.median(ratios) - 1):+.2f} % (runs from "
+          f"{100 * (min(ratios) - 1):+.2f} to {100 * (max(ratios) - 1):+.2f} %)")
+
+
+def cost(args) -> None:
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from ddpbench.experiment.spec import JobSpec
+    from ddpbench.rank.instrument import Instrument
+    from ddpbench.rank.timing import HostClock
+
+    torch.set_num_threads(1)
+    store = dist.HashStore()
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+
+    def model():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+
+    plain = DistributedDataParallel(model())
+    instrument = Instrument(JobSpec(script="x.py", batch_size=16, world_size=1, backend="gloo", device="cpu",
+                                    warmup_steps=0, steps=10**9, threads_per_rank=1), 0, HostClock())
+    instrument.install()
+    hooked = DistributedDataParallel(model())
+    optimizers = {id(m): torch.optim.SGD(m.parameters(), lr=0.01) for m in (plain, hooked)}
+    inputs, target = torch.randn(16, 64), torch.randint(0, 10, (16,))
+
+    def block(ddp) -> float:
+        opt = optimizers[id(ddp)]
+        start = time.perf_counter()
+        for _ in range(args.block_steps):
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(ddp(inputs), target).backward()
+            opt.step()
+        return (time.perf_counter() - start) / args.block_steps * 1e6
+
+    times = {"plain": [], "hooked": []}
+    for index in range(args.blocks + 1):
+        for name, ddp in (("plain", plain), ("hooked", hooked)) if index % 2 else (("hooked", hooked), ("plain", plain)):
+            us = block(ddp)
+            if index:  # the first pair warms up
+                times[name].append(us)
+    instrument.uninstall()
+    a, b = statistics.median(times["plain"]), statistics.median(times["hooked"])
+    print(f"a step of plain DDP {a:.1f} us, hooked {b:.1f} us: the hooks cost {b - a:.1f} us per step "
+          f"(medians of {args.blocks} blocks of {args.block_steps} steps, alternating); the hooked steps "
+          f"timed: {len(instrument.rows)}, unseen: {instrument.unseen or 'none'}")
+    del plain, hooked, instrument
+    dist.destroy_process_group()
+
+
+def sweep(run_args: list[str], out: Path, samples: int) -> tuple[dict[int, float], dict[int, float]]:
+    """The sweep's samples/s per world size, and the script's own for the epoch the sweep measured
+    (its second: read from rank 0's log of the same launch)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    experiment = out.parent / "script.toml"
+    experiment.write_text(textwrap.dedent(f"""
+        timeout_s = 600
+        [defaults]
+        script = "{SCRIPT}"
+        script_args = {run_args!r}
+        batch_size = {BATCH}
+        backend = "gloo"
+        device = "cpu"
+        threads_per_rank = 1
+        script_to_end = true
+        [[grid]]
+        world_size = [1]
+        warmup_steps = [{samples // BATCH}]
+        steps = [{samples // BATCH}]
+        [[grid]]
+        world_size = [2]
+        warmup_steps = [{samples // BATCH // 2}]
+        steps = [{samples // BATCH // 2}]
+    """).replace("'", '"'))
+    proc = subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(experiment), "--out", str(out),
+                           "--no-report"], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if proc.returncode != 0:
+        sys.exit(f"the sweep failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    from ddpbench.analysis.summary import summarize
+    from ddpbench.results.tables import load
+
+    table = summarize(load(out))
+    swept = {int(r["world_size"]): float(r["samples_per_s"]) for _, r in table.iterrows()}
+    later = {}
+    for line in (out / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] != "run":
+            continue
+        ws = record["spec"]["world_size"]
+        rates = [float(m[4]) for m in EPOCH.finditer(Path(record["logs"][0]).read_text()) if int(m[1]) == 1]
+        if not rates:
+            sys.exit(f"world size {ws}: the script printed no second epoch; give it more epochs")
+        later[ws] = rates[0]
+    return swept, later
+
+
+def agreement(args) -> None:
+    run_args = script_args(args.samples, args.epochs)
+    own: dict[int, list[float]] = {1: [], 2: []}
+    swept: dict[int, list[float]] = {1: [], 2: []}
+    later: dict[int, list[float]] = {1: [], 2: []}
+    with tempfile.TemporaryDirectory() as scratch:
+        for round_ in range(args.rounds):
+            for ws in (1, 2):
+                own[ws].append(statistics.fmean(rate for rate, _ in torchrun(ws, run_args)))
+            rates, same_run = sweep(run_args, Path(scratch) / f"round{round_}" / "out", args.samples)
+            for ws in (1, 2):
+                swept[ws].append(rates[ws])
+                later[ws].append(same_run[ws])
+            print(f"round {round_}: " + "; ".join(
+                f"ws={ws} script alone {own[ws][-1]:.1f}, sweep {swept[ws][-1]:.1f} "
+                f"({100 * (swept[ws][-1] / own[ws][-1] - 1):+.1f} %), its own timing of the same steps {later[ws][-1]:.1f} "
+                f"({100 * (swept[ws][-1] / later[ws][-1] - 1):+.1f} %)" for ws in (1, 2)) + " samples/s", flush=True)
+    for ws in (1, 2):
+        a, b = statistics.median(own[ws]), statistics.median(swept[ws])
+        pairs = [100 * (s / t - 1) for s, t in zip(swept[ws], later[ws])]
+        print(f"world size {ws}: the script alone {a:.1f} samples/s, the sweep {b:.1f} samples/s: "
+              f"{100 * (b / a - 1):+.1f} % (medians of {args.rounds} rounds); the sweep against the script's own "
+              f"timing of the same steps: median {statistics.median(pairs):+.1f} % (rounds {', '.join(f'{p:+.1f}' for p in pairs)} %)")
+
+
+def main() -> None:
+    if "--as-rank" in sys.argv:
+        as_rank(sys.argv[sys.argv.index("--") + 1:])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    p = sub.add_parser("cost")
+    p.add_argument("--blocks", type=int, default=40, help="blocks of steps per model (default: 40)")
+    p.add_argument("--block-steps", type=int, default=20, help="steps per block (default: 20)")
+    p.set_defaults(func=cost)
+    for name, func in (("overhead", overhead), ("alternate", alternate), ("agreement", agreement)):
+        p = sub.add_parser(name)
+        samples, epochs = {"alternate": (1024, 9), "overhead": (2048, 3), "agreement": (4096, 3)}[name]
+        p.add_argument("--samples", type=int, default=samples, help=f"the script's training set (default: {samples})")
+        p.add_argument("--epochs", type=int, default=epochs, help="the script's epochs; the first is not counted "
+                       f"(default: {epochs})")
+        if name == "overhead":
+            p.add_argument("--pairs", type=int, default=5, help="interleaved plain/hooked pairs (default: 5)")
+        elif name == "alternate":
+            p.add_argument("--runs", type=int, default=3, help="runs, each alternating (default: 3)")
+        else:
+            p.add_argument("--rounds", type=int, default=3, help="rounds of script alone, then sweep (default: 3)")
+        p.set_defaults(func=func)
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

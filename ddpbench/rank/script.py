@@ -1,0 +1,191 @@
+"""A script rank: a user's training script, run as torchrun would run it, measured from outside.
+
+What :func:`ddpbench.rank.protocol.serve` runs in every rank of a job with ``script`` set. The script
+runs in this process as ``python train.py ARGS`` would (``runpy.run_path`` as ``__main__``, its
+``sys.argv``, its folder first on ``sys.path``), with the environment torchrun gives (RANK,
+LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), in a scratch folder of the
+launch (``script/`` in its work folder, removed with it). It makes its own process group and DDP
+model; :mod:`ddpbench.rank.instrument` applies the job's DDP settings and times its steps.
+
+When the script stops (after ddpbench's steps) or ends (``script_to_end``), every rank's timings and
+a checksum of its parameters are gathered to rank 0 through the script's own process group (whose
+destruction the script asked for, if it did, waits until then), which fails the job if the
+replicas differ. Then DDP and the optimizer are let go, and the group is destroyed after a barrier.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from ddpbench.experiment.scripts import script_path
+from ddpbench.experiment.spec import spec_from_dict
+from ddpbench.rank import protocol
+from ddpbench.rank.devices import gpu_memory, peak_rss_mb
+from ddpbench.rank.instrument import NO_GPU, BadScript, Instrument, StopScript
+from ddpbench.rank.protocol import Job, Tracked
+from ddpbench.rank.timing import clock_for
+from ddpbench.rank.train import check_replicas, param_checksum
+from ddpbench.results.schema import training_result
+
+#: the launch's scratch folder a script runs in (in its work folder)
+SCRIPT_CWD = "script"
+
+
+def script_argv(spec) -> list[str]:
+    """``sys.argv`` of the script: its path, then its arguments, those naming a file or folder beside the
+    experiment file as full paths."""
+    base = Path(spec.script_dir or ".")
+    args = json.loads(spec.script_args) if spec.script_args else []
+    return [str(script_path(spec).resolve()),
+            *(str((base / a).resolve()) if a and not Path(a).is_absolute() and (base / a).exists() else a
+              for a in args)]
+
+
+def torchrun_env(environ=os.environ) -> None:
+    """What torchrun sets and a launcher may not have: LOCAL_WORLD_SIZE, and the restart count a
+    process group made through an agent's store reads."""
+    world = int(environ["WORLD_SIZE"])
+    environ.setdefault("LOCAL_WORLD_SIZE", str(world // max(1, int(environ.get("SLURM_NNODES", "1")))))
+    if environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        environ.setdefault("TORCHELASTIC_RESTART_COUNT", "0")
+
+
+class ScriptRank(Tracked):
+    """One rank of a script job; see the module docstring."""
+
+    def __init__(self, job: Job, out_dir: Path | None):
+        self.spec = spec_from_dict(job.spec, source="job spec")
+        self.repeat = job.repeat
+        self.out_dir = Path(out_dir) if out_dir is not None else Path.cwd()
+        self.rank = int(os.environ["RANK"])
+        self.world_size = int(os.environ["WORLD_SIZE"])
+        self.timeline = {"process_start": protocol.PROCESS_START}
+        self.instrument: Instrument | None = None
+
+    def mark(self, event: str) -> None:
+        self.timeline[event] = time.time()
+
+    def run_script(self) -> str:
+        """Run the script until ddpbench stops it or it ends; how it ended."""
+        import runpy
+
+        import torch
+
+        spec = self.spec
+        torchrun_env()
+        torch.set_num_threads(int(spec.threads_per_rank))
+        argv = script_argv(spec)
+        cwd = self.out_dir / SCRIPT_CWD
+        cwd.mkdir(parents=True, exist_ok=True)
+        home = os.getcwd()  # back there after the script: the launch's own paths may be relative to it
+        os.chdir(cwd)
+        sys.argv = argv
+        sys.path.insert(0, str(Path(argv[0]).parent))
+        self.instrument = Instrument(spec, self.rank, clock_for(torch.device(spec.device)), self.at)
+        self.instrument.install()
+        self.at("script")
+        self.mark("script_start")
+        try:
+            runpy.run_path(argv[0], run_name="__main__")
+            return "ended"
+        except StopScript:
+            return "stopped"
+        except SystemExit as stop:
+            if stop.code not in (None, 0):
+                raise BadScript(f"the script exited with code {stop.code} after {self.instrument.steps_done} "
+                                "optimizer steps") from None
+            return "exited"
+        except (BadScript, KeyboardInterrupt):
+            raise
+        except Exception as err:  # the script's own error, named as the script raised it
+            text = f"{type(err).__name__}: {err}".strip()
+            if spec.device == "cpu" and any(sign in text for sign in NO_GPU):
+                raise BadScript(f"the script needs a GPU and this job runs it on the CPU (device = 'cpu'): it "
+                                f"raised {text}") from err
+            raise BadScript(f"the script raised {text} (after {self.instrument.steps_done} optimizer steps)") from err
+        finally:
+            self.instrument.uninstall()
+            os.chdir(home)
+            self.mark("script_done")
+
+    def execute(self) -> dict | None:
+        import torch.distributed as dist
+
+        from ddpbench.strategies.base import ring_traffic
+        from ddpbench.strategies.ddp import ddp_stats
+        from ddpbench.workloads.catalog import tensor_bytes
+        from ddpbench.workloads.models import count_params, count_tensors, grad_bytes
+
+        ended = self.run_script()
+        instrument = self.instrument
+        if ended != "stopped":
+            why = instrument.missing(ended)
+            if why:
+                raise BadScript(why)
+        self.at("gather")
+        ddp = instrument.ddp
+        module = ddp.module
+        sizes = grad_bytes(module)
+        stats = ddp_stats(ddp)
+        nbytes = sum(v.numel() * v.element_size() for state in instrument.optimizer.state.values()
+                     for v in state.values() if hasattr(v, "numel"))
+        sent = ring_traffic(sizes, self.world_size) if self.world_size > 1 else 0.0
+        mine = {"rows": instrument.rows, "rank": {
+            "rank": self.rank, "pid": os.getpid(), "threads": int(self.spec.threads_per_rank),
+            "peak_rss_mb": peak_rss_mb(), **gpu_memory([p.device for p in module.parameters()][:1]
+                                                       if self.spec.device == "cuda" else []),
+            "checksum": param_checksum(module.named_parameters()), **stats,
+            "bytes_sent_per_step": sent, "bytes_recv_per_step": sent, "traffic_source": "computed: ring all-reduce",
+            "optimizer_state_mb": nbytes / 1e6, "bucket_comm_ms": instrument.bucket_comm_ms(),
+            "unseen": instrument.unseen, "samples": instrument.step_samples, "late_comm": instrument.late_comm}}
+        figures = {"params": count_params(module), "grad_bytes": sizes, "tensors": count_tensors(module),
+                   "tensor_bytes": list(tensor_bytes(module))}
+        gathered = [None] * self.world_size if self.rank == 0 else None
+        dist.gather_object(mine, gathered, dst=0)
+        self.mark("gather_done")
+        if self.rank != 0:
+            return None
+        check_replicas({g["rank"]["rank"]: g["rank"]["checksum"] for g in gathered})
+        ranks = [{k: v for k, v in g["rank"].items() if k not in ("unseen", "samples", "late_comm")}
+                 for g in gathered]
+        unseen: dict[str, int] = {}
+        for g in gathered:
+            for why, count in g["rank"]["unseen"].items():
+                unseen[why] = unseen.get(why, 0) + count
+        result = training_result(
+            self.spec.to_dict(), self.repeat, params=figures["params"], grad_bytes=sizes,
+            steps=[row for g in gathered for row in g["rows"]], ranks=ranks, timeline=self.timeline,
+            check={"max_abs_diff": None, "exact": None, "check_steps_run": 0,
+                   "skipped": "a script's training is not replayed in one process; its replicas are compared by "
+                              "checksum"},
+            compute={"workload": self.spec.model_label, "tensors": figures["tensors"],
+                     "tensor_bytes": figures["tensor_bytes"], "flops_per_step": None, "flops_source": None,
+                     "peak_method": None})
+        result["script"] = {
+            "ended": ended, "ddp": instrument.ddp_settings, "unseen": unseen,
+            "samples_per_step": sorted({n for g in gathered for n in g["rank"]["samples"]}),
+            "destroy_deferred": instrument.destroy_deferred,
+            "late_comm_steps": sum(g["rank"]["late_comm"] for g in gathered),
+            "no_sync": "DDP's require_backward_grad_sync off (what DDP.no_sync() sets), model and optimizer "
+                       "restored after",
+        }
+        return result
+
+    def teardown(self) -> None:
+        """Let go of DDP and the optimizer before the group, then barrier and destroy: avoids gloo's
+        abort at exit."""
+        import torch.distributed as dist
+
+        self.at("teardown")
+        if self.instrument is not None:
+            self.instrument.ddp = self.instrument.optimizer = None
+        self.instrument = None
+        gc.collect()
+        if dist.is_initialized():
+            dist.barrier()
+            dist.destroy_process_group()
