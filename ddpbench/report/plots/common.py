@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.analysis.jobs import COMM_ONLY_FIELDS, MODEL_FIELDS, describe, line_fields, ordered
+from ddpbench.results.sidefiles import replace_file
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
           "#bcbd22", "#17becf")
@@ -62,10 +63,23 @@ def figure(width: float, height: float):
 
 
 def save(fig, path: Path) -> Path:
+    """Write the figure as a PNG at ``path``: a new regular file, never through a link planted at
+    that name (:func:`~ddpbench.results.sidefiles.replace_file`). Every text is drawn literally:
+    a ``$...$`` pair in a workload's name or arguments is not mathtext (it could not even parse)."""
+    import io
+
+    from matplotlib import rc_context
+    from matplotlib.text import Text
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+    buffer = io.BytesIO()
+    with rc_context({"text.parse_math": False}):  # tick labels are made while drawing
+        fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
     fig.clear()
+    replace_file(path, buffer.getvalue())
     return path
 
 
