@@ -156,7 +156,8 @@ def test_fragments_escape_every_value_that_is_not_markup():
 @pytest.mark.parametrize("stored, linked", [
     ("traces/a.json.gz", "traces/a.json.gz"), ("javascript:alert(1)", None), ("JavaScript:x", None),
     (" data:text/html,x", None), ("http://example.invalid/x", None), ("../outside", None),
-    ("traces/../../outside", None), ("/etc/passwd", None), ("traces/out", None), ("", None)])
+    ("traces/../../outside", None), ("/etc/passwd", None), ("traces/out", None), ("", None),
+    ("traces/missing.json.gz", None)])
 def test_links_only_to_files_inside_the_folder(tmp_path, stored, linked):
     folder = tmp_path / "folder"
     (folder / "traces").mkdir(parents=True)

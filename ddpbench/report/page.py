@@ -156,8 +156,8 @@ def render_page(title: str, sections: Sequence[Section], out_dir: Path) -> str:
 
 def local_href(path: str | Path, root: Path, page_dir: Path) -> str | None:
     """A relative link from a page in ``page_dir`` to ``path`` (relative to ``root``, or absolute), or
-    None unless it names a file inside ``root``: no scheme (``javascript:``, ``http:``), no absolute
-    path outside, no ``..`` out of the folder, no link that resolves outside it."""
+    None unless it names a file that is there, inside ``root``: no scheme (``javascript:``, ``http:``),
+    no absolute path outside, no ``..`` out of the folder, no link that resolves outside it."""
     text = str(path)
     if not text or "\x00" in text or _SCHEME.match(text):
         return None
@@ -167,7 +167,7 @@ def local_href(path: str | Path, root: Path, page_dir: Path) -> str | None:
         resolved = target.resolve()
     except (OSError, RuntimeError):  # a link loop
         return None
-    if not resolved.is_relative_to(root):
+    if not resolved.is_relative_to(root) or not resolved.is_file():
         return None
     return Path(os.path.relpath(resolved, Path(page_dir).resolve())).as_posix()
 

@@ -6,6 +6,7 @@ values, notes) may hold what a terminal or a spreadsheet would act on:
   :func:`printable`  a string for a terminal: escape sequences (ESC [ ... , ESC ] ... BEL), every
                      other control character and the bidirectional overrides removed; a line break
                      or tab becomes a space, so a cell stays on its line
+  :func:`without_controls`  the same, line breaks kept (a figure's labels)
   :func:`csv_cell`   a string cell for a CSV file: one that a spreadsheet would run as a formula
                      (leading ``=``, ``+``, ``-``, ``@``, tab or carriage return) gets a leading
                      ``'``, which spreadsheets show as text (OWASP's advice for CSV injection)
@@ -37,6 +38,12 @@ def printable(value: Any) -> str:
     text = _ESCAPES.sub("", text)
     text = _CONTROLS.sub("", text)
     return _BREAKS.sub(" ", text)
+
+
+def without_controls(value: Any) -> str:
+    """``value`` as text without escape sequences or control characters; line breaks are kept (a
+    figure's label may have several lines)."""
+    return _CONTROLS.sub("", _ESCAPES.sub("", str(value)))
 
 
 def csv_cell(value: Any) -> Any:

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.analysis.jobs import COMM_ONLY_FIELDS, MODEL_FIELDS, describe, line_fields, ordered
+from ddpbench.results.sanitize import without_controls
 from ddpbench.results.sidefiles import replace_file
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -75,6 +76,8 @@ def save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     for text in fig.findobj(Text):
         text.set_parse_math(False)
+        if any(c < " " and c != "\n" or "\x7f" <= c <= "\x9f" for c in text.get_text()):
+            text.set_text(without_controls(text.get_text()))  # no glyph to draw a control character with
     buffer = io.BytesIO()
     with rc_context({"text.parse_math": False}):  # tick labels are made while drawing
         fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
