@@ -279,8 +279,9 @@ def random_damage(seed):
     """A few values anywhere in the run records replaced by bad ones: the mutator's free hand."""
     def mutate(folder, records, rng):
         rng = random.Random(seed)
+        runs = runs_of(records)  # chosen once: a damaged ``kind`` makes a run no run
         for _ in range(6):
-            r = rng.choice(runs_of(records))
+            r = rng.choice(runs)
             target, key = r, None
             for _ in range(rng.randint(1, 4)):
                 if isinstance(target, dict) and target:

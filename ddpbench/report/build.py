@@ -21,6 +21,10 @@ from ddpbench.results.sidefiles import replace_file
 from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_collectives, load_tables
 
+#: matplotlib's warning for a character its font cannot draw: a stored label may hold control
+#: characters (figures drop them before drawing, plots.common.save), and the warning would quote them
+GLYPH_WARNING = r"Glyph \d+ .* missing from font"
+
 #: the page, in reading order
 SECTIONS: tuple[SectionFn, ...] = (
     verdict.verdict_section,
@@ -67,7 +71,9 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
 def write_context(ctx: ReportContext, sections: Sequence[SectionFn] | None = None) -> Path:
     """Write the report of a loaded results folder (:func:`load_context`); return index.html's path."""
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
-    rendered = [s for s in (fn(ctx) for fn in (SECTIONS if sections is None else sections)) if s is not None]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", GLYPH_WARNING, UserWarning)
+        rendered = [s for s in (fn(ctx) for fn in (SECTIONS if sections is None else sections)) if s is not None]
     return replace_file(ctx.out_dir / INDEX_FILE, render_page(page_title(ctx), rendered, ctx.out_dir))
 
 

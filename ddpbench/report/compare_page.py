@@ -4,6 +4,7 @@ compared), from the tables of :mod:`ddpbench.analysis.compare`."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -133,7 +134,9 @@ def write_comparison(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {}
     written["csv"] = replace_file(out_dir / CSV_FILE, csv_text(csv_table(table, results)))
-    plot = ratio_plot(table, gates, out_dir / PLOT_FILE)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"Glyph \d+ .* missing from font", UserWarning)  # see build.GLYPH_WARNING
+        plot = ratio_plot(table, gates, out_dir / PLOT_FILE)
     if plot is None and (out_dir / PLOT_FILE).exists():
         (out_dir / PLOT_FILE).unlink()  # a stale plot of an earlier comparison
     if plot is not None:

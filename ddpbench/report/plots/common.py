@@ -63,6 +63,10 @@ def figure(width: float, height: float):
     return fig
 
 
+def _has_controls(text) -> bool:
+    return any(c < " " and c != "\n" or "\x7f" <= c <= "\x9f" for c in str(text))
+
+
 def save(fig, path: Path) -> Path:
     """Write the figure as a PNG at ``path``: a new regular file, never through a link planted at
     that name (:func:`~ddpbench.results.sidefiles.replace_file`). Every text is drawn literally:
@@ -76,8 +80,13 @@ def save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     for text in fig.findobj(Text):
         text.set_parse_math(False)
-        if any(c < " " and c != "\n" or "\x7f" <= c <= "\x9f" for c in text.get_text()):
+        if _has_controls(text.get_text()):
             text.set_text(without_controls(text.get_text()))  # no glyph to draw a control character with
+    for ax in fig.axes:  # tick labels given as text are made while drawing: clean them where they are kept
+        for axis in (ax.xaxis, ax.yaxis):
+            for formatter in (axis.get_major_formatter(), axis.get_minor_formatter()):
+                if isinstance(getattr(formatter, "seq", None), list) and any(map(_has_controls, formatter.seq)):
+                    formatter.seq = [without_controls(label) for label in formatter.seq]
     buffer = io.BytesIO()
     with rc_context({"text.parse_math": False}):  # tick labels are made while drawing
         fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
