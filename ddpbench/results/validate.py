@@ -98,12 +98,20 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-#: how each stored per-rank figure is checked (RANK_FIGURES; strings name how something was known)
+#: the per-rank figures (RANK_FIGURES) that are numbers, in MB, ms, bytes, FLOP/s, seconds or counts
+RANK_NUMBERS = ("peak_rss_mb", "rank_memory_mb", "uss_mb", "pss_mb", "rss_file_mb", "allreduce_bytes_per_step",
+                "ddp_forward_compute_ms", "ddp_backward_compute_ms", "ddp_backward_comm_ms",
+                "ddp_backward_compute_comm_overlap_ms", "bytes_sent_per_step", "bytes_recv_per_step",
+                "optimizer_state_mb", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "gemm_peak_flops",
+                "ddp_unused_parameter_bytes", "amp_skipped_steps", "amp_loss_scale", "compile_s", "compiled_graphs",
+                "graph_breaks", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase")
+#: how each stored per-rank figure is checked (strings name how something was known); a figure not
+#: named here is passed on as stored
 RANK_CHECKS: dict[str, Callable] = {
-    **{name: finite_or_none for name in RANK_FIGURES},
+    **{name: finite_or_none for name in RANK_NUMBERS if name in RANK_FIGURES},
     "threads": whole_or_none, "dp_replicas": whole_or_none, "gpus": whole_or_none, "bucket_bytes": wholes_or_none,
     "checksum": text_or_none, "traffic_source": text_or_none, "trace_error": text_or_none,
-    "framework_version": text_or_none, "reduction": text_or_none,
+    "framework_version": text_or_none, "reduction": text_or_none, "compile_cache": text_or_none,
 }
 COMPUTE_CHECKS: dict[str, Callable] = {
     "workload": text_or_none, "tensors": whole_or_none, "tensor_bytes": wholes_or_none,
@@ -111,7 +119,8 @@ COMPUTE_CHECKS: dict[str, Callable] = {
 }
 CHECK_CHECKS: dict[str, Callable] = {
     "max_abs_diff": finite_or_none, "exact": flag_or_none, "check_steps_run": whole_or_none,
-    "skipped": text_or_none, "checked_in_repeat": whole_or_none,
+    "skipped": text_or_none, "checked_in_repeat": whole_or_none, "tolerance": finite_or_none,
+    "lossy_reason": text_or_none,
 }
 RECOVERY_CHECKS: dict[str, Callable] = {
     **{name: finite_or_none for name in RECOVERY_FIELDS}, "params_identical": flag_or_none,
