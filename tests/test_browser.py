@@ -134,3 +134,70 @@ def test_screenshot_is_not_blank(browser, report, tmp_path):
     assert (width, height) == WINDOW
     assert not_white > 0.01, f"screenshot is (nearly) blank: {not_white:.2%} non-white pixels"
     assert colours > 200, f"only {colours} distinct colours: the plots did not render"
+
+
+# -- a crafted results folder: its report must run nothing -------------------------------------
+
+#: what a payload does when it runs: the marker is built at run time, so the page's text never holds it
+RUNS = "document.title='PWN'+'ED'; localStorage.setItem('pwn','ED'); document.body.setAttribute('data-pwn','ED')"
+PAYLOADS = (f"<script>{RUNS}</script>", f'<img src=x onerror="{RUNS}">', f"javascript:{RUNS}",
+            f'"><svg onload="{RUNS}">', f"' autofocus onfocus='{RUNS}")
+#: after the page loaded, what the probe reads back: nothing a payload would have set
+READ_BACK = """
+<pre id="probe"></pre>
+<script>
+window.addEventListener("load", function () {
+  var links = Array.prototype.map.call(document.querySelectorAll("[href],[src]"), function (e) {
+    return e.getAttribute("href") || e.getAttribute("src");
+  });
+  document.getElementById("probe").textContent = JSON.stringify({
+    title: document.title, stored: localStorage.getItem("pwn"), marked: document.body.getAttribute("data-pwn"),
+    scripts: document.scripts.length, links: links});
+});
+</script>
+"""
+
+
+def crafted_folder(folder: Path) -> Path:
+    """The committed quick-cpu results with a payload in every string a page shows."""
+    folder.mkdir()
+    lines = []
+    for number, line in enumerate((REFERENCE / "results.jsonl").read_text().splitlines()):
+        record = json.loads(line)
+        payload = PAYLOADS[number % len(PAYLOADS)]
+        if record["kind"] == "sweep":
+            record["env"] = {k: (payload if isinstance(v, str) else v) for k, v in record["env"].items()}
+            record["experiment"]["name"] = payload
+        elif record["kind"] == "run":
+            record["traces"] = [{"rank": 0, "path": PAYLOADS[2], "bytes": 1}]
+            if number % 3 == 0:
+                record.update(status="failed", error=payload, result=None)
+        lines.append(json.dumps(record))
+    (folder / "results.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / "search.json").write_text(json.dumps({
+        "winner": PAYLOADS[0], "winner_samples_per_s": 1.0, "tied": [], "candidates": [], "same_buckets": [],
+        "launches": PAYLOADS[1], "grid_launches": PAYLOADS[3], "budget": PAYLOADS[0]}))
+    return folder
+
+
+def test_a_crafted_folder_s_report_runs_nothing(browser, tmp_path):
+    """Every payload of a crafted folder stays text: the page loaded in Chromium has no script of its own,
+    and what the payloads would set (the title, localStorage, an attribute) reads back unset."""
+    index = write_report(crafted_folder(tmp_path / "crafted"))
+    page = index.read_text(encoding="utf-8")
+    assert "<script" not in page.lower() and "<img src=x" not in page and "<svg" not in page
+    assert "&lt;script&gt;" in page  # shown, not dropped
+    probe = index.with_name("_probe.html")
+    probe.write_text(page.replace("</body>", READ_BACK + "</body>", 1), encoding="utf-8")
+    done = run_browser(browser, tmp_path / "profile", "--allow-file-access-from-files",
+                       "--virtual-time-budget=10000", "--dump-dom", probe.as_uri())
+    assert done.returncode == 0, f"chromium exited {done.returncode}:\n{done.stderr[-3000:]}"
+    match = re.search(r'<pre id="probe">(.*?)</pre>', done.stdout, flags=re.DOTALL)
+    assert match and match.group(1).strip(), f"the probe did not run:\n{done.stderr[-2000:]}"
+    seen = json.loads(html.unescape(match.group(1)))
+    assert seen["title"].startswith("ddpbench report") and "PWNED" not in seen["title"]
+    assert seen["stored"] is None and seen["marked"] is None
+    assert seen["scripts"] == 1  # the probe's own
+    assert "PWNED" not in done.stdout
+    assert seen["links"] and all(link.startswith("#") or link.endswith(".png") or link == "https://ui.perfetto.dev"
+                                 for link in seen["links"]), seen["links"]

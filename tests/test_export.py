@@ -195,6 +195,26 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
     assert not out.exists() and not nowhere.parent.exists()
 
 
+def test_an_existing_file_is_replaced_only_with_force_and_a_link_there_is_replaced_not_followed(tmp_path, capsys):
+    folder = _copy_results(tmp_path)
+    out = tmp_path / "bench.json"
+    out.write_text("mine")
+    assert main(["export-benchmark", str(folder), "--out", str(out)]) == 2
+    line = _one_line_error(capsys)
+    assert str(out) in line and "--force" in line and out.read_text() == "mine"
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("keep")
+    link = tmp_path / "link.json"
+    link.symlink_to(elsewhere)
+    assert main(["export-benchmark", str(folder), "--out", str(link), "--force"]) == 0
+    capsys.readouterr()
+    assert elsewhere.read_text() == "keep" and not link.is_symlink() and json.loads(link.read_text())["benchmarks"]
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop)
+    assert main(["export-benchmark", str(folder), "--out", str(loop), "--force"]) == 2
+    assert "--out" in _one_line_error(capsys)
+
+
 def test_a_folder_without_a_finished_job_is_bad_input(tmp_path, capsys):
     folder = tmp_path / "failed"
     spec = JobSpec(world_size=1, batch_size=8, threads_per_rank=1, device="cpu", backend="gloo", model="mlp",

@@ -9,7 +9,7 @@ import pytest
 
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.report.build import write_report
-from ddpbench.report.page import Section
+from ddpbench.report.page import Section, html
 from records import ResultsFolder, rank_entry, row, training_result
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -180,14 +180,18 @@ def test_out_dir_and_custom_sections(tmp_path):
     results = write_results(tmp_path / "results", [ok(10.0), ok(12.0, world_size=2)])
 
     def custom(ctx):
-        return Section("Custom <part>", f"<p>{len(ctx.summary)} jobs</p>")
+        return Section("Custom <part>", html("<p>{{ n }} jobs</p>", n=len(ctx.summary)))
 
-    index = write_report(results, tmp_path / "out", sections=[custom, lambda ctx: None])
+    def plain(ctx):  # a section's html that is a plain string, not a fragment: it is shown as text
+        return Section("Plain", "<b>bold?</b>")
+
+    index = write_report(results, tmp_path / "out", sections=[custom, lambda ctx: None, plain])
     page = index.read_text(encoding="utf-8")
     assert index == tmp_path / "out" / "index.html"
     assert not (results / "index.html").exists()
     assert "<h2>Custom &lt;part&gt;</h2>" in page and "<p>2 jobs</p>" in page
-    assert page.count("<section") == 1
+    assert "&lt;b&gt;bold?&lt;/b&gt;" in page and "<b>" not in page
+    assert page.count("<section") == 2
 
 
 # ---------------------------------------------------------------------------------------------

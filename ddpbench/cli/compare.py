@@ -33,6 +33,7 @@ def command(args) -> int:
 
     from ddpbench.analysis import compare, power
     from ddpbench.report.compare_page import write_comparison
+    from ddpbench.results.sanitize import printable
 
     gates = [compare.parse_gate(text) for text in args.fail_on]
     side_a = compare.load_side(args.baseline, "A")
@@ -49,8 +50,8 @@ def command(args) -> int:
     written = write_comparison(table, results, gates, env_diffs, args.baseline, args.candidate, out_dir)
     out = Console(highlight=False, soft_wrap=True)
     for what, va, vb in env_diffs:
-        out.print(f"[yellow]warning[/yellow]: the environments differ in {escape(what)}: A {escape(va)} vs "
-                  f"B {escape(vb)}")
+        out.print(f"[yellow]warning[/yellow]: the environments differ in {escape(printable(what))}: "
+                  f"A {escape(printable(va))} vs B {escape(printable(vb))}")
     failed = results[results["outcome"] == compare.FAIL]
     if gates:
         names = ", ".join(map(str, gates))
@@ -67,6 +68,6 @@ def command(args) -> int:
         else:
             out.print(f"[green]gate passed[/green] ({names}): no job is slower than a threshold beyond noise")
         for _, g in results[results["outcome"] != compare.PASS].iterrows():
-            out.print(f"  {compare.gate_text(g)}", markup=False)
+            out.print(f"  {printable(compare.gate_text(g))}", markup=False)
     out.print(f"report: {written['html']}", markup=False)
     return 1 if len(failed) else 0

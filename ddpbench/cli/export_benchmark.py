@@ -16,15 +16,17 @@ def add_parser(sub) -> None:
                                    "two sweeps with `ddpbench compare A B --fail-on median:10%`.")
     p.add_argument("results", type=Path, metavar="DIR", help="folder holding results.jsonl")
     p.add_argument("--out", type=Path, required=True, metavar="FILE.json", help="the JSON file to write")
+    p.add_argument("--force", action="store_true", help="replace FILE.json if it exists")
     p.set_defaults(func=command)
 
 
 def command(args) -> int:
     from ddpbench.report.export import export_benchmark
+    from ddpbench.results.sanitize import printable
 
-    document, notes, path = export_benchmark(args.results, args.out)
+    document, notes, path = export_benchmark(args.results, args.out, overwrite=args.force)
     for line in notes:
-        print(line, file=sys.stderr)
+        print(printable(line), file=sys.stderr)  # notes quote stored job names
     count = len(document["benchmarks"])
     print(f"wrote {count} benchmark{'s' if count != 1 else ''} -> {path}; compare with "
           f"`pytest-benchmark compare {path} OTHER.json` (gate two sweeps with "

@@ -50,14 +50,15 @@ _said: set[str] = set()  # damaged-record warnings already printed
 def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
     """A damaged record in a results file is one line that names the file and the line, said once
     however often the file is loaded (to resume, to summarize, for the report)."""
+    from ddpbench.results.sanitize import without_controls
     from ddpbench.results.store import DamagedRecord
 
     if issubclass(category, DamagedRecord):
         if str(message) not in _said:
             _said.add(str(message))
             say_error(f"warning: {message}")
-    else:
-        _default(message, category, filename, lineno, file, line)
+    else:  # a library's warning may quote a stored string (matplotlib: a glyph it cannot draw)
+        _default(without_controls(message), category, filename, lineno, file, line)
 
 
 def _interrupted_code() -> int:

@@ -39,11 +39,12 @@ def check(folder: Path) -> int:
     from ddpbench.analysis.consistency import check as consistency
     from ddpbench.report.build import load_context
     from ddpbench.report.sections.diagnosis import findings_for
+    from ddpbench.results.sanitize import printable
 
     ctx = load_context(folder)
     findings = findings_for(ctx)
     problems = consistency(ctx.summary, findings)
     for p in problems:
-        print(f"{p.kind}: {p.job or '-'}: {p.text}")
+        print(printable(f"{p.kind}: {p.job or '-'}: {p.text}"))  # stored names: no terminal escapes
     print(f"{len(findings)} finding(s) over {len(ctx.summary)} job(s): {len(problems)} contradicted by the measurements")
     return 1 if problems else 0

@@ -118,6 +118,7 @@ def print_comparison(table) -> None:
     from rich.table import Table
 
     from ddpbench.analysis.compare import FASTER, SLOWER, ratio_text
+    from ddpbench.results.sanitize import printable
 
     compared = table[table["compared"]]
     if len(compared):
@@ -128,17 +129,20 @@ def print_comparison(table) -> None:
                                                                                         "detectable at 90%") else "left")
         for _, r in compared.iterrows():
             style = {SLOWER: "red", FASTER: "green"}.get(r["verdict"], "")
-            out.add_row(escape(r["job"]), num(r["median_ms_a"], ".3f"), num(r["median_ms_b"], ".3f"),
-                        num(r["median_ratio"], ".3f"), ratio_text(r), num(r["throughput_change_pct"], "+.1f") + " %",
-                        f"[{style}]{r['verdict']}[/{style}]" if style else r["verdict"],
+            verdict = escape(printable(r["verdict"]))
+            # stored strings: no terminal escape sequence, no rich markup
+            out.add_row(escape(printable(r["job"])), num(r["median_ms_a"], ".3f"), num(r["median_ms_b"], ".3f"),
+                        num(r["median_ratio"], ".3f"), escape(printable(ratio_text(r))),
+                        num(r["throughput_change_pct"], "+.1f") + " %",
+                        f"[{style}]{verdict}[/{style}]" if style else verdict,
                         num(r["mde_pct"], "+.1f") + " %" if r["mde_pct"] == r["mde_pct"] else "- (1 launch)",
-                        escape(r["method"]),
-                        escape(r["note"]))
+                        escape(printable(r["method"])),
+                        escape(printable(r["note"])))
         table_console().print(out)
     rest = table[~table["compared"]]
     for _, r in rest.iterrows():
         why = r["match"] if r["match"] != "both" else f"status A {r['status_a']}, B {r['status_b']}"
-        print(f"not compared: {r['job']} [{r['key']}]: {why}")
+        print(printable(f"not compared: {r['job']} [{r['key']}]: {why}"))
 
 
 def print_validation(found, costs) -> None:

@@ -95,13 +95,14 @@ def command(args) -> int:
                       args.inter_latency_us)
     if args.from_dir is not None:
         from ddpbench.analysis.costmodel import versus_report
+        from ddpbench.results.sanitize import printable, without_controls
 
         for measured in _measured(args.from_dir):
             compute = args.compute_ms if args.compute_ms is not None else measured.compute_ms
             work = Work(compute_ms=compute, bucket_bytes=measured.bucket_bytes, backward_share=measured.backward_share)
-            _answer(args, f"{measured.label} as measured in {args.from_dir} (DDP's own buckets at "
+            _answer(args, f"{printable(measured.label)} as measured in {args.from_dir} (DDP's own buckets at "
                     f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work, cluster)
-            print(versus_report(measured, compute))
+            print(without_controls(versus_report(measured, compute)))  # it names the stored workload
         return 0
     from ddpbench.experiment.spec import JobSpec, check_value
     from ddpbench.experiment.workloads import check_workloads

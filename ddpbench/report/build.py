@@ -9,7 +9,6 @@ does not apply to these results (no GPU job, one strategy, no collectives, ...) 
 
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 from typing import Sequence
@@ -18,8 +17,13 @@ from ddpbench.analysis.summary import datasheet_peak, summarize
 from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, render_page
 from ddpbench.report.sections import (collectives, compute, diagnosis, frameworks, gpu, network, noise, overview,
                                       precision, projection, scaling, search, strategies, timeline, verdict)
+from ddpbench.results.sidefiles import replace_file
 from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_collectives, load_tables
+
+#: matplotlib's warning for a character its font cannot draw: a stored label may hold control
+#: characters (figures drop them before drawing, plots.common.save), and the warning would quote them
+GLYPH_WARNING = r"Glyph \d+ .* missing from font"
 
 #: the page, in reading order
 SECTIONS: tuple[SectionFn, ...] = (
@@ -67,12 +71,10 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
 def write_context(ctx: ReportContext, sections: Sequence[SectionFn] | None = None) -> Path:
     """Write the report of a loaded results folder (:func:`load_context`); return index.html's path."""
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
-    rendered = [s for s in (fn(ctx) for fn in (SECTIONS if sections is None else sections)) if s is not None]
-    index = ctx.out_dir / INDEX_FILE
-    tmp = index.with_suffix(".html.tmp")
-    tmp.write_text(render_page(page_title(ctx), rendered, ctx.out_dir), encoding="utf-8")
-    os.replace(tmp, index)
-    return index
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", GLYPH_WARNING, UserWarning)
+        rendered = [s for s in (fn(ctx) for fn in (SECTIONS if sections is None else sections)) if s is not None]
+    return replace_file(ctx.out_dir / INDEX_FILE, render_page(page_title(ctx), rendered, ctx.out_dir))
 
 
 def load_context(results_dir: str | Path, out_dir: str | Path | None = None) -> ReportContext:

@@ -4,71 +4,75 @@ compared), from the tables of :mod:`ddpbench.analysis.compare`."""
 
 from __future__ import annotations
 
-import os
+import warnings
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
+from markupsafe import Markup
 
 from ddpbench.analysis.compare import (ALPHA, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, UNTESTED, Gate, csv_table,
                                        gate_column, gate_text, ratio_text)
-from ddpbench.report.page import INDEX_FILE, Section, esc, html_table, num, render_page
+from ddpbench.report.page import INDEX_FILE, Section, html, html_table, num, render_page
 from ddpbench.report.plots.compare import ratio_plot
+from ddpbench.results.sanitize import csv_text
+from ddpbench.results.sidefiles import replace_file
 
 CSV_FILE = "compare.csv"
 PLOT_FILE = "ratios.png"
 
 
-def _overview(table, results, gates, env_diffs, folder_a, folder_b) -> str:
+def _overview(table, results, gates, env_diffs, folder_a, folder_b) -> Markup:
     compared = table[table["compared"].astype(bool)] if len(table) else table
     counts = {v: int((compared["verdict"] == v).sum()) for v in (SLOWER, FASTER, SAME, UNTESTED)} if len(compared) \
         else {}
-    html = (f'<p class="what">Baseline A: <code>{esc(folder_a)}</code><br>Candidate B: <code>{esc(folder_b)}'
-            f"</code></p><p class=\"what\">{len(compared)} job(s) compared: "
-            f'<span class="status-failed">{counts.get(SLOWER, 0)} slower</span>, '
-            f'<span class="status-ok">{counts.get(FASTER, 0)} faster</span>, '
-            f"{counts.get(SAME, 0)} not significant"
-            + (f", {counts[UNTESTED]} not tested (too few steps)" if counts.get(UNTESTED) else "")
-            + f"; {len(table) - len(compared)} not compared.</p>")
+    text = html('<p class="what">Baseline A: <code>{{ a }}</code><br>Candidate B: <code>{{ b }}</code></p>'
+                '<p class="what">{{ n }} job(s) compared: <span class="status-failed">{{ slower }} slower</span>, '
+                '<span class="status-ok">{{ faster }} faster</span>, {{ same }} not significant'
+                "{% if untested %}, {{ untested }} not tested (too few steps){% endif %}; {{ rest }} not compared.</p>",
+                a=str(folder_a), b=str(folder_b), n=len(compared), slower=counts.get(SLOWER, 0),
+                faster=counts.get(FASTER, 0), same=counts.get(SAME, 0), untested=counts.get(UNTESTED, 0),
+                rest=len(table) - len(compared))
     if env_diffs:
-        rows = [[esc(what), esc(va), esc(vb)] for what, va, vb in env_diffs]
-        html += ('<p class="note"><strong class="status-skipped">Warning: the two folders were measured in '
-                 "different environments</strong>; a difference in step time may come from the machine, "
-                 "not from the change under test.</p>" + html_table(["what", "A", "B"], rows))
+        text += (Markup('<p class="note"><strong class="status-skipped">Warning: the two folders were measured in '
+                        "different environments</strong>; a difference in step time may come from the machine, "
+                        "not from the change under test.</p>")
+                 + html_table(["what", "A", "B"], [list(d) for d in env_diffs]))
     else:
-        html += ('<p class="note">Both folders were measured in the same environment (CPU model, usable cores, '
-                 "torch, CUDA, NCCL, python, host, GPUs).</p>")
+        text += Markup('<p class="note">Both folders were measured in the same environment (CPU model, usable cores, '
+                       "torch, CUDA, NCCL, python, host, GPUs).</p>")
     if not gates:
-        return html
-    names = esc(", ".join(map(str, gates)))
+        return text
+    names = ", ".join(map(str, gates))
     failed = results[results["outcome"] == FAIL] if len(results) else results
     unsure = results[results["outcome"] == INCONCLUSIVE] if len(results) else results
     if len(failed):
-        items = "".join(f"<li>{esc(gate_text(g))}</li>" for _, g in failed.iterrows())
-        html += f'<p class="what"><strong class="status-failed">Gate failed</strong> ({names}):</p><ul>{items}</ul>'
+        text += html('<p class="what"><strong class="status-failed">Gate failed</strong> ({{ names }}):</p><ul>'
+                     "{% for g in gates %}<li>{{ g }}</li>{% endfor %}</ul>", names=names,
+                     gates=[gate_text(g) for _, g in failed.iterrows()])
     elif len(unsure):
-        html += (f'<p class="what"><strong class="status-skipped">Gate inconclusive</strong> ({names}): no job is '
-                 "slower than a threshold beyond noise, but the jobs below could not show it.</p>")
+        text += html('<p class="what"><strong class="status-skipped">Gate inconclusive</strong> ({{ names }}): no job '
+                     "is slower than a threshold beyond noise, but the jobs below could not show it.</p>", names=names)
     else:
-        html += (f'<p class="what"><strong class="status-ok">Gate passed</strong> ({names}): no job is slower '
-                 "than a threshold beyond noise.</p>")
+        text += html('<p class="what"><strong class="status-ok">Gate passed</strong> ({{ names }}): no job is slower '
+                     "than a threshold beyond noise.</p>", names=names)
     if len(unsure):
-        items = "".join(f"<li>{esc(gate_text(g))}</li>" for _, g in unsure.iterrows())
-        html += ('<p class="note"><strong class="status-skipped">Inconclusive</strong> (slower than a threshold '
-                 "by the point estimate but within noise, or blind: the launches could not catch a slowdown of "
-                 "twice the threshold; not failed -- rerun with more repeats or steps to tell):"
-                 f"</p><ul>{items}</ul>")
-    html += ('<p class="note">A gate fails when the whole 95 % interval of how much B is slower (over launches) '
+        text += html('<p class="note"><strong class="status-skipped">Inconclusive</strong> (slower than a threshold '
+                     "by the point estimate but within noise, or blind: the launches could not catch a slowdown of "
+                     "twice the threshold; not failed -- rerun with more repeats or steps to tell):"
+                     "</p><ul>{% for g in gates %}<li>{{ g }}</li>{% endfor %}</ul>",
+                     gates=[gate_text(g) for _, g in unsure.iterrows()])
+    text += Markup('<p class="note">A gate fails when the whole 95 % interval of how much B is slower (over launches) '
              "lies past the threshold, not when only the point estimate does: with three launches a side, "
              "identical reruns come out \"significant\" far more often than 5 % of the time.</p>")
-    return html
+    return text
 
 
 def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
               env_diffs: Sequence[tuple[str, str, str]], folder_a: Path, folder_b: Path, out_dir: Path,
               plot: Path | None) -> str:
     """The comparison page: overview (environment, gates), the per-job table, the ratio plot and
-    the jobs not compared. Every value from the results goes through ``esc``."""
+    the jobs not compared. Every value from the results enters the page as text (autoescaped)."""
     sections = [Section("Overview", _overview(table, results, gates, env_diffs, folder_a, folder_b))]
     compared = table[table["compared"].astype(bool)] if len(table) else table
     if len(compared):
@@ -78,23 +82,24 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
         for (_, r), gate in zip(compared.iterrows(), gate_column(compared, results)):
             cls = {SLOWER: "status-failed", FASTER: "status-ok"}.get(r["verdict"], "")
             failed = f" {FAIL}" in gate
-            cells.append([esc(r["job"]), num(r["median_ms_a"], ".3f"), num(r["median_ms_b"], ".3f"),
-                          num(r["median_ratio"], ".3f"), esc(ratio_text(r)), num(r["throughput_change_pct"], "+.1f"),
-                          f'<span class="{cls}">{esc(r["verdict"])}</span>' if cls else esc(r["verdict"]),
-                          num(r["mde_pct"], "+.1f"), esc(r["method"]),
-                          f'<span class="{"status-failed" if failed else "status-skipped"}">{esc(gate)}</span>'
-                          if gate else "", esc(r["note"])])
+            cells.append([r["job"], num(r["median_ms_a"], ".3f"), num(r["median_ms_b"], ".3f"),
+                          num(r["median_ratio"], ".3f"), ratio_text(r), num(r["throughput_change_pct"], "+.1f"),
+                          html('<span class="{{ cls }}">{{ v }}</span>', cls=cls, v=r["verdict"]) if cls
+                          else r["verdict"],
+                          num(r["mde_pct"], "+.1f"), r["method"],
+                          html('<span class="{{ cls }}">{{ gate }}</span>', gate=gate,
+                               cls="status-failed" if failed else "status-skipped") if gate else "", r["note"]])
             classes.append("bad" if failed else "")
-        defs = ('<p class="note">Step times are the slowest rank\'s, measured steps only. <em>median B/A</em> is '
+        defs = html('<p class="note">Step times are the slowest rank\'s, measured steps only. <em>median B/A</em> is '
                 "the ratio of the median step times; <em>mean B/A</em> the ratio of the mean step times, the "
                 "inverse of the throughput ratio, with its 95 % bootstrap interval over launches (expanded "
                 "percentile: honest with few launches). The verdict is <em>slower</em> or <em>faster</em> when that "
                 "interval excludes 1 or, where a side ran a single launch, when a two-sided Mann-Whitney U test "
-                f"over the steps gives p &lt; {ALPHA:g} (weaker: steps of one launch are not independent samples "
+                "over the steps gives p &lt; {{ alpha }} (weaker: steps of one launch are not independent samples "
                 "of the next). With three launches a side about one identical rerun in ten still looks "
                 "significant (3 vs 3 launches can tell no better), so read a lone verdict on a small change as a "
-                "hint and use 5 or more repeats for decisions.</p>")
-        defs += ('<p class="note"><em>detectable at 90 %</em>: the smallest slowdown of the mean step that '
+                "hint and use 5 or more repeats for decisions.</p>", alpha=f"{ALPHA:g}")
+        defs += Markup('<p class="note"><em>detectable at 90 %</em>: the smallest slowdown of the mean step that '
                  "comparisons with as many launches a side as these, scattering as these do, would call "
                  "<em>slower</em> 90 % of the time, simulated from the launches' spread (compare.csv's "
                  "<code>mde_false_alarm</code>: how often the same rule calls identical launches slower). A side with "
@@ -102,18 +107,18 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
                  "(<code>gate_mde</code>).</p>")
         sections.append(Section("Jobs", html_table(header, cells, classes, {1, 2, 3, 4, 5, 7}) + defs))
     if plot is not None:
-        sections.append(Section("Ratios", '<p class="what">Mean step time of B divided by A\'s, per job, with its '
+        sections.append(Section("Ratios", Markup('<p class="what">Mean step time of B divided by A\'s, per job, with its '
                                 "95 % interval over launches (hollow: one launch, no interval); the solid line is no "
-                                "change, the dashed lines the relative gates' thresholds. Right of 1 is slower.</p>",
+                                "change, the dashed lines the relative gates' thresholds. Right of 1 is slower.</p>"),
                                 (plot,)))
     rest = table[~table["compared"].astype(bool)] if len(table) else table
     if len(rest):
-        rows = [[esc(r["job"]), f"<code>{esc(r['key'])}</code>", esc(r["match"]),
-                 f'<span class="status-{esc(r["status_a"])}">{esc(r["status_a"])}</span>',
-                 f'<span class="status-{esc(r["status_b"])}">{esc(r["status_b"])}</span>']
+        status = '<span class="status-{{ s }}">{{ s }}</span>'
+        rows = [[r["job"], html("<code>{{ key }}</code>", key=r["key"]), r["match"],
+                 html(status, s=r["status_a"]), html(status, s=r["status_b"])]
                 for _, r in rest.iterrows()]
-        sections.append(Section("Not compared", '<p class="what">Jobs found in only one folder, or that did not '
-                                "finish ok on both sides: listed, not gated.</p>"
+        sections.append(Section("Not compared", Markup('<p class="what">Jobs found in only one folder, or that did '
+                                                       "not finish ok on both sides: listed, not gated.</p>")
                                 + html_table(["job", "key", "in", "status A", "status B"], rows)))
     return render_page(f"ddpbench comparison: {folder_b.name} against {folder_a.name}", sections, out_dir)
 
@@ -128,18 +133,14 @@ def write_comparison(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {}
-    csv = out_dir / CSV_FILE
-    csv_table(table, results).to_csv(csv, index=False)
-    written["csv"] = csv
-    plot = ratio_plot(table, gates, out_dir / PLOT_FILE)
+    written["csv"] = replace_file(out_dir / CSV_FILE, csv_text(csv_table(table, results)))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"Glyph \d+ .* missing from font", UserWarning)  # see build.GLYPH_WARNING
+        plot = ratio_plot(table, gates, out_dir / PLOT_FILE)
     if plot is None and (out_dir / PLOT_FILE).exists():
         (out_dir / PLOT_FILE).unlink()  # a stale plot of an earlier comparison
     if plot is not None:
         written["plot"] = plot
-    index = out_dir / INDEX_FILE
-    tmp = index.with_suffix(".html.tmp")
-    tmp.write_text(html_page(table, results, gates, env_diffs, Path(folder_a), Path(folder_b), out_dir, plot),
-                   encoding="utf-8")
-    os.replace(tmp, index)
-    written["html"] = index
+    written["html"] = replace_file(out_dir / INDEX_FILE, html_page(table, results, gates, env_diffs, Path(folder_a),
+                                                                  Path(folder_b), out_dir, plot))
     return written

@@ -58,7 +58,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +66,7 @@ from ddpbench.analysis.jobs import SPEC_COLUMNS, model_name, own_fields, own_lab
 from ddpbench.analysis.summary import bounded_steps, datasheet_peak, launch_times, summarize
 from ddpbench.errors import InputError
 from ddpbench.results.schema import RESULTS_FILE
+from ddpbench.results.sidefiles import replace_file
 from ddpbench.results.tables import load_collectives, load_folder
 
 #: the platform tokens that name a machine architecture in ``platform.platform()``
@@ -99,10 +99,13 @@ def plain(value: Any) -> Any:
 # input checks
 # ---------------------------------------------------------------------------------------------
 
-def check_out(out: str | Path) -> Path:
-    """``--out`` must be a file path in an existing folder; InputError naming --out otherwise."""
+def check_out(out: str | Path, overwrite: bool = False) -> Path:
+    """``--out`` must be a file path in an existing folder, and a new file unless ``overwrite``;
+    InputError naming --out otherwise."""
     out = Path(out)
     parent = out.parent
+    if (out.exists() or out.is_symlink()) and not out.is_dir() and not overwrite:
+        raise InputError("command line", "--out", f"{out} exists; give --force to replace it, or another path")
     if out.is_dir():
         raise InputError("command line", "--out", f"{out} is a folder; give a file path such as {out / 'bench.json'}")
     if not parent.exists():
@@ -332,25 +335,25 @@ def _make_unique(benchmarks: list[dict]) -> None:
 # ---------------------------------------------------------------------------------------------
 
 def write_document(document: dict, out: str | Path) -> Path:
-    """Write ``document`` to ``out`` (checked by :func:`check_out`) atomically: a temporary file in the
-    same folder, then os.replace."""
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    """Write ``document`` to ``out`` (checked by :func:`check_out`) atomically, never through a link:
+    :func:`~ddpbench.results.sidefiles.replace_file`."""
     text = json.dumps(document, indent=4, allow_nan=False)
     try:
-        tmp.write_text(text + "\n", encoding="utf-8")
-        os.replace(tmp, out)
+        return replace_file(out, text + "\n")
     except OSError as err:
         raise InputError("command line", "--out", f"cannot write {out}: {err.strerror or err}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return out
 
 
-def export_benchmark(folder: str | Path, out: str | Path) -> tuple[dict, list[str], Path]:
-    """Read ``folder``, write its pytest-benchmark JSON to ``out``: (document, stderr lines, path)."""
-    out = check_out(out)
-    if out.resolve() == (Path(folder) / RESULTS_FILE).resolve():
+def export_benchmark(folder: str | Path, out: str | Path, overwrite: bool = False) -> tuple[dict, list[str], Path]:
+    """Read ``folder``, write its pytest-benchmark JSON to ``out`` (an existing file only when
+    ``overwrite``): (document, stderr lines, path)."""
+    out = Path(out)
+    try:
+        same = out.resolve() == (Path(folder) / RESULTS_FILE).resolve()
+    except (OSError, RuntimeError) as err:  # a link loop
+        raise InputError("command line", "--out", f"{out} cannot be resolved: {err}") from None
+    if same:
         raise InputError("command line", "--out", f"{out} is the results file itself; give another path")
+    out = check_out(out, overwrite)
     document, notes = benchmark_document(folder)
     return document, notes, write_document(document, out)

@@ -4,29 +4,37 @@ A section is a function ``section(ctx: ReportContext) -> Section | None``: it ge
 :class:`ReportContext` (the summary table, the stored tables, the output folder) and returns a
 :class:`Section` -- a title, an HTML fragment, and the PNG files it wrote into ``ctx.out_dir`` --
 or None when it does not apply to these results. :mod:`ddpbench.report.build` lists the sections
-in page order and writes the page. Every string that comes from an experiment file or a results
-file is passed through :func:`esc` (``html.escape``) before it enters the page; the helpers here
-(:func:`html_table`, :func:`num`, :func:`with_interval`, ...) do so.
+in page order and writes the page.
+
+Every fragment is made by Jinja2 with autoescaping on (:func:`html`, :data:`ENV`): a value from an
+experiment file or a results file enters the page as text, whatever it holds, unless it is
+:class:`~markupsafe.Markup`, which only fragments made here and constants of trusted markup are.
+There is no escaping to forget. Links point only at files inside the folder (:func:`local_href`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import re
 from dataclasses import dataclass, field
-from html import escape
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+import jinja2
+from markupsafe import Markup
 
 INDEX_FILE = "index.html"
 
 
 @dataclass(frozen=True)
 class Section:
-    """One part of the page. ``html`` is trusted markup: escape what goes into it."""
+    """One part of the page: ``html`` is a fragment made with :func:`html` (or trusted :class:`Markup`);
+    a plain string enters the page as text."""
 
     title: str
-    html: str
+    html: Markup
     images: tuple[Path, ...] = field(default_factory=tuple)
 
 
@@ -91,51 +99,110 @@ dl.defs dt { font-weight: 600; float: left; clear: left; width: 11em; } dl.defs 
 """
 
 
-def esc(value: Any) -> str:
-    """Any value as HTML-safe text (None and NaN as a dash)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "&ndash;"
-    return escape(str(value), quote=True)
+#: the template engine of every page: autoescaping on, so a value enters the page as text unless it
+#: is :class:`Markup` (HTML already); None and NaN print as a dash
+ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                         finalize=lambda value: DASH if _missing(value) else value)
+#: what a missing figure shows
+DASH = Markup("&ndash;")
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+@functools.lru_cache(maxsize=None)
+def _template(source: str) -> jinja2.Template:
+    return ENV.from_string(source)
+
+
+def html(source: str, /, **values: Any) -> Markup:
+    """A fragment of the page from a Jinja2 template: ``html("<em>{{ name }}</em>", name=...)``.
+
+    Every ``{{ value }}`` is escaped by the engine unless it is :class:`Markup` (a fragment made here,
+    or a constant of trusted markup); the result is Markup, so it can be put into other fragments."""
+    return Markup(_template(source).render(**values))
+
+
+PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{ title }}</title>
+<style>{{ css }}</style>
+</head>
+<body>
+<h1>{{ title }}</h1>
+<nav>{% for anchor, part in parts %}{% if not loop.first %} {% endif %}<a href="#{{ anchor }}">{{ part.title }}</a>\
+{% endfor %}</nav>
+{% for anchor, part in parts %}<section id="{{ anchor }}">
+<h2>{{ part.title }}</h2>
+{{ part.html }}
+{% for image in images[loop.index0] %}<img src="{{ image }}" alt="{{ part.title }}">{% endfor %}
+</section>
+{% endfor %}</body>
+</html>
+"""
 
 
 def render_page(title: str, sections: Sequence[Section], out_dir: Path) -> str:
+    """The whole page. A section's ``html`` that is not Markup enters as text; its images are
+    linked only as files inside ``out_dir`` (:func:`local_href`)."""
     ids = [f"s{number}-{_slug(s.title)}" for number, s in enumerate(sections, start=1)]
-    nav = " ".join(f'<a href="#{i}">{esc(s.title)}</a>' for i, s in zip(ids, sections))
-    body = []
-    for anchor, part in zip(ids, sections):
-        images = "".join(f'<img src="{esc(_relative(p, out_dir))}" alt="{esc(part.title)}">' for p in part.images)
-        body.append(f'<section id="{anchor}">\n<h2>{esc(part.title)}</h2>\n{part.html}\n{images}\n</section>')
-    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-            f"<h1>{esc(title)}</h1>\n<nav>{nav}</nav>\n" + "\n".join(body) + "\n</body>\n</html>\n")
+    images = [[href for href in (local_href(p, out_dir, out_dir) for p in s.images) if href] for s in sections]
+    return _template(PAGE).render(title=title, css=Markup(CSS), parts=list(zip(ids, sections)), images=images)
 
 
-def _relative(path: Path, out_dir: Path) -> str:
-    return Path(os.path.relpath(Path(path), out_dir)).as_posix()
+def local_href(path: str | Path, root: Path, page_dir: Path) -> str | None:
+    """A relative link from a page in ``page_dir`` to ``path`` (relative to ``root``, or absolute), or
+    None unless it names a file that is there, inside ``root``: no scheme (``javascript:``, ``http:``),
+    no absolute path outside, no ``..`` out of the folder, no link that resolves outside it."""
+    text = str(path)
+    if not text or "\x00" in text or _SCHEME.match(text):
+        return None
+    root = Path(root).resolve()
+    target = Path(text) if Path(text).is_absolute() else root / text
+    try:
+        resolved = target.resolve()
+    except (OSError, RuntimeError):  # a link loop
+        return None
+    if not resolved.is_relative_to(root) or not resolved.is_file():
+        return None
+    return Path(os.path.relpath(resolved, Path(page_dir).resolve())).as_posix()
+
+
+#: a URL scheme (``javascript:``, ``data:``, ``http:``, ...) at the start of a stored path
+_SCHEME = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
 
 
-def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], row_classes=None, numeric=()) -> str:
-    """A table from already-escaped cells; ``numeric`` lists column indexes to right-align."""
-    head = "".join(f"<th>{h}</th>" for h in header)
-    lines = []
-    for index, row in enumerate(rows):
-        cls = f' class="{row_classes[index]}"' if row_classes and row_classes[index] else ""
-        cells = "".join(f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row))
-        lines.append(f"<tr{cls}>{cells}</tr>")
-    return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(lines) + "\n</tbody>\n</table>"
+TABLE = """<table>
+<thead><tr>{% for h in header %}<th>{{ h }}</th>{% endfor %}</tr></thead>
+<tbody>
+{% for row in rows %}{% set cls = classes[loop.index0] %}<tr{% if cls %} class="{{ cls }}"{% endif %}>\
+{% for cell in row %}{% if loop.index0 in numeric %}<td class="num">{{ cell }}</td>{% else %}<td>{{ cell }}</td>{% endif %}\
+{% endfor %}</tr>
+{% endfor %}</tbody>
+</table>"""
 
 
-def num(value: Any, fmt: str = ".1f", suffix: str = "") -> str:
+def html_table(header: Sequence[Any], rows: Sequence[Sequence[Any]], row_classes=None, numeric=()) -> Markup:
+    """A table; every cell and heading is text unless Markup. ``numeric`` lists column indexes to right-align."""
+    classes = list(row_classes) if row_classes else [""] * len(rows)
+    return html(TABLE, header=header, rows=rows, classes=classes, numeric=set(numeric))
+
+
+def num(value: Any, fmt: str = ".1f", suffix: str = "") -> Markup:
+    """A figure formatted with ``fmt`` (and ``suffix``); a dash when missing; other values as text."""
     try:
         value = float(value)
     except (TypeError, ValueError):
-        return esc(value)
-    return "&ndash;" if math.isnan(value) else esc(format(value, fmt) + suffix)
+        return html("{{ value }}", value=value)
+    return DASH if math.isnan(value) else html("{{ text }}", text=format(value, fmt) + suffix)
 
 
 def experiment_names(sweeps) -> list[str]:
@@ -144,18 +211,13 @@ def experiment_names(sweeps) -> list[str]:
     return [str(n) for n in dict.fromkeys(sweeps["experiment"].dropna())]
 
 
-def flags_html(row) -> str:
-    parts = []
-    if bool(row.get("oversubscribed")):
-        parts.append('<span class="flag over" title="more busy threads than cores">oversubscribed</span>')
-    if bool(row.get("noisy")):
-        parts.append('<span class="flag" title="IQR / median above 10 %">noisy</span>')
-    straggler = straggler_text(row)
-    if straggler:
-        parts.append('<span class="flag straggler" title="a rank whose own compute time (without waiting for the '
-                     "others) was more than 10 % above the other ranks' median in most steps; the figure is the "
-                     f'largest such excess">{esc(straggler)}</span>')
-    return "".join(parts)
+def flags_html(row) -> Markup:
+    return html('{% if over %}<span class="flag over" title="more busy threads than cores">oversubscribed</span>'
+                '{% endif %}{% if noisy %}<span class="flag" title="IQR / median above 10 %">noisy</span>{% endif %}'
+                '{% if straggler %}<span class="flag straggler" title="a rank whose own compute time (without '
+                "waiting for the others) was more than 10 % above the other ranks' median in most steps; the figure "
+                'is the largest such excess">{{ straggler }}</span>{% endif %}',
+                over=bool(row.get("oversubscribed")), noisy=bool(row.get("noisy")), straggler=straggler_text(row))
 
 
 def straggler_text(row) -> str:
@@ -191,7 +253,7 @@ def throughput_format(value) -> str:
     return ".0f" if value >= 100 else (".1f" if value >= 10 else ".2f")
 
 
-def with_interval(row, column: str, fmt: str, scale: float = 1.0, mark_missing: bool = True) -> str:
+def with_interval(row, column: str, fmt: str, scale: float = 1.0, mark_missing: bool = True) -> Markup:
     """``value [low, high]`` with the job's 95 % bootstrap interval; ``value [–]`` when it has
     none (one launch) and ``mark_missing``; a dash when the value itself is missing."""
     try:
@@ -199,13 +261,14 @@ def with_interval(row, column: str, fmt: str, scale: float = 1.0, mark_missing: 
     except (TypeError, ValueError):
         value = math.nan
     if math.isnan(value):
-        return "&ndash;"
+        return DASH
     text = num(value * scale, fmt)
     if has_interval(row, column):
         low, high = float(row[f"{column}_low"]) * scale, float(row[f"{column}_high"]) * scale
-        return f'{text} <span class="ci">[{num(low, fmt)}, {num(high, fmt)}]</span>'
+        return html('{{ text }} <span class="ci">[{{ low }}, {{ high }}]</span>', text=text, low=num(low, fmt),
+                    high=num(high, fmt))
     if mark_missing:
-        return f'{text} <span class="ci" title="one launch: no interval">[&ndash;]</span>'
+        return html('{{ text }} <span class="ci" title="one launch: no interval">[&ndash;]</span>', text=text)
     return text
 
 
@@ -218,7 +281,7 @@ def any_interval(table) -> bool:
 
 
 #: what a rank's own memory is, for the memory sections
-OWN_MEMORY_NOTE = (
+OWN_MEMORY_NOTE = Markup(
     '<p class="note">A rank&rsquo;s own memory, read as its measured steps end (the largest over ranks and '
     "launches; 1 MB = 10<sup>6</sup> bytes): its anonymous and shared resident memory (the interpreter&rsquo;s "
     "and PyTorch&rsquo;s heap, the model, its gradients, DDP&rsquo;s buckets, the optimizer state, gloo&rsquo;s "
@@ -237,15 +300,15 @@ def has_memory(table) -> bool:
                for column in ("rank_memory_mb", "peak_rss_mb") if column in table.columns)
 
 
-def skipped_note(ctx: ReportContext) -> str:
+def skipped_note(ctx: ReportContext) -> Markup:
     bad = ctx.summary[ctx.summary["status"] != "ok"] if not ctx.summary.empty else ctx.summary
     if bad.empty:
-        return ""
-    return (f'<p class="note">{len(bad)} job(s) that did not finish ok are left out of this plot; '
-            "see the summary table for their errors.</p>")
+        return Markup()
+    return html('<p class="note">{{ n }} job(s) that did not finish ok are left out of this plot; '
+                "see the summary table for their errors.</p>", n=len(bad))
 
 
-def figure_section(ctx: ReportContext, title: str, draw, filename: str, text: str) -> Section | None:
+def figure_section(ctx: ReportContext, title: str, draw, filename: str, text: Markup) -> Section | None:
     """A section made of one plot: ``draw(summary, path)`` writes the PNG (or returns None)."""
     if ctx.summary.empty:
         return None
@@ -255,18 +318,17 @@ def figure_section(ctx: ReportContext, title: str, draw, filename: str, text: st
     return Section(title, text + skipped_note(ctx), (path,))
 
 
-def interval_note(table, column: str) -> str:
+def interval_note(table, column: str) -> Markup:
     """What the error bars of a scaling plot are, and where there are none."""
     ok = table[table["status"] == "ok"] if not table.empty else table
     values = ok[column].astype(float) if column in ok.columns else None
     if values is None or not values.notna().any():
-        return ""
+        return Markup()
     with_bars = sum(has_interval(r, column) for _, r in ok[values.notna()].iterrows())
     if with_bars == 0:
-        return ('<p class="note">No error bars: every job ran in one launch. Set <code>repeats</code> &ge; 3 '
-                "in the experiment to get 95 % bootstrap intervals over launches.</p>")
-    missing = int(values.notna().sum()) - with_bars
-    absent = (f" {missing} point(s) have none: that job, or its world-size-1 baseline, ran in one launch."
-              if missing else "")
-    return ('<p class="note">Error bars are 95 % percentile-bootstrap confidence intervals over launches '
-            "(repeats); they are absent where a job ran once." + absent + "</p>")
+        return Markup('<p class="note">No error bars: every job ran in one launch. Set <code>repeats</code> &ge; 3 '
+                      "in the experiment to get 95 % bootstrap intervals over launches.</p>")
+    return html('<p class="note">Error bars are 95 % percentile-bootstrap confidence intervals over launches '
+                "(repeats); they are absent where a job ran once.{% if missing %} {{ missing }} point(s) have none: "
+                "that job, or its world-size-1 baseline, ran in one launch.{% endif %}</p>",
+                missing=int(values.notna().sum()) - with_bars)

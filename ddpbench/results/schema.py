@@ -243,7 +243,7 @@ def sweep_record(sweep_id: str, env: dict, experiment: dict) -> dict:
 
 def check_record(record) -> None:
     """Raise ValueError unless ``record`` has the shape every reader relies on."""
-    if not isinstance(record, dict) or record.get("kind") not in REQUIRED:
+    if not isinstance(record, dict) or not isinstance(record.get("kind"), str) or record["kind"] not in REQUIRED:
         raise ValueError("not a ddpbench record")
     missing = [k for k in REQUIRED[record["kind"]] if k not in record]
     if missing:

@@ -61,6 +61,11 @@ class ResultStore:
 
     def records(self) -> Iterator[dict]:
         """Every readable record, in order; damaged lines are reported as warnings and skipped."""
+        for _, record in self.numbered():
+            yield record
+
+    def numbered(self) -> Iterator[tuple[int, dict]]:
+        """(line number, record) of every readable record, in order (see :meth:`records`)."""
         if not self.path.exists():
             return
         with open(self.path, "rb") as fh:
@@ -70,6 +75,10 @@ class ResultStore:
                 try:
                     record = json.loads(raw.rstrip(b"\r\n"))  # the same message, with or without the newline
                     check_record(record)
+                except RecursionError:  # JSON nested deeper than the parser's recursion allows
+                    warnings.warn(f"{self.path}:{number}: damaged record skipped (JSON nested too deeply)",
+                                  DamagedRecord, stacklevel=2)
+                    continue
                 except ValueError as err:
                     warnings.warn(f"{self.path}:{number}: damaged record skipped ({err})", DamagedRecord,
                                   stacklevel=2)
@@ -78,7 +87,7 @@ class ResultStore:
                     warnings.warn(f"{self.path}:{number}: written by a newer ddpbench "
                                   f"(schema {record['schema_version']}); reading what this version knows",
                                   DamagedRecord, stacklevel=2)
-                yield record
+                yield number, record
 
     def done(self, retry_failed: bool = False) -> set[tuple[str, int]]:
         """(spec key, repeat) of every recorded launch: training launches whatever their status

@@ -8,7 +8,9 @@
 
 Columns come from the record schema (:mod:`ddpbench.results.schema`): spec fields, then the
 figures; a record written before a field existed reads as missing (NaN), a spec field as its
-default. Damaged records are skipped with a :class:`~ddpbench.results.store.DamagedRecord` warning.
+default. Every value is checked first (:mod:`ddpbench.results.validate`): a damaged record is
+skipped, a damaged figure reads as missing, each with a
+:class:`~ddpbench.results.store.DamagedRecord` warning naming the file, the line and the field.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ddpbench.errors import InputError
 from ddpbench.experiment.spec import FIELDS, spec_from_dict
 from ddpbench.results.schema import CHECK_FIELDS, COMPUTE_FIELDS, LAUNCH_FIELDS, RANK_FIGURES, RECOVERY_FIELDS, RESULTS_FILE
 from ddpbench.results.store import DamagedRecord, ResultStore
+from ddpbench.results.validate import Damaged, clean_collective, clean_run, clean_sweep
 
 
 def _spec_columns(spec: dict) -> dict:
@@ -53,17 +56,28 @@ def load_tables(out_dir: str | Path) -> TrainingTables:
     if not store.path.exists():
         raise FileNotFoundError(f"{store.path}: no results here; run `python -m ddpbench sweep` first")
     step_frames, runs, ranks, sweeps = [], [], [], []
-    records = list(store.records())
+    records = []  # (line, record), each checked value by value (results.validate)
+    for number, record in store.numbered():
+        if record["kind"] == "collective":
+            continue  # see load_collectives
+        where = f"{store.path}:{number}"
+        try:
+            record, notes = (clean_sweep if record["kind"] == "sweep" else clean_run)(record)
+        except Damaged as err:
+            warnings.warn(f"{where}: {record['kind']} record {record.get('key', '')!r} repeat "
+                          f"{record.get('repeat')!r} skipped: {err}", DamagedRecord, stacklevel=2)
+            continue
+        for note in notes:
+            warnings.warn(f"{where}: {note}", DamagedRecord, stacklevel=2)
+        records.append(record)
     # a launch run again (sweep --resume --retry-failed) is its latest record
     latest = {(r["key"], r["repeat"]): i for i, r in enumerate(records) if r["kind"] == "run"}
     for index, record in enumerate(records):
         if record["kind"] == "run" and latest[(record["key"], record["repeat"])] != index:
             continue
-        if record["kind"] == "collective":
-            continue  # see load_collectives
         if record["kind"] == "sweep":
-            experiment = record.get("experiment", {})
-            sweeps.append({"sweep_id": record["sweep_id"], **record.get("env", {}),
+            experiment = record["experiment"]
+            sweeps.append({"sweep_id": record["sweep_id"], **record["env"],
                            **{f"experiment_{k}": v for k, v in experiment.items()},
                            "experiment": experiment.get("name")})
             continue
@@ -151,8 +165,17 @@ def load_collectives(out_dir: str | Path):
     import pandas as pd
 
     latest = {}
-    for record in ResultStore(out_dir).records():
+    store = ResultStore(out_dir)
+    for number, record in store.numbered():
         if record["kind"] == "collective":
+            try:
+                record, notes = clean_collective(record)
+            except Damaged as err:
+                warnings.warn(f"{store.path}:{number}: collectives record {record['key']!r} skipped: {err}",
+                              DamagedRecord, stacklevel=2)
+                continue
+            for note in notes:
+                warnings.warn(f"{store.path}:{number}: {note}", DamagedRecord, stacklevel=2)
             latest.pop(record["key"], None)  # keep file order, latest wins
             latest[record["key"]] = record
     rows = []

@@ -39,8 +39,8 @@ def size_label(size: float) -> str:
 
 
 def plain(text) -> str:
-    """Text from a results file as matplotlib shows it literally (no mathtext between dollars)."""
-    return str(text).replace("$", r"\$")
+    """Text from a results file as a label (every figure's text is drawn literally: see common.save)."""
+    return str(text)
 
 
 def measured(collectives):

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.analysis.jobs import COMM_ONLY_FIELDS, MODEL_FIELDS, describe, line_fields, ordered
+from ddpbench.results.sanitize import without_controls
+from ddpbench.results.sidefiles import replace_file
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
           "#bcbd22", "#17becf")
@@ -61,11 +63,35 @@ def figure(width: float, height: float):
     return fig
 
 
+def _has_controls(text) -> bool:
+    return any(c < " " and c != "\n" or "\x7f" <= c <= "\x9f" for c in str(text))
+
+
 def save(fig, path: Path) -> Path:
+    """Write the figure as a PNG at ``path``: a new regular file, never through a link planted at
+    that name (:func:`~ddpbench.results.sidefiles.replace_file`). Every text is drawn literally:
+    a ``$...$`` pair in a workload's name or arguments is not mathtext (it could not even parse)."""
+    import io
+
+    from matplotlib import rc_context
+    from matplotlib.text import Text
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+        if _has_controls(text.get_text()):
+            text.set_text(without_controls(text.get_text()))  # no glyph to draw a control character with
+    for ax in fig.axes:  # tick labels given as text are made while drawing: clean them where they are kept
+        for axis in (ax.xaxis, ax.yaxis):
+            for formatter in (axis.get_major_formatter(), axis.get_minor_formatter()):
+                if isinstance(getattr(formatter, "seq", None), list) and any(map(_has_controls, formatter.seq)):
+                    formatter.seq = [without_controls(label) for label in formatter.seq]
+    buffer = io.BytesIO()
+    with rc_context({"text.parse_math": False}):  # tick labels are made while drawing
+        fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
     fig.clear()
+    replace_file(path, buffer.getvalue())
     return path
 
 

@@ -57,7 +57,7 @@ def projection_plot(projection, measured, path: Path) -> Path | None:
                 ax.set_ylim(0, 105)
             ax.grid(True, which="major", alpha=0.3)
             ax.set_title(f"{workload}: {'step time' if column == 'step_ms' else 'efficiency'}", fontsize=10)
-    handles = [Line2D([], [], color=COLORS[i % len(COLORS)], linewidth=2, label=str(link).replace("$", r"\$"))
+    handles = [Line2D([], [], color=COLORS[i % len(COLORS)], linewidth=2, label=str(link))
                for i, link in enumerate(links)]
     handles += [Line2D([], [], color="0.3", linestyle=style, label=name) for style, name in STRATEGY_STYLES.values()]
     handles += [Line2D([], [], color="black", marker="o", linestyle="", label="measured (DDP)"),

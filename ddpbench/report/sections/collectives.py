@@ -9,7 +9,9 @@ import pandas as pd
 
 from ddpbench.analysis.collectives import ddp_buckets_vs_allreduce
 from ddpbench.analysis.jobs import describe, line_fields
-from ddpbench.report.page import ReportContext, Section, esc, html_table, num
+from markupsafe import Markup
+
+from ddpbench.report.page import ReportContext, Section, html, html_table, num
 from ddpbench.report.plots import collectives as pc
 
 
@@ -20,11 +22,11 @@ def _coll_setting(row, several: bool) -> str:
                    if several else "")
 
 
-def _one_rank_note(rows) -> str:
+def _one_rank_note(rows) -> Markup:
     """Why busbw is 0 at world size 1, when any row is at world size 1 (else nothing)."""
     if rows is None or rows.empty or not (rows["world_size"] == 1).any():
-        return ""
-    return ('<p class="note">At world size 1 no byte crosses a link: the factors 2(n&minus;1)/n and '
+        return Markup()
+    return Markup('<p class="note">At world size 1 no byte crosses a link: the factors 2(n&minus;1)/n and '
             "(n&minus;1)/n are 0 at n = 1, so the busbw of all_reduce, all_gather, reduce_scatter and all_to_all "
             "is 0 there, as nccl-tests prints it; the time is what the op costs on one rank alone (a local copy, "
             "or nothing). send_recv needs a peer and is not run at world size 1.</p>")
@@ -39,7 +41,7 @@ def collectives_busbw_section(ctx: ReportContext) -> Section | None:
         return None
     return Section(
         "Collectives: bus bandwidth",
-        '<p class="what">Bus bandwidth (GB/s, 10<sup>9</sup> bytes per second) of each collective against '
+        Markup('<p class="what">Bus bandwidth (GB/s, 10<sup>9</sup> bytes per second) of each collective against '
         "the message size, one panel per operation, one line per world size and placement (solid, filled "
         "markers: out-of-place; dashed, hollow: in-place). Higher is better; a flat top is the link's "
         "usable bandwidth.</p>"
@@ -49,63 +51,63 @@ def collectives_busbw_section(ctx: ReportContext) -> Section | None:
         "all_gather, reduce_scatter and all_to_all; 1 for broadcast, reduce and send_recv. t is the "
         "slowest rank's time per iteration, median over the timed iterations (for send_recv, half of a "
         "rank 0 &rarr; rank 1 &rarr; rank 0 round trip). Sizes on the x axis count K = 1024 and "
-        "M = 1024<sup>2</sup> bytes.</p>" + _one_rank_note(rows), (path,))
+        "M = 1024<sup>2</sup> bytes.</p>") + _one_rank_note(rows), (path,))
 
 
-def _coll_failures_html(coll) -> str:
+def _coll_failures_html(coll) -> Markup:
     """Collective launches that did not finish, each with its status and error."""
     if coll is None or coll.empty or "status" not in coll.columns:
-        return ""
+        return Markup()
     bad = coll[coll["status"] != "ok"].drop_duplicates("key")
     if bad.empty:
-        return ""
-    items = "".join(f'<li>{esc(r["key"])} (world size {esc(r["world_size"])}, {esc(r["backend"])}/'
-                    f'{esc(r["device"])}): <span class="status-{esc(r["status"])}">{esc(r["status"])}</span> '
-                    f'&ndash; <code class="err">{esc(r["error"])}</code></li>' for _, r in bad.iterrows())
-    return f'<p class="note">Collective launches that did not finish, and why:</p>\n<ul class="note">{items}</ul>'
+        return Markup()
+    return html('<p class="note">Collective launches that did not finish, and why:</p>\n<ul class="note">'
+                "{% for r in rows %}<li>{{ r.key }} (world size {{ r.world_size }}, {{ r.backend }}/{{ r.device }}): "
+                '<span class="status-{{ r.status }}">{{ r.status }}</span> &ndash; <code class="err">{{ r.error }}'
+                "</code></li>{% endfor %}</ul>", rows=[r.to_dict() for _, r in bad.iterrows()])
 
 
 NCCL_COLUMNS = ("time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong", "p10 / p90 time (us)")
 
 
-def _placement_cells(row) -> list[str]:
+def _placement_cells(row) -> list[Markup]:
     """The five cells of one placement (nccl-tests' four, then p10 / p90); dashes where it was not run."""
     if row is None:
-        return ['<td class="num">&ndash;</td>'] * len(NCCL_COLUMNS)
+        return [Markup('<td class="num">&ndash;</td>')] * len(NCCL_COLUMNS)
     wrong = row["wrong"]
     bad = isinstance(wrong, (int, float)) and not math.isnan(float(wrong)) and wrong > 0
-    return [f'<td class="num">{num(row["time_us_median"], ".1f")}</td>',
-            f'<td class="num">{num(row["algbw_gbps"], ".3g")}</td>',
-            f'<td class="num">{num(row["busbw_gbps"], ".3g")}</td>',
-            f'<td class="num wrong">{esc(wrong)}</td>' if bad else f'<td class="num">{num(wrong, ".0f")}</td>',
-            f'<td class="num">{num(row["time_us_p10"], ".1f")} / {num(row["time_us_p90"], ".1f")}</td>']
+    cell = '<td class="num">{{ v }}</td>'
+    return [html(cell, v=num(row["time_us_median"], ".1f")), html(cell, v=num(row["algbw_gbps"], ".3g")),
+            html(cell, v=num(row["busbw_gbps"], ".3g")),
+            html('<td class="num wrong">{{ v }}</td>', v=wrong) if bad else html(cell, v=num(wrong, ".0f")),
+            html('<td class="num">{{ p10 }} / {{ p90 }}</td>', p10=num(row["time_us_p10"], ".1f"),
+                 p90=num(row["time_us_p90"], ".1f"))]
 
 
-def _nccl_table(part) -> str:
+def _nccl_table(part) -> Markup:
     """One op at one setting as nccl-tests prints it: size, count, type, redop, root, then
     out-of-place and in-place columns; one row per (launch, size)."""
     launches = list(dict.fromkeys(part["key"]))
     lead = (["launch"] if len(launches) > 1 else []) + ["size (B)", "count (elements)", "type", "redop", "root"]
     width = len(NCCL_COLUMNS)
-    head = ("<tr>" + "".join(f'<th rowspan="2">{h}</th>' for h in lead)
-            + f'<th colspan="{width}">out-of-place</th><th colspan="{width}">in-place</th></tr>\n<tr>'
-            + "".join(f"<th>{h}</th>" for h in NCCL_COLUMNS * 2) + "</tr>")
+    head = html('<tr>{% for h in lead %}<th rowspan="2">{{ h }}</th>{% endfor %}<th colspan="{{ width }}">out-of-place'
+                '</th><th colspan="{{ width }}">in-place</th></tr>\n<tr>{% for h in columns %}<th>{{ h }}</th>'
+                "{% endfor %}</tr>", lead=lead, width=width, columns=NCCL_COLUMNS * 2)
     body = []
     for (key, size), rows in part.groupby(["key", "size_bytes"], sort=False):
         by_place = {r["placement"]: r for _, r in rows.iterrows()}
         first = rows.iloc[0]
-        cells = ([f"<td><code>{esc(key)}</code></td>"] if len(launches) > 1 else []) + [
-            f'<td class="num">{esc(int(size))}</td>', f'<td class="num">{esc(first["count"])}</td>',
-            f"<td>{esc(first['dtype'])}</td>", f"<td>{esc(first['redop'])}</td>",
-            f'<td class="num">{esc(first["root"])}</td>']
+        cells = ([html("<td><code>{{ key }}</code></td>", key=key)] if len(launches) > 1 else []) + [
+            html('<td class="num">{{ size }}</td><td class="num">{{ r.count }}</td><td>{{ r.dtype }}</td>'
+                 '<td>{{ r.redop }}</td><td class="num">{{ r.root }}</td>', size=int(size), r=first.to_dict())]
         cells += _placement_cells(by_place.get("out")) + _placement_cells(by_place.get("in"))
-        body.append("<tr>" + "".join(cells) + "</tr>")
+        body.append(html("<tr>{{ cells | join('') }}</tr>", cells=cells))
     wrong = int(part["wrong"].fillna(0).astype(float).gt(0).sum())
     avg = float(part["busbw_gbps"].astype(float).mean())
-    check = (f'<span class="wrong-note">{wrong} measurement(s) with wrong elements</span>' if wrong
-             else "no wrong elements")
-    return (f"<table>\n<thead>{head}</thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>\n"
-            f'<p class="note">Average bus bandwidth: {num(avg, ".3g")} GB/s; {check}.</p>')
+    return html("<table>\n<thead>{{ head }}</thead>\n<tbody>\n{{ body | join('\n') }}\n</tbody>\n</table>\n"
+                '<p class="note">Average bus bandwidth: {{ avg }} GB/s; {% if wrong %}<span class="wrong-note">'
+                "{{ wrong }} measurement(s) with wrong elements</span>{% else %}no wrong elements{% endif %}.</p>",
+                head=head, body=body, avg=num(avg, ".3g"), wrong=wrong)
 
 
 def collectives_table_section(ctx: ReportContext) -> Section | None:
@@ -123,20 +125,23 @@ def collectives_table_section(ctx: ReportContext) -> Section | None:
     for number, op in enumerate(pc.ops_in_order(rows)):
         mine = rows[rows["op"] == op]
         wrong = int(mine["wrong"].fillna(0).astype(float).gt(0).sum())
-        flag = f' &ndash; <span class="wrong-note">{wrong} with wrong elements</span>' if wrong else ""
-        tables = "".join(f"<h4>{esc(op)}, {esc(_coll_setting(part.iloc[0], several))}</h4>\n{_nccl_table(part)}\n"
-                         for _, part in mine.groupby(setting, sort=False))
+        tables = [(_coll_setting(part.iloc[0], several), _nccl_table(part))
+                  for _, part in mine.groupby(setting, sort=False)]
         sizes = sorted(set(int(w) for w in mine["world_size"]))
-        parts.append(f'<details{" open" if number == 0 else ""}><summary>{esc(op)} (world size '
-                     f'{esc(", ".join(map(str, sizes)))}){flag}</summary>\n{tables}</details>')
+        parts.append(html('<details{% if open %} open{% endif %}><summary>{{ op }} (world size {{ sizes }})'
+                          '{% if wrong %} &ndash; <span class="wrong-note">{{ wrong }} with wrong elements</span>'
+                          "{% endif %}</summary>\n{% for setting, table in tables %}<h4>{{ op }}, {{ setting }}</h4>\n"
+                          "{{ table }}\n{% endfor %}</details>", open=number == 0, op=op,
+                          sizes=", ".join(map(str, sizes)), wrong=wrong, tables=tables))
     return Section(
         "Collectives: nccl-tests table",
-        '<p class="what">Every measurement in nccl-tests&rsquo; layout, one table per operation and world '
+        Markup('<p class="what">Every measurement in nccl-tests&rsquo; layout, one table per operation and world '
         "size (click an operation to open it). <em>time</em> is the slowest rank&rsquo;s median over the "
         "timed iterations, <em>p10 / p90</em> the 10th and 90th percentiles of the same; <em>#wrong</em> "
         "counts the elements, over all ranks, that differed from the expected result in a checked run "
         "after the timed ones (nccl-tests&rsquo; <code>-c</code>), red when any did. An op with a single "
-        "placement shows &ndash; in the other.</p>" + _one_rank_note(rows) + failures + "\n" + "\n".join(parts))
+        "placement shows &ndash; in the other.</p>") + _one_rank_note(rows) + failures + Markup("\n")
+        + Markup("\n").join(parts))
 
 
 def _bucket_jobs(ctx: ReportContext):
@@ -173,15 +178,16 @@ def ddp_buckets_section(ctx: ReportContext) -> Section | None:
     rows = []
     for _, r in jobs.iterrows():
         inside = bool(r["inside_measured_range"])
-        rows.append([esc(r["_label"]), f"{esc(r['buckets'])}: " + ", ".join(num(v, ".3g") for v in r["bucket_mb"]),
-                     ", ".join(num(v, ".3g") for v in r["predicted_ms"]), num(r["predicted_comm_ms"], ".2f"),
+        rows.append([r["_label"], html("{{ n }}: {{ sizes | join(', ') }}", n=r["buckets"],
+                                       sizes=[num(v, ".3g") for v in r["bucket_mb"]]),
+                     Markup(", ").join(num(v, ".3g") for v in r["predicted_ms"]), num(r["predicted_comm_ms"], ".2f"),
                      num(r["ddp_comm_ms"], ".2f"), num(r["exposed_comm_ms"], ".2f"),
                      "inside the measured range" if inside else
-                     '<span class="flag" title="outside the measured sizes: the curve is extended">'
-                     "extrapolated</span>"])
+                     Markup('<span class="flag" title="outside the measured sizes: the curve is extended">'
+                            "extrapolated</span>")])
     return Section(
         "DDP buckets on the all_reduce curve",
-        '<p class="what">Where each DDP job&rsquo;s gradient buckets fall on the all_reduce curve measured at '
+        Markup('<p class="what">Where each DDP job&rsquo;s gradient buckets fall on the all_reduce curve measured at '
         "the same world size and backend: the figure marks every bucket at the time the curve gives for its "
         "size (log-log; the shaded band is the 10th to 90th percentile), and the table adds them up per "
         "training step next to what DDP itself logged.</p>"
@@ -190,5 +196,5 @@ def ddp_buckets_section(ctx: ReportContext) -> Section | None:
         "including time spent waiting on backward for the next bucket, so logged &ge; predicted is expected. "
         "Between measured sizes the time is interpolated log-log; outside them the nearest segment is "
         "extended (flagged <em>extrapolated</em>). Bucket sizes are in MB of 10<sup>6</sup> bytes; the "
-        "figure&rsquo;s axis counts K = 1024 and M = 1024<sup>2</sup>.</p>\n"
+        "figure&rsquo;s axis counts K = 1024 and M = 1024<sup>2</sup>.</p>\n")
         + html_table(header, rows, numeric={2, 3, 4, 5}), (path,) if path is not None else ())

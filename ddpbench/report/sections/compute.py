@@ -8,18 +8,20 @@ import math
 from ddpbench.analysis.diagnosis import DATA_BOUND_SHARE
 from ddpbench.analysis.jobs import describe, line_fields, model_name
 from ddpbench.analysis.summary import datasheet_peak
-from ddpbench.report.page import ReportContext, Section, esc, html_table, num
+from markupsafe import Markup
+
+from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots import data as data_plots
 from ddpbench.report.sections.gpu import HOW_MEASURED
 from ddpbench.report.plots import scaling as scaling_plots
 
 
-def _pct_or_wrong(value: float) -> str:
+def _pct_or_wrong(value: float) -> Markup:
     """An efficiency; above 100 % it says the peak is wrong rather than pass as a figure."""
     if value != value:
-        return "&ndash;"
+        return DASH
     text = num(100 * value, ".0f", " %")
-    return f'<span class="wrong-note">{text}: peak wrong</span>' if value > 1 else text
+    return html('<span class="wrong-note">{{ text }}: peak wrong</span>', text=text) if value > 1 else text
 
 
 def compute_section(ctx: ReportContext) -> Section | None:
@@ -38,7 +40,7 @@ def compute_section(ctx: ReportContext) -> Section | None:
     for _, r in jobs.iterrows():
         processes = 1 if r["strategy"] == "dp" else r["world_size"]  # one DataParallel process takes it all
         per_sample = r["flops_per_step"] / (r["global_batch"] / processes)
-        rows.append([esc(describe(r, fields, summary)), num(r["world_size"], ".0f"), num(r["params"], ",.0f"),
+        rows.append([describe(r, fields, summary), num(r["world_size"], ".0f"), num(r["params"], ",.0f"),
                      num(r["tensors"], ".0f"),
                      num(r["flops_per_step"] / 1e9, ",.3g") + ("" if r["flops_source"] == "counted" else "*"),
                      num(per_sample / 1e9, ",.3g"), num(r["achieved_tflops"] * scale, ".3g"),
@@ -46,19 +48,20 @@ def compute_section(ctx: ReportContext) -> Section | None:
                      _pct_or_wrong(r["compute_efficiency"]), *([_pct_or_wrong(r["mfu"])] if datasheet == datasheet else [])])
     methods = sorted(set(jobs["peak_method"].dropna()))
     given = [m for m in jobs["flops_source"].dropna().unique() if m != "counted"]
-    text = ('<p class="what">What each job computes and how fast: FLOPs per optimizer step of one process '
+    text = html('<p class="what">What each job computes and how fast: FLOPs per optimizer step of one process '
             "(forward and backward), counted once per launch with PyTorch&rsquo;s own counter "
             "(<code>torch.utils.flop_counter.FlopCounterMode</code>) on one micro-batch, and the rate reached: "
             "those FLOPs over the mean step, communication and waiting included.</p>"
             '<p class="note"><em>GEMM peak</em>: measured by every rank as it started, at its threads (or on its '
             "GPU) while the other ranks did the same, as the best of repeated square matmuls ("
-            + esc("; ".join(methods)) + "); <em>of GEMM peak</em> is the rate over that peak, the median over "
-            "ranks. The counter sees matrix products, convolutions and attention, not elementwise work, "
-            "normalisation or the loss, so the figures are a lower bound of the work done."
-            + (f" <em>MFU</em>: the rate over the datasheet peak the experiment gave, {num(datasheet, '.4g')} "
-               "TFLOP/s per device (<code>datasheet_tflops</code>)." if datasheet == datasheet else "")
-            + (" * the workload&rsquo;s own figure (<code>Workload.flops_per_sample</code>)." if given else "")
-            + "</p>")
+                "{{ methods }}); <em>of GEMM peak</em> is the rate over that peak, the median over "
+                "ranks. The counter sees matrix products, convolutions and attention, not elementwise work, "
+                "normalisation or the loss, so the figures are a lower bound of the work done."
+                "{% if mfu %} <em>MFU</em>: the rate over the datasheet peak the experiment gave, {{ datasheet }} "
+                "TFLOP/s per device (<code>datasheet_tflops</code>).{% endif %}"
+                "{% if given %} * the workload&rsquo;s own figure (<code>Workload.flops_per_sample</code>).{% endif %}"
+                "</p>", methods="; ".join(methods), mfu=datasheet == datasheet, datasheet=num(datasheet, ".4g"),
+                given=bool(given))
     images = ()
     if len(scaling_plots.world_sizes(summary)) >= 2:
         path = scaling_plots.flops_vs_world_size(summary, ctx.image("flops.png"))
@@ -67,9 +70,9 @@ def compute_section(ctx: ReportContext) -> Section | None:
     if len(skipped):
         names = sorted({model_name(r) for _, r in skipped.iterrows()})
         reasons = sorted(set(skipped["check_skipped"]))
-        text += ('<p class="note">The equivalence check against single-process training was skipped for '
-                 + esc(", ".join(names)) + ", because its workload says: " + esc(" / ".join(reasons))
-                 + ". Its replicas were still checked to be identical.</p>")
+        text += html('<p class="note">The equivalence check against single-process training was skipped for '
+                     "{{ names }}, because its workload says: {{ reasons }}. Its replicas were still checked to be "
+                     "identical.</p>", names=", ".join(names), reasons=" / ".join(map(str, reasons)))
     return Section("Compute", text + html_table(header, rows, numeric=set(range(1, len(header)))), images)
 
 
@@ -88,16 +91,17 @@ def data_section(ctx: ReportContext) -> Section | None:
     header = ["job", "ws", "data", "loader workers", "step (ms)", "waiting for data (ms)", "share of the step"]
     rows, classes = [], []
     for _, r in ok.iterrows():
-        rows.append([esc(describe(r, fields, summary)), num(r["world_size"], ".0f"), esc(r["data"]),
+        rows.append([describe(r, fields, summary), num(r["world_size"], ".0f"), r["data"],
                      num(r["loader_workers"], ".0f"),
                      num(r["step_ms_mean"], ".1f"), num(r["data_ms"], ".1f"), num(100 * r["data_share"], ".0f", " %")])
         classes.append("bad" if r["data_share"] >= DATA_BOUND_SHARE else "")
-    text = ('<p class="what">How long each step waited for its next batch (data time, the mean over measured '
-            "steps) against the whole step. A job waiting more than "
-            f"{num(100 * DATA_BOUND_SHARE, '.0f')} % of its step is data-bound (marked).</p>"
+    text = html('<p class="what">How long each step waited for its next batch (data time, the mean over measured '
+                "steps) against the whole step. A job waiting more than "
+                "{{ share }} % of its step is data-bound (marked).</p>"
             '<p class="note"><em>memory</em>: the dataset as the workload built it; <em>disk</em>: its samples '
             "written once as files (images as JPEG) and read and decoded per sample by the DataLoader, in "
-            "<code>loader_workers</code> worker processes per rank, or in the training process with 0.</p>")
+            "<code>loader_workers</code> worker processes per rank, or in the training process with 0.</p>",
+                share=num(100 * DATA_BOUND_SHARE, ".0f"))
     path = data_plots.data_vs_loader_workers(summary, ctx.image("data.png"))
     return Section("Data loading", text + html_table(header, rows, row_classes=classes, numeric={1, 3, 4, 5, 6}),
                    (path,) if path is not None else ())

@@ -8,7 +8,9 @@ from ddpbench.analysis.costmodel import fit_collectives
 from ddpbench.analysis.diagnosis import diagnose
 from ddpbench.analysis.network import held_out_check, network_table
 from ddpbench.analysis.jobs import describe, label_fields
-from ddpbench.report.page import ReportContext, Section, esc, html_table, num
+from markupsafe import Markup
+
+from ddpbench.report.page import ReportContext, Section, html, html_table, num
 from ddpbench.report.sections.projection import model_for
 
 SEVERITY_CLASS = {"bad": "status-failed", "warn": "status-skipped", "info": ""}
@@ -46,30 +48,30 @@ def diagnosis_section(ctx: ReportContext) -> Section | None:
     # failures, then the causes in the diagnosis's order (what their fix would recover), then the rest by severity
     head = [f for f in findings if f.kind == "failed"] + blamed
     rest = sorted((f for f in findings if f not in head), key=lambda f: order[f.severity])
-    items = "".join(f'<li><span class="{SEVERITY_CLASS[f.severity]}">{SEVERITY_LABEL[f.severity]}</span>: '
-                    f"{esc(f.text)}</li>" for f in head + rest)
-    return Section("Diagnosis", '<p class="what">What the measurements say, in plain words: each sentence is '
-                   "computed from the numbers in the tables below, and quotes them.</p>\n"
-                   + _causes_table(ctx, blamed)
-                   + f'<ul class="diagnosis">{items}</ul>')
+    items = html('{% for f in findings %}<li><span class="{{ css[f.severity] }}">{{ label[f.severity] }}</span>: '
+                 "{{ f.text }}</li>{% endfor %}", findings=head + rest, css=SEVERITY_CLASS, label=SEVERITY_LABEL)
+    return Section("Diagnosis", html('<p class="what">What the measurements say, in plain words: each sentence is '
+                                     "computed from the numbers in the tables below, and quotes them.</p>\n"
+                                     '{{ causes }}<ul class="diagnosis">{{ items }}</ul>',
+                                     causes=_causes_table(ctx, blamed), items=items))
 
 
-def _causes_table(ctx: ReportContext, blamed) -> str:
+def _causes_table(ctx: ReportContext, blamed) -> Markup:
     """The causes of lost time, the one whose fix would recover the most first."""
     if not blamed:
-        return ""
+        return Markup()
     summary = ctx.summary.set_index("key", drop=False)
     fields = label_fields(ctx.summary)
     rows = []
     for f in blamed:
         job = summary.loc[f.job] if f.job in summary.index else None
         step = float(job["step_ms_mean"]) if job is not None else float("nan")
-        rows.append([esc(describe(job, fields, ctx.summary) if job is not None else "several jobs"), esc(f.cause),
-                     esc(f.fix), num(f.recoverable_ms), num(100 * f.recoverable_ms / step, ".0f", " %"),
+        rows.append([describe(job, fields, ctx.summary) if job is not None else "several jobs", f.cause,
+                     f.fix, num(f.recoverable_ms), num(100 * f.recoverable_ms / step, ".0f", " %"),
                      "measured" if f.basis == "measured" else "estimated"])
-    return ('<p class="what">Causes of lost time, the one whose fix would recover the most first. Where the sweep '
-            "also ran the fix, the gain is the one it measured; elsewhere it is estimated from the job's own figures "
-            "(ddpbench.analysis.causes), which <code>benchmarks/fault_suite.py</code> checks against planted "
-            "faults.</p>\n"
+    return (Markup('<p class="what">Causes of lost time, the one whose fix would recover the most first. Where the '
+                   "sweep also ran the fix, the gain is the one it measured; elsewhere it is estimated from the job's "
+                   "own figures (ddpbench.analysis.causes), which <code>benchmarks/fault_suite.py</code> checks "
+                   "against planted faults.</p>\n")
             + html_table(["job", "cause", "fix", "recoverable (ms/step)", "of the step", "gain"], rows,
                          numeric=(3, 4)))

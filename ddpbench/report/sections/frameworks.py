@@ -4,7 +4,9 @@ efficiency against their own world-size-1 runs, and what each costs against raw 
 from __future__ import annotations
 
 from ddpbench.analysis.frameworks import overhead_table, overhead_text
-from ddpbench.report.page import ReportContext, Section, esc, html_table, num
+from markupsafe import Markup
+
+from ddpbench.report.page import ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.frameworks import overhead_plot
 
 
@@ -12,14 +14,14 @@ def frameworks_section(ctx: ReportContext) -> Section | None:
     table = overhead_table(ctx.summary)
     if table.empty:
         return None
-    rows = [[esc(r["framework"]), esc(r["model"]), esc(r["world_size"]), num(r["step_ms_mean"], ".2f"), num(r["ddp_step_ms_mean"], ".2f"),
-             esc(overhead_text(r)), num(r["samples_per_s"], ".1f"), num(r["ddp_samples_per_s"], ".1f"),
+    rows = [[r["framework"], r["model"], r["world_size"], num(r["step_ms_mean"], ".2f"), num(r["ddp_step_ms_mean"], ".2f"),
+             overhead_text(r), num(r["samples_per_s"], ".1f"), num(r["ddp_samples_per_s"], ".1f"),
              num(100 * r["efficiency"], ".0f"), num(100 * r["ddp_efficiency"], ".0f"),
              f"{r['launches']} / {r['ddp_launches']}"]
             for _, r in table.iterrows()]
     path = overhead_plot(table, ctx.image("frameworks_overhead.png"))
     text = (
-        '<p class="what">The same model object, data, optimizer, batch and steps, trained through each '
+        Markup('<p class="what">The same model object, data, optimizer, batch and steps, trained through each '
         "framework's own calls (Accelerate: <code>prepare</code>, <code>accelerator.backward</code>, "
         "<code>no_sync</code>; Lightning Fabric: <code>setup</code>, <code>fabric.backward</code>, "
         "<code>no_backward_sync</code>; Lightning's Trainer: one <code>fit</code> of the warmup and measured "
@@ -35,14 +37,14 @@ def frameworks_section(ctx: ReportContext) -> Section | None:
         "the end of the step before to its own end, all it does per step included; it fetches the next batch "
         "inside its own loop and has no step without gradient sync, so its data time and its exposed "
         "communication are not seen (left blank, never guessed). Keras runs forward, backward, the reduction and "
-        "the update as one compiled step: TensorFlow shows the step alone.</p>\n"
+        "the update as one compiled step: TensorFlow shows the step alone.</p>\n")
         + html_table(["framework", "model", "world size", "step (ms)", "raw DDP step (ms)", "overhead against raw DDP",
                       "samples/s", "raw DDP samples/s", "efficiency (%)", "raw DDP efficiency (%)",
                       "launches (framework / DDP)"], rows, numeric={2, 3, 4, 6, 7, 8, 9}))
     return Section("Frameworks", text + _versions(ctx), (path,) if path is not None else ())
 
 
-def _versions(ctx: ReportContext) -> str:
+def _versions(ctx: ReportContext) -> Markup:
     """The frameworks' versions (the latest sweep's environment) and TensorFlow's cross-device reductions."""
     sweeps = ctx.sweeps
     names = {"accelerate_version": "Accelerate", "lightning_version": "Lightning", "tensorflow_version": "TensorFlow",
@@ -53,4 +55,4 @@ def _versions(ctx: ReportContext) -> str:
     reductions = sorted(set(table["reduction"].dropna())) if "reduction" in table else []
     parts = ([f"Versions: {', '.join(found)}."] if found else []) + (
         [f"TensorFlow's cross-device reduction: {', '.join(reductions)}."] if reductions else [])
-    return f'<p class="note">{esc(" ".join(parts))}</p>' if parts else ""
+    return html('<p class="note">{{ text }}</p>', text=" ".join(parts)) if parts else Markup()

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from ddpbench.analysis.gpu import gpu_table
 from ddpbench.analysis.jobs import describe, line_fields
-from ddpbench.report.page import ReportContext, Section, esc, html_table, num, throughput_format, with_interval
+from markupsafe import Markup
+
+from ddpbench.report.page import ReportContext, Section, html, html_table, num, throughput_format, with_interval
 from ddpbench.results.schema import TIMED_PHASES
 
 #: the phase columns, and their names in the table's header
@@ -27,21 +29,21 @@ def gpu_section(ctx: ReportContext) -> Section | None:
     rows = []
     for _, r in table.iterrows():
         job = jobs.loc[r["key"]]
-        rows.append([esc(describe(job, extra, summary)), num(r["gpus"], ".0f"),
+        rows.append([describe(job, extra, summary), num(r["gpus"], ".0f"),
                      with_interval(job, "samples_per_s", throughput_format(r["samples_per_s"]), mark_missing=False),
                      num(r["step_ms_mean"], ".2f"), *(num(r[p], ".2f") for p, _ in PHASES),
                      num(r["gpu_peak_allocated_mb"], ",.0f"), num(r["gpu_peak_reserved_mb"], ",.0f"),
                      num(r["cpu_samples_per_s"], throughput_format(r["cpu_samples_per_s"])),
                      num(r["gpu_over_cpu"], ".1f", "×")])
     compared = table["gpu_over_cpu"].notna()
-    verdict = ""
+    verdict = Markup()
     if compared.any():
         best = table.loc[table.loc[compared, "gpu_over_cpu"].idxmax()]
-        verdict = (f" Where the same job also ran on this machine&rsquo;s CPU, the GPU ran it "
-                   f"{num(table.loc[compared, 'gpu_over_cpu'].min(), '.1f')}&ndash;"
-                   f"{num(best['gpu_over_cpu'], '.1f')}&times; faster.")
-    text = ('<p class="what">Every job that ran on CUDA: its throughput, where each step&rsquo;s time went, '
-            "how much memory its fullest GPU held, and how the same job ran on CPU." + verdict + "</p>"
+        verdict = html(" Where the same job also ran on this machine&rsquo;s CPU, the GPU ran it "
+                       "{{ low }}&ndash;{{ high }}&times; faster.",
+                       low=num(table.loc[compared, "gpu_over_cpu"].min(), ".1f"), high=num(best["gpu_over_cpu"], ".1f"))
+    text = (Markup('<p class="what">Every job that ran on CUDA: its throughput, where each step&rsquo;s time went, '
+                   "how much memory its fullest GPU held, and how the same job ran on CPU.") + verdict + Markup("</p>"
             '<p class="note">Phase times are means over measured steps, taken with CUDA events on each '
             "rank&rsquo;s stream and read once per step (the only synchronisation): device time in stream "
             "order, including any time the GPU waited for the host (a slow data loader shows as data time). "
@@ -51,5 +53,5 @@ def gpu_section(ctx: ReportContext) -> Section | None:
             "(<code>max_memory_reserved</code>); both on the fullest GPU, the largest over ranks and "
             "launches, read after the measured steps; 1 MB = 10<sup>6</sup> bytes. <em>GPUs</em>: how many "
             "GPUs one process drove (DataParallel: all of its world size). <em>Same job on CPU</em>: the "
-            "CPU job of these results with the same strategy, model, per-rank batch and world size.</p>")
+            "CPU job of these results with the same strategy, model, per-rank batch and world size.</p>"))
     return Section("GPU", text + html_table(header, rows, numeric=set(range(1, len(header)))))

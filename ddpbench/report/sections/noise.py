@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 
 from ddpbench.analysis.jobs import describe, line_fields, ordered
-from ddpbench.report.page import ReportContext, Section, esc, has_interval, html_table, num
+from markupsafe import Markup
+
+from ddpbench.report.page import ReportContext, Section, has_interval, html, html_table, num
 
 
 def _noise_rows(table):
@@ -29,9 +31,9 @@ def _noise_rows(table):
 
 
 NOISE_ADVICE = {
-    "noisy": "more steps per launch, and more launches; keep other work off the machine",
-    "one launch": "set <code>repeats</code> &ge; 3 for an interval",
-    "oversubscribed": "fewer ranks (or threads per rank) than cores",
+    "noisy": Markup("more steps per launch, and more launches; keep other work off the machine"),
+    "one launch": Markup("set <code>repeats</code> &ge; 3 for an interval"),
+    "oversubscribed": Markup("fewer ranks (or threads per rank) than cores"),
 }
 
 
@@ -49,35 +51,36 @@ def noise_section(ctx: ReportContext) -> Section | None:
         spread = 100 * float(r["step_ms_iqr"]) / median if median else math.nan
         width = (100 * (float(r["samples_per_s_high"]) - float(r["samples_per_s_low"])) / float(r["samples_per_s"])
                  if has_interval(r, "samples_per_s") and float(r["samples_per_s"]) else math.nan)
-        rows.append([esc(describe(r, extra, table)), esc(r["world_size"]), num(r["bucket_cap_mb"], "g"),
-                     num(spread, ".1f"), esc(launches), num(width, ".1f"), esc(", ".join(why)),
-                     "; ".join(NOISE_ADVICE[w] for w in why)])
+        rows.append([describe(r, extra, table), r["world_size"], num(r["bucket_cap_mb"], "g"),
+                     num(spread, ".1f"), launches, num(width, ".1f"), ", ".join(why),
+                     Markup("; ").join(NOISE_ADVICE[w] for w in why)])
     reasons = {w for _, _, why in found for w in why}
     cores = ctx.runs["cores"].dropna() if "cores" in ctx.runs.columns else []
     cores_text = f" (the machine had {int(max(cores))} usable cores)" if len(cores) else ""
     advice = []
     if "one launch" in reasons:
-        advice.append("<strong>More launches</strong>: set <code>repeats</code> to 3 or more in the experiment. "
+        advice.append(Markup("<strong>More launches</strong>: set <code>repeats</code> to 3 or more in the experiment. "
                       "Steps within one launch share its process placement and warm caches, so only fresh "
-                      "launches show how much the next run can differ; with one launch there is no interval.")
+                      "launches show how much the next run can differ; with one launch there is no interval."))
     if "noisy" in reasons:
-        advice.append("<strong>More steps</strong> per launch (<code>steps</code>) and more "
-                      "<code>warmup_steps</code> steady the median; close other programs while measuring.")
+        advice.append(Markup("<strong>More steps</strong> per launch (<code>steps</code>) and more "
+                             "<code>warmup_steps</code> steady the median; close other programs while measuring."))
     if reasons & {"noisy", "oversubscribed"}:
-        advice.append("<strong>Fewer ranks than cores, and pinned threads</strong>: keep "
-                      f"world_size &times; threads_per_rank at or below the cores{cores_text}, set "
+        advice.append(html("<strong>Fewer ranks than cores, and pinned threads</strong>: keep "
+                      "world_size &times; threads_per_rank at or below the cores{{ cores }}, set "
                       "<code>threads_per_rank</code> explicitly rather than letting ranks share cores, and pin "
                       "the run to its cores (<code>taskset -c</code> or <code>numactl --physcpubind</code>) so "
-                      "ranks do not migrate. Oversubscribed jobs measure contention for cores, not scaling.")
-    items = "".join(f"<li>{a}</li>" for a in advice)
+                      "ranks do not migrate. Oversubscribed jobs measure contention for cores, not scaling.", cores=cores_text))
+    items = html("{% for a in advice %}<li>{{ a }}</li>{% endfor %}", advice=advice)
     return Section(
         "Noise and confidence",
-        '<p class="what">Jobs whose figures deserve less trust: a step time whose inter-quartile range is '
+        Markup('<p class="what">Jobs whose figures deserve less trust: a step time whose inter-quartile range is '
         "more than 10 % of its median (<em>noisy</em>), no confidence interval because the job ran in a "
         "single launch (<em>one launch</em>), or more busy threads than cores (<em>oversubscribed</em>). "
         "The CI width is the 95 % bootstrap interval of the throughput over launches, as a share of the "
-        "throughput.</p>\n" + '<div class="jobs">' + html_table(header, rows, numeric={1, 2, 3, 4, 5}) + "</div>"
-        + f'\n<p class="note">What helps:</p>\n<ul class="note">{items}</ul>')
+        "throughput.</p>\n")
+        + html('<div class="jobs">{{ table }}</div>\n<p class="note">What helps:</p>\n<ul class="note">{{ items }}</ul>',
+               table=html_table(header, rows, numeric={1, 2, 3, 4, 5}), items=items))
 
 
 def repeats_section(ctx: ReportContext) -> Section | None:
@@ -93,17 +96,18 @@ def repeats_section(ctx: ReportContext) -> Section | None:
         short += not reached
         verdict = "reached" if reached else ("hit max_repeats" if r["repeats_bound"] == "max_repeats"
                                              else "stopped by repeat_budget_s")
-        rows.append([esc(describe(r, extra, table)), esc(r["world_size"]), num(r["bucket_cap_mb"], "g"),
-                     esc(int(r["repeats_ok"])), f"&plusmn; {num(r['ci_halfwidth_pct'], '.1f')} %",
-                     f"&plusmn; {num(r['ci_target_pct'], 'g')} %", esc(verdict)])
+        rows.append([describe(r, extra, table), r["world_size"], num(r["bucket_cap_mb"], "g"),
+                     int(r["repeats_ok"]), html("&plusmn; {{ v }} %", v=num(r["ci_halfwidth_pct"], ".1f")),
+                     html("&plusmn; {{ v }} %", v=num(r["ci_target_pct"], "g")), verdict])
     header = ["job", "world size", "bucket (MB)", "launches", "95 % interval of samples/s", "target", "verdict"]
     note = (f"{short} job(s) stopped before their interval was tight: their launches disagree more than "
             "the target allows; more steps per launch, a quieter machine, or a wider target."
             if short else "Every job reached its target.")
     return Section(
         "Repeats until the interval is tight",
-        '<p class="what">Jobs with <code>repeats = "auto"</code> were launched until the 95 % interval of '
+        Markup('<p class="what">Jobs with <code>repeats = "auto"</code> were launched until the 95 % interval of '
         "their throughput over launches was within the target either way (or they reached "
         "<code>max_repeats</code>, or the sweep's <code>repeat_budget_s</code>): the launches each spent, "
-        "and the interval it reached.</p>\n" + '<div class="jobs">' + html_table(header, rows, numeric={1, 2, 3})
-        + f'</div>\n<p class="note">{note}</p>')
+        "and the interval it reached.</p>\n")
+        + html('<div class="jobs">{{ table }}</div>\n<p class="note">{{ note }}</p>',
+               table=html_table(header, rows, numeric={1, 2, 3}), note=note))

@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 
 from ddpbench.analysis.jobs import describe, line_fields, ordered
-from ddpbench.report.page import (ReportContext, Section, any_interval, esc, flags_html, has_memory, html_table, num,
-                                  throughput_format, with_interval)
+from markupsafe import Markup
+
+from ddpbench.report.page import (DASH, ReportContext, Section, any_interval, flags_html, has_memory, html, html_table,
+                                  num, throughput_format, with_interval)
 from ddpbench.results.schema import STATUSES
 
 ENV_ROWS = (
@@ -17,40 +19,46 @@ ENV_ROWS = (
 )
 
 
-def _env_value(env: dict, name: str) -> str:
+def _env_value(env: dict, name: str) -> Markup:
     if name == "cores":
-        return " / ".join(esc(env.get(k)) for k in ("cores_usable", "cores_logical", "cores_physical"))
+        return html("{{ values | join(' / ') }}",
+                    values=[html("{{ v }}", v=env.get(k)) for k in ("cores_usable", "cores_logical", "cores_physical")])
     if name == "gpus":
         gpus = env.get("gpus")
-        return esc(", ".join(map(str, gpus))) if isinstance(gpus, list) and gpus else "none"
+        return html("{{ v }}", v=", ".join(map(str, gpus)) if isinstance(gpus, list) and gpus else "none")
     if name == "torch":
         extra = [f"{label} {env[key]}" for label, key in (("CUDA", "torch_cuda"), ("NCCL", "nccl_version"))
                  if env.get(key)]
-        return esc(env.get("torch_version")) + (esc(f" ({', '.join(extra)})") if extra else "")
+        return html("{{ torch }}{% if extra %} ({{ extra }}){% endif %}", torch=env.get("torch_version"),
+                    extra=", ".join(extra))
     if name == "git":
         commit = env.get("git_commit")
         if not commit or (isinstance(commit, float) and math.isnan(commit)):
-            return "unknown (not run from a git checkout)"
+            return Markup("unknown (not run from a git checkout)")
         dirty = env.get("git_dirty")
-        state = " <strong>dirty</strong> (uncommitted changes)" if dirty is True else (" clean" if dirty is False else "")
-        return f"<code>{esc(commit)}</code>{state}"
-    return esc(env.get(name))
+        return html("<code>{{ commit }}</code>{% if dirty is true %} <strong>dirty</strong> (uncommitted changes)"
+                    "{% elif dirty is false %} clean{% endif %}", commit=commit, dirty=dirty)
+    return html("{{ v }}", v=env.get(name))
 
 
-def _collectives_counts(coll) -> str:
-    """One sentence on the collective micro-benchmarks' launches, or "" when there are none."""
-    if coll is None or coll.empty or "key" not in coll.columns:
-        return ""
-    launches = coll.drop_duplicates("key")
-    by_status = launches["status"].value_counts()
+def _status_counts(by_status) -> Markup:
+    """``<n> ok, <n> failed``: each status in its colour, the known ones first."""
     known = [s for s in STATUSES if by_status.get(s, 0)] + [s for s in by_status.index if s not in STATUSES]
-    listed = ", ".join(f'<span class="status-{esc(s)}">{int(by_status[s])} {esc(s)}</span>' for s in known)
+    return html('{% for s, n in counts %}{% if not loop.first %}, {% endif %}<span class="status-{{ s }}">{{ n }} '
+                "{{ s }}</span>{% endfor %}", counts=[(s, int(by_status[s])) for s in known])
+
+
+def _collectives_counts(coll) -> Markup:
+    """One sentence on the collective micro-benchmarks' launches, or nothing when there are none."""
+    if coll is None or coll.empty or "key" not in coll.columns:
+        return Markup()
+    launches = coll.drop_duplicates("key")
     rows = coll[coll["op"].notna()] if "op" in coll.columns else coll.iloc[0:0]
-    what = ""
-    if len(rows):
-        sizes = ", ".join(esc(w) for w in sorted(set(int(w) for w in rows["world_size"])))
-        what = (f": {len(rows)} measurements of {rows['op'].nunique()} op(s) at world size(s) {sizes}")
-    return f'<p class="what">Collective micro-benchmarks: {len(launches)} launch(es) ({listed}){what}.</p>'
+    return html('<p class="what">Collective micro-benchmarks: {{ launches }} launch(es) ({{ listed }})'
+                "{% if rows %}: {{ rows }} measurements of {{ ops }} op(s) at world size(s) {{ sizes }}{% endif %}."
+                "</p>", launches=len(launches), listed=_status_counts(launches["status"].value_counts()),
+                rows=len(rows), ops=rows["op"].nunique() if len(rows) else 0,
+                sizes=", ".join(str(w) for w in sorted(set(int(w) for w in rows["world_size"]))))
 
 
 def _wrong_measurements(coll) -> int:
@@ -64,41 +72,38 @@ def header_section(ctx: ReportContext) -> Section:
     sweeps = ctx.sweeps.to_dict("records") if ctx.sweeps is not None and len(ctx.sweeps) else []
     collectives = _collectives_counts(ctx.collectives)
     if summary.empty:
-        counts = collectives or "<p class=\"what\">No jobs are recorded in these results yet.</p>"
+        counts = collectives or Markup('<p class="what">No jobs are recorded in these results yet.</p>')
     else:
-        by_status = summary["status"].value_counts()
-        known = [s for s in STATUSES if by_status.get(s, 0)] + [s for s in by_status.index if s not in STATUSES]
-        listed = ", ".join(f'<span class="status-{esc(s)}">{int(by_status[s])} {esc(s)}</span>' for s in known)
-        launches = len(ctx.runs)
         wall = float(ctx.runs["wall_s"].fillna(0).sum()) if "wall_s" in ctx.runs.columns else math.nan
-        counts = (f'<p class="what">{len(summary)} jobs ({launches} launches, {num(wall, ".0f")} s of launch '
-                  f"wall time): {listed}.</p>") + collectives
+        counts = html('<p class="what">{{ jobs }} jobs ({{ launches }} launches, {{ wall }} s of launch wall time): '
+                      "{{ listed }}.</p>", jobs=len(summary), launches=len(ctx.runs), wall=num(wall, ".0f"),
+                      listed=_status_counts(summary["status"].value_counts())) + collectives
     notes = []
     if ctx.damaged:
-        notes.append(f'<strong class="status-failed">{len(ctx.damaged)} damaged record(s) skipped</strong> '
-                     "(a write cut short, e.g. by a crash; `--resume` measures what they held again): "
-                     + "; ".join(esc(line) for line in ctx.damaged))
+        notes.append(html('<strong class="status-failed">{{ n }} damaged record(s) skipped</strong> '
+                          "(a write cut short, e.g. by a crash; `--resume` measures what they held again): "
+                          "{{ lines | join('; ') }}", n=len(ctx.damaged), lines=ctx.damaged))
     if not summary.empty and summary["oversubscribed"].astype(bool).any():
-        notes.append("Some jobs were <strong>oversubscribed</strong> (more busy threads than cores): their "
-                     "times measure contention for cores, not scaling. They are marked in the table and drawn "
-                     "with hollow markers.")
+        notes.append(Markup("Some jobs were <strong>oversubscribed</strong> (more busy threads than cores): their "
+                            "times measure contention for cores, not scaling. They are marked in the table and drawn "
+                            "with hollow markers."))
     if not summary.empty and summary["noisy"].astype(bool).any():
-        notes.append("Some jobs are <strong>noisy</strong> (step time IQR above 10 % of the median): compare "
-                     "them with care. They carry a grey halo in the plots.")
+        notes.append(Markup("Some jobs are <strong>noisy</strong> (step time IQR above 10 % of the median): compare "
+                            "them with care. They carry a grey halo in the plots."))
     wrong = _wrong_measurements(ctx.collectives)
     if wrong:
-        notes.append(f'<strong class="status-failed">{wrong} collective measurement(s) returned wrong '
-                     "elements</strong> (the check after the timed iterations): see the red cells of the "
-                     "nccl-tests table.")
+        notes.append(html('<strong class="status-failed">{{ wrong }} collective measurement(s) returned wrong '
+                          "elements</strong> (the check after the timed iterations): see the red cells of the "
+                          "nccl-tests table.", wrong=wrong))
     if sweeps:
         header = ["", *(f"sweep {i}" for i in range(1, len(sweeps) + 1))] if len(sweeps) > 1 else ["", "value"]
-        rows = [[esc(label), *(_env_value(env, name) for env in sweeps)] for label, name in ENV_ROWS]
-        env_html = "<h3>Environment</h3>\n" + html_table(header, rows)
+        rows = [[label, *(_env_value(env, name) for env in sweeps)] for label, name in ENV_ROWS]
+        env_html = Markup("<h3>Environment</h3>\n") + html_table(header, rows)
     else:
-        env_html = '<p class="note">No environment block is stored with these results.</p>'
-    notes_html = "".join(f'<p class="note">{n}</p>' for n in notes)
-    where = f'<p class="note">Results folder: <code>{esc(ctx.results_dir)}</code></p>'
-    return Section("Experiment", counts + notes_html + where + env_html)
+        env_html = Markup('<p class="note">No environment block is stored with these results.</p>')
+    return Section("Experiment", html('{{ counts }}{% for n in notes %}<p class="note">{{ n }}</p>{% endfor %}'
+                                      '<p class="note">Results folder: <code>{{ where }}</code></p>{{ env }}',
+                                      counts=counts, notes=notes, where=str(ctx.results_dir), env=env_html))
 
 
 def summary_section(ctx: ReportContext) -> Section | None:
@@ -110,8 +115,9 @@ def summary_section(ctx: ReportContext) -> Section | None:
     intervals = any_interval(table)
     rows, classes = [], []
     header = ["job", "world size", "bucket (MB)", "status",
-              "step (ms), mean" + (' <span class="ci">[95 % CI]</span>' if intervals else ""), "IQR (ms)",
-              "samples/s" + (' <span class="ci">[95 % CI]</span>' if intervals else ""), "speedup (&times;)",
+              Markup("step (ms), mean" + (' <span class="ci">[95 % CI]</span>' if intervals else "")), "IQR (ms)",
+              Markup("samples/s" + (' <span class="ci">[95 % CI]</span>' if intervals else "")),
+              Markup("speedup (&times;)"),
               "efficiency (%)", "serial fraction e", "exposed comm (ms, % of step)", "DDP comm (ms)",
               "overlap (%)", "flags", "error"]
     errors = bool((table["status"] != "ok").any())  # no error column when every job finished
@@ -119,16 +125,16 @@ def summary_section(ctx: ReportContext) -> Section | None:
         header = header[:-1]
     for _, r in ordered(table).iterrows():
         ok = r["status"] == "ok"
-        step = with_interval(r, "step_ms_mean", ".2f", mark_missing=intervals and ok) if ok else "&ndash;"
-        spread = num(r["step_ms_iqr"], ".2f") if ok else "&ndash;"
-        error = f'<code class="err">{esc(r["error"])}</code>' if not ok else ""
+        step = with_interval(r, "step_ms_mean", ".2f", mark_missing=intervals and ok) if ok else DASH
+        spread = num(r["step_ms_iqr"], ".2f") if ok else DASH
+        error = html('<code class="err">{{ e }}</code>', e=r["error"]) if not ok else ""
         share = r.get("exposed_comm_share")
         exposed = num(r["exposed_comm_ms"], ".2f")
         if isinstance(share, (int, float)) and math.isfinite(share):
-            exposed += f' <span class="ci">({num(100 * share, ".0f")} %)</span>'
+            exposed += html(' <span class="ci">({{ pct }} %)</span>', pct=num(100 * share, ".0f"))
         mark = intervals and ok
-        rows.append([esc(describe(r, extra, table)), esc(r["world_size"]), num(r["bucket_cap_mb"], "g"),
-                     f'<span class="status-{esc(r["status"])}">{esc(r["status"])}</span>', step, spread,
+        rows.append([describe(r, extra, table), r["world_size"], num(r["bucket_cap_mb"], "g"),
+                     html('<span class="status-{{ s }}">{{ s }}</span>', s=r["status"]), step, spread,
                      with_interval(r, "samples_per_s", throughput_format(r["samples_per_s"]), mark_missing=mark),
                      with_interval(r, "speedup", ".2f", mark_missing=mark),
                      with_interval(r, "efficiency", ".0f", 100.0, mark_missing=mark),
@@ -163,13 +169,16 @@ def summary_section(ctx: ReportContext) -> Section | None:
                   "10 % of the median; <em>straggler</em>: a rank whose own compute time (without waiting) was "
                   "more than 10 % above the other ranks&rsquo; median in most steps, with that excess"),
     )
-    dl = "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in defs)
+    dl = html("{% for k, v in defs %}<dt>{{ k }}</dt><dd>{{ v }}</dd>{% endfor %}",
+              defs=[(k, Markup(v)) for k, v in defs])  # the definitions are this module's own markup
     numeric = {1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12}
     memory = " Peak memory per job is in the Memory section." if has_memory(table) else ""
-    note = ""
+    note = Markup()
     if not intervals and (table["status"] == "ok").any():
-        note = ('<p class="note">Every job ran in one launch, so no figure has a confidence interval: set '
-                "<code>repeats</code> &ge; 3 in the experiment to get 95 % bootstrap intervals over launches.</p>\n")
-    return Section("Summary", '<p class="what">One row per job: how fast each step ran and how well it '
-                   "scaled; jobs that did not finish show their error." + memory + "</p>\n" + note + '<div class="jobs">' + html_table(header, rows, classes, numeric)
-                   + f'</div>\n<dl class="defs">{dl}</dl>')
+        note = Markup('<p class="note">Every job ran in one launch, so no figure has a confidence interval: set '
+                      "<code>repeats</code> &ge; 3 in the experiment to get 95 % bootstrap intervals over "
+                      "launches.</p>\n")
+    return Section("Summary", html('<p class="what">One row per job: how fast each step ran and how well it '
+                                   "scaled; jobs that did not finish show their error.{{ memory }}</p>\n{{ note }}"
+                                   '<div class="jobs">{{ table }}</div>\n<dl class="defs">{{ dl }}</dl>',
+                                   memory=memory, note=note, table=html_table(header, rows, classes, numeric), dl=dl))

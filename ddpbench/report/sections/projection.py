@@ -9,7 +9,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ddpbench.analysis import costmodel
-from ddpbench.report.page import ReportContext, Section, esc, html_table, num
+from markupsafe import Markup
+
+from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.projection import projection_plot
 
 PROJECTION_TABLE_SIZES = (8, 64, 1024)
@@ -39,7 +41,7 @@ def model_for(ctx: ReportContext) -> Model:
     return ctx.derived["model"]
 
 
-NOTHING_TO_FIT = (
+NOTHING_TO_FIT = Markup(
     '<p class="what">Nothing to fit: every job and every all_reduce micro-benchmark here ran at world size 1, '
     "and one rank has no communication, so the alpha-beta cost model (&alpha; per message, &beta; per byte) "
     "has no data and nothing is projected.</p>"
@@ -71,26 +73,27 @@ def _measured_points(ctx: ReportContext, checks: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _links_table(model: Model) -> str:
+def _links_table(model: Model) -> Markup:
     rows = []
     for link in model.links:
         source = {"collectives": "fitted to the all_reduce micro-benchmarks",
                   "ddp-logs": "fitted to DDP's logged comm time per step (includes waiting: an upper bound)",
                   "experiment": "given in the experiment ([[links]])"}[link.source]
-        fit = (f"{num(link.fit_error_pct, '.0f')} % over {link.points} points" if link.points else "&ndash;")
-        rows.append([esc(link.name), num(link.alpha_us, ".1f"), num(link.gbit_per_s, ".3g"), esc(source), fit])
-    return html_table(["link", "&alpha;: latency per message (&micro;s)",
-                       "1/&beta;: per-byte rate (Gbit/s, reduction included)", "source",
+        fit = (html("{{ e }} % over {{ n }} points", e=num(link.fit_error_pct, ".0f"), n=link.points) if link.points
+               else DASH)
+        rows.append([link.name, num(link.alpha_us, ".1f"), num(link.gbit_per_s, ".3g"), source, fit])
+    return html_table(["link", Markup("&alpha;: latency per message (&micro;s)"),
+                       Markup("1/&beta;: per-byte rate (Gbit/s, reduction included)"), "source",
                        "fit error (median |relative|)"], rows, numeric={1, 2})
 
 
-def _checks_table(checks: pd.DataFrame) -> str:
+def _checks_table(checks: pd.DataFrame) -> Markup:
     rows = []
     for _, c in checks.iterrows():
-        flag = ' <span class="flag over">oversubscribed</span>' if c["oversubscribed"] else ""
-        rows.append([esc(c["link"]), "fit (in-sample)" if c.get("in_sample") else "held out",
-                     esc(c["workload"]) + flag, esc(c["strategy"]), esc(c["world_size"]),
-                     num(c["bucket_cap_mb"], "g") if c["strategy"] == "ddp" else "&ndash;",
+        rows.append([c["link"], "fit (in-sample)" if c.get("in_sample") else "held out",
+                     html('{{ w }}{% if over %} <span class="flag over">oversubscribed</span>{% endif %}',
+                          w=c["workload"], over=bool(c["oversubscribed"])), c["strategy"], c["world_size"],
+                     num(c["bucket_cap_mb"], "g") if c["strategy"] == "ddp" else DASH,
                      num(c["predicted_comm_ms"], ".1f"), num(c["measured_comm_ms"], ".1f"),
                      num(c["comm_error_pct"], "+.0f", " %"), num(c["predicted_step_ms"], ".1f"),
                      num(c["measured_step_ms"], ".1f"), num(c["step_error_pct"], "+.0f", " %")])
@@ -99,19 +102,20 @@ def _checks_table(checks: pd.DataFrame) -> str:
                        "measured step (ms)", "error"], rows, numeric=set(range(4, 12)))
 
 
-def _projection_table(projection: pd.DataFrame) -> str:
+def _projection_table(projection: pd.DataFrame) -> Markup:
     part = projection[projection["world_size"].isin(PROJECTION_TABLE_SIZES)]
     rows = []
     for (workload, link, strategy), group in part.groupby(["workload", "link", "strategy"], sort=False):
-        cells = [esc(workload), esc(link), esc("DDP" if strategy == "ddp" else "master aggregation")]
+        cells = [workload, link, "DDP" if strategy == "ddp" else "master aggregation"]
         by_size = group.set_index("world_size")
         for size in PROJECTION_TABLE_SIZES:
             if size in by_size.index:
                 r = by_size.loc[size]
-                how = f" ({esc(r['algorithms'])})" if strategy == "ddp" and r.get("algorithms", "-") != "-" else ""
-                cells.append(f"{num(r['step_ms'], '.4g')} ms, {num(100 * r['efficiency'], '.0f')} %{how}")
+                how = r["algorithms"] if strategy == "ddp" and r.get("algorithms", "-") != "-" else ""
+                cells.append(html("{{ step }} ms, {{ eff }} %{% if how %} ({{ how }}){% endif %}",
+                                  step=num(r["step_ms"], ".4g"), eff=num(100 * r["efficiency"], ".0f"), how=how))
             else:
-                cells.append("&ndash;")
+                cells.append(DASH)
         rows.append(cells)
     header = ["workload", "link", "strategy",
               *(f"{s} ranks: step, efficiency (all-reduce)" for s in PROJECTION_TABLE_SIZES)]
@@ -127,22 +131,25 @@ def projection_section(ctx: ReportContext) -> Section | None:
         return None
     measured = _measured_points(ctx, model.checks)
     path = projection_plot(model.projection, measured, ctx.image("projection.png"))
-    checks = ""
     if not model.checks.empty:
-        errors = "; ".join(
-            f"<em>{esc(link)}</em>: {num(part['step_error_pct'].abs().median(), '.0f')} % for the step time, "
-            f"{num(part['comm_error_pct'].abs().median(), '.0f')} % for the communication"
+        errors = Markup("; ").join(
+            html("<em>{{ link }}</em>: {{ step }} % for the step time, {{ comm }} % for the communication", link=link,
+                 step=num(part["step_error_pct"].abs().median(), ".0f"),
+                 comm=num(part["comm_error_pct"].abs().median(), ".0f"))
             for link, part in model.checks.groupby("link", sort=False))
-        checks = (f"<h3>Predicted vs measured</h3>\n<p class=\"what\">At the world sizes that were measured, each "
-                  f"fitted link's model against the measurements; median absolute error: {errors}.</p>"
-                  '<p class="note">Measured comm is DDP\'s own backward communication time (it runs from the '
+        checks = (html("<h3>Predicted vs measured</h3>\n<p class=\"what\">At the world sizes that were measured, each "
+                       "fitted link's model against the measurements; median absolute error: {{ errors }}.</p>",
+                       errors=errors)
+                  + Markup('<p class="note">Measured comm is DDP\'s own backward communication time (it runs from the '
                   "first bucket's launch to the last one's end, so it includes time a bucket waited for backward "
                   "and, on a CPU, time the communication thread waited for a core) or, for master aggregation, "
                   "the timed exchange after backward. The predicted step is the job's measured compute (its "
                   "<code>no_sync()</code> steps) plus the communication the model leaves exposed. A link fitted "
                   "to the micro-benchmarks is checked here on jobs it never saw; the link fitted to DDP's logs "
-                  "is checked on the jobs it was fitted to, so its error is a goodness of fit, not a test.</p>\n"
+                  "is checked on the jobs it was fitted to, so its error is a goodness of fit, not a test.</p>\n")
                   + _checks_table(model.checks))
+    else:
+        checks = Markup()
     source = ""
     if model.measured is None:
         source = ("No link was measured here: the projection uses only the links given in the experiment"
@@ -151,8 +158,8 @@ def projection_section(ctx: ReportContext) -> Section | None:
     if _single_rank_all_reduce(ctx.collectives) and not one_rank:
         source += (" The all_reduce micro-benchmarks at world size 1 are left out of the fit: one rank "
                    "sends nothing, so they say nothing of &alpha; or &beta;.")
-    html = (
-        '<p class="what"><strong>Model output, not measurements.</strong> What a step would cost at 8 to 1024 '
+    text = (
+        html('<p class="what"><strong>Model output, not measurements.</strong> What a step would cost at 8 to 1024 '
         "ranks (weak scaling: each rank keeps its batch), by the what-if model on each link: a message of n "
         "bytes costs &alpha; + n&beta;. DDP all-reduces each gradient bucket by a ring "
         "(2(p&minus;1)&alpha; + 2(p&minus;1)/p &middot; n&beta;) or a tree (2 log<sub>2</sub>p &middot; &alpha; "
@@ -164,11 +171,11 @@ def projection_section(ctx: ReportContext) -> Section | None:
         "in DDP's order and sizes, and all-reduced one after another on the link; what is still on the link "
         "when backward ends is exposed. Master aggregation hides nothing. &beta; includes the reduction's cost "
         "per byte (&gamma;/2): all-reduce and master aggregation both depend only on &beta; + &gamma;/2, so "
-        "all-reduce timings determine both. Given links assume reduction is free (&gamma; = 0). " + source
-        + "</p>\n"
-        f'<p class="note">For a GPU cluster you describe (devices per node, their links, the network between '
-        f"nodes), the same model with NCCL's latencies and its constants checked against published scaling: "
-        f"<code>python -m ddpbench whatif --from {esc(str(ctx.results_dir))} --gpus-per-node 8 "
-        f"--inter-gbit 400</code> (its check: <code>python -m ddpbench whatif --validate</code>).</p>\n"
-        + _links_table(model) + "\n" + _projection_table(model.projection) + "\n" + checks)
-    return Section("Projection to larger clusters (model)", html, (path,) if path else ())
+        "all-reduce timings determine both. Given links assume reduction is free (&gamma; = 0). {{ source }}</p>\n"
+        '<p class="note">For a GPU cluster you describe (devices per node, their links, the network between '
+        "nodes), the same model with NCCL's latencies and its constants checked against published scaling: "
+        "<code>python -m ddpbench whatif --from {{ folder }} --gpus-per-node 8 "
+        "--inter-gbit 400</code> (its check: <code>python -m ddpbench whatif --validate</code>).</p>\n",
+        source=Markup(source), folder=str(ctx.results_dir))  # source: this function's own sentences
+        + _links_table(model) + Markup("\n") + _projection_table(model.projection) + Markup("\n") + checks)
+    return Section("Projection to larger clusters (model)", text, (path,) if path else ())

@@ -4,8 +4,10 @@ against world size; where each step's time goes; step time against DDP's bucket 
 from __future__ import annotations
 
 from ddpbench.analysis.jobs import bucket_settings, caps_text, describe, strategies_vary
-from ddpbench.report.page import (OWN_MEMORY_NOTE, ReportContext, Section, esc, figure_section, has_interval,
-                                  has_memory, interval_note, num, skipped_note)
+from markupsafe import Markup
+
+from ddpbench.report.page import (OWN_MEMORY_NOTE, ReportContext, Section, figure_section, has_interval, has_memory,
+                                  html, interval_note, num, skipped_note)
 from ddpbench.report.plots import jobs as job_plots
 from ddpbench.report.plots import scaling as scaling_plots
 from ddpbench.report.plots.common import memory_column
@@ -18,8 +20,9 @@ def throughput_section(ctx: ReportContext) -> Section | None:
              "of ranks" if scaling_plots.ideal_lines_drawn(ctx.summary) else "")
     return figure_section(
         ctx, "Throughput vs world size", scaling_plots.throughput_vs_world_size, "throughput.png",
-        '<p class="what">Training throughput of all ranks together (samples per second) at each '
-        f"world size, one line per configuration{ideal}.</p>" + interval_note(ctx.summary, "samples_per_s"))
+        html('<p class="what">Training throughput of all ranks together (samples per second) at each '
+             "world size, one line per configuration{{ ideal }}.</p>", ideal=ideal)
+        + interval_note(ctx.summary, "samples_per_s"))
 
 
 def efficiency_section(ctx: ReportContext) -> Section | None:
@@ -27,16 +30,16 @@ def efficiency_section(ctx: ReportContext) -> Section | None:
         return None
     return figure_section(
         ctx, "Parallel efficiency vs world size", scaling_plots.efficiency_vs_world_size, "efficiency.png",
-        '<p class="what">Parallel efficiency (%) at each world size: the speedup over the '
-        "world-size-1 run divided by the number of ranks, so 100 % (dotted) means every added "
-        "rank adds a full rank's throughput.</p>" + interval_note(ctx.summary, "efficiency"))
+        Markup('<p class="what">Parallel efficiency (%) at each world size: the speedup over the '
+               "world-size-1 run divided by the number of ranks, so 100 % (dotted) means every added "
+               "rank adds a full rank's throughput.</p>") + interval_note(ctx.summary, "efficiency"))
 
 
 #: a change of e between two world sizes larger than this reads as rising or falling
 SERIAL_FRACTION_CHANGE = 0.05
 
 
-def _serial_fraction_trends(table, rows) -> str:
+def _serial_fraction_trends(table, rows) -> Markup:
     """Per configuration measured at two or more world sizes above 1: e at the smallest and the
     largest, and whether it rises, falls or stays about flat."""
     items, missing = [], 0
@@ -50,13 +53,13 @@ def _serial_fraction_trends(table, rows) -> str:
         apart = (has_interval(first, "serial_fraction") and has_interval(last, "serial_fraction")
                  and (float(last["serial_fraction_low"]) > float(first["serial_fraction_high"])
                       or float(first["serial_fraction_low"]) > float(last["serial_fraction_high"])))
-        span = (f"from {num(a, '.2f')} at {esc(first['world_size'])} ranks to {num(b, '.2f')} at "
-                f"{esc(last['world_size'])}")
+        span = html("from {{ a }} at {{ wa }} ranks to {{ b }} at {{ wb }}", a=num(a, ".2f"), wa=first["world_size"],
+                    b=num(b, ".2f"), wb=last["world_size"])
         if abs(change) <= SERIAL_FRACTION_CHANGE:
-            trend = f"e stays about flat ({span}): the loss behaves like serial work"
+            trend = html("e stays about flat ({{ span }}): the loss behaves like serial work", span=span)
         else:
-            trend = (f"e rises {span}: overhead that grows with the ranks" if change > 0 else
-                     f"e falls {span}: the overhead does not grow with the ranks")
+            trend = (html("e rises {{ span }}: overhead that grows with the ranks", span=span) if change > 0 else
+                     html("e falls {{ span }}: the overhead does not grow with the ranks", span=span))
             both = has_interval(first, "serial_fraction") and has_interval(last, "serial_fraction")
             if both:
                 trend += ("; the 95 % intervals do not overlap" if apart else
@@ -68,12 +71,13 @@ def _serial_fraction_trends(table, rows) -> str:
         over = [int(w) for w, o in zip(part["world_size"], part["oversubscribed"]) if bool(o)]
         caveat = (f" (world size {', '.join(map(str, over))} is oversubscribed: its e measures contention for "
                   "cores as well)" if over else "")
-        items.append(f"<li>{esc(line['label'] or first['model'])}: {trend}{esc(caveat)}.</li>")
+        items.append(html("<li>{{ label }}: {{ trend }}{{ caveat }}.</li>", label=line["label"] or first["model"],
+                          trend=trend, caveat=caveat))
     if not items:
-        return ""
-    caveat = ('<p class="note">Where a job or its baseline ran in one launch there is no interval to tell '
-              "a change of e from run-to-run noise: treat those trends as a hint.</p>" if missing else "")
-    return f'<ul class="note">{"".join(items)}</ul>{caveat}'
+        return Markup()
+    return html('<ul class="note">{{ items | join("") }}</ul>{% if missing %}<p class="note">Where a job or its '
+                "baseline ran in one launch there is no interval to tell a change of e from run-to-run noise: treat "
+                "those trends as a hint.</p>{% endif %}", items=items, missing=missing)
 
 
 def serial_fraction_section(ctx: ReportContext) -> Section | None:
@@ -86,7 +90,7 @@ def serial_fraction_section(ctx: ReportContext) -> Section | None:
     if path is None:
         return None
     sizes = sorted(set(int(w) for w in rows["world_size"]))
-    what = ('<p class="what">Karp&ndash;Flatt&rsquo;s <em>experimentally determined serial fraction</em> '
+    what = Markup('<p class="what">Karp&ndash;Flatt&rsquo;s <em>experimentally determined serial fraction</em> '
             "e = (1/S &minus; 1/p) / (1 &minus; 1/p), from the measured speedup S on p ranks: the share of the "
             "one-rank work that behaves as if it could not be parallelised. 0 (dotted) is perfect linear "
             "scaling; 1 (dashed) is no speedup at all; above 1 the job ran slower than on one rank.</p>"
@@ -96,9 +100,9 @@ def serial_fraction_section(ctx: ReportContext) -> Section | None:
             "other. Error bars are 95 % bootstrap intervals over launches, absent where a job or its baseline "
             "ran once; several configurations at one world size are spread slightly sideways.</p>")
     if len(sizes) == 1:
-        trend = (f'<p class="note">Only one world size above 1 was measured ({sizes[0]}): each e says how far '
-                 "that size is from linear scaling, but telling serial work from overhead that grows with the "
-                 "ranks needs the trend over at least two world sizes above 1.</p>")
+        trend = html('<p class="note">Only one world size above 1 was measured ({{ size }}): each e says how far '
+                     "that size is from linear scaling, but telling serial work from overhead that grows with the "
+                     "ranks needs the trend over at least two world sizes above 1.</p>", size=sizes[0])
     else:
         trend = _serial_fraction_trends(ctx.summary, rows)
     return Section("Serial fraction (Karp\u2013Flatt)", what + trend + skipped_note(ctx), (path,))
@@ -109,19 +113,20 @@ def serial_fraction_section(ctx: ReportContext) -> Section | None:
 def breakdown_section(ctx: ReportContext) -> Section | None:
     explicit = ""
     if not ctx.summary.empty and (ctx.summary["strategy"] != "ddp").any():
-        explicit = (" Strategies that combine gradients after backward or after the optimizer step (master, "
+        explicit = Markup(" Strategies that combine gradients after backward or after the optimizer step (master, "
                     "ring, the explicit all-reduces) show that time as the orange <em>comm after "
                     "backward / step</em> part instead.")
     return figure_section(
         ctx, "Step time breakdown", job_plots.step_breakdown, "breakdown.png",
-        '<p class="what">Where each job\'s step time goes, in milliseconds: the mean time per '
-        "rank and step of each phase (data, forward, backward, optimizer).</p>"
+        Markup('<p class="what">Where each job\'s step time goes, in milliseconds: the mean time per '
+               "rank and step of each phase (data, forward, backward, optimizer).</p>")
+        + Markup(
         '<p class="note">DDP all-reduces gradient buckets while backward is still running, so most '
         "communication hides inside backward. The red <em>exposed comm</em> part is what it does not "
         "hide, measured as the step time with gradient sync minus the step time under DDP's "
         "<code>no_sync()</code> (both means); <em>backward compute</em> is the backward time less that. "
         "The black tick is the mean step of the slowest rank: it sits past the bars by the time a rank "
-        "waited for the slowest one. Hatched bars are oversubscribed jobs." + explicit + "</p>")
+        "waited for the slowest one. Hatched bars are oversubscribed jobs.") + explicit + Markup("</p>"))
 
 
 def bucket_section(ctx: ReportContext) -> Section | None:
@@ -129,14 +134,14 @@ def bucket_section(ctx: ReportContext) -> Section | None:
         return None
     return figure_section(
         ctx, "Step time vs gradient bucket size", job_plots.step_time_vs_bucket, "bucket_step_time.png",
-        '<p class="what">Mean step time (ms, slowest rank) for each DDP gradient bucket size '
-        "(<code>bucket_cap_mb</code>, log scale), one line per model and world size above 1: lower "
-        "is better.</p><p class=\"note\">Error bars are the 95 % interval of the mean over launches "
-        "(none for a job measured once). Small buckets start all-reducing earlier but pay a "
-        "per-message cost more often.</p>" + _same_buckets_note(ctx.summary))
+        Markup('<p class="what">Mean step time (ms, slowest rank) for each DDP gradient bucket size '
+               "(<code>bucket_cap_mb</code>, log scale), one line per model and world size above 1: lower "
+               "is better.</p><p class=\"note\">Error bars are the 95 % interval of the mean over launches "
+               "(none for a job measured once). Small buckets start all-reducing earlier but pay a "
+               "per-message cost more often.</p>") + _same_buckets_note(ctx.summary))
 
 
-def _same_buckets_note(summary) -> str:
+def _same_buckets_note(summary) -> Markup:
     """Which caps gave DDP the same buckets: the points of one setting, whatever their cap says."""
     items = []
     for part in job_plots.bucket_groups(summary).values():
@@ -144,18 +149,20 @@ def _same_buckets_note(summary) -> str:
             if len(same) > 1:
                 first = same.iloc[0]
                 layout = first["bucket_layout"]
-                items.append(f"<li>{esc(describe(first, ['model', 'world_size'], summary))}: "
-                             f"{esc(caps_text(same['bucket_cap_mb']))} gave the same {len(layout)} bucket(s) "
-                             f"([{esc(', '.join(f'{b / 1e6:.1f}' for b in list(layout)[:6]))}"
-                             f"{', ...' if len(layout) > 6 else ''}] MB); their step times differ by "
-                             f"{num(100 * (same['step_ms_mean'].max() / same['step_ms_mean'].min() - 1), '.0f')} % (mean steps)"
-                             "</li>")
+                items.append(html(
+                    "<li>{{ job }}: {{ caps }} gave the same {{ n }} bucket(s) ([{{ sizes }}{{ more }}] MB); their "
+                    "step times differ by {{ pct }} % (mean steps)</li>",
+                    job=describe(first, ["model", "world_size"], summary),
+                    caps=caps_text(same["bucket_cap_mb"]), n=len(layout),
+                    sizes=", ".join(f"{b / 1e6:.1f}" for b in list(layout)[:6]),
+                    more=", ..." if len(layout) > 6 else "",
+                    pct=num(100 * (same["step_ms_mean"].max() / same["step_ms_mean"].min() - 1), ".0f")))
     if not items:
-        return ""
-    return ('<p class="note">DDP never splits a tensor, so caps below a model&rsquo;s largest tensors can give the '
+        return Markup()
+    return (Markup('<p class="note">DDP never splits a tensor, so caps below a model&rsquo;s largest tensors can give the '
             "very same buckets. These caps did; their points are one setting measured more than once, and "
-            "their spread is the noise of the measurements, not an effect of the cap:</p><ul>"
-            + "".join(items) + "</ul>")
+            "their spread is the noise of the measurements, not an effect of the cap:</p><ul>")
+            + html("{{ items | join('') }}</ul>", items=items))
 
 
 def memory_overview_section(ctx: ReportContext) -> Section | None:
@@ -167,14 +174,15 @@ def memory_overview_section(ctx: ReportContext) -> Section | None:
     state = ctx.summary["optimizer_state_mb"].astype(float).notna().any() \
         if "optimizer_state_mb" in ctx.summary.columns else False
     own = memory_column(ctx.summary) == "rank_memory_mb"
-    text = ('<p class="what">' + ("The own memory" if own else "Peak resident memory (RSS, MB)")
-            + " of each job&rsquo;s largest rank"
-            + (", and the optimizer state that rank holds (MB)" if state else "")
-            + ". Colours follow the configurations of the scaling plots; hatched bars are oversubscribed "
-            "jobs.</p>" + (OWN_MEMORY_NOTE if own else
-            '<p class="note">RSS counts everything the process keeps in memory: the Python interpreter and '
-            "PyTorch&rsquo;s libraries (a few hundred MB before any model), the model, its gradients, "
-            "DDP&rsquo;s gradient buckets and the optimizer state. Peak RSS is the high-water mark the "
-            "operating system reports (VmHWM), the largest over ranks and launches; 1 MB = 10<sup>6</sup> "
-            "bytes."))
-    return Section("Memory", text + "</p>" + skipped_note(ctx), (path,))
+    text = (Markup('<p class="what">') + Markup("The own memory" if own else "Peak resident memory (RSS, MB)")
+            + Markup(" of each job&rsquo;s largest rank")
+            + Markup(", and the optimizer state that rank holds (MB)" if state else "")
+            + Markup(". Colours follow the configurations of the scaling plots; hatched bars are oversubscribed "
+                     "jobs.</p>")
+            + (OWN_MEMORY_NOTE if own else Markup(
+                '<p class="note">RSS counts everything the process keeps in memory: the Python interpreter and '
+                "PyTorch&rsquo;s libraries (a few hundred MB before any model), the model, its gradients, "
+                "DDP&rsquo;s gradient buckets and the optimizer state. Peak RSS is the high-water mark the "
+                "operating system reports (VmHWM), the largest over ranks and launches; 1 MB = 10<sup>6</sup> "
+                "bytes.")))
+    return Section("Memory", text + Markup("</p>") + skipped_note(ctx), (path,))

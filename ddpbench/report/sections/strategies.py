@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 
 from ddpbench.analysis.jobs import ordered, strategies_vary
-from ddpbench.report.page import OWN_MEMORY_NOTE, ReportContext, Section, esc, html_table, num, skipped_note
+from markupsafe import Markup
+
+from ddpbench.report.page import DASH, OWN_MEMORY_NOTE, ReportContext, Section, html, html_table, num, skipped_note
 from ddpbench.report.plots import strategies as ps
 from ddpbench.report.plots.common import memory_column
 
@@ -23,19 +25,19 @@ def _strategy_table(ctx: ReportContext):
     return table.assign(_label=ps.config_labels(table), grad_mb=table["key"].map(grad).astype(float))
 
 
-def _not_drawn_html(table) -> str:
+def _not_drawn_html(table) -> Markup:
     """Jobs left out of a strategy figure, each with its status and reason."""
     bad = table[table["status"] != "ok"]
     if bad.empty:
-        return ""
-    items = "".join(f'<li>{esc(r["_label"])} at world size {esc(r["world_size"])}: <span class="status-'
-                    f'{esc(r["status"])}">{esc(r["status"])}</span> &ndash; {esc(r["error"])}</li>'
-                    for _, r in bad.iterrows())
-    return f'<p class="note">Jobs that did not finish ok, and why:</p>\n<ul class="note">{items}</ul>'
+        return Markup()
+    return html('<p class="note">Jobs that did not finish ok, and why:</p>\n<ul class="note">{% for r in rows %}'
+                '<li>{{ r._label }} at world size {{ r.world_size }}: <span class="status-{{ r.status }}">'
+                "{{ r.status }}</span> &ndash; {{ r.error }}</li>{% endfor %}</ul>",
+                rows=[r.to_dict() for _, r in bad.iterrows()])
 
 
-def _strategy_section(ctx: ReportContext, title: str, draws, text: str, min_size: int = 1,
-                      extra=lambda table: "", list_failures: bool = False) -> Section | None:
+def _strategy_section(ctx: ReportContext, title: str, draws, text: Markup, min_size: int = 1,
+                      extra=lambda table: Markup(), list_failures: bool = False) -> Section | None:
     """A section of strategy figures: ``draws`` is ((draw, filename), ...), each ``draw(table, path)``;
     ``list_failures``: name every job that did not finish ok with its reason, not only count them."""
     if not strategies_vary(ctx.summary):
@@ -54,23 +56,23 @@ def _strategy_section(ctx: ReportContext, title: str, draws, text: str, min_size
 def strategies_section(ctx: ReportContext) -> Section | None:
     return _strategy_section(
         ctx, "Strategies side by side", ((ps.throughput_by_strategy, "strategies_throughput.png"),),
-        '<p class="what">Training throughput of all ranks together (samples per second) for each way of '
+        Markup('<p class="what">Training throughput of all ranks together (samples per second) for each way of '
         "combining gradients, one bar per world size: the world-size-1 bar is the baseline, and a dotted "
         "outline shows what perfect linear scaling from it would give.</p>"
         '<p class="note">Hatched bars are oversubscribed jobs (more busy threads than cores): they measure '
         "contention for cores, not scaling. A slot that says <em>skipped</em> or <em>failed</em> had no "
-        "result; the reasons are listed below.</p>", list_failures=True)
+        "result; the reasons are listed below.</p>"), list_failures=True)
 
 
-def _traffic_source_html(source) -> str:
+def _traffic_source_html(source) -> Markup:
     kind = ps.traffic_kind(source)
     if kind == "unknown":
-        return "&ndash;"
+        return DASH
     detail = str(source).split(":", 1)[1].strip() if ":" in str(source) else ""
-    return f"<strong>{esc(kind)}</strong>" + (f": {esc(detail)}" if detail else "")
+    return html("<strong>{{ kind }}</strong>{% if detail %}: {{ detail }}{% endif %}", kind=kind, detail=detail)
 
 
-def _master_vs_ring(table) -> str:
+def _master_vs_ring(table) -> Markup:
     """One sentence comparing the master's link with a ring rank's, at the largest world size with both."""
     ok = table[(table["status"] == "ok") & (table["world_size"] > 1)]
     for size in sorted(set(ok["world_size"]), reverse=True):
@@ -82,20 +84,21 @@ def _master_vs_ring(table) -> str:
         if not (math.isfinite(m) and math.isfinite(r) and r > 0):
             continue
         grad = float(master["grad_mb"].iloc[0])
-        gradient = (f": rank 0&rsquo;s link carries (n&minus;1) = {size - 1} times the {num(grad, '.3g')} MB "
-                    f"gradient, a ring rank&rsquo;s 2(n&minus;1)/n = {num(2 * (size - 1) / size, '.3g')} times"
+        gradient = (html(": rank 0&rsquo;s link carries (n&minus;1) = {{ n }} times the {{ grad }} MB gradient, a "
+                         "ring rank&rsquo;s 2(n&minus;1)/n = {{ share }} times", n=size - 1, grad=num(grad, ".3g"),
+                         share=num(2 * (size - 1) / size, ".3g"))
                     if math.isfinite(grad) else "")
-        return (f'<p class="what">At world size {esc(size)} the master&rsquo;s rank 0 sends {num(m, ".3g")} MB '
-                f"per step, {num(m / r, '.1f')}&times; the {num(r, '.3g')} MB each rank of the ring "
-                f"sends{gradient}.</p>")
-    return ""
+        return html('<p class="what">At world size {{ size }} the master&rsquo;s rank 0 sends {{ m }} MB per step, '
+                    "{{ ratio }}&times; the {{ r }} MB each rank of the ring sends{{ gradient }}.</p>", size=size,
+                    m=num(m, ".3g"), ratio=num(m / r, ".1f"), r=num(r, ".3g"), gradient=gradient)
+    return Markup()
 
 
-def _comm_table(table) -> str:
+def _comm_table(table) -> Markup:
     ok = ordered(table[(table["status"] == "ok") & (table["world_size"] > 1)])
     header = ["configuration", "world size", "comm after backward / step (ms)", "exposed comm (ms)",
               "sent MB, busiest rank", "received MB, busiest rank", "sent MB, median rank", "how known"]
-    rows = [[esc(r["_label"]), esc(r["world_size"]), num(r["comm_ms"], ".2f"), num(r["exposed_comm_ms"], ".2f"),
+    rows = [[r["_label"], r["world_size"], num(r["comm_ms"], ".2f"), num(r["exposed_comm_ms"], ".2f"),
              num(r["sent_mb_per_step_max"], ".3g"), num(r["recv_mb_per_step_max"], ".3g"),
              num(r["sent_mb_per_step_median"], ".3g"), _traffic_source_html(r["traffic_source"])]
             for _, r in ok.iterrows()]
@@ -106,7 +109,7 @@ def communication_section(ctx: ReportContext) -> Section | None:
     return _strategy_section(
         ctx, "Communication per strategy",
         ((ps.comm_time_by_strategy, "strategies_comm_time.png"), (ps.traffic_by_strategy, "strategies_traffic.png")),
-        '<p class="what">How long each strategy spends communicating per step (first figure, ms) and how many '
+        Markup('<p class="what">How long each strategy spends communicating per step (first figure, ms) and how many '
         "megabytes its busiest rank and its median rank send per optimizer step (second figure, 1 MB = "
         "10<sup>6</sup> bytes), at each world size above 1.</p>"
         '<p class="note">Communication after backward or after the optimizer step (master, the hand-written '
@@ -120,7 +123,7 @@ def communication_section(ctx: ReportContext) -> Section | None:
         "Traffic marked "
         "<strong>measured</strong> was counted as bytes passed to send/recv; <strong>computed</strong> comes "
         "from the algorithm (the backends keep no byte counters); it is drawn dark or light "
-        "accordingly.</p>",
+        "accordingly.</p>"),
         min_size=2, extra=lambda table: _master_vs_ring(table) + _comm_table(table))
 
 
@@ -139,13 +142,13 @@ def _is_exact(row, known: dict) -> bool | None:
     return known.get(row["_label"])
 
 
-def _verdict(row, exact: bool | None) -> tuple[str, bool]:
-    """(verdict HTML, whether the row is bad)."""
+def _verdict(row, exact: bool | None) -> tuple[Markup | str, bool]:
+    """(verdict, whether the row is bad)."""
     diff = float(row["max_abs_diff"]) if row["max_abs_diff"] is not None else math.nan
     if row["status"] == "failed" and "not equivalent" in str(row["error"]):
-        return f'<strong>NOT equivalent</strong><code class="err">{esc(row["error"])}</code>', True
+        return html('<strong>NOT equivalent</strong><code class="err">{{ e }}</code>', e=row["error"]), True
     if row["status"] != "ok":
-        return f'not checked: <span class="status-{esc(row["status"])}">{esc(row["status"])}</span>', False
+        return html('not checked: <span class="status-{{ s }}">{{ s }}</span>', s=row["status"]), False
     if math.isnan(diff):
         return "not checked (check_steps = 0)", False
     if exact is False:
@@ -172,32 +175,34 @@ def equivalence_section(ctx: ReportContext) -> Section | None:
         exact = _is_exact(r, known)
         verdict, bad = _verdict(r, exact)
         diff = float(r["max_abs_diff"]) if r["max_abs_diff"] is not None else math.nan
-        rows.append([esc(r["_label"]), esc(r["world_size"]),
-                     "&ndash;" if exact is None else ("exact" if exact else "lossy"),
+        rows.append([r["_label"], r["world_size"],
+                     DASH if exact is None else ("exact" if exact else "lossy"),
                      "0" if diff == 0 else num(diff, ".2e"), verdict, num(r["check_steps"], ".0f")])
         classes.append("bad" if bad else "")
     return Section(
         "Equivalence with single-process training",
-        '<p class="what">Does each strategy train the same model as one process would? After the timed steps '
+        html('<p class="what">Does each strategy train the same model as one process would? After the timed steps '
         "every job trains a fresh model for <em>check steps</em> optimizer steps and compares its parameters "
         "with single-process training on the same global batches (same seed; each step the concatenation of "
         "every rank&rsquo;s batch); the table gives the largest absolute difference of any parameter.</p>"
         '<p class="note"><em>Exact</em> strategies must match up to float rounding (<em>matches</em>: at most '
-        f"{MATCH_DIFF:g}); one that differs by more than the check&rsquo;s tolerance fails its job as "
+        "{{ match }}); one that differs by more than the check&rsquo;s tolerance fails its job as "
         "<strong>NOT equivalent</strong>. <em>Lossy</em> ones by design (DDP&rsquo;s fp16, bf16 and PowerSGD "
         "hooks, local SGD) show how far they drift. Jobs that compute in bf16 or fp16 (<code>precision</code>) "
         "are lossy by design too, set against fp32 single-process training: an exact strategy among them "
-        "fails only beyond its precision&rsquo;s machine epsilon (bf16 7.8e-3, fp16 9.8e-4).</p>\n" + html_table(header, rows, classes, numeric={1, 3, 5}))
+        "fails only beyond its precision&rsquo;s machine epsilon (bf16 7.8e-3, fp16 9.8e-4).</p>\n{{ table }}",
+        match=f"{MATCH_DIFF:g}", table=html_table(header, rows, classes, numeric={1, 3, 5})))
 
 
 def memory_section(ctx: ReportContext) -> Section | None:
     own = memory_column(ctx.summary) == "rank_memory_mb"
     return _strategy_section(
         ctx, "Memory per strategy", ((ps.memory_by_strategy, "strategies_memory.png"),),
-        '<p class="what">' + ("The largest rank&rsquo;s own memory" if own else "Peak resident memory of the "
-                              "largest rank (these results predate the rank&rsquo;s own memory figure)")
-        + " and the optimizer state the largest rank holds, per strategy and world size, in MB "
-        "(10<sup>6</sup> bytes).</p>" + (OWN_MEMORY_NOTE + "</p>" if own else "") +
+        Markup('<p class="what">') + Markup("The largest rank&rsquo;s own memory" if own else "Peak resident memory of "
+                                            "the largest rank (these results predate the rank&rsquo;s own memory "
+                                            "figure)")
+        + Markup(" and the optimizer state the largest rank holds, per strategy and world size, in MB "
+                 "(10<sup>6</sup> bytes).</p>") + (OWN_MEMORY_NOTE + Markup("</p>") if own else Markup()) + Markup(
         '<p class="note">ZeRO and FSDP shard the optimizer state, so each rank holds about 1/n of it; '
         "master-params runs the only optimizer on rank 0, so rank 0 holds all of it and the others none. "
-        "Momentum SGD keeps one buffer the size of the parameters, Adam two.</p>")
+        "Momentum SGD keeps one buffer the size of the parameters, Adam two.</p>"))

@@ -1,0 +1,388 @@
+"""Stored records checked value by value before any table is made of them.
+
+A results folder may be damaged, or crafted by someone else. :func:`check_record` (schema) checks
+the shape every reader relies on; the functions here check every value the tables and the analysis
+use, so that nothing downstream meets a string where it expects a number, an infinite step time,
+an unknown phase or a list where it expects an object:
+
+* a damaged value that the record's meaning rests on (a step row, a spec field, the ranks) costs
+  the record: :class:`Damaged` is raised, and the loader skips the record with one line naming the
+  file, the line and the field;
+* a damaged figure that only one figure of the report rests on (a rank's memory, the trace events,
+  the links to the trace files, a link profile, an environment value) costs that figure: it reads
+  as missing, and one line says which.
+
+Each function returns the cleaned record (a copy; the stored one is left alone) and the lines to say.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from ddpbench.results.schema import (CHECK_FIELDS, COLLECTIVE_COLUMNS, COMPUTE_FIELDS, LAUNCH_FIELDS, RANK_FIGURES,
+                                     RECOVERY_FIELDS, STEP_COLUMNS, TIMED_PHASES, TRACE_COLUMNS, TRACE_FILE_FIELDS)
+
+#: the phases a step row may have (schema.STEP_COLUMNS' ``phase``)
+PHASES = ("warmup", "measure", "nosync", "trace")
+
+
+class Damaged(ValueError):
+    """A value a record's meaning rests on is damaged: the record is skipped. The message names the field."""
+
+
+# -- value checks: each returns the value, or raises ValueError saying what is allowed -------------
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def finite(value: Any) -> float | int:
+    if not _number(value) or not math.isfinite(value):
+        raise ValueError(f"{_show(value)} is not a finite number")
+    return value
+
+
+def finite_or_none(value: Any) -> float | int | None:
+    """A figure that may be missing (None or NaN, as a rank that could not see a phase stores it)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return value
+    return finite(value)
+
+
+def non_negative_or_missing(value: Any) -> float | int | None:
+    value = finite_or_none(value)
+    if value is not None and value == value and value < 0:
+        raise ValueError(f"{_show(value)} is negative")
+    return value
+
+
+def whole(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{_show(value)} is not a whole number >= 0")
+    return value
+
+
+def whole_or_none(value: Any) -> int | None:
+    return None if value is None else whole(value)
+
+
+def text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{_show(value)} is not a string")
+    return value
+
+
+def text_or_none(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{_show(value)} is not a string")
+    return value
+
+
+def flag_or_none(value: Any) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"{_show(value)} is not true or false")
+    return value
+
+
+def wholes_or_none(value: Any) -> list[int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ValueError(f"{_show(value)} is not a list")
+    return [whole(v) for v in value]
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+#: the per-rank figures (RANK_FIGURES) that are numbers, in MB, ms, bytes, FLOP/s, seconds or counts
+RANK_NUMBERS = ("peak_rss_mb", "rank_memory_mb", "uss_mb", "pss_mb", "rss_file_mb", "allreduce_bytes_per_step",
+                "ddp_forward_compute_ms", "ddp_backward_compute_ms", "ddp_backward_comm_ms",
+                "ddp_backward_compute_comm_overlap_ms", "bytes_sent_per_step", "bytes_recv_per_step",
+                "optimizer_state_mb", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "gemm_peak_flops",
+                "ddp_unused_parameter_bytes", "amp_skipped_steps", "amp_loss_scale", "compile_s", "compiled_graphs",
+                "graph_breaks", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase")
+#: how each stored per-rank figure is checked (strings name how something was known); a figure not
+#: named here is passed on as stored
+RANK_CHECKS: dict[str, Callable] = {
+    **{name: finite_or_none for name in RANK_NUMBERS if name in RANK_FIGURES},
+    "threads": whole_or_none, "dp_replicas": whole_or_none, "gpus": whole_or_none, "bucket_bytes": wholes_or_none,
+    "checksum": text_or_none, "traffic_source": text_or_none, "trace_error": text_or_none,
+    "framework_version": text_or_none, "reduction": text_or_none, "compile_cache": text_or_none,
+}
+COMPUTE_CHECKS: dict[str, Callable] = {
+    "workload": text_or_none, "tensors": whole_or_none, "tensor_bytes": wholes_or_none,
+    "flops_per_step": finite_or_none, "flops_source": text_or_none, "peak_method": text_or_none,
+}
+CHECK_CHECKS: dict[str, Callable] = {
+    "max_abs_diff": finite_or_none, "exact": flag_or_none, "check_steps_run": whole_or_none,
+    "skipped": text_or_none, "checked_in_repeat": whole_or_none, "tolerance": finite_or_none,
+    "lossy_reason": text_or_none,
+}
+RECOVERY_CHECKS: dict[str, Callable] = {
+    **{name: finite_or_none for name in RECOVERY_FIELDS}, "params_identical": flag_or_none,
+}
+LAUNCH_CHECKS: dict[str, Callable] = {
+    "error": text_or_none, "oversubscribed": flag_or_none, "cores": whole_or_none, "wall_s": finite_or_none,
+    "launcher": text_or_none, "sweep_id": text_or_none, "utc": text_or_none,
+}
+TRACE_CHECKS: dict[str, Callable] = {
+    "rank": whole, "step": whole, "lane": text, "kind": text, "name": text, "start_ms": finite, "dur_ms": finite,
+    "bytes": finite_or_none,
+}
+LINK_CHECKS: dict[str, Callable] = {"name": text, "latency_us": finite, "gbit_per_s": finite}
+
+
+def _root(value: Any) -> Any:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int))):
+        raise ValueError(f"{_show(value)} is not a rank")
+    return value
+
+
+def _figures(obj: Any, checks: dict[str, Callable], where: str, notes: list[str]) -> dict | None:
+    """``obj`` (an object of figures) with each damaged figure set to None, one note each; None
+    when ``obj`` is missing or not an object at all."""
+    if obj is None:
+        return None
+    if not isinstance(obj, dict):
+        notes.append(f"{where} is not an object ({_show(obj)}): its figures read as missing")
+        return None
+    clean = dict(obj)
+    for name, check in checks.items():
+        if name in clean:
+            try:
+                check(clean[name])
+            except ValueError as err:
+                notes.append(f"{where}.{name}: {err}: that figure reads as missing")
+                clean[name] = None
+    return clean
+
+
+# -- records --------------------------------------------------------------------------------------
+
+def clean_run(record: dict) -> tuple[dict, list[str]]:
+    """A run record with every value the tables use checked (see the module docstring)."""
+    notes: list[str] = []
+    clean = dict(record)
+    launch = _figures({f: record.get(f) for f in LAUNCH_FIELDS if f in record}, LAUNCH_CHECKS, "record", notes)
+    clean.update(launch or {})
+    if not isinstance(record.get("logs", []), (list, type(None))):
+        clean["logs"] = None
+    clean["traces"] = _trace_files(record.get("traces"), notes)
+    result = record.get("result")
+    if result is None:
+        if record["status"] == "ok":
+            raise Damaged("result is missing")
+        return clean, notes
+    if not isinstance(result, dict):
+        if record["status"] == "ok":
+            raise Damaged(f"result is not an object ({_show(result)})")
+        clean["result"] = None
+        return clean, notes
+    result = dict(result)
+    for name in ("params", "grad_bytes"):
+        try:
+            whole_or_none(result.get(name))
+        except ValueError as err:
+            notes.append(f"result.{name}: {err}: that figure reads as missing")
+            result[name] = None
+    result["check"] = _figures(result.get("check"), CHECK_CHECKS, "result.check", notes)
+    result["recovery"] = _figures(result.get("recovery"), RECOVERY_CHECKS, "result.recovery", notes)
+    result["compute"] = _figures(result.get("compute"), COMPUTE_CHECKS, "result.compute", notes)
+    if record["status"] == "ok":
+        result["steps"] = _steps(result)
+        result["step_columns"] = list(STEP_COLUMNS)
+        result["ranks"] = _ranks(result.get("ranks"), notes)
+    if result.get("trace") is not None or result.get("trace_columns") is not None:
+        result["trace_columns"], result["trace"] = list(TRACE_COLUMNS), _trace_rows(result, notes)
+    clean["result"] = result
+    return clean, notes
+
+
+def _steps(result: dict) -> list[list]:
+    """The step rows in STEP_COLUMNS order, every value checked; Damaged at the first bad one."""
+    columns, rows = result.get("step_columns"), result.get("steps")
+    if not isinstance(columns, list) or any(name not in columns for name in STEP_COLUMNS):
+        raise Damaged(f"result.step_columns {_show(columns)} lack some of {', '.join(STEP_COLUMNS)}")
+    if not isinstance(rows, list) or not rows:
+        raise Damaged(f"result.steps is {'empty' if rows == [] else _show(rows)}: a finished launch has step rows")
+    at = [columns.index(name) for name in STEP_COLUMNS]
+    clean = []
+    for number, row in enumerate(rows):
+        if not isinstance(row, list) or len(row) != len(columns):
+            raise Damaged(f"result.steps[{number}] is not a row of {len(columns)} values: {_show(row)}")
+        values = [row[i] for i in at]
+        rank, phase, step, *phases, step_ms = values
+        try:
+            whole(rank), whole(step)
+            if phase not in PHASES:
+                raise ValueError(f"phase {_show(phase)} is not one of {', '.join(PHASES)}")
+            for name, value in zip(TIMED_PHASES, phases):
+                try:
+                    non_negative_or_missing(value)
+                except ValueError as err:
+                    raise ValueError(f"{name}: {err}") from None
+            if not _number(step_ms) or not math.isfinite(step_ms) or step_ms <= 0:
+                raise ValueError(f"step_ms {_show(step_ms)} is not a finite number > 0")
+        except ValueError as err:
+            raise Damaged(f"result.steps[{number}]: {err}") from None
+        clean.append(values)
+    return clean
+
+
+def _ranks(ranks: Any, notes: list[str]) -> list[dict]:
+    if not isinstance(ranks, list) or not ranks:
+        raise Damaged(f"result.ranks is {_show(ranks)}: a finished launch lists its ranks")
+    clean = []
+    for number, rank in enumerate(ranks):
+        if not isinstance(rank, dict):
+            raise Damaged(f"result.ranks[{number}] is not an object: {_show(rank)}")
+        try:
+            whole(rank.get("rank"))
+        except ValueError as err:
+            raise Damaged(f"result.ranks[{number}].rank: {err}") from None
+        clean.append(_figures(rank, RANK_CHECKS, f"result.ranks[{number}]", notes))
+    return clean
+
+
+def _trace_files(files: Any, notes: list[str]) -> list[dict] | None:
+    """The links to a launch's trace files, or None (no links) when any of them is damaged."""
+    if files is None:
+        return None
+    problem = None
+    if not isinstance(files, list):
+        problem = f"is not a list ({_show(files)})"
+    else:
+        for number, f in enumerate(files):
+            if not isinstance(f, dict) or not isinstance(f.get("path"), str) or isinstance(f.get("rank"), bool) \
+                    or not isinstance(f.get("rank"), int) or (f.get("bytes") is not None and not _number(f["bytes"])):
+                problem = f"[{number}] is not an object of {', '.join(TRACE_FILE_FIELDS)}: {_show(f)}"
+                break
+    if problem:
+        notes.append(f"traces{problem}: the trace files are not linked")
+        return None
+    return files
+
+
+def _trace_rows(result: dict, notes: list[str]) -> list[list] | None:
+    """The trace events in TRACE_COLUMNS order, or None (no timeline) when any is damaged."""
+    columns, rows = result.get("trace_columns"), result.get("trace")
+    try:
+        if not isinstance(columns, list) or any(name not in columns for name in TRACE_COLUMNS):
+            raise ValueError(f"trace_columns {_show(columns)} lack some of {', '.join(TRACE_COLUMNS)}")
+        if not isinstance(rows, list):
+            raise ValueError(f"trace is not a list ({_show(rows)})")
+        at = [columns.index(name) for name in TRACE_COLUMNS]
+        clean = []
+        for number, row in enumerate(rows):
+            if not isinstance(row, list) or len(row) != len(columns):
+                raise ValueError(f"trace[{number}] is not a row of {len(columns)} values")
+            values = [row[i] for i in at]
+            for name, value in zip(TRACE_COLUMNS, values):
+                try:
+                    TRACE_CHECKS[name](value)
+                except ValueError as err:
+                    raise ValueError(f"trace[{number}].{name}: {err}") from None
+            clean.append(values)
+        return clean
+    except ValueError as err:
+        notes.append(f"result.{err}: the launch's timeline is left out")
+        return None
+
+
+def clean_sweep(record: dict) -> tuple[dict, list[str]]:
+    """A sweep record whose environment and experiment are objects of plain values, and whose
+    link profiles are complete (a damaged one is left out)."""
+    notes: list[str] = []
+    clean = dict(record)
+    env = record.get("env", {})
+    if not isinstance(env, dict):
+        notes.append(f"env is not an object ({_show(env)}): the environment reads as unknown")
+        env = {}
+    clean["env"] = {k: v for k, v in env.items() if _plain(v)}
+    for k in env.keys() - clean["env"].keys():
+        notes.append(f"env.{k} is not a plain value: it reads as unknown")
+    experiment = record.get("experiment", {})
+    if not isinstance(experiment, dict):
+        notes.append(f"experiment is not an object ({_show(experiment)}): it reads as unknown")
+        experiment = {}
+    experiment = dict(experiment)
+    if not isinstance(experiment.get("name"), (str, type(None))):
+        notes.append(f"experiment.name is not a string ({_show(experiment['name'])}): it reads as unknown")
+        experiment["name"] = None
+    links = experiment.get("links")
+    if links is not None:
+        kept = []
+        if not isinstance(links, list):
+            notes.append(f"experiment.links is not a list ({_show(links)}): no link profile is used")
+        else:
+            for number, link in enumerate(links):
+                try:
+                    if not isinstance(link, dict):
+                        raise ValueError(f"is not an object ({_show(link)})")
+                    for name, check in LINK_CHECKS.items():
+                        try:
+                            check(link.get(name))
+                        except ValueError as err:
+                            raise ValueError(f".{name}: {err}") from None
+                    if link["gbit_per_s"] <= 0 or link["latency_us"] < 0:
+                        raise ValueError(": gbit_per_s must be > 0 and latency_us >= 0")
+                    kept.append(link)
+                except ValueError as err:
+                    notes.append(f"experiment.links[{number}]{err if str(err).startswith(('.', ':')) else ' ' + str(err)}"
+                                 ": that link profile is left out")
+        experiment["links"] = kept
+    clean["experiment"] = experiment
+    return clean, notes
+
+
+def _plain(value: Any) -> bool:
+    """A value an environment block holds: a string, a finite number, a flag, nothing, or a list of those."""
+    if value is None or isinstance(value, (str, bool)):
+        return True
+    if _number(value):
+        return math.isfinite(value)
+    return isinstance(value, list) and all(v is None or isinstance(v, (str, bool)) or _number(v) for v in value)
+
+
+#: how each column of a collectives row is checked
+COLLECTIVE_CHECKS: dict[str, Callable] = {
+    "op": text, "placement": text, "size_bytes": whole, "count": whole_or_none, "dtype": text_or_none,
+    "redop": text_or_none, "root": _root, "iters": whole_or_none, **{name: finite_or_none for name in ("time_us_median", "time_us_p10", "time_us_p90",
+                                                                "algbw_gbps", "busbw_gbps", "wrong")},
+}
+
+
+def clean_collective(record: dict) -> tuple[dict, list[str]]:
+    """A collectives record whose spec and rows hold what their columns say; Damaged otherwise."""
+    notes: list[str] = []
+    clean = dict(record)
+    clean.update(_figures({f: record.get(f) for f in LAUNCH_FIELDS if f in record}, LAUNCH_CHECKS, "record", notes)
+                 or {})
+    spec = record["spec"]
+    for name in ("world_size", "threads_per_rank", "warmup"):
+        try:
+            whole_or_none(spec.get(name))
+        except ValueError as err:
+            raise Damaged(f"spec.{name}: {err}") from None
+    for name in ("backend", "device"):
+        if not isinstance(spec.get(name), (str, type(None))):
+            raise Damaged(f"spec.{name} is not a string: {_show(spec.get(name))}")
+    result = record.get("result")
+    if record["status"] != "ok":
+        return clean, notes
+    if not isinstance(result, dict) or result.get("columns") != list(COLLECTIVE_COLUMNS) \
+            or not isinstance(result.get("rows"), list):
+        raise Damaged(f"result has no rows in the columns {', '.join(COLLECTIVE_COLUMNS)}")
+    for number, row in enumerate(result["rows"]):
+        if not isinstance(row, list) or len(row) != len(COLLECTIVE_COLUMNS):
+            raise Damaged(f"result.rows[{number}] is not a row of {len(COLLECTIVE_COLUMNS)} values")
+        for name, value in zip(COLLECTIVE_COLUMNS, row):
+            try:
+                COLLECTIVE_CHECKS[name](value)
+            except ValueError as err:
+                raise Damaged(f"result.rows[{number}].{name}: {err}") from None
+    return clean, notes
