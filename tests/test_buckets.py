@@ -35,11 +35,18 @@ def test_the_experiments_caps_that_coincide_are_found_before_anything_runs(cpu_m
     assert not same_buckets(load_experiment(ROOT / "experiments/models.toml", cpu_machine).jobs)
 
 
-def test_a_dry_run_warns_which_caps_give_the_same_buckets(capsys):
-    assert main(["sweep", str(ROOT / "experiments/quick.toml"), "--dry-run"]) == 0
+def test_a_dry_run_warns_which_caps_give_the_same_buckets(capsys, tmp_path):
+    # the old default: two MLPs whose 1 and 5 MB caps give DDP the very same buckets
+    old = tmp_path / "old-quick.toml"
+    old.write_text('[defaults]\nmodel = "mlp"\nthreads_per_rank = 1\n[grid]\nworld_size = [2]\n'
+                   'model_size = ["m", "l"]\nbucket_cap_mb = [1, 5, 25]\n')
+    assert main(["sweep", str(old), "--dry-run"]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 2, warnings
     assert all("bucket_cap_mb: 1 and 5 MB give DDP the same 4 bucket(s)" in w for w in warnings)
+    # the default experiment's caps are three settings: no warning
+    assert main(["sweep", str(ROOT / "experiments/quick.toml"), "--dry-run"]) == 0
+    assert "warning:" not in capsys.readouterr().err
 
 
 def _row(key, cap, step_ms, layout, launches):
@@ -79,7 +86,7 @@ def test_identical_buckets_at_every_cap_give_no_best_bucket():
     assert len(findings) == 1 and "one setting" in findings[0] and "Best" not in findings[0]
 
 
-@pytest.mark.parametrize("example", ["bucket-sweep-cpu", "quick-cpu", "network-cpu"])
+@pytest.mark.parametrize("example", ["bucket-sweep-cpu", "network-cpu"])
 def test_the_committed_examples_name_the_caps_that_coincide(example):
     page = (ROOT / "reports/examples" / example / "index.html").read_text()
     assert "gave the same" in page and "one setting, measured" in page

@@ -26,7 +26,7 @@ from ddpbench.results.tables import load_collectives, load_tables
 from records import ResultsFolder, rank_entry, training_result
 from records import row as record_row
 
-EXAMPLE = ROOT / "reports" / "examples" / "quick-cpu"  # 8 jobs ok, 3 launches of 20 steps; collectives too
+EXAMPLE = ROOT / "reports" / "examples" / "quick-cpu"  # 4 jobs ok, 3 launches of 20 steps; collectives too
 PYTEST_BENCHMARK = Path(sys.executable).parent / "pytest-benchmark"
 
 
@@ -60,14 +60,14 @@ def test_export_is_read_by_pytest_benchmarks_loader(exported, tmp_path):
     out, document, stdout, stderr = exported
     benchmarks = _load(out, tmp_path / "storage")
     jobs = _finished_jobs(EXAMPLE)
-    assert len(jobs) == 8
+    assert len(jobs) == 4
     assert len(benchmarks) == len(jobs)  # the loader does not drop a file it cannot read silently: 0 here
     assert {b["extra_info"]["key"] for b in benchmarks} == jobs
     names = [b["name"] for b in benchmarks]
     fullnames = [b["fullname"] for b in benchmarks]
     assert len(set(names)) == len(names) and len(set(fullnames)) == len(fullnames)
     assert all(f.startswith("ddpbench::quick::") for f in fullnames)
-    assert {b["group"] for b in benchmarks} == {"mlp-m", "mlp-l"}
+    assert {b["group"] for b in benchmarks} == {"transformer-s"}
     # the run-level fields of a saved pytest-benchmark run
     import pytest_benchmark
 
@@ -82,7 +82,7 @@ def test_export_is_read_by_pytest_benchmarks_loader(exported, tmp_path):
     assert document["commit_info"]["dirty"] == measured["git_dirty"]
     assert document["datetime"][:19] == measured["utc"][:19]
     # one line on stdout saying what was written and how to compare; the collectives said on stderr
-    assert stdout.count("\n") == 1 and f"8 benchmarks -> {out}" in stdout and "pytest-benchmark compare" in stdout
+    assert stdout.count("\n") == 1 and f"4 benchmarks -> {out}" in stdout and "pytest-benchmark compare" in stdout
     collectives = load_collectives(EXAMPLE)
     assert (f"{collectives['op'].notna().sum()} collective rows ({collectives['key'].nunique()} launch(es)) "
             "not exported") in stderr
@@ -159,7 +159,7 @@ def test_failed_jobs_are_left_out_and_named(tmp_path, capsys):
     assert len(lines) == 1 and spec.key in lines[0] and "failed" in lines[0]
     assert "worker died with two lines" in lines[0]  # one line, whatever the error carried
     document = json.loads(out.read_text())
-    assert len(document["benchmarks"]) == 8 and spec.key not in {b["extra_info"]["key"] for b in document["benchmarks"]}
+    assert len(document["benchmarks"]) == 4 and spec.key not in {b["extra_info"]["key"] for b in document["benchmarks"]}
     assert not list(tmp_path.glob(".*.tmp"))  # written atomically, nothing left behind
 
 
