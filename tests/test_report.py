@@ -614,3 +614,17 @@ def test_script_in_a_job_name_stays_escaped_in_new_sections(tmp_path):
         assert escaped in section_of(page, title), title
     assert_png(index.parent / "strategies_memory.png")  # strategies vary: memory per strategy
     assert_png(index.parent / NEW_PNGS["serial"])
+
+
+def test_the_environment_shows_once_what_every_sweep_shares_and_apart_what_differs():
+    from ddpbench.report.sections.overview import _environment
+
+    env = {"experiment": "quick", "hostname": "vm", "cpu_model": "EPYC", "torch_version": "2.13.0", "sweep_id": "a1"}
+    page = str(_environment([env, {**env, "sweep_id": "b2", "experiment": "quick-collectives"}]))
+    shared, differ = page.split("What differs")
+    assert "all 2 sweeps" in shared and "EPYC" in shared and "a1" not in shared
+    assert "sweep 1" in differ and "sweep 2" in differ and "a1" in differ and "b2" in differ
+    assert "EPYC" not in differ and "quick-collectives" in differ
+    # one sweep: one column, nothing about differences
+    single = str(_environment([env]))
+    assert "What differs" not in single and "a1" in single

@@ -67,6 +67,21 @@ def _wrong_measurements(coll) -> int:
     return int((coll["wrong"].fillna(0).astype(float) > 0).sum())
 
 
+def _environment(sweeps: list[dict]):
+    """One table of the environment: a row once where every sweep agrees, a column per sweep only
+    for the rows where they differ (the sweep id and start time always do)."""
+    rows = [(label, [_env_value(env, name) for env in sweeps]) for label, name in ENV_ROWS]
+    same = [[label, values[0]] for label, values in rows if len(set(map(str, values))) == 1]
+    differ = [[label, *values] for label, values in rows if len(set(map(str, values))) > 1]
+    if len(sweeps) == 1:
+        return Markup("<h3>Environment</h3>\n") + html_table(["", "value"], same)
+    html = Markup("<h3>Environment</h3>\n") + html_table(["", f"all {len(sweeps)} sweeps"], same)
+    if differ:
+        html += (Markup(f'<p class="note">What differs between the {len(sweeps)} sweeps that wrote this folder:</p>\n')
+                 + html_table(["", *(f"sweep {i}" for i in range(1, len(sweeps) + 1))], differ))
+    return html
+
+
 def header_section(ctx: ReportContext) -> Section:
     summary = ctx.summary
     sweeps = ctx.sweeps.to_dict("records") if ctx.sweeps is not None and len(ctx.sweeps) else []
@@ -96,9 +111,7 @@ def header_section(ctx: ReportContext) -> Section:
                           "elements</strong> (the check after the timed iterations): see the red cells of the "
                           "nccl-tests table.", wrong=wrong))
     if sweeps:
-        header = ["", *(f"sweep {i}" for i in range(1, len(sweeps) + 1))] if len(sweeps) > 1 else ["", "value"]
-        rows = [[label, *(_env_value(env, name) for env in sweeps)] for label, name in ENV_ROWS]
-        env_html = Markup("<h3>Environment</h3>\n") + html_table(header, rows)
+        env_html = _environment(sweeps)
     else:
         env_html = Markup('<p class="note">No environment block is stored with these results.</p>')
     return Section("Experiment", html('{{ counts }}{% for n in notes %}<p class="note">{{ n }}</p>{% endfor %}'
