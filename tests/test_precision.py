@@ -142,7 +142,12 @@ def test_compile_watch_counts_graphs_and_breaks():
 
 
 def test_compile_cache_is_the_jobs_own_folder_and_a_users_choice_wins(tmp_path, monkeypatch):
-    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    # use_compile_cache sets these in os.environ itself: record them first, so that monkeypatch puts
+    # back what this process had (a cache folder left set here would be inherited by later tests'
+    # sweeps, whose first launch would then find it warm)
+    for name in ("TORCHINDUCTOR_CACHE_DIR", "TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     work = tmp_path / ".work" / "abc-r0"
     folder, warm = use_compile_cache(work, "abc")
     assert folder == str(tmp_path / ".work" / "inductor-cache" / "abc") and not warm

@@ -81,6 +81,9 @@ def run_and_report(experiment, options: SweepOptions, machine) -> int:
         warn_same_buckets(experiment)
         return 0
     check_can_emulate(experiment, options.emulation_flags)
+    # the user's code built in an owned child, within the experiment's timeout: before the folder
+    # is made or claimed, so a workload refused as bad input leaves nothing behind
+    check_workloads(experiment.jobs, experiment.source, experiment.timeout_s)
     check_out_dir(options.out_dir)
     console = Console(stderr=True)
     if options.launcher.nnodes > 1 and options.launcher.node_rank > 0:
@@ -94,12 +97,9 @@ def run_and_report(experiment, options: SweepOptions, machine) -> int:
 
 
 def _checked_run(experiment, options: SweepOptions, machine, console) -> int:
-    """The run of :func:`run_and_report` once the folder is this sweep's: the workloads checked
-    (the user's code built in an owned child, within the experiment's timeout), then the jobs."""
-    from ddpbench.experiment.workloads import check_workloads
+    """The run of :func:`run_and_report` once the folder is this sweep's (its workloads checked)."""
     from ddpbench.sweep.plan import pending_launches
 
-    check_workloads(experiment.jobs, experiment.source, experiment.timeout_s)
     warn_same_buckets(experiment)  # after every check of the input: bad input is one line
     out_dir, launch = options.out_dir, options.launcher
     if launch.nnodes > 1 and launch.node_rank == 0:
