@@ -155,14 +155,18 @@ def test_a_link_delay_needs_netem_and_says_so_where_it_is_missing(tmp_path):
 @pytest.mark.slow
 @needs_namespaces
 def test_ctrl_c_mid_launch_tears_the_emulated_nodes_down(tmp_path):
-    exp = experiment(tmp_path, 'emulate_nodes = [2]\nlink = ["100mbit"]\nsteps = [400]\n')
+    # steps enough that the launch cannot end before the signal, however loaded the machine is
+    exp = experiment(tmp_path, 'emulate_nodes = [2]\nlink = ["100mbit"]\nsteps = [100000]\n', timeout_s=300)
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=as_from_a_terminal)
-    deadline = time.monotonic() + 60
-    while not list((out / ".work").glob("*/progress.rank1")) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 180
+    while (not list((out / ".work").glob("*/progress.rank1")) and proc.poll() is None
+           and time.monotonic() < deadline):
         time.sleep(0.2)
+    if proc.poll() is not None:
+        pytest.fail(f"the sweep ended before the signal (exit {proc.returncode}): {proc.communicate()[1][-2000:]}")
     assert namespaces(), "the launch never started"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
