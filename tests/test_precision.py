@@ -156,6 +156,14 @@ def test_compile_cache_is_the_jobs_own_folder_and_a_users_choice_wins(tmp_path, 
     assert use_compile_cache(tmp_path / ".work" / "abc-r1", "abc") == (folder, True)
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
     assert use_compile_cache(work, "abc")[0] == str(tmp_path / "mine")
+    # Inductor's own default, which it writes into the environment of any process that compiled,
+    # is not a choice: inherited by a sweep, the job's own folder is still used
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+    inductor_default = cache_dir()
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == inductor_default
+    assert use_compile_cache(work, "abc") == (folder, True)
 
 
 def test_own_memory_leaves_out_file_backed_pages():

@@ -105,9 +105,16 @@ def use_compile_cache(out_dir: Path | None, key: str) -> tuple[str, bool]:
     """Point Inductor's caches at the job's own folder (``<work>/../inductor-cache/<key>``), unless
     ``TORCHINDUCTOR_CACHE_DIR`` is set already (a user's choice wins), and turn on its FX graph and
     AOTAutograd caches: the first launch of a job compiles and fills it, later repeats (fresh
-    processes) load the compiled graphs from it. Returns (the folder, whether it held anything before)."""
+    processes) load the compiled graphs from it. Returns (the folder, whether it held anything before).
+
+    Inductor's default folder in the variable is not a user's choice: Inductor writes it into
+    ``os.environ`` the first time any process compiles, so a sweep started from a process that
+    compiled before (a test session, a notebook) inherits it; every job would then share one cache
+    and a job's first launch would find it warm."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
     folder = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    if not folder:
+    if not folder or os.path.abspath(folder) == os.path.abspath(default_cache_dir()):
         base = out_dir.parent if out_dir is not None else Path(os.environ.get("TMPDIR", "/tmp")) / "ddpbench"
         folder = str(base / CACHE_DIR / key)
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
