@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from ddpbench.analysis import consistency
 from ddpbench.analysis.costmodel import Link
@@ -62,6 +62,10 @@ def test_it_catches_an_unflagged_efficiency_above_100_percent_and_unmeasured_fig
        launches=st.lists(st.lists(st.floats(40, 120), min_size=1, max_size=4), min_size=4, max_size=4),
        base=st.lists(st.floats(20, 140), min_size=1, max_size=4), exposed=st.floats(0, 40),
        threads=st.sampled_from([1, 2]), alpha=st.floats(0, 400))
+# found by the suite: the 25 MB job (72 ms) and the 100 MB one (40 ms) made the same bucket; pooled
+# against the 0.5 MB job alone they looked faster, though 1 MB (the 0.5 MB job's buckets) ran 40 ms
+@example(caps=[0.5, 25.0, 1.0, 100.0], launches=[[63.0], [72.0], [40.0], [40.0]], base=[20.0], exposed=1.0,
+         threads=1, alpha=0.0)
 def test_the_diagnosis_of_generated_sweeps_has_nothing_to_contradict(caps, launches, base, exposed, threads, alpha):
     """Generated sweeps (bucket caps with any step times, a world-size-1 baseline of any speed and
     threads, any exposed communication and all-reduce latency): the checker finds nothing."""

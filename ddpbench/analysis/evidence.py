@@ -16,7 +16,8 @@ A job measured in one launch has no interval: a difference counts only where it 
 :data:`SINGLE_LAUNCH_MARGIN` of the step, and the finding says there was no interval.
 
 Bucket caps are matched by the buckets DDP made: a job whose cap gives the same layout as the
-proposed cap ran the proposed setting (DDP never splits a tensor, so many caps coincide).
+proposed cap ran the proposed setting (DDP never splits a tensor, so many caps coincide), and a
+job whose cap gives the job's own layout ran the job's setting: both sides pool their launches.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class Measured:
     low: float  # 95 % interval of fix_ms / job_ms over launches (NaN with one launch a side)
     high: float
     fix_keys: tuple[str, ...]
+    twins: tuple[str, ...] = ()  # jobs pooled with this one: their caps made its buckets
 
     @property
     def gain_ms(self) -> float:
@@ -62,8 +64,9 @@ class Measured:
         else:
             interval = (f"95 % CI of the change {100 * (self.low - 1):+.1f} % to {100 * (self.high - 1):+.1f} %"
                         + (", not significant" if self.verdict == UNCONFIRMED else ""))
+        pooled = f" (pooled with {len(self.twins)} cap(s) that made the same buckets)" if self.twins else ""
         return (f"the sweep measured {fix}: {self.fix_ms:.1f} ms a step (mean) against this job's "
-                f"{self.job_ms:.1f} ms, {change} ({interval})")
+                f"{self.job_ms:.1f} ms{pooled}, {change} ({interval})")
 
 
 def _same(value, other) -> bool:
@@ -119,7 +122,13 @@ def measured(summary: pd.DataFrame, row, fields: dict | None) -> Measured | None
     runs = fix_runs(summary, row, fields)
     if runs.empty:
         return None
-    mine = launch_times(row)
+    mine, twins = launch_times(row), ()
+    if "bucket_cap_mb" in fields and row.get("bucket_cap_mb") is not None:
+        # the job's own setting is its buckets too: its twins (caps that made the same buckets) ran
+        # it as well, and are pooled with it as the fix's side is
+        twins = fix_runs(summary, row, {"bucket_cap_mb": row["bucket_cap_mb"]})
+        mine = [*mine, *(t for _, r in twins.iterrows() for t in launch_times(r))]
+        twins = tuple(twins["key"])
     theirs = [t for _, r in runs.iterrows() for t in launch_times(r)]
     job_ms = float(sum(mine) / len(mine)) if mine else float(row.get("step_ms_mean", math.nan))
     fix_ms = float(sum(theirs) / len(theirs)) if theirs else float(runs["step_ms_mean"].mean())
@@ -131,7 +140,7 @@ def measured(summary: pd.DataFrame, row, fields: dict | None) -> Measured | None
     if sig is None:
         sig = abs(1 - ratio) > SINGLE_LAUNCH_MARGIN
     verdict = UNCONFIRMED if not sig else MEASURED if ratio < 1 else CONTRADICTED
-    return Measured(verdict, job_ms, fix_ms, low, high, tuple(runs["key"]))
+    return Measured(verdict, job_ms, fix_ms, low, high, tuple(runs["key"]), twins)
 
 
 def weigh(summary: pd.DataFrame, row, estimate: Estimate | None) -> Estimate | None:
