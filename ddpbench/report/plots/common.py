@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ddpbench.analysis.columns import SAMPLES_PER_S
 from ddpbench.analysis.jobs import COMM_ONLY_FIELDS, MODEL_FIELDS, describe, line_fields, ordered
 from ddpbench.results.sanitize import without_controls
 from ddpbench.results.sidefiles import replace_file
@@ -165,7 +166,7 @@ def configuration_colors(table) -> dict[tuple, tuple[str, str]]:
     figure; configurations they do not draw (no throughput) follow."""
     fields = color_fields(table)
     found: dict[tuple, tuple[str, str]] = {}
-    ok = ok_rows(table, "samples_per_s")
+    ok = ok_rows(table, SAMPLES_PER_S)
     for part in (ordered(ok), ordered(table)):
         for _, r in part.iterrows():
             key = tuple(r[f] for f in fields)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ddpbench.analysis.columns import SAMPLES_PER_S
 from ddpbench.analysis.jobs import describe, line_fields, ordered
 from markupsafe import Markup
 
@@ -21,7 +22,7 @@ def _noise_rows(table):
         why = []
         if bool(r.get("noisy")):
             why.append("noisy")
-        if launches < 2 or not has_interval(r, "samples_per_s"):
+        if launches < 2 or not has_interval(r, SAMPLES_PER_S):
             why.append("one launch")
         if bool(r.get("oversubscribed")):
             why.append("oversubscribed")
@@ -49,8 +50,8 @@ def noise_section(ctx: ReportContext) -> Section | None:
     for r, launches, why in found:
         median = float(r["step_ms_median"])
         spread = 100 * float(r["step_ms_iqr"]) / median if median else math.nan
-        width = (100 * (float(r["samples_per_s_high"]) - float(r["samples_per_s_low"])) / float(r["samples_per_s"])
-                 if has_interval(r, "samples_per_s") and float(r["samples_per_s"]) else math.nan)
+        width = (100 * (float(r["samples_per_s_high"]) - float(r["samples_per_s_low"])) / float(r[SAMPLES_PER_S])
+                 if has_interval(r, SAMPLES_PER_S) and float(r[SAMPLES_PER_S]) else math.nan)
         rows.append([describe(r, extra, table), r["world_size"], num(r["bucket_cap_mb"], "g"),
                      num(spread, ".1f"), launches, num(width, ".1f"), ", ".join(why),
                      Markup("; ").join(NOISE_ADVICE[w] for w in why)])

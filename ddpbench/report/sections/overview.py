@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ddpbench.analysis.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.jobs import describe, line_fields, ordered
 from markupsafe import Markup
 
@@ -138,19 +139,19 @@ def summary_section(ctx: ReportContext) -> Section | None:
         header = header[:-1]
     for _, r in ordered(table).iterrows():
         ok = r["status"] == "ok"
-        step = with_interval(r, "step_ms_mean", ".2f", mark_missing=intervals and ok) if ok else DASH
+        step = with_interval(r, STEP_MS, ".2f", mark_missing=intervals and ok) if ok else DASH
         spread = num(r["step_ms_iqr"], ".2f") if ok else DASH
         error = html('<code class="err">{{ e }}</code>', e=r["error"]) if not ok else ""
         share = r.get("exposed_comm_share")
-        exposed = num(r["exposed_comm_ms"], ".2f")
+        exposed = num(r[EXPOSED_COMM_MS], ".2f")
         if isinstance(share, (int, float)) and math.isfinite(share):
             exposed += html(' <span class="ci">({{ pct }} %)</span>', pct=num(100 * share, ".0f"))
         mark = intervals and ok
         rows.append([describe(r, extra, table), r["world_size"], num(r["bucket_cap_mb"], "g"),
                      html('<span class="status-{{ s }}">{{ s }}</span>', s=r["status"]), step, spread,
-                     with_interval(r, "samples_per_s", throughput_format(r["samples_per_s"]), mark_missing=mark),
-                     with_interval(r, "speedup", ".2f", mark_missing=mark),
-                     with_interval(r, "efficiency", ".0f", 100.0, mark_missing=mark),
+                     with_interval(r, SAMPLES_PER_S, throughput_format(r[SAMPLES_PER_S]), mark_missing=mark),
+                     with_interval(r, SPEEDUP, ".2f", mark_missing=mark),
+                     with_interval(r, EFFICIENCY, ".0f", 100.0, mark_missing=mark),
                      with_interval(r, "serial_fraction", ".2f", mark_missing=mark),
                      exposed, num(r["ddp_comm_ms"], ".2f"), num(r["overlap_pct"], ".0f"), flags_html(r),
                      *([error] if errors else [])])
