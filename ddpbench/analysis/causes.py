@@ -55,6 +55,9 @@ SMALL_BUCKETS = 4
 LARGE_BUCKET_SHARE = 0.8
 #: the caps a too-large layout is re-cut at (MB), the one leaving least exposed is proposed
 CANDIDATE_CAPS = (25.0, 10.0, 5.0, 2.0, 1.0)
+#: caps that would leave no more exposed time than the best plus this share of the job's exposed time
+#: tie, and the largest of them is proposed: each bucket also pays a fixed cost the model leaves out
+NEAR_TIE_SHARE = 0.05
 #: the order causes are named in (most specific first)
 CAUSES = ("oversubscribed", "straggler", "data", "buckets", "unused-parameters", "master", "communication")
 
@@ -191,10 +194,9 @@ def buckets(row, link=None) -> Estimate | None:
             options.append((pipeline_exposed(cut, backward, exposed), candidate, cut))
     if not options:
         return None
-    # the largest cap within 5 % of the exposed time of the best: each bucket also pays a fixed cost
-    # the model leaves out, so fewer buckets win a near tie
+    # the largest cap within NEAR_TIE_SHARE of the exposed time of the best: fewer buckets win a near tie
     least = min(o[0] for o in options)
-    left, best, cut = next(o for o in options if o[0] <= least + 0.05 * exposed)
+    left, best, cut = next(o for o in options if o[0] <= least + NEAR_TIE_SHARE * exposed)
     recover = exposed - left
     return Estimate("buckets", recover, f"bucket_cap_mb = {best:g}",
                     f"one bucket holds {100 * largest:.0f} % of the {sum(layout) / 1e6:.1f} MB of gradients, so its "

@@ -175,8 +175,8 @@ def _bound(summary, link=None):
 
 def _exposed_measures(summary):
     """Traced jobs at world size 2 or more: one finding for all of them, saying whether their three
-    measures of exposed communication agree within 20 % and which one each job's figures use (every
-    job's three figures and the reason stand in the report's step timelines)."""
+    measures of exposed communication agree within :data:`overlap.DISAGREE` and which one each job's
+    figures use (every job's three figures and the reason stand in the report's step timelines)."""
     if "exposed_trusted" not in summary:
         return []
     judged = [r for _, r in _ok(summary).iterrows() if isinstance(r["exposed_trusted"], str)]

@@ -118,16 +118,18 @@ def print_comparison(table) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from ddpbench.analysis import power
     from ddpbench.analysis.compare import FASTER, SLOWER, ratio_text
     from ddpbench.results.sanitize import printable
 
     compared = table[table["compared"]]
     if len(compared):
         out = Table(title="B against baseline A, per job (slowest rank, measured steps)")
+        detectable = f"detectable at {100 * power.POWER:.0f}%"
         for col in ("job", "A median ms", "B median ms", "median B/A", "mean B/A [95% CI]", "throughput",
-                    "verdict", "detectable at 90%", "method", "note"):
-            out.add_column(col, justify="right" if "ms" in col or "B/A" in col or col in ("throughput",
-                                                                                        "detectable at 90%") else "left")
+                    "verdict", detectable, "method", "note"):
+            out.add_column(col, justify="right" if "ms" in col or "B/A" in col or col in ("throughput", detectable)
+                           else "left")
         for _, r in compared.iterrows():
             style = {SLOWER: "red", FASTER: "green"}.get(r["verdict"], "")
             verdict = escape(printable(r["verdict"]))

@@ -19,6 +19,9 @@ from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, color_fi
 MAX_IDEAL_LINES = 6
 #: columns whose world-size-1 value a line without its own world-size-1 job borrows from its baseline
 BASELINE_COLUMNS = (SAMPLES_PER_S, EFFICIENCY)
+#: two lines' points at one world size whose error bars come closer than this share of the figure's
+#: range collide: the lines are then drawn side by side so that each bar shows
+COLLIDE_SHARE = 0.03
 
 
 def scaling_lines(table) -> list[dict]:
@@ -122,8 +125,8 @@ def _scaling_plot(table, path, column: str, scale: float, ylabel: str, title: st
 
 
 def _bars_collide(lines, column: str, scale: float) -> bool:
-    """Whether two lines' points at one world size, with their error bars, lie within 3 % of the
-    figures' range of each other (only when some point has an interval)."""
+    """Whether two lines' points at one world size, with their error bars, lie within
+    :data:`COLLIDE_SHARE` of the figures' range of each other (only when some point has an interval)."""
     spans: dict[int, list[tuple[float, float]]] = {}
     values, bars = [], False
     for line in lines:
@@ -138,7 +141,7 @@ def _bars_collide(lines, column: str, scale: float) -> bool:
             values += [low, high]
     if not bars or len(values) < 2:
         return False
-    gap = 0.03 * (max(values) - min(values) or 1.0)
+    gap = COLLIDE_SHARE * (max(values) - min(values) or 1.0)
     for found in spans.values():
         found.sort()
         if any(b[0] - a[1] < gap for a, b in zip(found, found[1:])):

@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 
 from ddpbench.analysis.columns import SAMPLES_PER_S
+from ddpbench.analysis.findings import pct
 from ddpbench.analysis.jobs import describe, line_fields, ordered
+from ddpbench.analysis.summary import NOISE_THRESHOLD
 from markupsafe import Markup
 
 from ddpbench.report.page import ReportContext, Section, has_interval, html, html_table, num
@@ -75,11 +77,11 @@ def noise_section(ctx: ReportContext) -> Section | None:
     items = html("{% for a in advice %}<li>{{ a }}</li>{% endfor %}", advice=advice)
     return Section(
         "Noise and confidence",
-        Markup('<p class="what">Jobs whose figures deserve less trust: a step time whose inter-quartile range is '
-        "more than 10 % of its median (<em>noisy</em>), no confidence interval because the job ran in a "
-        "single launch (<em>one launch</em>), or more busy threads than cores (<em>oversubscribed</em>). "
-        "The CI width is the 95 % bootstrap interval of the throughput over launches, as a share of the "
-        "throughput.</p>\n")
+        html('<p class="what">Jobs whose figures deserve less trust: a step time whose inter-quartile range is '
+             "more than {{ bar }} of its median (<em>noisy</em>), no confidence interval because the job ran in a "
+             "single launch (<em>one launch</em>), or more busy threads than cores (<em>oversubscribed</em>). "
+             "The CI width is the 95 % bootstrap interval of the throughput over launches, as a share of the "
+             "throughput.</p>\n", bar=pct(NOISE_THRESHOLD))
         + html('<div class="jobs">{{ table }}</div>\n<p class="note">What helps:</p>\n<ul class="note">{{ items }}</ul>',
                table=html_table(header, rows, numeric={1, 2, 3, 4, 5}), items=items))
 

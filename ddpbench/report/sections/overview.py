@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 
 from ddpbench.analysis.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
+from ddpbench.analysis.findings import pct
 from ddpbench.analysis.jobs import describe, line_fields, ordered
+from ddpbench.analysis.summary import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
 from markupsafe import Markup
 
 from ddpbench.report.page import (DASH, ReportContext, Section, any_interval, flags_html, has_memory, html, html_table,
@@ -104,8 +106,8 @@ def header_section(ctx: ReportContext) -> Section:
                             "times measure contention for cores, not scaling. They are marked in the table and drawn "
                             "with hollow markers."))
     if not summary.empty and summary["noisy"].astype(bool).any():
-        notes.append(Markup("Some jobs are <strong>noisy</strong> (step time IQR above 10 % of the median): compare "
-                            "them with care. They carry a grey halo in the plots."))
+        notes.append(html("Some jobs are <strong>noisy</strong> (step time IQR above {{ bar }} of the median): "
+                          "compare them with care. They carry a grey halo in the plots.", bar=pct(NOISE_THRESHOLD)))
     wrong = _wrong_measurements(ctx.collectives)
     if wrong:
         notes.append(html('<strong class="status-failed">{{ wrong }} collective measurement(s) returned wrong '
@@ -180,8 +182,9 @@ def summary_section(ctx: ReportContext) -> Section | None:
         ("DDP comm", "DDP's own measure of its backward all-reduce time per step"),
         ("overlap", "share of DDP comm time that ran while backward was still computing"),
         ("flags", "<em>oversubscribed</em>: more busy threads than cores; <em>noisy</em>: step time IQR above "
-                  "10 % of the median; <em>straggler</em>: a rank whose own compute time (without waiting) was "
-                  "more than 10 % above the other ranks&rsquo; median in most steps, with that excess"),
+                  f"{pct(NOISE_THRESHOLD)} of the median; <em>straggler</em>: a rank whose own compute time (without "
+                  f"waiting) was more than {pct(STRAGGLER_THRESHOLD)} above the other ranks&rsquo; median in most "
+                  "steps, with that excess"),
     )
     dl = html("{% for k, v in defs %}<dt>{{ k }}</dt><dd>{{ v }}</dd>{% endfor %}",
               defs=[(k, Markup(v)) for k, v in defs])  # the definitions are this module's own markup
