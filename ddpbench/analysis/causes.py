@@ -38,6 +38,7 @@ import math
 from dataclasses import dataclass
 
 from ddpbench.analysis import whatif
+from ddpbench.analysis.columns import EXPOSED_COMM_MS, STEP_MS
 from ddpbench.experiment.spec import FIELDS
 
 #: a cause is blamed only when its fix would recover at least this share of the step
@@ -54,6 +55,9 @@ SMALL_BUCKETS = 4
 LARGE_BUCKET_SHARE = 0.8
 #: the caps a too-large layout is re-cut at (MB), the one leaving least exposed is proposed
 CANDIDATE_CAPS = (25.0, 10.0, 5.0, 2.0, 1.0)
+#: caps that would leave no more exposed time than the best plus this share of the job's exposed time
+#: tie, and the largest of them is proposed: each bucket also pays a fixed cost the model leaves out
+NEAR_TIE_SHARE = 0.05
 #: the order causes are named in (most specific first)
 CAUSES = ("oversubscribed", "straggler", "data", "buckets", "unused-parameters", "master", "communication")
 
@@ -86,7 +90,7 @@ def _num(row, name: str) -> float:
 
 
 def material(row, recoverable_ms: float) -> bool:
-    step = _num(row, "step_ms_mean")
+    step = _num(row, STEP_MS)
     return bool(step > 0 and recoverable_ms >= MATERIAL_SHARE * step)
 
 
@@ -134,7 +138,7 @@ def data(row) -> Estimate | None:
     (``data_ms`` with no worker, when the rank loads it itself; with w workers each delivering a
     batch per T, the step is T/w, so T = w x step); k workers leave max(0, T/k - compute) of
     waiting. More workers than spare cores only take turns with the ranks."""
-    wait, step = _num(row, "data_ms"), _num(row, "step_ms_mean")
+    wait, step = _num(row, "data_ms"), _num(row, STEP_MS)
     if not (step > 0 and wait >= DATA_BOUND_SHARE * step):
         return None
     workers = int(row.get("loader_workers", 0) or 0)
@@ -168,7 +172,7 @@ def buckets(row, link=None) -> Estimate | None:
     if str(row.get("strategy")) != "ddp" or int(row.get("world_size", 1)) < 2:
         return None
     layout, sizes = row.get("bucket_layout"), row.get("tensor_bytes")
-    exposed, backward = _num(row, "exposed_comm_ms"), _num(row, "backward_ms")
+    exposed, backward = _num(row, EXPOSED_COMM_MS), _num(row, "backward_ms")
     if not layout or not sizes or not exposed > 0:
         return None
     from ddpbench.strategies.ddp import predicted_buckets
@@ -190,10 +194,9 @@ def buckets(row, link=None) -> Estimate | None:
             options.append((pipeline_exposed(cut, backward, exposed), candidate, cut))
     if not options:
         return None
-    # the largest cap within 5 % of the exposed time of the best: each bucket also pays a fixed cost
-    # the model leaves out, so fewer buckets win a near tie
+    # the largest cap within NEAR_TIE_SHARE of the exposed time of the best: fewer buckets win a near tie
     least = min(o[0] for o in options)
-    left, best, cut = next(o for o in options if o[0] <= least + 0.05 * exposed)
+    left, best, cut = next(o for o in options if o[0] <= least + NEAR_TIE_SHARE * exposed)
     recover = exposed - left
     return Estimate("buckets", recover, f"bucket_cap_mb = {best:g}",
                     f"one bucket holds {100 * largest:.0f} % of the {sum(layout) / 1e6:.1f} MB of gradients, so its "
@@ -229,7 +232,7 @@ def _too_small(row, layout, default, cap: float, exposed: float, link) -> Estima
 
 
 def unused_parameters(row) -> Estimate | None:
-    unused, exposed = _num(row, "unused_param_mb"), _num(row, "exposed_comm_ms")
+    unused, exposed = _num(row, "unused_param_mb"), _num(row, EXPOSED_COMM_MS)
     total = _num(row, "allreduce_bytes_per_step") / 1e6
     if not (unused > 0 and total > 0 and exposed > 0):
         return None
@@ -266,7 +269,7 @@ def communication(row, parts=None) -> Estimate | None:
     ``parts`` (the job's bucket and unused-parameter estimates, as the diagnosis weighed them) are
     accounted for (``detail`` says how much they explain). Only causes whose fix is still proposed
     count: one the sweep measured as no faster explains nothing."""
-    exposed, step = _num(row, "exposed_comm_ms"), _num(row, "step_ms_mean")
+    exposed, step = _num(row, EXPOSED_COMM_MS), _num(row, STEP_MS)
     if int(row.get("world_size", 1)) < 2 or not (step > 0 and exposed >= COMM_BOUND_SHARE * step):
         return None
     parts = [e for e in (parts or ()) if e is not None and not math.isnan(e.recoverable_ms)

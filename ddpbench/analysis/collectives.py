@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from ddpbench.analysis.columns import EXPOSED_COMM_MS
+
 
 def allreduce_curve(collectives: pd.DataFrame, world_size: int, backend: str) -> pd.DataFrame:
     """The measured all_reduce (size_bytes, time_us_median) points at one world size and backend."""
@@ -66,7 +68,7 @@ def ddp_buckets_vs_allreduce(summary: pd.DataFrame, ranks: pd.DataFrame, collect
                      "bucket_cap_mb": job["bucket_cap_mb"], "buckets": len(sizes),
                      "bucket_mb": [s / 1e6 for s in sizes], "predicted_ms": list(predicted),
                      "predicted_comm_ms": float(predicted.sum()), "ddp_comm_ms": job["ddp_comm_ms"],
-                     "exposed_comm_ms": job["exposed_comm_ms"],
+                     EXPOSED_COMM_MS: job[EXPOSED_COMM_MS],
                      "inside_measured_range": bool(curve["size_bytes"].min() <= min(sizes)
                                                    and max(sizes) <= curve["size_bytes"].max())})
     return pd.DataFrame(rows)

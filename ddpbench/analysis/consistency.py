@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import stats
+from ddpbench.analysis.columns import EFFICIENCY, SPEEDUP, STEP_MS
 from ddpbench.analysis.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS
 from ddpbench.analysis.summary import launch_times
 
@@ -87,8 +88,8 @@ def unflagged_efficiency(summary: pd.DataFrame, findings) -> list[Problem]:
                     out.append(Problem("efficiency", f.job, f"a scaling verdict quotes {quoted} %: {f.text}"))
     ok = summary[(summary["status"] == "ok") & (summary["world_size"] > 1)] if len(summary) else summary
     for _, r in ok.iterrows():
-        if r["efficiency"] > 1 and not any(f"{r['speedup']:.2f}x" in t for t in texts):
-            out.append(Problem("efficiency", r["key"], f"efficiency {100 * r['efficiency']:.0f} % at world size "
+        if r[EFFICIENCY] > 1 and not any(f"{r[SPEEDUP]:.2f}x" in t for t in texts):
+            out.append(Problem("efficiency", r["key"], f"efficiency {100 * r[EFFICIENCY]:.0f} % at world size "
                                f"{int(r['world_size'])} is flagged by no finding"))
     return out
 
@@ -97,7 +98,7 @@ def _step_means(summary: pd.DataFrame) -> list[float]:
     """Every job's mean step, and the pooled mean of each set of jobs alike but for a bucket cap that
     made the same buckets (the diagnosis quotes those as one setting)."""
     ok = summary[summary["status"] == "ok"] if len(summary) else summary
-    values = [float(v) for v in ok["step_ms_mean"].dropna()] if len(ok) else []
+    values = [float(v) for v in ok[STEP_MS].dropna()] if len(ok) else []
     if len(ok) and "bucket_layout" in ok:
         keys = [c for c in SPEC_COLUMNS if c in ok.columns and c not in ("bucket_cap_mb", *MEASUREMENT_FIELDS)]
         layouts = ok["bucket_layout"].map(lambda b: tuple(b) if isinstance(b, (list, tuple, np.ndarray)) else None)
@@ -106,7 +107,7 @@ def _step_means(summary: pd.DataFrame) -> list[float]:
             times = [t for _, r in part.iterrows() for t in launch_times(r)]
             if len(part) > 1 and times:
                 values.append(float(np.mean(times)))
-                values.append(float(part["step_ms_mean"].mean()))
+                values.append(float(part[STEP_MS].mean()))
     return values
 
 

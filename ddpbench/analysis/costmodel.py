@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import whatif
+from ddpbench.analysis.columns import STEP_MS
 from ddpbench.analysis.jobs import MODEL_FIELDS, fair_jobs
 from ddpbench.workloads.registry import model_label
 
@@ -311,7 +312,7 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
         base = group[group["world_size"] == 1]
         if base.empty:
             continue
-        compute = float(base["step_ms_mean"].median())
+        compute = float(base[STEP_MS].median())
         backward = float(base["backward_ms"].median()) if "backward_ms" in base else math.nan
         backward_share = min(max(backward / compute, 0.05), 0.95) if compute > 0 and not math.isnan(backward) \
             else 2 / 3
@@ -322,7 +323,7 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
         if len(multi):
             # the largest world size whose ranks each had their cores (else the largest one)
             measured_ws = int(fair_jobs(multi)["world_size"].max())
-            top = multi[multi["world_size"] == measured_ws].sort_values("step_ms_mean")
+            top = multi[multi["world_size"] == measured_ws].sort_values(STEP_MS)
             best = top.iloc[0]
             buckets = bucket_sizes(ranks, best["key"]) or [grad_bytes]
             cap = float(best["bucket_cap_mb"])
@@ -445,8 +446,8 @@ def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link
                      "bucket_cap_mb": job["bucket_cap_mb"], "oversubscribed": bool(job["oversubscribed"]),
                      "predicted_comm_ms": float(predicted["comm_ms"]), "measured_comm_ms": float(measured_comm),
                      "comm_error_pct": relative_error(predicted["comm_ms"], measured_comm),
-                     "predicted_step_ms": float(predicted["step_ms"]), "measured_step_ms": float(job["step_ms_mean"]),
-                     "step_error_pct": relative_error(predicted["step_ms"], job["step_ms_mean"])})
+                     "predicted_step_ms": float(predicted["step_ms"]), "measured_step_ms": float(job[STEP_MS]),
+                     "step_error_pct": relative_error(predicted["step_ms"], job[STEP_MS])})
     return pd.DataFrame(rows)
 
 

@@ -20,18 +20,10 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import causes, evidence, frameworks, model_findings, overlap, precision, stats
+from ddpbench.analysis.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.findings import Finding, blame, blames, not_proposed, pct, rank, top_cause  # noqa: F401 (top_cause: API)
-from ddpbench.analysis.jobs import (
-    MEASUREMENT_FIELDS,
-    SPEC_COLUMNS,
-    alike_but,
-    bucket_settings,
-    caps_text,
-    describe,
-    fair_jobs,
-    label_fields,
-    model_name,
-)
+from ddpbench.analysis.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe,
+                                    fair_jobs, label_fields, model_name)
 from ddpbench.analysis.summary import NOISE_THRESHOLD, SCALES_WELL, launch_times, scaling_band
 
 COMM_BOUND_SHARE = causes.COMM_BOUND_SHARE  # exposed communication above this share of the step
@@ -117,26 +109,26 @@ def _scaling(summary):
     named, with no verdict drawn from it."""
     out = []
     ok = _ok(summary)
-    multi = ok[(ok["world_size"] > 1) & ok["efficiency"].notna()]
+    multi = ok[(ok["world_size"] > 1) & ok[EFFICIENCY].notna()]
     for config, group in multi.groupby(_per_row(_config, multi), sort=False):
         for strategy, part in group.groupby(_per_row(_strategy, group), sort=False):
             broken = [r for _, r in part.iterrows() if _baseline_problem(r)]
             if broken:
-                jobs = "; ".join(f"{_where(r, summary)}: {r['speedup']:.2f}x ({pct(r['efficiency'])} parallel "
+                jobs = "; ".join(f"{_where(r, summary)}: {r[SPEEDUP]:.2f}x ({pct(r[EFFICIENCY])} parallel "
                                  "efficiency)" for r in broken)
                 out.append(Finding("baseline", "warn", f"No scaling verdict for {strategy} with {config} from these "
                                    f"measured speedups, which rest on a broken baseline: {jobs}. Why: "
                                    f"{broken[0]['baseline_problem']}."))
-            top = _largest_fair(part).sort_values("samples_per_s", ascending=False).iloc[0]
+            top = _largest_fair(part).sort_values(SAMPLES_PER_S, ascending=False).iloc[0]
             if _baseline_problem(top):
                 continue
             ci = ""
             if not math.isnan(top["efficiency_low"]):
                 ci = f" (95 % CI {pct(top['efficiency_low'])} to {pct(top['efficiency_high'])})"
-            verdict = scaling_band(top["efficiency"])
-            out.append(Finding("scaling", "info" if top["efficiency"] >= SCALES_WELL else "warn",
+            verdict = scaling_band(top[EFFICIENCY])
+            out.append(Finding("scaling", "info" if top[EFFICIENCY] >= SCALES_WELL else "warn",
                                f"{strategy} with {config} {verdict}: at world size {int(top['world_size'])} it runs "
-                               f"{top['speedup']:.2f}x the throughput of one rank, {pct(top['efficiency'])} "
+                               f"{top[SPEEDUP]:.2f}x the throughput of one rank, {pct(top[EFFICIENCY])} "
                                f"parallel efficiency{ci}."))
     return out
 
@@ -157,8 +149,8 @@ def _bound(summary, link=None):
     ok = _ok(summary)
     multi = ok[(ok["world_size"] > 1) & ok["exposed_comm_share"].notna() & (ok["strategy"] == "ddp")]
     for config, group in multi.groupby(_per_row(_config, multi), sort=False):
-        best, measure = _trusted_exposed(_largest_fair(group).sort_values("step_ms_mean").iloc[0])
-        share, exposed, step = best["exposed_comm_share"], best["exposed_comm_ms"], best["step_ms_mean"]
+        best, measure = _trusted_exposed(_largest_fair(group).sort_values(STEP_MS).iloc[0])
+        share, exposed, step = best["exposed_comm_share"], best[EXPOSED_COMM_MS], best[STEP_MS]
         where = f"DDP{_hook(best)} with {config} at world size {int(best['world_size'])}"
         figures = f"{pct(max(share, 0))} of each step ({exposed:.1f} ms of {step:.1f} ms{measure}) is communication"
         if share >= COMM_BOUND_SHARE:
@@ -183,8 +175,8 @@ def _bound(summary, link=None):
 
 def _exposed_measures(summary):
     """Traced jobs at world size 2 or more: one finding for all of them, saying whether their three
-    measures of exposed communication agree within 20 % and which one each job's figures use (every
-    job's three figures and the reason stand in the report's step timelines)."""
+    measures of exposed communication agree within :data:`overlap.DISAGREE` and which one each job's
+    figures use (every job's three figures and the reason stand in the report's step timelines)."""
     if "exposed_trusted" not in summary:
         return []
     judged = [r for _, r in _ok(summary).iterrows() if isinstance(r["exposed_trusted"], str)]
@@ -210,8 +202,8 @@ def _trusted_exposed(row):
     if row.get("exposed_trusted") != "trace" or not row.get("trace_exposed_comm_ms") == row.get("trace_exposed_comm_ms"):
         return row, ""
     row = row.copy()
-    row["exposed_comm_ms"] = float(row["trace_exposed_comm_ms"])
-    row["exposed_comm_share"] = row["exposed_comm_ms"] / float(row["step_ms_mean"])
+    row[EXPOSED_COMM_MS] = float(row["trace_exposed_comm_ms"])
+    row["exposed_comm_share"] = row[EXPOSED_COMM_MS] / float(row[STEP_MS])
     return row, "; the trace's figure, trusted for this job"
 
 
@@ -224,7 +216,7 @@ def _frameworks(summary):
             slower = r["overhead"] > 1
             out.append(Finding("framework", "warn" if slower else "info",
                                f"{where} is {'slower' if slower else 'faster'} than raw DDP on the same work: "
-                               f"{frameworks.overhead_text(r)} on the mean step ({r['step_ms_mean']:.2f} ms against "
+                               f"{frameworks.overhead_text(r)} on the mean step ({r[STEP_MS]:.2f} ms against "
                                f"{r['ddp_step_ms_mean']:.2f} ms)."))
         else:
             out.append(Finding("framework", "info", f"{where} is not significantly slower or faster than raw DDP "
@@ -246,13 +238,13 @@ def _data(summary):
                  f"data from {last['data']}")
         if len(group) > 1:
             first = group.iloc[0]
-            steps = " -> ".join(f"{int(r['loader_workers'])}: {r['data_ms']:.1f} of {r['step_ms_mean']:.1f} ms"
+            steps = " -> ".join(f"{int(r['loader_workers'])}: {r['data_ms']:.1f} of {r[STEP_MS]:.1f} ms"
                                 for _, r in group.iterrows())
             verdict = ("is still data-bound" if last["data_share"] >= DATA_BOUND_SHARE
                        else "is no longer data-bound")
             text = (f"{where}: {int(first['loader_workers'])} loader worker(s) leave "
                     f"{pct(first['data_share'])} of each step waiting for data; data time of the step "
-                    f"by loader workers: {steps}, {first['step_ms_mean'] / last['step_ms_mean']:.2f}x the "
+                    f"by loader workers: {steps}, {first[STEP_MS] / last[STEP_MS]:.2f}x the "
                     f"throughput with {int(last['loader_workers'])}, which {verdict} "
                     f"({pct(last['data_share'])}).")
             estimate = evidence.weigh(summary, last, causes.data(last))
@@ -261,7 +253,7 @@ def _data(summary):
         else:
             estimate = evidence.weigh(summary, last, causes.data(last))
             text = (f"{where}, is data-bound: {pct(last['data_share'])} of each step "
-                    f"({last['data_ms']:.1f} of {last['step_ms_mean']:.1f} ms) waits for the next batch "
+                    f"({last['data_ms']:.1f} of {last[STEP_MS]:.1f} ms) waits for the next batch "
                     f"with {int(last['loader_workers'])} loader worker(s)")
             out.append(blame("data", last, estimate, f"{text}: {estimate.detail}.") if blames(last, estimate) else
                        Finding("data", "warn", text + ". More loader workers (loader_workers), cheaper decoding or a "
@@ -304,7 +296,7 @@ def _buckets(summary):
                 out.append(_same_buckets(same, where))
         if len(settings) < 2:
             continue
-        figures = sorted(((float(part["step_ms_mean"].mean()), part) for part in settings), key=lambda f: f[0])
+        figures = sorted(((float(part[STEP_MS].mean()), part) for part in settings), key=lambda f: f[0])
         best_ms, best = figures[0]
         default = [f for f in figures if (f[1]["bucket_cap_mb"] == DEFAULT_BUCKET_MB).any()]
         other_ms, other = default[0] if default and default[0][1] is not best else figures[-1]
@@ -334,7 +326,7 @@ def _same_buckets(same: pd.DataFrame, where: str) -> Finding:
     """Caps that gave DDP the same buckets: one setting, whose spread is a measured noise floor."""
     layout = same.iloc[0]["bucket_layout"]
     sizes = ", ".join(f"{b / 1e6:.1f}" for b in list(layout)[:6]) + (", ..." if len(layout) > 6 else "")
-    steps = same["step_ms_mean"].astype(float)
+    steps = same[STEP_MS].astype(float)
     spread = float(steps.max() / steps.min() - 1) if steps.min() > 0 else math.nan
     return Finding("bucket", "info", f"Bucket caps {caps_text(same['bucket_cap_mb'])} gave DDP with {where} the same "
                    f"{len(layout)} bucket(s) ([{sizes}] MB): one setting, measured {len(same)} times. Their mean "
@@ -396,10 +388,10 @@ def _master(summary):
         where = f"{m['strategy']} aggregation with {_config(m)} at world size {int(m['world_size'])}"
         estimate = evidence.weigh(summary, m, causes.master(m))
         if len(ddp):
-            d = ddp.sort_values("step_ms_mean").iloc[0]
-            ratio = m["step_ms_mean"] / d["step_ms_mean"]
-            text = (f"{where} takes {ratio:.2f}x DDP's step time ({m['step_ms_mean']:.1f} vs "
-                    f"{d['step_ms_mean']:.1f} ms).{traffic}")
+            d = ddp.sort_values(STEP_MS).iloc[0]
+            ratio = m[STEP_MS] / d[STEP_MS]
+            text = (f"{where} takes {ratio:.2f}x DDP's step time ({m[STEP_MS]:.1f} vs "
+                    f"{d[STEP_MS]:.1f} ms).{traffic}")
             if ratio > 1.05 and blames(m, estimate):
                 out.append(blame("master", m, estimate, f"{text} {estimate.detail[0].upper()}{estimate.detail[1:]}."))
             else:

@@ -29,6 +29,7 @@ import pandas as pd
 
 from ddpbench.analysis import stats
 from ddpbench.analysis.causes import Estimate
+from ddpbench.analysis.columns import STEP_MS
 from ddpbench.analysis.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS
 from ddpbench.analysis.summary import launch_times
 
@@ -130,8 +131,8 @@ def measured(summary: pd.DataFrame, row, fields: dict | None) -> Measured | None
         mine = [*mine, *(t for _, r in twins.iterrows() for t in launch_times(r))]
         twins = tuple(twins["key"])
     theirs = [t for _, r in runs.iterrows() for t in launch_times(r)]
-    job_ms = float(sum(mine) / len(mine)) if mine else float(row.get("step_ms_mean", math.nan))
-    fix_ms = float(sum(theirs) / len(theirs)) if theirs else float(runs["step_ms_mean"].mean())
+    job_ms = float(sum(mine) / len(mine)) if mine else float(row.get(STEP_MS, math.nan))
+    fix_ms = float(sum(theirs) / len(theirs)) if theirs else float(runs[STEP_MS].mean())
     if not (job_ms > 0 and fix_ms > 0):
         return None
     low, high = stats.ratio_ci(theirs, mine)

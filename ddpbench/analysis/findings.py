@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from ddpbench.analysis import causes
+from ddpbench.analysis.columns import STEP_MS
 
 
 def pct(x: float, digits: int = 0) -> str:
@@ -42,7 +43,7 @@ class Finding:
 def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = "warn") -> Finding:
     """A finding that blames ``estimate``'s cause for some of ``row``'s step, with its fix and what
     the fix would recover, in the sentence too."""
-    step = float(row["step_ms_mean"])
+    step = float(row[STEP_MS])
     gain = estimate.recoverable_ms
     if math.isnan(gain):
         recover = f" Fix: {estimate.fix}."

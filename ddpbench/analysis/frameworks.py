@@ -21,12 +21,13 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import stats
+from ddpbench.analysis.columns import EFFICIENCY, SAMPLES_PER_S, STEP_MS
 from ddpbench.analysis.jobs import alike_but, model_name
 from ddpbench.analysis.summary import launch_times
 from ddpbench.strategies import FRAMEWORKS
 
-COLUMNS = ["key", "strategy", "framework", "model", "world_size", "step_ms_mean", "ddp_step_ms_mean", "overhead",
-           "overhead_low", "overhead_high", "significant", "samples_per_s", "ddp_samples_per_s", "efficiency",
+COLUMNS = ["key", "strategy", "framework", "model", "world_size", STEP_MS, "ddp_step_ms_mean", "overhead",
+           "overhead_low", "overhead_high", "significant", SAMPLES_PER_S, "ddp_samples_per_s", EFFICIENCY,
            "ddp_efficiency", "ddp_key", "launches", "ddp_launches", "paired"]
 
 
@@ -57,12 +58,12 @@ def overhead_table(summary: pd.DataFrame) -> pd.DataFrame:
             verdict = stats.significant(low, high)
             rows.append({"key": job["key"], "strategy": job["strategy"], "framework": FRAMEWORKS[job["strategy"]],
                          "model": model_name(job),
-                         "world_size": int(job["world_size"]), "step_ms_mean": job["step_ms_mean"],
-                         "ddp_step_ms_mean": ddp["step_ms_mean"],
-                         "overhead": job["step_ms_mean"] / ddp["step_ms_mean"] if ddp["step_ms_mean"] else math.nan,
+                         "world_size": int(job["world_size"]), STEP_MS: job[STEP_MS],
+                         "ddp_step_ms_mean": ddp[STEP_MS],
+                         "overhead": job[STEP_MS] / ddp[STEP_MS] if ddp[STEP_MS] else math.nan,
                          "overhead_low": low, "overhead_high": high, "significant": None if verdict is None else bool(verdict),
-                         "samples_per_s": job["samples_per_s"], "ddp_samples_per_s": ddp["samples_per_s"],
-                         "efficiency": job.get("efficiency", math.nan), "ddp_efficiency": ddp.get("efficiency", math.nan),
+                         SAMPLES_PER_S: job[SAMPLES_PER_S], "ddp_samples_per_s": ddp[SAMPLES_PER_S],
+                         EFFICIENCY: job.get(EFFICIENCY, math.nan), "ddp_efficiency": ddp.get(EFFICIENCY, math.nan),
                          "ddp_key": ddp["key"], "launches": len(mine), "ddp_launches": len(theirs),
                          "paired": paired})
     table = pd.DataFrame(rows, columns=COLUMNS)

@@ -180,7 +180,7 @@ GATE_COLUMNS = ["key", "job", "gate", "stat", "outcome", "a_ms", "b_ms", "excess
                 "basis", "mde", "mde_false_alarm"]
 
 
-#: a gate is blind to a job when its launches cannot catch, 90 % of the time, a slowdown of this many
+#: a gate is blind to a job when its launches cannot catch, power.POWER of the time, a slowdown of this many
 #: times the threshold (or, for a threshold of 0, of ZERO_GATE_BLIND_PCT % of the step)
 BLIND_FACTOR = 2.0
 ZERO_GATE_BLIND_PCT = 5.0
@@ -200,8 +200,8 @@ def gate_results(table: pd.DataFrame, gates: Sequence[Gate]) -> pd.DataFrame:
     (in the gate's unit; :func:`ddpbench.analysis.power.minimum_detectable` on the job's per-launch values of the gate's
     statistic) with ``mde_false_alarm``.
 
-    A job that passed a gate it was blind to -- the smallest slowdown its launches detect 90 % of the
-    time is beyond :func:`blind_limit` -- is "inconclusive", not "pass": a green gate says the job is
+    A job that passed a gate it was blind to -- the smallest slowdown its launches detect
+    :data:`power.POWER` of the time is beyond :func:`blind_limit` -- is "inconclusive", not "pass": a green gate says the job is
     not slower, and these launches could not have said so."""
     rows = []
     if len(table):
@@ -212,7 +212,7 @@ def gate_results(table: pd.DataFrame, gates: Sequence[Gate]) -> pd.DataFrame:
                 test = gate_test(gate, r)
                 if test["outcome"] == PASS and mde["mde"] > blind_limit(gate, test["a_ms"]):
                     test = {**test, "outcome": INCONCLUSIVE, "basis": (
-                        f"{test['basis']}; blind: these launches detect a slowdown 90 % of the time only from "
+                        f"{test['basis']}; blind: these launches detect a slowdown {100 * power.POWER:.0f} % of the time only from "
                         f"{power.mde_amount(mde['mde'], gate.unit)}, beyond {BLIND_FACTOR:g}x the {gate.amount:g}"
                         f"{' %' if gate.unit == '%' else ' ms'} threshold (more repeats or steps narrow it)")}
                 rows.append({"key": r["key"], "job": r["job"], **test, "mde": mde["mde"],
@@ -238,7 +238,7 @@ def gate_column(table: pd.DataFrame, results: pd.DataFrame) -> pd.Series:
 
 
 def gate_mde_column(table: pd.DataFrame, results: pd.DataFrame) -> pd.Series:
-    """Per job of ``table``: each gate's minimum detectable slowdown at 90 % ("median:5%: +9.1 %")."""
+    """Per job of ``table``: each gate's minimum detectable slowdown at :data:`power.POWER` ("median:5%: +9.1 %")."""
     if not len(table):
         return pd.Series(dtype=str)
     if not len(results):
@@ -251,6 +251,7 @@ def gate_text(g) -> str:
     """One line per gate result: the job, the gate and outcome, A -> B, by how much, and on what basis."""
     amount = f"{g['excess']:+.1f} %" if g["unit"] == "%" else f"{g['excess']:+.2f} ms"
     mde = g.get("mde", math.nan) if hasattr(g, "get") else math.nan
-    detectable = f"; detectable at 90 %: {power.mde_amount(mde, g['unit'])}" if not math.isnan(mde) else ""
+    detectable = (f"; detectable at {100 * power.POWER:.0f} %: {power.mde_amount(mde, g['unit'])}"
+                  if not math.isnan(mde) else "")
     return (f"{g['job']} [{g['key']}]: {g['gate']} {g['outcome']}, {g['stat']} step {g['a_ms']:.3f} -> "
             f"{g['b_ms']:.3f} ms ({amount}; {g['basis']}{detectable})")

@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 
+from ddpbench.analysis.columns import SAMPLES_PER_S, STEP_MS
 from ddpbench.results.schema import TIMED_PHASES
 
 #: what a CPU job must share with a CUDA job to be its counterpart (device, backend, threads and
@@ -22,11 +23,11 @@ def cuda_jobs(summary: pd.DataFrame) -> pd.DataFrame:
 
 def cpu_counterpart(job, summary: pd.DataFrame):
     """The ok CPU job doing the same work as ``job`` (the fastest if several), or None."""
-    cpu = summary[(summary["device"] == "cpu") & (summary["status"] == "ok") & summary["samples_per_s"].notna()]
+    cpu = summary[(summary["device"] == "cpu") & (summary["status"] == "ok") & summary[SAMPLES_PER_S].notna()]
     for field in SAME_WORK:
         if field in cpu:
             cpu = cpu[cpu[field] == job[field]]
-    return cpu.loc[cpu["samples_per_s"].idxmax()] if len(cpu) else None
+    return cpu.loc[cpu[SAMPLES_PER_S].idxmax()] if len(cpu) else None
 
 
 def gpu_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -34,10 +35,10 @@ def gpu_table(summary: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, job in cuda_jobs(summary).iterrows():
         cpu = cpu_counterpart(job, summary)
-        cpu_rate = float(cpu["samples_per_s"]) if cpu is not None else math.nan
-        rows.append({"key": job["key"], "gpus": job.get("gpus", math.nan), "samples_per_s": job["samples_per_s"],
-                     "step_ms_mean": job["step_ms_mean"], **{p: job[p] for p in TIMED_PHASES},
+        cpu_rate = float(cpu[SAMPLES_PER_S]) if cpu is not None else math.nan
+        rows.append({"key": job["key"], "gpus": job.get("gpus", math.nan), SAMPLES_PER_S: job[SAMPLES_PER_S],
+                     STEP_MS: job[STEP_MS], **{p: job[p] for p in TIMED_PHASES},
                      "gpu_peak_allocated_mb": job.get("gpu_peak_allocated_mb", math.nan),
                      "gpu_peak_reserved_mb": job.get("gpu_peak_reserved_mb", math.nan),
-                     "cpu_samples_per_s": cpu_rate, "gpu_over_cpu": job["samples_per_s"] / cpu_rate})
+                     "cpu_samples_per_s": cpu_rate, "gpu_over_cpu": job[SAMPLES_PER_S] / cpu_rate})
     return pd.DataFrame(rows)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import costmodel
+from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S, STEP_MS
 from ddpbench.experiment.links import rate_bits
 
 STRATEGY_NAMES = {"ddp": "DDP ring all-reduce", "master": "master aggregation"}
@@ -40,7 +41,7 @@ def _compute_ms(job, summary: pd.DataFrame) -> float:
         return float(job["nosync_step_ms"])
     alone = summary[(summary["world_size"] == 1) & (summary["status"] == "ok") & (summary["model"] == job["model"])
                     & (summary["model_size"] == job["model_size"]) & (summary["model_args"] == job["model_args"])
-                    & (summary["per_rank_batch"] == job["per_rank_batch"])]["step_ms_mean"]
+                    & (summary["per_rank_batch"] == job["per_rank_batch"])][STEP_MS]
     return float(alone.median()) if len(alone) else math.nan
 
 
@@ -77,9 +78,9 @@ def network_table(summary: pd.DataFrame, ranks: pd.DataFrame) -> pd.DataFrame:
             "bucket_cap_mb": job["bucket_cap_mb"],
             "setting": STRATEGY_NAMES[job["strategy"]] + (f", {job['bucket_cap_mb']:g} MB buckets"
                                                           if job["strategy"] == "ddp" else ""),
-            "samples_per_s": job["samples_per_s"], "measured_step_ms": job["step_ms_mean"], "compute_ms": compute,
+            SAMPLES_PER_S: job[SAMPLES_PER_S], "measured_step_ms": job[STEP_MS], "compute_ms": compute,
             "measured_comm_ms": measured, "predicted_comm_ms": predicted,
-            "comm_error_pct": costmodel.relative_error(predicted, measured), "exposed_comm_ms": job["exposed_comm_ms"],
+            "comm_error_pct": costmodel.relative_error(predicted, measured), EXPOSED_COMM_MS: job[EXPOSED_COMM_MS],
             "predicted_step_ms": compute + predicted, "messages": messages, "wire_bytes": wire_bytes,
             "predicted_samples_per_s": job["global_batch"] / (compute + predicted) * 1e3,
         })

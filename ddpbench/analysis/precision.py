@@ -25,6 +25,7 @@ import math
 import pandas as pd
 
 from ddpbench.analysis import stats
+from ddpbench.analysis.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP
 from ddpbench.analysis.findings import Finding
 from ddpbench.analysis.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, describe, label_fields
 from ddpbench.analysis.summary import launch_times
@@ -74,7 +75,7 @@ def settings_table(summary: pd.DataFrame) -> pd.DataFrame:
         base = twins.get(_twin_key(r))
         if base is None:
             continue
-        ratio = r["samples_per_s"] / base["samples_per_s"] if base["samples_per_s"] else math.nan
+        ratio = r[SAMPLES_PER_S] / base[SAMPLES_PER_S] if base[SAMPLES_PER_S] else math.nan
         low, high = stats.ratio_ci(launch_times(base), launch_times(r))
         scale = r["global_batch"] / base["global_batch"]
         compute = base["nosync_step_ms"] / r["nosync_step_ms"] if r["nosync_step_ms"] else math.nan
@@ -82,17 +83,17 @@ def settings_table(summary: pd.DataFrame) -> pd.DataFrame:
             "key": r["key"], "base_key": base["key"], "setting": setting_name(r),
             "job": describe(r, fields), "world_size": int(r["world_size"]), "strategy": r["strategy"],
             "comm_hook": r.get("comm_hook", "none"), "precision": r["precision"], "compile": _flag(r["compile"]),
-            "samples_per_s": r["samples_per_s"], "base_samples_per_s": base["samples_per_s"],
+            SAMPLES_PER_S: r[SAMPLES_PER_S], "base_samples_per_s": base[SAMPLES_PER_S],
             "throughput_ratio": ratio,
             "throughput_ratio_low": scale * low if not math.isnan(low) else math.nan,
             "throughput_ratio_high": scale * high if not math.isnan(high) else math.nan,
             "compute_ratio": compute,
-            "speedup": r["speedup"], "efficiency": r["efficiency"],
+            SPEEDUP: r[SPEEDUP], EFFICIENCY: r[EFFICIENCY],
             "efficiency_low": r["efficiency_low"], "efficiency_high": r["efficiency_high"],
-            "base_speedup": base["speedup"], "base_efficiency": base["efficiency"],
+            "base_speedup": base[SPEEDUP], "base_efficiency": base[EFFICIENCY],
             "base_efficiency_low": base["efficiency_low"], "base_efficiency_high": base["efficiency_high"],
             "exposed_comm_share": r["exposed_comm_share"], "base_exposed_comm_share": base["exposed_comm_share"],
-            "exposed_comm_ms": r["exposed_comm_ms"], "base_exposed_comm_ms": base["exposed_comm_ms"],
+            EXPOSED_COMM_MS: r[EXPOSED_COMM_MS], "base_exposed_comm_ms": base[EXPOSED_COMM_MS],
             "rank_memory_mb": r.get("rank_memory_mb", math.nan), "base_rank_memory_mb": base.get("rank_memory_mb", math.nan),
             "compile_s_cold": r.get("compile_s_cold", math.nan), "compile_s_warm": r.get("compile_s_warm", math.nan),
             "graph_breaks": r.get("graph_breaks", math.nan), "amp_skipped_steps": r.get("amp_skipped_steps", math.nan),
@@ -147,7 +148,7 @@ def scaling_sentences(table: pd.DataFrame) -> list[tuple[str, bool, dict]]:
         elif both:
             text += (f"; exposed communication is {100 * share:.0f} % of the step "
                      f"(fp32 eager: {100 * base_share:.0f} %)")
-        eff, base_eff = top["efficiency"], top["base_efficiency"]
+        eff, base_eff = top[EFFICIENCY], top["base_efficiency"]
         if not (math.isnan(eff) or math.isnan(base_eff)):
             text += f"; parallel efficiency {100 * eff:.0f} % against fp32 eager's {100 * base_eff:.0f} %"
         out.append((text + ".", named, dict(top)))

@@ -11,6 +11,7 @@ import math
 import pandas as pd
 
 from ddpbench.analysis.causes import MATERIAL_SHARE
+from ddpbench.analysis.columns import STEP_MS
 from ddpbench.analysis.findings import Finding, pct, top_cause
 from ddpbench.analysis.jobs import describe, label_fields
 
@@ -45,7 +46,7 @@ def _cause(f: Finding, summary: pd.DataFrame) -> str:
         return f"oversubscription{where}: more busy threads than cores, so its timings measure contention"
     step = math.nan
     if f.job and len(summary) and f.job in set(summary["key"]):
-        step = float(summary.set_index("key").loc[f.job, "step_ms_mean"])
+        step = float(summary.set_index("key").loc[f.job, STEP_MS])
     if math.isnan(f.recoverable_ms):
         gain = ""
     elif f.basis == "measured":

@@ -61,7 +61,8 @@ def command(args) -> int:
                       "threshold beyond noise")
         elif len(unsure):
             detectable = unsure["mde"].dropna()
-            span = (f"; the smallest slowdown they detect at 90 % is {power.mde_amount(detectable.min(), unsure.iloc[0]['unit'])}"
+            span = (f"; the smallest slowdown they detect at {100 * power.POWER:.0f} % is "
+                    f"{power.mde_amount(detectable.min(), unsure.iloc[0]['unit'])}"
                     f" to {power.mde_amount(detectable.max(), unsure.iloc[0]['unit'])}" if len(detectable) else "")
             out.print(f"[yellow]gate inconclusive[/yellow] ({names}): no job is slower beyond noise, but "
                       f"{unsure['key'].nunique()} job(s) could not show it{span}")

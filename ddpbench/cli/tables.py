@@ -3,6 +3,7 @@ comparison of two folders (rich tables; a pipe gets full-width rows)."""
 
 from __future__ import annotations
 
+from ddpbench.analysis.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.experiment.machine import oversubscribed
 from ddpbench.experiment.spec import FIELDS
 
@@ -68,18 +69,18 @@ def print_summary(table) -> None:
             flags.append("1 replica: CPU baseline")
         strategy = r["strategy"] + (f"+{r['comm_hook']}" if r.get("comm_hook", "none") != "none" else "")
         # communication a step waits for: explicit (after backward) plus what DDP's overlap left exposed
-        comm = max(r["exposed_comm_ms"], 0) if r["exposed_comm_ms"] == r["exposed_comm_ms"] else 0.0
+        comm = max(r[EXPOSED_COMM_MS], 0) if r[EXPOSED_COMM_MS] == r[EXPOSED_COMM_MS] else 0.0
         comm += r["comm_ms"] if r["comm_ms"] == r["comm_ms"] else 0.0
         # neither seen (a framework's own loop without a no_sync() baseline): unknown, not nothing
-        unseen = r["exposed_comm_ms"] != r["exposed_comm_ms"] and r["comm_ms"] != r["comm_ms"]
+        unseen = r[EXPOSED_COMM_MS] != r[EXPOSED_COMM_MS] and r["comm_ms"] != r["comm_ms"]
         comm = comm if r["status"] == "ok" and not unseen else float("nan")
         link = (f"{r['emulate_nodes']} x {r['link']}" if r["emulate_nodes"] > 1 else "-",) if nodes else ()
         device = (f"{r['backend']}/{r['device']}",) if devices else ()
         memory = (num(r["gpu_peak_allocated_mb"], ",.0f"),) if gpu else ()  # the fullest GPU's peak
         setting = (f"{r['precision']} {'compiled' if r['compile'] else 'eager'}",) if settings else ()
         out.add_row(strategy, model_name(r), *setting, *device, str(r["world_size"]), *link,
-                    f"{r['bucket_cap_mb']:g}", r["status"], num(r["step_ms_mean"], ".2f"), num(r["step_ms_iqr"], ".2f"),
-                    num(r["samples_per_s"], ".1f"), num(r["speedup"], ".2f"), num(r["efficiency"], ".0%"),
+                    f"{r['bucket_cap_mb']:g}", r["status"], num(r[STEP_MS], ".2f"), num(r["step_ms_iqr"], ".2f"),
+                    num(r[SAMPLES_PER_S], ".1f"), num(r[SPEEDUP], ".2f"), num(r[EFFICIENCY], ".0%"),
                     num(comm, ".2f"), num(r.get("sent_mb_per_step_max", float("nan")), ".1f"), *memory,
                     num(r.get("max_abs_diff", float("nan")), ".1e"), ", ".join(flags))
     table_console().print(out)
@@ -117,16 +118,18 @@ def print_comparison(table) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from ddpbench.analysis import power
     from ddpbench.analysis.compare import FASTER, SLOWER, ratio_text
     from ddpbench.results.sanitize import printable
 
     compared = table[table["compared"]]
     if len(compared):
         out = Table(title="B against baseline A, per job (slowest rank, measured steps)")
+        detectable = f"detectable at {100 * power.POWER:.0f}%"
         for col in ("job", "A median ms", "B median ms", "median B/A", "mean B/A [95% CI]", "throughput",
-                    "verdict", "detectable at 90%", "method", "note"):
-            out.add_column(col, justify="right" if "ms" in col or "B/A" in col or col in ("throughput",
-                                                                                        "detectable at 90%") else "left")
+                    "verdict", detectable, "method", "note"):
+            out.add_column(col, justify="right" if "ms" in col or "B/A" in col or col in ("throughput", detectable)
+                           else "left")
         for _, r in compared.iterrows():
             style = {SLOWER: "red", FASTER: "green"}.get(r["verdict"], "")
             verdict = escape(printable(r["verdict"]))

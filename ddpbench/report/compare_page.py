@@ -13,6 +13,7 @@ from markupsafe import Markup
 
 from ddpbench.analysis.compare import (ALPHA, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, UNTESTED, Gate, csv_table,
                                        gate_column, gate_text, ratio_text)
+from ddpbench.analysis import power, stats
 from ddpbench.report.page import INDEX_FILE, Section, html, html_table, num, render_page
 from ddpbench.report.plots.compare import ratio_plot
 from ddpbench.results.sanitize import csv_text
@@ -62,9 +63,10 @@ def _overview(table, results, gates, env_diffs, folder_a, folder_b) -> Markup:
                      "twice the threshold; not failed -- rerun with more repeats or steps to tell):"
                      "</p><ul>{% for g in gates %}<li>{{ g }}</li>{% endfor %}</ul>",
                      gates=[gate_text(g) for _, g in unsure.iterrows()])
-    text += Markup('<p class="note">A gate fails when the whole 95 % interval of how much B is slower (over launches) '
-             "lies past the threshold, not when only the point estimate does: with three launches a side, "
-             "identical reruns come out \"significant\" far more often than 5 % of the time.</p>")
+    text += html('<p class="note">A gate fails when the whole {{ level }} interval of how much B is slower (over '
+                 "launches) lies past the threshold, not when only the point estimate does: with three launches a "
+                 "side, identical reruns come out \"significant\" far more often than {{ alpha }} of the time.</p>",
+                 level=f"{100 * stats.CONFIDENCE:.0f} %", alpha=f"{100 * (1 - stats.CONFIDENCE):.0f} %")
     return text
 
 
@@ -77,7 +79,8 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
     compared = table[table["compared"].astype(bool)] if len(table) else table
     if len(compared):
         header = ["job", "A median (ms)", "B median (ms)", "median B/A", "mean B/A [95 % CI]",
-                  "throughput change (%)", "verdict", "detectable at 90 % (%)", "method", "gate", "note"]
+                  "throughput change (%)", "verdict", f"detectable at {100 * power.POWER:.0f} % (%)", "method", "gate",
+                  "note"]
         cells, classes = [], []
         for (_, r), gate in zip(compared.iterrows(), gate_column(compared, results)):
             cls = {SLOWER: "status-failed", FASTER: "status-ok"}.get(r["verdict"], "")
@@ -99,12 +102,12 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
                 "of the next). With three launches a side about one identical rerun in ten still looks "
                 "significant (3 vs 3 launches can tell no better), so read a lone verdict on a small change as a "
                 "hint and use 5 or more repeats for decisions.</p>", alpha=f"{ALPHA:g}")
-        defs += Markup('<p class="note"><em>detectable at 90 %</em>: the smallest slowdown of the mean step that '
+        defs += html('<p class="note"><em>detectable at {{ power }}</em>: the smallest slowdown of the mean step that '
                  "comparisons with as many launches a side as these, scattering as these do, would call "
-                 "<em>slower</em> 90 % of the time, simulated from the launches' spread (compare.csv's "
+                 "<em>slower</em> {{ power }} of the time, simulated from the launches' spread (compare.csv's "
                  "<code>mde_false_alarm</code>: how often the same rule calls identical launches slower). A side with "
                  "one launch has no spread: no figure. A gate's own figure is in its line above and in compare.csv "
-                 "(<code>gate_mde</code>).</p>")
+                 "(<code>gate_mde</code>).</p>", power=f"{100 * power.POWER:.0f} %")
         sections.append(Section("Jobs", html_table(header, cells, classes, {1, 2, 3, 4, 5, 7}) + defs))
     if plot is not None:
         sections.append(Section("Ratios", Markup('<p class="what">Mean step time of B divided by A\'s, per job, with its '

@@ -25,6 +25,9 @@ from typing import Any, Callable, Sequence
 import jinja2
 from markupsafe import Markup
 
+from ddpbench.analysis.findings import pct
+from ddpbench.analysis.summary import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
+
 INDEX_FILE = "index.html"
 
 
@@ -213,11 +216,12 @@ def experiment_names(sweeps) -> list[str]:
 
 def flags_html(row) -> Markup:
     return html('{% if over %}<span class="flag over" title="more busy threads than cores">oversubscribed</span>'
-                '{% endif %}{% if noisy %}<span class="flag" title="IQR / median above 10 %">noisy</span>{% endif %}'
-                '{% if straggler %}<span class="flag straggler" title="a rank whose own compute time (without '
-                "waiting for the others) was more than 10 % above the other ranks' median in most steps; the figure "
-                'is the largest such excess">{{ straggler }}</span>{% endif %}',
-                over=bool(row.get("oversubscribed")), noisy=bool(row.get("noisy")), straggler=straggler_text(row))
+                '{% endif %}{% if noisy %}<span class="flag" title="IQR / median above {{ noise }}">noisy</span>'
+                '{% endif %}{% if straggler %}<span class="flag straggler" title="a rank whose own compute time '
+                "(without waiting for the others) was more than {{ straggler_bar }} above the other ranks' median "
+                'in most steps; the figure is the largest such excess">{{ straggler }}</span>{% endif %}',
+                over=bool(row.get("oversubscribed")), noisy=bool(row.get("noisy")), straggler=straggler_text(row),
+                noise=pct(NOISE_THRESHOLD), straggler_bar=pct(STRAGGLER_THRESHOLD))
 
 
 def straggler_text(row) -> str:

@@ -8,7 +8,8 @@ how far to trust a point:
 
   * hollow marker -- oversubscribed: more busy threads than cores, so the time measures
     contention for cores rather than scaling;
-  * grey halo -- noisy: the step time's IQR is more than 10 % of its median;
+  * grey halo -- noisy: the step time's IQR is more than
+    :data:`ddpbench.analysis.summary.NOISE_THRESHOLD` of its median;
   * error bar (scaling plots) -- the 95 % percentile-bootstrap interval over launches, absent
     where a job ran in one launch.
 
@@ -25,7 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ddpbench.analysis.columns import SAMPLES_PER_S
+from ddpbench.analysis.findings import pct
 from ddpbench.analysis.jobs import COMM_ONLY_FIELDS, MODEL_FIELDS, describe, line_fields, ordered
+from ddpbench.analysis.summary import NOISE_THRESHOLD
 from ddpbench.results.sanitize import without_controls
 from ddpbench.results.sidefiles import replace_file
 
@@ -113,7 +117,7 @@ def flag_handles(rows) -> list:
                               label="hollow: oversubscribed"))
     if len(rows) and rows["noisy"].astype(bool).any():
         handles.append(Line2D([], [], marker="o", markersize=13, color=NOISY_RING, markerfacecolor="none",
-                              linestyle="none", label="grey halo: noisy (IQR > 10 %)"))
+                              linestyle="none", label=f"grey halo: noisy (IQR > {pct(NOISE_THRESHOLD)})"))
     return handles
 
 
@@ -165,7 +169,7 @@ def configuration_colors(table) -> dict[tuple, tuple[str, str]]:
     figure; configurations they do not draw (no throughput) follow."""
     fields = color_fields(table)
     found: dict[tuple, tuple[str, str]] = {}
-    ok = ok_rows(table, "samples_per_s")
+    ok = ok_rows(table, SAMPLES_PER_S)
     for part in (ordered(ok), ordered(table)):
         for _, r in part.iterrows():
             key = tuple(r[f] for f in fields)

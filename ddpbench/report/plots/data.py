@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ddpbench.analysis.columns import STEP_MS
 from ddpbench.analysis.jobs import alike_but, describe, line_fields
 from ddpbench.report.plots.common import COLORS, figure, legend, mark, ok_rows, save
 
@@ -27,10 +28,10 @@ def data_vs_loader_workers(table, path) -> Path | None:
         color = COLORS[number % len(COLORS)]
         workers = [int(w) for w in part["loader_workers"]]
         label = describe(part.iloc[0], fields, table)
-        ax.plot(workers, part["step_ms_mean"], color=color, linewidth=1.6, label=f"{label}: step")
+        ax.plot(workers, part[STEP_MS], color=color, linewidth=1.6, label=f"{label}: step")
         ax.plot(workers, part["data_ms"], color=color, linewidth=1.2, linestyle="--", label=f"{label}: waiting for data")
         for _, r in part.iterrows():
-            for column in ("step_ms_mean", "data_ms"):
+            for column in (STEP_MS, "data_ms"):
                 mark(ax, int(r["loader_workers"]), float(r[column]), color, "o", bool(r["oversubscribed"]),
                      bool(r["noisy"]))
     ax.set_xticks(sorted({int(w) for part in groups for w in part["loader_workers"]}))

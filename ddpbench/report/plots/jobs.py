@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ddpbench.analysis.columns import EXPOSED_COMM_MS, STEP_MS
 from ddpbench.analysis.jobs import MODEL_FIELDS, describe, line_fields, ordered
 from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, MEMORY_AXES, color_fields, configuration_colors,
                                           figure, flag_handles, groups_of, legend, mark, memory_column, ok_rows, save)
@@ -36,7 +37,7 @@ def breakdown_table(table):
     rows = ok_rows(table, "step_ms_median").copy()
     if rows.empty:
         return rows
-    exposed = rows["exposed_comm_ms"].astype(float).fillna(0.0).clip(lower=0.0)
+    exposed = rows[EXPOSED_COMM_MS].astype(float).fillna(0.0).clip(lower=0.0)
     rows["exposed_ms"] = exposed
     rows["backward_compute_ms"] = (rows["backward_ms"].astype(float) - exposed).clip(lower=0.0)
     for _, column, _ in SEGMENTS:
@@ -60,7 +61,7 @@ def step_breakdown(table, path) -> Path | None:
     for _, r in rows.iterrows():
         flags = [name for name in ("oversubscribed", "noisy") if bool(r[name])]
         labels.append(describe(r, fields, table) + (f"  ({', '.join(flags)})" if flags else ""))
-    show_comm = bool((rows["comm_ms"] >= VISIBLE_SHARE * rows["step_ms_mean"]).any())
+    show_comm = bool((rows["comm_ms"] >= VISIBLE_SHARE * rows[STEP_MS]).any())
     fig = figure(8.5, 1.4 + 0.38 * len(rows))
     ax = fig.add_subplot()
     y = np.arange(len(rows))
@@ -75,7 +76,7 @@ def step_breakdown(table, path) -> Path | None:
             if h:
                 bar.set_hatch(h)
         left += width
-    ax.plot(rows["step_ms_mean"].to_numpy(dtype=float), y, linestyle="none", marker="|", markersize=16,
+    ax.plot(rows[STEP_MS].to_numpy(dtype=float), y, linestyle="none", marker="|", markersize=16,
             markeredgewidth=2, color="black", label="mean step, slowest rank (measured)")
     keys = [tuple(str(r[f]) for f in [*MODEL_FIELDS, *config]) for _, r in rows.iterrows()]
     for position in range(1, len(keys)):
@@ -132,7 +133,7 @@ def step_time_vs_bucket(table, path) -> Path | None:
         marker = MARKERS[sizes.index(key[-1]) % len(MARKERS)]
         dashes = LINE_STYLES[sizes.index(key[-1]) % len(LINE_STYLES)]
         xs = part["bucket_cap_mb"].to_numpy(dtype=float)
-        ys = part["step_ms_mean"].to_numpy(dtype=float)
+        ys = part[STEP_MS].to_numpy(dtype=float)
         low = part["step_ms_mean_low"].to_numpy(dtype=float) if "step_ms_mean_low" in part else ys * np.nan
         high = part["step_ms_mean_high"].to_numpy(dtype=float) if "step_ms_mean_high" in part else ys * np.nan
         err = np.nan_to_num(np.vstack([ys - low, high - ys]).clip(min=0))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S
 from ddpbench.report.plots.common import COLORS, MARKERS, figure, save
 
 
@@ -21,11 +22,11 @@ def network_plot(table: pd.DataFrame, path: Path) -> Path | None:
     for i, (setting, part) in enumerate(table.groupby("setting", sort=False)):
         part = part.sort_values("rate_gbit")
         color, marker = COLORS[i % len(COLORS)], MARKERS[i % len(MARKERS)]
-        left.plot(part["rate_gbit"], part["samples_per_s"], marker=marker, color=color, label=setting)
+        left.plot(part["rate_gbit"], part[SAMPLES_PER_S], marker=marker, color=color, label=setting)
         left.plot(part["rate_gbit"], part["predicted_samples_per_s"], linestyle="--", color=color, alpha=0.7)
         right.plot(part["rate_gbit"], part["measured_comm_ms"], marker=marker, color=color, label=setting)
         right.plot(part["rate_gbit"], part["predicted_comm_ms"], linestyle="--", color=color, alpha=0.7)
-        right.plot(part["rate_gbit"], part["exposed_comm_ms"].clip(lower=0.01), marker=marker, linestyle=":",
+        right.plot(part["rate_gbit"], part[EXPOSED_COMM_MS].clip(lower=0.01), marker=marker, linestyle=":",
                    color=color, alpha=0.7)
     for ax, label in ((left, "samples/s (log scale)"), (right, "ms per step (log scale)")):
         ax.set_xscale("log")

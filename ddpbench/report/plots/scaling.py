@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ddpbench.analysis.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP
 from ddpbench.analysis.jobs import MODEL_FIELDS, describe, line_fields, ordered
 from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, color_fields, dodge, draw_interval, figure,
                                           flag_handles, groups_of, interval_handle, interval_of, legend, mark, ok_rows,
@@ -17,7 +18,10 @@ from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, color_fi
 #: the throughput plot draws a dotted ideal-scaling line per configuration up to this many
 MAX_IDEAL_LINES = 6
 #: columns whose world-size-1 value a line without its own world-size-1 job borrows from its baseline
-BASELINE_COLUMNS = ("samples_per_s", "efficiency")
+BASELINE_COLUMNS = (SAMPLES_PER_S, EFFICIENCY)
+#: two lines' points at one world size whose error bars come closer than this share of the figure's
+#: range collide: the lines are then drawn side by side so that each bar shows
+COLLIDE_SHARE = 0.03
 
 
 def scaling_lines(table) -> list[dict]:
@@ -28,7 +32,7 @@ def scaling_lines(table) -> list[dict]:
     Colour follows what sets the baseline (model, batch, strategy, ...); marker follows comm
     settings. Past ten colours the lines are dashed, then dash-dotted, so no two look alike.
     """
-    rows = ok_rows(table, "samples_per_s")
+    rows = ok_rows(table, SAMPLES_PER_S)
     if rows.empty:
         return []
     fields = line_fields(table)
@@ -40,11 +44,11 @@ def scaling_lines(table) -> list[dict]:
     for part in groups_of(ordered(rows), [*MODEL_FIELDS, *fields]).values():
         first = part.iloc[0]
         ones = part[part["world_size"] == 1]
-        with_speedup = part[np.isfinite(part["speedup"].astype(float)) & (part["speedup"] > 0)]
+        with_speedup = part[np.isfinite(part[SPEEDUP].astype(float)) & (part[SPEEDUP] > 0)]
         if len(ones):
-            baseline = float(ones["samples_per_s"].median())
+            baseline = float(ones[SAMPLES_PER_S].median())
         elif len(with_speedup):
-            baseline = float(with_speedup.iloc[0]["samples_per_s"] / with_speedup.iloc[0]["speedup"])
+            baseline = float(with_speedup.iloc[0][SAMPLES_PER_S] / with_speedup.iloc[0][SPEEDUP])
         else:
             baseline = math.nan
         color_key = tuple(first[f] for f in by_color)
@@ -60,7 +64,7 @@ def scaling_lines(table) -> list[dict]:
 
 
 def world_sizes(table) -> list[int]:
-    rows = ok_rows(table, "samples_per_s")
+    rows = ok_rows(table, SAMPLES_PER_S)
     return sorted(set(int(w) for w in rows["world_size"])) if len(rows) else []
 
 
@@ -84,7 +88,7 @@ def _scaling_plot(table, path, column: str, scale: float, ylabel: str, title: st
         part = line["rows"]
         xs = [int(w) for w in part["world_size"]]
         ys = [float(v) * scale for v in part[column]]
-        base_y = 100.0 if column == "efficiency" else line["baseline"]
+        base_y = 100.0 if column == EFFICIENCY else line["baseline"]
         borrowed = not line["own_baseline"] and math.isfinite(line["baseline"]) and column in BASELINE_COLUMNS
         if borrowed:
             xs, ys = [1, *xs], [base_y, *ys]
@@ -121,8 +125,8 @@ def _scaling_plot(table, path, column: str, scale: float, ylabel: str, title: st
 
 
 def _bars_collide(lines, column: str, scale: float) -> bool:
-    """Whether two lines' points at one world size, with their error bars, lie within 3 % of the
-    figures' range of each other (only when some point has an interval)."""
+    """Whether two lines' points at one world size, with their error bars, lie within
+    :data:`COLLIDE_SHARE` of the figures' range of each other (only when some point has an interval)."""
     spans: dict[int, list[tuple[float, float]]] = {}
     values, bars = [], False
     for line in lines:
@@ -137,7 +141,7 @@ def _bars_collide(lines, column: str, scale: float) -> bool:
             values += [low, high]
     if not bars or len(values) < 2:
         return False
-    gap = 0.03 * (max(values) - min(values) or 1.0)
+    gap = COLLIDE_SHARE * (max(values) - min(values) or 1.0)
     for found in spans.values():
         found.sort()
         if any(b[0] - a[1] < gap for a, b in zip(found, found[1:])):
@@ -184,7 +188,7 @@ def _full_efficiency(ax, lines, sizes) -> list:
 
 def throughput_vs_world_size(table, path) -> Path | None:
     """Global samples/s against world size, with ideal linear scaling dotted. None below 2 sizes."""
-    return _scaling_plot(table, path, "samples_per_s", 1.0, "throughput, all ranks (samples/s)",
+    return _scaling_plot(table, path, SAMPLES_PER_S, 1.0, "throughput, all ranks (samples/s)",
                          "Throughput vs world size", _ideal_throughput, log_y=True)
 
 
@@ -198,9 +202,9 @@ def flops_vs_world_size(table, path) -> Path | None:
 
 def efficiency_vs_world_size(table, path) -> Path | None:
     """Parallel efficiency (speedup / world size, %) against world size. None below 2 sizes."""
-    if not len(ok_rows(table, "efficiency")):
+    if not len(ok_rows(table, EFFICIENCY)):
         return None
-    return _scaling_plot(table, path, "efficiency", 100.0, "parallel efficiency (%)",
+    return _scaling_plot(table, path, EFFICIENCY, 100.0, "parallel efficiency (%)",
                          "Parallel efficiency vs world size", _full_efficiency)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.jobs import MODEL_FIELDS, describe, line_fields, model_name, ordered
 from ddpbench.report.plots.common import MEMORY_AXES, figure, legend, memory_column, ok_rows, save
 
@@ -163,7 +164,7 @@ def throughput_by_strategy(table, path) -> Path | None:
     the ranks."""
     from matplotlib.patches import Patch
 
-    if not len(ok_rows(table, "samples_per_s")):
+    if not len(ok_rows(table, SAMPLES_PER_S)):
         return None
     rows, labels, sizes = _layout(table)
     colors = _size_colors(sizes)
@@ -173,18 +174,18 @@ def throughput_by_strategy(table, path) -> Path | None:
     for index, label in enumerate(labels):
         for position, size in enumerate(sizes):
             job = _job(rows, label, size)
-            speedup = _value(job, "speedup") if job is not None and size > 1 else math.nan
+            speedup = _value(job, SPEEDUP) if job is not None and size > 1 else math.nan
             if math.isfinite(speedup) and speedup > 0:
                 y, height = _slot(index, position, len(sizes))
-                base = float(job["samples_per_s"]) / speedup
+                base = float(job[SAMPLES_PER_S]) / speedup
                 ax.barh([y], [base * size], height=height * 0.92, fill=False, edgecolor="0.3", linestyle=":",
                         linewidth=1.0)
                 ideal = True
-    _grouped_bars(ax, rows, labels, sizes, colors, "samples_per_s", ",.0f")
+    _grouped_bars(ax, rows, labels, sizes, colors, SAMPLES_PER_S, ",.0f")
     _rows_axis(ax, labels)
     ax.set_xlabel("throughput, all ranks (samples/s)")
     ax.set_title("Throughput per strategy and world size", fontsize="medium")
-    handles = _size_handles(sizes, colors, ok_rows(rows, "samples_per_s"))
+    handles = _size_handles(sizes, colors, ok_rows(rows, SAMPLES_PER_S))
     if ideal:
         handles.append(Patch(fill=False, edgecolor="0.3", linestyle=":", linewidth=1.0,
                              label="dotted outline: ideal,\nworld-size-1 throughput x ranks"))
@@ -221,15 +222,15 @@ def comm_time_by_strategy(table, path) -> Path | None:
                 _status_text(ax, index, job)
                 continue
             explicit = max(_value(job, "comm_ms"), 0.0) if math.isfinite(_value(job, "comm_ms")) else 0.0
-            exposed = _value(job, "exposed_comm_ms")
+            exposed = _value(job, EXPOSED_COMM_MS)
             exposed = max(exposed, 0.0) if math.isfinite(exposed) else 0.0
             over = bool(job["oversubscribed"])
             _bar(ax, index, explicit, 1.0, color=EXPLICIT_COMM[2], oversubscribed=over)
             _bar(ax, index, exposed, 1.0, left=explicit, color=EXPOSED_COMM[2], oversubscribed=over)
             # no no_sync() baseline and (almost) nothing after backward: the communication ran inside
             # forward/backward (FSDP) or inside backward and the optimizer step (ZeRO), out of reach
-            hidden = (not math.isfinite(_value(job, "exposed_comm_ms"))
-                      and explicit < 0.01 * _value(job, "step_ms_mean"))
+            hidden = (not math.isfinite(_value(job, EXPOSED_COMM_MS))
+                      and explicit < 0.01 * _value(job, STEP_MS))
             starred |= hidden
             _value_text(ax, explicit + exposed, index, f"{explicit + exposed:.2f}" + ("*" if hidden else ""))
         _rows_axis(ax, labels)

@@ -8,6 +8,7 @@ import math
 import pandas as pd
 
 from ddpbench.analysis.collectives import ddp_buckets_vs_allreduce
+from ddpbench.analysis.columns import EXPOSED_COMM_MS
 from ddpbench.analysis.jobs import describe, line_fields
 from markupsafe import Markup
 
@@ -181,7 +182,7 @@ def ddp_buckets_section(ctx: ReportContext) -> Section | None:
         rows.append([r["_label"], html("{{ n }}: {{ sizes | join(', ') }}", n=r["buckets"],
                                        sizes=[num(v, ".3g") for v in r["bucket_mb"]]),
                      Markup(", ").join(num(v, ".3g") for v in r["predicted_ms"]), num(r["predicted_comm_ms"], ".2f"),
-                     num(r["ddp_comm_ms"], ".2f"), num(r["exposed_comm_ms"], ".2f"),
+                     num(r["ddp_comm_ms"], ".2f"), num(r[EXPOSED_COMM_MS], ".2f"),
                      "inside the measured range" if inside else
                      Markup('<span class="flag" title="outside the measured sizes: the curve is extended">'
                             "extrapolated</span>")])

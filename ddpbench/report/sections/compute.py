@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ddpbench.analysis.columns import STEP_MS
 from ddpbench.analysis.diagnosis import DATA_BOUND_SHARE
 from ddpbench.analysis.jobs import describe, line_fields, model_name
 from ddpbench.analysis.summary import datasheet_peak
@@ -93,7 +94,7 @@ def data_section(ctx: ReportContext) -> Section | None:
     for _, r in ok.iterrows():
         rows.append([describe(r, fields, summary), num(r["world_size"], ".0f"), r["data"],
                      num(r["loader_workers"], ".0f"),
-                     num(r["step_ms_mean"], ".1f"), num(r["data_ms"], ".1f"), num(100 * r["data_share"], ".0f", " %")])
+                     num(r[STEP_MS], ".1f"), num(r["data_ms"], ".1f"), num(100 * r["data_share"], ".0f", " %")])
         classes.append("bad" if r["data_share"] >= DATA_BOUND_SHARE else "")
     text = html('<p class="what">How long each step waited for its next batch (data time, the mean over measured '
                 "steps) against the whole step. A job waiting more than "

@@ -4,6 +4,7 @@ and its check against the measurements included."""
 
 from __future__ import annotations
 
+from ddpbench.analysis.columns import STEP_MS
 from ddpbench.analysis.costmodel import fit_collectives
 from ddpbench.analysis.diagnosis import diagnose
 from ddpbench.analysis.network import held_out_check, network_table
@@ -65,7 +66,7 @@ def _causes_table(ctx: ReportContext, blamed) -> Markup:
     rows = []
     for f in blamed:
         job = summary.loc[f.job] if f.job in summary.index else None
-        step = float(job["step_ms_mean"]) if job is not None else float("nan")
+        step = float(job[STEP_MS]) if job is not None else float("nan")
         rows.append([describe(job, fields, ctx.summary) if job is not None else "several jobs", f.cause,
                      f.fix, num(f.recoverable_ms), num(100 * f.recoverable_ms / step, ".0f", " %"),
                      "measured" if f.basis == "measured" else "estimated"])

@@ -3,6 +3,7 @@ efficiency against their own world-size-1 runs, and what each costs against raw 
 
 from __future__ import annotations
 
+from ddpbench.analysis.columns import EFFICIENCY, SAMPLES_PER_S, STEP_MS
 from ddpbench.analysis.frameworks import overhead_table, overhead_text
 from markupsafe import Markup
 
@@ -14,9 +15,9 @@ def frameworks_section(ctx: ReportContext) -> Section | None:
     table = overhead_table(ctx.summary)
     if table.empty:
         return None
-    rows = [[r["framework"], r["model"], r["world_size"], num(r["step_ms_mean"], ".2f"), num(r["ddp_step_ms_mean"], ".2f"),
-             overhead_text(r), num(r["samples_per_s"], ".1f"), num(r["ddp_samples_per_s"], ".1f"),
-             num(100 * r["efficiency"], ".0f"), num(100 * r["ddp_efficiency"], ".0f"),
+    rows = [[r["framework"], r["model"], r["world_size"], num(r[STEP_MS], ".2f"), num(r["ddp_step_ms_mean"], ".2f"),
+             overhead_text(r), num(r[SAMPLES_PER_S], ".1f"), num(r["ddp_samples_per_s"], ".1f"),
+             num(100 * r[EFFICIENCY], ".0f"), num(100 * r["ddp_efficiency"], ".0f"),
              f"{r['launches']} / {r['ddp_launches']}"]
             for _, r in table.iterrows()]
     path = overhead_plot(table, ctx.image("frameworks_overhead.png"))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ddpbench.analysis.columns import SAMPLES_PER_S, STEP_MS
 from ddpbench.analysis.gpu import gpu_table
 from ddpbench.analysis.jobs import describe, line_fields
 from markupsafe import Markup
@@ -30,8 +31,8 @@ def gpu_section(ctx: ReportContext) -> Section | None:
     for _, r in table.iterrows():
         job = jobs.loc[r["key"]]
         rows.append([describe(job, extra, summary), num(r["gpus"], ".0f"),
-                     with_interval(job, "samples_per_s", throughput_format(r["samples_per_s"]), mark_missing=False),
-                     num(r["step_ms_mean"], ".2f"), *(num(r[p], ".2f") for p, _ in PHASES),
+                     with_interval(job, SAMPLES_PER_S, throughput_format(r[SAMPLES_PER_S]), mark_missing=False),
+                     num(r[STEP_MS], ".2f"), *(num(r[p], ".2f") for p, _ in PHASES),
                      num(r["gpu_peak_allocated_mb"], ",.0f"), num(r["gpu_peak_reserved_mb"], ",.0f"),
                      num(r["cpu_samples_per_s"], throughput_format(r["cpu_samples_per_s"])),
                      num(r["gpu_over_cpu"], ".1f", "×")])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S
 from ddpbench.analysis.jobs import caps_text
 from ddpbench.analysis.network import held_out_check, network_table, recovery_runs, shaped_jobs
 from markupsafe import Markup
@@ -26,10 +27,10 @@ def _best_buckets(table: pd.DataFrame, summary: pd.DataFrame) -> Markup:
                     if layout is not None and layouts.get(r["key"]) == layout] or [row["bucket_cap_mb"]]
             return caps_text(sorted(same)) + (" (the same buckets)" if len(same) > 1 else "")
 
-        best = part.loc[part["samples_per_s"].idxmax()]
+        best = part.loc[part[SAMPLES_PER_S].idxmax()]
         modelled = part.loc[part["predicted_samples_per_s"].idxmax()]
         parts.append(html("<em>{{ rate }}</em>: {{ best }} measured ({{ rate_best }} samples/s), {{ modelled }} by "
-                          "the model", rate=rate, best=setting(best), rate_best=num(best["samples_per_s"], ".0f"),
+                          "the model", rate=rate, best=setting(best), rate_best=num(best[SAMPLES_PER_S], ".0f"),
                           modelled=setting(modelled)))
     return Markup("; ").join(parts)
 
@@ -39,7 +40,7 @@ def _master_vs_ddp(table: pd.DataFrame) -> Markup:
     for rate, part in table.groupby("link", sort=False):
         ddp, master = part[part["strategy"] == "ddp"], part[part["strategy"] == "master"]
         if len(ddp) and len(master):
-            ratio = float(ddp["samples_per_s"].max()) / float(master["samples_per_s"].max())
+            ratio = float(ddp[SAMPLES_PER_S].max()) / float(master[SAMPLES_PER_S].max())
             parts.append(html("<em>{{ rate }}</em>: {{ ratio }}&times;", rate=rate, ratio=num(ratio, ".2f")))
     return Markup("; ").join(parts)
 
@@ -51,15 +52,15 @@ def network_section(ctx: ReportContext) -> Section | None:
     path = network_plot(table, ctx.image("network.png"))
     nodes = sorted(shaped_jobs(ctx.summary)["emulate_nodes"].unique())
     rows, classes = [], []
-    best = {rate: part["samples_per_s"].idxmax() for rate, part in table.groupby("link")}
+    best = {rate: part[SAMPLES_PER_S].idxmax() for rate, part in table.groupby("link")}
     for index, r in table.iterrows():
         rows.append([html("{{ link }}{% if delay %} + {{ delay }} ms{% endif %}", link=r["link"],
                           delay=num(r["link_delay_ms"], "g") if r["link_delay_ms"] else ""),
-                     r["setting"], num(r["samples_per_s"], ".0f"), num(r["predicted_samples_per_s"], ".0f"),
+                     r["setting"], num(r[SAMPLES_PER_S], ".0f"), num(r["predicted_samples_per_s"], ".0f"),
                      num(r["measured_step_ms"], ".1f"), num(r["predicted_step_ms"], ".1f"),
                      num(r["compute_ms"], ".1f"), num(r["measured_comm_ms"], ".1f"),
                      num(r["predicted_comm_ms"], ".1f"), num(r["comm_error_pct"], "+.0f", " %"),
-                     num(r["exposed_comm_ms"], ".1f")])
+                     num(r[EXPOSED_COMM_MS], ".1f")])
         classes.append("best" if best.get(r["link"]) == index else "")
     ratio = _master_vs_ddp(table)
     text = (

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import math
 
+from ddpbench.analysis.columns import SAMPLES_PER_S
+from ddpbench.analysis.findings import pct
 from ddpbench.analysis.jobs import describe, line_fields, ordered
+from ddpbench.analysis.summary import NOISE_THRESHOLD
 from markupsafe import Markup
 
 from ddpbench.report.page import ReportContext, Section, has_interval, html, html_table, num
@@ -21,7 +24,7 @@ def _noise_rows(table):
         why = []
         if bool(r.get("noisy")):
             why.append("noisy")
-        if launches < 2 or not has_interval(r, "samples_per_s"):
+        if launches < 2 or not has_interval(r, SAMPLES_PER_S):
             why.append("one launch")
         if bool(r.get("oversubscribed")):
             why.append("oversubscribed")
@@ -49,8 +52,8 @@ def noise_section(ctx: ReportContext) -> Section | None:
     for r, launches, why in found:
         median = float(r["step_ms_median"])
         spread = 100 * float(r["step_ms_iqr"]) / median if median else math.nan
-        width = (100 * (float(r["samples_per_s_high"]) - float(r["samples_per_s_low"])) / float(r["samples_per_s"])
-                 if has_interval(r, "samples_per_s") and float(r["samples_per_s"]) else math.nan)
+        width = (100 * (float(r["samples_per_s_high"]) - float(r["samples_per_s_low"])) / float(r[SAMPLES_PER_S])
+                 if has_interval(r, SAMPLES_PER_S) and float(r[SAMPLES_PER_S]) else math.nan)
         rows.append([describe(r, extra, table), r["world_size"], num(r["bucket_cap_mb"], "g"),
                      num(spread, ".1f"), launches, num(width, ".1f"), ", ".join(why),
                      Markup("; ").join(NOISE_ADVICE[w] for w in why)])
@@ -74,11 +77,11 @@ def noise_section(ctx: ReportContext) -> Section | None:
     items = html("{% for a in advice %}<li>{{ a }}</li>{% endfor %}", advice=advice)
     return Section(
         "Noise and confidence",
-        Markup('<p class="what">Jobs whose figures deserve less trust: a step time whose inter-quartile range is '
-        "more than 10 % of its median (<em>noisy</em>), no confidence interval because the job ran in a "
-        "single launch (<em>one launch</em>), or more busy threads than cores (<em>oversubscribed</em>). "
-        "The CI width is the 95 % bootstrap interval of the throughput over launches, as a share of the "
-        "throughput.</p>\n")
+        html('<p class="what">Jobs whose figures deserve less trust: a step time whose inter-quartile range is '
+             "more than {{ bar }} of its median (<em>noisy</em>), no confidence interval because the job ran in a "
+             "single launch (<em>one launch</em>), or more busy threads than cores (<em>oversubscribed</em>). "
+             "The CI width is the 95 % bootstrap interval of the throughput over launches, as a share of the "
+             "throughput.</p>\n", bar=pct(NOISE_THRESHOLD))
         + html('<div class="jobs">{{ table }}</div>\n<p class="note">What helps:</p>\n<ul class="note">{{ items }}</ul>',
                table=html_table(header, rows, numeric={1, 2, 3, 4, 5}), items=items))
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 
+from ddpbench.analysis.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
+from ddpbench.analysis.findings import pct
 from ddpbench.analysis.jobs import describe, line_fields, ordered
+from ddpbench.analysis.summary import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
 from markupsafe import Markup
 
 from ddpbench.report.page import (DASH, ReportContext, Section, any_interval, flags_html, has_memory, html, html_table,
@@ -103,8 +106,8 @@ def header_section(ctx: ReportContext) -> Section:
                             "times measure contention for cores, not scaling. They are marked in the table and drawn "
                             "with hollow markers."))
     if not summary.empty and summary["noisy"].astype(bool).any():
-        notes.append(Markup("Some jobs are <strong>noisy</strong> (step time IQR above 10 % of the median): compare "
-                            "them with care. They carry a grey halo in the plots."))
+        notes.append(html("Some jobs are <strong>noisy</strong> (step time IQR above {{ bar }} of the median): "
+                          "compare them with care. They carry a grey halo in the plots.", bar=pct(NOISE_THRESHOLD)))
     wrong = _wrong_measurements(ctx.collectives)
     if wrong:
         notes.append(html('<strong class="status-failed">{{ wrong }} collective measurement(s) returned wrong '
@@ -138,19 +141,19 @@ def summary_section(ctx: ReportContext) -> Section | None:
         header = header[:-1]
     for _, r in ordered(table).iterrows():
         ok = r["status"] == "ok"
-        step = with_interval(r, "step_ms_mean", ".2f", mark_missing=intervals and ok) if ok else DASH
+        step = with_interval(r, STEP_MS, ".2f", mark_missing=intervals and ok) if ok else DASH
         spread = num(r["step_ms_iqr"], ".2f") if ok else DASH
         error = html('<code class="err">{{ e }}</code>', e=r["error"]) if not ok else ""
         share = r.get("exposed_comm_share")
-        exposed = num(r["exposed_comm_ms"], ".2f")
+        exposed = num(r[EXPOSED_COMM_MS], ".2f")
         if isinstance(share, (int, float)) and math.isfinite(share):
             exposed += html(' <span class="ci">({{ pct }} %)</span>', pct=num(100 * share, ".0f"))
         mark = intervals and ok
         rows.append([describe(r, extra, table), r["world_size"], num(r["bucket_cap_mb"], "g"),
                      html('<span class="status-{{ s }}">{{ s }}</span>', s=r["status"]), step, spread,
-                     with_interval(r, "samples_per_s", throughput_format(r["samples_per_s"]), mark_missing=mark),
-                     with_interval(r, "speedup", ".2f", mark_missing=mark),
-                     with_interval(r, "efficiency", ".0f", 100.0, mark_missing=mark),
+                     with_interval(r, SAMPLES_PER_S, throughput_format(r[SAMPLES_PER_S]), mark_missing=mark),
+                     with_interval(r, SPEEDUP, ".2f", mark_missing=mark),
+                     with_interval(r, EFFICIENCY, ".0f", 100.0, mark_missing=mark),
                      with_interval(r, "serial_fraction", ".2f", mark_missing=mark),
                      exposed, num(r["ddp_comm_ms"], ".2f"), num(r["overlap_pct"], ".0f"), flags_html(r),
                      *([error] if errors else [])])
@@ -179,8 +182,9 @@ def summary_section(ctx: ReportContext) -> Section | None:
         ("DDP comm", "DDP's own measure of its backward all-reduce time per step"),
         ("overlap", "share of DDP comm time that ran while backward was still computing"),
         ("flags", "<em>oversubscribed</em>: more busy threads than cores; <em>noisy</em>: step time IQR above "
-                  "10 % of the median; <em>straggler</em>: a rank whose own compute time (without waiting) was "
-                  "more than 10 % above the other ranks&rsquo; median in most steps, with that excess"),
+                  f"{pct(NOISE_THRESHOLD)} of the median; <em>straggler</em>: a rank whose own compute time (without "
+                  f"waiting) was more than {pct(STRAGGLER_THRESHOLD)} above the other ranks&rsquo; median in most "
+                  "steps, with that excess"),
     )
     dl = html("{% for k, v in defs %}<dt>{{ k }}</dt><dd>{{ v }}</dd>{% endfor %}",
               defs=[(k, Markup(v)) for k, v in defs])  # the definitions are this module's own markup

@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 
+from ddpbench.analysis.columns import EFFICIENCY
 from ddpbench.analysis.jobs import describe, label_fields, ordered
 from ddpbench.analysis.precision import has_settings, ratio_text, scaling_sentences, setting_name, settings_table
 from markupsafe import Markup
@@ -47,7 +48,7 @@ def precision_section(ctx: ReportContext) -> Section | None:
             rows.append([r["job"], r["setting"], _wire(r), r["world_size"],
                          ratio_text(r["throughput_ratio"], r["throughput_ratio_low"], r["throughput_ratio_high"]),
                          num(r["compute_ratio"], ".2f", "x") if not math.isnan(r["compute_ratio"]) else DASH,
-                         _pct(r["efficiency"]), _pct(r["base_efficiency"]),
+                         _pct(r[EFFICIENCY]), _pct(r["base_efficiency"]),
                          _pct(r["exposed_comm_share"]), _pct(r["base_exposed_comm_share"])])
         parts.append(html_table(
             ["job", "compute", "wire", "world size", "throughput vs fp32 eager", "compute vs fp32 eager (no-sync step)",

@@ -11,6 +11,7 @@ import pandas as pd
 from ddpbench.analysis import costmodel
 from markupsafe import Markup
 
+from ddpbench.analysis.columns import EFFICIENCY
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.projection import projection_plot
 
@@ -64,7 +65,7 @@ def _measured_points(ctx: ReportContext, checks: pd.DataFrame) -> pd.DataFrame:
     rows = [{"workload": w.label, "strategy": "ddp", "world_size": 1, "measured_step_ms": w.compute_ms,
              "measured_efficiency": 1.0} for w in costmodel.workloads(ctx.summary, ctx.ranks)]
     if not checks.empty:
-        efficiency = ctx.summary.set_index("key")["efficiency"]
+        efficiency = ctx.summary.set_index("key")[EFFICIENCY]
         # the same measurements appear once per fitted link
         best = checks.sort_values("measured_step_ms").drop_duplicates(["workload", "strategy", "world_size"])
         for _, c in best.iterrows():

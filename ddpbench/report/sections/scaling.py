@@ -3,6 +3,7 @@ against world size; where each step's time goes; step time against DDP's bucket 
 
 from __future__ import annotations
 
+from ddpbench.analysis.columns import EFFICIENCY, SAMPLES_PER_S, STEP_MS
 from ddpbench.analysis.jobs import bucket_settings, caps_text, describe, strategies_vary
 from markupsafe import Markup
 
@@ -22,7 +23,7 @@ def throughput_section(ctx: ReportContext) -> Section | None:
         ctx, "Throughput vs world size", scaling_plots.throughput_vs_world_size, "throughput.png",
         html('<p class="what">Training throughput of all ranks together (samples per second) at each '
              "world size, one line per configuration{{ ideal }}.</p>", ideal=ideal)
-        + interval_note(ctx.summary, "samples_per_s"))
+        + interval_note(ctx.summary, SAMPLES_PER_S))
 
 
 def efficiency_section(ctx: ReportContext) -> Section | None:
@@ -32,7 +33,7 @@ def efficiency_section(ctx: ReportContext) -> Section | None:
         ctx, "Parallel efficiency vs world size", scaling_plots.efficiency_vs_world_size, "efficiency.png",
         Markup('<p class="what">Parallel efficiency (%) at each world size: the speedup over the '
                "world-size-1 run divided by the number of ranks, so 100 % (dotted) means every added "
-               "rank adds a full rank's throughput.</p>") + interval_note(ctx.summary, "efficiency"))
+               "rank adds a full rank's throughput.</p>") + interval_note(ctx.summary, EFFICIENCY))
 
 
 #: a change of e between two world sizes larger than this reads as rising or falling
@@ -156,7 +157,7 @@ def _same_buckets_note(summary) -> Markup:
                     caps=caps_text(same["bucket_cap_mb"]), n=len(layout),
                     sizes=", ".join(f"{b / 1e6:.1f}" for b in list(layout)[:6]),
                     more=", ..." if len(layout) > 6 else "",
-                    pct=num(100 * (same["step_ms_mean"].max() / same["step_ms_mean"].min() - 1), ".0f")))
+                    pct=num(100 * (same[STEP_MS].max() / same[STEP_MS].min() - 1), ".0f")))
     if not items:
         return Markup()
     return (Markup('<p class="note">DDP never splits a tensor, so caps below a model&rsquo;s largest tensors can give the '

@@ -6,6 +6,7 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from ddpbench.analysis import overlap
+from ddpbench.analysis.columns import EXPOSED_COMM_MS, STEP_MS
 from ddpbench.analysis.jobs import describe, label_fields, ordered
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, local_href, num
 from ddpbench.report.plots.timeline import step_timeline
@@ -42,12 +43,12 @@ def timeline_section(ctx: ReportContext) -> Section | None:
         if len(runs) > 1:
             links += html(' <span class="ci">(repeat {{ repeat }}; {{ n }} launches traced)</span>',
                           repeat=first["repeat"], n=len(runs))
-        rows.append([label, int(r["trace_steps_read"]), num(r["exposed_comm_ms"], ".2f"),
+        rows.append([label, int(r["trace_steps_read"]), num(r[EXPOSED_COMM_MS], ".2f"),
                      num(r["trace_exposed_comm_ms"], ".2f"), num(r["ddp_exposed_comm_ms"], ".2f"),
                      num(r["trace_comm_ms"], ".2f"), num(r["trace_overlap_pct"], ".0f"), num(r["trace_wait_ms"], ".2f"),
                      num(r["trace_backward_compute_ms"], ".2f"), num(r["nosync_backward_ms"], ".2f"),
                      html('{{ traced }} / {{ measured }} <span class="ci">({{ pct }} %)</span>',
-                          traced=num(r["trace_step_ms"], ".2f"), measured=num(r["step_ms_mean"], ".2f"),
+                          traced=num(r["trace_step_ms"], ".2f"), measured=num(r[STEP_MS], ".2f"),
                           pct=num(r["trace_overhead_pct"], "+.0f")),
                      num(r["trace_mb"], ".2f"), links])
         if isinstance(r["exposed_trusted"], str):
