@@ -30,7 +30,8 @@ one-sided half of 5 %); where no test can be made at all, the threshold alone de
 output says so.
 
 Everything here is a pure function of the loaded tables except :func:`load_side` (reads a
-folder); :mod:`ddpbench.report.compare_page` writes ``compare.csv``, ``index.html`` and ``ratios.png``.
+folder, through :func:`ddpbench.analysis.folder.load_given`); :mod:`ddpbench.report.compare_page`
+writes ``compare.csv``, ``index.html`` and ``ratios.png``.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ import pandas as pd
 
 from ddpbench.analysis import power, stats
 from ddpbench.analysis.jobs import SPEC_COLUMNS, describe, label_fields, ordered
-from ddpbench.analysis.summary import bounded_steps, datasheet_peak, launch_times, summarize
-from ddpbench.results.tables import load_folder
+from ddpbench.analysis.folder import load_given
+from ddpbench.analysis.summary import bounded_steps, launch_times
 
 # the gates live in ddpbench.analysis.gates; their names stay importable from here
 from ddpbench.analysis.gates import (ALPHA, BLIND_FACTOR, FAIL, GATE_COLUMNS, GATE_HELP, GATE_STATS,  # noqa: F401
@@ -78,8 +79,8 @@ class Side:
 def load_side(folder: str | Path, label: str) -> Side:
     """Load a results folder for comparison; InputError (naming ``label``, e.g. "A") when it holds no jobs."""
     folder = Path(folder)
-    steps, runs, ranks, sweeps = load_folder(folder, f"{label} ({folder})")
-    return Side(folder, summarize(steps, runs, ranks, datasheet_tflops=datasheet_peak(sweeps)), steps, sweeps)
+    measured = load_given(folder, f"{label} ({folder})", collectives=False)
+    return Side(measured.results_dir, measured.summary, measured.steps, measured.sweeps)
 
 
 # ---------------------------------------------------------------------------------------------

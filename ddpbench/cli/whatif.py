@@ -74,11 +74,10 @@ def _measured(folder: Path) -> list:
     if not (folder / RESULTS_FILE).is_file():
         raise InputError(str(folder), RESULTS_FILE, "not found; give --from a folder written by `ddpbench sweep`")
     from ddpbench.analysis.costmodel import workloads
-    from ddpbench.analysis.summary import summarize
-    from ddpbench.results.tables import load_tables
+    from ddpbench.analysis.folder import load
 
-    steps, runs, ranks, sweeps = load_tables(folder)
-    found = workloads(summarize(steps, runs, ranks), ranks)
+    measured = load(folder, collectives=False)  # loaded and summarised once
+    found = workloads(measured.summary, measured.ranks)
     if not found:
         raise InputError(str(folder), "world_size", "no finished DDP job at world size 1 to take the compute from; "
                          "sweep world_size = [1, ...] first")

@@ -1,8 +1,8 @@
 """The HTML report: stored results in, ``index.html`` and PNG figures out.
 
-The report reads the results folder only (:func:`ddpbench.results.tables.load_tables`, then
-:func:`ddpbench.analysis.summary.summarize`, and :func:`ddpbench.results.tables.load_collectives`
-for the collective micro-benchmarks); it never runs anything. The page is :data:`SECTIONS`, in
+The report reads the results folder only, loaded and summarised once
+(:func:`ddpbench.analysis.folder.load`: the stored tables, the collective micro-benchmarks and the
+per-job summary); it never runs anything. The page is :data:`SECTIONS`, in
 reading order: first what to conclude, then the evidence, then how sure it is. A section that
 does not apply to these results (no GPU job, one strategy, no collectives, ...) leaves no trace.
 """
@@ -13,13 +13,11 @@ import warnings
 from pathlib import Path
 from typing import Sequence
 
-from ddpbench.analysis.summary import datasheet_peak, summarize
+from ddpbench.analysis import folder
 from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, render_page
 from ddpbench.report.sections import (collectives, compute, diagnosis, frameworks, gpu, network, noise, overview,
                                       precision, projection, scaling, search, strategies, timeline, verdict)
 from ddpbench.results.sidefiles import replace_file
-from ddpbench.results.store import DamagedRecord
-from ddpbench.results.tables import load_collectives, load_tables
 
 #: matplotlib's warning for a character its font cannot draw: a stored label may hold control
 #: characters (figures drop them before drawing, plots.common.save), and the warning would quote them
@@ -78,22 +76,12 @@ def write_context(ctx: ReportContext, sections: Sequence[SectionFn] | None = Non
 
 
 def load_context(results_dir: str | Path, out_dir: str | Path | None = None) -> ReportContext:
-    """A results folder loaded and summarised once, as every section of its report reads it."""
-    results_dir = Path(results_dir)
-    out_dir = Path(out_dir) if out_dir is not None else results_dir
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DamagedRecord)
-        steps, runs, ranks, sweeps = load_tables(results_dir)
-        collectives = load_collectives(results_dir)
-    damaged = []  # damaged records go on the page and to the caller, once each; other warnings as they came
-    for w in caught:
-        if not issubclass(w.category, DamagedRecord):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        elif str(w.message) not in damaged:
-            damaged.append(str(w.message))
-            warnings.warn(str(w.message), DamagedRecord, stacklevel=2)
-    summary = summarize(steps, runs, ranks, datasheet_tflops=datasheet_peak(sweeps))
-    return ReportContext(summary, steps, runs, ranks, sweeps, results_dir, out_dir, collectives, damaged=damaged)
+    """A results folder loaded and summarised once (:func:`ddpbench.analysis.folder.load`), as every
+    section of its report reads it; its damaged records go on the page and to the caller, once each."""
+    measured = folder.load(results_dir)
+    out_dir = Path(out_dir) if out_dir is not None else measured.results_dir
+    return ReportContext(measured.summary, measured.steps, measured.runs, measured.ranks, measured.sweeps,
+                         measured.results_dir, out_dir, measured.collectives, damaged=list(measured.damaged))
 
 
 def page_title(ctx: ReportContext) -> str:

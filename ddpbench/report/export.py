@@ -63,11 +63,11 @@ from typing import Any
 
 from ddpbench.analysis import compare
 from ddpbench.analysis.jobs import SPEC_COLUMNS, model_name, own_fields, own_label
-from ddpbench.analysis.summary import bounded_steps, datasheet_peak, launch_times, summarize
+from ddpbench.analysis.folder import load_given
+from ddpbench.analysis.summary import bounded_steps, launch_times
 from ddpbench.errors import InputError
 from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.sidefiles import replace_file
-from ddpbench.results.tables import load_collectives, load_folder
 
 #: the platform tokens that name a machine architecture in ``platform.platform()``
 _ARCHES = ("x86_64", "amd64", "aarch64", "arm64", "armv7l", "i386", "i686", "ppc64le", "ppc64", "s390x", "riscv64")
@@ -195,16 +195,16 @@ def benchmark_document(folder: str | Path) -> tuple[dict, list[str]]:
     import pytest_benchmark
     from pytest_benchmark.stats import Stats
 
-    folder = Path(folder)
-    steps, runs, ranks, sweeps = load_folder(folder)
-    collectives = load_collectives(folder)
+    measured = load_given(folder)
+    folder, steps, runs, sweeps, collectives = (measured.results_dir, measured.steps, measured.runs,
+                                                measured.sweeps, measured.collectives)
     notes = []
     if len(collectives) and "op" in collectives:
         rows = collectives[collectives["op"].notna()]
         notes.append(f"{len(rows)} collective rows ({collectives['key'].nunique()} launch(es)) not exported: the "
                      "collective micro-benchmarks store only the median, p10 and p90 time per size, not "
                      "per-iteration times, so pytest-benchmark's statistics cannot be computed from them")
-    summary = summarize(steps, runs, ranks, datasheet_tflops=datasheet_peak(sweeps))
+    summary = measured.summary
     labels = {r["key"]: own_label(r) for _, r in summary.iterrows()}
 
     for _, r in summary[summary["status"] != "ok"].iterrows():

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import jinja2
+import pandas as pd
 from markupsafe import Markup
 
 from ddpbench.analysis.findings import pct
@@ -43,26 +44,23 @@ class Section:
 
 @dataclass(frozen=True)
 class ReportContext:
-    summary: Any  # DataFrame, one row per job (analysis.summary.summarize); empty when nothing ran
-    steps: Any
-    runs: Any
-    ranks: Any
-    sweeps: Any
+    """A results folder as every section reads it (made by :func:`ddpbench.report.build.load_context`
+    from :class:`ddpbench.analysis.folder.Measured`), and where the page goes."""
+
+    summary: pd.DataFrame  # one row per job (analysis.summary.summarize); empty when nothing ran
+    steps: pd.DataFrame
+    runs: pd.DataFrame
+    ranks: pd.DataFrame
+    sweeps: pd.DataFrame
     results_dir: Path
     out_dir: Path
     #: one row per (launch, op, placement, size) of the collective micro-benchmarks
     #: (results.tables.load_collectives); an empty DataFrame when the folder holds none
-    collectives: Any = None
+    collectives: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: what loading skipped: one line per damaged record ("results.jsonl:8: damaged record skipped ...")
-    damaged: list = field(default_factory=list)
+    damaged: list[str] = field(default_factory=list)
     #: what several sections derive from the same data (e.g. the cost model), computed once per report
     derived: dict = field(default_factory=dict, compare=False, repr=False)
-
-    def __post_init__(self):
-        if self.collectives is None:
-            import pandas as pd
-
-            object.__setattr__(self, "collectives", pd.DataFrame())
 
     def image(self, name: str) -> Path:
         """Where a section writes its PNG: a stable name in the output folder."""
