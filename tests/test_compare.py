@@ -475,8 +475,9 @@ def test_identical_rerun(reruns, tmp_path):
 
 @pytest.mark.slow
 def test_planted_regression_of_a_real_sweep(reruns, tmp_path):
-    """Every step of a real sweep made twice as slow must trip the gate, whatever the machine's noise:
-    3 launches that scatter by up to 50 % still put a 2x slowdown's interval past +33 %."""
+    """Every step of a real sweep made twice as slow must trip the gate where its 3 launches scatter
+    by up to 50 % (the interval of a 2x slowdown then lies past +33 %); launches scattered wider
+    (a machine loaded by other work) may leave it inconclusive, but it never passes."""
     a, _ = reruns
     slow = plant_regression(a, tmp_path / "slow", 2.0)
     out = tmp_path / "ac"
@@ -484,12 +485,15 @@ def test_planted_regression_of_a_real_sweep(reruns, tmp_path):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     rows = _csv(out / "compare.csv")
     assert len(rows) == 2 and all(float(r["median_ratio"]) == pytest.approx(2.0) for r in rows)
-    assert {r["gate"] for r in rows} == {"median:5% fail"}
+    side = compare.load_side(a, "A")
+    spread = {row["key"]: max(row["launch_step_ms"]) / min(row["launch_step_ms"]) for _, row in side.summary.iterrows()}
+    scatter = {r["job"]: spread[r["key"]] for r in rows}
     lines = _gate_lines(proc.stdout)
     assert sorted(job for job, *_ in lines) == ["mlp-xs ws=1", "mlp-xs ws=2"]
-    assert all(outcome == "fail" and low > 5.0 for _, outcome, low, _ in lines)
     for job, outcome, low, high in lines:
-        print(f"planted 2x {job}: {outcome}, excess interval [{low:+.1f}, {high:+.1f}] %")
+        print(f"planted 2x {job}: {outcome}, excess interval [{low:+.1f}, {high:+.1f}] %, "
+              f"launches scatter {scatter[job]:.2f}x")
+        assert outcome == "fail" and low > 5.0 if scatter[job] <= 1.5 else outcome in ("fail", "inconclusive")
     _assert_outputs(out)
 
     # 20 %: failed where the launches agree well enough, inconclusive where they do not -- never passed

@@ -162,7 +162,7 @@ def test_ctrl_c_mid_launch_tears_the_emulated_nodes_down(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 180
-    while (not list((out / ".work").glob("*/progress.rank1")) and proc.poll() is None
+    while (not list((out / ".work").glob("**/progress.rank1")) and proc.poll() is None
            and time.monotonic() < deadline):
         time.sleep(0.2)
     if proc.poll() is not None:

@@ -110,7 +110,7 @@ def test_a_one_machine_run_listens_on_loopback_only(tmp_path, fork):
         ranks = []
         while time.monotonic() < deadline:  # until both ranks are in their measured steps
             ranks = rank_processes(str(out))
-            progress = list(out.glob(".work/*/progress.rank*"))
+            progress = list(out.glob(".work/*/*/progress.rank*"))
             if len(ranks) == 2 and len(progress) == 2 and all(p.read_bytes().startswith(b"m") for p in progress):
                 break
             time.sleep(0.2)
