@@ -61,29 +61,29 @@ def _report_prose(tmp_path) -> dict[str, str]:
             "legend": " ".join(h.get_label() for h in flag_handles(table))}
 
 
+def _assert_prose(prose: dict, noise_pct: int, straggler_pct: int) -> None:
+    """Every place of the report that names the noise or straggler threshold names these."""
+    n, st = noise_pct, straggler_pct
+    assert f"IQR / median above {n} %" in prose["flags"] and f"more than {st} % above the other" in prose["flags"]
+    assert f"step time IQR above {n} % of the median" in prose["header"]
+    assert f"step time IQR above {n} % of the median" in prose["summary"]
+    assert f"more than {st} % above the other ranks" in prose["summary"]
+    assert f"more than {n} % of its median" in prose["noise"]
+    assert f"noisy (IQR > {n} %)" in prose["legend"]
+
+
 def test_the_reports_noise_and_straggler_prose_follows_the_thresholds(monkeypatch, tmp_path):
     for module in (page, overview, noise, common):
         assert module.NOISE_THRESHOLD is summary.NOISE_THRESHOLD
     for module in (page, overview):
         assert module.STRAGGLER_THRESHOLD is summary.STRAGGLER_THRESHOLD
-    prose = _report_prose(tmp_path)
-    assert "IQR / median above 10 %" in prose["flags"] and "more than 10 % above the other" in prose["flags"]
-    assert "step time IQR above 10 % of the median" in prose["header"]
-    assert "step time IQR above 10 % of the median" in prose["summary"]
-    assert "more than 10 % above the other ranks" in prose["summary"]
-    assert "more than 10 % of its median" in prose["noise"]
-    assert "noisy (IQR > 10 %)" in prose["legend"]
+    _assert_prose(_report_prose(tmp_path), noise_pct=10, straggler_pct=10)
     for module in (page, overview, noise, common):
         monkeypatch.setattr(module, "NOISE_THRESHOLD", 0.07)
     for module in (page, overview):
         monkeypatch.setattr(module, "STRAGGLER_THRESHOLD", 0.15)
     prose = _report_prose(tmp_path)
-    assert "IQR / median above 7 %" in prose["flags"] and "more than 15 % above the other" in prose["flags"]
-    assert "step time IQR above 7 % of the median" in prose["header"]
-    assert "step time IQR above 7 % of the median" in prose["summary"]
-    assert "more than 15 % above the other ranks" in prose["summary"]
-    assert "more than 7 % of its median" in prose["noise"]
-    assert "noisy (IQR > 7 %)" in prose["legend"]
+    _assert_prose(prose, noise_pct=7, straggler_pct=15)
     assert not any("10 %" in text for text in prose.values()), prose
 
 

@@ -84,10 +84,11 @@ def _layout(row) -> tuple | None:
     return tuple(int(b) for b in layout) if isinstance(layout, (list, tuple)) and len(layout) else None
 
 
-def fix_runs(summary: pd.DataFrame, row, fields: dict) -> pd.DataFrame:
+def fix_runs(summary: pd.DataFrame, row, fields: dict, layout: tuple | None = None) -> pd.DataFrame:
     """The ok jobs of ``summary`` that are ``row`` with ``fields`` applied: alike in every setting but
     those (and how often they were measured), with each of those at its proposed value. A proposed
-    bucket cap is matched by the buckets it gives the job's tensors (the layout DDP made)."""
+    bucket cap is matched by the buckets it gives the job's tensors (the layout DDP made), or by
+    ``layout`` where it is known (the job's own, as DDP recorded it)."""
     if summary.empty or not fields:
         return summary.iloc[0:0]
     ok = summary[(summary["status"] == "ok") & (summary["key"] != row.get("key"))]
@@ -96,8 +97,8 @@ def fix_runs(summary: pd.DataFrame, row, fields: dict) -> pd.DataFrame:
     for column in keep:
         mask &= ok[column].map(lambda v, want=row.get(column): _same(v, want)).astype(bool)
     candidates = ok[mask]
-    wanted_layout = None
-    if "bucket_cap_mb" in fields and row.get("tensor_bytes") is not None and len(row.get("tensor_bytes")):
+    wanted_layout = layout
+    if wanted_layout is None and "bucket_cap_mb" in fields and row.get("tensor_bytes") is not None and len(row.get("tensor_bytes")):
         from ddpbench.strategies.ddp import predicted_buckets
 
         wanted_layout = tuple(predicted_buckets(row["tensor_bytes"], float(fields["bucket_cap_mb"])))
@@ -127,7 +128,7 @@ def measured(summary: pd.DataFrame, row, fields: dict | None) -> Measured | None
     if "bucket_cap_mb" in fields and row.get("bucket_cap_mb") is not None:
         # the job's own setting is its buckets too: its twins (caps that made the same buckets) ran
         # it as well, and are pooled with it as the fix's side is
-        twins = fix_runs(summary, row, {"bucket_cap_mb": row["bucket_cap_mb"]})
+        twins = fix_runs(summary, row, {"bucket_cap_mb": row["bucket_cap_mb"]}, layout=_layout(row))
         mine = [*mine, *(t for _, r in twins.iterrows() for t in launch_times(r))]
         twins = tuple(twins["key"])
     theirs = [t for _, r in runs.iterrows() for t in launch_times(r)]
