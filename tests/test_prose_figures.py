@@ -6,13 +6,15 @@ with its figures as ``{folder[name]}`` fields); the fields are filled by this fi
 derivations over the stored data (``results.jsonl`` through ``load_tables``, or the stored CSV and
 Markdown files of a benchmark), rounded as the prose rounds them. These derivations do not call
 the analysis that wrote the reports: a second, independent reading is the point. A quote that is
-edited, or whose stored data changes, no longer appears in its page, and the test fails.
+edited, or whose stored data changes, no longer appears in its page, and the test fails. The
+thresholds and model constants the prose names are filled from the code's constants the same way.
 
 A scan finds the figures nobody registered: in the measured prose (every block of
 reports/examples/README.md; a block of README.md or docs/ that says it measured something or names
 an example folder, and a table after such a block), every number with a measurement unit must lie
 inside a registered quote or a listed setting (:data:`SETTINGS`, each a setting, a threshold or a
-property of a model, not a measurement).
+property of a model, not a measurement). Counts ("8 of 8") are scanned too; a figure in a docs
+block that neither says "measured ..." nor names an example folder is not.
 
 Figures of benchmarks whose output is not stored live only in docs/development.md's section
 "Figures measured once", each entry with the command that measured it and its date; the scan
@@ -22,7 +24,6 @@ leaves that section out and checks the dates are there.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 from pathlib import Path
@@ -297,66 +298,79 @@ def trace_cpu() -> dict:
     return {"kb": f"{round(pd.Series(sizes).median() / 1e4) * 10:.0f}"}
 
 
+def false_alarms(a: pd.Series) -> str:
+    """An A/A row as the tables quote it: '4.6 % [1, 18]'."""
+    return f"{100 * a['rate']:.1f} % [{pct(a['rate_low'])}, {pct(a['rate_high'])}]"
+
+
+def gate_row(frame: pd.DataFrame, gate: str, levels=(3, 5, 10, 20)) -> list[str]:
+    """A gate's cells: its false alarms, then the share caught at each planted level."""
+    caught = [f"{pct(row(frame, gate=gate, comparison='A/B', planted_pct=p)['rate'])} %" for p in levels]
+    return [false_alarms(row(frame, gate=gate, comparison="A/A")), *caught]
+
+
+def span(values) -> str:
+    return f"{min(values)}-{max(values)}"
+
+
 def gate_power() -> dict:
-    both, quiet, pytest_ = csv("rates.csv"), csv("rates_sweep2.csv"), csv("rates_pytest.csv")
+    """``sweep``'s gate: both sweeps (rates.csv) and the quiet one alone (rates_sweep2.csv)."""
+    both, quiet = csv("rates.csv"), csv("rates_sweep2.csv")
     default = both[(both["steps"] == 20) & (both["launches_a_side"] == 3)]
-    out: dict = {}
-    aa = row(default, gate="median:0%", comparison="A/A")
-    ab = default[default["comparison"] == "A/B"]
-    out["aa"], out["aa_free"] = str(aa["comparisons"]), str(aa["independent"])
-    out["ab"] = f"{ab['comparisons'].min()}-{ab['comparisons'].max()}"
-    out["ab_free"] = f"{ab['independent'].min()}-{ab['independent'].max()}"
-    out["levels"] = [f1(row(default, gate="median:0%", comparison="A/B", planted_pct=p)["measured_pct"])
-                     for p in (3, 5, 10, 20)]
+    aa, ab = row(default, gate="median:0%", comparison="A/A"), default[default["comparison"] == "A/B"]
+    out: dict = {"aa": str(aa["comparisons"]), "aa_free": str(aa["independent"]), "ab": span(ab["comparisons"]),
+                 "ab_free": span(ab["independent"]),
+                 "levels": [f1(row(default, gate="median:0%", comparison="A/B", planted_pct=p)["measured_pct"])
+                            for p in (3, 5, 10, 20)]}
     for gate in ("median:0%", "median:3%", "median:5%"):
-        a = row(default, gate=gate, comparison="A/A")
-        cells = [f"{100 * a['rate']:.1f} % [{pct(a['rate_low'])}, {pct(a['rate_high'])}]"]
-        cells += [f"{pct(row(default, gate=gate, comparison='A/B', planted_pct=p)['rate'])} %" for p in (3, 5, 10, 20)]
-        cells.append(f"~+{reached_90(default, gate=gate):.0f} %")
-        out["g" + gate[7:-1]] = " | ".join(cells)
+        out["g" + gate[7:-1]] = " | ".join([*gate_row(default, gate), f"~+{reached_90(default, gate=gate):.0f} %"])
     out["g5_90"] = f"{reached_90(default, gate='median:5%'):.0f}"
     five = row(default, gate="median:5%", comparison="A/A")
-    out["five_fails"], out["five_high"] = f"{five['fails']} identical rerun in {five['comparisons']}", pct(five["rate_high"])
-    q3 = quiet[(quiet["steps"] == 20) & (quiet["launches_a_side"] == 3)]
-    q40 = quiet[(quiet["steps"] == 40) & (quiet["launches_a_side"] == 3)]
-    q_aa = quiet[(quiet["comparison"] == "A/A")]
-    out["quiet_spread"], out["quiet_spread40"] = f1(q3["spread_pct"].iloc[0]), f1(q40["spread_pct"].iloc[0])
-    out["quiet_fa"] = f"{pct(q_aa['rate'].min())}-{100 * q_aa['rate'].max():.1f}"
-    out["quiet_caught"] = {n: pct(row(quiet, steps=20, launches_a_side=n, gate="median:0%", comparison="A/B",
-                                      planted_pct=10)["rate"]) for n in (3, 8)}
-    out["pooled_caught"] = listed(f"{pct(row(both, steps=20, launches_a_side=n, gate='median:0%', comparison='A/B', planted_pct=10)['rate'])} %"
-                                     for n in (3, 5, 8))
+    out["five_fails"] = f"{five['fails']} identical rerun in {five['comparisons']}"
+    out["five_high"] = pct(five["rate_high"])
+    out["pooled_mde"], out["typical_mde"] = f0(five["predicted_mde_pct"]), f0(five["typical_mde_pct"])
+    # the quiet sweep alone
+    spread = {s: row(quiet, steps=s, launches_a_side=3, gate="median:0%", comparison="A/A")["spread_pct"]
+              for s in (20, 40)}
+    out["quiet_spread"], out["quiet_spread40"] = f1(spread[20]), f1(spread[40])
+    quiet_aa = quiet[quiet["comparison"] == "A/A"]["rate"]
+    out["quiet_fa"] = f"{pct(quiet_aa.min())}-{100 * quiet_aa.max():.1f}"
+    caught = {(frame_name, n): row(frame, steps=20, launches_a_side=n, gate="median:0%", comparison="A/B",
+                                   planted_pct=10)
+              for frame_name, frame in (("quiet", quiet), ("both", both)) for n in (3, 5, 8)}
+    out["quiet_caught"] = {n: pct(caught["quiet", n]["rate"]) for n in (3, 8)}
+    out["pooled_caught"] = listed(f"{pct(caught['both', n]['rate'])} %" for n in (3, 5, 8))
     q5 = row(quiet, steps=20, launches_a_side=3, gate="median:5%", comparison="A/A")
-    out["q5_mde"], out["q5_90"] = f1(q5["predicted_mde_pct"]), f"{reached_90(quiet, steps=20, launches_a_side=3, gate='median:5%'):.0f}"
-    q8 = row(quiet, steps=20, launches_a_side=8, gate="median:0%", comparison="A/B", planted_pct=10)
-    out["q8_mde"], out["q8_rate"], out["q8_level"] = f1(q8["predicted_mde_pct"]), pct(q8["rate"]), f1(q8["measured_pct"])
-    b5 = row(default, gate="median:5%", comparison="A/A")
-    out["pooled_mde"], out["typical_mde"] = f0(b5["predicted_mde_pct"]), f0(b5["typical_mde_pct"])
-    zero_aa = {(s, n): row(both, steps=s, launches_a_side=n, gate="median:0%", comparison="A/A") for s, n in
-               ((40, 3), (40, 5), (20, 8))}
-    out["zero_fa"] = {f"{s}_{n}": f"{100 * a['rate']:.1f} % [{pct(a['rate_low'])}, {pct(a['rate_high'])}]" for (s, n), a in zero_aa.items()}
+    out["q5_mde"] = f1(q5["predicted_mde_pct"])
+    out["q5_90"] = f"{reached_90(quiet, steps=20, launches_a_side=3, gate='median:5%'):.0f}"
+    q8 = caught["quiet", 8]
+    out.update(q8_mde=f1(q8["predicted_mde_pct"]), q8_rate=pct(q8["rate"]), q8_level=f1(q8["measured_pct"]))
+    # more launches or steps, both sweeps pooled
+    zero_aa = {(s, n): row(both, steps=s, launches_a_side=n, gate="median:0%", comparison="A/A")
+               for s, n in ((40, 3), (40, 5), (20, 8))}
+    out["zero_fa"] = {f"{s}_{n}": false_alarms(a) for (s, n), a in zero_aa.items()}
     rates = [a["rate"] for a in zero_aa.values()]
     out["zero_range"] = f"{pct(min(rates))}-{pct(max(rates))}"
     out["gate3_max"] = f1(100 * both[(both["comparison"] == "A/A") & (both["gate"] != "median:0%")]["rate"].max())
-    # pytest-benchmark's own gate
-    aa = row(pytest_, gate="median:5%", comparison="A/A")
-    ab = pytest_[pytest_["comparison"] == "A/B"]
-    out["pt_spread"] = f1(aa["spread_pct"])
-    out["pt_levels"] = sorted(set(f1(x) for x in ab["measured_pct"]), key=float)
-    out["pt_aa"], out["pt_aa_free"] = str(aa["comparisons"]), str(aa["independent"])
-    out["pt_ab"] = f"{ab['comparisons'].min()}-{ab['comparisons'].max()} A/B pairs per level ({ab['independent'].min()}-{ab['independent'].max()})"
+    return out
+
+
+def pytest_gate() -> dict:
+    """pytest-benchmark's own gate (rates_pytest.csv)."""
+    runs = csv("rates_pytest.csv")
+    aa, ab = row(runs, gate="median:5%", comparison="A/A"), runs[runs["comparison"] == "A/B"]
+    out: dict = {"spread": f1(aa["spread_pct"]), "levels": sorted({f1(x) for x in ab["measured_pct"]}, key=float),
+                 "aa": str(aa["comparisons"]), "aa_free": str(aa["independent"]),
+                 "ab": f"{span(ab['comparisons'])} A/B pairs per level ({span(ab['independent'])})"}
     for gate in ("median:5%", "median:10%", "median:15%", "median:20%"):
-        a = row(pytest_, gate=gate, comparison="A/A")
-        cells = [f"{100 * a['rate']:.1f} % [{pct(a['rate_low'])}, {pct(a['rate_high'])}]"]
-        cells += [f"{pct(row(pytest_, gate=gate, comparison='A/B', planted_pct=p)['rate'])} %" for p in (3, 5, 10, 20)]
-        out["pt" + gate[7:-1]] = " | ".join(cells)
-        out["pt" + gate[7:-1] + "_fa"] = f"{100 * a['rate']:.1f}"
-    top = row(pytest_, gate="median:15%", comparison="A/B", planted_pct=20)
-    out["pt15_top"] = f"{pct(top['rate'])} % at +{f1(top['measured_pct'])} %"
+        out["g" + gate[7:-1]] = " | ".join(gate_row(runs, gate))
+        out["g" + gate[7:-1] + "_fa"] = f"{100 * row(runs, gate=gate, comparison='A/A')['rate']:.1f}"
+    top = row(runs, gate="median:15%", comparison="A/B", planted_pct=20)
+    out["g15_top"] = f"{pct(top['rate'])} % at +{f1(top['measured_pct'])} %"
     assert 0.85 <= top["rate"] < 0.95, "'about +25 % 90 % of the time' says the top level is caught about 90 %"
-    out["pt15_about"] = f0(top["measured_pct"])
-    out["pt10_90"] = f"{reached_90(pytest_, gate='median:10%'):.0f}"
-    out["pt5_one_in"] = f"{1 / row(pytest_, gate='median:5%', comparison='A/A')['rate']:.0f}"
+    out["g15_about"] = f0(top["measured_pct"])
+    out["g10_90"] = f"{reached_90(runs, gate='median:10%'):.0f}"
+    out["g5_one_in"] = f"{1 / aa['rate']:.0f}"
     return out
 
 
@@ -369,9 +383,24 @@ def constants() -> dict:
             "compute": pct(diagnosis.COMPUTE_BOUND_SHARE), "disagree": pct(overlap.DISAGREE), "power": pct(power.POWER)}
 
 
-DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu, "network": network_cpu, "gpu": gpu_h100,
-           "gputf": gpu_trace_frameworks_h100, "models": models, "precision": precision_cpu,
-           "consistency": consistency_cpu, "faults": faults_cpu, "trace": trace_cpu, "gate": gate_power}
+def whatif() -> dict:
+    """The cost model's constants that docs/whatif.md names, and the published rows it is checked on."""
+    import tomllib
+
+    from ddpbench.analysis import whatif as model
+
+    published = tomllib.loads((ROOT / "ddpbench" / "analysis" / "published_scaling.toml").read_text(encoding="utf-8"))
+    [rows] = [v for v in published.values() if isinstance(v, list)]
+    return {**{link: f"{us:g}" for link, us in model.NCCL_STEP_US.items()}, "base": f"{model.NCCL_BASE_US:g}",
+            "step_share": f1(100 * model.COSTS.step_share), "allreduce_us": f1(model.COSTS.allreduce_us),
+            "link_share": pct(model.COSTS.link_share), "rows": str(len(rows))}
+
+
+#: the fields of the quotes: {name[field]} is DERIVED[name]()[field]
+DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu, "network": network_cpu,
+           "gpu": gpu_h100, "gputf": gpu_trace_frameworks_h100, "models": models, "precision": precision_cpu,
+           "consistency": consistency_cpu, "faults": faults_cpu, "trace": trace_cpu, "gate": gate_power,
+           "pytest": pytest_gate, "whatif": whatif}
 
 
 @functools.cache
@@ -395,13 +424,14 @@ QUOTES: list[tuple[str, str]] = [
                "committed (`git_dirty` in their environment block), the other {gpu[clean_launches]} and the "
                "collectives at world size 1 from commit e48b78d"),
     (EXAMPLES, "(the exact strategies within {gpu[exact_diff]} of single-process training)"),
-    (EXAMPLES, "its median step is {gpu[median]} ms but its mean {gpu[mean]} ms, {gpu[data]} ms of it waiting for data"),
+    (EXAMPLES, "its median step is {gpu[median]} ms but its mean {gpu[mean]} ms, {gpu[data]} ms of it waiting for "
+               "data"),
     (EXAMPLES, "mlp-xl's traced steps took {gputf[mlp_traced]} ms against {gputf[mlp_ms]} ms measured "
                "(+{gputf[mlp_cost]} %), transformer-l's +{gputf[tl_cost]} %"),
     (EXAMPLES, "Accelerate ({gputf[accelerate]} ms mean step), Lightning's Trainer ({gputf[lightning]} ms) and "
                "Lightning Fabric ({gputf[lightning-fabric]} ms, noisy) against raw DDP's {gputf[raw]} ms"),
-    (EXAMPLES, "ResNet-50's {models[rn_tensors]} gradient tensors fill {models[rn_buckets]} DDP buckets at caps of 1, 5 "
-               "and 25 MB"),
+    (EXAMPLES, "ResNet-50's {models[rn_tensors]} gradient tensors fill {models[rn_buckets]} DDP buckets at caps of "
+               "1, 5 and 25 MB"),
     (EXAMPLES, "spends {models[share0]} % of each step waiting for data with no loader worker and {models[share2]} % "
                "with two ({models[data2]} of {models[step2]} ms, against {models[data0]} of {models[step0]} ms)"),
     (EXAMPLES, "computes {models[resnet50][tflop]} TFLOP a step and reaches {models[resnet50][tflops]} TFLOP/s, "
@@ -462,18 +492,19 @@ QUOTES: list[tuple[str, str]] = [
                "with 40 steps or 8 launches (3 launches and 40 steps: {gate[zero_fa][40_3]}; 5 and 40: "
                "{gate[zero_fa][40_5]}; 8: {gate[zero_fa][20_8]}). A gate of 3 % or more stayed at or under "
                "{gate[gate3_max]} % in every setting"),
-    (EXAMPLES, "The runs' medians scatter by {gate[pt_spread]} % from run to run. The planted levels measured "
-               "+{gate[pt_levels][0]}, +{gate[pt_levels][1]}, +{gate[pt_levels][2]} and +{gate[pt_levels][3]} %"),
-    (EXAMPLES, "There are {gate[pt_aa]} A/A pairs in all, {gate[pt_aa_free]} of them sharing no run, and {gate[pt_ab]}"),
-    (EXAMPLES, "| gate | A/A false alarms | +{gate[pt_levels][0]} % | +{gate[pt_levels][1]} % | +{gate[pt_levels][2]} % "
-               "| +{gate[pt_levels][3]} % |"),
-    *[(EXAMPLES, f"| `median:{n}%` | {{gate[pt{n}]}} |") for n in (5, 10, 15, 20)],
-    (EXAMPLES, "`median:15%`, which catches {gate[pt15_top]}, about 90 %. `median:10%` ({gate[pt10_fa]} % false "
-               "alarms, just over) catches 90 % at about +{gate[pt10_90]} %. A `median:5%` gate fails nearly 1 "
-               "identical rerun in {gate[pt5_one_in]}."),
+    (EXAMPLES, "The runs' medians scatter by {pytest[spread]} % from run to run. The planted levels measured "
+               "+{pytest[levels][0]}, +{pytest[levels][1]}, +{pytest[levels][2]} and +{pytest[levels][3]} %"),
+    (EXAMPLES, "There are {pytest[aa]} A/A pairs in all, {pytest[aa_free]} of them sharing no run, and {pytest[ab]}"),
+    (EXAMPLES, "| gate | A/A false alarms | +{pytest[levels][0]} % | +{pytest[levels][1]} % | +{pytest[levels][2]} % "
+               "| +{pytest[levels][3]} % |"),
+    *[(EXAMPLES, f"| `median:{n}%` | {{pytest[g{n}]}} |") for n in (5, 10, 15, 20)],
+    (EXAMPLES, "`median:15%`, which catches {pytest[g15_top]}, about 90 %. `median:10%` ({pytest[g10_fa]} % false "
+               "alarms, just over) catches 90 % at about +{pytest[g10_90]} %. A `median:5%` gate fails nearly 1 "
+               "identical rerun in {pytest[g5_one_in]}."),
     # thresholds, from the code that applies them
     ("docs/reading-the-report.md", "`noisy` when the step time's IQR exceeds {const[noise]} % of its median."),
-    ("docs/reading-the-report.md", "communication-bound above {const[comm]} %, compute-bound below {const[compute]} %."),
+    ("docs/reading-the-report.md", "communication-bound above {const[comm]} %, compute-bound below "
+                                   "{const[compute]} %."),
     ("docs/reading-the-report.md", "a rank whose median is more than {const[straggler]} % above the other ranks' and "
                                    "that is the slower one in at least {const[consistency]} % of the steps."),
     ("docs/results.md", "| step_ms_iqr / step_ms_median above {const[noise]} % |"),
@@ -484,8 +515,8 @@ QUOTES: list[tuple[str, str]] = [
     # docs
     ("docs/comparing.md", "the gate there failed {gate[five_fails]} (95 % interval: up to {gate[five_high]} %) and "
                           "caught a slowdown of about +{gate[g5_90]} % 90 % of the time"),
-    ("docs/comparing.md", "took `median:15%`, which caught about +{gate[pt15_about]} % 90 % of the time, and a "
-                          "`median:5%` gate failed nearly 1 identical rerun in {gate[pt5_one_in]}."),
+    ("docs/comparing.md", "took `median:15%`, which caught about +{pytest[g15_about]} % 90 % of the time, and a "
+                          "`median:5%` gate failed nearly 1 identical rerun in {pytest[g5_one_in]}."),
     ("docs/diagnosis.md", "The top cause is the planted one in {faults[hit]} of {faults[planted]} fault cases, the "
                           "{faults[clean]} cases without a planted fault are blamed for nothing, and {faults[ok]} of "
                           "the {faults[estimated]} estimates are within 20 % of the measured gain (small-buckets: "
@@ -495,6 +526,11 @@ QUOTES: list[tuple[str, str]] = [
                           "fast. - Exposed communication falls from {precision[exposed_fp32]} % of the step to "
                           "{precision[exposed_bf16]} %, and efficiency rises from {precision[eff_fp32]} % to "
                           "{precision[eff_bf16]} %."),
+    ("docs/whatif.md", "(its tuning model: {whatif[nvlink]} us over NVLink, {whatif[pcie]} over PCIe, "
+                       "{whatif[network]} over the network, {whatif[base]} per call)"),
+    ("docs/whatif.md", "holds {whatif[rows]} published data-parallel results"),
+    ("docs/whatif.md", "({whatif[step_share]} % of the compute per step, {whatif[allreduce_us]} us per all-reduce, "
+                       "links at {whatif[link_share]} % of their rate)"),
     ("docs/traces.md", "It holds the recorded steps only: about {trace[kb]} KB per rank for 5 steps of mlp-m."),
 ]
 
@@ -502,7 +538,8 @@ QUOTES: list[tuple[str, str]] = [
 FIGURE = re.compile(
     r"(?<![\w.])[−+-]?~?\d+(?:[ ,]\d{3})*(?:\.\d+)?\s?"
     r"(?:ms|µs|us|s|min|minutes?|seconds?|x|×|%|samples/s|[KMG]B/s|[KMG]B|TFLOP/s|TFLOP|Gbit/s|Mbit/s"
-    r"|launches|jobs|findings|configurations|comparisons|pairs|runs|buckets|tensors|processes)(?![\w/])")
+    r"|launches|jobs|findings|configurations|comparisons|pairs|runs|buckets|tensors|processes)(?![\w/])"
+    r"|(?<![\w.])\d+ (?:of|in) \d+(?![\w.])")  # and counts: 8 of 8, 1 in 152
 #: a block of README.md or docs/ that says it measured something, or names an example folder
 MEASURED = re.compile(r"reports/examples|\btook\b|on this machine|\b2-core\b|\bH100\b|\bwas measured\b"
                       r"|\bmeasured (on|for|at|in|from|here|there|by|bf16|\d)", re.I)
@@ -520,7 +557,8 @@ SETTINGS: dict[str, list[str]] = {
         "20 % ->", "(3 launches and 40 steps", "5 and 40", "8 launches", "5 and 8 launches a side",
         "3 launches",  # the gate-power settings
     ],
-    "docs/comparing.md": ["95 %", "90 %", "5 %", "the 25 MB MLP", "sweep's 25 MB MLP", "0 to 20 %", "`all_reduce` of 64 KB, 4 MB and 64 MB"],
+    "docs/comparing.md": ["95 %", "90 %", "5 %", "the 25 MB MLP", "sweep's 25 MB MLP", "0 to 20 %",
+                          "`all_reduce` of 64 KB, 4 MB and 64 MB"],
     "docs/diagnosis.md": ["within 20 %", "95 % interval", "95 % CI", "100 Mbit/s", "1 Gbit/s",
                           "5 % of the step exposed", "130 tensors", "efficiency above 100 %"],
     "docs/reading-the-report.md": ["95 % bootstrap", "with 3 launches"],
@@ -587,7 +625,8 @@ def unregistered(page: str, quotes: list[str], settings: list[str], blocks_: lis
         mask = _covered(block, quotes + settings)
         for hit in figures(block):
             if not all(mask[hit.start():hit.end()]):
-                problems.append(f"{page}: {hit.group().strip()!r} in: ...{block[max(0, hit.start() - 60):hit.end() + 20]}...")
+                context = block[max(0, hit.start() - 60):hit.end() + 20]
+                problems.append(f"{page}: {hit.group().strip()!r} in: ...{context}...")
     return problems
 
 
@@ -636,6 +675,7 @@ def test_a_changed_figure_or_an_unregistered_one_fails(monkeypatch):
     assert MEASURED.search("the sweep took 65 s") and not MEASURED.search("a 25 MB cap")
     assert [m.group() for m in figures("`median:5%` at 3 launches, 139 000 samples/s, 1.5e-8, 22×")] == \
         ["3 launches", "139 000 samples/s", "22×"]
+    assert [m.group() for m in figures("in 8 of 8 cases, 1 in 152 reruns, at 1 and 2")] == ["8 of 8", "1 in 152"]
 
 
 def test_the_rounding_helpers():
