@@ -16,6 +16,9 @@ inside a registered quote or a listed setting (:data:`SETTINGS`, each a setting,
 property of a model, not a measurement). Counts ("8 of 8") are scanned too; a figure in a docs
 block that neither says "measured ..." nor names an example folder is not.
 
+A region copied from a stored file (a benchmark's table, between ``<!-- ...: reports/examples/FILE -->``
+and ``<!-- end of ... -->``) is not scanned: every line of it must be a line of FILE.
+
 Figures of benchmarks whose output is not stored live only in docs/development.md's section
 "Figures measured once", each entry with the command that measured it and its date; the scan
 leaves that section out and checks the dates are there.
@@ -287,7 +290,8 @@ def faults_cpu() -> dict:
     assert (estimated["estimate_ok"].astype(bool) == (estimated["estimate_error"].abs() <= 0.2)).all()  # "within 20 %"
     healthy = "faults-cpu/healthy/planted"
     exposed = 1 - step_ms(healthy, "nosync").iloc[0] / step_ms(healthy).iloc[0]
-    return {"healthy_exposed": pct(exposed), "hit": str(int(planted["hit"].sum())), "planted": str(len(planted)), "clean": WORDS[len(clean)],
+    return {"healthy_exposed": pct(exposed), "hit": str(int(planted["hit"].sum())), "planted": str(len(planted)),
+            "clean": WORDS[len(clean)],
             "ok": WORDS[int(estimated["estimate_ok"].astype(bool).sum())], "estimated": WORDS[len(estimated)],
             "estimate": f1(small["estimate_ms"]), "gain": f1(small["gain_ms"]),
             "low": f1(small["gain_low_ms"]), "high": f1(small["gain_high_ms"])}
@@ -595,9 +599,28 @@ def blocks(text: str) -> list[tuple[str, str]]:
     return out
 
 
+#: a region of a page copied from a stored file, between ``<!-- ...: reports/examples/FILE -->`` and
+#: ``<!-- end of ... -->``: checked line by line against FILE instead of scanned
+COPIED = re.compile(r"<!-- [^>]*?: (reports/examples/[^\s>]+) -->\n(.*?)\n<!-- end of [^>]*-->", re.S)
+
+
+def copy_problems(text: str) -> list[str]:
+    """Lines of a copied region that its stored file does not hold."""
+    problems = []
+    for found in COPIED.finditer(text):
+        stored = ROOT / found[1]
+        if not stored.is_file():
+            problems.append(f"{found[1]}: no such stored file")
+            continue
+        held = {line.strip() for line in stored.read_text(encoding="utf-8").splitlines()}
+        problems += [f"{found[1]}: not in it: {line}" for line in found[2].splitlines()
+                     if line.strip() and line.strip() not in held]
+    return problems
+
+
 def measured_blocks(page: str) -> list[str]:
     """The blocks of ``page`` whose figures must be registered quotes or settings."""
-    text = (ROOT / page).read_text(encoding="utf-8")
+    text = COPIED.sub("", (ROOT / page).read_text(encoding="utf-8"))
     if page == "docs/development.md":
         text = text.split("\n## Figures measured once\n")[0]
     found, previous = [], False
@@ -657,6 +680,20 @@ def test_every_quoted_figure_is_what_its_folder_holds(page):
 @pytest.mark.parametrize("page", PAGES)
 def test_no_measured_figure_is_left_unregistered(page):
     assert unregistered(page, filled(page), SETTINGS.get(page, [])) == []
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_region_copied_from_a_stored_file_is_that_file(page):
+    assert copy_problems((ROOT / page).read_text(encoding="utf-8")) == []
+
+
+def test_the_copy_check_can_fail():
+    stored = (EX / "consistency-cpu" / "consistency.md").read_text(encoding="utf-8").splitlines()
+    region = "\n".join(stored[:3])
+    good = f"Text.\n\n<!-- a table: reports/examples/consistency-cpu/consistency.md -->\n{region}\n<!-- end of it -->\n"
+    assert copy_problems(good) == [] and "consistency-cpu" not in COPIED.sub("", good)
+    assert len(copy_problems(good.replace("| 3 | 1, 2 |", "| 4 | 1, 2 |", 1))) == 1
+    assert copy_problems(good.replace("consistency.md", "nothing.md")) != []
 
 
 def test_figures_measured_once_name_their_command_and_date():
