@@ -15,7 +15,14 @@ def _row(**kw):
             "efficiency_high": 0.97, "serial_fraction": 0.05, "launch_step_ms": [100.0, 101.0, 99.0],
             "straggler_ranks": [], "straggler_pct": 1.0, "recv_mb_per_step_max": math.nan,
             "sent_mb_per_step_max": math.nan, "sent_mb_per_step_median": math.nan}
-    return {**base, **kw}
+    row = {**base, **kw}
+    # intervals over launches 1 ms either side of the point unless given: the words follow them
+    step, exposed = row["step_ms_mean"], row["exposed_comm_ms"]
+    row.setdefault("step_ms_mean_low", step - 1.0)
+    row.setdefault("step_ms_mean_high", step + 1.0)
+    row.setdefault("exposed_comm_ms_low", exposed - 1.0)
+    row.setdefault("exposed_comm_ms_high", exposed + 1.0)
+    return row
 
 
 def _kinds(rows, kind):
@@ -24,7 +31,7 @@ def _kinds(rows, kind):
 
 def test_compute_bound_and_communication_bound():
     (f,) = _kinds([_row()], "bound")
-    assert "compute-bound" in f.text and "5 % of each step (5.0 ms of 100.0 ms)" in f.text
+    assert "compute-bound" in f.text and "5 % of each step (5.0 ms of 100.0 ms; 95 % CI 4.0 to 6.0 ms)" in f.text
     (f,) = _kinds([_row(exposed_comm_ms=40.0, exposed_comm_share=0.4)], "bound")
     assert "communication-bound" in f.text and f.severity == "warn" and "40 %" in f.text
 
@@ -156,5 +163,6 @@ def test_traced_jobs_get_one_finding_and_their_trusted_figure_is_quoted():
     assert "for 3 traced job(s): they disagree by more than 20 % for 3 of them" in f.text
     assert "the trace for" in f.text and f.severity == "info"
     (bound,) = [f for f in findings if f.kind == "bound"]
-    assert "(30.0 ms of 100.0 ms; the trace's figure, trusted for this job)" in bound.text
+    assert ("(30.0 ms of 100.0 ms; the trace's figure, trusted for this job; give or take the step's noise floor: "
+            "29.0 to 31.0 ms)") in bound.text
     assert "communication-bound" in bound.text

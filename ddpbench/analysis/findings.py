@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ddpbench.analysis import causes
+from ddpbench.analysis import causes, wording
 from ddpbench.analysis.columns import STEP_MS
 
 
@@ -38,6 +38,9 @@ class Finding:
     fix_fields: dict | None = None
     #: how recoverable_ms is known: "model" (an estimate) or "measured" (the sweep ran the fix)
     basis: str = "model"
+    #: the lower end of recoverable_ms's 95 % interval (:func:`ddpbench.analysis.wording.recoverable_low_ms`):
+    #: the verdict names the cause only where it is material; NaN without an interval
+    recoverable_low_ms: float = math.nan
 
 
 def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = "warn") -> Finding:
@@ -54,7 +57,8 @@ def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = 
         recover = (f" Fix: {estimate.fix}; estimated to recover {gain:.1f} of {step:.1f} ms a step "
                    f"({pct(gain / step)}; a model estimate: the sweep did not run this fix).")
     return Finding(kind, severity, text + recover, cause=estimate.cause, job=row.get("key"),
-                   recoverable_ms=gain, fix=estimate.fix, fix_fields=estimate.fields, basis=estimate.basis)
+                   recoverable_ms=gain, fix=estimate.fix, fix_fields=estimate.fields, basis=estimate.basis,
+                   recoverable_low_ms=wording.recoverable_low_ms(row, estimate.cause, gain))
 
 
 def blames(row, estimate: causes.Estimate | None) -> bool:
