@@ -54,14 +54,16 @@ def _judge(summary, row, config: str, link) -> Finding:
                        f"{cannot_tell(n, spread, effect, WHICH)}; {_point_only(exposed, step)}.")
     lo, hi = low / step, high / step
     if not measurable(exposed, low, high, floor):
-        figures = (f"exposed communication is {not_measurable(floor)}: its 95 % interval over launches reaches "
-                   f"{max(high, 0.0):.1f} ms at most, {pct(max(hi, 0.0))} of the {step:.1f} ms step")
+        # never a verdict from a time the launches did not resolve, and never a negative time quoted
+        text = f"{where}: exposed communication is {not_measurable(floor)}, so no compute- or communication-bound verdict"
+        if high <= 0:
+            return Finding("bound", "info", f"{text}: its whole 95 % interval over launches lies at or below 0 ms (the "
+                           "no_sync() steps ran no faster than the measured ones).")
+        text += f": its 95 % interval over launches reaches {high:.1f} ms at most, {pct(hi)} of the {step:.1f} ms step"
         if hi <= COMPUTE_BOUND_SHARE:
-            return Finding("bound", "info", f"{where} is compute-bound: {figures}, under the "
-                           f"{pct(COMPUTE_BOUND_SHARE)} that would make communication what limits it.")
-        effect = 100 * (hi - COMPUTE_BOUND_SHARE)
-        return Finding("bound", "info", f"{where}: "
-                       f"{cannot_tell(n, spread, effect, WHICH)}; {figures}.")
+            return Finding("bound", "info", f"{text}, under the {pct(COMPUTE_BOUND_SHARE)} it would take for "
+                           "communication to be what limits it.")
+        return Finding("bound", "info", f"{text}; {cannot_tell(n, spread, 100 * (hi - COMPUTE_BOUND_SHARE))}.")
     figures = (f"{pct(exposed / step)} of each step ({exposed:.1f} ms of {step:.1f} ms{trace}; {bounds} {low:.1f} "
                f"to {high:.1f} ms) is communication")
     if lo >= COMM_BOUND_SHARE:
@@ -82,8 +84,9 @@ def _judge(summary, row, config: str, link) -> Finding:
         return Finding("bound", "info", f"{where} is between compute- and communication-bound: {figures} left "
                        "exposed.")
     line = COMM_BOUND_SHARE if hi >= COMM_BOUND_SHARE else COMPUTE_BOUND_SHARE
-    return Finding("bound", "info", f"{where}: {cannot_tell(n, spread, 100 * abs(exposed / step - line), WHICH)} "
-                   f"(its interval reaches across {pct(line)} of the step); {figures} left exposed.")
+    told = cannot_tell(n, spread, 100 * abs(exposed / step - line), WHICH)
+    return Finding("bound", "info", f"{where}: {figures} left exposed, an interval across the {pct(line)} line, so "
+                   f"{told}.")
 
 
 def _point_only(exposed: float, step: float) -> str:

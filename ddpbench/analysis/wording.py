@@ -117,7 +117,7 @@ def cannot_tell(n: int, spread: float, effect_pct: float, what: str = "") -> str
     m, mde = launches_needed(spread, n, effect_pct)
     head = f"cannot tell{what} with {n} launches"
     if m is not None:
-        return f"{head}; {m} would detect a {effect_pct:.0f} % difference (launch-to-launch spread {spread:.1f} %)"
+        return f"{head}; {m} would detect a difference of {effect_pct:.0f} % (launch-to-launch spread {spread:.1f} %)"
     if known(mde):
         return (f"{head}; even {LAUNCH_STEPS[-1]} would detect only {mde:.0f} %, not the {effect_pct:.0f} % needed "
                 f"(launch-to-launch spread {spread:.1f} %)")
