@@ -357,21 +357,31 @@ def _trend(summary):
     # a serial fraction from a broken baseline (a negative e is an efficiency above 100 %) says nothing
     multi = multi[[not _baseline_problem(r) for _, r in multi.iterrows()]] if len(multi) else multi
     for (config, strategy), group in multi.groupby([_per_row(_config, multi), _per_row(_strategy, multi)], sort=False):
-        per_ws = group.groupby("world_size")["serial_fraction"].min().sort_index()
+        per_ws = group.loc[group.groupby("world_size")["serial_fraction"].idxmin()].sort_values("world_size")
         if len(per_ws) < 2:
             continue
-        first, last = per_ws.iloc[0], per_ws.iloc[-1]
-        sizes = f"world size {int(per_ws.index[0])} to {int(per_ws.index[-1])}"
-        if last - first > SERIAL_FRACTION_RISE:
-            text = (f"The serial fraction of {strategy} with {config} rises from {first:.2f} to {last:.2f} over "
-                    f"{sizes}: an overhead that grows with the ranks (communication, waiting), not fixed serial "
-                    "work.")
-        elif first - last > SERIAL_FRACTION_RISE:
-            text = (f"The serial fraction of {strategy} with {config} falls from {first:.2f} to {last:.2f} over "
-                    f"{sizes}: a fixed cost spread over more ranks.")
+        a, b = per_ws.iloc[0], per_ws.iloc[-1]
+        first, last = a["serial_fraction"], b["serial_fraction"]
+        ends = [a.get(f"serial_fraction_{end}", math.nan) for end in ("low", "high")]
+        ends += [b.get(f"serial_fraction_{end}", math.nan) for end in ("low", "high")]
+        sizes = f"world size {int(a['world_size'])} to {int(b['world_size'])}"
+        figures = (f"{first:.2f}{wording.interval(*ends[:2], '{:.2f}'.format)} to "
+                   f"{last:.2f}{wording.interval(*ends[2:], '{:.2f}'.format)} over {sizes}")
+        # rising or falling only where the intervals lie apart by the margin; flat only where they rule it out
+        if wording.known(*ends) and ends[2] - ends[1] > 0 and last - first > SERIAL_FRACTION_RISE:
+            text = (f"The serial fraction of {strategy} with {config} rises from {figures}: an overhead that grows "
+                    "with the ranks (communication, waiting), not fixed serial work.")
+        elif wording.known(*ends) and ends[0] - ends[3] > 0 and first - last > SERIAL_FRACTION_RISE:
+            text = (f"The serial fraction of {strategy} with {config} falls from {figures}: a fixed cost spread over "
+                    "more ranks.")
+        elif wording.known(*ends) and max(ends[3] - ends[0], ends[1] - ends[2]) <= SERIAL_FRACTION_RISE:
+            text = (f"The serial fraction of {strategy} with {config} stays near {last:.2f} ({figures}): work that "
+                    "does not parallelise, not growing overhead.")
         else:
-            text = (f"The serial fraction of {strategy} with {config} stays near {last:.2f} over {sizes}: "
-                    "work that does not parallelise, not growing overhead.")
+            launches = launch_times(b)
+            told = wording.cannot_tell(len(launches), wording.spread_pct(launches), 100 * SERIAL_FRACTION_RISE,
+                                       " whether it rises, falls or stays")
+            text = f"The serial fraction of {strategy} with {config} goes from {figures}: {told}."
         if max(first, last) >= 1:
             # e >= 1 is S <= 1: no serial-work reading of it holds, the extra ranks bought nothing
             text += (f" An e of 1 or more (here {max(first, last):.2f}) means no speedup over one rank at all: the "
