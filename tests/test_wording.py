@@ -157,6 +157,15 @@ def test_the_top_cause_is_named_only_where_the_gains_lower_end_is_material():
     assert lines["top cause"].startswith("cannot tell: the likeliest is straggler")
     assert "the 95 % interval of the gain reaches down to 5.0 ms, under 10 % of the step" in lines["top cause"]
     assert "cannot tell with 3 launches" in lines["top cause"]
+    (blamed,) = [f for f in diagnose(pd.DataFrame(rows)) if f.cause == "straggler"]
+    assert blamed.recoverable_low_ms == pytest.approx(5.0)
+    assert blamed.text.endswith("Cannot tell whether it is material: the gain's 95 % interval reaches down to 5.0 ms, "
+                                "under 10 % of the step.")
+    # one launch: no interval for the gain
+    rows = [_straggler(launch_step_ms=[100.0], step_ms_mean_low=math.nan, step_ms_mean_high=math.nan)]
+    lines = dict(verdict.headline(diagnose(pd.DataFrame(rows)), pd.DataFrame(rows)))
+    assert lines["top cause"].startswith("cannot tell: the likeliest is straggler")
+    assert "the gain has no interval; cannot tell with 1 launch" in lines["top cause"]
 
 
 def _buckets(default_launches, small_launches):
