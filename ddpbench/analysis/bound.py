@@ -55,7 +55,8 @@ def _judge(summary, row, config: str, link) -> Finding:
     lo, hi = low / step, high / step
     if not measurable(exposed, low, high, floor):
         # never a verdict from a time the launches did not resolve, and never a negative time quoted
-        text = f"{where}: exposed communication is {not_measurable(floor)}, so no compute- or communication-bound verdict"
+        text = (f"{where}: exposed communication is {not_measurable(floor)}, so no compute- or "
+                "communication-bound verdict")
         if high <= 0:
             return Finding("bound", "info", f"{text}: its whole 95 % interval over launches lies at or below 0 ms (the "
                            "no_sync() steps ran no faster than the measured ones).")

@@ -92,7 +92,8 @@ def _scaling(summary):
             if _baseline_problem(top):
                 continue
             low, high = top["efficiency_low"], top["efficiency_high"]
-            figures = (f"at world size {int(top['world_size'])} it runs {top[SPEEDUP]:.2f}x the throughput of one rank, "
+            figures = (f"at world size {int(top['world_size'])} it runs {top[SPEEDUP]:.2f}x the throughput of one "
+                       "rank, "
                        f"{pct(top[EFFICIENCY])} parallel efficiency{wording.interval(low, high)}")
             words = wording.scaling_words(low, high)
             if words is None:  # no interval, or one across every band: no band word
@@ -221,8 +222,9 @@ def _buckets(summary):
         mine, theirs = ([t for _, r in part.iterrows() for t in launch_times(r)] for part in (best, other))
         low, high = stats.ratio_ci(mine, theirs)
         sig = stats.significant(low, high)
-        told = wording.cannot_tell(min(len(mine), len(theirs)), max(wording.spread_pct(mine), wording.spread_pct(theirs)),
-                                   100 * causes.MATERIAL_SHARE, " whether they differ")
+        spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
+        told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * causes.MATERIAL_SHARE,
+                                   " whether they differ")
         if sig is None:
             tail = f"; {told}"
         elif sig:

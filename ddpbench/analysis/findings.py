@@ -58,8 +58,8 @@ def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = 
                    f"({pct(gain / step)}; a model estimate: the sweep did not run this fix).")
     low = wording.recoverable_low_ms(row, estimate.cause, gain)
     if not math.isnan(gain) and not low >= causes.MATERIAL_SHARE * step:
-        recover += (f" Cannot tell whether it is material: the gain's 95 % interval reaches down to {max(low, 0.0):.1f} "
-                    f"ms, under {pct(causes.MATERIAL_SHARE)} of the step." if wording.known(low) else
+        recover += (f" Cannot tell whether it is material: the gain's 95 % interval reaches down to "
+                    f"{max(low, 0.0):.1f} ms, under {pct(causes.MATERIAL_SHARE)} of the step." if wording.known(low) else
                     " Cannot tell whether it is material: the gain has no interval over launches.")
     return Finding(kind, severity, text + recover, cause=estimate.cause, job=row.get("key"),
                    recoverable_ms=gain, fix=estimate.fix, fix_fields=estimate.fields, basis=estimate.basis,

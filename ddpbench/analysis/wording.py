@@ -32,7 +32,8 @@ from ddpbench.analysis.summary import SCALES_POORLY, SCALES_WELL, launch_times
 #: the launch counts "M would detect" is chosen from
 LAUNCH_STEPS = (3, 5, 10, 20, 50)
 #: the bands of parallel efficiency, low to high: (word, lower edge, upper edge)
-BANDS = (("poorly", -math.inf, SCALES_POORLY), ("moderately", SCALES_POORLY, SCALES_WELL), ("well", SCALES_WELL, math.inf))
+BANDS = (("poorly", -math.inf, SCALES_POORLY), ("moderately", SCALES_POORLY, SCALES_WELL),
+         ("well", SCALES_WELL, math.inf))
 
 
 def pct(x: float, digits: int = 0) -> str:
