@@ -15,7 +15,16 @@ def _row(**kw):
             "efficiency_high": 0.97, "serial_fraction": 0.05, "launch_step_ms": [100.0, 101.0, 99.0],
             "straggler_ranks": [], "straggler_pct": 1.0, "recv_mb_per_step_max": math.nan,
             "sent_mb_per_step_max": math.nan, "sent_mb_per_step_median": math.nan}
-    return {**base, **kw}
+    row = {**base, **kw}
+    # intervals over launches 1 ms either side of the point unless given: the words follow them
+    step, exposed = row["step_ms_mean"], row["exposed_comm_ms"]
+    row.setdefault("step_ms_mean_low", step - 1.0)
+    row.setdefault("step_ms_mean_high", step + 1.0)
+    row.setdefault("exposed_comm_ms_low", exposed - 1.0)
+    row.setdefault("exposed_comm_ms_high", exposed + 1.0)
+    row.setdefault("serial_fraction_low", row["serial_fraction"] - 0.02)
+    row.setdefault("serial_fraction_high", row["serial_fraction"] + 0.02)
+    return row
 
 
 def _kinds(rows, kind):
@@ -24,7 +33,7 @@ def _kinds(rows, kind):
 
 def test_compute_bound_and_communication_bound():
     (f,) = _kinds([_row()], "bound")
-    assert "compute-bound" in f.text and "5 % of each step (5.0 ms of 100.0 ms)" in f.text
+    assert "compute-bound" in f.text and "5 % of each step (5.0 ms of 100.0 ms; 95 % CI 4.0 to 6.0 ms)" in f.text
     (f,) = _kinds([_row(exposed_comm_ms=40.0, exposed_comm_share=0.4)], "bound")
     assert "communication-bound" in f.text and f.severity == "warn" and "40 %" in f.text
 
@@ -68,14 +77,34 @@ def test_straggler_sentences_name_what_tells_their_jobs_apart():
     assert "(bucket 1 MB)" in texts[0] and "(bucket 25 MB)" in texts[1]
 
 
+def _e(value, half=0.02):
+    return {"serial_fraction": value, "serial_fraction_low": value - half, "serial_fraction_high": value + half}
+
+
 def test_serial_fraction_trend_needs_two_world_sizes():
-    rows = [_row(key="a", world_size=2, serial_fraction=0.10), _row(key="b", world_size=4, serial_fraction=0.30)]
+    rows = [_row(key="a", world_size=2, **_e(0.10)), _row(key="b", world_size=4, **_e(0.30))]
     (f,) = _kinds(rows, "trend")
-    assert "rises from 0.10 to 0.30" in f.text and "grows with the ranks" in f.text
-    rows[1]["serial_fraction"] = 0.11
+    assert "rises from 0.10 (95 % CI 0.08 to 0.12) to 0.30 (95 % CI 0.28 to 0.32)" in f.text
+    assert "grows with the ranks" in f.text
+    rows[1].update(_e(0.11))
     (f,) = _kinds(rows, "trend")
     assert "stays near" in f.text
     assert _kinds(rows[:1], "trend") == []
+
+
+def test_serial_fraction_trend_follows_its_intervals():
+    # a rise of 0.20 whose intervals overlap: no rise claimed, and no flat line either
+    rows = [_row(key="a", world_size=2, **_e(0.10, 0.15)), _row(key="b", world_size=4, **_e(0.30, 0.15))]
+    (f,) = _kinds(rows, "trend")
+    assert "rises from" not in f.text and "stays near" not in f.text
+    assert "cannot tell whether it rises, falls or stays with 3 launches" in f.text
+    # no intervals (one launch): no call
+    rows = [_row(key=k, world_size=w, serial_fraction=e, launch_step_ms=[100.0], serial_fraction_low=math.nan,
+                 serial_fraction_high=math.nan) for k, w, e in
+            (("a", 2, 0.10), ("b", 4, 0.30))]
+    (f,) = _kinds(rows, "trend")
+    assert "goes from 0.10 to 0.30 over world size 2 to 4: cannot tell whether it rises, falls or stays with 1 launch" \
+        in f.text
 
 
 def test_master_against_ddp_and_model_error():
@@ -103,8 +132,8 @@ def test_comm_hooks_are_told_apart():
             _row(key="d", world_size=4, serial_fraction=0.20, efficiency=0.71, comm_hook="powersgd")]
     trend = sorted(f.text for f in _kinds(rows, "trend"))
     assert len(trend) == 2
-    assert "ddp (powersgd hook) with mlp-m (batch 32/rank) rises from 0.10 to 0.20" in trend[0]
-    assert "ddp with mlp-m (batch 32/rank) rises from 0.50 to 0.90" in trend[1]
+    assert "ddp (powersgd hook) with mlp-m (batch 32/rank) rises from 0.10 (95 % CI 0.08 to 0.12) to 0.20" in trend[0]
+    assert "ddp with mlp-m (batch 32/rank) rises from 0.50 (95 % CI 0.48 to 0.52) to 0.90" in trend[1]
     scaling = [f.text for f in _kinds(rows, "scaling")]
     assert len(scaling) == 2 and any(t.startswith("ddp (powersgd hook) with") for t in scaling)
     (bound,) = _kinds([_row(comm_hook="fp16")], "bound")
@@ -120,7 +149,7 @@ def test_model_error_without_measured_communication():
 def test_serial_fraction_above_one_is_called_no_speedup():
     rows = [_row(key="a", world_size=2, serial_fraction=1.90), _row(key="b", world_size=4, serial_fraction=1.70)]
     (f,) = _kinds(rows, "trend")
-    assert "falls from 1.90 to 1.70" in f.text and "no speedup over one rank" in f.text
+    assert "falls from 1.90 (95 % CI 1.88 to 1.92) to 1.70" in f.text and "no speedup over one rank" in f.text
     rows = [_row(key="a", world_size=2, serial_fraction=0.10), _row(key="b", world_size=4, serial_fraction=0.30)]
     (f,) = _kinds(rows, "trend")
     assert "no speedup" not in f.text
@@ -156,5 +185,6 @@ def test_traced_jobs_get_one_finding_and_their_trusted_figure_is_quoted():
     assert "for 3 traced job(s): they disagree by more than 20 % for 3 of them" in f.text
     assert "the trace for" in f.text and f.severity == "info"
     (bound,) = [f for f in findings if f.kind == "bound"]
-    assert "(30.0 ms of 100.0 ms; the trace's figure, trusted for this job)" in bound.text
+    assert ("(30.0 ms of 100.0 ms; the trace's figure, trusted for this job; give or take the step's noise floor: "
+            "29.0 to 31.0 ms)") in bound.text
     assert "communication-bound" in bound.text

@@ -132,6 +132,11 @@ MEASURED: tuple[Column, ...] = (
     _c("samples_per_s_high", "samples/s", "intervals", "throughput's 95 % interval, high end"),
     _c("step_ms_mean_low", "ms", "intervals", "mean step time's 95 % interval, low end"),
     _c("step_ms_mean_high", "ms", "intervals", "mean step time's 95 % interval, high end"),
+    _c("exposed_comm_ms_low", "ms", "intervals", "exposed_comm_ms's 95 % interval over launches (each launch's mean "
+                                                 "step - its mean no_sync() step), low end"),
+    _c("exposed_comm_ms_high", "ms", "intervals", "exposed_comm_ms's 95 % interval, high end"),
+    _c("exposed_comm_share_low", "ratio", "intervals", "exposed_comm_ms_low / step_ms_mean"),
+    _c("exposed_comm_share_high", "ratio", "intervals", "exposed_comm_ms_high / step_ms_mean"),
     _c("ci_halfwidth_pct", "%", "intervals", "half the throughput interval's width, in % of the throughput"),
     _c("ci_reached", "bool", "intervals", 'repeats = "auto": whether the interval got within ci_target_pct'),
     _c("repeats_bound", "text", "intervals", 'repeats = "auto", target missed: what stopped it, max_repeats or '

@@ -19,50 +19,25 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis import causes, evidence, frameworks, model_findings, overlap, precision, stats
-from ddpbench.analysis.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
+from ddpbench.analysis import bound, causes, evidence, frameworks, model_findings, precision, stats, wording
+from ddpbench.analysis.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.findings import Finding, blame, blames, not_proposed, pct, rank, top_cause  # noqa: F401 (top_cause: API)
 from ddpbench.analysis.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe,
-                                    fair_jobs, label_fields, model_name)
-from ddpbench.analysis.summary import NOISE_THRESHOLD, SCALES_WELL, launch_times, scaling_band
+                                    label_fields)
+from ddpbench.analysis.jobs import config_name as _config
+from ddpbench.analysis.jobs import hook_text as _hook
+from ddpbench.analysis.jobs import largest_fair as _largest_fair
+from ddpbench.analysis.jobs import network_of as _network
+from ddpbench.analysis.jobs import ok_jobs as _ok
+from ddpbench.analysis.jobs import per_row as _per_row
+from ddpbench.analysis.jobs import strategy_name as _strategy
+from ddpbench.analysis.summary import NOISE_THRESHOLD, launch_times
 
-COMM_BOUND_SHARE = causes.COMM_BOUND_SHARE  # exposed communication above this share of the step
-COMPUTE_BOUND_SHARE = 0.10  # below this: compute-bound
+COMM_BOUND_SHARE = bound.COMM_BOUND_SHARE  # exposed communication above this share of the step
+COMPUTE_BOUND_SHARE = bound.COMPUTE_BOUND_SHARE  # below this: compute-bound
 DEFAULT_BUCKET_MB = causes.DEFAULT_BUCKET_MB  # the cap a job gets when it names none (MB)
 SERIAL_FRACTION_RISE = 0.05  # e rising by more than this across world sizes: overhead grows with ranks
 DATA_BOUND_SHARE = causes.DATA_BOUND_SHARE  # waiting for the next batch above this share of the step
-
-
-def _config(row) -> str:
-    """A short name for a job's model configuration (and the emulated network it ran on)."""
-    nodes, link, _ = _network(row)
-    network = f" on {int(nodes)} nodes x {link}" if nodes > 1 else ""
-    return f"{model_name(row)} (batch {int(row['per_rank_batch'])}/rank){network}"
-
-
-def _network(row) -> tuple:
-    """The emulated network a job ran on: (nodes, link rate, delay); one node for ordinary jobs."""
-    return row.get("emulate_nodes", 1), row.get("link", "none"), row.get("link_delay_ms", 0.0)
-
-
-def _per_row(name, frame: pd.DataFrame) -> pd.Series:
-    """``name(row)`` of every row, as a Series to group by (a Series even for an empty frame)."""
-    return pd.Series([name(row) for _, row in frame.iterrows()], index=frame.index, dtype=object)
-
-
-def _hook(row) -> str:
-    """`` (fp16 hook)`` for a job with a DDP communication hook, else ""."""
-    hook = row.get("comm_hook") if hasattr(row, "get") else None
-    return f" ({hook} hook)" if isinstance(hook, str) and hook not in ("", "none") else ""
-
-
-def _strategy(row) -> str:
-    """The strategy with its communication hook: hooks change what is sent, so they are told apart."""
-    return f"{row['strategy']}{_hook(row)}"
-
-
-def _ok(summary: pd.DataFrame) -> pd.DataFrame:
-    return summary[summary["status"] == "ok"] if not summary.empty else summary
 
 
 def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
@@ -75,7 +50,7 @@ def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
     if summary.empty:
         return []
     findings: list[Finding] = []
-    for part in (_failures, _scaling, partial(_bound, link=link), _exposed_measures, _frameworks, precision.findings,
+    for part in (_failures, _scaling, partial(bound.bound, link=link), bound.exposed_measures, _frameworks, precision.findings,
                  _data, _buckets, partial(_bucket_fit, link=link), _unused, _master, _stragglers, _trend,
                  _oversubscribed, _peaks, _noise):
         findings += part(summary)
@@ -97,12 +72,6 @@ def _failures(summary):
                     "table and their logs in the results folder's logs/.")]
 
 
-def _largest_fair(group: pd.DataFrame) -> pd.DataFrame:
-    """The jobs at the largest world size that fits the cores (or the largest, if none does)."""
-    pick = fair_jobs(group)
-    return pick[pick["world_size"] == pick["world_size"].max()]
-
-
 def _scaling(summary):
     """Per configuration and strategy: how its fastest job at the largest fair world size scales; and
     every job whose world-size-1 baseline is broken (:func:`ddpbench.analysis.summary.baseline_problem`)
@@ -122,14 +91,21 @@ def _scaling(summary):
             top = _largest_fair(part).sort_values(SAMPLES_PER_S, ascending=False).iloc[0]
             if _baseline_problem(top):
                 continue
-            ci = ""
-            if not math.isnan(top["efficiency_low"]):
-                ci = f" (95 % CI {pct(top['efficiency_low'])} to {pct(top['efficiency_high'])})"
-            verdict = scaling_band(top[EFFICIENCY])
-            out.append(Finding("scaling", "info" if top[EFFICIENCY] >= SCALES_WELL else "warn",
-                               f"{strategy} with {config} {verdict}: at world size {int(top['world_size'])} it runs "
-                               f"{top[SPEEDUP]:.2f}x the throughput of one rank, {pct(top[EFFICIENCY])} "
-                               f"parallel efficiency{ci}."))
+            low, high = top["efficiency_low"], top["efficiency_high"]
+            figures = (f"at world size {int(top['world_size'])} it runs {top[SPEEDUP]:.2f}x the throughput of one "
+                       "rank, "
+                       f"{pct(top[EFFICIENCY])} parallel efficiency{wording.interval(low, high)}")
+            words = wording.scaling_words(low, high)
+            if words is None:  # no interval, or one across every band: no band word
+                launches = launch_times(top)
+                why = "" if not wording.known(low, high) else ", an interval across every band"
+                told = wording.cannot_tell(len(launches), wording.spread_pct(launches),
+                                           100 * wording.band_gap(top[EFFICIENCY]), " how it scales")
+                text = f"{strategy} with {config}: {told}; {figures}{why}."
+                out.append(Finding("scaling", "warn", text))
+                continue
+            out.append(Finding("scaling", "info" if words == "scales well" else "warn",
+                               f"{strategy} with {config} {words}: {figures}."))
     return out
 
 
@@ -142,69 +118,6 @@ def _where(row, summary) -> str:
 
 def _baseline_problem(row) -> str:
     return problem if isinstance(problem := row.get("baseline_problem", ""), str) else ""
-
-
-def _bound(summary, link=None):
-    out = []
-    ok = _ok(summary)
-    multi = ok[(ok["world_size"] > 1) & ok["exposed_comm_share"].notna() & (ok["strategy"] == "ddp")]
-    for config, group in multi.groupby(_per_row(_config, multi), sort=False):
-        best, measure = _trusted_exposed(_largest_fair(group).sort_values(STEP_MS).iloc[0])
-        share, exposed, step = best["exposed_comm_share"], best[EXPOSED_COMM_MS], best[STEP_MS]
-        where = f"DDP{_hook(best)} with {config} at world size {int(best['world_size'])}"
-        figures = f"{pct(max(share, 0))} of each step ({exposed:.1f} ms of {step:.1f} ms{measure}) is communication"
-        if share >= COMM_BOUND_SHARE:
-            named = [evidence.weigh(summary, best, causes.buckets(best, link)),
-                     evidence.weigh(summary, best, causes.unused_parameters(best))]
-            estimate = causes.communication(best, named)
-            text = f"{where} is communication-bound: {figures} the backward pass did not hide"
-            if estimate is not None and estimate.detail:
-                text += f"; {estimate.detail}"
-            if blames(best, estimate):
-                out.append(blame("bound", best, estimate, text + "."))
-            else:
-                out.append(Finding("bound", "info", text + ": too little is left beside them to blame the link."))
-        elif share <= COMPUTE_BOUND_SHARE:
-            out.append(Finding("bound", "info", f"{where} is compute-bound: only {figures} left exposed; "
-                               "communication is not what limits it."))
-        else:
-            out.append(Finding("bound", "info", f"{where} is between compute- and communication-bound: {figures} "
-                               "left exposed."))
-    return out
-
-
-def _exposed_measures(summary):
-    """Traced jobs at world size 2 or more: one finding for all of them, saying whether their three
-    measures of exposed communication agree within :data:`overlap.DISAGREE` and which one each job's
-    figures use (every job's three figures and the reason stand in the report's step timelines)."""
-    if "exposed_trusted" not in summary:
-        return []
-    judged = [r for _, r in _ok(summary).iterrows() if isinstance(r["exposed_trusted"], str)]
-    if not judged:
-        return []
-    fields = label_fields(summary)
-    disagree = [r for r in judged if r["exposed_disagree"]]
-    trusted = {}
-    for r in judged:
-        trusted.setdefault(overlap.MEASURES[r["exposed_trusted"]][1], []).append(describe(r, fields, summary))
-    which = "; ".join(f"{name} for {', '.join(jobs)}" for name, jobs in trusted.items())
-    agreement = (f"they disagree by more than {100 * overlap.DISAGREE:.0f} % for {len(disagree)} of them"
-                 if disagree else f"they agree within {100 * overlap.DISAGREE:.0f} %")
-    return [Finding("overlap", "info", f"Exposed communication was measured three ways (the no_sync() baseline, "
-                    f"the trace, DDP's own logging) for {len(judged)} traced job(s): {agreement}. The figures quoted "
-                    f"for each job are the trusted measure's: {which}. Each job's three figures and why one is "
-                    "trusted are under Step timelines.")]
-
-
-def _trusted_exposed(row):
-    """``row`` with its exposed communication as the trusted measure gives it (the trace's, where the
-    no_sync() difference was within the noise), so one figure is quoted for it everywhere."""
-    if row.get("exposed_trusted") != "trace" or not row.get("trace_exposed_comm_ms") == row.get("trace_exposed_comm_ms"):
-        return row, ""
-    row = row.copy()
-    row[EXPOSED_COMM_MS] = float(row["trace_exposed_comm_ms"])
-    row["exposed_comm_share"] = row[EXPOSED_COMM_MS] / float(row[STEP_MS])
-    return row, "; the trace's figure, trusted for this job"
 
 
 def _frameworks(summary):
@@ -306,17 +219,23 @@ def _buckets(summary):
         name = (f"the default {DEFAULT_BUCKET_MB:g} MB" if other_caps == [DEFAULT_BUCKET_MB] else
                 f"{caps_text(other_caps)}" + (" (the default's buckets)" if DEFAULT_BUCKET_MB in other_caps else ""))
         gain = 1 - best_ms / other_ms
-        low, high = stats.ratio_ci([t for _, r in best.iterrows() for t in launch_times(r)],
-                                   [t for _, r in other.iterrows() for t in launch_times(r)])
+        mine, theirs = ([t for _, r in part.iterrows() for t in launch_times(r)] for part in (best, other))
+        low, high = stats.ratio_ci(mine, theirs)
         sig = stats.significant(low, high)
+        spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
+        told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * causes.MATERIAL_SHARE,
+                                   " whether they differ")
         if sig is None:
-            tail = ("; each job ran in one launch, so there is no interval: with repeats >= 3 the report can "
-                    "say whether the difference is real")
+            tail = f"; {told}"
         elif sig:
             tail = f" (95 % CI of the gain {pct(1 - high, 1)} to {pct(1 - low, 1)}: significant)"
+        elif 1 - high > -causes.MATERIAL_SHARE and 1 - low < causes.MATERIAL_SHARE:
+            tail = (f", but that is not significant: the 95 % interval of the gain, {pct(1 - high, 1)} to "
+                    f"{pct(1 - low, 1)}, includes 0 and rules out a difference of {pct(causes.MATERIAL_SHARE)} or "
+                    "more; any of these bucket sizes will do")
         else:
             tail = (f", but that is not significant: the 95 % interval of the gain, {pct(1 - high, 1)} to "
-                    f"{pct(1 - low, 1)}, includes 0; any of these bucket sizes will do")
+                    f"{pct(1 - low, 1)}, includes both 0 and a difference of {pct(causes.MATERIAL_SHARE)}; {told}")
         out.append(Finding("bucket", "info", f"Best gradient bucket size for DDP with {where}: "
                            f"{caps_text(best['bucket_cap_mb'])}, {pct(gain, 1)} faster per step than {name}{tail}."))
     return out
@@ -440,21 +359,31 @@ def _trend(summary):
     # a serial fraction from a broken baseline (a negative e is an efficiency above 100 %) says nothing
     multi = multi[[not _baseline_problem(r) for _, r in multi.iterrows()]] if len(multi) else multi
     for (config, strategy), group in multi.groupby([_per_row(_config, multi), _per_row(_strategy, multi)], sort=False):
-        per_ws = group.groupby("world_size")["serial_fraction"].min().sort_index()
+        per_ws = group.loc[group.groupby("world_size")["serial_fraction"].idxmin()].sort_values("world_size")
         if len(per_ws) < 2:
             continue
-        first, last = per_ws.iloc[0], per_ws.iloc[-1]
-        sizes = f"world size {int(per_ws.index[0])} to {int(per_ws.index[-1])}"
-        if last - first > SERIAL_FRACTION_RISE:
-            text = (f"The serial fraction of {strategy} with {config} rises from {first:.2f} to {last:.2f} over "
-                    f"{sizes}: an overhead that grows with the ranks (communication, waiting), not fixed serial "
-                    "work.")
-        elif first - last > SERIAL_FRACTION_RISE:
-            text = (f"The serial fraction of {strategy} with {config} falls from {first:.2f} to {last:.2f} over "
-                    f"{sizes}: a fixed cost spread over more ranks.")
+        a, b = per_ws.iloc[0], per_ws.iloc[-1]
+        first, last = a["serial_fraction"], b["serial_fraction"]
+        ends = [a.get(f"serial_fraction_{end}", math.nan) for end in ("low", "high")]
+        ends += [b.get(f"serial_fraction_{end}", math.nan) for end in ("low", "high")]
+        sizes = f"world size {int(a['world_size'])} to {int(b['world_size'])}"
+        figures = (f"{first:.2f}{wording.interval(*ends[:2], '{:.2f}'.format)} to "
+                   f"{last:.2f}{wording.interval(*ends[2:], '{:.2f}'.format)} over {sizes}")
+        # rising or falling only where the intervals lie apart by the margin; flat only where they rule it out
+        if wording.known(*ends) and ends[2] - ends[1] > 0 and last - first > SERIAL_FRACTION_RISE:
+            text = (f"The serial fraction of {strategy} with {config} rises from {figures}: an overhead that grows "
+                    "with the ranks (communication, waiting), not fixed serial work.")
+        elif wording.known(*ends) and ends[0] - ends[3] > 0 and first - last > SERIAL_FRACTION_RISE:
+            text = (f"The serial fraction of {strategy} with {config} falls from {figures}: a fixed cost spread over "
+                    "more ranks.")
+        elif wording.known(*ends) and max(ends[3] - ends[0], ends[1] - ends[2]) <= SERIAL_FRACTION_RISE:
+            text = (f"The serial fraction of {strategy} with {config} stays near {last:.2f} ({figures}): work that "
+                    "does not parallelise, not growing overhead.")
         else:
-            text = (f"The serial fraction of {strategy} with {config} stays near {last:.2f} over {sizes}: "
-                    "work that does not parallelise, not growing overhead.")
+            launches = launch_times(b)
+            told = wording.cannot_tell(len(launches), wording.spread_pct(launches), 100 * SERIAL_FRACTION_RISE,
+                                       " whether it rises, falls or stays")
+            text = f"The serial fraction of {strategy} with {config} goes from {figures}: {told}."
         if max(first, last) >= 1:
             # e >= 1 is S <= 1: no serial-work reading of it holds, the extra ranks bought nothing
             text += (f" An e of 1 or more (here {max(first, last):.2f}) means no speedup over one rank at all: the "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ddpbench.analysis import causes
+from ddpbench.analysis import causes, wording
 from ddpbench.analysis.columns import STEP_MS
 
 
@@ -38,6 +38,9 @@ class Finding:
     fix_fields: dict | None = None
     #: how recoverable_ms is known: "model" (an estimate) or "measured" (the sweep ran the fix)
     basis: str = "model"
+    #: the lower end of recoverable_ms's 95 % interval (:func:`ddpbench.analysis.wording.recoverable_low_ms`):
+    #: the verdict names the cause only where it is material; NaN without an interval
+    recoverable_low_ms: float = math.nan
 
 
 def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = "warn") -> Finding:
@@ -53,8 +56,14 @@ def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = 
     else:
         recover = (f" Fix: {estimate.fix}; estimated to recover {gain:.1f} of {step:.1f} ms a step "
                    f"({pct(gain / step)}; a model estimate: the sweep did not run this fix).")
+    low = wording.recoverable_low_ms(row, estimate.cause, gain)
+    if not math.isnan(gain) and not low >= causes.MATERIAL_SHARE * step:
+        recover += (f" Cannot tell whether it is material: the gain's 95 % interval reaches down to "
+                    f"{max(low, 0.0):.1f} ms, under {pct(causes.MATERIAL_SHARE)} of the step." if wording.known(low) else
+                    " Cannot tell whether it is material: the gain has no interval over launches.")
     return Finding(kind, severity, text + recover, cause=estimate.cause, job=row.get("key"),
-                   recoverable_ms=gain, fix=estimate.fix, fix_fields=estimate.fields, basis=estimate.basis)
+                   recoverable_ms=gain, fix=estimate.fix, fix_fields=estimate.fields, basis=estimate.basis,
+                   recoverable_low_ms=low)
 
 
 def blames(row, estimate: causes.Estimate | None) -> bool:

@@ -239,3 +239,43 @@ def ordered(table):
         keys.append(name)
     keys += ["world_size", "bucket_cap_mb"]
     return table.assign(**extra).sort_values(keys, kind="stable").drop(columns=list(extra))
+
+
+# names the diagnosis writes jobs by
+
+def config_name(row) -> str:
+    """A short name for a job's model configuration (and the emulated network it ran on)."""
+    nodes, link, _ = network_of(row)
+    network = f" on {int(nodes)} nodes x {link}" if nodes > 1 else ""
+    return f"{model_name(row)} (batch {int(row['per_rank_batch'])}/rank){network}"
+
+
+def network_of(row) -> tuple:
+    """The emulated network a job ran on: (nodes, link rate, delay); one node for ordinary jobs."""
+    return row.get("emulate_nodes", 1), row.get("link", "none"), row.get("link_delay_ms", 0.0)
+
+
+def per_row(name, frame: pd.DataFrame) -> pd.Series:
+    """``name(row)`` of every row, as a Series to group by (a Series even for an empty frame)."""
+    return pd.Series([name(row) for _, row in frame.iterrows()], index=frame.index, dtype=object)
+
+
+def hook_text(row) -> str:
+    """`` (fp16 hook)`` for a job with a DDP communication hook, else ""."""
+    hook = row.get("comm_hook") if hasattr(row, "get") else None
+    return f" ({hook} hook)" if isinstance(hook, str) and hook not in ("", "none") else ""
+
+
+def strategy_name(row) -> str:
+    """The strategy with its communication hook: hooks change what is sent, so they are told apart."""
+    return f"{row['strategy']}{hook_text(row)}"
+
+
+def ok_jobs(summary: pd.DataFrame) -> pd.DataFrame:
+    return summary[summary["status"] == "ok"] if not summary.empty else summary
+
+
+def largest_fair(group: pd.DataFrame) -> pd.DataFrame:
+    """The jobs at the largest world size that fits the cores (or the largest, if none does)."""
+    pick = fair_jobs(group)
+    return pick[pick["world_size"] == pick["world_size"].max()]

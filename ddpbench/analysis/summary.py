@@ -32,7 +32,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis import overlap, stats
+from ddpbench.analysis import exposed, overlap, stats
 from ddpbench.analysis.compiled import COMPILE_FIGURES, compile_cache_figures
 from ddpbench.analysis.jobs import SPEC_COLUMNS, baseline_key, exact_key
 from ddpbench.results.schema import TIMED_PHASES
@@ -129,10 +129,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         measure_rows = mine[mine["phase"] == "measure"] if len(mine) else mine
         for col in TIMED_PHASES:
             row[col] = mean(measure_rows[col]) if len(measure_rows) else math.nan
-        nosync_mean = mean(nosync.get(key, empty)["step_ms"])
-        row["nosync_step_ms"] = nosync_mean
-        row["exposed_comm_ms"] = step_mean - nosync_mean
-        row["exposed_comm_share"] = row["exposed_comm_ms"] / step_mean if step_mean else math.nan
+        row.update(exposed.figures(step_mean, launches.get(key, empty), nosync.get(key, empty)))
         row.update(_rank_figures(job_ranks_of.get(key, ranks.iloc[0:0])))
         row.update(_trace_figures(job_runs, mine, row))
         row.update(overlap.compare_exposed(row))

@@ -14,6 +14,8 @@ from ddpbench.analysis.causes import MATERIAL_SHARE
 from ddpbench.analysis.columns import STEP_MS
 from ddpbench.analysis.findings import Finding, pct, top_cause
 from ddpbench.analysis.jobs import describe, label_fields
+from ddpbench.analysis.summary import launch_times
+from ddpbench.analysis.wording import cannot_tell, known, spread_pct
 
 
 def headline(findings: list[Finding], summary: pd.DataFrame) -> list[tuple[str, str]]:
@@ -44,9 +46,10 @@ def _cause(f: Finding, summary: pd.DataFrame) -> str:
         where = f" in {describe({**row, 'key': f.job}, label_fields(summary), summary)}"
     if f.cause == "oversubscribed":
         return f"oversubscription{where}: more busy threads than cores, so its timings measure contention"
-    step = math.nan
+    step, row = math.nan, {}
     if f.job and len(summary) and f.job in set(summary["key"]):
-        step = float(summary.set_index("key").loc[f.job, STEP_MS])
+        row = summary.set_index("key").loc[f.job]
+        step = float(row[STEP_MS])
     if math.isnan(f.recoverable_ms):
         gain = ""
     elif f.basis == "measured":
@@ -54,4 +57,12 @@ def _cause(f: Finding, summary: pd.DataFrame) -> str:
     else:
         gain = (f": estimated (a model, not run) to recover {f.recoverable_ms:.1f} ms of a {step:.1f} ms step "
                 f"({pct(f.recoverable_ms / step)})" if step > 0 else "")
-    return f"{f.cause}{where}; fix: {f.fix}{gain}"
+    line = f"{f.cause}{where}; fix: {f.fix}{gain}"
+    if math.isnan(f.recoverable_ms) or not step > 0 or f.recoverable_low_ms >= MATERIAL_SHARE * step:
+        return line
+    # the gain's interval does not rule out an immaterial one: no cause is named as the one to fix
+    launches = launch_times(row)
+    told = cannot_tell(len(launches), spread_pct(launches), 100 * f.recoverable_ms / step)
+    low = (f"the 95 % interval of the gain reaches down to {max(f.recoverable_low_ms, 0.0):.1f} ms, under "
+           f"{pct(MATERIAL_SHARE)} of the step" if known(f.recoverable_low_ms) else "the gain has no interval")
+    return f"cannot tell: the likeliest is {line}, but {low}; {told}"

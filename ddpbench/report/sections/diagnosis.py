@@ -68,11 +68,13 @@ def _causes_table(ctx: ReportContext, blamed) -> Markup:
         job = summary.loc[f.job] if f.job in summary.index else None
         step = float(job[STEP_MS]) if job is not None else float("nan")
         rows.append([describe(job, fields, ctx.summary) if job is not None else "several jobs", f.cause,
-                     f.fix, num(f.recoverable_ms), num(100 * f.recoverable_ms / step, ".0f", " %"),
+                     f.fix, num(f.recoverable_ms), num(f.recoverable_low_ms),
+                     num(100 * f.recoverable_ms / step, ".0f", " %"),
                      "measured" if f.basis == "measured" else "estimated"])
     return (Markup('<p class="what">Causes of lost time, the one whose fix would recover the most first. Where the '
                    "sweep also ran the fix, the gain is the one it measured; elsewhere it is estimated from the job's "
                    "own figures (ddpbench.analysis.causes), which <code>benchmarks/fault_suite.py</code> checks "
-                   "against planted faults.</p>\n")
-            + html_table(["job", "cause", "fix", "recoverable (ms/step)", "of the step", "gain"], rows,
-                         numeric=(3, 4)))
+                   "against planted faults. The verdict names a cause only where the lower end of its gain's "
+                   "95 % interval is material (a dash: no interval, so cannot tell).</p>\n")
+            + html_table(["job", "cause", "fix", "recoverable (ms/step)", "lower end (ms/step)", "of the step", "gain"],
+                         rows, numeric=(3, 4, 5)))
