@@ -196,7 +196,7 @@ def test_confidence_intervals_over_launches():
     assert table.loc[2, "samples_per_s_low"] >= 20 / 8.4e-3 - 1e-9
     assert table.loc[2, "samples_per_s_high"] <= 20 / 7.6e-3 + 1e-9
     assert table.loc[2, "serial_fraction_low"] <= table.loc[2, "serial_fraction"] <= table.loc[2, "serial_fraction_high"]
-    # the same folder gives the same interval: the bootstrap is seeded
+    # the same folder gives the same interval: the intervals are closed-form
     again = _summary(one, two).set_index("world_size")
     assert again.loc[2, "speedup_low"] == table.loc[2, "speedup_low"]
     # world size 1 is its own baseline: a speedup of 1 by definition, with no interval against itself
