@@ -212,12 +212,20 @@ def test_identical_copy_is_not_significant_and_passes():
     assert len(results) == 4 and set(results["outcome"]) == {"pass"}
     assert (results["mde"] < 2 * results["gate"].map({"median:5%": 5.0, "median:20%": 20.0})).all()
     # a gate they are blind to is never "passed": it is inconclusive, and says why
-    scattered = [(1, _launches(10.0, seed=5, launch_sd=0.15), "ok")]
+    scattered = [(1, _launches(10.0, seed=5, launch_sd=0.06), "ok")]
     blind = _compare(scattered, scattered)
     for gate in (MEDIAN_5, compare.Gate("mean", 0.0, "%")):
         (r,) = [r for _, r in compare.gate_results(blind, [gate]).iterrows()]
         assert r["outcome"] == "inconclusive" and r["mde"] > compare.blind_limit(gate, r["a_ms"])
         assert f"blind: these launches detect a slowdown 90 % of the time only from +{r['mde']:.1f} %" in r["basis"]
+        # and how many launches a side would see it
+        limit = compare.blind_limit(gate, r["a_ms"])
+        spread = power.spread_of([power.launch_values(scattered[0][1], gate.stat)] * 2)
+        need = power.launches_for(spread, limit, gate.amount)
+        assert need <= power.MAX_LAUNCHES
+        assert power.detectable_slowdown(spread, need, need, gate.amount)["mde"] <= limit
+        assert power.detectable_slowdown(spread, need - 1, need - 1, gate.amount)["mde"] > limit
+        assert r["basis"].endswith(f"threshold ({need} launches a side would detect +{limit:.1f} %)")
         assert "blind" in compare.gate_text(r)
     assert compare.gate_failures(table, [MEDIAN_5]).empty
 

@@ -183,11 +183,15 @@ def gate_results(table: pd.DataFrame, gates: Sequence[Gate]) -> pd.DataFrame:
                 mde = power.minimum_detectable(power.launch_values(r["steps_a"], gate.stat),
                                                power.launch_values(r["steps_b"], gate.stat), gate.amount, gate.unit)
                 test = gate_test(gate, r, spreads[(gate.stat, gate.unit)])
-                if test["outcome"] == PASS and mde["mde"] > blind_limit(gate, test["a_ms"]):
+                limit = blind_limit(gate, test["a_ms"])
+                if test["outcome"] == PASS and mde["mde"] > limit:
+                    need = power.launches_for(mde["spread"], limit, gate.amount, gate.unit)
+                    more = (f"{need} launches a side would detect {power.mde_amount(limit, gate.unit)}"
+                            if need is not None and need <= power.MAX_LAUNCHES else "more repeats or steps narrow it")
                     test = {**test, "outcome": INCONCLUSIVE, "basis": (
                         f"{test['basis']}; blind: these launches detect a slowdown {100 * power.POWER:.0f} % of the time only from "
                         f"{power.mde_amount(mde['mde'], gate.unit)}, beyond {BLIND_FACTOR:g}x the {gate.amount:g}"
-                        f"{' %' if gate.unit == '%' else ' ms'} threshold (more repeats or steps narrow it)")}
+                        f"{' %' if gate.unit == '%' else ' ms'} threshold ({more})")}
                 rows.append({"key": r["key"], "job": r["job"], **test, "mde": mde["mde"],
                              "mde_false_alarm": mde["false_alarm"]})
     return pd.DataFrame(rows, columns=GATE_COLUMNS)
