@@ -101,7 +101,7 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
                 "interval excludes 1. Where a side ran a single launch there is no interval and no call: "
                 "<em>cannot tell</em>, with the launches a side that would detect a 5 % slowdown (steps of one "
                 "launch are not independent samples of the next, and never stand in for launches). Identical "
-                "reruns come out significant about 1 time in 25 to 50 at any launch count, but 2 launches a side "
+                "reruns came out significant 2 to 6 times in 100 at every launch count measured, but 2 launches a side "
                 "detect only large changes: use 3 to 5 or more repeats for decisions.</p>")
         defs += html('<p class="note"><em>detectable at {{ power }}</em>: the smallest slowdown of the mean step that '
                  "comparisons with as many launches a side as these, scattering as these do, would call "
