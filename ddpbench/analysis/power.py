@@ -22,6 +22,7 @@ is :data:`POWER`.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
@@ -86,6 +87,7 @@ def spread_of(groups: Sequence[Sequence[float]], unit: str = "%") -> float:
 GRID = 96
 
 
+@functools.lru_cache(maxsize=256)
 def _welch_grid(n_a: int, n_b: int) -> tuple[np.ndarray, np.ndarray]:
     """For the Welch rule with equal true spreads: over a grid of the two sides' sample variances
     (midpoint quantiles of chi^2_{n-1} / (n-1), equally likely cells), the ratio of the estimated to
