@@ -652,3 +652,20 @@ def test_comparison_table_csv_and_gates_carry_the_mde(tmp_path):
     page = written["html"].read_text(encoding="utf-8")
     assert "detectable at 90 %" in page and f"{three['mde_pct']:+.1f}" in page
     assert f"detectable at 90 %: +{gated['mde']:.1f} %" in compare.gate_text(gated.to_dict() | {"key": three["key"]})
+
+
+def test_the_compare_page_counts_and_explains_cannot_tell(tmp_path):
+    from ddpbench.report.compare_page import write_comparison
+
+    a = [(1, _launches(10.0, launches=1, seed=7), "ok"), (2, _launches(20.0, seed=1), "ok")]
+    b = [(1, _launches(12.0, launches=1, seed=8), "ok"), (2, _launches(20.0, seed=2), "ok")]
+    table = _compare(a, b)
+    results = compare.gate_results(table, [MEDIAN_5])
+    written = write_comparison(table, results, [MEDIAN_5], [], tmp_path / "a", tmp_path / "b", tmp_path / "out")
+    page = written["html"].read_text(encoding="utf-8")
+    assert "1 cannot tell (one launch on a side: no call)" in page
+    assert "Mann-Whitney" not in page and "bootstrap" not in page
+    one = _row(table, 1)
+    assert one["method"] in page and one["method"].startswith("cannot tell with 1 vs 1 launches; ")
+    rows = {r["world_size"]: r for r in _csv(written["csv"])}
+    assert rows["1"]["verdict"] == "cannot tell" and rows["1"]["significant"] == ""
