@@ -126,3 +126,16 @@ def test_a_sweep_under_auto_repeats_stops_each_job_at_its_bound(tmp_path, capsys
     assert (table["ci_halfwidth_pct"] > 0.1).all()
     page = (out / "index.html").read_text()
     assert "Repeats until the interval is tight" in page and "hit max_repeats" in page
+
+
+def test_expected_launches_follow_the_t_interval_not_the_square_root_law():
+    from scipy.stats import t
+
+    from ddpbench.sweep.adaptive import launches_for_halfwidth
+
+    # 2 launches, 20 % wide: the spread is 20 / t_{0.975,1} x sqrt(2) = 2.2 %; 5 launches reach 3 %
+    m = launches_for_halfwidth(20.0, 2, 3.0)
+    cv = 20.0 / t.ppf(0.975, 1) * math.sqrt(2)
+    assert t.ppf(0.975, m - 1) * cv / math.sqrt(m) <= 3.0 < t.ppf(0.975, m - 2) * cv / math.sqrt(m - 1)
+    assert m == 5  # the square-root law would ask for 2 x (20 / 3)^2 = 89
+    assert launches_for_halfwidth(2.0, 4, 3.0) == 4

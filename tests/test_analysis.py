@@ -192,11 +192,12 @@ def test_confidence_intervals_over_launches():
     for name in ("samples_per_s", "speedup", "efficiency"):
         low, high = table.loc[2, f"{name}_low"], table.loc[2, f"{name}_high"]
         assert low < table.loc[2, name] < high, name
-    # the ends are bounded by the most extreme resamples: every launch the slowest or the fastest
-    assert table.loc[2, "samples_per_s_low"] >= 20 / 8.4e-3 - 1e-9
-    assert table.loc[2, "samples_per_s_high"] <= 20 / 7.6e-3 + 1e-9
+    # Student's t on the log scale: mean 8 ms, sd 0.4 ms, 3 launches -> 8 exp(+-t_{0.975,2} 0.05 / sqrt 3)
+    half = 4.302652729749464 * 0.05 / math.sqrt(3)
+    assert table.loc[2, "samples_per_s_low"] == pytest.approx(20 / (8e-3 * math.exp(half)))
+    assert table.loc[2, "samples_per_s_high"] == pytest.approx(20 / (8e-3 * math.exp(-half)))
     assert table.loc[2, "serial_fraction_low"] <= table.loc[2, "serial_fraction"] <= table.loc[2, "serial_fraction_high"]
-    # the same folder gives the same interval: the bootstrap is seeded
+    # the same folder gives the same interval: the intervals are closed-form
     again = _summary(one, two).set_index("world_size")
     assert again.loc[2, "speedup_low"] == table.loc[2, "speedup_low"]
     # world size 1 is its own baseline: a speedup of 1 by definition, with no interval against itself

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, TINY_DEFAULTS, run_cli, write_experiment
-from ddpbench.analysis import compare, power
+from ddpbench.analysis import compare, power, stats
 from ddpbench.analysis.summary import summarize
 from ddpbench.errors import InputError
 from ddpbench.experiment.spec import JobSpec
@@ -183,7 +183,7 @@ def test_planted_slowdown_is_slower_significant_and_fails_the_gate():
     table = _compare(a, b)
     slow = _row(table, 1)
     assert slow["compared"] and slow["verdict"] == "slower" and _flag(slow["significant"]) is True
-    assert slow["method"] == "bootstrap over 3 vs 3 launches"
+    assert slow["method"] == "t over 3 vs 3 launches"
     assert slow["median_ratio"] == pytest.approx(1.2, rel=0.03)
     assert slow["mean_ratio_low"] > 1.0 and slow["mean_ratio_low"] < slow["mean_ratio"] < slow["mean_ratio_high"]
     assert slow["throughput_change_pct"] == pytest.approx(100 * (1 / slow["mean_ratio"] - 1))
@@ -202,7 +202,7 @@ def test_planted_slowdown_is_slower_significant_and_fails_the_gate():
 
 
 def test_identical_copy_is_not_significant_and_passes():
-    jobs = [(1, _launches(10.0, seed=1), "ok"), (2, _launches(20.0, seed=2), "ok")]
+    jobs = [(1, _launches(10.0, launches=5, seed=1), "ok"), (2, _launches(20.0, launches=5, seed=2), "ok")]
     table = _compare(jobs, jobs)
     assert (table["verdict"] == "not significant").all()
     assert (table["median_ratio"] == 1.0).all() and (table["mean_ratio"] == 1.0).all()
@@ -212,12 +212,20 @@ def test_identical_copy_is_not_significant_and_passes():
     assert len(results) == 4 and set(results["outcome"]) == {"pass"}
     assert (results["mde"] < 2 * results["gate"].map({"median:5%": 5.0, "median:20%": 20.0})).all()
     # a gate they are blind to is never "passed": it is inconclusive, and says why
-    scattered = [(1, _launches(10.0, seed=5, launch_sd=0.15), "ok")]
+    scattered = [(1, _launches(10.0, seed=5, launch_sd=0.06), "ok")]
     blind = _compare(scattered, scattered)
     for gate in (MEDIAN_5, compare.Gate("mean", 0.0, "%")):
         (r,) = [r for _, r in compare.gate_results(blind, [gate]).iterrows()]
         assert r["outcome"] == "inconclusive" and r["mde"] > compare.blind_limit(gate, r["a_ms"])
         assert f"blind: these launches detect a slowdown 90 % of the time only from +{r['mde']:.1f} %" in r["basis"]
+        # and how many launches a side would see it
+        limit = compare.blind_limit(gate, r["a_ms"])
+        spread = power.spread_of([power.launch_values(scattered[0][1], gate.stat)] * 2)
+        need = power.launches_for(spread, limit, gate.amount)
+        assert need <= power.MAX_LAUNCHES
+        assert power.detectable_slowdown(spread, need, need, gate.amount)["mde"] <= limit
+        assert power.detectable_slowdown(spread, need - 1, need - 1, gate.amount)["mde"] > limit
+        assert r["basis"].endswith(f"threshold ({need} launches a side would detect +{limit:.1f} %)")
         assert "blind" in compare.gate_text(r)
     assert compare.gate_failures(table, [MEDIAN_5]).empty
 
@@ -234,25 +242,41 @@ def test_slowdown_within_noise_is_inconclusive_not_failed():
     assert "inconclusive" in compare.gate_column(table, compare.gate_results(table, [MEDIAN_5])).iloc[0]
 
 
-def test_one_launch_falls_back_to_mann_whitney_over_steps():
+def test_one_launch_a_side_cannot_tell_and_never_fails_a_gate():
     a = [(1, _launches(10.0, launches=1, steps=30, seed=7), "ok"), (2, _launches(20.0, launches=1, steps=30), "ok")]
     b = [(1, _launches(12.0, launches=1, steps=30, seed=8), "ok"), (2, _launches(20.0, launches=1, steps=30), "ok")]
     table = _compare(a, b)
     slow, same = _row(table, 1), _row(table, 2)
-    assert slow["method"] == "Mann-Whitney over steps, one launch" and slow["verdict"] == "slower"
-    assert slow["p_value"] < 0.05 and math.isnan(slow["mean_ratio_low"])
-    assert same["verdict"] == "not significant" and same["p_value"] > 0.05
-    failures = compare.gate_failures(table, [MEDIAN_5])
-    assert list(failures["key"]) == [slow["key"]] and "Mann-Whitney" in failures.iloc[0]["basis"]
+    for row in (slow, same):  # 20 % slower by the point estimate, and no call either way
+        assert row["verdict"] == "cannot tell" and _flag(row["significant"]) is None
+        assert math.isnan(row["mean_ratio_low"]) and math.isnan(row["p_value"])
+        # no job of either folder has two launches: nothing to say how far launches scatter
+        assert row["method"] == ("cannot tell with 1 vs 1 launches; the launch-to-launch spread is unknown "
+                                 "(run 3 or more launches a side)")
+    assert slow["median_ratio"] == pytest.approx(1.2, rel=0.03)
+    results = compare.gate_results(table, [MEDIAN_5])
+    assert set(results["outcome"]) == {"inconclusive"} and compare.gate_failures(table, [MEDIAN_5]).empty
+    assert results["basis"].str.startswith("cannot tell with 1 vs 1 launches").all()
+    # one launch of one step a side: still no call, on no basis of steps
+    tiny = _compare([(1, [[10.0]], "ok")], [(1, [[12.0]], "ok")])
+    assert _row(tiny, 1)["verdict"] == "cannot tell"
+    assert compare.gate_results(tiny, [MEDIAN_5]).iloc[0]["outcome"] == "inconclusive"
 
 
-def test_without_any_test_the_threshold_alone_gates_and_says_so():
-    table = _compare([(1, [[10.0]], "ok")], [(1, [[12.0]], "ok")])  # one launch of one step a side
-    row = _row(table, 1)
-    assert row["verdict"] == "not tested" and _flag(row["significant"]) is None
-    failure = compare.gate_failures(table, [MEDIAN_5]).iloc[0]
-    assert failure["basis"].startswith("threshold only: no significance test possible")
-    assert compare.gate_failures(table, [compare.Gate("median", 25.0, "%")]).empty
+def test_cannot_tell_borrows_the_spread_of_the_folders_other_jobs():
+    many = _launches(20.0, launches=5, seed=9, launch_sd=0.05)
+    a = [(1, _launches(10.0, launches=1, seed=7), "ok"), (2, many, "ok")]
+    b = [(1, _launches(12.0, launches=1, seed=8), "ok"), (2, many, "ok")]
+    table = _compare(a, b)
+    spread = power.spread_of([power.launch_values(many, "mean")] * 2)
+    need = power.launches_for(spread, 5.0)
+    assert 2 <= need <= power.MAX_LAUNCHES
+    assert _row(table, 1)["method"] == f"cannot tell with 1 vs 1 launches; {need} a side would detect 5 %"
+    assert _row(table, 2)["verdict"] == "not significant"
+    gate = compare.gate_results(table, [MEDIAN_5]).set_index("key").loc[_row(table, 1)["key"]]
+    medians = power.spread_of([power.launch_values(many, "median")] * 2)
+    assert gate["outcome"] == "inconclusive"
+    assert gate["basis"] == f"cannot tell with 1 vs 1 launches; {power.launches_for(medians, 10.0, 5.0)} a side would detect 10 %"
 
 
 def test_unmatched_and_unfinished_jobs_are_listed_not_gated():
@@ -357,10 +381,12 @@ def test_planted_regression_in_reference_results_fails_the_gate(tmp_path):
 
 @pytest.mark.slow
 def test_synthetic_folders_listing_environment_and_escaping(tmp_path):
-    a = _write_folder(tmp_path / "a", [(1, _launches(10.0, seed=1), "ok"), (2, _launches(20.0, seed=2), "ok"),
-                                       (4, _launches(40.0), "ok")])
+    # 5 launches of the compared job: with 3, a 1 % launch spread leaves a 5 % gate blind (it would
+    # catch 90 % of slowdowns only from +10.3 %), and blind is inconclusive, not passed
+    a = _write_folder(tmp_path / "a", [(1, _launches(10.0, launches=5, seed=1), "ok"),
+                                       (2, _launches(20.0, seed=2), "ok"), (4, _launches(40.0), "ok")])
     env_b = {**ENV, "hostname": "<script>alert(1)</script>", "cores_usable": 4}
-    b = _write_folder(tmp_path / "b", [(1, _launches(10.0, seed=1), "ok"), (2, _launches(20.0), "failed"),
+    b = _write_folder(tmp_path / "b", [(1, _launches(10.0, launches=5, seed=1), "ok"), (2, _launches(20.0), "failed"),
                                        (8, _launches(80.0), "ok")], env=env_b)
     proc = run_cli("compare", a, b, "--fail-on", "median:5%", "--fail-on", "mean:1ms")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -373,9 +399,9 @@ def test_synthetic_folders_listing_environment_and_escaping(tmp_path):
     page = _assert_outputs(out)
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "different environments" in page and "Not compared" in page
-    rows = {r["job"]: r for r in _csv(out / "compare.csv")}
-    assert rows["mlp-xs ws=1"]["verdict"] == "not significant" and rows["mlp-xs ws=2"]["status_b"] == "failed"
-    assert rows["mlp-xs ws=4"]["match"] == "only in A" and rows["mlp-xs ws=8"]["match"] == "only in B"
+    rows = {r["world_size"]: r for r in _csv(out / "compare.csv")}
+    assert rows["1"]["verdict"] == "not significant" and rows["2"]["status_b"] == "failed"
+    assert rows["4"]["match"] == "only in A" and rows["8"]["match"] == "only in B"
 
 
 @pytest.mark.slow
@@ -453,7 +479,7 @@ def test_identical_rerun(reruns, tmp_path):
     assert "Traceback" not in proc.stderr and "environments differ" not in proc.stdout
     rows = _csv(tmp_path / "ab" / "compare.csv")
     assert sorted(r["job"] for r in rows) == ["mlp-xs ws=1", "mlp-xs ws=2"]
-    assert all(r["method"] == "bootstrap over 3 vs 3 launches" for r in rows)
+    assert all(r["method"] == "t over 3 vs 3 launches" for r in rows)
     for row in rows:
         print(f"rerun {row['job']}: median B/A {float(row['median_ratio']):.3f}, mean B/A "
               f"{float(row['mean_ratio']):.3f} [{float(row['mean_ratio_low']):.3f}, "
@@ -475,25 +501,33 @@ def test_identical_rerun(reruns, tmp_path):
 
 @pytest.mark.slow
 def test_planted_regression_of_a_real_sweep(reruns, tmp_path):
-    """Every step of a real sweep made twice as slow must trip the gate where its 3 launches scatter
-    by up to 50 % (the interval of a 2x slowdown then lies past +33 %); launches scattered wider
-    (a machine loaded by other work) may leave it inconclusive, but it never passes."""
+    """Every step of a real sweep made twice as slow trips the gate exactly where its launches agree
+    well enough for 3 launches a side to show it: B's per-launch medians are A's doubled, so the
+    t interval of the ratio is 2 exp(+-t_{0.975,4} cv sqrt(2/3)), cv the spread of A's per-launch
+    medians, and the gate fails when its low end is past +5 %. Launches scattered wider (a machine
+    loaded by other work) leave it inconclusive; it never passes."""
+    from scipy.stats import t
+
     a, _ = reruns
     slow = plant_regression(a, tmp_path / "slow", 2.0)
     out = tmp_path / "ac"
     proc = run_cli("compare", a, slow, "--fail-on", "median:5%", "--out", out)
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     rows = _csv(out / "compare.csv")
     assert len(rows) == 2 and all(float(r["median_ratio"]) == pytest.approx(2.0) for r in rows)
     side = compare.load_side(a, "A")
-    spread = {row["key"]: max(row["launch_step_ms"]) / min(row["launch_step_ms"]) for _, row in side.summary.iterrows()}
-    scatter = {r["job"]: spread[r["key"]] for r in rows}
+    expected = {}
+    for r in rows:
+        medians = np.array(power.launch_values(compare.launch_steps(side.steps, r["key"]), "median"))
+        cv = np.std(medians, ddof=1) / medians.mean()
+        expected[r["job"]] = 100 * (2 * math.exp(-t.ppf(0.975, 2 * len(medians) - 2) * cv * math.sqrt(2 / len(medians))) - 1)
     lines = _gate_lines(proc.stdout)
     assert sorted(job for job, *_ in lines) == ["mlp-xs ws=1", "mlp-xs ws=2"]
     for job, outcome, low, high in lines:
-        print(f"planted 2x {job}: {outcome}, excess interval [{low:+.1f}, {high:+.1f}] %, "
-              f"launches scatter {scatter[job]:.2f}x")
-        assert outcome == "fail" and low > 5.0 if scatter[job] <= 1.5 else outcome in ("fail", "inconclusive")
+        print(f"planted 2x {job}: {outcome}, excess interval [{low:+.1f}, {high:+.1f}] %")
+        assert low == pytest.approx(expected[job], abs=0.1)
+        assert outcome == ("fail" if expected[job] > 5.0 else "inconclusive")
+    assert (proc.returncode == 1) == any(v > 5.0 for v in expected.values())
     _assert_outputs(out)
 
     # 20 %: failed where the launches agree well enough, inconclusive where they do not -- never passed
@@ -511,22 +545,27 @@ def test_planted_regression_of_a_real_sweep(reruns, tmp_path):
 # the minimum detectable effect
 # ---------------------------------------------------------------------------------------------
 
-def _range_rule_mde(spread_pct: float, n: int, power: float = 0.9, trials: int = 200_000) -> float:
-    """With 3 launches a side the expanded interval's lower end is min(B) / max(A) (the bootstrap
-    reaches no further than the launches): the slowdown D with P(min(B) (1 + D) > max(A)) = power,
-    by plain simulation of that rule, independent of the gate's code."""
+def _t_rule_rates(spread_pct: float, n: int, slowdown_pct: float, trials: int = 4000) -> float:
+    """How often the real interval (stats.ratio_ci) lies wholly above 1 for normal launches of
+    ``spread_pct`` with B ``slowdown_pct`` slower: the rule simulated, independent of power.py."""
     rng = np.random.default_rng(7)
     a = 1 + spread_pct / 100 * rng.standard_normal((trials, n))
-    b = 1 + spread_pct / 100 * rng.standard_normal((trials, n))
-    return 100 * (1 / np.quantile(b.min(axis=1) / a.max(axis=1), 1 - power) - 1)
+    b = (1 + slowdown_pct / 100) * (1 + spread_pct / 100 * rng.standard_normal((trials, n)))
+    return float(np.mean([stats.ratio_ci(y, x)[0] > 1 for x, y in zip(a, b)]))
 
 
-def test_mde_with_three_launches_is_the_range_rule_and_false_alarms_are_one_in_twenty():
+def test_mde_with_three_launches_is_what_the_t_rule_detects_90_percent_of_the_time():
     mde = power.detectable_slowdown(2.0, 3, 3)  # "slower": mean:0%
-    assert mde["mde"] == pytest.approx(_range_rule_mde(2.0, 3), rel=0.06)
-    assert 4.5 < mde["mde"] < 7.5  # ~3 spreads: range of 3 normals is ~1.7 sd, its scatter ~1 sd
-    # identical sides: min(B) > max(A) in one arrangement of six launches in twenty
-    assert mde["false_alarm"] == pytest.approx(1 / 20, abs=0.02)
+    assert 7.0 < mde["mde"] < 10.0  # about (t_{0.975,3} + z_{0.9}) SE, SE = 2 % sqrt(2/3)
+    # what the real rule catches there: 90 % (binomial sd at 4000 trials: 0.5 points)
+    assert _t_rule_rates(2.0, 3, mde["mde"]) == pytest.approx(0.90, abs=0.02)
+    # identical sides: the interval lies wholly above 1 in under 2.5 % of comparisons (one tail of
+    # 5 %; Welch's df, below the pooled 4 when the variances differ, widens it)
+    assert 0.01 < mde["false_alarm"] < 0.025
+    assert _t_rule_rates(2.0, 3, 0.0) == pytest.approx(mde["false_alarm"], abs=0.006)
+    # 2 and 10 launches a side: the same agreement, where a fixed-df noncentral t is off by 30 points
+    assert _t_rule_rates(2.0, 2, power.detectable_slowdown(2.0, 2, 2)["mde"]) == pytest.approx(0.90, abs=0.02)
+    assert _t_rule_rates(2.0, 10, power.detectable_slowdown(2.0, 10, 10)["mde"]) == pytest.approx(0.90, abs=0.02)
     assert mde["n_a"] == mde["n_b"] == 3 and mde["power"] == 0.9 and mde["unit"] == "%"
 
 
@@ -535,27 +574,39 @@ def test_mde_with_many_launches_is_threshold_plus_t_plus_z_standard_errors():
 
     n, spread = 40, 2.0
     se = spread * math.sqrt(2 / n)  # 0.447 %
-    k = t.ppf(0.975, n - 1) + norm.ppf(0.9)  # 2.023 + 1.282
-    assert power.detectable_slowdown(spread, n, n, trials=400)["mde"] == pytest.approx(k * se, rel=0.08)
+    k = t.ppf(0.975, 2 * n - 2) + norm.ppf(0.9)  # 1.991 + 1.282
+    assert power.detectable_slowdown(spread, n, n)["mde"] == pytest.approx(k * se, rel=0.02)
+    assert _t_rule_rates(spread, n, power.detectable_slowdown(spread, n, n)["mde"], 2000) == pytest.approx(0.9, abs=0.03)
     # a 5 % gate moves it by the threshold (the ratio scales: T + (1 + T) k SE)
-    gated = power.detectable_slowdown(spread, n, n, 5.0, "%", trials=400)
-    assert gated["mde"] == pytest.approx(5 + 1.05 * k * se, rel=0.03)
-    assert gated["false_alarm"] == 0.0
+    gated = power.detectable_slowdown(spread, n, n, 5.0, "%")
+    assert gated["mde"] == pytest.approx(5 + 1.05 * k * se, rel=0.02)
+    assert gated["false_alarm"] < 1e-20
     # a ms gate shifts instead of scaling: T + k SE in ms
-    ms = power.detectable_slowdown(1.0, n, n, 2.0, "ms", trials=400)
-    assert ms["mde"] == pytest.approx(2 + k * math.sqrt(2 / n), rel=0.03) and ms["unit"] == "ms"
+    ms = power.detectable_slowdown(1.0, n, n, 2.0, "ms")
+    assert ms["mde"] == pytest.approx(2 + k * math.sqrt(2 / n), rel=0.01) and ms["unit"] == "ms"
+
+
+def test_launches_for_is_the_first_n_whose_mde_reaches_the_effect():
+    need = power.launches_for(5.0, 5.0)
+    assert power.detectable_slowdown(5.0, need, need)["mde"] <= 5.0 < power.detectable_slowdown(5.0, need - 1, need - 1)["mde"]
+    # 10 spreads apart: 3 a side; 2 are not enough (Welch's t_{0.975} at 1-2 df is 4.3-12.7)
+    assert power.launches_for(1.0, 10.0) == 3 and power.launches_for(math.nan, 5.0) is None
+    assert power.launches_for(50.0, 1.0) == power.MAX_LAUNCHES + 1
+    assert power.cannot_tell(2, 2, 5.0) == f"cannot tell with 2 vs 2 launches; {need} a side would detect 5 %"
+    assert power.cannot_tell(1, 3, 50.0, 1.0).endswith(f"more than {power.MAX_LAUNCHES} a side would be needed to detect 1 %")
 
 
 def test_mde_shrinks_like_one_over_root_n():
-    small = power.detectable_slowdown(3.0, 10, 10, trials=400)["mde"]
-    large = power.detectable_slowdown(3.0, 40, 40, trials=400)["mde"]
-    # 4x the launches: half the standard error, and t_{0.975} falls from 2.26 to 2.02
+    small = power.detectable_slowdown(3.0, 10, 10, trials=400)["mde"]  # trials: accepted, ignored
+    large = power.detectable_slowdown(3.0, 40, 40)["mde"]
+    # 4x the launches: half the standard error, and t_{0.975} falls from 2.10 (18 df) to 1.99 (78)
     from scipy.stats import norm, t
 
-    expected = 2 * (t.ppf(0.975, 9) + norm.ppf(0.9)) / (t.ppf(0.975, 39) + norm.ppf(0.9))
-    assert small / large == pytest.approx(expected, rel=0.1)
-    # and it grows in proportion to the spread
-    assert power.detectable_slowdown(6.0, 10, 10, trials=400)["mde"] == pytest.approx(2 * small, rel=0.05)
+    expected = 2 * (t.ppf(0.975, 18) + norm.ppf(0.9)) / (t.ppf(0.975, 78) + norm.ppf(0.9))
+    assert small / large == pytest.approx(expected, rel=0.03)
+    # and it grows about in proportion to the spread (exactly, on the log scale)
+    doubled = power.detectable_slowdown(6.0, 10, 10)["mde"]
+    assert math.log1p(doubled / 100) == pytest.approx(2 * math.log1p(small / 100), rel=1e-6)
 
 
 def test_mde_from_launches_pools_the_sides_spread():
@@ -601,3 +652,20 @@ def test_comparison_table_csv_and_gates_carry_the_mde(tmp_path):
     page = written["html"].read_text(encoding="utf-8")
     assert "detectable at 90 %" in page and f"{three['mde_pct']:+.1f}" in page
     assert f"detectable at 90 %: +{gated['mde']:.1f} %" in compare.gate_text(gated.to_dict() | {"key": three["key"]})
+
+
+def test_the_compare_page_counts_and_explains_cannot_tell(tmp_path):
+    from ddpbench.report.compare_page import write_comparison
+
+    a = [(1, _launches(10.0, launches=1, seed=7), "ok"), (2, _launches(20.0, seed=1), "ok")]
+    b = [(1, _launches(12.0, launches=1, seed=8), "ok"), (2, _launches(20.0, seed=2), "ok")]
+    table = _compare(a, b)
+    results = compare.gate_results(table, [MEDIAN_5])
+    written = write_comparison(table, results, [MEDIAN_5], [], tmp_path / "a", tmp_path / "b", tmp_path / "out")
+    page = written["html"].read_text(encoding="utf-8")
+    assert "1 cannot tell (one launch on a side: no call)" in page
+    assert "Mann-Whitney" not in page and "bootstrap" not in page
+    one = _row(table, 1)
+    assert one["method"] in page and one["method"].startswith("cannot tell with 1 vs 1 launches; ")
+    rows = {r["world_size"]: r for r in _csv(written["csv"])}
+    assert rows["1"]["verdict"] == "cannot tell" and rows["1"]["significant"] == ""

@@ -428,7 +428,7 @@ def summary_row(page: str, label: str, world: int) -> str:
     return found[0]
 
 
-def test_summary_shows_the_bootstrap_intervals_summarize_computed(world_sizes):
+def test_summary_shows_the_intervals_summarize_computed(world_sizes):
     _, page = world_sizes
     table = example_summary("world-sizes-cpu")
     assert (table["repeats_ok"] == 3).all()
@@ -451,7 +451,7 @@ def test_summary_shows_the_bootstrap_intervals_summarize_computed(world_sizes):
     one = summary_row(page, "mlp-m", 1)
     assert '<td class="num">&ndash;</td>' in one
     summary = section_of(page, "Summary")
-    assert "95 % confidence interval: a percentile bootstrap over launches" in summary
+    assert "95 % confidence interval: Student&rsquo;s t over launches" in summary
     assert "<code>repeats</code> &ge; 3" in summary and "Karp&ndash;Flatt" in summary
     assert "Every job ran in one launch" not in summary
 
@@ -460,7 +460,7 @@ def test_scaling_sections_explain_error_bars(world_sizes):
     index, page = world_sizes
     for title in (SECTION_TITLES["throughput"], SECTION_TITLES["efficiency"]):
         text = section_of(page, title)
-        assert "95 % percentile-bootstrap confidence intervals over launches" in text
+        assert "95 % Student t confidence intervals over launches" in text
         assert "absent where a job ran once" in text
     for name in ("throughput", "efficiency"):
         assert_png(index.parent / PNGS[name])

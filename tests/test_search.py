@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ddpbench.analysis import race
+from ddpbench.analysis import power, race
 from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.machine import Machine
 from ddpbench.results.schema import STEP_COLUMNS, launch_record, training_result
@@ -104,6 +104,14 @@ def test_the_verdict_names_the_tied():
     assert out == [c] and c.out_in_round == 1
     final = race.verdict([a, b, c])
     assert {final.winner.key, *(t.key for t in final.tied)} == {"a", "b"}
+    # a tie is no call: it says how many launches a side would tell, from every candidate's spread
+    (tied,) = final.tied
+    spread = power.spread_of([a.launches, b.launches, c.launches])
+    need = power.launches_for(spread, 5.0)
+    assert race.undecided(tied, final.winner, [a, b, c]) == f"cannot tell with 3 vs 3 launches; {need} a side would detect 5 %"
+    assert 2 <= need <= 10  # spreads under 1 %: a 5 % slowdown needs few launches
+    lone = race.Candidate("d", "d", 32, [100.0])
+    assert race.undecided(lone, lone, [lone]).endswith("the launch-to-launch spread is unknown (run 3 or more launches a side)")
 
 
 @pytest.mark.slow

@@ -48,7 +48,7 @@ STAGES = {
     "spec": "the job's settings (ddpbench.experiment.spec.FIELDS)",
     "launch": "the launch records: how each launch ended, where, its batch (summary.summarize)",
     "steps": "the measured steps, slowest rank per step (summary.summarize)",
-    "intervals": "95 % bootstrap intervals over launches (analysis.stats)",
+    "intervals": "95 % Student t intervals over launches (analysis.stats)",
     "ranks": "each rank's record: DDP's statistics, buckets, traffic, memory (summary._rank_figures)",
     "precision": "precision and torch.compile figures (summary._precision_figures, analysis.compiled)",
     "trace": "the profiler's events of traced steps (analysis.overlap)",

@@ -4,13 +4,15 @@ Jobs are matched by their spec key (the hash of every setting). For each job tha
 both folders the comparison reports the ratio B / A of the median and of the mean step time (the
 mean ratio is the inverse throughput ratio), and whether B differs from A beyond noise:
 
-  * both sides measured in two or more launches: the 95 % (expanded percentile) bootstrap
-    interval of the mean-step ratio, resampling each side's launches
-    (:func:`ddpbench.analysis.stats.ratio_ci`), must exclude 1;
-  * a side measured in one launch: there is no interval; a two-sided Mann-Whitney U test on the
-    bounded (slowest-rank) step times of the two sides decides, at p < 0.05. Steps of one launch
-    are not independent samples of the next launch, so this test is the weaker of the two and the
-    ``method`` column says which one was used.
+  * both sides measured in two or more launches: the 95 % Student t interval of the mean-step
+    ratio over launches (Welch's t on the log scale, :func:`ddpbench.analysis.stats.ratio_ci`;
+    docs/statistics.md), must exclude 1;
+  * a side measured in one launch (or an interval that cannot be computed): the verdict is
+    "cannot tell", never slower or faster. Steps of one launch are not independent samples of
+    the next launch (one real identical rerun split in two gave a Mann-Whitney p = 0.0013 over
+    its steps), so no test over steps stands in. The ``method`` column says how many launches a
+    side would detect a 5 % slowdown, from the spread of the two folders' jobs that have two or
+    more launches (:func:`ddpbench.analysis.power.cannot_tell`).
 
 A gate (``--fail-on``) takes pytest-benchmark's ``--benchmark-compare-fail`` syntax: ``median:5%``
 (relative), ``median:0.002`` (a bare number: an absolute difference in seconds), or the same with an
@@ -20,14 +22,11 @@ for a job when B is slower than A by more than the threshold *beyond noise*: the
 interval over launches of how much slower B is (in % of A, or in ms) lies past the threshold.
 A point estimate past the threshold with an interval reaching below it is "inconclusive":
 printed, not failed. Why not "point estimate past the threshold and significant": on a shared
-2-core machine, identical reruns of a tiny job (three launches a side) drift by several percent,
-and with three launches a side even a well-calibrated interval calls one identical rerun in ten
-significant (the floor of what 3 vs 3 launches can tell: see :mod:`ddpbench.analysis.stats`); requiring the
-interval to clear the threshold keeps a 5 % gate from failing on that. What it cannot remove is a
-real drift of the machine between the two sweeps, which shows as a real slowdown. With a single launch on a side the gate uses a
-one-sided Mann-Whitney test of B's steps, reduced by the threshold, against A's (p < 0.025, the
-one-sided half of 5 %); where no test can be made at all, the threshold alone decides and the
-output says so.
+2-core machine, identical reruns of a tiny job drift by several percent between sweeps, and
+requiring the interval to clear the threshold keeps a 5 % gate from failing on that. What it
+cannot remove is a real drift of the machine between the two sweeps, which shows as a real
+slowdown. With a single launch on a side the gate is "inconclusive", whatever the point estimate
+says, and its basis says how many launches a side would tell.
 
 Everything here is a pure function of the loaded tables except :func:`load_side` (reads a
 folder, through :func:`ddpbench.analysis.folder.load_given`); :mod:`ddpbench.report.compare_page`
@@ -41,7 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import power, stats
@@ -59,7 +57,9 @@ ENV_FIELDS = (("CPU model", "cpu_model"), ("usable cores", "cores_usable"), ("to
               ("CUDA", "torch_cuda"), ("NCCL", "nccl_version"), ("python", "python"), ("hostname", "hostname"),
               ("GPUs", "gpus"))
 
-SLOWER, FASTER, SAME, UNTESTED, NOT_COMPARED = "slower", "faster", "not significant", "not tested", "not compared"
+SLOWER, FASTER, SAME, CANNOT_TELL, NOT_COMPARED = "slower", "faster", "not significant", "cannot tell", "not compared"
+#: the former name of :data:`CANNOT_TELL` ("not tested"), kept for callers
+UNTESTED = CANNOT_TELL
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,33 +98,36 @@ def launch_steps(steps: pd.DataFrame, key: str) -> list[list[float]]:
     return [[float(v) for v in part.sort_values("step")["step_ms"]] for _, part in bounded.groupby("repeat")]
 
 
-def significance(launches_a: Sequence[float], launches_b: Sequence[float], steps_a: Sequence[float],
-                 steps_b: Sequence[float]) -> dict:
+def significance(launches_a: Sequence[float], launches_b: Sequence[float], steps_a: Sequence[float] = (),
+                 steps_b: Sequence[float] = (), spread_pct: float = math.nan) -> dict:
     """Whether B's step time differs from A's beyond noise, and how that was decided.
 
-    Returns ``mean_ratio_low``/``_high`` (bootstrap interval of mean(B) / mean(A) over launches,
-    NaN with fewer than two launches on a side), ``p_value`` (Mann-Whitney, only when it was the
-    test), ``significant`` (True, False, or None when no test could be made) and ``method``.
+    ``launches_a``/``launches_b`` are each side's per-launch mean step times (ms). Returns
+    ``mean_ratio_low``/``_high`` (the t interval of mean(B) / mean(A) over launches,
+    :func:`ddpbench.analysis.stats.ratio_ci`), ``p_value`` (NaN: kept as a column), ``significant``
+    (True, False, or None when no call can be made: a side has fewer than two launches) and
+    ``method`` (the test, or the :func:`ddpbench.analysis.power.cannot_tell` phrase with
+    ``spread_pct``, the launch-to-launch spread to assume where the sides have none).
+    ``steps_a``/``steps_b`` are accepted for old callers and not used: steps are not the unit.
     """
     na, nb = len(launches_a), len(launches_b)
     out = {"mean_ratio_low": math.nan, "mean_ratio_high": math.nan, "p_value": math.nan}
-    if na >= 2 and nb >= 2:
-        low, high = stats.ratio_ci(launches_b, launches_a)
-        verdict = stats.significant(low, high)
-        return {**out, "mean_ratio_low": low, "mean_ratio_high": high,
-                "significant": None if verdict is None else bool(verdict),
-                "method": f"bootstrap over {na} vs {nb} launches"}
-    a = np.asarray(steps_a, dtype=float)
-    b = np.asarray(steps_b, dtype=float)
-    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    if a.size < 2 or b.size < 2:
-        return {**out, "significant": None, "method": "none: too few steps to test"}
-    from scipy.stats import mannwhitneyu
+    low, high = stats.ratio_ci(launches_b, launches_a)
+    verdict = stats.significant(low, high)
+    if verdict is None:
+        own = power.spread_of([launches_a, launches_b])
+        return {**out, "significant": None,
+                "method": power.cannot_tell(na, nb, own if math.isfinite(own) else spread_pct)}
+    return {**out, "mean_ratio_low": low, "mean_ratio_high": high, "significant": bool(verdict),
+            "method": f"t over {na} vs {nb} launches"}
 
-    p = float(mannwhitneyu(b, a, alternative="two-sided").pvalue)
-    if math.isnan(p):
-        return {**out, "significant": None, "method": "none: steps give no test"}
-    return {**out, "p_value": p, "significant": bool(p < ALPHA), "method": "Mann-Whitney over steps, one launch"}
+
+def folder_spread(summary_a: pd.DataFrame, summary_b: pd.DataFrame) -> float:
+    """The pooled launch-to-launch spread (% of the mean) of both folders' ok jobs that have two
+    or more launches (:func:`ddpbench.analysis.power.spread_of`); NaN when none has."""
+    groups = [launch_times(r) for table in (summary_a, summary_b) if len(table)
+              for _, r in table.iterrows() if r["status"] == "ok"]
+    return power.spread_of(groups)
 
 
 def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd.DataFrame,
@@ -133,9 +136,9 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
 
     ``match`` is "both", "only in A" or "only in B"; ``compared`` is True for jobs ok on both
     sides. For those: medians and means (ms), ``median_ratio`` and ``mean_ratio`` (B / A),
-    ``mean_ratio_low``/``_high`` (95 % bootstrap over launches), ``throughput_change_pct`` (B's
+    ``mean_ratio_low``/``_high`` (95 % t interval over launches), ``throughput_change_pct`` (B's
     throughput against A's), ``significant``, ``p_value``, ``method`` and ``verdict`` (slower,
-    faster, not significant, or not tested when no test could be made), ``mde_pct`` (the smallest
+    faster, not significant, or "cannot tell" when a side has one launch: no call is made), ``mde_pct`` (the smallest
     slowdown of the mean step that launches like these would call "slower" 90 % of the time,
     :func:`ddpbench.analysis.power.minimum_detectable`; NaN with one launch on a side) with ``mde_false_alarm`` (how often
     that rule calls identical launches slower). Jobs not compared carry
@@ -147,6 +150,7 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
     keys = list(dict.fromkeys([*a.index, *b.index]))
     spec_rows = pd.DataFrame([(b.loc[k] if k in b.index else a.loc[k]) for k in keys]) if keys else pd.DataFrame()
     fields = label_fields(spec_rows) if len(spec_rows) else []
+    spread = folder_spread(summary_a, summary_b)
     rows = []
     for key in keys:
         ra = a.loc[key] if key in a.index else None
@@ -169,7 +173,7 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
                    mde_pct=math.nan, mde_false_alarm=math.nan,
                    verdict=NOT_COMPARED, note=_note(row), steps_a=[], steps_b=[])
         if row["compared"]:
-            row.update(_compare_job(key, ra, rb, steps_a, steps_b))
+            row.update(_compare_job(key, ra, rb, steps_a, steps_b, spread))
         row.update({c: spec[c] for c in SPEC_COLUMNS if c in spec.index})
         rows.append(row)
     table = pd.DataFrame(rows)
@@ -188,20 +192,18 @@ def _note(row: dict) -> str:
     return "; ".join(bad) if bad else (f"noisy in {' and '.join(noisy)}" if noisy else "")
 
 
-def _compare_job(key: str, ra, rb, steps_a, steps_b) -> dict:
+def _compare_job(key: str, ra, rb, steps_a, steps_b, spread_pct: float = math.nan) -> dict:
     la, lb = launch_times(ra), launch_times(rb)
     med_a, med_b = float(ra["step_ms_median"]), float(rb["step_ms_median"])
     mean_a, mean_b = float(ra["step_ms_mean"]), float(rb["step_ms_mean"])
     sa, sb = launch_steps(steps_a, key), launch_steps(steps_b, key)
-    test = significance(la, lb, [t for launch in sa for t in launch], [t for launch in sb for t in launch])
+    test = significance(la, lb, spread_pct=spread_pct)
     median_ratio = med_b / med_a if med_a else math.nan
     mean_ratio = mean_b / mean_a if mean_a else math.nan
-    # the direction of the test that decided: means over launches, or the steps' location
-    ratio = mean_ratio if test["method"].startswith("bootstrap") else median_ratio
     if test["significant"] is None:
-        verdict = UNTESTED
+        verdict = CANNOT_TELL
     elif test["significant"]:
-        verdict = SLOWER if ratio > 1 else FASTER
+        verdict = SLOWER if test["mean_ratio_low"] > 1 else FASTER
     else:
         verdict = SAME
     mde = power.minimum_detectable(la, lb)

@@ -3,12 +3,12 @@
 A framework job (:data:`ddpbench.strategies.FRAMEWORKS`) trains the same model object on the same
 data with the same optimizer, steps and world size as a ``ddp`` job, through the framework's own
 calls. Its **overhead** is the ratio of its mean step time to that ``ddp`` job's, with the 95 %
-bootstrap interval over both jobs' launches (:func:`ddpbench.analysis.stats.ratio_ci`): above 1 the
+t interval over both jobs' launches (:func:`ddpbench.analysis.stats.ratio_ci`): above 1 the
 framework is slower, and the difference is *significant* only when the interval excludes 1.
 
 The interval is *paired by round* when both jobs ran every launch (as many of each): a sweep runs
 its launches in rounds, every job's repeat r before any job's repeat r + 1, so the two launches of
-a round share the machine's drift, and resampling rounds, not launches, cancels it in their ratio.
+a round share the machine's drift, and taking rounds, not launches, as the unit cancels it in their ratio.
 Launches of a round taken apart would count that drift as the framework's noise.
 Speedup and efficiency are the summary's, against the framework's own world-size-1 job.
 """

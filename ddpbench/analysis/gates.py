@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import power, stats
@@ -95,58 +94,35 @@ def parse_gate(text: str) -> Gate:
 
 def gate_interval(gate: Gate, steps_a: Sequence[Sequence[float]], steps_b: Sequence[Sequence[float]]
                   ) -> tuple[float, float]:
-    """95 % percentile-bootstrap interval, over launches, of how much B is slower than A in the
-    gate's unit (% of A, or ms); (NaN, NaN) with fewer than two launches on a side.
+    """95 % Student t interval, over launches, of how much B is slower than A in the gate's unit
+    (% of A, or ms); (NaN, NaN) with fewer than two launches on a side.
 
-    The mean's interval is :mod:`ddpbench.analysis.stats`' bootstrap over per-launch mean step times (for
-    a % gate exactly :func:`ddpbench.analysis.stats.ratio_ci`, the interval the table shows). The median's
-    resamples launches the same way (with replacement on each side, seeded) and takes the median
-    of the pooled steps of the drawn launches.
+    The launch is the unit: each launch's mean step (``mean`` gate) or median step (``median``
+    gate). A % gate's interval is :func:`ddpbench.analysis.stats.ratio_ci` over those (for the mean,
+    exactly the interval the table shows), a ms gate's :func:`ddpbench.analysis.stats.difference_ci`.
     """
-    a = [np.asarray(x, dtype=float) for x in steps_a if len(x)]
-    b = [np.asarray(x, dtype=float) for x in steps_b if len(x)]
-    if len(a) < 2 or len(b) < 2:
-        return math.nan, math.nan
-    if gate.stat == "mean":
-        means_a, means_b = [float(x.mean()) for x in a], [float(x.mean()) for x in b]
-        if gate.unit == "%":
-            low, high = stats.ratio_ci(means_b, means_a)
-            return 100.0 * (low - 1.0), 100.0 * (high - 1.0)
-        return stats.bootstrap_ci([means_b, means_a], lambda y, x, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis))
-    stat = np.median
-    rng = np.random.default_rng(stats.SEED)
-    values_a = _resampled(a, stat, rng)
-    values_b = _resampled(b, stat, rng)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        excess = 100.0 * (values_b / values_a - 1.0) if gate.unit == "%" else values_b - values_a
-    tail = stats.expanded_tail(min(len(a), len(b)))
-    low, high = np.quantile(excess, [tail, 1 - tail])
-    return float(low), float(high)
-
-
-def _resampled(launches: list[np.ndarray], stat, rng) -> np.ndarray:
-    """``stat`` over the pooled steps of launches drawn with replacement, once per resample."""
-    draws = rng.integers(0, len(launches), size=(stats.RESAMPLES, len(launches)))
-    if len({x.size for x in launches}) == 1:
-        stacked = np.stack(launches)[draws]  # (resamples, launches, steps)
-        return stat(stacked.reshape(stats.RESAMPLES, -1), axis=1)
-    return np.array([stat(np.concatenate([launches[i] for i in row])) for row in draws])
+    values_a, values_b = power.launch_values(steps_a, gate.stat), power.launch_values(steps_b, gate.stat)
+    if gate.unit == "%":
+        low, high = stats.ratio_ci(values_b, values_a)
+        return 100.0 * (low - 1.0), 100.0 * (high - 1.0)
+    return stats.difference_ci(values_b, values_a)
 
 
 FAIL, INCONCLUSIVE, PASS = "fail", "inconclusive", "pass"
 
 
-def gate_test(gate: Gate, row) -> dict:
+def gate_test(gate: Gate, row, spread: float = math.nan) -> dict:
     """How ``row`` (a compared job of :func:`compare_tables`) fares against ``gate``.
 
-    ``outcome`` is "fail" when B is slower than A by more than the threshold beyond noise: with
-    two or more launches a side, the 95 % interval of the excess (:func:`gate_interval`) lies
-    above the threshold; with one launch, a one-sided Mann-Whitney test finds B's steps, less the
-    threshold, still slower than A's (p < 0.025); with neither possible, the point estimate alone
-    decides and ``basis`` says so. "inconclusive" when the point estimate is past the threshold
-    but the noise does not rule out less (a rerun with more repeats can tell); "pass" otherwise.
-    Also returned: ``excess`` (the point estimate, in the gate's unit), ``excess_low``/``_high``
-    (its interval; NaN without one) and ``basis`` (one sentence).
+    ``outcome`` is "fail" when B is slower than A by more than the threshold beyond noise: the
+    95 % interval of the excess over launches (:func:`gate_interval`) lies above the threshold.
+    "inconclusive" when the point estimate is past the threshold but the interval does not rule
+    out less (a rerun with more repeats can tell), and whenever a side has a single launch: then
+    no interval exists, the point estimate decides nothing and ``basis`` says how many launches a
+    side would tell (:func:`ddpbench.analysis.power.cannot_tell`, from ``spread``: the launch-to-launch
+    spread in the gate's unit of the folder's jobs with two or more launches, NaN if none). "pass"
+    otherwise. Also returned: ``excess`` (the point estimate, in the gate's unit),
+    ``excess_low``/``_high`` (its interval; NaN without one) and ``basis`` (one sentence).
     """
     a_ms, b_ms = row[f"{gate.stat}_ms_a"], row[f"{gate.stat}_ms_b"]
     excess = gate.excess(a_ms, b_ms)
@@ -160,20 +136,13 @@ def gate_test(gate: Gate, row) -> dict:
         relation = "lies above" if outcome == FAIL else "reaches down to or below"
         basis = (f"95 % interval over launches [{low:+.1f}, {high:+.1f}]{unit} {relation} {gate.amount:g}{unit}")
         return {**out, "outcome": outcome, "excess_low": low, "excess_high": high, "basis": basis}
-    a = np.asarray([t for launch in row["steps_a"] for t in launch], dtype=float)
-    b = np.asarray([t for launch in row["steps_b"] for t in launch], dtype=float)
-    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    if a.size >= 2 and b.size >= 2:
-        from scipy.stats import mannwhitneyu
-
-        reduced = b / (1 + gate.amount / 100) if gate.unit == "%" else b - gate.amount
-        p = float(mannwhitneyu(reduced, a, alternative="greater").pvalue)
-        if not math.isnan(p):
-            outcome = FAIL if over and p < ALPHA / 2 else (INCONCLUSIVE if over else PASS)
-            return {**out, "outcome": outcome, "basis": f"Mann-Whitney over steps, one launch: B's steps less "
-                                                         f"{gate.amount:g}{unit} against A's, one-sided p = {p:.3g}"}
-    return {**out, "outcome": FAIL if over else PASS,
-            "basis": "threshold only: no significance test possible (too few steps)"}
+    values_a = power.launch_values(row["steps_a"], gate.stat)
+    values_b = power.launch_values(row["steps_b"], gate.stat)
+    own = power.spread_of([values_a, values_b], gate.unit)
+    effect = blind_limit(gate, a_ms)
+    basis = power.cannot_tell(len(values_a), len(values_b), own if math.isfinite(own) else spread,
+                              round(effect, 3), gate.amount, gate.unit)
+    return {**out, "outcome": INCONCLUSIVE, "basis": basis}
 
 
 GATE_COLUMNS = ["key", "job", "gate", "stat", "outcome", "a_ms", "b_ms", "excess", "excess_low", "excess_high", "unit",
@@ -205,16 +174,24 @@ def gate_results(table: pd.DataFrame, gates: Sequence[Gate]) -> pd.DataFrame:
     not slower, and these launches could not have said so."""
     rows = []
     if len(table):
-        for _, r in table[table["compared"].astype(bool)].iterrows():
+        compared = table[table["compared"].astype(bool)]
+        spreads = {(stat, unit): power.spread_of([power.launch_values(r[f"steps_{side}"], stat)
+                                                  for _, r in compared.iterrows() for side in "ab"], unit)
+                   for stat, unit in {(g.stat, g.unit) for g in gates}}
+        for _, r in compared.iterrows():
             for gate in gates:
                 mde = power.minimum_detectable(power.launch_values(r["steps_a"], gate.stat),
                                                power.launch_values(r["steps_b"], gate.stat), gate.amount, gate.unit)
-                test = gate_test(gate, r)
-                if test["outcome"] == PASS and mde["mde"] > blind_limit(gate, test["a_ms"]):
+                test = gate_test(gate, r, spreads[(gate.stat, gate.unit)])
+                limit = blind_limit(gate, test["a_ms"])
+                if test["outcome"] == PASS and mde["mde"] > limit:
+                    need = power.launches_for(mde["spread"], limit, gate.amount, gate.unit)
+                    more = (f"{need} launches a side would detect {power.mde_amount(limit, gate.unit)}"
+                            if need is not None and need <= power.MAX_LAUNCHES else "more repeats or steps narrow it")
                     test = {**test, "outcome": INCONCLUSIVE, "basis": (
                         f"{test['basis']}; blind: these launches detect a slowdown {100 * power.POWER:.0f} % of the time only from "
                         f"{power.mde_amount(mde['mde'], gate.unit)}, beyond {BLIND_FACTOR:g}x the {gate.amount:g}"
-                        f"{' %' if gate.unit == '%' else ' ms'} threshold (more repeats or steps narrow it)")}
+                        f"{' %' if gate.unit == '%' else ' ms'} threshold ({more})")}
                 rows.append({"key": r["key"], "job": r["job"], **test, "mde": mde["mde"],
                              "mde_false_alarm": mde["false_alarm"]})
     return pd.DataFrame(rows, columns=GATE_COLUMNS)

@@ -7,7 +7,7 @@ sizes (``speedup``/``efficiency`` are each against its own setting's world-size-
 :func:`ddpbench.analysis.summary.add_speedup`):
 
   ``throughput_ratio``   samples/s of the setting over fp32 eager's at this world size, with a
-                         bootstrap interval over launches; at world size 1 it is the compute
+                         t interval over launches; at world size 1 it is the compute
                          speedup (one rank, no communication);
   ``compute_ratio``      the same for the step without communication (the no_sync() steps), where
                          the strategy has them: how much faster the compute alone got at this size;

@@ -2,12 +2,15 @@
 
 Each candidate is a job (one setting of the knobs) with its launches so far, each a mean step
 time. :func:`judge` compares every candidate with the current leader (the highest throughput) by
-the interval the report uses for ratios (:func:`ddpbench.analysis.stats.ratio_ci`: expanded
-bootstrap over launches): a candidate whose mean step is significantly longer than the leader's
+the interval the report uses for ratios (:func:`ddpbench.analysis.stats.ratio_ci`: Welch's t
+over launches): a candidate whose mean step is significantly longer than the leader's
 (the whole interval of the ratio above 1) is out. :func:`survivors` adds successive halving:
 when nobody could be ruled out, only the faster half of the rest goes on, so the launches go
 to the settings still in contention. :func:`verdict` names the winner and every candidate whose
 interval against it still contains 1: statistically tied with it, whether or not it ran to the end.
+A tie is no call: :func:`undecided` says how many launches a side would tell it from the winner
+("cannot tell with 3 vs 5 launches; 8 a side would detect 5 %"), from the pooled spread of the
+candidates' launches.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ddpbench.analysis import stats
+from ddpbench.analysis import power, stats
 
 
 @dataclass
@@ -95,3 +98,12 @@ def verdict(candidates: list[Candidate]) -> Verdict:
     winner = leader(racing)
     tied = tuple(c for c, low, high in against(winner, candidates) if math.isnan(low) or low <= 1 <= high)
     return Verdict(winner, tied, sum(len(c.launches) for c in candidates))
+
+
+def undecided(candidate: Candidate, best: Candidate, candidates: list[Candidate],
+              effect_pct: float = power.DEFAULT_EFFECT_PCT) -> str:
+    """Why ``candidate`` and ``best`` are not told apart: "cannot tell with N vs M launches; K a side
+    would detect X %", the launches a side from the pooled launch-to-launch spread of every candidate
+    with two or more launches (:func:`ddpbench.analysis.power.cannot_tell`)."""
+    spread = power.spread_of([[t for t in c.launches if not math.isnan(t)] for c in candidates])
+    return power.cannot_tell(len(candidate.launches), len(best.launches), spread, effect_pct)

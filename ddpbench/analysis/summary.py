@@ -12,8 +12,8 @@ Conventions:
     communication are means too: means add up, so the phases sum to the step.
   * Only the ``measure`` phase counts; ``warmup`` is stored but never summarised.
   * ``speedup`` compares global throughput with the world-size-1 job of the same settings.
-  * Confidence intervals (``*_low``/``*_high``) are percentile bootstraps over launches
-    (:mod:`ddpbench.analysis.stats`): NaN for a job measured in one launch.
+  * Confidence intervals (``*_low``/``*_high``) are Student t intervals over launches
+    (:mod:`ddpbench.analysis.stats`, docs/statistics.md): NaN for a job measured in one launch.
   * Compute: ``flops_per_step`` is what one process computes per optimizer step (counted once by
     PyTorch's counter in the rank, or the workload's own figure); ``achieved_tflops`` is that over
     the mean bounded step -- per process, communication and waiting included, as MFU is defined --
@@ -124,7 +124,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         per_launch = launches.get(key, empty)["step_ms"].to_numpy(dtype=float)
         row["launch_step_ms"] = [float(t) for t in per_launch]
         row["samples_per_s_low"], row["samples_per_s_high"] = stats.throughput_ci(per_launch, first["global_batch"])
-        row["step_ms_mean_low"], row["step_ms_mean_high"] = stats.bootstrap_ci([per_launch], np.mean)
+        row["step_ms_mean_low"], row["step_ms_mean_high"] = stats.mean_ci(per_launch)
         row.update(_interval_figures(row, first))
         measure_rows = mine[mine["phase"] == "measure"] if len(mine) else mine
         for col in TIMED_PHASES:
@@ -311,7 +311,7 @@ def _gpu_figures(job_ranks: pd.DataFrame) -> dict:
 def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
     """speedup = samples_per_s / samples_per_s of the world-size-1 job with the same settings;
     efficiency = speedup / world_size; serial_fraction = Karp-Flatt's e; each with its
-    bootstrap interval over launches (``*_low``, ``*_high``).
+    t interval over launches (``*_low``, ``*_high``).
 
     A world-size-1 job is its own baseline. A larger job's is the world-size-1 job identical in every
     field but how it was measured (several such are pooled); if there is none, the

@@ -194,12 +194,14 @@ def print_search(result: dict) -> None:
     from rich.table import Table
 
     tied = {t["setting"] for t in result["tied"]}
+    basis = {t["setting"]: t.get("basis", "") for t in result["tied"]}
     out = Table(title="the race (samples/s over each setting's launches)")
     for col in ("setting", "launches", "samples/s", "verdict"):
         out.add_column(col, justify="right" if col in ("launches", "samples/s") else "left")
     for c in sorted(result["candidates"], key=lambda c: -(c["samples_per_s"] or 0)):
         verdict = ("fastest" if c["setting"] == result["winner"] else
                    "tied with the fastest" + (f" (out in round {c['out_in_round']})" if c["out_in_round"] else "")
+                   + (f": {basis[c['setting']]}" if basis.get(c["setting"]) else "")
                    if c["setting"] in tied else f"out in round {c['out_in_round']}: {c['why_out']}")
         out.add_row(c["setting"], str(c["launches"]), num(c["samples_per_s"], ".1f"), verdict)
     for same in result["same_buckets"]:

@@ -11,7 +11,7 @@ from typing import Sequence
 import pandas as pd
 from markupsafe import Markup
 
-from ddpbench.analysis.compare import (ALPHA, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, UNTESTED, Gate, csv_table,
+from ddpbench.analysis.compare import (CANNOT_TELL, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, Gate, csv_table,
                                        gate_column, gate_text, ratio_text)
 from ddpbench.analysis import power, stats
 from ddpbench.report.page import INDEX_FILE, Section, html, html_table, num, render_page
@@ -25,14 +25,15 @@ PLOT_FILE = "ratios.png"
 
 def _overview(table, results, gates, env_diffs, folder_a, folder_b) -> Markup:
     compared = table[table["compared"].astype(bool)] if len(table) else table
-    counts = {v: int((compared["verdict"] == v).sum()) for v in (SLOWER, FASTER, SAME, UNTESTED)} if len(compared) \
+    counts = {v: int((compared["verdict"] == v).sum()) for v in (SLOWER, FASTER, SAME, CANNOT_TELL)} if len(compared) \
         else {}
     text = html('<p class="what">Baseline A: <code>{{ a }}</code><br>Candidate B: <code>{{ b }}</code></p>'
                 '<p class="what">{{ n }} job(s) compared: <span class="status-failed">{{ slower }} slower</span>, '
                 '<span class="status-ok">{{ faster }} faster</span>, {{ same }} not significant'
-                "{% if untested %}, {{ untested }} not tested (too few steps){% endif %}; {{ rest }} not compared.</p>",
+                "{% if unsure %}, {{ unsure }} cannot tell (one launch on a side: no call){% endif %}; "
+                "{{ rest }} not compared.</p>",
                 a=str(folder_a), b=str(folder_b), n=len(compared), slower=counts.get(SLOWER, 0),
-                faster=counts.get(FASTER, 0), same=counts.get(SAME, 0), untested=counts.get(UNTESTED, 0),
+                faster=counts.get(FASTER, 0), same=counts.get(SAME, 0), unsure=counts.get(CANNOT_TELL, 0),
                 rest=len(table) - len(compared))
     if env_diffs:
         text += (Markup('<p class="note"><strong class="status-skipped">Warning: the two folders were measured in '
@@ -95,16 +96,16 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
             classes.append("bad" if failed else "")
         defs = html('<p class="note">Step times are the slowest rank\'s, measured steps only. <em>median B/A</em> is '
                 "the ratio of the median step times; <em>mean B/A</em> the ratio of the mean step times, the "
-                "inverse of the throughput ratio, with its 95 % bootstrap interval over launches (expanded "
-                "percentile: honest with few launches). The verdict is <em>slower</em> or <em>faster</em> when that "
-                "interval excludes 1 or, where a side ran a single launch, when a two-sided Mann-Whitney U test "
-                "over the steps gives p &lt; {{ alpha }} (weaker: steps of one launch are not independent samples "
-                "of the next). With three launches a side about one identical rerun in ten still looks "
-                "significant (3 vs 3 launches can tell no better), so read a lone verdict on a small change as a "
-                "hint and use 5 or more repeats for decisions.</p>", alpha=f"{ALPHA:g}")
+                "inverse of the throughput ratio, with its 95 % Student t interval over launches (Welch's t on "
+                "the log scale; see docs/statistics.md). The verdict is <em>slower</em> or <em>faster</em> when that "
+                "interval excludes 1. Where a side ran a single launch there is no interval and no call: "
+                "<em>cannot tell</em>, with the launches a side that would detect a 5 % slowdown (steps of one "
+                "launch are not independent samples of the next, and never stand in for launches). Identical "
+                "reruns came out significant 2 to 6 times in 100 at every launch count measured, but 2 launches a side "
+                "detect only large changes: use 3 to 5 or more repeats for decisions.</p>")
         defs += html('<p class="note"><em>detectable at {{ power }}</em>: the smallest slowdown of the mean step that '
                  "comparisons with as many launches a side as these, scattering as these do, would call "
-                 "<em>slower</em> {{ power }} of the time, simulated from the launches' spread (compare.csv's "
+                 "<em>slower</em> {{ power }} of the time, the t test's power at the launches' spread (compare.csv's "
                  "<code>mde_false_alarm</code>: how often the same rule calls identical launches slower). A side with "
                  "one launch has no spread: no figure. A gate's own figure is in its line above and in compare.csv "
                  "(<code>gate_mde</code>).</p>", power=f"{100 * power.POWER:.0f} %")

@@ -27,7 +27,7 @@ pytest-benchmark's own loader and its ``compare`` command read it. The mapping:
   ``warmup`` the untimed warmup steps per launch;
 * ``extra_info``: the full spec, the job key, launches and steps per launch, per-launch median
   and mean step time (ms), ddpbench's own summary figures (samples/s, speedup, efficiency, Karp-Flatt
-  serial fraction, with their bootstrap intervals over launches where known), world size,
+  serial fraction, with their t intervals over launches where known), world size,
   ``oversubscribed``, and ``source``;
 * ``machine_info`` and ``commit_info``: from the sweep's environment record (hostname, CPU model,
   python, platform, git commit and dirty flag); the whole record is under

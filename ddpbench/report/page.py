@@ -256,7 +256,7 @@ def throughput_format(value) -> str:
 
 
 def with_interval(row, column: str, fmt: str, scale: float = 1.0, mark_missing: bool = True) -> Markup:
-    """``value [low, high]`` with the job's 95 % bootstrap interval; ``value [–]`` when it has
+    """``value [low, high]`` with the job's 95 % t interval over launches; ``value [–]`` when it has
     none (one launch) and ``mark_missing``; a dash when the value itself is missing."""
     try:
         value = float(row.get(column))
@@ -329,8 +329,8 @@ def interval_note(table, column: str) -> Markup:
     with_bars = sum(has_interval(r, column) for _, r in ok[values.notna()].iterrows())
     if with_bars == 0:
         return Markup('<p class="note">No error bars: every job ran in one launch. Set <code>repeats</code> &ge; 3 '
-                      "in the experiment to get 95 % bootstrap intervals over launches.</p>")
-    return html('<p class="note">Error bars are 95 % percentile-bootstrap confidence intervals over launches '
+                      "in the experiment to get 95 % t intervals over launches.</p>")
+    return html('<p class="note">Error bars are 95 % Student t confidence intervals over launches '
                 "(repeats); they are absent where a job ran once.{% if missing %} {{ missing }} point(s) have none: "
                 "that job, or its world-size-1 baseline, ran in one launch.{% endif %}</p>",
                 missing=int(values.notna().sum()) - with_bars)

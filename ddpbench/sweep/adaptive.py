@@ -2,7 +2,7 @@
 
 A job under ``repeats = "auto"`` is planned for ``min_repeats`` launches like any other. After
 every round the plan judges each such job by the interval the report will draw: the 95 %
-bootstrap interval of its throughput over its launches (:func:`ddpbench.analysis.stats.throughput_ci`).
+Student t interval of its throughput over its launches (:func:`ddpbench.analysis.stats.throughput_ci`).
 A job whose interval lies within ``ci_target_pct`` of its throughput either way is done; every
 other one gets one more launch in the next round, interleaved with the other wide jobs' (a slow
 drift of the machine spreads over all of them), until it is tight, has ``max_repeats`` launches,
@@ -10,8 +10,10 @@ or the sweep's ``repeat_budget_s`` has passed. Launches are read back from the s
 resumed sweep goes on where the stored ones left each job.
 
 :meth:`AdaptivePlan.expected` is what the progress bar's ETA counts on: for each wide job, the
-launches its interval is expected to need, from the square-root law (an interval narrows with
-the square root of the launches: n x (width / target)^2), capped at ``max_repeats``.
+launches its interval is expected to need, capped at ``max_repeats``: the t interval's half-width
+is t_{0.975, n-1} cv / sqrt(n), so the launches' spread cv read from the interval so far gives the
+first m whose half-width reaches the target (with 2 launches t is 12.7, so the square-root law
+alone, n x (width / target)^2, would ask for several times too many).
 """
 
 from __future__ import annotations
@@ -74,8 +76,23 @@ class JobState:
         width, n = self.halfwidth, len(self.step_means)
         if math.isnan(width):  # not yet two launches to judge: its minimum, at least one more
             return max(self.launches + 1, self.spec.min_repeats)
-        guess = math.ceil(n * (width / self.spec.ci_target_pct) ** 2)
-        return max(self.launches + 1, min(guess, self.spec.max_repeats))
+        return max(self.launches + 1, min(launches_for_halfwidth(width, n, self.spec.ci_target_pct),
+                                          self.spec.max_repeats))
+
+
+def launches_for_halfwidth(width_pct: float, n: int, target_pct: float, most: int = 10_000) -> int:
+    """Launches at which a t interval now ``width_pct`` wide either way over ``n`` launches is
+    expected to be ``target_pct`` wide: the first m with t_{0.975, m-1} / sqrt(m) <= (target / width)
+    x t_{0.975, n-1} / sqrt(n) (the spread stays what it is); ``most`` when none up to it is."""
+    from scipy.stats import t
+
+    if width_pct <= target_pct:
+        return n
+    goal = target_pct / width_pct * t.ppf(0.975, n - 1) / math.sqrt(n)
+    m = n
+    while m < most and t.ppf(0.975, m - 1) / math.sqrt(m) > goal:
+        m += 1 if m < 100 else m // 10
+    return m
 
 
 class AdaptivePlan:

@@ -17,7 +17,7 @@ import json
 import math
 from pathlib import Path
 
-from ddpbench.analysis.race import Candidate, judge, survivors, verdict
+from ddpbench.analysis.race import Candidate, judge, survivors, undecided, verdict
 from ddpbench.launch.base import Launch
 from ddpbench.results.schema import SEARCH_FILE
 from ddpbench.sweep.adaptive import launch_step_ms
@@ -130,7 +130,8 @@ class SearchPlan:
         return {
             "winner": winner.label, "winner_samples_per_s": winner.throughput,
             "winner_interval": list(throughput_ci([t for t in winner.launches if t == t], winner.samples_per_step)),
-            "tied": [{"setting": c.label, "step_ratio_interval": list(final.ratio(c))} for c in final.tied],
+            "tied": [{"setting": c.label, "step_ratio_interval": list(final.ratio(c)),
+                      "basis": undecided(c, winner, self.candidates)} for c in final.tied],
             "launches": final.launches, "grid_launches": self.grid_launches, "budget": self.budget,
             "rounds": self.rounds,
             "candidates": [{"setting": c.label, "key": c.key, "launches": len(c.launches),

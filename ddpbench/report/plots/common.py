@@ -10,7 +10,7 @@ how far to trust a point:
     contention for cores rather than scaling;
   * grey halo -- noisy: the step time's IQR is more than
     :data:`ddpbench.analysis.summary.NOISE_THRESHOLD` of its median;
-  * error bar (scaling plots) -- the 95 % percentile-bootstrap interval over launches, absent
+  * error bar (scaling plots) -- the 95 % Student t interval over launches, absent
     where a job ran in one launch.
 
 Figures are drawn with matplotlib's object API on an Agg canvas rather than through pyplot:
@@ -197,7 +197,7 @@ def dodge(sizes, count: int):
 
 
 def interval_of(row, column: str, scale: float = 1.0) -> tuple[float, float]:
-    """The job's 95 % bootstrap interval of ``column`` (``column_low``, ``column_high``) times
+    """The job's 95 % t interval, over launches, of ``column`` (``column_low``, ``column_high``) times
     ``scale``; NaNs when it has none (one launch, or results from before intervals existed)."""
     try:
         low, high = float(row[f"{column}_low"]), float(row[f"{column}_high"])
@@ -221,7 +221,7 @@ def interval_handle():
     from matplotlib.lines import Line2D
 
     return Line2D([], [], color="0.3", marker="|", markersize=10, markeredgewidth=1.3, linestyle="none",
-                  label="bar: 95 % bootstrap interval\nover launches")
+                  label="bar: 95 % t interval\nover launches")
 
 
 #: what a memory plot draws, and its axis: a rank's own memory where the results have it (since issue 35),

@@ -30,7 +30,7 @@ def frameworks_section(ctx: ReportContext) -> Section | None:
         "count, on the same samples, through <code>Model.fit</code> under <code>MirroredStrategy</code>: one "
         "process, a replica per device; or <code>MultiWorkerMirroredStrategy</code>: a process per worker) and by "
         "raw DistributedDataParallel at the same world size. The overhead is "
-        "the framework's mean step over raw DDP's, with its 95 % bootstrap interval over both jobs' launches; "
+        "the framework's mean step over raw DDP's, with its 95 % t interval over both jobs' launches; "
         "it is significant only when the interval excludes 0. Efficiency is against the framework's own "
         "world-size-1 run. At world size 1 Accelerate trains the bare model (it wraps nothing in DDP for one "
         "process), where raw DDP, Fabric and the Trainer run DDP over one process. For Accelerate and Fabric every "

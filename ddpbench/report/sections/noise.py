@@ -80,7 +80,7 @@ def noise_section(ctx: ReportContext) -> Section | None:
         html('<p class="what">Jobs whose figures deserve less trust: a step time whose inter-quartile range is '
              "more than {{ bar }} of its median (<em>noisy</em>), no confidence interval because the job ran in a "
              "single launch (<em>one launch</em>), or more busy threads than cores (<em>oversubscribed</em>). "
-             "The CI width is the 95 % bootstrap interval of the throughput over launches, as a share of the "
+             "The CI width is the 95 % t interval of the throughput over launches, as a share of the "
              "throughput.</p>\n", bar=pct(NOISE_THRESHOLD))
         + html('<div class="jobs">{{ table }}</div>\n<p class="note">What helps:</p>\n<ul class="note">{{ items }}</ul>',
                table=html_table(header, rows, numeric={1, 2, 3, 4, 5}), items=items))

@@ -165,7 +165,7 @@ def summary_section(ctx: ReportContext) -> Section | None:
                 "step time"),
         ("samples/s", "global throughput: samples of all ranks per second, the global batch over the mean "
                       "step time (total samples over total time, so costs paid every few steps count)"),
-        ("[low, high]", "95 % confidence interval: a percentile bootstrap over launches (each launch&rsquo;s "
+        ("[low, high]", "95 % confidence interval: Student&rsquo;s t over launches (each launch&rsquo;s "
                         "mean step is one sample; steps within a launch are not independent). "
                         "[&ndash;] means the job, or its world-size-1 baseline, ran in one launch: set "
                         "<code>repeats</code> &ge; 3 in the experiment for intervals"),
@@ -193,7 +193,7 @@ def summary_section(ctx: ReportContext) -> Section | None:
     note = Markup()
     if not intervals and (table["status"] == "ok").any():
         note = Markup('<p class="note">Every job ran in one launch, so no figure has a confidence interval: set '
-                      "<code>repeats</code> &ge; 3 in the experiment to get 95 % bootstrap intervals over "
+                      "<code>repeats</code> &ge; 3 in the experiment to get 95 % t intervals over "
                       "launches.</p>\n")
     return Section("Summary", html('<p class="what">One row per job: how fast each step ran and how well it '
                                    "scaled; jobs that did not finish show their error.{{ memory }}</p>\n{{ note }}"

@@ -37,7 +37,7 @@ def precision_section(ctx: ReportContext) -> Section | None:
              "compute speedup; at larger sizes it is what is left of it once the ranks communicate. Parameters, "
              "gradients, DDP's buckets and the optimizer stay fp32 (PyTorch's defaults): the bytes on the wire "
              "stay what they were unless a communication hook compresses them, so compute precision and wire "
-             "precision are shown apart. Intervals are 95 % bootstraps over launches.</p>")]
+             "precision are shown apart. Intervals are 95 % t intervals over launches.</p>")]
     sentences = scaling_sentences(table)
     if sentences:
         parts.append(html("<ul>{% for text in texts %}<li>{{ text }}</li>{% endfor %}</ul>",

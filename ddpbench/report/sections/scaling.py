@@ -98,7 +98,7 @@ def serial_fraction_section(ctx: ReportContext) -> Section | None:
             '<p class="note">How to read it across world sizes: a <strong>flat</strong> e is serial work that '
             "every rank repeats (data loading, the optimizer step, Python overhead); a <strong>rising</strong> "
             "e is overhead that grows with the number of ranks, usually communication or ranks waiting for each "
-            "other. Error bars are 95 % bootstrap intervals over launches, absent where a job or its baseline "
+            "other. Error bars are 95 % t intervals over launches, absent where a job or its baseline "
             "ran once; several configurations at one world size are spread slightly sideways.</p>")
     if len(sizes) == 1:
         trend = html('<p class="note">Only one world size above 1 was measured ({{ size }}): each e says how far '
