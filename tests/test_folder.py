@@ -18,6 +18,7 @@ from ddpbench.analysis import consistency as consistency_module
 from ddpbench.analysis import diagnosis as diagnosis_module
 from ddpbench.analysis import folder as folder_module
 from ddpbench.analysis import model as model_module
+from ddpbench.analysis import network as network_module
 from ddpbench.analysis import summary as summary_module
 from ddpbench.analysis import verdict as verdict_module
 from ddpbench.results import tables as tables_module
@@ -25,7 +26,8 @@ from ddpbench.results import tables as tables_module
 ROOT = Path(__file__).parent.parent
 QUICK = ROOT / "reports" / "examples" / "quick-cpu"  # training jobs, world size 1 and 2, and collectives
 #: none of the counted calls
-NOTHING = {"summarize": 0, "load_tables": 0, "diagnose": 0, "headline": 0, "cost_model": 0, "check": 0}
+NOTHING = {"summarize": 0, "load_tables": 0, "diagnose": 0, "held_out_check": 0, "headline": 0, "cost_model": 0,
+           "check": 0}
 
 
 @pytest.fixture
@@ -34,7 +36,8 @@ def calls(monkeypatch):
     ran: each wrapped wherever a ddpbench module holds it."""
     originals = {"summarize": summary_module.summarize, "load_tables": tables_module.load_tables,
                  "diagnose": diagnosis_module.diagnose, "headline": verdict_module.headline,
-                 "cost_model": model_module.cost_model, "check": consistency_module.check}
+                 "cost_model": model_module.cost_model, "check": consistency_module.check,
+                 "held_out_check": network_module.held_out_check}
     counts = dict.fromkeys(originals, 0)
 
     def counting(name):
@@ -76,7 +79,8 @@ def test_the_report_diagnoses_states_the_verdict_and_fits_the_model_once(calls, 
     from ddpbench.report.build import write_report
 
     write_report(QUICK, tmp_path / "r")  # the verdict, diagnosis and projection sections all show them
-    assert calls == {**NOTHING, "summarize": 1, "load_tables": 1, "diagnose": 1, "headline": 1, "cost_model": 1}
+    assert calls == {**NOTHING, "summarize": 1, "load_tables": 1, "diagnose": 1, "held_out_check": 1, "headline": 1,
+                     "cost_model": 1}
 
 
 def test_the_report_check_and_the_sweep_end_load_and_summarise_once(calls, capsys):
@@ -86,10 +90,11 @@ def test_the_report_check_and_the_sweep_end_load_and_summarise_once(calls, capsy
     from ddpbench.cli.sweeping import finish_report
 
     assert main(["report", str(QUICK), "--check"]) == 0  # the findings and the checker's problems
-    assert calls == {**NOTHING, "summarize": 1, "load_tables": 1, "diagnose": 1, "cost_model": 1, "check": 1}
+    assert calls == {**NOTHING, "summarize": 1, "load_tables": 1, "diagnose": 1, "held_out_check": 1, "cost_model": 1,
+                     "check": 1}
     assert finish_report(QUICK, Console(quiet=True), write=False) == 0  # the table and the verdict
-    assert calls == {**NOTHING, "summarize": 2, "load_tables": 2, "diagnose": 2, "cost_model": 2, "check": 1,
-                     "headline": 1}
+    assert calls == {**NOTHING, "summarize": 2, "load_tables": 2, "diagnose": 2, "held_out_check": 2, "cost_model": 2,
+                     "check": 1, "headline": 1}
     out = capsys.readouterr().out
     assert "6 finding(s) over 4 job(s): 0 contradicted by the measurements" in out and "verdict:" in out
 
@@ -102,7 +107,8 @@ def test_the_sweep_end_prints_the_verdict_its_report_shows_computed_once(calls, 
     folder = tmp_path / "sweep"
     shutil.copytree(QUICK, folder)
     assert finish_report(folder, Console(quiet=True)) == 0  # the table, the verdict, then the report
-    assert calls == {**NOTHING, "summarize": 1, "load_tables": 1, "diagnose": 1, "headline": 1, "cost_model": 1}
+    assert calls == {**NOTHING, "summarize": 1, "load_tables": 1, "diagnose": 1, "held_out_check": 1, "headline": 1,
+                     "cost_model": 1}
     printed = capsys.readouterr().out.split("verdict:\n")[1].splitlines()
     page = (folder / "index.html").read_text()
     assert printed and all(f"</strong>: {line.split(': ', 1)[1].strip()}</li>" in page for line in printed)

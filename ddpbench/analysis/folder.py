@@ -8,9 +8,11 @@ once, with the datasheet peak the folder's experiment gave, and each damaged rec
 
 The object is the one way to what the analysis concludes of the folder, each computed on first use
 and kept (as HTA's ``TraceAnalysis`` is the one way into a trace folder): :attr:`Measured.model`
-(the cost model), :attr:`Measured.findings` (the diagnosis), :attr:`Measured.verdict` (its headline
-lines) and :attr:`Measured.contradictions` (the findings the folder's own measurements contradict).
-The report's sections and the command line display them; none recomputes them.
+(the cost model; :attr:`Measured.network` and :attr:`Measured.link_check` for emulated links),
+:attr:`Measured.findings` (the diagnosis), :attr:`Measured.verdict` (its headline lines) and
+:attr:`Measured.contradictions` (the findings the folder's own measurements contradict). The
+report's sections and the command line display them; none recomputes them. A reader that shows
+none of them (``export-benchmark``, ``compare``, ``whatif --from``) computes none of them.
 """
 
 from __future__ import annotations
@@ -63,6 +65,18 @@ class Measured:
         return cost_model(self.summary, self.ranks, self.collectives, self.sweeps)
 
     @functools.cached_property
+    def network(self) -> pd.DataFrame:
+        """The emulated-network jobs against the alpha-beta model of their link rates
+        (:func:`ddpbench.analysis.network.network_table`); empty without such jobs."""
+        return network_table(self.summary, self.ranks)
+
+    @functools.cached_property
+    def link_check(self) -> pd.DataFrame:
+        """The network model checked across link rates, each rate held out of the fit in turn
+        (:func:`ddpbench.analysis.network.held_out_check`): quoted by the diagnosis, shown by the report."""
+        return held_out_check(self.network)
+
+    @functools.cached_property
     def findings(self) -> list[Finding]:
         """The diagnosis (:func:`ddpbench.analysis.diagnosis.diagnose`) of the summary, with the cost
         model's projection and its checks, the held-out check across emulated link rates and the
@@ -70,8 +84,7 @@ class Measured:
         if self.summary.empty:
             return []
         model = self.model
-        link_check = held_out_check(network_table(self.summary, self.ranks))
-        return diagnose(self.summary, model.shown_projection, model.primary_checks, link_check,
+        return diagnose(self.summary, model.shown_projection, model.primary_checks, self.link_check,
                         link=fit_collectives(self.collectives))
 
     @functools.cached_property
