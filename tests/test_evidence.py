@@ -239,3 +239,16 @@ def test_a_cap_no_job_ran_is_a_predicted_layout_and_says_so():
     assert f.cause == "buckets" and f.recoverable_ms == pytest.approx(15.518, abs=1e-3)
     assert "1 MB buckets (predicted layout: 5 buckets) would start during backward" in f.text
     assert "a model estimate: the sweep did not run this fix" in f.text
+
+
+def test_a_measurement_matched_by_a_predicted_layout_says_so():
+    jobs = _quick()
+    job = _at(jobs, 1.0)
+    # no job ran 10 MB; its predicted layout, one bucket, is what the 25 MB job recorded
+    seen = evidence.measured(jobs, job, {"bucket_cap_mb": 10.0})
+    assert seen.fix_keys == (_at(jobs, 25.0)["key"],) and seen.layout_note == "predicted layout: 1 bucket"
+    assert seen.text("bucket_cap_mb = 10").startswith(
+        "the sweep measured bucket_cap_mb = 10 (predicted layout: 1 bucket): 90.9 ms a step (mean) against this "
+        "job's 86.1 ms")
+    # where a job ran the cap, nothing is predicted
+    assert "predicted" not in evidence.measured(jobs, job, {"bucket_cap_mb": 25.0}).text("bucket_cap_mb = 25")
