@@ -39,22 +39,19 @@ def configurations(summary):
 
 
 def check(folder: Path) -> tuple[list[list], list]:
-    from ddpbench.analysis.consistency import check as consistency
-    from ddpbench.report.build import load_context
-    from ddpbench.report.sections.diagnosis import findings_for
+    from ddpbench.analysis.folder import load
 
-    ctx = load_context(folder)
-    findings = findings_for(ctx)
-    problems = consistency(ctx.summary, findings)
+    measured = load(folder)  # the report's findings and the checker's problems, computed once
+    findings, problems = measured.findings, measured.contradictions
     rows = []
-    for label, part in configurations(ctx.summary):
+    for label, part in configurations(measured.summary):
         keys = set(part["key"])
         mine = [p for p in problems if p.job in keys]
         sizes = ", ".join(str(int(w)) for w in sorted(part["world_size"].unique()))
         caps = ", ".join(f"{c:g}" for c in sorted(part["bucket_cap_mb"].unique()))
         about = sum(1 for f in findings if f.job in keys)
         rows.append([label, len(part), sizes, caps, int((part["status"] == "ok").sum()), about, len(mine)])
-    loose = [p for p in problems if p.job is None or p.job not in set(ctx.summary["key"])]
+    loose = [p for p in problems if p.job is None or p.job not in set(measured.summary["key"])]
     if loose:
         rows.append(["(findings about several jobs)", "", "", "", "", "", len(loose)])
     return rows, problems

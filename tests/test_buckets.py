@@ -30,7 +30,9 @@ def test_the_experiments_caps_that_coincide_are_found_before_anything_runs(cpu_m
     found = same_buckets(load_experiment(ROOT / "experiments/bucket-sweep.toml", cpu_machine).jobs)
     assert sorted(f.caps for f in found) == [(0.1, 0.5, 1.0, 5.0), (100.0, 200.0)]
     sentences = " / ".join(f.sentence() for f in found)
-    assert "0.1, 0.5, 1 and 5 MB give DDP the same 4 bucket(s) for mlp-l at world size 2" in sentences
+    assert ("0.1, 0.5, 1 and 5 MB are predicted to give DDP the same 4 bucket(s) for mlp-l at world size 2 "
+            "(predicted layout: [16.1, 16.0, 16.0, 4.1] MB): those jobs are likely one setting, measured 4 times") \
+        in sentences
     # different models, different verdicts: resnet50-small's 161 tensors give three layouts
     assert not same_buckets(load_experiment(ROOT / "experiments/models.toml", cpu_machine).jobs)
 
@@ -43,7 +45,8 @@ def test_a_dry_run_warns_which_caps_give_the_same_buckets(capsys, tmp_path):
     assert main(["sweep", str(old), "--dry-run"]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 2, warnings
-    assert all("bucket_cap_mb: 1 and 5 MB give DDP the same 4 bucket(s)" in w for w in warnings)
+    assert all("bucket_cap_mb: 1 and 5 MB are predicted to give DDP the same 4 bucket(s)" in w for w in warnings)
+    assert all("(predicted layout: [" in w for w in warnings)
     # the default experiment's caps are three settings: no warning
     assert main(["sweep", str(ROOT / "experiments/quick.toml"), "--dry-run"]) == 0
     assert "warning:" not in capsys.readouterr().err

@@ -155,3 +155,26 @@ def test_findings_rank_causes_by_what_their_fix_recovers():
 def test_a_healthy_job_is_blamed_for_nothing():
     findings = diagnose(pd.DataFrame([_row(data_ms=2.0, straggler_excess_ms=1.0)]))
     assert findings and not [f for f in findings if f.cause]
+
+
+def test_other_caps_are_costed_by_the_layouts_ddp_recorded_for_the_model():
+    """quick-cpu's transformer-s at world size 2, as stored: DDP recorded 4 buckets at 1 MB where the
+    prediction gives 5. With the folder's jobs the estimate uses the record; without them, the
+    prediction, and says so."""
+    from pathlib import Path
+
+    from ddpbench.analysis.folder import load
+
+    summary = load(Path(__file__).parent.parent / "reports/examples/quick-cpu", collectives=False).summary
+    jobs = summary[summary["world_size"] == 2].assign(emulate_nodes=2, link="1gbit")  # overlap possible
+    job = jobs[jobs["bucket_cap_mb"] == 25.0].iloc[0]
+    recorded = causes.buckets(job, None, jobs)
+    assert recorded.fields == {"bucket_cap_mb": 1.0} and recorded.recoverable_ms == pytest.approx(15.309, abs=1e-3)
+    assert "1 MB buckets (4) would start during backward" in recorded.detail
+    predicted = causes.buckets(job)
+    assert predicted.recoverable_ms == pytest.approx(15.518, abs=1e-3)
+    assert "1 MB buckets (predicted layout: 5 buckets) would start during backward" in predicted.detail
+    # master aggregation against DDP at the default cap: recorded (one bucket) for this model, no note
+    master = {**job.to_dict(), "strategy": "master", "comm_ms": 40.0, "bucket_layout": None}
+    assert "predicted" not in causes.master(master, jobs).detail
+    assert causes.master(master).detail.endswith("would stay exposed (predicted layout: 1 bucket)")

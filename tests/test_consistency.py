@@ -88,9 +88,7 @@ def test_the_diagnosis_of_generated_sweeps_has_nothing_to_contradict(caps, launc
 @pytest.mark.slow
 @pytest.mark.parametrize("folder", sorted(p.parent.name for p in EXAMPLES.glob("*/results.jsonl")))
 def test_every_committed_example_report_agrees_with_its_measurements(folder):
-    from ddpbench.report.build import load_context
-    from ddpbench.report.sections.diagnosis import findings_for
+    from ddpbench.analysis.folder import load
 
-    ctx = load_context(EXAMPLES / folder)
-    problems = consistency.check(ctx.summary, findings_for(ctx))
+    problems = load(EXAMPLES / folder).contradictions
     assert problems == [], "\n".join(f"{p.kind}: {p.text}" for p in problems)

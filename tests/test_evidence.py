@@ -1,11 +1,13 @@
 """Evidence first: where the sweep ran the setting a fix proposes, the measurement decides; a broken
 world-size-1 baseline is a finding, never a scaling verdict."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ddpbench.analysis import causes, evidence
+from ddpbench.analysis import causes, evidence, layouts
 from ddpbench.analysis.costmodel import Link
 from ddpbench.analysis.diagnosis import diagnose
 from ddpbench.analysis.summary import baseline_problem
@@ -149,3 +151,104 @@ def test_the_verdict_leads_with_scaling_the_top_cause_and_the_best_setting():
     # nothing to blame: said so, not left out
     lines = dict(headline(diagnose(pd.DataFrame([_row()])), pd.DataFrame([_row()])))
     assert lines["top cause"].startswith("none")
+
+
+# -- recorded layouts: quick-cpu's transformer-s at world size 2, as DDP recorded its buckets at 1, 2
+# and 25 MB. The prediction (reverse registration order) gives 5 and 3 buckets at 1 and 2 MB where
+# DDP made 4 and 2: the embeddings' gradients become ready last, not first.
+
+QUICK = Path(__file__).parent.parent / "reports" / "examples" / "quick-cpu"
+
+
+def _quick(**overrides) -> pd.DataFrame:
+    """quick-cpu's world-size-2 jobs as loaded from its results.jsonl, each with ``overrides``."""
+    from ddpbench.analysis.folder import load
+
+    summary = load(QUICK, collectives=False).summary
+    jobs = summary[summary["world_size"] == 2].reset_index(drop=True)
+    for column, value in overrides.items():
+        jobs[column] = value
+    return jobs
+
+
+def _at(jobs: pd.DataFrame, cap: float):
+    return jobs[jobs["bucket_cap_mb"] == cap].iloc[0]
+
+
+def test_the_recorded_layout_differs_from_the_prediction_and_is_the_one_used():
+    jobs = _quick()
+    job = _at(jobs, 25.0)
+    assert len(predicted_buckets(job["tensor_bytes"], 1.0)) == 5 and len(layouts.recorded(_at(jobs, 1.0))) == 4
+    assert len(predicted_buckets(job["tensor_bytes"], 2.0)) == 3
+    assert layouts.recorded(_at(jobs, 2.0)) == (2377768, 4310016)
+    # a cap some job of the model ran: its record, whichever job asks
+    assert layouts.layout_at(jobs, job, 2.0) == layouts.Layout((2377768, 4310016), recorded=True)
+    assert layouts.layout_at(jobs, job, 1.0).buckets == (1191208, 1186560, 1187328, 3122688)
+    assert layouts.layout_at(jobs, job, 25.0) == layouts.Layout((6687784,), recorded=True)
+    # a cap none ran: predicted, and said so
+    assert layouts.layout_at(jobs, job, 5.0) == layouts.Layout((6638632, 49152), recorded=False)
+    assert layouts.layout_at(jobs, job, 5.0).note() == "predicted layout: 2 buckets"
+    assert layouts.layout_at(jobs, job, 10.0).note() == "predicted layout: 1 bucket"
+    # another model's record is no answer
+    other = {**job.to_dict(), "model_size": "m"}
+    assert not layouts.layout_at(jobs, other, 2.0).recorded
+
+
+def test_evidence_finds_the_fix_the_sweep_ran_by_its_recorded_layout():
+    jobs = _quick()
+    job = _at(jobs, 25.0)
+    # the prediction for 2 MB (3 buckets) matches no record; DDP's record (2 buckets) is the 2 MB job's
+    seen = evidence.measured(jobs, job, {"bucket_cap_mb": 2.0})
+    assert seen is not None and seen.fix_keys == (_at(jobs, 2.0)["key"],) and seen.layout_note == ""
+    assert seen.job_ms == pytest.approx(90.922, abs=1e-3) and seen.fix_ms == pytest.approx(94.782, abs=1e-3)
+    assert seen.verdict == evidence.UNCONFIRMED
+    seen = evidence.measured(jobs, job, {"bucket_cap_mb": 1.0})
+    assert seen.fix_keys == (_at(jobs, 1.0)["key"],) and seen.fix_ms == pytest.approx(86.105, abs=1e-3)
+    # 5 MB never ran, and its predicted two buckets are no job's record
+    assert evidence.measured(jobs, job, {"bucket_cap_mb": 5.0}) is None
+
+
+def _bucket_fit(jobs: pd.DataFrame):
+    (f,) = [f for f in diagnose(jobs) if f.kind == "bucket" and f.text.startswith("The gradient buckets")]
+    return f
+
+
+def test_the_diagnosis_quotes_the_run_fix_not_a_model_estimate():
+    """The issue's case: on a link where smaller buckets could overlap backward, the 25 MB job's one
+    bucket is blamed and 1 MB proposed. The sweep ran 1 MB; matched by the predicted layout, the
+    finding said the sweep did not run it."""
+    jobs = _quick(emulate_nodes=2, link="1gbit")
+    f = _bucket_fit(jobs)
+    assert f.cause is None and "looked a poor fit" in f.text
+    assert "1 MB buckets (4) would start during backward and leave about 13.4 of the 28.7 ms exposed" in f.text
+    assert ("the sweep measured bucket_cap_mb = 1: 86.1 ms a step (mean) against this job's 90.9 ms, 5.3 % faster "
+            "(95 % CI of the change -16.8 % to +8.3 %, not significant)") in f.text
+    assert "bucket_cap_mb = 1 measured no faster beyond the noise, so it is not proposed" in f.text
+    assert "did not run this fix" not in f.text and "predicted" not in f.text
+    # the 1 MB job clearly faster: proposed, with the gain it measured
+    faster = jobs.copy()
+    faster.at[faster.index[faster["bucket_cap_mb"] == 1.0][0], "launch_step_ms"] = [70.0, 71.0, 72.0]
+    f = _bucket_fit(faster)
+    assert f.cause == "buckets" and f.recoverable_ms == pytest.approx(90.922 - 71.0, abs=1e-3)
+    assert "the sweep measured bucket_cap_mb = 1: 71.0 ms a step (mean) against this job's 90.9 ms" in f.text
+
+
+def test_a_cap_no_job_ran_is_a_predicted_layout_and_says_so():
+    jobs = _quick(emulate_nodes=2, link="1gbit")
+    f = _bucket_fit(jobs[jobs["bucket_cap_mb"] != 1.0])
+    assert f.cause == "buckets" and f.recoverable_ms == pytest.approx(15.518, abs=1e-3)
+    assert "1 MB buckets (predicted layout: 5 buckets) would start during backward" in f.text
+    assert "a model estimate: the sweep did not run this fix" in f.text
+
+
+def test_a_measurement_matched_by_a_predicted_layout_says_so():
+    jobs = _quick()
+    job = _at(jobs, 1.0)
+    # no job ran 10 MB; its predicted layout, one bucket, is what the 25 MB job recorded
+    seen = evidence.measured(jobs, job, {"bucket_cap_mb": 10.0})
+    assert seen.fix_keys == (_at(jobs, 25.0)["key"],) and seen.layout_note == "predicted layout: 1 bucket"
+    assert seen.text("bucket_cap_mb = 10").startswith(
+        "the sweep measured bucket_cap_mb = 10 (predicted layout: 1 bucket): 90.9 ms a step (mean) against this "
+        "job's 86.1 ms")
+    # where a job ran the cap, nothing is predicted
+    assert "predicted" not in evidence.measured(jobs, job, {"bucket_cap_mb": 25.0}).text("bucket_cap_mb = 25")

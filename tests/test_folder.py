@@ -1,5 +1,7 @@
 """A results folder is loaded and summarised once, by one object (ddpbench.analysis.folder), for
-every reader: the report, the sweep's end, export-benchmark, compare and whatif --from."""
+every reader: the report, the sweep's end, export-benchmark, compare and whatif --from. The same
+object diagnoses it, states the verdict, fits the cost model and checks the findings, each at most
+once per reader, and only where the reader shows them."""
 
 from __future__ import annotations
 
@@ -8,22 +10,35 @@ import shutil
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import ddpbench
+from ddpbench.analysis import consistency as consistency_module
+from ddpbench.analysis import diagnosis as diagnosis_module
 from ddpbench.analysis import folder as folder_module
+from ddpbench.analysis import model as model_module
+from ddpbench.analysis import network as network_module
 from ddpbench.analysis import summary as summary_module
+from ddpbench.analysis import verdict as verdict_module
 from ddpbench.results import tables as tables_module
 
 ROOT = Path(__file__).parent.parent
 QUICK = ROOT / "reports" / "examples" / "quick-cpu"  # training jobs, world size 1 and 2, and collectives
+#: none of the counted calls
+NOTHING = {"summarize": 0, "load_tables": 0, "diagnose": 0, "held_out_check": 0, "headline": 0, "cost_model": 0,
+           "check": 0}
 
 
 @pytest.fixture
 def calls(monkeypatch):
-    """How often summarize and load_tables ran: each wrapped wherever a ddpbench module holds it."""
-    counts = {"summarize": 0, "load_tables": 0}
-    originals = {"summarize": summary_module.summarize, "load_tables": tables_module.load_tables}
+    """How often summarize, load_tables, the diagnosis, the verdict, the cost model and the checker
+    ran: each wrapped wherever a ddpbench module holds it."""
+    originals = {"summarize": summary_module.summarize, "load_tables": tables_module.load_tables,
+                 "diagnose": diagnosis_module.diagnose, "headline": verdict_module.headline,
+                 "cost_model": model_module.cost_model, "check": consistency_module.check,
+                 "held_out_check": network_module.held_out_check}
+    counts = dict.fromkeys(originals, 0)
 
     def counting(name):
         def wrapper(*args, **kwargs):
@@ -55,8 +70,17 @@ def test_the_report_loads_and_summarises_once(calls):
     from ddpbench.report.build import load_context
 
     ctx = load_context(QUICK)
-    assert calls == {"summarize": 1, "load_tables": 1}
+    assert calls == {**NOTHING, "summarize": 1, "load_tables": 1}  # nothing concluded until a section asks
     assert len(ctx.summary) == 4 and len(ctx.collectives) > 0 and ctx.damaged == []
+    assert ctx.folder.summary is ctx.summary
+
+
+def test_the_report_diagnoses_states_the_verdict_and_fits_the_model_once(calls, tmp_path):
+    from ddpbench.report.build import write_report
+
+    write_report(QUICK, tmp_path / "r")  # the verdict, diagnosis and projection sections all show them
+    assert calls == {**NOTHING, "summarize": 1, "load_tables": 1, "diagnose": 1, "held_out_check": 1, "headline": 1,
+                     "cost_model": 1}
 
 
 def test_the_report_check_and_the_sweep_end_load_and_summarise_once(calls, capsys):
@@ -65,19 +89,36 @@ def test_the_report_check_and_the_sweep_end_load_and_summarise_once(calls, capsy
     from ddpbench.cli import main
     from ddpbench.cli.sweeping import finish_report
 
-    assert main(["report", str(QUICK), "--check"]) == 0
-    assert calls == {"summarize": 1, "load_tables": 1}
+    assert main(["report", str(QUICK), "--check"]) == 0  # the findings and the checker's problems
+    assert calls == {**NOTHING, "summarize": 1, "load_tables": 1, "diagnose": 1, "held_out_check": 1, "cost_model": 1,
+                     "check": 1}
     assert finish_report(QUICK, Console(quiet=True), write=False) == 0  # the table and the verdict
-    assert calls == {"summarize": 2, "load_tables": 2}
+    assert calls == {**NOTHING, "summarize": 2, "load_tables": 2, "diagnose": 2, "held_out_check": 2, "cost_model": 2,
+                     "check": 1, "headline": 1}
     out = capsys.readouterr().out
-    assert "over 4 job(s)" in out and "verdict:" in out
+    assert "6 finding(s) over 4 job(s): 0 contradicted by the measurements" in out and "verdict:" in out
+
+
+def test_the_sweep_end_prints_the_verdict_its_report_shows_computed_once(calls, tmp_path, capsys):
+    from rich.console import Console
+
+    from ddpbench.cli.sweeping import finish_report
+
+    folder = tmp_path / "sweep"
+    shutil.copytree(QUICK, folder)
+    assert finish_report(folder, Console(quiet=True)) == 0  # the table, the verdict, then the report
+    assert calls == {**NOTHING, "summarize": 1, "load_tables": 1, "diagnose": 1, "held_out_check": 1, "headline": 1,
+                     "cost_model": 1}
+    printed = capsys.readouterr().out.split("verdict:\n")[1].splitlines()
+    page = (folder / "index.html").read_text()
+    assert printed and all(f"</strong>: {line.split(': ', 1)[1].strip()}</li>" in page for line in printed)
 
 
 def test_export_benchmark_loads_and_summarises_once(calls, tmp_path, capsys):
     from ddpbench.cli import main
 
     assert main(["export-benchmark", str(QUICK), "--out", str(tmp_path / "b.json")]) == 0
-    assert calls == {"summarize": 1, "load_tables": 1}
+    assert calls == {**NOTHING, "summarize": 1, "load_tables": 1}  # it shows no finding: none computed
     assert "wrote 4 benchmarks" in capsys.readouterr().out
 
 
@@ -85,7 +126,7 @@ def test_compare_loads_and_summarises_each_folder_once(calls, tmp_path, capsys):
     from ddpbench.cli import main
 
     assert main(["compare", str(QUICK), str(QUICK), "--out", str(tmp_path / "cmp")]) == 0
-    assert calls == {"summarize": 2, "load_tables": 2}  # A and B
+    assert calls == {**NOTHING, "summarize": 2, "load_tables": 2}  # A and B; no finding shown, none computed
     assert (tmp_path / "cmp" / "index.html").is_file()
 
 
@@ -93,7 +134,7 @@ def test_whatif_from_a_folder_loads_and_summarises_once(calls, capsys):
     from ddpbench.cli import main
 
     assert main(["whatif", "--from", str(QUICK)]) == 0
-    assert calls == {"summarize": 1, "load_tables": 1}
+    assert calls == {**NOTHING, "summarize": 1, "load_tables": 1}  # its own model of a cluster, not the folder's
     assert capsys.readouterr().out.startswith("model output for transformer-s")
 
 
@@ -104,6 +145,41 @@ def test_the_object_holds_the_summary_with_the_datasheet_peak(tmp_path):
     assert measured.results_dir == QUICK and measured.damaged == ()
     assert measured.summary.equals(again)
     assert folder_module.load(QUICK, collectives=False).collectives.empty
+
+
+def test_the_object_concludes_once_what_the_analysis_gives_of_its_tables():
+    from ddpbench.analysis.costmodel import fit_collectives
+    from ddpbench.analysis.network import held_out_check, network_table
+
+    measured = folder_module.load(QUICK)
+    model = measured.model
+    assert model.measured.source == "collectives" and len(model.checks) > 0 and len(model.projection) > 0
+    assert set(model.primary_checks["link"]) == {model.measured.name}
+    direct = diagnosis_module.diagnose(measured.summary, model.shown_projection, model.primary_checks,
+                                       held_out_check(network_table(measured.summary, measured.ranks)),
+                                       link=fit_collectives(measured.collectives))
+    assert [f.text for f in measured.findings] == [f.text for f in direct] and len(direct) == 6
+    assert measured.verdict == verdict_module.headline(direct, measured.summary)
+    assert [label for label, _ in measured.verdict] == ["scaling", "top cause", "best setting"]
+    assert measured.contradictions == consistency_module.check(measured.summary, direct) == []
+    # kept: asking again gives the same objects
+    assert measured.model is model and measured.findings is measured.findings and measured.verdict is measured.verdict
+
+
+def test_a_folder_without_jobs_concludes_nothing():
+    measured = folder_module.Measured(QUICK, *(pd.DataFrame() for _ in range(5)), pd.DataFrame())
+    assert measured.findings == [] and measured.verdict == [] and measured.contradictions == []
+    assert measured.model.measured is None and measured.model.projection.empty
+
+
+def test_a_report_context_made_by_hand_gets_the_object_over_its_own_tables(tmp_path):
+    from ddpbench.report.page import ReportContext
+
+    measured = folder_module.load(QUICK)
+    ctx = ReportContext(measured.summary, measured.steps, measured.runs, measured.ranks, measured.sweeps, QUICK,
+                        tmp_path, measured.collectives)
+    assert ctx.folder is not measured and ctx.folder.summary is measured.summary
+    assert [f.text for f in ctx.folder.findings] == [f.text for f in measured.findings]
 
 
 @pytest.mark.parametrize("argv", [["export-benchmark", "{f}", "--out", "{t}/b.json"], ["whatif", "--from", "{f}"],
@@ -160,3 +236,32 @@ def test_only_the_folder_object_loads_the_tables_and_summarises():
         if "summarize" in called and called & {"load_tables", "load_folder", "load"}:
             both.append(str(path.relative_to(package)))
     assert both == [str(Path("analysis") / "folder.py")]
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    """Every module an import statement names (``from a.b import c`` names a.b and a.b.c)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_only_the_report_imports_its_sections():
+    """The command line and the benchmarks take the findings, the verdict and the model from the folder
+    object: no module outside ddpbench/report imports a report section (imports inside functions too)."""
+    package = Path(ddpbench.__file__).parent
+    report = package / "report"
+    reaching = []
+    for path in sorted([*package.rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]):
+        if path.is_relative_to(report):
+            continue
+        names = _imports(ast.parse(path.read_text(), str(path)))
+        if any(n == "ddpbench.report.sections" or n.startswith("ddpbench.report.sections.") for n in names):
+            reaching.append(str(path.relative_to(ROOT)))
+    assert reaching == []
+    # the scan sees a section import where one is
+    assert "ddpbench.report.sections.diagnosis" in _imports(ast.parse("from ddpbench.report.sections import diagnosis"))

@@ -69,7 +69,7 @@ def _judge(summary, row, config: str, link) -> Finding:
                f"to {high:.1f} ms) is communication")
     if lo >= COMM_BOUND_SHARE:
         best, _ = trusted_exposed(row)
-        named = [evidence.weigh(summary, best, causes.buckets(best, link)),
+        named = [evidence.weigh(summary, best, causes.buckets(best, link, summary)),
                  evidence.weigh(summary, best, causes.unused_parameters(best))]
         estimate = causes.communication(best, named)
         text = f"{where} is communication-bound: {figures} the backward pass did not hide"

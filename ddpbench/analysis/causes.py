@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from ddpbench.analysis import whatif
 from ddpbench.analysis.columns import EXPOSED_COMM_MS, STEP_MS
+from ddpbench.analysis.layouts import layout_at
 from ddpbench.experiment.spec import FIELDS
 
 #: a cause is blamed only when its fix would recover at least this share of the step
@@ -164,34 +165,34 @@ def data(row) -> Estimate | None:
                     f"worker(s) would leave about {left:.0f} ms of waiting", {"loader_workers": more})
 
 
-def buckets(row, link=None) -> Estimate | None:
+def buckets(row, link=None, summary=None) -> Estimate | None:
     """Buckets far too small or too large for the model, judged from the layout DDP made and the
-    layouts other caps would make of the same tensors. ``link`` is the machine's fitted all-reduce
-    curve (:class:`ddpbench.analysis.costmodel.Link`): the too-small rule costs messages with it and
-    makes no estimate without it."""
+    layouts other caps make of the same tensors: the ones DDP recorded for the model at those caps
+    in ``summary`` (the folder's jobs), predicted only for a cap no job ran, and the text says so
+    (:func:`ddpbench.analysis.layouts.layout_at`). ``link`` is the machine's fitted all-reduce curve
+    (:class:`ddpbench.analysis.costmodel.Link`): the too-small rule costs messages with it and makes
+    no estimate without it."""
     if str(row.get("strategy")) != "ddp" or int(row.get("world_size", 1)) < 2:
         return None
     layout, sizes = row.get("bucket_layout"), row.get("tensor_bytes")
     exposed, backward = _num(row, EXPOSED_COMM_MS), _num(row, "backward_ms")
     if not layout or not sizes or not exposed > 0:
         return None
-    from ddpbench.strategies.ddp import predicted_buckets
-
     # DDP's backward phase ends when its last all-reduce is done: what it waits for after computing
     # is the exposed communication, the rest is backward's compute
     backward = backward - exposed
     cap = _num(row, "bucket_cap_mb")
-    default = predicted_buckets(sizes, DEFAULT_BUCKET_MB)
-    if cap < DEFAULT_BUCKET_MB and len(layout) >= SMALL_BUCKETS * len(default):
+    default = layout_at(summary, row, DEFAULT_BUCKET_MB)
+    if cap < DEFAULT_BUCKET_MB and len(layout) >= SMALL_BUCKETS * len(default.buckets):
         return _too_small(row, layout, default, cap, exposed, link)
     largest = max(layout) / float(sum(layout))
     if largest < LARGE_BUCKET_SHARE or not backward > 0 or not overlap_possible(row):
         return None
     options = []
     for candidate in CANDIDATE_CAPS:
-        cut = predicted_buckets(sizes, candidate)
-        if len(cut) > len(layout):
-            options.append((pipeline_exposed(cut, backward, exposed), candidate, cut))
+        cut = layout_at(summary, row, candidate)
+        if len(cut.buckets) > len(layout):
+            options.append((pipeline_exposed(cut.buckets, backward, exposed), candidate, cut))
     if not options:
         return None
     # the largest cap within NEAR_TIE_SHARE of the exposed time of the best: fewer buckets win a near tie
@@ -201,7 +202,7 @@ def buckets(row, link=None) -> Estimate | None:
     return Estimate("buckets", recover, f"bucket_cap_mb = {best:g}",
                     f"one bucket holds {100 * largest:.0f} % of the {sum(layout) / 1e6:.1f} MB of gradients, so its "
                     f"all-reduce waits for the end of backward ({backward:.1f} ms); {best:g} MB buckets "
-                    f"({len(cut)}) would start during backward and leave about {left:.1f} of the "
+                    f"({cut.note() or len(cut.buckets)}) would start during backward and leave about {left:.1f} of the "
                     f"{exposed:.1f} ms exposed", {"bucket_cap_mb": best})
 
 
@@ -215,11 +216,11 @@ def message_cost_ms(p: int, link) -> float:
 
 def _too_small(row, layout, default, cap: float, exposed: float, link) -> Estimate:
     p = int(row.get("world_size", 1))
-    extra = len(layout) - len(default)
+    extra = len(layout) - len(default.buckets)
     per_message = message_cost_ms(p, link) if link is not None else math.nan
     words = (f"a cap of {cap:g} MB cut {sum(layout) / 1e6:.1f} MB of gradients into {len(layout)} buckets of "
              f"{sum(layout) / len(layout) / 1e3:.0f} KB on average, where the default {DEFAULT_BUCKET_MB:g} MB "
-             f"makes {len(default)}")
+             f"makes {len(default.buckets)}" + (f" ({default.note()})" if default.note() else ""))
     fields = {"bucket_cap_mb": DEFAULT_BUCKET_MB}
     fix = f"bucket_cap_mb = {DEFAULT_BUCKET_MB:g} (the default)"
     if math.isnan(per_message):
@@ -244,24 +245,22 @@ def unused_parameters(row) -> Estimate | None:
                     f"no gradient ({100 * share:.0f} % of the {exposed:.1f} ms of exposed communication)")
 
 
-def master(row) -> Estimate | None:
+def master(row, summary=None) -> Estimate | None:
+    """Master aggregation against DDP's ring in buckets: the buckets the model's gradients get at the
+    default cap (recorded where a job of the model ran it in ``summary``, else predicted, and said so)."""
     if not str(row.get("strategy")).startswith("master"):
         return None
     p, comm, backward = int(row.get("world_size", 1)), _num(row, "comm_ms"), _num(row, "backward_ms")
     if p < 2 or not comm > 0:
         return None
     ring = comm / p
-    sizes = row.get("tensor_bytes")
-    if sizes and backward > 0 and overlap_possible(row):
-        from ddpbench.strategies.ddp import predicted_buckets
-
-        left = pipeline_exposed(predicted_buckets(sizes, DEFAULT_BUCKET_MB), backward, ring)
-    else:
-        left = ring
+    default = layout_at(summary, row, DEFAULT_BUCKET_MB) if backward > 0 and overlap_possible(row) else None
+    left = pipeline_exposed(default.buckets, backward, ring) if default is not None else ring
+    note = f" ({default.note()})" if default is not None and default.note() else ""
     return Estimate("master", comm - left, 'strategy = "ddp" (ring all-reduce in buckets during backward)',
                     f"rank 0 spends {comm:.1f} ms a step receiving, averaging and sending back every rank's "
                     f"gradients; a ring all-reduce moves 1/{p} of that time per link, of which about {left:.1f} ms "
-                    "would stay exposed", {"strategy": "ddp"})
+                    f"would stay exposed{note}", {"strategy": "ddp"})
 
 
 def communication(row, parts=None) -> Estimate | None:

@@ -259,7 +259,7 @@ def _bucket_fit(summary, link=None):
     run of the proposed cap where it made one (:mod:`ddpbench.analysis.evidence`)."""
     out = []
     for _, r in _ok(summary).iterrows():
-        estimate = evidence.weigh(summary, r, causes.buckets(r, link))
+        estimate = evidence.weigh(summary, r, causes.buckets(r, link, summary))
         if estimate is None:
             continue
         where = f"The gradient buckets of DDP with {_config(r)} at world size {int(r['world_size'])}"
@@ -305,7 +305,7 @@ def _master(summary):
                        + ": rank 0's link carries every rank's gradients, so its load grows with each rank "
                        "added, while a ring spreads the same traffic evenly.")
         where = f"{m['strategy']} aggregation with {_config(m)} at world size {int(m['world_size'])}"
-        estimate = evidence.weigh(summary, m, causes.master(m))
+        estimate = evidence.weigh(summary, m, causes.master(m, summary))
         if len(ddp):
             d = ddp.sort_values(STEP_MS).iloc[0]
             ratio = m[STEP_MS] / d[STEP_MS]

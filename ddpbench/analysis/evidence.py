@@ -15,9 +15,12 @@ with its 95 % interval over launches, and it overrules the model:
 A job measured in one launch has no interval: a difference counts only where it exceeds
 :data:`SINGLE_LAUNCH_MARGIN` of the step, and the finding says there was no interval.
 
-Bucket caps are matched by the buckets DDP made: a job whose cap gives the same layout as the
-proposed cap ran the proposed setting (DDP never splits a tensor, so many caps coincide), and a
-job whose cap gives the job's own layout ran the job's setting: both sides pool their launches.
+Bucket caps are matched by the buckets DDP made: a job whose recorded layout is the proposed cap's
+ran the proposed setting (DDP never splits a tensor, so many caps coincide), and a job whose
+recorded layout is the job's own ran the job's setting: both sides pool their launches. The
+proposed cap's layout is the one DDP recorded for the model at that cap wherever any job of the
+model ran it (:mod:`ddpbench.analysis.layouts`); only for a cap no job ran is it predicted, and
+the measurement's text says so ("predicted layout: 3 buckets").
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import math
 
 import pandas as pd
 
-from ddpbench.analysis import stats
+from ddpbench.analysis import layouts, stats
 from ddpbench.analysis.causes import Estimate
 from ddpbench.analysis.columns import STEP_MS
 from ddpbench.analysis.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS
@@ -51,6 +54,9 @@ class Measured:
     high: float
     fix_keys: tuple[str, ...]
     twins: tuple[str, ...] = ()  # jobs pooled with this one: their caps made its buckets
+    #: "predicted layout: N buckets" where no job of the model ran the fix's cap, so the fix's side was
+    #: matched by a predicted layout; empty where DDP recorded it
+    layout_note: str = ""
 
     @property
     def gain_ms(self) -> float:
@@ -66,7 +72,8 @@ class Measured:
             interval = (f"95 % CI of the change {100 * (self.low - 1):+.1f} % to {100 * (self.high - 1):+.1f} %"
                         + (", not significant" if self.verdict == UNCONFIRMED else ""))
         pooled = f" (pooled with {len(self.twins)} cap(s) that made the same buckets)" if self.twins else ""
-        return (f"the sweep measured {fix}: {self.fix_ms:.1f} ms a step (mean) against this job's "
+        note = f" ({self.layout_note})" if self.layout_note else ""
+        return (f"the sweep measured {fix}{note}: {self.fix_ms:.1f} ms a step (mean) against this job's "
                 f"{self.job_ms:.1f} ms{pooled}, {change} ({interval})")
 
 
@@ -79,16 +86,12 @@ def _same(value, other) -> bool:
         return str(value) == str(other)
 
 
-def _layout(row) -> tuple | None:
-    layout = row.get("bucket_layout") if hasattr(row, "get") else None
-    return tuple(int(b) for b in layout) if isinstance(layout, (list, tuple)) and len(layout) else None
-
-
 def fix_runs(summary: pd.DataFrame, row, fields: dict, layout: tuple | None = None) -> pd.DataFrame:
     """The ok jobs of ``summary`` that are ``row`` with ``fields`` applied: alike in every setting but
     those (and how often they were measured), with each of those at its proposed value. A proposed
-    bucket cap is matched by the buckets it gives the job's tensors (the layout DDP made), or by
-    ``layout`` where it is known (the job's own, as DDP recorded it)."""
+    bucket cap is matched by ``layout`` where it is given, else by the layout of the proposed cap
+    (:func:`ddpbench.analysis.layouts.layout_at`: recorded where a job of the model ran it, else
+    predicted), against the layout each candidate recorded."""
     if summary.empty or not fields:
         return summary.iloc[0:0]
     ok = summary[(summary["status"] == "ok") & (summary["key"] != row.get("key"))]
@@ -98,16 +101,15 @@ def fix_runs(summary: pd.DataFrame, row, fields: dict, layout: tuple | None = No
         mask &= ok[column].map(lambda v, want=row.get(column): _same(v, want)).astype(bool)
     candidates = ok[mask]
     wanted_layout = layout
-    if wanted_layout is None and "bucket_cap_mb" in fields and row.get("tensor_bytes") is not None and len(row.get("tensor_bytes")):
-        from ddpbench.strategies.ddp import predicted_buckets
-
-        wanted_layout = tuple(predicted_buckets(row["tensor_bytes"], float(fields["bucket_cap_mb"])))
+    if wanted_layout is None and "bucket_cap_mb" in fields:
+        found = layouts.layout_at(summary, row, float(fields["bucket_cap_mb"]))
+        wanted_layout = found.buckets if found is not None else None
     picked = []
     for index, other in candidates.iterrows():
         match = True
         for name, value in fields.items():
-            if name == "bucket_cap_mb" and wanted_layout is not None and _layout(other) is not None:
-                match &= _layout(other) == wanted_layout
+            if name == "bucket_cap_mb" and wanted_layout is not None and layouts.recorded(other) is not None:
+                match &= layouts.recorded(other) == wanted_layout
             elif name in other:
                 match &= _same(other[name], value)
             else:
@@ -121,14 +123,16 @@ def measured(summary: pd.DataFrame, row, fields: dict | None) -> Measured | None
     """The sweep's measurement of ``row`` with the fix ``fields`` applied, or None where it has none."""
     if not fields:
         return None
-    runs = fix_runs(summary, row, fields)
+    # the fix's cap as DDP laid it out for this model, where any job ran it; predicted elsewhere
+    layout = layouts.layout_at(summary, row, float(fields["bucket_cap_mb"])) if "bucket_cap_mb" in fields else None
+    runs = fix_runs(summary, row, fields, layout.buckets if layout is not None else None)
     if runs.empty:
         return None
     mine, twins = launch_times(row), ()
     if "bucket_cap_mb" in fields and row.get("bucket_cap_mb") is not None:
         # the job's own setting is its buckets too: its twins (caps that made the same buckets) ran
         # it as well, and are pooled with it as the fix's side is
-        twins = fix_runs(summary, row, {"bucket_cap_mb": row["bucket_cap_mb"]}, layout=_layout(row))
+        twins = fix_runs(summary, row, {"bucket_cap_mb": row["bucket_cap_mb"]}, layout=layouts.recorded(row))
         mine = [*mine, *(t for _, r in twins.iterrows() for t in launch_times(r))]
         twins = tuple(twins["key"])
     theirs = [t for _, r in runs.iterrows() for t in launch_times(r)]
@@ -142,7 +146,8 @@ def measured(summary: pd.DataFrame, row, fields: dict | None) -> Measured | None
     if sig is None:
         sig = abs(1 - ratio) > SINGLE_LAUNCH_MARGIN
     verdict = UNCONFIRMED if not sig else MEASURED if ratio < 1 else CONTRADICTED
-    return Measured(verdict, job_ms, fix_ms, low, high, tuple(runs["key"]), twins)
+    return Measured(verdict, job_ms, fix_ms, low, high, tuple(runs["key"]), twins,
+                    layout.note() if layout is not None else "")
 
 
 def weigh(summary: pd.DataFrame, row, estimate: Estimate | None) -> Estimate | None:

@@ -1,28 +1,46 @@
 """A results folder, loaded and summarised once: what every reader of a folder starts from.
 
-The report (and the end of a sweep, which prints the report's table), ``export-benchmark``,
-``compare`` and ``whatif --from`` each read a folder through :func:`load` (a folder the program
-itself wrote) or :func:`load_given` (a folder named on the command line, with one-line errors), so
-the tables are read once, :func:`ddpbench.analysis.summary.summarize` runs once, with the
-datasheet peak the folder's experiment gave, and each damaged record is said once.
+The report (and the end of a sweep, which prints the report's table), ``report --check``,
+``export-benchmark``, ``compare`` and ``whatif --from`` each read a folder through :func:`load` (a
+folder the program itself wrote) or :func:`load_given` (a folder named on the command line, with
+one-line errors), so the tables are read once, :func:`ddpbench.analysis.summary.summarize` runs
+once, with the datasheet peak the folder's experiment gave, and each damaged record is said once.
+
+The object is the one way to what the analysis concludes of the folder, each computed on first use
+and kept (as HTA's ``TraceAnalysis`` is the one way into a trace folder): :attr:`Measured.model`
+(the cost model; :attr:`Measured.network` and :attr:`Measured.link_check` for emulated links),
+:attr:`Measured.findings` (the diagnosis), :attr:`Measured.verdict` (its headline lines) and
+:attr:`Measured.contradictions` (the findings the folder's own measurements contradict). The
+report's sections and the command line display them; none recomputes them. A reader that shows
+none of them (``export-benchmark``, ``compare``, ``whatif --from``) computes none of them.
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from ddpbench.analysis import consistency
 from ddpbench.analysis import summary as _summary
+from ddpbench.analysis.costmodel import fit_collectives
+from ddpbench.analysis.diagnosis import diagnose
+from ddpbench.analysis.findings import Finding
+from ddpbench.analysis.model import Model, cost_model
+from ddpbench.analysis.network import held_out_check, network_table
+from ddpbench.analysis.verdict import headline
 from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_collectives, load_folder, load_tables
 
 
 @dataclass(frozen=True)
 class Measured:
-    """One results folder: its stored tables and the per-job summary made from them."""
+    """One results folder: its stored tables, the per-job summary made from them, and what the
+    analysis concludes of them (each computed on first use, then kept: the object is frozen and its
+    tables are not changed after loading)."""
 
     results_dir: Path
     #: the training tables (:func:`ddpbench.results.tables.load_tables`)
@@ -39,6 +57,47 @@ class Measured:
     #: what loading skipped or blanked, one line per damaged record, each once
     #: ("results.jsonl:8: damaged record skipped ...")
     damaged: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def model(self) -> Model:
+        """The cost model (:func:`ddpbench.analysis.model.cost_model`): what the diagnosis quotes and
+        the report's projection draws. Fitted to the collectives too, so from a folder loaded with them."""
+        return cost_model(self.summary, self.ranks, self.collectives, self.sweeps)
+
+    @functools.cached_property
+    def network(self) -> pd.DataFrame:
+        """The emulated-network jobs against the alpha-beta model of their link rates
+        (:func:`ddpbench.analysis.network.network_table`); empty without such jobs."""
+        return network_table(self.summary, self.ranks)
+
+    @functools.cached_property
+    def link_check(self) -> pd.DataFrame:
+        """The network model checked across link rates, each rate held out of the fit in turn
+        (:func:`ddpbench.analysis.network.held_out_check`): quoted by the diagnosis, shown by the report."""
+        return held_out_check(self.network)
+
+    @functools.cached_property
+    def findings(self) -> list[Finding]:
+        """The diagnosis (:func:`ddpbench.analysis.diagnosis.diagnose`) of the summary, with the cost
+        model's projection and its checks, the held-out check across emulated link rates and the
+        machine's fitted all-reduce curve; empty when no job ran."""
+        if self.summary.empty:
+            return []
+        model = self.model
+        return diagnose(self.summary, model.shown_projection, model.primary_checks, self.link_check,
+                        link=fit_collectives(self.collectives))
+
+    @functools.cached_property
+    def verdict(self) -> list[tuple[str, str]]:
+        """The headline lines (label, text) of the findings (:func:`ddpbench.analysis.verdict.headline`):
+        the report's first section and what a sweep prints at its end; empty when no job ran."""
+        return list(headline(self.findings, self.summary)) if len(self.summary) else []
+
+    @functools.cached_property
+    def contradictions(self) -> list:
+        """The findings the folder's own measurements contradict (:func:`ddpbench.analysis.consistency.check`):
+        what ``report --check`` lists."""
+        return consistency.check(self.summary, self.findings)
 
 
 def load(results_dir: str | Path, collectives: bool = True) -> Measured:

@@ -127,13 +127,15 @@ def _released(tensors) -> list[float]:
 
 
 def buckets(row: dict) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """(bucket bytes, share of backward done when each is ready) as the row's aggregation makes them."""
+    """(bucket bytes, share of backward done when each is ready) as the row's aggregation makes them:
+    for DDP, the predicted layout (:func:`ddpbench.strategies.ddp.predicted_buckets`)."""
     tensors = layers(row["layers"]) if row.get("layers") else _uniform(row["params_millions"] * 4e6)
     shares = _released(tensors)
     aggregation = row["aggregation"]
     if aggregation == "ddp":
         from ddpbench.strategies.ddp import predicted_buckets
 
+        # a prediction: these are published runs, whose layouts DDP recorded nowhere we can read
         sizes = predicted_buckets([b for b, _ in reversed(tensors)], row["bucket_cap_mb"])
         ready, i, done = [], 0, 0
         for size in sizes:  # DDP fills buckets in the order gradients become ready

@@ -35,16 +35,15 @@ def command(args) -> int:
 
 
 def check(folder: Path) -> int:
-    """The consistency check of a folder's diagnosis against its own summary (analysis.consistency)."""
-    from ddpbench.analysis.consistency import check as consistency
-    from ddpbench.report.build import load_context
-    from ddpbench.report.sections.diagnosis import findings_for
+    """The consistency check of a folder's diagnosis against its own summary (the folder object's
+    contradictions, :attr:`ddpbench.analysis.folder.Measured.contradictions`)."""
+    from ddpbench.analysis.folder import load
     from ddpbench.results.sanitize import printable
 
-    ctx = load_context(folder)
-    findings = findings_for(ctx)
-    problems = consistency(ctx.summary, findings)
+    measured = load(folder)
+    problems = measured.contradictions
     for p in problems:
         print(printable(f"{p.kind}: {p.job or '-'}: {p.text}"))  # stored names: no terminal escapes
-    print(f"{len(findings)} finding(s) over {len(ctx.summary)} job(s): {len(problems)} contradicted by the measurements")
+    print(f"{len(measured.findings)} finding(s) over {len(measured.summary)} job(s): {len(problems)} contradicted "
+          "by the measurements")
     return 1 if problems else 0

@@ -152,14 +152,12 @@ def warn_same_buckets(experiment) -> None:
 
 def finish_report(out_dir: Path, console, write: bool = True) -> int:
     """Print the summary table of ``out_dir`` and write its report; exit code 1 if a job failed."""
-    from ddpbench.analysis.verdict import headline
     from ddpbench.report.build import load_context, write_context
-    from ddpbench.report.sections.diagnosis import findings_for
 
     ctx = load_context(out_dir)  # loaded and summarised once: the table, the verdict and the report
     table = ctx.summary
     print_summary(table)
-    lines = headline(findings_for(ctx), table) if len(table) else []
+    lines = ctx.folder.verdict  # the report's first section shows the same lines, computed once
     if lines:  # on standard output, with the table: the results, not the progress
         from rich.console import Console
 

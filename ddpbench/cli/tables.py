@@ -205,7 +205,7 @@ def print_search(result: dict) -> None:
                    if c["setting"] in tied else f"out in round {c['out_in_round']}: {c['why_out']}")
         out.add_row(c["setting"], str(c["launches"]), num(c["samples_per_s"], ".1f"), verdict)
     for same in result["same_buckets"]:
-        out.add_row(same["setting"], "0", "-", f"not run: the same buckets as {same['as']}")
+        out.add_row(same["setting"], "0", "-", f"not run: predicted to make the same buckets as {same['as']}")
     console = table_console()
     console.print(out)
     low, high = result["winner_interval"]

@@ -114,7 +114,9 @@ def command(args) -> int:
     check_workloads([spec], "command line")
     buckets = predicted_buckets(facts(spec).tensor_bytes, args.bucket_cap_mb)
     work = Work(compute_ms=args.compute_ms, bucket_bytes=buckets)  # in DDP's order: the last layers' first
-    _answer(args, f"{spec.model_label}: {len(buckets)} bucket(s) of at most {args.bucket_cap_mb:g} MB", work, cluster)
+    # nothing ran: the buckets are predicted (reverse registration order), and said to be
+    _answer(args, f"{spec.model_label}: predicted layout: {len(buckets)} bucket(s) of at most {args.bucket_cap_mb:g} MB",
+            work, cluster)
     return 0
 
 

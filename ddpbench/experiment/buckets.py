@@ -2,8 +2,10 @@
 
 DDP packs gradients into buckets of at most ``bucket_cap_mb``, but never splits a tensor, so caps
 below a model's largest tensors often give the very same buckets: such jobs are one setting
-measured twice, not two settings. Predicted from the model's tensor sizes by DDP's own assignment
-(:func:`ddpbench.strategies.ddp.predicted_buckets`); the report judges by the buckets that ran.
+measured twice, not two settings. Nothing has run yet, so the layouts are predicted from the
+model's tensor sizes by DDP's own assignment (:func:`ddpbench.strategies.ddp.predicted_buckets`,
+which assumes gradients become ready in reverse registration order), and the warning says
+"predicted"; the report judges by the layouts DDP recorded (:mod:`ddpbench.analysis.layouts`).
 """
 
 from __future__ import annotations
@@ -17,22 +19,23 @@ _NOT_SETTINGS = ("bucket_cap_mb", "repeats", "max_restarts", "fault_step", "faul
 
 @dataclass(frozen=True)
 class SameBuckets:
-    """Jobs alike in all but their bucket cap whose caps give one bucket layout."""
+    """Jobs alike in all but their bucket cap whose caps are predicted to give one bucket layout."""
 
     model: str
     where: str  # world size, and the emulated network when there is one
     caps: tuple[float, ...]
-    layout: tuple[int, ...]  # bytes per bucket
+    layout: tuple[int, ...]  # bytes per bucket, predicted
 
     def sentence(self) -> str:
         caps = ", ".join(f"{c:g}" for c in self.caps[:-1]) + f" and {self.caps[-1]:g} MB"
         sizes = ", ".join(f"{b / 1e6:.1f}" for b in self.layout[:6]) + (", ..." if len(self.layout) > 6 else "")
-        return (f"{caps} give DDP the same {len(self.layout)} bucket(s) for {self.model} at {self.where} "
-                f"([{sizes}] MB): those jobs are one setting, measured {len(self.caps)} times")
+        return (f"{caps} are predicted to give DDP the same {len(self.layout)} bucket(s) for {self.model} at "
+                f"{self.where} (predicted layout: [{sizes}] MB): those jobs are likely one setting, measured "
+                f"{len(self.caps)} times")
 
 
 def same_buckets(jobs) -> list[SameBuckets]:
-    """Every set of two or more caps that will give the same buckets to otherwise identical DDP jobs."""
+    """Every set of two or more caps predicted to give the same buckets to otherwise identical DDP jobs."""
     from ddpbench.strategies.ddp import predicted_buckets
     from ddpbench.workloads.catalog import ProbeFailed, facts
 
@@ -63,9 +66,9 @@ def same_buckets(jobs) -> list[SameBuckets]:
 
 
 def setting(spec) -> tuple:
-    """What a job measures, with its bucket cap replaced by the buckets it will give: two jobs
-    with the same setting are one setting measured twice (a DDP job at world size 1, or whose
-    model cannot be built here, keeps its cap)."""
+    """What a job measures, with its bucket cap replaced by the buckets it is predicted to give, before
+    it runs: two jobs with the same setting are one setting measured twice (a DDP job at world size 1,
+    or whose model cannot be built here, keeps its cap)."""
     from ddpbench.strategies.ddp import predicted_buckets
     from ddpbench.workloads.catalog import ProbeFailed, facts
 

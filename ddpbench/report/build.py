@@ -77,11 +77,13 @@ def write_context(ctx: ReportContext, sections: Sequence[SectionFn] | None = Non
 
 def load_context(results_dir: str | Path, out_dir: str | Path | None = None) -> ReportContext:
     """A results folder loaded and summarised once (:func:`ddpbench.analysis.folder.load`), as every
-    section of its report reads it; its damaged records go on the page and to the caller, once each."""
+    section of its report reads it (the folder object, ``ctx.folder``, holds the findings, the verdict
+    and the cost model they display); its damaged records go on the page and to the caller, once each."""
     measured = folder.load(results_dir)
     out_dir = Path(out_dir) if out_dir is not None else measured.results_dir
     return ReportContext(measured.summary, measured.steps, measured.runs, measured.ranks, measured.sweeps,
-                         measured.results_dir, out_dir, measured.collectives, damaged=list(measured.damaged))
+                         measured.results_dir, out_dir, measured.collectives, damaged=list(measured.damaged),
+                         folder=measured)
 
 
 def page_title(ctx: ReportContext) -> str:

@@ -27,6 +27,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from ddpbench.analysis.findings import pct
+from ddpbench.analysis.folder import Measured
 from ddpbench.analysis.summary import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
 
 INDEX_FILE = "index.html"
@@ -59,8 +60,16 @@ class ReportContext:
     collectives: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: what loading skipped: one line per damaged record ("results.jsonl:8: damaged record skipped ...")
     damaged: list[str] = field(default_factory=list)
-    #: what several sections derive from the same data (e.g. the cost model), computed once per report
-    derived: dict = field(default_factory=dict, compare=False, repr=False)
+    #: the folder object these tables came from (:class:`ddpbench.analysis.folder.Measured`): the
+    #: findings, the verdict and the cost model every section displays, each computed once per report;
+    #: made from the fields above when not given
+    folder: Measured = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.folder is None:  # a context made by hand (tests): the same object over its tables
+            object.__setattr__(self, "folder", Measured(self.results_dir, self.steps, self.runs, self.ranks,
+                                                        self.sweeps, self.summary, self.collectives,
+                                                        tuple(self.damaged)))
 
     def image(self, name: str) -> Path:
         """Where a section writes its PNG: a stable name in the output folder."""

@@ -20,10 +20,12 @@ def predicted_buckets(tensor_bytes, bucket_cap_mb: float) -> tuple[int, ...]:
     in registration order) under ``bucket_cap_mb``, by DDP's own assignment
     (``dist._compute_bucket_assignment_by_size``) on the meta device: no memory, no process group.
 
-    This is the layout DDP rebuilds after the first step, every bucket up to the cap (the 1 MiB
+    This predicts the layout DDP rebuilds after the first step, every bucket up to the cap (the 1 MiB
     first bucket holds only until then), with the gradients in reverse order of registration. DDP
-    orders them as they become ready, which for a model that uses its parameters in the order it
-    made them (every preset) is the same; the stored ``bucket_bytes`` are what actually ran.
+    orders them as they become ready, which is the same only for a model that uses its parameters
+    in the order it made them: not the transformer preset (quick-cpu recorded 4 buckets at 1 MB where
+    this gives 5). A prediction, then, for before a run (the dry run's warning, ``whatif``); the
+    analysis of stored results reads the layouts DDP recorded (:mod:`ddpbench.analysis.layouts`).
     """
     tensors = [torch.empty(int(n), dtype=torch.uint8, device="meta") for n in reversed(list(tensor_bytes))]
     if not tensors:

@@ -1,47 +1,22 @@
-"""The report's opening verdict: the diagnosis in plain words, each sentence computed from the
-figures of the tables below it (:mod:`ddpbench.analysis.diagnosis`), the cost model's projection
-and its check against the measurements included."""
+"""The report's diagnosis: the findings in plain words, each sentence computed from the figures of
+the tables below it (:mod:`ddpbench.analysis.diagnosis`), the cost model's projection and its check
+against the measurements included. The findings are the folder object's
+(:attr:`ddpbench.analysis.folder.Measured.findings`, computed once); this section only displays them."""
 
 from __future__ import annotations
 
 from ddpbench.analysis.columns import STEP_MS
-from ddpbench.analysis.costmodel import fit_collectives
-from ddpbench.analysis.diagnosis import diagnose
-from ddpbench.analysis.network import held_out_check, network_table
 from ddpbench.analysis.jobs import describe, label_fields
 from markupsafe import Markup
 
 from ddpbench.report.page import ReportContext, Section, html, html_table, num
-from ddpbench.report.sections.projection import model_for
 
 SEVERITY_CLASS = {"bad": "status-failed", "warn": "status-skipped", "info": ""}
 SEVERITY_LABEL = {"bad": "problem", "warn": "attention", "info": "finding"}
 
 
-def findings_for(ctx: ReportContext) -> list:
-    """The report's findings: the summary's, the cost model's projection and its checks (computed once
-    per report, shared with the other sections through ``ctx.derived``)."""
-    if "findings" in ctx.derived:
-        return ctx.derived["findings"]
-    if ctx.summary.empty:
-        return []
-    model = model_for(ctx)
-    primary = model.checks[model.checks["link"] == model.measured.name] if len(model.checks) else model.checks
-    # the projection in words: the primary fitted link and the given ones (not the second fit)
-    measured = model.measured
-    base = measured.name.replace(" (all bandwidth)", "") if measured is not None else None
-    # the primary fitted link (with the other extreme of its range, when it has one) and the given ones
-    shown = [link.name for link in model.links if link.source == "experiment"
-             or (measured is not None and link.source == measured.source and link.name.startswith(base))]
-    projection = model.projection[model.projection["link"].isin(shown)] if len(model.projection) else model.projection
-    link_check = held_out_check(network_table(ctx.summary, ctx.ranks))
-    ctx.derived["findings"] = diagnose(ctx.summary, projection, primary, link_check,
-                                       link=fit_collectives(ctx.collectives))
-    return ctx.derived["findings"]
-
-
 def diagnosis_section(ctx: ReportContext) -> Section | None:
-    findings = findings_for(ctx)
+    findings = ctx.folder.findings
     if not findings:
         return None
     order = {"bad": 0, "warn": 1, "info": 2}

@@ -8,7 +8,7 @@ import pandas as pd
 
 from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S
 from ddpbench.analysis.jobs import caps_text
-from ddpbench.analysis.network import held_out_check, network_table, recovery_runs, shaped_jobs
+from ddpbench.analysis.network import recovery_runs, shaped_jobs
 from markupsafe import Markup
 
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
@@ -46,7 +46,7 @@ def _master_vs_ddp(table: pd.DataFrame) -> Markup:
 
 
 def network_section(ctx: ReportContext) -> Section | None:
-    table = network_table(ctx.summary, ctx.ranks)
+    table = ctx.folder.network
     if table.empty:
         return None
     path = network_plot(table, ctx.image("network.png"))
@@ -83,7 +83,7 @@ def network_section(ctx: ReportContext) -> Section | None:
         + html_table(["link", "setting", "samples/s", "model samples/s", "step (ms)", "model step (ms)",
                       "compute (ms)", "comm (ms)", "model comm (ms)", "comm error",
                       "exposed comm (ms)"], rows, row_classes=classes, numeric=set(range(2, 11)))
-        + _held_out_html(held_out_check(table)))
+        + _held_out_html(ctx.folder.link_check))
     return Section("Network: link bandwidth on emulated nodes", text, (path,) if path else ())
 
 

@@ -1,10 +1,9 @@
 """The report's projection to larger clusters: the alpha-beta cost model fitted here (or given),
 checked against the measured jobs, and projected to 8 to 1024 ranks -- model output, labelled so.
-:func:`model_for` computes the model once per report, for this section and the diagnosis."""
+The model is the folder object's (:attr:`ddpbench.analysis.folder.Measured.model`, computed once,
+for this section and the diagnosis); this section only draws it."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import pandas as pd
 
@@ -12,34 +11,11 @@ from ddpbench.analysis import costmodel
 from markupsafe import Markup
 
 from ddpbench.analysis.columns import EFFICIENCY
+from ddpbench.analysis.model import Model
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.projection import projection_plot
 
 PROJECTION_TABLE_SIZES = (8, 64, 1024)
-
-
-@dataclass(frozen=True)
-class Model:
-    """The cost model of one report: the link fitted here, the given ones, and what they predict."""
-
-    measured: costmodel.Link | None
-    links: tuple[costmodel.Link, ...]
-    projection: pd.DataFrame
-    checks: pd.DataFrame  # predicted vs measured at the measured world sizes, per fitted link
-
-
-def model_for(ctx: ReportContext) -> Model:
-    """The model for this report, computed on first use (sections share it through ``ctx.derived``)."""
-    if "model" not in ctx.derived:
-        fitted = costmodel.measured_links(ctx.collectives, ctx.summary) if not ctx.summary.empty else []
-        links = tuple(costmodel.with_range(fitted) + costmodel.given_links(ctx.sweeps))
-        projection = costmodel.projection(ctx.summary, ctx.ranks, list(links)) \
-            if links and not ctx.summary.empty else pd.DataFrame()
-        checks = [c for c in (costmodel.predicted_vs_measured(ctx.summary, ctx.ranks, link) for link in fitted)
-                  if not c.empty]
-        ctx.derived["model"] = Model(fitted[0] if fitted else None, links, projection,
-                                     pd.concat(checks, ignore_index=True) if checks else pd.DataFrame())
-    return ctx.derived["model"]
 
 
 NOTHING_TO_FIT = Markup(
@@ -124,7 +100,7 @@ def _projection_table(projection: pd.DataFrame) -> Markup:
 
 
 def projection_section(ctx: ReportContext) -> Section | None:
-    model = model_for(ctx)
+    model = ctx.folder.model
     one_rank = costmodel.single_rank_only(ctx.collectives, ctx.summary)
     if model.projection.empty:
         if one_rank and not model.links and not ctx.summary.empty:

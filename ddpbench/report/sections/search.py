@@ -61,13 +61,13 @@ def search_section(ctx: ReportContext) -> Section | None:
                    f"out in round {c['out_in_round']}: {c['why_out']}")
         rows.append([c["setting"], c["launches"], num(c["samples_per_s"], ".1f"), verdict])
     for same in result["same_buckets"]:
-        rows.append([same["setting"], "0", DASH, f"not run: the same buckets as {same['as']}"])
+        rows.append([same["setting"], "0", DASH, f"not run: predicted to make the same buckets as {same['as']}"])
     low, high = result["winner_interval"]
     return Section(TITLE, html(
         '<p class="what">Fastest: <strong>{{ r.winner }}</strong>, {{ rate }} samples/s (95 % interval {{ low }} to '
         "{{ high }}).{% if tied %} Statistically tied with it (their interval against it contains 1): {{ tied }}."
         "{% else %} Nothing is statistically tied with it.{% endif %} The race spent {{ r.launches }} launches where "
-        "the whole grid would have spent {{ r.grid_launches }} (budget {{ r.budget }}): settings with the same DDP "
+        "the whole grid would have spent {{ r.grid_launches }} (budget {{ r.budget }}): settings predicted to make the same DDP "
         "buckets ran once, and each round the settings significantly slower than the leader went out, or, when none "
         "was, the slower half.</p>\n{{ table }}",
         r=result, rate=num(result["winner_samples_per_s"], ".1f"), low=num(low, ".1f"), high=num(high, ".1f"),
