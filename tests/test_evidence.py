@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ddpbench.analysis import causes, evidence, layouts
+from ddpbench.analysis import causes, evidence, layouts, stats
 from ddpbench.analysis.costmodel import Link
 from ddpbench.analysis.diagnosis import diagnose
 from ddpbench.analysis.summary import baseline_problem
@@ -221,8 +221,9 @@ def test_the_diagnosis_quotes_the_run_fix_not_a_model_estimate():
     f = _bucket_fit(jobs)
     assert f.cause is None and "looked a poor fit" in f.text
     assert "1 MB buckets (4) would start during backward and leave about 13.4 of the 28.7 ms exposed" in f.text
+    low, high = stats.ratio_ci(_at(jobs, 1.0)["launch_step_ms"], _at(jobs, 25.0)["launch_step_ms"])
     assert ("the sweep measured bucket_cap_mb = 1: 86.1 ms a step (mean) against this job's 90.9 ms, 5.3 % faster "
-            "(95 % CI of the change -16.8 % to +8.3 %, not significant)") in f.text
+            f"(95 % CI of the change {100 * (low - 1):.1f} % to {100 * (high - 1):+.1f} %, not significant)") in f.text
     assert "bucket_cap_mb = 1 measured no faster beyond the noise, so it is not proposed" in f.text
     assert "did not run this fix" not in f.text and "predicted" not in f.text
     # the 1 MB job clearly faster: proposed, with the gain it measured
