@@ -351,6 +351,13 @@ def gate_power() -> dict:
     out["quiet_spread"] = f1(row(quiet, steps=20, launches_a_side=3, gate="median:0%", comparison="A/A")["spread_pct"])
     out["quiet_caught"] = {n: pct(row(quiet, steps=20, launches_a_side=n, gate="median:0%", comparison="A/B",
                                       planted_pct=10)["rate"]) for n in (3, 8)}
+    # "some of [the first sweep's] launches ran far slower than the other launches of their level. The second
+    # sweep had none of those": each launch's mean step against its level's median launch
+    slowed = {}
+    for sweep in ("sweep1", "sweep2"):
+        launch = slowest(f"gate-power-cpu/{sweep}").groupby(["key", "repeat"])["step_ms"].mean()
+        slowed[sweep] = launch / launch.groupby("key").transform("median")
+    assert (slowed["sweep1"] > 1.5).sum() >= 5 and (slowed["sweep2"] < 1.3).all(), slowed
     return out
 
 
@@ -375,12 +382,81 @@ def pytest_gate() -> dict:
 
 def constants() -> dict:
     """The thresholds the prose names, from the code that applies them (not measurements)."""
-    from ddpbench.analysis import causes, diagnosis, overlap, power, summary
+    from ddpbench.analysis import bound, causes, diagnosis, overlap, power, stats, summary
 
     return {"noise": pct(summary.NOISE_THRESHOLD), "straggler": pct(summary.STRAGGLER_THRESHOLD),
-            "consistency": pct(summary.STRAGGLER_CONSISTENCY), "comm": pct(causes.COMM_BOUND_SHARE),
-            "compute": pct(diagnosis.COMPUTE_BOUND_SHARE), "disagree": pct(overlap.DISAGREE), "power": pct(power.POWER),
-            "trace_limit": f0(overlap.OVERHEAD_LIMIT_PCT)}
+            "consistency": pct(summary.STRAGGLER_CONSISTENCY), "comm": pct(bound.COMM_BOUND_SHARE),
+            "compute": pct(bound.COMPUTE_BOUND_SHARE), "disagree": pct(overlap.DISAGREE), "power": pct(power.POWER),
+            "trace_limit": f0(overlap.OVERHEAD_LIMIT_PCT), "material": pct(causes.MATERIAL_SHARE),
+            "confidence": pct(stats.CONFIDENCE), "serial_rise": f"{diagnosis.SERIAL_FRACTION_RISE:g}",
+            "well": pct(summary.SCALES_WELL), "poorly": pct(summary.SCALES_POORLY)}
+
+
+def _table(path: Path) -> pd.DataFrame:
+    """A stored Markdown table, its cells as text."""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines()
+             if line.startswith("|") and not line.startswith("|---")]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    return pd.DataFrame(rows[1:], columns=rows[0])
+
+
+def _share(cell: str, replaced: bool = False) -> float:
+    """A calibration cell's share in %: '95.3 % (50.6 %)' -> 95.3, or 50.6 (the replaced method's, in brackets)."""
+    return float((cell.split("(")[1] if replaced else cell).split(" %")[0])
+
+
+def one_in(percent: float) -> str:
+    """'a third' (33 %), '1 in 10' (10 %): as the prose words a rate."""
+    n = round(100 / percent)
+    return {2: "half", 3: "a third", 4: "a quarter"}.get(n, f"1 in {n}")
+
+
+def calibration_cpu() -> dict:
+    """The calibration: its table (``calibration.md``, written by benchmarks/interval_calibration.py),
+    its launches (``results.jsonl``), and the simulation's settings (the benchmark's own constants)."""
+    import importlib.util
+    import sys
+
+    from scipy.stats import t as student
+
+    from ddpbench.analysis import stats
+
+    f = "calibration-cpu"
+    table = _table(EX / f / "calibration.md")
+    n, sim_cov, ratio_cov, sim_false, real_n, real_false, real_cov = table.columns
+    table[n], table[real_n] = table[n].astype(int), table[real_n].astype(int)
+    calls = table[table[n] > 1]  # one launch a side: no interval, no call
+    by_n = table.set_index(n)
+    coverage = [_share(c) for col in (sim_cov, ratio_cov, real_cov) for c in calls[col]]
+    false = [_share(c) for c in calls[sim_false]] + [_share(c) for c in calls[real_false]]
+    wrong = sum(round(_share(c) * k / 100) for c, k in zip(calls[real_false], calls[real_n]))
+    # the real launches: every job run the same number of times, at these world sizes
+    runs, j = tables(f).runs, jobs(f)
+    [launches] = set(runs.groupby("key").size())
+    assert set(j["model"]) == {"mlp"} and set(j["model_size"]) == {"s"}
+    starts = pd.to_datetime(runs["utc"])
+    sweep_s = (starts.max() - starts.min()).total_seconds() + runs.loc[starts.idxmax(), "wall_s"]
+    assert 40 <= sweep_s <= 90, sweep_s  # "The sweep takes about a minute"
+    # the simulation's settings
+    script = ROOT / "benchmarks" / "interval_calibration.py"
+    spec = importlib.util.spec_from_file_location("interval_calibration", script)
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclass looks its module up there
+    spec.loader.exec_module(bench)
+    machine = bench.Machine()
+    tail = (1 + stats.CONFIDENCE) / 2
+    return {"coverage_min": f"{math.floor(min(coverage)):.0f}",
+            "sim_false_max": f1(max(_share(c) for c in calls[sim_false])),
+            "wrong": str(wrong), "called": str(calls[real_n].sum()), "wrong_pct": pct(wrong / calls[real_n].sum()),
+            "false_lo": f"{math.floor(min(false)):.0f}", "false_hi": f"{math.ceil(max(false)):.0f}",
+            "old2": one_in(_share(by_n.loc[2, sim_false], True)), "old3": one_in(_share(by_n.loc[3, sim_false], True)),
+            "mw": f0(5 * _share(by_n.loc[1, sim_false], True) / 100), "splits_all": str(table[real_n].sum()),
+            "tail": f"{tail:g}", "t1": f1(student.ppf(tail, 1)),
+            "launches": str(launches), "world_sizes": listed(sorted(j["world_size"])),
+            "cv": pct(machine.cv), "outlier_one_in": f0(1 / machine.outlier_p),
+            "outlier": pct(machine.outlier_factor - 1),
+            "drift": f"{100 * machine.drift:g}", "phi": f"{machine.phi:g}", "trials": str(bench.TRIALS),
+            "splits": str(bench.SPLITS)}
 
 
 def whatif() -> dict:
@@ -400,7 +476,7 @@ def whatif() -> dict:
 DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu, "network": network_cpu,
            "gpu": gpu_h100, "gputf": gpu_trace_frameworks_h100, "models": models, "precision": precision_cpu,
            "consistency": consistency_cpu, "faults": faults_cpu, "trace": trace_cpu, "gate": gate_power,
-           "pytest": pytest_gate, "whatif": whatif}
+           "pytest": pytest_gate, "whatif": whatif, "calib": calibration_cpu}
 
 
 @functools.cache
@@ -479,8 +555,8 @@ QUOTES: list[tuple[str, str]] = [
                "+{gate[levels][3]} % in {gate[g5_top]} % of comparisons"),
     (EXAMPLES, "On the quiet second sweep alone (spread {gate[quiet_spread]} %), `median:0%` caught +{gate[levels][2]} % "
                "in {gate[quiet_caught][3]} % of comparisons with 3 launches a side and {gate[quiet_caught][8]} % with 8."),
-    (EXAMPLES, "(+{gate[pooled_mde]} % for `median:5%`), because that spread includes the 2x launches; the figure for a "
-               "typical window (the median over windows) was +{gate[typical_mde]} %."),
+    (EXAMPLES, "(+{gate[pooled_mde]} % for `median:5%`), because that spread includes the slowed launches; the "
+               "figure for a typical window (the median over windows) was +{gate[typical_mde]} %."),
     (EXAMPLES, "The runs' medians scatter by {pytest[spread]} % from run to run. The planted levels measured "
                "+{pytest[levels][0]}, +{pytest[levels][1]}, +{pytest[levels][2]} and +{pytest[levels][3]} %"),
     (EXAMPLES, "There are {pytest[aa]} A/A pairs in all, {pytest[aa_free]} of them sharing no run, and {pytest[ab]}"),
@@ -492,8 +568,29 @@ QUOTES: list[tuple[str, str]] = [
                "identical rerun in {pytest[g5_one_in]}."),
     # thresholds, from the code that applies them
     ("docs/reading-the-report.md", "`noisy` when the step time's IQR exceeds {const[noise]} % of its median."),
-    ("docs/reading-the-report.md", "communication-bound above {const[comm]} %, compute-bound below "
-                                   "{const[compute]} %."),
+    ("docs/reading-the-report.md", "calls a DDP job communication-bound only where the whole interval is at or "
+                                   "above {const[comm]} % of the step, compute-bound only where it is all below "
+                                   "{const[compute]} %"),
+    ("docs/reading-the-report.md", "(`*_low`, `*_high` in `ddpbench.summarize`): {const[confidence]} % Student t "
+                                   "intervals over *launches*"),
+    ("docs/reading-the-report.md", "the two world sizes' {const[confidence]} % intervals lie apart (and differ by "
+                                   "more than {const[serial_rise]}), and that it stays flat only where the intervals "
+                                   "rule out a change of {const[serial_rise]};"),
+    ("docs/reading-the-report.md", "exposed communication / mean step, with a {const[confidence]} % interval over "
+                                   "launches"),
+    ("docs/reading-the-report.md", "drawn from the figure's {const[confidence]} % interval over launches, never from "
+                                   "its point estimate alone"),
+    ("docs/reading-the-report.md", "\"scales well\" needs the efficiency's whole interval at or above {const[well]} %, "
+                                   "\"scales moderately\" all of it from {const[poorly]} % to {const[well]} %, "
+                                   "\"scales poorly\" all of it below {const[poorly]} %."),
+    ("docs/reading-the-report.md", "the lower end of its fix's gain is material ({const[material]} % of the step)"),
+    ("docs/reading-the-report.md", "the interval of the gain also rules out a difference of {const[material]} % or "
+                                   "more;"),
+    ("docs/diagnosis.md", "The verdict's top cause needs its gain's lower end to be material ({const[material]} % of "
+                          "the step), else \"cannot tell: the likeliest is ...\"; bucket sizes \"will do\" alike only "
+                          "where the interval of their difference rules out {const[material]} % or more."),
+    ("docs/diagnosis.md", "a cause is said only where the figure's whole {const[confidence]} % interval over launches "
+                          "supports it"),
     ("docs/reading-the-report.md", "a rank whose median is more than {const[straggler]} % above the other ranks' and "
                                    "that is the slower one in at least {const[consistency]} % of the steps."),
     ("docs/results.md", "| step_ms_iqr / step_ms_median above {const[noise]} % |"),
@@ -504,6 +601,30 @@ QUOTES: list[tuple[str, str]] = [
     ("docs/diagnosis.md", "could not have caught a slowdown of twice the threshold {const[power]} % of the time"),
     ("docs/comparing.md", "launches would call *slower* {const[power]} % of the time"),
     ("docs/comparing.md", "the slowdown that gate would fail {const[power]} % of the time"),
+    # calibration-cpu, and the interval calibration's settings
+    (EXAMPLES, "(an MLP-s job at world sizes {calib[world_sizes]}, {calib[launches]} identical launches each, while "
+               "other work shared the cores)"),
+    (EXAMPLES, "on simulated launches and on {calib[splits_all]} random A/A splits of these launches"),
+    ("docs/statistics.md", "`benchmarks/interval_calibration.py` measures what the nominal {const[confidence]} % is "
+                           "worth. Simulated launches: lognormal launch effects with a coefficient of variation of "
+                           "{calib[cv]} %, one launch in {calib[outlier_one_in]} a slow outlier (+{calib[outlier]} %), "
+                           "a slow drift across the sweep (+{calib[drift]} % per launch), AR(1)-correlated steps "
+                           "(φ = {calib[phi]}) around each launch's level; {calib[trials]} comparisons per launch "
+                           "count. Real A/A: {calib[launches]} identical launches of an MLP job at world sizes "
+                           "{calib[world_sizes]} on a shared 2-core machine"),
+    ("docs/statistics.md", "compared by `compare`'s own code (`compare_tables`), {calib[splits]} splits per job and "
+                           "launch count."),
+    ("docs/statistics.md", "coverage is at least {calib[coverage_min]} % and identical jobs come out \"significant\" "
+                           "at most {calib[sim_false_max]} % of the time on simulated launches, and {calib[wrong]} of "
+                           "{calib[called]} real A/A comparisons ({calib[wrong_pct]} %) came out slower or faster. The "
+                           "bootstrap it replaced called identical jobs different {calib[old2]} of the time with 2 "
+                           "launches a side and {calib[old3]} with 3, and Mann-Whitney over the steps of a single "
+                           "launch called them different about {calib[mw]} times in 5"),
+    ("docs/statistics.md", "(t<sub>{calib[tail]},1</sub> = {calib[t1]})"),
+    ("docs/statistics.md", "The sweep takes about a minute on 2 cores."),
+    ("docs/comparing.md", "under identical conditions {calib[false_lo]} to {calib[false_hi]} comparisons in 100 come "
+                          "out \"significant\" at every launch count from 2 up, on simulated launches and on "
+                          "{calib[called]} random splits of real identical launches of this machine"),
     # docs
     ("docs/comparing.md", "the gate there failed {gate[five_fails]} (95 % interval: up to {gate[five_high]} %) and "
                           "caught a +{gate[levels][3]} % slowdown in {gate[g5_top]} % of comparisons"),
@@ -546,16 +667,13 @@ SETTINGS: dict[str, list[str]] = {
         "mlp-m, 5 launches each", "at 5 launches", "2 launches of 10 steps", "(25 MB)", "(1 MB)", "| 10 Gbit/s |",
         "| 1 Gbit/s |", "| 100 Mbit/s |", "(1 MB buckets)", "95 % interval", "3 launches a side", "20 steps",
         "40 steps", "with 8", "`median:0%`", "`median:3%`", "`median:5%`", "`median:10%`", "`median:15%`",
-        "`median:20%`", "90 % reached at", "90 % of slowdowns", "90 % was reached", "caught 90 %", "90 % at",
-        "about 90 %", "at most 5 % false alarms", "a gate of 3 % or more", "3 % ->", "5 % ->", "10 % ->",
-        "20 % ->", "(3 launches and 40 steps", "5 and 40", "8 launches", "5 and 8 launches a side",
-        "3 launches",  # the gate-power settings
+        "`median:20%`", "90 % reached at", "90 % at", "about 90 %", "at most 5 % false alarms", "3 % ->", "5 % ->",
+        "10 % ->", "20 % ->", "a 5 % gate to see a 20 % slowdown", "3 launches",  # the gate-power settings
     ],
     "docs/comparing.md": ["95 %", "90 %", "5 %", "the 25 MB MLP", "sweep's 25 MB MLP", "0 to 20 %",
-                          "`all_reduce` of 64 KB, 4 MB and 64 MB"],
+                          "`all_reduce` of 64 KB, 4 MB and 64 MB", "With 2 launches a side"],
     "docs/diagnosis.md": ["within 20 %", "95 % interval", "95 % CI", "100 Mbit/s", "1 Gbit/s",
                           "130 tensors", "efficiency above 100 %"],
-    "docs/reading-the-report.md": ["95 % bootstrap", "with 3 launches"],
     "docs/results.md": ["95 % interval"],
     "docs/strategies.md": ["5 launches a job", "95 % interval"],
     "README.md": ["95 % confidence interval"],
