@@ -4,8 +4,9 @@ A DDP job is *compute-bound* only where the upper end of its exposed communicati
 interval over launches (:mod:`ddpbench.analysis.exposed`) is below :data:`COMPUTE_BOUND_SHARE`
 of the step, *communication-bound* only where the lower end is at or above
 :data:`COMM_BOUND_SHARE`, and *between the two* only where the whole interval lies between them.
-An exposed time whose interval includes 0, or that is below the noise floor
-(:func:`ddpbench.analysis.wording.noise_floor_ms`), is "not measurable here" and never quoted
+An exposed time whose interval includes 0, or that is below its noise floor (half its own
+interval's width; the step's, :func:`ddpbench.analysis.wording.noise_floor_ms`, where it has none),
+is "not measurable here" and never quoted
 as a time; an interval across a threshold, or none, is "cannot tell" with how many launches
 would tell (:func:`ddpbench.analysis.wording.cannot_tell`).
 """
@@ -40,7 +41,10 @@ def bound(summary, link=None) -> list[Finding]:
 def _judge(summary, row, config: str, link) -> Finding:
     step, exposed = float(row[STEP_MS]), float(row[EXPOSED_COMM_MS])
     low, high = (float(row.get(f"{EXPOSED_COMM_MS}_{end}", math.nan)) for end in ("low", "high"))
-    floor, n, spread = noise_floor_ms(row), len(launch_times(row)), spread_pct(launch_times(row))
+    n, spread = len(launch_times(row)), spread_pct(launch_times(row))
+    # the exposed time's own resolution: its interval is over per-launch (step - no_sync step)
+    # differences, which cancel what a launch's placement adds to both; the step's interval keeps it
+    floor = (high - low) / 2 if known(low, high) else noise_floor_ms(row)
     where = f"DDP{hook_text(row)} with {config} at world size {int(row['world_size'])}"
     bounds, trace = "95 % CI", ""
     traced, note = trusted_exposed(row)
@@ -68,10 +72,7 @@ def _judge(summary, row, config: str, link) -> Finding:
     figures = (f"{pct(exposed / step)} of each step ({exposed:.1f} ms of {step:.1f} ms{trace}; {bounds} {low:.1f} "
                f"to {high:.1f} ms) is communication")
     if lo >= COMM_BOUND_SHARE:
-        best, _ = trusted_exposed(row)
-        named = [evidence.weigh(summary, best, causes.buckets(best, link, summary)),
-                 evidence.weigh(summary, best, causes.unused_parameters(best))]
-        estimate = causes.communication(best, named)
+        best, estimate = _communication(summary, row, link)
         text = f"{where} is communication-bound: {figures} the backward pass did not hide"
         if estimate is not None and estimate.detail:
             text += f"; {estimate.detail}"
@@ -86,8 +87,23 @@ def _judge(summary, row, config: str, link) -> Finding:
                        "exposed.")
     line = COMM_BOUND_SHARE if hi >= COMM_BOUND_SHARE else COMPUTE_BOUND_SHARE
     told = cannot_tell(n, spread, 100 * abs(exposed / step - line), WHICH)
-    return Finding("bound", "info", f"{where}: {figures} left exposed, an interval across the {pct(line)} line, so "
-                   f"{told}.")
+    text = f"{where}: {figures} left exposed, an interval across the {pct(line)} line, so {told}"
+    if line == COMM_BOUND_SHARE:
+        # possibly communication-bound: its fix is still a candidate cause, and the verdict weighs
+        # it by the lower end of its gain (which names it, or says it cannot tell)
+        best, estimate = _communication(summary, row, link)
+        if blames(best, estimate):
+            return blame("bound", best, estimate, text + ".")
+    return Finding("bound", "info", text + ".")
+
+
+def _communication(summary, row, link):
+    """``row`` as its trusted measure gives it, and the communication cause's estimate for it,
+    with the bucket and unused-parameter causes it leaves room for."""
+    best, _ = trusted_exposed(row)
+    named = [evidence.weigh(summary, best, causes.buckets(best, link, summary)),
+             evidence.weigh(summary, best, causes.unused_parameters(best))]
+    return best, causes.communication(best, named)
 
 
 def _point_only(exposed: float, step: float) -> str:

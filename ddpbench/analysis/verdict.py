@@ -58,8 +58,10 @@ def _cause(f: Finding, summary: pd.DataFrame) -> str:
         gain = (f": estimated (a model, not run) to recover {f.recoverable_ms:.1f} ms of a {step:.1f} ms step "
                 f"({pct(f.recoverable_ms / step)})" if step > 0 else "")
     line = f"{f.cause}{where}; fix: {f.fix}{gain}"
-    if math.isnan(f.recoverable_ms) or not step > 0 or f.recoverable_low_ms >= MATERIAL_SHARE * step:
+    if math.isnan(f.recoverable_ms) or not step > 0:
         return line
+    if f.recoverable_low_ms >= MATERIAL_SHARE * step:  # named: with how little its interval allows
+        return f"{line}, at least {f.recoverable_low_ms:.1f} ms by the lower end of its 95 % interval"
     # the gain's interval does not rule out an immaterial one: no cause is named as the one to fix
     launches = launch_times(row)
     told = cannot_tell(len(launches), spread_pct(launches), 100 * f.recoverable_ms / step)
