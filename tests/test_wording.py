@@ -250,3 +250,10 @@ def test_no_negative_time_is_quoted_and_no_bound_without_its_interval(row):
         assert high / step <= 0.10 and low > 0
     if math.isnan(low):
         assert " is compute-bound" not in bound and " is communication-bound" not in bound
+
+
+def test_cannot_tell_never_says_a_figure_falls_short_of_itself():
+    """Rounded alike, 10.4 % against 9.6 % read "only 10 %, not the 10 % needed"."""
+    spread = 9.6 / wording._unit_mde(wording.LAUNCH_STEPS[-1]) * 1.08
+    text = wording.cannot_tell(3, spread, 9.6)
+    assert "even 50 would detect only 10.4 %, not the 9.6 % needed" in text

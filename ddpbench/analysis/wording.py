@@ -120,8 +120,9 @@ def cannot_tell(n: int, spread: float, effect_pct: float, what: str = "") -> str
     if m is not None:
         return f"{head}; {m} would detect a difference of {effect_pct:.0f} % (launch-to-launch spread {spread:.1f} %)"
     if known(mde):
-        return (f"{head}; even {LAUNCH_STEPS[-1]} would detect only {mde:.0f} %, not the {effect_pct:.0f} % needed "
-                f"(launch-to-launch spread {spread:.1f} %)")
+        digits = 0 if f"{mde:.0f}" != f"{effect_pct:.0f}" else 1  # never "only 10 %, not the 10 % needed"
+        return (f"{head}; even {LAUNCH_STEPS[-1]} would detect only {mde:.{digits}f} %, not the "
+                f"{effect_pct:.{digits}f} % needed (launch-to-launch spread {spread:.1f} %)")
     return f"{head}: the interval is too wide to decide"
 
 
