@@ -15,8 +15,9 @@ def add_parser(sub) -> None:
     p.add_argument("results", type=Path, help="folder holding results.jsonl")
     p.add_argument("--out", type=Path, help="where to write the report (default: the results folder)")
     p.add_argument("--check", action="store_true",
-                   help="write nothing: list every finding the folder's own measurements contradict (a fix measured "
-                        "slower, an efficiency above 100%% unflagged, a step time no job measured); exit 1 if any")
+                   help="write nothing: check every figure, interval, direction and measured/estimated claim of the "
+                        "verdict and the diagnosis against figures re-derived from the records (ddpbench.audit); "
+                        "exit 1 on any problem")
     p.set_defaults(func=command)
 
 
@@ -35,16 +36,17 @@ def command(args) -> int:
 
 
 def check(folder: Path) -> int:
-    """The consistency check of a folder's diagnosis against its own summary (analysis.consistency)."""
-    from ddpbench.analysis.consistency import check as consistency
+    """The independent checker (ddpbench.audit) over the folder's verdict lines and diagnosis."""
+    from ddpbench.analysis.claims import audit_findings
     from ddpbench.report.build import load_context
     from ddpbench.report.sections.diagnosis import findings_for
     from ddpbench.results.sanitize import printable
 
     ctx = load_context(folder)
     findings = findings_for(ctx)
-    problems = consistency(ctx.summary, findings)
+    problems = audit_findings(folder, findings, ctx.summary)
     for p in problems:
-        print(printable(f"{p.kind}: {p.job or '-'}: {p.text}"))  # stored names: no terminal escapes
-    print(f"{len(findings)} finding(s) over {len(ctx.summary)} job(s): {len(problems)} contradicted by the measurements")
+        print(printable(p.line()))  # stored names: no terminal escapes
+    print(f"{len(findings)} finding(s) and the verdict over {len(ctx.summary)} job(s): {len(problems)} problem(s) "
+          "against the figures re-derived from the records")
     return 1 if problems else 0

@@ -1,0 +1,37 @@
+"""What the diagnosis and the verdict say, as plain data for the independent checker
+(:mod:`ddpbench.audit`, which imports nothing of the analysis): each sentence with the job key it is
+about, the fix fields and basis of the finding it comes from, and the finding's kind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ddpbench import audit
+from ddpbench.analysis.findings import Finding, top_cause
+from ddpbench.analysis.verdict import headline
+
+
+def finding_claims(findings: list[Finding]) -> list[dict]:
+    return [{"text": f.text, "job": f.job, "fix_fields": f.fix_fields, "basis": f.basis, "kind": f.kind}
+            for f in findings]
+
+
+def verdict_claims(findings: list[Finding], summary: pd.DataFrame) -> list[dict]:
+    """The verdict's lines (the report's top and the sweep's console print the same), each with the
+    finding it was drawn from: the top cause's line carries that finding's job, fix and basis."""
+    cause = top_cause(findings)
+    out = []
+    for label, text in (headline(findings, summary) if len(summary) else []):
+        if label == "top cause" and cause is not None:
+            out.append({"text": text, "job": cause.job, "fix_fields": cause.fix_fields, "basis": cause.basis,
+                        "kind": "verdict"})
+        else:
+            out.append({"text": text, "kind": "verdict"})
+    return out
+
+
+def audit_findings(folder: str | Path, findings: list[Finding], summary: pd.DataFrame) -> list[audit.Problem]:
+    """Every problem the independent checker finds in the verdict and the diagnosis of ``folder``."""
+    return audit.check_folder(folder, [*verdict_claims(findings, summary), *finding_claims(findings)])

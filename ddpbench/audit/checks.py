@@ -1,0 +1,351 @@
+"""The checks: each quoted sentence set against the figures re-derived from the stored records.
+
+* **figure** -- every number a sentence quotes (ms, x, %, MB, serial fraction, bucket counts,
+  world sizes, "measured N times") must be, at the precision it is written with, a re-derived
+  figure of that unit of the job(s) the sentence is about: its job key (with that job's
+  world-size-1 baseline and the jobs that differ from it in at most two settings), else the jobs
+  it names by model label, per-rank batch, world size, link and strategy.
+* **interval** -- a quoted 95 % interval must hold its point (low <= point <= high) and lie inside
+  the Student/Welch t interval re-derived on (log) launch means, widened by half a last digit:
+  a containment check, not equality, so that a percentile bootstrap (narrower than t with few
+  launches) and a t interval both pass, and a bound outside what the launches allow fails.
+* **direction** -- "N % faster/slower than" (the setting named before the number against the one
+  after "than", or "A ms against B ms"), "faster/slower: Nx the throughput", "slower than ...: +N %",
+  a rank that "computes N % slower than the other ranks", a serial fraction that "rises/falls from
+  A to B".
+* **basis** -- a sentence that says its fix was measured ("measured to recover", "the sweep
+  measured", "it recovered") names a fix the sweep ran: a stored ok job identical to the sentence's
+  job but for the fix's fields, at their values; for ``bucket_cap_mb`` one whose *recorded* bucket
+  layout is the layout a job of this model recorded at the proposed cap. A sentence that says
+  "estimated", "not run" or "did not run" names a fix the sweep did not run.
+* **contradicted** -- a proposed fix the sweep ran and measured slower (the Welch interval of the
+  step ratio lies above 1; with one launch a side, more than 5 % slower).
+* **efficiency** -- an efficiency above 100 % that no sentence flags, or a scaling verdict that
+  quotes one; **statistic** -- a median quoted as the step time; **job** -- a sentence whose job
+  key is not a stored job, or names a model that job did not train.
+
+Not checked: sentences of the cost model (``kind`` "projection" or "model", or saying "Projected"
+or "cost model"): model output, said so; numbers said to be approximate ("about 5 ms").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ddpbench.audit import parse
+from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, log_ratio_interval
+from ddpbench.audit.pool import build, label_pattern
+
+SINGLE_LAUNCH_MARGIN = 0.05
+MODEL_KINDS = ("projection", "model")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One quoted sentence as plain data: its text, the job key it is about (None: about several),
+    the fix as job fields and how its gain is known ("measured" or "model"), and the finding's kind."""
+
+    text: str
+    job: str | None = None
+    fix_fields: dict | None = None
+    basis: str | None = None
+    kind: str | None = None
+
+    @classmethod
+    def of(cls, value) -> "Claim":
+        if isinstance(value, Claim):
+            return value
+        if isinstance(value, str):
+            return cls(value)
+        if isinstance(value, dict):
+            return cls(**{k: value.get(k) for k in ("text", "job", "fix_fields", "basis", "kind")})
+        return cls(*value)
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # figure, interval, direction, basis, contradicted, efficiency, statistic, job
+    job: str | None
+    sentence: str
+    expected: str
+
+    def line(self) -> str:
+        return f"{self.kind}: {self.job or '-'}: {self.expected}: {self.sentence}"
+
+
+def is_model_output(claim: Claim) -> bool:
+    return claim.kind in MODEL_KINDS or bool(re.search(r"Projected|cost model|model output", claim.text))
+
+
+def named_jobs(fig: Figures, text: str) -> list:
+    """The ok jobs ``text`` names, by model label, batch, link, strategy and world size (with the
+    world-size-1 baselines of the named world sizes); every ok job where it names none."""
+    ok = fig.ok()
+    labels = [l for l in ok["label"].unique() if label_pattern(l).search(text)]
+    labels = [l for l in labels if not any(l != o and l in o for o in labels)]
+    if labels:
+        ok = ok[ok["label"].isin(labels)]
+    m = re.search(r"batch (\d+)/rank", text)
+    if m and (ok["per_rank_batch"] == int(m.group(1))).any():
+        ok = ok[ok["per_rank_batch"] == int(m.group(1))]
+    links = [l for l in ok["link"].dropna().unique() if l and re.search(rf"\b{re.escape(str(l))}\b", text)]
+    if links:
+        ok = ok[ok["link"].isin(links) | (ok["world_size"] == 1)]
+    said = re.search(r"(?:^|for |of )([\w-]+)(?: \((\w+) hook\))? with ", text)
+    first = said.group(1).lower() if said else ""
+    if first in set(ok["strategy"].astype(str)):
+        ok = ok[ok["strategy"].astype(str) == first]
+        hook = said
+        ok = ok[ok["comm_hook"].astype(str) == (hook.group(1) if hook else "none")] if "comm_hook" in ok else ok
+    sizes = {int(n) for a, b in re.findall(r"world sizes? (\d+)(?: to (\d+))?", text) for n in (a, b) if n}
+    keys = list(ok.index)
+    if sizes and (ok["world_size"].isin(sizes)).any():
+        keys = list(ok[ok["world_size"].isin(sizes)].index)
+        keys += [b for k in list(keys) for b in fig.baseline_keys(k) if b not in keys]
+    return keys or list(fig.ok().index)
+
+
+def near_jobs(fig: Figures, key, fields: int = 2) -> list:
+    """``key``, its baselines and the ok jobs that differ from it in at most ``fields`` settings."""
+    mine = fig.jobs.loc[key]
+    ok = fig.ok()
+    columns = [c for c in FIELDS if c not in MEASURED_HOW]
+    differ = sum((ok[c].astype(str) != str(mine[c])).astype(int) for c in columns)
+    keys = [key, *[k for k in ok[differ <= fields].index if k != key]]
+    for k in list(keys):
+        keys += [b for b in fig.baseline_keys(k) if b not in keys] if k in ok.index else []
+    return keys
+
+
+def about(fig: Figures, claim: Claim) -> list:
+    if claim.job is not None and claim.job in fig.jobs.index:
+        return near_jobs(fig, claim.job)
+    return named_jobs(fig, claim.text)
+
+
+def check_figures(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Problem]:
+    out = []
+    bounds = {id(q) for i in parse.intervals(claim.text, quoted) for q in (i.low, i.high)}
+    for q in quoted:
+        if id(q) in bounds:
+            continue
+        entries = pool.get(q.unit, [])
+        if not any(q.matches(e.value) for e in entries):
+            near = min(entries, key=lambda e: abs(e.value - q.value), default=None)
+            hint = f"; nearest {near.name} = {near.value:.{q.digits + 1}f}" if near else ""
+            out.append(Problem("figure", claim.job, claim.text,
+                               f"{q.text} {q.unit} is no re-derived figure of the jobs it is about{hint}"))
+    return out
+
+
+#: how far past the re-derived t interval a quoted bound may reach, in its width: a percentile
+#: bootstrap over few launches is not a t interval, and its ends wander a little either way
+INTERVAL_SLACK = 0.25
+
+
+def check_intervals(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Problem]:
+    out = []
+    for i in parse.intervals(claim.text, quoted):
+        digit = 0.5 * 10 ** -max(i.low.digits, i.high.digits) + 1e-9
+        # "31.1 % faster (95 % CI of the change -47.4 % to -13.7 %)": the point may be quoted unsigned
+        points = [p for p in (i.point.value, -i.point.value) if i.low.value - digit <= p <= i.high.value + digit]
+        if not points:
+            out.append(Problem("interval", claim.job, claim.text,
+                               f"{i.low.text} to {i.high.text} does not hold its point {i.point.text}"))
+            continue
+        owners = [e for e in pool.get(i.point.unit, []) if e.low == e.low
+                  and any(abs(e.value - p) <= 0.5 * 10 ** -i.point.digits + 1e-9 for p in points)]
+        if owners and not any(i.low.value >= e.low - digit - INTERVAL_SLACK * (e.high - e.low) and
+                              i.high.value <= e.high + digit + INTERVAL_SLACK * (e.high - e.low) for e in owners):
+            e = owners[0]
+            out.append(Problem("interval", claim.job, claim.text,
+                               f"{i.low.text} to {i.high.text} reaches outside the t interval of the launches "
+                               f"({e.low:.2f} to {e.high:.2f}, {e.name})"))
+    return out
+
+
+_THAN = re.compile(rf"({parse.NUMBER}) ?% (faster|slower)(?: per step)? than ([^,;(:]+)")
+_AGAINST = re.compile(rf"({parse.NUMBER}) ?ms[^,;]{{0,30}}? (?:against|vs) (?:this job's )?({parse.NUMBER}) ?ms")
+_THROUGHPUT = re.compile(rf"\b(faster|slower)\b[^.:]{{0,60}}: ({parse.NUMBER})x")
+_SIGNED = re.compile(rf"\b(?<!significantly )(faster|slower) than [^:]*: ([-+]{parse.NUMBER}) ?%")
+_RANKS = re.compile(rf"({parse.NUMBER}) ?% (faster|slower) than the other ranks")
+_TREND = re.compile(rf"\b(rises|falls) from ({parse.NUMBER}) to ({parse.NUMBER})")
+
+
+def _caps_groups(fig: Figures, keys) -> list[list]:
+    """Jobs among ``keys`` (those above world size 1) alike in every setting but the bucket cap."""
+    multi = [k for k in keys if fig.jobs.at[k, "world_size"] > 1]
+    groups: dict = {}
+    for k in multi:
+        alike = tuple(str(fig.jobs.at[k, c]) for c in FIELDS if c != "bucket_cap_mb" and c not in MEASURED_HOW)
+        groups.setdefault(alike, []).append(k)
+    return list(groups.values())
+
+
+def _caps(segment: str) -> set:
+    return {float(c) for c in re.findall(r"(\d+(?:\.\d+)?)(?=,| and| MB)", segment)}
+
+
+def _faster_by_caps(fig: Figures, keys, before: str, after: str):
+    """For each setting group holding both sets of caps: (subject's mean step, the other's)."""
+    mine, theirs = _caps(before), _caps(after)
+    out = []
+    for group in _caps_groups(fig, keys):
+        a = [k for k in group if float(fig.jobs.at[k, "bucket_cap_mb"]) in mine]
+        b = [k for k in group if float(fig.jobs.at[k, "bucket_cap_mb"]) in theirs]
+        if a and b and not set(a) & set(b):
+            out.append((np.mean([t for k in a for t in fig.launch_ms[k]]),
+                        np.mean([t for k in b for t in fig.launch_ms[k]])))
+    return out
+
+
+NEITHER = re.compile(r"faster or slower|slower or faster")
+
+
+def check_directions(fig: Figures, claim: Claim, keys) -> list[Problem]:
+    out, text = [], claim.text
+    if NEITHER.search(text):
+        return out
+
+    def bad(what: str):
+        out.append(Problem("direction", claim.job, text, what))
+
+    for m in _THAN.finditer(text):
+        word, start = m.group(2), text.rfind(":", 0, m.start())
+        steps = _faster_by_caps(fig, keys, text[start + 1:m.start()], m.group(3))
+        if steps:
+            if not any((a < b) == (word == "faster") for a, b in steps):
+                bad(f"says {word}, but its mean step is {steps[0][0]:.1f} ms against {steps[0][1]:.1f} ms")
+            continue
+        pair = [p for p in _AGAINST.finditer(text[:m.start()])]
+        if pair:
+            a, b = float(pair[-1].group(1)), float(pair[-1].group(2))
+            if a != b and (a < b) != (word == "faster"):
+                bad(f"says {word}, but quotes {a} ms against {b} ms")
+    for m in _THROUGHPUT.finditer(text):
+        x = float(m.group(2))
+        if x != 1 and (x > 1) != (m.group(1) == "faster"):
+            bad(f"says {m.group(1)} with {m.group(2)}x the throughput")
+    for m in _SIGNED.finditer(text):
+        if float(m.group(2)) != 0 and (float(m.group(2)) > 0) != (m.group(1) == "slower"):
+            bad(f"says {m.group(1)} with a step change of {m.group(2)} %")
+    for m in _RANKS.finditer(text):
+        if (float(m.group(1)) > 0) != (m.group(2) == "slower"):
+            bad(f"a rank that computes longer than the others is slower, not {m.group(2)}")
+    for m in _TREND.finditer(text):
+        a, b = float(m.group(2)), float(m.group(3))
+        if a != b and (b > a) != (m.group(1) == "rises"):
+            bad(f"says {m.group(1)} from {a} to {b}")
+    return out
+
+
+def run_twins(fig: Figures, key, fields: dict) -> list:
+    """Ok jobs identical to ``key`` but for ``fields``, run at the fields' values (a bucket cap by the
+    recorded layout: a twin whose buckets are those a job of this model recorded at that cap)."""
+    twins = fig.twins(key, tuple(fields))
+    for name, value in fields.items():
+        if name not in twins.columns:
+            return []
+        if name == "bucket_cap_mb":
+            alike = fig.twins(key, ("bucket_cap_mb", "world_size", "threads_per_rank", "backend", "emulate_nodes",
+                                    "link", "link_delay_ms"))
+            alike = alike[np.isclose(alike["bucket_cap_mb"].astype(float), float(value))]
+            layouts = {l for l in alike["layout"] if isinstance(l, tuple)}
+            if fig.jobs.at[key, "bucket_cap_mb"] == value and isinstance(fig.jobs.at[key, "layout"], tuple):
+                layouts.add(fig.jobs.at[key, "layout"])
+            twins = twins[twins["layout"].map(lambda l: l in layouts)]
+        else:
+            twins = twins[twins[name].astype(str) == str(value)]
+    return list(twins.index)
+
+
+def check_basis(fig: Figures, claim: Claim) -> list[Problem]:
+    text, out = claim.text, []
+    measured = bool(parse.MEASURED_WORDS.search(text))
+    estimated = bool(re.search(r"estimated (?:\(a model, not run\) )?to recover|did not run this fix|"
+                               r"a model estimate", text))
+    if not (measured or estimated) or claim.job not in fig.jobs.index:
+        return out
+    ran = run_twins(fig, claim.job, claim.fix_fields) if claim.fix_fields else []
+    if measured and not ran:
+        out.append(Problem("basis", claim.job, text, f"says measured, but no stored job ran the fix "
+                           f"{claim.fix_fields or '(no setting named)'}"))
+    if estimated and ran:
+        out.append(Problem("basis", claim.job, text, f"says estimated / not run, but the sweep ran "
+                           f"{claim.fix_fields}: {', '.join(ran)}"))
+    return out
+
+
+def check_contradicted(fig: Figures, claim: Claim) -> list[Problem]:
+    if not claim.fix_fields or claim.job not in fig.jobs.index or fig.jobs.at[claim.job, "status"] != "ok":
+        return []
+    if re.search(r"not proposed", claim.text):
+        return []
+    ran = run_twins(fig, claim.job, claim.fix_fields)
+    mine = fig.launch_ms.get(claim.job, [])
+    theirs = [t for k in ran for t in fig.launch_ms.get(k, [])]
+    if not mine or not theirs:
+        return []
+    ratio = float(np.mean(theirs) / np.mean(mine))
+    low, _ = log_ratio_interval(theirs, mine)
+    if (low > 1) if low == low else ratio > 1 + SINGLE_LAUNCH_MARGIN:
+        return [Problem("contradicted", claim.job, claim.text, f"proposes {claim.fix_fields}, which the sweep "
+                        f"measured {100 * (ratio - 1):.1f} % slower ({', '.join(ran)})")]
+    return []
+
+
+def check_efficiency(fig: Figures, claims) -> list[Problem]:
+    out = []
+    for c in claims:
+        if re.search(r"scales (?:well|moderately|poorly)", c.text):
+            for quoted in re.findall(r"(\d+) % parallel efficiency", c.text):
+                if int(quoted) > 100:
+                    out.append(Problem("efficiency", c.job, c.text, f"a scaling verdict quotes {quoted} % (> 100 %)"))
+    flags = [c.text for c in claims if re.search(r"above 100 %|broken baseline|No scaling verdict", c.text)]
+    ok = fig.ok()
+    for key, r in ok[(ok["world_size"] > 1) & (ok["efficiency_pct"] > 100)].iterrows():
+        if not any(f"{r['speedup']:.2f}x" in t for t in flags):
+            out.append(Problem("efficiency", key, "-", f"efficiency {r['efficiency_pct']:.0f} % at world size "
+                               f"{int(r['world_size'])} is flagged by no sentence"))
+    return out
+
+
+def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
+    """Every problem of one sentence (see the module doc)."""
+    claim = Claim.of(claim)
+    out = []
+    if re.search(r"\bmedian step", claim.text):
+        out.append(Problem("statistic", claim.job, claim.text, "quotes a median as the step time; the mean step is "
+                           "the step time"))
+    if claim.job is not None and claim.job not in fig.jobs.index:
+        return out + [Problem("job", claim.job, claim.text, "no stored job has this key")]
+    if claim.job is not None:
+        label = fig.jobs.at[claim.job, "label"]
+        others = [l for l in fig.jobs["label"].unique() if l != label and l not in label
+                  and label_pattern(l).search(claim.text)]
+        if others and not label_pattern(label).search(claim.text):
+            out.append(Problem("job", claim.job, claim.text, f"names {others[0]}, but job {claim.job} trained {label}"))
+    if is_model_output(claim):
+        return out
+    keys = about(fig, claim)
+    labels = list(fig.jobs["label"].unique())
+    quoted = parse.numbers(claim.text, labels)
+    pool = build(fig, keys)
+    out += check_figures(fig, claim, pool, quoted)
+    out += check_intervals(fig, claim, pool, quoted)
+    out += check_directions(fig, claim, keys)
+    out += check_basis(fig, claim)
+    out += check_contradicted(fig, claim)
+    return out
+
+
+def check(fig: Figures, claims) -> list[Problem]:
+    """Every problem of ``claims`` (sentences as :class:`Claim`, dicts, tuples or strings) against
+    ``fig``; [] when every figure, interval, direction and basis they quote holds."""
+    claims = [Claim.of(c) for c in claims]
+    out = [p for c in claims for p in check_claim(fig, c)]
+    return out + check_efficiency(fig, claims)
