@@ -38,7 +38,7 @@ import numpy as np
 
 from ddpbench.audit import parse
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, log_ratio_interval
-from ddpbench.audit.pool import build, label_pattern
+from ddpbench.audit.pool import Entry, build, label_pattern
 
 SINGLE_LAUNCH_MARGIN = 0.05
 MODEL_KINDS = ("projection", "model")
@@ -127,14 +127,68 @@ def about(fig: Figures, claim: Claim) -> list:
     return named_jobs(fig, claim.text)
 
 
+#: the words around a number that say which kind of figure of its unit it is (pool.Entry.family)
+FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"), (r"^ ?% of (?:each |the |a |its )?step", "share"),
+                      (r"^ ?% (?:faster|slower) than the other ranks", "straggler"),
+                      (r"^ ?% (?:faster|slower|more|less)\b", "change")],
+                "x": [(r"^x (?:the|its) throughput", "throughput"), (r"^x (?:\S+ )?step time", "step")]}
+FAMILY_BEFORE = {"%": [(r"efficiency (?:is |of )?$", "efficiency"), (r"differ by $", "change"),
+                       (r"ms step \($", "share"), (r"a step \($", "share")]}
+
+
+def family(text: str, q) -> str:
+    """The kind of figure ``q`` is, from the words right after and before it ("" when they do not say)."""
+    after, before = text[q.end:q.end + 40], text[max(0, q.start - 30):q.start]
+    for pattern, name in FAMILY_AFTER.get(q.unit, []):
+        if re.search(pattern, after):
+            return name
+    for pattern, name in FAMILY_BEFORE.get(q.unit, []):
+        if re.search(pattern, before):
+            return name
+    return ""
+
+
+#: a cause model's estimate of what a fix would recover, stated as such: "estimated (a model, not run)
+#: to recover 34.6 ms", "the buckets cause (34.6 ms)", "explains 34.6 ms of it"
+ESTIMATE = re.compile(rf"(?:estimated (?:\(a model, not run\) )?to recover|cause \(|explains) ({parse.NUMBER})")
+
+
+def with_estimates(fig: Figures, claim: Claim, keys, pool: dict) -> dict:
+    """``pool`` with what a sentence may say of the estimates it states: a model's estimate is not in
+    the records, so it is held to its own sentence -- its share of the step (and of the exposed
+    communication) and what it leaves of the exposed communication must follow from it -- and the
+    fix's own settings (``bucket_cap_mb = 1``: 1 MB)."""
+    estimates = [(float(v), 0.5 * 10 ** -parse._digits(v)) for v in ESTIMATE.findall(claim.text)]
+    fixed = [v for k, v in (claim.fix_fields or {}).items() if k == "bucket_cap_mb"]
+    if not estimates and not fixed:
+        return pool
+    pool = {unit: list(entries) for unit, entries in pool.items()}
+    for e, rounding in estimates:  # the estimate is quoted rounded: what follows from it carries that
+        pool.setdefault("ms", []).append(Entry(e, "the estimate it states"))
+        for k in keys:
+            r = fig.rec(k)
+            if r.get("step_ms", 0) > 0:
+                pool.setdefault("%", []).append(Entry(100 * e / r["step_ms"], f"the estimate over {k}'s step",
+                                                      family="share", slack=100 * rounding / r["step_ms"]))
+            if r.get("exposed_ms", 0) > 0:
+                pool["ms"].append(Entry(r["exposed_ms"] - e, f"{k}'s exposed communication less the estimate",
+                                        slack=rounding))
+                pool.setdefault("%", []).append(Entry(100 * e / r["exposed_ms"], f"the estimate over {k}'s exposed "
+                                                      "communication", slack=100 * rounding / r["exposed_ms"]))
+    for v in fixed:
+        pool.setdefault("MB", []).append(Entry(float(v), "the fix's bucket cap"))
+    return pool
+
+
 def check_figures(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Problem]:
     out = []
     bounds = {id(q) for i in parse.intervals(claim.text, quoted) for q in (i.low, i.high)}
     for q in quoted:
         if id(q) in bounds:
             continue
-        entries = pool.get(q.unit, [])
-        if not any(q.matches(e.value) for e in entries):
+        kind = family(claim.text, q)
+        entries = [e for e in pool.get(q.unit, []) if not kind or e.family == kind]
+        if not any(q.matches(e.value, e.slack) for e in entries):
             near = min(entries, key=lambda e: abs(e.value - q.value), default=None)
             hint = f"; nearest {near.name} = {near.value:.{q.digits + 1}f}" if near else ""
             out.append(Problem("figure", claim.job, claim.text,
@@ -334,7 +388,7 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
     keys = about(fig, claim)
     labels = list(fig.jobs["label"].unique())
     quoted = parse.numbers(claim.text, labels)
-    pool = build(fig, keys)
+    pool = with_estimates(fig, claim, keys, build(fig, keys))
     out += check_figures(fig, claim, pool, quoted)
     out += check_intervals(fig, claim, pool, quoted)
     out += check_directions(fig, claim, keys)

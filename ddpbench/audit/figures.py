@@ -167,12 +167,16 @@ def derive(folder: str | Path) -> Figures:
         r["samples_per_s"] = r["global_batch"] / (step / 1e3)
         r["nosync_ms"] = nosync.get(key, math.nan)
         r["exposed_ms"] = step - r["nosync_ms"]
+        r["backward_compute_ms"] = math.nan  # set below, with the phases: backward less what waits on comm
         r["exposed_pct"] = 100 * r["exposed_ms"] / step
         mine = by_key_steps[key]
         measure = mine[mine["phase"] == "measure"]
+        ns = mine[mine["phase"] == "nosync"]
+        r["nosync_backward_ms"] = float(ns["backward_ms"].mean()) if len(ns) else math.nan
         for phase in TIMED_PHASES:
             r[phase] = float(measure[phase].mean()) if phase in measure and measure[phase].notna().any() else math.nan
             r[phase.replace("_ms", "_pct")] = 100 * r[phase] / step
+        r["backward_compute_ms"] = r["backward_ms"] - r["exposed_ms"]
         r.update(_compute(mine), **_rank_figures(by_key_ranks.get(key)))
     jobs = pd.DataFrame.from_dict(rows, orient="index")
     figures = Figures(jobs, launch_ms)
@@ -215,12 +219,16 @@ def _rank_figures(ranks: pd.DataFrame | None) -> dict:
         moved = pd.to_numeric(ranks["bytes_sent_per_step"], errors="coerce") + pd.to_numeric(
             ranks["bytes_recv_per_step"], errors="coerce")
         out["moved_max_mb"], out["moved_median_mb"] = moved.max() / 1e6, moved.median() / 1e6
+    for c in ("ddp_unused_parameter_bytes", "allreduce_bytes_per_step"):
+        if c in ranks and ranks[c].notna().any():
+            out[c.replace("_bytes", "") + "_mb"] = float(pd.to_numeric(ranks[c], errors="coerce").median()) / 1e6
     if "ddp_backward_comm_ms" in ranks and ranks["ddp_backward_comm_ms"].notna().any():
         out["ddp_comm_ms"] = float(ranks["ddp_backward_comm_ms"].median())
     recorded = [b for b in ranks.get("bucket_bytes", []) if isinstance(b, list) and b]
     if recorded:
         out["layout"] = tuple(int(b) for b in recorded[0])
         out["buckets"] = len(recorded[0])
+        out["largest_bucket_pct"] = 100 * max(recorded[0]) / sum(recorded[0])
     return out
 
 

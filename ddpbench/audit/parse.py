@@ -43,6 +43,7 @@ NOT_FIGURES = [
     r"(?:above|under|below|more than|at least|over|or more than|recover) \d+(?:\.\d+)? ?%(?: of (?:the|a|each) "
     r"(?:median|step|steps))?(?! \()",
     r"about [-+]?\d+(?:\.\d+)?(?: ?(?:ms|x|%|MB))?",
+    r"fitted [^;:.]*?\d+(?:\.\d+)? ?ms",
     r"batch \d+/rank", r"batch(?:_size)? \d+", r"\b[\w.]+ ?= ?[\w.\"]+", r"\b[Rr]ank \d+", r"\d+ ranks?\b",
     r"\d+ nodes?\b", r"--[\w-]+ \S+", r"\(\w+=\d+(?:, \w+=\d+)*\)", r"\d+/\d+", r"\d+ thread\(s\)",
     r"repeats >= \d+", r"\d+ loader worker\(s\)", r"\d+ worker\(s\)", r"\b\d+gbit\b|\b\d+mbit\b",

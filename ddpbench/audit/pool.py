@@ -12,7 +12,7 @@ import numpy as np
 
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, log_ratio_interval
 
-MS = ("step_ms", "step_ms_pooled", "median_ms", "iqr_ms", "nosync_ms", "exposed_ms", "data_ms", "forward_ms",
+MS = ("step_ms", "step_ms_pooled", "nosync_backward_ms", "backward_compute_ms", "median_ms", "iqr_ms", "nosync_ms", "exposed_ms", "data_ms", "forward_ms",
       "backward_ms", "comm_ms", "optimizer_ms", "compute_ms", "straggler_ms", "ddp_comm_ms", "step_low", "step_high")
 PCT = ("exposed_pct", "data_pct", "forward_pct", "backward_pct", "comm_pct", "optimizer_pct", "noise_pct",
        "straggler_pct")
@@ -26,15 +26,21 @@ class Entry:
     name: str
     low: float = math.nan
     high: float = math.nan
+    #: what kind of figure of its unit it is (checks.family reads the same from a sentence's words):
+    #: % -- efficiency, share (of a step), change (between two steps), noise, straggler;
+    #: x -- throughput (a throughput ratio), step (a step-time ratio), traffic
+    family: str = ""
+    #: how far a quote may sit from it beyond its own rounding (a figure computed from a rounded one)
+    slack: float = 0.0
 
 
-def _add(pool: dict, unit: str, value, name: str, low=math.nan, high=math.nan) -> None:
+def _add(pool: dict, unit: str, value, name: str, low=math.nan, high=math.nan, family: str = "") -> None:
     try:
         value = float(value)
     except (TypeError, ValueError):
         return
     if value == value and math.isfinite(value):
-        pool.setdefault(unit, []).append(Entry(value, name, float(low), float(high)))
+        pool.setdefault(unit, []).append(Entry(value, name, float(low), float(high), family))
 
 
 def _memo(fig: Figures, what: tuple, fill) -> dict:
@@ -55,19 +61,24 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
     r = fig.rec(key)
     for c in MS:
         _add(pool, "ms", r.get(c), f"{c} of {key}")
+    _add(pool, "%", r.get("largest_bucket_pct"), f"largest bucket of {key} in % of its gradients")
     for c in PCT:
-        _add(pool, "%", r.get(c), f"{c} of {key}")
+        family = {"noise_pct": "noise", "straggler_pct": "straggler"}.get(c, "share")
+        _add(pool, "%", r.get(c), f"{c} of {key}", family=family)
     for c in MS[:-2]:
-        _add(pool, "%", 100 * r.get(c) / r["step_ms"], f"{c} of {key} in % of its step")
+        if r.get(c) is not None:
+            _add(pool, "%", 100 * r[c] / r["step_ms"], f"{c} of {key} in % of its step", family="share")
     p = r["world_size"]
-    _add(pool, "x", r.get("speedup"), f"speedup of {key}", r.get("speedup_low"), r.get("speedup_high"))
+    _add(pool, "x", r.get("speedup"), f"speedup of {key}", r.get("speedup_low"), r.get("speedup_high"),
+         family="throughput")
     _add(pool, "%", r.get("efficiency_pct"), f"efficiency of {key}", 100 * r.get("speedup_low") / p,
-         100 * r.get("speedup_high") / p)
+         100 * r.get("speedup_high") / p, family="efficiency")
     base = r.get("baseline")
     if isinstance(base, tuple) and base != (key,):
         # against the baseline's median step instead of its mean: how much its noise decides the verdict
         robust = np.mean([fig.rec(b)["step_ms"] for b in base]) / np.median([fig.rec(b)["median_ms"] for b in base])
-        _add(pool, "%", r.get("efficiency_pct") * robust, f"efficiency of {key} against its baseline's median step")
+        _add(pool, "%", r.get("efficiency_pct") * robust, f"efficiency of {key} against its baseline's median step",
+             family="efficiency")
     _add(pool, "e", r.get("serial_fraction"), f"serial fraction of {key}")
     _add(pool, "ws", p, f"world size of {key}")
     _add(pool, "buckets", r.get("buckets"), f"bucket count of {key}")
@@ -83,7 +94,7 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
     for what in ("bytes_sent_per_step", "moved"):
         most, middle = r.get(f"{what}_max_mb"), r.get(f"{what}_median_mb")
         if most == most and middle:
-            _add(pool, "x", most / middle, f"{what} max / median over ranks of {key}")
+            _add(pool, "x", most / middle, f"{what} max / median over ranks of {key}", family="traffic")
 
 
 def pair_figures(fig: Figures, a, b, pool: dict) -> None:
@@ -94,11 +105,14 @@ def pair_figures(fig: Figures, a, b, pool: dict) -> None:
     if not (sa > 0 and sb > 0):
         return
     low, high = log_ratio_interval(fig.launch_ms[a], fig.launch_ms[b])
-    _add(pool, "x", sa / sb, f"step of {a} / {b}", low, high)
-    _add(pool, "x", ra["samples_per_s"] / rb["samples_per_s"], f"throughput of {a} / {b}")
-    _add(pool, "%", 100 * (sa / sb - 1), f"step change {a} vs {b}", 100 * (low - 1), 100 * (high - 1))
-    _add(pool, "%", 100 * (1 - sa / sb), f"step gain {a} vs {b}", 100 * (1 - high), 100 * (1 - low))
+    _add(pool, "x", sa / sb, f"step of {a} / {b}", low, high, family="step")
+    _add(pool, "x", ra["samples_per_s"] / rb["samples_per_s"], f"throughput of {a} / {b}", family="throughput")
+    _add(pool, "%", 100 * (sa / sb - 1), f"step change {a} vs {b}", 100 * (low - 1), 100 * (high - 1), family="change")
+    _add(pool, "%", 100 * (1 - sa / sb), f"step gain {a} vs {b}", 100 * (1 - high), 100 * (1 - low), family="change")
+    _add(pool, "%", 100 * (ra["samples_per_s"] / rb["samples_per_s"] - 1), f"throughput change {a} vs {b}",
+         family="change")
     _add(pool, "ms", sa - sb, f"step difference {a} - {b}")
+    _add(pool, "%", 100 * (sa - sb) / sa, f"what {b} saves of {a}'s step", family="share")
     for c in ("data_ms", "exposed_ms"):
         _add(pool, "ms", ra.get(c) - rb.get(c), f"{c} difference {a} - {b}")
 
@@ -121,7 +135,7 @@ def group_figures(fig: Figures, group: tuple, pool: dict) -> None:
     _add(pool, "ms", np.mean(launches), f"pooled step of {group}")
     _add(pool, "ms", np.mean(steps), f"mean step of {group}")
     _add(pool, "times", len(group), f"jobs in {group}")
-    _add(pool, "%", 100 * (max(steps) / min(steps) - 1), f"spread of {group}")
+    _add(pool, "%", 100 * (max(steps) / min(steps) - 1), f"spread of {group}", family="change")
 
 
 def pooled_launches(fig: Figures, keys) -> list[float]:
@@ -135,9 +149,9 @@ def between(fig: Figures, mine: list, theirs: list, pool: dict, name: str) -> No
         return
     sa, sb = float(np.mean(a)), float(np.mean(b))
     low, high = log_ratio_interval(a, b)
-    _add(pool, "%", 100 * (1 - sa / sb), f"gain of {name}", 100 * (1 - high), 100 * (1 - low))
-    _add(pool, "%", 100 * (sa / sb - 1), f"change of {name}", 100 * (low - 1), 100 * (high - 1))
-    _add(pool, "x", sa / sb, f"ratio of {name}", low, high)
+    _add(pool, "%", 100 * (1 - sa / sb), f"gain of {name}", 100 * (1 - high), 100 * (1 - low), family="change")
+    _add(pool, "%", 100 * (sa / sb - 1), f"change of {name}", 100 * (low - 1), 100 * (high - 1), family="change")
+    _add(pool, "x", sa / sb, f"ratio of {name}", low, high, family="step")
 
 
 def build(fig: Figures, keys) -> dict:
