@@ -9,9 +9,13 @@ mutations, each to one sentence, checked alone against its folder's records:
 
   number     one quoted figure (ms, x, %, MB, serial fraction) scaled by a realistic factor
              (0.5 to 1.5, never 1), written at its own precision;
+  interval   the same, to one end of a quoted 95 % interval: scored apart, since the checker holds
+             an interval to containment (it holds its point, inside the re-derived t interval
+             widened by a quarter of its width), not to equality;
   job        the job the sentence is about swapped for another job of the same folder (its key, or
              the model label it names);
-  direction  one faster <-> slower or rises <-> falls;
+  direction  one faster <-> slower or rises <-> falls where it compares measurements ("5.3 % faster",
+             "slower than", "slower: 0.16x", "rises from"), not a descriptive one ("a faster link");
   basis      measured <-> estimated ("measured to recover" <-> "estimated (a model, not run) to
              recover", "estimated to recover" -> "measured to recover").
 
@@ -70,9 +74,13 @@ def _fmt(value: float, q) -> str:
     return ("+" + text) if q.text.startswith("+") and value >= 0 else text
 
 
-def number_mutations(claim: Claim, labels, rng):
+def number_mutations(claim: Claim, labels, rng, bounds: bool = False):
+    """Point figures (``bounds`` False) or the ends of quoted 95 % intervals (True)."""
     quoted = [q for q in parse.numbers(claim.text, labels) if q.unit in ("ms", "x", "%", "MB", "e")]
+    ends = {id(q) for i in parse.intervals(claim.text, quoted) for q in (i.low, i.high)}
     for q in quoted:
+        if (id(q) in ends) != bounds:
+            continue
         for factor in rng.sample(FACTORS, len(FACTORS)):
             new = _fmt(q.value * factor, q)
             if float(new) != q.value:
@@ -105,12 +113,17 @@ def job_mutations(claim: Claim, fig, rng, truths: set):
         yield Claim(text, None, claim.fix_fields, claim.basis, claim.kind), (text, None) in truths, f"{old} -> {new}"
 
 
+#: a direction word that compares measurements: "5.3 % faster", "slower than", "slower: 0.16x",
+#: "rises from"; not a descriptive one ("a faster link", "a slower device"), which compares nothing
+COMPARING = re.compile(r"(?<=% )(faster|slower)\b|\b(faster|slower)(?= than|:)|\b(rises|falls)(?= from)")
+
+
 def direction_mutations(claim: Claim):
-    for m in re.finditer(r"\b(faster|slower|rises|falls)\b", claim.text):
+    for m in COMPARING.finditer(claim.text):
         if re.search(r"faster or slower|slower or faster", claim.text[max(0, m.start() - 10):m.end() + 10]):
             continue  # "no faster or slower": flipping one word says the same
-        text = claim.text[:m.start()] + FLIPS[m.group(1)] + claim.text[m.end():]
-        yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), False, f"{m.group(1)} flipped"
+        text = claim.text[:m.start()] + FLIPS[m.group()] + claim.text[m.end():]
+        yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), False, f"{m.group()} flipped"
 
 
 def basis_mutations(claim: Claim):
@@ -123,7 +136,8 @@ def basis_mutations(claim: Claim):
 
 def run(paths, per_kind: int, seed: int, verbose: bool = False) -> dict:
     rng = random.Random(seed)
-    false_reports, pool, skipped = [], {k: [] for k in ("number", "job", "direction", "basis")}, 0
+    false_reports, skipped = [], 0
+    pool = {k: [] for k in ("number", "interval", "job", "direction", "basis")}
     for folder in paths:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -141,6 +155,7 @@ def run(paths, per_kind: int, seed: int, verbose: bool = False) -> dict:
                 skipped += 1
                 continue
             pool["number"] += [(fig, *m) for m in number_mutations(c, labels, rng)]
+            pool["interval"] += [(fig, *m) for m in number_mutations(c, labels, rng, bounds=True)]
             pool["job"] += [(fig, *m) for m in job_mutations(c, fig, rng, truths)]
             pool["direction"] += [(fig, *m) for m in direction_mutations(c)]
             pool["basis"] += [(fig, *m) for m in basis_mutations(c)]

@@ -81,6 +81,22 @@ def is_model_output(claim: Claim) -> bool:
     return claim.kind in MODEL_KINDS or bool(re.search(r"Projected|cost model|model output", claim.text))
 
 
+def unmatched(fig: Figures, text: str) -> str:
+    """What ``text`` names that no stored ok job is (a model label with a per-rank batch, a strategy
+    with a model label); "" when every name is a stored job's."""
+    ok = fig.ok()
+    labels = [l for l in ok["label"].unique() if label_pattern(l).search(text)]
+    batch = re.search(r"batch (\d+)/rank", text)
+    for label in labels:
+        mine = ok[ok["label"] == label]
+        m = re.search(rf"{re.escape(label)} \(batch (\d+)/rank\)", text)
+        if m and not (mine["per_rank_batch"] == int(m.group(1))).any():
+            return f"no stored job trains {label} with batch {m.group(1)}/rank"
+    if labels and batch and not ok[ok["label"].isin(labels)]["per_rank_batch"].eq(int(batch.group(1))).any():
+        return f"no stored job of {', '.join(labels)} has batch {batch.group(1)}/rank"
+    return ""
+
+
 def named_jobs(fig: Figures, text: str) -> list:
     """The ok jobs ``text`` names, by model label, batch, link, strategy and world size (with the
     world-size-1 baselines of the named world sizes); every ok job where it names none."""
@@ -99,8 +115,7 @@ def named_jobs(fig: Figures, text: str) -> list:
     first = said.group(1).lower() if said else ""
     if first in set(ok["strategy"].astype(str)):
         ok = ok[ok["strategy"].astype(str) == first]
-        hook = said
-        ok = ok[ok["comm_hook"].astype(str) == (hook.group(1) if hook else "none")] if "comm_hook" in ok else ok
+        ok = ok[ok["comm_hook"].astype(str) == (said.group(2) or "none")]
     sizes = {int(n) for a, b in re.findall(r"world sizes? (\d+)(?: to (\d+))?", text) for n in (a, b) if n}
     keys = list(ok.index)
     if sizes and (ok["world_size"].isin(sizes)).any():
@@ -109,13 +124,24 @@ def named_jobs(fig: Figures, text: str) -> list:
     return keys or list(fig.ok().index)
 
 
-def near_jobs(fig: Figures, key, fields: int = 2) -> list:
-    """``key``, its baselines and the ok jobs that differ from it in at most ``fields`` settings."""
+#: settings that together say how a job computes (numerics): a twin that differs in both differs once
+NUMERICS = ("precision", "compile")
+
+
+def near_jobs(fig: Figures, key, fields: int = 1, fix: dict | None = None) -> list:
+    """``key``, the ok jobs that differ from it in at most ``fields`` settings (precision and compile
+    counting as one), the jobs that ran its fix, and the baselines of all of them."""
     mine = fig.jobs.loc[key]
     ok = fig.ok()
-    columns = [c for c in FIELDS if c not in MEASURED_HOW]
+    columns = [c for c in FIELDS if c not in MEASURED_HOW and c not in NUMERICS]
     differ = sum((ok[c].astype(str) != str(mine[c])).astype(int) for c in columns)
+    differ = differ + (sum((ok[c].astype(str) != str(mine[c])) for c in NUMERICS) > 0).astype(int)
     keys = [key, *[k for k in ok[differ <= fields].index if k != key]]
+    if fix:  # the fix's runs, also beside other settings that changed with it (DDP at its own cap)
+        fixed = ok[differ <= fields + len(fix)]
+        for name, value in fix.items():
+            fixed = fixed[fixed[name].astype(str) == str(value)] if name in fixed else fixed.iloc[0:0]
+        keys += [k for k in [*run_twins(fig, key, fix), *fixed.index] if k not in keys]
     for k in list(keys):
         keys += [b for b in fig.baseline_keys(k) if b not in keys] if k in ok.index else []
     return keys
@@ -123,7 +149,7 @@ def near_jobs(fig: Figures, key, fields: int = 2) -> list:
 
 def about(fig: Figures, claim: Claim) -> list:
     if claim.job is not None and claim.job in fig.jobs.index:
-        return near_jobs(fig, claim.job)
+        return near_jobs(fig, claim.job, fix=claim.fix_fields)
     return named_jobs(fig, claim.text)
 
 
@@ -201,6 +227,35 @@ def check_figures(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Proble
 INTERVAL_SLACK = 0.25
 
 
+N_ = parse.NUMBER
+#: "A of B ms a step (C %)" and "C % of each step (A ms of B ms)": C must be A over B
+SHARE_AFTER = re.compile(rf"({N_})(?: ms)? of (?:a |the |each )?({N_}) ms(?: a)?(?: step)? \(({N_}) ?%")
+SHARE_BEFORE = re.compile(rf"({N_}) ?% of (?:each|the|a) step \(({N_})(?: ms)? of ({N_}) ms")
+
+
+def check_arithmetic(fig: Figures, claim: Claim) -> list[Problem]:
+    """A share a sentence quotes beside its parts is their quotient, within their rounding; in a
+    sentence about one job, the step it is a share of is that job's own mean step."""
+    out = []
+    found = [(m.group(1), m.group(2), m.group(3)) for m in SHARE_AFTER.finditer(claim.text)]
+    found += [(m.group(2), m.group(3), m.group(1)) for m in SHARE_BEFORE.finditer(claim.text)]
+    for part, whole, share in found:
+        a, b, c = float(part), float(whole), float(share)
+        da, db, dc = (0.5 * 10 ** -parse._digits(x) for x in (part, whole, share))
+        if claim.job in fig.jobs.index:
+            r = fig.rec(claim.job)
+            if not any(abs(r.get(c_, math.nan) - b) <= db + 1e-9 for c_ in ("step_ms", "step_ms_pooled")):
+                out.append(Problem("job", claim.job, claim.text, f"{whole} ms is not the step of job {claim.job} "
+                                   f"({r.get('step_ms', math.nan):.1f} ms)"))
+        if b <= 0 or a != a or (a < 0 and c == 0):  # a negative part is said as none of it
+            continue
+        low, high = 100 * (a - da) / (b + db), 100 * (a + da) / max(b - db, 1e-9)
+        if not low - dc - 1e-9 <= c <= high + dc + 1e-9:
+            out.append(Problem("arithmetic", claim.job, claim.text,
+                               f"{share} % is not {part} of {whole} ms ({100 * a / b:.1f} %)"))
+    return out
+
+
 def check_intervals(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Problem]:
     out = []
     for i in parse.intervals(claim.text, quoted):
@@ -222,7 +277,7 @@ def check_intervals(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Prob
     return out
 
 
-_THAN = re.compile(rf"({parse.NUMBER}) ?% (faster|slower)(?: per step)? than ([^,;(:]+)")
+_THAN = re.compile(rf"({parse.NUMBER}) ?% (faster|slower)(?:(?: per step)? than ([^,;(:]+))?")
 _AGAINST = re.compile(rf"({parse.NUMBER}) ?ms[^,;]{{0,30}}? (?:against|vs) (?:this job's )?({parse.NUMBER}) ?ms")
 _THROUGHPUT = re.compile(rf"\b(faster|slower)\b[^.:]{{0,60}}: ({parse.NUMBER})x")
 _SIGNED = re.compile(rf"\b(?<!significantly )(faster|slower) than [^:]*: ([-+]{parse.NUMBER}) ?%")
@@ -270,7 +325,7 @@ def check_directions(fig: Figures, claim: Claim, keys) -> list[Problem]:
 
     for m in _THAN.finditer(text):
         word, start = m.group(2), text.rfind(":", 0, m.start())
-        steps = _faster_by_caps(fig, keys, text[start + 1:m.start()], m.group(3))
+        steps = _faster_by_caps(fig, keys, text[start + 1:m.start()], m.group(3)) if m.group(3) else []
         if steps:
             if not any((a < b) == (word == "faster") for a, b in steps):
                 bad(f"says {word}, but its mean step is {steps[0][0]:.1f} ms against {steps[0][1]:.1f} ms")
@@ -368,6 +423,25 @@ def check_efficiency(fig: Figures, claims) -> list[Problem]:
     return out
 
 
+def job_named(fig: Figures, claim: Claim) -> list[Problem]:
+    """A sentence about one job names that job: its model label (where it names a stored one), its
+    strategy (where it names one of the folder's), its world size (where it names one)."""
+    r, text, out = fig.rec(claim.job), claim.text, []
+    labels = [l for l in fig.jobs["label"].unique() if label_pattern(l).search(text)]
+    if labels and not label_pattern(r["label"]).search(text):
+        out.append(f"names {labels[0]}, but job {claim.job} trained {r['label']}")
+    strategies = {str(s) for s in fig.jobs["strategy"].unique()}
+    said = [s for s in strategies if re.search(rf"(?<![\w-]){re.escape(s)}(?![\w-])", text, re.IGNORECASE)]
+    if said and str(r["strategy"]) not in [s.lower() for s in said] and not any(
+            str(r["strategy"]) in s or s in str(r["strategy"]) for s in said):
+        out.append(f"names {said[0]}, but job {claim.job} ran {r['strategy']}")
+    sizes = {int(n) for n in re.findall(r"(?:world size|ws=)(\d+)(?! to)", text)}
+    if sizes and int(r["world_size"]) not in sizes:
+        out.append(f"names world size {', '.join(map(str, sorted(sizes)))}, but job {claim.job} ran at "
+                   f"{int(r['world_size'])}")
+    return [Problem("job", claim.job, text, what) for what in out]
+
+
 def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
     """Every problem of one sentence (see the module doc)."""
     claim = Claim.of(claim)
@@ -378,11 +452,9 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
     if claim.job is not None and claim.job not in fig.jobs.index:
         return out + [Problem("job", claim.job, claim.text, "no stored job has this key")]
     if claim.job is not None:
-        label = fig.jobs.at[claim.job, "label"]
-        others = [l for l in fig.jobs["label"].unique() if l != label and l not in label
-                  and label_pattern(l).search(claim.text)]
-        if others and not label_pattern(label).search(claim.text):
-            out.append(Problem("job", claim.job, claim.text, f"names {others[0]}, but job {claim.job} trained {label}"))
+        out += job_named(fig, claim)
+    elif not is_model_output(claim) and unmatched(fig, claim.text):
+        out.append(Problem("job", None, claim.text, unmatched(fig, claim.text)))
     if is_model_output(claim):
         return out
     keys = about(fig, claim)
@@ -391,6 +463,7 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
     pool = with_estimates(fig, claim, keys, build(fig, keys))
     out += check_figures(fig, claim, pool, quoted)
     out += check_intervals(fig, claim, pool, quoted)
+    out += check_arithmetic(fig, claim)
     out += check_directions(fig, claim, keys)
     out += check_basis(fig, claim)
     out += check_contradicted(fig, claim)

@@ -42,7 +42,7 @@ NOT_FIGURES = [
     r"\d+(?:\.\d+)? ?% (?:CI|interval|confidence)",
     r"(?:above|under|below|more than|at least|over|or more than|recover) \d+(?:\.\d+)? ?%(?: of (?:the|a|each) "
     r"(?:median|step|steps))?(?! \()",
-    r"about [-+]?\d+(?:\.\d+)?(?: ?(?:ms|x|%|MB))?",
+    r"about [-+]?\d+(?:\.\d+)?(?: ?(?:ms|x|%|MB))?(?: against \d+(?:\.\d+)? ms)?",
     r"fitted [^;:.]*?\d+(?:\.\d+)? ?ms",
     r"batch \d+/rank", r"batch(?:_size)? \d+", r"\b[\w.]+ ?= ?[\w.\"]+", r"\b[Rr]ank \d+", r"\d+ ranks?\b",
     r"\d+ nodes?\b", r"--[\w-]+ \S+", r"\(\w+=\d+(?:, \w+=\d+)*\)", r"\d+/\d+", r"\d+ thread\(s\)",
