@@ -1,9 +1,10 @@
 """Does the diagnosis ever contradict the measurements beside it? Run many unplanted configurations
 (``experiments/consistency.toml``: presets, reference models, a user's own model, bucket caps,
 world sizes 1-3, threads fixed and "auto", other strategies), build each report's findings as the
-report does, and count what :mod:`ddpbench.analysis.consistency` finds against them: fixes the sweep
-measured slower, efficiencies above 100 % unflagged, step times no job measured, medians quoted as
-the step.
+report does, and count what the independent checker (:mod:`ddpbench.audit`) finds against them:
+figures no job measured, intervals that do not hold, directions and measured/estimated claims the
+records contradict, fixes the sweep measured slower, efficiencies above 100 % unflagged, medians
+quoted as the step.
 
     python benchmarks/consistency.py [--out reports/consistency]      # sweep, then check
     python benchmarks/consistency.py --check-only --out FOLDER        # check a stored sweep
@@ -39,13 +40,13 @@ def configurations(summary):
 
 
 def check(folder: Path) -> tuple[list[list], list]:
-    from ddpbench.analysis.consistency import check as consistency
+    from ddpbench.analysis.claims import audit_findings
     from ddpbench.report.build import load_context
     from ddpbench.report.sections.diagnosis import findings_for
 
     ctx = load_context(folder)
     findings = findings_for(ctx)
-    problems = consistency(ctx.summary, findings)
+    problems = audit_findings(folder, findings, ctx.summary)
     rows = []
     for label, part in configurations(ctx.summary):
         keys = set(part["key"])
@@ -82,7 +83,7 @@ def main(argv=None) -> int:
         total += len(found)
     lines.append(f"\n{configs} configuration(s) in {len(folders)} folder(s): {total} finding(s) contradicted by the "
                  "measurements beside them.")
-    lines += [f"- {p.kind}: {p.text}" for p in problems]
+    lines += [f"- {p.line()}" for p in problems]
     text = "\n".join(lines) + "\n"
     print(text)
     (folders[0] / "consistency.md").write_text(text)
