@@ -157,7 +157,7 @@ def about(fig: Figures, claim: Claim) -> list:
 FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"), (r"^ ?% of (?:each |the |a |its )?step", "share"),
                       (r"^ ?% (?:faster|slower) than the other ranks", "straggler"),
                       (r"^ ?% (?:faster|slower|more|less)\b", "change")],
-                "x": [(r"^x (?:the|its) throughput", "throughput"), (r"^x (?:\S+ )?step time", "step")]}
+                "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"), (r"^x (?:\S+ )?step time", "step")]}
 FAMILY_BEFORE = {"%": [(r"efficiency (?:is |of )?$", "efficiency"), (r"differ by $", "change"),
                        (r"ms step \($", "share"), (r"a step \($", "share")]}
 
@@ -213,7 +213,8 @@ def check_figures(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Proble
         if id(q) in bounds:
             continue
         kind = family(claim.text, q)
-        entries = [e for e in pool.get(q.unit, []) if not kind or e.family == kind]
+        accepted = {kind, "speedup"} if kind == "throughput" else {kind}
+        entries = [e for e in pool.get(q.unit, []) if not kind or e.family in accepted]
         if not any(q.matches(e.value, e.slack) for e in entries):
             near = min(entries, key=lambda e: abs(e.value - q.value), default=None)
             hint = f"; nearest {near.name} = {near.value:.{q.digits + 1}f}" if near else ""
@@ -233,12 +234,23 @@ SHARE_AFTER = re.compile(rf"({N_})(?: ms)? of (?:a |the |each )?({N_}) ms(?: a)?
 SHARE_BEFORE = re.compile(rf"({N_}) ?% of (?:each|the|a) step \(({N_})(?: ms)? of ({N_}) ms")
 
 
+#: "(110.3 to 111.4 ms) differ by 1 %": the spread of a range is its ends' ratio
+SPREAD = re.compile(rf"\(({N_}) to ({N_}) ms\) differ by ({N_}) ?%")
+
+
 def check_arithmetic(fig: Figures, claim: Claim) -> list[Problem]:
     """A share a sentence quotes beside its parts is their quotient, within their rounding; in a
     sentence about one job, the step it is a share of is that job's own mean step."""
     out = []
     found = [(m.group(1), m.group(2), m.group(3)) for m in SHARE_AFTER.finditer(claim.text)]
     found += [(m.group(2), m.group(3), m.group(1)) for m in SHARE_BEFORE.finditer(claim.text)]
+    for m in SPREAD.finditer(claim.text):
+        a, b, c = float(m.group(1)), float(m.group(2)), float(m.group(3))
+        da, db, dc = (0.5 * 10 ** -parse._digits(m.group(g)) for g in (1, 2, 3))
+        if a > 0 and not (100 * ((b - db) / (a + da) - 1) - dc - 1e-9 <= c <= 100 * ((b + db) / max(a - da, 1e-9) - 1)
+                          + dc + 1e-9):
+            out.append(Problem("arithmetic", claim.job, claim.text,
+                               f"{m.group(1)} to {m.group(2)} ms differ by {100 * (b / a - 1):.1f} %, not {m.group(3)} %"))
     for part, whole, share in found:
         a, b, c = float(part), float(whole), float(share)
         da, db, dc = (0.5 * 10 ** -parse._digits(x) for x in (part, whole, share))
@@ -435,7 +447,10 @@ def job_named(fig: Figures, claim: Claim) -> list[Problem]:
     if said and str(r["strategy"]) not in [s.lower() for s in said] and not any(
             str(r["strategy"]) in s or s in str(r["strategy"]) for s in said):
         out.append(f"names {said[0]}, but job {claim.job} ran {r['strategy']}")
-    sizes = {int(n) for n in re.findall(r"(?:world size|ws=)(\d+)(?! to)", text)}
+    caps = {float(n) for n in re.findall(r"\bbucket (\d+(?:\.\d+)?) MB", text)}
+    if len(caps) == 1 and float(r["bucket_cap_mb"]) not in caps:
+        out.append(f"names bucket {caps.pop():g} MB, but job {claim.job} ran {float(r['bucket_cap_mb']):g} MB")
+    sizes = {int(n) for n in re.findall(r"(?:world size |ws=)(\d+)(?! to)", text)}
     if sizes and int(r["world_size"]) not in sizes:
         out.append(f"names world size {', '.join(map(str, sorted(sizes)))}, but job {claim.job} ran at "
                    f"{int(r['world_size'])}")

@@ -28,7 +28,7 @@ class Entry:
     high: float = math.nan
     #: what kind of figure of its unit it is (checks.family reads the same from a sentence's words):
     #: % -- efficiency, share (of a step), change (between two steps), noise, straggler;
-    #: x -- throughput (a throughput ratio), step (a step-time ratio), traffic
+    #: x -- speedup (against one rank), throughput (any throughput ratio), step (a step-time ratio), traffic
     family: str = ""
     #: how far a quote may sit from it beyond its own rounding (a figure computed from a rounded one)
     slack: float = 0.0
@@ -70,7 +70,7 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
             _add(pool, "%", 100 * r[c] / r["step_ms"], f"{c} of {key} in % of its step", family="share")
     p = r["world_size"]
     _add(pool, "x", r.get("speedup"), f"speedup of {key}", r.get("speedup_low"), r.get("speedup_high"),
-         family="throughput")
+         family="speedup")
     _add(pool, "%", r.get("efficiency_pct"), f"efficiency of {key}", 100 * r.get("speedup_low") / p,
          100 * r.get("speedup_high") / p, family="efficiency")
     base = r.get("baseline")
