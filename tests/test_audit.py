@@ -192,6 +192,7 @@ def test_no_problem_in_any_committed_example_folder():
         assert problems == [], (folder, [p.line() for p in problems])
 
 
+@pytest.mark.slow
 def test_the_mutation_benchmark_scores_the_checker():
     """benchmarks/checker_mutations.py, small: two folders, 40 mutations a kind."""
     sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -4,8 +4,6 @@ about, the fix fields and basis of the finding it comes from, and the finding's 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from ddpbench import audit
@@ -32,6 +30,7 @@ def verdict_claims(findings: list[Finding], summary: pd.DataFrame) -> list[dict]
     return out
 
 
-def audit_findings(folder: str | Path, findings: list[Finding], summary: pd.DataFrame) -> list[audit.Problem]:
-    """Every problem the independent checker finds in the verdict and the diagnosis of ``folder``."""
+def audit_findings(folder, findings: list[Finding], summary: pd.DataFrame) -> list[audit.Problem]:
+    """Every problem the independent checker finds in the verdict and the diagnosis of ``folder`` (a
+    path, or its loaded tables (steps, runs, ranks): the checker re-derives every figure from them)."""
     return audit.check_folder(folder, [*verdict_claims(findings, summary), *finding_claims(findings)])

@@ -133,9 +133,11 @@ def _launch_means(measure: pd.DataFrame) -> dict:
     return {k: [float(v) for v in g.to_numpy()] for k, g in per_launch.groupby(level="key")}, bounded
 
 
-def derive(folder: str | Path) -> Figures:
-    """Every job's figures, from ``folder``'s results.jsonl alone."""
-    steps, runs, ranks, _ = load_tables(folder)
+def derive(source) -> Figures:
+    """Every job's figures, from a folder's results.jsonl alone: ``source`` is the folder, or its
+    tables already loaded (``results.tables.load_tables``: steps, runs, ranks[, sweeps]), so that a
+    caller that loaded them does not load (and warn about a damaged record) twice."""
+    steps, runs, ranks = (load_tables(source) if isinstance(source, (str, Path)) else source)[:3]
     rows = {}
     for key, job_runs in runs.groupby("key", sort=False):
         first = job_runs.iloc[0]

@@ -44,7 +44,7 @@ def check(folder: Path) -> int:
 
     ctx = load_context(folder)
     findings = findings_for(ctx)
-    problems = audit_findings(folder, findings, ctx.summary)
+    problems = audit_findings((ctx.steps, ctx.runs, ctx.ranks), findings, ctx.summary)
     for p in problems:
         print(printable(p.line()))  # stored names: no terminal escapes
     print(f"{len(findings)} finding(s) and the verdict over {len(ctx.summary)} job(s): {len(problems)} problem(s) "
