@@ -32,49 +32,17 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 
 import numpy as np
 
 from ddpbench.audit import parse
+from ddpbench.audit.directions import check_directions
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, log_ratio_interval
 from ddpbench.audit.pool import Entry, build, label_pattern
+from ddpbench.audit.problem import Claim, Problem
 
 SINGLE_LAUNCH_MARGIN = 0.05
 MODEL_KINDS = ("projection", "model")
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One quoted sentence as plain data: its text, the job key it is about (None: about several),
-    the fix as job fields and how its gain is known ("measured" or "model"), and the finding's kind."""
-
-    text: str
-    job: str | None = None
-    fix_fields: dict | None = None
-    basis: str | None = None
-    kind: str | None = None
-
-    @classmethod
-    def of(cls, value) -> "Claim":
-        if isinstance(value, Claim):
-            return value
-        if isinstance(value, str):
-            return cls(value)
-        if isinstance(value, dict):
-            return cls(**{k: value.get(k) for k in ("text", "job", "fix_fields", "basis", "kind")})
-        return cls(*value)
-
-
-@dataclass(frozen=True)
-class Problem:
-    kind: str  # figure, interval, direction, basis, contradicted, efficiency, statistic, job
-    job: str | None
-    sentence: str
-    expected: str
-
-    def line(self) -> str:
-        return f"{self.kind}: {self.job or '-'}: {self.expected}: {self.sentence}"
 
 
 def is_model_output(claim: Claim) -> bool:
@@ -286,81 +254,6 @@ def check_intervals(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Prob
             out.append(Problem("interval", claim.job, claim.text,
                                f"{i.low.text} to {i.high.text} reaches outside the t interval of the launches "
                                f"({e.low:.2f} to {e.high:.2f}, {e.name})"))
-    return out
-
-
-_THAN = re.compile(rf"({parse.NUMBER}) ?% (faster|slower)(?:(?: per step)? than ([^,;(:]+))?")
-_AGAINST = re.compile(rf"({parse.NUMBER}) ?ms[^,;]{{0,30}}? (?:against|vs) (?:this job's )?({parse.NUMBER}) ?ms")
-_THROUGHPUT = re.compile(rf"\b(faster|slower)\b[^.:]{{0,60}}: ({parse.NUMBER})x")
-_SIGNED = re.compile(rf"\b(?<!significantly )(faster|slower) than [^:]*: ([-+]{parse.NUMBER}) ?%")
-_RANKS = re.compile(rf"({parse.NUMBER}) ?% (faster|slower) than the other ranks")
-_TREND = re.compile(rf"\b(rises|falls) from ({parse.NUMBER}) to ({parse.NUMBER})")
-
-
-def _caps_groups(fig: Figures, keys) -> list[list]:
-    """Jobs among ``keys`` (those above world size 1) alike in every setting but the bucket cap."""
-    multi = [k for k in keys if fig.jobs.at[k, "world_size"] > 1]
-    groups: dict = {}
-    for k in multi:
-        alike = tuple(str(fig.jobs.at[k, c]) for c in FIELDS if c != "bucket_cap_mb" and c not in MEASURED_HOW)
-        groups.setdefault(alike, []).append(k)
-    return list(groups.values())
-
-
-def _caps(segment: str) -> set:
-    return {float(c) for c in re.findall(r"(\d+(?:\.\d+)?)(?=,| and| MB)", segment)}
-
-
-def _faster_by_caps(fig: Figures, keys, before: str, after: str):
-    """For each setting group holding both sets of caps: (subject's mean step, the other's)."""
-    mine, theirs = _caps(before), _caps(after)
-    out = []
-    for group in _caps_groups(fig, keys):
-        a = [k for k in group if float(fig.jobs.at[k, "bucket_cap_mb"]) in mine]
-        b = [k for k in group if float(fig.jobs.at[k, "bucket_cap_mb"]) in theirs]
-        if a and b and not set(a) & set(b):
-            out.append((np.mean([t for k in a for t in fig.launch_ms[k]]),
-                        np.mean([t for k in b for t in fig.launch_ms[k]])))
-    return out
-
-
-NEITHER = re.compile(r"faster or slower|slower or faster")
-
-
-def check_directions(fig: Figures, claim: Claim, keys) -> list[Problem]:
-    out, text = [], claim.text
-    if NEITHER.search(text):
-        return out
-
-    def bad(what: str):
-        out.append(Problem("direction", claim.job, text, what))
-
-    for m in _THAN.finditer(text):
-        word, start = m.group(2), text.rfind(":", 0, m.start())
-        steps = _faster_by_caps(fig, keys, text[start + 1:m.start()], m.group(3)) if m.group(3) else []
-        if steps:
-            if not any((a < b) == (word == "faster") for a, b in steps):
-                bad(f"says {word}, but its mean step is {steps[0][0]:.1f} ms against {steps[0][1]:.1f} ms")
-            continue
-        pair = [p for p in _AGAINST.finditer(text[:m.start()])]
-        if pair:
-            a, b = float(pair[-1].group(1)), float(pair[-1].group(2))
-            if a != b and (a < b) != (word == "faster"):
-                bad(f"says {word}, but quotes {a} ms against {b} ms")
-    for m in _THROUGHPUT.finditer(text):
-        x = float(m.group(2))
-        if x != 1 and (x > 1) != (m.group(1) == "faster"):
-            bad(f"says {m.group(1)} with {m.group(2)}x the throughput")
-    for m in _SIGNED.finditer(text):
-        if float(m.group(2)) != 0 and (float(m.group(2)) > 0) != (m.group(1) == "slower"):
-            bad(f"says {m.group(1)} with a step change of {m.group(2)} %")
-    for m in _RANKS.finditer(text):
-        if (float(m.group(1)) > 0) != (m.group(2) == "slower"):
-            bad(f"a rank that computes longer than the others is slower, not {m.group(2)}")
-    for m in _TREND.finditer(text):
-        a, b = float(m.group(2)), float(m.group(3))
-        if a != b and (b > a) != (m.group(1) == "rises"):
-            bad(f"says {m.group(1)} from {a} to {b}")
     return out
 
 

@@ -132,6 +132,4 @@ def intervals(text: str, quoted: list[Quoted]) -> list[Interval]:
     return out
 
 
-DIRECTIONS = {"faster": "faster", "slower": "slower", "rises": "rises", "falls": "falls"}
 MEASURED_WORDS = re.compile(r"\bmeasured to recover|\bthe sweep measured\b|\bit recovered\b|\bthe sweep ran\b")
-ESTIMATED_WORDS = re.compile(r"\bestimated\b|\bnot run\b|\bdid not run\b|\ba model estimate\b")
