@@ -204,3 +204,17 @@ def test_the_mutation_benchmark_scores_the_checker():
     for kind in ("number", "job", "direction", "basis"):
         assert scores[kind]["tried"] > 0
         assert checker_mutations.score_of(scores[kind]) >= 0.9, (kind, scores[kind])
+
+
+def test_the_sweeps_console_verdict_lines_are_checked(quick, capsys):
+    """The lines a sweep prints at its end ("verdict:" then "  label: sentence") are the verdict's
+    sentences: as printed, they pass; with an invented figure, they do not."""
+    from rich.console import Console
+
+    from ddpbench.cli.sweeping import finish_report
+
+    finish_report(QUICK, Console(quiet=True), write=False)
+    out = capsys.readouterr().out
+    lines = [line.strip().split(": ", 1)[1] for line in out.split("verdict:")[1].splitlines() if ": " in line]
+    assert len(lines) == 3 and check(quick, lines) == []
+    assert check(quick, [lines[0].replace("0.91x", "1.95x")]) != []
