@@ -97,6 +97,22 @@ def test_direction(quick):
     assert kinds(quick, {**against, "text": against["text"].replace("5.6 % slower", "5.6 % faster")}) == ["direction"]
 
 
+def test_the_wording_to_come_reads_generically(quick):
+    """Sentences in the wording being written beside this checker: an exposed time with its interval in
+    ms, "cannot tell with N launches; M would detect X %", "not measurable here (noise floor X ms)"."""
+    spread = 11.6  # quick-cpu's 1 MB job: standard deviation over mean of its three launch means, %
+    exposed = BOUND.replace("86.1 ms)", "86.1 ms; 95 % CI 21.0 to 25.8 ms)")
+    tell = ("DDP with transformer-s (batch 4/rank) at world size 2: cannot tell whether it is compute- or "
+            f"communication-bound with 3 launches; 12 would detect a difference of 5 % (launch-to-launch spread {spread} %).")
+    floor = ("DDP with transformer-s (batch 4/rank) at world size 2: exposed communication is not measurable here "
+             "(noise floor 12.4 ms), so no compute- or communication-bound verdict.")
+    for text in (exposed, tell, floor):
+        assert kinds(quick, {"text": text, "job": AT_1MB}) == []
+    assert kinds(quick, {"text": exposed.replace("21.0 to", "24.0 to"), "job": AT_1MB}) == ["interval"]
+    assert kinds(quick, {"text": tell.replace("3 launches", "5 launches"), "job": AT_1MB}) == ["figure"]
+    assert kinds(quick, {"text": tell.replace(f"{spread} %", "4.2 %"), "job": AT_1MB}) == ["figure"]
+
+
 def test_job_named(quick):
     assert kinds(quick, {"text": SCALING, "job": "000000000000"}) == ["job"]
     assert "job" in kinds(quick, SCALING.replace("batch 4/rank", "batch 8/rank"))

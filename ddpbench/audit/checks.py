@@ -126,7 +126,7 @@ FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"), (r"^ ?% of (?
                       (r"^ ?% (?:faster|slower) than the other ranks", "straggler"),
                       (r"^ ?% (?:faster|slower|more|less)\b", "change")],
                 "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"), (r"^x (?:\S+ )?step time", "step")]}
-FAMILY_BEFORE = {"%": [(r"efficiency (?:is |of )?$", "efficiency"), (r"differ by $", "change"),
+FAMILY_BEFORE = {"%": [(r"launch-to-launch spread (?:of )?$", "spread"), (r"efficiency (?:is |of )?$", "efficiency"), (r"differ by $", "change"),
                        (r"ms step \($", "share"), (r"a step \($", "share")]}
 
 

@@ -3,7 +3,8 @@ the jobs they name (by model label, per-rank batch, world size, link, strategy),
 the direction words and the measured/estimated words.
 
 Units: ``ms``, ``x`` (a ratio), ``%``, ``MB``, ``e`` (a serial fraction: "from 0.94 to 1.31"),
-and counts: ``buckets`` ("4 bucket(s)"), ``times`` ("measured 4 times"), ``ws`` ("world size 2").
+and counts: ``buckets`` ("4 bucket(s)"), ``times`` ("measured 4 times"), ``ws`` ("world size 2"),
+``launches`` ("with 3 launches").
 A number written "A of B ms" or "A to B ms" takes B's unit. Not figures, and so not parsed: the
 job's own label and settings ("batch 4/rank", "ws=2", "loader_workers = 7", "Rank 1"),
 confidence levels ("95 % CI"), thresholds ("above 10 % of the median", "under 10 %", "more than
@@ -44,6 +45,8 @@ NOT_FIGURES = [
     r"(?:median|step|steps))?(?! \()",
     r"about [-+]?\d+(?:\.\d+)?(?: ?(?:ms|x|%|MB))?(?: against \d+(?:\.\d+)? ms)?",
     r"fitted [^;:.]*?\d+(?:\.\d+)? ?ms",
+    r"would detect (?:a difference of |only )?\d+(?:\.\d+)? ?%", r"not the \d+(?:\.\d+)? ?% needed",
+    r"noise floor (?:of )?\d+(?:\.\d+)? ?ms",
     r"batch \d+/rank", r"batch(?:_size)? \d+", r"\b[\w.]+ ?= ?[\w.\"]+", r"\b[Rr]ank \d+", r"\d+ ranks?\b",
     r"\d+ nodes?\b", r"--[\w-]+ \S+", r"\(\w+=\d+(?:, \w+=\d+)*\)", r"\d+/\d+", r"\d+ thread\(s\)",
     r"repeats >= \d+", r"\d+ loader worker\(s\)", r"\d+ worker\(s\)", r"\b\d+gbit\b|\b\d+mbit\b",
@@ -56,7 +59,8 @@ _BARE_TO = re.compile(rf"(?<![\w.])({NUMBER}) to ({NUMBER})(?=\))")
 _LIST = re.compile(rf"\[((?:{NUMBER}, )*{NUMBER})\] MB")
 _SERIAL = re.compile(rf"(?:from|near) ({NUMBER})(?: to ({NUMBER}))?|\(here ({NUMBER})\)")
 _COUNTS = [(re.compile(r"(\d+) bucket\(s\)"), "buckets"), (re.compile(r"measured (\d+) times"), "times"),
-           (re.compile(r"world sizes? (\d+)(?: to (\d+))?"), "ws"), (re.compile(r"\bws=(\d+)"), "ws")]
+           (re.compile(r"world sizes? (\d+)(?: to (\d+))?"), "ws"), (re.compile(r"\bws=(\d+)"), "ws"),
+           (re.compile(r"\bwith (\d+) launch(?:es)?\b"), "launches")]
 
 
 def masked(text: str, labels=()) -> str:
@@ -128,7 +132,10 @@ def intervals(text: str, quoted: list[Quoted]) -> list[Interval]:
         low, high = at.get(m.start(1)), at.get(m.start(2))
         before = [q for q in quoted if q.end <= m.start() and q.unit == (low.unit if low else None)]
         if low and high and before:
-            out.append(Interval(before[-1], low, high))
+            # "(23.4 ms of 86.1 ms; 95 % CI 21.0 to 25.8 ms)": the figure it is the interval of is the
+            # nearest one it holds (either sign: "31.1 % faster (95 % CI of the change -47.4 % to -13.7 %)")
+            held = [q for q in reversed(before) if any(low.value <= v <= high.value for v in (q.value, -q.value))]
+            out.append(Interval((held or before[::-1])[0], low, high))
     return out
 
 

@@ -27,7 +27,8 @@ class Entry:
     low: float = math.nan
     high: float = math.nan
     #: what kind of figure of its unit it is (checks.family reads the same from a sentence's words):
-    #: % -- efficiency, share (of a step), change (between two steps), noise, straggler;
+    #: % -- efficiency, share (of a step), change (between two steps), noise, straggler, spread (of
+    #: launch means: standard deviation over mean);
     #: x -- speedup (against one rank), throughput (any throughput ratio), step (a step-time ratio), traffic
     family: str = ""
     #: how far a quote may sit from it beyond its own rounding (a figure computed from a rounded one)
@@ -81,6 +82,11 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
              family="efficiency")
     _add(pool, "e", r.get("serial_fraction"), f"serial fraction of {key}")
     _add(pool, "ws", p, f"world size of {key}")
+    _add(pool, "launches", r.get("launches"), f"launches of {key}")
+    launches = np.asarray(fig.launch_ms.get(key, []), dtype=float)
+    if launches.size > 1 and launches.mean() > 0:
+        _add(pool, "%", 100 * launches.std(ddof=1) / launches.mean(), f"launch-to-launch spread of {key}",
+             family="spread")
     _add(pool, "buckets", r.get("buckets"), f"bucket count of {key}")
     _add(pool, "MB", r["bucket_cap_mb"], f"bucket cap of {key}")
     layout = r.get("layout")
