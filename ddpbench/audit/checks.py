@@ -1,31 +1,39 @@
 """The checks: each quoted sentence set against the figures re-derived from the stored records.
 
 * **figure** -- every number a sentence quotes (ms, x, %, MB, serial fraction, bucket counts,
-  world sizes, "measured N times") must be, at the precision it is written with, a re-derived
-  figure of that unit of the job(s) the sentence is about: its job key (with that job's
-  world-size-1 baseline and the jobs that differ from it in at most two settings), else the jobs
-  it names by model label, per-rank batch, world size, link and strategy.
-* **interval** -- a quoted 95 % interval must hold its point (low <= point <= high) and lie inside
-  the Student/Welch t interval re-derived on (log) launch means, widened by half a last digit:
-  a containment check, not equality, so that a percentile bootstrap (narrower than t with few
-  launches) and a t interval both pass, and a bound outside what the launches allow fails.
-* **direction** -- "N % faster/slower than" (the setting named before the number against the one
-  after "than", or "A ms against B ms"), "faster/slower: Nx the throughput", "slower than ...: +N %",
-  a rank that "computes N % slower than the other ranks", a serial fraction that "rises/falls from
-  A to B".
+  world sizes, launch counts, "measured N times") must be, at the precision it is written with, a
+  re-derived figure of that unit -- and of the kind its words say ("% parallel efficiency", "% of
+  each step", "% faster", "x the throughput of one rank": :func:`family`) -- of the job(s) the
+  sentence is about: its job key (with that job's world-size-1 baseline, the jobs that differ from
+  it in one setting and those that ran its fix), else the jobs it names by model label, per-rank
+  batch, world size, link and strategy.
+* **arithmetic** -- a share quoted beside its parts ("27 % of each step (23.4 ms of 86.1 ms)")
+  is their quotient, a spread ("(110.3 to 111.4 ms) differ by 1 %") its ends' ratio, within their
+  rounding.
+* **interval** -- a quoted 95 % interval must hold its point (low <= point <= high) and, where
+  the point is a figure with a re-derived interval, lie inside the Student/Welch t interval on
+  (log) launch means, widened by :data:`INTERVAL_SLACK` of its width and half a last digit: a
+  containment check, not equality, so that a percentile bootstrap and a t interval both pass, and
+  a bound past what the launches allow fails (a bound moved inward passes).
+* **direction** (:mod:`.directions`) -- "N % faster/slower than", "faster/slower: Nx the
+  throughput", "slower than ...: +N %", "computes N % slower than the other ranks", "rises/falls
+  from A to B", each against the figures.
 * **basis** -- a sentence that says its fix was measured ("measured to recover", "the sweep
   measured", "it recovered") names a fix the sweep ran: a stored ok job identical to the sentence's
   job but for the fix's fields, at their values; for ``bucket_cap_mb`` one whose *recorded* bucket
   layout is the layout a job of this model recorded at the proposed cap. A sentence that says
-  "estimated", "not run" or "did not run" names a fix the sweep did not run.
+  "estimated" or "did not run" names a fix the sweep did not run.
 * **contradicted** -- a proposed fix the sweep ran and measured slower (the Welch interval of the
   step ratio lies above 1; with one launch a side, more than 5 % slower).
 * **efficiency** -- an efficiency above 100 % that no sentence flags, or a scaling verdict that
   quotes one; **statistic** -- a median quoted as the step time; **job** -- a sentence whose job
-  key is not a stored job, or names a model that job did not train.
+  key is not a stored job, that names another model, strategy, world size or bucket cap than its
+  job's, quotes another job's step as its own, or names a model and batch no stored job has.
 
 Not checked: sentences of the cost model (``kind`` "projection" or "model", or saying "Projected"
-or "cost model"): model output, said so; numbers said to be approximate ("about 5 ms").
+or "cost model"): model output, said so; a cause model's estimate of what a fix would recover
+(held to its own sentence: :func:`with_estimates`); numbers said to be approximate ("about 5 ms")
+or power calculations (:mod:`.parse`).
 """
 
 from __future__ import annotations
