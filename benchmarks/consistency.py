@@ -11,7 +11,7 @@ quoted as the step.
     python benchmarks/consistency.py --check-only --out reports/examples/quick-cpu --out ...
 
 Prints one row per configuration (the jobs alike but for world size and bucket cap) and writes
-``consistency.md`` to the (first) folder. Exit code 1 when anything was contradicted.
+``consistency.md`` to the (first) folder. Exit code 1 when the checker found any problem.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
         subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(EXPERIMENT), "--out", str(folders[0]),
                         "--no-report"], cwd=ROOT, check=False, env={**os.environ, "COLUMNS": "160"})
         print(f"sweep: {time.monotonic() - started:.0f} s")
-    lines = ["| configuration | jobs | world sizes | bucket caps (MB) | ok | findings about it | contradicted |",
+    lines = ["| configuration | jobs | world sizes | bucket caps (MB) | ok | findings about it | problems |",
              "|---|---|---|---|---|---|---|"]
     total, configs, problems = 0, 0, []
     for folder in folders:
@@ -81,8 +81,8 @@ def main(argv=None) -> int:
         configs += sum(1 for r in rows if r[1] != "")
         lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
         total += len(found)
-    lines.append(f"\n{configs} configuration(s) in {len(folders)} folder(s): {total} finding(s) contradicted by the "
-                 "measurements beside them.")
+    lines.append(f"\n{configs} configuration(s) in {len(folders)} folder(s): {total} problem(s) the independent "
+                 "checker (ddpbench.audit) found against the records.")
     lines += [f"- {p.line()}" for p in problems]
     text = "\n".join(lines) + "\n"
     print(text)
