@@ -58,8 +58,8 @@ def is_model_output(claim: Claim) -> bool:
 
 
 def unmatched(fig: Figures, text: str) -> str:
-    """What ``text`` names that no stored ok job is (a model label with a per-rank batch, a strategy
-    with a model label); "" when every name is a stored job's."""
+    """What ``text`` names that no stored ok job is (a model label with a per-rank batch no job of
+    that model ran); "" when every name is a stored job's."""
     ok = fig.ok()
     labels = [l for l in ok["label"].unique() if label_pattern(l).search(text)]
     batch = re.search(r"batch (\d+)/rank", text)
