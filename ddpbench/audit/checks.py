@@ -58,8 +58,8 @@ def is_model_output(claim: Claim) -> bool:
 
 
 def unmatched(fig: Figures, text: str) -> str:
-    """What ``text`` names that no stored ok job is (a model label with a per-rank batch no job of
-    that model ran); "" when every name is a stored job's."""
+    """What ``text`` names that no stored ok job is (a model label with a per-rank batch or a bucket
+    cap no job of that model ran); "" when every name is a stored job's."""
     ok = fig.ok()
     labels = [l for l in ok["label"].unique() if label_pattern(l).search(text)]
     batch = re.search(r"batch (\d+)/rank", text)
@@ -70,6 +70,9 @@ def unmatched(fig: Figures, text: str) -> str:
             return f"no stored job trains {label} with batch {m.group(1)}/rank"
     if labels and batch and not ok[ok["label"].isin(labels)]["per_rank_batch"].eq(int(batch.group(1))).any():
         return f"no stored job of {', '.join(labels)} has batch {batch.group(1)}/rank"
+    caps = {float(n) for n in re.findall(r"\(bucket (\d+(?:\.\d+)?) MB", text)}
+    if labels and caps and not caps <= set(ok[ok["label"].isin(labels)]["bucket_cap_mb"].astype(float)):
+        return f"no stored job of {', '.join(labels)} ran bucket {', '.join(f'{c:g}' for c in sorted(caps))} MB"
     return ""
 
 
@@ -212,6 +215,8 @@ SHARE_BEFORE = re.compile(rf"({N_}) ?% of (?:each|the|a) step \(({N_})(?: ms)? o
 
 #: "(110.3 to 111.4 ms) differ by 1 %": the spread of a range is its ends' ratio
 SPREAD = re.compile(rf"\(({N_}) to ({N_}) ms\) differ by ({N_}) ?%")
+#: "1.64x DDP's step time (58.1 vs 35.5 ms)": a ratio quoted beside its terms
+RATIO = re.compile(rf"({N_})x (?:\S+ )?step time \(({N_}) vs ({N_}) ms\)")
 
 
 def check_arithmetic(fig: Figures, claim: Claim) -> list[Problem]:
@@ -227,6 +232,12 @@ def check_arithmetic(fig: Figures, claim: Claim) -> list[Problem]:
                           + dc + 1e-9):
             out.append(Problem("arithmetic", claim.job, claim.text,
                                f"{m.group(1)} to {m.group(2)} ms differ by {100 * (b / a - 1):.1f} %, not {m.group(3)} %"))
+    for m in RATIO.finditer(claim.text):
+        x, a, b = float(m.group(1)), float(m.group(2)), float(m.group(3))
+        dx, da, db = (0.5 * 10 ** -parse._digits(m.group(g)) for g in (1, 2, 3))
+        if b > 0 and not ((a - da) / (b + db) - dx - 1e-9 <= x <= (a + da) / max(b - db, 1e-9) + dx + 1e-9):
+            out.append(Problem("arithmetic", claim.job, claim.text,
+                               f"{m.group(2)} vs {m.group(3)} ms is {a / b:.2f}x, not {m.group(1)}x"))
     for part, whole, share in found:
         a, b, c = float(part), float(whole), float(share)
         da, db, dc = (0.5 * 10 ** -parse._digits(x) for x in (part, whole, share))

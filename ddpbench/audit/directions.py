@@ -61,6 +61,13 @@ def check_directions(fig: Figures, claim: Claim, keys) -> list[Problem]:
 
     for m in _THAN.finditer(text):
         word, start = m.group(2), text.rfind(":", 0, m.start())
+        if m.group(3):
+            named = _caps(text[start + 1:m.start()]) | _caps(m.group(3))
+            ran = {float(fig.rec(k)["bucket_cap_mb"]) for k in keys if fig.rec(k)["world_size"] > 1}
+            if named and ran and not named <= ran:
+                out.append(Problem("job", claim.job, text, f"compares bucket caps {', '.join(f'{c:g}' for c in sorted(named - ran))} "
+                                   "MB that none of its jobs ran"))
+                continue
         steps = _faster_by_caps(fig, keys, text[start + 1:m.start()], m.group(3)) if m.group(3) else []
         if steps:
             if not any((a < b) == (word == "faster") for a, b in steps):
