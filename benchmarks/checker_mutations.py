@@ -177,6 +177,10 @@ def run(paths, per_kind: int, seed: int, verbose: bool = False) -> dict:
     return {"scores": scores, "false_reports": false_reports, "model_sentences": skipped}
 
 
+def row(kind: str, c) -> None:
+    print(f"| {kind} | {c['tried']} | {c['caught']} | {c['missed']} | {c['still_true']} | {100 * score_of(c):.1f} % |")
+
+
 def score_of(counts: dict) -> float:
     scored = counts["caught"] + counts["missed"]
     return counts["caught"] / scored if scored else float("nan")
@@ -199,11 +203,9 @@ def main(argv=None) -> int:
         total.update(c)
         if kind != "interval":
             points.update(c)
-        print(f"| {kind} | {c['tried']} | {c['caught']} | {c['missed']} | {c['still_true']} | {100 * score_of(c):.1f} % |")
-    print(f"| all but interval | {points['tried']} | {points['caught']} | {points['missed']} | {points['still_true']} | "
-          f"{100 * score_of(points):.1f} % |")
-    print(f"| all | {total['tried']} | {total['caught']} | {total['missed']} | {total['still_true']} | "
-          f"{100 * score_of(total):.1f} % |")
+        row(kind, c)
+    row("all but interval", points)
+    row("all", total)
     print(f"\nfalse reports on the unmutated sentences: {len(result['false_reports'])}")
     for folder, p in result["false_reports"]:
         print(f"  {folder.name}: {p.line()}")

@@ -103,7 +103,8 @@ def test_the_wording_to_come_reads_generically(quick):
     spread = 11.6  # quick-cpu's 1 MB job: standard deviation over mean of its three launch means, %
     exposed = BOUND.replace("86.1 ms)", "86.1 ms; 95 % CI 21.0 to 25.8 ms)")
     tell = ("DDP with transformer-s (batch 4/rank) at world size 2: cannot tell whether it is compute- or "
-            f"communication-bound with 3 launches; 12 would detect a difference of 5 % (launch-to-launch spread {spread} %).")
+            "communication-bound with 3 launches; 12 would detect a difference of 5 % "
+            f"(launch-to-launch spread {spread} %).")
     floor = ("DDP with transformer-s (batch 4/rank) at world size 2: exposed communication is not measurable here "
              "(noise floor 12.4 ms), so no compute- or communication-bound verdict.")
     for text in (exposed, tell, floor):
@@ -184,7 +185,8 @@ def test_compare_rows_against_both_folders():
     assert [r["verdict"] for r in rows].count("faster") == 2
     assert check_compare(rows, fa, fb) == []
     faster = next(r for r in rows if r["verdict"] == "faster")
-    for change, kind in ((dict(verdict="slower"), "says slower"), (dict(mean_ratio=faster["mean_ratio"] * 1.05), "mean_ratio"),
+    for change, kind in ((dict(verdict="slower"), "says slower"),
+                         (dict(mean_ratio=faster["mean_ratio"] * 1.05), "mean_ratio"),
                          (dict(mean_ratio_high=1.2), "holds 1"), (dict(launches_a=7), "launches_a"),
                          (dict(mean_ms_b=faster["mean_ms_b"] * 0.9), "mean_ms_b")):
         (problem,) = [p for p in check_compare([{**faster, **change}], fa, fb) if kind in p.expected]

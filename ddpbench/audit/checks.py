@@ -136,8 +136,10 @@ def about(fig: Figures, claim: Claim) -> list:
 FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"), (r"^ ?% of (?:each |the |a |its )?step", "share"),
                       (r"^ ?% (?:faster|slower) than the other ranks", "straggler"),
                       (r"^ ?% (?:faster|slower|more|less)\b", "change")],
-                "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"), (r"^x (?:\S+ )?step time", "step")]}
-FAMILY_BEFORE = {"%": [(r"launch-to-launch spread (?:of )?$", "spread"), (r"efficiency (?:is |of )?$", "efficiency"), (r"differ by $", "change"),
+                "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"),
+                      (r"^x (?:\S+ )?step time", "step")]}
+FAMILY_BEFORE = {"%": [(r"launch-to-launch spread (?:of )?$", "spread"), (r"efficiency (?:is |of )?$", "efficiency"),
+                       (r"differ by $", "change"),
                        (r"ms step \($", "share"), (r"a step \($", "share")]}
 
 
@@ -231,7 +233,8 @@ def check_arithmetic(fig: Figures, claim: Claim) -> list[Problem]:
         if a > 0 and not (100 * ((b - db) / (a + da) - 1) - dc - 1e-9 <= c <= 100 * ((b + db) / max(a - da, 1e-9) - 1)
                           + dc + 1e-9):
             out.append(Problem("arithmetic", claim.job, claim.text,
-                               f"{m.group(1)} to {m.group(2)} ms differ by {100 * (b / a - 1):.1f} %, not {m.group(3)} %"))
+                               f"{m.group(1)} to {m.group(2)} ms differ by {100 * (b / a - 1):.1f} %, "
+                               f"not {m.group(3)} %"))
     for m in RATIO.finditer(claim.text):
         x, a, b = float(m.group(1)), float(m.group(2)), float(m.group(3))
         dx, da, db = (0.5 * 10 ** -parse._digits(m.group(g)) for g in (1, 2, 3))

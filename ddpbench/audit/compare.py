@@ -40,7 +40,8 @@ def check_compare(rows, a: Figures, b: Figures) -> list[Problem]:
         ok_a = key in a.jobs.index and a.rec(key)["status"] == "ok"
         ok_b = key in b.jobs.index and b.rec(key)["status"] == "ok"
         if bool(row.get("compared")) != (ok_a and ok_b):
-            bad(f"compared={row.get('compared')}, but the job is ok in {'both' if ok_a and ok_b else 'not both'} folders")
+            where = "both" if ok_a and ok_b else "not both"
+            bad(f"compared={row.get('compared')}, but the job is ok in {where} folders")
             continue
         if not (ok_a and ok_b):
             continue
@@ -48,7 +49,8 @@ def check_compare(rows, a: Figures, b: Figures) -> list[Problem]:
         for side, r, fig in (("a", ra, a), ("b", rb, b)):
             if int(row.get(f"launches_{side}", -1)) != len(fig.launch_ms[key]):
                 bad(f"launches_{side} = {row.get(f'launches_{side}')}, the records hold {len(fig.launch_ms[key])}")
-            if not (_close(row[f"mean_ms_{side}"], r["step_ms_pooled"]) or _close(row[f"mean_ms_{side}"], r["step_ms"])):
+            mean = row[f"mean_ms_{side}"]
+            if not (_close(mean, r["step_ms_pooled"]) or _close(mean, r["step_ms"])):
                 bad(f"mean_ms_{side} = {row[f'mean_ms_{side}']:.3f}, re-derived {r['step_ms']:.3f}")
             if not _close(row[f"median_ms_{side}"], r["median_ms"]):
                 bad(f"median_ms_{side} = {row[f'median_ms_{side}']:.3f}, re-derived {r['median_ms']:.3f}")
@@ -59,7 +61,8 @@ def check_compare(rows, a: Figures, b: Figures) -> list[Problem]:
         if not _close(row["median_ratio"], median_ratio):
             bad(f"median_ratio = {row['median_ratio']:.4f}, re-derived {median_ratio:.4f}")
         change = 100 * (1 / pooled_ratio - 1)
-        if not (_close(row["throughput_change_pct"], change) or _close(row["throughput_change_pct"], 100 * (1 / mean_ratio - 1))):
+        quoted = row["throughput_change_pct"]
+        if not (_close(quoted, change) or _close(quoted, 100 * (1 / mean_ratio - 1))):
             bad(f"throughput_change_pct = {row['throughput_change_pct']:.2f}, re-derived {change:.2f}")
         low, high = float(row.get("mean_ratio_low", math.nan)), float(row.get("mean_ratio_high", math.nan))
         mine = log_ratio_interval(b.launch_ms[key], a.launch_ms[key])

@@ -65,8 +65,8 @@ def check_directions(fig: Figures, claim: Claim, keys) -> list[Problem]:
             named = _caps(text[start + 1:m.start()]) | _caps(m.group(3))
             ran = {float(fig.rec(k)["bucket_cap_mb"]) for k in keys if fig.rec(k)["world_size"] > 1}
             if named and ran and not named <= ran:
-                out.append(Problem("job", claim.job, text, f"compares bucket caps {', '.join(f'{c:g}' for c in sorted(named - ran))} "
-                                   "MB that none of its jobs ran"))
+                caps = ", ".join(f"{c:g}" for c in sorted(named - ran))
+                out.append(Problem("job", claim.job, text, f"compares bucket caps {caps} MB that none of its jobs ran"))
                 continue
         steps = _faster_by_caps(fig, keys, text[start + 1:m.start()], m.group(3)) if m.group(3) else []
         if steps:

@@ -64,7 +64,7 @@ def log_ratio_interval(num, den, confidence: float = 0.95) -> tuple[float, float
     if se == 0:
         d = math.exp(a.mean() - b.mean())
         return d, d
-    dof = (va + vb) ** 2 / ((va ** 2 / (a.size - 1) if a.size > 1 else 0) + (vb ** 2 / (b.size - 1) if b.size > 1 else 0))
+    dof = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))  # Welch-Satterthwaite
     half = sps.t.ppf(0.5 + confidence / 2, dof) * se
     d = a.mean() - b.mean()
     return math.exp(d - half), math.exp(d + half)

@@ -12,7 +12,8 @@ import numpy as np
 
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, log_ratio_interval
 
-MS = ("step_ms", "step_ms_pooled", "nosync_backward_ms", "backward_compute_ms", "median_ms", "iqr_ms", "nosync_ms", "exposed_ms", "data_ms", "forward_ms",
+MS = ("step_ms", "step_ms_pooled", "nosync_backward_ms", "backward_compute_ms", "median_ms", "iqr_ms", "nosync_ms",
+      "exposed_ms", "data_ms", "forward_ms",
       "backward_ms", "comm_ms", "optimizer_ms", "compute_ms", "straggler_ms", "ddp_comm_ms", "step_low", "step_high")
 PCT = ("exposed_pct", "data_pct", "forward_pct", "backward_pct", "comm_pct", "optimizer_pct", "noise_pct",
        "straggler_pct")
