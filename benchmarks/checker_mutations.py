@@ -11,7 +11,7 @@ mutations, each to one sentence, checked alone against its folder's records:
              (0.5 to 1.5, never 1), written at its own precision;
   interval   the same, to one end of a quoted 95 % interval: scored apart, since the checker holds
              an interval to containment (it holds its point, inside the re-derived t interval
-             widened by a quarter of its width), not to equality;
+             widened by half its width), not to equality;
   job        the job the sentence is about swapped for another job of the same folder (its key, or
              the model label it names);
   direction  one faster <-> slower or rises <-> falls where it compares measurements ("5.3 % faster",

@@ -8,7 +8,12 @@ and counts: ``buckets`` ("4 bucket(s)"), ``times`` ("measured 4 times"), ``ws`` 
 A number written "A of B ms" or "A to B ms" takes B's unit. Not figures, and so not parsed: the
 job's own label and settings ("batch 4/rank", "ws=2", "loader_workers = 7", "Rank 1"),
 confidence levels ("95 % CI"), thresholds ("above 10 % of the median", "under 10 %", "more than
-20 %"), and numbers said to be approximate ("about 5 ms": a model's, not a measurement).
+20 %", "a difference of 10 %", "the 25 % line"), numbers said to be approximate ("about 5 ms":
+a model's, not a measurement) or read off a fitted curve ("on the fitted all-reduce curve each
+message costs 0.93 ms"), what a power calculation says more launches would detect and the spread
+it assumes, a noise floor, and the ends of intervals said in words ("at least 14.7 ms by the lower
+end", "reaches 6.4 ms at most"): what the diagnosis's statistics make of the launches, not figures
+of a job.
 """
 
 from __future__ import annotations
@@ -46,7 +51,9 @@ NOT_FIGURES = [
     r"about [-+]?\d+(?:\.\d+)?(?: ?(?:ms|x|%|MB))?(?: against \d+(?:\.\d+)? ms)?",
     r"fitted [^;:.]*?\d+(?:\.\d+)? ?ms",
     r"would detect (?:a difference of |only )?\d+(?:\.\d+)? ?%", r"not the \d+(?:\.\d+)? ?% needed",
-    r"noise floor (?:of )?\d+(?:\.\d+)? ?ms",
+    r"noise floor (?:of )?\d+(?:\.\d+)? ?ms", r"launch-to-launch spread \d+(?:\.\d+)? ?%",
+    r"(?:a difference|difference) of \d+(?:\.\d+)? ?%(?: or more)?", r"the \d+(?:\.\d+)? ?% (?:line|it would take)",
+    r"at least [-+]?\d+(?:\.\d+)? ?ms by the lower end", r"reaches [-+]?\d+(?:\.\d+)? ?ms at most, \d+ ?% of the",
     r"batch \d+/rank", r"batch(?:_size)? \d+", r"\b[\w.]+ ?= ?[\w.\"]+", r"\b[Rr]ank \d+", r"\d+ ranks?\b",
     r"\d+ nodes?\b", r"--[\w-]+ \S+", r"\(\w+=\d+(?:, \w+=\d+)*\)", r"\d+/\d+", r"\d+ thread\(s\)",
     r"repeats >= \d+", r"\d+ loader worker\(s\)", r"\d+ worker\(s\)", r"\b\d+gbit\b|\b\d+mbit\b",
@@ -94,16 +101,16 @@ def numbers(text: str, labels=()) -> list[Quoted]:
             s = n.group()
             found[m.start(1) + n.start()] = Quoted(float(s), "MB", _digits(s), m.start(1) + n.start(),
                                                    m.start(1) + n.end(), s)
+    if "serial fraction" in text:  # before the bare intervals, which take the unit of the figure before them
+        for m in _SERIAL.finditer(plain):
+            for g in (1, 2, 3):
+                add(m, g, "e")
     for m in _BARE_TO.finditer(plain):
         # "0.16x (95 % CI 0.14 to 0.17)": an interval in the unit of the figure before it
         before = [q for q in found.values() if q.end <= m.start()]
         unit = max(before, key=lambda q: q.end).unit if before else "x"
         add(m, 1, unit)
         add(m, 2, unit)
-    if "serial fraction" in text:
-        for m in _SERIAL.finditer(plain):
-            for g in (1, 2, 3):
-                add(m, g, "e")
     for pattern, unit in _COUNTS:
         for m in pattern.finditer(text):
             for g in range(1, pattern.groups + 1):
@@ -128,6 +135,8 @@ def intervals(text: str, quoted: list[Quoted]) -> list[Interval]:
     """Each "95 % CI a to b" with the figure it is the interval of (the last one quoted before it)."""
     out = []
     at = {q.start: q for q in quoted}
+    ends = {m.start(g) for m in _INTERVAL.finditer(text) for g in (1, 2)}  # never another interval's point
+    quoted = [q for q in quoted if q.start not in ends]
     for m in _INTERVAL.finditer(text):
         low, high = at.get(m.start(1)), at.get(m.start(2))
         before = [q for q in quoted if q.end <= m.start() and q.unit == (low.unit if low else None)]
