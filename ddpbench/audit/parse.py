@@ -64,7 +64,7 @@ _UNITED = re.compile(rf"(?<![\w.])({NUMBER}) ?({UNIT})(?![\w])")
 _OF = re.compile(rf"(?<![\w.])({NUMBER})(?= (?:of|to|vs|against) (?:this job's )?{NUMBER} ?({UNIT})(?!\w))")
 _BARE_TO = re.compile(rf"(?<![\w.])({NUMBER}) to ({NUMBER})(?=\))")
 _LIST = re.compile(rf"\[((?:{NUMBER}, )*{NUMBER})\] MB")
-_SERIAL = re.compile(rf"(?:from|near) ({NUMBER})(?: to ({NUMBER}))?|\(here ({NUMBER})\)")
+_SERIAL = re.compile(rf"(?:from|near) ({NUMBER})(?: to ({NUMBER}))?|\(here ({NUMBER})\)|\) to ({NUMBER})")
 _COUNTS = [(re.compile(r"(\d+) bucket\(s\)"), "buckets"), (re.compile(r"measured (\d+) times"), "times"),
            (re.compile(r"world sizes? (\d+)(?: to (\d+))?"), "ws"), (re.compile(r"\bws=(\d+)"), "ws"),
            (re.compile(r"\bwith (\d+) launch(?:es)?\b"), "launches")]
@@ -103,7 +103,7 @@ def numbers(text: str, labels=()) -> list[Quoted]:
                                                    m.start(1) + n.end(), s)
     if "serial fraction" in text:  # before the bare intervals, which take the unit of the figure before them
         for m in _SERIAL.finditer(plain):
-            for g in (1, 2, 3):
+            for g in (1, 2, 3, 4):
                 add(m, g, "e")
     for m in _BARE_TO.finditer(plain):
         # "0.16x (95 % CI 0.14 to 0.17)": an interval in the unit of the figure before it
