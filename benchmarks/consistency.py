@@ -1,16 +1,17 @@
 """Does the diagnosis ever contradict the measurements beside it? Run many unplanted configurations
 (``experiments/consistency.toml``: presets, reference models, a user's own model, bucket caps,
 world sizes 1-3, threads fixed and "auto", other strategies), build each report's findings as the
-report does, and count what :mod:`ddpbench.analysis.consistency` finds against them: fixes the sweep
-measured slower, efficiencies above 100 % unflagged, step times no job measured, medians quoted as
-the step.
+report does, and count what the independent checker (:mod:`ddpbench.audit`) finds against them:
+figures no job measured, intervals that do not hold, directions and measured/estimated claims the
+records contradict, fixes the sweep measured slower, efficiencies above 100 % unflagged, medians
+quoted as the step.
 
     python benchmarks/consistency.py [--out reports/consistency]      # sweep, then check
     python benchmarks/consistency.py --check-only --out FOLDER        # check a stored sweep
     python benchmarks/consistency.py --check-only --out reports/examples/quick-cpu --out ...
 
 Prints one row per configuration (the jobs alike but for world size and bucket cap) and writes
-``consistency.md`` to the (first) folder. Exit code 1 when anything was contradicted.
+``consistency.md`` to the (first) folder. Exit code 1 when the checker found any problem.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def main(argv=None) -> int:
         subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(EXPERIMENT), "--out", str(folders[0]),
                         "--no-report"], cwd=ROOT, check=False, env={**os.environ, "COLUMNS": "160"})
         print(f"sweep: {time.monotonic() - started:.0f} s")
-    lines = ["| configuration | jobs | world sizes | bucket caps (MB) | ok | findings about it | contradicted |",
+    lines = ["| configuration | jobs | world sizes | bucket caps (MB) | ok | findings about it | problems |",
              "|---|---|---|---|---|---|---|"]
     total, configs, problems = 0, 0, []
     for folder in folders:
@@ -77,9 +78,9 @@ def main(argv=None) -> int:
         configs += sum(1 for r in rows if r[1] != "")
         lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
         total += len(found)
-    lines.append(f"\n{configs} configuration(s) in {len(folders)} folder(s): {total} finding(s) contradicted by the "
-                 "measurements beside them.")
-    lines += [f"- {p.kind}: {p.text}" for p in problems]
+    lines.append(f"\n{configs} configuration(s) in {len(folders)} folder(s): {total} problem(s) the independent "
+                 "checker (ddpbench.audit) found against the records.")
+    lines += [f"- {p.line()}" for p in problems]
     text = "\n".join(lines) + "\n"
     print(text)
     (folders[0] / "consistency.md").write_text(text)

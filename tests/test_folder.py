@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import ddpbench
-from ddpbench.analysis import consistency as consistency_module
+from ddpbench.analysis import claims as claims_module
 from ddpbench.analysis import diagnosis as diagnosis_module
 from ddpbench.analysis import folder as folder_module
 from ddpbench.analysis import model as model_module
@@ -27,7 +27,7 @@ ROOT = Path(__file__).parent.parent
 QUICK = ROOT / "reports" / "examples" / "quick-cpu"  # training jobs, world size 1 and 2, and collectives
 #: none of the counted calls
 NOTHING = {"summarize": 0, "load_tables": 0, "diagnose": 0, "held_out_check": 0, "headline": 0, "cost_model": 0,
-           "check": 0}
+           "audit_findings": 0}
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def calls(monkeypatch):
     ran: each wrapped wherever a ddpbench module holds it."""
     originals = {"summarize": summary_module.summarize, "load_tables": tables_module.load_tables,
                  "diagnose": diagnosis_module.diagnose, "headline": verdict_module.headline,
-                 "cost_model": model_module.cost_model, "check": consistency_module.check,
+                 "cost_model": model_module.cost_model, "audit_findings": claims_module.audit_findings,
                  "held_out_check": network_module.held_out_check}
     counts = dict.fromkeys(originals, 0)
 
@@ -91,12 +91,13 @@ def test_the_report_check_and_the_sweep_end_load_and_summarise_once(calls, capsy
 
     assert main(["report", str(QUICK), "--check"]) == 0  # the findings and the checker's problems
     assert calls == {**NOTHING, "summarize": 1, "load_tables": 1, "diagnose": 1, "held_out_check": 1, "cost_model": 1,
-                     "check": 1}
+                     "headline": 1, "audit_findings": 1}
     assert finish_report(QUICK, Console(quiet=True), write=False) == 0  # the table and the verdict
     assert calls == {**NOTHING, "summarize": 2, "load_tables": 2, "diagnose": 2, "held_out_check": 2, "cost_model": 2,
-                     "check": 1, "headline": 1}
+                     "audit_findings": 1, "headline": 2}
     out = capsys.readouterr().out
-    assert "6 finding(s) over 4 job(s): 0 contradicted by the measurements" in out and "verdict:" in out
+    assert ("6 finding(s) and the verdict over 4 job(s): 0 problem(s) against the figures re-derived from the records"
+            in out and "verdict:" in out)
 
 
 def test_the_sweep_end_prints_the_verdict_its_report_shows_computed_once(calls, tmp_path, capsys):
@@ -161,7 +162,8 @@ def test_the_object_concludes_once_what_the_analysis_gives_of_its_tables():
     assert [f.text for f in measured.findings] == [f.text for f in direct] and len(direct) == 6
     assert measured.verdict == verdict_module.headline(direct, measured.summary)
     assert [label for label, _ in measured.verdict] == ["scaling", "top cause", "best setting"]
-    assert measured.contradictions == consistency_module.check(measured.summary, direct) == []
+    assert measured.contradictions == claims_module.audit_findings((measured.steps, measured.runs, measured.ranks), direct,
+                                                                  measured.verdict) == []
     # kept: asking again gives the same objects
     assert measured.model is model and measured.findings is measured.findings and measured.verdict is measured.verdict
 

@@ -10,7 +10,7 @@ The object is the one way to what the analysis concludes of the folder, each com
 and kept (as HTA's ``TraceAnalysis`` is the one way into a trace folder): :attr:`Measured.model`
 (the cost model; :attr:`Measured.network` and :attr:`Measured.link_check` for emulated links),
 :attr:`Measured.findings` (the diagnosis), :attr:`Measured.verdict` (its headline lines) and
-:attr:`Measured.contradictions` (the findings the folder's own measurements contradict). The
+:attr:`Measured.contradictions` (what the independent checker finds wrong in them). The
 report's sections and the command line display them; none recomputes them. A reader that shows
 none of them (``export-benchmark``, ``compare``, ``whatif --from``) computes none of them.
 """
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ddpbench.analysis import consistency
 from ddpbench.analysis import summary as _summary
+from ddpbench.analysis.claims import audit_findings
 from ddpbench.analysis.costmodel import fit_collectives
 from ddpbench.analysis.diagnosis import diagnose
 from ddpbench.analysis.findings import Finding
@@ -95,9 +95,12 @@ class Measured:
 
     @functools.cached_property
     def contradictions(self) -> list:
-        """The findings the folder's own measurements contradict (:func:`ddpbench.analysis.consistency.check`):
-        what ``report --check`` lists."""
-        return consistency.check(self.summary, self.findings)
+        """What the independent checker (:mod:`ddpbench.audit`, through
+        :func:`ddpbench.analysis.claims.audit_findings`) finds wrong in the verdict and the findings,
+        against the figures it re-derives from the stored records: what ``report --check`` lists."""
+        if not len(self.summary):  # no job: nothing said, nothing to check
+            return []
+        return audit_findings((self.steps, self.runs, self.ranks), self.findings, self.verdict)
 
 
 def load(results_dir: str | Path, collectives: bool = True) -> Measured:

@@ -15,8 +15,9 @@ def add_parser(sub) -> None:
     p.add_argument("results", type=Path, help="folder holding results.jsonl")
     p.add_argument("--out", type=Path, help="where to write the report (default: the results folder)")
     p.add_argument("--check", action="store_true",
-                   help="write nothing: list every finding the folder's own measurements contradict (a fix measured "
-                        "slower, an efficiency above 100%% unflagged, a step time no job measured); exit 1 if any")
+                   help="write nothing: check every figure, interval, direction and measured/estimated claim of the "
+                        "verdict and the diagnosis against figures re-derived from the records (ddpbench.audit); "
+                        "exit 1 on any problem")
     p.set_defaults(func=command)
 
 
@@ -35,15 +36,15 @@ def command(args) -> int:
 
 
 def check(folder: Path) -> int:
-    """The consistency check of a folder's diagnosis against its own summary (the folder object's
-    contradictions, :attr:`ddpbench.analysis.folder.Measured.contradictions`)."""
+    """The independent checker (:mod:`ddpbench.audit`) over the folder's verdict lines and diagnosis
+    (the folder object's contradictions, :attr:`ddpbench.analysis.folder.Measured.contradictions`)."""
     from ddpbench.analysis.folder import load
     from ddpbench.results.sanitize import printable
 
     measured = load(folder)
     problems = measured.contradictions
     for p in problems:
-        print(printable(f"{p.kind}: {p.job or '-'}: {p.text}"))  # stored names: no terminal escapes
-    print(f"{len(measured.findings)} finding(s) over {len(measured.summary)} job(s): {len(problems)} contradicted "
-          "by the measurements")
+        print(printable(p.line()))  # stored names: no terminal escapes
+    print(f"{len(measured.findings)} finding(s) and the verdict over {len(measured.summary)} job(s): {len(problems)} "
+          "problem(s) against the figures re-derived from the records")
     return 1 if problems else 0

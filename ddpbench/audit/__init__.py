@@ -1,0 +1,27 @@
+"""An independent checker of what ddpbench says: every figure the verdict, the diagnosis, the
+console and ``compare`` quote, set against figures it re-derives from the stored records itself.
+
+It imports nothing of :mod:`ddpbench.analysis` (the import-linter layers contract puts it below):
+its own derivation (:mod:`.figures`), its own generic reading of sentences (:mod:`.parse`: numbers
+with units, job labels, direction and measured/estimated words, no sentence templates), the figures
+a sentence may quote (:mod:`.pool`), the checks (:mod:`.checks`) and ``compare``'s rows
+(:mod:`.compare`). Input is plain data: sentences with the job key they are about, the fix fields
+and basis a finding carries.
+
+    problems = audit.check_folder("reports/examples/quick-cpu", claims)   # [] when all hold
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddpbench.audit.checks import Claim, Problem, check
+from ddpbench.audit.figures import Figures, derive
+
+__all__ = ["Claim", "Figures", "Problem", "check", "check_folder", "derive"]
+
+
+def check_folder(folder, claims) -> list[Problem]:
+    """Every problem of ``claims`` against the records of ``folder`` (a path, or its loaded tables:
+    see :func:`.figures.derive`); see :mod:`.checks`."""
+    return check(derive(folder), claims)

@@ -1,0 +1,409 @@
+"""The checks: each quoted sentence set against the figures re-derived from the stored records.
+
+* **figure** -- every number a sentence quotes (ms, x, %, MB, serial fraction, bucket counts,
+  world sizes, launch counts, "measured N times") must be, at the precision it is written with, a
+  re-derived figure of that unit -- and of the kind its words say ("% parallel efficiency", "% of
+  each step", "% faster", "x the throughput of one rank": :func:`family`) -- of the job(s) the
+  sentence is about: its job key (with that job's world-size-1 baseline, the jobs that differ from
+  it in one setting and those that ran its fix), else the jobs it names by model label, per-rank
+  batch, world size, link and strategy.
+* **arithmetic** -- a share quoted beside its parts ("27 % of each step (23.4 ms of 86.1 ms)")
+  is their quotient, a spread ("(110.3 to 111.4 ms) differ by 1 %") its ends' ratio, within their
+  rounding.
+* **interval** -- a quoted 95 % interval must hold its point (low <= point <= high) and, where
+  the point is a figure with a re-derived interval, lie inside the Student/Welch t interval on
+  (log) launch means, widened by :data:`INTERVAL_SLACK` of its width and half a last digit: a
+  containment check, not equality, so that a percentile bootstrap and a t interval both pass, and
+  a bound past what the launches allow fails (a bound moved inward passes).
+* **direction** (:mod:`.directions`) -- "N % faster/slower than", "faster/slower: Nx the
+  throughput", "slower than ...: +N %", "computes N % slower than the other ranks", "rises/falls
+  from A to B", each against the figures.
+* **basis** -- a sentence that says its fix was measured ("measured to recover", "the sweep
+  measured", "it recovered") names a fix the sweep ran: a stored ok job identical to the sentence's
+  job but for the fix's fields, at their values; for ``bucket_cap_mb`` one whose *recorded* bucket
+  layout is the layout a job of this model recorded at the proposed cap. A sentence that says
+  "estimated" or "did not run" names a fix the sweep did not run.
+* **contradicted** -- a proposed fix the sweep ran and measured slower (the Welch interval of the
+  step ratio lies above 1; with one launch a side, more than 5 % slower).
+* **efficiency** -- an efficiency above 100 % that no sentence flags, or a scaling verdict that
+  quotes one; **statistic** -- a median quoted as the step time; **job** -- a sentence whose job
+  key is not a stored job, that names another model, strategy, world size or bucket cap than its
+  job's, quotes another job's step as its own, or names a model and batch no stored job has.
+
+Not checked: sentences of the cost model (``kind`` "projection" or "model", or saying "Projected"
+or "cost model"): model output, said so; a cause model's estimate of what a fix would recover
+(held to its own sentence: :func:`with_estimates`); numbers said to be approximate ("about 5 ms")
+or power calculations (:mod:`.parse`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from ddpbench.audit import parse
+from ddpbench.audit.directions import check_directions
+from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, log_ratio_interval
+from ddpbench.audit.pool import Entry, build, label_pattern
+from ddpbench.audit.problem import Claim, Problem
+
+SINGLE_LAUNCH_MARGIN = 0.05
+MODEL_KINDS = ("projection", "model")
+
+
+def is_model_output(claim: Claim) -> bool:
+    return claim.kind in MODEL_KINDS or bool(re.search(r"Projected|cost model|model output", claim.text))
+
+
+def unmatched(fig: Figures, text: str) -> str:
+    """What ``text`` names that no stored ok job is (a model label with a per-rank batch or a bucket
+    cap no job of that model ran); "" when every name is a stored job's."""
+    ok = fig.ok()
+    labels = [l for l in ok["label"].unique() if label_pattern(l).search(text)]
+    batch = re.search(r"batch (\d+)/rank", text)
+    for label in labels:
+        mine = ok[ok["label"] == label]
+        m = re.search(rf"{re.escape(label)} \(batch (\d+)/rank\)", text)
+        if m and not (mine["per_rank_batch"] == int(m.group(1))).any():
+            return f"no stored job trains {label} with batch {m.group(1)}/rank"
+    if labels and batch and not ok[ok["label"].isin(labels)]["per_rank_batch"].eq(int(batch.group(1))).any():
+        return f"no stored job of {', '.join(labels)} has batch {batch.group(1)}/rank"
+    caps = {float(n) for n in re.findall(r"\(bucket (\d+(?:\.\d+)?) MB", text)}
+    if labels and caps and not caps <= set(ok[ok["label"].isin(labels)]["bucket_cap_mb"].astype(float)):
+        return f"no stored job of {', '.join(labels)} ran bucket {', '.join(f'{c:g}' for c in sorted(caps))} MB"
+    return ""
+
+
+def named_jobs(fig: Figures, text: str) -> list:
+    """The ok jobs ``text`` names, by model label, batch, link, strategy and world size (with the
+    world-size-1 baselines of the named world sizes); every ok job where it names none."""
+    ok = fig.ok()
+    labels = [l for l in ok["label"].unique() if label_pattern(l).search(text)]
+    labels = [l for l in labels if not any(l != o and l in o for o in labels)]
+    if labels:
+        ok = ok[ok["label"].isin(labels)]
+    m = re.search(r"batch (\d+)/rank", text)
+    if m and (ok["per_rank_batch"] == int(m.group(1))).any():
+        ok = ok[ok["per_rank_batch"] == int(m.group(1))]
+    links = [l for l in ok["link"].dropna().unique() if l and re.search(rf"\b{re.escape(str(l))}\b", text)]
+    if links:
+        ok = ok[ok["link"].isin(links) | (ok["world_size"] == 1)]
+    said = re.search(r"(?:^|for |of )([\w-]+)(?: \((\w+) hook\))? with ", text)
+    first = said.group(1).lower() if said else ""
+    if first in set(ok["strategy"].astype(str)):
+        ok = ok[ok["strategy"].astype(str) == first]
+        ok = ok[ok["comm_hook"].astype(str) == (said.group(2) or "none")]
+    sizes = {int(n) for a, b in re.findall(r"world sizes? (\d+)(?: to (\d+))?", text) for n in (a, b) if n}
+    keys = list(ok.index)
+    if sizes and (ok["world_size"].isin(sizes)).any():
+        keys = list(ok[ok["world_size"].isin(sizes)].index)
+        keys += [b for k in list(keys) for b in fig.baseline_keys(k) if b not in keys]
+    return keys or list(fig.ok().index)
+
+
+#: settings that together say how a job computes (numerics): a twin that differs in both differs once
+NUMERICS = ("precision", "compile")
+
+
+def near_jobs(fig: Figures, key, fields: int = 1, fix: dict | None = None) -> list:
+    """``key``, the ok jobs that differ from it in at most ``fields`` settings (precision and compile
+    counting as one), the jobs that ran its fix, and the baselines of all of them."""
+    mine = fig.jobs.loc[key]
+    ok = fig.ok()
+    columns = [c for c in FIELDS if c not in MEASURED_HOW and c not in NUMERICS]
+    differ = sum((ok[c].astype(str) != str(mine[c])).astype(int) for c in columns)
+    differ = differ + (sum((ok[c].astype(str) != str(mine[c])) for c in NUMERICS) > 0).astype(int)
+    keys = [key, *[k for k in ok[differ <= fields].index if k != key]]
+    if fix:  # the fix's runs, also beside other settings that changed with it (DDP at its own cap)
+        fixed = ok[differ <= fields + len(fix)]
+        for name, value in fix.items():
+            fixed = fixed[fixed[name].astype(str) == str(value)] if name in fixed else fixed.iloc[0:0]
+        keys += [k for k in [*run_twins(fig, key, fix), *fixed.index] if k not in keys]
+    for k in list(keys):
+        keys += [b for b in fig.baseline_keys(k) if b not in keys] if k in ok.index else []
+    return keys
+
+
+def about(fig: Figures, claim: Claim) -> list:
+    if claim.job is not None and claim.job in fig.jobs.index:
+        return near_jobs(fig, claim.job, fix=claim.fix_fields)
+    return named_jobs(fig, claim.text)
+
+
+#: the words around a number that say which kind of figure of its unit it is (pool.Entry.family)
+FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"), (r"^ ?% of (?:each |the |a |its )?step", "share"),
+                      (r"^ ?% (?:faster|slower) than the other ranks", "straggler"),
+                      (r"^ ?% (?:faster|slower|more|less)\b", "change")],
+                "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"),
+                      (r"^x (?:\S+ )?step time", "step")]}
+FAMILY_BEFORE = {"%": [(r"launch-to-launch spread (?:of )?$", "spread"), (r"efficiency (?:is |of )?$", "efficiency"),
+                       (r"differ by $", "change"),
+                       (r"ms step \($", "share"), (r"a step \($", "share")]}
+
+
+def family(text: str, q) -> str:
+    """The kind of figure ``q`` is, from the words right after and before it ("" when they do not say)."""
+    after, before = text[q.end:q.end + 40], text[max(0, q.start - 30):q.start]
+    for pattern, name in FAMILY_AFTER.get(q.unit, []):
+        if re.search(pattern, after):
+            return name
+    for pattern, name in FAMILY_BEFORE.get(q.unit, []):
+        if re.search(pattern, before):
+            return name
+    return ""
+
+
+#: a cause model's estimate of what a fix would recover, stated as such: "estimated (a model, not run)
+#: to recover 34.6 ms", "the buckets cause (34.6 ms)", "explains 34.6 ms of it"
+ESTIMATE = re.compile(rf"(?:estimated (?:\(a model, not run\) )?to recover|cause \(|explains) ({parse.NUMBER})")
+
+
+def with_estimates(fig: Figures, claim: Claim, keys, pool: dict) -> dict:
+    """``pool`` with what a sentence may say of the estimates it states: a model's estimate is not in
+    the records, so it is held to its own sentence -- its share of the step (and of the exposed
+    communication) and what it leaves of the exposed communication must follow from it -- and the
+    fix's own settings (``bucket_cap_mb = 1``: 1 MB)."""
+    estimates = [(float(v), 0.5 * 10 ** -parse._digits(v)) for v in ESTIMATE.findall(claim.text)]
+    fixed = [v for k, v in (claim.fix_fields or {}).items() if k == "bucket_cap_mb"]
+    if not estimates and not fixed:
+        return pool
+    pool = {unit: list(entries) for unit, entries in pool.items()}
+    for e, rounding in estimates:  # the estimate is quoted rounded: what follows from it carries that
+        pool.setdefault("ms", []).append(Entry(e, "the estimate it states"))
+        for k in keys:
+            r = fig.rec(k)
+            if r.get("step_ms", 0) > 0:
+                pool.setdefault("%", []).append(Entry(100 * e / r["step_ms"], f"the estimate over {k}'s step",
+                                                      family="share", slack=100 * rounding / r["step_ms"]))
+            if r.get("exposed_ms", 0) > 0:
+                pool["ms"].append(Entry(r["exposed_ms"] - e, f"{k}'s exposed communication less the estimate",
+                                        slack=rounding))
+                pool.setdefault("%", []).append(Entry(100 * e / r["exposed_ms"], f"the estimate over {k}'s exposed "
+                                                      "communication", slack=100 * rounding / r["exposed_ms"]))
+    for v in fixed:
+        pool.setdefault("MB", []).append(Entry(float(v), "the fix's bucket cap"))
+    return pool
+
+
+def check_figures(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Problem]:
+    out = []
+    bounds = {id(q) for i in parse.intervals(claim.text, quoted) for q in (i.low, i.high)}
+    for q in quoted:
+        if id(q) in bounds:
+            continue
+        kind = family(claim.text, q)
+        accepted = {kind, "speedup"} if kind == "throughput" else {kind}
+        entries = [e for e in pool.get(q.unit, []) if not kind or e.family in accepted]
+        if not any(q.matches(e.value, e.slack) for e in entries):
+            near = min(entries, key=lambda e: abs(e.value - q.value), default=None)
+            hint = f"; nearest {near.name} = {near.value:.{q.digits + 1}f}" if near else ""
+            out.append(Problem("figure", claim.job, claim.text,
+                               f"{q.text} {q.unit} is no re-derived figure of the jobs it is about{hint}"))
+    return out
+
+
+#: how far past the re-derived t interval a quoted bound may reach, in its width: a percentile
+#: bootstrap over few launches is not a t interval, nor is a Student t on pooled launches a Welch t,
+#: and their ends wander a little either way
+INTERVAL_SLACK = 0.5
+
+
+N_ = parse.NUMBER
+#: "A of B ms a step (C %)" and "C % of each step (A ms of B ms)": C must be A over B
+SHARE_AFTER = re.compile(rf"({N_})(?: ms)? of (?:a |the |each )?({N_}) ms(?: a)?(?: step)? \(({N_}) ?%")
+SHARE_BEFORE = re.compile(rf"({N_}) ?% of (?:each|the|a) step \(({N_})(?: ms)? of ({N_}) ms")
+
+
+#: "(110.3 to 111.4 ms) differ by 1 %": the spread of a range is its ends' ratio
+SPREAD = re.compile(rf"\(({N_}) to ({N_}) ms\) differ by ({N_}) ?%")
+#: "1.64x DDP's step time (58.1 vs 35.5 ms)": a ratio quoted beside its terms
+RATIO = re.compile(rf"({N_})x (?:\S+ )?step time \(({N_}) vs ({N_}) ms\)")
+
+
+def check_arithmetic(fig: Figures, claim: Claim) -> list[Problem]:
+    """A share a sentence quotes beside its parts is their quotient, within their rounding; in a
+    sentence about one job, the step it is a share of is that job's own mean step."""
+    out = []
+    found = [(m.group(1), m.group(2), m.group(3)) for m in SHARE_AFTER.finditer(claim.text)]
+    found += [(m.group(2), m.group(3), m.group(1)) for m in SHARE_BEFORE.finditer(claim.text)]
+    for m in SPREAD.finditer(claim.text):
+        a, b, c = float(m.group(1)), float(m.group(2)), float(m.group(3))
+        da, db, dc = (0.5 * 10 ** -parse._digits(m.group(g)) for g in (1, 2, 3))
+        if a > 0 and not (100 * ((b - db) / (a + da) - 1) - dc - 1e-9 <= c <= 100 * ((b + db) / max(a - da, 1e-9) - 1)
+                          + dc + 1e-9):
+            out.append(Problem("arithmetic", claim.job, claim.text,
+                               f"{m.group(1)} to {m.group(2)} ms differ by {100 * (b / a - 1):.1f} %, "
+                               f"not {m.group(3)} %"))
+    for m in RATIO.finditer(claim.text):
+        x, a, b = float(m.group(1)), float(m.group(2)), float(m.group(3))
+        dx, da, db = (0.5 * 10 ** -parse._digits(m.group(g)) for g in (1, 2, 3))
+        if b > 0 and not ((a - da) / (b + db) - dx - 1e-9 <= x <= (a + da) / max(b - db, 1e-9) + dx + 1e-9):
+            out.append(Problem("arithmetic", claim.job, claim.text,
+                               f"{m.group(2)} vs {m.group(3)} ms is {a / b:.2f}x, not {m.group(1)}x"))
+    for part, whole, share in found:
+        a, b, c = float(part), float(whole), float(share)
+        da, db, dc = (0.5 * 10 ** -parse._digits(x) for x in (part, whole, share))
+        if claim.job in fig.jobs.index:
+            r = fig.rec(claim.job)
+            if not any(abs(r.get(c_, math.nan) - b) <= db + 1e-9 for c_ in ("step_ms", "step_ms_pooled")):
+                out.append(Problem("job", claim.job, claim.text, f"{whole} ms is not the step of job {claim.job} "
+                                   f"({r.get('step_ms', math.nan):.1f} ms)"))
+        if b <= 0 or a != a or (a < 0 and c == 0):  # a negative part is said as none of it
+            continue
+        low, high = 100 * (a - da) / (b + db), 100 * (a + da) / max(b - db, 1e-9)
+        if not low - dc - 1e-9 <= c <= high + dc + 1e-9:
+            out.append(Problem("arithmetic", claim.job, claim.text,
+                               f"{share} % is not {part} of {whole} ms ({100 * a / b:.1f} %)"))
+    return out
+
+
+def check_intervals(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Problem]:
+    out = []
+    for i in parse.intervals(claim.text, quoted):
+        digit = 0.5 * 10 ** -max(i.low.digits, i.high.digits) + 1e-9
+        # "31.1 % faster (95 % CI of the change -47.4 % to -13.7 %)": the point may be quoted unsigned
+        points = [p for p in (i.point.value, -i.point.value) if i.low.value - digit <= p <= i.high.value + digit]
+        if not points:
+            out.append(Problem("interval", claim.job, claim.text,
+                               f"{i.low.text} to {i.high.text} does not hold its point {i.point.text}"))
+            continue
+        owners = [e for e in pool.get(i.point.unit, []) if e.low == e.low
+                  and any(abs(e.value - p) <= 0.5 * 10 ** -i.point.digits + 1e-9 for p in points)]
+        if owners and not any(i.low.value >= e.low - digit - INTERVAL_SLACK * (e.high - e.low) and
+                              i.high.value <= e.high + digit + INTERVAL_SLACK * (e.high - e.low) for e in owners):
+            e = owners[0]
+            out.append(Problem("interval", claim.job, claim.text,
+                               f"{i.low.text} to {i.high.text} reaches outside the t interval of the launches "
+                               f"({e.low:.2f} to {e.high:.2f}, {e.name})"))
+    return out
+
+
+def run_twins(fig: Figures, key, fields: dict) -> list:
+    """Ok jobs identical to ``key`` but for ``fields``, run at the fields' values (a bucket cap by the
+    recorded layout: a twin whose buckets are those a job of this model recorded at that cap)."""
+    twins = fig.twins(key, tuple(fields))
+    for name, value in fields.items():
+        if name not in twins.columns:
+            return []
+        if name == "bucket_cap_mb":
+            alike = fig.twins(key, ("bucket_cap_mb", "world_size", "threads_per_rank", "backend", "emulate_nodes",
+                                    "link", "link_delay_ms"))
+            alike = alike[np.isclose(alike["bucket_cap_mb"].astype(float), float(value))]
+            layouts = {l for l in alike["layout"] if isinstance(l, tuple)}
+            if fig.jobs.at[key, "bucket_cap_mb"] == value and isinstance(fig.jobs.at[key, "layout"], tuple):
+                layouts.add(fig.jobs.at[key, "layout"])
+            twins = twins[twins["layout"].map(lambda l: l in layouts)]
+        else:
+            twins = twins[twins[name].astype(str) == str(value)]
+    return list(twins.index)
+
+
+def check_basis(fig: Figures, claim: Claim) -> list[Problem]:
+    text, out = claim.text, []
+    measured = bool(parse.MEASURED_WORDS.search(text))
+    estimated = bool(re.search(r"estimated (?:\(a model, not run\) )?to recover|did not run this fix|"
+                               r"a model estimate", text))
+    if not (measured or estimated) or claim.job not in fig.jobs.index:
+        return out
+    ran = run_twins(fig, claim.job, claim.fix_fields) if claim.fix_fields else []
+    if measured and not ran:
+        out.append(Problem("basis", claim.job, text, f"says measured, but no stored job ran the fix "
+                           f"{claim.fix_fields or '(no setting named)'}"))
+    if estimated and ran:
+        out.append(Problem("basis", claim.job, text, f"says estimated / not run, but the sweep ran "
+                           f"{claim.fix_fields}: {', '.join(ran)}"))
+    return out
+
+
+def check_contradicted(fig: Figures, claim: Claim) -> list[Problem]:
+    if not claim.fix_fields or claim.job not in fig.jobs.index or fig.jobs.at[claim.job, "status"] != "ok":
+        return []
+    if re.search(r"not proposed", claim.text):
+        return []
+    ran = run_twins(fig, claim.job, claim.fix_fields)
+    mine = fig.launch_ms.get(claim.job, [])
+    theirs = [t for k in ran for t in fig.launch_ms.get(k, [])]
+    if not mine or not theirs:
+        return []
+    ratio = float(np.mean(theirs) / np.mean(mine))
+    low, _ = log_ratio_interval(theirs, mine)
+    if (low > 1) if low == low else ratio > 1 + SINGLE_LAUNCH_MARGIN:
+        return [Problem("contradicted", claim.job, claim.text, f"proposes {claim.fix_fields}, which the sweep "
+                        f"measured {100 * (ratio - 1):.1f} % slower ({', '.join(ran)})")]
+    return []
+
+
+def check_efficiency(fig: Figures, claims) -> list[Problem]:
+    out = []
+    for c in claims:
+        if re.search(r"scales (?:well|moderately|poorly)", c.text):
+            for quoted in re.findall(r"(\d+) % parallel efficiency", c.text):
+                if int(quoted) > 100:
+                    out.append(Problem("efficiency", c.job, c.text, f"a scaling verdict quotes {quoted} % (> 100 %)"))
+    flags = [c.text for c in claims if re.search(r"above 100 %|broken baseline|No scaling verdict", c.text)]
+    ok = fig.ok()
+    for key, r in ok[(ok["world_size"] > 1) & (ok["efficiency_pct"] > 100)].iterrows():
+        if not any(f"{r['speedup']:.2f}x" in t for t in flags):
+            out.append(Problem("efficiency", key, "-", f"efficiency {r['efficiency_pct']:.0f} % at world size "
+                               f"{int(r['world_size'])} is flagged by no sentence"))
+    return out
+
+
+def job_named(fig: Figures, claim: Claim) -> list[Problem]:
+    """A sentence about one job names that job: its model label (where it names a stored one), its
+    strategy (where it names one of the folder's), its world size (where it names one)."""
+    r, text, out = fig.rec(claim.job), claim.text, []
+    labels = [l for l in fig.jobs["label"].unique() if label_pattern(l).search(text)]
+    if labels and not label_pattern(r["label"]).search(text):
+        out.append(f"names {labels[0]}, but job {claim.job} trained {r['label']}")
+    strategies = {str(s) for s in fig.jobs["strategy"].unique()}
+    said = [s for s in strategies if re.search(rf"(?<![\w-]){re.escape(s)}(?![\w-])", text, re.IGNORECASE)]
+    if said and str(r["strategy"]) not in [s.lower() for s in said] and not any(
+            str(r["strategy"]) in s or s in str(r["strategy"]) for s in said):
+        out.append(f"names {said[0]}, but job {claim.job} ran {r['strategy']}")
+    caps = {float(n) for n in re.findall(r"\bbucket (\d+(?:\.\d+)?) MB", text)}
+    if len(caps) == 1 and float(r["bucket_cap_mb"]) not in caps:
+        out.append(f"names bucket {caps.pop():g} MB, but job {claim.job} ran {float(r['bucket_cap_mb']):g} MB")
+    sizes = {int(n) for n in re.findall(r"(?:world size |ws=)(\d+)(?! to)", text)}
+    if sizes and int(r["world_size"]) not in sizes:
+        out.append(f"names world size {', '.join(map(str, sorted(sizes)))}, but job {claim.job} ran at "
+                   f"{int(r['world_size'])}")
+    return [Problem("job", claim.job, text, what) for what in out]
+
+
+def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
+    """Every problem of one sentence (see the module doc)."""
+    claim = Claim.of(claim)
+    out = []
+    if re.search(r"\bmedian step", claim.text):
+        out.append(Problem("statistic", claim.job, claim.text, "quotes a median as the step time; the mean step is "
+                           "the step time"))
+    if claim.job is not None and claim.job not in fig.jobs.index:
+        return out + [Problem("job", claim.job, claim.text, "no stored job has this key")]
+    if claim.job is not None:
+        out += job_named(fig, claim)
+    elif not is_model_output(claim) and unmatched(fig, claim.text):
+        out.append(Problem("job", None, claim.text, unmatched(fig, claim.text)))
+    if is_model_output(claim):
+        return out
+    keys = about(fig, claim)
+    labels = list(fig.jobs["label"].unique())
+    quoted = parse.numbers(claim.text, labels)
+    pool = with_estimates(fig, claim, keys, build(fig, keys))
+    out += check_figures(fig, claim, pool, quoted)
+    out += check_intervals(fig, claim, pool, quoted)
+    out += check_arithmetic(fig, claim)
+    out += check_directions(fig, claim, keys)
+    out += check_basis(fig, claim)
+    out += check_contradicted(fig, claim)
+    return out
+
+
+def check(fig: Figures, claims) -> list[Problem]:
+    """Every problem of ``claims`` (sentences as :class:`Claim`, dicts, tuples or strings) against
+    ``fig``; [] when every figure, interval, direction and basis they quote holds."""
+    claims = [Claim.of(c) for c in claims]
+    out = [p for c in claims for p in check_claim(fig, c)]
+    return out + check_efficiency(fig, claims)

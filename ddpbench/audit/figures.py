@@ -1,0 +1,257 @@
+"""Every figure of a results folder, re-derived from the stored records by a short code path of
+its own (nothing of :mod:`ddpbench.analysis` is imported: a checker that shared the diagnosis's
+arithmetic could only catch two copies of one logic disagreeing).
+
+Per job (one row of :attr:`Figures.jobs`, by key):
+
+* ``step_ms``: the mean step -- each step bounded by its slowest rank, averaged over a launch's
+  steps, then over launches (``launch_ms``: the per-launch means); ``step_ms_pooled`` the mean of
+  all bounded steps pooled (the same where launches ran the same number of steps);
+  ``step_low``/``step_high`` a Student-t 95 % interval on the launch means;
+* ``median_ms``/``iqr_ms`` of the bounded steps, ``noise_pct`` = IQR / median;
+* ``samples_per_s`` = global batch / mean step; ``speedup`` = that over the median samples/s of the
+  world-size-1 job(s) with the same other settings (:func:`baseline_keys`), ``efficiency_pct`` =
+  speedup / world size; their interval a Welch t interval on log launch means;
+* ``nosync_ms`` (no_sync() steps, bounded), ``exposed_ms`` = step - nosync, ``exposed_pct``;
+* phase means (``data_ms`` ...) and their shares of the step; per-rank compute (no_sync() steps,
+  or data + forward) medians and the largest rank's excess over the others' (``straggler_*``);
+* the recorded DDP bucket layout (``layout``: bytes per bucket, from the ranks' own record) with its
+  count and MB; launches, world size, bucket cap; ranks' memory and traffic figures in MB.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from ddpbench.experiment.spec import FIELDS, script_label
+from ddpbench.results.schema import TIMED_PHASES
+from ddpbench.results.tables import load_tables
+from ddpbench.workloads.registry import model_label
+
+#: settings that say how often or how long a job is measured, never what it measures
+MEASURED_HOW = ("repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every", "check_every_repeat",
+                "ci_target_pct", "min_repeats", "max_repeats", "trace_steps", "script_to_end", "script_dir")
+#: settings that at world size 1 change nothing of the computation (how gradients would travel)
+COMM_ONLY = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "backend", "emulate_nodes", "link",
+             "link_delay_ms")
+RANK_MB = ("peak_rss_mb", "rank_memory_mb", "uss_mb", "pss_mb", "rss_file_mb", "gpu_peak_allocated_mb",
+           "gpu_peak_reserved_mb", "optimizer_state_mb")
+
+
+def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
+    """Student-t interval of the mean of ``values``; (nan, nan) for fewer than two."""
+    x = np.asarray([v for v in values if v == v], dtype=float)
+    if x.size < 2:
+        return math.nan, math.nan
+    half = sps.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
+    return float(x.mean() - half), float(x.mean() + half)
+
+
+def log_ratio_interval(num, den, confidence: float = 0.95) -> tuple[float, float]:
+    """Welch t interval of mean(num) / mean(den) on log launch means; (nan, nan) without two a side."""
+    a = np.log([v for v in num if v > 0])
+    b = np.log([v for v in den if v > 0])
+    if a.size < 2 or b.size < 2:
+        return math.nan, math.nan
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    se = math.sqrt(va + vb)
+    if se == 0:
+        d = math.exp(a.mean() - b.mean())
+        return d, d
+    dof = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))  # Welch-Satterthwaite
+    half = sps.t.ppf(0.5 + confidence / 2, dof) * se
+    d = a.mean() - b.mean()
+    return math.exp(d - half), math.exp(d + half)
+
+
+def model_of(row) -> str:
+    if row.get("script"):
+        return script_label(str(row["script"]), str(row.get("script_args", "") or ""))
+    return model_label(str(row["model"]), str(row["model_size"]), str(row.get("model_args", "") or ""))
+
+
+@dataclass
+class Figures:
+    """A folder's jobs, each with its re-derived figures (see the module doc)."""
+
+    jobs: pd.DataFrame
+    launch_ms: dict = field(default_factory=dict)  # key -> [mean step of each launch]
+    memo: dict = field(default_factory=dict)  # figures already computed (pool.py), by what they are of
+
+    def rec(self, key) -> dict:
+        """A job's row as a plain dict (a DataFrame row lookup costs a millisecond; this, nothing)."""
+        if ("rec", key) not in self.memo:
+            self.memo[("rec", key)] = self.jobs.loc[key].to_dict()
+        return self.memo[("rec", key)]
+
+    def row(self, key):
+        return self.jobs.loc[key]
+
+    def ok(self) -> pd.DataFrame:
+        return self.jobs[self.jobs["status"] == "ok"]
+
+    def twins(self, key, but: tuple[str, ...]) -> pd.DataFrame:
+        """Ok jobs other than ``key`` identical to it in every setting but ``but``."""
+        mine = self.jobs.loc[key]
+        ok = self.ok()
+        mask = ok.index != key
+        for c in FIELDS:
+            if c in but or c in MEASURED_HOW or c not in ok.columns:
+                continue
+            mask &= ok[c].astype(str).to_numpy() == str(mine[c])
+        return ok[mask]
+
+    def baseline_keys(self, key) -> list:
+        """The world-size-1 job(s) a job's speedup is against: itself at world size 1; else those alike
+        but for world size (and how measured); else alike but also for comm-only settings and threads,
+        preferring its own threads per rank."""
+        mine = self.jobs.loc[key]
+        if mine["world_size"] == 1:
+            return [key]
+        ones = self.ok()[self.ok()["world_size"] == 1]
+        for but in (("world_size",), ("world_size", "threads_per_rank", *COMM_ONLY)):
+            same = ones
+            for c in FIELDS:
+                if c in but or c in MEASURED_HOW:
+                    continue
+                same = same[same[c].astype(str) == str(mine[c])]
+            if len(same):
+                own = same[same["threads_per_rank"] == mine["threads_per_rank"]]
+                return list((own if len(own) else same).index)
+        return []
+
+
+def _launch_means(measure: pd.DataFrame) -> dict:
+    bounded = measure.groupby(["key", "repeat", "step"])["step_ms"].max()
+    per_launch = bounded.groupby(level=["key", "repeat"]).mean()
+    return {k: [float(v) for v in g.to_numpy()] for k, g in per_launch.groupby(level="key")}, bounded
+
+
+def derive(source) -> Figures:
+    """Every job's figures, from a folder's results.jsonl alone: ``source`` is the folder, or its
+    tables already loaded (``results.tables.load_tables``: steps, runs, ranks[, sweeps]), so that a
+    caller that loaded them does not load (and warn about a damaged record) twice."""
+    steps, runs, ranks = (load_tables(source) if isinstance(source, (str, Path)) else source)[:3]
+    rows = {}
+    for key, job_runs in runs.groupby("key", sort=False):
+        first = job_runs.iloc[0]
+        ok = bool((job_runs["status"] == "ok").all())
+        rows[key] = {**{c: first[c] for c in FIELDS}, "global_batch": first["global_batch"],
+                     "per_rank_batch": first["per_rank_batch"], "status": "ok" if ok else "failed",
+                     "launches": int((job_runs["status"] == "ok").sum()), "label": model_of(first)}
+    launch_ms, bounded, nosync = {}, pd.Series(dtype=float), {}
+    if len(steps):
+        launch_ms, bounded = _launch_means(steps[steps["phase"] == "measure"])
+        ns = steps[steps["phase"] == "nosync"]
+        if len(ns):
+            nosync = ns.groupby(["key", "repeat", "step"])["step_ms"].max().groupby(level="key").mean().to_dict()
+    by_key_steps = dict(tuple(steps.groupby("key"))) if len(steps) else {}
+    by_key_ranks = dict(tuple(ranks.groupby("key"))) if len(ranks) else {}
+    for key, r in rows.items():
+        if key not in launch_ms:
+            r["status"] = "failed" if r["status"] != "ok" else "empty"
+            continue
+        means = launch_ms[key]
+        times = bounded.loc[key].to_numpy(dtype=float)
+        step = float(np.mean(means))
+        r["step_ms"], r["step_ms_pooled"] = step, float(times.mean())
+        r["step_low"], r["step_high"] = t_interval(means)
+        r["median_ms"] = float(np.median(times))
+        q75, q25 = np.percentile(times, [75, 25])
+        r["iqr_ms"] = float(q75 - q25)
+        r["noise_pct"] = 100 * r["iqr_ms"] / r["median_ms"] if r["median_ms"] else math.nan
+        r["samples_per_s"] = r["global_batch"] / (step / 1e3)
+        r["nosync_ms"] = nosync.get(key, math.nan)
+        r["exposed_ms"] = step - r["nosync_ms"]
+        r["backward_compute_ms"] = math.nan  # set below, with the phases: backward less what waits on comm
+        r["exposed_pct"] = 100 * r["exposed_ms"] / step
+        mine = by_key_steps[key]
+        measure = mine[mine["phase"] == "measure"]
+        ns = mine[mine["phase"] == "nosync"]
+        r["nosync_backward_ms"] = float(ns["backward_ms"].mean()) if len(ns) else math.nan
+        for phase in TIMED_PHASES:
+            r[phase] = float(measure[phase].mean()) if phase in measure and measure[phase].notna().any() else math.nan
+            r[phase.replace("_ms", "_pct")] = 100 * r[phase] / step
+        r["backward_compute_ms"] = r["backward_ms"] - r["exposed_ms"]
+        r.update(_compute(mine), **_rank_figures(by_key_ranks.get(key)))
+    jobs = pd.DataFrame.from_dict(rows, orient="index")
+    figures = Figures(jobs, launch_ms)
+    _add_speedup(figures)
+    return figures
+
+
+def _compute(mine: pd.DataFrame) -> dict:
+    """Each rank's own compute (no_sync() steps; else data + forward): the largest rank's median over
+    the others' median (``straggler_pct``, ``straggler_ms``)."""
+    ns = mine[mine["phase"] == "nosync"]
+    if len(ns):
+        compute = ns.assign(c=ns["step_ms"])
+    else:
+        m = mine[mine["phase"] == "measure"]
+        compute = m.assign(c=m["data_ms"].fillna(0) + m["forward_ms"].fillna(0))
+    medians = compute.groupby("rank")["c"].median()
+    out = {"compute_ms": float(medians.max()) if len(medians) else math.nan,
+           "straggler_pct": math.nan, "straggler_ms": math.nan}
+    if len(medians) > 1:
+        worst = max(medians.index, key=lambda k: medians[k] / medians.drop(k).median())
+        others = float(medians.drop(worst).median())
+        out["straggler_pct"] = 100 * (medians[worst] / others - 1)
+        out["straggler_ms"] = float(medians[worst] - others)
+    return out
+
+
+def _rank_figures(ranks: pd.DataFrame | None) -> dict:
+    out = {"layout": None, "buckets": math.nan}
+    if ranks is None or ranks.empty:
+        return out
+    for c in RANK_MB:
+        if c in ranks and ranks[c].notna().any():
+            out[c] = float(pd.to_numeric(ranks[c], errors="coerce").max())
+    for c in ("bytes_sent_per_step", "bytes_recv_per_step", "allreduce_bytes_per_step"):
+        if c in ranks and ranks[c].notna().any():
+            values = pd.to_numeric(ranks[c], errors="coerce")
+            out[f"{c}_max_mb"], out[f"{c}_median_mb"] = values.max() / 1e6, values.median() / 1e6
+    if {"bytes_sent_per_step", "bytes_recv_per_step"} <= set(ranks) and ranks["bytes_sent_per_step"].notna().any():
+        moved = pd.to_numeric(ranks["bytes_sent_per_step"], errors="coerce") + pd.to_numeric(
+            ranks["bytes_recv_per_step"], errors="coerce")
+        out["moved_max_mb"], out["moved_median_mb"] = moved.max() / 1e6, moved.median() / 1e6
+    for c in ("ddp_unused_parameter_bytes", "allreduce_bytes_per_step"):
+        if c in ranks and ranks[c].notna().any():
+            out[c.replace("_bytes", "") + "_mb"] = float(pd.to_numeric(ranks[c], errors="coerce").median()) / 1e6
+    if "ddp_backward_comm_ms" in ranks and ranks["ddp_backward_comm_ms"].notna().any():
+        out["ddp_comm_ms"] = float(ranks["ddp_backward_comm_ms"].median())
+    recorded = [b for b in ranks.get("bucket_bytes", []) if isinstance(b, list) and b]
+    if recorded:
+        out["layout"] = tuple(int(b) for b in recorded[0])
+        out["buckets"] = len(recorded[0])
+        out["largest_bucket_pct"] = 100 * max(recorded[0]) / sum(recorded[0])
+    return out
+
+
+def _add_speedup(figures: Figures) -> None:
+    jobs = figures.jobs
+    for c in ("speedup", "efficiency_pct", "speedup_low", "speedup_high", "serial_fraction"):
+        jobs[c] = math.nan
+    jobs["baseline"] = None
+    for key in figures.ok().index:
+        if "step_ms" not in jobs or jobs.at[key, "step_ms"] != jobs.at[key, "step_ms"]:
+            continue
+        bases = [b for b in figures.baseline_keys(key) if jobs.at[b, "step_ms"] == jobs.at[b, "step_ms"]]
+        if not bases:
+            continue
+        p = int(jobs.at[key, "world_size"])
+        s = jobs.at[key, "samples_per_s"] / float(np.median([jobs.at[b, "samples_per_s"] for b in bases]))
+        jobs.at[key, "speedup"], jobs.at[key, "efficiency_pct"] = s, 100 * s / p
+        jobs.at[key, "baseline"] = tuple(bases)
+        if p > 1:
+            jobs.at[key, "serial_fraction"] = (1 / s - 1 / p) / (1 - 1 / p)
+        if key not in bases:
+            scale = jobs.at[key, "global_batch"] / jobs.at[bases[0], "global_batch"]
+            low, high = log_ratio_interval([t for b in bases for t in figures.launch_ms[b]], figures.launch_ms[key])
+            jobs.at[key, "speedup_low"], jobs.at[key, "speedup_high"] = scale * low, scale * high

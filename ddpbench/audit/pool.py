@@ -1,0 +1,191 @@
+"""The figures a sentence may quote: every re-derived figure (:mod:`.figures`) of the jobs it is
+about, by unit, and the figures between two of them (ratios, % changes, differences) and of the
+settings alike but for the bucket cap that made the same buckets (pooled means, spreads)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, log_ratio_interval
+
+MS = ("step_ms", "step_ms_pooled", "nosync_backward_ms", "backward_compute_ms", "median_ms", "iqr_ms", "nosync_ms",
+      "exposed_ms", "data_ms", "forward_ms",
+      "backward_ms", "comm_ms", "optimizer_ms", "compute_ms", "straggler_ms", "ddp_comm_ms", "step_low", "step_high")
+PCT = ("exposed_pct", "data_pct", "forward_pct", "backward_pct", "comm_pct", "optimizer_pct", "noise_pct",
+       "straggler_pct")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A re-derived figure: its value, what it is, and its 95 % interval where it has one."""
+
+    value: float
+    name: str
+    low: float = math.nan
+    high: float = math.nan
+    #: what kind of figure of its unit it is (checks.family reads the same from a sentence's words):
+    #: % -- efficiency, share (of a step), change (between two steps), noise, straggler, spread (of
+    #: launch means: standard deviation over mean);
+    #: x -- speedup (against one rank), throughput (any throughput ratio), step (a step-time ratio), traffic
+    family: str = ""
+    #: how far a quote may sit from it beyond its own rounding (a figure computed from a rounded one)
+    slack: float = 0.0
+
+
+def _add(pool: dict, unit: str, value, name: str, low=math.nan, high=math.nan, family: str = "") -> None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return
+    if value == value and math.isfinite(value):
+        pool.setdefault(unit, []).append(Entry(value, name, float(low), float(high), family))
+
+
+def _memo(fig: Figures, what: tuple, fill) -> dict:
+    """unit -> [Entry] that ``fill(pool)`` adds, computed once per folder."""
+    if what not in fig.memo:
+        part: dict = {}
+        fill(part)
+        fig.memo[what] = part
+    return fig.memo[what]
+
+
+def _merge(pool: dict, part: dict) -> None:
+    for unit, entries in part.items():
+        pool.setdefault(unit, []).extend(entries)
+
+
+def job_figures(fig: Figures, key, pool: dict) -> None:
+    r = fig.rec(key)
+    for c in MS:
+        _add(pool, "ms", r.get(c), f"{c} of {key}")
+    _add(pool, "%", r.get("largest_bucket_pct"), f"largest bucket of {key} in % of its gradients")
+    for c in PCT:
+        family = {"noise_pct": "noise", "straggler_pct": "straggler"}.get(c, "share")
+        _add(pool, "%", r.get(c), f"{c} of {key}", family=family)
+    for c in MS[:-2]:
+        if r.get(c) is not None:
+            _add(pool, "%", 100 * r[c] / r["step_ms"], f"{c} of {key} in % of its step", family="share")
+    p = r["world_size"]
+    _add(pool, "x", r.get("speedup"), f"speedup of {key}", r.get("speedup_low"), r.get("speedup_high"),
+         family="speedup")
+    _add(pool, "%", r.get("efficiency_pct"), f"efficiency of {key}", 100 * r.get("speedup_low") / p,
+         100 * r.get("speedup_high") / p, family="efficiency")
+    base = r.get("baseline")
+    if isinstance(base, tuple) and base != (key,):
+        # against the baseline's median step instead of its mean: how much its noise decides the verdict
+        robust = np.mean([fig.rec(b)["step_ms"] for b in base]) / np.median([fig.rec(b)["median_ms"] for b in base])
+        _add(pool, "%", r.get("efficiency_pct") * robust, f"efficiency of {key} against its baseline's median step",
+             family="efficiency")
+    _add(pool, "e", r.get("serial_fraction"), f"serial fraction of {key}")
+    _add(pool, "ws", p, f"world size of {key}")
+    _add(pool, "launches", r.get("launches"), f"launches of {key}")
+    launches = np.asarray(fig.launch_ms.get(key, []), dtype=float)
+    if launches.size > 1 and launches.mean() > 0:
+        _add(pool, "%", 100 * launches.std(ddof=1) / launches.mean(), f"launch-to-launch spread of {key}",
+             family="spread")
+    _add(pool, "buckets", r.get("buckets"), f"bucket count of {key}")
+    _add(pool, "MB", r["bucket_cap_mb"], f"bucket cap of {key}")
+    layout = r.get("layout")
+    if isinstance(layout, tuple):
+        for b in layout:
+            _add(pool, "MB", b / 1e6, f"a bucket of {key}")
+        _add(pool, "MB", sum(layout) / 1e6, f"gradients of {key}")
+    for c, v in r.items():
+        if isinstance(c, str) and c.endswith("_mb") and c != "bucket_cap_mb":
+            _add(pool, "MB", v, f"{c} of {key}")
+    for what in ("bytes_sent_per_step", "moved"):
+        most, middle = r.get(f"{what}_max_mb"), r.get(f"{what}_median_mb")
+        if most == most and middle:
+            _add(pool, "x", most / middle, f"{what} max / median over ranks of {key}", family="traffic")
+
+
+def pair_figures(fig: Figures, a, b, pool: dict) -> None:
+    """a against b: step ratio (x), throughput ratio (x), % change of the step both ways (with the
+    Welch t interval on log launch means), step difference (ms)."""
+    ra, rb = fig.rec(a), fig.rec(b)
+    sa, sb = ra["step_ms"], rb["step_ms"]
+    if not (sa > 0 and sb > 0):
+        return
+    low, high = log_ratio_interval(fig.launch_ms[a], fig.launch_ms[b])
+    _add(pool, "x", sa / sb, f"step of {a} / {b}", low, high, family="step")
+    _add(pool, "x", ra["samples_per_s"] / rb["samples_per_s"], f"throughput of {a} / {b}", family="throughput")
+    _add(pool, "%", 100 * (sa / sb - 1), f"step change {a} vs {b}", 100 * (low - 1), 100 * (high - 1), family="change")
+    _add(pool, "%", 100 * (1 - sa / sb), f"step gain {a} vs {b}", 100 * (1 - high), 100 * (1 - low), family="change")
+    _add(pool, "%", 100 * (ra["samples_per_s"] / rb["samples_per_s"] - 1), f"throughput change {a} vs {b}",
+         family="change")
+    _add(pool, "ms", sa - sb, f"step difference {a} - {b}")
+    _add(pool, "%", 100 * (sa - sb) / sa, f"what {b} saves of {a}'s step", family="share")
+    for c in ("data_ms", "exposed_ms"):
+        _add(pool, "ms", ra.get(c) - rb.get(c), f"{c} difference {a} - {b}")
+
+
+def settings(fig: Figures, keys) -> list[tuple]:
+    """Jobs among ``keys`` alike but for the bucket cap that recorded the same buckets: one setting each."""
+    groups: dict = {}
+    for k in keys:
+        r = fig.rec(k)
+        if not isinstance(r.get("layout"), tuple):
+            continue
+        alike = tuple(str(r[c]) for c in FIELDS if c != "bucket_cap_mb" and c not in MEASURED_HOW)
+        groups.setdefault((alike, r["layout"]), []).append(k)
+    return [tuple(g) for g in groups.values() if len(g) > 1]
+
+
+def group_figures(fig: Figures, group: tuple, pool: dict) -> None:
+    steps = [fig.rec(k)["step_ms"] for k in group]
+    launches = [t for k in group for t in fig.launch_ms[k]]
+    _add(pool, "ms", np.mean(launches), f"pooled step of {group}")
+    _add(pool, "ms", np.mean(steps), f"mean step of {group}")
+    _add(pool, "times", len(group), f"jobs in {group}")
+    _add(pool, "%", 100 * (max(steps) / min(steps) - 1), f"spread of {group}", family="change")
+
+
+def pooled_launches(fig: Figures, keys) -> list[float]:
+    return [t for k in keys for t in fig.launch_ms.get(k, [])]
+
+
+def between(fig: Figures, mine: list, theirs: list, pool: dict, name: str) -> None:
+    """Figures between two sets of jobs (each pooled over launches)."""
+    a, b = pooled_launches(fig, mine), pooled_launches(fig, theirs)
+    if not a or not b:
+        return
+    sa, sb = float(np.mean(a)), float(np.mean(b))
+    low, high = log_ratio_interval(a, b)
+    _add(pool, "%", 100 * (1 - sa / sb), f"gain of {name}", 100 * (1 - high), 100 * (1 - low), family="change")
+    _add(pool, "%", 100 * (sa / sb - 1), f"change of {name}", 100 * (low - 1), 100 * (high - 1), family="change")
+    _add(pool, "x", sa / sb, f"ratio of {name}", low, high, family="step")
+
+
+def build(fig: Figures, keys) -> dict:
+    """unit -> [Entry] for the jobs ``keys`` (see the module doc)."""
+    ok = set(fig.ok().index)
+    keys = tuple(k for k in dict.fromkeys(keys) if k in ok)
+    if ("pool", keys) in fig.memo:
+        return fig.memo[("pool", keys)]
+    pool: dict = {}
+    for k in keys:
+        _merge(pool, _memo(fig, ("job", k), lambda part, k=k: job_figures(fig, k, part)))
+    for a in keys:
+        for b in keys:
+            if a != b:
+                _merge(pool, _memo(fig, ("pair", a, b), lambda part, a=a, b=b: pair_figures(fig, a, b, part)))
+    groups = settings(fig, keys)
+    for g in groups:
+        group_figures(fig, g, pool)
+    units = [list(g) for g in groups] + [[k] for k in keys if not any(k in g for g in groups)]
+    for i, a in enumerate(units):
+        for b in units[i + 1:]:
+            if len(a) > 1 or len(b) > 1:
+                between(fig, a, b, pool, f"{a} vs {b}")
+                between(fig, b, a, pool, f"{b} vs {a}")
+    fig.memo[("pool", keys)] = pool
+    return pool
+
+
+def label_pattern(label: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w.-]){re.escape(label)}(?![\w-])")
