@@ -286,8 +286,11 @@ def precision_cpu() -> dict:
 
 def consistency_cpu() -> dict:
     text = (EX / "consistency-cpu" / "consistency.md").read_text(encoding="utf-8")
-    found = re.search(r"(\d+) configuration\(s\) in 1 folder\(s\): (\d+) finding\(s\) contradicted", text)
-    return {"configurations": found[1], "contradicted": found[2], "jobs": str(len(jobs("consistency-cpu")))}
+    found = re.search(r"(\d+) configuration\(s\) in 1 folder\(s\): (\d+) problem\(s\) the independent checker", text)
+    launches = tables("consistency-cpu").runs.groupby("key")["repeat"].nunique()
+    assert launches.nunique() == 1, "'N launches each' says every job ran as often"
+    return {"configurations": found[1], "problems": found[2], "jobs": str(len(jobs("consistency-cpu"))),
+            "launches": str(launches.iloc[0])}
 
 
 def faults_cpu() -> dict:
@@ -493,8 +496,8 @@ QUOTES: list[tuple[str, str]] = [
     (EXAMPLES, "every launch of its {gpu[jobs]} jobs and the collectives at world size 1"),
     (EXAMPLES, "(16 launches, while other agents shared the 2 cores;".replace("16", "{precision[launches]}")),
     (EXAMPLES, "(`experiments/consistency.toml`: {consistency[configurations]} unplanted configurations, "
-               "{consistency[jobs]} jobs, 2 launches each, while other work shared the cores) and its "
-               "`consistency.md`: {consistency[contradicted]} findings contradicted"),
+               "{consistency[jobs]} jobs, {consistency[launches]} launches each, while other work shared the cores) "
+               "and its `consistency.md`: {consistency[problems]} problems the independent checker"),
     # gpu-h100, gpu-trace-frameworks-h100, models
     (EXAMPLES, "{gpu[dirty_launches]} of its launches from the code of commit 0819227 with changes not yet "
                "committed (`git_dirty` in their environment block), the other {gpu[clean_launches]} and the "
