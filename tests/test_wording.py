@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ddpbench.analysis import verdict, wording
+from ddpbench.analysis import bound, verdict, wording
 from ddpbench.analysis.diagnosis import diagnose
 from test_analysis import _job, _summary
 from test_diagnosis import _row
@@ -257,3 +257,43 @@ def test_cannot_tell_never_says_a_figure_falls_short_of_itself():
     spread = 9.6 / wording._unit_mde(wording.LAUNCH_STEPS[-1]) * 1.08
     text = wording.cannot_tell(3, spread, 9.6)
     assert "even 50 would detect only 10.4 %, not the 9.6 % needed" in text
+
+
+# --- the committed example reports, as a user reads them -------------------------------------
+
+def _page_text(path) -> str:
+    import html
+
+    return html.unescape(re.sub(r"<[^>]+>", " ", path.read_text(encoding="utf-8")))
+
+
+BANDS = {"poorly": (0, 50), "moderately": (50, 80), "well": (80, math.inf)}
+
+
+def test_no_committed_report_says_a_band_or_bound_its_interval_does_not_support():
+    """Every "scales X (to Y)" in a committed example page is followed by its efficiency interval,
+    which lies in the band(s) named; every compute- or communication-bound verdict quotes an interval
+    wholly past its line; no negative time is quoted."""
+    from conftest import ROOT
+
+    bands = bounds = 0
+    for page in sorted((ROOT / "reports" / "examples").glob("*/index.html")):
+        text = _page_text(page)
+        for m in re.finditer(r"scales (poorly|moderately|well)(?: to (moderately|well))?:", text):
+            ci = re.search(r"\(95 % CI (\d+) % to (\d+) %\)", text[m.end():m.end() + 300])
+            assert ci, (page, text[m.start():m.end() + 200])
+            low, high = int(ci[1]), int(ci[2])
+            assert BANDS[m[1]][0] <= low and high < BANDS[m[2] or m[1]][1], (page, m[0], low, high)
+            bands += 1
+        for m in re.finditer(r"is (compute|communication)-bound:", text):
+            ci = re.search(r"\(\d+\.\d ms of (\d+\.\d) ms[^)]*?(?:95 % CI|noise floor:) (-?\d+\.\d) to (-?\d+\.\d) ms\)",
+                           text[m.end():m.end() + 200])
+            assert ci, (page, text[m.start():m.end() + 200])
+            step, low, high = float(ci[1]), float(ci[2]), float(ci[3])
+            if m[1] == "communication":
+                assert low / step >= bound.COMM_BOUND_SHARE - 5e-4, (page, text[m.start():m.end() + 200])
+            else:
+                assert high / step <= bound.COMPUTE_BOUND_SHARE + 5e-4, (page, text[m.start():m.end() + 200])
+            bounds += 1
+        assert not NEGATIVE_MS.search(text), (page, NEGATIVE_MS.search(text))
+    assert bands >= 20 and bounds >= 5  # the pages do say such things: the test reads them
