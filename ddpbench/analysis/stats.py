@@ -28,7 +28,8 @@ Why not the bootstrap this module used before: with 2 or 3 launches a side, the 
 bootstrap (even expanded) called identical jobs different in about 1 in 3 (2 launches) and 1 in
 10 (3 launches) comparisons. ``benchmarks/interval_calibration.py`` measures both on simulated
 and real launches; docs/statistics.md has the table. :func:`bootstrap_ci` stays for that
-contrast only.
+contrast and for one interval of the report that is not of a ratio of step times: the exposed
+communication time's, over the launches' own differences (:mod:`ddpbench.analysis.exposed`).
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ def launch_means(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
 
 def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np.ndarray],
                  confidence: float = CONFIDENCE, expanded: bool = True, paired: bool = False) -> tuple[float, float]:
-    """The former default, kept for ``benchmarks/interval_calibration.py``'s contrast only (no
-    interval of the report uses it): expanded percentile bootstrap interval of ``statistic(*samples, axis=-1)``, resampling every
+    """The former default, kept for ``benchmarks/interval_calibration.py``'s contrast and the exposed
+    communication interval (:mod:`ddpbench.analysis.exposed`; docs/statistics.md defines it): expanded percentile bootstrap interval of ``statistic(*samples, axis=-1)``, resampling every
     sample independently (``paired``: the samples' i-th values together, for samples of equal length
     measured in the same rounds); (NaN, NaN) when any sample has fewer than two values.
     ``expanded=False`` gives the plain percentile interval (for comparison: too narrow with few launches).

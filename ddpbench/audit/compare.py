@@ -3,9 +3,9 @@ the two folders' own records, re-derived here (:mod:`.figures`).
 
 Per row: whether it was compared (ok in both folders), each side's launch count, mean and median
 step (equal within :data:`RELATIVE`: the rows hold unrounded floats), the mean and median ratios
-B / A and the throughput change, the ratio's interval (containment, as for sentences: it holds the
-ratio and lies inside the Welch t interval on log launch means, widened by
-:data:`~ddpbench.audit.checks.INTERVAL_SLACK` of its width), and the verdict's direction: "slower"
+B / A and the throughput change, the ratio's interval (it holds the ratio, and its ends are those of
+:func:`~ddpbench.audit.figures.ratio_interval` of B's launch means over A's, within
+:data:`RELATIVE`), and the verdict's direction: "slower"
 only with B's step longer, "faster" only shorter, and neither where the row's own interval holds 1;
 "not significant" not where it excludes 1.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 
-from ddpbench.audit.checks import INTERVAL_SLACK, Problem
-from ddpbench.audit.figures import Figures, log_ratio_interval
+from ddpbench.audit.checks import Problem
+from ddpbench.audit.figures import Figures, ratio_interval
 
 RELATIVE = 1e-3
 
@@ -65,15 +65,12 @@ def check_compare(rows, a: Figures, b: Figures) -> list[Problem]:
         if not (_close(quoted, change) or _close(quoted, 100 * (1 / mean_ratio - 1))):
             bad(f"throughput_change_pct = {row['throughput_change_pct']:.2f}, re-derived {change:.2f}")
         low, high = float(row.get("mean_ratio_low", math.nan)), float(row.get("mean_ratio_high", math.nan))
-        mine = log_ratio_interval(b.launch_ms[key], a.launch_ms[key])
-        if not math.isnan(low):
-            width = mine[1] - mine[0] if not math.isnan(mine[0]) else 0.0
-            if not low <= row["mean_ratio"] <= high:
-                bad(f"interval {low:.4f} to {high:.4f} does not hold the ratio {row['mean_ratio']:.4f}")
-            elif not math.isnan(mine[0]) and not (mine[0] - INTERVAL_SLACK * width <= low and
-                                                  high <= mine[1] + INTERVAL_SLACK * width):
-                bad(f"interval {low:.4f} to {high:.4f} reaches outside the t interval of the launches "
-                    f"({mine[0]:.4f} to {mine[1]:.4f})")
+        mine = ratio_interval(b.launch_ms[key], a.launch_ms[key])
+        if not (_close(low, mine[0]) and _close(high, mine[1])):
+            bad(f"interval {low:.4f} to {high:.4f} is not the interval of the launches "
+                f"({mine[0]:.4f} to {mine[1]:.4f})")
+        elif not math.isnan(low) and not low <= row["mean_ratio"] <= high:
+            bad(f"interval {low:.4f} to {high:.4f} does not hold the ratio {row['mean_ratio']:.4f}")
         verdict = row.get("verdict")
         ratio = mean_ratio if not math.isnan(low) or len(a.launch_ms[key]) > 1 < len(b.launch_ms[key]) else median_ratio
         if verdict == "slower" and not ratio > 1 or verdict == "faster" and not ratio < 1:

@@ -7,12 +7,16 @@ Per job (one row of :attr:`Figures.jobs`, by key):
 * ``step_ms``: the mean step -- each step bounded by its slowest rank, averaged over a launch's
   steps, then over launches (``launch_ms``: the per-launch means); ``step_ms_pooled`` the mean of
   all bounded steps pooled (the same where launches ran the same number of steps);
-  ``step_low``/``step_high`` a Student-t 95 % interval on the launch means;
+  ``step_low``/``step_high`` its 95 % interval on the launch means (:func:`mean_interval`), and
+  ``samples_per_s_low``/``_high`` the throughput's (:func:`throughput_interval`);
 * ``median_ms``/``iqr_ms`` of the bounded steps, ``noise_pct`` = IQR / median;
 * ``samples_per_s`` = global batch / mean step; ``speedup`` = that over the median samples/s of the
   world-size-1 job(s) with the same other settings (:func:`baseline_keys`), ``efficiency_pct`` =
-  speedup / world size; their interval a Welch t interval on log launch means;
-* ``nosync_ms`` (no_sync() steps, bounded), ``exposed_ms`` = step - nosync, ``exposed_pct``;
+  speedup / world size; their interval :func:`ratio_interval` of the baselines' pooled launch
+  means over the job's; ``serial_fraction`` (Karp-Flatt) with the speedup interval's ends mapped;
+* ``nosync_ms`` (no_sync() steps, bounded), ``exposed_ms`` = step - nosync, ``exposed_pct``; the
+  exposed time's interval ``exposed_low``/``_high`` (:func:`bootstrap_mean_interval` of each
+  launch's mean step less its own mean no_sync() step);
 * phase means (``data_ms`` ...) and their shares of the step; per-rank compute (no_sync() steps,
   or data + forward) medians and the largest rank's excess over the others' (``straggler_*``);
 * the recorded DDP bucket layout (``layout``: bytes per bucket, from the ranks' own record) with its
@@ -44,30 +48,83 @@ RANK_MB = ("peak_rss_mb", "rank_memory_mb", "uss_mb", "pss_mb", "rss_file_mb", "
            "gpu_peak_reserved_mb", "optimizer_state_mb")
 
 
-def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
-    """Student-t interval of the mean of ``values``; (nan, nan) for fewer than two."""
+def mean_interval(values, confidence: float = 0.95) -> tuple[float, float]:
+    """The mean's interval on the log scale (docs/statistics.md): mean x exp(+-t_{0.975, n-1} s /
+    (mean sqrt n)), s the values' sample standard deviation; (nan, nan) for fewer than two or a
+    mean <= 0."""
+    x = np.asarray([v for v in values if v == v], dtype=float)
+    if x.size < 2 or not x.mean() > 0:
+        return math.nan, math.nan
+    half = sps.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / (x.mean() * math.sqrt(x.size))
+    return float(x.mean() * math.exp(-half)), float(x.mean() * math.exp(half))
+
+
+def throughput_interval(values, samples_per_step: float) -> tuple[float, float]:
+    """Samples/s over launches: :func:`mean_interval` of the step (ms) turned over."""
+    low, high = mean_interval(values)
+    if low != low:
+        return math.nan, math.nan
+    return samples_per_step / (high / 1e3), samples_per_step / (low / 1e3)
+
+
+def ratio_interval(num, den, paired: bool = False, confidence: float = 0.95) -> tuple[float, float]:
+    """mean(num) / mean(den) x exp(+-t se) (docs/statistics.md): se = sqrt(var(num / mean(num)) /
+    n_num + var(den / mean(den)) / n_den) with Welch-Satterthwaite degrees of freedom; ``paired``
+    (the i-th values measured in the same round): se and n - 1 degrees of freedom of the rounds'
+    num_i / mean(num) - den_i / mean(den). (nan, nan) without two values a side."""
+    a = np.asarray([v for v in num if v == v], dtype=float)
+    b = np.asarray([v for v in den if v == v], dtype=float)
+    if a.size < 2 or b.size < 2 or not (a.mean() > 0 and b.mean() > 0):
+        return math.nan, math.nan
+    ratio = float(a.mean() / b.mean())
+    if paired:
+        if a.size != b.size:
+            return math.nan, math.nan
+        d = a / a.mean() - b / b.mean()
+        se, dof = float(d.std(ddof=1)) / math.sqrt(d.size), d.size - 1
+    else:
+        va, vb = (a / a.mean()).var(ddof=1) / a.size, (b / b.mean()).var(ddof=1) / b.size
+        se = math.sqrt(va + vb)
+        dof = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1)) if se > 0 else 1.0
+    if se == 0:
+        return ratio, ratio
+    half = float(sps.t.ppf(0.5 + confidence / 2, dof)) * se
+    return ratio * math.exp(-half), ratio * math.exp(half)
+
+
+#: the exposed communication interval's bootstrap (docs/statistics.md): resamples, generator seed
+BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED = 4000, 20261121
+
+
+def bootstrap_mean_interval(values, confidence: float = 0.95) -> tuple[float, float]:
+    """Expanded percentile bootstrap interval of the mean of ``values`` (docs/statistics.md):
+    :data:`BOOTSTRAP_RESAMPLES` resamples (``scipy.stats.bootstrap``, percentile, generator
+    ``numpy.random.default_rng(BOOTSTRAP_SEED)``), ends the resampled means' quantiles at
+    Phi(-sqrt(n / (n - 1)) t_{(1 + confidence) / 2, n - 1}) and 1 less that; the point twice when
+    every value is the same; (nan, nan) for fewer than two."""
+    import inspect
+    import warnings
+
     x = np.asarray([v for v in values if v == v], dtype=float)
     if x.size < 2:
         return math.nan, math.nan
-    half = sps.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
-    return float(x.mean() - half), float(x.mean() + half)
+    if np.all(x == x[0]):
+        return float(x[0]), float(x[0])
+    seed = "rng" if "rng" in inspect.signature(sps.bootstrap).parameters else "random_state"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        means = sps.bootstrap([x], np.mean, n_resamples=BOOTSTRAP_RESAMPLES, confidence_level=confidence,
+                              method="percentile", vectorized=True,
+                              **{seed: np.random.default_rng(BOOTSTRAP_SEED)}).bootstrap_distribution
+    tail = float(sps.norm.cdf(-math.sqrt(x.size / (x.size - 1)) * sps.t.ppf(0.5 + confidence / 2, x.size - 1)))
+    return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
 
 
-def log_ratio_interval(num, den, confidence: float = 0.95) -> tuple[float, float]:
-    """Welch t interval of mean(num) / mean(den) on log launch means; (nan, nan) without two a side."""
-    a = np.log([v for v in num if v > 0])
-    b = np.log([v for v in den if v > 0])
-    if a.size < 2 or b.size < 2:
-        return math.nan, math.nan
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    se = math.sqrt(va + vb)
-    if se == 0:
-        d = math.exp(a.mean() - b.mean())
-        return d, d
-    dof = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))  # Welch-Satterthwaite
-    half = sps.t.ppf(0.5 + confidence / 2, dof) * se
-    d = a.mean() - b.mean()
-    return math.exp(d - half), math.exp(d + half)
+def karp_flatt(speedup: float, p: int) -> float:
+    """Karp-Flatt's serial fraction e = (1/S - 1/p) / (1 - 1/p); nan at p = 1 or without S."""
+    if p <= 1 or not speedup == speedup or not speedup:
+        return math.nan
+    return (1 / speedup - 1 / p) / (1 - 1 / p)
 
 
 def model_of(row) -> str:
@@ -130,7 +187,8 @@ class Figures:
 def _launch_means(measure: pd.DataFrame) -> dict:
     bounded = measure.groupby(["key", "repeat", "step"])["step_ms"].max()
     per_launch = bounded.groupby(level=["key", "repeat"]).mean()
-    return {k: [float(v) for v in g.to_numpy()] for k, g in per_launch.groupby(level="key")}, bounded
+    return ({k: [float(v) for v in g.to_numpy()] for k, g in per_launch.groupby(level="key")}, bounded,
+            per_launch.to_dict())
 
 
 def derive(source) -> Figures:
@@ -145,12 +203,14 @@ def derive(source) -> Figures:
         rows[key] = {**{c: first[c] for c in FIELDS}, "global_batch": first["global_batch"],
                      "per_rank_batch": first["per_rank_batch"], "status": "ok" if ok else "failed",
                      "launches": int((job_runs["status"] == "ok").sum()), "label": model_of(first)}
-    launch_ms, bounded, nosync = {}, pd.Series(dtype=float), {}
+    launch_ms, bounded, nosync, per_launch, nosync_launch = {}, pd.Series(dtype=float), {}, {}, {}
     if len(steps):
-        launch_ms, bounded = _launch_means(steps[steps["phase"] == "measure"])
+        launch_ms, bounded, per_launch = _launch_means(steps[steps["phase"] == "measure"])
         ns = steps[steps["phase"] == "nosync"]
         if len(ns):
-            nosync = ns.groupby(["key", "repeat", "step"])["step_ms"].max().groupby(level="key").mean().to_dict()
+            ns_bounded = ns.groupby(["key", "repeat", "step"])["step_ms"].max()
+            nosync = ns_bounded.groupby(level="key").mean().to_dict()
+            nosync_launch = ns_bounded.groupby(level=["key", "repeat"]).mean().to_dict()
     by_key_steps = dict(tuple(steps.groupby("key"))) if len(steps) else {}
     by_key_ranks = dict(tuple(ranks.groupby("key"))) if len(ranks) else {}
     for key, r in rows.items():
@@ -161,7 +221,8 @@ def derive(source) -> Figures:
         times = bounded.loc[key].to_numpy(dtype=float)
         step = float(np.mean(means))
         r["step_ms"], r["step_ms_pooled"] = step, float(times.mean())
-        r["step_low"], r["step_high"] = t_interval(means)
+        r["step_low"], r["step_high"] = mean_interval(means)
+        r["samples_per_s_low"], r["samples_per_s_high"] = throughput_interval(means, r["global_batch"])
         r["median_ms"] = float(np.median(times))
         q75, q25 = np.percentile(times, [75, 25])
         r["iqr_ms"] = float(q75 - q25)
@@ -171,6 +232,10 @@ def derive(source) -> Figures:
         r["exposed_ms"] = step - r["nosync_ms"]
         r["backward_compute_ms"] = math.nan  # set below, with the phases: backward less what waits on comm
         r["exposed_pct"] = 100 * r["exposed_ms"] / step
+        # each launch's mean step less its own mean no_sync() step, for the launches that measured both
+        differences = [per_launch[kr] - nosync_launch[kr] for kr in sorted(per_launch)
+                       if kr[0] == key and kr in nosync_launch]
+        r["exposed_low"], r["exposed_high"] = bootstrap_mean_interval(differences)
         mine = by_key_steps[key]
         measure = mine[mine["phase"] == "measure"]
         ns = mine[mine["phase"] == "nosync"]
@@ -236,7 +301,8 @@ def _rank_figures(ranks: pd.DataFrame | None) -> dict:
 
 def _add_speedup(figures: Figures) -> None:
     jobs = figures.jobs
-    for c in ("speedup", "efficiency_pct", "speedup_low", "speedup_high", "serial_fraction"):
+    for c in ("speedup", "efficiency_pct", "speedup_low", "speedup_high", "serial_fraction", "serial_fraction_low",
+              "serial_fraction_high"):
         jobs[c] = math.nan
     jobs["baseline"] = None
     for key in figures.ok().index:
@@ -249,9 +315,12 @@ def _add_speedup(figures: Figures) -> None:
         s = jobs.at[key, "samples_per_s"] / float(np.median([jobs.at[b, "samples_per_s"] for b in bases]))
         jobs.at[key, "speedup"], jobs.at[key, "efficiency_pct"] = s, 100 * s / p
         jobs.at[key, "baseline"] = tuple(bases)
-        if p > 1:
-            jobs.at[key, "serial_fraction"] = (1 / s - 1 / p) / (1 - 1 / p)
+        jobs.at[key, "serial_fraction"] = karp_flatt(s, p)
         if key not in bases:
+            # speedup = (G / mean(job)) / (g / mean(bases)): the ratio of the bases' pooled launches' mean over the job's
             scale = jobs.at[key, "global_batch"] / jobs.at[bases[0], "global_batch"]
-            low, high = log_ratio_interval([t for b in bases for t in figures.launch_ms[b]], figures.launch_ms[key])
+            low, high = ratio_interval([t for b in bases for t in figures.launch_ms[b]], figures.launch_ms[key])
             jobs.at[key, "speedup_low"], jobs.at[key, "speedup_high"] = scale * low, scale * high
+            # e falls as the speedup rises: the ends swap
+            jobs.at[key, "serial_fraction_low"] = karp_flatt(scale * high, p)
+            jobs.at[key, "serial_fraction_high"] = karp_flatt(scale * low, p)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, log_ratio_interval
+from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
 
 MS = ("step_ms", "step_ms_pooled", "nosync_backward_ms", "backward_compute_ms", "median_ms", "iqr_ms", "nosync_ms",
       "exposed_ms", "data_ms", "forward_ms",
@@ -61,12 +61,18 @@ def _merge(pool: dict, part: dict) -> None:
 
 def job_figures(fig: Figures, key, pool: dict) -> None:
     r = fig.rec(key)
+    ends = {"step_ms": ("step_low", "step_high"), "exposed_ms": ("exposed_low", "exposed_high")}
     for c in MS:
-        _add(pool, "ms", r.get(c), f"{c} of {key}")
+        low, high = ends.get(c, ("", ""))
+        _add(pool, "ms", r.get(c), f"{c} of {key}", r.get(low, math.nan), r.get(high, math.nan))
     _add(pool, "%", r.get("largest_bucket_pct"), f"largest bucket of {key} in % of its gradients")
     for c in PCT:
         family = {"noise_pct": "noise", "straggler_pct": "straggler"}.get(c, "share")
         _add(pool, "%", r.get(c), f"{c} of {key}", family=family)
+    if r.get("step_ms_pooled", 0) > 0:  # the exposed share's interval is over the pooled mean step
+        _add(pool, "%", 100 * r.get("exposed_ms") / r["step_ms_pooled"], f"exposed share of {key}",
+             100 * r.get("exposed_low", math.nan) / r["step_ms_pooled"],
+             100 * r.get("exposed_high", math.nan) / r["step_ms_pooled"], family="share")
     for c in MS[:-2]:
         if r.get(c) is not None:
             _add(pool, "%", 100 * r[c] / r["step_ms"], f"{c} of {key} in % of its step", family="share")
@@ -81,7 +87,8 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
         robust = np.mean([fig.rec(b)["step_ms"] for b in base]) / np.median([fig.rec(b)["median_ms"] for b in base])
         _add(pool, "%", r.get("efficiency_pct") * robust, f"efficiency of {key} against its baseline's median step",
              family="efficiency")
-    _add(pool, "e", r.get("serial_fraction"), f"serial fraction of {key}")
+    _add(pool, "e", r.get("serial_fraction"), f"serial fraction of {key}", r.get("serial_fraction_low", math.nan),
+         r.get("serial_fraction_high", math.nan))
     _add(pool, "ws", p, f"world size of {key}")
     _add(pool, "launches", r.get("launches"), f"launches of {key}")
     launches = np.asarray(fig.launch_ms.get(key, []), dtype=float)
@@ -104,18 +111,29 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
             _add(pool, "x", most / middle, f"{what} max / median over ranks of {key}", family="traffic")
 
 
+def paired(fig: Figures, a, b) -> bool:
+    """Whether a and b ran in the same rounds (docs/statistics.md): every launch of both ok, as many a side."""
+    na, nb = len(fig.launch_ms.get(a, [])), len(fig.launch_ms.get(b, []))
+    return na == nb == fig.rec(a)["launches"] == fig.rec(b)["launches"]
+
+
 def pair_figures(fig: Figures, a, b, pool: dict) -> None:
     """a against b: step ratio (x), throughput ratio (x), % change of the step both ways (with the
-    Welch t interval on log launch means), step difference (ms)."""
+    interval of the ratio of the two mean steps, :func:`.figures.ratio_interval`, and its paired
+    variant where the two ran in the same rounds), step difference (ms)."""
     ra, rb = fig.rec(a), fig.rec(b)
     sa, sb = ra["step_ms"], rb["step_ms"]
     if not (sa > 0 and sb > 0):
         return
-    low, high = log_ratio_interval(fig.launch_ms[a], fig.launch_ms[b])
-    _add(pool, "x", sa / sb, f"step of {a} / {b}", low, high, family="step")
+    for pair in (False, True) if paired(fig, a, b) else (False,):
+        low, high = ratio_interval(fig.launch_ms[a], fig.launch_ms[b], paired=pair)
+        how = " (paired)" if pair else ""
+        _add(pool, "x", sa / sb, f"step of {a} / {b}{how}", low, high, family="step")
+        _add(pool, "%", 100 * (sa / sb - 1), f"step change {a} vs {b}{how}", 100 * (low - 1), 100 * (high - 1),
+             family="change")
+        _add(pool, "%", 100 * (1 - sa / sb), f"step gain {a} vs {b}{how}", 100 * (1 - high), 100 * (1 - low),
+             family="change")
     _add(pool, "x", ra["samples_per_s"] / rb["samples_per_s"], f"throughput of {a} / {b}", family="throughput")
-    _add(pool, "%", 100 * (sa / sb - 1), f"step change {a} vs {b}", 100 * (low - 1), 100 * (high - 1), family="change")
-    _add(pool, "%", 100 * (1 - sa / sb), f"step gain {a} vs {b}", 100 * (1 - high), 100 * (1 - low), family="change")
     _add(pool, "%", 100 * (ra["samples_per_s"] / rb["samples_per_s"] - 1), f"throughput change {a} vs {b}",
          family="change")
     _add(pool, "ms", sa - sb, f"step difference {a} - {b}")
@@ -155,7 +173,7 @@ def between(fig: Figures, mine: list, theirs: list, pool: dict, name: str) -> No
     if not a or not b:
         return
     sa, sb = float(np.mean(a)), float(np.mean(b))
-    low, high = log_ratio_interval(a, b)
+    low, high = ratio_interval(a, b)
     _add(pool, "%", 100 * (1 - sa / sb), f"gain of {name}", 100 * (1 - high), 100 * (1 - low), family="change")
     _add(pool, "%", 100 * (sa / sb - 1), f"change of {name}", 100 * (low - 1), 100 * (high - 1), family="change")
     _add(pool, "x", sa / sb, f"ratio of {name}", low, high, family="step")
