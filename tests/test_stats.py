@@ -42,6 +42,20 @@ def test_ratio_interval_covers_a_true_slowdown():
     assert 0.93 <= np.mean(covered) <= 0.975
 
 
+@pytest.mark.parametrize("n", [2, 3, 5, 10])
+def test_difference_interval_covers_a_paired_difference_95_percent_of_the_time(n):
+    """Exposed communication: each launch's step less its own no_sync() step. The launch's own luck
+    is in both and cancels; what is left scatters around the true difference, which can be near 0."""
+    rng = np.random.default_rng(300 + n)
+    launch = rng.normal(0, 8.0, (2000, n))  # shared by a launch's two measurements
+    step, nosync = 100 + launch + rng.normal(0, 1.5, (2000, n)), 98 + launch + rng.normal(0, 1.5, (2000, n))
+    hits = [lo <= 2.0 <= hi for lo, hi in (stats.difference_mean_ci(d) for d in step - nosync)]
+    assert 0.93 <= np.mean(hits) <= 0.97
+    assert stats.difference_mean_ci([1.0, 0.8, 1.2]) == pytest.approx((1 - 4.302652729749464 * 0.2 / 3 ** 0.5,
+                                                                        1 + 4.302652729749464 * 0.2 / 3 ** 0.5))
+    assert all(math.isnan(v) for v in stats.difference_mean_ci([1.0]))
+
+
 def test_a_real_difference_is_found():
     rng = np.random.default_rng(3)
     found = sum(bool(stats.significant(*stats.ratio_ci(rng.normal(120, 3, 5), rng.normal(100, 3, 5))))

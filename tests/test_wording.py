@@ -125,7 +125,7 @@ def test_an_exposed_interval_across_the_communication_line_cannot_tell():
 
 
 def test_possibly_communication_bound_still_weighs_its_fix_by_the_gains_lower_end():
-    """quick-cpu: 23.4 ms (14.7 to 31.9) of an 86.1 ms step, an interval across the 25 % line. No
+    """23.4 ms (14.7 to 31.9) of an 86.1 ms step, an interval across the 25 % line. No
     bound is called, but the communication fix stays a cause: the verdict names it where the lower
     end of its gain is material, with that lower end, and says it cannot tell where it is not --
     never "none"."""
@@ -150,7 +150,9 @@ def test_the_summary_gives_exposed_communication_a_launch_level_interval():
         launches.append((steps, runs, ranks))
     row = _summary(*launches).iloc[0]
     assert row["exposed_comm_ms"] == pytest.approx(1.0)
-    assert 0.8 - 1e-9 <= row["exposed_comm_ms_low"] < 1.0 < row["exposed_comm_ms_high"] <= 1.2 + 1e-9
+    # Student's t over the three differences: 1.0 +- t(0.975, 2) 0.2 / sqrt(3)
+    half = 4.302652729749464 * 0.2 / 3 ** 0.5
+    assert (row["exposed_comm_ms_low"], row["exposed_comm_ms_high"]) == pytest.approx((1.0 - half, 1.0 + half))
     assert row["exposed_comm_share_low"] == pytest.approx(row["exposed_comm_ms_low"] / 10.0)
     # one launch: no interval
     single = _summary(_job(2, 25, [[10.0] * 4] * 2, nosync_ms=9.0)).iloc[0]

@@ -3,8 +3,8 @@
 A job's exposed communication is its mean measured step less its mean ``no_sync()`` step: what
 gradient communication adds to a step that backward did not hide. Each launch measures both, so
 each launch gives one difference (its mean step less its own mean ``no_sync()`` step), and the 95 %
-interval of their mean (:func:`ddpbench.analysis.stats.bootstrap_ci`) says how well the launches
-pin the figure down: NaN with fewer than two launches that measured both. A figure whose interval
+Student t interval of their mean (:func:`ddpbench.analysis.stats.difference_mean_ci`: a paired t, each
+launch's own placement cancelling) says how well the launches pin the figure down: NaN with fewer than two launches that measured both. A figure whose interval
 includes 0 is not a measurement of anything (:mod:`ddpbench.analysis.wording`).
 """
 
@@ -36,7 +36,7 @@ def figures(step_mean_ms: float, launch_means: pd.DataFrame, nosync_steps: pd.Da
     values = values[~np.isnan(values)]
     nosync_mean = float(values.mean()) if values.size else math.nan
     exposed = step_mean_ms - nosync_mean
-    low, high = stats.bootstrap_ci([launch_differences(launch_means, nosync_steps)], np.mean)
+    low, high = stats.difference_mean_ci(launch_differences(launch_means, nosync_steps))
     share = (lambda ms: ms / step_mean_ms) if step_mean_ms else (lambda ms: math.nan)
     return {"nosync_step_ms": nosync_mean, "exposed_comm_ms": exposed, "exposed_comm_share": share(exposed),
             "exposed_comm_ms_low": low, "exposed_comm_ms_high": high,

@@ -27,9 +27,10 @@ hundredth of the interval's width.
 Why not the bootstrap this module used before: with 2 or 3 launches a side, the percentile
 bootstrap (even expanded) called identical jobs different in about 1 in 3 (2 launches) and 1 in
 10 (3 launches) comparisons. ``benchmarks/interval_calibration.py`` measures both on simulated
-and real launches; docs/statistics.md has the table. :func:`bootstrap_ci` stays for that
-contrast and for one interval of the report that is not of a ratio of step times: the exposed
-communication time's, over the launches' own differences (:mod:`ddpbench.analysis.exposed`).
+and real launches; docs/statistics.md has the table. :func:`bootstrap_ci` stays only for that
+contrast. A figure that can be 0 or negative, such as the exposed communication time (each
+launch's step less its own no_sync() step, :mod:`ddpbench.analysis.exposed`), gets the plain t
+interval of its per-launch values (:func:`difference_mean_ci`), not the log-scale one.
 """
 
 from __future__ import annotations
@@ -118,6 +119,22 @@ def mean_ci(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
     se = float(np.std(x, ddof=1)) / mean / math.sqrt(x.size)
     half = float(t.ppf((1 + confidence) / 2, x.size - 1)) * se
     return mean * math.exp(-half), mean * math.exp(half)
+
+
+def difference_mean_ci(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Student's t interval of the mean of ``values`` on their own scale, mean +-
+    t_{(1+confidence)/2, n-1} sd / sqrt(n): for per-launch figures that can be 0 or negative (each
+    launch's paired difference, e.g. its step less its own no_sync() step); (NaN, NaN) with fewer
+    than two values, the point twice when every value is the same."""
+    from scipy.stats import t
+
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if x.size < 2:
+        return math.nan, math.nan
+    mean = float(x.mean())
+    half = float(t.ppf((1 + confidence) / 2, x.size - 1)) * float(np.std(x, ddof=1)) / math.sqrt(x.size)
+    return mean - half, mean + half
 
 
 def throughput_ci(step_means_ms, samples_per_step: float, confidence: float = CONFIDENCE) -> tuple[float, float]:

@@ -18,8 +18,7 @@
   baselines' mean step over the job's, :func:`~.figures.ratio_interval`), a step ratio, change or
   gain between two jobs or two sets of pooled jobs (the same, and its paired variant where the two
   ran in the same rounds: either passes), and the exposed communication time and share
-  (:func:`~.figures.bootstrap_mean_interval` of the per-launch differences: its documented
-  resamples and seed make it exact too). Every interval the diagnosis and the verdict quote is one
+  (:func:`~.figures.mean_difference_interval`, a plain t over the per-launch differences). Every interval the diagnosis and the verdict quote is one
   of these, so none is held to mere containment any more; an interval whose point is no figure
   with a re-derived interval is held only to holding its point.
 * **direction** (:mod:`.directions`) -- "N % faster/slower than", "faster/slower: Nx the
@@ -270,8 +269,9 @@ def check_intervals(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Prob
             out.append(Problem("interval", claim.job, claim.text,
                                f"{i.low.text} to {i.high.text} does not hold its point {i.point.text}"))
             continue
-        owners = [e for e in pool.get(i.point.unit, []) if e.low == e.low
-                  and any(abs(e.value - p) <= 0.5 * 10 ** -i.point.digits + 1e-9 for p in points)]
+        owners = [e for q in (i.held or (i.point,)) for e in pool.get(q.unit, []) if e.low == e.low
+                  and any(abs(e.value - p) <= 0.5 * 10 ** -q.digits + 1e-9 for p in (q.value, -q.value)
+                          if i.low.value - digit <= p <= i.high.value + digit)]
         # its ends must be the re-derived interval's at the precision quoted (half a last digit)
         if owners and not any(i.low.matches(e.low) and i.high.matches(e.high) for e in owners):
             e = owners[0]

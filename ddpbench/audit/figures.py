@@ -15,7 +15,7 @@ Per job (one row of :attr:`Figures.jobs`, by key):
   speedup / world size; their interval :func:`ratio_interval` of the baselines' pooled launch
   means over the job's; ``serial_fraction`` (Karp-Flatt) with the speedup interval's ends mapped;
 * ``nosync_ms`` (no_sync() steps, bounded), ``exposed_ms`` = step - nosync, ``exposed_pct``; the
-  exposed time's interval ``exposed_low``/``_high`` (:func:`bootstrap_mean_interval` of each
+  exposed time's interval ``exposed_low``/``_high`` (:func:`mean_difference_interval` of each
   launch's mean step less its own mean no_sync() step);
 * phase means (``data_ms`` ...) and their shares of the step; per-rank compute (no_sync() steps,
   or data + forward) medians and the largest rank's excess over the others' (``straggler_*``);
@@ -92,32 +92,15 @@ def ratio_interval(num, den, paired: bool = False, confidence: float = 0.95) -> 
     return ratio * math.exp(-half), ratio * math.exp(half)
 
 
-#: the exposed communication interval's bootstrap (docs/statistics.md): resamples, generator seed
-BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED = 4000, 20261121
-
-
-def bootstrap_mean_interval(values, confidence: float = 0.95) -> tuple[float, float]:
-    """Expanded percentile bootstrap interval of the mean of ``values`` (docs/statistics.md):
-    :data:`BOOTSTRAP_RESAMPLES` resamples (``scipy.stats.bootstrap``, percentile, generator
-    ``numpy.random.default_rng(BOOTSTRAP_SEED)``), ends the resampled means' quantiles at
-    Phi(-sqrt(n / (n - 1)) t_{(1 + confidence) / 2, n - 1}) and 1 less that; the point twice when
-    every value is the same; (nan, nan) for fewer than two."""
-    import inspect
-    import warnings
-
+def mean_difference_interval(values, confidence: float = 0.95) -> tuple[float, float]:
+    """Student's t interval of the mean of ``values`` on their own scale (docs/statistics.md, for
+    figures that can be 0 or negative): mean +- t_{(1 + confidence) / 2, n - 1} sd / sqrt(n);
+    (nan, nan) for fewer than two."""
     x = np.asarray([v for v in values if v == v], dtype=float)
     if x.size < 2:
         return math.nan, math.nan
-    if np.all(x == x[0]):
-        return float(x[0]), float(x[0])
-    seed = "rng" if "rng" in inspect.signature(sps.bootstrap).parameters else "random_state"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        means = sps.bootstrap([x], np.mean, n_resamples=BOOTSTRAP_RESAMPLES, confidence_level=confidence,
-                              method="percentile", vectorized=True,
-                              **{seed: np.random.default_rng(BOOTSTRAP_SEED)}).bootstrap_distribution
-    tail = float(sps.norm.cdf(-math.sqrt(x.size / (x.size - 1)) * sps.t.ppf(0.5 + confidence / 2, x.size - 1)))
-    return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
+    half = float(sps.t.ppf(0.5 + confidence / 2, x.size - 1)) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return float(x.mean()) - half, float(x.mean()) + half
 
 
 def karp_flatt(speedup: float, p: int) -> float:
@@ -235,7 +218,7 @@ def derive(source) -> Figures:
         # each launch's mean step less its own mean no_sync() step, for the launches that measured both
         differences = [per_launch[kr] - nosync_launch[kr] for kr in sorted(per_launch)
                        if kr[0] == key and kr in nosync_launch]
-        r["exposed_low"], r["exposed_high"] = bootstrap_mean_interval(differences)
+        r["exposed_low"], r["exposed_high"] = mean_difference_interval(differences)
         mine = by_key_steps[key]
         measure = mine[mine["phase"] == "measure"]
         ns = mine[mine["phase"] == "nosync"]

@@ -12,7 +12,7 @@ confidence levels ("95 % CI"), thresholds ("above 10 % of the median", "under 10
 a model's, not a measurement) or read off a fitted curve ("on the fitted all-reduce curve each
 message costs 0.93 ms"), what a power calculation says more launches would detect and the spread
 it assumes, a noise floor, and the ends of intervals said in words ("at least 14.7 ms by the lower
-end", "reaches 6.4 ms at most"): what the diagnosis's statistics make of the launches, not figures
+end", "reaches 6.4 ms at most", "reaches down to 2.1 ms, under 10 % of the step"): what the diagnosis's statistics make of the launches, not figures
 of a job.
 """
 
@@ -53,7 +53,8 @@ NOT_FIGURES = [
     r"would detect (?:a difference of |only )?\d+(?:\.\d+)? ?%", r"not the \d+(?:\.\d+)? ?% needed",
     r"noise floor (?:of )?\d+(?:\.\d+)? ?ms", r"launch-to-launch spread \d+(?:\.\d+)? ?%",
     r"(?:a difference|difference) of \d+(?:\.\d+)? ?%(?: or more)?", r"the \d+(?:\.\d+)? ?% (?:line|it would take)",
-    r"at least [-+]?\d+(?:\.\d+)? ?ms by the lower end", r"reaches [-+]?\d+(?:\.\d+)? ?ms at most, \d+ ?% of the",
+    r"at least [-+]?\d+(?:\.\d+)? ?ms by the lower end", r"reaches down to [-+]?\d+(?:\.\d+)? ?ms(?=, under)",
+    r"reaches [-+]?\d+(?:\.\d+)? ?ms at most, \d+ ?% of the",
     r"batch \d+/rank", r"batch(?:_size)? \d+", r"\b[\w.]+ ?= ?[\w.\"]+", r"\b[Rr]ank \d+", r"\d+ ranks?\b",
     r"\d+ nodes?\b", r"--[\w-]+ \S+", r"\(\w+=\d+(?:, \w+=\d+)*\)", r"\d+/\d+", r"\d+ thread\(s\)",
     r"repeats >= \d+", r"\d+ loader worker\(s\)", r"\d+ worker\(s\)", r"\b\d+gbit\b|\b\d+mbit\b",
@@ -125,6 +126,9 @@ class Interval:
     point: Quoted
     low: Quoted
     high: Quoted
+    #: every figure before it that it holds, nearest first (``point`` among them): "(5.1 ms of 7.2 ms;
+    #: 95 % CI 2.1 to 8.1 ms)" holds both, and only one of them need own it
+    held: tuple = ()
 
 
 _INTERVAL = re.compile(rf"(?:95 ?% (?:CI|interval|confidence interval)(?: of the (?:gain|change))?,?|between) "
@@ -144,7 +148,7 @@ def intervals(text: str, quoted: list[Quoted]) -> list[Interval]:
             # "(23.4 ms of 86.1 ms; 95 % CI 21.0 to 25.8 ms)": the figure it is the interval of is the
             # nearest one it holds (either sign: "31.1 % faster (95 % CI of the change -47.4 % to -13.7 %)")
             held = [q for q in reversed(before) if any(low.value <= v <= high.value for v in (q.value, -q.value))]
-            out.append(Interval((held or before[::-1])[0], low, high))
+            out.append(Interval((held or before[::-1])[0], low, high, tuple(held)))
     return out
 
 
