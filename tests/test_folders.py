@@ -194,7 +194,8 @@ def test_each_sweep_has_its_own_work_and_log_folders_and_a_rerun_keeps_the_logs_
 
 @pytest.mark.slow
 def test_two_sweeps_into_one_folder_the_second_is_refused_or_waits_and_the_first_completes(tmp_path):
-    exp = write_experiment(tmp_path / "tiny.toml", TINY.replace("steps = 4", "steps = 150"))
+    # long enough that two more interpreters start and meet its lock before it ends, on a loaded machine
+    exp = write_experiment(tmp_path / "tiny.toml", TINY.replace("steps = 4", "steps = 600"))
     out = tmp_path / "out"
 
     def sweep(*flags, stderr=subprocess.PIPE):
@@ -208,10 +209,10 @@ def test_two_sweeps_into_one_folder_the_second_is_refused_or_waits_and_the_first
         while not rank_processes(str(out)) and time.monotonic() < deadline:  # its first launch in flight
             time.sleep(0.1)
         assert rank_processes(str(out)), "the first sweep never launched"
-        refused = sweep()
-        refused_err = refused.communicate(timeout=60)[1]
+        refused = sweep()  # both start while the first runs: neither waits for the other's start-up
         with open(waiting_log, "w") as log:
             waiting = sweep("--wait", stderr=log)
+        refused_err = refused.communicate(timeout=60)[1]
         while "waiting for" not in waiting_log.read_text() and waiting.poll() is None:
             time.sleep(0.1)
         assert first.poll() is None, "the first sweep ended before the second could wait for it"
