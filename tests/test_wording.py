@@ -73,6 +73,15 @@ def test_one_launch_is_an_answer_in_the_diagnosis_and_the_verdict():
     assert lines["scaling"].startswith("ddp with mlp-m (batch 32/rank): cannot tell how it scales with 1 launch")
 
 
+def test_launches_needed_is_the_power_calculation_at_the_jobs_own_spread():
+    """Not the 1 % figure scaled: at a 30 % spread 3 launches a side detect about 240 %, twice that."""
+    from ddpbench.analysis import power
+
+    m, mde = wording.launches_needed(30.0, 3, 60.0)
+    assert m == 10 and mde == pytest.approx(power.detectable_slowdown(30.0, 10, 10)["mde"])
+    assert power.detectable_slowdown(30.0, 5, 5)["mde"] > 60.0
+
+
 def test_launches_needed_grows_with_the_spread_and_gives_up_past_the_most():
     few, _ = wording.launches_needed(1.0, 3, 5.0)
     more, _ = wording.launches_needed(3.0, 3, 5.0)
@@ -256,9 +265,13 @@ def test_no_negative_time_is_quoted_and_no_bound_without_its_interval(row):
 
 def test_cannot_tell_never_says_a_figure_falls_short_of_itself():
     """Rounded alike, 10.4 % against 9.6 % read "only 10 %, not the 10 % needed"."""
-    spread = 9.6 / wording._unit_mde(wording.LAUNCH_STEPS[-1]) * 1.08
-    text = wording.cannot_tell(3, spread, 9.6)
-    assert "even 50 would detect only 10.4 %, not the 9.6 % needed" in text
+    spread = 15.0
+    mde = wording._mde(spread, wording.LAUNCH_STEPS[-1])
+    k = round(mde)
+    effect = k - 0.4 if mde >= k else (k - 0.5 + mde) / 2  # below what 50 detect, rounded alike
+    assert f"{mde:.0f}" == f"{effect:.0f}" and effect < mde
+    text = wording.cannot_tell(3, spread, effect)
+    assert f"even 50 would detect only {mde:.1f} %, not the {effect:.1f} % needed" in text
 
 
 # --- the committed example reports, as a user reads them -------------------------------------

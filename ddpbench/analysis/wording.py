@@ -90,10 +90,11 @@ def spread_pct(launches) -> float:
 
 
 @lru_cache(maxsize=None)
-def _unit_mde(n: int) -> float:
-    """The minimum detectable difference (%) at n launches a side and a 1 % spread; it grows in
-    proportion to the spread, so one figure per n serves every job."""
-    return float(power.detectable_slowdown(1.0, n, n)["mde"])
+def _mde(spread: float, n: int) -> float:
+    """The minimum detectable difference (%) at n launches a side and a launch-to-launch spread of
+    ``spread`` %: :func:`ddpbench.analysis.power.detectable_slowdown` itself (on the log scale it is
+    not proportional to the spread: at 30 % and 3 a side, twice what scaling the 1 % figure says)."""
+    return float(power.detectable_slowdown(spread, n, n)["mde"])
 
 
 def launches_needed(spread: float, n: int, effect_pct: float) -> tuple[int | None, float]:
@@ -104,7 +105,7 @@ def launches_needed(spread: float, n: int, effect_pct: float) -> tuple[int | Non
         return None, math.nan
     mde = math.nan
     for m in (m for m in LAUNCH_STEPS if m > n):
-        mde = spread * _unit_mde(m)
+        mde = _mde(float(spread), m)
         if mde <= effect_pct:
             return m, mde
     return None, mde
