@@ -3,9 +3,8 @@
 A script is not changed; while it runs (:class:`Instrument` installed) ddpbench sees it through:
 
 * ``DistributedDataParallel.__init__``, patched: the job's DDP settings are applied where the script
-  builds its model (``bucket_cap_mb`` always; ``gradient_as_bucket_view``, ``static_graph`` and
-  ``find_unused_parameters`` turned on when the job turns them on, the script's own choice kept
-  otherwise), and a second DDP is refused;
+  builds its model, a script's own value the job overrides is reported, and one the job cannot
+  stand for is refused (:mod:`ddpbench.rank.ddp_settings`); a second DDP is refused;
 * the DDP module's forward hooks: a step's *forward* starts when the DDP forward starts (in training
   mode with grad enabled: evaluation, under ``eval()`` or ``no_grad``, is not a training step), and
   the samples of its first input are counted; a hook on the forward's output gradient marks where *backward* starts;
@@ -83,6 +82,7 @@ class Instrument:
         self.ddp_params: set[int] = set()
         self.optimizer = None
         self.ddp_settings: dict = {}
+        self.ddp_overridden: dict = {}  # what the script passed DDP that the job's settings replaced
         self.user_hook = None  # (state, hook) the script registered
         self.steps_done = 0  # optimizer steps since DDP was built
         self.rows: list[list] = []
@@ -121,6 +121,8 @@ class Instrument:
         from torch.nn.parallel import DistributedDataParallel
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
+        from ddpbench.rank.ddp_settings import ddp_settings
+
         original_init = DistributedDataParallel.__init__
         signature = inspect.signature(original_init)
         instrument = self
@@ -130,11 +132,10 @@ class Instrument:
                 raise BadScript("the script builds a second DistributedDataParallel; ddpbench measures a script "
                                 "that trains one DDP model")
             bound = signature.bind(ddp, *args, **kwargs)
+            settings, instrument.ddp_overridden = ddp_settings(instrument.spec, bound.arguments, signature.parameters,
+                                                               refuse=BadScript)
+            bound.arguments.update(settings)
             bound.apply_defaults()
-            bound.arguments["bucket_cap_mb"] = instrument.spec.bucket_cap_mb
-            for name in ("gradient_as_bucket_view", "static_graph", "find_unused_parameters"):
-                if getattr(instrument.spec, name):
-                    bound.arguments[name] = True
             original_init(*bound.args, **bound.kwargs)
             instrument.adopt(ddp, {name: bound.arguments[name] for name in
                                    ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph",

@@ -167,7 +167,8 @@ class ScriptRank(Tracked):
                      "tensor_bytes": figures["tensor_bytes"], "flops_per_step": None, "flops_source": None,
                      "peak_method": None})
         result["script"] = {
-            "ended": ended, "ddp": instrument.ddp_settings, "unseen": unseen,
+            "ended": ended, "ddp": instrument.ddp_settings, "ddp_overridden": instrument.ddp_overridden,
+            "unseen": unseen,
             "samples_per_step": sorted({n for g in gathered for n in g["rank"]["samples"]}),
             "destroy_deferred": instrument.destroy_deferred,
             "late_comm_steps": sum(g["rank"]["late_comm"] for g in gathered),

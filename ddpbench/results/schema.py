@@ -96,12 +96,14 @@ CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run", "skipped", "checked_
 #: by PyTorch's counter, or the "workload"'s own figure) and how each rank's GEMM peak was measured
 COMPUTE_FIELDS = ("workload", "tensors", "tensor_bytes", "flops_per_step", "flops_source", "peak_method")
 #: a script job's launch (``result["script"]``): how the script ended (stopped by ddpbench after its
-#: steps, or ended | exited by itself), the DDP settings it ran with, the phases left unknown (why:
+#: steps, or ended | exited by itself), the DDP settings it ran with (the job's), what the script passed DDP
+#: that the job's settings replaced ({name: {"script": value, "ran": value}}), the phases left unknown (why:
 #: steps, all ranks), the samples its DDP model took per optimizer step, whether it asked for its
 #: process group's destruction (done after the gather), the measured steps (all ranks) in which a bucket's
 #: all-reduce completed after the backward's end was marked (0: DDP's communication is all inside the
 #: backward, as comm_ms = 0 says), and how its no-sync steps skipped the all-reduce
-SCRIPT_FIELDS = ("ended", "ddp", "unseen", "samples_per_step", "destroy_deferred", "late_comm_steps", "no_sync")
+SCRIPT_FIELDS = ("ended", "ddp", "ddp_overridden", "unseen", "samples_per_step", "destroy_deferred", "late_comm_steps",
+                 "no_sync")
 #: a fault-recovery launch (``result["recovery"]``): attempts, where it resumed, how long it took,
 #: and whether its parameters equal an uninterrupted run's
 RECOVERY_FIELDS = ("attempts", "resumed_from_step", "steps_redone", "restart_s", "rejoin_s", "recovery_s",
