@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.columns import EXPOSED_COMM_MS
+from ddpbench.analysis.jobs import model_name
 
 
 def allreduce_curve(collectives: pd.DataFrame, world_size: int, backend: str) -> pd.DataFrame:
@@ -64,6 +65,7 @@ def ddp_buckets_vs_allreduce(summary: pd.DataFrame, ranks: pd.DataFrame, collect
         sizes = list(buckets.iloc[0])
         predicted = predict_allreduce_us(curve, sizes) / 1e3
         rows.append({"key": job["key"], "model": job["model"], "model_size": job["model_size"],
+                     "workload": model_name(job),  # a script job's model fields are defaults it did not train
                      "world_size": job["world_size"], "backend": job["backend"],
                      "bucket_cap_mb": job["bucket_cap_mb"], "buckets": len(sizes),
                      "bucket_mb": [s / 1e6 for s in sizes], "predicted_ms": list(predicted),

@@ -54,8 +54,7 @@ import pandas as pd
 
 from ddpbench.analysis import whatif
 from ddpbench.analysis.columns import STEP_MS
-from ddpbench.analysis.jobs import MODEL_FIELDS, fair_jobs
-from ddpbench.workloads.registry import model_label
+from ddpbench.analysis.jobs import MODEL_FIELDS, fair_jobs, model_name
 
 #: world sizes a projection covers (the measured ones are added)
 PROJECTED_WORLD_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024)
@@ -279,6 +278,20 @@ class Workload:
     #: compute precision and compilation (:func:`ddpbench.analysis.precision.setting_name`): each its own
     #: workload, whose compute is its own measured step while its buckets stay fp32 gradients
     setting: str = "fp32 eager"
+    #: a script job's script and arguments (its model fields are the defaults it did not train)
+    script: str = ""
+    script_args: str = ""
+
+    @property
+    def identity(self) -> tuple:
+        """What the workload trains, at which per-rank batch and compute setting: the jobs it stands for."""
+        return (self.model, self.model_size, self.model_args, self.script, self.script_args, self.per_rank_batch,
+                self.setting)
+
+
+def _identity(job) -> tuple:
+    """:attr:`Workload.identity` of a job's row."""
+    return (*(job.get(name, "") for name in MODEL_FIELDS), int(job["per_rank_batch"]), job["_setting"])
 
 
 def _setting_of(frame: pd.DataFrame) -> pd.Series:
@@ -290,7 +303,8 @@ def _setting_of(frame: pd.DataFrame) -> pd.Series:
 
 
 def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
-    """One workload per (model, size, per-rank batch, compute setting) with a world-size-1 DDP job.
+    """One workload per (model, size, per-rank batch, compute setting) with a world-size-1 DDP job; a
+    script job's workload is its script and arguments (labelled by them, never pooled with a model's).
 
     A compute setting (mixed precision, torch.compile) is a workload of its own: its compute is its
     own measured world-size-1 step (faster under bf16 or compile), its gradients the same fp32
@@ -306,9 +320,10 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
     found = []
     if jobs.empty:
         return found
-    jobs = jobs.assign(_setting=_setting_of(jobs))
-    for (model, size, args, batch, setting), group in jobs.groupby([*MODEL_FIELDS, "per_rank_batch", "_setting"],
-                                                                     sort=False):
+    jobs = jobs.assign(_setting=_setting_of(jobs), **{name: "" for name in ("script", "script_args")
+                                                      if name not in jobs.columns})
+    for (model, size, args, script, script_args, batch, setting), group in jobs.groupby(
+            [*MODEL_FIELDS, "per_rank_batch", "_setting"], sort=False):
         base = group[group["world_size"] == 1]
         if base.empty:
             continue
@@ -335,10 +350,10 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
             cap = float(base["bucket_cap_mb"].iloc[0])
             whole, rest = divmod(grad_bytes, cap * 1e6)
             buckets = [cap * 1e6] * int(whole) + ([rest] if rest else [])
-        label = f"{model_label(model, size, args)}, batch {int(batch)}/rank" + (
+        label = f"{model_name(base.iloc[0])}, batch {int(batch)}/rank" + (
             f", {setting}" if setting != "fp32 eager" else "")
         found.append(Workload(label, model, size, args, int(batch), grad_bytes, tuple(buckets), cap, compute,
-                              compute_multi, backward_share, measured_ws, setting))
+                              compute_multi, backward_share, measured_ws, setting, script, script_args))
     return found
 
 
@@ -419,15 +434,13 @@ def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link
     rows = []
     if summary.empty:
         return pd.DataFrame(rows)
-    by_workload = {(w.model, w.model_size, w.model_args, w.per_rank_batch, w.setting): w
-                   for w in workloads(summary, ranks)}
+    by_workload = {w.identity: w for w in workloads(summary, ranks)}
     jobs = on_this_network(summary) if jobs is None else jobs
     ok = jobs[(jobs["status"] == "ok") & (jobs["world_size"] > 1)
               & jobs["strategy"].isin(["ddp", "master"]) & (jobs["comm_hook"].fillna("none") == "none")]
     ok = ok.assign(_setting=_setting_of(ok))
     for _, job in ok.iterrows():
-        workload = by_workload.get((job["model"], job["model_size"], job["model_args"], int(job["per_rank_batch"]),
-                                    job["_setting"]))
+        workload = by_workload.get(_identity(job))
         if workload is None:
             continue
         p = int(job["world_size"])

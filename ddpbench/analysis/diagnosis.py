@@ -23,7 +23,7 @@ from ddpbench.analysis import bound, causes, evidence, frameworks, model_finding
 from ddpbench.analysis.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.findings import Finding, blame, blames, not_proposed, pct, rank, top_cause  # noqa: F401 (top_cause: API)
 from ddpbench.analysis.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe,
-                                    label_fields)
+                                    label_fields, same_model)
 from ddpbench.analysis.jobs import config_name as _config
 from ddpbench.analysis.jobs import hook_text as _hook
 from ddpbench.analysis.jobs import largest_fair as _largest_fair
@@ -292,8 +292,7 @@ def _master(summary):
         # plain DDP (no hook) on the same backend, model, batch and world size
         ddp = ok[(ok["strategy"] == "ddp") & (ok["comm_hook"].fillna("none") == "none")
                  & (ok["backend"] == m["backend"]) & (ok["world_size"] == m["world_size"])
-                 & (ok["model"] == m["model"]) & (ok["model_size"] == m["model_size"])
-                 & (ok["model_args"] == m["model_args"])
+                 & same_model(ok, m)
                  & (ok["per_rank_batch"] == m["per_rank_batch"])
                  & _per_row(_network, ok).map(_network(m).__eq__).astype(bool)]
         traffic = ""

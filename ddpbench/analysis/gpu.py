@@ -11,8 +11,8 @@ from ddpbench.results.schema import TIMED_PHASES
 
 #: what a CPU job must share with a CUDA job to be its counterpart (device, backend, threads and
 #: how long each was measured may differ)
-SAME_WORK = ("strategy", "comm_hook", "model", "model_size", "model_args", "data", "per_rank_batch", "world_size", "grad_accum",
-             "optimizer", "scaling")
+SAME_WORK = ("strategy", "comm_hook", "model", "model_size", "model_args", "script", "script_args", "data",
+             "per_rank_batch", "world_size", "grad_accum", "optimizer", "scaling")
 
 
 def cuda_jobs(summary: pd.DataFrame) -> pd.DataFrame:

@@ -16,8 +16,9 @@ from ddpbench.experiment.spec import FIELDS, MODEL_SIZES, script_label
 from ddpbench.workloads.registry import model_label
 
 SPEC_COLUMNS = list(FIELDS)
-#: the fields that together say which model a job trains
-MODEL_FIELDS = ("model", "model_size", "model_args")
+#: the fields that together say which model a job trains: a script job's are its script and arguments
+#: (its model fields stay at their defaults, so a script job never groups or pools with an mlp-s job)
+MODEL_FIELDS = ("model", "model_size", "model_args", "script", "script_args")
 
 
 def model_name(row) -> str:
@@ -26,6 +27,21 @@ def model_name(row) -> str:
     if row.get("script"):
         return script_label(str(row["script"]), str(row.get("script_args", "") or ""))
     return model_label(str(row["model"]), str(row["model_size"]), str(row.get("model_args", "") or ""))
+
+
+def model_columns(table) -> list[str]:
+    """The :data:`MODEL_FIELDS` that ``table`` has (a table made before scripts, or by hand, may lack
+    the script's)."""
+    return [name for name in MODEL_FIELDS if name in table.columns]
+
+
+def same_model(frame: pd.DataFrame, row) -> pd.Series:
+    """Which jobs of ``frame`` train what ``row`` trains (the same model, or the same script and arguments)."""
+    match = pd.Series(True, index=frame.index)
+    for name in MODEL_FIELDS:
+        if name in frame.columns:
+            match &= frame[name].astype(str) == str(row.get(name, FIELDS[name].default))
+    return match
 #: fields that change only how gradients travel; a world-size-1 job is a valid baseline for
 #: a larger one that differs in these (at world size 1 they do not change the computation).
 COMM_ONLY_FIELDS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "backend", "emulate_nodes", "link",
@@ -106,7 +122,7 @@ def line_fields(table) -> list[str]:
     world size (``threads_per_rank = "auto"`` gives each size its own count).
     """
     fields = [f for f in varying(table) if f not in ("world_size", "threads_per_rank", *MODEL_FIELDS)]
-    if "threads_per_rank" in varying(table) and table.duplicated(["model", "model_size", *fields, "world_size"]).any():
+    if "threads_per_rank" in varying(table) and table.duplicated([*model_columns(table), *fields, "world_size"]).any():
         fields.append("threads_per_rank")
     return fields
 
@@ -230,7 +246,7 @@ def ordered(table):
         return table
     fields = [f for f in line_fields(table) if f != "bucket_cap_mb"]
     extra = {"_size": table["model_size"].map({s: i for i, s in enumerate(MODEL_SIZES)})}
-    keys = ["model", "_size", *(["model_args"] if "model_args" in table.columns else [])]
+    keys = ["model", "_size", *(name for name in ("model_args", "script", "script_args") if name in table.columns)]
     for number, name in enumerate(fields):
         choices = FIELDS[name].metadata.get("choices") if name in FIELDS else None
         if choices:

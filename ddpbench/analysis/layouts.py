@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-#: the settings that say which model's gradients a job's buckets hold (with its tensor sizes)
-MODEL_FIELDS = ("model", "model_size", "model_args")
+#: the settings that say which model's gradients a job's buckets hold (with its tensor sizes): a script
+#: job's are its script and arguments
+MODEL_FIELDS = ("model", "model_size", "model_args", "script", "script_args")
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def _same_model(other, row) -> bool:
 
 
 def _same(value, other) -> bool:
-    if _missing(value) and _missing(other):
+    if (_missing(value) or value == "") and (_missing(other) or other == ""):  # "": no script, no arguments
         return True
     return str(value) == str(other)
 

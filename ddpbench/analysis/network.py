@@ -15,6 +15,7 @@ import pandas as pd
 
 from ddpbench.analysis import costmodel
 from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S, STEP_MS
+from ddpbench.analysis.jobs import same_model
 from ddpbench.experiment.links import rate_bits
 
 STRATEGY_NAMES = {"ddp": "DDP ring all-reduce", "master": "master aggregation"}
@@ -39,8 +40,7 @@ def _compute_ms(job, summary: pd.DataFrame) -> float:
     same model and per-rank batch (one rank alone computes the same and communicates nothing)."""
     if not math.isnan(job["nosync_step_ms"]):
         return float(job["nosync_step_ms"])
-    alone = summary[(summary["world_size"] == 1) & (summary["status"] == "ok") & (summary["model"] == job["model"])
-                    & (summary["model_size"] == job["model_size"]) & (summary["model_args"] == job["model_args"])
+    alone = summary[(summary["world_size"] == 1) & (summary["status"] == "ok") & same_model(summary, job)
                     & (summary["per_rank_batch"] == job["per_rank_batch"])][STEP_MS]
     return float(alone.median()) if len(alone) else math.nan
 

@@ -24,8 +24,8 @@ def num(value, fmt: str) -> str:
 def print_jobs(experiment, machine) -> None:
     from rich.table import Table
 
-    shown = ("strategy", "model", "model_size", "model_args", "world_size", "bucket_cap_mb", "batch_size",
-             "threads_per_rank", "steps", "repeats")
+    shown = ("strategy", "model", "model_size", "model_args", "script", "script_args", "world_size", "bucket_cap_mb",
+             "batch_size", "threads_per_rank", "steps", "repeats")
     # the other fields whose value differs between jobs: without them two rows would read alike
     others = [name for name in FIELDS if name not in shown
               and len({str(getattr(s, name)) for s in experiment.jobs}) > 1]

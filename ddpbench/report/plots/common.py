@@ -28,7 +28,7 @@ import numpy as np
 
 from ddpbench.analysis.columns import SAMPLES_PER_S
 from ddpbench.analysis.findings import pct
-from ddpbench.analysis.jobs import COMM_ONLY_FIELDS, MODEL_FIELDS, describe, line_fields, ordered
+from ddpbench.analysis.jobs import COMM_ONLY_FIELDS, describe, line_fields, model_columns, ordered
 from ddpbench.analysis.summary import NOISE_THRESHOLD
 from ddpbench.results.sanitize import without_controls
 from ddpbench.results.sidefiles import replace_file
@@ -159,7 +159,7 @@ def world_size_axis(ax, sizes) -> bool:
 def color_fields(table) -> list[str]:
     """What a colour stands for in every figure of this module: what sets a job's baseline
     (model, batch, strategy and comm hook, ...), not its communication settings."""
-    return [*MODEL_FIELDS, *(f for f in line_fields(table) if f not in COMM_ONLY_FIELDS
+    return [*model_columns(table), *(f for f in line_fields(table) if f not in COMM_ONLY_FIELDS
                                      and f != "threads_per_rank")]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.analysis.columns import EXPOSED_COMM_MS, STEP_MS
-from ddpbench.analysis.jobs import MODEL_FIELDS, describe, line_fields, ordered
+from ddpbench.analysis.jobs import describe, line_fields, model_columns, ordered
 from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, MEMORY_AXES, color_fields, configuration_colors,
                                           figure, flag_handles, groups_of, legend, mark, memory_column, ok_rows, save)
 
@@ -78,7 +78,7 @@ def step_breakdown(table, path) -> Path | None:
         left += width
     ax.plot(rows[STEP_MS].to_numpy(dtype=float), y, linestyle="none", marker="|", markersize=16,
             markeredgewidth=2, color="black", label="mean step, slowest rank (measured)")
-    keys = [tuple(str(r[f]) for f in [*MODEL_FIELDS, *config]) for _, r in rows.iterrows()]
+    keys = [tuple(str(r[f]) for f in [*model_columns(rows), *config]) for _, r in rows.iterrows()]
     for position in range(1, len(keys)):
         if keys[position] != keys[position - 1]:
             ax.axhline(position - 0.5, color="0.75", linewidth=0.8)
@@ -100,7 +100,7 @@ def bucket_groups(table) -> dict[tuple, object]:
     rows = rows[rows["world_size"] > 1] if len(rows) else rows
     if rows.empty:
         return {}
-    fields = [*MODEL_FIELDS, *(f for f in line_fields(table) if f != "bucket_cap_mb"), "world_size"]
+    fields = [*model_columns(rows), *(f for f in line_fields(table) if f != "bucket_cap_mb"), "world_size"]
     return {key: part.sort_values("bucket_cap_mb") for key, part in groups_of(rows, fields).items()}
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.analysis.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP
-from ddpbench.analysis.jobs import MODEL_FIELDS, describe, line_fields, ordered
+from ddpbench.analysis.jobs import describe, line_fields, model_columns, ordered
 from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, color_fields, dodge, draw_interval, figure,
                                           flag_handles, groups_of, interval_handle, interval_of, legend, mark, ok_rows,
                                           plain_log_y, save, world_size_axis)
@@ -41,7 +41,7 @@ def scaling_lines(table) -> list[dict]:
     colors: dict[tuple, str] = {}
     markers: dict[tuple, str] = {}
     lines = []
-    for part in groups_of(ordered(rows), [*MODEL_FIELDS, *fields]).values():
+    for part in groups_of(ordered(rows), [*model_columns(rows), *fields]).values():
         first = part.iloc[0]
         ones = part[part["world_size"] == 1]
         with_speedup = part[np.isfinite(part[SPEEDUP].astype(float)) & (part[SPEEDUP] > 0)]

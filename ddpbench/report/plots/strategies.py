@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.jobs import MODEL_FIELDS, describe, line_fields, model_name, ordered
+from ddpbench.analysis.jobs import describe, line_fields, model_columns, model_name, ordered
 from ddpbench.report.plots.common import MEMORY_AXES, figure, legend, memory_column, ok_rows, save
 
 OVERSUBSCRIBED_HATCH = "///"
@@ -36,7 +36,7 @@ def config_labels(table):
     if table.empty:
         return pd.Series([], dtype=object)
     fields = sorted(line_fields(table), key=lambda f: f not in ("strategy", "comm_hook"))
-    one_model = len(table[list(MODEL_FIELDS)].astype(str).drop_duplicates()) == 1
+    one_model = len(table[model_columns(table)].astype(str).drop_duplicates()) == 1
     labels = [describe(r, fields, table, model=not one_model) or model_name(r)
               for _, r in table.iterrows()]
     return pd.Series(labels, index=table.index)

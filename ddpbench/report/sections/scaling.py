@@ -4,7 +4,7 @@ against world size; where each step's time goes; step time against DDP's bucket 
 from __future__ import annotations
 
 from ddpbench.analysis.columns import EFFICIENCY, SAMPLES_PER_S, STEP_MS
-from ddpbench.analysis.jobs import bucket_settings, caps_text, describe, strategies_vary
+from ddpbench.analysis.jobs import bucket_settings, caps_text, describe, model_name, strategies_vary
 from markupsafe import Markup
 
 from ddpbench.report.page import (OWN_MEMORY_NOTE, ReportContext, Section, figure_section, has_interval, has_memory,
@@ -72,7 +72,7 @@ def _serial_fraction_trends(table, rows) -> Markup:
         over = [int(w) for w, o in zip(part["world_size"], part["oversubscribed"]) if bool(o)]
         caveat = (f" (world size {', '.join(map(str, over))} is oversubscribed: its e measures contention for "
                   "cores as well)" if over else "")
-        items.append(html("<li>{{ label }}: {{ trend }}{{ caveat }}.</li>", label=line["label"] or first["model"],
+        items.append(html("<li>{{ label }}: {{ trend }}{{ caveat }}.</li>", label=line["label"] or model_name(first),
                           trend=trend, caveat=caveat))
     if not items:
         return Markup()
