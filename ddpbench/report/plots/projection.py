@@ -5,9 +5,10 @@ jobs as black markers. The measured range is shaded: everything right of it is m
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
-from ddpbench.report.plots.common import COLORS, figure, save
+from ddpbench.report.plots.common import COLORS, figure, plain_log_y, save
 
 STRATEGY_STYLES = {"ddp": ("-", "DDP (ring or tree)"), "master": ("--", "master aggregation")}
 MAX_WORKLOADS = 4
@@ -52,11 +53,13 @@ def projection_plot(projection, measured, path: Path) -> Path | None:
             ax.set_xlabel("world size (ranks)")
             ax.set_ylabel(label)
             if column == "step_ms":
-                ax.set_yscale("log")
+                plain_log_y(ax)  # matplotlib's own log labels are mathtext, which save() draws as raw text
             else:
                 ax.set_ylim(0, 105)
             ax.grid(True, which="major", alpha=0.3)
-            ax.set_title(f"{workload}: {'step time' if column == 'step_ms' else 'efficiency'}", fontsize=10)
+            # a script's label (its arguments) can be long: wrapped, so the two panels' titles do not run together
+            ax.set_title(textwrap.fill(f"{workload}: {'step time' if column == 'step_ms' else 'efficiency'}", 64),
+                         fontsize=10)
     handles = [Line2D([], [], color=COLORS[i % len(COLORS)], linewidth=2, label=str(link))
                for i, link in enumerate(links)]
     handles += [Line2D([], [], color="0.3", linestyle=style, label=name) for style, name in STRATEGY_STYLES.values()]
