@@ -117,6 +117,29 @@ def test_a_script_that_needs_find_unused_parameters_is_refused_before_ddp_is_bui
         instrument.uninstall()
 
 
+def test_a_setting_the_script_changes_after_building_ddp_fails_the_job(group_of_one):
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    from ddpbench.rank.ddp_settings import check_ran
+
+    instrument = _instrumented(bucket_cap_mb=2)
+    try:
+        ddp = DistributedDataParallel(torch.nn.Linear(4, 2))
+    finally:
+        instrument.uninstall()
+    check_ran(instrument.spec, ddp, BadScript)  # as built: the job's
+    ddp._set_static_graph()  # the older way to ask for a static graph, after construction
+    with pytest.raises(BadScript) as caught:
+        check_ran(instrument.spec, ddp, BadScript)
+    assert str(caught.value) == ("the script's DDP model ran with static_graph=True and the job says False: the "
+                                 "script changed it after building DDP; set static_graph = true")
+    check_ran(JobSpec(static_graph=True, bucket_cap_mb=2), ddp, BadScript)
+    ddp.bucket_bytes_cap = 50 * 1024 * 1024
+    with pytest.raises(BadScript, match=r"ran with a bucket cap of 50 MB and the job says bucket_cap_mb = 2"):
+        check_ran(JobSpec(static_graph=True, bucket_cap_mb=2), ddp, BadScript)
+
+
 @pytest.mark.slow
 def test_a_sweep_stores_the_settings_the_script_ran_with(tmp_path):
     (tmp_path / "unused.py").write_text(textwrap.dedent("""
@@ -144,24 +167,45 @@ def test_a_sweep_stores_the_settings_the_script_ran_with(tmp_path):
             opt.step()
         dist.destroy_process_group()
     """))
+    (tmp_path / "static.py").write_text(textwrap.dedent("""
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        ddp = DDP(torch.nn.Linear(4, 4))
+        ddp._set_static_graph()  # after construction: the job's static_graph = false is not what runs
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+        for _ in range(20):
+            opt.zero_grad()
+            ddp(torch.randn(8, 4)).sum().backward()
+            opt.step()
+        dist.destroy_process_group()
+    """))
     exp = write_experiment(tmp_path / "unused.toml", """
         timeout_s = 120
         [defaults]
-        script = "unused.py"
         batch_size = 8
         backend = "gloo"
         device = "cpu"
         threads_per_rank = 1
         warmup_steps = 1
         steps = 3
-        [grid]
-        world_size = [1]
+        world_size = 1
+        [[grid]]
+        script = ["unused.py"]
         find_unused_parameters = [false, true]
+        [[grid]]
+        script = ["static.py"]
     """)
     out = tmp_path / "out"
     run_cli("sweep", exp, "--out", out, "--no-report")
-    records = {r["spec"].get("find_unused_parameters", False): r
-               for r in map(json.loads, (out / "results.jsonl").read_text().splitlines()) if r.get("kind") == "run"}
+    runs = [r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines()) if r.get("kind") == "run"]
+    static = [r for r in runs if r["spec"]["script"] == "static.py"]
+    assert len(static) == 1 and static[0]["status"] == "failed"
+    assert ("the script's DDP model ran with static_graph=True and the job says False: the script changed it after "
+            "building DDP; set static_graph = true") in static[0]["error"]
+    records = {r["spec"].get("find_unused_parameters", False): r for r in runs if r["spec"]["script"] == "unused.py"}
     refused, ran = records[False], records[True]
     assert refused["status"] == "failed"
     assert ("the script builds DDP with find_unused_parameters=True and the job says False (the default): set "

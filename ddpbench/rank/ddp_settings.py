@@ -65,3 +65,20 @@ def ddp_settings(spec, asked: dict, accepts=(), refuse=ValueError) -> tuple[dict
                             f"{name} = {_toml(mine)}, so that the job stores what DDP runs with")
         overridden[name] = {"script": mine, "ran": job}
     return settings, overridden
+
+
+def check_ran(spec, ddp, refuse=ValueError) -> None:
+    """Raise ``refuse`` where the script's DDP model ran with another setting than the job's: one the
+    script changed after it built the model (``ddp._set_static_graph()``, or an attribute set by hand),
+    read from the model once the script has stopped."""
+    for name in SWITCHES:
+        ran = getattr(ddp, name, None)
+        job = bool(getattr(spec, name))
+        if ran is not None and bool(ran) != job:
+            raise refuse(f"the script's DDP model ran with {name}={bool(ran)} and the job says {job}: the script "
+                         f"changed it after building DDP; set {name} = {_toml(ran)}")
+    cap = getattr(ddp, "bucket_bytes_cap", None)
+    if isinstance(cap, int) and cap != int(spec.bucket_cap_mb * 1024 * 1024):
+        raise refuse(f"the script's DDP model ran with a bucket cap of {cap / 2**20:g} MB and the job says "
+                     f"bucket_cap_mb = {spec.bucket_cap_mb:g}: the script changed it after building DDP "
+                     "(ddpbench sweeps the cap)")

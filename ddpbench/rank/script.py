@@ -25,6 +25,7 @@ from pathlib import Path
 from ddpbench.experiment.scripts import script_path
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank import protocol
+from ddpbench.rank.ddp_settings import check_ran
 from ddpbench.rank.devices import gpu_memory, peak_rss_mb
 from ddpbench.rank.instrument import NO_GPU, BadScript, Instrument, StopScript
 from ddpbench.rank.protocol import Job, Tracked
@@ -129,6 +130,7 @@ class ScriptRank(Tracked):
                 raise BadScript(why)
         self.at("gather")
         ddp = instrument.ddp
+        check_ran(self.spec, ddp, BadScript)  # a setting the script changed after it built DDP: not the job's
         module = ddp.module
         sizes = grad_bytes(module)
         stats = ddp_stats(ddp)
