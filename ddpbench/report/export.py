@@ -14,8 +14,9 @@ pytest-benchmark's own loader and its ``compare`` command read it. The mapping:
   every setting that differs from its default), so the same job has the same name whatever else
   its folder holds and pytest-benchmark matches it across files;
   ``fullname``: ``ddpbench::<experiment>::<name>`` (the job key is appended only where two names
-  would clash: jobs that differ only in how long they were measured); ``group``: ``<model>-<size>``,
-  so pytest-benchmark's table sets the world sizes and bucket sizes of one workload side by side;
+  would clash: jobs that differ only in how long they were measured); ``group``: ``<model>-<size>``
+  (a script job's: its script and arguments, ``train_cnn.py --epochs 4``), so pytest-benchmark's
+  table sets the world sizes and bucket sizes of one workload side by side;
   ``params``: the settings the name gives, ``param`` their values joined by ``-`` like a pytest id;
 * ``stats``: pytest-benchmark's own :class:`pytest_benchmark.stats.Stats` fed every measured step
   of every launch, in seconds, each step bounded by its slowest rank (the maximum over ranks of
