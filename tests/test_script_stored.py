@@ -334,3 +334,25 @@ def test_the_report_projects_the_script_by_its_name(mixed_folder, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     page = (folder / "index.html").read_text()
     assert f"{SCRIPT_LABEL}, batch 32/rank" in page and "mlp-s, batch 32/rank" in page
+
+
+def test_jobs_matched_by_model_are_the_scripts_own(mixed_folder):
+    """The matches by model a diagnosis makes: a script job's compute alone, its CPU counterpart and
+    the buckets recorded for its model come from the script's jobs, never from the mlp-s ones
+    (which are faster, smaller and stored first)."""
+    import math
+
+    from ddpbench.analysis import gpu, layouts, network
+
+    summary = _measured(mixed_folder).summary
+    scripts = summary[summary["script"] != ""]
+    alone = scripts[scripts["world_size"] == 1].iloc[0]
+    pair = scripts[scripts["world_size"] == 2].iloc[0].copy()
+    pair["nosync_step_ms"] = math.nan  # no no-sync steps: its compute is a world-size-1 job's
+    assert network._compute_ms(pair, summary) == pytest.approx(alone["step_ms_mean"])
+    on_gpu = alone.copy()
+    on_gpu["device"] = "cuda"
+    assert gpu.cpu_counterpart(on_gpu, summary)["key"] == alone["key"]
+    bare = pair.copy()
+    bare["tensor_bytes"] = None  # no tensor sizes of its own to tell the models apart by
+    assert layouts.recorded_at(summary, bare, 25.0) == (12_000_000,)
