@@ -141,6 +141,8 @@ def test_a_rendezvous_of_the_script_s_own_is_made_on_ddpbench_s(rendezvous, shap
     dist.init_process_group("gloo", "tcp://localhost:12355", rank=0, world_size=1)
     assert os.environ["MASTER_PORT"] == str(rendezvous.port)  # put back: the group met on ddpbench's store
     assert dist.get_world_size() == 1 and _all_reduce_one() == 1.0
+    assert shapes.summary() == {"spawned": False, "groups": 1, "processes_started": 0, "rendezvous_replaced": [
+        "init_method=tcp://localhost:12355", "MASTER_ADDR=localhost", "MASTER_PORT=12355"]}
 
 
 def test_init_destroy_init_and_the_end_s_gather_runs_on_the_newest_group(rendezvous, shapes):
@@ -410,6 +412,8 @@ def test_two_runs_of_a_spawn_script_with_one_hard_coded_port_at_once(tmp_path):
                                                            "{world_size}"])  # the key keeps the text
         assert result["script"]["ended"] == "stopped" and result["script"]["samples_per_step"] == [8]
         assert result["script"]["destroy_deferred"] is False  # stopped before the script's own destroy
+        assert result["script"]["shapes"] == {"spawned": True, "groups": 1, "processes_started": 0,
+                                              "rendezvous_replaced": ["MASTER_ADDR=localhost", "MASTER_PORT=12355"]}
         assert len({r["checksum"] for r in result["ranks"]}) == 1 and len(result["ranks"]) == 2
         text = " ".join((tmp_path / p).read_text() for p in record["logs"])
         assert "rank 0 of 2 in pid" in text and "rank 1 of 2 in pid" in text  # the ranks ran the spawned function
@@ -501,6 +505,8 @@ def test_init_destroy_init_and_relative_paths_from_the_sweep_s_folder(tmp_path):
     for record in records.values():
         assert record["status"] == "ok", record["error"]
         assert record["result"]["script"]["ended"] == "ended" and record["result"]["script"]["destroy_deferred"]
+    again = records["again.py"]["result"]["script"]["shapes"]
+    assert again["groups"] == 2 and again["rendezvous_replaced"] == ["init_method=tcp://localhost:12355"]
     log = (project / records["relative.py"]["logs"][0]).read_text()  # logs: relative to where the sweep ran
     assert "saved " in log and str(project / "out") not in log  # written in the launch's scratch folder
     assert "trained" in (project / records["again.py"]["logs"][0]).read_text()

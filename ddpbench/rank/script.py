@@ -194,7 +194,7 @@ class ScriptRank(Tracked):
         result["script"] = {
             "ended": ended, "ddp": instrument.ddp_settings, "unseen": unseen,
             "samples_per_step": sorted({n for g in gathered for n in g["rank"]["samples"]}),
-            "destroy_deferred": self.shapes.destroy_deferred,
+            "destroy_deferred": self.shapes.destroy_deferred, "shapes": self.shapes.summary(),
             "late_comm_steps": sum(g["rank"]["late_comm"] for g in gathered),
             "no_sync": "DDP's require_backward_grad_sync off (what DDP.no_sync() sets), model and optimizer "
                        "restored after",

@@ -129,6 +129,8 @@ class Shapes:
         self.spawns = 0  # calls of torch.multiprocessing.spawn / start_processes run here
         self.children: list[str] = []  # processes the script started with multiprocessing (not daemons)
         self.store = None  # the first group's store, kept for the groups made after a destroy
+        #: what of the script's own rendezvous gave way to ddpbench's ("MASTER_PORT=12355", "init_method=tcp://...")
+        self.replaced: list[str] = []
         self._undo: list = []
 
     # -- install and uninstall -------------------------------------------------------------
@@ -182,6 +184,17 @@ class Shapes:
             setattr(owner, name, value)
         self._undo = []
 
+    def note(self, what: str) -> None:
+        if what not in self.replaced:
+            self.replaced.append(what)
+
+    def summary(self) -> dict:
+        """What the run's shapes were, for the record (``result.script.shapes``): whether the ranks ran
+        the script's spawned function, the default groups it made, what of its own rendezvous gave way
+        to ddpbench's, and the processes it started with multiprocessing."""
+        return {"spawned": self.spawns > 0, "groups": self.inits, "rendezvous_replaced": list(self.replaced),
+                "processes_started": len(self.children)}
+
     # -- the script's processes ------------------------------------------------------------
     def run_spawned(self, fn, args, nprocs: int, join: bool):
         """``mp.spawn(fn, args, nprocs)``: this rank runs ``fn(LOCAL_RANK, *args)``."""
@@ -227,7 +240,11 @@ class Shapes:
         method = given.pop("init_method", None)
         if method is not None and not str(method).startswith(OWN_RENDEZVOUS):
             given["init_method"] = method  # a rendezvous ddpbench does not know: as the script asks
+        elif method is not None and method != "env://":
+            self.note(f"init_method={method}")
         for name, value in self.rendezvous.items():
+            if self.environ.get(name) != value:
+                self.note(f"{name}={self.environ.get(name, '(unset)')}")
             if value is None:
                 self.environ.pop(name, None)
             else:
