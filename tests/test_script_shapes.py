@@ -95,6 +95,43 @@ def test_the_scratch_folder_links_the_start_folder_and_keeps_new_files_apart(tmp
     shutil.rmtree(scratch)  # as the launch's work folder goes: the links, not what they point to
     assert (start / "data" / "x.txt").read_text() == "x" and (start / "configurator.py").exists()
     assert link_start_dir(start, start) == []
+    scratch.mkdir()
+    (scratch / "data").mkdir()  # another rank's, or the script's: kept
+    assert link_start_dir(start, scratch) == [".hidden", "configurator.py", "results"]
+    assert link_start_dir(start, scratch) == []  # the second rank of a node: all there already
+    assert not (scratch / "data").is_symlink()
+
+
+names = st.text(st.characters(whitelist_categories=("Ll", "Lu", "Nd"), whitelist_characters="._- "),
+                min_size=1, max_size=10).filter(lambda n: n not in (".", ".."))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.dictionaries(names, st.booleans(), max_size=8), st.integers(0, 8))
+def test_every_entry_of_the_start_folder_reads_the_same_from_the_scratch_folder(entries, holder):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as top:
+        start = Path(top) / "start"
+        start.mkdir()
+        for name, is_dir in entries.items():
+            if is_dir:
+                (start / name).mkdir()
+                (start / name / "inner.txt").write_text(name)
+            else:
+                (start / name).write_text(name)
+        held = sorted(entries)[holder] if holder < len(entries) and entries[sorted(entries)[holder]] else None
+        work = start / held / "w" if held else Path(top) / "results" / "w"
+        scratch = work / "script"
+        scratch.mkdir(parents=True)
+        before = sorted(os.listdir(start))
+        linked = link_start_dir(start, scratch, keep_out=work)
+        assert sorted(linked) == sorted(n for n in entries if n != held)
+        for name in linked:
+            inner = scratch / name / "inner.txt" if entries[name] else scratch / name
+            assert inner.read_text() == name
+        (scratch / "new.bin").write_bytes(b"x")
+        assert sorted(os.listdir(start)) == before  # new files land in the scratch folder
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,7 +286,8 @@ def wait_for(check, timeout_s: float, what: str):
 
 
 def gone_after_kill(proc: subprocess.Popen, mark: str, limit_s: float) -> list[str]:
-    """SIGKILL ``proc``; what of ``mark`` is still alive ``limit_s`` later (then killed too)."""
+    """SIGKILL ``proc``; what of ``mark`` is still alive ``limit_s`` later (then killed too). With
+    ``pytest -s``, prints how long it took until none was."""
     proc.kill()
     proc.wait()
     killed = time.monotonic()
@@ -257,6 +295,8 @@ def gone_after_kill(proc: subprocess.Popen, mark: str, limit_s: float) -> list[s
     while left and time.monotonic() - killed < limit_s:
         time.sleep(0.1)
         left = marked(mark)
+    print(f"every marked process gone {time.monotonic() - killed:.2f} s after kill -9" if not left else
+          f"{len(left)} marked processes alive {limit_s:g} s after kill -9")
     names = []
     for survivor in left:
         try:

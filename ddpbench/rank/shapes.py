@@ -72,7 +72,8 @@ def link_start_dir(start: Path, scratch: Path, keep_out: Path | None = None) -> 
     started in): a symbolic link to every top-level entry of ``start``, so relative reads
     (``configurator.py``, ``data/x.bin``) find what they would under torchrun, while new files land
     in ``scratch``. The entry holding ``keep_out`` (the launch's own work folder) is not linked:
-    the script would see the sweep's results, and a link back to its own folder. The names linked."""
+    the script would see the sweep's results, and a link back to its own folder. Every rank of a node
+    links the same folder; what another linked first is left as it is. The names this call linked."""
     start, scratch = Path(start).resolve(), Path(scratch)
     if start == scratch.resolve():
         return []
@@ -88,9 +89,12 @@ def link_start_dir(start: Path, scratch: Path, keep_out: Path | None = None) -> 
     except OSError:
         return []
     for name in entries:
-        if inside is not None and (name,) == inside or os.path.lexists(scratch / name):
+        if inside is not None and (name,) == inside:
             continue
-        os.symlink(start / name, scratch / name)
+        try:
+            os.symlink(start / name, scratch / name)
+        except FileExistsError:  # the ranks of a node share the folder: another linked it first
+            continue
         linked.append(name)
     return linked
 
