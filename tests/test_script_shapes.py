@@ -182,7 +182,26 @@ def test_a_rendezvous_of_the_script_s_own_is_made_on_ddpbench_s(rendezvous, shap
         "init_method=tcp://localhost:12355", "MASTER_ADDR=localhost", "MASTER_PORT=12355"]}
 
 
-def test_init_destroy_init_and_the_end_s_gather_runs_on_the_newest_group(rendezvous, shapes):
+@pytest.mark.parametrize("host", ["agent", "rank0"])
+def test_init_destroy_init_and_the_end_s_gather_runs_on_the_newest_group(rendezvous, monkeypatch, host):
+    import socket
+
+    import torch.distributed as dist
+
+    if host == "rank0":  # as under srun: no agent's store, rank 0 hosts one at MASTER_PORT
+        monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE")
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            monkeypatch.setenv("MASTER_PORT", str(sock.getsockname()[1]))
+    shapes = Shapes()
+    shapes.install()
+    try:
+        _init_destroy_init(shapes)
+    finally:
+        shapes.uninstall()
+
+
+def _init_destroy_init(shapes):
     import torch.distributed as dist
 
     dist.init_process_group("gloo")
