@@ -260,7 +260,7 @@ class Shapes:
             self.pending = False
             if given.get("store") is None:
                 given["store"] = c10d.PrefixStore(f"ddpbench/init{self.inits}", base)
-        if given.get("store") is not None:
+        if given.get("store") is not None or "init_method" in given:  # not env://: say who this rank is
             given.update(rank=self.rank, world_size=self.world_size)
         originals["init"](**given)
         self.inits += 1
