@@ -89,6 +89,7 @@ def as_rank(argv: list[str]) -> None:
 
     from ddpbench.experiment.spec import JobSpec
     from ddpbench.rank.instrument import Instrument
+    from ddpbench.rank.shapes import Shapes
     from ddpbench.rank.timing import HostClock
 
     world = int(os.environ["WORLD_SIZE"])
@@ -109,10 +110,13 @@ def as_rank(argv: list[str]) -> None:
 
         register_optimizer_step_post_hook(toggle)
     sys.argv = argv
+    shapes = Shapes()  # the script's destroy_process_group deferred, as in a rank
+    shapes.install()
     try:
         runpy.run_path(argv[0], run_name="__main__")
     finally:
         instrument.uninstall()
+        shapes.uninstall()
     if len(instrument.rows) < 10 or instrument.unseen:
         sys.exit(f"the hooks saw {len(instrument.rows)} steps, unseen: {instrument.unseen}")
     instrument.ddp = instrument.optimizer = None

@@ -115,6 +115,34 @@ def run_owned(cmd: list[str], timeout_s: float, env: dict | None = None,
     return (None if timed_out else proc.returncode), bytes(tail[-tail_bytes:]).decode(errors="replace")
 
 
+#: what :func:`reap_group_after` runs: wait for the process (argv[1]) to end, then SIGKILL its group
+_REAPER = """
+import os, select, signal, sys, time
+pid = int(sys.argv[1])
+try:
+    select.select([os.pidfd_open(pid)], [], [])
+except (AttributeError, OSError):
+    while os.getppid() == pid:
+        time.sleep(0.5)
+os.killpg(pid, signal.SIGKILL)
+"""
+
+
+def reap_group_after():
+    """Have everything in this process's group end with it, however it ends (``kill -9`` or the
+    parent-death signal included): a small watcher process in the group waits for this process to
+    end (a pidfd: no polling) and then SIGKILLs the group, itself included. What a rank's own code
+    does not start (a training script's DataLoader workers, a helper it runs) is then owned too,
+    though no death signal was asked for in it. Only where this process leads its group (every
+    launcher but srun starts a rank so); the watcher (``subprocess.Popen``) or None."""
+    import subprocess
+
+    if not sys.platform.startswith("linux") or os.getpgid(0) != os.getpid():
+        return None
+    return subprocess.Popen([sys.executable, "-I", "-S", "-c", _REAPER, str(os.getpid())], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
+
+
 def main(argv: list[str]) -> None:
     import runpy
 

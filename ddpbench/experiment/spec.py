@@ -149,7 +149,8 @@ class JobSpec:
                          "relative to the experiment file; empty: none)", convert=check_script,
                          allowed='the path of a Python script, such as "scripts/train.py"')
     script_args: str = _field("", "the script's command-line arguments; an argument naming a file or folder beside "
-                              "the experiment file is passed as its full path", convert=check_script_args,
+                              "the experiment file is passed as its full path; \"{world_size}\" in one is replaced by "
+                              "the job's world size", convert=check_script_args,
                               allowed='a list of strings, such as ["--epochs", "3"]')
     script_to_end: bool = _field(False, "script: let it run to its own end after ddpbench's steps (false: stop "
                                  "it there)")

@@ -15,6 +15,8 @@ import subprocess
 import time
 from datetime import timedelta
 
+from ddpbench.rank.protocol import START_DIR_ENV
+
 #: between SIGTERM and SIGKILL when ending ranks
 TERM_GRACE_S = 3.0
 POLL_S = 0.05  # the launcher shares the cores with the ranks: wake rarely
@@ -56,10 +58,11 @@ def loopback_env() -> dict[str, str]:
 
 def rank_env(spec, sockets: dict[str, str] | None = None) -> dict[str, str]:
     """What every launcher sets for a rank: its thread count, the interface its sockets use
-    (``sockets``; default: loopback), unbuffered logs."""
+    (``sockets``; default: loopback), unbuffered logs, and the folder the sweep runs in (a
+    script's relative paths start there)."""
     threads = str(spec.threads_per_rank)
     return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
-            **(loopback_env() if sockets is None else sockets), "PYTHONUNBUFFERED": "1"}
+            **(loopback_env() if sockets is None else sockets), "PYTHONUNBUFFERED": "1", START_DIR_ENV: os.getcwd()}
 
 
 def _signal(pid: int, sig: int) -> None:

@@ -95,7 +95,6 @@ class Instrument:
         self.unseen: dict[str, int] = {}
         self.snapshot = None
         self.done = False
-        self.destroy_deferred = False
         #: whether the per-step hooks time anything (benchmarks/script_overhead.py pauses them every other
         #: epoch, to set the script's own timing of hooked epochs against unhooked ones in one process)
         self.active = True
@@ -117,7 +116,6 @@ class Instrument:
 
     # -- install and uninstall -------------------------------------------------------------
     def install(self) -> None:
-        import torch.distributed as dist
         from torch.nn.parallel import DistributedDataParallel
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
@@ -141,19 +139,9 @@ class Instrument:
                                    ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph",
                                     "find_unused_parameters", "broadcast_buffers")})
 
-        original_destroy = dist.destroy_process_group
-
-        def destroy(group=None):
-            if group is None:  # the default group: ddpbench still needs it, and destroys it at the end
-                instrument.destroy_deferred = True
-                return
-            original_destroy(group)
-
         DistributedDataParallel.__init__ = init
-        dist.destroy_process_group = destroy
         handle = register_optimizer_step_post_hook(self.after_optimizer_step)
-        self._undo = [lambda: setattr(DistributedDataParallel, "__init__", original_init),
-                      lambda: setattr(dist, "destroy_process_group", original_destroy), handle.remove]
+        self._undo = [lambda: setattr(DistributedDataParallel, "__init__", original_init), handle.remove]
 
     def uninstall(self) -> None:
         for undo in reversed(self._undo):

@@ -40,6 +40,10 @@ JOB_FILE = "job.json"
 RESULT_FILE = "result.json"
 
 
+#: the folder the sweep was started in, as the launcher tells its ranks (a script's relative paths
+#: resolve from there, as under torchrun); a rank without it takes its own working folder
+START_DIR_ENV = "DDPBENCH_START_DIR"
+
 #: every rank's error file in a work folder (:func:`error_path`)
 ERROR_GLOB = "error.rank*.json"
 

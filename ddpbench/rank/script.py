@@ -4,8 +4,12 @@ What :func:`ddpbench.rank.protocol.serve` runs in every rank of a job with ``scr
 runs in this process as ``python train.py ARGS`` would (``runpy.run_path`` as ``__main__``, its
 ``sys.argv``, its folder first on ``sys.path``), with the environment torchrun gives (RANK,
 LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), in a scratch folder of the
-launch (``script/`` in its work folder, removed with it). It makes its own process group and DDP
-model; :mod:`ddpbench.rank.instrument` applies the job's DDP settings and times its steps.
+launch (``script/`` in its work folder, removed with it) that links every entry of the folder the
+sweep was started in, so relative paths resolve as under torchrun and new files stay apart. It
+makes its own process group and DDP model; :mod:`ddpbench.rank.shapes` runs a script that spawns
+its ranks, makes its group on ddpbench's rendezvous and defers its group's destruction;
+:mod:`ddpbench.rank.instrument` applies the job's DDP settings and times its steps. Whatever the
+script starts ends with the rank (:func:`ddpbench.owner.reap_group_after`).
 
 When the script stops (after ddpbench's steps) or ends (``script_to_end``), every rank's timings and
 a checksum of its parameters are gathered to rank 0 through the script's own process group (whose
@@ -28,7 +32,8 @@ from ddpbench.rank import protocol
 from ddpbench.rank.ddp_settings import check_ran
 from ddpbench.rank.devices import gpu_memory, peak_rss_mb
 from ddpbench.rank.instrument import NO_GPU, BadScript, Instrument, StopScript
-from ddpbench.rank.protocol import Job, Tracked
+from ddpbench.rank.protocol import START_DIR_ENV, Job, Tracked
+from ddpbench.rank.shapes import Shapes, link_start_dir, substitute_args, visible_devices
 from ddpbench.rank.timing import clock_for
 from ddpbench.rank.train import check_replicas, param_checksum
 from ddpbench.results.schema import training_result
@@ -38,10 +43,10 @@ SCRIPT_CWD = "script"
 
 
 def script_argv(spec) -> list[str]:
-    """``sys.argv`` of the script: its path, then its arguments, those naming a file or folder beside the
-    experiment file as full paths."""
+    """``sys.argv`` of the script: its path, then its arguments, ``{world_size}`` in them replaced by the
+    job's world size, those naming a file or folder beside the experiment file as full paths."""
     base = Path(spec.script_dir or ".")
-    args = json.loads(spec.script_args) if spec.script_args else []
+    args = substitute_args(json.loads(spec.script_args) if spec.script_args else [], spec.world_size)
     return [str(script_path(spec).resolve()),
             *(str((base / a).resolve()) if a and not Path(a).is_absolute() and (base / a).exists() else a
               for a in args)]
@@ -67,6 +72,10 @@ class ScriptRank(Tracked):
         self.world_size = int(os.environ["WORLD_SIZE"])
         self.timeline = {"process_start": protocol.PROCESS_START}
         self.instrument: Instrument | None = None
+        self.shapes: Shapes | None = None
+        #: the folder the sweep was started in: the script's relative paths resolve from there
+        self.start_dir = Path(os.environ.get(START_DIR_ENV) or os.getcwd())
+        self.reaper = None
 
     def mark(self, event: str) -> None:
         self.timeline[event] = time.time()
@@ -77,30 +86,45 @@ class ScriptRank(Tracked):
 
         import torch
 
+        from ddpbench.owner import reap_group_after
+
         spec = self.spec
         torchrun_env()
+        if spec.device == "cuda":  # before anything asks CUDA: the script's device_count() is the node's ranks
+            devices = visible_devices(os.environ.get("CUDA_VISIBLE_DEVICES"), int(os.environ["LOCAL_WORLD_SIZE"]))
+            if devices is not None:
+                os.environ["CUDA_VISIBLE_DEVICES"] = devices
         torch.set_num_threads(int(spec.threads_per_rank))
         argv = script_argv(spec)
         cwd = self.out_dir / SCRIPT_CWD
         cwd.mkdir(parents=True, exist_ok=True)
+        link_start_dir(self.start_dir, cwd, keep_out=self.out_dir)
+        self.reaper = reap_group_after()  # the script's own processes end with this rank, however it ends
         home = os.getcwd()  # back there after the script: the launch's own paths may be relative to it
         os.chdir(cwd)
         sys.argv = argv
         sys.path.insert(0, str(Path(argv[0]).parent))
         self.instrument = Instrument(spec, self.rank, clock_for(torch.device(spec.device)), self.at)
+        self.shapes = Shapes()
+        self.shapes.install()
         self.instrument.install()
         self.at("script")
         self.mark("script_start")
         try:
-            runpy.run_path(argv[0], run_name="__main__")
-            return "ended"
+            try:
+                runpy.run_path(argv[0], run_name="__main__")
+                ended = "ended"
+            except SystemExit as stop:
+                if stop.code not in (None, 0):
+                    raise BadScript(f"the script exited with code {stop.code} after {self.instrument.steps_done} "
+                                    "optimizer steps") from None
+                ended = "exited"
+            why = self.shapes.no_ddp_line() if self.instrument.ddp is None else None
+            if why:
+                raise BadScript(why)
+            return ended
         except StopScript:
             return "stopped"
-        except SystemExit as stop:
-            if stop.code not in (None, 0):
-                raise BadScript(f"the script exited with code {stop.code} after {self.instrument.steps_done} "
-                                "optimizer steps") from None
-            return "exited"
         except (BadScript, KeyboardInterrupt):
             raise
         except Exception as err:  # the script's own error, named as the script raised it
@@ -111,6 +135,7 @@ class ScriptRank(Tracked):
             raise BadScript(f"the script raised {text} (after {self.instrument.steps_done} optimizer steps)") from err
         finally:
             self.instrument.uninstall()
+            self.shapes.uninstall()
             os.chdir(home)
             self.mark("script_done")
 
@@ -172,7 +197,7 @@ class ScriptRank(Tracked):
             "ended": ended, "ddp": instrument.ddp_settings, "ddp_overridden": instrument.ddp_overridden,
             "unseen": unseen,
             "samples_per_step": sorted({n for g in gathered for n in g["rank"]["samples"]}),
-            "destroy_deferred": instrument.destroy_deferred,
+            "destroy_deferred": self.shapes.destroy_deferred, "shapes": self.shapes.summary(),
             "late_comm_steps": sum(g["rank"]["late_comm"] for g in gathered),
             "no_sync": "DDP's require_backward_grad_sync off (what DDP.no_sync() sets), model and optimizer "
                        "restored after",

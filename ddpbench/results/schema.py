@@ -101,9 +101,11 @@ COMPUTE_FIELDS = ("workload", "tensors", "tensor_bytes", "flops_per_step", "flop
 #: steps, all ranks), the samples its DDP model took per optimizer step, whether it asked for its
 #: process group's destruction (done after the gather), the measured steps (all ranks) in which a bucket's
 #: all-reduce completed after the backward's end was marked (0: DDP's communication is all inside the
-#: backward, as comm_ms = 0 says), and how its no-sync steps skipped the all-reduce
-SCRIPT_FIELDS = ("ended", "ddp", "ddp_overridden", "unseen", "samples_per_step", "destroy_deferred", "late_comm_steps",
-                 "no_sync")
+#: backward, as comm_ms = 0 says), how its no-sync steps skipped the all-reduce, and rank 0's shapes
+#: (:meth:`ddpbench.rank.shapes.Shapes.summary`: the spawned function run as the ranks, the default
+#: groups made, what of its own rendezvous gave way to ddpbench's, processes it started)
+SCRIPT_FIELDS = ("ended", "ddp", "ddp_overridden", "unseen", "samples_per_step", "destroy_deferred",
+                 "late_comm_steps", "no_sync", "shapes")
 #: a fault-recovery launch (``result["recovery"]``): attempts, where it resumed, how long it took,
 #: and whether its parameters equal an uninterrupted run's
 RECOVERY_FIELDS = ("attempts", "resumed_from_step", "steps_redone", "restart_s", "rejoin_s", "recovery_s",
