@@ -204,6 +204,87 @@ def cost(args) -> None:
     dist.destroy_process_group()
 
 
+#: the target: a measured step may cost the script at most this share of its step, or TARGET_US, whichever is larger
+TARGET_PCT, TARGET_US = 3.0, 20.0
+
+
+def tiny(args) -> None:
+    import tempfile
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from ddpbench.experiment.spec import JobSpec
+    from ddpbench.rank.instrument import Instrument
+    from ddpbench.rank.protocol import Progress
+    from ddpbench.rank.timing import HostClock
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+
+    def model():
+        torch.manual_seed(0)
+        return torch.nn.Linear(args.features, args.features)
+
+    plain = DistributedDataParallel(model())
+    spec = JobSpec(script="x.py", batch_size=args.batch, world_size=1, backend="gloo", device="cpu", warmup_steps=1,
+                   steps=1, threads_per_rank=1)
+    scratch = tempfile.TemporaryDirectory()
+    progress = Progress(Path(scratch.name) / "progress")  # where the rank is, written every step as in a job
+    # one step warm-up, one with the phase hooks, then every step a measured one: what the script's step costs
+    # under ddpbench is what these carry (the optimizers' step hooks and the progress line)
+    plan = (("warmup", 1), ("phases", 1), ("measure", 10**9), ("nosync", 0))
+    instrument = Instrument(spec, 0, HostClock(), progress.write, plan=plan)
+    instrument.install()
+    hooked = DistributedDataParallel(model())
+    optimizers = {id(m): torch.optim.SGD(m.parameters(), lr=0.01) for m in (plain, hooked)}
+    inputs, target = torch.randn(args.batch, args.features), torch.randn(args.batch, args.features)
+
+    def block(ddp) -> float:
+        opt = optimizers[id(ddp)]
+        start = time.perf_counter()
+        for _ in range(args.block_steps):
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.mse_loss(ddp(inputs), target).backward()
+            opt.step()
+        return (time.perf_counter() - start) / args.block_steps * 1e6
+
+    times = {"plain": [], "hooked": []}
+    for index in range(args.blocks + 1):
+        for name in ("plain", "hooked") if index % 2 else ("hooked", "plain"):
+            if name == "plain":  # no ddpbench at all: its global step hooks off too
+                instrument.detach_step_hooks()
+            us = block(plain if name == "plain" else hooked)
+            instrument.attach_step_hooks()
+            if index:  # the first pair warms up
+                times[name].append(us)
+    instrument.uninstall()
+    measured = len(instrument._spans)  # the measured steps' ends, not yet made rows (their phase has not ended)
+    if instrument.phase != "measure" or measured < args.blocks * args.block_steps:
+        sys.exit(f"the hooked model's steps were not measured ones: {measured} measured rows")
+
+    def quartiles(values):
+        q = statistics.quantiles(values, n=4)
+        return q[0], statistics.median(values), q[2]
+
+    diffs = [h - p for h, p in zip(times["hooked"], times["plain"])]
+    (p_lo, p_med, p_hi), (h_lo, h_med, h_hi), (d_lo, d_med, d_hi) = map(quartiles, (times["plain"], times["hooked"], diffs))
+    budget = max(TARGET_PCT / 100 * p_med, TARGET_US)
+    print(f"one Linear({args.features}, {args.features}), batch {args.batch}, gloo, world size 1, {args.blocks} "
+          f"interleaved blocks of {args.block_steps} steps each:")
+    print(f"  a step of plain DDP: median {p_med:.1f} us (IQR {p_lo:.1f}-{p_hi:.1f})")
+    print(f"  a measured step under ddpbench: median {h_med:.1f} us (IQR {h_lo:.1f}-{h_hi:.1f})")
+    print(f"  what ddpbench adds to a measured step, per pair of blocks: median {d_med:+.1f} us "
+          f"({100 * d_med / p_med:+.1f} %), IQR {d_lo:+.1f} to {d_hi:+.1f} us")
+    print(f"  target max({TARGET_PCT:g} %, {TARGET_US:g} us) = {budget:.1f} us: "
+          f"{'met' if d_med <= budget else 'NOT met'}")
+    del plain, hooked, optimizers, instrument
+    dist.destroy_process_group()
+    scratch.cleanup()
+
+
 def sweep(run_args: list[str], out: Path, samples: int) -> tuple[dict[int, float], dict[int, float]]:
     """The sweep's samples/s per world size, and the script's own for the epoch the sweep measured
     (its second: read from rank 0's log of the same launch)."""
@@ -285,6 +366,13 @@ def main() -> None:
     p.add_argument("--blocks", type=int, default=40, help="blocks of steps per model (default: 40)")
     p.add_argument("--block-steps", type=int, default=20, help="steps per block (default: 20)")
     p.set_defaults(func=cost)
+    p = sub.add_parser("tiny")
+    p.add_argument("--blocks", type=int, default=200, help="blocks of steps per model (default: 200)")
+    p.add_argument("--block-steps", type=int, default=20, help="steps per block (default: 20)")
+    p.add_argument("--features", type=int, default=10, help="the Linear layer's width (default: 10)")
+    p.add_argument("--batch", type=int, default=32, help="samples per step (default: 32)")
+    p.add_argument("--quick", action="store_true", help="a few blocks: that it runs, not a figure")
+    p.set_defaults(func=tiny)
     for name, func in (("overhead", overhead), ("alternate", alternate), ("agreement", agreement)):
         p = sub.add_parser(name)
         samples, epochs = {"alternate": (1024, 9), "overhead": (2048, 3), "agreement": (4096, 3)}[name]
@@ -299,6 +387,8 @@ def main() -> None:
             p.add_argument("--rounds", type=int, default=3, help="rounds of script alone, then sweep (default: 3)")
         p.set_defaults(func=func)
     args = parser.parse_args()
+    if getattr(args, "quick", False):
+        args.blocks, args.block_steps = 4, 5
     args.func(args)
 
 
