@@ -4,6 +4,8 @@
     python benchmarks/script_overhead.py alternate [--runs 3] [--samples 1024] [--epochs 9]
     python benchmarks/script_overhead.py cost      [--blocks 40] [--block-steps 20]
     python benchmarks/script_overhead.py agreement [--rounds 3] [--samples 4096] [--epochs 3]
+    python benchmarks/script_overhead.py tiny      [--blocks 200] [--block-steps 20] [--quick] [--phase-steps]
+    python benchmarks/script_overhead.py hooks     [--blocks 200] [--block-steps 20] [--quick]
 
 Both run experiments/scripts/train_cnn.py, which times its own epochs and prints them (the only
 place anything is read from a script's output: here, never in ddpbench).
@@ -26,6 +28,19 @@ place anything is read from a script's output: here, never in ddpbench).
   included), trained in alternating blocks of steps; the figure is the difference of their median
   block's time per step. Set against the example's step (tens of ms) it is the overhead's floor,
   free of the noise that whole runs on a shared machine carry.
+* ``tiny``: what a *measured* step costs a script whose step is under a millisecond (one
+  ``Linear(10, 10)``, batch 32, the introductory DDP tutorials' shape): one process (a gloo group of
+  one), plain DDP built before the instrument was installed and a second model after it, whose steps
+  are measured ones (one warm-up step, one with the phase hooks, then ``measure`` steps: the optimizers'
+  step hooks alone), trained in alternating blocks with ddpbench's global step hooks off during the plain
+  blocks. The figure is the median, over pairs of blocks, of hooked less plain time per step, in
+  microseconds and % of the plain step, with its IQR, against the target max(3 %, 20 us).
+  ``--quick``: a few blocks, to see that it runs; ``--phase-steps``: the hooked model's steps are phase
+  steps instead (every hook on), to see what the phases' measurement costs the steps it is taken on.
+* ``hooks``: what each kind of hook costs that step alone, to choose which a measured step may carry:
+  plain DDP, and models each with one kind of hook (a Python communication hook in place of DDP's C++
+  all-reduce, the forward pre- and post-hooks, the output gradient hook with its autograd callbacks,
+  the optimizers' global step hooks), in shuffled blocks; the median per step of each.
 * ``agreement``: per round, the script alone under torchrun at 1 and 2 processes (the samples/s it
   prints for its epochs after the first), then ``python -m ddpbench sweep`` of the same script and
   arguments at world sizes 1 and 2; the medians over the rounds, and the sweep's against the
@@ -236,6 +251,8 @@ def tiny(args) -> None:
     # one step warm-up, one with the phase hooks, then every step a measured one: what the script's step costs
     # under ddpbench is what these carry (the optimizers' step hooks and the progress line)
     plan = (("warmup", 1), ("phases", 1), ("measure", 10**9), ("nosync", 0))
+    if args.phase_steps:  # every step a phase step instead: what the phase hooks cost
+        plan = (("warmup", 1), ("phases", 10**9), ("measure", 0), ("nosync", 0))
     instrument = Instrument(spec, 0, HostClock(), progress.write, plan=plan)
     instrument.install()
     hooked = DistributedDataParallel(model())
@@ -261,9 +278,11 @@ def tiny(args) -> None:
             if index:  # the first pair warms up
                 times[name].append(us)
     instrument.uninstall()
-    measured = len(instrument._spans)  # the measured steps' ends, not yet made rows (their phase has not ended)
-    if instrument.phase != "measure" or measured < args.blocks * args.block_steps:
-        sys.exit(f"the hooked model's steps were not measured ones: {measured} measured rows")
+    kind = "phases" if args.phase_steps else "measure"
+    # the measured steps' ends are not yet rows (their phase has not ended); the phase steps' are
+    timed = len(instrument._spans) if kind == "measure" else sum(1 for row in instrument.rows if row[1] == kind)
+    if instrument.phase != kind or timed < args.blocks * args.block_steps:
+        sys.exit(f"the hooked model's steps were not {kind} steps: {timed} of them")
 
     def quartiles(values):
         q = statistics.quantiles(values, n=4)
@@ -275,14 +294,89 @@ def tiny(args) -> None:
     print(f"one Linear({args.features}, {args.features}), batch {args.batch}, gloo, world size 1, {args.blocks} "
           f"interleaved blocks of {args.block_steps} steps each:")
     print(f"  a step of plain DDP: median {p_med:.1f} us (IQR {p_lo:.1f}-{p_hi:.1f})")
-    print(f"  a measured step under ddpbench: median {h_med:.1f} us (IQR {h_lo:.1f}-{h_hi:.1f})")
-    print(f"  what ddpbench adds to a measured step, per pair of blocks: median {d_med:+.1f} us "
+    step = "a phase step" if args.phase_steps else "a measured step"
+    print(f"  {step} under ddpbench: median {h_med:.1f} us (IQR {h_lo:.1f}-{h_hi:.1f})")
+    print(f"  what ddpbench adds to {step}, per pair of blocks: median {d_med:+.1f} us "
           f"({100 * d_med / p_med:+.1f} %), IQR {d_lo:+.1f} to {d_hi:+.1f} us")
-    print(f"  target max({TARGET_PCT:g} %, {TARGET_US:g} us) = {budget:.1f} us: "
-          f"{'met' if d_med <= budget else 'NOT met'}")
+    if args.phase_steps:
+        print("  (phase steps give the phases, not the step time: the target is for measured steps)")
+    else:
+        print(f"  target max({TARGET_PCT:g} %, {TARGET_US:g} us) = {budget:.1f} us: "
+              f"{'met' if d_med <= budget else 'NOT met'}")
     del plain, hooked, optimizers, instrument
     dist.destroy_process_group()
     scratch.cleanup()
+
+
+def hooks(args) -> None:
+    """What each kind of hook costs the tiny step alone: a plain DDP model against one with that hook only."""
+    import random
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch.autograd import Variable
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    engine = Variable._execution_engine
+
+    def backward_started(grad):
+        engine.queue_callback(lambda: engine.queue_callback(lambda: None))
+
+    setups = {
+        "plain DDP": lambda ddp: None,
+        "Python comm hook (DDP's allreduce_hook)": lambda ddp: ddp.register_comm_hook(None, allreduce_hook),
+        "forward pre- and post-hooks": lambda ddp: (ddp.register_forward_pre_hook(lambda m, a, k: None, with_kwargs=True),
+                                                    ddp.register_forward_hook(lambda m, a, o: None)),
+        "output gradient hook + autograd callbacks": lambda ddp: ddp.register_forward_hook(
+            lambda m, a, out: (out.register_hook(backward_started), None)[1]),
+    }
+    models = {}
+    for name, setup in setups.items():
+        torch.manual_seed(0)
+        ddp = DistributedDataParallel(torch.nn.Linear(args.features, args.features))
+        setup(ddp)
+        models[name] = (ddp, torch.optim.SGD(ddp.parameters(), lr=0.01))
+    inputs, target = torch.randn(args.batch, args.features), torch.randn(args.batch, args.features)
+    step_hooks = "optimizers' global step hooks, doing nothing"
+
+    def block(name) -> float:
+        ddp, opt = models["plain DDP" if name == step_hooks else name]
+        handles = ([register_optimizer_step_pre_hook(lambda o, a, k: None),
+                    register_optimizer_step_post_hook(lambda o, a, k: None)] if name == step_hooks else [])
+        start = time.perf_counter()
+        for _ in range(args.block_steps):
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.mse_loss(ddp(inputs), target).backward()
+            opt.step()
+        us = (time.perf_counter() - start) / args.block_steps * 1e6
+        for handle in handles:
+            handle.remove()
+        return us
+
+    names = [*setups, step_hooks]
+    times: dict[str, list[float]] = {name: [] for name in names}
+    shuffle = random.Random(0)
+    for index in range(args.blocks + 1):
+        order = names[:]
+        shuffle.shuffle(order)
+        for name in order:
+            us = block(name)
+            if index:
+                times[name].append(us)
+    base = statistics.median(times["plain DDP"])
+    print(f"one Linear({args.features}, {args.features}), batch {args.batch}, gloo, world size 1, {args.blocks} "
+          f"rounds of one block of {args.block_steps} steps each, in shuffled order (medians):")
+    for name in names:
+        q = statistics.quantiles(times[name], n=4)
+        med = statistics.median(times[name])
+        print(f"  {name}: {med:.1f} us a step (IQR {q[0]:.1f}-{q[2]:.1f}), {med - base:+.1f} us against plain DDP")
+    models.clear()
+    dist.destroy_process_group()
 
 
 def sweep(run_args: list[str], out: Path, samples: int) -> tuple[dict[int, float], dict[int, float]]:
@@ -366,12 +460,21 @@ def main() -> None:
     p.add_argument("--blocks", type=int, default=40, help="blocks of steps per model (default: 40)")
     p.add_argument("--block-steps", type=int, default=20, help="steps per block (default: 20)")
     p.set_defaults(func=cost)
+    p = sub.add_parser("hooks")
+    p.add_argument("--blocks", type=int, default=200, help="rounds, one block of each (default: 200)")
+    p.add_argument("--block-steps", type=int, default=20, help="steps per block (default: 20)")
+    p.add_argument("--features", type=int, default=10, help="the Linear layer's width (default: 10)")
+    p.add_argument("--batch", type=int, default=32, help="samples per step (default: 32)")
+    p.add_argument("--quick", action="store_true", help="a few blocks: that it runs, not a figure")
+    p.set_defaults(func=hooks)
     p = sub.add_parser("tiny")
     p.add_argument("--blocks", type=int, default=200, help="blocks of steps per model (default: 200)")
     p.add_argument("--block-steps", type=int, default=20, help="steps per block (default: 20)")
     p.add_argument("--features", type=int, default=10, help="the Linear layer's width (default: 10)")
     p.add_argument("--batch", type=int, default=32, help="samples per step (default: 32)")
     p.add_argument("--quick", action="store_true", help="a few blocks: that it runs, not a figure")
+    p.add_argument("--phase-steps", action="store_true", help="time phase steps (every hook on) instead of "
+                   "measured ones (the target is for measured steps)")
     p.set_defaults(func=tiny)
     for name, func in (("overhead", overhead), ("alternate", alternate), ("agreement", agreement)):
         p = sub.add_parser(name)

@@ -372,7 +372,7 @@ def test_flag_accumulation_measures_exposed_comm(swept):
         assert result["script"]["nosync_allreduced"] == 0 and result["script"]["samples_per_step"] == [8]
     row = summary["flag_accum.py"]
     assert math.isfinite(row["exposed_comm_ms"]) and math.isfinite(row["nosync_step_ms"])
-    assert row["exposed_reason"] is None
+    assert not isinstance(row["exposed_reason"], str)  # nothing withheld
     # the phases come from the phase steps: every one known, and DDP's all-reduce inside the backward
     assert row["forward_ms"] > 0 and row["backward_ms"] > 0 and row["comm_ms"] == 0 and row["optimizer_ms"] > 0
 
@@ -427,10 +427,12 @@ def test_two_optimizers_over_the_same_parameters_are_refused_in_one_line(swept):
 
 
 @pytest.mark.slow
-def test_the_hook_cost_benchmark_runs():
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "script_overhead.py"), "tiny", "--quick"],
-                          capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(ROOT),
-                                                                             "OMP_NUM_THREADS": "1",
-                                                                             "PATH": "/usr/bin:/bin"})
+@pytest.mark.parametrize("argv, words", [(["tiny", "--quick"], "what ddpbench adds to a measured step"),
+                                         (["tiny", "--quick", "--phase-steps"], "what ddpbench adds to a phase step"),
+                                         (["hooks", "--quick"], "Python comm hook")])
+def test_the_hook_cost_benchmarks_run(argv, words):
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "script_overhead.py"), *argv],
+                          capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "what ddpbench adds to a measured step" in done.stdout and "target max(3 %, 20 us)" in done.stdout
+    assert words in done.stdout

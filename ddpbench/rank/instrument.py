@@ -342,7 +342,7 @@ class Instrument(StepEnds):
 
     def ready_comm(self, again: bool = False) -> None:
         """At the DDP model's first forward: how its buckets are reduced. DDP's own all-reduce stays as it is
-        (a Python hook around it would cost every step: ``benchmarks/script_overhead.py tiny``); a Python
+        (a Python hook around it would cost every step: ``benchmarks/script_overhead.py hooks``); a Python
         hook, the job's or the script's, runs inside ddpbench's wrapper, which times it on the phase steps."""
         from ddpbench.strategies.ddp import comm_hook
 

@@ -149,6 +149,9 @@ class StepEnds:
         self.mark_optimizer()
         if self.learned and len(self.stepped) == len(self.optimizers):
             self.end_step()
+        elif not self.learned:  # the first step is open until its optimizers are known; where the rank is, as if not
+            following = self.phase_of(self.counted + 1)
+            self.at(f"script {following or 'end'}", self.counted + 1 - self.first_of(following) if following else -1)
 
     def refuse(self, optimizer, known: list) -> None:
         """A further optimizer of the DDP model's parameters: refused if it shares parameters with ``known``
