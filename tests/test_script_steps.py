@@ -436,3 +436,50 @@ def test_the_hook_cost_benchmarks_run(argv, words):
                           env={"PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert words in done.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# the summary of a script job's steps (no process started)
+# ---------------------------------------------------------------------------------------------
+
+def _script_launches(folder, name: str, allreduced: int, repeats: int = 2):
+    from records import rank_entry, row, training_result
+
+    spec = JobSpec(script=name, batch_size=8, world_size=2, backend="gloo", device="cpu", warmup_steps=1, steps=3,
+                   threads_per_rank=1)
+    unknown = dict.fromkeys(("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms"), None)
+    for repeat in range(repeats):
+        steps = []
+        for rank in (0, 1):
+            steps += [row(rank, "warmup", 0, 30.0, data_ms=10.0, forward_ms=10.0, backward_ms=5.0, optimizer_ms=5.0)]
+            steps += [row(rank, "phases", s, 12.0, data_ms=1.0, forward_ms=4.0, backward_ms=6.0, optimizer_ms=1.0)
+                      for s in range(3)]
+            steps += [row(rank, "measure", s, 10.0 + repeat, **unknown) for s in range(3)]
+            steps += [row(rank, "nosync", s, 7.0, **unknown) for s in range(3)]
+        result = training_result(spec, steps, [rank_entry(0), rank_entry(1)], repeat)
+        result["script"] = {"nosync_allreduced": allreduced}
+        folder.launch(spec, repeat, result=result)
+
+
+def test_the_summary_takes_a_scripts_phases_from_its_phase_steps_and_withholds_what_measured_nothing(tmp_path):
+    from records import ResultsFolder
+
+    from ddpbench.analysis.summary import summarize
+    from ddpbench.audit.figures import derive
+    from ddpbench.results.tables import load
+
+    folder = ResultsFolder(tmp_path)
+    _script_launches(folder, "steered.py", allreduced=0)
+    _script_launches(folder, "escaped.py", allreduced=3)
+    table = summarize(load(tmp_path)).set_index("script")
+    steered, escaped = table.loc["steered.py"], table.loc["escaped.py"]
+    assert steered["step_ms_mean"] == pytest.approx(10.5)  # the measured steps: the step time
+    # the phases from the phase steps, the measured ones having none
+    assert (steered["data_ms"], steered["forward_ms"], steered["backward_ms"]) == (1.0, 4.0, 6.0)
+    assert steered["exposed_comm_ms"] == pytest.approx(3.5) and not isinstance(steered["exposed_reason"], str)
+    assert math.isnan(escaped["exposed_comm_ms"]) and math.isnan(escaped["nosync_step_ms"])
+    assert math.isnan(escaped["exposed_comm_ms_low"]) and escaped["forward_ms"] == 4.0
+    assert escaped["exposed_reason"].startswith("withheld: 6 of the script's no-sync steps all-reduced")
+    # the audit's own derivation of the phases follows the same rule
+    audit = derive(tmp_path).jobs
+    assert sorted(audit["forward_ms"].round(6)) == [4.0, 4.0]
