@@ -3,7 +3,7 @@
     python benchmarks/script_overhead.py overhead  [--pairs 5] [--samples 2048] [--epochs 3]
     python benchmarks/script_overhead.py alternate [--runs 3] [--samples 1024] [--epochs 9]
     python benchmarks/script_overhead.py cost      [--blocks 40] [--block-steps 20]
-    python benchmarks/script_overhead.py agreement [--rounds 3] [--samples 4096] [--epochs 3]
+    python benchmarks/script_overhead.py agreement [--rounds 3] [--samples 4096] [--epochs 5]
     python benchmarks/script_overhead.py tiny      [--blocks 200] [--block-steps 20] [--quick] [--phase-steps]
     python benchmarks/script_overhead.py hooks     [--blocks 200] [--block-steps 20] [--quick]
 
@@ -45,9 +45,9 @@ place anything is read from a script's output: here, never in ddpbench).
   prints for its epochs after the first), then ``python -m ddpbench sweep`` of the same script and
   arguments at world sizes 1 and 2; the medians over the rounds, and the sweep's against the
   script's. Runs minutes apart on a shared machine differ by far more than 15 %, so the sweep's
-  window is laid on the script's epochs: its warm-up is the script's first epoch and its measured
-  steps are the second (``script_to_end = true``, so the script goes on and prints its timing of
-  it). The sweep's samples/s is then set against the script's own timing of the very same steps,
+  window is laid on the script's epochs: its warm-up is the script's first epoch, its phase steps the
+  second and its measured steps the third (``script_to_end = true``, so the script goes on and prints
+  its timing of it). The sweep's samples/s is then set against the script's own timing of the very same steps,
   from the sweep's rank 0 log: two clocks on one stretch of one run.
 
 Every rank runs one torch thread (OMP_NUM_THREADS=1, threads_per_rank = 1). On a shared machine
@@ -381,7 +381,7 @@ def hooks(args) -> None:
 
 def sweep(run_args: list[str], out: Path, samples: int) -> tuple[dict[int, float], dict[int, float]]:
     """The sweep's samples/s per world size, and the script's own for the epoch the sweep measured
-    (its second: read from rank 0's log of the same launch)."""
+    (its third, after the warm-up and the phase steps: read from rank 0's log of the same launch)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     experiment = out.parent / "script.toml"
     experiment.write_text(textwrap.dedent(f"""
@@ -418,9 +418,9 @@ def sweep(run_args: list[str], out: Path, samples: int) -> tuple[dict[int, float
         if record["kind"] != "run":
             continue
         ws = record["spec"]["world_size"]
-        rates = [float(m[4]) for m in EPOCH.finditer(Path(record["logs"][0]).read_text()) if int(m[1]) == 1]
+        rates = [float(m[4]) for m in EPOCH.finditer(Path(record["logs"][0]).read_text()) if int(m[1]) == 2]
         if not rates:
-            sys.exit(f"world size {ws}: the script printed no second epoch; give it more epochs")
+            sys.exit(f"world size {ws}: the script printed no third epoch; give it more epochs")
         later[ws] = rates[0]
     return swept, later
 
@@ -478,7 +478,7 @@ def main() -> None:
     p.set_defaults(func=tiny)
     for name, func in (("overhead", overhead), ("alternate", alternate), ("agreement", agreement)):
         p = sub.add_parser(name)
-        samples, epochs = {"alternate": (1024, 9), "overhead": (2048, 3), "agreement": (4096, 3)}[name]
+        samples, epochs = {"alternate": (1024, 9), "overhead": (2048, 3), "agreement": (4096, 5)}[name]
         p.add_argument("--samples", type=int, default=samples, help=f"the script's training set (default: {samples})")
         p.add_argument("--epochs", type=int, default=epochs, help="the script's epochs; the first is not counted "
                        f"(default: {epochs})")
