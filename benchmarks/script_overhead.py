@@ -6,6 +6,7 @@
     python benchmarks/script_overhead.py agreement [--rounds 3] [--samples 4096] [--epochs 5]
     python benchmarks/script_overhead.py tiny      [--blocks 200] [--block-steps 20] [--quick] [--phase-steps]
     python benchmarks/script_overhead.py hooks     [--blocks 200] [--block-steps 20] [--quick]
+    python benchmarks/script_overhead.py tiny-sweep [--warmup 100] [--steps 1000]
 
 Both run experiments/scripts/train_cnn.py, which times its own epochs and prints them (the only
 place anything is read from a script's output: here, never in ddpbench).
@@ -37,6 +38,9 @@ place anything is read from a script's output: here, never in ddpbench).
   microseconds and % of the plain step, with its IQR, against the target max(3 %, 20 us).
   ``--quick``: a few blocks, to see that it runs; ``--phase-steps``: the hooked model's steps are phase
   steps instead (every hook on), to see what the phases' measurement costs the steps it is taken on.
+* ``tiny-sweep``: that shape as a script (``TINY_SCRIPT``, which prints its own time between optimizer
+  steps) through ``python -m ddpbench sweep`` at world sizes 1 and 2: ddpbench's rank 0 step times of
+  each phase against the script's own timing of the very same steps.
 * ``hooks``: what each kind of hook costs that step alone, to choose which a measured step may carry:
   plain DDP, and models each with one kind of hook (a Python communication hook in place of DDP's C++
   all-reduce, the forward pre- and post-hooks, the output gradient hook with its autograd callbacks,
@@ -379,6 +383,77 @@ def hooks(args) -> None:
     dist.destroy_process_group()
 
 
+#: the tutorial-shaped script ``tiny-sweep`` runs: it prints its own time between optimizer steps, 100 at a time
+TINY_SCRIPT = """
+import sys, time, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = DDP(torch.nn.Linear(10, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.001)
+x, y = torch.randn(32, 10), torch.randn(32, 10)
+ends = [time.perf_counter()]
+for it in range(int(sys.argv[1])):
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    opt.step()
+    ends.append(time.perf_counter())
+    if dist.get_rank() == 0 and it % 100 == 99:
+        print("OWN", " ".join(f"{(b - a) * 1e3:.5f}" for a, b in zip(ends[-101:], ends[-100:])), flush=True)
+dist.destroy_process_group()
+"""
+
+
+def tiny_sweep(args) -> None:
+    """The tutorial-shaped script through the sweep: ddpbench's step times against the script's own timing
+    of the very same steps (rank 0), per phase, at world sizes 1 and 2."""
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        (folder / "tutorial.py").write_text(TINY_SCRIPT)
+        total = args.warmup + 3 * args.steps + 100
+        (folder / "tiny.toml").write_text(textwrap.dedent(f"""
+            timeout_s = 600
+            [defaults]
+            script = "tutorial.py"
+            script_args = ["{total}"]
+            batch_size = 32
+            backend = "gloo"
+            device = "cpu"
+            threads_per_rank = 1
+            script_to_end = true
+            warmup_steps = {args.warmup}
+            steps = {args.steps}
+            [grid]
+            world_size = [1, 2]
+        """))
+        out = folder / "out"
+        proc = subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(folder / "tiny.toml"), "--out", str(out),
+                               "--no-report"], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"})
+        if proc.returncode != 0:
+            sys.exit(f"the sweep failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        for line in (out / "results.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            if record["kind"] != "run":
+                continue
+            result, ws = record["result"], record["spec"]["world_size"]
+            rows = [dict(zip(result["step_columns"], row)) for row in result["steps"]]
+            log = Path(record["logs"][0])
+            log = log if log.is_absolute() else out / log
+            own = [float(v) for text in log.read_text().splitlines() if text.startswith("OWN") for v in text.split()[1:]]
+            for phase, first in (("phases", args.warmup), ("measure", args.warmup + args.steps),
+                                 ("nosync", args.warmup + 2 * args.steps)):
+                mine = [r["step_ms"] for r in rows if r["phase"] == phase and r["rank"] == 0]
+                theirs = own[first:first + args.steps]  # own[i]: the script's step i
+                # the mean, and the median: the script's own clock also counts ddpbench's work between two of its
+                # steps (making rows, reading memory, the no-sync snapshot), which no step of ddpbench's does
+                figures = [(how, f(mine), f(theirs)) for how, f in (("mean", statistics.fmean),
+                                                                     ("median", statistics.median))]
+                print(f"world size {ws}, {phase} steps: " + "; ".join(
+                    f"{how} ddpbench {a:.4f} ms, the script's own timing of the same steps {b:.4f} ms "
+                    f"({100 * (a / b - 1):+.2f} %)" for how, a, b in figures))
+
+
 def sweep(run_args: list[str], out: Path, samples: int) -> tuple[dict[int, float], dict[int, float]]:
     """The sweep's samples/s per world size, and the script's own for the epoch the sweep measured
     (its third, after the warm-up and the phase steps: read from rank 0's log of the same launch)."""
@@ -467,6 +542,10 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=32, help="samples per step (default: 32)")
     p.add_argument("--quick", action="store_true", help="a few blocks: that it runs, not a figure")
     p.set_defaults(func=hooks)
+    p = sub.add_parser("tiny-sweep")
+    p.add_argument("--warmup", type=int, default=100, help="warmup_steps (default: 100)")
+    p.add_argument("--steps", type=int, default=1000, help="steps (default: 1000)")
+    p.set_defaults(func=tiny_sweep)
     p = sub.add_parser("tiny")
     p.add_argument("--blocks", type=int, default=200, help="blocks of steps per model (default: 200)")
     p.add_argument("--block-steps", type=int, default=20, help="steps per block (default: 20)")

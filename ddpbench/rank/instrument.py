@@ -438,6 +438,8 @@ class Instrument(StepEnds):
             self.snapshot = (copy.deepcopy(self.ddp.module.state_dict()),
                              [copy.deepcopy(own_optimizer(o).state_dict()) for o in self.optimizers])
             self.nosync = True
+        if self.started and self.timer.marks == 1:  # ddpbench's own work here (rows, memory, a snapshot): no step's
+            self.timer.restart(self.timer.clock.record())
         left = self.first_of(self.phase) + dict(self.plan).get(self.phase, 0) - step if self.phase else 0
         if (not hooked and self.learned and len(self.optimizers) == 1 and self.active and left > 0
                 and self.started):

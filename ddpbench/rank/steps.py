@@ -117,7 +117,7 @@ class StepEnds:
             self._spans.append((self._last, now))
             self._last = now
             self._stepped_since_update = True
-            if self.nosync and (self._reduced or self.ddp.require_forward_param_sync):
+            if self.nosync and self.synced():
                 self._nosync_synced += 1
             self._reduced = False
             if len(self._spans) == self._fast_steps:
@@ -152,6 +152,16 @@ class StepEnds:
         elif not self.learned:  # the first step is open until its optimizers are known; where the rank is, as if not
             following = self.phase_of(self.counted + 1)
             self.at(f"script {following or 'end'}", self.counted + 1 - self.first_of(following) if following else -1)
+
+    def synced(self) -> bool:
+        """Whether the no-sync step just ended all-reduced all the same: a bucket the wrapper saw reduced, or
+        DDP's forward having prepared the reduction (``require_forward_param_sync``, which its forward sets
+        only then; not read where DDP's forward leaves it alone: its Python reducer, or every parameter's
+        all-reduce delayed)."""
+        ddp = self.ddp
+        return self._reduced or (not getattr(ddp, "_use_python_reducer", False)
+                                 and not getattr(ddp, "_delay_all_reduce_all_params", False)
+                                 and ddp.require_forward_param_sync)
 
     def refuse(self, optimizer, known: list) -> None:
         """A further optimizer of the DDP model's parameters: refused if it shares parameters with ``known``
@@ -200,7 +210,7 @@ class StepEnds:
                 self.late_comm += 1
         else:
             known = [None] * 5
-            if phase == "nosync" and (self._reduced or self.ddp.require_forward_param_sync):
+            if phase == "nosync" and self.synced():
                 self.nosync_allreduced += 1
         self.rows.append([self.rank, phase, step - self.first_of(phase), *known, row["step_ms"]])
         self._why, self._reduced, self.stepped = None, False, []
