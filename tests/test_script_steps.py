@@ -429,7 +429,9 @@ def test_two_optimizers_over_the_same_parameters_are_refused_in_one_line(swept):
 @pytest.mark.slow
 @pytest.mark.parametrize("argv, words", [(["tiny", "--quick"], "what ddpbench adds to a measured step"),
                                          (["tiny", "--quick", "--phase-steps"], "what ddpbench adds to a phase step"),
-                                         (["hooks", "--quick"], "Python comm hook")])
+                                         (["hooks", "--quick"], "Python comm hook"),
+                                         (["tiny-sweep", "--warmup", "5", "--steps", "20"],
+                                          "world size 2, measure steps: mean ddpbench")])
 def test_the_hook_cost_benchmarks_run(argv, words):
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "script_overhead.py"), *argv],
                           capture_output=True, text=True, timeout=120,
