@@ -3,7 +3,10 @@
     python benchmarks/script_overhead.py overhead  [--pairs 5] [--samples 2048] [--epochs 3]
     python benchmarks/script_overhead.py alternate [--runs 3] [--samples 1024] [--epochs 9]
     python benchmarks/script_overhead.py cost      [--blocks 40] [--block-steps 20]
-    python benchmarks/script_overhead.py agreement [--rounds 3] [--samples 4096] [--epochs 3]
+    python benchmarks/script_overhead.py agreement [--rounds 3] [--samples 4096] [--epochs 5]
+    python benchmarks/script_overhead.py tiny      [--blocks 200] [--block-steps 20] [--quick] [--phase-steps]
+    python benchmarks/script_overhead.py hooks     [--blocks 200] [--block-steps 20] [--quick]
+    python benchmarks/script_overhead.py tiny-sweep [--warmup 100] [--steps 1000]
 
 Both run experiments/scripts/train_cnn.py, which times its own epochs and prints them (the only
 place anything is read from a script's output: here, never in ddpbench).
@@ -26,13 +29,29 @@ place anything is read from a script's output: here, never in ddpbench).
   included), trained in alternating blocks of steps; the figure is the difference of their median
   block's time per step. Set against the example's step (tens of ms) it is the overhead's floor,
   free of the noise that whole runs on a shared machine carry.
+* ``tiny``: what a *measured* step costs a script whose step is under a millisecond (one
+  ``Linear(10, 10)``, batch 32, the introductory DDP tutorials' shape): one process (a gloo group of
+  one), plain DDP built before the instrument was installed and a second model after it, whose steps
+  are measured ones (one warm-up step, one with the phase hooks, then ``measure`` steps: the optimizers'
+  step hooks alone), trained in alternating blocks with ddpbench's global step hooks off during the plain
+  blocks. The figure is the median, over pairs of blocks, of hooked less plain time per step, in
+  microseconds and % of the plain step, with its IQR, against the target max(3 %, 20 us).
+  ``--quick``: a few blocks, to see that it runs; ``--phase-steps``: the hooked model's steps are phase
+  steps instead (every hook on), to see what the phases' measurement costs the steps it is taken on.
+* ``tiny-sweep``: that shape as a script (``TINY_SCRIPT``, which prints its own time between optimizer
+  steps) through ``python -m ddpbench sweep`` at world sizes 1 and 2: ddpbench's rank 0 step times of
+  each phase against the script's own timing of the very same steps.
+* ``hooks``: what each kind of hook costs that step alone, to choose which a measured step may carry:
+  plain DDP, and models each with one kind of hook (a Python communication hook in place of DDP's C++
+  all-reduce, the forward pre- and post-hooks, the output gradient hook with its autograd callbacks,
+  the optimizers' global step hooks), in shuffled blocks; the median per step of each.
 * ``agreement``: per round, the script alone under torchrun at 1 and 2 processes (the samples/s it
   prints for its epochs after the first), then ``python -m ddpbench sweep`` of the same script and
   arguments at world sizes 1 and 2; the medians over the rounds, and the sweep's against the
   script's. Runs minutes apart on a shared machine differ by far more than 15 %, so the sweep's
-  window is laid on the script's epochs: its warm-up is the script's first epoch and its measured
-  steps are the second (``script_to_end = true``, so the script goes on and prints its timing of
-  it). The sweep's samples/s is then set against the script's own timing of the very same steps,
+  window is laid on the script's epochs: its warm-up is the script's first epoch, its phase steps the
+  second and its measured steps the third (``script_to_end = true``, so the script goes on and prints
+  its timing of it). The sweep's samples/s is then set against the script's own timing of the very same steps,
   from the sweep's rank 0 log: two clocks on one stretch of one run.
 
 Every rank runs one torch thread (OMP_NUM_THREADS=1, threads_per_rank = 1). On a shared machine
@@ -208,9 +227,240 @@ def cost(args) -> None:
     dist.destroy_process_group()
 
 
+#: the target: a measured step may cost the script at most this share of its step, or TARGET_US, whichever is larger
+TARGET_PCT, TARGET_US = 3.0, 20.0
+
+
+def tiny(args) -> None:
+    import tempfile
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from ddpbench.experiment.spec import JobSpec
+    from ddpbench.rank.instrument import Instrument
+    from ddpbench.rank.protocol import Progress
+    from ddpbench.rank.timing import HostClock
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+
+    def model():
+        torch.manual_seed(0)
+        return torch.nn.Linear(args.features, args.features)
+
+    plain = DistributedDataParallel(model())
+    spec = JobSpec(script="x.py", batch_size=args.batch, world_size=1, backend="gloo", device="cpu", warmup_steps=1,
+                   steps=1, threads_per_rank=1)
+    scratch = tempfile.TemporaryDirectory()
+    progress = Progress(Path(scratch.name) / "progress")  # where the rank is, written every step as in a job
+    # one step warm-up, one with the phase hooks, then every step a measured one: what the script's step costs
+    # under ddpbench is what these carry (the optimizers' step hooks and the progress line)
+    plan = (("warmup", 1), ("phases", 1), ("measure", 10**9), ("nosync", 0))
+    if args.phase_steps:  # every step a phase step instead: what the phase hooks cost
+        plan = (("warmup", 1), ("phases", 10**9), ("measure", 0), ("nosync", 0))
+    instrument = Instrument(spec, 0, HostClock(), progress.write, plan=plan)
+    instrument.install()
+    hooked = DistributedDataParallel(model())
+    optimizers = {id(m): torch.optim.SGD(m.parameters(), lr=0.01) for m in (plain, hooked)}
+    inputs, target = torch.randn(args.batch, args.features), torch.randn(args.batch, args.features)
+
+    def block(ddp) -> float:
+        opt = optimizers[id(ddp)]
+        start = time.perf_counter()
+        for _ in range(args.block_steps):
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.mse_loss(ddp(inputs), target).backward()
+            opt.step()
+        return (time.perf_counter() - start) / args.block_steps * 1e6
+
+    times = {"plain": [], "hooked": []}
+    for index in range(args.blocks + 1):
+        for name in ("plain", "hooked") if index % 2 else ("hooked", "plain"):
+            if name == "plain":  # no ddpbench at all: its global step hooks off too
+                instrument.detach_step_hooks()
+            us = block(plain if name == "plain" else hooked)
+            instrument.attach_step_hooks()
+            if index:  # the first pair warms up
+                times[name].append(us)
+    instrument.uninstall()
+    kind = "phases" if args.phase_steps else "measure"
+    # the measured steps' ends are not yet rows (their phase has not ended); the phase steps' are
+    timed = len(instrument._spans) if kind == "measure" else sum(1 for row in instrument.rows if row[1] == kind)
+    if instrument.phase != kind or timed < args.blocks * args.block_steps:
+        sys.exit(f"the hooked model's steps were not {kind} steps: {timed} of them")
+
+    def quartiles(values):
+        q = statistics.quantiles(values, n=4)
+        return q[0], statistics.median(values), q[2]
+
+    diffs = [h - p for h, p in zip(times["hooked"], times["plain"])]
+    (p_lo, p_med, p_hi), (h_lo, h_med, h_hi), (d_lo, d_med, d_hi) = map(quartiles, (times["plain"], times["hooked"], diffs))
+    budget = max(TARGET_PCT / 100 * p_med, TARGET_US)
+    print(f"one Linear({args.features}, {args.features}), batch {args.batch}, gloo, world size 1, {args.blocks} "
+          f"interleaved blocks of {args.block_steps} steps each:")
+    print(f"  a step of plain DDP: median {p_med:.1f} us (IQR {p_lo:.1f}-{p_hi:.1f})")
+    step = "a phase step" if args.phase_steps else "a measured step"
+    print(f"  {step} under ddpbench: median {h_med:.1f} us (IQR {h_lo:.1f}-{h_hi:.1f})")
+    print(f"  what ddpbench adds to {step}, per pair of blocks: median {d_med:+.1f} us "
+          f"({100 * d_med / p_med:+.1f} %), IQR {d_lo:+.1f} to {d_hi:+.1f} us")
+    if args.phase_steps:
+        print("  (phase steps give the phases, not the step time: the target is for measured steps)")
+    else:
+        print(f"  target max({TARGET_PCT:g} %, {TARGET_US:g} us) = {budget:.1f} us: "
+              f"{'met' if d_med <= budget else 'NOT met'}")
+    del plain, hooked, optimizers, instrument
+    dist.destroy_process_group()
+    scratch.cleanup()
+
+
+def hooks(args) -> None:
+    """What each kind of hook costs the tiny step alone: a plain DDP model against one with that hook only."""
+    import random
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch.autograd import Variable
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    engine = Variable._execution_engine
+
+    def backward_started(grad):
+        engine.queue_callback(lambda: engine.queue_callback(lambda: None))
+
+    setups = {
+        "plain DDP": lambda ddp: None,
+        "Python comm hook (DDP's allreduce_hook)": lambda ddp: ddp.register_comm_hook(None, allreduce_hook),
+        "forward pre- and post-hooks": lambda ddp: (ddp.register_forward_pre_hook(lambda m, a, k: None, with_kwargs=True),
+                                                    ddp.register_forward_hook(lambda m, a, o: None)),
+        "output gradient hook + autograd callbacks": lambda ddp: ddp.register_forward_hook(
+            lambda m, a, out: (out.register_hook(backward_started), None)[1]),
+    }
+    models = {}
+    for name, setup in setups.items():
+        torch.manual_seed(0)
+        ddp = DistributedDataParallel(torch.nn.Linear(args.features, args.features))
+        setup(ddp)
+        models[name] = (ddp, torch.optim.SGD(ddp.parameters(), lr=0.01))
+    inputs, target = torch.randn(args.batch, args.features), torch.randn(args.batch, args.features)
+    step_hooks = "optimizers' global step hooks, doing nothing"
+
+    def block(name) -> float:
+        ddp, opt = models["plain DDP" if name == step_hooks else name]
+        handles = ([register_optimizer_step_pre_hook(lambda o, a, k: None),
+                    register_optimizer_step_post_hook(lambda o, a, k: None)] if name == step_hooks else [])
+        start = time.perf_counter()
+        for _ in range(args.block_steps):
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.mse_loss(ddp(inputs), target).backward()
+            opt.step()
+        us = (time.perf_counter() - start) / args.block_steps * 1e6
+        for handle in handles:
+            handle.remove()
+        return us
+
+    names = [*setups, step_hooks]
+    times: dict[str, list[float]] = {name: [] for name in names}
+    shuffle = random.Random(0)
+    for index in range(args.blocks + 1):
+        order = names[:]
+        shuffle.shuffle(order)
+        for name in order:
+            us = block(name)
+            if index:
+                times[name].append(us)
+    base = statistics.median(times["plain DDP"])
+    print(f"one Linear({args.features}, {args.features}), batch {args.batch}, gloo, world size 1, {args.blocks} "
+          f"rounds of one block of {args.block_steps} steps each, in shuffled order (medians):")
+    for name in names:
+        q = statistics.quantiles(times[name], n=4)
+        med = statistics.median(times[name])
+        print(f"  {name}: {med:.1f} us a step (IQR {q[0]:.1f}-{q[2]:.1f}), {med - base:+.1f} us against plain DDP")
+    models.clear()
+    dist.destroy_process_group()
+
+
+#: the tutorial-shaped script ``tiny-sweep`` runs: it prints its own time between optimizer steps, 100 at a time
+TINY_SCRIPT = """
+import sys, time, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = DDP(torch.nn.Linear(10, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.001)
+x, y = torch.randn(32, 10), torch.randn(32, 10)
+ends = [time.perf_counter()]
+for it in range(int(sys.argv[1])):
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    opt.step()
+    ends.append(time.perf_counter())
+    if dist.get_rank() == 0 and it % 100 == 99:
+        print("OWN", " ".join(f"{(b - a) * 1e3:.5f}" for a, b in zip(ends[-101:], ends[-100:])), flush=True)
+dist.destroy_process_group()
+"""
+
+
+def tiny_sweep(args) -> None:
+    """The tutorial-shaped script through the sweep: ddpbench's step times against the script's own timing
+    of the very same steps (rank 0), per phase, at world sizes 1 and 2."""
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        (folder / "tutorial.py").write_text(TINY_SCRIPT)
+        total = args.warmup + 3 * args.steps + 100
+        (folder / "tiny.toml").write_text(textwrap.dedent(f"""
+            timeout_s = 600
+            [defaults]
+            script = "tutorial.py"
+            script_args = ["{total}"]
+            batch_size = 32
+            backend = "gloo"
+            device = "cpu"
+            threads_per_rank = 1
+            script_to_end = true
+            warmup_steps = {args.warmup}
+            steps = {args.steps}
+            [grid]
+            world_size = [1, 2]
+        """))
+        out = folder / "out"
+        proc = subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(folder / "tiny.toml"), "--out", str(out),
+                               "--no-report"], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"})
+        if proc.returncode != 0:
+            sys.exit(f"the sweep failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        for line in (out / "results.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            if record["kind"] != "run":
+                continue
+            result, ws = record["result"], record["spec"]["world_size"]
+            rows = [dict(zip(result["step_columns"], row)) for row in result["steps"]]
+            log = Path(record["logs"][0])
+            log = log if log.is_absolute() else out / log
+            own = [float(v) for text in log.read_text().splitlines() if text.startswith("OWN") for v in text.split()[1:]]
+            for phase, first in (("phases", args.warmup), ("measure", args.warmup + args.steps),
+                                 ("nosync", args.warmup + 2 * args.steps)):
+                mine = [r["step_ms"] for r in rows if r["phase"] == phase and r["rank"] == 0]
+                theirs = own[first:first + args.steps]  # own[i]: the script's step i
+                # the mean, and the median: the script's own clock also counts ddpbench's work between two of its
+                # steps (making rows, reading memory, the no-sync snapshot), which no step of ddpbench's does
+                figures = [(how, f(mine), f(theirs)) for how, f in (("mean", statistics.fmean),
+                                                                     ("median", statistics.median))]
+                print(f"world size {ws}, {phase} steps: " + "; ".join(
+                    f"{how} ddpbench {a:.4f} ms, the script's own timing of the same steps {b:.4f} ms "
+                    f"({100 * (a / b - 1):+.2f} %)" for how, a, b in figures))
+
+
 def sweep(run_args: list[str], out: Path, samples: int) -> tuple[dict[int, float], dict[int, float]]:
     """The sweep's samples/s per world size, and the script's own for the epoch the sweep measured
-    (its second: read from rank 0's log of the same launch)."""
+    (its third, after the warm-up and the phase steps: read from rank 0's log of the same launch)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     experiment = out.parent / "script.toml"
     experiment.write_text(textwrap.dedent(f"""
@@ -247,9 +497,9 @@ def sweep(run_args: list[str], out: Path, samples: int) -> tuple[dict[int, float
         if record["kind"] != "run":
             continue
         ws = record["spec"]["world_size"]
-        rates = [float(m[4]) for m in EPOCH.finditer(Path(record["logs"][0]).read_text()) if int(m[1]) == 1]
+        rates = [float(m[4]) for m in EPOCH.finditer(Path(record["logs"][0]).read_text()) if int(m[1]) == 2]
         if not rates:
-            sys.exit(f"world size {ws}: the script printed no second epoch; give it more epochs")
+            sys.exit(f"world size {ws}: the script printed no third epoch; give it more epochs")
         later[ws] = rates[0]
     return swept, later
 
@@ -289,9 +539,29 @@ def main() -> None:
     p.add_argument("--blocks", type=int, default=40, help="blocks of steps per model (default: 40)")
     p.add_argument("--block-steps", type=int, default=20, help="steps per block (default: 20)")
     p.set_defaults(func=cost)
+    p = sub.add_parser("hooks")
+    p.add_argument("--blocks", type=int, default=200, help="rounds, one block of each (default: 200)")
+    p.add_argument("--block-steps", type=int, default=20, help="steps per block (default: 20)")
+    p.add_argument("--features", type=int, default=10, help="the Linear layer's width (default: 10)")
+    p.add_argument("--batch", type=int, default=32, help="samples per step (default: 32)")
+    p.add_argument("--quick", action="store_true", help="a few blocks: that it runs, not a figure")
+    p.set_defaults(func=hooks)
+    p = sub.add_parser("tiny-sweep")
+    p.add_argument("--warmup", type=int, default=100, help="warmup_steps (default: 100)")
+    p.add_argument("--steps", type=int, default=1000, help="steps (default: 1000)")
+    p.set_defaults(func=tiny_sweep)
+    p = sub.add_parser("tiny")
+    p.add_argument("--blocks", type=int, default=200, help="blocks of steps per model (default: 200)")
+    p.add_argument("--block-steps", type=int, default=20, help="steps per block (default: 20)")
+    p.add_argument("--features", type=int, default=10, help="the Linear layer's width (default: 10)")
+    p.add_argument("--batch", type=int, default=32, help="samples per step (default: 32)")
+    p.add_argument("--quick", action="store_true", help="a few blocks: that it runs, not a figure")
+    p.add_argument("--phase-steps", action="store_true", help="time phase steps (every hook on) instead of "
+                   "measured ones (the target is for measured steps)")
+    p.set_defaults(func=tiny)
     for name, func in (("overhead", overhead), ("alternate", alternate), ("agreement", agreement)):
         p = sub.add_parser(name)
-        samples, epochs = {"alternate": (1024, 9), "overhead": (2048, 3), "agreement": (4096, 3)}[name]
+        samples, epochs = {"alternate": (1024, 9), "overhead": (2048, 3), "agreement": (4096, 5)}[name]
         p.add_argument("--samples", type=int, default=samples, help=f"the script's training set (default: {samples})")
         p.add_argument("--epochs", type=int, default=epochs, help="the script's epochs; the first is not counted "
                        f"(default: {epochs})")
@@ -303,6 +573,8 @@ def main() -> None:
             p.add_argument("--rounds", type=int, default=3, help="rounds of script alone, then sweep (default: 3)")
         p.set_defaults(func=func)
     args = parser.parse_args()
+    if getattr(args, "quick", False):
+        args.blocks, args.block_steps = 4, 5
     args.func(args)
 
 

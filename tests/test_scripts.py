@@ -120,21 +120,27 @@ def test_the_example_script_through_sweep_compare_and_report(tmp_path):
         result, ws = record["result"], record["spec"]["world_size"]
         script = result["script"]
         assert script["ended"] == "stopped" and script["samples_per_step"] == [8]
-        assert script["unseen"] == {} and script["late_comm_steps"] == 0
+        # DDP's own all-reduce ran unwrapped: no bucket timing, no late-completion check
+        assert script["unseen"] == {} and script["late_comm_steps"] is None and script["comm"] == "builtin"
         assert script["ddp"]["bucket_cap_mb"] == 25.0
+        assert script["nosync_allreduced"] == 0 and script["skipped_steps"] == [] and script["optimizers"] == ["SGD"]
         rows = [dict(zip(result["step_columns"], row)) for row in result["steps"]]
-        assert {(r["phase"]) for r in rows} == {"warmup", "measure", "nosync"}
-        assert len(rows) == ws * (2 + 5 + 5)
+        assert {(r["phase"]) for r in rows} == {"warmup", "phases", "measure", "nosync"}
+        assert len(rows) == ws * (2 + 5 + 5 + 5)
         for row in rows:
             if row["phase"] == "warmup" and row["step"] == 0:
                 continue  # its data phase starts at its own forward
+            if row["phase"] in ("measure", "nosync"):  # timed by their end alone
+                assert row["step_ms"] > 0 and row["forward_ms"] is None
+                continue
             assert row["forward_ms"] > 0 and row["backward_ms"] > 0 and row["optimizer_ms"] > 0
             assert row["data_ms"] > 0 and row["comm_ms"] == 0
             parts = sum(row[p] for p in ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms"))
             assert math.isclose(parts, row["step_ms"], rel_tol=1e-6)
         ranks = result["ranks"]
         assert len({r["checksum"] for r in ranks}) == 1
-        assert all(len(r["bucket_comm_ms"]) == len(r["bucket_bytes"]) >= 1 for r in ranks)
+        assert all(r["bucket_comm_ms"] is None and len(r["bucket_bytes"]) >= 1 for r in ranks)
+        assert all(r["peak_rss_mb"] > 0 and r["rank_memory_mb"] > 0 for r in ranks)  # read before the snapshot
         assert result["compute"]["workload"].startswith("train_cnn.py")
         assert result["check"]["skipped"]
     # the script wrote its snapshots in the launch's scratch folder, which went with it
@@ -197,7 +203,7 @@ BAD_SCRIPTS = {
     "no_step.py": ("ddp = DDP(model())\nfor _ in range(20):\n    ddp(torch.randn(8, 4)).sum().backward()\n",
                    "without stepping an optimizer"),
     "early.py": ("ddp = DDP(model()); opt = torch.optim.SGD(ddp.parameters(), lr=0.1)\n"
-                 "for _ in range(3):\n    step(ddp, opt)\nsys.exit(0)\n", "exited after 3 optimizer steps; the job needs 12"),
+                 "for _ in range(3):\n    step(ddp, opt)\nsys.exit(0)\n", "exited after 3 optimizer steps; the job needs 17"),
     "crash.py": ("ddp = DDP(model()); opt = torch.optim.SGD(ddp.parameters(), lr=0.1)\n"
                  "step(ddp, opt)\nraise ValueError('bad data')\n",
                  "the script raised ValueError: bad data (after 1 optimizer steps)"),
@@ -326,19 +332,24 @@ def test_the_hooks_time_each_phase_and_stop_at_a_step_boundary(group_of_one):
                 ddp.train()
                 opt.step()
                 other.step()
-                if step == 2:  # the last measured step (1 warm-up + 2)
+                if step == 4:  # the last measured step (1 warm-up + 2 with the phase hooks + 2 measured)
                     measured = [p.detach().clone() for p in ddp.parameters()]
     finally:
         instrument.uninstall()
-    assert step == 4 and instrument.steps_done == 5
-    assert [(r[1], r[2]) for r in instrument.rows] == [("warmup", 0), ("measure", 0), ("measure", 1),
-                                                        ("nosync", 0), ("nosync", 1)]
-    assert instrument.step_samples == [8] * 5 and instrument.unseen == {}
+    assert step == 6 and instrument.steps_done == 7
+    assert [(r[1], r[2]) for r in instrument.rows] == [("warmup", 0), ("phases", 0), ("phases", 1), ("measure", 0),
+                                                        ("measure", 1), ("nosync", 0), ("nosync", 1)]
+    assert instrument.step_samples == [8] * 3 and instrument.unseen == {}  # the steps with the phase hooks
     assert instrument.ddp_settings["bucket_cap_mb"] == 0.5  # the job's, not the script's 100
-    assert all(r[4] > 0 and r[5] > 0 and r[6] == 0 and r[7] > 0 for r in instrument.rows)
+    hooked = [r for r in instrument.rows if r[1] in ("warmup", "phases")]
+    assert all(r[4] > 0 and r[5] > 0 and r[6] == 0 and r[7] > 0 for r in hooked)
+    # the measured steps carry the step boundary alone: their time, no phases
+    assert all(r[3:8] == [None] * 5 and r[8] > 0 for r in instrument.rows if r not in hooked)
     # the no-sync steps are undone: the model is as the measured steps left it
     assert all(torch.equal(a, b) for a, b in zip(measured, ddp.parameters()))
-    assert ddp.require_backward_grad_sync and len(instrument.bucket_comm_ms()) == 1
+    assert ddp.require_backward_grad_sync and instrument.nosync_allreduced == 0
+    assert instrument.comm == "builtin" and instrument.bucket_comm_ms() is None  # DDP's own all-reduce, untouched
+    assert type(ddp) is DistributedDataParallel and ddp.__dict__["require_backward_grad_sync"] is True
     assert DistributedDataParallel.__init__.__name__ == "__init__" and dist.is_initialized()
 
 
@@ -358,10 +369,11 @@ def test_a_phase_that_cannot_be_seen_is_unknown(group_of_one):
             opt.step()  # a step without a forward of its own
     finally:
         instrument.uninstall()
-    assert instrument.steps_done == 5 and instrument.done  # run to its end: steps after ddpbench's not counted
-    assert instrument.unseen == {"an optimizer step without a forward of the DDP model": 2}
-    unseen = [r for r in instrument.rows if r[4] is None]
-    assert len(unseen) == 2 and all(r[5] is None and r[6] is None and r[7] is None and r[8] > 0 for r in unseen)
+    assert instrument.steps_done == 7 and instrument.done  # run to its end: steps after ddpbench's not counted
+    # each step without a forward of its own is unseen; only the steps with the phase hooks can tell
+    assert instrument.unseen == {"an optimizer step without a forward of the DDP model": 1}
+    unseen = [r for r in instrument.rows if r[1] in ("warmup", "phases") and r[4] is None]
+    assert len(unseen) == 1 and all(r[5] is None and r[6] is None and r[7] is None and r[8] > 0 for r in unseen)
 
 
 @pytest.mark.slow

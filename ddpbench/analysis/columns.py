@@ -187,7 +187,8 @@ MEASURED: tuple[Column, ...] = (
     _c("exposed_disagree", "bool", "trace", f"two measures of exposed communication differ by more than "
                                           f"{100 * DISAGREE:.0f} % of the larger"),
     _c("exposed_trusted", "text", "trace", "which measure of exposed communication to trust: no_sync or trace"),
-    _c("exposed_reason", "text", "trace", "why that one"),
+    _c("exposed_reason", "text", "trace", "why that one; for a script job whose no-sync steps all-reduced, why its "
+       "exposed communication is withheld"),
     # the equivalence check
     _c("max_abs_diff", "number", "check", "largest parameter difference from single-process training, over launches"),
     _c("exact", "bool", "check", "an exact strategy in fp32, held to its tolerance; False: lossy by design"),

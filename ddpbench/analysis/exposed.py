@@ -41,3 +41,21 @@ def figures(step_mean_ms: float, launch_means: pd.DataFrame, nosync_steps: pd.Da
     return {"nosync_step_ms": nosync_mean, "exposed_comm_ms": exposed, "exposed_comm_share": share(exposed),
             "exposed_comm_ms_low": low, "exposed_comm_ms_high": high,
             "exposed_comm_share_low": share(low), "exposed_comm_share_high": share(high)}
+
+
+#: the exposed-communication figures (:func:`figures`), withheld together where the no-sync steps all-reduced
+FIGURES = ("nosync_step_ms", "exposed_comm_ms", "exposed_comm_share", "exposed_comm_ms_low",
+           "exposed_comm_ms_high", "exposed_comm_share_low", "exposed_comm_share_high")
+
+
+def withheld(job_runs: pd.DataFrame) -> dict:
+    """A script job whose no-sync steps all-reduced all the same (the script defeated ddpbench's hold on
+    DDP's flag; the runs' ``nosync_allreduced``): its exposed-communication figures NaN, and why in
+    ``exposed_reason``. Nothing for any other job."""
+    counts = pd.to_numeric(job_runs.get("nosync_allreduced", pd.Series(dtype=float)), errors="coerce").fillna(0)
+    if not (counts > 0).any():
+        return {}
+    why = (f"withheld: {int(counts.sum())} of the script's no-sync steps all-reduced all the same (the script "
+           "overrode DDP's require_backward_grad_sync where ddpbench could not steer it), so mean step - mean "
+           "no-sync step would measure nothing")
+    return {**{name: math.nan for name in FIGURES}, "exposed_reason": why}

@@ -127,12 +127,15 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         row["step_ms_mean_low"], row["step_ms_mean_high"] = stats.mean_ci(per_launch)
         row.update(_interval_figures(row, first))
         measure_rows = mine[mine["phase"] == "measure"] if len(mine) else mine
+        phase_rows = mine[mine["phase"] == "phases"] if len(mine) else mine  # a script's (measured: no phases)
         for col in TIMED_PHASES:
             row[col] = mean(measure_rows[col]) if len(measure_rows) else math.nan
+            row[col] = mean(phase_rows[col]) if math.isnan(row[col]) and len(phase_rows) else row[col]
         row.update(exposed.figures(step_mean, launches.get(key, empty), nosync.get(key, empty)))
         row.update(_rank_figures(job_ranks_of.get(key, ranks.iloc[0:0])))
         row.update(_trace_figures(job_runs, mine, row))
         row.update(overlap.compare_exposed(row))
+        row.update(exposed.withheld(job_runs))
         row.update(_check_figures(job_runs))
         row.update(_compute_figures(job_runs, job_ranks_of.get(key, ranks.iloc[0:0]), step_mean, datasheet_tflops))
         row["data_share"] = row["data_ms"] / step_mean if step_mean else math.nan

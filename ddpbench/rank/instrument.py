@@ -4,29 +4,48 @@ A script is not changed; while it runs (:class:`Instrument` installed) ddpbench 
 
 * ``DistributedDataParallel.__init__``, patched: the job's DDP settings are applied where the script
   builds its model, a script's own value the job overrides is reported, and one the job cannot
-  stand for is refused (:mod:`ddpbench.rank.ddp_settings`); a second DDP is refused;
+  stand for is refused (:mod:`ddpbench.rank.ddp_settings`); a second DDP is refused. The model's class is swapped for a subclass of it whose
+  ``require_backward_grad_sync`` (the flag DDP's forward reads, and ``no_sync()`` sets) is
+  ddpbench's to steer: what the script sets is its wish, honoured except in ddpbench's no-sync steps;
+* the optimizers' global step hooks (``torch.optim.Optimizer``): a step ends when the optimizers of
+  the DDP model's parameters have each stepped once (the set is learnt from the script's first step:
+  the optimizers stepped before the first of them steps again; an optimizer of other parameters is
+  not counted, and one stepped inside another's step, as ``ZeroRedundancyOptimizer`` and
+  Accelerate's wrapper step theirs, counts as the outer one's step);
+* ``GradScaler.step`` and ``update``: an update without a step of the model's optimizers since the
+  last one is a step the scaler skipped (inf or NaN gradients): stored apart, never counted.
+
+What a step costs the script is its measured time, so the measured steps (``measure``, and
+``nosync`` from which the exposed communication follows) carry only the step hooks: one clock read
+at the step's end. Where the time goes inside a step is measured on ``steps`` more steps of their
+own, phase ``phases``, run before the measured ones with the phase hooks on:
+
 * the DDP module's forward hooks: a step's *forward* starts when the DDP forward starts (in training
   mode with grad enabled: evaluation, under ``eval()`` or ``no_grad``, is not a training step), and
   the samples of its first input are counted; a hook on the forward's output gradient marks where *backward* starts;
 * the autograd engine's final callbacks: the backward ends once DDP's own end-of-backward callback
   (which waits for every bucket's all-reduce) has run;
-* a communication hook wrapping the all-reduce (or the job's ``comm_hook``, or the script's own):
-  each bucket's all-reduce, from its launch to its completion (on the CPU; on a GPU the host's
-  view of it is not the device's, and none is recorded);
-* the optimizer's global step hooks (``torch.optim.Optimizer``): a step ends when the step of the
-  optimizer of the DDP model's parameters ends (an optimizer of other parameters is not counted). From the end of the backward to there is *optimizer* (the script's clipping and
-  unscaling too); from the end of a step to the next forward is *data* (the wait for the next
-  batch, moving it, zeroing gradients, the script's logging). DDP's all-reduce is waited for inside
-  the backward, so *comm* is 0, as for a DDP workload.
+* where the bucket reduction runs Python anyway (the job's ``comm_hook``, or the script's own hook)
+  a wrapper around it times each bucket's reduction, from its launch to its completion (on the CPU;
+  on a GPU the host's view of it is not the device's, and none is recorded). DDP's own C++
+  all-reduce is left alone: a Python hook in its place would cost every step, measured ones too;
+* from the end of the backward to the end of the last optimizer step is *optimizer* (the script's
+  clipping and unscaling too); from the end of a step to the next forward is *data* (the wait for
+  the next batch, moving it, zeroing gradients, the script's logging). DDP's all-reduce is waited
+  for inside the backward, so *comm* is 0, as for a DDP workload.
 
 Phases that cannot be seen in a step (no gradient reached the forward's output, an optimizer step
 without a forward) are left unknown (None), never guessed; :attr:`Instrument.unseen` says why.
 
-Steps run as for a workload: ``warmup_steps``, ``steps`` measured, then ``steps`` more with DDP's
-gradient synchronisation off (``require_backward_grad_sync``, the flag DDP's own ``no_sync()``
-sets: what a workload's no-sync phase runs), after which the model and optimizer are restored to
-their state at the end of the measured steps. Then the script is stopped at the step boundary
-(:class:`StopScript`, raised from the optimizer's hook) or, with ``script_to_end``, left to run on.
+Steps run as: ``warmup_steps`` (phase hooks on), ``steps`` with the phase hooks (``phases``),
+``steps`` measured, then ``steps`` more with DDP's gradient synchronisation off (``nosync``: the
+flag off, as DDP's own ``no_sync()`` sets it), after which the model and optimizers are restored to
+their state at the end of the measured steps. Each no-sync step is checked to have skipped the
+all-reduce (DDP's ``require_forward_param_sync``, which its forward sets only when it prepares the
+reduction, and the bucket reductions a wrapper saw); the steps that did not are counted
+(:attr:`Instrument.nosync_allreduced`) and the exposed communication is withheld. Then the script
+is stopped at the step boundary (:class:`StopScript`, raised from the optimizer's hook) or, with
+``script_to_end``, left to run on.
 """
 
 from __future__ import annotations
@@ -34,20 +53,14 @@ from __future__ import annotations
 import copy
 import inspect
 import time
+import weakref
+
+from ddpbench.rank.steps import HOOKED, BadScript, StepEnds, StopScript, own_optimizer, state_bytes  # noqa: F401
 
 #: what the errors of a script that needs a GPU say (torch's own messages)
 NO_GPU = ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "Found no NVIDIA driver",
           "no CUDA-capable device", "NCCL built in", "ProcessGroupNCCL is only supported with GPUs",
           "CUDA driver initialization failed")
-
-
-class StopScript(BaseException):
-    """Raised from the optimizer's step hook once ddpbench has its steps: ends the script there.
-    A BaseException, so that a script's ``except Exception`` does not swallow it."""
-
-
-class BadScript(BaseException):
-    """A script that breaks what ddpbench needs of it (one DDP, an optimizer that steps, enough steps)."""
 
 
 def first_tensor(value, grad: bool = False):
@@ -64,32 +77,49 @@ def first_tensor(value, grad: bool = False):
     return None
 
 
-class Instrument:
+#: ``user_hook``'s first item when the script registered one of DDP's builtin (C++) hooks
+BUILTIN = object()
+
+
+class Instrument(StepEnds):
     """Every hook of one script run; :meth:`install` before the script, :meth:`uninstall` after.
 
-    ``clock``: the step timer's (:mod:`ddpbench.rank.timing`); ``at(phase, step)``: where the rank is.
+    ``clock``: the step timer's (:mod:`ddpbench.rank.timing`); ``at(phase, step)``: where the rank is;
+    ``plan``: (phase, steps) in order, by default the job's (see the module docstring).
     """
 
-    def __init__(self, spec, rank: int, clock, at=lambda phase, step=-1: None):
+    def __init__(self, spec, rank: int, clock, at=lambda phase, step=-1: None, plan=None):
         from ddpbench.rank.timing import StepTimer
 
         self.spec, self.rank, self.at = spec, rank, at
         self.timer = StepTimer(clock)
         self.host_clock = clock.__class__.__name__ == "HostClock"
-        self.plan = (("warmup", spec.warmup_steps), ("measure", spec.steps), ("nosync", spec.steps))
-        self.total = sum(count for _, count in self.plan)
+        self.plan = plan or (("warmup", spec.warmup_steps), ("phases", spec.steps), ("measure", spec.steps),
+                             ("nosync", spec.steps))
         self.ddp = None
         self.ddp_params: set[int] = set()
-        self.optimizer = None
+        #: the optimizers of the DDP model's parameters a step steps, each once (learnt in the first step)
+        self.optimizers: list = []
+        self.learned = False
+        self.stepped: list = []  # the optimizers stepped so far in the step under way
+        self._trains = weakref.WeakKeyDictionary()  # optimizer -> whether it steps DDP parameters
+        self.depth = 0  # optimizer steps under way (one inside another's: ZeroRedundancyOptimizer's local one)
         self.ddp_settings: dict = {}
         self.ddp_overridden: dict = {}  # what the script passed DDP that the job's settings replaced
-        self.user_hook = None  # (state, hook) the script registered
-        self.steps_done = 0  # optimizer steps since DDP was built
+        self.user_hook = None  # (state, hook) the script registered, or (BUILTIN, type)
+        #: how the buckets are reduced, settled at the first forward: "builtin" (DDP's own C++ all-reduce,
+        #: untouched), "python" (a Python hook, the job's or the script's, run inside ddpbench's timing wrapper),
+        #: or "script builtin" (a builtin hook the script registered)
+        self.comm: str | None = None
+        self._register_comm = self._register_builtin = None
+        self.counted = 0  # steps since DDP was built, made rows (:attr:`steps_done` counts them all)
+        self.phase = self.phase_of(0)
+        self.hooked = self.phase in HOOKED
         self.rows: list[list] = []
-        self.state = "idle"  # idle | forward | backward | after_backward
+        self.state = "idle"  # idle | forward | backward | after_backward | optimizer
         self.started = False
         self.samples = 0
-        self.step_samples: list[int] = []
+        self.step_samples: list[int] = []  # the samples of each step with the phase hooks on
         self.forwards = 0
         self.bucket_ms: dict[int, list[float]] = {}
         self.unseen: dict[str, int] = {}
@@ -98,13 +128,56 @@ class Instrument:
         #: whether the per-step hooks time anything (benchmarks/script_overhead.py pauses them every other
         #: epoch, to set the script's own timing of hooked epochs against unhooked ones in one process)
         self.active = True
+        self.wish = True  # what the script set require_backward_grad_sync to
+        self.nosync = False  # ddpbench's no-sync steps under way: DDP's flag reads False whatever the wish
+        #: no-sync steps (all ranks' once gathered) whose gradients were all-reduced all the same
+        self.nosync_allreduced = 0
+        self._reduced = False  # a bucket was reduced in this no-sync step (seen by the wrapper)
+        #: the steps the GradScaler skipped: [rank, phase, step_ms, samples]
+        self.skipped: list[list] = []
+        self._scaler_stepped = self._stepped_since_update = False
+        #: the rank's memory at the end of the measured steps (before the no-sync snapshot), see ScriptRank
+        self.memory: dict | None = None
         self._undo: list = []
         self._hooks: list = []
-        #: measured steps in which a bucket's all-reduce completed after the backward's end was marked
-        #: (0 unless the end of the backward were seen too early: then comm_ms = 0 would be wrong)
+        self._step_hooks: list = []
+        self._first = None
+        #: steps with the phase hooks in which a bucket's all-reduce completed after the backward's end was
+        #: marked (0 unless the end of the backward were seen too early: then comm_ms = 0 would be wrong)
         self.late_comm = 0
         self._comm_done_ns = 0
         self._backward_end_ns = 0
+        # the measured steps' fast path (one optimizer learnt, no phase hooks): each step's (start, end) on the
+        # clock, made rows when the phase ends (:meth:`flush`)
+        self._fast = None  # the optimizer whose step ends a step on the fast path, or None: the full path
+        self._fast_steps = 0  # the steps the fast path takes before it flushes
+        self._spans: list[tuple] = []
+        self._nosync_synced = 0  # fast no-sync steps that all-reduced
+        self._last = None  # the clock's mark where the step under way began (fast path)
+        self._why: str | None = None  # why the step under way's phases are unseen, if they are
+        self._end_mark = 0  # the timer's mark at the last optimizer step of the step under way
+        self._end_samples = 0  # its samples there
+
+    @property
+    def steps_done(self) -> int:
+        """The optimizer steps since DDP was built: those made rows, the fast path's not yet made rows, and a
+        first step still open (its optimizers are learnt when the first of them steps again)."""
+        return self.counted + len(self._spans) + (1 if self.stepped and not self.learned else 0)
+
+    @property
+    def total(self) -> int:
+        return sum(count for _, count in self.plan)
+
+    @property
+    def optimizer(self):
+        """The first optimizer of the DDP model's parameters (None before one stepped)."""
+        return (self.optimizers or self.stepped or [None])[0]
+
+    @optimizer.setter
+    def optimizer(self, value) -> None:
+        if value is not None:
+            raise ValueError("only None: ddpbench learns the optimizers from the script's steps")
+        self.optimizers, self.stepped = [], []
 
     # -- which step this is ----------------------------------------------------------------
     def phase_of(self, step: int) -> str | None:
@@ -114,10 +187,20 @@ class Instrument:
             step -= count
         return None
 
+    def first_of(self, phase: str) -> int:
+        first = 0
+        for name, count in self.plan:
+            if name == phase:
+                return first
+            first += count
+        return first
+
     # -- install and uninstall -------------------------------------------------------------
     def install(self) -> None:
+        import functools
+
+        from torch.amp.grad_scaler import GradScaler
         from torch.nn.parallel import DistributedDataParallel
-        from torch.optim.optimizer import register_optimizer_step_post_hook
 
         from ddpbench.rank.ddp_settings import ddp_settings
 
@@ -139,24 +222,60 @@ class Instrument:
                                    ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph",
                                     "find_unused_parameters", "broadcast_buffers")})
 
+        original_step, original_update = GradScaler.step, GradScaler.update
+
+        @functools.wraps(original_step)
+        def scaler_step(scaler, optimizer, *args, **kwargs):
+            if instrument.ddp is not None and instrument.trains_ddp(optimizer):
+                instrument._scaler_stepped = True
+            return original_step(scaler, optimizer, *args, **kwargs)
+
+        @functools.wraps(original_update)
+        def scaler_update(scaler, *args, **kwargs):
+            instrument.scaler_updated()
+            return original_update(scaler, *args, **kwargs)
+
         DistributedDataParallel.__init__ = init
-        handle = register_optimizer_step_post_hook(self.after_optimizer_step)
-        self._undo = [lambda: setattr(DistributedDataParallel, "__init__", original_init), handle.remove]
+        GradScaler.step, GradScaler.update = scaler_step, scaler_update
+        self.attach_step_hooks()
+        self._undo = [lambda: setattr(DistributedDataParallel, "__init__", original_init),
+                      lambda: setattr(GradScaler, "step", original_step),
+                      lambda: setattr(GradScaler, "update", original_update), self.detach_step_hooks]
 
     def uninstall(self) -> None:
         for undo in reversed(self._undo):
             undo()
         self._undo = []
 
+    def attach_step_hooks(self) -> None:
+        """The optimizers' global step hooks: all a measured step carries."""
+        from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+        if not self._step_hooks:
+            self._step_hooks = [register_optimizer_step_pre_hook(self.before_optimizer_step),
+                                register_optimizer_step_post_hook(self.after_optimizer_step)]
+
+    def detach_step_hooks(self) -> None:
+        for handle in self._step_hooks:
+            handle.remove()
+        self._step_hooks = []
+
     def set_active(self, active: bool) -> None:
-        """Time steps (True) or let them pass untimed from the next step on (False); at a step boundary."""
+        """Time steps (True) or let them pass untimed from the next step on (False); at a step boundary, with
+        the phase hooks on (the fast path of the measured steps cannot be paused)."""
         self.active, self.started, self.state = active, False, "idle"
 
     def stop_timing(self) -> None:
-        """Remove the per-step hooks (the forward's and the optimizer's): ddpbench has its steps."""
+        """Remove the phase hooks (the DDP forward's): the steps from here on are timed by their end alone."""
         for undo in self._hooks:
             undo.remove()
         self._hooks = []
+
+    def hook_phases(self) -> None:
+        """Put the phase hooks on the DDP forward."""
+        if not self._hooks and self.ddp is not None:
+            self._hooks = [self.ddp.register_forward_pre_hook(self.before_forward, with_kwargs=True),
+                           self.ddp.register_forward_hook(self.after_forward)]
 
     # -- DDP -----------------------------------------------------------------------------------
     def adopt(self, ddp, settings: dict) -> None:
@@ -174,30 +293,68 @@ class Instrument:
         if self.spec.backend not in backend:
             raise BadScript(f"the script's process group runs {backend} and the job says backend = "
                             f"{self.spec.backend!r}: set backend = {backend!r}")
-        ddp.register_comm_hook(None, self.comm_hook)
-        ddp.register_comm_hook = self.register_user_hook  # the script's own hook runs inside ours
-        self._hooks = [ddp.register_forward_pre_hook(self.before_forward, with_kwargs=True),
-                       ddp.register_forward_hook(self.after_forward)]
+        # the script's own hook is registered at the first forward, inside ddpbench's wrapper if it is Python
+        self._register_comm, self._register_builtin = ddp.register_comm_hook, ddp._register_builtin_comm_hook
+        ddp.register_comm_hook = self.register_user_hook
+        ddp._register_builtin_comm_hook = self.register_user_builtin
+        self._first = ddp.register_forward_pre_hook(self.first_forward)
+        self.steer(ddp)
+        if self.hooked:
+            self.hook_phases()
         self._undo.insert(0, self.stop_timing)
 
     def register_user_hook(self, state, hook) -> None:
         if self.spec.comm_hook != "none":
             raise BadScript(f"the script registers its own DDP communication hook ({getattr(hook, '__name__', hook)}) "
                             f"and the job sets comm_hook = {self.spec.comm_hook!r}: leave comm_hook out")
-        if self.user_hook is not None:
+        if self.user_hook is not None or self.comm not in (None, "builtin"):
             raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        if self.comm is not None:  # after the first forward (which DDP allows): passed on, not timed
+            self._register_comm(state, hook)
+            self.comm = "python, untimed"
+            return
         self.user_hook = (state, hook)
 
-    def comm_hook(self, _state, bucket):
-        """Every bucket's reduction: the script's hook, the job's, or DDP's all-reduce; timed on the CPU."""
-        from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    def register_user_builtin(self, comm_hook_type) -> None:
+        if self.spec.comm_hook != "none":
+            raise BadScript(f"the script registers DDP's builtin communication hook {comm_hook_type} and the job "
+                            f"sets comm_hook = {self.spec.comm_hook!r}: leave comm_hook out")
+        if self.user_hook is not None or self.comm not in (None, "builtin"):
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        self.user_hook = (BUILTIN, comm_hook_type)
+        if self.comm is not None:
+            self.ready_comm(again=True)
 
+    def first_forward(self, module, args) -> None:
+        self._first.remove()
+        self.ready_comm()
+
+    def ready_comm(self, again: bool = False) -> None:
+        """At the DDP model's first forward: how its buckets are reduced. DDP's own all-reduce stays as it is
+        (a Python hook around it would cost every step: ``benchmarks/script_overhead.py hooks``); a Python
+        hook, the job's or the script's, runs inside ddpbench's wrapper, which times it on the phase steps."""
         from ddpbench.strategies.ddp import comm_hook
 
+        if self.comm is not None and not again:
+            return
         if self.user_hook is None:
-            self.user_hook = comm_hook(self.spec) or (None, allreduce_hook)
+            self.user_hook = comm_hook(self.spec)
+        if self.user_hook is None:
+            self.comm = "builtin"
+        elif self.user_hook[0] is BUILTIN:
+            self._register_builtin(self.user_hook[1])
+            self.comm = "script builtin"
+        else:
+            self._register_comm(None, self.comm_hook)
+            self.comm = "python"
+
+    def comm_hook(self, _state, bucket):
+        """Every bucket's reduction through a Python hook (the script's or the job's); timed on the CPU in
+        the phase steps, and noted in a no-sync step (where there should be none)."""
         state, hook = self.user_hook
-        if not self.active or not self.host_clock or self.phase_of(self.steps_done) != "measure":
+        if self.nosync:
+            self._reduced = True
+        if self.phase != "phases" or not self.active or not self.host_clock:
             return hook(state, bucket)
         start = time.perf_counter_ns()
         index = bucket.index()
@@ -224,7 +381,7 @@ class Instrument:
         if not self.started:
             self.timer.start()
             self.started = True
-        if self.state in ("idle", "after_backward"):
+        if self.state in ("idle", "after_backward", "optimizer"):
             self.timer.mark("data_ms")
             self.state = "forward"
         return None
@@ -257,81 +414,48 @@ class Instrument:
             self._backward_end_ns = time.perf_counter_ns()
             self.state = "after_backward"
 
-    def after_optimizer_step(self, optimizer, args, kwargs) -> None:
-        if self.done or not self.active:
-            return
-        if self.ddp is None:
-            raise BadScript("the script stepped an optimizer before it built DistributedDataParallel: ddpbench "
-                            "measures the steps of a script's DDP model")
-        if optimizer is not self.optimizer:
-            if not any(id(p) in self.ddp_params for group in optimizer.param_groups for p in group["params"]):
-                return  # it trains something else than the DDP model: not a step of it
-            if self.optimizer is not None:
-                raise BadScript("the script steps a second optimizer of its DDP model's parameters; ddpbench "
-                                "counts the steps of one")
-            self.optimizer = optimizer
-        step, phase = self.steps_done, self.phase_of(self.steps_done)
-        if not self.started:  # a step without any forward of the DDP model
-            self.timer.start()
-            self.started = True
-        seen = self.state == "after_backward"
-        self.timer.mark("optimizer_ms" if seen else "unseen")
-        if not seen:
-            why = {"idle": "an optimizer step without a forward of the DDP model",
-                   "forward": "no gradient reached the DDP model's output",
-                   "backward": "the backward's end was not seen"}[self.state]
-            self.unseen[why] = self.unseen.get(why, 0) + 1
-        row = self.timer.lap()
-        self.state = "idle"
-        if phase == "measure" and self._comm_done_ns > self._backward_end_ns:
-            self.late_comm += 1
-        known = [row.get("data_ms", 0.0), *(row.get(p, 0.0) if seen else None for p in
-                                            ("forward_ms", "backward_ms")), 0.0 if seen else None,
-                 row.get("optimizer_ms") if seen else None]
-        self.rows.append([self.rank, phase, step - self.first_of(phase), *known, row["step_ms"]])
-        self.step_samples.append(self.samples)
-        if step == 0:
-            self.check_batch(self.samples)
-        self.samples = 0
-        self.steps_done += 1
-        following = self.phase_of(self.steps_done)
-        self.at(f"script {following or 'end'}", self.steps_done - self.first_of(following) if following else -1)
-        self.boundary(self.steps_done)
-
-    def first_of(self, phase: str) -> int:
-        first = 0
-        for name, count in self.plan:
-            if name == phase:
-                return first
-            first += count
-        return first
-
-    def check_batch(self, samples: int) -> None:
-        spec = self.spec
-        expected = spec.per_rank_batch
-        if samples != expected:
-            fix = samples * spec.world_size if spec.scaling == "strong" else samples
-            raise BadScript(f"the script's DDP model took {samples} samples in its first optimizer step on rank "
-                            f"{self.rank}, and the job counts {expected} per rank (batch_size = {spec.batch_size}, "
-                            f"scaling = {spec.scaling!r}): set batch_size = {fix} so that samples/s counts what the "
-                            "script trains")
-
     def boundary(self, step: int) -> None:
-        """Between two steps: start or end the no-sync steps, stop when every step is done."""
-        first_nosync = self.first_of("nosync")
-        if step == first_nosync and self.spec.steps:
-            self.snapshot = (copy.deepcopy(self.ddp.module.state_dict()), copy.deepcopy(self.optimizer.state_dict()))
-            self.ddp.require_backward_grad_sync = False
+        """Between two steps: the phase hooks on or off, the no-sync steps started or ended, and a stop once
+        every step is done."""
+        self.phase = self.phase_of(step)
+        hooked = self.phase in HOOKED
+        if hooked != self.hooked:
+            self.hooked, self.state = hooked, "idle"
+            self.hook_phases() if hooked else self.stop_timing()
+        if step == self.first_of("nosync") and self.spec.steps:
+            self.memory = self.read_memory()  # what the script's own steps took, before ddpbench's copies
+            self.snapshot = (copy.deepcopy(self.ddp.module.state_dict()),
+                             [copy.deepcopy(own_optimizer(o).state_dict()) for o in self.optimizers])
+            self.nosync = True
+        if self.started and self.timer.marks == 1:  # ddpbench's own work here (rows, memory, a snapshot): no step's
+            self.timer.restart(self.timer.clock.record())
+        left = self.first_of(self.phase) + dict(self.plan).get(self.phase, 0) - step if self.phase else 0
+        if (not hooked and self.learned and len(self.optimizers) == 1 and self.active and left > 0
+                and self.started):
+            self._fast, self._fast_steps = self.optimizers[0], left
+            self._last = self.timer.last_mark()
+            # where the rank is, without its step: a write per step would cost the step a system call
+            self.at(f"script {self.phase}", -1)
         if step == self.total:
             if self.snapshot is not None:
                 self.ddp.module.load_state_dict(self.snapshot[0])
-                self.optimizer.load_state_dict(self.snapshot[1])
+                for optimizer, state in zip(self.optimizers, self.snapshot[1]):
+                    own_optimizer(optimizer).load_state_dict(state)
                 self.snapshot = None
-            self.ddp.require_backward_grad_sync = True
+            # the script's wish at a step boundary: syncing (a no_sync() of its own that saved the flag while
+            # ddpbench held it off would otherwise leave it off)
+            self.nosync, self.wish = False, True
             self.done = True
             self.stop_timing()
             if not self.spec.script_to_end:
                 raise StopScript()
+
+    def read_memory(self) -> dict:
+        """The rank's memory now, as a workload rank stores it (peak RSS, its own memory, GPU peaks)."""
+        from ddpbench.rank.devices import gpu_memory, own_memory_mb, peak_rss_mb
+
+        devices = [p.device for p in self.ddp.module.parameters()][:1] if self.spec.device == "cuda" else []
+        return {"peak_rss_mb": peak_rss_mb(), **own_memory_mb(), **gpu_memory(devices)}
 
     # -- what the run showed ---------------------------------------------------------------
     def missing(self, ended: str) -> str | None:
@@ -339,18 +463,20 @@ class Instrument:
         if self.ddp is None:
             return (f"the script {ended} without building DistributedDataParallel: ddpbench measures a script "
                     "through the DDP model it trains")
-        if self.steps_done == 0:
+        steps = self.steps_done
+        if steps == 0:
             return (f"the script {ended} without stepping an optimizer after it built DDP: ddpbench counts "
                     "steps by torch.optim.Optimizer.step")
-        if self.steps_done < self.total:
+        if steps < self.total:
             spec = self.spec
-            return (f"the script {ended} after {self.steps_done} optimizer steps; the job needs {self.total} "
-                    f"(warmup_steps {spec.warmup_steps} + steps {spec.steps} measured + {spec.steps} without "
-                    "gradient sync): lower steps, or give the script more to do (its script_args)")
+            return (f"the script {ended} after {steps} optimizer steps; the job needs {self.total} "
+                    f"(warmup_steps {spec.warmup_steps} + steps {spec.steps} with the phases timed + {spec.steps} "
+                    f"measured + {spec.steps} without gradient sync): lower steps, or give the script more to do "
+                    "(its script_args)")
         return None
 
     def bucket_comm_ms(self) -> list[float] | None:
-        """Each bucket's mean all-reduce time over the measured steps, in DDP's bucket order."""
+        """Each bucket's mean reduction time over the phase steps, in DDP's bucket order (None if not timed)."""
         if not self.bucket_ms:
             return None
         return [sum(times) / len(times) for _, times in sorted(self.bucket_ms.items())]

@@ -30,8 +30,7 @@ from ddpbench.experiment.scripts import script_path
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank import protocol
 from ddpbench.rank.ddp_settings import check_ran
-from ddpbench.rank.devices import gpu_memory, peak_rss_mb
-from ddpbench.rank.instrument import NO_GPU, BadScript, Instrument, StopScript
+from ddpbench.rank.instrument import NO_GPU, BadScript, Instrument, StopScript, state_bytes
 from ddpbench.rank.protocol import START_DIR_ENV, Job, Tracked
 from ddpbench.rank.shapes import Shapes, link_start_dir, substitute_args, visible_devices
 from ddpbench.rank.timing import clock_for
@@ -159,17 +158,18 @@ class ScriptRank(Tracked):
         module = ddp.module
         sizes = grad_bytes(module)
         stats = ddp_stats(ddp)
-        nbytes = sum(v.numel() * v.element_size() for state in instrument.optimizer.state.values()
-                     for v in state.values() if hasattr(v, "numel"))
+        nbytes = sum(state_bytes(optimizer) for optimizer in instrument.optimizers or instrument.stepped)
         sent = ring_traffic(sizes, self.world_size) if self.world_size > 1 else 0.0
+        private = ("unseen", "samples", "late_comm", "nosync_allreduced", "skipped")
         mine = {"rows": instrument.rows, "rank": {
             "rank": self.rank, "pid": os.getpid(), "threads": int(self.spec.threads_per_rank),
-            "peak_rss_mb": peak_rss_mb(), **gpu_memory([p.device for p in module.parameters()][:1]
-                                                       if self.spec.device == "cuda" else []),
+            # read at the end of the measured steps, before ddpbench's copy of the model and optimizer state
+            **(instrument.memory or instrument.read_memory()),
             "checksum": param_checksum(module.named_parameters()), **stats,
             "bytes_sent_per_step": sent, "bytes_recv_per_step": sent, "traffic_source": "computed: ring all-reduce",
             "optimizer_state_mb": nbytes / 1e6, "bucket_comm_ms": instrument.bucket_comm_ms(),
-            "unseen": instrument.unseen, "samples": instrument.step_samples, "late_comm": instrument.late_comm}}
+            "unseen": instrument.unseen, "samples": instrument.step_samples, "late_comm": instrument.late_comm,
+            "nosync_allreduced": instrument.nosync_allreduced, "skipped": instrument.skipped}}
         figures = {"params": count_params(module), "grad_bytes": sizes, "tensors": count_tensors(module),
                    "tensor_bytes": list(tensor_bytes(module))}
         gathered = [None] * self.world_size if self.rank == 0 else None
@@ -178,8 +178,7 @@ class ScriptRank(Tracked):
         if self.rank != 0:
             return None
         check_replicas({g["rank"]["rank"]: g["rank"]["checksum"] for g in gathered})
-        ranks = [{k: v for k, v in g["rank"].items() if k not in ("unseen", "samples", "late_comm")}
-                 for g in gathered]
+        ranks = [{k: v for k, v in g["rank"].items() if k not in private} for g in gathered]
         unseen: dict[str, int] = {}
         for g in gathered:
             for why, count in g["rank"]["unseen"].items():
@@ -198,9 +197,14 @@ class ScriptRank(Tracked):
             "unseen": unseen,
             "samples_per_step": sorted({n for g in gathered for n in g["rank"]["samples"]}),
             "destroy_deferred": self.shapes.destroy_deferred, "shapes": self.shapes.summary(),
-            "late_comm_steps": sum(g["rank"]["late_comm"] for g in gathered),
-            "no_sync": "DDP's require_backward_grad_sync off (what DDP.no_sync() sets), model and optimizer "
-                       "restored after",
+            # checked only where a Python hook reduces the buckets (DDP's own all-reduce is not wrapped)
+            "late_comm_steps": sum(g["rank"]["late_comm"] for g in gathered) if instrument.comm == "python" else None,
+            "no_sync": "DDP's require_backward_grad_sync held off (what DDP.no_sync() sets; the script's own setting "
+                       "of it is honoured in the other steps), model and optimizer restored after",
+            "nosync_allreduced": sum(g["rank"]["nosync_allreduced"] for g in gathered),
+            "skipped_steps": [row for g in gathered for row in g["rank"]["skipped"]],
+            "optimizers": [type(o).__name__ for o in instrument.optimizers or instrument.stepped],
+            "comm": instrument.comm,
         }
         return result
 

@@ -42,12 +42,29 @@ class StepTimer:
     def mark(self, phase: str) -> None:
         self._marks.append((phase, self.clock.record()))
 
-    def lap(self) -> dict[str, float]:
+    def lap(self, at: int | None = None) -> dict[str, float]:
         """:meth:`stop`, and the next step starts at this one's last mark (a step that ends where the
-        next begins, as a script's optimizer step does)."""
+        next begins, as a script's optimizer step does). ``at``: the mark the step ended at (an index
+        of :attr:`marks`, default the last); the marks after it are the next step's."""
+        end = len(self._marks) - 1 if at is None else at
+        rest = self._marks[end:]
+        self._marks = self._marks[:end + 1]
         row = self.stop()
-        self._marks = [("", self._marks[-1][1])]
+        self._marks = [("", rest[0][1]), *rest[1:]]
         return row
+
+    def last_mark(self):
+        """The clock's value at the last mark (where a step that follows would start)."""
+        return self._marks[-1][1]
+
+    def restart(self, at) -> None:
+        """Start the next step at ``at``, a value of the clock (a mark taken without the timer)."""
+        self._marks = [("", at)]
+
+    @property
+    def marks(self) -> int:
+        """How many marks the step has so far (its start included)."""
+        return len(self._marks)
 
     def phase(self, name: str) -> "_Phase":
         """A context manager: the time up to the end of its block counts to ``name``."""

@@ -56,7 +56,8 @@ STATUSES = ("ok", "failed", "timed_out", "skipped")
 #: the timed phases of a step, in the order a step runs them, in ms; they add up to ``step_ms``
 TIMED_PHASES = ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms")
 #: one row per (rank, phase, step); ``phase`` is warmup | measure | nosync | trace (the steps recorded by
-#: the profiler, never among the measured ones)
+#: the profiler, never among the measured ones) | phases (a script job's steps with its phases timed, before
+#: the measured ones, which are timed by their end alone and carry no phases)
 STEP_COLUMNS = ("rank", "phase", "step", *TIMED_PHASES, "step_ms")
 
 
@@ -99,13 +100,16 @@ COMPUTE_FIELDS = ("workload", "tensors", "tensor_bytes", "flops_per_step", "flop
 #: steps, or ended | exited by itself), the DDP settings it ran with (the job's), what the script passed DDP
 #: that the job's settings replaced ({name: {"script": value, "ran": value}}), the phases left unknown (why:
 #: steps, all ranks), the samples its DDP model took per optimizer step, whether it asked for its
-#: process group's destruction (done after the gather), the measured steps (all ranks) in which a bucket's
+#: process group's destruction (done after the gather), the phase steps (all ranks) in which a bucket's
 #: all-reduce completed after the backward's end was marked (0: DDP's communication is all inside the
-#: backward, as comm_ms = 0 says), how its no-sync steps skipped the all-reduce, and rank 0's shapes
+#: backward, as comm_ms = 0 says; null where DDP's own all-reduce ran unwrapped), how its no-sync steps
+#: skipped the all-reduce, the no-sync steps (all ranks) that all-reduced all the same, the steps the
+#: GradScaler skipped ([rank, phase, step_ms, samples], not counted), the class names of the optimizers a
+#: step steps, how the buckets were reduced (builtin | python | script builtin), and rank 0's shapes
 #: (:meth:`ddpbench.rank.shapes.Shapes.summary`: the spawned function run as the ranks, the default
 #: groups made, what of its own rendezvous gave way to ddpbench's, processes it started)
 SCRIPT_FIELDS = ("ended", "ddp", "ddp_overridden", "unseen", "samples_per_step", "destroy_deferred",
-                 "late_comm_steps", "no_sync", "shapes")
+                 "late_comm_steps", "no_sync", "nosync_allreduced", "skipped_steps", "optimizers", "comm", "shapes")
 #: a fault-recovery launch (``result["recovery"]``): attempts, where it resumed, how long it took,
 #: and whether its parameters equal an uninterrupted run's
 RECOVERY_FIELDS = ("attempts", "resumed_from_step", "steps_redone", "restart_s", "rejoin_s", "recovery_s",

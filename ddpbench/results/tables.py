@@ -138,7 +138,9 @@ def _run_tables(record: dict):
            "traces": record.get("traces"), "trace": trace,
            "params": result.get("params"), "grad_bytes": result.get("grad_bytes"),
            **{f: check.get(f) for f in CHECK_FIELDS}, **{f: recovery.get(f) for f in RECOVERY_FIELDS},
-           **{f: compute.get(f) for f in COMPUTE_FIELDS}}
+           **{f: compute.get(f) for f in COMPUTE_FIELDS},
+           # a script job's no-sync steps that all-reduced all the same (its exposed communication is withheld)
+           "nosync_allreduced": (result.get("script") or {}).get("nosync_allreduced")}
     if record["status"] != "ok":
         return run, None, []
     frame = pd.DataFrame(result["steps"], columns=result["step_columns"])

@@ -24,7 +24,7 @@ from ddpbench.results.schema import (CHECK_FIELDS, COLLECTIVE_COLUMNS, COMPUTE_F
                                      RECOVERY_FIELDS, STEP_COLUMNS, TIMED_PHASES, TRACE_COLUMNS, TRACE_FILE_FIELDS)
 
 #: the phases a step row may have (schema.STEP_COLUMNS' ``phase``)
-PHASES = ("warmup", "measure", "nosync", "trace")
+PHASES = ("warmup", "measure", "nosync", "trace", "phases")
 
 
 class Damaged(ValueError):
@@ -122,6 +122,8 @@ CHECK_CHECKS: dict[str, Callable] = {
     "skipped": text_or_none, "checked_in_repeat": whole_or_none, "tolerance": finite_or_none,
     "lossy_reason": text_or_none,
 }
+#: the figures of a script job's ``result.script`` the tables read
+SCRIPT_CHECKS: dict[str, Callable] = {"nosync_allreduced": whole_or_none}
 RECOVERY_CHECKS: dict[str, Callable] = {
     **{name: finite_or_none for name in RECOVERY_FIELDS}, "params_identical": flag_or_none,
 }
@@ -192,6 +194,8 @@ def clean_run(record: dict) -> tuple[dict, list[str]]:
     result["check"] = _figures(result.get("check"), CHECK_CHECKS, "result.check", notes)
     result["recovery"] = _figures(result.get("recovery"), RECOVERY_CHECKS, "result.recovery", notes)
     result["compute"] = _figures(result.get("compute"), COMPUTE_CHECKS, "result.compute", notes)
+    if "script" in result:
+        result["script"] = _figures(result.get("script"), SCRIPT_CHECKS, "result.script", notes)
     if record["status"] == "ok":
         result["steps"] = _steps(result)
         result["step_columns"] = list(STEP_COLUMNS)

@@ -148,6 +148,9 @@ def summary_section(ctx: ReportContext) -> Section | None:
         exposed = num(r[EXPOSED_COMM_MS], ".2f")
         if isinstance(share, (int, float)) and math.isfinite(share):
             exposed += html(' <span class="ci">({{ pct }} %)</span>', pct=num(100 * share, ".0f"))
+        withheld = r.get("exposed_reason")
+        if ok and isinstance(withheld, str) and withheld.startswith("withheld"):  # a script's no-sync steps synced
+            exposed = html('<span class="ci">{{ why }}</span>', why=withheld)
         mark = intervals and ok
         rows.append([describe(r, extra, table), r["world_size"], num(r["bucket_cap_mb"], "g"),
                      html('<span class="status-{{ s }}">{{ s }}</span>', s=r["status"]), step, spread,
