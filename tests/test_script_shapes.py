@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from conftest import ROOT, rank_processes, run_cli, write_experiment
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.rank.instrument import BadScript
-from ddpbench.rank.script import script_argv
+from ddpbench.rank.script import script_argv, torchrun_env
 from ddpbench.rank.shapes import WORLD_SIZE_ARG, Shapes, link_start_dir, substitute_args, visible_devices
 
 # ---------------------------------------------------------------------------------------------
@@ -74,6 +74,34 @@ def test_a_script_rank_sees_the_node_s_ranks_as_its_devices_or_what_it_was_given
         assert seen == ([str(i) for i in range(ranks)] if current is None else [str(d) for d in listed[:ranks]])
     else:
         assert got is None  # one GPU of its own, or fewer than the ranks: as the launcher left it
+
+
+@given(st.integers(1, 4), st.integers(1, 8), st.data())
+def test_a_script_rank_finds_the_environment_torchrun_gives(nodes, per_node, data):
+    """What torchrun sets and frameworks read to tell they run under it (Lightning Fabric's
+    TorchElasticEnvironment asks torch.distributed.is_torchelastic_launched()); what a launcher
+    already set is kept."""
+    import torch.distributed as dist
+
+    world = nodes * per_node
+    rank = data.draw(st.integers(0, world - 1))
+    environ = {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank % per_node),
+               "SLURM_NNODES": str(nodes)}
+    torchrun_env(environ)
+    assert environ["LOCAL_WORLD_SIZE"] == str(per_node) and environ["GROUP_RANK"] == str(rank // per_node)
+    assert environ["GROUP_WORLD_SIZE"] == str(nodes) and environ["ROLE_RANK"] == str(rank)
+    assert environ["ROLE_WORLD_SIZE"] == str(world) and environ["TORCHELASTIC_RESTART_COUNT"] == "0"
+    given_env = {"RANK": "0", "WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "theirs", "LOCAL_WORLD_SIZE": "2"}
+    torchrun_env(given_env)
+    assert given_env["TORCHELASTIC_RUN_ID"] == "theirs"
+    old = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(environ)
+        assert dist.is_torchelastic_launched()
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
 
 
 def test_the_scratch_folder_links_the_start_folder_and_keeps_new_files_apart(tmp_path):

@@ -52,12 +52,20 @@ def script_argv(spec) -> list[str]:
 
 
 def torchrun_env(environ=os.environ) -> None:
-    """What torchrun sets and a launcher may not have: LOCAL_WORLD_SIZE, and the restart count a
-    process group made through an agent's store reads."""
+    """What torchrun sets and a launcher may not have, so that a script (or the framework it uses:
+    Lightning Fabric, Accelerate) that asks "was I started by torchrun?" finds what torchrun gives:
+    LOCAL_WORLD_SIZE, the node's and role's ranks and sizes, ``TORCHELASTIC_RUN_ID`` (what
+    ``torch.distributed.is_torchelastic_launched()`` reads), and the restart count."""
     world = int(environ["WORLD_SIZE"])
-    environ.setdefault("LOCAL_WORLD_SIZE", str(world // max(1, int(environ.get("SLURM_NNODES", "1")))))
-    if environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
-        environ.setdefault("TORCHELASTIC_RESTART_COUNT", "0")
+    nodes = max(1, int(environ.get("SLURM_NNODES", "1")))
+    environ.setdefault("LOCAL_WORLD_SIZE", str(world // nodes))
+    local_world = max(1, int(environ["LOCAL_WORLD_SIZE"]))
+    rank = int(environ["RANK"])
+    for name, value in (("GROUP_RANK", rank // local_world), ("GROUP_WORLD_SIZE", max(1, world // local_world)),
+                        ("ROLE_NAME", "default"), ("ROLE_RANK", rank), ("ROLE_WORLD_SIZE", world),
+                        ("TORCHELASTIC_RUN_ID", "ddpbench"), ("TORCHELASTIC_RESTART_COUNT", 0),
+                        ("TORCHELASTIC_MAX_RESTARTS", 0)):
+        environ.setdefault(name, str(value))
 
 
 class ScriptRank(Tracked):
