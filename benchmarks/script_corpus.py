@@ -9,10 +9,12 @@ sizes 1 and 2). Per round, for each script and world size:
 
 * the script alone, as its authors start it (``torchrun --standalone --nproc_per_node W``, or
   ``python script.py`` for one that starts its own ranks with ``mp.spawn``), and its own timing:
-  what it prints per iteration where it prints one (nanoGPT's ``time X ms``), else the wall-time
-  difference of two run lengths (N1 and N2 epochs or inputs, the same arguments otherwise, each run
-  twice, the quicker kept), so that start-up, imports and rendezvous cancel: samples/s =
-  (samples of N2 - samples of N1) / (T2 - T1);
+  what it prints per iteration where it prints one (nanoGPT's ``time X ms``, from its sixth
+  iteration); else, where it prints a line as each epoch starts (the tutorials, Fabric's example),
+  the time those lines arrive (its output unbuffered), from the second epoch's to the last's, so
+  that start-up and the first epoch are left out; else (zero_join prints only at its end) the
+  wall-time difference of two run lengths (N1 and N2 inputs, each run twice, the quicker kept), so
+  that start-up, imports and rendezvous cancel: samples/s = (samples of N2 - of N1) / (T2 - T1);
 * then ``python -m ddpbench sweep`` of the script's experiment file (world sizes 1 and 2), and
   its summary: samples/s with its interval over launches, and the exposed communication.
 
@@ -52,26 +54,30 @@ class Script:
     source: str             #: repository and path, short
     shape: str
     launcher: str           #: "torchrun" or "python" (the script starts its own ranks)
-    own: str                #: "printed": nanoGPT's per-iteration time; "lengths": two run lengths
+    own: str                #: "printed": nanoGPT's per-iteration time; "epochs": its progress lines' arrival;
+                            #: "lengths": two run lengths
     lengths: tuple = ()     #: (argument to replace, N1, N2) for "lengths"
     samples_per_unit: int = 0  #: samples per epoch (all ranks), or per input per rank for zero_join
+    progress: str = ""      #: for "epochs": the line the script prints as an epoch starts (group 1: the epoch)
     in_folder: bool = False  #: start in the script's folder (it reads relative paths from there)
     env: dict = field(default_factory=dict)
 
 
 SCRIPTS = [
     Script("tutorial_spawn", "pytorch/examples ddp-tutorial-series/multigpu.py", "mp.spawn, fixed MASTER_PORT",
-           "python", "lengths", ("10", 2, 22), 2048),
+           "python", "epochs", samples_per_unit=2048, progress=r"^\[GPU0\] Epoch (\d+) \|"),
     Script("tutorial_torchrun", "pytorch/examples ddp-tutorial-series/multigpu_torchrun.py",
-           "torchrun, sub-ms step, snapshots", "torchrun", "lengths", ("10", 2, 22), 2048),
+           "torchrun, sub-ms step, snapshots", "torchrun", "epochs", samples_per_unit=2048,
+           progress=r"^\[GPU0\] Epoch (\d+) \|"),
     Script("nanogpt", "karpathy/nanoGPT train.py", "accumulation by the flag, strong scaling", "torchrun",
            "printed", in_folder=True),
     Script("nanogpt_fp16", "karpathy/nanoGPT train.py", "float16 autocast, GradScaler, flag accumulation",
            "torchrun", "printed", in_folder=True),
     Script("zero_join", "pytorch/tutorials generic_join.rst", "mp.spawn, ZeroRedundancyOptimizer, Join, uneven inputs",
-           "python", "lengths", ("400", 200, 2200), 1),
+           "python", "lengths", ("400", 500, 4500), 1),
     Script("fabric_mnist", "Lightning-AI/pytorch-lightning examples/fabric/image_classifier/train_fabric.py",
-           "Lightning Fabric drives DDP", "torchrun", "lengths", ("4", 1, 4), 2048, env=FABRIC_ENV),
+           "Lightning Fabric drives DDP", "torchrun", "epochs", samples_per_unit=2048, env=FABRIC_ENV,
+           progress=r"^Train Epoch: (\d+) \[0/"),
 ]
 BY_NAME = {s.name: s for s in SCRIPTS}
 
@@ -94,23 +100,32 @@ def _env(script: Script) -> dict:
     return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **script.env}
 
 
-def alone(script: Script, world_size: int, args: list[str], timeout: float = 600) -> tuple[float, str]:
-    """Run the script alone as its authors start it: (wall seconds, its output)."""
+def alone(script: Script, world_size: int, args: list[str], timeout: float = 600) -> tuple[float, list]:
+    """Run the script alone as its authors start it (its output unbuffered, which changes nothing else):
+    (wall seconds, its output's lines, each as (seconds since the start when it arrived, line))."""
     path = CORPUS / defaults(script)["script"]
     if script.launcher == "torchrun":
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}",
                    str(path), *args]
     else:
         command = [sys.executable, str(path), *args]
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, tempfile.TemporaryFile("w+") as err:
         cwd = path.parent if script.in_folder else scratch
         start = time.perf_counter()
-        proc = subprocess.run(command, cwd=cwd, env=_env(script), capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.Popen(command, cwd=cwd, env={**_env(script), "PYTHONUNBUFFERED": "1"},
+                                stdout=subprocess.PIPE, stderr=err, text=True)
+        lines = []
+        for line in proc.stdout:  # each line with the time it arrived
+            lines.append((time.perf_counter() - start, line.rstrip("\n")))
+            if lines[-1][0] > timeout:
+                proc.kill()
+        code = proc.wait()
         wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"{script.name} alone at {world_size}: exit {proc.returncode}: "
-                           f"{(proc.stderr.strip().splitlines() or [''])[-1]}")
-    return wall, proc.stdout
+        err.seek(0)
+        if code != 0:
+            raise RuntimeError(f"{script.name} alone at {world_size}: exit {code}: "
+                               f"{(err.read().strip().splitlines() or [''])[-1]}")
+    return wall, lines
 
 
 def own_samples_per_s(script: Script, world_size: int) -> float:
@@ -118,12 +133,23 @@ def own_samples_per_s(script: Script, world_size: int) -> float:
     args = script_args(script, world_size)
     if script.own == "printed":  # nanoGPT: the time of each iteration, after the first five
         args = [a for a in args if not a.startswith("--max_iters=")] + ["--max_iters=40"]
-        _, out = alone(script, world_size, args)
-        times = [float(m[2]) for m in NANOGPT_ITER.finditer(out) if int(m[1]) >= 5]
+        _, lines = alone(script, world_size, args)
+        times = [float(m[2]) for m in NANOGPT_ITER.finditer("\n".join(line for _, line in lines)) if int(m[1]) >= 5]
         if not times:
             raise RuntimeError(f"{script.name}: no iteration time printed")
         global_batch = defaults(script)["batch_size"]  # strong scaling: the global batch at any world size
         return global_batch / (statistics.fmean(times) / 1e3)
+    if script.own == "epochs":  # the arrival of its 'epoch E starts' lines, from the second epoch's to the last's
+        _, lines = alone(script, world_size, args)
+        starts: dict[int, float] = {}
+        for at, line in lines:
+            m = re.match(script.progress, line)
+            if m:
+                starts.setdefault(int(m[1]), at)  # the first rank to print it
+        epochs = sorted(starts)[1:]
+        if len(epochs) < 2:
+            raise RuntimeError(f"{script.name}: fewer than three epochs printed")
+        return (epochs[-1] - epochs[0]) * script.samples_per_unit / (starts[epochs[-1]] - starts[epochs[0]])
     replace, n1, n2 = script.lengths
     at = args.index(replace)
     walls: dict[int, list[float]] = {n1: [], n2: []}
