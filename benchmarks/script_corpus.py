@@ -13,8 +13,9 @@ sizes 1 and 2). Per round, for each script and world size:
   iteration); else, where it prints a line as each epoch starts (the tutorials, Fabric's example),
   the time those lines arrive (its output unbuffered), from the second epoch's to the last's, so
   that start-up and the first epoch are left out; else (zero_join prints only at its end) the
-  wall-time difference of two run lengths (N1 and N2 inputs, each run twice, the quicker kept), so
-  that start-up, imports and rendezvous cancel: samples/s = (samples of N2 - of N1) / (T2 - T1);
+  wall-time difference of two run lengths (N1 and N2 inputs, each run three times, the quickest
+  kept), so that start-up, imports and rendezvous cancel: samples/s = (samples of N2 - of N1) /
+  (T2 - T1);
 * then ``python -m ddpbench sweep`` of the script's experiment file (world sizes 1 and 2), and
   its summary: samples/s with its interval over launches, and the exposed communication.
 
@@ -44,7 +45,7 @@ CORPUS = ROOT / "experiments" / "corpus"
 #: what ``fabric run --accelerator cpu --strategy ddp --devices 2`` sets before it starts torchrun
 FABRIC_ENV = {"LT_CLI_USED": "1", "LT_ACCELERATOR": "cpu", "LT_STRATEGY": "ddp", "LT_DEVICES": "2"}
 #: runs of each length for the wall-time difference
-LENGTH_PAIRS = 2
+LENGTH_PAIRS = 3
 NANOGPT_ITER = re.compile(r"^iter (\d+): loss [\d.naninf-]+, time ([\d.]+)ms", re.M)
 
 
@@ -74,7 +75,7 @@ SCRIPTS = [
     Script("nanogpt_fp16", "karpathy/nanoGPT train.py", "float16 autocast, GradScaler, flag accumulation",
            "torchrun", "printed", in_folder=True),
     Script("zero_join", "pytorch/tutorials generic_join.rst", "mp.spawn, ZeroRedundancyOptimizer, Join, uneven inputs",
-           "python", "lengths", ("400", 500, 4500), 1),
+           "python", "lengths", ("400", 500, 8500), 1),
     Script("fabric_mnist", "Lightning-AI/pytorch-lightning examples/fabric/image_classifier/train_fabric.py",
            "Lightning Fabric drives DDP", "torchrun", "epochs", samples_per_unit=2048, env=FABRIC_ENV,
            progress=r"^Train Epoch: (\d+) \[0/"),

@@ -19,7 +19,7 @@ corpus = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(corpus)
 
 #: the fewest steps a job can have that still measures (2 warm-up, 3 measured, 3 without sync)
-SMALL = {"warmup_steps": 2, "steps": 3, "repeats": 1}
+SMALL = {"warmup_steps": 2, "steps": 3, "repeats": 1, "timeout_s": 120}
 
 
 @pytest.fixture(scope="module")
