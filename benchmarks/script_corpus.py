@@ -166,8 +166,9 @@ def experiment_copy(script: Script, folder: Path, **overrides) -> Path:
     steps, repeats) set in its [defaults], written into ``folder``."""
     text = (CORPUS / f"{script.name}.toml").read_text()
     text = re.sub(r'^script = "(.*)"$', lambda m: f'script = "{CORPUS / m[1]}"', text, count=1, flags=re.M)
-    for key, value in overrides.items():
-        text, n = re.subn(rf"^{key} = .*$", f"{key} = {value}", text, count=1, flags=re.M)
+    for key, value in overrides.items():  # wherever the file sets it: in [defaults], or a list in a [[grid]]
+        text, n = re.subn(rf"^{key} = (\[?).*$", lambda m: f"{key} = [{value}]" if m[1] else f"{key} = {value}",
+                          text, flags=re.M)
         if not n:
             text = text.replace("[defaults]\n", f"[defaults]\n{key} = {value}\n", 1)
     folder.mkdir(parents=True, exist_ok=True)
