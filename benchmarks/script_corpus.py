@@ -20,7 +20,10 @@ sizes 1 and 2). Per round, for each script and world size:
   its summary: samples/s with its interval over launches, and the exposed communication.
 
 The table prints the medians over the rounds, the ratio of ddpbench's samples/s to the script's,
-and, where a job failed, its error line. Every rank runs one torch thread. nanoGPT's sweep and
+and, where a job failed, its error line. Runs minutes apart on a shared machine differ by more than
+the agreement sought, so for nanoGPT, which prints each iteration's time, the table also sets the
+sweep's samples/s against the script's own timing of the very steps the sweep measured, read from
+rank 0's log of the same launches: two clocks on one stretch of one run. Every rank runs one torch thread. nanoGPT's sweep and
 runs start in its folder (it reads ``configurator.py`` and ``data/`` from there), the others in a
 fresh scratch folder each (their snapshots would otherwise be loaded by the next run).
 """
@@ -196,6 +199,28 @@ def summary_rows(out: Path) -> dict[int, dict]:
     return {int(r["world_size"]): dict(r) for _, r in table.iterrows()}
 
 
+def same_steps(script: Script, out: Path) -> dict[int, float]:
+    """For a script that prints each iteration's time (nanoGPT): its own samples/s over the very steps the
+    sweep measured, from rank 0's log of each launch (the median over launches), per world size. Its
+    iteration N is optimizer step N + 1, and the measured steps follow the warm-up ones."""
+    import json
+
+    if script.own != "printed":
+        return {}
+    found: dict[int, list[float]] = {}
+    for line in (out / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] != "run" or record["status"] != "ok":
+            continue
+        spec = record["spec"]
+        first, last = spec["warmup_steps"], spec["warmup_steps"] + spec["steps"]
+        log = Path(record["logs"][0]).read_text(errors="replace")
+        times = [float(m[2]) for m in NANOGPT_ITER.finditer(log) if first <= int(m[1]) < last]
+        if len(times) == spec["steps"]:
+            found.setdefault(spec["world_size"], []).append(spec["batch_size"] / (statistics.fmean(times) / 1e3))
+    return {ws: statistics.median(v) for ws, v in found.items()}
+
+
 def _fmt(x: float, digits: int = 1) -> str:
     return "n/a" if x is None or x != x else f"{x:,.{digits}f}"
 
@@ -211,6 +236,7 @@ def main() -> None:
     chosen = [BY_NAME[n] for n in args.only] if args.only else SCRIPTS
     own: dict = {}
     swept: dict = {}
+    same: dict = {}
     with tempfile.TemporaryDirectory() as scratch:
         for round_ in range(args.rounds):
             for script in chosen:
@@ -224,6 +250,8 @@ def main() -> None:
                 try:
                     proc, out = sweep(script, Path(scratch) / f"r{round_}" / script.name, **overrides)
                     rows = summary_rows(out) if (out / "results.jsonl").exists() else {}
+                    for ws, rate in (same_steps(script, out) if rows else {}).items():
+                        same.setdefault((script.name, ws), []).append(rate)
                 except subprocess.TimeoutExpired:
                     proc, rows = None, {}
                 for ws in (1, 2):
@@ -239,24 +267,27 @@ def main() -> None:
              + "".join(f" --only {n}" for n in args.only or []) + (f" --repeats {args.repeats}" if args.repeats else "")
              + "`; medians over the rounds; ddpbench's interval is the last round's.", "",
              "| script | source | shape | world size | ddpbench samples/s [95 % interval] | the script's own samples/s "
-             "| ddpbench / own | exposed comm (ms) |", "|---|---|---|---|---|---|---|---|"]
+             "| ddpbench / own | the script's own, same steps | ddpbench / same steps | exposed comm (ms) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for script in chosen:
         for ws in (1, 2):
             rows = swept[(script.name, ws)]
             oks = [r for r in rows if r.get("status") == "ok"]
             mine = own[(script.name, ws)]
             own_median = statistics.median(mine) if mine else float("nan")
+            twin = statistics.median(same[(script.name, ws)]) if same.get((script.name, ws)) else float("nan")
             if oks:
                 rate = statistics.median(r["samples_per_s"] for r in oks)
                 last = oks[-1]
                 ours = f"{_fmt(rate)} [{_fmt(last.get('samples_per_s_low'))}, {_fmt(last.get('samples_per_s_high'))}]"
                 ratio = f"{rate / own_median:.2f}" if mine else "n/a"
+                twin_ratio = f"{rate / twin:.2f}" if twin == twin else "n/a"
                 exposed = _fmt(statistics.median(r.get("exposed_comm_ms", float("nan")) for r in oks), 2)
             else:
                 error = str(rows[-1].get("error") or rows[-1].get("status")).replace("|", "\\|")
-                ours, ratio, exposed = f"{rows[-1].get('status')}: {error[:300]}", "n/a", "n/a"
+                ours, ratio, twin_ratio, exposed = f"{rows[-1].get('status')}: {error[:300]}", "n/a", "n/a", "n/a"
             lines.append(f"| {script.name} | {script.source} | {script.shape} | {ws} | {ours} | {_fmt(own_median)} "
-                         f"| {ratio} | {exposed} |")
+                         f"| {ratio} | {_fmt(twin)} | {twin_ratio} | {exposed} |")
     table = "\n".join(lines)
     print(table)
     if args.out:
