@@ -1,0 +1,300 @@
+"""The corpus of real public training scripts: ddpbench's samples/s against each script's own.
+
+    python benchmarks/script_corpus.py [--rounds 1] [--only NAME] [--repeats N] [--out FILE]
+
+experiments/corpus/ holds training scripts taken from public repositories (README.md there lists
+each one's repository, path, commit, license and every change made for CPU and gloo), and one
+experiment file per script (experiments/corpus/NAME.toml: its arguments, batch, steps, world
+sizes 1 and 2). Per round, for each script and world size:
+
+* the script alone, as its authors start it (``torchrun --standalone --nproc_per_node W``, or
+  ``python script.py`` for one that starts its own ranks with ``mp.spawn``), and its own timing:
+  what it prints per iteration where it prints one (nanoGPT's ``time X ms``, from its sixth
+  iteration); else, where it prints a line as each epoch starts (the tutorials, Fabric's example),
+  the time those lines arrive (its output unbuffered), from the second epoch's to the last's, so
+  that start-up and the first epoch are left out; else (zero_join prints only at its end) the
+  wall-time difference of two run lengths (N1 and N2 inputs, each run three times, the quickest
+  kept), so that start-up, imports and rendezvous cancel: samples/s = (samples of N2 - of N1) /
+  (T2 - T1);
+* then ``python -m ddpbench sweep`` of the script's experiment file (world sizes 1 and 2), and
+  its summary: samples/s with its interval over launches, and the exposed communication.
+
+The table prints the medians over the rounds, the ratio of ddpbench's samples/s to the script's,
+and, where a job failed, its error line. Runs minutes apart on a shared machine differ by more than
+the agreement sought, so for nanoGPT, which prints each iteration's time, the table also sets the
+sweep's samples/s against the script's own timing of the very steps the sweep measured, read from
+rank 0's log of the same launches: two clocks on one stretch of one run. Every rank runs one torch
+thread. nanoGPT's sweep and runs start in its folder (it reads ``configurator.py`` and ``data/``
+from there), the others in a fresh scratch folder each (their snapshots would otherwise be loaded
+by the next run). Fabric's example runs with the environment ``fabric run --accelerator cpu
+--strategy ddp --devices 2`` sets (:data:`FABRIC_ENV`), alone and in the sweep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "experiments" / "corpus"
+#: what ``fabric run --accelerator cpu --strategy ddp --devices 2`` sets before it starts torchrun
+FABRIC_ENV = {"LT_CLI_USED": "1", "LT_ACCELERATOR": "cpu", "LT_STRATEGY": "ddp", "LT_DEVICES": "2"}
+#: runs of each length for the wall-time difference
+LENGTH_PAIRS = 3
+NANOGPT_ITER = re.compile(r"^iter (\d+): loss [\d.naninf-]+, time ([\d.]+)ms", re.M)
+
+
+@dataclass(frozen=True)
+class Script:
+    name: str               #: experiments/corpus/NAME.toml
+    source: str             #: repository and path, short
+    shape: str
+    launcher: str           #: "torchrun" or "python" (the script starts its own ranks)
+    own: str                #: "printed": nanoGPT's per-iteration time; "epochs": its progress lines' arrival;
+                            #: "lengths": two run lengths
+    lengths: tuple = ()     #: (argument to replace, N1, N2) for "lengths"
+    samples_per_unit: int = 0  #: samples per epoch (all ranks), or per input per rank for zero_join
+    progress: str = ""      #: for "epochs": the line the script prints as an epoch starts (group 1: the epoch)
+    in_folder: bool = False  #: start in the script's folder (it reads relative paths from there)
+    env: dict = field(default_factory=dict)
+
+
+SCRIPTS = [
+    Script("tutorial_spawn", "pytorch/examples ddp-tutorial-series/multigpu.py", "mp.spawn, fixed MASTER_PORT",
+           "python", "epochs", samples_per_unit=2048, progress=r"^\[GPU0\] Epoch (\d+) \|"),
+    Script("tutorial_torchrun", "pytorch/examples ddp-tutorial-series/multigpu_torchrun.py",
+           "torchrun, sub-ms step, snapshots", "torchrun", "epochs", samples_per_unit=2048,
+           progress=r"^\[GPU0\] Epoch (\d+) \|"),
+    Script("nanogpt", "karpathy/nanoGPT train.py", "accumulation by the flag, strong scaling", "torchrun",
+           "printed", in_folder=True),
+    Script("nanogpt_fp16", "karpathy/nanoGPT train.py", "float16 autocast, GradScaler, flag accumulation",
+           "torchrun", "printed", in_folder=True),
+    Script("zero_join", "pytorch/tutorials generic_join.rst", "mp.spawn, ZeroRedundancyOptimizer, Join, uneven inputs",
+           "python", "lengths", ("400", 500, 8500), 1),
+    Script("fabric_mnist", "Lightning-AI/pytorch-lightning examples/fabric/image_classifier/train_fabric.py",
+           "Lightning Fabric drives DDP", "torchrun", "epochs", samples_per_unit=2048, env=FABRIC_ENV,
+           progress=r"^Train Epoch: (\d+) \[0/"),
+]
+BY_NAME = {s.name: s for s in SCRIPTS}
+
+
+def defaults(script: Script) -> dict:
+    return tomllib.loads((CORPUS / f"{script.name}.toml").read_text())["defaults"]
+
+
+def script_args(script: Script, world_size: int) -> list[str]:
+    return [a.replace("{world_size}", str(world_size)) for a in defaults(script)["script_args"]]
+
+
+def prepare() -> None:
+    """The data the corpus needs, generated (nanoGPT's token files)."""
+    if not (CORPUS / "nanogpt" / "data" / "corpus" / "train.bin").exists():
+        subprocess.run([sys.executable, str(CORPUS / "nanogpt" / "prepare.py")], check=True, capture_output=True)
+
+
+def _env(script: Script) -> dict:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **script.env}
+
+
+def alone(script: Script, world_size: int, args: list[str], timeout: float = 600) -> tuple[float, list]:
+    """Run the script alone as its authors start it (its output unbuffered, which changes nothing else):
+    (wall seconds, its output's lines, each as (seconds since the start when it arrived, line))."""
+    path = CORPUS / defaults(script)["script"]
+    if script.launcher == "torchrun":
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}",
+                   str(path), *args]
+    else:
+        command = [sys.executable, str(path), *args]
+    with tempfile.TemporaryDirectory() as scratch, tempfile.TemporaryFile("w+") as err:
+        cwd = path.parent if script.in_folder else scratch
+        start = time.perf_counter()
+        proc = subprocess.Popen(command, cwd=cwd, env={**_env(script), "PYTHONUNBUFFERED": "1"},
+                                stdout=subprocess.PIPE, stderr=err, text=True)
+        lines = []
+        for line in proc.stdout:  # each line with the time it arrived
+            lines.append((time.perf_counter() - start, line.rstrip("\n")))
+            if lines[-1][0] > timeout:
+                proc.kill()
+        code = proc.wait()
+        wall = time.perf_counter() - start
+        err.seek(0)
+        if code != 0:
+            raise RuntimeError(f"{script.name} alone at {world_size}: exit {code}: "
+                               f"{(err.read().strip().splitlines() or [''])[-1]}")
+    return wall, lines
+
+
+def own_samples_per_s(script: Script, world_size: int) -> float:
+    """The script's own samples/s (all ranks) at this world size."""
+    args = script_args(script, world_size)
+    if script.own == "printed":  # nanoGPT: the time of each iteration, after the first five
+        args = [a for a in args if not a.startswith("--max_iters=")] + ["--max_iters=40"]
+        _, lines = alone(script, world_size, args)
+        times = [float(m[2]) for m in NANOGPT_ITER.finditer("\n".join(line for _, line in lines)) if int(m[1]) >= 5]
+        if not times:
+            raise RuntimeError(f"{script.name}: no iteration time printed")
+        global_batch = defaults(script)["batch_size"]  # strong scaling: the global batch at any world size
+        return global_batch / (statistics.fmean(times) / 1e3)
+    if script.own == "epochs":  # the arrival of its 'epoch E starts' lines, from the second epoch's to the last's
+        _, lines = alone(script, world_size, args)
+        starts: dict[int, float] = {}
+        for at, line in lines:
+            m = re.match(script.progress, line)
+            if m:
+                starts.setdefault(int(m[1]), at)  # the first rank to print it
+        epochs = sorted(starts)[1:]
+        if len(epochs) < 2:
+            raise RuntimeError(f"{script.name}: fewer than three epochs printed")
+        return (epochs[-1] - epochs[0]) * script.samples_per_unit / (starts[epochs[-1]] - starts[epochs[0]])
+    replace, n1, n2 = script.lengths
+    at = args.index(replace)
+    walls: dict[int, list[float]] = {n1: [], n2: []}
+    for _ in range(LENGTH_PAIRS):  # short, long, short, long: the quickest of each, start-up noise is one-sided
+        for n in (n1, n2):
+            walls[n].append(alone(script, world_size, args[:at] + [str(n)] + args[at + 1:])[0])
+    samples = (n2 - n1) * script.samples_per_unit * (world_size if script.name == "zero_join" else 1)
+    return samples / (min(walls[n2]) - min(walls[n1]))
+
+
+def experiment_copy(script: Script, folder: Path, **overrides) -> Path:
+    """The script's experiment file, with the script's path made absolute and ``overrides`` (warmup_steps,
+    steps, repeats) set in its [defaults], written into ``folder``."""
+    text = (CORPUS / f"{script.name}.toml").read_text()
+    text = re.sub(r'^script = "(.*)"$', lambda m: f'script = "{CORPUS / m[1]}"', text, count=1, flags=re.M)
+    for key, value in overrides.items():  # wherever the file sets it: in [defaults], or a list in a [[grid]]
+        text, n = re.subn(rf"^{key} = (\[?).*$", lambda m: f"{key} = [{value}]" if m[1] else f"{key} = {value}",
+                          text, flags=re.M)
+        if not n:
+            text = text.replace("[defaults]\n", f"[defaults]\n{key} = {value}\n", 1)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / f"{script.name}.toml"
+    out.write_text(text)
+    return out
+
+
+def sweep(script: Script, folder: Path, timeout: float = 1200, **overrides) -> tuple[subprocess.CompletedProcess, Path]:
+    """``python -m ddpbench sweep`` of the script's experiment: (the process, its results folder)."""
+    experiment = experiment_copy(script, folder, **overrides)
+    out = folder / "out"
+    cwd = (CORPUS / defaults(script)["script"]).parent if script.in_folder else folder
+    proc = subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(experiment), "--out", str(out), "--no-report"],
+                          cwd=cwd, env=_env(script), capture_output=True, text=True, timeout=timeout)
+    return proc, out
+
+
+def summary_rows(out: Path) -> dict[int, dict]:
+    """The summary's row per world size (samples/s and its interval, exposed communication, status, error)."""
+    from ddpbench.analysis.summary import summarize
+    from ddpbench.results.tables import load
+
+    table = summarize(load(out))
+    return {int(r["world_size"]): dict(r) for _, r in table.iterrows()}
+
+
+def same_steps(script: Script, out: Path) -> dict[int, float]:
+    """For a script that prints each iteration's time (nanoGPT): its own samples/s over the very steps the
+    sweep measured, from rank 0's log of each launch (the median over launches), per world size. Its
+    iteration N is optimizer step N + 1, and the measured steps follow the warm-up ones."""
+    import json
+
+    if script.own != "printed":
+        return {}
+    found: dict[int, list[float]] = {}
+    for line in (out / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] != "run" or record["status"] != "ok":
+            continue
+        spec = record["spec"]
+        first, last = spec["warmup_steps"], spec["warmup_steps"] + spec["steps"]
+        log = Path(record["logs"][0]).read_text(errors="replace")
+        times = [float(m[2]) for m in NANOGPT_ITER.finditer(log) if first <= int(m[1]) < last]
+        if len(times) == spec["steps"]:
+            found.setdefault(spec["world_size"], []).append(spec["batch_size"] / (statistics.fmean(times) / 1e3))
+    return {ws: statistics.median(v) for ws, v in found.items()}
+
+
+def _fmt(x: float, digits: int = 1) -> str:
+    return "n/a" if x is None or x != x else f"{x:,.{digits}f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of (script alone, sweep) per script (default: 1)")
+    parser.add_argument("--only", action="append", choices=sorted(BY_NAME), help="this script only (repeatable)")
+    parser.add_argument("--repeats", type=int, help="the sweep's repeats (default: the experiment file's)")
+    parser.add_argument("--out", type=Path, help="also write the markdown table to this file")
+    args = parser.parse_args()
+    prepare()
+    chosen = [BY_NAME[n] for n in args.only] if args.only else SCRIPTS
+    own: dict = {}
+    swept: dict = {}
+    same: dict = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for round_ in range(args.rounds):
+            for script in chosen:
+                for ws in (1, 2):
+                    try:
+                        own.setdefault((script.name, ws), []).append(own_samples_per_s(script, ws))
+                    except (RuntimeError, subprocess.TimeoutExpired) as err:
+                        own.setdefault((script.name, ws), [])
+                        print(f"round {round_}: {err}", flush=True)
+                overrides = {"repeats": args.repeats} if args.repeats else {}
+                try:
+                    proc, out = sweep(script, Path(scratch) / f"r{round_}" / script.name, **overrides)
+                    rows = summary_rows(out) if (out / "results.jsonl").exists() else {}
+                    for ws, rate in (same_steps(script, out) if rows else {}).items():
+                        same.setdefault((script.name, ws), []).append(rate)
+                except subprocess.TimeoutExpired:
+                    proc, rows = None, {}
+                for ws in (1, 2):
+                    row = rows.get(ws, {"status": "failed", "error": "no result: " + (
+                        (proc.stderr.strip().splitlines() or ["?"])[-1] if proc else "the sweep timed out")})
+                    swept.setdefault((script.name, ws), []).append(row)
+                print(f"round {round_} {script.name}: " + "; ".join(
+                    f"ws={ws} own {_fmt(own[(script.name, ws)][-1] if own[(script.name, ws)] else None)}, "
+                    f"ddpbench {_fmt(swept[(script.name, ws)][-1].get('samples_per_s'))} "
+                    f"({swept[(script.name, ws)][-1].get('status')})" for ws in (1, 2)) + " samples/s", flush=True)
+    lines = [f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+             f"`python benchmarks/script_corpus.py --rounds {args.rounds}"
+             + "".join(f" --only {n}" for n in args.only or []) + (f" --repeats {args.repeats}" if args.repeats else "")
+             + "`; medians over the rounds; ddpbench's interval is the last round's.", "",
+             "| script | source | shape | world size | ddpbench samples/s [95 % interval] | the script's own samples/s "
+             "| ddpbench / own | the script's own, same steps | ddpbench / same steps | exposed comm (ms) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for script in chosen:
+        for ws in (1, 2):
+            rows = swept[(script.name, ws)]
+            oks = [r for r in rows if r.get("status") == "ok"]
+            mine = own[(script.name, ws)]
+            own_median = statistics.median(mine) if mine else float("nan")
+            twin = statistics.median(same[(script.name, ws)]) if same.get((script.name, ws)) else float("nan")
+            if oks:
+                rate = statistics.median(r["samples_per_s"] for r in oks)
+                last = oks[-1]
+                ours = f"{_fmt(rate)} [{_fmt(last.get('samples_per_s_low'))}, {_fmt(last.get('samples_per_s_high'))}]"
+                ratio = f"{rate / own_median:.2f}" if mine else "n/a"
+                twin_ratio = f"{rate / twin:.2f}" if twin == twin else "n/a"
+                exposed = _fmt(statistics.median(r.get("exposed_comm_ms", float("nan")) for r in oks), 2)
+            else:
+                error = str(rows[-1].get("error") or rows[-1].get("status")).replace("|", "\\|")
+                ours, ratio, twin_ratio, exposed = f"{rows[-1].get('status')}: {error[:300]}", "n/a", "n/a", "n/a"
+            lines.append(f"| {script.name} | {script.source} | {script.shape} | {ws} | {ours} | {_fmt(own_median)} "
+                         f"| {ratio} | {_fmt(twin)} | {twin_ratio} | {exposed} |")
+    table = "\n".join(lines)
+    print(table)
+    if args.out:
+        args.out.write_text(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
