@@ -94,11 +94,6 @@ def test_zero_redundancy_optimizer_in_join_is_one_optimizer(tmp_path, prepared):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "a rank of ddpbench has no TORCHELASTIC_RUN_ID, which torchrun sets, so torch.distributed."
-    "is_torchelastic_launched() is False there and Fabric takes its world size from LT_DEVICES (2) "
-    "instead of WORLD_SIZE: at world size 1 the job is refused ('the script passes world_size=2 to "
-    "init_process_group and the job runs world size 1')"))
 def test_lightning_fabric_drives_ddp(tmp_path, prepared):
     runs, rows = _swept("fabric_mnist", tmp_path)
     for run in runs.values():
