@@ -67,25 +67,40 @@ class Script:
     progress: str = ""      #: for "epochs": the line the script prints as an epoch starts (group 1: the epoch)
     in_folder: bool = False  #: start in the script's folder (it reads relative paths from there)
     env: dict = field(default_factory=dict)
+    #: the public files it needs, relative to experiments/corpus/ (not committed: README.md says
+    #: where each comes from)
+    files: tuple = ()
 
 
+NANOGPT = ("nanogpt/train.py", "nanogpt/model.py", "nanogpt/configurator.py")
 SCRIPTS = [
     Script("tutorial_spawn", "pytorch/examples ddp-tutorial-series/multigpu.py", "mp.spawn, fixed MASTER_PORT",
-           "python", "epochs", samples_per_unit=2048, progress=r"^\[GPU0\] Epoch (\d+) \|"),
+           "python", "epochs", samples_per_unit=2048, progress=r"^\[GPU0\] Epoch (\d+) \|",
+           files=("tutorial_spawn/multigpu.py", "tutorial_spawn/datautils.py")),
     Script("tutorial_torchrun", "pytorch/examples ddp-tutorial-series/multigpu_torchrun.py",
            "torchrun, sub-ms step, snapshots", "torchrun", "epochs", samples_per_unit=2048,
-           progress=r"^\[GPU0\] Epoch (\d+) \|"),
+           progress=r"^\[GPU0\] Epoch (\d+) \|",
+           files=("tutorial_torchrun/multigpu_torchrun.py", "tutorial_torchrun/datautils.py")),
     Script("nanogpt", "karpathy/nanoGPT train.py", "accumulation by the flag, strong scaling", "torchrun",
-           "printed", in_folder=True),
+           "printed", in_folder=True, files=NANOGPT),
     Script("nanogpt_fp16", "karpathy/nanoGPT train.py", "float16 autocast, GradScaler, flag accumulation",
-           "torchrun", "printed", in_folder=True),
+           "torchrun", "printed", in_folder=True, files=NANOGPT),
     Script("zero_join", "pytorch/tutorials generic_join.rst", "mp.spawn, ZeroRedundancyOptimizer, Join, uneven inputs",
-           "python", "lengths", ("400", 500, 8500), 1),
+           "python", "lengths", ("400", 500, 8500), 1, files=("zero_join/zero_join.py",)),
     Script("fabric_mnist", "Lightning-AI/pytorch-lightning examples/fabric/image_classifier/train_fabric.py",
            "Lightning Fabric drives DDP", "torchrun", "epochs", samples_per_unit=2048, env=FABRIC_ENV,
-           progress=r"^Train Epoch: (\d+) \[0/"),
+           progress=r"^Train Epoch: (\d+) \[0/", files=("fabric_mnist/train_fabric.py",)),
 ]
 BY_NAME = {s.name: s for s in SCRIPTS}
+
+
+def missing(script: Script) -> str | None:
+    """Which of the script's public files are not in this checkout (they are not committed), in words."""
+    absent = [name for name in script.files if not (CORPUS / name).is_file()]
+    if not absent:
+        return None
+    return (f"{script.name}: not in this checkout: experiments/corpus/{', '.join(absent)} (public code, not "
+            "committed: experiments/corpus/README.md names the repository, commit and changes of each)")
 
 
 def defaults(script: Script) -> dict:
@@ -236,6 +251,9 @@ def main() -> None:
     args = parser.parse_args()
     prepare()
     chosen = [BY_NAME[n] for n in args.only] if args.only else SCRIPTS
+    for script in [s for s in chosen if missing(s)]:
+        print(f"skipped {missing(script)}", flush=True)
+    chosen = [s for s in chosen if not missing(s)]
     own: dict = {}
     swept: dict = {}
     same: dict = {}

@@ -314,6 +314,21 @@ SCRIPTS = {
                 opt.step()
                 opt.zero_grad()
         """, 2),
+    # Lightning Fabric sets up DDP and wraps the optimizer; it tells it runs under torchrun by
+    # TORCHELASTIC_RUN_ID, which a script rank carries as torchrun's workers do
+    "fabric.py": ("""
+        import os
+        import lightning as L
+        fabric = L.Fabric(accelerator="cpu", strategy="ddp", devices=int(os.environ["WORLD_SIZE"]))
+        fabric.launch()
+        model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 16))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        model, opt = fabric.setup(model, opt)
+        for it in range(200):
+            fabric.backward(model(batch()).square().mean())
+            opt.step()
+            opt.zero_grad()
+        """, 2),
     "same_parameters.py": ("""
         model = DDP(torch.nn.Linear(16, 16))
         opts = [torch.optim.SGD(model.parameters(), lr=0.1), torch.optim.Adam(model.parameters(), lr=0.1)]
@@ -485,3 +500,12 @@ def test_the_summary_takes_a_scripts_phases_from_its_phase_steps_and_withholds_w
     # the audit's own derivation of the phases follows the same rule
     audit = derive(tmp_path).jobs
     assert sorted(audit["forward_ms"].round(6)) == [4.0, 4.0]
+
+
+@pytest.mark.slow
+def test_a_script_lightning_fabric_drives_is_measured(swept):
+    records, summary = swept
+    for result in _ok(records["fabric.py"]):
+        assert result["script"]["samples_per_step"] == [8] and result["script"]["optimizers"] == ["SGD"]
+        assert len(result["ranks"]) == 2 and result["script"]["nosync_allreduced"] == 0
+    assert math.isfinite(summary["fabric.py"]["exposed_comm_ms"])
