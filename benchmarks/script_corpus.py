@@ -70,6 +70,9 @@ class Script:
     #: the public files it needs, relative to experiments/corpus/ (not committed: README.md says
     #: where each comes from)
     files: tuple = ()
+    #: files it writes where it starts (its snapshot), relative to experiments/corpus/: removed before it
+    #: runs alone or through a sweep, so that no run resumes from another's
+    leaves: tuple = ()
 
 
 NANOGPT = ("nanogpt/train.py", "nanogpt/model.py", "nanogpt/configurator.py")
@@ -90,6 +93,11 @@ SCRIPTS = [
     Script("fabric_mnist", "Lightning-AI/pytorch-lightning examples/fabric/image_classifier/train_fabric.py",
            "Lightning Fabric drives DDP", "torchrun", "epochs", samples_per_unit=2048, env=FABRIC_ENV,
            progress=r"^Train Epoch: (\d+) \[0/", files=("fabric_mnist/train_fabric.py",)),
+    Script("mingpt", "pytorch/examples minGPT-ddp/mingpt/main.py", "Hydra config, float16 GradScaler, snapshots",
+           "torchrun", "epochs", samples_per_unit=1024, progress=r"^\[RANK0\] Epoch (\d+) \| Iter 0 \| Train",
+           in_folder=True, leaves=("mingpt/gpt_snapshot.pt",),
+           files=tuple(f"mingpt/{name}" for name in ("main.py", "trainer.py", "model.py", "char_dataset.py",
+                                                     "gpt2_train_cfg.yaml"))),
 ]
 BY_NAME = {s.name: s for s in SCRIPTS}
 
@@ -112,9 +120,17 @@ def script_args(script: Script, world_size: int) -> list[str]:
 
 
 def prepare() -> None:
-    """The data the corpus needs, generated (nanoGPT's token files)."""
-    if not (CORPUS / "nanogpt" / "data" / "corpus" / "train.bin").exists():
-        subprocess.run([sys.executable, str(CORPUS / "nanogpt" / "prepare.py")], check=True, capture_output=True)
+    """The data the corpus needs, generated (nanoGPT's token files, minGPT-ddp's text)."""
+    for made, generator in (("nanogpt/data/corpus/train.bin", "nanogpt/prepare.py"),
+                            ("mingpt/data/input.txt", "mingpt/prepare.py")):
+        if not (CORPUS / made).exists():
+            subprocess.run([sys.executable, str(CORPUS / generator)], check=True, capture_output=True)
+
+
+def _clean(script: Script) -> None:
+    """Remove what an earlier run of the script left where it starts (its snapshot)."""
+    for name in script.leaves:
+        (CORPUS / name).unlink(missing_ok=True)
 
 
 def _env(script: Script) -> dict:
@@ -130,6 +146,7 @@ def alone(script: Script, world_size: int, args: list[str], timeout: float = 600
                    str(path), *args]
     else:
         command = [sys.executable, str(path), *args]
+    _clean(script)
     with tempfile.TemporaryDirectory() as scratch, tempfile.TemporaryFile("w+") as err:
         cwd = path.parent if script.in_folder else scratch
         start = time.perf_counter()
@@ -200,6 +217,7 @@ def experiment_copy(script: Script, folder: Path, **overrides) -> Path:
 def sweep(script: Script, folder: Path, timeout: float = 1200, **overrides) -> tuple[subprocess.CompletedProcess, Path]:
     """``python -m ddpbench sweep`` of the script's experiment: (the process, its results folder)."""
     experiment = experiment_copy(script, folder, **overrides)
+    _clean(script)  # the sweep's ranks see the folder it starts in: no snapshot of a run alone to resume from
     out = folder / "out"
     cwd = (CORPUS / defaults(script)["script"]).parent if script.in_folder else folder
     proc = subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(experiment), "--out", str(out), "--no-report"],

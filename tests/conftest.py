@@ -41,6 +41,21 @@ def write_experiment(path: Path, body: str) -> Path:
     return path
 
 
+def script_experiment(path: Path, more: str, timeout_s: int = 60, warmup_steps: int = 2, steps: int = 5) -> Path:
+    """An experiment file of script jobs (docs/scripts.md) with the defaults every script test shares
+    (batch 8 a rank, gloo on the CPU, one thread a rank), then ``more``: further defaults and the grids."""
+    return write_experiment(path, f"""
+timeout_s = {timeout_s}
+[defaults]
+batch_size = 8
+backend = "gloo"
+device = "cpu"
+threads_per_rank = 1
+warmup_steps = {warmup_steps}
+steps = {steps}
+""" + textwrap.dedent(more))
+
+
 #: the smallest real job: a 1 MB MLP, one thread per rank, a few steps
 TINY_DEFAULTS = """
     [defaults]

@@ -104,6 +104,21 @@ def test_lightning_fabric_drives_ddp(tmp_path, prepared):
     assert rows[1]["samples_per_s"] > 0 and rows[2]["samples_per_s"] > 0
 
 
+
+@pytest.mark.slow
+def test_hydra_configured_mingpt_with_its_gradscaler(tmp_path, prepared):
+    # pytorch/examples' minGPT-ddp: @hydra.main reads gpt2_train_cfg.yaml beside the script and the
+    # overrides in script_args; upstream's use_amp runs float16 autocast and a GradScaler, whose
+    # skipped steps are stored apart; 32 sequences a rank, whatever the world size
+    runs, rows = _swept("mingpt", tmp_path)
+    for ws, run in runs.items():
+        assert len(run["result"]["ranks"]) == ws
+        assert _measured_samples(run) == {32}
+        assert isinstance(run["result"]["script"]["skipped_steps"], list)
+        assert run["result"]["script"]["ended"] == "stopped"
+    assert len({r["checksum"] for r in runs[2]["result"]["ranks"]}) == 1  # the replicas agree
+    assert rows[1]["samples_per_s"] > 0 and rows[2]["samples_per_s"] > 0
+
 def test_a_corpus_script_not_in_the_checkout_is_named_not_run(tmp_path, monkeypatch):
     # the public scripts are not committed: the benchmark and the tests above skip one that is absent,
     # naming the files, and run it once they are placed

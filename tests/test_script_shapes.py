@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, rank_processes, run_cli, write_experiment
+from conftest import ROOT, rank_processes, run_cli, script_experiment, write_experiment
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.rank.instrument import BadScript
 from ddpbench.rank.script import script_argv, torchrun_env
@@ -571,20 +571,12 @@ def test_init_destroy_init_and_relative_paths_from_the_sweep_s_folder(tmp_path):
     experiments.mkdir()
     (experiments / "relative.py").write_text(RELATIVE)
     (experiments / "again.py").write_text(INIT_DESTROY_INIT)
-    exp = write_experiment(experiments / "shapes.toml", """
-        timeout_s = 120
-        [defaults]
-        batch_size = 8
-        backend = "gloo"
-        device = "cpu"
-        threads_per_rank = 1
-        warmup_steps = 2
-        steps = 5
+    exp = script_experiment(experiments / "shapes.toml", """
         script_to_end = true
         [grid]
         script = ["relative.py", "again.py"]
         world_size = [2]
-    """)
+    """, timeout_s=120)
     before = _tree(project)
     done = run_cli("sweep", exp, "--out", "results", "--no-report", cwd=project)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -638,16 +630,7 @@ def test_shapes_ddpbench_cannot_run_are_refused_with_their_reason(tmp_path):
         (tmp_path / name).write_text(body)
         grids.append(f"[[grid]]\nscript = [\"{name}\"]\nscript_args = ['{args}']\nworld_size = [2]\n" if args else
                      f'[[grid]]\nscript = ["{name}"]\nworld_size = [2]\n')
-    exp = write_experiment(tmp_path / "bad.toml", """
-        timeout_s = 60
-        [defaults]
-        batch_size = 8
-        backend = "gloo"
-        device = "cpu"
-        threads_per_rank = 1
-        warmup_steps = 2
-        steps = 5
-    """ + "\n".join(grids))
+    exp = script_experiment(tmp_path / "bad.toml", "\n".join(grids))
     out = tmp_path / "out"
     done = run_cli("sweep", exp, "--out", out, "--no-report")
     assert done.returncode == 1, done.stderr[-3000:]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, rank_processes, run_cli, write_experiment
+from conftest import ROOT, rank_processes, run_cli, script_experiment
 from ddpbench.experiment.spec import JobSpec
 
 
@@ -348,16 +348,7 @@ def swept(tmp_path_factory):
     for name, (body, world) in SCRIPTS.items():
         (tmp / name).write_text(PREAMBLE + textwrap.dedent(body))
         grids.append(f'[[grid]]\nscript = ["{name}"]\nworld_size = [{world}]\n')
-    exp = write_experiment(tmp / "steps.toml", """
-        timeout_s = 120
-        [defaults]
-        batch_size = 8
-        backend = "gloo"
-        device = "cpu"
-        threads_per_rank = 1
-        warmup_steps = 2
-        steps = 6
-    """ + "\n".join(grids))
+    exp = script_experiment(tmp / "steps.toml", "\n".join(grids), timeout_s=120, steps=6)
     out = tmp / "out"
     done = run_cli("sweep", exp, "--out", out, "--no-report", timeout=600)
     assert done.returncode == 1, done.stderr[-3000:]  # same_parameters.py fails, as it must

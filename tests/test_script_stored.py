@@ -10,7 +10,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from conftest import run_cli, write_experiment
+from conftest import run_cli, script_experiment
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.rank.ddp_settings import ddp_settings
 from ddpbench.rank.instrument import BadScript
@@ -182,22 +182,14 @@ def test_a_sweep_stores_the_settings_the_script_ran_with(tmp_path):
             opt.step()
         dist.destroy_process_group()
     """))
-    exp = write_experiment(tmp_path / "unused.toml", """
-        timeout_s = 120
-        [defaults]
-        batch_size = 8
-        backend = "gloo"
-        device = "cpu"
-        threads_per_rank = 1
-        warmup_steps = 1
-        steps = 3
+    exp = script_experiment(tmp_path / "unused.toml", """
         world_size = 1
         [[grid]]
         script = ["unused.py"]
         find_unused_parameters = [false, true]
         [[grid]]
         script = ["static.py"]
-    """)
+    """, timeout_s=120, warmup_steps=1, steps=3)
     out = tmp_path / "out"
     run_cli("sweep", exp, "--out", out, "--no-report")
     runs = [r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines()) if r.get("kind") == "run"]

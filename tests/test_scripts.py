@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, rank_processes, run_cli, write_experiment
+from conftest import ROOT, rank_processes, run_cli, script_experiment, write_experiment
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import load_experiment
 from ddpbench.experiment.spec import JobSpec, check_script_args, script_label
@@ -221,16 +221,7 @@ def test_bad_scripts_fail_with_their_reason(tmp_path):
     for name, (body, _) in BAD_SCRIPTS.items():
         (tmp_path / name).write_text(PREAMBLE + body)
         grids.append(f'[[grid]]\nscript = ["{name}"]\nworld_size = [{2 if name == "early.py" else 1}]\n')
-    exp = write_experiment(tmp_path / "bad.toml", """
-        timeout_s = 60
-        [defaults]
-        batch_size = 8
-        backend = "gloo"
-        device = "cpu"
-        threads_per_rank = 1
-        warmup_steps = 2
-        steps = 5
-    """ + "\n".join(grids))
+    exp = script_experiment(tmp_path / "bad.toml", "\n".join(grids))
     out = tmp_path / "out"
     done = run_cli("sweep", exp, "--out", out, "--no-report")
     assert done.returncode == 1
