@@ -2,6 +2,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import psutil
@@ -123,3 +124,41 @@ def pytest_configure(config):
     asked = any(config.getoption(option, None) for option in TIMING_OPTIONS)
     if not asked and not any(_names_benchmarks(arg) for arg in config.invocation_params.args):
         config.option.benchmark_disable = True
+
+
+#: the environment variable tests mark the processes of one sweep with, to find them after a kill -9
+#: has reparented them
+MARK = "DDPBENCH_TEST_MARK"
+
+
+def marked(mark: str) -> list[psutil.Process]:
+    """Live processes (not zombies) whose environment, as /proc/PID/environ holds it, has ``MARK=mark``."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(MARK) == mark:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def wait_for(check, timeout_s: float, what: str):
+    """What ``check()`` returns once it is truthy, polled every 0.1 s; fails after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"never saw {what}")
+
+
+@pytest.fixture
+def group_of_one():
+    """A gloo process group of one rank in this process (an in-memory store), destroyed after."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()

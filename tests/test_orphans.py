@@ -18,26 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, TINY_DEFAULTS, write_experiment
+from conftest import MARK, ROOT, TINY_DEFAULTS, marked, wait_for, write_experiment
 
 pytestmark = pytest.mark.slow
 
-MARK = "DDPBENCH_TEST_MARK"
 FAULTS = "planted-fault=tests.planted_faults:PlantedFault"
 #: the promise: every process of the sweep gone within this long of the kill
 LIMIT_S = 15.0
-
-
-def marked(mark: str) -> list[psutil.Process]:
-    """Live processes (not zombies) whose environment, as /proc/PID/environ holds it, has ``MARK=mark``."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(MARK) == mark:
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
 
 
 def describe(procs) -> list[str]:
@@ -77,16 +64,6 @@ def start_sweep(tmp_path, body: str, mark: str, extra_env: dict, *flags, stderr=
     return subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(tmp_path / "out"),
                              "--no-report", *flags], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=stderr, text=True, start_new_session=True)
-
-
-def wait_for(check, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"never saw {what}")
 
 
 STUCK = """

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, rank_processes, run_cli, script_experiment, write_experiment
+from conftest import MARK, ROOT, marked, rank_processes, run_cli, script_experiment, wait_for, write_experiment
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.rank.instrument import BadScript
 from ddpbench.rank.script import script_argv, torchrun_env
@@ -308,28 +308,6 @@ def test_ranks_started_with_multiprocessing_are_named(rendezvous, shapes):
 # what a script starts ends with its rank (ddpbench.owner.reap_group_after)
 # ---------------------------------------------------------------------------------------------
 
-MARK = "DDPBENCH_TEST_MARK"
-
-
-def marked(mark: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(MARK) == mark:
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
-
-
-def wait_for(check, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"never saw {what}")
 
 
 def gone_after_kill(proc: subprocess.Popen, mark: str, limit_s: float) -> list[str]:

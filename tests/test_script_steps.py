@@ -18,15 +18,6 @@ from conftest import ROOT, rank_processes, run_cli, script_experiment
 from ddpbench.experiment.spec import JobSpec
 
 
-@pytest.fixture
-def group_of_one():
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
 def _instrumented(**fields):
     from ddpbench.rank.instrument import Instrument
     from ddpbench.rank.timing import HostClock

@@ -64,15 +64,6 @@ def test_the_jobs_bucket_cap_runs_and_the_scripts_is_reported():
     assert "bucket_cap_mb_list" not in ddp_settings(JobSpec(), {}, ("bucket_cap_mb",))[0]
 
 
-@pytest.fixture
-def group_of_one():
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
 def _instrumented(**fields):
     from ddpbench.rank.instrument import Instrument
     from ddpbench.rank.timing import HostClock

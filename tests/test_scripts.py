@@ -279,15 +279,6 @@ def test_trace_steps_from_the_command_line_is_refused_for_a_script(tmp_path, cpu
 # the hooks in this process: a gloo group of one
 # ---------------------------------------------------------------------------------------------
 
-@pytest.fixture
-def group_of_one():
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
 def _instrumented(**fields):
     from ddpbench.rank.instrument import Instrument
     from ddpbench.rank.timing import HostClock
