@@ -24,9 +24,10 @@ and, where a job failed, its error line. Runs minutes apart on a shared machine 
 the agreement sought, so for nanoGPT, which prints each iteration's time, the table also sets the
 sweep's samples/s against the script's own timing of the very steps the sweep measured, read from
 rank 0's log of the same launches: two clocks on one stretch of one run. Every rank runs one torch
-thread. nanoGPT's sweep and runs start in its folder (it reads ``configurator.py`` and ``data/``
-from there), the others in a fresh scratch folder each (their snapshots would otherwise be loaded
-by the next run). Fabric's example runs with the environment ``fabric run --accelerator cpu
+thread. nanoGPT's and minGPT-ddp's sweeps and runs start in their folders (they read
+``configurator.py``, ``data/`` from there; minGPT-ddp's snapshot left there is removed before each),
+the others in a fresh scratch folder each (their snapshots would otherwise be loaded by the next
+run). Fabric's example runs with the environment ``fabric run --accelerator cpu
 --strategy ddp --devices 2`` sets (:data:`FABRIC_ENV`), alone and in the sweep.
 """
 
