@@ -28,7 +28,7 @@ thread. nanoGPT's and minGPT-ddp's sweeps and runs start in their folders (they 
 ``configurator.py``, ``data/`` from there; minGPT-ddp's snapshot left there is removed before each),
 the others in a fresh scratch folder each (their snapshots would otherwise be loaded by the next
 run). Fabric's example runs with the environment ``fabric run --accelerator cpu
---strategy ddp --devices 2`` sets (:data:`FABRIC_ENV`), alone and in the sweep.
+--strategy ddp --devices W`` sets (:data:`FABRIC_ENV`), alone and in the sweep.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "experiments" / "corpus"
-#: what ``fabric run --accelerator cpu --strategy ddp --devices 2`` sets before it starts torchrun
-FABRIC_ENV = {"LT_CLI_USED": "1", "LT_ACCELERATOR": "cpu", "LT_STRATEGY": "ddp", "LT_DEVICES": "2"}
+#: what ``fabric run --accelerator cpu --strategy ddp --devices W`` sets before it starts torchrun (W
+#: filled by the run alone, and by a sweep's script ranks with their job's world size)
+FABRIC_ENV = {"LT_CLI_USED": "1", "LT_ACCELERATOR": "cpu", "LT_STRATEGY": "ddp", "LT_DEVICES": "{world_size}"}
 #: runs of each length for the wall-time difference
 LENGTH_PAIRS = 3
 NANOGPT_ITER = re.compile(r"^iter (\d+): loss [\d.naninf-]+, time ([\d.]+)ms", re.M)
@@ -134,8 +135,11 @@ def _clean(script: Script) -> None:
         (CORPUS / name).unlink(missing_ok=True)
 
 
-def _env(script: Script) -> dict:
-    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **script.env}
+def _env(script: Script, world_size: int | None = None) -> dict:
+    """The environment of a run: the script's own (``{world_size}`` in it left to a sweep's ranks to
+    fill, or filled here for a run of the script alone at ``world_size``)."""
+    own = {k: v.replace("{world_size}", str(world_size)) if world_size else v for k, v in script.env.items()}
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **own}
 
 
 def alone(script: Script, world_size: int, args: list[str], timeout: float = 600) -> tuple[float, list]:
@@ -151,7 +155,7 @@ def alone(script: Script, world_size: int, args: list[str], timeout: float = 600
     with tempfile.TemporaryDirectory() as scratch, tempfile.TemporaryFile("w+") as err:
         cwd = path.parent if script.in_folder else scratch
         start = time.perf_counter()
-        proc = subprocess.Popen(command, cwd=cwd, env={**_env(script), "PYTHONUNBUFFERED": "1"},
+        proc = subprocess.Popen(command, cwd=cwd, env={**_env(script, world_size), "PYTHONUNBUFFERED": "1"},
                                 stdout=subprocess.PIPE, stderr=err, text=True)
         lines = []
         for line in proc.stdout:  # each line with the time it arrived

@@ -91,9 +91,11 @@ def test_a_script_rank_finds_the_environment_torchrun_gives(nodes, per_node, dat
     assert environ["LOCAL_WORLD_SIZE"] == str(per_node) and environ["GROUP_RANK"] == str(rank // per_node)
     assert environ["GROUP_WORLD_SIZE"] == str(nodes) and environ["ROLE_RANK"] == str(rank)
     assert environ["ROLE_WORLD_SIZE"] == str(world) and environ["TORCHELASTIC_RESTART_COUNT"] == "0"
-    given_env = {"RANK": "0", "WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "theirs", "LOCAL_WORLD_SIZE": "2"}
+    given_env = {"RANK": "0", "WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "theirs", "LOCAL_WORLD_SIZE": "2",
+                 "LT_DEVICES": "{world_size}", "OTHER": "{world}"}
     torchrun_env(given_env)
     assert given_env["TORCHELASTIC_RUN_ID"] == "theirs"
+    assert given_env["LT_DEVICES"] == "2" and given_env["OTHER"] == "{world}"  # the job's, as `fabric run` passes
     old = dict(os.environ)
     try:
         os.environ.clear()

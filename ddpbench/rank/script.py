@@ -32,7 +32,7 @@ from ddpbench.rank import protocol
 from ddpbench.rank.ddp_settings import check_ran
 from ddpbench.rank.instrument import NO_GPU, BadScript, Instrument, StopScript, state_bytes
 from ddpbench.rank.protocol import START_DIR_ENV, Job, Tracked
-from ddpbench.rank.shapes import Shapes, link_start_dir, substitute_args, visible_devices
+from ddpbench.rank.shapes import WORLD_SIZE_ARG, Shapes, link_start_dir, substitute_args, visible_devices
 from ddpbench.rank.timing import clock_for
 from ddpbench.rank.train import check_replicas, param_checksum
 from ddpbench.results.schema import training_result
@@ -55,7 +55,8 @@ def torchrun_env(environ=os.environ) -> None:
     """What torchrun sets and a launcher may not have, so that a script (or the framework it uses:
     Lightning Fabric, Accelerate) that asks "was I started by torchrun?" finds what torchrun gives:
     LOCAL_WORLD_SIZE, the node's and role's ranks and sizes, ``TORCHELASTIC_RUN_ID`` (what
-    ``torch.distributed.is_torchelastic_launched()`` reads), and the restart count."""
+    ``torch.distributed.is_torchelastic_launched()`` reads), and the restart count; and
+    ``"{world_size}"`` in a value of the environment replaced by the job's world size."""
     world = int(environ["WORLD_SIZE"])
     nodes = max(1, int(environ.get("SLURM_NNODES", "1")))
     environ.setdefault("LOCAL_WORLD_SIZE", str(world // nodes))
@@ -66,6 +67,11 @@ def torchrun_env(environ=os.environ) -> None:
                         ("TORCHELASTIC_RUN_ID", "ddpbench"), ("TORCHELASTIC_RESTART_COUNT", 0),
                         ("TORCHELASTIC_MAX_RESTARTS", 0)):
         environ.setdefault(name, str(value))
+    # what a launcher that starts torchrun passes by the ranks it starts (Lightning's `fabric run
+    # --devices N` sets LT_DEVICES): written "{world_size}" in the sweep's environment, it is the job's
+    for name, value in list(environ.items()):
+        if WORLD_SIZE_ARG in value:
+            environ[name] = value.replace(WORLD_SIZE_ARG, str(world))
 
 
 class ScriptRank(Tracked):
