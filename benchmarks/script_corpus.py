@@ -308,7 +308,8 @@ def main() -> None:
     lines = [f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
              f"`python benchmarks/script_corpus.py --rounds {args.rounds}"
              + "".join(f" --only {n}" for n in args.only or []) + (f" --repeats {args.repeats}" if args.repeats else "")
-             + "`; medians over the rounds; ddpbench's interval is the last round's.", "",
+             + "`; medians over the rounds (with more than one, ddpbench's 95 % interval is given beside the last "
+             "round's own samples/s).", "",
              "| script | source | shape | world size | ddpbench samples/s [95 % interval] | the script's own samples/s "
              "| ddpbench / own | the script's own, same steps | ddpbench / same steps | exposed comm (ms) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -322,7 +323,10 @@ def main() -> None:
             if oks:
                 rate = statistics.median(r["samples_per_s"] for r in oks)
                 last = oks[-1]
-                ours = f"{_fmt(rate)} [{_fmt(last.get('samples_per_s_low'))}, {_fmt(last.get('samples_per_s_high'))}]"
+                interval = f"[{_fmt(last.get('samples_per_s_low'))}, {_fmt(last.get('samples_per_s_high'))}]"
+                # an interval stands beside the launch mean it is of: the last round's, where rounds differ
+                ours = (f"{_fmt(rate)} [{interval[1:-1]}]" if len(oks) == 1 else
+                        f"{_fmt(rate)} (last round {_fmt(last['samples_per_s'])} {interval})")
                 ratio = f"{rate / own_median:.2f}" if mine else "n/a"
                 twin_ratio = f"{rate / twin:.2f}" if twin == twin else "n/a"
                 exposed = _fmt(statistics.median(r.get("exposed_comm_ms", float("nan")) for r in oks), 2)
