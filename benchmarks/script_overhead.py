@@ -69,6 +69,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,6 +77,16 @@ SCRIPT = ROOT / "experiments" / "scripts" / "train_cnn.py"
 EPOCH = re.compile(r"epoch (\d+): (\d+) steps in ([\d.]+) s, ([\d.]+) samples/s, ([\d.]+) ms/step")
 BATCH = 32
 
+
+
+def block_us(ddp, opt, loss, inputs, target, steps: int) -> float:
+    """Microseconds a training step of ``ddp`` takes, over ``steps`` steps in a row."""
+    start = time.perf_counter()
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        loss(ddp(inputs), target).backward()
+        opt.step()
+    return (time.perf_counter() - start) / steps * 1e6
 
 def script_args(samples: int, epochs: int) -> list[str]:
     return ["--epochs", str(epochs), "--samples", str(samples), "--batch-size", str(BATCH), "--snapshot-every", "0"]
@@ -177,7 +188,6 @@ def alternate(args) -> None:
 
 
 def cost(args) -> None:
-    import time
 
     import torch
     import torch.distributed as dist
@@ -204,13 +214,7 @@ def cost(args) -> None:
     inputs, target = torch.randn(16, 64), torch.randint(0, 10, (16,))
 
     def block(ddp) -> float:
-        opt = optimizers[id(ddp)]
-        start = time.perf_counter()
-        for _ in range(args.block_steps):
-            opt.zero_grad(set_to_none=True)
-            torch.nn.functional.cross_entropy(ddp(inputs), target).backward()
-            opt.step()
-        return (time.perf_counter() - start) / args.block_steps * 1e6
+        return block_us(ddp, optimizers[id(ddp)], torch.nn.functional.cross_entropy, inputs, target, args.block_steps)
 
     times = {"plain": [], "hooked": []}
     for index in range(args.blocks + 1):
@@ -233,7 +237,6 @@ TARGET_PCT, TARGET_US = 3.0, 20.0
 
 def tiny(args) -> None:
     import tempfile
-    import time
 
     import torch
     import torch.distributed as dist
@@ -268,13 +271,7 @@ def tiny(args) -> None:
     inputs, target = torch.randn(args.batch, args.features), torch.randn(args.batch, args.features)
 
     def block(ddp) -> float:
-        opt = optimizers[id(ddp)]
-        start = time.perf_counter()
-        for _ in range(args.block_steps):
-            opt.zero_grad(set_to_none=True)
-            torch.nn.functional.mse_loss(ddp(inputs), target).backward()
-            opt.step()
-        return (time.perf_counter() - start) / args.block_steps * 1e6
+        return block_us(ddp, optimizers[id(ddp)], torch.nn.functional.mse_loss, inputs, target, args.block_steps)
 
     times = {"plain": [], "hooked": []}
     for index in range(args.blocks + 1):
@@ -319,7 +316,6 @@ def tiny(args) -> None:
 def hooks(args) -> None:
     """What each kind of hook costs the tiny step alone: a plain DDP model against one with that hook only."""
     import random
-    import time
 
     import torch
     import torch.distributed as dist
@@ -356,12 +352,7 @@ def hooks(args) -> None:
         ddp, opt = models["plain DDP" if name == step_hooks else name]
         handles = ([register_optimizer_step_pre_hook(lambda o, a, k: None),
                     register_optimizer_step_post_hook(lambda o, a, k: None)] if name == step_hooks else [])
-        start = time.perf_counter()
-        for _ in range(args.block_steps):
-            opt.zero_grad(set_to_none=True)
-            torch.nn.functional.mse_loss(ddp(inputs), target).backward()
-            opt.step()
-        us = (time.perf_counter() - start) / args.block_steps * 1e6
+        us = block_us(ddp, opt, torch.nn.functional.mse_loss, inputs, target, args.block_steps)
         for handle in handles:
             handle.remove()
         return us
