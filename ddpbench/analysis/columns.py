@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ddpbench.analysis.budget import NAMED_SHARE, NAMED_WAIT
 from ddpbench.analysis.overlap import DISAGREE
 from ddpbench.analysis.summary import NOISE_THRESHOLD
 from ddpbench.experiment.spec import FIELDS
@@ -54,8 +55,10 @@ STAGES = {
     "trace": "the profiler's events of traced steps (analysis.overlap)",
     "check": "the equivalence check against single-process training (summary._check_figures)",
     "compute": "FLOPs and the GEMM peak (summary._compute_figures)",
-    "stragglers": "each rank's compute time against the others' (summary.stragglers)",
+    "stragglers": "each rank's compute time against the others' (summary.stragglers); the rank last to have its "
+                  "gradients ready (analysis.budget)",
     "speedup": "against the world-size-1 baseline (summary.add_speedup)",
+    "budget": "what was lost against that baseline, in lines that sum to it (analysis.budget)",
 }
 
 
@@ -97,6 +100,21 @@ def _spec_columns() -> tuple[Column, ...]:
 def _c(name: str, unit: str, stage: str, meaning: str) -> Column:
     return Column(name, unit, meaning, stage)
 
+
+#: the loss budget's lines (analysis.budget): their columns and meanings, in the budget's order
+_BUDGET_LINES = (
+    ("loss_ms", "step_ms_mean - budget_baseline_ms: what the job lost against its baseline"),
+    ("loss_contention_ms", "compute slowed by sharing: the others' forward + backward on reference steps - the "
+                           "baseline's"),
+    ("loss_sync_compute_ms", "compute slowed by communication beside it: mean ready_ms on measured - on no_sync() "
+                             "steps, less the baseline's (NaN without ready_ms)"),
+    ("loss_comm_ms", "exposed communication: step - reference step, less the baseline's, less loss_sync_compute_ms "
+                     "where measured"),
+    ("loss_data_ms", "data wait that grew: the others' data_ms on reference steps - the baseline's"),
+    ("loss_straggler_ms", "waiting for the slowest rank: its reference step beyond the others' mean"),
+    ("loss_overhead_ms", "optimizer and framework: the others' optimizer + comm on reference steps - the baseline's"),
+    ("loss_residual_ms", "loss_ms - the six lines: what the timed phases do not split, shown, never hidden"),
+)
 
 #: every column summarize() adds to a job's spec fields, grouped by stage
 MEASURED: tuple[Column, ...] = (
@@ -208,6 +226,19 @@ MEASURED: tuple[Column, ...] = (
     _c("straggler_ranks", "rank list", "stragglers", "ranks whose compute was consistently slower than the others'"),
     _c("straggler_pct", "%", "stragglers", "the slowest rank's median compute beyond the others' median"),
     _c("straggler_excess_ms", "ms", "stragglers", "that excess in ms: what the others wait for it each step"),
+    _c("barrier_rank", "index", "stragglers", "the rank most often last to have its gradients ready (ready_ms of the "
+                                              "measured steps; NaN without ready_ms)"),
+    _c("barrier_last_share", "ratio", "stragglers", "share of the steps that rank was last"),
+    _c("barrier_wait_ms", "ms", "stragglers", "mean over the steps of the last rank's ready_ms beyond the others' mean: "
+                                              "what a step waited at the barrier"),
+    _c("barrier_rank_wait_ms", "ms", "stragglers", "mean, over the steps that rank was last, of how much later it was "
+                                                   "ready"),
+    _c("barrier_launch_ranks", "rank list", "stragglers", "each launch's rank most often last, in launch order"),
+    _c("barrier_cause", "text", "stragglers", f"data, compute or placement, for a rank named (last in >= "
+                                              f"{100 * NAMED_SHARE:.0f} % of the steps, >= {100 * NAMED_WAIT:.0f} % of "
+                                              "the mean step later); None otherwise"),
+    _c("barrier_cause_detail", "text", "stragglers", "the figures the cause rests on, in words (or why no rank is "
+                                                     "named)"),
     # speedup against the world-size-1 baseline
     _c(SPEEDUP, "ratio", "speedup", "samples_per_s / the world-size-1 baseline's"),
     _c(EFFICIENCY, "ratio", "speedup", "speedup / world_size"),
@@ -216,6 +247,17 @@ MEASURED: tuple[Column, ...] = (
       for name in (SPEEDUP, EFFICIENCY, "serial_fraction") for end in ("low", "high")),
     _c("baseline_key", "text", "speedup", "the key(s) of the world-size-1 job(s) speedup is against"),
     _c("baseline_problem", "text", "speedup", "why that baseline cannot be trusted, in words (empty where it can)"),
+    # the loss budget against that baseline
+    _c("budget_baseline_ms", "ms", "budget", "the baseline's mean step (strong scaling: over world_size, the ideal "
+                                             "split)"),
+    *(c for name, unit_meaning in _BUDGET_LINES for c in (
+        _c(name, "ms", "budget", unit_meaning),
+        _c(f"{name}_low", "ms", "budget", f"{name}'s 95 % interval over launches (Welch: the job's against the "
+                                          "baseline's), low end"),
+        _c(f"{name}_high", "ms", "budget", f"{name}'s 95 % interval, high end"))),
+    _c("budget_top", "text", "budget", "the largest line of contention, sync_compute, comm, data, straggler, "
+                                       "overhead (None without a budget)"),
+    _c("budget_note", "text", "budget", "why there is no budget, or what its lines come from"),
 )
 
 #: every column of the summary, by name: the spec fields, then the measured ones

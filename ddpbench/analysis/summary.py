@@ -11,7 +11,9 @@ Conventions:
   * The phase breakdown (data, forward, backward, comm, optimizer) and the exposed
     communication are means too: means add up, so the phases sum to the step.
   * Only the ``measure`` phase counts; ``warmup`` is stored but never summarised.
-  * ``speedup`` compares global throughput with the world-size-1 job of the same settings.
+  * ``speedup`` compares global throughput with the world-size-1 job of the same settings; the loss
+    budget (:mod:`ddpbench.analysis.budget`) splits what the job lost against that same baseline into
+    lines that sum to it, and names the rank the others waited for at the gradient barrier.
   * Confidence intervals (``*_low``/``*_high``) are Student t intervals over launches
     (:mod:`ddpbench.analysis.stats`, docs/statistics.md): NaN for a job measured in one launch.
   * Compute: ``flops_per_step`` is what one process computes per optimizer step (counted once by
@@ -32,7 +34,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis import exposed, overlap, stats
+from ddpbench.analysis import budget, exposed, overlap, stats
 from ddpbench.analysis.compiled import COMPILE_FIGURES, compile_cache_figures
 from ddpbench.analysis.jobs import SPEC_COLUMNS, baseline_key, exact_key
 from ddpbench.results.schema import TIMED_PHASES
@@ -146,7 +148,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         row["wall_s"] = float(job_runs["wall_s"].fillna(0).sum())
         rows.append(row)
     table = pd.DataFrame(rows)
-    return add_speedup(table)
+    return budget.add_budget(add_speedup(table), steps, ranks)
 
 
 def _trace_figures(job_runs: pd.DataFrame, mine: pd.DataFrame, row: dict) -> dict:

@@ -1,0 +1,536 @@
+"""The loss budget: every millisecond a multi-rank job lost against its world-size-1 baseline, in lines
+that sum to what was lost; and the rank everyone waited for at the gradient barrier.
+
+**The budget.** A multi-rank job (status ok) with a world-size-1 baseline (the one
+:func:`ddpbench.analysis.summary.add_speedup` picked, ``baseline_key``; several are pooled) lost
+``loss_ms`` = its mean step - b, b the baseline's mean step (weak scaling) or that over N, the ideal
+split of a fixed global batch (strong scaling; every baseline term below is then divided by N).
+
+The *reference steps* are the job's ``nosync`` steps (its compute without gradient communication; their
+``comm_ms`` is the framework's, nothing is communicated); a job without them uses its ``measure`` steps
+with ``comm_ms`` taken out (strategies that communicate after backward). In each (launch, step) the rank
+with the longest reference step is the *slowest*, the remaining ranks are *the others* (at world size 1
+the one rank is both, and the slowest is 0 ms beyond it). Each side (job, baseline) gives per launch:
+
+* ``S``: the mean measured step (slowest rank per step), ``R``: the mean reference step likewise;
+* ``F``, ``D``, ``O``: the others' mean forward + backward, data, optimizer + comm on reference steps;
+* ``G``: the mean over reference steps of the slowest rank's beyond the others' mean;
+* ``Y``: all ranks' mean ``ready_ms`` on measured steps less that on reference steps.
+
+and the lines are job - baseline of: contention ``F``, sync_compute ``Y``, comm ``S - R - Y`` (``S - R``
+where ``Y`` is not measured: the compute slowed by communication then stays inside it), data ``D``,
+straggler ``G``, overhead ``O``; the residual is ``R - F - D - G - O`` (the lines not measured left
+out of the sum), which is ``loss_ms`` less the lines: what the timed phases do not split (the step's
+time outside its phases), shown, never hidden. Each line's 95 % interval is Welch's over launches
+(:func:`ddpbench.analysis.stats.difference_ci`: the job's per-launch values against the baseline's),
+NaN with fewer than two launches on a side.
+
+A script job (``script`` set) times its phases only on its ``phases`` steps: its no-sync and measured
+steps are timed whole. Its data and optimizer lines come from the ``phases`` steps (the slowest rank
+there the one with the longest data + forward); forward and backward of its no-sync steps are not
+timed, so contention is not measured and stays in the residual. A line never measured is NaN, never 0.
+
+**The barrier.** From ``ready_ms`` (the time into the step at which a rank's gradients were all
+accumulated, before DDP's wait for the all-reduce) of the ``measure`` steps (a script's: ``phases``):
+in each (launch, step) the rank ready last, and how much later than the others' mean. A rank is
+*named* when it was last in at least :data:`NAMED_SHARE` of the steps and :data:`NAMED_WAIT` of the
+mean step later; its cause compares its data, forward and backward (ready - data - forward) with the
+other ranks' over the steps it was last: data -> "data"; forward or backward -> "compute", or
+"placement" where its placement differs from the others' (:func:`placement_differs`).
+
+Results folders from before ``ready_ms``, ``affinity`` and ``involuntary_switches_per_step`` load
+with them missing: the figures that need them are NaN, and the notes say why.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ddpbench.analysis import stats
+
+#: the lines of the budget, by short name, in words (for sentences, tables and plots), in their order
+BUDGET_LINES = {"contention": "compute slowed by sharing",
+                "sync_compute": "compute slowed by communication beside it",
+                "comm": "exposed communication", "data": "data wait that grew",
+                "straggler": "waiting for the slowest rank", "overhead": "optimizer and framework",
+                "residual": "residual"}
+#: each line's summary column
+LINE_COLUMNS = {name: f"loss_{name}_ms" for name in BUDGET_LINES}
+#: the lines budget_top chooses from (the residual is never a cause)
+TOP_LINES = ("contention", "sync_compute", "comm", "data", "straggler", "overhead")
+#: the budget's columns with an interval over launches
+INTERVAL_COLUMNS = ("loss_ms", *LINE_COLUMNS.values())
+BUDGET_COLUMNS = ("budget_baseline_ms", *(c for name in INTERVAL_COLUMNS for c in (name, f"{name}_low", f"{name}_high")),
+                  "budget_top", "budget_note")
+BARRIER_COLUMNS = ("barrier_rank", "barrier_last_share", "barrier_wait_ms", "barrier_rank_wait_ms",
+                   "barrier_launch_ranks", "barrier_cause", "barrier_cause_detail")
+
+#: a rank is named at the barrier when it was last in at least this share of the steps ...
+NAMED_SHARE = 0.75
+#: ... and was ready, on those steps, at least this share of the mean step after the others' mean
+NAMED_WAIT = 0.10
+#: a rank's involuntary context switches per step this many times the other ranks' median mark its placement
+SWITCHES_FACTOR = 2.0
+#: ... and at least this many per step (below it the switches are too few to slow a step)
+SWITCHES_FLOOR = 1.0
+
+_KEYS = ["key", "repeat", "step"]
+_LAUNCH = ["key", "repeat"]
+# the per-launch terms of a side, each averaged over its own rows
+_TERMS = ("S", "R", "Ym", "Yn", "F", "D", "O", "G")
+
+
+def _num(frame: pd.DataFrame, name: str) -> pd.Series:
+    """A numeric column, NaN where the results predate it."""
+    if name in frame:
+        return pd.to_numeric(frame[name], errors="coerce").astype(float)
+    return pd.Series(np.nan, index=frame.index, dtype=float)
+
+
+def _split_steps(rows: pd.DataFrame, order: pd.Series, values: dict[str, pd.Series]) -> pd.DataFrame:
+    """Per (key, repeat, step) of ``rows``: the others' mean of each of ``values`` (the others: every
+    rank but the one with the largest ``order``; at one rank that rank), and ``G`` = the slowest's
+    ``order`` beyond the others' mean. A value missing for one of the others makes the step's NaN."""
+    if rows.empty:
+        return pd.DataFrame(columns=[*_KEYS, *values, "G"])
+    frame = rows[_KEYS].copy()
+    frame["_order"] = order.fillna(-np.inf).to_numpy()
+    group = frame.groupby(_KEYS, sort=False)
+    n = group["_order"].transform("size").to_numpy()
+    slowest = frame.index.isin(group["_order"].idxmax().to_numpy())
+    weight = np.where(n == 1, 1.0, np.where(slowest, 0.0, 1.0 / np.maximum(n - 1, 1)))
+    parts = {}
+    for name, series in {**values, "_ref": order}.items():
+        v = series.to_numpy(dtype=float)
+        parts[name] = np.where(weight > 0, np.nan_to_num(v) * weight, 0.0)
+        parts[f"{name}_missing"] = (weight > 0) & np.isnan(v)
+    parts["_max"] = np.where(slowest | (n == 1), order.to_numpy(dtype=float), -np.inf)
+    agg = pd.DataFrame(parts, index=frame.index).join(frame[_KEYS]).groupby(_KEYS, sort=False)
+    summed = agg[[*values, "_ref"]].sum()
+    missing = agg[[f"{name}_missing" for name in (*values, "_ref")]].any()
+    out = summed.copy()
+    for name in (*values, "_ref"):
+        out[name] = out[name].where(~missing[f"{name}_missing"].to_numpy())
+    out["G"] = agg["_max"].max().replace(-np.inf, np.nan) - out["_ref"]
+    return out.drop(columns="_ref").reset_index()
+
+
+def _launch_means(per_step: pd.DataFrame, names) -> pd.DataFrame:
+    """Per (key, repeat): each of ``names``' mean over its steps (NaN steps left out), with ``<name>_sum``
+    and ``<name>_n`` for pooling launches (a job's point estimate is its steps' mean, not its launches')."""
+    names = list(names)
+    if per_step.empty:
+        return pd.DataFrame(columns=[*_LAUNCH, *names, *(f"{n}_{end}" for n in names for end in ("sum", "n"))]
+                            ).set_index(_LAUNCH)
+    group = per_step.groupby(_LAUNCH, sort=False)[names]
+    sums, counts = group.sum(min_count=1), group.count()
+    out = sums / counts.where(counts > 0)
+    for name in names:
+        out[f"{name}_sum"], out[f"{name}_n"] = sums[name].fillna(0.0), counts[name]
+    return out
+
+
+def launch_terms(steps: pd.DataFrame) -> pd.DataFrame:
+    """Each launch's budget terms (``S``, ``R``, ``Ym``, ``Yn``, ``F``, ``D``, ``O``, ``G``; the module's
+    docstring), one row per (key, repeat), with ``<term>_sum`` and ``<term>_n`` over its steps, and for
+    each key ``reference`` ("nosync" or "measure") and ``script`` (its phases come from ``phases`` steps)."""
+    part = steps[steps["phase"].isin(("measure", "nosync", "phases"))] if len(steps) else steps
+    if part.empty:
+        return pd.DataFrame()
+    phase = part["phase"]
+    with_nosync = set(part.loc[phase == "nosync", "key"])
+    scripted = set(part.loc[phase == "phases", "key"])
+    measure, nosync, phases = part[phase == "measure"], part[phase == "nosync"], part[phase == "phases"]
+    fallback = measure[~measure["key"].isin(with_nosync)]
+    ref = pd.concat([nosync, fallback]) if len(fallback) else nosync
+    is_nosync = (ref["phase"] == "nosync").to_numpy()
+    comm = _num(ref, "comm_ms").fillna(0.0)
+    ref_ms = _num(ref, "step_ms") - np.where(is_nosync, 0.0, comm)
+    comm_kept = pd.Series(np.where(is_nosync, comm, 0.0), index=ref.index)  # a no-sync step's comm: framework time
+    split = _split_steps(ref, ref_ms, {
+        "F": _num(ref, "forward_ms") + _num(ref, "backward_ms"), "D": _num(ref, "data_ms"),
+        "O": _num(ref, "optimizer_ms") + comm_kept})
+    if len(phases):
+        # a script's no-sync steps are timed whole: data and optimizer from its steps with phases timed
+        own = _split_steps(phases, _num(phases, "data_ms").fillna(0) + _num(phases, "forward_ms").fillna(0),
+                           {"D": _num(phases, "data_ms"), "O": _num(phases, "optimizer_ms")})
+        own_launch = _launch_means(own, ["D", "O"])
+    bounded = measure.groupby(_KEYS, sort=False)["step_ms"].max().rename("S").reset_index()
+    reference = ref[_KEYS].assign(R=ref_ms.to_numpy()).groupby(_KEYS, sort=False)["R"].max().reset_index()
+    ready_rows = pd.concat([measure[~measure["key"].isin(scripted)], phases]) if len(phases) else measure
+    ready_m = ready_rows[_LAUNCH].assign(Ym=_num(ready_rows, "ready_ms").to_numpy())
+    ready_n = nosync[_LAUNCH].assign(Yn=_num(nosync, "ready_ms").to_numpy())
+    out = _launch_means(bounded, ["S"])
+    for frame, names in ((reference, ["R"]), (ready_m, ["Ym"]), (ready_n, ["Yn"]), (split, ["F", "D", "O", "G"])):
+        out = out.join(_launch_means(frame, names), how="outer")
+    if len(phases):
+        scripted_rows = out.index.get_level_values("key").isin(scripted)
+        for name in ("D", "O"):
+            for column in (name, f"{name}_sum", f"{name}_n"):
+                replaced = own_launch[column].reindex(out.index)
+                out[column] = np.where(scripted_rows, replaced, out[column])
+    keys = out.index.get_level_values("key")
+    out["reference"] = np.where(keys.isin(with_nosync), "nosync", "measure")
+    out["script"] = keys.isin(scripted)
+    for name in _TERMS:
+        out[f"{name}_n"] = out[f"{name}_n"].fillna(0)
+        out[f"{name}_sum"] = out[f"{name}_sum"].fillna(0.0)
+    return out
+
+
+class _Side:
+    """One side of the budget (the job, or its pooled baseline): each term's point (its steps' mean over
+    every launch) and per-launch values, all times ``scale``."""
+
+    def __init__(self, launches: pd.DataFrame, scale: float = 1.0):
+        self.launches = launches
+        self.scale = scale
+
+    def point(self, term: str) -> float:
+        n = float(self.launches[f"{term}_n"].sum())
+        return self.scale * float(self.launches[f"{term}_sum"].sum()) / n if n else math.nan
+
+    def values(self, term: str) -> np.ndarray:
+        return self.scale * self.launches[term].to_numpy(dtype=float)
+
+
+def _side_figures(side: _Side, measured: dict[str, bool]) -> tuple[dict, dict]:
+    """A side's point and per-launch value of each line's term; ``measured``: which lines are in the budget."""
+    point = {t: side.point(t) for t in _TERMS}
+    value = {t: side.values(t) for t in _TERMS}
+    out_point, out_values = {"loss": point["S"]}, {"loss": value["S"]}
+    for store, src in ((out_point, point), (out_values, value)):
+        sync = src["Ym"] - src["Yn"]
+        store["sync_compute"] = sync
+        store["comm"] = src["S"] - src["R"] - (sync if measured["sync_compute"] else 0.0)
+        store["contention"], store["data"], store["overhead"], store["straggler"] = src["F"], src["D"], src["O"], src["G"]
+        residual = src["R"]
+        for name, term in (("contention", "F"), ("data", "D"), ("overhead", "O"), ("straggler", "G")):
+            if measured[name]:
+                residual = residual - src[term]
+        store["residual"] = residual
+    return out_point, out_values
+
+
+def job_budget(job: pd.DataFrame, bases: pd.DataFrame, world_size: int, scaling: str) -> dict:
+    """The budget columns of one job from its launch terms (:func:`launch_terms`' rows of its key) and
+    its baseline's (the rows of every pooled world-size-1 baseline job): lines, intervals, budget_top;
+    the note is the caller's (:func:`budget_note`)."""
+    scale = 1.0 / world_size if scaling == "strong" else 1.0
+    mine, base = _Side(job), _Side(bases, scale)
+    raw = {t: (mine.point(t), base.point(t)) for t in _TERMS}
+    measured = {
+        "contention": _known(*raw["F"]), "data": _known(*raw["D"]), "overhead": _known(*raw["O"]),
+        "straggler": _known(*raw["G"]), "sync_compute": _known(*raw["Ym"], *raw["Yn"]),
+    }
+    job_point, job_values = _side_figures(mine, measured)
+    base_point, base_values = _side_figures(base, measured)
+    out = {"budget_baseline_ms": base_point["loss"]}
+    for name in ("loss", *BUDGET_LINES):
+        column = "loss_ms" if name == "loss" else LINE_COLUMNS[name]
+        if name in measured and not measured[name]:
+            out[column], out[f"{column}_low"], out[f"{column}_high"] = math.nan, math.nan, math.nan
+            continue
+        out[column] = job_point[name] - base_point[name]
+        out[f"{column}_low"], out[f"{column}_high"] = stats.difference_ci(job_values[name], base_values[name])
+    out["budget_top"] = budget_top(out)
+    return out
+
+
+def _known(*values) -> bool:
+    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
+
+
+def budget_top(row) -> str | None:
+    """The largest line (by value) of contention, sync_compute, comm, data, straggler and overhead, by
+    its short name (a key of :data:`BUDGET_LINES`); None without a budget."""
+    values = {name: row.get(LINE_COLUMNS[name], math.nan) for name in TOP_LINES}
+    values = {name: float(v) for name, v in values.items() if _known(v)}
+    return max(values, key=values.get) if values else None
+
+
+def budget_note(row, job: pd.DataFrame | None = None, bases: pd.DataFrame | None = None,
+                reason: str | None = None) -> str:
+    """Why ``row`` (a summary row) has no budget (``reason``), or what its lines come from."""
+    if reason:
+        return f"no budget: {reason}"
+    parts = []
+    reference = job["reference"].iloc[0] if job is not None and len(job) else "nosync"
+    parts.append("reference steps: the no_sync() steps" if reference == "nosync" else
+                 "reference steps: the measured steps less comm_ms (no no_sync() steps)")
+    keys = str(row.get("baseline_key") or "")
+    pooled = len(keys.split(",")) > 1
+    what = f"baseline {'jobs ' if pooled else ''}{keys}{' pooled' if pooled else ''}"
+    parts.append(f"{what}, its mean step over {int(row['world_size'])} (strong scaling: the ideal split), every "
+                 "baseline term likewise" if row.get("scaling") == "strong" else f"{what}, its mean step (weak scaling)")
+    if job is not None and bool(job["script"].iloc[0]):
+        parts.append("a script: data and optimizer from its phases steps; forward and backward of its no-sync "
+                     "steps are not timed, so compute slowed by sharing is not measured and stays in the residual")
+    if not _known(row.get("loss_sync_compute_ms", math.nan)):
+        parts.append("compute slowed by communication beside it not measured (no ready_ms): it stays inside "
+                     "exposed communication")
+    missing = [BUDGET_LINES[n] for n in ("contention", "data", "overhead", "straggler")
+               if not _known(row.get(LINE_COLUMNS[n], math.nan))]
+    if missing and not (job is not None and bool(job["script"].iloc[0]) and missing == [BUDGET_LINES["contention"]]):
+        parts.append(f"not measured: {', '.join(missing)} (the residual holds what was not split)")
+    if job is not None and bases is not None and min(len(job), len(bases)) < 2:
+        parts.append("fewer than two launches on a side: no intervals")
+    return "; ".join(parts)
+
+
+def _no_budget_reason(row, have: set) -> str | None:
+    """Why a summary row gets no budget, or None where it gets one."""
+    if row["status"] != "ok":
+        return f"status {row['status']}"
+    if row["world_size"] == 1:
+        return "world size 1: the baseline itself, nothing lost to scaling"
+    keys = row.get("baseline_key")
+    if not keys:
+        return "no world-size-1 job with the same settings to stand as the baseline (baseline_key)"
+    if row["key"] not in have or not all(k in have for k in str(keys).split(",")):
+        return "the job's or its baseline's steps are not among the steps summarised"
+    reason = row.get("exposed_reason")
+    if isinstance(reason, str) and reason.startswith("withheld"):
+        return f"the no-sync steps cannot be the reference; {reason}"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# the barrier
+# ---------------------------------------------------------------------------------------------
+
+def _barrier_rows(steps: pd.DataFrame) -> pd.DataFrame:
+    """The rows the barrier is read from: ``measure`` steps, a script's ``phases`` steps, with ready_ms."""
+    if steps.empty or "ready_ms" not in steps:
+        return steps.iloc[0:0]
+    scripted = set(steps.loc[steps["phase"] == "phases", "key"])
+    use = ((steps["phase"] == "measure") & ~steps["key"].isin(scripted)) | (steps["phase"] == "phases")
+    rows = steps[use]
+    return rows[_num(rows, "ready_ms").notna()]
+
+
+def last_ready(steps: pd.DataFrame) -> pd.DataFrame:
+    """One row per (key, repeat, step) with at least two ranks' ready_ms: the rank whose gradients were
+    ready last (``rank``) and ``late_ms``, its ready_ms less the other ranks' mean."""
+    rows = _barrier_rows(steps)
+    if rows.empty:
+        return pd.DataFrame(columns=[*_KEYS, "rank", "late_ms"])
+    ready = _num(rows, "ready_ms")
+    frame = rows[[*_KEYS, "rank"]].assign(ready=ready.to_numpy())
+    group = frame.groupby(_KEYS, sort=False)["ready"]
+    n, total = group.transform("size"), group.transform("sum")
+    frame = frame[n.to_numpy() >= 2]
+    if frame.empty:
+        return pd.DataFrame(columns=[*_KEYS, "rank", "late_ms"])
+    n, total = n[frame.index], total[frame.index]
+    last = frame.loc[frame.groupby(_KEYS, sort=False)["ready"].idxmax()]
+    others = (total[last.index] - last["ready"]) / (n[last.index] - 1)
+    return last[[*_KEYS, "rank"]].assign(late_ms=(last["ready"] - others).to_numpy()).reset_index(drop=True)
+
+
+def _most_often(last: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Per ``by``: the rank most often last (ties: the lowest), its share of the steps and its mean
+    lateness over them, and the mean lateness over all steps."""
+    counts = last.groupby([*by, "rank"], sort=True).agg(n=("late_ms", "size"), late=("late_ms", "mean")).reset_index()
+    counts = counts.sort_values([*by, "n", "rank"], ascending=[True] * len(by) + [False, True], kind="stable")
+    top = counts.drop_duplicates(by).set_index(by)
+    steps = last.groupby(by, sort=False)["late_ms"].agg(["size", "mean"])
+    return pd.DataFrame({"rank": top["rank"].astype(int), "last_share": top["n"] / steps["size"].reindex(top.index),
+                         "rank_wait_ms": top["late"], "wait_ms": steps["mean"].reindex(top.index)})
+
+
+def launch_barrier(steps: pd.DataFrame) -> pd.DataFrame:
+    """Per launch (key, repeat): the rank most often last to have its gradients ready (``rank``), its
+    ``last_share`` of the steps, ``rank_wait_ms`` (its mean lateness on them), ``wait_ms`` (the mean
+    lateness of every step's last rank), the launch's mean step (slowest rank per step) and ``named``:
+    whether that rank is named in this launch alone (:data:`NAMED_SHARE`, :data:`NAMED_WAIT`).
+    Empty without ready_ms. The fault suite reads its planted rank here, launch by launch."""
+    last = last_ready(steps)
+    if last.empty:
+        return pd.DataFrame(columns=[*_LAUNCH, "rank", "last_share", "rank_wait_ms", "wait_ms", "step_ms", "named"])
+    out = _most_often(last, _LAUNCH)
+    step = stats.launch_means(steps).set_index(_LAUNCH)["step_ms"]
+    out["step_ms"] = step.reindex(out.index).to_numpy(dtype=float)
+    out["named"] = (out["last_share"] >= NAMED_SHARE) & (out["rank_wait_ms"] >= NAMED_WAIT * out["step_ms"])
+    return out.reset_index()
+
+
+def _placement(rank: int, ranks: pd.DataFrame, threads: float) -> tuple[bool | None, str]:
+    """Whether ``rank``'s placement differs from the other ranks' in most of the launches that recorded
+    it (None: not recorded), and the figures, in words (:func:`placement_differs`)."""
+    verdicts, words = [], []
+    for repeat, launch in ranks.groupby("repeat", sort=True):
+        differs, why = placement_differs(rank, launch, threads)
+        if differs is not None:
+            verdicts.append(differs)
+            if differs and why not in words:
+                words.append(why)
+    if not verdicts:
+        return None, ("its placement is unknown (the ranks' affinity and involuntary context switches were not "
+                      "recorded), so placement cannot be named")
+    if sum(verdicts) * 2 >= len(verdicts):
+        return True, f"its placement differs in {sum(verdicts)} of {len(verdicts)} launches: {'; '.join(words)}"
+    return False, f"its placement is like the other ranks' ({len(verdicts) - sum(verdicts)} of {len(verdicts)} launches)"
+
+
+def placement_differs(rank: int, launch_ranks: pd.DataFrame, threads: float = 1.0) -> tuple[bool | None, str]:
+    """Whether ``rank``'s placement in one launch (its ranks' records) differs from the other ranks': its
+    ``affinity`` shares CPUs with other ranks' and the ranks on those CPUs have more threads than there are
+    CPUs (ranks that all may run on every core are not crowded), or it has fewer CPUs than its threads, or
+    its ``involuntary_switches_per_step`` are at least :data:`SWITCHES_FACTOR` times the other ranks'
+    median (and at least :data:`SWITCHES_FLOOR`). None where neither affinity nor switches were recorded."""
+    by_rank = launch_ranks.drop_duplicates("rank").set_index("rank")
+    if rank not in by_rank.index:
+        return None, ""
+    affinity = by_rank["affinity"] if "affinity" in by_rank else pd.Series(None, index=by_rank.index, dtype=object)
+    cpus = {r: set(int(c) for c in a) for r, a in affinity.items() if isinstance(a, (list, tuple)) and len(a)}
+    own_threads = {r: _threads(by_rank, r, threads) for r in by_rank.index}
+    switches = _num(by_rank, "involuntary_switches_per_step")
+    known = False
+    if rank in cpus:
+        known = True
+        mine = cpus[rank]
+        sharing = [r for r, c in cpus.items() if r != rank and c & mine]
+        union = set(mine).union(*(cpus[r] for r in sharing))
+        crowd = own_threads[rank] + sum(own_threads[r] for r in sharing)
+        if sharing and crowd > len(union):
+            return True, (f"its CPUs {_cpus(mine)} are shared with rank(s) {', '.join(str(r) for r in sharing)}: "
+                          f"{crowd:g} threads on {len(union)} CPU(s)")
+        if len(mine) < own_threads[rank]:
+            return True, f"it may run on {len(mine)} CPU(s) ({_cpus(mine)}) for {own_threads[rank]:g} threads"
+    if not math.isnan(float(switches.get(rank, math.nan))):
+        known = True
+        others = switches.drop(rank).dropna()
+        mine_s = float(switches[rank])
+        if len(others) and mine_s >= SWITCHES_FLOOR and mine_s >= SWITCHES_FACTOR * float(others.median()):
+            return True, (f"{mine_s:.1f} involuntary context switches per step against the other ranks' median "
+                          f"{float(others.median()):.1f}")
+    return (False if known else None), ""
+
+
+def _threads(by_rank: pd.DataFrame, rank, default: float) -> float:
+    value = _num(by_rank, "threads").get(rank, math.nan)
+    return float(value) if _known(value) and value > 0 else float(default or 1)
+
+
+def _cpus(cpus) -> str:
+    return "{" + ", ".join(str(c) for c in sorted(cpus)) + "}"
+
+
+def barrier_cause(rank: int, mine: pd.DataFrame, last: pd.DataFrame, job_ranks: pd.DataFrame,
+                  threads: float = 1.0) -> tuple[str, str]:
+    """The cause of a named rank's lateness and the figures it rests on: over the steps it was last
+    (``last``: :func:`last_ready` rows of its job), its data, forward and backward (ready - data - forward)
+    beyond the other ranks' means; the largest excess decides (data, or compute unless its placement
+    differs)."""
+    rows = _barrier_rows(mine)
+    when = last.loc[last["rank"] == rank, ["repeat", "step"]]
+    rows = rows.merge(when, on=["repeat", "step"])
+    parts = pd.DataFrame({"repeat": rows["repeat"], "step": rows["step"], "is_rank": rows["rank"] == rank,
+                          "data": _num(rows, "data_ms").to_numpy(), "forward": _num(rows, "forward_ms").to_numpy(),
+                          "ready": _num(rows, "ready_ms").to_numpy()})
+    parts["backward"] = parts["ready"] - parts["data"] - parts["forward"]
+    names = ["data", "forward", "backward"]
+    own = parts[parts["is_rank"]].groupby(["repeat", "step"])[names].mean()
+    others = parts[~parts["is_rank"]].groupby(["repeat", "step"])[names].mean()
+    excess = (own - others.reindex(own.index)).mean()
+    figures = ", ".join(f"{name} {excess[name]:+.1f} ms" for name in names)
+    if excess.isna().all():
+        return "compute", "its phases were not timed on those steps, so only its lateness is known"
+    largest = excess.idxmax()
+    said = f"over the steps it was last, beyond the other ranks' mean: {figures}"
+    if largest == "data":
+        return "data", f"{said}: it waited longest for its data"
+    differs, why = _placement(rank, job_ranks, threads)
+    if differs:
+        return "placement", f"{said}: its {largest} took longer, and {why}"
+    return "compute", f"{said}: its {largest} took longer; {why}"
+
+
+def barrier_figures(steps: pd.DataFrame, ranks: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """The barrier columns (:data:`BARRIER_COLUMNS`) for every row of the summary ``table``, indexed like it."""
+    out = pd.DataFrame(index=table.index, columns=list(BARRIER_COLUMNS), dtype=object)
+    for name in ("barrier_rank", "barrier_last_share", "barrier_wait_ms", "barrier_rank_wait_ms"):
+        out[name] = math.nan
+    out["barrier_launch_ranks"] = [[] for _ in range(len(table))]
+    out["barrier_cause"], out["barrier_cause_detail"] = None, None
+    last = last_ready(steps)
+    if last.empty or table.empty:
+        return out
+    jobs = _most_often(last, ["key"])
+    launches = _most_often(last, _LAUNCH).reset_index()
+    per_launch = {k: [int(r) for r in part.sort_values("repeat")["rank"]] for k, part in launches.groupby("key")}
+    step_of = table.set_index("key")["step_ms_mean"] if "step_ms_mean" in table else pd.Series(dtype=float)
+    step_of = step_of[~step_of.index.duplicated()].reindex(jobs.index).astype(float)
+    named = jobs.index[(jobs["last_share"] >= NAMED_SHARE) & (step_of > 0) & (jobs["rank_wait_ms"] >= NAMED_WAIT * step_of)]
+    if len(named):  # split by job once, and only the jobs with a rank named
+        last_of = {k: p for k, p in last[last["key"].isin(named)].groupby("key", sort=False)}
+        steps_of = {k: p for k, p in steps[steps["key"].isin(named)].groupby("key", sort=False)}
+        ranks_of = ({k: p for k, p in ranks[ranks["key"].isin(named)].groupby("key", sort=False)}
+                    if len(ranks) and "key" in ranks else {})
+    for index, row in table.iterrows():
+        key = row["key"]
+        if key not in jobs.index:
+            continue
+        j = jobs.loc[key]
+        rank, share, rank_wait = int(j["rank"]), float(j["last_share"]), float(j["rank_wait_ms"])
+        step = float(row.get("step_ms_mean", math.nan))
+        out.at[index, "barrier_rank"] = rank
+        out.at[index, "barrier_last_share"] = share
+        out.at[index, "barrier_wait_ms"] = float(j["wait_ms"])
+        out.at[index, "barrier_rank_wait_ms"] = rank_wait
+        out.at[index, "barrier_launch_ranks"] = per_launch.get(key, [])
+        pct_of_step = f"{100 * rank_wait / step:.0f} % of the mean step" if step > 0 else "the mean step unknown"
+        head = (f"rank {rank} was last to have its gradients ready in {100 * share:.0f} % of the steps, "
+                f"{rank_wait:.1f} ms after the others' mean ({pct_of_step})")
+        if not (share >= NAMED_SHARE and step > 0 and rank_wait >= NAMED_WAIT * step):
+            out.at[index, "barrier_cause_detail"] = (f"no rank named: {head}; named at >= {100 * NAMED_SHARE:.0f} % "
+                                                     f"of the steps and >= {100 * NAMED_WAIT:.0f} % of the mean step")
+            continue
+        threads = float(row.get("threads_per_rank", 1) or 1)
+        cause, detail = barrier_cause(rank, steps_of.get(key, steps.iloc[0:0]), last_of[key],
+                                      ranks_of.get(key, pd.DataFrame(columns=["rank", "repeat"])), threads)
+        out.at[index, "barrier_cause"] = cause
+        out.at[index, "barrier_cause_detail"] = f"{head}; {detail}"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the summary's columns
+# ---------------------------------------------------------------------------------------------
+
+def add_budget(table: pd.DataFrame, steps: pd.DataFrame, ranks: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``table`` (the summary after :func:`~ddpbench.analysis.summary.add_speedup`) with the budget's and
+    the barrier's columns (:data:`BUDGET_COLUMNS`, :data:`BARRIER_COLUMNS`)."""
+    table = table.copy()
+    ranks = pd.DataFrame() if ranks is None else ranks
+    for column in BUDGET_COLUMNS:
+        table[column] = math.nan
+    table["budget_top"], table["budget_note"] = None, None
+    if table.empty:
+        for column in BARRIER_COLUMNS:
+            table[column] = None
+        return table
+    terms = launch_terms(steps) if len(steps) else pd.DataFrame()
+    by_key = {k: part for k, part in terms.groupby(level="key", sort=False)} if len(terms) else {}
+    rows = {}
+    for index, row in table.iterrows():
+        reason = _no_budget_reason(row, set(by_key))
+        if reason:
+            rows[index] = {"budget_note": budget_note(row, reason=reason)}
+            continue
+        job = by_key[row["key"]]
+        bases = pd.concat([by_key[k] for k in str(row["baseline_key"]).split(",")])
+        figures = job_budget(job, bases, int(row["world_size"]), str(row.get("scaling", "weak")))
+        figures["budget_note"] = budget_note({**row.to_dict(), **figures}, job, bases)
+        rows[index] = figures
+    filled = pd.DataFrame.from_dict(rows, orient="index")
+    for column in filled.columns:
+        table.loc[filled.index, column] = filled[column]
+    barrier = barrier_figures(steps, ranks, table)
+    for column in BARRIER_COLUMNS:
+        table[column] = barrier[column]
+    return table
