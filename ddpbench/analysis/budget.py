@@ -133,10 +133,19 @@ def _launch_means(per_step: pd.DataFrame, names) -> pd.DataFrame:
     return out
 
 
+def _narrow(steps: pd.DataFrame) -> pd.DataFrame:
+    """Only the columns the budget and the barrier read (a results table has sixty): row selections
+    then copy a tenth of the bytes."""
+    names = [c for c in (*_KEYS, "rank", "phase", "data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms",
+                         "step_ms", "ready_ms") if c in steps]
+    return steps[names] if len(names) < len(steps.columns) else steps
+
+
 def launch_terms(steps: pd.DataFrame) -> pd.DataFrame:
     """Each launch's budget terms (``S``, ``R``, ``Ym``, ``Yn``, ``F``, ``D``, ``O``, ``G``; the module's
     docstring), one row per (key, repeat), with ``<term>_sum`` and ``<term>_n`` over its steps, and for
     each key ``reference`` ("nosync" or "measure") and ``script`` (its phases come from ``phases`` steps)."""
+    steps = _narrow(steps)
     part = steps[steps["phase"].isin(("measure", "nosync", "phases"))] if len(steps) else steps
     if part.empty:
         return pd.DataFrame()
@@ -181,20 +190,45 @@ def launch_terms(steps: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def launch_arrays(terms: pd.DataFrame) -> dict[str, dict[str, np.ndarray]]:
+    """:func:`launch_terms` split by key once, as plain arrays (one value per launch, in launch order)."""
+    if terms.empty:
+        return {}
+    keys = terms.index.get_level_values("key").to_numpy()
+    repeats = terms.index.get_level_values("repeat").to_numpy()
+    order = np.lexsort((repeats, keys))
+    keys = keys[order]
+    columns = {name: terms[name].to_numpy()[order] for name in terms.columns}
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    ends = np.r_[starts[1:], len(keys)]
+    return {keys[a]: {name: values[a:b] for name, values in columns.items()} for a, b in zip(starts, ends)}
+
+
+def _arrays(launches) -> dict[str, np.ndarray]:
+    if isinstance(launches, pd.DataFrame):
+        return {name: launches[name].to_numpy() for name in launches.columns}
+    if isinstance(launches, (list, tuple)):  # several pooled jobs
+        return {name: np.concatenate([part[name] for part in launches]) for name in launches[0]}
+    return launches
+
+
 class _Side:
     """One side of the budget (the job, or its pooled baseline): each term's point (its steps' mean over
     every launch) and per-launch values, all times ``scale``."""
 
-    def __init__(self, launches: pd.DataFrame, scale: float = 1.0):
-        self.launches = launches
+    def __init__(self, launches, scale: float = 1.0):
+        self.launches = _arrays(launches)
         self.scale = scale
 
+    def __len__(self) -> int:
+        return len(self.launches["S"])
+
     def point(self, term: str) -> float:
-        n = float(self.launches[f"{term}_n"].sum())
-        return self.scale * float(self.launches[f"{term}_sum"].sum()) / n if n else math.nan
+        n = float(self.launches[f"{term}_n"].astype(float).sum())
+        return self.scale * float(self.launches[f"{term}_sum"].astype(float).sum()) / n if n else math.nan
 
     def values(self, term: str) -> np.ndarray:
-        return self.scale * self.launches[term].to_numpy(dtype=float)
+        return self.scale * self.launches[term].astype(float)
 
 
 def _side_figures(side: _Side, measured: dict[str, bool]) -> tuple[dict, dict]:
@@ -215,10 +249,10 @@ def _side_figures(side: _Side, measured: dict[str, bool]) -> tuple[dict, dict]:
     return out_point, out_values
 
 
-def job_budget(job: pd.DataFrame, bases: pd.DataFrame, world_size: int, scaling: str) -> dict:
-    """The budget columns of one job from its launch terms (:func:`launch_terms`' rows of its key) and
-    its baseline's (the rows of every pooled world-size-1 baseline job): lines, intervals, budget_top;
-    the note is the caller's (:func:`budget_note`)."""
+def job_budget(job, bases, world_size: int, scaling: str) -> dict:
+    """The budget columns of one job from its launch terms (:func:`launch_terms`' rows of its key, or
+    :func:`launch_arrays`' entry) and its baseline's (the rows of every pooled world-size-1 baseline job,
+    or a list of their entries): lines, intervals, budget_top; the note is :func:`budget_note`'s."""
     scale = 1.0 / world_size if scaling == "strong" else 1.0
     mine, base = _Side(job), _Side(bases, scale)
     raw = {t: (mine.point(t), base.point(t)) for t in _TERMS}
@@ -258,7 +292,9 @@ def budget_note(row, job: pd.DataFrame | None = None, bases: pd.DataFrame | None
     if reason:
         return f"no budget: {reason}"
     parts = []
-    reference = job["reference"].iloc[0] if job is not None and len(job) else "nosync"
+    job = None if job is None else _arrays(job)
+    bases = None if bases is None else _arrays(bases)
+    reference = job["reference"][0] if job is not None and len(job["S"]) else "nosync"
     parts.append("reference steps: the no_sync() steps" if reference == "nosync" else
                  "reference steps: the measured steps less comm_ms (no no_sync() steps)")
     keys = str(row.get("baseline_key") or "")
@@ -266,7 +302,7 @@ def budget_note(row, job: pd.DataFrame | None = None, bases: pd.DataFrame | None
     what = f"baseline {'jobs ' if pooled else ''}{keys}{' pooled' if pooled else ''}"
     parts.append(f"{what}, its mean step over {int(row['world_size'])} (strong scaling: the ideal split), every "
                  "baseline term likewise" if row.get("scaling") == "strong" else f"{what}, its mean step (weak scaling)")
-    if job is not None and bool(job["script"].iloc[0]):
+    if job is not None and bool(job["script"][0]):
         parts.append("a script: data and optimizer from its phases steps; forward and backward of its no-sync "
                      "steps are not timed, so compute slowed by sharing is not measured and stays in the residual")
     if not _known(row.get("loss_sync_compute_ms", math.nan)):
@@ -274,15 +310,15 @@ def budget_note(row, job: pd.DataFrame | None = None, bases: pd.DataFrame | None
                      "exposed communication")
     missing = [BUDGET_LINES[n] for n in ("contention", "data", "overhead", "straggler")
                if not _known(row.get(LINE_COLUMNS[n], math.nan))]
-    if missing and not (job is not None and bool(job["script"].iloc[0]) and missing == [BUDGET_LINES["contention"]]):
+    if missing and not (job is not None and bool(job["script"][0]) and missing == [BUDGET_LINES["contention"]]):
         parts.append(f"not measured: {', '.join(missing)} (the residual holds what was not split)")
-    if job is not None and bases is not None and min(len(job), len(bases)) < 2:
+    if job is not None and bases is not None and min(len(job["S"]), len(bases["S"])) < 2:
         parts.append("fewer than two launches on a side: no intervals")
     return "; ".join(parts)
 
 
 def _no_budget_reason(row, have: set) -> str | None:
-    """Why a summary row gets no budget, or None where it gets one."""
+    """Why a summary row (a dict) gets no budget, or None where it gets one."""
     if row["status"] != "ok":
         return f"status {row['status']}"
     if row["world_size"] == 1:
@@ -452,14 +488,13 @@ def barrier_cause(rank: int, mine: pd.DataFrame, last: pd.DataFrame, job_ranks: 
 
 def barrier_figures(steps: pd.DataFrame, ranks: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
     """The barrier columns (:data:`BARRIER_COLUMNS`) for every row of the summary ``table``, indexed like it."""
-    out = pd.DataFrame(index=table.index, columns=list(BARRIER_COLUMNS), dtype=object)
-    for name in ("barrier_rank", "barrier_last_share", "barrier_wait_ms", "barrier_rank_wait_ms"):
-        out[name] = math.nan
-    out["barrier_launch_ranks"] = [[] for _ in range(len(table))]
-    out["barrier_cause"], out["barrier_cause_detail"] = None, None
-    last = last_ready(steps)
-    if last.empty or table.empty:
-        return out
+    n = len(table)
+    out = {"barrier_rank": [math.nan] * n, "barrier_last_share": [math.nan] * n, "barrier_wait_ms": [math.nan] * n,
+           "barrier_rank_wait_ms": [math.nan] * n, "barrier_launch_ranks": [[] for _ in range(n)],
+           "barrier_cause": [None] * n, "barrier_cause_detail": [None] * n}
+    last = last_ready(steps) if n else pd.DataFrame()
+    if last.empty:
+        return pd.DataFrame(out, index=table.index)
     jobs = _most_often(last, ["key"])
     launches = _most_often(last, _LAUNCH).reset_index()
     per_launch = {k: [int(r) for r in part.sort_values("repeat")["rank"]] for k, part in launches.groupby("key")}
@@ -471,31 +506,28 @@ def barrier_figures(steps: pd.DataFrame, ranks: pd.DataFrame, table: pd.DataFram
         steps_of = {k: p for k, p in steps[steps["key"].isin(named)].groupby("key", sort=False)}
         ranks_of = ({k: p for k, p in ranks[ranks["key"].isin(named)].groupby("key", sort=False)}
                     if len(ranks) and "key" in ranks else {})
-    for index, row in table.iterrows():
-        key = row["key"]
-        if key not in jobs.index:
+    found = jobs.to_dict("index")
+    threads_of = table["threads_per_rank"].tolist() if "threads_per_rank" in table else [1] * n
+    for i, (key, step) in enumerate(zip(table["key"], table.get("step_ms_mean", pd.Series(math.nan, index=table.index)))):
+        j = found.get(key)
+        if j is None:
             continue
-        j = jobs.loc[key]
-        rank, share, rank_wait = int(j["rank"]), float(j["last_share"]), float(j["rank_wait_ms"])
-        step = float(row.get("step_ms_mean", math.nan))
-        out.at[index, "barrier_rank"] = rank
-        out.at[index, "barrier_last_share"] = share
-        out.at[index, "barrier_wait_ms"] = float(j["wait_ms"])
-        out.at[index, "barrier_rank_wait_ms"] = rank_wait
-        out.at[index, "barrier_launch_ranks"] = per_launch.get(key, [])
+        rank, share, rank_wait, step = int(j["rank"]), float(j["last_share"]), float(j["rank_wait_ms"]), float(step)
+        out["barrier_rank"][i], out["barrier_last_share"][i] = rank, share
+        out["barrier_wait_ms"][i], out["barrier_rank_wait_ms"][i] = float(j["wait_ms"]), rank_wait
+        out["barrier_launch_ranks"][i] = per_launch.get(key, [])
         pct_of_step = f"{100 * rank_wait / step:.0f} % of the mean step" if step > 0 else "the mean step unknown"
         head = (f"rank {rank} was last to have its gradients ready in {100 * share:.0f} % of the steps, "
                 f"{rank_wait:.1f} ms after the others' mean ({pct_of_step})")
-        if not (share >= NAMED_SHARE and step > 0 and rank_wait >= NAMED_WAIT * step):
-            out.at[index, "barrier_cause_detail"] = (f"no rank named: {head}; named at >= {100 * NAMED_SHARE:.0f} % "
-                                                     f"of the steps and >= {100 * NAMED_WAIT:.0f} % of the mean step")
+        if key not in named:
+            out["barrier_cause_detail"][i] = (f"no rank named: {head}; named at >= {100 * NAMED_SHARE:.0f} % of the "
+                                              f"steps and >= {100 * NAMED_WAIT:.0f} % of the mean step")
             continue
-        threads = float(row.get("threads_per_rank", 1) or 1)
         cause, detail = barrier_cause(rank, steps_of.get(key, steps.iloc[0:0]), last_of[key],
-                                      ranks_of.get(key, pd.DataFrame(columns=["rank", "repeat"])), threads)
-        out.at[index, "barrier_cause"] = cause
-        out.at[index, "barrier_cause_detail"] = f"{head}; {detail}"
-    return out
+                                      ranks_of.get(key, pd.DataFrame(columns=["rank", "repeat"])),
+                                      float(threads_of[i] or 1))
+        out["barrier_cause"][i], out["barrier_cause_detail"][i] = cause, f"{head}; {detail}"
+    return pd.DataFrame(out, index=table.index)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -505,32 +537,26 @@ def barrier_figures(steps: pd.DataFrame, ranks: pd.DataFrame, table: pd.DataFram
 def add_budget(table: pd.DataFrame, steps: pd.DataFrame, ranks: pd.DataFrame | None = None) -> pd.DataFrame:
     """``table`` (the summary after :func:`~ddpbench.analysis.summary.add_speedup`) with the budget's and
     the barrier's columns (:data:`BUDGET_COLUMNS`, :data:`BARRIER_COLUMNS`)."""
-    table = table.copy()
     ranks = pd.DataFrame() if ranks is None else ranks
-    for column in BUDGET_COLUMNS:
-        table[column] = math.nan
-    table["budget_top"], table["budget_note"] = None, None
-    if table.empty:
-        for column in BARRIER_COLUMNS:
-            table[column] = None
-        return table
-    terms = launch_terms(steps) if len(steps) else pd.DataFrame()
-    by_key = {k: part for k, part in terms.groupby(level="key", sort=False)} if len(terms) else {}
-    rows = {}
-    for index, row in table.iterrows():
-        reason = _no_budget_reason(row, set(by_key))
+    steps = _narrow(steps)
+    columns = {name: [math.nan] * len(table) for name in BUDGET_COLUMNS}
+    columns["budget_top"], columns["budget_note"] = [None] * len(table), [None] * len(table)
+    by_key = launch_arrays(launch_terms(steps)) if len(steps) and len(table) else {}
+    have = set(by_key)
+    wanted = [c for c in ("key", "status", "world_size", "baseline_key", "exposed_reason", "scaling", "launch_step_ms")
+              if c in table]
+    for i, row in enumerate(table[wanted].to_dict("records")):
+        reason = _no_budget_reason(row, have)
         if reason:
-            rows[index] = {"budget_note": budget_note(row, reason=reason)}
+            columns["budget_note"][i] = budget_note(row, reason=reason)
             continue
         job = by_key[row["key"]]
-        bases = pd.concat([by_key[k] for k in str(row["baseline_key"]).split(",")])
+        bases = _arrays([by_key[k] for k in str(row["baseline_key"]).split(",")])
         figures = job_budget(job, bases, int(row["world_size"]), str(row.get("scaling", "weak")))
-        figures["budget_note"] = budget_note({**row.to_dict(), **figures}, job, bases)
-        rows[index] = figures
-    filled = pd.DataFrame.from_dict(rows, orient="index")
-    for column in filled.columns:
-        table.loc[filled.index, column] = filled[column]
+        figures["budget_note"] = budget_note({**row, **figures}, job, bases)
+        for name, value in figures.items():
+            columns[name][i] = value
     barrier = barrier_figures(steps, ranks, table)
-    for column in BARRIER_COLUMNS:
-        table[column] = barrier[column]
-    return table
+    added = pd.DataFrame(columns, index=table.index)
+    return pd.concat([table.drop(columns=[c for c in (*BUDGET_COLUMNS, *BARRIER_COLUMNS) if c in table]),
+                      added, barrier], axis=1)
