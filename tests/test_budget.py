@@ -136,6 +136,11 @@ def test_the_lines_sum_to_the_loss_whatever_the_steps():
     row = _summary(base, job).set_index("world_size").loc[2]
     assert _lines_sum(row) == pytest.approx(row["loss_ms"], rel=1e-12)
     assert row["loss_residual_ms"] == pytest.approx(0.0, abs=1e-9)  # every phase timed: nothing left unsplit
+    # a table whose index repeats (two frames concatenated) gives the same terms
+    frame = pd.DataFrame(base[0] + job[0])
+    twice = pd.concat([frame.iloc[: len(frame) // 2], frame.iloc[len(frame) // 2:].reset_index(drop=True)])
+    assert twice.index.has_duplicates
+    pd.testing.assert_frame_equal(budget.launch_terms(twice), budget.launch_terms(frame))
 
 
 def test_without_ready_ms_the_sync_compute_stays_in_the_communication():
@@ -375,6 +380,9 @@ def test_script_cpu_budget():
 
 
 def test_budget_top_and_names():
+    from ddpbench.analysis.columns import COLUMNS
+    assert f"{budget.NAMED_SHARE:g}" in COLUMNS["barrier_cause"].meaning
+    assert f"{budget.NAMED_WAIT:g}" in COLUMNS["barrier_cause"].meaning
     assert budget.budget_top({LINE_COLUMNS["comm"]: 3.0, LINE_COLUMNS["data"]: 5.0}) == "data"
     assert budget.budget_top({}) is None
     assert set(BUDGET_LINES) == {*SIX, "residual"}

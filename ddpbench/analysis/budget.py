@@ -96,7 +96,7 @@ def _split_steps(rows: pd.DataFrame, order: pd.Series, values: dict[str, pd.Seri
     ``order`` beyond the others' mean. A value missing for one of the others makes the step's NaN."""
     if rows.empty:
         return pd.DataFrame(columns=[*_KEYS, *values, "G"])
-    frame = rows[_KEYS].copy()
+    frame = rows[_KEYS].reset_index(drop=True)  # positions: the rows' own index may repeat
     frame["_order"] = order.fillna(-np.inf).to_numpy()
     group = frame.groupby(_KEYS, sort=False)
     n = group["_order"].transform("size").to_numpy()
@@ -149,6 +149,7 @@ def launch_terms(steps: pd.DataFrame) -> pd.DataFrame:
     part = steps[steps["phase"].isin(("measure", "nosync", "phases"))] if len(steps) else steps
     if part.empty:
         return pd.DataFrame()
+    part = part.reset_index(drop=True)  # one label per row: the caller's index may repeat (a concat)
     phase = part["phase"]
     with_nosync = set(part.loc[phase == "nosync", "key"])
     scripted = set(part.loc[phase == "phases", "key"])
@@ -345,7 +346,7 @@ def _barrier_rows(steps: pd.DataFrame) -> pd.DataFrame:
     scripted = set(steps.loc[steps["phase"] == "phases", "key"])
     use = ((steps["phase"] == "measure") & ~steps["key"].isin(scripted)) | (steps["phase"] == "phases")
     rows = steps[use]
-    return rows[_num(rows, "ready_ms").notna()]
+    return rows[_num(rows, "ready_ms").notna()].reset_index(drop=True)
 
 
 def last_ready(steps: pd.DataFrame) -> pd.DataFrame:
@@ -422,7 +423,8 @@ def placement_differs(rank: int, launch_ranks: pd.DataFrame, threads: float = 1.
     if rank not in by_rank.index:
         return None, ""
     affinity = by_rank["affinity"] if "affinity" in by_rank else pd.Series(None, index=by_rank.index, dtype=object)
-    cpus = {r: set(int(c) for c in a) for r, a in affinity.items() if isinstance(a, (list, tuple)) and len(a)}
+    cpus = {r: set(int(c) for c in a) for r, a in affinity.items()
+            if isinstance(a, (list, tuple, np.ndarray)) and len(a)}
     own_threads = {r: _threads(by_rank, r, threads) for r in by_rank.index}
     switches = _num(by_rank, "involuntary_switches_per_step")
     known = False

@@ -234,9 +234,9 @@ MEASURED: tuple[Column, ...] = (
     _c("barrier_rank_wait_ms", "ms", "stragglers", "mean, over the steps that rank was last, of how much later it was "
                                                    "ready"),
     _c("barrier_launch_ranks", "rank list", "stragglers", "each launch's rank most often last, in launch order"),
-    _c("barrier_cause", "text", "stragglers", f"data, compute or placement, for a rank named (last in >= "
-                                              f"{100 * NAMED_SHARE:.0f} % of the steps, >= {100 * NAMED_WAIT:.0f} % of "
-                                              "the mean step later); None otherwise"),
+    _c("barrier_cause", "text", "stragglers", f"data, compute or placement, for a rank named (last in a share >= "
+                                              f"{NAMED_SHARE:g} of the steps, by >= {NAMED_WAIT:g} of the mean step); "
+                                              "None otherwise"),
     _c("barrier_cause_detail", "text", "stragglers", "the figures the cause rests on, in words (or why no rank is "
                                                      "named)"),
     # speedup against the world-size-1 baseline
