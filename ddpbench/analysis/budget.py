@@ -8,13 +8,19 @@ split of a fixed global batch (strong scaling; every baseline term below is then
 
 The *reference steps* are the job's ``nosync`` steps (its compute without gradient communication; their
 ``comm_ms`` is the framework's, nothing is communicated); a job without them uses its ``measure`` steps
-with ``comm_ms`` taken out (strategies that communicate after backward). In each (launch, step) the rank
-with the longest reference step is the *slowest*, the remaining ranks are *the others* (at world size 1
-the one rank is both, and the slowest is 0 ms beyond it). Each side (job, baseline) gives per launch:
+with ``comm_ms`` taken out (strategies that communicate after backward). In each launch the rank with
+the longest mean reference step is the *slowest*, the remaining ranks are *the others* (at world size 1
+the one rank is both, and nothing is beyond it). Each side (job, baseline) gives per launch:
 
 * ``S``: the mean measured step (slowest rank per step), ``R``: the mean reference step likewise;
 * ``F``, ``D``, ``O``: the others' mean forward + backward, data, optimizer + comm on reference steps;
-* ``G``: the mean over reference steps of the slowest rank's beyond the others' mean;
+* ``G``: the mean over reference steps of the step's longest reference step beyond the others' mean;
+
+The others are fixed per launch, not chosen anew in each step: where the ranks' steps scatter and the
+slowest changes from step to step, the remaining ranks of each step are the faster ones by selection, and
+their mean understates what sharing did to every rank's compute (on the 2-core quick-cpu example by some
+7 to 10 ms of 11 to 14). Fixed per launch, the others' mean is every step's, and what a step waits for
+whichever rank is slowest in it, a lasting straggler or the ranks' scatter, is the straggler line.
 * ``Y``: all ranks' mean ``ready_ms`` on measured steps less that on reference steps.
 
 and the lines are job - baseline of: contention ``F``, sync_compute ``Y``, comm ``S - R - Y`` (``S - R``
@@ -90,31 +96,44 @@ def _num(frame: pd.DataFrame, name: str) -> pd.Series:
     return pd.Series(np.nan, index=frame.index, dtype=float)
 
 
-def _split_steps(rows: pd.DataFrame, order: pd.Series, values: dict[str, pd.Series]) -> pd.DataFrame:
-    """Per (key, repeat, step) of ``rows``: the others' mean of each of ``values`` (the others: every
-    rank but the one with the largest ``order``; at one rank that rank), and ``G`` = the slowest's
-    ``order`` beyond the others' mean. A value missing for one of the others makes the step's NaN."""
+def slowest_ranks(rows: pd.DataFrame, order: pd.Series) -> pd.Series:
+    """Per (key, repeat): the rank whose mean ``order`` (its reference step) over the launch's steps is the
+    largest, the launch's slowest rank (ties: the lowest)."""
+    frame = rows[[*_LAUNCH, "rank"]].reset_index(drop=True).assign(_order=order.to_numpy(dtype=float))
+    means = frame.groupby([*_LAUNCH, "rank"], sort=True)["_order"].mean().reset_index()
+    means = means.sort_values([*_LAUNCH, "_order", "rank"], ascending=[True, True, False, True], kind="stable")
+    return means.drop_duplicates(_LAUNCH).set_index(_LAUNCH)["rank"]
+
+
+def _split_steps(rows: pd.DataFrame, order: pd.Series, values: dict[str, pd.Series],
+                 slowest: pd.Series) -> pd.DataFrame:
+    """Per (key, repeat, step) of ``rows``: the others' mean of each of ``values`` (the others: every rank
+    but the launch's slowest, ``slowest``; where a step has no other, the ranks it has), and ``G`` = the
+    step's largest ``order`` beyond the others' mean of it. A value missing for one of the others makes the
+    step's NaN."""
     if rows.empty:
         return pd.DataFrame(columns=[*_KEYS, *values, "G"])
-    frame = rows[_KEYS].reset_index(drop=True)  # positions: the rows' own index may repeat
-    frame["_order"] = order.fillna(-np.inf).to_numpy()
+    frame = rows[[*_KEYS, "rank"]].reset_index(drop=True)  # positions: the rows' own index may repeat
+    slow = slowest.reindex(pd.MultiIndex.from_frame(frame[_LAUNCH])).to_numpy(dtype=float)
+    is_slow = frame["rank"].to_numpy(dtype=float) == slow
+    frame["_other"] = ~is_slow
     group = frame.groupby(_KEYS, sort=False)
-    n = group["_order"].transform("size").to_numpy()
-    slowest = frame.index.isin(group["_order"].idxmax().to_numpy())
-    weight = np.where(n == 1, 1.0, np.where(slowest, 0.0, 1.0 / np.maximum(n - 1, 1)))
+    n = group["rank"].transform("size").to_numpy()
+    others = group["_other"].transform("sum").to_numpy()
+    weight = np.where(others == 0, 1.0 / n, np.where(is_slow, 0.0, 1.0 / np.maximum(others, 1)))
     parts = {}
     for name, series in {**values, "_ref": order}.items():
         v = series.to_numpy(dtype=float)
         parts[name] = np.where(weight > 0, np.nan_to_num(v) * weight, 0.0)
         parts[f"{name}_missing"] = (weight > 0) & np.isnan(v)
-    parts["_max"] = np.where(slowest | (n == 1), order.to_numpy(dtype=float), -np.inf)
-    agg = pd.DataFrame(parts, index=frame.index).join(frame[_KEYS]).groupby(_KEYS, sort=False)
+    parts["_max"] = order.to_numpy(dtype=float)
+    agg = pd.DataFrame(parts).join(frame[_KEYS]).groupby(_KEYS, sort=False)
     summed = agg[[*values, "_ref"]].sum()
     missing = agg[[f"{name}_missing" for name in (*values, "_ref")]].any()
     out = summed.copy()
     for name in (*values, "_ref"):
         out[name] = out[name].where(~missing[f"{name}_missing"].to_numpy())
-    out["G"] = agg["_max"].max().replace(-np.inf, np.nan) - out["_ref"]
+    out["G"] = agg["_max"].max() - out["_ref"]
     return out.drop(columns="_ref").reset_index()
 
 
@@ -160,13 +179,15 @@ def launch_terms(steps: pd.DataFrame) -> pd.DataFrame:
     comm = _num(ref, "comm_ms").fillna(0.0)
     ref_ms = _num(ref, "step_ms") - np.where(is_nosync, 0.0, comm)
     comm_kept = pd.Series(np.where(is_nosync, comm, 0.0), index=ref.index)  # a no-sync step's comm: framework time
+    slowest = slowest_ranks(ref, ref_ms)
     split = _split_steps(ref, ref_ms, {
         "F": _num(ref, "forward_ms") + _num(ref, "backward_ms"), "D": _num(ref, "data_ms"),
-        "O": _num(ref, "optimizer_ms") + comm_kept})
+        "O": _num(ref, "optimizer_ms") + comm_kept}, slowest)
     if len(phases):
-        # a script's no-sync steps are timed whole: data and optimizer from its steps with phases timed
-        own = _split_steps(phases, _num(phases, "data_ms").fillna(0) + _num(phases, "forward_ms").fillna(0),
-                           {"D": _num(phases, "data_ms"), "O": _num(phases, "optimizer_ms")})
+        # a script's no-sync steps are timed whole: data and optimizer from its steps with phases timed,
+        # the others the same ranks as on its no-sync steps
+        own = _split_steps(phases, _num(phases, "step_ms"), {"D": _num(phases, "data_ms"),
+                                                             "O": _num(phases, "optimizer_ms")}, slowest)
         own_launch = _launch_means(own, ["D", "O"])
     bounded = measure.groupby(_KEYS, sort=False)["step_ms"].max().rename("S").reset_index()
     reference = ref[_KEYS].assign(R=ref_ms.to_numpy()).groupby(_KEYS, sort=False)["R"].max().reset_index()
@@ -499,7 +520,7 @@ def barrier_figures(steps: pd.DataFrame, ranks: pd.DataFrame, table: pd.DataFram
         return pd.DataFrame(out, index=table.index)
     jobs = _most_often(last, ["key"])
     launches = _most_often(last, _LAUNCH).reset_index()
-    per_launch = {k: [int(r) for r in part.sort_values("repeat")["rank"]] for k, part in launches.groupby("key")}
+    per_launch = launches.sort_values(_LAUNCH).groupby("key", sort=False)["rank"].agg(lambda r: [int(x) for x in r])
     step_of = table.set_index("key")["step_ms_mean"] if "step_ms_mean" in table else pd.Series(dtype=float)
     step_of = step_of[~step_of.index.duplicated()].reindex(jobs.index).astype(float)
     named = jobs.index[(jobs["last_share"] >= NAMED_SHARE) & (step_of > 0) & (jobs["rank_wait_ms"] >= NAMED_WAIT * step_of)]
@@ -517,7 +538,7 @@ def barrier_figures(steps: pd.DataFrame, ranks: pd.DataFrame, table: pd.DataFram
         rank, share, rank_wait, step = int(j["rank"]), float(j["last_share"]), float(j["rank_wait_ms"]), float(step)
         out["barrier_rank"][i], out["barrier_last_share"][i] = rank, share
         out["barrier_wait_ms"][i], out["barrier_rank_wait_ms"][i] = float(j["wait_ms"]), rank_wait
-        out["barrier_launch_ranks"][i] = per_launch.get(key, [])
+        out["barrier_launch_ranks"][i] = list(per_launch.get(key, []))
         pct_of_step = f"{100 * rank_wait / step:.0f} % of the mean step" if step > 0 else "the mean step unknown"
         head = (f"rank {rank} was last to have its gradients ready in {100 * share:.0f} % of the steps, "
                 f"{rank_wait:.1f} ms after the others' mean ({pct_of_step})")
