@@ -2,6 +2,7 @@
 
   summary      one row per job: step times, throughput, speedup, efficiency, serial fraction, phases
   stats        confidence intervals and significance over fresh launches
+  budget       what a job lost against its baseline, in lines that sum to it; the rank waited for
   jobs         which settings tell jobs apart: labels, reading order, baselines
   costmodel    the alpha-beta model, fitted to this machine and projected to larger clusters
   diagnosis    the findings in plain words, each quoting the figures it rests on
