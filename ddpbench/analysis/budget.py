@@ -239,18 +239,23 @@ class _Side:
     every launch) and per-launch values, all times ``scale``."""
 
     def __init__(self, launches, scale: float = 1.0):
-        self.launches = _arrays(launches)
-        self.scale = scale
+        arrays = _arrays(launches)
+        self.size = len(arrays["S"])
+        self.points, self.launch_values = {}, {}
+        for term in _TERMS:
+            n = float(np.sum(arrays[f"{term}_n"], dtype=float))
+            total = float(np.sum(arrays[f"{term}_sum"], dtype=float))
+            self.points[term] = scale * total / n if n else math.nan
+            self.launch_values[term] = scale * np.asarray(arrays[term], dtype=float)
 
     def __len__(self) -> int:
-        return len(self.launches["S"])
+        return self.size
 
     def point(self, term: str) -> float:
-        n = float(self.launches[f"{term}_n"].astype(float).sum())
-        return self.scale * float(self.launches[f"{term}_sum"].astype(float).sum()) / n if n else math.nan
+        return self.points[term]
 
     def values(self, term: str) -> np.ndarray:
-        return self.scale * self.launches[term].astype(float)
+        return self.launch_values[term]
 
 
 def _side_figures(side: _Side, measured: dict[str, bool]) -> tuple[dict, dict]:
