@@ -36,8 +36,7 @@ def job(key: str, world_size: int = 2, bucket: float = 25.0, lines=None, baselin
            "script": "", "script_args": "", "world_size": world_size, "bucket_cap_mb": bucket, "scaling": "weak",
            "step_ms_mean": 86.1, "oversubscribed": False, "noisy": False}
     if lines is not None:
-        row.update(budget_baseline_ms=baseline, budget_baseline_ms_low=math.nan, budget_baseline_ms_high=math.nan,
-                   loss_ms=loss[0], loss_ms_low=loss[1], loss_ms_high=loss[2], budget_top="contention",
+        row.update(budget_baseline_ms=baseline, loss_ms=loss[0], loss_ms_low=loss[1], loss_ms_high=loss[2], budget_top="contention",
                    budget_note=None, barrier_rank=math.nan, barrier_last_share=math.nan, barrier_wait_ms=math.nan,
                    barrier_rank_wait_ms=math.nan, barrier_launch_ranks=None, barrier_cause=None,
                    barrier_cause_detail=None)
@@ -108,8 +107,8 @@ def test_section_shows_every_line_the_barrier_and_what_is_missing(tmp_path):
 def test_a_loss_within_noise_names_no_line(tmp_path):
     rows = table(job("base", world_size=1), job("a", lines=FULL, loss=(1.0, -2.0, 4.0)))
     text = page_text(budget_section(context(rows, tmp_path)).html)
-    assert "That loss is within noise: no line can be told apart from nothing." in text
-    assert "largest line" not in text
+    assert "Lost 1.0 ms per step (95 % interval -2.0 to 4.0) against a baseline of 39.1 ms. That loss is within " \
+        "noise (its interval includes 0). The largest line is" in text
 
 
 def test_no_section_without_a_multi_rank_job(tmp_path):
@@ -179,6 +178,7 @@ def test_barrier_sentence_without_ready_times_is_empty():
 def test_the_names_agree_with_the_analysis():
     budget = pytest.importorskip("ddpbench.analysis.budget")
     assert budget.BUDGET_LINES == BUDGET_LINES
+    assert (*budget.BUDGET_COLUMNS, *budget.BARRIER_COLUMNS) == BUDGET_COLUMNS
 
 
 def test_export_carries_the_budget(monkeypatch, tmp_path):

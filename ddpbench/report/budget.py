@@ -23,8 +23,8 @@ BUDGET_LINES = {"contention": "compute slowed by sharing",
                 "residual": "residual"}
 #: the summary columns of the budget and of the rank everyone waited for, in the order export carries them
 BUDGET_COLUMNS = (
-    *(f"{name}{end}" for name in ("budget_baseline_ms", "loss_ms", *(f"loss_{line}_ms" for line in BUDGET_LINES))
-      for end in ("", "_low", "_high")),
+    "budget_baseline_ms",
+    *(f"{name}{end}" for name in ("loss_ms", *(f"loss_{line}_ms" for line in BUDGET_LINES)) for end in ("", "_low", "_high")),
     "budget_top", "budget_note", "barrier_rank", "barrier_last_share", "barrier_wait_ms", "barrier_rank_wait_ms",
     "barrier_launch_ranks", "barrier_cause", "barrier_cause_detail")
 #: what a summary must hold to show a budget at all
@@ -110,13 +110,13 @@ def budget_rows(table):
 
 
 def ms(value: float, sign: bool = False) -> str:
-    """A time in ms for words and labels: one decimal, three significant figures past 100,000 (a stored
-    figure can be huge), "n/a" when not finite."""
+    """A time in ms for words and labels: one decimal (0.0 for what rounds to it), three significant
+    figures past 100,000 (a stored figure can be huge), "n/a" when not finite."""
     if not math.isfinite(value):
         return "n/a"
-    if abs(value) >= 1e5 or (value != 0 and abs(value) < 0.05):
+    if abs(value) >= 1e5:
         return format(value, "+.3g" if sign else ".3g")
-    return format(value, "+.1f" if sign else ".1f")
+    return "0.0" if abs(value) < 0.05 else format(value, "+.1f" if sign else ".1f")  # never "-0.0"
 
 
 def named_rank(row) -> bool:

@@ -136,6 +136,6 @@ def budget_waterfall(table, path) -> Path | None:
     for ax in list(axes.flat)[count:]:
         ax.set_visible(False)
     fig.suptitle("Loss budget: baseline, each line, measured step (whiskers: 95 % interval over launches)",
-                 fontsize=9)
-    fig.subplots_adjust(hspace=0.45, wspace=0.3, top=1 - 0.75 / height)
+                 fontsize=9, y=1 - 0.12 / height)
+    fig.subplots_adjust(hspace=0.45, wspace=0.3, top=1 - 0.6 / height)
     return save(fig, path)

@@ -22,7 +22,7 @@ WHAT = Markup(
     '<p class="note">Each line is a difference of means over launches, job against baseline, with its 95 % '
     "Welch interval over launches; a line whose interval includes 0 is within noise, and one without an "
     "interval (a side ran once) cannot be told from noise. A line that is not measured stays inside another "
-    "(compute slowed by communication beside it inside exposed communication). How each line is measured: "
+    "line or the residual; the note under each table says which. How each line is measured: "
     "docs/reading-the-report.md, section &ldquo;Loss budget&rdquo;.</p>")
 #: what a line that was not measured means, where the reason is the line's own
 NOT_MEASURED = {"sync_compute": "not measured: no gradient-ready times (ready_ms); it stays inside exposed "
@@ -49,7 +49,9 @@ def _share(value: float, loss: float) -> Markup:
     if not (math.isfinite(value) and math.isfinite(loss)) or loss <= 0:
         return DASH
     with_share = 100 * (value / loss)
-    return num(with_share, ".0f", " %") if math.isfinite(with_share) else DASH
+    if not math.isfinite(with_share):
+        return DASH
+    return num(0.0 if abs(with_share) < 0.5 else with_share, ".0f", " %")  # never "-0 %"
 
 
 def _table(row) -> Markup:
@@ -83,14 +85,23 @@ def _lead(row) -> Markup:
                     ci=html(" (95 % interval {{ low }} to {{ high }})", low=ms(loss.low), high=ms(loss.high))
                     if loss.has_interval else "", base=ms(number(row.get("budget_baseline_ms"))))
     if loss.within_noise:
-        return sentence + " That loss is within noise: no line can be told apart from nothing."
+        sentence += " That loss is within noise (its interval includes 0)."
     if top is not None and top.measured:
         share = _share(top.value, loss.value)
+        rivals = [line.label for line in found.values() if line is not top and line.name != "residual"
+                  and line.has_interval and top.has_interval and max(line.low, line.high) >= min(top.low, top.high)]
+        if top.within_noise:
+            caveat = "; but its interval includes 0, so it is within noise"
+        elif not top.has_interval:
+            caveat = "; it has no interval, so it cannot be told from noise"
+        elif rivals:
+            names = rivals[0] if len(rivals) == 1 else ", ".join(rivals[:-1]) + " and " + rivals[-1]
+            caveat = f"; by value only: its interval overlaps that of {names}, so which is larger is not established"
+        else:
+            caveat = ""
         sentence += html(" The largest line is {{ label }}, {{ value }} ms{% if share %} ({{ share }} of the loss)"
                          "{% endif %}{{ caveat }}.", label=top.label, value=ms(top.value),
-                         share=share if share is not DASH else "",
-                         caveat="; but its interval includes 0, so it is within noise" if top.within_noise else
-                         ("; it has no interval, so it cannot be told from noise" if not top.has_interval else ""))
+                         share=share if share is not DASH else "", caveat=caveat)
     return sentence
 
 
@@ -107,8 +118,9 @@ def budget_section(ctx: ReportContext) -> Section | None:
         label = labels[row["key"]]
         note = text(row.get("budget_note"))
         if not has_budget(row):
+            why = note[len("no budget: "):] if note.startswith("no budget: ") else note
             missing.append(html("<li>{{ label }}: {{ why }}</li>", label=label,
-                                why=note or "no budget (no world-size-1 baseline, or its steps were not stored)"))
+                                why=why or "no world-size-1 baseline, or its steps were not stored"))
             continue
         barrier = barrier_sentence(row)
         parts.append(html('<h3>{{ label }}</h3><p>{{ lead }}</p>{{ table }}'
