@@ -38,6 +38,12 @@ def drawn_jobs(table):
     return rows.iloc[:MAX_PANELS], rows.iloc[MAX_PANELS:]
 
 
+def flag(row, name: str) -> bool:
+    """Whether a yes/no column of a summary row (``oversubscribed``) holds yes."""
+    value = row.get(name)
+    return isinstance(value, (bool, np.bool_)) and bool(value)
+
+
 def _finite(*values: float) -> bool:
     return all(math.isfinite(v) and abs(v) <= LIMIT for v in values)
 
@@ -110,7 +116,7 @@ def _panel(ax, row, title: str, names: list[str]) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(4))
     ax.tick_params(labelsize=7)
     ax.grid(True, axis="x", alpha=0.3)
-    ax.set_title(title if len(title) <= 60 else title[:57] + "...", fontsize=8)
+    ax.set_title(title if len(title) <= 64 else title[:61] + "...", fontsize=8)
 
 
 def budget_waterfall(table, path) -> Path | None:
@@ -130,7 +136,7 @@ def budget_waterfall(table, path) -> Path | None:
     axes[0, 0].set_yticklabels(names, fontsize=7)
     axes[0, 0].set_ylim(len(names) - 0.5, -0.5)  # the baseline on top
     for number_, (ax, (_, row), title) in enumerate(zip(axes.flat, rows.iterrows(), job_labels(rows, table))):
-        _panel(ax, row, title, names)
+        _panel(ax, row, title + (" (oversubscribed)" if flag(row, "oversubscribed") else ""), names)
         if number_ >= count - columns:
             ax.set_xlabel("ms per step", fontsize=7)
     for ax in list(axes.flat)[count:]:

@@ -12,7 +12,7 @@ from ddpbench.analysis.jobs import ordered
 from ddpbench.report.budget import (NO_BUDGET_COLUMNS, Line, barrier_sentence, has_budget, has_budget_columns,
                                     line_of, lines, ms, multi_rank_jobs, number, text)
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
-from ddpbench.report.plots.budget import MAX_PANELS, budget_waterfall, drawn_jobs, job_labels
+from ddpbench.report.plots.budget import MAX_PANELS, budget_waterfall, drawn_jobs, flag, job_labels
 
 TITLE = "Loss budget"
 WHAT = Markup(
@@ -123,10 +123,11 @@ def budget_section(ctx: ReportContext) -> Section | None:
                                 why=why or "no world-size-1 baseline, or its steps were not stored"))
             continue
         barrier = barrier_sentence(row)
-        parts.append(html('<h3>{{ label }}</h3><p>{{ lead }}</p>{{ table }}'
+        over = " (oversubscribed: more busy threads than cores)" if flag(row, "oversubscribed") else ""
+        parts.append(html('<h3>{{ label }}{{ over }}</h3><p>{{ lead }}</p>{{ table }}'
                           '{% if barrier %}<p><strong>Through the barrier</strong>: {{ barrier }}.</p>{% endif %}'
                           '{% if note %}<p class="note">{{ note }}</p>{% endif %}',
-                          label=label, lead=_lead(row), table=_table(row), barrier=barrier, note=note))
+                          label=label, over=over, lead=_lead(row), table=_table(row), barrier=barrier, note=note))
     images = ()
     drawn, left_out = drawn_jobs(table)
     if len(drawn):
