@@ -55,8 +55,8 @@ PAYLOADS = (
 #: what a figure of a step is set to, in turn
 BAD_NUMBERS = (math.nan, 0, math.inf, "fast", None, -5, True, {})
 #: the figures whose names a reader writes into the folder
-PLOTS = ("throughput.png", "efficiency.png", "serial_fraction.png", "breakdown.png", "memory.png", "flops.png",
-         "projection.png", "index.html", "bench.json", "compare")
+PLOTS = ("throughput.png", "efficiency.png", "serial_fraction.png", "breakdown.png", "budget.png", "memory.png",
+         "flops.png", "projection.png", "index.html", "bench.json", "compare")
 DEEP = "[" * 200_000 + "]" * 200_000
 #: the only absolute link a page may hold: a constant of the timeline section
 ALLOWED_URLS = ("https://ui.perfetto.dev",)

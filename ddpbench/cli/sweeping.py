@@ -8,12 +8,12 @@ neither torch nor pandas.
 from __future__ import annotations
 
 import dataclasses
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, check_out_dir, claimed_out_dir
-from ddpbench.cli.tables import print_jobs, print_summary
+from ddpbench.cli.nodes import node_commands, print_launch_plan
+from ddpbench.cli.tables import print_jobs, print_summary, print_verdict
 from ddpbench.errors import InputError
 from ddpbench.launch.options import LAUNCHERS, LauncherOptions
 
@@ -157,14 +157,9 @@ def finish_report(out_dir: Path, console, write: bool = True) -> int:
     ctx = load_context(out_dir)  # loaded and summarised once: the table, the verdict and the report
     table = ctx.summary
     print_summary(table)
-    lines = ctx.folder.verdict  # the report's first section shows the same lines, computed once
-    if lines:  # on standard output, with the table: the results, not the progress
-        from rich.console import Console
-
-        out = Console(highlight=False, soft_wrap=True)
-        out.print("verdict:")
-        for label, text in lines:
-            out.print(f"  {label}: {text}", markup=False)
+    # on standard output, with the table: the results, not the progress; the report's first section
+    # shows the same verdict lines, computed once
+    print_verdict(table, ctx.folder.verdict)
     if write:
         index = write_context(ctx)
         console.print(f"report: {index}", highlight=False)
@@ -187,34 +182,3 @@ def check_can_emulate(experiment, from_flags: bool) -> None:
         if experiment.source == "command line" or from_flags:
             raise InputError("command line", "--link-delay-ms" if netem else "--emulate-nodes", problem)
         raise InputError(experiment.source, "link_delay_ms" if netem else "emulate_nodes", problem)
-
-
-def node_commands(argv, nnodes: int) -> list[str]:
-    """The command each other node of a multi-node torchrun sweep runs: this one, its node rank changed."""
-    argv = list(argv)
-    for i, arg in enumerate(argv):  # drop this node's own --node-rank
-        if arg == "--node-rank":
-            del argv[i:i + 2]
-            break
-        if arg.startswith("--node-rank="):
-            del argv[i]
-            break
-    return [shlex.join(["python", "-m", "ddpbench", *argv, "--node-rank", str(rank)])
-            for rank in range(1, nnodes)]
-
-
-def print_launch_plan(experiment, options: SweepOptions) -> None:
-    """What --dry-run shows beyond the jobs: the other nodes' commands, and what the launcher would
-    submit (Slurm's sbatch scripts)."""
-    from ddpbench.sweep.plan import LOG_DIR, pending_launches
-
-    launch = options.launcher
-    if launch.nnodes > 1:
-        print("run on every other node:" if launch.node_rank == 0 else "the other nodes run:")
-        for command in node_commands(options.argv, launch.nnodes):
-            print(f"  {command}")
-    launches = pending_launches(experiment.jobs, set(), options.out_dir)
-    for name, script in launch.make_launcher().dry_run_scripts(launches, options.out_dir / LOG_DIR,
-                                                               experiment.timeout_s):
-        print(f"# ---- {name}")
-        print(script, end="")

@@ -86,6 +86,39 @@ def print_summary(table) -> None:
     table_console().print(out)
 
 
+def budget_lines(table) -> list[str]:
+    """One line per multi-rank job with its loss budget (``loss 47.0 ms over baseline 39.1: contention 23.6,
+    ...``); one line saying there is none where the summary lacks the budget's columns."""
+    from ddpbench.analysis.jobs import describe, label_fields, ordered
+    from ddpbench.report.budget import (NO_BUDGET_COLUMNS, budget_rows, console_line, has_budget_columns,
+                                        multi_rank_jobs)
+    from ddpbench.results.sanitize import printable
+
+    if multi_rank_jobs(table).empty:
+        return []
+    if not has_budget_columns(table):
+        return [NO_BUDGET_COLUMNS]
+    fields = [*(f for f in label_fields(table) if f != "world_size"), "world_size"]
+    return [printable(f"{describe(r, fields, table)}: {console_line(r)}")
+            for _, r in ordered(budget_rows(table)).iterrows()]
+
+
+def print_verdict(table, lines) -> None:
+    """After the summary table, on standard output: each job's loss budget, then the verdict's lines."""
+    from rich.console import Console
+
+    out = Console(highlight=False, soft_wrap=True)
+    budget = budget_lines(table)
+    if budget:
+        out.print("loss budget (ms per step; ~ within noise):", markup=False)
+        for line in budget:
+            out.print(f"  {line}", markup=False)
+    if lines:
+        out.print("verdict:")
+        for label, text in lines:
+            out.print(f"  {label}: {text}", markup=False)
+
+
 def print_collectives(table) -> None:
     """Per op and world size: bus bandwidth at the largest size and at its best, and wrong elements."""
     from rich.table import Table

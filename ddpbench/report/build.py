@@ -15,8 +15,8 @@ from typing import Sequence
 
 from ddpbench.analysis import folder
 from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, render_page
-from ddpbench.report.sections import (collectives, compute, diagnosis, frameworks, gpu, network, noise, overview,
-                                      precision, projection, scaling, search, strategies, timeline, verdict)
+from ddpbench.report.sections import (budget, collectives, compute, diagnosis, frameworks, gpu, network, noise,
+                                      overview, precision, projection, scaling, search, strategies, timeline, verdict)
 from ddpbench.results.sidefiles import replace_file
 
 #: matplotlib's warning for a character its font cannot draw: a stored label may hold control
@@ -34,6 +34,7 @@ SECTIONS: tuple[SectionFn, ...] = (
     scaling.efficiency_section,
     scaling.serial_fraction_section,
     scaling.breakdown_section,
+    budget.budget_section,
     scaling.bucket_section,
     timeline.timeline_section,
     compute.compute_section,

@@ -28,7 +28,10 @@ pytest-benchmark's own loader and its ``compare`` command read it. The mapping:
   ``warmup`` the untimed warmup steps per launch;
 * ``extra_info``: the full spec, the job key, launches and steps per launch, per-launch median
   and mean step time (ms), ddpbench's own summary figures (samples/s, speedup, efficiency, Karp-Flatt
-  serial fraction, with their t intervals over launches where known), world size,
+  serial fraction, with their t intervals over launches where known), the loss budget and the rank
+  everyone waited for (``budget_baseline_ms``, ``loss_*_ms`` with their intervals, ``budget_top``,
+  ``budget_note``, ``barrier_*``: :data:`ddpbench.report.budget.BUDGET_COLUMNS`; None where the
+  summary has none), world size,
   ``oversubscribed``, and ``source``;
 * ``machine_info`` and ``commit_info``: from the sweep's environment record (hostname, CPU model,
   python, platform, git commit and dirty flag); the whole record is under
@@ -67,6 +70,7 @@ from ddpbench.analysis.jobs import SPEC_COLUMNS, model_name, own_fields, own_lab
 from ddpbench.analysis.folder import load_given
 from ddpbench.analysis.summary import bounded_steps, launch_times
 from ddpbench.errors import InputError
+from ddpbench.report.budget import BUDGET_COLUMNS
 from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.sidefiles import replace_file
 
@@ -265,6 +269,8 @@ def benchmark_document(folder: str | Path) -> tuple[dict, list[str]]:
             **{c: plain(r.get(c)) for c in ("samples_per_s", "samples_per_s_low", "samples_per_s_high", "speedup",
                                             "speedup_low", "speedup_high", "efficiency", "efficiency_low",
                                             "efficiency_high", "serial_fraction", "baseline_key")},
+            # the loss budget and the rank everyone waited for (None where the summary has no budget)
+            **{c: plain(r.get(c)) for c in BUDGET_COLUMNS},
             "oversubscribed": bool(r["oversubscribed"]),
             "noisy": bool(r["noisy"]),
             "sweep_ids": job_sweeps,

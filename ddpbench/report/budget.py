@@ -1,0 +1,172 @@
+"""The loss budget as the report, the console and the export show it: which jobs have one, each line's
+value and interval, and the words they allow.
+
+The figures are the summary's (``budget_baseline_ms``, ``loss_ms``, ``loss_<line>_ms`` with ``_low`` and
+``_high``, ``barrier_*``: ``ddpbench.analysis.budget``); this module only reads them. A summary without
+them (results summarised before the budget existed) shows no budget and says so in one line; nothing here
+fails on a missing column or on any value a stored table can hold (NaN, infinities, huge, negative).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+#: the budget's lines in the order they add up, and their names in words (the analysis's
+#: ``BUDGET_LINES``; tests/test_report_budget.py checks the two agree where both exist)
+BUDGET_LINES = {"contention": "compute slowed by sharing",
+                "sync_compute": "compute slowed by communication beside it",
+                "comm": "exposed communication",
+                "data": "data wait that grew",
+                "straggler": "waiting for the slowest rank",
+                "overhead": "optimizer and framework",
+                "residual": "residual"}
+#: the summary columns of the budget and of the rank everyone waited for, in the order export carries them
+BUDGET_COLUMNS = (
+    "budget_baseline_ms",
+    *(f"{name}{end}" for name in ("loss_ms", *(f"loss_{line}_ms" for line in BUDGET_LINES)) for end in ("", "_low", "_high")),
+    "budget_top", "budget_note", "barrier_rank", "barrier_last_share", "barrier_wait_ms", "barrier_rank_wait_ms",
+    "barrier_launch_ranks", "barrier_cause", "barrier_cause_detail")
+#: what a summary must hold to show a budget at all
+REQUIRED = ("budget_baseline_ms", "loss_ms", *(f"loss_{line}_ms" for line in BUDGET_LINES))
+#: what a summary without the budget's columns shows instead (one line)
+NO_BUDGET_COLUMNS = ("no loss budget: these results were summarised without one (a ddpbench from before the "
+                     "budget existed)")
+
+
+def number(value) -> float:
+    """A stored figure as a float; NaN for anything else (None, text, a list)."""
+    if isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+
+
+def text(value) -> str:
+    """A stored text figure; "" for None, NaN and anything that is not a string."""
+    return value if isinstance(value, str) else ""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of a job's budget: ``value`` NaN where it was not measured; ``low``/``high`` NaN without
+    an interval (fewer than two launches on a side)."""
+
+    name: str
+    label: str
+    value: float
+    low: float
+    high: float
+
+    @property
+    def measured(self) -> bool:
+        return math.isfinite(self.value)
+
+    @property
+    def has_interval(self) -> bool:
+        return math.isfinite(self.low) and math.isfinite(self.high)
+
+    @property
+    def within_noise(self) -> bool:
+        """Its 95 % interval includes 0: it is not told apart from nothing."""
+        return self.has_interval and min(self.low, self.high) <= 0 <= max(self.low, self.high)
+
+
+def line_of(row, name: str, column: str, label: str) -> Line:
+    return Line(name, label, number(row.get(column)), number(row.get(f"{column}_low")),
+                number(row.get(f"{column}_high")))
+
+
+def lines(row) -> list[Line]:
+    """The seven lines of a job's budget, in the order they add up (residual last)."""
+    return [line_of(row, name, f"loss_{name}_ms", label) for name, label in BUDGET_LINES.items()]
+
+
+def has_budget_columns(table) -> bool:
+    return all(column in table.columns for column in REQUIRED)
+
+
+def multi_rank_jobs(table):
+    """ok jobs of more than one rank: those that can have a budget."""
+    if table.empty or "world_size" not in table.columns or "status" not in table.columns:
+        return table.iloc[0:0]
+    sizes = table["world_size"].map(number)
+    return table[(table["status"] == "ok") & (sizes > 1)]
+
+
+def has_budget(row) -> bool:
+    """A job's budget is there: a finite baseline and measured loss."""
+    return math.isfinite(number(row.get("budget_baseline_ms"))) and math.isfinite(number(row.get("loss_ms")))
+
+
+def budget_rows(table):
+    """The multi-rank ok jobs that have a budget (none where the summary lacks its columns)."""
+    jobs = multi_rank_jobs(table)
+    if jobs.empty or not has_budget_columns(table):
+        return jobs.iloc[0:0]
+    return jobs[[has_budget(r) for _, r in jobs.iterrows()]]
+
+
+def ms(value: float, sign: bool = False) -> str:
+    """A time in ms for words and labels: one decimal (0.0 for what rounds to it), three significant
+    figures past 100,000 (a stored figure can be huge), "n/a" when not finite."""
+    if not math.isfinite(value):
+        return "n/a"
+    if abs(value) >= 1e5:
+        return format(value, "+.3g" if sign else ".3g")
+    return "0.0" if abs(value) < 0.05 else format(value, "+.1f" if sign else ".1f")  # never "-0.0"
+
+
+def named_rank(row) -> bool:
+    """Whether the analysis named a rank everyone waited for (a cause is given only then)."""
+    return math.isfinite(number(row.get("barrier_rank"))) and bool(text(row.get("barrier_cause")))
+
+
+def launch_ranks(row) -> list[int]:
+    value = row.get("barrier_launch_ranks")
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        return []
+    found = [number(v) for v in value]
+    return [int(v) for v in found if math.isfinite(v) and abs(v) < 1e9]
+
+
+def barrier_sentence(row) -> str:
+    """The rank everyone waited for through the barrier, in words; "" where ready times were not recorded."""
+    rank, share = number(row.get("barrier_rank")), number(row.get("barrier_last_share"))
+    if not math.isfinite(rank) or abs(rank) >= 1e9:
+        return ""
+    wait, rank_wait = number(row.get("barrier_wait_ms")), number(row.get("barrier_rank_wait_ms"))
+    share_text = f"{100 * share:.0f} %" if math.isfinite(share) else "an unknown share"
+    per_launch = launch_ranks(row)
+    launches = (f" (most often last, launch by launch: rank {', '.join(map(str, per_launch))})"
+                if len(per_launch) > 1 else "")
+    if named_rank(row):
+        detail = text(row.get("barrier_cause_detail"))
+        return (f"rank {int(rank)} was the last to have its gradients ready in {share_text} of steps{launches}; "
+                f"in those steps the others waited {ms(rank_wait)} ms for it on average, and every step waited "
+                f"{ms(wait)} ms at the barrier on average; likely cause: {text(row.get('barrier_cause'))}"
+                + (f" ({detail})" if detail else ""))
+    return (f"no rank stood out: the rank most often last to have its gradients ready, rank {int(rank)}, was last "
+            f"in {share_text} of steps{launches}, {ms(rank_wait)} ms after the others on average when it was; every "
+            f"step waited {ms(wait)} ms at the barrier on average")
+
+
+def console_line(row) -> str:
+    """``loss 47.0 ms over baseline 39.1: contention 23.6, comm 21.0, ..., residual 0.4`` (lines not
+    measured left out; ``~`` marks a line whose interval includes 0)."""
+    parts = [f"{line.name} {ms(line.value)}" + ("~" if line.within_noise else "")
+             for line in lines(row) if line.measured]
+    loss = line_of(row, "loss", "loss_ms", "loss")
+    head = (f"loss {ms(loss.value)} ms" + (" (within noise)" if loss.within_noise else "")
+            + f" over baseline {ms(number(row.get('budget_baseline_ms')))}")
+    waited = ""
+    if named_rank(row):
+        share = number(row.get("barrier_last_share"))
+        waited = (f"; waited for rank {int(number(row.get('barrier_rank')))}"
+                  + (f" (last in {100 * share:.0f} % of steps" if math.isfinite(share) else " (")
+                  + f", likely {text(row.get('barrier_cause'))})")
+    return head + (": " + ", ".join(parts) if parts else "") + waited
