@@ -8,20 +8,21 @@ split of a fixed global batch (strong scaling; every baseline term below is then
 
 The *reference steps* are the job's ``nosync`` steps (its compute without gradient communication; their
 ``comm_ms`` is the framework's, nothing is communicated); a job without them uses its ``measure`` steps
-with ``comm_ms`` taken out (strategies that communicate after backward). In each launch the rank with
-the longest mean reference step is the *slowest*, the remaining ranks are *the others* (at world size 1
-the one rank is both, and nothing is beyond it). Each side (job, baseline) gives per launch:
+with ``comm_ms`` taken out (strategies that communicate after backward). *The others* are every rank
+but the one the others waited for: the rank named at the barrier (below), else a rank whose reference
+step was the slowest by the same rule; where no rank stands out, every rank (:func:`slowest_ranks`).
+Each side (job, baseline) gives per launch:
 
 * ``S``: the mean measured step (slowest rank per step), ``R``: the mean reference step likewise;
 * ``F``, ``D``, ``O``: the others' mean forward + backward, data, optimizer + comm on reference steps;
 * ``G``: the mean over reference steps of the step's longest reference step beyond the others' mean;
-
-The others are fixed per launch, not chosen anew in each step: where the ranks' steps scatter and the
-slowest changes from step to step, the remaining ranks of each step are the faster ones by selection, and
-their mean understates what sharing did to every rank's compute (on the 2-core quick-cpu example by some
-7 to 10 ms of 11 to 14). Fixed per launch, the others' mean is every step's, and what a step waits for
-whichever rank is slowest in it, a lasting straggler or the ranks' scatter, is the straggler line.
 * ``Y``: all ranks' mean ``ready_ms`` on measured steps less that on reference steps.
+
+The others are chosen per job, from evidence that one rank lags (most steps, a material margin), never
+anew per launch or step: where the ranks' steps scatter alike, the slowest of a launch or a step is slower
+by selection, and leaving it out would understate what sharing did to every rank's compute (on the 2-core
+quick-cpu example the per-step choice put it at 4 ms of 14). What a step waits for whichever rank is
+slowest in it, a lasting straggler or the ranks' scatter, is the straggler line.
 
 and the lines are job - baseline of: contention ``F``, sync_compute ``Y``, comm ``S - R - Y`` (``S - R``
 where ``Y`` is not measured: the compute slowed by communication then stays inside it), data ``D``,
@@ -96,13 +97,34 @@ def _num(frame: pd.DataFrame, name: str) -> pd.Series:
     return pd.Series(np.nan, index=frame.index, dtype=float)
 
 
-def slowest_ranks(rows: pd.DataFrame, order: pd.Series) -> pd.Series:
-    """Per (key, repeat): the rank whose mean ``order`` (its reference step) over the launch's steps is the
-    largest, the launch's slowest rank (ties: the lowest)."""
-    frame = rows[[*_LAUNCH, "rank"]].reset_index(drop=True).assign(_order=order.to_numpy(dtype=float))
-    means = frame.groupby([*_LAUNCH, "rank"], sort=True)["_order"].mean().reset_index()
-    means = means.sort_values([*_LAUNCH, "_order", "rank"], ascending=[True, True, False, True], kind="stable")
-    return means.drop_duplicates(_LAUNCH).set_index(_LAUNCH)["rank"]
+def _named(last: pd.DataFrame, step_of: pd.Series) -> pd.Series:
+    """Per key: the rank last in at least :data:`NAMED_SHARE` of ``last``'s steps (rank, late_ms per
+    (key, repeat, step)) and by at least :data:`NAMED_WAIT` of the job's mean step on them, or NaN."""
+    if last.empty:
+        return pd.Series(dtype=float)
+    jobs = _most_often(last, ["key"])
+    step = step_of.reindex(jobs.index).astype(float)
+    named = (jobs["last_share"] >= NAMED_SHARE) & (step > 0) & (jobs["rank_wait_ms"] >= NAMED_WAIT * step)
+    return jobs["rank"].where(named).astype(float)
+
+
+def slowest_ranks(steps: pd.DataFrame, rows: pd.DataFrame, order: pd.Series) -> pd.Series:
+    """Per (key, repeat): the rank the others waited for, left out of "the others" -- the job's rank named
+    at the barrier (``ready_ms``; :func:`last_ready`), else the rank whose reference step (``order`` of
+    ``rows``) was the slowest by the same rule -- or NaN where no rank stands out: then every rank is one
+    of the others. Chosen per job, never per launch or step: the slowest of ranks that scatter alike is
+    slower by selection, and leaving it out would understate what sharing did to every rank."""
+    frame = rows[[*_KEYS, "rank"]].reset_index(drop=True).assign(_order=order.to_numpy(dtype=float))
+    measure = steps[steps["phase"] == "measure"]
+    step_of = measure.groupby(_KEYS, sort=False)["step_ms"].max().groupby(level="key").mean()
+    named = _named(last_ready(steps), step_of)
+    if len(frame):  # no rank named at the barrier: the reference steps' slowest, by the same rule
+        wide = frame.assign(ready_ms=frame["_order"], phase="measure")
+        by_ref = _named(last_ready(wide), step_of)
+        named = named.combine_first(by_ref) if len(named) else by_ref
+    launches = frame[_LAUNCH].drop_duplicates()
+    return pd.Series(launches["key"].map(named).to_numpy(dtype=float),
+                     index=pd.MultiIndex.from_frame(launches), name="rank")
 
 
 def _split_steps(rows: pd.DataFrame, order: pd.Series, values: dict[str, pd.Series],
@@ -179,7 +201,7 @@ def launch_terms(steps: pd.DataFrame) -> pd.DataFrame:
     comm = _num(ref, "comm_ms").fillna(0.0)
     ref_ms = _num(ref, "step_ms") - np.where(is_nosync, 0.0, comm)
     comm_kept = pd.Series(np.where(is_nosync, comm, 0.0), index=ref.index)  # a no-sync step's comm: framework time
-    slowest = slowest_ranks(ref, ref_ms)
+    slowest = slowest_ranks(part, ref, ref_ms)
     split = _split_steps(ref, ref_ms, {
         "F": _num(ref, "forward_ms") + _num(ref, "backward_ms"), "D": _num(ref, "data_ms"),
         "O": _num(ref, "optimizer_ms") + comm_kept}, slowest)
