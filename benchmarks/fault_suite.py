@@ -34,6 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "experiments" / "faults" / "suite.toml"
 #: an estimate within this share of the measured gain counts as right
 ESTIMATE_TOLERANCE = 0.20
+#: launches of a fixed run, however many the planted one took (it measures the gain, not the rank)
+FIXED_REPEATS = 3
 
 
 @dataclass
@@ -45,9 +47,16 @@ class Case:
     fix: dict | str | None = None  # fields, or "diagnosis": the fields the diagnosis proposes
     plant: dict = field(default_factory=dict)
     root: bool = False  # needs root (emulated links, cgroups)
+    #: the loss budget's largest line the case's job must show (a key of budget.BUDGET_LINES), or ""
+    expect_budget: str = ""
+    #: the rank everyone must be found waiting for through the barrier, in every launch (None: no rank named)
+    expect_rank: int | None = None
+    #: that rank's likely cause (data, compute or placement), or ""
+    expect_rank_cause: str = ""
 
 
 def read_suite(path: Path = SUITE) -> list[Case]:
+    from ddpbench.analysis.budget import BUDGET_LINES
     from ddpbench.analysis.causes import CAUSES
     from ddpbench.experiment.files import read_toml
 
@@ -57,8 +66,13 @@ def read_suite(path: Path = SUITE) -> list[Case]:
         expect = entry["expect"]
         if expect != "none" and expect not in CAUSES:
             raise SystemExit(f"{path}: case {entry['name']!r}: expect {expect!r}; allowed: none, {', '.join(CAUSES)}")
+        budget = entry.get("expect_budget", "")
+        if budget and budget not in BUDGET_LINES:
+            raise SystemExit(f"{path}: case {entry['name']!r}: expect_budget {budget!r}; allowed: "
+                             f"{', '.join(BUDGET_LINES)}")
         cases.append(Case(entry["name"], path.parent / entry["experiment"], expect, entry.get("why", ""),
-                          entry.get("fix"), entry.get("plant", {}), bool(entry.get("root", False))))
+                          entry.get("fix"), entry.get("plant", {}), bool(entry.get("root", False)), budget,
+                          entry.get("expect_rank"), entry.get("expect_rank_cause", "")))
     return cases
 
 
@@ -69,8 +83,9 @@ def fixed_experiment(source: Path, fix: dict, target: Path) -> Path:
     from ddpbench.experiment.files import read_toml
 
     data = read_toml(source)
-    if "grid" in data:
-        raise SystemExit(f"{source}: a fault case keeps its one job in [defaults], not in a grid")
+    if any(set(grid) != {"world_size"} for grid in data.get("grid", [])):
+        raise SystemExit(f"{source}: a fault case keeps its one job in [defaults] (a grid may add only its "
+                         "world-size-1 baseline)")
     data["defaults"] = {**data["defaults"], **fix}
     target.write_text(f"# {source.name} with the fix {fix!r} (written by benchmarks/fault_suite.py)\n"
                       + tomli_w.dumps(data))
@@ -185,28 +200,44 @@ def diagnosed(folder: Path):
     return summary, diagnose(summary, link=fit_collectives(load_collectives(folder)))
 
 
+def case_job(summary):
+    """The case's job: its one multi-rank job (a case may also run that job's world-size-1 baseline, which
+    the loss budget needs), else its one job."""
+    return summary.sort_values("world_size", kind="stable").iloc[-1]
+
+
+def named_ranks(folder: Path, key: str) -> list:
+    """The rank each launch of job ``key`` waited for through the barrier (None where no rank stood out)."""
+    import ddpbench
+    from ddpbench.analysis.budget import launch_barrier_ranks
+
+    steps = ddpbench.load(folder)
+    return launch_barrier_ranks(steps[steps["key"] == key])
+
+
 def measured_gain(planted, fixed) -> tuple[float, float, float]:
     """The planted job's mean step minus the fixed one's (ms), with the 95 % interval of that
     difference over launches (from the interval of their ratio)."""
     from ddpbench.analysis import stats
     from ddpbench.analysis.summary import launch_times
 
-    a, b = planted.iloc[0], fixed.iloc[0]
+    a, b = case_job(planted), case_job(fixed)
     gain = float(a["step_ms_mean"] - b["step_ms_mean"])
     low, high = stats.ratio_ci(launch_times(a), launch_times(b))  # planted / fixed
     base = float(b["step_ms_mean"])
     return gain, (low - 1) * base, (high - 1) * base
 
 
-def score(case: Case, summary, findings, fixed=None) -> dict:
-    """One case's row: the top cause, the hit, false findings and the estimate against the gain."""
+def score(case: Case, summary, findings, fixed=None, launch_ranks=None) -> dict:
+    """One case's row: the top cause, the hit, false findings and the estimate against the gain; the loss
+    budget's largest line and the rank each launch was found waiting for (``launch_ranks``)."""
     from ddpbench.analysis.diagnosis import top_cause
 
+    job = case_job(summary)
     blamed = [f for f in findings if f.cause]
     top = top_cause(findings)
     row = {"case": case.name, "expect": case.expect, "top": top.cause if top else "none",
-           "blamed": ", ".join(f.cause for f in blamed) or "-",
-           "step_ms": float(summary.iloc[0]["step_ms_mean"])}
+           "blamed": ", ".join(f.cause for f in blamed) or "-", "step_ms": float(job["step_ms_mean"])}
     row["hit"] = (not blamed) if case.expect == "none" else bool(top and top.cause == case.expect)
     row["false_findings"] = len(blamed) if case.expect == "none" else 0
     mine = next((f for f in blamed if f.cause == case.expect), None)
@@ -219,6 +250,20 @@ def score(case: Case, summary, findings, fixed=None) -> dict:
     row["estimate_error"] = error
     row["estimate_ok"] = bool(abs(error) <= ESTIMATE_TOLERANCE) if not math.isnan(error) else None
     row["top_text"] = top.text if top else ""
+    # the loss budget: its largest line, where the case expects one
+    row["expect_budget"] = case.expect_budget
+    row["budget_top"] = job.get("budget_top") or "-"
+    row["budget_hit"] = (row["budget_top"] == case.expect_budget) if case.expect_budget else None
+    # the rank waited for through the barrier, launch by launch: the planted one, or none where none was planted
+    ranks = list(launch_ranks or [])
+    row["launches"] = len(ranks)
+    row["expect_rank"] = case.expect_rank
+    if case.expect_rank is None:
+        row["rank_right"] = sum(r is None for r in ranks)
+    else:
+        row["rank_right"] = sum(r == case.expect_rank for r in ranks)
+    row["rank_cause"] = job.get("barrier_cause") or "-"
+    row["rank_cause_hit"] = (row["rank_cause"] == case.expect_rank_cause) if case.expect_rank_cause else None
     return row
 
 
@@ -227,13 +272,20 @@ def markdown(rows: list[dict]) -> str:
         return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1f}"
 
     out = ["| case | planted | top cause | hit | all blamed | step ms | estimated gain ms | measured gain ms "
-           "(95 % CI) | estimate error |", "|---|---|---|---|---|---|---|---|---|"]
+           "(95 % CI) | estimate error | budget's top line | rank waited for, launches right | its cause |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         gain = ms(r["gain_ms"]) + (f" ({ms(r['gain_low_ms'])} to {ms(r['gain_high_ms'])})"
                                    if not math.isnan(r["gain_ms"]) else "")
         error = "-" if math.isnan(r["estimate_error"]) else f"{100 * r['estimate_error']:+.0f} %"
+        budget = r.get("budget_top", "-") + (f" ({'yes' if r['budget_hit'] else 'NO'})"
+                                              if r.get("budget_hit") is not None else "")
+        planted = "none" if r.get("expect_rank") is None else f"rank {r['expect_rank']}"
+        ranks = f"{planted}: {r['rank_right']} of {r['launches']}" if r.get("launches") else "-"
+        cause = r.get("rank_cause", "-") + (f" ({'yes' if r['rank_cause_hit'] else 'NO'})"
+                                            if r.get("rank_cause_hit") is not None else "")
         out.append(f"| {r['case']} | {r['expect']} | {r['top']} | {'yes' if r['hit'] else 'NO'} | {r['blamed']} | "
-                   f"{ms(r['step_ms'])} | {ms(r['estimate_ms'])} | {gain} | {error} |")
+                   f"{ms(r['step_ms'])} | {ms(r['estimate_ms'])} | {gain} | {error} | {budget} | {ranks} | {cause} |")
     faults = [r for r in rows if r["expect"] != "none"]
     clean = [r for r in rows if r["expect"] == "none"]
     fixes = [r for r in rows if r["estimate_ok"] is not None]
@@ -241,6 +293,14 @@ def markdown(rows: list[dict]) -> str:
             f"cases without a planted fault blamed nothing: {sum(r['hit'] for r in clean)} of {len(clean)}; "
             f"estimates within {100 * ESTIMATE_TOLERANCE:.0f} % of the measured gain: "
             f"{sum(bool(r['estimate_ok']) for r in fixes)} of {len(fixes)}"]
+    budgets = [r for r in rows if r.get("budget_hit") is not None]
+    planted = [r for r in rows if r.get("expect_rank") is not None]
+    unplanted = [r for r in rows if r.get("expect_rank") is None and r.get("launches")]
+    out.append(f"budget's top line right: {sum(bool(r['budget_hit']) for r in budgets)} of {len(budgets)} cases; "
+               f"planted straggler rank named in {sum(r['rank_right'] for r in planted)} of "
+               f"{sum(r['launches'] for r in planted)} launches; no rank named in "
+               f"{sum(r['rank_right'] for r in unplanted)} of {sum(r['launches'] for r in unplanted)} launches "
+               "without a planted straggler")
     return "\n".join(out)
 
 
@@ -263,9 +323,10 @@ def run_case(case: Case, folder: Path, rescore: bool, reports: bool) -> dict:
     if fix is not None:
         if not rescore:
             folder.mkdir(parents=True, exist_ok=True)
-            sweep(fixed_experiment(case.experiment, fix, folder / "fixed.toml"), folder / "fixed", {}, reports)
+            fix_run = {**fix, "repeats": FIXED_REPEATS}
+            sweep(fixed_experiment(case.experiment, fix_run, folder / "fixed.toml"), folder / "fixed", {}, reports)
         fixed = summary_of(folder / "fixed")
-    return score(case, summary, findings, fixed)
+    return score(case, summary, findings, fixed, named_ranks(folder / "planted", case_job(summary)["key"]))
 
 
 def main() -> None:

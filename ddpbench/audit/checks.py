@@ -140,6 +140,7 @@ def about(fig: Figures, claim: Claim) -> list:
 
 #: the words around a number that say which kind of figure of its unit it is (pool.Entry.family)
 FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"), (r"^ ?% of (?:each |the |a |its )?step", "share"),
+                      (r"^ ?% of (?:the |its |what was )?(?:loss|lost)", "loss"),
                       (r"^ ?% (?:faster|slower) than the other ranks", "straggler"),
                       (r"^ ?% (?:faster|slower|more|less)\b", "change")],
                 "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"),

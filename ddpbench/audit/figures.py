@@ -233,7 +233,20 @@ def derive(source) -> Figures:
     jobs = pd.DataFrame.from_dict(rows, orient="index")
     figures = Figures(jobs, launch_ms)
     _add_speedup(figures)
+    _add_budgets(figures, by_key_steps)
     return figures
+
+
+def _add_budgets(figures: Figures, by_key_steps: dict) -> None:
+    """``budget_<line>`` (and ``_low``/``_high``) of every multi-rank job with a baseline (:mod:`.budget`)."""
+    from ddpbench.audit.budget import derive_budgets
+
+    for key, budget in derive_budgets(figures, by_key_steps).items():
+        for line, (value, low, high) in budget.items():
+            for suffix, v in (("", value), ("_low", low), ("_high", high)):
+                if f"budget_{line}{suffix}" not in figures.jobs:
+                    figures.jobs[f"budget_{line}{suffix}"] = math.nan
+                figures.jobs.at[key, f"budget_{line}{suffix}"] = v
 
 
 def _compute(mine: pd.DataFrame) -> dict:

@@ -59,6 +59,23 @@ def _merge(pool: dict, part: dict) -> None:
         pool.setdefault(unit, []).extend(entries)
 
 
+#: the loss budget's lines (:mod:`.budget`), as the audit's jobs name them
+BUDGET = ("loss", "contention", "sync_compute", "comm", "data", "straggler", "overhead", "residual")
+
+
+def budget_figures(r: dict, key, pool: dict) -> None:
+    """A job's loss budget: each line in ms with its interval, and in % of the loss (family "loss")."""
+    loss = r.get("budget_loss", math.nan)
+    for line in BUDGET:
+        value = r.get(f"budget_{line}", math.nan)
+        _add(pool, "ms", value, f"{line} line of {key}'s loss budget", r.get(f"budget_{line}_low", math.nan),
+             r.get(f"budget_{line}_high", math.nan))
+        if loss == loss and loss > 0 and line != "loss":
+            _add(pool, "%", 100 * value / loss, f"{line} line of {key} in % of its loss", family="loss")
+    if loss == loss:
+        _add(pool, "ms", r.get("step_ms", math.nan) - loss, f"the baseline {key}'s loss is over")
+
+
 def job_figures(fig: Figures, key, pool: dict) -> None:
     r = fig.rec(key)
     ends = {"step_ms": ("step_low", "step_high"), "exposed_ms": ("exposed_low", "exposed_high")}
@@ -76,6 +93,7 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
     for c in MS[:-2]:
         if r.get(c) is not None:
             _add(pool, "%", 100 * r[c] / r["step_ms"], f"{c} of {key} in % of its step", family="share")
+    budget_figures(r, key, pool)
     p = r["world_size"]
     _add(pool, "x", r.get("speedup"), f"speedup of {key}", r.get("speedup_low"), r.get("speedup_high"),
          family="speedup")

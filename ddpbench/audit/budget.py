@@ -1,0 +1,135 @@
+"""The loss budget of every multi-rank job, re-derived from the stored step rows by a short code path
+of its own (nothing of :mod:`ddpbench.analysis` is imported), so that the lines a sentence quotes, and
+the claim that they add up to what was lost, are checked against the records.
+
+For a job at world size N with a world-size-1 baseline (:meth:`.figures.Figures.baseline_keys`), each
+launch's figures are means over its steps; a line is the job's launches' mean less the baselines'
+(pooled launches), every baseline figure divided by N in strong scaling:
+
+* ``loss``: the mean step (each step bounded by its slowest rank) less the baseline's;
+* the reference steps are the ``nosync`` rows (compute without gradient communication), or the
+  ``measure`` rows less their ``comm_ms`` where a job has no ``nosync`` rows; per step the slowest
+  rank's reference step is the max, the others are the rest;
+* the others are every rank but the one the others waited for (:func:`named_rank`), all ranks where
+  no rank stands out;
+* ``contention``: the others' forward + backward; ``data``: their data_ms; ``overhead``: their
+  optimizer_ms (+ comm_ms on no_sync() steps); ``straggler``: the bounded reference step less the
+  others' mean (what the job waited, step by step, for whichever rank was slowest);
+  ``comm``: the bounded step less the bounded reference step, less ``sync_compute`` where that is
+  measured (all ranks' ready_ms on measure rows less on nosync rows);
+* ``residual``: the loss less all of them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+LINES = ("contention", "sync_compute", "comm", "data", "straggler", "overhead")
+
+
+#: a rank is the one waited for when it is the last in this share of steps, by this share of the step
+LAST_SHARE, LATE_SHARE = 0.75, 0.10
+
+
+def named_rank(mine: pd.DataFrame):
+    """The rank the others waited for, or None: last to have its gradients ready (``ready_ms`` of the
+    measured steps) in most steps, by a material margin; without ready_ms, the rank whose reference
+    step (``nosync``) is the slowest by that margin in most steps."""
+    for phase, column in (("measure", "ready_ms"), ("nosync", "step_ms")):
+        rows = mine[mine["phase"] == phase]
+        if column not in rows or rows[column].isna().all() or rows["rank"].nunique() < 2:
+            continue
+        wide = rows.pivot_table(index=["repeat", "step"], columns="rank", values=column).dropna()
+        if wide.empty:
+            continue
+        last = wide.idxmax(axis=1)
+        top = last.value_counts()
+        rank = top.index[0]
+        others = wide.drop(columns=rank).mean(axis=1)
+        late = float((wide[rank] - others).mean())
+        step = float(mine[mine["phase"] == "measure"].groupby(["repeat", "step"])["step_ms"].max().mean())
+        if top.iloc[0] / len(last) >= LAST_SHARE and late >= LATE_SHARE * step:
+            return int(rank)
+        return None
+    return None
+
+
+def _per_launch(mine: pd.DataFrame, rank) -> pd.DataFrame | None:
+    """One row per launch of one job: its mean bounded step and the reference-step figures of the
+    ranks other than ``rank`` (the one waited for; all ranks where none is)."""
+    measure = mine[mine["phase"] == "measure"]
+    if measure.empty:
+        return None
+    ns = mine[mine["phase"] == "nosync"]
+    # under no_sync() what comm_ms holds is framework work (the overhead line); on measured steps it is
+    # the communication itself, which the reference step leaves out
+    ref = ns if len(ns) else measure
+    comm = ref["comm_ms"].fillna(0)
+    ref = ref.assign(r=ref["step_ms"] - (0 if len(ns) else comm), fb=ref["forward_ms"] + ref["backward_ms"],
+                     ov=ref["optimizer_ms"] + (comm if len(ns) else 0))
+    out = []
+    for repeat, launch in ref.groupby("repeat"):
+        others = launch[launch["rank"] != rank] if rank is not None else launch
+        m = measure[measure["repeat"] == repeat]
+        n = ns[ns["repeat"] == repeat]
+        sync = (m["ready_ms"].mean() - n["ready_ms"].mean()) if "ready_ms" in mine and len(n) else math.nan
+        bounded_ref = launch.groupby("step")["r"].max().mean()
+        out.append({"repeat": repeat, "step": m.groupby("step")["step_ms"].max().mean(), "ref": bounded_ref,
+                    "fb": others["fb"].mean(), "data": others["data_ms"].mean(), "ov": others["ov"].mean(),
+                    "sync": sync, "straggler": bounded_ref - others["r"].mean()})
+    return pd.DataFrame(out)
+
+
+def _lines(launch: pd.DataFrame) -> pd.DataFrame:
+    sync = launch["sync"]
+    return pd.DataFrame({"loss": launch["step"], "contention": launch["fb"], "data": launch["data"],
+                         "overhead": launch["ov"], "straggler": launch["straggler"], "sync_compute": sync,
+                         "comm": launch["step"] - launch["ref"] - sync.fillna(0)})
+
+
+def _interval(a, b) -> tuple[float, float]:
+    from scipy import stats as sps
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if a.size < 2 or b.size < 2:
+        return math.nan, math.nan
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    diff = a.mean() - b.mean()
+    if va + vb == 0:
+        return diff, diff
+    df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
+    half = sps.t.ppf(0.975, df) * math.sqrt(va + vb)
+    return diff - half, diff + half
+
+
+def derive_budgets(figures, by_key_steps: dict) -> dict:
+    """key -> {line: (value, low, high)} for every multi-rank ok job with a baseline."""
+    jobs, out = figures.jobs, {}
+    for key in figures.ok().index:
+        p = int(jobs.at[key, "world_size"])
+        if p < 2 or key not in by_key_steps:
+            continue
+        bases = [b for b in figures.baseline_keys(key) if b in by_key_steps and b != key]
+        job = _per_launch(by_key_steps[key], named_rank(by_key_steps[key]))
+        base = [_per_launch(by_key_steps[b], None) for b in bases]
+        base = [b for b in base if b is not None]
+        if job is None or not base:
+            continue
+        scale = 1.0 / p if jobs.at[key, "scaling"] == "strong" else 1.0
+        mine, theirs = _lines(job), _lines(pd.concat(base)) * scale
+        budget = {}
+        for line in ("loss", *LINES):
+            a, b = mine[line].to_numpy(float), theirs[line].to_numpy(float)
+            if line == "sync_compute" and (np.isnan(a).all() or np.isnan(b).all()):
+                budget[line] = (math.nan, math.nan, math.nan)
+                continue
+            low, high = _interval(a, b)
+            budget[line] = (float(np.nanmean(a) - np.nanmean(b)), low, high)
+        budget["residual"] = (budget["loss"][0] - sum(budget[k][0] for k in LINES if budget[k][0] == budget[k][0]),
+                              math.nan, math.nan)
+        out[key] = budget
+    return out

@@ -1,0 +1,68 @@
+"""The checker's own loss budget (ddpbench.audit.budget) recovers planted lines from step rows."""
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ddpbench.audit.budget import derive_budgets, named_rank
+
+
+def _rows(key, ranks, launches=3, steps=10, fb=30.0, data=2.0, opt=1.0, comm=8.0, slow=None, slow_ms=0.0,
+          ready=True, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for repeat in range(launches):
+        for step in range(steps):
+            extra = {r: (slow_ms if r == slow else 0.0) for r in range(ranks)}
+            noise = {r: rng.normal(0, 0.3) for r in range(ranks)}
+            compute = {r: data + fb + extra[r] + noise[r] for r in range(ranks)}
+            last = max(compute.values())
+            for r in range(ranks):
+                ns = compute[r] + opt
+                rows.append(dict(key=key, repeat=repeat, rank=r, phase="nosync", step=step, data_ms=data,
+                                 forward_ms=fb / 3, backward_ms=2 * fb / 3 + extra[r] + noise[r], comm_ms=0.0,
+                                 optimizer_ms=opt, step_ms=ns, ready_ms=compute[r] if ready else math.nan))
+                # a synchronised step: every rank leaves the all-reduce when the last rank's gradients are in
+                sync = last + comm + opt
+                rows.append(dict(key=key, repeat=repeat, rank=r, phase="measure", step=step, data_ms=data,
+                                 forward_ms=fb / 3, backward_ms=sync - opt - data - fb / 3, comm_ms=0.0,
+                                 optimizer_ms=opt, step_ms=sync, ready_ms=compute[r] if ready else math.nan))
+    return pd.DataFrame(rows)
+
+
+def _figures(jobs):
+    frame = pd.DataFrame(jobs).set_index("key")
+    frame["status"] = "ok"
+    return SimpleNamespace(jobs=frame, ok=lambda: frame, baseline_keys=lambda key: ["one"])
+
+
+@pytest.mark.parametrize("slow_ms", [0.0, 20.0])
+def test_the_lines_recover_what_was_planted_and_add_up(slow_ms):
+    one = _rows("one", 1, comm=0.0, fb=30.0)
+    two = _rows("two", 2, comm=8.0, fb=36.0, slow=1 if slow_ms else None, slow_ms=slow_ms, seed=1)
+    figures = _figures([{"key": "one", "world_size": 1, "scaling": "weak"},
+                        {"key": "two", "world_size": 2, "scaling": "weak"}])
+    budget = derive_budgets(figures, {"one": one, "two": two})["two"]
+    assert budget["contention"][0] == pytest.approx(6.0, abs=0.5)  # the others' compute: 36 against 30 ms
+    assert budget["comm"][0] == pytest.approx(8.0, abs=0.5)
+    assert budget["data"][0] == pytest.approx(0.0, abs=1e-9) and budget["overhead"][0] == pytest.approx(0.0, abs=1e-9)
+    # the waiting: the planted slow rank's 20 ms, or only what noise makes the others wait
+    assert budget["straggler"][0] == pytest.approx(slow_ms, abs=0.6)
+    total = sum(v[0] for k, v in budget.items() if k not in ("loss", "residual") and v[0] == v[0])
+    assert total + budget["residual"][0] == pytest.approx(budget["loss"][0])
+    assert named_rank(two) == (1 if slow_ms else None)
+    low, high = budget["contention"][1:]
+    assert low < 6.0 < high or abs(budget["contention"][0] - 6.0) < 0.1
+
+
+def test_strong_scaling_is_against_the_ideal_split():
+    one = _rows("one", 1, comm=0.0, fb=60.0, data=4.0, opt=2.0)
+    two = _rows("two", 2, comm=0.0, fb=30.0, data=2.0, opt=1.0, seed=2)
+    figures = _figures([{"key": "one", "world_size": 1, "scaling": "strong"},
+                        {"key": "two", "world_size": 2, "scaling": "strong"}])
+    budget = derive_budgets(figures, {"one": one, "two": two})["two"]
+    assert budget["contention"][0] == pytest.approx(0.0, abs=0.5)
+    assert budget["loss"][0] == pytest.approx(budget["straggler"][0] + budget["comm"][0], abs=0.5)
