@@ -10,7 +10,8 @@ undo the fault), the fixed configuration is run too, and the time per step the d
 estimated the fix would recover is set against the gain measured (the planted job's mean step
 minus the fixed one's, with its 95 % interval over launches). Root is needed for the planted
 straggler (a CPU quota in a cgroup) and the emulated links (network namespaces); cases that need
-it are skipped, and say so, without it.
+it are skipped, and say so, without it. The planted contention pins every rank's threads to one
+core (``sched_setaffinity``, no root needed).
 
 Writes ``score.csv`` and ``score.md`` (the table printed) to the output folder, beside each
 case's results (``<case>/planted``, ``<case>/fixed``), so every figure can be traced to its
@@ -78,7 +79,7 @@ def fixed_experiment(source: Path, fix: dict, target: Path) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------
-# planting what an experiment file cannot: a CPU quota on one rank
+# planting what an experiment file cannot: a CPU quota on one rank, every rank on the same cores
 # ---------------------------------------------------------------------------------------------
 
 def _cgroup(name: str, share: float) -> Path:
@@ -144,6 +145,39 @@ def cpu_quota(sweep: subprocess.Popen, rank: int, share: float):
             time.sleep(0.1)
 
 
+@contextlib.contextmanager
+def cpu_pin(sweep: subprocess.Popen, cpus: list[int]):
+    """While the sweep runs, every thread of every rank process it starts is pinned to ``cpus``: ranks
+    sharing cores they would each have had (contention, which is not oversubscription: the job asks
+    for no more threads than the machine has cores). Threads a rank starts later are pinned as they
+    appear (a child thread inherits its creator's affinity, and the watcher catches the rest)."""
+    import psutil
+
+    stop, pinned = threading.Event(), set()
+
+    def watch():
+        while not stop.is_set():
+            with contextlib.suppress(psutil.Error):
+                for child in psutil.Process(sweep.pid).children(recursive=True):
+                    if rank_of(child) is None:
+                        continue
+                    with contextlib.suppress(OSError):
+                        for task in os.listdir(f"/proc/{child.pid}/task"):
+                            if (child.pid, task) not in pinned:
+                                with contextlib.suppress(OSError):
+                                    os.sched_setaffinity(int(task), cpus)
+                                    pinned.add((child.pid, task))
+            stop.wait(0.02)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield pinned
+    finally:
+        stop.set()
+        thread.join()
+
+
 def sweep(experiment: Path, out: Path, plant: dict, reports: bool) -> dict:
     """Run one sweep of ``experiment`` into ``out`` (with the case's plant); what it planted."""
     # the suite's models (planted.py) are importable by every case, fixed ones written elsewhere too
@@ -153,12 +187,18 @@ def sweep(experiment: Path, out: Path, plant: dict, reports: bool) -> dict:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     planted = {}
     quota = plant.get("cpu_quota")
-    with cpu_quota(proc, int(quota["rank"]), float(quota["share"])) if quota else contextlib.nullcontext() as moved:
+    pin = plant.get("cpu_pin")
+    with (cpu_quota(proc, int(quota["rank"]), float(quota["share"])) if quota else contextlib.nullcontext()) as moved, \
+            (cpu_pin(proc, [int(c) for c in pin["cpus"]]) if pin else contextlib.nullcontext()) as pinned:
         _, err = proc.communicate()
     if quota:
         planted["quota_pids"] = sorted(moved)
         if not moved:
             raise CaseFailed(f"{experiment}: the CPU quota found no process of rank {quota['rank']} to slow")
+    if pin:
+        planted["pinned_pids"] = sorted({pid for pid, _ in pinned})
+        if not pinned:
+            raise CaseFailed(f"{experiment}: the CPU pin found no rank process to pin")
     if proc.returncode != 0:
         raise CaseFailed(f"sweep {experiment} failed ({proc.returncode}): {err.strip()[-2000:]}")
     return planted
