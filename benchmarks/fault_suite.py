@@ -70,8 +70,9 @@ def fixed_experiment(source: Path, fix: dict, target: Path) -> Path:
     from ddpbench.experiment.files import read_toml
 
     data = read_toml(source)
-    if "grid" in data:
-        raise SystemExit(f"{source}: a fault case keeps its one job in [defaults], not in a grid")
+    if any(set(grid) != {"world_size"} for grid in data.get("grid", [])):
+        raise SystemExit(f"{source}: a fault case keeps its one job in [defaults]; a grid may only add its "
+                         "world-size-1 baseline (world_size = [1, N])")
     data["defaults"] = {**data["defaults"], **fix}
     target.write_text(f"# {source.name} with the fix {fix!r} (written by benchmarks/fault_suite.py)\n"
                       + tomli_w.dumps(data))
@@ -225,13 +226,20 @@ def diagnosed(folder: Path):
     return summary, diagnose(summary, link=fit_collectives(load_collectives(folder)))
 
 
+def case_job(summary):
+    """The case's job: its only one, or the one beside its world-size-1 baseline."""
+    if len(summary) > 1 and "world_size" in summary:
+        return summary.loc[summary["world_size"].astype(int).idxmax()]
+    return summary.iloc[0]
+
+
 def measured_gain(planted, fixed) -> tuple[float, float, float]:
     """The planted job's mean step minus the fixed one's (ms), with the 95 % interval of that
     difference over launches (from the interval of their ratio)."""
     from ddpbench.analysis import stats
     from ddpbench.analysis.summary import launch_times
 
-    a, b = planted.iloc[0], fixed.iloc[0]
+    a, b = case_job(planted), case_job(fixed)
     gain = float(a["step_ms_mean"] - b["step_ms_mean"])
     low, high = stats.ratio_ci(launch_times(a), launch_times(b))  # planted / fixed
     base = float(b["step_ms_mean"])
@@ -246,7 +254,7 @@ def score(case: Case, summary, findings, fixed=None) -> dict:
     top = top_cause(findings)
     row = {"case": case.name, "expect": case.expect, "top": top.cause if top else "none",
            "blamed": ", ".join(f.cause for f in blamed) or "-",
-           "step_ms": float(summary.iloc[0]["step_ms_mean"])}
+           "step_ms": float(case_job(summary)["step_ms_mean"])}
     row["hit"] = (not blamed) if case.expect == "none" else bool(top and top.cause == case.expect)
     row["false_findings"] = len(blamed) if case.expect == "none" else 0
     mine = next((f for f in blamed if f.cause == case.expect), None)

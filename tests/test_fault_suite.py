@@ -25,7 +25,10 @@ def test_every_case_is_one_valid_job_with_a_known_cause(cpu_machine):
     assert sum(c.expect == "none" for c in cases) >= 3  # the healthy baseline and two unplanted ones
     for case in cases:
         experiment = load_experiment(case.experiment, Machine(cores=2, cuda_devices=0))
-        assert len(experiment.jobs) == 1, case.name
+        # one job, or one beside its world-size-1 baseline (the loss budget's, for contention)
+        multi = [j for j in experiment.jobs if j.world_size > 1]
+        assert len(experiment.jobs) == 1 or (len(multi) == 1 and len(experiment.jobs) == 2), case.name
+        assert all(j.world_size == 1 or j is multi[0] for j in experiment.jobs), case.name
         assert case.fix is None or case.fix == "diagnosis" or isinstance(case.fix, dict)
 
 
@@ -80,3 +83,33 @@ def test_ddp_reports_the_planted_unused_head_and_every_tensor_size(tmp_path):
     body = [1024 * 256, 1024] + [1024 * 1024, 1024] * 3 + [10 * 1024, 10]  # 4 Linear layers and the head
     assert row["tensor_bytes"] == tuple(4 * n for n in body + [2048 * 2048, 2048])
     assert sum(row["bucket_layout"]) == sum(row["tensor_bytes"])  # the unused head sits in the buckets too
+
+
+def test_the_contention_plant_pins_every_rank_thread_and_the_score_reads_the_multi_rank_job(tmp_path):
+    """cpu_pin pins the threads of a sweep's rank processes (found by their rank log, as the CPU quota
+    finds them) and nothing else; a case with a world-size-1 baseline is scored on its multi-rank job."""
+    import os
+    import subprocess
+    import time
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two usable CPUs to see a pin")
+    cpu = min(os.sched_getaffinity(0))
+    log = tmp_path / "job.rank1.log"
+    sweep = subprocess.Popen(["sh", "-c", f"sleep 5 > {log}; true"])
+    try:
+        with fault_suite.cpu_pin(sweep, [cpu]) as pinned:
+            deadline = time.monotonic() + 4
+            while not pinned and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert pinned, "the rank process was never pinned"
+            pid = next(iter(pinned))[0]
+            assert os.sched_getaffinity(pid) == {cpu} and pid != sweep.pid
+            assert os.sched_getaffinity(sweep.pid) != {cpu}  # the sweep itself is left alone
+    finally:
+        sweep.kill()
+        sweep.wait()
+    both = pd.DataFrame([{"world_size": 1, "step_ms_mean": 40.0, "launch_step_ms": [40.0]},
+                         {"world_size": 2, "step_ms_mean": 80.0, "launch_step_ms": [80.0]}])
+    assert fault_suite.case_job(both)["step_ms_mean"] == 80.0
+    assert fault_suite.score(fault_suite.Case("c", Path("c"), "contention"), both, [])["step_ms"] == 80.0
