@@ -98,7 +98,8 @@ def _budget_part(part: pd.DataFrame, summary: pd.DataFrame) -> str:
         return ""
     rows = summary[summary["key"] == keys[0]]
     words = lossbudget.cluster_words(rows.iloc[0]) if len(rows) else ""
-    return f". Of the measured loss budget, {words}" if words else ""
+    return (f". Of the loss budget measured at world size {int(rows.iloc[0]['world_size'])}, {words}"
+            if words else "")
 
 
 def model_error(checks: pd.DataFrame):
