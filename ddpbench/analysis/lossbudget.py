@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ddpbench.analysis.wording import known, measurable, noise_floor_ms
+from ddpbench.analysis.wording import known, measurable, noise_floor_ms, not_measurable
 
 #: the budget's lines, in the budget's order, with their words (``budget.BUDGET_LINES``)
 NAMES = {"contention": "compute slowed by sharing",
@@ -103,12 +103,15 @@ def sentence(row) -> str:
     if not has_budget(row):
         return ""
     loss = line(row, "loss")
-    head = f"of the {loss.ms:.1f} ms lost at world size {int(_num(row, 'world_size'))} ({_ci(loss.low, loss.high)})"
+    where = f"at world size {int(_num(row, 'world_size'))}"
+    if is_measured(row, loss):
+        head = f"of the {loss.ms:.1f} ms lost {where} ({_ci(loss.low, loss.high)})"
+    else:  # a loss the launches did not resolve is never quoted as a time
+        floor = (loss.high - loss.low) / 2 if known(loss.low, loss.high) else noise_floor_ms(row)
+        head = f"the time lost {where} against one rank is {not_measurable(floor)}"
     shown = measured_lines(row)[:NAMED_LINES]
-    if not shown:
-        floor = noise_floor_ms(row)
-        body = ("no line of the budget is measurable beyond the noise"
-                + (f" (noise floor {floor:.1f} ms)" if known(floor) else ""))
+    if not shown:  # each line judged by its own interval: no one floor to quote
+        body = "no line of the budget is measurable beyond the noise"
     else:
         body = ", ".join(f"{x.words} {x.ms:.1f} ms ({100 * share(row, x):.0f} %)" for x in shown)
         rest = len(lines(row)) - len(shown)
