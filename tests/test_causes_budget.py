@@ -170,12 +170,25 @@ def test_more_threads_than_cores_proposes_fewer_threads_and_oversubscription_com
 def test_straggler_from_the_budget_and_the_barrier():
     row = _job(exposed=(4.0, 3.0, 5.0), straggler=(20.0, 16.0, 24.0))
     row.update(barrier_rank=1.0, barrier_last_share=0.95, barrier_rank_wait_ms=21.0, barrier_cause="placement",
-               barrier_cause_detail="its affinity shares CPU 0 with rank 0")
+               barrier_cause_detail=None)
     e = causes.straggler(row)
     assert e.recoverable_ms == pytest.approx(20.0) and e.recoverable_low_ms == pytest.approx(16.0)
-    assert "rank 1 had its gradients ready last in 95 % of the steps, 21.0 ms after the others" in e.detail
-    assert "likely cause: placement (its affinity shares CPU 0 with rank 0)" in e.detail
-    assert "cpu_affinity" in e.fix
+    assert e.detail == ("rank 1 had its gradients ready last in 95 % of the steps, 21.0 ms after the others; likely "
+                        "cause: placement; the ranks waited 20.0 ms a step for the slowest (95 % CI 16.0 to 24.0 ms)")
+    assert "cpu_affinity" in e.fix and "rank 1" in e.fix
+    # the barrier's own words, where it gives them, stand for the rank's figures
+    e = causes.straggler({**row, "barrier_cause_detail": "rank 1 was last to have its gradients ready in 95 % of "
+                          "the steps; its affinity shares CPU 0 with rank 0"})
+    assert e.detail.startswith("rank 1 was last to have its gradients ready in 95 % of the steps; its affinity "
+                               "shares CPU 0 with rank 0; likely cause: placement; the ranks waited 20.0 ms")
+    # a most-often-last rank the barrier did not name (no cause): not blamed through the barrier, and
+    # with no slower compute either, no straggler
+    assert causes.straggler({**row, "barrier_cause": None}) is None
+    # no budget (a job without its world-size-1 baseline): the barrier's own wait, with no interval
+    alone = {**row, "loss_straggler_ms": NAN, "loss_ms": NAN, "barrier_wait_ms": 19.0}
+    e = causes.straggler(alone)
+    assert e.recoverable_ms == 19.0 and math.isnan(e.recoverable_low_ms)
+    assert e.detail.endswith("the ranks waited 19.0 ms a step for the slowest")
     # the wait within the noise: no straggler blamed, even where the old per-rank excess would name one
     row.update(loss_straggler_ms=2.0, loss_straggler_ms_low=-1.0, loss_straggler_ms_high=5.0,
                straggler_ranks=[1], straggler_excess_ms=20.0)
@@ -238,3 +251,18 @@ def test_whatif_from_says_which_budget_lines_a_device_per_rank_removes(monkeypat
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("of the loss budget")]
     assert line == ("of the loss budget measured at world size 2: a bigger cluster keeps exposed communication "
                     "23.4 ms; a device per rank removes compute slowed by sharing 23.6 ms")
+
+
+def test_the_rank_everyone_waited_for_is_a_finding_through_the_barrier():
+    row = _job(exposed=(4.0, 3.0, 5.0), straggler=(20.0, 16.0, 24.0))
+    row.update(barrier_rank=1.0, barrier_last_share=0.95, barrier_rank_wait_ms=21.0, barrier_cause="data",
+               barrier_cause_detail=None, straggler_ranks=[])  # its compute is no slower: only the barrier sees it
+    findings, lines = _verdict([row])
+    (f,) = [f for f in findings if f.kind == "straggler"]
+    assert f.cause == "straggler" and f.text.startswith("Rank 1 is the rank everyone waited for in ddp with mlp-m")
+    assert "give rank 1 its data faster" in f.fix and lines["top cause"].startswith("straggler in ")
+    # the wait within the noise: said, not blamed
+    row.update(loss_straggler_ms=2.0, loss_straggler_ms_low=-1.0, loss_straggler_ms_high=5.0)
+    findings, _ = _verdict([row])
+    (f,) = [f for f in findings if f.kind == "straggler"]
+    assert f.cause is None and "not measurable beyond the noise" in f.text

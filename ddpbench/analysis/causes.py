@@ -145,9 +145,17 @@ def straggler(row) -> Estimate | None:
     """The ranks' wait for the slowest: from the loss budget and the barrier where the summary has them,
     else from the slowest rank's median compute beyond the others'."""
     wait = lossbudget.line(row, "straggler")
-    if wait.ms == wait.ms and _num(row, "barrier_rank") == _num(row, "barrier_rank"):
-        # the budget and the barrier measured it: the figures of record, blamed only beyond the noise
-        return _budget_straggler(row) if lossbudget.is_measured(row, wait) else None
+    named = _num(row, "barrier_rank") == _num(row, "barrier_rank") and isinstance(row.get("barrier_cause"), str)
+    if wait.ms == wait.ms:
+        # the budget measured the wait: never blamed within the noise; the rank is the one the barrier
+        # names (its gradients ready last), else the one whose compute is slowest
+        if not lossbudget.is_measured(row, wait):
+            return None
+        if named:
+            return _budget_straggler(row, wait)
+    elif named and _num(row, "barrier_wait_ms") > 0:
+        # no budget (no world-size-1 baseline): what each step waited at the barrier, with no interval
+        return _budget_straggler(row, lossbudget.Line("straggler", _num(row, "barrier_wait_ms"), math.nan, math.nan))
     ranks = row.get("straggler_ranks")
     excess = _num(row, "straggler_excess_ms")
     if ranks is None or not len(ranks) or not excess > 0:
@@ -160,26 +168,20 @@ def straggler(row) -> Estimate | None:
                     f"rank {who} computes {excess:.1f} ms a step longer than the others, who wait for it")
 
 
-def _budget_straggler(row) -> Estimate | None:
-    wait = lossbudget.line(row, "straggler")
-    rank = _num(row, "barrier_rank")
-    if not (wait.ms > 0 and rank == rank):
-        return None
-    r = int(rank)
+def _budget_straggler(row, wait) -> Estimate | None:
+    r = int(_num(row, "barrier_rank"))
     if str(row.get("strategy")).startswith("master") and r == 0:
         return None  # the master averages for everyone: the master cause, not a straggler
     why = row.get("barrier_cause")
     why = why if isinstance(why, str) and why in BARRIER_FIXES else "compute"
     share, late = _num(row, "barrier_last_share"), _num(row, "barrier_rank_wait_ms")
-    detail = (f"rank {r} had its gradients ready last in {100 * share:.0f} % of the steps"
-              + (f", {late:.1f} ms after the others" if late == late else "")
-              + f", and the ranks waited {wait.ms:.1f} ms a step for the slowest"
-              + (f" (95 % CI {wait.low:.1f} to {wait.high:.1f} ms)" if wait.low == wait.low and wait.high == wait.high
-                 else "")
-              + f"; likely cause: {why}")
     figures = row.get("barrier_cause_detail")
-    if isinstance(figures, str) and figures:
-        detail += f" ({figures})"
+    head = (figures if isinstance(figures, str) and figures else
+            f"rank {r} had its gradients ready last in {100 * share:.0f} % of the steps"
+            + (f", {late:.1f} ms after the others" if late == late else ""))
+    detail = (f"{head}; likely cause: {why}; the ranks waited {wait.ms:.1f} ms a step for the slowest"
+              + (f" (95 % CI {wait.low:.1f} to {wait.high:.1f} ms)" if wait.low == wait.low and wait.high == wait.high
+                 else ""))
     return Estimate("straggler", wait.ms, BARRIER_FIXES[why].format(r=r), detail, recoverable_low_ms=wait.low)
 
 

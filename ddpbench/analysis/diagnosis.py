@@ -325,6 +325,9 @@ def _stragglers(summary):
     out = []
     for _, row in _ok(summary).iterrows():
         ranks = row.get("straggler_ranks")
+        if isinstance(row.get("barrier_cause"), str):  # the rank everyone waited for, named through the barrier
+            out.append(_barrier_straggler(summary, row))
+            continue
         if not isinstance(ranks, (list, tuple, np.ndarray)) or not len(ranks):
             continue
         who = ", ".join(str(r) for r in ranks)
@@ -422,6 +425,26 @@ def _names_value(fix_text: str, fields: dict) -> bool:
     name, value = next(iter(fields.items()))  # device and backend: the device names the fix
     value = f'"{value}"' if isinstance(value, str) else f"{value:g}"
     return f"{name} = {value}" in fix_text
+
+
+def _barrier_straggler(summary, row):
+    """The rank whose gradients were ready last (the loss budget's barrier columns), with what the
+    others waited for it where the budget measured that beyond the noise."""
+    settings = describe(row, [f for f in label_fields(summary) if f not in ("world_size", "strategy", "comm_hook")],
+                        summary, model=False)
+    where = (f"{_strategy(row)} with {_config(row)}{f' ({settings})' if settings else ''} at world size "
+             f"{int(row['world_size'])}")
+    estimate = causes.straggler(row)
+    if estimate is None or estimate.cause != "straggler":
+        detail = row.get("barrier_cause_detail") or f"rank {int(row['barrier_rank'])} was most often last"
+        return Finding("straggler", "info", f"The rank everyone waited for in {where}: {detail}; what the others "
+                       "waited for it is not measurable beyond the noise (the loss budget's wait for the slowest "
+                       "rank).")
+    text = f"Rank {int(row['barrier_rank'])} is the rank everyone waited for in {where}: {estimate.detail}."
+    if blames(row, estimate):
+        return blame("straggler", row, estimate, text)
+    return Finding("straggler", "info", f"{text} That is under {pct(causes.MATERIAL_SHARE)} of the "
+                   f"{row[STEP_MS]:.1f} ms step: not blamed.")
 
 
 def _trend(summary):
