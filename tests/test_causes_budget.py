@@ -261,8 +261,17 @@ def test_the_rank_everyone_waited_for_is_a_finding_through_the_barrier():
     (f,) = [f for f in findings if f.kind == "straggler"]
     assert f.cause == "straggler" and f.text.startswith("Rank 1 is the rank everyone waited for in ddp with mlp-m")
     assert "give rank 1 its data faster" in f.fix and lines["top cause"].startswith("straggler in ")
+    assert "waiting for the slowest rank 20.0 ms (" in lines["lost time"] and "no one rank named" not in lines["lost time"]
     # the wait within the noise: said, not blamed
     row.update(loss_straggler_ms=2.0, loss_straggler_ms_low=-1.0, loss_straggler_ms_high=5.0)
     findings, _ = _verdict([row])
     (f,) = [f for f in findings if f.kind == "straggler"]
     assert f.cause is None and "not measurable beyond the noise" in f.text
+
+
+def test_a_wait_for_the_slowest_rank_that_names_no_rank_says_so_and_no_residual_reads_minus_zero():
+    row = _job(straggler=(22.2, 15.4, 28.9), comm=(20.6, 10.0, 31.2), loss=(47.0, 23.9, 70.0), residual=-0.00001)
+    text = lossbudget.sentence(row)
+    assert "waiting for the slowest rank 22.2 ms (47 %; no one rank named as the one waited for), exposed " \
+           "communication 20.6 ms (44 %)" in text
+    assert text.endswith("residual 0.0 ms")

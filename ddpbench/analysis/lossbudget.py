@@ -113,13 +113,26 @@ def sentence(row) -> str:
     if not shown:  # each line judged by its own interval: no one floor to quote
         body = "no line of the budget is measurable beyond the noise"
     else:
-        body = ", ".join(f"{x.words} {x.ms:.1f} ms ({100 * share(row, x):.0f} %)" for x in shown)
+        body = ", ".join(f"{x.words} {x.ms:.1f} ms ({100 * share(row, x):.0f} %{_unnamed(row, x)})" for x in shown)
         rest = len(lines(row)) - len(shown)
         if rest:
             body += f"; {rest} other line(s) within the noise or smaller"
     residual = line(row, "residual")
-    tail = f"; residual {residual.ms:.1f} ms" if known(residual.ms) else ""
+    tail = f"; residual {_ms(residual.ms)} ms" if known(residual.ms) else ""
     return f"{head}: {body}{tail}"
+
+
+def _ms(value: float) -> str:
+    """A time to one decimal, never "-0.0"."""
+    return f"{value if abs(value) >= 0.05 else 0.0:.1f}"
+
+
+def _unnamed(row, x: Line) -> str:
+    """Beside the wait for the slowest rank: that no one rank was named as the one waited for (the slowest
+    of each step was not the same rank, or no rank's readiness was measured)."""
+    if x.name != "straggler" or isinstance(row.get("barrier_cause"), str):
+        return ""
+    return "; no one rank named as the one waited for"
 
 
 def cluster_words(row) -> str:
