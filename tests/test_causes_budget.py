@@ -117,7 +117,8 @@ def test_nothing_is_blamed_when_every_line_is_within_the_noise():
 def test_a_contention_too_small_to_matter_is_said_and_not_blamed():
     findings, _ = _verdict([_job(exposed=(4.0, 3.0, 5.0), contention=(5.0, 3.5, 6.5))])
     (f,) = [f for f in findings if f.kind == "contention"]
-    assert f.cause is None and "under 10 % of the 86.1 ms step: not blamed" in f.text
+    assert f.cause is None and "by under 10 % of the 86.1 ms step (the loss budget's compute slowed by sharing): " \
+        "not blamed" in f.text
 
 
 def _spread(step, key, launches=None, **settings):

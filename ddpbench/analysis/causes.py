@@ -386,9 +386,9 @@ def communication(row, parts=None) -> Estimate | None:
     low = math.nan
     if budget.ms == budget.ms:
         low = max(0.0, left * budget.low / budget.ms) if budget.ms > 0 and budget.low == budget.low else math.nan
+        # its interval is the gain's (recoverable_low_ms), which the finding and the verdict quote
         words = (f"the loss budget counts {budget.ms:.1f} ms of it as exposed communication beyond the one-rank "
-                 f"baseline's" + (f" (95 % CI {budget.low:.1f} to {budget.high:.1f} ms)"
-                                 if budget.low == budget.low and budget.high == budget.high else ""))
+                 "baseline's")
         beside = sync_compute_words(row)
         detail = "; ".join(w for w in (words + (f", {beside}" if beside else ""), detail) if w)
     return Estimate("communication", left, "a faster link, fewer bytes (comm_hook = fp16 or powersgd) or more "

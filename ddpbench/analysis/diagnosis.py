@@ -370,12 +370,12 @@ def _contention(summary):
                             summary, model=False)
         where = (f"The ranks of {_strategy(r)} with {_config(r)}{f' ({settings})' if settings else ''} at world size "
                  f"{int(r['world_size'])}")
-        text = f"{where} slow each other's compute: {estimate.detail}."
         if blames(r, estimate):
-            out.append(blame("contention", r, estimate, text))
-        else:
-            out.append(Finding("contention", "info", f"{text} That is under {pct(causes.MATERIAL_SHARE)} of the "
-                               f"{r[STEP_MS]:.1f} ms step: not blamed."))
+            out.append(blame("contention", r, estimate, f"{where} slow each other's compute: {estimate.detail}."))
+        else:  # its figure is in the loss budget's table
+            out.append(Finding("contention", "info", f"{where} slow each other's compute, by under "
+                               f"{pct(causes.MATERIAL_SHARE)} of the {r[STEP_MS]:.1f} ms step (the loss budget's "
+                               "compute slowed by sharing): not blamed.", job=r.get("key")))
     return out
 
 
