@@ -193,7 +193,7 @@ def contention(row) -> Estimate | None:
     if int(row.get("world_size", 1) or 1) < 2 or not lossbudget.is_measured(row, slowed):
         return None
     fixes, fields = contention_fixes(row)
-    alone = _num(row, "budget_baseline_ms")
+    alone = _num(row, "budget_baseline_ms") if str(row.get("scaling", "weak")) != "strong" else math.nan
     detail = (f"each rank's compute ran {slowed.ms:.1f} ms a step slower at world size {int(row['world_size'])} than "
               "one rank's alone (no_sync() steps against the baseline's"
               + (f" {alone:.1f} ms step" if alone == alone else "")
@@ -220,8 +220,9 @@ def contention_fixes(row) -> tuple[list[str], dict | None]:
     if not cuda and affinity != "spread":
         fixes.append('cpu_affinity = "spread" (each rank its own cores)')
         fields = fields or {"cpu_affinity": "spread"}
+    if not cuda and cores > 0 and ranks > cores:
+        fixes.append(f"one rank per core (at most {cores:g} ranks)")
     if not cuda:
-        fixes.append("one rank per core (fewer ranks, or threads_per_rank = 1)")
         fixes.append("on a multi-socket machine, NUMA binding (numactl --cpunodebind and --membind per rank)")
     if workers > 0 and cores > 0 and threads > 0 and ranks * (threads + workers) > cores:
         fixes.append(f"fewer loader workers ({workers} a rank take the ranks' cores)")
