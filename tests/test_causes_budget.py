@@ -59,8 +59,8 @@ def test_contention_is_the_top_cause_where_it_is_the_largest_line_with_a_materia
     top = top_cause(findings)
     assert top.cause == "contention" and top.recoverable_ms == pytest.approx(23.6)
     assert top.recoverable_low_ms == pytest.approx(18.0)  # the budget line's own interval, not the step's
-    assert "23.6 ms a step slower at world size 2 than one rank's alone" in top.text
-    assert "95 % CI 18.0 to 29.2 ms" in top.text and "no faster link recovers" in top.text
+    assert "23.6 ms a step slower (95 % CI 18.0 to 29.2 ms) at world size 2 than one rank's alone" in top.text
+    assert "against the baseline's 39.1 ms step" in top.text and "no faster link recovers" in top.text
     # the fixes that fit a 4-core machine running 2 ranks x 2 threads: its own cores, NUMA, a device
     assert 'cpu_affinity = "spread"' in top.fix and "NUMA binding" in top.fix and 'device = "cuda"' in top.fix
     assert "threads_per_rank = 2" not in top.fix  # 2 x 2 threads fit the 4 cores

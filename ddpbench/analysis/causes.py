@@ -194,11 +194,11 @@ def contention(row) -> Estimate | None:
         return None
     fixes, fields = contention_fixes(row)
     alone = _num(row, "budget_baseline_ms") if str(row.get("scaling", "weak")) != "strong" else math.nan
-    detail = (f"each rank's compute ran {slowed.ms:.1f} ms a step slower at world size {int(row['world_size'])} than "
-              "one rank's alone (no_sync() steps against the baseline's"
-              + (f" {alone:.1f} ms step" if alone == alone else "")
-              + f"; 95 % CI {slowed.low:.1f} to {slowed.high:.1f} ms): ranks sharing this machine slow each other, "
-              "which no faster link recovers")
+    # the interval right after its point (the independent checker reads an interval as the figure's before it)
+    detail = (f"each rank's compute ran {slowed.ms:.1f} ms a step slower (95 % CI {slowed.low:.1f} to "
+              f"{slowed.high:.1f} ms) at world size {int(row['world_size'])} than one rank's alone (no_sync() steps "
+              "against the baseline's" + (f" {alone:.1f} ms step" if alone == alone else " step")
+              + "): ranks sharing this machine slow each other, which no faster link recovers")
     return Estimate("contention", slowed.ms, "; or ".join(fixes), detail, fields, recoverable_low_ms=slowed.low)
 
 
