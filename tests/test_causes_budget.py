@@ -276,3 +276,20 @@ def test_a_wait_for_the_slowest_rank_that_names_no_rank_says_so_and_no_residual_
     assert "waiting for the slowest rank 22.2 ms (47 %; no one rank named as the one waited for), exposed " \
            "communication 20.6 ms (44 %)" in text
     assert text.endswith("residual 0.0 ms")
+
+
+def test_contention_fixes_fit_the_placement():
+    ranks_on_cores = _job(**ISSUE)
+    ranks_on_cores.update(world_size=4, threads_per_rank=1.0, cores=2.0)  # 4 ranks of 1 thread on 2 cores
+    fixes, fields = causes.contention_fixes(ranks_on_cores)
+    assert not any(f.startswith("threads_per_rank") for f in fixes)  # already 1: nothing fewer to propose
+    assert "one rank per core (at most 2 ranks)" in fixes and fields == {"cpu_affinity": "spread"}
+    # a data wait that grew by a measurable but tiny amount proposes no loader workers
+    tiny = _job(data=(0.3, 0.1, 0.5), **ISSUE)
+    assert not any("loader workers" in f for f in causes.contention_fixes(tiny)[0])
+    waits = _job(data=(12.0, 9.0, 15.0), **ISSUE)
+    assert "more loader workers where data waits" in causes.contention_fixes(waits)[0]
+    busy = {**_job(**ISSUE), "loader_workers": 2}  # 2 ranks x (2 threads + 2 workers) on 4 cores
+    assert "fewer loader workers (2 a rank take the ranks' cores)" in causes.contention_fixes(busy)[0]
+    gpu = {**_job(**ISSUE), "device": "cuda"}
+    assert causes.contention_fixes(gpu) == (["one rank per device"], None)

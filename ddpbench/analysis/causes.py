@@ -213,8 +213,8 @@ def contention_fixes(row) -> tuple[list[str], dict | None]:
     affinity = row.get("cpu_affinity", "")
     affinity = affinity if isinstance(affinity, str) else ""
     fixes, fields = [], None
-    if not cuda and cores > 0 and threads > 0 and ranks * threads > cores:
-        fewer = max(1, int(cores // ranks))
+    fewer = max(1, int(cores // ranks)) if cores > 0 else 0
+    if not cuda and threads > fewer > 0 and ranks * threads > cores:
         fixes.append(f"threads_per_rank = {fewer} ({ranks} ranks x {threads:g} threads on {cores:g} cores)")
         fields = {"threads_per_rank": fewer}
     if not cuda and affinity != "spread":
@@ -226,7 +226,7 @@ def contention_fixes(row) -> tuple[list[str], dict | None]:
         fixes.append("on a multi-socket machine, NUMA binding (numactl --cpunodebind and --membind per rank)")
     if workers > 0 and cores > 0 and threads > 0 and ranks * (threads + workers) > cores:
         fixes.append(f"fewer loader workers ({workers} a rank take the ranks' cores)")
-    elif lossbudget.is_measured(row, lossbudget.line(row, "data")):
+    elif lossbudget.is_measured(row, waited := lossbudget.line(row, "data")) and material(row, waited.ms):
         fixes.append("more loader workers where data waits")
     fixes.append("one rank per device" if cuda else 'a device per rank (device = "cuda")')
     return fixes, fields
