@@ -196,7 +196,8 @@ def test_straggler_from_the_budget_and_the_barrier():
     assert causes.straggler(row) is None
     # without a budget: today's per-rank excess
     old = _row(straggler_ranks=[1], straggler_excess_ms=20.0)
-    assert causes.straggler(old).recoverable_ms == 20.0 and "computes 20.0 ms a step longer" in causes.straggler(old).detail
+    e = causes.straggler(old)
+    assert e.recoverable_ms == 20.0 and "computes 20.0 ms a step longer" in e.detail
 
 
 def test_compute_slowed_by_communication_beside_it_is_part_of_communications_story():
@@ -262,7 +263,8 @@ def test_the_rank_everyone_waited_for_is_a_finding_through_the_barrier():
     (f,) = [f for f in findings if f.kind == "straggler"]
     assert f.cause == "straggler" and f.text.startswith("Rank 1 is the rank everyone waited for in ddp with mlp-m")
     assert "give rank 1 its data faster" in f.fix and lines["top cause"].startswith("straggler in ")
-    assert "waiting for the slowest rank 20.0 ms (" in lines["lost time"] and "no one rank named" not in lines["lost time"]
+    assert "waiting for the slowest rank 20.0 ms (" in lines["lost time"]
+    assert "no one rank named" not in lines["lost time"]
     # the wait within the noise: said, not blamed
     row.update(loss_straggler_ms=2.0, loss_straggler_ms_low=-1.0, loss_straggler_ms_high=5.0)
     findings, _ = _verdict([row])
@@ -293,3 +295,21 @@ def test_contention_fixes_fit_the_placement():
     assert "fewer loader workers (2 a rank take the ranks' cores)" in causes.contention_fixes(busy)[0]
     gpu = {**_job(**ISSUE), "device": "cuda"}
     assert causes.contention_fixes(gpu) == (["one rank per device"], None)
+
+
+def test_one_launch_makes_no_call_and_says_so():
+    one = {name: (point, NAN, NAN) for name, (point, _, _) in ISSUE.items()}
+    row = _job(**one)
+    row.update(launch_step_ms=[86.1], step_ms_mean_low=NAN, step_ms_mean_high=NAN, exposed_comm_ms_low=NAN,
+               exposed_comm_ms_high=NAN)
+    row.update({f"loss_{n}_ms_{end}": NAN for n in ("data", "straggler", "overhead", "sync_compute")
+                for end in ("low", "high")})
+    findings, lines = _verdict([row])
+    assert lines["lost time"].endswith("47.0 ms lost at world size 2, of which compute slowed by sharing 23.6 ms "
+                                       "(50 %), exposed communication 23.4 ms (50 %); cannot tell which lines matter "
+                                       "with 1 launch: one launch has no interval (repeats = 3 or more give one, and "
+                                       "the launch-to-launch spread to say how many are needed)")
+    assert lines["top cause"].startswith("cannot tell: the likeliest is contention")
+    assert "the gain has no interval; cannot tell with 1 launch" in lines["top cause"]
+    (f,) = [f for f in findings if f.cause == "contention"]
+    assert "23.6 ms a step slower (one launch: no interval)" in f.text

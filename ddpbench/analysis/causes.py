@@ -149,7 +149,7 @@ def straggler(row) -> Estimate | None:
     if wait.ms == wait.ms:
         # the budget measured the wait: never blamed within the noise; the rank is the one the barrier
         # names (its gradients ready last), else the one whose compute is slowest
-        if not lossbudget.is_measured(row, wait):
+        if lossbudget.ruled_out(row, wait) or not wait.ms > 0:
             return None
         if named:
             return _budget_straggler(row, wait)
@@ -190,14 +190,15 @@ def contention(row) -> Estimate | None:
     excludes 0 (and it is above the noise floor), with the fixes that fit the job's placement. The
     sweep's runs of them are weighed by :func:`ddpbench.analysis.diagnosis` (evidence first)."""
     slowed = lossbudget.line(row, "contention")
-    if int(row.get("world_size", 1) or 1) < 2 or not lossbudget.is_measured(row, slowed):
-        return None
+    if int(row.get("world_size", 1) or 1) < 2 or lossbudget.ruled_out(row, slowed) or not slowed.ms > 0:
+        return None  # within the noise (with one launch, its point is weighed and the verdict cannot tell)
     fixes, fields = contention_fixes(row)
     alone = _num(row, "budget_baseline_ms") if str(row.get("scaling", "weak")) != "strong" else math.nan
     # the interval right after its point (the independent checker reads an interval as the figure's before it)
-    detail = (f"each rank's compute ran {slowed.ms:.1f} ms a step slower (95 % CI {slowed.low:.1f} to "
-              f"{slowed.high:.1f} ms) at world size {int(row['world_size'])} than one rank's alone (no_sync() steps "
-              "against the baseline's" + (f" {alone:.1f} ms step" if alone == alone else " step")
+    ci = (f" (95 % CI {slowed.low:.1f} to {slowed.high:.1f} ms)" if slowed.low == slowed.low
+          else " (one launch: no interval)")
+    detail = (f"each rank's compute ran {slowed.ms:.1f} ms a step slower{ci} at world size {int(row['world_size'])} "
+              "than one rank's alone (no_sync() steps against the baseline's" + (f" {alone:.1f} ms step" if alone == alone else " step")
               + "): ranks sharing this machine slow each other, which no faster link recovers")
     return Estimate("contention", slowed.ms, "; or ".join(fixes), detail, fields, recoverable_low_ms=slowed.low)
 
@@ -373,7 +374,7 @@ def communication(row, parts=None) -> Estimate | None:
     if budget.ms == budget.ms:
         # the budget's line: against the one-rank baseline, with compute slowed by sharing apart; never
         # blamed within the noise
-        if not lossbudget.is_measured(row, budget):
+        if lossbudget.ruled_out(row, budget) or not budget.ms > 0:
             return None
         exposed = budget.ms
     parts = [e for e in (parts or ()) if e is not None and not math.isnan(e.recoverable_ms)

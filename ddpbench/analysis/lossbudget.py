@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ddpbench.analysis.wording import known, measurable, noise_floor_ms, not_measurable
+from ddpbench.analysis.wording import cannot_tell, known, launches, measurable, noise_floor_ms, not_measurable
 
 #: the budget's lines, in the budget's order, with their words (``budget.BUDGET_LINES``)
 NAMES = {"contention": "compute slowed by sharing",
@@ -82,6 +82,12 @@ def is_measured(row, x: Line) -> bool:
     return measurable(x.ms, x.low, x.high, floor)
 
 
+def ruled_out(row, x: Line) -> bool:
+    """A line its interval places within the noise; one without an interval (a single launch) is not ruled
+    out: the causes weigh its point and the verdict says it cannot tell."""
+    return known(x.low, x.high) and not is_measured(row, x)
+
+
 def measured_lines(row) -> list[Line]:
     """The lines the launches resolved, largest first."""
     return [x for x in lines(row) if is_measured(row, x)]
@@ -104,6 +110,11 @@ def sentence(row) -> str:
         return ""
     loss = line(row, "loss")
     where = f"at world size {int(_num(row, 'world_size'))}"
+    if not known(loss.low, loss.high):  # one launch: the points, and that no call can be made
+        told = cannot_tell(launches(row), math.nan, math.nan, " which lines matter")
+        shown = [x for x in lines(row) if x.ms > 0][:NAMED_LINES]
+        body = ", ".join(f"{x.words} {x.ms:.1f} ms ({100 * share(row, x):.0f} %)" for x in shown)
+        return f"{loss.ms:.1f} ms lost {where}, of which {body or 'no line above 0'}; {told}"
     if is_measured(row, loss):
         head = f"of the {loss.ms:.1f} ms lost {where} ({_ci(loss.low, loss.high)})"
     else:  # a loss the launches did not resolve is never quoted as a time
