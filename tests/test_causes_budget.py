@@ -109,9 +109,16 @@ def test_nothing_is_blamed_when_every_line_is_within_the_noise():
     assert [f for f in findings if f.cause] == []
     assert lines["top cause"].startswith("none")
     assert lines["lost time"].endswith("the time lost at world size 2 against one rank is not measurable here (noise "
-                                       "floor 18.0 ms): no line of the budget is measurable beyond the noise; "
-                                       "residual 0.0 ms")
-    assert "compute slowed by sharing 9.0" not in lines["lost time"]  # never quoted as a time
+                                       "floor 18.0 ms): no line of the budget is measurable beyond the noise; cannot "
+                                       "tell from the noise: compute slowed by sharing (95 % CI -2.0 to 20.0 ms), "
+                                       "exposed communication (95 % CI -1.0 to 9.0 ms); 4 other line(s) within the "
+                                       "noise or smaller; residual 0.0 ms")
+    assert "9.0 ms (" not in lines["lost time"]  # never quoted as a time
+    # intervals that rule out a material line: nothing to tell apart from the noise
+    _, lines = _verdict([_job(exposed=(4.0, -1.0, 5.0), contention=(2.0, -2.0, 6.0), comm=(1.0, -1.0, 3.0),
+                              loss=(3.0, -3.0, 9.0))])
+    assert "no line of the budget is measurable beyond the noise; 6 other line(s) within the noise or smaller" \
+        in lines["lost time"]
 
 
 def test_a_contention_too_small_to_matter_is_said_and_not_blamed():
@@ -313,3 +320,14 @@ def test_one_launch_makes_no_call_and_says_so():
     assert "the gain has no interval; cannot tell with 1 launch" in lines["top cause"]
     (f,) = [f for f in findings if f.cause == "contention"]
     assert "23.6 ms a step slower (one launch: no interval)" in f.text
+
+
+def test_a_large_line_the_launches_did_not_resolve_is_named_cannot_tell_never_quoted():
+    # the committed quick-cpu example, as the budget reads it: contention's interval crosses 0
+    row = _job(contention=(10.9, -3.2, 25.0), comm=(20.6, 1.0, 41.2), straggler=(14.2, 8.8, 19.6),
+               loss=(47.0, 23.9, 70.0))
+    text = lossbudget.sentence(row)
+    assert ("exposed communication 20.6 ms (44 %), waiting for the slowest rank 14.2 ms (30 %; no one rank named as "
+            "the one waited for); cannot tell from the noise: compute slowed by sharing (95 % CI -3.2 to 25.0 ms); "
+            "3 other line(s) within the noise or smaller") in text
+    assert "10.9" not in text

@@ -36,6 +36,9 @@ KEPT_BY_CLUSTER = ("comm", "straggler")
 REMOVED_BY_DEVICE = ("contention", "sync_compute")
 #: how many lines beside the residual the verdict's sentence names at most
 NAMED_LINES = 4
+#: a line the launches did not resolve whose interval reaches this share of the step: "cannot tell"
+#: (``causes.MATERIAL_SHARE``, the share a cause must recover to be blamed)
+MATERIAL_SHARE = 0.10
 
 
 @dataclass(frozen=True)
@@ -125,9 +128,17 @@ def sentence(row) -> str:
         body = "no line of the budget is measurable beyond the noise"
     else:
         body = ", ".join(f"{x.words} {x.ms:.1f} ms ({100 * share(row, x):.0f} %{_unnamed(row, x)})" for x in shown)
-        rest = len(lines(row)) - len(shown)
-        if rest:
-            body += f"; {rest} other line(s) within the noise or smaller"
+    # a line the launches did not resolve is named, never quoted as a time: where its interval reaches a
+    # material share of the step, the launches cannot tell whether it matters
+    step = _num(row, "step_ms_mean")
+    unresolved = [x for x in lines(row) if x not in shown and not is_measured(row, x)]
+    open_ = [x for x in unresolved if known(x.high) and step > 0 and x.high >= MATERIAL_SHARE * step]
+    if open_:
+        body += "; cannot tell from the noise: " + ", ".join(
+            f"{x.words} (95 % CI {x.low:.1f} to {x.high:.1f} ms)" for x in open_)
+    small = [x for x in lines(row) if x not in shown and x not in open_]
+    if small:
+        body += f"; {len(small)} other line(s) within the noise or smaller"
     residual = line(row, "residual")
     tail = f"; residual {_ms(residual.ms)} ms" if known(residual.ms) else ""
     return f"{head}: {body}{tail}"
