@@ -93,7 +93,7 @@ def _judge(summary, row, config: str, link) -> Finding:
         # it by the lower end of its gain (which names it, or says it cannot tell)
         best, estimate = _communication(summary, row, link)
         if blames(best, estimate):
-            return blame("bound", best, estimate, text + ".")
+            return blame("bound", best, estimate, text + (f"; {estimate.detail}" if estimate.detail else "") + ".")
     return Finding("bound", "info", text + ".")
 
 

@@ -4,8 +4,15 @@ The diagnosis blames a *cause* only with an estimate of the time per step its fi
 back, computed here from the job's own measurements -- never from a run of the fixed setting,
 which the planted-fault suite (``benchmarks/fault_suite.py``) runs to check these estimates:
 
-* **straggler** -- the other ranks wait for the slowest one at every synchronisation: its median
-  compute beyond theirs (``straggler_excess_ms``).
+* **straggler** -- the other ranks wait for the slowest one at every synchronisation: the budget's
+  ``loss_straggler_ms``, with the rank named through the barrier (``barrier_rank``, whose gradients
+  were ready last) and its likely cause (``barrier_cause``) where the summary has them; else its
+  median compute beyond theirs (``straggler_excess_ms``).
+* **contention** -- compute slowed by ranks sharing the machine: each rank's compute at world size N
+  (no_sync() steps) against one rank's alone, the loss budget's ``loss_contention_ms``
+  (:mod:`ddpbench.analysis.lossbudget`); blamed only where its interval excludes 0. Its fixes give
+  the ranks their own cores (fewer threads per rank, ``cpu_affinity = "spread"``, NUMA binding,
+  fewer loader workers) or their own devices; where the sweep ran one of them, its measured gain.
 * **data** -- the step's wait for its next batch (``data_ms``), which loader workers can hide only
   where a core is left over for them.
 * **buckets** -- too small: each all-reduce pays a fixed cost besides its bytes. The machine's own
@@ -22,7 +29,8 @@ which the planted-fault suite (``benchmarks/fault_suite.py``) runs to check thes
   where a ring moves 2(p-1)/p times them each way at once: the ring takes 1/p of master's
   communication time, and DDP's buckets overlap that with backward.
 * **communication** -- what is left of the exposed communication once the causes above are
-  accounted for: a faster link (or less to send) is the fix.
+  accounted for: a faster link (or less to send) is the fix. Where the job has a loss budget, its
+  ``loss_comm_ms`` (against the one-rank baseline, with compute slowed by sharing counted apart).
 * **oversubscribed** -- more busy threads than cores: every figure measures contention; no
   estimate (the fix changes the world size); the diagnosis blames it without one.
 
@@ -37,7 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ddpbench.analysis import whatif
+from ddpbench.analysis import lossbudget, whatif
 from ddpbench.analysis.columns import EXPOSED_COMM_MS, STEP_MS
 from ddpbench.analysis.layouts import layout_at
 from ddpbench.experiment.spec import FIELDS
@@ -60,7 +68,8 @@ CANDIDATE_CAPS = (25.0, 10.0, 5.0, 2.0, 1.0)
 #: tie, and the largest of them is proposed: each bucket also pays a fixed cost the model leaves out
 NEAR_TIE_SHARE = 0.05
 #: the order causes are named in (most specific first)
-CAUSES = ("oversubscribed", "straggler", "data", "buckets", "unused-parameters", "master", "communication")
+CAUSES = ("oversubscribed", "straggler", "contention", "data", "buckets", "unused-parameters", "master",
+          "communication")
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,9 @@ class Estimate:
     basis: str = "model"
     #: the sweep's measurement of the fix in words, where it has one
     evidence: str = ""
+    #: the lower end of the gain's 95 % interval where the estimate carries one (a budget line's); NaN:
+    #: :func:`ddpbench.analysis.wording.recoverable_low_ms` derives it
+    recoverable_low_ms: float = math.nan
 
 
 def _num(row, name: str) -> float:
@@ -121,7 +133,29 @@ def pipeline_exposed(layout, backward_ms: float, comm_ms: float) -> float:
     return max(0.0, end - backward_ms)
 
 
+#: what slows a rank named through the barrier, by ``barrier_cause``, and its fix
+BARRIER_FIXES = {
+    "data": "give rank {r} its data faster (loader_workers, cheaper decoding, an even split of the data)",
+    "compute": "find what slows rank {r}'s compute (a busier core, a CPU quota, a slower device) and remove it",
+    "placement": 'give rank {r} cores of its own (cpu_affinity = "spread", fewer threads per rank)',
+}
+
+
 def straggler(row) -> Estimate | None:
+    """The ranks' wait for the slowest: from the loss budget and the barrier where the summary has them,
+    else from the slowest rank's median compute beyond the others'."""
+    wait = lossbudget.line(row, "straggler")
+    named = _num(row, "barrier_rank") == _num(row, "barrier_rank") and isinstance(row.get("barrier_cause"), str)
+    if wait.ms == wait.ms:
+        # the budget measured the wait: never blamed within the noise; the rank is the one the barrier
+        # names (its gradients ready last), else the one whose compute is slowest
+        if lossbudget.ruled_out(row, wait) or not wait.ms > 0:
+            return None
+        if named:
+            return _budget_straggler(row, wait)
+    elif named and _num(row, "barrier_wait_ms") > 0:
+        # no budget (no world-size-1 baseline): what each step waited at the barrier, with no interval
+        return _budget_straggler(row, lossbudget.Line("straggler", _num(row, "barrier_wait_ms"), math.nan, math.nan))
     ranks = row.get("straggler_ranks")
     excess = _num(row, "straggler_excess_ms")
     if ranks is None or not len(ranks) or not excess > 0:
@@ -132,6 +166,71 @@ def straggler(row) -> Estimate | None:
     return Estimate("straggler", excess, f"find what slows rank {who} (a busier core, a CPU quota, a slower device, "
                     "uneven data) and remove it",
                     f"rank {who} computes {excess:.1f} ms a step longer than the others, who wait for it")
+
+
+def _budget_straggler(row, wait) -> Estimate | None:
+    r = int(_num(row, "barrier_rank"))
+    if str(row.get("strategy")).startswith("master") and r == 0:
+        return None  # the master averages for everyone: the master cause, not a straggler
+    why = row.get("barrier_cause")
+    why = why if isinstance(why, str) and why in BARRIER_FIXES else "compute"
+    share, late = _num(row, "barrier_last_share"), _num(row, "barrier_rank_wait_ms")
+    figures = row.get("barrier_cause_detail")
+    head = (figures if isinstance(figures, str) and figures else
+            f"rank {r} had its gradients ready last in {100 * share:.0f} % of the steps"
+            + (f", {late:.1f} ms after the others" if late == late else ""))
+    detail = (f"{head}; likely cause: {why}; the ranks waited {wait.ms:.1f} ms a step for the slowest"
+              + (f" (95 % CI {wait.low:.1f} to {wait.high:.1f} ms)" if wait.low == wait.low and wait.high == wait.high
+                 else ""))
+    return Estimate("straggler", wait.ms, BARRIER_FIXES[why].format(r=r), detail, recoverable_low_ms=wait.low)
+
+
+def contention(row) -> Estimate | None:
+    """Compute slowed by ranks sharing the machine: the budget's ``loss_contention_ms`` where its interval
+    excludes 0 (and it is above the noise floor), with the fixes that fit the job's placement. The
+    sweep's runs of them are weighed by :func:`ddpbench.analysis.diagnosis` (evidence first)."""
+    slowed = lossbudget.line(row, "contention")
+    if int(row.get("world_size", 1) or 1) < 2 or lossbudget.ruled_out(row, slowed) or not slowed.ms > 0:
+        return None  # within the noise (with one launch, its point is weighed and the verdict cannot tell)
+    fixes, fields = contention_fixes(row)
+    alone = _num(row, "budget_baseline_ms") if str(row.get("scaling", "weak")) != "strong" else math.nan
+    # the interval right after its point (the independent checker reads an interval as the figure's before it)
+    ci = (f" (95 % CI {slowed.low:.1f} to {slowed.high:.1f} ms)" if slowed.low == slowed.low
+          else " (one launch: no interval)")
+    detail = (f"each rank's compute ran {slowed.ms:.1f} ms a step slower{ci} at world size {int(row['world_size'])} "
+              "than one rank's alone (no_sync() steps against the baseline's" + (f" {alone:.1f} ms step" if alone == alone else " step")
+              + "): ranks sharing this machine slow each other, which no faster link recovers")
+    return Estimate("contention", slowed.ms, "; or ".join(fixes), detail, fields, recoverable_low_ms=slowed.low)
+
+
+def contention_fixes(row) -> tuple[list[str], dict | None]:
+    """The fixes for ranks slowing each other that fit ``row``'s placement, most direct first, and the
+    first of them that is a job setting (as job fields)."""
+    ranks = int(row.get("world_size", 1) or 1)
+    cores, threads = _num(row, "cores"), _num(row, "threads_per_rank")
+    workers = _num(row, "loader_workers")
+    workers = int(workers) if workers == workers else 0
+    cuda = str(row.get("device")) == "cuda"
+    affinity = row.get("cpu_affinity", "")
+    affinity = affinity if isinstance(affinity, str) else ""
+    fixes, fields = [], None
+    fewer = max(1, int(cores // ranks)) if cores > 0 else 0
+    if not cuda and threads > fewer > 0 and ranks * threads > cores:
+        fixes.append(f"threads_per_rank = {fewer} ({ranks} ranks x {threads:g} threads on {cores:g} cores)")
+        fields = {"threads_per_rank": fewer}
+    if not cuda and affinity != "spread":
+        fixes.append('cpu_affinity = "spread" (each rank its own cores)')
+        fields = fields or {"cpu_affinity": "spread"}
+    if not cuda and cores > 0 and ranks > cores:
+        fixes.append(f"one rank per core (at most {cores:g} ranks)")
+    if not cuda:
+        fixes.append("on a multi-socket machine, NUMA binding (numactl --cpunodebind and --membind per rank)")
+    if workers > 0 and cores > 0 and threads > 0 and ranks * (threads + workers) > cores:
+        fixes.append(f"fewer loader workers ({workers} a rank take the ranks' cores)")
+    elif lossbudget.is_measured(row, waited := lossbudget.line(row, "data")) and material(row, waited.ms):
+        fixes.append("more loader workers where data waits")
+    fixes.append("one rank per device" if cuda else 'a device per rank (device = "cuda")')
+    return fixes, fields
 
 
 def data(row) -> Estimate | None:
@@ -271,6 +370,13 @@ def communication(row, parts=None) -> Estimate | None:
     exposed, step = _num(row, EXPOSED_COMM_MS), _num(row, STEP_MS)
     if int(row.get("world_size", 1)) < 2 or not (step > 0 and exposed >= COMM_BOUND_SHARE * step):
         return None
+    budget = lossbudget.line(row, "comm")
+    if budget.ms == budget.ms:
+        # the budget's line: against the one-rank baseline, with compute slowed by sharing apart; never
+        # blamed within the noise
+        if lossbudget.ruled_out(row, budget) or not budget.ms > 0:
+            return None
+        exposed = budget.ms
     parts = [e for e in (parts or ()) if e is not None and not math.isnan(e.recoverable_ms)
              and e.basis in ("model", "measured")]
     explained = sum(e.recoverable_ms for e in parts)
@@ -279,5 +385,25 @@ def communication(row, parts=None) -> Estimate | None:
     detail = (f"{named}, in {'its' if len(parts) == 1 else 'their'} own finding, "
               f"{'explains' if len(parts) == 1 else 'explain'} {min(explained, exposed):.1f} ms of it, leaving "
               f"{left:.1f} ms") if parts else ""
+    low = math.nan
+    if budget.ms == budget.ms:
+        low = max(0.0, left * budget.low / budget.ms) if budget.ms > 0 and budget.low == budget.low else math.nan
+        # its interval is the gain's (recoverable_low_ms), which the finding and the verdict quote
+        words = (f"the loss budget counts {budget.ms:.1f} ms of it as exposed communication beyond the one-rank "
+                 "baseline's")
+        beside = sync_compute_words(row)
+        detail = "; ".join(w for w in (words + (f", {beside}" if beside else ""), detail) if w)
     return Estimate("communication", left, "a faster link, fewer bytes (comm_hook = fp16 or powersgd) or more "
-                    "compute per byte (a larger per-rank batch, grad_accum)", detail)
+                    "compute per byte (a larger per-rank batch, grad_accum)", detail, recoverable_low_ms=low)
+
+
+def sync_compute_words(row) -> str:
+    """The budget's compute slowed by communication beside it, in words, where it was measured: part of
+    communication's story (on GPUs its kernels share the device, on CPU gloo's threads the cores)."""
+    line = lossbudget.line(row, "sync_compute")
+    if not lossbudget.is_measured(row, line):
+        return ""
+    where = ("communication kernels sharing the device" if str(row.get("device")) == "cuda" else
+             "gloo's threads sharing the ranks' cores")
+    return (f"and communication beside the compute slowed it by another {line.ms:.1f} ms a step (95 % CI "
+            f"{line.low:.1f} to {line.high:.1f} ms; {where})")

@@ -281,6 +281,9 @@ class Workload:
     #: a script job's script and arguments (its model fields are the defaults it did not train)
     script: str = ""
     script_args: str = ""
+    #: the multi-rank job the buckets and the busy compute come from (its loss budget says which lines a
+    #: bigger cluster keeps and which a device per rank removes); "" without one
+    job_key: str = ""
 
     @property
     def identity(self) -> tuple:
@@ -334,12 +337,13 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
         grad_bytes = float(group["allreduce_bytes_per_step"].dropna().max()) if group["allreduce_bytes_per_step"].notna().any() \
             else float(base["params"].iloc[0]) * 4
         multi = group[group["world_size"] > 1]
-        measured_ws, compute_multi = 1, compute
+        measured_ws, compute_multi, job_key = 1, compute, ""
         if len(multi):
             # the largest world size whose ranks each had their cores (else the largest one)
             measured_ws = int(fair_jobs(multi)["world_size"].max())
             top = multi[multi["world_size"] == measured_ws].sort_values(STEP_MS)
             best = top.iloc[0]
+            job_key = str(best.get("key", ""))
             buckets = bucket_sizes(ranks, best["key"]) or [grad_bytes]
             cap = float(best["bucket_cap_mb"])
             if not math.isnan(best["nosync_step_ms"]):
@@ -353,7 +357,7 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
         label = f"{model_name(base.iloc[0])}, batch {int(batch)}/rank" + (
             f", {setting}" if setting != "fp32 eager" else "")
         found.append(Workload(label, model, size, args, int(batch), grad_bytes, tuple(buckets), cap, compute,
-                              compute_multi, backward_share, measured_ws, setting, script, script_args))
+                              compute_multi, backward_share, measured_ws, setting, script, script_args, job_key))
     return found
 
 
@@ -403,7 +407,7 @@ def predict(workload: Workload, link: Link, world_sizes, strategy: str = "ddp") 
                      "efficiency": workload.compute_ms / step.step_ms, "algorithms": step.algorithms,
                      # what no link recovers: the compute measured slower with every rank busy
                      "compute_ms": work.compute_ms, "compute_alone_ms": workload.compute_ms,
-                     "compute_world_size": workload.measured_world_size})
+                     "compute_world_size": workload.measured_world_size, "job_key": workload.job_key})
     return pd.DataFrame(rows)
 
 

@@ -162,4 +162,7 @@ def weigh(summary: pd.DataFrame, row, estimate: Estimate | None) -> Estimate | N
     fix = ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in estimate.fields.items())
     evidence = seen.text(fix)
     gain = seen.gain_ms if seen.verdict == MEASURED else estimate.recoverable_ms
-    return dataclasses.replace(estimate, recoverable_ms=gain, basis=seen.verdict, evidence=evidence)
+    # a measured gain has its own interval, not the model's
+    low = math.nan if seen.verdict == MEASURED else estimate.recoverable_low_ms
+    return dataclasses.replace(estimate, recoverable_ms=gain, basis=seen.verdict, evidence=evidence,
+                               recoverable_low_ms=low)

@@ -56,7 +56,8 @@ def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = 
     else:
         recover = (f" Fix: {estimate.fix}; estimated to recover {gain:.1f} of {step:.1f} ms a step "
                    f"({pct(gain / step)}; a model estimate: the sweep did not run this fix).")
-    low = wording.recoverable_low_ms(row, estimate.cause, gain)
+    low = (estimate.recoverable_low_ms if wording.known(estimate.recoverable_low_ms)
+           else wording.recoverable_low_ms(row, estimate.cause, gain))
     if not math.isnan(gain) and not low >= causes.MATERIAL_SHARE * step:
         recover += (f" Cannot tell whether it is material: the gain's 95 % interval reaches down to "
                     f"{max(low, 0.0):.1f} ms, under {pct(causes.MATERIAL_SHARE)} of the step." if wording.known(low) else

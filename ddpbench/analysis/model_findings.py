@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ddpbench.analysis import lossbudget
 from ddpbench.analysis.findings import Finding, pct
 
 
@@ -58,6 +59,7 @@ def projection(projection: pd.DataFrame, summary: pd.DataFrame):
             continue
         text = f"Projected (model output, weak scaling) for {workload}: DDP (ring or tree per bucket, the cheaper) keeps " + "; ".join(ring)
         text += _compute_part(part)
+        text += _budget_part(part, summary)
         if master:
             text += (". Master aggregation, whose rank 0 receives and sends (p-1) times the gradients, keeps only "
                      + ", ".join(master) + " at 64 ranks")
@@ -85,6 +87,19 @@ def _compute_part(part: pd.DataFrame) -> str:
             f"for one rank alone, so even with free communication efficiency stays at {pct(ceiling)}; that "
             f"{pct(1 - ceiling)} is compute slowed by ranks sharing this machine, which no link recovers (on a "
             "device per rank it would not be lost: python -m ddpbench whatif --from assumes that)")
+
+
+def _budget_part(part: pd.DataFrame, summary: pd.DataFrame) -> str:
+    """Which lines of the measured job's loss budget a bigger cluster keeps and which a device per rank
+    removes (:func:`ddpbench.analysis.lossbudget.cluster_words`); empty without a budget."""
+    keys = part["job_key"].dropna().astype(str) if "job_key" in part else pd.Series(dtype=str)
+    keys = [k for k in keys.unique() if k]
+    if not keys or summary is None or summary.empty or "key" not in summary:
+        return ""
+    rows = summary[summary["key"] == keys[0]]
+    words = lossbudget.cluster_words(rows.iloc[0]) if len(rows) else ""
+    return (f". Of the loss budget measured at world size {int(rows.iloc[0]['world_size'])}, {words}"
+            if words else "")
 
 
 def model_error(checks: pd.DataFrame):

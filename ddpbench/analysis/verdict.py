@@ -10,6 +10,7 @@ import math
 
 import pandas as pd
 
+from ddpbench.analysis import lossbudget
 from ddpbench.analysis.causes import MATERIAL_SHARE
 from ddpbench.analysis.columns import STEP_MS
 from ddpbench.analysis.findings import Finding, pct, top_cause
@@ -19,7 +20,8 @@ from ddpbench.analysis.wording import cannot_tell, known, spread_pct
 
 
 def headline(findings: list[Finding], summary: pd.DataFrame) -> list[tuple[str, str]]:
-    """(label, sentence) pairs, in reading order: failures, scaling, the top cause, the best setting."""
+    """(label, sentence) pairs, in reading order: failures, scaling, the lost time (the loss budget of the
+    top cause's job, else of the multi-rank job that lost the most), the top cause, the best setting."""
     lines: list[tuple[str, str]] = []
     failed = [f for f in findings if f.kind == "failed"]
     if failed:
@@ -28,6 +30,9 @@ def headline(findings: list[Finding], summary: pd.DataFrame) -> list[tuple[str, 
         if f.kind in ("scaling", "baseline"):
             lines.append(("scaling" if f.kind == "scaling" else "no verdict", f.text))
     cause = top_cause(findings)
+    lost = _budget_row(cause, summary)
+    if lost is not None:
+        lines.append(("lost time", f"{_label(lost, summary)}: {lossbudget.sentence(lost)}"))
     if cause is not None:
         lines.append(("top cause", _cause(cause, summary)))
     else:
@@ -37,6 +42,23 @@ def headline(findings: list[Finding], summary: pd.DataFrame) -> list[tuple[str, 
         if f.kind == "bucket" and f.text.startswith("Best gradient bucket size"):
             lines.append(("best setting", f.text))
     return lines
+
+
+def _budget_row(cause: Finding | None, summary: pd.DataFrame):
+    """The job whose loss budget the verdict quotes: the top cause's, where it has one; else the ok
+    multi-rank job with a budget that lost the most; None where no job has a budget."""
+    if summary.empty or "loss_ms" not in summary:
+        return None
+    ok = summary[(summary["status"] == "ok") & summary["loss_ms"].notna()]
+    if ok.empty:
+        return None
+    if cause is not None and cause.job in set(ok["key"]):
+        return ok.set_index("key", drop=False).loc[cause.job]
+    return ok.loc[ok["loss_ms"].astype(float).idxmax()]
+
+
+def _label(row, summary: pd.DataFrame) -> str:
+    return describe(row, label_fields(summary), summary)
 
 
 def _cause(f: Finding, summary: pd.DataFrame) -> str:

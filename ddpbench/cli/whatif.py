@@ -81,7 +81,7 @@ def _measured(folder: Path) -> list:
     if not found:
         raise InputError(str(folder), "world_size", "no finished DDP job at world size 1 to take the compute from; "
                          "sweep world_size = [1, ...] first")
-    return found
+    return found, measured.summary
 
 
 def command(args) -> int:
@@ -96,12 +96,19 @@ def command(args) -> int:
         from ddpbench.analysis.costmodel import versus_report
         from ddpbench.results.sanitize import printable, without_controls
 
-        for measured in _measured(args.from_dir):
+        from ddpbench.analysis.lossbudget import cluster_words
+
+        found, summary = _measured(args.from_dir)
+        for measured in found:
             compute = args.compute_ms if args.compute_ms is not None else measured.compute_ms
             work = Work(compute_ms=compute, bucket_bytes=measured.bucket_bytes, backward_share=measured.backward_share)
             _answer(args, f"{printable(measured.label)} as measured in {args.from_dir} (DDP's own buckets at "
                     f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work, cluster)
             print(without_controls(versus_report(measured, compute)))  # it names the stored workload
+            job = summary[summary["key"] == measured.job_key] if measured.job_key and "key" in summary else None
+            words = cluster_words(job.iloc[0]) if job is not None and len(job) else ""
+            if words:  # this model gives every device the compute alone: what the budget says of that
+                print(f"of the loss budget measured at world size {measured.measured_world_size}: {words}")
         return 0
     from ddpbench.experiment.spec import JobSpec, check_value
     from ddpbench.experiment.workloads import check_workloads
