@@ -209,10 +209,11 @@ def case_job(summary):
 def named_ranks(folder: Path, key: str) -> list:
     """The rank each launch of job ``key`` waited for through the barrier (None where no rank stood out)."""
     import ddpbench
-    from ddpbench.analysis.budget import launch_barrier_ranks
+    from ddpbench.analysis.budget import launch_barrier
 
     steps = ddpbench.load(folder)
-    return launch_barrier_ranks(steps[steps["key"] == key])
+    launches = launch_barrier(steps[steps["key"] == key]).sort_values("repeat")
+    return [int(r["rank"]) if r["named"] else None for _, r in launches.iterrows()]
 
 
 def measured_gain(planted, fixed) -> tuple[float, float, float]:
