@@ -155,6 +155,11 @@ def test_cpus_this_machine_lacks_are_refused_where_the_machine_is_known():
     assert resolve(JobSpec(cpu_affinity="7"), Machine(cores=2, cuda_devices=0)).cpu_affinity == "7"
 
 
+def test_a_job_that_pins_its_ranks_says_so_in_its_label():
+    assert JobSpec(cpu_affinity="spread").label().endswith(" cpus=spread")
+    assert "cpus=" not in JobSpec().label()
+
+
 def test_cpu_affinity_in_an_experiment_file(cpu_machine):
     exp = parse_experiment({"defaults": {"cpu_affinity": "spread"}, "grid": {"world_size": [1, 2]}}, "exp.toml",
                            machine=cpu_machine)

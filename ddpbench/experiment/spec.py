@@ -241,8 +241,9 @@ class JobSpec:
         nodes = (f" nodes={self.emulate_nodes} link={self.link}" + (f"+{self.link_delay_ms:g}ms" if self.link_delay_ms
                  else "")) if self.emulate_nodes > 1 else ""
         fault = f" fault@{self.fault_step}" if self.fault_step >= 0 else ""
+        cpus = f" cpus={self.cpu_affinity}" if self.cpu_affinity else ""
         return (f"{strategy} {self.model_label} ws={self.world_size} "
-                f"bucket={self.bucket_cap_mb:g}MB{accum} {self.backend}/{self.device}{nodes}{fault}"
+                f"bucket={self.bucket_cap_mb:g}MB{accum} {self.backend}/{self.device}{nodes}{fault}{cpus}"
                 + (f" {self.setting}" if self.setting != "fp32 eager" else ""))
 
     @property
