@@ -12,6 +12,7 @@ every test at once::
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ddpbench.results.schema import (COLLECTIVE_COLUMNS, RANK_FIGURES, STEP_COLUMNS, TIMED_PHASES, collectives_result,
@@ -27,14 +28,14 @@ ENV = {"utc": "2026-01-02T03:04:05+00:00", "hostname": "testhost", "python": "3.
        "cores_physical": 2, "memory_gb": 16.0, "gpus": [], "argv": ["ddpbench", "sweep"]}
 
 
-def row(rank: int, phase: str, step: int, step_ms: float, **phases: float) -> list:
+def row(rank: int, phase: str, step: int, step_ms: float, ready_ms: float = math.nan, **phases: float) -> list:
     """One step row in :data:`STEP_COLUMNS` order; ``phases`` are the timed phases by name
-    (``data_ms``, ``forward_ms``, ...), missing ones 0."""
+    (``data_ms``, ``forward_ms``, ...), missing ones 0; ``ready_ms`` NaN unless given."""
     unknown = set(phases) - set(TIMED_PHASES)
     if unknown:
         raise ValueError(f"not timed phases: {sorted(unknown)}")
     values = {"rank": rank, "phase": phase, "step": step, **dict.fromkeys(TIMED_PHASES, 0.0), **phases,
-              "step_ms": step_ms}
+              "step_ms": step_ms, "ready_ms": ready_ms}
     return [values[name] for name in STEP_COLUMNS]
 
 

@@ -128,8 +128,77 @@ def test_step_timer_phases_exact():
     timer.start()
     for phase in ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms"):
         timer.mark(phase)
-    assert timer.stop() == {"data_ms": 2.0, "forward_ms": 5.0, "backward_ms": 13.0, "comm_ms": 0.0,
-                            "optimizer_ms": 3.0, "step_ms": 23.0}
+    row = timer.stop()
+    assert math.isnan(row.pop("ready_ms"))  # never marked ready
+    assert row == {"data_ms": 2.0, "forward_ms": 5.0, "backward_ms": 13.0, "comm_ms": 0.0, "optimizer_ms": 3.0,
+                   "step_ms": 23.0}
+
+
+def test_step_timer_ready_is_the_last_call_of_the_step_and_not_a_phase():
+    # start 0, data 2, forward 7, ready at 9, 12 and 15 (the last wins), backward 20, comm 20, optimizer 23
+    timer = StepTimer(FakeClock([0, 2, 7, 9, 12, 15, 20, 20, 23, 30, 31, 33]))
+    timer.start()
+    timer.mark("data_ms")
+    timer.mark("forward_ms")
+    for _ in range(3):
+        timer.ready()
+    for phase in ("backward_ms", "comm_ms", "optimizer_ms"):
+        timer.mark(phase)
+    row = timer.stop()
+    assert row["ready_ms"] == 15.0 and row["step_ms"] == 23.0 and row["backward_ms"] == 13.0
+    assert sum(row[p] for p in ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms")) == row["step_ms"]
+    # the next step starts without one: a step never inherits the last step's ready
+    timer.start()
+    timer.mark("data_ms")
+    timer.mark("backward_ms")
+    assert math.isnan(timer.stop()["ready_ms"])
+
+
+def test_step_timer_lap_gives_a_ready_noted_after_the_step_end_to_the_next_step():
+    timer = StepTimer(FakeClock([0, 4, 10, 12, 18, 21, 25]))
+    timer.start()
+    timer.ready()  # 4: this step's
+    timer.mark("backward_ms")  # 10
+    timer.mark("optimizer_ms")  # 12: where the first step ends (a later optimizer decides so)
+    timer.mark("data_ms")  # 18: the next step's
+    timer.ready()  # 21: the next step's
+    row = timer.lap(at=2)
+    assert (row["ready_ms"], row["step_ms"]) == (4.0, 12.0)
+    timer.mark("optimizer_ms")  # 25
+    assert timer.stop()["ready_ms"] == 21.0 - 12.0
+
+
+def test_event_clock_notes_ready_on_one_event_recorded_again():
+    from ddpbench.rank.timing import CudaEventClock
+
+    class Event:
+        made = 0
+
+        def __init__(self, enable_timing=False):
+            Event.made += 1
+            self.at = None
+
+        def record(self):
+            self.at = next(times)
+
+        def elapsed_time(self, end):
+            return float(end.at - self.at)
+
+        def synchronize(self):
+            pass
+
+    class Cuda:
+        pass
+
+    Cuda.Event = Event
+    times = iter([0, 3, 5, 8, 9])
+    timer = StepTimer(CudaEventClock(Cuda))
+    timer.start()  # 0
+    for _ in range(3):  # 3, 5, 8: one event, recorded three times
+        timer.ready()
+    timer.mark("backward_ms")  # 9
+    row = timer.stop()
+    assert Event.made == 3 and row["ready_ms"] == 8.0 and row["step_ms"] == 9.0
 
 
 def test_diverged_replicas_fail_loudly():

@@ -41,6 +41,8 @@ ABSENT_FROM_EXAMPLES = {
     "repeats_bound": 'only under repeats = "auto" when the interval missed its target',
     "amp_skipped_steps": "only fp16, whose GradScaler skips steps: precision-cpu runs bf16 and fp32, and the "
                          "GPU examples predate the precision figures",
+    "cpu_affinity": 'only where a job pins its ranks to CPUs; the committed examples predate the field (its '
+                    'default, "", pins nothing)',
     "baseline_problem": "only where a baseline cannot be trusted (efficiency above 100 %, a much noisier "
                         "baseline, other threads): the examples' baselines are sound (tests/test_evidence.py "
                         "tests baseline_problem itself)",

@@ -7,6 +7,7 @@ this process first (a gloo group of one), then small scripts through the sweep (
 
 import json
 import math
+import os
 import subprocess
 import sys
 import textwrap
@@ -122,7 +123,8 @@ def test_the_measured_steps_carry_only_the_step_boundary(group_of_one):
         with pytest.raises(StopScript):
             for _ in range(100):
                 if instrument.phase in ("measure", "nosync"):
-                    hooks_in_measured.append(len(ddp._forward_pre_hooks) + len(ddp._forward_hooks))
+                    hooks_in_measured.append(len(ddp._forward_pre_hooks) + len(ddp._forward_hooks) + sum(
+                        len(p._post_accumulate_grad_hooks or {}) for p in ddp.module.parameters()))
                 ddp(torch.randn(8, 4)).sum().backward()
                 opt.step()
                 opt.zero_grad()
@@ -131,7 +133,13 @@ def test_the_measured_steps_carry_only_the_step_boundary(group_of_one):
     assert hooks_in_measured == [0] * 6 and instrument.comm == "builtin"  # DDP's C++ all-reduce untouched
     measured = [r for r in instrument.rows if r[1] in ("measure", "nosync")]
     assert [r[2] for r in measured] == [0, 1, 2, 0, 1, 2]
-    assert all(r[3:8] == [None] * 5 and r[8] > 0 for r in measured)
+    assert all(r[3:8] == [None] * 5 and r[8] > 0 and math.isnan(r[9]) for r in measured)  # no ready_ms either
+    # the phase steps note when the step's last gradient was accumulated: in the backward, before its end
+    phased = [r for r in instrument.rows if r[1] == "phases"]
+    assert len(phased) == 3
+    assert all(r[3] + r[4] < r[9] <= r[3] + r[4] + r[5] for r in phased), phased
+    # where the measured steps ran, and how often the rank was switched out in them
+    assert instrument.affinity == sorted(os.sched_getaffinity(0)) and instrument.switches_per_step >= 0
     # the memory is read at the end of the measured steps, before the no-sync steps' copy of the state
     assert instrument.memory["peak_rss_mb"] > 0 and "rank_memory_mb" in instrument.memory
 

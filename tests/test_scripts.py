@@ -131,8 +131,11 @@ def test_the_example_script_through_sweep_compare_and_report(tmp_path):
             if row["phase"] == "warmup" and row["step"] == 0:
                 continue  # its data phase starts at its own forward
             if row["phase"] in ("measure", "nosync"):  # timed by their end alone
-                assert row["step_ms"] > 0 and row["forward_ms"] is None
+                assert row["step_ms"] > 0 and row["forward_ms"] is None and math.isnan(row["ready_ms"])
                 continue
+            if row["phase"] == "phases":  # the last gradient of the step, inside its backward
+                assert row["data_ms"] + row["forward_ms"] < row["ready_ms"] <= (
+                    row["data_ms"] + row["forward_ms"] + row["backward_ms"])
             assert row["forward_ms"] > 0 and row["backward_ms"] > 0 and row["optimizer_ms"] > 0
             assert row["data_ms"] > 0 and row["comm_ms"] == 0
             parts = sum(row[p] for p in ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms"))

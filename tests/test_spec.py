@@ -71,7 +71,7 @@ PINNED_DEFAULTS = {
     "scaling": "weak", "optimizer": "sgd", "warmup_steps": 3, "steps": 20, "repeats": 1,
     "threads_per_rank": "auto", "loader_workers": 0, "seed": 0,
     "emulate_nodes": 1, "link": "none", "link_delay_ms": 0.0, "max_restarts": 0, "fault_step": -1, "fault_rank": 1,
-    "snapshot_every": 0, "trace_steps": 0,
+    "snapshot_every": 0, "trace_steps": 0, "cpu_affinity": "",
 }
 
 
@@ -105,6 +105,8 @@ def test_key_is_stable_and_tracks_every_field():
             other = '{"hidden":8}'
         elif name in ("script", "script_args"):
             other = "train.py" if name == "script" else '["--epochs", "1"]'
+        elif name == "cpu_affinity":
+            other = "spread"
         elif value == "auto":
             other = 3
         else:
@@ -124,6 +126,46 @@ def test_nodes_and_faults_are_checked_against_the_rest_of_the_job(cpu_machine, f
     with pytest.raises(InputError) as err:
         resolve(JobSpec(**fields), cpu_machine, source="x.toml")
     assert err.value.key == key and words in err.value.message
+
+
+@pytest.mark.parametrize("value, stored", [("", ""), ("spread", "spread"), ("0", "0"), ("0,1", "0,1"),
+                                           ("0-3", "0-3"), ("0-1, 4", "0-1,4")])
+def test_cpu_affinity_takes_spread_or_a_cpu_list(value, stored):
+    assert check_value("cpu_affinity", value, "x.toml", "defaults.cpu_affinity") == stored
+
+
+@pytest.mark.parametrize("bad", ["all", "spread2", "1-", "3-1", "-1", "0,,1", "a", 0, ["0"], True, "0;1"])
+def test_a_bad_cpu_affinity_names_file_key_and_what_is_allowed(bad):
+    with pytest.raises(InputError) as err:
+        check_value("cpu_affinity", bad, "x.toml", "defaults.cpu_affinity")
+    text = str(err.value)
+    assert text.startswith("x.toml: defaults.cpu_affinity: must be ") and '"spread"' in text and '"0-3"' in text
+    assert "\n" not in text
+
+
+def test_cpus_this_machine_lacks_are_refused_where_the_machine_is_known():
+    machine = Machine(cores=2, cuda_devices=0, cpus=(0, 1))
+    assert resolve(JobSpec(cpu_affinity="0-1"), machine).cpu_affinity == "0-1"
+    assert resolve(JobSpec(cpu_affinity="spread"), machine).cpu_affinity == "spread"
+    with pytest.raises(InputError) as err:
+        resolve(JobSpec(cpu_affinity="1-3"), machine, "x.toml")
+    assert str(err.value).startswith("x.toml: cpu_affinity: '1-3' names CPUs 2, 3, which this machine does not let "
+                                     "its ranks use (usable: 0-1)")
+    # where the CPUs are not known (a Slurm job's compute nodes), the rank says so when it starts
+    assert resolve(JobSpec(cpu_affinity="7"), Machine(cores=2, cuda_devices=0)).cpu_affinity == "7"
+
+
+def test_a_job_that_pins_its_ranks_says_so_in_its_label():
+    assert JobSpec(cpu_affinity="spread").label().endswith(" cpus=spread")
+    assert "cpus=" not in JobSpec().label()
+
+
+def test_cpu_affinity_in_an_experiment_file(cpu_machine):
+    exp = parse_experiment({"defaults": {"cpu_affinity": "spread"}, "grid": {"world_size": [1, 2]}}, "exp.toml",
+                           machine=cpu_machine)
+    assert {j.cpu_affinity for j in exp.jobs} == {"spread"}
+    with pytest.raises(InputError, match=r"^exp.toml: grid.cpu_affinity\[0\]: must be "):
+        parse_experiment({"grid": {"cpu_affinity": ["everywhere"]}}, "exp.toml", machine=cpu_machine)
 
 
 def test_a_link_rate_is_tc_s_words_or_none():

@@ -34,7 +34,33 @@ def run(**result):
 def test_a_clean_run_record_is_kept_as_it_is():
     record = run()
     clean, notes = clean_run(copy.deepcopy(record))
-    assert notes == [] and clean["result"]["steps"] == [STEP] and clean["traces"] == record["traces"]
+    assert notes == [] and clean["traces"] == record["traces"]
+    # a row stored before ready_ms existed reads it as NaN
+    (row,) = clean["result"]["steps"]
+    assert row[:-1] == STEP and math.isnan(row[-1])
+
+
+@pytest.mark.parametrize("ready, kept", [(3.5, 3.5), (0.0, 0.0), (None, math.nan), (math.nan, math.nan)])
+def test_ready_ms_is_a_step_figure_that_may_be_missing(ready, kept):
+    clean, notes = clean_run(run(step_columns=[*COLUMNS, "ready_ms"], steps=[[*STEP, ready]]))
+    value = clean["result"]["steps"][0][-1]
+    assert notes == [] and (value == kept or (math.isnan(kept) and math.isnan(value)))
+
+
+@pytest.mark.parametrize("ready, words", [(-1.0, "ready_ms: -1.0 is negative"), ("x", "ready_ms: 'x' is not a finite"),
+                                          (math.inf, "ready_ms: inf is not a finite")])
+def test_a_damaged_ready_ms_costs_the_record(ready, words):
+    with pytest.raises(Damaged, match=r"result.steps\[0\]: " + words):
+        clean_run(run(step_columns=["ready_ms", *COLUMNS], steps=[[ready, *STEP]]))  # in whatever order
+
+
+@pytest.mark.parametrize("value, kept", [([0, 1], [0, 1]), (None, None), ([1, 1], None), (["a"], None), ("0", None)])
+def test_a_rank_s_cpus_are_a_list_of_cpu_ids(value, kept):
+    ranks = [{"rank": 0, "affinity": value, "involuntary_switches_per_step": 2.5}]
+    clean, notes = clean_run(run(ranks=ranks))
+    rank = clean["result"]["ranks"][0]
+    assert rank["affinity"] == kept and rank["involuntary_switches_per_step"] == 2.5
+    assert len(notes) == (0 if value == kept else 1)
 
 
 @pytest.mark.parametrize("value", [math.nan, 0, -1.0, math.inf, "fast", None, True, [1]])

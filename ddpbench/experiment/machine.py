@@ -2,7 +2,8 @@
 
 :func:`resolve` turns a spec's ``auto`` values into what will run here (device, backend, threads
 per rank) and refuses, with one line naming the key, a job this machine cannot run: CUDA without a
-GPU, more GPUs per node than a node has, a strong-scaling batch that does not split.
+GPU, more GPUs per node than a node has, a strong-scaling batch that does not split, CPUs to pin
+ranks to that this machine does not let it use.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 from dataclasses import dataclass
 
 from ddpbench.errors import InputError
-from ddpbench.experiment.spec import JobSpec, check_nodes_and_faults
+from ddpbench.experiment.spec import CPU_AFFINITY_ALLOWED, JobSpec, check_nodes_and_faults, parse_cpus
 from ddpbench.strategies import strategy_class
 
 
@@ -24,10 +25,20 @@ class Machine:
     cores: int
     cuda_devices: int
     nodes: int = 1
+    #: the CPU ids a rank may run on (empty: not known here, as for a Slurm job's compute nodes)
+    cpus: tuple[int, ...] = ()
 
     @classmethod
     def here(cls, nodes: int = 1) -> "Machine":
-        return cls(cores=usable_cores(), cuda_devices=cuda_device_count(), nodes=nodes)
+        return cls(cores=usable_cores(), cuda_devices=cuda_device_count(), nodes=nodes, cpus=usable_cpus())
+
+
+def usable_cpus() -> tuple[int, ...]:
+    """The CPU ids this process may run on (what its ranks inherit), or () where that is not known."""
+    try:
+        return tuple(sorted(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return ()
 
 
 def usable_cores() -> int:
@@ -71,7 +82,34 @@ def resolve(spec: JobSpec, machine: Machine, source: str = "experiment", auto_wo
         raise InputError(source, "batch_size", f"strong scaling splits the global batch {spec.batch_size} over "
                          f"world_size {spec.world_size}: must be a multiple of it")
     check_nodes_and_faults(spec, source)
+    check_cpu_affinity(spec, machine, source)
     return dataclasses.replace(spec, device=device, backend=backend, threads_per_rank=threads)
+
+
+def check_cpu_affinity(spec: JobSpec, machine: Machine, source: str) -> None:
+    """A CPU list to pin ranks to names only CPUs this machine lets its ranks use (where it knows them)."""
+    if spec.cpu_affinity in ("", "spread") or not machine.cpus:
+        return
+    missing = sorted(set(parse_cpus(spec.cpu_affinity)) - set(machine.cpus))
+    if missing:
+        raise InputError(source, "cpu_affinity", f"{spec.cpu_affinity!r} names CPUs {', '.join(map(str, missing))}, "
+                         f"which this machine does not let its ranks use (usable: {cpu_list(machine.cpus)}); allowed: "
+                         + CPU_AFFINITY_ALLOWED)
+
+
+def cpu_list(cpus) -> str:
+    """CPU ids as a list such as "0-3,6"."""
+    parts, run = [], []
+    for cpu in sorted(cpus):
+        if run and cpu == run[-1] + 1:
+            run.append(cpu)
+            continue
+        if run:
+            parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [cpu]
+    if run:
+        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(parts)
 
 
 def check_gpus(spec: JobSpec, machine: Machine, source: str) -> None:

@@ -56,6 +56,35 @@ def check_script_args(value) -> str:
     return json.dumps([str(a) for a in value]) if value else ""
 
 
+#: what ``cpu_affinity`` allows, in words
+CPU_AFFINITY_ALLOWED = ('"" (ddpbench pins nothing), "spread" (each rank its own threads_per_rank CPUs) or a '
+                        'list of CPU ids every rank runs on, such as "0", "0,1" or "0-3"')
+
+
+def parse_cpus(text: str) -> list[int]:
+    """The CPU ids of a list such as "0", "0,1", "0-3" or "0-1,4", sorted; ValueError if it is not one."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()):
+            raise ValueError(text)
+        lo, hi = int(first), int(last) if dash else int(first)
+        if hi < lo or hi > 65535:
+            raise ValueError(text)
+        cpus.update(range(lo, hi + 1))
+    return sorted(cpus)
+
+
+def check_cpu_affinity(value) -> str:
+    """A job's ``cpu_affinity``: "", "spread" or a CPU list (kept as written, spaces removed). ValueError if bad."""
+    if not isinstance(value, str):
+        raise ValueError(value)
+    text = value.replace(" ", "")
+    if text not in ("", "spread"):
+        parse_cpus(text)
+    return text
+
+
 def script_label(script: str, script_args: str) -> str:
     """A script job's name in a few words: ``train_cnn.py --epochs 3``."""
     name = script.replace("\\", "/").rsplit("/", 1)[-1]
@@ -154,6 +183,12 @@ class JobSpec:
                               allowed='a list of strings, such as ["--epochs", "3"]')
     script_to_end: bool = _field(False, "script: let it run to its own end after ddpbench's steps (false: stop "
                                  "it there)")
+    # added with the loss budget (issue 40)
+    cpu_affinity: str = _field("", "CPUs each rank may run on, set in the rank before torch starts its threads: "
+                               '"" pins nothing; "spread" gives rank r (its rank on the node) its own threads_per_rank '
+                               "CPUs, r*t to r*t+t-1 of the CPUs the launcher may use (wrapping around); a list "
+                               '("0", "0,1", "0-3") puts every rank on those CPUs', convert=check_cpu_affinity,
+                               allowed=CPU_AFFINITY_ALLOWED)
     script_dir: str = _field("", "script: the folder its path and arguments are relative to (set from the "
                              "experiment file's folder; not part of the job's identity)",
                              convert=lambda v: v if isinstance(v, str) else _bad(v), allowed="a folder")
@@ -206,8 +241,9 @@ class JobSpec:
         nodes = (f" nodes={self.emulate_nodes} link={self.link}" + (f"+{self.link_delay_ms:g}ms" if self.link_delay_ms
                  else "")) if self.emulate_nodes > 1 else ""
         fault = f" fault@{self.fault_step}" if self.fault_step >= 0 else ""
+        cpus = f" cpus={self.cpu_affinity}" if self.cpu_affinity else ""
         return (f"{strategy} {self.model_label} ws={self.world_size} "
-                f"bucket={self.bucket_cap_mb:g}MB{accum} {self.backend}/{self.device}{nodes}{fault}"
+                f"bucket={self.bucket_cap_mb:g}MB{accum} {self.backend}/{self.device}{nodes}{fault}{cpus}"
                 + (f" {self.setting}" if self.setting != "fp32 eager" else ""))
 
     @property

@@ -78,7 +78,7 @@ class LauncherOptions:
         says how many."""
         if self.launcher != "slurm":
             return Machine.here(nodes=self.nnodes)
-        machine = Machine.here(nodes=self.nodes)
+        machine = dataclasses.replace(Machine.here(nodes=self.nodes), cpus=())  # compute nodes' CPUs: not known here
         if self.gpus_per_node is not None:
             machine = dataclasses.replace(machine, cuda_devices=self.gpus_per_node)
         return machine

@@ -29,6 +29,9 @@ own, phase ``phases``, run before the measured ones with the phase hooks on:
   a wrapper around it times each bucket's reduction, from its launch to its completion (on the CPU;
   on a GPU the host's view of it is not the device's, and none is recorded). DDP's own C++
   all-reduce is left alone: a Python hook in its place would cost every step, measured ones too;
+* a post-accumulate-grad hook on every trainable parameter of the DDP model notes when the step's
+  last gradient was accumulated (``ready_ms``, stored on the ``phases`` steps), before DDP's
+  end-of-backward wait for the all-reduce;
 * from the end of the backward to the end of the last optimizer step is *optimizer* (the script's
   clipping and unscaling too); from the end of a step to the next forward is *data* (the wait for
   the next batch, moving it, zeroing gradients, the script's logging). DDP's all-reduce is waited
@@ -55,6 +58,7 @@ import inspect
 import time
 import weakref
 
+from ddpbench.rank import affinity
 from ddpbench.rank.steps import HOOKED, BadScript, StepEnds, StopScript, own_optimizer, state_bytes  # noqa: F401
 
 #: what the errors of a script that needs a GPU say (torch's own messages)
@@ -138,6 +142,11 @@ class Instrument(StepEnds):
         self._scaler_stepped = self._stepped_since_update = False
         #: the rank's memory at the end of the measured steps (before the no-sync snapshot), see ScriptRank
         self.memory: dict | None = None
+        #: the CPUs the rank may run on, read as the measured steps start, and its involuntary context
+        #: switches per measured step (:mod:`ddpbench.rank.affinity`)
+        self.affinity: list[int] | None = None
+        self.switches_per_step: float | None = None
+        self._switches: int | None = None
         self._undo: list = []
         self._hooks: list = []
         self._step_hooks: list = []
@@ -272,10 +281,12 @@ class Instrument(StepEnds):
         self._hooks = []
 
     def hook_phases(self) -> None:
-        """Put the phase hooks on the DDP forward."""
+        """Put the phase hooks on the DDP forward, and the ready hook on each trainable parameter."""
         if not self._hooks and self.ddp is not None:
             self._hooks = [self.ddp.register_forward_pre_hook(self.before_forward, with_kwargs=True),
                            self.ddp.register_forward_hook(self.after_forward)]
+            self._hooks += [p.register_post_accumulate_grad_hook(self.gradient_ready)
+                            for p in self.ddp.module.parameters() if p.requires_grad and p.is_leaf]
 
     # -- DDP -----------------------------------------------------------------------------------
     def adopt(self, ddp, settings: dict) -> None:
@@ -408,6 +419,11 @@ class Instrument(StepEnds):
             engine.queue_callback(lambda: engine.queue_callback(self.backward_ended))
         return None
 
+    def gradient_ready(self, _param) -> None:
+        """A parameter's gradient of this backward was accumulated: the last one's moment is ``ready_ms``."""
+        if self.state == "backward":
+            self.timer.ready()
+
     def backward_ended(self) -> None:
         if self.state == "backward":
             self.timer.mark("backward_ms")
@@ -422,7 +438,11 @@ class Instrument(StepEnds):
         if hooked != self.hooked:
             self.hooked, self.state = hooked, "idle"
             self.hook_phases() if hooked else self.stop_timing()
+        if step == self.first_of("measure") and dict(self.plan).get("measure"):
+            self.affinity, self._switches = affinity.affinity(), affinity.involuntary_switches()
         if step == self.first_of("nosync") and self.spec.steps:
+            self.switches_per_step = affinity.per_step(self._switches, affinity.involuntary_switches(),
+                                                       dict(self.plan).get("measure", 0))
             self.memory = self.read_memory()  # what the script's own steps took, before ddpbench's copies
             self.snapshot = (copy.deepcopy(self.ddp.module.state_dict()),
                              [copy.deepcopy(own_optimizer(o).state_dict()) for o in self.optimizers])

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ddpbench.experiment.scripts import script_path
 from ddpbench.experiment.spec import spec_from_dict
-from ddpbench.rank import protocol
+from ddpbench.rank import affinity, protocol
 from ddpbench.rank.ddp_settings import check_ran
 from ddpbench.rank.instrument import NO_GPU, BadScript, Instrument, StopScript, state_bytes
 from ddpbench.rank.protocol import START_DIR_ENV, Job, Tracked
@@ -107,6 +107,7 @@ class ScriptRank(Tracked):
             devices = visible_devices(os.environ.get("CUDA_VISIBLE_DEVICES"), int(os.environ["LOCAL_WORLD_SIZE"]))
             if devices is not None:
                 os.environ["CUDA_VISIBLE_DEVICES"] = devices
+        affinity.pin(spec, int(os.environ.get("LOCAL_RANK", self.rank)))  # before torch starts its threads
         torch.set_num_threads(int(spec.threads_per_rank))
         argv = script_argv(spec)
         cwd = self.out_dir / SCRIPT_CWD
@@ -182,6 +183,7 @@ class ScriptRank(Tracked):
             "checksum": param_checksum(module.named_parameters()), **stats,
             "bytes_sent_per_step": sent, "bytes_recv_per_step": sent, "traffic_source": "computed: ring all-reduce",
             "optimizer_state_mb": nbytes / 1e6, "bucket_comm_ms": instrument.bucket_comm_ms(),
+            "affinity": instrument.affinity, "involuntary_switches_per_step": instrument.switches_per_step,
             "unseen": instrument.unseen, "samples": instrument.step_samples, "late_comm": instrument.late_comm,
             "nosync_allreduced": instrument.nosync_allreduced, "skipped": instrument.skipped}}
         figures = {"params": count_params(module), "grad_bytes": sizes, "tensors": count_tensors(module),

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 
 class StopScript(BaseException):
     """Raised from the optimizer's step hook once ddpbench has its steps: ends the script there.
@@ -199,8 +200,11 @@ class StepEnds:
         row = self.timer.lap(at)
         samples = self._end_samples
         self.samples -= samples
+        ready = math.nan
         if phase in HOOKED:
             seen = self._why is None
+            if phase == "phases" and seen:
+                ready = row.get("ready_ms", math.nan)
             known = [row.get("data_ms", 0.0), *(row.get(p, 0.0) if seen else None for p in ("forward_ms", "backward_ms")),
                      0.0 if seen else None, row.get("optimizer_ms") if seen else None]
             if not seen:
@@ -212,7 +216,7 @@ class StepEnds:
             known = [None] * 5
             if phase == "nosync" and self.synced():
                 self.nosync_allreduced += 1
-        self.rows.append([self.rank, phase, step - self.first_of(phase), *known, row["step_ms"]])
+        self.rows.append([self.rank, phase, step - self.first_of(phase), *known, row["step_ms"], ready])
         self._why, self._reduced, self.stepped = None, False, []
         if self.state == "optimizer":
             self.state = "idle"
@@ -230,7 +234,7 @@ class StepEnds:
         first = self.first_of(phase)
         for start, end in self._spans:
             self.rows.append([self.rank, phase, self.counted - first, None, None, None, None, None,
-                              clock.elapsed_ms(start, end)])
+                              clock.elapsed_ms(start, end), math.nan])
             self.counted += 1
         self.nosync_allreduced += self._nosync_synced
         self.timer.restart(self._last)

@@ -32,7 +32,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from ddpbench.experiment.spec import spec_from_dict
-from ddpbench.rank import protocol
+from ddpbench.rank import affinity, protocol
 from ddpbench.rank.devices import own_memory_mb, peak_rss_mb
 from ddpbench.rank.protocol import Job, Tracked
 from ddpbench.rank.train import check_replicas
@@ -51,6 +51,8 @@ class TensorFlowRank(Tracked):
         self.multiworker = self.spec.strategy == "tf-multiworker"
         self.timeline = {"process_start": protocol.PROCESS_START}
         self.store = None
+        self.affinity: list[int] | None = None  # read as the measured steps start
+        self.switches_per_step: float | None = None
 
     def mark(self, event: str) -> None:
         self.timeline[event] = time.time()
@@ -65,6 +67,7 @@ class TensorFlowRank(Tracked):
 
         spec = self.spec
         threads = int(spec.threads_per_rank)
+        affinity.pin(spec, int(os.environ.get("LOCAL_RANK", self.rank)))  # before TensorFlow starts its threads
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         if self.multiworker:
             self.store = self._store()
@@ -143,21 +146,32 @@ class TensorFlowRank(Tracked):
 
         spec, rows = self.spec, []
         named = [("warmup", step) for step in range(spec.warmup_steps)] + [("measure", s) for s in range(spec.steps)]
-        rank, at = self.rank, self.at
+        rank, at, switches = self.rank, self.at, []
+
+        def measured_start() -> None:  # where the rank runs its measured steps, and its switches so far
+            self.affinity = affinity.affinity()
+            switches.append(affinity.involuntary_switches())
 
         class Timer(tf.keras.callbacks.Callback):
             def on_train_begin(self, logs=None):
+                if not spec.warmup_steps:
+                    measured_start()
                 self.last = time.perf_counter()
 
             def on_train_batch_end(self, batch, logs=None):
                 now = time.perf_counter()
                 phase, step = named[len(rows)]
-                rows.append([rank, phase, step, *(math.nan for _ in UNSEEN), (now - self.last) * 1e3])
+                # Keras lets a callback see the step alone (UNSEEN); ready_ms neither
+                rows.append([rank, phase, step, *(math.nan for _ in UNSEEN), (now - self.last) * 1e3, math.nan])
+                if len(rows) == spec.warmup_steps:
+                    measured_start()
                 self.last = now
                 at(phase, step)
 
         self.at("train")
         self.model.fit(self.dataset, epochs=1, steps_per_epoch=len(named), verbose=0, callbacks=[Timer()])
+        self.switches_per_step = affinity.per_step(switches[0] if switches else None, affinity.involuntary_switches(),
+                                                   spec.steps)
         self.mark("measure_done")
         return rows
 
@@ -188,7 +202,8 @@ class TensorFlowRank(Tracked):
         mine = {"rows": rows, "rank": {"rank": self.rank, "pid": os.getpid(), "threads": int(self.spec.threads_per_rank),
                                        "peak_rss_mb": peak_rss_mb(), **own_memory_mb(), "checksum": replicas[0],
                                        "dp_replicas": len(replicas), "framework_version": f"tensorflow {self.tf_version}",
-                                       "reduction": self.reduction},
+                                       "reduction": self.reduction, "affinity": self.affinity,
+                                       "involuntary_switches_per_step": self.switches_per_step},
                 "replicas": replicas}
         gathered = self._gather(mine)
         if gathered is None:

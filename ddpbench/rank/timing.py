@@ -8,6 +8,11 @@ A step is timed as a sequence of marks; the phases are the gaps between them::
 ``with timer.phase("data_ms"): ...`` marks the phase as its block ends: the form the training
 step takes (:func:`ddpbench.rank.train.train_step`), so that a profiler can wrap the same blocks.
 
+``timer.ready()`` notes a moment inside the step that is no phase boundary: the step's last call
+(a rank's last gradient accumulated, from a hook on every parameter) is ``ready_ms``, from the
+step's start, in the row :meth:`StepTimer.stop` returns (NaN when it was never called). It is not
+a phase: the phases still add up to ``step_ms``.
+
 On CPU every op is synchronous, so the host clock is exact. Device clocks (CUDA events) plug in
 through the same interface: they record marks without waiting and resolve them once, at the end
 of the step, which is the only synchronisation point.
@@ -15,6 +20,7 @@ of the step, which is the only synchronisation point.
 
 from __future__ import annotations
 
+import math
 import time
 
 
@@ -27,6 +33,10 @@ class HostClock:
     def elapsed_ms(self, start, end) -> float:
         return (end - start) / 1e6
 
+    def record_again(self, mark):
+        """A mark taken now in place of ``mark`` (the host's: a new reading)."""
+        return time.perf_counter_ns()
+
     def synchronize(self) -> None:
         pass
 
@@ -35,12 +45,25 @@ class StepTimer:
     def __init__(self, clock=None):
         self.clock = clock or HostClock()
         self._marks: list[tuple[str, object]] = []
+        #: the step's ready() calls, the last one after each mark: (marks the step had then, the clock's mark)
+        self._ready: list[tuple[int, object]] = []
 
     def start(self) -> None:
         self._marks = [("", self.clock.record())]
+        self._ready = []
 
     def mark(self, phase: str) -> None:
         self._marks.append((phase, self.clock.record()))
+
+    def ready(self) -> None:
+        """Note this moment as the step's ``ready_ms`` (the last call of a step wins). Called from a
+        hook on every parameter, so it is cheap: one clock reading (on a GPU, one event recorded again)."""
+        at, ready = len(self._marks), self._ready
+        if ready and ready[-1][0] == at:  # since the same mark: this call replaces the last
+            again = getattr(self.clock, "record_again", None)
+            ready[-1] = (at, again(ready[-1][1]) if again is not None else self.clock.record())
+        else:
+            ready.append((at, self.clock.record()))
 
     def lap(self, at: int | None = None) -> dict[str, float]:
         """:meth:`stop`, and the next step starts at this one's last mark (a step that ends where the
@@ -48,9 +71,13 @@ class StepTimer:
         of :attr:`marks`, default the last); the marks after it are the next step's."""
         end = len(self._marks) - 1 if at is None else at
         rest = self._marks[end:]
+        # a ready() after the step's end mark is the next step's (there, after the same marks)
+        later = [(at - end, mark) for at, mark in self._ready if at > end]
         self._marks = self._marks[:end + 1]
+        self._ready = [(at, mark) for at, mark in self._ready if at <= end]
         row = self.stop()
         self._marks = [("", rest[0][1]), *rest[1:]]
+        self._ready = later
         return row
 
     def last_mark(self):
@@ -60,6 +87,7 @@ class StepTimer:
     def restart(self, at) -> None:
         """Start the next step at ``at``, a value of the clock (a mark taken without the timer)."""
         self._marks = [("", at)]
+        self._ready = []
 
     @property
     def marks(self) -> int:
@@ -71,12 +99,15 @@ class StepTimer:
         return _Phase(self, name)
 
     def stop(self) -> dict[str, float]:
-        """Phase durations in ms, plus ``step_ms`` from the first mark to the last."""
+        """Phase durations in ms, plus ``step_ms`` from the first mark to the last and ``ready_ms``
+        from the first mark to the step's last :meth:`ready` (NaN when it had none)."""
         self.clock.synchronize()
         row: dict[str, float] = {}
         for (_, prev), (phase, now) in zip(self._marks, self._marks[1:]):
             row[phase] = row.get(phase, 0.0) + self.clock.elapsed_ms(prev, now)
         row["step_ms"] = self.clock.elapsed_ms(self._marks[0][1], self._marks[-1][1])
+        row["ready_ms"] = (self.clock.elapsed_ms(self._marks[0][1], self._ready[-1][1]) if self._ready
+                           else math.nan)
         return row
 
 
@@ -119,6 +150,15 @@ class CudaEventClock:
 
     def elapsed_ms(self, start, end) -> float:
         return start.elapsed_time(end)
+
+    def record_again(self, mark):
+        """``mark`` (an event of this step) recorded again now, or a new event: one event per step
+        however many times it is noted."""
+        if mark is None:
+            return self.record()
+        mark.record()
+        self._last = mark
+        return mark
 
     def synchronize(self) -> None:
         """Wait until the GPU has passed the last mark (not the whole device: other streams may

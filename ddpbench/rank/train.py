@@ -14,6 +14,14 @@ What :func:`ddpbench.rank.protocol.serve` runs in every rank of a training launc
            (:mod:`ddpbench.rank.equivalence`); a fault-recovery job is first compared with an
            uninterrupted replica (:mod:`ddpbench.rank.recovery`).
 
+Every timed step of the warmup, measure and nosync phases also notes when this rank's last gradient
+of the step was accumulated (``ready_ms``: a post-accumulate-grad hook on every trainable parameter,
+:func:`ready_hooks`), before DDP's end-of-backward wait for the all-reduce; the untimed steps (the
+checks, a compile step, the regression tasks) and the traced ones run without those hooks.
+
+The job's ``cpu_affinity`` is applied before torch starts its threads, and each rank records the CPUs
+it may run on and its involuntary context switches per measured step (:mod:`ddpbench.rank.affinity`).
+
 Rank 0 hands back :func:`ddpbench.results.schema.training_result`.
 """
 
@@ -23,13 +31,14 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
+import math
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ddpbench.experiment.spec import spec_from_dict
-from ddpbench.rank import protocol
+from ddpbench.rank import affinity, protocol
 from ddpbench.rank.devices import gpu_memory, own_memory_mb, peak_rss_mb, take_rank_device
 from ddpbench.rank.precision import CompileWatch, Precision, compile_module, use_compile_cache
 from ddpbench.rank.protocol import Job, Tracked, join_process_group
@@ -92,6 +101,33 @@ def build_replica(spec, ctx, before_wrap=None) -> Replica:
     return Replica(strategy, module, model, optimizer, loader, workload, Precision(spec.precision, ctx.device))
 
 
+#: the phases whose steps note ``ready_ms`` (the timed steps of the built-in training)
+READY_PHASES = ("warmup", "measure", "nosync")
+
+
+@contextlib.contextmanager
+def ready_hooks(module, timer):
+    """While inside: every trainable parameter of ``module`` calls ``timer.ready()`` when its gradient
+    has been accumulated (the step's last call is its ``ready_ms``). Removed on the way out.
+
+    A parameter that is not a leaf of autograd (a sharded strategy's view of a flat parameter) takes
+    no hook; a step in which no hooked parameter got a gradient has no ``ready_ms`` (NaN)."""
+    mark = timer.ready
+    handles = []
+
+    def hook(_param) -> None:
+        mark()
+
+    try:
+        for param in module.parameters():
+            if param.requires_grad and param.is_leaf:
+                handles.append(param.register_post_accumulate_grad_hook(hook))
+        yield len(handles)
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 def no_phase(name: str):
     """The phase context of an untimed step: nothing at all."""
     return contextlib.nullcontext()
@@ -133,6 +169,13 @@ def train_step(replica: Replica, device, accum: int, phase=no_phase) -> None:
         strategy.after_step()
 
 
+def step_row(rank: int, phase: str, step: int, row: dict, ready: bool) -> list:
+    """A stored step row (:data:`~ddpbench.results.schema.STEP_COLUMNS`) of a timed step's ``row``;
+    ``ready``: whether the step noted ``ready_ms`` (NaN otherwise)."""
+    return [rank, phase, step, *(row[p] for p in TIMED_PHASES), row["step_ms"],
+            row.get("ready_ms", math.nan) if ready else math.nan]
+
+
 class TrainingRank(Tracked):
     """One rank of a training launch; see the module docstring for its phases."""
 
@@ -168,6 +211,7 @@ class TrainingRank(Tracked):
         if self.world_size != expected:
             raise RuntimeError(f"launcher started {self.world_size} processes; {spec.strategy} at world_size "
                                f"{spec.world_size} runs {expected}")
+        self.pinned = affinity.pin(spec, self.local_rank)  # before torch starts its threads
         torch.set_num_threads(int(spec.threads_per_rank))
         self.device = take_rank_device(spec.device, self.local_rank)
         attempt = join_process_group(spec.backend, self.rank, self.world_size, self.timeout_s, self.device)
@@ -232,17 +276,19 @@ class TrainingRank(Tracked):
             self.run_loop(replica, ((phase, count - first),), record)
             return
         timer, accum = self.timer, self.spec.grad_accum
-        for step in range(first, count):
-            self.at(phase, step)
-            if recovery is not None:
-                recovery.before_step(step)
-            timer.start()
-            train_step(replica, self.device, accum, timer.phase)
-            row = timer.stop()
-            if record:
-                self.rows.append([self.rank, phase, step, *(row[p] for p in TIMED_PHASES), row["step_ms"]])
-            if recovery is not None:
-                recovery.after_step(step, replica, self.rows)
+        hooked = record and phase in READY_PHASES
+        with ready_hooks(replica.module, timer) if hooked else contextlib.nullcontext():
+            for step in range(first, count):
+                self.at(phase, step)
+                if recovery is not None:
+                    recovery.before_step(step)
+                timer.start()
+                train_step(replica, self.device, accum, timer.phase)
+                row = timer.stop()
+                if record:
+                    self.rows.append(step_row(self.rank, phase, step, row, hooked))
+                if recovery is not None:
+                    recovery.after_step(step, replica, self.rows)
 
     def run_loop(self, replica: Replica, phases, record: bool = True) -> None:
         """A framework that owns the training loop (Lightning's Trainer) runs every phase of ``phases``
@@ -252,7 +298,7 @@ class TrainingRank(Tracked):
         if record:
             named = [(name, step) for name, count in phases for step in range(count)]
             for (name, step), row in zip(named, rows):
-                self.rows.append([self.rank, name, step, *(row[p] for p in TIMED_PHASES), row["step_ms"]])
+                self.rows.append(step_row(self.rank, name, step, row, False))
 
     def measure(self) -> None:
         spec, replica = self.spec, self.replica
@@ -266,12 +312,18 @@ class TrainingRank(Tracked):
         if self.compiling is not None:  # compiled on the first call: one untimed step, never a measured one
             self.compiling.time(lambda: self.run_steps(replica, "compile", 1, record=False))
             self.mark("compiled")
+        self.affinity = affinity.affinity()  # where the measured steps run
         if strategy.owns_loop:  # warmup and measured steps in the framework's one run, as a user's
+            switches = affinity.involuntary_switches()
             self.run_loop(replica, (("warmup", spec.warmup_steps), ("measure", spec.steps)))
+            measured = spec.warmup_steps + spec.steps  # its warmup is not apart: counted with the measured steps
         else:
             if first == 0:
                 self.run_steps(replica, "warmup", spec.warmup_steps)
+            switches = affinity.involuntary_switches()
             self.run_steps(replica, "measure", spec.steps, first=first, recovery=recovery)
+            measured = spec.steps - first
+        self.switches_per_step = affinity.per_step(switches, affinity.involuntary_switches(), measured)
         # memory as training left it, the same point for every strategy: before the no-sync phase's
         # snapshot (a copy of model and optimizer state, taken only by strategies with no_sync) and
         # before the checks build replicas of their own
@@ -324,7 +376,7 @@ class TrainingRank(Tracked):
                 self.trace_error = f"{path.name}: {type(err).__name__}: {err}"
                 print(f"ddpbench: the trace cannot be read back: {self.trace_error}", flush=True)
         for step, row in enumerate(rows):
-            self.rows.append([self.rank, "trace", step, *(row[p] for p in TIMED_PHASES), row["step_ms"]])
+            self.rows.append(step_row(self.rank, "trace", step, row, False))
         self.mark("trace_done")
 
     def check_equivalence(self) -> dict:
@@ -408,6 +460,8 @@ class TrainingRank(Tracked):
                 "checksum": param_checksum(self.replica.strategy.full_parameters()),
                 "gemm_peak_flops": self.gemm["peak_flops"],
                 "trace_error": self.trace_error,
+                "affinity": self.affinity,
+                "involuntary_switches_per_step": self.switches_per_step,
                 **self.strategy_stats,
             },
         }

@@ -33,12 +33,16 @@ Schema history (``schema_version``):
        compiled_graphs, graph_breaks, graph_break_reasons, ddp_optimizer_subgraphs,
        recompiles_after_compile_phase), result.check.tolerance and result.check.lossy_reason; the
        spec fields script, script_args, script_to_end and script_dir (a script job, read with their
-       defaults), its result.script (:data:`SCRIPT_FIELDS`) and per-rank bucket_comm_ms.
+       defaults), its result.script (:data:`SCRIPT_FIELDS`) and per-rank bucket_comm_ms; the step
+       column ready_ms (:data:`LATER_STEP_COLUMNS`: a row stored without it reads it as NaN), per-rank
+       affinity and involuntary_switches_per_step, and the spec field cpu_affinity (read with its
+       default).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from typing import Any, NamedTuple
 
 SCHEMA_VERSION = 1
@@ -55,10 +59,19 @@ STATUSES = ("ok", "failed", "timed_out", "skipped")
 
 #: the timed phases of a step, in the order a step runs them, in ms; they add up to ``step_ms``
 TIMED_PHASES = ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms")
+#: step columns added after the first version: a stored row without one reads it as NaN
+#: ``ready_ms``: from the step's start to the moment this rank's last gradient of the step (its last
+#: micro-step) was accumulated, before DDP's end-of-backward wait for the all-reduce; measured on the
+#: built-in training's warmup, measure and nosync steps and a script job's phases steps (NaN elsewhere:
+#: a framework that owns its loop, TensorFlow, a script's measured steps). Not a phase: it is inside
+#: the step, not a part of it that adds up
+LATER_STEP_COLUMNS = ("ready_ms",)
 #: one row per (rank, phase, step); ``phase`` is warmup | measure | nosync | trace (the steps recorded by
 #: the profiler, never among the measured ones) | phases (a script job's steps with its phases timed, before
 #: the measured ones, which are timed by their end alone and carry no phases)
-STEP_COLUMNS = ("rank", "phase", "step", *TIMED_PHASES, "step_ms")
+STEP_COLUMNS = ("rank", "phase", "step", *TIMED_PHASES, "step_ms", *LATER_STEP_COLUMNS)
+#: the step columns every stored row has
+FIRST_STEP_COLUMNS = tuple(c for c in STEP_COLUMNS if c not in LATER_STEP_COLUMNS)
 
 
 class StepRow(NamedTuple):
@@ -73,20 +86,24 @@ class StepRow(NamedTuple):
     comm_ms: float
     optimizer_ms: float
     step_ms: float
+    ready_ms: float = math.nan
 
 
 #: per-rank figures of a finished training launch (each rank's entry in ``result["ranks"]``, which
 #: also holds ``rank`` and ``pid``): memory, DDP's own statistics and buckets, traffic, GPUs, why
 #: a traced rank's trace could not be read back (null when it could, or was not traced), for a
-#: TensorFlow rank its version and the cross-device reduction it used, and for a script's rank each
-#: bucket's mean all-reduce time in its measured steps (ms, launch to completion; null on a GPU)
+#: TensorFlow rank its version and the cross-device reduction it used, for a script's rank each
+#: bucket's mean all-reduce time in its measured steps (ms, launch to completion; null on a GPU), the
+#: CPUs the rank process could run on (``affinity``, sorted ids, read before its measured steps) and its
+#: involuntary context switches per measured step (psutil, over the measured steps)
 RANK_FIGURES = ("peak_rss_mb", "rank_memory_mb", "uss_mb", "pss_mb", "rss_file_mb", "threads", "checksum", "allreduce_bytes_per_step", "ddp_forward_compute_ms",
                 "ddp_backward_compute_ms", "ddp_backward_comm_ms", "ddp_backward_compute_comm_overlap_ms",
                 "bytes_sent_per_step", "bytes_recv_per_step", "traffic_source", "optimizer_state_mb",
                 "dp_replicas", "gpus", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "bucket_bytes",
                 "gemm_peak_flops", "trace_error", "framework_version", "reduction", "ddp_unused_parameter_bytes",
                 "amp_skipped_steps", "amp_loss_scale", "compile_s", "compile_cache", "compiled_graphs", "graph_breaks",
-                "graph_break_reasons", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase", "bucket_comm_ms")
+                "graph_break_reasons", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase", "bucket_comm_ms",
+                "affinity", "involuntary_switches_per_step")
 #: the equivalence check of a launch (``result["check"]``); its steps are the spec's check_steps; a repeat
 #: after the first says ``checked_in_repeat`` (0) instead, unless the job asked for a check in every one
 CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run", "skipped", "checked_in_repeat", "tolerance",
@@ -177,9 +194,11 @@ def collectives_result(spec: dict, rows: list[list]) -> dict:
 
 
 def step_rows(result: dict) -> list[StepRow]:
-    """A training hand-back's step rows by name, in whatever order its ``step_columns`` hold them."""
-    at = [result["step_columns"].index(name) for name in STEP_COLUMNS]
-    return [StepRow(*(row[i] for i in at)) for row in result["steps"]]
+    """A training hand-back's step rows by name, in whatever order its ``step_columns`` hold them (a
+    column it lacks, :data:`LATER_STEP_COLUMNS`, as NaN)."""
+    columns = result["step_columns"]
+    at = [columns.index(name) if name in columns else None for name in STEP_COLUMNS]
+    return [StepRow(*(math.nan if i is None else row[i] for i in at)) for row in result["steps"]]
 
 
 def validate_result(kind: str, result: Any, spec: dict, processes: int | None = None) -> None:
@@ -203,7 +222,7 @@ def _validate_training(result: Any, spec: dict, processes: int | None) -> None:
     world = spec["world_size"] if processes is None else processes
     if sorted(r.get("rank") for r in result["ranks"]) != list(range(world)):
         raise ValueError(f"result has ranks {[r.get('rank') for r in result['ranks']]}, expected 0..{world - 1}")
-    missing = [name for name in STEP_COLUMNS if name not in result["step_columns"]]
+    missing = [name for name in FIRST_STEP_COLUMNS if name not in result["step_columns"]]
     if missing:
         raise ValueError(f"step_columns lack {', '.join(missing)}")
     width = len(result["step_columns"])

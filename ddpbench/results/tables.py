@@ -43,11 +43,13 @@ class TrainingTables(NamedTuple):
 def load_tables(out_dir: str | Path) -> TrainingTables:
     """(steps, runs, ranks, sweeps) DataFrames of a results folder.
 
-    steps  one row per (job, repeat, rank, phase, step); ``phase`` is warmup | measure | nosync | trace
+    steps  one row per (job, repeat, rank, phase, step); ``phase`` is warmup | measure | nosync | trace;
+           the phases' ms, ``step_ms`` and ``ready_ms`` (:data:`~ddpbench.results.schema.STEP_COLUMNS`)
     runs   one row per (job, repeat): status, error, oversubscribed, params, grad_bytes, wall_s; a
            traced job's trace files (``traces``) and its timeline's events (``trace``, dicts of
            :data:`~ddpbench.results.schema.TRACE_COLUMNS`)
-    ranks  one row per (job, repeat, rank) of a finished launch: peak RSS, DDP's own statistics
+    ranks  one row per (job, repeat, rank) of a finished launch: peak RSS, DDP's own statistics, the
+           rank's CPUs (``affinity``) and ``involuntary_switches_per_step``
     sweeps one row per sweep start: the environment block
     """
     import pandas as pd
@@ -144,6 +146,7 @@ def _run_tables(record: dict):
     if record["status"] != "ok":
         return run, None, []
     frame = pd.DataFrame(result["steps"], columns=result["step_columns"])
+    frame["ready_ms"] = frame["ready_ms"].astype(float)  # NaN where not measured, or stored before it was
     for name, value in ident.items():
         frame[name] = value
     frame["params"] = result["params"]

@@ -20,8 +20,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from ddpbench.results.schema import (CHECK_FIELDS, COLLECTIVE_COLUMNS, COMPUTE_FIELDS, LAUNCH_FIELDS, RANK_FIGURES,
-                                     RECOVERY_FIELDS, STEP_COLUMNS, TIMED_PHASES, TRACE_COLUMNS, TRACE_FILE_FIELDS)
+from ddpbench.results.schema import (CHECK_FIELDS, COLLECTIVE_COLUMNS, COMPUTE_FIELDS, FIRST_STEP_COLUMNS,
+                                     LAUNCH_FIELDS, LATER_STEP_COLUMNS, RANK_FIGURES, RECOVERY_FIELDS, STEP_COLUMNS,
+                                     TIMED_PHASES, TRACE_COLUMNS, TRACE_FILE_FIELDS)
 
 #: the phases a step row may have (schema.STEP_COLUMNS' ``phase``)
 PHASES = ("warmup", "measure", "nosync", "trace", "phases")
@@ -93,6 +94,14 @@ def wholes_or_none(value: Any) -> list[int] | None:
     return [whole(v) for v in value]
 
 
+def cpus_or_none(value: Any) -> list[int] | None:
+    """A list of CPU ids (whole numbers, none twice), or None."""
+    value = wholes_or_none(value)
+    if value is not None and len(set(value)) != len(value):
+        raise ValueError(f"{_show(value)} names a CPU twice")
+    return value
+
+
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -104,12 +113,14 @@ RANK_NUMBERS = ("peak_rss_mb", "rank_memory_mb", "uss_mb", "pss_mb", "rss_file_m
                 "ddp_backward_compute_comm_overlap_ms", "bytes_sent_per_step", "bytes_recv_per_step",
                 "optimizer_state_mb", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "gemm_peak_flops",
                 "ddp_unused_parameter_bytes", "amp_skipped_steps", "amp_loss_scale", "compile_s", "compiled_graphs",
-                "graph_breaks", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase")
+                "graph_breaks", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase",
+                "involuntary_switches_per_step")
 #: how each stored per-rank figure is checked (strings name how something was known); a figure not
 #: named here is passed on as stored
 RANK_CHECKS: dict[str, Callable] = {
     **{name: finite_or_none for name in RANK_NUMBERS if name in RANK_FIGURES},
     "threads": whole_or_none, "dp_replicas": whole_or_none, "gpus": whole_or_none, "bucket_bytes": wholes_or_none,
+    "affinity": cpus_or_none,
     "checksum": text_or_none, "traffic_source": text_or_none, "trace_error": text_or_none,
     "framework_version": text_or_none, "reduction": text_or_none, "compile_cache": text_or_none,
 }
@@ -207,19 +218,21 @@ def clean_run(record: dict) -> tuple[dict, list[str]]:
 
 
 def _steps(result: dict) -> list[list]:
-    """The step rows in STEP_COLUMNS order, every value checked; Damaged at the first bad one."""
+    """The step rows in STEP_COLUMNS order, every value checked; Damaged at the first bad one. A column
+    added later (LATER_STEP_COLUMNS) that a record lacks reads as NaN, and so does a None in it."""
     columns, rows = result.get("step_columns"), result.get("steps")
-    if not isinstance(columns, list) or any(name not in columns for name in STEP_COLUMNS):
-        raise Damaged(f"result.step_columns {_show(columns)} lack some of {', '.join(STEP_COLUMNS)}")
+    if not isinstance(columns, list) or any(name not in columns for name in FIRST_STEP_COLUMNS):
+        raise Damaged(f"result.step_columns {_show(columns)} lack some of {', '.join(FIRST_STEP_COLUMNS)}")
     if not isinstance(rows, list) or not rows:
         raise Damaged(f"result.steps is {'empty' if rows == [] else _show(rows)}: a finished launch has step rows")
-    at = [columns.index(name) for name in STEP_COLUMNS]
+    at = [columns.index(name) if name in columns else None for name in STEP_COLUMNS]
+    later = len(STEP_COLUMNS) - len(LATER_STEP_COLUMNS)
     clean = []
     for number, row in enumerate(rows):
         if not isinstance(row, list) or len(row) != len(columns):
             raise Damaged(f"result.steps[{number}] is not a row of {len(columns)} values: {_show(row)}")
-        values = [row[i] for i in at]
-        rank, phase, step, *phases, step_ms = values
+        values = [math.nan if i is None else row[i] for i in at]
+        rank, phase, step, *phases, step_ms = values[:later]
         try:
             whole(rank), whole(step)
             if phase not in PHASES:
@@ -231,6 +244,12 @@ def _steps(result: dict) -> list[list]:
                     raise ValueError(f"{name}: {err}") from None
             if not _number(step_ms) or not math.isfinite(step_ms) or step_ms <= 0:
                 raise ValueError(f"step_ms {_show(step_ms)} is not a finite number > 0")
+            for index, name in enumerate(LATER_STEP_COLUMNS, later):
+                try:
+                    if non_negative_or_missing(values[index]) is None:
+                        values[index] = math.nan
+                except ValueError as err:
+                    raise ValueError(f"{name}: {err}") from None
         except ValueError as err:
             raise Damaged(f"result.steps[{number}]: {err}") from None
         clean.append(values)

@@ -1,0 +1,160 @@
+"""The rank's side of the loss budget: when each rank's gradients were ready (``ready_ms``), where each
+rank ran (``affinity``, ``cpu_affinity``) and how often it was switched out. Hooks in this process first,
+then real 2-rank gloo jobs on the CPU (a few seconds each)."""
+
+import math
+import os
+
+import pytest
+import torch
+
+from conftest import ROOT
+from ddpbench.experiment.machine import Machine, resolve
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.results.schema import TIMED_PHASES, launch_record, step_rows
+from ddpbench.results.store import ResultStore
+from ddpbench.results.tables import load_tables
+
+EXAMPLES = sorted(p.parent for p in (ROOT / "reports" / "examples").glob("*/results.jsonl"))
+USABLE = sorted(os.sched_getaffinity(0))
+#: what the timer's own marks may add between the last gradient and the backward's end mark, in ms
+EPSILON_MS = 0.05
+
+
+# ---------------------------------------------------------------------------------------------
+# the hooks in this process
+# ---------------------------------------------------------------------------------------------
+
+def _replica(**fields):
+    from ddpbench.rank.train import build_replica
+    from ddpbench.strategies.base import RankContext
+
+    spec = JobSpec(**{"strategy": "dp", "device": "cpu", "backend": "gloo", "world_size": 1, "model_size": "xs",
+                      "batch_size": 4, "threads_per_rank": 1, **fields})
+    return spec, build_replica(spec, RankContext(0, 0, 1, torch.device("cpu")))
+
+
+def _hooks(module) -> int:
+    return sum(len(p._post_accumulate_grad_hooks or {}) for p in module.parameters())
+
+
+@pytest.mark.parametrize("accum", [1, 2])
+def test_ready_is_noted_inside_the_backward_only_while_the_hooks_are_on(accum):
+    from ddpbench.rank.timing import StepTimer
+    from ddpbench.rank.train import ready_hooks, train_step
+
+    spec, replica = _replica(grad_accum=accum)
+    timer = StepTimer()
+    device = torch.device("cpu")
+    with ready_hooks(replica.module, timer) as hooked:
+        assert hooked == len(list(replica.module.parameters())) == _hooks(replica.module)
+        timer.start()
+        train_step(replica, device, accum, timer.phase)
+        row = timer.stop()
+    # the last gradient of the last micro-step, before that micro-step's backward ended
+    compute = sum(row[p] for p in ("data_ms", "forward_ms", "backward_ms"))
+    assert 0 < row["ready_ms"] <= compute
+    # after the previous micro-steps' backward ended: the last micro-step's last call wins
+    start, *marks = timer._marks
+    last_but_one = [at for name, at in marks if name == "backward_ms"][-2] if accum > 1 else start[1]
+    assert row["ready_ms"] > timer.clock.elapsed_ms(start[1], last_but_one)
+    assert _hooks(replica.module) == 0  # removed on the way out
+    timer.start()  # untimed work (the checks, the regression tasks) runs without them
+    train_step(replica, device, accum, timer.phase)
+    assert math.isnan(timer.stop()["ready_ms"])
+
+
+# ---------------------------------------------------------------------------------------------
+# cpu_affinity in a rank
+# ---------------------------------------------------------------------------------------------
+
+def test_which_cpus_a_rank_gets():
+    from ddpbench.rank.affinity import AffinityError, cpus_for
+
+    assert cpus_for("", 1, 2, [0, 1, 2, 3]) is None
+    assert [cpus_for("spread", r, 2, [0, 1, 2, 3]) for r in range(3)] == [[0, 1], [2, 3], [0, 1]]  # wraps around
+    assert [cpus_for("spread", r, 1, [4, 6]) for r in range(2)] == [[4], [6]]  # of the CPUs the launcher has
+    assert cpus_for("spread", 0, 8, [0, 1]) == [0, 1]
+    assert cpus_for("0-2,5", 3, 1, range(8)) == [0, 1, 2, 5]
+    with pytest.raises(AffinityError, match="cpu_affinity '9' names CPUs 9 that this rank may not run on"):
+        cpus_for("9", 0, 1, [0, 1])
+
+
+# ---------------------------------------------------------------------------------------------
+# real jobs: 2 ranks, gloo, CPU
+# ---------------------------------------------------------------------------------------------
+
+def _launch(tmp_path, machine=None, **fields):
+    from ddpbench.launch.spawn import SpawnLauncher
+
+    spec = resolve(JobSpec(**{"world_size": 2, "model_size": "xs", "batch_size": 8, "warmup_steps": 1, "steps": 4,
+                              "threads_per_rank": 1, "backend": "gloo", "device": "cpu", "check_steps": 0, **fields}),
+                   machine or Machine.here())
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return spec, SpawnLauncher().launch(spec, 0, work, tmp_path / "logs", timeout_s=120)
+
+
+def test_a_ddp_job_records_when_each_rank_s_gradients_were_ready(tmp_path):
+    spec, outcome = _launch(tmp_path)
+    assert outcome.status == "ok", outcome.error
+    rows = step_rows(outcome.result)
+    assert {r.phase for r in rows} == {"warmup", "measure", "nosync"}
+    for r in rows:  # every timed step of the built-in training notes it
+        compute = r.data_ms + r.forward_ms + r.backward_ms
+        assert 0 < r.ready_ms <= compute + EPSILON_MS, r
+        assert r.ready_ms > r.data_ms + r.forward_ms, r  # after the forward: in the backward
+    # it is not a phase: the phases still add up to the step
+    for r in rows:
+        assert math.isclose(sum(getattr(r, p) for p in TIMED_PHASES), r.step_ms, rel_tol=1e-6, abs_tol=1e-6)
+    ranks = outcome.result["ranks"]
+    assert [r["affinity"] for r in ranks] == [USABLE, USABLE]  # nothing pinned: what the launcher had
+    assert all(r["involuntary_switches_per_step"] >= 0 for r in ranks)
+    # stored and loaded: a float column of the steps table, the figures in the ranks table
+    store = ResultStore(tmp_path / "out")
+    store.start_sweep({}, {"name": "ready"})
+    store.append(launch_record(spec, 0, status="ok", result=outcome.result))
+    steps, _, ranks_table, _ = load_tables(tmp_path / "out")
+    assert steps["ready_ms"].dtype == float and steps["ready_ms"].notna().all()
+    assert list(ranks_table["affinity"]) == [USABLE, USABLE]
+    assert ranks_table["involuntary_switches_per_step"].notna().all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fields", [{"find_unused_parameters": True}, {"static_graph": True},
+                                    {"gradient_as_bucket_view": True}, {"grad_accum": 2}, {"precision": "fp16"},
+                                    {"check_steps": 2}])
+def test_ddp_settings_keep_working_with_the_ready_hooks(tmp_path, fields):
+    _, outcome = _launch(tmp_path, **fields)
+    assert outcome.status == "ok", outcome.error
+    rows = [r for r in step_rows(outcome.result) if r.phase in ("measure", "nosync")]
+    assert all(0 < r.ready_ms <= r.data_ms + r.forward_ms + r.backward_ms + EPSILON_MS for r in rows)
+
+
+@pytest.mark.skipif(len(USABLE) < 2, reason="needs 2 usable CPUs")
+@pytest.mark.parametrize("setting, expected", [("spread", [[USABLE[0]], [USABLE[1]]]),
+                                               (str(USABLE[-1]), [[USABLE[-1]], [USABLE[-1]]])])
+def test_a_rank_runs_on_the_cpus_the_job_asked_for(tmp_path, setting, expected):
+    _, outcome = _launch(tmp_path, cpu_affinity=setting)
+    assert outcome.status == "ok", outcome.error
+    assert [r["affinity"] for r in sorted(outcome.result["ranks"], key=lambda r: r["rank"])] == expected
+
+
+def test_cpus_a_rank_may_not_use_fail_it_with_the_reason(tmp_path):
+    # resolved where the machine's CPUs are not known (as for Slurm's compute nodes): the rank finds out
+    _, outcome = _launch(tmp_path, machine=Machine(cores=2, cuda_devices=0), world_size=1, cpu_affinity="4095")
+    assert outcome.status == "failed"
+    assert "cpu_affinity '4095' names CPUs 4095 that this rank may not run on" in outcome.error
+
+
+# ---------------------------------------------------------------------------------------------
+# folders written before ready_ms
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("folder", EXAMPLES, ids=lambda p: p.name)
+def test_folders_written_before_ready_ms_load_with_it_missing(folder):
+    steps, _, ranks, _ = load_tables(folder)
+    assert len(steps) and "ready_ms" in steps.columns and steps["ready_ms"].isna().all()
+    assert steps["ready_ms"].dtype == float
+    if len(ranks):
+        assert ranks["affinity"].isna().all() and ranks["involuntary_switches_per_step"].isna().all()
