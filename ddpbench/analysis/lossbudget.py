@@ -128,14 +128,14 @@ def sentence(row) -> str:
         body = "no line of the budget is measurable beyond the noise"
     else:
         body = ", ".join(f"{x.words} {x.ms:.1f} ms ({100 * share(row, x):.0f} %{_unnamed(row, x)})" for x in shown)
-    # a line the launches did not resolve is named, never quoted as a time: where its interval reaches a
-    # material share of the step, the launches cannot tell whether it matters
+    # a line the launches did not resolve is never quoted alone: where its interval reaches a material share
+    # of the step, its point stands with that interval, under "cannot tell"
     step = _num(row, "step_ms_mean")
     unresolved = [x for x in lines(row) if x not in shown and not is_measured(row, x)]
     open_ = [x for x in unresolved if known(x.high) and step > 0 and x.high >= MATERIAL_SHARE * step]
     if open_:
         body += "; cannot tell from the noise: " + ", ".join(
-            f"{x.words} (95 % CI {x.low:.1f} to {x.high:.1f} ms)" for x in open_)
+            f"{x.words} {x.ms:.1f} ms (95 % CI {x.low:.1f} to {x.high:.1f} ms)" for x in open_)
     small = [x for x in lines(row) if x not in shown and x not in open_]
     if small:
         body += f"; {len(small)} other line(s) within the noise or smaller"
