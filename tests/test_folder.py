@@ -96,7 +96,7 @@ def test_the_report_check_and_the_sweep_end_load_and_summarise_once(calls, capsy
     assert calls == {**NOTHING, "summarize": 2, "load_tables": 2, "diagnose": 2, "held_out_check": 2, "cost_model": 2,
                      "audit_findings": 1, "headline": 2}
     out = capsys.readouterr().out
-    assert ("6 finding(s) and the verdict over 4 job(s): 0 problem(s) against the figures re-derived from the records"
+    assert ("8 finding(s) and the verdict over 4 job(s): 0 problem(s) against the figures re-derived from the records"
             in out and "verdict:" in out)
 
 
@@ -159,9 +159,9 @@ def test_the_object_concludes_once_what_the_analysis_gives_of_its_tables():
     direct = diagnosis_module.diagnose(measured.summary, model.shown_projection, model.primary_checks,
                                        held_out_check(network_table(measured.summary, measured.ranks)),
                                        link=fit_collectives(measured.collectives))
-    assert [f.text for f in measured.findings] == [f.text for f in direct] and len(direct) == 6
+    assert [f.text for f in measured.findings] == [f.text for f in direct] and len(direct) == 8
     assert measured.verdict == verdict_module.headline(direct, measured.summary)
-    assert [label for label, _ in measured.verdict] == ["scaling", "top cause", "best setting"]
+    assert [label for label, _ in measured.verdict] == ["scaling", "lost time", "top cause", "best setting"]
     assert measured.contradictions == claims_module.audit_findings((measured.steps, measured.runs, measured.ranks), direct,
                                                                   measured.verdict) == []
     # kept: asking again gives the same objects

@@ -94,9 +94,8 @@ def command(args) -> int:
                       args.inter_latency_us)
     if args.from_dir is not None:
         from ddpbench.analysis.costmodel import versus_report
-        from ddpbench.results.sanitize import printable, without_controls
-
         from ddpbench.analysis.lossbudget import cluster_words
+        from ddpbench.results.sanitize import printable, without_controls
 
         found, summary = _measured(args.from_dir)
         for measured in found:
@@ -105,8 +104,8 @@ def command(args) -> int:
             _answer(args, f"{printable(measured.label)} as measured in {args.from_dir} (DDP's own buckets at "
                     f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work, cluster)
             print(without_controls(versus_report(measured, compute)))  # it names the stored workload
-            job = summary[summary["key"] == measured.job_key] if measured.job_key and "key" in summary else None
-            words = cluster_words(job.iloc[0]) if job is not None and len(job) else ""
+            job = summary[summary["key"] == measured.job_key] if measured.job_key and "key" in summary else []
+            words = cluster_words(job.iloc[0]) if len(job) else ""
             if words:  # this model gives every device the compute alone: what the budget says of that
                 print(f"of the loss budget measured at world size {measured.measured_world_size}: {words}")
         return 0

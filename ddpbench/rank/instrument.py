@@ -142,11 +142,9 @@ class Instrument(StepEnds):
         self._scaler_stepped = self._stepped_since_update = False
         #: the rank's memory at the end of the measured steps (before the no-sync snapshot), see ScriptRank
         self.memory: dict | None = None
-        #: the CPUs the rank may run on, read as the measured steps start, and its involuntary context
-        #: switches per measured step (:mod:`ddpbench.rank.affinity`)
-        self.affinity: list[int] | None = None
-        self.switches_per_step: float | None = None
-        self._switches: int | None = None
+        #: the CPUs the rank may run on as the measured steps start, its involuntary context switches per
+        #: measured step (:mod:`ddpbench.rank.affinity`)
+        self.affinity, self.switches_per_step, self._switches = None, None, None
         self._undo: list = []
         self._hooks: list = []
         self._step_hooks: list = []

@@ -21,6 +21,7 @@ of the step, which is the only synchronisation point.
 from __future__ import annotations
 
 import math
+import contextlib
 import time
 
 
@@ -170,3 +171,26 @@ class CudaEventClock:
 def clock_for(device) -> HostClock | CudaEventClock:
     """Host timers lie when kernels run asynchronously: use events on CUDA."""
     return CudaEventClock() if device.type == "cuda" else HostClock()
+
+
+@contextlib.contextmanager
+def ready_hooks(module, timer):
+    """While inside: every trainable parameter of ``module`` calls ``timer.ready()`` when its gradient
+    has been accumulated (the step's last call is its ``ready_ms``). Removed on the way out.
+
+    A parameter that is not a leaf of autograd (a sharded strategy's view of a flat parameter) takes
+    no hook; a step in which no hooked parameter got a gradient has no ``ready_ms`` (NaN)."""
+    mark = timer.ready
+    handles = []
+
+    def hook(_param) -> None:
+        mark()
+
+    try:
+        for param in module.parameters():
+            if param.requires_grad and param.is_leaf:
+                handles.append(param.register_post_accumulate_grad_hook(hook))
+        yield len(handles)
+    finally:
+        for handle in handles:
+            handle.remove()

@@ -16,7 +16,7 @@ What :func:`ddpbench.rank.protocol.serve` runs in every rank of a training launc
 
 Every timed step of the warmup, measure and nosync phases also notes when this rank's last gradient
 of the step was accumulated (``ready_ms``: a post-accumulate-grad hook on every trainable parameter,
-:func:`ready_hooks`), before DDP's end-of-backward wait for the all-reduce; the untimed steps (the
+:func:`~ddpbench.rank.timing.ready_hooks`), before DDP's end-of-backward wait for the all-reduce; the untimed steps (the
 checks, a compile step, the regression tasks) and the traced ones run without those hooks.
 
 The job's ``cpu_affinity`` is applied before torch starts its threads, and each rank records the CPUs
@@ -43,7 +43,7 @@ from ddpbench.rank.devices import gpu_memory, own_memory_mb, peak_rss_mb, take_r
 from ddpbench.rank.precision import CompileWatch, Precision, compile_module, use_compile_cache
 from ddpbench.rank.protocol import Job, Tracked, join_process_group
 from ddpbench.rank.recovery import Recovery
-from ddpbench.rank.timing import StepTimer, clock_for
+from ddpbench.rank.timing import StepTimer, clock_for, ready_hooks
 from ddpbench.results.schema import TIMED_PHASES, training_result
 from ddpbench.strategies import create as create_strategy
 from ddpbench.strategies import strategy_class
@@ -103,29 +103,6 @@ def build_replica(spec, ctx, before_wrap=None) -> Replica:
 
 #: the phases whose steps note ``ready_ms`` (the timed steps of the built-in training)
 READY_PHASES = ("warmup", "measure", "nosync")
-
-
-@contextlib.contextmanager
-def ready_hooks(module, timer):
-    """While inside: every trainable parameter of ``module`` calls ``timer.ready()`` when its gradient
-    has been accumulated (the step's last call is its ``ready_ms``). Removed on the way out.
-
-    A parameter that is not a leaf of autograd (a sharded strategy's view of a flat parameter) takes
-    no hook; a step in which no hooked parameter got a gradient has no ``ready_ms`` (NaN)."""
-    mark = timer.ready
-    handles = []
-
-    def hook(_param) -> None:
-        mark()
-
-    try:
-        for param in module.parameters():
-            if param.requires_grad and param.is_leaf:
-                handles.append(param.register_post_accumulate_grad_hook(hook))
-        yield len(handles)
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 def no_phase(name: str):
