@@ -156,6 +156,8 @@ def straggler(row) -> Estimate | None:
     elif named and _num(row, "barrier_wait_ms") > 0:
         # no budget (no world-size-1 baseline): what each step waited at the barrier, with no interval
         return _budget_straggler(row, lossbudget.Line("straggler", _num(row, "barrier_wait_ms"), math.nan, math.nan))
+    if barrier_measured(row):
+        return None  # the barrier was read and named no rank: a rank slower alone is not one the others waited for
     ranks = row.get("straggler_ranks")
     excess = _num(row, "straggler_excess_ms")
     if ranks is None or not len(ranks) or not excess > 0:
@@ -168,10 +170,18 @@ def straggler(row) -> Estimate | None:
                     f"rank {who} computes {excess:.1f} ms a step longer than the others, who wait for it")
 
 
+def barrier_measured(row) -> bool:
+    """Whether the ranks' readiness at the barrier was measured (``ready_ms``): then only a rank the barrier
+    names is one the others waited for."""
+    return _num(row, "barrier_rank") == _num(row, "barrier_rank")
+
+
 def _budget_straggler(row, wait) -> Estimate | None:
     r = int(_num(row, "barrier_rank"))
-    if str(row.get("strategy")).startswith("master") and r == 0:
-        return None  # the master averages for everyone: the master cause, not a straggler
+    if str(row.get("strategy")).startswith("master"):
+        # master aggregation makes the ranks unequal by design (rank 0 averages for everyone, the others
+        # send as backward runs): the master cause, not a straggler
+        return None
     why = row.get("barrier_cause")
     why = why if isinstance(why, str) and why in BARRIER_FIXES else "compute"
     share, late = _num(row, "barrier_last_share"), _num(row, "barrier_rank_wait_ms")

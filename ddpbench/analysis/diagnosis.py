@@ -343,6 +343,13 @@ def _stragglers(summary):
         text = (f"Rank {who} of {_strategy(row)} with {_config(row)}{settings} at world size "
                 f"{int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower than the other ranks in most "
                 f"steps.{why}")
+        if causes.barrier_measured(row):  # its own compute was slower, yet the others did not wait for it
+            detail = str(row.get("barrier_cause_detail") or "").removeprefix("no rank named: ")
+            out.append(Finding("straggler", "info", f"Rank {who} of {_strategy(row)} with {_config(row)}{settings} "
+                               f"at world size {int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower "
+                               f"than the other ranks under no_sync() in most steps, but through the barrier no rank stood out ({detail}): "
+                               "not blamed."))
+            continue
         estimate = causes.straggler(row)
         if estimate is None:
             out.append(Finding("straggler", "warn", text))
@@ -364,9 +371,10 @@ def _barrier_straggler(summary, row):
     estimate = causes.straggler(row)
     if estimate is None or estimate.cause != "straggler":
         detail = row.get("barrier_cause_detail") or f"rank {int(row['barrier_rank'])} was most often last"
-        return Finding("straggler", "info", f"The rank everyone waited for in {where}: {detail}; what the others "
-                       "waited for it is not measurable beyond the noise (the loss budget's wait for the slowest "
-                       "rank).")
+        why = ("master aggregation makes the ranks unequal by design (the master cause), so it is not blamed as a "
+               "straggler" if str(row.get("strategy")).startswith("master") else "what the others waited for it is "
+               "not measurable beyond the noise (the loss budget's wait for the slowest rank)")
+        return Finding("straggler", "info", f"The rank everyone waited for in {where}: {detail}; {why}.")
     text = f"Rank {int(row['barrier_rank'])} is the rank everyone waited for in {where}: {estimate.detail}."
     if blames(row, estimate):
         return blame("straggler", row, estimate, text)

@@ -133,3 +133,41 @@ def derive_budgets(figures, by_key_steps: dict) -> dict:
                               math.nan, math.nan)
         out[key] = budget
     return out
+
+
+def derive_barriers(by_key_steps: dict) -> dict:
+    """key -> the barrier's figures of every multi-rank job whose measured steps carry ``ready_ms``: the
+    rank most often last to have its gradients ready, the share of steps it was, how much later than the
+    other ranks' mean it was on them (ms, and in % of the mean step), the mean lateness of every step's
+    last rank, and on its steps the last rank's data, forward and backward (ready - data - forward)
+    beyond the others' mean."""
+    out = {}
+    for key, mine in by_key_steps.items():
+        rows = mine[mine["phase"] == "measure"]
+        if "ready_ms" not in rows or rows["ready_ms"].isna().all():
+            rows = mine[mine["phase"] == "phases"]  # a script's steps with its phases timed
+        if "ready_ms" not in rows or rows["ready_ms"].isna().all() or rows["rank"].nunique() < 2:
+            continue
+        rows = rows.assign(rest=rows["ready_ms"] - rows["data_ms"].fillna(0) - rows["forward_ms"].fillna(0))
+        lates, last_of = [], []
+        parts = {"data_ms": [], "forward_ms": [], "rest": []}
+        for _, step in rows.groupby(["repeat", "step"]):
+            if step["ready_ms"].notna().sum() < 2:
+                continue
+            i = step["ready_ms"].to_numpy().argmax()
+            last, others = step.iloc[i], step.drop(step.index[i])
+            last_of.append(int(last["rank"]))
+            lates.append(float(last["ready_ms"] - others["ready_ms"].mean()))
+            for c in parts:
+                parts[c].append(float(last[c] - others[c].mean()))
+        if not last_of:
+            continue
+        counts = pd.Series(last_of).value_counts()
+        rank = int(min(r for r in counts.index if counts[r] == counts.max()))
+        mask = np.asarray(last_of) == rank
+        step_ms = float(mine[mine["phase"] == "measure"].groupby(["repeat", "step"])["step_ms"].max().mean())
+        late = float(np.mean(np.asarray(lates)[mask]))
+        out[key] = {"rank": rank, "share": float(mask.mean()), "late_ms": late, "wait_ms": float(np.mean(lates)),
+                    "late_pct": 100 * late / step_ms if step_ms > 0 else math.nan,
+                    **{f"excess_{c}": float(np.mean(np.asarray(v)[mask])) for c, v in parts.items()}}
+    return out

@@ -61,7 +61,7 @@ def check_directions(fig: Figures, claim: Claim, keys) -> list[Problem]:
 
     for m in _THAN.finditer(text):
         word, start = m.group(2), text.rfind(":", 0, m.start())
-        if m.group(3):
+        if m.group(3) and _caps(m.group(3)):  # "than the default 25 MB": caps against caps (not "the other ranks")
             named = _caps(text[start + 1:m.start()]) | _caps(m.group(3))
             ran = {float(fig.rec(k)["bucket_cap_mb"]) for k in keys if fig.rec(k)["world_size"] > 1}
             if named and ran and not named <= ran:

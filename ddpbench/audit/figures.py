@@ -238,9 +238,16 @@ def derive(source) -> Figures:
 
 
 def _add_budgets(figures: Figures, by_key_steps: dict) -> None:
-    """``budget_<line>`` (and ``_low``/``_high``) of every multi-rank job with a baseline (:mod:`.budget`)."""
-    from ddpbench.audit.budget import derive_budgets
+    """``budget_<line>`` (and ``_low``/``_high``) of every multi-rank job with a baseline, and ``barrier_<figure>``
+    of every multi-rank job whose steps carry ``ready_ms`` (:mod:`.budget`)."""
+    from ddpbench.audit.budget import derive_barriers, derive_budgets
 
+    for key, barrier in derive_barriers(by_key_steps).items():
+        for name, value in barrier.items():
+            if f"barrier_{name}" not in figures.jobs:
+                figures.jobs[f"barrier_{name}"] = math.nan
+            if key in figures.jobs.index:
+                figures.jobs.at[key, f"barrier_{name}"] = value
     for key, budget in derive_budgets(figures, by_key_steps).items():
         for line, (value, low, high) in budget.items():
             for suffix, v in (("", value), ("_low", low), ("_high", high)):

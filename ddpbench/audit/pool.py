@@ -74,6 +74,13 @@ def budget_figures(r: dict, key, pool: dict) -> None:
             _add(pool, "%", 100 * value / loss, f"{line} line of {key} in % of its loss", family="loss")
     if loss == loss:
         _add(pool, "ms", r.get("step_ms", math.nan) - loss, f"the baseline {key}'s loss is over")
+    # the barrier: the rank most often last to have its gradients ready
+    _add(pool, "%", 100 * r.get("barrier_share", math.nan), f"share of {key}'s steps its last-ready rank was last",
+         family="share")
+    _add(pool, "%", r.get("barrier_late_pct", math.nan), f"{key}'s last-ready rank's lateness in % of the step",
+         family="share")
+    for name in ("late_ms", "wait_ms", "excess_data_ms", "excess_forward_ms", "excess_rest"):
+        _add(pool, "ms", r.get(f"barrier_{name}", math.nan), f"barrier {name} of {key}")
 
 
 def job_figures(fig: Figures, key, pool: dict) -> None:
