@@ -90,18 +90,20 @@ def _named(last: pd.DataFrame, step_of: pd.Series) -> pd.Series:
 
 def slowest_ranks(steps: pd.DataFrame, rows: pd.DataFrame, order: pd.Series) -> pd.Series:
     """Per (key, repeat): the rank the others waited for, left out of "the others" -- the job's rank named
-    at the barrier (``ready_ms``; :func:`last_ready`), else the rank whose reference step (``order`` of
-    ``rows``) was the slowest by the same rule -- or NaN where no rank stands out: then every rank is one
-    of the others. Chosen per job, never per launch or step: the slowest of ranks that scatter alike is
+    at the barrier (``ready_ms``; :func:`last_ready`), or, for a job whose readiness was not measured, the
+    rank whose reference step (``order`` of ``rows``) was the slowest by the same rule -- or NaN where no
+    rank stands out: then every rank is one of the others. Chosen per job, never per launch or step: the slowest of ranks that scatter alike is
     slower by selection, and leaving it out would understate what sharing did to every rank."""
     frame = rows[[*_KEYS, "rank"]].reset_index(drop=True).assign(_order=order.to_numpy(dtype=float))
     measure = steps[steps["phase"] == "measure"]
     step_of = measure.groupby(_KEYS, sort=False)["step_ms"].max().groupby(level="key").mean()
-    named = _named(last_ready(steps), step_of)
-    if len(frame):  # no rank named at the barrier: the reference steps' slowest, by the same rule
+    last = last_ready(steps)
+    named = _named(last, step_of)
+    if len(frame):  # a job whose readiness was not measured (no ready_ms): its reference steps, by the same rule
         wide = frame.assign(ready_ms=frame["_order"], phase="measure")
         by_ref = _named(last_ready(wide), step_of)
-        named = named.combine_first(by_ref) if len(named) else by_ref
+        by_ref = by_ref[~by_ref.index.isin(set(last["key"]))]
+        named = pd.concat([named, by_ref]) if len(named) else by_ref
     launches = frame[_LAUNCH].drop_duplicates()
     return pd.Series(launches["key"].map(named).to_numpy(dtype=float),
                      index=pd.MultiIndex.from_frame(launches), name="rank")
