@@ -306,7 +306,21 @@ def faults_cpu() -> dict:
             "clean": WORDS[len(clean)],
             "ok": WORDS[int(estimated["estimate_ok"].astype(bool).sum())], "estimated": WORDS[len(estimated)],
             "estimate": f1(small["estimate_ms"]), "gain": f1(small["gain_ms"]),
-            "low": f1(small["gain_low_ms"]), "high": f1(small["gain_high_ms"])}
+            "low": f1(small["gain_low_ms"]), "high": f1(small["gain_high_ms"]), **_barrier_score(score)}
+
+
+def _barrier_score(score: pd.DataFrame) -> dict:
+    """The loss budget's and the barrier's part of the fault suite's score."""
+    budgets = score[score["budget_hit"].notna()]
+    named, unnamed = score[score["expect_rank"].notna()], score[score["expect_rank"].isna() & (score["launches"] > 0)]
+    straggler, stall = row(score, case="straggler"), row(score, case="data-stall")
+    return {"budget_hit": str(int(budgets["budget_hit"].astype(bool).sum())), "budgets": str(len(budgets)),
+            "named": str(int(named["rank_right"].sum())), "named_of": str(int(named["launches"].sum())),
+            "unnamed_wrong": str(int((unnamed["launches"] - unnamed["rank_right"]).sum())),
+            "unnamed_of": str(int(unnamed["launches"].sum())),
+            "straggler_low": f1(straggler["gain_low_ms"]), "straggler_high": f1(straggler["gain_high_ms"]),
+            "stall_error": f1(-100 * stall["estimate_error"]), "stall_low": f1(stall["gain_low_ms"]),
+            "stall_high": f1(stall["gain_high_ms"])}
 
 
 def trace_cpu() -> dict:
@@ -496,7 +510,7 @@ QUOTES: list[tuple[str, str]] = [
     (EXAMPLES, "every launch of its {gpu[jobs]} jobs and the collectives at world size 1"),
     (EXAMPLES, "(16 launches, while other agents shared the 2 cores;".replace("16", "{precision[launches]}")),
     (EXAMPLES, "(`experiments/consistency.toml`: {consistency[configurations]} unplanted configurations, "
-               "{consistency[jobs]} jobs, {consistency[launches]} launches each, while other work shared the cores) "
+               "{consistency[jobs]} jobs, {consistency[launches]} launches each) "
                "and its `consistency.md`: {consistency[problems]} problems the independent checker"),
     # gpu-h100, gpu-trace-frameworks-h100, models
     (EXAMPLES, "{gpu[dirty_launches]} of its launches from the code of commit 0819227 with changes not yet "
@@ -640,6 +654,14 @@ QUOTES: list[tuple[str, str]] = [
                           "the {faults[estimated]} estimates are within 20 % of the measured gain (small-buckets: "
                           "{faults[estimate]} ms estimated, {faults[gain]} ms measured, 95 % CI {faults[low]} to "
                           "{faults[high]})"),
+    ("docs/diagnosis.md", "The loss budget's largest line is the planted one in {faults[budget_hit]} of "
+                          "{faults[budgets]} cases that expect one, and the rank named through the barrier is the "
+                          "planted one in {faults[named]} of {faults[named_of]} launches of the two planted stragglers"),
+    ("docs/diagnosis.md", "a single launch of a case without a planted straggler names a rank in "
+                          "{faults[unnamed_wrong]} of {faults[unnamed_of]} launches"),
+    ("docs/diagnosis.md", "measures the gain only to within 95 % CI {faults[straggler_low]} to {faults[straggler_high]} ms"),
+    ("docs/diagnosis.md", "(underestimated, by {faults[stall_error]} %): the measured gain's interval "
+                          "({faults[stall_low]} to {faults[stall_high]} ms) holds"),
     ("docs/precision.md", "- bf16 makes one rank {precision[one]}x as fast. - The 2-rank job is {precision[two]}x as "
                           "fast. - Exposed communication falls from {precision[exposed_fp32]} % of the step to "
                           "{precision[exposed_bf16]} %, and efficiency rises from {precision[eff_fp32]} % to "
