@@ -15,7 +15,11 @@ from ddpbench.results.schema import TIMED_PHASES, launch_record, step_rows
 from ddpbench.results.store import ResultStore
 from ddpbench.results.tables import load_tables
 
-EXAMPLES = sorted(p.parent for p in (ROOT / "reports" / "examples").glob("*/results.jsonl"))
+#: the committed examples measured before ready_ms, affinity and the switch counts were recorded
+EXAMPLES = sorted(p.parent for p in (ROOT / "reports" / "examples").glob("*/results.jsonl")
+                  if p.parent.name != "consistency-cpu")
+#: ... and one measured after: every rank's step carries them
+MEASURED_WITH = ROOT / "reports" / "examples" / "consistency-cpu"
 USABLE = sorted(os.sched_getaffinity(0))
 #: what the timer's own marks may add between the last gradient and the backward's end mark, in ms
 EPSILON_MS = 0.05
@@ -158,3 +162,12 @@ def test_folders_written_before_ready_ms_load_with_it_missing(folder):
     assert steps["ready_ms"].dtype == float
     if len(ranks):
         assert ranks["affinity"].isna().all() and ranks["involuntary_switches_per_step"].isna().all()
+
+
+def test_a_folder_measured_with_ready_ms_has_it_on_every_timed_step_of_the_built_in_loop():
+    steps, _, ranks, _ = load_tables(MEASURED_WITH)
+    timed = steps[steps["phase"].isin(("measure", "nosync"))]
+    assert timed["ready_ms"].notna().all() and (timed["ready_ms"] > 0).all()
+    # ready before the step ended: the gradients are in before the optimizer runs
+    assert (timed["ready_ms"] <= timed["step_ms"] - timed["optimizer_ms"] + 1e-6).all()
+    assert ranks["affinity"].map(lambda a: isinstance(a, list) and len(a) > 0).all()
