@@ -175,12 +175,6 @@ def test_barrier_sentence_without_ready_times_is_empty():
     assert list(budget_rows(sweep())["key"]) == ["full", "partial"]
 
 
-def test_the_names_agree_with_the_analysis():
-    budget = pytest.importorskip("ddpbench.analysis.budget")
-    assert budget.BUDGET_LINES == BUDGET_LINES
-    assert (*budget.BUDGET_COLUMNS, *budget.BARRIER_COLUMNS) == BUDGET_COLUMNS
-
-
 def test_export_carries_the_budget(monkeypatch, tmp_path):
     import dataclasses
 

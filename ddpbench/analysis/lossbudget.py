@@ -17,16 +17,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ddpbench.analysis.budget import BUDGET_LINES
 from ddpbench.analysis.wording import cannot_tell, known, launches, measurable, noise_floor_ms, not_measurable
 
-#: the budget's lines, in the budget's order, with their words (``budget.BUDGET_LINES``)
-NAMES = {"contention": "compute slowed by sharing",
-         "sync_compute": "compute slowed by communication beside it",
-         "comm": "exposed communication",
-         "data": "data wait that grew",
-         "straggler": "waiting for the slowest rank",
-         "overhead": "optimizer and framework",
-         "residual": "residual"}
+#: the budget's lines, in the budget's order, with their words
+NAMES = BUDGET_LINES
 #: the lines that a cause's fix can recover (the residual is shown, never blamed)
 CAUSED = ("contention", "sync_compute", "comm", "data", "straggler", "overhead")
 #: the lines a bigger cluster of the same devices keeps (each rank still waits for the link and the slowest)

@@ -12,21 +12,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-#: the budget's lines in the order they add up, and their names in words (the analysis's
-#: ``BUDGET_LINES``; tests/test_report_budget.py checks the two agree where both exist)
-BUDGET_LINES = {"contention": "compute slowed by sharing",
-                "sync_compute": "compute slowed by communication beside it",
-                "comm": "exposed communication",
-                "data": "data wait that grew",
-                "straggler": "waiting for the slowest rank",
-                "overhead": "optimizer and framework",
-                "residual": "residual"}
+from ddpbench.analysis import budget
+from ddpbench.analysis.budget import BUDGET_LINES
+
 #: the summary columns of the budget and of the rank everyone waited for, in the order export carries them
-BUDGET_COLUMNS = (
-    "budget_baseline_ms",
-    *(f"{name}{end}" for name in ("loss_ms", *(f"loss_{line}_ms" for line in BUDGET_LINES)) for end in ("", "_low", "_high")),
-    "budget_top", "budget_note", "barrier_rank", "barrier_last_share", "barrier_wait_ms", "barrier_rank_wait_ms",
-    "barrier_launch_ranks", "barrier_cause", "barrier_cause_detail")
+BUDGET_COLUMNS = (*budget.BUDGET_COLUMNS, *budget.BARRIER_COLUMNS)
 #: what a summary must hold to show a budget at all
 REQUIRED = ("budget_baseline_ms", "loss_ms", *(f"loss_{line}_ms" for line in BUDGET_LINES))
 #: what a summary without the budget's columns shows instead (one line)
