@@ -4,11 +4,14 @@ Both loops run in the same ranks, on the same DDP model, optimizer and DataLoade
 alternating blocks (ABAB... with the order flipped each round), so machine noise hits both
 alike. The bare loop is the textbook one (next batch, forward, loss, backward, step, zero_grad)
 timed only around the whole block; the harness block is ddpbench's own timed loop
-(``TrainingRank.run_steps``: per-phase timers and a row per step).
+(``TrainingRank.run_steps``: per-phase timers, a row per step, and the post-accumulate-grad hook on
+every trainable parameter that gives ``ready_ms``); a third block runs the same loop without those
+hooks (a phase that does not note readiness), so that their own cost shows.
 
     python benchmarks/harness_overhead.py [--model-size m] [--world-size 2] [--steps 30] [--rounds 8]
 
-Prints the per-step time of each and the median ratio harness/bare over rounds (target <= 1.03).
+Prints the per-step time of each and the median ratio harness/bare over rounds (target <= 1.03), and
+the readiness hooks' share: harness / harness without them.
 """
 
 from __future__ import annotations
@@ -24,12 +27,18 @@ from pathlib import Path
 import torch.multiprocessing as mp
 
 
+#: a phase of the timed loop that notes no readiness (not one of train.READY_PHASES): no hooks
+UNHOOKED = "unhooked"
+
+
 def bare_loop(run, steps: int) -> None:
-    replica, loss_fn = run.replica, run.loss_fn
-    model, optimizer, loader = replica.model, replica.optimizer, replica.loader
+    from ddpbench.workloads.data import forward
+
+    replica = run.replica
+    model, optimizer, loader, loss_fn = replica.model, replica.optimizer, replica.loader, replica.workload.loss
     for _ in range(steps):
-        _, inputs, labels = loader.next()
-        loss = loss_fn(model(inputs), labels)
+        inputs, target = loader.next()
+        loss = loss_fn(forward(model, inputs), target)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -52,9 +61,9 @@ def rank_main(rank: int, args, port: int, queue) -> None:
     run.progress = Progress(progress_path(Path(args.progress_dir), rank))  # as serve() gives every rank
     run.setup()
     bare_loop(run, 5)  # warm up
-    times = {"bare": [], "harness": []}
+    times = {"bare": [], "harness": [], UNHOOKED: []}
     for round_ in range(args.rounds):
-        order = ("bare", "harness") if round_ % 2 == 0 else ("harness", "bare")
+        order = ("bare", "harness", UNHOOKED) if round_ % 2 == 0 else (UNHOOKED, "harness", "bare")
         for mode in order:
             dist.barrier()
             start = time.perf_counter()
@@ -62,7 +71,7 @@ def rank_main(rank: int, args, port: int, queue) -> None:
                 bare_loop(run, args.steps)
             else:
                 run.rows = []
-                run.run_steps(run.replica, "measure", args.steps)
+                run.run_steps(run.replica, "measure" if mode == "harness" else UNHOOKED, args.steps)
             times[mode].append((time.perf_counter() - start) / args.steps * 1e3)
     if rank == 0:
         queue.put(times)
@@ -101,6 +110,10 @@ def main() -> int:
     print(f"bare loop    {statistics.median(times['bare']):8.2f} ms/step (median of rounds)")
     print(f"ddpbench     {statistics.median(times['harness']):8.2f} ms/step")
     print(f"ratio harness/bare: median {statistics.median(ratios):.4f}, IQR {q[0]:.4f}..{q[2]:.4f}")
+    hooks = [h / u for h, u in zip(times["harness"], times[UNHOOKED])]
+    q = statistics.quantiles(hooks, n=4)
+    print(f"readiness hooks (harness / harness without them): median {statistics.median(hooks):.4f}, "
+          f"IQR {q[0]:.4f}..{q[2]:.4f}")
     print(f"of which the progress file: {write_us:.2f} us per step (one pwrite)")
     return 0
 

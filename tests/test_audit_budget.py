@@ -66,3 +66,19 @@ def test_strong_scaling_is_against_the_ideal_split():
     budget = derive_budgets(figures, {"one": one, "two": two})["two"]
     assert budget["contention"][0] == pytest.approx(0.0, abs=0.5)
     assert budget["loss"][0] == pytest.approx(budget["straggler"][0] + budget["comm"][0], abs=0.5)
+
+
+def test_the_checker_reads_the_barrier_from_ready_ms_itself():
+    from ddpbench.audit.budget import derive_barriers
+
+    # rank 1 plants a 20 ms wait in its data: ready last in every step, 20 ms after rank 0, all of it data
+    two = _rows("two", 2, slow=1, slow_ms=0.0, seed=3)
+    late = (two["rank"] == 1) & (two["phase"] == "measure")
+    two.loc[late, "data_ms"] += 20.0
+    two.loc[late, "ready_ms"] += 20.0
+    barrier = derive_barriers({"two": two})["two"]
+    assert barrier["rank"] == 1 and barrier["share"] == 1.0
+    assert barrier["late_ms"] == pytest.approx(20.0, abs=1.0) and barrier["excess_data_ms"] == pytest.approx(20.0)
+    assert barrier["excess_rest"] == pytest.approx(0.0, abs=1.0)
+    # without ready_ms there is nothing to read
+    assert derive_barriers({"two": _rows("two", 2, ready=False)}) == {}
