@@ -66,7 +66,8 @@ def claims_of(folder: Path) -> list[Claim]:
 
     measured = load(folder)
     findings = measured.findings
-    return [Claim.of(c) for c in (*verdict_claims(findings, measured.verdict), *finding_claims(findings))]
+    return [Claim.of(c) for c in (*verdict_claims(findings, measured.verdict, measured.summary),
+                                  *finding_claims(findings))]
 
 
 def _fmt(value: float, q) -> str:

@@ -13,23 +13,29 @@ def finding_claims(findings: list[Finding]) -> list[dict]:
             for f in findings]
 
 
-def verdict_claims(findings: list[Finding], verdict: list[tuple[str, str]]) -> list[dict]:
+def verdict_claims(findings: list[Finding], verdict: list[tuple[str, str]], summary=None) -> list[dict]:
     """The verdict's lines (:func:`ddpbench.analysis.verdict.headline` of ``findings``: the report's
     top and the sweep's console print the same), each with the finding it was drawn from: the top
-    cause's line carries that finding's job, fix and basis."""
+    cause's line carries that finding's job, fix and basis; the lost-time line the job whose loss
+    budget it quotes (given the ``summary``)."""
+    from ddpbench.analysis.verdict import lost_time_job
+
     cause = top_cause(findings)
     out = []
     for label, text in verdict:
         if label == "top cause" and cause is not None:
             out.append({"text": text, "job": cause.job, "fix_fields": cause.fix_fields, "basis": cause.basis,
                         "kind": "verdict"})
+        elif label == "lost time" and summary is not None:
+            out.append({"text": text, "job": lost_time_job(findings, summary), "kind": "verdict"})
         else:
             out.append({"text": text, "kind": "verdict"})
     return out
 
 
-def audit_findings(folder, findings: list[Finding], verdict: list[tuple[str, str]]) -> list[audit.Problem]:
+def audit_findings(folder, findings: list[Finding], verdict: list[tuple[str, str]],
+                   summary=None) -> list[audit.Problem]:
     """Every problem the independent checker finds in the verdict lines and the diagnosis of
     ``folder`` (a path, or its loaded tables (steps, runs, ranks): the checker re-derives every
-    figure from them)."""
-    return audit.check_folder(folder, [*verdict_claims(findings, verdict), *finding_claims(findings)])
+    figure from them); ``summary`` ties the lost-time line to its job."""
+    return audit.check_folder(folder, [*verdict_claims(findings, verdict, summary), *finding_claims(findings)])

@@ -100,7 +100,7 @@ class Measured:
         against the figures it re-derives from the stored records: what ``report --check`` lists."""
         if not len(self.summary):  # no job: nothing said, nothing to check
             return []
-        return audit_findings((self.steps, self.runs, self.ranks), self.findings, self.verdict)
+        return audit_findings((self.steps, self.runs, self.ranks), self.findings, self.verdict, self.summary)
 
 
 def load(results_dir: str | Path, collectives: bool = True) -> Measured:

@@ -44,6 +44,12 @@ def headline(findings: list[Finding], summary: pd.DataFrame) -> list[tuple[str, 
     return lines
 
 
+def lost_time_job(findings: list[Finding], summary: pd.DataFrame):
+    """The key of the job whose loss budget the verdict's lost-time line quotes (None without one)."""
+    row = _budget_row(top_cause(findings), summary)
+    return None if row is None else row["key"]
+
+
 def _budget_row(cause: Finding | None, summary: pd.DataFrame):
     """The job whose loss budget the verdict quotes: the top cause's, where it has one; else the ok
     multi-rank job with a budget that lost the most; None where no job has a budget."""

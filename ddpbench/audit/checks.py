@@ -144,10 +144,19 @@ FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"), (r"^ ?% of (?
                       (r"^ ?% (?:faster|slower) than the other ranks", "straggler"),
                       (r"^ ?% (?:faster|slower|more|less)\b", "change")],
                 "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"),
-                      (r"^x (?:\S+ )?step time", "step")]}
+                      (r"^x (?:\S+ )?step time", "step")],
+                "ms": [(r"^ ?ms lost\b", "loss")]}
 FAMILY_BEFORE = {"%": [(r"launch-to-launch spread (?:of )?$", "spread"), (r"efficiency (?:is |of )?$", "efficiency"),
                        (r"differ by $", "change"),
-                       (r"ms step \($", "share"), (r"a step \($", "share")]}
+                       (r"ms step \($", "share"), (r"a step \($", "share"),
+                       # the verdict's lost-time line: "compute slowed by sharing 4.2 ms (9 %": of the loss
+                       (r"(?:sharing|beside it|communication|grew|rank|framework) [-+]?\d+(?:\.\d+)? ms \($", "loss")],
+                # the loss budget's lines, named by the words only they use (pool.budget_figures)
+                "ms": [(r"(?:slowed by sharing|compute ran) $", "contention"),
+                       (r"(?:beside it|slowed it by another) $", "sync_compute"), (r"budget counts $", "comm"),
+                       (r"data wait that grew $", "data"),
+                       (r"(?:waiting for the slowest rank|the ranks waited) $", "straggler"),
+                       (r"optimizer and framework $", "overhead"), (r"residual $", "residual")]}
 
 
 def family(text: str, q) -> str:

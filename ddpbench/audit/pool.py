@@ -69,7 +69,7 @@ def budget_figures(r: dict, key, pool: dict) -> None:
     for line in BUDGET:
         value = r.get(f"budget_{line}", math.nan)
         _add(pool, "ms", value, f"{line} line of {key}'s loss budget", r.get(f"budget_{line}_low", math.nan),
-             r.get(f"budget_{line}_high", math.nan))
+             r.get(f"budget_{line}_high", math.nan), family=line)
         if loss == loss and loss > 0 and line != "loss":
             _add(pool, "%", 100 * value / loss, f"{line} line of {key} in % of its loss", family="loss")
     if loss == loss:
@@ -81,6 +81,8 @@ def budget_figures(r: dict, key, pool: dict) -> None:
          family="share")
     for name in ("late_ms", "wait_ms", "excess_data_ms", "excess_forward_ms", "excess_rest"):
         _add(pool, "ms", r.get(f"barrier_{name}", math.nan), f"barrier {name} of {key}")
+    # without a budget, what each step waited at the barrier stands for the wait for the slowest rank
+    _add(pool, "ms", r.get("barrier_wait_ms", math.nan), f"the barrier's wait of {key}", family="straggler")
 
 
 def job_figures(fig: Figures, key, pool: dict) -> None:
