@@ -160,10 +160,11 @@ def test_a_reader_that_leaves_early_gets_no_traceback():
     import subprocess
     import sys
 
-    # ``| head -1``: the pipe closes after the first line; the command stops quietly with 141
+    # ``| true``: the pipe closes before the first line is written (the command's imports take far
+    # longer than this close), so its first write meets a closed pipe: it stops quietly with 141. (After a
+    # first line read, its 1.3 kB could all be written before the close, and it would end 0: a race.)
     proc = subprocess.Popen([sys.executable, "-m", "ddpbench", "whatif", "--compute-ms", "97"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdout.readline()
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141 and "Traceback" not in err, err
