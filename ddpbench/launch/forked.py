@@ -80,7 +80,8 @@ def _single_threaded_env():
 class ForkedRank:
     """One rank forked by the server, running ``argv`` (``--job J --out D``) with exactly ``env``,
     its output in ``log_path``. Like ``Popen``: ``pid``, ``poll()``, ``wait()``; the rank leads its
-    own process group (``os.killpg(rank.pid, ...)``)."""
+    own process group (``os.killpg(rank.pid, ...)``). ``sentinel``: a descriptor readable once the
+    rank has exited (the server writes its exit status there), which the launcher waits on."""
 
     def __init__(self, argv: list[str], env: dict[str, str], log_path: str, target=None):
         from ddpbench.rank.forked import run_rank
@@ -91,6 +92,7 @@ class ForkedRank:
         with _single_threaded_env():  # the server starts with the first rank, and inherits this
             self._process.start()
         self.pid = self._process.pid
+        self.sentinel = self._process.sentinel
 
     def poll(self) -> int | None:
         return self._process.exitcode
