@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.cli.common import add_folder_flags, finite_float
-from ddpbench.cli.sweeping import SweepOptions, add_launcher_flags, launcher_options, run_and_report
+from ddpbench.cli.sweep_options import SweepOptions, add_launcher_flags, launcher_options
+from ddpbench.cli.sweeping import run_and_report
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import load_experiment
 from ddpbench.experiment.overrides import with_job_flags, with_timeout
