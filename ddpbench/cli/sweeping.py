@@ -60,6 +60,8 @@ def _checked_run(experiment, options: SweepOptions, machine, console) -> int:
     console.print(f"[bold]{experiment.name}[/bold]: {len(experiment.jobs)} jobs, "
                   f"{len(pending_launches(experiment.jobs, set(), out_dir))} launches -> {out_dir}/  "
                   f"({machine.cores} cores, {machine.cuda_devices} GPUs)", highlight=False)
+    if options.write_report:  # its imports now, while the first launch waits for the fork server's
+        import ddpbench.report.build  # noqa: F401
     try:
         summary = _run(experiment, options, machine, console)
     except KeyboardInterrupt:
