@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 from ddpbench.cli.common import add_folder_flags, finite_float
-from ddpbench.cli.sweeping import SweepOptions, add_launcher_flags, launcher_options, run_and_report
+from ddpbench.cli.sweep_options import SweepOptions, add_launcher_flags, launcher_options
+from ddpbench.cli.sweeping import run_and_report
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import load_experiment
 from ddpbench.experiment.overrides import with_job_flags, with_timeout
+from ddpbench.launch import forked
 
 DEFAULT_EXPERIMENT = "experiments/quick.toml"
 
@@ -41,10 +44,17 @@ def add_parser(sub) -> None:
 
 def command(args) -> int:
     launcher = launcher_options(args)
+    # the fork server's imports run beside this command's own (torch) and its checks, not before
+    # its first launch; stopped again when no launch of the experiment is forked
+    early = not args.dry_run and launcher.launcher == "spawn" and forked.enabled()
+    if early:
+        forked.start_server()
     machine = launcher.machine()
     emulation = {"emulate_nodes": args.emulate_nodes, "link": args.link, "link_delay_ms": args.link_delay_ms}
     experiment = with_job_flags(with_timeout(load_experiment(args.experiment, machine), args.timeout),
                                 {**emulation, "trace_steps": args.trace_steps})
+    if early and not forked.needed([*experiment.jobs, *(experiment.collectives.specs if experiment.collectives else ())]):
+        forked.stop_server()
     if args.retry_failed and not args.resume:
         raise InputError("command line", "--retry-failed", "runs failed launches of stored results again: give "
                          "--resume with it")
@@ -52,4 +62,8 @@ def command(args) -> int:
                            retry_failed=args.retry_failed,
                            dry_run=args.dry_run, write_report=not args.no_report, launcher=launcher,
                            argv=tuple(args.argv), wait=args.wait, force=args.force, emulation_flags=any(v is not None for v in emulation.values()))
-    return run_and_report(experiment, options, machine)
+    code = run_and_report(experiment, options, machine)
+    # nothing left is garbage worth collecting, and the interpreter's exit would walk every object
+    # of torch, pandas and matplotlib in its last collections (about a second)
+    gc.freeze()
+    return code

@@ -250,7 +250,7 @@ def test_the_docs_hold_the_commands_they_promise():
 def _check_command(argv: list[str]) -> None:
     """Parse ``argv`` as ``python -m ddpbench`` does, then load what it names, without running it."""
     from ddpbench.cli.program import build_parser
-    from ddpbench.cli.sweeping import launcher_options
+    from ddpbench.cli.sweep_options import launcher_options
     from ddpbench.experiment.collectives import parse_collectives
     from ddpbench.experiment.files import read_toml
     from ddpbench.experiment.load import job_spec, load_experiment
