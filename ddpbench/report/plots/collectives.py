@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.experiment.collectives import OPS
-from ddpbench.report.plots.common import COLORS, MARKERS, figure, plain_log_y, save
+from ddpbench.report.plots.common import COLORS, MARKERS, figure, guarded, plain_log_y, save
 
 PLACEMENT_NAMES = {"out": "out-of-place", "in": "in-place"}
 PLACEMENT_STYLES = {"out": "-", "in": "--"}
@@ -90,6 +90,7 @@ def _setting(row, fields) -> str:
     return " ".join(parts)
 
 
+@guarded
 def busbw_by_size(collectives, path) -> Path | None:
     """busbw (GB/s) against size: one panel per op, one line per (world size, placement)."""
     from matplotlib.lines import Line2D
@@ -173,6 +174,7 @@ def _curve_band(rows):
     return band.index.to_numpy(dtype=float), *(band[c].to_numpy(dtype=float) / 1e3 for c in band.columns)
 
 
+@guarded
 def allreduce_with_buckets(collectives, jobs, path) -> Path | None:
     """all_reduce time (ms) against size, log-log, one curve per (device, backend, world size) of
     ``jobs``, each job's buckets marked at their predicted time; below it one strip per job with

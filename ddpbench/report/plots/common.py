@@ -17,12 +17,23 @@ Figures are drawn with matplotlib's object API on an Agg canvas rather than thro
 nothing is left in pyplot's global figure list to close, and a notebook that calls the
 report keeps its own backend. matplotlib is imported inside the functions, so importing the
 figure modules stays cheap.
+
+Every figure function is :func:`guarded`: it draws with the report's rc settings (:data:`RC`: every
+text literal, a ``$`` pair in a label is no mathtext), and while the page is written
+(:func:`leaving_out`) a figure whose values matplotlib cannot place is left out, with one line
+saying why, rather than the page.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -39,6 +50,73 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINE_STYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
 NOISY_RING = "0.6"
 DPI = 110
+#: matplotlib's settings while a figure is drawn: every text literally, as stored (a workload's label
+#: may hold a ``$`` pair that is no mathtext and could not even parse, such as ``$\frac{1$``)
+RC = {"text.parse_math": False}
+#: what a figure's values can make matplotlib raise (a log axis with nothing positive on it, limits or
+#: a canvas past what a float or an image holds): the figure is left out, not the page. Other errors
+#: (a KeyError, a TypeError) are mistakes in the code and propagate.
+UNPLACEABLE = (ValueError, ArithmeticError)
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A figure left out of the page: its file's name and why, the error's first line."""
+
+    figure: str
+    why: str
+
+
+_LEFT_OUT: ContextVar[list[LeftOut] | None] = ContextVar("figures_left_out", default=None)
+
+
+@contextmanager
+def leaving_out() -> Iterator[list[LeftOut]]:
+    """While open, a :func:`guarded` figure that cannot be drawn is left out and listed in the list
+    yielded; outside it, the figure function's error propagates (a test calling one sees it)."""
+    token = _LEFT_OUT.set([])
+    try:
+        yield _LEFT_OUT.get()  # type: ignore[misc]
+    finally:
+        _LEFT_OUT.reset(token)
+
+
+def guarded(draw: Callable[..., Path | None]) -> Callable[..., Path | None]:
+    """The figure function ``draw`` (it has a ``path`` parameter, where its PNG goes) drawn with
+    :data:`RC`; while :func:`leaving_out` is open, one that raises :data:`UNPLACEABLE` returns None
+    (nothing drawn, no PNG at ``path``: a stale one from an earlier report is removed) and is listed."""
+    signature = inspect.signature(draw)
+    if "path" not in signature.parameters:
+        raise TypeError(f"{draw.__qualname__} has no path parameter: it is not a figure function")
+
+    @functools.wraps(draw)
+    def guard(*args, **kwargs):
+        from matplotlib import rc_context
+
+        try:
+            with rc_context(RC):
+                return draw(*args, **kwargs)
+        except UNPLACEABLE as err:
+            left_out = _LEFT_OUT.get()
+            if left_out is None:
+                raise
+            path = Path(signature.bind(*args, **kwargs).arguments["path"])
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:  # a folder planted at that name: the page links no PNG there either way
+                pass
+            left_out.append(LeftOut(path.name, one_line(err)))
+            return None
+
+    guard.guarded = True  # type: ignore[attr-defined]
+    return guard
+
+
+def one_line(err: BaseException) -> str:
+    """An error's first line, as text without control characters, at most 200 characters."""
+    lines = without_controls(err).strip().splitlines()
+    text = lines[0].strip() if lines else type(err).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def ok_rows(table, column: str):

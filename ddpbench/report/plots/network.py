@@ -8,9 +8,10 @@ from pathlib import Path
 import pandas as pd
 
 from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S
-from ddpbench.report.plots.common import COLORS, MARKERS, figure, save
+from ddpbench.report.plots.common import COLORS, MARKERS, figure, guarded, save
 
 
+@guarded
 def network_plot(table: pd.DataFrame, path: Path) -> Path | None:
     """Throughput (left) and communication per step (right) against link rate, log-log: measured
     solid with markers, the model dashed, one colour per setting."""

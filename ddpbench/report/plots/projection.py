@@ -8,12 +8,13 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from ddpbench.report.plots.common import COLORS, figure, plain_log_y, save
+from ddpbench.report.plots.common import COLORS, figure, guarded, plain_log_y, save
 
 STRATEGY_STYLES = {"ddp": ("-", "DDP (ring or tree)"), "master": ("--", "master aggregation")}
 MAX_WORKLOADS = 4
 
 
+@guarded
 def projection_plot(projection, measured, path: Path) -> Path | None:
     """``projection``: costmodel.projection's table; ``measured``: the summary rows to overlay."""
     if projection is None or projection.empty:

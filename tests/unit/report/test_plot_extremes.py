@@ -1,0 +1,183 @@
+"""Plots that cannot crash (issue 41): a figure whose values matplotlib cannot place is left out
+with one line saying why (:func:`ddpbench.report.plots.common.guarded`), and the page still renders;
+labels holding mathtext such as ``$\\frac{1$`` are drawn as they are.
+
+The figure functions are found as the page calls them: each section of the page runs once on a
+few committed example folders with every guarded figure function replaced by a recorder
+(:func:`recorded_calls`), and every figure function of ``ddpbench/report/plots`` must be among those
+called.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ddpbench.analysis import compare
+from ddpbench.analysis.gates import parse_gate
+from ddpbench.report import plots, sections
+from ddpbench.report.build import SECTIONS, load_context, write_context
+from ddpbench.report.page import ReportContext, Section, html
+from ddpbench.report.plots import common
+from ddpbench.report.plots.common import figure, guarded, leaving_out, save
+from test_report import PNG_MAGIC
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "reports" / "examples"
+#: committed examples whose pages call every figure function between them
+FOLDERS = ("quick-cpu", "network-cpu", "gpu-models-h100", "gpu-trace-frameworks-h100")
+#: labels a stored string may hold: mathtext that does not parse, and some that does
+MATHTEXT = ("$\\frac{1$", "$x^$", "$5 and $6", "$\\alpha$")
+#: the modules whose names may hold a figure function: the figures, the sections and pages calling them
+MODULES = [importlib.import_module(f"{package.__name__}.{m.name}") for package in (plots, sections)
+           for m in pkgutil.iter_modules(package.__path__)]
+MODULES += [importlib.import_module(f"ddpbench.report.{name}") for name in ("page", "build", "compare_page")]
+
+
+def figure_functions() -> dict[str, object]:
+    """Every guarded figure function of ddpbench/report/plots, by name."""
+    return {name: fn for m in MODULES if m.__name__.startswith(plots.__name__) for name, fn in vars(m).items()
+            if getattr(fn, "guarded", None) is True and fn.__module__ == m.__name__}
+
+
+@pytest.fixture(scope="module")
+def recorded_calls(tmp_path_factory) -> dict[str, list[inspect.BoundArguments]]:
+    """Each figure function's calls (its arguments) as the page's sections that name one make them on
+    :data:`FOLDERS`, drawing nothing; the comparison's figure as ``compare`` calls it on a folder
+    against itself."""
+    calls: dict[str, list[inspect.BoundArguments]] = {}
+    functions = figure_functions()
+
+    def recorder(name, fn):
+        def record(*args, **kwargs):
+            calls.setdefault(name, []).append(inspect.signature(fn).bind(*args, **kwargs))
+        return record
+
+    with pytest.MonkeyPatch.context() as patch:
+        for m in MODULES:
+            for name, fn in list(vars(m).items()):
+                if getattr(fn, "guarded", None) is True:
+                    patch.setattr(m, name, recorder(fn.__name__, fn))
+        drawing = [s for s in SECTIONS if any(name in inspect.getsource(s) for name in functions)]
+        contexts = [load_context(EXAMPLES / folder, tmp_path_factory.mktemp(folder)) for folder in FOLDERS]
+        for ctx in contexts:
+            for section in drawing:
+                section(ctx)
+    ctx = contexts[0]
+    table = compare.compare_tables(ctx.summary, ctx.steps, ctx.summary, ctx.steps)
+    calls["ratio_plot"] = [inspect.signature(functions["ratio_plot"]).bind(table, [parse_gate("mean:5%")],
+                                                                           ctx.image("ratios.png"))]
+    return calls
+
+
+@pytest.fixture(scope="module", autouse=True)
+def small_figures():
+    """Figures at a ninth of their resolution: what fails, fails at any resolution, and there are
+    fewer pixels to encode (most of a figure's time is its layout, which no resolution changes)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(common, "DPI", 12)
+        yield
+
+
+def test_every_figure_function_is_guarded_and_called_by_the_page(recorded_calls):
+    """A figure function is one that writes a PNG (calls save); each is guarded, and the example
+    folders reach each, so the tests below run all of them."""
+    for m in MODULES:
+        if not m.__name__.startswith(plots.__name__):
+            continue
+        for name, fn in vars(m).items():
+            if inspect.isfunction(fn) and fn.__module__ == m.__name__ and fn is not common.save \
+                    and "save(fig" in inspect.getsource(fn):
+                assert getattr(fn, "guarded", None) is True or name.startswith("_"), f"{m.__name__}.{name}"
+    assert set(recorded_calls) == set(figure_functions())
+    assert len(recorded_calls) >= 19
+
+
+def draw(fn, bound: inspect.BoundArguments, out: Path, change=None):
+    """``fn`` called with ``bound``'s arguments (``change``d) writing into ``out``: (its return value,
+    the figures left out). Fails on any error the guard lets through."""
+    arguments = dict(bound.arguments)
+    arguments["path"] = out / Path(arguments["path"]).name
+    if change is not None:
+        arguments = {name: change(value) if name != "path" else value for name, value in arguments.items()}
+    with leaving_out() as left_out:
+        returned = fn(**arguments)
+    return returned, arguments["path"], left_out
+
+
+@pytest.mark.parametrize("name", sorted(figure_functions()))
+def test_the_example_folders_draw_every_figure(recorded_calls, tmp_path, name):
+    """The folders as committed: every figure drawn, none left out (a mistake in a figure's code that
+    raises a ValueError would be left out on a user's page: here it fails)."""
+    bound = recorded_calls[name][0]
+    returned, path, left_out = draw(figure_functions()[name], bound, tmp_path)
+    assert left_out == [] and returned == path and path.read_bytes().startswith(PNG_MAGIC)
+
+
+# ---------------------------------------------------------------------------------------------
+# the guard and the page
+# ---------------------------------------------------------------------------------------------
+
+@guarded
+def unplaceable(table, path):
+    """A figure function whose values matplotlib could not place."""
+    raise ValueError("Data cannot be log-scaled because all values are <= 0.\nand more lines")
+
+
+@guarded
+def mistaken(table, path):
+    """A figure function with a mistake in its code."""
+    return table["no such column"]
+
+
+@guarded
+def titled(table, path, title: str = "a title"):
+    """A figure titled ``title``, laid out before it is saved (as the projection plot is)."""
+    fig = figure(3.0, 2.0)
+    fig.add_subplot().set_title(title)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def page_of(tmp_path: Path, *figures) -> str:
+    """The page of a results folder with no job, one section per figure function in ``figures``."""
+    empty = pd.DataFrame()
+    ctx = ReportContext(empty, empty, empty, empty, empty, tmp_path, tmp_path)
+
+    def section(draw):
+        def make(ctx):
+            path = draw(ctx.summary, ctx.image(f"{draw.__name__}.png"))
+            return Section(draw.__name__, html("<p>{{ name }}</p>", name=draw.__name__), (path,) if path else ())
+        return make
+    return write_context(ctx, [section(draw) for draw in figures]).read_text(encoding="utf-8")
+
+
+def test_a_figure_left_out_closes_the_page_in_one_line_and_leaves_no_png(tmp_path):
+    (tmp_path / "unplaceable.png").write_bytes(PNG_MAGIC)  # an earlier report's
+    page = page_of(tmp_path, unplaceable, titled)
+    assert not (tmp_path / "unplaceable.png").exists() and (tmp_path / "titled.png").is_file()
+    assert page.count("<img ") == 1 and '<img src="titled.png"' in page
+    closing = page.split('<h2>Figures left out</h2>\n', 1)[1]
+    assert closing.startswith('<p class="what">1 figure(s) left out')
+    assert "<li><code>unplaceable.png</code>: Data cannot be log-scaled because all values are &lt;= 0.</li>" \
+        in closing and "more lines" not in page
+    assert closing.endswith("</section>\n</body>\n</html>\n")
+    assert "Figures left out" not in page_of(tmp_path / "none", titled)
+
+
+def test_the_guard_leaves_out_only_while_a_page_is_written_and_never_hides_a_mistake(tmp_path):
+    with pytest.raises(ValueError, match="log-scaled"):
+        unplaceable(None, tmp_path / "x.png")
+    with leaving_out() as left_out, pytest.raises(KeyError):
+        mistaken(pd.DataFrame(), tmp_path / "x.png")
+    assert left_out == []
+
+
+@pytest.mark.parametrize("title", MATHTEXT)
+def test_a_label_is_drawn_as_it_is_never_as_mathtext(tmp_path, title):
+    assert titled(None, tmp_path / "t.png", title) == tmp_path / "t.png"
