@@ -27,6 +27,8 @@ PLACEMENT_STYLES = {"out": "-", "in": "--"}
 WRONG_COLOR = "#c62828"
 #: the most labelled ticks on a size axis; the others are unlabelled minor ticks
 MAX_SIZE_LABELS = 6
+#: the most ticks on a size axis (sizes of 1 byte to 1 GB span 31 powers of two)
+MAX_SIZE_TICKS = 64
 
 
 def size_label(size: float) -> str:
@@ -70,7 +72,8 @@ def size_axis(ax, sizes, label: bool = True) -> None:
     step = max(1, math.ceil((hi - lo) / (MAX_SIZE_LABELS - 1)))
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator([2.0**e for e in range(lo, hi + 1, step)]))
-    ax.xaxis.set_minor_locator(FixedLocator([2.0**e for e in range(lo, hi + 1)]))
+    every = max(1, math.ceil((hi - lo) / MAX_SIZE_TICKS))  # past MAX_SIZE_TICKS powers of two, every few
+    ax.xaxis.set_minor_locator(FixedLocator([2.0**e for e in range(lo, hi + 1, every)]))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: size_label(v)))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlim(2.0**lo / 1.25, 2.0**hi * 1.25)

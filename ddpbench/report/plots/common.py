@@ -57,6 +57,9 @@ RC = {"text.parse_math": False}
 #: a canvas past what a float or an image holds): the figure is left out, not the page. Other errors
 #: (a KeyError, a TypeError) are mistakes in the code and propagate.
 UNPLACEABLE = (ValueError, ArithmeticError)
+#: the largest magnitude a figure places: matplotlib adds margins and ticks beyond the values drawn,
+#: which overflow near the largest float (1.8e308)
+PLACEABLE = 1e300
 
 
 @dataclass(frozen=True)
@@ -83,8 +86,9 @@ def leaving_out() -> Iterator[list[LeftOut]]:
 
 def guarded(draw: Callable[..., Path | None]) -> Callable[..., Path | None]:
     """The figure function ``draw`` (it has a ``path`` parameter, where its PNG goes) drawn with
-    :data:`RC`; while :func:`leaving_out` is open, one that raises :data:`UNPLACEABLE` returns None
-    (nothing drawn, no PNG at ``path``: a stale one from an earlier report is removed) and is listed."""
+    :data:`RC`, from tables in which every figure it could not place reads as missing (:func:`placeable_only`);
+    while :func:`leaving_out` is open, one that still raises :data:`UNPLACEABLE` returns None (nothing
+    drawn, no PNG at ``path``: a stale one from an earlier report is removed) and is listed."""
     signature = inspect.signature(draw)
     if "path" not in signature.parameters:
         raise TypeError(f"{draw.__qualname__} has no path parameter: it is not a figure function")
@@ -95,7 +99,7 @@ def guarded(draw: Callable[..., Path | None]) -> Callable[..., Path | None]:
 
         try:
             with rc_context(RC):
-                return draw(*args, **kwargs)
+                return draw(*map(placeable_only, args), **{k: placeable_only(v) for k, v in kwargs.items()})
         except UNPLACEABLE as err:
             left_out = _LEFT_OUT.get()
             if left_out is None:
@@ -117,6 +121,60 @@ def one_line(err: BaseException) -> str:
     lines = without_controls(err).strip().splitlines()
     text = lines[0].strip() if lines else type(err).__name__
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+def placeable_only(value):
+    """``value`` with the figures a figure cannot place (:func:`placeable`) read as missing (NaN): in a
+    table, its float columns and the lists of floats in its cells; any other value as it is (and a
+    table with nothing to change is the same object)."""
+    import pandas as pd
+
+    if not isinstance(value, pd.DataFrame):
+        return value
+    changed = value
+    for column in value.columns:
+        cells = value[column]
+        if cells.dtype.kind == "f":
+            numbers = cells.to_numpy(dtype=float)
+            off = ~placeable(numbers) & ~np.isnan(numbers)
+            fixed = np.where(off, np.nan, numbers) if off.any() else None
+        elif cells.dtype == object and cells.map(_unplaceable_inside).any():
+            fixed = [[v if not _unplaceable(v) else math.nan for v in cell] if _unplaceable_inside(cell) else cell
+                     for cell in cells]
+        else:
+            continue
+        if fixed is not None:
+            changed = value.copy() if changed is value else changed
+            changed[column] = fixed
+    return changed
+
+
+def _unplaceable(v) -> bool:
+    return isinstance(v, (float, np.floating)) and v == v and not abs(v) <= PLACEABLE
+
+
+def _unplaceable_inside(cell) -> bool:
+    return isinstance(cell, (list, tuple, np.ndarray)) and any(_unplaceable(v) for v in cell)
+
+
+def placeable(values, log: bool = False) -> np.ndarray:
+    """Which of ``values`` a figure can place: finite and at most :data:`PLACEABLE` in magnitude, and
+    on a log axis (``log``) above 0."""
+    values = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore"):
+        keep = np.isfinite(values) & (np.abs(values) <= PLACEABLE)
+        return keep & (values > 0) if log else keep
+
+
+def nothing_on_log_y(ax, what: str) -> bool:
+    """Whether ``ax`` holds no y above 0, without which matplotlib cannot draw a log y axis; if so, the
+    axes say in their middle that there is no ``what`` to draw, and show no y ticks."""
+    if math.isfinite(ax.dataLim.minposy):
+        return False
+    ax.text(0.5, 0.5, f"no {what} above 0 and up to {PLACEABLE:g} to draw", transform=ax.transAxes, ha="center",
+            va="center", fontsize=9, color="0.4")
+    ax.set_yticks([])
+    return True
 
 
 def ok_rows(table, column: str):
@@ -208,13 +266,14 @@ def legend(ax, handles=None) -> None:
 
 
 def plain_log_y(ax) -> None:
-    """A log y axis labelled at 1, 2 and 5 times powers of ten, in plain numbers (no 4x10^4)."""
+    """A log y axis labelled at 1, 2 and 5 times powers of ten, in plain numbers (no 4x10^4; 1e+15 and up
+    as such, not in a line of digits)."""
     from matplotlib.ticker import FuncFormatter, LogLocator
 
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_minor_locator(LogLocator(base=10, subs=(3.0, 4.0, 6.0, 7.0, 8.0, 9.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if 1 <= v < 1e15 else f"{v:g}"))
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 

@@ -231,6 +231,8 @@ def serial_fraction_vs_world_size(table, path) -> Path | None:
         return None
     keys = set(rows["key"])
     lines = [line for line in scaling_lines(table) if line["rows"]["key"].isin(keys).any()]
+    if not lines:  # no throughput to draw a line by
+        return None
     sizes = sorted(set(int(w) for w in rows["world_size"]))
     fig = figure(8.0, 4.6)
     ax = fig.add_subplot()

@@ -38,6 +38,7 @@ def step_timeline(events, repeat: int, step: int, path: Path, title: str) -> Pat
     from matplotlib.patches import Patch
 
     part = events[(events["repeat"] == repeat) & (events["step"] == step)]
+    part = part[part["start_ms"].notna() & part["dur_ms"].notna()]  # a time no figure can place: missing
     phases = part[part["kind"] == "phase"]
     if phases.empty:
         return None

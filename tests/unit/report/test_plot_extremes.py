@@ -1,35 +1,48 @@
-"""Plots that cannot crash (issue 41): a figure whose values matplotlib cannot place is left out
-with one line saying why (:func:`ddpbench.report.plots.common.guarded`), and the page still renders;
-labels holding mathtext such as ``$\\frac{1$`` are drawn as they are.
+"""Plots that cannot crash (issue 41): every figure of the report survives the values the results
+validator lets through -- huge (1e308, 1.7e308), tiny (5e-324), 0, all equal, one row, NaN where a
+figure may be missing, labels holding mathtext such as ``$\\frac{1$`` -- or is left out with one line
+saying why (:func:`ddpbench.report.plots.common.guarded`), and the page still renders.
 
 The figure functions are found as the page calls them: each section of the page runs once on a
 few committed example folders with every guarded figure function replaced by a recorder
 (:func:`recorded_calls`), and every figure function of ``ddpbench/report/plots`` must be among those
-called.
+called. Hypothesis then changes the values of the recorded tables and calls the real function. One
+end-to-end test writes a folder of 1e308 ms steps through the record writers and runs the command line.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
+import math
 import pkgutil
+import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from ddpbench.analysis import compare
 from ddpbench.analysis.gates import parse_gate
+from ddpbench.experiment.collectives import CollectiveSpec
+from ddpbench.experiment.spec import JobSpec
 from ddpbench.report import plots, sections
 from ddpbench.report.build import SECTIONS, load_context, write_context
 from ddpbench.report.page import ReportContext, Section, html
 from ddpbench.report.plots import common
 from ddpbench.report.plots.common import figure, guarded, leaving_out, save
-from test_report import PNG_MAGIC
+from test_inert import assert_inert_page, assert_one_line_or_ok, run_reader
+from test_report import PNG_MAGIC, ok, write_results
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "reports" / "examples"
 #: committed examples whose pages call every figure function between them
 FOLDERS = ("quick-cpu", "network-cpu", "gpu-models-h100", "gpu-trace-frameworks-h100")
+#: what the validator lets through, at both ends of a float, and 0 where a figure may be 0
+EXTREMES = (1.7e308, 1e308, 1e300, 1e15, 1.0, 1e-300, 5e-324, 0.0)
 #: labels a stored string may hold: mathtext that does not parse, and some that does
 MATHTEXT = ("$\\frac{1$", "$x^$", "$5 and $6", "$\\alpha$")
 #: the modules whose names may hold a figure function: the figures, the sections and pages calling them
@@ -109,6 +122,17 @@ def draw(fn, bound: inspect.BoundArguments, out: Path, change=None):
     return returned, arguments["path"], left_out
 
 
+def assert_drawn_or_left_out_in_one_line(returned, path: Path, left_out) -> None:
+    if returned is None:
+        assert not path.exists()
+        assert len(left_out) <= 1
+        for figure in left_out:
+            assert figure.figure == path.name and figure.why and "\n" not in figure.why and len(figure.why) <= 200
+    else:
+        assert returned == path and not left_out
+        assert path.read_bytes().startswith(PNG_MAGIC)
+
+
 @pytest.mark.parametrize("name", sorted(figure_functions()))
 def test_the_example_folders_draw_every_figure(recorded_calls, tmp_path, name):
     """The folders as committed: every figure drawn, none left out (a mistake in a figure's code that
@@ -181,3 +205,110 @@ def test_the_guard_leaves_out_only_while_a_page_is_written_and_never_hides_a_mis
 @pytest.mark.parametrize("title", MATHTEXT)
 def test_a_label_is_drawn_as_it_is_never_as_mathtext(tmp_path, title):
     assert titled(None, tmp_path / "t.png", title) == tmp_path / "t.png"
+
+
+def test_a_figure_reads_what_it_cannot_place_as_missing():
+    table = pd.DataFrame({"step_ms": [1.7e308, 1e300, -1e301, 5e-324, math.nan, math.inf],
+                          "bucket_mb": [[1.0, 1e308]] + [[2.0]] * 5, "label": ["$\\frac{1$"] * 6})
+    seen = common.placeable_only(table)
+    assert seen["step_ms"].isna().tolist() == [True, False, True, False, True, True]
+    assert seen["step_ms"][1] == 1e300 and seen["step_ms"][3] == 5e-324
+    assert seen["bucket_mb"][0][0] == 1.0 and math.isnan(seen["bucket_mb"][0][1]) and seen["label"][0] == "$\\frac{1$"
+    assert table["step_ms"][0] == 1.7e308 and table["bucket_mb"][0][1] == 1e308  # the caller's table as it was
+    placed = table.iloc[1:2][["step_ms", "label"]]
+    assert common.placeable_only(placed) is placed
+    assert common.placeable([1e300, 0.0, -1.0, 5e-324], log=True).tolist() == [True, False, False, True]
+
+
+# ---------------------------------------------------------------------------------------------
+# the values changed
+# ---------------------------------------------------------------------------------------------
+
+def changed(value, how: dict):
+    """A figure function's argument with its values changed as ``how`` says (:data:`CHANGES`): the
+    measured figures of a table (its float columns but :data:`SETTINGS`, and lists of floats in a
+    cell) scaled so that the largest is ``target``, all set to ``value``, mixed from :data:`EXTREMES`,
+    or half of them missing (NaN); labels given a mathtext suffix; a table cut to its first row."""
+    if isinstance(value, str):
+        return f"{value} {how['label']}" if how["label"] else value
+    if not isinstance(value, pd.DataFrame):
+        return value
+    rng = np.random.default_rng(how["seed"])
+    frame = value.iloc[:1].copy() if how["one_row"] else value.copy()
+
+    def figures(values: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            if how["mode"] == "scaled":
+                peak = np.nanmax(np.abs(values), initial=0.0)
+                return values / peak * how["target"] if 0 < peak < math.inf else values
+            if how["mode"] == "equal":
+                return np.full(values.shape, how["value"])
+            if how["mode"] == "mixed":
+                return rng.choice(np.array(EXTREMES), values.shape)
+            return np.where(rng.random(values.shape) < 0.5, np.nan, values)  # missing
+
+    for column in frame.columns:
+        cells = frame[column]
+        if cells.dtype.kind == "f" and column not in SETTINGS:
+            frame[column] = figures(cells.to_numpy(dtype=float))
+        elif cells.dtype == object and len(cells) and cells.map(_floats).all():
+            frame[column] = [figures(np.asarray(cell, dtype=float)).tolist() for cell in cells]
+        elif cells.dtype == object and how["label"] and column in LABELS:
+            frame[column] = [f"{cell} {how['label']}" if isinstance(cell, str) else cell for cell in cells]
+    return frame
+
+
+def _floats(cell) -> bool:
+    return isinstance(cell, (list, tuple, np.ndarray)) and all(isinstance(v, (float, np.floating)) for v in cell)
+
+
+#: float columns that are a job's settings or coordinates, not measured figures: left as they are
+SETTINGS = {f.name for spec in (JobSpec, CollectiveSpec) for f in dataclasses.fields(spec)} | {"cores", "barrier_rank"}
+#: the string columns figures write as labels (others are keys a figure selects on: status, op, ...)
+LABELS = ("model", "model_args", "model_size", "workload", "setting", "framework", "link", "_label", "job", "name",
+          "lane", "label")
+
+CHANGES = st.fixed_dictionaries({
+    "mode": st.sampled_from(("scaled", "equal", "mixed", "missing")),
+    "target": st.sampled_from((1.7e308, 1e308, 1e300, 1e-300, 5e-324)),
+    "value": st.sampled_from(EXTREMES),
+    "one_row": st.booleans(),
+    "label": st.sampled_from(("", *MATHTEXT)),
+    "seed": st.integers(0, 2**16),
+})
+#: the validator's extremes: every figure scaled up to 1e308 with a label that does not parse as mathtext
+HUGE = {"mode": "scaled", "target": 1e308, "value": 1.0, "one_row": False, "label": "$\\frac{1$", "seed": 0}
+
+
+@settings(max_examples=15, deadline=None)
+@given(name=st.sampled_from(sorted(figure_functions())), how=CHANGES)
+@example(name="projection_plot", how=HUGE)
+def test_every_figure_draws_or_is_left_out_in_one_line(recorded_calls, name, how):
+    with tempfile.TemporaryDirectory() as out:
+        returned, path, left_out = draw(figure_functions()[name], recorded_calls[name][0], Path(out),
+                                        lambda value: changed(value, how))
+        assert_drawn_or_left_out_in_one_line(returned, path, left_out)
+        if name == "projection_plot" and how == HUGE:  # a panel of step times too large to draw says so
+            assert returned == path
+
+
+# ---------------------------------------------------------------------------------------------
+# a folder of 1e308 ms steps through the command line
+# ---------------------------------------------------------------------------------------------
+
+def test_a_folder_of_1e308_ms_steps_gets_a_page_with_its_projection(tmp_path, capsys):
+    """Step times of 1e308 ms (the validator allows any finite time > 0) and a model label holding
+    mathtext that does not parse: once a matplotlib traceback from the projection plot."""
+    label = {"model": "mypkg.models:make", "model_args": '{"note": "$\\\\frac{1$"}'}
+    write_results(tmp_path, [ok(1e308, world_size=w, **label) for w in (1, 2, 4)]
+                  + [ok(1e308, world_size=w, bucket_cap_mb=1.0, **label) for w in (2, 4)])
+    code, out, err = run_reader(capsys, ["report", str(tmp_path)])
+    assert_one_line_or_ok(code, out, err, "report")
+    assert code == 0
+    page = (tmp_path / "index.html").read_text(encoding="utf-8")
+    assert_inert_page(tmp_path / "index.html", tmp_path)
+    assert "mypkg.models:make(note=$\\frac{1$)" in page
+    assert '<img src="projection.png"' in page and (tmp_path / "projection.png").read_bytes().startswith(PNG_MAGIC)
+    if "Figures left out" in page:
+        closing = page.split("<h2>Figures left out</h2>", 1)[1]
+        assert "projection.png" not in closing
