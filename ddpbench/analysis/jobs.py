@@ -100,8 +100,29 @@ def fair_jobs(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def varying(table, fields=SPEC_COLUMNS) -> list[str]:
-    """The fields among ``fields`` that take more than one value in ``table``."""
-    return [f for f in fields if f in table.columns and table[f].astype(str).nunique() > 1]
+    """The fields among ``fields`` that take more than one value in ``table`` (compared as text:
+    ``table[f].astype(str).nunique() > 1``)."""
+    if len(table) < 2:
+        return []
+    columns = table.columns
+    return [f for f in fields if f in columns and _takes_values(table[f])]
+
+
+def _takes_values(column: pd.Series) -> bool:
+    """``column.astype(str).nunique() > 1``, without pandas' cost per call where no value is missing
+    (the report asks it of every field of every table it draws: a third of its time, done by pandas).
+    A missing value (None, NaN) is left to pandas, whose versions differ in how they count it."""
+    values = column.tolist()
+    first = None
+    for value in values:
+        if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+            return column.astype(str).nunique() > 1
+        text = str(value)
+        if first is None:
+            first = text
+        elif text != first:
+            return True
+    return False
 
 
 def strategies_vary(table) -> bool:
@@ -121,8 +142,9 @@ def line_fields(table) -> list[str]:
     Those that vary, except world size (the x axis) and threads per rank when it only follows
     world size (``threads_per_rank = "auto"`` gives each size its own count).
     """
-    fields = [f for f in varying(table) if f not in ("world_size", "threads_per_rank", *MODEL_FIELDS)]
-    if "threads_per_rank" in varying(table) and table.duplicated([*model_columns(table), *fields, "world_size"]).any():
+    differ = varying(table)
+    fields = [f for f in differ if f not in ("world_size", "threads_per_rank", *MODEL_FIELDS)]
+    if "threads_per_rank" in differ and table.duplicated([*model_columns(table), *fields, "world_size"]).any():
         fields.append("threads_per_rank")
     return fields
 
@@ -143,7 +165,7 @@ def strategy_label(row) -> str:
 
 def _knob_varies(table, row, name: str) -> bool:
     same = table[table["strategy"].astype(str) == str(row["strategy"])] if "strategy" in table.columns else table
-    return same[name].astype(str).nunique() > 1
+    return len(same) > 1 and _takes_values(same[name])
 
 
 def describe(row, fields, table=None, model: bool = True) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.experiment.collectives import OPS
-from ddpbench.report.plots.common import COLORS, MARKERS, figure, plain_log_y, save
+from ddpbench.report.plots.common import COLORS, MARKERS, figure, margins, plain_log_y, save, text_width
 
 PLACEMENT_NAMES = {"out": "out-of-place", "in": "in-place"}
 PLACEMENT_STYLES = {"out": "-", "in": "--"}
@@ -156,14 +156,14 @@ def busbw_by_size(collectives, path) -> Path | None:
         handles.append(Line2D([], [], linestyle="none", marker="o", markersize=10, markerfacecolor="none",
                               markeredgecolor=WRONG_COLOR, label="red ring: wrong elements (#wrong > 0)"))
     fig.suptitle("Bus bandwidth by message size (slowest rank, median over iterations)")
-    fig.tight_layout()
+    margins(fig, left=0.75, bottom=0.6, right=0.25, top=0.7, wspace=0.3, hspace=0.6)
     if len(ops) < len(axes):  # the legend in the first empty panel's place
         box = axes[len(ops)].get_position()
         fig.legend(handles=handles, loc="center", bbox_to_anchor=(box.x0 + box.width / 2, box.y0 + box.height / 2),
-                   fontsize="small", frameon=False)
+                   bbox_transform=fig.transFigure, fontsize="small", frameon=False)
     else:
-        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(handles)),
-                   fontsize="small", frameon=False)
+        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=fig.transFigure,
+                   ncol=min(4, len(handles)), fontsize="small", frameon=False)
     return save(fig, path)
 
 
@@ -237,5 +237,7 @@ def allreduce_with_buckets(collectives, jobs, path) -> Path | None:
     strip.set_ylim(-0.6, len(jobs) - 0.4)
     strip.grid(True, axis="x", alpha=0.25)
     strip.set_xlabel("message size (bytes); markers: each job's gradient buckets")
-    fig.tight_layout()
+    # the jobs' names left of the strip set the left margin; the curve's axis label needs 0.9 in
+    margins(fig, left=max(0.9, text_width(fig, [text for _, text in labels], "small") + 0.2), bottom=0.6, right=0.2,
+            top=0.4, hspace=0.3)
     return save(fig, path)
