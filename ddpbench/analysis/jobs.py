@@ -109,14 +109,19 @@ def varying(table, fields=SPEC_COLUMNS) -> list[str]:
 
 
 def _takes_values(column: pd.Series) -> bool:
-    """``column.astype(str).nunique() > 1``, without pandas' cost per call where no value is missing
-    (the report asks it of every field of every table it draws: a third of its time, done by pandas).
-    A missing value (None, NaN) is left to pandas, whose versions differ in how they count it."""
-    values = column.tolist()
+    """``column.astype(str).nunique() > 1`` (:func:`_differ`)."""
+    return _differ(column.tolist(), lambda: column)
+
+
+def _differ(values: list, column) -> bool:
+    """Whether ``values`` hold more than one text (``column().astype(str).nunique() > 1``), without
+    pandas' cost per call where no value is missing (the report asks it of every field of every table
+    it draws: a third of its time, done by pandas). A missing value (None, NaN) is left to pandas
+    (``column()``, the values as a Series), whose versions differ in how they count it."""
     first = None
     for value in values:
         if value is None or value is pd.NA or (isinstance(value, float) and value != value):
-            return column.astype(str).nunique() > 1
+            return column().astype(str).nunique() > 1
         text = str(value)
         if first is None:
             first = text
@@ -164,8 +169,13 @@ def strategy_label(row) -> str:
 
 
 def _knob_varies(table, row, name: str) -> bool:
-    same = table[table["strategy"].astype(str) == str(row["strategy"])] if "strategy" in table.columns else table
-    return len(same) > 1 and _takes_values(same[name])
+    """Whether ``name`` takes more than one value among the jobs of ``table`` with ``row``'s strategy
+    (as :func:`varying` compares them); asked for every label of every figure, so not through pandas."""
+    if "strategy" not in table.columns:
+        return _takes_values(table[name])
+    strategy = str(row["strategy"])
+    mine = [str(s) == strategy for s in table["strategy"].tolist()]
+    return _differ([v for v, keep in zip(table[name].tolist(), mine) if keep], lambda: table[name][mine])
 
 
 def describe(row, fields, table=None, model: bool = True) -> str:

@@ -52,7 +52,7 @@ def ok_rows(table, column: str):
 
 def groups_of(rows, fields) -> dict[tuple, object]:
     """Rows grouped by the values of ``fields``, in order of first appearance."""
-    keys = [tuple(r[f] for f in fields) for _, r in rows.iterrows()]
+    keys = list(zip(*(rows[f].tolist() for f in fields))) if fields else [()] * len(rows)
     order: dict[tuple, list[int]] = {}
     for position, key in enumerate(keys):
         order.setdefault(key, []).append(position)
@@ -113,12 +113,11 @@ def save(fig, path: Path) -> Path:
 
     The figure is drawn once (:func:`pixels`) and cropped to what was drawn, as
     ``bbox_inches="tight"`` crops it, which draws it twice over to measure the crop."""
-    from matplotlib.text import Text
     from PIL import Image
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    for text in fig.findobj(Text):
+    for text in texts(fig):
         text.set_parse_math(False)
         if _has_controls(text.get_text()):
             text.set_text(without_controls(text.get_text()))  # no glyph to draw a control character with
@@ -128,11 +127,29 @@ def save(fig, path: Path) -> Path:
                 if isinstance(getattr(formatter, "seq", None), list) and any(map(_has_controls, formatter.seq)):
                     formatter.seq = [without_controls(label) for label in formatter.seq]
     image = pixels(fig)
-    fig.clear()
     buffer = io.BytesIO()
     Image.fromarray(image, "RGB").save(buffer, format="PNG", compress_level=PNG_COMPRESSION)
     replace_file(path, buffer.getvalue())
     return path
+
+
+def texts(artist) -> list:
+    """Every text of ``artist`` and its children (``artist.findobj(Text)``), but of an axis only the
+    ticks it has made: ``findobj`` would make all of them (a tenth of a second a figure), and a tick
+    made while drawing takes the texts' settings then (:func:`pixels`) and its label from the
+    axis' formatter (which :func:`save` cleans)."""
+    from matplotlib.axis import Axis
+    from matplotlib.text import Text
+
+    found = [artist] if isinstance(artist, Text) else []
+    if isinstance(artist, Axis):
+        children = [artist.label, artist.offsetText, *artist.__dict__.get("majorTicks", ()),
+                    *artist.__dict__.get("minorTicks", ())]
+    else:
+        children = artist.get_children()
+    for child in children:
+        found += texts(child)
+    return found
 
 
 def pixels(fig) -> np.ndarray:
