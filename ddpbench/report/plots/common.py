@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import io
 import math
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -187,7 +188,7 @@ def ok_rows(table, column: str):
 
 def groups_of(rows, fields) -> dict[tuple, object]:
     """Rows grouped by the values of ``fields``, in order of first appearance."""
-    keys = [tuple(r[f] for f in fields) for _, r in rows.iterrows()]
+    keys = list(zip(*(rows[f].tolist() for f in fields))) if fields else [()] * len(rows)
     order: dict[tuple, list[int]] = {}
     for position, key in enumerate(keys):
         order.setdefault(key, []).append(position)
@@ -203,22 +204,56 @@ def figure(width: float, height: float):
     return fig
 
 
+def margins(fig, left: float, bottom: float, right: float, top: float, wspace: float = 0.0,
+            hspace: float = 0.0) -> None:
+    """Place the figure's grid of panels by fixed margins and gaps in inches, where ``tight_layout``
+    would measure every label first (a tenth of a second a figure); what reaches past the canvas is
+    drawn in the room around it and kept (:func:`pixels`)."""
+    width, height = fig.get_size_inches()
+    rows, columns = fig.axes[0].get_subplotspec().get_gridspec().get_geometry()
+    panel_width = (width - left - right - (columns - 1) * wspace) / columns
+    panel_height = (height - bottom - top - (rows - 1) * hspace) / rows
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                        wspace=wspace / panel_width, hspace=hspace / panel_height)
+
+
+def text_width(fig, texts, size) -> float:
+    """The width of the widest of ``texts`` at font ``size`` (points or a name, "small"), in inches."""
+    from matplotlib.font_manager import FontProperties
+
+    renderer, font = fig.canvas.get_renderer(), FontProperties(size=size)
+    widths = [renderer.get_text_width_height_descent(without_controls(t), font, ismath=False)[0] for t in texts]
+    return max(widths, default=0.0) / fig.dpi
+
+
 def _has_controls(text) -> bool:
     return any(c < " " and c != "\n" or "\x7f" <= c <= "\x9f" for c in str(text))
+
+
+#: room drawn around a figure's own canvas, in inches (left, bottom, right, top), for what lies outside
+#: it (a legend right of the axes, one under the panels); the PNG is then cropped to what was drawn
+ROOM = (4.0, 3.0, 6.0, 1.5)
+#: what is drawn this close to the room's edge, in inches, may have been cut there (a label's gap between
+#: two words can fall on the edge itself): the figure is drawn again with more room
+EDGE = 0.25
+#: white space kept around what was drawn, in inches (as matplotlib's ``savefig.pad_inches``)
+PAD_INCHES = 0.1
+#: zlib's effort for the PNGs: 1 writes them in a fraction of the default's time, a third larger
+PNG_COMPRESSION = 1
 
 
 def save(fig, path: Path) -> Path:
     """Write the figure as a PNG at ``path``: a new regular file, never through a link planted at
     that name (:func:`~ddpbench.results.sidefiles.replace_file`). Every text is drawn literally:
-    a ``$...$`` pair in a workload's name or arguments is not mathtext (it could not even parse)."""
-    import io
+    a ``$...$`` pair in a workload's name or arguments is not mathtext (it could not even parse).
 
-    from matplotlib import rc_context
-    from matplotlib.text import Text
+    The figure is drawn once (:func:`pixels`) and cropped to what was drawn, as
+    ``bbox_inches="tight"`` crops it, which draws it twice over to measure the crop."""
+    from PIL import Image
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    for text in fig.findobj(Text):
+    for text in texts(fig):
         text.set_parse_math(False)
         if _has_controls(text.get_text()):
             text.set_text(without_controls(text.get_text()))  # no glyph to draw a control character with
@@ -227,12 +262,71 @@ def save(fig, path: Path) -> Path:
             for formatter in (axis.get_major_formatter(), axis.get_minor_formatter()):
                 if isinstance(getattr(formatter, "seq", None), list) and any(map(_has_controls, formatter.seq)):
                     formatter.seq = [without_controls(label) for label in formatter.seq]
+    image = pixels(fig)
     buffer = io.BytesIO()
-    with rc_context({"text.parse_math": False}):  # tick labels are made while drawing
-        fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
-    fig.clear()
+    Image.fromarray(image, "RGB").save(buffer, format="PNG", compress_level=PNG_COMPRESSION)
     replace_file(path, buffer.getvalue())
     return path
+
+
+def texts(artist) -> list:
+    """Every text of ``artist`` and its children (``artist.findobj(Text)``), but of an axis only the
+    ticks it has made: ``findobj`` would make all of them (a tenth of a second a figure), and a tick
+    made while drawing takes the texts' settings then (:func:`pixels`) and its label from the
+    axis' formatter (which :func:`save` cleans)."""
+    from matplotlib.axis import Axis
+    from matplotlib.text import Text
+
+    found = [artist] if isinstance(artist, Text) else []
+    if isinstance(artist, Axis):
+        children = [artist.label, artist.offsetText, *artist.__dict__.get("majorTicks", ()),
+                    *artist.__dict__.get("minorTicks", ())]
+    else:
+        children = artist.get_children()
+    for child in children:
+        found += texts(child)
+    return found
+
+
+def pixels(fig) -> np.ndarray:
+    """The figure drawn once at :data:`DPI` with :data:`ROOM` around its canvas, cropped to what was
+    drawn with :data:`PAD_INCHES` of white around it: (height, width, 3) RGB bytes. Drawn again with
+    more room when something reaches the edge of the room."""
+    from matplotlib import rc_context
+    from matplotlib.transforms import Bbox
+
+    width, height = fig.get_size_inches()
+    for grow in (1, 4, 16):
+        left, bottom, right, top = (grow * room for room in ROOM)
+        with rc_context({"text.parse_math": False}):  # tick labels are made while drawing
+            fig.savefig(_Discard(), format="rgba", dpi=DPI,
+                        bbox_inches=Bbox.from_extents(-left, -bottom, width + right, height + top))
+        drawn = np.asarray(fig.canvas.renderer.buffer_rgba())
+        ink = drawn.view(np.uint32)[:, :, 0] != _WHITE  # opaque: the figure's patch is white
+        rows, columns = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
+        if not len(rows):
+            return np.full((1, 1, 3), 255, np.uint8)
+        edge = round(EDGE * DPI)
+        if min(rows[0], columns[0], ink.shape[0] - 1 - rows[-1], ink.shape[1] - 1 - columns[-1]) >= edge:
+            break
+    pad = round(PAD_INCHES * DPI)
+    crop = np.full((rows[-1] - rows[0] + 1 + 2 * pad, columns[-1] - columns[0] + 1 + 2 * pad, 3), 255, np.uint8)
+    crop[pad:-pad, pad:-pad] = drawn[rows[0]:rows[-1] + 1, columns[0]:columns[-1] + 1, :3]
+    return crop
+
+
+#: an opaque white pixel of an RGBA buffer, read as one 32-bit number
+_WHITE = np.frombuffer(bytes((255, 255, 255, 255)), np.uint32)[0]
+
+
+class _Discard(io.RawIOBase):
+    """Where the figure's raw pixels are written while they are read from its canvas: nowhere."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        return len(data)
 
 
 def mark(ax, x, y, color, marker, oversubscribed: bool, noisy: bool) -> None:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.report.plots.common import COLORS, figure, guarded, nothing_on_log_y, placeable, plain_log_y, save
+from ddpbench.report.plots.common import (COLORS, figure, guarded, margins, nothing_on_log_y, placeable, plain_log_y,
+                                          save)
 
 STRATEGY_STYLES = {"ddp": ("-", "DDP (ring or tree)"), "master": ("--", "master aggregation")}
 MAX_WORKLOADS = 4
@@ -76,7 +77,9 @@ def projection_plot(projection, measured, path: Path) -> Path | None:
     handles += [Line2D([], [], color="black", marker="o", linestyle="", label="measured (DDP)"),
                 Line2D([], [], color="black", marker="s", linestyle="", label="measured (master)"),
                 Line2D([], [], color="0.85", linewidth=8, label="measured range; right of it: model output")]
-    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0, 0, 1, 1), bbox_transform=fig.transFigure, ncol=3,
+               fontsize=8, frameon=False)  # anchored to the figure itself, wherever its PNG is cropped
     fig.suptitle("Projected step time and weak-scaling efficiency (alpha-beta model output)", fontsize=11)
-    fig.tight_layout(rect=(0, 0.06 + 0.02 * len(links) / max(len(workloads), 1), 1, 0.97))
+    legend_rows = -(-len(handles) // 3)
+    margins(fig, left=0.95, bottom=0.6 + 0.18 * legend_rows, right=0.25, top=0.75, wspace=1.6, hspace=0.75)
     return save(fig, path)

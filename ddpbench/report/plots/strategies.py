@@ -74,9 +74,18 @@ def _slot(index: int, position: int, count: int) -> tuple[float, float]:
     return index - 0.4 + height * (position + 0.5), height
 
 
-def _job(rows, label: str, size: int):
-    match = rows[(rows["_label"] == label) & (rows["world_size"] == size)]
-    return match.iloc[0] if len(match) else None
+def _jobs(rows):
+    """``job(label, size)``: the first job of ``rows`` (a :func:`_layout` table) with that label and
+    world size, or None; looked up, not filtered out of the table for each slot."""
+    first: dict[tuple, int] = {}
+    for position, slot in enumerate(zip(rows["_label"].tolist(), rows["world_size"].tolist())):
+        first.setdefault(slot, position)
+
+    def job(label: str, size: int):
+        position = first.get((label, size))
+        return None if position is None else rows.iloc[position]
+
+    return job
 
 
 def _value(job, column: str) -> float:
@@ -134,9 +143,10 @@ def _grouped_bars(ax, rows, labels, sizes, colors, column: str, fmt: str) -> boo
     """One bar per (label, world size) of ``column``; the status where a job has no figure.
     Returns True when some bar was drawn."""
     drawn = False
+    find = _jobs(rows)
     for index, label in enumerate(labels):
         for position, size in enumerate(sizes):
-            job = _job(rows, label, size)
+            job = find(label, size)
             if job is None:
                 continue
             y, height = _slot(index, position, len(sizes))
@@ -172,9 +182,10 @@ def throughput_by_strategy(table, path) -> Path | None:
     fig = figure(9.0, _height(labels, len(sizes)))
     ax = fig.add_subplot()
     ideal = False
+    find = _jobs(rows)
     for index, label in enumerate(labels):
         for position, size in enumerate(sizes):
-            job = _job(rows, label, size)
+            job = find(label, size)
             speedup = _value(job, SPEEDUP) if job is not None and size > 1 else math.nan
             if math.isfinite(speedup) and speedup > 0:
                 y, height = _slot(index, position, len(sizes))
@@ -215,9 +226,10 @@ def comm_time_by_strategy(table, path) -> Path | None:
     sizes = sorted(set(int(w) for w in ok["world_size"]))
     fig, axes = _panels(labels, sizes)
     starred = False
+    find = _jobs(rows)
     for ax, size in zip(axes, sizes):
         for index, label in enumerate(labels):
-            job = _job(rows, label, size)
+            job = find(label, size)
             if job is None:
                 continue
             if job["status"] != "ok":
@@ -267,9 +279,10 @@ def traffic_by_strategy(table, path) -> Path | None:
     grad_mb = grads.pop() if len(grads) == 1 else math.nan
     fig, axes = _panels(labels, sizes)
     kinds = set()
+    find = _jobs(rows)
     for ax, size in zip(axes, sizes):
         for index, label in enumerate(labels):
-            job = _job(rows, label, size)
+            job = find(label, size)
             if job is None:
                 continue
             busiest = _value(job, "sent_mb_per_step_max")
