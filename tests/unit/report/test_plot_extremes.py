@@ -35,8 +35,8 @@ from ddpbench.report.build import SECTIONS, load_context, write_context
 from ddpbench.report.page import ReportContext, Section, html
 from ddpbench.report.plots import common
 from ddpbench.report.plots.common import figure, guarded, leaving_out, save
-from test_inert import assert_inert_page, assert_one_line_or_ok, run_reader
-from test_report import PNG_MAGIC, ok, write_results
+from ddpbench.testing.pages import assert_inert_page, assert_one_line_or_ok, run_reader
+from ddpbench.testing.records import PNG_MAGIC, ok, write_results
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "reports" / "examples"
 #: committed examples whose pages call every figure function between them
