@@ -18,12 +18,14 @@ import sys
 import tempfile
 import time
 
+from ddpbench.testing import cli_command
+
 
 def run(experiment: str, fork: bool) -> dict:
     out = tempfile.mkdtemp(prefix="ddpbench-speed-")
     env = {**os.environ, "DDPBENCH_FORK_SERVER": "1" if fork else "0"}
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "ddpbench", "sweep", experiment, "--out", out], env=env,
+    proc = subprocess.run(cli_command("sweep", experiment, "--out", out), env=env,
                           capture_output=True, text=True)
     total = time.monotonic() - start
     found = re.search(r"sweep wall time ([\d.]+) s, timed step windows ([\d.]+) s", proc.stderr + proc.stdout)
