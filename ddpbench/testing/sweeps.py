@@ -9,7 +9,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 import time
 
 import pandas as pd
@@ -18,7 +17,7 @@ import ddpbench
 from ddpbench.analysis import overlap
 from ddpbench.analysis.summary import summarize
 from ddpbench.results.tables import load, load_tables
-from ddpbench.testing.cli import ROOT
+from ddpbench.testing.cli import ROOT, cli_command
 from ddpbench.testing.experiments import TINY_DEFAULTS, write_experiment
 from ddpbench.testing.planted_faults import FAULTS
 from ddpbench.testing.survivors import rank_processes
@@ -73,8 +72,8 @@ def faulty_sweep(tmp_path, fault: str, timeout_s: int = 60, launcher: str = "spa
     out, stamp = tmp_path / "out", tmp_path / "fault.time"
     env = {**os.environ, "DDPBENCH_STRATEGIES": FAULTS, "PLANTED_FAULT": fault, "PLANTED_FAULT_STAMP": str(stamp),
            "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report",
-                              "--launcher", launcher],
+    sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report",
+                                         "--launcher", launcher),
                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     recorded = None
     try:

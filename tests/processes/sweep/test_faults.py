@@ -5,14 +5,13 @@ and leaves no process behind."""
 import errno
 import os
 import subprocess
-import sys
 import time
 import warnings
 
 import pytest
 
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import ROOT, TINY, rank_processes, run_cli, write_experiment
+from ddpbench.testing import ROOT, TINY, cli_command, rank_processes, run_cli, write_experiment
 from ddpbench.testing.sweeps import faulty_sweep
 from ddpbench.testing.sweeps import wait_for_runs as _wait_for_runs
 
@@ -90,7 +89,7 @@ def fill(path):
 def test_a_full_disk_stops_the_sweep_with_one_line_and_keeps_what_was_stored(small_disk):
     exp = write_experiment(small_disk.parent / "tiny.toml", TINY.replace("steps = 4", "steps = 40"))
     out = small_disk / "out"
-    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
+    sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report"),
                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for_runs(out / "results.jsonl", 1)
@@ -158,8 +157,8 @@ def test_a_results_file_cut_mid_write_loses_one_record_and_resume_measures_it_ag
 def test_two_sweeps_at_once_both_complete(tmp_path):
     """Each launch's rendezvous is on a port the OS gave it: two sweeps side by side never clash."""
     exp = write_experiment(tmp_path / "tiny.toml", TINY)
-    sweeps = [subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(tmp_path / f"out{i}"),
-                                "--no-report"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    sweeps = [subprocess.Popen(cli_command("sweep", str(exp), "--out", str(tmp_path / f"out{i}"), "--no-report"),
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
               for i in range(2)]
     started = time.monotonic()
     try:
