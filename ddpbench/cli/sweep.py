@@ -58,7 +58,8 @@ def command(args) -> int:
     emulation = {"emulate_nodes": args.emulate_nodes, "link": args.link, "link_delay_ms": args.link_delay_ms}
     experiment = with_job_flags(with_timeout(load_experiment(args.experiment, machine), args.timeout),
                                 {**emulation, "trace_steps": args.trace_steps})
-    if early and not forked.needed([*experiment.jobs, *(experiment.collectives.specs if experiment.collectives else ())]):
+    collectives = experiment.collectives.specs if experiment.collectives else ()
+    if early and not forked.needed([*experiment.jobs, *collectives]):
         forked.stop_server()
     if args.retry_failed and not args.resume:
         raise InputError("command line", "--retry-failed", "runs failed launches of stored results again: give "
