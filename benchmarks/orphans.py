@@ -84,8 +84,8 @@ def one_run(case: str, root: Path, tmp: Path, limit_s: float, jitter_s: float) -
     fault, env, flags = CASES[case]
     tmp.mkdir(parents=True)
     (tmp / "hung_workload.py").write_text(HUNG_FACTORY)
-    # this checkout's planted faults, under a name of their own: --root's tests/ may not have them all
-    (tmp / "bench_planted_faults.py").write_text((HERE / "tests" / "planted_faults.py").read_text())
+    # this checkout's planted faults, under a name of their own: --root's checkout may not have them all
+    (tmp / "bench_planted_faults.py").write_text((HERE / "ddpbench" / "testing" / "planted_faults.py").read_text())
     stamp, mark = tmp / "fault.time", uuid.uuid4().hex
     body = EXPERIMENT.format(model="mlp" if fault else "hung_workload:make", size='model_size = "xs"\n    ' if fault
                              else "", strategy='strategy = ["planted-fault"]' if fault else "")
