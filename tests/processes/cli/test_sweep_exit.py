@@ -6,11 +6,8 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
+from ddpbench.testing import ROOT
 
-from conftest import ROOT
-
-pytestmark = pytest.mark.slow  # starts a process (until tests/processes/ is marked by folder)
 
 SCRIPT = textwrap.dedent("""
     import atexit, gc, sys, time
