@@ -45,6 +45,13 @@ def _refusing(item):
             setattr(owner, name, original)
 
 
+@pytest.fixture(autouse=True)
+def _no_fork_server(monkeypatch):
+    """A sweep's command starts its fork server as it starts (ddpbench.cli.sweep), before it has read
+    the experiment: a unit test of its bad input would start one. No unit test forks a rank."""
+    monkeypatch.setenv("DDPBENCH_FORK_SERVER", "0")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
     return (yield from _refusing(item))
