@@ -25,7 +25,6 @@ from pathlib import Path
 import pandas as pd
 
 from ddpbench.analysis import summary as _summary
-from ddpbench.analysis.claims import audit_findings
 from ddpbench.analysis.costmodel import fit_collectives
 from ddpbench.analysis.diagnosis import diagnose
 from ddpbench.analysis.findings import Finding
@@ -98,6 +97,9 @@ class Measured:
         """What the independent checker (:mod:`ddpbench.audit`, through
         :func:`ddpbench.analysis.claims.audit_findings`) finds wrong in the verdict and the findings,
         against the figures it re-derives from the stored records: what ``report --check`` lists."""
+        # the checker (and scipy.stats, which it imports) only for ``report --check``: a second of a report's start
+        from ddpbench.analysis.claims import audit_findings
+
         if not len(self.summary):  # no job: nothing said, nothing to check
             return []
         return audit_findings((self.steps, self.runs, self.ranks), self.findings, self.verdict, self.summary)

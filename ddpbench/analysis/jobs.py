@@ -100,8 +100,34 @@ def fair_jobs(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def varying(table, fields=SPEC_COLUMNS) -> list[str]:
-    """The fields among ``fields`` that take more than one value in ``table``."""
-    return [f for f in fields if f in table.columns and table[f].astype(str).nunique() > 1]
+    """The fields among ``fields`` that take more than one value in ``table`` (compared as text:
+    ``table[f].astype(str).nunique() > 1``)."""
+    if len(table) < 2:
+        return []
+    columns = table.columns
+    return [f for f in fields if f in columns and _takes_values(table[f])]
+
+
+def _takes_values(column: pd.Series) -> bool:
+    """``column.astype(str).nunique() > 1`` (:func:`_differ`)."""
+    return _differ(column.tolist(), lambda: column)
+
+
+def _differ(values: list, column) -> bool:
+    """Whether ``values`` hold more than one text (``column().astype(str).nunique() > 1``), without
+    pandas' cost per call where no value is missing (the report asks it of every field of every table
+    it draws: a third of its time, done by pandas). A missing value (None, NaN) is left to pandas
+    (``column()``, the values as a Series), whose versions differ in how they count it."""
+    first = None
+    for value in values:
+        if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+            return column().astype(str).nunique() > 1
+        text = str(value)
+        if first is None:
+            first = text
+        elif text != first:
+            return True
+    return False
 
 
 def strategies_vary(table) -> bool:
@@ -121,8 +147,9 @@ def line_fields(table) -> list[str]:
     Those that vary, except world size (the x axis) and threads per rank when it only follows
     world size (``threads_per_rank = "auto"`` gives each size its own count).
     """
-    fields = [f for f in varying(table) if f not in ("world_size", "threads_per_rank", *MODEL_FIELDS)]
-    if "threads_per_rank" in varying(table) and table.duplicated([*model_columns(table), *fields, "world_size"]).any():
+    differ = varying(table)
+    fields = [f for f in differ if f not in ("world_size", "threads_per_rank", *MODEL_FIELDS)]
+    if "threads_per_rank" in differ and table.duplicated([*model_columns(table), *fields, "world_size"]).any():
         fields.append("threads_per_rank")
     return fields
 
@@ -142,8 +169,13 @@ def strategy_label(row) -> str:
 
 
 def _knob_varies(table, row, name: str) -> bool:
-    same = table[table["strategy"].astype(str) == str(row["strategy"])] if "strategy" in table.columns else table
-    return same[name].astype(str).nunique() > 1
+    """Whether ``name`` takes more than one value among the jobs of ``table`` with ``row``'s strategy
+    (as :func:`varying` compares them); asked for every label of every figure, so not through pandas."""
+    if "strategy" not in table.columns:
+        return _takes_values(table[name])
+    strategy = str(row["strategy"])
+    mine = [str(s) == strategy for s in table["strategy"].tolist()]
+    return _differ([v for v, keep in zip(table[name].tolist(), mine) if keep], lambda: table[name][mine])
 
 
 def describe(row, fields, table=None, model: bool = True) -> str:

@@ -92,22 +92,28 @@ def _welch_grid(n_a: int, n_b: int) -> tuple[np.ndarray, np.ndarray]:
     """For the Welch rule with equal true spreads: over a grid of the two sides' sample variances
     (midpoint quantiles of chi^2_{n-1} / (n-1), equally likely cells), the ratio of the estimated to
     the true standard error and the t quantile the interval then uses (at Welch's df)."""
-    from scipy.stats import chi2, t
-
     q = (np.arange(GRID) + 0.5) / GRID
-    va = chi2.ppf(q, n_a - 1)[:, None] / (n_a - 1) / n_a  # sample variance / n, in units of the true one
-    vb = chi2.ppf(q, n_b - 1)[None, :] / (n_b - 1) / n_b
+    va = chi2_quantile(q, n_a - 1)[:, None] / (n_a - 1) / n_a  # sample variance / n, in units of the true one
+    vb = chi2_quantile(q, n_b - 1)[None, :] / (n_b - 1) / n_b
     true = 1 / n_a + 1 / n_b
     df = (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
-    return np.sqrt((va + vb) / true).ravel(), t.ppf((1 + stats.CONFIDENCE) / 2, df).ravel()
+    return np.sqrt((va + vb) / true).ravel(), stats.t_quantile((1 + stats.CONFIDENCE) / 2, df).ravel()
+
+
+def chi2_quantile(q: np.ndarray, df: int) -> np.ndarray:
+    """The chi^2 quantiles at ``q`` (0 < q < 1) with ``df`` > 0 degrees of freedom: the very values of
+    ``scipy.stats.chi2.ppf`` (twice the inverse regularised gamma function), without importing scipy.stats."""
+    from scipy.special import gammaincinv
+
+    return 2 * gammaincinv(df / 2, q)
 
 
 def _power_at(delta: float, grid: tuple[np.ndarray, np.ndarray]) -> float:
     """P(the interval's low end is past the threshold) when the true gap is ``delta`` standard errors."""
-    from scipy.stats import norm
+    from scipy.special import ndtr  # scipy.stats.norm.sf(x) is ndtr(-x)
 
     ratio, crit = grid
-    return float(np.mean(norm.sf(crit * ratio - delta)))
+    return float(np.mean(ndtr(-(crit * ratio - delta))))
 
 
 def _gap(slowdown: float, threshold: float, relative: bool) -> float:

@@ -95,20 +95,30 @@ def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np
 
 def expanded_tail(n: int, confidence: float = CONFIDENCE) -> float:
     """The lower percentile (as a fraction) of the expanded percentile interval for samples of n."""
-    from scipy.stats import norm, t
+    from scipy.special import ndtr  # scipy.stats.norm.cdf, without importing scipy.stats
 
     alpha = 1 - confidence
     if n < 2:
         return math.nan
-    return float(norm.cdf(-math.sqrt(n / (n - 1)) * t.ppf(1 - alpha / 2, n - 1)))
+    return float(ndtr(-math.sqrt(n / (n - 1)) * t_quantile(1 - alpha / 2, n - 1)))
+
+
+def t_quantile(q: float, df):
+    """Student's t quantile at ``q`` (0 < q < 1) with ``df`` degrees of freedom (a number or an array):
+    the very value of ``scipy.stats.t.ppf(q, df)``, NaN where df is not positive, from scipy.special's
+    ``stdtrit`` (what ``t.ppf`` calls) at a hundredth of its cost and without importing scipy.stats,
+    half a second of a report's start (the loss budget takes eight such intervals per job)."""
+    from scipy.special import stdtrit
+
+    df = np.asarray(df, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.where(df > 0, stdtrit(df, q), math.nan)
 
 
 def mean_ci(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """t interval, on the log scale, of the mean of ``values`` (per-launch mean step times, ms):
     mean exp(+-t_{(1+confidence)/2, n-1} sd / (mean sqrt n)); (NaN, NaN) with fewer than two
     values or a mean <= 0, the point twice when every value is the same."""
-    from scipy.stats import t
-
     x = np.asarray(values, dtype=float)
     x = x[~np.isnan(x)]
     if x.size < 2:
@@ -117,7 +127,7 @@ def mean_ci(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
     if not mean > 0:
         return math.nan, math.nan
     se = float(np.std(x, ddof=1)) / mean / math.sqrt(x.size)
-    half = float(t.ppf((1 + confidence) / 2, x.size - 1)) * se
+    half = float(t_quantile((1 + confidence) / 2, x.size - 1)) * se
     return mean * math.exp(-half), mean * math.exp(half)
 
 
@@ -126,14 +136,12 @@ def difference_mean_ci(values, confidence: float = CONFIDENCE) -> tuple[float, f
     t_{(1+confidence)/2, n-1} sd / sqrt(n): for per-launch figures that can be 0 or negative (each
     launch's paired difference, e.g. its step less its own no_sync() step); (NaN, NaN) with fewer
     than two values, the point twice when every value is the same."""
-    from scipy.stats import t
-
     x = np.asarray(values, dtype=float)
     x = x[~np.isnan(x)]
     if x.size < 2:
         return math.nan, math.nan
     mean = float(x.mean())
-    half = float(t.ppf((1 + confidence) / 2, x.size - 1)) * float(np.std(x, ddof=1)) / math.sqrt(x.size)
+    half = float(t_quantile((1 + confidence) / 2, x.size - 1)) * float(np.std(x, ddof=1)) / math.sqrt(x.size)
     return mean - half, mean + half
 
 
@@ -153,8 +161,6 @@ def ratio_ci(numerator_ms, denominator_ms, expanded: bool = True, paired: bool =
     samples of equal length measured in the same rounds; a round with a NaN is dropped whole)
     a one-sample t over the rounds' relative differences. (NaN, NaN) with fewer than two launches
     on a side. ``expanded`` is accepted for old callers and ignored: it belonged to the bootstrap."""
-    from scipy.stats import t
-
     num, den = np.asarray(numerator_ms, dtype=float), np.asarray(denominator_ms, dtype=float)
     if paired:
         if num.size != den.size:
@@ -176,24 +182,20 @@ def ratio_ci(numerator_ms, denominator_ms, expanded: bool = True, paired: bool =
         se, df = welch(np.var(num / mean_num, ddof=1), num.size, np.var(den / mean_den, ddof=1), den.size)
     if se == 0:
         return ratio, ratio
-    half = float(t.ppf((1 + confidence) / 2, df)) * se
+    half = float(t_quantile((1 + confidence) / 2, df)) * se
     return ratio * math.exp(-half), ratio * math.exp(half)
 
 
 def difference_ci(numerator_ms, denominator_ms, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Welch t interval of mean(numerator) - mean(denominator) (ms) over each side's launches;
-    (NaN, NaN) with fewer than two launches on a side. The t quantile is scipy.special's ``stdtrit``,
-    the very value of ``scipy.stats.t.ppf`` at a hundredth of its cost (the loss budget takes eight
-    such intervals per job)."""
-    from scipy.special import stdtrit
-
+    (NaN, NaN) with fewer than two launches on a side."""
     num, den = np.asarray(numerator_ms, dtype=float), np.asarray(denominator_ms, dtype=float)
     num, den = num[~np.isnan(num)], den[~np.isnan(den)]
     if num.size < 2 or den.size < 2:
         return math.nan, math.nan
     diff = float(num.mean() - den.mean())
     se, df = welch(np.var(num, ddof=1), num.size, np.var(den, ddof=1), den.size)
-    half = float(stdtrit(df, (1 + confidence) / 2)) * se if se > 0 else 0.0
+    half = float(t_quantile((1 + confidence) / 2, df)) * se if se > 0 else 0.0
     return diff - half, diff + half
 
 

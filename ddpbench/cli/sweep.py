@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
 from pathlib import Path
 
@@ -43,6 +44,10 @@ def add_parser(sub) -> None:
 
 
 def command(args) -> int:
+    # as the interpreter exits, before its last collections: what is left then is not garbage worth
+    # collecting, and they would walk every object of torch, pandas and matplotlib (about a second)
+    atexit.unregister(gc.freeze)  # once, however often a process runs the command
+    atexit.register(gc.freeze)
     launcher = launcher_options(args)
     # the fork server's imports run beside this command's own (torch) and its checks, not before
     # its first launch; stopped again when no launch of the experiment is forked
@@ -53,7 +58,8 @@ def command(args) -> int:
     emulation = {"emulate_nodes": args.emulate_nodes, "link": args.link, "link_delay_ms": args.link_delay_ms}
     experiment = with_job_flags(with_timeout(load_experiment(args.experiment, machine), args.timeout),
                                 {**emulation, "trace_steps": args.trace_steps})
-    if early and not forked.needed([*experiment.jobs, *(experiment.collectives.specs if experiment.collectives else ())]):
+    collectives = experiment.collectives.specs if experiment.collectives else ()
+    if early and not forked.needed([*experiment.jobs, *collectives]):
         forked.stop_server()
     if args.retry_failed and not args.resume:
         raise InputError("command line", "--retry-failed", "runs failed launches of stored results again: give "
@@ -62,8 +68,4 @@ def command(args) -> int:
                            retry_failed=args.retry_failed,
                            dry_run=args.dry_run, write_report=not args.no_report, launcher=launcher,
                            argv=tuple(args.argv), wait=args.wait, force=args.force, emulation_flags=any(v is not None for v in emulation.values()))
-    code = run_and_report(experiment, options, machine)
-    # nothing left is garbage worth collecting, and the interpreter's exit would walk every object
-    # of torch, pandas and matplotlib in its last collections (about a second)
-    gc.freeze()
-    return code
+    return run_and_report(experiment, options, machine)

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Sequence
 
 from ddpbench.analysis import folder
-from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, render_page
+from ddpbench.report.page import (INDEX_FILE, ReportContext, SectionFn, experiment_names, left_out_section,
+                                  render_page)
+from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.sections import (budget, collectives, compute, diagnosis, frameworks, gpu, network, noise,
                                       overview, precision, projection, scaling, search, strategies, timeline, verdict)
 from ddpbench.results.sidefiles import replace_file
@@ -70,9 +72,11 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
 def write_context(ctx: ReportContext, sections: Sequence[SectionFn] | None = None) -> Path:
     """Write the report of a loaded results folder (:func:`load_context`); return index.html's path."""
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), leaving_out() as left_out:
         warnings.filterwarnings("ignore", GLYPH_WARNING, UserWarning)
         rendered = [s for s in (fn(ctx) for fn in (SECTIONS if sections is None else sections)) if s is not None]
+    if left_out:  # closes the page: each figure whose values could not be placed, one line each
+        rendered.append(left_out_section(left_out))
     return replace_file(ctx.out_dir / INDEX_FILE, render_page(page_title(ctx), rendered, ctx.out_dir))
 
 

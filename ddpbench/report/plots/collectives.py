@@ -20,13 +20,15 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.experiment.collectives import OPS
-from ddpbench.report.plots.common import COLORS, MARKERS, figure, plain_log_y, save
+from ddpbench.report.plots.common import COLORS, MARKERS, figure, guarded, margins, plain_log_y, save, text_width
 
 PLACEMENT_NAMES = {"out": "out-of-place", "in": "in-place"}
 PLACEMENT_STYLES = {"out": "-", "in": "--"}
 WRONG_COLOR = "#c62828"
 #: the most labelled ticks on a size axis; the others are unlabelled minor ticks
 MAX_SIZE_LABELS = 6
+#: the most ticks on a size axis (sizes of 1 byte to 1 GB span 31 powers of two)
+MAX_SIZE_TICKS = 64
 
 
 def size_label(size: float) -> str:
@@ -60,22 +62,42 @@ def ops_in_order(rows) -> list[str]:
     return [op for op in OPS if op in present] + [op for op in present if op not in OPS]
 
 
-def size_axis(ax, sizes, label: bool = True) -> None:
+def size_axis(ax, sizes, label: bool = True, minor_ticks: bool = True) -> None:
     """A log2 x axis over ``sizes`` (bytes): a tick at every power of two, at most
-    :data:`MAX_SIZE_LABELS` of them labelled."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+    :data:`MAX_SIZE_LABELS` of them labelled. ``minor_ticks=False`` draws the others as one line of
+    tick marks (:func:`unlabelled_ticks`) rather than as matplotlib's minor ticks, each of which is
+    five artists to make and draw (for an axis with no minor grid and no axis sharing its ticks)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
     sizes = [float(s) for s in sizes if s and float(s) > 0]
     lo, hi = math.floor(math.log2(min(sizes))), math.ceil(math.log2(max(sizes)))
     step = max(1, math.ceil((hi - lo) / (MAX_SIZE_LABELS - 1)))
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator([2.0**e for e in range(lo, hi + 1, step)]))
-    ax.xaxis.set_minor_locator(FixedLocator([2.0**e for e in range(lo, hi + 1)]))
+    every = max(1, math.ceil((hi - lo) / MAX_SIZE_TICKS))  # past MAX_SIZE_TICKS powers of two, every few
+    if minor_ticks:
+        ax.xaxis.set_minor_locator(FixedLocator([2.0**e for e in range(lo, hi + 1, every)]))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.xaxis.set_minor_locator(NullLocator())
+        unlabelled_ticks(ax, [2.0**e for e in range(lo, hi + 1, every) if (e - lo) % step])
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: size_label(v)))
-    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlim(2.0**lo / 1.25, 2.0**hi * 1.25)
     if label:
         ax.set_xlabel("message size (bytes)")
+
+
+def unlabelled_ticks(ax, positions) -> None:
+    """Tick marks at ``positions`` on the x axis drawn as matplotlib draws minor ticks (outward, 2 points
+    long, 0.6 wide, in the ticks' colour), as the markers of one line."""
+    from matplotlib import rcParams
+    from matplotlib.lines import Line2D
+    from matplotlib.markers import TICKDOWN
+
+    ax.add_line(Line2D(positions, [0.0] * len(positions), transform=ax.get_xaxis_transform(), linestyle="none",
+                       marker=TICKDOWN, markersize=rcParams["xtick.minor.size"],
+                       markeredgewidth=rcParams["xtick.minor.width"], color=rcParams["xtick.color"], clip_on=False,
+                       zorder=2.01))
 
 
 def _launch_fields(rows) -> list[str]:
@@ -90,6 +112,7 @@ def _setting(row, fields) -> str:
     return " ".join(parts)
 
 
+@guarded
 def busbw_by_size(collectives, path) -> Path | None:
     """busbw (GB/s) against size: one panel per op, one line per (world size, placement)."""
     from matplotlib.lines import Line2D
@@ -129,7 +152,7 @@ def busbw_by_size(collectives, path) -> Path | None:
             ax.text(0.5, 0.5, "busbw 0 at world size 1:\nno byte crosses a link", transform=ax.transAxes,
                     ha="center", va="center", fontsize="small", color="0.4")
         ax.set_title(plain(op), fontsize="medium")
-        size_axis(ax, mine["size_bytes"], label=False)
+        size_axis(ax, mine["size_bytes"], label=False, minor_ticks=False)  # a panel per op: marks are cheaper
         ax.tick_params(labelbottom=True, labelsize="small")
         ax.grid(True, alpha=0.3)
     top = float(rows["busbw_gbps"].astype(float).max())
@@ -156,14 +179,14 @@ def busbw_by_size(collectives, path) -> Path | None:
         handles.append(Line2D([], [], linestyle="none", marker="o", markersize=10, markerfacecolor="none",
                               markeredgecolor=WRONG_COLOR, label="red ring: wrong elements (#wrong > 0)"))
     fig.suptitle("Bus bandwidth by message size (slowest rank, median over iterations)")
-    fig.tight_layout()
+    margins(fig, left=0.75, bottom=0.6, right=0.25, top=0.7, wspace=0.3, hspace=0.6)
     if len(ops) < len(axes):  # the legend in the first empty panel's place
         box = axes[len(ops)].get_position()
         fig.legend(handles=handles, loc="center", bbox_to_anchor=(box.x0 + box.width / 2, box.y0 + box.height / 2),
-                   fontsize="small", frameon=False)
+                   bbox_transform=fig.transFigure, fontsize="small", frameon=False)
     else:
-        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(handles)),
-                   fontsize="small", frameon=False)
+        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=fig.transFigure,
+                   ncol=min(4, len(handles)), fontsize="small", frameon=False)
     return save(fig, path)
 
 
@@ -173,6 +196,7 @@ def _curve_band(rows):
     return band.index.to_numpy(dtype=float), *(band[c].to_numpy(dtype=float) / 1e3 for c in band.columns)
 
 
+@guarded
 def allreduce_with_buckets(collectives, jobs, path) -> Path | None:
     """all_reduce time (ms) against size, log-log, one curve per (device, backend, world size) of
     ``jobs``, each job's buckets marked at their predicted time; below it one strip per job with
@@ -237,5 +261,7 @@ def allreduce_with_buckets(collectives, jobs, path) -> Path | None:
     strip.set_ylim(-0.6, len(jobs) - 0.4)
     strip.grid(True, axis="x", alpha=0.25)
     strip.set_xlabel("message size (bytes); markers: each job's gradient buckets")
-    fig.tight_layout()
+    # the jobs' names left of the strip set the left margin; the curve's axis label needs 0.9 in
+    margins(fig, left=max(0.9, text_width(fig, [text for _, text in labels], "small") + 0.2), bottom=0.6, right=0.2,
+            top=0.4, hspace=0.3)
     return save(fig, path)

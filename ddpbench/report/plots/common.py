@@ -17,12 +17,24 @@ Figures are drawn with matplotlib's object API on an Agg canvas rather than thro
 nothing is left in pyplot's global figure list to close, and a notebook that calls the
 report keeps its own backend. matplotlib is imported inside the functions, so importing the
 figure modules stays cheap.
+
+Every figure function is :func:`guarded`: it draws with the report's rc settings (:data:`RC`: every
+text literal, a ``$`` pair in a label is no mathtext), and while the page is written
+(:func:`leaving_out`) a figure whose values matplotlib cannot place is left out, with one line
+saying why, rather than the page.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import io
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -39,6 +51,131 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINE_STYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
 NOISY_RING = "0.6"
 DPI = 110
+#: matplotlib's settings while a figure is drawn: every text literally, as stored (a workload's label
+#: may hold a ``$`` pair that is no mathtext and could not even parse, such as ``$\frac{1$``)
+RC = {"text.parse_math": False}
+#: what a figure's values can make matplotlib raise (a log axis with nothing positive on it, limits or
+#: a canvas past what a float or an image holds): the figure is left out, not the page. Other errors
+#: (a KeyError, a TypeError) are mistakes in the code and propagate.
+UNPLACEABLE = (ValueError, ArithmeticError)
+#: the largest magnitude a figure places: matplotlib adds margins and ticks beyond the values drawn,
+#: which overflow near the largest float (1.8e308)
+PLACEABLE = 1e300
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A figure left out of the page: its file's name and why, the error's first line."""
+
+    figure: str
+    why: str
+
+
+_LEFT_OUT: ContextVar[list[LeftOut] | None] = ContextVar("figures_left_out", default=None)
+
+
+@contextmanager
+def leaving_out() -> Iterator[list[LeftOut]]:
+    """While open, a :func:`guarded` figure that cannot be drawn is left out and listed in the list
+    yielded; outside it, the figure function's error propagates (a test calling one sees it)."""
+    token = _LEFT_OUT.set([])
+    try:
+        yield _LEFT_OUT.get()  # type: ignore[misc]
+    finally:
+        _LEFT_OUT.reset(token)
+
+
+def guarded(draw: Callable[..., Path | None]) -> Callable[..., Path | None]:
+    """The figure function ``draw`` (it has a ``path`` parameter, where its PNG goes) drawn with
+    :data:`RC`, from tables in which every figure it could not place reads as missing (:func:`placeable_only`);
+    while :func:`leaving_out` is open, one that still raises :data:`UNPLACEABLE` returns None (nothing
+    drawn, no PNG at ``path``: a stale one from an earlier report is removed) and is listed."""
+    signature = inspect.signature(draw)
+    if "path" not in signature.parameters:
+        raise TypeError(f"{draw.__qualname__} has no path parameter: it is not a figure function")
+
+    @functools.wraps(draw)
+    def guard(*args, **kwargs):
+        from matplotlib import rc_context
+
+        try:
+            with rc_context(RC):
+                return draw(*map(placeable_only, args), **{k: placeable_only(v) for k, v in kwargs.items()})
+        except UNPLACEABLE as err:
+            left_out = _LEFT_OUT.get()
+            if left_out is None:
+                raise
+            path = Path(signature.bind(*args, **kwargs).arguments["path"])
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:  # a folder planted at that name: the page links no PNG there either way
+                pass
+            left_out.append(LeftOut(path.name, one_line(err)))
+            return None
+
+    guard.guarded = True  # type: ignore[attr-defined]
+    return guard
+
+
+def one_line(err: BaseException) -> str:
+    """An error's first line, as text without control characters, at most 200 characters."""
+    lines = without_controls(err).strip().splitlines()
+    text = lines[0].strip() if lines else type(err).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def placeable_only(value):
+    """``value`` with the figures a figure cannot place (:func:`placeable`) read as missing (NaN): in a
+    table, its float columns and the lists of floats in its cells; any other value as it is (and a
+    table with nothing to change is the same object)."""
+    import pandas as pd
+
+    if not isinstance(value, pd.DataFrame):
+        return value
+    changed = value
+    for column in value.columns:
+        cells = value[column]
+        if cells.dtype.kind == "f":
+            numbers = cells.to_numpy(dtype=float)
+            off = ~placeable(numbers) & ~np.isnan(numbers)
+            fixed = np.where(off, np.nan, numbers) if off.any() else None
+        elif cells.dtype == object and cells.map(_unplaceable_inside).any():
+            fixed = [[v if not _unplaceable(v) else math.nan for v in cell] if _unplaceable_inside(cell) else cell
+                     for cell in cells]
+        else:
+            continue
+        if fixed is not None:
+            changed = value.copy() if changed is value else changed
+            changed[column] = fixed
+    return changed
+
+
+def _unplaceable(v) -> bool:
+    return isinstance(v, (float, np.floating)) and v == v and not abs(v) <= PLACEABLE
+
+
+def _unplaceable_inside(cell) -> bool:
+    return isinstance(cell, (list, tuple, np.ndarray)) and any(_unplaceable(v) for v in cell)
+
+
+def placeable(values, log: bool = False) -> np.ndarray:
+    """Which of ``values`` a figure can place: finite and at most :data:`PLACEABLE` in magnitude, and
+    on a log axis (``log``) above 0."""
+    values = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore"):
+        keep = np.isfinite(values) & (np.abs(values) <= PLACEABLE)
+        return keep & (values > 0) if log else keep
+
+
+def nothing_on_log_y(ax, what: str) -> bool:
+    """Whether ``ax`` holds no y above 0, without which matplotlib cannot draw a log y axis; if so, the
+    axes say in their middle that there is no ``what`` to draw, and show no y ticks."""
+    if math.isfinite(ax.dataLim.minposy):
+        return False
+    ax.text(0.5, 0.5, f"no {what} above 0 and up to {PLACEABLE:g} to draw", transform=ax.transAxes, ha="center",
+            va="center", fontsize=9, color="0.4")
+    ax.set_yticks([])
+    return True
 
 
 def ok_rows(table, column: str):
@@ -51,7 +188,7 @@ def ok_rows(table, column: str):
 
 def groups_of(rows, fields) -> dict[tuple, object]:
     """Rows grouped by the values of ``fields``, in order of first appearance."""
-    keys = [tuple(r[f] for f in fields) for _, r in rows.iterrows()]
+    keys = list(zip(*(rows[f].tolist() for f in fields))) if fields else [()] * len(rows)
     order: dict[tuple, list[int]] = {}
     for position, key in enumerate(keys):
         order.setdefault(key, []).append(position)
@@ -67,22 +204,56 @@ def figure(width: float, height: float):
     return fig
 
 
+def margins(fig, left: float, bottom: float, right: float, top: float, wspace: float = 0.0,
+            hspace: float = 0.0) -> None:
+    """Place the figure's grid of panels by fixed margins and gaps in inches, where ``tight_layout``
+    would measure every label first (a tenth of a second a figure); what reaches past the canvas is
+    drawn in the room around it and kept (:func:`pixels`)."""
+    width, height = fig.get_size_inches()
+    rows, columns = fig.axes[0].get_subplotspec().get_gridspec().get_geometry()
+    panel_width = (width - left - right - (columns - 1) * wspace) / columns
+    panel_height = (height - bottom - top - (rows - 1) * hspace) / rows
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                        wspace=wspace / panel_width, hspace=hspace / panel_height)
+
+
+def text_width(fig, texts, size) -> float:
+    """The width of the widest of ``texts`` at font ``size`` (points or a name, "small"), in inches."""
+    from matplotlib.font_manager import FontProperties
+
+    renderer, font = fig.canvas.get_renderer(), FontProperties(size=size)
+    widths = [renderer.get_text_width_height_descent(without_controls(t), font, ismath=False)[0] for t in texts]
+    return max(widths, default=0.0) / fig.dpi
+
+
 def _has_controls(text) -> bool:
     return any(c < " " and c != "\n" or "\x7f" <= c <= "\x9f" for c in str(text))
+
+
+#: room drawn around a figure's own canvas, in inches (left, bottom, right, top), for what lies outside
+#: it (a legend right of the axes, one under the panels); the PNG is then cropped to what was drawn
+ROOM = (4.0, 3.0, 6.0, 1.5)
+#: what is drawn this close to the room's edge, in inches, may have been cut there (a label's gap between
+#: two words can fall on the edge itself): the figure is drawn again with more room
+EDGE = 0.25
+#: white space kept around what was drawn, in inches (as matplotlib's ``savefig.pad_inches``)
+PAD_INCHES = 0.1
+#: zlib's effort for the PNGs: 1 writes them in a fraction of the default's time, a third larger
+PNG_COMPRESSION = 1
 
 
 def save(fig, path: Path) -> Path:
     """Write the figure as a PNG at ``path``: a new regular file, never through a link planted at
     that name (:func:`~ddpbench.results.sidefiles.replace_file`). Every text is drawn literally:
-    a ``$...$`` pair in a workload's name or arguments is not mathtext (it could not even parse)."""
-    import io
+    a ``$...$`` pair in a workload's name or arguments is not mathtext (it could not even parse).
 
-    from matplotlib import rc_context
-    from matplotlib.text import Text
+    The figure is drawn once (:func:`pixels`) and cropped to what was drawn, as
+    ``bbox_inches="tight"`` crops it, which draws it twice over to measure the crop."""
+    from PIL import Image
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    for text in fig.findobj(Text):
+    for text in texts(fig):
         text.set_parse_math(False)
         if _has_controls(text.get_text()):
             text.set_text(without_controls(text.get_text()))  # no glyph to draw a control character with
@@ -91,12 +262,71 @@ def save(fig, path: Path) -> Path:
             for formatter in (axis.get_major_formatter(), axis.get_minor_formatter()):
                 if isinstance(getattr(formatter, "seq", None), list) and any(map(_has_controls, formatter.seq)):
                     formatter.seq = [without_controls(label) for label in formatter.seq]
+    image = pixels(fig)
     buffer = io.BytesIO()
-    with rc_context({"text.parse_math": False}):  # tick labels are made while drawing
-        fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
-    fig.clear()
+    Image.fromarray(image, "RGB").save(buffer, format="PNG", compress_level=PNG_COMPRESSION)
     replace_file(path, buffer.getvalue())
     return path
+
+
+def texts(artist) -> list:
+    """Every text of ``artist`` and its children (``artist.findobj(Text)``), but of an axis only the
+    ticks it has made: ``findobj`` would make all of them (a tenth of a second a figure), and a tick
+    made while drawing takes the texts' settings then (:func:`pixels`) and its label from the
+    axis' formatter (which :func:`save` cleans)."""
+    from matplotlib.axis import Axis
+    from matplotlib.text import Text
+
+    found = [artist] if isinstance(artist, Text) else []
+    if isinstance(artist, Axis):
+        children = [artist.label, artist.offsetText, *artist.__dict__.get("majorTicks", ()),
+                    *artist.__dict__.get("minorTicks", ())]
+    else:
+        children = artist.get_children()
+    for child in children:
+        found += texts(child)
+    return found
+
+
+def pixels(fig) -> np.ndarray:
+    """The figure drawn once at :data:`DPI` with :data:`ROOM` around its canvas, cropped to what was
+    drawn with :data:`PAD_INCHES` of white around it: (height, width, 3) RGB bytes. Drawn again with
+    more room when something reaches the edge of the room."""
+    from matplotlib import rc_context
+    from matplotlib.transforms import Bbox
+
+    width, height = fig.get_size_inches()
+    for grow in (1, 4, 16):
+        left, bottom, right, top = (grow * room for room in ROOM)
+        with rc_context({"text.parse_math": False}):  # tick labels are made while drawing
+            fig.savefig(_Discard(), format="rgba", dpi=DPI,
+                        bbox_inches=Bbox.from_extents(-left, -bottom, width + right, height + top))
+        drawn = np.asarray(fig.canvas.renderer.buffer_rgba())
+        ink = drawn.view(np.uint32)[:, :, 0] != _WHITE  # opaque: the figure's patch is white
+        rows, columns = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
+        if not len(rows):
+            return np.full((1, 1, 3), 255, np.uint8)
+        edge = round(EDGE * DPI)
+        if min(rows[0], columns[0], ink.shape[0] - 1 - rows[-1], ink.shape[1] - 1 - columns[-1]) >= edge:
+            break
+    pad = round(PAD_INCHES * DPI)
+    crop = np.full((rows[-1] - rows[0] + 1 + 2 * pad, columns[-1] - columns[0] + 1 + 2 * pad, 3), 255, np.uint8)
+    crop[pad:-pad, pad:-pad] = drawn[rows[0]:rows[-1] + 1, columns[0]:columns[-1] + 1, :3]
+    return crop
+
+
+#: an opaque white pixel of an RGBA buffer, read as one 32-bit number
+_WHITE = np.frombuffer(bytes((255, 255, 255, 255)), np.uint32)[0]
+
+
+class _Discard(io.RawIOBase):
+    """Where the figure's raw pixels are written while they are read from its canvas: nowhere."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        return len(data)
 
 
 def mark(ax, x, y, color, marker, oversubscribed: bool, noisy: bool) -> None:
@@ -130,13 +360,14 @@ def legend(ax, handles=None) -> None:
 
 
 def plain_log_y(ax) -> None:
-    """A log y axis labelled at 1, 2 and 5 times powers of ten, in plain numbers (no 4x10^4)."""
+    """A log y axis labelled at 1, 2 and 5 times powers of ten, in plain numbers (no 4x10^4; 1e+15 and up
+    as such, not in a line of digits)."""
     from matplotlib.ticker import FuncFormatter, LogLocator
 
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_minor_locator(LogLocator(base=10, subs=(3.0, 4.0, 6.0, 7.0, 8.0, 9.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if 1 <= v < 1e15 else f"{v:g}"))
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 

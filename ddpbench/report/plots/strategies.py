@@ -19,7 +19,7 @@ import numpy as np
 
 from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.jobs import describe, line_fields, model_columns, model_name, ordered
-from ddpbench.report.plots.common import MEMORY_AXES, figure, legend, memory_column, ok_rows, save
+from ddpbench.report.plots.common import MEMORY_AXES, figure, guarded, legend, memory_column, ok_rows, save
 
 OVERSUBSCRIBED_HATCH = "///"
 EXPLICIT_COMM = ("comm after backward / step", "comm_ms", "#dd8452")
@@ -74,9 +74,18 @@ def _slot(index: int, position: int, count: int) -> tuple[float, float]:
     return index - 0.4 + height * (position + 0.5), height
 
 
-def _job(rows, label: str, size: int):
-    match = rows[(rows["_label"] == label) & (rows["world_size"] == size)]
-    return match.iloc[0] if len(match) else None
+def _jobs(rows):
+    """``job(label, size)``: the first job of ``rows`` (a :func:`_layout` table) with that label and
+    world size, or None; looked up, not filtered out of the table for each slot."""
+    first: dict[tuple, int] = {}
+    for position, slot in enumerate(zip(rows["_label"].tolist(), rows["world_size"].tolist())):
+        first.setdefault(slot, position)
+
+    def job(label: str, size: int):
+        position = first.get((label, size))
+        return None if position is None else rows.iloc[position]
+
+    return job
 
 
 def _value(job, column: str) -> float:
@@ -134,9 +143,10 @@ def _grouped_bars(ax, rows, labels, sizes, colors, column: str, fmt: str) -> boo
     """One bar per (label, world size) of ``column``; the status where a job has no figure.
     Returns True when some bar was drawn."""
     drawn = False
+    find = _jobs(rows)
     for index, label in enumerate(labels):
         for position, size in enumerate(sizes):
-            job = _job(rows, label, size)
+            job = find(label, size)
             if job is None:
                 continue
             y, height = _slot(index, position, len(sizes))
@@ -158,6 +168,7 @@ def _height(labels, per_row: int) -> float:
 # the figures
 # ---------------------------------------------------------------------------------------------
 
+@guarded
 def throughput_by_strategy(table, path) -> Path | None:
     """Global samples/s per configuration, one bar per world size (world size 1 is the baseline);
     a dotted outline behind a bar reaches ideal linear scaling, the world-size-1 throughput times
@@ -171,9 +182,10 @@ def throughput_by_strategy(table, path) -> Path | None:
     fig = figure(9.0, _height(labels, len(sizes)))
     ax = fig.add_subplot()
     ideal = False
+    find = _jobs(rows)
     for index, label in enumerate(labels):
         for position, size in enumerate(sizes):
-            job = _job(rows, label, size)
+            job = find(label, size)
             speedup = _value(job, SPEEDUP) if job is not None and size > 1 else math.nan
             if math.isfinite(speedup) and speedup > 0:
                 y, height = _slot(index, position, len(sizes))
@@ -200,6 +212,7 @@ def _panels(labels, sizes, width_each: float = 3.6):
     return fig, axes
 
 
+@guarded
 def comm_time_by_strategy(table, path) -> Path | None:
     """Communication time per step (ms) at each world size above 1, stacked: explicit
     communication after backward or after the optimizer step (``comm_ms``), then DDP-style
@@ -213,9 +226,10 @@ def comm_time_by_strategy(table, path) -> Path | None:
     sizes = sorted(set(int(w) for w in ok["world_size"]))
     fig, axes = _panels(labels, sizes)
     starred = False
+    find = _jobs(rows)
     for ax, size in zip(axes, sizes):
         for index, label in enumerate(labels):
-            job = _job(rows, label, size)
+            job = find(label, size)
             if job is None:
                 continue
             if job["status"] != "ok":
@@ -247,6 +261,7 @@ def comm_time_by_strategy(table, path) -> Path | None:
     return save(fig, path)
 
 
+@guarded
 def traffic_by_strategy(table, path) -> Path | None:
     """MB sent per optimizer step (1 MB = 1e6 bytes) at each world size above 1: a bar for the
     busiest rank, a black diamond for the median rank. Dark bars were counted at send/recv
@@ -264,9 +279,10 @@ def traffic_by_strategy(table, path) -> Path | None:
     grad_mb = grads.pop() if len(grads) == 1 else math.nan
     fig, axes = _panels(labels, sizes)
     kinds = set()
+    find = _jobs(rows)
     for ax, size in zip(axes, sizes):
         for index, label in enumerate(labels):
-            job = _job(rows, label, size)
+            job = find(label, size)
             if job is None:
                 continue
             busiest = _value(job, "sent_mb_per_step_max")
@@ -301,6 +317,7 @@ def traffic_by_strategy(table, path) -> Path | None:
     return save(fig, path)
 
 
+@guarded
 def memory_by_strategy(table, path) -> Path | None:
     """The largest rank's own memory (peak RSS for results older than that figure) and the optimizer
     state one rank holds (its shard for ZeRO and FSDP; all of it on rank 0 for master-params), in

@@ -9,12 +9,9 @@ from multiprocessing import forkserver
 from pathlib import Path
 
 import psutil
-import pytest
 
 from ddpbench.launch import forked
 from ddpbench.launch.processes import end_processes
-
-pytestmark = pytest.mark.slow  # starts the fork server (until tests/processes/ is marked by folder)
 
 
 def _parent(argv, env, log_path):

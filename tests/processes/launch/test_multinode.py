@@ -15,7 +15,7 @@ from ddpbench.experiment.links import rate_bits
 from ddpbench.launch.emulate import EmulatedNetwork, emulation_problem, netem_problem, remove_stale
 from ddpbench.report.build import write_report
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import TINY_DEFAULTS, as_from_a_terminal, rank_processes, run_cli, write_experiment
+from ddpbench.testing import TINY_DEFAULTS, as_from_a_terminal, cli_command, rank_processes, run_cli, write_experiment
 from ddpbench.testing.sweeps import tables_shape
 
 needs_namespaces = pytest.mark.skipif(emulation_problem() is not None, reason=str(emulation_problem()))
@@ -126,7 +126,7 @@ def test_ctrl_c_mid_launch_tears_the_emulated_nodes_down(tmp_path):
     # steps enough that the launch cannot end before the signal, however loaded the machine is
     exp = experiment(tmp_path, 'emulate_nodes = [2]\nlink = ["100mbit"]\nsteps = [100000]\n', timeout_s=300)
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
+    proc = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 180
@@ -155,7 +155,7 @@ def test_two_nodes_of_a_torchrun_sweep_meet_and_node_0_stores_every_rank(tmp_pat
     common = ["sweep", str(exp), "--out", str(out), "--no-report", "--launcher", "torchrun", "--nnodes", "2",
               "--rdzv-endpoint", f"127.0.0.1:{port}"]
     env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}
-    node0 = subprocess.Popen([sys.executable, "-m", "ddpbench", *common], env=env, stdout=subprocess.PIPE,
+    node0 = subprocess.Popen(cli_command(*common), env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     node1 = run_cli(*common, "--node-rank", "1", env=env, timeout=120)
     out0, err0 = node0.communicate(timeout=120)

@@ -17,7 +17,6 @@ from ddpbench.launch import forked
 from ddpbench.launch.spawn import SpawnLauncher
 from ddpbench.rank.forked import run_rank
 
-pytestmark = pytest.mark.slow  # starts the fork server and ranks (until tests/processes/ is marked by folder)
 
 #: the default sweep's job (experiments/quick.toml), a few steps shorter
 SPEC = dict(world_size=2, model="transformer", model_size="s", batch_size=4, threads_per_rank=1, warmup_steps=3,

@@ -21,22 +21,13 @@ def _example_experiment(tmp_path: Path, extra: str = "") -> Path:
     scripts = tmp_path / "scripts"
     scripts.mkdir(exist_ok=True)
     shutil.copy(EXAMPLE, scripts / EXAMPLE.name)
-    return write_experiment(tmp_path / "script.toml", f"""
-        name = "script-small"
-        timeout_s = 120
-        [defaults]
+    return script_experiment(tmp_path / "script.toml", f"""
         script = "scripts/{EXAMPLE.name}"
         script_args = {SMALL_ARGS}
-        batch_size = 8
-        backend = "gloo"
-        device = "cpu"
-        threads_per_rank = 1
-        warmup_steps = 2
-        steps = 5
         {extra}
         [grid]
         world_size = [1, 2]
-    """)
+    """, timeout_s=120, name="script-small")
 
 
 def _records(out: Path) -> list[dict]:
@@ -208,20 +199,12 @@ def test_a_script_under_torchrun_gets_the_sweeps_bucket_caps(tmp_path):
             step(ddp, opt)
         dist.destroy_process_group()
     """))
-    exp = write_experiment(tmp_path / "caps.toml", """
-        timeout_s = 120
-        [defaults]
+    exp = script_experiment(tmp_path / "caps.toml", """
         script = "mlp.py"
-        batch_size = 8
-        backend = "gloo"
-        device = "cpu"
-        threads_per_rank = 1
-        warmup_steps = 2
-        steps = 5
         [grid]
         world_size = [2]
         bucket_cap_mb = [0.02, 25]
-    """)
+    """, timeout_s=120)
     out = tmp_path / "out"
     done = run_cli("sweep", exp, "--out", out, "--launcher", "torchrun", "--no-report")
     assert done.returncode == 0, done.stderr[-3000:]

@@ -21,16 +21,13 @@ import math
 import os
 import random
 import shutil
-import signal
-from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
-from ddpbench.cli.program import main
 from ddpbench.results.schema import RESULTS_FILE, SEARCH_FILE
 from ddpbench.testing import TINY_DEFAULTS, run_cli, run_main, write_experiment
+from ddpbench.testing.pages import assert_inert_page, assert_one_line_or_ok, run_reader
 
 BASE = """
     name = "tiny"
@@ -56,8 +53,7 @@ BAD_NUMBERS = (math.nan, 0, math.inf, "fast", None, -5, True, {})
 PLOTS = ("throughput.png", "efficiency.png", "serial_fraction.png", "breakdown.png", "budget.png", "memory.png",
          "flops.png", "projection.png", "index.html", "bench.json", "compare")
 DEEP = "[" * 200_000 + "]" * 200_000
-#: the only absolute link a page may hold: a constant of the timeline section
-ALLOWED_URLS = ("https://ui.perfetto.dev",)
+
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,39 +349,6 @@ MUTATIONS = {
 # what every reader must do
 # ---------------------------------------------------------------------------------------------
 
-class _Tags(HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.tags: list[tuple[str, list]] = []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, attrs))
-
-
-def assert_inert_page(page: Path, root: Path) -> None:
-    """No script, no event handler, no embedded or framed content; every link a fragment, the one
-    allowed constant, or a relative path to a file inside ``root``."""
-    parser = _Tags()
-    parser.feed(page.read_text(encoding="utf-8"))
-    tags = parser.tags
-    assert tags, page
-    for tag, attrs in tags:
-        assert tag not in ("script", "iframe", "object", "embed", "svg", "math", "form", "base", "link", "style"
-                           ) or (tag == "style" and not attrs), (tag, attrs)
-        for name, value in attrs:
-            assert not name.startswith("on"), (tag, name, value)
-            if name in ("href", "src"):
-                assert value is not None
-                if value.startswith("#") or value in ALLOWED_URLS:
-                    continue
-                parts = urlsplit(value)
-                assert not parts.scheme and not parts.netloc and not value.startswith("/"), (tag, value)
-                target = (page.parent / value).resolve()
-                assert target.is_relative_to(root.resolve()) and target.is_file(), (tag, value)
-        if tag == "meta":
-            assert dict(attrs).keys() <= {"charset", "name", "content"}, attrs
-
-
 def assert_plain_csv(path: Path) -> None:
     with open(path, newline="", encoding="utf-8") as fh:
         for row in csv.reader(fh):
@@ -408,41 +371,6 @@ class Canary:
         assert self.path.read_text() == "canary\n"
         assert self.path.stat().st_mtime_ns == self.stat.st_mtime_ns
         assert sorted(p.name for p in self.path.parent.iterdir()) == self.around
-
-
-class _Hang(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise _Hang
-
-
-def run_reader(capsys, argv: list[str], limit_s: int = 120) -> tuple[int, str, str]:
-    """``python -m ddpbench ARGV`` in-process: (exit code, stdout, stderr); a hang is a failure."""
-    capsys.readouterr()
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(limit_s)
-    try:
-        code = main(argv)
-    except _Hang:
-        pytest.fail(f"{' '.join(argv)} did not finish within {limit_s} s")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_or_ok(code: int, out: str, err: str, argv) -> None:
-    assert "Traceback" not in out + err, (argv, err)
-    assert code in (0, 2), (argv, code, err)
-    if code == 2:
-        errors = [line for line in err.splitlines() if line.startswith("error:")]
-        assert len(errors) == 1 and len(err.strip().splitlines()) == len(errors) + err.count("\nwarning:") + (
-            err.startswith("warning:")), (argv, err)
-    for text in (out, err):
-        assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text, (argv, text[-500:])
 
 
 def mutate(base: Path, tmp_path: Path, name: str) -> tuple[Path, Canary]:

@@ -4,11 +4,10 @@ writes through links, and work and log paths of one sweep that no other sweep sh
 import json
 import os
 import subprocess
-import sys
 import time
 
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import ROOT, TINY, rank_processes, write_experiment
+from ddpbench.testing import ROOT, TINY, cli_command, rank_processes, write_experiment
 
 
 # ---------------------------------------------------------------------------------------------
@@ -23,8 +22,8 @@ def test_two_sweeps_into_one_folder_the_second_is_refused_or_waits_and_the_first
     out = tmp_path / "out"
 
     def sweep(exp, *flags, stderr=subprocess.PIPE):
-        return subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report",
-                                 *flags], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+        return subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report",
+                                            *flags), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
 
     first = sweep(long)
     waiting_log = tmp_path / "waiting.err"

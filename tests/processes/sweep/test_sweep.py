@@ -3,14 +3,13 @@
 import json
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 import ddpbench
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import ROOT, TINY, as_from_a_terminal, rank_processes, run_cli, write_experiment
+from ddpbench.testing import ROOT, TINY, as_from_a_terminal, cli_command, rank_processes, run_cli, write_experiment
 from ddpbench.testing.sweeps import assert_stores_what_spawn_stores, tables_shape
 from ddpbench.testing.sweeps import wait_for_runs as _wait_for_runs
 
@@ -113,7 +112,7 @@ def uninterrupted(tmp_path_factory):
 def test_interrupted_sweep_keeps_results_and_resume_equals_an_uninterrupted_one(tmp_path, how, uninterrupted):
     exp = write_experiment(tmp_path / "tiny.toml", LONGER)
     out = tmp_path / "out"
-    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
+    sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report"),
                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                              preexec_fn=as_from_a_terminal)
     try:

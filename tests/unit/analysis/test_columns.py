@@ -7,7 +7,6 @@ Loading is in-process: small committed example folders, no process started."""
 from __future__ import annotations
 
 import math
-import sys
 
 import pandas as pd
 import pytest
@@ -17,6 +16,7 @@ from ddpbench.analysis import columns
 from ddpbench.analysis.columns import COLUMNS, MEASURED, STAGES, UNITS, markdown_table
 from ddpbench.analysis.summary import summarize
 from ddpbench.testing import ROOT
+from ddpbench.testing.scripts import load_script
 
 EXAMPLES = ROOT / "reports" / "examples"
 #: small folders that between them fill nearly every column (a second or two each): an H100 sweep of
@@ -127,13 +127,9 @@ def test_the_declared_thresholds_are_in_the_meanings():
 
 
 def test_docs_results_shows_the_declared_table():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from columns_table import PAGE, with_table
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    text = PAGE.read_text()
-    assert text == with_table(text), "docs/results.md's column table is stale: run python scripts/columns_table.py"
+    columns_table = load_script("scripts/columns_table.py")
+    text = columns_table.PAGE.read_text()
+    assert text == columns_table.with_table(text), "docs/results.md's column table is stale: run python scripts/columns_table.py"
     assert markdown_table() in text
     for column in MEASURED:
         assert f"| `{column.name}` |" in text

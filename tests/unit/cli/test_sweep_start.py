@@ -1,10 +1,7 @@
-"""How ``python -m ddpbench sweep`` starts and ends around its run (ddpbench.cli.sweep): the fork
+"""How ``python -m ddpbench sweep`` starts its run (ddpbench.cli.sweep): the fork
 server is started before anything else (its imports then run beside the command's own), stopped
 again when no launch of the experiment will be forked, never started for a dry run, another
-launcher or with DDPBENCH_FORK_SERVER=0; and the command freezes the collector's objects as it
-ends, so the interpreter's exit does not walk them."""
-
-import gc
+launcher or with DDPBENCH_FORK_SERVER=0."""
 
 import pytest
 
@@ -41,8 +38,7 @@ def calls(monkeypatch):
     monkeypatch.setattr(LauncherOptions, "machine", machine)
     monkeypatch.setattr(sweep_command, "run_and_report", lambda *a: seen.append("run") or 0)
     monkeypatch.delenv("DDPBENCH_FORK_SERVER", raising=False)
-    yield seen
-    gc.unfreeze()
+    return seen
 
 
 def with_a_gpu(monkeypatch, calls):
@@ -84,8 +80,3 @@ def test_no_fork_server_when_turned_off(calls, tmp_path, monkeypatch):
     assert calls == ["machine", "run"]
 
 
-def test_the_command_freezes_what_it_leaves_for_the_exit(calls, tmp_path):
-    gc.unfreeze()
-    assert gc.get_freeze_count() == 0
-    assert sweep(tmp_path, CPU_JOBS) == 0
-    assert gc.get_freeze_count() > 10_000  # the imports' objects: the exit's collections skip them

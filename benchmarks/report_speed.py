@@ -1,0 +1,121 @@
+"""How long ``python -m ddpbench report`` takes, cold: a new process each run, on a fresh copy of the
+folder, for the default sweep's folder and for one of about 1,000 launches.
+
+    python benchmarks/report_speed.py [--runs 5] [--folders default,large] [--launches 1000]
+                                      [--root CHECKOUT]
+
+``default`` is a copy of ``reports/examples/quick-cpu`` (the default sweep, experiments/quick.toml).
+``large`` is ``reports/examples/consistency-cpu`` grown to ``--launches`` launches: its sweep
+record, then its launches and copies of them under new repeat numbers (each job's repeats
+continue after its last), written through the record schema's builder and the real store
+(:func:`ddpbench.results.schema.launch_record`, :class:`ddpbench.results.store.ResultStore`).
+``--root`` times another checkout's ddpbench (e.g. main before a change) on the same folders.
+
+Prints, per folder, its launches, the median and IQR of the wall time over the runs, the largest
+peak RSS of the report's process (and any children it waited for), and the load average before
+the first run and after the last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ddpbench.experiment.spec import spec_from_dict
+from ddpbench.results.schema import LAUNCH_FIELDS, launch_record
+from ddpbench.results.store import ResultStore
+
+HERE = Path(__file__).resolve().parent.parent
+EXAMPLES = HERE / "reports" / "examples"
+
+
+def grow(source: Path, target: Path, launches: int) -> int:
+    """Write ``target``/results.jsonl: ``source``'s sweep records, then its training launches over and
+    over under new repeat numbers until ``launches`` of them are written; the number written."""
+    records = list(ResultStore(source).records())
+    runs = [r for r in records if r["kind"] == "run"]
+    store = ResultStore(target)
+    for record in records:
+        if record["kind"] == "sweep":
+            store.append({k: v for k, v in record.items() if k != "schema_version"})
+    span = {}  # each job's repeats: a copy's repeat is the stored one plus a multiple of it
+    for r in runs:
+        span[r["key"]] = max(span.get(r["key"], 0), r["repeat"] + 1)
+    written = 0
+    for copy in range(launches // max(len(runs), 1) + 1):
+        for r in runs:
+            if written == launches:
+                return written
+            spec = spec_from_dict(r["spec"])
+            repeat = r["repeat"] + copy * span[r["key"]]
+            result = {**r["result"], "repeat": repeat} if r.get("result") else None
+            how = {name: r.get(name) for name in LAUNCH_FIELDS if name != "wall_s"}
+            store.append(launch_record(spec, repeat, result=result, wall_s=r.get("wall_s") or 0.0,
+                                       logs=r.get("logs") or (), traces=r.get("traces") or (), **how))
+            written += 1
+    return written
+
+
+def time_report(folder: Path, root: Path) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one cold ``python -m ddpbench report`` of a fresh copy of ``folder``."""
+    with tempfile.TemporaryDirectory(prefix="ddpbench-report-speed-") as tmp:
+        copy = Path(tmp) / folder.name
+        shutil.copytree(folder, copy)
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        start = time.monotonic()
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-m", "ddpbench", "report", str(copy)], env,
+                             file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+        _, status, usage = os.wait4(pid, 0)
+        wall = time.monotonic() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"report of {copy} failed ({os.waitstatus_to_exitcode(status)}): run it by hand to see why")
+        # wait4's usage is the report's and its waited-for children's: the larger peak of them
+        return wall, usage.ru_maxrss / 1024
+
+
+def measure(name: str, folder: Path, runs: int, root: Path) -> None:
+    walls, peaks = [], []
+    for _ in range(runs):
+        wall, peak = time_report(folder, root)
+        walls.append(wall)
+        peaks.append(peak)
+    q1, _, q3 = statistics.quantiles(walls, n=4) if runs > 1 else (walls[0],) * 3
+    launches = sum(1 for line in (folder / "results.jsonl").open() if '"kind": "run"' in line)
+    print(f"{name:>8}: {launches} launches, {runs} runs: median {statistics.median(walls):.2f} s "
+          f"(IQR {q1:.2f}-{q3:.2f} s, all {', '.join(f'{w:.2f}' for w in walls)}), peak RSS {max(peaks):.0f} MB")
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--folders", default="default,large", help="default (quick-cpu), large (grown consistency-cpu)")
+    parser.add_argument("--launches", type=int, default=1000, help="launches of the large folder")
+    parser.add_argument("--root", type=Path, default=HERE, help="the checkout whose ddpbench is timed")
+    args = parser.parse_args()
+    print(f"{sys.executable}, ddpbench from {args.root.resolve()}, {os.cpu_count()} CPUs; before: {load()}")
+    with tempfile.TemporaryDirectory(prefix="ddpbench-report-folders-") as tmp:
+        for name in args.folders.split(","):
+            if name == "default":
+                folder = EXAMPLES / "quick-cpu"
+            elif name == "large":
+                folder = Path(tmp) / f"launches-{args.launches}"
+                grow(EXAMPLES / "consistency-cpu", folder, args.launches)
+            else:
+                sys.exit(f"--folders: unknown folder {name!r}; allowed: default, large")
+            measure(name, folder, args.runs, args.root.resolve())
+    print(f"after: {load()}")
+
+
+if __name__ == "__main__":
+    main()
