@@ -6,6 +6,7 @@ Loading is in-process: small committed example folders, no process started."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pandas as pd
@@ -61,6 +62,7 @@ def _filled(value) -> bool:
     return not (isinstance(value, (str, list, tuple)) and len(value) == 0)
 
 
+@functools.cache  # a folder's summary is read, never changed: each folder is summarised once
 def _summary(folder: str) -> pd.DataFrame:
     return summarize(ddpbench.load(EXAMPLES / folder))
 
