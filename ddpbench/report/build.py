@@ -9,6 +9,7 @@ does not apply to these results (no GPU job, one strategy, no collectives, ...) 
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 from typing import Sequence
@@ -17,6 +18,7 @@ from ddpbench.analysis import folder
 from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, render_page
 from ddpbench.report.sections import (budget, collectives, compute, diagnosis, frameworks, gpu, network, noise,
                                       overview, precision, projection, scaling, search, strategies, timeline, verdict)
+from ddpbench.report.workers import Helper, usable_cpus
 from ddpbench.results.sidefiles import replace_file
 
 #: matplotlib's warning for a character its font cannot draw: a stored label may hold control
@@ -58,22 +60,44 @@ SECTIONS: tuple[SectionFn, ...] = (
 )
 
 
+#: sections the helper process writes only after all others: they show the cost model, which the
+#: report process computes first for the verdict (:mod:`ddpbench.report.workers`)
+AFTER_THE_MODEL: tuple[SectionFn, ...] = (projection.projection_section,)
+
+
 def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
-                 sections: Sequence[SectionFn] | None = None) -> Path:
+                 sections: Sequence[SectionFn] | None = None, processes: int = 1) -> Path:
     """Write ``index.html`` (and its PNGs) for a results folder; return the path of index.html.
 
     ``out_dir`` defaults to ``results_dir``; ``sections`` to :data:`SECTIONS`, in that order.
+    ``processes=2`` writes the sections in two processes where two CPUs are free
+    (:class:`~ddpbench.report.workers.Helper`, forked before the folder is read): the same page.
     """
-    return write_context(load_context(results_dir, out_dir), sections)
+    sections = SECTIONS if sections is None else sections
+    if processes < 2 or usable_cpus() < 2 or not hasattr(os, "fork"):
+        return write_context(load_context(results_dir, out_dir), sections)
+    with Helper.start(sections, AFTER_THE_MODEL, _section) as helper:
+        return write_context(load_context(results_dir, out_dir), sections, helper)
 
 
-def write_context(ctx: ReportContext, sections: Sequence[SectionFn] | None = None) -> Path:
-    """Write the report of a loaded results folder (:func:`load_context`); return index.html's path."""
+def write_context(ctx: ReportContext, sections: Sequence[SectionFn] | None = None,
+                  helper: Helper | None = None) -> Path:
+    """Write the report of a loaded results folder (:func:`load_context`); return index.html's path.
+    ``helper``: a second process to write sections with (:func:`write_report`)."""
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    if helper is None:
+        rendered = [_section(fn, ctx) for fn in (SECTIONS if sections is None else sections)]
+    else:
+        helper.send(ctx)
+        rendered = helper.run(ctx)
+    parts = [s for s in rendered if s is not None]
+    return replace_file(ctx.out_dir / INDEX_FILE, render_page(page_title(ctx), parts, ctx.out_dir))
+
+
+def _section(fn: SectionFn, ctx: ReportContext):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", GLYPH_WARNING, UserWarning)
-        rendered = [s for s in (fn(ctx) for fn in (SECTIONS if sections is None else sections)) if s is not None]
-    return replace_file(ctx.out_dir / INDEX_FILE, render_page(page_title(ctx), rendered, ctx.out_dir))
+        return fn(ctx)
 
 
 def load_context(results_dir: str | Path, out_dir: str | Path | None = None) -> ReportContext:
