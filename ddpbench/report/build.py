@@ -60,9 +60,10 @@ SECTIONS: tuple[SectionFn, ...] = (
 )
 
 
-#: sections the helper process writes only after all others: they show the cost model, which the
-#: report process computes first for the verdict (:mod:`ddpbench.report.workers`)
-AFTER_THE_MODEL: tuple[SectionFn, ...] = (projection.projection_section,)
+#: the sections that show the diagnosis and the cost model: the helper process writes them first, so
+#: that the report process draws while the helper computes them (:mod:`ddpbench.report.workers`)
+ANALYSIS_SECTIONS: tuple[SectionFn, ...] = (verdict.verdict_section, diagnosis.diagnosis_section,
+                                            projection.projection_section)
 
 
 def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
@@ -76,7 +77,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
     sections = SECTIONS if sections is None else sections
     if processes < 2 or usable_cpus() < 2 or not hasattr(os, "fork"):
         return write_context(load_context(results_dir, out_dir), sections)
-    with Helper.start(sections, AFTER_THE_MODEL, _section) as helper:
+    with Helper.start(sections, ANALYSIS_SECTIONS, _section) as helper:
         return write_context(load_context(results_dir, out_dir), sections, helper)
 
 

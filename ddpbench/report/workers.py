@@ -4,9 +4,10 @@ Most of a report's time is its figures (matplotlib: a tenth of a second to a sec
 sections do not depend on each other. So ``python -m ddpbench report`` forks a helper before it
 reads the folder (:meth:`Helper.start`): while the report process reads and summarises the
 folder, the helper imports matplotlib; then it is handed the loaded folder (:meth:`Helper.send`)
-and both write sections (:meth:`Helper.run`), the report process taking them from the top of the
-page and the helper from the bottom, each section claimed by whoever reaches it first, until they
-meet. The helper hands each section back through a file; the report process puts them in page
+and both write sections (:meth:`Helper.run`): the helper first those that show the diagnosis and the
+cost model (which it then computes: the report process never does), then from the bottom of the
+page up, while the report process draws from the top down, each section claimed by whoever reaches
+it first, until they meet. The helper hands each section back through a file; the report process puts them in page
 order and writes the page, so the page is the one a single process writes.
 
 The helper is the report's own child, waited for: it dies with the report process
@@ -46,16 +47,19 @@ def usable_cpus() -> int:
 class Helper:
     """A forked process that writes the sections the report process has not claimed (module docstring).
 
-    ``sections``: the page's section functions, in page order; ``late``: those the helper takes only
-    after every other (they need what the report process computes first, such as the cost model);
-    ``call(fn, ctx)``: how a section is written, in either process."""
+    ``sections``: the page's section functions, in page order; ``first``: those the helper writes
+    before any other and the report process only after every other (the ones that show the diagnosis
+    and the cost model: the helper computes them while the report process draws); ``call(fn, ctx)``:
+    how a section is written, in either process."""
 
-    def __init__(self, sections: Sequence[Callable], late: Sequence[Callable], call: Callable[[Callable, Any], Any]):
+    def __init__(self, sections: Sequence[Callable], first: Sequence[Callable], call: Callable[[Callable, Any], Any]):
         import multiprocessing
 
         self.sections, self.call = list(sections), call
-        self.order = ([i for i in reversed(range(len(self.sections))) if self.sections[i] not in late]
-                      + [i for i in reversed(range(len(self.sections))) if self.sections[i] in late])
+        analysis = [i for i, fn in enumerate(self.sections) if fn in first]
+        rest = [i for i in range(len(self.sections)) if i not in analysis]
+        self.order = analysis + rest[::-1]  # the helper's
+        self.parent_order = rest + analysis
         self.claims = mmap.mmap(-1, max(len(self.sections), 1))  # shared with the helper: who took each section
         self.lock = multiprocessing.get_context("fork").Lock()
         self.results = tempfile.TemporaryFile()  # (index, section) pickles, appended by the helper
@@ -65,10 +69,10 @@ class Helper:
         self.ticks: int | None = None  # a byte per section the helper finished; end of file when it ends
 
     @classmethod
-    def start(cls, sections: Sequence[Callable], late: Sequence[Callable] = (),
+    def start(cls, sections: Sequence[Callable], first: Sequence[Callable] = (),
               call: Callable[[Callable, Any], Any] = lambda fn, ctx: fn(ctx)) -> "Helper":
         """Fork the helper now; it imports matplotlib, then waits for :meth:`send`."""
-        helper = cls(sections, late, call)
+        helper = cls(sections, first, call)
         feed_read, helper.feed = os.pipe()
         helper.ticks, ticks_write = os.pipe()
         parent = os.getpid()
@@ -133,7 +137,8 @@ class Helper:
     def run(self, ctx) -> list:
         """Every section's result, in page order: the report process writes those it claims from the
         top, then takes the helper's, then writes whatever the helper did not hand back."""
-        done = {index: self.call(fn, ctx) for index, fn in enumerate(self.sections) if self._claim(index, PARENT)}
+        done = {index: self.call(self.sections[index], ctx) for index in self.parent_order
+                if self._claim(index, PARENT)}
         self._wait()
         done.update(self._handed_back())
         return [done[index] if index in done else self.call(fn, ctx) for index, fn in enumerate(self.sections)]

@@ -11,7 +11,7 @@ def _sections(count: int):
 
 
 def test_sections_handed_back_up_to_a_record_cut_mid_write():
-    helper = Helper(_sections(4), late=(), call=lambda fn, ctx: fn(ctx))
+    helper = Helper(_sections(4), first=(), call=lambda fn, ctx: fn(ctx))
     try:
         for index in (3, 2):
             pickle.dump((index, helper.sections[index](None)), helper.results)
@@ -25,11 +25,12 @@ def test_sections_handed_back_up_to_a_record_cut_mid_write():
         helper.context.close()
 
 
-def test_a_section_is_claimed_once_and_the_helper_starts_from_the_bottom_late_ones_last():
+def test_a_section_is_claimed_once_the_helper_takes_the_analysis_first_then_from_the_bottom():
     sections = _sections(5)
-    helper = Helper(sections, late=(sections[4],), call=lambda fn, ctx: fn(ctx))
+    helper = Helper(sections, first=(sections[1], sections[4]), call=lambda fn, ctx: fn(ctx))
     try:
-        assert helper.order == [3, 2, 1, 0, 4]
+        assert helper.order == [1, 4, 3, 2, 0]
+        assert helper.parent_order == [0, 2, 3, 1, 4]
         assert helper._claim(0, PARENT) and not helper._claim(0, CHILD)
         assert helper._claim(3, CHILD) and not helper._claim(3, PARENT)
         assert list(helper.claims[:5]) == [PARENT, FREE, FREE, CHILD, FREE]
