@@ -16,6 +16,7 @@ from typing import Sequence
 
 from ddpbench.analysis import folder
 from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, render_page
+from ddpbench.report.plots.memo import remembering
 from ddpbench.report.sections import (budget, collectives, compute, diagnosis, frameworks, gpu, network, noise,
                                       overview, precision, projection, scaling, search, strategies, timeline, verdict)
 from ddpbench.report.workers import Helper, usable_cpus
@@ -77,7 +78,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
     sections = SECTIONS if sections is None else sections
     if processes < 2 or usable_cpus() < 2 or not hasattr(os, "fork"):
         return write_context(load_context(results_dir, out_dir), sections)
-    with Helper.start(sections, ANALYSIS_SECTIONS, _section) as helper:
+    with remembering(), Helper.start(sections, ANALYSIS_SECTIONS, _section) as helper:  # the helper remembers too
         return write_context(load_context(results_dir, out_dir), sections, helper)
 
 
@@ -86,11 +87,12 @@ def write_context(ctx: ReportContext, sections: Sequence[SectionFn] | None = Non
     """Write the report of a loaded results folder (:func:`load_context`); return index.html's path.
     ``helper``: a second process to write sections with (:func:`write_report`)."""
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
-    if helper is None:
-        rendered = [_section(fn, ctx) for fn in (SECTIONS if sections is None else sections)]
-    else:
-        helper.send(ctx)
-        rendered = helper.run(ctx)
+    with remembering():  # what several sections derive from the summary, derived once (plots.memo)
+        if helper is None:
+            rendered = [_section(fn, ctx) for fn in (SECTIONS if sections is None else sections)]
+        else:
+            helper.send(ctx)
+            rendered = helper.run(ctx)
     parts = [s for s in rendered if s is not None]
     return replace_file(ctx.out_dir / INDEX_FILE, render_page(page_title(ctx), parts, ctx.out_dir))
 
