@@ -46,10 +46,13 @@ def _refusing(item):
 
 
 @pytest.fixture(autouse=True)
-def _no_fork_server(monkeypatch):
+def _in_one_process(monkeypatch):
     """A sweep's command starts its fork server as it starts (ddpbench.cli.sweep), before it has read
-    the experiment: a unit test of its bad input would start one. No unit test forks a rank."""
+    the experiment: a unit test of its bad input would start one; no unit test forks a rank. The
+    report command forks a helper to draw beside it (ddpbench.report.workers): here the report
+    process draws every figure itself (the helper's own tests start it: test_report_workers)."""
     monkeypatch.setenv("DDPBENCH_FORK_SERVER", "0")
+    monkeypatch.setenv("DDPBENCH_REPORT_HELPER", "0")
 
 
 @pytest.hookimpl(wrapper=True)
