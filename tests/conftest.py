@@ -1,18 +1,53 @@
+"""The suite's fixtures and hooks. What tests share besides fixtures (running the command line, tiny
+experiments, survivor scans, results-folder writers, planted faults) is in :mod:`ddpbench.testing`.
+
+Tests are laid out like the code (tests/unit/project/test_test_layout.py holds them to it):
+``tests/unit/<stage>/`` starts no process, ``tests/processes/<stage>/`` starts processes and is
+marked slow here, by its folder -- so ``pytest -m "not slow"`` runs exactly the tests that start none."""
+
+import json
 import os
-import subprocess
-import sys
-import textwrap
-import time
 from pathlib import Path
 
-import psutil
 import pytest
 
+from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.machine import Machine
+from ddpbench.testing import ROOT, run_main
 
-pytest_plugins = ("pytester",)  # tests/test_pytest_plugin.py runs pytest on a user's suite
+pytest_plugins = ("pytester",)  # tests/processes/regression/test_pytest_plugin.py runs pytest on a user's suite
 
-ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+#: the tests that start processes (ranks, the command line, a Slurm cluster, ...): all slow
+PROCESSES = TESTS / "processes"
+#: the tests that start none (tests/unit/conftest.py holds them to it)
+UNIT = TESTS / "unit"
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the marks
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/processes/ is slow, by its folder; no test sets the mark by hand."""
+    for item in items:
+        if PROCESSES in Path(item.path).parents:
+            item.add_marker("slow")
+
+
+def _runs_unit_tests_alone(config) -> bool:
+    """Whether this run can hold only tests that start no process: ``-m`` leaves out the slow mark
+    (``not slow``, alone or joined by ``and``), or every path it names is under tests/unit/."""
+    conjuncts = [" ".join(part.split()) for part in (config.getoption("markexpr") or "").split(" and ")]
+    if "not slow" in conjuncts:
+        return True
+    here = Path(config.invocation_params.dir)
+    return bool(config.args) and all(UNIT == path or UNIT in path.parents
+                                     for path in ((here / arg.split("::")[0]).resolve() for arg in config.args))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject's addopts): a run of unit tests alone takes every core (xdist's count,
+    one file a worker: ``--dist loadfile``); a run that includes tests/processes/ runs in this one
+    process, as without xdist: their ranks need the cores to themselves."""
+    return None if _runs_unit_tests_alone(config) else 0
 
 
 @pytest.fixture
@@ -21,89 +56,56 @@ def cpu_machine():
     return Machine(cores=2, cuda_devices=0)
 
 
-def run_cli(*args, cwd=None, timeout=300, env=None, **kw):
-    """python -m ddpbench ... in a subprocess, as a user runs it."""
-    env = {**(env or os.environ), "COLUMNS": "160"}
-    return subprocess.run([sys.executable, "-m", "ddpbench", *map(str, args)], cwd=cwd or ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout, **kw)
+@pytest.fixture
+def experiment(cpu_machine):
+    """Three world sizes (1, 2, 4) of mlp-xs, two launches each: a sweep for the fake launcher
+    (ddpbench.testing.launchers)."""
+    data = {"defaults": {"model_size": "xs", "steps": 3, "warmup_steps": 1, "repeats": 2, "threads_per_rank": 1},
+            "grid": {"world_size": [1, 2, 4]}}
+    return parse_experiment(data, "exp.toml", default_name="exp", machine=cpu_machine)
 
 
-def as_from_a_terminal() -> None:
-    """``preexec_fn`` of a sweep a test interrupts with SIGINT: Ctrl-C at its default, as a terminal
-    starts a command. A shell without job control (``cmd &``, ``nohup``, as a CI runner may start
-    the suite) starts its children with SIGINT ignored, and Python keeps it ignored."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def write_experiment(path: Path, body: str) -> Path:
-    path.write_text(textwrap.dedent(body))
-    return path
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """(output path, document, stdout, stderr) of one ``export-benchmark`` of reports/examples/quick-cpu."""
+    out = tmp_path_factory.mktemp("export") / "quick.json"
+    done = run_main("export-benchmark", ROOT / "reports" / "examples" / "quick-cpu", "--out", out)
+    assert done.returncode == 0, done.stderr
+    return out, json.loads(out.read_text()), done.stdout, done.stderr
 
 
-def script_experiment(path: Path, more: str, timeout_s: int = 60, warmup_steps: int = 2, steps: int = 5) -> Path:
-    """An experiment file of script jobs (docs/scripts.md) with the defaults every script test shares
-    (batch 8 a rank, gloo on the CPU, one thread a rank), then ``more``: further defaults and the grids."""
-    return write_experiment(path, f"""
-timeout_s = {timeout_s}
-[defaults]
-batch_size = 8
-backend = "gloo"
-device = "cpu"
-threads_per_rank = 1
-warmup_steps = {warmup_steps}
-steps = {steps}
-""" + textwrap.dedent(more))
+@pytest.fixture
+def rendezvous(monkeypatch):
+    """The environment a launcher gives a rank of one, its store hosted here (as the spawn launcher's)."""
+    from torch.distributed import TCPStore
+
+    store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+    for name, value in {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(store.port), "RANK": "0", "WORLD_SIZE": "1",
+                        "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "TORCHELASTIC_USE_AGENT_STORE": "True"}.items():
+        monkeypatch.setenv(name, value)
+    yield store
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
-#: the smallest real job: a 1 MB MLP, one thread per rank, a few steps
-TINY_DEFAULTS = """
-    [defaults]
-    backend = "gloo"
-    device = "cpu"
-    model = "mlp"
-    model_size = "xs"
-    batch_size = 8
-    threads_per_rank = 1
-    warmup_steps = 1
-    steps = 4
-"""
+@pytest.fixture
+def shapes(rendezvous):
+    """The shapes of a script's start and end (ddpbench.rank.shapes) patched in, in a rank of one."""
+    from ddpbench.rank.shapes import Shapes
 
-TINY = """
-    name = "tiny"
-    timeout_s = 60
-""" + TINY_DEFAULTS + """
-    [grid]
-    world_size = [1, 2]
-    bucket_cap_mb = [0.25, 25]
-"""
-
-
-def rank_processes(marker: str):
-    """Live ddpbench rank processes whose command line or open files mention ``marker`` (a results
-    folder): ranks started as ``python -m ddpbench.rank --job ...``, and ranks forked from the warm
-    server (ddpbench.launch.forked), whose command line is the server's but whose output is their
-    log in the folder's ``logs/``."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(proc.info.get("cmdline") or [])
-        if "ddpbench.rank" in cmd and marker in cmd:
-            found.append(proc)
-        elif "multiprocessing.forkserver" in cmd:
-            try:
-                if any(marker in f.path for f in proc.open_files()):
-                    found.append(proc)
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                pass
-    return found
+    patched = Shapes()
+    patched.install()
+    yield patched
+    patched.uninstall()
 
 
 # ---------------------------------------------------------------------------------------------
 # tests/benchmarks: timed when asked for, smoke-run (once each, untimed) in the plain test run
 # ---------------------------------------------------------------------------------------------
 
-BENCHMARKS = ROOT / "tests" / "benchmarks"
+BENCHMARKS = TESTS / "benchmarks"
 #: pytest-benchmark options that ask for timings
 TIMING_OPTIONS = ("benchmark_enable", "benchmark_only", "benchmark_autosave", "benchmark_save", "benchmark_json",
                   "benchmark_compare", "benchmark_compare_fail", "benchmark_histogram")
@@ -124,34 +126,6 @@ def pytest_configure(config):
     asked = any(config.getoption(option, None) for option in TIMING_OPTIONS)
     if not asked and not any(_names_benchmarks(arg) for arg in config.invocation_params.args):
         config.option.benchmark_disable = True
-
-
-#: the environment variable tests mark the processes of one sweep with, to find them after a kill -9
-#: has reparented them
-MARK = "DDPBENCH_TEST_MARK"
-
-
-def marked(mark: str) -> list[psutil.Process]:
-    """Live processes (not zombies) whose environment, as /proc/PID/environ holds it, has ``MARK=mark``."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(MARK) == mark:
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
-
-
-def wait_for(check, timeout_s: float, what: str):
-    """What ``check()`` returns once it is truthy, polled every 0.1 s; fails after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"never saw {what}")
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The per-job summary's columns, declared once: name, unit, meaning, and the stage that fills each.
 
 :func:`ddpbench.analysis.summary.summarize` returns one row per job with exactly these columns
-(``tests/test_columns.py`` summarises committed results folders and holds it to that, and checks
+(``tests/unit/analysis/test_columns.py`` summarises committed results folders and holds it to that, and checks
 the table in ``docs/results.md`` against :func:`markdown_table`). A job's settings come first:
 every field of its spec, declared with its help text in :data:`ddpbench.experiment.spec.FIELDS`,
 so they are not repeated here but derived (:func:`_spec_columns`). Then what was measured.

@@ -1,6 +1,6 @@
 """The command line: one module per command (``add_parser`` and ``command``), :mod:`.program` to parse
-and end them, :mod:`.sweeping` for what ``sweep`` and ``run`` share, :mod:`.tables` for the
-console's tables. A command parses its flags into options, calls the stage that does the work,
+and end them, :mod:`.sweeping` (with :mod:`.sweep_options` and :mod:`.sweep_checks`) for what
+``sweep``, ``run`` and ``tune`` share, :mod:`.tables` for the console's tables. A command parses its flags into options, calls the stage that does the work,
 and prints; what the commands share lives in :mod:`.common`.
 
 ``ddpbench.cli:main`` is the console script's entry point.

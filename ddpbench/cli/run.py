@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.cli.common import add_folder_flags, finite_float
-from ddpbench.cli.sweeping import SweepOptions, run_and_report
+from ddpbench.cli.sweep_options import SweepOptions
+from ddpbench.cli.sweeping import run_and_report
 from ddpbench.experiment.load import Experiment, job_spec
 from ddpbench.experiment.overrides import check_timeout, fields_from_flags, flag_name
 from ddpbench.experiment.spec import FIELDS, allowed_text

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 from pathlib import Path
 
 from ddpbench.cli.common import add_folder_flags, finite_float
-from ddpbench.cli.sweeping import SweepOptions, add_launcher_flags, launcher_options, run_and_report
+from ddpbench.cli.sweep_options import SweepOptions, add_launcher_flags, launcher_options
+from ddpbench.cli.sweeping import run_and_report
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import load_experiment
 from ddpbench.experiment.overrides import with_job_flags, with_timeout
+from ddpbench.launch import forked
 
 DEFAULT_EXPERIMENT = "experiments/quick.toml"
 
@@ -40,11 +44,28 @@ def add_parser(sub) -> None:
 
 
 def command(args) -> int:
+    # as the interpreter exits, before its last collections: what is left then is not garbage worth
+    # collecting, and they would walk every object of torch, pandas and matplotlib (about a second)
+    atexit.unregister(gc.freeze)  # once, however often a process runs the command
+    atexit.register(gc.freeze)
     launcher = launcher_options(args)
-    machine = launcher.machine()
+    # the fork server's imports run beside this command's own (torch) and its checks, not before
+    # its first launch; stopped again when no launch of the experiment is forked
+    early = not args.dry_run and launcher.launcher == "spawn" and forked.enabled()
+    if early:
+        forked.start_server()
     emulation = {"emulate_nodes": args.emulate_nodes, "link": args.link, "link_delay_ms": args.link_delay_ms}
-    experiment = with_job_flags(with_timeout(load_experiment(args.experiment, machine), args.timeout),
-                                {**emulation, "trace_steps": args.trace_steps})
+    try:
+        machine = launcher.machine()
+        experiment = with_job_flags(with_timeout(load_experiment(args.experiment, machine), args.timeout),
+                                    {**emulation, "trace_steps": args.trace_steps})
+    except BaseException:  # bad input: its one line, and no server left importing torch for nothing
+        if early:
+            forked.stop_server()
+        raise
+    collectives = experiment.collectives.specs if experiment.collectives else ()
+    if early and not forked.needed([*experiment.jobs, *collectives]):
+        forked.stop_server()
     if args.retry_failed and not args.resume:
         raise InputError("command line", "--retry-failed", "runs failed launches of stored results again: give "
                          "--resume with it")

@@ -1,5 +1,7 @@
-"""Running an experiment from the command line, for ``sweep`` and ``run`` alike: the launcher
-flags, the plan a dry run prints, the run with its console, and the summary and report at its end.
+"""Running an experiment from the command line, for ``sweep`` and ``run`` alike: the plan a dry
+run prints, the run with its console, and the summary and report at its end. What the command line
+asked for is in :mod:`.sweep_options`, the checks of the experiment against this machine in
+:mod:`.sweep_checks`.
 
 Lower stages are imported where a command uses them: ``python -m ddpbench --help`` pays for
 neither torch nor pandas.
@@ -7,66 +9,14 @@ neither torch nor pandas.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, check_out_dir, claimed_out_dir
 from ddpbench.cli.nodes import node_commands, print_launch_plan
+from ddpbench.cli.sweep_checks import check_can_emulate, warn_same_buckets
+from ddpbench.cli.sweep_options import SweepOptions
 from ddpbench.cli.tables import print_jobs, print_summary, print_verdict
-from ddpbench.errors import InputError
-from ddpbench.launch.options import LAUNCHERS, LauncherOptions
 
-
-@dataclass(frozen=True)
-class SweepOptions:
-    """How the command line asked for an experiment to run (everything but the experiment itself)."""
-
-    out_dir: Path
-    resume: bool = False
-    #: with resume: run launches that failed or timed out again
-    retry_failed: bool = False
-    dry_run: bool = False
-    write_report: bool = True
-    launcher: LauncherOptions = field(default_factory=LauncherOptions)
-    #: the arguments as typed: node 0 of a multi-node sweep prints every other node's command
-    argv: tuple[str, ...] = ()
-    #: whether the emulated-node flags were given (then a machine that cannot emulate names them)
-    emulation_flags: bool = False
-    #: another sweep writing the folder: wait for it (else stop with one line)
-    wait: bool = False
-    #: write into a folder that holds files ddpbench did not write
-    force: bool = False
-
-
-# ---------------------------------------------------------------------------------------------
-# the launcher flags, made from LauncherOptions' fields
-# ---------------------------------------------------------------------------------------------
-
-def add_launcher_flags(parser) -> None:
-    """One flag per field of :class:`LauncherOptions`, with its help text."""
-    for f in dataclasses.fields(LauncherOptions):
-        meta = {"help": f.metadata["help"]}
-        if f.metadata["metavar"]:
-            meta["metavar"] = f.metadata["metavar"]
-        if f.name == "launcher":
-            meta["choices"] = LAUNCHERS
-        if f.metadata["kind"] is bool:
-            parser.add_argument(LauncherOptions.flag(f.name), action="store_true", **meta)
-        else:
-            kind = f.metadata["kind"]
-            parser.add_argument(LauncherOptions.flag(f.name), type=None if kind is str else kind, default=f.default,
-                                **meta)
-
-
-def launcher_options(args) -> LauncherOptions:
-    """The launcher flags of parsed ``args``, checked."""
-    return LauncherOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(LauncherOptions)}).check()
-
-
-# ---------------------------------------------------------------------------------------------
-# running
-# ---------------------------------------------------------------------------------------------
 
 def run_and_report(experiment, options: SweepOptions, machine) -> int:
     """Run ``experiment`` as ``options`` say (or print its plan), then the summary and report."""
@@ -110,6 +60,8 @@ def _checked_run(experiment, options: SweepOptions, machine, console) -> int:
     console.print(f"[bold]{experiment.name}[/bold]: {len(experiment.jobs)} jobs, "
                   f"{len(pending_launches(experiment.jobs, set(), out_dir))} launches -> {out_dir}/  "
                   f"({machine.cores} cores, {machine.cuda_devices} GPUs)", highlight=False)
+    if options.write_report:  # its imports now, while the first launch waits for the fork server's
+        import ddpbench.report.build  # noqa: F401
     try:
         summary = _run(experiment, options, machine, console)
     except KeyboardInterrupt:
@@ -139,17 +91,6 @@ def _run(experiment, options: SweepOptions, machine, console):
     return summary
 
 
-def warn_same_buckets(experiment) -> None:
-    """A warning line (stderr) for each set of bucket caps that will give the same DDP buckets."""
-    import sys
-
-    from ddpbench.experiment.buckets import same_buckets
-
-    key = "--bucket-cap-mb" if experiment.source == "command line" else "bucket_cap_mb"
-    for found in same_buckets(experiment.jobs):
-        print(f"warning: {experiment.source}: {key}: {found.sentence()}", file=sys.stderr)
-
-
 def finish_report(out_dir: Path, console, write: bool = True) -> int:
     """Print the summary table of ``out_dir`` and write its report; exit code 1 if a job failed."""
     from ddpbench.report.build import load_context, write_context
@@ -165,20 +106,3 @@ def finish_report(out_dir: Path, console, write: bool = True) -> int:
         console.print(f"report: {index}", highlight=False)
     failed = int(table["status"].isin(["failed", "timed_out"]).sum()) if len(table) else 0
     return EXIT_FAILED if failed else 0
-
-
-def check_can_emulate(experiment, from_flags: bool) -> None:
-    """Before anything runs: whether this machine can emulate the nodes the jobs ask for; the error
-    names the flag when the flags asked for them, else the experiment file's key."""
-    from ddpbench.launch.emulate import emulation_problem
-
-    emulated = [spec for spec in experiment.jobs if spec.emulated]
-    if not emulated:
-        return
-    delay = any(spec.link_delay_ms for spec in emulated)
-    problem = emulation_problem(delay=delay)
-    if problem:
-        netem = delay and "netem" in problem
-        if experiment.source == "command line" or from_flags:
-            raise InputError("command line", "--link-delay-ms" if netem else "--emulate-nodes", problem)
-        raise InputError(experiment.source, "link_delay_ms" if netem else "emulate_nodes", problem)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.cli.common import add_folder_flags
-from ddpbench.cli.sweeping import add_launcher_flags, launcher_options
+from ddpbench.cli.sweep_options import add_launcher_flags, launcher_options
 from ddpbench.errors import InputError
 
 
@@ -30,7 +30,7 @@ def command(args) -> int:
     from rich.console import Console
 
     from ddpbench.cli.common import check_out_dir, claimed_out_dir
-    from ddpbench.cli.sweeping import check_can_emulate
+    from ddpbench.cli.sweep_checks import check_can_emulate
     from ddpbench.experiment.load import load_experiment
     from ddpbench.experiment.workloads import check_workloads
 

@@ -52,6 +52,35 @@ def _server():
     return _context
 
 
+def start_server() -> None:
+    """Start the server now, not with the first rank: a command that will fork ranks calls this as
+    it starts, so that the server's imports (torch and the rank's modules: seconds) run beside the
+    command's own start (its imports, reading and checking the experiment) rather than before its
+    first launch. The first rank then waits only for what is left of them."""
+    from multiprocessing import forkserver
+
+    _server()
+    with _single_threaded_env():
+        forkserver.ensure_running()
+
+
+def stop_server() -> None:
+    """End a server :func:`start_server` started for launches that will not be forked (an
+    experiment whose jobs all run on GPUs), before any rank was forked from it."""
+    import signal
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    if server._forkserver_pid is not None:
+        os.kill(server._forkserver_pid, signal.SIGKILL)  # it may still be importing: do not wait for that
+        server._stop()
+
+
+def needed(specs) -> bool:
+    """Whether any launch of ``specs`` would be forked (fork server on, a CPU launch)."""
+    return enabled() and any(can_fork(spec) for spec in specs)
+
+
 def _server_env() -> dict[str, str]:
     """What the server starts with: one thread per math library, and its owner (this process, when
     its main thread starts the server: the parent-death signal follows the thread that forked, and
@@ -80,7 +109,8 @@ def _single_threaded_env():
 class ForkedRank:
     """One rank forked by the server, running ``argv`` (``--job J --out D``) with exactly ``env``,
     its output in ``log_path``. Like ``Popen``: ``pid``, ``poll()``, ``wait()``; the rank leads its
-    own process group (``os.killpg(rank.pid, ...)``)."""
+    own process group (``os.killpg(rank.pid, ...)``). ``sentinel``: a descriptor readable once the
+    rank has exited (the server writes its exit status there), which the launcher waits on."""
 
     def __init__(self, argv: list[str], env: dict[str, str], log_path: str, target=None):
         from ddpbench.rank.forked import run_rank
@@ -91,6 +121,7 @@ class ForkedRank:
         with _single_threaded_env():  # the server starts with the first rank, and inherits this
             self._process.start()
         self.pid = self._process.pid
+        self.sentinel = self._process.sentinel
 
     def poll(self) -> int | None:
         return self._process.exitcode

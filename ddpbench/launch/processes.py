@@ -1,14 +1,20 @@
 """What every launcher does with the processes of a launch: the environment its ranks get (threads,
-socket interfaces), a rendezvous store of our own on loopback, and ending every process it started.
+socket interfaces), a rendezvous store of our own on loopback, waiting for them, and ending every
+process it started.
 
 One-machine runs keep every socket on loopback: the store listens on 127.0.0.1 port 0 (no fixed
 port, no race for a free one), and gloo's and NCCL's own sockets are pinned to the loopback
 interface (unless GLOO_SOCKET_IFNAME or NCCL_SOCKET_IFNAME is set), whatever the hostname resolves to.
+
+The launcher sleeps while its ranks run and wakes as one exits (:func:`wait_any`: the kernel's
+process descriptor of each, or a forked rank's sentinel), not on a timer: a launch ends when its
+last rank does, and the launcher takes no core from the ranks it waits for.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -19,7 +25,8 @@ from ddpbench.rank.protocol import START_DIR_ENV
 
 #: between SIGTERM and SIGKILL when ending ranks
 TERM_GRACE_S = 3.0
-POLL_S = 0.05  # the launcher shares the cores with the ranks: wake rarely
+#: where a process cannot be waited for by descriptor (no pidfd: not Linux), how often to look
+POLL_S = 0.05
 
 
 def loopback_store(timeout_s: float):
@@ -77,6 +84,51 @@ def _signal(pid: int, sig: int) -> None:
             pass
 
 
+def wait_any(procs: list, timeout_s: float) -> None:
+    """Return as soon as one of ``procs`` has exited, or after ``timeout_s`` seconds. ``procs``:
+    Popen objects, or anything with their ``pid`` and ``poll()``; one with a ``sentinel`` (a forked
+    rank: readable once it has exited) is waited for by it, any other by a descriptor of its
+    process (``os.pidfd_open``). Without one, this sleeps :data:`POLL_S` at most."""
+    watched, opened = select.poll(), []
+    try:
+        for proc in procs:
+            fd = getattr(proc, "sentinel", None)
+            if fd is None:
+                try:
+                    fd = os.pidfd_open(proc.pid)
+                except ProcessLookupError:
+                    return  # gone already
+                except (AttributeError, OSError):  # no pidfd here
+                    time.sleep(min(max(timeout_s, 0.0), POLL_S))
+                    return
+                opened.append(fd)
+            watched.register(fd, select.POLLIN)
+        watched.poll(max(timeout_s, 0.0) * 1e3)
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+def wait_for_all(procs: list, deadline: float, failure_grace_s: float) -> bool:
+    """Wait until every one of ``procs`` has exited, or one failed and the others had
+    ``failure_grace_s`` seconds to report their own error and exit, or ``deadline``
+    (``time.monotonic()``); True when the deadline ended the wait."""
+    failed_at = None
+    while True:
+        codes = [p.poll() for p in procs]
+        if all(c is not None for c in codes):
+            return False
+        now = time.monotonic()
+        if failed_at is None and any(c not in (None, 0) for c in codes):
+            failed_at = now
+        if failed_at is not None and now - failed_at > failure_grace_s:
+            return False
+        if now > deadline:
+            return True
+        until = deadline if failed_at is None else min(deadline, failed_at + failure_grace_s)
+        wait_any([p for p, c in zip(procs, codes) if c is None], until - now + 1e-3)
+
+
 def end_processes(procs: list[subprocess.Popen]) -> None:
     """SIGTERM each rank's process group, then SIGKILL what is left; reap everything.
     ``procs``: Popen objects, or anything with their ``pid``, ``poll()`` and ``wait()``."""
@@ -86,8 +138,8 @@ def end_processes(procs: list[subprocess.Popen]) -> None:
             _signal(proc.pid, sig)
         deadline = time.monotonic() + grace
         while alive and time.monotonic() < deadline:
+            wait_any(alive, deadline - time.monotonic())
             alive = [p for p in alive if p.poll() is None]
-            time.sleep(POLL_S)
     for proc in procs:
         # The rank's own group may still hold grandchildren whose leader is gone.
         try:

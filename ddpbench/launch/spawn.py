@@ -17,7 +17,7 @@ from pathlib import Path
 from ddpbench.launch import forked
 from ddpbench.launch.base import Launcher, LaunchOutcome
 from ddpbench.launch.handback import collect_outcome, prepare_launch
-from ddpbench.launch.processes import POLL_S, end_processes, loopback_store, rank_env
+from ddpbench.launch.processes import end_processes, loopback_store, rank_env, wait_for_all
 from ddpbench.rank.protocol import RANK_MODULE
 
 #: after the first rank fails, how long the others get to report their own error and exit
@@ -71,30 +71,13 @@ class SpawnLauncher(Launcher):
                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                         start_new_session=True,
                     ))
-            timed_out = self._wait(procs, start + timeout_s)
+            timed_out = wait_for_all(procs, start + timeout_s, FAILURE_GRACE_S)
             # exit codes as the ranks left by themselves; None: still running, ended below
             exits = {rank: proc.poll() for rank, proc in enumerate(procs)}
         finally:
             end_processes(procs)
             del store  # closes the rendezvous socket
         return collect_outcome(work_dir, job, exits, time.monotonic() - start, timed_out, logs)
-
-    @staticmethod
-    def _wait(procs: list[subprocess.Popen], deadline: float) -> bool:
-        """Wait until every rank exits, one fails (plus a grace period), or the deadline; True on timeout."""
-        failed_at = None
-        while True:
-            codes = [p.poll() for p in procs]
-            if all(c is not None for c in codes):
-                return False
-            now = time.monotonic()
-            if failed_at is None and any(c not in (None, 0) for c in codes):
-                failed_at = now
-            if failed_at is not None and now - failed_at > FAILURE_GRACE_S:
-                return False
-            if now > deadline:
-                return True
-            time.sleep(POLL_S)
 
     def for_restarts(self) -> Launcher:
         """Ranks spawned here cannot be restarted; ``torchrun --standalone`` on this machine can."""

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ddpbench.launch.base import Launcher, LaunchOutcome
 from ddpbench.launch.handback import collect_outcome, describe_exit, prepare_launch
-from ddpbench.launch.processes import POLL_S, TERM_GRACE_S, end_processes, rank_env
+from ddpbench.launch.processes import TERM_GRACE_S, end_processes, rank_env, wait_for_all
 from ddpbench.owner import PARENT_ENV, owned_command
 from ddpbench.rank.protocol import ERROR_GLOB, RANK_MODULE, Job
 
@@ -184,17 +184,7 @@ def start_and_wait(spec, repeat: int, job_file: Path, work_dir: Path, log_dir: P
                 procs.append(subprocess.Popen(torchrun_command(spec, job_file, work_dir, agent, run_id(spec, repeat)),
                                               env=base, stdin=subprocess.DEVNULL, stdout=log,
                                               stderr=subprocess.STDOUT, start_new_session=True))
-        deadline, failed_at = start + timeout_s, None
-        while any(p.poll() is None for p in procs):
-            now = time.monotonic()
-            if now > deadline:
-                timed_out = True
-                break
-            if failed_at is None and any(p.poll() not in (None, 0) for p in procs):
-                failed_at = now
-            if failed_at is not None and now - failed_at > AGENT_FAILURE_GRACE_S:
-                break
-            time.sleep(POLL_S)
+        timed_out = wait_for_all(procs, start + timeout_s, AGENT_FAILURE_GRACE_S)
     finally:
         end_processes(procs)  # SIGTERM: an agent stops its workers; then SIGKILL
         end_leftovers(job_file)

@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Sequence
 
 from ddpbench.analysis import folder
-from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, render_page
+from ddpbench.report import workers
+from ddpbench.report.page import (INDEX_FILE, ReportContext, SectionFn, experiment_names, left_out_section,
+                                  render_page)
+from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.plots.memo import remembering
 from ddpbench.report.sections import (budget, collectives, compute, diagnosis, frameworks, gpu, network, noise,
                                       overview, precision, projection, scaling, search, strategies, timeline, verdict)
@@ -76,7 +79,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
     (:class:`~ddpbench.report.workers.Helper`, forked before the folder is read): the same page.
     """
     sections = SECTIONS if sections is None else sections
-    if processes < 2 or usable_cpus() < 2 or not hasattr(os, "fork"):
+    if processes < 2 or not workers.enabled() or usable_cpus() < 2 or not hasattr(os, "fork"):
         return write_context(load_context(results_dir, out_dir), sections)
     with remembering(), Helper.start(sections, ANALYSIS_SECTIONS, _section) as helper:  # the helper remembers too
         return write_context(load_context(results_dir, out_dir), sections, helper)
@@ -89,18 +92,23 @@ def write_context(ctx: ReportContext, sections: Sequence[SectionFn] | None = Non
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     with remembering():  # what several sections derive from the summary, derived once (plots.memo)
         if helper is None:
-            rendered = [_section(fn, ctx) for fn in (SECTIONS if sections is None else sections)]
+            written = [_section(fn, ctx) for fn in (SECTIONS if sections is None else sections)]
         else:
             helper.send(ctx)
-            rendered = helper.run(ctx)
-    parts = [s for s in rendered if s is not None]
+            written = helper.run(ctx)
+    parts = [section for section, _ in written if section is not None]
+    left_out = [line for _, lines in written for line in lines]
+    if left_out:  # closes the page: each figure whose values could not be placed, one line each
+        parts.append(left_out_section(left_out))
     return replace_file(ctx.out_dir / INDEX_FILE, render_page(page_title(ctx), parts, ctx.out_dir))
 
 
 def _section(fn: SectionFn, ctx: ReportContext):
-    with warnings.catch_warnings():
+    """One section written, and the figures it left out (:func:`~ddpbench.report.plots.common.leaving_out`):
+    as a pair, so that a section the helper process writes hands its lines back with it."""
+    with warnings.catch_warnings(), leaving_out() as left_out:
         warnings.filterwarnings("ignore", GLYPH_WARNING, UserWarning)
-        return fn(ctx)
+        return fn(ctx), left_out
 
 
 def load_context(results_dir: str | Path, out_dir: str | Path | None = None) -> ReportContext:

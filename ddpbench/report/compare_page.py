@@ -14,7 +14,8 @@ from markupsafe import Markup
 from ddpbench.analysis.compare import (CANNOT_TELL, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, Gate, csv_table,
                                        gate_column, gate_text, ratio_text)
 from ddpbench.analysis import power, stats
-from ddpbench.report.page import INDEX_FILE, Section, html, html_table, num, render_page
+from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
+from ddpbench.report.plots.common import LeftOut, leaving_out
 from ddpbench.report.plots.compare import ratio_plot
 from ddpbench.results.sanitize import csv_text
 from ddpbench.results.sidefiles import replace_file
@@ -73,9 +74,10 @@ def _overview(table, results, gates, env_diffs, folder_a, folder_b) -> Markup:
 
 def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
               env_diffs: Sequence[tuple[str, str, str]], folder_a: Path, folder_b: Path, out_dir: Path,
-              plot: Path | None) -> str:
+              plot: Path | None, left_out: Sequence[LeftOut] = ()) -> str:
     """The comparison page: overview (environment, gates), the per-job table, the ratio plot and
-    the jobs not compared. Every value from the results enters the page as text (autoescaped)."""
+    the jobs not compared, then the figure ``left_out`` if it was. Every value from the results enters
+    the page as text (autoescaped)."""
     sections = [Section("Overview", _overview(table, results, gates, env_diffs, folder_a, folder_b))]
     compared = table[table["compared"].astype(bool)] if len(table) else table
     if len(compared):
@@ -124,6 +126,8 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
         sections.append(Section("Not compared", Markup('<p class="what">Jobs found in only one folder, or that did '
                                                        "not finish ok on both sides: listed, not gated.</p>")
                                 + html_table(["job", "key", "in", "status A", "status B"], rows)))
+    if left_out:
+        sections.append(left_out_section(left_out))
     return render_page(f"ddpbench comparison: {folder_b.name} against {folder_a.name}", sections, out_dir)
 
 
@@ -138,7 +142,7 @@ def write_comparison(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {}
     written["csv"] = replace_file(out_dir / CSV_FILE, csv_text(csv_table(table, results)))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), leaving_out() as left_out:
         warnings.filterwarnings("ignore", r"Glyph \d+ .* missing from font", UserWarning)  # see build.GLYPH_WARNING
         plot = ratio_plot(table, gates, out_dir / PLOT_FILE)
     if plot is None and (out_dir / PLOT_FILE).exists():
@@ -146,5 +150,5 @@ def write_comparison(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence
     if plot is not None:
         written["plot"] = plot
     written["html"] = replace_file(out_dir / INDEX_FILE, html_page(table, results, gates, env_diffs, Path(folder_a),
-                                                                  Path(folder_b), out_dir, plot))
+                                                                  Path(folder_b), out_dir, plot, left_out))
     return written

@@ -329,6 +329,18 @@ def figure_section(ctx: ReportContext, title: str, draw, filename: str, text: Ma
     return Section(title, text + skipped_note(ctx), (path,))
 
 
+LEFT_OUT = """<p class="what">{{ n }} figure(s) left out: matplotlib could not draw them from these results. \
+Each line names the figure's file and what matplotlib said.</p>
+<ul>{% for f in left_out %}<li><code>{{ f.figure }}</code>: {{ f.why }}</li>
+{% endfor %}</ul>"""
+
+
+def left_out_section(left_out: Sequence[Any]) -> Section:
+    """The page's closing section: each figure left out (:func:`ddpbench.report.plots.common.guarded`),
+    one line each: its file's name and the error's first line."""
+    return Section("Figures left out", html(LEFT_OUT, n=len(left_out), left_out=left_out))
+
+
 def interval_note(table, column: str) -> Markup:
     """What the error bars of a scaling plot are, and where there are none."""
     ok = table[table["status"] == "ok"] if not table.empty else table

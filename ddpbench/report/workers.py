@@ -15,7 +15,8 @@ The helper is the report's own child, waited for: it dies with the report proces
 reaps it, and a helper that ends early, makes no progress for :data:`STALL_S` or cannot be
 handed the folder costs only time: whatever sections it did not hand back, the report process
 writes itself. The sweep's own report is written by one process (its process has torch loaded
-and ranks to own); so is any report on a machine with fewer than two CPUs.
+and ranks to own); so is any report on a machine with fewer than two CPUs, or with
+``DDPBENCH_REPORT_HELPER=0`` in the environment.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ from ddpbench.owner import die_with_parent
 FREE, PARENT, CHILD = 0, 1, 2
 #: seconds without a section finished after which the helper is taken to hang: killed, its sections redone
 STALL_S = 300.0
+
+
+def enabled() -> bool:
+    """Whether a report may fork its helper (``DDPBENCH_REPORT_HELPER=0`` turns it off)."""
+    return os.environ.get("DDPBENCH_REPORT_HELPER", "1") != "0"
 
 
 def usable_cpus() -> int:

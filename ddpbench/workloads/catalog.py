@@ -105,11 +105,30 @@ def _preset_facts(spec) -> Facts:
     from ddpbench.workloads.models import build_model, count_params, count_tensors, grad_bytes
     from ddpbench.workloads.registry import model_label
 
-    with torch.device("meta"):
+    with torch.device("meta"), _uninitialised():
         model = build_model(spec.model, spec.model_size)
     return Facts(model_label(spec.model, spec.model_size), count_params(model), grad_bytes(model),
                  count_tensors(model), samples_needed(spec),
                  tensor_bytes=tensor_bytes(model))
+
+
+def _uninitialised():
+    """A torch function mode in which ``torch.nn.init``'s functions leave a meta tensor as it is.
+    A preset's figures are its shapes, and a meta tensor has no values to initialise; its random
+    fill would run through Python references that import ``torch._dynamo`` on first use (1.5-3.5 s
+    of a sweep's start, to fill nothing)."""
+    from torch import Tensor
+    from torch.overrides import TorchFunctionMode
+
+    class Uninitialised(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            target = args[0] if args else kwargs.get("tensor")
+            if getattr(func, "__module__", None) == "torch.nn.init" and isinstance(target, Tensor) and target.is_meta:
+                return target
+            return func(*args, **kwargs)
+
+    return Uninitialised()
 
 
 def tensor_bytes(model) -> tuple[int, ...]:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ddpbench.analysis.jobs import describe, label_fields, ordered
 from ddpbench.report.budget import BUDGET_LINES, budget_rows, line_of, lines, ms, number
-from ddpbench.report.plots.common import figure, save
+from ddpbench.report.plots.common import figure, guarded, save
 
 #: at most this many panels in the figure; the section names the jobs left out
 MAX_PANELS = 12
@@ -119,6 +119,7 @@ def _panel(ax, row, title: str, names: list[str]) -> None:
     ax.set_title(title if len(title) <= 64 else title[:61] + "...", fontsize=8)
 
 
+@guarded
 def budget_waterfall(table, path) -> Path | None:
     """One panel per multi-rank job with a budget (at most :data:`MAX_PANELS`, in the report's order);
     None when no job has one."""

@@ -20,13 +20,15 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.experiment.collectives import OPS
-from ddpbench.report.plots.common import COLORS, MARKERS, figure, margins, plain_log_y, save, text_width
+from ddpbench.report.plots.common import COLORS, MARKERS, figure, guarded, margins, plain_log_y, save, text_width
 
 PLACEMENT_NAMES = {"out": "out-of-place", "in": "in-place"}
 PLACEMENT_STYLES = {"out": "-", "in": "--"}
 WRONG_COLOR = "#c62828"
 #: the most labelled ticks on a size axis; the others are unlabelled minor ticks
 MAX_SIZE_LABELS = 6
+#: the most ticks on a size axis (sizes of 1 byte to 1 GB span 31 powers of two)
+MAX_SIZE_TICKS = 64
 
 
 def size_label(size: float) -> str:
@@ -72,12 +74,13 @@ def size_axis(ax, sizes, label: bool = True, minor_ticks: bool = True) -> None:
     step = max(1, math.ceil((hi - lo) / (MAX_SIZE_LABELS - 1)))
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator([2.0**e for e in range(lo, hi + 1, step)]))
+    every = max(1, math.ceil((hi - lo) / MAX_SIZE_TICKS))  # past MAX_SIZE_TICKS powers of two, every few
     if minor_ticks:
-        ax.xaxis.set_minor_locator(FixedLocator([2.0**e for e in range(lo, hi + 1)]))
+        ax.xaxis.set_minor_locator(FixedLocator([2.0**e for e in range(lo, hi + 1, every)]))
         ax.xaxis.set_minor_formatter(NullFormatter())
     else:
         ax.xaxis.set_minor_locator(NullLocator())
-        unlabelled_ticks(ax, [2.0**e for e in range(lo, hi + 1) if (e - lo) % step])
+        unlabelled_ticks(ax, [2.0**e for e in range(lo, hi + 1, every) if (e - lo) % step])
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: size_label(v)))
     ax.set_xlim(2.0**lo / 1.25, 2.0**hi * 1.25)
     if label:
@@ -109,6 +112,7 @@ def _setting(row, fields) -> str:
     return " ".join(parts)
 
 
+@guarded
 def busbw_by_size(collectives, path) -> Path | None:
     """busbw (GB/s) against size: one panel per op, one line per (world size, placement)."""
     from matplotlib.lines import Line2D
@@ -192,6 +196,7 @@ def _curve_band(rows):
     return band.index.to_numpy(dtype=float), *(band[c].to_numpy(dtype=float) / 1e3 for c in band.columns)
 
 
+@guarded
 def allreduce_with_buckets(collectives, jobs, path) -> Path | None:
     """all_reduce time (ms) against size, log-log, one curve per (device, backend, world size) of
     ``jobs``, each job's buckets marked at their predicted time; below it one strip per job with

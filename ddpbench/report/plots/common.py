@@ -17,13 +17,24 @@ Figures are drawn with matplotlib's object API on an Agg canvas rather than thro
 nothing is left in pyplot's global figure list to close, and a notebook that calls the
 report keeps its own backend. matplotlib is imported inside the functions, so importing the
 figure modules stays cheap.
+
+Every figure function is :func:`guarded`: it draws with the report's rc settings (:data:`RC`: every
+text literal, a ``$`` pair in a label is no mathtext), and while the page is written
+(:func:`leaving_out`) a figure whose values matplotlib cannot place is left out, with one line
+saying why, rather than the page.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import io
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -40,6 +51,131 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINE_STYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
 NOISY_RING = "0.6"
 DPI = 110
+#: matplotlib's settings while a figure is drawn: every text literally, as stored (a workload's label
+#: may hold a ``$`` pair that is no mathtext and could not even parse, such as ``$\frac{1$``)
+RC = {"text.parse_math": False}
+#: what a figure's values can make matplotlib raise (a log axis with nothing positive on it, limits or
+#: a canvas past what a float or an image holds): the figure is left out, not the page. Other errors
+#: (a KeyError, a TypeError) are mistakes in the code and propagate.
+UNPLACEABLE = (ValueError, ArithmeticError)
+#: the largest magnitude a figure places: matplotlib adds margins and ticks beyond the values drawn,
+#: which overflow near the largest float (1.8e308)
+PLACEABLE = 1e300
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A figure left out of the page: its file's name and why, the error's first line."""
+
+    figure: str
+    why: str
+
+
+_LEFT_OUT: ContextVar[list[LeftOut] | None] = ContextVar("figures_left_out", default=None)
+
+
+@contextmanager
+def leaving_out() -> Iterator[list[LeftOut]]:
+    """While open, a :func:`guarded` figure that cannot be drawn is left out and listed in the list
+    yielded; outside it, the figure function's error propagates (a test calling one sees it)."""
+    token = _LEFT_OUT.set([])
+    try:
+        yield _LEFT_OUT.get()  # type: ignore[misc]
+    finally:
+        _LEFT_OUT.reset(token)
+
+
+def guarded(draw: Callable[..., Path | None]) -> Callable[..., Path | None]:
+    """The figure function ``draw`` (it has a ``path`` parameter, where its PNG goes) drawn with
+    :data:`RC`, from tables in which every figure it could not place reads as missing (:func:`placeable_only`);
+    while :func:`leaving_out` is open, one that still raises :data:`UNPLACEABLE` returns None (nothing
+    drawn, no PNG at ``path``: a stale one from an earlier report is removed) and is listed."""
+    signature = inspect.signature(draw)
+    if "path" not in signature.parameters:
+        raise TypeError(f"{draw.__qualname__} has no path parameter: it is not a figure function")
+
+    @functools.wraps(draw)
+    def guard(*args, **kwargs):
+        from matplotlib import rc_context
+
+        try:
+            with rc_context(RC):
+                return draw(*map(placeable_only, args), **{k: placeable_only(v) for k, v in kwargs.items()})
+        except UNPLACEABLE as err:
+            left_out = _LEFT_OUT.get()
+            if left_out is None:
+                raise
+            path = Path(signature.bind(*args, **kwargs).arguments["path"])
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:  # a folder planted at that name: the page links no PNG there either way
+                pass
+            left_out.append(LeftOut(path.name, one_line(err)))
+            return None
+
+    guard.guarded = True  # type: ignore[attr-defined]
+    return guard
+
+
+def one_line(err: BaseException) -> str:
+    """An error's first line, as text without control characters, at most 200 characters."""
+    lines = without_controls(err).strip().splitlines()
+    text = lines[0].strip() if lines else type(err).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def placeable_only(value):
+    """``value`` with the figures a figure cannot place (:func:`placeable`) read as missing (NaN): in a
+    table, its float columns and the lists of floats in its cells; any other value as it is (and a
+    table with nothing to change is the same object)."""
+    import pandas as pd
+
+    if not isinstance(value, pd.DataFrame):
+        return value
+    changed = value
+    for column in value.columns:
+        cells = value[column]
+        if cells.dtype.kind == "f":
+            numbers = cells.to_numpy(dtype=float)
+            off = ~placeable(numbers) & ~np.isnan(numbers)
+            fixed = np.where(off, np.nan, numbers) if off.any() else None
+        elif cells.dtype == object and cells.map(_unplaceable_inside).any():
+            fixed = [[v if not _unplaceable(v) else math.nan for v in cell] if _unplaceable_inside(cell) else cell
+                     for cell in cells]
+        else:
+            continue
+        if fixed is not None:
+            changed = value.copy() if changed is value else changed
+            changed[column] = fixed
+    return changed
+
+
+def _unplaceable(v) -> bool:
+    return isinstance(v, (float, np.floating)) and v == v and not abs(v) <= PLACEABLE
+
+
+def _unplaceable_inside(cell) -> bool:
+    return isinstance(cell, (list, tuple, np.ndarray)) and any(_unplaceable(v) for v in cell)
+
+
+def placeable(values, log: bool = False) -> np.ndarray:
+    """Which of ``values`` a figure can place: finite and at most :data:`PLACEABLE` in magnitude, and
+    on a log axis (``log``) above 0."""
+    values = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore"):
+        keep = np.isfinite(values) & (np.abs(values) <= PLACEABLE)
+        return keep & (values > 0) if log else keep
+
+
+def nothing_on_log_y(ax, what: str) -> bool:
+    """Whether ``ax`` holds no y above 0, without which matplotlib cannot draw a log y axis; if so, the
+    axes say in their middle that there is no ``what`` to draw, and show no y ticks."""
+    if math.isfinite(ax.dataLim.minposy):
+        return False
+    ax.text(0.5, 0.5, f"no {what} above 0 and up to {PLACEABLE:g} to draw", transform=ax.transAxes, ha="center",
+            va="center", fontsize=9, color="0.4")
+    ax.set_yticks([])
+    return True
 
 
 def ok_rows(table, column: str):
@@ -224,13 +360,14 @@ def legend(ax, handles=None) -> None:
 
 
 def plain_log_y(ax) -> None:
-    """A log y axis labelled at 1, 2 and 5 times powers of ten, in plain numbers (no 4x10^4)."""
+    """A log y axis labelled at 1, 2 and 5 times powers of ten, in plain numbers (no 4x10^4; 1e+15 and up
+    as such, not in a line of digits)."""
     from matplotlib.ticker import FuncFormatter, LogLocator
 
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_minor_locator(LogLocator(base=10, subs=(3.0, 4.0, 6.0, 7.0, 8.0, 9.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if 1 <= v < 1e15 else f"{v:g}"))
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 

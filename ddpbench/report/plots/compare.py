@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.compare import FASTER, SAME, SLOWER, Gate
-from ddpbench.report.plots.common import LINE_STYLES, figure, legend, save
+from ddpbench.report.plots.common import LINE_STYLES, figure, guarded, legend, save
 
 
+@guarded
 def ratio_plot(table: pd.DataFrame, gates: Sequence[Gate], path: Path) -> Path | None:
     """Each compared job's mean-step ratio B / A with its 95 % interval as a horizontal error bar;
     vertical lines at 1 and at each relative gate's threshold. None when no job was compared."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ddpbench.analysis.columns import STEP_MS
 from ddpbench.analysis.jobs import alike_but, describe, line_fields
-from ddpbench.report.plots.common import COLORS, figure, legend, mark, ok_rows, save
+from ddpbench.report.plots.common import COLORS, figure, guarded, legend, mark, ok_rows, save
 
 
 def loader_groups(table) -> list:
@@ -16,6 +16,7 @@ def loader_groups(table) -> list:
             if part["loader_workers"].nunique() > 1]
 
 
+@guarded
 def data_vs_loader_workers(table, path) -> Path | None:
     """Mean step time (solid) and its data time (dashed) against loader workers. None without a group."""
     groups = loader_groups(table)

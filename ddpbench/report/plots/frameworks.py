@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ddpbench.report.plots.common import COLORS, MARKERS, figure, legend, save, world_size_axis
+from ddpbench.report.plots.common import COLORS, MARKERS, figure, guarded, legend, save, world_size_axis
 
 
+@guarded
 def overhead_plot(table, path: Path) -> Path | None:
     """``table``: :func:`ddpbench.analysis.frameworks.overhead_table`. None when it is empty."""
     if table.empty:

@@ -10,7 +10,8 @@ import numpy as np
 from ddpbench.analysis.columns import EXPOSED_COMM_MS, STEP_MS
 from ddpbench.analysis.jobs import describe, line_fields, model_columns, ordered
 from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, MEMORY_AXES, color_fields, configuration_colors,
-                                          figure, flag_handles, groups_of, legend, mark, memory_column, ok_rows, save)
+                                          figure, flag_handles, groups_of, guarded, legend, mark, memory_column,
+                                          ok_rows, save)
 from ddpbench.report.plots.memo import remembered
 
 #: the step-time breakdown's segments: (label, summary column or derived name, colour)
@@ -46,6 +47,7 @@ def breakdown_table(table):
     return rows
 
 
+@guarded
 def step_breakdown(table, path) -> Path | None:
     """Stacked horizontal bars, one per ok job: data, forward, backward compute, exposed comm,
     explicit comm (when visible), optimizer, mean ms per rank-step; a black tick at the mean step
@@ -111,6 +113,7 @@ def has_bucket_sweep(table) -> bool:
     return any(part["bucket_cap_mb"].nunique() > 1 for part in bucket_groups(table).values())
 
 
+@guarded
 def step_time_vs_bucket(table, path) -> Path | None:
     """Mean step time (ms) against bucket_cap_mb (log x), one line per model, size and world
     size > 1; error bars: the 95 % interval over launches (none for a job measured once). None
@@ -168,6 +171,7 @@ def _job_labels(rows, table) -> list[str]:
     return [describe(r, fields, table) for _, r in rows.iterrows()]
 
 
+@guarded
 def memory_by_job(table, path) -> Path | None:
     """Horizontal bars, one per ok job: the largest rank's own memory (MB; peak RSS for results older
     than that figure) and, in a

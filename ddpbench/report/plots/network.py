@@ -8,9 +8,10 @@ from pathlib import Path
 import pandas as pd
 
 from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S
-from ddpbench.report.plots.common import COLORS, MARKERS, figure, save
+from ddpbench.report.plots.common import COLORS, MARKERS, figure, guarded, nothing_on_log_y, save
 
 
+@guarded
 def network_plot(table: pd.DataFrame, path: Path) -> Path | None:
     """Throughput (left) and communication per step (right) against link rate, log-log: measured
     solid with markers, the model dashed, one colour per setting."""
@@ -30,7 +31,8 @@ def network_plot(table: pd.DataFrame, path: Path) -> Path | None:
                    color=color, alpha=0.7)
     for ax, label in ((left, "samples/s (log scale)"), (right, "ms per step (log scale)")):
         ax.set_xscale("log")
-        ax.set_yscale("log")
+        if not nothing_on_log_y(ax, "figure"):
+            ax.set_yscale("log")
         ax.set_xlabel("link rate (Gbit/s, log scale)")
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)

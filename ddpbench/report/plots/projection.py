@@ -1,19 +1,26 @@
 """The cost model's projection as a figure: one row of panels per workload, step time (left) and
 weak-scaling efficiency (right) against world size from 1 to 1024, one colour per link, solid for
 DDP (each bucket by ring or tree, the cheaper) and dashed for master aggregation; the measured
-jobs as black markers. The measured range is shaded: everything right of it is model output."""
+jobs as black markers. The measured range is shaded: everything right of it is model output.
+
+Only figures a plot can place are drawn (:func:`~ddpbench.report.plots.common.placeable`: finite, at
+most 1e300, and above 0 on the log step-time axis); a step-time panel with none left says so."""
 
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
 
-from ddpbench.report.plots.common import COLORS, figure, margins, plain_log_y, save
+import numpy as np
+
+from ddpbench.report.plots.common import (COLORS, figure, guarded, margins, nothing_on_log_y, placeable, plain_log_y,
+                                          save)
 
 STRATEGY_STYLES = {"ddp": ("-", "DDP (ring or tree)"), "master": ("--", "master aggregation")}
 MAX_WORKLOADS = 4
 
 
+@guarded
 def projection_plot(projection, measured, path: Path) -> Path | None:
     """``projection``: costmodel.projection's table; ``measured``: the summary rows to overlay."""
     if projection is None or projection.empty:
@@ -33,17 +40,21 @@ def projection_plot(projection, measured, path: Path) -> Path | None:
                                                ("efficiency", "efficiency (%)"))):
             ax = axes[row][col]
             scale = 100.0 if column == "efficiency" else 1.0
+            log = column == "step_ms"
             for index, link in enumerate(links):
                 for strategy, (style, _) in STRATEGY_STYLES.items():
                     line = part[(part["link"] == link) & (part["strategy"] == strategy)].sort_values("world_size")
-                    if line.empty:
-                        continue
-                    ax.plot(line["world_size"], line[column] * scale, linestyle=style,
-                            color=COLORS[index % len(COLORS)], linewidth=1.6)
+                    ys = line[column].to_numpy(dtype=float) * scale
+                    keep = placeable(ys, log)
+                    if keep.any():  # a figure it cannot place is a gap in the line
+                        ax.plot(line["world_size"].to_numpy(), np.where(keep, ys, np.nan), linestyle=style,
+                                color=COLORS[index % len(COLORS)], linewidth=1.6)
             if len(mine):
                 for strategy in STRATEGY_STYLES:
                     points = mine[mine["strategy"] == strategy]
-                    ax.scatter(points["world_size"], points[f"measured_{column}"] * scale, color="black", zorder=5,
+                    ys = points[f"measured_{column}"].to_numpy(dtype=float) * scale
+                    keep = placeable(ys, log)
+                    ax.scatter(points["world_size"].to_numpy()[keep], ys[keep], color="black", zorder=5,
                                marker="o" if strategy == "ddp" else "s", s=28)
             ax.axvspan(0.9, largest * 1.1, color="0.92", zorder=0)
             ax.set_xscale("log", base=2)
@@ -52,9 +63,9 @@ def projection_plot(projection, measured, path: Path) -> Path | None:
             ax.set_xticklabels([str(2 ** e) for e in range(0, top.bit_length())], fontsize=8)
             ax.set_xlabel("world size (ranks)")
             ax.set_ylabel(label)
-            if column == "step_ms":
+            if log and not nothing_on_log_y(ax, "step time (ms)"):
                 plain_log_y(ax)  # matplotlib's own log labels are mathtext, which save() draws as raw text
-            else:
+            elif not log:
                 ax.set_ylim(0, 105)
             ax.grid(True, which="major", alpha=0.3)
             # a script's label (its arguments) can be long: wrapped, so the two panels' titles do not run together

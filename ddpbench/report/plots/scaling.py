@@ -12,8 +12,8 @@ import numpy as np
 from ddpbench.analysis.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP
 from ddpbench.analysis.jobs import describe, line_fields, model_columns, ordered
 from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, color_fields, dodge, draw_interval, figure,
-                                          flag_handles, groups_of, interval_handle, interval_of, legend, mark, ok_rows,
-                                          plain_log_y, save, world_size_axis)
+                                          flag_handles, groups_of, guarded, interval_handle, interval_of, legend, mark,
+                                          ok_rows, plain_log_y, save, world_size_axis)
 from ddpbench.report.plots.memo import remembered
 
 #: the throughput plot draws a dotted ideal-scaling line per configuration up to this many
@@ -188,12 +188,14 @@ def _full_efficiency(ax, lines, sizes) -> list:
     return [Line2D([], [], color="0.3", linestyle=":", label="100 %: linear scaling")]
 
 
+@guarded
 def throughput_vs_world_size(table, path) -> Path | None:
     """Global samples/s against world size, with ideal linear scaling dotted. None below 2 sizes."""
     return _scaling_plot(table, path, SAMPLES_PER_S, 1.0, "throughput, all ranks (samples/s)",
                          "Throughput vs world size", _ideal_throughput, log_y=True)
 
 
+@guarded
 def flops_vs_world_size(table, path) -> Path | None:
     """The FLOP/s all ranks reach together against world size. None below 2 sizes or without FLOPs."""
     if not len(ok_rows(table, "total_tflops")):
@@ -202,6 +204,7 @@ def flops_vs_world_size(table, path) -> Path | None:
                          "Compute rate vs world size", lambda ax, lines, sizes: [], log_y=True)
 
 
+@guarded
 def efficiency_vs_world_size(table, path) -> Path | None:
     """Parallel efficiency (speedup / world size, %) against world size. None below 2 sizes."""
     if not len(ok_rows(table, EFFICIENCY)):
@@ -216,6 +219,7 @@ def serial_fraction_rows(table):
     return rows[rows["world_size"] > 1] if len(rows) else rows
 
 
+@guarded
 def serial_fraction_vs_world_size(table, path) -> Path | None:
     """Karp-Flatt's serial fraction e against world size (> 1), one line per configuration as in
     the efficiency plot, with interval bars; reference lines at 0 (perfect scaling) and 1 (no
@@ -229,6 +233,8 @@ def serial_fraction_vs_world_size(table, path) -> Path | None:
         return None
     keys = set(rows["key"])
     lines = [line for line in scaling_lines(table) if line["rows"]["key"].isin(keys).any()]
+    if not lines:  # no throughput to draw a line by
+        return None
     sizes = sorted(set(int(w) for w in rows["world_size"]))
     fig = figure(8.0, 4.6)
     ax = fig.add_subplot()

@@ -19,7 +19,7 @@ import numpy as np
 
 from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.jobs import describe, line_fields, model_columns, model_name, ordered
-from ddpbench.report.plots.common import MEMORY_AXES, figure, legend, memory_column, ok_rows, save
+from ddpbench.report.plots.common import MEMORY_AXES, figure, guarded, legend, memory_column, ok_rows, save
 from ddpbench.report.plots.memo import remembered
 
 OVERSUBSCRIBED_HATCH = "///"
@@ -170,6 +170,7 @@ def _height(labels, per_row: int) -> float:
 # the figures
 # ---------------------------------------------------------------------------------------------
 
+@guarded
 def throughput_by_strategy(table, path) -> Path | None:
     """Global samples/s per configuration, one bar per world size (world size 1 is the baseline);
     a dotted outline behind a bar reaches ideal linear scaling, the world-size-1 throughput times
@@ -213,6 +214,7 @@ def _panels(labels, sizes, width_each: float = 3.6):
     return fig, axes
 
 
+@guarded
 def comm_time_by_strategy(table, path) -> Path | None:
     """Communication time per step (ms) at each world size above 1, stacked: explicit
     communication after backward or after the optimizer step (``comm_ms``), then DDP-style
@@ -261,6 +263,7 @@ def comm_time_by_strategy(table, path) -> Path | None:
     return save(fig, path)
 
 
+@guarded
 def traffic_by_strategy(table, path) -> Path | None:
     """MB sent per optimizer step (1 MB = 1e6 bytes) at each world size above 1: a bar for the
     busiest rank, a black diamond for the median rank. Dark bars were counted at send/recv
@@ -316,6 +319,7 @@ def traffic_by_strategy(table, path) -> Path | None:
     return save(fig, path)
 
 
+@guarded
 def memory_by_strategy(table, path) -> Path | None:
     """The largest rank's own memory (peak RSS for results older than that figure) and the optimizer
     state one rank holds (its shard for ZeRO and FSDP; all of it on rank 0 for master-params), in

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ddpbench.report.plots.common import figure, save
+from ddpbench.report.plots.common import figure, guarded, save
 
 PHASE_COLORS = {"data": "#a0a0a0", "forward": "#4c72b0", "backward": "#55a868", "comm": "#dd8452",
                 "optimizer": "#8172b2"}
@@ -32,11 +32,13 @@ def _lanes(part) -> list[tuple[int, str]]:
     return lanes
 
 
+@guarded
 def step_timeline(events, repeat: int, step: int, path: Path, title: str) -> Path | None:
     """The timeline of one traced step of one job (``events``: its rows of the trace table)."""
     from matplotlib.patches import Patch
 
     part = events[(events["repeat"] == repeat) & (events["step"] == step)]
+    part = part[part["start_ms"].notna() & part["dur_ms"].notna()]  # a time no figure can place: missing
     phases = part[part["kind"] == "phase"]
     if phases.empty:
         return None

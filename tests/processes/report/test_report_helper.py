@@ -16,7 +16,8 @@ import pytest
 
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.report import build, workers
-from records import ResultsFolder, rank_entry, row, training_result
+from ddpbench.report.plots.common import guarded
+from ddpbench.testing.records import ResultsFolder, rank_entry, row, training_result
 
 CPU = dict(backend="gloo", device="cpu", threads_per_rank=1, warmup_steps=1, steps=6)
 
@@ -131,3 +132,31 @@ def test_the_report_command_imports_neither_torch_nor_scipy_stats_nor_the_checke
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
     assert (folder / "index.html").is_file()
+
+
+@guarded
+def _unplaceable(path):
+    raise ValueError("planted: nothing here can be placed")
+
+
+def test_figures_left_out_in_either_process_close_the_page(tmp_path, monkeypatch):
+    """Every section also draws a figure that cannot be placed: the helper hands its sections' lines
+    back with them, so the page of two processes lists every one, as the page of one does."""
+    folder = _folder(tmp_path / "results")
+    original = build._section
+
+    def planted(fn, ctx):
+        def with_a_figure_left_out(ctx):
+            _unplaceable(ctx.image(f"{fn.__name__}-left-out.png"))
+            return fn(ctx)
+        return original(with_a_figure_left_out, ctx)
+
+    monkeypatch.setattr(build, "_section", planted)
+    log = _writers(monkeypatch, tmp_path)
+    one = build.write_report(folder, tmp_path / "one", processes=1)
+    log.unlink()
+    two = build.write_report(folder, tmp_path / "two", processes=2)
+    assert {line.split()[0] for line in log.read_text().splitlines()} != {str(os.getpid())}  # the helper wrote some
+    page = two.read_text(encoding="utf-8")
+    assert page.count("-left-out.png</code>: planted: nothing here can be placed") == len(build.SECTIONS)
+    assert two.read_bytes() == one.read_bytes()

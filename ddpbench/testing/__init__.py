@@ -1,0 +1,24 @@
+"""Test support for ddpbench's own tests and benchmarks (as ``numpy.testing`` is numpy's): running
+the command line, tiny experiments, finding survivor processes, writing results folders and
+planted faults. It sits above every stage (it may import any of ddpbench); nothing of ddpbench
+imports it (import-linter's layers in pyproject.toml).
+
+- :mod:`ddpbench.testing.cli`: ``python -m ddpbench`` as a user runs it (:func:`run_cli`), or its
+  ``main()`` in this process (:func:`run_main`)
+- :mod:`ddpbench.testing.experiments`: experiment files of the smallest real jobs (:data:`TINY`)
+- :mod:`ddpbench.testing.survivors`: the processes a sweep left behind (:func:`rank_processes`, :func:`marked`)
+- :mod:`ddpbench.testing.records`: results folders written through the record schema and the real store
+- :mod:`ddpbench.testing.planted_faults`, :mod:`ddpbench.testing.planted_strategy`: faults planted in real jobs
+- :mod:`ddpbench.testing.sweeps`: real sweeps with a planted fault or traces, and what their folders must hold
+- :mod:`ddpbench.testing.tables`, :mod:`ddpbench.testing.comparing`: made-up tables and launches
+- :mod:`ddpbench.testing.launchers`: a launcher that starts no process
+- :mod:`ddpbench.testing.workloads`: the example workload (tests/data/example_workload), from outside ddpbench
+- :mod:`ddpbench.testing.scripts`: the scripts of benchmarks/ and scripts/ as modules
+"""
+
+from ddpbench.testing.cli import ROOT, as_from_a_terminal, cli_command, run_cli, run_main
+from ddpbench.testing.experiments import TINY, TINY_DEFAULTS, script_experiment, write_experiment
+from ddpbench.testing.survivors import MARK, marked, rank_processes, wait_for
+
+__all__ = ["MARK", "ROOT", "TINY", "TINY_DEFAULTS", "as_from_a_terminal", "cli_command", "marked", "rank_processes",
+           "run_cli", "run_main", "script_experiment", "wait_for", "write_experiment"]

@@ -1,0 +1,50 @@
+"""Experiment files for tests: the smallest real jobs, and script jobs with the defaults they share."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+
+def write_experiment(path: Path, body: str) -> Path:
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def script_experiment(path: Path, more: str, timeout_s: int = 60, warmup_steps: int = 2, steps: int = 5,
+                      name: str | None = None) -> Path:
+    """An experiment file of script jobs (docs/scripts.md) with the defaults every script test shares
+    (batch 8 a rank, gloo on the CPU, one thread a rank), then ``more``: further defaults and the grids."""
+    return write_experiment(path, (f'name = "{name}"\n' if name else "") + f"""
+timeout_s = {timeout_s}
+[defaults]
+batch_size = 8
+backend = "gloo"
+device = "cpu"
+threads_per_rank = 1
+warmup_steps = {warmup_steps}
+steps = {steps}
+""" + textwrap.dedent(more))
+
+
+#: the smallest real job: a 1 MB MLP, one thread per rank, a few steps
+TINY_DEFAULTS = """
+    [defaults]
+    backend = "gloo"
+    device = "cpu"
+    model = "mlp"
+    model_size = "xs"
+    batch_size = 8
+    threads_per_rank = 1
+    warmup_steps = 1
+    steps = 4
+"""
+
+TINY = """
+    name = "tiny"
+    timeout_s = 60
+""" + TINY_DEFAULTS + """
+    [grid]
+    world_size = [1, 2]
+    bucket_cap_mb = [0.25, 25]
+"""

@@ -1,0 +1,276 @@
+"""Statistics and the per-job summary on exact values."""
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from ddpbench.analysis.summary import add_speedup, iqr, median
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.rank.timing import StepTimer
+from ddpbench.testing.tables import job_tables as _job
+from ddpbench.testing.tables import summary_of as _summary
+
+
+def test_median_and_iqr_exact():
+    assert median([3, 1, 2]) == 2
+    assert median([1, 2, 3, 4]) == 2.5
+    assert median([1.0, math.nan, 3.0]) == 2.0
+    assert math.isnan(median([]))
+    # numpy's linear interpolation: q25 = 1.75, q75 = 3.25
+    assert iqr([1, 2, 3, 4]) == pytest.approx(1.5)
+    assert iqr([5, 5, 5]) == 0
+
+
+def test_summary_uses_slowest_rank_and_measure_phase_only():
+    one = _job(1, 25, [[10.0, 10.0, 10.0, 10.0]], nosync_ms=9.0)
+    two = _job(2, 25, [[10.0, 12.0, 10.0, 12.0], [14.0, 10.0, 14.0, 10.0]], nosync_ms=11.0)
+    table = _summary(one, two).set_index("world_size")
+    # slowest rank per step: 14, 12, 14, 12 -> median 13; warmup's 1000 ms never counts
+    assert table.loc[2, "step_ms_median"] == 13.0
+    assert table.loc[2, "step_ms_iqr"] == pytest.approx(2.0)  # q25 = 12, q75 = 14
+    assert table.loc[2, "samples_per_s"] == pytest.approx(20 / 0.013)
+    assert table.loc[1, "samples_per_s"] == pytest.approx(10 / 0.010)
+    assert table.loc[2, "speedup"] == pytest.approx((20 / 0.013) / (10 / 0.010))
+    assert table.loc[2, "efficiency"] == pytest.approx(table.loc[2, "speedup"] / 2)
+    assert table.loc[2, "exposed_comm_ms"] == pytest.approx(13.0 - 11.0)
+    assert table.loc[2, "overlap_pct"] == pytest.approx(25.0)
+    assert table.loc[2, "peak_rss_mb"] == 101.0
+    assert table.loc[2, "buckets"] == 2
+    assert bool(table.loc[2, "noisy"]) is True   # IQR/median = 2/13 > 10%
+    assert bool(table.loc[1, "noisy"]) is False
+    assert table.loc[1, "speedup"] == 1.0
+
+
+def test_baseline_falls_back_to_world_size_one_with_other_buckets():
+    one_a = _job(1, 1, [[10.0] * 4], nosync_ms=9.0)
+    one_b = _job(1, 5, [[20.0] * 4], nosync_ms=9.0)
+    two = _job(2, 25, [[10.0] * 4, [10.0] * 4], nosync_ms=9.0)
+    table = _summary(one_a, one_b, two).set_index("world_size")
+    base = (10 / 0.010 + 10 / 0.020) / 2  # median of the two world-size-1 throughputs
+    assert table.loc[2, "speedup"] == pytest.approx((20 / 0.010) / base)
+
+
+def test_failed_job_keeps_its_row_and_error():
+    ok = _job(1, 25, [[10.0] * 4], nosync_ms=9.0)
+    steps, runs, ranks = _job(2, 25, [[10.0] * 4, [10.0] * 4], nosync_ms=9.0, status="failed")
+    table = _summary(ok, ([], runs, []))
+    failed = table[table["world_size"] == 2].iloc[0]
+    assert failed["status"] == "failed" and "boom" in failed["error"]
+    assert math.isnan(failed["step_ms_median"]) and math.isnan(failed["speedup"])
+
+
+def test_add_speedup_without_baseline_is_nan():
+    table = pd.DataFrame([{**JobSpec(world_size=2).to_dict(), "status": "ok", "samples_per_s": 5.0}])
+    assert math.isnan(add_speedup(table).loc[0, "speedup"])
+
+
+def test_a_world_size_one_job_is_its_own_baseline_beside_one_measured_otherwise():
+    """A traced and an untraced world-size-1 job are one setting (trace_steps says how a job is
+    measured): each is its own baseline, speedup 1, and a world-size-2 job pools both."""
+    def row(key, ws, rate, **kw):
+        return {**JobSpec(world_size=ws, **kw).to_dict(), "key": key, "status": "ok", "samples_per_s": rate,
+                "global_batch": 32 * ws, "launch_step_ms": [10.0, 10.0, 10.0]}
+
+    table = add_speedup(pd.DataFrame([row("plain", 1, 100.0), row("traced", 1, 108.0, trace_steps=5),
+                                      row("two", 2, 156.0)]))
+    speedup = dict(zip(table["key"], table["speedup"]))
+    assert speedup["plain"] == 1.0 and speedup["traced"] == 1.0
+    assert speedup["two"] == pytest.approx(156.0 / 104.0)
+    assert table.set_index("key").loc["two", "baseline_key"] == "plain,traced"
+
+
+class FakeClock:
+    def __init__(self, times):
+        self.times = iter(times)
+
+    def record(self):
+        return next(self.times)
+
+    def elapsed_ms(self, a, b):
+        return float(b - a)
+
+    def synchronize(self):
+        pass
+
+
+def test_step_timer_phases_exact():
+    timer = StepTimer(FakeClock([0, 2, 7, 20, 20, 23]))
+    timer.start()
+    for phase in ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms"):
+        timer.mark(phase)
+    row = timer.stop()
+    assert math.isnan(row.pop("ready_ms"))  # never marked ready
+    assert row == {"data_ms": 2.0, "forward_ms": 5.0, "backward_ms": 13.0, "comm_ms": 0.0, "optimizer_ms": 3.0,
+                   "step_ms": 23.0}
+
+
+def test_step_timer_ready_is_the_last_call_of_the_step_and_not_a_phase():
+    # start 0, data 2, forward 7, ready at 9, 12 and 15 (the last wins), backward 20, comm 20, optimizer 23
+    timer = StepTimer(FakeClock([0, 2, 7, 9, 12, 15, 20, 20, 23, 30, 31, 33]))
+    timer.start()
+    timer.mark("data_ms")
+    timer.mark("forward_ms")
+    for _ in range(3):
+        timer.ready()
+    for phase in ("backward_ms", "comm_ms", "optimizer_ms"):
+        timer.mark(phase)
+    row = timer.stop()
+    assert row["ready_ms"] == 15.0 and row["step_ms"] == 23.0 and row["backward_ms"] == 13.0
+    assert sum(row[p] for p in ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms")) == row["step_ms"]
+    # the next step starts without one: a step never inherits the last step's ready
+    timer.start()
+    timer.mark("data_ms")
+    timer.mark("backward_ms")
+    assert math.isnan(timer.stop()["ready_ms"])
+
+
+def test_step_timer_lap_gives_a_ready_noted_after_the_step_end_to_the_next_step():
+    timer = StepTimer(FakeClock([0, 4, 10, 12, 18, 21, 25]))
+    timer.start()
+    timer.ready()  # 4: this step's
+    timer.mark("backward_ms")  # 10
+    timer.mark("optimizer_ms")  # 12: where the first step ends (a later optimizer decides so)
+    timer.mark("data_ms")  # 18: the next step's
+    timer.ready()  # 21: the next step's
+    row = timer.lap(at=2)
+    assert (row["ready_ms"], row["step_ms"]) == (4.0, 12.0)
+    timer.mark("optimizer_ms")  # 25
+    assert timer.stop()["ready_ms"] == 21.0 - 12.0
+
+
+def test_event_clock_notes_ready_on_one_event_recorded_again():
+    from ddpbench.rank.timing import CudaEventClock
+
+    class Event:
+        made = 0
+
+        def __init__(self, enable_timing=False):
+            Event.made += 1
+            self.at = None
+
+        def record(self):
+            self.at = next(times)
+
+        def elapsed_time(self, end):
+            return float(end.at - self.at)
+
+        def synchronize(self):
+            pass
+
+    class Cuda:
+        pass
+
+    Cuda.Event = Event
+    times = iter([0, 3, 5, 8, 9])
+    timer = StepTimer(CudaEventClock(Cuda))
+    timer.start()  # 0
+    for _ in range(3):  # 3, 5, 8: one event, recorded three times
+        timer.ready()
+    timer.mark("backward_ms")  # 9
+    row = timer.stop()
+    assert Event.made == 3 and row["ready_ms"] == 8.0 and row["step_ms"] == 9.0
+
+
+def test_diverged_replicas_fail_loudly():
+    from ddpbench.rank.train import ReplicasDiverged, check_replicas, param_checksum
+
+    check_replicas({0: "ab", 1: "ab"})
+    with pytest.raises(ReplicasDiverged, match="0=ab, 1=cd"):
+        check_replicas({0: "ab", 1: "cd"})
+    model = torch.nn.Linear(4, 2)
+    before = param_checksum(model.named_parameters())
+    assert param_checksum(model.named_parameters()) == before
+    with torch.no_grad():
+        model.bias[0] += 1e-7  # the smallest drift changes the checksum
+    assert param_checksum(model.named_parameters()) != before
+
+
+def test_clock_for_device():
+    from ddpbench.rank.timing import CudaEventClock, HostClock, clock_for
+
+    assert isinstance(clock_for(torch.device("cpu")), HostClock)
+    if torch.cuda.is_available():
+        assert isinstance(clock_for(torch.device("cuda", 0)), CudaEventClock)
+
+
+def _repeats(world_size, per_launch_ms, batch=10, nosync_by_rank=None):
+    """A job measured in several launches, each with constant step times ``per_launch_ms[r]``."""
+    steps, runs, ranks = [], [], []
+    for repeat, ms in enumerate(per_launch_ms):
+        s, r, k = _job(world_size, 25, [[ms] * 4] * world_size, nosync_ms=ms - 1, batch=batch)
+        for rows in (s, r, k):
+            for row in rows:
+                row["repeat"] = repeat
+        if nosync_by_rank:
+            for row in s:
+                if row["phase"] == "nosync":
+                    row["step_ms"] = nosync_by_rank[row["rank"]][row["step"] % len(nosync_by_rank[row["rank"]])]
+        steps, runs, ranks = steps + s, runs + r, ranks + k
+    return steps, runs, ranks
+
+
+def test_karp_flatt_serial_fraction_exact():
+    from ddpbench.analysis.summary import karp_flatt
+
+    assert karp_flatt(2.0, 2) == 0.0  # linear: nothing serial
+    assert karp_flatt(1.0, 2) == 1.0  # no speedup: all serial
+    assert karp_flatt(4 / 3, 2) == pytest.approx(0.5)  # Amdahl with f = 0.5 at p = 2
+    # Amdahl with serial fraction f gives S = 1 / (f + (1 - f) / p): Karp-Flatt recovers f at any p
+    for p in (2, 8, 64):
+        assert karp_flatt(1 / (0.1 + 0.9 / p), p) == pytest.approx(0.1)
+    assert math.isnan(karp_flatt(1.0, 1))
+
+
+def test_confidence_intervals_over_launches():
+    one = _repeats(1, [10.0, 10.5, 9.5])
+    two = _repeats(2, [8.0, 8.4, 7.6])
+    table = _summary(one, two).set_index("world_size")
+    # weak scaling: global batch 20 at ws 2, so S = (20 / 8) / (10 / 10) = 2.5 with a mean of 8 ms vs 10 ms
+    assert table.loc[2, "speedup"] == pytest.approx(2.5)
+    assert table.loc[2, "launch_step_ms"] == pytest.approx([8.0, 8.4, 7.6])
+    for name in ("samples_per_s", "speedup", "efficiency"):
+        low, high = table.loc[2, f"{name}_low"], table.loc[2, f"{name}_high"]
+        assert low < table.loc[2, name] < high, name
+    # Student's t on the log scale: mean 8 ms, sd 0.4 ms, 3 launches -> 8 exp(+-t_{0.975,2} 0.05 / sqrt 3)
+    half = 4.302652729749464 * 0.05 / math.sqrt(3)
+    assert table.loc[2, "samples_per_s_low"] == pytest.approx(20 / (8e-3 * math.exp(half)))
+    assert table.loc[2, "samples_per_s_high"] == pytest.approx(20 / (8e-3 * math.exp(-half)))
+    assert table.loc[2, "serial_fraction_low"] <= table.loc[2, "serial_fraction"] <= table.loc[2, "serial_fraction_high"]
+    # the same folder gives the same interval: the intervals are closed-form
+    again = _summary(one, two).set_index("world_size")
+    assert again.loc[2, "speedup_low"] == table.loc[2, "speedup_low"]
+    # world size 1 is its own baseline: a speedup of 1 by definition, with no interval against itself
+    assert table.loc[1, "speedup"] == 1.0
+    assert math.isnan(table.loc[1, "speedup_low"]) and math.isnan(table.loc[1, "efficiency_high"])
+    assert table.loc[1, "samples_per_s_low"] < table.loc[1, "samples_per_s"]  # its throughput keeps its own
+
+
+def test_one_launch_has_no_interval():
+    table = _summary(_repeats(1, [10.0]), _repeats(2, [8.0])).set_index("world_size")
+    assert table.loc[2, "speedup"] == pytest.approx(2.5)
+    assert math.isnan(table.loc[2, "speedup_low"]) and math.isnan(table.loc[2, "samples_per_s_high"])
+
+
+def test_straggler_is_the_consistently_slower_rank():
+    # rank 1 computes 30 % slower in every no_sync step: a straggler; rank 0 is not
+    table = _summary(_repeats(1, [10.0, 10.0]),
+                     _repeats(2, [12.0, 12.0], nosync_by_rank=[[10.0], [13.0]])).set_index("world_size")
+    assert table.loc[2, "straggler_ranks"] == [1]
+    assert table.loc[2, "straggler_pct"] == pytest.approx(30.0)
+    # slower on average but only in half the steps: an outlier, not a straggler
+    table = _summary(_repeats(2, [12.0, 12.0], nosync_by_rank=[[10.0], [16.0, 9.0]])).set_index("world_size")
+    assert table.loc[2, "straggler_ranks"] == []
+
+
+def test_stragglers_without_usable_compute_times():
+    from ddpbench.analysis.summary import stragglers
+
+    frame = {"rank": [0, 1, 0, 1], "repeat": [0] * 4, "step": [0, 0, 1, 1]}
+    # all compute times zero (no data/forward timing): no excess to quote, not -inf
+    result = stragglers(pd.DataFrame({**frame, "compute_ms": [0.0] * 4}))
+    assert result["straggler_ranks"] == [] and math.isnan(result["straggler_pct"])
+    # a rank with no compute time at all: skipped, not a KeyError
+    result = stragglers(pd.DataFrame({**frame, "compute_ms": [10.0, math.nan, 10.0, math.nan]}))
+    assert result["straggler_ranks"] == [] and math.isnan(result["straggler_pct"])

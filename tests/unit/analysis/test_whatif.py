@@ -1,0 +1,179 @@
+"""The what-if model's mechanics: each all-reduce algorithm's cost, the choice between them, the
+backward pass releasing buckets onto one link, and the questions it answers."""
+
+import math
+
+import pytest
+
+from ddpbench.analysis.whatif import (COSTS, Cluster, Costs, Work, allreduce_us, ddp_step, hierarchical_us,
+                                      largest_world_size, link_needed, master_step, ring_us, tree_us)
+from ddpbench.testing import ROOT
+
+#: 8 devices a node on a 1200 Gbit/s fabric, nodes on 100 Gbit/s; 5 and 10 us latencies per step,
+#: 8 us before every all-reduce
+DGX = Cluster(gpus_per_node=8, intra_gbit=1200.0, inter_gbit=100.0, intra_latency_us=5.0, inter_latency_us=10.0,
+              base_latency_us=8.0)
+MB = 1e6
+#: the mechanics alone: no cost of running distributed, links at their nominal rates
+BARE = Costs()
+
+
+def test_ring_inside_a_node_and_across_nodes():
+    # inside one node: the base, 2(p-1) intra latencies and 2(p-1)/p of the bytes at 150 bytes/us
+    assert ring_us(100 * MB, 8, DGX) == pytest.approx(8.0 + 2 * 7 * 5.0 + 2 * 7 / 8 * 100 * MB / 150e3)
+    # across two nodes (NCCL's count): 2(N-1) = 2 of the 30 steps cross the network; the bytes go
+    # at the nodes' 12.5 bytes/us
+    assert ring_us(100 * MB, 16, DGX) == pytest.approx(8.0 + 28 * 5.0 + 2 * 10.0 + 2 * 15 / 16 * 100 * MB / 12.5e3)
+    assert ring_us(100 * MB, 1, DGX) == 0.0
+
+
+def test_tree_latency_grows_with_log_p_and_ring_with_p():
+    small = 4096.0  # latency-bound
+    ring = [ring_us(small, p, DGX) for p in (64, 1024)]
+    tree = [tree_us(small, p, DGX) for p in (64, 1024)]
+    assert ring[1] / ring[0] > 10  # ~ p
+    assert tree[1] - tree[0] == pytest.approx(2 * (math.ceil(math.log2(128)) - math.ceil(math.log2(8))) * 10.0)
+    # a tree is not among the algorithms of a library that has only rings (NCCL before 2.4)
+    from dataclasses import replace
+
+    assert allreduce_us(small, 1024, replace(DGX, algorithms=("ring",)))[1] == "ring"
+    # auto picks the tree for small messages at scale, and a bandwidth-optimal one for large messages
+    assert allreduce_us(small, 1024, DGX)[1] == "tree"
+    assert allreduce_us(500 * MB, 16, DGX)[1] in ("ring", "hierarchical")
+
+
+def test_hierarchical_sends_each_byte_once_over_the_nodes_link():
+    n, p = 100 * MB, 64  # 8 nodes
+    inside = 8.0 + 2 * (7 * 5.0 + 7 / 8 * n / 150e3)
+    between = 2 * 7 * 10.0 + 2 * 7 / 8 * n / 12.5e3
+    assert hierarchical_us(n, p, DGX) == pytest.approx(inside + between)
+    assert hierarchical_us(n, p, DGX) < ring_us(n, p, DGX)  # fewer inter-node latencies
+
+
+def test_buckets_released_through_backward_hide_behind_it():
+    # 300 ms of compute, 200 of it backward; ten 10 MB buckets over a slow link: each 16 ms at p=2 in a node
+    slow = Cluster(gpus_per_node=8, intra_gbit=10.0, inter_gbit=10.0, intra_latency_us=0.0, inter_latency_us=0.0,
+                   base_latency_us=0.0)
+    work = Work(compute_ms=300.0, bucket_bytes=(10 * MB,) * 10, backward_share=2 / 3)
+    step = ddp_step(work, 2, slow, costs=BARE)
+    each = 10 * MB / (10e3 / 8) / 1e3  # 8 ms per bucket at p = 2 (half the bytes each way, twice)
+    assert step.comm_ms == pytest.approx(10 * each)
+    # the last bucket is ready when backward ends: only its own all-reduce is left exposed
+    assert step.exposed_ms == pytest.approx(each)
+    assert step.step_ms == pytest.approx(300.0 + each) and step.efficiency == pytest.approx(300 / (300 + each))
+    # one bucket holding everything cannot start before backward ends: all of it is exposed
+    whole = ddp_step(Work(300.0, (100 * MB,)), 2, slow, costs=BARE)
+    assert whole.exposed_ms == pytest.approx(whole.comm_ms)
+    # buckets released as the layers' compute goes (``ready``): the same bytes all ready at once
+    # at the start of backward are all hidden but what overruns it
+    early = ddp_step(Work(300.0, (10 * MB,) * 10, 2 / 3, ready=(0.0,) * 10), 2, slow, costs=BARE)
+    assert early.exposed_ms == pytest.approx(0.0)
+
+
+def test_the_costs_of_running_distributed():
+    slow = Cluster(gpus_per_node=8, intra_gbit=10.0, inter_gbit=10.0, intra_latency_us=0.0, inter_latency_us=0.0,
+                   base_latency_us=0.0)
+    work = Work(compute_ms=300.0, bucket_bytes=(10 * MB,) * 10)
+    bare = ddp_step(work, 2, slow, costs=BARE)
+    # a share of the compute per step at two or more devices, never at one
+    assert ddp_step(work, 2, slow, costs=Costs(step_share=0.03)).step_ms == pytest.approx(bare.step_ms + 9.0)
+    assert ddp_step(work, 1, slow, costs=Costs(step_share=0.03)).step_ms == 300.0
+    # every all-reduce's own cost lengthens the backward pass: ten buckets, 100 us each
+    assert ddp_step(work, 2, slow, costs=Costs(allreduce_us=100.0)).step_ms == pytest.approx(bare.step_ms + 1.0)
+    # links at half their rate: every transfer twice as long
+    assert ddp_step(work, 2, slow, costs=Costs(link_share=0.5)).comm_ms == pytest.approx(2 * bare.comm_ms)
+    # the shipped constants are the calibrated ones (tests/unit/analysis/test_validation.py holds them to the fit)
+    assert COSTS.step_share > 0 and COSTS.allreduce_us > 0 and 0 < COSTS.link_share <= 1
+
+
+def test_fusion_takes_what_is_ready_when_the_link_is_free():
+    # Horovod's Tensor Fusion: 100 small tensors released evenly; a slow link fuses them into a few
+    # all-reduces (each takes all that is ready), a fast one sends them nearly one by one
+    tensors = (1 * MB,) * 100
+    work = Work(300.0, tensors, 2 / 3, fusion_mb=64.0)
+    slow = Cluster(gpus_per_node=1, intra_gbit=10.0, inter_gbit=1.0, base_latency_us=0.0)
+    fast = Cluster(gpus_per_node=1, intra_gbit=10.0, inter_gbit=1000.0, base_latency_us=0.0)
+    from ddpbench.analysis.whatif import _fused
+
+    few = _fused(work, [(i + 1) / 100 for i in range(100)], 4, slow, "auto", 100.0, 200.0)
+    many = _fused(work, [(i + 1) / 100 for i in range(100)], 4, fast, "auto", 100.0, 200.0)
+    assert sum(size for size, _ in few) == sum(size for size, _ in many) == 100 * MB
+    assert len(few) < 10 and len(many) > 90
+    assert all(size <= 64 * 2**20 for size, _ in few)
+
+
+def test_master_aggregation_is_the_bottleneck_a_ring_avoids():
+    work = Work(compute_ms=100.0, bucket_bytes=(25 * MB,) * 4)
+    for p in (8, 64):
+        assert master_step(work, p, DGX).step_ms > ddp_step(work, p, DGX).step_ms
+    assert master_step(work, 64, DGX, costs=BARE).comm_ms == pytest.approx((8.0 + 2 * 63 * (10.0 + 25 * MB / 12.5e3 * 4))
+                                                                           / 1e3)
+
+
+def test_largest_world_size_and_the_link_needed_for_a_target_efficiency():
+    work = Work(compute_ms=100.0, bucket_bytes=(25 * MB,) * 4)
+    p = largest_world_size(work, DGX, 0.98, costs=BARE)
+    assert 1 < p < 1 << 16
+    assert ddp_step(work, p, DGX, costs=BARE).efficiency >= 0.98 > ddp_step(work, 2 * p, DGX, costs=BARE).efficiency
+    # a tree's time stops growing with p (log p latency, fixed bytes per node): no largest size below the limit
+    assert largest_world_size(work, DGX, 0.9, limit=4096, costs=BARE) == 4096
+    needed = link_needed(work, 64, DGX, 0.95, costs=BARE)
+    from dataclasses import replace
+
+    assert ddp_step(work, 64, replace(DGX, inter_gbit=needed), costs=BARE).efficiency == pytest.approx(0.95, abs=1e-3)
+    # latency alone can make a target unreachable: no rate is enough
+    laggy = replace(DGX, inter_latency_us=1e5)
+    assert link_needed(work, 64, laggy, 0.95, costs=BARE) == math.inf
+    # the cost of running distributed caps the efficiency below 1 / (1 + step_share) at any rate
+    assert link_needed(work, 64, DGX, 0.99) == math.inf
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--compute-ms", "-1"], "--compute-ms: must be a number above 0"),
+    (["--compute-ms", "10", "--target-efficiency", "1.5"], "--target-efficiency: must be above 0 and at most 1"),
+    (["--compute-ms", "10", "--model", "nope"], "--model: must be a preset or reference model"),
+])
+def test_the_command_refuses_bad_input_in_one_line(argv, words, capsys):
+    from ddpbench.cli import main
+
+    assert main(["whatif", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+
+
+def test_the_command_takes_the_compute_and_buckets_a_sweep_measured(capsys):
+    from ddpbench.cli import main
+
+    folder = ROOT / "reports" / "examples" / "quick-cpu"
+    assert main(["whatif", "--from", str(folder), "--inter-gbit", "100"]) == 0
+    out = capsys.readouterr().out
+    heads = [line for line in out.splitlines() if line.startswith("model output for ")]
+    # one answer per workload the sweep measured at world size 1, with DDP's actual buckets
+    assert len(heads) == 1 and all("as measured in" in h and "DDP's own buckets at" in h for h in heads)
+    # and it says why the report's projection of the same folder differs: there, two ranks computed
+    # 62.7 ms a step under no_sync() against 39.1 ms for one rank alone
+    versus = [line for line in out.splitlines() if line.startswith("versus the report's projection")]
+    assert len(versus) == 1 and "(62.7 ms at world size 2 on the measuring machine, against 39.15 ms alone)" in versus[0]
+    assert "so it keeps at most 62% however fast the link" in versus[0]
+    assert main(["whatif", "--from", str(folder.parent)]) == 2
+    assert "results.jsonl: not found" in capsys.readouterr().err
+
+
+def test_the_report_projection_names_compute_slowed_by_sharing_the_machine():
+    """Weak-scaling projection whose multi-rank compute (no_sync()) measured 92 ms against 63 ms alone:
+    the finding says that a third of what is lost is not communication, and what the ceiling is."""
+    import pandas as pd
+
+    from ddpbench.analysis import model_findings
+
+    rows = [{"workload": "cnn", "link": "IB", "strategy": "ddp", "world_size": p, "efficiency": e,
+             "compute_ms": 63.0 if p == 1 else 92.0, "compute_alone_ms": 63.0, "compute_world_size": 2}
+            for p, e in ((1, 1.0), (2, 0.66), (64, 0.62), (1024, 0.6))]
+    (f,) = model_findings.projection(pd.DataFrame(rows), pd.DataFrame())
+    assert "62 % at 64 ranks" in f.text
+    assert "each rank's compute measured 92.0 ms a step (no_sync()) against 63.0 ms" in f.text
+    assert "efficiency stays at 68 %" in f.text and "which no link recovers" in f.text
+    # compute that did not slow down: nothing to add
+    same = [{**r, "compute_ms": 63.0} for r in rows]
+    (f,) = model_findings.projection(pd.DataFrame(same), pd.DataFrame())
+    assert "no link recovers" not in f.text

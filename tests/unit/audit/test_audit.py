@@ -1,0 +1,235 @@
+"""The independent checker (ddpbench.audit): figures re-derived from the stored records, every check
+with a sentence that passes and one that fails, the issue's invented findings caught, nothing found
+in any committed example folder, and compare's rows checked against both folders."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import pytest
+
+from ddpbench.audit import Claim, check, derive
+from ddpbench.audit.checks import check_claim
+from ddpbench.audit.compare import check_compare
+from ddpbench.testing import ROOT
+from ddpbench.testing.scripts import load_benchmark
+
+EXAMPLES = ROOT / "reports" / "examples"
+QUICK = EXAMPLES / "quick-cpu"
+#: quick-cpu's jobs: transformer-s, world size 1 (25 MB) and world size 2 at 1, 2 and 25 MB
+ONE, AT_1MB, AT_2MB, AT_25MB = "d44036ae0aa5", "8e73d612ef09", "cfc7d897e984", "30572234f25e"
+SCALING = ("ddp with transformer-s (batch 4/rank) scales poorly: at world size 2 it runs 0.91x the throughput of "
+           "one rank, 45 % parallel efficiency (95 % CI 36 % to 58 %).")
+BOUND = ("DDP with transformer-s (batch 4/rank) at world size 2 is communication-bound: 27 % of each step (23.4 ms of "
+         "86.1 ms) is communication the backward pass did not hide.")
+BEST = ("Best gradient bucket size for DDP with transformer-s (batch 4/rank) at world size 2: 1 MB, 5.3 % faster per "
+        "step than the default 25 MB, but that is not significant: the 95 % interval of the gain, -25.5 % to 28.5 %, "
+        "includes 0; any of these bucket sizes will do.")
+
+
+@pytest.fixture(scope="module")
+def quick():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return derive(QUICK)
+
+
+def kinds(fig, claim) -> list[str]:
+    return [p.kind for p in check_claim(fig, Claim.of(claim))]
+
+
+def test_figures_are_re_derived_from_the_records(quick):
+    """quick-cpu as its report quotes it: 0.91x, 45 %, 23.4 ms exposed of an 86.1 ms step, 4 buckets at 1 MB."""
+    r = quick.rec(AT_1MB)
+    assert round(r["speedup"], 2) == 0.91 and round(r["efficiency_pct"]) == 45
+    assert round(r["step_ms"], 1) == 86.1 and round(r["exposed_ms"], 1) == 23.4
+    assert r["buckets"] == 4 and r["launches"] == 3 and r["world_size"] == 2 and r["bucket_cap_mb"] == 1.0
+    assert quick.rec(ONE)["speedup"] == 1.0
+    low, high = r["speedup_low"], r["speedup_high"]
+    assert low < r["speedup"] < high  # the Welch t interval on log launch means holds its point
+
+
+def test_the_issues_invented_findings_are_caught(quick):
+    """1.95x and 97 % (measured 0.91x, 45 %), 70.0 ms exposed (measured 23.4), 258.1 vs 86.1 ms."""
+    invented = [
+        SCALING.replace("0.91x", "1.95x").replace("45 %", "97 %").replace(" (95 % CI 36 % to 58 %)", ""),
+        {"text": BOUND.replace("23.4 ms", "70.0 ms"), "job": AT_1MB},
+        {"text": "DDP with transformer-s (batch 4/rank) at world size 2 takes 3.00x the step time of one rank "
+                 "(258.1 vs 86.1 ms).", "job": AT_1MB},
+    ]
+    problems = [check_claim(quick, Claim.of(c)) for c in invented]
+    assert all(problems)
+    quoted = " ".join(p.expected for found in problems for p in found)
+    for figure in ("1.95", "97", "70.0", "258.1"):
+        assert figure in quoted
+
+
+@pytest.mark.parametrize("claim", [SCALING, {"text": BOUND, "job": AT_1MB}, BEST])
+def test_true_sentences_pass(quick, claim):
+    assert kinds(quick, claim) == []
+
+
+def test_figure(quick):
+    assert kinds(quick, SCALING.replace("0.91x", "0.95x")) == ["figure"]
+    assert kinds(quick, SCALING.replace("45 %", "50 %")) == ["figure"]
+    assert "figure" in kinds(quick, BEST.replace("5.3 %", "6.3 %"))
+
+
+def test_arithmetic_and_the_jobs_own_step(quick):
+    assert "arithmetic" in kinds(quick, {"text": BOUND.replace("27 %", "30 %"), "job": AT_1MB})
+    # the same sentence handed the 2 MB job: the step it quotes is not that job's
+    assert "job" in kinds(quick, {"text": BOUND, "job": AT_2MB})
+
+
+def test_interval(quick):
+    """A quoted interval is the re-derived one at its precision: 35.8 % to 57.7 % is "36 % to 58 %"."""
+    assert kinds(quick, SCALING.replace("36 % to 58 %", "47 % to 58 %")) == ["interval"]  # does not hold 45 %
+    assert kinds(quick, SCALING.replace("36 % to 58 %", "36 % to 80 %")) == ["interval"]  # past it
+    assert kinds(quick, SCALING.replace("36 % to 58 %", "40 % to 50 %")) == ["interval"]  # inside it: not it either
+    assert kinds(quick, SCALING.replace("36 % to 58 %", "36 % to 57 %")) == ["interval"]  # 57.7 is not 57
+    assert kinds(quick, SCALING.replace("36 % to 58 %", "35.8 % to 57.7 %")) == []  # more digits, still it
+    gain = BEST.replace("-25.5 % to 28.5 %", "-25.5 % to 28.7 %")
+    assert kinds(quick, gain) == ["interval"]
+
+
+def test_direction(quick):
+    assert kinds(quick, BEST.replace("faster per step", "slower per step")) == ["direction"]
+    against = {"text": "the sweep measured bucket_cap_mb = 25: 90.9 ms a step (mean) against this job's 86.1 ms, "
+                       "5.6 % slower", "job": AT_1MB, "fix_fields": {"bucket_cap_mb": 25.0}}
+    assert kinds(quick, against) == []
+    assert kinds(quick, {**against, "text": against["text"].replace("5.6 % slower", "5.6 % faster")}) == ["direction"]
+
+
+def test_the_wording_to_come_reads_generically(quick):
+    """Sentences in the wording being written beside this checker: an exposed time with its interval in
+    ms, "cannot tell with N launches; M would detect X %", "not measurable here (noise floor X ms)"."""
+    spread = 11.6  # a power calculation's input: not checked
+    exposed = BOUND.replace("86.1 ms)", "86.1 ms; 95 % CI 2.1 to 44.7 ms)")
+    tell = ("DDP with transformer-s (batch 4/rank) at world size 2: cannot tell whether it is compute- or "
+            "communication-bound with 3 launches; 12 would detect a difference of 5 % "
+            f"(launch-to-launch spread {spread} %).")
+    floor = ("DDP with transformer-s (batch 4/rank) at world size 2: exposed communication is not measurable here "
+             "(noise floor 12.4 ms), so no compute- or communication-bound verdict.")
+    for text in (exposed, tell, floor):
+        assert kinds(quick, {"text": text, "job": AT_1MB}) == []
+    assert kinds(quick, {"text": exposed.replace("2.1 to", "16.0 to"), "job": AT_1MB}) == ["interval"]
+    assert kinds(quick, {"text": tell.replace("3 launches", "5 launches"), "job": AT_1MB}) == ["figure"]
+
+
+def test_job_named(quick):
+    assert kinds(quick, {"text": SCALING, "job": "000000000000"}) == ["job"]
+    assert "job" in kinds(quick, SCALING.replace("batch 4/rank", "batch 8/rank"))
+    assert "job" in kinds(quick, {"text": BOUND.replace("world size 2", "world size 1"), "job": AT_1MB})
+
+
+def test_basis_by_the_stored_jobs(quick):
+    ran = {"bucket_cap_mb": 25.0}
+    measured = "Fix: bucket_cap_mb = 25; the sweep measured it."
+    estimated = "Fix: bucket_cap_mb = 25; estimated (a model, not run) to recover it."
+    assert kinds(quick, Claim(measured, AT_1MB, ran, "measured")) == []
+    assert kinds(quick, Claim(estimated, AT_1MB, ran, "model")) == ["basis"]
+    assert kinds(quick, Claim(measured.replace("25", "50"), AT_1MB, {"bucket_cap_mb": 50.0}, "measured")) == ["basis"]
+    assert kinds(quick, Claim(estimated.replace("25", "50"), AT_1MB, {"bucket_cap_mb": 50.0}, "model")) == []
+    # a fix with no setting named cannot have been run
+    assert kinds(quick, Claim("Fix: a faster link; measured to recover it.", AT_1MB, None, "measured")) == ["basis"]
+
+
+def test_a_cap_counts_as_run_by_its_recorded_layout():
+    """bucket-sweep-cpu: caps 0.1, 0.5, 1 and 5 MB recorded the same 4 buckets. With the 0.5 MB job
+    moved to another world size, a fix of 0.5 MB for the 100 MB job was still run -- by the 2 MB... no: by
+    the ws-2 jobs whose recorded layout is the one 0.5 MB yields; with their layouts changed, it was not."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fig = derive(EXAMPLES / "bucket-sweep-cpu")
+    big, half = "191c42faad28", "75ba7b163056"
+    fig.jobs.at[half, "world_size"] = 4
+    fig.memo.clear()
+    claim = Claim("Fix: bucket_cap_mb = 0.5; the sweep measured it.", big, {"bucket_cap_mb": 0.5}, "measured")
+    assert [p.kind for p in check_claim(fig, claim) if p.kind == "basis"] == []
+    for key in ("233627b7d635", "81c47273a1a2", "c7247dbde368"):
+        fig.jobs.at[key, "layout"] = (1, 2, 3)
+    fig.memo.clear()
+    assert [p.kind for p in check_claim(fig, claim) if p.kind == "basis"] == ["basis"]
+
+
+def test_contradicted(quick):
+    fig = copy.deepcopy(quick)
+    claim = Claim("Fix: bucket_cap_mb = 2.", AT_1MB, {"bucket_cap_mb": 2.0})
+    assert kinds(fig, claim) == []  # the 2 MB twin's interval reaches below 1: not measured slower
+    fig.launch_ms[AT_2MB] = [120.0, 121.0, 122.0]
+    fig.memo.clear()
+    assert kinds(fig, claim) == ["contradicted"]
+    assert kinds(fig, Claim("Fix: bucket_cap_mb = 2 measured slower, so it is not proposed.", AT_1MB,
+                            {"bucket_cap_mb": 2.0})) == []
+
+
+def test_efficiency_and_statistic(quick):
+    fig = copy.deepcopy(quick)
+    assert check(fig, [SCALING]) == []
+    assert [p.kind for p in check(fig, [SCALING.replace("45 % parallel", "120 % parallel")])].count("efficiency") == 1
+    fig.jobs.at[AT_25MB, "efficiency_pct"], fig.jobs.at[AT_25MB, "speedup"] = 120.0, 2.4
+    fig.memo.clear()
+    assert [p.kind for p in check(fig, [])] == ["efficiency"]
+    flagged = "No scaling verdict: 2.40x (120 % parallel efficiency), above 100 %: a broken baseline."
+    assert [p.kind for p in check(fig, [flagged]) if p.kind == "efficiency"] == []
+    assert "statistic" in kinds(quick, "its median step is 86.1 ms")
+
+
+def test_compare_rows_against_both_folders():
+    from ddpbench.analysis import compare
+
+    a, b = EXAMPLES / "gate-power-cpu" / "sweep1", EXAMPLES / "gate-power-cpu" / "sweep2"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        side_a, side_b = compare.load_side(a, "A"), compare.load_side(b, "B")
+        fa, fb = derive(a), derive(b)
+    rows = compare.compare_tables(side_a.summary, side_a.steps, side_b.summary, side_b.steps).to_dict("records")
+    assert "faster" in [r["verdict"] for r in rows]
+    assert check_compare(rows, fa, fb) == []
+    faster = next(r for r in rows if r["verdict"] == "faster")
+    for change, kind in ((dict(verdict="slower"), "says slower"),
+                         (dict(mean_ratio=faster["mean_ratio"] * 1.05), "mean_ratio"),
+                         (dict(mean_ratio_high=1.2), "holds 1"), (dict(launches_a=7), "launches_a"),
+                         (dict(mean_ms_b=faster["mean_ms_b"] * 0.9), "mean_ms_b")):
+        (problem,) = [p for p in check_compare([{**faster, **change}], fa, fb) if kind in p.expected]
+        assert problem.job == faster["key"]
+
+
+def test_no_problem_in_any_committed_example_folder():
+    """The verdict and the findings of every committed example folder, as `report --check` hands them over."""
+    from ddpbench.analysis.folder import load
+
+    folders = sorted(p.parent for p in EXAMPLES.glob("**/results.jsonl"))
+    assert len(folders) >= 30
+    for folder in folders:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            problems = load(folder).contradictions
+        assert problems == [], (folder, [p.line() for p in problems])
+
+
+def test_the_mutation_benchmark_scores_the_checker():
+    """benchmarks/checker_mutations.py, small: two folders, 40 mutations a kind."""
+    checker_mutations = load_benchmark("checker_mutations")
+
+    result = checker_mutations.run([QUICK, EXAMPLES / "bucket-sweep-cpu"], per_kind=40, seed=0)
+    assert result["false_reports"] == []
+    scores = result["scores"]
+    for kind in ("number", "interval", "job", "direction", "basis"):
+        assert scores[kind]["tried"] > 0
+        assert checker_mutations.score_of(scores[kind]) >= 0.9, (kind, scores[kind])
+
+
+def test_the_sweeps_console_verdict_lines_are_checked(quick, capsys):
+    """The lines a sweep prints at its end ("verdict:" then "  label: sentence") are the verdict's
+    sentences: as printed, they pass; with an invented figure, they do not."""
+    from rich.console import Console
+
+    from ddpbench.cli.sweeping import finish_report
+
+    finish_report(QUICK, Console(quiet=True), write=False)
+    out = capsys.readouterr().out
+    lines = [line.strip().split(": ", 1)[1] for line in out.split("verdict:")[1].splitlines() if ": " in line]
+    assert len(lines) == 4 and check(quick, lines) == []  # scaling, lost time, top cause, best setting
+    assert check(quick, [lines[0].replace("0.91x", "1.95x")]) != []

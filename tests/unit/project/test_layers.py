@@ -1,0 +1,115 @@
+"""The flow in the folders: import-linter's contracts (pyproject.toml), no import cycle between any two
+modules, and modules small enough to read in one sitting."""
+
+from __future__ import annotations
+
+import sys
+
+import grimp
+import pytest
+
+from ddpbench.testing import ROOT
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
+
+PACKAGE = ROOT / "ddpbench"
+MAX_MODULE_LINES = 500
+MAX_COMMAND_LINES = 150
+
+
+@pytest.fixture(scope="module")
+def graph():
+    """Every import of the package, those inside functions too: an import that dodges a cycle at
+    import time is a cycle all the same."""
+    return grimp.build_graph("ddpbench", include_external_packages=True)
+
+
+def broken(graph) -> set[tuple[str, str]]:
+    """(importer, imported) of every import, direct or through others, that breaks a contract of
+    pyproject.toml, as grimp finds them: the layers, and each forbidden pair."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    found = set()
+    for contract in config["contracts"]:
+        if contract["type"] == "layers":
+            layers = [grimp.Layer(*(name.strip() for name in layer.split("|")), independent=True)
+                      for layer in contract["layers"]]
+            found |= {(d.importer, d.imported) for d in graph.find_illegal_dependencies_for_layers(
+                layers=layers, containers=set(contract["containers"]))}
+        elif contract["type"] == "forbidden":
+            found |= {(source, target) for source in contract["source_modules"] for target in contract["forbidden_modules"]
+                      if target in graph.modules and graph.chain_exists(importer=source, imported=target,
+                                                                          as_packages=True)}
+    return found
+
+
+def test_import_linter_contracts_hold(capsys):
+    from importlinter.cli import lint_imports
+
+    code = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
+    assert code == 0, capsys.readouterr().out
+
+
+def test_the_contracts_find_a_stage_reaching_where_it_must_not(graph):
+    """The contracts are not vacuous: the analysis reaching into the sweep, a rank into its launcher
+    or into pandas, and the report into a rank, are each found."""
+    assert broken(graph) == set()
+    planted = grimp.build_graph("ddpbench", include_external_packages=True)
+    planted.add_import(importer="ddpbench.analysis.summary", imported="ddpbench.sweep.runner")
+    planted.add_import(importer="ddpbench.rank.train", imported="ddpbench.launch.spawn")
+    planted.add_import(importer="ddpbench.rank.devices", imported="pandas")
+    planted.add_import(importer="ddpbench.report.build", imported="ddpbench.rank.train")
+    assert {("ddpbench.analysis", "ddpbench.sweep"), ("ddpbench.rank", "ddpbench.launch"), ("ddpbench.rank", "pandas"),
+            ("ddpbench.report", "ddpbench.rank")} <= broken(planted)
+
+
+def cycles(graph) -> list[str]:
+    """Every import that comes back to its importer through others: "a -> b -> ... -> a"."""
+    found = []
+    for importer in sorted(graph.modules):
+        for imported in sorted(graph.find_modules_directly_imported_by(importer)):
+            if graph.chain_exists(importer=imported, imported=importer):
+                found.append(" -> ".join([importer, *graph.find_shortest_chain(importer=imported, imported=importer)]))
+    return found
+
+
+def test_no_module_imports_itself_back(graph):
+    assert cycles(graph) == []
+    planted = grimp.build_graph("ddpbench")
+    planted.add_import(importer="ddpbench.results.schema", imported="ddpbench.results.tables")
+    assert "ddpbench.results.schema -> ddpbench.results.tables -> ddpbench.results.schema" in cycles(planted)
+
+
+def test_modules_are_small_enough_to_read_in_one_sitting():
+    sizes = {path.relative_to(ROOT).as_posix(): len(path.read_text().splitlines()) for path in PACKAGE.rglob("*.py")}
+    assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
+    commands = {name: n for name, n in sizes.items()
+                if name.startswith("ddpbench/cli/") and name.rsplit("/", 1)[1] not in
+                ("main.py", "common.py", "tables.py", "__init__.py")}
+    assert commands and {name: n for name, n in commands.items() if n > MAX_COMMAND_LINES} == {}
+
+
+def test_what_outside_code_names_still_resolves():
+    """Entry points other processes start, and the paths users' files name, survive the layout."""
+    from importlib import import_module
+    from importlib.metadata import entry_points
+
+    import ddpbench
+    import ddpbench.regression
+    import ddpbench.tasks
+
+    scripts = {ep.name: ep for ep in entry_points(group="console_scripts") if ep.value.startswith("ddpbench")}
+    plugins = {ep.name: ep for ep in entry_points(group="pytest11") if ep.value.startswith("ddpbench")}
+    assert scripts["ddpbench"].load() is import_module("ddpbench.cli.program").main
+    assert plugins["ddpbench"].load() is import_module("ddpbench.regression.plugin")
+    assert import_module("ddpbench.rank.protocol").RANK_MODULE == "ddpbench.rank"  # what every launcher starts
+    assert (ROOT / "ddpbench" / "rank" / "__main__.py").is_file()
+    for name in ("AllReduce", "ModelStep", "Task", "TrainStep"):  # users' benchmark files import these
+        assert getattr(ddpbench.tasks, name) is getattr(ddpbench.regression, name)
+    # a user's conftest may name the plugin's earlier path
+    assert import_module("ddpbench.pytest_plugin").ddp_group is import_module("ddpbench.regression.plugin").ddp_group
+    from ddpbench.results import load_collectives, load_tables  # noqa: F401 - the README names them
+    from ddpbench.strategies.base import RankContext, Strategy  # noqa: F401 - plug-ins subclass these
+    assert callable(ddpbench.load) and callable(ddpbench.load_collectives) and callable(ddpbench.summarize)

@@ -1,0 +1,849 @@
+"""Every measured figure the prose quotes is recomputed here from the folder it was measured into.
+
+README.md, docs/*.md and reports/examples/README.md quote figures measured into
+``reports/examples/*/``. Each quote is registered below as (page, the exact text that quotes it,
+with its figures as ``{folder[name]}`` fields); the fields are filled by this file's own short
+derivations over the stored data (``results.jsonl`` through ``load_tables``, or the stored CSV and
+Markdown files of a benchmark), rounded as the prose rounds them. These derivations do not call
+the analysis that wrote the reports: a second, independent reading is the point. A quote that is
+edited, or whose stored data changes, no longer appears in its page, and the test fails. The
+thresholds and model constants the prose names are filled from the code's constants the same way.
+
+A scan finds the figures nobody registered: in the measured prose (every block of
+reports/examples/README.md; a block of README.md or docs/ that says it measured something or names
+an example folder, and a table after such a block), every number with a measurement unit must lie
+inside a registered quote or a listed setting (:data:`SETTINGS`, each a setting, a threshold or a
+property of a model, not a measurement). Counts ("8 of 8") are scanned too; a figure in a docs
+block that neither says "measured ..." nor names an example folder is not.
+
+A region copied from a stored file (a benchmark's table, between ``<!-- ...: reports/examples/FILE -->``
+and ``<!-- end of ... -->``) is not scanned: every line of it must be a line of FILE.
+
+Figures of benchmarks whose output is not stored live only in docs/development.md's section
+"Figures measured once", each entry with the command that measured it and its date; the scan
+leaves that section out and checks the dates are there.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from markdown_it import MarkdownIt
+
+from ddpbench.testing import ROOT
+from ddpbench.testing.scripts import load_benchmark
+
+EX = ROOT / "reports" / "examples"
+EXAMPLES = "reports/examples/README.md"
+PAGES = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")), EXAMPLES]
+
+# ---------------------------------------------------------------------------------------------
+# reading the stored data, independently of ddpbench.analysis
+# ---------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def tables(folder: str):
+    from ddpbench.results.tables import load_tables
+
+    return load_tables(EX / folder)
+
+
+def jobs(folder: str) -> pd.DataFrame:
+    """One row per job (its first launch's spec), indexed by key."""
+    return tables(folder).runs.drop_duplicates("key").set_index("key")
+
+
+def slowest(folder: str, phase: str = "measure") -> pd.DataFrame:
+    """Per (job, launch, step) of ``phase``: the slowest rank's step, which bounds the step."""
+    steps = tables(folder).steps
+    steps = steps[steps["phase"] == phase]
+    return steps.groupby(["key", "repeat", "step"], as_index=False)[["step_ms", "data_ms"]].max()
+
+
+def step_ms(folder: str, phase: str = "measure") -> pd.Series:
+    """The mean bounded step of every job, in ms."""
+    return slowest(folder, phase).groupby("key")["step_ms"].mean()
+
+
+def rate(folder: str) -> pd.Series:
+    """Samples per second of every job: its global batch over its mean bounded step."""
+    return jobs(folder)["global_batch"] / (step_ms(folder) / 1e3)
+
+
+def key(folder: str, **spec) -> str:
+    """The one job of ``folder`` with these settings."""
+    found = jobs(folder)
+    for name, value in spec.items():
+        found = found[found[name] == value]
+    assert len(found) == 1, (folder, spec, list(found.index))
+    return found.index[0]
+
+
+def rank_max(folder: str, column: str) -> pd.Series:
+    return tables(folder).ranks.groupby("key")[column].max()
+
+
+def buckets(folder: str, job: str) -> int:
+    layout = tables(folder).ranks.set_index("key").loc[[job], "bucket_bytes"].iloc[0]
+    return len(layout)
+
+
+def f1(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def f0(x: float) -> str:
+    return f"{x:.0f}"
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.0f}"
+
+
+def listed(items) -> str:
+    """'34, 14 and 4'"""
+    items = [str(i) for i in items]
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def spaced(x: float) -> str:
+    """Whole units, thousands spaced: 3101.7 -> '3 102'."""
+    return f"{x:,.0f}".replace(",", " ")
+
+
+def sig3(x: float) -> str:
+    """Three significant figures, thousands spaced: 139 396 -> '139 000', 6982 -> '6 980'."""
+    rounded = round(x, -int(math.floor(math.log10(abs(x)))) + 2)
+    return f"{rounded:,.0f}".replace(",", " ")
+
+
+def _mantissa_exponent(x: float) -> tuple[float, int]:
+    exponent = int(math.floor(math.log10(x)))
+    return x / 10 ** exponent, exponent
+
+
+WORDS = {n: w for n, w in enumerate("zero one two three four five six seven eight nine ten".split())}
+
+
+def csv(name: str) -> pd.DataFrame:
+    return pd.read_csv(EX / "gate-power-cpu" / name)
+
+
+def row(frame: pd.DataFrame, **where) -> pd.Series:
+    for name, value in where.items():
+        frame = frame[frame[name] == value]
+    assert len(frame) == 1, where
+    return frame.iloc[0]
+
+
+def reached_text(frame: pd.DataFrame, **where) -> str:
+    """The table's "90 % reached at" cell: '~+20 %', or 'beyond +19.5 %' where no level reached it."""
+    try:
+        return f"~+{reached_90(frame, **where):.0f} %"
+    except AssertionError:
+        levels = frame[frame["comparison"] == "A/B"]
+        for name, value in where.items():
+            levels = levels[levels[name] == value]
+        return f"beyond +{f1(levels['measured_pct'].max())} %"
+
+
+def reached_90(frame: pd.DataFrame, **where) -> float:
+    """The measured slowdown at which a gate is first caught 90 % of the time, linear between levels."""
+    levels = frame[(frame["comparison"] == "A/B")]
+    for name, value in where.items():
+        levels = levels[levels[name] == value]
+    levels = levels.sort_values("measured_pct")
+    points = list(zip(levels["measured_pct"], levels["rate"]))
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if y0 < 0.9 <= y1:
+            return x0 + (0.9 - y0) / (y1 - y0) * (x1 - x0)
+    raise AssertionError(f"90 % not reached between the levels of {where}")
+
+
+# ---------------------------------------------------------------------------------------------
+# the figures of each folder, as the prose rounds them
+# ---------------------------------------------------------------------------------------------
+
+
+def quick_cpu() -> dict:
+    f = "quick-cpu"
+    j, ms, nosync, r = jobs(f), step_ms(f), step_ms(f, "nosync"), rate(f)
+    one = key(f, world_size=1)
+    two = j[j["world_size"] == 2]
+    best = r[two.index].idxmax()
+    cap = {c: key(f, world_size=2, bucket_cap_mb=c) for c in (1.0, 2.0, 25.0)}
+    return {"tensors": str(int(j.loc[one, "tensors"])), "grad_mb": f1(j.loc[one, "grad_bytes"] / 1e6),
+            "one_ms": f1(ms[one]), "two_lo": f1(ms[two.index].min()), "two_hi": f1(ms[two.index].max()),
+            "speedup": f"{r[best] / r[one]:.2f}", "efficiency": pct(r[best] / r[one] / 2),
+            "cap1_ms": f1(ms[cap[1.0]]), "cap1_exposed": f1(ms[cap[1.0]] - nosync[cap[1.0]]),
+            "cap1_nosync": f1(nosync[cap[1.0]]), "buckets": listed(buckets(f, cap[c]) for c in cap)}
+
+
+def frameworks_cpu() -> dict:
+    f = "frameworks-cpu"
+    ms, r = step_ms(f), rate(f)
+    k = {(s, ws): key(f, strategy=s, world_size=ws) for s in ("ddp", "tf-mirrored", "tf-multiworker") for ws in (1, 2)}
+
+    def eff(s):
+        return pct(r[k[s, 2]] / r[k[s, 1]] / 2)
+
+    return {"tf_ms": f0(ms[k["tf-mirrored", 1]]), "tf_multi_ms": f0(ms[k["tf-multiworker", 1]]),
+            "ddp_ms": f0(ms[k["ddp", 1]]), "eff_mirrored": eff("tf-mirrored"), "eff_multi": eff("tf-multiworker"),
+            "eff_ddp": eff("ddp")}
+
+
+def network_cpu() -> dict:
+    f = "network-cpu"
+    j, r = jobs(f), rate(f)
+    out = {"none": f0(r[key(f, link="none")])}
+    for link in ("10gbit", "1gbit", "100mbit"):
+        ddp = r[j[(j["link"] == link) & (j["strategy"] == "ddp")].index]
+        master = r[key(f, link=link, strategy="master")]
+        out[link] = f0(ddp.max())
+        out[link + "_cap"] = f0(j.loc[ddp.idxmax(), "bucket_cap_mb"])
+        out[link + "_master"] = f0(master)
+        out[link + "_ratio"] = f"{ddp.max() / master:.2f}"
+    return out
+
+
+def gpu_h100() -> dict:
+    f = "gpu-h100"
+    j, r = jobs(f), rate(f)
+    mlp = j[(j["model"] == "mlp") & (j["device"] == "cuda")].index
+    ddp = {(m, d): key(f, model=m, device=d, strategy="ddp", comm_hook="none") for m in ("mlp", "cnn", "transformer")
+           for d in ("cuda", "cpu")}
+    alloc, reserved = rank_max(f, "gpu_peak_allocated_mb"), rank_max(f, "gpu_peak_reserved_mb")
+    powersgd = key(f, model="mlp", device="cuda", comm_hook="powersgd")
+    feed = slowest(f)
+    feed = feed[feed["key"] == ddp["mlp", "cuda"]]
+    commits = {s["sweep_id"]: (s["git_commit"][:7], s["git_dirty"]) for _, s in tables(f).sweeps.iterrows()}
+    per_commit = tables(f).runs["sweep_id"].map(commits).value_counts()
+    exact = j[j["exact"] == True]  # noqa: E712 (a column of True, False and None)
+    return {"mlp_lo": sig3(r[mlp].min()), "mlp_hi": sig3(r[mlp].max()),
+            **{f"{m}_x": f0(r[ddp[m, 'cuda']] / r[ddp[m, 'cpu']]) for m in ("mlp", "cnn", "transformer")},
+            "cnn": sig3(r[ddp["cnn", "cuda"]]), "transformer": sig3(r[ddp["transformer", "cuda"]]),
+            "alloc": f0(alloc[ddp["mlp", "cuda"]]), "reserved": f0(reserved[ddp["mlp", "cuda"]]),
+            "psgd_alloc": spaced(alloc[powersgd]), "psgd_reserved": spaced(reserved[powersgd]),
+            "jobs": str(len(j)),
+            "dirty_launches": str(per_commit[("0819227", True)]), "clean_launches": str(per_commit[("e48b78d", False)]
+                                                                                       + per_commit[("e48b78d", True)]),
+            "exact_diff": "{:.1f}e{}".format(*_mantissa_exponent(exact["max_abs_diff"].max())),
+            "median": f1(feed["step_ms"].median()), "mean": f1(feed["step_ms"].mean()),
+            "data": f1(feed["data_ms"].mean())}
+
+
+def gpu_trace_frameworks_h100() -> dict:
+    f = "gpu-trace-frameworks-h100"
+    ms, traced = step_ms(f), step_ms(f, "trace")
+    mlp = key(f, model="mlp", trace_steps=5, bucket_cap_mb=25.0)  # of the two traced, the default cap's
+    tl = key(f, model="transformer")
+    raw = key(f, strategy="ddp", model="mlp", trace_steps=0)
+    return {"mlp_traced": f1(traced[mlp]), "mlp_ms": f1(ms[mlp]), "mlp_cost": f0(100 * (traced[mlp] / ms[mlp] - 1)),
+            "tl_cost": f0(100 * (traced[tl] / ms[tl] - 1)),
+            **{s: f1(ms[key(f, strategy=s)]) for s in ("accelerate", "lightning", "lightning-fabric")},
+            "raw": f1(ms[raw])}
+
+
+def models() -> dict:
+    f, g = "models-cpu", "gpu-models-h100"
+    j, data = jobs(f), slowest(f).groupby("key")[["step_ms", "data_ms"]].mean()
+    rn = {c: key(f, model="resnet50-small", world_size=2, bucket_cap_mb=c) for c in (1.0, 5.0, 25.0)}
+    disk = {w: key(f, model="mlp", loader_workers=w) for w in (0, 2)}
+    out = {"rn_tensors": str(int(j.loc[rn[1.0], "tensors"])), "rn_buckets": listed(buckets(f, rn[c]) for c in rn)}
+    for w, k in disk.items():
+        out[f"data{w}"], out[f"step{w}"] = f1(data.loc[k, "data_ms"]), f1(data.loc[k, "step_ms"])
+        out[f"share{w}"] = pct(data.loc[k, "data_ms"] / data.loc[k, "step_ms"])
+    gj, gms, peak = jobs(g), step_ms(g), rank_max(g, "gemm_peak_flops")
+    datasheet = 67e12  # datasheet_tflops of experiments/gpu-models.toml
+    assert "datasheet_tflops = 67" in (EX / g / "experiment.toml").read_text()
+    for model in ("resnet50", "bert-base", "gpt2"):
+        fed = gj[(gj["model"] == model) & (gj["data"] == "memory")].index
+        k = fed[0]
+        achieved = gj.loc[k, "flops_per_step"] / (gms[k] / 1e3)
+        out[model] = {"tflop": f"{gj.loc[k, 'flops_per_step'] / 1e12:.2f}", "tflops": f1(achieved / 1e12),
+                      "peak": f0(peak[k] / 1e12), "of_peak": pct(achieved / peak[k]), "mfu": pct(achieved / datasheet)}
+    gdata = slowest(g).groupby("key")[["step_ms", "data_ms"]].mean()
+    jpeg = {w: key(g, model="resnet50", data="disk", loader_workers=w) for w in (0, 4, 8)}
+    for w, k in jpeg.items():
+        out[f"jpeg{w}"] = f"{gdata.loc[k, 'data_ms']:.0f} of {gdata.loc[k, 'step_ms']:.0f} ms"
+    return out
+
+
+def precision_cpu() -> dict:
+    f = "precision-cpu"
+    r, ms, nosync = rate(f), step_ms(f), step_ms(f, "nosync")
+    k = {(p, ws): key(f, precision=p, compile=False, world_size=ws) for p in ("fp32", "bf16") for ws in (1, 2)}
+    return {"one": f"{r[k['bf16', 1]] / r[k['fp32', 1]]:.2f}", "two": f"{r[k['bf16', 2]] / r[k['fp32', 2]]:.2f}",
+            **{f"exposed_{p}": pct(1 - nosync[k[p, 2]] / ms[k[p, 2]]) for p in ("fp32", "bf16")},
+            **{f"eff_{p}": pct(r[k[p, 2]] / r[k[p, 1]] / 2) for p in ("fp32", "bf16")},
+            "launches": str(len(tables(f).runs))}
+
+
+def consistency_cpu() -> dict:
+    text = (EX / "consistency-cpu" / "consistency.md").read_text(encoding="utf-8")
+    found = re.search(r"(\d+) configuration\(s\) in 1 folder\(s\): (\d+) problem\(s\) the independent checker", text)
+    launches = tables("consistency-cpu").runs.groupby("key")["repeat"].nunique()
+    assert launches.nunique() == 1, "'N launches each' says every job ran as often"
+    return {"configurations": found[1], "problems": found[2], "jobs": str(len(jobs("consistency-cpu"))),
+            "launches": str(launches.iloc[0])}
+
+
+def faults_cpu() -> dict:
+    score = pd.read_csv(EX / "faults-cpu" / "score.csv")
+    planted, clean = score[score["expect"] != "none"], score[score["expect"] == "none"]
+    estimated = score[score["estimate_ok"].notna()]
+    small = row(score, case="small-buckets")
+    assert (clean["top"] == "none").all() and (clean["false_findings"] == 0).all()
+    assert (estimated["estimate_ok"].astype(bool) == (estimated["estimate_error"].abs() <= 0.2)).all()  # "within 20 %"
+    healthy = "faults-cpu/healthy/planted"
+    exposed = 1 - step_ms(healthy, "nosync").iloc[0] / step_ms(healthy).iloc[0]
+    return {"healthy_exposed": pct(exposed), "hit": str(int(planted["hit"].sum())), "planted": str(len(planted)),
+            "clean": WORDS[len(clean)],
+            "ok": WORDS[int(estimated["estimate_ok"].astype(bool).sum())], "estimated": WORDS[len(estimated)],
+            "estimate": f1(small["estimate_ms"]), "gain": f1(small["gain_ms"]),
+            "low": f1(small["gain_low_ms"]), "high": f1(small["gain_high_ms"]), **_barrier_score(score)}
+
+
+def _barrier_score(score: pd.DataFrame) -> dict:
+    """The loss budget's and the barrier's part of the fault suite's score."""
+    budgets = score[score["budget_hit"].notna()]
+    named, unnamed = score[score["expect_rank"].notna()], score[score["expect_rank"].isna() & (score["launches"] > 0)]
+    straggler, stall = row(score, case="straggler"), row(score, case="data-stall")
+    return {"budget_hit": str(int(budgets["budget_hit"].astype(bool).sum())), "budgets": str(len(budgets)),
+            "named": str(int(named["rank_right"].sum())), "named_of": str(int(named["launches"].sum())),
+            "unnamed_wrong": str(int((unnamed["launches"] - unnamed["rank_right"]).sum())),
+            "unnamed_of": str(int(unnamed["launches"].sum())),
+            "straggler_low": f1(straggler["gain_low_ms"]), "straggler_high": f1(straggler["gain_high_ms"]),
+            "stall_error": f1(-100 * stall["estimate_error"]), "stall_low": f1(stall["gain_low_ms"]),
+            "stall_high": f1(stall["gain_high_ms"])}
+
+
+def trace_cpu() -> dict:
+    runs = tables("trace-cpu").runs
+    sizes = [t["bytes"] for traces in runs["traces"] for t in traces]
+    assert set(jobs("trace-cpu")["model_size"]) == {"m"} and set(jobs("trace-cpu")["trace_steps"]) == {5}
+    return {"kb": f"{round(pd.Series(sizes).median() / 1e4) * 10:.0f}"}
+
+
+def false_alarms(a: pd.Series) -> str:
+    """An A/A row as the tables quote it: '4.6 % [1, 18]'."""
+    return f"{100 * a['rate']:.1f} % [{pct(a['rate_low'])}, {pct(a['rate_high'])}]"
+
+
+def gate_row(frame: pd.DataFrame, gate: str, levels=(3, 5, 10, 20)) -> list[str]:
+    """A gate's cells: its false alarms, then the share caught at each planted level."""
+    caught = [f"{pct(row(frame, gate=gate, comparison='A/B', planted_pct=p)['rate'])} %" for p in levels]
+    return [false_alarms(row(frame, gate=gate, comparison="A/A")), *caught]
+
+
+def span(values) -> str:
+    return f"{min(values)}-{max(values)}"
+
+
+def gate_power() -> dict:
+    """``sweep``'s gate: both sweeps (rates.csv) and the quiet one alone (rates_sweep2.csv)."""
+    both, quiet = csv("rates.csv"), csv("rates_sweep2.csv")
+    default = both[(both["steps"] == 20) & (both["launches_a_side"] == 3)]
+    aa, ab = row(default, gate="median:0%", comparison="A/A"), default[default["comparison"] == "A/B"]
+    out: dict = {"aa": str(aa["comparisons"]), "aa_free": str(aa["independent"]), "ab": span(ab["comparisons"]),
+                 "ab_free": span(ab["independent"]),
+                 "levels": [f1(row(default, gate="median:0%", comparison="A/B", planted_pct=p)["measured_pct"])
+                            for p in (3, 5, 10, 20)]}
+    for gate in ("median:0%", "median:3%", "median:5%"):
+        out["g" + gate[7:-1]] = " | ".join([*gate_row(default, gate), reached_text(default, gate=gate)])
+    five = row(default, gate="median:5%", comparison="A/A")
+    out["five_fails"] = (f"none of {five['comparisons']} identical reruns" if five["fails"] == 0 else
+                         f"{five['fails']} identical rerun{'s' * (five['fails'] > 1)} in {five['comparisons']}")
+    out["g5_top"] = pct(row(default, gate="median:5%", comparison="A/B", planted_pct=20)["rate"])
+    out["five_high"] = pct(five["rate_high"])
+    out["pooled_mde"], out["typical_mde"] = f0(five["predicted_mde_pct"]), f0(five["typical_mde_pct"])
+    # the quiet sweep alone
+    spread = {s: row(quiet, steps=s, launches_a_side=3, gate="median:0%", comparison="A/A")["spread_pct"]
+              for s in (20, 40)}
+    out["quiet_spread"] = f1(row(quiet, steps=20, launches_a_side=3, gate="median:0%", comparison="A/A")["spread_pct"])
+    out["quiet_caught"] = {n: pct(row(quiet, steps=20, launches_a_side=n, gate="median:0%", comparison="A/B",
+                                      planted_pct=10)["rate"]) for n in (3, 8)}
+    # "some of [the first sweep's] launches ran far slower than the other launches of their level. The second
+    # sweep had none of those": each launch's mean step against its level's median launch
+    slowed = {}
+    for sweep in ("sweep1", "sweep2"):
+        launch = slowest(f"gate-power-cpu/{sweep}").groupby(["key", "repeat"])["step_ms"].mean()
+        slowed[sweep] = launch / launch.groupby("key").transform("median")
+    assert (slowed["sweep1"] > 1.5).sum() >= 5 and (slowed["sweep2"] < 1.3).all(), slowed
+    return out
+
+
+def pytest_gate() -> dict:
+    """pytest-benchmark's own gate (rates_pytest.csv)."""
+    runs = csv("rates_pytest.csv")
+    aa, ab = row(runs, gate="median:5%", comparison="A/A"), runs[runs["comparison"] == "A/B"]
+    out: dict = {"spread": f1(aa["spread_pct"]), "levels": sorted({f1(x) for x in ab["measured_pct"]}, key=float),
+                 "aa": str(aa["comparisons"]), "aa_free": str(aa["independent"]),
+                 "ab": f"{span(ab['comparisons'])} A/B pairs per level ({span(ab['independent'])})"}
+    for gate in ("median:5%", "median:10%", "median:15%", "median:20%"):
+        out["g" + gate[7:-1]] = " | ".join(gate_row(runs, gate))
+        out["g" + gate[7:-1] + "_fa"] = f"{100 * row(runs, gate=gate, comparison='A/A')['rate']:.1f}"
+    top = row(runs, gate="median:15%", comparison="A/B", planted_pct=20)
+    out["g15_top"] = f"{pct(top['rate'])} % at +{f1(top['measured_pct'])} %"
+    assert 0.85 <= top["rate"] < 0.95, "'about +25 % 90 % of the time' says the top level is caught about 90 %"
+    out["g15_about"] = f0(top["measured_pct"])
+    out["g10_90"] = f"{reached_90(runs, gate='median:10%'):.0f}"
+    out["g5_one_in"] = f"{1 / aa['rate']:.0f}"
+    return out
+
+
+def constants() -> dict:
+    """The thresholds the prose names, from the code that applies them (not measurements)."""
+    from ddpbench.analysis import bound, causes, diagnosis, overlap, power, stats, summary
+
+    return {"noise": pct(summary.NOISE_THRESHOLD), "straggler": pct(summary.STRAGGLER_THRESHOLD),
+            "consistency": pct(summary.STRAGGLER_CONSISTENCY), "comm": pct(bound.COMM_BOUND_SHARE),
+            "compute": pct(bound.COMPUTE_BOUND_SHARE), "disagree": pct(overlap.DISAGREE), "power": pct(power.POWER),
+            "trace_limit": f0(overlap.OVERHEAD_LIMIT_PCT), "material": pct(causes.MATERIAL_SHARE),
+            "confidence": pct(stats.CONFIDENCE), "serial_rise": f"{diagnosis.SERIAL_FRACTION_RISE:g}",
+            "well": pct(summary.SCALES_WELL), "poorly": pct(summary.SCALES_POORLY)}
+
+
+def _table(path: Path) -> pd.DataFrame:
+    """A stored Markdown table, its cells as text."""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines()
+             if line.startswith("|") and not line.startswith("|---")]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    return pd.DataFrame(rows[1:], columns=rows[0])
+
+
+def _share(cell: str, replaced: bool = False) -> float:
+    """A calibration cell's share in %: '95.3 % (50.6 %)' -> 95.3, or 50.6 (the replaced method's, in brackets)."""
+    return float((cell.split("(")[1] if replaced else cell).split(" %")[0])
+
+
+def one_in(percent: float) -> str:
+    """'a third' (33 %), '1 in 10' (10 %): as the prose words a rate."""
+    n = round(100 / percent)
+    return {2: "half", 3: "a third", 4: "a quarter"}.get(n, f"1 in {n}")
+
+
+def calibration_cpu() -> dict:
+    """The calibration: its table (``calibration.md``, written by benchmarks/interval_calibration.py),
+    its launches (``results.jsonl``), and the simulation's settings (the benchmark's own constants)."""
+    from scipy.stats import t as student
+
+    from ddpbench.analysis import stats
+
+    f = "calibration-cpu"
+    table = _table(EX / f / "calibration.md")
+    n, sim_cov, ratio_cov, sim_false, real_n, real_false, real_cov = table.columns
+    table[n], table[real_n] = table[n].astype(int), table[real_n].astype(int)
+    calls = table[table[n] > 1]  # one launch a side: no interval, no call
+    by_n = table.set_index(n)
+    coverage = [_share(c) for col in (sim_cov, ratio_cov, real_cov) for c in calls[col]]
+    false = [_share(c) for c in calls[sim_false]] + [_share(c) for c in calls[real_false]]
+    wrong = sum(round(_share(c) * k / 100) for c, k in zip(calls[real_false], calls[real_n]))
+    # the real launches: every job run the same number of times, at these world sizes
+    runs, j = tables(f).runs, jobs(f)
+    [launches] = set(runs.groupby("key").size())
+    assert set(j["model"]) == {"mlp"} and set(j["model_size"]) == {"s"}
+    starts = pd.to_datetime(runs["utc"])
+    sweep_s = (starts.max() - starts.min()).total_seconds() + runs.loc[starts.idxmax(), "wall_s"]
+    assert 40 <= sweep_s <= 90, sweep_s  # "The sweep takes about a minute"
+    # the simulation's settings
+    bench = load_benchmark("interval_calibration")
+    machine = bench.Machine()
+    tail = (1 + stats.CONFIDENCE) / 2
+    return {"coverage_min": f"{math.floor(min(coverage)):.0f}",
+            "sim_false_max": f1(max(_share(c) for c in calls[sim_false])),
+            "wrong": str(wrong), "called": str(calls[real_n].sum()), "wrong_pct": pct(wrong / calls[real_n].sum()),
+            "false_lo": f"{math.floor(min(false)):.0f}", "false_hi": f"{math.ceil(max(false)):.0f}",
+            "old2": one_in(_share(by_n.loc[2, sim_false], True)), "old3": one_in(_share(by_n.loc[3, sim_false], True)),
+            "mw": f0(5 * _share(by_n.loc[1, sim_false], True) / 100), "splits_all": str(table[real_n].sum()),
+            "tail": f"{tail:g}", "t1": f1(student.ppf(tail, 1)),
+            "launches": str(launches), "world_sizes": listed(sorted(j["world_size"])),
+            "cv": pct(machine.cv), "outlier_one_in": f0(1 / machine.outlier_p),
+            "outlier": pct(machine.outlier_factor - 1),
+            "drift": f"{100 * machine.drift:g}", "phi": f"{machine.phi:g}", "trials": str(bench.TRIALS),
+            "splits": str(bench.SPLITS)}
+
+
+def whatif() -> dict:
+    """The cost model's constants that docs/whatif.md names, and the published rows it is checked on."""
+    import tomllib
+
+    from ddpbench.analysis import whatif as model
+
+    published = tomllib.loads((ROOT / "ddpbench" / "analysis" / "published_scaling.toml").read_text(encoding="utf-8"))
+    [rows] = [v for v in published.values() if isinstance(v, list)]
+    return {**{link: f"{us:g}" for link, us in model.NCCL_STEP_US.items()}, "base": f"{model.NCCL_BASE_US:g}",
+            "step_share": f1(100 * model.COSTS.step_share), "allreduce_us": f1(model.COSTS.allreduce_us),
+            "link_share": pct(model.COSTS.link_share), "rows": str(len(rows))}
+
+
+#: the fields of the quotes: {name[field]} is DERIVED[name]()[field]
+DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu, "network": network_cpu,
+           "gpu": gpu_h100, "gputf": gpu_trace_frameworks_h100, "models": models, "precision": precision_cpu,
+           "consistency": consistency_cpu, "faults": faults_cpu, "trace": trace_cpu, "gate": gate_power,
+           "pytest": pytest_gate, "whatif": whatif, "calib": calibration_cpu}
+
+
+@functools.cache
+def derived() -> dict:
+    return {name: fn() for name, fn in DERIVED.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# the quotes: (page, the text that quotes the figures, with {folder[name]} fields)
+# ---------------------------------------------------------------------------------------------
+
+QUOTES: list[tuple[str, str]] = [
+    # the folders' table
+    (EXAMPLES, "every launch of its {gpu[jobs]} jobs and the collectives at world size 1"),
+    (EXAMPLES, "(16 launches, while other agents shared the 2 cores;".replace("16", "{precision[launches]}")),
+    (EXAMPLES, "(`experiments/consistency.toml`: {consistency[configurations]} unplanted configurations, "
+               "{consistency[jobs]} jobs, {consistency[launches]} launches each) "
+               "and its `consistency.md`: {consistency[problems]} problems the independent checker"),
+    # gpu-h100, gpu-trace-frameworks-h100, models
+    (EXAMPLES, "{gpu[dirty_launches]} of its launches from the code of commit 0819227 with changes not yet "
+               "committed (`git_dirty` in their environment block), the other {gpu[clean_launches]} and the "
+               "collectives at world size 1 from commit e48b78d"),
+    (EXAMPLES, "(the exact strategies within {gpu[exact_diff]} of single-process training)"),
+    (EXAMPLES, "its median step is {gpu[median]} ms but its mean {gpu[mean]} ms, {gpu[data]} ms of it waiting for "
+               "data"),
+    (EXAMPLES, "mlp-xl's traced steps took {gputf[mlp_traced]} ms against {gputf[mlp_ms]} ms measured "
+               "(+{gputf[mlp_cost]} %), transformer-l's +{gputf[tl_cost]} %"),
+    (EXAMPLES, "Accelerate ({gputf[accelerate]} ms mean step), Lightning's Trainer ({gputf[lightning]} ms) and "
+               "Lightning Fabric ({gputf[lightning-fabric]} ms, noisy) against raw DDP's {gputf[raw]} ms"),
+    (EXAMPLES, "ResNet-50's {models[rn_tensors]} gradient tensors fill {models[rn_buckets]} DDP buckets at caps of "
+               "1, 5 and 25 MB"),
+    (EXAMPLES, "spends {models[share0]} % of each step waiting for data with no loader worker and {models[share2]} % "
+               "with two ({models[data2]} of {models[step2]} ms, against {models[data0]} of {models[step0]} ms)"),
+    (EXAMPLES, "computes {models[resnet50][tflop]} TFLOP a step and reaches {models[resnet50][tflops]} TFLOP/s, "
+               "{models[resnet50][of_peak]} % of the {models[resnet50][peak]} TFLOP/s the GPU's own 8192x8192 matmul "
+               "reached and {models[resnet50][mfu]} % of the datasheet's 67 (MFU); BERT-base "
+               "{models[bert-base][of_peak]} % and {models[bert-base][mfu]} %, GPT-2 {models[gpt2][of_peak]} % and "
+               "{models[gpt2][mfu]} %"),
+    (EXAMPLES, "ResNet-50 waits {models[jpeg0]} a step with no loader worker, {models[jpeg4]} with four and "
+               "{models[jpeg8]} with eight"),
+    # quick-cpu
+    (EXAMPLES, "a small transformer ({quick[tensors]} tensors, {quick[grad_mb]} MB of gradients)"),
+    (EXAMPLES, "One rank runs a {quick[one_ms]} ms mean step; two ranks on the two cores {quick[two_lo]} to "
+               "{quick[two_hi]} ms, so it scales poorly: {quick[speedup]}x the throughput of one rank at the best "
+               "cap, {quick[efficiency]} % parallel efficiency. Of the two ranks' {quick[cap1_ms]} ms step (1 MB "
+               "buckets), {quick[cap1_exposed]} ms is exposed communication and {quick[cap1_nosync]} ms compute under "
+               "`no_sync()`, against {quick[one_ms]} ms for one rank alone"),
+    (EXAMPLES, "Caps of 1, 2 and 25 MB gave {quick[buckets]} buckets"),
+    # frameworks-cpu
+    (EXAMPLES, "its Keras twin takes {frameworks[tf_ms]} ms a step at one replica, against PyTorch's "
+               "{frameworks[ddp_ms]} ms; at 2 replicas its efficiency is {frameworks[eff_mirrored]} % (mirrored, "
+               "CollectiveAllReduce) and {frameworks[eff_multi]} % (multi-worker, ring over gRPC), against DDP's "
+               "{frameworks[eff_ddp]} %"),
+    # network-cpu
+    (EXAMPLES, "| none (1 rank) | {network[none]} samples/s |"),
+    *[(EXAMPLES, f"| {name} | {{network[{link}]}} samples/s ({{network[{link}_cap]}} MB) | "
+                 f"{{network[{link}_master]}} samples/s | {{network[{link}_ratio]}}x |")
+      for name, link in (("10 Gbit/s", "10gbit"), ("1 Gbit/s", "1gbit"), ("100 Mbit/s", "100mbit"))],
+    # gpu-h100
+    (EXAMPLES, "mlp-xl at batch 4096 runs at {gpu[mlp_lo]} to {gpu[mlp_hi]} samples/s over the strategies "
+               "(DDP's is {gpu[mlp_x]}× the 16-core CPU of the same machine), cnn-l at {gpu[cnn]} ({gpu[cnn_x]}×) "
+               "and transformer-l at {gpu[transformer]} ({gpu[transformer_x]}×); DDP's peak GPU memory is "
+               "{gpu[alloc]} MB allocated and {gpu[reserved]} MB reserved for mlp-xl, {gpu[psgd_alloc]} and "
+               "{gpu[psgd_reserved]} MB with PowerSGD"),
+    # gate-power-cpu
+    (EXAMPLES, "3 % -> +{gate[levels][0]} %, 5 % -> +{gate[levels][1]} %, 10 % -> +{gate[levels][2]} %, "
+               "20 % -> +{gate[levels][3]} % (first 20 steps)"),
+    (EXAMPLES, "there were {gate[aa]} A/A comparisons, {gate[aa_free]} of them sharing no launch, and {gate[ab]} "
+               "A/B comparisons per level ({gate[ab_free]})"),
+    (EXAMPLES, "| +{gate[levels][0]} % | +{gate[levels][1]} % | +{gate[levels][2]} % | +{gate[levels][3]} % | 90 % "
+               "reached at |"),
+    (EXAMPLES, "| `median:0%` (any slowdown beyond noise) | {gate[g0]} |"),
+    (EXAMPLES, "| `median:3%` | {gate[g3]} |"),
+    (EXAMPLES, "| `median:5%` | {gate[g5]} |"),
+    (EXAMPLES, "the gate failed {gate[five_fails]} (the interval reaches {gate[five_high]} %), and caught "
+               "+{gate[levels][3]} % in {gate[g5_top]} % of comparisons"),
+    (EXAMPLES, "On the quiet second sweep alone (spread {gate[quiet_spread]} %), `median:0%` caught +{gate[levels][2]} % "
+               "in {gate[quiet_caught][3]} % of comparisons with 3 launches a side and {gate[quiet_caught][8]} % with 8."),
+    (EXAMPLES, "(+{gate[pooled_mde]} % for `median:5%`), because that spread includes the slowed launches; the "
+               "figure for a typical window (the median over windows) was +{gate[typical_mde]} %."),
+    (EXAMPLES, "The runs' medians scatter by {pytest[spread]} % from run to run. The planted levels measured "
+               "+{pytest[levels][0]}, +{pytest[levels][1]}, +{pytest[levels][2]} and +{pytest[levels][3]} %"),
+    (EXAMPLES, "There are {pytest[aa]} A/A pairs in all, {pytest[aa_free]} of them sharing no run, and {pytest[ab]}"),
+    (EXAMPLES, "| gate | A/A false alarms | +{pytest[levels][0]} % | +{pytest[levels][1]} % | +{pytest[levels][2]} % "
+               "| +{pytest[levels][3]} % |"),
+    *[(EXAMPLES, f"| `median:{n}%` | {{pytest[g{n}]}} |") for n in (5, 10, 15, 20)],
+    (EXAMPLES, "`median:15%`, which catches {pytest[g15_top]}, about 90 %. `median:10%` ({pytest[g10_fa]} % false "
+               "alarms, just over) catches 90 % at about +{pytest[g10_90]} %. A `median:5%` gate fails nearly 1 "
+               "identical rerun in {pytest[g5_one_in]}."),
+    # thresholds, from the code that applies them
+    ("docs/reading-the-report.md", "`noisy` when the step time's IQR exceeds {const[noise]} % of its median."),
+    ("docs/reading-the-report.md", "calls a DDP job communication-bound only where the whole interval is at or "
+                                   "above {const[comm]} % of the step, compute-bound only where it is all below "
+                                   "{const[compute]} %"),
+    ("docs/reading-the-report.md", "(`*_low`, `*_high` in `ddpbench.summarize`): {const[confidence]} % Student t "
+                                   "intervals over *launches*"),
+    ("docs/reading-the-report.md", "the two world sizes' {const[confidence]} % intervals lie apart (and differ by "
+                                   "more than {const[serial_rise]}), and that it stays flat only where the intervals "
+                                   "rule out a change of {const[serial_rise]};"),
+    ("docs/reading-the-report.md", "exposed communication / mean step, with a {const[confidence]} % interval over "
+                                   "launches"),
+    ("docs/reading-the-report.md", "drawn from the figure's {const[confidence]} % interval over launches, never from "
+                                   "its point estimate alone"),
+    ("docs/reading-the-report.md", "\"scales well\" needs the efficiency's whole interval at or above {const[well]} %, "
+                                   "\"scales moderately\" all of it from {const[poorly]} % to {const[well]} %, "
+                                   "\"scales poorly\" all of it below {const[poorly]} %."),
+    ("docs/reading-the-report.md", "the lower end of its fix's gain is material ({const[material]} % of the step)"),
+    ("docs/reading-the-report.md", "the interval of the gain also rules out a difference of {const[material]} % or "
+                                   "more;"),
+    ("docs/diagnosis.md", "The verdict's top cause needs its gain's lower end to be material ({const[material]} % of "
+                          "the step), else \"cannot tell: the likeliest is ...\"; bucket sizes \"will do\" alike only "
+                          "where the interval of their difference rules out {const[material]} % or more."),
+    ("docs/diagnosis.md", "a cause is said only where the figure's whole {const[confidence]} % interval over launches "
+                          "supports it"),
+    ("docs/reading-the-report.md", "a rank whose median is more than {const[straggler]} % above the other ranks' and "
+                                   "that is the slower one in at least {const[consistency]} % of the steps."),
+    ("docs/results.md", "| step_ms_iqr / step_ms_median above {const[noise]} % |"),
+    ("docs/results.md", "differ by more than {const[disagree]} % of the larger |"),
+    ("docs/traces.md", "whether they agree within {const[disagree]} % (any two differing by more than "
+                       "{const[disagree]} % of the larger is a disagreement, flagged)"),
+    ("docs/traces.md", "when tracing slowed its steps by more than {const[trace_limit]} %;"),
+    ("docs/diagnosis.md", "could not have caught a slowdown of twice the threshold {const[power]} % of the time"),
+    ("docs/comparing.md", "launches would call *slower* {const[power]} % of the time"),
+    ("docs/comparing.md", "the slowdown that gate would fail {const[power]} % of the time"),
+    # calibration-cpu, and the interval calibration's settings
+    (EXAMPLES, "(an MLP-s job at world sizes {calib[world_sizes]}, {calib[launches]} identical launches each, while "
+               "other work shared the cores)"),
+    (EXAMPLES, "on simulated launches and on {calib[splits_all]} random A/A splits of these launches"),
+    ("docs/statistics.md", "`benchmarks/interval_calibration.py` measures what the nominal {const[confidence]} % is "
+                           "worth. Simulated launches: lognormal launch effects with a coefficient of variation of "
+                           "{calib[cv]} %, one launch in {calib[outlier_one_in]} a slow outlier (+{calib[outlier]} %), "
+                           "a slow drift across the sweep (+{calib[drift]} % per launch), AR(1)-correlated steps "
+                           "(φ = {calib[phi]}) around each launch's level; {calib[trials]} comparisons per launch "
+                           "count. Real A/A: {calib[launches]} identical launches of an MLP job at world sizes "
+                           "{calib[world_sizes]} on a shared 2-core machine"),
+    ("docs/statistics.md", "compared by `compare`'s own code (`compare_tables`), {calib[splits]} splits per job and "
+                           "launch count."),
+    ("docs/statistics.md", "coverage is at least {calib[coverage_min]} % and identical jobs come out \"significant\" "
+                           "at most {calib[sim_false_max]} % of the time on simulated launches, and {calib[wrong]} of "
+                           "{calib[called]} real A/A comparisons ({calib[wrong_pct]} %) came out slower or faster. The "
+                           "bootstrap it replaced called identical jobs different {calib[old2]} of the time with 2 "
+                           "launches a side and {calib[old3]} with 3, and Mann-Whitney over the steps of a single "
+                           "launch called them different about {calib[mw]} times in 5"),
+    ("docs/statistics.md", "(t<sub>{calib[tail]},1</sub> = {calib[t1]})"),
+    ("docs/statistics.md", "The sweep takes about a minute on 2 cores."),
+    ("docs/comparing.md", "under identical conditions {calib[false_lo]} to {calib[false_hi]} comparisons in 100 come "
+                          "out \"significant\" at every launch count from 2 up, on simulated launches and on "
+                          "{calib[called]} random splits of real identical launches of this machine"),
+    # docs
+    ("docs/comparing.md", "the gate there failed {gate[five_fails]} (95 % interval: up to {gate[five_high]} %) and "
+                          "caught a +{gate[levels][3]} % slowdown in {gate[g5_top]} % of comparisons"),
+    ("docs/comparing.md", "took `median:15%`, which caught about +{pytest[g15_about]} % 90 % of the time, and a "
+                          "`median:5%` gate failed nearly 1 identical rerun in {pytest[g5_one_in]}."),
+    ("docs/diagnosis.md", "| healthy | cnn-s, batch 64 per rank, world size 2, gloo, 1 thread per rank: "
+                          "{faults[healthy_exposed]} % of the step exposed |"),
+    ("docs/diagnosis.md", "The top cause is the planted one in {faults[hit]} of {faults[planted]} fault cases, the "
+                          "{faults[clean]} cases without a planted fault are blamed for nothing, and {faults[ok]} of "
+                          "the {faults[estimated]} estimates are within 20 % of the measured gain (small-buckets: "
+                          "{faults[estimate]} ms estimated, {faults[gain]} ms measured, 95 % CI {faults[low]} to "
+                          "{faults[high]})"),
+    ("docs/diagnosis.md", "The loss budget's largest line is the planted one in {faults[budget_hit]} of "
+                          "{faults[budgets]} cases that expect one, and the rank named through the barrier is the "
+                          "planted one in {faults[named]} of {faults[named_of]} launches of the two planted stragglers"),
+    ("docs/diagnosis.md", "a single launch of a case without a planted straggler names a rank in "
+                          "{faults[unnamed_wrong]} of {faults[unnamed_of]} launches"),
+    ("docs/diagnosis.md", "measures the gain only to within 95 % CI {faults[straggler_low]} to {faults[straggler_high]} ms"),
+    ("docs/diagnosis.md", "(underestimated, by {faults[stall_error]} %): the measured gain's interval "
+                          "({faults[stall_low]} to {faults[stall_high]} ms) holds"),
+    ("docs/precision.md", "- bf16 makes one rank {precision[one]}x as fast. - The 2-rank job is {precision[two]}x as "
+                          "fast. - Exposed communication falls from {precision[exposed_fp32]} % of the step to "
+                          "{precision[exposed_bf16]} %, and efficiency rises from {precision[eff_fp32]} % to "
+                          "{precision[eff_bf16]} %."),
+    ("docs/whatif.md", "(its tuning model: {whatif[nvlink]} us over NVLink, {whatif[pcie]} over PCIe, "
+                       "{whatif[network]} over the network, {whatif[base]} per call)"),
+    ("docs/whatif.md", "holds {whatif[rows]} published data-parallel results"),
+    ("docs/whatif.md", "({whatif[step_share]} % of the compute per step, {whatif[allreduce_us]} us per all-reduce, "
+                       "links at {whatif[link_share]} % of their rate)"),
+    ("docs/traces.md", "It holds the recorded steps only: about {trace[kb]} KB per rank for 5 steps of mlp-m."),
+]
+
+#: what the scan takes for a measured figure: a number and a unit of time, rate, size, share or count
+FIGURE = re.compile(
+    r"(?<![\w.])[−+-]?~?\d+(?:[ ,]\d{3})*(?:\.\d+)?\s?"
+    r"(?:ms|µs|us|s|min|minutes?|seconds?|x|×|%|samples/s|[KMG]B/s|[KMG]B|TFLOP/s|TFLOP|Gbit/s|Mbit/s"
+    r"|launches|jobs|findings|configurations|comparisons|pairs|runs|buckets|tensors|processes)(?![\w/])"
+    r"|(?<![\w.])\d+ (?:of|in) \d+(?![\w.])")  # and counts: 8 of 8, 1 in 152
+#: a block of README.md or docs/ that says it measured something, or names an example folder
+MEASURED = re.compile(r"reports/examples|\btook\b|on this machine|\b2-core\b|\bH100\b|\bwas measured\b"
+                      r"|\bmeasured (on|for|at|in|from|here|there|by|bf16|\d)", re.I)
+#: figures in measured prose that are settings, thresholds or properties of a model, not measurements
+SETTINGS: dict[str, list[str]] = {
+    EXAMPLES: [
+        "caps of 1, 2 and 25 MB, 3 launches per job", "5 traced steps", "links shaped to 10 Gbit/s, 1 Gbit/s, "
+        "100 Mbit/s", "3 launches each", "0, 3, 5, 10 % planted", "24 launches a level", "10 pytest-benchmark runs",
+        "H100 80GB HBM3", "2 launches each", "by 4 loader workers", "at caps of 1, 5 and 25 MB",  # experiment files
+        "mlp-m, 5 launches each", "at 5 launches", "2 launches of 10 steps", "(25 MB)", "(1 MB)", "| 10 Gbit/s |",
+        "| 1 Gbit/s |", "| 100 Mbit/s |", "(1 MB buckets)", "95 % interval", "3 launches a side", "20 steps",
+        "40 steps", "with 8", "`median:0%`", "`median:3%`", "`median:5%`", "`median:10%`", "`median:15%`",
+        "`median:20%`", "90 % reached at", "90 % at", "about 90 %", "at most 5 % false alarms", "3 % ->", "5 % ->",
+        "10 % ->", "20 % ->", "a 5 % gate to see a 20 % slowdown", "3 launches",  # the gate-power settings
+    ],
+    "docs/comparing.md": ["95 %", "90 %", "5 %", "the 25 MB MLP", "sweep's 25 MB MLP", "0 to 20 %",
+                          "`all_reduce` of 64 KB, 4 MB and 64 MB", "With 2 launches a side"],
+    "docs/diagnosis.md": ["within 20 %", "95 % interval", "95 % CI", "100 Mbit/s", "1 Gbit/s",
+                          "130 tensors", "efficiency above 100 %"],
+    "docs/results.md": ["95 % interval"],
+    "docs/strategies.md": ["5 launches a job", "95 % interval"],
+    "README.md": ["95 % confidence interval"],
+    "docs/precision.md": ["95 %", "within 10 %", "2.00x", "1.67x", "is 33 % of the step (fp32 eager: 20 %)"],
+    "docs/multi-node.md": ["~5 MB", "10 Gbit/s, 1 Gbit/s and 100 Mbit/s", "1, 5 and 25 MB", "at 1 Gbit/s",
+                           "at 10 Gbit/s"],
+    "docs/traces.md": ["27 MB of gradients", "4 buckets of 5 MB", "1 of 25 MB"],
+    "docs/scripts.md": ["max(3 %, 20 µs)"],  # issue 39's target for a measured step's cost
+}
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def blocks(text: str) -> list[tuple[str, str]]:
+    """(kind, text with whitespace collapsed) of a page's top-level blocks, code blocks left out."""
+    lines = text.splitlines()
+    out = []
+    for token in MarkdownIt("commonmark").enable("table").parse(text):
+        if token.level == 0 and token.map and (token.nesting == 1 or token.type == "html_block"):
+            kind = token.type.removesuffix("_open")
+            out.append((kind, _normal("\n".join(lines[token.map[0]:token.map[1]]))))
+    return out
+
+
+#: a region of a page copied from a stored file, between ``<!-- ...: reports/examples/FILE -->`` and
+#: ``<!-- end of ... -->``: checked line by line against FILE instead of scanned
+COPIED = re.compile(r"<!-- [^>]*?: (reports/examples/[^\s>]+) -->\n(.*?)\n<!-- end of [^>]*-->", re.S)
+
+
+def copy_problems(text: str) -> list[str]:
+    """Lines of a copied region that its stored file does not hold."""
+    problems = []
+    for found in COPIED.finditer(text):
+        stored = ROOT / found[1]
+        if not stored.is_file():
+            problems.append(f"{found[1]}: no such stored file")
+            continue
+        held = {line.strip() for line in stored.read_text(encoding="utf-8").splitlines()}
+        problems += [f"{found[1]}: not in it: {line}" for line in found[2].splitlines()
+                     if line.strip() and line.strip() not in held]
+    return problems
+
+
+def measured_blocks(page: str) -> list[str]:
+    """The blocks of ``page`` whose figures must be registered quotes or settings."""
+    text = COPIED.sub("", (ROOT / page).read_text(encoding="utf-8"))
+    if page == "docs/development.md":
+        text = text.split("\n## Figures measured once\n")[0]
+    found, previous = [], False
+    for kind, block in blocks(text):
+        if kind == "heading":
+            previous = False
+            continue
+        measured = page == EXAMPLES or bool(MEASURED.search(block)) or (kind == "table" and previous)
+        if measured:
+            found.append(block)
+        previous = measured
+    return found
+
+
+def figures(block: str) -> list[re.Match]:
+    """The measured-looking figures of a block of prose, leaving out inline code (`median:5%`)."""
+    code = [m.span() for m in re.finditer(r"`[^`]*`", block)]
+    return [m for m in FIGURE.finditer(block) if not any(a <= m.start() < b for a, b in code)]
+
+
+def _covered(block: str, texts: list[str]) -> list[bool]:
+    mask = [False] * len(block)
+    for text in texts:
+        for hit in re.finditer(re.escape(text), block):
+            mask[hit.start():hit.end()] = [True] * (hit.end() - hit.start())
+    return mask
+
+
+def unregistered(page: str, quotes: list[str], settings: list[str], blocks_: list[str] | None = None) -> list[str]:
+    """Figures of the measured prose of ``page`` in no quote and no setting."""
+    problems = []
+    for block in measured_blocks(page) if blocks_ is None else blocks_:
+        mask = _covered(block, quotes + settings)
+        for hit in figures(block):
+            if not all(mask[hit.start():hit.end()]):
+                context = block[max(0, hit.start() - 60):hit.end() + 20]
+                problems.append(f"{page}: {hit.group().strip()!r} in: ...{context}...")
+    return problems
+
+
+def filled(page: str) -> list[str]:
+    return [template.format(**derived()) for p, template in QUOTES if p == page]
+
+
+# ---------------------------------------------------------------------------------------------
+# the tests
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", sorted({p for p, _ in QUOTES}))
+def test_every_quoted_figure_is_what_its_folder_holds(page):
+    text = _normal((ROOT / page).read_text(encoding="utf-8"))
+    missing = [quote for quote in filled(page) if quote not in text]
+    assert missing == [], "quoted otherwise, or the stored data say otherwise:\n" + "\n".join(missing)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_measured_figure_is_left_unregistered(page):
+    assert unregistered(page, filled(page), SETTINGS.get(page, [])) == []
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_region_copied_from_a_stored_file_is_that_file(page):
+    assert copy_problems((ROOT / page).read_text(encoding="utf-8")) == []
+
+
+def test_the_copy_check_can_fail():
+    stored = (EX / "consistency-cpu" / "consistency.md").read_text(encoding="utf-8").splitlines()
+    region = "\n".join(stored[:3])
+    good = f"Text.\n\n<!-- a table: reports/examples/consistency-cpu/consistency.md -->\n{region}\n<!-- end of it -->\n"
+    assert copy_problems(good) == [] and "consistency-cpu" not in COPIED.sub("", good)
+    assert len(copy_problems(good.replace("| 3 | 1, 2 |", "| 4 | 1, 2 |", 1))) == 1
+    assert copy_problems(good.replace("consistency.md", "nothing.md")) != []
+
+
+def test_figures_measured_once_name_their_command_and_date():
+    text = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
+    section = text.split("\n## Figures measured once\n")[1]
+    entries = [b for kind, b in blocks(section) if kind == "paragraph" and b.startswith("**")]
+    assert len(entries) >= 10
+    for entry in entries:
+        assert re.search(r"measured on (or before )?20\d\d-\d\d-\d\d, commits? [0-9a-f]{7}", entry), entry
+        assert re.search(r"`(python|pytest|pip)[^`]*`", entry), entry
+
+
+def test_a_changed_figure_or_an_unregistered_one_fails(monkeypatch):
+    page = EXAMPLES
+    text = _normal((ROOT / page).read_text(encoding="utf-8"))
+    # the stored data say otherwise: the quote no longer appears
+    changed = dict(derived())
+    changed["quick"] = {**changed["quick"], "one_ms": "39.2"}
+    assert any(t.format(**changed) not in text for p, t in QUOTES if p == page)
+    # a figure nobody registered, in a measured block; and the same figure outside measured prose
+    block = filled(page)[0] + ", and the sweep took 65 s."
+    problems = unregistered(page, filled(page), SETTINGS[page], [block])
+    assert len(problems) == 1 and "'65 s'" in problems[0], problems
+    assert MEASURED.search("the sweep took 65 s") and not MEASURED.search("a 25 MB cap")
+    assert [m.group() for m in figures("`median:5%` at 3 launches, 139 000 samples/s, 1.5e-8, 22×")] == \
+        ["3 launches", "139 000 samples/s", "22×"]
+    assert [m.group() for m in figures("in 8 of 8 cases, 1 in 152 reruns, at 1 and 2")] == ["8 of 8", "1 in 152"]
+
+
+def test_the_rounding_helpers():
+    assert sig3(139396.4) == "139 000" and sig3(6982.5) == "6 980" and sig3(88693.9) == "88 700"
+    assert spaced(3101.69) == "3 102" and pct(0.4546) == "45"
+    assert "{:.1f}e{}".format(*_mantissa_exponent(1.490116e-08)) == "1.5e-8"

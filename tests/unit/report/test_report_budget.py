@@ -1,0 +1,218 @@
+"""The loss budget in the report, the console and the export, from synthetic summary tables: a job with
+every line, one with lines not measured, one without a budget, extreme values, a label that is not
+mathtext, and an old results folder summarised without the budget's columns."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ddpbench.report.budget import BUDGET_COLUMNS, BUDGET_LINES, barrier_sentence, budget_rows, console_line
+from ddpbench.report.page import ReportContext
+from ddpbench.report.plots.budget import MAX_PANELS, budget_waterfall
+from ddpbench.report.sections.budget import budget_section
+from ddpbench.testing import ROOT
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+EXAMPLES = ROOT / "reports" / "examples"
+#: a label that mathtext could not even parse
+DOLLARS = "$\\frac{1$"
+#: the lines of the issue's example (quick-cpu): value, low, high
+FULL = {"contention": (23.6, 20.1, 27.0), "sync_compute": (1.0, 0.2, 1.9), "comm": (20.0, 17.2, 22.9),
+        "data": (0.1, -0.2, 0.4), "straggler": (1.2, 0.4, 2.0), "overhead": (0.7, 0.2, 1.1),
+        "residual": (0.4, -1.5, 2.3)}
+
+
+def job(key: str, world_size: int = 2, bucket: float = 25.0, lines=None, baseline=39.1, loss=(47.0, 44.1, 50.2),
+        **extra) -> dict:
+    """A summary row: spec fields, and the budget's columns where ``lines`` is given."""
+    row = {"key": key, "status": "ok", "strategy": "ddp", "model": "transformer", "model_size": "s", "model_args": "",
+           "script": "", "script_args": "", "world_size": world_size, "bucket_cap_mb": bucket, "scaling": "weak",
+           "step_ms_mean": 86.1, "oversubscribed": False, "noisy": False}
+    if lines is not None:
+        row.update(budget_baseline_ms=baseline, loss_ms=loss[0], loss_ms_low=loss[1], loss_ms_high=loss[2], budget_top="contention",
+                   budget_note=None, barrier_rank=math.nan, barrier_last_share=math.nan, barrier_wait_ms=math.nan,
+                   barrier_rank_wait_ms=math.nan, barrier_launch_ranks=None, barrier_cause=None,
+                   barrier_cause_detail=None)
+        for name in BUDGET_LINES:
+            value, low, high = lines.get(name, (math.nan,) * 3)
+            row.update({f"loss_{name}_ms": value, f"loss_{name}_ms_low": low, f"loss_{name}_ms_high": high})
+    row.update(extra)
+    return row
+
+
+def table(*rows: dict) -> pd.DataFrame:
+    return pd.DataFrame(list(rows))
+
+
+def context(summary: pd.DataFrame, tmp_path: Path) -> ReportContext:
+    empty = pd.DataFrame()
+    return ReportContext(summary, empty, empty, empty, empty, tmp_path, tmp_path)
+
+
+def page_text(markup) -> str:
+    text = re.sub(r"</t[dh]>", " | ", str(markup))
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", text)))
+
+
+def sweep() -> pd.DataFrame:
+    """A baseline, a job with every line and a named rank, one with lines not measured and no
+    intervals, and one without a budget (its reason in the note)."""
+    named = dict(barrier_rank=1.0, barrier_last_share=0.92, barrier_wait_ms=17.0, barrier_rank_wait_ms=18.3,
+                 barrier_launch_ranks=[1, 1, 1], barrier_cause="data",
+                 barrier_cause_detail="its data wait 16.1 ms against the others' 0.3 ms")
+    partial = {"contention": (30.0, math.nan, math.nan), "comm": (15.0, math.nan, math.nan),
+               "residual": (2.0, math.nan, math.nan)}
+    return table(job("base", world_size=1), job("full", bucket=1.0, lines=FULL, **named),
+                 job("partial", bucket=2.0, lines=partial, loss=(47.0, math.nan, math.nan),
+                     barrier_rank=0.0, barrier_last_share=0.55, barrier_wait_ms=3.1, barrier_rank_wait_ms=4.0),
+                 job("none", bucket=25.0, lines={}, baseline=math.nan, loss=(math.nan,) * 3,
+                     budget_note="no world-size-1 baseline of these settings"))
+
+
+def test_section_shows_every_line_the_barrier_and_what_is_missing(tmp_path):
+    section = budget_section(context(sweep(), tmp_path))
+    assert section.title == "Loss budget" and [p.name for p in section.images] == ["budget.png"]
+    assert (tmp_path / "budget.png").read_bytes()[:8] == PNG_MAGIC
+    text = page_text(section.html)
+    full, partial = text.split("bucket 1 MB ws=2")[1].split("bucket 2 MB ws=2")
+    assert "Lost 47.0 ms per step (95 % interval 44.1 to 50.2) against a baseline of 39.1 ms" in full
+    assert "The largest line is compute slowed by sharing, 23.6 ms (50 % of the loss)" in full
+    for label in BUDGET_LINES.values():
+        assert label in full
+    assert "| compute slowed by sharing | +23.6 | [20.1, 27.0] | 50 % | adds to the step |" in full
+    assert "| data wait that grew | +0.1 | [-0.2, 0.4] | 0 % | within noise (its interval includes 0) |" in full
+    assert "| residual | +0.4 | [-1.5, 2.3] | 1 % | within noise" in full
+    assert "| measured step | 86.1 |" in full
+    assert ("rank 1 was the last to have its gradients ready in 92 % of steps (most often last, launch by launch: "
+            "rank 1, 1, 1); in those steps the others waited 18.3 ms for it on average, and every step waited "
+            "17.0 ms at the barrier on average; likely cause: data (its data wait 16.1 ms against the others' "
+            "0.3 ms)") in full
+    # lines not measured say so, and one launch gives no interval: no word surer than that
+    assert "| compute slowed by communication beside it | not measured | – | – | not measured: no gradient-ready" \
+        in partial
+    assert "| data wait that grew | not measured |" in partial
+    assert "cannot tell from noise" in partial and "it has no interval, so it cannot be told from noise" in partial
+    assert "no rank stood out: the rank most often last to have its gradients ready, rank 0, was last in 55 %" in partial
+    assert "likely cause" not in partial
+    assert "No budget for: transformer-s bucket 25 MB ws=2: no world-size-1 baseline of these settings" in partial
+
+
+def test_a_loss_within_noise_names_no_line(tmp_path):
+    rows = table(job("base", world_size=1), job("a", lines=FULL, loss=(1.0, -2.0, 4.0)))
+    text = page_text(budget_section(context(rows, tmp_path)).html)
+    assert "Lost 1.0 ms per step (95 % interval -2.0 to 4.0) against a baseline of 39.1 ms. That loss is within " \
+        "noise (its interval includes 0). The largest line is" in text
+
+
+def test_no_section_without_a_multi_rank_job(tmp_path):
+    assert budget_section(context(table(job("base", world_size=1)), tmp_path)) is None
+    assert budget_section(context(table(job("a", status="failed", lines=FULL)), tmp_path)) is None
+
+
+def test_a_summary_without_the_budget_columns_shows_one_line(tmp_path):
+    section = budget_section(context(table(job("base", world_size=1), job("a")), tmp_path))
+    assert section.images == () and page_text(section.html).strip() == (
+        "No loss budget: these results were summarised without one (a ddpbench from before the budget existed).")
+    assert not (tmp_path / "budget.png").exists()
+
+
+EXTREMES = [1e308, -1e308, 1e300, 1e-300, 0.0, -5.0, math.inf, -math.inf, math.nan]
+
+
+@pytest.mark.parametrize("value", EXTREMES)
+def test_plot_and_words_survive_any_value(tmp_path, value):
+    """Every line, its interval, the baseline and the loss set to one value: a PNG or nothing, never a crash."""
+    lines = {name: (value, value, value) for name in BUDGET_LINES}
+    rows = table(job("base", world_size=1), job("a", lines=lines, baseline=value, loss=(value,) * 3),
+                 job("b", bucket=1.0, lines=FULL))
+    section = budget_section(context(rows, tmp_path))
+    assert section.title == "Loss budget" and section.images[0].read_bytes()[:8] == PNG_MAGIC
+    assert console_line(rows.iloc[1]).startswith("loss ")
+
+
+def test_plot_of_one_job_all_equal_and_a_dollar_label(tmp_path):
+    rows = table(job("a", lines={name: (2.0, 2.0, 2.0) for name in BUDGET_LINES}, baseline=2.0,
+                     loss=(14.0, 14.0, 14.0), script="train.py", script_args=json.dumps(["--x", DOLLARS])))
+    assert budget_waterfall(rows, tmp_path / "budget.png").stat().st_size > 1000
+    assert DOLLARS in budget_section(context(rows, tmp_path)).html.unescape()
+
+
+def test_more_jobs_than_panels_are_named_in_a_note(tmp_path):
+    rows = table(job("base", world_size=1), *(job(f"j{n}", bucket=float(n + 1), lines=FULL)
+                                              for n in range(MAX_PANELS + 2)))
+    text = page_text(budget_section(context(rows, tmp_path)).html)
+    assert f"The figure draws the first {MAX_PANELS} jobs; not drawn: transformer-s bucket 13 MB ws=2; " \
+           "transformer-s bucket 14 MB ws=2." in text
+
+
+def test_console_line_and_verdict(capsys):
+    from ddpbench.cli.tables import budget_lines, print_verdict
+
+    rows = sweep()
+    assert console_line(rows.iloc[1]) == (
+        "loss 47.0 ms over baseline 39.1: contention 23.6, sync_compute 1.0, comm 20.0, data 0.1~, straggler 1.2, "
+        "overhead 0.7, residual 0.4~; waited for rank 1 (last in 92 % of steps, likely data)")
+    assert console_line(rows.iloc[2]) == "loss 47.0 ms over baseline 39.1: contention 30.0, comm 15.0, residual 2.0"
+    assert budget_lines(rows) == [f"transformer-s bucket 1 MB ws=2: {console_line(rows.iloc[1])}",
+                                  f"transformer-s bucket 2 MB ws=2: {console_line(rows.iloc[2])}"]
+    assert budget_lines(table(job("base", world_size=1))) == []
+    assert budget_lines(table(job("a"))) == [
+        "no loss budget: these results were summarised without one (a ddpbench from before the budget existed)"]
+    print_verdict(rows, [("top cause", "contention")])
+    out = capsys.readouterr().out
+    assert out.index("loss budget (ms per step; ~ within noise):") < out.index("verdict:\n  top cause: contention")
+
+
+def test_barrier_sentence_without_ready_times_is_empty():
+    assert barrier_sentence(sweep().iloc[3]) == "" and barrier_sentence(job("a")) == ""
+    assert list(budget_rows(sweep())["key"]) == ["full", "partial"]
+
+
+def test_export_carries_the_budget(monkeypatch, tmp_path):
+    import dataclasses
+
+    from ddpbench.analysis.folder import load_given
+    from ddpbench.report import export
+
+    folder = tmp_path / "quick"
+    shutil.copytree(EXAMPLES / "quick-cpu", folder)
+    measured = load_given(folder)
+    summary = measured.summary.copy()
+    budgeted = summary["world_size"] > 1
+    for column in BUDGET_COLUMNS:
+        summary[column] = None
+    summary["loss_ms"] = summary["loss_ms"].astype(object).where(~budgeted, 47.0)
+    summary["barrier_launch_ranks"] = [[1, 1, 0] if b else None for b in budgeted]
+    monkeypatch.setattr(export, "load_given", lambda _: dataclasses.replace(measured, summary=summary))
+    document, _ = export.benchmark_document(folder)
+    extras = {b["extra_info"]["world_size"]: b["extra_info"] for b in document["benchmarks"]}
+    assert set(BUDGET_COLUMNS) <= set(extras[2]) and extras[2]["loss_ms"] == 47.0
+    assert extras[2]["barrier_launch_ranks"] == [1, 1, 0] and extras[1]["loss_ms"] is None
+    json.dumps(document, allow_nan=False)
+
+
+def test_an_old_folder_renders_without_a_crash(tmp_path):
+    from ddpbench.report.build import load_context, write_context
+    from ddpbench.report.budget import has_budget_columns
+
+    folder = tmp_path / "quick"
+    folder.mkdir()
+    for file in ("results.jsonl", "experiment.toml"):
+        shutil.copy(EXAMPLES / "quick-cpu" / file, folder / file)
+    ctx = load_context(folder)
+    page = write_context(ctx, (budget_section,)).read_text(encoding="utf-8")
+    section = page_text(page.split("<h2>Loss budget</h2>")[1].split("</section>")[0])
+    if has_budget_columns(ctx.summary):  # the budget's analysis is there: lines from the stored steps alone
+        assert "compute slowed by sharing" in section and "Through the barrier" not in section
+        assert "| compute slowed by communication beside it | not measured |" in section
+    else:
+        assert section.strip() == ("No loss budget: these results were summarised without one (a ddpbench from "
+                                   "before the budget existed).")
