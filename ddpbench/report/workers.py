@@ -27,12 +27,14 @@ import pickle
 import select
 import signal
 import tempfile
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ddpbench.owner import die_with_parent
 
 #: who holds a section: nobody yet, the report process, the helper
 FREE, PARENT, CHILD = 0, 1, 2
+#: bytes of the length before each record of the files between the processes (:func:`append`)
+LENGTH = 8
 #: seconds without a section finished after which the helper is taken to hang: killed, its sections redone
 STALL_S = 300.0
 
@@ -40,6 +42,27 @@ STALL_S = 300.0
 def enabled() -> bool:
     """Whether a report may fork its helper (``DDPBENCH_REPORT_HELPER=0`` turns it off)."""
     return os.environ.get("DDPBENCH_REPORT_HELPER", "1") != "0"
+
+
+def append(file, record) -> None:
+    """Write ``record`` at the end of ``file``: its pickle's length (:data:`LENGTH` bytes), then the pickle."""
+    blob = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
+    file.write(len(blob).to_bytes(LENGTH, "little") + blob)
+    file.flush()
+
+
+def records(file) -> Iterator:
+    """The whole records :func:`append` wrote to ``file``, from its start; one cut short (its writer died
+    while writing it) ends them. The files are the report process's own anonymous temporary files,
+    made before the fork: no other process can open them, so what is unpickled is what a report
+    process of ours pickled."""
+    file.seek(0)
+    while len(head := file.read(LENGTH)) == LENGTH:
+        size = int.from_bytes(head, "little")
+        blob = file.read(size)
+        if len(blob) < size:
+            return
+        yield pickle.loads(blob)
 
 
 def usable_cpus() -> int:
@@ -107,13 +130,10 @@ class Helper:
 
         if not os.read(feed_read, 1):  # the report process gave up before it read the folder
             return
-        self.context.seek(0)
-        ctx = pickle.load(self.context)
+        ctx = next(records(self.context))
         for index in self.order:
             if self._claim(index, CHILD):
-                section = self.call(self.sections[index], ctx)
-                pickle.dump((index, section), self.results, protocol=pickle.HIGHEST_PROTOCOL)
-                self.results.flush()
+                append(self.results, (index, self.call(self.sections[index], ctx)))
                 os.write(ticks_write, b".")
 
     def _claim(self, index: int, who: int) -> bool:
@@ -131,8 +151,7 @@ class Helper:
         """Hand the helper the loaded folder (through a file: never waiting for the helper to read it);
         a helper that is gone is left to :meth:`run` to notice."""
         try:
-            pickle.dump(ctx, self.context, protocol=pickle.HIGHEST_PROTOCOL)
-            self.context.flush()
+            append(self.context, ctx)
             os.write(self.feed, b"!")
         except (BrokenPipeError, pickle.PicklingError):
             pass
@@ -157,14 +176,8 @@ class Helper:
                 self.stop()
 
     def _handed_back(self) -> dict:
-        found = {}
-        self.results.seek(0)
-        while True:
-            try:
-                index, section = pickle.load(self.results)
-            except Exception:  # the end, or a record cut when the helper died: the rest is redone
-                return found
-            found[index] = section
+        """The sections the helper finished: a record cut when it died is left out, and redone."""
+        return dict(records(self.results))
 
     def stop(self) -> None:
         """End the helper (if it has not ended) and reap it; close what leads to it."""

@@ -1,9 +1,7 @@
 """What the report process takes back from its helper (ddpbench.report.workers), without starting one."""
 
-import pickle
-
 from ddpbench.report.page import Section, html
-from ddpbench.report.workers import CHILD, FREE, PARENT, Helper
+from ddpbench.report.workers import CHILD, FREE, PARENT, Helper, append
 
 
 def _sections(count: int):
@@ -14,9 +12,10 @@ def test_sections_handed_back_up_to_a_record_cut_mid_write():
     helper = Helper(_sections(4), first=(), call=lambda fn, ctx: fn(ctx))
     try:
         for index in (3, 2):
-            pickle.dump((index, helper.sections[index](None)), helper.results)
-        cut = pickle.dumps((1, helper.sections[1](None)))
-        helper.results.write(cut[: len(cut) // 2])  # the helper died while writing its third section
+            append(helper.results, (index, helper.sections[index](None)))
+        end = helper.results.tell()
+        append(helper.results, (1, helper.sections[1](None)))
+        helper.results.truncate(end + (helper.results.tell() - end) // 2)  # the helper died writing its third
         back = helper._handed_back()
         assert sorted(back) == [2, 3]
         assert back[3].title == "part 3" and str(back[2].html) == "<p>2</p>"
