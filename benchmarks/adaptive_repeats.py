@@ -17,9 +17,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ddpbench.testing import cli_command
+
 
 def sweep(experiment: Path, out: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(experiment), "--out", out, "--no-report"],
+    proc = subprocess.run(cli_command("sweep", str(experiment), "--out", out, "--no-report"),
                           capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"the sweep failed ({proc.returncode}):\n{proc.stderr[-2000:]}")

@@ -39,13 +39,12 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from ddpbench.audit import parse
+from ddpbench.audit.checks import Claim, check, check_claim, is_model_output
+from ddpbench.audit.figures import derive
+from ddpbench.audit.pool import label_pattern
 
-from ddpbench.audit import parse  # noqa: E402
-from ddpbench.audit.checks import Claim, check, check_claim, is_model_output  # noqa: E402
-from ddpbench.audit.figures import derive  # noqa: E402
-from ddpbench.audit.pool import label_pattern  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 FACTORS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.05, 1.1, 1.15, 1.2, 1.3, 1.4, 1.5)
 FLIPS = {"faster": "slower", "slower": "faster", "rises": "falls", "falls": "rises"}

@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from ddpbench.testing import cli_command
+
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENT = ROOT / "experiments" / "consistency.toml"
 #: what tells configurations apart: every setting but world size, bucket cap and how often it ran
@@ -66,8 +68,8 @@ def main(argv=None) -> int:
     folders = args.out or [ROOT / "reports" / "consistency"]
     if not args.check_only:
         started = time.monotonic()
-        subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(EXPERIMENT), "--out", str(folders[0]),
-                        "--no-report"], cwd=ROOT, check=False, env={**os.environ, "COLUMNS": "160"})
+        subprocess.run(cli_command("sweep", str(EXPERIMENT), "--out", str(folders[0]),
+                                   "--no-report"), cwd=ROOT, check=False, env={**os.environ, "COLUMNS": "160"})
         print(f"sweep: {time.monotonic() - started:.0f} s")
     lines = ["| configuration | jobs | world sizes | bucket caps (MB) | ok | findings about it | problems |",
              "|---|---|---|---|---|---|---|"]

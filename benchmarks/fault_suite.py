@@ -30,6 +30,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ddpbench.testing import cli_command
+
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "experiments" / "faults" / "suite.toml"
 #: an estimate within this share of the measured gain counts as right
@@ -163,7 +165,7 @@ def sweep(experiment: Path, out: Path, plant: dict, reports: bool) -> dict:
     """Run one sweep of ``experiment`` into ``out`` (with the case's plant); what it planted."""
     # the suite's models (planted.py) are importable by every case, fixed ones written elsewhere too
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SUITE.parent), os.environ.get("PYTHONPATH", "")])}
-    args = [sys.executable, "-m", "ddpbench", "sweep", str(experiment), "--out", str(out)]
+    args = cli_command("sweep", str(experiment), "--out", str(out))
     proc = subprocess.Popen(args + ([] if reports else ["--no-report"]), env=env, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     planted = {}

@@ -46,6 +46,7 @@ import sys
 from pathlib import Path
 
 from ddpbench.analysis import compare, power
+from ddpbench.testing import cli_command
 
 HERE = Path(__file__).resolve().parent
 LEVELS = (0.0, 0.03, 0.05, 0.10)
@@ -94,7 +95,7 @@ def sweep(args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     toml = out / "gate-power.toml"
     toml.write_text(experiment_text(args.repeats, args.steps, args.levels))
-    cmd = [sys.executable, "-m", "ddpbench", "sweep", str(toml), "--out", str(out / "launches"), "--no-report"]
+    cmd = cli_command("sweep", str(toml), "--out", str(out / "launches"), "--no-report")
     print("running:", " ".join(cmd), flush=True)
     proc = subprocess.run(cmd, env=child_env(), check=False)
     if proc.returncode != 0:

@@ -33,10 +33,11 @@ import time
 import uuid
 from pathlib import Path
 
-import psutil
+
+from ddpbench.testing import MARK, cli_command, marked
+from ddpbench.testing.survivors import kill_and_wait_gone
 
 HERE = Path(__file__).resolve().parent.parent
-MARK = "DDPBENCH_BENCH_MARK"
 
 EXPERIMENT = """
     name = "stuck"
@@ -68,17 +69,6 @@ CASES = {
 }
 
 
-def marked(mark: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(MARK) == mark:
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
-
-
 def one_run(case: str, root: Path, tmp: Path, limit_s: float, jitter_s: float) -> tuple[float, int]:
     """(seconds from kill -9 to no survivor, or the limit; survivors at the limit)."""
     fault, env, flags = CASES[case]
@@ -93,8 +83,8 @@ def one_run(case: str, root: Path, tmp: Path, limit_s: float, jitter_s: float) -
     env = {**os.environ, **env, MARK: mark, "PLANTED_FAULT_STAMP": str(stamp),
            "DDPBENCH_STRATEGIES": "planted-fault=bench_planted_faults:PlantedFault", "PLANTED_FAULT": f"{fault}:1:3",
            "PYTHONPATH": os.pathsep.join([str(root), str(tmp), os.environ.get("PYTHONPATH", "")])}
-    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(tmp / "stuck.toml"), "--out",
-                              str(tmp / "out"), "--no-report", *flags], cwd=tmp, env=env,
+    sweep = subprocess.Popen(cli_command("sweep", str(tmp / "stuck.toml"), "--out",
+                                         str(tmp / "out"), "--no-report", *flags), cwd=tmp, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 180
@@ -110,19 +100,7 @@ def one_run(case: str, root: Path, tmp: Path, limit_s: float, jitter_s: float) -
             raise RuntimeError(f"{case}: never stuck")
         time.sleep(0.5 + random.uniform(0, jitter_s))
     finally:
-        sweep.kill()
-        killed = time.monotonic()
-        sweep.wait()
-    left = marked(mark)
-    while left and time.monotonic() - killed < limit_s:
-        time.sleep(0.05)
-        left = marked(mark)
-    gone_s = time.monotonic() - killed
-    for proc in left:  # the benchmark leaves nothing behind either
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass
+        gone_s, left = kill_and_wait_gone(sweep, mark, limit_s)  # what is left is killed: nothing stays behind
     return gone_s, len(left)
 
 

@@ -19,6 +19,8 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+from ddpbench.testing import cli_command
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -66,7 +68,7 @@ def main() -> int:
     out = args.out or work / "out"
     exp = work / "recovery.toml"
     exp.write_text(experiment(args.runs, args.nodes, args.model_size))
-    subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
+    subprocess.run(cli_command("sweep", str(exp), "--out", str(out), "--no-report"),
                    cwd=ROOT, check=False)
 
     from ddpbench.results.tables import load_tables

@@ -11,9 +11,10 @@ continue after its last), written through the record schema's builder and the re
 (:func:`ddpbench.results.schema.launch_record`, :class:`ddpbench.results.store.ResultStore`).
 ``--root`` times another checkout's ddpbench (e.g. main before a change) on the same folders.
 
-Prints, per folder, its launches, the median and IQR of the wall time over the runs, the largest
-peak RSS of the report's process (and any children it waited for), and the load average before
-the first run and after the last.
+Prints, per folder, its launches, the median and IQR of the wall time over the runs, the median CPU
+time (user and system, of the report's process and the helper it waits for: what a shared machine's
+load does not stretch as much), the largest peak RSS of those processes, and the load average
+before the first run and after the last.
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ def grow(source: Path, target: Path, launches: int) -> int:
     return written
 
 
-def time_report(folder: Path, root: Path) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of one cold ``python -m ddpbench report`` of a fresh copy of ``folder``."""
+def time_report(folder: Path, root: Path) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MB) of one cold ``python -m ddpbench report`` of a fresh copy
+    of ``folder``: the report's process and the helper it waits for (user and system time)."""
     with tempfile.TemporaryDirectory(prefix="ddpbench-report-speed-") as tmp:
         copy = Path(tmp) / folder.name
         shutil.copytree(folder, copy)
@@ -76,20 +78,22 @@ def time_report(folder: Path, root: Path) -> tuple[float, float]:
         wall = time.monotonic() - start
         if os.waitstatus_to_exitcode(status) != 0:
             sys.exit(f"report of {copy} failed ({os.waitstatus_to_exitcode(status)}): run it by hand to see why")
-        # wait4's usage is the report's and its waited-for children's: the larger peak of them
-        return wall, usage.ru_maxrss / 1024
+        # wait4's usage is the report's and its waited-for children's: times summed, the larger peak of them
+        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def measure(name: str, folder: Path, runs: int, root: Path) -> None:
-    walls, peaks = [], []
+    walls, cpus, peaks = [], [], []
     for _ in range(runs):
-        wall, peak = time_report(folder, root)
+        wall, cpu, peak = time_report(folder, root)
         walls.append(wall)
+        cpus.append(cpu)
         peaks.append(peak)
     q1, _, q3 = statistics.quantiles(walls, n=4) if runs > 1 else (walls[0],) * 3
     launches = sum(1 for line in (folder / "results.jsonl").open() if '"kind": "run"' in line)
     print(f"{name:>8}: {launches} launches, {runs} runs: median {statistics.median(walls):.2f} s "
-          f"(IQR {q1:.2f}-{q3:.2f} s, all {', '.join(f'{w:.2f}' for w in walls)}), peak RSS {max(peaks):.0f} MB")
+          f"(IQR {q1:.2f}-{q3:.2f} s, all {', '.join(f'{w:.2f}' for w in walls)}); CPU time median "
+          f"{statistics.median(cpus):.2f} s; peak RSS {max(peaks):.0f} MB")
 
 
 def load() -> str:

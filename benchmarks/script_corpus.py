@@ -46,6 +46,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ddpbench.testing import cli_command
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "experiments" / "corpus"
 #: what ``fabric run --accelerator cpu --strategy ddp --devices W`` sets before it starts torchrun (W
@@ -225,7 +227,7 @@ def sweep(script: Script, folder: Path, timeout: float = 1200, **overrides) -> t
     _clean(script)  # the sweep's ranks see the folder it starts in: no snapshot of a run alone to resume from
     out = folder / "out"
     cwd = (CORPUS / defaults(script)["script"]).parent if script.in_folder else folder
-    proc = subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(experiment), "--out", str(out), "--no-report"],
+    proc = subprocess.run(cli_command("sweep", str(experiment), "--out", str(out), "--no-report"),
                           cwd=cwd, env=_env(script), capture_output=True, text=True, timeout=timeout)
     return proc, out
 

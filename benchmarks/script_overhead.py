@@ -72,6 +72,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from ddpbench.testing import cli_command
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "experiments" / "scripts" / "train_cnn.py"
 EPOCH = re.compile(r"epoch (\d+): (\d+) steps in ([\d.]+) s, ([\d.]+) samples/s, ([\d.]+) ms/step")
@@ -422,8 +424,8 @@ def tiny_sweep(args) -> None:
             world_size = [1, 2]
         """))
         out = folder / "out"
-        proc = subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(folder / "tiny.toml"), "--out", str(out),
-                               "--no-report"], capture_output=True, text=True,
+        proc = subprocess.run(cli_command("sweep", str(folder / "tiny.toml"), "--out", str(out),
+                                          "--no-report"), capture_output=True, text=True,
                               env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"})
         if proc.returncode != 0:
             sys.exit(f"the sweep failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -473,8 +475,8 @@ def sweep(run_args: list[str], out: Path, samples: int) -> tuple[dict[int, float
         warmup_steps = [{samples // BATCH // 2}]
         steps = [{samples // BATCH // 2}]
     """).replace("'", '"'))
-    proc = subprocess.run([sys.executable, "-m", "ddpbench", "sweep", str(experiment), "--out", str(out),
-                           "--no-report"], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(cli_command("sweep", str(experiment), "--out", str(out), "--no-report"),
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     if proc.returncode != 0:
         sys.exit(f"the sweep failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     from ddpbench.analysis.summary import summarize

@@ -33,20 +33,9 @@ from pathlib import Path
 
 import psutil
 
+from ddpbench.testing import MARK, TINY_DEFAULTS, cli_command, marked
+
 ROOT = Path(__file__).resolve().parent.parent
-MARK = "DDPBENCH_SOAK_MARK"
-
-
-def marked(mark: str) -> list[int]:
-    """Live processes whose environment (/proc/PID/environ) holds ``MARK=mark``."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(MARK) == mark:
-                found.append(proc.pid)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
 
 
 def sample(proc: psutil.Process, results: Path) -> tuple[int, float, int, int] | None:
@@ -64,23 +53,14 @@ def sample(proc: psutil.Process, results: Path) -> tuple[int, float, int, int] |
 def experiment(jobs: int, world_size: int) -> str:
     buckets = ", ".join(f"{1 + i / 100:g}" for i in range(jobs))  # 1, 1.01, 1.02, ... MB: distinct jobs
     return textwrap.dedent(f"""
-        name = "soak"
-        description = "{jobs} tiny {world_size}-rank DDP jobs (benchmarks/soak.py)"
-        timeout_s = 120
+    name = "soak"
+    description = "{jobs} tiny {world_size}-rank DDP jobs (benchmarks/soak.py)"
+    timeout_s = 120
+    """ + TINY_DEFAULTS.replace("steps = 4", "steps = 2") + f"""
+    world_size = {world_size}
 
-        [defaults]
-        backend = "gloo"
-        device = "cpu"
-        model = "mlp"
-        model_size = "xs"
-        batch_size = 8
-        threads_per_rank = 1
-        warmup_steps = 1
-        steps = 2
-        world_size = {world_size}
-
-        [grid]
-        bucket_cap_mb = [{buckets}]
+    [grid]
+    bucket_cap_mb = [{buckets}]
     """)
 
 
@@ -107,8 +87,8 @@ def main() -> int:
     start = time.monotonic()
     err_path = out.parent / "sweep.err"
     with open(err_path, "w") as err:  # a file, not a pipe: the progress lines would fill a pipe
-        proc = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out),
-                                 "--no-report"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err,
+        proc = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out),
+                                            "--no-report"), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err,
                                 env={**os.environ, MARK: mark})
     samples = []
     watched = psutil.Process(proc.pid)

@@ -41,6 +41,8 @@ import threading
 import time
 from pathlib import Path
 
+from ddpbench.testing import cli_command
+
 HEADER = re.compile(r"^\S+: \d+ jobs, \d+ launches")
 SWEEP_LINE = re.compile(r"sweep wall time ([\d.]+) s, timed step windows ([\d.]+) s")
 PARTS = ("start-up", "sweep", "rank setup", "in rank", "launcher", "between", "collectives", "report", "exit")
@@ -89,7 +91,7 @@ def run(experiment: str, fork: bool) -> dict:
     env = {**os.environ, "DDPBENCH_FORK_SERVER": "1" if fork else "0"}
     load_before = os.getloadavg()[0]
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", experiment, "--out", str(out)], env=env,
+    proc = subprocess.Popen(cli_command("sweep", experiment, "--out", out), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout: list[str] = []
     reader = threading.Thread(target=lambda: stdout.append(proc.stdout.read()))

@@ -20,6 +20,7 @@ import tempfile
 import time
 
 from ddpbench.rank.timing import StepTimer
+from ddpbench.testing import cli_command
 
 PHASES = ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms", "comm_ms")
 
@@ -59,8 +60,8 @@ def main() -> None:
     folder = args.results
     if folder is None:
         folder = tempfile.mkdtemp(prefix="ddpbench-trace-")
-        proc = subprocess.run([sys.executable, "-m", "ddpbench", "sweep", "experiments/trace.toml", "--out", folder,
-                               "--no-report"], capture_output=True, text=True)
+        proc = subprocess.run(cli_command("sweep", "experiments/trace.toml", "--out", folder,
+                                          "--no-report"), capture_output=True, text=True)
         if proc.returncode:
             sys.exit(f"the sweep failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     from ddpbench.analysis.summary import summarize

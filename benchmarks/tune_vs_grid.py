@@ -18,9 +18,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ddpbench.testing import cli_command
+
 
 def command(*args: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "ddpbench", *args, "--no-report"], capture_output=True, text=True)
+    proc = subprocess.run(cli_command(*args, "--no-report"), capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
 

@@ -20,6 +20,8 @@ pytest_plugins = ("pytester",)  # tests/processes/regression/test_pytest_plugin.
 TESTS = Path(__file__).resolve().parent
 #: the tests that start processes (ranks, the command line, a Slurm cluster, ...): all slow
 PROCESSES = TESTS / "processes"
+#: the tests that start none (tests/unit/conftest.py holds them to it)
+UNIT = TESTS / "unit"
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the marks
@@ -28,6 +30,24 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if PROCESSES in Path(item.path).parents:
             item.add_marker("slow")
+
+
+def _runs_unit_tests_alone(config) -> bool:
+    """Whether this run can hold only tests that start no process: ``-m`` leaves out the slow mark
+    (``not slow``, alone or joined by ``and``), or every path it names is under tests/unit/."""
+    conjuncts = [" ".join(part.split()) for part in (config.getoption("markexpr") or "").split(" and ")]
+    if "not slow" in conjuncts:
+        return True
+    here = Path(config.invocation_params.dir)
+    return bool(config.args) and all(UNIT == path or UNIT in path.parents
+                                     for path in ((here / arg.split("::")[0]).resolve() for arg in config.args))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject's addopts): a run of unit tests alone takes every core (xdist's count,
+    one file a worker: ``--dist loadfile``); a run that includes tests/processes/ runs in this one
+    process, as without xdist: their ranks need the cores to themselves."""
+    return None if _runs_unit_tests_alone(config) else 0
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pandas as pd
 
 from ddpbench.analysis import layouts, stats
@@ -96,10 +97,11 @@ def fix_runs(summary: pd.DataFrame, row, fields: dict, layout: tuple | None = No
         return summary.iloc[0:0]
     ok = summary[(summary["status"] == "ok") & (summary["key"] != row.get("key"))]
     keep = [c for c in SPEC_COLUMNS if c in ok.columns and c not in (*fields, *MEASUREMENT_FIELDS)]
-    mask = pd.Series(True, index=ok.index)
+    alike = [True] * len(ok)  # compared value by value, not through pandas: the diagnosis asks this per finding
     for column in keep:
-        mask &= ok[column].map(lambda v, want=row.get(column): _same(v, want)).astype(bool)
-    candidates = ok[mask]
+        want = row.get(column)
+        alike = [same and _same(value, want) for same, value in zip(alike, ok[column].tolist())]
+    candidates = ok[np.array(alike, dtype=bool)]
     wanted_layout = layout
     if wanted_layout is None and "bucket_cap_mb" in fields:
         found = layouts.layout_at(summary, row, float(fields["bucket_cap_mb"]))

@@ -99,7 +99,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         return dict(tuple(frame.groupby("key", sort=False))) if len(frame) else {}
 
     empty = pd.DataFrame(columns=["key", "step_ms"])
-    job_steps = by_key(steps)
+    job_steps = by_key(_measured_columns(steps))
     measured = by_key(bounded_steps(steps)) if len(steps) else {}
     launches = by_key(stats.launch_means(steps)) if len(steps) else {}
     nosync = by_key(bounded_steps(steps, "nosync")) if len(steps) else {}
@@ -149,6 +149,15 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         rows.append(row)
     table = pd.DataFrame(rows)
     return budget.add_budget(add_speedup(table), steps, ranks)
+
+
+def _measured_columns(steps: pd.DataFrame) -> pd.DataFrame:
+    """``steps`` without the spec's columns but ``key``: what a job's own rows are read for here (a job's
+    spec comes from its runs). A results table has some sixty columns, fifty of them the spec's, and
+    every selection of rows copies all of them."""
+    spec = set(SPEC_COLUMNS) | {"per_rank_batch", "global_batch"}
+    names = [c for c in steps.columns if c not in spec]
+    return steps[names] if len(names) < len(steps.columns) else steps
 
 
 def _trace_figures(job_runs: pd.DataFrame, mine: pd.DataFrame, row: dict) -> dict:

@@ -30,7 +30,7 @@ def command(args) -> int:
         check_out_dir(args.out)
     from ddpbench.report.build import write_report  # matplotlib: only for a folder that has results
 
-    index = write_report(args.results, args.out)
+    index = write_report(args.results, args.out, processes=2)  # a second process draws figures beside this one
     print(index)
     return 0
 

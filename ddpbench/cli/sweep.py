@@ -54,10 +54,15 @@ def command(args) -> int:
     early = not args.dry_run and launcher.launcher == "spawn" and forked.enabled()
     if early:
         forked.start_server()
-    machine = launcher.machine()
     emulation = {"emulate_nodes": args.emulate_nodes, "link": args.link, "link_delay_ms": args.link_delay_ms}
-    experiment = with_job_flags(with_timeout(load_experiment(args.experiment, machine), args.timeout),
-                                {**emulation, "trace_steps": args.trace_steps})
+    try:
+        machine = launcher.machine()
+        experiment = with_job_flags(with_timeout(load_experiment(args.experiment, machine), args.timeout),
+                                    {**emulation, "trace_steps": args.trace_steps})
+    except BaseException:  # bad input: its one line, and no server left importing torch for nothing
+        if early:
+            forked.stop_server()
+        raise
     collectives = experiment.collectives.specs if experiment.collectives else ()
     if early and not forked.needed([*experiment.jobs, *collectives]):
         forked.stop_server()

@@ -9,16 +9,20 @@ does not apply to these results (no GPU job, one strategy, no collectives, ...) 
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 from typing import Sequence
 
 from ddpbench.analysis import folder
+from ddpbench.report import workers
 from ddpbench.report.page import (INDEX_FILE, ReportContext, SectionFn, experiment_names, left_out_section,
                                   render_page)
 from ddpbench.report.plots.common import leaving_out
+from ddpbench.report.plots.memo import remembering
 from ddpbench.report.sections import (budget, collectives, compute, diagnosis, frameworks, gpu, network, noise,
                                       overview, precision, projection, scaling, search, strategies, timeline, verdict)
+from ddpbench.report.workers import Helper, usable_cpus
 from ddpbench.results.sidefiles import replace_file
 
 #: matplotlib's warning for a character its font cannot draw: a stored label may hold control
@@ -60,24 +64,51 @@ SECTIONS: tuple[SectionFn, ...] = (
 )
 
 
+#: the sections that show the diagnosis and the cost model: the helper process writes them first, so
+#: that the report process draws while the helper computes them (:mod:`ddpbench.report.workers`)
+ANALYSIS_SECTIONS: tuple[SectionFn, ...] = (verdict.verdict_section, diagnosis.diagnosis_section,
+                                            projection.projection_section)
+
+
 def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
-                 sections: Sequence[SectionFn] | None = None) -> Path:
+                 sections: Sequence[SectionFn] | None = None, processes: int = 1) -> Path:
     """Write ``index.html`` (and its PNGs) for a results folder; return the path of index.html.
 
     ``out_dir`` defaults to ``results_dir``; ``sections`` to :data:`SECTIONS`, in that order.
+    ``processes=2`` writes the sections in two processes where two CPUs are free
+    (:class:`~ddpbench.report.workers.Helper`, forked before the folder is read): the same page.
     """
-    return write_context(load_context(results_dir, out_dir), sections)
+    sections = SECTIONS if sections is None else sections
+    if processes < 2 or not workers.enabled() or usable_cpus() < 2 or not hasattr(os, "fork"):
+        return write_context(load_context(results_dir, out_dir), sections)
+    with remembering(), Helper.start(sections, ANALYSIS_SECTIONS, _section) as helper:  # the helper remembers too
+        return write_context(load_context(results_dir, out_dir), sections, helper)
 
 
-def write_context(ctx: ReportContext, sections: Sequence[SectionFn] | None = None) -> Path:
-    """Write the report of a loaded results folder (:func:`load_context`); return index.html's path."""
+def write_context(ctx: ReportContext, sections: Sequence[SectionFn] | None = None,
+                  helper: Helper | None = None) -> Path:
+    """Write the report of a loaded results folder (:func:`load_context`); return index.html's path.
+    ``helper``: a second process to write sections with (:func:`write_report`)."""
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    with remembering():  # what several sections derive from the summary, derived once (plots.memo)
+        if helper is None:
+            written = [_section(fn, ctx) for fn in (SECTIONS if sections is None else sections)]
+        else:
+            helper.send(ctx)
+            written = helper.run(ctx)
+    parts = [section for section, _ in written if section is not None]
+    left_out = [line for _, lines in written for line in lines]
+    if left_out:  # closes the page: each figure whose values could not be placed, one line each
+        parts.append(left_out_section(left_out))
+    return replace_file(ctx.out_dir / INDEX_FILE, render_page(page_title(ctx), parts, ctx.out_dir))
+
+
+def _section(fn: SectionFn, ctx: ReportContext):
+    """One section written, and the figures it left out (:func:`~ddpbench.report.plots.common.leaving_out`):
+    as a pair, so that a section the helper process writes hands its lines back with it."""
     with warnings.catch_warnings(), leaving_out() as left_out:
         warnings.filterwarnings("ignore", GLYPH_WARNING, UserWarning)
-        rendered = [s for s in (fn(ctx) for fn in (SECTIONS if sections is None else sections)) if s is not None]
-    if left_out:  # closes the page: each figure whose values could not be placed, one line each
-        rendered.append(left_out_section(left_out))
-    return replace_file(ctx.out_dir / INDEX_FILE, render_page(page_title(ctx), rendered, ctx.out_dir))
+        return fn(ctx), left_out
 
 
 def load_context(results_dir: str | Path, out_dir: str | Path | None = None) -> ReportContext:

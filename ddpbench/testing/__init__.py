@@ -13,12 +13,12 @@ imports it (import-linter's layers in pyproject.toml).
 - :mod:`ddpbench.testing.tables`, :mod:`ddpbench.testing.comparing`: made-up tables and launches
 - :mod:`ddpbench.testing.launchers`: a launcher that starts no process
 - :mod:`ddpbench.testing.workloads`: the example workload (tests/data/example_workload), from outside ddpbench
-- :mod:`ddpbench.testing.benchmarks`: the scripts of benchmarks/ as modules
+- :mod:`ddpbench.testing.scripts`: the scripts of benchmarks/ and scripts/ as modules
 """
 
-from ddpbench.testing.cli import ROOT, as_from_a_terminal, run_cli, run_main
+from ddpbench.testing.cli import ROOT, as_from_a_terminal, cli_command, run_cli, run_main
 from ddpbench.testing.experiments import TINY, TINY_DEFAULTS, script_experiment, write_experiment
 from ddpbench.testing.survivors import MARK, marked, rank_processes, wait_for
 
-__all__ = ["MARK", "ROOT", "TINY", "TINY_DEFAULTS", "as_from_a_terminal", "marked", "rank_processes", "run_cli",
-           "run_main", "script_experiment", "wait_for", "write_experiment"]
+__all__ = ["MARK", "ROOT", "TINY", "TINY_DEFAULTS", "as_from_a_terminal", "cli_command", "marked", "rank_processes",
+           "run_cli", "run_main", "script_experiment", "wait_for", "write_experiment"]

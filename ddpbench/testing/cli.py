@@ -1,5 +1,6 @@
-"""The command line in tests: ``python -m ddpbench ...`` as a user runs it (:func:`run_cli`, a new
-process), or its ``main()`` here in this process (:func:`run_main`, for a test that must start none)."""
+"""The command line in tests and benchmarks: ``python -m ddpbench ...`` as a user runs it
+(:func:`run_cli`, a new process; :func:`cli_command` for a process started another way), or its
+``main()`` here in this process (:func:`run_main`, for a test that must start none)."""
 
 from __future__ import annotations
 
@@ -16,25 +17,32 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def cli_command(*args) -> list[str]:
+    """The command line ``python -m ddpbench ARGS`` of this interpreter, for ``subprocess``."""
+    return [sys.executable, "-m", "ddpbench", *map(str, args)]
+
+
 def run_cli(*args, cwd=None, timeout=300, env=None, **kw) -> subprocess.CompletedProcess:
-    """python -m ddpbench ... in a subprocess, as a user runs it."""
+    """python -m ddpbench ... in a subprocess, as a user runs it; its output captured as text."""
     env = {**(env or os.environ), "COLUMNS": "160"}
-    return subprocess.run([sys.executable, "-m", "ddpbench", *map(str, args)], cwd=cwd or ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout, **kw)
+    return subprocess.run(cli_command(*args), cwd=cwd or ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout, **kw)
 
 
-def run_main(*args, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run_main(*args, cwd=None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``python -m ddpbench ARGS`` without a new process: the command line's ``main()`` called here,
-    its output captured, what :func:`run_cli` returns. A ``SystemExit`` (argparse's ``--help`` and
-    bad flags) gives its code; ``env`` is set for the call only, and what ``main()`` sets for a whole
-    process (its SIGTERM handler, how warnings are shown) is put back after."""
+    in ``cwd`` (the repository's root unless given), its output captured: what :func:`run_cli`
+    returns. A ``SystemExit`` (argparse's ``--help`` and bad flags) gives its code; ``env`` is set for
+    the call only, and what ``main()`` sets for a whole process (its SIGTERM handler, how warnings
+    are shown) is put back after."""
     from ddpbench.cli import main
 
     argv = [str(arg) for arg in args]
     stdout, stderr = io.StringIO(), io.StringIO()
     saved = {name: os.environ.get(name) for name in {"COLUMNS", *(env or {})}}
-    sigterm, show_warning = signal.getsignal(signal.SIGTERM), warnings.showwarning
+    sigterm, show_warning, here = signal.getsignal(signal.SIGTERM), warnings.showwarning, os.getcwd()
     os.environ.update({"COLUMNS": "160", **(env or {})})
+    os.chdir(cwd or ROOT)
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             try:
@@ -42,6 +50,7 @@ def run_main(*args, env: dict[str, str] | None = None) -> subprocess.CompletedPr
             except SystemExit as exit:
                 code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
     finally:
+        os.chdir(here)
         signal.signal(signal.SIGTERM, sigterm)
         warnings.showwarning = show_warning
         for name, value in saved.items():
@@ -49,7 +58,7 @@ def run_main(*args, env: dict[str, str] | None = None) -> subprocess.CompletedPr
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    return subprocess.CompletedProcess(["python", "-m", "ddpbench", *argv], code, stdout.getvalue(), stderr.getvalue())
+    return subprocess.CompletedProcess(cli_command(*argv), code, stdout.getvalue(), stderr.getvalue())
 
 
 def as_from_a_terminal() -> None:

@@ -11,10 +11,11 @@ def write_experiment(path: Path, body: str) -> Path:
     return path
 
 
-def script_experiment(path: Path, more: str, timeout_s: int = 60, warmup_steps: int = 2, steps: int = 5) -> Path:
+def script_experiment(path: Path, more: str, timeout_s: int = 60, warmup_steps: int = 2, steps: int = 5,
+                      name: str | None = None) -> Path:
     """An experiment file of script jobs (docs/scripts.md) with the defaults every script test shares
     (batch 8 a rank, gloo on the CPU, one thread a rank), then ``more``: further defaults and the grids."""
-    return write_experiment(path, f"""
+    return write_experiment(path, (f'name = "{name}"\n' if name else "") + f"""
 timeout_s = {timeout_s}
 [defaults]
 batch_size = 8

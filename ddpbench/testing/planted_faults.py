@@ -9,6 +9,9 @@ step (counting warmup steps, from 1), after that step's backward pass:
 
 With ``PLANTED_FAULT_STAMP=FILE`` the rank writes the wall-clock time of the fault there first,
 so a test can time the recovery from the fault itself.
+
+Several faults in one sweep: plug the class in under several strategy names and give each its own,
+``PLANTED_FAULT="planted-kill=kill:1:5 planted-hang=hang:1:5"``; each then stamps ``FILE.STRATEGY``.
 """
 
 import ctypes
@@ -28,11 +31,15 @@ class PlantedFault(DDPStrategy):
     def after_backward(self) -> None:
         super().after_backward()
         self.steps_done = getattr(self, "steps_done", 0) + 1
-        kind, rank, step = os.environ["PLANTED_FAULT"].split(":")
+        fault, stamp = os.environ["PLANTED_FAULT"], os.environ.get("PLANTED_FAULT_STAMP")
+        if "=" in fault:  # one fault per strategy name
+            fault = dict(item.split("=") for item in fault.split())[self.spec.strategy]
+            stamp = stamp and f"{stamp}.{self.spec.strategy}"
+        kind, rank, step = fault.split(":")
         if self.ctx.rank != int(rank) or self.steps_done != int(step):
             return
-        if os.environ.get("PLANTED_FAULT_STAMP"):
-            with open(os.environ["PLANTED_FAULT_STAMP"], "w") as fh:
+        if stamp:
+            with open(stamp, "w") as fh:
                 fh.write(repr(time.time()))
         if kind == "kill":
             os.kill(os.getpid(), signal.SIGKILL)

@@ -43,6 +43,38 @@ def marked(mark: str) -> list[psutil.Process]:
     return found
 
 
+def described(procs: list[psutil.Process]) -> list[str]:
+    """``"PID command line"`` of each process still alive (its command line cut at 120 characters)."""
+    out = []
+    for proc in procs:
+        try:
+            out.append(f"{proc.pid} {' '.join(proc.cmdline())[:120]}")
+        except psutil.Error:
+            continue
+    return out
+
+
+def kill_and_wait_gone(proc, mark: str, limit_s: float) -> tuple[float, list[str]]:
+    """SIGKILL ``proc`` (a sweep, a rank: a ``subprocess.Popen``) and wait until no process marked
+    ``mark`` (:func:`marked`) is alive: (the seconds that took, or ``limit_s``; what was still alive
+    then, :func:`described`). What is left is killed after, so a failing case leaves nothing behind."""
+    proc.kill()
+    killed = time.monotonic()
+    proc.wait()
+    left = marked(mark)
+    while left and time.monotonic() - killed < limit_s:
+        time.sleep(0.05)
+        left = marked(mark)
+    gone_s = time.monotonic() - killed
+    names = described(left)
+    for survivor in left:
+        try:
+            survivor.kill()
+        except psutil.Error:
+            pass
+    return gone_s, names
+
+
 def wait_for(check, timeout_s: float, what: str):
     """What ``check()`` returns once it is truthy, polled every 0.1 s; fails after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s

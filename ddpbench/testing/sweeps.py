@@ -9,7 +9,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 import time
 
 import pandas as pd
@@ -18,7 +17,7 @@ import ddpbench
 from ddpbench.analysis import overlap
 from ddpbench.analysis.summary import summarize
 from ddpbench.results.tables import load, load_tables
-from ddpbench.testing.cli import ROOT
+from ddpbench.testing.cli import ROOT, cli_command
 from ddpbench.testing.experiments import TINY_DEFAULTS, write_experiment
 from ddpbench.testing.planted_faults import FAULTS
 from ddpbench.testing.survivors import rank_processes
@@ -58,38 +57,48 @@ def assert_stores_what_spawn_stores(out, spawned, launcher: str):
 def faulty_sweep(tmp_path, fault: str, timeout_s: int = 60, launcher: str = "spawn"):
     """Three jobs in order: a good one, one with ``fault`` planted, another good one. Returns the
     finished sweep, its folder, and the seconds from the fault to its job's record being stored."""
+    proc, out, recovery_s = faults_sweep(tmp_path, {"planted-fault": fault}, timeout_s, launcher)
+    return proc, out, recovery_s["planted-fault"]
+
+
+def faults_sweep(tmp_path, faults: dict[str, str], timeout_s: int = 60, launcher: str = "spawn"):
+    """:func:`faulty_sweep` with several faults, one job each, in ``faults``'s order between the good
+    ones: strategy name -> fault (``KIND:RANK:STEP``). The recovery seconds are per strategy name."""
     exp = write_experiment(tmp_path / "faults.toml", f"""
         name = "faults"
         timeout_s = {timeout_s}
-    """ + TINY_DEFAULTS.replace("steps = 4", "steps = 10") + """
+    """ + TINY_DEFAULTS.replace("steps = 4", "steps = 10") + f"""
         [[grid]]
         world_size = [1]
         [[grid]]
-        strategy = ["planted-fault"]
+        strategy = {json.dumps(list(faults))}
         [[grid]]
         world_size = [2]
         bucket_cap_mb = [1]
     """)
     out, stamp = tmp_path / "out", tmp_path / "fault.time"
-    env = {**os.environ, "DDPBENCH_STRATEGIES": FAULTS, "PLANTED_FAULT": fault, "PLANTED_FAULT_STAMP": str(stamp),
-           "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report",
-                              "--launcher", launcher],
+    env = {**os.environ, "DDPBENCH_STRATEGIES": ",".join(f"{name}={FAULTS.split('=')[1]}" for name in faults),
+           "PLANTED_FAULT": " ".join(f"{name}={fault}" for name, fault in faults.items()),
+           "PLANTED_FAULT_STAMP": str(stamp), "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report", "--launcher", launcher),
                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    recorded = None
+    recorded: dict[str, float] = {}
     try:
-        deadline = time.monotonic() + timeout_s + 120
+        deadline = time.monotonic() + len(faults) * timeout_s + 120
         while sweep.poll() is None and time.monotonic() < deadline:
-            if recorded is None and (out / "results.jsonl").exists():
-                lines = (out / "results.jsonl").read_text().splitlines()
-                if any('"kind": "run"' in line and '"planted-fault"' in line for line in lines):
-                    recorded = time.time()
+            if len(recorded) < len(faults) and (out / "results.jsonl").exists():
+                lines = [line for line in (out / "results.jsonl").read_text().splitlines() if '"kind": "run"' in line]
+                for name in faults:
+                    if name not in recorded and any(f'"{name}"' in line for line in lines):
+                        recorded[name] = time.time()
             time.sleep(0.05)
         stderr = sweep.communicate(timeout=5)[1]
     finally:
         if sweep.poll() is None:
             sweep.kill()
-    recovery_s = recorded - float(stamp.read_text()) if recorded and stamp.exists() else None
+    stamps = {name: tmp_path / f"fault.time.{name}" for name in faults}
+    recovery_s = {name: recorded[name] - float(stamps[name].read_text())
+                  if name in recorded and stamps[name].exists() else None for name in faults}
     return subprocess.CompletedProcess(sweep.args, sweep.returncode, None, stderr), out, recovery_s
 
 

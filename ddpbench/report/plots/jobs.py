@@ -12,6 +12,7 @@ from ddpbench.analysis.jobs import describe, line_fields, model_columns, ordered
 from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, MEMORY_AXES, color_fields, configuration_colors,
                                           figure, flag_handles, groups_of, guarded, legend, mark, memory_column,
                                           ok_rows, save)
+from ddpbench.report.plots.memo import remembered
 
 #: the step-time breakdown's segments: (label, summary column or derived name, colour)
 SEGMENTS = (
@@ -96,6 +97,7 @@ def step_breakdown(table, path) -> Path | None:
     return save(fig, path)
 
 
+@remembered
 def bucket_groups(table) -> dict[tuple, object]:
     """ok jobs at world size > 1, grouped by everything that varies except the bucket size."""
     rows = ordered(ok_rows(table, "step_ms_median"))

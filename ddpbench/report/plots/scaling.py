@@ -14,6 +14,7 @@ from ddpbench.analysis.jobs import describe, line_fields, model_columns, ordered
 from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, color_fields, dodge, draw_interval, figure,
                                           flag_handles, groups_of, guarded, interval_handle, interval_of, legend, mark,
                                           ok_rows, plain_log_y, save, world_size_axis)
+from ddpbench.report.plots.memo import remembered
 
 #: the throughput plot draws a dotted ideal-scaling line per configuration up to this many
 MAX_IDEAL_LINES = 6
@@ -24,6 +25,7 @@ BASELINE_COLUMNS = (SAMPLES_PER_S, EFFICIENCY)
 COLLIDE_SHARE = 0.03
 
 
+@remembered
 def scaling_lines(table) -> list[dict]:
     """One line per configuration: its ok jobs by world size and its world-size-1 throughput.
 

@@ -20,6 +20,7 @@ import numpy as np
 from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.jobs import describe, line_fields, model_columns, model_name, ordered
 from ddpbench.report.plots.common import MEMORY_AXES, figure, guarded, legend, memory_column, ok_rows, save
+from ddpbench.report.plots.memo import remembered
 
 OVERSUBSCRIBED_HATCH = "///"
 EXPLICIT_COMM = ("comm after backward / step", "comm_ms", "#dd8452")
@@ -50,6 +51,7 @@ def traffic_kind(source) -> str:
     return kind if kind in TRAFFIC_COLORS else "unknown"
 
 
+@remembered
 def _layout(table, min_size: int = 1):
     """(table in reading order with a ``_label`` column, labels in order, world sizes >= min_size)."""
     rows = ordered(table)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import re
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pytest
 from ddpbench.analysis import compare, power
 from ddpbench.errors import InputError
 from ddpbench.results.store import ResultStore
-from ddpbench.testing import ROOT, TINY_DEFAULTS, run_cli, write_experiment
+from ddpbench.testing import ROOT, TINY_DEFAULTS, run_cli, run_main, write_experiment
 from ddpbench.testing.comparing import ENV, MEDIAN_5
 from ddpbench.testing.comparing import job_spec as _spec
 from ddpbench.testing.comparing import read_csv as _csv
@@ -167,12 +166,15 @@ TINY_RERUN = """
 
 @pytest.fixture(scope="module")
 def reruns(tmp_path_factory):
-    """The same tiny experiment swept twice (2 jobs x 3 launches each, about 20 s a sweep)."""
+    """The same tiny experiment swept twice (2 jobs x 3 launches each, about 8 s a sweep idle).
+
+    Ranks forked from the sweep's fork server (the default), not new interpreters: a sweep of new
+    interpreters took 77 s against 15 s forked (load 6). The tests below hold whatever the launches
+    scatter: a gate line is checked against its own interval, and a scattered job is inconclusive."""
     tmp = tmp_path_factory.mktemp("reruns")
     exp = write_experiment(tmp / "tiny.toml", TINY_RERUN)
     for name in ("a", "b"):
-        # new interpreters: forked ranks of this tiny job scattered more between launches (open problem)
-        proc = run_cli("sweep", exp, "--out", tmp / name, "--no-report", env={**os.environ, "DDPBENCH_FORK_SERVER": "0"})
+        proc = run_cli("sweep", exp, "--out", tmp / name, "--no-report")
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return tmp / "a", tmp / "b"
 
@@ -192,7 +194,8 @@ def test_identical_rerun(reruns, tmp_path):
     promised is that a failure is one the launches support, and that identical data passes.
     """
     a, b = reruns
-    proc = run_cli("compare", a, b, "--fail-on", "median:5%", "--out", tmp_path / "ab")
+    # in this process (run_main); the command as a new process: the tests on stored results above
+    proc = run_main("compare", a, b, "--fail-on", "median:5%", "--out", tmp_path / "ab")
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and "environments differ" not in proc.stdout
     rows = _csv(tmp_path / "ab" / "compare.csv")
@@ -208,7 +211,7 @@ def test_identical_rerun(reruns, tmp_path):
     assert (proc.returncode == 1) == any(outcome == "fail" for _, outcome, _, _ in lines)
 
     # the very same measurements, through the command: no difference at all, and the gate passes
-    same = run_cli("compare", a, a, "--fail-on", "median:5%", "--out", tmp_path / "aa")
+    same = run_main("compare", a, a, "--fail-on", "median:5%", "--out", tmp_path / "aa")
     assert same.returncode == 0, same.stdout + same.stderr
     assert {r["verdict"] for r in _csv(tmp_path / "aa" / "compare.csv")} == {"not significant"}
     side = compare.load_side(a, "A")
@@ -228,7 +231,7 @@ def test_planted_regression_of_a_real_sweep(reruns, tmp_path):
     a, _ = reruns
     slow = plant_regression(a, tmp_path / "slow", 2.0)
     out = tmp_path / "ac"
-    proc = run_cli("compare", a, slow, "--fail-on", "median:5%", "--out", out)
+    proc = run_main("compare", a, slow, "--fail-on", "median:5%", "--out", out)
     assert "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     rows = _csv(out / "compare.csv")
     assert len(rows) == 2 and all(float(r["median_ratio"]) == pytest.approx(2.0) for r in rows)
@@ -249,7 +252,7 @@ def test_planted_regression_of_a_real_sweep(reruns, tmp_path):
 
     # 20 %: failed where the launches agree well enough, inconclusive where they do not -- never passed
     slow = plant_regression(a, tmp_path / "slow20", 1.2)
-    proc = run_cli("compare", a, slow, "--fail-on", "median:5%", "--out", tmp_path / "a20")
+    proc = run_main("compare", a, slow, "--fail-on", "median:5%", "--out", tmp_path / "a20")
     assert proc.returncode == 1 or "inconclusive" in proc.stdout, proc.stdout + proc.stderr
     gates = {r["gate"] for r in _csv(tmp_path / "a20" / "compare.csv")}
     assert gates <= {"median:5% fail", "median:5% inconclusive"} and gates, gates

@@ -5,7 +5,7 @@ score counts what it says. The suite itself is a benchmark: `sudo python benchma
 import pytest
 
 from ddpbench.testing import ROOT
-from ddpbench.testing.benchmarks import load_benchmark
+from ddpbench.testing.scripts import load_benchmark
 
 fault_suite = load_benchmark("fault_suite")
 

@@ -3,7 +3,7 @@ the experiment it sweeps) and the planted slowdown's workload (benchmarks/plante
 
 from __future__ import annotations
 
-from ddpbench.testing.benchmarks import load_benchmark
+from ddpbench.testing.scripts import load_benchmark
 
 gate_power = load_benchmark("gate_power")
 planted_slowdown = load_benchmark("planted_slowdown")

@@ -1,3 +1,4 @@
+from ddpbench.testing import cli_command
 """The what-if model's mechanics: each all-reduce algorithm's cost, the choice between them, the
 backward pass releasing buckets onto one link, and the questions it answers."""
 
@@ -24,7 +25,7 @@ def test_a_reader_that_leaves_early_gets_no_traceback():
     # ``| true``: the pipe closes before the first line is written (the command's imports take far
     # longer than this close), so its first write meets a closed pipe: it stops quietly with 141. (After a
     # first line read, its 1.3 kB could all be written before the close, and it would end 0: a race.)
-    proc = subprocess.Popen([sys.executable, "-m", "ddpbench", "whatif", "--compute-ms", "97"],
+    proc = subprocess.Popen(cli_command("whatif", "--compute-ms", "97"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()
     err = proc.stderr.read().decode()

@@ -1,8 +1,8 @@
 """Ranks forked from the warm server (ddpbench.launch.forked) start as new as a fresh interpreter:
 one rank's threads, seeds, thread count, process group, environment and imports never reach the
 next, and the server itself never holds any of them. Each rank reports its state at its start
-(the probe below), and a rank that then dirties everything it can is followed by one that must
-see none of it."""
+(the probe of ddpbench.testing.forked), and a rank that then dirties everything it can is followed
+by one that must see none of it."""
 
 import json
 import os
@@ -14,54 +14,7 @@ import pytest
 
 from ddpbench.launch.forked import ForkedRank
 from ddpbench.launch.processes import end_processes
-
-
-def state() -> dict:
-    """What a rank's start may not inherit from anything before it."""
-    import random
-    import threading
-
-    import torch
-    import torch.distributed as dist
-
-    return {
-        "os_threads": len(os.listdir("/proc/self/task")),
-        "python_threads": threading.active_count(),
-        "torch_seed": torch.initial_seed(),
-        "torch_threads": torch.get_num_threads(),
-        "group": dist.is_available() and dist.is_initialized(),
-        "cuda": torch.cuda.is_initialized(),
-        "env": {k: v for k, v in os.environ.items() if k.startswith("PROBE_")},
-        "own_session": os.getsid(0) == os.getpid(),
-        "dirty_module": "json.tool" in sys.modules,
-        "random": random.random(),
-        "numpy": float(__import__("numpy").random.random()),
-    }
-
-
-def probe(argv, env, log_path):
-    """A forked child: report the state it starts with; with ``dirty`` in argv, then dirty it all."""
-    from ddpbench.rank.forked import become_rank
-
-    become_rank(env, log_path)
-    out = Path(argv[0])
-    out.write_text(json.dumps(state()))
-    if "dirty" in argv:
-        import importlib
-        import threading
-
-        import torch
-        import torch.distributed as dist
-
-        importlib.import_module("json.tool")  # an import the next rank must not see
-        torch.manual_seed(1234)
-        torch.set_num_threads(2)
-        torch.ones(1000, 1000) @ torch.ones(1000, 1000)  # wakes the math library's thread pool
-        threading.Thread(target=lambda: None).start()
-        os.environ["PROBE_LEAK"] = "from the dirty rank"
-        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-        dist.barrier()
-        dist.destroy_process_group()
+from ddpbench.testing.forked import probe
 
 
 def _forked(tmp_path, name, *extra, env=None):
@@ -81,9 +34,8 @@ def test_a_forked_rank_starts_as_new_as_a_fresh_interpreter(tmp_path):
     # the same probe in a new interpreter, as a rank used to start (one thread per math library,
     # as every rank's environment asks)
     fresh_out = tmp_path / "fresh.json"
-    code = ("import json, sys; sys.path.insert(0, %r); import test_forked as t; "
-            "from pathlib import Path; import torch, torch.distributed; "
-            "Path(%r).write_text(json.dumps(t.state()))" % (str(Path(__file__).parent), str(fresh_out)))
+    code = ("import json; from pathlib import Path; import torch, torch.distributed; "
+            "from ddpbench.testing.forked import state; Path(%r).write_text(json.dumps(state()))" % str(fresh_out))
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, start_new_session=True,
                    env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                         "PROBE_NAME": "fresh"})

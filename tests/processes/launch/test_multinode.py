@@ -15,7 +15,7 @@ from ddpbench.experiment.links import rate_bits
 from ddpbench.launch.emulate import EmulatedNetwork, emulation_problem, netem_problem, remove_stale
 from ddpbench.report.build import write_report
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import TINY_DEFAULTS, as_from_a_terminal, rank_processes, run_cli, write_experiment
+from ddpbench.testing import TINY_DEFAULTS, as_from_a_terminal, cli_command, rank_processes, run_cli, write_experiment
 from ddpbench.testing.sweeps import tables_shape
 
 needs_namespaces = pytest.mark.skipif(emulation_problem() is not None, reason=str(emulation_problem()))
@@ -126,7 +126,7 @@ def test_ctrl_c_mid_launch_tears_the_emulated_nodes_down(tmp_path):
     # steps enough that the launch cannot end before the signal, however loaded the machine is
     exp = experiment(tmp_path, 'emulate_nodes = [2]\nlink = ["100mbit"]\nsteps = [100000]\n', timeout_s=300)
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
+    proc = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 180
@@ -155,7 +155,7 @@ def test_two_nodes_of_a_torchrun_sweep_meet_and_node_0_stores_every_rank(tmp_pat
     common = ["sweep", str(exp), "--out", str(out), "--no-report", "--launcher", "torchrun", "--nnodes", "2",
               "--rdzv-endpoint", f"127.0.0.1:{port}"]
     env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}
-    node0 = subprocess.Popen([sys.executable, "-m", "ddpbench", *common], env=env, stdout=subprocess.PIPE,
+    node0 = subprocess.Popen(cli_command(*common), env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     node1 = run_cli(*common, "--node-rank", "1", env=env, timeout=120)
     out0, err0 = node0.communicate(timeout=120)
@@ -172,19 +172,50 @@ def test_two_nodes_of_a_torchrun_sweep_meet_and_node_0_stores_every_rank(tmp_pat
 
 # -- elastic fault recovery ------------------------------------------------------------------
 
+@pytest.fixture(scope="module")
+def restarted(tmp_path_factory):
+    """One sweep on one node of both restarted jobs below (with a snapshot, and without one): its
+    folder, and each job's run and measure steps, by the step its fault is at."""
+    tmp = tmp_path_factory.mktemp("restarted")
+    exp = write_experiment(tmp / "restarts.toml", """
+        name = "restarts"
+        timeout_s = 90
+    """ + TINY_DEFAULTS + """
+        world_size = 2
+        max_restarts = 1
+        [[grid]]
+        fault_step = [5]
+        snapshot_every = [2]
+        steps = [8]
+        [[grid]]
+        fault_step = [3]
+        steps = [5]
+    """)
+    out = tmp / "out"
+    proc = run_cli("sweep", exp, "--out", out, "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def restarted_job(out, fault_step):
+    steps, runs, _, _ = load_tables(out)
+    (run,) = [run for _, run in runs.iterrows() if run["fault_step"] == fault_step]
+    return run, steps[steps["key"] == run["key"]]
+
+
 @pytest.mark.parametrize("nodes", [1, pytest.param(2, marks=needs_namespaces)])
-def test_a_rank_killed_mid_job_resumes_from_the_snapshot_with_identical_parameters(tmp_path, nodes):
+def test_a_rank_killed_mid_job_resumes_from_the_snapshot_with_identical_parameters(tmp_path, nodes, request):
     """Rank 1 is SIGKILLed as measure step 5 starts; torchrun restarts both workers, which load
     rank 0's snapshot of step 4 and go on: the job is ok, one step was redone, every measure step
     is stored once per rank, and the parameters equal those of an uninterrupted run, bit for bit."""
-    grid = "fault_step = [5]\nsnapshot_every = [2]\nmax_restarts = [1]\nsteps = [8]\n"
-    if nodes > 1:
-        grid += "emulate_nodes = [2]\n"
-    out = tmp_path / "out"
-    proc = run_cli("sweep", experiment(tmp_path, grid), "--out", out, "--no-report")
-    assert proc.returncode == 0, proc.stderr
-    steps, runs, _, _ = load_tables(out)
-    run = runs.iloc[0]
+    if nodes == 1:
+        out = request.getfixturevalue("restarted")
+    else:
+        grid = "fault_step = [5]\nsnapshot_every = [2]\nmax_restarts = [1]\nsteps = [8]\nemulate_nodes = [2]\n"
+        out = tmp_path / "out"
+        proc = run_cli("sweep", experiment(tmp_path, grid), "--out", out, "--no-report")
+        assert proc.returncode == 0, proc.stderr
+    run, steps = restarted_job(out, 5)
     assert run["status"] == "ok" and run["launcher"] == "torchrun"
     assert (run["attempts"], run["resumed_from_step"], run["steps_redone"]) == (2, 4, 1)
     assert run["params_identical"] and run["params_max_abs_diff"] == 0.0
@@ -198,11 +229,7 @@ def test_a_rank_killed_mid_job_resumes_from_the_snapshot_with_identical_paramete
     assert not rank_processes(str(out))
 
 
-def test_without_a_snapshot_a_restart_trains_from_the_start(tmp_path):
-    out = tmp_path / "out"
-    grid = "fault_step = [3]\nmax_restarts = [1]\nsteps = [5]\n"
-    assert run_cli("sweep", experiment(tmp_path, grid), "--out", out, "--no-report").returncode == 0
-    _, runs, _, _ = load_tables(out)
-    run = runs.iloc[0]
+def test_without_a_snapshot_a_restart_trains_from_the_start(restarted):
+    run, _ = restarted_job(restarted, 3)
     assert (run["attempts"], run["resumed_from_step"], run["steps_redone"]) == (2, 0, 3)
     assert run["params_identical"]

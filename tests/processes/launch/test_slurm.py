@@ -17,7 +17,7 @@ from ddpbench.launch.base import Launch
 from ddpbench.launch.slurm import SlurmLauncher, array_script, batch_script
 from ddpbench.results.tables import load_tables
 from ddpbench.sweep.plan import work_dir
-from ddpbench.testing import ROOT, TINY, TINY_DEFAULTS, rank_processes, run_cli, write_experiment
+from ddpbench.testing import ROOT, TINY, TINY_DEFAULTS, rank_processes, run_cli, run_main, write_experiment
 from ddpbench.testing.sweeps import TRACED, check_traced_folder
 from ddpbench.testing.sweeps import assert_stores_what_spawn_stores
 from ddpbench.testing.sweeps import faulty_sweep
@@ -44,25 +44,28 @@ def slurm(tmp_path_factory):
         os.environ["SLURM_CONF"] = saved
 
 
+@pytest.fixture(scope="module")
+def spawned(tmp_path_factory):
+    """One traced sweep with the spawn launcher, the reference of every Slurm sweep below."""
+    tmp = tmp_path_factory.mktemp("spawned")
+    exp = write_experiment(tmp / "traced.toml", TRACED)
+    proc = run_cli("sweep", exp, "--out", tmp / "out", "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    return exp, tmp / "out"
+
+
 @pytest.mark.parametrize("nodes", [1, 2])
-def test_a_sweep_through_slurm_stores_what_spawn_stores(slurm, tmp_path, nodes):
-    exp = write_experiment(tmp_path / "tiny.toml", TWO_JOBS)
-    spawned, slurmed = tmp_path / "spawn", tmp_path / "slurm"
-    assert run_cli("sweep", exp, "--out", spawned, "--no-report").returncode == 0
+def test_a_traced_sweep_through_slurm_stores_what_spawn_stores_and_every_rank_s_trace(slurm, spawned, tmp_path,
+                                                                                      nodes):
+    exp, reference = spawned
+    slurmed = tmp_path / "slurm"
     proc = run_cli("sweep", exp, "--out", slurmed, "--no-report", "--launcher", "slurm", "--nodes", nodes)
     assert proc.returncode == 0, proc.stderr
-    runs = assert_stores_what_spawn_stores(slurmed, spawned, "slurm")
+    runs = assert_stores_what_spawn_stores(slurmed, reference, "slurm")
+    check_traced_folder(slurmed)
     two = runs[runs["world_size"] == 2].iloc[0]
     log = next(slurmed.glob(f"logs/*/{two['key']}-r0.slurm.log")).read_text()
     assert f"ddpbench: nodes {'n[1-2]' if nodes == 2 else 'n1'}, rank 0 at 127.0.0.1" in log
-
-
-def test_a_traced_sweep_through_slurm_on_two_nodes_keeps_every_rank_s_trace(slurm, tmp_path):
-    exp = write_experiment(tmp_path / "traced.toml", TRACED)
-    out = tmp_path / "out"
-    proc = run_cli("sweep", exp, "--out", out, "--no-report", "--launcher", "slurm", "--nodes", 2)
-    assert proc.returncode == 0, proc.stderr
-    check_traced_folder(out)
 
 
 def test_a_rank_killed_under_slurm_is_named_with_the_job_state(slurm, tmp_path):
@@ -150,13 +153,13 @@ def test_an_array_task_past_the_timeout_is_cancelled_alone(slurm, tmp_path):
     assert not rank_processes(str(tmp_path))
 
 
-def test_a_sweep_submitted_as_a_job_array_stores_what_spawn_stores(slurm, tmp_path):
-    exp = write_experiment(tmp_path / "tiny.toml", TWO_JOBS)
-    spawned, arrayed = tmp_path / "spawn", tmp_path / "array"
-    assert run_cli("sweep", exp, "--out", spawned, "--no-report").returncode == 0
+def test_a_sweep_submitted_as_a_job_array_stores_what_spawn_stores(slurm, spawned, tmp_path):
+    exp, reference = spawned
+    arrayed = tmp_path / "array"
     proc = run_cli("sweep", exp, "--out", arrayed, "--no-report", "--launcher", "slurm", "--array", "--nodes", 2)
     assert proc.returncode == 0, proc.stderr
-    assert_stores_what_spawn_stores(arrayed, spawned, "slurm")
+    assert_stores_what_spawn_stores(arrayed, reference, "slurm")
+    check_traced_folder(arrayed)
     # world sizes 1 and 2 need different srun lines: two arrays, one task each
     scripts = sorted(arrayed.glob("logs/*/*.sbatch"))
     assert [p.name for p in scripts] == ["array-0.sbatch", "array-1.sbatch"]
@@ -169,7 +172,7 @@ def test_dry_run_prints_the_sbatch_scripts_and_submits_nothing(tmp_path):
     exp = write_experiment(tmp_path / "tiny.toml", TWO_JOBS)
     out = tmp_path / "out"
     for extra, scripts in (((), 2), (("--array",), 2)):
-        proc = run_cli("sweep", exp, "--out", out, "--launcher", "slurm", "--dry-run", *extra)
+        proc = run_main("sweep", exp, "--out", out, "--launcher", "slurm", "--dry-run", *extra)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.count("#!/bin/bash") == scripts and proc.stdout.count("srun --kill-on-bad-exit=1") == scripts
         assert ("#SBATCH --array=0-0" in proc.stdout) == bool(extra)
@@ -188,13 +191,13 @@ def test_gpus_per_node_checks_cuda_jobs_against_the_compute_nodes(tmp_path):
         world_size = [4]
     """)
     sweep = ("sweep", exp, "--out", tmp_path / "out", "--launcher", "slurm", "--nodes", "2", "--dry-run")
-    proc = run_cli(*sweep, "--gpus-per-node", "2")
+    proc = run_main(*sweep, "--gpus-per-node", "2")
     assert proc.returncode == 0, proc.stderr
     assert "#SBATCH --gpus-per-node=2" in proc.stdout and "#SBATCH --ntasks-per-node=2" in proc.stdout
-    refused = run_cli(*sweep, "--gpus-per-node", "1")
+    refused = run_main(*sweep, "--gpus-per-node", "1")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "needs 2 GPUs per node (2 nodes), one per rank (NCCL cannot share a GPU between ranks)" in refused.stderr
-    elsewhere = run_cli("sweep", exp, "--gpus-per-node", "2", "--dry-run")
+    elsewhere = run_main("sweep", exp, "--gpus-per-node", "2", "--dry-run")
     assert elsewhere.returncode == 2 and "--gpus-per-node: applies to --launcher slurm only" in elsewhere.stderr
     assert not (tmp_path / "out").exists()
 

@@ -4,14 +4,13 @@ loopback only. (HTML escaping of experiment and results text: tests/unit/report/
 import ipaddress
 import os
 import subprocess
-import sys
 import time
 
 import psutil
 import pytest
 
 from ddpbench.launch.processes import loopback_interface
-from ddpbench.testing import ROOT, TINY_DEFAULTS, rank_processes, write_experiment
+from ddpbench.testing import ROOT, TINY_DEFAULTS, cli_command, rank_processes, write_experiment
 
 
 def listening_addresses(pids):
@@ -35,7 +34,7 @@ def test_a_one_machine_run_listens_on_loopback_only(tmp_path, fork):
         world_size = [2]
     """)
     out = tmp_path / "out"
-    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
+    sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report"),
                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              env={**os.environ, "DDPBENCH_FORK_SERVER": fork})
     try:
@@ -73,8 +72,8 @@ def test_a_one_machine_torchrun_run_listens_beyond_loopback_only_in_its_agent(tm
         world_size = [2]
     """)
     out, mark = tmp_path / "out", f"listen-{time.time_ns()}"
-    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report",
-                              "--launcher", "torchrun"], cwd=ROOT, stdout=subprocess.DEVNULL,
+    sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report",
+                                         "--launcher", "torchrun"), cwd=ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, env={**os.environ, "DDPBENCH_TEST_MARK": mark})
     try:
         deadline = time.monotonic() + 90

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from ddpbench.testing.benchmarks import load_benchmark
+from ddpbench.testing.scripts import load_benchmark
 
 corpus = load_benchmark("script_corpus")
 

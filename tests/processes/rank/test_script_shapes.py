@@ -6,15 +6,14 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
-import psutil
 import pytest
 from hypothesis import strategies as st
 
-from ddpbench.testing import MARK, ROOT, marked, rank_processes, run_cli, script_experiment, wait_for, write_experiment
+from ddpbench.testing import MARK, ROOT, cli_command, marked, rank_processes, run_cli, script_experiment, wait_for
+from ddpbench.testing.survivors import kill_and_wait_gone
 
 # ---------------------------------------------------------------------------------------------
 # what the rank sets up around a script: pure functions
@@ -52,23 +51,10 @@ def test_ranks_started_with_multiprocessing_are_named(rendezvous, shapes):
 def gone_after_kill(proc: subprocess.Popen, mark: str, limit_s: float) -> list[str]:
     """SIGKILL ``proc``; what of ``mark`` is still alive ``limit_s`` later (then killed too). With
     ``pytest -s``, prints how long it took until none was."""
-    proc.kill()
-    proc.wait()
-    killed = time.monotonic()
-    left = marked(mark)
-    while left and time.monotonic() - killed < limit_s:
-        time.sleep(0.1)
-        left = marked(mark)
-    print(f"every marked process gone {time.monotonic() - killed:.2f} s after kill -9" if not left else
+    gone_s, left = kill_and_wait_gone(proc, mark, limit_s)
+    print(f"every marked process gone {gone_s:.2f} s after kill -9" if not left else
           f"{len(left)} marked processes alive {limit_s:g} s after kill -9")
-    names = []
-    for survivor in left:
-        try:
-            names.append(" ".join(survivor.cmdline())[:120])
-            survivor.kill()
-        except psutil.Error:
-            pass
-    return names
+    return left
 
 
 @pytest.mark.parametrize("reaped", [True, False])
@@ -199,9 +185,8 @@ def _run_flags(out: Path, script_args: str, world_size: int = 2) -> list[str]:
 def test_two_runs_of_a_spawn_script_with_one_hard_coded_port_at_once(tmp_path):
     (tmp_path / "multigpu.py").write_text(SPAWN_TUTORIAL)
     env = {**os.environ, "COLUMNS": "160"}
-    runs = [subprocess.Popen([sys.executable, "-m", "ddpbench", *_run_flags(tmp_path / f"out{i}",
-                                                                           "50 10 --batch_size 8 --world_size "
-                                                                           "{world_size}")],
+    runs = [subprocess.Popen(cli_command(*_run_flags(tmp_path / f"out{i}",
+                                                     "50 10 --batch_size 8 --world_size {world_size}")),
                              cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True) for i in range(2)]
     outputs = [run.communicate(timeout=300) for run in runs]
@@ -364,25 +349,17 @@ def test_kill_9_of_a_sweep_of_a_spawn_script_leaves_no_process(tmp_path, launche
     own: none alive 15 s after kill -9 of the sweep (found by a marker in their environment, since
     the kill reparents them)."""
     (tmp_path / "multigpu.py").write_text(SPAWN_TUTORIAL)
-    exp = write_experiment(tmp_path / "spawn.toml", """
-        timeout_s = 300
-        [defaults]
+    exp = script_experiment(tmp_path / "spawn.toml", """
         script = "multigpu.py"
         script_args = ["100000", "100000", "--batch_size", "8", "--world_size", "{world_size}", "--workers", "2",
                        "--helper"]
         script_to_end = true
-        batch_size = 8
-        backend = "gloo"
-        device = "cpu"
-        threads_per_rank = 1
-        warmup_steps = 2
-        steps = 5
         [grid]
         world_size = [2]
-    """)
+    """, timeout_s=300)
     mark = uuid.uuid4().hex
-    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(tmp_path / "out"),
-                              "--no-report", *launcher], cwd=tmp_path, start_new_session=True,
+    sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(tmp_path / "out"),
+                                         "--no-report", *launcher), cwd=tmp_path, start_new_session=True,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              env={**os.environ, MARK: mark, "PYTHONPATH": str(ROOT)})
     try:

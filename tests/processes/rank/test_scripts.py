@@ -21,22 +21,13 @@ def _example_experiment(tmp_path: Path, extra: str = "") -> Path:
     scripts = tmp_path / "scripts"
     scripts.mkdir(exist_ok=True)
     shutil.copy(EXAMPLE, scripts / EXAMPLE.name)
-    return write_experiment(tmp_path / "script.toml", f"""
-        name = "script-small"
-        timeout_s = 120
-        [defaults]
+    return script_experiment(tmp_path / "script.toml", f"""
         script = "scripts/{EXAMPLE.name}"
         script_args = {SMALL_ARGS}
-        batch_size = 8
-        backend = "gloo"
-        device = "cpu"
-        threads_per_rank = 1
-        warmup_steps = 2
-        steps = 5
         {extra}
         [grid]
         world_size = [1, 2]
-    """)
+    """, timeout_s=120, name="script-small")
 
 
 def _records(out: Path) -> list[dict]:
@@ -173,7 +164,7 @@ def test_a_script_that_hangs_times_out_and_leaves_nothing(tmp_path):
     (tmp_path / "hang.py").write_text(PREAMBLE + "ddp = DDP(model()); opt = torch.optim.SGD(ddp.parameters(), lr=0.1)\n"
                                       "step(ddp, opt)\nwhile True:\n    time.sleep(0.1)\n")
     exp = write_experiment(tmp_path / "hang.toml", """
-        timeout_s = 30
+        timeout_s = 20  # time enough for warmup step 1 under load, short: the test waits it out
         [defaults]
         script = "hang.py"
         batch_size = 8
@@ -188,7 +179,7 @@ def test_a_script_that_hangs_times_out_and_leaves_nothing(tmp_path):
     assert done.returncode == 1
     (record,) = _records(out)
     assert record["status"] == "timed_out"
-    assert "no result within the 30 s timeout" in record["error"] and "script warmup step 1" in record["error"]
+    assert "no result within the 20 s timeout" in record["error"] and "script warmup step 1" in record["error"]
     assert rank_processes(str(out)) == []
 
 
@@ -208,20 +199,12 @@ def test_a_script_under_torchrun_gets_the_sweeps_bucket_caps(tmp_path):
             step(ddp, opt)
         dist.destroy_process_group()
     """))
-    exp = write_experiment(tmp_path / "caps.toml", """
-        timeout_s = 120
-        [defaults]
+    exp = script_experiment(tmp_path / "caps.toml", """
         script = "mlp.py"
-        batch_size = 8
-        backend = "gloo"
-        device = "cpu"
-        threads_per_rank = 1
-        warmup_steps = 2
-        steps = 5
         [grid]
         world_size = [2]
         bucket_cap_mb = [0.02, 25]
-    """)
+    """, timeout_s=120)
     out = tmp_path / "out"
     done = run_cli("sweep", exp, "--out", out, "--launcher", "torchrun", "--no-report")
     assert done.returncode == 0, done.stderr[-3000:]

@@ -14,7 +14,7 @@ import pytest
 from ddpbench.analysis import overlap
 from ddpbench.analysis.summary import summarize
 from ddpbench.results.tables import load
-from ddpbench.testing import run_cli, write_experiment
+from ddpbench.testing import run_cli, run_main, write_experiment
 from ddpbench.testing.sweeps import TRACED, check_traced_folder
 
 
@@ -48,6 +48,6 @@ def test_trace_steps_from_the_command_line_and_nothing_traced_without_it(tmp_pat
     assert "trace" not in set(steps["phase"]) and "trace_steps_read" in summarize(steps)
     assert run_cli("sweep", exp, "--out", flagged, "--no-report", "--trace-steps", "2").returncode == 0
     check_traced_folder(flagged)
-    bad = run_cli("sweep", exp, "--out", tmp_path / "bad", "--trace-steps", "-1")
+    bad = run_main("sweep", exp, "--out", tmp_path / "bad", "--trace-steps", "-1")  # refused: starts nothing
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "error: command line: --trace-steps: must be an integer from 0 to 100 (got -1)"]

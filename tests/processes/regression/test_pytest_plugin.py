@@ -1,6 +1,6 @@
 """The ddp_group fixture in a user's own suite, run by pytest in a subprocess (pytester, monkeypatch): it is
 found through the pytest11 entry point, saves a baseline, and a planted 2x slowdown fails
-pytest-benchmark's --benchmark-compare-fail gate."""
+pytest-benchmark's --benchmark-compare-fail gate; the group is closed before a test that does not use it."""
 
 import json
 
@@ -40,30 +40,44 @@ def test_my_ddp_step(benchmark, ddp_group):
 ROUNDS = ("--benchmark-min-rounds=50", "--benchmark-max-time=1", "--benchmark-warmup=on")
 
 
+#: a test after the user's: the group owns the default process group, and a later test may need to make its own
+OWN_GROUP = '''
+import torch.distributed as dist
+
+def test_own_process_group(tmp_path):
+    assert not dist.is_initialized()
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/pg", rank=0, world_size=1)
+    dist.destroy_process_group()
+'''
+
+
 def run_suite(pytester, monkeypatch, *args, steps_per_call=1):
-    pytester.makepyfile(test_user_suite=USER_SUITE)
+    pytester.makepyfile(test_user_suite=USER_SUITE, test_z_own_group=OWN_GROUP)
     # a subprocess, like a user's own pytest run: the plugin must come from the installed entry point
     monkeypatch.setenv("PLANTED_STEPS_PER_CALL", str(steps_per_call))
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", *ROUNDS, *args, timeout=300)
 
 
-def test_the_fixture_times_a_users_ddp_step_and_saves_what_it_measured(pytester, monkeypatch):
+def test_the_fixture_times_a_users_ddp_step_saves_it_and_a_planted_2x_slowdown_fails_the_gate(pytester, monkeypatch):
+    """One user's suite, run three times (each run starts pytest, torch and two ranks: one test, not three).
+
+    The first saves what it measured, and the group is closed before a test that does not use it
+    (``test_own_process_group`` makes its own); the second, with every timed call doing two steps,
+    fails the compare gate; the third, the same code again, passes it."""
     result = run_suite(pytester, monkeypatch, "--benchmark-autosave")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)
     saved = list(pytester.path.glob(".benchmarks/*/0001_*.json"))
     assert len(saved) == 1
-    bench = json.loads(saved[0].read_text())["benchmarks"][0]
+    bench = json.loads(saved[0].read_text())["benchmarks"]
+    assert len(bench) == 1
+    bench = bench[0]
     info = bench["extra_info"]
     assert info["model_fn"] == "test_user_suite.make_model"
     assert info["world_size"] == 2 and info["backend"] == "gloo" and info["device"] == "cpu"
     assert info["ddp"] == {"bucket_cap_mb": 1} and info["params"] == 256 * 1024 + 1024 + 1024 * 10 + 10
     assert bench["stats"]["rounds"] >= 50 and bench["stats"]["median"] > 0
 
-
-def test_a_planted_2x_slowdown_fails_the_compare_gate_and_no_change_passes(pytester, monkeypatch):
-    run_suite(pytester, monkeypatch, "--benchmark-autosave").assert_outcomes(passed=1)
     gate = ("--benchmark-compare=0001", "--benchmark-compare-fail=median:10%")
-
     slower = run_suite(pytester, monkeypatch, *gate, steps_per_call=2)
     assert slower.ret != 0
     slower.stderr.fnmatch_lines(["Performance has regressed:",
@@ -71,20 +85,5 @@ def test_a_planted_2x_slowdown_fails_the_compare_gate_and_no_change_passes(pytes
 
     # the same code again: within 60 % on a noisy 2-core machine; the gate is not just always failing
     same = run_suite(pytester, monkeypatch, "--benchmark-compare=0001", "--benchmark-compare-fail=median:60%")
-    same.assert_outcomes(passed=1)
+    same.assert_outcomes(passed=2)
     assert same.ret == 0
-
-
-def test_the_group_is_closed_before_a_test_that_does_not_use_it(pytester, monkeypatch):
-    """The group owns the default process group: a later test may need to make its own."""
-    pytester.makepyfile(test_user_suite=USER_SUITE, test_z_own_group='''
-import torch.distributed as dist
-
-def test_own_process_group(tmp_path):
-    assert not dist.is_initialized()
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/pg", rank=0, world_size=1)
-    dist.destroy_process_group()
-''')
-    monkeypatch.setenv("PLANTED_STEPS_PER_CALL", "1")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--benchmark-disable", timeout=300)
-    result.assert_outcomes(passed=2)

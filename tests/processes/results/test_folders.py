@@ -4,11 +4,10 @@ writes through links, and work and log paths of one sweep that no other sweep sh
 import json
 import os
 import subprocess
-import sys
 import time
 
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import ROOT, TINY, rank_processes, write_experiment
+from ddpbench.testing import ROOT, TINY, cli_command, rank_processes, write_experiment
 
 
 # ---------------------------------------------------------------------------------------------
@@ -17,23 +16,25 @@ from ddpbench.testing import ROOT, TINY, rank_processes, write_experiment
 
 def test_two_sweeps_into_one_folder_the_second_is_refused_or_waits_and_the_first_completes(tmp_path):
     # long enough that two more interpreters start and meet its lock before it ends, on a loaded machine
-    exp = write_experiment(tmp_path / "tiny.toml", TINY.replace("steps = 4", "steps = 600"))
+    long = write_experiment(tmp_path / "tiny-long.toml", TINY.replace("steps = 4", "steps = 600"))
+    # the sweeps after it: the lock is the folder's, whatever they run; the waiting one need not be long
+    short = write_experiment(tmp_path / "tiny.toml", TINY)
     out = tmp_path / "out"
 
-    def sweep(*flags, stderr=subprocess.PIPE):
-        return subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report",
-                                 *flags], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+    def sweep(exp, *flags, stderr=subprocess.PIPE):
+        return subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report",
+                                            *flags), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
 
-    first = sweep()
+    first = sweep(long)
     waiting_log = tmp_path / "waiting.err"
     try:
         deadline = time.monotonic() + 90
         while not rank_processes(str(out)) and time.monotonic() < deadline:  # its first launch in flight
             time.sleep(0.1)
         assert rank_processes(str(out)), "the first sweep never launched"
-        refused = sweep()  # both start while the first runs: neither waits for the other's start-up
+        refused = sweep(short)  # both start while the first runs: neither waits for the other's start-up
         with open(waiting_log, "w") as log:
-            waiting = sweep("--wait", stderr=log)
+            waiting = sweep(short, "--wait", stderr=log)
         refused_err = refused.communicate(timeout=60)[1]
         while "waiting for" not in waiting_log.read_text() and waiting.poll() is None:
             time.sleep(0.1)

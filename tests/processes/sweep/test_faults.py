@@ -5,15 +5,14 @@ and leaves no process behind."""
 import errno
 import os
 import subprocess
-import sys
 import time
 import warnings
 
 import pytest
 
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import ROOT, TINY, rank_processes, run_cli, write_experiment
-from ddpbench.testing.sweeps import faulty_sweep
+from ddpbench.testing import ROOT, TINY, cli_command, rank_processes, run_cli, write_experiment
+from ddpbench.testing.sweeps import faults_sweep
 from ddpbench.testing.sweeps import wait_for_runs as _wait_for_runs
 
 
@@ -26,37 +25,31 @@ LAUNCHERS = pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
 
 
 @LAUNCHERS
-def test_a_rank_killed_with_sigkill_fails_its_job_with_the_cause_and_the_sweep_goes_on(tmp_path, launcher):
-    # step 5 = the 1 warmup step + measure steps 0..3: killed after measure step 3's backward
-    proc, out, recovery_s = faulty_sweep(tmp_path, "kill:1:5", launcher=launcher)
+def test_a_rank_killed_or_hung_fails_or_times_out_its_job_with_the_cause_and_the_sweep_goes_on(tmp_path, launcher):
+    """Both faults planted in one sweep, each in its own job: SIGKILL, and a rank that sleeps so
+    that its peer waits inside a collective."""
+    timeout_s = 20 if launcher == "spawn" else 30  # torchrun's agents start slower under load
+    # step 5 = the 1 warmup step + measure steps 0..3: the fault comes after measure step 3's backward
+    proc, out, recovery_s = faults_sweep(tmp_path, {"planted-kill": "kill:1:5", "planted-hang": "hang:1:5"},
+                                         timeout_s=timeout_s, launcher=launcher)
     assert proc.returncode == 1, proc.stderr  # a job failed
-    print(f"{launcher}, kill -9: the job recorded as failed {recovery_s:.1f} s after the kill")
     runs = outcomes(out)
-    assert list(runs) == ["ddp-ws1", "planted-fault-ws2", "ddp-ws2"]
-    killed = runs["planted-fault-ws2"]
+    assert list(runs) == ["ddp-ws1", "planted-kill-ws2", "planted-hang-ws2", "ddp-ws2"]
+    print(f"{launcher}, kill -9: the job recorded as failed {recovery_s['planted-kill']:.1f} s after the kill")
+    killed = runs["planted-kill-ws2"]
     assert killed["status"] == "failed"
     assert killed["error"] == "rank 1 killed by SIGKILL in measure step 3"
-    assert runs["ddp-ws1"]["status"] == runs["ddp-ws2"]["status"] == "ok"
-    steps, _, _, _ = load_tables(out)
-    assert set(steps["strategy"]) == {"ddp"} and len(steps[steps["phase"] == "measure"]) == 10 * (1 + 2)
-    assert not rank_processes(str(out))
-
-
-@LAUNCHERS
-def test_a_rank_hung_in_a_collective_times_out_its_job_and_the_sweep_goes_on(tmp_path, launcher):
-    timeout_s = 20 if launcher == "spawn" else 30  # torchrun's agents start slower under load
-    proc, out, recovery_s = faulty_sweep(tmp_path, "hang:1:5", timeout_s=timeout_s, launcher=launcher)
-    assert proc.returncode == 1, proc.stderr
-    runs = outcomes(out)
-    hung = runs["planted-fault-ws2"]
+    hung = runs["planted-hang-ws2"]
     assert hung["status"] == "timed_out"
     # rank 1 sleeps after measure step 3; rank 0 went on and waits in step 4's all-reduce
     assert hung["error"] == (f"no result within the {timeout_s} s timeout "
                              "(rank 0 at measure step 4; rank 1 at measure step 3)")
     assert hung["wall_s"] <= timeout_s + 10
     print(f"{launcher}, hang: the job recorded as timed out {hung['wall_s'] - timeout_s:.1f} s past its {timeout_s} s timeout "
-          f"({recovery_s:.1f} s after the hang began)")
+          f"({recovery_s['planted-hang']:.1f} s after the hang began)")
     assert runs["ddp-ws1"]["status"] == runs["ddp-ws2"]["status"] == "ok"
+    steps, _, _, _ = load_tables(out)
+    assert set(steps["strategy"]) == {"ddp"} and len(steps[steps["phase"] == "measure"]) == 10 * (1 + 2)
     assert not rank_processes(str(out))
 
 
@@ -90,7 +83,7 @@ def fill(path):
 def test_a_full_disk_stops_the_sweep_with_one_line_and_keeps_what_was_stored(small_disk):
     exp = write_experiment(small_disk.parent / "tiny.toml", TINY.replace("steps = 4", "steps = 40"))
     out = small_disk / "out"
-    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
+    sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report"),
                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for_runs(out / "results.jsonl", 1)
@@ -123,7 +116,7 @@ def test_a_results_file_cut_mid_write_loses_one_record_and_resume_measures_it_ag
     """A crash mid-write, simulated on a real sweep's file: its last record is cut in half."""
     from ddpbench.results.store import DamagedRecord
 
-    exp = write_experiment(tmp_path / "two.toml", TINY.replace("world_size = [1, 2]", "world_size = [2]")
+    exp = write_experiment(tmp_path / "two.toml", TINY.replace("world_size = [1, 2]", "world_size = [1]")
                            .replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [1, 25]"))
     out = tmp_path / "out"
     assert run_cli("sweep", exp, "--out", out, "--no-report").returncode == 0
@@ -156,10 +149,11 @@ def test_a_results_file_cut_mid_write_loses_one_record_and_resume_measures_it_ag
 
 
 def test_two_sweeps_at_once_both_complete(tmp_path):
-    """Each launch's rendezvous is on a port the OS gave it: two sweeps side by side never clash."""
-    exp = write_experiment(tmp_path / "tiny.toml", TINY)
-    sweeps = [subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(tmp_path / f"out{i}"),
-                                "--no-report"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    """Each launch's rendezvous is on a port the OS gave it: two sweeps side by side never clash.
+    Two jobs of two ranks each: every launch meets in a rendezvous."""
+    exp = write_experiment(tmp_path / "tiny.toml", TINY.replace("world_size = [1, 2]", "world_size = [2]"))
+    sweeps = [subprocess.Popen(cli_command("sweep", str(exp), "--out", str(tmp_path / f"out{i}"), "--no-report"),
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
               for i in range(2)]
     started = time.monotonic()
     try:
@@ -173,5 +167,5 @@ def test_two_sweeps_at_once_both_complete(tmp_path):
         assert sweep.returncode == 0, stderr
     for i in range(2):
         _, runs, _, _ = load_tables(tmp_path / f"out{i}")
-        assert len(runs) == 4 and set(runs["status"]) == {"ok"}, runs[["status", "error"]].to_string()
+        assert len(runs) == 2 and set(runs["status"]) == {"ok"}, runs[["status", "error"]].to_string()
         assert not rank_processes(str(tmp_path / f"out{i}"))

@@ -13,54 +13,24 @@ import textwrap
 import time
 import uuid
 
-import psutil
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddpbench.testing import MARK, ROOT, TINY_DEFAULTS, marked, wait_for, write_experiment
+from ddpbench.testing import MARK, ROOT, TINY_DEFAULTS, cli_command, marked, wait_for, write_experiment
 from ddpbench.testing.planted_faults import FAULTS
+from ddpbench.testing.survivors import described, kill_and_wait_gone
 
 #: the promise: every process of the sweep gone within this long of the kill
 LIMIT_S = 15.0
-
-
-def describe(procs) -> list[str]:
-    out = []
-    for proc in procs:
-        try:
-            out.append(f"{proc.pid} {' '.join(proc.cmdline())[:120]}")
-        except psutil.Error:
-            continue
-    return out
-
-
-def kill_and_time(sweep: subprocess.Popen, mark: str) -> tuple[float, list[str]]:
-    """SIGKILL the sweep; (seconds until no marked process is alive, or LIMIT_S; what is left then).
-    Whatever is left is killed afterwards, so a failing case leaves nothing behind either."""
-    sweep.kill()
-    killed = time.monotonic()
-    sweep.wait()
-    left = marked(mark)
-    while left and time.monotonic() - killed < LIMIT_S:
-        time.sleep(0.05)
-        left = marked(mark)
-    gone_s = time.monotonic() - killed
-    names = describe(left)
-    for proc in left:
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass
-    return gone_s, names
 
 
 def start_sweep(tmp_path, body: str, mark: str, extra_env: dict, *flags, stderr=subprocess.DEVNULL) -> subprocess.Popen:
     exp = write_experiment(tmp_path / "stuck.toml", body)
     env = {**os.environ, MARK: mark, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}{os.pathsep}"
            f"{os.environ.get('PYTHONPATH', '')}", **extra_env}
-    return subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(tmp_path / "out"),
-                             "--no-report", *flags], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+    return subprocess.Popen(cli_command("sweep", str(exp), "--out", str(tmp_path / "out"),
+                                        "--no-report", *flags), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=stderr, text=True, start_new_session=True)
 
 
@@ -95,9 +65,9 @@ def test_kill_9_of_a_sweep_with_a_stuck_rank_leaves_no_process(tmp_path, case):
         time.sleep(0.5)  # rank 0 into the all-reduce it will never finish
         before = marked(mark)
         # the sweep, two ranks, each rank's loader worker (and the fork server, torchrun's agent)
-        assert len(before) >= 5, describe(before)
+        assert len(before) >= 5, described(before)
     finally:
-        gone_s, left = kill_and_time(sweep, mark)
+        gone_s, left = kill_and_wait_gone(sweep, mark, LIMIT_S)
     print(f"{case}: every process gone {gone_s:.2f} s after kill -9 of the sweep")
     assert not left, f"alive {LIMIT_S:g} s after kill -9 of the sweep: {left}"
 
@@ -122,7 +92,7 @@ def test_kill_9_of_a_sweep_in_a_hung_pre_flight_check_leaves_no_process(tmp_path
                  "the pre-flight check")
         time.sleep(0.5)
     finally:
-        gone_s, left = kill_and_time(sweep, mark)
+        gone_s, left = kill_and_wait_gone(sweep, mark, LIMIT_S)
     print(f"pre-flight: every process gone {gone_s:.2f} s after kill -9 of the sweep")
     assert not left, f"alive {LIMIT_S:g} s after kill -9 of the sweep: {left}"
 
@@ -138,7 +108,7 @@ def test_a_hung_pre_flight_check_obeys_the_experiment_timeout(tmp_path):
         stderr = sweep.communicate(timeout=60)[1]
     finally:
         if sweep.poll() is None:
-            kill_and_time(sweep, mark)
+            kill_and_wait_gone(sweep, mark, LIMIT_S)
     took = time.monotonic() - start
     assert sweep.returncode == 2 and stderr.strip().splitlines() == [
         f"error: {tmp_path / 'stuck.toml'}: model: hung_workload:make: building it took over 4 s (the experiment's "
@@ -190,7 +160,7 @@ def test_a_child_stuck_holding_the_gil_dies_with_its_parent():
         wait_for(lambda: len(marked(mark)) == 2, 30, "the child")
         time.sleep(0.5)
     finally:
-        gone_s, left = kill_and_time(proc, mark)
+        gone_s, left = kill_and_wait_gone(proc, mark, LIMIT_S)
     assert not left and gone_s < 5
 
 
@@ -213,6 +183,6 @@ def test_a_kill_at_any_moment_of_a_child_s_start_leaves_no_child(delay_s):
         proc.stdout.readline()  # the child is forked; it may not have run a line yet
         time.sleep(delay_s)
     finally:
-        gone_s, left = kill_and_time(proc, mark)
+        gone_s, left = kill_and_wait_gone(proc, mark, LIMIT_S)
         proc.stdout.close()
     assert not left and gone_s < 5

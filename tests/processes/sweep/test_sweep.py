@@ -3,14 +3,13 @@
 import json
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 import ddpbench
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import ROOT, TINY, as_from_a_terminal, rank_processes, run_cli, write_experiment
+from ddpbench.testing import ROOT, TINY, as_from_a_terminal, cli_command, rank_processes, run_cli, write_experiment
 from ddpbench.testing.sweeps import assert_stores_what_spawn_stores, tables_shape
 from ddpbench.testing.sweeps import wait_for_runs as _wait_for_runs
 
@@ -96,7 +95,8 @@ def test_run_one_job_from_flags(tmp_path):
     assert len(jobs) == 1 and jobs.iloc[0]["world_size"] == 2 and jobs.iloc[0]["status"] == "ok"
 
 
-LONGER = TINY.replace("steps = 4", "steps = 40")  # long enough to interrupt mid-launch
+# two jobs, one rank then two, long enough to interrupt the second mid-launch
+LONGER = TINY.replace("steps = 4", "steps = 40").replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [25]")
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,7 @@ def uninterrupted(tmp_path_factory):
 def test_interrupted_sweep_keeps_results_and_resume_equals_an_uninterrupted_one(tmp_path, how, uninterrupted):
     exp = write_experiment(tmp_path / "tiny.toml", LONGER)
     out = tmp_path / "out"
-    sweep = subprocess.Popen([sys.executable, "-m", "ddpbench", "sweep", str(exp), "--out", str(out), "--no-report"],
+    sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report"),
                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                              preexec_fn=as_from_a_terminal)
     try:
@@ -140,12 +140,12 @@ def test_interrupted_sweep_keeps_results_and_resume_equals_an_uninterrupted_one(
     print(f"{how.name}: every rank gone {ended_s:.1f} s after the signal")
     _, runs, _, _ = load_tables(out)
     finished = set(runs["key"])
-    assert 1 <= len(finished) < 4 and set(runs["status"]) == {"ok"}
+    assert len(finished) == 1 and set(runs["status"]) == {"ok"}
 
     proc = run_cli("sweep", exp, "--out", out, "--resume", "--no-report")
     assert proc.returncode == 0, proc.stderr
     _, runs, _, sweeps = load_tables(out)
-    assert len(runs) == 4 and runs["key"].is_unique and set(runs["status"]) == {"ok"}
+    assert len(runs) == 2 and runs["key"].is_unique and set(runs["status"]) == {"ok"}
     assert len(sweeps) == 2 and finished <= set(runs["key"])
     assert tables_shape(out) == tables_shape(uninterrupted)
 
@@ -185,11 +185,12 @@ def test_spawn_timeout_ends_every_process_and_ignores_stale_hand_backs(tmp_path)
     assert not leftovers and not rank_processes(str(tmp_path))  # forked ranks and their loader workers too
 
 
-def test_the_torchrun_launcher_gives_what_spawn_gives(tiny_sweep, tmp_path):
+def test_the_torchrun_launcher_gives_what_spawn_gives(uninterrupted, tmp_path):
     """The same experiment through `torchrun --standalone`: the same jobs and the same columns in
-    every table, every replica identical, the launcher named in each run record."""
-    _, spawned = tiny_sweep
-    exp = write_experiment(tmp_path / "tiny.toml", TINY)
+    every table, every replica identical, the launcher named in each run record. (Held against the
+    uninterrupted sweep's two jobs, one of each world size, already run with spawn.)"""
+    spawned = uninterrupted
+    exp = write_experiment(tmp_path / "tiny.toml", LONGER)
     out = tmp_path / "out"
     proc = run_cli("sweep", exp, "--out", out, "--no-report", "--launcher", "torchrun")
     assert proc.returncode == 0, proc.stderr

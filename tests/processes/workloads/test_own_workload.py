@@ -6,31 +6,27 @@ experiment runs from the repository's root, its steps cut down, as a user runs i
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 from ddpbench.testing import ROOT
 
 OWN = ROOT / "experiments" / "own-workload.toml"
 
 
-def test_the_own_workloads_caps_give_three_bucket_layouts():
+def test_the_own_workloads_caps_give_three_bucket_layouts(monkeypatch):
     """DDP's bucket assignment applied to the model's tensors (probed in a child process), as
     sweep --dry-run computes it."""
     from ddpbench.experiment.buckets import same_buckets
     from ddpbench.experiment.load import load_experiment
     from ddpbench.experiment.machine import Machine
 
-    sys.path.insert(0, str(ROOT))  # the model imports from the repository's root, as the page says
-    try:
-        experiment = load_experiment(OWN, Machine(cores=2, cuda_devices=0))
-        assert len(experiment.jobs) == 4
-        assert same_buckets(experiment.jobs) == []
-        # and the check can fail: two caps below the model's 2.4 MB weight matrices coincide
-        twins = [dataclasses.replace(job, bucket_cap_mb=cap) for job in experiment.jobs if job.world_size == 2
-                 for cap in (1.0, 2.0)][:2]
-        assert len(same_buckets(twins)) == 1
-    finally:
-        sys.path.remove(str(ROOT))
+    monkeypatch.syspath_prepend(str(ROOT))  # the model imports from the repository's root, as the page says
+    experiment = load_experiment(OWN, Machine(cores=2, cuda_devices=0))
+    assert len(experiment.jobs) == 4
+    assert same_buckets(experiment.jobs) == []
+    # and the check can fail: two caps below the model's 2.4 MB weight matrices coincide
+    twins = [dataclasses.replace(job, bucket_cap_mb=cap) for job in experiment.jobs if job.world_size == 2
+             for cap in (1.0, 2.0)][:2]
+    assert len(same_buckets(twins)) == 1
 
 
 def test_the_own_workload_experiment_runs_end_to_end(tmp_path):

@@ -1,21 +1,16 @@
 """The calibration table in docs/statistics.md is the stored one, and its real A/A columns are
 what the stored launches give (benchmarks/interval_calibration.py)."""
 
-import importlib.util
 import re
-import sys
 
 from ddpbench.testing import ROOT
+from ddpbench.testing.scripts import load_benchmark
 
 EXAMPLE = ROOT / "reports" / "examples" / "calibration-cpu"
 
 
 def _benchmark():
-    spec = importlib.util.spec_from_file_location("interval_calibration", ROOT / "benchmarks" / "interval_calibration.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("interval_calibration")
 
 
 def _rows(table: str) -> list[list[str]]:

@@ -6,8 +6,8 @@ Loading is in-process: small committed example folders, no process started."""
 
 from __future__ import annotations
 
+import functools
 import math
-import sys
 
 import pandas as pd
 import pytest
@@ -17,6 +17,7 @@ from ddpbench.analysis import columns
 from ddpbench.analysis.columns import COLUMNS, MEASURED, STAGES, UNITS, markdown_table
 from ddpbench.analysis.summary import summarize
 from ddpbench.testing import ROOT
+from ddpbench.testing.scripts import load_script
 
 EXAMPLES = ROOT / "reports" / "examples"
 #: small folders that between them fill nearly every column (a second or two each): an H100 sweep of
@@ -61,6 +62,7 @@ def _filled(value) -> bool:
     return not (isinstance(value, (str, list, tuple)) and len(value) == 0)
 
 
+@functools.cache  # a folder's summary is read, never changed: each folder is summarised once
 def _summary(folder: str) -> pd.DataFrame:
     return summarize(ddpbench.load(EXAMPLES / folder))
 
@@ -127,13 +129,9 @@ def test_the_declared_thresholds_are_in_the_meanings():
 
 
 def test_docs_results_shows_the_declared_table():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from columns_table import PAGE, with_table
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    text = PAGE.read_text()
-    assert text == with_table(text), "docs/results.md's column table is stale: run python scripts/columns_table.py"
+    columns_table = load_script("scripts/columns_table.py")
+    text = columns_table.PAGE.read_text()
+    assert text == columns_table.with_table(text), "docs/results.md's column table is stale: run python scripts/columns_table.py"
     assert markdown_table() in text
     for column in MEASURED:
         assert f"| `{column.name}` |" in text

@@ -13,7 +13,7 @@ from ddpbench.analysis.findings import Finding
 from ddpbench.experiment.load import load_experiment
 from ddpbench.experiment.machine import Machine
 from ddpbench.testing import ROOT
-from ddpbench.testing.benchmarks import load_benchmark
+from ddpbench.testing.scripts import load_benchmark
 
 fault_suite = load_benchmark("fault_suite")
 

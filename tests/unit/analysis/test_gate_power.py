@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from ddpbench.analysis import compare
-from ddpbench.testing.benchmarks import load_benchmark
+from ddpbench.testing.scripts import load_benchmark
 
 gate_power = load_benchmark("gate_power")
 planted_slowdown = load_benchmark("planted_slowdown")

@@ -13,7 +13,7 @@ from ddpbench.audit import Claim, check, derive
 from ddpbench.audit.checks import check_claim
 from ddpbench.audit.compare import check_compare
 from ddpbench.testing import ROOT
-from ddpbench.testing.benchmarks import load_benchmark
+from ddpbench.testing.scripts import load_benchmark
 
 EXAMPLES = ROOT / "reports" / "examples"
 QUICK = EXAMPLES / "quick-cpu"

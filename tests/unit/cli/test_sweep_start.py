@@ -80,3 +80,11 @@ def test_no_fork_server_when_turned_off(calls, tmp_path, monkeypatch):
     assert calls == ["machine", "run"]
 
 
+
+
+def test_the_fork_server_is_stopped_when_the_experiment_is_bad(calls, tmp_path):
+    from ddpbench.errors import InputError
+
+    with pytest.raises(InputError, match="world_size"):
+        sweep(tmp_path, CPU_JOBS.replace("world_size = [1]", 'world_size = ["two"]'))
+    assert calls == ["start server", "machine", "stop server"]

@@ -11,7 +11,7 @@ from ddpbench.errors import InputError
 from ddpbench.experiment.load import load_experiment, parse_experiment
 from ddpbench.experiment.machine import Machine, oversubscribed, resolve
 from ddpbench.experiment.spec import FIELDS, NOT_IN_KEY, JobSpec, check_value
-from ddpbench.testing import ROOT, write_experiment
+from ddpbench.testing import ROOT, run_main, write_experiment
 
 EXPERIMENTS = sorted(p for p in (ROOT / "experiments").glob("*.toml") if p.name != "collectives.toml")
 
@@ -326,3 +326,39 @@ def test_a_job_from_flags_or_a_task_is_checked_as_a_file_s_job_is(tmp_path, monk
         TrainStep(strategy="master", comm_hook="fp16", world_size=2, device="cpu", backend="gloo")
     with pytest.raises(InputError, match="TrainStep: strategy: must be one of"):
         TrainStep(strategy="no-such-strategy")
+
+
+# -- bad input on the command line: main() in this process (tests/processes/cli/ runs a few as a user does)
+
+@pytest.mark.parametrize("body, key", [
+    ("[defaults]\nworld_size = 0\n", "defaults.world_size"),
+    ("[defaults]\nbackend = 'nccl'\ndevice = 'cpu'\n", "backend"),
+    ("[defaults\n", "invalid TOML"),
+    ("[grid]\nbucket = [1]\n", "grid.bucket"),
+])
+def test_cli_bad_experiment_exit_2_one_line(tmp_path, body, key):
+    path = write_experiment(tmp_path / "bad.toml", body)
+    proc = run_main("sweep", path, "--dry-run", "--out", tmp_path / "out")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and key in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (["sweep", "nope.toml"], "no such experiment file"),
+    (["run", "--world-size", "zero"], "--world-size"),
+    (["run", "--backend", "nccl", "--device", "cpu"], "backend"),
+    (["sweep", "--bogus"], "unrecognized arguments"),
+    (["report", "/nonexistent"], "results.jsonl"),
+    (["run", "--timeout", "nan"], "--timeout"),
+    (["run", "--out", "/proc/ddpbench"], "cannot write"),
+    (["sweep", "--out", "/proc/ddpbench"], "cannot write"),
+    (["sweep", "--nodes", "2"], "--launcher slurm only"),
+    (["sweep", "--launcher", "slurm", "--nodes", "0"], "--nodes: must be 1 to 100000"),
+])
+def test_cli_bad_flags_exit_2_one_line(args, words):
+    proc = run_main(*args)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], proc.stderr

@@ -36,6 +36,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from ddpbench.testing import ROOT
+from ddpbench.testing.scripts import load_benchmark
 
 EX = ROOT / "reports" / "examples"
 EXAMPLES = "reports/examples/README.md"
@@ -431,9 +432,6 @@ def one_in(percent: float) -> str:
 def calibration_cpu() -> dict:
     """The calibration: its table (``calibration.md``, written by benchmarks/interval_calibration.py),
     its launches (``results.jsonl``), and the simulation's settings (the benchmark's own constants)."""
-    import importlib.util
-    import sys
-
     from scipy.stats import t as student
 
     from ddpbench.analysis import stats
@@ -455,11 +453,7 @@ def calibration_cpu() -> dict:
     sweep_s = (starts.max() - starts.min()).total_seconds() + runs.loc[starts.idxmax(), "wall_s"]
     assert 40 <= sweep_s <= 90, sweep_s  # "The sweep takes about a minute"
     # the simulation's settings
-    script = ROOT / "benchmarks" / "interval_calibration.py"
-    spec = importlib.util.spec_from_file_location("interval_calibration", script)
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench  # its dataclass looks its module up there
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("interval_calibration")
     machine = bench.Machine()
     tail = (1 + stats.CONFIDENCE) / 2
     return {"coverage_min": f"{math.floor(min(coverage)):.0f}",

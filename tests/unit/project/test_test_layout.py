@@ -17,6 +17,9 @@ SPEEDS = ("unit", "processes")
 #: ddpbench's stages, and ``project`` (docs, layers, this layout)
 STAGES = {"analysis", "audit", "cli", "experiment", "launch", "rank", "regression", "report", "results",
           "strategies", "sweep", "workloads", "project"}
+#: pytest's options for the planted trees, run in this process (pytest-benchmark's plugin would ask git
+#: for the project's name in a subprocess)
+INNER = ("-p", "no:cacheprovider", "-p", "no:benchmark", "--import-mode=importlib")
 
 
 def is_test_module(path: Path) -> bool:
@@ -142,12 +145,72 @@ def test_each_test_is_slow_exactly_when_its_folder_starts_processes(request, pyt
         path = pytester.path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("def test_it():\n    pass\n")
-    fast = pytester.inline_run("-m", "not slow", "-p", "no:cacheprovider", "--import-mode=importlib")
+    fast = pytester.inline_run("-m", "not slow", *INNER)
     assert sorted(r.nodeid for r in fast.getreports("pytest_runtest_logreport") if r.when == "call") == [
         "unit/report/test_u.py::test_it", "unit/sweep/test_v.py::test_it"]
-    items, _ = pytester.inline_genitems("-p", "no:cacheprovider", "--import-mode=importlib")
+    items, _ = pytester.inline_genitems(*INNER)
     assert [i.nodeid for i in items if i.get_closest_marker("slow")] == ["processes/report/test_p.py::test_it"]
     assert marks_off_their_folder(items, pytester.path) == []
     unit = next(i for i in items if i.nodeid.startswith("unit/report/"))
     unit.add_marker("slow")  # as a hand-set mark would
     assert marks_off_their_folder(items, pytester.path) == [unit.nodeid]
+
+
+def test_a_unit_test_that_starts_a_process_fails(pytester):
+    """tests/unit/conftest.py refuses every way of starting a process, in a test's call or in a
+    fixture it needs, and fails the test even where the code caught the refusal."""
+    pytester.makeconftest("")
+    (pytester.path / "unit").mkdir()
+    (pytester.path / "unit" / "conftest.py").write_text((TESTS / "unit" / "conftest.py").read_text())
+    plant(pytester.path, {"unit/report/test_starts.py": """
+        import multiprocessing, os, subprocess, sys
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def started():
+            return subprocess.run([sys.executable, "-c", "pass"])
+
+        def test_popen():
+            subprocess.run([sys.executable, "-c", "pass"])
+
+        def test_system_caught():
+            try:
+                os.system("true")
+            except BaseException:
+                pass
+
+        def test_fork():
+            if os.fork() == 0:
+                os._exit(0)
+
+        def test_multiprocessing():
+            multiprocessing.get_context("spawn").Process(target=print).start()
+
+        def test_in_a_fixture(started):
+            pass
+
+        def test_nothing_started():
+            pass
+        """})
+    result = pytester.inline_run(*INNER)
+    failed = {r.nodeid.rpartition("::")[2] for r in result.getreports("pytest_runtest_logreport") if r.failed}
+    assert failed == {"test_popen", "test_system_caught", "test_fork", "test_multiprocessing", "test_in_a_fixture"}
+    passed = [r.nodeid for r in result.getreports("pytest_runtest_logreport") if r.when == "call" and r.passed]
+    assert passed == ["unit/report/test_starts.py::test_nothing_started"]
+
+
+def test_the_inner_loop_takes_every_core_and_a_run_with_processes_one_process(pytester, monkeypatch):
+    """``-n auto`` (pyproject's addopts) gives xdist's count of cores to a run of unit tests alone, and
+    no worker (this process alone) to a run that includes tests/processes/."""
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "7")  # xdist's own count, whatever this machine has
+    pytester.makeconftest((TESTS / "conftest.py").read_text())
+    for name in ("unit/report/test_u.py", "processes/report/test_p.py"):
+        plant(pytester.path, {name: "def test_it():\n    pass\n"})
+
+    def workers(*args) -> int:
+        config = pytester.parseconfig(*INNER, *args)
+        return config.hook.pytest_xdist_auto_num_workers(config=config)
+
+    assert workers("-m", "not slow") == workers("-m", "not slow and not gpu") == workers("unit") == 7
+    assert workers("unit/report/test_u.py::test_it") == workers(str(pytester.path / "unit" / "report")) == 7
+    assert workers() == workers("-m", "slow") == workers("processes") == workers("unit", "processes") == 0

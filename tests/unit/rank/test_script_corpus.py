@@ -6,7 +6,7 @@ Few steps and one launch per job; whether ddpbench's samples/s agree with the sc
 is benchmarks/script_corpus.py's question, not a test's.
 """
 
-from ddpbench.testing.benchmarks import load_benchmark
+from ddpbench.testing.scripts import load_benchmark
 
 corpus = load_benchmark("script_corpus")
 

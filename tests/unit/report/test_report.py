@@ -48,9 +48,16 @@ def full_sweep() -> list[tuple]:
     return jobs
 
 
-def test_full_report_has_every_section_and_plot(tmp_path):
-    index, page = render(tmp_path, full_sweep())
-    assert index == tmp_path / "results" / "index.html"
+@pytest.fixture(scope="module")
+def full_report(tmp_path_factory) -> tuple[Path, Path, str]:
+    """(folder, index, page) of :func:`full_sweep`, rendered once for the tests that only read it."""
+    tmp = tmp_path_factory.mktemp("full")
+    return (tmp, *render(tmp, full_sweep()))
+
+
+def test_full_report_has_every_section_and_plot(full_report):
+    tmp, index, page = full_report
+    assert index == tmp / "results" / "index.html"
     for name, title in SECTION_TITLES.items():
         assert f"<h2>{title}</h2>" in page
         assert_png(index.parent / PNGS[name])
@@ -73,8 +80,8 @@ def test_error_text_is_escaped(tmp_path):
     assert "&lt;b&gt;exp&lt;/b&gt;" in page and "<b>exp" not in page
 
 
-def test_failed_job_error_in_its_table_row(tmp_path):
-    _, page = render(tmp_path, full_sweep())
+def test_failed_job_error_in_its_table_row(full_report):
+    _, _, page = full_report
     row = next(line for line in page.splitlines() if "alert(1)" in line)
     assert row.startswith('<tr class="bad">')
     assert "status-failed" in row and "mlp-l" in row and "rank 1 in measure step 3" in row
@@ -218,8 +225,14 @@ def row_for(rows: list[str], label: str, world: int) -> str:
     return found[0]
 
 
-def test_strategy_sections_headings_and_pngs(tmp_path):
-    index, page = render(tmp_path, strategy_sweep())
+@pytest.fixture(scope="module")
+def strategy_report(tmp_path_factory) -> tuple[Path, str]:
+    """(index, page) of :func:`strategy_sweep`, rendered once for the tests that only read it."""
+    return render(tmp_path_factory.mktemp("strategies"), strategy_sweep())
+
+
+def test_strategy_sections_headings_and_pngs(strategy_report):
+    index, page = strategy_report
     for title in (*STRATEGY_TITLES.values(), "Step time breakdown", "Throughput vs world size"):
         assert f"<h2>{title}</h2>" in page
     for name in (*STRATEGY_PNGS, "breakdown.png", "throughput.png", "efficiency.png"):
@@ -231,8 +244,8 @@ def test_strategy_sections_headings_and_pngs(tmp_path):
     assert "not equivalent to single-process training" in side and "allreduce-flat at world size 2" in side
 
 
-def test_labels_name_strategy_and_comm_hook(tmp_path):
-    _, page = render(tmp_path, strategy_sweep())
+def test_labels_name_strategy_and_comm_hook(strategy_report):
+    _, page = strategy_report
     summary = section_of(page, "Summary")
     assert "mlp-s ddp+fp16" in summary and "mlp-s master" in summary and "mlp-s ring" in summary
     assert "comm_hook=" not in page
@@ -243,8 +256,8 @@ def test_labels_name_strategy_and_comm_hook(tmp_path):
     assert order[:7] == ["ddp", "ddp+fp16", "dp", "master", "allreduce-flat", "ring", "zero"]
 
 
-def test_equivalence_table_rows(tmp_path):
-    _, page = render(tmp_path, strategy_sweep())
+def test_equivalence_table_rows(strategy_report):
+    _, page = strategy_report
     rows = rows_of(section_of(page, STRATEGY_TITLES["equivalence"]))
     master = row_for(rows, "master", 2)
     assert "<td>exact</td>" in master and "1.00e-08" in master and "<td>matches</td>" in master
@@ -260,8 +273,8 @@ def test_equivalence_table_rows(tmp_path):
     assert '<td class="num">0</td>' in row_for(rows, "ring", 1)  # identical at world size 1
 
 
-def test_communication_marks_measured_and_computed(tmp_path):
-    _, page = render(tmp_path, strategy_sweep())
+def test_communication_marks_measured_and_computed(strategy_report):
+    _, page = strategy_report
     comm = section_of(page, STRATEGY_TITLES["comm"])
     rows = rows_of(comm)
     master = row_for(rows, "master", 4)
@@ -276,16 +289,16 @@ def test_communication_marks_measured_and_computed(tmp_path):
     assert all('<td class="num">1</td>' not in r for r in rows)  # world size 1 has no communication row
 
 
-def test_strategy_report_escapes_results_text(tmp_path):
-    _, page = render(tmp_path, strategy_sweep())
+def test_strategy_report_escapes_results_text(strategy_report):
+    _, page = strategy_report
     assert "<script" not in page and "<b>$x" not in page
     assert "sum&lt;b&gt;$x" in page
     assert "<strong>computed</strong>: &lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "RuntimeError &lt;script&gt;alert(1)&lt;/script&gt;" in section_of(page, STRATEGY_TITLES["side"])
 
 
-def test_strategy_sections_absent_with_one_strategy(tmp_path):
-    index, page = render(tmp_path, full_sweep())
+def test_strategy_sections_absent_with_one_strategy(full_report):
+    _, index, page = full_report
     for title in STRATEGY_TITLES.values():
         assert title not in page
     for name in STRATEGY_PNGS:

@@ -10,7 +10,7 @@ from ddpbench.experiment.spec import JobSpec
 from ddpbench.results.store import ResultStore
 from ddpbench.results.tables import _spec_columns, load_tables
 from ddpbench.results.validate import clean_run
-from records import ResultsFolder, rank_entry, row, training_result
+from ddpbench.testing.records import ResultsFolder, rank_entry, row, training_result
 
 CPU = dict(backend="gloo", device="cpu", model_size="xs", warmup_steps=0, steps=3)
 

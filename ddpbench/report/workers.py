@@ -1,0 +1,189 @@
+"""The report's sections written by two processes, where two cores are free.
+
+Most of a report's time is its figures (matplotlib: a tenth of a second to a second each), and the
+sections do not depend on each other. So ``python -m ddpbench report`` forks a helper before it
+reads the folder (:meth:`Helper.start`): while the report process reads and summarises the
+folder, the helper imports matplotlib; then it is handed the loaded folder (:meth:`Helper.send`)
+and both write sections (:meth:`Helper.run`): the helper first those that show the diagnosis and the
+cost model (which it then computes: the report process never does), then from the bottom of the
+page up, while the report process draws from the top down, each section claimed by whoever reaches
+it first, until they meet. The helper hands each section back through a file; the report process puts them in page
+order and writes the page, so the page is the one a single process writes.
+
+The helper is the report's own child, waited for: it dies with the report process
+(:func:`ddpbench.owner.die_with_parent`), a report that ends early (an error, Ctrl-C) kills and
+reaps it, and a helper that ends early, makes no progress for :data:`STALL_S` or cannot be
+handed the folder costs only time: whatever sections it did not hand back, the report process
+writes itself. The sweep's own report is written by one process (its process has torch loaded
+and ranks to own); so is any report on a machine with fewer than two CPUs, or with
+``DDPBENCH_REPORT_HELPER=0`` in the environment.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import pickle
+import select
+import signal
+import tempfile
+from typing import Any, Callable, Sequence
+
+from ddpbench.owner import die_with_parent
+
+#: who holds a section: nobody yet, the report process, the helper
+FREE, PARENT, CHILD = 0, 1, 2
+#: seconds without a section finished after which the helper is taken to hang: killed, its sections redone
+STALL_S = 300.0
+
+
+def enabled() -> bool:
+    """Whether a report may fork its helper (``DDPBENCH_REPORT_HELPER=0`` turns it off)."""
+    return os.environ.get("DDPBENCH_REPORT_HELPER", "1") != "0"
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class Helper:
+    """A forked process that writes the sections the report process has not claimed (module docstring).
+
+    ``sections``: the page's section functions, in page order; ``first``: those the helper writes
+    before any other and the report process only after every other (the ones that show the diagnosis
+    and the cost model: the helper computes them while the report process draws); ``call(fn, ctx)``:
+    how a section is written, in either process."""
+
+    def __init__(self, sections: Sequence[Callable], first: Sequence[Callable], call: Callable[[Callable, Any], Any]):
+        import multiprocessing
+
+        self.sections, self.call = list(sections), call
+        analysis = [i for i, fn in enumerate(self.sections) if fn in first]
+        rest = [i for i in range(len(self.sections)) if i not in analysis]
+        self.order = analysis + rest[::-1]  # the helper's
+        self.parent_order = rest + analysis
+        self.claims = mmap.mmap(-1, max(len(self.sections), 1))  # shared with the helper: who took each section
+        self.lock = multiprocessing.get_context("fork").Lock()
+        self.results = tempfile.TemporaryFile()  # (index, section) pickles, appended by the helper
+        self.context = tempfile.TemporaryFile()  # the loaded folder, pickled for the helper
+        self.pid: int | None = None
+        self.feed: int | None = None  # a byte through this pipe: the folder is there to read
+        self.ticks: int | None = None  # a byte per section the helper finished; end of file when it ends
+
+    @classmethod
+    def start(cls, sections: Sequence[Callable], first: Sequence[Callable] = (),
+              call: Callable[[Callable, Any], Any] = lambda fn, ctx: fn(ctx)) -> "Helper":
+        """Fork the helper now; it imports matplotlib, then waits for :meth:`send`."""
+        helper = cls(sections, first, call)
+        feed_read, helper.feed = os.pipe()
+        helper.ticks, ticks_write = os.pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the helper: never returns
+            code = 1
+            try:
+                os.close(helper.feed)
+                os.close(helper.ticks)
+                die_with_parent(parent)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the report process cleans up
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                helper._work(feed_read, ticks_write)
+                code = 0
+            finally:
+                os._exit(code)  # no atexit handler, no flush of what the report process had buffered
+        helper.pid = pid
+        os.close(feed_read)
+        os.close(ticks_write)
+        return helper
+
+    def _work(self, feed_read: int, ticks_write: int) -> None:
+        """The helper's life: import, read the folder, write sections from the bottom of the page."""
+        import matplotlib.backends.backend_agg  # noqa: F401  (while the report process reads the folder)
+        import matplotlib.figure  # noqa: F401
+
+        if not os.read(feed_read, 1):  # the report process gave up before it read the folder
+            return
+        self.context.seek(0)
+        ctx = pickle.load(self.context)
+        for index in self.order:
+            if self._claim(index, CHILD):
+                section = self.call(self.sections[index], ctx)
+                pickle.dump((index, section), self.results, protocol=pickle.HIGHEST_PROTOCOL)
+                self.results.flush()
+                os.write(ticks_write, b".")
+
+    def _claim(self, index: int, who: int) -> bool:
+        if not self.lock.acquire(timeout=STALL_S):  # the helper died holding it: the section is ours
+            return who == PARENT
+        try:
+            if self.claims[index] != FREE:
+                return False
+            self.claims[index] = who
+            return True
+        finally:
+            self.lock.release()
+
+    def send(self, ctx) -> None:
+        """Hand the helper the loaded folder (through a file: never waiting for the helper to read it);
+        a helper that is gone is left to :meth:`run` to notice."""
+        try:
+            pickle.dump(ctx, self.context, protocol=pickle.HIGHEST_PROTOCOL)
+            self.context.flush()
+            os.write(self.feed, b"!")
+        except (BrokenPipeError, pickle.PicklingError):
+            pass
+        finally:
+            os.close(self.feed)
+            self.feed = None
+
+    def run(self, ctx) -> list:
+        """Every section's result, in page order: the report process writes those it claims from the
+        top, then takes the helper's, then writes whatever the helper did not hand back."""
+        done = {index: self.call(self.sections[index], ctx) for index in self.parent_order
+                if self._claim(index, PARENT)}
+        self._wait()
+        done.update(self._handed_back())
+        return [done[index] if index in done else self.call(fn, ctx) for index, fn in enumerate(self.sections)]
+
+    def _wait(self) -> None:
+        """Until the helper ends; killed when it finishes no section for :data:`STALL_S`."""
+        while self.ticks is not None:
+            ready, _, _ = select.select([self.ticks], [], [], STALL_S)
+            if not ready or not os.read(self.ticks, 4096):  # a stall, or the end of the helper
+                self.stop()
+
+    def _handed_back(self) -> dict:
+        found = {}
+        self.results.seek(0)
+        while True:
+            try:
+                index, section = pickle.load(self.results)
+            except Exception:  # the end, or a record cut when the helper died: the rest is redone
+                return found
+            found[index] = section
+
+    def stop(self) -> None:
+        """End the helper (if it has not ended) and reap it; close what leads to it."""
+        for fd in (self.feed, self.ticks):
+            if fd is not None:
+                os.close(fd)
+        self.feed = self.ticks = None
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(self.pid, 0)
+            self.pid = None
+
+    def __enter__(self) -> "Helper":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+        self.results.close()
+        self.context.close()

@@ -1,0 +1,39 @@
+"""What the report process takes back from its helper (ddpbench.report.workers), without starting one."""
+
+import pickle
+
+from ddpbench.report.page import Section, html
+from ddpbench.report.workers import CHILD, FREE, PARENT, Helper
+
+
+def _sections(count: int):
+    return [lambda ctx, n=n: Section(f"part {n}", html("<p>{{ n }}</p>", n=n)) for n in range(count)]
+
+
+def test_sections_handed_back_up_to_a_record_cut_mid_write():
+    helper = Helper(_sections(4), first=(), call=lambda fn, ctx: fn(ctx))
+    try:
+        for index in (3, 2):
+            pickle.dump((index, helper.sections[index](None)), helper.results)
+        cut = pickle.dumps((1, helper.sections[1](None)))
+        helper.results.write(cut[: len(cut) // 2])  # the helper died while writing its third section
+        back = helper._handed_back()
+        assert sorted(back) == [2, 3]
+        assert back[3].title == "part 3" and str(back[2].html) == "<p>2</p>"
+    finally:
+        helper.results.close()
+        helper.context.close()
+
+
+def test_a_section_is_claimed_once_the_helper_takes_the_analysis_first_then_from_the_bottom():
+    sections = _sections(5)
+    helper = Helper(sections, first=(sections[1], sections[4]), call=lambda fn, ctx: fn(ctx))
+    try:
+        assert helper.order == [1, 4, 3, 2, 0]
+        assert helper.parent_order == [0, 2, 3, 1, 4]
+        assert helper._claim(0, PARENT) and not helper._claim(0, CHILD)
+        assert helper._claim(3, CHILD) and not helper._claim(3, PARENT)
+        assert list(helper.claims[:5]) == [PARENT, FREE, FREE, CHILD, FREE]
+    finally:
+        helper.results.close()
+        helper.context.close()
