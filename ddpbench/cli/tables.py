@@ -3,7 +3,6 @@ comparison of two folders (rich tables; a pipe gets full-width rows)."""
 
 from __future__ import annotations
 
-from ddpbench.analysis.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.experiment.machine import oversubscribed
 from ddpbench.experiment.spec import FIELDS
 
@@ -44,6 +43,7 @@ def print_jobs(experiment, machine) -> None:
 def print_summary(table) -> None:
     from rich.table import Table
 
+    from ddpbench.analysis.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
     from ddpbench.analysis.jobs import model_name
 
     if table.empty:
