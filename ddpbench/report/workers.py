@@ -108,13 +108,17 @@ class Helper:
         if not os.read(feed_read, 1):  # the report process gave up before it read the folder
             return
         self.context.seek(0)
-        ctx = pickle.load(self.context)
+        ctx = pickle.loads(self.context.read())  # written by the report process this helper was forked from
         for index in self.order:
             if self._claim(index, CHILD):
-                section = self.call(self.sections[index], ctx)
-                pickle.dump((index, section), self.results, protocol=pickle.HIGHEST_PROTOCOL)
-                self.results.flush()
+                self._hand_back(index, self.call(self.sections[index], ctx))
                 os.write(ticks_write, b".")
+
+    def _hand_back(self, index: int, written) -> None:
+        """Append a section's result to the file the report process reads: its length, then its pickle."""
+        data = pickle.dumps((index, written), protocol=pickle.HIGHEST_PROTOCOL)
+        self.results.write(len(data).to_bytes(8, "little") + data)
+        self.results.flush()
 
     def _claim(self, index: int, who: int) -> bool:
         if not self.lock.acquire(timeout=STALL_S):  # the helper died holding it: the section is ours
@@ -157,14 +161,19 @@ class Helper:
                 self.stop()
 
     def _handed_back(self) -> dict:
-        found = {}
+        """The sections the helper handed back (:meth:`_hand_back`), by index, up to a record it was cut
+        off in the middle of (the rest is redone)."""
+        found, at = {}, 0
         self.results.seek(0)
-        while True:
-            try:
-                index, section = pickle.load(self.results)
-            except Exception:  # the end, or a record cut when the helper died: the rest is redone
-                return found
-            found[index] = section
+        data = self.results.read()
+        while at + 8 <= len(data):
+            size = int.from_bytes(data[at:at + 8], "little")
+            if at + 8 + size > len(data):
+                break
+            index, written = pickle.loads(data[at + 8:at + 8 + size])  # written by this process's own helper
+            found[index] = written
+            at += 8 + size
+        return found
 
     def stop(self) -> None:
         """End the helper (if it has not ended) and reap it; close what leads to it."""
