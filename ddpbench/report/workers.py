@@ -102,8 +102,11 @@ class Helper:
 
     def _work(self, feed_read: int, ticks_write: int) -> None:
         """The helper's life: import, read the folder, write sections from the bottom of the page."""
-        import matplotlib.backends.backend_agg  # noqa: F401  (while the report process reads the folder)
+        # while the report process reads the folder: the figures' library, and the cost model's fit
+        # (analysis.costmodel: least_squares), which the helper computes first
+        import matplotlib.backends.backend_agg  # noqa: F401
         import matplotlib.figure  # noqa: F401
+        import scipy.optimize  # noqa: F401
 
         if not os.read(feed_read, 1):  # the report process gave up before it read the folder
             return
