@@ -3,12 +3,13 @@
 Most of a report's time is its figures (matplotlib: a tenth of a second to a second each), and the
 sections do not depend on each other. So ``python -m ddpbench report`` forks a helper before it
 reads the folder (:meth:`Helper.start`): while the report process reads and summarises the
-folder, the helper imports matplotlib; then it is handed the loaded folder (:meth:`Helper.send`)
-and both write sections (:meth:`Helper.run`): the helper first those that show the diagnosis and the
-cost model (which it then computes: the report process never does), then from the bottom of the
-page up, while the report process draws from the top down, each section claimed by whoever reaches
-it first, until they meet. The helper hands each section back through a file; the report process puts them in page
-order and writes the page, so the page is the one a single process writes.
+folder, the helper imports matplotlib and scipy.optimize; then it is handed the loaded folder
+(:meth:`Helper.send`) and both write sections (:meth:`Helper.run`): the helper first those that
+show the diagnosis and the cost model (which it then computes: the report process never does),
+then from the bottom of the page up, while the report process draws from the top down, each
+section claimed by whoever reaches it first, until they meet. The helper hands each section back
+through a file; the report process puts them in page order and writes the page, so the page is
+the one a single process writes.
 
 The helper is the report's own child, waited for: it dies with the report process
 (:func:`ddpbench.owner.die_with_parent`), a report that ends early (an error, Ctrl-C) kills and
@@ -27,14 +28,12 @@ import pickle
 import select
 import signal
 import tempfile
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from ddpbench.owner import die_with_parent
 
 #: who holds a section: nobody yet, the report process, the helper
 FREE, PARENT, CHILD = 0, 1, 2
-#: bytes of the length before each record of the files between the processes (:func:`append`)
-LENGTH = 8
 #: seconds without a section finished after which the helper is taken to hang: killed, its sections redone
 STALL_S = 300.0
 
@@ -42,27 +41,6 @@ STALL_S = 300.0
 def enabled() -> bool:
     """Whether a report may fork its helper (``DDPBENCH_REPORT_HELPER=0`` turns it off)."""
     return os.environ.get("DDPBENCH_REPORT_HELPER", "1") != "0"
-
-
-def append(file, record) -> None:
-    """Write ``record`` at the end of ``file``: its pickle's length (:data:`LENGTH` bytes), then the pickle."""
-    blob = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
-    file.write(len(blob).to_bytes(LENGTH, "little") + blob)
-    file.flush()
-
-
-def records(file) -> Iterator:
-    """The whole records :func:`append` wrote to ``file``, from its start; one cut short (its writer died
-    while writing it) ends them. The files are the report process's own anonymous temporary files,
-    made before the fork: no other process can open them, so what is unpickled is what a report
-    process of ours pickled."""
-    file.seek(0)
-    while len(head := file.read(LENGTH)) == LENGTH:
-        size = int.from_bytes(head, "little")
-        blob = file.read(size)
-        if len(blob) < size:
-            return
-        yield pickle.loads(blob)
 
 
 def usable_cpus() -> int:
@@ -100,7 +78,7 @@ class Helper:
     @classmethod
     def start(cls, sections: Sequence[Callable], first: Sequence[Callable] = (),
               call: Callable[[Callable, Any], Any] = lambda fn, ctx: fn(ctx)) -> "Helper":
-        """Fork the helper now; it imports matplotlib, then waits for :meth:`send`."""
+        """Fork the helper now; it imports what it will draw and fit with, then waits for :meth:`send`."""
         helper = cls(sections, first, call)
         feed_read, helper.feed = os.pipe()
         helper.ticks, ticks_write = os.pipe()
@@ -125,16 +103,26 @@ class Helper:
 
     def _work(self, feed_read: int, ticks_write: int) -> None:
         """The helper's life: import, read the folder, write sections from the bottom of the page."""
-        import matplotlib.backends.backend_agg  # noqa: F401  (while the report process reads the folder)
+        # while the report process reads the folder: the figures' library, and the cost model's fit
+        # (analysis.costmodel: least_squares), which the helper computes first
+        import matplotlib.backends.backend_agg  # noqa: F401
         import matplotlib.figure  # noqa: F401
+        import scipy.optimize  # noqa: F401
 
         if not os.read(feed_read, 1):  # the report process gave up before it read the folder
             return
-        ctx = next(records(self.context))
+        self.context.seek(0)
+        ctx = pickle.loads(self.context.read())  # written by the report process this helper was forked from
         for index in self.order:
             if self._claim(index, CHILD):
-                append(self.results, (index, self.call(self.sections[index], ctx)))
+                self._hand_back(index, self.call(self.sections[index], ctx))
                 os.write(ticks_write, b".")
+
+    def _hand_back(self, index: int, written) -> None:
+        """Append a section's result to the file the report process reads: its length, then its pickle."""
+        data = pickle.dumps((index, written), protocol=pickle.HIGHEST_PROTOCOL)
+        self.results.write(len(data).to_bytes(8, "little") + data)
+        self.results.flush()
 
     def _claim(self, index: int, who: int) -> bool:
         if not self.lock.acquire(timeout=STALL_S):  # the helper died holding it: the section is ours
@@ -151,7 +139,8 @@ class Helper:
         """Hand the helper the loaded folder (through a file: never waiting for the helper to read it);
         a helper that is gone is left to :meth:`run` to notice."""
         try:
-            append(self.context, ctx)
+            pickle.dump(ctx, self.context, protocol=pickle.HIGHEST_PROTOCOL)
+            self.context.flush()
             os.write(self.feed, b"!")
         except (BrokenPipeError, pickle.PicklingError):
             pass
@@ -176,8 +165,19 @@ class Helper:
                 self.stop()
 
     def _handed_back(self) -> dict:
-        """The sections the helper finished: a record cut when it died is left out, and redone."""
-        return dict(records(self.results))
+        """The sections the helper handed back (:meth:`_hand_back`), by index, up to a record it was cut
+        off in the middle of (the rest is redone)."""
+        found, at = {}, 0
+        self.results.seek(0)
+        data = self.results.read()
+        while at + 8 <= len(data):
+            size = int.from_bytes(data[at:at + 8], "little")
+            if at + 8 + size > len(data):
+                break
+            index, written = pickle.loads(data[at + 8:at + 8 + size])  # written by this process's own helper
+            found[index] = written
+            at += 8 + size
+        return found
 
     def stop(self) -> None:
         """End the helper (if it has not ended) and reap it; close what leads to it."""

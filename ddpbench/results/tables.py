@@ -30,8 +30,8 @@ def _spec_columns(spec: dict, known: dict | None = None) -> dict:
     """The spec's columns: its fields (those added since the record was written take their defaults)
     and its batch per rank and overall. ``known``: the columns of specs already read, by their text
     (a job's launches share their spec; the text tells 25 from 25.0)."""
-    text = repr(spec) if known is not None else None
-    if text in (known or {}):
+    text = repr(spec)
+    if known is not None and text in known:
         return known[text]
     s = spec_from_dict(spec)
     columns = {**s.to_dict(), "per_rank_batch": s.per_rank_batch, "global_batch": s.global_batch}

@@ -52,9 +52,9 @@ def unsafe_loads(source: str, where: str):
 
 def test_nothing_is_unpickled_from_a_file():
     """Results are JSON lines; a snapshot is read with torch.load(weights_only=True). pickle.loads
-    takes a task from the persistent group's pipe, written by its own rank 0, and a section from the
-    report's helper process, through an anonymous temporary file the report process made before
-    forking it (ddpbench.report.workers.records)."""
+    takes a task from the persistent group's pipe, written by its own rank 0, and the report's
+    loaded folder and sections between the report process and the helper it forked, through unnamed
+    temporary files only those two hold (ddpbench.report.workers)."""
     unsafe, pipe_loads = [], []
     for path in sorted(PACKAGE.rglob("*.py")):
         where = str(path.relative_to(ROOT))
@@ -62,8 +62,8 @@ def test_nothing_is_unpickled_from_a_file():
         unsafe += [f"{where}:{line} {what}" for line, what in bad]
         pipe_loads += [where for _ in loads]
     assert not unsafe
-    assert pipe_loads == [str(Path("ddpbench") / "regression" / "group.py"),
-                          str(Path("ddpbench") / "report" / "workers.py")]
+    workers = str(Path("ddpbench") / "report" / "workers.py")  # the folder in, the sections back
+    assert pipe_loads == [str(Path("ddpbench") / "regression" / "group.py"), workers, workers]
 
 
 def test_the_scan_finds_every_form_it_forbids():

@@ -1,7 +1,9 @@
 """What the report process takes back from its helper (ddpbench.report.workers), without starting one."""
 
+import pickle
+
 from ddpbench.report.page import Section, html
-from ddpbench.report.workers import CHILD, FREE, PARENT, Helper, append
+from ddpbench.report.workers import CHILD, FREE, PARENT, Helper
 
 
 def _sections(count: int):
@@ -12,10 +14,9 @@ def test_sections_handed_back_up_to_a_record_cut_mid_write():
     helper = Helper(_sections(4), first=(), call=lambda fn, ctx: fn(ctx))
     try:
         for index in (3, 2):
-            append(helper.results, (index, helper.sections[index](None)))
-        end = helper.results.tell()
-        append(helper.results, (1, helper.sections[1](None)))
-        helper.results.truncate(end + (helper.results.tell() - end) // 2)  # the helper died writing its third
+            helper._hand_back(index, helper.sections[index](None))
+        cut = pickle.dumps((1, helper.sections[1](None)))
+        helper.results.write(len(cut).to_bytes(8, "little") + cut[: len(cut) // 2])  # died writing its third
         back = helper._handed_back()
         assert sorted(back) == [2, 3]
         assert back[3].title == "part 3" and str(back[2].html) == "<p>2</p>"
