@@ -70,14 +70,17 @@ def time_report(folder: Path, root: Path) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory(prefix="ddpbench-report-speed-") as tmp:
         copy = Path(tmp) / folder.name
         shutil.copytree(folder, copy)
+        # run from the temporary folder: ``python -m`` puts the working directory first on sys.path, and
+        # from a checkout that would be the checkout's ddpbench, whatever PYTHONPATH says
         env = {**os.environ, "PYTHONPATH": str(root)}
         start = time.monotonic()
-        pid = os.posix_spawn(sys.executable, [sys.executable, "-m", "ddpbench", "report", str(copy)], env,
-                             file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
-        _, status, usage = os.wait4(pid, 0)
+        report = subprocess.Popen([sys.executable, "-m", "ddpbench", "report", str(copy)], cwd=tmp, env=env,
+                                  stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(report.pid, 0)
         wall = time.monotonic() - start
-        if os.waitstatus_to_exitcode(status) != 0:
-            sys.exit(f"report of {copy} failed ({os.waitstatus_to_exitcode(status)}): run it by hand to see why")
+        report.returncode = os.waitstatus_to_exitcode(status)
+        if report.returncode != 0:
+            sys.exit(f"report of {copy} failed ({report.returncode}): run it by hand to see why")
         # wait4's usage is the report's and its waited-for children's: times summed, the larger peak of them
         return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
