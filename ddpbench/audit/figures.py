@@ -150,7 +150,12 @@ class Figures:
     def baseline_keys(self, key) -> list:
         """The world-size-1 job(s) a job's speedup is against: itself at world size 1; else those alike
         but for world size (and how measured); else alike but also for comm-only settings and threads,
-        preferring its own threads per rank."""
+        preferring its own threads per rank. Found once a job (the checks ask for it again and again)."""
+        if ("baseline_keys", key) not in self.memo:
+            self.memo[("baseline_keys", key)] = self._baseline_keys(key)
+        return list(self.memo[("baseline_keys", key)])
+
+    def _baseline_keys(self, key) -> list:
         mine = self.jobs.loc[key]
         if mine["world_size"] == 1:
             return [key]
