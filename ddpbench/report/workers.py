@@ -2,14 +2,14 @@
 
 Most of a report's time is its figures (matplotlib: a tenth of a second to a second each), and the
 sections do not depend on each other. So ``python -m ddpbench report`` forks a helper before it
-reads the folder (:meth:`Helper.start`): while the report process reads and summarises the
-folder, the helper imports matplotlib and scipy.optimize; then it is handed the loaded folder
-(:meth:`Helper.send`) and both write sections (:meth:`Helper.run`): the helper first those that
-show the diagnosis and the cost model (which it then computes: the report process never does),
-then from the bottom of the page up, while the report process draws from the top down, each
-section claimed by whoever reaches it first, until they meet. The helper hands each section back
-through a file; the report process puts them in page order and writes the page, so the page is
-the one a single process writes.
+reads the folder (:meth:`Helper.start`, after importing matplotlib, once for both): while the
+report process reads and summarises the folder, the helper imports scipy.optimize; then it is
+handed the loaded folder (:meth:`Helper.send`) and both write sections (:meth:`Helper.run`): the
+helper first those that show the diagnosis and the cost model (which it then computes: the report
+process never does), then from the bottom of the page up, while the report process draws from
+the top down, each section claimed by whoever reaches it first, until they meet. The helper hands
+each section back through a file; the report process puts them in page order and writes the
+page, so the page is the one a single process writes.
 
 The helper is the report's own child, waited for: it dies with the report process
 (:func:`ddpbench.owner.die_with_parent`), a report that ends early (an error, Ctrl-C) kills and
@@ -78,7 +78,11 @@ class Helper:
     @classmethod
     def start(cls, sections: Sequence[Callable], first: Sequence[Callable] = (),
               call: Callable[[Callable, Any], Any] = lambda fn, ctx: fn(ctx)) -> "Helper":
-        """Fork the helper now; it imports what it will draw and fit with, then waits for :meth:`send`."""
+        """Fork the helper now, with matplotlib imported once for both (no font is open yet: the two
+        processes share no file offset); it imports what it fits with, then waits for :meth:`send`."""
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
+
         helper = cls(sections, first, call)
         feed_read, helper.feed = os.pipe()
         helper.ticks, ticks_write = os.pipe()
@@ -103,10 +107,8 @@ class Helper:
 
     def _work(self, feed_read: int, ticks_write: int) -> None:
         """The helper's life: import, read the folder, write sections from the bottom of the page."""
-        # while the report process reads the folder: the figures' library, and the cost model's fit
-        # (analysis.costmodel: least_squares), which the helper computes first
-        import matplotlib.backends.backend_agg  # noqa: F401
-        import matplotlib.figure  # noqa: F401
+        # while the report process reads the folder: the cost model's fit (analysis.costmodel:
+        # least_squares), which the helper computes first
         import scipy.optimize  # noqa: F401
 
         if not os.read(feed_read, 1):  # the report process gave up before it read the folder
