@@ -2,14 +2,14 @@
 
 Most of a report's time is its figures (matplotlib: a tenth of a second to a second each), and the
 sections do not depend on each other. So ``python -m ddpbench report`` forks a helper before it
-reads the folder (:meth:`Helper.start`, after importing matplotlib, once for both): while the
-report process reads and summarises the folder, the helper imports scipy.optimize; then it is
-handed the loaded folder (:meth:`Helper.send`) and both write sections (:meth:`Helper.run`): the
-helper first those that show the diagnosis and the cost model (which it then computes: the report
-process never does), then from the bottom of the page up, while the report process draws from
-the top down, each section claimed by whoever reaches it first, until they meet. The helper hands
-each section back through a file; the report process puts them in page order and writes the
-page, so the page is the one a single process writes.
+reads the folder (:meth:`Helper.start`, after importing matplotlib and scipy.special, once for
+both): while the report process reads and summarises the folder, the helper imports
+scipy.optimize; then it is handed the loaded folder (:meth:`Helper.send`) and both write sections
+(:meth:`Helper.run`): the helper first those that show the diagnosis and the cost model (which it
+then computes: the report process never does), then from the bottom of the page up, while the
+report process draws from the top down, each section claimed by whoever reaches it first, until
+they meet. The helper hands each section back through a file; the report process puts them in
+page order and writes the page, so the page is the one a single process writes.
 
 The helper is the report's own child, waited for: it dies with the report process
 (:func:`ddpbench.owner.die_with_parent`), a report that ends early (an error, Ctrl-C) kills and
@@ -78,10 +78,12 @@ class Helper:
     @classmethod
     def start(cls, sections: Sequence[Callable], first: Sequence[Callable] = (),
               call: Callable[[Callable, Any], Any] = lambda fn, ctx: fn(ctx)) -> "Helper":
-        """Fork the helper now, with matplotlib imported once for both (no font is open yet: the two
-        processes share no file offset); it imports what it fits with, then waits for :meth:`send`."""
+        """Fork the helper now, with what both processes use imported once for both: matplotlib (no font
+        is open yet: the two share no file offset) and scipy.special (the summary's intervals here,
+        the cost model's fit there); it imports what it fits with, then waits for :meth:`send`."""
         import matplotlib.backends.backend_agg  # noqa: F401
         import matplotlib.figure  # noqa: F401
+        import scipy.special  # noqa: F401
 
         helper = cls(sections, first, call)
         feed_read, helper.feed = os.pipe()
