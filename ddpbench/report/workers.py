@@ -16,7 +16,8 @@ The helper is the report's own child, waited for: it dies with the report proces
 reaps it, and a helper that ends early, makes no progress for :data:`STALL_S` or cannot be
 handed the folder costs only time: whatever sections it did not hand back, the report process
 writes itself. The sweep's own report is written by one process (its process has torch loaded
-and ranks to own); so is any report on a machine with fewer than two CPUs, or with
+and ranks to own); so is any report on a machine with fewer than two CPUs, one without an idle
+CPU as the command starts (:func:`wanted`, unless ``DDPBENCH_REPORT_HELPER=1``), or with
 ``DDPBENCH_REPORT_HELPER=0`` in the environment.
 """
 
@@ -28,6 +29,7 @@ import pickle
 import select
 import signal
 import tempfile
+import time
 from typing import Any, Callable, Sequence
 
 from ddpbench.owner import die_with_parent
@@ -36,11 +38,37 @@ from ddpbench.owner import die_with_parent
 FREE, PARENT, CHILD = 0, 1, 2
 #: seconds without a section finished after which the helper is taken to hang: killed, its sections redone
 STALL_S = 300.0
+#: where Linux counts the processes runnable now (its fourth field: runnable/all)
+LOADAVG = "/proc/loadavg"
 
 
 def enabled() -> bool:
     """Whether a report may fork its helper (``DDPBENCH_REPORT_HELPER=0`` turns it off)."""
     return os.environ.get("DDPBENCH_REPORT_HELPER", "1") != "0"
+
+
+def wanted() -> bool:
+    """Whether ``python -m ddpbench report`` asks for a helper: where a CPU is idle as it starts
+    (:func:`spare_cpu`); always with ``DDPBENCH_REPORT_HELPER=1``, never with ``=0``."""
+    setting = os.environ.get("DDPBENCH_REPORT_HELPER", "")
+    return setting == "1" or (setting != "0" and spare_cpu())
+
+
+def spare_cpu(samples: int = 3) -> bool:
+    """Whether a CPU this process may use is idle now, for a helper: fewer processes runnable than
+    such CPUs (Linux's count in /proc/loadavg, this process included; the least of a few reads, as
+    a kernel thread can run for a moment; elsewhere the 1-minute load average). On a busy machine
+    the two processes would take turns, each waiting on the other, and finish later than one."""
+    cpus = usable_cpus()
+    try:
+        counts = []
+        for _ in range(samples):
+            with open(LOADAVG) as fh:
+                counts.append(int(fh.read().split()[3].split("/")[0]))
+            time.sleep(0.002)
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0] <= cpus - 1
+    return min(counts) < cpus
 
 
 def usable_cpus() -> int:
