@@ -10,6 +10,8 @@ record, then its launches and copies of them under new repeat numbers (each job'
 continue after its last), written through the record schema's builder and the real store
 (:func:`ddpbench.results.schema.launch_record`, :class:`ddpbench.results.store.ResultStore`).
 ``--root`` times another checkout's ddpbench (e.g. main before a change) on the same folders.
+``DDPBENCH_REPORT_HELPER=1`` (or ``=0``) in the environment has every report written by two
+processes (or one), whatever the machine's load (see ``ddpbench.report.workers``).
 
 Prints, per folder, its launches, the median and IQR of the wall time over the runs, the median CPU
 time (user and system, of the report's process and the helper it waits for: what a shared machine's
@@ -110,7 +112,9 @@ def main() -> None:
     parser.add_argument("--launches", type=int, default=1000, help="launches of the large folder")
     parser.add_argument("--root", type=Path, default=HERE, help="the checkout whose ddpbench is timed")
     args = parser.parse_args()
-    print(f"{sys.executable}, ddpbench from {args.root.resolve()}, {os.cpu_count()} CPUs; before: {load()}")
+    helper = os.environ.get("DDPBENCH_REPORT_HELPER", "unset: where a CPU is idle as the report starts")
+    print(f"{sys.executable}, ddpbench from {args.root.resolve()}, {os.cpu_count()} CPUs, DDPBENCH_REPORT_HELPER "
+          f"{helper}; before: {load()}")
     with tempfile.TemporaryDirectory(prefix="ddpbench-report-folders-") as tmp:
         for name in args.folders.split(","):
             if name == "default":

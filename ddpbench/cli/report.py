@@ -29,8 +29,10 @@ def command(args) -> int:
     if args.out is not None:
         check_out_dir(args.out)
     from ddpbench.report.build import write_report  # matplotlib: only for a folder that has results
+    from ddpbench.report.workers import wanted
 
-    index = write_report(args.results, args.out, processes=2)  # a second process draws figures beside this one
+    # a second process draws figures beside this one, where a CPU is idle to run it
+    index = write_report(args.results, args.out, processes=2 if wanted() else 1)
     print(index)
     return 0
 

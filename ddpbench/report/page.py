@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 import jinja2
 import pandas as pd
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from ddpbench.analysis.findings import pct
 from ddpbench.analysis.folder import Measured
@@ -212,7 +212,8 @@ def num(value: Any, fmt: str = ".1f", suffix: str = "") -> Markup:
         value = float(value)
     except (TypeError, ValueError):
         return html("{{ value }}", value=value)
-    return DASH if math.isnan(value) else html("{{ text }}", text=format(value, fmt) + suffix)
+    # escaped as html("{{ text }}", ...) escapes it, without a template's render for every figure of every table
+    return DASH if math.isnan(value) else escape(format(value, fmt) + suffix)
 
 
 def experiment_names(sweeps) -> list[str]:

@@ -2,21 +2,22 @@
 
 Most of a report's time is its figures (matplotlib: a tenth of a second to a second each), and the
 sections do not depend on each other. So ``python -m ddpbench report`` forks a helper before it
-reads the folder (:meth:`Helper.start`): while the report process reads and summarises the
-folder, the helper imports matplotlib and scipy.optimize; then it is handed the loaded folder
-(:meth:`Helper.send`) and both write sections (:meth:`Helper.run`): the helper first those that
-show the diagnosis and the cost model (which it then computes: the report process never does),
-then from the bottom of the page up, while the report process draws from the top down, each
-section claimed by whoever reaches it first, until they meet. The helper hands each section back
-through a file; the report process puts them in page order and writes the page, so the page is
-the one a single process writes.
+reads the folder (:meth:`Helper.start`, after importing matplotlib and scipy.special, once for
+both): while the report process reads and summarises the folder, the helper imports
+scipy.optimize; then it is handed the loaded folder (:meth:`Helper.send`) and both write sections
+(:meth:`Helper.run`): the helper first those that show the diagnosis and the cost model (which it
+then computes: the report process never does), then from the bottom of the page up, while the
+report process draws from the top down, each section claimed by whoever reaches it first, until
+they meet. The helper hands each section back through a file; the report process puts them in
+page order and writes the page, so the page is the one a single process writes.
 
 The helper is the report's own child, waited for: it dies with the report process
 (:func:`ddpbench.owner.die_with_parent`), a report that ends early (an error, Ctrl-C) kills and
 reaps it, and a helper that ends early, makes no progress for :data:`STALL_S` or cannot be
 handed the folder costs only time: whatever sections it did not hand back, the report process
 writes itself. The sweep's own report is written by one process (its process has torch loaded
-and ranks to own); so is any report on a machine with fewer than two CPUs, or with
+and ranks to own); so is any report on a machine with fewer than two CPUs, one without an idle
+CPU as the command starts (:func:`wanted`, unless ``DDPBENCH_REPORT_HELPER=1``), or with
 ``DDPBENCH_REPORT_HELPER=0`` in the environment.
 """
 
@@ -28,6 +29,7 @@ import pickle
 import select
 import signal
 import tempfile
+import time
 from typing import Any, Callable, Sequence
 
 from ddpbench.owner import die_with_parent
@@ -36,11 +38,37 @@ from ddpbench.owner import die_with_parent
 FREE, PARENT, CHILD = 0, 1, 2
 #: seconds without a section finished after which the helper is taken to hang: killed, its sections redone
 STALL_S = 300.0
+#: where Linux counts the processes runnable now (its fourth field: runnable/all)
+LOADAVG = "/proc/loadavg"
 
 
 def enabled() -> bool:
     """Whether a report may fork its helper (``DDPBENCH_REPORT_HELPER=0`` turns it off)."""
     return os.environ.get("DDPBENCH_REPORT_HELPER", "1") != "0"
+
+
+def wanted() -> bool:
+    """Whether ``python -m ddpbench report`` asks for a helper: where a CPU is idle as it starts
+    (:func:`spare_cpu`); always with ``DDPBENCH_REPORT_HELPER=1``, never with ``=0``."""
+    setting = os.environ.get("DDPBENCH_REPORT_HELPER", "")
+    return setting == "1" or (setting != "0" and spare_cpu())
+
+
+def spare_cpu(samples: int = 3) -> bool:
+    """Whether a CPU this process may use is idle now, for a helper: fewer processes runnable than
+    such CPUs (Linux's count in /proc/loadavg, this process included; the least of a few reads, as
+    a kernel thread can run for a moment; elsewhere the 1-minute load average). On a busy machine
+    the two processes would take turns, each waiting on the other, and finish later than one."""
+    cpus = usable_cpus()
+    try:
+        counts = []
+        for _ in range(samples):
+            with open(LOADAVG) as fh:
+                counts.append(int(fh.read().split()[3].split("/")[0]))
+            time.sleep(0.002)
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0] <= cpus - 1
+    return min(counts) < cpus
 
 
 def usable_cpus() -> int:
@@ -78,7 +106,13 @@ class Helper:
     @classmethod
     def start(cls, sections: Sequence[Callable], first: Sequence[Callable] = (),
               call: Callable[[Callable, Any], Any] = lambda fn, ctx: fn(ctx)) -> "Helper":
-        """Fork the helper now; it imports what it will draw and fit with, then waits for :meth:`send`."""
+        """Fork the helper now, with what both processes use imported once for both: matplotlib (no font
+        is open yet: the two share no file offset) and scipy.special (the summary's intervals here,
+        the cost model's fit there); it imports what it fits with, then waits for :meth:`send`."""
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
+        import scipy.special  # noqa: F401
+
         helper = cls(sections, first, call)
         feed_read, helper.feed = os.pipe()
         helper.ticks, ticks_write = os.pipe()
@@ -103,10 +137,8 @@ class Helper:
 
     def _work(self, feed_read: int, ticks_write: int) -> None:
         """The helper's life: import, read the folder, write sections from the bottom of the page."""
-        # while the report process reads the folder: the figures' library, and the cost model's fit
-        # (analysis.costmodel: least_squares), which the helper computes first
-        import matplotlib.backends.backend_agg  # noqa: F401
-        import matplotlib.figure  # noqa: F401
+        # while the report process reads the folder: the cost model's fit (analysis.costmodel:
+        # least_squares), which the helper computes first
         import scipy.optimize  # noqa: F401
 
         if not os.read(feed_read, 1):  # the report process gave up before it read the folder

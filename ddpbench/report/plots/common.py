@@ -42,6 +42,7 @@ from ddpbench.analysis.columns import SAMPLES_PER_S
 from ddpbench.analysis.findings import pct
 from ddpbench.analysis.jobs import COMM_ONLY_FIELDS, describe, line_fields, model_columns, ordered
 from ddpbench.analysis.summary import NOISE_THRESHOLD
+from ddpbench.report.plots.memo import remembered
 from ddpbench.results.sanitize import without_controls
 from ddpbench.results.sidefiles import replace_file
 
@@ -130,8 +131,11 @@ def placeable_only(value):
     table with nothing to change is the same object)."""
     import pandas as pd
 
-    if not isinstance(value, pd.DataFrame):
-        return value
+    return _placeable_table(value) if isinstance(value, pd.DataFrame) else value
+
+
+@remembered  # every figure is handed the summary: looked through once a report (and one copy of it made)
+def _placeable_table(value):
     changed = value
     for column in value.columns:
         cells = value[column]

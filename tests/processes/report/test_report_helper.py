@@ -116,7 +116,7 @@ def test_an_error_in_a_section_is_the_report_s_error_and_the_helper_is_reaped(re
 def test_no_report_process_outlives_a_kill_9_of_the_report(tmp_path):
     folder = _folder(tmp_path / "results", launches=3)
     report = subprocess.Popen([sys.executable, "-m", "ddpbench", "report", str(folder)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+                              stderr=subprocess.DEVNULL, env={**os.environ, "DDPBENCH_REPORT_HELPER": "1"})
     parent = psutil.Process(report.pid)
     deadline = time.monotonic() + 60
     while not parent.children() and time.monotonic() < deadline:

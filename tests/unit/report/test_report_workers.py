@@ -37,3 +37,21 @@ def test_a_section_is_claimed_once_the_helper_takes_the_analysis_first_then_from
     finally:
         helper.results.close()
         helper.context.close()
+
+
+def test_the_command_asks_for_a_helper_where_a_cpu_is_idle_or_when_told(tmp_path, monkeypatch):
+    from ddpbench.report import workers
+
+    counts = tmp_path / "loadavg"
+    monkeypatch.setattr(workers, "LOADAVG", str(counts))
+    monkeypatch.setattr(workers, "usable_cpus", lambda: 2)
+    monkeypatch.delenv("DDPBENCH_REPORT_HELPER", raising=False)
+    counts.write_text("0.10 0.20 0.30 1/180 4242\n")  # this process alone runs
+    assert workers.spare_cpu() and workers.wanted()
+    counts.write_text("3.10 2.20 1.30 2/180 4242\n")  # another process runs beside it: no idle CPU
+    assert not workers.spare_cpu() and not workers.wanted()
+    monkeypatch.setenv("DDPBENCH_REPORT_HELPER", "1")
+    assert workers.wanted()
+    monkeypatch.setenv("DDPBENCH_REPORT_HELPER", "0")
+    counts.write_text("0.10 0.20 0.30 1/180 4242\n")
+    assert not workers.wanted()
