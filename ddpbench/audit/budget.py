@@ -70,17 +70,21 @@ def _per_launch(mine: pd.DataFrame, rank) -> pd.DataFrame | None:
     comm = ref["comm_ms"].fillna(0)
     ref = ref.assign(r=ref["step_ms"] - (0 if len(ns) else comm), fb=ref["forward_ms"] + ref["backward_ms"],
                      ov=ref["optimizer_ms"] + (comm if len(ns) else 0))
-    out = []
-    for repeat, launch in ref.groupby("repeat"):
-        others = launch[launch["rank"] != rank] if rank is not None else launch
-        m = measure[measure["repeat"] == repeat]
-        n = ns[ns["repeat"] == repeat]
-        sync = (m["ready_ms"].mean() - n["ready_ms"].mean()) if "ready_ms" in mine and len(n) else math.nan
-        bounded_ref = launch.groupby("step")["r"].max().mean()
-        out.append({"repeat": repeat, "step": m.groupby("step")["step_ms"].max().mean(), "ref": bounded_ref,
-                    "fb": others["fb"].mean(), "data": others["data_ms"].mean(), "ov": others["ov"].mean(),
-                    "sync": sync, "straggler": bounded_ref - others["r"].mean()})
-    return pd.DataFrame(out)
+    launches = ref.groupby("repeat")
+    repeats = pd.Index(launches.size().index)
+    others = ref[ref["rank"] != rank] if rank is not None else ref
+    means = others.groupby("repeat")[["fb", "data_ms", "ov", "r"]].mean().reindex(repeats)
+    bounded_ref = ref.groupby(["repeat", "step"])["r"].max().groupby(level="repeat").mean()
+    step = measure.groupby(["repeat", "step"])["step_ms"].max().groupby(level="repeat").mean().reindex(repeats)
+    if "ready_ms" in mine:  # launches without no_sync() rows have no sync figure
+        sync = (measure.groupby("repeat")["ready_ms"].mean().reindex(repeats)
+                - ns.groupby("repeat")["ready_ms"].mean().reindex(repeats))
+    else:
+        sync = pd.Series(math.nan, index=repeats)
+    return pd.DataFrame({"repeat": repeats, "step": step.to_numpy(float), "ref": bounded_ref.to_numpy(float),
+                         "fb": means["fb"].to_numpy(float), "data": means["data_ms"].to_numpy(float),
+                         "ov": means["ov"].to_numpy(float), "sync": sync.to_numpy(float),
+                         "straggler": (bounded_ref - means["r"]).to_numpy(float)})
 
 
 def _lines(launch: pd.DataFrame) -> pd.DataFrame:
@@ -148,18 +152,23 @@ def derive_barriers(by_key_steps: dict) -> dict:
             rows = mine[mine["phase"] == "phases"]  # a script's steps with its phases timed
         if "ready_ms" not in rows or rows["ready_ms"].isna().all() or rows["rank"].nunique() < 2:
             continue
-        rows = rows.assign(rest=rows["ready_ms"] - rows["data_ms"].fillna(0) - rows["forward_ms"].fillna(0))
+        ready = rows["ready_ms"].to_numpy(float)
+        columns = {"data_ms": rows["data_ms"].to_numpy(float), "forward_ms": rows["forward_ms"].to_numpy(float)}
+        columns["rest"] = ready - np.nan_to_num(columns["data_ms"]) - np.nan_to_num(columns["forward_ms"])
+        ranks = rows["rank"].to_numpy()
         lates, last_of = [], []
-        parts = {"data_ms": [], "forward_ms": [], "rest": []}
-        for _, step in rows.groupby(["repeat", "step"]):
-            if step["ready_ms"].notna().sum() < 2:
+        parts = {c: [] for c in columns}
+        groups = rows.groupby(["repeat", "step"]).indices  # each step's rows, in the table's order
+        for step in sorted(groups):
+            at = groups[step]
+            if np.count_nonzero(~np.isnan(ready[at])) < 2:
                 continue
-            i = step["ready_ms"].to_numpy().argmax()
-            last, others = step.iloc[i], step.drop(step.index[i])
-            last_of.append(int(last["rank"]))
-            lates.append(float(last["ready_ms"] - others["ready_ms"].mean()))
-            for c in parts:
-                parts[c].append(float(last[c] - others[c].mean()))
+            i = int(ready[at].argmax())  # the last rank ready (the first of a tie)
+            last, others = at[i], np.delete(at, i)
+            last_of.append(int(ranks[last]))
+            lates.append(float(ready[last] - _mean(ready[others])))
+            for c, values in columns.items():
+                parts[c].append(float(values[last] - _mean(values[others])))
         if not last_of:
             continue
         counts = pd.Series(last_of).value_counts()
@@ -171,3 +180,9 @@ def derive_barriers(by_key_steps: dict) -> dict:
                     "late_pct": 100 * late / step_ms if step_ms > 0 else math.nan,
                     **{f"excess_{c}": float(np.mean(np.asarray(v)[mask])) for c, v in parts.items()}}
     return out
+
+
+def _mean(values: np.ndarray) -> float:
+    """The mean of the numbers among ``values`` (as pandas takes it, missing ones left out); NaN if none."""
+    present = values[~np.isnan(values)]
+    return float(present.mean()) if present.size else math.nan

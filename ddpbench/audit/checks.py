@@ -116,11 +116,10 @@ NUMERICS = ("precision", "compile")
 def near_jobs(fig: Figures, key, fields: int = 1, fix: dict | None = None) -> list:
     """``key``, the ok jobs that differ from it in at most ``fields`` settings (precision and compile
     counting as one), the jobs that ran its fix, and the baselines of all of them."""
-    mine = fig.jobs.loc[key]
-    ok = fig.ok()
+    mine, ok, settings = fig.jobs.loc[key], fig.ok(), fig.ok_settings()
     columns = [c for c in FIELDS if c not in MEASURED_HOW and c not in NUMERICS]
-    differ = sum((ok[c].astype(str) != str(mine[c])).astype(int) for c in columns)
-    differ = differ + (sum((ok[c].astype(str) != str(mine[c])) for c in NUMERICS) > 0).astype(int)
+    differ = sum((settings[c] != str(mine[c])).astype(int) for c in columns)
+    differ = differ + (sum((settings[c] != str(mine[c])).astype(int) for c in NUMERICS) > 0).astype(int)
     keys = [key, *[k for k in ok[differ <= fields].index if k != key]]
     if fix:  # the fix's runs, also beside other settings that changed with it (DDP at its own cap)
         fixed = ok[differ <= fields + len(fix)]

@@ -136,16 +136,28 @@ class Figures:
     def ok(self) -> pd.DataFrame:
         return self.jobs[self.jobs["status"] == "ok"]
 
+    def ok_settings(self) -> dict:
+        """The ok jobs' settings (:data:`FIELDS`) as text, one array a setting in the order of
+        :meth:`ok`'s rows: what jobs are matched by. Made once (the checks match jobs again and again;
+        derive adds figures to the table, never changes a setting or a status)."""
+        if "ok_settings" not in self.memo:
+            ok = self.ok()
+            self.memo["ok_settings"] = {c: ok[c].astype(str).to_numpy() for c in FIELDS if c in ok.columns}
+        return self.memo["ok_settings"]
+
+    def alike(self, key, but: tuple[str, ...]) -> np.ndarray:
+        """Which ok jobs (:meth:`ok`'s rows) have ``key``'s every setting but ``but`` (and how measured)."""
+        mine, settings = self.jobs.loc[key], self.ok_settings()  # not rec(): derive is still adding figures
+        mask = np.ones(len(self.ok()), dtype=bool)
+        for c, text in settings.items():
+            if c not in but and c not in MEASURED_HOW:
+                mask &= text == str(mine[c])
+        return mask
+
     def twins(self, key, but: tuple[str, ...]) -> pd.DataFrame:
         """Ok jobs other than ``key`` identical to it in every setting but ``but``."""
-        mine = self.jobs.loc[key]
         ok = self.ok()
-        mask = ok.index != key
-        for c in FIELDS:
-            if c in but or c in MEASURED_HOW or c not in ok.columns:
-                continue
-            mask &= ok[c].astype(str).to_numpy() == str(mine[c])
-        return ok[mask]
+        return ok[self.alike(key, but) & (ok.index != key)]
 
     def baseline_keys(self, key) -> list:
         """The world-size-1 job(s) a job's speedup is against: itself at world size 1; else those alike
@@ -159,13 +171,10 @@ class Figures:
         mine = self.jobs.loc[key]
         if mine["world_size"] == 1:
             return [key]
-        ones = self.ok()[self.ok()["world_size"] == 1]
+        ok = self.ok()
+        ones = (ok["world_size"] == 1).to_numpy()
         for but in (("world_size",), ("world_size", "threads_per_rank", *COMM_ONLY)):
-            same = ones
-            for c in FIELDS:
-                if c in but or c in MEASURED_HOW:
-                    continue
-                same = same[same[c].astype(str) == str(mine[c])]
+            same = ok[ones & self.alike(key, but)]
             if len(same):
                 own = same[same["threads_per_rank"] == mine["threads_per_rank"]]
                 return list((own if len(own) else same).index)
