@@ -24,6 +24,7 @@ CPU as the command starts (:func:`wanted`, unless ``DDPBENCH_REPORT_HELPER=1``),
 from __future__ import annotations
 
 import mmap
+import gc
 import os
 import pickle
 import select
@@ -113,11 +114,19 @@ class Helper:
         import matplotlib.figure  # noqa: F401
         import scipy.special  # noqa: F401
 
+        # what is alive now (the modules imported) lives to the end: out of the collector's way in both
+        # processes, and the helper's pages stay shared (a collection writes to every object it visits);
+        # the report process gives them back to the collector as it is done with the helper (__exit__)
+        gc.freeze()
         helper = cls(sections, first, call)
         feed_read, helper.feed = os.pipe()
         helper.ticks, ticks_write = os.pipe()
         parent = os.getpid()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            gc.unfreeze()
+            raise
         if pid == 0:  # the helper: never returns
             code = 1
             try:
@@ -232,3 +241,4 @@ class Helper:
         self.stop()
         self.results.close()
         self.context.close()
+        gc.unfreeze()
