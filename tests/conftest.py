@@ -22,6 +22,8 @@ TESTS = Path(__file__).resolve().parent
 PROCESSES = TESTS / "processes"
 #: the tests that start none (tests/unit/conftest.py holds them to it)
 UNIT = TESTS / "unit"
+#: the benchmarks, smoke-run once each in the plain run (below): they start processes too
+BENCHMARKS = TESTS / "benchmarks"
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the marks
@@ -32,22 +34,33 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker("slow")
 
 
-def _runs_unit_tests_alone(config) -> bool:
-    """Whether this run can hold only tests that start no process: ``-m`` leaves out the slow mark
-    (``not slow``, alone or joined by ``and``), or every path it names is under tests/unit/."""
-    conjuncts = [" ".join(part.split()) for part in (config.getoption("markexpr") or "").split(" and ")]
-    if "not slow" in conjuncts:
+def _runs_alone_only(config) -> bool:
+    """Whether this run holds only tests that start processes: ``-m slow``, or every path it names is
+    under tests/processes/ or tests/benchmarks/."""
+    if " ".join((config.getoption("markexpr") or "").split()) == "slow":
         return True
     here = Path(config.invocation_params.dir)
-    return bool(config.args) and all(UNIT == path or UNIT in path.parents
+    alone = (PROCESSES, BENCHMARKS)
+    return bool(config.args) and all(any(folder == path or folder in path.parents for folder in alone)
                                      for path in ((here / arg.split("::")[0]).resolve() for arg in config.args))
 
 
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto`` (pyproject's addopts): a run of unit tests alone takes every core (xdist's count,
-    one file a worker: ``--dist loadfile``); a run that includes tests/processes/ runs in this one
-    process, as without xdist: their ranks need the cores to themselves."""
-    return None if _runs_unit_tests_alone(config) else 0
+    """``-n auto`` (pyproject's addopts): a worker a core, the tests that start processes run alone
+    on one of them after the others (:func:`pytest_xdist_make_scheduler`); a run of those tests
+    only runs in this one process, as without xdist."""
+    return 0 if _runs_alone_only(config) else None
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` (pyproject's addopts), with the files of tests that start processes held
+    back until the unit tests have run, then run on one worker alone
+    (:class:`ddpbench.testing.scheduling.UnitsThenAlone`)."""
+    if config.getvalue("dist") == "loadfile":
+        from ddpbench.testing.scheduling import UnitsThenAlone
+
+        return UnitsThenAlone(config, log)
+    return None
 
 
 @pytest.fixture
@@ -105,7 +118,6 @@ def shapes(rendezvous):
 # tests/benchmarks: timed when asked for, smoke-run (once each, untimed) in the plain test run
 # ---------------------------------------------------------------------------------------------
 
-BENCHMARKS = TESTS / "benchmarks"
 #: pytest-benchmark options that ask for timings
 TIMING_OPTIONS = ("benchmark_enable", "benchmark_only", "benchmark_autosave", "benchmark_save", "benchmark_json",
                   "benchmark_compare", "benchmark_compare_fail", "benchmark_histogram")

@@ -199,12 +199,13 @@ def test_a_unit_test_that_starts_a_process_fails(pytester):
     assert passed == ["unit/report/test_starts.py::test_nothing_started"]
 
 
-def test_the_inner_loop_takes_every_core_and_a_run_with_processes_one_process(pytester, monkeypatch):
-    """``-n auto`` (pyproject's addopts) gives xdist's count of cores to a run of unit tests alone, and
-    no worker (this process alone) to a run that includes tests/processes/."""
+def test_every_run_takes_every_core_but_a_run_of_process_tests_alone(pytester, monkeypatch):
+    """``-n auto`` (pyproject's addopts) gives xdist's count of cores to any run with unit tests (the
+    tests that start processes then run on one worker alone: test_scheduling.py), and no worker (this
+    process alone) to a run of tests/processes/ or tests/benchmarks/ only."""
     monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "7")  # xdist's own count, whatever this machine has
     pytester.makeconftest((TESTS / "conftest.py").read_text())
-    for name in ("unit/report/test_u.py", "processes/report/test_p.py"):
+    for name in ("unit/report/test_u.py", "processes/report/test_p.py", "benchmarks/test_b.py"):
         plant(pytester.path, {name: "def test_it():\n    pass\n"})
 
     def workers(*args) -> int:
@@ -213,4 +214,6 @@ def test_the_inner_loop_takes_every_core_and_a_run_with_processes_one_process(py
 
     assert workers("-m", "not slow") == workers("-m", "not slow and not gpu") == workers("unit") == 7
     assert workers("unit/report/test_u.py::test_it") == workers(str(pytester.path / "unit" / "report")) == 7
-    assert workers() == workers("-m", "slow") == workers("processes") == workers("unit", "processes") == 0
+    assert workers() == workers("unit", "processes") == workers("-m", "slow or not slow") == 7
+    assert workers("-m", "slow") == workers("processes") == workers("processes", "benchmarks") == 0
+    assert workers("processes/report/test_p.py::test_it") == 0

@@ -1,0 +1,51 @@
+"""How the whole suite shares the machine's cores (pytest-xdist, ``-n auto --dist loadfile``).
+
+Tests that start no process (``tests/unit/``) run on every core, a file a worker. Tests that start
+processes (``tests/processes/``, ``tests/benchmarks/``) need the cores to themselves: their ranks are
+one per core and several of them measure (a planted 2x slowdown must be caught, a job must finish
+inside its timeout). :class:`UnitsThenAlone` runs the unit files on every worker first; once no
+worker has a unit test left, it hands the other files to one worker, in the suite's order, while
+the others wait idle. So the suite takes the unit tests' time divided by the cores, plus the
+process tests' time as if they ran alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xdist.scheduler import LoadFileScheduling
+
+#: the folders whose tests start processes, relative to the suite's root (``tests/``)
+ALONE = ("processes", "benchmarks")
+
+
+def runs_alone(nodeid: str) -> bool:
+    """Whether the test ``nodeid`` (``tests/processes/...::test_x``) runs with the cores to itself."""
+    parts = Path(nodeid.split("::", 1)[0]).parts
+    return len(parts) > 1 and parts[0] == "tests" and parts[1] in ALONE
+
+
+class UnitsThenAlone(LoadFileScheduling):
+    """``--dist loadfile``, a file at a time in the suite's order, with the files of :func:`runs_alone`
+    tests held back until every unit test has run, then given to one worker only (the first still there)."""
+
+    def _assign_work_unit(self, node) -> None:
+        # in the suite's order, not xdist's (which puts files of many tests first, a long file of one test last)
+        if not hasattr(self, "_position"):
+            self._position = {self._split_scope(nodeid): i for i, nodeid in reversed(list(enumerate(self.collection)))}
+        pending = sorted(self.workqueue, key=self._position.__getitem__)
+        scope = next((scope for scope in pending if not runs_alone(scope)), None)
+        if scope is None and not (pending and node is self.nodes[0] and not any(
+                self._pending_of(self.assigned_work[other]) for other in self.nodes if other is not node)):
+            return  # the other workers wait: what is left runs alone, on the first worker
+        scope = scope or pending[0]
+        self.assigned_work.setdefault(node, {})[scope] = work = self.workqueue.pop(scope)
+        collection = self.registered_collections[node]
+        node.send_runtest_some([collection.index(nodeid) for nodeid, done in work.items() if not done])
+
+    def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
+        super().mark_test_complete(node, item_index, duration)
+        # the last unit test done on another worker frees the first worker for the tests that run alone
+        for other in self.nodes:
+            if other is not node:
+                self._reschedule(other)
