@@ -3,9 +3,9 @@
 Tests that start no process (``tests/unit/``) run on every core, a file a worker. Tests that start
 processes (``tests/processes/``, ``tests/benchmarks/``) need the cores to themselves: their ranks are
 one per core and several of them measure (a planted 2x slowdown must be caught, a job must finish
-inside its timeout). :class:`UnitsThenAlone` runs the unit files on every worker first; once no
-worker has a unit test left, it hands the other files to one worker, in the suite's order, while
-the others wait idle. So the suite takes the unit tests' time divided by the cores, plus the
+inside its timeout). :class:`UnitsThenAlone` runs the unit files on every worker first; a worker
+with no unit file left to run is stopped, and once no other worker has a unit test left, the first
+worker is handed the other files, in the suite's order. So the suite takes the unit tests' time divided by the cores, plus the
 process tests' time as if they ran alone.
 """
 
@@ -27,7 +27,7 @@ def runs_alone(nodeid: str) -> bool:
 
 class UnitsThenAlone(LoadFileScheduling):
     """``--dist loadfile``, a file at a time in the suite's order, with the files of :func:`runs_alone`
-    tests held back until every unit test has run, then given to one worker only (the first still there)."""
+    tests held back until every unit test has run, then given to one worker alone (the first not stopped; the others are stopped)."""
 
     def _assign_work_unit(self, node) -> None:
         # in the suite's order, not xdist's (which puts files of many tests first, a long file of one test last)
@@ -35,9 +35,15 @@ class UnitsThenAlone(LoadFileScheduling):
             self._position = {self._split_scope(nodeid): i for i, nodeid in reversed(list(enumerate(self.collection)))}
         pending = sorted(self.workqueue, key=self._position.__getitem__)
         scope = next((scope for scope in pending if not runs_alone(scope)), None)
-        if scope is None and not (pending and node is self.nodes[0] and not any(
-                self._pending_of(self.assigned_work[other]) for other in self.nodes if other is not node)):
-            return  # the other workers wait: what is left runs alone, on the first worker
+        first = next(n for n in self.nodes if not n.shutting_down or n is node)
+        if scope is None and node is not first:
+            # no unit file left for it: it finishes (a worker holds its last test back until it is sent
+            # more or told to stop) and leaves the cores to what runs alone on the first worker
+            node.shutdown()
+            return
+        if scope is None and any(self._pending_of(self.assigned_work[other]) for other in self.nodes
+                                 if other is not node):
+            return  # the first worker waits for the others' last unit tests
         scope = scope or pending[0]
         self.assigned_work.setdefault(node, {})[scope] = work = self.workqueue.pop(scope)
         collection = self.registered_collections[node]

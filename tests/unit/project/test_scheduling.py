@@ -1,10 +1,14 @@
 """The whole suite's schedule (ddpbench.testing.scheduling): unit test files on every worker, then the
-files of tests that start processes on one worker alone, in the suite's order, once no worker has a
-unit test left. Driven with stand-in workers, as pytest-xdist's controller drives real ones."""
+files of tests that start processes on one worker alone, in the suite's order, once every unit test
+has run. Driven with stand-in workers that behave as pytest-xdist's do (a worker holds the last test
+it was sent back until it is sent more or told to stop), finishing tests in generated orders."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ddpbench.testing.scheduling import UnitsThenAlone, runs_alone
 
@@ -19,25 +23,30 @@ COLLECTION = [
     "tests/unit/cli/test_cli.py::test_u4",
     "tests/unit/cli/test_cli.py::test_u5",
     "tests/unit/cli/test_cli.py::test_u6",
+    "tests/unit/sweep/test_runner.py::test_u7",
 ]
+UNIT = [t for t in COLLECTION if not runs_alone(t)]
+ALONE = [t for t in COLLECTION if runs_alone(t)]
 
 
 class Config:
-    """What the scheduler reads of pytest's configuration: two workers (``-n 2``), xdist's reordering
-    of files by their count of tests (its default), which the schedule does not follow."""
+    """What the scheduler reads of pytest's configuration: ``-n`` workers, and xdist's reordering of
+    files by their count of tests (its default), which this schedule does not follow."""
 
     option = SimpleNamespace(loadscopereorder=True)
 
-    @staticmethod
-    def getvalue(name: str):
-        return {"tx": ["2*popen"]}[name]
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+
+    def getvalue(self, name: str):
+        return {"tx": [f"{self.workers}*popen"]}[name]
 
 
 class Worker:
-    """What the scheduler calls on a worker: the tests it is sent (by their index in its collection)."""
+    """A stand-in for pytest-xdist's worker: the tests it is sent, and those it ran."""
 
     def __init__(self, name: str) -> None:
-        self.name, self.sent, self.shutting_down = name, [], False
+        self.name, self.sent, self.ran, self.shutting_down = name, [], [], False
         self.gateway = SimpleNamespace(id=name)
 
     def send_runtest_some(self, indices) -> None:
@@ -46,22 +55,44 @@ class Worker:
     def shutdown(self) -> None:
         self.shutting_down = True
 
+    def can_run(self) -> bool:
+        """A worker runs a test while another follows it, and its last one once told to stop."""
+        left = len(self.sent) - len(self.ran)
+        return left >= 2 or (left == 1 and self.shutting_down)
 
-def run(order) -> tuple[UnitsThenAlone, dict[str, Worker]]:
-    """A schedule of two workers, each test finished in ``order`` (a list of worker names: the next
-    unfinished test sent to that worker finishes); returns it and the workers."""
-    sched = UnitsThenAlone(Config())
-    workers = {name: Worker(name) for name in ("gw0", "gw1")}
-    for w in workers.values():
+
+def run(choose, workers: int = 2, crash_first: bool = False) -> tuple[list[tuple[str, str]], list[Worker]]:
+    """A schedule driven to its end: while a worker can run a test, ``choose`` (a list -> one of it)
+    picks which finishes its next one. Returns (worker, test) in the order run, and the workers."""
+    sched = UnitsThenAlone(Config(workers))
+    nodes = [Worker(f"gw{i}") for i in range(workers)]
+    for w in nodes:
         sched.add_node(w)
         sched.add_node_collection(w, COLLECTION)
     sched.schedule()
-    done = {name: 0 for name in workers}
-    for name in order:
-        w = workers[name]
-        sched.mark_test_complete(w, COLLECTION.index(w.sent[done[name]]))
-        done[name] += 1
-    return sched, workers
+    if crash_first:  # the first worker dies before it runs a test: its files go back to the queue
+        sched.remove_node(nodes[0])
+        for w in sched.nodes:
+            sched._reschedule(w)
+    ran = []
+    while ready := [w for w in sched.nodes if w.can_run()]:
+        w = choose(ready)
+        test = w.sent[len(w.ran)]
+        w.ran.append(test)
+        ran.append((w.name, test))
+        sched.mark_test_complete(w, COLLECTION.index(test))
+        if w.shutting_down and len(w.ran) == len(w.sent):
+            sched.remove_node(w)  # the worker finished (xdist's workerfinished)
+    return ran, nodes
+
+
+def assert_units_then_alone(ran: list[tuple[str, str]]) -> None:
+    tests = [t for _, t in ran]
+    assert sorted(tests) == sorted(COLLECTION)  # every test, once: no worker waits for ever
+    first_alone = min(i for i, t in enumerate(tests) if runs_alone(t))
+    assert set(tests[:first_alone]) == set(UNIT)  # every unit test ran before the first that runs alone
+    assert tests[first_alone:] == ALONE  # then those, in the suite's order ...
+    assert len({w for w, t in ran if runs_alone(t)}) == 1  # ... on one worker
 
 
 def test_which_tests_run_alone():
@@ -69,38 +100,17 @@ def test_which_tests_run_alone():
     assert not runs_alone("tests/unit/processes/test_x.py::test_x") and not runs_alone("tests/unit/test_x.py")
 
 
-def test_unit_files_first_on_every_worker_then_the_rest_on_one_worker_alone():
-    sched, workers = run([])
-    gw0, gw1 = workers["gw0"], workers["gw1"]
-    # both workers start on unit files, a file at a time, and no test that runs alone is sent yet
-    assert gw0.sent and gw1.sent and not any(runs_alone(t) for t in gw0.sent + gw1.sent)
-    assert sorted(gw0.sent + gw1.sent) == sorted(t for t in COLLECTION if not runs_alone(t))
-    # a file at a time in the suite's order: the file of three tests is not put first for its count
-    assert gw0.sent[0] == "tests/unit/report/test_report.py::test_u1" and gw1.sent[0] == "tests/unit/audit/test_audit.py::test_u3"
-    # every unit test done on gw0 while gw1 still has one: gw0 waits
-    sched, workers = run(["gw0"] * len(workers["gw0"].sent) + ["gw1"] * (len(workers["gw1"].sent) - 1))
-    gw0, gw1 = workers["gw0"], workers["gw1"]
-    assert not any(runs_alone(t) for t in gw0.sent + gw1.sent)
-    # gw1's last unit test done: gw0 gets the files that run alone, in the suite's order; gw1 never does
-    sched.mark_test_complete(gw1, COLLECTION.index(gw1.sent[-1]))
-    alone = [t for t in gw0.sent if runs_alone(t)]
-    assert alone[:1] == ["tests/benchmarks/test_bench.py::test_b"]
-    while len(alone) < 4:  # each finished test lets the next file go to gw0, none to gw1
-        sched.mark_test_complete(gw0, COLLECTION.index(alone[-1]))
-        alone = [t for t in gw0.sent if runs_alone(t)]
-    assert alone == [t for t in COLLECTION if runs_alone(t)]
-    assert not any(runs_alone(t) for t in gw1.sent)
-    assert gw1.shutting_down and not sched.workqueue
+@settings(max_examples=200, deadline=None)
+@given(picks=st.randoms(use_true_random=False), workers=st.integers(1, 3), crash_first=st.booleans())
+def test_any_order_of_finishing_runs_every_unit_test_first_then_the_rest_alone(picks, workers, crash_first):
+    ran, _ = run(picks.choice, workers, crash_first and workers > 1)
+    assert_units_then_alone(ran)
 
 
-def test_the_first_worker_gone_the_next_runs_what_runs_alone():
-    sched, workers = run([])
-    gw0, gw1 = workers["gw0"], workers["gw1"]
-    sched.remove_node(gw0)  # gw0 crashed before it ran a test: its files go back to the queue
-    ran = 0
-    while ran < len(gw1.sent):  # gw1 runs whatever it is sent, and is sent the rest as it goes
-        sched.mark_test_complete(gw1, COLLECTION.index(gw1.sent[ran]))
-        ran += 1
-    assert sorted(gw1.sent) == sorted(COLLECTION)
-    first_alone = min(i for i, t in enumerate(gw1.sent) if runs_alone(t))
-    assert not any(runs_alone(t) for t in gw1.sent[:first_alone]) and all(map(runs_alone, gw1.sent[first_alone:]))
+def test_unit_files_go_a_file_at_a_time_in_the_suites_order_to_every_worker():
+    ran, (gw0, gw1) = run(lambda ready: ready[0])
+    assert_units_then_alone(ran)
+    # the file of three tests is not put first for its count, as xdist's own order would
+    assert gw0.sent[0] == "tests/unit/report/test_report.py::test_u1"
+    assert gw1.sent[0] == "tests/unit/audit/test_audit.py::test_u3"
+    assert not any(map(runs_alone, gw1.sent)) and gw1.shutting_down
