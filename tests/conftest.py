@@ -63,6 +63,21 @@ def pytest_xdist_make_scheduler(config, log):
     return None
 
 
+#: what pytest-xdist puts in a worker's environment (pytest-benchmark, in a user's pytest run that a test
+#: starts, would read it and time nothing)
+XDIST_ENVIRONMENT = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
+@pytest.fixture(autouse=True)
+def _processes_start_as_without_xdist(request, monkeypatch):
+    """A test that starts processes runs alone (``ddpbench.testing.scheduling``) and starts them as it
+    would without xdist: with none of xdist's environment."""
+    path = Path(request.node.path)
+    if PROCESSES in path.parents or BENCHMARKS in path.parents:
+        for name in XDIST_ENVIRONMENT:
+            monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def cpu_machine():
     """A 2-core machine without GPUs, whatever this one is."""
