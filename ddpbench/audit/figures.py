@@ -134,7 +134,15 @@ class Figures:
         return self.jobs.loc[key]
 
     def ok(self) -> pd.DataFrame:
+        """The ok jobs' rows; once :func:`derive` has added every figure (:meth:`settle`), the same
+        table each time (the checks ask for it again and again and never change it)."""
+        if "ok" in self.memo:
+            return self.memo["ok"]
         return self.jobs[self.jobs["status"] == "ok"]
+
+    def settle(self) -> None:
+        """Every figure is in the table: from now on :meth:`ok` is taken once."""
+        self.memo["ok"] = self.jobs[self.jobs["status"] == "ok"]
 
     def ok_settings(self) -> dict:
         """The ok jobs' settings (:data:`FIELDS`) as text, one array a setting in the order of
@@ -248,6 +256,7 @@ def derive(source) -> Figures:
     figures = Figures(jobs, launch_ms)
     _add_speedup(figures)
     _add_budgets(figures, by_key_steps)
+    figures.settle()
     return figures
 
 
