@@ -103,6 +103,7 @@ class Helper:
         self.pid: int | None = None
         self.feed: int | None = None  # a byte through this pipe: the folder is there to read
         self.ticks: int | None = None  # a byte per section the helper finished; end of file when it ends
+        self.froze = False  # whether start() froze what was alive (gc.freeze), for thaw() to give back
 
     @classmethod
     def start(cls, sections: Sequence[Callable], first: Sequence[Callable] = (),
@@ -116,16 +117,19 @@ class Helper:
 
         # what is alive now (the modules imported) lives to the end: out of the collector's way in both
         # processes, and the helper's pages stay shared (a collection writes to every object it visits);
-        # the report process gives them back to the collector as it is done with the helper (__exit__)
-        gc.freeze()
+        # the report process gives them back to the collector as it is done with the helper (__exit__).
+        # Not in a process that froze objects of its own: unfreezing would give theirs back too.
         helper = cls(sections, first, call)
+        helper.froze = gc.get_freeze_count() == 0
+        if helper.froze:
+            gc.freeze()
         feed_read, helper.feed = os.pipe()
         helper.ticks, ticks_write = os.pipe()
         parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
-            gc.unfreeze()
+            helper.thaw()
             raise
         if pid == 0:  # the helper: never returns
             code = 1
@@ -241,4 +245,10 @@ class Helper:
         self.stop()
         self.results.close()
         self.context.close()
-        gc.unfreeze()
+        self.thaw()
+
+    def thaw(self) -> None:
+        """Give what :meth:`start` froze back to the collector (nothing, if it froze nothing)."""
+        if self.froze:
+            gc.unfreeze()
+            self.froze = False

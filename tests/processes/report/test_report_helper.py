@@ -77,6 +77,23 @@ def test_two_processes_write_the_page_one_process_writes(reaped, tmp_path, monke
     assert reaped()  # the helper was reaped
 
 
+def test_what_the_helper_froze_is_given_back_and_a_callers_own_freeze_is_kept(tmp_path):
+    """The report freezes what is alive before the fork (gc.freeze) and gives it back after; in a
+    process that froze objects of its own it freezes nothing, and leaves theirs frozen."""
+    import gc
+
+    folder = _folder(tmp_path / "results")
+    assert gc.get_freeze_count() == 0
+    build.write_report(folder, tmp_path / "a", processes=2)
+    assert gc.get_freeze_count() == 0
+    gc.freeze()  # as a process that froze its own objects (the sweep's fork server does)
+    try:
+        build.write_report(folder, tmp_path / "b", processes=2)
+        assert gc.get_freeze_count() > 0  # still frozen (objects freed meanwhile leave the count, not all)
+    finally:
+        gc.unfreeze()
+
+
 def test_a_helper_that_ends_at_once_leaves_every_section_to_the_report_process(reaped, tmp_path, monkeypatch):
     folder = _folder(tmp_path / "results")
     one = build.write_report(folder, tmp_path / "one", processes=1)
