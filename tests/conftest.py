@@ -20,8 +20,6 @@ pytest_plugins = ("pytester",)  # tests/processes/regression/test_pytest_plugin.
 TESTS = Path(__file__).resolve().parent
 #: the tests that start processes (ranks, the command line, a Slurm cluster, ...): all slow
 PROCESSES = TESTS / "processes"
-#: the tests that start none (tests/unit/conftest.py holds them to it)
-UNIT = TESTS / "unit"
 #: the benchmarks, smoke-run once each in the plain run (below): they start processes too
 BENCHMARKS = TESTS / "benchmarks"
 
@@ -34,15 +32,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker("slow")
 
 
+def _starts_processes(path: Path) -> bool:
+    """Whether ``path`` (a test file, or a folder of them) is under tests/processes/ or tests/benchmarks/:
+    tests that start processes, which run alone (:mod:`ddpbench.testing.scheduling`)."""
+    return any(folder == path or folder in path.parents for folder in (PROCESSES, BENCHMARKS))
+
+
 def _runs_alone_only(config) -> bool:
-    """Whether this run holds only tests that start processes: ``-m slow``, or every path it names is
-    under tests/processes/ or tests/benchmarks/."""
+    """Whether this run holds only tests that start processes: ``-m slow``, or every path it names."""
     if " ".join((config.getoption("markexpr") or "").split()) == "slow":
         return True
     here = Path(config.invocation_params.dir)
-    alone = (PROCESSES, BENCHMARKS)
-    return bool(config.args) and all(any(folder == path or folder in path.parents for folder in alone)
-                                     for path in ((here / arg.split("::")[0]).resolve() for arg in config.args))
+    return bool(config.args) and all(_starts_processes((here / arg.split("::")[0]).resolve()) for arg in config.args)
 
 
 def pytest_xdist_auto_num_workers(config):
@@ -72,8 +73,7 @@ XDIST_ENVIRONMENT = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST
 def _processes_start_as_without_xdist(request, monkeypatch):
     """A test that starts processes runs alone (``ddpbench.testing.scheduling``) and starts them as it
     would without xdist: with none of xdist's environment."""
-    path = Path(request.node.path)
-    if PROCESSES in path.parents or BENCHMARKS in path.parents:
+    if _starts_processes(Path(request.node.path)):
         for name in XDIST_ENVIRONMENT:
             monkeypatch.delenv(name, raising=False)
 

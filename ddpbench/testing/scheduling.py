@@ -5,8 +5,8 @@ processes (``tests/processes/``, ``tests/benchmarks/``) need the cores to themse
 one per core and several of them measure (a planted 2x slowdown must be caught, a job must finish
 inside its timeout). :class:`UnitsThenAlone` runs the unit files on every worker first; a worker
 with no unit file left to run is stopped, and once no other worker has a unit test left, the first
-worker is handed the other files, in the suite's order. So the suite takes the unit tests' time divided by the cores, plus the
-process tests' time as if they ran alone.
+worker is handed the other files, in the suite's order. So the suite takes the unit tests' time
+divided by the cores, plus the process tests' time as if they ran alone.
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ def runs_alone(nodeid: str) -> bool:
 
 class UnitsThenAlone(LoadFileScheduling):
     """``--dist loadfile``, a file at a time in the suite's order, with the files of :func:`runs_alone`
-    tests held back until every unit test has run, then given to one worker alone (the first not stopped; the others are stopped)."""
+    tests held back until every unit test has run, then given to one worker alone (the first not
+    stopped; the others are stopped)."""
 
     def _assign_work_unit(self, node) -> None:
-        # in the suite's order, not xdist's (which puts files of many tests first, a long file of one test last)
-        if not hasattr(self, "_position"):
+        # in the suite's order, not xdist's (files of many tests first: a long file of one test last)
+        if not hasattr(self, "_position"):  # each file's place: its first test's in the collection
             self._position = {self._split_scope(nodeid): i for i, nodeid in reversed(list(enumerate(self.collection)))}
         pending = sorted(self.workqueue, key=self._position.__getitem__)
         scope = next((scope for scope in pending if not runs_alone(scope)), None)
