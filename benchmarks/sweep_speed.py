@@ -15,12 +15,15 @@ time that is not a timed step goes:
              experiment, the workload checks, claiming the folder;
   sweep      from the header to the first launch: the environment block, the store;
   rank setup the ranks' start to their first step (rank 0's timeline: fork or interpreter, process
-             group, replica, the matmul peak on a job's first launch);
-  in rank    the rest of rank 0's life that is not a timed step: gather, the equivalence check;
+             group, replica), less the job checks;
+  job checks what a job's first launch measures once for the job: the matmul peak and the
+             equivalence check (rank 0's timeline);
+  in rank    the rest of rank 0's life that is not a timed step: the gaps between steps, gather;
   launcher   each launch's wall beyond rank 0's timeline: starting the ranks, their teardown
              (gc, barrier, destroy), the launcher noticing their exit and reaping them;
   between    the sweep's time between launches (storing the record, the console);
-  collectives the all_reduce curve's launch (not a timed step: it is a measurement of its own);
+  collectives the all_reduce curve's launch (not a timed step: a measurement of its own, most of it
+             timed iterations; "whole less curve / timed" leaves it out of the whole);
   report     the summary table, the verdict and the report;
   exit       from the report's line to the command's exit.
 
@@ -45,7 +48,8 @@ from ddpbench.testing import cli_command
 
 HEADER = re.compile(r"^\S+: \d+ jobs, \d+ launches")
 SWEEP_LINE = re.compile(r"sweep wall time ([\d.]+) s, timed step windows ([\d.]+) s")
-PARTS = ("start-up", "sweep", "rank setup", "in rank", "launcher", "between", "collectives", "report", "exit")
+PARTS = ("start-up", "sweep", "rank setup", "job checks", "in rank", "launcher", "between", "collectives", "report",
+         "exit")
 
 
 def timestamped(proc: subprocess.Popen, start: float) -> list[tuple[float, str]]:
@@ -63,8 +67,8 @@ def first(lines: list[tuple[float, str]], test) -> tuple[float, str] | None:
 def launch_parts(out: Path) -> dict:
     """From the stored records: the training launches' wall, rank 0's timed steps, its setup and
     its other untimed time, and each launch's wall beyond rank 0's timeline; the collectives' wall."""
-    parts = {"launch_wall": 0.0, "timed": 0.0, "rank setup": 0.0, "in rank": 0.0, "launcher": 0.0,
-             "collectives_wall": 0.0, "launches": 0}
+    parts = {"launch_wall": 0.0, "timed": 0.0, "rank setup": 0.0, "job checks": 0.0, "in rank": 0.0,
+             "launcher": 0.0, "collectives_wall": 0.0, "launches": 0}
     for line in (out / "results.jsonl").read_text().splitlines():
         record = json.loads(line)
         if record["kind"] == "collective":
@@ -77,11 +81,14 @@ def launch_parts(out: Path) -> dict:
         timeline = result["timeline"]
         life = max(timeline.values()) - timeline["process_start"]
         setup = timeline["setup_done"] - timeline["process_start"]
+        peak = timeline.get("peak_measured", 0.0) - timeline.get("replica_built", 0.0)
+        check = timeline["check_done"] - timeline["gather_done"] if "check_done" in timeline else 0.0
         parts["launches"] += 1
         parts["launch_wall"] += record["wall_s"]
         parts["timed"] += timed
-        parts["rank setup"] += setup
-        parts["in rank"] += life - setup - timed
+        parts["rank setup"] += setup - peak
+        parts["job checks"] += peak + check
+        parts["in rank"] += life - setup - timed - check
         parts["launcher"] += record["wall_s"] - life
     return parts
 
@@ -116,6 +123,7 @@ def run(experiment: str, fork: bool) -> dict:
         "start-up": header[0],
         "sweep": launches_start - header[0],
         "rank setup": stored["rank setup"],
+        "job checks": stored["job checks"],
         "in rank": stored["in rank"],
         "launcher": stored["launcher"],
         "between": wall - stored["launch_wall"],
@@ -124,13 +132,14 @@ def run(experiment: str, fork: bool) -> dict:
         "exit": total - (report or swept)[0],
     }
     return {"total_s": total, "wall_s": wall, "timed_s": timed, "ratio_total": total / timed,
-            "ratio_launches": wall / timed, "load_before": load_before, "load_after": os.getloadavg()[0],
+            "ratio_sans_curve": (total - parts["collectives"]) / timed, "ratio_launches": wall / timed, "load_before": load_before, "load_after": os.getloadavg()[0],
             "parts": parts, "launches": stored["launches"], "out": str(out)}
 
 
 def describe(r: dict) -> str:
     return (f"whole command {r['total_s']:.1f} s, launches {r['wall_s']:.1f} s, timed steps {r['timed_s']:.1f} s; "
-            f"ratios whole/timed {r['ratio_total']:.2f}, launches/timed {r['ratio_launches']:.2f}; "
+            f"ratios whole/timed {r['ratio_total']:.2f}, whole less curve/timed {r['ratio_sans_curve']:.2f}, "
+            f"launches/timed {r['ratio_launches']:.2f}; "
             f"load {r['load_before']:.2f} -> {r['load_after']:.2f}")
 
 
@@ -149,14 +158,15 @@ def main() -> None:
             runs.append(r)
             print(f"{mode:>5} run {index + 1}: {describe(r)} ({r['out']})", flush=True)
         median = {key: statistics.median(r[key] for r in runs) for key in
-                  ("total_s", "wall_s", "timed_s", "ratio_total", "ratio_launches", "load_before", "load_after")}
+                  ("total_s", "wall_s", "timed_s", "ratio_total", "ratio_sans_curve", "ratio_launches", "load_before",
+                   "load_after")}
         print(f"{mode:>5} median of {len(runs)}: {describe(median)}")
         launches = runs[0]["launches"]
         print(f"{'':>5} not timed (median seconds; per launch over {launches} training launches where it applies):")
         for part in PARTS:
             value = statistics.median(r["parts"][part] for r in runs)
-            per = f"  ({value / launches * 1e3:.0f} ms a launch)" if part in ("rank setup", "in rank", "launcher",
-                                                                             "between") else ""
+            per = f"  ({value / launches * 1e3:.0f} ms a launch)" if part in ("rank setup", "job checks", "in rank",
+                                                                             "launcher", "between") else ""
             print(f"{'':>7}{part:<12} {value:6.2f} s{per}")
         every[mode] = runs
     if args.json:

@@ -93,16 +93,20 @@ def _run(experiment, options: SweepOptions, machine, console):
 
 def finish_report(out_dir: Path, console, write: bool = True) -> int:
     """Print the summary table of ``out_dir`` and write its report; exit code 1 if a job failed."""
-    from ddpbench.report.build import load_context, write_context
+    from ddpbench.report.build import helping, load_context, write_context
+    from ddpbench.report.workers import wanted
 
-    ctx = load_context(out_dir)  # loaded and summarised once: the table, the verdict and the report
-    table = ctx.summary
-    print_summary(table)
-    # on standard output, with the table: the results, not the progress; the report's first section
-    # shows the same verdict lines, computed once
-    print_verdict(table, ctx.folder.verdict)
-    if write:
-        index = write_context(ctx)
-        console.print(f"report: {index}", highlight=False)
+    # the ranks are gone: a second process writes half the report where a CPU is idle, forked before
+    # the folder is read (only the main thread runs here, and the helper never touches torch)
+    with helping(processes=2 if write and wanted() else 1) as helper:
+        ctx = load_context(out_dir)  # loaded and summarised once: the table, the verdict and the report
+        table = ctx.summary
+        print_summary(table)
+        # on standard output, with the table: the results, not the progress; the report's first section
+        # shows the same verdict lines, computed once
+        print_verdict(table, ctx.folder.verdict)
+        if write:
+            index = write_context(ctx, helper=helper)
+            console.print(f"report: {index}", highlight=False)
     failed = int(table["status"].isin(["failed", "timed_out"]).sum()) if len(table) else 0
     return EXIT_FAILED if failed else 0

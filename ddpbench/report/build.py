@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Iterator, Sequence
 
 from ddpbench.analysis import folder
 from ddpbench.report import workers
@@ -79,10 +80,21 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
     (:class:`~ddpbench.report.workers.Helper`, forked before the folder is read): the same page.
     """
     sections = SECTIONS if sections is None else sections
-    if processes < 2 or not workers.enabled() or usable_cpus() < 2 or not hasattr(os, "fork"):
-        return write_context(load_context(results_dir, out_dir), sections)
-    with remembering(), Helper.start(sections, ANALYSIS_SECTIONS, _section) as helper:  # the helper remembers too
+    with helping(sections, processes) as helper:
         return write_context(load_context(results_dir, out_dir), sections, helper)
+
+
+@contextmanager
+def helping(sections: Sequence[SectionFn] | None = None, processes: int = 2) -> Iterator[Helper | None]:
+    """A helper process to write ``sections`` with (:class:`~ddpbench.report.workers.Helper`), forked
+    now, before the folder is read, and ended and reaped on leaving; None where ``processes`` is 1,
+    ``DDPBENCH_REPORT_HELPER=0`` turns it off, or fewer than two CPUs or no fork are there."""
+    if processes < 2 or not workers.enabled() or usable_cpus() < 2 or not hasattr(os, "fork"):
+        yield None
+        return
+    sections = SECTIONS if sections is None else sections
+    with remembering(), Helper.start(sections, ANALYSIS_SECTIONS, _section) as helper:  # the helper remembers too
+        yield helper
 
 
 def write_context(ctx: ReportContext, sections: Sequence[SectionFn] | None = None,

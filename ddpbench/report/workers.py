@@ -15,9 +15,10 @@ The helper is the report's own child, waited for: it dies with the report proces
 (:func:`ddpbench.owner.die_with_parent`), a report that ends early (an error, Ctrl-C) kills and
 reaps it, and a helper that ends early, makes no progress for :data:`STALL_S` or cannot be
 handed the folder costs only time: whatever sections it did not hand back, the report process
-writes itself. The sweep's own report is written by one process (its process has torch loaded
-and ranks to own); so is any report on a machine with fewer than two CPUs, one without an idle
-CPU as the command starts (:func:`wanted`, unless ``DDPBENCH_REPORT_HELPER=1``), or with
+writes itself. The sweep forks its helper the same way once its ranks are gone (its process has
+torch loaded, which the helper never uses, and only its main thread runs then). A report is
+written by one process on a machine with fewer than two CPUs, one without an idle CPU as the
+report starts (:func:`wanted`, unless ``DDPBENCH_REPORT_HELPER=1``), or with
 ``DDPBENCH_REPORT_HELPER=0`` in the environment.
 """
 

@@ -77,6 +77,28 @@ def test_two_processes_write_the_page_one_process_writes(reaped, tmp_path, monke
     assert reaped()  # the helper was reaped
 
 
+def test_the_sweep_s_own_report_is_written_by_two_processes_and_is_the_same_page(reaped, tmp_path, monkeypatch):
+    """The sweep forks its helper once its ranks are gone (cli.sweeping.finish_report), with torch
+    loaded in its process: the page one process writes, and the same summary on standard output."""
+    import torch  # noqa: F401  (the sweep's process has it loaded as it forks)
+    from rich.console import Console
+
+    from ddpbench.cli.sweeping import finish_report
+
+    folder = _folder(tmp_path / "results", launches=2)
+    monkeypatch.setenv("DDPBENCH_REPORT_HELPER", "0")
+    assert finish_report(folder, Console(quiet=True)) == 0
+    one, one_pngs = (folder / "index.html").read_bytes(), _pngs(folder)
+    log = _writers(monkeypatch, tmp_path)
+    monkeypatch.setenv("DDPBENCH_REPORT_HELPER", "1")
+    assert finish_report(folder, Console(quiet=True)) == 0  # the same folder again: the page names it
+    assert (folder / "index.html").read_bytes() == one
+    assert _pngs(folder) == one_pngs and "throughput.png" in one_pngs
+    writers = [line.split()[0] for line in log.read_text().splitlines()]
+    assert len(writers) == len(build.SECTIONS) and {w for w in writers if w != str(os.getpid())}
+    assert reaped()
+
+
 def test_what_the_helper_froze_is_given_back_and_a_callers_own_freeze_is_kept(tmp_path):
     """The report freezes what is alive before the fork (gc.freeze) and gives it back after; in a
     process that froze objects of its own it freezes nothing, and leaves theirs frozen."""
