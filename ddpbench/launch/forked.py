@@ -11,10 +11,15 @@ The server is started with one thread per math library (OpenMP, MKL, OpenBLAS): 
 would otherwise start a thread pool at import, and a process with threads is not one to fork.
 Each rank sets its own thread count (``torch.set_num_threads``) from its job, as before.
 
-Only CPU launches are forked. A GPU rank starts as a new interpreter: a process whose CUDA
-driver was initialised (as ``torch.cuda.is_available()`` does on some builds, from any import
-that asks) cannot hand a working driver to its forks, and a GPU step is long enough that the
-interpreter's start matters little. ``DDPBENCH_FORK_SERVER=0`` starts every rank as a new
+GPU launches are forked too. A process whose CUDA driver was initialised cannot hand a working
+driver to its forks, so the server never initialises it: torch asks NVML whether a GPU is there
+(``PYTORCH_NVML_BASED_CUDA_CHECK``, set while it starts), and each rank makes its own CUDA
+context after the fork, as a new interpreter would. A rank that finds itself forked from a
+server whose driver was set up after all fails its launch with that reason
+(:func:`ddpbench.rank.devices.check_cuda_fork`), never a hang. On an H100 machine a new interpreter's
+``import torch`` and ``import torch._dynamo`` (which DDP loads) took 9-10 s of each rank's
+start, against 0.4 s for the rank's own CUDA context: the launch's set-up, not the GPU's
+steps, was most of a GPU sweep's time. ``DDPBENCH_FORK_SERVER=0`` starts every rank as a new
 interpreter (the old way).
 """
 
@@ -36,9 +41,13 @@ def enabled() -> bool:
     return os.environ.get("DDPBENCH_FORK_SERVER", "1") != "0"
 
 
+#: the devices whose ranks are forked: the CPU, and CUDA GPUs (each rank's context made after its fork)
+FORKED_DEVICES = ("cpu", "cuda")
+
+
 def can_fork(spec) -> bool:
-    """Whether a launch's ranks may be forked: those on the CPU (see above)."""
-    return getattr(spec, "device", "cpu") == "cpu"
+    """Whether a launch's ranks may be forked: those on the CPU or CUDA GPUs (see above)."""
+    return getattr(spec, "device", "cpu") in FORKED_DEVICES
 
 
 def _server():
@@ -77,7 +86,7 @@ def stop_server() -> None:
 
 
 def needed(specs) -> bool:
-    """Whether any launch of ``specs`` would be forked (fork server on, a CPU launch)."""
+    """Whether any launch of ``specs`` would be forked (fork server on, a CPU or CUDA launch)."""
     return enabled() and any(can_fork(spec) for spec in specs)
 
 

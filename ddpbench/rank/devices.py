@@ -31,8 +31,20 @@ def take_rank_device(device: str, local_rank: int):
 
     chosen = rank_device(device, local_rank, torch.cuda.device_count() if device == "cuda" else 0)
     if chosen.type == "cuda":
+        check_cuda_fork()
         torch.cuda.set_device(chosen)
     return chosen
+
+
+def check_cuda_fork() -> None:
+    """Raise, with what to do, in a rank forked from a process whose CUDA driver was set up: such
+    a fork cannot use the GPU (:mod:`ddpbench.launch.forked` keeps the server's driver untouched)."""
+    import torch
+
+    if torch.cuda._is_in_bad_fork():
+        raise RuntimeError("this rank was forked from a process whose CUDA driver was already initialised, "
+                           "and such a fork cannot use the GPU: run the sweep with DDPBENCH_FORK_SERVER=0 "
+                           "(ranks started as new interpreters)")
 
 
 def gpu_memory(devices) -> dict:

@@ -107,7 +107,7 @@ def become_rank(env: dict[str, str], log_path: str) -> None:
     import numpy
     import torch
 
-    torch.seed()
+    torch.seed()  # CUDA's generators too, lazily: seeded when the rank makes its own context
     numpy.random.seed()
     from ddpbench.rank import protocol
 

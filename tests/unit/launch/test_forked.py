@@ -5,11 +5,24 @@ next, and the server itself never holds any of them. Each rank reports its state
 see none of it."""
 
 
-def test_only_cpu_launches_are_forked():
-    # a GPU rank starts as a new interpreter: a CUDA driver set up before a fork cannot serve its forks
+def test_cpu_and_cuda_launches_are_forked():
+    # a GPU rank too: the server never sets up the CUDA driver, each rank makes its own context
     from ddpbench.experiment.collectives import CollectiveSpec
     from ddpbench.experiment.spec import JobSpec
     from ddpbench.launch.forked import can_fork
 
-    assert can_fork(JobSpec(device="cpu")) and not can_fork(JobSpec(device="cuda"))
-    assert can_fork(CollectiveSpec(device="cpu")) and not can_fork(CollectiveSpec(device="cuda"))
+    assert can_fork(JobSpec(device="cpu")) and can_fork(JobSpec(device="cuda"))
+    assert can_fork(CollectiveSpec(device="cpu")) and can_fork(CollectiveSpec(device="cuda"))
+    assert not can_fork(JobSpec(device="mps"))
+
+
+def test_a_gpu_rank_forked_from_a_process_with_cuda_set_up_fails_with_what_to_do(monkeypatch):
+    import pytest
+    import torch
+
+    from ddpbench.rank.devices import check_cuda_fork
+
+    check_cuda_fork()  # this process set up no driver
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True)
+    with pytest.raises(RuntimeError, match="DDPBENCH_FORK_SERVER=0"):
+        check_cuda_fork()
