@@ -231,8 +231,7 @@ def gpu_h100() -> dict:
             "alloc": f0(alloc[ddp["mlp", "cuda"]]), "reserved": f0(reserved[ddp["mlp", "cuda"]]),
             "psgd_alloc": spaced(alloc[powersgd]), "psgd_reserved": spaced(reserved[powersgd]),
             "jobs": str(len(j)),
-            "dirty_launches": str(per_commit[("0819227", True)]), "clean_launches": str(per_commit[("e48b78d", False)]
-                                                                                       + per_commit[("e48b78d", True)]),
+            "launches": str(per_commit[("0bc27f2", True)]),
             "exact_diff": "{:.1f}e{}".format(*_mantissa_exponent(exact["max_abs_diff"].max())),
             "median": f1(feed["step_ms"].median()), "mean": f1(feed["step_ms"].mean()),
             "data": f1(feed["data_ms"].mean())}
@@ -507,9 +506,8 @@ QUOTES: list[tuple[str, str]] = [
                "{consistency[jobs]} jobs, {consistency[launches]} launches each) "
                "and its `consistency.md`: {consistency[problems]} problems the independent checker"),
     # gpu-h100, gpu-trace-frameworks-h100, models
-    (EXAMPLES, "{gpu[dirty_launches]} of its launches from the code of commit 0819227 with changes not yet "
-               "committed (`git_dirty` in their environment block), the other {gpu[clean_launches]} and the "
-               "collectives at world size 1 from commit e48b78d"),
+    (EXAMPLES, "all {gpu[launches]} of its training launches and the collectives at world size 1 from the files "
+               "of commit 3fc6b18"),
     (EXAMPLES, "(the exact strategies within {gpu[exact_diff]} of single-process training)"),
     (EXAMPLES, "its median step is {gpu[median]} ms but its mean {gpu[mean]} ms, {gpu[data]} ms of it waiting for "
                "data"),
