@@ -85,6 +85,13 @@ def cpu_machine():
 
 
 @pytest.fixture
+def no_gpu_here(monkeypatch):
+    """The command line, run in this process, sees no GPU on this machine, whatever it has: a test
+    of what a CPU-only machine answers passes on a GPU machine too ("auto" picks the CPU and gloo)."""
+    monkeypatch.setattr("ddpbench.experiment.machine.cuda_device_count", lambda: 0)
+
+
+@pytest.fixture
 def experiment(cpu_machine):
     """Three world sizes (1, 2, 4) of mlp-xs, two launches each: a sweep for the fake launcher
     (ddpbench.testing.launchers)."""

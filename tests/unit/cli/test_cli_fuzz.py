@@ -170,7 +170,7 @@ def test_examples_name_the_file_or_flag_and_key(argv, named, probe, tmp_path, mo
         assert word in err.encode("utf-8", "backslashreplace").decode(), err
 
 
-def test_a_world_size_past_the_cores_is_accepted_and_flagged(probe, workdir, capsys):
+def test_a_world_size_past_the_cores_is_accepted_and_flagged(probe, workdir, capsys, no_gpu_here):
     """64 ranks on this machine: the job runs (the probe checks the flag), and --dry-run says so."""
     with pytest.raises(Reached):
         main(["run", "--world-size", "64", "--model-size", "xs"])

@@ -62,8 +62,17 @@ def test_the_fork_server_starts_first_and_stays_for_cpu_launches(calls, tmp_path
     assert calls == ["start server", "machine", "run"]
 
 
-def test_the_fork_server_is_stopped_when_no_launch_forks(calls, tmp_path, monkeypatch):
+def test_gpu_launches_keep_the_fork_server(calls, tmp_path, monkeypatch):
     with_a_gpu(monkeypatch, calls)
+    assert sweep(tmp_path, GPU_JOBS) == 0
+    assert calls == ["start server", "machine", "run"]
+
+
+def test_the_fork_server_is_stopped_when_no_launch_forks(calls, tmp_path, monkeypatch):
+    from ddpbench.launch import forked
+
+    with_a_gpu(monkeypatch, calls)
+    monkeypatch.setattr(forked, "FORKED_DEVICES", ("cpu",))  # as if GPU ranks started as new interpreters
     assert sweep(tmp_path, GPU_JOBS) == 0
     assert calls == ["start server", "machine", "stop server", "run"]
 

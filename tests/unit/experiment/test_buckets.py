@@ -24,7 +24,7 @@ def test_predicted_buckets_are_ddps_assignment_of_the_tensor_sizes():
     assert predicted_buckets(sizes, 100) == (sum(sizes),)
 
 
-def test_a_dry_run_warns_which_caps_give_the_same_buckets(capsys, tmp_path):
+def test_a_dry_run_warns_which_caps_give_the_same_buckets(capsys, tmp_path, no_gpu_here):
     # the old default: two MLPs whose 1 and 5 MB caps give DDP the very same buckets
     old = tmp_path / "old-quick.toml"
     old.write_text('[defaults]\nmodel = "mlp"\nthreads_per_rank = 1\n[grid]\nworld_size = [2]\n'

@@ -301,7 +301,8 @@ def test_any_experiment_either_expands_or_gives_one_clean_line(data):
                 check_value(name, getattr(job, name), "stored", name)
 
 
-def test_a_job_from_flags_or_a_task_is_checked_as_a_file_s_job_is(tmp_path, monkeypatch, capsys, cpu_machine):
+def test_a_job_from_flags_or_a_task_is_checked_as_a_file_s_job_is(tmp_path, monkeypatch, capsys, cpu_machine,
+                                                                 no_gpu_here):
     """What an experiment file's job is refused for (here: a DDP comm hook on master aggregation),
     `ddpbench run` and the pytest-benchmark TrainStep refuse too, before anything runs."""
     from ddpbench.cli import main
@@ -357,7 +358,7 @@ def test_cli_bad_experiment_exit_2_one_line(tmp_path, body, key):
     (["sweep", "--nodes", "2"], "--launcher slurm only"),
     (["sweep", "--launcher", "slurm", "--nodes", "0"], "--nodes: must be 1 to 100000"),
 ])
-def test_cli_bad_flags_exit_2_one_line(args, words):
+def test_cli_bad_flags_exit_2_one_line(args, words, no_gpu_here):
     proc = run_main(*args)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()

@@ -12,10 +12,10 @@ from ddpbench.results.tables import load_tables
 from ddpbench.testing import ROOT
 
 #: the committed examples measured before ready_ms, affinity and the switch counts were recorded
+#: ... and those measured after: every rank's step carries them (on the CPU and on an H100)
+MEASURED_WITH = [ROOT / "reports" / "examples" / name for name in ("consistency-cpu", "gpu-h100")]
 EXAMPLES = sorted(p.parent for p in (ROOT / "reports" / "examples").glob("*/results.jsonl")
-                  if p.parent.name != "consistency-cpu")
-#: ... and one measured after: every rank's step carries them
-MEASURED_WITH = ROOT / "reports" / "examples" / "consistency-cpu"
+                  if p.parent not in MEASURED_WITH)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,8 +90,9 @@ def test_folders_written_before_ready_ms_load_with_it_missing(folder):
         assert ranks["affinity"].isna().all() and ranks["involuntary_switches_per_step"].isna().all()
 
 
-def test_a_folder_measured_with_ready_ms_has_it_on_every_timed_step_of_the_built_in_loop():
-    steps, _, ranks, _ = load_tables(MEASURED_WITH)
+@pytest.mark.parametrize("folder", MEASURED_WITH, ids=lambda p: p.name)
+def test_a_folder_measured_with_ready_ms_has_it_on_every_timed_step_of_the_built_in_loop(folder):
+    steps, _, ranks, _ = load_tables(folder)
     timed = steps[steps["phase"].isin(("measure", "nosync"))]
     assert timed["ready_ms"].notna().all() and (timed["ready_ms"] > 0).all()
     # ready before the step ended: the gradients are in before the optimizer runs
