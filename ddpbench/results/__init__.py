@@ -1,5 +1,6 @@
-"""Results: the record schema (:mod:`.schema`), the append-only store (:mod:`.store`) and the
-tables loaded from it (:mod:`.tables`).
+"""Results: the record schema (:mod:`.schema`), the append-only store (:mod:`.store`), the
+tables loaded from it (:mod:`.tables`), and the history of sweeps filed by machine and commit
+(:mod:`.history`).
 
 ``ddpbench.results.load_tables(dir)`` and ``ddpbench.results.load_collectives(dir)`` are public
 (the README names them). They are looked up when first asked for, not imported here: a rank

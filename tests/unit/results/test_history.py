@@ -1,0 +1,150 @@
+"""The history store (ddpbench.results.history): sweeps filed by machine and commit, appended to and
+never rewritten, and read back as whole entries only."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ddpbench.results import history
+from ddpbench.results.history import HistoryError, entries, file_results, fingerprint, machine_id
+from ddpbench.testing.records import ENV, ResultsFolder
+
+
+def _results(path, env=ENV, sweeps=1):
+    """A results folder of ``sweeps`` sweep records (no launches: the store files records as they are)."""
+    for _ in range(sweeps):
+        ResultsFolder(path, env=env)
+    (path / "experiment.toml").write_text('name = "synthetic"\n')
+    return path
+
+
+def _tree(store):
+    """Every file under the store, with its bytes."""
+    return {p.relative_to(store): p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file()}
+
+
+def test_a_filed_sweep_is_kept_as_it_was_under_its_machine_and_commit(tmp_path):
+    results = _results(tmp_path / "results")
+    entry = file_results(tmp_path / "history", results, commit="1a2b3c4d5e", commit_date="2026-11-20T10:00:00+00:00")
+    assert entry.number == 1 and entry.commit == "1a2b3c4d5e" and entry.path.parent.name == entry.machine
+    assert entry.path.name == f"000001-1a2b3c4-{entry.sweep_ids[0]}"
+    assert (entry.path / "results.jsonl").read_bytes() == (results / "results.jsonl").read_bytes()
+    assert (entry.path / "experiment.toml").read_text() == 'name = "synthetic"\n'
+    machine = json.loads((entry.path.parent / "machine.json").read_text())
+    assert machine == fingerprint(ENV) and machine["cpu_model"] == "Test CPU" and "hostname" not in machine
+    assert entries(tmp_path / "history") == [entry]
+
+
+def test_the_same_sweep_at_the_same_commit_is_refused_and_nothing_is_rewritten(tmp_path):
+    results, store = _results(tmp_path / "results"), tmp_path / "history"
+    first = file_results(store, results, commit="1a2b3c4")
+    before = _tree(store)
+    with pytest.raises(HistoryError, match="filed already as .*000001"):
+        file_results(store, results, commit="1a2b3c4")
+    assert _tree(store) == before
+    second = file_results(store, results, commit="5e6f7a8")  # the same results filed at another commit
+    assert second.number == 2 and {k: v for k, v in _tree(store).items() if k in before} == before
+    assert [e.number for e in entries(store)] == [1, 2] and entries(store)[0] == first
+
+
+def test_machines_that_differ_in_what_decides_speed_file_apart_and_a_hostname_does_not(tmp_path):
+    store = tmp_path / "history"
+    a = file_results(store, _results(tmp_path / "a"), commit="1a2b3c4")
+    b = file_results(store, _results(tmp_path / "b", env={**ENV, "hostname": "another-runner"}), commit="1a2b3c4")
+    c = file_results(store, _results(tmp_path / "c", env={**ENV, "cpu_model": "Other CPU"}), commit="1a2b3c4")
+    gpu = file_results(store, _results(tmp_path / "g", env={**ENV, "gpus": ["NVIDIA H100 80GB HBM3"]}))
+    assert a.machine == b.machine and (b.number, b.commit) == (2, "1a2b3c4")
+    assert len({a.machine, c.machine, gpu.machine}) == 3
+    assert "1x-nvidia-h100" in gpu.machine and gpu.path.name.startswith("000001-nocommit-")
+    # two fingerprints that read alike still differ in their hash
+    assert machine_id({**fingerprint(ENV), "nccl_version": "2.21.5"}) != a.machine
+
+
+@pytest.mark.parametrize("case, words", [
+    ("no results", "no results.jsonl to file"),
+    ("no sweep record", "no sweep record"),
+    ("two machines", "ran on 2 different machines"),
+    ("bad commit", "commit: 'HEAD' is not a git commit"),
+])
+def test_what_cannot_be_filed_is_refused_in_one_line_and_files_nothing(tmp_path, case, words):
+    results, commit = tmp_path / "results", "1a2b3c4"
+    if case == "no results":
+        results.mkdir()
+    elif case == "no sweep record":
+        results.mkdir()
+        (results / "results.jsonl").write_text("")  # a folder made, its sweep never started
+    elif case == "two machines":
+        _results(results)
+        ResultsFolder(results, env={**ENV, "cpu_model": "Other CPU"})
+    else:
+        _results(results)
+        commit = "HEAD"
+    with pytest.raises(HistoryError, match=words) as refused:
+        file_results(tmp_path / "history", results, commit=commit)
+    assert "\n" not in str(refused.value) and entries(tmp_path / "history") == []
+
+
+def test_a_filing_cut_off_leaves_no_entry_and_no_half_folder(tmp_path, monkeypatch):
+    results, store = _results(tmp_path / "results"), tmp_path / "history"
+    file_results(store, results, commit="1a2b3c4")
+    before = _tree(store)
+
+    def full_disk(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(history.shutil, "copyfile", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        file_results(store, results, commit="5e6f7a8")
+    assert _tree(store) == before and [p.name for p in (store / entries(store)[0].machine).iterdir()
+                                       if p.name.startswith(".")] == []
+
+
+def test_a_damaged_entry_is_left_out_with_its_name_and_a_stray_folder_is_not_an_entry(tmp_path):
+    store = tmp_path / "history"
+    good = file_results(store, _results(tmp_path / "a"), commit="1a2b3c4")
+    bad = file_results(store, _results(tmp_path / "b"), commit="5e6f7a8")
+    (bad.path / "entry.json").write_text('{"commit": 5}')
+    (store / good.machine / ".filing-leftover").mkdir()  # a filer killed before its rename
+    (store / good.machine / "notes").mkdir()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert entries(store) == [good]
+    assert len(caught) == 1 and bad.path.name in str(caught[0].message) and "commit" in str(caught[0].message)
+
+
+def test_a_machine_json_that_names_another_machine_is_refused(tmp_path):
+    store = tmp_path / "history"
+    entry = file_results(store, _results(tmp_path / "a"), commit="1a2b3c4")
+    (store / entry.machine / "machine.json").write_text(json.dumps({**fingerprint(ENV), "cpu_model": "Other"}))
+    with pytest.raises(HistoryError, match="another machine's fingerprint"):
+        file_results(store, _results(tmp_path / "b"), commit="5e6f7a8")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(filings=st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["1a2b3c4", "5e6f7a8", "9b8c7d6", None])),
+                        min_size=1, max_size=8))
+def test_any_sequence_of_filings_only_ever_appends(tmp_path_factory, filings):
+    """Generated sequences of filings of three results folders at four commits: each new (folder,
+    commit) is a new entry with the next number, a repeat is refused, and no byte of an earlier
+    entry changes."""
+    base = tmp_path_factory.mktemp("filings")
+    folders = [_results(base / f"r{i}") for i in range(3)]
+    store, seen = base / "history", {}
+    for which, commit in filings:
+        before = _tree(store) if store.exists() else {}
+        if (which, commit) in seen:
+            with pytest.raises(HistoryError, match="filed already"):
+                file_results(store, folders[which], commit=commit)
+            assert _tree(store) == before
+            continue
+        entry = file_results(store, folders[which], commit=commit)
+        seen[which, commit] = entry.number
+        assert entry.number == len(seen)
+        after = _tree(store)
+        assert {k: after[k] for k in before} == before
+    assert [e.number for e in entries(store)] == list(range(1, len(seen) + 1))
