@@ -47,6 +47,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ddpbench.errors import InputError
 from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.sidefiles import SideFileError, field, inside, read_json
 from ddpbench.results.store import ResultStore
@@ -64,8 +65,9 @@ ENTRY_NAME = re.compile(r"^(\d{6})-([0-9a-f]{7}|nocommit)-([0-9a-f_]+)$")
 COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
 
 
-class HistoryError(ValueError):
-    """What cannot be filed or read, in one line naming the folder and what is wrong."""
+class HistoryError(InputError):
+    """What cannot be filed or read: one line naming the folder or file, the key and what is wrong
+    (bad input: the command line says it and exits with 2)."""
 
 
 @dataclass(frozen=True)
@@ -107,11 +109,11 @@ def sweep_envs(results_dir: Path) -> list[tuple[str, dict]]:
     """(sweep id, environment block) of every sweep record of a results folder, in order."""
     path = results_dir / RESULTS_FILE
     if not path.is_file():
-        raise HistoryError(f"{results_dir}: no {RESULTS_FILE} to file")
+        raise HistoryError(results_dir, None, f"no {RESULTS_FILE} to file")
     found = [(str(r.get("sweep_id")), r.get("env") or {}) for r in ResultStore(results_dir).records()
              if r.get("kind") == "sweep"]
     if not found:
-        raise HistoryError(f"{results_dir}/{RESULTS_FILE}: no sweep record (not a sweep's results)")
+        raise HistoryError(path, None, "no sweep record (not a sweep's results)")
     return found
 
 
@@ -123,11 +125,11 @@ def file_results(store: str | Path, results_dir: str | Path, commit: str | None 
     machines of different fingerprints, a malformed commit, or a sweep filed already."""
     store, results_dir = Path(store), Path(results_dir)
     if commit is not None and not COMMIT.match(commit):
-        raise HistoryError(f"commit: {commit!r} is not a git commit (7 to 40 lowercase hex digits)")
+        raise HistoryError(results_dir, "commit", f"{commit!r} is not a git commit (7 to 40 lowercase hex digits)")
     envs = sweep_envs(results_dir)
     prints = {json.dumps(fingerprint(env), sort_keys=True) for _, env in envs}
     if len(prints) > 1:
-        raise HistoryError(f"{results_dir}: its sweeps ran on {len(prints)} different machines; file each "
+        raise HistoryError(results_dir, None, f"its sweeps ran on {len(prints)} different machines; file each "
                            "machine's results folder on its own")
     print_ = fingerprint(envs[0][1])
     machine = machine_id(print_)
@@ -137,7 +139,8 @@ def file_results(store: str | Path, results_dir: str | Path, commit: str | None 
     sweep_ids = tuple(sorted({sid for sid, _ in envs}))
     for entry in entries(store, machine):
         if entry.sweep_ids == sweep_ids and entry.commit == commit:
-            raise HistoryError(f"{results_dir}: filed already as {entry.path} (the same sweeps at the same commit)")
+            raise HistoryError(results_dir, None, f"filed already as {entry.path} (the same sweeps at the same "
+                               "commit)")
     made = now or _dt.datetime.now(_dt.timezone.utc)
     record = {"commit": commit, "commit_date": commit_date, "sweep_ids": list(sweep_ids),
               "source": str(results_dir), "filed_utc": made.isoformat(timespec="seconds")}
@@ -164,9 +167,9 @@ def _claim_machine(home: Path, print_: dict) -> None:
         try:
             there = read_json(path, home)
         except SideFileError as err:
-            raise HistoryError(str(err)) from None
+            raise _unreadable(err) from None
         if there != json.loads(text):
-            raise HistoryError(f"{path}: holds another machine's fingerprint than its folder's name says")
+            raise HistoryError(path, None, "holds another machine's fingerprint than its folder's name says")
         return
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(text)
@@ -217,7 +220,7 @@ def entries(store: str | Path, machine: str | None = None) -> list[Entry]:
 def _entry(machine: str, path: Path, record) -> Entry:
     where = str(path / ENTRY_FILE)
     if not isinstance(record, dict):
-        raise HistoryError(f"{where}: not a JSON object")
+        raise HistoryError(where, None, "not a JSON object")
     try:
         commit = field(record, "commit", str, where, optional=True)
         sweep_ids = field(record, "sweep_ids", list, where)
@@ -226,10 +229,16 @@ def _entry(machine: str, path: Path, record) -> Entry:
                       sweep_ids=tuple(str(s) for s in sweep_ids), source=field(record, "source", str, where),
                       filed_utc=field(record, "filed_utc", str, where), path=path)
     except SideFileError as err:
-        raise HistoryError(str(err)) from None
+        raise _unreadable(err) from None
     if commit is not None and not COMMIT.match(commit):
-        raise HistoryError(f"{where}: commit {commit!r} is not a git commit")
+        raise HistoryError(where, "commit", f"{commit!r} is not a git commit")
     return entry
+
+
+def _unreadable(err: SideFileError) -> HistoryError:
+    """A side file's error (its one line begins with the file: "PATH: what is wrong") as ours."""
+    where, _, what = str(err).partition(": ")
+    return HistoryError(where, None, what)
 
 
 def describe(entry: Entry) -> dict:

@@ -1,0 +1,85 @@
+"""``python -m ddpbench history add|list``: file a sweep's results into a history store under its
+machine and the commit it measured, and list what a store holds (:mod:`ddpbench.results.history`)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from ddpbench.errors import InputError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("history", help="keep sweeps by machine and commit: a history of a project's scaling",
+                       description="A history store is a folder of sweeps filed by machine (a fingerprint of "
+                                   "CPU, cores, GPUs, torch, CUDA and NCCL) and by the commit they measured. "
+                                   "Filing only ever appends; the folder travels as a CI artifact or a branch.")
+    verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB", parser_class=type(p))  # one-line errors
+    add = verbs.add_parser("add", help="file a results folder under its machine and commit",
+                           description="File a sweep's results folder into the store. The commit is --commit, "
+                                       "or the HEAD of the git repository --repo (default: this folder), with "
+                                       "its date; filing the same sweeps at the same commit again is refused.")
+    add.add_argument("results", type=Path, metavar="DIR", help="the sweep's results folder (holding results.jsonl)")
+    add.add_argument("--store", type=Path, required=True, metavar="STORE", help="the history store's folder")
+    add.add_argument("--commit", metavar="REV", help="the commit the sweep measured (default: --repo's HEAD)")
+    add.add_argument("--repo", type=Path, default=Path("."), metavar="PATH",
+                     help="the git repository whose commit the sweep measured (default: this folder)")
+    add.set_defaults(func=command_add)
+    listing = verbs.add_parser("list", help="list the store's entries, machine by machine",
+                               description="List every entry of the store: its machine, number, commit and date.")
+    listing.add_argument("--store", type=Path, required=True, metavar="STORE", help="the history store's folder")
+    listing.set_defaults(func=command_list)
+
+
+def commit_of(repo: Path, rev: str = "HEAD") -> tuple[str, str]:
+    """(full commit, its committer date in ISO 8601) of ``rev`` in the git repository ``repo``."""
+    try:
+        done = subprocess.run(["git", "-C", str(repo), "show", "-s", "--format=%H%n%cI", rev, "--"],
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise InputError("--repo", None, f"cannot run git in {repo}: {err}") from None
+    lines = done.stdout.split()
+    if done.returncode != 0 or len(lines) != 2:
+        why = (done.stderr.strip().splitlines() or ["not a git repository"])[-1]
+        raise InputError(f"--repo {repo}", None, f"cannot read commit {rev!r}: {why}")
+    return lines[0], lines[1]
+
+
+def is_repository(path: Path) -> bool:
+    try:
+        return subprocess.run(["git", "-C", str(path), "rev-parse", "--git-dir"], capture_output=True, check=False,
+                              timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def command_add(args) -> int:
+    from ddpbench.results.history import file_results
+
+    try:  # the commit resolved and dated in the repository
+        commit, date = commit_of(args.repo, args.commit or "HEAD")
+    except InputError:
+        if args.commit is None or is_repository(args.repo):
+            raise
+        commit, date = args.commit, None  # named where no repository is: it must be a commit's hex digits
+    entry = file_results(args.store, args.results, commit=commit, commit_date=date)
+    print(f"filed {args.results} as entry {entry.number} of machine {entry.machine} at commit {commit[:12]}"
+          f"{f' ({date})' if date else ''} -> {entry.path}")
+    return 0
+
+
+def command_list(args) -> int:
+    from ddpbench.results.history import entries
+
+    if not args.store.is_dir():
+        raise InputError(str(args.store), None, "no such history store (a folder `history add --store` writes)")
+    found = entries(args.store)
+    machine = None
+    for entry in found:
+        if entry.machine != machine:
+            machine = entry.machine
+            print(machine)
+        print(f"  {entry.number:6d}  {(entry.commit or 'no commit')[:12]:12}  {entry.commit_date or '':25}  "
+              f"{', '.join(entry.sweep_ids)}")
+    print(f"{len(found)} entr{'y' if len(found) == 1 else 'ies'} in {args.store}")
+    return 0

@@ -1,0 +1,74 @@
+"""``python -m ddpbench history add|list`` against a real git repository: a sweep filed at the commit
+it measured, with the commit's date; bad input in one line and exit 2 (git runs in a subprocess,
+so these tests live here)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from ddpbench.testing import ROOT, run_main
+
+QUICK = ROOT / "reports" / "examples" / "quick-cpu"
+
+
+def _git(repo, *args) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A training repository with two commits of known dates."""
+    path = tmp_path / "train"
+    path.mkdir()
+    _git(path, "init", "-q")
+    for n, date in ((1, "2026-11-01T10:00:00+00:00"), (2, "2026-11-02T10:00:00+00:00")):
+        (path / "train.py").write_text(f"STEP = {n}\n")
+        _git(path, "add", "train.py")
+        subprocess.run(["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m",
+                        f"step {n}"], check=True, env={"GIT_COMMITTER_DATE": date, "GIT_AUTHOR_DATE": date,
+                                                       "PATH": "/usr/bin:/bin"})
+    return path
+
+
+def test_a_sweep_is_filed_at_the_repository_s_head_and_listed(repo, tmp_path):
+    store = tmp_path / "history"
+    head = _git(repo, "rev-parse", "HEAD")
+    done = run_main("history", "add", QUICK, "--store", store, "--repo", repo)
+    assert done.returncode == 0, done.stderr
+    assert "as entry 1 of machine" in done.stdout and f"at commit {head[:12]} (2026-11-02T10:00:00Z)" in \
+        done.stdout.replace("+00:00", "Z")
+    older = run_main("history", "add", QUICK, "--store", store, "--repo", repo, "--commit", "HEAD~1")
+    assert older.returncode == 0 and _git(repo, "rev-parse", "HEAD~1")[:12] in older.stdout
+    listed = run_main("history", "list", "--store", store)
+    assert listed.returncode == 0 and "2 entries" in listed.stdout
+    assert listed.stdout.index(head[:12]) < listed.stdout.index(_git(repo, "rev-parse", "HEAD~1")[:12])
+
+
+@pytest.mark.parametrize("case, words", [
+    ("again", "filed already as"),
+    ("no repository", "cannot read commit 'HEAD'"),
+    ("unknown commit", "cannot read commit 'no-such-branch'"),
+    ("no results", "no results.jsonl to file"),
+    ("no store", "no such history store"),
+    ("no verb", "required: VERB"),
+])
+def test_bad_input_is_one_line_and_exit_2(repo, tmp_path, case, words):
+    store = tmp_path / "history"
+    args = ["history", "add", QUICK, "--store", store, "--repo", repo]
+    if case == "again":
+        assert run_main(*args).returncode == 0
+    elif case == "no repository":
+        args[-1] = tmp_path
+    elif case == "unknown commit":
+        args += ["--commit", "no-such-branch"]
+    elif case == "no results":
+        args[2] = tmp_path
+    elif case == "no store":
+        args = ["history", "list", "--store", tmp_path / "nothing"]
+    else:
+        args = ["history"]
+    done = run_main(*args)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and words in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
