@@ -1,0 +1,82 @@
+"""A history's trend table (ddpbench.analysis.trend): each machine's jobs at each world size, one
+point per filed commit in the commits' order, each with its interval and the launches behind it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ddpbench.analysis.folder import load
+from ddpbench.analysis.trend import COLUMNS, series, trend_table
+from ddpbench.experiment.spec import spec_from_dict
+from ddpbench.results.history import file_results
+from ddpbench.testing.records import ENV, ResultsFolder, job, result_for
+
+COMMITS = [("aaaaaaa", "2026-11-03T09:00:00+01:00"), ("bbbbbbb", "2026-11-01T12:00:00+00:00"),
+           ("ccccccc", "2026-11-02T12:00:00+00:00")]
+
+
+def _sweep(path, step_ms: float, launches: int = 3, env=ENV):
+    """World sizes 1 and 2 of one job, ``launches`` launches each, every launch a little slower."""
+    folder = ResultsFolder(path, env=env)
+    for world in (1, 2):
+        spec = job(world_size=world, repeats=launches)
+        for repeat in range(launches):
+            folder.launch(spec_from_dict(spec), repeat,
+                          result=result_for(spec, step_ms * (1 + 0.01 * repeat), repeat=repeat))
+    return path
+
+
+@pytest.fixture
+def store(tmp_path):
+    """Three commits filed out of their date order; the one dated first runs 10 ms steps, then 11, 12."""
+    store = tmp_path / "history"
+    for (commit, date), step in zip(COMMITS, (12.0, 10.0, 11.0)):
+        file_results(store, _sweep(tmp_path / commit, step), commit=commit, commit_date=date)
+    return store
+
+
+def test_each_series_is_in_commit_date_order_with_the_summary_s_figures(store, tmp_path):
+    table = trend_table(store)
+    assert list(table.columns) == list(COLUMNS)
+    assert len(table) == 6 and table["machine"].nunique() == 1
+    found = dict(series(table))
+    assert sorted(world for _, _, world in found) == [1, 2]
+    for (_, key, world), rows in found.items():
+        assert list(rows["commit"]) == ["bbbbbbb", "ccccccc", "aaaaaaa"]  # 11-01, 11-02, then 11-03 08:00 UTC
+        assert list(rows["entry"]) == [2, 3, 1]
+        # every figure is the one the entry's own summary holds
+        summary = load(tmp_path / "bbbbbbb").summary.set_index("key").loc[key]
+        first = rows.iloc[0]
+        assert first["samples_per_s"] == pytest.approx(summary["samples_per_s"])
+        assert first["samples_per_s_low"] < first["samples_per_s"] < first["samples_per_s_high"]
+        assert first["launches"] == 3 and len(first["launch_step_ms"]) == 3
+        assert first["launch_step_ms"] == pytest.approx(list(summary["launch_step_ms"]))
+        steps = list(rows["step_ms_mean"])
+        assert steps == sorted(steps)  # 10, 11, 12 ms by date, whatever the filing order
+        if world == 2:
+            assert 0 < first["efficiency_low"] <= first["efficiency"] <= first["efficiency_high"]
+        else:
+            assert first["label"].startswith("mlp-s ddp ws=1")
+
+
+def test_machines_are_series_of_their_own_and_one_can_be_asked_for(store, tmp_path):
+    other = file_results(store, _sweep(tmp_path / "other", 20.0, env={**ENV, "cpu_model": "Other CPU"}),
+                         commit="ddddddd", commit_date="2026-11-04T00:00:00+00:00")
+    table = trend_table(store)
+    assert table["machine"].nunique() == 2 and len(list(series(table))) == 4
+    mine = trend_table(store, other.machine)
+    assert set(mine["commit"]) == {"ddddddd"} and len(mine) == 2
+
+
+def test_an_entry_without_ok_jobs_or_a_date_and_an_empty_store(tmp_path):
+    store = tmp_path / "history"
+    assert trend_table(store).empty and list(trend_table(store).columns) == list(COLUMNS)
+    failed = ResultsFolder(tmp_path / "failed")
+    failed.launch(spec_from_dict(job()), status="failed", error="rank 0 exited with code 1")
+    file_results(store, tmp_path / "failed", commit="eeeeeee")
+    file_results(store, _sweep(tmp_path / "undated", 10.0), commit="fffffff")  # no date: filing order
+    table = trend_table(store)
+    assert set(table["commit"]) == {"fffffff"} and table["commit_date"].isna().all()
+    assert not any(math.isnan(v) for v in table["samples_per_s"])
