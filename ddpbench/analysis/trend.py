@@ -75,5 +75,4 @@ def trend_table(store: str | Path, machine: str | None = None) -> pd.DataFrame:
 
 def series(table: pd.DataFrame):
     """((machine, key, world size), that series' rows in commit order) for each series of a trend table."""
-    for ident, rows in table.groupby(list(SERIES), sort=False):
-        yield ident, rows
+    yield from table.groupby(list(SERIES), sort=False)
