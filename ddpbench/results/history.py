@@ -110,6 +110,8 @@ def sweep_envs(results_dir: Path) -> list[tuple[str, dict]]:
     path = results_dir / RESULTS_FILE
     if not path.is_file():
         raise HistoryError(results_dir, None, f"no {RESULTS_FILE} to file")
+    if path.is_symlink() or not inside(path, results_dir):
+        raise HistoryError(path, None, "refused: a link, not the folder's own file")
     found = [(str(r.get("sweep_id")), r.get("env") or {}) for r in ResultStore(results_dir).records()
              if r.get("kind") == "sweep"]
     if not found:

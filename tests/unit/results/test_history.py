@@ -70,6 +70,7 @@ def test_machines_that_differ_in_what_decides_speed_file_apart_and_a_hostname_do
     ("no sweep record", "no sweep record"),
     ("two machines", "ran on 2 different machines"),
     ("bad commit", "commit: 'HEAD' is not a git commit"),
+    ("a link", "refused: a link"),
 ])
 def test_what_cannot_be_filed_is_refused_in_one_line_and_files_nothing(tmp_path, case, words):
     results, commit = tmp_path / "results", "1a2b3c4"
@@ -81,6 +82,10 @@ def test_what_cannot_be_filed_is_refused_in_one_line_and_files_nothing(tmp_path,
     elif case == "two machines":
         _results(results)
         ResultsFolder(results, env={**ENV, "cpu_model": "Other CPU"})
+    elif case == "a link":
+        _results(tmp_path / "elsewhere")
+        results.mkdir()
+        (results / "results.jsonl").symlink_to(tmp_path / "elsewhere" / "results.jsonl")
     else:
         _results(results)
         commit = "HEAD"
