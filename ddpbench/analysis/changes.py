@@ -21,17 +21,22 @@ The method is E-Divisive with a t-test, as Apache Otava (formerly Hunter) runs i
    then split there and each side searched again, until no candidate passes.
 
 Each change carries its position (the first commit after it), the ratio with its interval, and
-the p value. It is the detector of issue 42; which phase moved, and whether a change is seen at
-world size 1 too, are read from the trend's other figures at the same commits, which the next
-part of that issue builds on it.
+the p value. :func:`trend_changes` runs the detector on every series of a history's trend table
+(the mean step, launch by launch) and attributes each change: whether the job's world-size-1
+baseline changed at the same commit (the compute side) or only the job above it (the scaling
+side), and which phase of the step moved.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: a candidate is a change only below this p value (Otava's default threshold is 0.001)
 P_VALUE = 0.001
@@ -119,3 +124,81 @@ def change_points(points: list[np.ndarray], p_value: float = P_VALUE, min_change
                                 high=high, p_value=p))
             segments += [(start, k), (k, end)]
     return sorted(found, key=lambda c: c.at)
+
+
+#: the phases of a step a change is attributed to, as the trend table names them
+PHASES = ("data_ms", "forward_ms", "backward_ms", "optimizer_ms", "exposed_comm_ms")
+
+
+def trend_changes(table: pd.DataFrame) -> pd.DataFrame:
+    """The changes of every series of a trend table (:func:`ddpbench.analysis.trend.trend_table`) in
+    its mean step, one row each:
+
+    * where: the series (machine, key, label, world size), the last commit before the change and
+      the first after it;
+    * how far: the mean step before and after, the ratio with its 95 % interval, the p value;
+    * ``seen_at_ws1``: for a job above world size 1, whether its world-size-1 baseline's series
+      changed at the same commit, or one commit either side (True: the compute side moved; False:
+      only the scaling side, communication or waiting; None where the history holds no baseline
+      series);
+    * ``phase``: the phase of the step whose change accounts for it, with its change in ms and the
+      95 % interval of that change over the commits on either side (each commit's phase mean a
+      sample: its launches are independent of the other commits'). None where no phase's interval
+      lies wholly on the side of the change: the phases cannot tell.
+    """
+    import pandas as pd
+
+    from ddpbench.analysis.trend import series
+
+    found = {}
+    for ident, rows in series(table):
+        points = [np.asarray(v, float) for v in rows["launch_step_ms"]]
+        found[ident] = (rows.reset_index(drop=True), change_points(points))
+    out = []
+    for (machine, key, world), (rows, changes) in found.items():
+        for change in changes:
+            before, after = rows.iloc[:change.at], rows.iloc[change.at:]
+            baseline = rows["baseline_key"].iloc[0]
+            seen = None
+            if world > 1 and isinstance(baseline, str) and (machine, baseline, 1) in found:
+                # the baseline changed within a commit of here: a step can be placed one commit off
+                # where a commit's launches fall between the two levels
+                base_rows, base_changes = found[machine, baseline, 1]
+                mine = list(rows["commit"])
+                places = [mine.index(base_rows["commit"].iloc[c.at]) for c in base_changes
+                          if base_rows["commit"].iloc[c.at] in mine]
+                seen = any(abs(place - change.at) <= 1 for place in places)
+            phase, moved, low, high = _phase(before, after, change.ratio > 1)
+            out.append({"machine": machine, "key": key, "label": rows["label"].iloc[0], "world_size": int(world),
+                        "last_before": before["commit"].iloc[-1], "first_after": after["commit"].iloc[0],
+                        "step_ms_before": change.before, "step_ms_after": change.after, "ratio": change.ratio,
+                        "ratio_low": change.low, "ratio_high": change.high, "p_value": change.p_value,
+                        "seen_at_ws1": seen, "phase": phase, "phase_change_ms": moved, "phase_change_low": low,
+                        "phase_change_high": high})
+    return pd.DataFrame(out)
+
+
+def _phase(before, after, slower: bool) -> tuple[str | None, float, float, float]:
+    """The phase whose mean moved most in the change's direction with its whole interval on that
+    side (commit-level Welch interval of after - before, in ms); (None, nan, nan, nan) if none."""
+    from scipy import stats
+
+    best = (None, math.nan, math.nan, math.nan)
+    for phase in PHASES:
+        x = before[phase].to_numpy(float)
+        y = after[phase].to_numpy(float)
+        x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+        if len(x) < 2 or len(y) < 2:
+            continue
+        diff = float(y.mean() - x.mean())
+        vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+        if vx + vy == 0:
+            low = high = diff
+        else:
+            df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
+            half = float(stats.t.ppf(0.975, df)) * math.sqrt(vx + vy)
+            low, high = diff - half, diff + half
+        on_side = low > 0 if slower else high < 0
+        if on_side and (best[0] is None or abs(diff) > abs(best[1])):
+            best = (phase, diff, low, high)
+    return best

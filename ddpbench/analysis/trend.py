@@ -2,7 +2,7 @@
 intervals, in commit order (the history store: :mod:`ddpbench.results.history`).
 
 A series is one job (its key: the same settings give the same key at every commit) at one world
-size on one machine. Its points are the entries that measured it, ordered by the commit's date,
+size on one machine; ``baseline_key`` names the world-size-1 job it is scaled against. Its points are the entries that measured it, ordered by the commit's date,
 then by filing order. Each point carries the summary's figures with their 95 % t intervals over
 the launches, and the per-launch mean steps the intervals come from (``launch_step_ms``). The
 launch is the unit of evidence: the change points a history is searched for compare launches,
@@ -40,7 +40,8 @@ FIGURES: dict[str, tuple[str, str] | None] = {
 #: what tells one series from another
 SERIES = ("machine", "key", "world_size")
 #: the columns of a trend table, in order
-COLUMNS = ("machine", "entry", "commit", "commit_date", "key", "label", "world_size", "launches", "launch_step_ms",
+COLUMNS = ("machine", "entry", "commit", "commit_date", "key", "baseline_key", "label", "world_size", "launches",
+           "launch_step_ms",
            *(c for figure, interval in FIGURES.items() for c in (figure, *(interval or ()))))
 
 
@@ -57,7 +58,9 @@ def trend_table(store: str | Path, machine: str | None = None) -> pd.DataFrame:
             continue
         for _, job in summary.iterrows():
             row = {"machine": entry.machine, "entry": entry.number, "commit": entry.commit,
-                   "commit_date": entry.commit_date, "key": job["key"], "label": own_label(job),
+                   "commit_date": entry.commit_date, "key": job["key"],
+                   "baseline_key": job["baseline_key"] if isinstance(job.get("baseline_key"), str) else None,
+                   "label": own_label(job),
                    "world_size": int(job["world_size"]), "launches": int(job["repeats_ok"]),
                    "launch_step_ms": [float(v) for v in job["launch_step_ms"]]}
             for figure, interval in FIGURES.items():

@@ -80,3 +80,38 @@ def test_an_entry_without_ok_jobs_or_a_date_and_an_empty_store(tmp_path):
     table = trend_table(store)
     assert set(table["commit"]) == {"fffffff"} and table["commit_date"].isna().all()
     assert not any(math.isnan(v) for v in table["samples_per_s"])
+
+
+def test_a_planted_slowdown_is_found_at_its_commit_and_attributed(tmp_path):
+    """Eight commits of two configurations at world sizes 1 and 2, three launches each. From the
+    sixth commit on, mlp-s runs 15 % slower at world size 2 only (the scaling side), mlp-m 15 %
+    slower at both world sizes (the compute side)."""
+    import numpy as np
+
+    from ddpbench.analysis.changes import trend_changes
+
+    rng, store = np.random.default_rng(7), tmp_path / "history"
+    commits = [f"{n:07x}" for n in range(0xa0a0a0, 0xa0a0a8)]
+    for number, commit in enumerate(commits):
+        folder = ResultsFolder(tmp_path / commit)
+        for size, base in (("s", 10.0), ("m", 20.0)):
+            for world in (1, 2):
+                slower = number >= 5 and (world == 2 or size == "m")
+                step = base * (1.15 if slower else 1.0) * (1 + rng.normal(0, 0.01))
+                spec = job(world_size=world, model_size=size, repeats=3)
+                for repeat in range(3):
+                    folder.launch(spec_from_dict(spec), repeat, result=result_for(
+                        spec, step * (1 + rng.normal(0, 0.01)), repeat=repeat))
+        file_results(store, tmp_path / commit, commit=commit, commit_date=f"2026-11-{number + 1:02d}T00:00:00Z")
+    changes = trend_changes(trend_table(store)).set_index(["label", "world_size"])
+    assert len(changes) == 3  # mlp-s at 2, mlp-m at 1 and at 2; mlp-s at 1 did not move
+    for label, world in changes.index:
+        row = changes.loc[(label, world)]
+        assert (row["last_before"], row["first_after"]) == (commits[4], commits[5])
+        assert row["ratio_low"] <= 1.15 <= row["ratio_high"] and row["p_value"] < 0.001
+        assert row["phase"] == "backward_ms" and row["phase_change_low"] > 0  # the largest share of the step
+    small = changes[changes.index.get_level_values(0).str.startswith("mlp-s")]
+    medium = changes[changes.index.get_level_values(0).str.startswith("mlp-m")]
+    assert list(small["seen_at_ws1"]) == [False]  # only above world size 1: the scaling side
+    assert medium.xs(2, level="world_size")["seen_at_ws1"].tolist() == [True]
+    assert medium.xs(1, level="world_size")["seen_at_ws1"].isna().all()  # a world-size-1 series: no baseline
