@@ -59,8 +59,11 @@ MACHINE_FILE = "machine.json"
 ENTRY_FILE = "entry.json"
 #: the experiment file a results folder may hold beside its records, filed with them
 EXPERIMENT_FILE = "experiment.toml"
-#: an entry's folder: its number, the commit's first 7 characters, the sweep id(s)
-ENTRY_NAME = re.compile(r"^(\d{6})-([0-9a-f]{7}|nocommit)-([0-9a-f_]+)$")
+#: an entry's folder: its number, the commit's first 7 characters, its first sweep id (and how many
+#: sweeps it holds, where more than one)
+ENTRY_NAME = re.compile(r"^(\d{6})-([0-9a-f]{7}|nocommit)-([0-9a-f]{1,32}(_\d+sweeps)?)$")
+#: a sweep id as ddpbench writes them (hex digits); a folder from anyone may hold anything there
+SWEEP_ID = re.compile(r"^[0-9a-f]{1,32}$")
 #: a full or abbreviated git commit
 COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
 
@@ -116,6 +119,9 @@ def sweep_envs(results_dir: Path) -> list[tuple[str, dict]]:
              if r.get("kind") == "sweep"]
     if not found:
         raise HistoryError(path, None, "no sweep record (not a sweep's results)")
+    odd = [sid for sid, _ in found if not SWEEP_ID.match(sid)]
+    if odd:
+        raise HistoryError(path, "sweep_id", f"{odd[0][:40]!r} is not a sweep id ddpbench writes (hex digits)")
     return found
 
 
@@ -180,7 +186,8 @@ def _claim_machine(home: Path, print_: dict) -> None:
 def _rename_into_place(staging: Path, home: Path, commit: str | None, sweep_ids: tuple[str, ...]) -> Path:
     """Rename the staged entry to the next free number; never over an entry that is there (a
     rename onto an existing non-empty folder fails, and another filer may take a number first)."""
-    tail = f"{commit[:7] if commit else 'nocommit'}-{'_'.join(sweep_ids)}"
+    sweeps = sweep_ids[0] + (f"_{len(sweep_ids)}sweeps" if len(sweep_ids) > 1 else "")
+    tail = f"{commit[:7] if commit else 'nocommit'}-{sweeps}"
     number = max((int(m.group(1)) for m in map(ENTRY_NAME.match, os.listdir(home)) if m), default=0) + 1
     while True:
         target = home / f"{number:06d}-{tail}"

@@ -71,6 +71,7 @@ def test_machines_that_differ_in_what_decides_speed_file_apart_and_a_hostname_do
     ("two machines", "ran on 2 different machines"),
     ("bad commit", "commit: 'HEAD' is not a git commit"),
     ("a link", "refused: a link"),
+    ("odd sweep id", "sweep_id: '../../elsewhere' is not a sweep id"),
 ])
 def test_what_cannot_be_filed_is_refused_in_one_line_and_files_nothing(tmp_path, case, words):
     results, commit = tmp_path / "results", "1a2b3c4"
@@ -82,6 +83,10 @@ def test_what_cannot_be_filed_is_refused_in_one_line_and_files_nothing(tmp_path,
     elif case == "two machines":
         _results(results)
         ResultsFolder(results, env={**ENV, "cpu_model": "Other CPU"})
+    elif case == "odd sweep id":
+        results.mkdir()
+        (results / "results.jsonl").write_text(json.dumps({"schema_version": 1, "kind": "sweep", "sweep_id":
+                                                           "../../elsewhere", "env": ENV, "experiment": {}}) + "\n")
     elif case == "a link":
         _results(tmp_path / "elsewhere")
         results.mkdir()
@@ -107,6 +112,12 @@ def test_a_filing_cut_off_leaves_no_entry_and_no_half_folder(tmp_path, monkeypat
         file_results(store, results, commit="5e6f7a8")
     assert _tree(store) == before and [p.name for p in (store / entries(store)[0].machine).iterdir()
                                        if p.name.startswith(".")] == []
+
+
+def test_a_folder_of_several_sweeps_is_one_entry_named_by_its_first(tmp_path):
+    entry = file_results(tmp_path / "history", _results(tmp_path / "results", sweeps=3), commit="1a2b3c4")
+    assert len(entry.sweep_ids) == 3 and entry.path.name == f"000001-1a2b3c4-{entry.sweep_ids[0]}_3sweeps"
+    assert entries(tmp_path / "history") == [entry]
 
 
 def test_a_damaged_entry_is_left_out_with_its_name_and_a_stray_folder_is_not_an_entry(tmp_path):
