@@ -1,0 +1,130 @@
+"""How often does the history's change-point detector find a real slowdown at its commit, and how
+often does it raise a false alarm on a history with none? On series made of real launches.
+
+    python benchmarks/detector_power.py [--folder reports/examples/gate-power-cpu/sweep2]
+        [--commits 12 --launches 2] [--replace] [--trials 1000] [--seed 0]
+
+The folder is a sweep of one job at several planted slowdowns (``benchmarks/gate_power.py sweep``:
+real extra matrix products in the forward pass, each level a job of its own, many launches each,
+interleaved by repeat). Each launch's mean step is one real value with this machine's noise in it.
+
+A trial builds one history of ``--commits`` commits of ``--launches`` launches each. A step-free
+history draws all its launches from the slowdown-0 job. A history with a step draws the commits
+before a random commit (at least 2 from either end) from the slowdown-0 job and the rest from a
+planted level's job. Launches are drawn without replacement within a history (each real launch
+at most once), so the default 12 x 2 uses all 24 launches a level has; ``--replace`` draws with
+replacement (a bootstrap), for longer histories than the folder holds.
+
+It runs :func:`ddpbench.analysis.changes.change_points` on each and prints, per level:
+- the planted level's measured size (mean of all its launches against level 0's);
+- recall: the share of histories where a change is found at the planted commit, and within one
+  commit of it;
+- false alarms: the share of step-free histories where any change is found.
+
+Each rate is printed with its 95 % Wilson interval over the trials. The trials reuse the same
+launches, so the intervals are narrower than new launches would give.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+
+def level_launches(folder: Path) -> dict[float, np.ndarray]:
+    """Each planted level's launch mean steps (ms), from the folder's jobs' ``model_args``."""
+    import warnings
+
+    from ddpbench.analysis.folder import load
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        summary = load(folder, collectives=False).summary
+    levels = {}
+    for _, job in summary[summary["status"] == "ok"].iterrows():
+        level = float(json.loads(job["model_args"] or "{}").get("slowdown", 0.0))
+        levels[level] = np.asarray(job["launch_step_ms"], float)
+    if 0.0 not in levels:
+        raise SystemExit(f"{folder}: no slowdown-0 job to draw step-free commits from")
+    return dict(sorted(levels.items()))
+
+
+def history(rng, before: np.ndarray, after: np.ndarray | None, commits: int, launches: int, replace: bool):
+    """(the commits' launch values, the planted commit or None)."""
+    at = None if after is None else int(rng.integers(2, commits - 1))
+    need_before = commits * launches if at is None else at * launches
+    drawn = list(rng.choice(before, need_before, replace=replace))
+    if at is not None:
+        drawn += list(rng.choice(after, (commits - at) * launches, replace=replace))
+    return [np.asarray(drawn[i * launches:(i + 1) * launches]) for i in range(commits)], at
+
+
+def wilson(hits: int, n: int) -> tuple[float, float]:
+    if n == 0:
+        return math.nan, math.nan
+    z, p = 1.96, hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def rates(levels: dict[float, np.ndarray], commits: int, launches: int, replace: bool, trials: int,
+          seed: int) -> dict:
+    """{"false_alarms": (hits, trials), level: {"size": measured, "exact": hits, "near": hits}}."""
+    from ddpbench.analysis.changes import change_points
+
+    rng = np.random.default_rng(seed)
+    base = levels[0.0]
+    out: dict = {}
+    alarms = sum(bool(change_points(history(rng, base, None, commits, launches, replace)[0]))
+                 for _ in range(trials))
+    out["false_alarms"] = (alarms, trials)
+    for level, after in levels.items():
+        if level == 0.0:
+            continue
+        exact = near = 0
+        for _ in range(trials):
+            points, at = history(rng, base, after, commits, launches, replace)
+            found = [c.at for c in change_points(points)]
+            exact += at in found
+            near += any(abs(f - at) <= 1 for f in found)
+        out[level] = {"size": float(after.mean() / base.mean() - 1), "exact": exact, "near": near}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--folder", type=Path, default=Path("reports/examples/gate-power-cpu/sweep2"))
+    parser.add_argument("--commits", type=int, default=12)
+    parser.add_argument("--launches", type=int, default=2)
+    parser.add_argument("--replace", action="store_true", help="draw launches with replacement (a bootstrap)")
+    parser.add_argument("--trials", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    levels = level_launches(args.folder)
+    if not args.replace and any(len(v) < args.commits * args.launches for v in levels.values()):
+        raise SystemExit(f"{args.folder}: a level has fewer than {args.commits} x {args.launches} launches; "
+                         "use fewer commits or launches, or --replace")
+    found = rates(levels, args.commits, args.launches, args.replace, args.trials, args.seed)
+    base = levels[0.0]
+    print(f"{args.folder}: {args.commits} commits x {args.launches} launches, "
+          f"{'with' if args.replace else 'without'} replacement, {args.trials} histories a level; "
+          f"level 0: {len(base)} launches, mean {base.mean():.2f} ms, spread {base.std(ddof=1) / base.mean():.1%}")
+    hits, n = found["false_alarms"]
+    low, high = wilson(hits, n)
+    print(f"  false alarms (no step): {hits / n:.1%} [{low:.1%}, {high:.1%}]")
+    for level, r in found.items():
+        if level == "false_alarms":
+            continue
+        exact, near = wilson(r["exact"], args.trials), wilson(r["near"], args.trials)
+        print(f"  planted {level:.0%} (measured {r['size']:+.1%}): found at its commit "
+              f"{r['exact'] / args.trials:.1%} [{exact[0]:.1%}, {exact[1]:.1%}], within one commit "
+              f"{r['near'] / args.trials:.1%} [{near[0]:.1%}, {near[1]:.1%}]")
+
+
+if __name__ == "__main__":
+    main()
