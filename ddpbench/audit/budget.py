@@ -95,7 +95,7 @@ def _lines(launch: pd.DataFrame) -> pd.DataFrame:
 
 
 def _interval(a, b) -> tuple[float, float]:
-    from scipy import stats as sps
+    from scipy.special import stdtrit  # what scipy.stats.t.ppf computes
 
     a, b = np.asarray(a, float), np.asarray(b, float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
@@ -106,20 +106,24 @@ def _interval(a, b) -> tuple[float, float]:
     if va + vb == 0:
         return diff, diff
     df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
-    half = sps.t.ppf(0.975, df) * math.sqrt(va + vb)
+    half = stdtrit(df, 0.975) * math.sqrt(va + vb)
     return diff - half, diff + half
 
 
 def derive_budgets(figures, by_key_steps: dict) -> dict:
     """key -> {line: (value, low, high)} for every multi-rank ok job with a baseline."""
     jobs, out = figures.jobs, {}
+    baselines: dict = {}  # a baseline's launches, derived once for every job measured against it
     for key in figures.ok().index:
         p = int(jobs.at[key, "world_size"])
         if p < 2 or key not in by_key_steps:
             continue
         bases = [b for b in figures.baseline_keys(key) if b in by_key_steps and b != key]
         job = _per_launch(by_key_steps[key], named_rank(by_key_steps[key]))
-        base = [_per_launch(by_key_steps[b], None) for b in bases]
+        for b in bases:
+            if b not in baselines:
+                baselines[b] = _per_launch(by_key_steps[b], None)
+        base = [baselines[b] for b in bases]
         base = [b for b in base if b is not None]
         if job is None or not base:
             continue

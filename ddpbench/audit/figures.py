@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
+from scipy.special import stdtrit  # Student's t quantile: what scipy.stats.t.ppf computes, without its import
 
 from ddpbench.experiment.spec import FIELDS, script_label
 from ddpbench.results.schema import TIMED_PHASES
@@ -55,7 +55,7 @@ def mean_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     x = np.asarray([v for v in values if v == v], dtype=float)
     if x.size < 2 or not x.mean() > 0:
         return math.nan, math.nan
-    half = sps.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / (x.mean() * math.sqrt(x.size))
+    half = stdtrit(x.size - 1, 0.5 + confidence / 2) * x.std(ddof=1) / (x.mean() * math.sqrt(x.size))
     return float(x.mean() * math.exp(-half)), float(x.mean() * math.exp(half))
 
 
@@ -88,7 +88,7 @@ def ratio_interval(num, den, paired: bool = False, confidence: float = 0.95) -> 
         dof = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1)) if se > 0 else 1.0
     if se == 0:
         return ratio, ratio
-    half = float(sps.t.ppf(0.5 + confidence / 2, dof)) * se
+    half = float(stdtrit(dof, 0.5 + confidence / 2)) * se
     return ratio * math.exp(-half), ratio * math.exp(half)
 
 
@@ -99,7 +99,7 @@ def mean_difference_interval(values, confidence: float = 0.95) -> tuple[float, f
     x = np.asarray([v for v in values if v == v], dtype=float)
     if x.size < 2:
         return math.nan, math.nan
-    half = float(sps.t.ppf(0.5 + confidence / 2, x.size - 1)) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    half = float(stdtrit(x.size - 1, 0.5 + confidence / 2)) * float(x.std(ddof=1)) / math.sqrt(x.size)
     return float(x.mean()) - half, float(x.mean()) + half
 
 
