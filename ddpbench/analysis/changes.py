@@ -88,7 +88,9 @@ def welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
     The interval is the Welch interval of the difference of means divided by x's mean (a delta
     method to first order): enough for the sizes a history holds, and conservative where x's mean is
     well determined."""
-    from scipy import stats
+    from scipy.special import stdtr
+
+    from ddpbench.analysis.stats import t_quantile
 
     mx, my = float(np.mean(x)), float(np.mean(y))
     vx, vy = float(np.var(x, ddof=1)) / len(x), float(np.var(y, ddof=1)) / len(y)
@@ -98,8 +100,8 @@ def welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
         return ratio, ratio, ratio, 0.0 if my != mx else 1.0
     df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
     t = (my - mx) / se
-    p = float(2 * stats.t.sf(abs(t), df))
-    half = float(stats.t.ppf(0.975, df)) * se
+    p = float(2 * stdtr(df, -abs(t)))  # the t distribution's two tails (what t.sf computes, from scipy.special)
+    half = float(t_quantile(0.975, df)) * se
     return my / mx, (my - mx - half) / mx + 1, (my - mx + half) / mx + 1, p
 
 
@@ -181,7 +183,7 @@ def trend_changes(table: pd.DataFrame) -> pd.DataFrame:
 def _phase(before, after, slower: bool) -> tuple[str | None, float, float, float]:
     """The phase whose mean moved most in the change's direction with its whole interval on that
     side (commit-level Welch interval of after - before, in ms); (None, nan, nan, nan) if none."""
-    from scipy import stats
+    from ddpbench.analysis.stats import t_quantile
 
     best = (None, math.nan, math.nan, math.nan)
     for phase in PHASES:
@@ -196,7 +198,7 @@ def _phase(before, after, slower: bool) -> tuple[str | None, float, float, float
             low = high = diff
         else:
             df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
-            half = float(stats.t.ppf(0.975, df)) * math.sqrt(vx + vy)
+            half = float(t_quantile(0.975, df)) * math.sqrt(vx + vy)
             low, high = diff - half, diff + half
         on_side = low > 0 if slower else high < 0
         if on_side and (best[0] is None or abs(diff) > abs(best[1])):
