@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from ddpbench.cli import history_trend
 from ddpbench.errors import InputError
 
 
@@ -29,6 +30,7 @@ def add_parser(sub) -> None:
                                description="List every entry of the store: its machine, number, commit and date.")
     listing.add_argument("--store", type=Path, required=True, metavar="STORE", help="the history store's folder")
     listing.set_defaults(func=command_list)
+    history_trend.add_verbs(verbs)  # page, check
 
 
 def commit_of(repo: Path, rev: str = "HEAD") -> tuple[str, str]:

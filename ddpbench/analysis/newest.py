@@ -1,0 +1,80 @@
+"""Did the newest commits move a history? The question CI asks after each merge.
+
+The change-point detector (:mod:`ddpbench.analysis.changes`) wants commits on both sides of a
+change: a step at the newest commit is placed only once later commits confirm it. A merge gate
+cannot wait for them. :func:`newest_changes` therefore asks a narrower question of every series:
+do the launches of the newest ``newest`` commits differ from those of the commits before them,
+back to the last change point the detector found there (the series' current level)?
+
+The test is the detector's Welch t-test over launches, with the rule of ``compare``'s gates: a
+call where the whole 95 % interval of the ratio newest / level lies beyond
+:data:`~ddpbench.analysis.changes.MIN_CHANGE` on one side. The detector's own p threshold
+(:data:`~ddpbench.analysis.changes.P_VALUE`) is not asked for: it guards a search over every split
+of a long series, where this is one test, and the newest commit holds only its own few launches
+(three launches 10 % slower at 1 % noise give p near 0.01, and an interval wholly past 5 %). The level before needs at least
+:data:`~ddpbench.analysis.changes.MIN_COMMITS` commits and two launches; a series with fewer is
+listed as not testable, never as passed or failed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ddpbench.analysis import changes
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: the columns of :func:`newest_changes`' table
+COLUMNS = ("machine", "key", "label", "world_size", "outcome", "level_from", "level_to", "newest_from", "newest_to",
+           "level_commits", "newest_commits", "step_ms_level", "step_ms_newest", "ratio", "ratio_low", "ratio_high",
+           "p_value")
+#: outcomes: the newest commits are slower or faster than the level beyond noise, no change, or untestable
+SLOWER, FASTER, SAME, UNTESTED = "slower", "faster", "no change", "cannot test"
+
+
+def newest_changes(table: pd.DataFrame, newest: int = 1) -> pd.DataFrame:
+    """One row per series of a trend table (:func:`ddpbench.analysis.trend.trend_table`): the mean
+    step of its newest ``newest`` commits against its level before them (module docstring).
+
+    A series that does not reach the store's newest commits (a job no longer run) is left out: its
+    newest commits are not the project's."""
+    import pandas as pd
+
+    from ddpbench.analysis.trend import series
+
+    if newest < 1:
+        raise ValueError(f"newest must be at least 1, not {newest}")
+    out = []
+    for (machine, key, world), rows in series(table):
+        rows = rows.reset_index(drop=True)
+        points = [np.asarray(v, float) for v in rows["launch_step_ms"]]
+        points = [p[np.isfinite(p)] for p in points]
+        n = len(points)
+        cut = n - newest
+        row = {"machine": machine, "key": key, "label": rows["label"].iloc[0], "world_size": int(world),
+               "outcome": UNTESTED, "newest_from": rows["commit"].iloc[max(cut, 0)],
+               "newest_to": rows["commit"].iloc[-1], "newest_commits": min(newest, n)}
+        start = max([c.at for c in changes.change_points(points[:cut])], default=0) if cut > 0 else 0
+        level, recent = points[start:max(cut, 0)], points[max(cut, 0):]
+        x = np.concatenate(level) if level else np.array([])
+        y = np.concatenate(recent) if recent else np.array([])
+        row.update(level_from=rows["commit"].iloc[start] if cut > 0 else None,
+                   level_to=rows["commit"].iloc[cut - 1] if cut > 0 else None, level_commits=len(level))
+        if len(level) >= changes.MIN_COMMITS and len(x) >= 2 and len(y) >= 2:
+            ratio, low, high, p = changes.welch(x, y)
+            beyond = low > 1 + changes.MIN_CHANGE or high < 1 - changes.MIN_CHANGE
+            outcome = (SLOWER if ratio > 1 else FASTER) if beyond else SAME
+            row.update(outcome=outcome, step_ms_level=float(x.mean()), step_ms_newest=float(y.mean()), ratio=ratio,
+                       ratio_low=low, ratio_high=high, p_value=p)
+        out.append(row)
+    found = pd.DataFrame(out, columns=list(COLUMNS))
+    if found.empty:
+        return found
+    # only the series that reach the store's newest commit of their machine
+    last = table.groupby("machine")["entry"].max()
+    reaching = {(m, k, w) for (m, k, w), rows in series(table) if rows["entry"].max() == last[m]}
+    keep = [(m, k, w) in reaching for m, k, w in zip(found["machine"], found["key"], found["world_size"])]
+    return found[keep].reset_index(drop=True)

@@ -1,0 +1,76 @@
+"""``python -m ddpbench history page|check``: a history store's trend page, and the merge gate on its
+newest commits (:mod:`ddpbench.report.trend_page`, :mod:`ddpbench.analysis.newest`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddpbench.errors import InputError
+
+
+def add_verbs(verbs) -> None:
+    page = verbs.add_parser("page", help="write the trend page: each job's figures against commits, change points",
+                            description="Write index.html, a figure per job and trend.csv, changes.csv and "
+                                        "newest.csv for a history store: throughput, efficiency and each phase "
+                                        "against commits with their intervals, and the change points found.")
+    check = verbs.add_parser("check", help="exit 1 if the newest commits made a series slower beyond noise",
+                             description="Test each series' newest commits against its level before them (the commits "
+                                         "since its last change point): Welch's 95 % interval over launches, "
+                                         "wholly beyond the detector's minimum change. Exit 1 when a series is "
+                                         "slower beyond noise, 0 otherwise.")
+    for verb in (page, check):
+        verb.add_argument("--store", type=Path, required=True, metavar="STORE", help="the history store's folder")
+        verb.add_argument("--machine", metavar="ID", help="only this machine's series (a folder of the store)")
+        verb.add_argument("--newest", type=int, default=1, metavar="N",
+                          help="how many of the newest commits to test against the level before them (default 1)")
+    page.add_argument("--out", type=Path, default=Path("reports/history"), metavar="DIR",
+                      help="where the page goes (default reports/history)")
+    page.set_defaults(func=command_page)
+    check.set_defaults(func=command_check)
+
+
+def _tables(args):
+    from ddpbench.analysis.changes import trend_changes
+    from ddpbench.analysis.newest import newest_changes
+    from ddpbench.analysis.trend import trend_table
+
+    if not args.store.is_dir():
+        raise InputError(str(args.store), None, "no such history store (a folder `history add --store` writes)")
+    if args.newest < 1:
+        raise InputError("--newest", None, f"must be a whole number of commits, at least 1, not {args.newest}")
+    if args.machine is not None and not (args.store / args.machine / "machine.json").is_file():
+        raise InputError(f"--machine {args.machine}", None, f"no such machine in {args.store} "
+                         "(`history list` names them)")
+    table = trend_table(args.store, args.machine)
+    if table.empty:
+        raise InputError(str(args.store), None, "holds no entry with a finished training job (`history add` files "
+                         "a sweep's results)")
+    return table, trend_changes(table), newest_changes(table, args.newest)
+
+
+def command_page(args) -> int:
+    from ddpbench.report.trend_page import write_trend
+
+    table, changes, newest = _tables(args)
+    written = write_trend(table, changes, newest, args.store, args.out, args.newest)
+    print(f"{len(table)} points, {len(changes)} change point(s) -> {written['html']}")
+    return 0
+
+
+def command_check(args) -> int:
+    from ddpbench.analysis.newest import SLOWER, UNTESTED
+
+    _, _, newest = _tables(args)
+    for _, r in newest.iterrows():
+        shown = "" if r["outcome"] == UNTESTED else (
+            f"  {r['step_ms_level']:.2f} -> {r['step_ms_newest']:.2f} ms, x{r['ratio']:.3f} "
+            f"[{r['ratio_low']:.3f}, {r['ratio_high']:.3f}], p {r['p_value']:.1e}")
+        print(f"{r['outcome']:12} {r['label']}{shown}")
+    slower = newest[newest["outcome"] == SLOWER]
+    what = "the newest commit" if args.newest == 1 else f"the newest {args.newest} commits"
+    if len(slower):
+        print(f"FAIL: {len(slower)} series slower at {what} than their level before, beyond noise")
+        return 1
+    print(f"ok: no series slower at {what} beyond noise ({int((newest['outcome'] == UNTESTED).sum())} "
+          f"could not be tested)")
+    return 0

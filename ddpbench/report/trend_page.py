@@ -1,0 +1,194 @@
+"""A history store as a page: how each job's scaling moved across commits, and where it changed.
+
+Files written into the page's folder: ``index.html``; a figure per job family,
+``trend-<n>.png`` (:mod:`ddpbench.report.plots.trend`); and the tables behind them,
+``trend.csv`` (every series' figures at every commit, with their intervals and the launch values
+they come from), ``changes.csv`` (the change points, :func:`ddpbench.analysis.changes.trend_changes`)
+and ``newest.csv`` (the newest commits against each series' level,
+:func:`ddpbench.analysis.newest.newest_changes`).
+
+A job family is a world-size-1 job and the jobs scaled against it (their ``baseline_key``): one
+figure shows how its throughput, its efficiency and its phases moved together.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import pandas as pd
+from markupsafe import Markup
+
+from ddpbench.analysis import changes as detector
+from ddpbench.analysis.newest import FASTER, SAME, SLOWER, UNTESTED
+from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
+from ddpbench.report.plots.common import leaving_out
+from ddpbench.report.plots.trend import trend_plot
+from ddpbench.results.sanitize import csv_text
+from ddpbench.results.sidefiles import replace_file
+
+TREND_CSV, CHANGES_CSV, NEWEST_CSV = "trend.csv", "changes.csv", "newest.csv"
+PHASE_NAMES = {"data_ms": "data", "forward_ms": "forward", "backward_ms": "backward", "optimizer_ms": "optimizer",
+               "exposed_comm_ms": "exposed communication"}
+
+
+def families(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """(family key, title, rows) per machine and job family: a world-size-1 job with the jobs whose
+    baseline it is; a job without a baseline in the history is a family of its own."""
+    if table.empty:
+        return []
+    own = table["key"].where(table["world_size"] == 1, table["baseline_key"].fillna(table["key"]))
+    found = []
+    for (machine, family), rows in table.assign(_family=own).groupby(["machine", "_family"], sort=False):
+        base = rows[rows["world_size"] == 1]
+        label = str((base if len(base) else rows)["label"].iloc[0])
+        title = re.sub(r"\s*\bws=\d+\b", "", label) if len(base) else label
+        found.append((f"{machine}/{family}", title, rows.drop(columns="_family")))
+    return found
+
+
+def _short(commit) -> str:
+    return str(commit)[:7] if isinstance(commit, str) else "\u2014"
+
+
+def _ratio(row, prefix: str = "ratio") -> str:
+    return f"{row[prefix]:.3f} [{row[f'{prefix}_low']:.3f}, {row[f'{prefix}_high']:.3f}]"
+
+
+def _side(seen) -> str:
+    if seen is None or seen != seen:
+        return "\u2014 (no world-size-1 series)"
+    return "compute side (world size 1 moved too)" if seen else "scaling side (world size 1 did not move)"
+
+
+def _overview(table, changes, newest, store, newest_n) -> Markup:
+    commits = table.drop_duplicates(["machine", "commit"]) if len(table) else table
+    machines = sorted(table["machine"].unique()) if len(table) else []
+    text = html('<p class="what">History store: <code>{{ store }}</code>. {{ m }} machine(s), {{ c }} commit(s), '
+                "{{ s }} series (a job at a world size on a machine).</p>"
+                "{% for m in machines %}<p class=\"note\">Machine <code>{{ m }}</code></p>{% endfor %}",
+                store=str(store), m=len(machines), c=len(commits), s=table.groupby(["machine", "key"]).ngroups
+                if len(table) else 0, machines=machines)
+    moved = newest[newest["outcome"].isin([SLOWER, FASTER])] if len(newest) else newest
+    slower = newest[newest["outcome"] == SLOWER] if len(newest) else newest
+    untested = int((newest["outcome"] == UNTESTED).sum()) if len(newest) else 0
+    what = f"the newest commit" if newest_n == 1 else f"the newest {newest_n} commits"
+    if len(slower):
+        text += html('<p class="what"><strong class="status-failed">{{ n }} series slower</strong> at {{ what }} than '
+                     "their level before, beyond noise: {{ names }}.</p>", n=len(slower), what=what,
+                     names="; ".join(f"{r['label']} ({_ratio(r)})" for _, r in slower.iterrows()))
+    elif len(moved):
+        text += html('<p class="what"><strong class="status-ok">{{ n }} series faster</strong> at {{ what }}; none '
+                     "slower beyond noise.</p>", n=len(moved), what=what)
+    elif len(newest) and untested < len(newest):
+        text += html('<p class="what"><strong class="status-ok">No series moved</strong> at {{ what }} beyond noise '
+                     "(the test: under Change points).</p>", what=what)
+    if untested:
+        text += html('<p class="note">{{ n }} series could not be tested at {{ what }}: fewer than {{ k }} commits '
+                     "before them at their level, or fewer than two launches a side. No call is made for them.</p>",
+                     n=untested, what=what, k=detector.MIN_COMMITS)
+    text += html('<p class="what">{{ n }} change point(s) found in the whole history.</p>', n=len(changes))
+    return text
+
+
+def _change_rows(changes: pd.DataFrame) -> Markup:
+    rows, classes = [], []
+    for _, c in changes.iterrows():
+        phase = ("\u2014 (no phase's interval is wholly on the change's side)" if not isinstance(c["phase"], str) else
+                 f"{PHASE_NAMES.get(c['phase'], c['phase'])} {c['phase_change_ms']:+.2f} ms "
+                 f"[{c['phase_change_low']:+.2f}, {c['phase_change_high']:+.2f}]")
+        rows.append([c["label"], int(c["world_size"]), f"{_short(c['last_before'])} \u2192 {_short(c['first_after'])}",
+                     num(c["step_ms_before"], ".2f"), num(c["step_ms_after"], ".2f"), _ratio(c),
+                     f"{c['p_value']:.1e}", _side(c["seen_at_ws1"]), phase])
+        classes.append("bad" if c["ratio"] > 1 else "")
+    header = ["job", "world size", "between commits", "step before (ms)", "step after (ms)",
+              "after / before [95 % CI]", "p", "where", "phase that moved [95 % CI]"]
+    return html_table(header, rows, classes, {1, 3, 4})
+
+
+def _newest_rows(newest: pd.DataFrame) -> Markup:
+    rows, classes = [], []
+    for _, r in newest.iterrows():
+        tested = r["outcome"] != UNTESTED
+        rows.append([r["label"], int(r["world_size"]),
+                     f"{_short(r['level_from'])} .. {_short(r['level_to'])} ({int(r['level_commits'])})",
+                     f"{_short(r['newest_from'])} .. {_short(r['newest_to'])}",
+                     num(r["step_ms_level"], ".2f") if tested else "\u2014",
+                     num(r["step_ms_newest"], ".2f") if tested else "\u2014",
+                     _ratio(r) if tested else "\u2014", r["outcome"]])
+        classes.append("bad" if r["outcome"] == SLOWER else "")
+    header = ["job", "world size", "level: commits (count)", "newest commits", "level step (ms)",
+              "newest step (ms)", "newest / level [95 % CI]", "outcome"]
+    return html_table(header, rows, classes, {1, 4, 5})
+
+
+METHOD = ("<p class=\"note\">Change points: E-Divisive means (the energy statistic of Matteson and James) places a "
+          "candidate between two commits, and Welch's t-test over the launches on either side calls it: p below "
+          "{{ p }} and the whole 95 % interval of after / before beyond {{ min }} on one side; each side of a change "
+          "holds at least {{ k }} commits. The launch is the unit of evidence (a launch's steps are not independent "
+          "of each other). <em>Where</em>: a job above world size 1 whose world-size-1 job changed within a commit "
+          "of the same place moved on the compute side; one whose world-size-1 job did not, on the scaling side "
+          "(communication or waiting). <em>Phase</em>: the phase whose mean moved most in the change's direction, "
+          "with the whole 95 % interval of its change (over the commits on either side) on that side. The "
+          "detector's recall and false alarms on real launches of a 2-core machine are in docs/development.md. "
+          "<em>Newest commits</em>, the merge gate: their launches against those of the commits since the last "
+          "change point before them, a call where the whole 95 % Welch interval of newest / level lies beyond "
+          "{{ min }}.</p>")
+
+
+def html_page(table, changes, newest, store, out_dir: Path, plots, newest_n: int, left_out=()) -> str:
+    sections = [Section("Overview", _overview(table, changes, newest, store, newest_n))]
+    if len(newest):
+        sections.append(Section("Newest commits", _newest_rows(newest)))
+    sections.append(Section("Change points", (_change_rows(changes) if len(changes) else
+                                              Markup('<p class="what">No change point in any series.</p>'))
+                            + html(METHOD, p=detector.P_VALUE, min=f"{100 * detector.MIN_CHANGE:g} %",
+                                   k=detector.MIN_COMMITS)))
+    for title, plot, rows in plots:
+        latest = rows.groupby("key", sort=False).tail(1)
+        cells = [[r["label"], int(r["world_size"]), int((rows["key"] == r["key"]).sum()), _short(r["commit"]),
+                  _interval(r, "samples_per_s", ".1f"), _interval(r, "efficiency", ".1%"),
+                  _interval(r, "step_ms_mean", ".2f")] for _, r in latest.iterrows()]
+        body = html_table(["series", "world size", "commits", "newest commit", "samples/s [95 % CI]",
+                           "efficiency [95 % CI]", "mean step ms [95 % CI]"], cells, numeric={1, 2})
+        sections.append(Section(title, body, (plot,) if plot is not None else ()))
+    sections.append(Section("Data", html('<p class="what">The tables behind this page: <a href="{{ t }}">{{ t }}</a> '
+                                         '(every series at every commit, with the launch values), <a href="{{ c }}">'
+                                         '{{ c }}</a>, <a href="{{ n }}">{{ n }}</a>.</p>',
+                                         t=TREND_CSV, c=CHANGES_CSV, n=NEWEST_CSV)))
+    if left_out:
+        sections.append(left_out_section(left_out))
+    return render_page(f"ddpbench history: {Path(store).name}", sections, out_dir)
+
+
+def _interval(row, column: str, fmt: str) -> str:
+    value, low, high = (float(row.get(c, float("nan"))) for c in (column, f"{column}_low", f"{column}_high"))
+    if value != value:
+        return "\u2014"
+    return f"{value:{fmt}}" + (f" [{low:{fmt}}, {high:{fmt}}]" if low == low and high == high else "")
+
+
+def write_trend(table: pd.DataFrame, changes: pd.DataFrame, newest: pd.DataFrame, store: str | Path,
+                out_dir: str | Path, newest_n: int = 1) -> dict[str, Path]:
+    """Write the page and its files into ``out_dir`` (module docstring); the paths written, by kind."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {"trend": replace_file(out_dir / TREND_CSV, csv_text(
+        table.assign(launch_step_ms=[" ".join(f"{v:.6g}" for v in values) for values in table["launch_step_ms"]])
+        if len(table) else table)),
+        "changes": replace_file(out_dir / CHANGES_CSV, csv_text(changes)),
+        "newest": replace_file(out_dir / NEWEST_CSV, csv_text(newest))}
+    plots = []
+    with warnings.catch_warnings(), leaving_out() as left_out:
+        warnings.filterwarnings("ignore", r"Glyph \d+ .* missing from font", UserWarning)  # see build.GLYPH_WARNING
+        for number, (family, title, rows) in enumerate(families(table), start=1):
+            mine = changes[changes["key"].isin(set(rows["key"])) & (changes["machine"] == rows["machine"].iloc[0])] \
+                if len(changes) else changes
+            plot = trend_plot(rows, mine, title, out_dir / f"trend-{number}.png")
+            if plot is not None:
+                written[f"plot {number}"] = plot
+            plots.append((title, plot, rows))
+    written["html"] = replace_file(out_dir / INDEX_FILE, html_page(table, changes, newest, store, out_dir, plots,
+                                                                   newest_n, left_out))
+    return written

@@ -1,0 +1,53 @@
+"""The merge gate on a history's newest commits (ddpbench.analysis.newest): the newest commits'
+launches against the series' level before them, with the detector's own test and thresholds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ddpbench.analysis.newest import FASTER, SAME, SLOWER, UNTESTED, newest_changes
+
+
+def _table(levels: list[float], launches: int = 3, spread: float = 0.01, seed: int = 0, key: str = "k",
+           world: int = 2, first_entry: int = 1) -> pd.DataFrame:
+    """A trend table's columns that the gate reads: one series, commit i's launches around levels[i]."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame([{"machine": "m", "key": key, "label": f"job {key}", "world_size": world,
+                          "entry": first_entry + i, "commit": f"{i:040x}",
+                          "launch_step_ms": list(level * (1 + spread * rng.standard_normal(launches)))}
+                         for i, level in enumerate(levels)])
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("newest, factor, outcome", [(1, 1.10, SLOWER), (1, 0.90, FASTER), (1, 1.0, SAME),
+                                                      (2, 1.10, SLOWER)])
+def test_a_step_in_the_newest_commits_is_called_on_its_side_and_none_is_not(seed, newest, factor, outcome):
+    levels = [10.0] * 8 + [10.0 * factor] * newest
+    row = newest_changes(_table(levels, seed=seed), newest).iloc[0]
+    assert row["outcome"] == outcome
+    assert row["newest_from"] == f"{8:040x}" and row["newest_commits"] == newest
+    assert row["level_commits"] == 8 and row["step_ms_level"] == pytest.approx(10.0, rel=0.02)
+    assert (row["ratio_low"] > 1.02) if outcome == SLOWER else (row["ratio_high"] < 0.98) if outcome == FASTER \
+        else (row["ratio_low"] < 1 < row["ratio_high"] or abs(row["ratio"] - 1) < 0.03)
+
+
+def test_the_level_starts_at_the_last_change_point_before_the_newest_commits():
+    """A series that stepped up at commit 4 and stayed: the newest commit is tested against commits
+    4..8 alone, so it is not slower, though it is slower than the history's start."""
+    row = newest_changes(_table([10.0] * 4 + [12.0] * 6), 1).iloc[0]
+    assert row["level_from"] == f"{4:040x}" and row["level_commits"] == 5
+    assert row["outcome"] == SAME
+
+
+def test_too_little_history_or_one_launch_a_commit_is_untested_never_passed():
+    assert newest_changes(_table([10.0, 11.0]), 1).iloc[0]["outcome"] == UNTESTED
+    assert newest_changes(_table([10.0] * 6 + [13.0], launches=1), 1).iloc[0]["outcome"] == UNTESTED
+
+
+def test_a_series_that_stops_before_the_newest_entry_is_left_out():
+    table = pd.concat([_table([10.0] * 6, key="kept"), _table([10.0] * 4, key="dropped", seed=1)])
+    assert list(newest_changes(table, 1)["key"]) == ["kept"]
+    with pytest.raises(ValueError):
+        newest_changes(table, 0)

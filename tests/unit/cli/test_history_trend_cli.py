@@ -1,0 +1,45 @@
+"""``python -m ddpbench history check|page``: the merge gate exits 1 when the newest commit made a
+series slower beyond noise, 0 when none moved; bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddpbench.testing import run_main
+from ddpbench.testing.histories import synthetic_history
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    root = tmp_path_factory.mktemp("histories")
+    flat = synthetic_history(root / "flat", [10.0] * 5, [10.0] * 5)
+    slower = synthetic_history(root / "slower", [10.0] * 5, [10.0] * 4 + [11.5])
+    return flat, slower
+
+
+def test_the_gate_fails_on_a_slower_newest_commit_and_passes_a_flat_history(stores):
+    flat, slower = stores
+    passed = run_main("history", "check", "--store", flat)
+    assert passed.returncode == 0, passed.stderr
+    assert passed.stdout.count("no change") == 2 and "ok: no series slower at the newest commit" in passed.stdout
+    failed = run_main("history", "check", "--store", slower)
+    assert failed.returncode == 1, failed.stderr
+    assert "FAIL: 1 series slower at the newest commit" in failed.stdout
+    assert [line.split()[0] for line in failed.stdout.splitlines()[:2]] == ["no", "slower"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--store", "{root}/none"], "no such history store"),
+    (["--store", "{flat}", "--newest", "0"], "--newest: must be a whole number of commits"),
+    (["--store", "{flat}", "--machine", "elsewhere"], "no such machine"),
+    (["--store", "{root}"], "holds no entry with a finished training job"),
+])
+@pytest.mark.parametrize("verb", ["check", "page"])
+def test_bad_input_is_one_line_and_exit_2(stores, tmp_path, verb, args, words):
+    flat, _ = stores
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    argv = [a.format(root=empty, flat=flat) for a in args]
+    done = run_main("history", verb, *argv, "--out", tmp_path / "page") if verb == "page" else \
+        run_main("history", verb, *argv)
+    assert done.returncode == 2 and words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -1,0 +1,52 @@
+"""The history's trend page (ddpbench.report.trend_page): one figure per job family with each
+series' throughput, efficiency and phases against commits, the change points with their side and
+phase, the newest commits' gate, and the tables behind them."""
+
+from __future__ import annotations
+
+import csv
+import html
+import re
+
+import pytest
+
+from ddpbench.analysis.changes import trend_changes
+from ddpbench.analysis.newest import newest_changes
+from ddpbench.analysis.trend import trend_table
+from ddpbench.report.trend_page import families, write_trend
+from ddpbench.testing.histories import commit_name, synthetic_history
+
+COMMITS = 8
+#: world size 2 alone 15 % slower from commit 4 on: the scaling side moved, world size 1 did not
+WS1 = [10.0] * COMMITS
+WS2 = [10.0] * 4 + [11.5] * 4
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    root = tmp_path_factory.mktemp("history")
+    store = synthetic_history(root, WS1, WS2)
+    table = trend_table(store)
+    changes, newest = trend_changes(table), newest_changes(table, 1)
+    return table, changes, write_trend(table, changes, newest, store, root / "page")
+
+
+def test_the_planted_step_is_found_between_its_commits_on_the_scaling_side(page):
+    table, changes, written = page
+    assert len(changes) == 1
+    change = changes.iloc[0]
+    assert (change["world_size"], change["last_before"], change["first_after"]) == (2, commit_name(3), commit_name(4))
+    assert change["ratio_low"] > 1.10 and change["ratio_high"] < 1.20 and change["seen_at_ws1"] == False  # noqa: E712 (numpy bool)
+    text = html.unescape(re.sub(r"<[^>]+>", "", written["html"].read_text()))
+    assert f"{commit_name(3)[:7]} \u2192 {commit_name(4)[:7]}" in text
+    assert "scaling side (world size 1 did not move)" in text and "No series moved at the newest commit" in text
+
+
+def test_one_family_figure_and_the_tables_behind_it(page):
+    table, changes, written = page
+    assert [len(rows) for _, _, rows in families(table)] == [2 * COMMITS]
+    assert written["plot 1"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = list(csv.DictReader(written["trend"].open()))
+    assert len(rows) == 2 * COMMITS and len(rows[0]["launch_step_ms"].split()) == 3
+    assert [r["first_after"] for r in csv.DictReader(written["changes"].open())] == [commit_name(4)]
+    assert {r["outcome"] for r in csv.DictReader(written["newest"].open())} == {"no change"}
