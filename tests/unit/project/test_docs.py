@@ -227,10 +227,30 @@ def ddpbench_commands(line: str) -> list[list[str]]:
     return commands
 
 
+def workflows(text: str) -> list[dict]:
+    """The GitHub Actions workflows of a page: its ``yaml`` blocks that hold ``jobs``."""
+    import yaml
+
+    found = []
+    for token in _parser().parse(text):
+        if token.type == "fence" and token.info.strip().split()[:1] == ["yaml"]:
+            data = yaml.safe_load(token.content)
+            if isinstance(data, dict) and "jobs" in data:
+                found.append(data)
+    return found
+
+
+def workflow_lines(text: str) -> list[str]:
+    """The command lines of the ``run`` steps of a page's workflows, continuation lines joined."""
+    return [line for workflow in workflows(text) for job in workflow["jobs"].values() for step in job["steps"]
+            for line in step.get("run", "").replace("\\\n", " ").splitlines() if line.strip()]
+
+
 def _documented_commands() -> list[tuple[str, list[str]]]:
     found = []
     for page in PAGES:
-        for line in shell_lines(page.read_text(encoding="utf-8")):
+        text = page.read_text(encoding="utf-8")
+        for line in [*shell_lines(text), *workflow_lines(text)]:
             for argv in ddpbench_commands(line):
                 found.append((f"{page.relative_to(ROOT)}: {line.strip()}", argv))
     return found
@@ -241,10 +261,32 @@ COMMANDS = _documented_commands()
 
 def test_the_docs_hold_the_commands_they_promise():
     said = {argv[0] for _, argv in COMMANDS if argv}
-    assert {"sweep", "run", "compare", "collectives", "whatif", "export-benchmark"} <= said
+    assert {"sweep", "run", "compare", "collectives", "whatif", "export-benchmark", "history"} <= said
     quickstart = shell_lines((ROOT / "README.md").read_text(encoding="utf-8"))
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert quickstart[-1].strip() in ci  # the test command is the one CI runs
+
+
+def test_the_ci_workflow_files_and_keeps_the_history_before_its_gate():
+    """docs/ci.md's workflow: it runs on a push to main, one run at a time, and its steps sweep, file,
+    push the store and publish the page before the gate that can fail the run."""
+    (workflow,) = workflows((ROOT / "docs" / "ci.md").read_text(encoding="utf-8"))
+    assert workflow[True if True in workflow else "on"]["push"]["branches"] == ["main"]  # YAML 1.1 reads on: as True
+    assert workflow["concurrency"]["cancel-in-progress"] is False
+    (job,) = workflow["jobs"].values()
+    runs = [step.get("run", step.get("uses", "")) for step in job["steps"]]
+    order = [next(i for i, r in enumerate(runs) if word in r) for word in
+             ("ddpbench sweep", "history add", "git push", "history page", "deploy-pages", "history check")]
+    assert order == sorted(order) and order[-1] == len(runs) - 1
+
+
+def test_workflow_commands_are_read_from_run_steps():
+    text = "```yaml\njobs:\n  a:\n    steps:\n      - run: |\n          python -m ddpbench history check \\\n" \
+           "            --store s\n          echo done\n```\n"
+    assert [line.split() for line in workflow_lines(text)] == \
+        [["python", "-m", "ddpbench", "history", "check", "--store", "s"], ["echo", "done"]]
+    assert [argv for line in workflow_lines(text) for argv in ddpbench_commands(line)] == \
+        [["history", "check", "--store", "s"]]
 
 
 def _check_command(argv: list[str]) -> None:
