@@ -39,12 +39,14 @@ def families(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
     if table.empty:
         return []
     own = table["key"].where(table["world_size"] == 1, table["baseline_key"].fillna(table["key"]))
+    machines = table["machine"].nunique()
     found = []
     for (machine, family), rows in table.assign(_family=own).groupby(["machine", "_family"], sort=False):
         base = rows[rows["world_size"] == 1]
         label = str((base if len(base) else rows)["label"].iloc[0])
         title = re.sub(r"\s*\bws=\d+\b", "", label) if len(base) else label
-        found.append((f"{machine}/{family}", title, rows.drop(columns="_family")))
+        found.append((f"{machine}/{family}", f"{title} on {machine}" if machines > 1 else title,
+                      rows.drop(columns="_family")))
     return found
 
 
