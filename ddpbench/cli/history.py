@@ -16,11 +16,14 @@ def add_parser(sub) -> None:
                                    "CPU, cores, GPUs, torch, CUDA and NCCL) and by the commit they measured. "
                                    "Filing only ever appends; the folder travels as a CI artifact or a branch.")
     verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB", parser_class=type(p))  # one-line errors
-    add = verbs.add_parser("add", help="file a results folder under its machine and commit",
-                           description="File a sweep's results folder into the store. The commit is --commit, "
+    add = verbs.add_parser("add", help="file a results folder or a pytest-benchmark JSON under its machine and commit",
+                           description="File a sweep's results folder, or a pytest-benchmark run's JSON (pytest "
+                                       "--benchmark-json FILE.json), into the store. The commit is --commit, "
                                        "or the HEAD of the git repository --repo (default: this folder), with "
-                                       "its date; filing the same sweeps at the same commit again is refused.")
-    add.add_argument("results", type=Path, metavar="DIR", help="the sweep's results folder (holding results.jsonl)")
+                                       "its date; filing the same sweeps (or benchmark run) at the same commit "
+                                       "again is refused.")
+    add.add_argument("results", type=Path, metavar="DIR|FILE.json",
+                     help="the sweep's results folder (holding results.jsonl), or a pytest-benchmark JSON file")
     add.add_argument("--store", type=Path, required=True, metavar="STORE", help="the history store's folder")
     add.add_argument("--commit", metavar="REV", help="the commit the sweep measured (default: --repo's HEAD)")
     add.add_argument("--repo", type=Path, default=Path("."), metavar="PATH",
@@ -56,7 +59,7 @@ def is_repository(path: Path) -> bool:
 
 
 def command_add(args) -> int:
-    from ddpbench.results.history import file_results
+    from ddpbench.results.history import file_benchmark, file_results
 
     try:  # the commit resolved and dated in the repository
         commit, date = commit_of(args.repo, args.commit or "HEAD")
@@ -64,7 +67,8 @@ def command_add(args) -> int:
         if args.commit is None or is_repository(args.repo):
             raise
         commit, date = args.commit, None  # named where no repository is: it must be a commit's hex digits
-    entry = file_results(args.store, args.results, commit=commit, commit_date=date)
+    filing = file_results if args.results.is_dir() else file_benchmark  # a file: a pytest-benchmark run's JSON
+    entry = filing(args.store, args.results, commit=commit, commit_date=date)
     print(f"filed {args.results} as entry {entry.number} of machine {entry.machine} at commit {commit[:12]}"
           f"{f' ({date})' if date else ''} -> {entry.path}")
     return 0

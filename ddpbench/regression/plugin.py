@@ -17,6 +17,11 @@ does not use the fixture: such a test may start a process group of its own. ``pr
 ``benchmark.extra_info`` with what was measured (task, world size, backend, threads,
 oversubscription) when the test uses ``benchmark``, and skips the test when the task cannot run
 on this machine (e.g. DataParallel without GPUs). See :mod:`ddpbench.regression.group` for the protocol.
+
+The plugin also adds this machine's fingerprint to the ``machine_info`` of every run pytest-benchmark
+saves or compares (``machine_info["ddpbench"]``: the fields a sweep's environment block tells machines
+apart by, from the same code), so ``ddpbench history add FILE.json`` files the run under the same
+machine as this machine's sweeps (:mod:`ddpbench.results.history`).
 """
 
 from __future__ import annotations
@@ -83,3 +88,16 @@ def ddp_group(ddpbench_group_pool, request):
     runs ``task`` once on every rank of a persistent process group (see :mod:`ddpbench.regression.tasks`)."""
     yield DDPGroup(ddpbench_group_pool, request)
     ddpbench_group_pool.settle()  # no rank left waiting in a collective between tests
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-benchmark's hook: no error where it is not installed
+def pytest_benchmark_update_machine_info(config, machine_info):
+    """``machine_info["ddpbench"]``: this machine's fingerprint, as a sweep's environment block
+    holds it (:func:`ddpbench.experiment.host.fingerprint_fields`). pytest-benchmark's own
+    ``machine_info`` leaves out the GPUs and torch, and its machine id the CPU model too. Called
+    only when a run is saved or compared; it imports torch then."""
+    import ddpbench
+    from ddpbench.experiment.host import fingerprint_fields
+    from ddpbench.results.history import PLUGIN_KEY
+
+    machine_info[PLUGIN_KEY] = fingerprint_fields(ddpbench.__version__)

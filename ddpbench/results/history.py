@@ -11,6 +11,9 @@ travels as it is (a CI artifact, a branch):
           entry.json                 the commit, its date, where it came from, when it was filed
           results.jsonl              the sweep's records, as they were
           experiment.toml            (where the folder had one)
+        <entry>/                     one filed pytest-benchmark run: 000008-1a2b3c4-bench-<8 hex digits>
+          entry.json                 as above, with "kind": "benchmark" and the run's own datetime
+          benchmark.json             the run's JSON (pytest --benchmark-json), as it was
 
 **The machine id** comes from the fields of a sweep's environment block that decide its speed
 (:data:`FINGERPRINT_FIELDS`): the CPU model and core counts, the GPUs, torch and its CUDA,
@@ -21,15 +24,22 @@ series. The id is a readable name with a hash of the fingerprint behind it
 (``amd-epyc-7b13-2-cores-cpu-torch-2.13.0-1f2e3d4c``), and ``machine.json`` holds the fingerprint
 itself.
 
+**pytest-benchmark runs** (:func:`file_benchmark`) file beside the sweeps. ddpbench's pytest
+plugin puts the same fields, from the same code (:mod:`ddpbench.experiment.host`), into the run's
+``machine_info["ddpbench"]``, so a machine's benchmark runs file under its sweeps' machine id. A
+JSON written without the plugin has only pytest-benchmark's own ``machine_info``; it is filed
+under a fingerprint made from that (:func:`pytest_benchmark_fingerprint`), in a machine folder
+whose name begins with ``pytest-benchmark-``: such a machine is never taken for a sweep's.
+
 **Appending never rewrites.** An entry is written whole into a temporary folder beside the store's
 entries, then renamed into place, so a history only ever has whole entries. An entry that is
-there is never replaced. Filing the same sweep at the same commit again is refused with one line
-(:class:`HistoryError`). Entries are numbered in the order they were filed, and the number only
-grows. A filer killed between taking a number and its rename leaves that number's folder empty,
-and readers skip it. Two filers of the same sweep at the same moment may both file it: the
-check for a repeat is not atomic with the rename. A CI job files one sweep at a time. A store
-that someone else wrote is read as untrusted ground: an entry whose ``entry.json`` cannot be
-read is reported and skipped, never the history.
+there is never replaced. Filing the same sweep (or the same benchmark run: its ``datetime`` on its
+machine) at the same commit again is refused with one line (:class:`HistoryError`). Entries are
+numbered in the order they were filed, and the number only grows. A filer killed between taking
+a number and its rename leaves that number's folder empty, and readers skip it. Two filers of the
+same sweep at the same moment may both file it: the check for a repeat is not atomic with the
+rename. A CI job files one sweep at a time. A store that someone else wrote is read as untrusted
+ground: an entry whose ``entry.json`` cannot be read is reported and skipped, never the history.
 
 This is the first part of issue 42's history. The trend page, the change points and bisect
 read it.
@@ -43,25 +53,32 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ddpbench.errors import InputError
+from ddpbench.experiment.host import FINGERPRINT_FIELDS
 from ddpbench.results.schema import RESULTS_FILE
-from ddpbench.results.sidefiles import SideFileError, field, inside, read_json
+from ddpbench.results.sidefiles import MAX_BYTES, SideFileError, field, inside, loads, read_json
 from ddpbench.results.store import ResultStore
 
-#: the environment block's fields that decide how fast the same code runs: a machine's fingerprint
-FINGERPRINT_FIELDS = ("cpu_model", "cores_usable", "cores_logical", "gpus", "torch_version", "torch_cuda",
-                      "nccl_version", "ddpbench_version")
 MACHINE_FILE = "machine.json"
 ENTRY_FILE = "entry.json"
 #: the experiment file a results folder may hold beside its records, filed with them
 EXPERIMENT_FILE = "experiment.toml"
-#: an entry's folder: its number, the commit's first 7 characters, its first sweep id (and how many
-#: sweeps it holds, where more than one)
-ENTRY_NAME = re.compile(r"^(\d{6})-([0-9a-f]{7}|nocommit)-([0-9a-f]{1,32}(_\d+sweeps)?)$")
+#: a filed pytest-benchmark run's JSON, byte for byte
+BENCHMARK_FILE = "benchmark.json"
+#: where ddpbench's pytest plugin puts the machine's fingerprint in pytest-benchmark's ``machine_info``
+PLUGIN_KEY = "ddpbench"
+#: the field that marks a fingerprint made from pytest-benchmark's own ``machine_info``
+MADE_FROM = "made_from"
+#: an entry's folder: its number, the commit's first 7 characters, then its first sweep id (and how
+#: many sweeps it holds, where more than one), or "bench-" and a hash of a benchmark run's datetime
+ENTRY_NAME = re.compile(r"^(\d{6})-([0-9a-f]{7}|nocommit)-([0-9a-f]{1,32}(_\d+sweeps)?|bench-[0-9a-f]{8})$")
+#: what an entry holds
+KINDS = ("sweep", "benchmark")
 #: a sweep id as ddpbench writes them (hex digits); a folder from anyone may hold anything there
 SWEEP_ID = re.compile(r"^[0-9a-f]{1,32}$")
 #: a full or abbreviated git commit
@@ -75,9 +92,10 @@ class HistoryError(InputError):
 
 @dataclass(frozen=True)
 class Entry:
-    """One filed results folder. ``commit_date``: the commit's own date (ISO 8601, as git prints
-    it with ``%cI``), which orders a series; ``filed_utc``: when it was filed; ``source``: the
-    results folder it was filed from, as given."""
+    """One filed results folder or pytest-benchmark run (``kind``). ``commit_date``: the commit's own
+    date (ISO 8601, as git prints it with ``%cI``), which orders a series; ``filed_utc``: when it was
+    filed; ``source``: the results folder or JSON file it was filed from, as given; ``run_datetime``:
+    a benchmark run's own ``datetime`` (None for a sweep; a benchmark entry's ``sweep_ids`` is empty)."""
 
     machine: str
     number: int
@@ -87,6 +105,8 @@ class Entry:
     source: str
     filed_utc: str
     path: Path
+    kind: str = "sweep"
+    run_datetime: str | None = None
 
 
 def fingerprint(env: dict) -> dict:
@@ -104,6 +124,9 @@ def machine_id(print_: dict) -> str:
     gpus = print_.get("gpus") or []
     words = [str(print_.get("cpu_model") or "unknown-cpu"), f"{print_.get('cores_usable') or '?'} cores",
              f"{len(gpus)}x {gpus[0]}" if gpus else "cpu", f"torch {print_.get('torch_version') or '?'}"]
+    if print_.get(MADE_FROM):  # pytest-benchmark's machine_info: the folder says so, and holds no torch
+        words = ["pytest-benchmark", str(print_.get("cpu_model") or "unknown-cpu"),
+                 f"{print_.get('cores_logical') or '?'} cores", f"python {print_.get('python_version') or '?'}"]
     slug = re.sub(r"[^a-z0-9.]+", "-", " ".join(words).lower()).strip("-")
     return f"{slug[:80].rstrip('-')}-{digest}"
 
@@ -140,25 +163,146 @@ def file_results(store: str | Path, results_dir: str | Path, commit: str | None 
         raise HistoryError(results_dir, None, f"its sweeps ran on {len(prints)} different machines; file each "
                            "machine's results folder on its own")
     print_ = fingerprint(envs[0][1])
+    sweep_ids = tuple(sorted({sid for sid, _ in envs}))
+    record = {"commit": commit, "commit_date": commit_date, "sweep_ids": list(sweep_ids),
+              "source": str(results_dir)}
+
+    def copy(staging: Path) -> None:
+        shutil.copyfile(results_dir / RESULTS_FILE, staging / RESULTS_FILE)
+        if (results_dir / EXPERIMENT_FILE).is_file() and inside(results_dir / EXPERIMENT_FILE, results_dir):
+            shutil.copyfile(results_dir / EXPERIMENT_FILE, staging / EXPERIMENT_FILE)
+
+    name = sweep_ids[0] + (f"_{len(sweep_ids)}sweeps" if len(sweep_ids) > 1 else "")
+    return _file(store, print_, record, copy, name, results_dir,
+                 lambda e: e.kind == "sweep" and e.sweep_ids == sweep_ids, "the same sweeps", now)
+
+
+def file_benchmark(store: str | Path, path: str | Path, commit: str | None = None, commit_date: str | None = None,
+                   now: _dt.datetime | None = None) -> Entry:
+    """File a pytest-benchmark run's JSON (``pytest --benchmark-json FILE``) into the history
+    ``store`` under its machine and ``commit``, byte for byte as ``benchmark.json``; return the new
+    entry. Its machine is the fingerprint ddpbench's plugin put in its ``machine_info``, or one
+    made from pytest-benchmark's own fields where the run did not use the plugin. Refused with one
+    line (:class:`HistoryError`): a file that is not a pytest-benchmark JSON (:func:`read_benchmark`
+    says what it lacks), a malformed commit, or the same run (its ``datetime`` on its machine)
+    filed already at that commit."""
+    store, path = Path(store), Path(path)
+    if commit is not None and not COMMIT.match(commit):
+        raise HistoryError(path, "commit", f"{commit!r} is not a git commit (7 to 40 lowercase hex digits)")
+    raw = _read_bytes(path)
+    try:
+        run = benchmark_run(loads(raw, str(path)), str(path))
+    except SideFileError as err:
+        raise _unreadable(err) from None
+    record = {"kind": "benchmark", "commit": commit, "commit_date": commit_date, "sweep_ids": [],
+              "run_datetime": run.datetime, "source": str(path)}
+    name = "bench-" + hashlib.sha256(run.datetime.encode()).hexdigest()[:8]
+    return _file(store, run.fingerprint, record, lambda staging: (staging / BENCHMARK_FILE).write_bytes(raw),
+                 name, path, lambda e: e.kind == "benchmark" and e.run_datetime == run.datetime,
+                 "the same benchmark run", now)
+
+
+@dataclass(frozen=True)
+class BenchmarkRun:
+    """What the history uses of a pytest-benchmark JSON: the run's ``datetime``, the machine's
+    fingerprint, whether ddpbench's plugin wrote it (``plugin``), and its benchmarks (each checked
+    to have a ``fullname``, a ``name`` and a positive ``stats.mean`` in seconds)."""
+
+    datetime: str
+    fingerprint: dict
+    plugin: bool
+    benchmarks: tuple[dict, ...]
+
+
+def benchmark_run(value, where: str) -> BenchmarkRun:
+    """A pytest-benchmark JSON's value checked (SideFileError naming ``where`` and what is wrong)."""
+    if not isinstance(value, dict) or "benchmarks" not in value:
+        raise SideFileError(f"{where}: not a pytest-benchmark JSON (no 'benchmarks'; `pytest --benchmark-json "
+                            "FILE` writes one)")
+    found = field(value, "benchmarks", list, where)
+    if not found:
+        raise SideFileError(f"{where}: holds no benchmark")
+    info = field(value, "machine_info", dict, where)
+    for number, bench in enumerate(found):
+        at = f"{where} benchmarks[{number}]"
+        field(bench, "fullname", str, at)
+        field(bench, "name", str, at)
+        field(bench, "extra_info", dict, at, optional=True)
+        if not field(field(bench, "stats", dict, at), "mean", (int, float), f"{at} stats") > 0:
+            raise SideFileError(f"{at} stats: 'mean' is not a positive number of seconds")
+    plugin = info.get(PLUGIN_KEY)
+    if plugin is not None:
+        field(info, PLUGIN_KEY, dict, f"{where} machine_info")
+        gpus = plugin.get("gpus") or []
+        if not isinstance(gpus, list) or not all(isinstance(g, str) for g in gpus):
+            raise SideFileError(f"{where} machine_info {PLUGIN_KEY}: 'gpus' is not a list of names")
+    return BenchmarkRun(datetime=field(value, "datetime", str, where),
+                        fingerprint=fingerprint(plugin) if plugin is not None else pytest_benchmark_fingerprint(info),
+                        plugin=plugin is not None, benchmarks=tuple(found))
+
+
+def pytest_benchmark_fingerprint(machine_info: dict) -> dict:
+    """A fingerprint from pytest-benchmark's own ``machine_info`` (for a run without ddpbench's
+    plugin): the CPU's brand and logical cores, its architecture, the system and the Python. It
+    knows no GPU and no torch; ``made_from`` says where it came from, and its folder's name."""
+    cpu = machine_info.get("cpu") if isinstance(machine_info.get("cpu"), dict) else {}
+
+    def scalar(value):
+        return value if isinstance(value, (str, int)) and not isinstance(value, bool) and value != "" else None
+
+    return {MADE_FROM: "pytest-benchmark machine_info",
+            "cpu_model": scalar(cpu.get("brand_raw")) or scalar(machine_info.get("processor")),
+            "cores_logical": scalar(cpu.get("count")),
+            "arch": scalar(cpu.get("arch_string_raw")) or scalar(machine_info.get("machine")),
+            "system": scalar(machine_info.get("system")),
+            "python_implementation": scalar(machine_info.get("python_implementation")),
+            "python_version": scalar(machine_info.get("python_version"))}
+
+
+def read_benchmark(entry: Entry) -> BenchmarkRun:
+    """A benchmark entry's run, read as untrusted ground (SideFileError naming the file)."""
+    path = entry.path / BENCHMARK_FILE
+    return benchmark_run(read_json(path, entry.path), str(path))
+
+
+def _read_bytes(path: Path) -> bytes:
+    """A file's bytes, read once: what is checked is what is filed. HistoryError for a file that
+    cannot be read, is not a regular file (a FIFO would block) or is larger than a side file may be."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as err:
+        raise HistoryError(path, None, f"cannot be read: {err.strerror or err}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise HistoryError(path, None, "refused: not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_BYTES:
+        raise HistoryError(path, None, f"refused: more than {MAX_BYTES} bytes")
+    return raw
+
+
+def _file(store: Path, print_: dict, record: dict, copy, name: str, source: Path, same, what: str,
+          now: _dt.datetime | None) -> Entry:
+    """File an entry: claim the machine, refuse a repeat (``same`` at the same commit), stage the
+    entry (``copy`` writes its files into the staging folder), then rename it into place."""
     machine = machine_id(print_)
     home = store / machine
     home.mkdir(parents=True, exist_ok=True)
     _claim_machine(home, print_)
-    sweep_ids = tuple(sorted({sid for sid, _ in envs}))
+    commit = record["commit"]
     for entry in entries(store, machine):
-        if entry.sweep_ids == sweep_ids and entry.commit == commit:
-            raise HistoryError(results_dir, None, f"filed already as {entry.path} (the same sweeps at the same "
-                               "commit)")
+        if same(entry) and entry.commit == commit:
+            raise HistoryError(source, None, f"filed already as {entry.path} ({what} at the same commit)")
     made = now or _dt.datetime.now(_dt.timezone.utc)
-    record = {"commit": commit, "commit_date": commit_date, "sweep_ids": list(sweep_ids),
-              "source": str(results_dir), "filed_utc": made.isoformat(timespec="seconds")}
+    record = {**record, "filed_utc": made.isoformat(timespec="seconds")}
     staging = Path(tempfile.mkdtemp(prefix=".filing-", dir=home))
     try:
-        shutil.copyfile(results_dir / RESULTS_FILE, staging / RESULTS_FILE)
-        if (results_dir / EXPERIMENT_FILE).is_file() and inside(results_dir / EXPERIMENT_FILE, results_dir):
-            shutil.copyfile(results_dir / EXPERIMENT_FILE, staging / EXPERIMENT_FILE)
+        copy(staging)
         (staging / ENTRY_FILE).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-        path = _rename_into_place(staging, home, commit, sweep_ids)
+        path = _rename_into_place(staging, home, f"{commit[:7] if commit else 'nocommit'}-{name}")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -183,11 +327,10 @@ def _claim_machine(home: Path, print_: dict) -> None:
         out.write(text)
 
 
-def _rename_into_place(staging: Path, home: Path, commit: str | None, sweep_ids: tuple[str, ...]) -> Path:
-    """Rename the staged entry to the next free number; never over an entry that is there (a
-    rename onto an existing non-empty folder fails, and another filer may take a number first)."""
-    sweeps = sweep_ids[0] + (f"_{len(sweep_ids)}sweeps" if len(sweep_ids) > 1 else "")
-    tail = f"{commit[:7] if commit else 'nocommit'}-{sweeps}"
+def _rename_into_place(staging: Path, home: Path, tail: str) -> Path:
+    """Rename the staged entry to the next free number (``<number>-<tail>``); never over an entry
+    that is there (a rename onto an existing non-empty folder fails, and another filer may take a
+    number first)."""
     number = max((int(m.group(1)) for m in map(ENTRY_NAME.match, os.listdir(home)) if m), default=0) + 1
     while True:
         target = home / f"{number:06d}-{tail}"
@@ -233,12 +376,16 @@ def _entry(machine: str, path: Path, record) -> Entry:
     try:
         commit = field(record, "commit", str, where, optional=True)
         sweep_ids = field(record, "sweep_ids", list, where)
+        kind = field(record, "kind", str, where, optional=True, default="sweep")  # entries before benchmarks: sweeps
         entry = Entry(machine=machine, number=int(ENTRY_NAME.match(path.name).group(1)), commit=commit,
                       commit_date=field(record, "commit_date", str, where, optional=True),
                       sweep_ids=tuple(str(s) for s in sweep_ids), source=field(record, "source", str, where),
-                      filed_utc=field(record, "filed_utc", str, where), path=path)
+                      filed_utc=field(record, "filed_utc", str, where), path=path, kind=kind,
+                      run_datetime=field(record, "run_datetime", str, where, optional=kind != "benchmark"))
     except SideFileError as err:
         raise _unreadable(err) from None
+    if kind not in KINDS:
+        raise HistoryError(where, "kind", f"{kind[:40]!r} is not one of {', '.join(KINDS)}")
     if commit is not None and not COMMIT.match(commit):
         raise HistoryError(where, "commit", f"{commit!r} is not a git commit")
     return entry

@@ -10,17 +10,7 @@ import sys
 from pathlib import Path
 
 import ddpbench
-from ddpbench.experiment.machine import usable_cores
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+from ddpbench.experiment.host import fingerprint_fields
 
 
 def git_state(where: Path | None = None) -> dict:
@@ -41,32 +31,29 @@ def git_state(where: Path | None = None) -> dict:
 
 
 def collect_env() -> dict:
+    """The environment block: this machine's fingerprint (:func:`ddpbench.experiment.host.fingerprint_fields`,
+    the code a pytest-benchmark run's ``machine_info`` gets it from too) with what else describes the run."""
     import psutil
-    import torch
     import torch.distributed as dist
 
-    cuda = torch.cuda.is_available()
-    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []
-    nccl = None
-    if cuda and dist.is_nccl_available():
-        nccl = ".".join(map(str, torch.cuda.nccl.version()))
+    machine = fingerprint_fields(ddpbench.__version__)
     return {
         "utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "hostname": socket.gethostname(),
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "ddpbench_version": ddpbench.__version__,
+        "ddpbench_version": machine["ddpbench_version"],
         **git_state(),
-        "torch_version": torch.__version__,
-        "torch_cuda": torch.version.cuda,
+        "torch_version": machine["torch_version"],
+        "torch_cuda": machine["torch_cuda"],
         "gloo_available": dist.is_gloo_available(),
-        "nccl_version": nccl,
-        "cpu_model": cpu_model(),
-        "cores_usable": usable_cores(),
-        "cores_logical": psutil.cpu_count(logical=True),
+        "nccl_version": machine["nccl_version"],
+        "cpu_model": machine["cpu_model"],
+        "cores_usable": machine["cores_usable"],
+        "cores_logical": machine["cores_logical"],
         "cores_physical": psutil.cpu_count(logical=False),
         "memory_gb": round(psutil.virtual_memory().total / 1e9, 1),
-        "gpus": gpus,
+        "gpus": machine["gpus"],
         "argv": sys.argv,
         **framework_versions(),
     }

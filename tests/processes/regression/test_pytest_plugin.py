@@ -1,8 +1,13 @@
 """The ddp_group fixture in a user's own suite, run by pytest in a subprocess (pytester, monkeypatch): it is
-found through the pytest11 entry point, saves a baseline, and a planted 2x slowdown fails
+found through the pytest11 entry point, saves a baseline with this machine's fingerprint (filed by
+``history add`` under the machine of this machine's sweeps), and a planted 2x slowdown fails
 pytest-benchmark's --benchmark-compare-fail gate; the group is closed before a test that does not use it."""
 
 import json
+
+from ddpbench.results.history import entries, fingerprint, machine_id
+from ddpbench.sweep.environment import collect_env
+from ddpbench.testing import run_main
 
 
 USER_SUITE = '''
@@ -76,6 +81,16 @@ def test_the_fixture_times_a_users_ddp_step_saves_it_and_a_planted_2x_slowdown_f
     assert info["world_size"] == 2 and info["backend"] == "gloo" and info["device"] == "cpu"
     assert info["ddp"] == {"bucket_cap_mb": 1} and info["params"] == 256 * 1024 + 1024 + 1024 * 10 + 10
     assert bench["stats"]["rounds"] >= 50 and bench["stats"]["median"] > 0
+    # the plugin's fingerprint: a sweep's environment block's fields, so the run files with this machine's sweeps
+    env = collect_env()
+    machine = json.loads(saved[0].read_text())["machine_info"]["ddpbench"]
+    assert machine == fingerprint(env) and machine["cpu_model"] == env["cpu_model"]
+    store = pytester.path / "history"
+    filed = run_main("history", "add", saved[0], "--store", store, "--commit", "1a2b3c4", "--repo", pytester.path)
+    assert filed.returncode == 0, filed.stderr
+    [entry] = entries(store)
+    assert entry.kind == "benchmark" and entry.machine == machine_id(fingerprint(env)) and entry.commit == "1a2b3c4"
+    assert (entry.path / "benchmark.json").read_bytes() == saved[0].read_bytes()
 
     gate = ("--benchmark-compare=0001", "--benchmark-compare-fail=median:10%")
     slower = run_suite(pytester, monkeypatch, *gate, steps_per_call=2)

@@ -11,7 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ddpbench.results import history
-from ddpbench.results.history import HistoryError, entries, file_results, fingerprint, machine_id
+from ddpbench.results.history import (HistoryError, entries, file_benchmark, file_results, fingerprint, machine_id,
+                                      read_benchmark)
+from ddpbench.testing.benchmark_runs import write_benchmark_json
 from ddpbench.testing.records import ENV, ResultsFolder
 
 
@@ -164,3 +166,60 @@ def test_any_sequence_of_filings_only_ever_appends(tmp_path_factory, filings):
         after = _tree(store)
         assert {k: after[k] for k in before} == before
     assert [e.number for e in entries(store)] == list(range(1, len(seen) + 1))
+
+
+def test_a_benchmark_run_is_filed_as_it_was_under_its_sweeps_machine_and_only_once(tmp_path):
+    """A pytest-benchmark JSON from a run with ddpbench's plugin files beside the same machine's
+    sweeps; one without it under pytest-benchmark's own fields, in a folder that says so."""
+    store = tmp_path / "history"
+    sweep = file_results(store, _results(tmp_path / "results"), commit="1a2b3c4")
+    run = write_benchmark_json(tmp_path / "run.json", {"tests/test_ddp.py::test_step": [0.010, 0.012, 0.011]},
+                               machine=fingerprint(ENV))
+    entry = file_benchmark(store, run, commit="5e6f7a8", commit_date="2026-11-21T10:00:00+00:00")
+    assert entry.machine == sweep.machine and (entry.kind, entry.number, entry.sweep_ids) == ("benchmark", 2, ())
+    assert entry.run_datetime == "2026-11-20T10:00:00+00:00" and entry.path.name.startswith("000002-5e6f7a8-bench-")
+    assert (entry.path / "benchmark.json").read_bytes() == run.read_bytes()
+    assert [(e.kind, e.number) for e in entries(store)] == [("sweep", 1), ("benchmark", 2)]
+    assert read_benchmark(entry).benchmarks[0]["stats"]["mean"] == pytest.approx(0.011)
+    before = _tree(store)
+    with pytest.raises(HistoryError, match="filed already as .*000002.*the same benchmark run"):
+        file_benchmark(store, run, commit="5e6f7a8")
+    assert _tree(store) == before
+    assert file_benchmark(store, run, commit="9b8c7d6").number == 3  # the same run at another commit
+
+    plain = file_benchmark(store, write_benchmark_json(tmp_path / "plain.json", {"t.py::test_x": [0.001] * 3}))
+    assert plain.machine.startswith("pytest-benchmark-test-cpu-4-cores-python-3.11.7-")
+    machine = json.loads((plain.path.parent / "machine.json").read_text())
+    assert machine["made_from"] == "pytest-benchmark machine_info" and machine["cpu_model"] == "Test CPU"
+    assert "node" not in machine and "testhost" not in json.dumps(machine)
+
+
+@pytest.mark.parametrize("case, words", [
+    ("not json", "not JSON"),
+    ("no benchmarks", "not a pytest-benchmark JSON"),
+    ("empty", "holds no benchmark"),
+    ("no mean", r"benchmarks\[0\] stats: lacks 'mean'"),
+    ("no datetime", "lacks 'datetime'"),
+    ("a folder", "not a regular file"),
+])
+def test_a_file_that_is_not_a_benchmark_run_is_refused_in_one_line_naming_it(tmp_path, case, words):
+    path = write_benchmark_json(tmp_path / "run.json", {"t.py::test_x": [0.001] * 3})
+    made = json.loads(path.read_text())
+    if case == "not json":
+        path.write_text("<html>")
+    elif case == "no benchmarks":
+        path.write_text(json.dumps({"machine_info": made["machine_info"]}))
+    elif case == "empty":
+        path.write_text(json.dumps({**made, "benchmarks": []}))
+    elif case == "no mean":
+        del made["benchmarks"][0]["stats"]["mean"]
+        path.write_text(json.dumps(made))
+    elif case == "no datetime":
+        del made["datetime"]
+        path.write_text(json.dumps(made))
+    else:
+        path = tmp_path
+    with pytest.raises(HistoryError, match=words) as refused:
+        file_benchmark(tmp_path / "history", path, commit="1a2b3c4")
+    assert str(refused.value).startswith(str(path)) and "\n" not in str(refused.value)
+    assert entries(tmp_path / "history") == []
