@@ -10,7 +10,8 @@ import pytest
 from ddpbench.analysis.folder import load
 from ddpbench.analysis.trend import COLUMNS, series, trend_table
 from ddpbench.experiment.spec import spec_from_dict
-from ddpbench.results.history import file_results
+from ddpbench.results.history import file_benchmark, file_results, fingerprint
+from ddpbench.testing.benchmark_runs import write_benchmark_json
 from ddpbench.testing.records import ENV, ResultsFolder, job, result_for
 
 COMMITS = [("aaaaaaa", "2026-11-03T09:00:00+01:00"), ("bbbbbbb", "2026-11-01T12:00:00+00:00"),
@@ -40,7 +41,7 @@ def store(tmp_path):
 def test_each_series_is_in_commit_date_order_with_the_summary_s_figures(store, tmp_path):
     table = trend_table(store)
     assert list(table.columns) == list(COLUMNS)
-    assert len(table) == 6 and table["machine"].nunique() == 1
+    assert len(table) == 6 and table["machine"].nunique() == 1 and set(table["kind"]) == {"sweep"}
     found = dict(series(table))
     assert sorted(world for _, _, world in found) == [1, 2]
     for (_, key, world), rows in found.items():
@@ -115,3 +116,44 @@ def test_a_planted_slowdown_is_found_at_its_commit_and_attributed(tmp_path):
     assert list(small["seen_at_ws1"]) == [False]  # only above world size 1: the scaling side
     assert medium.xs(2, level="world_size")["seen_at_ws1"].tolist() == [True]
     assert medium.xs(1, level="world_size")["seen_at_ws1"].isna().all()  # a world-size-1 series: no baseline
+
+
+def test_a_benchmark_series_is_one_launch_per_commit_and_its_change_is_found(tmp_path):
+    """Eight commits of a pytest-benchmark run of a ddp_group step (world size 2, a global batch of
+    64); from the sixth commit on the step is 15 % slower. Each commit is one launch (the run's mean
+    round); the change is found between the fifth and sixth."""
+    from ddpbench.analysis.changes import trend_changes
+
+    store = tmp_path / "history"
+    commits = [f"{n:07x}" for n in range(0xb0b0b0, 0xb0b0b8)]
+    noise = [0, .01, -.01, .005, -.005, 0, .01, -.01]
+    level = [10.0 * (1.15 if n >= 5 else 1.0) * (1 + d) for n, d in enumerate(noise)]
+    ddp = {"world_size": 2, "backend": "gloo", "threads_per_rank": 1, "oversubscribed": False, "global_batch": 64}
+    for number, (commit, ms) in enumerate(zip(commits, level)):
+        run = write_benchmark_json(tmp_path / f"{commit}.json", {"tests/test_ddp.py::test_step[mlp]": [
+            ms * 0.98e-3, ms * 1e-3, ms * 1.02e-3]}, when=f"2026-11-{number + 1:02d}T00:00:00+00:00",
+            machine=fingerprint(ENV), extra_info=ddp)
+        file_benchmark(store, run, commit=commit, commit_date=f"2026-11-{number + 1:02d}T00:00:00Z")
+    table = trend_table(store)
+    assert list(table.columns) == list(COLUMNS) and len(table) == 8 and set(table["kind"]) == {"benchmark"}
+    rows = table
+    assert set(rows["key"]) == {"tests/test_ddp.py::test_step[mlp]"} and set(rows["label"]) == {"test_step[mlp]"}
+    assert list(rows["commit"]) == commits and set(rows["world_size"]) == {2} and set(rows["launches"]) == {1}
+    assert rows["baseline_key"].isna().all() and rows["step_ms_mean_low"].isna().all() and rows["data_ms"].isna().all()
+    assert [v[0] for v in rows["launch_step_ms"]] == pytest.approx(level) == list(rows["step_ms_mean"])
+    assert list(rows["samples_per_s"]) == pytest.approx([64 / (ms / 1e3) for ms in level])
+    changes = trend_changes(table)
+    assert len(changes) == 1
+    found = changes.iloc[0]
+    assert (found["key"], found["world_size"]) == ("tests/test_ddp.py::test_step[mlp]", 2)
+    assert (found["last_before"], found["first_after"]) == (commits[4], commits[5])
+    assert found["ratio_low"] <= 1.15 <= found["ratio_high"] and found["phase"] is None
+    assert found["seen_at_ws1"] is None
+
+    # the same run written without ddpbench's plugin: another machine, and world size 1 whatever extra_info says
+    plain = write_benchmark_json(tmp_path / "plain.json", {"t.py::test_x": [0.002] * 3}, extra_info=ddp)
+    file_benchmark(store, plain, commit=commits[0])
+    table = trend_table(store)
+    other = table[table["key"] == "t.py::test_x"].iloc[0]
+    assert other["machine"].startswith("pytest-benchmark-") and other["world_size"] == 1
+    assert other["step_ms_mean"] == pytest.approx(2.0) and math.isnan(other["samples_per_s"])
