@@ -27,6 +27,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ddpbench.analysis import compare
+from ddpbench.analysis.changes import trend_changes
+from ddpbench.analysis.trend import trend_table
 from ddpbench.analysis.gates import parse_gate
 from ddpbench.experiment.collectives import CollectiveSpec
 from ddpbench.experiment.spec import JobSpec
@@ -35,6 +37,8 @@ from ddpbench.report.build import SECTIONS, load_context, write_context
 from ddpbench.report.page import ReportContext, Section, html
 from ddpbench.report.plots import common
 from ddpbench.report.plots.common import figure, guarded, leaving_out, save
+from ddpbench.report.trend_page import families
+from ddpbench.testing.histories import synthetic_history
 from ddpbench.testing.pages import assert_inert_page, assert_one_line_or_ok, run_reader
 from ddpbench.testing.records import PNG_MAGIC, ok, write_results
 
@@ -48,7 +52,8 @@ MATHTEXT = ("$\\frac{1$", "$x^$", "$5 and $6", "$\\alpha$")
 #: the modules whose names may hold a figure function: the figures, the sections and pages calling them
 MODULES = [importlib.import_module(f"{package.__name__}.{m.name}") for package in (plots, sections)
            for m in pkgutil.iter_modules(package.__path__)]
-MODULES += [importlib.import_module(f"ddpbench.report.{name}") for name in ("page", "build", "compare_page")]
+MODULES += [importlib.import_module(f"ddpbench.report.{name}") for name in ("page", "build", "compare_page",
+                                                                          "trend_page")]
 
 
 def figure_functions() -> dict[str, object]:
@@ -84,6 +89,12 @@ def recorded_calls(tmp_path_factory) -> dict[str, list[inspect.BoundArguments]]:
     table = compare.compare_tables(ctx.summary, ctx.steps, ctx.summary, ctx.steps)
     calls["ratio_plot"] = [inspect.signature(functions["ratio_plot"]).bind(table, [parse_gate("mean:5%")],
                                                                            ctx.image("ratios.png"))]
+    # the history's figure, as the trend page calls it, on a small history with a step at world size 2
+    root = tmp_path_factory.mktemp("history")
+    trend = trend_table(synthetic_history(root, [10.0] * 5, [10.0] * 3 + [12.0] * 2))
+    (_, title, rows), = families(trend)
+    calls["trend_plot"] = [inspect.signature(functions["trend_plot"]).bind(rows, trend_changes(trend), title,
+                                                                           root / "trend-1.png")]
     return calls
 
 
