@@ -33,6 +33,8 @@ def add_parser(sub) -> None:
                                description="List every entry of the store: its machine, number, commit and date.")
     listing.add_argument("--store", type=Path, required=True, metavar="STORE", help="the history store's folder")
     listing.set_defaults(func=command_list)
+    from ddpbench.cli import history_bisect  # bisect: its own module (sweeps in worktrees)
+    history_bisect.add_verb(verbs)
     history_trend.add_verbs(verbs)  # page, check
 
 
