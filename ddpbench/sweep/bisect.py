@@ -259,8 +259,8 @@ def _tell(seen, out: Outcome) -> None:
 
 
 def describe_change(change: Compared) -> str:
-    """``step 1.18x (95 % interval 1.15-1.21, p 3e-05)``."""
-    return f"step {change.ratio:.3g}x (95 % interval {change.low:.3g}-{change.high:.3g}, p {change.p_value:.2g})"
+    """``step 1.18x (95 % interval 1.15 to 1.21, p 3e-05)``."""
+    return f"step {change.ratio:.3g}x (95 % interval {change.low:.3g} to {change.high:.3g}, p {change.p_value:.2g})"
 
 
 def launches_of(folder: Path) -> Launches:
