@@ -88,6 +88,6 @@ def command_list(args) -> int:
             machine = entry.machine
             print(machine)
         print(f"  {entry.number:6d}  {(entry.commit or 'no commit')[:12]:12}  {entry.commit_date or '':25}  "
-              f"{', '.join(entry.sweep_ids)}")
+              f"{f'benchmark run {entry.run_datetime}' if entry.kind == 'benchmark' else ', '.join(entry.sweep_ids)}")
     print(f"{len(found)} entr{'y' if len(found) == 1 else 'ies'} in {args.store}")
     return 0

@@ -43,3 +43,14 @@ def test_bad_input_is_one_line_and_exit_2(stores, tmp_path, verb, args, words):
     done = run_main("history", verb, *argv, "--out", tmp_path / "page") if verb == "page" else \
         run_main("history", verb, *argv)
     assert done.returncode == 2 and words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_history_list_names_a_benchmark_run_beside_the_sweeps(stores, tmp_path):
+    from ddpbench.results.history import file_benchmark
+    from ddpbench.testing.benchmark_runs import write_benchmark_json
+
+    store = tmp_path / "store"
+    run = write_benchmark_json(tmp_path / "run.json", {"test_step": [0.010, 0.011, 0.012]})
+    file_benchmark(store, run, commit="a" * 40, commit_date="2026-11-20T10:00:00+00:00")
+    listed = run_main("history", "list", "--store", store)
+    assert listed.returncode == 0 and "benchmark run 2026-11-20" in listed.stdout and "1 entry" in listed.stdout
