@@ -3,6 +3,9 @@ often does it raise a false alarm on a history with none? On series made of real
 
     python benchmarks/detector_power.py [--folder reports/examples/gate-power-cpu/sweep2]
         [--commits 12 --launches 2] [--replace] [--trials 1000] [--seed 0]
+        [--p-value P --min-change C --outlier-mads M]
+    python benchmarks/detector_power.py --tune --folder reports/examples/gate-power-cpu/sweep1
+        --commits 20 --launches 3 --replace [--level 0.1]
 
 The folder is a sweep of one job at several planted slowdowns (``benchmarks/gate_power.py sweep``:
 real extra matrix products in the forward pass, each level a job of its own, many launches each,
@@ -23,16 +26,31 @@ It runs :func:`ddpbench.analysis.changes.change_points` on each and prints, per 
 
 Each rate is printed with its 95 % Wilson interval over the trials. The trials reuse the same
 launches, so the intervals are narrower than new launches would give.
+
+``--tune`` chooses the thresholds, and must be run on a sweep other than the one that measures
+them (``sweep1`` chooses, ``sweep2`` measures, held out). It tries every setting of :data:`GRID`
+(P_VALUE and OUTLIER_MADS; ``inf`` sets nothing aside) on step-free histories and on histories with
+``--level``'s step, and picks the one with the highest recall at the planted commit among those
+whose false alarms' whole 95 % interval lies below 5 %. MIN_CHANGE stays at the project's 2 %: it
+is also the rule of the newest-commit gate and of bisect, and a 4 % one, tried, loses a step that
+is undone a few commits later (the pooled side beyond it averages both levels).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 from pathlib import Path
 
 import numpy as np
+
+
+#: the settings --tune tries: (P_VALUE, MIN_CHANGE, OUTLIER_MADS)
+GRID = list(itertools.product((0.001, 0.005, 0.01, 0.05), (0.02,), (math.inf, 5.0, 3.0)))
+#: --tune's bound on false alarms: the whole 95 % interval below it
+MAX_FALSE_ALARMS = 0.05
 
 
 def level_launches(folder: Path) -> dict[float, np.ndarray]:
@@ -73,10 +91,24 @@ def wilson(hits: int, n: int) -> tuple[float, float]:
 
 
 def rates(levels: dict[float, np.ndarray], commits: int, launches: int, replace: bool, trials: int,
-          seed: int) -> dict:
-    """{"false_alarms": (hits, trials), level: {"size": measured, "exact": hits, "near": hits}}."""
-    from ddpbench.analysis.changes import change_points
+          seed: int, setting: tuple[float, float, float] | None = None) -> dict:
+    """{"false_alarms": (hits, trials), level: {"size": measured, "exact": hits, "near": hits}};
+    ``setting`` (P_VALUE, MIN_CHANGE, OUTLIER_MADS) in place of the detector's own."""
+    from ddpbench.analysis import changes
 
+    p_value, min_change, mads = setting or (changes.P_VALUE, changes.MIN_CHANGE, changes.OUTLIER_MADS)
+    own, changes.OUTLIER_MADS = changes.OUTLIER_MADS, mads  # a module constant, not an argument
+
+    def change_points(points):
+        return changes.change_points(points, p_value, min_change)
+
+    try:
+        return _rates(levels, commits, launches, replace, trials, seed, change_points)
+    finally:
+        changes.OUTLIER_MADS = own
+
+
+def _rates(levels, commits, launches, replace, trials, seed, change_points) -> dict:
     rng = np.random.default_rng(seed)
     base = levels[0.0]
     out: dict = {}
@@ -96,6 +128,27 @@ def rates(levels: dict[float, np.ndarray], commits: int, launches: int, replace:
     return out
 
 
+def tune(levels: dict[float, np.ndarray], level: float, args) -> tuple[float, float, float] | None:
+    """Print every setting of :data:`GRID` on ``level``'s step and return the chosen one (module
+    docstring), or None where none keeps its false alarms' whole interval below the bound."""
+    if level not in levels:
+        raise SystemExit(f"{args.folder}: no job at slowdown {level}; it has {sorted(levels)}")
+    pair = {0.0: levels[0.0], level: levels[level]}
+    best = None
+    for setting in GRID:
+        found = rates(pair, args.commits, args.launches, args.replace, args.trials, args.seed, setting)
+        alarms, n = found["false_alarms"]
+        exact, near = found[level]["exact"], found[level]["near"]
+        ok = wilson(alarms, n)[1] < MAX_FALSE_ALARMS
+        print(f"  P_VALUE {setting[0]:g}, MIN_CHANGE {setting[1]:g}, OUTLIER_MADS {setting[2]:g}: false alarms "
+              f"{alarms / n:.1%} [{wilson(alarms, n)[0]:.1%}, {wilson(alarms, n)[1]:.1%}]{'' if ok else ' (over)'}, "
+              f"{level:.0%} found at its commit {exact / n:.1%} [{wilson(exact, n)[0]:.1%}, "
+              f"{wilson(exact, n)[1]:.1%}], within one {near / n:.1%}", flush=True)
+        if ok and (best is None or exact > best[0]):
+            best = (exact, setting)
+    return None if best is None else best[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folder", type=Path, default=Path("reports/examples/gate-power-cpu/sweep2"))
@@ -104,16 +157,31 @@ def main() -> None:
     parser.add_argument("--replace", action="store_true", help="draw launches with replacement (a bootstrap)")
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--p-value", type=float, help="in place of changes.P_VALUE")
+    parser.add_argument("--min-change", type=float, help="in place of changes.MIN_CHANGE")
+    parser.add_argument("--outlier-mads", type=float, help="in place of changes.OUTLIER_MADS (inf: none set aside)")
+    parser.add_argument("--tune", action="store_true", help="try every setting of GRID and choose one")
+    parser.add_argument("--level", type=float, default=0.1, help="the planted step --tune chooses for")
     args = parser.parse_args()
     levels = level_launches(args.folder)
     if not args.replace and any(len(v) < args.commits * args.launches for v in levels.values()):
         raise SystemExit(f"{args.folder}: a level has fewer than {args.commits} x {args.launches} launches; "
                          "use fewer commits or launches, or --replace")
-    found = rates(levels, args.commits, args.launches, args.replace, args.trials, args.seed)
     base = levels[0.0]
     print(f"{args.folder}: {args.commits} commits x {args.launches} launches, "
           f"{'with' if args.replace else 'without'} replacement, {args.trials} histories a level; "
           f"level 0: {len(base)} launches, mean {base.mean():.2f} ms, spread {base.std(ddof=1) / base.mean():.1%}")
+    if args.tune:
+        chosen = tune(levels, args.level, args)
+        print(f"chosen: {'none within the bound' if chosen is None else chosen}")
+        return
+    from ddpbench.analysis import changes
+
+    setting = (changes.P_VALUE if args.p_value is None else args.p_value,
+               changes.MIN_CHANGE if args.min_change is None else args.min_change,
+               changes.OUTLIER_MADS if args.outlier_mads is None else args.outlier_mads)
+    print(f"  P_VALUE {setting[0]:g}, MIN_CHANGE {setting[1]:g}, OUTLIER_MADS {setting[2]:g}")
+    found = rates(levels, args.commits, args.launches, args.replace, args.trials, args.seed, setting)
     hits, n = found["false_alarms"]
     low, high = wilson(hits, n)
     print(f"  false alarms (no step): {hits / n:.1%} [{low:.1%}, {high:.1%}]")
