@@ -134,7 +134,7 @@ def change_points(points: list[np.ndarray], p_value: float = P_VALUE, min_change
         if best is None:
             continue
         k = start + best[0]
-        x, y = _kept(np.concatenate(points[start:k])), _kept(np.concatenate(points[k:end]))
+        x, y = kept_launches(np.concatenate(points[start:k])), kept_launches(np.concatenate(points[k:end]))
         ratio, low, high, p = welch(x, y)
         beyond = low > 1 + min_change or high < 1 - min_change
         if p < p_value and beyond:
@@ -144,7 +144,7 @@ def change_points(points: list[np.ndarray], p_value: float = P_VALUE, min_change
     return sorted(found, key=lambda c: c.at)
 
 
-def _kept(values: np.ndarray) -> np.ndarray:
+def kept_launches(values: np.ndarray) -> np.ndarray:
     """``values`` less those further than :data:`OUTLIER_MADS` scaled MADs (1.4826 MAD, the
     standard deviation where the values are normal) from their median; all of them where the MAD is
     0 or fewer than 2 would remain."""

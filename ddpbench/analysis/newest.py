@@ -6,7 +6,9 @@ cannot wait for them. :func:`newest_changes` therefore asks a narrower question 
 do the launches of the newest ``newest`` commits differ from those of the commits before them,
 back to the last change point the detector found there (the series' current level)?
 
-The test is the detector's Welch t-test over launches, with the rule of ``compare``'s gates: a
+The test is the detector's Welch t-test over launches (each side less the launches a burst of
+other work slowed: :func:`~ddpbench.analysis.changes.kept_launches`), with the rule of
+``compare``'s gates: a
 call where the whole 95 % interval of the ratio newest / level lies beyond
 :data:`~ddpbench.analysis.changes.MIN_CHANGE` on one side. The detector's own p threshold
 (:data:`~ddpbench.analysis.changes.P_VALUE`) is not asked for: it guards a search over every split
@@ -59,8 +61,9 @@ def newest_changes(table: pd.DataFrame, newest: int = 1) -> pd.DataFrame:
                "newest_to": rows["commit"].iloc[-1], "newest_commits": min(newest, n)}
         start = max([c.at for c in changes.change_points(points[:cut])], default=0) if cut > 0 else 0
         level, recent = points[start:max(cut, 0)], points[max(cut, 0):]
-        x = np.concatenate(level) if level else np.array([])
-        y = np.concatenate(recent) if recent else np.array([])
+        # each side less the launches a burst of other work slowed, as the detector sets them aside
+        x = changes.kept_launches(np.concatenate(level)) if level else np.array([])
+        y = changes.kept_launches(np.concatenate(recent)) if recent else np.array([])
         row.update(level_from=rows["commit"].iloc[start] if cut > 0 else None,
                    level_to=rows["commit"].iloc[cut - 1] if cut > 0 else None, level_commits=len(level))
         if len(level) >= changes.MIN_COMMITS and len(x) >= 2 and len(y) >= 2:

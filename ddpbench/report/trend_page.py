@@ -128,15 +128,16 @@ def _newest_rows(newest: pd.DataFrame) -> Markup:
 METHOD = ("<p class=\"note\">Change points: E-Divisive means (the energy statistic of Matteson and James) places a "
           "candidate between two commits, and Welch's t-test over the launches on either side calls it: p below "
           "{{ p }} and the whole 95 % interval of after / before beyond {{ min }} on one side; each side of a change "
-          "holds at least {{ k }} commits. The launch is the unit of evidence (a launch's steps are not independent "
+          "holds at least {{ k }} commits. The test sets aside, on each side, the launches more than {{ mads }} "
+          "scaled MADs from the side's median: launches a burst of other work on the machine slowed. The launch is the unit of evidence (a launch's steps are not independent "
           "of each other). <em>Where</em>: a job above world size 1 whose world-size-1 job changed within a commit "
           "of the same place moved on the compute side; one whose world-size-1 job did not, on the scaling side "
           "(communication or waiting). <em>Phase</em>: the phase whose mean moved most in the change's direction, "
           "with the whole 95 % interval of its change (over the commits on either side) on that side. The "
           "detector's recall and false alarms on real launches of a 2-core machine are in docs/development.md. "
           "<em>Newest commits</em>, the merge gate: their launches against those of the commits since the last "
-          "change point before them, a call where the whole 95 % Welch interval of newest / level lies beyond "
-          "{{ min }}.</p>")
+          "change point before them (launches set aside alike), a call where the whole 95 % Welch interval of "
+          "newest / level lies beyond {{ min }}.</p>")
 
 
 def html_page(table, changes, newest, store, out_dir: Path, plots, newest_n: int, left_out=()) -> str:
@@ -146,7 +147,7 @@ def html_page(table, changes, newest, store, out_dir: Path, plots, newest_n: int
     sections.append(Section("Change points", (_change_rows(changes) if len(changes) else
                                               Markup('<p class="what">No change point in any series.</p>'))
                             + html(METHOD, p=detector.P_VALUE, min=f"{100 * detector.MIN_CHANGE:g} %",
-                                   k=detector.MIN_COMMITS)))
+                                   k=detector.MIN_COMMITS, mads=f"{detector.OUTLIER_MADS:g}")))
     for title, plot, rows in plots:
         latest = rows.groupby("key", sort=False).tail(1)
         cells = [[r["label"], int(r["world_size"]), int((rows["key"] == r["key"]).sum()), _short(r["commit"]),

@@ -57,7 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.changes import MIN_CHANGE, P_VALUE, welch
+from ddpbench.analysis.changes import MIN_CHANGE, P_VALUE, kept_launches, welch
 from ddpbench.analysis.stats import mean_ci
 from ddpbench.errors import InputError
 from ddpbench.sweep.worktrees import Commit, chain, git, sweep_commit
@@ -91,8 +91,10 @@ class Compared:
 
 
 def compare(x, y) -> Compared:
-    """Welch's comparison of launches ``y`` against ``x`` (:func:`ddpbench.analysis.changes.welch`)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
+    """Welch's comparison of launches ``y`` against ``x`` (:func:`ddpbench.analysis.changes.welch`),
+    each side less the launches a burst of other work slowed, as the change points set them aside
+    (:func:`ddpbench.analysis.changes.kept_launches`)."""
+    x, y = kept_launches(np.asarray(x, float)), kept_launches(np.asarray(y, float))
     if len(x) < 2 or len(y) < 2:  # one launch has no variance: nothing can be told
         ratio = float(np.mean(y) / np.mean(x)) if len(x) and len(y) else math.nan
         return Compared(ratio, -math.inf, math.inf, 1.0)
