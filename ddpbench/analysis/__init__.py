@@ -10,6 +10,9 @@
   collectives  the measured all_reduce curve beside DDP's buckets
   network      jobs on emulated links beside the model of the link; fault recovery
   gpu          jobs that ran on CUDA beside the same job on CPU
+  trend        a history store's series: each job at each world size, commit by commit
+  changes      change points in those series, with their side (compute or scaling) and phase
+  newest       the newest commits against each series' level: the merge gate
 
 Nothing here runs, launches or draws anything.
 """

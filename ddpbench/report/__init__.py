@@ -5,6 +5,7 @@
   sections/     the sections, one module per topic
   plots/        the figures, one module per topic
   compare_page  two folders compared: compare.csv, ratios.png, index.html
+  trend_page    a history store: each job's figures against commits, change points, the gate's table
   export        a results folder as a pytest-benchmark JSON file
 
 A report reads stored results only; it never runs or launches anything.
