@@ -26,14 +26,16 @@ bad among those whose change is significant: Welch's t-test over the launches wi
 (the change-point detector's thresholds, :mod:`ddpbench.analysis.changes`). Where no job changed
 so, good and bad are measured again; where none changes then, bisect stops and names no commit.
 
-**A tested commit** is bad when its launches differ from good's (by the same test, in the
-direction of the change) and lie at bad's level: the 95 % interval of their ratio to bad's lies
-within half the change (on the log scale: within 1/sqrt(r)..sqrt(r) for a change of r). Good in
-the reverse case. Neither "not significantly different from bad" (true of a commit between the
-two levels measured too few times) nor "no interval beyond 2 % from bad" (false of a commit of
-bad's code whose sweep drifted: tens of percent on a sub-millisecond step of a busy machine, small
-beside a tenfold change) would do. Otherwise it cannot tell: the commit is measured again, up to
-:data:`ROUNDS` sweeps, its launches pooled, and so is good or bad where its launches are the
+**A tested commit** is bad when its launches lie past the halfway point from good to bad, and so
+say so: the whole 95 % interval of their ratio to good's lies beyond the square root of the
+change (on the log scale, more than half of it: above sqrt(r) for a slowdown of r). Good when the
+whole interval of their ratio to bad's lies short of it by as much (below 1/sqrt(r)). A commit
+at either level is called so however far the machine drifts between sweeps, up to half the
+change: the sweeps of one bisect run minutes apart, and on a busy machine a level moves by a few
+per cent between them (in a run of benchmarks/history_example.py a commit of good's code came out 2.8 %
+faster than good, beyond any 2 % test, yet plainly not bad). A commit between the two levels
+straddles the halfway point and is not called. Otherwise it cannot tell: the commit is measured
+again, up to :data:`ROUNDS` sweeps, its launches pooled, and so is good or bad where its launches are the
 noisier side of the comparison (a stalled launch among three). If it still cannot tell (a commit
 between the two levels, a slowdown that came in two steps, noise), bisect stops and reports the
 range the first bad commit lies in; so does a commit whose job did not run (a failed launch, an
@@ -85,9 +87,10 @@ class Compared:
             return 0
         return 1 if self.low > 1 + min_change else -1 if self.high < 1 - min_change else 0
 
-    def within(self, band: float) -> bool:
-        """Whether the whole 95 % interval of the ratio lies within 1/band..band."""
-        return 1 / band < self.low and self.high < band
+    def beyond(self, band: float, direction: int) -> bool:
+        """Whether the whole 95 % interval of the ratio lies above ``band`` (``direction`` +1) or
+        below 1/``band`` (-1)."""
+        return self.low > band if direction > 0 else self.high < 1 / band
 
 
 def compare(x, y) -> Compared:
@@ -220,11 +223,10 @@ def search(count: int, measure: Callable[[int, int], Launches], job: str | None 
                 break
             tested.launches += [float(v) for v in found[1]]
             tested.vs_good, tested.vs_bad = compare(good, tested.launches), compare(bad, tested.launches)
-            # a side it differs from by the strict test, and the other side's level: its interval
-            # against that side within half the change (module docstring)
-            if tested.vs_good.differs(p_value, min_change) == direction and tested.vs_bad.within(band):
+            # past the halfway point from good to bad, or short of it from bad (module docstring)
+            if tested.vs_good.beyond(band, direction):
                 tested.verdict = "bad"
-            elif tested.vs_bad.differs(p_value, min_change) == -direction and tested.vs_good.within(band):
+            elif tested.vs_bad.beyond(band, -direction):
                 tested.verdict = "good"
             else:
                 tested.verdict = "cannot tell"

@@ -63,3 +63,14 @@ def test_a_sweep_that_drifted_is_still_on_its_side_of_a_large_change():
     out = search(6, _measure({0: 1.0, 1: 1.0, 2: 0.8, 3: 13.6, 4: 13.6, 5: 13.6}, 3, calls))
     assert (out.status, out.first_bad) == ("found", 3) and out.tested[2].verdict == "good"
     assert out.tested[2].vs_good.high < 0.98 and out.tested[2].sweeps == 1  # beyond 2 %, yet good's level
+
+
+@pytest.mark.parametrize("drift", [0.97, 0.972, 1.0, 1.03])
+def test_commits_are_called_by_their_level_though_the_machine_drifted_a_few_per_cent(drift):
+    """A 10 % slowdown; every commit between good and bad swept with the machine a few per cent off
+    (beyond the 2 % a difference must pass): each is still called on its side of the halfway point,
+    as a run of benchmarks/history_example.py needed (a commit of good's code 2.8 % faster)."""
+    for first_bad in (1, 3, 6):
+        levels = {i: (10.0 if i < first_bad else 11.0) * drift for i in range(1, 7)}
+        out = search(8, _measure({**levels, 7: 11.0}, first_bad, []))
+        assert (out.status, out.first_bad) == ("found", first_bad)
