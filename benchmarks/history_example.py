@@ -75,7 +75,7 @@ MONITOR_CALL = '''        self.track_spectral_norms()
 '''
 MONITOR_DEF = '''
     @torch.no_grad()
-    def track_spectral_norms(self, iterations: int = 4):
+    def track_spectral_norms(self, iterations: int = 8):
         """Power iteration on each hidden weight: its largest singular value, for monitoring."""
         for i, layer in enumerate(self.hidden):
             w = layer.weight
