@@ -20,6 +20,8 @@ listed as not testable, never as passed or failed.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,6 +37,40 @@ COLUMNS = ("machine", "key", "label", "world_size", "outcome", "level_from", "le
            "p_value")
 #: outcomes: the newest commits are slower or faster than the level beyond noise, no change, or untestable
 SLOWER, FASTER, SAME, UNTESTED = "slower", "faster", "no change", "cannot test"
+
+
+@dataclass(frozen=True)
+class NewestTest:
+    """One series' newest commits against its level: the level's first commit (``start``) and its
+    count, the outcome, and (where tested) the means, the ratio newest / level with its 95 %
+    interval and Welch's p."""
+
+    outcome: str
+    start: int
+    level_commits: int
+    level_ms: float = math.nan
+    newest_ms: float = math.nan
+    ratio: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    p_value: float = math.nan
+
+
+def newest_test(points: list[np.ndarray], newest: int = 1) -> NewestTest:
+    """The gate on one series whose point ``i`` holds commit i's launch values (module docstring)."""
+    points = [p[np.isfinite(p)] for p in (np.asarray(v, float) for v in points)]
+    cut = len(points) - newest
+    start = max([c.at for c in changes.change_points(points[:cut])], default=0) if cut > 0 else 0
+    level, recent = points[start:max(cut, 0)], points[max(cut, 0):]
+    # each side less the launches a burst of other work slowed, as the detector sets them aside
+    x = changes.kept_launches(np.concatenate(level)) if level else np.array([])
+    y = changes.kept_launches(np.concatenate(recent)) if recent else np.array([])
+    if len(level) < changes.MIN_COMMITS or len(x) < 2 or len(y) < 2:
+        return NewestTest(UNTESTED, start, len(level))
+    ratio, low, high, p = changes.welch(x, y)
+    beyond = low > 1 + changes.MIN_CHANGE or high < 1 - changes.MIN_CHANGE
+    outcome = (SLOWER if ratio > 1 else FASTER) if beyond else SAME
+    return NewestTest(outcome, start, len(level), float(x.mean()), float(y.mean()), ratio, low, high, p)
 
 
 def newest_changes(table: pd.DataFrame, newest: int = 1) -> pd.DataFrame:
@@ -53,25 +89,17 @@ def newest_changes(table: pd.DataFrame, newest: int = 1) -> pd.DataFrame:
     for (machine, key, world), rows in series(table):
         rows = rows.reset_index(drop=True)
         points = [np.asarray(v, float) for v in rows["launch_step_ms"]]
-        points = [p[np.isfinite(p)] for p in points]
         n = len(points)
         cut = n - newest
         row = {"machine": machine, "key": key, "label": rows["label"].iloc[0], "world_size": int(world),
-               "outcome": UNTESTED, "newest_from": rows["commit"].iloc[max(cut, 0)],
-               "newest_to": rows["commit"].iloc[-1], "newest_commits": min(newest, n)}
-        start = max([c.at for c in changes.change_points(points[:cut])], default=0) if cut > 0 else 0
-        level, recent = points[start:max(cut, 0)], points[max(cut, 0):]
-        # each side less the launches a burst of other work slowed, as the detector sets them aside
-        x = changes.kept_launches(np.concatenate(level)) if level else np.array([])
-        y = changes.kept_launches(np.concatenate(recent)) if recent else np.array([])
-        row.update(level_from=rows["commit"].iloc[start] if cut > 0 else None,
-                   level_to=rows["commit"].iloc[cut - 1] if cut > 0 else None, level_commits=len(level))
-        if len(level) >= changes.MIN_COMMITS and len(x) >= 2 and len(y) >= 2:
-            ratio, low, high, p = changes.welch(x, y)
-            beyond = low > 1 + changes.MIN_CHANGE or high < 1 - changes.MIN_CHANGE
-            outcome = (SLOWER if ratio > 1 else FASTER) if beyond else SAME
-            row.update(outcome=outcome, step_ms_level=float(x.mean()), step_ms_newest=float(y.mean()), ratio=ratio,
-                       ratio_low=low, ratio_high=high, p_value=p)
+               "newest_from": rows["commit"].iloc[max(cut, 0)], "newest_to": rows["commit"].iloc[-1],
+               "newest_commits": min(newest, n)}
+        test = newest_test(points, newest)
+        row.update(outcome=test.outcome, level_from=rows["commit"].iloc[test.start] if cut > 0 else None,
+                   level_to=rows["commit"].iloc[cut - 1] if cut > 0 else None, level_commits=test.level_commits)
+        if test.outcome != UNTESTED:
+            row.update(step_ms_level=test.level_ms, step_ms_newest=test.newest_ms, ratio=test.ratio,
+                       ratio_low=test.low, ratio_high=test.high, p_value=test.p_value)
         out.append(row)
     found = pd.DataFrame(out, columns=list(COLUMNS))
     if found.empty:
