@@ -279,7 +279,7 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     for stale in ("store", "page", "bisect"):
         shutil.rmtree(args.out / stale, ignore_errors=True)
-    git(args.repo, "bundle", "create", "-q", str((args.out / "tinytrain.bundle").resolve()), "main")
+    git(args.repo, "bundle", "create", "-q", str((args.out / "tinytrain.bundle").resolve()), "HEAD", "main")
     measure(args.repo, commits, args.out)
     ddpbench("history", "page", "--store", args.out / "store", "--out", args.out / "page")
     ddpbench("history", "check", "--store", args.out / "store", check=False)
@@ -287,6 +287,8 @@ def main(argv=None) -> int:
              "--out", args.out / "bisect", check=False)
     if not args.keep_results:  # the store holds each sweep's records byte for byte
         shutil.rmtree(args.out / "results", ignore_errors=True)
+        for logs in (args.out / "bisect").glob("*/logs"):  # the ranks' own logs, left out as in every example
+            shutil.rmtree(logs, ignore_errors=True)
     print(f"planted at commit {args.planted}: {commits[args.planted]}")
     return 0
 

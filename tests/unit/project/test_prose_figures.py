@@ -482,11 +482,36 @@ def whatif() -> dict:
             "link_share": pct(model.COSTS.link_share), "rows": str(len(rows))}
 
 
+def history_cpu() -> dict:
+    """history-cpu: each world size's mean step over every commit before the planted one and every
+    commit from it on (each commit's launches, each launch's slowest-rank steps, read from the
+    store's entries as any results folder), and the commits bisect swept between good and bad."""
+    import json
+
+    (machine,) = [p for p in (EX / "history-cpu" / "store").iterdir() if p.is_dir()]
+    levels: dict[int, list[tuple[str, float]]] = {1: [], 2: []}
+    for entry in sorted(p for p in machine.iterdir() if p.is_dir()):
+        commit = json.loads((entry / "entry.json").read_text(encoding="utf-8"))["commit"]
+        folder = str(entry.relative_to(EX))
+        launch = slowest(folder).groupby(["key", "repeat"])["step_ms"].mean()
+        for key, values in launch.groupby("key"):
+            levels[int(jobs(folder).loc[key, "world_size"])].append((commit, float(values.mean())))
+    out = {}
+    for world, commits in levels.items():
+        at = next(i for i, (commit, _) in enumerate(commits) if commit.startswith("6000535"))
+        before, after = (sum(v for _, v in part) / len(part) for part in (commits[:at], commits[at:]))
+        out[f"ws{world}"] = f"{f1(before)} to {f1(after)} ms"
+    log = json.loads((EX / "history-cpu" / "bisect" / "bisect.json").read_text(encoding="utf-8"))
+    assert log["answer"].startswith("6000535") and log["status"] == "found"
+    out["swept"] = str(sum(t["index"] not in (0, len(log["commits"]) - 1) for t in log["tested"]))
+    return out
+
+
 #: the fields of the quotes: {name[field]} is DERIVED[name]()[field]
 DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu, "network": network_cpu,
            "gpu": gpu_h100, "gputf": gpu_trace_frameworks_h100, "models": models, "precision": precision_cpu,
            "consistency": consistency_cpu, "faults": faults_cpu, "trace": trace_cpu, "gate": gate_power,
-           "pytest": pytest_gate, "whatif": whatif, "calib": calibration_cpu}
+           "pytest": pytest_gate, "whatif": whatif, "calib": calibration_cpu, "history": history_cpu}
 
 
 @functools.cache
@@ -550,6 +575,9 @@ QUOTES: list[tuple[str, str]] = [
                "and transformer-l at {gpu[transformer]} ({gpu[transformer_x]}×); DDP's peak GPU memory is "
                "{gpu[alloc]} MB allocated and {gpu[reserved]} MB reserved for mlp-xl, {gpu[psgd_alloc]} and "
                "{gpu[psgd_reserved]} MB with PowerSGD"),
+    # history-cpu
+    (EXAMPLES, "the mean step went from {history[ws1]} at world size 1 and from {history[ws2]} at world size 2"),
+    (EXAMPLES, "swept {history[swept]} of the commits between them"),
     # gate-power-cpu
     (EXAMPLES, "3 % -> +{gate[levels][0]} %, 5 % -> +{gate[levels][1]} %, 10 % -> +{gate[levels][2]} %, "
                "20 % -> +{gate[levels][3]} % (first 20 steps)"),
@@ -681,6 +709,7 @@ SETTINGS: dict[str, list[str]] = {
         "caps of 1, 2 and 25 MB, 3 launches per job", "5 traced steps", "links shaped to 10 Gbit/s, 1 Gbit/s, "
         "100 Mbit/s", "3 launches each", "0, 3, 5, 10 % planted", "24 launches a level", "10 pytest-benchmark runs",
         "H100 80GB HBM3", "2 launches each", "by 4 loader workers", "at caps of 1, 5 and 25 MB",  # experiment files
+        "4 launches a job",  # benchmarks/history_example.py's bench.toml
         "mlp-m, 5 launches each", "at 5 launches", "2 launches of 10 steps", "(25 MB)", "(1 MB)", "| 10 Gbit/s |",
         "| 1 Gbit/s |", "| 100 Mbit/s |", "(1 MB buckets)", "95 % interval", "3 launches a side", "20 steps",
         "40 steps", "with 8", "`median:0%`", "`median:3%`", "`median:5%`", "`median:10%`", "`median:15%`",
