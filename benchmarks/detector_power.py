@@ -6,6 +6,7 @@ often does it raise a false alarm on a history with none? On series made of real
         [--p-value P --min-change C --outlier-mads M]
     python benchmarks/detector_power.py --tune --folder reports/examples/gate-power-cpu/sweep1
         --commits 20 --launches 3 --replace [--level 0.1]
+    python benchmarks/detector_power.py --gate --commits 20 --launches 4 --replace
 
 The folder is a sweep of one job at several planted slowdowns (``benchmarks/gate_power.py sweep``:
 real extra matrix products in the forward pass, each level a job of its own, many launches each,
@@ -26,6 +27,11 @@ It runs :func:`ddpbench.analysis.changes.change_points` on each and prints, per 
 
 Each rate is printed with its 95 % Wilson interval over the trials. The trials reuse the same
 launches, so the intervals are narrower than new launches would give.
+
+``--gate`` measures ``history check``'s gate instead (:func:`ddpbench.analysis.newest.newest_test`,
+the newest commit against the level before it): how often a step-free history is called slower
+(a merge failed for nothing), and how often a history whose newest commit alone is at a planted
+level is called slower.
 
 ``--tune`` chooses the thresholds, and must be run on a sweep other than the one that measures
 them (``sweep1`` chooses, ``sweep2`` measures, held out). It tries every setting of :data:`GRID`
@@ -128,6 +134,29 @@ def _rates(levels, commits, launches, replace, trials, seed, change_points) -> d
     return out
 
 
+def gate_rates(levels: dict[float, np.ndarray], commits: int, launches: int, replace: bool, trials: int,
+               seed: int) -> dict:
+    """``history check``'s gate (:func:`ddpbench.analysis.newest.newest_test`, newest 1) on histories
+    of ``commits`` commits: {"false_alarms": (slower calls on step-free histories, trials), level:
+    {"size": measured, "slower": calls where only the newest commit is at that level}}."""
+    from ddpbench.analysis.newest import SLOWER, newest_test
+
+    rng = np.random.default_rng(seed)
+    base = levels[0.0]
+
+    def newest_from(after):
+        drawn = list(rng.choice(base, (commits - 1) * launches, replace=replace))
+        drawn += list(rng.choice(after, launches, replace=replace))
+        return [np.asarray(drawn[i * launches:(i + 1) * launches]) for i in range(commits)]
+
+    out: dict = {"false_alarms": (sum(newest_test(newest_from(base)).outcome == SLOWER for _ in range(trials)), trials)}
+    for level, after in levels.items():
+        if level != 0.0:
+            out[level] = {"size": float(after.mean() / base.mean() - 1),
+                          "slower": sum(newest_test(newest_from(after)).outcome == SLOWER for _ in range(trials))}
+    return out
+
+
 def tune(levels: dict[float, np.ndarray], level: float, args) -> tuple[float, float, float] | None:
     """Print every setting of :data:`GRID` on ``level``'s step and return the chosen one (module
     docstring), or None where none keeps its false alarms' whole interval below the bound."""
@@ -162,6 +191,8 @@ def main() -> None:
     parser.add_argument("--outlier-mads", type=float, help="in place of changes.OUTLIER_MADS (inf: none set aside)")
     parser.add_argument("--tune", action="store_true", help="try every setting of GRID and choose one")
     parser.add_argument("--level", type=float, default=0.1, help="the planted step --tune chooses for")
+    parser.add_argument("--gate", action="store_true",
+                        help="measure history check's newest-commit gate instead of the change points")
     args = parser.parse_args()
     levels = level_launches(args.folder)
     if not args.replace and any(len(v) < args.commits * args.launches for v in levels.values()):
@@ -174,6 +205,16 @@ def main() -> None:
     if args.tune:
         chosen = tune(levels, args.level, args)
         print(f"chosen: {'none within the bound' if chosen is None else chosen}")
+        return
+    if args.gate:
+        found = gate_rates(levels, args.commits, args.launches, args.replace, args.trials, args.seed)
+        hits, n = found.pop("false_alarms")
+        low, high = wilson(hits, n)
+        print(f"  gate, newest commit: false alarms (no step, called slower): {hits / n:.1%} [{low:.1%}, {high:.1%}]")
+        for level, r in found.items():
+            low, high = wilson(r["slower"], n)
+            print(f"  planted {level:.0%} (measured {r['size']:+.1%}) at the newest commit: called slower "
+                  f"{r['slower'] / n:.1%} [{low:.1%}, {high:.1%}]")
         return
     from ddpbench.analysis import changes
 
