@@ -35,8 +35,10 @@ pytest-benchmark's own loader and its ``compare`` command read it. The mapping:
   ``oversubscribed``, and ``source``;
 * ``machine_info`` and ``commit_info``: from the sweep's environment record (hostname, CPU model,
   python, platform, git commit and dirty flag); the whole record is under
-  ``machine_info["ddpbench_env"]``. What the record does not hold (python implementation and
-  compiler, git branch and commit time) is None. ``datetime`` is the sweep's start (UTC).
+  ``machine_info["ddpbench_env"]``, and its fingerprint under ``machine_info["ddpbench"]``, as
+  ddpbench's pytest plugin writes it (so a history files the export under the sweep's machine).
+  What the record does not hold (python implementation and compiler, git branch and commit time)
+  is None. ``datetime`` is the sweep's start (UTC).
 
 What does not carry over faithfully:
 
@@ -71,6 +73,7 @@ from ddpbench.analysis.folder import load_given
 from ddpbench.analysis.summary import bounded_steps, launch_times
 from ddpbench.errors import InputError
 from ddpbench.report.budget import BUDGET_COLUMNS
+from ddpbench.results.history import PLUGIN_KEY, fingerprint
 from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.sidefiles import replace_file
 
@@ -163,6 +166,9 @@ def machine_info(env: dict) -> dict:
         "system": system,
         "cpu": {"brand_raw": env.get("cpu_model"), "count": env.get("cores_logical"), "arch": machine},
         "ddpbench_env": env,
+        # the machine's fingerprint where ddpbench's pytest plugin puts it: an exported sweep files into
+        # a history under the same machine as the sweep itself (ddpbench.results.history)
+        PLUGIN_KEY: fingerprint(env),
     }
 
 

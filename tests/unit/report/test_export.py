@@ -60,6 +60,11 @@ def test_export_is_read_by_pytest_benchmarks_loader(exported, tmp_path):
     info = document["machine_info"]
     assert info["node"] == measured["hostname"] and info["processor"] == measured["cpu_model"]
     assert info["ddpbench_env"]["torch_version"] == measured["torch_version"]
+    # filed into a history, the export lands under the sweep's own machine
+    from ddpbench.results.history import file_benchmark, file_results
+
+    store = tmp_path / "history"
+    assert file_benchmark(store, out, commit="a" * 40).machine == file_results(store, EXAMPLE, commit="b" * 40).machine
     assert document["commit_info"]["id"] == measured["git_commit"]
     assert document["commit_info"]["dirty"] == measured["git_dirty"]
     assert document["datetime"][:19] == measured["utc"][:19]
