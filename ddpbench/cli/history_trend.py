@@ -23,6 +23,8 @@ def add_verbs(verbs) -> None:
         verb.add_argument("--machine", metavar="ID", help="only this machine's series (a folder of the store)")
         verb.add_argument("--newest", type=int, default=1, metavar="N",
                           help="how many of the newest commits to test against the level before them (default 1)")
+        verb.add_argument("--job", action="append", metavar="TEXT",
+                          help="only the series whose label contains TEXT (repeatable): the jobs a gate is for")
     page.add_argument("--out", type=Path, default=Path("reports/history"), metavar="DIR",
                       help="where the page goes (default reports/history)")
     page.set_defaults(func=command_page)
@@ -45,6 +47,12 @@ def _tables(args):
     if table.empty:
         raise InputError(str(args.store), None, "holds no entry with a finished training job (`history add` files "
                          "a sweep's results)")
+    for text in args.job or ():
+        if not table["label"].str.contains(text, regex=False).any():
+            raise InputError(f"--job {text}", None, "no series' label contains it; the labels: "
+                             + "; ".join(sorted(set(table["label"]))))
+    if args.job:
+        table = table[table["label"].map(lambda label: any(text in label for text in args.job))]
     return table, trend_changes(table), newest_changes(table, args.newest)
 
 

@@ -54,3 +54,12 @@ def test_history_list_names_a_benchmark_run_beside_the_sweeps(stores, tmp_path):
     file_benchmark(store, run, commit="a" * 40, commit_date="2026-11-20T10:00:00+00:00")
     listed = run_main("history", "list", "--store", store)
     assert listed.returncode == 0 and "benchmark run 2026-11-20" in listed.stdout and "1 entry" in listed.stdout
+
+
+def test_the_gate_on_chosen_jobs_only(stores):
+    _, slower = stores
+    kept = run_main("history", "check", "--store", slower, "--job", "ws=1")
+    assert kept.returncode == 0 and "ws=2" not in kept.stdout and kept.stdout.count("no change") == 1
+    assert run_main("history", "check", "--store", slower, "--job", "ws=1", "--job", "ws=2").returncode == 1
+    unknown = run_main("history", "check", "--store", slower, "--job", "resnet")
+    assert unknown.returncode == 2 and "--job resnet: no series' label contains it" in unknown.stderr
