@@ -13,6 +13,7 @@ figure shows how its throughput, its efficiency and its phases moved together.
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from pathlib import Path
@@ -21,8 +22,16 @@ import pandas as pd
 from markupsafe import Markup
 
 from ddpbench.analysis import changes as detector
-from ddpbench.analysis.newest import FASTER, SAME, SLOWER, UNTESTED
-from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
+from ddpbench.analysis.newest import FASTER, SLOWER, UNTESTED
+from ddpbench.report.page import (
+    INDEX_FILE,
+    Section,
+    html,
+    html_table,
+    left_out_section,
+    num,
+    render_page,
+)
 from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.plots.trend import trend_plot
 from ddpbench.results.sanitize import csv_text
@@ -59,7 +68,7 @@ def _ratio(row, prefix: str = "ratio") -> str:
 
 
 def _side(seen) -> str:
-    if seen is None or seen != seen:
+    if seen is None or (isinstance(seen, float) and math.isnan(seen)):
         return "\u2014 (no world-size-1 series)"
     return "compute side (world size 1 moved too)" if seen else "scaling side (world size 1 did not move)"
 
@@ -75,7 +84,7 @@ def _overview(table, changes, newest, store, newest_n) -> Markup:
     moved = newest[newest["outcome"].isin([SLOWER, FASTER])] if len(newest) else newest
     slower = newest[newest["outcome"] == SLOWER] if len(newest) else newest
     untested = int((newest["outcome"] == UNTESTED).sum()) if len(newest) else 0
-    what = f"the newest commit" if newest_n == 1 else f"the newest {newest_n} commits"
+    what = "the newest commit" if newest_n == 1 else f"the newest {newest_n} commits"
     if len(slower):
         text += html('<p class="what"><strong class="status-failed">{{ n }} series slower</strong> at {{ what }} than '
                      "their level before, beyond noise: {{ names }}.</p>", n=len(slower), what=what,
@@ -167,9 +176,9 @@ def html_page(table, changes, newest, store, out_dir: Path, plots, newest_n: int
 
 def _interval(row, column: str, fmt: str) -> str:
     value, low, high = (float(row.get(c, float("nan"))) for c in (column, f"{column}_low", f"{column}_high"))
-    if value != value:
+    if math.isnan(value):
         return "\u2014"
-    return f"{value:{fmt}}" + (f" [{low:{fmt}}, {high:{fmt}}]" if low == low and high == high else "")
+    return f"{value:{fmt}}" + (f" [{low:{fmt}}, {high:{fmt}}]" if not (math.isnan(low) or math.isnan(high)) else "")
 
 
 def write_trend(table: pd.DataFrame, changes: pd.DataFrame, newest: pd.DataFrame, store: str | Path,

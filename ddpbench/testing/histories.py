@@ -3,8 +3,8 @@ commit's launches drawn around a level the test sets (:mod:`ddpbench.results.his
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
