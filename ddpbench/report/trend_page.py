@@ -23,15 +23,7 @@ from markupsafe import Markup
 
 from ddpbench.analysis import changes as detector
 from ddpbench.analysis.newest import FASTER, SLOWER, UNTESTED
-from ddpbench.report.page import (
-    INDEX_FILE,
-    Section,
-    html,
-    html_table,
-    left_out_section,
-    num,
-    render_page,
-)
+from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
 from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.plots.trend import trend_plot
 from ddpbench.results.sanitize import csv_text
