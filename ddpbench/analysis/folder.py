@@ -105,10 +105,10 @@ class Measured:
         return audit_findings((self.steps, self.runs, self.ranks), self.findings, self.verdict, self.summary)
 
 
-def load(results_dir: str | Path, collectives: bool = True) -> Measured:
+def load(results_dir: str | Path, collectives: bool = True, loss_budget: bool = True) -> Measured:
     """The folder's tables and summary. FileNotFoundError without a results file; a folder that
-    holds no training job gives an empty summary."""
-    return _measure(Path(results_dir), load_tables, collectives)
+    holds no training job gives an empty summary. ``loss_budget``: see :func:`summarize`."""
+    return _measure(Path(results_dir), load_tables, collectives, loss_budget)
 
 
 def load_given(folder: str | Path, where: str | None = None, collectives: bool = True) -> Measured:
@@ -118,7 +118,7 @@ def load_given(folder: str | Path, where: str | None = None, collectives: bool =
     return _measure(Path(folder), lambda f: load_folder(f, where), collectives)
 
 
-def _measure(folder: Path, read, with_collectives: bool) -> Measured:
+def _measure(folder: Path, read, with_collectives: bool, loss_budget: bool = True) -> Measured:
     caught: list = []
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -133,5 +133,6 @@ def _measure(folder: Path, read, with_collectives: bool) -> Measured:
             elif str(w.message) not in damaged:
                 damaged.append(str(w.message))
                 warnings.warn(str(w.message), DamagedRecord, stacklevel=3)
-    summary = _summary.summarize(steps, runs, ranks, datasheet_tflops=_summary.datasheet_peak(sweeps))
+    summary = _summary.summarize(steps, runs, ranks, datasheet_tflops=_summary.datasheet_peak(sweeps),
+                                 loss_budget=loss_budget)
     return Measured(folder, steps, runs, ranks, sweeps, summary, stored, tuple(damaged))

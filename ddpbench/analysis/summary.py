@@ -72,8 +72,12 @@ def bounded_steps(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
     return part.groupby(["key", "repeat", "step"], as_index=False)["step_ms"].max()
 
 
-def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: float | None = None) -> pd.DataFrame:
+def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: float | None = None,
+              loss_budget: bool = True) -> pd.DataFrame:
     """One row per job (spec), with the columns :data:`ddpbench.analysis.columns.COLUMNS` declares.
+    ``loss_budget=False`` leaves out the loss budget's columns (:mod:`ddpbench.analysis.budget`),
+    half the time of a small folder's summary, for a reader that needs none of them (a history's
+    trend reads every filed folder).
 
     ``runs`` and ``ranks`` default to what :func:`ddpbench.load` put in ``steps.attrs``;
     ``datasheet_tflops`` to what the experiment gave (:func:`datasheet_peak` of its sweeps).
@@ -148,8 +152,8 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         row["noisy"] = bool(times.size and row["step_ms_iqr"] / step_med > NOISE_THRESHOLD)
         row["wall_s"] = float(job_runs["wall_s"].fillna(0).sum())
         rows.append(row)
-    table = pd.DataFrame(rows)
-    return budget.add_budget(add_speedup(table), steps, ranks)
+    table = add_speedup(pd.DataFrame(rows))
+    return budget.add_budget(table, steps, ranks) if loss_budget else table
 
 
 def _trace_figures(job_runs: pd.DataFrame, mine: pd.DataFrame, row: dict) -> dict:

@@ -68,7 +68,7 @@ def trend_table(store: str | Path, machine: str | None = None) -> pd.DataFrame:
                 warnings.warn(f"{entry.path}: left out of the trend: {err}", stacklevel=2)
             continue
         try:
-            summary = ok_jobs(load(entry.path, collectives=False).summary)
+            summary = ok_jobs(load(entry.path, collectives=False, loss_budget=False).summary)
         except (OSError, ValueError) as err:
             warnings.warn(f"{entry.path}: left out of the trend: {err}", stacklevel=2)
             continue
