@@ -72,13 +72,9 @@ def bounded_steps(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
     return part.groupby(["key", "repeat", "step"], as_index=False)["step_ms"].max()
 
 
-def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: float | None = None,
-              loss_budget: bool = True) -> pd.DataFrame:
-    """One row per job (spec), with the columns :data:`ddpbench.analysis.columns.COLUMNS` declares.
-    ``loss_budget=False`` leaves out the loss budget's columns (:mod:`ddpbench.analysis.budget`),
-    half the time of a small folder's summary, for a reader that needs none of them (a history's
-    trend reads every filed folder).
-
+def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: float | None = None, loss_budget=True):
+    """One row per job (spec), with the columns :data:`ddpbench.analysis.columns.COLUMNS` declares
+    (less the loss budget's, half a small folder's time, with ``loss_budget=False``: a history's trend).
     ``runs`` and ``ranks`` default to what :func:`ddpbench.load` put in ``steps.attrs``;
     ``datasheet_tflops`` to what the experiment gave (:func:`datasheet_peak` of its sweeps).
     Jobs with no finished launch still get a row, with their status and error; a finished job
