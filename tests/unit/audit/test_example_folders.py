@@ -15,6 +15,12 @@ def test_no_problem_in_any_committed_example_folder():
 
     folders = sorted(p.parent for p in EXAMPLES.glob("**/results.jsonl"))
     assert len(folders) >= 30
+    # history-cpu holds 29 sweeps of one experiment at 22 commits (its store's entries and bisect's
+    # folders): they are read as a history, not as reports; its first and last entries stand for them
+    history = [f for f in folders if f.is_relative_to(EXAMPLES / "history-cpu")]
+    entries = sorted(f for f in history if f.parent.parent.name == "store")
+    assert len(history) >= 22 and len(entries) >= 20
+    folders = [f for f in folders if f not in history] + [entries[0], entries[-1]]
     for folder in folders:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
