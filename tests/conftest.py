@@ -162,6 +162,13 @@ def pytest_configure(config):
         config.option.benchmark_disable = True
 
 
+def pytest_sessionstart(session):
+    """matplotlib's font cache is built here, before any test runs: its first build (a fresh machine,
+    or a new matplotlib) asks fontconfig's ``fc-list`` for the fonts, a process start that
+    tests/unit/ refuses. Each xdist worker starts its session too; the cache is on disk after the first."""
+    import matplotlib.font_manager  # noqa: F401
+
+
 @pytest.fixture
 def group_of_one():
     """A gloo process group of one rank in this process (an in-memory store), destroyed after."""
