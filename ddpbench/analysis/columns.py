@@ -21,28 +21,7 @@ from ddpbench.analysis.budget import NAMED_SHARE, NAMED_WAIT
 from ddpbench.analysis.overlap import DISAGREE
 from ddpbench.analysis.summary import NOISE_THRESHOLD
 from ddpbench.experiment.spec import FIELDS
-
-#: the units a column may have, with what each means
-UNITS = {
-    "ms": "milliseconds",
-    "s": "seconds",
-    "MB": "megabytes (10^6 bytes)",
-    "bytes": "bytes",
-    "samples": "training samples",
-    "samples/s": "training samples per second, the whole job's",
-    "FLOP": "floating-point operations",
-    "TFLOP/s": "10^12 floating-point operations per second",
-    "%": "percent",
-    "ratio": "a plain ratio (1.0 = 100 %)",
-    "number": "a plain number in the model's own terms (a parameter's difference)",
-    "count": "how many",
-    "index": "a number that names one thing (a seed, a step, a rank)",
-    "bool": "true or false (None where not judged)",
-    "text": "words, a name or a key",
-    "ms list": "milliseconds, one per launch",
-    "bytes list": "bytes, one per tensor or bucket, in DDP's order",
-    "rank list": "ranks",
-}
+from ddpbench.results.figures import SUMMARIZED, UNITS
 
 #: the stages that fill columns, in the order summarize() runs them, with where each is computed
 STAGES = {
@@ -50,7 +29,8 @@ STAGES = {
     "launch": "the launch records: how each launch ended, where, its batch (summary.summarize)",
     "steps": "the measured steps, slowest rank per step (summary.summarize)",
     "intervals": "95 % Student t intervals over launches (analysis.stats)",
-    "ranks": "each rank's record: DDP's statistics, buckets, traffic, memory (summary._rank_figures)",
+    "ranks": "each rank's record: DDP's statistics, buckets, traffic, memory, energy (summary._rank_figures; a "
+             "figure's own columns as ddpbench.results.figures declares them)",
     "precision": "precision and torch.compile figures (summary._precision_figures, analysis.compiled)",
     "trace": "the profiler's events of traced steps (analysis.overlap)",
     "check": "the equivalence check against single-process training (summary._check_figures)",
@@ -159,27 +139,17 @@ MEASURED: tuple[Column, ...] = (
     _c("ci_reached", "bool", "intervals", 'repeats = "auto": whether the interval got within ci_target_pct'),
     _c("repeats_bound", "text", "intervals", 'repeats = "auto", target missed: what stopped it, max_repeats or '
                                              "budget"),
-    # the ranks' records
-    _c("framework_version", "text", "ranks", "a TensorFlow strategy's TensorFlow version"),
-    _c("reduction", "text", "ranks", "a TensorFlow strategy's cross-device reduction"),
+    # the ranks' records: each declared figure's own columns, then those made of several
+    *(Column(name, unit, meaning, "ranks") for figure in SUMMARIZED for name, unit, meaning in figure.columns()),
     _c("sent_mb_per_step_max", "MB", "ranks", "bytes the busiest rank sent per optimizer step"),
     _c("recv_mb_per_step_max", "MB", "ranks", "bytes the busiest rank received per optimizer step"),
     _c("sent_mb_per_step_median", "MB", "ranks", "bytes the median rank sent per optimizer step"),
-    _c("traffic_source", "text", "ranks", "how the traffic figures were got: measured, or computed from what"),
-    _c("optimizer_state_mb", "MB", "ranks", "the largest rank's optimizer state (ZeRO shards it)"),
-    _c("peak_rss_mb", "MB", "ranks", "peak resident memory of the largest rank"),
     _c("ddp_comm_ms", "ms", "ranks", "DDP's own logged backward communication time (median rank, sampled)"),
     _c("overlap_pct", "%", "ranks", "share of DDP's logged communication that ran while backward computed"),
-    _c("allreduce_bytes_per_step", "bytes", "ranks", "gradient bytes all-reduced per step (median rank)"),
     _c("unused_param_mb", "MB", "ranks", "parameters in DDP's buckets that got no gradient"),
     _c("buckets", "count", "ranks", "gradient buckets DDP made"),
     _c("bucket_layout", "bytes list", "ranks", "each bucket's bytes, in DDP's order: same layout, same setting"),
-    _c("gpus", "count", "ranks", "GPUs per process (0 on CPU)"),
-    _c("gpu_peak_allocated_mb", "MB", "ranks", "peak GPU memory allocated by tensors, fullest GPU (NaN on CPU)"),
-    _c("gpu_peak_reserved_mb", "MB", "ranks", "peak GPU memory reserved by the caching allocator, fullest GPU"),
     # precision and compile
-    _c("rank_memory_mb", "MB", "precision", "the largest rank's own memory: anonymous and shared"),
-    _c("amp_skipped_steps", "count", "precision", "fp16: steps the GradScaler skipped (worst launch)"),
     _c("compile_s_cold", "s", "precision", "compile time with the job's compile cache cold (median rank)"),
     _c("compile_s_warm", "s", "precision", "compile time with the cache warm (later repeats)"),
     _c("compile_launches_cold", "count", "precision", "launches that found the compile cache cold"),

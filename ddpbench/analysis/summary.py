@@ -36,6 +36,7 @@ import pandas as pd
 
 from ddpbench.analysis import budget, exposed, overlap, stats
 from ddpbench.analysis.compiled import COMPILE_FIGURES, compile_cache_figures
+from ddpbench.analysis.declared import declared_figures
 from ddpbench.analysis.jobs import SPEC_COLUMNS, baseline_key, exact_key
 from ddpbench.results.schema import TIMED_PHASES
 
@@ -205,16 +206,12 @@ def _column(frame: pd.DataFrame, name: str) -> pd.Series:
 
 
 def _traffic_figures(job_ranks: pd.DataFrame) -> dict:
-    """Bytes per optimizer step: the busiest rank's link (rank 0 for a master) and the median rank's."""
+    """Bytes per optimizer step (MB): the busiest rank's link (rank 0 for a master) and the median rank's."""
     sent, recv = _column(job_ranks, "bytes_sent_per_step"), _column(job_ranks, "bytes_recv_per_step")
-    source = job_ranks["traffic_source"].dropna() if "traffic_source" in job_ranks else pd.Series(dtype=object)
-    state = _column(job_ranks, "optimizer_state_mb")
     return {
         "sent_mb_per_step_max": float(sent.max()) / 1e6 if sent.notna().any() else math.nan,
         "recv_mb_per_step_max": float(recv.max()) / 1e6 if recv.notna().any() else math.nan,
         "sent_mb_per_step_median": median(sent) / 1e6,
-        "traffic_source": source.iloc[0] if len(source) else None,
-        "optimizer_state_mb": float(state.max()) if state.notna().any() else math.nan,
     }
 
 
@@ -259,58 +256,38 @@ def _compute_figures(job_runs: pd.DataFrame, job_ranks: pd.DataFrame, step_mean_
 
 
 def _rank_figures(job_ranks: pd.DataFrame) -> dict:
+    """The columns of each rank figure declared with a summary (:data:`ddpbench.results.figures.SUMMARIZED`),
+    then those made of several figures: DDP's communication and its overlap, buckets, traffic, precision."""
+    figures = declared_figures(job_ranks)
     if job_ranks.empty:
-        return {"peak_rss_mb": math.nan, "ddp_comm_ms": math.nan, "overlap_pct": math.nan,
-                "allreduce_bytes_per_step": math.nan, "unused_param_mb": math.nan, "buckets": math.nan, "sent_mb_per_step_max": math.nan,
-                "recv_mb_per_step_max": math.nan, "sent_mb_per_step_median": math.nan, "traffic_source": None,
-                "optimizer_state_mb": math.nan, "bucket_layout": None, "framework_version": None, "reduction": None,
-                **_gpu_figures(job_ranks), **_precision_figures(job_ranks)}
+        return {**figures, "ddp_comm_ms": math.nan, "overlap_pct": math.nan, "unused_param_mb": math.nan,
+                "buckets": math.nan, "sent_mb_per_step_max": math.nan, "recv_mb_per_step_max": math.nan,
+                "sent_mb_per_step_median": math.nan, "bucket_layout": None, **_precision_figures(job_ranks)}
     comm = median(_column(job_ranks, "ddp_backward_comm_ms"))
     overlapped = median(_column(job_ranks, "ddp_backward_compute_comm_overlap_ms"))
     buckets = job_ranks["bucket_bytes"].dropna()
-    framework = {name: (job_ranks[name].dropna().iloc[0] if name in job_ranks and job_ranks[name].notna().any()
-                        else None) for name in ("framework_version", "reduction")}
     return {
-        **framework,
+        **figures,
         **_traffic_figures(job_ranks),
-        "peak_rss_mb": float(job_ranks["peak_rss_mb"].max()),
         "ddp_comm_ms": comm,
         # share of DDP's communication time that ran while backward was still computing
         "overlap_pct": 100.0 * overlapped / comm if comm and not math.isnan(comm) else math.nan,
-        "allreduce_bytes_per_step": median(_column(job_ranks, "allreduce_bytes_per_step")),
         # parameters that got no gradient but sit in DDP's buckets (find_unused_parameters counts them)
         "unused_param_mb": median(_column(job_ranks, "ddp_unused_parameter_bytes")) / 1e6,
         "buckets": float(len(buckets.iloc[0])) if len(buckets) and isinstance(buckets.iloc[0], list) else math.nan,
         # the buckets DDP made (bytes each, in its order): jobs with the same layout are one setting
         "bucket_layout": tuple(int(b) for b in buckets.iloc[0]) if len(buckets) and isinstance(buckets.iloc[0], list)
         else None,
-        **_gpu_figures(job_ranks),
         **_precision_figures(job_ranks),
     }
 
 
 def _precision_figures(job_ranks: pd.DataFrame) -> dict:
-    """The rank's own memory (the largest rank's, MB: anonymous and shared memory, the same whether
-    the rank was forked or started fresh, :func:`ddpbench.rank.devices.own_memory_mb`), the
-    GradScaler's skipped steps (fp16; the worst launch's), and a compiled job's compile figures
-    (:func:`compile_cache_figures`)."""
-    memory, skipped = _column(job_ranks, "rank_memory_mb"), _column(job_ranks, "amp_skipped_steps")
-    figures = {"rank_memory_mb": float(memory.max()) if memory.notna().any() else math.nan,
-               "amp_skipped_steps": float(skipped.max()) if skipped.notna().any() else math.nan,
-               **dict.fromkeys(COMPILE_FIGURES, math.nan)}
+    """A compiled job's compile figures (:func:`compile_cache_figures`)."""
+    figures = dict.fromkeys(COMPILE_FIGURES, math.nan)
     compiled = compile_cache_figures(job_ranks) if len(job_ranks) else pd.DataFrame()
     if len(compiled):
         figures.update({name: compiled.iloc[0][name] for name in COMPILE_FIGURES})
-    return figures
-
-
-def _gpu_figures(job_ranks: pd.DataFrame) -> dict:
-    """GPUs per process (0 on CPU) and the peak GPU memory (MB) of the fullest GPU of any rank
-    (NaN on CPU)."""
-    figures = {}
-    for name in ("gpus", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb"):
-        values = _column(job_ranks, name)
-        figures[name] = float(values.max()) if values.notna().any() else math.nan
     return figures
 
 

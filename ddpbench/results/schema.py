@@ -37,6 +37,8 @@ Schema history (``schema_version``):
        column ready_ms (:data:`LATER_STEP_COLUMNS`: a row stored without it reads it as NaN), per-rank
        affinity and involuntary_switches_per_step, and the spec field cpu_affinity (read with its
        default).
+  2 -- every stored figure declared once, with the version it is stored since
+       (:mod:`ddpbench.results.figures`); a hand-back that stores an undeclared figure is refused.
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ import datetime as _dt
 import math
 from typing import Any, NamedTuple
 
-SCHEMA_VERSION = 1
+from ddpbench.results import figures
+
+SCHEMA_VERSION = 2
 RESULTS_FILE = "results.jsonl"
 #: beside the results of a ``tune`` folder: the race (rounds, who went out and why, the verdict)
 SEARCH_FILE = "search.json"
@@ -90,29 +94,15 @@ class StepRow(NamedTuple):
 
 
 #: per-rank figures of a finished training launch (each rank's entry in ``result["ranks"]``, which
-#: also holds ``rank`` and ``pid``): memory, DDP's own statistics and buckets, traffic, GPUs, why
-#: a traced rank's trace could not be read back (null when it could, or was not traced), for a
-#: TensorFlow rank its version and the cross-device reduction it used, for a script's rank each
-#: bucket's mean all-reduce time in its measured steps (ms, launch to completion; null on a GPU), the
-#: CPUs the rank process could run on (``affinity``, sorted ids, read before its measured steps) and its
-#: involuntary context switches per measured step (psutil, over the measured steps)
-RANK_FIGURES = ("peak_rss_mb", "rank_memory_mb", "uss_mb", "pss_mb", "rss_file_mb", "threads", "checksum", "allreduce_bytes_per_step", "ddp_forward_compute_ms",
-                "ddp_backward_compute_ms", "ddp_backward_comm_ms", "ddp_backward_compute_comm_overlap_ms",
-                "bytes_sent_per_step", "bytes_recv_per_step", "traffic_source", "optimizer_state_mb",
-                "dp_replicas", "gpus", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "bucket_bytes",
-                "gemm_peak_flops", "trace_error", "framework_version", "reduction", "ddp_unused_parameter_bytes",
-                "amp_skipped_steps", "amp_loss_scale", "compile_s", "compile_cache", "compiled_graphs", "graph_breaks",
-                "graph_break_reasons", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase", "bucket_comm_ms",
-                "affinity", "involuntary_switches_per_step")
-#: the equivalence check of a launch (``result["check"]``); its steps are the spec's check_steps; a repeat
-#: after the first says ``checked_in_repeat`` (0) instead, unless the job asked for a check in every one
-CHECK_FIELDS = ("max_abs_diff", "exact", "check_steps_run", "skipped", "checked_in_repeat", "tolerance",
-                "lossy_reason")
-#: what a launch trained and the work it did (``result["compute"]``): the workload's name and
-#: trainable tensors (their count, and each one's gradient bytes in registration order, from which
-#: DDP's buckets at any other cap follow), the FLOPs one process computes per optimizer step (``flops_source``: "counted"
-#: by PyTorch's counter, or the "workload"'s own figure) and how each rank's GEMM peak was measured
-COMPUTE_FIELDS = ("workload", "tensors", "tensor_bytes", "flops_per_step", "flops_source", "peak_method")
+#: also holds ``rank`` and ``pid``), the equivalence check of a launch (``result["check"]``; its steps
+#: are the spec's check_steps, a repeat after the first says ``checked_in_repeat`` instead, unless the
+#: job asked for a check in every one), what a launch trained and the work it did
+#: (``result["compute"]``) and a fault-recovery launch's figures (``result["recovery"]``): each
+#: declared once, with its check, unit and meaning, in :mod:`ddpbench.results.figures`
+RANK_FIGURES = figures.RANK_FIGURES
+CHECK_FIELDS = figures.LAUNCH_GROUPS["check"]
+COMPUTE_FIELDS = figures.LAUNCH_GROUPS["compute"]
+RECOVERY_FIELDS = figures.LAUNCH_GROUPS["recovery"]
 #: a script job's launch (``result["script"]``): how the script ended (stopped by ddpbench after its
 #: steps, or ended | exited by itself), the DDP settings it ran with (the job's), what the script passed DDP
 #: that the job's settings replaced ({name: {"script": value, "ran": value}}), the phases left unknown (why:
@@ -127,11 +117,6 @@ COMPUTE_FIELDS = ("workload", "tensors", "tensor_bytes", "flops_per_step", "flop
 #: groups made, what of its own rendezvous gave way to ddpbench's, processes it started)
 SCRIPT_FIELDS = ("ended", "ddp", "ddp_overridden", "unseen", "samples_per_step", "destroy_deferred",
                  "late_comm_steps", "no_sync", "nosync_allreduced", "skipped_steps", "optimizers", "comm", "shapes")
-#: a fault-recovery launch (``result["recovery"]``): attempts, where it resumed, how long it took,
-#: and whether its parameters equal an uninterrupted run's
-RECOVERY_FIELDS = ("attempts", "resumed_from_step", "steps_redone", "restart_s", "rejoin_s", "recovery_s",
-                   "params_identical", "params_max_abs_diff")
-
 #: a traced launch's events (``result["trace"]``, every rank's, read from its profiler trace by
 #: :mod:`ddpbench.rank.trace`): one row per phase, collective or backward-compute span of a recorded
 #: step; ``lane`` is the thread (main, comm N) or the GPU's; ``kind`` is phase | comm | compute;
@@ -228,6 +213,14 @@ def _validate_training(result: Any, spec: dict, processes: int | None) -> None:
     width = len(result["step_columns"])
     if any(not isinstance(row, list) or len(row) != width for row in result["steps"]):
         raise ValueError("a step row does not match step_columns")
+    for group in ("ranks", "compute", "check", "recovery"):  # a script's result.script is its launch's account
+        entries = result["ranks"] if group == "ranks" else [result.get(group) or {}]
+        where = "rank" if group == "ranks" else group
+        unknown = sorted({name for entry in entries if isinstance(entry, dict)
+                          for name in figures.undeclared(entry, where)})
+        if unknown:
+            raise ValueError(f"result.{group} stores {', '.join(unknown)}, declared nowhere: declare each stored "
+                             "figure in ddpbench/results/figures.py")
     expected_min = world * (spec["warmup_steps"] + spec["steps"])
     if len(result["steps"]) < expected_min:
         raise ValueError(f"result has {len(result['steps'])} step rows, expected at least {expected_min}")

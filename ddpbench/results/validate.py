@@ -20,9 +20,13 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from ddpbench.results.schema import (CHECK_FIELDS, COLLECTIVE_COLUMNS, COMPUTE_FIELDS, FIRST_STEP_COLUMNS,
-                                     LAUNCH_FIELDS, LATER_STEP_COLUMNS, RANK_FIGURES, RECOVERY_FIELDS, STEP_COLUMNS,
-                                     TIMED_PHASES, TRACE_COLUMNS, TRACE_FILE_FIELDS)
+from ddpbench.results import figures
+from ddpbench.results.checks import (finite, finite_or_none, flag_or_none, non_negative_or_missing, text,
+                                     text_or_none, whole, whole_or_none)
+from ddpbench.results.checks import number as _number
+from ddpbench.results.checks import show as _show
+from ddpbench.results.schema import (COLLECTIVE_COLUMNS, FIRST_STEP_COLUMNS, LAUNCH_FIELDS, LATER_STEP_COLUMNS,
+                                     STEP_COLUMNS, TIMED_PHASES, TRACE_COLUMNS, TRACE_FILE_FIELDS)
 
 #: the phases a step row may have (schema.STEP_COLUMNS' ``phase``)
 PHASES = ("warmup", "measure", "nosync", "trace", "phases")
@@ -32,112 +36,15 @@ class Damaged(ValueError):
     """A value a record's meaning rests on is damaged: the record is skipped. The message names the field."""
 
 
-# -- value checks: each returns the value, or raises ValueError saying what is allowed -------------
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def finite(value: Any) -> float | int:
-    if not _number(value) or not math.isfinite(value):
-        raise ValueError(f"{_show(value)} is not a finite number")
-    return value
-
-
-def finite_or_none(value: Any) -> float | int | None:
-    """A figure that may be missing (None or NaN, as a rank that could not see a phase stores it)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return value
-    return finite(value)
-
-
-def non_negative_or_missing(value: Any) -> float | int | None:
-    value = finite_or_none(value)
-    if value is not None and value == value and value < 0:
-        raise ValueError(f"{_show(value)} is negative")
-    return value
-
-
-def whole(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{_show(value)} is not a whole number >= 0")
-    return value
-
-
-def whole_or_none(value: Any) -> int | None:
-    return None if value is None else whole(value)
-
-
-def text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{_show(value)} is not a string")
-    return value
-
-
-def text_or_none(value: Any) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise ValueError(f"{_show(value)} is not a string")
-    return value
-
-
-def flag_or_none(value: Any) -> bool | None:
-    if value is not None and not isinstance(value, bool):
-        raise ValueError(f"{_show(value)} is not true or false")
-    return value
-
-
-def wholes_or_none(value: Any) -> list[int] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise ValueError(f"{_show(value)} is not a list")
-    return [whole(v) for v in value]
-
-
-def cpus_or_none(value: Any) -> list[int] | None:
-    """A list of CPU ids (whole numbers, none twice), or None."""
-    value = wholes_or_none(value)
-    if value is not None and len(set(value)) != len(value):
-        raise ValueError(f"{_show(value)} names a CPU twice")
-    return value
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-#: the per-rank figures (RANK_FIGURES) that are numbers, in MB, ms, bytes, FLOP/s, seconds or counts
-RANK_NUMBERS = ("peak_rss_mb", "rank_memory_mb", "uss_mb", "pss_mb", "rss_file_mb", "allreduce_bytes_per_step",
-                "ddp_forward_compute_ms", "ddp_backward_compute_ms", "ddp_backward_comm_ms",
-                "ddp_backward_compute_comm_overlap_ms", "bytes_sent_per_step", "bytes_recv_per_step",
-                "optimizer_state_mb", "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "gemm_peak_flops",
-                "ddp_unused_parameter_bytes", "amp_skipped_steps", "amp_loss_scale", "compile_s", "compiled_graphs",
-                "graph_breaks", "ddp_optimizer_subgraphs", "recompiles_after_compile_phase",
-                "involuntary_switches_per_step")
-#: how each stored per-rank figure is checked (strings name how something was known); a figure not
-#: named here is passed on as stored
-RANK_CHECKS: dict[str, Callable] = {
-    **{name: finite_or_none for name in RANK_NUMBERS if name in RANK_FIGURES},
-    "threads": whole_or_none, "dp_replicas": whole_or_none, "gpus": whole_or_none, "bucket_bytes": wholes_or_none,
-    "affinity": cpus_or_none,
-    "checksum": text_or_none, "traffic_source": text_or_none, "trace_error": text_or_none,
-    "framework_version": text_or_none, "reduction": text_or_none, "compile_cache": text_or_none,
-}
-COMPUTE_CHECKS: dict[str, Callable] = {
-    "workload": text_or_none, "tensors": whole_or_none, "tensor_bytes": wholes_or_none,
-    "flops_per_step": finite_or_none, "flops_source": text_or_none, "peak_method": text_or_none,
-}
-CHECK_CHECKS: dict[str, Callable] = {
-    "max_abs_diff": finite_or_none, "exact": flag_or_none, "check_steps_run": whole_or_none,
-    "skipped": text_or_none, "checked_in_repeat": whole_or_none, "tolerance": finite_or_none,
-    "lossy_reason": text_or_none,
-}
+#: how each stored figure is checked, from its declaration (:mod:`ddpbench.results.figures`); a rank
+#: figure not declared there is passed on as stored by an old record, and refused in a new hand-back
+RANK_CHECKS: dict[str, Callable] = {name: check for name, check in figures.checks("rank").items()
+                                    if name not in ("rank", "pid")}
+COMPUTE_CHECKS: dict[str, Callable] = figures.checks("compute")
+CHECK_CHECKS: dict[str, Callable] = figures.checks("check")
 #: the figures of a script job's ``result.script`` the tables read
-SCRIPT_CHECKS: dict[str, Callable] = {"nosync_allreduced": whole_or_none}
-RECOVERY_CHECKS: dict[str, Callable] = {
-    **{name: finite_or_none for name in RECOVERY_FIELDS}, "params_identical": flag_or_none,
-}
+SCRIPT_CHECKS: dict[str, Callable] = figures.checks("script")
+RECOVERY_CHECKS: dict[str, Callable] = figures.checks("recovery")
 LAUNCH_CHECKS: dict[str, Callable] = {
     "error": text_or_none, "oversubscribed": flag_or_none, "cores": whole_or_none, "wall_s": finite_or_none,
     "launcher": text_or_none, "sweep_id": text_or_none, "utc": text_or_none,

@@ -8,6 +8,7 @@ import time
 import pytest
 
 import ddpbench
+from ddpbench.results.schema import SCHEMA_VERSION
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import ROOT, TINY, as_from_a_terminal, cli_command, rank_processes, run_cli, write_experiment
 from ddpbench.testing.sweeps import assert_stores_what_spawn_stores, tables_shape
@@ -72,7 +73,7 @@ def test_replicas_identical_and_env_stored(tiny_sweep):
         assert key in sweeps.columns, key
     assert env["torch_version"].startswith("2.")
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert {r["schema_version"] for r in records} == {1}
+    assert {r["schema_version"] for r in records} == {SCHEMA_VERSION}
 
 
 def test_report_written_and_no_gloo_abort(tiny_sweep):

@@ -178,7 +178,7 @@ def strategy_ok(strategy: str, world: int, step_ms: float, *, sent=None, source=
                 "peak_rss_mb": 500.0 + 10 * rank}
 
     extra = {"comm_share": comm_share, "nosync": nosync, "rank_fields": rank_fields, "grad_bytes": GRAD,
-             "check": {"check_steps": 3, "max_abs_diff": 0.0 if world == 1 else diff, "exact": exact}}
+             "check": {"check_steps_run": 3, "max_abs_diff": 0.0 if world == 1 else diff, "exact": exact}}
     return job(strategy=strategy, world_size=world, **fields), step_ms, "ok", None, over, extra
 
 

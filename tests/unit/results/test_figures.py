@@ -1,0 +1,113 @@
+"""Every stored figure is declared once (ddpbench/results/figures.py), and the validation, the tables,
+the summary and its columns all come from that declaration: a hand-back that stores a figure
+nobody declared is refused, every figure a committed example stored is declared, and a figure's
+summary column is what its declaration says."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from ddpbench.analysis.columns import COLUMNS
+from ddpbench.results import figures, schema
+from ddpbench.results.figures import FIGURES, HOW, UNITS, Figure, Summary
+from ddpbench.results.validate import RANK_CHECKS, clean_run
+from ddpbench.testing import ROOT
+
+EXAMPLES = ROOT / "reports" / "examples"
+
+
+def _hand_back(rank_extra: dict | None = None, compute_extra: dict | None = None):
+    spec = {"world_size": 1, "warmup_steps": 0, "steps": 1}
+    rows = [[0, "measure", 0, 1.0, 1.0, 1.0, 0.0, 1.0, 4.0, 3.0]]
+    rank = {"rank": 0, "pid": 1, "peak_rss_mb": 10.0, **(rank_extra or {})}
+    return spec, schema.training_result(spec, 0, params=1, grad_bytes=4, steps=rows, ranks=[rank],
+                                        compute={"tensors": 1, **(compute_extra or {})})
+
+
+def test_a_declared_hand_back_is_taken():
+    spec, result = _hand_back({"threads": 1, "affinity": [0]})
+    schema.validate_result("run", result, spec)
+
+
+@pytest.mark.parametrize("where, extra", [("ranks", {"rank_extra": {"watts_now": 3.0}}),
+                                          ("compute", {"compute_extra": {"flops_guess": 1}})])
+def test_a_hand_back_storing_an_undeclared_figure_is_refused(where, extra):
+    spec, result = _hand_back(**extra)
+    with pytest.raises(ValueError, match=rf"result\.{where} stores (watts_now|flops_guess), declared nowhere"):
+        schema.validate_result("run", result, spec)
+
+
+def _stored_keys():
+    """(where, name) of every figure the committed examples' launches stored."""
+    seen = set()
+    for path in EXAMPLES.rglob("results.jsonl"):
+        for line in path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            result = record.get("result") if record.get("kind") == "run" else None
+            if not isinstance(result, dict):
+                continue
+            seen |= {("rank", name) for rank in result.get("ranks") or [] for name in rank}
+            seen |= {(group, name) for group in ("compute", "check", "recovery") for name in result.get(group) or {}}
+    return seen
+
+
+def test_every_figure_the_examples_stored_is_declared():
+    stored = _stored_keys()
+    assert len(stored) > 40  # the examples are there to read
+    declared = {(f.where, f.name) for f in FIGURES}
+    assert stored - declared == set()
+
+
+def test_declarations_are_whole_and_once():
+    names = [(f.where, f.name) for f in FIGURES]
+    assert len(names) == len(set(names)), "a figure declared twice"
+    for f in FIGURES:
+        assert f.unit in UNITS and f.meaning and "\n" not in f.meaning, f.name
+        assert f.where in ("rank", *figures.LAUNCH_GROUPS), f.name
+        assert 1 <= f.since <= schema.SCHEMA_VERSION, f.name
+        for s in f.summary:
+            assert s.how in HOW, f.name
+            if s.how == "per":
+                assert s.over in figures.BY_NAME and s.domain in figures.BY_NAME, f.name
+    # the checks come from the declarations: a rank figure's check is its declared one
+    assert RANK_CHECKS["affinity"] is figures.BY_NAME["affinity"].check
+    assert set(RANK_CHECKS) == set(schema.RANK_FIGURES)
+
+
+def test_every_summary_column_of_a_figure_is_a_declared_column_with_its_unit():
+    for f in figures.SUMMARIZED:
+        for name, unit, meaning in f.columns():
+            assert COLUMNS[name].unit == unit and COLUMNS[name].meaning == meaning
+
+
+def test_a_declared_check_blanks_a_damaged_figure_and_says_so():
+    record = {"kind": "run", "key": "k", "repeat": 0, "spec": {}, "status": "ok",
+              "result": _hand_back({"peak_rss_mb": "lots", "affinity": [0, 0]})[1]}
+    clean, notes = clean_run(record)
+    rank = clean["result"]["ranks"][0]
+    assert rank["peak_rss_mb"] is None and rank["affinity"] is None
+    assert any("peak_rss_mb" in n and "not a finite number" in n for n in notes)
+    assert any("affinity" in n and "names a CPU twice" in n for n in notes)
+
+
+def test_a_new_figure_is_one_declaration():
+    # what adding a figure takes: its declaration; the column and its meaning follow from it
+    f = Figure("joules_per_token", lambda v: v, "J", "energy per token", summary=(Summary("median"),))
+    assert f.columns() == [("joules_per_token", "J", f"energy per token: {HOW['median']}")]
+
+
+def test_a_figure_s_columns_are_made_as_declared():
+    from ddpbench.analysis.declared import declared_figures
+
+    job = pd.DataFrame({"repeat": [0, 0, 1], "rank": [0, 1, 0], "peak_rss_mb": [5.0, 9.0, 7.0],
+                        "allreduce_bytes_per_step": [10.0, 30.0, 20.0], "traffic_source": [None, "computed", "x"]})
+    out = declared_figures(job)
+    assert out["peak_rss_mb"] == 9.0 and out["allreduce_bytes_per_step"] == 20.0
+    assert out["traffic_source"] == "computed" and math.isnan(out["gpus"]) and out["reduction"] is None
