@@ -47,6 +47,15 @@ def check_cuda_fork() -> None:
                            "(ranks started as new interpreters)")
 
 
+def synchronize(devices) -> None:
+    """Wait for the work queued on ``devices`` (CUDA devices; none on CPU) to finish."""
+    if devices:
+        import torch
+
+        for device in devices:
+            torch.cuda.synchronize(device)
+
+
 def gpu_memory(devices) -> dict:
     """Peak GPU memory of this process so far, on the fullest of its GPUs, in MB (10^6 bytes):
     what its tensors held at most (allocated) and what the caching allocator took from the

@@ -34,6 +34,7 @@ from pathlib import Path
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank import affinity, protocol
 from ddpbench.rank.devices import own_memory_mb, peak_rss_mb
+from ddpbench.rank.energy import EnergyWindow, Meter, NoCounter, rapl_meter
 from ddpbench.rank.protocol import Job, Tracked
 from ddpbench.rank.train import check_replicas
 from ddpbench.results.schema import TIMED_PHASES, training_result
@@ -147,10 +148,12 @@ class TensorFlowRank(Tracked):
         spec, rows = self.spec, []
         named = [("warmup", step) for step in range(spec.warmup_steps)] + [("measure", s) for s in range(spec.steps)]
         rank, at, switches = self.rank, self.at, []
+        energy = EnergyWindow(self.meter)
 
         def measured_start() -> None:  # where the rank runs its measured steps, and its switches so far
             self.affinity = affinity.affinity()
             switches.append(affinity.involuntary_switches())
+            energy.start()
 
         class Timer(tf.keras.callbacks.Callback):
             def on_train_begin(self, logs=None):
@@ -170,10 +173,18 @@ class TensorFlowRank(Tracked):
 
         self.at("train")
         self.model.fit(self.dataset, epochs=1, steps_per_epoch=len(named), verbose=0, callbacks=[Timer()])
+        self.energy = energy.stop(spec.steps, spec.steps * spec.global_batch)  # the measured steps and fit's end
         self.switches_per_step = affinity.per_step(switches[0] if switches else None, affinity.involuntary_switches(),
                                                    spec.steps)
         self.mark("measure_done")
         return rows
+
+    def meter(self) -> Meter:
+        """The host's RAPL counter on CPU; TensorFlow's GPUs are not mapped to NVML's here."""
+        if self.spec.device == "cuda":
+            raise NoCounter("TensorFlow's GPUs are not mapped to NVML's devices by ddpbench; no GPU energy counter "
+                            "is read for its strategies")
+        return rapl_meter()
 
     def checksums(self) -> list[str]:
         """One hash of all variables per replica this process holds (a MirroredStrategy: each device's copy)."""
@@ -203,7 +214,7 @@ class TensorFlowRank(Tracked):
                                        "peak_rss_mb": peak_rss_mb(), **own_memory_mb(), "checksum": replicas[0],
                                        "dp_replicas": len(replicas), "framework_version": f"tensorflow {self.tf_version}",
                                        "reduction": self.reduction, "affinity": self.affinity,
-                                       "involuntary_switches_per_step": self.switches_per_step},
+                                       "involuntary_switches_per_step": self.switches_per_step, **self.energy},
                 "replicas": replicas}
         gathered = self._gather(mine)
         if gathered is None:

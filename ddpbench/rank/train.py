@@ -39,7 +39,8 @@ from pathlib import Path
 
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank import affinity, protocol
-from ddpbench.rank.devices import gpu_memory, own_memory_mb, peak_rss_mb, take_rank_device
+from ddpbench.rank.devices import gpu_memory, own_memory_mb, peak_rss_mb, synchronize, take_rank_device
+from ddpbench.rank.energy import EnergyWindow, meter_for
 from ddpbench.rank.precision import CompileWatch, Precision, compile_module, use_compile_cache
 from ddpbench.rank.protocol import Job, Tracked, join_process_group
 from ddpbench.rank.recovery import Recovery
@@ -290,16 +291,21 @@ class TrainingRank(Tracked):
             self.compiling.time(lambda: self.run_steps(replica, "compile", 1, record=False))
             self.mark("compiled")
         self.affinity = affinity.affinity()  # where the measured steps run
+        energy = EnergyWindow(lambda: meter_for(strategy.devices()))
         if strategy.owns_loop:  # warmup and measured steps in the framework's one run, as a user's
             switches = affinity.involuntary_switches()
+            energy.start()
             self.run_loop(replica, (("warmup", spec.warmup_steps), ("measure", spec.steps)))
             measured = spec.warmup_steps + spec.steps  # its warmup is not apart: counted with the measured steps
         else:
             if first == 0:
                 self.run_steps(replica, "warmup", spec.warmup_steps)
             switches = affinity.involuntary_switches()
+            energy.start()
             self.run_steps(replica, "measure", spec.steps, first=first, recovery=recovery)
             measured = spec.steps - first
+        synchronize(strategy.devices())
+        self.energy = energy.stop(measured, measured * spec.global_batch)  # over the timed steps only
         self.switches_per_step = affinity.per_step(switches, affinity.involuntary_switches(), measured)
         # memory as training left it, the same point for every strategy: before the no-sync phase's
         # snapshot (a copy of model and optimizer state, taken only by strategies with no_sync) and
@@ -439,6 +445,7 @@ class TrainingRank(Tracked):
                 "trace_error": self.trace_error,
                 "affinity": self.affinity,
                 "involuntary_switches_per_step": self.switches_per_step,
+                **self.energy,
                 **self.strategy_stats,
             },
         }

@@ -35,6 +35,12 @@ UNITS = {
     "FLOP": "floating-point operations",
     "FLOP/s": "floating-point operations per second",
     "TFLOP/s": "10^12 floating-point operations per second",
+    "J": "joules",
+    "J/sample": "joules per training sample",
+    "W": "watts (joules per second)",
+    "price": "the experiment's currency (cost.currency: USD unless it says otherwise)",
+    "price/sample": "the experiment's currency per training sample",
+    "price/hour": "the experiment's currency per hour",
     "%": "percent",
     "ratio": "a plain ratio (1.0 = 100 %)",
     "number": "a plain number in the model's own terms (a parameter's difference)",
@@ -185,6 +191,29 @@ FIGURES: tuple[Figure, ...] = (
     # -- the operating system
     _f("involuntary_switches_per_step", c.finite_or_none, "count", "the rank's involuntary context switches per "
                                                                    "measured step"),
+    # -- energy, over the timed steps (ddpbench.rank.energy; docs/cost-and-energy.md)
+    _f("energy_j", non_negative_or_none, "J", "energy the rank's counter measured over its timed steps (None where "
+                                              "there is none or the window was too short: energy_note says why)",
+       Summary("per", column="energy_j_per_sample", unit="J/sample", over="energy_samples", domain="energy_domain",
+                  interval=True, meaning="energy per sample trained: each launch's counters over its timed steps "
+                                         "(a counter ranks share counted once) over the samples trained in them; "
+                                         "the mean over launches (NaN where no counter: energy_note says why)"),
+       Summary("per", column="power_w", unit="W", over="energy_window_s", domain="energy_domain", interval=True,
+               meaning="the job's average power over its timed steps, every counter of a launch (a counter ranks "
+                       "share counted once); the mean over launches"), since=2),
+    _f("energy_window_s", non_negative_or_none, "s", "seconds between the counter's two readings (the timed steps)",
+       since=2),
+    _f("energy_samples", non_negative_or_none, "samples", "samples the whole job trained in the timed steps", since=2),
+    _f("energy_period_s", non_negative_or_none, "s", "how often the counter updates (its readings are stale by up to "
+                                                     "this)", since=2),
+    _f("energy_domain", c.text_or_none, "text", "which counter: nvml:<GPU UUID>, or rapl:<host>:<zones> (a "
+                                                "package every rank on the host shares)", since=2),
+    _f("energy_method", c.text_or_none, "text", "how the energy was measured: the counter and what it covers",
+       Summary("first", meaning="how the energy was measured: the counter and what it covers (None where not)"),
+       since=2),
+    _f("energy_note", c.text_or_none, "text", "why there is no energy figure, in one line (None where there is)",
+       Summary("first", meaning="why energy is not given: no counter here, unreadable, a window too short"),
+       since=2),
 
     # -- what a launch trained and the work it did: result["compute"]
     _f("workload", c.text_or_none, "text", "the workload's name", where="compute"),

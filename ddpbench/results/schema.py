@@ -39,6 +39,9 @@ Schema history (``schema_version``):
        default).
   2 -- every stored figure declared once, with the version it is stored since
        (:mod:`ddpbench.results.figures`); a hand-back that stores an undeclared figure is refused.
+       Per-rank energy over the timed steps: energy_j, energy_window_s, energy_samples,
+       energy_period_s, energy_domain, energy_method, energy_note. Version-1 records read them as
+       missing.
 """
 
 from __future__ import annotations

@@ -43,6 +43,11 @@ IN_LARGER_EXAMPLES = {
 }
 #: columns no committed example fills, and why
 ABSENT_FROM_EXAMPLES = {
+    **{name: "measured only where a counter is readable (NVML on a GPU, RAPL where the kernel exposes it): this "
+             "VM has none, and the GPU examples predate the energy figures" for name in (
+        "energy_j_per_sample", "energy_j_per_sample_low", "energy_j_per_sample_high", "power_w", "power_w_low",
+        "power_w_high", "energy_method")},
+    "energy_note": "the examples predate the energy figures",
     "ci_reached": 'only under repeats = "auto"; no committed example sweeps with it (experiments/adaptive.toml does)',
     "repeats_bound": 'only under repeats = "auto" when the interval missed its target',
     "amp_skipped_steps": "only fp16, whose GradScaler skips steps: precision-cpu runs bf16 and fp32, and the "

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from ddpbench.analysis.columns import COLUMNS
+from ddpbench.analysis.declared import declared_figures
 from ddpbench.results import figures, schema
 from ddpbench.results.figures import FIGURES, HOW, UNITS, Figure, Summary
 from ddpbench.results.validate import RANK_CHECKS, clean_run
@@ -97,6 +98,50 @@ def test_a_declared_check_blanks_a_damaged_figure_and_says_so():
     assert any("affinity" in n and "names a CPU twice" in n for n in notes)
 
 
+def _ranks(rows):
+    return pd.DataFrame(rows, columns=["repeat", "rank", "energy_j", "energy_samples", "energy_window_s",
+                                       "energy_domain", "energy_method", "energy_note", "peak_rss_mb"])
+
+
+def test_per_sample_counts_a_counter_two_ranks_share_once():
+    # two launches of two ranks on one host: RAPL's package, read by both ranks, counts once
+    job = _ranks([(0, 0, 30.0, 300.0, 2.0, "rapl:h:p0", "RAPL", None, 5.0),
+                  (0, 1, 31.0, 300.0, 2.1, "rapl:h:p0", "RAPL", None, 7.0),
+                  (1, 0, 36.0, 300.0, 2.0, "rapl:h:p0", "RAPL", None, 6.0),
+                  (1, 1, 35.0, 300.0, 2.0, "rapl:h:p0", "RAPL", None, 6.5)])
+    out = declared_figures(job)
+    assert out["energy_j_per_sample"] == pytest.approx((30 / 300 + 36 / 300) / 2)
+    assert out["power_w"] == pytest.approx((30 / 2.0 + 36 / 2.0) / 2)
+    assert out["energy_j_per_sample_low"] < out["energy_j_per_sample"] < out["energy_j_per_sample_high"]
+    assert out["peak_rss_mb"] == 7.0 and out["energy_method"] == "RAPL"
+
+
+def test_per_sample_sums_each_gpu_of_a_launch():
+    job = _ranks([(0, 0, 100.0, 1000.0, 4.0, "nvml:GPU-a", "NVML", None, 1.0),
+                  (0, 1, 120.0, 1000.0, 4.0, "nvml:GPU-b", "NVML", None, 1.0)])
+    out = declared_figures(job)
+    assert out["energy_j_per_sample"] == pytest.approx(0.22)
+    assert out["power_w"] == pytest.approx(55.0)
+    assert math.isnan(out["energy_j_per_sample_low"])  # one launch: no interval
+
+
+def test_no_counter_is_no_figure_never_zero():
+    note = "not available here: this machine has no /sys/class/powercap"
+    job = _ranks([(0, 0, None, 300.0, None, None, None, note, 1.0),
+                  (0, 1, None, 300.0, None, None, None, note, 1.0)])
+    out = declared_figures(job)
+    assert math.isnan(out["energy_j_per_sample"]) and math.isnan(out["power_w"])
+    assert out["energy_note"] == note and out["energy_method"] is None
+
+
+def test_a_launch_with_one_rank_unmeasured_is_left_out_not_undercounted():
+    job = _ranks([(0, 0, 100.0, 1000.0, 4.0, "nvml:GPU-a", "NVML", None, 1.0),
+                  (0, 1, None, 1000.0, 4.0, "nvml:GPU-b", "NVML", "too short", 1.0),
+                  (1, 0, 100.0, 1000.0, 4.0, "nvml:GPU-a", "NVML", None, 1.0),
+                  (1, 1, 100.0, 1000.0, 4.0, "nvml:GPU-b", "NVML", None, 1.0)])
+    assert declared_figures(job)["energy_j_per_sample"] == pytest.approx(0.2)
+
+
 def test_a_new_figure_is_one_declaration():
     # what adding a figure takes: its declaration; the column and its meaning follow from it
     f = Figure("joules_per_token", lambda v: v, "J", "energy per token", summary=(Summary("median"),))
@@ -104,8 +149,6 @@ def test_a_new_figure_is_one_declaration():
 
 
 def test_a_figure_s_columns_are_made_as_declared():
-    from ddpbench.analysis.declared import declared_figures
-
     job = pd.DataFrame({"repeat": [0, 0, 1], "rank": [0, 1, 0], "peak_rss_mb": [5.0, 9.0, 7.0],
                         "allreduce_bytes_per_step": [10.0, 30.0, 20.0], "traffic_source": [None, "computed", "x"]})
     out = declared_figures(job)
