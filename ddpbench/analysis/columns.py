@@ -21,7 +21,7 @@ from ddpbench.analysis.budget import NAMED_SHARE, NAMED_WAIT
 from ddpbench.analysis.overlap import DISAGREE
 from ddpbench.analysis.summary import NOISE_THRESHOLD
 from ddpbench.experiment.spec import FIELDS
-from ddpbench.results.figures import SUMMARIZED, UNITS
+from ddpbench.results.figures import SUMMARIZED, UNITS  # noqa: F401 (UNITS: a column's units are a figure's)
 
 #: the stages that fill columns, in the order summarize() runs them, with where each is computed
 STAGES = {
@@ -39,6 +39,7 @@ STAGES = {
                   "gradients ready (analysis.budget)",
     "speedup": "against the world-size-1 baseline (summary.add_speedup)",
     "budget": "what was lost against that baseline, in lines that sum to it (analysis.budget)",
+    "cost": "the price of a device-hour given in [cost] or by flags, times the measured step (analysis.cost)",
 }
 
 
@@ -228,6 +229,24 @@ MEASURED: tuple[Column, ...] = (
     _c("budget_top", "text", "budget", "the largest line of contention, sync_compute, comm, data, straggler, "
                                        "overhead (None without a budget)"),
     _c("budget_note", "text", "budget", "why there is no budget, or what its lines come from"),
+    # what it costs at the price given ([cost] or --price-per-device-hour): NaN without one
+    _c("devices", "count", "cost", "devices the job pays for: its GPUs (world size x GPUs per process), on CPU its "
+                                   "ranks"),
+    _c("nodes", "count", "cost", "nodes it pays for: emulate_nodes, else 1"),
+    _c("price_per_hour", "price/hour", "cost", "devices x price_per_device_hour + nodes x price_per_node_hour"),
+    _c("cost_per_sample", "price/sample", "cost", "price_per_hour x step_ms_mean / 3.6e6 / global_batch"),
+    _c("cost_per_sample_low", "price/sample", "cost", "cost_per_sample's 95 % interval (the mean step's), low end"),
+    _c("cost_per_sample_high", "price/sample", "cost", "cost_per_sample's 95 % interval, high end"),
+    _c("cost_per_million_samples", "price", "cost", "cost_per_sample x 10^6"),
+    _c("time_to_train_h", "h", "cost", "hours to train the [cost] samples (a million where it names none): samples / "
+                                       "samples_per_s"),
+    _c("time_to_train_h_low", "h", "cost", "time_to_train_h's 95 % interval (the mean step's), low end"),
+    _c("time_to_train_h_high", "h", "cost", "time_to_train_h's 95 % interval, high end"),
+    _c("cost_to_train", "price", "cost", "what training those samples costs: samples x cost_per_sample (NaN without a price)"),
+    _c("cost_to_train_low", "price", "cost", "cost_to_train's 95 % interval, low end"),
+    _c("cost_to_train_high", "price", "cost", "cost_to_train's 95 % interval, high end"),
+    _c("meets_deadline", "bool", "cost", "the whole interval of time_to_train_h within deadline_h (False: wholly past "
+                                         "it; None: across it, or no deadline)"),
 )
 
 #: every column of the summary, by name: the spec fields, then the measured ones

@@ -25,12 +25,15 @@ from pathlib import Path
 import pandas as pd
 
 from ddpbench.analysis import summary as _summary
+from ddpbench.analysis.choice import Choice, choices
+from ddpbench.analysis.cost import stored_cost
 from ddpbench.analysis.costmodel import fit_collectives
 from ddpbench.analysis.diagnosis import diagnose
 from ddpbench.analysis.findings import Finding
 from ddpbench.analysis.model import Model, cost_model
 from ddpbench.analysis.network import held_out_check, network_table
 from ddpbench.analysis.verdict import headline
+from ddpbench.experiment.cost import Cost
 from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_collectives, load_folder, load_tables
 
@@ -56,6 +59,14 @@ class Measured:
     #: what loading skipped or blanked, one line per damaged record, each once
     #: ("results.jsonl:8: damaged record skipped ...")
     damaged: tuple[str, ...] = ()
+    #: the price the costs are computed with: the stored one, or one given for the report
+    cost: Cost = Cost()
+
+    @functools.cached_property
+    def choices(self) -> list[Choice]:
+        """The fastest and, with a price, the cheapest setting of each model, and the cheapest that meets
+        the deadline (:func:`ddpbench.analysis.choice.choices`): verdict lines beside the diagnosis's."""
+        return choices(self.summary, self.cost) if len(self.summary) else []
 
     @functools.cached_property
     def model(self) -> Model:
@@ -90,7 +101,9 @@ class Measured:
     def verdict(self) -> list[tuple[str, str]]:
         """The headline lines (label, text) of the findings (:func:`ddpbench.analysis.verdict.headline`):
         the report's first section and what a sweep prints at its end; empty when no job ran."""
-        return list(headline(self.findings, self.summary)) if len(self.summary) else []
+        if not len(self.summary):
+            return []
+        return [*headline(self.findings, self.summary), *((c.label, c.text) for c in self.choices)]
 
     @functools.cached_property
     def contradictions(self) -> list:
@@ -102,13 +115,15 @@ class Measured:
 
         if not len(self.summary):  # no job: nothing said, nothing to check
             return []
-        return audit_findings((self.steps, self.runs, self.ranks), self.findings, self.verdict, self.summary)
+        return audit_findings((self.steps, self.runs, self.ranks, self.sweeps), self.findings, self.verdict, self.summary,
+                              self.cost.to_dict())
 
 
-def load(results_dir: str | Path, collectives: bool = True, loss_budget: bool = True) -> Measured:
+def load(results_dir: str | Path, collectives: bool = True, loss_budget: bool = True, cost: Cost | None = None) -> Measured:
     """The folder's tables and summary. FileNotFoundError without a results file; a folder that
-    holds no training job gives an empty summary. ``loss_budget``: see :func:`summarize`."""
-    return _measure(Path(results_dir), load_tables, collectives, loss_budget)
+    holds no training job gives an empty summary. ``loss_budget`` and ``cost`` (a price other than
+    the stored one): see :func:`summarize`."""
+    return _measure(Path(results_dir), load_tables, collectives, loss_budget, cost)
 
 
 def load_given(folder: str | Path, where: str | None = None, collectives: bool = True) -> Measured:
@@ -118,7 +133,7 @@ def load_given(folder: str | Path, where: str | None = None, collectives: bool =
     return _measure(Path(folder), lambda f: load_folder(f, where), collectives)
 
 
-def _measure(folder: Path, read, with_collectives: bool, loss_budget: bool = True) -> Measured:
+def _measure(folder: Path, read, with_collectives: bool, loss_budget: bool = True, cost: Cost | None = None) -> Measured:
     caught: list = []
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -133,6 +148,11 @@ def _measure(folder: Path, read, with_collectives: bool, loss_budget: bool = Tru
             elif str(w.message) not in damaged:
                 damaged.append(str(w.message))
                 warnings.warn(str(w.message), DamagedRecord, stacklevel=3)
+    stored_price, unused = stored_cost(sweeps)
+    if unused and cost is None:
+        damaged.append(unused)
+        warnings.warn(unused, DamagedRecord, stacklevel=3)
+    cost = stored_price if cost is None else cost
     summary = _summary.summarize(steps, runs, ranks, datasheet_tflops=_summary.datasheet_peak(sweeps),
-                                 loss_budget=loss_budget)
-    return Measured(folder, steps, runs, ranks, sweeps, summary, stored, tuple(damaged))
+                                 loss_budget=loss_budget, cost=cost)
+    return Measured(folder, steps, runs, ranks, sweeps, summary, stored, tuple(damaged), cost)

@@ -36,8 +36,10 @@ import pandas as pd
 
 from ddpbench.analysis import budget, exposed, overlap, stats
 from ddpbench.analysis.compiled import COMPILE_FIGURES, compile_cache_figures
+from ddpbench.analysis.cost import add_cost, stored_cost
 from ddpbench.analysis.declared import declared_figures
 from ddpbench.analysis.jobs import SPEC_COLUMNS, baseline_key, exact_key
+from ddpbench.experiment.cost import Cost
 from ddpbench.results.schema import TIMED_PHASES
 
 NOISE_THRESHOLD = 0.10  # IQR / median above this marks a job noisy
@@ -73,11 +75,13 @@ def bounded_steps(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
     return part.groupby(["key", "repeat", "step"], as_index=False)["step_ms"].max()
 
 
-def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: float | None = None, loss_budget=True):
+def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: float | None = None, loss_budget=True,
+              cost: Cost | None = None):
     """One row per job (spec), with the columns :data:`ddpbench.analysis.columns.COLUMNS` declares
     (less the loss budget's, half a small folder's time, with ``loss_budget=False``: a history's trend).
     ``runs`` and ``ranks`` default to what :func:`ddpbench.load` put in ``steps.attrs``;
-    ``datasheet_tflops`` to what the experiment gave (:func:`datasheet_peak` of its sweeps).
+    ``datasheet_tflops`` to what the experiment gave (:func:`datasheet_peak` of its sweeps), and
+    ``cost`` (the price of a device-hour, :mod:`ddpbench.analysis.cost`) to the price it stored.
     Jobs with no finished launch still get a row, with their status and error; a finished job
     whose steps are not in ``steps`` (filtered out) gets none.
     """
@@ -94,6 +98,8 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
     present = set(steps["key"]) if len(steps) else set()
     if datasheet_tflops is None:
         datasheet_tflops = datasheet_peak(pd.DataFrame(steps.attrs.get("sweeps", [])))
+    if cost is None:
+        cost = stored_cost(pd.DataFrame(steps.attrs.get("sweeps", [])))[0]
 
     # split every table by job once, not once per job
     def by_key(frame: pd.DataFrame) -> dict:
@@ -150,7 +156,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         row["wall_s"] = float(job_runs["wall_s"].fillna(0).sum())
         rows.append(row)
     table = add_speedup(pd.DataFrame(rows))
-    return budget.add_budget(table, steps, ranks) if loss_budget else table
+    return add_cost(budget.add_budget(table, steps, ranks) if loss_budget else table, cost)
 
 
 def _trace_figures(job_runs: pd.DataFrame, mine: pd.DataFrame, row: dict) -> dict:

@@ -21,7 +21,7 @@ from ddpbench.audit.figures import Figures, derive
 __all__ = ["Claim", "Figures", "Problem", "check", "check_folder", "derive"]
 
 
-def check_folder(folder, claims) -> list[Problem]:
+def check_folder(folder, claims, price: dict | None = None) -> list[Problem]:
     """Every problem of ``claims`` against the records of ``folder`` (a path, or its loaded tables:
-    see :func:`.figures.derive`); see :mod:`.checks`."""
-    return check(derive(folder), claims)
+    see :func:`.figures.derive`, with ``price``); see :mod:`.checks`."""
+    return check(derive(folder, price), claims)

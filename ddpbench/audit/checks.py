@@ -141,7 +141,7 @@ def about(fig: Figures, claim: Claim) -> list:
 FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"), (r"^ ?% of (?:each |the |a |its )?step", "share"),
                       (r"^ ?% of (?:the |its |what was )?(?:loss|lost)", "loss"),
                       (r"^ ?% (?:faster|slower) than the other ranks", "straggler"),
-                      (r"^ ?% (?:faster|slower|more|less)\b", "change")],
+                      (r"^ ?% (?:faster|slower|more|less|cheaper|dearer)\b", "change")],
                 "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"),
                       (r"^x (?:\S+ )?step time", "step")],
                 "ms": [(r"^ ?ms lost\b", "loss")]}
@@ -265,6 +265,23 @@ def check_arithmetic(fig: Figures, claim: Claim) -> list[Problem]:
         if not low - dc - 1e-9 <= c <= high + dc + 1e-9:
             out.append(Problem("arithmetic", claim.job, claim.text,
                                f"{share} % is not {part} of {whole} ms ({100 * a / b:.1f} %)"))
+    return out
+
+
+#: "trains 1,000,000 samples within 24 h": a setting said to meet a deadline
+DEADLINE = re.compile(rf"trains [\d,]+ samples within ({N_}) h")
+
+
+def check_deadline(fig: Figures, claim: Claim, keys) -> list[Problem]:
+    """A job said to train its run within a deadline does so by the whole interval of its hours."""
+    out = []
+    for m in DEADLINE.finditer(claim.text):
+        limit = float(m.group(1))
+        for k in keys:
+            high = fig.rec(k).get("hours_high", math.nan)
+            if not high <= limit:
+                out.append(Problem("deadline", k, claim.text, f"its hours reach {high:.3g} by their interval's high "
+                                   f"end, not within {m.group(1)} h"))
     return out
 
 
@@ -400,11 +417,12 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
         return out
     keys = about(fig, claim)
     labels = list(fig.jobs["label"].unique())
-    quoted = parse.numbers(claim.text, labels)
+    quoted = parse.numbers(claim.text, labels, fig.currency)
     pool = with_estimates(fig, claim, keys, build(fig, keys))
     out += check_figures(fig, claim, pool, quoted)
     out += check_intervals(fig, claim, pool, quoted)
     out += check_arithmetic(fig, claim)
+    out += check_deadline(fig, claim, keys)
     out += check_directions(fig, claim, keys)
     out += check_basis(fig, claim)
     out += check_contradicted(fig, claim)

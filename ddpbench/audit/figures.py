@@ -20,7 +20,10 @@ Per job (one row of :attr:`Figures.jobs`, by key):
 * phase means (``data_ms`` ...) and their shares of the step; per-rank compute (no_sync() steps,
   or data + forward) medians and the largest rank's excess over the others' (``straggler_*``);
 * the recorded DDP bucket layout (``layout``: bytes per bucket, from the ranks' own record) with its
-  count and MB; launches, world size, bucket cap; ranks' memory and traffic figures in MB.
+  count and MB; launches, world size, bucket cap; ranks' memory and traffic figures in MB;
+* where a price was stored (or given): ``cost_per_million`` (price of the job's devices and nodes
+  for its mean step, per million samples), ``hours`` and ``cost_to_train`` of the training run's
+  samples, each with the mean step's interval (:func:`_add_costs`).
 """
 
 from __future__ import annotations
@@ -123,6 +126,8 @@ class Figures:
     jobs: pd.DataFrame
     launch_ms: dict = field(default_factory=dict)  # key -> [mean step of each launch]
     memo: dict = field(default_factory=dict)  # figures already computed (pool.py), by what they are of
+    #: the currency of the price the costs are in (None: no price)
+    currency: str | None = None
 
     def rec(self, key) -> dict:
         """A job's row as a plain dict (a DataFrame row lookup costs a millisecond; this, nothing)."""
@@ -196,11 +201,15 @@ def _launch_means(measure: pd.DataFrame) -> dict:
             per_launch.to_dict())
 
 
-def derive(source) -> Figures:
+def derive(source, price: dict | None = None) -> Figures:
     """Every job's figures, from a folder's results.jsonl alone: ``source`` is the folder, or its
     tables already loaded (``results.tables.load_tables``: steps, runs, ranks[, sweeps]), so that a
-    caller that loaded them does not load (and warn about a damaged record) twice."""
-    steps, runs, ranks = (load_tables(source) if isinstance(source, (str, Path)) else source)[:3]
+    caller that loaded them does not load (and warn about a damaged record) twice. ``price``: the
+    ``[cost]`` keys the costs are at (default: what the latest sweep stored)."""
+    tables = load_tables(source) if isinstance(source, (str, Path)) else source
+    steps, runs, ranks = tables[:3]
+    if price is None and len(tables) > 3 and "experiment_cost" in tables[3]:
+        price = next((v for v in reversed(list(tables[3]["experiment_cost"])) if isinstance(v, dict)), None)
     rows = {}
     for key, job_runs in runs.groupby("key", sort=False):
         first = job_runs.iloc[0]
@@ -256,8 +265,39 @@ def derive(source) -> Figures:
     figures = Figures(jobs, launch_ms)
     _add_speedup(figures)
     _add_budgets(figures, by_key_steps)
+    _add_costs(figures, price or {})
     figures.settle()
     return figures
+
+
+def _add_costs(figures: Figures, price: dict) -> None:
+    """What each job's hour, a million of its samples and the training run cost at ``price``: devices
+    are GPUs (processes x GPUs each, from the ranks' ``gpus``), else ranks; nodes emulated, else one."""
+    jobs = figures.jobs
+    for c in ("cost_per_million", "cost_per_million_low", "cost_per_million_high", "hours", "hours_low", "hours_high",
+              "cost_to_train", "cost_to_train_low", "cost_to_train_high", "hourly"):
+        jobs[c] = math.nan
+    device, node = price.get("price_per_device_hour"), price.get("price_per_node_hour") or 0.0
+    samples = price.get("samples")
+    if not isinstance(device, (int, float)) and not isinstance(samples, int):
+        return
+    figures.currency = str(price.get("currency") or "USD") if isinstance(device, (int, float)) else None
+    for key in figures.ok().index:
+        r = jobs.loc[key]
+        if not r.get("step_ms", math.nan) == r.get("step_ms", math.nan):
+            continue
+        gpus = r.get("gpus", math.nan)
+        devices = (1 if r["strategy"] == "dp" else r["world_size"]) * gpus if gpus == gpus and gpus > 0 \
+            else r["world_size"]
+        nodes = r["emulate_nodes"] if r["emulate_nodes"] else 1
+        hourly = devices * device + nodes * node if isinstance(device, (int, float)) else math.nan
+        jobs.at[key, "hourly"] = hourly
+        for end, step in (("", r["step_ms"]), ("_low", r["step_low"]), ("_high", r["step_high"])):
+            seconds_per_sample = step / 1e3 / r["global_batch"]
+            jobs.at[key, f"cost_per_million{end}"] = hourly * seconds_per_sample / 3600 * 1e6
+            if isinstance(samples, int):
+                jobs.at[key, f"hours{end}"] = samples * seconds_per_sample / 3600
+                jobs.at[key, f"cost_to_train{end}"] = hourly * samples * seconds_per_sample / 3600
 
 
 def _add_budgets(figures: Figures, by_key_steps: dict) -> None:
@@ -303,6 +343,8 @@ def _rank_figures(ranks: pd.DataFrame | None) -> dict:
     out = {"layout": None, "buckets": math.nan}
     if ranks is None or ranks.empty:
         return out
+    if "gpus" in ranks and ranks["gpus"].notna().any():
+        out["gpus"] = float(pd.to_numeric(ranks["gpus"], errors="coerce").max())
     for c in RANK_MB:
         if c in ranks and ranks[c].notna().any():
             out[c] = float(pd.to_numeric(ranks[c], errors="coerce").max())

@@ -2,7 +2,8 @@
 the jobs they name (by model label, per-rank batch, world size, link, strategy), the intervals,
 the direction words and the measured/estimated words.
 
-Units: ``ms``, ``x`` (a ratio), ``%``, ``MB``, ``e`` (a serial fraction: "from 0.94 to 1.31"),
+Units: ``ms``, ``x`` (a ratio), ``%``, ``MB``, ``samples/s``, ``h`` (hours), ``money`` (a number
+followed by the folder's currency, where it stored a price: "0.213 USD"), ``e`` (a serial fraction: "from 0.94 to 1.31"),
 and counts: ``buckets`` ("4 bucket(s)"), ``times`` ("measured 4 times"), ``ws`` ("world size 2"),
 ``launches`` ("with 3 launches").
 A number written "A of B ms" or "A to B ms" takes B's unit. Not figures, and so not parsed: the
@@ -22,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 NUMBER = r"[-+]?\d+(?:\.\d+)?"
-UNIT = r"(?:ms|x|%|MB)"
+UNIT = r"(?:ms|x|%|MB|samples/s|h)"
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ NOT_FIGURES = [
     r"\d+ nodes?\b", r"--[\w-]+ \S+", r"\(\w+=\d+(?:, \w+=\d+)*\)", r"\d+/\d+", r"\d+ thread\(s\)",
     r"repeats >= \d+", r"\d+ loader worker\(s\)", r"\d+ worker\(s\)", r"\b\d+gbit\b|\b\d+mbit\b",
     r"(?:loader workers|with) \d+(?=[:,)])", r"\d+: ", r"-> \d+: ", r"\d+ of (?:them|these)",
+    # a deadline the user gave (checked by checks.check_deadline), and the samples of the run it is for
+    r"(?:within|past) \d+(?:\.\d+)? h\b", r"\d{1,3}(?:,\d{3})+ samples",
 ]
 _MASK = re.compile("|".join(f"(?:{p})" for p in NOT_FIGURES))
 _UNITED = re.compile(rf"(?<![\w.])({NUMBER}) ?({UNIT})(?![\w])")
@@ -83,8 +86,8 @@ def _digits(s: str) -> int:
     return len(s.split(".")[1]) if "." in s else 0
 
 
-def numbers(text: str, labels=()) -> list[Quoted]:
-    """Every figure ``text`` quotes, in order (see the module doc)."""
+def numbers(text: str, labels=(), currency: str | None = None) -> list[Quoted]:
+    """Every figure ``text`` quotes, in order (see the module doc); amounts of ``currency`` as ``money``."""
     plain = masked(text, labels)
     found: dict[int, Quoted] = {}
 
@@ -93,6 +96,12 @@ def numbers(text: str, labels=()) -> list[Quoted]:
         if s is not None and m.start(group) not in found:
             found[m.start(group)] = Quoted(float(s), unit, _digits(s), m.start(group), m.end(group), s)
 
+    if currency:  # "0.213 USD", and "0.19 to 0.24 USD": the first of them in the second's unit
+        money = re.escape(currency)
+        for m in re.finditer(rf"(?<![\w.])({NUMBER}) ?{money}(?![\w])", plain):
+            add(m, 1, "money")
+        for m in re.finditer(rf"(?<![\w.])({NUMBER})(?= (?:to|vs|against) {NUMBER} ?{money}(?![\w]))", plain):
+            add(m, 1, "money")
     for m in _UNITED.finditer(plain):
         add(m, 1, m.group(2))
     for m in _OF.finditer(plain):

@@ -118,6 +118,14 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
          r.get("serial_fraction_high", math.nan))
     _add(pool, "ws", p, f"world size of {key}")
     _add(pool, "launches", r.get("launches"), f"launches of {key}")
+    _add(pool, "samples/s", r.get("samples_per_s"), f"throughput of {key}", r.get("samples_per_s_low", math.nan),
+         r.get("samples_per_s_high", math.nan))
+    _add(pool, "money", r.get("cost_per_million"), f"cost per million samples of {key}",
+         r.get("cost_per_million_low", math.nan), r.get("cost_per_million_high", math.nan))
+    _add(pool, "money", r.get("cost_to_train"), f"cost of the training run of {key}",
+         r.get("cost_to_train_low", math.nan), r.get("cost_to_train_high", math.nan))
+    _add(pool, "h", r.get("hours"), f"hours of the training run of {key}", r.get("hours_low", math.nan),
+         r.get("hours_high", math.nan))
     launches = np.asarray(fig.launch_ms.get(key, []), dtype=float)
     if launches.size > 1 and launches.mean() > 0:
         _add(pool, "%", 100 * launches.std(ddof=1) / launches.mean(), f"launch-to-launch spread of {key}",
@@ -160,6 +168,13 @@ def pair_figures(fig: Figures, a, b, pool: dict) -> None:
              family="change")
         _add(pool, "%", 100 * (1 - sa / sb), f"step gain {a} vs {b}{how}", 100 * (1 - high), 100 * (1 - low),
              family="change")
+    # a sample's time (and cost: the hour's price over the samples of an hour) against the other's
+    scale = rb["global_batch"] / ra["global_batch"]
+    low, high = ratio_interval(fig.launch_ms[a], fig.launch_ms[b])
+    for what, k in (("time", 1.0), ("cost", ra.get("hourly", math.nan) / rb.get("hourly", math.nan))):
+        point = k * scale * sa / sb
+        _add(pool, "%", 100 * (1 - point), f"per-sample {what} gain {a} vs {b}", 100 * (1 - k * scale * high),
+             100 * (1 - k * scale * low), family="change")
     _add(pool, "x", ra["samples_per_s"] / rb["samples_per_s"], f"throughput of {a} / {b}", family="throughput")
     _add(pool, "%", 100 * (ra["samples_per_s"] / rb["samples_per_s"] - 1), f"throughput change {a} vs {b}",
          family="change")

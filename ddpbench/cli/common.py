@@ -65,6 +65,26 @@ def claimed_out_dir(out_dir: Path, args, console=None):
         yield out_dir
 
 
+def add_cost_flags(parser) -> None:
+    """The flags of a device-hour's price and the training it is for (:class:`ddpbench.experiment.cost.Cost`'s
+    keys, each declared there with its help), put over an experiment's ``[cost]``."""
+    import dataclasses
+
+    from ddpbench.experiment.cost import Cost
+
+    for f in dataclasses.fields(Cost):
+        kind = {"samples": int, "currency": str, "source": str, "date": str}.get(f.name, finite_float)
+        parser.add_argument(f.metadata["flag"], dest=f"cost_{f.name}", type=kind, default=None,
+                            metavar="N" if kind is not str else "TEXT", help=f.metadata["help"])
+
+
+def cost_flags(args) -> dict:
+    """flag -> value of the cost flags given (None where not)."""
+    from ddpbench.experiment.cost import FLAGS
+
+    return {flag: getattr(args, f"cost_{name}", None) for flag, name in FLAGS.items()}
+
+
 def finite_float(text: str) -> float:
     """argparse's ``type`` for every number flag: a finite number (never inf or nan)."""
     import argparse

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.cli.common import check_out_dir
+from ddpbench.cli.common import add_cost_flags, check_out_dir, cost_flags
 from ddpbench.errors import InputError
 from ddpbench.results.schema import RESULTS_FILE
 
@@ -18,32 +18,47 @@ def add_parser(sub) -> None:
                    help="write nothing: check every figure, interval, direction and measured/estimated claim of the "
                         "verdict and the diagnosis against figures re-derived from the records (ddpbench.audit); "
                         "exit 1 on any problem")
+    add_cost_flags(p)  # a price is no measurement: the costs at another one, from the same stored steps
     p.set_defaults(func=command)
+
+
+def _cost(args):
+    """The price given by flags over the one the folder stored; None where no flag was given."""
+    given = cost_flags(args)
+    if not any(v is not None for v in given.values()):
+        return None
+    from ddpbench.analysis.cost import stored_cost
+    from ddpbench.experiment.cost import with_flags
+    from ddpbench.results.tables import load_tables
+
+    stored, _ = stored_cost(load_tables(args.results).sweeps)
+    return with_flags(stored, given)
 
 
 def command(args) -> int:
     if not (args.results / RESULTS_FILE).is_file():
         raise InputError(str(args.results), RESULTS_FILE, "not found; give a folder written by `ddpbench sweep`")
+    cost = _cost(args)
     if args.check:
-        return check(args.results)
+        return check(args.results, cost)
     if args.out is not None:
         check_out_dir(args.out)
     from ddpbench.report.build import write_report  # matplotlib: only for a folder that has results
     from ddpbench.report.workers import wanted
 
     # a second process draws figures beside this one, where a CPU is idle to run it
-    index = write_report(args.results, args.out, processes=2 if wanted() else 1)
+    index = write_report(args.results, args.out, processes=2 if wanted() else 1, cost=cost)
     print(index)
     return 0
 
 
-def check(folder: Path) -> int:
+def check(folder: Path, cost=None) -> int:
     """The independent checker (:mod:`ddpbench.audit`) over the folder's verdict lines and diagnosis
     (the folder object's contradictions, :attr:`ddpbench.analysis.folder.Measured.contradictions`)."""
     from ddpbench.analysis.folder import load
     from ddpbench.results.sanitize import printable
 
-    measured = load(folder)
+    measured = load(folder, cost=cost)
     problems = measured.contradictions
     for p in problems:
         print(printable(p.line()))  # stored names: no terminal escapes

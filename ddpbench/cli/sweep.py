@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import gc
 from pathlib import Path
 
-from ddpbench.cli.common import add_folder_flags, finite_float
+from ddpbench.cli.common import add_cost_flags, add_folder_flags, cost_flags, finite_float
 from ddpbench.cli.sweep_options import SweepOptions, add_launcher_flags, launcher_options
 from ddpbench.cli.sweeping import run_and_report
 from ddpbench.errors import InputError
+from ddpbench.experiment.cost import with_flags
 from ddpbench.experiment.load import load_experiment
 from ddpbench.experiment.overrides import with_job_flags, with_timeout
 from ddpbench.launch import forked
@@ -39,6 +41,7 @@ def add_parser(sub) -> None:
                    help="every job also records N steps with PyTorch's profiler after its timed ones: a trace per "
                    "rank, a timeline of a step, overlap measured from the events (overrides trace_steps)")
     p.add_argument("--no-report", action="store_true", help="store results but do not write the report")
+    add_cost_flags(p)
     add_folder_flags(p)
     p.set_defaults(func=command)
 
@@ -59,6 +62,7 @@ def command(args) -> int:
         machine = launcher.machine()
         experiment = with_job_flags(with_timeout(load_experiment(args.experiment, machine), args.timeout),
                                     {**emulation, "trace_steps": args.trace_steps})
+        experiment = dataclasses.replace(experiment, cost=with_flags(experiment.cost, cost_flags(args)))
     except BaseException:  # bad input: its one line, and no server left importing torch for nothing
         if early:
             forked.stop_server()

@@ -9,6 +9,7 @@ Experiment file layout::
     datasheet_tflops = 989       # optional: a device's peak from its datasheet, at the jobs' dtype;
                                  # the report then shows model FLOPs utilisation (MFU) against it
     repeat_budget_s = 600        # optional: repeats = "auto" jobs get no more launches after this
+    [cost]                       # optional: a device-hour's price, for cost per sample (see .cost)
 
     [defaults]                   # scalars, applied to every job
     model = "mlp"
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from ddpbench.errors import InputError
 from ddpbench.experiment.collectives import CollectivesExperiment, parse_collectives
+from ddpbench.experiment.cost import Cost, parse_cost
 from ddpbench.experiment.files import NAME_RE, read_toml
 from ddpbench.experiment.links import parse_links
 from ddpbench.experiment.machine import Machine, resolve
@@ -38,8 +40,8 @@ from ddpbench.strategies import strategy_class
 from ddpbench.workloads.registry import PRESETS
 
 MAX_JOBS = 10_000
-TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "datasheet_tflops", "repeat_budget_s", "defaults", "grid", "links",
-                  "collectives")
+TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "datasheet_tflops", "repeat_budget_s", "cost", "defaults", "grid",
+                  "links", "collectives")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,8 @@ class Experiment:
     datasheet_tflops: float = 0.0
     #: repeats = "auto": no launch beyond a job's minimum starts after the sweep has run this long (0: no limit)
     repeat_budget_s: float = 0.0
+    #: the price of a device-hour and the training it is for ([cost]; flags of sweep and report override it)
+    cost: Cost = Cost()
 
 
 def job_spec(fields: dict, machine: Machine, source: str, auto_world_size: int | None = None,
@@ -163,10 +167,11 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
         spec = job_spec(fields, machine, source, auto_world_size)
         jobs.setdefault(spec.key, spec)
     links = parse_links(data["links"], source) if "links" in data else ()
+    cost = parse_cost(data["cost"], source) if "cost" in data else Cost()
     collectives = _collectives_table(data["collectives"], source, name, machine) if "collectives" in data else None
     return Experiment(name=name, description=description, source=source, timeout_s=float(timeout_s),
                       jobs=tuple(jobs.values()), links=links, collectives=collectives,
-                      datasheet_tflops=float(datasheet), repeat_budget_s=float(budget))
+                      datasheet_tflops=float(datasheet), repeat_budget_s=float(budget), cost=cost)
 
 
 def _collectives_table(table, source: str, name: str, machine: Machine):

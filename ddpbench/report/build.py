@@ -16,12 +16,13 @@ from pathlib import Path
 from collections.abc import Iterator, Sequence
 
 from ddpbench.analysis import folder
+from ddpbench.experiment.cost import Cost
 from ddpbench.report import workers
 from ddpbench.report.page import (INDEX_FILE, ReportContext, SectionFn, experiment_names, left_out_section,
                                   render_page)
 from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.plots.memo import remembering
-from ddpbench.report.sections import (budget, collectives, compute, diagnosis, frameworks, gpu, network, noise,
+from ddpbench.report.sections import (budget, collectives, compute, cost, diagnosis, frameworks, gpu, network, noise,
                                       overview, precision, projection, scaling, search, strategies, timeline, verdict)
 from ddpbench.report.workers import Helper, usable_cpus
 from ddpbench.results.sidefiles import replace_file
@@ -47,6 +48,7 @@ SECTIONS: tuple[SectionFn, ...] = (
     compute.compute_section,
     compute.data_section,
     gpu.gpu_section,
+    cost.cost_section,
     strategies.strategies_section,
     frameworks.frameworks_section,
     precision.precision_section,
@@ -72,16 +74,17 @@ ANALYSIS_SECTIONS: tuple[SectionFn, ...] = (verdict.verdict_section, diagnosis.d
 
 
 def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
-                 sections: Sequence[SectionFn] | None = None, processes: int = 1) -> Path:
+                 sections: Sequence[SectionFn] | None = None, processes: int = 1, cost: Cost | None = None) -> Path:
     """Write ``index.html`` (and its PNGs) for a results folder; return the path of index.html.
 
     ``out_dir`` defaults to ``results_dir``; ``sections`` to :data:`SECTIONS`, in that order.
     ``processes=2`` writes the sections in two processes where two CPUs are free
     (:class:`~ddpbench.report.workers.Helper`, forked before the folder is read): the same page.
+    ``cost``: a price other than the one the folder stored (:class:`ddpbench.experiment.cost.Cost`).
     """
     sections = SECTIONS if sections is None else sections
     with helping(sections, processes) as helper:
-        return write_context(load_context(results_dir, out_dir), sections, helper)
+        return write_context(load_context(results_dir, out_dir, cost), sections, helper)
 
 
 @contextmanager
@@ -123,11 +126,11 @@ def _section(fn: SectionFn, ctx: ReportContext):
         return fn(ctx), left_out
 
 
-def load_context(results_dir: str | Path, out_dir: str | Path | None = None) -> ReportContext:
+def load_context(results_dir: str | Path, out_dir: str | Path | None = None, cost: Cost | None = None) -> ReportContext:
     """A results folder loaded and summarised once (:func:`ddpbench.analysis.folder.load`), as every
     section of its report reads it (the folder object, ``ctx.folder``, holds the findings, the verdict
     and the cost model they display); its damaged records go on the page and to the caller, once each."""
-    measured = folder.load(results_dir)
+    measured = folder.load(results_dir, cost=cost)
     out_dir = Path(out_dir) if out_dir is not None else measured.results_dir
     return ReportContext(measured.summary, measured.steps, measured.runs, measured.ranks, measured.sweeps,
                          measured.results_dir, out_dir, measured.collectives, damaged=list(measured.damaged),

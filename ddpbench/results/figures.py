@@ -28,6 +28,7 @@ from ddpbench.results import checks as c
 UNITS = {
     "ms": "milliseconds",
     "s": "seconds",
+    "h": "hours",
     "MB": "megabytes (10^6 bytes)",
     "bytes": "bytes",
     "samples": "training samples",

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ddpbench.experiment.collectives import CollectivesExperiment
+from ddpbench.experiment.cost import Cost
 from ddpbench.experiment.load import Experiment
 from ddpbench.experiment.machine import Machine, oversubscribed
 from ddpbench.launch.base import Launch, Launcher, LaunchOutcome
@@ -80,6 +81,8 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
             "timeout_s": experiment.timeout_s, "jobs": len(experiment.jobs), "resume": resume,
             "launcher": launcher.name, "links": list(experiment.links),
             **({"datasheet_tflops": experiment.datasheet_tflops} if experiment.datasheet_tflops else {}),
+            # the price a report computes costs at, with its source and date (ddpbench.experiment.cost)
+            **({"cost": experiment.cost.to_dict()} if experiment.cost != Cost() else {}),
         })
         clear_stale_work(out_dir, summary.sweep_id)
     plan = AdaptivePlan(experiment.jobs, store, out_dir, experiment.repeat_budget_s)

@@ -273,3 +273,13 @@ def serial_fraction_vs_world_size(table, path) -> Path | None:
     extra = [interval_handle()] if intervals else []
     legend(ax, [*handles, *reference, *extra, *flag_handles(pd.concat(drawn))])
     return save(fig, path)
+
+
+@guarded
+def per_sample_vs_world_size(table, path, column: str, scale: float, ylabel: str, title: str) -> Path | None:
+    """A figure per sample against world size: its cost (``cost_per_sample``), its hours for a run
+    (``time_to_train_h``), its energy (``energy_j_per_sample``). None below 2 sizes or without it."""
+    if not len(ok_rows(table, column)):
+        return None
+    return _scaling_plot(table, path, column, scale, ylabel, title, lambda ax, lines, sizes: [],
+                         log_y=column == "time_to_train_h")

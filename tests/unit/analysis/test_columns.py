@@ -40,6 +40,10 @@ IN_LARGER_EXAMPLES = {
     "script": "script-cpu",  # an unchanged torchrun script (docs/scripts.md)
     "script_args": "script-cpu",
     "script_dir": "script-cpu",
+    # a price, a training run and a deadline: the cost example (experiments/cost.toml)
+    **{name: "cost-cpu" for name in ("price_per_hour", "cost_per_sample", "cost_per_sample_low", "cost_per_sample_high",
+                                     "cost_per_million_samples", "cost_to_train", "cost_to_train_low",
+                                     "cost_to_train_high", "meets_deadline", "energy_note")},
 }
 #: columns no committed example fills, and why
 ABSENT_FROM_EXAMPLES = {
@@ -47,7 +51,6 @@ ABSENT_FROM_EXAMPLES = {
              "VM has none, and the GPU examples predate the energy figures" for name in (
         "energy_j_per_sample", "energy_j_per_sample_low", "energy_j_per_sample_high", "power_w", "power_w_low",
         "power_w_high", "energy_method")},
-    "energy_note": "the examples predate the energy figures",
     "ci_reached": 'only under repeats = "auto"; no committed example sweeps with it (experiments/adaptive.toml does)',
     "repeats_bound": 'only under repeats = "auto" when the interval missed its target',
     "amp_skipped_steps": "only fp16, whose GradScaler skips steps: precision-cpu runs bf16 and fp32, and the "

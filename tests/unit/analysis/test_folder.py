@@ -160,10 +160,11 @@ def test_the_object_concludes_once_what_the_analysis_gives_of_its_tables():
                                        held_out_check(network_table(measured.summary, measured.ranks)),
                                        link=fit_collectives(measured.collectives))
     assert [f.text for f in measured.findings] == [f.text for f in direct] and len(direct) == 8
-    assert measured.verdict == verdict_module.headline(direct, measured.summary)
-    assert [label for label, _ in measured.verdict] == ["scaling", "lost time", "top cause", "best setting"]
+    assert measured.verdict[:4] == verdict_module.headline(direct, measured.summary)
+    # no price stored: the fastest setting, and no cheapest
+    assert [label for label, _ in measured.verdict] == ["scaling", "lost time", "top cause", "best setting", "fastest"]
     assert measured.contradictions == claims_module.audit_findings((measured.steps, measured.runs, measured.ranks), direct,
-                                                                  measured.verdict) == []
+                                                                  measured.verdict, measured.summary) == []
     # kept: asking again gives the same objects
     assert measured.model is model and measured.findings is measured.findings and measured.verdict is measured.verdict
 

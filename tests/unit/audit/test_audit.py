@@ -219,5 +219,5 @@ def test_the_sweeps_console_verdict_lines_are_checked(quick, capsys):
     finish_report(QUICK, Console(quiet=True), write=False)
     out = capsys.readouterr().out
     lines = [line.strip().split(": ", 1)[1] for line in out.split("verdict:")[1].splitlines() if ": " in line]
-    assert len(lines) == 4 and check(quick, lines) == []  # scaling, lost time, top cause, best setting
+    assert len(lines) == 5 and check(quick, lines) == []  # scaling, lost time, top cause, best setting, fastest
     assert check(quick, [lines[0].replace("0.91x", "1.95x")]) != []

@@ -44,7 +44,7 @@ from ddpbench.testing.records import PNG_MAGIC, ok, write_results
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "reports" / "examples"
 #: committed examples whose pages call every figure function between them
-FOLDERS = ("quick-cpu", "network-cpu", "gpu-models-h100", "gpu-trace-frameworks-h100")
+FOLDERS = ("quick-cpu", "network-cpu", "gpu-models-h100", "gpu-trace-frameworks-h100", "cost-cpu")
 #: what the validator lets through, at both ends of a float, and 0 where a figure may be 0
 EXTREMES = (1.7e308, 1e308, 1e300, 1e15, 1.0, 1e-300, 5e-324, 0.0)
 #: labels a stored string may hold: mathtext that does not parse, and some that does

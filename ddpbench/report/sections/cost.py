@@ -1,0 +1,89 @@
+"""The report's cost and energy section: what a sample costs at each setting (at the price given),
+how long a training run takes, the energy each sample took where a counter measured it, and
+why not where none did (docs/cost-and-energy.md)."""
+
+from __future__ import annotations
+
+from ddpbench.analysis.columns import SAMPLES_PER_S, STEP_MS
+from ddpbench.analysis.cost import MILLION
+from ddpbench.analysis.jobs import describe, line_fields
+from markupsafe import Markup
+
+from ddpbench.report.page import ReportContext, Section, html, html_table, num, throughput_format, with_interval
+from ddpbench.report.plots import scaling as scaling_plots
+from ddpbench.report.sections.gpu import HOW_MEASURED
+
+
+def cost_section(ctx: ReportContext) -> Section | None:
+    summary = ctx.summary
+    if summary.empty or "cost_per_sample" not in summary:
+        return None
+    ok = summary[(summary["status"] == "ok") & summary[STEP_MS].notna()]
+    if ok.empty:
+        return None
+    cost = ctx.folder.cost
+    energy = "energy_j_per_sample" in ok and ok["energy_j_per_sample"].notna().any()
+    samples = cost.samples or MILLION
+    run = f"{samples:,} samples" if cost.samples else "a million samples"
+    fields = [f for f in line_fields(summary) if f not in HOW_MEASURED or f == "bucket_cap_mb"]
+    header = ["job", "ws", "devices", "samples/s", f"hours for {run}"]
+    if cost.priced:
+        header += [f"{cost.currency} per million samples", f"{cost.currency} for {run}"]
+        if cost.deadline_h is not None:
+            header.append(f"within {cost.deadline_h:g} h")
+    if energy:
+        header += ["J per sample", "power (W)"]
+    rows = []
+    for _, r in ok.iterrows():
+        row = [describe(r, fields, summary), num(r["world_size"], ".0f"), num(r["devices"], ".0f"),
+               with_interval(r, SAMPLES_PER_S, throughput_format(r[SAMPLES_PER_S]), mark_missing=False),
+               with_interval(r, "time_to_train_h", ".3g", mark_missing=False)]
+        if cost.priced:
+            row += [with_interval(r, "cost_per_sample", ".3g", scale=1e6, mark_missing=False),
+                    with_interval(r, "cost_to_train", ".3g", mark_missing=False)]
+            if cost.deadline_h is not None:
+                row.append({True: "yes", False: "no"}.get(r["meets_deadline"], "cannot tell"))
+        if energy:
+            row += [with_interval(r, "energy_j_per_sample", ".3g", mark_missing=False),
+                    with_interval(r, "power_w", ".3g", mark_missing=False)]
+        rows.append(row)
+    text = html('<p class="what">What a sample costs at each setting: the price of the job&rsquo;s devices and '
+                "nodes for an hour, times its mean step, over the samples of a step; and how long a training run "
+                "of {{ run }} takes at its throughput. Each in brackets: the 95 % interval over launches (the mean "
+                "step&rsquo;s).</p>", run=run)
+    if cost.priced:
+        text += html('<p class="note">Price: {{ price }}. A device is a GPU; on CPU, a rank (its '
+                     "<code>threads_per_rank</code> cores). A price is not a measurement: "
+                     "<code>python -m ddpbench report DIR --price-per-device-hour X</code> gives the costs at "
+                     "another from the same stored steps.</p>", price=cost.described())
+    else:
+        text += Markup('<p class="note">No price was given, so no cost: give one with <code>[cost] '
+                       "price_per_device_hour</code> in the experiment, or <code>--price-per-device-hour X</code> to "
+                       "<code>sweep</code> or <code>report</code> (docs/cost-and-energy.md).</p>")
+    text += _energy_note(ok, energy)
+    figures = [("time_to_train_h", 1.0, f"hours to train {run}", "Time to train vs world size", "time-to-train.png")]
+    if cost.priced:
+        figures.insert(0, ("cost_per_sample", 1e6, f"cost of a million samples ({cost.currency})",
+                           "Cost per sample vs world size", "cost.png"))
+    if energy:
+        figures.append(("energy_j_per_sample", 1.0, "energy per sample (J)", "Energy per sample vs world size",
+                        "energy.png"))
+    images = [scaling_plots.per_sample_vs_world_size(summary, ctx.image(name), column, scale, ylabel, title)
+              for column, scale, ylabel, title, name in figures] if len(scaling_plots.world_sizes(summary)) >= 2 else []
+    images = [path for path in images if path is not None]
+    numeric = set(range(1, len(header))) - ({header.index(f"within {cost.deadline_h:g} h")}
+                                            if cost.priced and cost.deadline_h is not None else set())
+    return Section("Cost and energy", text + html_table(header, rows, numeric=numeric), tuple(images))
+
+
+def _energy_note(ok, measured: bool) -> Markup:
+    """How the energy was measured, or in one line why it was not (each distinct reason once)."""
+    methods = sorted(set(ok["energy_method"].dropna())) if "energy_method" in ok else []
+    notes = sorted(set(ok["energy_note"].dropna())) if "energy_note" in ok else []
+    if measured:
+        return html('<p class="note">Energy: {{ methods }}, over the timed steps only; a counter ranks share (a '
+                    "host&rsquo;s RAPL package) is counted once a launch.{% if notes %} Not for every job: "
+                    "{{ notes }}.{% endif %}</p>", methods="; ".join(methods), notes="; ".join(notes))
+    if notes:
+        return html('<p class="note">Energy: {{ notes }}.</p>', notes="; ".join(notes))
+    return Markup('<p class="note">Energy: these results predate the energy figures.</p>')
