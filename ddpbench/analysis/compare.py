@@ -144,6 +144,8 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
     that rule calls identical launches slower). Jobs not compared carry
     ``verdict`` "not compared" and a ``note`` saying why. The spec columns ride along (B's where
     B has the job), and ``steps_a``/``steps_b``: each side's step times, one list per launch.
+    Each side's ``cost_per_sample`` (at its stored price) and ``energy_j_per_sample``, and B / A of
+    each (``_ratio``; the cost's with the mean step's interval): NaN where a side has none.
     """
     a = summary_a.set_index("key", drop=False) if len(summary_a) else pd.DataFrame(columns=["key"])
     b = summary_b.set_index("key", drop=False) if len(summary_b) else pd.DataFrame(columns=["key"])
@@ -174,6 +176,7 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
                    verdict=NOT_COMPARED, note=_note(row), steps_a=[], steps_b=[])
         if row["compared"]:
             row.update(_compare_job(key, ra, rb, steps_a, steps_b, spread))
+        row.update(_per_sample(ra, rb, row))
         row.update({c: spec[c] for c in SPEC_COLUMNS if c in spec.index})
         rows.append(row)
     table = pd.DataFrame(rows)
@@ -182,6 +185,26 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
     # reading order: compared jobs as the report orders jobs, then the rest
     order = ordered(table.assign(_rank=~table["compared"])).sort_values("_rank", kind="stable")
     return order.drop(columns="_rank").reset_index(drop=True)
+
+
+#: what a sample cost and took in energy, side by side (each side at its own stored price)
+PER_SAMPLE = ("cost_per_sample", "energy_j_per_sample")
+
+
+def _per_sample(ra, rb, row: dict) -> dict:
+    """Each side's cost and energy per sample, and B / A of each: the cost's with the mean step's
+    interval (the same job at each side's price per hour), the energy's without one."""
+    out = {}
+    for name in PER_SAMPLE:
+        for side, r in (("a", ra), ("b", rb)):
+            value = r.get(name, math.nan) if r is not None and r["status"] == "ok" else math.nan
+            out[f"{name}_{side}"] = float(value) if value is not None else math.nan
+        a, b = out[f"{name}_a"], out[f"{name}_b"]
+        out[f"{name}_ratio"] = b / a if a > 0 and b == b else math.nan
+    hourly = out["cost_per_sample_ratio"] / row["mean_ratio"] if row.get("mean_ratio", math.nan) > 0 else math.nan
+    out["cost_per_sample_ratio_low"] = hourly * row.get("mean_ratio_low", math.nan)
+    out["cost_per_sample_ratio_high"] = hourly * row.get("mean_ratio_high", math.nan)
+    return out
 
 
 def _note(row: dict) -> str:

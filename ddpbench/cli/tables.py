@@ -159,7 +159,10 @@ def print_comparison(table) -> None:
     if len(compared):
         out = Table(title="B against baseline A, per job (slowest rank, measured steps)")
         detectable = f"detectable at {100 * power.POWER:.0f}%"
+        costed = compared["cost_per_sample_ratio"].notna().any() if "cost_per_sample_ratio" in compared else False
+        energy = compared["energy_j_per_sample_ratio"].notna().any() if "energy_j_per_sample_ratio" in compared else False
         for col in ("job", "A median ms", "B median ms", "median B/A", "mean B/A [95% CI]", "throughput",
+                    *(["cost/sample B/A"] if costed else []), *(["J/sample B/A"] if energy else []),
                     "verdict", detectable, "method", "note"):
             out.add_column(col, justify="right" if "ms" in col or "B/A" in col or col in ("throughput", detectable)
                            else "left")
@@ -170,6 +173,8 @@ def print_comparison(table) -> None:
             out.add_row(escape(printable(r["job"])), num(r["median_ms_a"], ".3f"), num(r["median_ms_b"], ".3f"),
                         num(r["median_ratio"], ".3f"), escape(printable(ratio_text(r))),
                         num(r["throughput_change_pct"], "+.1f") + " %",
+                        *([_ratio_with_interval(r, "cost_per_sample_ratio")] if costed else []),
+                        *([num(r["energy_j_per_sample_ratio"], ".3f")] if energy else []),
                         f"[{style}]{verdict}[/{style}]" if style else verdict,
                         num(r["mde_pct"], "+.1f") + " %" if r["mde_pct"] == r["mde_pct"] else "- (1 launch)",
                         escape(printable(r["method"])),
@@ -179,6 +184,13 @@ def print_comparison(table) -> None:
     for _, r in rest.iterrows():
         why = r["match"] if r["match"] != "both" else f"status A {r['status_a']}, B {r['status_b']}"
         print(printable(f"not compared: {r['job']} [{r['key']}]: {why}"))
+
+
+def _ratio_with_interval(r, column: str) -> str:
+    """``B/A [low, high]``, or the ratio alone without its interval; a dash without it."""
+    low, high = r.get(f"{column}_low", float("nan")), r.get(f"{column}_high", float("nan"))
+    text = num(r[column], ".3f")
+    return f"{text} [{low:.3f}, {high:.3f}]" if low == low and high == high else text
 
 
 def print_validation(found, costs) -> None:

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ddpbench.cli.common import finite_float
 from ddpbench.errors import InputError
+from ddpbench.experiment.cost import Cost, with_flags
+
+#: the training run a time and cost are given for without --train-samples
+MILLION = 1_000_000
 
 
 def add_parser(sub) -> None:
@@ -33,6 +38,15 @@ def add_parser(sub) -> None:
                    help="all-reduce algorithm (auto: the fastest per bucket, as NCCL's tuner picks)")
     p.add_argument("--target-efficiency", type=finite_float, default=0.9, help="for the largest world size and the "
                    "link rate needed (default: 0.9)")
+    p.add_argument("--batch-size", type=int, metavar="N", help="samples per device per step: with a price or "
+                   "--train-samples, for the time and cost of training (default with --from: the measured one)")
+    p.add_argument("--price-per-device-hour", type=finite_float, metavar="N",
+                   help="price of one device for an hour: the cost of training at each world size")
+    p.add_argument("--price-per-node-hour", type=finite_float, metavar="N", help="price of a node for an hour "
+                   "besides its devices (default: 0)")
+    p.add_argument("--currency", default=None, metavar="TEXT", help="the prices' currency (default: USD)")
+    p.add_argument("--train-samples", type=int, metavar="N", help="samples of the training run to cost and time "
+                   "(default: a million)")
     p.add_argument("--validate", action="store_true", help="instead: the model beside published data-parallel "
                    "scaling results (their sources in ddpbench/analysis/published_scaling.toml), with its held-out error")
     p.set_defaults(func=command)
@@ -56,6 +70,15 @@ def _check(args) -> None:
     if not 0 < args.target_efficiency <= 1:
         raise InputError("command line", "--target-efficiency", f"must be above 0 and at most 1 "
                          f"(got {args.target_efficiency:g})")
+    if args.batch_size is not None and args.batch_size < 1:
+        raise InputError("command line", "--batch-size", f"must be 1 or more samples (got {args.batch_size})")
+    args.cost = with_flags(Cost(), {"--price-per-device-hour": args.price_per_device_hour,
+                                    "--price-per-node-hour": args.price_per_node_hour, "--currency": args.currency,
+                                    "--train-samples": args.train_samples})
+    training = args.cost.priced or args.cost.samples is not None
+    if training and args.batch_size is None and args.from_dir is None:
+        raise InputError("command line", "--batch-size", "is needed for the time and cost of training: the samples "
+                         "each device trains per step (or give --from a results folder)")
 
 
 def validate() -> int:
@@ -101,6 +124,7 @@ def command(args) -> int:
         for measured in found:
             compute = args.compute_ms if args.compute_ms is not None else measured.compute_ms
             work = Work(compute_ms=compute, bucket_bytes=measured.bucket_bytes, backward_share=measured.backward_share)
+            args.batch = args.batch_size or measured.per_rank_batch
             _answer(args, f"{printable(measured.label)} as measured in {args.from_dir} (DDP's own buckets at "
                     f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work, cluster)
             print(without_controls(versus_report(measured, compute)))  # it names the stored workload
@@ -120,6 +144,7 @@ def command(args) -> int:
     check_workloads([spec], "command line")
     buckets = predicted_buckets(facts(spec).tensor_bytes, args.bucket_cap_mb)
     work = Work(compute_ms=args.compute_ms, bucket_bytes=buckets)  # in DDP's order: the last layers' first
+    args.batch = args.batch_size
     # nothing ran: the buckets are predicted (reverse registration order), and said to be
     _answer(args, f"{spec.model_label}: predicted layout: {len(buckets)} bucket(s) of at most {args.bucket_cap_mb:g} MB",
             work, cluster)
@@ -135,11 +160,25 @@ def _answer(args, what: str, work, cluster) -> None:
     print(f"with the costs of running distributed fitted to published scaling: {COSTS.step_share:.1%} of the compute "
           f"per step, {COSTS.allreduce_us:g} us per all-reduce, links at {COSTS.link_share:.0%} of their rate "
           f"(its held-out error: python -m ddpbench whatif --validate)")
-    print(f"{'devices':>8} {'step ms':>9} {'comm ms':>9} {'exposed':>9} {'eff.':>6} {'master eff.':>12}  algorithms")
+    cost, batch = args.cost, getattr(args, "batch", None)
+    training = batch is not None and (cost.priced or cost.samples is not None)
+    samples = cost.samples or MILLION
+    if training:
+        print(f"training {samples:,} samples at {batch} per device per step, at {cost.described()}")
+    money = f"{cost.currency} to train" if cost.priced else ""
+    print(f"{'devices':>8} {'step ms':>9} {'comm ms':>9} {'exposed':>9} {'eff.':>6} {'master eff.':>12}"
+          + (f" {'hours':>10}" if training else "") + (f" {money:>14}" if training and cost.priced else "")
+          + "  algorithms")
     for p in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
         step, master = ddp_step(work, p, cluster, args.algorithm), master_step(work, p, cluster)
+        extra = ""
+        if training:  # every device trains its batch each step: the run takes samples / (p x batch) steps
+            hours = samples / (p * batch) * step.step_ms / 3.6e6
+            extra = f" {hours:>10.3g}"
+            if cost.priced:
+                extra += f" {cost.hourly(p, math.ceil(p / cluster.gpus_per_node)) * hours:>14.3g}"
         print(f"{p:>8} {step.step_ms:>9.1f} {step.comm_ms:>9.1f} {step.exposed_ms:>9.1f} {step.efficiency:>6.0%} "
-              f"{master.efficiency:>12.0%}  {step.algorithms}")
+              f"{master.efficiency:>12.0%}{extra}  {step.algorithms}")
     target = args.target_efficiency
     largest = largest_world_size(work, cluster, target, args.algorithm, limit=1 << 16)
     print(f"largest power-of-two world size at {target:.0%} or better: {largest}"

@@ -14,7 +14,8 @@ from markupsafe import Markup
 from ddpbench.analysis.compare import (CANNOT_TELL, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, Gate, csv_table,
                                        gate_column, gate_text, ratio_text)
 from ddpbench.analysis import power, stats
-from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
+from ddpbench.report.page import (INDEX_FILE, Section, html, html_table, left_out_section, num, render_page,
+                                  with_interval)
 from ddpbench.report.plots.common import LeftOut, leaving_out
 from ddpbench.report.plots.compare import ratio_plot
 from ddpbench.results.sanitize import csv_text
@@ -81,15 +82,17 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
     sections = [Section("Overview", _overview(table, results, gates, env_diffs, folder_a, folder_b))]
     compared = table[table["compared"].astype(bool)] if len(table) else table
     if len(compared):
+        costed = "cost_per_sample_ratio" in compared and compared["cost_per_sample_ratio"].notna().any()
         header = ["job", "A median (ms)", "B median (ms)", "median B/A", "mean B/A [95 % CI]",
-                  "throughput change (%)", "verdict", f"detectable at {100 * power.POWER:.0f} % (%)", "method", "gate",
-                  "note"]
+                  "throughput change (%)", *(["cost per sample B/A [95 % CI]"] if costed else []), "verdict",
+                  f"detectable at {100 * power.POWER:.0f} % (%)", "method", "gate", "note"]
         cells, classes = [], []
         for (_, r), gate in zip(compared.iterrows(), gate_column(compared, results)):
             cls = {SLOWER: "status-failed", FASTER: "status-ok"}.get(r["verdict"], "")
             failed = f" {FAIL}" in gate
             cells.append([r["job"], num(r["median_ms_a"], ".3f"), num(r["median_ms_b"], ".3f"),
                           num(r["median_ratio"], ".3f"), ratio_text(r), num(r["throughput_change_pct"], "+.1f"),
+                          *([with_interval(r, "cost_per_sample_ratio", ".3f", mark_missing=False)] if costed else []),
                           html('<span class="{{ cls }}">{{ v }}</span>', cls=cls, v=r["verdict"]) if cls
                           else r["verdict"],
                           num(r["mde_pct"], "+.1f"), r["method"],
@@ -111,7 +114,11 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
                  "<code>mde_false_alarm</code>: how often the same rule calls identical launches slower). A side with "
                  "one launch has no spread: no figure. A gate's own figure is in its line above and in compare.csv "
                  "(<code>gate_mde</code>).</p>", power=f"{100 * power.POWER:.0f} %")
-        sections.append(Section("Jobs", html_table(header, cells, classes, {1, 2, 3, 4, 5, 7}) + defs))
+        if costed:
+            defs += html('<p class="note"><em>cost per sample B/A</em>: each side at the price its folder stored, '
+                         "over the same interval as the mean step&rsquo;s (docs/cost-and-energy.md).</p>")
+        numeric = {1, 2, 3, 4, 5, 7} if not costed else {1, 2, 3, 4, 5, 6, 8}
+        sections.append(Section("Jobs", html_table(header, cells, classes, numeric) + defs))
     if plot is not None:
         sections.append(Section("Ratios", Markup('<p class="what">Mean step time of B divided by A\'s, per job, with its '
                                 "95 % interval over launches (hollow: one launch, no interval); the solid line is no "

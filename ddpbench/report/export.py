@@ -277,6 +277,11 @@ def benchmark_document(folder: str | Path) -> tuple[dict, list[str]]:
                                             "efficiency_high", "serial_fraction", "baseline_key")},
             # the loss budget and the rank everyone waited for (None where the summary has no budget)
             **{c: plain(r.get(c)) for c in BUDGET_COLUMNS},
+            # what a sample costs at the stored price (None without one) and the energy it took (None
+            # without a counter: energy_note says why), each with its interval over launches
+            **{c: plain(r.get(c)) for c in ("devices", "price_per_hour", "cost_per_sample", "cost_per_sample_low",
+                                            "cost_per_sample_high", "energy_j_per_sample", "energy_j_per_sample_low",
+                                            "energy_j_per_sample_high", "power_w", "energy_method", "energy_note")},
             "oversubscribed": bool(r["oversubscribed"]),
             "noisy": bool(r["noisy"]),
             "sweep_ids": job_sweeps,

@@ -130,3 +130,43 @@ def test_gpu_devices_are_processes_times_gpus():
     jobs = [_job("a", 4, [10.0], gpus=1.0), {**_job("b", 4, [10.0], gpus=4.0), "strategy": "dp"}]
     summary = add_cost(pd.DataFrame(jobs), Cost(price_per_device_hour=1.0)).set_index("key")
     assert summary.loc["a", "devices"] == 4 and summary.loc["b", "devices"] == 4
+
+
+COST_EXAMPLE = ROOT / "reports" / "examples" / "cost-cpu"
+
+
+def test_compare_sets_each_side_at_its_own_price():
+    from ddpbench.analysis.compare import compare_tables
+
+    a = load(COST_EXAMPLE, collectives=False, cost=Cost(price_per_device_hour=1.0))
+    b = load(COST_EXAMPLE, collectives=False, cost=Cost(price_per_device_hour=3.0))
+    table = compare_tables(a.summary, a.steps, b.summary, b.steps).set_index("key")
+    assert table["compared"].all()
+    assert table["cost_per_sample_ratio"].to_numpy() == pytest.approx(3.0)  # the same steps at 3x the price
+    assert (table["cost_per_sample_ratio_low"] / table["mean_ratio_low"]).to_numpy() == pytest.approx(3.0)
+    assert table["energy_j_per_sample_ratio"].isna().all()  # no counter here: no ratio, never 0
+
+
+def test_export_carries_cost_and_energy_with_the_reason_there_is_none():
+    from ddpbench.report.export import benchmark_document
+
+    document, _ = benchmark_document(COST_EXAMPLE)
+    for bench in document["benchmarks"]:
+        extra = bench["extra_info"]
+        assert extra["cost_per_sample"] > 0 and extra["cost_per_sample_low"] < extra["cost_per_sample"]
+        assert extra["energy_j_per_sample"] is None and extra["energy_note"].startswith("not available here")
+
+
+def test_whatif_times_and_costs_a_run_at_each_world_size():
+    from ddpbench.testing import run_main
+
+    out = run_main("whatif", "--from", COST_EXAMPLE, "--compute-ms", "90", "--batch-size", "64",
+                   "--price-per-device-hour", "2.5", "--train-samples", "6400000")
+    assert out.returncode == 0, out.stderr
+    rows = {int(line.split()[0]): line.split() for line in out.stdout.splitlines() if line.split()[:1] in (["1"], ["8"])}
+    for p, row in rows.items():  # p devices, each its batch a step: samples / (p x batch) steps
+        hours = 6_400_000 / (p * 64) * float(row[1]) / 3.6e6
+        assert float(row[6]) == pytest.approx(hours, rel=1e-2)
+        assert float(row[7]) == pytest.approx(2.5 * p * hours, rel=1e-2)
+    refused = run_main("whatif", "--compute-ms", "90", "--price-per-device-hour", "2.5")
+    assert refused.returncode == 2 and "--batch-size: is needed" in refused.stderr
