@@ -36,7 +36,8 @@ Schema history (``schema_version``):
        defaults), its result.script (:data:`SCRIPT_FIELDS`) and per-rank bucket_comm_ms; the step
        column ready_ms (:data:`LATER_STEP_COLUMNS`: a row stored without it reads it as NaN), per-rank
        affinity and involuntary_switches_per_step, and the spec field cpu_affinity (read with its
-       default).
+       default); the launch record's ``overhead`` (:data:`OVERHEAD_FIELDS`) and rank 0's timeline
+       moment ``first_step``.
 """
 
 from __future__ import annotations
@@ -156,6 +157,11 @@ COLLECTIVE_COLUMNS = ("op", "placement", "size_bytes", "count", "dtype", "redop"
 
 #: what a launch record says besides its key, repeat, spec and result: how it ended, where, when
 LAUNCH_FIELDS = ("status", "error", "oversubscribed", "cores", "wall_s", "launcher", "sweep_id", "utc")
+#: a launch's time before its timed steps, apart from them (the launch record's ``overhead``, seconds;
+#: absent from records written before it): the cluster its launcher started first (Ray's, in the
+#: sweep's first launch; not in ``wall_s``), the launch's start to rank 0 in its process group, and
+#: from then to the end of rank 0's first timed step (null where rank 0's timeline does not say)
+OVERHEAD_FIELDS = ("cluster_start_s", "workers_start_s", "first_step_s")
 #: the fields every reader relies on, by record kind, with their types
 REQUIRED: dict[str, dict[str, type]] = {
     "sweep": {"sweep_id": str},
@@ -250,17 +256,20 @@ def utc_now() -> str:
 def launch_record(spec, repeat: int, *, status: str, error: str | None = None, result: dict | None = None,
                   oversubscribed: bool = False, cores: int | None = None, wall_s: float = 0.0,
                   launcher: str | None = None, sweep_id: str | None = None, logs: list[str] | tuple = (),
-                  utc: str | None = None, traces: list[dict] | tuple = ()) -> dict:
+                  utc: str | None = None, traces: list[dict] | tuple = (), overhead: dict | None = None) -> dict:
     """The record of one launch of ``spec`` (a JobSpec: a ``run`` record; a CollectiveSpec: a
     ``collective`` one): how it ended (:data:`LAUNCH_FIELDS`), its ranks' logs and profiler traces
-    (:data:`TRACE_FILE_FIELDS`, a traced job's) and, when it finished, its hand-back."""
+    (:data:`TRACE_FILE_FIELDS`, a traced job's), what it cost before its timed steps
+    (:data:`OVERHEAD_FIELDS`) and, when it finished, its hand-back."""
     if status not in STATUSES:
         raise ValueError(f"unknown status {status!r}; allowed: {', '.join(STATUSES)}")
     how = {"status": status, "error": error, "oversubscribed": oversubscribed, "cores": cores,
            "wall_s": round(wall_s, 4), "launcher": launcher, "sweep_id": sweep_id, "utc": utc or utc_now()}
     return {"kind": spec.kind, "key": spec.key, "repeat": repeat, "spec": spec.to_dict(),
             **{name: how[name] for name in LAUNCH_FIELDS}, "logs": list(logs),
-            **({"traces": list(traces)} if traces else {}), "result": result}
+            **({"traces": list(traces)} if traces else {}),
+            **({"overhead": {name: overhead.get(name) for name in OVERHEAD_FIELDS}} if overhead else {}),
+            "result": result}
 
 
 def sweep_record(sweep_id: str, env: dict, experiment: dict) -> dict:

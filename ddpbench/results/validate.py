@@ -21,8 +21,8 @@ import math
 from typing import Any, Callable
 
 from ddpbench.results.schema import (CHECK_FIELDS, COLLECTIVE_COLUMNS, COMPUTE_FIELDS, FIRST_STEP_COLUMNS,
-                                     LAUNCH_FIELDS, LATER_STEP_COLUMNS, RANK_FIGURES, RECOVERY_FIELDS, STEP_COLUMNS,
-                                     TIMED_PHASES, TRACE_COLUMNS, TRACE_FILE_FIELDS)
+                                     LAUNCH_FIELDS, LATER_STEP_COLUMNS, OVERHEAD_FIELDS, RANK_FIGURES, RECOVERY_FIELDS,
+                                     STEP_COLUMNS, TIMED_PHASES, TRACE_COLUMNS, TRACE_FILE_FIELDS)
 
 #: the phases a step row may have (schema.STEP_COLUMNS' ``phase``)
 PHASES = ("warmup", "measure", "nosync", "trace", "phases")
@@ -142,6 +142,8 @@ LAUNCH_CHECKS: dict[str, Callable] = {
     "error": text_or_none, "oversubscribed": flag_or_none, "cores": whole_or_none, "wall_s": finite_or_none,
     "launcher": text_or_none, "sweep_id": text_or_none, "utc": text_or_none,
 }
+#: the launch record's ``overhead`` (seconds each)
+OVERHEAD_CHECKS: dict[str, Callable] = {name: finite_or_none for name in OVERHEAD_FIELDS}
 TRACE_CHECKS: dict[str, Callable] = {
     "rank": whole, "step": whole, "lane": text, "kind": text, "name": text, "start_ms": finite, "dur_ms": finite,
     "bytes": finite_or_none,
@@ -182,6 +184,8 @@ def clean_run(record: dict) -> tuple[dict, list[str]]:
     clean = dict(record)
     launch = _figures({f: record.get(f) for f in LAUNCH_FIELDS if f in record}, LAUNCH_CHECKS, "record", notes)
     clean.update(launch or {})
+    if "overhead" in record:
+        clean["overhead"] = _figures(record["overhead"], OVERHEAD_CHECKS, "record.overhead", notes)
     if not isinstance(record.get("logs", []), (list, type(None))):
         clean["logs"] = None
     clean["traces"] = _trace_files(record.get("traces"), notes)
