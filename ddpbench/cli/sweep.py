@@ -75,6 +75,9 @@ def command(args) -> int:
     collectives = experiment.collectives.specs if experiment.collectives else ()
     if early and (launcher.launcher != "spawn" or not forked.needed([*experiment.jobs, *collectives])):
         forked.stop_server()
+    if launcher.launcher == "pytorchjob" and not args.dry_run:
+        raise InputError("command line", "--launcher", "pytorchjob writes each launch's Kubeflow PyTorchJob manifest "
+                         "with --dry-run and submits nothing (docs/multi-node.md)")
     if args.retry_failed and not args.resume:
         raise InputError("command line", "--retry-failed", "runs failed launches of stored results again: give "
                          "--resume with it")

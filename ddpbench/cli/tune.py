@@ -36,6 +36,8 @@ def command(args) -> int:
     from ddpbench.experiment.workloads import check_workloads
 
     launcher = launcher_options(args)
+    if launcher.launcher == "pytorchjob":
+        raise InputError("command line", "--launcher", "pytorchjob only writes manifests, with sweep --dry-run")
     machine = launcher.machine()
     experiment = load_experiment(args.experiment, machine)
     if args.budget is not None and args.budget < 1:

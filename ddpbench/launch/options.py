@@ -17,7 +17,7 @@ from ddpbench.errors import InputError
 from ddpbench.experiment.machine import Machine
 from ddpbench.launch.base import Launcher
 
-LAUNCHERS = ("spawn", "torchrun", "slurm", "ray")
+LAUNCHERS = ("spawn", "torchrun", "slurm", "ray", "pytorchjob")
 #: the launchers an experiment file may name (``launcher = "ray"``): those that need no flag of their own
 FILE_LAUNCHERS = ("spawn", "torchrun", "ray")
 #: what installs Ray Train beside ddpbench
@@ -52,6 +52,11 @@ class LauncherOptions:
     ray_address: str | None = _flag(None, "ray: an existing Ray cluster to run on, left as found (default: a "
                                     "cluster started on this machine for the sweep and stopped after it)",
                                     owner="ray", metavar="HOST:PORT")
+    image: str = _flag("ddpbench:latest", "pytorchjob: the container image every pod runs, with ddpbench and "
+                       "torch installed (default: ddpbench:latest)", owner="pytorchjob")
+    volume: str = _flag("ddpbench-results", "pytorchjob: the PersistentVolumeClaim holding the results folder, "
+                        "mounted at its path in every pod (default: ddpbench-results)", owner="pytorchjob",
+                        metavar="CLAIM")
     ray_nodes: int = _flag(1, "ray: nodes of the cluster started on this machine, a job's ranks spread over them "
                            "(default: 1)", owner="ray", metavar="N", kind=int)
 
@@ -125,6 +130,10 @@ class LauncherOptions:
             from ddpbench.launch.slurm import SlurmLauncher
 
             return SlurmLauncher(nodes=self.nodes, partition=self.partition, array=self.array)
+        if self.launcher == "pytorchjob":
+            from ddpbench.launch.kubeflow import PyTorchJobLauncher
+
+            return PyTorchJobLauncher(image=self.image, claim=self.volume)
         if self.launcher == "ray":
             from ddpbench.launch.raytrain import RayLauncher
 
