@@ -90,6 +90,17 @@ def write_json_atomic(path: Path, payload: dict) -> None:
     os.replace(tmp, path)
 
 
+def output_to(path) -> None:
+    """Point this process's stdout and stderr, descriptors and Python's streams (line-buffered, as
+    PYTHONUNBUFFERED asks), at the log file ``path``: a rank's output, wherever it was started."""
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+
+
 PROGRESS_BYTES = 64
 
 

@@ -59,13 +59,10 @@ def _to_log(path: str) -> tuple:
     to its own log) at ``path``; what they were, to restore."""
     sys.stdout.flush()
     sys.stderr.flush()
+    from ddpbench.rank.protocol import output_to
+
     saved = os.dup(1), os.dup(2), sys.stdout, sys.stderr
-    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(log)
-    sys.stdout = open(1, "w", buffering=1, closefd=False)  # line-buffered, as PYTHONUNBUFFERED asks
-    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    output_to(path)
     print(f"ddpbench: rank {os.environ['RANK']} in Ray Train worker {os.getpid()} at {time.time():.3f}", flush=True)
     return saved
 

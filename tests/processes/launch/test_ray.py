@@ -16,6 +16,7 @@ import pytest
 
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import MARK, ROOT, TINY_DEFAULTS, cli_command, marked, run_cli, wait_for, write_experiment
+from ddpbench.testing.experiments import STUCK
 from ddpbench.testing.planted_faults import FAULTS
 from ddpbench.testing.survivors import described, kill_and_wait_gone
 from ddpbench.testing.sweeps import assert_stores_what_spawn_stores, faults_sweep, wait_for_runs
@@ -30,15 +31,6 @@ TWO_JOBS = """
 """ + TINY_DEFAULTS + """
     [grid]
     world_size = [1, 2]
-"""
-#: a 2-rank job whose rank 1 is stuck at its third step while rank 0 waits in the all-reduce
-STUCK = """
-    name = "stuck"
-    timeout_s = 300
-""" + TINY_DEFAULTS.replace("steps = 4", "steps = 10") + """
-    [grid]
-    world_size = [2]
-    strategy = ["planted-fault"]
 """
 LIMIT_S = 15.0
 
