@@ -47,10 +47,18 @@ def cluster(tmp_path_factory):
 
 
 def cluster_processes(cluster) -> list:
-    """The live processes of ``cluster`` (each carries its mark)."""
+    """The live processes of ``cluster`` (each carries its mark), as psutil's."""
+    import psutil
+
     from ddpbench.launch.ray_cluster import marked as marked_by_cluster
 
-    return marked_by_cluster(str(cluster.folder))
+    found = []
+    for pid in marked_by_cluster(str(cluster.folder)):
+        try:
+            found.append(psutil.Process(pid))
+        except psutil.Error:
+            continue
+    return found
 
 
 def test_a_sweep_through_ray_train_interrupted_and_resumed_stores_what_spawn_stores(tmp_path):
