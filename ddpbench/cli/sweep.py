@@ -15,6 +15,7 @@ from ddpbench.experiment.cost import with_flags
 from ddpbench.experiment.load import load_experiment
 from ddpbench.experiment.overrides import with_job_flags, with_timeout
 from ddpbench.launch import forked
+from ddpbench.launch.options import LauncherOptions
 
 DEFAULT_EXPERIMENT = "experiments/quick.toml"
 
@@ -51,25 +52,36 @@ def command(args) -> int:
     # collecting, and they would walk every object of torch, pandas and matplotlib (about a second)
     atexit.unregister(gc.freeze)  # once, however often a process runs the command
     atexit.register(gc.freeze)
-    launcher = launcher_options(args)
     # the fork server's imports run beside this command's own (torch) and its checks, not before
     # its first launch; stopped again when no launch of the experiment is forked
-    early = not args.dry_run and launcher.launcher == "spawn" and forked.enabled()
+    early = not args.dry_run and args.launcher in (None, "spawn") and forked.enabled()
     if early:
         forked.start_server()
     emulation = {"emulate_nodes": args.emulate_nodes, "link": args.link, "link_delay_ms": args.link_delay_ms}
     try:
-        machine = launcher.machine()
-        experiment = with_job_flags(with_timeout(load_experiment(args.experiment, machine), args.timeout),
-                                    {**emulation, "trace_steps": args.trace_steps})
+        if args.launcher is not None:
+            launcher = launcher_options(args)
+            machine = launcher.machine()
+            experiment = load_experiment(args.experiment, machine)
+        else:  # the file's launcher, else spawn: each runs on this machine as spawn does
+            machine = LauncherOptions().machine()
+            experiment = load_experiment(args.experiment, machine)
+            launcher = launcher_options(args, experiment.launcher, experiment.source)
+            if launcher.nnodes != 1:  # the file's torchrun over --nnodes machines: each node's share
+                machine = launcher.machine()
+                experiment = load_experiment(args.experiment, machine)
+        experiment = with_job_flags(with_timeout(experiment, args.timeout), {**emulation, "trace_steps": args.trace_steps})
         experiment = dataclasses.replace(experiment, cost=with_flags(experiment.cost, cost_flags(args)))
     except BaseException:  # bad input: its one line, and no server left importing torch for nothing
         if early:
             forked.stop_server()
         raise
     collectives = experiment.collectives.specs if experiment.collectives else ()
-    if early and not forked.needed([*experiment.jobs, *collectives]):
+    if early and (launcher.launcher != "spawn" or not forked.needed([*experiment.jobs, *collectives])):
         forked.stop_server()
+    if launcher.launcher == "pytorchjob" and not args.dry_run:
+        raise InputError("command line", "--launcher", "pytorchjob writes each launch's Kubeflow PyTorchJob manifest "
+                         "with --dry-run and submits nothing (docs/multi-node.md)")
     if args.retry_failed and not args.resume:
         raise InputError("command line", "--retry-failed", "runs failed launches of stored results again: give "
                          "--resume with it")

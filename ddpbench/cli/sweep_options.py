@@ -8,6 +8,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ddpbench.errors import InputError
 from ddpbench.launch.options import LAUNCHERS, LauncherOptions
 
 
@@ -38,16 +39,27 @@ def add_launcher_flags(parser) -> None:
         meta = {"help": f.metadata["help"]}
         if f.metadata["metavar"]:
             meta["metavar"] = f.metadata["metavar"]
-        if f.name == "launcher":
+        if f.name == "launcher":  # not given: the experiment file's, else spawn (launcher_options)
             meta["choices"] = LAUNCHERS
         if f.metadata["kind"] is bool:
             parser.add_argument(LauncherOptions.flag(f.name), action="store_true", **meta)
         else:
             kind = f.metadata["kind"]
-            parser.add_argument(LauncherOptions.flag(f.name), type=None if kind is str else kind, default=f.default,
-                                **meta)
+            parser.add_argument(LauncherOptions.flag(f.name), type=None if kind is str else kind,
+                                default=None if f.name == "launcher" else f.default, **meta)
 
 
-def launcher_options(args) -> LauncherOptions:
-    """The launcher flags of parsed ``args``, checked."""
-    return LauncherOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(LauncherOptions)}).check()
+def launcher_options(args, file_launcher: str | None = None, source: str | None = None) -> LauncherOptions:
+    """The launcher flags of parsed ``args``, checked. Without --launcher, the experiment file's
+    ``launcher`` (``file_launcher``, read from ``source``), else spawn."""
+    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(LauncherOptions)}
+    chosen = given["launcher"] or file_launcher or "spawn"
+    options = LauncherOptions(**{**given, "launcher": chosen})
+    if given["launcher"] is None and file_launcher is not None:
+        try:
+            return options.check()
+        except InputError as err:
+            if err.key != "--launcher":
+                raise
+            raise InputError(source, "launcher", err.message) from None
+    return options.check()

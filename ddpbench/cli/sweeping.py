@@ -9,6 +9,7 @@ neither torch nor pandas.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from ddpbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, check_out_dir, claimed_out_dir
@@ -81,9 +82,9 @@ def _run(experiment, options: SweepOptions, machine, console):
     """The experiment's jobs, then its collectives (always with the spawn launcher, on this machine)."""
     from ddpbench.sweep.runner import run_collectives, run_sweep
 
-    summary = run_sweep(experiment, options.out_dir, resume=options.resume, retry_failed=options.retry_failed,
-                        launcher=options.launcher.make_launcher(),
-                        machine=machine, console=console)
+    with contextlib.closing(options.launcher.make_launcher()) as launcher:  # a Ray cluster it started is stopped
+        summary = run_sweep(experiment, options.out_dir, resume=options.resume, retry_failed=options.retry_failed,
+                            launcher=launcher, machine=machine, console=console)
     if experiment.collectives is not None:
         console.print(f"[bold]collectives[/bold]: {len(experiment.collectives.specs)} launch(es) for the "
                       "cost model and the nccl-tests table", highlight=False)

@@ -259,3 +259,46 @@ def print_search(result: dict) -> None:
                   + (f"; statistically tied with it: {', '.join(sorted(tied))}" if tied else "; nothing tied with it")
                   + f". The race spent {result['launches']} launches; the grid would have spent "
                   f"{result['grid_launches']} (budget {result['budget']}).", highlight=False, soft_wrap=True)
+
+
+def print_whatif(args, what: str, work, cluster) -> None:
+    """``whatif``'s answer for one workload: the model's step and efficiency at each world size, and with a
+    batch and a price (or a run's samples) the hours and cost of training at each."""
+    import math
+
+    from ddpbench.analysis.cost import MILLION
+    from ddpbench.analysis.whatif import COSTS, ddp_step, largest_world_size, link_needed, master_step
+
+    print(f"model output for {what}: {sum(work.bucket_bytes) / 1e6:.1f} MB of gradients, {work.compute_ms:.4g} ms "
+          f"of compute per device; {args.gpus_per_node} devices a node at {args.intra_gbit:g} Gbit/s, nodes at "
+          f"{args.inter_gbit:g} Gbit/s")
+    print(f"with the costs of running distributed fitted to published scaling: {COSTS.step_share:.1%} of the compute "
+          f"per step, {COSTS.allreduce_us:g} us per all-reduce, links at {COSTS.link_share:.0%} of their rate "
+          f"(its held-out error: python -m ddpbench whatif --validate)")
+    cost, batch = args.cost, getattr(args, "batch", None)
+    training = batch is not None and (cost.priced or cost.samples is not None)
+    samples = cost.samples or MILLION
+    if training:
+        print(f"training {samples:,} samples at {batch} per device per step, at {cost.described()}")
+    money = f"{cost.currency} to train" if cost.priced else ""
+    print(f"{'devices':>8} {'step ms':>9} {'comm ms':>9} {'exposed':>9} {'eff.':>6} {'master eff.':>12}"
+          + (f" {'hours':>10}" if training else "") + (f" {money:>14}" if training and cost.priced else "")
+          + "  algorithms")
+    for p in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
+        step, master = ddp_step(work, p, cluster, args.algorithm), master_step(work, p, cluster)
+        extra = ""
+        if training:  # every device trains its batch each step: the run takes samples / (p x batch) steps
+            hours = samples / (p * batch) * step.step_ms / 3.6e6
+            extra = f" {hours:>10.3g}"
+            if cost.priced:
+                extra += f" {cost.hourly(p, math.ceil(p / cluster.gpus_per_node)) * hours:>14.3g}"
+        print(f"{p:>8} {step.step_ms:>9.1f} {step.comm_ms:>9.1f} {step.exposed_ms:>9.1f} {step.efficiency:>6.0%} "
+              f"{master.efficiency:>12.0%}{extra}  {step.algorithms}")
+    target = args.target_efficiency
+    largest = largest_world_size(work, cluster, target, args.algorithm, limit=1 << 16)
+    print(f"largest power-of-two world size at {target:.0%} or better: {largest}"
+          + (" (or more: the model's limit)" if largest == 1 << 16 else ""))
+    needed = link_needed(work, 1024, cluster, target, args.algorithm)
+    print(f"inter-node rate 1024 devices need for {target:.0%}: "
+          + (f"{needed:.3g} Gbit/s" if needed != float("inf") else "none is enough (latency or the per-step cost "
+             "alone is too much)"))

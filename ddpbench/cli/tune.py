@@ -3,6 +3,7 @@ most half the launches the whole grid would take (:mod:`ddpbench.sweep.search`).
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from ddpbench.cli.common import add_folder_flags
@@ -35,6 +36,8 @@ def command(args) -> int:
     from ddpbench.experiment.workloads import check_workloads
 
     launcher = launcher_options(args)
+    if launcher.launcher == "pytorchjob":
+        raise InputError("command line", "--launcher", "pytorchjob only writes manifests, with sweep --dry-run")
     machine = launcher.machine()
     experiment = load_experiment(args.experiment, machine)
     if args.budget is not None and args.budget < 1:
@@ -63,7 +66,8 @@ def _race(args, experiment, out_dir: Path, launcher, machine, console) -> int:
                   f"{len(experiment.jobs)} ({len(plan.same_as)} give the same buckets as another), budget "
                   f"{plan.budget} launches (the grid: {plan.grid_launches}) -> {out_dir}/", highlight=False)
     try:
-        result = run_search(experiment, plan, out_dir, launcher.make_launcher(), machine, console)
+        with contextlib.closing(launcher.make_launcher()) as launching:  # a Ray cluster it started is stopped
+            result = run_search(experiment, plan, out_dir, launching, machine, console)
     except KeyboardInterrupt:
         console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/", highlight=False)
         from ddpbench.cli.common import EXIT_INTERRUPTED

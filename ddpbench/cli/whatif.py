@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from ddpbench.cli.common import finite_float
+from ddpbench.cli.tables import print_whatif
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, with_flags
-
-#: the training run a time and cost are given for without --train-samples
-MILLION = 1_000_000
 
 
 def add_parser(sub) -> None:
@@ -125,7 +122,7 @@ def command(args) -> int:
             compute = args.compute_ms if args.compute_ms is not None else measured.compute_ms
             work = Work(compute_ms=compute, bucket_bytes=measured.bucket_bytes, backward_share=measured.backward_share)
             args.batch = args.batch_size or measured.per_rank_batch
-            _answer(args, f"{printable(measured.label)} as measured in {args.from_dir} (DDP's own buckets at "
+            print_whatif(args, f"{printable(measured.label)} as measured in {args.from_dir} (DDP's own buckets at "
                     f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work, cluster)
             print(without_controls(versus_report(measured, compute)))  # it names the stored workload
             job = summary[summary["key"] == measured.job_key] if measured.job_key and "key" in summary else []
@@ -146,44 +143,6 @@ def command(args) -> int:
     work = Work(compute_ms=args.compute_ms, bucket_bytes=buckets)  # in DDP's order: the last layers' first
     args.batch = args.batch_size
     # nothing ran: the buckets are predicted (reverse registration order), and said to be
-    _answer(args, f"{spec.model_label}: predicted layout: {len(buckets)} bucket(s) of at most {args.bucket_cap_mb:g} MB",
+    print_whatif(args, f"{spec.model_label}: predicted layout: {len(buckets)} bucket(s) of at most {args.bucket_cap_mb:g} MB",
             work, cluster)
     return 0
-
-
-def _answer(args, what: str, work, cluster) -> None:
-    from ddpbench.analysis.whatif import COSTS, ddp_step, largest_world_size, link_needed, master_step
-
-    print(f"model output for {what}: {sum(work.bucket_bytes) / 1e6:.1f} MB of gradients, {work.compute_ms:.4g} ms "
-          f"of compute per device; {args.gpus_per_node} devices a node at {args.intra_gbit:g} Gbit/s, nodes at "
-          f"{args.inter_gbit:g} Gbit/s")
-    print(f"with the costs of running distributed fitted to published scaling: {COSTS.step_share:.1%} of the compute "
-          f"per step, {COSTS.allreduce_us:g} us per all-reduce, links at {COSTS.link_share:.0%} of their rate "
-          f"(its held-out error: python -m ddpbench whatif --validate)")
-    cost, batch = args.cost, getattr(args, "batch", None)
-    training = batch is not None and (cost.priced or cost.samples is not None)
-    samples = cost.samples or MILLION
-    if training:
-        print(f"training {samples:,} samples at {batch} per device per step, at {cost.described()}")
-    money = f"{cost.currency} to train" if cost.priced else ""
-    print(f"{'devices':>8} {'step ms':>9} {'comm ms':>9} {'exposed':>9} {'eff.':>6} {'master eff.':>12}"
-          + (f" {'hours':>10}" if training else "") + (f" {money:>14}" if training and cost.priced else "")
-          + "  algorithms")
-    for p in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
-        step, master = ddp_step(work, p, cluster, args.algorithm), master_step(work, p, cluster)
-        extra = ""
-        if training:  # every device trains its batch each step: the run takes samples / (p x batch) steps
-            hours = samples / (p * batch) * step.step_ms / 3.6e6
-            extra = f" {hours:>10.3g}"
-            if cost.priced:
-                extra += f" {cost.hourly(p, math.ceil(p / cluster.gpus_per_node)) * hours:>14.3g}"
-        print(f"{p:>8} {step.step_ms:>9.1f} {step.comm_ms:>9.1f} {step.exposed_ms:>9.1f} {step.efficiency:>6.0%} "
-              f"{master.efficiency:>12.0%}{extra}  {step.algorithms}")
-    target = args.target_efficiency
-    largest = largest_world_size(work, cluster, target, args.algorithm, limit=1 << 16)
-    print(f"largest power-of-two world size at {target:.0%} or better: {largest}"
-          + (" (or more: the model's limit)" if largest == 1 << 16 else ""))
-    needed = link_needed(work, 1024, cluster, target, args.algorithm)
-    print(f"inter-node rate 1024 devices need for {target:.0%}: "
-          + (f"{needed:.3g} Gbit/s" if needed != float("inf") else "none is enough (latency or the per-step cost "
-             "alone is too much)"))

@@ -10,6 +10,8 @@ Experiment file layout::
                                  # the report then shows model FLOPs utilisation (MFU) against it
     repeat_budget_s = 600        # optional: repeats = "auto" jobs get no more launches after this
     [cost]                       # optional: a device-hour's price, for cost per sample (see .cost)
+    launcher = "ray"             # optional: how the jobs' ranks start when --launcher is not given
+                                 # (spawn, torchrun or ray; default spawn)
 
     [defaults]                   # scalars, applied to every job
     model = "mlp"
@@ -40,8 +42,11 @@ from ddpbench.strategies import strategy_class
 from ddpbench.workloads.registry import PRESETS
 
 MAX_JOBS = 10_000
-TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "datasheet_tflops", "repeat_budget_s", "cost", "defaults", "grid",
-                  "links", "collectives")
+TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "datasheet_tflops", "repeat_budget_s", "launcher", "cost",
+                  "defaults", "grid", "links", "collectives")
+#: the launchers an experiment file may name (``launcher = "ray"``): those that run here with no flag
+#: of their own (Slurm's need --nodes and --partition); ``--launcher`` overrides it
+FILE_LAUNCHERS = ("spawn", "torchrun", "ray")
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,8 @@ class Experiment:
     repeat_budget_s: float = 0.0
     #: the price of a device-hour and the training it is for ([cost]; flags of sweep and report override it)
     cost: Cost = Cost()
+    #: the launcher the file asks for (FILE_LAUNCHERS), or None; --launcher overrides it
+    launcher: str | None = None
 
 
 def job_spec(fields: dict, machine: Machine, source: str, auto_world_size: int | None = None,
@@ -126,6 +133,11 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
         raise InputError(source, "datasheet_tflops", "must be a device's peak in TFLOP/s from its datasheet, a "
                          f"number above 0 (got {datasheet!r}), or left out")
 
+    launcher = data.get("launcher")
+    if launcher is not None and launcher not in FILE_LAUNCHERS:
+        raise InputError(source, "launcher", f"must be one of {', '.join(FILE_LAUNCHERS)} (got {launcher!r}; Slurm is "
+                         "chosen by flags: --launcher slurm --nodes N)")
+
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise InputError(source, "defaults", "must be a table: [defaults] with one value per job field")
@@ -171,7 +183,8 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
     collectives = _collectives_table(data["collectives"], source, name, machine) if "collectives" in data else None
     return Experiment(name=name, description=description, source=source, timeout_s=float(timeout_s),
                       jobs=tuple(jobs.values()), links=links, collectives=collectives,
-                      datasheet_tflops=float(datasheet), repeat_budget_s=float(budget), cost=cost)
+                      datasheet_tflops=float(datasheet), repeat_budget_s=float(budget), cost=cost,
+                      launcher=launcher)
 
 
 def _collectives_table(table, source: str, name: str, machine: Machine):

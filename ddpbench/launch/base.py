@@ -25,6 +25,11 @@ class LaunchOutcome:
     error: str | None = None
     wall_s: float = 0.0
     logs: list[str] = field(default_factory=list)
+    #: when the launch's own work began (seconds since the epoch), where the launcher knows it better
+    #: than the sweep that called it (after starting a cluster first); None: when it was called
+    started: float | None = None
+    #: seconds this launch waited for a cluster its launcher started first (Ray's), apart from ``wall_s``
+    cluster_start_s: float | None = None
 
 
 class Launcher(abc.ABC):
@@ -41,7 +46,8 @@ class Launcher(abc.ABC):
     * ``submits_arrays``: True when the launcher takes all of a sweep's launches at once
       (:meth:`launch_all`: Slurm job arrays) instead of one after another;
     * :meth:`for_restarts`: the launcher a job that restarts its workers runs under;
-    * :meth:`dry_run_scripts`: what it would submit, for ``--dry-run`` to print.
+    * :meth:`dry_run_scripts`: what it would submit, for ``--dry-run`` to print;
+    * :meth:`close`: what it keeps between launches let go (a Ray cluster it started).
     """
 
     #: recorded with every launch it runs
@@ -65,6 +71,10 @@ class Launcher(abc.ABC):
         """The launcher a job whose workers are restarted after a failure (``max_restarts``) runs
         under: this one, unless it cannot restart ranks and has one on the same machine that can."""
         return self
+
+    def close(self) -> None:
+        """Let go of what the launcher keeps between launches (a Ray cluster it started); called
+        once the sweep is done with it, however the sweep ends. Nothing, for most."""
 
     def dry_run_scripts(self, launches: list[Launch], log_dir: Path, timeout_s: float) -> list[tuple[str, str]]:
         """(file name, text) of every script this launcher would submit for ``launches``; none for

@@ -105,3 +105,26 @@ def collect_outcome(work_dir: Path, job: Job, exits: dict[int, int | None], wall
     except (OSError, ValueError) as err:
         return LaunchOutcome("failed", error=f"rank 0 handed back no valid result: {err}", wall_s=wall_s, logs=logs)
     return LaunchOutcome("ok", result=result, wall_s=wall_s, logs=logs)
+
+
+def launch_overhead(outcome: LaunchOutcome) -> dict:
+    """What a launch cost before its timed steps, apart from them (the record's ``overhead``,
+    :data:`~ddpbench.results.schema.OVERHEAD_FIELDS`, seconds):
+
+    * ``cluster_start_s``: the cluster its launcher started first and it waited for (Ray's, in the
+      first launch of a sweep that starts one; None elsewhere), not counted in ``wall_s``;
+    * ``workers_start_s``: from the launch's start (``outcome.started``, seconds since the epoch) to
+      rank 0 in the job's process group: processes or workers started, their imports, the group made;
+    * ``first_step_s``: from then to the end of rank 0's first timed step: the model built, the
+      job's first-launch checks (the matmul peak), the first step.
+
+    None where rank 0's timeline does not say (a failed launch, a framework that runs its own loop)."""
+    timeline = (outcome.result or {}).get("timeline") or {}
+    began, joined, first = outcome.started, timeline.get("group_joined"), timeline.get("first_step")
+    return {"cluster_start_s": _rounded(outcome.cluster_start_s),
+            "workers_start_s": _rounded(joined - began if joined is not None and began is not None else None),
+            "first_step_s": _rounded(first - joined if first is not None and joined is not None else None)}
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 4)

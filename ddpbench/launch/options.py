@@ -17,7 +17,11 @@ from ddpbench.errors import InputError
 from ddpbench.experiment.machine import Machine
 from ddpbench.launch.base import Launcher
 
-LAUNCHERS = ("spawn", "torchrun", "slurm")
+LAUNCHERS = ("spawn", "torchrun", "slurm", "ray", "pytorchjob")
+#: the launchers an experiment file may name (``launcher = "ray"``): those that need no flag of their own
+FILE_LAUNCHERS = ("spawn", "torchrun", "ray")
+#: what installs Ray Train beside ddpbench
+RAY_EXTRA = "pip install -e '.[ray]'"
 
 
 def _flag(default, help: str, *, owner: str | None = None, metavar: str | None = None, kind: type = str):
@@ -45,6 +49,16 @@ class LauncherOptions:
                            owner="torchrun", metavar="R", kind=int)
     rdzv_endpoint: str | None = _flag(None, "torchrun: where the nodes meet (c10d rendezvous on node 0; needed with "
                                       "--nnodes > 1)", owner="torchrun", metavar="HOST:PORT")
+    ray_address: str | None = _flag(None, "ray: an existing Ray cluster to run on, left as found (default: a "
+                                    "cluster started on this machine for the sweep and stopped after it)",
+                                    owner="ray", metavar="HOST:PORT")
+    image: str = _flag("ddpbench:latest", "pytorchjob: the container image every pod runs, with ddpbench and "
+                       "torch installed (default: ddpbench:latest)", owner="pytorchjob")
+    volume: str = _flag("ddpbench-results", "pytorchjob: the PersistentVolumeClaim holding the results folder, "
+                        "mounted at its path in every pod (default: ddpbench-results)", owner="pytorchjob",
+                        metavar="CLAIM")
+    ray_nodes: int = _flag(1, "ray: nodes of the cluster started on this machine, a job's ranks spread over them "
+                           "(default: 1)", owner="ray", metavar="N", kind=int)
 
     @staticmethod
     def flag(name: str) -> str:
@@ -58,6 +72,8 @@ class LauncherOptions:
             if owner and getattr(self, f.name) != f.default and self.launcher != owner:
                 raise InputError("command line", self.flag(f.name), f"applies to --launcher {owner} only (got "
                                  f"--launcher {self.launcher})")
+        if self.launcher == "ray":
+            self.check_ray()
         for name in ("nodes", "nnodes"):
             value = getattr(self, name)
             if not 1 <= value <= 100_000:
@@ -70,6 +86,23 @@ class LauncherOptions:
             raise InputError("command line", "--rdzv-endpoint", "must be HOST:PORT, node 0's address and a port its "
                              f"agent can listen on, with --nnodes > 1 (got {self.rdzv_endpoint!r})")
         return self
+
+    def check_ray(self) -> None:
+        """Ray Train importable here, and a cluster given either by address or by its nodes."""
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None or importlib.util.find_spec("ray.train") is None:
+            raise InputError("command line", "--launcher", f"ray needs Ray Train, which is not installed here: "
+                             f"{RAY_EXTRA}")
+        if not 1 <= self.ray_nodes <= 16:
+            raise InputError("command line", "--ray-nodes", f"must be 1 to 16 (got {self.ray_nodes})")
+        if self.ray_address is not None:
+            if self.ray_nodes != 1:
+                raise InputError("command line", "--ray-nodes", "starts a cluster on this machine; an existing one "
+                                 "(--ray-address) is used as found")
+            if not re.fullmatch(r"auto|\[?[\w.:-]+\]?:\d{1,5}", self.ray_address):
+                raise InputError("command line", "--ray-address", "must be HOST:PORT, the address of a Ray cluster's "
+                                 f"head (its GCS), or auto (got {self.ray_address!r})")
 
     def machine(self) -> Machine:
         """This machine, as each node of a job is taken to be: a job over several nodes
@@ -97,6 +130,14 @@ class LauncherOptions:
             from ddpbench.launch.slurm import SlurmLauncher
 
             return SlurmLauncher(nodes=self.nodes, partition=self.partition, array=self.array)
+        if self.launcher == "pytorchjob":
+            from ddpbench.launch.kubeflow import PyTorchJobLauncher
+
+            return PyTorchJobLauncher(image=self.image, claim=self.volume)
+        if self.launcher == "ray":
+            from ddpbench.launch.raytrain import RayLauncher
+
+            return RayLauncher(address=self.ray_address, nodes=self.ray_nodes)
         raise ValueError(f"unknown launcher {self.launcher!r}")
 
 

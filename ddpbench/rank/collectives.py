@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ddpbench.experiment.collectives import CollectiveSpec
 from ddpbench.rank.devices import take_rank_device
-from ddpbench.rank.protocol import Job, Tracked, join_process_group
+from ddpbench.rank.protocol import Job, Tracked, join_process_group, leave_process_group
 from ddpbench.rank.timing import clock_for
 from ddpbench.results.schema import collectives_result
 
@@ -241,8 +241,5 @@ class CollectivesRank(Tracked):
         return [buf], run, lambda: buf.fill_(r + 1), check
 
     def teardown(self) -> None:
-        import torch.distributed as dist
-
         self.at("teardown")
-        dist.barrier()
-        dist.destroy_process_group()
+        leave_process_group()

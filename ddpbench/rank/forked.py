@@ -90,12 +90,9 @@ def become_rank(env: dict[str, str], log_path: str) -> None:
     die_with_parent(SERVER_PID)
     _let_go_of_server()
     os.setsid()  # a session of its own: the launcher ends the rank and its loader workers as one group
-    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(log)
-    sys.stdout = open(1, "w", buffering=1, closefd=False)  # line-buffered, as PYTHONUNBUFFERED asks
-    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    from ddpbench.rank.protocol import output_to
+
+    output_to(log_path)
     os.environ.clear()
     os.environ.update(env)
     # where the kernel cannot kill it with the server (not Linux), the rank watches the server, which

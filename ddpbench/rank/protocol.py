@@ -90,6 +90,17 @@ def write_json_atomic(path: Path, payload: dict) -> None:
     os.replace(tmp, path)
 
 
+def output_to(path) -> None:
+    """Point this process's stdout and stderr, descriptors and Python's streams (line-buffered, as
+    PYTHONUNBUFFERED asks), at the log file ``path``: a rank's output, wherever it was started."""
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+
+
 PROGRESS_BYTES = 64
 
 
@@ -147,8 +158,46 @@ def adopt_slurm_env(environ=os.environ) -> None:
     environ["LOCAL_RANK"] = environ.get("SLURM_LOCALID", "0")
 
 
+#: set by a launcher whose workers are already in the job's process group when the rank starts (Ray
+#: Train makes it before it calls the training function): the rank adopts that group, and leaves its
+#: destruction to the launcher that made it
+ADOPT_GROUP_ENV = "DDPBENCH_ADOPT_GROUP"
+
+
+def adopts_group(environ=os.environ) -> bool:
+    return environ.get(ADOPT_GROUP_ENV) == "1"
+
+
+def adopt_process_group(backend: str, rank: int, world_size: int) -> int:
+    """The process group a launcher made before the rank started (Ray Train's), checked against the
+    job: the backend, this rank and the world size must be the job's. Attempt 0: such a launcher
+    restarts no worker into an old group."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        raise RuntimeError(f"{ADOPT_GROUP_ENV}=1 but no process group was made before the rank started")
+    made = (dist.get_backend(), dist.get_rank(), dist.get_world_size())
+    if made != (backend, rank, world_size):
+        raise RuntimeError(f"the launcher's process group is (backend, rank, world size) {made}; the job runs "
+                           f"{(backend, rank, world_size)}")
+    return 0
+
+
+def leave_process_group() -> None:
+    """The end of a rank's group: a barrier (no rank leaves while another still talks), then its
+    destruction, unless the launcher made the group (:data:`ADOPT_GROUP_ENV`): that one destroys its own."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        return
+    dist.barrier()
+    if not adopts_group():
+        dist.destroy_process_group()
+
+
 def join_process_group(backend: str, rank: int, world_size: int, timeout_s: float, device=None) -> int:
     """Join the job's process group through its launcher's store; the attempt this is (0: the first).
+    Where the launcher made the group already (:data:`ADOPT_GROUP_ENV`), adopt it instead.
 
     torchrun's agent keeps its store across restarts, and a restarted gloo group that read the
     dead attempt's addresses from it would try to connect to a worker that is gone; so every
@@ -162,6 +211,8 @@ def join_process_group(backend: str, rank: int, world_size: int, timeout_s: floa
     """
     import torch.distributed as dist
 
+    if adopts_group():
+        return adopt_process_group(backend, rank, world_size)
     agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
     timeout = timedelta(seconds=timeout_s)
     store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world_size,

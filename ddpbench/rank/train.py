@@ -42,7 +42,7 @@ from ddpbench.rank import affinity, protocol
 from ddpbench.rank.devices import gpu_memory, own_memory_mb, peak_rss_mb, synchronize, take_rank_device
 from ddpbench.rank.energy import EnergyWindow, meter_for
 from ddpbench.rank.precision import CompileWatch, Precision, compile_module, use_compile_cache
-from ddpbench.rank.protocol import Job, Tracked, join_process_group
+from ddpbench.rank.protocol import Job, Tracked, join_process_group, leave_process_group
 from ddpbench.rank.recovery import Recovery
 from ddpbench.rank.timing import StepTimer, clock_for, ready_hooks
 from ddpbench.results.schema import TIMED_PHASES, training_result
@@ -265,6 +265,8 @@ class TrainingRank(Tracked):
                 row = timer.stop()
                 if record:
                     self.rows.append(step_row(self.rank, phase, step, row, hooked))
+                    if "first_step" not in self.timeline:  # the end of the launch's first timed step
+                        self.mark("first_step")
                 if recovery is not None:
                     recovery.after_step(step, replica, self.rows)
 
@@ -461,14 +463,11 @@ class TrainingRank(Tracked):
 
     def teardown(self) -> None:
         """Free DDP before the group, then barrier and destroy: avoids gloo's abort at exit."""
-        import torch.distributed as dist
-
         self.at("teardown")
         self.replica.strategy.close()
         self.replica = None
         gc.collect()
-        dist.barrier()
-        dist.destroy_process_group()
+        leave_process_group()
 
     def execute(self) -> dict | None:
         """The whole launch for this rank; rank 0 returns the result to hand back."""

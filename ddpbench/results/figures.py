@@ -246,6 +246,13 @@ FIGURES: tuple[Figure, ...] = (
        where="recovery"),
     _f("params_max_abs_diff", c.finite_or_none, "number", "the largest difference from an uninterrupted run",
        where="recovery"),
+    # -- a launch's time before its timed steps, apart from them: the launch record's "overhead"
+    _f("cluster_start_s", non_negative_or_none, "s", "the cluster its launcher started first (Ray's, in the sweep's "
+                                                     "first launch; not in wall_s)", where="overhead", since=2),
+    _f("workers_start_s", non_negative_or_none, "s", "from the launch's start to rank 0 in its process group",
+       where="overhead", since=2),
+    _f("first_step_s", non_negative_or_none, "s", "from then to the end of rank 0's first timed step (null where its "
+                                                  "timeline does not say)", where="overhead", since=2),
     # -- a script job's launch: the figure of result["script"] the tables read
     _f("nosync_allreduced", c.whole_or_none, "count", "no-sync steps that all-reduced all the same (all ranks)",
        where="script"),
@@ -256,7 +263,8 @@ BY_NAME: dict[str, Figure] = {f.name: f for f in FIGURES if f.where == "rank"}
 RANK_FIGURES: tuple[str, ...] = tuple(f.name for f in FIGURES if f.where == "rank" and f.name not in ("rank", "pid"))
 #: each launch group of ``result`` -> its figures' names
 LAUNCH_GROUPS: dict[str, tuple[str, ...]] = {
-    group: tuple(f.name for f in FIGURES if f.where == group) for group in ("compute", "check", "recovery", "script")}
+    group: tuple(f.name for f in FIGURES if f.where == group)
+    for group in ("compute", "check", "recovery", "script", "overhead")}
 #: the figures that make summary columns
 SUMMARIZED: tuple[Figure, ...] = tuple(f for f in FIGURES if f.summary)
 

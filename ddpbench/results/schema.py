@@ -40,8 +40,9 @@ Schema history (``schema_version``):
   2 -- every stored figure declared once, with the version it is stored since
        (:mod:`ddpbench.results.figures`); a hand-back that stores an undeclared figure is refused.
        Per-rank energy over the timed steps: energy_j, energy_window_s, energy_samples,
-       energy_period_s, energy_domain, energy_method, energy_note. Version-1 records read them as
-       missing.
+       energy_period_s, energy_domain, energy_method, energy_note; the launch record's ``overhead``
+       (:data:`OVERHEAD_FIELDS`) and rank 0's timeline moment ``first_step``. Version-1 records
+       read them as missing.
 """
 
 from __future__ import annotations
@@ -144,6 +145,9 @@ COLLECTIVE_COLUMNS = ("op", "placement", "size_bytes", "count", "dtype", "redop"
 
 #: what a launch record says besides its key, repeat, spec and result: how it ended, where, when
 LAUNCH_FIELDS = ("status", "error", "oversubscribed", "cores", "wall_s", "launcher", "sweep_id", "utc")
+#: a launch's time before its timed steps, apart from them (the launch record's ``overhead``, seconds;
+#: absent from records written before it), declared in :mod:`ddpbench.results.figures`
+OVERHEAD_FIELDS = figures.LAUNCH_GROUPS["overhead"]
 #: the fields every reader relies on, by record kind, with their types
 REQUIRED: dict[str, dict[str, type]] = {
     "sweep": {"sweep_id": str},
@@ -246,17 +250,20 @@ def utc_now() -> str:
 def launch_record(spec, repeat: int, *, status: str, error: str | None = None, result: dict | None = None,
                   oversubscribed: bool = False, cores: int | None = None, wall_s: float = 0.0,
                   launcher: str | None = None, sweep_id: str | None = None, logs: list[str] | tuple = (),
-                  utc: str | None = None, traces: list[dict] | tuple = ()) -> dict:
+                  utc: str | None = None, traces: list[dict] | tuple = (), overhead: dict | None = None) -> dict:
     """The record of one launch of ``spec`` (a JobSpec: a ``run`` record; a CollectiveSpec: a
     ``collective`` one): how it ended (:data:`LAUNCH_FIELDS`), its ranks' logs and profiler traces
-    (:data:`TRACE_FILE_FIELDS`, a traced job's) and, when it finished, its hand-back."""
+    (:data:`TRACE_FILE_FIELDS`, a traced job's), what it cost before its timed steps
+    (:data:`OVERHEAD_FIELDS`) and, when it finished, its hand-back."""
     if status not in STATUSES:
         raise ValueError(f"unknown status {status!r}; allowed: {', '.join(STATUSES)}")
     how = {"status": status, "error": error, "oversubscribed": oversubscribed, "cores": cores,
            "wall_s": round(wall_s, 4), "launcher": launcher, "sweep_id": sweep_id, "utc": utc or utc_now()}
     return {"kind": spec.kind, "key": spec.key, "repeat": repeat, "spec": spec.to_dict(),
             **{name: how[name] for name in LAUNCH_FIELDS}, "logs": list(logs),
-            **({"traces": list(traces)} if traces else {}), "result": result}
+            **({"traces": list(traces)} if traces else {}),
+            **({"overhead": {name: overhead.get(name) for name in OVERHEAD_FIELDS}} if overhead else {}),
+            "result": result}
 
 
 def sweep_record(sweep_id: str, env: dict, experiment: dict) -> dict:

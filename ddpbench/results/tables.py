@@ -21,7 +21,8 @@ from typing import Any, NamedTuple
 
 from ddpbench.errors import InputError
 from ddpbench.experiment.spec import FIELDS, spec_from_dict
-from ddpbench.results.schema import CHECK_FIELDS, COMPUTE_FIELDS, LAUNCH_FIELDS, RANK_FIGURES, RECOVERY_FIELDS, RESULTS_FILE
+from ddpbench.results.schema import (CHECK_FIELDS, COMPUTE_FIELDS, LAUNCH_FIELDS, OVERHEAD_FIELDS, RANK_FIGURES,
+                                     RECOVERY_FIELDS, RESULTS_FILE)
 from ddpbench.results.store import DamagedRecord, ResultStore
 from ddpbench.results.validate import Damaged, clean_collective, clean_run, clean_sweep
 
@@ -54,7 +55,9 @@ def load_tables(out_dir: str | Path) -> TrainingTables:
 
     steps  one row per (job, repeat, rank, phase, step); ``phase`` is warmup | measure | nosync | trace;
            the phases' ms, ``step_ms`` and ``ready_ms`` (:data:`~ddpbench.results.schema.STEP_COLUMNS`)
-    runs   one row per (job, repeat): status, error, oversubscribed, params, grad_bytes, wall_s; a
+    runs   one row per (job, repeat): status, error, oversubscribed, params, grad_bytes, wall_s, the
+           launcher and what the launch cost before its timed steps (cluster_start_s, workers_start_s,
+           first_step_s: :data:`~ddpbench.results.schema.OVERHEAD_FIELDS`); a
            traced job's trace files (``traces``) and its timeline's events (``trace``, dicts of
            :data:`~ddpbench.results.schema.TRACE_COLUMNS`)
     ranks  one row per (job, repeat, rank) of a finished launch: peak RSS, DDP's own statistics, the
@@ -145,7 +148,9 @@ def _run_tables(record: dict, specs: dict | None = None):
     recovery = result.get("recovery") or {}
     compute = result.get("compute") or {}
     trace = [dict(zip(result["trace_columns"], row)) for row in result["trace"]] if result.get("trace") else None
+    overhead = record.get("overhead") or {}
     run = {**ident, **{f: record.get(f) for f in LAUNCH_FIELDS}, "logs": record.get("logs"),
+           **{f: overhead.get(f) for f in OVERHEAD_FIELDS},
            # a traced launch: its trace files (TRACE_FILE_FIELDS) and its events (TRACE_COLUMNS)
            "traces": record.get("traces"), "trace": trace,
            "params": result.get("params"), "grad_bytes": result.get("grad_bytes"),

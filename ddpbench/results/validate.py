@@ -49,6 +49,8 @@ LAUNCH_CHECKS: dict[str, Callable] = {
     "error": text_or_none, "oversubscribed": flag_or_none, "cores": whole_or_none, "wall_s": finite_or_none,
     "launcher": text_or_none, "sweep_id": text_or_none, "utc": text_or_none,
 }
+#: the launch record's ``overhead`` (seconds each)
+OVERHEAD_CHECKS: dict[str, Callable] = figures.checks("overhead")
 TRACE_CHECKS: dict[str, Callable] = {
     "rank": whole, "step": whole, "lane": text, "kind": text, "name": text, "start_ms": finite, "dur_ms": finite,
     "bytes": finite_or_none,
@@ -89,6 +91,8 @@ def clean_run(record: dict) -> tuple[dict, list[str]]:
     clean = dict(record)
     launch = _figures({f: record.get(f) for f in LAUNCH_FIELDS if f in record}, LAUNCH_CHECKS, "record", notes)
     clean.update(launch or {})
+    if "overhead" in record:
+        clean["overhead"] = _figures(record["overhead"], OVERHEAD_CHECKS, "record.overhead", notes)
     if not isinstance(record.get("logs", []), (list, type(None))):
         clean["logs"] = None
     clean["traces"] = _trace_files(record.get("traces"), notes)

@@ -26,7 +26,7 @@ from ddpbench.experiment.cost import Cost
 from ddpbench.experiment.load import Experiment
 from ddpbench.experiment.machine import Machine, oversubscribed
 from ddpbench.launch.base import Launch, Launcher, LaunchOutcome
-from ddpbench.launch.handback import disk_full
+from ddpbench.launch.handback import disk_full, launch_overhead
 from ddpbench.launch.spawn import SpawnLauncher
 from ddpbench.results.schema import launch_record
 from ddpbench.results.store import ResultStore, rotate_previous
@@ -148,7 +148,8 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
                                                    oversubscribed=oversubscribed(launch.spec, machine),
                                                    cores=machine.cores, wall_s=outcome.wall_s, launcher=runs_it.name,
                                                    sweep_id=summary.sweep_id, logs=outcome.logs,
-                                                   traces=keep_traces(launch, store.dir)))
+                                                   traces=keep_traces(launch, store.dir),
+                                                   overhead=launch_overhead(outcome)))
                         shutil.rmtree(launch.work_dir, ignore_errors=True)
                     summary.statuses[outcome.status] = summary.statuses.get(outcome.status, 0) + 1
                     kind = kind_of(launch.spec)
@@ -206,7 +207,11 @@ def launched(todo: list[Launch], launcher: Launcher, machine: Machine, log_dir: 
             batch.append(launch)
         else:
             begin(launch)
-            yield launch, runs_it, runs_it.launch(launch.spec, launch.repeat, launch.work_dir, log_dir, timeout_s)
+            called = time.time()
+            outcome = runs_it.launch(launch.spec, launch.repeat, launch.work_dir, log_dir, timeout_s)
+            if outcome.started is None:  # the launcher's own work began when it was called
+                outcome.started = called
+            yield launch, runs_it, outcome
     if batch:
         with contextlib.closing(launcher.launch_all(batch, log_dir, timeout_s)) as outcomes:
             for launch, outcome in outcomes:

@@ -48,3 +48,14 @@ TINY = """
     world_size = [1, 2]
     bucket_cap_mb = [0.25, 25]
 """
+
+#: a 2-rank job of the planted-fault strategy (ddpbench.testing.planted_faults), 10 measured steps: with
+#: PLANTED_FAULT="hang:1:3" its rank 1 is stuck at its third step while rank 0 waits in the all-reduce
+STUCK = """
+    name = "stuck"
+    timeout_s = 300
+""" + TINY_DEFAULTS.replace("steps = 4", "steps = 10") + """
+    [grid]
+    world_size = [2]
+    strategy = ["planted-fault"]
+"""

@@ -61,26 +61,28 @@ def faulty_sweep(tmp_path, fault: str, timeout_s: int = 60, launcher: str = "spa
     return proc, out, recovery_s["planted-fault"]
 
 
-def faults_sweep(tmp_path, faults: dict[str, str], timeout_s: int = 60, launcher: str = "spawn"):
+def faults_sweep(tmp_path, faults: dict[str, str], timeout_s: int = 60, launcher: str = "spawn",
+                 flags: tuple[str, ...] = (), good: bool = True):
     """:func:`faulty_sweep` with several faults, one job each, in ``faults``'s order between the good
-    ones: strategy name -> fault (``KIND:RANK:STEP``). The recovery seconds are per strategy name."""
+    ones (none without ``good``): strategy name -> fault (``KIND:RANK:STEP``). ``flags``: more of the
+    sweep's flags. The recovery seconds are per strategy name."""
     exp = write_experiment(tmp_path / "faults.toml", f"""
         name = "faults"
         timeout_s = {timeout_s}
-    """ + TINY_DEFAULTS.replace("steps = 4", "steps = 10") + f"""
+    """ + TINY_DEFAULTS.replace("steps = 4", "steps = 10") + ("""
         [[grid]]
-        world_size = [1]
+        world_size = [1]""" if good else "") + f"""
         [[grid]]
-        strategy = {json.dumps(list(faults))}
+        strategy = {json.dumps(list(faults))}""" + ("""
         [[grid]]
         world_size = [2]
-        bucket_cap_mb = [1]
-    """)
+        bucket_cap_mb = [1]""" if good else "") + "\n")
     out, stamp = tmp_path / "out", tmp_path / "fault.time"
     env = {**os.environ, "DDPBENCH_STRATEGIES": ",".join(f"{name}={FAULTS.split('=')[1]}" for name in faults),
            "PLANTED_FAULT": " ".join(f"{name}={fault}" for name, fault in faults.items()),
            "PLANTED_FAULT_STAMP": str(stamp), "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report", "--launcher", launcher),
+    sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report", "--launcher", launcher,
+                                         *flags),
                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     recorded: dict[str, float] = {}
     try:

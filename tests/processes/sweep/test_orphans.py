@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddpbench.testing import MARK, ROOT, TINY_DEFAULTS, cli_command, marked, wait_for, write_experiment
+from ddpbench.testing import MARK, ROOT, cli_command, marked, wait_for, write_experiment
+from ddpbench.testing.experiments import STUCK as STUCK_JOB
 from ddpbench.testing.planted_faults import FAULTS
 from ddpbench.testing.survivors import described, kill_and_wait_gone
 
@@ -34,14 +35,7 @@ def start_sweep(tmp_path, body: str, mark: str, extra_env: dict, *flags, stderr=
                             stderr=stderr, text=True, start_new_session=True)
 
 
-STUCK = """
-    name = "stuck"
-    timeout_s = 300
-""" + TINY_DEFAULTS.replace("steps = 4", "steps = 10").replace("warmup_steps = 1", "warmup_steps = 1\n    loader_workers = 1") + """
-    [grid]
-    world_size = [2]
-    strategy = ["planted-fault"]
-"""
+STUCK = STUCK_JOB.replace("warmup_steps = 1", "warmup_steps = 1\n    loader_workers = 1")
 
 CASES = {
     # rank 1 asleep in its step, rank 0 waiting in the all-reduce

@@ -97,3 +97,25 @@ def test_the_fork_server_is_stopped_when_the_experiment_is_bad(calls, tmp_path):
     with pytest.raises(InputError, match="world_size"):
         sweep(tmp_path, CPU_JOBS.replace("world_size = [1]", 'world_size = ["two"]'))
     assert calls == ["start server", "machine", "stop server"]
+
+
+def test_an_experiment_that_names_its_launcher_runs_under_it_unless_a_flag_says_otherwise(calls, tmp_path,
+                                                                                          monkeypatch):
+    from ddpbench.cli import sweeping
+
+    chosen = []
+    monkeypatch.setattr(sweep_command, "run_and_report", lambda experiment, options, machine:
+                        chosen.append(options.launcher.launcher) or 0)
+    monkeypatch.setattr(sweeping, "run_and_report", sweep_command.run_and_report)
+    assert sweep(tmp_path, 'launcher = "torchrun"\n' + CPU_JOBS) == 0
+    assert sweep(tmp_path, 'launcher = "torchrun"\n' + CPU_JOBS, "--launcher", "spawn") == 0
+    assert chosen == ["torchrun", "spawn"]
+    assert calls.count("stop server") == 1  # started for the file's jobs, stopped for its torchrun
+
+
+def test_an_experiment_s_unknown_launcher_is_one_line(calls, tmp_path):
+    from ddpbench.errors import InputError
+
+    with pytest.raises(InputError, match=r"launcher: must be one of spawn, torchrun, ray \(got 'slurm'; Slurm is "
+                                         r"chosen by flags: --launcher slurm --nodes N\)"):
+        sweep(tmp_path, 'launcher = "slurm"\n' + CPU_JOBS)

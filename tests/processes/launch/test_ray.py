@@ -1,0 +1,174 @@
+"""The Ray launcher for real: sweeps whose ranks run as Ray Train workers (CPU, gloo) on a cluster the
+sweep starts on this machine, or on an existing one (this module's, started once for its tests).
+Skipped, with the reason, where Ray Train is not installed (``pip install -e '.[ray]'``).
+
+Run: ``pytest tests/processes/launch/test_ray.py -s`` prints how long each fault took to record."""
+
+import importlib.util
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from ddpbench.results.tables import load_tables
+from ddpbench.testing import MARK, ROOT, TINY_DEFAULTS, cli_command, marked, run_cli, wait_for, write_experiment
+from ddpbench.testing.experiments import STUCK
+from ddpbench.testing.planted_faults import FAULTS
+from ddpbench.testing.survivors import described, kill_and_wait_gone
+from ddpbench.testing.sweeps import assert_stores_what_spawn_stores, faults_sweep, wait_for_runs
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                                reason="Ray Train is not installed (pip install -e '.[ray]')")
+
+#: one job at each world size, one launch each: the smallest sweep with a process group of two
+TWO_JOBS = """
+    name = "two"
+    timeout_s = 120
+""" + TINY_DEFAULTS + """
+    [grid]
+    world_size = [1, 2]
+"""
+LIMIT_S = 15.0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """An existing Ray cluster for the sweeps below that name it (--ray-address): one node, this machine's."""
+    from ddpbench.launch.ray_cluster import RayCluster
+
+    ray = RayCluster()
+    ray.start(tmp_path_factory.mktemp("cluster"))
+    yield ray
+    ray.stop()
+
+
+def cluster_processes(cluster) -> list:
+    """The live processes of ``cluster`` (each carries its mark), as psutil's."""
+    import psutil
+
+    from ddpbench.launch.ray_cluster import marked as marked_by_cluster
+
+    found = []
+    for pid in marked_by_cluster(str(cluster.folder)):
+        try:
+            found.append(psutil.Process(pid))
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_a_sweep_through_ray_train_interrupted_and_resumed_stores_what_spawn_stores(tmp_path):
+    """The issue's promise: the same jobs and columns as spawn, all ok, each launch's overhead apart;
+    Ctrl-C mid-launch stops the cluster the sweep started (exit 130, no Ray process left), and
+    ``--resume`` runs the rest on a new one."""
+    exp = write_experiment(tmp_path / "two.toml", TWO_JOBS)
+    spawned = run_cli("sweep", exp, "--out", tmp_path / "spawn", "--no-report")
+    assert spawned.returncode == 0, spawned.stderr
+    mark, out = uuid.uuid4().hex, tmp_path / "ray"
+    sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report", "--launcher", "ray"),
+                             cwd=ROOT, env={**os.environ, MARK: mark}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    try:
+        wait_for_runs(out / "results.jsonl", 1)  # the first launch stored; the second's workers starting
+    except BaseException:
+        sweep.kill()
+        raise
+    sweep.send_signal(signal.SIGINT)
+    asked = time.monotonic()
+    assert sweep.wait(LIMIT_S) == 130, sweep.stderr.read()
+    assert "interrupted: finished launches are stored" in sweep.stderr.read()
+    left = marked(mark)
+    while left and time.monotonic() - asked < LIMIT_S:
+        time.sleep(0.05)
+        left = marked(mark)
+    print(f"ray, Ctrl-C of the sweep: every process gone {time.monotonic() - asked:.2f} s after")
+    assert not left, described(left)
+    resumed = run_cli("sweep", exp, "--out", out, "--no-report", "--launcher", "ray", "--resume", env={MARK: mark})
+    assert resumed.returncode == 0, resumed.stderr
+    assert not marked(mark), described(marked(mark))  # the resumed sweep's cluster stopped with it
+    runs = assert_stores_what_spawn_stores(out, tmp_path / "spawn", "ray")
+    assert runs["sweep_id"].nunique() == 2  # each launch the first of its sweep: each waited for a cluster
+    for run in runs.to_dict("records"):
+        assert run["cluster_start_s"] > 0
+        assert 0 < run["workers_start_s"] < run["wall_s"] and 0 < run["first_step_s"] < run["wall_s"]
+    _, spawn_runs, _, _ = load_tables(tmp_path / "spawn")
+    assert spawn_runs["workers_start_s"].gt(0).all() and spawn_runs["cluster_start_s"].isna().all()
+    logs = sorted(p.name for p in (out / "logs").glob("*/*"))
+    assert logs.count("ray-head.log") == 2 and sum(".rank1.log" in name for name in logs) >= 1
+
+
+def test_a_killed_and_a_hung_worker_on_an_existing_cluster_are_recorded_and_the_cluster_left_as_found(
+        cluster, tmp_path, monkeypatch):
+    # a worker's environment is its raylet's: the faults' variables are handed to the workers by name
+    monkeypatch.setenv("DDPBENCH_RAY_ENV", "PLANTED_FAULT,PLANTED_FAULT_STAMP")
+    proc, out, recovery_s = faults_sweep(tmp_path, {"planted-kill": "kill:1:3", "planted-hang": "hang:1:3"},
+                                         timeout_s=20, launcher="ray", flags=("--ray-address", cluster.address),
+                                         good=False)
+    assert proc.returncode == 1, proc.stderr
+    _, runs, _, _ = load_tables(out)
+    runs = runs.set_index("strategy")
+    assert runs.loc["planted-kill", "status"] == "failed"
+    assert runs.loc["planted-kill", "error"].startswith(
+        "rank 1's Ray worker died without reporting an error in measure step 1 (Ray: ")
+    assert runs.loc["planted-hang", "status"] == "timed_out"
+    assert runs.loc["planted-hang", "error"] == ("no result within the 20 s timeout (rank 0 at measure step 2; "
+                                                 "rank 1 at measure step 1)")
+    assert set(runs["cluster_start_s"].isna()) == {True}  # an existing cluster: nothing started
+    print(f"ray, kill -9 of a rank: recorded as failed {recovery_s['planted-kill']:.1f} s after the kill; "
+          f"a hung rank: the launch ended {recovery_s['planted-hang']:.1f} s after the hang (timeout 20 s)")
+    # left as found: up, and none of the launches' Ray Train actors left in it (Ray keeps a cluster-wide
+    # helper or an idle worker of its own after a first Train run)
+    assert all(node.poll() is None for node in cluster.procs)
+    left = [line for line in described(cluster_processes(cluster)) if "RayTrain" in line or "TrainController" in line]
+    assert not left, left
+
+
+def test_kill_9_of_a_sweep_with_a_stuck_rank_leaves_no_ray_process(tmp_path):
+    """kill -9 of the sweep: its cluster dies with it (the node's death signal, then its reaper)."""
+    exp = write_experiment(tmp_path / "stuck.toml", STUCK)
+    mark, stamp = uuid.uuid4().hex, tmp_path / "fault.time"
+    env = {**os.environ, MARK: mark, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "DDPBENCH_STRATEGIES": FAULTS, "PLANTED_FAULT": "hang:1:3", "PLANTED_FAULT_STAMP": str(stamp)}
+    sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(tmp_path / "out"), "--no-report",
+                                         "--launcher", "ray"), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        wait_for(stamp.exists, 120, "the planted fault")
+        time.sleep(0.5)
+        before = marked(mark)
+        names = " ".join(described(before))
+        # the head node (and its reaper), GCS, raylet, the launch's driver, two Ray Train workers
+        for name in ("ddpbench.launch.ray_cluster", "gcs_server", "raylet", "ddpbench.launch.ray_driver"):
+            assert name in names, names
+        assert names.count("RayTrainWorker") == 2, names
+        folder = next(Path(p.cmdline()[4]) for p in before if "ddpbench.launch.ray_cluster" in " ".join(p.cmdline()))
+        assert folder.is_dir() and folder.name.startswith("ddpbench-ray-")
+        groups = {os.getpgid(p.pid) for p in before if p.pid != sweep.pid}
+    except BaseException:
+        sweep.kill()
+        raise
+    gone_s, left = kill_and_wait_gone(sweep, mark, LIMIT_S)
+    print(f"ray, kill -9 of the sweep: every process gone {gone_s:.2f} s after")
+    assert not left, f"alive {LIMIT_S:g} s after kill -9 of the sweep: {left}"
+    in_groups = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if _group(pid) in groups]
+    assert not in_groups, described([_process(pid) for pid in in_groups])  # Ray's agents, unmarked, too
+    assert not folder.exists()  # the cluster's files, removed
+
+
+def _group(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return None if fields[0] == "Z" else int(fields[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _process(pid: int):
+    import psutil
+
+    return psutil.Process(pid)
