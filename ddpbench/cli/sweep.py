@@ -12,10 +12,9 @@ from ddpbench.cli.sweep_options import SweepOptions, add_launcher_flags, launche
 from ddpbench.cli.sweeping import run_and_report
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import with_flags
-from ddpbench.experiment.load import load_experiment
+from ddpbench.experiment.load import load_experiment, named_launcher
 from ddpbench.experiment.overrides import with_job_flags, with_timeout
 from ddpbench.launch import forked
-from ddpbench.launch.options import LauncherOptions
 
 DEFAULT_EXPERIMENT = "experiments/quick.toml"
 
@@ -59,17 +58,12 @@ def command(args) -> int:
         forked.start_server()
     emulation = {"emulate_nodes": args.emulate_nodes, "link": args.link, "link_delay_ms": args.link_delay_ms}
     try:
-        if args.launcher is not None:
-            launcher = launcher_options(args)
-            machine = launcher.machine()
-            experiment = load_experiment(args.experiment, machine)
-        else:  # the file's launcher, else spawn: each runs on this machine as spawn does
-            machine = LauncherOptions().machine()
-            experiment = load_experiment(args.experiment, machine)
-            launcher = launcher_options(args, experiment.launcher, experiment.source)
-            if launcher.nnodes != 1:  # the file's torchrun over --nnodes machines: each node's share
-                machine = launcher.machine()
-                experiment = load_experiment(args.experiment, machine)
+        # the flags checked first (a launcher's flag without it is one line before the file's checks),
+        # then the file read against the machine the launcher runs on: --launcher, else the file's
+        file_launcher = None if args.launcher is not None else named_launcher(args.experiment)
+        launcher = launcher_options(args, file_launcher, str(args.experiment))
+        machine = launcher.machine()
+        experiment = load_experiment(args.experiment, machine)
         experiment = with_job_flags(with_timeout(experiment, args.timeout), {**emulation, "trace_steps": args.trace_steps})
         experiment = dataclasses.replace(experiment, cost=with_flags(experiment.cost, cost_flags(args)))
     except BaseException:  # bad input: its one line, and no server left importing torch for nothing

@@ -100,6 +100,17 @@ def check_model_fields(spec: JobSpec, given: dict, source: str) -> None:
                          "model_args (python -m ddpbench models lists what each name builds)")
 
 
+def named_launcher(path: str | Path) -> str | None:
+    """The launcher an experiment file names (one of :data:`FILE_LAUNCHERS`), read before the file is
+    checked as a whole (which needs the machine that launcher runs on); None where it names none or
+    none allowed (:func:`load_experiment` then says what is wrong)."""
+    try:
+        named = read_toml(Path(path)).get("launcher")
+    except InputError:
+        return None
+    return named if named in FILE_LAUNCHERS else None
+
+
 def load_experiment(path: str | Path, machine: Machine | None = None) -> Experiment:
     """Read, validate and expand an experiment file. Raises :class:`InputError` on bad input."""
     path = Path(path)

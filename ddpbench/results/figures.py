@@ -237,6 +237,7 @@ FIGURES: tuple[Figure, ...] = (
     _f("lossy_reason", c.text_or_none, "text", "why an exact strategy is not held to its tolerance", where="check"),
     # -- a fault-recovery launch: result["recovery"]
     _f("attempts", c.finite_or_none, "count", "attempts the launch took", where="recovery"),
+    _f("fault_step", c.whole_or_none, "index", "the step the fault was planted at (the spec's)", where="recovery"),
     _f("resumed_from_step", c.finite_or_none, "index", "the step the restarted workers resumed from", where="recovery"),
     _f("steps_redone", c.finite_or_none, "count", "steps trained again after the restart", where="recovery"),
     _f("restart_s", c.finite_or_none, "s", "from the fault to the workers' restart", where="recovery"),

@@ -4,7 +4,9 @@ import json
 import signal
 import subprocess
 import time
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import ddpbench
@@ -17,11 +19,12 @@ from ddpbench.testing.sweeps import wait_for_runs as _wait_for_runs
 
 @pytest.fixture(scope="module")
 def tiny_sweep(tmp_path_factory):
-    """One real 2-rank sweep shared by the checks below (4 jobs, about 15 s)."""
+    """One real 2-rank sweep shared by the checks below (4 jobs, about 15 s), priced by flags."""
     tmp = tmp_path_factory.mktemp("sweep")
     exp = write_experiment(tmp / "tiny.toml", TINY)
     out = tmp / "out"
-    proc = run_cli("sweep", exp, "--out", out)
+    proc = run_cli("sweep", exp, "--out", out, "--price-per-device-hour", "2.5", "--price-source", "test",
+                   "--price-date", "2026-11-25")
     return proc, out
 
 
@@ -59,6 +62,31 @@ def test_sweep_end_to_end(tiny_sweep):
     tail = proc.stdout[proc.stdout.index("verdict:"):].splitlines()
     assert [line.split(":")[0].strip() for line in tail[1:]][:1] in (["scaling"], ["no verdict"])
     assert any(line.startswith("  top cause: ") for line in tail) and "report: " in proc.stderr
+
+
+def test_a_priced_sweep_costs_every_job_and_says_why_there_is_no_energy(tiny_sweep):
+    """Cost per sample is price x devices x step time / samples for every job; energy is a measured
+    figure or one line why not, never a zero, and the report says so (docs/cost-and-energy.md)."""
+    proc, out = tiny_sweep
+    _, runs, ranks, sweeps = load_tables(out)
+    assert sweeps.iloc[-1]["experiment_cost"] == {"price_per_device_hour": 2.5, "price_per_node_hour": 0.0,
+                                                  "currency": "USD", "source": "test", "date": "2026-11-25"}
+    jobs = ddpbench.summarize(ddpbench.load(out)).set_index("key")
+    steps = ddpbench.load(out)
+    measured = steps[steps["phase"] == "measure"].groupby(["key", "repeat", "step"])["step_ms"].max()
+    for key, job in jobs.iterrows():
+        step_ms = measured.loc[key].groupby(level="repeat").mean().mean()
+        expected = 2.5 * job["world_size"] * step_ms / 3.6e6 / job["global_batch"]
+        assert job["cost_per_sample"] == pytest.approx(expected, rel=1e-9)
+    assert "cheapest: " in proc.stdout and "fastest: " in proc.stdout
+    for _, rank in ranks.iterrows():  # a figure, or why not: never 0 J for want of a counter
+        assert (rank["energy_j"] > 0) if not pd.isna(rank["energy_j"]) else \
+            (rank["energy_note"] and "\n" not in rank["energy_note"])
+    page = (out / "index.html").read_text()
+    assert "Cost and energy" in page and "2.5 USD a device-hour (test, 2026-11-25)" in page
+    if not Path("/sys/class/powercap").exists():  # this project's machines: said once, in one line
+        assert jobs["energy_j_per_sample"].isna().all() and "J per sample" not in page
+        assert page.count("this machine has no /sys/class/powercap") == 1
 
 
 def test_replicas_identical_and_env_stored(tiny_sweep):
