@@ -154,3 +154,10 @@ def test_a_figure_s_columns_are_made_as_declared():
     out = declared_figures(job)
     assert out["peak_rss_mb"] == 9.0 and out["allreduce_bytes_per_step"] == 20.0
     assert out["traffic_source"] == "computed" and math.isnan(out["gpus"]) and out["reduction"] is None
+
+
+def test_no_figure_takes_a_spec_field_s_name_but_the_one_that_echoes_it():
+    from ddpbench.experiment.spec import FIELDS
+
+    # recovery's fault_step is the spec's own value, stored again; the runs table keeps the spec's column
+    assert {f.name for f in FIGURES} & set(FIELDS) == {"fault_step"}
