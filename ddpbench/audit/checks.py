@@ -277,7 +277,11 @@ def check_deadline(fig: Figures, claim: Claim, keys) -> list[Problem]:
     out = []
     for m in DEADLINE.finditer(claim.text):
         limit = float(m.group(1))
-        for k in keys:
+        # the job said to meet it is the one named right before "trains" (its world size, where the
+        # sentence's jobs differ in it)
+        named = re.findall(r"\bws=(\d+)", claim.text[:m.start()])
+        mine = [k for k in keys if not named or int(fig.rec(k)["world_size"]) == int(named[-1])]
+        for k in mine:
             high = fig.rec(k).get("hours_high", math.nan)
             if not high <= limit:
                 out.append(Problem("deadline", k, claim.text, f"its hours reach {high:.3g} by their interval's high "
