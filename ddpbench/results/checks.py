@@ -60,12 +60,23 @@ def flag_or_none(value: Any) -> bool | None:
     return value
 
 
-def wholes_or_none(value: Any) -> list[int] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise ValueError(f"{show(value)} is not a list")
-    return [whole(v) for v in value]
+def _list_or_none(each):
+    """The check of a list whose every item passes ``each``, or None."""
+    def check(value: Any) -> list | None:
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise ValueError(f"{show(value)} is not a list")
+        return [each(v) for v in value]
+
+    check.__doc__ = f"A list, each item checked by {each.__name__}, or None."
+    return check
+
+
+wholes_or_none = _list_or_none(whole)
+#: a list of figures each of which may be missing (None or NaN), or None
+finites_or_none = _list_or_none(finite_or_none)
+texts_or_none = _list_or_none(text)
 
 
 def cpus_or_none(value: Any) -> list[int] | None:
@@ -80,21 +91,3 @@ def show(value: Any) -> str:
     """``value`` as an error names it: its repr, cut to 40 characters."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def finites_or_none(value: Any) -> list | None:
-    """A list of figures each of which may be missing (None or NaN), or None."""
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise ValueError(f"{show(value)} is not a list")
-    return [finite_or_none(v) for v in value]
-
-
-def texts_or_none(value: Any) -> list[str] | None:
-    """A list of strings, or None."""
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise ValueError(f"{show(value)} is not a list")
-    return [text(v) for v in value]
