@@ -124,8 +124,9 @@ def test_run_one_job_from_flags(tmp_path):
     assert len(jobs) == 1 and jobs.iloc[0]["world_size"] == 2 and jobs.iloc[0]["status"] == "ok"
 
 
-# two jobs, one rank then two, long enough to interrupt the second mid-launch
-LONGER = TINY.replace("steps = 4", "steps = 40").replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [25]")
+# two jobs, one rank then two, long enough to interrupt the second mid-launch (at 40 steps the second
+# launch could end within the test's look for its ranks and the 0.3 s it waits into their steps)
+LONGER = TINY.replace("steps = 4", "steps = 120").replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [25]")
 
 
 @pytest.fixture(scope="module")
