@@ -73,8 +73,9 @@ def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
     """The fastest setting of each model, and where a price was given the cheapest, and the
     cheapest that meets the deadline, each against its runner-up with its interval."""
     out = []
-    for group in _groups(summary):
-        model = f" for {model_name(group.iloc[0])}" if len(_groups(summary)) > 1 else ""
+    groups = _groups(summary)
+    for group in groups:
+        model = f" for {model_name(group.iloc[0])}" if len(groups) > 1 else ""
         by_speed = group.sort_values("samples_per_s", ascending=False)
         fast = by_speed.iloc[0]
         text = (f"{_name(fast, summary)}{model}, {_rate(fast['samples_per_s'])} samples/s"
