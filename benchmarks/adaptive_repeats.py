@@ -28,7 +28,7 @@ def sweep(experiment: Path, out: str) -> None:
 
 
 def table(out: str):
-    from ddpbench.analysis.summary import summarize
+    from ddpbench.analysis.summary.table import summarize
     from ddpbench.results.tables import load
 
     return summarize(load(out))

@@ -60,7 +60,7 @@ def folders() -> list[Path]:
 
 def claims_of(folder: Path) -> list[Claim]:
     """The folder's verdict lines and findings, as `report --check` hands them to the checker."""
-    from ddpbench.analysis.claims import finding_claims, verdict_claims
+    from ddpbench.analysis.diagnosis.claims import finding_claims, verdict_claims
     from ddpbench.analysis.folder import load
 
     measured = load(folder)

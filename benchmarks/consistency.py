@@ -33,7 +33,7 @@ APART = ("world_size", "bucket_cap_mb", "threads_per_rank")
 
 def configurations(summary):
     """The summary's jobs grouped into configurations, with a label each."""
-    from ddpbench.analysis.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, describe, label_fields
+    from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, describe, label_fields
 
     keys = [c for c in SPEC_COLUMNS if c in summary.columns and c not in (*APART, *MEASUREMENT_FIELDS)]
     fields = [f for f in label_fields(summary) if f not in APART]

@@ -19,7 +19,7 @@ planted level's job. Launches are drawn without replacement within a history (ea
 at most once), so the default 12 x 2 uses all 24 launches a level has; ``--replace`` draws with
 replacement (a bootstrap), for longer histories than the folder holds.
 
-It runs :func:`ddpbench.analysis.changes.change_points` on each and prints, per level:
+It runs :func:`ddpbench.analysis.history.changes.change_points` on each and prints, per level:
 - the planted level's measured size (mean of all its launches against level 0's);
 - recall: the share of histories where a change is found at the planted commit, and within one
   commit of it;
@@ -28,7 +28,7 @@ It runs :func:`ddpbench.analysis.changes.change_points` on each and prints, per 
 Each rate is printed with its 95 % Wilson interval over the trials. The trials reuse the same
 launches, so the intervals are narrower than new launches would give.
 
-``--gate`` measures ``history check``'s gate instead (:func:`ddpbench.analysis.newest.newest_test`,
+``--gate`` measures ``history check``'s gate instead (:func:`ddpbench.analysis.history.newest.newest_test`,
 the newest commit against the level before it): how often a step-free history is called slower
 (a merge failed for nothing), and how often a history whose newest commit alone is at a planted
 level is called slower.
@@ -100,7 +100,7 @@ def rates(levels: dict[float, np.ndarray], commits: int, launches: int, replace:
           seed: int, setting: tuple[float, float, float] | None = None) -> dict:
     """{"false_alarms": (hits, trials), level: {"size": measured, "exact": hits, "near": hits}};
     ``setting`` (P_VALUE, MIN_CHANGE, OUTLIER_MADS) in place of the detector's own."""
-    from ddpbench.analysis import changes
+    from ddpbench.analysis.history import changes
 
     p_value, min_change, mads = setting or (changes.P_VALUE, changes.MIN_CHANGE, changes.OUTLIER_MADS)
     own, changes.OUTLIER_MADS = changes.OUTLIER_MADS, mads  # a module constant, not an argument
@@ -136,10 +136,10 @@ def _rates(levels, commits, launches, replace, trials, seed, change_points) -> d
 
 def gate_rates(levels: dict[float, np.ndarray], commits: int, launches: int, replace: bool, trials: int,
                seed: int) -> dict:
-    """``history check``'s gate (:func:`ddpbench.analysis.newest.newest_test`, newest 1) on histories
+    """``history check``'s gate (:func:`ddpbench.analysis.history.newest.newest_test`, newest 1) on histories
     of ``commits`` commits: {"false_alarms": (slower calls on step-free histories, trials), level:
     {"size": measured, "slower": calls where only the newest commit is at that level}}."""
-    from ddpbench.analysis.newest import SLOWER, newest_test
+    from ddpbench.analysis.history.newest import SLOWER, newest_test
 
     rng = np.random.default_rng(seed)
     base = levels[0.0]
@@ -216,7 +216,7 @@ def main() -> None:
             print(f"  planted {level:.0%} (measured {r['size']:+.1%}) at the newest commit: called slower "
                   f"{r['slower'] / n:.1%} [{low:.1%}, {high:.1%}]")
         return
-    from ddpbench.analysis import changes
+    from ddpbench.analysis.history import changes
 
     setting = (changes.P_VALUE if args.p_value is None else args.p_value,
                changes.MIN_CHANGE if args.min_change is None else args.min_change,

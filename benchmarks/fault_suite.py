@@ -44,7 +44,7 @@ FIXED_REPEATS = 3
 class Case:
     name: str
     experiment: Path
-    expect: str  # a cause (ddpbench.analysis.causes.CAUSES), or "none"
+    expect: str  # a cause (ddpbench.analysis.diagnosis.causes.CAUSES), or "none"
     why: str = ""
     fix: dict | str | None = None  # fields, or "diagnosis": the fields the diagnosis proposes
     plant: dict = field(default_factory=dict)
@@ -58,8 +58,8 @@ class Case:
 
 
 def read_suite(path: Path = SUITE) -> list[Case]:
-    from ddpbench.analysis.budget import BUDGET_LINES
-    from ddpbench.analysis.causes import CAUSES
+    from ddpbench.analysis.summary.budget import BUDGET_LINES
+    from ddpbench.analysis.diagnosis.causes import CAUSES
     from ddpbench.experiment.files import read_toml
 
     data = read_toml(path)
@@ -193,8 +193,8 @@ def summary_of(folder: Path):
 
 def diagnosed(folder: Path):
     """The summary and the ranked findings of a case's results, as the report makes them."""
-    from ddpbench.analysis.costmodel import fit_collectives
-    from ddpbench.analysis.diagnosis import diagnose
+    from ddpbench.analysis.models.costmodel import fit_collectives
+    from ddpbench.analysis.diagnosis.finders import diagnose
     from ddpbench.results.tables import load_collectives
 
     summary = summary_of(folder)
@@ -211,7 +211,7 @@ def case_job(summary):
 def named_ranks(folder: Path, key: str) -> list:
     """The rank each launch of job ``key`` waited for through the barrier (None where no rank stood out)."""
     import ddpbench
-    from ddpbench.analysis.budget import launch_barrier
+    from ddpbench.analysis.summary.budget import launch_barrier
 
     steps = ddpbench.load(folder)
     launches = launch_barrier(steps[steps["key"] == key]).sort_values("repeat")
@@ -221,8 +221,8 @@ def named_ranks(folder: Path, key: str) -> list:
 def measured_gain(planted, fixed) -> tuple[float, float, float]:
     """The planted job's mean step minus the fixed one's (ms), with the 95 % interval of that
     difference over launches (from the interval of their ratio)."""
-    from ddpbench.analysis import stats
-    from ddpbench.analysis.summary import launch_times
+    from ddpbench.analysis.core import stats
+    from ddpbench.analysis.summary.table import launch_times
 
     a, b = case_job(planted), case_job(fixed)
     gain = float(a["step_ms_mean"] - b["step_ms_mean"])
@@ -234,7 +234,7 @@ def measured_gain(planted, fixed) -> tuple[float, float, float]:
 def score(case: Case, summary, findings, fixed=None, launch_ranks=None) -> dict:
     """One case's row: the top cause, the hit, false findings and the estimate against the gain; the loss
     budget's largest line and the rank each launch was found waiting for (``launch_ranks``)."""
-    from ddpbench.analysis.diagnosis import top_cause
+    from ddpbench.analysis.diagnosis.finders import top_cause
 
     job = case_job(summary)
     blamed = [f for f in findings if f.cause]

@@ -15,7 +15,7 @@ the default sweep's 25 MB MLP, 25 MB buckets, 3 warmup steps) at each planted sl
 with many repeats. The runner interleaves the jobs' launches by repeat, so drift of the machine
 hits every level alike. ``analyse`` then forms comparisons from *disjoint* sets of those fresh
 launches of one sweep (several sweeps' comparisons are pooled, never mixed) and runs the real gate
-(:func:`ddpbench.analysis.compare.gate_test`) on each:
+(:func:`ddpbench.analysis.history.compare.gate_test`) on each:
 
   * A/A: two disjoint sets of n launches of the same job (every level is a job identical to
     itself), the earlier n against the next n (the way a baseline sweep and a later candidate
@@ -27,7 +27,7 @@ steps of each launch (the default ``steps``) or all of them (more steps). Every 
 consecutive launches is used, so comparisons overlap; the rates' 95 % Wilson intervals are
 computed on the number of comparisons with no launch in common (printed beside them), which is
 the honest count. It also prints the planted levels' measured size (all launches pooled) and
-:func:`ddpbench.analysis.power.minimum_detectable`'s prediction beside the measured rates.
+:func:`ddpbench.analysis.core.power.minimum_detectable`'s prediction beside the measured rates.
 
 ``pytest`` runs ``benchmarks/pytest_planted.py`` (a ``ddp_group`` TrainStep of the same job, with
 and without the planted slowdown) under pytest-benchmark ``--runs`` times, saving each run's
@@ -45,7 +45,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ddpbench.analysis import compare, power
+from ddpbench.analysis.history import compare
+
+from ddpbench.analysis.core import power
 from ddpbench.testing import cli_command
 
 HERE = Path(__file__).resolve().parent
@@ -140,7 +142,7 @@ def wilson(rate: float, n: int, z: float = 1.959964) -> tuple[float, float]:
 
 
 def gate_row(steps_a, steps_b) -> dict:
-    """What :func:`ddpbench.analysis.compare.gate_test` reads of a compared job, from per-launch steps."""
+    """What :func:`ddpbench.analysis.history.compare.gate_test` reads of a compared job, from per-launch steps."""
     import numpy as np
 
     pooled_a = np.concatenate([np.asarray(x, dtype=float) for x in steps_a])

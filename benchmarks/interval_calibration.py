@@ -1,5 +1,5 @@
 """Do the launch-level intervals keep their word? Coverage and false calls of ddpbench's t intervals
-(``ddpbench.analysis.stats``) next to the percentile bootstrap they replaced, on simulated launches
+(``ddpbench.analysis.core.stats``) next to the percentile bootstrap they replaced, on simulated launches
 and on real identical launches of this machine.
 
 (a) Simulated launches: each launch's level is a lognormal launch effect (coefficient of variation
@@ -13,7 +13,7 @@ old code then ran Mann-Whitney over steps, shown beside it.
 
 (b) Real A/A: the launches of one results folder whose jobs are each run many times
 (``experiments/calibration.toml``), split at random into a baseline and a candidate of n launches
-each, compared by ``ddpbench.analysis.compare.compare_tables``, the code ``compare`` runs. Every
+each, compared by ``ddpbench.analysis.history.compare.compare_tables``, the code ``compare`` runs. Every
 "slower" or "faster" verdict is false. The old method's verdict on the same splits is beside it.
 
     python -m ddpbench sweep experiments/calibration.toml --out reports/examples/calibration-cpu --no-report
@@ -84,7 +84,7 @@ def simulate(rng: np.random.Generator, trials: int, n: int, machine: Machine, sl
 
 def old_bootstrap(means: list[np.ndarray], stat, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """The replaced method, vectorised over trials: expanded percentile bootstrap over launches."""
-    from ddpbench.analysis.stats import expanded_tail
+    from ddpbench.analysis.core.stats import expanded_tail
 
     n = min(m.shape[1] for m in means)
     tail = expanded_tail(n)
@@ -97,7 +97,7 @@ def old_bootstrap(means: list[np.ndarray], stat, rng: np.random.Generator) -> tu
 def simulated_row(n: int, trials: int, machine: Machine, seed: int) -> dict:
     from scipy.stats import mannwhitneyu
 
-    from ddpbench.analysis import stats
+    from ddpbench.analysis.core import stats
 
     rng = np.random.default_rng(seed + n)
     row: dict = {"n": n}
@@ -125,7 +125,7 @@ def simulated_row(n: int, trials: int, machine: Machine, seed: int) -> dict:
 
 def _subset(summary_row: pd.Series, steps: pd.DataFrame, repeats) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A one-job summary and its steps as if the folder held only these launches."""
-    from ddpbench.analysis.summary import bounded_steps
+    from ddpbench.analysis.summary.table import bounded_steps
 
     mine = steps[(steps["key"] == summary_row["key"]) & steps["repeat"].isin(list(repeats))]
     bounded = bounded_steps(mine)
@@ -144,8 +144,10 @@ def real_aa(folder: str | Path, seed: int = SEED, splits: int = SPLITS) -> pd.Da
     method's call on the same split (bootstrap; Mann-Whitney over steps at one launch)."""
     from scipy.stats import mannwhitneyu
 
-    from ddpbench.analysis import compare, stats
-    from ddpbench.analysis.summary import launch_times, summarize
+    from ddpbench.analysis.history import compare
+
+    from ddpbench.analysis.core import stats
+    from ddpbench.analysis.summary.table import launch_times, summarize
     from ddpbench.results.tables import load_folder
 
     steps, runs, ranks, _ = load_folder(Path(folder))

@@ -69,7 +69,7 @@ def launches(folders: list[Path]):
     """One row per launch of every folder: its world size, launcher, wall and overhead, mean step."""
     import pandas as pd
 
-    from ddpbench.analysis.stats import launch_means
+    from ddpbench.analysis.core.stats import launch_means
     from ddpbench.results.tables import load_tables
 
     rows = []
@@ -86,7 +86,7 @@ def launches(folders: list[Path]):
 
 
 def interval(values) -> str:
-    from ddpbench.analysis.stats import mean_ci
+    from ddpbench.analysis.core.stats import mean_ci
 
     values = [v for v in values if v == v]
     if not values:
@@ -96,7 +96,7 @@ def interval(values) -> str:
 
 
 def ratio(num, den) -> str:
-    from ddpbench.analysis.stats import ratio_ci
+    from ddpbench.analysis.core.stats import ratio_ci
 
     low, high = ratio_ci(list(num), list(den))
     return f"{statistics.fmean(num) / statistics.fmean(den):.2f}x [{low:.2f}, {high:.2f}]"

@@ -234,7 +234,7 @@ def sweep(script: Script, folder: Path, timeout: float = 1200, **overrides) -> t
 
 def summary_rows(out: Path) -> dict[int, dict]:
     """The summary's row per world size (samples/s and its interval, exposed communication, status, error)."""
-    from ddpbench.analysis.summary import summarize
+    from ddpbench.analysis.summary.table import summarize
     from ddpbench.results.tables import load
 
     table = summarize(load(out))

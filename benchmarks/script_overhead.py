@@ -479,7 +479,7 @@ def sweep(run_args: list[str], out: Path, samples: int) -> tuple[dict[int, float
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     if proc.returncode != 0:
         sys.exit(f"the sweep failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    from ddpbench.analysis.summary import summarize
+    from ddpbench.analysis.summary.table import summarize
     from ddpbench.results.tables import load
 
     table = summarize(load(out))

@@ -64,7 +64,7 @@ def main() -> None:
                                           "--no-report"), capture_output=True, text=True)
         if proc.returncode:
             sys.exit(f"the sweep failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
-    from ddpbench.analysis.summary import summarize
+    from ddpbench.analysis.summary.table import summarize
     from ddpbench.results.tables import load
 
     table = summarize(load(folder))

@@ -28,8 +28,8 @@ def command(*args: str) -> None:
 
 
 def main() -> None:
-    from ddpbench.analysis import stats
-    from ddpbench.analysis.summary import summarize
+    from ddpbench.analysis.core import stats
+    from ddpbench.analysis.summary.table import summarize
     from ddpbench.results.tables import load
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

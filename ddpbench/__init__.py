@@ -39,7 +39,7 @@ def load_collectives(out_dir):
 
 
 def summarize(steps, runs=None, ranks=None):
-    """Per-job DataFrame from :func:`load`'s output; see :func:`ddpbench.analysis.summary.summarize`."""
+    """Per-job DataFrame from :func:`load`'s output; see :func:`ddpbench.analysis.summary.table.summarize`."""
     from ddpbench.analysis.summary import summarize as _summarize
 
     return _summarize(steps, runs, ranks)

@@ -1,18 +1,21 @@
 """Analysis: pure functions over the results tables, DataFrames in, DataFrames (or findings) out.
 
-  summary      one row per job: step times, throughput, speedup, efficiency, serial fraction, phases
-  stats        confidence intervals and significance over fresh launches
-  budget       what a job lost against its baseline, in lines that sum to it; the rank waited for
-  jobs         which settings tell jobs apart: labels, reading order, baselines
-  costmodel    the alpha-beta model, fitted to this machine and projected to larger clusters
-  diagnosis    the findings in plain words, each quoting the figures it rests on
-  compare      two folders job by job, with gates
-  collectives  the measured all_reduce curve beside DDP's buckets
-  network      jobs on emulated links beside the model of the link; fault recovery
-  gpu          jobs that ran on CUDA beside the same job on CPU
-  trend        a history store's series: each job at each world size, commit by commit
-  changes      change points in those series, with their side (compute or scaling) and phase
-  newest       the newest commits against each series' level: the merge gate
+Five rooms, each a package with a face (its ``__init__``) and each importing only the rooms below
+it (import-linter's contract in pyproject.toml):
 
+  history    runs against runs: compare two folders, the regression gate, tune's race, a history
+             store's trend, change points and the merge gate (``newest``)
+  folder     ``Measured``: a results folder read once, the one facade the report reads it through
+  diagnosis  the findings in plain words: each cause and what its fix would recover, the evidence
+             of fixes the sweep ran, the loss budget in words, the verdict
+  models     the alpha-beta cost model, what-if on a described cluster, parameter layouts and DDP's
+             buckets, the check against published scaling, emulated links
+  summary    one row per job: step times, throughput, speedup, efficiency, exposed communication,
+             the barrier, the loss budget, cost
+  core       statistics and power, job grouping and labels, column declarations, thresholds, and
+             reading values (the one test of a missing figure)
+
+Code outside the analysis imports a room's face (``from ddpbench.analysis.summary import
+summarize``) or ``folder``, never a module inside a room (tests/unit/project/test_layers.py).
 Nothing here runs, launches or draws anything.
 """

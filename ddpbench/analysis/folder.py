@@ -3,7 +3,7 @@
 The report (and the end of a sweep, which prints the report's table), ``report --check``,
 ``export-benchmark``, ``compare`` and ``whatif --from`` each read a folder through :func:`load` (a
 folder the program itself wrote) or :func:`load_given` (a folder named on the command line, with
-one-line errors), so the tables are read once, :func:`ddpbench.analysis.summary.summarize` runs
+one-line errors), so the tables are read once, :func:`ddpbench.analysis.summary.table.summarize` runs
 once, with the datasheet peak the folder's experiment gave, and each damaged record is said once.
 
 The object is the one way to what the analysis concludes of the folder, each computed on first use
@@ -24,15 +24,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from ddpbench.analysis import summary as _summary
-from ddpbench.analysis.choice import Choice, choices
-from ddpbench.analysis.cost import stored_cost
-from ddpbench.analysis.costmodel import fit_collectives
-from ddpbench.analysis.diagnosis import diagnose
-from ddpbench.analysis.findings import Finding
-from ddpbench.analysis.model import Model, cost_model
-from ddpbench.analysis.network import held_out_check, network_table
-from ddpbench.analysis.verdict import headline
+from ddpbench.analysis.summary import table as _summary
+from ddpbench.analysis.diagnosis.choice import Choice, choices
+from ddpbench.analysis.summary.cost import stored_cost
+from ddpbench.analysis.models.costmodel import fit_collectives
+from ddpbench.analysis.diagnosis.finders import diagnose
+from ddpbench.analysis.diagnosis.findings import Finding
+from ddpbench.analysis.models.model import Model, cost_model
+from ddpbench.analysis.models.network import held_out_check, network_table
+from ddpbench.analysis.diagnosis.verdict import headline
 from ddpbench.experiment.cost import Cost
 from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_collectives, load_folder, load_tables
@@ -50,7 +50,7 @@ class Measured:
     runs: pd.DataFrame
     ranks: pd.DataFrame
     sweeps: pd.DataFrame
-    #: one row per job (:func:`ddpbench.analysis.summary.summarize`); empty when no job ran
+    #: one row per job (:func:`ddpbench.analysis.summary.table.summarize`); empty when no job ran
     summary: pd.DataFrame
     #: one row per (launch, op, placement, size) of the collective micro-benchmarks
     #: (:func:`ddpbench.results.tables.load_collectives`); empty when the folder holds none, or
@@ -65,30 +65,30 @@ class Measured:
     @functools.cached_property
     def choices(self) -> list[Choice]:
         """The fastest and, with a price, the cheapest setting of each model, and the cheapest that meets
-        the deadline (:func:`ddpbench.analysis.choice.choices`): verdict lines beside the diagnosis's."""
+        the deadline (:func:`ddpbench.analysis.diagnosis.choice.choices`): verdict lines beside the diagnosis's."""
         return choices(self.summary, self.cost) if len(self.summary) else []
 
     @functools.cached_property
     def model(self) -> Model:
-        """The cost model (:func:`ddpbench.analysis.model.cost_model`): what the diagnosis quotes and
+        """The cost model (:func:`ddpbench.analysis.models.model.cost_model`): what the diagnosis quotes and
         the report's projection draws. Fitted to the collectives too, so from a folder loaded with them."""
         return cost_model(self.summary, self.ranks, self.collectives, self.sweeps)
 
     @functools.cached_property
     def network(self) -> pd.DataFrame:
         """The emulated-network jobs against the alpha-beta model of their link rates
-        (:func:`ddpbench.analysis.network.network_table`); empty without such jobs."""
+        (:func:`ddpbench.analysis.models.network.network_table`); empty without such jobs."""
         return network_table(self.summary, self.ranks)
 
     @functools.cached_property
     def link_check(self) -> pd.DataFrame:
         """The network model checked across link rates, each rate held out of the fit in turn
-        (:func:`ddpbench.analysis.network.held_out_check`): quoted by the diagnosis, shown by the report."""
+        (:func:`ddpbench.analysis.models.network.held_out_check`): quoted by the diagnosis, shown by the report."""
         return held_out_check(self.network)
 
     @functools.cached_property
     def findings(self) -> list[Finding]:
-        """The diagnosis (:func:`ddpbench.analysis.diagnosis.diagnose`) of the summary, with the cost
+        """The diagnosis (:func:`ddpbench.analysis.diagnosis.finders.diagnose`) of the summary, with the cost
         model's projection and its checks, the held-out check across emulated link rates and the
         machine's fitted all-reduce curve; empty when no job ran."""
         if self.summary.empty:
@@ -99,7 +99,7 @@ class Measured:
 
     @functools.cached_property
     def verdict(self) -> list[tuple[str, str]]:
-        """The headline lines (label, text) of the findings (:func:`ddpbench.analysis.verdict.headline`):
+        """The headline lines (label, text) of the findings (:func:`ddpbench.analysis.diagnosis.verdict.headline`):
         the report's first section and what a sweep prints at its end; empty when no job ran."""
         if not len(self.summary):
             return []
@@ -108,10 +108,10 @@ class Measured:
     @functools.cached_property
     def contradictions(self) -> list:
         """What the independent checker (:mod:`ddpbench.audit`, through
-        :func:`ddpbench.analysis.claims.audit_findings`) finds wrong in the verdict and the findings,
+        :func:`ddpbench.analysis.diagnosis.claims.audit_findings`) finds wrong in the verdict and the findings,
         against the figures it re-derives from the stored records: what ``report --check`` lists."""
         # the checker (and scipy.stats, which it imports) only for ``report --check``: a second of a report's start
-        from ddpbench.analysis.claims import audit_findings
+        from ddpbench.analysis.diagnosis.claims import audit_findings
 
         if not len(self.summary):  # no job: nothing said, nothing to check
             return []

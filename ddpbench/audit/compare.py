@@ -1,4 +1,4 @@
-"""``compare``'s rows (:func:`ddpbench.analysis.compare.compare_tables`, as plain dicts) set against
+"""``compare``'s rows (:func:`ddpbench.analysis.history.compare.compare_tables`, as plain dicts) set against
 the two folders' own records, re-derived here (:mod:`.figures`).
 
 Per row: whether it was compared (ok in both folders), each side's launch count, mean and median

@@ -31,44 +31,46 @@ def command(args) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from ddpbench.analysis import compare, power
+    from ddpbench.analysis.history import FAIL, INCONCLUSIVE, PASS, compare_tables, environment_differences, gate_results, gate_text, load_side, parse_gate
+
+    from ddpbench.analysis.core import POWER, mde_amount
     from ddpbench.report.compare_page import write_comparison
     from ddpbench.results.sanitize import printable
 
-    gates = [compare.parse_gate(text) for text in args.fail_on]
-    side_a = compare.load_side(args.baseline, "A")
-    side_b = compare.load_side(args.candidate, "B")
+    gates = [parse_gate(text) for text in args.fail_on]
+    side_a = load_side(args.baseline, "A")
+    side_b = load_side(args.candidate, "B")
     if not set(side_a.summary["key"]) & set(side_b.summary["key"]):
         raise InputError("command line", None, f"A ({args.baseline}) and B ({args.candidate}) have no job in "
                          "common (jobs match when every setting is equal); compare folders of the same experiment")
     out_dir = args.out or args.candidate / "compare"
     check_out_dir(out_dir)
-    table = compare.compare_tables(side_a.summary, side_a.steps, side_b.summary, side_b.steps)
-    results = compare.gate_results(table, gates)
-    env_diffs = compare.environment_differences(side_a.sweeps, side_b.sweeps)
+    table = compare_tables(side_a.summary, side_a.steps, side_b.summary, side_b.steps)
+    results = gate_results(table, gates)
+    env_diffs = environment_differences(side_a.sweeps, side_b.sweeps)
     print_comparison(table)
     written = write_comparison(table, results, gates, env_diffs, args.baseline, args.candidate, out_dir)
     out = Console(highlight=False, soft_wrap=True)
     for what, va, vb in env_diffs:
         out.print(f"[yellow]warning[/yellow]: the environments differ in {escape(printable(what))}: "
                   f"A {escape(printable(va))} vs B {escape(printable(vb))}")
-    failed = results[results["outcome"] == compare.FAIL]
+    failed = results[results["outcome"] == FAIL]
     if gates:
         names = ", ".join(map(str, gates))
-        unsure = results[results["outcome"] == compare.INCONCLUSIVE]
+        unsure = results[results["outcome"] == INCONCLUSIVE]
         if len(failed):
             out.print(f"[red]gate failed[/red] ({names}): {failed['key'].nunique()} job(s) slower than a "
                       "threshold beyond noise")
         elif len(unsure):
             detectable = unsure["mde"].dropna()
-            span = (f"; the smallest slowdown they detect at {100 * power.POWER:.0f} % is "
-                    f"{power.mde_amount(detectable.min(), unsure.iloc[0]['unit'])}"
-                    f" to {power.mde_amount(detectable.max(), unsure.iloc[0]['unit'])}" if len(detectable) else "")
+            span = (f"; the smallest slowdown they detect at {100 * POWER:.0f} % is "
+                    f"{mde_amount(detectable.min(), unsure.iloc[0]['unit'])}"
+                    f" to {mde_amount(detectable.max(), unsure.iloc[0]['unit'])}" if len(detectable) else "")
             out.print(f"[yellow]gate inconclusive[/yellow] ({names}): no job is slower beyond noise, but "
                       f"{unsure['key'].nunique()} job(s) could not show it{span}")
         else:
             out.print(f"[green]gate passed[/green] ({names}): no job is slower than a threshold beyond noise")
-        for _, g in results[results["outcome"] != compare.PASS].iterrows():
-            out.print(f"  {printable(compare.gate_text(g))}", markup=False)
+        for _, g in results[results["outcome"] != PASS].iterrows():
+            out.print(f"  {printable(gate_text(g))}", markup=False)
     out.print(f"report: {written['html']}", markup=False)
     return 1 if len(failed) else 0

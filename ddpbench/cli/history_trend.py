@@ -1,5 +1,5 @@
 """``python -m ddpbench history page|check``: a history store's trend page, and the merge gate on its
-newest commits (:mod:`ddpbench.report.trend_page`, :mod:`ddpbench.analysis.newest`)."""
+newest commits (:mod:`ddpbench.report.trend_page`, :mod:`ddpbench.analysis.history.newest`)."""
 
 from __future__ import annotations
 
@@ -32,9 +32,9 @@ def add_verbs(verbs) -> None:
 
 
 def _tables(args):
-    from ddpbench.analysis.changes import trend_changes
-    from ddpbench.analysis.newest import newest_changes
-    from ddpbench.analysis.trend import trend_table
+    from ddpbench.analysis.history import trend_changes
+    from ddpbench.analysis.history import newest_changes
+    from ddpbench.analysis.history import trend_table
 
     if not args.store.is_dir():
         raise InputError(str(args.store), None, "no such history store (a folder `history add --store` writes)")
@@ -66,11 +66,11 @@ def command_page(args) -> int:
 
 
 def command_check(args) -> int:
-    from ddpbench.analysis.newest import SLOWER, UNTESTED
+    from ddpbench.analysis.history import SLOWER, CANNOT_TEST
 
     _, _, newest = _tables(args)
     for _, r in newest.iterrows():
-        shown = "" if r["outcome"] == UNTESTED else (
+        shown = "" if r["outcome"] == CANNOT_TEST else (
             f"  {r['step_ms_level']:.2f} -> {r['step_ms_newest']:.2f} ms, x{r['ratio']:.3f} "
             f"[{r['ratio_low']:.3f}, {r['ratio_high']:.3f}], p {r['p_value']:.1e}")
         print(f"{r['outcome']:12} {r['label']}{shown}")
@@ -79,6 +79,6 @@ def command_check(args) -> int:
     if len(slower):
         print(f"FAIL: {len(slower)} series slower at {what} than their level before, beyond noise")
         return 1
-    print(f"ok: no series slower at {what} beyond noise ({int((newest['outcome'] == UNTESTED).sum())} "
+    print(f"ok: no series slower at {what} beyond noise ({int((newest['outcome'] == CANNOT_TEST).sum())} "
           f"could not be tested)")
     return 0

@@ -27,7 +27,7 @@ def _cost(args):
     given = cost_flags(args)
     if not any(v is not None for v in given.values()):
         return None
-    from ddpbench.analysis.cost import stored_cost
+    from ddpbench.analysis.summary import stored_cost
     from ddpbench.experiment.cost import with_flags
     from ddpbench.results.tables import load_tables
 

@@ -43,8 +43,8 @@ def print_jobs(experiment, machine) -> None:
 def print_summary(table) -> None:
     from rich.table import Table
 
-    from ddpbench.analysis.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
-    from ddpbench.analysis.jobs import model_name
+    from ddpbench.analysis.core import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
+    from ddpbench.analysis.core import model_name
 
     if table.empty:
         return
@@ -89,7 +89,7 @@ def print_summary(table) -> None:
 def budget_lines(table) -> list[str]:
     """One line per multi-rank job with its loss budget (``loss 47.0 ms over baseline 39.1: contention 23.6,
     ...``); one line saying there is none where the summary lacks the budget's columns."""
-    from ddpbench.analysis.jobs import describe, label_fields, ordered
+    from ddpbench.analysis.core import describe, label_fields, ordered
     from ddpbench.report.budget import (NO_BUDGET_COLUMNS, budget_rows, console_line, has_budget_columns,
                                         multi_rank_jobs)
     from ddpbench.results.sanitize import printable
@@ -151,14 +151,14 @@ def print_comparison(table) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from ddpbench.analysis import power
-    from ddpbench.analysis.compare import FASTER, SLOWER, ratio_text
+    from ddpbench.analysis.core import POWER
+    from ddpbench.analysis.history import FASTER, SLOWER, ratio_text
     from ddpbench.results.sanitize import printable
 
     compared = table[table["compared"]]
     if len(compared):
         out = Table(title="B against baseline A, per job (slowest rank, measured steps)")
-        detectable = f"detectable at {100 * power.POWER:.0f}%"
+        detectable = f"detectable at {100 * POWER:.0f}%"
         costed = compared["cost_per_sample_ratio"].notna().any() if "cost_per_sample_ratio" in compared else False
         energy = compared["energy_j_per_sample_ratio"].notna().any() if "energy_j_per_sample_ratio" in compared else False
         for col in ("job", "A median ms", "B median ms", "median B/A", "mean B/A [95% CI]", "throughput",
@@ -194,12 +194,12 @@ def _ratio_with_interval(r, column: str) -> str:
 
 
 def print_validation(found, costs) -> None:
-    """The what-if model beside published scaling (:mod:`ddpbench.analysis.validation`): one table
+    """The what-if model beside published scaling (:mod:`ddpbench.analysis.models.validation`): one table
     per quantity (scaling efficiency; throughput at a 1 MB bucket cap against 25 MB)."""
     from rich.console import Console
     from rich.table import Table
 
-    from ddpbench.analysis.validation import check
+    from ddpbench.analysis.models import check_published
 
     console = table_console()
     console = console if console.is_terminal else Console(width=200)  # its columns, unsqueezed in a pipe
@@ -228,7 +228,7 @@ def print_validation(found, costs) -> None:
                   f"links at {costs.link_share:.0%} of their rate", highlight=False)
     for quantity, label in (("scaling efficiency (%)", "scaling efficiency"),
                             ("throughput vs 25 MB (%)", "1 MB vs 25 MB buckets")):
-        held = check(found, quantity)
+        held = check_published(found, quantity)
         console.print(f"held-out error, {label}: mean {held.mae_pp:.1f} pp, largest {held.max_pp:.1f} pp over "
                       f"{held.points} published points from {held.sources} source(s)", highlight=False)
 
@@ -266,8 +266,8 @@ def print_whatif(args, what: str, work, cluster) -> None:
     batch and a price (or a run's samples) the hours and cost of training at each."""
     import math
 
-    from ddpbench.analysis.cost import MILLION
-    from ddpbench.analysis.whatif import COSTS, ddp_step, largest_world_size, link_needed, master_step
+    from ddpbench.analysis.summary import MILLION
+    from ddpbench.analysis.models import COSTS, ddp_step, largest_world_size, link_needed, master_step
 
     print(f"model output for {what}: {sum(work.bucket_bytes) / 1e6:.1f} MB of gradients, {work.compute_ms:.4g} ms "
           f"of compute per device; {args.gpus_per_node} devices a node at {args.intra_gbit:g} Gbit/s, nodes at "

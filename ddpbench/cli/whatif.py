@@ -1,5 +1,5 @@
 """``python -m ddpbench whatif``: what a workload's step would cost on a cluster you describe
-(:mod:`ddpbench.analysis.whatif`). Model output, not a measurement."""
+(:mod:`ddpbench.analysis.models.whatif`). Model output, not a measurement."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def add_parser(sub) -> None:
     p.add_argument("--train-samples", type=int, metavar="N", help="samples of the training run to cost and time "
                    "(default: a million)")
     p.add_argument("--validate", action="store_true", help="instead: the model beside published data-parallel "
-                   "scaling results (their sources in ddpbench/analysis/published_scaling.toml), with its held-out error")
+                   "scaling results (their sources in ddpbench/analysis/models/published_scaling.toml), with its held-out error")
     p.set_defaults(func=command)
 
 
@@ -79,21 +79,21 @@ def _check(args) -> None:
 
 
 def validate() -> int:
-    from ddpbench.analysis.validation import table
-    from ddpbench.analysis.whatif import COSTS
+    from ddpbench.analysis.models import published_table
+    from ddpbench.analysis.models import COSTS
     from ddpbench.cli.tables import print_validation
 
-    print_validation(table(COSTS), COSTS)
+    print_validation(published_table(COSTS), COSTS)
     return 0
 
 
 def _measured(folder: Path) -> list:
-    """The workloads a sweep measured (:func:`ddpbench.analysis.costmodel.workloads`)."""
+    """The workloads a sweep measured (:func:`ddpbench.analysis.models.costmodel.workloads`)."""
     from ddpbench.results.schema import RESULTS_FILE
 
     if not (folder / RESULTS_FILE).is_file():
         raise InputError(str(folder), RESULTS_FILE, "not found; give --from a folder written by `ddpbench sweep`")
-    from ddpbench.analysis.costmodel import workloads
+    from ddpbench.analysis.models import workloads
     from ddpbench.analysis.folder import load
 
     measured = load(folder, collectives=False)  # loaded and summarised once
@@ -107,14 +107,14 @@ def _measured(folder: Path) -> list:
 def command(args) -> int:
     if args.validate:
         return validate()
-    from ddpbench.analysis.whatif import Cluster, Work
+    from ddpbench.analysis.models import Cluster, Work
 
     _check(args)
     cluster = Cluster(args.gpus_per_node, args.intra_gbit, args.inter_gbit, args.intra_latency_us,
                       args.inter_latency_us)
     if args.from_dir is not None:
-        from ddpbench.analysis.costmodel import versus_report
-        from ddpbench.analysis.lossbudget import cluster_words
+        from ddpbench.analysis.models import versus_report
+        from ddpbench.analysis.diagnosis import cluster_words
         from ddpbench.results.sanitize import printable, without_controls
 
         found, summary = _measured(args.from_dir)

@@ -5,7 +5,7 @@ below a model's largest tensors often give the very same buckets: such jobs are 
 measured twice, not two settings. Nothing has run yet, so the layouts are predicted from the
 model's tensor sizes by DDP's own assignment (:func:`ddpbench.strategies.ddp.predicted_buckets`,
 which assumes gradients become ready in reverse registration order), and the warning says
-"predicted"; the report judges by the layouts DDP recorded (:mod:`ddpbench.analysis.layouts`).
+"predicted"; the report judges by the layouts DDP recorded (:mod:`ddpbench.analysis.models.layouts`).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ same training. None of them is among the timed steps:
   (gloo: ``gloo:all_reduce`` and its kin on gloo's worker threads; NCCL: its kernels on the GPU), with
   its bytes where the trace gives its shape; and the span of each step's backward compute, from its
   first autograd op (or, on a GPU, kernel) to its last. The analysis measures overlap from those
-  (:mod:`ddpbench.analysis.overlap`).
+  (:mod:`ddpbench.analysis.summary.overlap`).
 """
 
 from __future__ import annotations

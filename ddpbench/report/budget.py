@@ -2,7 +2,7 @@
 value and interval, and the words they allow.
 
 The figures are the summary's (``budget_baseline_ms``, ``loss_ms``, ``loss_<line>_ms`` with ``_low`` and
-``_high``, ``barrier_*``: ``ddpbench.analysis.budget``); this module only reads them. A summary without
+``_high``, ``barrier_*``: ``ddpbench.analysis.summary.budget``); this module only reads them. A summary without
 them (results summarised before the budget existed) shows no budget and says so in one line; nothing here
 fails on a missing column or on any value a stored table can hold (NaN, infinities, huge, negative).
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ddpbench.analysis import budget
-from ddpbench.analysis.budget import BUDGET_LINES
+from ddpbench.analysis.summary import BARRIER_COLUMNS, BUDGET_COLUMNS
+from ddpbench.analysis.summary import BUDGET_LINES
 
 #: the summary columns of the budget and of the rank everyone waited for, in the order export carries them
-BUDGET_COLUMNS = (*budget.BUDGET_COLUMNS, *budget.BARRIER_COLUMNS)
+BUDGET_COLUMNS = (*BUDGET_COLUMNS, *BARRIER_COLUMNS)
 #: what a summary must hold to show a budget at all
 REQUIRED = ("budget_baseline_ms", "loss_ms", *(f"loss_{line}_ms" for line in BUDGET_LINES))
 #: what a summary without the budget's columns shows instead (one line)

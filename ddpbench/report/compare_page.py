@@ -1,6 +1,6 @@
 """The comparison of two results folders as files: ``compare.csv`` (one row per job), ``ratios.png``
 and ``index.html`` (overview with the environments and gates, the per-job table, the jobs not
-compared), from the tables of :mod:`ddpbench.analysis.compare`."""
+compared), from the tables of :mod:`ddpbench.analysis.history.compare`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from typing import Sequence
 import pandas as pd
 from markupsafe import Markup
 
-from ddpbench.analysis.compare import (CANNOT_TELL, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, Gate, csv_table,
-                                       gate_column, gate_text, ratio_text)
-from ddpbench.analysis import power, stats
+from ddpbench.analysis.history import (
+    CANNOT_TELL, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, Gate, csv_table, gate_column, gate_text, ratio_text,
+)
+from ddpbench.analysis.core import CONFIDENCE, POWER
 from ddpbench.report.page import (INDEX_FILE, Section, html, html_table, left_out_section, num, render_page,
                                   with_interval)
 from ddpbench.report.plots.common import LeftOut, leaving_out
@@ -69,7 +70,7 @@ def _overview(table, results, gates, env_diffs, folder_a, folder_b) -> Markup:
     text += html('<p class="note">A gate fails when the whole {{ level }} interval of how much B is slower (over '
                  "launches) lies past the threshold, not when only the point estimate does: with three launches a "
                  "side, identical reruns come out \"significant\" far more often than {{ alpha }} of the time.</p>",
-                 level=f"{100 * stats.CONFIDENCE:.0f} %", alpha=f"{100 * (1 - stats.CONFIDENCE):.0f} %")
+                 level=f"{100 * CONFIDENCE:.0f} %", alpha=f"{100 * (1 - CONFIDENCE):.0f} %")
     return text
 
 
@@ -85,7 +86,7 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
         costed = "cost_per_sample_ratio" in compared and compared["cost_per_sample_ratio"].notna().any()
         header = ["job", "A median (ms)", "B median (ms)", "median B/A", "mean B/A [95 % CI]",
                   "throughput change (%)", *(["cost per sample B/A [95 % CI]"] if costed else []), "verdict",
-                  f"detectable at {100 * power.POWER:.0f} % (%)", "method", "gate", "note"]
+                  f"detectable at {100 * POWER:.0f} % (%)", "method", "gate", "note"]
         cells, classes = [], []
         for (_, r), gate in zip(compared.iterrows(), gate_column(compared, results)):
             cls = {SLOWER: "status-failed", FASTER: "status-ok"}.get(r["verdict"], "")
@@ -113,7 +114,7 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
                  "<em>slower</em> {{ power }} of the time, the t test's power at the launches' spread (compare.csv's "
                  "<code>mde_false_alarm</code>: how often the same rule calls identical launches slower). A side with "
                  "one launch has no spread: no figure. A gate's own figure is in its line above and in compare.csv "
-                 "(<code>gate_mde</code>).</p>", power=f"{100 * power.POWER:.0f} %")
+                 "(<code>gate_mde</code>).</p>", power=f"{100 * POWER:.0f} %")
         if costed:
             defs += html('<p class="note"><em>cost per sample B/A</em>: each side at the price its folder stored, '
                          "over the same interval as the mean step&rsquo;s (docs/cost-and-energy.md).</p>")

@@ -10,7 +10,7 @@ pytest-benchmark's own loader and its ``compare`` command read it. The mapping:
 * one benchmark per training job (spec key) that finished ok in every launch; failed, timed-out
   and skipped jobs are left out and named on stderr;
 * ``name``: the job's name from its own settings alone
-  (:func:`ddpbench.analysis.jobs.own_label`: model-size, strategy, world size, threads per rank and
+  (:func:`ddpbench.analysis.core.jobs.own_label`: model-size, strategy, world size, threads per rank and
   every setting that differs from its default), so the same job has the same name whatever else
   its folder holds and pytest-benchmark matches it across files;
   ``fullname``: ``ddpbench::<experiment>::<name>`` (the job key is appended only where two names
@@ -20,7 +20,7 @@ pytest-benchmark's own loader and its ``compare`` command read it. The mapping:
   ``params``: the settings the name gives, ``param`` their values joined by ``-`` like a pytest id;
 * ``stats``: pytest-benchmark's own :class:`pytest_benchmark.stats.Stats` fed every measured step
   of every launch, in seconds, each step bounded by its slowest rank (the maximum over ranks of
-  ``step_ms``, :func:`ddpbench.analysis.summary.bounded_steps`, the step time the report and ``compare``
+  ``step_ms``, :func:`ddpbench.analysis.summary.table.bounded_steps`, the step time the report and ``compare``
   use); ``iterations`` is 1 (a round is one training step) and ``data`` holds the step times, so
   ``ops`` is steps per second (1 / mean) and ``rounds`` is steps per launch times launches;
 * ``options``: how ddpbench measured: the worker's clock (``time.perf_counter_ns`` on the host,
@@ -67,8 +67,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ddpbench.analysis import compare
-from ddpbench.analysis.jobs import SPEC_COLUMNS, model_name, own_fields, own_label
+from ddpbench.analysis.history import ENV_FIELDS
+from ddpbench.analysis.core import SPEC_COLUMNS, model_name, own_fields, own_label
 from ddpbench.analysis.folder import load_given
 from ddpbench.analysis.summary import bounded_steps, launch_times
 from ddpbench.errors import InputError
@@ -310,7 +310,7 @@ def benchmark_document(folder: str | Path) -> tuple[dict, list[str]]:
     used = [s for s in envs if s in set(used_sweeps)] or [s for s in envs if not _is_collectives(sweeps, s)]
     primary = envs[used[-1]]["env"] if used else {}
     if len(used) > 1:
-        differ = [label for label, column in compare.ENV_FIELDS
+        differ = [label for label, column in ENV_FIELDS
                   if len({json.dumps(envs[s]["env"].get(column), sort_keys=True) for s in used}) > 1]
         if differ:
             notes.append(f"warning: the exported launches come from {len(used)} sweeps whose environments differ in "

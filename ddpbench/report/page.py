@@ -26,9 +26,9 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup, escape
 
-from ddpbench.analysis.findings import pct
+from ddpbench.analysis.core import pct
 from ddpbench.analysis.folder import Measured
-from ddpbench.analysis.summary import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
+from ddpbench.analysis.core import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
 
 INDEX_FILE = "index.html"
 

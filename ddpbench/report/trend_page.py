@@ -3,9 +3,9 @@
 Files written into the page's folder: ``index.html``; a figure per job family,
 ``trend-<n>.png`` (:mod:`ddpbench.report.plots.trend`); and the tables behind them,
 ``trend.csv`` (every series' figures at every commit, with their intervals and the launch values
-they come from), ``changes.csv`` (the change points, :func:`ddpbench.analysis.changes.trend_changes`)
+they come from), ``changes.csv`` (the change points, :func:`ddpbench.analysis.history.changes.trend_changes`)
 and ``newest.csv`` (the newest commits against each series' level,
-:func:`ddpbench.analysis.newest.newest_changes`).
+:func:`ddpbench.analysis.history.newest.newest_changes`).
 
 A job family is a world-size-1 job and the jobs scaled against it (their ``baseline_key``): one
 figure shows how its throughput, its efficiency and its phases moved together.
@@ -21,8 +21,8 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from ddpbench.analysis import changes as detector
-from ddpbench.analysis.newest import FASTER, SLOWER, UNTESTED
+from ddpbench.analysis.history import MIN_CHANGE, MIN_COMMITS, OUTLIER_MADS, P_VALUE
+from ddpbench.analysis.history import FASTER, SLOWER, CANNOT_TEST
 from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
 from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.plots.trend import trend_plot
@@ -75,7 +75,7 @@ def _overview(table, changes, newest, store, newest_n) -> Markup:
                 if len(table) else 0, machines=machines)
     moved = newest[newest["outcome"].isin([SLOWER, FASTER])] if len(newest) else newest
     slower = newest[newest["outcome"] == SLOWER] if len(newest) else newest
-    untested = int((newest["outcome"] == UNTESTED).sum()) if len(newest) else 0
+    untested = int((newest["outcome"] == CANNOT_TEST).sum()) if len(newest) else 0
     what = "the newest commit" if newest_n == 1 else f"the newest {newest_n} commits"
     if len(slower):
         text += html('<p class="what"><strong class="status-failed">{{ n }} series slower</strong> at {{ what }} than '
@@ -90,7 +90,7 @@ def _overview(table, changes, newest, store, newest_n) -> Markup:
     if untested:
         text += html('<p class="note">{{ n }} series could not be tested at {{ what }}: fewer than {{ k }} commits '
                      "before them at their level, or fewer than two launches a side. No call is made for them.</p>",
-                     n=untested, what=what, k=detector.MIN_COMMITS)
+                     n=untested, what=what, k=MIN_COMMITS)
     text += html('<p class="what">{{ n }} change point(s) found in the whole history.</p>', n=len(changes))
     return text
 
@@ -113,7 +113,7 @@ def _change_rows(changes: pd.DataFrame) -> Markup:
 def _newest_rows(newest: pd.DataFrame) -> Markup:
     rows, classes = [], []
     for _, r in newest.iterrows():
-        tested = r["outcome"] != UNTESTED
+        tested = r["outcome"] != CANNOT_TEST
         rows.append([r["label"], int(r["world_size"]),
                      f"{_short(r['level_from'])} .. {_short(r['level_to'])} ({int(r['level_commits'])})",
                      f"{_short(r['newest_from'])} .. {_short(r['newest_to'])}",
@@ -147,8 +147,8 @@ def html_page(table, changes, newest, store, out_dir: Path, plots, newest_n: int
         sections.append(Section("Newest commits", _newest_rows(newest)))
     sections.append(Section("Change points", (_change_rows(changes) if len(changes) else
                                               Markup('<p class="what">No change point in any series.</p>'))
-                            + html(METHOD, p=detector.P_VALUE, min=f"{100 * detector.MIN_CHANGE:g} %",
-                                   k=detector.MIN_COMMITS, mads=f"{detector.OUTLIER_MADS:g}")))
+                            + html(METHOD, p=P_VALUE, min=f"{100 * MIN_CHANGE:g} %",
+                                   k=MIN_COMMITS, mads=f"{OUTLIER_MADS:g}")))
     for title, plot, rows in plots:
         latest = rows.groupby("key", sort=False).tail(1)
         cells = [[r["label"], int(r["world_size"]), int((rows["key"] == r["key"]).sum()), _short(r["commit"]),

@@ -151,7 +151,7 @@ class Helper:
 
     def _work(self, feed_read: int, ticks_write: int) -> None:
         """The helper's life: import, read the folder, write sections from the bottom of the page."""
-        # while the report process reads the folder: the cost model's fit (analysis.costmodel:
+        # while the report process reads the folder: the cost model's fit (analysis.models.costmodel:
         # least_squares), which the helper computes first
         import scipy.optimize  # noqa: F401
 

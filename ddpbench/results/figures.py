@@ -9,8 +9,8 @@ From these declarations, and nowhere else:
   hand-back that stores a figure not declared here;
 * :mod:`ddpbench.results.validate` checks every stored value with its figure's check;
 * :mod:`ddpbench.results.tables` reads each figure into the ranks or runs table;
-* :mod:`ddpbench.analysis.summary` makes each figure's :class:`Summary` columns, and
-  :mod:`ddpbench.analysis.columns` declares them with the unit and meaning given here.
+* :mod:`ddpbench.analysis.summary.table` makes each figure's :class:`Summary` columns, and
+  :mod:`ddpbench.analysis.core.columns` declares them with the unit and meaning given here.
 
 A new figure is one :class:`Figure` here and the code that measures it (pytest-benchmark's
 ``Stats.fields`` names its schema the same way). ``tests/unit/results/test_figures.py`` fails for a
@@ -69,7 +69,7 @@ HOW = {
 
 @dataclass(frozen=True)
 class Summary:
-    """One column of the per-job summary made of a figure (:func:`ddpbench.analysis.summary.summarize`).
+    """One column of the per-job summary made of a figure (:func:`ddpbench.analysis.summary.table.summarize`).
 
     ``how`` is a key of :data:`HOW`. ``column``, ``unit`` and ``meaning`` default to the figure's
     (the meaning followed by ``how``'s words). ``per`` reads two more figures of the same rank:

@@ -34,7 +34,7 @@ _REGISTRY = {
 }
 BUILTIN = tuple(_REGISTRY)
 #: the strategies that are a framework driving DDP, by the name people know the framework by: their
-#: jobs are set against the raw ``ddp`` job of the same settings (:mod:`ddpbench.analysis.frameworks`)
+#: jobs are set against the raw ``ddp`` job of the same settings (:mod:`ddpbench.analysis.summary.frameworks`)
 FRAMEWORKS = {"accelerate": "Hugging Face Accelerate", "lightning-fabric": "Lightning Fabric",
               "lightning": "Lightning Trainer", "tf-mirrored": "TensorFlow MirroredStrategy",
               "tf-multiworker": "TensorFlow MultiWorkerMirroredStrategy"}

@@ -25,7 +25,7 @@ def predicted_buckets(tensor_bytes, bucket_cap_mb: float) -> tuple[int, ...]:
     orders them as they become ready, which is the same only for a model that uses its parameters
     in the order it made them: not the transformer preset (quick-cpu recorded 4 buckets at 1 MB where
     this gives 5). A prediction, then, for before a run (the dry run's warning, ``whatif``); the
-    analysis of stored results reads the layouts DDP recorded (:mod:`ddpbench.analysis.layouts`).
+    analysis of stored results reads the layouts DDP recorded (:mod:`ddpbench.analysis.models.layouts`).
     """
     tensors = [torch.empty(int(n), dtype=torch.uint8, device="meta") for n in reversed(list(tensor_bytes))]
     if not tensors:

@@ -6,7 +6,7 @@ framework's ``backward``, its own context for steps without gradient sync, its o
 ``step`` and ``zero_grad``. Underneath both is PyTorch's DistributedDataParallel, given the job's
 bucket settings, so DDP's own statistics and buckets are read as for ``ddp``; what differs from a
 raw ``ddp`` job at the same world size is what the framework costs
-(:mod:`ddpbench.analysis.frameworks`). At world size 1 each does what it does for its users:
+(:mod:`ddpbench.analysis.summary.frameworks`). At world size 1 each does what it does for its users:
 Accelerate trains the bare model (no DDP), Fabric with its ``ddp`` strategy wraps it in DDP over
 one process, as raw ``ddp`` does.
 

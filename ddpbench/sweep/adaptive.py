@@ -2,7 +2,7 @@
 
 A job under ``repeats = "auto"`` is planned for ``min_repeats`` launches like any other. After
 every round the plan judges each such job by the interval the report will draw: the 95 %
-Student t interval of its throughput over its launches (:func:`ddpbench.analysis.stats.throughput_ci`).
+Student t interval of its throughput over its launches (:func:`ddpbench.analysis.core.stats.throughput_ci`).
 A job whose interval lies within ``ci_target_pct`` of its throughput either way is done; every
 other one gets one more launch in the next round, interleaved with the other wide jobs' (a slow
 drift of the machine spreads over all of them), until it is tight, has ``max_repeats`` launches,
@@ -41,7 +41,7 @@ def launch_step_ms(result: dict) -> float:
 def halfwidth_pct(step_means_ms: list[float], samples_per_step: float) -> float:
     """Half the width of the throughput's 95 % interval over launches, in % of the throughput
     (NaN with fewer than two launches)."""
-    from ddpbench.analysis.stats import throughput_ci
+    from ddpbench.analysis.core import throughput_ci
 
     values = [t for t in step_means_ms if not math.isnan(t)]
     if len(values) < 2:

@@ -23,7 +23,7 @@ launch is the unit of evidence, never the steps of one launch. Good and bad are 
 The job followed is the one ``--job`` names, else the one whose step changed most from good to
 bad among those whose change is significant: Welch's t-test over the launches with p below
 :data:`P_VALUE`, and the whole 95 % interval of the ratio bad/good beyond :data:`MIN_CHANGE`
-(the change-point detector's thresholds, :mod:`ddpbench.analysis.changes`). Where no job changed
+(the change-point detector's thresholds, :mod:`ddpbench.analysis.history.changes`). Where no job changed
 so, good and bad are measured again; where none changes then, bisect stops and names no commit.
 
 **A tested commit** is bad when its launches lie past the halfway point from good to bad, and so
@@ -59,8 +59,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.changes import MIN_CHANGE, P_VALUE, kept_launches, welch
-from ddpbench.analysis.stats import mean_ci
+from ddpbench.analysis.history import MIN_CHANGE, P_VALUE, kept_launches, welch
+from ddpbench.analysis.core import mean_ci
 from ddpbench.errors import InputError
 from ddpbench.sweep.worktrees import Commit, chain, git, sweep_commit
 
@@ -94,9 +94,9 @@ class Compared:
 
 
 def compare(x, y) -> Compared:
-    """Welch's comparison of launches ``y`` against ``x`` (:func:`ddpbench.analysis.changes.welch`),
+    """Welch's comparison of launches ``y`` against ``x`` (:func:`ddpbench.analysis.history.changes.welch`),
     each side less the launches a burst of other work slowed, as the change points set them aside
-    (:func:`ddpbench.analysis.changes.kept_launches`)."""
+    (:func:`ddpbench.analysis.history.changes.kept_launches`)."""
     x, y = kept_launches(np.asarray(x, float)), kept_launches(np.asarray(y, float))
     if len(x) < 2 or len(y) < 2:  # one launch has no variance: nothing can be told
         ratio = float(np.mean(y) / np.mean(x)) if len(x) and len(y) else math.nan
@@ -271,7 +271,7 @@ def launches_of(folder: Path) -> Launches:
     """Each ok training job of a results folder: key -> (its own label, its launches' mean steps);
     empty where the folder holds no results."""
     from ddpbench.analysis.folder import load
-    from ddpbench.analysis.jobs import ok_jobs, own_label
+    from ddpbench.analysis.core import ok_jobs, own_label
 
     try:
         summary = ok_jobs(load(folder, collectives=False).summary)

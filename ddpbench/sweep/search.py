@@ -3,7 +3,7 @@
 The candidates are the experiment's jobs, less those whose DDP buckets will be the same as an
 earlier candidate's (computed from the model before anything runs, :mod:`ddpbench.experiment.buckets`):
 those are one setting. Round r brings every candidate still racing to r + 1 launches
-(interleaved, like a sweep's repeats), then the race (:mod:`ddpbench.analysis.race`) rules out
+(interleaved, like a sweep's repeats), then the race (:mod:`ddpbench.analysis.history.race`) rules out
 those significantly slower than the leader, or, when none is, halves the field. It ends with one
 candidate left, or when the next round would pass the launch budget (by default half of what
 the grid would spend: every job times its repeats). Launches are stored like a sweep's, so
@@ -17,7 +17,7 @@ import json
 import math
 from pathlib import Path
 
-from ddpbench.analysis.race import Candidate, judge, survivors, undecided, verdict
+from ddpbench.analysis.history import Candidate, judge, survivors, undecided, verdict
 from ddpbench.launch.base import Launch
 from ddpbench.results.schema import SEARCH_FILE
 from ddpbench.sweep.adaptive import launch_step_ms
@@ -123,7 +123,7 @@ class SearchPlan:
         return more
 
     def result(self) -> dict:
-        from ddpbench.analysis.stats import throughput_ci
+        from ddpbench.analysis.core import throughput_ci
 
         final = verdict(self.candidates)
         winner = final.winner

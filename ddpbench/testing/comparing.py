@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis import compare
+from ddpbench.analysis.history import Gate
 from ddpbench.experiment.spec import JobSpec
 
 
@@ -34,7 +34,7 @@ def job_spec(world_size: int, repeats: int = 3) -> JobSpec:
 
 
 #: compare's gate: the median step time at most 5 % slower
-MEDIAN_5 = compare.Gate("median", 5.0, "%")
+MEDIAN_5 = Gate("median", 5.0, "%")
 
 
 def read_csv(path: Path) -> list[dict]:

@@ -14,7 +14,7 @@ import time
 import pandas as pd
 
 import ddpbench
-from ddpbench.analysis import overlap
+from ddpbench.analysis.summary import trace_events
 from ddpbench.analysis.summary import summarize
 from ddpbench.results.tables import load, load_tables
 from ddpbench.testing.cli import ROOT, cli_command
@@ -140,7 +140,7 @@ def check_traced_folder(out, ranks_of_ws2=2):
     assert two["trace_steps_read"] == 2 and two["trace_comm_ms"] > 0 and two["trace_mb"] > 0
     assert 0 <= two["trace_exposed_comm_ms"] <= two["trace_comm_ms"]
     assert math.isfinite(two["trace_overhead_pct"]) and math.isfinite(two["ddp_exposed_comm_ms"])
-    events = overlap.trace_events(runs)
+    events = trace_events(runs)
     buckets = events[(events["kind"] == "comm") & (events["key"] == two["key"])]
     assert buckets["bytes"].max() > 2.5e5  # mlp-xs's buckets of 0.25 MB or more, as gloo ran them
     return table

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.jobs import describe, label_fields, ordered
+from ddpbench.analysis.core import describe, label_fields, ordered
 from ddpbench.report.budget import BUDGET_LINES, budget_rows, line_of, lines, ms, number
 from ddpbench.report.plots.common import figure, guarded, save
 

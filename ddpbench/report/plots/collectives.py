@@ -202,7 +202,7 @@ def allreduce_with_buckets(collectives, jobs, path) -> Path | None:
     ``jobs``, each job's buckets marked at their predicted time; below it one strip per job with
     its buckets, so jobs whose buckets coincide stay apart.
 
-    ``jobs``: :func:`ddpbench.analysis.collectives.ddp_buckets_vs_allreduce` rows with a ``device`` and a
+    ``jobs``: :func:`ddpbench.analysis.models.collectives.ddp_buckets_vs_allreduce` rows with a ``device`` and a
     ``_label`` column; bucket ``i`` of a job is drawn at (bucket_mb[i] * 1e6, predicted_ms[i]).
     """
     from matplotlib.lines import Line2D

@@ -1,7 +1,7 @@
 """What every figure of the report shares: colours and markers, the Agg canvas, marks that say how
 far to trust a point, legends, axes, error bars, and which jobs a figure draws.
 
-Every figure function takes the table of :func:`ddpbench.analysis.summary.summarize` (or another
+Every figure function takes the table of :func:`ddpbench.analysis.summary.table.summarize` (or another
 table of the analysis) and a path, draws only jobs whose status is ok and whose figure is a
 finite number, and returns the path it wrote, or None when there is nothing to draw. Markers say
 how far to trust a point:
@@ -9,7 +9,7 @@ how far to trust a point:
   * hollow marker -- oversubscribed: more busy threads than cores, so the time measures
     contention for cores rather than scaling;
   * grey halo -- noisy: the step time's IQR is more than
-    :data:`ddpbench.analysis.summary.NOISE_THRESHOLD` of its median;
+    :data:`ddpbench.analysis.summary.table.NOISE_THRESHOLD` of its median;
   * error bar (scaling plots) -- the 95 % Student t interval over launches, absent
     where a job ran in one launch.
 
@@ -38,10 +38,10 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ddpbench.analysis.columns import SAMPLES_PER_S
-from ddpbench.analysis.findings import pct
-from ddpbench.analysis.jobs import COMM_ONLY_FIELDS, describe, line_fields, model_columns, ordered
-from ddpbench.analysis.summary import NOISE_THRESHOLD
+from ddpbench.analysis.core import SAMPLES_PER_S
+from ddpbench.analysis.core import pct
+from ddpbench.analysis.core import COMM_ONLY_FIELDS, describe, line_fields, model_columns, ordered
+from ddpbench.analysis.core import NOISE_THRESHOLD
 from ddpbench.report.plots.memo import remembered
 from ddpbench.results.sanitize import without_controls
 from ddpbench.results.sidefiles import replace_file

@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.compare import FASTER, SAME, SLOWER, Gate
+from ddpbench.analysis.history import FASTER, SAME, SLOWER, Gate
 from ddpbench.report.plots.common import LINE_STYLES, figure, guarded, legend, save
 
 

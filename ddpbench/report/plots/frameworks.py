@@ -11,7 +11,7 @@ from ddpbench.report.plots.common import COLORS, MARKERS, figure, guarded, legen
 
 @guarded
 def overhead_plot(table, path: Path) -> Path | None:
-    """``table``: :func:`ddpbench.analysis.frameworks.overhead_table`. None when it is empty."""
+    """``table``: :func:`ddpbench.analysis.summary.frameworks.overhead_table`. None when it is empty."""
     if table.empty:
         return None
     fig = figure(7.0, 3.8)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.columns import EXPOSED_COMM_MS, STEP_MS
-from ddpbench.analysis.jobs import describe, line_fields, model_columns, ordered
+from ddpbench.analysis.core import EXPOSED_COMM_MS, STEP_MS
+from ddpbench.analysis.core import describe, line_fields, model_columns, ordered
 from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, MEMORY_AXES, color_fields, configuration_colors,
                                           figure, flag_handles, groups_of, guarded, legend, mark, memory_column,
                                           ok_rows, save)

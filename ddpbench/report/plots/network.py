@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S
+from ddpbench.analysis.core import EXPOSED_COMM_MS, SAMPLES_PER_S
 from ddpbench.report.plots.common import COLORS, MARKERS, figure, guarded, nothing_on_log_y, save
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP
-from ddpbench.analysis.jobs import describe, line_fields, model_columns, ordered
+from ddpbench.analysis.core import EFFICIENCY, SAMPLES_PER_S, SPEEDUP
+from ddpbench.analysis.core import describe, line_fields, model_columns, ordered
 from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, color_fields, dodge, draw_interval, figure,
                                           flag_handles, groups_of, guarded, interval_handle, interval_of, legend, mark,
                                           ok_rows, plain_log_y, save, world_size_axis)
@@ -30,7 +30,7 @@ def scaling_lines(table) -> list[dict]:
     """One line per configuration: its ok jobs by world size and its world-size-1 throughput.
 
     A configuration with no world-size-1 job of its own (a bucket size tried only at larger
-    sizes, say) starts from the baseline :func:`ddpbench.analysis.summary.add_speedup` chose for it.
+    sizes, say) starts from the baseline :func:`ddpbench.analysis.summary.table.add_speedup` chose for it.
     Colour follows what sets the baseline (model, batch, strategy, ...); marker follows comm
     settings. Past ten colours the lines are dashed, then dash-dotted, so no two look alike.
     """

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.jobs import describe, line_fields, model_columns, model_name, ordered
+from ddpbench.analysis.core import EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
+from ddpbench.analysis.core import describe, line_fields, model_columns, model_name, ordered
 from ddpbench.report.plots.common import MEMORY_AXES, figure, guarded, legend, memory_column, ok_rows, save
 from ddpbench.report.plots.memo import remembered
 

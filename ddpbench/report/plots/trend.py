@@ -64,7 +64,7 @@ def _series(rows: pd.DataFrame) -> list[tuple[str, str, int, pd.DataFrame]]:
 @guarded
 def trend_plot(rows: pd.DataFrame, changes: pd.DataFrame, title: str, path: Path) -> Path | None:
     """``rows``: one job family's trend-table rows (the world-size-1 job and the jobs scaled
-    against it, a series each); ``changes``: their rows of :func:`~ddpbench.analysis.changes.
+    against it, a series each); ``changes``: their rows of :func:`~ddpbench.analysis.history.changes.
     trend_changes`. None when no row has a throughput or a step time to draw."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch

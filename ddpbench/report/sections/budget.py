@@ -8,7 +8,7 @@ import math
 
 from markupsafe import Markup
 
-from ddpbench.analysis.jobs import ordered
+from ddpbench.analysis.core import ordered
 from ddpbench.report.budget import (NO_BUDGET_COLUMNS, Line, barrier_sentence, has_budget, has_budget_columns,
                                     line_of, lines, ms, multi_rank_jobs, number, text)
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num

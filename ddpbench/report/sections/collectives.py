@@ -7,9 +7,9 @@ import math
 
 import pandas as pd
 
-from ddpbench.analysis.collectives import ddp_buckets_vs_allreduce
-from ddpbench.analysis.columns import EXPOSED_COMM_MS
-from ddpbench.analysis.jobs import describe, line_fields
+from ddpbench.analysis.models import ddp_buckets_vs_allreduce
+from ddpbench.analysis.core import EXPOSED_COMM_MS
+from ddpbench.analysis.core import describe, line_fields
 from markupsafe import Markup
 
 from ddpbench.report.page import ReportContext, Section, html, html_table, num

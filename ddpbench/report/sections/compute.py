@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-from ddpbench.analysis.columns import STEP_MS
+from ddpbench.analysis.core import STEP_MS
 from ddpbench.analysis.diagnosis import DATA_BOUND_SHARE
-from ddpbench.analysis.jobs import describe, line_fields, model_name
+from ddpbench.analysis.core import describe, line_fields, model_name
 from ddpbench.analysis.summary import datasheet_peak
 from markupsafe import Markup
 

@@ -4,9 +4,9 @@ why not where none did (docs/cost-and-energy.md)."""
 
 from __future__ import annotations
 
-from ddpbench.analysis.columns import SAMPLES_PER_S, STEP_MS
-from ddpbench.analysis.cost import MILLION
-from ddpbench.analysis.jobs import describe, line_fields
+from ddpbench.analysis.core import SAMPLES_PER_S, STEP_MS
+from ddpbench.analysis.summary import MILLION
+from ddpbench.analysis.core import describe, line_fields
 from markupsafe import Markup
 
 from ddpbench.report.page import ReportContext, Section, html, html_table, num, throughput_format, with_interval

@@ -1,12 +1,12 @@
 """The report's diagnosis: the findings in plain words, each sentence computed from the figures of
-the tables below it (:mod:`ddpbench.analysis.diagnosis`), the cost model's projection and its check
+the tables below it (:mod:`ddpbench.analysis.diagnosis.finders`), the cost model's projection and its check
 against the measurements included. The findings are the folder object's
 (:attr:`ddpbench.analysis.folder.Measured.findings`, computed once); this section only displays them."""
 
 from __future__ import annotations
 
-from ddpbench.analysis.columns import STEP_MS
-from ddpbench.analysis.jobs import describe, label_fields
+from ddpbench.analysis.core import STEP_MS
+from ddpbench.analysis.core import describe, label_fields
 from markupsafe import Markup
 
 from ddpbench.report.page import ReportContext, Section, html, html_table, num
@@ -48,7 +48,7 @@ def _causes_table(ctx: ReportContext, blamed) -> Markup:
                      "measured" if f.basis == "measured" else "estimated"])
     return (Markup('<p class="what">Causes of lost time, the one whose fix would recover the most first. Where the '
                    "sweep also ran the fix, the gain is the one it measured; elsewhere it is estimated from the job's "
-                   "own figures (ddpbench.analysis.causes), which <code>benchmarks/fault_suite.py</code> checks "
+                   "own figures (ddpbench.analysis.diagnosis.causes), which <code>benchmarks/fault_suite.py</code> checks "
                    "against planted faults. The verdict names a cause only where the lower end of its gain's "
                    "95 % interval is material (a dash: no interval, so cannot tell).</p>\n")
             + html_table(["job", "cause", "fix", "recoverable (ms/step)", "lower end (ms/step)", "of the step", "gain"],

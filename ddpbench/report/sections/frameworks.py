@@ -3,8 +3,8 @@ efficiency against their own world-size-1 runs, and what each costs against raw 
 
 from __future__ import annotations
 
-from ddpbench.analysis.columns import EFFICIENCY, SAMPLES_PER_S, STEP_MS
-from ddpbench.analysis.frameworks import overhead_table, overhead_text
+from ddpbench.analysis.core import EFFICIENCY, SAMPLES_PER_S, STEP_MS
+from ddpbench.analysis.summary import overhead_table, overhead_text
 from markupsafe import Markup
 
 from ddpbench.report.page import ReportContext, Section, html, html_table, num

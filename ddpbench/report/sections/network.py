@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ddpbench.analysis.columns import EXPOSED_COMM_MS, SAMPLES_PER_S
-from ddpbench.analysis.jobs import caps_text
-from ddpbench.analysis.network import recovery_runs, shaped_jobs
+from ddpbench.analysis.core import EXPOSED_COMM_MS, SAMPLES_PER_S
+from ddpbench.analysis.core import caps_text
+from ddpbench.analysis.models import recovery_runs, shaped_jobs
 from markupsafe import Markup
 
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num

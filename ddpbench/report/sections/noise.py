@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 
-from ddpbench.analysis.columns import SAMPLES_PER_S
-from ddpbench.analysis.findings import pct
-from ddpbench.analysis.jobs import describe, line_fields, ordered
-from ddpbench.analysis.summary import NOISE_THRESHOLD
+from ddpbench.analysis.core import SAMPLES_PER_S
+from ddpbench.analysis.core import pct
+from ddpbench.analysis.core import describe, line_fields, ordered
+from ddpbench.analysis.core import NOISE_THRESHOLD
 from markupsafe import Markup
 
 from ddpbench.report.page import ReportContext, Section, has_interval, html, html_table, num

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-from ddpbench.analysis.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.findings import pct
-from ddpbench.analysis.jobs import describe, line_fields, ordered
-from ddpbench.analysis.summary import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
+from ddpbench.analysis.core import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
+from ddpbench.analysis.core import pct
+from ddpbench.analysis.core import describe, line_fields, ordered
+from ddpbench.analysis.core import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
 from markupsafe import Markup
 
 from ddpbench.report.page import (DASH, ReportContext, Section, any_interval, flags_html, has_memory, html, html_table,

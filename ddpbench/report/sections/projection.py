@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ddpbench.analysis import costmodel
+from ddpbench.analysis.models import single_rank_only, workloads
 from markupsafe import Markup
 
-from ddpbench.analysis.columns import EFFICIENCY
-from ddpbench.analysis.model import Model
+from ddpbench.analysis.core import EFFICIENCY
+from ddpbench.analysis.models import Model
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.projection import projection_plot
 
@@ -39,7 +39,7 @@ def _measured_points(ctx: ReportContext, checks: pd.DataFrame) -> pd.DataFrame:
     """The measured step time and efficiency of each projected workload (its world-size-1 job and
     the multi-rank jobs the model was checked against), for the plot's black markers."""
     rows = [{"workload": w.label, "strategy": "ddp", "world_size": 1, "measured_step_ms": w.compute_ms,
-             "measured_efficiency": 1.0} for w in costmodel.workloads(ctx.summary, ctx.ranks)]
+             "measured_efficiency": 1.0} for w in workloads(ctx.summary, ctx.ranks)]
     if not checks.empty:
         efficiency = ctx.summary.set_index("key")[EFFICIENCY]
         # the same measurements appear once per fitted link
@@ -101,7 +101,7 @@ def _projection_table(projection: pd.DataFrame) -> Markup:
 
 def projection_section(ctx: ReportContext) -> Section | None:
     model = ctx.folder.model
-    one_rank = costmodel.single_rank_only(ctx.collectives, ctx.summary)
+    one_rank = single_rank_only(ctx.collectives, ctx.summary)
     if model.projection.empty:
         if one_rank and not model.links and not ctx.summary.empty:
             return Section("Projection to larger clusters (model)", NOTHING_TO_FIT)

@@ -3,8 +3,8 @@ against world size; where each step's time goes; step time against DDP's bucket 
 
 from __future__ import annotations
 
-from ddpbench.analysis.columns import EFFICIENCY, SAMPLES_PER_S, STEP_MS
-from ddpbench.analysis.jobs import bucket_settings, caps_text, describe, model_name, strategies_vary
+from ddpbench.analysis.core import EFFICIENCY, SAMPLES_PER_S, STEP_MS
+from ddpbench.analysis.core import bucket_settings, caps_text, describe, model_name, strategies_vary
 from markupsafe import Markup
 
 from ddpbench.report.page import (OWN_MEMORY_NOTE, ReportContext, Section, figure_section, has_interval, has_memory,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from ddpbench.analysis.columns import EXPOSED_COMM_MS
-from ddpbench.analysis.jobs import ordered, strategies_vary
+from ddpbench.analysis.core import EXPOSED_COMM_MS
+from ddpbench.analysis.core import ordered, strategies_vary
 from markupsafe import Markup
 
 from ddpbench.report.page import DASH, OWN_MEMORY_NOTE, ReportContext, Section, html, html_table, num, skipped_note

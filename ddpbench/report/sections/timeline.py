@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from ddpbench.analysis import overlap
-from ddpbench.analysis.columns import EXPOSED_COMM_MS, STEP_MS
-from ddpbench.analysis.jobs import describe, label_fields, ordered
+from ddpbench.analysis.summary import exposed_sentence, step_overlap, trace_events, typical_step
+from ddpbench.analysis.core import EXPOSED_COMM_MS, STEP_MS
+from ddpbench.analysis.core import describe, label_fields, ordered
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, local_href, num
 from ddpbench.report.plots.timeline import step_timeline
 
@@ -28,14 +28,14 @@ def timeline_section(ctx: ReportContext) -> Section | None:
     table = ctx.summary
     if table.empty or "trace_steps_read" not in table or not (table["trace_steps_read"] > 0).any():
         return None
-    events = overlap.trace_events(ctx.runs)
+    events = trace_events(ctx.runs)
     traced = ordered(table[(table["status"] == "ok") & (table["trace_steps_read"] > 0)])
     fields = label_fields(table)
     rows, images, notes = [], [], []
     for _, r in traced.iterrows():
         label = describe(r, fields, table)
         mine = events[events["key"] == r["key"]]
-        per_step = overlap.step_overlap(mine)
+        per_step = step_overlap(mine)
         runs = ctx.runs[(ctx.runs["key"] == r["key"]) & (ctx.runs["status"] == "ok")
                         & ctx.runs["traces"].notna()].sort_values("repeat")
         first = runs.iloc[0] if len(runs) else None
@@ -52,12 +52,12 @@ def timeline_section(ctx: ReportContext) -> Section | None:
                           pct=num(r["trace_overhead_pct"], "+.0f")),
                      num(r["trace_mb"], ".2f"), links])
         if isinstance(r["exposed_trusted"], str):
-            notes.append(html("<li>{{ label }}: {{ text }}</li>", label=label, text=overlap.exposed_sentence(r)))
+            notes.append(html("<li>{{ label }}: {{ text }}</li>", label=label, text=exposed_sentence(r)))
         if r["trace_steps_partial"]:
             notes.append(html("<li>{{ label }}: {{ n }} traced step(s) left out of its figures: not every rank's "
                               "events (or no backward compute) were in the trace.</li>", label=label,
                               n=int(r["trace_steps_partial"])))
-        picked = overlap.typical_step(per_step)
+        picked = typical_step(per_step)
         if picked is not None:
             path = step_timeline(mine, picked[0], picked[1], ctx.image(f"timeline_{r['key']}.png"), label)
             if path is not None:  # the page shows it under the table; its title names the job

@@ -1,4 +1,4 @@
-"""The report's first section: the verdict (:func:`ddpbench.analysis.verdict.headline`, computed once
+"""The report's first section: the verdict (:func:`ddpbench.analysis.diagnosis.verdict.headline`, computed once
 by the folder object, :attr:`ddpbench.analysis.folder.Measured.verdict`), the same lines a sweep
 prints at its end, before the diagnosis they come from."""
 

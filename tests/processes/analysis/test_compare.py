@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ddpbench.analysis import compare, power
+from ddpbench.analysis.history import compare
+
+from ddpbench.analysis.core import power
 from ddpbench.errors import InputError
 from ddpbench.results.store import ResultStore
 from ddpbench.testing import ROOT, TINY_DEFAULTS, run_cli, run_main, write_experiment

@@ -97,7 +97,7 @@ def test_two_emulated_nodes_store_what_spawn_stores_and_the_link_slows_communica
     assert wire_ms * 0.8 < measured["100mbit"] - measured["none"] < wire_ms * 1.5
     assert not rank_processes(str(out)) and not namespaces()
     # the report's network section: the shaped job beside the alpha-beta model of its link
-    from ddpbench.analysis.network import network_table
+    from ddpbench.analysis.models.network import network_table
 
     index = write_report(out)
     assert "Network: link bandwidth on emulated nodes" in index.read_text() and (out / "network.png").is_file()

@@ -129,7 +129,7 @@ def swept(tmp_path_factory):
         record = json.loads(line)
         if record["kind"] == "run":
             records.setdefault(Path(record["spec"]["script"]).name, []).append(record)
-    from ddpbench.analysis.summary import summarize
+    from ddpbench.analysis.summary.table import summarize
     from ddpbench.results.tables import load
 
     table = summarize(load(out))

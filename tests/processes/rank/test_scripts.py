@@ -84,7 +84,7 @@ def test_the_example_script_through_sweep_compare_and_report(tmp_path):
     exported = run_cli("export-benchmark", out, "--out", tmp_path / "bench.json")
     assert exported.returncode == 0, exported.stderr[-2000:]
 
-    from ddpbench.analysis.summary import summarize
+    from ddpbench.analysis.summary.table import summarize
     from ddpbench.results.tables import load
 
     table = summarize(load(out)).set_index("world_size")

@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from ddpbench.analysis import overlap
-from ddpbench.analysis.summary import summarize
+from ddpbench.analysis.summary import overlap
+from ddpbench.analysis.summary.table import summarize
 from ddpbench.results.tables import load
 from ddpbench.testing import run_cli, run_main, write_experiment
 from ddpbench.testing.sweeps import TRACED, check_traced_folder

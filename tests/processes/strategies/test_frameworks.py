@@ -8,7 +8,7 @@ import textwrap
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.summary import summarize
+from ddpbench.analysis.summary.table import summarize
 from ddpbench.results.tables import load
 from ddpbench.testing import TINY_DEFAULTS, run_cli, write_experiment
 

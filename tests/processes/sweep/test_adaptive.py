@@ -3,7 +3,7 @@ throughput is within its target, within its bounds; the plan reads launches back
 
 
 def test_a_sweep_under_auto_repeats_stops_each_job_at_its_bound(tmp_path, capsys):
-    from ddpbench.analysis.summary import summarize
+    from ddpbench.analysis.summary.table import summarize
     from ddpbench.cli import main
     from ddpbench.results.tables import load
 

@@ -1,4 +1,4 @@
-"""tune's race (sweep.search over analysis.race), on planted landscapes: every launch's result is
+"""tune's race (sweep.search over analysis.history.race), on planted landscapes: every launch's result is
 written into the store as if it had run, its step time drawn around a planted mean per setting,
 so the right answer is known. The race must find the planted best (or a setting statistically
 tied with it) with at most half the grid's launches, and never race two caps with the same buckets."""
@@ -7,7 +7,7 @@ tied with it) with at most half the grid's launches, and never race two caps wit
 def test_tune_races_real_launches_and_stores_them_like_a_sweep(tmp_path, capsys):
     import json
 
-    from ddpbench.analysis.summary import summarize
+    from ddpbench.analysis.summary.table import summarize
     from ddpbench.cli import main
     from ddpbench.results.tables import load
 

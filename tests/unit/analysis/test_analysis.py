@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from ddpbench.analysis.summary import add_speedup, iqr, median
+from ddpbench.analysis.summary.table import add_speedup, iqr, median
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.rank.timing import StepTimer
 from ddpbench.testing.tables import job_tables as _job
@@ -212,7 +212,7 @@ def _repeats(world_size, per_launch_ms, batch=10, nosync_by_rank=None):
 
 
 def test_karp_flatt_serial_fraction_exact():
-    from ddpbench.analysis.summary import karp_flatt
+    from ddpbench.analysis.summary.table import karp_flatt
 
     assert karp_flatt(2.0, 2) == 0.0  # linear: nothing serial
     assert karp_flatt(1.0, 2) == 1.0  # no speedup: all serial
@@ -265,7 +265,7 @@ def test_straggler_is_the_consistently_slower_rank():
 
 
 def test_stragglers_without_usable_compute_times():
-    from ddpbench.analysis.summary import stragglers
+    from ddpbench.analysis.summary.table import stragglers
 
     frame = {"rank": [0, 1, 0, 1], "repeat": [0] * 4, "step": [0, 0, 1, 1]}
     # all compute times zero (no data/forward timing): no excess to quote, not -inf

@@ -8,10 +8,10 @@ import math
 import pandas as pd
 import pytest
 
-from ddpbench.analysis import causes
-from ddpbench.analysis.costmodel import Link
-from ddpbench.analysis.diagnosis import diagnose, top_cause
-from ddpbench.analysis.findings import blames
+from ddpbench.analysis.diagnosis import causes
+from ddpbench.analysis.models.costmodel import Link
+from ddpbench.analysis.diagnosis.finders import diagnose, top_cause
+from ddpbench.analysis.diagnosis.findings import blames
 from ddpbench.strategies.ddp import predicted_buckets
 from ddpbench.testing import ROOT
 from ddpbench.testing.tables import diagnosis_row as _row

@@ -1,7 +1,7 @@
 """Causes from the loss budget (issue 40): compute slowed by ranks sharing the machine is a cause of
 its own, the top cause comes from the whole budget, and the verdict names the loss with its largest
 measured lines and their shares. Synthetic summary rows carry the budget's columns
-(``loss_<line>_ms`` with ``_low`` and ``_high``, ``barrier_*``) as ``ddpbench.analysis.budget`` writes
+(``loss_<line>_ms`` with ``_low`` and ``_high``, ``barrier_*``) as ``ddpbench.analysis.summary.budget`` writes
 them; a row without them is read as having no budget."""
 
 import math
@@ -9,9 +9,9 @@ import math
 import pandas as pd
 import pytest
 
-from ddpbench.analysis import causes, lossbudget, verdict
-from ddpbench.analysis.diagnosis import diagnose, top_cause
-from ddpbench.analysis.model_findings import projection as projection_findings
+from ddpbench.analysis.diagnosis import causes, lossbudget, verdict
+from ddpbench.analysis.diagnosis.finders import diagnose, top_cause
+from ddpbench.analysis.diagnosis.model_findings import projection as projection_findings
 from ddpbench.testing.tables import diagnosis_row as _row
 
 NAN = math.nan
@@ -265,7 +265,7 @@ def test_projections_say_which_lines_a_bigger_cluster_keeps_and_a_device_per_ran
 
 
 def test_whatif_from_says_which_budget_lines_a_device_per_rank_removes(monkeypatch, capsys):
-    from ddpbench.analysis.costmodel import Workload
+    from ddpbench.analysis.models.costmodel import Workload
     from ddpbench.cli import main
     from ddpbench.cli import whatif as cli
 

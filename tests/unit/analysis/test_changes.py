@@ -1,4 +1,4 @@
-"""The change-point detector (ddpbench.analysis.changes): E-Divisive means for the candidate, Welch's
+"""The change-point detector (ddpbench.analysis.history.changes): E-Divisive means for the candidate, Welch's
 t-test over launches and a whole interval beyond the minimum change for the call."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import itertools
 import numpy as np
 import pytest
 
-from ddpbench.analysis import changes
-from ddpbench.analysis.changes import MIN_CHANGE, change_points, energy_statistic, welch
+from ddpbench.analysis.history import changes
+from ddpbench.analysis.history.changes import MIN_CHANGE, change_points, energy_statistic, welch
 
 
 def _series(rng, commits=20, launches=3, noise=0.03, steps=()):

@@ -1,4 +1,4 @@
-"""The summary's columns are declared once (ddpbench/analysis/columns.py): summarize() returns
+"""The summary's columns are declared once (ddpbench/analysis/core/columns.py): summarize() returns
 exactly the declared columns, each declared column is filled somewhere, units and stages come
 from their known sets, and docs/results.md shows the declared table.
 
@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 import ddpbench
-from ddpbench.analysis import columns
-from ddpbench.analysis.columns import COLUMNS, MEASURED, STAGES, UNITS, markdown_table
-from ddpbench.analysis.summary import summarize
+from ddpbench.analysis.core import columns
+from ddpbench.analysis.core.columns import COLUMNS, MEASURED, STAGES, UNITS, markdown_table
+from ddpbench.analysis.summary.table import summarize
 from ddpbench.testing import ROOT
 from ddpbench.testing.scripts import load_script
 
@@ -88,7 +88,7 @@ def test_summarize_returns_exactly_the_declared_columns(fast_summaries):
     for folder, table in fast_summaries.items():
         undeclared = sorted(set(table.columns) - set(COLUMNS))
         never = sorted(set(COLUMNS) - set(table.columns))
-        assert not undeclared, f"{folder}: summarize() returns columns not declared in analysis/columns.py: {undeclared}"
+        assert not undeclared, f"{folder}: summarize() returns columns not declared in analysis/core/columns.py: {undeclared}"
         assert not never, f"{folder}: declared columns summarize() does not return: {never}"
         assert len(table.columns) == len(COLUMNS)  # no name twice
 
@@ -129,8 +129,8 @@ def test_the_most_read_names_are_declared():
 
 
 def test_the_declared_thresholds_are_in_the_meanings():
-    from ddpbench.analysis.overlap import DISAGREE
-    from ddpbench.analysis.summary import NOISE_THRESHOLD
+    from ddpbench.analysis.summary.overlap import DISAGREE
+    from ddpbench.analysis.summary.table import NOISE_THRESHOLD
 
     assert f"{100 * NOISE_THRESHOLD:.0f} %" in COLUMNS["noisy"].meaning
     assert f"{100 * DISAGREE:.0f} %" in COLUMNS["exposed_disagree"].meaning

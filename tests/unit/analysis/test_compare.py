@@ -13,8 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddpbench.analysis import compare, power, stats
-from ddpbench.analysis.summary import summarize
+from ddpbench.analysis.history import compare
+
+from ddpbench.analysis.core import power, stats
+from ddpbench.analysis.summary.table import summarize
 from ddpbench.errors import InputError
 from ddpbench.testing.comparing import ENV, MEDIAN_5
 from ddpbench.testing.comparing import job_spec as _spec

@@ -6,7 +6,7 @@ import math
 import pytest
 
 import ddpbench
-from ddpbench.analysis.diagnosis import diagnose
+from ddpbench.analysis.diagnosis.finders import diagnose
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.report.build import write_report
 from ddpbench.testing.records import ResultsFolder, rank_entry, row, training_result

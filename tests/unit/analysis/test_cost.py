@@ -1,4 +1,4 @@
-"""Cost per sample and the choice of the cheapest and fastest setting (ddpbench.analysis.cost and
+"""Cost per sample and the choice of the cheapest and fastest setting (ddpbench.analysis.summary.cost and
 .choice): the cost is price x devices x step time / samples, computed here from the stored records
 themselves; each "cheapest" or "fastest" follows its interval, and says it cannot tell otherwise."""
 
@@ -11,8 +11,8 @@ from collections import defaultdict
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.choice import choices
-from ddpbench.analysis.cost import MILLION, add_cost, stored_cost
+from ddpbench.analysis.diagnosis.choice import choices
+from ddpbench.analysis.summary.cost import MILLION, add_cost, stored_cost
 from ddpbench.analysis.folder import load
 from ddpbench.experiment.cost import Cost
 from ddpbench.testing import ROOT
@@ -136,7 +136,7 @@ COST_EXAMPLE = ROOT / "reports" / "examples" / "cost-cpu"
 
 
 def test_compare_sets_each_side_at_its_own_price():
-    from ddpbench.analysis.compare import compare_tables
+    from ddpbench.analysis.history.compare import compare_tables
 
     a = load(COST_EXAMPLE, collectives=False, cost=Cost(price_per_device_hour=1.0))
     b = load(COST_EXAMPLE, collectives=False, cost=Cost(price_per_device_hour=3.0))

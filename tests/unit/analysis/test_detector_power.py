@@ -41,7 +41,7 @@ def test_the_wilson_interval():
 
 def test_a_setting_tried_leaves_the_detector_s_own():
     """--tune and --outlier-mads set the detector's OUTLIER_MADS for the trials and put it back."""
-    from ddpbench.analysis import changes
+    from ddpbench.analysis.history import changes
 
     bench = load_benchmark("detector_power")
     rng = np.random.default_rng(1)

@@ -4,7 +4,7 @@ import math
 
 import pandas as pd
 
-from ddpbench.analysis.diagnosis import diagnose
+from ddpbench.analysis.diagnosis.finders import diagnose
 from ddpbench.testing.tables import diagnosis_row as _row
 
 

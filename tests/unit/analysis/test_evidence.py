@@ -5,10 +5,14 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ddpbench.analysis import causes, evidence, layouts, stats
-from ddpbench.analysis.costmodel import Link
-from ddpbench.analysis.diagnosis import diagnose
-from ddpbench.analysis.summary import baseline_problem
+from ddpbench.analysis.diagnosis import causes, evidence
+
+from ddpbench.analysis.models import layouts
+
+from ddpbench.analysis.core import stats
+from ddpbench.analysis.models.costmodel import Link
+from ddpbench.analysis.diagnosis.finders import diagnose
+from ddpbench.analysis.summary.table import baseline_problem
 from ddpbench.strategies.ddp import predicted_buckets
 from ddpbench.testing import ROOT
 from ddpbench.testing.tables import diagnosis_row as _row
@@ -138,7 +142,7 @@ def test_threads_auto_is_the_same_at_every_world_size(tmp_path, cpu_machine):
 
 
 def test_the_verdict_leads_with_scaling_the_top_cause_and_the_best_setting():
-    from ddpbench.analysis.verdict import headline
+    from ddpbench.analysis.diagnosis.verdict import headline
 
     rows = [_small(step_ms_mean=100.0), _default([80.0, 81.0, 79.0])]
     lines = dict(headline(diagnose(pd.DataFrame(rows), link=LINK), pd.DataFrame(rows)))

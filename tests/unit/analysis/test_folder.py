@@ -14,13 +14,13 @@ import pandas as pd
 import pytest
 
 import ddpbench
-from ddpbench.analysis import claims as claims_module
-from ddpbench.analysis import diagnosis as diagnosis_module
+from ddpbench.analysis.diagnosis import claims as claims_module
+from ddpbench.analysis.diagnosis import finders as diagnosis_module
 from ddpbench.analysis import folder as folder_module
-from ddpbench.analysis import model as model_module
-from ddpbench.analysis import network as network_module
-from ddpbench.analysis import summary as summary_module
-from ddpbench.analysis import verdict as verdict_module
+from ddpbench.analysis.models import model as model_module
+from ddpbench.analysis.models import network as network_module
+from ddpbench.analysis.summary import table as summary_module
+from ddpbench.analysis.diagnosis import verdict as verdict_module
 from ddpbench.results import tables as tables_module
 from ddpbench.testing import ROOT
 
@@ -149,8 +149,8 @@ def test_the_object_holds_the_summary_with_the_datasheet_peak(tmp_path):
 
 
 def test_the_object_concludes_once_what_the_analysis_gives_of_its_tables():
-    from ddpbench.analysis.costmodel import fit_collectives
-    from ddpbench.analysis.network import held_out_check, network_table
+    from ddpbench.analysis.models.costmodel import fit_collectives
+    from ddpbench.analysis.models.network import held_out_check, network_table
 
     measured = folder_module.load(QUICK)
     model = measured.model

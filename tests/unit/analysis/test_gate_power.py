@@ -8,7 +8,7 @@ import itertools
 import pytest
 import torch
 
-from ddpbench.analysis import compare
+from ddpbench.analysis.history import compare
 from ddpbench.testing.scripts import load_benchmark
 
 gate_power = load_benchmark("gate_power")

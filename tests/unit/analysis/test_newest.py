@@ -1,4 +1,4 @@
-"""The merge gate on a history's newest commits (ddpbench.analysis.newest): the newest commits'
+"""The merge gate on a history's newest commits (ddpbench.analysis.history.newest): the newest commits'
 launches against the series' level before them, with the detector's own test and thresholds."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.newest import FASTER, SAME, SLOWER, UNTESTED, newest_changes
+from ddpbench.analysis.history.newest import FASTER, NO_CHANGE, SLOWER, CANNOT_TEST, newest_changes
 
 
 def _table(levels: list[float], launches: int = 3, spread: float = 0.01, seed: int = 0, key: str = "k",
@@ -21,7 +21,7 @@ def _table(levels: list[float], launches: int = 3, spread: float = 0.01, seed: i
 
 
 @pytest.mark.parametrize("seed", range(5))
-@pytest.mark.parametrize("newest, factor, outcome", [(1, 1.10, SLOWER), (1, 0.90, FASTER), (1, 1.0, SAME),
+@pytest.mark.parametrize("newest, factor, outcome", [(1, 1.10, SLOWER), (1, 0.90, FASTER), (1, 1.0, NO_CHANGE),
                                                       (2, 1.10, SLOWER)])
 def test_a_step_in_the_newest_commits_is_called_on_its_side_and_none_is_not(seed, newest, factor, outcome):
     levels = [10.0] * 8 + [10.0 * factor] * newest
@@ -38,12 +38,12 @@ def test_the_level_starts_at_the_last_change_point_before_the_newest_commits():
     4..8 alone, so it is not slower, though it is slower than the history's start."""
     row = newest_changes(_table([10.0] * 4 + [12.0] * 6), 1).iloc[0]
     assert row["level_from"] == f"{4:040x}" and row["level_commits"] == 5
-    assert row["outcome"] == SAME
+    assert row["outcome"] == NO_CHANGE
 
 
 def test_too_little_history_or_one_launch_a_commit_is_untested_never_passed():
-    assert newest_changes(_table([10.0, 11.0]), 1).iloc[0]["outcome"] == UNTESTED
-    assert newest_changes(_table([10.0] * 6 + [13.0], launches=1), 1).iloc[0]["outcome"] == UNTESTED
+    assert newest_changes(_table([10.0, 11.0]), 1).iloc[0]["outcome"] == CANNOT_TEST
+    assert newest_changes(_table([10.0] * 6 + [13.0], launches=1), 1).iloc[0]["outcome"] == CANNOT_TEST
 
 
 def test_a_series_that_stops_before_the_newest_entry_is_left_out():

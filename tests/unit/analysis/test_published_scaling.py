@@ -8,7 +8,7 @@ import pytest
 
 import ddpbench
 
-TABLE = Path(ddpbench.__file__).parent / "analysis" / "published_scaling.toml"
+TABLE = Path(ddpbench.__file__).parent / "analysis" / "models" / "published_scaling.toml"
 NEEDED = ("source", "citation", "url", "where", "model", "precision", "batch_per_gpu", "gpu", "gpus_per_node",
           "inter_node_gbit", "gpus", "scaling_efficiency", "scaling_efficiency_basis")
 

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import scipy.stats
 
-from ddpbench.analysis.power import _power_at, _welch_grid, chi2_quantile
-from ddpbench.analysis.stats import expanded_tail, mean_ci, t_quantile
+from ddpbench.analysis.core.power import _power_at, _welch_grid, chi2_quantile
+from ddpbench.analysis.core.stats import expanded_tail, mean_ci, t_quantile
 
 
 def test_t_quantile_is_scipy_stats_t_ppf_bit_for_bit():

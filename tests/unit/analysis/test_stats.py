@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddpbench.analysis import stats
+from ddpbench.analysis.core import stats
 
 
 def _launches(rng, n: int, trials: int, cv: float = 0.07, mean: float = 100.0) -> np.ndarray:

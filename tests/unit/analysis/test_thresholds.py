@@ -6,8 +6,14 @@ import math
 
 import pandas as pd
 
-from ddpbench.analysis import causes, diagnosis, gates, power, summary, verdict
-from ddpbench.analysis.columns import COLUMNS
+from ddpbench.analysis.diagnosis import causes, finders as diagnosis, verdict
+
+from ddpbench.analysis.history import gates
+
+from ddpbench.analysis.core import power
+
+from ddpbench.analysis.summary import table as summary
+from ddpbench.analysis.core.columns import COLUMNS
 from ddpbench.experiment.spec import FIELDS
 from ddpbench.report import page
 from ddpbench.report.plots import common, scaling

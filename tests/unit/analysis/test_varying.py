@@ -1,11 +1,11 @@
-"""Which fields vary, read value by value (analysis.jobs.varying), says what pandas' astype(str).nunique() > 1
+"""Which fields vary, read value by value (analysis.core.jobs.varying), says what pandas' astype(str).nunique() > 1
 says, missing values included."""
 
 import math
 
 import pandas as pd
 
-from ddpbench.analysis.jobs import _knob_varies, describe, varying
+from ddpbench.analysis.core.jobs import _knob_varies, describe, varying
 
 
 def _pandas(table, fields):

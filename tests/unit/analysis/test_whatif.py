@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from ddpbench.analysis.whatif import (COSTS, Cluster, Costs, Work, allreduce_us, ddp_step, hierarchical_us,
+from ddpbench.analysis.models.whatif import (COSTS, Cluster, Costs, Work, allreduce_us, ddp_step, hierarchical_us,
                                       largest_world_size, link_needed, master_step, ring_us, tree_us)
 from ddpbench.testing import ROOT
 
@@ -93,7 +93,7 @@ def test_fusion_takes_what_is_ready_when_the_link_is_free():
     work = Work(300.0, tensors, 2 / 3, fusion_mb=64.0)
     slow = Cluster(gpus_per_node=1, intra_gbit=10.0, inter_gbit=1.0, base_latency_us=0.0)
     fast = Cluster(gpus_per_node=1, intra_gbit=10.0, inter_gbit=1000.0, base_latency_us=0.0)
-    from ddpbench.analysis.whatif import _fused
+    from ddpbench.analysis.models.whatif import _fused
 
     few = _fused(work, [(i + 1) / 100 for i in range(100)], 4, slow, "auto", 100.0, 200.0)
     many = _fused(work, [(i + 1) / 100 for i in range(100)], 4, fast, "auto", 100.0, 200.0)
@@ -164,7 +164,7 @@ def test_the_report_projection_names_compute_slowed_by_sharing_the_machine():
     the finding says that a third of what is lost is not communication, and what the ceiling is."""
     import pandas as pd
 
-    from ddpbench.analysis import model_findings
+    from ddpbench.analysis.diagnosis import model_findings
 
     rows = [{"workload": "cnn", "link": "IB", "strategy": "ddp", "world_size": p, "efficiency": e,
              "compute_ms": 63.0 if p == 1 else 92.0, "compute_alone_ms": 63.0, "compute_world_size": 2}

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ddpbench.analysis import bound, verdict, wording
-from ddpbench.analysis.diagnosis import diagnose
+from ddpbench.analysis.diagnosis import bound, verdict, wording
+from ddpbench.analysis.diagnosis.finders import diagnose
 from ddpbench.testing.tables import diagnosis_row as _row
 from ddpbench.testing.tables import job_tables as _job
 from ddpbench.testing.tables import summary_of as _summary
@@ -76,7 +76,7 @@ def test_one_launch_is_an_answer_in_the_diagnosis_and_the_verdict():
 
 def test_launches_needed_is_the_power_calculation_at_the_jobs_own_spread():
     """Not the 1 % figure scaled: at a 30 % spread 3 launches a side detect about 240 %, twice that."""
-    from ddpbench.analysis import power
+    from ddpbench.analysis.core import power
 
     m, mde = wording.launches_needed(30.0, 3, 60.0)
     assert m == 10 and mde == pytest.approx(power.detectable_slowdown(30.0, 10, 10)["mde"])

@@ -178,7 +178,7 @@ def test_efficiency_and_statistic(quick):
 
 
 def test_compare_rows_against_both_folders():
-    from ddpbench.analysis import compare
+    from ddpbench.analysis.history import compare
 
     a, b = EXAMPLES / "gate-power-cpu" / "sweep1", EXAMPLES / "gate-power-cpu" / "sweep2"
     with warnings.catch_warnings():

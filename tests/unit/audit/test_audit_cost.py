@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 from ddpbench import audit
-from ddpbench.analysis.claims import verdict_claims
+from ddpbench.analysis.diagnosis.claims import verdict_claims
 from ddpbench.analysis.folder import load
 from ddpbench.testing import ROOT
 

@@ -3,7 +3,7 @@ setting -- warned about before anything runs, and never set against each other i
 
 import pytest
 
-from ddpbench.analysis.diagnosis import diagnose
+from ddpbench.analysis.diagnosis.finders import diagnose
 from ddpbench.cli import main
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.strategies.ddp import predicted_buckets

@@ -18,6 +18,8 @@ else:  # Python 3.10
 PACKAGE = ROOT / "ddpbench"
 MAX_MODULE_LINES = 500
 MAX_COMMAND_LINES = 150
+#: a folder of the package holds at most this many modules (its __init__ aside)
+MAX_FOLDER_MODULES = 24
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +59,7 @@ def test_the_contracts_find_a_stage_reaching_where_it_must_not(graph):
     or into pandas, and the report into a rank, are each found."""
     assert broken(graph) == set()
     planted = grimp.build_graph("ddpbench", include_external_packages=True)
-    planted.add_import(importer="ddpbench.analysis.summary", imported="ddpbench.sweep.runner")
+    planted.add_import(importer="ddpbench.analysis.summary.table", imported="ddpbench.sweep.runner")
     planted.add_import(importer="ddpbench.rank.train", imported="ddpbench.launch.spawn")
     planted.add_import(importer="ddpbench.rank.devices", imported="pandas")
     planted.add_import(importer="ddpbench.report.build", imported="ddpbench.rank.train")
@@ -89,6 +91,29 @@ def test_modules_are_small_enough_to_read_in_one_sitting():
                 if name.startswith("ddpbench/cli/") and name.rsplit("/", 1)[1] not in
                 ("main.py", "common.py", "tables.py", "__init__.py")}
     assert commands and {name: n for name, n in commands.items() if n > MAX_COMMAND_LINES} == {}
+
+
+def reached_inside(graph) -> list[tuple[str, str]]:
+    """(importer, imported) where code outside the analysis imports a module inside one of its rooms."""
+    return [(importer, imported) for imported in sorted(graph.modules)
+            if imported.startswith("ddpbench.analysis.") and imported.count(".") >= 3
+            for importer in sorted(graph.find_modules_that_directly_import(imported))
+            if importer.startswith("ddpbench.") and not importer.startswith("ddpbench.analysis.")]
+
+
+def test_outside_code_reaches_the_analysis_through_its_faces(graph):
+    """The report, the command line and the rest import a room of the analysis by its face
+    (``ddpbench.analysis.summary``) or the folder facade, never a module inside a room."""
+    assert reached_inside(graph) == []
+    planted = grimp.build_graph("ddpbench")
+    planted.add_import(importer="ddpbench.report.build", imported="ddpbench.analysis.summary.table")
+    assert reached_inside(planted) == [("ddpbench.report.build", "ddpbench.analysis.summary.table")]
+
+
+def test_no_folder_holds_more_modules_than_a_reader_can_hold():
+    counts = {path.relative_to(ROOT).as_posix(): len([p for p in path.glob("*.py") if p.name != "__init__.py"])
+              for path in [PACKAGE, *PACKAGE.rglob("*")] if path.is_dir() and path.name != "__pycache__"}
+    assert {name: n for name, n in counts.items() if n > MAX_FOLDER_MODULES} == {}
 
 
 def test_what_outside_code_names_still_resolves():

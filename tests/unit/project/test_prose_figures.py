@@ -399,7 +399,9 @@ def pytest_gate() -> dict:
 
 def constants() -> dict:
     """The thresholds the prose names, from the code that applies them (not measurements)."""
-    from ddpbench.analysis import bound, causes, diagnosis, overlap, power, stats, summary
+    from ddpbench.analysis.diagnosis import bound, causes, finders as diagnosis
+    from ddpbench.analysis.summary import overlap, table as summary
+    from ddpbench.analysis.core import power, stats
 
     return {"noise": pct(summary.NOISE_THRESHOLD), "straggler": pct(summary.STRAGGLER_THRESHOLD),
             "consistency": pct(summary.STRAGGLER_CONSISTENCY), "comm": pct(bound.COMM_BOUND_SHARE),
@@ -433,7 +435,7 @@ def calibration_cpu() -> dict:
     its launches (``results.jsonl``), and the simulation's settings (the benchmark's own constants)."""
     from scipy.stats import t as student
 
-    from ddpbench.analysis import stats
+    from ddpbench.analysis.core import stats
 
     f = "calibration-cpu"
     table = _table(EX / f / "calibration.md")
@@ -473,9 +475,9 @@ def whatif() -> dict:
     """The cost model's constants that docs/whatif.md names, and the published rows it is checked on."""
     import tomllib
 
-    from ddpbench.analysis import whatif as model
+    from ddpbench.analysis.models import whatif as model
 
-    published = tomllib.loads((ROOT / "ddpbench" / "analysis" / "published_scaling.toml").read_text(encoding="utf-8"))
+    published = tomllib.loads((ROOT / "ddpbench" / "analysis" / "models" / "published_scaling.toml").read_text(encoding="utf-8"))
     [rows] = [v for v in published.values() if isinstance(v, list)]
     return {**{link: f"{us:g}" for link, us in model.NCCL_STEP_US.items()}, "base": f"{model.NCCL_BASE_US:g}",
             "step_share": f1(100 * model.COSTS.step_share), "allreduce_us": f1(model.COSTS.allreduce_us),

@@ -177,7 +177,7 @@ def test_size_ranges_never_repeat_or_truncate_silently():
 def test_prediction_interpolates_and_extrapolates_sanely():
     import pandas as pd
 
-    from ddpbench.analysis.collectives import predict_allreduce_us
+    from ddpbench.analysis.models.collectives import predict_allreduce_us
 
     curve = pd.DataFrame({"size_bytes": [4096, 1024, 2048], "time_us_median": [400.0, 100.0, 200.0]})
     # unsorted input; exact at the points, log-log in between

@@ -158,7 +158,7 @@ def test_gpu_experiment_is_refused_without_a_gpu(cpu_machine):
 
 
 def test_the_report_sets_each_gpu_job_beside_the_same_job_on_cpu():
-    from ddpbench.analysis.gpu import gpu_table
+    from ddpbench.analysis.summary.gpu import gpu_table
 
     def job(key, device, rate, batch=64, **extra):
         return {"key": key, "device": device, "status": "ok", "strategy": "ddp", "comm_hook": "none", "model": "mlp",
@@ -180,8 +180,8 @@ def test_the_report_sets_each_gpu_job_beside_the_same_job_on_cpu():
 def test_the_measured_h100_results_load_and_report_as_gpu_jobs(tmp_path):
     """The committed H100 results (reports/examples/gpu-h100): CUDA jobs with their GPU memory and
     event-timed phases, each set beside the same job on the same machine's CPU."""
-    from ddpbench.analysis.gpu import gpu_table
-    from ddpbench.analysis.summary import summarize
+    from ddpbench.analysis.summary.gpu import gpu_table
+    from ddpbench.analysis.summary.table import summarize
     from ddpbench.report.build import write_report
 
     folder = ROOT / "reports" / "examples" / "gpu-h100"

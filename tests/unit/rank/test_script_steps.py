@@ -264,7 +264,7 @@ def _script_launches(folder, name: str, allreduced: int, repeats: int = 2):
 def test_the_summary_takes_a_scripts_phases_from_its_phase_steps_and_withholds_what_measured_nothing(tmp_path):
     from ddpbench.testing.records import ResultsFolder
 
-    from ddpbench.analysis.summary import summarize
+    from ddpbench.analysis.summary.table import summarize
     from ddpbench.audit.figures import derive
     from ddpbench.results.tables import load
 

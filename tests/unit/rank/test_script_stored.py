@@ -174,7 +174,7 @@ def _measured(path):
 
 
 def test_the_cost_model_keeps_a_script_apart_from_an_mlp_of_the_same_batch(mixed_folder):
-    from ddpbench.analysis import costmodel
+    from ddpbench.analysis.models import costmodel
 
     measured = _measured(mixed_folder)
     found = {w.label: w for w in costmodel.workloads(measured.summary, measured.ranks)}
@@ -208,8 +208,8 @@ def test_whatif_from_the_folder_names_the_script(mixed_folder):
 
 
 def test_compare_and_the_job_labels_name_the_script(mixed_folder):
-    from ddpbench.analysis import compare
-    from ddpbench.analysis.jobs import describe, label_fields, own_label, same_model
+    from ddpbench.analysis.history import compare
+    from ddpbench.analysis.core.jobs import describe, label_fields, own_label, same_model
 
     measured = _measured(mixed_folder)
     summary, steps = measured.summary, measured.steps
@@ -254,7 +254,9 @@ def test_jobs_matched_by_model_are_the_scripts_own(mixed_folder):
     (which are faster, smaller and stored first)."""
     import math
 
-    from ddpbench.analysis import gpu, layouts, network
+    from ddpbench.analysis.summary import gpu
+
+    from ddpbench.analysis.models import layouts, network
 
     summary = _measured(mixed_folder).summary
     scripts = summary[summary["script"] != ""]

@@ -11,7 +11,7 @@ import math
 import pandas as pd
 import pytest
 
-from ddpbench.analysis import overlap
+from ddpbench.analysis.summary import overlap
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.launch.base import Launch
 from ddpbench.rank.timing import StepTimer

@@ -26,10 +26,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ddpbench.analysis import compare
-from ddpbench.analysis.changes import trend_changes
-from ddpbench.analysis.trend import trend_table
-from ddpbench.analysis.gates import parse_gate
+from ddpbench.analysis.history import compare
+from ddpbench.analysis.history.changes import trend_changes
+from ddpbench.analysis.history.trend import trend_table
+from ddpbench.analysis.history.gates import parse_gate
 from ddpbench.experiment.collectives import CollectiveSpec
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.report import plots, sections

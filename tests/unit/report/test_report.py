@@ -315,7 +315,7 @@ def test_equivalence_without_other_strategies(tmp_path):
 def test_labels_leave_out_settings_of_other_strategies():
     import pandas as pd
 
-    from ddpbench.analysis.jobs import describe, line_fields
+    from ddpbench.analysis.core.jobs import describe, line_fields
     from ddpbench.report.plots.strategies import config_labels, traffic_kind
 
     table = pd.DataFrame([job(strategy="ddp"), job(strategy="ddp", comm_hook="powersgd", bucket_cap_mb=32),
@@ -350,7 +350,7 @@ def example_report(tmp_path_factory, name: str) -> tuple[Path, str]:
 
 
 def example_summary(name: str):
-    from ddpbench.analysis.summary import summarize
+    from ddpbench.analysis.summary.table import summarize
     from ddpbench.results.tables import load_tables
 
     steps, runs, ranks, _ = load_tables(EXAMPLES / name)

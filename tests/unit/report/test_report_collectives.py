@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench.analysis.collectives import allreduce_curve, predict_allreduce_us
+from ddpbench.analysis.models.collectives import allreduce_curve, predict_allreduce_us
 from ddpbench.report.build import write_report
 from ddpbench.report.plots.collectives import size_label
 from ddpbench.results.tables import load_collectives

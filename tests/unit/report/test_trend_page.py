@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from ddpbench.analysis.changes import trend_changes
-from ddpbench.analysis.newest import newest_changes
-from ddpbench.analysis.trend import trend_table
+from ddpbench.analysis.history.changes import trend_changes
+from ddpbench.analysis.history.newest import newest_changes
+from ddpbench.analysis.history.trend import trend_table
 from ddpbench.report.trend_page import families, write_trend
 from ddpbench.testing.histories import commit_name, synthetic_history
 

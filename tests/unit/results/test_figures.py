@@ -11,8 +11,8 @@ import math
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.columns import COLUMNS
-from ddpbench.analysis.declared import declared_figures
+from ddpbench.analysis.core.columns import COLUMNS
+from ddpbench.analysis.summary.declared import declared_figures
 from ddpbench.results import figures, schema
 from ddpbench.results.figures import FIGURES, HOW, UNITS, Figure, Summary
 from ddpbench.results.validate import RANK_CHECKS, clean_run

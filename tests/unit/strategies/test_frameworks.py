@@ -4,9 +4,9 @@ the framework installed."""
 
 import pytest
 
-from ddpbench.analysis.diagnosis import diagnose
-from ddpbench.analysis.frameworks import overhead_table, overhead_text
-from ddpbench.analysis.summary import summarize
+from ddpbench.analysis.diagnosis.finders import diagnose
+from ddpbench.analysis.summary.frameworks import overhead_table, overhead_text
+from ddpbench.analysis.summary.table import summarize
 from ddpbench.errors import InputError
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.results.tables import load
@@ -79,7 +79,7 @@ def test_what_the_trainer_s_own_loop_cannot_do_yet_is_refused(field, value):
 
 
 def test_rounds_resampled_together_cancel_the_drift_they_share():
-    from ddpbench.analysis import stats
+    from ddpbench.analysis.core import stats
 
     ddp = [10.0, 12.0, 14.0, 16.0, 18.0]  # the machine drifts from round to round
     framework = [x * 1.05 for x in ddp]  # 5 % slower in every round

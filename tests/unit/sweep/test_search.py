@@ -1,4 +1,4 @@
-"""tune's race (sweep.search over analysis.race), on planted landscapes: every launch's result is
+"""tune's race (sweep.search over analysis.history.race), on planted landscapes: every launch's result is
 written into the store as if it had run, its step time drawn around a planted mean per setting,
 so the right answer is known. The race must find the planted best (or a setting statistically
 tied with it) with at most half the grid's launches, and never race two caps with the same buckets."""
@@ -7,7 +7,9 @@ import random
 
 import pytest
 
-from ddpbench.analysis import power, race
+from ddpbench.analysis.core import power
+
+from ddpbench.analysis.history import race
 from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.machine import Machine
 from ddpbench.results.schema import STEP_COLUMNS, launch_record, training_result

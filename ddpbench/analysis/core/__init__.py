@@ -1,0 +1,28 @@
+"""The base of the analysis: what every room reads.
+
+  stats       confidence intervals and significance over fresh launches
+  power       how many launches detect a difference, and the smallest one a set of launches can
+  jobs        which settings tell jobs apart: labels, reading order, baselines
+  columns     the summary's columns, each declared once with its meaning
+  thresholds  every threshold a word of the analysis rests on, with its reason
+  values      the one test of a missing figure, and reading a number from a row
+"""
+
+from __future__ import annotations
+
+from ddpbench.analysis.core.stats import CONFIDENCE, mean_ci, throughput_ci
+from ddpbench.analysis.core.power import POWER, mde_amount
+from ddpbench.analysis.core.jobs import (
+    COMM_ONLY_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe, label_fields, line_fields,
+    model_columns, model_name, ok_jobs, ordered, own_fields, own_label, strategies_vary,
+)
+from ddpbench.analysis.core.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
+from ddpbench.analysis.core.thresholds import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
+from ddpbench.analysis.core.values import pct
+
+__all__ = [
+    "COMM_ONLY_FIELDS", "CONFIDENCE", "EFFICIENCY", "EXPOSED_COMM_MS", "NOISE_THRESHOLD", "POWER",
+    "SAMPLES_PER_S", "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD", "alike_but", "bucket_settings",
+    "caps_text", "describe", "label_fields", "line_fields", "mde_amount", "mean_ci", "model_columns",
+    "model_name", "ok_jobs", "ordered", "own_fields", "own_label", "pct", "strategies_vary", "throughput_ci",
+]

@@ -1,0 +1,224 @@
+"""Confidence intervals and significance over fresh launches.
+
+The unit of evidence is the launch (a ``repeat``): steps inside one launch share its process
+placement, memory layout and warm caches, so they are not independent samples of what the next
+launch will measure. Every interval here is a Student t interval over per-launch mean step
+times; with fewer than two launches on a side there is no interval (NaN) and no call, and the
+report says so instead of drawing one.
+
+The intervals are taken on the log scale, for the quantities the report prints:
+
+  * :func:`mean_ci` -- the mean step over launches, xbar: xbar exp(+-t s / (xbar sqrt n)), with
+    t = t_{0.975, n-1} and s the launches' sample standard deviation (the delta method: the
+    standard error of log xbar is the launches' coefficient of variation over sqrt n);
+  * :func:`throughput_ci` -- samples_per_step / that interval (the ends swap);
+  * :func:`ratio_ci` -- the ratio of the two sides' mean steps, mean(num) / mean(den), the very
+    ratio the tables print: Welch's t on log(mean(num)) - log(mean(den)), standard error
+    sqrt(cv_num^2 / n_num + cv_den^2 / n_den), Welch-Satterthwaite degrees of freedom;
+    ``paired``: the rounds' relative differences num_i / mean(num) - den_i / mean(den), one-sample
+    t with n - 1 degrees of freedom (a round's shared drift cancels).
+
+Why the ratio of *means* and not of geometric means: the point estimate the report prints is
+the ratio of mean step times (the inverse throughput ratio), and its interval must be about the
+same number; on the log scale the interval of B / A is the reciprocal of that of A / B and never
+reaches below 0. For launch spreads of a few % the two differ by (cv_num^2 - cv_den^2) / 2, a
+hundredth of the interval's width.
+
+Why not the bootstrap this module used before: with 2 or 3 launches a side, the percentile
+bootstrap (even expanded) called identical jobs different in about 1 in 3 (2 launches) and 1 in
+10 (3 launches) comparisons. ``benchmarks/interval_calibration.py`` measures both on simulated
+and real launches; docs/statistics.md has the table. :func:`bootstrap_ci` stays only for that
+contrast. A figure that can be 0 or negative, such as the exposed communication time (each
+launch's step less its own no_sync() step, :mod:`ddpbench.analysis.summary.exposed`), gets the plain t
+interval of its per-launch values (:func:`difference_mean_ci`), not the log-scale one.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import warnings
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+CONFIDENCE = 0.95
+RESAMPLES = 4000
+SEED = 20261121
+
+
+def launch_means(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
+    """One row per (key, repeat): the mean over steps of the slowest rank's step time (ms)."""
+    part = steps[steps["phase"] == phase]
+    if part.empty:
+        return pd.DataFrame(columns=["key", "repeat", "step_ms"])
+    bounded = part.groupby(["key", "repeat", "step"], as_index=False)["step_ms"].max()
+    return bounded.groupby(["key", "repeat"], as_index=False)["step_ms"].mean()
+
+
+def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np.ndarray],
+                 confidence: float = CONFIDENCE, expanded: bool = True, paired: bool = False) -> tuple[float, float]:
+    """The former default, kept for ``benchmarks/interval_calibration.py``'s contrast and the exposed
+    communication interval (:mod:`ddpbench.analysis.summary.exposed`; docs/statistics.md defines it): expanded percentile bootstrap interval of ``statistic(*samples, axis=-1)``, resampling every
+    sample independently (``paired``: the samples' i-th values together, for samples of equal length
+    measured in the same rounds); (NaN, NaN) when any sample has fewer than two values.
+    ``expanded=False`` gives the plain percentile interval (for comparison: too narrow with few launches).
+
+    ``statistic`` must be vectorised: it gets arrays with the resamples along the last axis.
+    """
+    from scipy.stats import bootstrap
+
+    arrays = [np.asarray(s, dtype=float) for s in samples]
+    if paired:
+        keep = ~np.any([np.isnan(a) for a in arrays], axis=0)  # a round is dropped whole
+        arrays = [a[keep] for a in arrays]
+    else:
+        arrays = [a[~np.isnan(a)] for a in arrays]
+    if not arrays or any(a.size < 2 for a in arrays):
+        return math.nan, math.nan
+    if all(np.all(a == a[0]) for a in arrays):  # nothing to resample: the interval is the point
+        value = float(statistic(*(a[None, :] for a in arrays), axis=-1)[0])
+        return value, value
+    # scipy >= 1.15 names the generator ``rng``; the versions before it (pyproject allows >= 1.11)
+    # only know ``random_state``; given the same Generator both draw the same resamples
+    seed_arg = "rng" if "rng" in inspect.signature(bootstrap).parameters else "random_state"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # DegenerateDataWarning for a constant sample among others
+        result = bootstrap(arrays, statistic, n_resamples=RESAMPLES, confidence_level=confidence,
+                           method="percentile", vectorized=True, paired=paired,
+                           **{seed_arg: np.random.default_rng(SEED)})
+    tail = expanded_tail(min(a.size for a in arrays), confidence) if expanded else (1 - confidence) / 2
+    distribution = result.bootstrap_distribution
+    return float(np.quantile(distribution, tail)), float(np.quantile(distribution, 1 - tail))
+
+
+def expanded_tail(n: int, confidence: float = CONFIDENCE) -> float:
+    """The lower percentile (as a fraction) of the expanded percentile interval for samples of n."""
+    from scipy.special import ndtr  # scipy.stats.norm.cdf, without importing scipy.stats
+
+    alpha = 1 - confidence
+    if n < 2:
+        return math.nan
+    return float(ndtr(-math.sqrt(n / (n - 1)) * t_quantile(1 - alpha / 2, n - 1)))
+
+
+def t_quantile(q: float, df):
+    """Student's t quantile at ``q`` (0 < q < 1) with ``df`` degrees of freedom (a number or an array):
+    the very value of ``scipy.stats.t.ppf(q, df)``, NaN where df is not positive, from scipy.special's
+    ``stdtrit`` (what ``t.ppf`` calls) at a hundredth of its cost and without importing scipy.stats,
+    half a second of a report's start (the loss budget takes eight such intervals per job)."""
+    from scipy.special import stdtrit
+
+    df = np.asarray(df, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.where(df > 0, stdtrit(df, q), math.nan)
+
+
+def mean_ci(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """t interval, on the log scale, of the mean of ``values`` (per-launch mean step times, ms):
+    mean exp(+-t_{(1+confidence)/2, n-1} sd / (mean sqrt n)); (NaN, NaN) with fewer than two
+    values or a mean <= 0, the point twice when every value is the same."""
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if x.size < 2:
+        return math.nan, math.nan
+    mean = float(x.mean())
+    if not mean > 0:
+        return math.nan, math.nan
+    se = float(np.std(x, ddof=1)) / mean / math.sqrt(x.size)
+    half = float(t_quantile((1 + confidence) / 2, x.size - 1)) * se
+    return mean * math.exp(-half), mean * math.exp(half)
+
+
+def difference_mean_ci(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Student's t interval of the mean of ``values`` on their own scale, mean +-
+    t_{(1+confidence)/2, n-1} sd / sqrt(n): for per-launch figures that can be 0 or negative (each
+    launch's paired difference, e.g. its step less its own no_sync() step); (NaN, NaN) with fewer
+    than two values, the point twice when every value is the same."""
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if x.size < 2:
+        return math.nan, math.nan
+    mean = float(x.mean())
+    half = float(t_quantile((1 + confidence) / 2, x.size - 1)) * float(np.std(x, ddof=1)) / math.sqrt(x.size)
+    return mean - half, mean + half
+
+
+def throughput_ci(step_means_ms, samples_per_step: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Interval of samples/s = samples_per_step / mean step time, over launches: :func:`mean_ci`
+    turned over (its low end gives the high throughput)."""
+    low, high = mean_ci(step_means_ms, confidence)
+    if math.isnan(low):
+        return math.nan, math.nan
+    return samples_per_step / (high / 1e3), samples_per_step / (low / 1e3)
+
+
+def ratio_ci(numerator_ms, denominator_ms, expanded: bool = True, paired: bool = False,
+             confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """t interval, on the log scale, of mean(numerator) / mean(denominator), each side's values
+    its launches' mean step times (ms): Welch's t over the two sides' launches, or (``paired``:
+    samples of equal length measured in the same rounds; a round with a NaN is dropped whole)
+    a one-sample t over the rounds' relative differences. (NaN, NaN) with fewer than two launches
+    on a side. ``expanded`` is accepted for old callers and ignored: it belonged to the bootstrap."""
+    num, den = np.asarray(numerator_ms, dtype=float), np.asarray(denominator_ms, dtype=float)
+    if paired:
+        if num.size != den.size:
+            raise ValueError(f"paired samples must have equal length, got {num.size} and {den.size}")
+        keep = ~(np.isnan(num) | np.isnan(den))
+        num, den = num[keep], den[keep]
+    else:
+        num, den = num[~np.isnan(num)], den[~np.isnan(den)]
+    if num.size < 2 or den.size < 2:
+        return math.nan, math.nan
+    mean_num, mean_den = float(num.mean()), float(den.mean())
+    if not (mean_num > 0 and mean_den > 0):
+        return math.nan, math.nan
+    ratio = mean_num / mean_den
+    if paired:
+        diff = num / mean_num - den / mean_den
+        se, df = float(np.std(diff, ddof=1)) / math.sqrt(diff.size), diff.size - 1
+    else:
+        se, df = welch(np.var(num / mean_num, ddof=1), num.size, np.var(den / mean_den, ddof=1), den.size)
+    if se == 0:
+        return ratio, ratio
+    half = float(t_quantile((1 + confidence) / 2, df)) * se
+    return ratio * math.exp(-half), ratio * math.exp(half)
+
+
+def difference_ci(numerator_ms, denominator_ms, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Welch t interval of mean(numerator) - mean(denominator) (ms) over each side's launches;
+    (NaN, NaN) with fewer than two launches on a side."""
+    num, den = np.asarray(numerator_ms, dtype=float), np.asarray(denominator_ms, dtype=float)
+    num, den = num[~np.isnan(num)], den[~np.isnan(den)]
+    if num.size < 2 or den.size < 2:
+        return math.nan, math.nan
+    diff = float(num.mean() - den.mean())
+    se, df = welch(np.var(num, ddof=1), num.size, np.var(den, ddof=1), den.size)
+    half = float(t_quantile((1 + confidence) / 2, df)) * se if se > 0 else 0.0
+    return diff - half, diff + half
+
+
+def welch(var_a: float, n_a: int, var_b: float, n_b: int) -> tuple[float, float]:
+    """(standard error, Welch-Satterthwaite degrees of freedom) of a difference of two means from
+    the samples' variances and sizes; the degrees of freedom are n_a + n_b - 2 when both variances are 0."""
+    va, vb = var_a / n_a, var_b / n_b
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return 0.0, float(n_a + n_b - 2)
+    df = (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
+    return se, df
+
+
+def significant(low: float, high: float, null: float = 1.0) -> bool | None:
+    """True when the interval excludes ``null``, False when it contains it, None without one."""
+    if math.isnan(low) or math.isnan(high):
+        return None
+    return not (low <= null <= high)
+
+
+def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool | None:
+    """Whether two intervals overlap (None when either is missing)."""
+    if any(math.isnan(x) for x in (*a, *b)):
+        return None
+    return a[0] <= b[1] and b[0] <= a[1]

@@ -1,0 +1,42 @@
+"""Reading figures: the one test of a missing figure, a number read from a row, a share as words.
+
+A figure the records lack is NaN (or None, or text where a number was expected). :func:`known`
+is the one test for it; :func:`num` reads a row's value as a float, NaN where it is missing.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def known(*values) -> bool:
+    """Every value a finite number.
+
+    Parameters
+    ----------
+    *values
+        Anything: numbers, numeric text, None, NaN.
+
+    Returns
+    -------
+    bool
+        True when each value converts to a finite float (True for no values at all).
+    """
+    try:
+        return all(math.isfinite(float(v)) for v in values)
+    except (TypeError, ValueError):
+        return False
+
+
+def num(row, name: str) -> float:
+    """``row[name]`` as a float: NaN where the row (a dict or a pandas row) lacks it or it is no number."""
+    value = row.get(name, math.nan) if hasattr(row, "get") else math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def pct(x: float, digits: int = 0) -> str:
+    """A share as a percentage: ``pct(0.256)`` is ``"26 %"``, ``pct(0.256, 1)`` is ``"25.6 %"``."""
+    return f"{100 * x:.{digits}f} %"

@@ -1,0 +1,29 @@
+"""The diagnosis: findings in plain words, each quoting the figures it rests on.
+
+  finders         every finder of the diagnosis, in the order they run, and diagnose()
+  findings        the Finding, blaming and ranking
+  causes          each cause of lost time: what its fix would recover
+  evidence        a fix the sweep ran: its measured gain
+  wording         words that follow an interval (cannot tell, significant, scales well)
+  bound           compute- or communication-bound
+  contention      ranks sharing the machine
+  model_findings  findings of the cost model
+  precision       mixed precision and torch.compile
+  lossbudget      the loss budget in words
+  verdict         the headline: how it scales, what to change
+  choice          the best setting, and whether it is better
+  claims          the verdict's and the findings' claims, for the checker
+"""
+
+from __future__ import annotations
+
+from ddpbench.analysis.diagnosis.causes import DATA_BOUND_SHARE
+from ddpbench.analysis.diagnosis.precision import (
+    has_settings, ratio_text, scaling_sentences, setting_name, settings_table,
+)
+from ddpbench.analysis.diagnosis.lossbudget import cluster_words
+
+__all__ = [
+    "DATA_BOUND_SHARE", "cluster_words", "has_settings", "ratio_text", "scaling_sentences", "setting_name",
+    "settings_table",
+]

@@ -1,0 +1,156 @@
+"""Which setting is fastest and, where a price was given, cheapest, and the cheapest that trains a
+run of the given samples within the deadline (:mod:`.cost` makes the figures).
+
+Each is chosen among the ok jobs that train the same model, and called only where the interval of
+its ratio against the runner-up (Welch's t over both jobs' launches) excludes 1; otherwise the line
+says by how much the means differ, that the launches cannot tell the two apart, and how many
+launches would (:func:`ddpbench.analysis.diagnosis.wording.cannot_tell`). A deadline is met only where the
+whole interval of the time to train lies within it (``meets_deadline``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ddpbench.analysis.core import stats
+
+from ddpbench.analysis.diagnosis import wording
+from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields, model_name
+from ddpbench.analysis.summary.table import launch_times
+from ddpbench.experiment.cost import Cost
+
+#: a difference smaller than this is not worth a "cheaper" or "faster"
+MATERIAL = 0.05
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One line of the verdict: ``label`` (fastest, cheapest, deadline) and its sentence."""
+
+    label: str
+    text: str
+    job: str | None = None
+
+
+def _groups(summary: pd.DataFrame):
+    ok = summary[(summary["status"] == "ok") & summary["step_ms_mean"].notna()]
+    if ok.empty:
+        return []
+    keys = [c for c in MODEL_FIELDS if c in ok.columns]
+    return [group for _, group in ok.groupby(keys, sort=False, dropna=False)]
+
+
+def _ratio(a, b, scale: float) -> tuple[float, float]:
+    """The interval of a's figure over b's, where each is ``scale``'d to its mean step: Welch's t
+    over both jobs' launches (NaN without two on a side)."""
+    low, high = stats.ratio_ci(launch_times(a), launch_times(b))
+    return scale * low, scale * high
+
+
+def _versus(best, other, ratio: tuple[float, float], point: float, word: str, summary) -> str:
+    """``N % <word> than <other> (95 % CI ...: significant)``, or why that cannot be said."""
+    name = _name(other, summary)
+    gain = 1 - point
+    low, high = ratio
+    if stats.significant(low, high) and high < 1:
+        return (f"{wording.pct(gain, 1)} {word} than {name} (95 % CI of the gain {wording.pct(1 - high, 1)} to "
+                f"{wording.pct(1 - low, 1)}: significant)")
+    mine, theirs = launch_times(best), launch_times(other)
+    spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
+    told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * max(gain, MATERIAL), f" it from {name}")
+    if wording.known(low, high):
+        return (f"{wording.pct(gain, 1)} {word} than {name} by the means, but the 95 % interval of the gain, "
+                f"{wording.pct(1 - high, 1)} to {wording.pct(1 - low, 1)}, includes 0: {told}")
+    return f"{wording.pct(gain, 1)} {word} than {name} by the means; {told}"
+
+
+def _name(row, summary) -> str:
+    return describe(row, label_fields(summary), summary)
+
+
+def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
+    """The fastest setting of each model, and where a price was given the cheapest, and the
+    cheapest that meets the deadline, each against its runner-up with its interval."""
+    out = []
+    groups = _groups(summary)
+    for group in groups:
+        model = f" for {model_name(group.iloc[0])}" if len(groups) > 1 else ""
+        by_speed = group.sort_values("samples_per_s", ascending=False)
+        fast = by_speed.iloc[0]
+        text = (f"{_name(fast, summary)}{model}, {_rate(fast['samples_per_s'])} samples/s"
+                f"{wording.interval(fast['samples_per_s_low'], fast['samples_per_s_high'], _rate)}")
+        if len(group) > 1:
+            second = by_speed.iloc[1]
+            # its time per sample over the runner-up's: (step / batch) / (step' / batch')
+            scale = second["global_batch"] / fast["global_batch"]
+            point = (fast["step_ms_mean"] / fast["global_batch"]) / (second["step_ms_mean"] / second["global_batch"])
+            text += f"; {_versus(fast, second, _ratio(fast, second, scale), point, 'less time per sample', summary)}"
+        out.append(Choice("fastest", text, fast["key"]))
+        if not cost.priced:
+            continue
+        by_cost = group.sort_values("cost_per_sample")
+        cheap = by_cost.iloc[0]
+        text = (f"{_name(cheap, summary)}{model}, {_money(cheap['cost_per_million_samples'], cost)} per million samples"
+                f"{_money_interval(1e6 * cheap['cost_per_sample_low'], 1e6 * cheap['cost_per_sample_high'], cost)}")
+        if cheap["key"] == fast["key"]:
+            text += " (also the fastest)"
+        if len(group) > 1:
+            second = by_cost.iloc[1]
+            scale = (cheap["price_per_hour"] / cheap["global_batch"]) / (second["price_per_hour"] / second["global_batch"])
+            point = cheap["cost_per_sample"] / second["cost_per_sample"]
+            text += f"; {_versus(cheap, second, _ratio(cheap, second, scale), point, 'cheaper', summary)}"
+        out.append(Choice("cheapest", text, cheap["key"]))
+        if cost.deadline_h is not None:
+            out.append(_deadline(group, cost, summary, model))
+    return out
+
+
+def _deadline(group: pd.DataFrame, cost: Cost, summary, model: str) -> Choice:
+    """The cheapest job whose whole interval of time to train meets the deadline, and those that may miss it."""
+    run = f"{cost.samples:,} samples within {cost.deadline_h:g} h"
+    meets = group[group["meets_deadline"].map(lambda v: v is True)].sort_values("cost_to_train")
+    unsure = group[group["meets_deadline"].map(lambda v: v is None)]
+    if meets.empty:
+        fastest = group.sort_values("time_to_train_h").iloc[0]
+        why = (f"the fastest, {_name(fastest, summary)}, would take {_sig(fastest['time_to_train_h'])} h"
+               f"{wording.interval(fastest['time_to_train_h_low'], fastest['time_to_train_h_high'], lambda v: f'{_sig(v)} h')}")
+        if len(unsure):
+            why += f"; {len(unsure)} setting(s) may meet it, their intervals reaching across it"
+        return Choice("deadline", f"no measured setting{model} is sure to train {run}: {why}")
+    best = meets.iloc[0]
+    text = (f"{_name(best, summary)}{model} trains {run}: {_sig(best['time_to_train_h'])} h for "
+            f"{_money(best['cost_to_train'], cost)}"
+            f"{_money_interval(best['cost_to_train_low'], best['cost_to_train_high'], cost)}")
+    cheaper_unsure = unsure[unsure["cost_to_train"] < best["cost_to_train"]]
+    if len(cheaper_unsure):
+        text += (f"; {len(cheaper_unsure)} cheaper setting(s) may meet it too, but their time's interval reaches past "
+                 f"{cost.deadline_h:g} h")
+    return Choice("deadline", text, best["key"])
+
+
+def _sig(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant figures, in plain decimals (never an exponent, which the
+    checker and a reader would both misread)."""
+    value = float(value)
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}"
+
+
+def _rate(value: float) -> str:
+    """A throughput with about four significant figures, never in exponent notation."""
+    value = float(value)
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+
+
+def _money_interval(low: float, high: float, cost: Cost) -> str:
+    """`` (95 % CI a to b USD)``, or "" without an interval."""
+    return f" (95 % CI {_sig(low)} to {_sig(high)} {cost.currency})" if wording.known(low, high) else ""
+
+
+def _money(value: float, cost: Cost) -> str:
+    return f"{_sig(value)} {cost.currency}" if wording.known(value) else "-"

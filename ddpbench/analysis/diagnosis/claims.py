@@ -1,0 +1,42 @@
+"""What the diagnosis and the verdict say, as plain data for the independent checker
+(:mod:`ddpbench.audit`, which imports nothing of the analysis): each sentence with the job key it is
+about, the fix fields and basis of the finding it comes from, and the finding's kind."""
+
+from __future__ import annotations
+
+from ddpbench import audit
+from ddpbench.analysis.diagnosis.findings import Finding, top_cause
+
+
+def finding_claims(findings: list[Finding]) -> list[dict]:
+    return [{"text": f.text, "job": f.job, "fix_fields": f.fix_fields, "basis": f.basis, "kind": f.kind}
+            for f in findings]
+
+
+def verdict_claims(findings: list[Finding], verdict: list[tuple[str, str]], summary=None) -> list[dict]:
+    """The verdict's lines (:func:`ddpbench.analysis.diagnosis.verdict.headline` of ``findings``: the report's
+    top and the sweep's console print the same), each with the finding it was drawn from: the top
+    cause's line carries that finding's job, fix and basis; the lost-time line the job whose loss
+    budget it quotes (given the ``summary``)."""
+    from ddpbench.analysis.diagnosis.verdict import lost_time_job
+
+    cause = top_cause(findings)
+    out = []
+    for label, text in verdict:
+        if label == "top cause" and cause is not None:
+            out.append({"text": text, "job": cause.job, "fix_fields": cause.fix_fields, "basis": cause.basis,
+                        "kind": "verdict"})
+        elif label == "lost time" and summary is not None:
+            out.append({"text": text, "job": lost_time_job(findings, summary), "kind": "verdict"})
+        else:
+            out.append({"text": text, "kind": "verdict"})
+    return out
+
+
+def audit_findings(folder, findings: list[Finding], verdict: list[tuple[str, str]],
+                   summary=None, price: dict | None = None) -> list[audit.Problem]:
+    """Every problem the independent checker finds in the verdict lines and the diagnosis of
+    ``folder`` (a path, or its loaded tables (steps, runs, ranks, sweeps): the checker re-derives every
+    figure from them); ``summary`` ties the lost-time line to its job; ``price``: the ``[cost]`` keys
+    the verdict's costs are at (an input, not a measurement: the checker derives the costs itself)."""
+    return audit.check_folder(folder, [*verdict_claims(findings, verdict, summary), *finding_claims(findings)], price)

@@ -1,0 +1,456 @@
+"""Diagnosis in plain words, each finding derived from the numbers of the summary table.
+
+:func:`diagnose` returns :class:`Finding` s: a kind, a severity and a sentence (plain text: the
+report escapes it). The thresholds are named constants so a reader can see where a verdict
+comes from; every sentence quotes the figures it rests on.
+
+Findings that blame a cause of lost time carry the fix and the time it would recover
+(:mod:`ddpbench.analysis.diagnosis.causes`); :func:`diagnose` returns them in :func:`~ddpbench.analysis.diagnosis.findings.rank`'s
+order, and ``benchmarks/fault_suite.py`` scores that order against faults planted on purpose
+(``experiments/faults/``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from functools import partial
+
+import numpy as np
+import pandas as pd
+
+from ddpbench.analysis.diagnosis import bound, causes, evidence, model_findings, precision, wording
+
+from ddpbench.analysis.summary import frameworks
+
+from ddpbench.analysis.core import stats
+from ddpbench.analysis.diagnosis.contention import contention_findings as _contention
+from ddpbench.analysis.core.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP, STEP_MS
+from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, not_proposed, pct, rank, top_cause  # noqa: F401 (top_cause: API)
+from ddpbench.analysis.core.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe,
+                                    label_fields, same_model)
+from ddpbench.analysis.core.jobs import config_name as _config
+from ddpbench.analysis.core.jobs import hook_text as _hook
+from ddpbench.analysis.core.jobs import largest_fair as _largest_fair
+from ddpbench.analysis.core.jobs import network_of as _network
+from ddpbench.analysis.core.jobs import ok_jobs as _ok
+from ddpbench.analysis.core.jobs import per_row as _per_row
+from ddpbench.analysis.core.jobs import strategy_name as _strategy
+from ddpbench.analysis.summary.table import NOISE_THRESHOLD, launch_times
+
+COMM_BOUND_SHARE = bound.COMM_BOUND_SHARE  # exposed communication above this share of the step
+COMPUTE_BOUND_SHARE = bound.COMPUTE_BOUND_SHARE  # below this: compute-bound
+DEFAULT_BUCKET_MB = causes.DEFAULT_BUCKET_MB  # the cap a job gets when it names none (MB)
+SERIAL_FRACTION_RISE = 0.05  # e rising by more than this across world sizes: overhead grows with ranks
+DATA_BOUND_SHARE = causes.DATA_BOUND_SHARE  # waiting for the next batch above this share of the step
+
+
+def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
+             checks: pd.DataFrame | None = None, link_check: pd.DataFrame | None = None,
+             link=None) -> list[Finding]:
+    """Every finding the summary (and, when given, the model's projection, its check against the
+    measurements and its held-out check across emulated link rates) supports, most important first.
+    ``link`` is the machine's fitted all-reduce curve (:func:`ddpbench.analysis.models.costmodel.fit_collectives`),
+    which costs the messages of too-small buckets; without it no such estimate is made."""
+    if summary.empty:
+        return []
+    findings: list[Finding] = []
+    for part in (_failures, _scaling, partial(bound.bound, link=link), bound.exposed_measures, _frameworks, precision.findings,
+                 _data, _buckets, partial(_bucket_fit, link=link), _unused, _master, _stragglers, _contention, _trend,
+                 _oversubscribed, _peaks, _noise):
+        findings += part(summary)
+    if projection is not None and not projection.empty:
+        findings += model_findings.projection(projection, summary)
+    if checks is not None and not checks.empty:
+        findings += model_findings.model_error(checks)
+    if link_check is not None and not link_check.empty:
+        findings += model_findings.link_check(link_check)
+    return rank(findings)
+
+
+def _failures(summary):
+    bad = summary[~summary["status"].isin(["ok", "skipped"])]
+    if bad.empty:
+        return []
+    kinds = ", ".join(f"{n} {s}" for s, n in bad["status"].value_counts().items())
+    return [Finding("failed", "bad", f"{len(bad)} job(s) did not finish ({kinds}); their errors are in the summary "
+                    "table and their logs in the results folder's logs/.")]
+
+
+def _scaling(summary):
+    """Per configuration and strategy: how its fastest job at the largest fair world size scales; and
+    every job whose world-size-1 baseline is broken (:func:`ddpbench.analysis.summary.table.baseline_problem`)
+    named, with no verdict drawn from it."""
+    out = []
+    ok = _ok(summary)
+    multi = ok[(ok["world_size"] > 1) & ok[EFFICIENCY].notna()]
+    for config, group in multi.groupby(_per_row(_config, multi), sort=False):
+        for strategy, part in group.groupby(_per_row(_strategy, group), sort=False):
+            broken = [r for _, r in part.iterrows() if _baseline_problem(r)]
+            if broken:
+                jobs = "; ".join(f"{_where(r, summary)}: {r[SPEEDUP]:.2f}x ({pct(r[EFFICIENCY])} parallel "
+                                 "efficiency)" for r in broken)
+                out.append(Finding("baseline", "warn", f"No scaling verdict for {strategy} with {config} from these "
+                                   f"measured speedups, which rest on a broken baseline: {jobs}. Why: "
+                                   f"{broken[0]['baseline_problem']}."))
+            top = _largest_fair(part).sort_values(SAMPLES_PER_S, ascending=False).iloc[0]
+            if _baseline_problem(top):
+                continue
+            low, high = top["efficiency_low"], top["efficiency_high"]
+            figures = (f"at world size {int(top['world_size'])} it runs {top[SPEEDUP]:.2f}x the throughput of one "
+                       "rank, "
+                       f"{pct(top[EFFICIENCY])} parallel efficiency{wording.interval(low, high)}")
+            words = wording.scaling_words(low, high)
+            if words is None:  # no interval, or one across every band: no band word
+                launches = launch_times(top)
+                why = "" if not wording.known(low, high) else ", an interval across every band"
+                told = wording.cannot_tell(len(launches), wording.spread_pct(launches),
+                                           100 * wording.band_gap(top[EFFICIENCY]), " how it scales")
+                text = f"{strategy} with {config}: {told}; {figures}{why}."
+                out.append(Finding("scaling", "warn", text))
+                continue
+            out.append(Finding("scaling", "info" if words == "scales well" else "warn",
+                               f"{strategy} with {config} {words}: {figures}."))
+    return out
+
+
+def _where(row, summary) -> str:
+    """A job among others of its configuration: its world size and what else tells it apart."""
+    fields = [f for f in label_fields(summary) if f not in ("strategy", "comm_hook", "batch_size", "world_size")]
+    settings = describe(row, fields, summary, model=False)
+    return f"world size {int(row['world_size'])}" + (f" ({settings})" if settings else "")
+
+
+def _baseline_problem(row) -> str:
+    return problem if isinstance(problem := row.get("baseline_problem", ""), str) else ""
+
+
+def _frameworks(summary):
+    """Each framework against raw DDP on the same work: a warning where its overhead is significant."""
+    out = []
+    for _, r in frameworks.overhead_table(summary).iterrows():
+        where = f"{r['framework']} with {r['model']} at world size {r['world_size']}"
+        if r["significant"]:
+            slower = r["overhead"] > 1
+            out.append(Finding("framework", "warn" if slower else "info",
+                               f"{where} is {'slower' if slower else 'faster'} than raw DDP on the same work: "
+                               f"{frameworks.overhead_text(r)} on the mean step ({r[STEP_MS]:.2f} ms against "
+                               f"{r['ddp_step_ms_mean']:.2f} ms)."))
+        else:
+            out.append(Finding("framework", "info", f"{where} is not significantly slower or faster than raw DDP "
+                               f"on the same work: {frameworks.overhead_text(r)}."))
+    return out
+
+
+def _data(summary):
+    """Jobs that wait for their data, and what more loader workers did for jobs alike in all else."""
+    out = []
+    ok = _ok(summary)
+    if ok.empty or "data_share" not in ok:
+        return out
+    for group in alike_but(ok, "loader_workers"):
+        last = group.iloc[-1]
+        if last["data_share"] < DATA_BOUND_SHARE and (len(group) == 1 or group["data_share"].max() < DATA_BOUND_SHARE):
+            continue
+        where = (f"{_strategy(last)} with {_config(last)} at world size {int(last['world_size'])}, "
+                 f"data from {last['data']}")
+        if len(group) > 1:
+            first = group.iloc[0]
+            steps = " -> ".join(f"{int(r['loader_workers'])}: {r['data_ms']:.1f} of {r[STEP_MS]:.1f} ms"
+                                for _, r in group.iterrows())
+            verdict = ("is still data-bound" if last["data_share"] >= DATA_BOUND_SHARE
+                       else "is no longer data-bound")
+            text = (f"{where}: {int(first['loader_workers'])} loader worker(s) leave "
+                    f"{pct(first['data_share'])} of each step waiting for data; data time of the step "
+                    f"by loader workers: {steps}, {first[STEP_MS] / last[STEP_MS]:.2f}x the "
+                    f"throughput with {int(last['loader_workers'])}, which {verdict} "
+                    f"({pct(last['data_share'])}).")
+            estimate = evidence.weigh(summary, last, causes.data(last))
+            out.append(blame("data", last, estimate, text) if blames(last, estimate) else
+                       Finding("data", "warn" if last["data_share"] >= DATA_BOUND_SHARE else "info", text))
+        else:
+            estimate = evidence.weigh(summary, last, causes.data(last))
+            text = (f"{where}, is data-bound: {pct(last['data_share'])} of each step "
+                    f"({last['data_ms']:.1f} of {last[STEP_MS]:.1f} ms) waits for the next batch "
+                    f"with {int(last['loader_workers'])} loader worker(s)")
+            out.append(blame("data", last, estimate, f"{text}: {estimate.detail}.") if blames(last, estimate) else
+                       Finding("data", "warn", text + ". More loader workers (loader_workers), cheaper decoding or a "
+                               "larger per-rank batch help."))
+    return out
+
+
+def _peaks(summary):
+    """An efficiency above 100% means the peak it is measured against is wrong: say so."""
+    out = []
+    ok = _ok(summary)
+    for column, peak in (("compute_efficiency", "GEMM peak measured as each rank started"),
+                         ("mfu", "datasheet peak (datasheet_tflops)")):
+        over = ok[ok[column] > 1] if column in ok else ok.iloc[0:0]
+        for _, r in over.iterrows():
+            out.append(Finding("compute", "warn", f"{_strategy(r)} with {_config(r)} reached "
+                               f"{r['achieved_tflops']:.3g} TFLOP/s per process, {pct(r[column])} of the {peak}: "
+                               "that peak is wrong, too low for this machine (for the measured one: "
+                               f"{r['peak_method']}), so its efficiency figures are not to be trusted."))
+    return out
+
+
+def _buckets(summary):
+    """Bucket sizes judged by the buckets DDP actually made: caps that gave the same layout are one
+    setting (their spread is the noise floor of the measurements), and the best setting is compared
+    with the default 25 MB's (or the worst) only when the two made different buckets."""
+    out = []
+    ok = _ok(summary)
+    ddp = ok[(ok["strategy"] == "ddp") & (ok["world_size"] > 1)]
+    # only the bucket size may differ: a job with other threads, grad_accum, static_graph, ... is no
+    # evidence about buckets
+    keys = [c for c in SPEC_COLUMNS if c in ddp.columns and c not in ("bucket_cap_mb", *MEASUREMENT_FIELDS)]
+    for _, group in ddp.groupby(keys, sort=False, dropna=False):
+        if group["bucket_cap_mb"].nunique() < 2:
+            continue
+        where = f"{_config(group.iloc[0])} at world size {int(group.iloc[0]['world_size'])}"
+        settings = bucket_settings(group)
+        for same in settings:
+            if len(same) > 1:
+                out.append(_same_buckets(same, where))
+        if len(settings) < 2:
+            continue
+        figures = sorted(((float(part[STEP_MS].mean()), part) for part in settings), key=lambda f: f[0])
+        best_ms, best = figures[0]
+        default = [f for f in figures if (f[1]["bucket_cap_mb"] == DEFAULT_BUCKET_MB).any()]
+        other_ms, other = default[0] if default and default[0][1] is not best else figures[-1]
+        if other is best:
+            continue
+        other_caps = list(other["bucket_cap_mb"])
+        name = (f"the default {DEFAULT_BUCKET_MB:g} MB" if other_caps == [DEFAULT_BUCKET_MB] else
+                f"{caps_text(other_caps)}" + (" (the default's buckets)" if DEFAULT_BUCKET_MB in other_caps else ""))
+        gain = 1 - best_ms / other_ms
+        mine, theirs = ([t for _, r in part.iterrows() for t in launch_times(r)] for part in (best, other))
+        low, high = stats.ratio_ci(mine, theirs)
+        sig = stats.significant(low, high)
+        spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
+        told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * causes.MATERIAL_SHARE,
+                                   " whether they differ")
+        if sig is None:
+            tail = f"; {told}"
+        elif sig:
+            tail = f" (95 % CI of the gain {pct(1 - high, 1)} to {pct(1 - low, 1)}: significant)"
+        elif 1 - high > -causes.MATERIAL_SHARE and 1 - low < causes.MATERIAL_SHARE:
+            tail = (f", but that is not significant: the 95 % interval of the gain, {pct(1 - high, 1)} to "
+                    f"{pct(1 - low, 1)}, includes 0 and rules out a difference of {pct(causes.MATERIAL_SHARE)} or "
+                    "more; any of these bucket sizes will do")
+        else:
+            tail = (f", but that is not significant: the 95 % interval of the gain, {pct(1 - high, 1)} to "
+                    f"{pct(1 - low, 1)}, includes both 0 and a difference of {pct(causes.MATERIAL_SHARE)}; {told}")
+        out.append(Finding("bucket", "info", f"Best gradient bucket size for DDP with {where}: "
+                           f"{caps_text(best['bucket_cap_mb'])}, {pct(gain, 1)} faster per step than {name}{tail}."))
+    return out
+
+
+def _same_buckets(same: pd.DataFrame, where: str) -> Finding:
+    """Caps that gave DDP the same buckets: one setting, whose spread is a measured noise floor."""
+    layout = same.iloc[0]["bucket_layout"]
+    sizes = ", ".join(f"{b / 1e6:.1f}" for b in list(layout)[:6]) + (", ..." if len(layout) > 6 else "")
+    steps = same[STEP_MS].astype(float)
+    spread = float(steps.max() / steps.min() - 1) if steps.min() > 0 else math.nan
+    return Finding("bucket", "info", f"Bucket caps {caps_text(same['bucket_cap_mb'])} gave DDP with {where} the same "
+                   f"{len(layout)} bucket(s) ([{sizes}] MB): one setting, measured {len(same)} times. Their mean "
+                   f"steps ({steps.min():.1f} to {steps.max():.1f} ms) differ by {pct(spread)}: the noise floor of "
+                   "these measurements, not an effect of the cap.")
+
+
+def _bucket_fit(summary, link=None):
+    """DDP jobs whose buckets are far too small or too large for their model, judged from the
+    layout DDP made and the layouts other caps make of the same tensors, and from the sweep's own
+    run of the proposed cap where it made one (:mod:`ddpbench.analysis.diagnosis.evidence`)."""
+    out = []
+    for _, r in _ok(summary).iterrows():
+        estimate = evidence.weigh(summary, r, causes.buckets(r, link, summary))
+        if estimate is None:
+            continue
+        where = f"The gradient buckets of DDP with {_config(r)} at world size {int(r['world_size'])}"
+        if blames(r, estimate):
+            out.append(blame("bucket", r, estimate, f"{where} do not fit the model: {estimate.detail}."))
+        elif (estimate.basis in (evidence.CONTRADICTED, evidence.UNCONFIRMED)
+              and blames(r, dataclasses.replace(estimate, basis=evidence.MODEL))):  # the model alone would blame it
+            out.append(not_proposed("bucket", estimate, f"{where} looked a poor fit for the model: {estimate.detail}."))
+    return out
+
+
+def _unused(summary):
+    """Parameters that got no gradient, all-reduced every step all the same."""
+    out = []
+    for _, r in _ok(summary).iterrows():
+        estimate = causes.unused_parameters(r)
+        if estimate is None:
+            continue
+        text = f"DDP with {_config(r)} at world size {int(r['world_size'])}: {estimate.detail}"
+        out.append(blame("unused", r, estimate, text + ".") if blames(r, estimate) else
+                   Finding("unused", "info", text + ": too little to matter here."))
+    return out
+
+
+def _master(summary):
+    out = []
+    ok = _ok(summary)
+    masters = ok[ok["strategy"].astype(str).str.startswith("master") & (ok["world_size"] > 1)]
+    for _, m in masters.iterrows():
+        # plain DDP (no hook) on the same backend, model, batch and world size
+        ddp = ok[(ok["strategy"] == "ddp") & (ok["comm_hook"].fillna("none") == "none")
+                 & (ok["backend"] == m["backend"]) & (ok["world_size"] == m["world_size"])
+                 & same_model(ok, m)
+                 & (ok["per_rank_batch"] == m["per_rank_batch"])
+                 & _per_row(_network, ok).map(_network(m).__eq__).astype(bool)]
+        traffic = ""
+        if not math.isnan(m.get("recv_mb_per_step_max", math.nan)) and not math.isnan(m.get("sent_mb_per_step_median", math.nan)):
+            root = m["recv_mb_per_step_max"] + m["sent_mb_per_step_max"]
+            median = 2 * m["sent_mb_per_step_median"]
+            traffic = (f" Rank 0 moves {root:.0f} MB per step, the median rank {median:.0f} MB"
+                       + (f" ({root / median:.1f}x)" if median > 0 else "")
+                       + ": rank 0's link carries every rank's gradients, so its load grows with each rank "
+                       "added, while a ring spreads the same traffic evenly.")
+        where = f"{m['strategy']} aggregation with {_config(m)} at world size {int(m['world_size'])}"
+        estimate = evidence.weigh(summary, m, causes.master(m, summary))
+        if len(ddp):
+            d = ddp.sort_values(STEP_MS).iloc[0]
+            ratio = m[STEP_MS] / d[STEP_MS]
+            text = (f"{where} takes {ratio:.2f}x DDP's step time ({m[STEP_MS]:.1f} vs "
+                    f"{d[STEP_MS]:.1f} ms).{traffic}")
+            if ratio > 1.05 and blames(m, estimate):
+                out.append(blame("master", m, estimate, f"{text} {estimate.detail[0].upper()}{estimate.detail[1:]}."))
+            else:
+                out.append(Finding("master", "warn" if ratio > 1.05 else "info", text))
+        elif blames(m, estimate):
+            out.append(blame("master", m, estimate, f"{where}: {estimate.detail}.{traffic}"))
+        elif traffic:
+            out.append(Finding("master", "info", f"{where}:{traffic}"))
+    return out
+
+
+def _stragglers(summary):
+    out = []
+    for _, row in _ok(summary).iterrows():
+        ranks = row.get("straggler_ranks")
+        if isinstance(row.get("barrier_cause"), str):  # the rank everyone waited for, named through the barrier
+            out.append(_barrier_straggler(summary, row))
+            continue
+        if not isinstance(ranks, (list, tuple, np.ndarray)) or not len(ranks):
+            continue
+        who = ", ".join(str(r) for r in ranks)
+        why = (" Rank 0 is the master: it does the averaging for everyone."
+               if str(row["strategy"]).startswith("master") and list(ranks) == [0] else
+               " The other ranks wait for it at every synchronisation: look for a busier core, a slower device "
+               "or uneven data.")
+        # every setting that tells this job from the others, so two jobs never read alike
+        settings = describe(row, [f for f in label_fields(summary) if f not in ("world_size", "strategy", "comm_hook")],
+                            summary, model=False)
+        settings = f" ({settings})" if settings else ""
+        text = (f"Rank {who} of {_strategy(row)} with {_config(row)}{settings} at world size "
+                f"{int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower than the other ranks in most "
+                f"steps.{why}")
+        if causes.barrier_measured(row):  # its own compute was slower, yet the others did not wait for it
+            detail = str(row.get("barrier_cause_detail") or "").removeprefix("no rank named: ")
+            out.append(Finding("straggler", "info", f"Rank {who} of {_strategy(row)} with {_config(row)}{settings} "
+                               f"at world size {int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower "
+                               f"than the other ranks under no_sync() in most steps, but through the barrier no rank stood out ({detail}): "
+                               "not blamed."))
+            continue
+        estimate = causes.straggler(row)
+        if estimate is None:
+            out.append(Finding("straggler", "warn", text))
+        elif blames(row, estimate):
+            out.append(blame("straggler", row, estimate, text))
+        else:
+            out.append(Finding("straggler", "info", f"{text} The others wait {estimate.recoverable_ms:.1f} ms a "
+                               f"step for it, under {pct(causes.MATERIAL_SHARE)} of the step."))
+    return out
+
+
+def _barrier_straggler(summary, row):
+    """The rank whose gradients were ready last (the loss budget's barrier columns), with what the
+    others waited for it where the budget measured that beyond the noise."""
+    settings = describe(row, [f for f in label_fields(summary) if f not in ("world_size", "strategy", "comm_hook")],
+                        summary, model=False)
+    where = (f"{_strategy(row)} with {_config(row)}{f' ({settings})' if settings else ''} at world size "
+             f"{int(row['world_size'])}")
+    estimate = causes.straggler(row)
+    if estimate is None or estimate.cause != "straggler":
+        detail = row.get("barrier_cause_detail") or f"rank {int(row['barrier_rank'])} was most often last"
+        why = ("master aggregation makes the ranks unequal by design (the master cause), so it is not blamed as a "
+               "straggler" if str(row.get("strategy")).startswith("master") else "what the others waited for it is "
+               "not measurable beyond the noise (the loss budget's wait for the slowest rank)")
+        return Finding("straggler", "info", f"The rank everyone waited for in {where}: {detail}; {why}.")
+    text = f"Rank {int(row['barrier_rank'])} is the rank everyone waited for in {where}: {estimate.detail}."
+    if blames(row, estimate):
+        return blame("straggler", row, estimate, text)
+    return Finding("straggler", "info", f"{text} That is under {pct(causes.MATERIAL_SHARE)} of the "
+                   f"{row[STEP_MS]:.1f} ms step: not blamed.")
+
+
+def _trend(summary):
+    """Karp-Flatt's e across world sizes: flat is serial work, rising is overhead growing with p."""
+    out = []
+    ok = _ok(summary)
+    multi = ok[(ok["world_size"] > 1) & ok["serial_fraction"].notna()]
+    # a serial fraction from a broken baseline (a negative e is an efficiency above 100 %) says nothing
+    multi = multi[[not _baseline_problem(r) for _, r in multi.iterrows()]] if len(multi) else multi
+    for (config, strategy), group in multi.groupby([_per_row(_config, multi), _per_row(_strategy, multi)], sort=False):
+        per_ws = group.loc[group.groupby("world_size")["serial_fraction"].idxmin()].sort_values("world_size")
+        if len(per_ws) < 2:
+            continue
+        a, b = per_ws.iloc[0], per_ws.iloc[-1]
+        first, last = a["serial_fraction"], b["serial_fraction"]
+        ends = [a.get(f"serial_fraction_{end}", math.nan) for end in ("low", "high")]
+        ends += [b.get(f"serial_fraction_{end}", math.nan) for end in ("low", "high")]
+        sizes = f"world size {int(a['world_size'])} to {int(b['world_size'])}"
+        figures = (f"{first:.2f}{wording.interval(*ends[:2], '{:.2f}'.format)} to "
+                   f"{last:.2f}{wording.interval(*ends[2:], '{:.2f}'.format)} over {sizes}")
+        # rising or falling only where the intervals lie apart by the margin; flat only where they rule it out
+        if wording.known(*ends) and ends[2] - ends[1] > 0 and last - first > SERIAL_FRACTION_RISE:
+            text = (f"The serial fraction of {strategy} with {config} rises from {figures}: an overhead that grows "
+                    "with the ranks (communication, waiting), not fixed serial work.")
+        elif wording.known(*ends) and ends[0] - ends[3] > 0 and first - last > SERIAL_FRACTION_RISE:
+            text = (f"The serial fraction of {strategy} with {config} falls from {figures}: a fixed cost spread over "
+                    "more ranks.")
+        elif wording.known(*ends) and max(ends[3] - ends[0], ends[1] - ends[2]) <= SERIAL_FRACTION_RISE:
+            text = (f"The serial fraction of {strategy} with {config} stays near {last:.2f} ({figures}): work that "
+                    "does not parallelise, not growing overhead.")
+        else:
+            launches = launch_times(b)
+            told = wording.cannot_tell(len(launches), wording.spread_pct(launches), 100 * SERIAL_FRACTION_RISE,
+                                       " whether it rises, falls or stays")
+            text = f"The serial fraction of {strategy} with {config} goes from {figures}: {told}."
+        if max(first, last) >= 1:
+            # e >= 1 is S <= 1: no serial-work reading of it holds, the extra ranks bought nothing
+            text += (f" An e of 1 or more (here {max(first, last):.2f}) means no speedup over one rank at all: the "
+                     "ranks cost more than they add.")
+        if group["oversubscribed"].astype(bool).any():
+            text += " (Oversubscribed world sizes are included: there it also measures contention for cores.)"
+        out.append(Finding("trend", "info", text))
+    return out
+
+
+def _oversubscribed(summary):
+    over = summary[summary["oversubscribed"].astype(bool)]
+    if over.empty:
+        return []
+    sizes = ", ".join(str(int(w)) for w in sorted(over["world_size"].unique()))
+    keys = list(over["key"]) if "key" in over else []
+    return [Finding("oversubscribed", "warn", f"{len(over)} job(s) ran more busy threads than cores (world size "
+                    f"{sizes}): their speedup and efficiency measure contention for cores, not how the training "
+                    "scales. Read the scaling curves only up to the largest world size that fits the cores.",
+                    cause="oversubscribed", job=keys[0] if len(keys) == 1 else None,
+                    fix="at most as many busy threads as cores (world size x threads_per_rank)")]
+
+
+def _noise(summary):
+    out = []
+    ok = _ok(summary)
+    noisy = ok[ok["noisy"].astype(bool)]
+    if len(noisy):
+        out.append(Finding("noise", "warn", f"{len(noisy)} job(s) are noisy (step time IQR above {pct(NOISE_THRESHOLD)} "
+                           "of the median): compare them with care, and give them more repeats or steps."))
+    single = ok[[len(launch_times(row)) < 2 for _, row in ok.iterrows()]]
+    if len(single):
+        out.append(Finding("noise", "info", f"{len(single)} job(s) ran in a single launch, so they have no "
+                           "confidence interval and no significance test: set repeats = 3 or more."))
+    return out

@@ -1,0 +1,171 @@
+"""Reading a job's loss budget: the lines ``ddpbench.analysis.summary.budget`` puts in the summary, in words.
+
+The budget splits what a multi-rank job lost against its world-size-1 baseline (``loss_ms``) into
+measured lines, each with its 95 % interval over launches (``loss_<line>_ms``, ``_low``, ``_high``).
+This module only reads them: which lines a job has, each line's share of the loss, and the
+sentence the verdict opens its top cause with ("of the 47.0 ms lost at world size 2 ...: compute
+slowed by sharing 23.6 ms (50 %), exposed communication 23.4 ms (50 %), ..."). A summary made
+before the budget existed has none of these columns: :func:`lines` reads them as NaN, and every
+caller falls back to what it did without a budget.
+
+A line is *measured* where its interval excludes 0 and its point is above the job's noise floor
+(:func:`ddpbench.analysis.diagnosis.wording.measurable`); a line within the noise is never quoted as a time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ddpbench.analysis.summary.budget import BUDGET_LINES
+from ddpbench.analysis.diagnosis.wording import cannot_tell, known, launches, measurable, noise_floor_ms, not_measurable
+
+#: the budget's lines, in the budget's order, with their words
+NAMES = BUDGET_LINES
+#: the lines that a cause's fix can recover (the residual is shown, never blamed)
+CAUSED = ("contention", "sync_compute", "comm", "data", "straggler", "overhead")
+#: the lines a bigger cluster of the same devices keeps (each rank still waits for the link and the slowest)
+KEPT_BY_CLUSTER = ("comm", "straggler")
+#: the lines a device per rank removes (ranks no longer share cores; on CPU gloo's threads no longer take
+#: the ranks' cores -- on GPUs communication kernels still share the device, so sync_compute stays there)
+REMOVED_BY_DEVICE = ("contention", "sync_compute")
+#: how many lines beside the residual the verdict's sentence names at most
+NAMED_LINES = 4
+#: a line the launches did not resolve whose interval reaches this share of the step: "cannot tell"
+#: (``causes.MATERIAL_SHARE``, the share a cause must recover to be blamed)
+MATERIAL_SHARE = 0.10
+
+
+@dataclass(frozen=True)
+class Line:
+    name: str
+    ms: float
+    low: float
+    high: float
+
+    @property
+    def words(self) -> str:
+        return NAMES[self.name]
+
+
+def _num(row, column: str) -> float:
+    value = row.get(column, math.nan) if hasattr(row, "get") else math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def line(row, name: str) -> Line:
+    """One line of ``row``'s budget (NaN where the summary has none)."""
+    column = "loss_ms" if name == "loss" else f"loss_{name}_ms"
+    return Line(name, _num(row, column), _num(row, f"{column}_low"), _num(row, f"{column}_high"))
+
+
+def has_budget(row) -> bool:
+    """Whether ``row`` has a budget: a measured loss (``loss_ms``) the lines split."""
+    return known(_num(row, "loss_ms"))
+
+
+def lines(row) -> list[Line]:
+    """The lines of ``row``'s budget a cause can recover, largest first (those without a value left out)."""
+    found = [line(row, name) for name in CAUSED]
+    return sorted((x for x in found if known(x.ms)), key=lambda x: -x.ms)
+
+
+def is_measured(row, x: Line) -> bool:
+    """A line the launches resolved: its interval excludes 0 and it is above the noise floor (its own
+    interval's half width, else the step's)."""
+    floor = (x.high - x.low) / 2 if known(x.low, x.high) else noise_floor_ms(row)
+    return measurable(x.ms, x.low, x.high, floor)
+
+
+def ruled_out(row, x: Line) -> bool:
+    """A line its interval places within the noise; one without an interval (a single launch) is not ruled
+    out: the causes weigh its point and the verdict says it cannot tell."""
+    return known(x.low, x.high) and not is_measured(row, x)
+
+
+def measured_lines(row) -> list[Line]:
+    """The lines the launches resolved, largest first."""
+    return [x for x in lines(row) if is_measured(row, x)]
+
+
+def share(row, x: Line) -> float:
+    loss = _num(row, "loss_ms")
+    return x.ms / loss if loss > 0 else math.nan
+
+
+def _ci(low: float, high: float) -> str:
+    return f"95 % CI {low:.1f} to {high:.1f} ms" if known(low, high) else "no interval"
+
+
+def sentence(row) -> str:
+    """The loss and its largest measured lines with their shares, in one clause: "of the 47.0 ms lost at
+    world size 2 (95 % CI 40.1 to 53.9 ms): compute slowed by sharing 23.6 ms (50 %), exposed communication
+    23.4 ms (50 %); residual 0.0 ms". Empty without a budget."""
+    if not has_budget(row):
+        return ""
+    loss = line(row, "loss")
+    where = f"at world size {int(_num(row, 'world_size'))}"
+    if not known(loss.low, loss.high):  # one launch: the points, and that no call can be made
+        told = cannot_tell(launches(row), math.nan, math.nan, " which lines matter")
+        shown = [x for x in lines(row) if x.ms > 0][:NAMED_LINES]
+        body = ", ".join(f"{x.words} {x.ms:.1f} ms ({100 * share(row, x):.0f} %)" for x in shown)
+        return f"{loss.ms:.1f} ms lost {where}, of which {body or 'no line above 0'}; {told}"
+    if is_measured(row, loss):
+        head = f"of the {loss.ms:.1f} ms lost {where} ({_ci(loss.low, loss.high)})"
+    else:  # a loss the launches did not resolve is never quoted as a time
+        floor = (loss.high - loss.low) / 2 if known(loss.low, loss.high) else noise_floor_ms(row)
+        head = f"the time lost {where} against one rank is {not_measurable(floor)}"
+    shown = measured_lines(row)[:NAMED_LINES]
+    if not shown:  # each line judged by its own interval: no one floor to quote
+        body = "no line of the budget is measurable beyond the noise"
+    else:
+        body = ", ".join(f"{x.words} {x.ms:.1f} ms ({100 * share(row, x):.0f} %{_unnamed(row, x)})" for x in shown)
+    # a line the launches did not resolve is never quoted alone: where its interval reaches a material share
+    # of the step, its point stands with that interval, under "cannot tell"
+    step = _num(row, "step_ms_mean")
+    unresolved = [x for x in lines(row) if x not in shown and not is_measured(row, x)]
+    open_ = [x for x in unresolved if known(x.high) and step > 0 and x.high >= MATERIAL_SHARE * step]
+    if open_:
+        body += "; cannot tell from the noise: " + ", ".join(
+            f"{x.words} {x.ms:.1f} ms (95 % CI {x.low:.1f} to {x.high:.1f} ms)" for x in open_)
+    small = [x for x in lines(row) if x not in shown and x not in open_]
+    if small:
+        body += f"; {len(small)} other line(s) within the noise or smaller"
+    residual = line(row, "residual")
+    tail = f"; residual {_ms(residual.ms)} ms" if known(residual.ms) else ""
+    return f"{head}: {body}{tail}"
+
+
+def _ms(value: float) -> str:
+    """A time to one decimal, never "-0.0"."""
+    return f"{value if abs(value) >= 0.05 else 0.0:.1f}"
+
+
+def _unnamed(row, x: Line) -> str:
+    """Beside the wait for the slowest rank: that no one rank was named as the one waited for (the slowest
+    of each step was not the same rank, or no rank's readiness was measured)."""
+    if x.name != "straggler" or isinstance(row.get("barrier_cause"), str):
+        return ""
+    return "; no one rank named as the one waited for"
+
+
+def cluster_words(row) -> str:
+    """Which of ``row``'s measured budget lines a bigger cluster keeps and which a device per rank removes,
+    with their figures ("a bigger cluster keeps exposed communication 23.4 ms; a device per rank removes
+    compute slowed by sharing 23.6 ms"); empty without a budget or a measured line."""
+    if not has_budget(row):
+        return ""
+    cpu = str(row.get("device", "cpu")) != "cuda"
+
+    def listed(names):
+        return " and ".join(f"{x.words} {x.ms:.1f} ms" for n in names if is_measured(row, x := line(row, n)))
+    # on CPU gloo's threads share the ranks' cores, which a device per rank frees; on GPUs the
+    # communication kernels still share each device
+    removed = listed(REMOVED_BY_DEVICE if cpu else ("contention",))
+    kept = listed(KEPT_BY_CLUSTER + (() if cpu else ("sync_compute",)))
+    out = ([f"a bigger cluster keeps {kept}"] if kept else []) + (
+        [f"a device per rank removes {removed}"] if removed else [])
+    return "; ".join(out)

@@ -1,0 +1,98 @@
+"""The answer first: a few lines drawn from the diagnosis, for the end of a sweep's console output
+and the top of its report -- how the training scales, the cause of lost time that a fix would
+recover most of (with whether that gain was measured or estimated), and the best setting with
+whether it is significantly better. Every line is a finding's own sentence or built from its
+fields; nothing here measures or decides anything the diagnosis did not."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ddpbench.analysis.diagnosis import lossbudget
+from ddpbench.analysis.diagnosis.causes import MATERIAL_SHARE
+from ddpbench.analysis.core.columns import STEP_MS
+from ddpbench.analysis.diagnosis.findings import Finding, pct, top_cause
+from ddpbench.analysis.core.jobs import describe, label_fields
+from ddpbench.analysis.summary.table import launch_times
+from ddpbench.analysis.diagnosis.wording import cannot_tell, known, spread_pct
+
+
+def headline(findings: list[Finding], summary: pd.DataFrame) -> list[tuple[str, str]]:
+    """(label, sentence) pairs, in reading order: failures, scaling, the lost time (the loss budget of the
+    top cause's job, else of the multi-rank job that lost the most), the top cause, the best setting."""
+    lines: list[tuple[str, str]] = []
+    failed = [f for f in findings if f.kind == "failed"]
+    if failed:
+        lines.append(("failed", failed[0].text))
+    for f in findings:
+        if f.kind in ("scaling", "baseline"):
+            lines.append(("scaling" if f.kind == "scaling" else "no verdict", f.text))
+    cause = top_cause(findings)
+    lost = _budget_row(cause, summary)
+    if lost is not None:
+        lines.append(("lost time", f"{_label(lost, summary)}: {lossbudget.sentence(lost)}"))
+    if cause is not None:
+        lines.append(("top cause", _cause(cause, summary)))
+    else:
+        lines.append(("top cause", "none: no fix the diagnosis knows would recover "
+                                   f"{pct(MATERIAL_SHARE)} of a step or more"))
+    for f in findings:
+        if f.kind == "bucket" and f.text.startswith("Best gradient bucket size"):
+            lines.append(("best setting", f.text))
+    return lines
+
+
+def lost_time_job(findings: list[Finding], summary: pd.DataFrame):
+    """The key of the job whose loss budget the verdict's lost-time line quotes (None without one)."""
+    row = _budget_row(top_cause(findings), summary)
+    return None if row is None else row["key"]
+
+
+def _budget_row(cause: Finding | None, summary: pd.DataFrame):
+    """The job whose loss budget the verdict quotes: the top cause's, where it has one; else the ok
+    multi-rank job with a budget that lost the most; None where no job has a budget."""
+    if summary.empty or "loss_ms" not in summary:
+        return None
+    ok = summary[(summary["status"] == "ok") & summary["loss_ms"].notna()]
+    if ok.empty:
+        return None
+    if cause is not None and cause.job in set(ok["key"]):
+        return ok.set_index("key", drop=False).loc[cause.job]
+    return ok.loc[ok["loss_ms"].astype(float).idxmax()]
+
+
+def _label(row, summary: pd.DataFrame) -> str:
+    return describe(row, label_fields(summary), summary)
+
+
+def _cause(f: Finding, summary: pd.DataFrame) -> str:
+    where = ""
+    if f.job and len(summary) and f.job in set(summary["key"]):
+        row = summary.set_index("key").loc[f.job]
+        where = f" in {describe({**row, 'key': f.job}, label_fields(summary), summary)}"
+    if f.cause == "oversubscribed":
+        return f"oversubscription{where}: more busy threads than cores, so its timings measure contention"
+    step, row = math.nan, {}
+    if f.job and len(summary) and f.job in set(summary["key"]):
+        row = summary.set_index("key").loc[f.job]
+        step = float(row[STEP_MS])
+    if math.isnan(f.recoverable_ms):
+        gain = ""
+    elif f.basis == "measured":
+        gain = f": measured to recover {f.recoverable_ms:.1f} ms of a {step:.1f} ms step ({pct(f.recoverable_ms / step)})"
+    else:
+        gain = (f": estimated (a model, not run) to recover {f.recoverable_ms:.1f} ms of a {step:.1f} ms step "
+                f"({pct(f.recoverable_ms / step)})" if step > 0 else "")
+    line = f"{f.cause}{where}; fix: {f.fix}{gain}"
+    if math.isnan(f.recoverable_ms) or not step > 0:
+        return line
+    if f.recoverable_low_ms >= MATERIAL_SHARE * step:  # named: with how little its interval allows
+        return f"{line}, at least {f.recoverable_low_ms:.1f} ms by the lower end of its 95 % interval"
+    # the gain's interval does not rule out an immaterial one: no cause is named as the one to fix
+    launches = launch_times(row)
+    told = cannot_tell(len(launches), spread_pct(launches), 100 * f.recoverable_ms / step)
+    low = (f"the 95 % interval of the gain reaches down to {max(f.recoverable_low_ms, 0.0):.1f} ms, under "
+           f"{pct(MATERIAL_SHARE)} of the step" if known(f.recoverable_low_ms) else "the gain has no interval")
+    return f"cannot tell: the likeliest is {line}, but {low}; {told}"

@@ -1,0 +1,33 @@
+"""Runs against runs: two folders, a race, a history of commits.
+
+  compare  two folders job by job, with intervals
+  gates    the regression gate on a comparison
+  race     tune's race: candidates dropped as soon as the launches tell
+  trend    a history store's series: each job at each world size, commit by commit
+  changes  change points in those series, with their side and phase
+  newest   the newest commits against each series' level: the merge gate
+"""
+
+from __future__ import annotations
+
+from ddpbench.analysis.history.compare import (
+    CANNOT_TELL, ENV_FIELDS, FASTER, SAME, SLOWER, compare_tables, csv_table, environment_differences, load_side,
+    ratio_text,
+)
+from ddpbench.analysis.history.gates import (
+    FAIL, INCONCLUSIVE, PASS, Gate, gate_column, gate_results, gate_text, parse_gate,
+)
+from ddpbench.analysis.history.race import Candidate, judge, survivors, undecided, verdict
+from ddpbench.analysis.history.trend import trend_table
+from ddpbench.analysis.history.changes import (
+    MIN_CHANGE, MIN_COMMITS, OUTLIER_MADS, P_VALUE, kept_launches, trend_changes, welch,
+)
+from ddpbench.analysis.history.newest import CANNOT_TEST, newest_changes
+
+__all__ = [
+    "CANNOT_TELL", "CANNOT_TEST", "Candidate", "ENV_FIELDS", "FAIL", "FASTER", "Gate", "INCONCLUSIVE",
+    "MIN_CHANGE", "MIN_COMMITS", "OUTLIER_MADS", "PASS", "P_VALUE", "SAME", "SLOWER", "compare_tables",
+    "csv_table", "environment_differences", "gate_column", "gate_results", "gate_text", "judge", "kept_launches",
+    "load_side", "newest_changes", "parse_gate", "ratio_text", "survivors", "trend_changes", "trend_table",
+    "undecided", "verdict", "welch",
+]

@@ -1,0 +1,113 @@
+"""Did the newest commits move a history? The question CI asks after each merge.
+
+The change-point detector (:mod:`ddpbench.analysis.history.changes`) wants commits on both sides of a
+change: a step at the newest commit is placed only once later commits confirm it. A merge gate
+cannot wait for them. :func:`newest_changes` therefore asks a narrower question of every series:
+do the launches of the newest ``newest`` commits differ from those of the commits before them,
+back to the last change point the detector found there (the series' current level)?
+
+The test is the detector's Welch t-test over launches (each side less the launches a burst of
+other work slowed: :func:`~ddpbench.analysis.history.changes.kept_launches`), with the rule of
+``compare``'s gates: a
+call where the whole 95 % interval of the ratio newest / level lies beyond
+:data:`~ddpbench.analysis.history.changes.MIN_CHANGE` on one side. The detector's own p threshold
+(:data:`~ddpbench.analysis.history.changes.P_VALUE`) is not asked for: it guards a search over every split
+of a long series, where this is one test, and the newest commit holds only its own few launches
+(three launches 10 % slower at 1 % noise give p near 0.01, and an interval wholly past 5 %). The level before needs at least
+:data:`~ddpbench.analysis.history.changes.MIN_COMMITS` commits and two launches; a series with fewer is
+listed as not testable, never as passed or failed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ddpbench.analysis.history import changes
+from ddpbench.analysis.history.compare import FASTER, SLOWER
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: the columns of :func:`newest_changes`' table
+COLUMNS = ("machine", "key", "label", "world_size", "outcome", "level_from", "level_to", "newest_from", "newest_to",
+           "level_commits", "newest_commits", "step_ms_level", "step_ms_newest", "ratio", "ratio_low", "ratio_high",
+           "p_value")
+#: outcomes: the newest commits are slower or faster than the level beyond noise (compare's SLOWER and FASTER),
+#: no change, or untestable
+NO_CHANGE, CANNOT_TEST = "no change", "cannot test"
+
+
+@dataclass(frozen=True)
+class NewestTest:
+    """One series' newest commits against its level: the level's first commit (``start``) and its
+    count, the outcome, and (where tested) the means, the ratio newest / level with its 95 %
+    interval and Welch's p."""
+
+    outcome: str
+    start: int
+    level_commits: int
+    level_ms: float = math.nan
+    newest_ms: float = math.nan
+    ratio: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    p_value: float = math.nan
+
+
+def newest_test(points: list[np.ndarray], newest: int = 1) -> NewestTest:
+    """The gate on one series whose point ``i`` holds commit i's launch values (module docstring)."""
+    points = [p[np.isfinite(p)] for p in (np.asarray(v, float) for v in points)]
+    cut = len(points) - newest
+    start = max([c.at for c in changes.change_points(points[:cut])], default=0) if cut > 0 else 0
+    level, recent = points[start:max(cut, 0)], points[max(cut, 0):]
+    # each side less the launches a burst of other work slowed, as the detector sets them aside
+    x = changes.kept_launches(np.concatenate(level)) if level else np.array([])
+    y = changes.kept_launches(np.concatenate(recent)) if recent else np.array([])
+    if len(level) < changes.MIN_COMMITS or len(x) < 2 or len(y) < 2:
+        return NewestTest(CANNOT_TEST, start, len(level))
+    ratio, low, high, p = changes.welch(x, y)
+    beyond = low > 1 + changes.MIN_CHANGE or high < 1 - changes.MIN_CHANGE
+    outcome = (SLOWER if ratio > 1 else FASTER) if beyond else NO_CHANGE
+    return NewestTest(outcome, start, len(level), float(x.mean()), float(y.mean()), ratio, low, high, p)
+
+
+def newest_changes(table: pd.DataFrame, newest: int = 1) -> pd.DataFrame:
+    """One row per series of a trend table (:func:`ddpbench.analysis.history.trend.trend_table`): the mean
+    step of its newest ``newest`` commits against its level before them (module docstring).
+
+    A series that does not reach the store's newest commits (a job no longer run) is left out: its
+    newest commits are not the project's."""
+    import pandas as pd
+
+    from ddpbench.analysis.history.trend import series
+
+    if newest < 1:
+        raise ValueError(f"newest must be at least 1, not {newest}")
+    out = []
+    for (machine, key, world), rows in series(table):
+        rows = rows.reset_index(drop=True)
+        points = [np.asarray(v, float) for v in rows["launch_step_ms"]]
+        n = len(points)
+        cut = n - newest
+        row = {"machine": machine, "key": key, "label": rows["label"].iloc[0], "world_size": int(world),
+               "newest_from": rows["commit"].iloc[max(cut, 0)], "newest_to": rows["commit"].iloc[-1],
+               "newest_commits": min(newest, n)}
+        test = newest_test(points, newest)
+        row.update(outcome=test.outcome, level_from=rows["commit"].iloc[test.start] if cut > 0 else None,
+                   level_to=rows["commit"].iloc[cut - 1] if cut > 0 else None, level_commits=test.level_commits)
+        if test.outcome != CANNOT_TEST:
+            row.update(step_ms_level=test.level_ms, step_ms_newest=test.newest_ms, ratio=test.ratio,
+                       ratio_low=test.low, ratio_high=test.high, p_value=test.p_value)
+        out.append(row)
+    found = pd.DataFrame(out, columns=list(COLUMNS))
+    if found.empty:
+        return found
+    # only the series that reach the store's newest commit of their machine
+    last = table.groupby("machine")["entry"].max()
+    reaching = {(m, k, w) for (m, k, w), rows in series(table) if rows["entry"].max() == last[m]}
+    keep = [(m, k, w) in reaching for m, k, w in zip(found["machine"], found["key"], found["world_size"])]
+    return found[keep].reset_index(drop=True)

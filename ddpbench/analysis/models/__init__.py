@@ -1,0 +1,25 @@
+"""Models of communication: what the machine's own figures predict elsewhere.
+
+  costmodel    the alpha-beta model, fitted to this machine and projected to larger clusters
+  whatif       a workload's DDP step on a cluster you describe
+  layouts      the parameter layouts of models, and DDP's buckets cut from them
+  validation   the what-if model against published scaling (published_scaling.toml)
+  network      jobs on emulated links beside the model of the link; fault recovery
+  collectives  the measured all_reduce curve beside DDP's buckets
+  model        the fitted model a results folder carries
+"""
+
+from __future__ import annotations
+
+from ddpbench.analysis.models.costmodel import single_rank_only, versus_report, workloads
+from ddpbench.analysis.models.whatif import COSTS, Cluster, ddp_step, largest_world_size, link_needed, master_step, Work
+from ddpbench.analysis.models.validation import check_published, published_table
+from ddpbench.analysis.models.network import recovery_runs, shaped_jobs
+from ddpbench.analysis.models.collectives import ddp_buckets_vs_allreduce
+from ddpbench.analysis.models.model import Model
+
+__all__ = [
+    "COSTS", "Cluster", "Model", "Work", "check_published", "ddp_buckets_vs_allreduce", "ddp_step",
+    "largest_world_size", "link_needed", "master_step", "published_table", "recovery_runs", "shaped_jobs",
+    "single_rank_only", "versus_report", "workloads",
+]

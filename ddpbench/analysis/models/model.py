@@ -1,0 +1,51 @@
+"""The cost model of one results folder: the alpha-beta link fitted to its measurements (and the
+links its experiment gives), what they project to larger clusters, and their check against the
+measured jobs. The diagnosis quotes it and the report draws it; both read it from the folder
+object (:attr:`ddpbench.analysis.folder.Measured.model`), which builds it once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ddpbench.analysis.models import costmodel
+
+
+@dataclass(frozen=True)
+class Model:
+    """The cost model of one folder: the link fitted here, the given ones, and what they predict."""
+
+    measured: costmodel.Link | None
+    links: tuple[costmodel.Link, ...]
+    projection: pd.DataFrame
+    checks: pd.DataFrame  # predicted vs measured at the measured world sizes, per fitted link
+
+    @property
+    def primary_checks(self) -> pd.DataFrame:
+        """The checks of the primary fitted link (the first) alone."""
+        if not len(self.checks):
+            return self.checks
+        return self.checks[self.checks["link"] == self.measured.name]
+
+    @property
+    def shown_projection(self) -> pd.DataFrame:
+        """The projection the diagnosis puts in words: the primary fitted link (with the other extreme
+        of its range, when it has one) and the given links, not the second fit."""
+        measured = self.measured
+        base = measured.name.replace(" (all bandwidth)", "") if measured is not None else None
+        shown = [link.name for link in self.links if link.source == "experiment"
+                 or (measured is not None and link.source == measured.source and link.name.startswith(base))]
+        return self.projection[self.projection["link"].isin(shown)] if len(self.projection) else self.projection
+
+
+def cost_model(summary: pd.DataFrame, ranks: pd.DataFrame, collectives: pd.DataFrame, sweeps: pd.DataFrame) -> Model:
+    """The model of a folder's tables: links fitted to its all_reduce micro-benchmarks and DDP's logs
+    (:func:`ddpbench.analysis.models.costmodel.measured_links`, with their range) and given in its experiment,
+    projected over the measured workloads and checked against the measured jobs."""
+    fitted = costmodel.measured_links(collectives, summary) if not summary.empty else []
+    links = tuple(costmodel.with_range(fitted) + costmodel.given_links(sweeps))
+    projection = costmodel.projection(summary, ranks, list(links)) if links and not summary.empty else pd.DataFrame()
+    checks = [c for c in (costmodel.predicted_vs_measured(summary, ranks, link) for link in fitted) if not c.empty]
+    return Model(fitted[0] if fitted else None, links, projection,
+                 pd.concat(checks, ignore_index=True) if checks else pd.DataFrame())

@@ -1,0 +1,314 @@
+"""What if this training ran on another cluster? An analytic model of a data-parallel step.
+
+Asked with a workload -- its gradient buckets in the order DDP all-reduces them, and the compute of
+one step on one device -- and a cluster -- devices per node, and the rate and latency of the links
+inside a node and between nodes -- it gives the step time and the scaling efficiency at each
+world size. Weak scaling: every device keeps its batch, so the compute per step stays.
+
+All-reduce of n bytes over p devices on g-device nodes (N = p / g nodes). Latencies follow NCCL's
+own tuning model (``src/graph/tuning.cc``): a base latency per collective, then one latency per
+step of the algorithm, a node's link latency for the steps that stay inside a node and the
+network's for those that cross. Each byte pays its link's rate B (bytes per microsecond; a node's
+inter-node B is all its NICs together, shared by its devices):
+
+* ring over all p devices (NCCL's ring): 2(p-1) steps, 2(N-1) of them between nodes::
+
+      T = base + 2(p-N) alpha_intra + 2(N-1) alpha_inter + 2 (p-1)/p n / B_min
+
+  B_min is the inter-node rate once the ring leaves a node (each node's NICs carry one ring hop
+  each way, all of the ring's bytes), else the intra-node rate;
+* tree (NCCL's double binary tree between nodes, chains inside them): latency grows with log N,
+  not with p, and the bytes cross each node's NICs once each way::
+
+      T = base + 2 (g-1) alpha_intra + 2 log2(N) alpha_inter + 2 n / B_inter + 2 (g-1)/g n / B_intra
+
+* hierarchical: reduce-scatter inside each node, a ring all-reduce of each device's 1/g share
+  between the nodes (all g shares through the node's NICs), all-gather inside the node::
+
+      T = base + 2 [(g-1) alpha_intra + (g-1)/g n / B_intra] + 2 (N-1) alpha_inter + 2 (N-1)/N n / B_inter
+
+* ``auto`` takes the fastest of the three for each bucket, as NCCL's tuner picks an algorithm per
+  message from its own cost model.
+
+Master aggregation (every device's gradients to device 0 and the mean back) puts all of it on
+device 0's link: ``T = 2 (p-1) (alpha + n / B)``, with B the intra-node rate while p <= g, else the
+node's inter-node rate.
+
+The backward pass releases buckets as it goes: bucket i is ready after the share of backward
+given for it (``Work.ready``: from the layers' compute where the model is known, else its bytes
+stand in for compute), and buckets are all-reduced one after
+another on the link, each starting when it is ready and the previous one has finished. What
+remains after backward is the exposed communication; the step is the compute plus that.
+Everything here is model output: it says what the inputs imply, not what a cluster measured.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+ALGORITHMS = ("ring", "tree", "hierarchical")
+
+#: NCCL's latencies for large messages (the Simple protocol), microseconds: the base of every
+#: collective and one step over NVLink, PCIe and the network, ring and tree alike but for the
+#: tree's NVLink/PCIe step. From NCCL's tuning model (src/graph/tuning.cc, baseLat and hwLat).
+NCCL_BASE_US = 8.4
+NCCL_STEP_US = {"nvlink": 3.4, "pcie": 5.7, "network": 14.0}
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Devices per node and the links between them. Rates in Gbit/s, latencies in microseconds;
+    ``inter_gbit`` is a node's whole network (all its NICs), shared by its devices."""
+
+    gpus_per_node: int
+    intra_gbit: float
+    inter_gbit: float
+    intra_latency_us: float = NCCL_STEP_US["nvlink"]
+    inter_latency_us: float = NCCL_STEP_US["network"]
+    name: str = ""
+    #: latency of every all-reduce before its first step (kernel launch, synchronisation)
+    base_latency_us: float = NCCL_BASE_US
+    #: the all-reduce algorithms the cluster's library has
+    algorithms: tuple[str, ...] = ALGORITHMS
+
+    @property
+    def intra_bytes_per_us(self) -> float:
+        return self.intra_gbit * 1e3 / 8
+
+    @property
+    def inter_bytes_per_us(self) -> float:
+        return self.inter_gbit * 1e3 / 8
+
+
+@dataclass(frozen=True)
+class Work:
+    """One device's step: its compute alone (forward, backward, optimizer) and the gradient buckets
+    in the order they are all-reduced (the first ready first)."""
+
+    compute_ms: float
+    bucket_bytes: tuple[float, ...]
+    #: the share of the compute that is the backward pass, over which the buckets are released
+    backward_share: float = 2 / 3
+    #: for each bucket, the share of the backward pass done when its gradients are all ready;
+    #: None: the bytes released so far over all the bytes (bytes stand in for compute)
+    ready: tuple[float, ...] | None = None
+    #: fuse on the fly instead (Horovod's Tensor Fusion): ``bucket_bytes`` are then single
+    #: tensors, and each all-reduce takes every tensor ready by the time the link is free, up to
+    #: this many MB
+    fusion_mb: float | None = None
+
+
+def _nodes(p: int, g: int) -> int:
+    return max(1, math.ceil(p / g))
+
+
+def _ring(n: float, p: int, cluster: Cluster) -> tuple[float, float]:
+    nodes = _nodes(p, cluster.gpus_per_node)
+    latency = cluster.base_latency_us + 2 * (p - nodes) * cluster.intra_latency_us \
+        + 2 * (nodes - 1) * cluster.inter_latency_us
+    rate = min(cluster.inter_bytes_per_us, cluster.intra_bytes_per_us) if nodes > 1 else cluster.intra_bytes_per_us
+    return latency, 2 * (p - 1) / p * n / rate
+
+
+def _tree(n: float, p: int, cluster: Cluster) -> tuple[float, float]:
+    g = min(cluster.gpus_per_node, p)
+    nodes = _nodes(p, cluster.gpus_per_node)
+    latency = cluster.base_latency_us + 2 * (g - 1) * cluster.intra_latency_us
+    if nodes == 1:  # a chain through the node: every byte down and back up
+        return latency, 2 * n / cluster.intra_bytes_per_us
+    latency += 2 * math.ceil(math.log2(nodes)) * cluster.inter_latency_us
+    return latency, 2 * (g - 1) / g * n / cluster.intra_bytes_per_us + 2 * n / cluster.inter_bytes_per_us
+
+
+def _hierarchical(n: float, p: int, cluster: Cluster) -> tuple[float, float]:
+    g = min(cluster.gpus_per_node, p)
+    nodes = _nodes(p, cluster.gpus_per_node)
+    if nodes == 1:
+        return _ring(n, p, cluster)
+    latency = cluster.base_latency_us + 2 * (g - 1) * cluster.intra_latency_us + 2 * (nodes - 1) * cluster.inter_latency_us
+    return latency, 2 * (g - 1) / g * n / cluster.intra_bytes_per_us + 2 * (nodes - 1) / nodes * n / cluster.inter_bytes_per_us
+
+
+_PARTS = {"ring": _ring, "tree": _tree, "hierarchical": _hierarchical}
+
+
+def allreduce_parts(n: float, p: int, cluster: Cluster, algorithm: str = "auto") -> tuple[float, float, str]:
+    """(latency us, bandwidth us, the algorithm used) of one all-reduce of ``n`` bytes over ``p`` devices."""
+    if p <= 1:
+        return 0.0, 0.0, "-"
+    names = cluster.algorithms if algorithm == "auto" else (algorithm,)
+    return min((*_PARTS[name](n, p, cluster), name) for name in names)  # type: ignore[return-value]
+
+
+def allreduce_us(n: float, p: int, cluster: Cluster, algorithm: str = "auto") -> tuple[float, str]:
+    """(microseconds, the algorithm used) for one all-reduce of ``n`` bytes: the fastest of the
+    cluster's algorithms under ``auto``."""
+    if p <= 1:
+        return 0.0, "-"
+    names = cluster.algorithms if algorithm == "auto" else (algorithm,)
+    return min((sum(_PARTS[name](n, p, cluster)), name) for name in names)
+
+
+def ring_us(n: float, p: int, cluster: Cluster) -> float:
+    return allreduce_us(n, p, cluster, "ring")[0]
+
+
+def tree_us(n: float, p: int, cluster: Cluster) -> float:
+    return allreduce_us(n, p, cluster, "tree")[0]
+
+
+def hierarchical_us(n: float, p: int, cluster: Cluster) -> float:
+    return allreduce_us(n, p, cluster, "hierarchical")[0]
+
+
+def master_us(n: float, p: int, cluster: Cluster) -> float:
+    """Every device's n bytes to device 0 and the mean back, one message after another on its link."""
+    if p <= 1:
+        return 0.0
+    crosses = p > cluster.gpus_per_node
+    alpha = cluster.inter_latency_us if crosses else cluster.intra_latency_us
+    rate = cluster.inter_bytes_per_us if crosses else cluster.intra_bytes_per_us
+    return cluster.base_latency_us + 2 * (p - 1) * (alpha + n / rate)
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What running distributed costs the compute beyond the link's time, two global constants
+    fitted once on named published rows and checked on the rest (:mod:`.validation`):
+
+    * ``step_share``: every step at two or more devices takes this share of the compute longer,
+      communication hidden or not (synchronising the ranks, the framework's per-step work, the
+      collective kernels' contention with the compute they overlap);
+    * ``allreduce_us``: what each all-reduce costs the backward pass itself, however long it then
+      takes on the link (launching it, the framework's bookkeeping, joining its stream back), so
+      many small buckets cost more than a few large ones;
+    * ``link_share``: the share of a link's nominal rate that large all-reduces reach.
+    """
+
+    step_share: float = 0.0
+    allreduce_us: float = 0.0
+    link_share: float = 1.0
+
+    def on(self, cluster: Cluster) -> Cluster:
+        """The cluster at the rates its all-reduces reach."""
+        return replace(cluster, intra_gbit=cluster.intra_gbit * self.link_share,
+                       inter_gbit=cluster.inter_gbit * self.link_share)
+
+
+#: the constants as :func:`ddpbench.analysis.models.validation.calibrate` fits them to the published rows
+#: it names (a test holds the two equal); ``python -m ddpbench whatif --validate`` shows the check
+COSTS = Costs(step_share=0.027, allreduce_us=87.6, link_share=0.842)
+
+
+@dataclass(frozen=True)
+class Step:
+    world_size: int
+    step_ms: float
+    comm_ms: float  # every all-reduce's time, one after another
+    exposed_ms: float  # what is left after the backward pass
+    efficiency: float  # step at world size 1 over this step (weak scaling)
+    algorithms: str  # the algorithms used, most used first
+
+
+def byte_shares(buckets, total: float) -> list[float]:
+    """The share of all bytes released once each bucket is: bytes standing in for compute."""
+    released, shares = 0.0, []
+    for size in buckets:
+        released += size
+        shares.append(released / total)
+    return shares
+
+
+def link_free_at(sends, start: float = 0.0) -> float:
+    """When the link is done with ``sends`` ((ready_ms, took_ms) each, in order): each starts once it
+    is ready and the one before it is done."""
+    link_free = start
+    for ready, took in sends:
+        link_free = max(link_free, ready) + took
+    return link_free
+
+
+def _fused(work: Work, shares, p: int, cluster: Cluster, algorithm: str, before: float,
+           backward: float) -> list[tuple[float, float]]:
+    """Tensor Fusion's all-reduces, as (bytes, share of backward when it starts): each takes every
+    tensor ready when the link is free (waiting for the next one if none is), up to the fusion size."""
+    cap = (work.fusion_mb or 0.0) * 2**20
+    sends, i, link_free = [], 0, before
+    tensors = list(zip(work.bucket_bytes, shares))
+    while i < len(tensors):
+        start = max(link_free, before + backward * tensors[i][1])
+        size = 0.0
+        while i < len(tensors) and before + backward * tensors[i][1] <= start + 1e-9 \
+                and (size == 0.0 or size + tensors[i][0] <= cap):
+            size += tensors[i][0]
+            i += 1
+        share = (start - before) / backward if backward else 1.0
+        sends.append((size, share))
+        link_free = start + sum(allreduce_parts(size, p, cluster, algorithm)[:2]) / 1e3
+    return sends
+
+
+def ddp_step(work: Work, p: int, cluster: Cluster, algorithm: str = "auto",
+             costs: Costs | None = None) -> Step:
+    """DDP's step at ``p`` devices: buckets released through backward, all-reduced in turn on the
+    link, with the costs of running distributed (:class:`Costs`) on the compute."""
+    if p <= 1:
+        return Step(p, work.compute_ms, 0.0, 0.0, 1.0, "-")
+    costs = costs if costs is not None else COSTS
+    cluster = costs.on(cluster)
+    total = sum(work.bucket_bytes) or 1.0
+    shares = work.ready if work.ready is not None else byte_shares(work.bucket_bytes, total)
+    before = work.compute_ms * (1 - work.backward_share)
+    backward = work.compute_ms * work.backward_share
+    if work.fusion_mb is None:
+        sends = [(size, share) for size, share in zip(work.bucket_bytes, shares)]
+    else:
+        sends = _fused(work, shares, p, cluster, algorithm, before, backward)
+    parts = [allreduce_parts(size, p, cluster, algorithm) for size, _ in sends]
+    backward += costs.allreduce_us * len(parts) / 1e3  # every all-reduce's own cost to the backward pass
+    took = [(latency + transfer) / 1e3 for latency, transfer, _ in parts]
+    used: dict[str, int] = {}
+    for _, _, name in parts:
+        used[name] = used.get(name, 0) + 1
+    comm = sum(took)
+    link_free = link_free_at([(before + backward * share, t) for (_, share), t in zip(sends, took)], before)
+    exposed = max(0.0, link_free - (before + backward))
+    step = before + backward + exposed + costs.step_share * work.compute_ms
+    names = ", ".join(sorted(used, key=used.get, reverse=True))
+    return Step(p, step, comm, exposed, work.compute_ms / step, names)
+
+
+def master_step(work: Work, p: int, cluster: Cluster, costs: Costs | None = None) -> Step:
+    """Master aggregation at ``p`` devices: after backward, all gradients through device 0."""
+    costs = costs if costs is not None else COSTS
+    comm = master_us(sum(work.bucket_bytes), p, costs.on(cluster)) / 1e3 if p > 1 else 0.0
+    step = work.compute_ms + comm + (costs.step_share * work.compute_ms if p > 1 else 0.0)
+    return Step(p, step, comm, comm, work.compute_ms / step, "master")
+
+
+def largest_world_size(work: Work, cluster: Cluster, target: float, algorithm: str = "auto",
+                       limit: int = 1 << 16, costs: Costs | None = None) -> int:
+    """The largest power of two (of devices) whose efficiency still reaches ``target`` (1 if none)."""
+    best, p = 1, 2
+    while p <= limit and ddp_step(work, p, cluster, algorithm, costs).efficiency >= target:
+        best, p = p, p * 2
+    return best
+
+
+def link_needed(work: Work, p: int, cluster: Cluster, target: float, algorithm: str = "auto",
+                costs: Costs | None = None) -> float:
+    """The inter-node rate (Gbit/s) at which ``p`` devices reach ``target`` efficiency; inf when
+    latency alone keeps them below it (no rate is enough), by bisection on a log scale."""
+    def efficiency(gbit: float) -> float:
+        return ddp_step(work, p, replace(cluster, inter_gbit=gbit), algorithm, costs).efficiency
+
+    low, high = 1e-3, 1e6
+    if efficiency(high) < target:
+        return math.inf
+    if efficiency(low) >= target:
+        return low
+    for _ in range(60):
+        mid = math.sqrt(low * high)
+        low, high = (mid, high) if efficiency(mid) < target else (low, mid)
+    return high

@@ -1,0 +1,393 @@
+"""The loss budget: every millisecond a multi-rank job lost against its world-size-1 baseline, in lines
+that sum to what was lost; and the rank everyone waited for at the gradient barrier.
+
+**The budget.** A multi-rank job (status ok) with a world-size-1 baseline (the one
+:func:`ddpbench.analysis.summary.table.add_speedup` picked, ``baseline_key``; several are pooled) lost
+``loss_ms`` = its mean step - b, b the baseline's mean step (weak scaling) or that over N, the ideal
+split of a fixed global batch (strong scaling; every baseline term below is then divided by N).
+
+The *reference steps* are the job's ``nosync`` steps (its compute without gradient communication; their
+``comm_ms`` is the framework's, nothing is communicated); a job without them uses its ``measure`` steps
+with ``comm_ms`` taken out (strategies that communicate after backward). *The others* are every rank
+but the one the others waited for: the rank named at the barrier (below), else a rank whose reference
+step was the slowest by the same rule; where no rank stands out, every rank (:func:`slowest_ranks`).
+Each side (job, baseline) gives per launch:
+
+* ``S``: the mean measured step (slowest rank per step), ``R``: the mean reference step likewise;
+* ``F``, ``D``, ``O``: the others' mean forward + backward, data, optimizer + comm on reference steps;
+* ``G``: the mean over reference steps of the step's longest reference step beyond the others' mean;
+* ``Y``: all ranks' mean ``ready_ms`` on measured steps less that on reference steps.
+
+The others are chosen per job, from evidence that one rank lags (most steps, a material margin), never
+anew per launch or step: where the ranks' steps scatter alike, the slowest of a launch or a step is slower
+by selection, and leaving it out would understate what sharing did to every rank's compute (on the 2-core
+quick-cpu example the per-step choice put it at 4 ms of 14). What a step waits for whichever rank is
+slowest in it, a lasting straggler or the ranks' scatter, is the straggler line.
+
+and the lines are job - baseline of: contention ``F``, sync_compute ``Y``, comm ``S - R - Y`` (``S - R``
+where ``Y`` is not measured: the compute slowed by communication then stays inside it), data ``D``,
+straggler ``G``, overhead ``O``; the residual is ``R - F - D - G - O`` (the lines not measured left
+out of the sum), which is ``loss_ms`` less the lines: what the timed phases do not split (the step's
+time outside its phases), shown, never hidden. Each line's 95 % interval is Welch's over launches
+(:func:`ddpbench.analysis.core.stats.difference_ci`: the job's per-launch values against the baseline's),
+NaN with fewer than two launches on a side.
+
+A script job (``script`` set) times its phases only on its ``phases`` steps: its no-sync and measured
+steps are timed whole. Its data and optimizer lines come from the ``phases`` steps (the slowest rank
+there the one with the longest data + forward); forward and backward of its no-sync steps are not
+timed, so contention is not measured and stays in the residual. A line never measured is NaN, never 0.
+
+**The barrier** (the rank everyone waited for) is :mod:`ddpbench.analysis.summary.barrier`'s.
+
+Results folders from before ``ready_ms``, ``affinity`` and ``involuntary_switches_per_step`` load
+with them missing: the figures that need them are NaN, and the notes say why.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ddpbench.analysis.core import stats
+from ddpbench.analysis.summary.barrier import (BARRIER_COLUMNS, NAMED_SHARE, NAMED_WAIT, _KEYS, _LAUNCH, _known, _most_often,
+                                       _num, barrier_figures, last_ready, launch_barrier)
+
+__all__ = ["BARRIER_COLUMNS", "BUDGET_COLUMNS", "BUDGET_LINES", "LINE_COLUMNS", "NAMED_SHARE", "NAMED_WAIT",
+           "TOP_LINES", "add_budget", "budget_note", "budget_top", "job_budget", "last_ready", "launch_arrays",
+           "launch_barrier", "launch_terms", "slowest_ranks"]
+
+#: the lines of the budget, by short name, in words (for sentences, tables and plots), in their order
+BUDGET_LINES = {"contention": "compute slowed by sharing",
+                "sync_compute": "compute slowed by communication beside it",
+                "comm": "exposed communication", "data": "data wait that grew",
+                "straggler": "waiting for the slowest rank", "overhead": "optimizer and framework",
+                "residual": "residual"}
+#: each line's summary column
+LINE_COLUMNS = {name: f"loss_{name}_ms" for name in BUDGET_LINES}
+#: the lines budget_top chooses from (the residual is never a cause)
+TOP_LINES = ("contention", "sync_compute", "comm", "data", "straggler", "overhead")
+#: the budget's columns with an interval over launches
+INTERVAL_COLUMNS = ("loss_ms", *LINE_COLUMNS.values())
+BUDGET_COLUMNS = ("budget_baseline_ms", *(c for name in INTERVAL_COLUMNS for c in (name, f"{name}_low", f"{name}_high")),
+                  "budget_top", "budget_note")
+
+# the per-launch terms of a side, each averaged over its own rows
+_TERMS = ("S", "R", "Ym", "Yn", "F", "D", "O", "G")
+
+
+def _named(last: pd.DataFrame, step_of: pd.Series) -> pd.Series:
+    """Per key: the rank last in at least :data:`NAMED_SHARE` of ``last``'s steps (rank, late_ms per
+    (key, repeat, step)) and by at least :data:`NAMED_WAIT` of the job's mean step on them, or NaN."""
+    if last.empty:
+        return pd.Series(dtype=float)
+    jobs = _most_often(last, ["key"])
+    step = step_of.reindex(jobs.index).astype(float)
+    named = (jobs["last_share"] >= NAMED_SHARE) & (step > 0) & (jobs["rank_wait_ms"] >= NAMED_WAIT * step)
+    return jobs["rank"].where(named).astype(float)
+
+
+def slowest_ranks(steps: pd.DataFrame, rows: pd.DataFrame, order: pd.Series) -> pd.Series:
+    """Per (key, repeat): the rank the others waited for, left out of "the others" -- the job's rank named
+    at the barrier (``ready_ms``; :func:`last_ready`), or, for a job whose readiness was not measured, the
+    rank whose reference step (``order`` of ``rows``) was the slowest by the same rule -- or NaN where no
+    rank stands out: then every rank is one of the others. Chosen per job, never per launch or step: the slowest of ranks that scatter alike is
+    slower by selection, and leaving it out would understate what sharing did to every rank."""
+    frame = rows[[*_KEYS, "rank"]].reset_index(drop=True).assign(_order=order.to_numpy(dtype=float))
+    measure = steps[steps["phase"] == "measure"]
+    step_of = measure.groupby(_KEYS, sort=False)["step_ms"].max().groupby(level="key").mean()
+    last = last_ready(steps)
+    named = _named(last, step_of)
+    if len(frame):  # a job whose readiness was not measured (no ready_ms): its reference steps, by the same rule
+        wide = frame.assign(ready_ms=frame["_order"], phase="measure")
+        by_ref = _named(last_ready(wide), step_of)
+        by_ref = by_ref[~by_ref.index.isin(set(last["key"]))]
+        named = pd.concat([named, by_ref]) if len(named) else by_ref
+    launches = frame[_LAUNCH].drop_duplicates()
+    return pd.Series(launches["key"].map(named).to_numpy(dtype=float),
+                     index=pd.MultiIndex.from_frame(launches), name="rank")
+
+
+def _split_steps(rows: pd.DataFrame, order: pd.Series, values: dict[str, pd.Series],
+                 slowest: pd.Series) -> pd.DataFrame:
+    """Per (key, repeat, step) of ``rows``: the others' mean of each of ``values`` (the others: every rank
+    but the launch's slowest, ``slowest``; where a step has no other, the ranks it has), and ``G`` = the
+    step's largest ``order`` beyond the others' mean of it. A value missing for one of the others makes the
+    step's NaN."""
+    if rows.empty:
+        return pd.DataFrame(columns=[*_KEYS, *values, "G"])
+    frame = rows[[*_KEYS, "rank"]].reset_index(drop=True)  # positions: the rows' own index may repeat
+    slow = slowest.reindex(pd.MultiIndex.from_frame(frame[_LAUNCH])).to_numpy(dtype=float)
+    is_slow = frame["rank"].to_numpy(dtype=float) == slow
+    frame["_other"] = ~is_slow
+    group = frame.groupby(_KEYS, sort=False)
+    n = group["rank"].transform("size").to_numpy()
+    others = group["_other"].transform("sum").to_numpy()
+    weight = np.where(others == 0, 1.0 / n, np.where(is_slow, 0.0, 1.0 / np.maximum(others, 1)))
+    parts = {}
+    for name, series in {**values, "_ref": order}.items():
+        v = series.to_numpy(dtype=float)
+        parts[name] = np.where(weight > 0, np.nan_to_num(v) * weight, 0.0)
+        parts[f"{name}_missing"] = (weight > 0) & np.isnan(v)
+    parts["_max"] = order.to_numpy(dtype=float)
+    agg = pd.DataFrame(parts).join(frame[_KEYS]).groupby(_KEYS, sort=False)
+    summed = agg[[*values, "_ref"]].sum()
+    missing = agg[[f"{name}_missing" for name in (*values, "_ref")]].any()
+    out = summed.copy()
+    for name in (*values, "_ref"):
+        out[name] = out[name].where(~missing[f"{name}_missing"].to_numpy())
+    out["G"] = agg["_max"].max() - out["_ref"]
+    return out.drop(columns="_ref").reset_index()
+
+
+def _launch_means(per_step: pd.DataFrame, names) -> pd.DataFrame:
+    """Per (key, repeat): each of ``names``' mean over its steps (NaN steps left out), with ``<name>_sum``
+    and ``<name>_n`` for pooling launches (a job's point estimate is its steps' mean, not its launches')."""
+    names = list(names)
+    if per_step.empty:
+        return pd.DataFrame(columns=[*_LAUNCH, *names, *(f"{n}_{end}" for n in names for end in ("sum", "n"))]
+                            ).set_index(_LAUNCH)
+    group = per_step.groupby(_LAUNCH, sort=False)[names]
+    sums, counts = group.sum(min_count=1), group.count()
+    out = sums / counts.where(counts > 0)
+    for name in names:
+        out[f"{name}_sum"], out[f"{name}_n"] = sums[name].fillna(0.0), counts[name]
+    return out
+
+
+def _narrow(steps: pd.DataFrame) -> pd.DataFrame:
+    """Only the columns the budget and the barrier read (a results table has sixty): row selections
+    then copy a tenth of the bytes."""
+    names = [c for c in (*_KEYS, "rank", "phase", "data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms",
+                         "step_ms", "ready_ms") if c in steps]
+    return steps[names] if len(names) < len(steps.columns) else steps
+
+
+def launch_terms(steps: pd.DataFrame) -> pd.DataFrame:
+    """Each launch's budget terms (``S``, ``R``, ``Ym``, ``Yn``, ``F``, ``D``, ``O``, ``G``; the module's
+    docstring), one row per (key, repeat), with ``<term>_sum`` and ``<term>_n`` over its steps, and for
+    each key ``reference`` ("nosync" or "measure") and ``script`` (its phases come from ``phases`` steps)."""
+    steps = _narrow(steps)
+    part = steps[steps["phase"].isin(("measure", "nosync", "phases"))] if len(steps) else steps
+    if part.empty:
+        return pd.DataFrame()
+    part = part.reset_index(drop=True)  # one label per row: the caller's index may repeat (a concat)
+    phase = part["phase"]
+    with_nosync = set(part.loc[phase == "nosync", "key"])
+    scripted = set(part.loc[phase == "phases", "key"])
+    measure, nosync, phases = part[phase == "measure"], part[phase == "nosync"], part[phase == "phases"]
+    fallback = measure[~measure["key"].isin(with_nosync)]
+    ref = pd.concat([nosync, fallback]) if len(fallback) else nosync
+    is_nosync = (ref["phase"] == "nosync").to_numpy()
+    comm = _num(ref, "comm_ms").fillna(0.0)
+    ref_ms = _num(ref, "step_ms") - np.where(is_nosync, 0.0, comm)
+    comm_kept = pd.Series(np.where(is_nosync, comm, 0.0), index=ref.index)  # a no-sync step's comm: framework time
+    slowest = slowest_ranks(part, ref, ref_ms)
+    split = _split_steps(ref, ref_ms, {
+        "F": _num(ref, "forward_ms") + _num(ref, "backward_ms"), "D": _num(ref, "data_ms"),
+        "O": _num(ref, "optimizer_ms") + comm_kept}, slowest)
+    if len(phases):
+        # a script's no-sync steps are timed whole: data and optimizer from its steps with phases timed,
+        # the others the same ranks as on its no-sync steps
+        own = _split_steps(phases, _num(phases, "step_ms"), {"D": _num(phases, "data_ms"),
+                                                             "O": _num(phases, "optimizer_ms")}, slowest)
+        own_launch = _launch_means(own, ["D", "O"])
+    bounded = measure.groupby(_KEYS, sort=False)["step_ms"].max().rename("S").reset_index()
+    reference = ref[_KEYS].assign(R=ref_ms.to_numpy()).groupby(_KEYS, sort=False)["R"].max().reset_index()
+    ready_rows = pd.concat([measure[~measure["key"].isin(scripted)], phases]) if len(phases) else measure
+    ready_m = ready_rows[_LAUNCH].assign(Ym=_num(ready_rows, "ready_ms").to_numpy())
+    ready_n = nosync[_LAUNCH].assign(Yn=_num(nosync, "ready_ms").to_numpy())
+    out = _launch_means(bounded, ["S"])
+    for frame, names in ((reference, ["R"]), (ready_m, ["Ym"]), (ready_n, ["Yn"]), (split, ["F", "D", "O", "G"])):
+        out = out.join(_launch_means(frame, names), how="outer")
+    if len(phases):
+        scripted_rows = out.index.get_level_values("key").isin(scripted)
+        for name in ("D", "O"):
+            for column in (name, f"{name}_sum", f"{name}_n"):
+                replaced = own_launch[column].reindex(out.index)
+                out[column] = np.where(scripted_rows, replaced, out[column])
+    keys = out.index.get_level_values("key")
+    out["reference"] = np.where(keys.isin(with_nosync), "nosync", "measure")
+    out["script"] = keys.isin(scripted)
+    for name in _TERMS:
+        out[f"{name}_n"] = out[f"{name}_n"].fillna(0)
+        out[f"{name}_sum"] = out[f"{name}_sum"].fillna(0.0)
+    return out
+
+
+def launch_arrays(terms: pd.DataFrame) -> dict[str, dict[str, np.ndarray]]:
+    """:func:`launch_terms` split by key once, as plain arrays (one value per launch, in launch order)."""
+    if terms.empty:
+        return {}
+    keys = terms.index.get_level_values("key").to_numpy()
+    repeats = terms.index.get_level_values("repeat").to_numpy()
+    order = np.lexsort((repeats, keys))
+    keys = keys[order]
+    columns = {name: terms[name].to_numpy()[order] for name in terms.columns}
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    ends = np.r_[starts[1:], len(keys)]
+    return {keys[a]: {name: values[a:b] for name, values in columns.items()} for a, b in zip(starts, ends)}
+
+
+def _arrays(launches) -> dict[str, np.ndarray]:
+    if isinstance(launches, pd.DataFrame):
+        return {name: launches[name].to_numpy() for name in launches.columns}
+    if isinstance(launches, (list, tuple)):  # several pooled jobs
+        return {name: np.concatenate([part[name] for part in launches]) for name in launches[0]}
+    return launches
+
+
+class _Side:
+    """One side of the budget (the job, or its pooled baseline): each term's point (its steps' mean over
+    every launch) and per-launch values, all times ``scale``."""
+
+    def __init__(self, launches, scale: float = 1.0):
+        arrays = _arrays(launches)
+        self.size = len(arrays["S"])
+        self.points, self.launch_values = {}, {}
+        for term in _TERMS:
+            n = float(np.sum(arrays[f"{term}_n"], dtype=float))
+            total = float(np.sum(arrays[f"{term}_sum"], dtype=float))
+            self.points[term] = scale * total / n if n else math.nan
+            self.launch_values[term] = scale * np.asarray(arrays[term], dtype=float)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def point(self, term: str) -> float:
+        return self.points[term]
+
+    def values(self, term: str) -> np.ndarray:
+        return self.launch_values[term]
+
+
+def _side_figures(side: _Side, measured: dict[str, bool]) -> tuple[dict, dict]:
+    """A side's point and per-launch value of each line's term; ``measured``: which lines are in the budget."""
+    point = {t: side.point(t) for t in _TERMS}
+    value = {t: side.values(t) for t in _TERMS}
+    out_point, out_values = {"loss": point["S"]}, {"loss": value["S"]}
+    for store, src in ((out_point, point), (out_values, value)):
+        sync = src["Ym"] - src["Yn"]
+        store["sync_compute"] = sync
+        store["comm"] = src["S"] - src["R"] - (sync if measured["sync_compute"] else 0.0)
+        store["contention"], store["data"], store["overhead"], store["straggler"] = src["F"], src["D"], src["O"], src["G"]
+        residual = src["R"]
+        for name, term in (("contention", "F"), ("data", "D"), ("overhead", "O"), ("straggler", "G")):
+            if measured[name]:
+                residual = residual - src[term]
+        store["residual"] = residual
+    return out_point, out_values
+
+
+def job_budget(job, bases, world_size: int, scaling: str) -> dict:
+    """The budget columns of one job from its launch terms (:func:`launch_terms`' rows of its key, or
+    :func:`launch_arrays`' entry) and its baseline's (the rows of every pooled world-size-1 baseline job,
+    or a list of their entries): lines, intervals, budget_top; the note is :func:`budget_note`'s."""
+    scale = 1.0 / world_size if scaling == "strong" else 1.0
+    mine, base = _Side(job), _Side(bases, scale)
+    raw = {t: (mine.point(t), base.point(t)) for t in _TERMS}
+    measured = {
+        "contention": _known(*raw["F"]), "data": _known(*raw["D"]), "overhead": _known(*raw["O"]),
+        "straggler": _known(*raw["G"]), "sync_compute": _known(*raw["Ym"], *raw["Yn"]),
+    }
+    job_point, job_values = _side_figures(mine, measured)
+    base_point, base_values = _side_figures(base, measured)
+    out = {"budget_baseline_ms": base_point["loss"]}
+    for name in ("loss", *BUDGET_LINES):
+        column = "loss_ms" if name == "loss" else LINE_COLUMNS[name]
+        if name in measured and not measured[name]:
+            out[column], out[f"{column}_low"], out[f"{column}_high"] = math.nan, math.nan, math.nan
+            continue
+        out[column] = job_point[name] - base_point[name]
+        out[f"{column}_low"], out[f"{column}_high"] = stats.difference_ci(job_values[name], base_values[name])
+    out["budget_top"] = budget_top(out)
+    return out
+
+
+def budget_top(row) -> str | None:
+    """The largest line (by value) of contention, sync_compute, comm, data, straggler and overhead, by
+    its short name (a key of :data:`BUDGET_LINES`); None without a budget."""
+    values = {name: row.get(LINE_COLUMNS[name], math.nan) for name in TOP_LINES}
+    values = {name: float(v) for name, v in values.items() if _known(v)}
+    return max(values, key=values.get) if values else None
+
+
+def budget_note(row, job: pd.DataFrame | None = None, bases: pd.DataFrame | None = None,
+                reason: str | None = None) -> str:
+    """Why ``row`` (a summary row) has no budget (``reason``), or what its lines come from."""
+    if reason:
+        return f"no budget: {reason}"
+    parts = []
+    job = None if job is None else _arrays(job)
+    bases = None if bases is None else _arrays(bases)
+    reference = job["reference"][0] if job is not None and len(job["S"]) else "nosync"
+    parts.append("reference steps: the no_sync() steps" if reference == "nosync" else
+                 "reference steps: the measured steps less comm_ms (no no_sync() steps)")
+    keys = str(row.get("baseline_key") or "")
+    pooled = len(keys.split(",")) > 1
+    what = f"baseline {'jobs ' if pooled else ''}{keys}{' pooled' if pooled else ''}"
+    parts.append(f"{what}, its mean step over {int(row['world_size'])} (strong scaling: the ideal split), every "
+                 "baseline term likewise" if row.get("scaling") == "strong" else f"{what}, its mean step (weak scaling)")
+    if job is not None and bool(job["script"][0]):
+        parts.append("a script: data and optimizer from its phases steps; forward and backward of its no-sync "
+                     "steps are not timed, so compute slowed by sharing is not measured and stays in the residual")
+    if not _known(row.get("loss_sync_compute_ms", math.nan)):
+        parts.append("compute slowed by communication beside it not measured (no ready_ms): it stays inside "
+                     "exposed communication")
+    missing = [BUDGET_LINES[n] for n in ("contention", "data", "overhead", "straggler")
+               if not _known(row.get(LINE_COLUMNS[n], math.nan))]
+    if missing and not (job is not None and bool(job["script"][0]) and missing == [BUDGET_LINES["contention"]]):
+        parts.append(f"not measured: {', '.join(missing)} (the residual holds what was not split)")
+    if job is not None and bases is not None and min(len(job["S"]), len(bases["S"])) < 2:
+        parts.append("fewer than two launches on a side: no intervals")
+    return "; ".join(parts)
+
+
+def _no_budget_reason(row, have: set) -> str | None:
+    """Why a summary row (a dict) gets no budget, or None where it gets one."""
+    if row["status"] != "ok":
+        return f"status {row['status']}"
+    if row["world_size"] == 1:
+        return "world size 1: the baseline itself, nothing lost to scaling"
+    keys = row.get("baseline_key")
+    if not keys:
+        return "no world-size-1 job with the same settings to stand as the baseline (baseline_key)"
+    if row["key"] not in have or not all(k in have for k in str(keys).split(",")):
+        return "the job's or its baseline's steps are not among the steps summarised"
+    reason = row.get("exposed_reason")
+    if isinstance(reason, str) and reason.startswith("withheld"):
+        return f"the no-sync steps cannot be the reference; {reason}"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# the summary's columns
+# ---------------------------------------------------------------------------------------------
+
+def add_budget(table: pd.DataFrame, steps: pd.DataFrame, ranks: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``table`` (the summary after :func:`~ddpbench.analysis.summary.table.add_speedup`) with the budget's and
+    the barrier's columns (:data:`BUDGET_COLUMNS`, :data:`BARRIER_COLUMNS`)."""
+    ranks = pd.DataFrame() if ranks is None else ranks
+    steps = _narrow(steps)
+    columns = {name: [math.nan] * len(table) for name in BUDGET_COLUMNS}
+    columns["budget_top"], columns["budget_note"] = [None] * len(table), [None] * len(table)
+    by_key = launch_arrays(launch_terms(steps)) if len(steps) and len(table) else {}
+    have = set(by_key)
+    wanted = [c for c in ("key", "status", "world_size", "baseline_key", "exposed_reason", "scaling", "launch_step_ms")
+              if c in table]
+    for i, row in enumerate(table[wanted].to_dict("records")):
+        reason = _no_budget_reason(row, have)
+        if reason:
+            columns["budget_note"][i] = budget_note(row, reason=reason)
+            continue
+        job = by_key[row["key"]]
+        bases = _arrays([by_key[k] for k in str(row["baseline_key"]).split(",")])
+        figures = job_budget(job, bases, int(row["world_size"]), str(row.get("scaling", "weak")))
+        figures["budget_note"] = budget_note({**row, **figures}, job, bases)
+        for name, value in figures.items():
+            columns[name][i] = value
+    barrier = barrier_figures(steps, ranks, table)
+    added = pd.DataFrame(columns, index=table.index)
+    return pd.concat([table.drop(columns=[c for c in (*BUDGET_COLUMNS, *BARRIER_COLUMNS) if c in table]),
+                      added, barrier], axis=1)
