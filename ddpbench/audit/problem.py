@@ -17,7 +17,7 @@ class Claim:
     kind: str | None = None
 
     @classmethod
-    def of(cls, value) -> "Claim":
+    def of(cls, value) -> Claim:
         if isinstance(value, Claim):
             return value
         if isinstance(value, str):

@@ -45,7 +45,7 @@ class CollectiveSpec:
         return {**dataclasses.asdict(self), "ops": list(self.ops), "sizes": list(self.sizes)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "CollectiveSpec":
+    def from_dict(cls, data: dict) -> CollectiveSpec:
         return cls(**{**data, "ops": tuple(data["ops"]), "sizes": tuple(data["sizes"])})
 
     @property

@@ -29,7 +29,7 @@ class Machine:
     cpus: tuple[int, ...] = ()
 
     @classmethod
-    def here(cls, nodes: int = 1) -> "Machine":
+    def here(cls, nodes: int = 1) -> Machine:
         return cls(cores=usable_cores(), cuda_devices=cuda_device_count(), nodes=nodes, cpus=usable_cpus())
 
 

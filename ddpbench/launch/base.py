@@ -6,7 +6,8 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
+from collections.abc import Iterator
 
 
 class Launch(NamedTuple):
@@ -67,7 +68,7 @@ class Launcher(abc.ABC):
         exception, must leave nothing of the launches running."""
         raise NotImplementedError(f"the {self.name} launcher runs one launch at a time")
 
-    def for_restarts(self) -> "Launcher":
+    def for_restarts(self) -> Launcher:
         """The launcher a job whose workers are restarted after a failure (``max_restarts``) runs
         under: this one, unless it cannot restart ranks and has one on the same machine that can."""
         return self

@@ -152,7 +152,7 @@ class EmulatedNetwork:
         """What runs a command inside node ``index``'s namespace."""
         return ["ip", "netns", "exec", self.node(index)]
 
-    def __enter__(self) -> "EmulatedNetwork":
+    def __enter__(self) -> EmulatedNetwork:
         remove_stale()
         try:
             self._build()

@@ -64,7 +64,7 @@ class LauncherOptions:
     def flag(name: str) -> str:
         return f"--{name.replace('_', '-')}"
 
-    def check(self) -> "LauncherOptions":
+    def check(self) -> LauncherOptions:
         """These options, or InputError naming the flag: one launcher's flags with another, or a
         value out of range."""
         for f in dataclasses.fields(self):

@@ -26,7 +26,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 POWERCAP = Path("/sys/class/powercap")
 #: NVML's total-energy counter updates about every 100 ms (Yang et al., "Part-time Power

@@ -67,7 +67,7 @@ class Job:
     timeout_s: float
 
     @classmethod
-    def of(cls, spec, repeat: int, timeout_s: float) -> "Job":
+    def of(cls, spec, repeat: int, timeout_s: float) -> Job:
         return cls(spec.kind, spec.to_dict(), repeat, timeout_s)
 
     def write(self, path: Path) -> Path:
@@ -76,7 +76,7 @@ class Job:
         return path
 
     @classmethod
-    def read(cls, path: Path) -> "Job":
+    def read(cls, path: Path) -> Job:
         data = json.loads(path.read_text())
         return cls(data["kind"], data["spec"], int(data["repeat"]), float(data["timeout_s"]))
 

@@ -95,7 +95,7 @@ class StepTimer:
         """How many marks the step has so far (its start included)."""
         return len(self._marks)
 
-    def phase(self, name: str) -> "_Phase":
+    def phase(self, name: str) -> _Phase:
         """A context manager: the time up to the end of its block counts to ``name``."""
         return _Phase(self, name)
 

@@ -63,7 +63,7 @@ class GroupConfig:
     threads_per_rank: int = 1
     timeout_s: float = 120.0
 
-    def resolved(self) -> "GroupConfig":
+    def resolved(self) -> GroupConfig:
         device, backend = self.device, self.backend
         if device == "auto":
             import torch
@@ -186,7 +186,7 @@ class Group:
         self._store = self._threads = self._excepthook = None
 
     # -- life cycle --------------------------------------------------------------------------
-    def start(self) -> "Group":
+    def start(self) -> Group:
         import torch
         import torch.distributed as dist
 
@@ -268,7 +268,7 @@ class Group:
             sys.excepthook, self._excepthook = self._excepthook, None
 
     # -- tasks -------------------------------------------------------------------------------
-    def prepare(self, task, warmup: int | None = None) -> "Step":
+    def prepare(self, task, warmup: int | None = None) -> Step:
         """Set ``task`` up on every rank, run its warmup calls, and return the timed callable."""
         self.release()
         payload = pickle.dumps(task)  # before setup: the helpers build their own state

@@ -16,7 +16,8 @@ importable module, e.g. your test module or package), since helpers are separate
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ddpbench.regression.group import GroupConfig
 
@@ -124,7 +125,6 @@ class TrainStep(Task):
         return strategy_class(self.spec.strategy).skip_reason(self.spec, Machine.here())
 
     def setup(self, ctx) -> None:
-        import torch
 
         from ddpbench.rank.train import build_replica
         from ddpbench.workloads.models import count_params

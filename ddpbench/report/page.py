@@ -20,7 +20,8 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 import jinja2
 import pandas as pd
@@ -121,7 +122,7 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _template(source: str) -> jinja2.Template:
     return ENV.from_string(source)
 

@@ -32,7 +32,8 @@ import select
 import signal
 import tempfile
 import time
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from ddpbench.owner import die_with_parent
 
@@ -108,7 +109,7 @@ class Helper:
 
     @classmethod
     def start(cls, sections: Sequence[Callable], first: Sequence[Callable] = (),
-              call: Callable[[Callable, Any], Any] = lambda fn, ctx: fn(ctx)) -> "Helper":
+              call: Callable[[Callable, Any], Any] = lambda fn, ctx: fn(ctx)) -> Helper:
         """Fork the helper now, with what both processes use imported once for both: matplotlib (no font
         is open yet: the two share no file offset) and scipy.special (the summary's intervals here,
         the cost model's fit there); it imports what it fits with, then waits for :meth:`send`."""
@@ -239,7 +240,7 @@ class Helper:
             os.waitpid(self.pid, 0)
             self.pid = None
 
-    def __enter__(self) -> "Helper":
+    def __enter__(self) -> Helper:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -20,7 +20,8 @@ figure a hand-back stores without a declaration.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ddpbench.results import checks as c
 

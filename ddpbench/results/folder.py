@@ -24,7 +24,7 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from ddpbench.errors import InputError
 from ddpbench.results.schema import RESULTS_FILE, SEARCH_FILE, TRACE_DIR

@@ -14,7 +14,7 @@ import os
 import uuid
 import warnings
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from ddpbench.results.schema import RESULTS_FILE, SCHEMA_VERSION, SEARCH_FILE, TRACE_DIR, check_record, sweep_record
 

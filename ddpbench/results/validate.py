@@ -18,7 +18,8 @@ Each function returns the cleaned record (a copy; the stored one is left alone) 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ddpbench.results import figures
 from ddpbench.results.checks import (finite, finite_or_none, flag_or_none, non_negative_or_missing, text,

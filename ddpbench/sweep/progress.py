@@ -20,7 +20,7 @@ class SweepProgress:
         )
         self.task = self.progress.add_task("starting", total=total)
 
-    def __enter__(self) -> "SweepProgress":
+    def __enter__(self) -> SweepProgress:
         self.progress.start()
         return self
 

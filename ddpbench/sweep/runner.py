@@ -19,7 +19,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from ddpbench.experiment.collectives import CollectivesExperiment
 from ddpbench.experiment.cost import Cost

@@ -82,7 +82,7 @@ class ResultsFolder:
 
     def launch(self, spec, repeat: int = 0, *, result: dict | None = None, status: str = "ok", error: str | None = None,
                oversubscribed: bool = False, cores: int = 4, wall_s: float = 1.5, launcher: str = "spawn",
-               utc: str | None = ENV["utc"]) -> "ResultsFolder":
+               utc: str | None = ENV["utc"]) -> ResultsFolder:
         """Store one launch of ``spec`` (a JobSpec or a CollectiveSpec) as the runner does."""
         self.store.append(launch_record(spec, repeat, status=status, error=error, result=result,
                                         oversubscribed=oversubscribed, cores=cores, wall_s=wall_s, launcher=launcher,

@@ -19,7 +19,8 @@ This module imports no torch: reading an experiment never needs it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 
 @dataclass

@@ -38,7 +38,7 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd

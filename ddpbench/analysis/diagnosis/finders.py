@@ -30,7 +30,6 @@ from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, not_pro
 from ddpbench.analysis.core.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe,
                                     label_fields, same_model)
 from ddpbench.analysis.core.jobs import config_name as _config
-from ddpbench.analysis.core.jobs import hook_text as _hook
 from ddpbench.analysis.core.jobs import largest_fair as _largest_fair
 from ddpbench.analysis.core.jobs import network_of as _network
 from ddpbench.analysis.core.jobs import ok_jobs as _ok

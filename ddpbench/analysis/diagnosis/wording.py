@@ -21,7 +21,7 @@ interval over launches, never from its point estimate alone:
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -79,7 +79,7 @@ def spread_pct(launches) -> float:
     return float(100 * values.std(ddof=1) / values.mean())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _mde(spread: float, n: int) -> float:
     """The minimum detectable difference (%) at n launches a side and a launch-to-launch spread of
     ``spread`` %: :func:`ddpbench.analysis.core.power.detectable_slowdown` itself (on the log scale it is

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 _MEMO: ContextVar[dict | None] = ContextVar("remembered", default=None)
 
