@@ -140,7 +140,8 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
         raise InputError(source, "repeat_budget_s", "must be the seconds of a sweep after which jobs under "
                          f'repeats = "auto" get no more launches, from 0 (no limit) to 604800 (got {budget!r})')
     datasheet = data.get("datasheet_tflops", 0.0)
-    if "datasheet_tflops" in data and (isinstance(datasheet, bool) or not isinstance(datasheet, (int, float)) or not 0 < datasheet <= 1e6):
+    if "datasheet_tflops" in data and (isinstance(datasheet, bool) or not isinstance(datasheet, (int, float))
+                                       or not 0 < datasheet <= 1e6):
         raise InputError(source, "datasheet_tflops", "must be a device's peak in TFLOP/s from its datasheet, a "
                          f"number above 0 (got {datasheet!r}), or left out")
 

@@ -126,8 +126,9 @@ class JobSpec:
     steps: int = _field(20, "measured steps per launch", lo=1, hi=1_000_000)
     repeats: int | str = _field(1, "fresh launches of the job (auto: from min_repeats to max_repeats, until the "
                                 "throughput's 95 % interval is within ci_target_pct of it)", lo=1, hi=1000, auto=True)
-    threads_per_rank: int | str = _field("auto", "torch threads per rank (auto: cores // the experiment's largest world size, the "
-                                         "same at every world size, so world size 1 is a fair baseline)",
+    threads_per_rank: int | str = _field("auto", "torch threads per rank (auto: cores // the experiment's largest "
+                                         "world size, the same at every world size, so world size 1 is a fair "
+                                         "baseline)",
                                          lo=1, hi=4096, auto=True)
     loader_workers: int = _field(0, "DataLoader worker processes per rank", lo=0, hi=64)
     seed: int = _field(0, "seed for model init and data", lo=0, hi=2**31 - 1)

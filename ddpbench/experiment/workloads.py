@@ -24,7 +24,8 @@ def check_workloads(jobs, source: str, timeout_s: float = PROBE_TIMEOUT_S) -> No
         except ProbeFailed as err:
             raise InputError(source, _key(err.key, source), f"{spec.model_label}: {err}") from None
         if spec.model not in PRESETS and found.samples < spec.per_rank_batch * spec.world_size:
-            raise InputError(source, _key("batch_size", source), f"{spec.model_label}'s dataset holds {found.samples} samples, less "
+            raise InputError(source, _key("batch_size", source),
+                             f"{spec.model_label}'s dataset holds {found.samples} samples, less "
                              f"than one global batch of {spec.per_rank_batch * spec.world_size} at world_size "
                              f"{spec.world_size}")
 

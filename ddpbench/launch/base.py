@@ -73,7 +73,7 @@ class Launcher(abc.ABC):
         under: this one, unless it cannot restart ranks and has one on the same machine that can."""
         return self
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a hook: most launchers keep nothing between launches
         """Let go of what the launcher keeps between launches (a Ray cluster it started); called
         once the sweep is done with it, however the sweep ends. Nothing, for most."""
 

@@ -127,7 +127,8 @@ class RayLauncher(Launcher):
         cmd = owned_command(DRIVER_MODULE, [
             "run", "--job", str(job_file), "--out", str(work_dir), "--address", self.cluster.address,
             "--processes", str(spec.processes), "--name", f"ddpbench-{spec.key}-r{repeat}", "--logs", json.dumps(logs),
-            "--env", json.dumps({**forwarded_env(), **rank_env(spec, self.sockets())}), *(["--spread"] if self.cluster.nodes > 1 else [])])
+            "--env", json.dumps({**forwarded_env(), **rank_env(spec, self.sockets())}),
+            *(["--spread"] if self.cluster.nodes > 1 else [])])
         env = {**os.environ, **QUIET_ENV}
         for name in ("RAY_ADDRESS", PARENT_ENV):
             env.pop(name, None)

@@ -11,8 +11,9 @@ handling, as a job launched by hand would see them.
 
 The agent runs in its own session; its workers run in sessions of their own (torchrun starts them
 so). The agent dies with the sweep and its workers with the agent, by the kernel's parent-death
-signal (``python -m ddpbench.owner SWEEP_PID torch.distributed.run ...``, :mod:`ddpbench.owner`). Ending a launch SIGTERMs the agent (it stops its
-workers), then SIGKILLs whatever of the launch is left, found by its job file on the command line.
+signal (``python -m ddpbench.owner SWEEP_PID torch.distributed.run ...``, :mod:`ddpbench.owner`).
+Ending a launch SIGTERMs the agent (it stops its workers), then SIGKILLs whatever of the launch is
+left, found by its job file on the command line.
 The rank that failed first, and how, comes from the agent's failure summary in its log.
 """
 
@@ -80,7 +81,8 @@ class Agent:
         return f"{key}-r{repeat}{node}.torchrun.log"
 
 
-def torchrun_command(spec, job_file: Path, work_dir: Path, agent: Agent = Agent(), run_id: str = "ddpbench") -> list[str]:
+def torchrun_command(spec, job_file: Path, work_dir: Path, agent: Agent = Agent(),
+                     run_id: str = "ddpbench") -> list[str]:
     """The command line of ``agent`` for one launch of ``spec`` (its ranks split evenly over the nodes)."""
     cmd = []
     if agent.endpoint is None:

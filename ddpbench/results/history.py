@@ -321,7 +321,7 @@ def _claim_machine(home: Path, print_: dict) -> None:
         except SideFileError as err:
             raise _unreadable(err) from None
         if there != json.loads(text):
-            raise HistoryError(path, None, "holds another machine's fingerprint than its folder's name says")
+            raise HistoryError(path, None, "holds another machine's fingerprint than its folder's name says") from None
         return
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(text)

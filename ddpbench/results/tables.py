@@ -155,7 +155,8 @@ def _run_tables(record: dict, specs: dict | None = None):
            "traces": record.get("traces"), "trace": trace,
            "params": result.get("params"), "grad_bytes": result.get("grad_bytes"),
            # (a recovery figure that echoes a spec field, fault_step, leaves the spec's column as it is)
-           **{f: check.get(f) for f in CHECK_FIELDS}, **{f: recovery.get(f) for f in RECOVERY_FIELDS if f not in FIELDS},
+           **{f: check.get(f) for f in CHECK_FIELDS},
+           **{f: recovery.get(f) for f in RECOVERY_FIELDS if f not in FIELDS},
            **{f: compute.get(f) for f in COMPUTE_FIELDS},
            # a script job's no-sync steps that all-reduced all the same (its exposed communication is withheld)
            "nosync_allreduced": (result.get("script") or {}).get("nosync_allreduced")}

@@ -267,8 +267,8 @@ def clean_sweep(record: dict) -> tuple[dict, list[str]]:
                         raise ValueError(": gbit_per_s must be > 0 and latency_us >= 0")
                     kept.append(link)
                 except ValueError as err:
-                    notes.append(f"experiment.links[{number}]{err if str(err).startswith(('.', ':')) else ' ' + str(err)}"
-                                 ": that link profile is left out")
+                    why = err if str(err).startswith(('.', ':')) else ' ' + str(err)
+                    notes.append(f"experiment.links[{number}]{why}: that link profile is left out")
         experiment["links"] = kept
     clean["experiment"] = experiment
     return clean, notes
@@ -286,8 +286,9 @@ def _plain(value: Any) -> bool:
 #: how each column of a collectives row is checked
 COLLECTIVE_CHECKS: dict[str, Callable] = {
     "op": text, "placement": text, "size_bytes": whole, "count": whole_or_none, "dtype": text_or_none,
-    "redop": text_or_none, "root": _root, "iters": whole_or_none, **{name: finite_or_none for name in ("time_us_median", "time_us_p10", "time_us_p90",
-                                                                "algbw_gbps", "busbw_gbps", "wrong")},
+    "redop": text_or_none, "root": _root, "iters": whole_or_none,
+    **{name: finite_or_none for name in ("time_us_median", "time_us_p10", "time_us_p90", "algbw_gbps", "busbw_gbps",
+                                         "wrong")},
 }
 
 

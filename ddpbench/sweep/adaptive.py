@@ -124,7 +124,8 @@ class AdaptivePlan:
             self.out_of_time = True
             return []
         wide = [s for s in self.states() if not s.tight and s.launches < s.spec.max_repeats]
-        return [Launch(s.spec, max(s.repeats, default=-1) + 1, work_dir(self.out_dir, s.spec, max(s.repeats, default=-1) + 1))
+        return [Launch(s.spec, max(s.repeats, default=-1) + 1,
+                       work_dir(self.out_dir, s.spec, max(s.repeats, default=-1) + 1))
                 for s in wide]
 
     def expected(self, pending: dict[str, int] | None = None) -> int:

@@ -38,8 +38,8 @@ class SweepProgress:
         """One launch ended; ``total``: the launches the sweep now expects in all (adaptive repeats
         change it as their intervals narrow), so that the ETA counts them."""
         style = _STYLE.get(status, "white")
-        self.console.print(f"[{style}]{status:>9}[/{style}]  {escape(label):<58} {escape(line)}", highlight=False, markup=True,
-                           soft_wrap=True)
+        self.console.print(f"[{style}]{status:>9}[/{style}]  {escape(label):<58} {escape(line)}", highlight=False,
+                           markup=True, soft_wrap=True)
         self.progress.advance(self.task)
         if total is not None:
             self.progress.update(self.task, total=max(total, self.completed))

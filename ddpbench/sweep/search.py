@@ -79,7 +79,8 @@ class SearchPlan:
         found: dict[str, list[float]] = {}
         for record in self.store.records():
             if record.get("kind") == "run" and record.get("key") in self.specs:
-                step = launch_step_ms(record["result"]) if record["status"] == "ok" and record.get("result") else math.nan
+                ok = record["status"] == "ok" and record.get("result")
+                step = launch_step_ms(record["result"]) if ok else math.nan
                 found.setdefault(record["key"], []).append(step)
         return found
 

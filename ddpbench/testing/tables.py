@@ -13,8 +13,9 @@ from ddpbench.experiment.spec import JobSpec
 
 def diagnosis_row(**kw):
     """A summary row as the diagnosis reads it: a DDP job at world size 2 that scales well, ``kw`` over it."""
-    base = {"key": "k", "strategy": "ddp", "status": "ok", "model": "mlp", "model_size": "m", "model_args": "", "per_rank_batch": 32,
-            "world_size": 2, "bucket_cap_mb": 25.0, "backend": "gloo", "comm_hook": "none", "oversubscribed": False,
+    base = {"key": "k", "strategy": "ddp", "status": "ok", "model": "mlp", "model_size": "m", "model_args": "",
+            "per_rank_batch": 32, "world_size": 2, "bucket_cap_mb": 25.0, "backend": "gloo", "comm_hook": "none",
+            "oversubscribed": False,
             "noisy": False, "step_ms_mean": 100.0, "exposed_comm_ms": 5.0, "exposed_comm_share": 0.05,
             "samples_per_s": 640.0, "speedup": 1.9, "efficiency": 0.95, "efficiency_low": 0.93,
             "efficiency_high": 0.97, "serial_fraction": 0.05, "launch_step_ms": [100.0, 101.0, 99.0],

@@ -50,7 +50,8 @@ class CNN(nn.Module):
             return [nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)]
 
         self.features = nn.Sequential(*block(3, c), *block(c, 2 * c), *block(2 * c, 4 * c))
-        self.head = nn.Sequential(nn.Flatten(), nn.Linear(4 * c * 16, hidden), nn.ReLU(), nn.Linear(hidden, NUM_CLASSES))
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(4 * c * 16, hidden), nn.ReLU(),
+                                  nn.Linear(hidden, NUM_CLASSES))
 
     def forward(self, x):
         return self.head(self.features(x))
