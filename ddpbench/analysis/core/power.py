@@ -17,7 +17,7 @@ scaled chi^2 variables. The power is the normal tail P(estimate > t_{0.975, df} 
 over a quantile grid of both variances (:func:`detection_power`): exact up to the grid, where a
 noncentral t with a fixed df would be off by several points at 2-3 launches a side, because
 Welch's df there is itself random. The minimum detectable slowdown is the D at which the power
-is :data:`POWER`.
+is :data:`~ddpbench.analysis.core.thresholds.POWER`.
 """
 
 from __future__ import annotations
@@ -29,13 +29,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from ddpbench.analysis.core import stats
+from ddpbench.analysis.core.thresholds import CONFIDENCE, DEFAULT_EFFECT_PCT, POWER
 
-#: the detection probability :func:`minimum_detectable` solves for
-POWER = 0.90
 #: kept for old callers: the figures are now closed-form, ``trials`` is accepted and ignored
 MDE_TRIALS = 1000
-#: what "cannot tell" offers to detect when no threshold says what matters (a slowdown of 5 %)
-DEFAULT_EFFECT_PCT = 5.0
 #: the most launches a side :func:`launches_for` proposes; beyond it, "more than" this
 MAX_LAUNCHES = 200
 
@@ -97,7 +94,7 @@ def _welch_grid(n_a: int, n_b: int) -> tuple[np.ndarray, np.ndarray]:
     vb = chi2_quantile(q, n_b - 1)[None, :] / (n_b - 1) / n_b
     true = 1 / n_a + 1 / n_b
     df = (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
-    return np.sqrt((va + vb) / true).ravel(), stats.t_quantile((1 + stats.CONFIDENCE) / 2, df).ravel()
+    return np.sqrt((va + vb) / true).ravel(), stats.t_quantile((1 + CONFIDENCE) / 2, df).ravel()
 
 
 def chi2_quantile(q: np.ndarray, df: int) -> np.ndarray:

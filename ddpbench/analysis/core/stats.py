@@ -43,7 +43,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-CONFIDENCE = 0.95
+from ddpbench.analysis.core.thresholds import CONFIDENCE
+
 RESAMPLES = 4000
 SEED = 20261121
 

@@ -49,7 +49,7 @@ from ddpbench.analysis.folder import load_given
 from ddpbench.analysis.summary.table import bounded_steps, launch_times
 
 # the gates live in ddpbench.analysis.history.gates; their names stay importable from here
-from ddpbench.analysis.history.gates import (ALPHA, BLIND_FACTOR, FAIL, GATE_COLUMNS, GATE_HELP, GATE_STATS,  # noqa: F401
+from ddpbench.analysis.history.gates import (FAIL, GATE_COLUMNS, GATE_HELP, GATE_STATS,  # noqa: F401
                                      INCONCLUSIVE, PASS, Gate, blind_limit, gate_column, gate_failures,
                                      gate_interval, gate_mde_column, gate_results, gate_test, gate_text,
                                      parse_gate)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ddpbench.analysis.core import power, stats
+from ddpbench.analysis.core import power, stats, thresholds
 
 
 @dataclass
@@ -101,7 +101,7 @@ def verdict(candidates: list[Candidate]) -> Verdict:
 
 
 def undecided(candidate: Candidate, best: Candidate, candidates: list[Candidate],
-              effect_pct: float = power.DEFAULT_EFFECT_PCT) -> str:
+              effect_pct: float = thresholds.DEFAULT_EFFECT_PCT) -> str:
     """Why ``candidate`` and ``best`` are not told apart: "cannot tell with N vs M launches; K a side
     would detect X %", the launches a side from the pooled launch-to-launch spread of every candidate
     with two or more launches (:func:`ddpbench.analysis.core.power.cannot_tell`)."""

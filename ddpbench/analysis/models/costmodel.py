@@ -55,11 +55,10 @@ import pandas as pd
 from ddpbench.analysis.models import whatif
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, fair_jobs, model_name
+from ddpbench.analysis.core.thresholds import MIN_SPREAD
 
 #: world sizes a projection covers (the measured ones are added)
 PROJECTED_WORLD_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024)
-#: alpha and beta are fitted apart only when messages per byte vary at least this much over the points
-MIN_SPREAD = 1.5
 
 
 @dataclass(frozen=True)

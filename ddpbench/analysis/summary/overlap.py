@@ -32,11 +32,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.core.thresholds import DISAGREE
+from ddpbench.analysis.core.thresholds import DISAGREE, OVERHEAD_LIMIT_PCT, SLOWED_COMPUTE_SHARE
 from ddpbench.results.schema import TRACE_COLUMNS
-
-#: the tracer's own cost above which its steps are not the measured ones: the trace is not trusted
-OVERHEAD_LIMIT_PCT = 20.0
 
 
 def trace_events(runs: pd.DataFrame) -> pd.DataFrame:
@@ -144,8 +141,9 @@ MEASURES = {"no_sync": ("exposed_comm_ms", "the no_sync() baseline"), "trace": (
 
 def compare_exposed(row) -> dict:
     """The three measures of a traced job's exposed communication side by side (a summary row's
-    figures): whether any two of them differ by more than :data:`DISAGREE` of the larger, which one
-    to trust and why. Only jobs with more than one rank, a trace and a no_sync() baseline are judged.
+    figures): whether any two of them differ by more than
+    :data:`~ddpbench.analysis.core.thresholds.DISAGREE` of the larger, which one to trust and why.
+    Only jobs with more than one rank, a trace and a no_sync() baseline are judged.
 
     DDP's logging is never the one trusted: DDP samples it in its first ten iterations (warmup
     included) and every 100th, and its overlap is timed by DDP's own events."""
@@ -167,7 +165,7 @@ def compare_exposed(row) -> dict:
     else:
         trusted, reason = "no_sync", ("it is what communication adds to the whole step, over every measured step; "
                                       "the trace counts only the time a collective ran after the backward compute")
-        if slower > 0.1 * max(a, b):
+        if slower > SLOWED_COMPUTE_SHARE * max(a, b):
             reason += (f", and beside communication the backward compute itself took {slower:.2f} ms longer "
                        f"({row['trace_backward_compute_ms']:.2f} ms traced, {row['nosync_backward_ms']:.2f} ms under "
                        "no_sync()): communication slowed compute by sharing the cores or the device, which only "

@@ -43,8 +43,8 @@ from ddpbench.analysis.summary.declared import declared_figures
 from ddpbench.analysis.core.jobs import SPEC_COLUMNS, baseline_key, exact_key
 from ddpbench.experiment.cost import Cost
 from ddpbench.results.schema import TIMED_PHASES
-from ddpbench.analysis.core.thresholds import (NOISE_THRESHOLD, SCALES_POORLY, SCALES_WELL, STRAGGLER_CONSISTENCY,
-                                               STRAGGLER_THRESHOLD)
+from ddpbench.analysis.core.thresholds import (BASELINE_NOISE_FACTOR, NOISE_THRESHOLD, SCALES_POORLY, SCALES_WELL,
+                                               STRAGGLER_CONSISTENCY, STRAGGLER_THRESHOLD)
 
 
 
@@ -312,8 +312,9 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
     ``baseline_problem`` says, in words, why a larger job's baseline cannot be trusted (empty where
     it can): an efficiency above 100 % (a negative serial fraction) is a baseline measured slower
     than one rank really runs, not superlinear scaling to celebrate; a baseline whose steps scatter
-    much more than the job's (:data:`BASELINE_NOISE_FACTOR`) divides by noise. The reasons found
-    are named: threads per rank that differ from the job's, the baseline's IQR.
+    much more than the job's (:data:`~ddpbench.analysis.core.thresholds.BASELINE_NOISE_FACTOR`)
+    divides by noise. The reasons found are named: threads per rank that differ from the job's, the
+    baseline's IQR.
     """
     table = table.copy()
     for column in ("speedup", "efficiency", "serial_fraction", *(f"{c}_{end}" for c in
@@ -359,11 +360,6 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
             table.at[index, "serial_fraction_high"] = karp_flatt(scale * low, p)
         table.at[index, "baseline_problem"] = baseline_problem(r, bases, speedup / p)
     return table
-
-
-#: a world-size-1 baseline whose IQR / median is this many times the job's (and above the noise
-#: threshold) divides the job's throughput by noise
-BASELINE_NOISE_FACTOR = 2.0
 
 
 def scaling_band(efficiency: float) -> str:
