@@ -45,6 +45,7 @@ import pandas as pd
 
 from ddpbench.analysis.core import power, stats
 from ddpbench.analysis.core.jobs import SPEC_COLUMNS, describe, label_fields, ordered
+from ddpbench.analysis.core.values import known
 from ddpbench.analysis.folder import load_given
 from ddpbench.analysis.summary.table import bounded_steps, launch_times
 
@@ -201,7 +202,7 @@ def _per_sample(ra, rb, row: dict) -> dict:
             value = r.get(name, math.nan) if r is not None and r["status"] == "ok" else math.nan
             out[f"{name}_{side}"] = float(value) if value is not None else math.nan
         a, b = out[f"{name}_a"], out[f"{name}_b"]
-        out[f"{name}_ratio"] = b / a if a > 0 and b == b else math.nan
+        out[f"{name}_ratio"] = b / a if a > 0 and known(b) else math.nan
     hourly = out["cost_per_sample_ratio"] / row["mean_ratio"] if row.get("mean_ratio", math.nan) > 0 else math.nan
     out["cost_per_sample_ratio_low"] = hourly * row.get("mean_ratio_low", math.nan)
     out["cost_per_sample_ratio_high"] = hourly * row.get("mean_ratio_high", math.nan)

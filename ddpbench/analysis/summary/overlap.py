@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.core.thresholds import DISAGREE, OVERHEAD_LIMIT_PCT, SLOWED_COMPUTE_SHARE
+from ddpbench.analysis.core.values import num
 from ddpbench.results.schema import TRACE_COLUMNS
 
 
@@ -147,15 +148,15 @@ def compare_exposed(row) -> dict:
 
     DDP's logging is never the one trusted: DDP samples it in its first ten iterations (warmup
     included) and every 100th, and its overlap is timed by DDP's own events."""
-    figures = {name: _finite(row.get(column)) for name, (column, _) in MEASURES.items()}
+    figures = {name: num(row, column) for name, (column, _) in MEASURES.items()}
     no_sync, traced = figures["no_sync"], figures["trace"]
     if row.get("world_size", 1) <= 1 or math.isnan(traced) or math.isnan(no_sync):
         return {"exposed_disagree": False, "exposed_trusted": None, "exposed_reason": None}
     known = [max(v, 0.0) for v in figures.values() if not math.isnan(v)]
     disagree = bool(max(known) > 0 and max(known) - min(known) > DISAGREE * max(known))
     a, b = max(no_sync, 0.0), max(traced, 0.0)
-    overhead, noise = _finite(row.get("trace_overhead_pct")), _finite(row.get("step_ms_iqr"))
-    slower = _finite(row.get("trace_backward_compute_ms")) - _finite(row.get("nosync_backward_ms"))
+    overhead, noise = num(row, "trace_overhead_pct"), num(row, "step_ms_iqr")
+    slower = num(row, "trace_backward_compute_ms") - num(row, "nosync_backward_ms")
     if overhead > OVERHEAD_LIMIT_PCT:
         trusted, reason = "no_sync", (f"tracing slowed its steps by {overhead:.0f} %, so the traced steps are not "
                                       "the measured ones")
@@ -179,21 +180,13 @@ def compare_exposed(row) -> dict:
 
 def exposed_sentence(row) -> str:
     """The three figures of a judged job in words, the verdict and the reason (a summary row)."""
-    parts = [f"{words} {_finite(row.get(column)):.2f} ms" for column, words in MEASURES.values()
-             if not math.isnan(_finite(row.get(column)))]
+    parts = [f"{words} {num(row, column):.2f} ms" for column, words in MEASURES.values()
+             if not math.isnan(num(row, column))]
     verdict = (f"disagree by more than {100 * DISAGREE:.0f} %" if row["exposed_disagree"]
                else f"agree within {100 * DISAGREE:.0f} %")
     trusted = MEASURES[row["exposed_trusted"]][1]
     return (f"the measures of exposed communication {verdict} ({', '.join(parts)}). Trusted: {trusted}, because "
             f"{row['exposed_reason']}.")
-
-
-def _finite(value) -> float:
-    """A figure as a float, NaN where it is missing."""
-    try:
-        return float(value) if value is not None else math.nan
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def typical_step(per_step: pd.DataFrame) -> tuple | None:

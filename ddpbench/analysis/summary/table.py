@@ -41,6 +41,7 @@ from ddpbench.analysis.summary.compiled import COMPILE_FIGURES, compile_cache_fi
 from ddpbench.analysis.summary.cost import add_cost, stored_cost
 from ddpbench.analysis.summary.declared import declared_figures
 from ddpbench.analysis.core.jobs import SPEC_COLUMNS, baseline_key, exact_key
+from ddpbench.analysis.core.values import known
 from ddpbench.experiment.cost import Cost
 from ddpbench.results.schema import TIMED_PHASES
 from ddpbench.analysis.core.thresholds import (BASELINE_NOISE_FACTOR, NOISE_THRESHOLD, SCALES_POORLY, SCALES_WELL,
@@ -410,7 +411,7 @@ def launch_times(row) -> list[float]:
     """A summary row's per-launch mean step times (``launch_step_ms``), NaNs dropped; [] without."""
     value = row.get("launch_step_ms") if row is not None and hasattr(row, "get") else None
     values = value if isinstance(value, (list, tuple, np.ndarray)) else []
-    return [float(v) for v in values if v == v]
+    return [float(v) for v in values if known(v)]
 
 
 def karp_flatt(speedup: float, world_size: int) -> float:
