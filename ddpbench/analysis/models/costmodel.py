@@ -102,8 +102,26 @@ def master_aggregation_us(n_bytes, p, link: Link):
     return 2 * (p - 1) * (link.alpha_us + n * link.beta_us_per_byte)
 
 
-def _fit(a: np.ndarray, b: np.ndarray, t: np.ndarray):
-    """alpha, beta >= 0 minimising robust relative residuals of alpha*a + beta*b against t."""
+def fit_alpha_beta(a: np.ndarray, b: np.ndarray, t: np.ndarray):
+    """alpha, beta >= 0 minimising robust relative residuals of alpha*a + beta*b against t.
+
+    Points with ``t`` not a positive finite number are left out. Where the ratio ``a / b`` varies
+    less than :data:`~ddpbench.analysis.core.thresholds.MIN_SPREAD` times over the points (or there
+    is one point), the two cannot be told apart and all of ``t`` is charged to ``b``.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray
+        Per point, what alpha and beta multiply (messages and bytes, say).
+    t : numpy.ndarray
+        The measured times; alpha and beta come out in their unit per unit of ``a`` and ``b``.
+
+    Returns
+    -------
+    tuple or None
+        ``(alpha, beta, t_kept, predicted)``: the two coefficients, the times of the points used
+        and the fit's prediction at them; None where no point is usable.
+    """
     from scipy.optimize import least_squares
 
     keep = (t > 0) & np.isfinite(t)
@@ -140,7 +158,7 @@ def _fitted_link(name: str, source: str, a: np.ndarray, b: np.ndarray, t: np.nda
     byte barely vary: one world size, one bucket layout) the fit charges everything per byte; the
     link then says it is that extreme of a range, and how much latency alone would explain the same
     points (:func:`with_range` gives the other extreme)."""
-    link = _link(name, source, _fit(a, b, t))
+    link = _link(name, source, fit_alpha_beta(a, b, t))
     if link is None:
         return None
     keep = (t > 0) & np.isfinite(t)
