@@ -71,7 +71,18 @@ class Change:
 
 
 def energy_statistic(x: np.ndarray, y: np.ndarray) -> float:
-    """Matteson and James's Q statistic (alpha = 1) between samples ``x`` and ``y`` (each at least 2)."""
+    """Matteson and James's Q statistic (alpha = 1) between two samples.
+
+    Parameters
+    ----------
+    x, y : numpy.ndarray
+        The launch values before and after a split, each at least 2.
+
+    Returns
+    -------
+    float
+        ``Q`` (module docstring): larger where the two samples' distributions differ more.
+    """
     m, n = len(x), len(y)
     between = np.abs(x[:, None] - y[None, :]).mean()
     within_x = np.abs(x[:, None] - x[None, :]).sum() / (m * (m - 1))
@@ -80,8 +91,21 @@ def energy_statistic(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def candidate(points: list[np.ndarray], min_commits: int = thresholds.MIN_COMMITS) -> tuple[int, float] | None:
-    """The split (index of the first point after it) with the largest energy statistic between the
-    launches before and after it; None where no split leaves ``min_commits`` points on each side."""
+    """The split with the largest energy statistic between the launches before and after it.
+
+    Parameters
+    ----------
+    points : list of numpy.ndarray
+        Point ``i`` holds commit i's launch values, in series order.
+    min_commits : int
+        The fewest points on each side (:data:`~ddpbench.analysis.core.thresholds.MIN_COMMITS`).
+
+    Returns
+    -------
+    (int, float) or None
+        The index of the first point after the split and its statistic; None where no split leaves
+        ``min_commits`` points, and two launches, on each side.
+    """
     best = None
     for k in range(min_commits, len(points) - min_commits + 1):
         x, y = np.concatenate(points[:k]), np.concatenate(points[k:])
@@ -94,11 +118,23 @@ def candidate(points: list[np.ndarray], min_commits: int = thresholds.MIN_COMMIT
 
 
 def welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
-    """(ratio of means y/x, its 95 % interval, two-sided p value of Welch's t-test for a difference).
+    """Welch's t-test of the launches after against those before, as a ratio.
 
     The interval is the Welch interval of the difference of means divided by x's mean (a delta
     method to first order): enough for the sizes a history holds, and conservative where x's mean is
-    well determined."""
+    well determined.
+
+    Parameters
+    ----------
+    x, y : numpy.ndarray
+        The launch values before and after, each at least 2.
+
+    Returns
+    -------
+    (float, float, float, float)
+        The ratio of means y/x, its 95 % interval's low and high ends, and the two-sided p value
+        for a difference (0 or 1 where both samples are constant: they differ or not).
+    """
     from scipy.special import stdtr
 
     from ddpbench.analysis.core.stats import t_quantile
@@ -118,8 +154,27 @@ def welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
 
 def change_points(points: list[np.ndarray], p_value: float = thresholds.P_VALUE,
                   min_change: float = thresholds.MIN_CHANGE, min_commits: int = thresholds.MIN_COMMITS) -> list[Change]:
-    """The changes of a series whose point ``i`` holds commit i's launch values, in series order
-    (module docstring); sorted by position."""
+    """The changes of a series (module docstring): E-Divisive candidates, each called by Welch's t.
+
+    Parameters
+    ----------
+    points : list of numpy.ndarray
+        Point ``i`` holds commit i's launch values, in series order. Non-finite values are dropped.
+    p_value : float
+        A candidate is a change only below this p value
+        (:data:`~ddpbench.analysis.core.thresholds.P_VALUE`).
+    min_change : float
+        ... and only where its whole 95 % interval of after/before lies beyond this relative change
+        (:data:`~ddpbench.analysis.core.thresholds.MIN_CHANGE`).
+    min_commits : int
+        The fewest commits on each side of a candidate
+        (:data:`~ddpbench.analysis.core.thresholds.MIN_COMMITS`).
+
+    Returns
+    -------
+    list of Change
+        The changes, sorted by position.
+    """
     points = [np.asarray(p, float)[np.isfinite(np.asarray(p, float))] for p in points]
     found: list[Change] = []
     segments = [(0, len(points))]
@@ -140,9 +195,20 @@ def change_points(points: list[np.ndarray], p_value: float = thresholds.P_VALUE,
 
 
 def kept_launches(values: np.ndarray) -> np.ndarray:
-    """``values`` less those further than :data:`~ddpbench.analysis.core.thresholds.OUTLIER_MADS`
-    scaled MADs (1.4826 MAD, the standard deviation where the values are normal) from their median;
-    all of them where the MAD is 0 or fewer than 2 would remain."""
+    """The launches a burst of other work did not slow: those within
+    :data:`~ddpbench.analysis.core.thresholds.OUTLIER_MADS` scaled MADs (1.4826 MAD, the standard
+    deviation where the values are normal) of their median.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        One side's launch values.
+
+    Returns
+    -------
+    numpy.ndarray
+        The values kept; all of them where the MAD is 0 or fewer than 2 would remain.
+    """
     median = np.median(values)
     mad = 1.4826 * float(np.median(np.abs(values - median)))
     kept = values[np.abs(values - median) <= thresholds.OUTLIER_MADS * mad]
