@@ -142,8 +142,8 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
     throughput against A's), ``significant``, ``p_value``, ``method`` and ``verdict`` (slower,
     faster, not significant, or "cannot tell" when a side has one launch: no call is made), ``mde_pct`` (the smallest
     slowdown of the mean step that launches like these would call "slower" 90 % of the time,
-    :func:`ddpbench.analysis.core.power.minimum_detectable`; NaN with one launch on a side) with ``mde_false_alarm`` (how often
-    that rule calls identical launches slower). Jobs not compared carry
+    :func:`ddpbench.analysis.core.power.minimum_detectable`; NaN with one launch on a side) with
+    ``mde_false_alarm`` (how often that rule calls identical launches slower). Jobs not compared carry
     ``verdict`` "not compared" and a ``note`` saying why. The spec columns ride along (B's where
     B has the job), and ``steps_a``/``steps_b``: each side's step times, one list per launch.
     Each side's ``cost_per_sample`` (at its stored price) and ``energy_j_per_sample``, and B / A of
@@ -284,7 +284,8 @@ def csv_table(table: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     """The per-job table as written to compare.csv: comparison columns, then the spec fields.
 
     ``gate`` lists the job's failed and inconclusive gates (:func:`gate_column`); ``gate_mde`` each
-    gate's minimum detectable slowdown at 90 % ("median:5%: +9.1 %"; :func:`ddpbench.analysis.core.power.minimum_detectable`).
+    gate's minimum detectable slowdown at 90 % ("median:5%: +9.1 %";
+    :func:`ddpbench.analysis.core.power.minimum_detectable`).
     """
     out = table.assign(gate=gate_column(table, results), gate_mde=gate_mde_column(table, results))
     return out[[*CSV_COLUMNS, *(c for c in SPEC_COLUMNS if c in out.columns)]]

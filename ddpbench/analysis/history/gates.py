@@ -160,12 +160,13 @@ def blind_limit(gate: Gate, a_ms: float) -> float:
 
 def gate_results(table: pd.DataFrame, gates: Sequence[Gate]) -> pd.DataFrame:
     """One row per (compared job, gate): :func:`gate_test`'s outcome, figures and basis, and ``mde``
-    (in the gate's unit; :func:`ddpbench.analysis.core.power.minimum_detectable` on the job's per-launch values of the gate's
-    statistic) with ``mde_false_alarm``.
+    (in the gate's unit; :func:`ddpbench.analysis.core.power.minimum_detectable` on the job's
+    per-launch values of the gate's statistic) with ``mde_false_alarm``.
 
     A job that passed a gate it was blind to -- the smallest slowdown its launches detect
-    :data:`~ddpbench.analysis.core.thresholds.POWER` of the time is beyond :func:`blind_limit` -- is "inconclusive", not "pass": a green gate says the job is
-    not slower, and these launches could not have said so."""
+    :data:`~ddpbench.analysis.core.thresholds.POWER` of the time is beyond :func:`blind_limit` -- is
+    "inconclusive", not "pass": a green gate says the job is not slower, and these launches could
+    not have said so."""
     rows = []
     if len(table):
         compared = table[table["compared"].astype(bool)]
@@ -183,8 +184,10 @@ def gate_results(table: pd.DataFrame, gates: Sequence[Gate]) -> pd.DataFrame:
                     more = (f"{need} launches a side would detect {power.mde_amount(limit, gate.unit)}"
                             if need is not None and need <= power.MAX_LAUNCHES else "more repeats or steps narrow it")
                     test = {**test, "outcome": INCONCLUSIVE, "basis": (
-                        f"{test['basis']}; blind: these launches detect a slowdown {100 * thresholds.POWER:.0f} % of the time only from "
-                        f"{power.mde_amount(mde['mde'], gate.unit)}, beyond {thresholds.BLIND_FACTOR:g}x the {gate.amount:g}"
+                        f"{test['basis']}; blind: these launches detect a slowdown "
+                        f"{100 * thresholds.POWER:.0f} % of the time only from "
+                        f"{power.mde_amount(mde['mde'], gate.unit)}, "
+                        f"beyond {thresholds.BLIND_FACTOR:g}x the {gate.amount:g}"
                         f"{' %' if gate.unit == '%' else ' ms'} threshold ({more})")}
                 rows.append({"key": r["key"], "job": r["job"], **test, "mde": mde["mde"],
                              "mde_false_alarm": mde["false_alarm"]})
@@ -209,7 +212,8 @@ def gate_column(table: pd.DataFrame, results: pd.DataFrame) -> pd.Series:
 
 
 def gate_mde_column(table: pd.DataFrame, results: pd.DataFrame) -> pd.Series:
-    """Per job of ``table``: each gate's minimum detectable slowdown at :data:`~ddpbench.analysis.core.thresholds.POWER` ("median:5%: +9.1 %")."""
+    """Per job of ``table``: each gate's minimum detectable slowdown at
+    :data:`~ddpbench.analysis.core.thresholds.POWER` ("median:5%: +9.1 %")."""
     if not len(table):
         return pd.Series(dtype=str)
     if not len(results):

@@ -65,7 +65,8 @@ def judge(candidates: list[Candidate], round_: int) -> list[Candidate]:
     out = []
     for c, low, high in against(best, racing):
         if not math.isnan(low) and low > 1:
-            c.out_in_round, c.why_out = round_, f"significantly slower than {best.label} ({low:.3f}x to {high:.3f}x its step)"
+            c.out_in_round = round_
+            c.why_out = f"significantly slower than {best.label} ({low:.3f}x to {high:.3f}x its step)"
             out.append(c)
     return out
 

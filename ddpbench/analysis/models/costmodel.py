@@ -224,8 +224,8 @@ def given_links(sweeps: pd.DataFrame | None) -> list[Link]:
         return []
     for links in reversed(list(sweeps["experiment_links"])):
         if isinstance(links, list) and links:
-            return [Link(str(l["name"]), float(l["latency_us"]), 8e-3 / float(l["gbit_per_s"]), "experiment")
-                    for l in links]
+            return [Link(str(link["name"]), float(link["latency_us"]), 8e-3 / float(link["gbit_per_s"]), "experiment")
+                    for link in links]
     return []
 
 
@@ -351,7 +351,8 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
         backward = float(base["backward_ms"].median()) if "backward_ms" in base else math.nan
         backward_share = min(max(backward / compute, 0.05), 0.95) if compute > 0 and not math.isnan(backward) \
             else 2 / 3
-        grad_bytes = float(group["allreduce_bytes_per_step"].dropna().max()) if group["allreduce_bytes_per_step"].notna().any() \
+        measured_bytes = group["allreduce_bytes_per_step"]
+        grad_bytes = float(measured_bytes.dropna().max()) if measured_bytes.notna().any() \
             else float(base["params"].iloc[0]) * 4
         multi = group[group["world_size"] > 1]
         measured_ws, compute_multi, job_key = 1, compute, ""

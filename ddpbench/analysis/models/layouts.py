@@ -89,7 +89,8 @@ def recorded_at(summary: pd.DataFrame | None, row, cap: float) -> tuple[int, ...
     seen: Counter = Counter()
     for _, other in summary.iterrows():
         layout = recorded(other)
-        if layout is not None and num(other, "bucket_cap_mb") == cap and _world_size(other) > 1 and _same_model(other, row):
+        if (layout is not None and num(other, "bucket_cap_mb") == cap and _world_size(other) > 1
+                and _same_model(other, row)):
             seen[layout] += 1
     return seen.most_common(1)[0][0] if seen else None
 

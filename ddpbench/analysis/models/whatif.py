@@ -126,8 +126,10 @@ def _hierarchical(n: float, p: int, cluster: Cluster) -> tuple[float, float]:
     nodes = _nodes(p, cluster.gpus_per_node)
     if nodes == 1:
         return _ring(n, p, cluster)
-    latency = cluster.base_latency_us + 2 * (g - 1) * cluster.intra_latency_us + 2 * (nodes - 1) * cluster.inter_latency_us
-    return latency, 2 * (g - 1) / g * n / cluster.intra_bytes_per_us + 2 * (nodes - 1) / nodes * n / cluster.inter_bytes_per_us
+    latency = (cluster.base_latency_us + 2 * (g - 1) * cluster.intra_latency_us
+               + 2 * (nodes - 1) * cluster.inter_latency_us)
+    return latency, (2 * (g - 1) / g * n / cluster.intra_bytes_per_us
+                     + 2 * (nodes - 1) / nodes * n / cluster.inter_bytes_per_us)
 
 
 _PARTS = {"ring": _ring, "tree": _tree, "hierarchical": _hierarchical}
