@@ -100,10 +100,11 @@ def rates(levels: dict[float, np.ndarray], commits: int, launches: int, replace:
           seed: int, setting: tuple[float, float, float] | None = None) -> dict:
     """{"false_alarms": (hits, trials), level: {"size": measured, "exact": hits, "near": hits}};
     ``setting`` (P_VALUE, MIN_CHANGE, OUTLIER_MADS) in place of the detector's own."""
+    from ddpbench.analysis.core import thresholds
     from ddpbench.analysis.history import changes
 
-    p_value, min_change, mads = setting or (changes.P_VALUE, changes.MIN_CHANGE, changes.OUTLIER_MADS)
-    own, changes.OUTLIER_MADS = changes.OUTLIER_MADS, mads  # a module constant, not an argument
+    p_value, min_change, mads = setting or (thresholds.P_VALUE, thresholds.MIN_CHANGE, thresholds.OUTLIER_MADS)
+    own, thresholds.OUTLIER_MADS = thresholds.OUTLIER_MADS, mads  # a module constant, not an argument
 
     def change_points(points):
         return changes.change_points(points, p_value, min_change)
@@ -111,7 +112,7 @@ def rates(levels: dict[float, np.ndarray], commits: int, launches: int, replace:
     try:
         return _rates(levels, commits, launches, replace, trials, seed, change_points)
     finally:
-        changes.OUTLIER_MADS = own
+        thresholds.OUTLIER_MADS = own
 
 
 def _rates(levels, commits, launches, replace, trials, seed, change_points) -> dict:
@@ -186,9 +187,9 @@ def main() -> None:
     parser.add_argument("--replace", action="store_true", help="draw launches with replacement (a bootstrap)")
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--p-value", type=float, help="in place of changes.P_VALUE")
-    parser.add_argument("--min-change", type=float, help="in place of changes.MIN_CHANGE")
-    parser.add_argument("--outlier-mads", type=float, help="in place of changes.OUTLIER_MADS (inf: none set aside)")
+    parser.add_argument("--p-value", type=float, help="in place of thresholds.P_VALUE")
+    parser.add_argument("--min-change", type=float, help="in place of thresholds.MIN_CHANGE")
+    parser.add_argument("--outlier-mads", type=float, help="in place of thresholds.OUTLIER_MADS (inf: none set aside)")
     parser.add_argument("--tune", action="store_true", help="try every setting of GRID and choose one")
     parser.add_argument("--level", type=float, default=0.1, help="the planted step --tune chooses for")
     parser.add_argument("--gate", action="store_true",
@@ -216,11 +217,11 @@ def main() -> None:
             print(f"  planted {level:.0%} (measured {r['size']:+.1%}) at the newest commit: called slower "
                   f"{r['slower'] / n:.1%} [{low:.1%}, {high:.1%}]")
         return
-    from ddpbench.analysis.history import changes
+    from ddpbench.analysis.core import thresholds
 
-    setting = (changes.P_VALUE if args.p_value is None else args.p_value,
-               changes.MIN_CHANGE if args.min_change is None else args.min_change,
-               changes.OUTLIER_MADS if args.outlier_mads is None else args.outlier_mads)
+    setting = (thresholds.P_VALUE if args.p_value is None else args.p_value,
+               thresholds.MIN_CHANGE if args.min_change is None else args.min_change,
+               thresholds.OUTLIER_MADS if args.outlier_mads is None else args.outlier_mads)
     print(f"  P_VALUE {setting[0]:g}, MIN_CHANGE {setting[1]:g}, OUTLIER_MADS {setting[2]:g}")
     found = rates(levels, args.commits, args.launches, args.replace, args.trials, args.seed, setting)
     hits, n = found["false_alarms"]

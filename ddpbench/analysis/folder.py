@@ -115,11 +115,12 @@ class Measured:
 
         if not len(self.summary):  # no job: nothing said, nothing to check
             return []
-        return audit_findings((self.steps, self.runs, self.ranks, self.sweeps), self.findings, self.verdict, self.summary,
-                              self.cost.to_dict())
+        return audit_findings((self.steps, self.runs, self.ranks, self.sweeps), self.findings, self.verdict,
+                              self.summary, self.cost.to_dict())
 
 
-def load(results_dir: str | Path, collectives: bool = True, loss_budget: bool = True, cost: Cost | None = None) -> Measured:
+def load(results_dir: str | Path, collectives: bool = True, loss_budget: bool = True,
+         cost: Cost | None = None) -> Measured:
     """The folder's tables and summary. FileNotFoundError without a results file; a folder that
     holds no training job gives an empty summary. ``loss_budget`` and ``cost`` (a price other than
     the stored one): see :func:`summarize`."""
@@ -133,7 +134,8 @@ def load_given(folder: str | Path, where: str | None = None, collectives: bool =
     return _measure(Path(folder), lambda f: load_folder(f, where), collectives)
 
 
-def _measure(folder: Path, read, with_collectives: bool, loss_budget: bool = True, cost: Cost | None = None) -> Measured:
+def _measure(folder: Path, read, with_collectives: bool, loss_budget: bool = True,
+             cost: Cost | None = None) -> Measured:
     caught: list = []
     try:
         with warnings.catch_warnings(record=True) as caught:

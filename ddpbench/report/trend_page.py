@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from ddpbench.analysis.history import MIN_CHANGE, MIN_COMMITS, OUTLIER_MADS, P_VALUE
+from ddpbench.analysis.core import MIN_CHANGE, MIN_COMMITS, OUTLIER_MADS, P_VALUE
 from ddpbench.analysis.history import FASTER, SLOWER, CANNOT_TEST
 from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
 from ddpbench.report.plots.common import leaving_out

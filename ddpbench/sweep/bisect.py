@@ -23,7 +23,7 @@ launch is the unit of evidence, never the steps of one launch. Good and bad are 
 The job followed is the one ``--job`` names, else the one whose step changed most from good to
 bad among those whose change is significant: Welch's t-test over the launches with p below
 :data:`P_VALUE`, and the whole 95 % interval of the ratio bad/good beyond :data:`MIN_CHANGE`
-(the change-point detector's thresholds, :mod:`ddpbench.analysis.history.changes`). Where no job changed
+(the change-point detector's thresholds, :mod:`ddpbench.analysis.core.thresholds`). Where no job changed
 so, good and bad are measured again; where none changes then, bisect stops and names no commit.
 
 **A tested commit** is bad when its launches lie past the halfway point from good to bad, and so
@@ -59,8 +59,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.history import MIN_CHANGE, P_VALUE, kept_launches, welch
-from ddpbench.analysis.core import mean_ci
+from ddpbench.analysis.core import MIN_CHANGE, P_VALUE, mean_ci
+from ddpbench.analysis.history import kept_launches, welch
 from ddpbench.errors import InputError
 from ddpbench.sweep.worktrees import Commit, chain, git, sweep_commit
 

@@ -10,19 +10,22 @@
 
 from __future__ import annotations
 
-from ddpbench.analysis.core.stats import CONFIDENCE, mean_ci, throughput_ci
-from ddpbench.analysis.core.power import POWER, mde_amount
+from ddpbench.analysis.core.stats import mean_ci, throughput_ci
+from ddpbench.analysis.core.power import mde_amount
 from ddpbench.analysis.core.jobs import (
     COMM_ONLY_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe, label_fields, line_fields,
     model_columns, model_name, ok_jobs, ordered, own_fields, own_label, strategies_vary,
 )
 from ddpbench.analysis.core.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.core.thresholds import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
+from ddpbench.analysis.core.thresholds import (
+    CONFIDENCE, MIN_CHANGE, MIN_COMMITS, NOISE_THRESHOLD, OUTLIER_MADS, P_VALUE, POWER, STRAGGLER_THRESHOLD,
+)
 from ddpbench.analysis.core.values import pct
 
 __all__ = [
-    "COMM_ONLY_FIELDS", "CONFIDENCE", "EFFICIENCY", "EXPOSED_COMM_MS", "NOISE_THRESHOLD", "POWER",
-    "SAMPLES_PER_S", "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD", "alike_but", "bucket_settings",
-    "caps_text", "describe", "label_fields", "line_fields", "mde_amount", "mean_ci", "model_columns",
-    "model_name", "ok_jobs", "ordered", "own_fields", "own_label", "pct", "strategies_vary", "throughput_ci",
+    "COMM_ONLY_FIELDS", "CONFIDENCE", "EFFICIENCY", "EXPOSED_COMM_MS", "MIN_CHANGE", "MIN_COMMITS", "NOISE_THRESHOLD",
+    "OUTLIER_MADS", "POWER", "P_VALUE", "SAMPLES_PER_S", "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD",
+    "alike_but", "bucket_settings", "caps_text", "describe", "label_fields", "line_fields", "mde_amount", "mean_ci",
+    "model_columns", "model_name", "ok_jobs", "ordered", "own_fields", "own_label", "pct", "strategies_vary",
+    "throughput_ci",
 ]

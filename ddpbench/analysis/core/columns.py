@@ -198,8 +198,8 @@ MEASURED: tuple[Column, ...] = (
     _c("barrier_rank", "index", "stragglers", "the rank most often last to have its gradients ready (ready_ms of the "
                                               "measured steps; NaN without ready_ms)"),
     _c("barrier_last_share", "ratio", "stragglers", "share of the steps that rank was last"),
-    _c("barrier_wait_ms", "ms", "stragglers", "mean over the steps of the last rank's ready_ms beyond the others' mean: "
-                                              "what a step waited at the barrier"),
+    _c("barrier_wait_ms", "ms", "stragglers",
+       "mean over the steps of the last rank's ready_ms beyond the others' mean: what a step waited at the barrier"),
     _c("barrier_rank_wait_ms", "ms", "stragglers", "mean, over the steps that rank was last, of how much later it was "
                                                    "ready"),
     _c("barrier_launch_ranks", "rank list", "stragglers", "each launch's rank most often last, in launch order"),
@@ -240,7 +240,8 @@ MEASURED: tuple[Column, ...] = (
                                        "samples_per_s"),
     _c("time_to_train_h_low", "h", "cost", "time_to_train_h's 95 % interval (the mean step's), low end"),
     _c("time_to_train_h_high", "h", "cost", "time_to_train_h's 95 % interval, high end"),
-    _c("cost_to_train", "price", "cost", "what training those samples costs: samples x cost_per_sample (NaN without a price)"),
+    _c("cost_to_train", "price", "cost",
+       "what training those samples costs: samples x cost_per_sample (NaN without a price)"),
     _c("cost_to_train_low", "price", "cost", "cost_to_train's 95 % interval, low end"),
     _c("cost_to_train_high", "price", "cost", "cost_to_train's 95 % interval, high end"),
     _c("meets_deadline", "bool", "cost", "the whole interval of time_to_train_h within deadline_h (False: wholly past "

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ddpbench.analysis.core.values import known
 from ddpbench.experiment.spec import FIELDS, MODEL_SIZES, script_label
 from ddpbench.workloads.registry import model_label
 
@@ -117,10 +118,11 @@ def _differ(values: list, column) -> bool:
     """Whether ``values`` hold more than one text (``column().astype(str).nunique() > 1``), without
     pandas' cost per call where no value is missing (the report asks it of every field of every table
     it draws: a third of its time, done by pandas). A missing value (None, NaN) is left to pandas
-    (``column()``, the values as a Series), whose versions differ in how they count it."""
+    (``column()``, the values as a Series), whose versions differ in how they count it; so is an
+    infinite float (:func:`~ddpbench.analysis.core.values.known`), whose text both paths compare alike."""
     first = None
     for value in values:
-        if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        if value is None or value is pd.NA or (isinstance(value, float) and not known(value)):
             return column().astype(str).nunique() > 1
         text = str(value)
         if first is None:

@@ -17,7 +17,7 @@ scaled chi^2 variables. The power is the normal tail P(estimate > t_{0.975, df} 
 over a quantile grid of both variances (:func:`detection_power`): exact up to the grid, where a
 noncentral t with a fixed df would be off by several points at 2-3 launches a side, because
 Welch's df there is itself random. The minimum detectable slowdown is the D at which the power
-is :data:`POWER`.
+is :data:`~ddpbench.analysis.core.thresholds.POWER`.
 """
 
 from __future__ import annotations
@@ -29,13 +29,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from ddpbench.analysis.core import stats
+from ddpbench.analysis.core.thresholds import CONFIDENCE, DEFAULT_EFFECT_PCT, POWER
 
-#: the detection probability :func:`minimum_detectable` solves for
-POWER = 0.90
 #: kept for old callers: the figures are now closed-form, ``trials`` is accepted and ignored
 MDE_TRIALS = 1000
-#: what "cannot tell" offers to detect when no threshold says what matters (a slowdown of 5 %)
-DEFAULT_EFFECT_PCT = 5.0
 #: the most launches a side :func:`launches_for` proposes; beyond it, "more than" this
 MAX_LAUNCHES = 200
 
@@ -44,16 +41,31 @@ def minimum_detectable(values_a: Sequence[float], values_b: Sequence[float], thr
                        unit: str = "%", power: float = POWER, trials: int = MDE_TRIALS) -> dict:
     """The smallest true slowdown of B that the gate with ``threshold`` (in ``unit``: "%" of A, or
     "ms") would fail with probability ``power``, for comparisons with as many launches a side as
-    these and their launch-to-launch spread.
+    these and their launch-to-launch spread. The defaults (threshold 0 %, per-launch means) are the
+    "slower" verdict (``mean:0%``: the mean ratio's 95 % interval wholly above 1).
 
-    ``values_a``/``values_b`` are each side's per-launch values of the gate's statistic, in ms
-    (per-launch mean step times for a ``mean`` gate, per-launch medians for a ``median`` gate);
-    the defaults (threshold 0 %, per-launch means) are the "slower" verdict (``mean:0%``: the
-    mean ratio's 95 % interval wholly above 1). Returns ``mde`` (in the gate's unit: % of A, or
-    ms; NaN when it cannot be computed), ``false_alarm`` (how often the same rule fails B identical
-    to A), ``power``, ``n_a``/``n_b``, ``spread`` (the pooled launch-to-launch spread, :func:`spread_of`:
-    % of the mean, or ms) and ``basis`` (one sentence). A side with fewer than two launches has
-    no spread: NaN. ``trials`` is accepted and ignored (the figure is closed-form).
+    Parameters
+    ----------
+    values_a, values_b : sequence of float
+        Each side's per-launch values of the gate's statistic, in ms (per-launch mean step times for
+        a ``mean`` gate, per-launch medians for a ``median`` gate); NaNs are dropped.
+    threshold : float
+        The gate's threshold, in ``unit`` (0: the "slower" verdict).
+    unit : str
+        "%" (of A's value) or "ms".
+    power : float
+        The detection probability solved for (:data:`~ddpbench.analysis.core.thresholds.POWER`).
+    trials : int
+        Accepted and ignored (the figure is closed-form).
+
+    Returns
+    -------
+    dict
+        ``mde`` (in the gate's unit: % of A, or ms; NaN when it cannot be computed), ``false_alarm``
+        (how often the same rule fails B identical to A), ``power``, ``n_a``/``n_b``, ``spread``
+        (the pooled launch-to-launch spread, :func:`spread_of`: % of the mean, or ms), ``threshold``,
+        ``unit`` and ``basis`` (one sentence). A side with fewer than two launches has no spread:
+        NaN.
     """
     a = np.asarray(values_a, dtype=float)
     b = np.asarray(values_b, dtype=float)
@@ -64,10 +76,22 @@ def minimum_detectable(values_a: Sequence[float], values_b: Sequence[float], thr
 
 
 def spread_of(groups: Sequence[Sequence[float]], unit: str = "%") -> float:
-    """The pooled launch-to-launch spread of several groups of per-launch values (each group one
-    job's, or one side's, launches): sqrt(sum (n_i - 1) s_i^2 / sum (n_i - 1)), s_i each group's
-    sample standard deviation, relative to its mean and in % for ``unit`` "%", in ms otherwise.
-    Groups of fewer than two values add nothing; NaN when none has two."""
+    """The pooled launch-to-launch spread of several groups of per-launch values:
+    sqrt(sum (n_i - 1) s_i^2 / sum (n_i - 1)), s_i each group's sample standard deviation.
+
+    Parameters
+    ----------
+    groups : sequence of sequences of float
+        Each group one job's, or one side's, per-launch values (ms); NaNs are dropped. Groups of
+        fewer than two values, or (for "%") a mean <= 0, add nothing.
+    unit : str
+        "%": each s_i relative to its group's mean, in %; otherwise in ms.
+
+    Returns
+    -------
+    float
+        The pooled spread; NaN when no group has two values.
+    """
     num = den = 0.0
     for g in groups:
         x = np.asarray(g, dtype=float)
@@ -97,12 +121,25 @@ def _welch_grid(n_a: int, n_b: int) -> tuple[np.ndarray, np.ndarray]:
     vb = chi2_quantile(q, n_b - 1)[None, :] / (n_b - 1) / n_b
     true = 1 / n_a + 1 / n_b
     df = (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
-    return np.sqrt((va + vb) / true).ravel(), stats.t_quantile((1 + stats.CONFIDENCE) / 2, df).ravel()
+    return np.sqrt((va + vb) / true).ravel(), stats.t_quantile((1 + CONFIDENCE) / 2, df).ravel()
 
 
 def chi2_quantile(q: np.ndarray, df: int) -> np.ndarray:
-    """The chi^2 quantiles at ``q`` (0 < q < 1) with ``df`` > 0 degrees of freedom: the very values of
-    ``scipy.stats.chi2.ppf`` (twice the inverse regularised gamma function), without importing scipy.stats."""
+    """The chi^2 quantiles: the very values of ``scipy.stats.chi2.ppf`` (twice the inverse
+    regularised gamma function), without importing scipy.stats.
+
+    Parameters
+    ----------
+    q : numpy.ndarray
+        Probabilities, 0 < q < 1.
+    df : int
+        Degrees of freedom, > 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        The quantiles, of ``q``'s shape.
+    """
     from scipy.special import gammaincinv
 
     return 2 * gammaincinv(df / 2, q)
@@ -126,12 +163,30 @@ def _se(spread: float, n_a: int, n_b: int, relative: bool) -> float:
 
 def detection_power(spread: float, n_a: int, n_b: int, slowdown: float, threshold: float = 0.0,
                     unit: str = "%") -> float:
-    """How often the gate (``threshold`` in ``unit``) fails a true ``slowdown`` (same unit) with
-    ``n_a``, ``n_b`` launches of launch-to-launch ``spread``; NaN with fewer than two launches a
-    side or no spread known. The rule is Welch's t (:func:`ddpbench.analysis.core.stats.ratio_ci`, or
-    :func:`~ddpbench.analysis.core.stats.difference_ci` for ms), its power taken over the sampling
-    distribution of both sides' variances (:func:`_welch_grid`): the estimate is normal, each
-    sample variance a scaled chi^2, all three independent."""
+    """How often the gate fails a true slowdown. The rule is Welch's t
+    (:func:`ddpbench.analysis.core.stats.ratio_ci`, or :func:`~ddpbench.analysis.core.stats.difference_ci`
+    for ms), its power taken over the sampling distribution of both sides' variances
+    (:func:`_welch_grid`): the estimate is normal, each sample variance a scaled chi^2, all three
+    independent.
+
+    Parameters
+    ----------
+    spread : float
+        The launch-to-launch standard deviation (% of the mean for "%", ms otherwise).
+    n_a, n_b : int
+        Launches on each side.
+    slowdown : float
+        The true slowdown of B, in ``unit``.
+    threshold : float
+        The gate's threshold, in ``unit`` (0: the "slower" verdict).
+    unit : str
+        "%" (of A's value) or "ms".
+
+    Returns
+    -------
+    float
+        The probability, 0 to 1; NaN with fewer than two launches a side or no spread known.
+    """
     if n_a < 2 or n_b < 2 or not math.isfinite(spread):
         return math.nan
     relative = unit == "%"
@@ -143,9 +198,29 @@ def detection_power(spread: float, n_a: int, n_b: int, slowdown: float, threshol
 
 def detectable_slowdown(spread: float, n_a: int, n_b: int, threshold: float = 0.0, unit: str = "%",
                         power: float = POWER, trials: int = MDE_TRIALS) -> dict:
-    """:func:`minimum_detectable` for a known launch-to-launch ``spread`` (standard deviation of the
-    per-launch values: % of the mean for a % gate, ms for a ms gate) and ``n_a``, ``n_b`` launches;
-    ``trials`` is accepted and ignored."""
+    """:func:`minimum_detectable` for a known launch-to-launch spread.
+
+    Parameters
+    ----------
+    spread : float
+        The standard deviation of the per-launch values: % of the mean for a % gate, ms for a ms
+        gate.
+    n_a, n_b : int
+        Launches on each side.
+    threshold : float
+        The gate's threshold, in ``unit`` (0: the "slower" verdict).
+    unit : str
+        "%" (of A's value) or "ms".
+    power : float
+        The detection probability solved for (:data:`~ddpbench.analysis.core.thresholds.POWER`).
+    trials : int
+        Accepted and ignored.
+
+    Returns
+    -------
+    dict
+        As :func:`minimum_detectable`'s; ``mde`` is the threshold itself where the spread is 0.
+    """
     from scipy.optimize import brentq
 
     relative = unit == "%"
@@ -172,10 +247,28 @@ def detectable_slowdown(spread: float, n_a: int, n_b: int, threshold: float = 0.
 
 def launches_for(spread_pct: float, effect_pct: float, threshold: float = 0.0, unit: str = "%",
                  power: float = POWER) -> int | None:
-    """Launches a side a comparison needs to detect a slowdown of ``effect_pct`` (in ``unit``)
-    with probability ``power``, the launches' spread ``spread_pct`` (% of the mean, or ms):
-    the smallest n >= 2 with :func:`detection_power` >= ``power``. None when the spread is unknown
-    or the effect is not past the threshold; :data:`MAX_LAUNCHES` + 1 when even that many miss it."""
+    """Launches a side a comparison needs to detect a slowdown: the smallest n >= 2 with
+    :func:`detection_power` >= ``power``.
+
+    Parameters
+    ----------
+    spread_pct : float
+        The launches' spread (% of the mean, or ms for a ms gate).
+    effect_pct : float
+        The slowdown to detect, in ``unit``.
+    threshold : float
+        The gate's threshold, in ``unit`` (0: the "slower" verdict).
+    unit : str
+        "%" (of A's value) or "ms".
+    power : float
+        The detection probability solved for (:data:`~ddpbench.analysis.core.thresholds.POWER`).
+
+    Returns
+    -------
+    int or None
+        The launches a side; None when the spread is unknown or the effect is not past the
+        threshold; :data:`MAX_LAUNCHES` + 1 when even that many miss it.
+    """
     if not math.isfinite(spread_pct) or not effect_pct > threshold:
         return None
     def enough(n: int) -> bool:
@@ -206,7 +299,20 @@ def cannot_tell(n_a: int, n_b: int, spread_pct: float, effect_pct: float = DEFAU
 
 
 def launch_values(launches: Sequence[Sequence[float]], stat: str) -> list[float]:
-    """Each launch's ``stat`` ("mean" or "median") of its step times: what :func:`minimum_detectable` takes."""
+    """Each launch's ``stat`` of its step times: what :func:`minimum_detectable` takes.
+
+    Parameters
+    ----------
+    launches : sequence of sequences of float
+        Each launch's step times (ms); empty launches are skipped.
+    stat : str
+        "mean", or anything else for the median.
+
+    Returns
+    -------
+    list of float
+        One value per non-empty launch.
+    """
     fn = np.mean if stat == "mean" else np.median
     return [float(fn(np.asarray(x, dtype=float))) for x in launches if len(x)]
 

@@ -43,7 +43,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-CONFIDENCE = 0.95
+from ddpbench.analysis.core.thresholds import CONFIDENCE
+
 RESAMPLES = 4000
 SEED = 20261121
 
@@ -60,12 +61,31 @@ def launch_means(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
 def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np.ndarray],
                  confidence: float = CONFIDENCE, expanded: bool = True, paired: bool = False) -> tuple[float, float]:
     """The former default, kept for ``benchmarks/interval_calibration.py``'s contrast and the exposed
-    communication interval (:mod:`ddpbench.analysis.summary.exposed`; docs/statistics.md defines it): expanded percentile bootstrap interval of ``statistic(*samples, axis=-1)``, resampling every
+    communication interval (:mod:`ddpbench.analysis.summary.exposed`; docs/statistics.md defines it):
+    expanded percentile bootstrap interval of ``statistic(*samples, axis=-1)``, resampling every
     sample independently (``paired``: the samples' i-th values together, for samples of equal length
-    measured in the same rounds); (NaN, NaN) when any sample has fewer than two values.
-    ``expanded=False`` gives the plain percentile interval (for comparison: too narrow with few launches).
+    measured in the same rounds).
 
-    ``statistic`` must be vectorised: it gets arrays with the resamples along the last axis.
+    Parameters
+    ----------
+    samples : sequence of sequences of float
+        One sample per argument of ``statistic``; NaNs are dropped (with ``paired``, a round with a
+        NaN is dropped whole).
+    statistic : callable
+        Vectorised: it gets arrays with the resamples along the last axis (``axis=-1``).
+    confidence : float
+        The interval's level (:data:`~ddpbench.analysis.core.thresholds.CONFIDENCE`, 0.95).
+    expanded : bool
+        The expanded percentile interval (:func:`expanded_tail`); False gives the plain percentile
+        interval (for comparison: too narrow with few launches).
+    paired : bool
+        Resample the samples' i-th values together.
+
+    Returns
+    -------
+    (float, float)
+        The interval's low and high ends; (NaN, NaN) when any sample has fewer than two values, the
+        point twice when every sample is constant.
     """
     from scipy.stats import bootstrap
 
@@ -94,7 +114,20 @@ def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np
 
 
 def expanded_tail(n: int, confidence: float = CONFIDENCE) -> float:
-    """The lower percentile (as a fraction) of the expanded percentile interval for samples of n."""
+    """The lower percentile (as a fraction) of the expanded percentile interval for samples of n.
+
+    Parameters
+    ----------
+    n : int
+        The size of the smallest sample.
+    confidence : float
+        The interval's level (:data:`~ddpbench.analysis.core.thresholds.CONFIDENCE`, 0.95).
+
+    Returns
+    -------
+    float
+        The lower tail's probability, ``Phi(-sqrt(n / (n - 1)) t_{1 - alpha/2, n-1})``; NaN for n < 2.
+    """
     from scipy.special import ndtr  # scipy.stats.norm.cdf, without importing scipy.stats
 
     alpha = 1 - confidence
@@ -104,10 +137,22 @@ def expanded_tail(n: int, confidence: float = CONFIDENCE) -> float:
 
 
 def t_quantile(q: float, df):
-    """Student's t quantile at ``q`` (0 < q < 1) with ``df`` degrees of freedom (a number or an array):
-    the very value of ``scipy.stats.t.ppf(q, df)``, NaN where df is not positive, from scipy.special's
+    """Student's t quantile: the very value of ``scipy.stats.t.ppf(q, df)``, from scipy.special's
     ``stdtrit`` (what ``t.ppf`` calls) at a hundredth of its cost and without importing scipy.stats,
-    half a second of a report's start (the loss budget takes eight such intervals per job)."""
+    half a second of a report's start (the loss budget takes eight such intervals per job).
+
+    Parameters
+    ----------
+    q : float
+        The probability, 0 < q < 1.
+    df : float or array_like
+        The degrees of freedom.
+
+    Returns
+    -------
+    numpy.ndarray
+        The quantile, of ``df``'s shape (0-d for a number); NaN where df is not positive.
+    """
     from scipy.special import stdtrit
 
     df = np.asarray(df, dtype=float)
@@ -116,9 +161,22 @@ def t_quantile(q: float, df):
 
 
 def mean_ci(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """t interval, on the log scale, of the mean of ``values`` (per-launch mean step times, ms):
-    mean exp(+-t_{(1+confidence)/2, n-1} sd / (mean sqrt n)); (NaN, NaN) with fewer than two
-    values or a mean <= 0, the point twice when every value is the same."""
+    """t interval, on the log scale, of the mean of ``values``:
+    mean exp(+-t_{(1+confidence)/2, n-1} sd / (mean sqrt n)).
+
+    Parameters
+    ----------
+    values : array_like of float
+        Per-launch mean step times (ms); NaNs are dropped.
+    confidence : float
+        The interval's level (:data:`~ddpbench.analysis.core.thresholds.CONFIDENCE`, 0.95).
+
+    Returns
+    -------
+    (float, float)
+        The interval's low and high ends; (NaN, NaN) with fewer than two values or a mean <= 0, the
+        point twice when every value is the same.
+    """
     x = np.asarray(values, dtype=float)
     x = x[~np.isnan(x)]
     if x.size < 2:
@@ -133,9 +191,22 @@ def mean_ci(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
 
 def difference_mean_ci(values, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Student's t interval of the mean of ``values`` on their own scale, mean +-
-    t_{(1+confidence)/2, n-1} sd / sqrt(n): for per-launch figures that can be 0 or negative (each
-    launch's paired difference, e.g. its step less its own no_sync() step); (NaN, NaN) with fewer
-    than two values, the point twice when every value is the same."""
+    t_{(1+confidence)/2, n-1} sd / sqrt(n): for per-launch figures that can be 0 or negative.
+
+    Parameters
+    ----------
+    values : array_like of float
+        Per-launch figures (each launch's paired difference, e.g. its step less its own no_sync()
+        step); NaNs are dropped.
+    confidence : float
+        The interval's level (:data:`~ddpbench.analysis.core.thresholds.CONFIDENCE`, 0.95).
+
+    Returns
+    -------
+    (float, float)
+        The interval's low and high ends; (NaN, NaN) with fewer than two values, the point twice
+        when every value is the same.
+    """
     x = np.asarray(values, dtype=float)
     x = x[~np.isnan(x)]
     if x.size < 2:
@@ -147,7 +218,22 @@ def difference_mean_ci(values, confidence: float = CONFIDENCE) -> tuple[float, f
 
 def throughput_ci(step_means_ms, samples_per_step: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Interval of samples/s = samples_per_step / mean step time, over launches: :func:`mean_ci`
-    turned over (its low end gives the high throughput)."""
+    turned over (its low end gives the high throughput).
+
+    Parameters
+    ----------
+    step_means_ms : array_like of float
+        Per-launch mean step times (ms).
+    samples_per_step : float
+        The global batch: samples one step takes in.
+    confidence : float
+        The interval's level (:data:`~ddpbench.analysis.core.thresholds.CONFIDENCE`, 0.95).
+
+    Returns
+    -------
+    (float, float)
+        The throughput's low and high ends (samples/s); (NaN, NaN) where :func:`mean_ci` has none.
+    """
     low, high = mean_ci(step_means_ms, confidence)
     if math.isnan(low):
         return math.nan, math.nan
@@ -156,11 +242,32 @@ def throughput_ci(step_means_ms, samples_per_step: float, confidence: float = CO
 
 def ratio_ci(numerator_ms, denominator_ms, expanded: bool = True, paired: bool = False,
              confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """t interval, on the log scale, of mean(numerator) / mean(denominator), each side's values
-    its launches' mean step times (ms): Welch's t over the two sides' launches, or (``paired``:
-    samples of equal length measured in the same rounds; a round with a NaN is dropped whole)
-    a one-sample t over the rounds' relative differences. (NaN, NaN) with fewer than two launches
-    on a side. ``expanded`` is accepted for old callers and ignored: it belonged to the bootstrap."""
+    """t interval, on the log scale, of mean(numerator) / mean(denominator): Welch's t over the two
+    sides' launches, or with ``paired`` a one-sample t over the rounds' relative differences.
+
+    Parameters
+    ----------
+    numerator_ms, denominator_ms : array_like of float
+        Each side's per-launch mean step times (ms); NaNs are dropped.
+    expanded : bool
+        Accepted for old callers and ignored: it belonged to the bootstrap.
+    paired : bool
+        The sides are of equal length, measured in the same rounds (a round with a NaN is dropped
+        whole).
+    confidence : float
+        The interval's level (:data:`~ddpbench.analysis.core.thresholds.CONFIDENCE`, 0.95).
+
+    Returns
+    -------
+    (float, float)
+        The ratio's low and high ends; (NaN, NaN) with fewer than two launches on a side or a mean
+        <= 0, the ratio twice where the standard error is 0.
+
+    Raises
+    ------
+    ValueError
+        ``paired`` sides of unequal length.
+    """
     num, den = np.asarray(numerator_ms, dtype=float), np.asarray(denominator_ms, dtype=float)
     if paired:
         if num.size != den.size:
@@ -187,8 +294,20 @@ def ratio_ci(numerator_ms, denominator_ms, expanded: bool = True, paired: bool =
 
 
 def difference_ci(numerator_ms, denominator_ms, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Welch t interval of mean(numerator) - mean(denominator) (ms) over each side's launches;
-    (NaN, NaN) with fewer than two launches on a side."""
+    """Welch t interval of mean(numerator) - mean(denominator) over each side's launches.
+
+    Parameters
+    ----------
+    numerator_ms, denominator_ms : array_like of float
+        Each side's per-launch values (ms); NaNs are dropped.
+    confidence : float
+        The interval's level (:data:`~ddpbench.analysis.core.thresholds.CONFIDENCE`, 0.95).
+
+    Returns
+    -------
+    (float, float)
+        The difference's low and high ends (ms); (NaN, NaN) with fewer than two launches on a side.
+    """
     num, den = np.asarray(numerator_ms, dtype=float), np.asarray(denominator_ms, dtype=float)
     num, den = num[~np.isnan(num)], den[~np.isnan(den)]
     if num.size < 2 or den.size < 2:
@@ -200,8 +319,20 @@ def difference_ci(numerator_ms, denominator_ms, confidence: float = CONFIDENCE) 
 
 
 def welch(var_a: float, n_a: int, var_b: float, n_b: int) -> tuple[float, float]:
-    """(standard error, Welch-Satterthwaite degrees of freedom) of a difference of two means from
-    the samples' variances and sizes; the degrees of freedom are n_a + n_b - 2 when both variances are 0."""
+    """Standard error and Welch-Satterthwaite degrees of freedom of a difference of two means.
+
+    Parameters
+    ----------
+    var_a, var_b : float
+        Each sample's variance (ddof 1).
+    n_a, n_b : int
+        Each sample's size (at least 2).
+
+    Returns
+    -------
+    (float, float)
+        ``(se, df)``; ``(0.0, n_a + n_b - 2)`` when both variances are 0.
+    """
     va, vb = var_a / n_a, var_b / n_b
     se = math.sqrt(va + vb)
     if se == 0:

@@ -19,14 +19,12 @@ from ddpbench.analysis.history.gates import (
 )
 from ddpbench.analysis.history.race import Candidate, judge, survivors, undecided, verdict
 from ddpbench.analysis.history.trend import trend_table
-from ddpbench.analysis.history.changes import (
-    MIN_CHANGE, MIN_COMMITS, OUTLIER_MADS, P_VALUE, kept_launches, trend_changes, welch,
-)
+from ddpbench.analysis.history.changes import kept_launches, trend_changes, welch
 from ddpbench.analysis.history.newest import CANNOT_TEST, newest_changes
 
 __all__ = [
-    "CANNOT_TELL", "CANNOT_TEST", "Candidate", "ENV_FIELDS", "FAIL", "FASTER", "Gate", "INCONCLUSIVE",
-    "MIN_CHANGE", "MIN_COMMITS", "OUTLIER_MADS", "PASS", "P_VALUE", "SAME", "SLOWER", "compare_tables",
+    "CANNOT_TELL", "CANNOT_TEST", "Candidate", "ENV_FIELDS", "FAIL", "FASTER", "Gate", "INCONCLUSIVE", "PASS",
+    "SAME", "SLOWER", "compare_tables",
     "csv_table", "environment_differences", "gate_column", "gate_results", "gate_text", "judge", "kept_launches",
     "load_side", "newest_changes", "parse_gate", "ratio_text", "survivors", "trend_changes", "trend_table",
     "undecided", "verdict", "welch",

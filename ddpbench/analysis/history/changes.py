@@ -16,23 +16,25 @@ The method is E-Divisive with a t-test, as Apache Otava (formerly Hunter) runs i
 2. **Significance by Welch's t-test**, in place of E-Divisive's permutation test: the launches of
    the segment before the candidate against those after it. Otava made the same replacement; it
    gives the same answer on every run. A candidate is a change when its p value is below
-   :data:`P_VALUE` and the 95 % interval of the ratio after/before lies wholly beyond
-   :data:`MIN_CHANGE` on one side (never a call that its interval does not support). The segment is
-   then split there and each side searched again, until no candidate passes.
+   :data:`~ddpbench.analysis.core.thresholds.P_VALUE` and the 95 % interval of the ratio
+   after/before lies wholly beyond :data:`~ddpbench.analysis.core.thresholds.MIN_CHANGE` on one side
+   (never a call that its interval does not support). The segment is then split there and each
+   side searched again, until no candidate passes.
 
-   The test sets aside, on each side, the launches more than :data:`OUTLIER_MADS` scaled median
-   absolute deviations from that side's median: launches that a burst of other work on the machine
-   slowed by a third or more. In ``reports/examples/gate-power-cpu/sweep1`` (a sweep of this
+   The test sets aside, on each side, the launches more than
+   :data:`~ddpbench.analysis.core.thresholds.OUTLIER_MADS` scaled median absolute deviations from
+   that side's median: launches that a burst of other work on the machine slowed by a third or
+   more. In ``reports/examples/gate-power-cpu/sweep1`` (a sweep of this
    project's shared 2-core machine) such bursts hit about one launch in five. Left in, in histories
    of 20 commits of 3 or 4 launches, they inflate the t-test's variance, so a real 10 % step was
    found at its commit in fewer than one history in twenty, and where a few gather on one side they
    call a step that is not there (12 to 14 % of step-free histories). The candidate is still placed
    on every launch.
 
-The thresholds were chosen on ``sweep1``'s launches and measured on those of ``sweep2``, a second
-sweep held out (``benchmarks/detector_power.py --tune``; the figures and the history shape they
-hold for are in docs/development.md). The choice kept Otava's p threshold and the project's 2 %
-rule, and added the set-aside.
+The thresholds (:mod:`ddpbench.analysis.core.thresholds`) were chosen on ``sweep1``'s launches and
+measured on those of ``sweep2``, a second sweep held out (``benchmarks/detector_power.py --tune``;
+the figures and the history shape they hold for are in docs/development.md). The choice kept
+Otava's p threshold and the project's 2 % rule, and added the set-aside.
 
 Each change carries its position (the first commit after it), the ratio with its interval, and
 the p value. :func:`trend_changes` runs the detector on every series of a history's trend table
@@ -49,17 +51,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ddpbench.analysis.core import thresholds
+
 if TYPE_CHECKING:
     import pandas as pd
-
-#: a candidate is a change only below this p value (Otava's default; --tune on sweep1 kept it)
-P_VALUE = 0.001
-#: the test sets aside a side's launches further than this many scaled MADs from its median
-OUTLIER_MADS = 3.0
-#: ... and only where its whole 95 % interval of after/before lies beyond this relative change
-MIN_CHANGE = 0.02
-#: each side of a candidate holds at least this many commits
-MIN_COMMITS = 2
 
 
 @dataclass(frozen=True)
@@ -76,7 +71,18 @@ class Change:
 
 
 def energy_statistic(x: np.ndarray, y: np.ndarray) -> float:
-    """Matteson and James's Q statistic (alpha = 1) between samples ``x`` and ``y`` (each at least 2)."""
+    """Matteson and James's Q statistic (alpha = 1) between two samples.
+
+    Parameters
+    ----------
+    x, y : numpy.ndarray
+        The launch values before and after a split, each at least 2.
+
+    Returns
+    -------
+    float
+        ``Q`` (module docstring): larger where the two samples' distributions differ more.
+    """
     m, n = len(x), len(y)
     between = np.abs(x[:, None] - y[None, :]).mean()
     within_x = np.abs(x[:, None] - x[None, :]).sum() / (m * (m - 1))
@@ -84,9 +90,22 @@ def energy_statistic(x: np.ndarray, y: np.ndarray) -> float:
     return m * n / (m + n) * (2 * between - within_x - within_y)
 
 
-def candidate(points: list[np.ndarray], min_commits: int = MIN_COMMITS) -> tuple[int, float] | None:
-    """The split (index of the first point after it) with the largest energy statistic between the
-    launches before and after it; None where no split leaves ``min_commits`` points on each side."""
+def candidate(points: list[np.ndarray], min_commits: int = thresholds.MIN_COMMITS) -> tuple[int, float] | None:
+    """The split with the largest energy statistic between the launches before and after it.
+
+    Parameters
+    ----------
+    points : list of numpy.ndarray
+        Point ``i`` holds commit i's launch values, in series order.
+    min_commits : int
+        The fewest points on each side (:data:`~ddpbench.analysis.core.thresholds.MIN_COMMITS`).
+
+    Returns
+    -------
+    (int, float) or None
+        The index of the first point after the split and its statistic; None where no split leaves
+        ``min_commits`` points, and two launches, on each side.
+    """
     best = None
     for k in range(min_commits, len(points) - min_commits + 1):
         x, y = np.concatenate(points[:k]), np.concatenate(points[k:])
@@ -99,11 +118,23 @@ def candidate(points: list[np.ndarray], min_commits: int = MIN_COMMITS) -> tuple
 
 
 def welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
-    """(ratio of means y/x, its 95 % interval, two-sided p value of Welch's t-test for a difference).
+    """Welch's t-test of the launches after against those before, as a ratio.
 
     The interval is the Welch interval of the difference of means divided by x's mean (a delta
     method to first order): enough for the sizes a history holds, and conservative where x's mean is
-    well determined."""
+    well determined.
+
+    Parameters
+    ----------
+    x, y : numpy.ndarray
+        The launch values before and after, each at least 2.
+
+    Returns
+    -------
+    (float, float, float, float)
+        The ratio of means y/x, its 95 % interval's low and high ends, and the two-sided p value
+        for a difference (0 or 1 where both samples are constant: they differ or not).
+    """
     from scipy.special import stdtr
 
     from ddpbench.analysis.core.stats import t_quantile
@@ -121,10 +152,29 @@ def welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
     return my / mx, (my - mx - half) / mx + 1, (my - mx + half) / mx + 1, p
 
 
-def change_points(points: list[np.ndarray], p_value: float = P_VALUE, min_change: float = MIN_CHANGE,
-                  min_commits: int = MIN_COMMITS) -> list[Change]:
-    """The changes of a series whose point ``i`` holds commit i's launch values, in series order
-    (module docstring); sorted by position."""
+def change_points(points: list[np.ndarray], p_value: float = thresholds.P_VALUE,
+                  min_change: float = thresholds.MIN_CHANGE, min_commits: int = thresholds.MIN_COMMITS) -> list[Change]:
+    """The changes of a series (module docstring): E-Divisive candidates, each called by Welch's t.
+
+    Parameters
+    ----------
+    points : list of numpy.ndarray
+        Point ``i`` holds commit i's launch values, in series order. Non-finite values are dropped.
+    p_value : float
+        A candidate is a change only below this p value
+        (:data:`~ddpbench.analysis.core.thresholds.P_VALUE`).
+    min_change : float
+        ... and only where its whole 95 % interval of after/before lies beyond this relative change
+        (:data:`~ddpbench.analysis.core.thresholds.MIN_CHANGE`).
+    min_commits : int
+        The fewest commits on each side of a candidate
+        (:data:`~ddpbench.analysis.core.thresholds.MIN_COMMITS`).
+
+    Returns
+    -------
+    list of Change
+        The changes, sorted by position.
+    """
     points = [np.asarray(p, float)[np.isfinite(np.asarray(p, float))] for p in points]
     found: list[Change] = []
     segments = [(0, len(points))]
@@ -145,12 +195,23 @@ def change_points(points: list[np.ndarray], p_value: float = P_VALUE, min_change
 
 
 def kept_launches(values: np.ndarray) -> np.ndarray:
-    """``values`` less those further than :data:`OUTLIER_MADS` scaled MADs (1.4826 MAD, the
-    standard deviation where the values are normal) from their median; all of them where the MAD is
-    0 or fewer than 2 would remain."""
+    """The launches a burst of other work did not slow: those within
+    :data:`~ddpbench.analysis.core.thresholds.OUTLIER_MADS` scaled MADs (1.4826 MAD, the standard
+    deviation where the values are normal) of their median.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        One side's launch values.
+
+    Returns
+    -------
+    numpy.ndarray
+        The values kept; all of them where the MAD is 0 or fewer than 2 would remain.
+    """
     median = np.median(values)
     mad = 1.4826 * float(np.median(np.abs(values - median)))
-    kept = values[np.abs(values - median) <= OUTLIER_MADS * mad]
+    kept = values[np.abs(values - median) <= thresholds.OUTLIER_MADS * mad]
     return values if mad == 0.0 or len(kept) < 2 else kept
 
 

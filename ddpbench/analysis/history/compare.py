@@ -45,11 +45,12 @@ import pandas as pd
 
 from ddpbench.analysis.core import power, stats
 from ddpbench.analysis.core.jobs import SPEC_COLUMNS, describe, label_fields, ordered
+from ddpbench.analysis.core.values import known
 from ddpbench.analysis.folder import load_given
 from ddpbench.analysis.summary.table import bounded_steps, launch_times
 
 # the gates live in ddpbench.analysis.history.gates; their names stay importable from here
-from ddpbench.analysis.history.gates import (ALPHA, BLIND_FACTOR, FAIL, GATE_COLUMNS, GATE_HELP, GATE_STATS,  # noqa: F401
+from ddpbench.analysis.history.gates import (FAIL, GATE_COLUMNS, GATE_HELP, GATE_STATS,  # noqa: F401
                                      INCONCLUSIVE, PASS, Gate, blind_limit, gate_column, gate_failures,
                                      gate_interval, gate_mde_column, gate_results, gate_test, gate_text,
                                      parse_gate)
@@ -141,8 +142,8 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
     throughput against A's), ``significant``, ``p_value``, ``method`` and ``verdict`` (slower,
     faster, not significant, or "cannot tell" when a side has one launch: no call is made), ``mde_pct`` (the smallest
     slowdown of the mean step that launches like these would call "slower" 90 % of the time,
-    :func:`ddpbench.analysis.core.power.minimum_detectable`; NaN with one launch on a side) with ``mde_false_alarm`` (how often
-    that rule calls identical launches slower). Jobs not compared carry
+    :func:`ddpbench.analysis.core.power.minimum_detectable`; NaN with one launch on a side) with
+    ``mde_false_alarm`` (how often that rule calls identical launches slower). Jobs not compared carry
     ``verdict`` "not compared" and a ``note`` saying why. The spec columns ride along (B's where
     B has the job), and ``steps_a``/``steps_b``: each side's step times, one list per launch.
     Each side's ``cost_per_sample`` (at its stored price) and ``energy_j_per_sample``, and B / A of
@@ -201,7 +202,7 @@ def _per_sample(ra, rb, row: dict) -> dict:
             value = r.get(name, math.nan) if r is not None and r["status"] == "ok" else math.nan
             out[f"{name}_{side}"] = float(value) if value is not None else math.nan
         a, b = out[f"{name}_a"], out[f"{name}_b"]
-        out[f"{name}_ratio"] = b / a if a > 0 and b == b else math.nan
+        out[f"{name}_ratio"] = b / a if a > 0 and known(b) else math.nan
     hourly = out["cost_per_sample_ratio"] / row["mean_ratio"] if row.get("mean_ratio", math.nan) > 0 else math.nan
     out["cost_per_sample_ratio_low"] = hourly * row.get("mean_ratio_low", math.nan)
     out["cost_per_sample_ratio_high"] = hourly * row.get("mean_ratio_high", math.nan)
@@ -283,7 +284,8 @@ def csv_table(table: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     """The per-job table as written to compare.csv: comparison columns, then the spec fields.
 
     ``gate`` lists the job's failed and inconclusive gates (:func:`gate_column`); ``gate_mde`` each
-    gate's minimum detectable slowdown at 90 % ("median:5%: +9.1 %"; :func:`ddpbench.analysis.core.power.minimum_detectable`).
+    gate's minimum detectable slowdown at 90 % ("median:5%: +9.1 %";
+    :func:`ddpbench.analysis.core.power.minimum_detectable`).
     """
     out = table.assign(gate=gate_column(table, results), gate_mde=gate_mde_column(table, results))
     return out[[*CSV_COLUMNS, *(c for c in SPEC_COLUMNS if c in out.columns)]]

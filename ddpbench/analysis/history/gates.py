@@ -12,10 +12,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ddpbench.analysis.core import power, stats
+from ddpbench.analysis.core import power, stats, thresholds
 from ddpbench.errors import InputError
 
-ALPHA = 0.05
 GATE_STATS = ("median", "mean")
 GATE_HELP = ("STAT:N% or STAT:Nms, or STAT:N with N in seconds (pytest-benchmark's --benchmark-compare-fail "
              "syntax), STAT one of median, mean (median or mean step time; mean is inverse throughput), N a number "
@@ -149,29 +148,25 @@ GATE_COLUMNS = ["key", "job", "gate", "stat", "outcome", "a_ms", "b_ms", "excess
                 "basis", "mde", "mde_false_alarm"]
 
 
-#: a gate is blind to a job when its launches cannot catch, power.POWER of the time, a slowdown of this many
-#: times the threshold (or, for a threshold of 0, of ZERO_GATE_BLIND_PCT % of the step)
-BLIND_FACTOR = 2.0
-ZERO_GATE_BLIND_PCT = 5.0
-
-
 def blind_limit(gate: Gate, a_ms: float) -> float:
     """The minimum detectable slowdown (in the gate's unit) beyond which a pass means nothing. The
     smallest slowdown a gate fails is always above its threshold (it must be past it beyond noise);
     one that misses twice the threshold cannot tell a regression of the size it guards against."""
     if gate.amount > 0:
-        return BLIND_FACTOR * gate.amount
-    return ZERO_GATE_BLIND_PCT if gate.unit == "%" else ZERO_GATE_BLIND_PCT / 100 * float(a_ms)
+        return thresholds.BLIND_FACTOR * gate.amount
+    blind_pct = thresholds.ZERO_GATE_BLIND_PCT
+    return blind_pct if gate.unit == "%" else blind_pct / 100 * float(a_ms)
 
 
 def gate_results(table: pd.DataFrame, gates: Sequence[Gate]) -> pd.DataFrame:
     """One row per (compared job, gate): :func:`gate_test`'s outcome, figures and basis, and ``mde``
-    (in the gate's unit; :func:`ddpbench.analysis.core.power.minimum_detectable` on the job's per-launch values of the gate's
-    statistic) with ``mde_false_alarm``.
+    (in the gate's unit; :func:`ddpbench.analysis.core.power.minimum_detectable` on the job's
+    per-launch values of the gate's statistic) with ``mde_false_alarm``.
 
     A job that passed a gate it was blind to -- the smallest slowdown its launches detect
-    :data:`power.POWER` of the time is beyond :func:`blind_limit` -- is "inconclusive", not "pass": a green gate says the job is
-    not slower, and these launches could not have said so."""
+    :data:`~ddpbench.analysis.core.thresholds.POWER` of the time is beyond :func:`blind_limit` -- is
+    "inconclusive", not "pass": a green gate says the job is not slower, and these launches could
+    not have said so."""
     rows = []
     if len(table):
         compared = table[table["compared"].astype(bool)]
@@ -189,8 +184,10 @@ def gate_results(table: pd.DataFrame, gates: Sequence[Gate]) -> pd.DataFrame:
                     more = (f"{need} launches a side would detect {power.mde_amount(limit, gate.unit)}"
                             if need is not None and need <= power.MAX_LAUNCHES else "more repeats or steps narrow it")
                     test = {**test, "outcome": INCONCLUSIVE, "basis": (
-                        f"{test['basis']}; blind: these launches detect a slowdown {100 * power.POWER:.0f} % of the time only from "
-                        f"{power.mde_amount(mde['mde'], gate.unit)}, beyond {BLIND_FACTOR:g}x the {gate.amount:g}"
+                        f"{test['basis']}; blind: these launches detect a slowdown "
+                        f"{100 * thresholds.POWER:.0f} % of the time only from "
+                        f"{power.mde_amount(mde['mde'], gate.unit)}, "
+                        f"beyond {thresholds.BLIND_FACTOR:g}x the {gate.amount:g}"
                         f"{' %' if gate.unit == '%' else ' ms'} threshold ({more})")}
                 rows.append({"key": r["key"], "job": r["job"], **test, "mde": mde["mde"],
                              "mde_false_alarm": mde["false_alarm"]})
@@ -215,7 +212,8 @@ def gate_column(table: pd.DataFrame, results: pd.DataFrame) -> pd.Series:
 
 
 def gate_mde_column(table: pd.DataFrame, results: pd.DataFrame) -> pd.Series:
-    """Per job of ``table``: each gate's minimum detectable slowdown at :data:`power.POWER` ("median:5%: +9.1 %")."""
+    """Per job of ``table``: each gate's minimum detectable slowdown at
+    :data:`~ddpbench.analysis.core.thresholds.POWER` ("median:5%: +9.1 %")."""
     if not len(table):
         return pd.Series(dtype=str)
     if not len(results):
@@ -228,7 +226,7 @@ def gate_text(g) -> str:
     """One line per gate result: the job, the gate and outcome, A -> B, by how much, and on what basis."""
     amount = f"{g['excess']:+.1f} %" if g["unit"] == "%" else f"{g['excess']:+.2f} ms"
     mde = g.get("mde", math.nan) if hasattr(g, "get") else math.nan
-    detectable = (f"; detectable at {100 * power.POWER:.0f} %: {power.mde_amount(mde, g['unit'])}"
+    detectable = (f"; detectable at {100 * thresholds.POWER:.0f} %: {power.mde_amount(mde, g['unit'])}"
                   if not math.isnan(mde) else "")
     return (f"{g['job']} [{g['key']}]: {g['gate']} {g['outcome']}, {g['stat']} step {g['a_ms']:.3f} -> "
             f"{g['b_ms']:.3f} ms ({amount}; {g['basis']}{detectable})")

@@ -8,14 +8,14 @@ back to the last change point the detector found there (the series' current leve
 
 The test is the detector's Welch t-test over launches (each side less the launches a burst of
 other work slowed: :func:`~ddpbench.analysis.history.changes.kept_launches`), with the rule of
-``compare``'s gates: a
-call where the whole 95 % interval of the ratio newest / level lies beyond
-:data:`~ddpbench.analysis.history.changes.MIN_CHANGE` on one side. The detector's own p threshold
-(:data:`~ddpbench.analysis.history.changes.P_VALUE`) is not asked for: it guards a search over every split
-of a long series, where this is one test, and the newest commit holds only its own few launches
-(three launches 10 % slower at 1 % noise give p near 0.01, and an interval wholly past 5 %). The level before needs at least
-:data:`~ddpbench.analysis.history.changes.MIN_COMMITS` commits and two launches; a series with fewer is
-listed as not testable, never as passed or failed.
+``compare``'s gates: a call where the whole 95 % interval of the ratio newest / level lies beyond
+:data:`~ddpbench.analysis.core.thresholds.MIN_CHANGE` on one side. The detector's own p threshold
+(:data:`~ddpbench.analysis.core.thresholds.P_VALUE`) is not asked for: it guards a search over
+every split of a long series, where this is one test, and the newest commit holds only its own few
+launches (three launches 10 % slower at 1 % noise give p near 0.01, and an interval wholly past
+5 %). The level before needs at least :data:`~ddpbench.analysis.core.thresholds.MIN_COMMITS`
+commits and two launches; a series with fewer is listed as not testable, never as passed or
+failed.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ddpbench.analysis.core import thresholds
 from ddpbench.analysis.history import changes
 from ddpbench.analysis.history.compare import FASTER, SLOWER
 
@@ -67,10 +68,10 @@ def newest_test(points: list[np.ndarray], newest: int = 1) -> NewestTest:
     # each side less the launches a burst of other work slowed, as the detector sets them aside
     x = changes.kept_launches(np.concatenate(level)) if level else np.array([])
     y = changes.kept_launches(np.concatenate(recent)) if recent else np.array([])
-    if len(level) < changes.MIN_COMMITS or len(x) < 2 or len(y) < 2:
+    if len(level) < thresholds.MIN_COMMITS or len(x) < 2 or len(y) < 2:
         return NewestTest(CANNOT_TEST, start, len(level))
     ratio, low, high, p = changes.welch(x, y)
-    beyond = low > 1 + changes.MIN_CHANGE or high < 1 - changes.MIN_CHANGE
+    beyond = low > 1 + thresholds.MIN_CHANGE or high < 1 - thresholds.MIN_CHANGE
     outcome = (SLOWER if ratio > 1 else FASTER) if beyond else NO_CHANGE
     return NewestTest(outcome, start, len(level), float(x.mean()), float(y.mean()), ratio, low, high, p)
 

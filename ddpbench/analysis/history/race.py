@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ddpbench.analysis.core import power, stats
+from ddpbench.analysis.core import power, stats, thresholds
 
 
 @dataclass
@@ -65,7 +65,8 @@ def judge(candidates: list[Candidate], round_: int) -> list[Candidate]:
     out = []
     for c, low, high in against(best, racing):
         if not math.isnan(low) and low > 1:
-            c.out_in_round, c.why_out = round_, f"significantly slower than {best.label} ({low:.3f}x to {high:.3f}x its step)"
+            c.out_in_round = round_
+            c.why_out = f"significantly slower than {best.label} ({low:.3f}x to {high:.3f}x its step)"
             out.append(c)
     return out
 
@@ -101,7 +102,7 @@ def verdict(candidates: list[Candidate]) -> Verdict:
 
 
 def undecided(candidate: Candidate, best: Candidate, candidates: list[Candidate],
-              effect_pct: float = power.DEFAULT_EFFECT_PCT) -> str:
+              effect_pct: float = thresholds.DEFAULT_EFFECT_PCT) -> str:
     """Why ``candidate`` and ``best`` are not told apart: "cannot tell with N vs M launches; K a side
     would detect X %", the launches a side from the pooled launch-to-launch spread of every candidate
     with two or more launches (:func:`ddpbench.analysis.core.power.cannot_tell`)."""

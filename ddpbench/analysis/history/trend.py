@@ -2,11 +2,11 @@
 intervals, in commit order (the history store: :mod:`ddpbench.results.history`).
 
 A series is one job (its key: the same settings give the same key at every commit) at one world
-size on one machine; ``baseline_key`` names the world-size-1 job it is scaled against. Its points are the entries that measured it, ordered by the commit's date,
-then by filing order. Each point carries the summary's figures with their 95 % t intervals over
-the launches, and the per-launch mean steps the intervals come from (``launch_step_ms``). The
-launch is the unit of evidence: the change points a history is searched for compare launches,
-never the steps of one launch.
+size on one machine; ``baseline_key`` names the world-size-1 job it is scaled against. Its points
+are the entries that measured it, ordered by the commit's date, then by filing order. Each point
+carries the summary's figures with their 95 % t intervals over the launches, and the per-launch
+mean steps the intervals come from (``launch_step_ms``). The launch is the unit of evidence: the
+change points a history is searched for compare launches, never the steps of one launch.
 
 Three figure families are followed. Throughput (``samples_per_s``) and the mean step
 (``step_ms_mean``) show the speed. Parallel efficiency (``efficiency``) shows the scaling,

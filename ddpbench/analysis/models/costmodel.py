@@ -55,11 +55,10 @@ import pandas as pd
 from ddpbench.analysis.models import whatif
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, fair_jobs, model_name
+from ddpbench.analysis.core.thresholds import MIN_SPREAD
 
 #: world sizes a projection covers (the measured ones are added)
 PROJECTED_WORLD_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024)
-#: alpha and beta are fitted apart only when messages per byte vary at least this much over the points
-MIN_SPREAD = 1.5
 
 
 @dataclass(frozen=True)
@@ -103,8 +102,26 @@ def master_aggregation_us(n_bytes, p, link: Link):
     return 2 * (p - 1) * (link.alpha_us + n * link.beta_us_per_byte)
 
 
-def _fit(a: np.ndarray, b: np.ndarray, t: np.ndarray):
-    """alpha, beta >= 0 minimising robust relative residuals of alpha*a + beta*b against t."""
+def fit_alpha_beta(a: np.ndarray, b: np.ndarray, t: np.ndarray):
+    """alpha, beta >= 0 minimising robust relative residuals of alpha*a + beta*b against t.
+
+    Points with ``t`` not a positive finite number are left out. Where the ratio ``a / b`` varies
+    less than :data:`~ddpbench.analysis.core.thresholds.MIN_SPREAD` times over the points (or there
+    is one point), the two cannot be told apart and all of ``t`` is charged to ``b``.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray
+        Per point, what alpha and beta multiply (messages and bytes, say).
+    t : numpy.ndarray
+        The measured times; alpha and beta come out in their unit per unit of ``a`` and ``b``.
+
+    Returns
+    -------
+    tuple or None
+        ``(alpha, beta, t_kept, predicted)``: the two coefficients, the times of the points used
+        and the fit's prediction at them; None where no point is usable.
+    """
     from scipy.optimize import least_squares
 
     keep = (t > 0) & np.isfinite(t)
@@ -141,7 +158,7 @@ def _fitted_link(name: str, source: str, a: np.ndarray, b: np.ndarray, t: np.nda
     byte barely vary: one world size, one bucket layout) the fit charges everything per byte; the
     link then says it is that extreme of a range, and how much latency alone would explain the same
     points (:func:`with_range` gives the other extreme)."""
-    link = _link(name, source, _fit(a, b, t))
+    link = _link(name, source, fit_alpha_beta(a, b, t))
     if link is None:
         return None
     keep = (t > 0) & np.isfinite(t)
@@ -207,8 +224,8 @@ def given_links(sweeps: pd.DataFrame | None) -> list[Link]:
         return []
     for links in reversed(list(sweeps["experiment_links"])):
         if isinstance(links, list) and links:
-            return [Link(str(l["name"]), float(l["latency_us"]), 8e-3 / float(l["gbit_per_s"]), "experiment")
-                    for l in links]
+            return [Link(str(link["name"]), float(link["latency_us"]), 8e-3 / float(link["gbit_per_s"]), "experiment")
+                    for link in links]
     return []
 
 
@@ -334,7 +351,8 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
         backward = float(base["backward_ms"].median()) if "backward_ms" in base else math.nan
         backward_share = min(max(backward / compute, 0.05), 0.95) if compute > 0 and not math.isnan(backward) \
             else 2 / 3
-        grad_bytes = float(group["allreduce_bytes_per_step"].dropna().max()) if group["allreduce_bytes_per_step"].notna().any() \
+        measured_bytes = group["allreduce_bytes_per_step"]
+        grad_bytes = float(measured_bytes.dropna().max()) if measured_bytes.notna().any() \
             else float(base["params"].iloc[0]) * 4
         multi = group[group["world_size"] > 1]
         measured_ws, compute_multi, job_key = 1, compute, ""

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ddpbench.analysis.core.values import num
+
 #: the settings that say which model's gradients a job's buckets hold (with its tensor sizes): a script
 #: job's are its script and arguments
 MODEL_FIELDS = ("model", "model_size", "model_args", "script", "script_args")
@@ -80,14 +82,15 @@ def recorded_at(summary: pd.DataFrame | None, row, cap: float) -> tuple[int, ...
     job of the model ran the cap."""
     cap = float(cap)
     own = recorded(row)
-    if own is not None and _cap(row) == cap and _world_size(row) > 1:
+    if own is not None and num(row, "bucket_cap_mb") == cap and _world_size(row) > 1:
         return own
     if summary is None or summary.empty or "bucket_layout" not in summary.columns:
         return None
     seen: Counter = Counter()
     for _, other in summary.iterrows():
         layout = recorded(other)
-        if layout is not None and _cap(other) == cap and _world_size(other) > 1 and _same_model(other, row):
+        if (layout is not None and num(other, "bucket_cap_mb") == cap and _world_size(other) > 1
+                and _same_model(other, row)):
             seen[layout] += 1
     return seen.most_common(1)[0][0] if seen else None
 
@@ -104,13 +107,6 @@ def layout_at(summary: pd.DataFrame | None, row, cap: float) -> Layout | None:
     from ddpbench.strategies.ddp import predicted_buckets  # torch: only for a cap no job ran
 
     return Layout(tuple(predicted_buckets(sizes, float(cap))), False)
-
-
-def _cap(row) -> float:
-    try:
-        return float(row.get("bucket_cap_mb"))
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 def _world_size(row) -> int:

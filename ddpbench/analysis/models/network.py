@@ -113,7 +113,7 @@ def held_out_check(table: pd.DataFrame) -> pd.DataFrame:
     links = rows["link"].to_numpy()
 
     def predict(train) -> tuple[float, float, object]:
-        fitted = costmodel._fit(messages[train], nominal_us[train], measured_us[train])
+        fitted = costmodel.fit_alpha_beta(messages[train], nominal_us[train], measured_us[train])
         if fitted is None:
             return math.nan, math.nan, None
         alpha, slowdown = fitted[0], fitted[1]

@@ -245,7 +245,8 @@ def published_table(costs: Costs | None = None) -> pd.DataFrame:
         quantity, predicted = predict(r, systems, costs) if r.get("single_gpu_samples_per_s") else ("", math.nan)
         if not quantity:
             quantity = "scaling efficiency (%)"
-        found.append({"source": r["source"], "model": r["model"].split(" (")[0], "precision": r["precision"].split(" (")[0],
+        found.append({"source": r["source"], "model": r["model"].split(" (")[0],
+                      "precision": r["precision"].split(" (")[0],
                       "batch": r["batch_per_gpu"], "gpus": int(r["gpus"]), "gpus_per_node": int(r["gpus_per_node"]),
                       "system": r["system"], "network_gbit": r.get("inter_node_gbit"), "transport": r.get("transport"),
                       "aggregation": r["aggregation"], "bucket_cap_mb": r.get("bucket_cap_mb"), "quantity": quantity,
@@ -262,7 +263,8 @@ class Check:
     max_pp: float
 
 
-def check_published(found: pd.DataFrame, quantity: str = "scaling efficiency (%)", by_source: str | None = None) -> Check:
+def check_published(found: pd.DataFrame, quantity: str = "scaling efficiency (%)",
+                    by_source: str | None = None) -> Check:
     """The held-out error over the ``check`` rows of one quantity (and one source, if given)."""
     held = found[(found["role"] == "check") & (found["quantity"] == quantity)]
     if by_source is not None:

@@ -126,15 +126,36 @@ def _hierarchical(n: float, p: int, cluster: Cluster) -> tuple[float, float]:
     nodes = _nodes(p, cluster.gpus_per_node)
     if nodes == 1:
         return _ring(n, p, cluster)
-    latency = cluster.base_latency_us + 2 * (g - 1) * cluster.intra_latency_us + 2 * (nodes - 1) * cluster.inter_latency_us
-    return latency, 2 * (g - 1) / g * n / cluster.intra_bytes_per_us + 2 * (nodes - 1) / nodes * n / cluster.inter_bytes_per_us
+    latency = (cluster.base_latency_us + 2 * (g - 1) * cluster.intra_latency_us
+               + 2 * (nodes - 1) * cluster.inter_latency_us)
+    return latency, (2 * (g - 1) / g * n / cluster.intra_bytes_per_us
+                     + 2 * (nodes - 1) / nodes * n / cluster.inter_bytes_per_us)
 
 
 _PARTS = {"ring": _ring, "tree": _tree, "hierarchical": _hierarchical}
 
 
 def allreduce_parts(n: float, p: int, cluster: Cluster, algorithm: str = "auto") -> tuple[float, float, str]:
-    """(latency us, bandwidth us, the algorithm used) of one all-reduce of ``n`` bytes over ``p`` devices."""
+    """The two parts of one all-reduce's time, under the alpha-beta model of each algorithm.
+
+    Parameters
+    ----------
+    n : float
+        Bytes all-reduced.
+    p : int
+        Devices.
+    cluster : Cluster
+        Devices per node and the links between them.
+    algorithm : str
+        "ring", "tree", "hierarchical", or "auto": the fastest of ``cluster.algorithms`` per
+        all-reduce.
+
+    Returns
+    -------
+    (float, float, str)
+        Latency (us), bandwidth time (us) and the algorithm used (the fastest under "auto");
+        ``(0.0, 0.0, "-")`` for one device.
+    """
     if p <= 1:
         return 0.0, 0.0, "-"
     names = cluster.algorithms if algorithm == "auto" else (algorithm,)
@@ -142,8 +163,25 @@ def allreduce_parts(n: float, p: int, cluster: Cluster, algorithm: str = "auto")
 
 
 def allreduce_us(n: float, p: int, cluster: Cluster, algorithm: str = "auto") -> tuple[float, str]:
-    """(microseconds, the algorithm used) for one all-reduce of ``n`` bytes: the fastest of the
-    cluster's algorithms under ``auto``."""
+    """One all-reduce's time: the fastest of the cluster's algorithms under ``auto``.
+
+    Parameters
+    ----------
+    n : float
+        Bytes all-reduced.
+    p : int
+        Devices.
+    cluster : Cluster
+        Devices per node and the links between them.
+    algorithm : str
+        "ring", "tree", "hierarchical", or "auto": the fastest of ``cluster.algorithms`` per
+        all-reduce.
+
+    Returns
+    -------
+    (float, str)
+        Microseconds and the algorithm used; ``(0.0, "-")`` for one device.
+    """
     if p <= 1:
         return 0.0, "-"
     names = cluster.algorithms if algorithm == "auto" else (algorithm,)
@@ -163,7 +201,23 @@ def hierarchical_us(n: float, p: int, cluster: Cluster) -> float:
 
 
 def master_us(n: float, p: int, cluster: Cluster) -> float:
-    """Every device's n bytes to device 0 and the mean back, one message after another on its link."""
+    """Master aggregation: every device's n bytes to device 0 and the mean back, one message after
+    another on its link.
+
+    Parameters
+    ----------
+    n : float
+        Bytes all-reduced.
+    p : int
+        Devices.
+    cluster : Cluster
+        Devices per node and the links between them.
+
+    Returns
+    -------
+    float
+        Microseconds; 0 for one device.
+    """
     if p <= 1:
         return 0.0
     crosses = p > cluster.gpus_per_node
@@ -252,7 +306,29 @@ def _fused(work: Work, shares, p: int, cluster: Cluster, algorithm: str, before:
 def ddp_step(work: Work, p: int, cluster: Cluster, algorithm: str = "auto",
              costs: Costs | None = None) -> Step:
     """DDP's step at ``p`` devices: buckets released through backward, all-reduced in turn on the
-    link, with the costs of running distributed (:class:`Costs`) on the compute."""
+    link, with the costs of running distributed (:class:`Costs`) on the compute.
+
+    Parameters
+    ----------
+    work : Work
+        One device's step: its compute alone and its gradient buckets, in all-reduce order.
+    p : int
+        Devices (world size).
+    cluster : Cluster
+        Devices per node and the links between them.
+    algorithm : str
+        "ring", "tree", "hierarchical", or "auto": the fastest of ``cluster.algorithms`` per
+        all-reduce.
+    costs : Costs, optional
+        The costs of running distributed; None: :data:`COSTS`, fitted to published scaling.
+
+    Returns
+    -------
+    Step
+        The step (ms), its communication and the part of it left exposed after backward (ms), the
+        weak-scaling efficiency (compute alone over the step) and the algorithms used; at ``p`` <= 1
+        the compute alone, efficiency 1.
+    """
     if p <= 1:
         return Step(p, work.compute_ms, 0.0, 0.0, 1.0, "-")
     costs = costs if costs is not None else COSTS
@@ -280,7 +356,24 @@ def ddp_step(work: Work, p: int, cluster: Cluster, algorithm: str = "auto",
 
 
 def master_step(work: Work, p: int, cluster: Cluster, costs: Costs | None = None) -> Step:
-    """Master aggregation at ``p`` devices: after backward, all gradients through device 0."""
+    """Master aggregation at ``p`` devices: after backward, all gradients through device 0.
+
+    Parameters
+    ----------
+    work : Work
+        One device's step: its compute alone and its gradient buckets, in all-reduce order.
+    p : int
+        Devices (world size).
+    cluster : Cluster
+        Devices per node and the links between them.
+    costs : Costs, optional
+        The costs of running distributed; None: :data:`COSTS`, fitted to published scaling.
+
+    Returns
+    -------
+    Step
+        As :func:`ddp_step`'s; all of the communication is exposed.
+    """
     costs = costs if costs is not None else COSTS
     comm = master_us(sum(work.bucket_bytes), p, costs.on(cluster)) / 1e3 if p > 1 else 0.0
     step = work.compute_ms + comm + (costs.step_share * work.compute_ms if p > 1 else 0.0)
@@ -289,7 +382,29 @@ def master_step(work: Work, p: int, cluster: Cluster, costs: Costs | None = None
 
 def largest_world_size(work: Work, cluster: Cluster, target: float, algorithm: str = "auto",
                        limit: int = 1 << 16, costs: Costs | None = None) -> int:
-    """The largest power of two (of devices) whose efficiency still reaches ``target`` (1 if none)."""
+    """The largest power of two (of devices) whose DDP efficiency still reaches ``target``.
+
+    Parameters
+    ----------
+    work : Work
+        One device's step: its compute alone and its gradient buckets, in all-reduce order.
+    cluster : Cluster
+        Devices per node and the links between them.
+    target : float
+        The efficiency to reach, 0 to 1.
+    algorithm : str
+        "ring", "tree", "hierarchical", or "auto": the fastest of ``cluster.algorithms`` per
+        all-reduce.
+    limit : int
+        The most devices tried.
+    costs : Costs, optional
+        The costs of running distributed; None: :data:`COSTS`, fitted to published scaling.
+
+    Returns
+    -------
+    int
+        Devices; 1 if even 2 miss the target.
+    """
     best, p = 1, 2
     while p <= limit and ddp_step(work, p, cluster, algorithm, costs).efficiency >= target:
         best, p = p, p * 2
@@ -298,8 +413,31 @@ def largest_world_size(work: Work, cluster: Cluster, target: float, algorithm: s
 
 def link_needed(work: Work, p: int, cluster: Cluster, target: float, algorithm: str = "auto",
                 costs: Costs | None = None) -> float:
-    """The inter-node rate (Gbit/s) at which ``p`` devices reach ``target`` efficiency; inf when
-    latency alone keeps them below it (no rate is enough), by bisection on a log scale."""
+    """The inter-node rate at which ``p`` devices reach ``target`` efficiency, by bisection on a
+    log scale between 1e-3 and 1e6 Gbit/s.
+
+    Parameters
+    ----------
+    work : Work
+        One device's step: its compute alone and its gradient buckets, in all-reduce order.
+    p : int
+        Devices (world size).
+    cluster : Cluster
+        Devices per node and the links between them.
+        Its ``inter_gbit`` is what is searched for.
+    target : float
+        The efficiency to reach, 0 to 1.
+    algorithm : str
+        "ring", "tree", "hierarchical", or "auto": the fastest of ``cluster.algorithms`` per
+        all-reduce.
+    costs : Costs, optional
+        The costs of running distributed; None: :data:`COSTS`, fitted to published scaling.
+
+    Returns
+    -------
+    float
+        Gbit/s; inf when latency alone keeps them below it (no rate is enough).
+    """
     def efficiency(gbit: float) -> float:
         return ddp_step(work, p, replace(cluster, inter_gbit=gbit), algorithm, costs).efficiency
 

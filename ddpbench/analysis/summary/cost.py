@@ -19,6 +19,7 @@ import math
 
 import pandas as pd
 
+from ddpbench.analysis.core.values import known
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, parse_cost
 
@@ -82,12 +83,9 @@ def add_cost(summary: pd.DataFrame, cost: Cost) -> pd.DataFrame:
             hours = samples * float(r[f"step_ms_mean{end}"]) / 3.6e6 / batch
             table.at[index, f"time_to_train_h{end}"] = hours
             table.at[index, f"cost_to_train{end}"] = samples * per[end]
-        if cost.deadline_h is not None and _known(r["step_ms_mean_low"], r["step_ms_mean_high"]):
+        if cost.deadline_h is not None and known(r["step_ms_mean_low"], r["step_ms_mean_high"]):
             low, high = table.at[index, "time_to_train_h_low"], table.at[index, "time_to_train_h_high"]
             table.at[index, "meets_deadline"] = True if high <= cost.deadline_h else False if low > cost.deadline_h \
                 else None
     return table
 
-
-def _known(*values) -> bool:
-    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)

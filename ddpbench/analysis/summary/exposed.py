@@ -3,9 +3,10 @@
 A job's exposed communication is its mean measured step less its mean ``no_sync()`` step: what
 gradient communication adds to a step that backward did not hide. Each launch measures both, so
 each launch gives one difference (its mean step less its own mean ``no_sync()`` step), and the 95 %
-Student t interval of their mean (:func:`ddpbench.analysis.core.stats.difference_mean_ci`: a paired t, each
-launch's own placement cancelling) says how well the launches pin the figure down: NaN with fewer than two launches that measured both. A figure whose interval
-includes 0 is not a measurement of anything (:mod:`ddpbench.analysis.diagnosis.wording`).
+Student t interval of their mean (:func:`ddpbench.analysis.core.stats.difference_mean_ci`: a paired
+t, each launch's own placement cancelling) says how well the launches pin the figure down: NaN with
+fewer than two launches that measured both. A figure whose interval includes 0 is not a
+measurement of anything (:mod:`ddpbench.analysis.diagnosis.wording`).
 """
 
 from __future__ import annotations

@@ -32,11 +32,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.core.thresholds import DISAGREE
+from ddpbench.analysis.core.thresholds import DISAGREE, OVERHEAD_LIMIT_PCT, SLOWED_COMPUTE_SHARE
+from ddpbench.analysis.core.values import num
 from ddpbench.results.schema import TRACE_COLUMNS
-
-#: the tracer's own cost above which its steps are not the measured ones: the trace is not trusted
-OVERHEAD_LIMIT_PCT = 20.0
 
 
 def trace_events(runs: pd.DataFrame) -> pd.DataFrame:
@@ -144,20 +142,21 @@ MEASURES = {"no_sync": ("exposed_comm_ms", "the no_sync() baseline"), "trace": (
 
 def compare_exposed(row) -> dict:
     """The three measures of a traced job's exposed communication side by side (a summary row's
-    figures): whether any two of them differ by more than :data:`DISAGREE` of the larger, which one
-    to trust and why. Only jobs with more than one rank, a trace and a no_sync() baseline are judged.
+    figures): whether any two of them differ by more than
+    :data:`~ddpbench.analysis.core.thresholds.DISAGREE` of the larger, which one to trust and why.
+    Only jobs with more than one rank, a trace and a no_sync() baseline are judged.
 
     DDP's logging is never the one trusted: DDP samples it in its first ten iterations (warmup
     included) and every 100th, and its overlap is timed by DDP's own events."""
-    figures = {name: _finite(row.get(column)) for name, (column, _) in MEASURES.items()}
+    figures = {name: num(row, column) for name, (column, _) in MEASURES.items()}
     no_sync, traced = figures["no_sync"], figures["trace"]
     if row.get("world_size", 1) <= 1 or math.isnan(traced) or math.isnan(no_sync):
         return {"exposed_disagree": False, "exposed_trusted": None, "exposed_reason": None}
     known = [max(v, 0.0) for v in figures.values() if not math.isnan(v)]
     disagree = bool(max(known) > 0 and max(known) - min(known) > DISAGREE * max(known))
     a, b = max(no_sync, 0.0), max(traced, 0.0)
-    overhead, noise = _finite(row.get("trace_overhead_pct")), _finite(row.get("step_ms_iqr"))
-    slower = _finite(row.get("trace_backward_compute_ms")) - _finite(row.get("nosync_backward_ms"))
+    overhead, noise = num(row, "trace_overhead_pct"), num(row, "step_ms_iqr")
+    slower = num(row, "trace_backward_compute_ms") - num(row, "nosync_backward_ms")
     if overhead > OVERHEAD_LIMIT_PCT:
         trusted, reason = "no_sync", (f"tracing slowed its steps by {overhead:.0f} %, so the traced steps are not "
                                       "the measured ones")
@@ -167,7 +166,7 @@ def compare_exposed(row) -> dict:
     else:
         trusted, reason = "no_sync", ("it is what communication adds to the whole step, over every measured step; "
                                       "the trace counts only the time a collective ran after the backward compute")
-        if slower > 0.1 * max(a, b):
+        if slower > SLOWED_COMPUTE_SHARE * max(a, b):
             reason += (f", and beside communication the backward compute itself took {slower:.2f} ms longer "
                        f"({row['trace_backward_compute_ms']:.2f} ms traced, {row['nosync_backward_ms']:.2f} ms under "
                        "no_sync()): communication slowed compute by sharing the cores or the device, which only "
@@ -181,21 +180,13 @@ def compare_exposed(row) -> dict:
 
 def exposed_sentence(row) -> str:
     """The three figures of a judged job in words, the verdict and the reason (a summary row)."""
-    parts = [f"{words} {_finite(row.get(column)):.2f} ms" for column, words in MEASURES.values()
-             if not math.isnan(_finite(row.get(column)))]
+    parts = [f"{words} {num(row, column):.2f} ms" for column, words in MEASURES.values()
+             if not math.isnan(num(row, column))]
     verdict = (f"disagree by more than {100 * DISAGREE:.0f} %" if row["exposed_disagree"]
                else f"agree within {100 * DISAGREE:.0f} %")
     trusted = MEASURES[row["exposed_trusted"]][1]
     return (f"the measures of exposed communication {verdict} ({', '.join(parts)}). Trusted: {trusted}, because "
             f"{row['exposed_reason']}.")
-
-
-def _finite(value) -> float:
-    """A figure as a float, NaN where it is missing."""
-    try:
-        return float(value) if value is not None else math.nan
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def typical_step(per_step: pd.DataFrame) -> tuple | None:

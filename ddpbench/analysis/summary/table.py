@@ -41,10 +41,11 @@ from ddpbench.analysis.summary.compiled import COMPILE_FIGURES, compile_cache_fi
 from ddpbench.analysis.summary.cost import add_cost, stored_cost
 from ddpbench.analysis.summary.declared import declared_figures
 from ddpbench.analysis.core.jobs import SPEC_COLUMNS, baseline_key, exact_key
+from ddpbench.analysis.core.values import known
 from ddpbench.experiment.cost import Cost
 from ddpbench.results.schema import TIMED_PHASES
-from ddpbench.analysis.core.thresholds import (NOISE_THRESHOLD, SCALES_POORLY, SCALES_WELL, STRAGGLER_CONSISTENCY,
-                                               STRAGGLER_THRESHOLD)
+from ddpbench.analysis.core.thresholds import (BASELINE_NOISE_FACTOR, NOISE_THRESHOLD, SCALES_POORLY, SCALES_WELL,
+                                               STRAGGLER_CONSISTENCY, STRAGGLER_THRESHOLD)
 
 
 
@@ -312,8 +313,9 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
     ``baseline_problem`` says, in words, why a larger job's baseline cannot be trusted (empty where
     it can): an efficiency above 100 % (a negative serial fraction) is a baseline measured slower
     than one rank really runs, not superlinear scaling to celebrate; a baseline whose steps scatter
-    much more than the job's (:data:`BASELINE_NOISE_FACTOR`) divides by noise. The reasons found
-    are named: threads per rank that differ from the job's, the baseline's IQR.
+    much more than the job's (:data:`~ddpbench.analysis.core.thresholds.BASELINE_NOISE_FACTOR`)
+    divides by noise. The reasons found are named: threads per rank that differ from the job's, the
+    baseline's IQR.
     """
     table = table.copy()
     for column in ("speedup", "efficiency", "serial_fraction", *(f"{c}_{end}" for c in
@@ -359,11 +361,6 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
             table.at[index, "serial_fraction_high"] = karp_flatt(scale * low, p)
         table.at[index, "baseline_problem"] = baseline_problem(r, bases, speedup / p)
     return table
-
-
-#: a world-size-1 baseline whose IQR / median is this many times the job's (and above the noise
-#: threshold) divides the job's throughput by noise
-BASELINE_NOISE_FACTOR = 2.0
 
 
 def scaling_band(efficiency: float) -> str:
@@ -414,7 +411,7 @@ def launch_times(row) -> list[float]:
     """A summary row's per-launch mean step times (``launch_step_ms``), NaNs dropped; [] without."""
     value = row.get("launch_step_ms") if row is not None and hasattr(row, "get") else None
     values = value if isinstance(value, (list, tuple, np.ndarray)) else []
-    return [float(v) for v in values if v == v]
+    return [float(v) for v in values if known(v)]
 
 
 def karp_flatt(speedup: float, world_size: int) -> float:

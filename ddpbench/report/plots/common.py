@@ -9,7 +9,7 @@ how far to trust a point:
   * hollow marker -- oversubscribed: more busy threads than cores, so the time measures
     contention for cores rather than scaling;
   * grey halo -- noisy: the step time's IQR is more than
-    :data:`ddpbench.analysis.summary.table.NOISE_THRESHOLD` of its median;
+    :data:`ddpbench.analysis.core.thresholds.NOISE_THRESHOLD` of its median;
   * error bar (scaling plots) -- the 95 % Student t interval over launches, absent
     where a job ran in one launch.
 

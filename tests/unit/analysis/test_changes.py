@@ -8,8 +8,9 @@ import itertools
 import numpy as np
 import pytest
 
-from ddpbench.analysis.history import changes
-from ddpbench.analysis.history.changes import MIN_CHANGE, change_points, energy_statistic, welch
+from ddpbench.analysis.core import thresholds
+from ddpbench.analysis.core.thresholds import MIN_CHANGE
+from ddpbench.analysis.history.changes import change_points, energy_statistic, welch
 
 
 def _series(rng, commits=20, launches=3, noise=0.03, steps=()):
@@ -88,7 +89,7 @@ def test_launches_a_burst_slowed_are_set_aside_by_the_test(monkeypatch):
     for i in range(1, 20, 3):
         flat[i][0] *= 1.6
     assert change_points(flat) == []
-    monkeypatch.setattr(changes, "OUTLIER_MADS", float("inf"))
+    monkeypatch.setattr(thresholds, "OUTLIER_MADS", float("inf"))
     assert change_points(points) == []
 
 

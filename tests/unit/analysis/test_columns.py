@@ -129,8 +129,7 @@ def test_the_most_read_names_are_declared():
 
 
 def test_the_declared_thresholds_are_in_the_meanings():
-    from ddpbench.analysis.summary.overlap import DISAGREE
-    from ddpbench.analysis.summary.table import NOISE_THRESHOLD
+    from ddpbench.analysis.core.thresholds import DISAGREE, NOISE_THRESHOLD
 
     assert f"{100 * NOISE_THRESHOLD:.0f} %" in COLUMNS["noisy"].meaning
     assert f"{100 * DISAGREE:.0f} %" in COLUMNS["exposed_disagree"].meaning

@@ -41,12 +41,12 @@ def test_the_wilson_interval():
 
 def test_a_setting_tried_leaves_the_detector_s_own():
     """--tune and --outlier-mads set the detector's OUTLIER_MADS for the trials and put it back."""
-    from ddpbench.analysis.history import changes
+    from ddpbench.analysis.core import thresholds
 
     bench = load_benchmark("detector_power")
     rng = np.random.default_rng(1)
     levels = {0.0: rng.normal(100, 3, 24), 0.1: rng.normal(110, 3, 24)}
-    own = changes.OUTLIER_MADS
+    own = thresholds.OUTLIER_MADS
     found = bench.rates(levels, 12, 2, False, 3, 0, (0.001, 0.02, float("inf")))
-    assert changes.OUTLIER_MADS == own and found["false_alarms"][1] == 3 and found[0.1]["exact"] <= 3
-    assert all(setting[1] == changes.MIN_CHANGE for setting in bench.GRID)
+    assert thresholds.OUTLIER_MADS == own and found["false_alarms"][1] == 3 and found[0.1]["exact"] <= 3
+    assert all(setting[1] == thresholds.MIN_CHANGE for setting in bench.GRID)

@@ -10,7 +10,7 @@ from ddpbench.analysis.diagnosis import causes, finders as diagnosis, verdict
 
 from ddpbench.analysis.history import gates
 
-from ddpbench.analysis.core import power
+from ddpbench.analysis.core import thresholds
 
 from ddpbench.analysis.summary import table as summary
 from ddpbench.analysis.core.columns import COLUMNS
@@ -26,7 +26,7 @@ from ddpbench.testing.tables import diagnosis_row as _row
 def test_the_default_bucket_cap_is_the_specs_and_defined_once():
     assert causes.DEFAULT_BUCKET_MB == FIELDS["bucket_cap_mb"].default == 25.0
     assert diagnosis.DEFAULT_BUCKET_MB is causes.DEFAULT_BUCKET_MB
-    assert diagnosis.NOISE_THRESHOLD is summary.NOISE_THRESHOLD
+    assert diagnosis.NOISE_THRESHOLD is summary.NOISE_THRESHOLD is thresholds.NOISE_THRESHOLD
     assert verdict.MATERIAL_SHARE is causes.MATERIAL_SHARE
 
 
@@ -80,9 +80,9 @@ def _assert_prose(prose: dict, noise_pct: int, straggler_pct: int) -> None:
 
 def test_the_reports_noise_and_straggler_prose_follows_the_thresholds(monkeypatch, tmp_path):
     for module in (page, overview, noise, common):
-        assert module.NOISE_THRESHOLD is summary.NOISE_THRESHOLD
+        assert module.NOISE_THRESHOLD is thresholds.NOISE_THRESHOLD
     for module in (page, overview):
-        assert module.STRAGGLER_THRESHOLD is summary.STRAGGLER_THRESHOLD
+        assert module.STRAGGLER_THRESHOLD is thresholds.STRAGGLER_THRESHOLD
     _assert_prose(_report_prose(tmp_path), noise_pct=10, straggler_pct=10)
     for module in (page, overview, noise, common):
         monkeypatch.setattr(module, "NOISE_THRESHOLD", 0.07)
@@ -128,5 +128,5 @@ def test_the_compare_prose_names_the_power_its_figures_are_at(monkeypatch):
     g = {"job": "j", "key": "k", "gate": "mean:5%", "outcome": "pass", "stat": "mean", "a_ms": 10.0, "b_ms": 10.1,
          "excess": 1.0, "unit": "%", "basis": "interval", "mde": 9.1}
     assert "detectable at 90 %: +9.1 %" in gates.gate_text(g)
-    monkeypatch.setattr(power, "POWER", 0.8)
+    monkeypatch.setattr(thresholds, "POWER", 0.8)
     assert "detectable at 80 %: +9.1 %" in gates.gate_text(g)

@@ -400,15 +400,14 @@ def pytest_gate() -> dict:
 def constants() -> dict:
     """The thresholds the prose names, from the code that applies them (not measurements)."""
     from ddpbench.analysis.diagnosis import bound, causes, finders as diagnosis
-    from ddpbench.analysis.summary import overlap, table as summary
-    from ddpbench.analysis.core import power, stats
+    from ddpbench.analysis.core import thresholds as t
 
-    return {"noise": pct(summary.NOISE_THRESHOLD), "straggler": pct(summary.STRAGGLER_THRESHOLD),
-            "consistency": pct(summary.STRAGGLER_CONSISTENCY), "comm": pct(bound.COMM_BOUND_SHARE),
-            "compute": pct(bound.COMPUTE_BOUND_SHARE), "disagree": pct(overlap.DISAGREE), "power": pct(power.POWER),
-            "trace_limit": f0(overlap.OVERHEAD_LIMIT_PCT), "material": pct(causes.MATERIAL_SHARE),
-            "confidence": pct(stats.CONFIDENCE), "serial_rise": f"{diagnosis.SERIAL_FRACTION_RISE:g}",
-            "well": pct(summary.SCALES_WELL), "poorly": pct(summary.SCALES_POORLY)}
+    return {"noise": pct(t.NOISE_THRESHOLD), "straggler": pct(t.STRAGGLER_THRESHOLD),
+            "consistency": pct(t.STRAGGLER_CONSISTENCY), "comm": pct(bound.COMM_BOUND_SHARE),
+            "compute": pct(bound.COMPUTE_BOUND_SHARE), "disagree": pct(t.DISAGREE), "power": pct(t.POWER),
+            "trace_limit": f0(t.OVERHEAD_LIMIT_PCT), "material": pct(causes.MATERIAL_SHARE),
+            "confidence": pct(t.CONFIDENCE), "serial_rise": f"{diagnosis.SERIAL_FRACTION_RISE:g}",
+            "well": pct(t.SCALES_WELL), "poorly": pct(t.SCALES_POORLY)}
 
 
 def _table(path: Path) -> pd.DataFrame:
@@ -435,7 +434,7 @@ def calibration_cpu() -> dict:
     its launches (``results.jsonl``), and the simulation's settings (the benchmark's own constants)."""
     from scipy.stats import t as student
 
-    from ddpbench.analysis.core import stats
+    from ddpbench.analysis.core import thresholds
 
     f = "calibration-cpu"
     table = _table(EX / f / "calibration.md")
@@ -456,7 +455,7 @@ def calibration_cpu() -> dict:
     # the simulation's settings
     bench = load_benchmark("interval_calibration")
     machine = bench.Machine()
-    tail = (1 + stats.CONFIDENCE) / 2
+    tail = (1 + thresholds.CONFIDENCE) / 2
     return {"coverage_min": f"{math.floor(min(coverage)):.0f}",
             "sim_false_max": f1(max(_share(c) for c in calls[sim_false])),
             "wrong": str(wrong), "called": str(calls[real_n].sum()), "wrong_pct": pct(wrong / calls[real_n].sum()),
