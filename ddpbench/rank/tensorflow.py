@@ -127,7 +127,8 @@ class TensorFlowRank(Tracked):
             self.model = keras_model(spec.model, spec.model_size)
             optimizer = (tf.keras.optimizers.Adam(learning_rate=1e-3) if spec.optimizer == "adam"
                          else tf.keras.optimizers.SGD(learning_rate=0.01, momentum=0.9))
-            self.model.compile(optimizer=optimizer, loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+            self.model.compile(optimizer=optimizer,
+                               loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         self.params = int(self.model.count_params())
         if self.params != self.torch_params:
             raise RuntimeError(f"the Keras twin of {spec.model_label} has {self.params} parameters, the PyTorch "
@@ -210,11 +211,12 @@ class TensorFlowRank(Tracked):
         rows = self.train()
         self.at("gather")
         replicas = self.checksums()
-        mine = {"rows": rows, "rank": {"rank": self.rank, "pid": os.getpid(), "threads": int(self.spec.threads_per_rank),
-                                       "peak_rss_mb": peak_rss_mb(), **own_memory_mb(), "checksum": replicas[0],
-                                       "dp_replicas": len(replicas), "framework_version": f"tensorflow {self.tf_version}",
-                                       "reduction": self.reduction, "affinity": self.affinity,
-                                       "involuntary_switches_per_step": self.switches_per_step, **self.energy},
+        mine = {"rows": rows,
+                "rank": {"rank": self.rank, "pid": os.getpid(), "threads": int(self.spec.threads_per_rank),
+                         "peak_rss_mb": peak_rss_mb(), **own_memory_mb(), "checksum": replicas[0],
+                         "dp_replicas": len(replicas), "framework_version": f"tensorflow {self.tf_version}",
+                         "reduction": self.reduction, "affinity": self.affinity,
+                         "involuntary_switches_per_step": self.switches_per_step, **self.energy},
                 "replicas": replicas}
         gathered = self._gather(mine)
         if gathered is None:
@@ -227,7 +229,8 @@ class TensorFlowRank(Tracked):
                                timeline=self.timeline,
                                check={"max_abs_diff": None, "exact": None, "check_steps_run": 0,
                                       "skipped": "TensorFlow: every replica's variables were compared instead"},
-                               compute={"workload": self.spec.model_label, "tensors": len(self.model.trainable_variables)})
+                               compute={"workload": self.spec.model_label,
+                                        "tensors": len(self.model.trainable_variables)})
 
     def _gather(self, mine: dict) -> list[dict] | None:
         """Every worker's part at rank 0 (None elsewhere), through the store; one process: its own."""
