@@ -8,6 +8,7 @@
   collectives  a collective micro-benchmark rank: nccl-tests' definitions, the -c check
   timing       per-step phase timers, host clock or CUDA events
   devices      the device a rank takes, and the memory it held
+  record       one rank's record, built by every kind of rank from its meters
 
 A rank never imports the launchers or the sweep that started it, nor the analysis of what it
 measured.

@@ -4,9 +4,10 @@ A script is not changed; while it runs (:class:`Instrument` installed) ddpbench 
 
 * ``DistributedDataParallel.__init__``, patched: the job's DDP settings are applied where the script
   builds its model, a script's own value the job overrides is reported, and one the job cannot
-  stand for is refused (:mod:`ddpbench.rank.ddp_settings`); a second DDP is refused. The model's class is swapped for a subclass of it whose
-  ``require_backward_grad_sync`` (the flag DDP's forward reads, and ``no_sync()`` sets) is
-  ddpbench's to steer: what the script sets is its wish, honoured except in ddpbench's no-sync steps;
+  stand for is refused (:mod:`ddpbench.rank.ddp_settings`); a second DDP is refused. The model's class is
+  swapped for a subclass of it whose ``require_backward_grad_sync`` (the flag DDP's forward reads, and
+  ``no_sync()`` sets) is ddpbench's to steer: what the script sets is its wish, honoured except in
+  ddpbench's no-sync steps;
 * the optimizers' global step hooks (``torch.optim.Optimizer``): a step ends when the optimizers of
   the DDP model's parameters have each stepped once (the set is learnt from the script's first step:
   the optimizers stepped before the first of them steps again; an optimizer of other parameters is
@@ -58,7 +59,7 @@ import inspect
 import time
 import weakref
 
-from ddpbench.rank import affinity
+from ddpbench.rank.record import Meters, Side
 from ddpbench.rank.steps import HOOKED, BadScript, StepEnds, StopScript, own_optimizer, state_bytes  # noqa: F401
 
 #: what the errors of a script that needs a GPU say (torch's own messages)
@@ -140,11 +141,10 @@ class Instrument(StepEnds):
         #: the steps the GradScaler skipped: [rank, phase, step_ms, samples]
         self.skipped: list[list] = []
         self._scaler_stepped = self._stepped_since_update = False
-        #: the rank's memory at the end of the measured steps (before the no-sync snapshot), see ScriptRank
-        self.memory: dict | None = None
-        #: the CPUs the rank may run on as the measured steps start, its involuntary context switches per
-        #: measured step (:mod:`ddpbench.rank.affinity`)
-        self.affinity, self.switches_per_step, self._switches = None, None, None
+        #: what the rank records (:mod:`ddpbench.rank.record`): started with the measured steps, stopped and taken
+        #: as they end, before the no-sync snapshot (see ScriptRank)
+        self.meters = Meters(Side(gpus=self.gpus,
+                                  no_energy="a script job's energy is not read yet (docs/cost-and-energy.md)"))
         self._undo: list = []
         self._hooks: list = []
         self._step_hooks: list = []
@@ -437,11 +437,11 @@ class Instrument(StepEnds):
             self.hooked, self.state = hooked, "idle"
             self.hook_phases() if hooked else self.stop_timing()
         if step == self.first_of("measure") and dict(self.plan).get("measure"):
-            self.affinity, self._switches = affinity.affinity(), affinity.involuntary_switches()
+            self.meters.start()
         if step == self.first_of("nosync") and self.spec.steps:
-            self.switches_per_step = affinity.per_step(self._switches, affinity.involuntary_switches(),
-                                                       dict(self.plan).get("measure", 0))
-            self.memory = self.read_memory()  # what the script's own steps took, before ddpbench's copies
+            measured = dict(self.plan).get("measure", 0)
+            self.meters.stop(measured, measured * self.spec.global_batch)
+            self.meters.take()  # what the script's own steps took, before ddpbench's copies
             self.snapshot = (copy.deepcopy(self.ddp.module.state_dict()),
                              [copy.deepcopy(own_optimizer(o).state_dict()) for o in self.optimizers])
             self.nosync = True
@@ -468,12 +468,9 @@ class Instrument(StepEnds):
             if not self.spec.script_to_end:
                 raise StopScript()
 
-    def read_memory(self) -> dict:
-        """The rank's memory now, as a workload rank stores it (peak RSS, its own memory, GPU peaks)."""
-        from ddpbench.rank.devices import gpu_memory, own_memory_mb, peak_rss_mb
-
-        devices = [p.device for p in self.ddp.module.parameters()][:1] if self.spec.device == "cuda" else []
-        return {"peak_rss_mb": peak_rss_mb(), **own_memory_mb(), **gpu_memory(devices)}
+    def gpus(self) -> list:
+        """The GPU the script's DDP model trains on (none on CPU), whose memory the rank records."""
+        return [p.device for p in self.ddp.module.parameters()][:1] if self.spec.device == "cuda" else []
 
     # -- what the run showed ---------------------------------------------------------------
     def missing(self, ended: str) -> str | None:

@@ -30,9 +30,9 @@ from ddpbench.experiment.scripts import script_path
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank import affinity, protocol
 from ddpbench.rank.ddp_settings import check_ran
-from ddpbench.rank.energy import not_measured
 from ddpbench.rank.instrument import NO_GPU, BadScript, Instrument, StopScript, state_bytes
 from ddpbench.rank.protocol import START_DIR_ENV, Job, Tracked
+from ddpbench.rank.record import rank_record
 from ddpbench.rank.shapes import WORLD_SIZE_ARG, Shapes, link_start_dir, substitute_args, visible_devices
 from ddpbench.rank.timing import clock_for
 from ddpbench.rank.train import check_replicas, param_checksum
@@ -176,18 +176,19 @@ class ScriptRank(Tracked):
         stats = ddp_stats(ddp)
         nbytes = sum(state_bytes(optimizer) for optimizer in instrument.optimizers or instrument.stepped)
         sent = ring_traffic(sizes, self.world_size) if self.world_size > 1 else 0.0
-        private = ("unseen", "samples", "late_comm", "nosync_allreduced", "skipped")
-        mine = {"rows": instrument.rows, "rank": {
-            "rank": self.rank, "pid": os.getpid(), "threads": int(self.spec.threads_per_rank),
-            # read at the end of the measured steps, before ddpbench's copy of the model and optimizer state
-            **(instrument.memory or instrument.read_memory()),
-            "checksum": param_checksum(module.named_parameters()), **stats,
-            "bytes_sent_per_step": sent, "bytes_recv_per_step": sent, "traffic_source": "computed: ring all-reduce",
-            "optimizer_state_mb": nbytes / 1e6, "bucket_comm_ms": instrument.bucket_comm_ms(),
-            "affinity": instrument.affinity, "involuntary_switches_per_step": instrument.switches_per_step,
-            **not_measured("a script job's energy is not read yet (docs/cost-and-energy.md)"),
-            "unseen": instrument.unseen, "samples": instrument.step_samples, "late_comm": instrument.late_comm,
-            "nosync_allreduced": instrument.nosync_allreduced, "skipped": instrument.skipped}}
+        own = {**stats, "bytes_sent_per_step": sent, "bytes_recv_per_step": sent,
+               "traffic_source": "computed: ring all-reduce", "optimizer_state_mb": nbytes / 1e6,
+               "bucket_comm_ms": instrument.bucket_comm_ms()}
+        # memory taken at the end of the measured steps, before ddpbench's copy of the model and optimizer
+        # state; here, before the checksum, where no measured step ran
+        instrument.meters.take(missing=True)
+        mine = {"rows": instrument.rows,
+                "rank": rank_record(self.rank, self.spec.threads_per_rank, param_checksum(module.named_parameters()),
+                                    instrument.meters, own),
+                # the script's account, summed at rank 0 (result["script"]), not stored per rank
+                "script": {"unseen": instrument.unseen, "samples": instrument.step_samples,
+                           "late_comm": instrument.late_comm, "nosync_allreduced": instrument.nosync_allreduced,
+                           "skipped": instrument.skipped}}
         figures = {"params": count_params(module), "grad_bytes": sizes, "tensors": count_tensors(module),
                    "tensor_bytes": list(tensor_bytes(module))}
         gathered = [None] * self.world_size if self.rank == 0 else None
@@ -196,10 +197,10 @@ class ScriptRank(Tracked):
         if self.rank != 0:
             return None
         check_replicas({g["rank"]["rank"]: g["rank"]["checksum"] for g in gathered})
-        ranks = [{k: v for k, v in g["rank"].items() if k not in private} for g in gathered]
+        ranks = [g["rank"] for g in gathered]
         unseen: dict[str, int] = {}
         for g in gathered:
-            for why, count in g["rank"]["unseen"].items():
+            for why, count in g["script"]["unseen"].items():
                 unseen[why] = unseen.get(why, 0) + count
         result = training_result(
             self.spec.to_dict(), self.repeat, params=figures["params"], grad_bytes=sizes,
@@ -213,14 +214,14 @@ class ScriptRank(Tracked):
         result["script"] = {
             "ended": ended, "ddp": instrument.ddp_settings, "ddp_overridden": instrument.ddp_overridden,
             "unseen": unseen,
-            "samples_per_step": sorted({n for g in gathered for n in g["rank"]["samples"]}),
+            "samples_per_step": sorted({n for g in gathered for n in g["script"]["samples"]}),
             "destroy_deferred": self.shapes.destroy_deferred, "shapes": self.shapes.summary(),
             # checked only where a Python hook reduces the buckets (DDP's own all-reduce is not wrapped)
-            "late_comm_steps": sum(g["rank"]["late_comm"] for g in gathered) if instrument.comm == "python" else None,
+            "late_comm_steps": sum(g["script"]["late_comm"] for g in gathered) if instrument.comm == "python" else None,
             "no_sync": "DDP's require_backward_grad_sync held off (what DDP.no_sync() sets; the script's own setting "
                        "of it is honoured in the other steps), model and optimizer restored after",
-            "nosync_allreduced": sum(g["rank"]["nosync_allreduced"] for g in gathered),
-            "skipped_steps": [row for g in gathered for row in g["rank"]["skipped"]],
+            "nosync_allreduced": sum(g["script"]["nosync_allreduced"] for g in gathered),
+            "skipped_steps": [row for g in gathered for row in g["script"]["skipped"]],
             "optimizers": [type(o).__name__ for o in instrument.optimizers or instrument.stepped],
             "comm": instrument.comm,
         }

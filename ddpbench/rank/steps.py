@@ -174,7 +174,8 @@ class StepEnds:
                                 f"step ({type(other).__name__} and {type(optimizer).__name__}); ddpbench counts a step "
                                 "as each optimizer of the model stepped once, over parameters of its own")
         if self.learned:
-            raise BadScript(f"the script stepped an optimizer of its DDP model's parameters ({type(optimizer).__name__}) "
+            raise BadScript("the script stepped an optimizer of its DDP model's parameters "
+                            f"({type(optimizer).__name__}) "
                             "that its first step did not; ddpbench counts a step as the optimizers of the first step "
                             f"({', '.join(type(o).__name__ for o in self.optimizers)}) each stepped once")
 
@@ -205,7 +206,8 @@ class StepEnds:
             seen = self._why is None
             if phase == "phases" and seen:
                 ready = row.get("ready_ms", math.nan)
-            known = [row.get("data_ms", 0.0), *(row.get(p, 0.0) if seen else None for p in ("forward_ms", "backward_ms")),
+            known = [row.get("data_ms", 0.0),
+                     *(row.get(p, 0.0) if seen else None for p in ("forward_ms", "backward_ms")),
                      0.0 if seen else None, row.get("optimizer_ms") if seen else None]
             if not seen:
                 self.unseen[self._why] = self.unseen.get(self._why, 0) + 1

@@ -33,9 +33,9 @@ from pathlib import Path
 
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank import affinity, protocol
-from ddpbench.rank.devices import own_memory_mb, peak_rss_mb
-from ddpbench.rank.energy import EnergyWindow, Meter, NoCounter, rapl_meter
+from ddpbench.rank.energy import Meter, NoCounter, rapl_meter
 from ddpbench.rank.protocol import Job, Tracked
+from ddpbench.rank.record import Meters, Side, rank_record
 from ddpbench.rank.train import check_replicas
 from ddpbench.results.schema import TIMED_PHASES, training_result
 
@@ -52,8 +52,8 @@ class TensorFlowRank(Tracked):
         self.multiworker = self.spec.strategy == "tf-multiworker"
         self.timeline = {"process_start": protocol.PROCESS_START}
         self.store = None
-        self.affinity: list[int] | None = None  # read as the measured steps start
-        self.switches_per_step: float | None = None
+        #: what the rank records (:mod:`ddpbench.rank.record`): no GPU memory, TensorFlow's GPUs are not torch's
+        self.meters: Meters | None = None
 
     def mark(self, event: str) -> None:
         self.timeline[event] = time.time()
@@ -127,7 +127,8 @@ class TensorFlowRank(Tracked):
             self.model = keras_model(spec.model, spec.model_size)
             optimizer = (tf.keras.optimizers.Adam(learning_rate=1e-3) if spec.optimizer == "adam"
                          else tf.keras.optimizers.SGD(learning_rate=0.01, momentum=0.9))
-            self.model.compile(optimizer=optimizer, loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+            self.model.compile(optimizer=optimizer,
+                               loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         self.params = int(self.model.count_params())
         if self.params != self.torch_params:
             raise RuntimeError(f"the Keras twin of {spec.model_label} has {self.params} parameters, the PyTorch "
@@ -147,13 +148,11 @@ class TensorFlowRank(Tracked):
 
         spec, rows = self.spec, []
         named = [("warmup", step) for step in range(spec.warmup_steps)] + [("measure", s) for s in range(spec.steps)]
-        rank, at, switches = self.rank, self.at, []
-        energy = EnergyWindow(self.meter)
+        rank, at = self.rank, self.at
+        meters = self.meters = Meters(Side(energy=self.meter))
 
-        def measured_start() -> None:  # where the rank runs its measured steps, and its switches so far
-            self.affinity = affinity.affinity()
-            switches.append(affinity.involuntary_switches())
-            energy.start()
+        def measured_start() -> None:  # where the rank runs its measured steps, its switches so far, its energy
+            meters.start()
 
         class Timer(tf.keras.callbacks.Callback):
             def on_train_begin(self, logs=None):
@@ -173,9 +172,7 @@ class TensorFlowRank(Tracked):
 
         self.at("train")
         self.model.fit(self.dataset, epochs=1, steps_per_epoch=len(named), verbose=0, callbacks=[Timer()])
-        self.energy = energy.stop(spec.steps, spec.steps * spec.global_batch)  # the measured steps and fit's end
-        self.switches_per_step = affinity.per_step(switches[0] if switches else None, affinity.involuntary_switches(),
-                                                   spec.steps)
+        meters.stop(spec.steps, spec.steps * spec.global_batch)  # the measured steps and fit's end
         self.mark("measure_done")
         return rows
 
@@ -210,11 +207,10 @@ class TensorFlowRank(Tracked):
         rows = self.train()
         self.at("gather")
         replicas = self.checksums()
-        mine = {"rows": rows, "rank": {"rank": self.rank, "pid": os.getpid(), "threads": int(self.spec.threads_per_rank),
-                                       "peak_rss_mb": peak_rss_mb(), **own_memory_mb(), "checksum": replicas[0],
-                                       "dp_replicas": len(replicas), "framework_version": f"tensorflow {self.tf_version}",
-                                       "reduction": self.reduction, "affinity": self.affinity,
-                                       "involuntary_switches_per_step": self.switches_per_step, **self.energy},
+        # its memory read here, after the replicas' hashes, as its training and the check left it
+        own = {"dp_replicas": len(replicas), "framework_version": f"tensorflow {self.tf_version}",
+               "reduction": self.reduction}
+        mine = {"rows": rows, "rank": rank_record(self.rank, self.spec.threads_per_rank, replicas[0], self.meters, own),
                 "replicas": replicas}
         gathered = self._gather(mine)
         if gathered is None:
@@ -227,7 +223,8 @@ class TensorFlowRank(Tracked):
                                timeline=self.timeline,
                                check={"max_abs_diff": None, "exact": None, "check_steps_run": 0,
                                       "skipped": "TensorFlow: every replica's variables were compared instead"},
-                               compute={"workload": self.spec.model_label, "tensors": len(self.model.trainable_variables)})
+                               compute={"workload": self.spec.model_label,
+                                        "tensors": len(self.model.trainable_variables)})
 
     def _gather(self, mine: dict) -> list[dict] | None:
         """Every worker's part at rank 0 (None elsewhere), through the store; one process: its own."""

@@ -19,8 +19,10 @@ of the step was accumulated (``ready_ms``: a post-accumulate-grad hook on every 
 :func:`~ddpbench.rank.timing.ready_hooks`), before DDP's end-of-backward wait for the all-reduce; the untimed steps (the
 checks, a compile step, the regression tasks) and the traced ones run without those hooks.
 
-The job's ``cpu_affinity`` is applied before torch starts its threads, and each rank records the CPUs
-it may run on and its involuntary context switches per measured step (:mod:`ddpbench.rank.affinity`).
+The job's ``cpu_affinity`` is applied before torch starts its threads (:mod:`ddpbench.rank.affinity`).
+Each rank's meters (:mod:`ddpbench.rank.record`: the CPUs it may run on, its context switches, its
+memory, energy and strategy's figures) start with the measured steps and stop as they end; its record
+is built from them.
 
 Rank 0 hands back :func:`ddpbench.results.schema.training_result`.
 """
@@ -39,10 +41,11 @@ from pathlib import Path
 
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank import affinity, protocol
-from ddpbench.rank.devices import gpu_memory, own_memory_mb, peak_rss_mb, synchronize, take_rank_device
-from ddpbench.rank.energy import EnergyWindow, meter_for
+from ddpbench.rank.devices import synchronize, take_rank_device
+from ddpbench.rank.energy import meter_for
 from ddpbench.rank.precision import CompileWatch, Precision, compile_module, use_compile_cache
 from ddpbench.rank.protocol import Job, Tracked, join_process_group, leave_process_group
+from ddpbench.rank.record import Meters, Side, rank_record
 from ddpbench.rank.recovery import Recovery
 from ddpbench.rank.timing import StepTimer, clock_for, ready_hooks
 from ddpbench.results.schema import TIMED_PHASES, training_result
@@ -292,32 +295,28 @@ class TrainingRank(Tracked):
         if self.compiling is not None:  # compiled on the first call: one untimed step, never a measured one
             self.compiling.time(lambda: self.run_steps(replica, "compile", 1, record=False))
             self.mark("compiled")
-        self.affinity = affinity.affinity()  # where the measured steps run
-        energy = EnergyWindow(lambda: meter_for(strategy.devices()))
+        # what the rank records of its measured steps, as they start and end (its energy counter made now)
+        self.meters = Meters(Side(gpus=strategy.devices, energy=lambda: meter_for(strategy.devices()),
+                                  strategy=self.strategy_figures, gemm=lambda: self.gemm,
+                                  trace_error=lambda: self.trace_error))
         if strategy.owns_loop:  # warmup and measured steps in the framework's one run, as a user's
-            switches = affinity.involuntary_switches()
-            energy.start()
+            self.meters.start()
             self.run_loop(replica, (("warmup", spec.warmup_steps), ("measure", spec.steps)))
             measured = spec.warmup_steps + spec.steps  # its warmup is not apart: counted with the measured steps
         else:
             if first == 0:
                 self.run_steps(replica, "warmup", spec.warmup_steps)
-            switches = affinity.involuntary_switches()
-            energy.start()
+            self.meters.start()
             self.run_steps(replica, "measure", spec.steps, first=first, recovery=recovery)
             measured = spec.steps - first
         synchronize(strategy.devices())
-        self.energy = energy.stop(measured, measured * spec.global_batch)  # over the timed steps only
-        self.switches_per_step = affinity.per_step(switches, affinity.involuntary_switches(), measured)
-        # memory as training left it, the same point for every strategy: before the no-sync phase's
-        # snapshot (a copy of model and optimizer state, taken only by strategies with no_sync) and
-        # before the checks build replicas of their own
-        self.memory = {"peak_rss_mb": peak_rss_mb(), **own_memory_mb(), **gpu_memory(strategy.devices())}
+        self.meters.stop(measured, measured * spec.global_batch)  # energy over the timed steps only
+        # memory and the strategy's figures as training left it, the same point for every strategy: before
+        # the no-sync phase's snapshot (a copy of model and optimizer state, taken only by strategies with
+        # no_sync) and before the checks build replicas of their own
+        self.meters.take()
         if recovery is not None:
             self.trained = {name: p.detach().clone() for name, p in replica.module.named_parameters()}
-        self.strategy_stats = {**strategy.stats(), **strategy.traffic(self.grad_bytes),
-                               "optimizer_state_mb": strategy.optimizer_state_mb(replica.optimizer),
-                               **self.precision_figures()}
         if strategy.supports_no_sync:
             snap = strategy.snapshot(replica.optimizer)
             with strategy.no_sync():
@@ -327,6 +326,13 @@ class TrainingRank(Tracked):
             self.record_trace()
         strategy.finish_training()
         self.mark("measure_done")
+
+    def strategy_figures(self) -> dict:
+        """The strategy's own figures as training left it: its statistics, its traffic, the optimizer
+        state this rank holds, and what the precision and the compilation did."""
+        strategy = self.replica.strategy
+        return {**strategy.stats(), **strategy.traffic(self.grad_bytes),
+                "optimizer_state_mb": strategy.optimizer_state_mb(self.replica.optimizer), **self.precision_figures()}
 
     def precision_figures(self) -> dict:
         """What the compute precision and the compilation did in this rank, read after the measured
@@ -437,19 +443,8 @@ class TrainingRank(Tracked):
         mine = {
             "rows": self.rows,
             "trace": self.trace_events,
-            "rank": {
-                "rank": self.rank,
-                "pid": os.getpid(),
-                "threads": int(self.spec.threads_per_rank),
-                **self.memory,
-                "checksum": param_checksum(self.replica.strategy.full_parameters()),
-                "gemm_peak_flops": self.gemm["peak_flops"],
-                "trace_error": self.trace_error,
-                "affinity": self.affinity,
-                "involuntary_switches_per_step": self.switches_per_step,
-                **self.energy,
-                **self.strategy_stats,
-            },
+            "rank": rank_record(self.rank, self.spec.threads_per_rank,
+                                param_checksum(self.replica.strategy.full_parameters()), self.meters),
         }
         gathered = [None] * self.world_size if self.rank == 0 else None
         dist.gather_object(mine, gathered, dst=0)
