@@ -50,6 +50,7 @@ import re
 import numpy as np
 
 from ddpbench.audit import parse
+from ddpbench.audit.budget import COMM, CONTENTION, DATA, OVERHEAD, RESIDUAL, STRAGGLER, SYNC_COMPUTE
 from ddpbench.audit.directions import check_directions
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
 from ddpbench.audit.pool import Entry, build, label_pattern
@@ -140,7 +141,7 @@ def about(fig: Figures, claim: Claim) -> list:
 #: the words around a number that say which kind of figure of its unit it is (pool.Entry.family)
 FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"), (r"^ ?% of (?:each |the |a |its )?step", "share"),
                       (r"^ ?% of (?:the |its |what was )?(?:loss|lost)", "loss"),
-                      (r"^ ?% (?:faster|slower) than the other ranks", "straggler"),
+                      (r"^ ?% (?:faster|slower) than the other ranks", STRAGGLER),
                       (r"^ ?% (?:faster|slower|more|less|cheaper|dearer)\b", "change")],
                 "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"),
                       (r"^x (?:\S+ )?step time", "step")],
@@ -151,11 +152,11 @@ FAMILY_BEFORE = {"%": [(r"launch-to-launch spread (?:of )?$", "spread"), (r"effi
                        # the verdict's lost-time line: "compute slowed by sharing 4.2 ms (9 %": of the loss
                        (r"(?:sharing|beside it|communication|grew|rank|framework) [-+]?\d+(?:\.\d+)? ms \($", "loss")],
                 # the loss budget's lines, named by the words only they use (pool.budget_figures)
-                "ms": [(r"(?:slowed by sharing|compute ran) $", "contention"),
-                       (r"(?:beside it|slowed it by another) $", "sync_compute"), (r"budget counts $", "comm"),
-                       (r"data wait that grew $", "data"),
-                       (r"(?:waiting for the slowest rank|the ranks waited) $", "straggler"),
-                       (r"optimizer and framework $", "overhead"), (r"residual $", "residual")]}
+                "ms": [(r"(?:slowed by sharing|compute ran) $", CONTENTION),
+                       (r"(?:beside it|slowed it by another) $", SYNC_COMPUTE), (r"budget counts $", COMM),
+                       (r"data wait that grew $", DATA),
+                       (r"(?:waiting for the slowest rank|the ranks waited) $", STRAGGLER),
+                       (r"optimizer and framework $", OVERHEAD), (r"residual $", RESIDUAL)]}
 
 
 def family(text: str, q) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ddpbench.audit.budget import LINES, RESIDUAL, STRAGGLER
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
 
 MS = ("step_ms", "step_ms_pooled", "nosync_backward_ms", "backward_compute_ms", "median_ms", "iqr_ms", "nosync_ms",
@@ -59,8 +60,8 @@ def _merge(pool: dict, part: dict) -> None:
         pool.setdefault(unit, []).extend(entries)
 
 
-#: the loss budget's lines (:mod:`.budget`), as the audit's jobs name them
-BUDGET = ("loss", "contention", "sync_compute", "comm", "data", "straggler", "overhead", "residual")
+#: the loss and the loss budget's lines (:mod:`.budget`), as the audit's jobs name them
+BUDGET = ("loss", *LINES, RESIDUAL)
 
 
 def budget_figures(r: dict, key, pool: dict) -> None:
@@ -82,7 +83,7 @@ def budget_figures(r: dict, key, pool: dict) -> None:
     for name in ("late_ms", "wait_ms", "excess_data_ms", "excess_forward_ms", "excess_rest"):
         _add(pool, "ms", r.get(f"barrier_{name}", math.nan), f"barrier {name} of {key}")
     # without a budget, what each step waited at the barrier stands for the wait for the slowest rank
-    _add(pool, "ms", r.get("barrier_wait_ms", math.nan), f"the barrier's wait of {key}", family="straggler")
+    _add(pool, "ms", r.get("barrier_wait_ms", math.nan), f"the barrier's wait of {key}", family=STRAGGLER)
 
 
 def job_figures(fig: Figures, key, pool: dict) -> None:
@@ -93,7 +94,7 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
         _add(pool, "ms", r.get(c), f"{c} of {key}", r.get(low, math.nan), r.get(high, math.nan))
     _add(pool, "%", r.get("largest_bucket_pct"), f"largest bucket of {key} in % of its gradients")
     for c in PCT:
-        family = {"noise_pct": "noise", "straggler_pct": "straggler"}.get(c, "share")
+        family = {"noise_pct": "noise", "straggler_pct": STRAGGLER}.get(c, "share")
         _add(pool, "%", r.get(c), f"{c} of {key}", family=family)
     if r.get("step_ms_pooled", 0) > 0:  # the exposed share's interval is over the pooled mean step
         _add(pool, "%", 100 * r.get("exposed_ms") / r["step_ms_pooled"], f"exposed share of {key}",
