@@ -42,7 +42,7 @@ def _add(pool: dict, unit: str, value, name: str, low=math.nan, high=math.nan, f
         value = float(value)
     except (TypeError, ValueError):
         return
-    if value == value and math.isfinite(value):
+    if math.isfinite(value):
         pool.setdefault(unit, []).append(Entry(value, name, float(low), float(high), family))
 
 
@@ -71,9 +71,9 @@ def budget_figures(r: dict, key, pool: dict) -> None:
         value = r.get(f"budget_{line}", math.nan)
         _add(pool, "ms", value, f"{line} line of {key}'s loss budget", r.get(f"budget_{line}_low", math.nan),
              r.get(f"budget_{line}_high", math.nan), family=line)
-        if loss == loss and loss > 0 and line != "loss":
+        if not math.isnan(loss) and loss > 0 and line != "loss":
             _add(pool, "%", 100 * value / loss, f"{line} line of {key} in % of its loss", family="loss")
-    if loss == loss:
+    if not math.isnan(loss):
         _add(pool, "ms", r.get("step_ms", math.nan) - loss, f"the baseline {key}'s loss is over")
     # the barrier: the rank most often last to have its gradients ready
     _add(pool, "%", 100 * r.get("barrier_share", math.nan), f"share of {key}'s steps its last-ready rank was last",
