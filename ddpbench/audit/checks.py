@@ -183,7 +183,7 @@ def with_estimates(fig: Figures, claim: Claim, keys, pool: dict) -> dict:
     the records, so it is held to its own sentence -- its share of the step (and of the exposed
     communication) and what it leaves of the exposed communication must follow from it -- and the
     fix's own settings (``bucket_cap_mb = 1``: 1 MB)."""
-    estimates = [(float(v), 0.5 * 10 ** -parse._digits(v)) for v in ESTIMATE.findall(claim.text)]
+    estimates = [(float(v), 0.5 * 10 ** -parse.digits(v)) for v in ESTIMATE.findall(claim.text)]
     fixed = [v for k, v in (claim.fix_fields or {}).items() if k == "bucket_cap_mb"]
     if not estimates and not fixed:
         return pool
@@ -242,7 +242,7 @@ def check_arithmetic(fig: Figures, claim: Claim) -> list[Problem]:
     found += [(m.group(2), m.group(3), m.group(1)) for m in SHARE_BEFORE.finditer(claim.text)]
     for m in SPREAD.finditer(claim.text):
         a, b, c = float(m.group(1)), float(m.group(2)), float(m.group(3))
-        da, db, dc = (0.5 * 10 ** -parse._digits(m.group(g)) for g in (1, 2, 3))
+        da, db, dc = (0.5 * 10 ** -parse.digits(m.group(g)) for g in (1, 2, 3))
         if a > 0 and not (100 * ((b - db) / (a + da) - 1) - dc - 1e-9 <= c <= 100 * ((b + db) / max(a - da, 1e-9) - 1)
                           + dc + 1e-9):
             out.append(Problem("arithmetic", claim.job, claim.text,
@@ -250,13 +250,13 @@ def check_arithmetic(fig: Figures, claim: Claim) -> list[Problem]:
                                f"not {m.group(3)} %"))
     for m in RATIO.finditer(claim.text):
         x, a, b = float(m.group(1)), float(m.group(2)), float(m.group(3))
-        dx, da, db = (0.5 * 10 ** -parse._digits(m.group(g)) for g in (1, 2, 3))
+        dx, da, db = (0.5 * 10 ** -parse.digits(m.group(g)) for g in (1, 2, 3))
         if b > 0 and not ((a - da) / (b + db) - dx - 1e-9 <= x <= (a + da) / max(b - db, 1e-9) + dx + 1e-9):
             out.append(Problem("arithmetic", claim.job, claim.text,
                                f"{m.group(2)} vs {m.group(3)} ms is {a / b:.2f}x, not {m.group(1)}x"))
     for part, whole, share in found:
         a, b, c = float(part), float(whole), float(share)
-        da, db, dc = (0.5 * 10 ** -parse._digits(x) for x in (part, whole, share))
+        da, db, dc = (0.5 * 10 ** -parse.digits(x) for x in (part, whole, share))
         if claim.job in fig.jobs.index:
             r = fig.rec(claim.job)
             if not any(abs(r.get(c_, math.nan) - b) <= db + 1e-9 for c_ in ("step_ms", "step_ms_pooled")):

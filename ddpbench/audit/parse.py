@@ -83,7 +83,8 @@ def masked(text: str, labels=()) -> str:
     return _MASK.sub(lambda m: " " * len(m.group()), text)
 
 
-def _digits(s: str) -> int:
+def digits(s: str) -> int:
+    """How many digits a number written as ``s`` has after its point: its precision."""
     return len(s.split(".")[1]) if "." in s else 0
 
 
@@ -95,7 +96,7 @@ def numbers(text: str, labels=(), currency: str | None = None) -> list[Quoted]:
     def add(m, group: int, unit: str):
         s = m.group(group)
         if s is not None and m.start(group) not in found:
-            found[m.start(group)] = Quoted(float(s), unit, _digits(s), m.start(group), m.end(group), s)
+            found[m.start(group)] = Quoted(float(s), unit, digits(s), m.start(group), m.end(group), s)
 
     if currency:  # "0.213 USD", and "0.19 to 0.24 USD": the first of them in the second's unit
         money = re.escape(currency)
@@ -110,7 +111,7 @@ def numbers(text: str, labels=(), currency: str | None = None) -> list[Quoted]:
     for m in _LIST.finditer(plain):
         for n in re.finditer(NUMBER, m.group(1)):
             s = n.group()
-            found[m.start(1) + n.start()] = Quoted(float(s), "MB", _digits(s), m.start(1) + n.start(),
+            found[m.start(1) + n.start()] = Quoted(float(s), "MB", digits(s), m.start(1) + n.start(),
                                                    m.start(1) + n.end(), s)
     if "serial fraction" in text:  # before the bare intervals, which take the unit of the figure before them
         for m in _SERIAL.finditer(plain):
