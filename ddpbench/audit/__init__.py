@@ -13,8 +13,6 @@ and basis a finding carries.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ddpbench.audit.checks import Claim, Problem, check
 from ddpbench.audit.figures import Figures, derive
 

@@ -27,8 +27,13 @@ import math
 import numpy as np
 import pandas as pd
 
-LINES = ("contention", "sync_compute", "comm", "data", "straggler", "overhead")
-
+#: the loss budget's lines by the short names the analysis gives them (``ddpbench.analysis.core.budget_lines``,
+#: which the audit does not import: tests/unit/audit/test_audit_budget.py holds the two equal), in its order;
+#: the audit's one list of them (its sentences' families and figures name them through these)
+CONTENTION, SYNC_COMPUTE, COMM, DATA, STRAGGLER, OVERHEAD, RESIDUAL = (
+    "contention", "sync_compute", "comm", "data", "straggler", "overhead", "residual")
+#: the lines derived from the records (the residual is what is left of the loss)
+LINES = (CONTENTION, SYNC_COMPUTE, COMM, DATA, STRAGGLER, OVERHEAD)
 
 #: a rank is the one waited for when it is the last in this share of steps, by this share of the step
 LAST_SHARE, LATE_SHARE = 0.75, 0.10
@@ -89,9 +94,9 @@ def _per_launch(mine: pd.DataFrame, rank) -> pd.DataFrame | None:
 
 def _lines(launch: pd.DataFrame) -> pd.DataFrame:
     sync = launch["sync"]
-    return pd.DataFrame({"loss": launch["step"], "contention": launch["fb"], "data": launch["data"],
-                         "overhead": launch["ov"], "straggler": launch["straggler"], "sync_compute": sync,
-                         "comm": launch["step"] - launch["ref"] - sync.fillna(0)})
+    return pd.DataFrame({"loss": launch["step"], CONTENTION: launch["fb"], DATA: launch["data"],
+                         OVERHEAD: launch["ov"], STRAGGLER: launch["straggler"], SYNC_COMPUTE: sync,
+                         COMM: launch["step"] - launch["ref"] - sync.fillna(0)})
 
 
 def _interval(a, b) -> tuple[float, float]:
@@ -132,13 +137,13 @@ def derive_budgets(figures, by_key_steps: dict) -> dict:
         budget = {}
         for line in ("loss", *LINES):
             a, b = mine[line].to_numpy(float), theirs[line].to_numpy(float)
-            if line == "sync_compute" and (np.isnan(a).all() or np.isnan(b).all()):
+            if line == SYNC_COMPUTE and (np.isnan(a).all() or np.isnan(b).all()):
                 budget[line] = (math.nan, math.nan, math.nan)
                 continue
             low, high = _interval(a, b)
             budget[line] = (float(np.nanmean(a) - np.nanmean(b)), low, high)
-        budget["residual"] = (budget["loss"][0] - sum(budget[k][0] for k in LINES if budget[k][0] == budget[k][0]),
-                              math.nan, math.nan)
+        measured = [budget[k][0] for k in LINES if not math.isnan(budget[k][0])]
+        budget[RESIDUAL] = (budget["loss"][0] - sum(measured), math.nan, math.nan)
         out[key] = budget
     return out
 

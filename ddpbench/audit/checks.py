@@ -18,9 +18,10 @@
   baselines' mean step over the job's, :func:`~.figures.ratio_interval`), a step ratio, change or
   gain between two jobs or two sets of pooled jobs (the same, and its paired variant where the two
   ran in the same rounds: either passes), and the exposed communication time and share
-  (:func:`~.figures.mean_difference_interval`, a plain t over the per-launch differences). Every interval the diagnosis and the verdict quote is one
-  of these, so none is held to mere containment any more; an interval whose point is no figure
-  with a re-derived interval is held only to holding its point.
+  (:func:`~.figures.mean_difference_interval`, a plain t over the per-launch differences). Every
+  interval the diagnosis and the verdict quote is one of these, so none is held to mere containment
+  any more; an interval whose point is no figure with a re-derived interval is held only to holding
+  its point.
 * **direction** (:mod:`.directions`) -- "N % faster/slower than", "faster/slower: Nx the
   throughput", "slower than ...: +N %", "computes N % slower than the other ranks", "rises/falls
   from A to B", each against the figures.
@@ -50,6 +51,7 @@ import re
 import numpy as np
 
 from ddpbench.audit import parse
+from ddpbench.audit.budget import COMM, CONTENTION, DATA, OVERHEAD, RESIDUAL, STRAGGLER, SYNC_COMPUTE
 from ddpbench.audit.directions import check_directions
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
 from ddpbench.audit.pool import Entry, build, label_pattern
@@ -67,7 +69,7 @@ def unmatched(fig: Figures, text: str) -> str:
     """What ``text`` names that no stored ok job is (a model label with a per-rank batch or a bucket
     cap no job of that model ran); "" when every name is a stored job's."""
     ok = fig.ok()
-    labels = [l for l in ok["label"].unique() if label_pattern(l).search(text)]
+    labels = [name for name in ok["label"].unique() if label_pattern(name).search(text)]
     batch = re.search(r"batch (\d+)/rank", text)
     for label in labels:
         mine = ok[ok["label"] == label]
@@ -86,14 +88,15 @@ def named_jobs(fig: Figures, text: str) -> list:
     """The ok jobs ``text`` names, by model label, batch, link, strategy and world size (with the
     world-size-1 baselines of the named world sizes); every ok job where it names none."""
     ok = fig.ok()
-    labels = [l for l in ok["label"].unique() if label_pattern(l).search(text)]
-    labels = [l for l in labels if not any(l != o and l in o for o in labels)]
+    labels = [name for name in ok["label"].unique() if label_pattern(name).search(text)]
+    labels = [name for name in labels if not any(name != o and name in o for o in labels)]
     if labels:
         ok = ok[ok["label"].isin(labels)]
     m = re.search(r"batch (\d+)/rank", text)
     if m and (ok["per_rank_batch"] == int(m.group(1))).any():
         ok = ok[ok["per_rank_batch"] == int(m.group(1))]
-    links = [l for l in ok["link"].dropna().unique() if l and re.search(rf"\b{re.escape(str(l))}\b", text)]
+    links = [link for link in ok["link"].dropna().unique()
+             if link and re.search(rf"\b{re.escape(str(link))}\b", text)]
     if links:
         ok = ok[ok["link"].isin(links) | (ok["world_size"] == 1)]
     said = re.search(r"(?:^|for |of )([\w-]+)(?: \((\w+) hook\))? with ", text)
@@ -140,7 +143,7 @@ def about(fig: Figures, claim: Claim) -> list:
 #: the words around a number that say which kind of figure of its unit it is (pool.Entry.family)
 FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"), (r"^ ?% of (?:each |the |a |its )?step", "share"),
                       (r"^ ?% of (?:the |its |what was )?(?:loss|lost)", "loss"),
-                      (r"^ ?% (?:faster|slower) than the other ranks", "straggler"),
+                      (r"^ ?% (?:faster|slower) than the other ranks", STRAGGLER),
                       (r"^ ?% (?:faster|slower|more|less|cheaper|dearer)\b", "change")],
                 "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"),
                       (r"^x (?:\S+ )?step time", "step")],
@@ -151,11 +154,11 @@ FAMILY_BEFORE = {"%": [(r"launch-to-launch spread (?:of )?$", "spread"), (r"effi
                        # the verdict's lost-time line: "compute slowed by sharing 4.2 ms (9 %": of the loss
                        (r"(?:sharing|beside it|communication|grew|rank|framework) [-+]?\d+(?:\.\d+)? ms \($", "loss")],
                 # the loss budget's lines, named by the words only they use (pool.budget_figures)
-                "ms": [(r"(?:slowed by sharing|compute ran) $", "contention"),
-                       (r"(?:beside it|slowed it by another) $", "sync_compute"), (r"budget counts $", "comm"),
-                       (r"data wait that grew $", "data"),
-                       (r"(?:waiting for the slowest rank|the ranks waited) $", "straggler"),
-                       (r"optimizer and framework $", "overhead"), (r"residual $", "residual")]}
+                "ms": [(r"(?:slowed by sharing|compute ran) $", CONTENTION),
+                       (r"(?:beside it|slowed it by another) $", SYNC_COMPUTE), (r"budget counts $", COMM),
+                       (r"data wait that grew $", DATA),
+                       (r"(?:waiting for the slowest rank|the ranks waited) $", STRAGGLER),
+                       (r"optimizer and framework $", OVERHEAD), (r"residual $", RESIDUAL)]}
 
 
 def family(text: str, q) -> str:
@@ -180,7 +183,7 @@ def with_estimates(fig: Figures, claim: Claim, keys, pool: dict) -> dict:
     the records, so it is held to its own sentence -- its share of the step (and of the exposed
     communication) and what it leaves of the exposed communication must follow from it -- and the
     fix's own settings (``bucket_cap_mb = 1``: 1 MB)."""
-    estimates = [(float(v), 0.5 * 10 ** -parse._digits(v)) for v in ESTIMATE.findall(claim.text)]
+    estimates = [(float(v), 0.5 * 10 ** -parse.digits(v)) for v in ESTIMATE.findall(claim.text)]
     fixed = [v for k, v in (claim.fix_fields or {}).items() if k == "bucket_cap_mb"]
     if not estimates and not fixed:
         return pool
@@ -239,7 +242,7 @@ def check_arithmetic(fig: Figures, claim: Claim) -> list[Problem]:
     found += [(m.group(2), m.group(3), m.group(1)) for m in SHARE_BEFORE.finditer(claim.text)]
     for m in SPREAD.finditer(claim.text):
         a, b, c = float(m.group(1)), float(m.group(2)), float(m.group(3))
-        da, db, dc = (0.5 * 10 ** -parse._digits(m.group(g)) for g in (1, 2, 3))
+        da, db, dc = (0.5 * 10 ** -parse.digits(m.group(g)) for g in (1, 2, 3))
         if a > 0 and not (100 * ((b - db) / (a + da) - 1) - dc - 1e-9 <= c <= 100 * ((b + db) / max(a - da, 1e-9) - 1)
                           + dc + 1e-9):
             out.append(Problem("arithmetic", claim.job, claim.text,
@@ -247,13 +250,13 @@ def check_arithmetic(fig: Figures, claim: Claim) -> list[Problem]:
                                f"not {m.group(3)} %"))
     for m in RATIO.finditer(claim.text):
         x, a, b = float(m.group(1)), float(m.group(2)), float(m.group(3))
-        dx, da, db = (0.5 * 10 ** -parse._digits(m.group(g)) for g in (1, 2, 3))
+        dx, da, db = (0.5 * 10 ** -parse.digits(m.group(g)) for g in (1, 2, 3))
         if b > 0 and not ((a - da) / (b + db) - dx - 1e-9 <= x <= (a + da) / max(b - db, 1e-9) + dx + 1e-9):
             out.append(Problem("arithmetic", claim.job, claim.text,
                                f"{m.group(2)} vs {m.group(3)} ms is {a / b:.2f}x, not {m.group(1)}x"))
     for part, whole, share in found:
         a, b, c = float(part), float(whole), float(share)
-        da, db, dc = (0.5 * 10 ** -parse._digits(x) for x in (part, whole, share))
+        da, db, dc = (0.5 * 10 ** -parse.digits(x) for x in (part, whole, share))
         if claim.job in fig.jobs.index:
             r = fig.rec(claim.job)
             if not any(abs(r.get(c_, math.nan) - b) <= db + 1e-9 for c_ in ("step_ms", "step_ms_pooled")):
@@ -299,7 +302,7 @@ def check_intervals(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Prob
             out.append(Problem("interval", claim.job, claim.text,
                                f"{i.low.text} to {i.high.text} does not hold its point {i.point.text}"))
             continue
-        owners = [e for q in (i.held or (i.point,)) for e in pool.get(q.unit, []) if e.low == e.low
+        owners = [e for q in (i.held or (i.point,)) for e in pool.get(q.unit, []) if not math.isnan(e.low)
                   and any(abs(e.value - p) <= 0.5 * 10 ** -q.digits + 1e-9 for p in (q.value, -q.value)
                           if i.low.value - digit <= p <= i.high.value + digit)]
         # its ends must be the re-derived interval's at the precision quoted (half a last digit)
@@ -322,10 +325,10 @@ def run_twins(fig: Figures, key, fields: dict) -> list:
             alike = fig.twins(key, ("bucket_cap_mb", "world_size", "threads_per_rank", "backend", "emulate_nodes",
                                     "link", "link_delay_ms"))
             alike = alike[np.isclose(alike["bucket_cap_mb"].astype(float), float(value))]
-            layouts = {l for l in alike["layout"] if isinstance(l, tuple)}
+            layouts = {layout for layout in alike["layout"] if isinstance(layout, tuple)}
             if fig.jobs.at[key, "bucket_cap_mb"] == value and isinstance(fig.jobs.at[key, "layout"], tuple):
                 layouts.add(fig.jobs.at[key, "layout"])
-            twins = twins[twins["layout"].map(lambda l: l in layouts)]
+            twins = twins[twins["layout"].map(layouts.__contains__)]
         else:
             twins = twins[twins[name].astype(str) == str(value)]
     return list(twins.index)
@@ -360,7 +363,7 @@ def check_contradicted(fig: Figures, claim: Claim) -> list[Problem]:
         return []
     ratio = float(np.mean(theirs) / np.mean(mine))
     low, _ = ratio_interval(theirs, mine)
-    if (low > 1) if low == low else ratio > 1 + SINGLE_LAUNCH_MARGIN:
+    if (low > 1) if not math.isnan(low) else ratio > 1 + SINGLE_LAUNCH_MARGIN:
         return [Problem("contradicted", claim.job, claim.text, f"proposes {claim.fix_fields}, which the sweep "
                         f"measured {100 * (ratio - 1):.1f} % slower ({', '.join(ran)})")]
     return []
@@ -386,7 +389,7 @@ def job_named(fig: Figures, claim: Claim) -> list[Problem]:
     """A sentence about one job names that job: its model label (where it names a stored one), its
     strategy (where it names one of the folder's), its world size (where it names one)."""
     r, text, out = fig.rec(claim.job), claim.text, []
-    labels = [l for l in fig.jobs["label"].unique() if label_pattern(l).search(text)]
+    labels = [name for name in fig.jobs["label"].unique() if label_pattern(name).search(text)]
     if labels and not label_pattern(r["label"]).search(text):
         out.append(f"names {labels[0]}, but job {claim.job} trained {r['label']}")
     strategies = {str(s) for s in fig.jobs["strategy"].unique()}

@@ -387,7 +387,8 @@ def _add_speedup(figures: Figures) -> None:
         jobs.at[key, "baseline"] = tuple(bases)
         jobs.at[key, "serial_fraction"] = karp_flatt(s, p)
         if key not in bases:
-            # speedup = (G / mean(job)) / (g / mean(bases)): the ratio of the bases' pooled launches' mean over the job's
+            # speedup = (G / mean(job)) / (g / mean(bases)): the ratio of the bases' pooled launches' mean over
+            # the job's
             scale = jobs.at[key, "global_batch"] / jobs.at[bases[0], "global_batch"]
             low, high = ratio_interval([t for b in bases for t in figures.launch_ms[b]], figures.launch_ms[key])
             jobs.at[key, "speedup_low"], jobs.at[key, "speedup_high"] = scale * low, scale * high

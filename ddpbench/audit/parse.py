@@ -3,8 +3,8 @@ the jobs they name (by model label, per-rank batch, world size, link, strategy),
 the direction words and the measured/estimated words.
 
 Units: ``ms``, ``x`` (a ratio), ``%``, ``MB``, ``samples/s``, ``h`` (hours), ``money`` (a number
-followed by the folder's currency, where it stored a price: "0.213 USD"), ``e`` (a serial fraction: "from 0.94 to 1.31"),
-and counts: ``buckets`` ("4 bucket(s)"), ``times`` ("measured 4 times"), ``ws`` ("world size 2"),
+followed by the folder's currency, where it stored a price: "0.213 USD"), ``e`` (a serial fraction:
+"from 0.94 to 1.31"), and counts: ``buckets`` ("4 bucket(s)"), ``times`` ("measured 4 times"), ``ws`` ("world size 2"),
 ``launches`` ("with 3 launches").
 A number written "A of B ms" or "A to B ms" takes B's unit. Not figures, and so not parsed: the
 job's own label and settings ("batch 4/rank", "ws=2", "loader_workers = 7", "Rank 1"),
@@ -13,8 +13,8 @@ confidence levels ("95 % CI"), thresholds ("above 10 % of the median", "under 10
 a model's, not a measurement) or read off a fitted curve ("on the fitted all-reduce curve each
 message costs 0.93 ms"), what a power calculation says more launches would detect and the spread
 it assumes, a noise floor, and the ends of intervals said in words ("at least 14.7 ms by the lower
-end", "reaches 6.4 ms at most", "reaches down to 2.1 ms, under 10 % of the step"): what the diagnosis's statistics make of the launches, not figures
-of a job.
+end", "reaches 6.4 ms at most", "reaches down to 2.1 ms, under 10 % of the step"): what the diagnosis's
+statistics make of the launches, not figures of a job.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ NOT_FIGURES = [
     r"(?:a difference|difference) of \d+(?:\.\d+)? ?%(?: or more)?", r"the \d+(?:\.\d+)? ?% (?:line|it would take)",
     r"at least [-+]?\d+(?:\.\d+)? ?ms by the lower end", r"reaches down to [-+]?\d+(?:\.\d+)? ?ms(?=, under)",
     r"reaches [-+]?\d+(?:\.\d+)? ?ms at most, \d+ ?% of the",
-    r"named at >= \d+ % of the steps and >= \d+ % of the mean step", r"batch \d+/rank", r"batch(?:_size)? \d+", r"\b[\w.]+ ?= ?[\w.\"]+", r"\b[Rr]ank \d+(?![.\d])", r"\d+ ranks?\b",
+    r"named at >= \d+ % of the steps and >= \d+ % of the mean step", r"batch \d+/rank", r"batch(?:_size)? \d+",
+    r"\b[\w.]+ ?= ?[\w.\"]+", r"\b[Rr]ank \d+(?![.\d])", r"\d+ ranks?\b",
     r"\d+ nodes?\b", r"--[\w-]+ \S+", r"\(\w+=\d+(?:, \w+=\d+)*\)", r"\d+/\d+", r"\d+ thread\(s\)",
     r"repeats >= \d+", r"\d+ loader worker\(s\)", r"\d+ worker\(s\)", r"\b\d+gbit\b|\b\d+mbit\b",
     r"(?:loader workers|with) \d+(?=[:,)])", r"\d+: ", r"-> \d+: ", r"\d+ of (?:them|these)",
@@ -82,7 +83,8 @@ def masked(text: str, labels=()) -> str:
     return _MASK.sub(lambda m: " " * len(m.group()), text)
 
 
-def _digits(s: str) -> int:
+def digits(s: str) -> int:
+    """How many digits a number written as ``s`` has after its point: its precision."""
     return len(s.split(".")[1]) if "." in s else 0
 
 
@@ -94,7 +96,7 @@ def numbers(text: str, labels=(), currency: str | None = None) -> list[Quoted]:
     def add(m, group: int, unit: str):
         s = m.group(group)
         if s is not None and m.start(group) not in found:
-            found[m.start(group)] = Quoted(float(s), unit, _digits(s), m.start(group), m.end(group), s)
+            found[m.start(group)] = Quoted(float(s), unit, digits(s), m.start(group), m.end(group), s)
 
     if currency:  # "0.213 USD", and "0.19 to 0.24 USD": the first of them in the second's unit
         money = re.escape(currency)
@@ -109,7 +111,7 @@ def numbers(text: str, labels=(), currency: str | None = None) -> list[Quoted]:
     for m in _LIST.finditer(plain):
         for n in re.finditer(NUMBER, m.group(1)):
             s = n.group()
-            found[m.start(1) + n.start()] = Quoted(float(s), "MB", _digits(s), m.start(1) + n.start(),
+            found[m.start(1) + n.start()] = Quoted(float(s), "MB", digits(s), m.start(1) + n.start(),
                                                    m.start(1) + n.end(), s)
     if "serial fraction" in text:  # before the bare intervals, which take the unit of the figure before them
         for m in _SERIAL.finditer(plain):

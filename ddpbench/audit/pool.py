@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ddpbench.audit.budget import LINES, RESIDUAL, STRAGGLER
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
 
 MS = ("step_ms", "step_ms_pooled", "nosync_backward_ms", "backward_compute_ms", "median_ms", "iqr_ms", "nosync_ms",
@@ -41,7 +42,7 @@ def _add(pool: dict, unit: str, value, name: str, low=math.nan, high=math.nan, f
         value = float(value)
     except (TypeError, ValueError):
         return
-    if value == value and math.isfinite(value):
+    if math.isfinite(value):
         pool.setdefault(unit, []).append(Entry(value, name, float(low), float(high), family))
 
 
@@ -59,8 +60,8 @@ def _merge(pool: dict, part: dict) -> None:
         pool.setdefault(unit, []).extend(entries)
 
 
-#: the loss budget's lines (:mod:`.budget`), as the audit's jobs name them
-BUDGET = ("loss", "contention", "sync_compute", "comm", "data", "straggler", "overhead", "residual")
+#: the loss and the loss budget's lines (:mod:`.budget`), as the audit's jobs name them
+BUDGET = ("loss", *LINES, RESIDUAL)
 
 
 def budget_figures(r: dict, key, pool: dict) -> None:
@@ -70,9 +71,9 @@ def budget_figures(r: dict, key, pool: dict) -> None:
         value = r.get(f"budget_{line}", math.nan)
         _add(pool, "ms", value, f"{line} line of {key}'s loss budget", r.get(f"budget_{line}_low", math.nan),
              r.get(f"budget_{line}_high", math.nan), family=line)
-        if loss == loss and loss > 0 and line != "loss":
+        if not math.isnan(loss) and loss > 0 and line != "loss":
             _add(pool, "%", 100 * value / loss, f"{line} line of {key} in % of its loss", family="loss")
-    if loss == loss:
+    if not math.isnan(loss):
         _add(pool, "ms", r.get("step_ms", math.nan) - loss, f"the baseline {key}'s loss is over")
     # the barrier: the rank most often last to have its gradients ready
     _add(pool, "%", 100 * r.get("barrier_share", math.nan), f"share of {key}'s steps its last-ready rank was last",
@@ -82,7 +83,7 @@ def budget_figures(r: dict, key, pool: dict) -> None:
     for name in ("late_ms", "wait_ms", "excess_data_ms", "excess_forward_ms", "excess_rest"):
         _add(pool, "ms", r.get(f"barrier_{name}", math.nan), f"barrier {name} of {key}")
     # without a budget, what each step waited at the barrier stands for the wait for the slowest rank
-    _add(pool, "ms", r.get("barrier_wait_ms", math.nan), f"the barrier's wait of {key}", family="straggler")
+    _add(pool, "ms", r.get("barrier_wait_ms", math.nan), f"the barrier's wait of {key}", family=STRAGGLER)
 
 
 def job_figures(fig: Figures, key, pool: dict) -> None:
@@ -93,7 +94,7 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
         _add(pool, "ms", r.get(c), f"{c} of {key}", r.get(low, math.nan), r.get(high, math.nan))
     _add(pool, "%", r.get("largest_bucket_pct"), f"largest bucket of {key} in % of its gradients")
     for c in PCT:
-        family = {"noise_pct": "noise", "straggler_pct": "straggler"}.get(c, "share")
+        family = {"noise_pct": "noise", "straggler_pct": STRAGGLER}.get(c, "share")
         _add(pool, "%", r.get(c), f"{c} of {key}", family=family)
     if r.get("step_ms_pooled", 0) > 0:  # the exposed share's interval is over the pooled mean step
         _add(pool, "%", 100 * r.get("exposed_ms") / r["step_ms_pooled"], f"exposed share of {key}",

@@ -12,13 +12,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ddpbench.analysis.core import LOSS_LINES
 from ddpbench.analysis.summary import BARRIER_COLUMNS, BUDGET_COLUMNS
-from ddpbench.analysis.summary import BUDGET_LINES
 
+#: each line's declaration (``ddpbench.analysis.core.budget_lines``), by short name: its words, column, tick,
+#: colour, what the report says where it was not measured, whether a cause can recover it
+DECLARED = {line.name: line for line in LOSS_LINES}
+#: each line's words, by short name, in the order the lines add up (residual last)
+BUDGET_LINES = {name: line.label for name, line in DECLARED.items()}
 #: the summary columns of the budget and of the rank everyone waited for, in the order export carries them
 BUDGET_COLUMNS = (*BUDGET_COLUMNS, *BARRIER_COLUMNS)
 #: what a summary must hold to show a budget at all
-REQUIRED = ("budget_baseline_ms", "loss_ms", *(f"loss_{line}_ms" for line in BUDGET_LINES))
+REQUIRED = ("budget_baseline_ms", "loss_ms", *(line.column for line in LOSS_LINES))
 #: what a summary without the budget's columns shows instead (one line)
 NO_BUDGET_COLUMNS = ("no loss budget: these results were summarised without one (a ddpbench from before the "
                      "budget existed)")
@@ -71,7 +76,7 @@ def line_of(row, name: str, column: str, label: str) -> Line:
 
 def lines(row) -> list[Line]:
     """The seven lines of a job's budget, in the order they add up (residual last)."""
-    return [line_of(row, name, f"loss_{name}_ms", label) for name, label in BUDGET_LINES.items()]
+    return [line_of(row, line.name, line.column, line.label) for line in LOSS_LINES]
 
 
 def has_budget_columns(table) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ddpbench.analysis.core.budget_lines import LOSS_LINES, RECOVERABLE
 from ddpbench.analysis.core.thresholds import DISAGREE, NAMED_SHARE, NAMED_WAIT, NOISE_THRESHOLD
 from ddpbench.experiment.spec import FIELDS
 from ddpbench.results.figures import SUMMARIZED, UNITS  # noqa: F401 (UNITS: a column's units are a figure's)
@@ -80,19 +81,10 @@ def _c(name: str, unit: str, stage: str, meaning: str) -> Column:
     return Column(name, unit, meaning, stage)
 
 
-#: the loss budget's lines (analysis.summary.budget): their columns and meanings, in the budget's order
+#: the loss budget's lines (analysis.core.budget_lines): their columns and meanings, in the budget's order
 _BUDGET_LINES = (
     ("loss_ms", "step_ms_mean - budget_baseline_ms: what the job lost against its baseline"),
-    ("loss_contention_ms", "compute slowed by sharing: the others' forward + backward on reference steps - the "
-                           "baseline's"),
-    ("loss_sync_compute_ms", "compute slowed by communication beside it: mean ready_ms on measured - on no_sync() "
-                             "steps, less the baseline's (NaN without ready_ms)"),
-    ("loss_comm_ms", "exposed communication: step - reference step, less the baseline's, less loss_sync_compute_ms "
-                     "where measured"),
-    ("loss_data_ms", "data wait that grew: the others' data_ms on reference steps - the baseline's"),
-    ("loss_straggler_ms", "waiting for the slowest rank: its reference step beyond the others' mean"),
-    ("loss_overhead_ms", "optimizer and framework: the others' optimizer + comm on reference steps - the baseline's"),
-    ("loss_residual_ms", "loss_ms - the six lines: what the timed phases do not split, shown, never hidden"),
+    *((line.column, line.meaning) for line in LOSS_LINES),
 )
 
 #: every column summarize() adds to a job's spec fields, grouped by stage
@@ -224,8 +216,7 @@ MEASURED: tuple[Column, ...] = (
         _c(f"{name}_low", "ms", "budget", f"{name}'s 95 % interval over launches (Welch: the job's against the "
                                           "baseline's), low end"),
         _c(f"{name}_high", "ms", "budget", f"{name}'s 95 % interval, high end"))),
-    _c("budget_top", "text", "budget", "the largest line of contention, sync_compute, comm, data, straggler, "
-                                       "overhead (None without a budget)"),
+    _c("budget_top", "text", "budget", f"the largest line of {', '.join(RECOVERABLE)} (None without a budget)"),
     _c("budget_note", "text", "budget", "why there is no budget, or what its lines come from"),
     # what it costs at the price given ([cost] or --price-per-device-hour): NaN without one
     _c("devices", "count", "cost", "devices the job pays for: its GPUs (world size x GPUs per process), on CPU its "

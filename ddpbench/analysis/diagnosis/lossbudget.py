@@ -17,18 +17,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ddpbench.analysis.summary.budget import BUDGET_LINES
+from ddpbench.analysis.core.budget_lines import (LOSS_LINES, RECOVERABLE, RESIDUAL, STRAGGLER, kept_by_cluster,
+                                                 removed_by_device)
+from ddpbench.analysis.core.values import num
 from ddpbench.analysis.diagnosis.wording import cannot_tell, known, launches, measurable, noise_floor_ms, not_measurable
 
-#: the budget's lines, in the budget's order, with their words
-NAMES = BUDGET_LINES
+#: the budget's lines (:mod:`ddpbench.analysis.core.budget_lines`), in the budget's order, with their words
+NAMES = {x.name: x.label for x in LOSS_LINES}
 #: the lines that a cause's fix can recover (the residual is shown, never blamed)
-CAUSED = ("contention", "sync_compute", "comm", "data", "straggler", "overhead")
-#: the lines a bigger cluster of the same devices keeps (each rank still waits for the link and the slowest)
-KEPT_BY_CLUSTER = ("comm", "straggler")
-#: the lines a device per rank removes (ranks no longer share cores; on CPU gloo's threads no longer take
-#: the ranks' cores -- on GPUs communication kernels still share the device, so sync_compute stays there)
-REMOVED_BY_DEVICE = ("contention", "sync_compute")
+CAUSED = RECOVERABLE
+#: the lines a bigger cluster of the same CPUs keeps (each rank still waits for the link and the slowest)
+KEPT_BY_CLUSTER = kept_by_cluster("cpu")
+#: the lines a device per rank removes from a CPU job (ranks no longer share cores, nor do gloo's threads
+#: take the ranks' cores; on GPUs communication kernels still share the device: :func:`cluster_words`)
+REMOVED_BY_DEVICE = removed_by_device("cpu")
 #: how many lines beside the residual the verdict's sentence names at most
 NAMED_LINES = 4
 #: a line the launches did not resolve whose interval reaches this share of the step: "cannot tell"
@@ -48,23 +50,15 @@ class Line:
         return NAMES[self.name]
 
 
-def _num(row, column: str) -> float:
-    value = row.get(column, math.nan) if hasattr(row, "get") else math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def line(row, name: str) -> Line:
     """One line of ``row``'s budget (NaN where the summary has none)."""
     column = "loss_ms" if name == "loss" else f"loss_{name}_ms"
-    return Line(name, _num(row, column), _num(row, f"{column}_low"), _num(row, f"{column}_high"))
+    return Line(name, num(row, column), num(row, f"{column}_low"), num(row, f"{column}_high"))
 
 
 def has_budget(row) -> bool:
     """Whether ``row`` has a budget: a measured loss (``loss_ms``) the lines split."""
-    return known(_num(row, "loss_ms"))
+    return known(num(row, "loss_ms"))
 
 
 def lines(row) -> list[Line]:
@@ -92,7 +86,7 @@ def measured_lines(row) -> list[Line]:
 
 
 def share(row, x: Line) -> float:
-    loss = _num(row, "loss_ms")
+    loss = num(row, "loss_ms")
     return x.ms / loss if loss > 0 else math.nan
 
 
@@ -107,7 +101,7 @@ def sentence(row) -> str:
     if not has_budget(row):
         return ""
     loss = line(row, "loss")
-    where = f"at world size {int(_num(row, 'world_size'))}"
+    where = f"at world size {int(num(row, 'world_size'))}"
     if not known(loss.low, loss.high):  # one launch: the points, and that no call can be made
         told = cannot_tell(launches(row), math.nan, math.nan, " which lines matter")
         shown = [x for x in lines(row) if x.ms > 0][:NAMED_LINES]
@@ -125,7 +119,7 @@ def sentence(row) -> str:
         body = ", ".join(f"{x.words} {x.ms:.1f} ms ({100 * share(row, x):.0f} %{_unnamed(row, x)})" for x in shown)
     # a line the launches did not resolve is never quoted alone: where its interval reaches a material share
     # of the step, its point stands with that interval, under "cannot tell"
-    step = _num(row, "step_ms_mean")
+    step = num(row, "step_ms_mean")
     unresolved = [x for x in lines(row) if x not in shown and not is_measured(row, x)]
     open_ = [x for x in unresolved if known(x.high) and step > 0 and x.high >= MATERIAL_SHARE * step]
     if open_:
@@ -134,8 +128,8 @@ def sentence(row) -> str:
     small = [x for x in lines(row) if x not in shown and x not in open_]
     if small:
         body += f"; {len(small)} other line(s) within the noise or smaller"
-    residual = line(row, "residual")
-    tail = f"; residual {_ms(residual.ms)} ms" if known(residual.ms) else ""
+    rest = line(row, RESIDUAL)
+    tail = f"; {rest.words} {_ms(rest.ms)} ms" if known(rest.ms) else ""
     return f"{head}: {body}{tail}"
 
 
@@ -147,7 +141,7 @@ def _ms(value: float) -> str:
 def _unnamed(row, x: Line) -> str:
     """Beside the wait for the slowest rank: that no one rank was named as the one waited for (the slowest
     of each step was not the same rank, or no rank's readiness was measured)."""
-    if x.name != "straggler" or isinstance(row.get("barrier_cause"), str):
+    if x.name != STRAGGLER or isinstance(row.get("barrier_cause"), str):
         return ""
     return "; no one rank named as the one waited for"
 
@@ -158,14 +152,14 @@ def cluster_words(row) -> str:
     compute slowed by sharing 23.6 ms"); empty without a budget or a measured line."""
     if not has_budget(row):
         return ""
-    cpu = str(row.get("device", "cpu")) != "cuda"
+    device = str(row.get("device", "cpu"))
 
     def listed(names):
         return " and ".join(f"{x.words} {x.ms:.1f} ms" for n in names if is_measured(row, x := line(row, n)))
     # on CPU gloo's threads share the ranks' cores, which a device per rank frees; on GPUs the
     # communication kernels still share each device
-    removed = listed(REMOVED_BY_DEVICE if cpu else ("contention",))
-    kept = listed(KEPT_BY_CLUSTER + (() if cpu else ("sync_compute",)))
+    removed = listed(removed_by_device(device))
+    kept = listed(kept_by_cluster(device))
     out = ([f"a bigger cluster keeps {kept}"] if kept else []) + (
         [f"a device per rank removes {removed}"] if removed else [])
     return "; ".join(out)

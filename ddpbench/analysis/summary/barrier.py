@@ -21,25 +21,18 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.core import stats
-from ddpbench.analysis.core.thresholds import NAMED_SHARE, NAMED_WAIT
+from ddpbench.analysis.core.thresholds import NAMED_SHARE, NAMED_WAIT, SWITCHES_FACTOR, SWITCHES_FLOOR
+from ddpbench.analysis.core.values import known
 
 BARRIER_COLUMNS = ("barrier_rank", "barrier_last_share", "barrier_wait_ms", "barrier_rank_wait_ms",
                    "barrier_launch_ranks", "barrier_cause", "barrier_cause_detail")
 
-#: a rank's involuntary context switches per step this many times the other ranks' median mark its placement
-SWITCHES_FACTOR = 2.0
-#: ... and at least this many per step (below it the switches are too few to slow a step)
-SWITCHES_FLOOR = 1.0
-
-_KEYS = ["key", "repeat", "step"]
-_LAUNCH = ["key", "repeat"]
+#: the columns that name one step of one launch, and one launch
+STEP_KEYS = ["key", "repeat", "step"]
+LAUNCH_KEYS = ["key", "repeat"]
 
 
-def _known(*values) -> bool:
-    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
-
-
-def _num(frame: pd.DataFrame, name: str) -> pd.Series:
+def numeric(frame: pd.DataFrame, name: str) -> pd.Series:
     """A numeric column, NaN where the results predate it."""
     if name in frame:
         return pd.to_numeric(frame[name], errors="coerce").astype(float)
@@ -53,7 +46,7 @@ def _barrier_rows(steps: pd.DataFrame) -> pd.DataFrame:
     scripted = set(steps.loc[steps["phase"] == "phases", "key"])
     use = ((steps["phase"] == "measure") & ~steps["key"].isin(scripted)) | (steps["phase"] == "phases")
     rows = steps[use]
-    return rows[_num(rows, "ready_ms").notna()].reset_index(drop=True)
+    return rows[numeric(rows, "ready_ms").notna()].reset_index(drop=True)
 
 
 def last_ready(steps: pd.DataFrame) -> pd.DataFrame:
@@ -61,21 +54,21 @@ def last_ready(steps: pd.DataFrame) -> pd.DataFrame:
     ready last (``rank``) and ``late_ms``, its ready_ms less the other ranks' mean."""
     rows = _barrier_rows(steps)
     if rows.empty:
-        return pd.DataFrame(columns=[*_KEYS, "rank", "late_ms"])
-    ready = _num(rows, "ready_ms")
-    frame = rows[[*_KEYS, "rank"]].assign(ready=ready.to_numpy())
-    group = frame.groupby(_KEYS, sort=False)["ready"]
+        return pd.DataFrame(columns=[*STEP_KEYS, "rank", "late_ms"])
+    ready = numeric(rows, "ready_ms")
+    frame = rows[[*STEP_KEYS, "rank"]].assign(ready=ready.to_numpy())
+    group = frame.groupby(STEP_KEYS, sort=False)["ready"]
     n, total = group.transform("size"), group.transform("sum")
     frame = frame[n.to_numpy() >= 2]
     if frame.empty:
-        return pd.DataFrame(columns=[*_KEYS, "rank", "late_ms"])
+        return pd.DataFrame(columns=[*STEP_KEYS, "rank", "late_ms"])
     n, total = n[frame.index], total[frame.index]
-    last = frame.loc[frame.groupby(_KEYS, sort=False)["ready"].idxmax()]
+    last = frame.loc[frame.groupby(STEP_KEYS, sort=False)["ready"].idxmax()]
     others = (total[last.index] - last["ready"]) / (n[last.index] - 1)
-    return last[[*_KEYS, "rank"]].assign(late_ms=(last["ready"] - others).to_numpy()).reset_index(drop=True)
+    return last[[*STEP_KEYS, "rank"]].assign(late_ms=(last["ready"] - others).to_numpy()).reset_index(drop=True)
 
 
-def _most_often(last: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+def most_often(last: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Per ``by``: the rank most often last (ties: the lowest), its share of the steps and its mean
     lateness over them, and the mean lateness over all steps."""
     counts = last.groupby([*by, "rank"], sort=True).agg(n=("late_ms", "size"), late=("late_ms", "mean")).reset_index()
@@ -94,9 +87,9 @@ def launch_barrier(steps: pd.DataFrame) -> pd.DataFrame:
     Empty without ready_ms. The fault suite reads its planted rank here, launch by launch."""
     last = last_ready(steps)
     if last.empty:
-        return pd.DataFrame(columns=[*_LAUNCH, "rank", "last_share", "rank_wait_ms", "wait_ms", "step_ms", "named"])
-    out = _most_often(last, _LAUNCH)
-    step = stats.launch_means(steps).set_index(_LAUNCH)["step_ms"]
+        return pd.DataFrame(columns=[*LAUNCH_KEYS, "rank", "last_share", "rank_wait_ms", "wait_ms", "step_ms", "named"])
+    out = most_often(last, LAUNCH_KEYS)
+    step = stats.launch_means(steps).set_index(LAUNCH_KEYS)["step_ms"]
     out["step_ms"] = step.reindex(out.index).to_numpy(dtype=float)
     out["named"] = (out["last_share"] >= NAMED_SHARE) & (out["rank_wait_ms"] >= NAMED_WAIT * out["step_ms"])
     return out.reset_index()
@@ -106,7 +99,7 @@ def _placement(rank: int, ranks: pd.DataFrame, threads: float) -> tuple[bool | N
     """Whether ``rank``'s placement differs from the other ranks' in most of the launches that recorded
     it (None: not recorded), and the figures, in words (:func:`placement_differs`)."""
     verdicts, words = [], []
-    for repeat, launch in ranks.groupby("repeat", sort=True):
+    for _, launch in ranks.groupby("repeat", sort=True):
         differs, why = placement_differs(rank, launch, threads)
         if differs is not None:
             verdicts.append(differs)
@@ -117,7 +110,8 @@ def _placement(rank: int, ranks: pd.DataFrame, threads: float) -> tuple[bool | N
                       "recorded), so placement cannot be named")
     if sum(verdicts) * 2 >= len(verdicts):
         return True, f"its placement differs in {sum(verdicts)} of {len(verdicts)} launches: {'; '.join(words)}"
-    return False, f"its placement is like the other ranks' ({len(verdicts) - sum(verdicts)} of {len(verdicts)} launches)"
+    alike = len(verdicts) - sum(verdicts)
+    return False, f"its placement is like the other ranks' ({alike} of {len(verdicts)} launches)"
 
 
 def placement_differs(rank: int, launch_ranks: pd.DataFrame, threads: float = 1.0) -> tuple[bool | None, str]:
@@ -133,10 +127,10 @@ def placement_differs(rank: int, launch_ranks: pd.DataFrame, threads: float = 1.
     cpus = {r: set(int(c) for c in a) for r, a in affinity.items()
             if isinstance(a, (list, tuple, np.ndarray)) and len(a)}
     own_threads = {r: _threads(by_rank, r, threads) for r in by_rank.index}
-    switches = _num(by_rank, "involuntary_switches_per_step")
-    known = False
+    switches = numeric(by_rank, "involuntary_switches_per_step")
+    recorded = False
     if rank in cpus:
-        known = True
+        recorded = True
         mine = cpus[rank]
         sharing = [r for r, c in cpus.items() if r != rank and c & mine]
         union = set(mine).union(*(cpus[r] for r in sharing))
@@ -147,18 +141,18 @@ def placement_differs(rank: int, launch_ranks: pd.DataFrame, threads: float = 1.
         if len(mine) < own_threads[rank]:
             return True, f"it may run on {len(mine)} CPU(s) ({_cpus(mine)}) for {own_threads[rank]:g} threads"
     if not math.isnan(float(switches.get(rank, math.nan))):
-        known = True
+        recorded = True
         others = switches.drop(rank).dropna()
         mine_s = float(switches[rank])
         if len(others) and mine_s >= SWITCHES_FLOOR and mine_s >= SWITCHES_FACTOR * float(others.median()):
             return True, (f"{mine_s:.1f} involuntary context switches per step against the other ranks' median "
                           f"{float(others.median()):.1f}")
-    return (False if known else None), ""
+    return (False if recorded else None), ""
 
 
 def _threads(by_rank: pd.DataFrame, rank, default: float) -> float:
-    value = _num(by_rank, "threads").get(rank, math.nan)
-    return float(value) if _known(value) and value > 0 else float(default or 1)
+    value = numeric(by_rank, "threads").get(rank, math.nan)
+    return float(value) if known(value) and value > 0 else float(default or 1)
 
 
 def _cpus(cpus) -> str:
@@ -175,8 +169,9 @@ def barrier_cause(rank: int, mine: pd.DataFrame, last: pd.DataFrame, job_ranks: 
     when = last.loc[last["rank"] == rank, ["repeat", "step"]]
     rows = rows.merge(when, on=["repeat", "step"])
     parts = pd.DataFrame({"repeat": rows["repeat"], "step": rows["step"], "is_rank": rows["rank"] == rank,
-                          "data": _num(rows, "data_ms").to_numpy(), "forward": _num(rows, "forward_ms").to_numpy(),
-                          "ready": _num(rows, "ready_ms").to_numpy()})
+                          "data": numeric(rows, "data_ms").to_numpy(),
+                          "forward": numeric(rows, "forward_ms").to_numpy(),
+                          "ready": numeric(rows, "ready_ms").to_numpy()})
     parts["backward"] = parts["ready"] - parts["data"] - parts["forward"]
     names = ["data", "forward", "backward"]
     own = parts[parts["is_rank"]].groupby(["repeat", "step"])[names].mean()
@@ -204,12 +199,14 @@ def barrier_figures(steps: pd.DataFrame, ranks: pd.DataFrame, table: pd.DataFram
     last = last_ready(steps) if n else pd.DataFrame()
     if last.empty:
         return pd.DataFrame(out, index=table.index)
-    jobs = _most_often(last, ["key"])
-    launches = _most_often(last, _LAUNCH).reset_index()
-    per_launch = launches.sort_values(_LAUNCH).groupby("key", sort=False)["rank"].agg(lambda r: [int(x) for x in r])
+    jobs = most_often(last, ["key"])
+    launches = most_often(last, LAUNCH_KEYS).reset_index()
+    per_launch = (launches.sort_values(LAUNCH_KEYS).groupby("key", sort=False)["rank"]
+                  .agg(lambda r: [int(x) for x in r]))
     step_of = table.set_index("key")["step_ms_mean"] if "step_ms_mean" in table else pd.Series(dtype=float)
     step_of = step_of[~step_of.index.duplicated()].reindex(jobs.index).astype(float)
-    named = jobs.index[(jobs["last_share"] >= NAMED_SHARE) & (step_of > 0) & (jobs["rank_wait_ms"] >= NAMED_WAIT * step_of)]
+    named = jobs.index[(jobs["last_share"] >= NAMED_SHARE) & (step_of > 0)
+                       & (jobs["rank_wait_ms"] >= NAMED_WAIT * step_of)]
     if len(named):  # split by job once, and only the jobs with a rank named
         last_of = {k: p for k, p in last[last["key"].isin(named)].groupby("key", sort=False)}
         steps_of = {k: p for k, p in steps[steps["key"].isin(named)].groupby("key", sort=False)}
@@ -217,7 +214,8 @@ def barrier_figures(steps: pd.DataFrame, ranks: pd.DataFrame, table: pd.DataFram
                     if len(ranks) and "key" in ranks else {})
     found = jobs.to_dict("index")
     threads_of = table["threads_per_rank"].tolist() if "threads_per_rank" in table else [1] * n
-    for i, (key, step) in enumerate(zip(table["key"], table.get("step_ms_mean", pd.Series(math.nan, index=table.index)))):
+    mean_steps = table.get("step_ms_mean", pd.Series(math.nan, index=table.index))
+    for i, (key, step) in enumerate(zip(table["key"], mean_steps)):
         j = found.get(key)
         if j is None:
             continue

@@ -51,30 +51,33 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.core import stats
-from ddpbench.analysis.summary.barrier import (BARRIER_COLUMNS, NAMED_SHARE, NAMED_WAIT, _KEYS, _LAUNCH, _known, _most_often,
-                                       _num, barrier_figures, last_ready, launch_barrier)
+from ddpbench.analysis.core.budget_lines import (COMM, CONTENTION, DATA, LOSS_LINES, OVERHEAD, RECOVERABLE, RESIDUAL,
+                                                 STRAGGLER, SYNC_COMPUTE)
+from ddpbench.analysis.core.values import known
+from ddpbench.analysis.summary.barrier import (BARRIER_COLUMNS, LAUNCH_KEYS, NAMED_SHARE, NAMED_WAIT, STEP_KEYS,
+                                               barrier_figures, last_ready, launch_barrier, most_often, numeric)
 
 __all__ = ["BARRIER_COLUMNS", "BUDGET_COLUMNS", "BUDGET_LINES", "LINE_COLUMNS", "NAMED_SHARE", "NAMED_WAIT",
            "TOP_LINES", "add_budget", "budget_note", "budget_top", "job_budget", "last_ready", "launch_arrays",
            "launch_barrier", "launch_terms", "slowest_ranks"]
 
-#: the lines of the budget, by short name, in words (for sentences, tables and plots), in their order
-BUDGET_LINES = {"contention": "compute slowed by sharing",
-                "sync_compute": "compute slowed by communication beside it",
-                "comm": "exposed communication", "data": "data wait that grew",
-                "straggler": "waiting for the slowest rank", "overhead": "optimizer and framework",
-                "residual": "residual"}
+#: the lines of the budget (declared in :mod:`ddpbench.analysis.core.budget_lines`), by short name, in words
+#: (for sentences, tables and plots), in their order
+BUDGET_LINES = {line.name: line.label for line in LOSS_LINES}
 #: each line's summary column
-LINE_COLUMNS = {name: f"loss_{name}_ms" for name in BUDGET_LINES}
+LINE_COLUMNS = {line.name: line.column for line in LOSS_LINES}
 #: the lines budget_top chooses from (the residual is never a cause)
-TOP_LINES = ("contention", "sync_compute", "comm", "data", "straggler", "overhead")
+TOP_LINES = RECOVERABLE
 #: the budget's columns with an interval over launches
 INTERVAL_COLUMNS = ("loss_ms", *LINE_COLUMNS.values())
-BUDGET_COLUMNS = ("budget_baseline_ms", *(c for name in INTERVAL_COLUMNS for c in (name, f"{name}_low", f"{name}_high")),
+BUDGET_COLUMNS = ("budget_baseline_ms",
+                  *(c for name in INTERVAL_COLUMNS for c in (name, f"{name}_low", f"{name}_high")),
                   "budget_top", "budget_note")
 
 # the per-launch terms of a side, each averaged over its own rows
 _TERMS = ("S", "R", "Ym", "Yn", "F", "D", "O", "G")
+#: the lines that are one term each (the module's docstring), in the order the residual takes them off
+_ONE_TERM = ((CONTENTION, "F"), (DATA, "D"), (OVERHEAD, "O"), (STRAGGLER, "G"))
 
 
 def _named(last: pd.DataFrame, step_of: pd.Series) -> pd.Series:
@@ -82,7 +85,7 @@ def _named(last: pd.DataFrame, step_of: pd.Series) -> pd.Series:
     (key, repeat, step)) and by at least :data:`NAMED_WAIT` of the job's mean step on them, or NaN."""
     if last.empty:
         return pd.Series(dtype=float)
-    jobs = _most_often(last, ["key"])
+    jobs = most_often(last, ["key"])
     step = step_of.reindex(jobs.index).astype(float)
     named = (jobs["last_share"] >= NAMED_SHARE) & (step > 0) & (jobs["rank_wait_ms"] >= NAMED_WAIT * step)
     return jobs["rank"].where(named).astype(float)
@@ -92,11 +95,12 @@ def slowest_ranks(steps: pd.DataFrame, rows: pd.DataFrame, order: pd.Series) -> 
     """Per (key, repeat): the rank the others waited for, left out of "the others" -- the job's rank named
     at the barrier (``ready_ms``; :func:`last_ready`), or, for a job whose readiness was not measured, the
     rank whose reference step (``order`` of ``rows``) was the slowest by the same rule -- or NaN where no
-    rank stands out: then every rank is one of the others. Chosen per job, never per launch or step: the slowest of ranks that scatter alike is
-    slower by selection, and leaving it out would understate what sharing did to every rank."""
-    frame = rows[[*_KEYS, "rank"]].reset_index(drop=True).assign(_order=order.to_numpy(dtype=float))
+    rank stands out: then every rank is one of the others. Chosen per job, never per launch or step: the
+    slowest of ranks that scatter alike is slower by selection, and leaving it out would understate what
+    sharing did to every rank."""
+    frame = rows[[*STEP_KEYS, "rank"]].reset_index(drop=True).assign(_order=order.to_numpy(dtype=float))
     measure = steps[steps["phase"] == "measure"]
-    step_of = measure.groupby(_KEYS, sort=False)["step_ms"].max().groupby(level="key").mean()
+    step_of = measure.groupby(STEP_KEYS, sort=False)["step_ms"].max().groupby(level="key").mean()
     last = last_ready(steps)
     named = _named(last, step_of)
     if len(frame):  # a job whose readiness was not measured (no ready_ms): its reference steps, by the same rule
@@ -104,7 +108,7 @@ def slowest_ranks(steps: pd.DataFrame, rows: pd.DataFrame, order: pd.Series) -> 
         by_ref = _named(last_ready(wide), step_of)
         by_ref = by_ref[~by_ref.index.isin(set(last["key"]))]
         named = pd.concat([named, by_ref]) if len(named) else by_ref
-    launches = frame[_LAUNCH].drop_duplicates()
+    launches = frame[LAUNCH_KEYS].drop_duplicates()
     return pd.Series(launches["key"].map(named).to_numpy(dtype=float),
                      index=pd.MultiIndex.from_frame(launches), name="rank")
 
@@ -116,12 +120,12 @@ def _split_steps(rows: pd.DataFrame, order: pd.Series, values: dict[str, pd.Seri
     step's largest ``order`` beyond the others' mean of it. A value missing for one of the others makes the
     step's NaN."""
     if rows.empty:
-        return pd.DataFrame(columns=[*_KEYS, *values, "G"])
-    frame = rows[[*_KEYS, "rank"]].reset_index(drop=True)  # positions: the rows' own index may repeat
-    slow = slowest.reindex(pd.MultiIndex.from_frame(frame[_LAUNCH])).to_numpy(dtype=float)
+        return pd.DataFrame(columns=[*STEP_KEYS, *values, "G"])
+    frame = rows[[*STEP_KEYS, "rank"]].reset_index(drop=True)  # positions: the rows' own index may repeat
+    slow = slowest.reindex(pd.MultiIndex.from_frame(frame[LAUNCH_KEYS])).to_numpy(dtype=float)
     is_slow = frame["rank"].to_numpy(dtype=float) == slow
     frame["_other"] = ~is_slow
-    group = frame.groupby(_KEYS, sort=False)
+    group = frame.groupby(STEP_KEYS, sort=False)
     n = group["rank"].transform("size").to_numpy()
     others = group["_other"].transform("sum").to_numpy()
     weight = np.where(others == 0, 1.0 / n, np.where(is_slow, 0.0, 1.0 / np.maximum(others, 1)))
@@ -131,7 +135,7 @@ def _split_steps(rows: pd.DataFrame, order: pd.Series, values: dict[str, pd.Seri
         parts[name] = np.where(weight > 0, np.nan_to_num(v) * weight, 0.0)
         parts[f"{name}_missing"] = (weight > 0) & np.isnan(v)
     parts["_max"] = order.to_numpy(dtype=float)
-    agg = pd.DataFrame(parts).join(frame[_KEYS]).groupby(_KEYS, sort=False)
+    agg = pd.DataFrame(parts).join(frame[STEP_KEYS]).groupby(STEP_KEYS, sort=False)
     summed = agg[[*values, "_ref"]].sum()
     missing = agg[[f"{name}_missing" for name in (*values, "_ref")]].any()
     out = summed.copy()
@@ -146,9 +150,9 @@ def _launch_means(per_step: pd.DataFrame, names) -> pd.DataFrame:
     and ``<name>_n`` for pooling launches (a job's point estimate is its steps' mean, not its launches')."""
     names = list(names)
     if per_step.empty:
-        return pd.DataFrame(columns=[*_LAUNCH, *names, *(f"{n}_{end}" for n in names for end in ("sum", "n"))]
-                            ).set_index(_LAUNCH)
-    group = per_step.groupby(_LAUNCH, sort=False)[names]
+        return pd.DataFrame(columns=[*LAUNCH_KEYS, *names, *(f"{n}_{end}" for n in names for end in ("sum", "n"))]
+                            ).set_index(LAUNCH_KEYS)
+    group = per_step.groupby(LAUNCH_KEYS, sort=False)[names]
     sums, counts = group.sum(min_count=1), group.count()
     out = sums / counts.where(counts > 0)
     for name in names:
@@ -159,7 +163,7 @@ def _launch_means(per_step: pd.DataFrame, names) -> pd.DataFrame:
 def _narrow(steps: pd.DataFrame) -> pd.DataFrame:
     """Only the columns the budget and the barrier read (a results table has sixty): row selections
     then copy a tenth of the bytes."""
-    names = [c for c in (*_KEYS, "rank", "phase", "data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms",
+    names = [c for c in (*STEP_KEYS, "rank", "phase", "data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms",
                          "step_ms", "ready_ms") if c in steps]
     return steps[names] if len(names) < len(steps.columns) else steps
 
@@ -180,24 +184,24 @@ def launch_terms(steps: pd.DataFrame) -> pd.DataFrame:
     fallback = measure[~measure["key"].isin(with_nosync)]
     ref = pd.concat([nosync, fallback]) if len(fallback) else nosync
     is_nosync = (ref["phase"] == "nosync").to_numpy()
-    comm = _num(ref, "comm_ms").fillna(0.0)
-    ref_ms = _num(ref, "step_ms") - np.where(is_nosync, 0.0, comm)
+    comm = numeric(ref, "comm_ms").fillna(0.0)
+    ref_ms = numeric(ref, "step_ms") - np.where(is_nosync, 0.0, comm)
     comm_kept = pd.Series(np.where(is_nosync, comm, 0.0), index=ref.index)  # a no-sync step's comm: framework time
     slowest = slowest_ranks(part, ref, ref_ms)
     split = _split_steps(ref, ref_ms, {
-        "F": _num(ref, "forward_ms") + _num(ref, "backward_ms"), "D": _num(ref, "data_ms"),
-        "O": _num(ref, "optimizer_ms") + comm_kept}, slowest)
+        "F": numeric(ref, "forward_ms") + numeric(ref, "backward_ms"), "D": numeric(ref, "data_ms"),
+        "O": numeric(ref, "optimizer_ms") + comm_kept}, slowest)
     if len(phases):
         # a script's no-sync steps are timed whole: data and optimizer from its steps with phases timed,
         # the others the same ranks as on its no-sync steps
-        own = _split_steps(phases, _num(phases, "step_ms"), {"D": _num(phases, "data_ms"),
-                                                             "O": _num(phases, "optimizer_ms")}, slowest)
+        own = _split_steps(phases, numeric(phases, "step_ms"), {"D": numeric(phases, "data_ms"),
+                                                             "O": numeric(phases, "optimizer_ms")}, slowest)
         own_launch = _launch_means(own, ["D", "O"])
-    bounded = measure.groupby(_KEYS, sort=False)["step_ms"].max().rename("S").reset_index()
-    reference = ref[_KEYS].assign(R=ref_ms.to_numpy()).groupby(_KEYS, sort=False)["R"].max().reset_index()
+    bounded = measure.groupby(STEP_KEYS, sort=False)["step_ms"].max().rename("S").reset_index()
+    reference = ref[STEP_KEYS].assign(R=ref_ms.to_numpy()).groupby(STEP_KEYS, sort=False)["R"].max().reset_index()
     ready_rows = pd.concat([measure[~measure["key"].isin(scripted)], phases]) if len(phases) else measure
-    ready_m = ready_rows[_LAUNCH].assign(Ym=_num(ready_rows, "ready_ms").to_numpy())
-    ready_n = nosync[_LAUNCH].assign(Yn=_num(nosync, "ready_ms").to_numpy())
+    ready_m = ready_rows[LAUNCH_KEYS].assign(Ym=numeric(ready_rows, "ready_ms").to_numpy())
+    ready_n = nosync[LAUNCH_KEYS].assign(Yn=numeric(nosync, "ready_ms").to_numpy())
     out = _launch_means(bounded, ["S"])
     for frame, names in ((reference, ["R"]), (ready_m, ["Ym"]), (ready_n, ["Yn"]), (split, ["F", "D", "O", "G"])):
         out = out.join(_launch_means(frame, names), how="outer")
@@ -269,14 +273,14 @@ def _side_figures(side: _Side, measured: dict[str, bool]) -> tuple[dict, dict]:
     out_point, out_values = {"loss": point["S"]}, {"loss": value["S"]}
     for store, src in ((out_point, point), (out_values, value)):
         sync = src["Ym"] - src["Yn"]
-        store["sync_compute"] = sync
-        store["comm"] = src["S"] - src["R"] - (sync if measured["sync_compute"] else 0.0)
-        store["contention"], store["data"], store["overhead"], store["straggler"] = src["F"], src["D"], src["O"], src["G"]
-        residual = src["R"]
-        for name, term in (("contention", "F"), ("data", "D"), ("overhead", "O"), ("straggler", "G")):
+        store[SYNC_COMPUTE] = sync
+        store[COMM] = src["S"] - src["R"] - (sync if measured[SYNC_COMPUTE] else 0.0)
+        unsplit = src["R"]  # the reference step less every measured line of it
+        for name, term in _ONE_TERM:
+            store[name] = src[term]
             if measured[name]:
-                residual = residual - src[term]
-        store["residual"] = residual
+                unsplit = unsplit - src[term]
+        store[RESIDUAL] = unsplit
     return out_point, out_values
 
 
@@ -287,10 +291,8 @@ def job_budget(job, bases, world_size: int, scaling: str) -> dict:
     scale = 1.0 / world_size if scaling == "strong" else 1.0
     mine, base = _Side(job), _Side(bases, scale)
     raw = {t: (mine.point(t), base.point(t)) for t in _TERMS}
-    measured = {
-        "contention": _known(*raw["F"]), "data": _known(*raw["D"]), "overhead": _known(*raw["O"]),
-        "straggler": _known(*raw["G"]), "sync_compute": _known(*raw["Ym"], *raw["Yn"]),
-    }
+    measured = {name: known(*raw[term]) for name, term in _ONE_TERM}
+    measured[SYNC_COMPUTE] = known(*raw["Ym"], *raw["Yn"])
     job_point, job_values = _side_figures(mine, measured)
     base_point, base_values = _side_figures(base, measured)
     out = {"budget_baseline_ms": base_point["loss"]}
@@ -306,10 +308,10 @@ def job_budget(job, bases, world_size: int, scaling: str) -> dict:
 
 
 def budget_top(row) -> str | None:
-    """The largest line (by value) of contention, sync_compute, comm, data, straggler and overhead, by
-    its short name (a key of :data:`BUDGET_LINES`); None without a budget."""
+    """The largest line (by value) of :data:`TOP_LINES` (every line but the residual), by its short name
+    (a key of :data:`BUDGET_LINES`); None without a budget."""
     values = {name: row.get(LINE_COLUMNS[name], math.nan) for name in TOP_LINES}
-    values = {name: float(v) for name, v in values.items() if _known(v)}
+    values = {name: float(v) for name, v in values.items() if known(v)}
     return max(values, key=values.get) if values else None
 
 
@@ -328,16 +330,15 @@ def budget_note(row, job: pd.DataFrame | None = None, bases: pd.DataFrame | None
     pooled = len(keys.split(",")) > 1
     what = f"baseline {'jobs ' if pooled else ''}{keys}{' pooled' if pooled else ''}"
     parts.append(f"{what}, its mean step over {int(row['world_size'])} (strong scaling: the ideal split), every "
-                 "baseline term likewise" if row.get("scaling") == "strong" else f"{what}, its mean step (weak scaling)")
+                 "baseline term likewise" if row.get("scaling") == "strong"
+                 else f"{what}, its mean step (weak scaling)")
     if job is not None and bool(job["script"][0]):
         parts.append("a script: data and optimizer from its phases steps; forward and backward of its no-sync "
                      "steps are not timed, so compute slowed by sharing is not measured and stays in the residual")
-    if not _known(row.get("loss_sync_compute_ms", math.nan)):
-        parts.append("compute slowed by communication beside it not measured (no ready_ms): it stays inside "
-                     "exposed communication")
-    missing = [BUDGET_LINES[n] for n in ("contention", "data", "overhead", "straggler")
-               if not _known(row.get(LINE_COLUMNS[n], math.nan))]
-    if missing and not (job is not None and bool(job["script"][0]) and missing == [BUDGET_LINES["contention"]]):
+    if not known(row.get(LINE_COLUMNS[SYNC_COMPUTE], math.nan)):
+        parts.append(f"{BUDGET_LINES[SYNC_COMPUTE]} not measured (no ready_ms): it stays inside {BUDGET_LINES[COMM]}")
+    missing = [BUDGET_LINES[n] for n, _ in _ONE_TERM if not known(row.get(LINE_COLUMNS[n], math.nan))]
+    if missing and not (job is not None and bool(job["script"][0]) and missing == [BUDGET_LINES[CONTENTION]]):
         parts.append(f"not measured: {', '.join(missing)} (the residual holds what was not split)")
     if job is not None and bases is not None and min(len(job["S"]), len(bases["S"])) < 2:
         parts.append("fewer than two launches on a side: no intervals")

@@ -9,18 +9,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.core import describe, label_fields, ordered
-from ddpbench.report.budget import BUDGET_LINES, budget_rows, line_of, lines, ms, number
+from ddpbench.analysis.core import LOSS_LINES, describe, label_fields, ordered
+from ddpbench.report.budget import budget_rows, line_of, lines, ms, number
 from ddpbench.report.plots.common import figure, guarded, save
 
 #: at most this many panels in the figure; the section names the jobs left out
 MAX_PANELS = 12
 COLUMNS = 3
-#: each line's colour (as near the step-time breakdown's as the lines allow)
-LINE_COLORS = {"contention": "#dd8452", "sync_compute": "#937860", "comm": "#c44e52", "data": "#a0a0a0",
-               "straggler": "#da8bc3", "overhead": "#8172b2", "residual": "#cfcfcf"}
-TICKS = {"contention": "contention", "sync_compute": "sync compute", "comm": "comm", "data": "data",
-         "straggler": "straggler", "overhead": "overhead", "residual": "residual"}
+#: each line's colour (as near the step-time breakdown's as the lines allow) and row label, by short name
+LINE_COLORS = {line.name: line.colour for line in LOSS_LINES}
+TICKS = {line.name: line.tick for line in LOSS_LINES}
 BASE_COLOR, STEP_COLOR = "#4c72b0", "#2f3e5c"
 #: the largest magnitude drawn: past it a bar's position is not a number the canvas can place
 LIMIT = 1e300
@@ -132,7 +130,7 @@ def budget_waterfall(table, path) -> Path | None:
     height = 0.6 + 2.6 * grid_rows
     fig = figure(4.3 * columns, height)
     axes = fig.subplots(grid_rows, columns, squeeze=False, sharey=True)
-    names = ["baseline", *(TICKS[name] for name in BUDGET_LINES), "measured step"]
+    names = ["baseline", *(line.tick for line in LOSS_LINES), "measured step"]
     axes[0, 0].set_yticks(range(len(names)))  # shared: the first column names the rows of every panel
     axes[0, 0].set_yticklabels(names, fontsize=7)
     axes[0, 0].set_ylim(len(names) - 0.5, -0.5)  # the baseline on top

@@ -9,8 +9,8 @@ import math
 from markupsafe import Markup
 
 from ddpbench.analysis.core import ordered
-from ddpbench.report.budget import (NO_BUDGET_COLUMNS, Line, barrier_sentence, has_budget, has_budget_columns,
-                                    line_of, lines, ms, multi_rank_jobs, number, text)
+from ddpbench.report.budget import (DECLARED, NO_BUDGET_COLUMNS, Line, barrier_sentence, has_budget,
+                                    has_budget_columns, line_of, lines, ms, multi_rank_jobs, number, text)
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.budget import MAX_PANELS, budget_waterfall, drawn_jobs, flag, job_labels
 
@@ -24,9 +24,8 @@ WHAT = Markup(
     "interval (a side ran once) cannot be told from noise. A line that is not measured stays inside another "
     "line or the residual; the note under each table says which. How each line is measured: "
     "docs/reading-the-report.md, section &ldquo;Loss budget&rdquo;.</p>")
-#: what a line that was not measured means, where the reason is the line's own
-NOT_MEASURED = {"sync_compute": "not measured: no gradient-ready times (ready_ms); it stays inside exposed "
-                                "communication"}
+#: what a line that was not measured means (its own reason where it has one)
+NOT_MEASURED = {name: line.not_measured for name, line in DECLARED.items()}
 
 
 def _reading(line: Line) -> str:
@@ -88,7 +87,7 @@ def _lead(row) -> Markup:
         sentence += " That loss is within noise (its interval includes 0)."
     if top is not None and top.measured:
         share = _share(top.value, loss.value)
-        rivals = [line.label for line in found.values() if line is not top and line.name != "residual"
+        rivals = [line.label for line in found.values() if line is not top and DECLARED[line.name].recoverable
                   and line.has_interval and top.has_interval and max(line.low, line.high) >= min(top.low, top.high)]
         if top.within_noise:
             caveat = "; but its interval includes 0, so it is within noise"

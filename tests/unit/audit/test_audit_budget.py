@@ -1,4 +1,5 @@
-"""The checker's own loss budget (ddpbench.audit.budget) recovers planted lines from step rows."""
+"""The checker's own loss budget (ddpbench.audit.budget) recovers planted lines from step rows, and names the
+lines the analysis declares."""
 
 import math
 from types import SimpleNamespace
@@ -82,3 +83,16 @@ def test_the_checker_reads_the_barrier_from_ready_ms_itself():
     assert barrier["excess_rest"] == pytest.approx(0.0, abs=1.0)
     # without ready_ms there is nothing to read
     assert derive_barriers({"two": _rows("two", 2, ready=False)}) == {}
+
+
+def test_the_checkers_lines_are_the_analysiss():
+    """The checker keeps its own list of the budget's lines (it imports nothing of the analysis): the same
+    names, in the same order, as the analysis's one declaration, the residual last; its sentences'
+    families and its figures name no others."""
+    from ddpbench.analysis.core import LOSS_LINES
+    from ddpbench.audit import budget, pool
+
+    declared = tuple(line.name for line in LOSS_LINES)
+    assert (*budget.LINES, budget.RESIDUAL) == declared
+    assert tuple(line.name for line in LOSS_LINES if line.recoverable) == budget.LINES
+    assert pool.BUDGET == ("loss", *declared)
