@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.cli.common import finite_float
-from ddpbench.cli.tables import print_whatif
+from ddpbench.cli.answers import print_whatif
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, with_flags
 
@@ -81,7 +81,7 @@ def _check(args) -> None:
 def validate() -> int:
     from ddpbench.analysis.models import published_table
     from ddpbench.analysis.models import COSTS
-    from ddpbench.cli.tables import print_validation
+    from ddpbench.cli.answers import print_validation
 
     print_validation(published_table(COSTS), COSTS)
     return 0
