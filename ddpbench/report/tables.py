@@ -45,7 +45,8 @@ class Col:
     cell: Callable[[Any, Any], Any]
     numeric: bool = True
     when: Callable[[Any], bool] | None = None
-    #: (term, definition) pairs the report's summary defines under its table (Markup or text)
+    #: (term, definition) pairs the report's summary defines under its table (Markup or text, or a
+    #: function of the table's context that gives it)
     defs: tuple[tuple[str, Any], ...] = ()
 
 
@@ -166,4 +167,5 @@ def exported(block: str) -> tuple[str, ...]:
 
 def definitions(columns: Iterable[Col], context: Any = None) -> list[tuple[str, Any]]:
     """The (term, definition) pairs of the columns ``context`` shows, in their order."""
-    return [d for c in columns if c.when is None or c.when(context) for d in c.defs]
+    return [(term, text(context) if callable(text) else text) for c in columns if c.when is None or c.when(context)
+            for term, text in c.defs]

@@ -159,6 +159,14 @@ def _exposed(r, jobs) -> Markup:
     return exposed
 
 
+def _flags(jobs) -> Markup:
+    """The flags' definition, with the thresholds they are judged by as the table is made."""
+    return Markup("<em>oversubscribed</em>: more busy threads than cores; <em>noisy</em>: step time IQR above "
+                  f"{pct(NOISE_THRESHOLD)} of the median; <em>straggler</em>: a rank whose own compute time "
+                  f"(without waiting) was more than {pct(STRAGGLER_THRESHOLD)} above the other ranks&rsquo; "
+                  "median in most steps, with that excess")
+
+
 def _defs(*pairs: tuple[str, str]) -> tuple[tuple[str, Markup], ...]:
     """A column's definitions under the table, in this module's own markup."""
     return tuple((term, Markup(text)) for term, text in pairs)
@@ -203,11 +211,7 @@ SUMMARY = (
                          "communication the backward pass did not hide (can be slightly negative from noise); "
                          "in brackets its share of the mean step"),)),
     *shown("summary", html_cell),
-    Col("flags", lambda r, jobs: flags_html(r), numeric=False, defs=_defs(
-        ("flags", "<em>oversubscribed</em>: more busy threads than cores; <em>noisy</em>: step time IQR above "
-                  f"{pct(NOISE_THRESHOLD)} of the median; <em>straggler</em>: a rank whose own compute time "
-                  f"(without waiting) was more than {pct(STRAGGLER_THRESHOLD)} above the other ranks&rsquo; "
-                  "median in most steps, with that excess"),)),
+    Col("flags", lambda r, jobs: flags_html(r), numeric=False, defs=(("flags", _flags),)),
     Col("error", lambda r, jobs: html('<code class="err">{{ e }}</code>', e=r["error"]) if r["status"] != "ok"
         else "", numeric=False, when=lambda jobs: jobs.errors),
 )
