@@ -30,7 +30,8 @@ def add_parser(sub) -> None:
                    help="with --resume: also run again the launches that failed or timed out (their new result "
                    "replaces the old)")
     p.add_argument("--dry-run", action="store_true", help="list the jobs and exit without running them")
-    p.add_argument("--timeout", type=finite_float, metavar="S", help="per-launch timeout in seconds (overrides timeout_s)")
+    p.add_argument("--timeout", type=finite_float, metavar="S",
+                   help="per-launch timeout in seconds (overrides timeout_s)")
     add_launcher_flags(p)
     p.add_argument("--emulate-nodes", type=int, metavar="N",
                    help="run every job on N emulated nodes on this machine (network namespaces; needs root)")
@@ -64,7 +65,8 @@ def command(args) -> int:
         launcher = launcher_options(args, file_launcher, str(args.experiment))
         machine = launcher.machine()
         experiment = load_experiment(args.experiment, machine)
-        experiment = with_job_flags(with_timeout(experiment, args.timeout), {**emulation, "trace_steps": args.trace_steps})
+        experiment = with_job_flags(with_timeout(experiment, args.timeout),
+                                    {**emulation, "trace_steps": args.trace_steps})
         experiment = dataclasses.replace(experiment, cost=with_flags(experiment.cost, cost_flags(args)))
     except BaseException:  # bad input: its one line, and no server left importing torch for nothing
         if early:
@@ -82,5 +84,6 @@ def command(args) -> int:
     options = SweepOptions(out_dir=args.out or Path("reports") / experiment.name, resume=args.resume,
                            retry_failed=args.retry_failed,
                            dry_run=args.dry_run, write_report=not args.no_report, launcher=launcher,
-                           argv=tuple(args.argv), wait=args.wait, force=args.force, emulation_flags=any(v is not None for v in emulation.values()))
+                           argv=tuple(args.argv), wait=args.wait, force=args.force,
+                           emulation_flags=any(v is not None for v in emulation.values()))
     return run_and_report(experiment, options, machine)

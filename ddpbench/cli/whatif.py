@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.cli.common import finite_float
-from ddpbench.cli.tables import print_whatif
+from ddpbench.cli.answers import print_whatif
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, with_flags
 
@@ -45,7 +45,8 @@ def add_parser(sub) -> None:
     p.add_argument("--train-samples", type=int, metavar="N", help="samples of the training run to cost and time "
                    "(default: a million)")
     p.add_argument("--validate", action="store_true", help="instead: the model beside published data-parallel "
-                   "scaling results (their sources in ddpbench/analysis/models/published_scaling.toml), with its held-out error")
+                   "scaling results (their sources in ddpbench/analysis/models/published_scaling.toml), with its "
+                   "held-out error")
     p.set_defaults(func=command)
 
 
@@ -81,7 +82,7 @@ def _check(args) -> None:
 def validate() -> int:
     from ddpbench.analysis.models import published_table
     from ddpbench.analysis.models import COSTS
-    from ddpbench.cli.tables import print_validation
+    from ddpbench.cli.answers import print_validation
 
     print_validation(published_table(COSTS), COSTS)
     return 0
@@ -123,7 +124,8 @@ def command(args) -> int:
             work = Work(compute_ms=compute, bucket_bytes=measured.bucket_bytes, backward_share=measured.backward_share)
             args.batch = args.batch_size or measured.per_rank_batch
             print_whatif(args, f"{printable(measured.label)} as measured in {args.from_dir} (DDP's own buckets at "
-                    f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work, cluster)
+                    f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work,
+                    cluster)
             print(without_controls(versus_report(measured, compute)))  # it names the stored workload
             job = summary[summary["key"] == measured.job_key] if measured.job_key and "key" in summary else []
             words = cluster_words(job.iloc[0]) if len(job) else ""
@@ -143,6 +145,6 @@ def command(args) -> int:
     work = Work(compute_ms=args.compute_ms, bucket_bytes=buckets)  # in DDP's order: the last layers' first
     args.batch = args.batch_size
     # nothing ran: the buckets are predicted (reverse registration order), and said to be
-    print_whatif(args, f"{spec.model_label}: predicted layout: {len(buckets)} bucket(s) of at most {args.bucket_cap_mb:g} MB",
-            work, cluster)
+    print_whatif(args, f"{spec.model_label}: predicted layout: {len(buckets)} bucket(s) of at most "
+                 f"{args.bucket_cap_mb:g} MB", work, cluster)
     return 0

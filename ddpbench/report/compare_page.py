@@ -121,7 +121,8 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
         numeric = {1, 2, 3, 4, 5, 7} if not costed else {1, 2, 3, 4, 5, 6, 8}
         sections.append(Section("Jobs", html_table(header, cells, classes, numeric) + defs))
     if plot is not None:
-        sections.append(Section("Ratios", Markup('<p class="what">Mean step time of B divided by A\'s, per job, with its '
+        sections.append(Section("Ratios", Markup('<p class="what">Mean step time of B divided by A\'s, per job, '
+                                                 'with its '
                                 "95 % interval over launches (hollow: one launch, no interval); the solid line is no "
                                 "change, the dashed lines the relative gates' thresholds. Right of 1 is slower.</p>"),
                                 (plot,)))

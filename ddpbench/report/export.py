@@ -73,6 +73,7 @@ from ddpbench.analysis.folder import load_given
 from ddpbench.analysis.summary import bounded_steps, launch_times
 from ddpbench.errors import InputError
 from ddpbench.report.budget import BUDGET_COLUMNS
+from ddpbench.report.tables import exported
 from ddpbench.results.history import PLUGIN_KEY, fingerprint
 from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.sidefiles import replace_file
@@ -272,16 +273,13 @@ def benchmark_document(folder: str | Path) -> tuple[dict, list[str]]:
             "per_rank_batch": plain(r["per_rank_batch"]),
             "global_batch": plain(r["global_batch"]),
             "model_params": plain(r["params"]),
-            **{c: plain(r.get(c)) for c in ("samples_per_s", "samples_per_s_low", "samples_per_s_high", "speedup",
-                                            "speedup_low", "speedup_high", "efficiency", "efficiency_low",
-                                            "efficiency_high", "serial_fraction", "baseline_key")},
+            # ddpbench's own figures of scaling, and those below: as the report's tables declare them
+            **{c: plain(r.get(c)) for c in exported("scaling")},
             # the loss budget and the rank everyone waited for (None where the summary has no budget)
             **{c: plain(r.get(c)) for c in BUDGET_COLUMNS},
             # what a sample costs at the stored price (None without one) and the energy it took (None
-            # without a counter: energy_note says why), each with its interval over launches
-            **{c: plain(r.get(c)) for c in ("devices", "price_per_hour", "cost_per_sample", "cost_per_sample_low",
-                                            "cost_per_sample_high", "energy_j_per_sample", "energy_j_per_sample_low",
-                                            "energy_j_per_sample_high", "power_w", "energy_method", "energy_note")},
+            # without a counter: energy_note says why)
+            **{c: plain(r.get(c)) for c in exported("cost")},
             "oversubscribed": bool(r["oversubscribed"]),
             "noisy": bool(r["noisy"]),
             "sweep_ids": job_sweeps,

@@ -101,7 +101,8 @@ tr.best td { background: #e8f5e9; }
 .flag.straggler { background: #fde2d6; border-color: #e09f7d; }
 .ci { color: #666; font-size: .85em; white-space: nowrap; } .nowrap { white-space: nowrap; }
 div.jobs td:first-child { white-space: nowrap; }
-code.err { white-space: pre-wrap; word-break: break-word; color: #8b1a1a; display: block; min-width: 22em; max-width: 36em; }
+code.err { white-space: pre-wrap; word-break: break-word; color: #8b1a1a; display: block; \
+min-width: 22em; max-width: 36em; }
 img { max-width: 100%; height: auto; display: block; margin: .8em 0; }
 td.wrong { color: #c62828; font-weight: 700; background: #fdecea !important; }
 details { margin: .4em 0; } details > summary { cursor: pointer; font-weight: 600; padding: .2em 0; }
@@ -195,7 +196,8 @@ TABLE = """<table>
 <thead><tr>{% for h in header %}<th>{{ h }}</th>{% endfor %}</tr></thead>
 <tbody>
 {% for row in rows %}{% set cls = classes[loop.index0] %}<tr{% if cls %} class="{{ cls }}"{% endif %}>\
-{% for cell in row %}{% if loop.index0 in numeric %}<td class="num">{{ cell }}</td>{% else %}<td>{{ cell }}</td>{% endif %}\
+{% for cell in row %}{% if loop.index0 in numeric %}<td class="num">{{ cell }}</td>{% else %}\
+<td>{{ cell }}</td>{% endif %}\
 {% endfor %}</tr>
 {% endfor %}</tbody>
 </table>"""

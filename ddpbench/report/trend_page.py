@@ -130,7 +130,8 @@ METHOD = ("<p class=\"note\">Change points: E-Divisive means (the energy statist
           "candidate between two commits, and Welch's t-test over the launches on either side calls it: p below "
           "{{ p }} and the whole 95 % interval of after / before beyond {{ min }} on one side; each side of a change "
           "holds at least {{ k }} commits. The test sets aside, on each side, the launches more than {{ mads }} "
-          "scaled MADs from the side's median: launches a burst of other work on the machine slowed. The launch is the unit of evidence (a launch's steps are not independent "
+          "scaled MADs from the side's median: launches a burst of other work on the machine slowed. "
+          "The launch is the unit of evidence (a launch's steps are not independent "
           "of each other). <em>Where</em>: a job above world size 1 whose world-size-1 job changed within a commit "
           "of the same place moved on the compute side; one whose world-size-1 job did not, on the scaling side "
           "(communication or waiting). <em>Phase</em>: the phase whose mean moved most in the change's direction, "
@@ -186,7 +187,7 @@ def write_trend(table: pd.DataFrame, changes: pd.DataFrame, newest: pd.DataFrame
     plots = []
     with warnings.catch_warnings(), leaving_out() as left_out:
         warnings.filterwarnings("ignore", r"Glyph \d+ .* missing from font", UserWarning)  # see build.GLYPH_WARNING
-        for number, (family, title, rows) in enumerate(families(table), start=1):
+        for number, (_family, title, rows) in enumerate(families(table), start=1):
             mine = changes[changes["key"].isin(set(rows["key"])) & (changes["machine"] == rows["machine"].iloc[0])] \
                 if len(changes) else changes
             plot = trend_plot(rows, mine, title, out_dir / f"trend-{number}.png")

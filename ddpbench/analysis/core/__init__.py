@@ -18,14 +18,14 @@ from ddpbench.analysis.core.jobs import (
     model_columns, model_name, ok_jobs, ordered, own_fields, own_label, strategies_vary,
 )
 from ddpbench.analysis.core.budget_lines import LOSS_LINES, BudgetLine
-from ddpbench.analysis.core.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
+from ddpbench.analysis.core.columns import COLUMNS, EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.core.thresholds import (
     CONFIDENCE, MIN_CHANGE, MIN_COMMITS, NOISE_THRESHOLD, OUTLIER_MADS, P_VALUE, POWER, STRAGGLER_THRESHOLD,
 )
 from ddpbench.analysis.core.values import pct
 
 __all__ = [
-    "LOSS_LINES", "BudgetLine",
+    "LOSS_LINES", "BudgetLine", "COLUMNS",
     "COMM_ONLY_FIELDS", "CONFIDENCE", "EFFICIENCY", "EXPOSED_COMM_MS", "MIN_CHANGE", "MIN_COMMITS", "NOISE_THRESHOLD",
     "OUTLIER_MADS", "POWER", "P_VALUE", "SAMPLES_PER_S", "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD",
     "alike_but", "bucket_settings", "caps_text", "describe", "label_fields", "line_fields", "mde_amount", "mean_ci",

@@ -30,7 +30,8 @@ def data_vs_loader_workers(table, path) -> Path | None:
         workers = [int(w) for w in part["loader_workers"]]
         label = describe(part.iloc[0], fields, table)
         ax.plot(workers, part[STEP_MS], color=color, linewidth=1.6, label=f"{label}: step")
-        ax.plot(workers, part["data_ms"], color=color, linewidth=1.2, linestyle="--", label=f"{label}: waiting for data")
+        ax.plot(workers, part["data_ms"], color=color, linewidth=1.2, linestyle="--",
+                label=f"{label}: waiting for data")
         for _, r in part.iterrows():
             for column in (STEP_MS, "data_ms"):
                 mark(ax, int(r["loader_workers"]), float(r[column]), color, "o", bool(r["oversubscribed"]),

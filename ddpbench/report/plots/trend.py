@@ -2,7 +2,8 @@
 
 The panels share the commit axis (commits in the series' order, labelled by their short hash):
 throughput of each series (the job at one world size), parallel efficiency of those above world
-size 1, then the phases of the step of each series. Every point with an interval over launches carries it as a band; a change
+size 1, then the phases of the step of each series. Every point with an interval over launches \
+carries it as a band; a change
 point the detector found is a vertical line between the two commits it lies between, red where
 the step got slower, green where it got faster.
 """
@@ -89,7 +90,7 @@ def trend_plot(rows: pd.DataFrame, changes: pd.DataFrame, title: str, path: Path
                                                            **style})
         _changes(ax, changes[changes["key"] == key] if len(changes) else changes, position)
 
-    for key, label, world, part in found:
+    for key, _label, _world, part in found:
         draw(axes[0], key, part, "samples_per_s")
     axes[0].set_ylabel("throughput\n(samples/s)")
     handles = [Line2D([], [], color=colors[key], marker="o", markersize=4, label=label) for key, label, *_ in found]
@@ -99,7 +100,7 @@ def trend_plot(rows: pd.DataFrame, changes: pd.DataFrame, title: str, path: Path
     legend(axes[0], handles)
     at = 1
     if scaled:
-        for key, label, world, part in scaled:
+        for key, _label, _world, part in scaled:
             draw(axes[at], key, part, "efficiency", scale=100.0)
         axes[at].set_ylabel("parallel\nefficiency (%)")
         at += 1

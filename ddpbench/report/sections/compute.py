@@ -46,7 +46,8 @@ def compute_section(ctx: ReportContext) -> Section | None:
                      num(r["flops_per_step"] / 1e9, ",.3g") + ("" if r["flops_source"] == "counted" else "*"),
                      num(per_sample / 1e9, ",.3g"), num(r["achieved_tflops"] * scale, ".3g"),
                      num(r["total_tflops"] * scale, ".3g"), num(r["gemm_peak_tflops"] * scale, ".3g"),
-                     _pct_or_wrong(r["compute_efficiency"]), *([_pct_or_wrong(r["mfu"])] if datasheet == datasheet else [])])
+                     _pct_or_wrong(r["compute_efficiency"]),
+                     *([_pct_or_wrong(r["mfu"])] if datasheet == datasheet else [])])
     methods = sorted(set(jobs["peak_method"].dropna()))
     given = [m for m in jobs["flops_source"].dropna().unique() if m != "counted"]
     text = html('<p class="what">What each job computes and how fast: FLOPs per optimizer step of one process '

@@ -4,14 +4,53 @@ why not where none did (docs/cost-and-energy.md)."""
 
 from __future__ import annotations
 
-from ddpbench.analysis.core import SAMPLES_PER_S, STEP_MS
+from ddpbench.analysis.core import COLUMNS, SAMPLES_PER_S, STEP_MS
 from ddpbench.analysis.summary import MILLION
 from ddpbench.analysis.core import describe, line_fields
 from markupsafe import Markup
 
-from ddpbench.report.page import ReportContext, Section, html, html_table, num, throughput_format, with_interval
+from ddpbench.report.page import ReportContext, Section, html, html_table, num, throughput_format
 from ddpbench.report.plots import scaling as scaling_plots
 from ddpbench.report.sections.gpu import HOW_MEASURED
+from ddpbench.report.tables import Col, build, figure, html_cell, shown
+
+
+class _Jobs:
+    """What the cost table's columns read besides a row: its rows (the finished jobs), the whole
+    summary, the fields that tell them apart, the price, and the training run."""
+
+    def __init__(self, table, summary, cost, run: str):
+        self.table, self.summary, self.cost, self.run = table, summary, cost, run
+        self.fields = [f for f in line_fields(summary) if f not in HOW_MEASURED or f == "bucket_cap_mb"]
+
+    @property
+    def deadline(self) -> bool:
+        return self.cost.priced and self.cost.deadline_h is not None
+
+    def mark_missing(self, row) -> bool:
+        return False  # a figure of one launch shows no [–]: the text says what the brackets hold
+
+
+def _priced(jobs) -> bool:
+    return jobs.cost.priced
+
+
+#: the cost table, one declaration a column (:mod:`ddpbench.report.tables`); the figures SHOWN declares
+#: for it (the energy's) at its end
+COST = (
+    Col("job", lambda r, jobs: describe(r, jobs.fields, jobs.summary), numeric=False),
+    Col("ws", lambda r, jobs: num(r["world_size"], ".0f")),
+    Col("devices", lambda r, jobs: num(r["devices"], ".0f")),
+    Col(COLUMNS[SAMPLES_PER_S].unit, figure(SAMPLES_PER_S, throughput_format)),
+    Col(lambda jobs: f"hours for {jobs.run}", figure("time_to_train_h", ".3g")),
+    Col(lambda jobs: f"{jobs.cost.currency} per million samples", figure("cost_per_sample", ".3g", 1e6),
+        when=_priced),
+    Col(lambda jobs: f"{jobs.cost.currency} for {jobs.run}", figure("cost_to_train", ".3g"), when=_priced),
+    Col(lambda jobs: f"within {jobs.cost.deadline_h:g} h",
+        lambda r, jobs: {True: "yes", False: "no"}.get(r["meets_deadline"], "cannot tell"), numeric=False,
+        when=lambda jobs: jobs.deadline),
+    *shown("cost", html_cell),
+)
 
 
 def cost_section(ctx: ReportContext) -> Section | None:
@@ -25,28 +64,8 @@ def cost_section(ctx: ReportContext) -> Section | None:
     energy = "energy_j_per_sample" in ok and ok["energy_j_per_sample"].notna().any()
     samples = cost.samples or MILLION
     run = f"{samples:,} samples" if cost.samples else "a million samples"
-    fields = [f for f in line_fields(summary) if f not in HOW_MEASURED or f == "bucket_cap_mb"]
-    header = ["job", "ws", "devices", "samples/s", f"hours for {run}"]
-    if cost.priced:
-        header += [f"{cost.currency} per million samples", f"{cost.currency} for {run}"]
-        if cost.deadline_h is not None:
-            header.append(f"within {cost.deadline_h:g} h")
-    if energy:
-        header += ["J per sample", "power (W)"]
-    rows = []
-    for _, r in ok.iterrows():
-        row = [describe(r, fields, summary), num(r["world_size"], ".0f"), num(r["devices"], ".0f"),
-               with_interval(r, SAMPLES_PER_S, throughput_format(r[SAMPLES_PER_S]), mark_missing=False),
-               with_interval(r, "time_to_train_h", ".3g", mark_missing=False)]
-        if cost.priced:
-            row += [with_interval(r, "cost_per_sample", ".3g", scale=1e6, mark_missing=False),
-                    with_interval(r, "cost_to_train", ".3g", mark_missing=False)]
-            if cost.deadline_h is not None:
-                row.append({True: "yes", False: "no"}.get(r["meets_deadline"], "cannot tell"))
-        if energy:
-            row += [with_interval(r, "energy_j_per_sample", ".3g", mark_missing=False),
-                    with_interval(r, "power_w", ".3g", mark_missing=False)]
-        rows.append(row)
+    jobs = _Jobs(ok, summary, cost, run)
+    header, rows, numeric = build(COST, [r for _, r in ok.iterrows()], jobs)
     text = html('<p class="what">What a sample costs at each setting: the price of the job&rsquo;s devices and '
                 "nodes for an hour, times its mean step, over the samples of a step; and how long a training run "
                 "of {{ run }} takes at its throughput. Each in brackets: the 95 % interval over launches (the mean "
@@ -71,8 +90,6 @@ def cost_section(ctx: ReportContext) -> Section | None:
     images = [scaling_plots.per_sample_vs_world_size(summary, ctx.image(name), column, scale, ylabel, title)
               for column, scale, ylabel, title, name in figures] if len(scaling_plots.world_sizes(summary)) >= 2 else []
     images = [path for path in images if path is not None]
-    numeric = set(range(1, len(header))) - ({header.index(f"within {cost.deadline_h:g} h")}
-                                            if cost.priced and cost.deadline_h is not None else set())
     return Section("Cost and energy", text + html_table(header, rows, numeric=numeric), tuple(images))
 
 

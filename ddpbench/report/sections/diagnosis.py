@@ -48,7 +48,8 @@ def _causes_table(ctx: ReportContext, blamed) -> Markup:
                      "measured" if f.basis == "measured" else "estimated"])
     return (Markup('<p class="what">Causes of lost time, the one whose fix would recover the most first. Where the '
                    "sweep also ran the fix, the gain is the one it measured; elsewhere it is estimated from the job's "
-                   "own figures (ddpbench.analysis.diagnosis.causes), which <code>benchmarks/fault_suite.py</code> checks "
+                   "own figures (ddpbench.analysis.diagnosis.causes), which <code>benchmarks/fault_suite.py</code> "
+                   "checks "
                    "against planted faults. The verdict names a cause only where the lower end of its gain's "
                    "95 % interval is material (a dash: no interval, so cannot tell).</p>\n")
             + html_table(["job", "cause", "fix", "recoverable (ms/step)", "lower end (ms/step)", "of the step", "gain"],

@@ -21,7 +21,7 @@ def _best_buckets(table: pd.DataFrame, summary: pd.DataFrame) -> Markup:
     layouts = summary.set_index("key")["bucket_layout"] if "bucket_layout" in summary else pd.Series(dtype=object)
     parts = []
     for rate, part in ddp.groupby("link", sort=False):
-        def setting(row) -> str:
+        def setting(row, part=part) -> str:
             layout = layouts.get(row["key"])
             same = [r["bucket_cap_mb"] for _, r in part.iterrows()
                     if layout is not None and layouts.get(r["key"]) == layout] or [row["bucket_cap_mb"]]
@@ -71,7 +71,8 @@ def network_section(ctx: ReportContext) -> Section | None:
              "<p>Best bucket size by link rate: {{ best }}. "
              "{% if ratio %}DDP's best throughput over master aggregation's: {{ ratio }}. {% endif %}</p>",
              nodes=", ".join(map(str, nodes)), best=_best_buckets(table, ctx.summary), ratio=ratio)
-        + Markup('<p class="note">The model: a message of n bytes costs &alpha; + n&beta; with &beta; = 8 bits per byte '
+        + Markup('<p class="note">The model: a message of n bytes costs &alpha; + n&beta; with &beta; = 8 bits '
+                 'per byte '
         "at the link rate and &alpha; = the link's added delay (0 without one); a ring all-reduce of each DDP "
         "bucket costs 2(p&minus;1)&alpha; + 2(p&minus;1)/p &middot; n&beta;, master aggregation "
         "2(p&minus;1)(&alpha; + n&beta;). The predicted step is the job's measured compute (its "
@@ -92,7 +93,8 @@ def _held_out_html(check: pd.DataFrame) -> Markup:
     if check.empty:
         return Markup()
     rows = [[r["link"], r["setting"], r["fitted_on"], num(r["alpha_us"], ".0f"),
-             num(100 * r["rate_share"], ".0f", " %"), num(r["measured_comm_ms"], ".1f"), num(r["held_out_comm_ms"], ".1f"),
+             num(100 * r["rate_share"], ".0f", " %"), num(r["measured_comm_ms"], ".1f"),
+             num(r["held_out_comm_ms"], ".1f"),
              num(r["held_out_error_pct"], "+.0f", " %"), num(r["fit_error_pct"], "+.0f", " %")]
             for _, r in check.iterrows()]
     errors = check["held_out_error_pct"].abs()

@@ -73,7 +73,8 @@ def noise_section(ctx: ReportContext) -> Section | None:
                       "world_size &times; threads_per_rank at or below the cores{{ cores }}, set "
                       "<code>threads_per_rank</code> explicitly rather than letting ranks share cores, and pin "
                       "the run to its cores (<code>taskset -c</code> or <code>numactl --physcpubind</code>) so "
-                      "ranks do not migrate. Oversubscribed jobs measure contention for cores, not scaling.", cores=cores_text))
+                      "ranks do not migrate. Oversubscribed jobs measure contention for cores, not scaling.",
+                      cores=cores_text))
     items = html("{% for a in advice %}<li>{{ a }}</li>{% endfor %}", advice=advice)
     return Section(
         "Noise and confidence",
@@ -82,7 +83,8 @@ def noise_section(ctx: ReportContext) -> Section | None:
              "single launch (<em>one launch</em>), or more busy threads than cores (<em>oversubscribed</em>). "
              "The CI width is the 95 % t interval of the throughput over launches, as a share of the "
              "throughput.</p>\n", bar=pct(NOISE_THRESHOLD))
-        + html('<div class="jobs">{{ table }}</div>\n<p class="note">What helps:</p>\n<ul class="note">{{ items }}</ul>',
+        + html('<div class="jobs">{{ table }}</div>\n<p class="note">What helps:</p>\n'
+               '<ul class="note">{{ items }}</ul>',
                table=html_table(header, rows, numeric={1, 2, 3, 4, 5}), items=items))
 
 

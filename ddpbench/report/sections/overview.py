@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import math
 
-from ddpbench.analysis.core import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
+from ddpbench.analysis.core import COLUMNS, EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.core import pct
 from ddpbench.analysis.core import describe, line_fields, ordered
 from ddpbench.analysis.core import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
 from markupsafe import Markup
 
 from ddpbench.report.page import (DASH, ReportContext, Section, any_interval, flags_html, has_memory, html, html_table,
-                                  num, throughput_format, with_interval)
+                                  num, throughput_format)
+from ddpbench.report.tables import Col, build, definitions, figure, html_cell, shown
 from ddpbench.results.schema import STATUSES
 
 ENV_ROWS = (
@@ -122,83 +123,118 @@ def header_section(ctx: ReportContext) -> Section:
                                       counts=counts, notes=notes, where=str(ctx.results_dir), env=env_html))
 
 
-def summary_section(ctx: ReportContext) -> Section | None:
-    table = ctx.summary
-    if table.empty:
-        return None
-    extra = line_fields(table)
-    extra = [f for f in extra if f != "bucket_cap_mb"]
-    intervals = any_interval(table)
-    rows, classes = [], []
-    header = ["job", "world size", "bucket (MB)", "status",
-              Markup("step (ms), mean" + (' <span class="ci">[95 % CI]</span>' if intervals else "")), "IQR (ms)",
-              Markup("samples/s" + (' <span class="ci">[95 % CI]</span>' if intervals else "")),
-              Markup("speedup (&times;)"),
-              "efficiency (%)", "serial fraction e", "exposed comm (ms, % of step)", "DDP comm (ms)",
-              "overlap (%)", "flags", "error"]
-    errors = bool((table["status"] != "ok").any())  # no error column when every job finished
-    if not errors:
-        header = header[:-1]
-    for _, r in ordered(table).iterrows():
-        ok = r["status"] == "ok"
-        step = with_interval(r, STEP_MS, ".2f", mark_missing=intervals and ok) if ok else DASH
-        spread = num(r["step_ms_iqr"], ".2f") if ok else DASH
-        error = html('<code class="err">{{ e }}</code>', e=r["error"]) if not ok else ""
-        share = r.get("exposed_comm_share")
-        exposed = num(r[EXPOSED_COMM_MS], ".2f")
-        if isinstance(share, (int, float)) and math.isfinite(share):
-            exposed += html(' <span class="ci">({{ pct }} %)</span>', pct=num(100 * share, ".0f"))
-        withheld = r.get("exposed_reason")
-        if ok and isinstance(withheld, str) and withheld.startswith("withheld"):  # a script's no-sync steps synced
-            exposed = html('<span class="ci">{{ why }}</span>', why=withheld)
-        mark = intervals and ok
-        rows.append([describe(r, extra, table), r["world_size"], num(r["bucket_cap_mb"], "g"),
-                     html('<span class="status-{{ s }}">{{ s }}</span>', s=r["status"]), step, spread,
-                     with_interval(r, SAMPLES_PER_S, throughput_format(r[SAMPLES_PER_S]), mark_missing=mark),
-                     with_interval(r, SPEEDUP, ".2f", mark_missing=mark),
-                     with_interval(r, EFFICIENCY, ".0f", 100.0, mark_missing=mark),
-                     with_interval(r, "serial_fraction", ".2f", mark_missing=mark),
-                     exposed, num(r["ddp_comm_ms"], ".2f"), num(r["overlap_pct"], ".0f"), flags_html(r),
-                     *([error] if errors else [])])
-        classes.append("" if ok else "bad")
-    defs = (
+class _Jobs:
+    """What the summary table's columns read besides a row: the table, the fields that tell its jobs
+    apart, whether some job has an interval, whether some job did not finish."""
+
+    def __init__(self, table):
+        self.table = table
+        self.extra = [f for f in line_fields(table) if f != "bucket_cap_mb"]
+        self.intervals = any_interval(table)
+        self.errors = bool((table["status"] != "ok").any())  # no error column when every job finished
+
+    def mark_missing(self, row) -> bool:
+        """Whether a figure without an interval shows ``[–]``: some job has one, and this one finished."""
+        return self.intervals and row["status"] == "ok"
+
+
+def _ci(label: str):
+    """A heading that says the cells hold 95 % intervals where some job has one."""
+    return lambda jobs: Markup(label + (' <span class="ci">[95 % CI]</span>' if jobs.intervals else ""))
+
+
+def _ok(cell):
+    """A cell of a finished job; a dash for one that did not finish."""
+    return lambda r, jobs: cell(r, jobs) if r["status"] == "ok" else DASH
+
+
+def _exposed(r, jobs) -> Markup:
+    share = r.get("exposed_comm_share")
+    exposed = num(r[EXPOSED_COMM_MS], ".2f")
+    if isinstance(share, (int, float)) and math.isfinite(share):
+        exposed += html(' <span class="ci">({{ pct }} %)</span>', pct=num(100 * share, ".0f"))
+    withheld = r.get("exposed_reason")
+    if r["status"] == "ok" and isinstance(withheld, str) and withheld.startswith("withheld"):
+        exposed = html('<span class="ci">{{ why }}</span>', why=withheld)  # a script's no-sync steps synced
+    return exposed
+
+
+def _flags(jobs) -> Markup:
+    """The flags' definition, with the thresholds they are judged by as the table is made."""
+    return Markup("<em>oversubscribed</em>: more busy threads than cores; <em>noisy</em>: step time IQR above "
+                  f"{pct(NOISE_THRESHOLD)} of the median; <em>straggler</em>: a rank whose own compute time "
+                  f"(without waiting) was more than {pct(STRAGGLER_THRESHOLD)} above the other ranks&rsquo; "
+                  "median in most steps, with that excess")
+
+
+def _defs(*pairs: tuple[str, str]) -> tuple[tuple[str, Markup], ...]:
+    """A column's definitions under the table, in this module's own markup."""
+    return tuple((term, Markup(text)) for term, text in pairs)
+
+
+def _unit(column: str) -> str:
+    return COLUMNS[column].unit
+
+
+#: the report's summary table, one declaration a column (:mod:`ddpbench.report.tables`), each with the
+#: definitions it gives under the table; the figures SHOWN declares for the summary come before the flags
+SUMMARY = (
+    Col("job", lambda r, jobs: describe(r, jobs.extra, jobs.table), numeric=False),
+    Col("world size", lambda r, jobs: r["world_size"]),
+    Col(f"bucket ({_unit('bucket_cap_mb')})", lambda r, jobs: num(r["bucket_cap_mb"], "g")),
+    Col("status", lambda r, jobs: html('<span class="status-{{ s }}">{{ s }}</span>', s=r["status"]), numeric=False),
+    Col(_ci(f"step ({_unit(STEP_MS)}), mean"), _ok(figure(STEP_MS, ".2f")), defs=_defs(
         ("step", "wall time of one training step on the slowest rank, the mean over measured steps (warmup "
-                 "excluded): the step time every part of this report quotes, and what throughput divides by"),
+                 "excluded): the step time every part of this report quotes, and what throughput divides by"),)),
+    Col(f"IQR ({_unit('step_ms_iqr')})", _ok(lambda r, jobs: num(r["step_ms_iqr"], ".2f")), defs=_defs(
         ("IQR", "inter-quartile range of the measured steps: how much they scatter (the noise flag), not a "
-                "step time"),
+                "step time"),)),
+    Col(_ci(_unit(SAMPLES_PER_S)), figure(SAMPLES_PER_S, throughput_format), defs=_defs(
         ("samples/s", "global throughput: samples of all ranks per second, the global batch over the mean "
                       "step time (total samples over total time, so costs paid every few steps count)"),
         ("[low, high]", "95 % confidence interval: Student&rsquo;s t over launches (each launch&rsquo;s "
                         "mean step is one sample; steps within a launch are not independent). "
                         "[&ndash;] means the job, or its world-size-1 baseline, ran in one launch: set "
-                        "<code>repeats</code> &ge; 3 in the experiment for intervals"),
-        ("speedup", "throughput relative to the world-size-1 job with the same model and batch settings"),
-        ("efficiency", "speedup &divide; world size; 100 % is linear scaling"),
+                        "<code>repeats</code> &ge; 3 in the experiment for intervals"))),
+    Col(Markup("speedup (&times;)"), figure(SPEEDUP, ".2f"), defs=_defs(
+        ("speedup", "throughput relative to the world-size-1 job with the same model and batch settings"),)),
+    Col("efficiency (%)", figure(EFFICIENCY, ".0f", 100.0), defs=_defs(
+        ("efficiency", "speedup &divide; world size; 100 % is linear scaling"),)),
+    Col("serial fraction e", figure("serial_fraction", ".2f"), defs=_defs(
         ("serial fraction e", "Karp&ndash;Flatt&rsquo;s experimentally determined serial fraction "
                               "e = (1/S &minus; 1/p) / (1 &minus; 1/p) for speedup S on p ranks: 0 is perfect "
                               "scaling, 1 no speedup at all, above 1 slower than one rank; undefined at world "
                               "size 1. Constant across world sizes: work that does not parallelise; rising: "
-                              "overhead that grows with the ranks (communication, waiting)"),
+                              "overhead that grows with the ranks (communication, waiting)"),)),
+    Col("exposed comm (ms, % of step)", _exposed, defs=_defs(
         ("exposed comm", "mean step time with gradient sync minus mean step time under DDP's no_sync(): the "
                          "communication the backward pass did not hide (can be slightly negative from noise); "
-                         "in brackets its share of the mean step"),
-        ("DDP comm", "DDP's own measure of its backward all-reduce time per step"),
-        ("overlap", "share of DDP comm time that ran while backward was still computing"),
-        ("flags", "<em>oversubscribed</em>: more busy threads than cores; <em>noisy</em>: step time IQR above "
-                  f"{pct(NOISE_THRESHOLD)} of the median; <em>straggler</em>: a rank whose own compute time (without "
-                  f"waiting) was more than {pct(STRAGGLER_THRESHOLD)} above the other ranks&rsquo; median in most "
-                  "steps, with that excess"),
-    )
+                         "in brackets its share of the mean step"),)),
+    *shown("summary", html_cell),
+    Col("flags", lambda r, jobs: flags_html(r), numeric=False, defs=(("flags", _flags),)),
+    Col("error", lambda r, jobs: html('<code class="err">{{ e }}</code>', e=r["error"]) if r["status"] != "ok"
+        else "", numeric=False, when=lambda jobs: jobs.errors),
+)
+
+
+def summary_section(ctx: ReportContext) -> Section | None:
+    table = ctx.summary
+    if table.empty:
+        return None
+    jobs = _Jobs(table)
+    rows = [r for _, r in ordered(table).iterrows()]
+    header, cells, numeric = build(SUMMARY, rows, jobs)
+    classes = ["" if r["status"] == "ok" else "bad" for r in rows]
     dl = html("{% for k, v in defs %}<dt>{{ k }}</dt><dd>{{ v }}</dd>{% endfor %}",
-              defs=[(k, Markup(v)) for k, v in defs])  # the definitions are this module's own markup
-    numeric = {1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+              defs=definitions(SUMMARY, jobs))
     memory = " Peak memory per job is in the Memory section." if has_memory(table) else ""
     note = Markup()
-    if not intervals and (table["status"] == "ok").any():
+    if not jobs.intervals and (table["status"] == "ok").any():
         note = Markup('<p class="note">Every job ran in one launch, so no figure has a confidence interval: set '
                       "<code>repeats</code> &ge; 3 in the experiment to get 95 % t intervals over "
                       "launches.</p>\n")
     return Section("Summary", html('<p class="what">One row per job: how fast each step ran and how well it '
                                    "scaled; jobs that did not finish show their error.{{ memory }}</p>\n{{ note }}"
                                    '<div class="jobs">{{ table }}</div>\n<dl class="defs">{{ dl }}</dl>',
-                                   memory=memory, note=note, table=html_table(header, rows, classes, numeric), dl=dl))
+                                   memory=memory, note=note, table=html_table(header, cells, classes, numeric),
+                                   dl=dl))

@@ -94,7 +94,8 @@ def _memory_table(summary: pd.DataFrame) -> Markup:
     rows = [[describe(r, fields), setting_name(r), r["world_size"], num(r["rank_memory_mb"], ".0f"),
              num(r.get("gpu_peak_allocated_mb", math.nan), ".0f"), num(r.get("amp_skipped_steps", math.nan), ".0f")]
             for _, r in ok.iterrows()]
-    return (Markup('<p class="note">Memory per setting, strategy and world size: the largest rank\'s own memory at the end '
+    return (Markup('<p class="note">Memory per setting, strategy and world size: the largest rank\'s own memory '
+                   'at the end '
             "of the measured steps (MB, 10<sup>6</sup> bytes: its anonymous and shared resident memory, the same "
             "whether the rank was forked from the warm server or started as a new interpreter; library code, "
             "page cache every torch process shares, is left out), and on CUDA the peak the rank's tensors held. "

@@ -160,7 +160,8 @@ def _same_buckets_note(summary) -> Markup:
                     pct=num(100 * (same[STEP_MS].max() / same[STEP_MS].min() - 1), ".0f")))
     if not items:
         return Markup()
-    return (Markup('<p class="note">DDP never splits a tensor, so caps below a model&rsquo;s largest tensors can give the '
+    return (Markup('<p class="note">DDP never splits a tensor, so caps below a model&rsquo;s largest tensors '
+                   'can give the '
             "very same buckets. These caps did; their points are one setting measured more than once, and "
             "their spread is the noise of the measurements, not an effect of the cap:</p><ul>")
             + html("{{ items | join('') }}</ul>", items=items))

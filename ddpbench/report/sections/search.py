@@ -67,7 +67,8 @@ def search_section(ctx: ReportContext) -> Section | None:
         '<p class="what">Fastest: <strong>{{ r.winner }}</strong>, {{ rate }} samples/s (95 % interval {{ low }} to '
         "{{ high }}).{% if tied %} Statistically tied with it (their interval against it contains 1): {{ tied }}."
         "{% else %} Nothing is statistically tied with it.{% endif %} The race spent {{ r.launches }} launches where "
-        "the whole grid would have spent {{ r.grid_launches }} (budget {{ r.budget }}): settings predicted to make the same DDP "
+        "the whole grid would have spent {{ r.grid_launches }} (budget {{ r.budget }}): settings predicted to "
+        "make the same DDP "
         "buckets ran once, and each round the settings significantly slower than the leader went out, or, when none "
         "was, the slower half.</p>\n{{ table }}",
         r=result, rate=num(result["winner_samples_per_s"], ".1f"), low=num(low, ".1f"), high=num(high, ".1f"),

@@ -72,7 +72,8 @@ def timeline_section(ctx: ReportContext) -> Section | None:
               for _, e in errors.iterrows()]
     disagreements = html("<ul>{{ notes | join('') }}</ul>", notes=notes) if notes else Markup()
     text = (
-        Markup('<p class="what">Every rank recorded its job\'s <code>trace_steps</code> with PyTorch\'s profiler after the '
+        Markup('<p class="what">Every rank recorded its job\'s <code>trace_steps</code> with PyTorch\'s profiler '
+               'after the '
         "timed steps (never among them). Each trace opens in <a href=\"https://ui.perfetto.dev\">Perfetto UI</a> or "
         "chrome://tracing. A timeline shows one step: a row per rank and one per thread that ran its collectives, "
         "each collective with its bytes. Three measures of exposed communication stand side by side: the measured "
