@@ -31,9 +31,11 @@ def command(args) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from ddpbench.analysis.history import FAIL, INCONCLUSIVE, PASS, compare_tables, environment_differences, gate_results, gate_text, load_side, parse_gate
-
     from ddpbench.analysis.core import POWER, mde_amount
+    from ddpbench.analysis.history import (
+        FAIL, INCONCLUSIVE, PASS, compare_tables, environment_differences, gate_results, gate_text, load_side,
+        parse_gate,
+    )
     from ddpbench.report.compare_page import write_comparison
     from ddpbench.results.sanitize import printable
 
