@@ -17,11 +17,11 @@ from ddpbench.analysis.core.jobs import (
     model_columns, model_name, ok_jobs, ordered, own_fields, own_label, strategies_vary,
 )
 from ddpbench.analysis.core.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.core.thresholds import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
+from ddpbench.analysis.core.thresholds import DATA_BOUND_SHARE, NOISE_THRESHOLD, STRAGGLER_THRESHOLD
 from ddpbench.analysis.core.values import pct
 
 __all__ = [
-    "COMM_ONLY_FIELDS", "CONFIDENCE", "EFFICIENCY", "EXPOSED_COMM_MS", "NOISE_THRESHOLD", "POWER",
+    "COMM_ONLY_FIELDS", "CONFIDENCE", "DATA_BOUND_SHARE", "EFFICIENCY", "EXPOSED_COMM_MS", "NOISE_THRESHOLD", "POWER",
     "SAMPLES_PER_S", "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD", "alike_but", "bucket_settings",
     "caps_text", "describe", "label_fields", "line_fields", "mde_amount", "mean_ci", "model_columns",
     "model_name", "ok_jobs", "ordered", "own_fields", "own_label", "pct", "strategies_vary", "throughput_ci",

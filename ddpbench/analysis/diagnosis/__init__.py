@@ -17,13 +17,12 @@
 
 from __future__ import annotations
 
-from ddpbench.analysis.diagnosis.causes import DATA_BOUND_SHARE
 from ddpbench.analysis.diagnosis.precision import (
     has_settings, ratio_text, scaling_sentences, setting_name, settings_table,
 )
 from ddpbench.analysis.diagnosis.lossbudget import cluster_words
 
 __all__ = [
-    "DATA_BOUND_SHARE", "cluster_words", "has_settings", "ratio_text", "scaling_sentences", "setting_name",
+    "cluster_words", "has_settings", "ratio_text", "scaling_sentences", "setting_name",
     "settings_table",
 ]

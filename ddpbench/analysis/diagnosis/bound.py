@@ -19,13 +19,12 @@ from ddpbench.analysis.diagnosis import causes, evidence
 
 from ddpbench.analysis.summary import overlap
 from ddpbench.analysis.core.columns import EXPOSED_COMM_MS, STEP_MS
+from ddpbench.analysis.core.thresholds import COMM_BOUND_SHARE, COMPUTE_BOUND_SHARE
 from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, pct
 from ddpbench.analysis.core.jobs import config_name, describe, hook_text, label_fields, largest_fair, ok_jobs, per_row
 from ddpbench.analysis.summary.table import launch_times
 from ddpbench.analysis.diagnosis.wording import cannot_tell, known, measurable, noise_floor_ms, not_measurable, spread_pct
 
-COMM_BOUND_SHARE = causes.COMM_BOUND_SHARE  # exposed communication above this share of the step
-COMPUTE_BOUND_SHARE = 0.10  # below this: compute-bound
 WHICH = " whether it is compute- or communication-bound"
 
 

@@ -49,26 +49,13 @@ from ddpbench.analysis.diagnosis import lossbudget
 
 from ddpbench.analysis.models import whatif
 from ddpbench.analysis.core.columns import EXPOSED_COMM_MS, STEP_MS
+from ddpbench.analysis.core.thresholds import (CANDIDATE_CAPS, COMM_BOUND_SHARE, DATA_BOUND_SHARE, LARGE_BUCKET_SHARE,
+                                                  MATERIAL_SHARE, NEAR_TIE_SHARE, SMALL_BUCKETS)
 from ddpbench.analysis.models.layouts import layout_at
 from ddpbench.experiment.spec import FIELDS
 
-#: a cause is blamed only when its fix would recover at least this share of the step
-MATERIAL_SHARE = 0.10
-#: a comm-bound verdict: exposed communication above this share of the step
-COMM_BOUND_SHARE = 0.25
-#: data-bound: waiting for the next batch above this share of the step
-DATA_BOUND_SHARE = 0.25
 #: the cap a job gets when it names none (MB): the spec's default, which is DDP's own
 DEFAULT_BUCKET_MB = FIELDS["bucket_cap_mb"].default
-#: too small: a layout with at least this many times the buckets the default cap makes
-SMALL_BUCKETS = 4
-#: too large: the largest bucket holds at least this share of the gradients
-LARGE_BUCKET_SHARE = 0.8
-#: the caps a too-large layout is re-cut at (MB), the one leaving least exposed is proposed
-CANDIDATE_CAPS = (25.0, 10.0, 5.0, 2.0, 1.0)
-#: caps that would leave no more exposed time than the best plus this share of the job's exposed time
-#: tie, and the largest of them is proposed: each bucket also pays a fixed cost the model leaves out
-NEAR_TIE_SHARE = 0.05
 #: the order causes are named in (most specific first)
 CAUSES = ("oversubscribed", "straggler", "contention", "data", "buckets", "unused-parameters", "master",
           "communication")

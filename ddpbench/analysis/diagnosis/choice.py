@@ -18,12 +18,11 @@ import pandas as pd
 from ddpbench.analysis.core import stats
 
 from ddpbench.analysis.diagnosis import wording
+from ddpbench.analysis.core.thresholds import CHOICE_MATERIAL
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields, model_name
 from ddpbench.analysis.summary.table import launch_times
 from ddpbench.experiment.cost import Cost
 
-#: a difference smaller than this is not worth a "cheaper" or "faster"
-MATERIAL = 0.05
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,7 @@ def _versus(best, other, ratio: tuple[float, float], point: float, word: str, su
                 f"{wording.pct(1 - low, 1)}: significant)")
     mine, theirs = launch_times(best), launch_times(other)
     spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
-    told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * max(gain, MATERIAL), f" it from {name}")
+    told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * max(gain, CHOICE_MATERIAL), f" it from {name}")
     if wording.known(low, high):
         return (f"{wording.pct(gain, 1)} {word} than {name} by the means, but the 95 % interval of the gain, "
                 f"{wording.pct(1 - high, 1)} to {wording.pct(1 - low, 1)}, includes 0: {told}")

@@ -12,6 +12,7 @@ import math
 
 from ddpbench.analysis.diagnosis import causes, evidence, wording
 from ddpbench.analysis.core.columns import STEP_MS
+from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, pct
 from ddpbench.analysis.core.jobs import config_name as _config
 from ddpbench.analysis.core.jobs import describe, label_fields
@@ -39,7 +40,7 @@ def contention_findings(summary):
             out.append(blame("contention", r, estimate, f"{where} slow each other's compute: {estimate.detail}."))
         else:  # its figure is in the loss budget's table
             out.append(Finding("contention", "info", f"{where} slow each other's compute, by under "
-                               f"{pct(causes.MATERIAL_SHARE)} of the {r[STEP_MS]:.1f} ms step (the loss budget's "
+                               f"{pct(MATERIAL_SHARE)} of the {r[STEP_MS]:.1f} ms step (the loss budget's "
                                "compute slowed by sharing): not blamed.", job=r.get("key")))
     return out
 

@@ -37,10 +37,9 @@ from ddpbench.analysis.core import stats
 from ddpbench.analysis.diagnosis.causes import Estimate
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS
+from ddpbench.analysis.core.thresholds import SINGLE_LAUNCH_MARGIN
 from ddpbench.analysis.summary.table import launch_times
 
-#: with one launch a side there is no interval: a measured difference counts beyond this share of the step
-SINGLE_LAUNCH_MARGIN = 0.05
 
 #: how the gain of a proposed fix is known
 MODEL, MEASURED, CONTRADICTED, UNCONFIRMED = "model", "measured", "contradicted", "unconfirmed"

@@ -35,13 +35,10 @@ from ddpbench.analysis.core.jobs import network_of as _network
 from ddpbench.analysis.core.jobs import ok_jobs as _ok
 from ddpbench.analysis.core.jobs import per_row as _per_row
 from ddpbench.analysis.core.jobs import strategy_name as _strategy
-from ddpbench.analysis.summary.table import NOISE_THRESHOLD, launch_times
+from ddpbench.analysis.core.thresholds import DATA_BOUND_SHARE, MATERIAL_SHARE, NOISE_THRESHOLD, SERIAL_FRACTION_RISE
+from ddpbench.analysis.diagnosis.causes import DEFAULT_BUCKET_MB
+from ddpbench.analysis.summary.table import launch_times
 
-COMM_BOUND_SHARE = bound.COMM_BOUND_SHARE  # exposed communication above this share of the step
-COMPUTE_BOUND_SHARE = bound.COMPUTE_BOUND_SHARE  # below this: compute-bound
-DEFAULT_BUCKET_MB = causes.DEFAULT_BUCKET_MB  # the cap a job gets when it names none (MB)
-SERIAL_FRACTION_RISE = 0.05  # e rising by more than this across world sizes: overhead grows with ranks
-DATA_BOUND_SHARE = causes.DATA_BOUND_SHARE  # waiting for the next batch above this share of the step
 
 
 def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
@@ -227,19 +224,19 @@ def _buckets(summary):
         low, high = stats.ratio_ci(mine, theirs)
         sig = stats.significant(low, high)
         spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
-        told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * causes.MATERIAL_SHARE,
+        told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * MATERIAL_SHARE,
                                    " whether they differ")
         if sig is None:
             tail = f"; {told}"
         elif sig:
             tail = f" (95 % CI of the gain {pct(1 - high, 1)} to {pct(1 - low, 1)}: significant)"
-        elif 1 - high > -causes.MATERIAL_SHARE and 1 - low < causes.MATERIAL_SHARE:
+        elif 1 - high > -MATERIAL_SHARE and 1 - low < MATERIAL_SHARE:
             tail = (f", but that is not significant: the 95 % interval of the gain, {pct(1 - high, 1)} to "
-                    f"{pct(1 - low, 1)}, includes 0 and rules out a difference of {pct(causes.MATERIAL_SHARE)} or "
+                    f"{pct(1 - low, 1)}, includes 0 and rules out a difference of {pct(MATERIAL_SHARE)} or "
                     "more; any of these bucket sizes will do")
         else:
             tail = (f", but that is not significant: the 95 % interval of the gain, {pct(1 - high, 1)} to "
-                    f"{pct(1 - low, 1)}, includes both 0 and a difference of {pct(causes.MATERIAL_SHARE)}; {told}")
+                    f"{pct(1 - low, 1)}, includes both 0 and a difference of {pct(MATERIAL_SHARE)}; {told}")
         out.append(Finding("bucket", "info", f"Best gradient bucket size for DDP with {where}: "
                            f"{caps_text(best['bucket_cap_mb'])}, {pct(gain, 1)} faster per step than {name}{tail}."))
     return out
@@ -360,7 +357,7 @@ def _stragglers(summary):
             out.append(blame("straggler", row, estimate, text))
         else:
             out.append(Finding("straggler", "info", f"{text} The others wait {estimate.recoverable_ms:.1f} ms a "
-                               f"step for it, under {pct(causes.MATERIAL_SHARE)} of the step."))
+                               f"step for it, under {pct(MATERIAL_SHARE)} of the step."))
     return out
 
 
@@ -381,7 +378,7 @@ def _barrier_straggler(summary, row):
     text = f"Rank {int(row['barrier_rank'])} is the rank everyone waited for in {where}: {estimate.detail}."
     if blames(row, estimate):
         return blame("straggler", row, estimate, text)
-    return Finding("straggler", "info", f"{text} That is under {pct(causes.MATERIAL_SHARE)} of the "
+    return Finding("straggler", "info", f"{text} That is under {pct(MATERIAL_SHARE)} of the "
                    f"{row[STEP_MS]:.1f} ms step: not blamed.")
 
 

@@ -3,7 +3,7 @@
 A finding that blames a *cause* of lost time (:data:`ddpbench.analysis.diagnosis.causes.CAUSES`) names the
 job, the fix, and the time per step the fix would recover, estimated from the job's own figures
 (:mod:`ddpbench.analysis.diagnosis.causes`); a cause is blamed only where that estimate is at least
-``causes.MATERIAL_SHARE`` of the step. :func:`rank` puts failures first, then the causes, the one
+``MATERIAL_SHARE`` of the step. :func:`rank` puts failures first, then the causes, the one
 whose fix would recover the most first (oversubscription before all: it distorts every other
 figure), then everything else; :func:`top_cause` is the first cause.
 """
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ddpbench.analysis.diagnosis import causes, wording
 from ddpbench.analysis.core.columns import STEP_MS
+from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.values import pct
 
 
@@ -55,9 +56,9 @@ def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = 
                    f"({pct(gain / step)}; a model estimate: the sweep did not run this fix).")
     low = (estimate.recoverable_low_ms if wording.known(estimate.recoverable_low_ms)
            else wording.recoverable_low_ms(row, estimate.cause, gain))
-    if not math.isnan(gain) and not low >= causes.MATERIAL_SHARE * step:
+    if not math.isnan(gain) and not low >= MATERIAL_SHARE * step:
         recover += (f" Cannot tell whether it is material: the gain's 95 % interval reaches down to "
-                    f"{max(low, 0.0):.1f} ms, under {pct(causes.MATERIAL_SHARE)} of the step." if wording.known(low) else
+                    f"{max(low, 0.0):.1f} ms, under {pct(MATERIAL_SHARE)} of the step." if wording.known(low) else
                     " Cannot tell whether it is material: the gain has no interval over launches.")
     return Finding(kind, severity, text + recover, cause=estimate.cause, job=row.get("key"),
                    recoverable_ms=gain, fix=estimate.fix, fix_fields=estimate.fields, basis=estimate.basis,

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ddpbench.analysis.diagnosis import lossbudget
 from ddpbench.analysis.diagnosis.findings import Finding, pct
+from ddpbench.analysis.core.thresholds import COMPUTE_SLOWDOWN_SHARE
 
 
 def link_check(check: pd.DataFrame):
@@ -67,8 +68,6 @@ def projection(projection: pd.DataFrame, summary: pd.DataFrame):
     return out
 
 
-#: compute measured slower at world size > 1 by more than this is named apart from communication
-COMPUTE_SLOWDOWN_SHARE = 0.05
 
 
 def _compute_part(part: pd.DataFrame) -> str:

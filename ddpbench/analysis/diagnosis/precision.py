@@ -27,6 +27,7 @@ import pandas as pd
 from ddpbench.analysis.core import stats
 from ddpbench.analysis.core.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP
 from ddpbench.analysis.diagnosis.findings import Finding
+from ddpbench.analysis.core.thresholds import COMM_SHARE_GROWTH, COMM_SHARE_NAMED
 from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, describe, label_fields
 from ddpbench.analysis.summary.table import launch_times
 
@@ -34,10 +35,6 @@ from ddpbench.analysis.summary.table import launch_times
 BASELINE = ("fp32", False)
 #: the fields a setting consists of
 SETTING_FIELDS = ("precision", "compile")
-#: exposed communication above this share of the step, and grown by at least this much over fp32
-#: eager's, is named as the reason a faster compute did not turn into a faster job
-COMM_SHARE_NAMED = 0.15
-COMM_SHARE_GROWTH = 0.05
 
 
 def setting_name(row) -> str:

@@ -11,7 +11,7 @@ import math
 import pandas as pd
 
 from ddpbench.analysis.diagnosis import lossbudget
-from ddpbench.analysis.diagnosis.causes import MATERIAL_SHARE
+from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.diagnosis.findings import Finding, pct, top_cause
 from ddpbench.analysis.core.jobs import describe, label_fields

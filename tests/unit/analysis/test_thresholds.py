@@ -6,6 +6,11 @@ import math
 
 import pandas as pd
 
+import ast
+import importlib
+from pathlib import Path
+
+from ddpbench.analysis.core import thresholds
 from ddpbench.analysis.diagnosis import causes, finders as diagnosis, verdict
 
 from ddpbench.analysis.history import gates
@@ -27,7 +32,32 @@ def test_the_default_bucket_cap_is_the_specs_and_defined_once():
     assert causes.DEFAULT_BUCKET_MB == FIELDS["bucket_cap_mb"].default == 25.0
     assert diagnosis.DEFAULT_BUCKET_MB is causes.DEFAULT_BUCKET_MB
     assert diagnosis.NOISE_THRESHOLD is summary.NOISE_THRESHOLD
-    assert verdict.MATERIAL_SHARE is causes.MATERIAL_SHARE
+    assert verdict.MATERIAL_SHARE is causes.MATERIAL_SHARE is thresholds.MATERIAL_SHARE
+
+
+#: the diagnosis's thresholds: declared in core.thresholds, imported from there by every module that reads one
+DIAGNOSIS_THRESHOLDS = ("MATERIAL_SHARE", "COMM_BOUND_SHARE", "COMPUTE_BOUND_SHARE", "DATA_BOUND_SHARE", "SMALL_BUCKETS",
+                        "LARGE_BUCKET_SHARE", "CANDIDATE_CAPS", "NEAR_TIE_SHARE", "CHOICE_MATERIAL",
+                        "COMPUTE_SLOWDOWN_SHARE", "SINGLE_LAUNCH_MARGIN", "COMM_SHARE_NAMED", "COMM_SHARE_GROWTH",
+                        "SERIAL_FRACTION_RISE")
+
+
+def test_the_diagnosis_thresholds_are_declared_once_in_core_thresholds():
+    folder = Path(diagnosis.__file__).parent
+    for path in sorted(folder.glob("*.py")):
+        module = importlib.import_module(f"ddpbench.analysis.diagnosis.{path.stem}".removesuffix(".__init__"))
+        tree = ast.parse(path.read_text())
+        declared = {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)}
+        imported = {(node.module, a.asname or a.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                    for a in node.names}
+        for name in DIAGNOSIS_THRESHOLDS:
+            if path.stem == "lossbudget" and name == "MATERIAL_SHARE":
+                continue  # lossbudget keeps its own copy until its owner switches it to core.thresholds'
+            assert name not in declared, f"{path.name} declares {name}: core.thresholds is its one home"
+            if hasattr(module, name):  # read from its home, never through another module of the diagnosis
+                assert getattr(module, name) is getattr(thresholds, name), (path.name, name)
+                assert ("ddpbench.analysis.core.thresholds", name) in imported, (path.name, name)
 
 
 def _noisy_jobs() -> pd.DataFrame:
