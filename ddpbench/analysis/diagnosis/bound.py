@@ -20,10 +20,11 @@ from ddpbench.analysis.diagnosis import causes, evidence
 from ddpbench.analysis.summary import overlap
 from ddpbench.analysis.core.columns import EXPOSED_COMM_MS, STEP_MS
 from ddpbench.analysis.core.thresholds import COMM_BOUND_SHARE, COMPUTE_BOUND_SHARE
-from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, pct
+from ddpbench.analysis.core.values import known, pct
+from ddpbench.analysis.diagnosis.findings import Finding, blame, blames
 from ddpbench.analysis.core.jobs import config_name, describe, hook_text, label_fields, largest_fair, ok_jobs, per_row
 from ddpbench.analysis.summary.table import launch_times
-from ddpbench.analysis.diagnosis.wording import cannot_tell, known, measurable, noise_floor_ms, not_measurable, spread_pct
+from ddpbench.analysis.diagnosis.wording import cannot_tell, measurable, noise_floor_ms, not_measurable, spread_pct
 
 WHICH = " whether it is compute- or communication-bound"
 
@@ -141,7 +142,7 @@ def exposed_measures(summary):
 def trusted_exposed(row):
     """``row`` with its exposed communication as the trusted measure gives it (the trace's, where the
     no_sync() difference was within the noise), so one figure is quoted for it everywhere."""
-    if row.get("exposed_trusted") != "trace" or not row.get("trace_exposed_comm_ms") == row.get("trace_exposed_comm_ms"):
+    if row.get("exposed_trusted") != "trace" or not known(row.get("trace_exposed_comm_ms")):
         return row, ""
     row = row.copy()
     row[EXPOSED_COMM_MS] = float(row["trace_exposed_comm_ms"])

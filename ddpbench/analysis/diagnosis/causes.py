@@ -51,6 +51,7 @@ from ddpbench.analysis.models import whatif
 from ddpbench.analysis.core.columns import EXPOSED_COMM_MS, STEP_MS
 from ddpbench.analysis.core.thresholds import (CANDIDATE_CAPS, COMM_BOUND_SHARE, DATA_BOUND_SHARE, LARGE_BUCKET_SHARE,
                                                   MATERIAL_SHARE, NEAR_TIE_SHARE, SMALL_BUCKETS)
+from ddpbench.analysis.core.values import known, num
 from ddpbench.analysis.models.layouts import layout_at
 from ddpbench.experiment.spec import FIELDS
 
@@ -82,17 +83,8 @@ class Estimate:
     recoverable_low_ms: float = math.nan
 
 
-def _num(row, name: str) -> float:
-    value = row.get(name, math.nan) if hasattr(row, "get") else math.nan
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return math.nan
-    return value
-
-
 def material(row, recoverable_ms: float) -> bool:
-    step = _num(row, STEP_MS)
+    step = num(row, STEP_MS)
     return bool(step > 0 and recoverable_ms >= MATERIAL_SHARE * step)
 
 
@@ -102,7 +94,7 @@ def overlap_possible(row) -> bool:
         return True
     if int(row.get("emulate_nodes", 1) or 1) > 1 and str(row.get("link", "none")) != "none":
         return True
-    cores, threads = _num(row, "cores"), _num(row, "threads_per_rank")
+    cores, threads = num(row, "cores"), num(row, "threads_per_rank")
     ranks = int(row.get("world_size", 1))
     return bool(cores > 0 and threads > 0 and cores > ranks * threads)
 
@@ -134,21 +126,21 @@ def straggler(row) -> Estimate | None:
     """The ranks' wait for the slowest: from the loss budget and the barrier where the summary has them,
     else from the slowest rank's median compute beyond the others'."""
     wait = lossbudget.line(row, "straggler")
-    named = _num(row, "barrier_rank") == _num(row, "barrier_rank") and isinstance(row.get("barrier_cause"), str)
-    if wait.ms == wait.ms:
+    named = known(num(row, "barrier_rank")) and isinstance(row.get("barrier_cause"), str)
+    if known(wait.ms):
         # the budget measured the wait: never blamed within the noise; the rank is the one the barrier
         # names (its gradients ready last), else the one whose compute is slowest
         if lossbudget.ruled_out(row, wait) or not wait.ms > 0:
             return None
         if named:
             return _budget_straggler(row, wait)
-    elif named and _num(row, "barrier_wait_ms") > 0:
+    elif named and num(row, "barrier_wait_ms") > 0:
         # no budget (no world-size-1 baseline): what each step waited at the barrier, with no interval
-        return _budget_straggler(row, lossbudget.Line("straggler", _num(row, "barrier_wait_ms"), math.nan, math.nan))
+        return _budget_straggler(row, lossbudget.Line("straggler", num(row, "barrier_wait_ms"), math.nan, math.nan))
     if barrier_measured(row):
         return None  # the barrier was read and named no rank: a rank slower alone is not one the others waited for
     ranks = row.get("straggler_ranks")
-    excess = _num(row, "straggler_excess_ms")
+    excess = num(row, "straggler_excess_ms")
     if ranks is None or not len(ranks) or not excess > 0:
         return None
     if str(row.get("strategy")).startswith("master") and list(ranks) == [0]:
@@ -162,24 +154,24 @@ def straggler(row) -> Estimate | None:
 def barrier_measured(row) -> bool:
     """Whether the ranks' readiness at the barrier was measured (``ready_ms``): then only a rank the barrier
     names is one the others waited for."""
-    return _num(row, "barrier_rank") == _num(row, "barrier_rank")
+    return known(num(row, "barrier_rank"))
 
 
 def _budget_straggler(row, wait) -> Estimate | None:
-    r = int(_num(row, "barrier_rank"))
+    r = int(num(row, "barrier_rank"))
     if str(row.get("strategy")).startswith("master"):
         # master aggregation makes the ranks unequal by design (rank 0 averages for everyone, the others
         # send as backward runs): the master cause, not a straggler
         return None
     why = row.get("barrier_cause")
     why = why if isinstance(why, str) and why in BARRIER_FIXES else "compute"
-    share, late = _num(row, "barrier_last_share"), _num(row, "barrier_rank_wait_ms")
+    share, late = num(row, "barrier_last_share"), num(row, "barrier_rank_wait_ms")
     figures = row.get("barrier_cause_detail")
     head = (figures if isinstance(figures, str) and figures else
             f"rank {r} had its gradients ready last in {100 * share:.0f} % of the steps"
-            + (f", {late:.1f} ms after the others" if late == late else ""))
+            + (f", {late:.1f} ms after the others" if known(late) else ""))
     detail = (f"{head}; likely cause: {why}; the ranks waited {wait.ms:.1f} ms a step for the slowest"
-              + (f" (95 % CI {wait.low:.1f} to {wait.high:.1f} ms)" if wait.low == wait.low and wait.high == wait.high
+              + (f" (95 % CI {wait.low:.1f} to {wait.high:.1f} ms)" if known(wait.low, wait.high)
                  else ""))
     return Estimate("straggler", wait.ms, BARRIER_FIXES[why].format(r=r), detail, recoverable_low_ms=wait.low)
 
@@ -192,12 +184,12 @@ def contention(row) -> Estimate | None:
     if int(row.get("world_size", 1) or 1) < 2 or lossbudget.ruled_out(row, slowed) or not slowed.ms > 0:
         return None  # within the noise (with one launch, its point is weighed and the verdict cannot tell)
     fixes, fields = contention_fixes(row)
-    alone = _num(row, "budget_baseline_ms") if str(row.get("scaling", "weak")) != "strong" else math.nan
+    alone = num(row, "budget_baseline_ms") if str(row.get("scaling", "weak")) != "strong" else math.nan
     # the interval right after its point (the independent checker reads an interval as the figure's before it)
-    ci = (f" (95 % CI {slowed.low:.1f} to {slowed.high:.1f} ms)" if slowed.low == slowed.low
+    ci = (f" (95 % CI {slowed.low:.1f} to {slowed.high:.1f} ms)" if known(slowed.low)
           else " (one launch: no interval)")
     detail = (f"each rank's compute ran {slowed.ms:.1f} ms a step slower{ci} at world size {int(row['world_size'])} "
-              "than one rank's alone (no_sync() steps against the baseline's" + (f" {alone:.1f} ms step" if alone == alone else " step")
+              "than one rank's alone (no_sync() steps against the baseline's" + (f" {alone:.1f} ms step" if known(alone) else " step")
               + "): ranks sharing this machine slow each other, which no faster link recovers")
     return Estimate("contention", slowed.ms, "; or ".join(fixes), detail, fields, recoverable_low_ms=slowed.low)
 
@@ -206,9 +198,9 @@ def contention_fixes(row) -> tuple[list[str], dict | None]:
     """The fixes for ranks slowing each other that fit ``row``'s placement, most direct first, and the
     first of them that is a job setting (as job fields)."""
     ranks = int(row.get("world_size", 1) or 1)
-    cores, threads = _num(row, "cores"), _num(row, "threads_per_rank")
-    workers = _num(row, "loader_workers")
-    workers = int(workers) if workers == workers else 0
+    cores, threads = num(row, "cores"), num(row, "threads_per_rank")
+    workers = num(row, "loader_workers")
+    workers = int(workers) if known(workers) else 0
     cuda = str(row.get("device")) == "cuda"
     affinity = row.get("cpu_affinity", "")
     affinity = affinity if isinstance(affinity, str) else ""
@@ -237,12 +229,12 @@ def data(row) -> Estimate | None:
     (``data_ms`` with no worker, when the rank loads it itself; with w workers each delivering a
     batch per T, the step is T/w, so T = w x step); k workers leave max(0, T/k - compute) of
     waiting. More workers than spare cores only take turns with the ranks."""
-    wait, step = _num(row, "data_ms"), _num(row, STEP_MS)
+    wait, step = num(row, "data_ms"), num(row, STEP_MS)
     if not (step > 0 and wait >= DATA_BOUND_SHARE * step):
         return None
     workers = int(row.get("loader_workers", 0) or 0)
     ranks = int(row.get("world_size", 1))
-    cores, threads = _num(row, "cores"), _num(row, "threads_per_rank")
+    cores, threads = num(row, "cores"), num(row, "threads_per_rank")
     if str(row.get("device")) == "cuda":
         threads = 1.0  # a GPU's rank keeps about one core busy launching kernels, whatever its thread count
     spare = math.floor((cores - ranks * (threads + workers)) / ranks) if cores > 0 and threads > 0 else 0
@@ -273,13 +265,13 @@ def buckets(row, link=None, summary=None) -> Estimate | None:
     if str(row.get("strategy")) != "ddp" or int(row.get("world_size", 1)) < 2:
         return None
     layout, sizes = row.get("bucket_layout"), row.get("tensor_bytes")
-    exposed, backward = _num(row, EXPOSED_COMM_MS), _num(row, "backward_ms")
+    exposed, backward = num(row, EXPOSED_COMM_MS), num(row, "backward_ms")
     if not layout or not sizes or not exposed > 0:
         return None
     # DDP's backward phase ends when its last all-reduce is done: what it waits for after computing
     # is the exposed communication, the rest is backward's compute
     backward = backward - exposed
-    cap = _num(row, "bucket_cap_mb")
+    cap = num(row, "bucket_cap_mb")
     default = layout_at(summary, row, DEFAULT_BUCKET_MB)
     if cap < DEFAULT_BUCKET_MB and len(layout) >= SMALL_BUCKETS * len(default.buckets):
         return _too_small(row, layout, default, cap, exposed, link)
@@ -309,7 +301,7 @@ def message_cost_ms(p: int, link) -> float:
     all-reduce of n bytes costs 2(p-1) alpha + 2(p-1)/p n beta, so splitting the same bytes into one
     more bucket adds 2(p-1) alpha."""
     alpha = getattr(link, "alpha_us", math.nan)
-    return 2 * (p - 1) * float(alpha) / 1e3 if alpha == alpha else math.nan
+    return 2 * (p - 1) * float(alpha) / 1e3 if known(alpha) else math.nan
 
 
 def _too_small(row, layout, default, cap: float, exposed: float, link) -> Estimate:
@@ -331,8 +323,8 @@ def _too_small(row, layout, default, cap: float, exposed: float, link) -> Estima
 
 
 def unused_parameters(row) -> Estimate | None:
-    unused, exposed = _num(row, "unused_param_mb"), _num(row, EXPOSED_COMM_MS)
-    total = _num(row, "allreduce_bytes_per_step") / 1e6
+    unused, exposed = num(row, "unused_param_mb"), num(row, EXPOSED_COMM_MS)
+    total = num(row, "allreduce_bytes_per_step") / 1e6
     if not (unused > 0 and total > 0 and exposed > 0):
         return None
     share = min(1.0, unused / total)
@@ -348,7 +340,7 @@ def master(row, summary=None) -> Estimate | None:
     default cap (recorded where a job of the model ran it in ``summary``, else predicted, and said so)."""
     if not str(row.get("strategy")).startswith("master"):
         return None
-    p, comm, backward = int(row.get("world_size", 1)), _num(row, "comm_ms"), _num(row, "backward_ms")
+    p, comm, backward = int(row.get("world_size", 1)), num(row, "comm_ms"), num(row, "backward_ms")
     if p < 2 or not comm > 0:
         return None
     ring = comm / p
@@ -366,11 +358,11 @@ def communication(row, parts=None) -> Estimate | None:
     ``parts`` (the job's bucket and unused-parameter estimates, as the diagnosis weighed them) are
     accounted for (``detail`` says how much they explain). Only causes whose fix is still proposed
     count: one the sweep measured as no faster explains nothing."""
-    exposed, step = _num(row, EXPOSED_COMM_MS), _num(row, STEP_MS)
+    exposed, step = num(row, EXPOSED_COMM_MS), num(row, STEP_MS)
     if int(row.get("world_size", 1)) < 2 or not (step > 0 and exposed >= COMM_BOUND_SHARE * step):
         return None
     budget = lossbudget.line(row, "comm")
-    if budget.ms == budget.ms:
+    if known(budget.ms):
         # the budget's line: against the one-rank baseline, with compute slowed by sharing apart; never
         # blamed within the noise
         if lossbudget.ruled_out(row, budget) or not budget.ms > 0:
@@ -385,8 +377,8 @@ def communication(row, parts=None) -> Estimate | None:
               f"{'explains' if len(parts) == 1 else 'explain'} {min(explained, exposed):.1f} ms of it, leaving "
               f"{left:.1f} ms") if parts else ""
     low = math.nan
-    if budget.ms == budget.ms:
-        low = max(0.0, left * budget.low / budget.ms) if budget.ms > 0 and budget.low == budget.low else math.nan
+    if known(budget.ms):
+        low = max(0.0, left * budget.low / budget.ms) if budget.ms > 0 and known(budget.low) else math.nan
         # its interval is the gain's (recoverable_low_ms), which the finding and the verdict quote
         words = (f"the loss budget counts {budget.ms:.1f} ms of it as exposed communication beyond the one-rank "
                  "baseline's")

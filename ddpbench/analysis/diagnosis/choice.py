@@ -19,6 +19,7 @@ from ddpbench.analysis.core import stats
 
 from ddpbench.analysis.diagnosis import wording
 from ddpbench.analysis.core.thresholds import CHOICE_MATERIAL
+from ddpbench.analysis.core.values import known, pct
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields, model_name
 from ddpbench.analysis.summary.table import launch_times
 from ddpbench.experiment.cost import Cost
@@ -55,15 +56,15 @@ def _versus(best, other, ratio: tuple[float, float], point: float, word: str, su
     gain = 1 - point
     low, high = ratio
     if stats.significant(low, high) and high < 1:
-        return (f"{wording.pct(gain, 1)} {word} than {name} (95 % CI of the gain {wording.pct(1 - high, 1)} to "
-                f"{wording.pct(1 - low, 1)}: significant)")
+        return (f"{pct(gain, 1)} {word} than {name} (95 % CI of the gain {pct(1 - high, 1)} to "
+                f"{pct(1 - low, 1)}: significant)")
     mine, theirs = launch_times(best), launch_times(other)
     spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
     told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * max(gain, CHOICE_MATERIAL), f" it from {name}")
-    if wording.known(low, high):
-        return (f"{wording.pct(gain, 1)} {word} than {name} by the means, but the 95 % interval of the gain, "
-                f"{wording.pct(1 - high, 1)} to {wording.pct(1 - low, 1)}, includes 0: {told}")
-    return f"{wording.pct(gain, 1)} {word} than {name} by the means; {told}"
+    if known(low, high):
+        return (f"{pct(gain, 1)} {word} than {name} by the means, but the 95 % interval of the gain, "
+                f"{pct(1 - high, 1)} to {pct(1 - low, 1)}, includes 0: {told}")
+    return f"{pct(gain, 1)} {word} than {name} by the means; {told}"
 
 
 def _name(row, summary) -> str:
@@ -148,8 +149,8 @@ def _rate(value: float) -> str:
 
 def _money_interval(low: float, high: float, cost: Cost) -> str:
     """`` (95 % CI a to b USD)``, or "" without an interval."""
-    return f" (95 % CI {_sig(low)} to {_sig(high)} {cost.currency})" if wording.known(low, high) else ""
+    return f" (95 % CI {_sig(low)} to {_sig(high)} {cost.currency})" if known(low, high) else ""
 
 
 def _money(value: float, cost: Cost) -> str:
-    return f"{_sig(value)} {cost.currency}" if wording.known(value) else "-"
+    return f"{_sig(value)} {cost.currency}" if known(value) else "-"

@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ddpbench.analysis.diagnosis import causes, evidence, wording
+from ddpbench.analysis.diagnosis import causes, evidence
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
-from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, pct
+from ddpbench.analysis.core.values import known, pct
+from ddpbench.analysis.diagnosis.findings import Finding, blame, blames
 from ddpbench.analysis.core.jobs import config_name as _config
 from ddpbench.analysis.core.jobs import describe, label_fields
 from ddpbench.analysis.core.jobs import ok_jobs as _ok
@@ -57,7 +58,7 @@ def contention_evidence(summary, row, estimate):
         mine = tuple(row.get(f) for f in fields)
         values = {tuple(v) for v in ok[list(fields)].itertuples(index=False, name=None)}
         for value in sorted(values, key=str):
-            if all(evidence._same(a, b) for a, b in zip(value, mine)):
+            if all(evidence.same(a, b) for a, b in zip(value, mine)):
                 continue
             fix = dict(zip(fields, value))
             measured = evidence.measured(summary, row, fix)
@@ -74,7 +75,7 @@ def contention_evidence(summary, row, estimate):
               for fix, m in seen if m.verdict != evidence.MEASURED]
     if faster:
         gain, fix, m = faster[-1]
-        low = m.job_ms * (1 - m.high) if wording.known(m.high) else math.nan
+        low = m.job_ms * (1 - m.high) if known(m.high) else math.nan
         detail = estimate.detail + ("; " + "; ".join(slower) + ", so not proposed" if slower else "")
         return dataclasses.replace(estimate, recoverable_ms=gain, fix=named(fix), fields=fix, basis=evidence.MEASURED,
                                    evidence=m.text(named(fix)), detail=detail, recoverable_low_ms=low)

@@ -26,7 +26,8 @@ from ddpbench.analysis.summary import frameworks
 from ddpbench.analysis.core import stats
 from ddpbench.analysis.diagnosis.contention import contention_findings as _contention
 from ddpbench.analysis.core.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, not_proposed, pct, rank, top_cause  # noqa: F401 (top_cause: API)
+from ddpbench.analysis.core.values import known, pct
+from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, not_proposed, rank, top_cause  # noqa: F401 (top_cause: API)
 from ddpbench.analysis.core.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe,
                                     label_fields, same_model)
 from ddpbench.analysis.core.jobs import config_name as _config
@@ -99,7 +100,7 @@ def _scaling(summary):
             words = wording.scaling_words(low, high)
             if words is None:  # no interval, or one across every band: no band word
                 launches = launch_times(top)
-                why = "" if not wording.known(low, high) else ", an interval across every band"
+                why = "" if not known(low, high) else ", an interval across every band"
                 told = wording.cannot_tell(len(launches), wording.spread_pct(launches),
                                            100 * wording.band_gap(top[EFFICIENCY]), " how it scales")
                 text = f"{strategy} with {config}: {told}; {figures}{why}."
@@ -401,13 +402,13 @@ def _trend(summary):
         figures = (f"{first:.2f}{wording.interval(*ends[:2], '{:.2f}'.format)} to "
                    f"{last:.2f}{wording.interval(*ends[2:], '{:.2f}'.format)} over {sizes}")
         # rising or falling only where the intervals lie apart by the margin; flat only where they rule it out
-        if wording.known(*ends) and ends[2] - ends[1] > 0 and last - first > SERIAL_FRACTION_RISE:
+        if known(*ends) and ends[2] - ends[1] > 0 and last - first > SERIAL_FRACTION_RISE:
             text = (f"The serial fraction of {strategy} with {config} rises from {figures}: an overhead that grows "
                     "with the ranks (communication, waiting), not fixed serial work.")
-        elif wording.known(*ends) and ends[0] - ends[3] > 0 and first - last > SERIAL_FRACTION_RISE:
+        elif known(*ends) and ends[0] - ends[3] > 0 and first - last > SERIAL_FRACTION_RISE:
             text = (f"The serial fraction of {strategy} with {config} falls from {figures}: a fixed cost spread over "
                     "more ranks.")
-        elif wording.known(*ends) and max(ends[3] - ends[0], ends[1] - ends[2]) <= SERIAL_FRACTION_RISE:
+        elif known(*ends) and max(ends[3] - ends[0], ends[1] - ends[2]) <= SERIAL_FRACTION_RISE:
             text = (f"The serial fraction of {strategy} with {config} stays near {last:.2f} ({figures}): work that "
                     "does not parallelise, not growing overhead.")
         else:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ddpbench.analysis.diagnosis import causes, wording
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
-from ddpbench.analysis.core.values import pct
+from ddpbench.analysis.core.values import known, pct
 
 
 
@@ -54,11 +54,11 @@ def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = 
     else:
         recover = (f" Fix: {estimate.fix}; estimated to recover {gain:.1f} of {step:.1f} ms a step "
                    f"({pct(gain / step)}; a model estimate: the sweep did not run this fix).")
-    low = (estimate.recoverable_low_ms if wording.known(estimate.recoverable_low_ms)
+    low = (estimate.recoverable_low_ms if known(estimate.recoverable_low_ms)
            else wording.recoverable_low_ms(row, estimate.cause, gain))
     if not math.isnan(gain) and not low >= MATERIAL_SHARE * step:
         recover += (f" Cannot tell whether it is material: the gain's 95 % interval reaches down to "
-                    f"{max(low, 0.0):.1f} ms, under {pct(MATERIAL_SHARE)} of the step." if wording.known(low) else
+                    f"{max(low, 0.0):.1f} ms, under {pct(MATERIAL_SHARE)} of the step." if known(low) else
                     " Cannot tell whether it is material: the gain has no interval over launches.")
     return Finding(kind, severity, text + recover, cause=estimate.cause, job=row.get("key"),
                    recoverable_ms=gain, fix=estimate.fix, fix_fields=estimate.fields, basis=estimate.basis,

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.diagnosis import lossbudget
-from ddpbench.analysis.diagnosis.findings import Finding, pct
+from ddpbench.analysis.core.values import pct
+from ddpbench.analysis.diagnosis.findings import Finding
 from ddpbench.analysis.core.thresholds import COMPUTE_SLOWDOWN_SHARE
 
 

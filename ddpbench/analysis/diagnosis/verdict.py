@@ -13,10 +13,11 @@ import pandas as pd
 from ddpbench.analysis.diagnosis import lossbudget
 from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.columns import STEP_MS
-from ddpbench.analysis.diagnosis.findings import Finding, pct, top_cause
+from ddpbench.analysis.core.values import known, pct
+from ddpbench.analysis.diagnosis.findings import Finding, top_cause
 from ddpbench.analysis.core.jobs import describe, label_fields
 from ddpbench.analysis.summary.table import launch_times
-from ddpbench.analysis.diagnosis.wording import cannot_tell, known, spread_pct
+from ddpbench.analysis.diagnosis.wording import cannot_tell, spread_pct
 
 
 def headline(findings: list[Finding], summary: pd.DataFrame) -> list[tuple[str, str]]:
