@@ -63,15 +63,23 @@ CAUSES = ("oversubscribed", "straggler", "contention", "data", "buckets", "unuse
 
 
 @dataclass(frozen=True)
+class Fix:
+    """One way to recover a cause's lost time: its words, and the job fields it sets where it is a job
+    setting (a sweep of the job with them measures its gain)."""
+
+    text: str
+    fields: dict | None = None
+
+
+@dataclass(frozen=True)
 class Estimate:
-    """A cause of a job's lost time: how much its fix would recover per step, and the fix."""
+    """A cause of a job's lost time: how much its fixes would recover per step, and the fixes, most direct
+    first (:func:`ddpbench.analysis.diagnosis.wording.fix_text` joins them into the sentence users read)."""
 
     cause: str
     recoverable_ms: float  # NaN: no estimate can be made
-    fix: str
+    fixes: tuple[Fix, ...]
     detail: str  # the figures the estimate rests on, in words
-    #: the fix as job fields, where it is one (a sweep of the job with them measures the gain)
-    fields: dict | None = None
     #: how the gain is known (:mod:`ddpbench.analysis.diagnosis.evidence`): "model" (estimated from the job's own
     #: figures), "measured" (the sweep ran the fix: recoverable_ms is the measured gain), "contradicted"
     #: (the sweep ran the fix and it was slower) or "unconfirmed" (it ran no faster beyond the noise)
@@ -81,6 +89,11 @@ class Estimate:
     #: the lower end of the gain's 95 % interval where the estimate carries one (a budget line's); NaN:
     #: :func:`ddpbench.analysis.diagnosis.wording.recoverable_low_ms` derives it
     recoverable_low_ms: float = math.nan
+
+    @property
+    def fields(self) -> dict | None:
+        """The fix as job fields: those of the first fix that is a job setting, None where none is."""
+        return next((f.fields for f in self.fixes if f.fields is not None), None)
 
 
 def material(row, recoverable_ms: float) -> bool:
@@ -146,8 +159,8 @@ def straggler(row) -> Estimate | None:
     if str(row.get("strategy")).startswith("master") and list(ranks) == [0]:
         return None  # the master averages for everyone: the master cause, not a straggler
     who = ", ".join(str(r) for r in ranks)
-    return Estimate("straggler", excess, f"find what slows rank {who} (a busier core, a CPU quota, a slower device, "
-                    "uneven data) and remove it",
+    return Estimate("straggler", excess, (Fix(f"find what slows rank {who} (a busier core, a CPU quota, a slower "
+                                              "device, uneven data) and remove it"),),
                     f"rank {who} computes {excess:.1f} ms a step longer than the others, who wait for it")
 
 
@@ -173,7 +186,7 @@ def _budget_straggler(row, wait) -> Estimate | None:
     detail = (f"{head}; likely cause: {why}; the ranks waited {wait.ms:.1f} ms a step for the slowest"
               + (f" (95 % CI {wait.low:.1f} to {wait.high:.1f} ms)" if known(wait.low, wait.high)
                  else ""))
-    return Estimate("straggler", wait.ms, BARRIER_FIXES[why].format(r=r), detail, recoverable_low_ms=wait.low)
+    return Estimate("straggler", wait.ms, (Fix(BARRIER_FIXES[why].format(r=r)),), detail, recoverable_low_ms=wait.low)
 
 
 def contention(row) -> Estimate | None:
@@ -183,7 +196,7 @@ def contention(row) -> Estimate | None:
     slowed = lossbudget.line(row, "contention")
     if int(row.get("world_size", 1) or 1) < 2 or lossbudget.ruled_out(row, slowed) or not slowed.ms > 0:
         return None  # within the noise (with one launch, its point is weighed and the verdict cannot tell)
-    fixes, fields = contention_fixes(row)
+    fixes = contention_fixes(row)
     alone = num(row, "budget_baseline_ms") if str(row.get("scaling", "weak")) != "strong" else math.nan
     # the interval right after its point (the independent checker reads an interval as the figure's before it)
     ci = (f" (95 % CI {slowed.low:.1f} to {slowed.high:.1f} ms)" if known(slowed.low)
@@ -191,12 +204,12 @@ def contention(row) -> Estimate | None:
     detail = (f"each rank's compute ran {slowed.ms:.1f} ms a step slower{ci} at world size {int(row['world_size'])} "
               "than one rank's alone (no_sync() steps against the baseline's" + (f" {alone:.1f} ms step" if known(alone) else " step")
               + "): ranks sharing this machine slow each other, which no faster link recovers")
-    return Estimate("contention", slowed.ms, "; or ".join(fixes), detail, fields, recoverable_low_ms=slowed.low)
+    return Estimate("contention", slowed.ms, fixes, detail, recoverable_low_ms=slowed.low)
 
 
-def contention_fixes(row) -> tuple[list[str], dict | None]:
-    """The fixes for ranks slowing each other that fit ``row``'s placement, most direct first, and the
-    first of them that is a job setting (as job fields)."""
+def contention_fixes(row) -> tuple[Fix, ...]:
+    """The fixes for ranks slowing each other that fit ``row``'s placement, most direct first; the
+    thread count and the CPU placement are job settings (their fields)."""
     ranks = int(row.get("world_size", 1) or 1)
     cores, threads = num(row, "cores"), num(row, "threads_per_rank")
     workers = num(row, "loader_workers")
@@ -204,24 +217,23 @@ def contention_fixes(row) -> tuple[list[str], dict | None]:
     cuda = str(row.get("device")) == "cuda"
     affinity = row.get("cpu_affinity", "")
     affinity = affinity if isinstance(affinity, str) else ""
-    fixes, fields = [], None
+    fixes = []
     fewer = max(1, int(cores // ranks)) if cores > 0 else 0
     if not cuda and threads > fewer > 0 and ranks * threads > cores:
-        fixes.append(f"threads_per_rank = {fewer} ({ranks} ranks x {threads:g} threads on {cores:g} cores)")
-        fields = {"threads_per_rank": fewer}
+        fixes.append(Fix(f"threads_per_rank = {fewer} ({ranks} ranks x {threads:g} threads on {cores:g} cores)",
+                         {"threads_per_rank": fewer}))
     if not cuda and affinity != "spread":
-        fixes.append('cpu_affinity = "spread" (each rank its own cores)')
-        fields = fields or {"cpu_affinity": "spread"}
+        fixes.append(Fix('cpu_affinity = "spread" (each rank its own cores)', {"cpu_affinity": "spread"}))
     if not cuda and cores > 0 and ranks > cores:
-        fixes.append(f"one rank per core (at most {cores:g} ranks)")
+        fixes.append(Fix(f"one rank per core (at most {cores:g} ranks)"))
     if not cuda:
-        fixes.append("on a multi-socket machine, NUMA binding (numactl --cpunodebind and --membind per rank)")
+        fixes.append(Fix("on a multi-socket machine, NUMA binding (numactl --cpunodebind and --membind per rank)"))
     if workers > 0 and cores > 0 and threads > 0 and ranks * (threads + workers) > cores:
-        fixes.append(f"fewer loader workers ({workers} a rank take the ranks' cores)")
+        fixes.append(Fix(f"fewer loader workers ({workers} a rank take the ranks' cores)"))
     elif lossbudget.is_measured(row, waited := lossbudget.line(row, "data")) and material(row, waited.ms):
-        fixes.append("more loader workers where data waits")
-    fixes.append("one rank per device" if cuda else 'a device per rank (device = "cuda")')
-    return fixes, fields
+        fixes.append(Fix("more loader workers where data waits"))
+    fixes.append(Fix("one rank per device" if cuda else 'a device per rank (device = "cuda")'))
+    return tuple(fixes)
 
 
 def data(row) -> Estimate | None:
@@ -241,18 +253,18 @@ def data(row) -> Estimate | None:
     compute = step - wait
     load = wait if workers == 0 else workers * step
     if spare < 1:
-        return Estimate("data", math.nan, "cheaper decoding, or fewer ranks or threads so that a loader worker gets a "
-                        "core", f"loading a batch takes about {load:.0f} ms, and every core is busy: a loader worker "
+        return Estimate("data", math.nan, (Fix("cheaper decoding, or fewer ranks or threads so that a loader worker "
+                                               "gets a core"),), f"loading a batch takes about {load:.0f} ms, and every core is busy: a loader worker "
                         "would take its time from the ranks")
     # a worker per spare core, but no more than it takes to load a batch within the step's compute
     more = workers + spare
     if compute > 0:
         more = min(more, max(workers + 1, math.ceil(load / compute)))
     left = max(0.0, load / more - compute)
-    return Estimate("data", wait - left, f"loader_workers = {more}"
-                    + ("; then cheaper decoding" if left > 0 else ""),
+    fix = Fix(f"loader_workers = {more}" + ("; then cheaper decoding" if left > 0 else ""), {"loader_workers": more})
+    return Estimate("data", wait - left, (fix,),
                     f"loading a batch takes about {load:.0f} ms against {compute:.0f} ms of compute, so {more} "
-                    f"worker(s) would leave about {left:.0f} ms of waiting", {"loader_workers": more})
+                    f"worker(s) would leave about {left:.0f} ms of waiting")
 
 
 def buckets(row, link=None, summary=None) -> Estimate | None:
@@ -289,11 +301,11 @@ def buckets(row, link=None, summary=None) -> Estimate | None:
     least = min(o[0] for o in options)
     left, best, cut = next(o for o in options if o[0] <= least + NEAR_TIE_SHARE * exposed)
     recover = exposed - left
-    return Estimate("buckets", recover, f"bucket_cap_mb = {best:g}",
+    return Estimate("buckets", recover, (Fix(f"bucket_cap_mb = {best:g}", {"bucket_cap_mb": best}),),
                     f"one bucket holds {100 * largest:.0f} % of the {sum(layout) / 1e6:.1f} MB of gradients, so its "
                     f"all-reduce waits for the end of backward ({backward:.1f} ms); {best:g} MB buckets "
                     f"({cut.note() or len(cut.buckets)}) would start during backward and leave about {left:.1f} of the "
-                    f"{exposed:.1f} ms exposed", {"bucket_cap_mb": best})
+                    f"{exposed:.1f} ms exposed")
 
 
 def message_cost_ms(p: int, link) -> float:
@@ -311,15 +323,14 @@ def _too_small(row, layout, default, cap: float, exposed: float, link) -> Estima
     words = (f"a cap of {cap:g} MB cut {sum(layout) / 1e6:.1f} MB of gradients into {len(layout)} buckets of "
              f"{sum(layout) / len(layout) / 1e3:.0f} KB on average, where the default {DEFAULT_BUCKET_MB:g} MB "
              f"makes {len(default.buckets)}" + (f" ({default.note()})" if default.note() else ""))
-    fields = {"bucket_cap_mb": DEFAULT_BUCKET_MB}
-    fix = f"bucket_cap_mb = {DEFAULT_BUCKET_MB:g} (the default)"
+    fixes = (Fix(f"bucket_cap_mb = {DEFAULT_BUCKET_MB:g} (the default)", {"bucket_cap_mb": DEFAULT_BUCKET_MB}),)
     if math.isnan(per_message):
-        return Estimate("buckets", math.nan, fix, f"{words}; no all-reduce curve was measured to cost the extra "
-                        "messages (add a [collectives] table to the experiment)", fields)
+        return Estimate("buckets", math.nan, fixes, f"{words}; no all-reduce curve was measured to cost the extra "
+                        "messages (add a [collectives] table to the experiment)")
     recover = min(exposed, extra * per_message)
-    return Estimate("buckets", recover, fix, f"{words}; on this machine's fitted all-reduce curve each message "
+    return Estimate("buckets", recover, fixes, f"{words}; on this machine's fitted all-reduce curve each message "
                     f"costs {per_message:.2f} ms beside its bytes at world size {p}, so the {extra} extra "
-                    f"messages cost about {extra * per_message:.1f} ms a step", fields)
+                    f"messages cost about {extra * per_message:.1f} ms a step")
 
 
 def unused_parameters(row) -> Estimate | None:
@@ -329,8 +340,8 @@ def unused_parameters(row) -> Estimate | None:
         return None
     share = min(1.0, unused / total)
     return Estimate("unused-parameters", exposed * share,
-                    "remove the parameters that get no gradient, or freeze them (requires_grad = False), and "
-                    "turn find_unused_parameters off",
+                    (Fix("remove the parameters that get no gradient, or freeze them (requires_grad = False), and "
+                         "turn find_unused_parameters off"),),
                     f"{unused:.1f} of the {total:.1f} MB DDP all-reduces each step belong to parameters that got "
                     f"no gradient ({100 * share:.0f} % of the {exposed:.1f} ms of exposed communication)")
 
@@ -347,10 +358,11 @@ def master(row, summary=None) -> Estimate | None:
     default = layout_at(summary, row, DEFAULT_BUCKET_MB) if backward > 0 and overlap_possible(row) else None
     left = pipeline_exposed(default.buckets, backward, ring) if default is not None else ring
     note = f" ({default.note()})" if default is not None and default.note() else ""
-    return Estimate("master", comm - left, 'strategy = "ddp" (ring all-reduce in buckets during backward)',
+    return Estimate("master", comm - left,
+                    (Fix('strategy = "ddp" (ring all-reduce in buckets during backward)', {"strategy": "ddp"}),),
                     f"rank 0 spends {comm:.1f} ms a step receiving, averaging and sending back every rank's "
                     f"gradients; a ring all-reduce moves 1/{p} of that time per link, of which about {left:.1f} ms "
-                    f"would stay exposed{note}", {"strategy": "ddp"})
+                    f"would stay exposed{note}")
 
 
 def communication(row, parts=None) -> Estimate | None:
@@ -384,8 +396,9 @@ def communication(row, parts=None) -> Estimate | None:
                  "baseline's")
         beside = sync_compute_words(row)
         detail = "; ".join(w for w in (words + (f", {beside}" if beside else ""), detail) if w)
-    return Estimate("communication", left, "a faster link, fewer bytes (comm_hook = fp16 or powersgd) or more "
-                    "compute per byte (a larger per-rank batch, grad_accum)", detail, recoverable_low_ms=low)
+    return Estimate("communication", left, (Fix("a faster link, fewer bytes (comm_hook = fp16 or powersgd) or more "
+                                                "compute per byte (a larger per-rank batch, grad_accum)"),),
+                    detail, recoverable_low_ms=low)
 
 
 def sync_compute_words(row) -> str:

@@ -77,13 +77,14 @@ def contention_evidence(summary, row, estimate):
         gain, fix, m = faster[-1]
         low = m.job_ms * (1 - m.high) if known(m.high) else math.nan
         detail = estimate.detail + ("; " + "; ".join(slower) + ", so not proposed" if slower else "")
-        return dataclasses.replace(estimate, recoverable_ms=gain, fix=named(fix), fields=fix, basis=evidence.MEASURED,
+        return dataclasses.replace(estimate, recoverable_ms=gain, fixes=(causes.Fix(named(fix), fix),), basis=evidence.MEASURED,
                                    evidence=m.text(named(fix)), detail=detail, recoverable_low_ms=low)
     # nothing the sweep ran was faster: the model's fixes it did not run stay proposed, the others are not
     ran = [fix for fix, _ in seen]
-    fixes = [f for f in estimate.fix.split("; or ") if not any(_names_value(f, x) for x in ran)]
-    fields = estimate.fields if estimate.fields not in ran else None
-    return dataclasses.replace(estimate, fix="; or ".join(fixes) or estimate.fix, fields=fields,
+    fixes = tuple(f for f in estimate.fixes if not any(_names_value(f.text, x) for x in ran)) or estimate.fixes
+    if estimate.fields in ran:  # the setting the model proposed ran no faster: no fix is proposed as job fields
+        fixes = tuple(dataclasses.replace(f, fields=None) for f in fixes)
+    return dataclasses.replace(estimate, fixes=fixes,
                                detail=estimate.detail + "; " + "; ".join(slower) + ", so not proposed")
 
 

@@ -46,13 +46,14 @@ def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = 
     the fix would recover, in the sentence too."""
     step = float(row[STEP_MS])
     gain = estimate.recoverable_ms
+    fix = wording.fix_text(estimate.fixes)
     if math.isnan(gain):
-        recover = f" Fix: {estimate.fix}."
+        recover = f" Fix: {fix}."
     elif estimate.basis == "measured":
-        recover = (f" Fix: {estimate.fix}; {estimate.evidence}: it recovered {gain:.1f} of {step:.1f} ms a step "
+        recover = (f" Fix: {fix}; {estimate.evidence}: it recovered {gain:.1f} of {step:.1f} ms a step "
                    f"({pct(gain / step)}).")
     else:
-        recover = (f" Fix: {estimate.fix}; estimated to recover {gain:.1f} of {step:.1f} ms a step "
+        recover = (f" Fix: {fix}; estimated to recover {gain:.1f} of {step:.1f} ms a step "
                    f"({pct(gain / step)}; a model estimate: the sweep did not run this fix).")
     low = (estimate.recoverable_low_ms if known(estimate.recoverable_low_ms)
            else wording.recoverable_low_ms(row, estimate.cause, gain))
@@ -61,7 +62,7 @@ def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = 
                     f"{max(low, 0.0):.1f} ms, under {pct(MATERIAL_SHARE)} of the step." if known(low) else
                     " Cannot tell whether it is material: the gain has no interval over launches.")
     return Finding(kind, severity, text + recover, cause=estimate.cause, job=row.get("key"),
-                   recoverable_ms=gain, fix=estimate.fix, fix_fields=estimate.fields, basis=estimate.basis,
+                   recoverable_ms=gain, fix=fix, fix_fields=estimate.fields, basis=estimate.basis,
                    recoverable_low_ms=low)
 
 
@@ -80,7 +81,7 @@ def not_proposed(kind: str, estimate: causes.Estimate, text: str) -> Finding:
     """A cause the model suspected, whose fix the sweep ran and measured no faster (or slower): said,
     with the measurement, and not proposed."""
     verdict = "slower" if estimate.basis == "contradicted" else "no faster beyond the noise"
-    return Finding(kind, "info", f"{text} But {estimate.evidence}: {estimate.fix} measured {verdict}, so it is not "
+    return Finding(kind, "info", f"{text} But {estimate.evidence}: {wording.fix_text(estimate.fixes)} measured {verdict}, so it is not "
                    "proposed.")
 
 

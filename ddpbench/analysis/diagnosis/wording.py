@@ -31,11 +31,29 @@ from ddpbench.analysis.core.values import known, pct
 from ddpbench.analysis.core.thresholds import SCALES_POORLY, SCALES_WELL
 from ddpbench.analysis.summary.table import launch_times
 
+#: between two fixes of one cause: each on its own recovers the time
+FIX_JOINER = "; or "
 #: the launch counts "M would detect" is chosen from
 LAUNCH_STEPS = (3, 5, 10, 20, 50)
 #: the bands of parallel efficiency, low to high: (word, lower edge, upper edge)
 BANDS = (("poorly", -math.inf, SCALES_POORLY), ("moderately", SCALES_POORLY, SCALES_WELL),
          ("well", SCALES_WELL, math.inf))
+
+
+def fix_text(fixes) -> str:
+    """A cause's fixes as the one sentence users read: ``a; or b``.
+
+    Parameters
+    ----------
+    fixes
+        :class:`ddpbench.analysis.diagnosis.causes.Fix` es (anything with a ``text``), most direct first.
+
+    Returns
+    -------
+    str
+        Their words joined by :data:`FIX_JOINER`.
+    """
+    return FIX_JOINER.join(f.text for f in fixes)
 
 
 def interval(low: float, high: float, text=pct) -> str:

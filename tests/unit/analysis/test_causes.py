@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.diagnosis import causes
+from ddpbench.analysis.diagnosis import causes, wording
 from ddpbench.analysis.models.costmodel import Link
 from ddpbench.analysis.diagnosis.finders import diagnose, top_cause
 from ddpbench.analysis.diagnosis.findings import blames
@@ -94,7 +94,7 @@ def test_unused_master_straggler_and_data_estimates():
     e = causes.master(master)
     assert e.recoverable_ms == pytest.approx(80 - 80 / 4) and e.fields == {"strategy": "ddp"}
     e = causes.straggler(_row(straggler_ranks=[1], straggler_excess_ms=12.5))
-    assert e.recoverable_ms == 12.5 and "rank 1" in e.fix
+    assert e.recoverable_ms == 12.5 and "rank 1" in wording.fix_text(e.fixes)
     assert causes.straggler(_row(straggler_ranks=[], straggler_excess_ms=12.5)) is None
     # loading a batch takes 60 ms (no worker: all of data_ms) against 40 of compute: one worker on
     # the spare core leaves 20 ms of waiting, so it recovers 40
