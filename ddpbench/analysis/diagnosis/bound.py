@@ -103,9 +103,10 @@ def _communication(summary, row, link):
     """``row`` as its trusted measure gives it, and the communication cause's estimate for it,
     with the bucket and unused-parameter causes it leaves room for."""
     best, _ = trusted_exposed(row)
-    named = [evidence.weigh(summary, best, causes.buckets(best, link, summary)),
-             evidence.weigh(summary, best, causes.unused_parameters(best))]
-    return best, causes.communication(best, named)
+    context = causes.Context(summary=summary, link=link)
+    named = (evidence.weigh(summary, best, causes.buckets(best, context)),
+             evidence.weigh(summary, best, causes.unused_parameters(best, context)))
+    return best, causes.communication(best, causes.Context(summary=summary, link=link, parts=named))
 
 
 def _point_only(exposed: float, step: float) -> str:

@@ -34,6 +34,11 @@ which the planted-fault suite (``benchmarks/fault_suite.py``) runs to check thes
 * **oversubscribed** -- more busy threads than cores: every figure measures contention; no
   estimate (the fix changes the world size); the diagnosis blames it without one.
 
+Each cause is declared once, in :data:`REGISTRY`: its name, the one function that estimates it
+(``estimate(row, context) -> Estimate | None``, the :class:`Context` carrying what it may read beside
+the job's row) and how the findings and the verdict treat it. :data:`CAUSES`, the order causes are
+named in, is the registry's; :func:`cause` and :func:`estimate` read it.
+
 Overlap needs something other than the computing cores to move the bytes: a GPU, a network link
 whose time is the wire's, or a core left idle for gloo's threads (:func:`overlap_possible`). On a
 CPU machine whose cores all compute, hiding communication behind backward buys nothing, and no
@@ -43,7 +48,9 @@ estimate assumes it does.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ddpbench.analysis.diagnosis import lossbudget
 
@@ -55,11 +62,11 @@ from ddpbench.analysis.core.values import known, num
 from ddpbench.analysis.models.layouts import layout_at
 from ddpbench.experiment.spec import FIELDS
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 #: the cap a job gets when it names none (MB): the spec's default, which is DDP's own
 DEFAULT_BUCKET_MB = FIELDS["bucket_cap_mb"].default
-#: the order causes are named in (most specific first)
-CAUSES = ("oversubscribed", "straggler", "contention", "data", "buckets", "unused-parameters", "master",
-          "communication")
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,22 @@ class Estimate:
         return next((f.fields for f in self.fixes if f.fields is not None), None)
 
 
+@dataclass(frozen=True)
+class Context:
+    """What a cause's estimate may read beside the job's row; each field defaults to nothing."""
+
+    #: the folder's jobs: the layouts DDP recorded at other caps (:func:`ddpbench.analysis.models.layouts.layout_at`)
+    summary: pd.DataFrame | None = None
+    #: the machine's fitted all-reduce curve (:class:`ddpbench.analysis.models.costmodel.Link`)
+    link: object | None = None
+    #: the estimates of other causes the communication cause leaves room for, as the diagnosis weighed them
+    parts: tuple[Estimate | None, ...] = ()
+
+
+#: a context with nothing beside the row
+NO_CONTEXT = Context()
+
+
 def material(row, recoverable_ms: float) -> bool:
     step = num(row, STEP_MS)
     return bool(step > 0 and recoverable_ms >= MATERIAL_SHARE * step)
@@ -127,6 +150,16 @@ def pipeline_exposed(layout, backward_ms: float, comm_ms: float) -> float:
     return max(0.0, end - backward_ms)
 
 
+def oversubscribed(row, context: Context = NO_CONTEXT) -> Estimate | None:
+    """More busy threads than cores: every figure measures contention, and no estimate is made (the fix
+    changes the world size)."""
+    if not bool(row.get("oversubscribed", False)):
+        return None
+    return Estimate("oversubscribed", math.nan,
+                    (Fix("at most as many busy threads as cores (world size x threads_per_rank)"),),
+                    "more busy threads than cores: its timings measure contention for cores")
+
+
 #: what slows a rank named through the barrier, by ``barrier_cause``, and its fix
 BARRIER_FIXES = {
     "data": "give rank {r} its data faster (loader_workers, cheaper decoding, an even split of the data)",
@@ -135,7 +168,7 @@ BARRIER_FIXES = {
 }
 
 
-def straggler(row) -> Estimate | None:
+def straggler(row, context: Context = NO_CONTEXT) -> Estimate | None:
     """The ranks' wait for the slowest: from the loss budget and the barrier where the summary has them,
     else from the slowest rank's median compute beyond the others'."""
     wait = lossbudget.line(row, "straggler")
@@ -189,7 +222,7 @@ def _budget_straggler(row, wait) -> Estimate | None:
     return Estimate("straggler", wait.ms, (Fix(BARRIER_FIXES[why].format(r=r)),), detail, recoverable_low_ms=wait.low)
 
 
-def contention(row) -> Estimate | None:
+def contention(row, context: Context = NO_CONTEXT) -> Estimate | None:
     """Compute slowed by ranks sharing the machine: the budget's ``loss_contention_ms`` where its interval
     excludes 0 (and it is above the noise floor), with the fixes that fit the job's placement. The
     sweep's runs of them are weighed by :func:`ddpbench.analysis.diagnosis.finders` (evidence first)."""
@@ -236,7 +269,7 @@ def contention_fixes(row) -> tuple[Fix, ...]:
     return tuple(fixes)
 
 
-def data(row) -> Estimate | None:
+def data(row, context: Context = NO_CONTEXT) -> Estimate | None:
     """A data-bound step and what more loader workers would recover. Loading one batch takes T
     (``data_ms`` with no worker, when the rank loads it itself; with w workers each delivering a
     batch per T, the step is T/w, so T = w x step); k workers leave max(0, T/k - compute) of
@@ -267,13 +300,14 @@ def data(row) -> Estimate | None:
                     f"worker(s) would leave about {left:.0f} ms of waiting")
 
 
-def buckets(row, link=None, summary=None) -> Estimate | None:
+def buckets(row, context: Context = NO_CONTEXT) -> Estimate | None:
     """Buckets far too small or too large for the model, judged from the layout DDP made and the
     layouts other caps make of the same tensors: the ones DDP recorded for the model at those caps
-    in ``summary`` (the folder's jobs), predicted only for a cap no job ran, and the text says so
-    (:func:`ddpbench.analysis.models.layouts.layout_at`). ``link`` is the machine's fitted all-reduce curve
-    (:class:`ddpbench.analysis.models.costmodel.Link`): the too-small rule costs messages with it and makes
-    no estimate without it."""
+    in ``context.summary`` (the folder's jobs), predicted only for a cap no job ran, and the text says so
+    (:func:`ddpbench.analysis.models.layouts.layout_at`). ``context.link`` is the machine's fitted all-reduce
+    curve (:class:`ddpbench.analysis.models.costmodel.Link`): the too-small rule costs messages with it and
+    makes no estimate without it."""
+    summary, link = context.summary, context.link
     if str(row.get("strategy")) != "ddp" or int(row.get("world_size", 1)) < 2:
         return None
     layout, sizes = row.get("bucket_layout"), row.get("tensor_bytes")
@@ -333,7 +367,9 @@ def _too_small(row, layout, default, cap: float, exposed: float, link) -> Estima
                     f"messages cost about {extra * per_message:.1f} ms a step")
 
 
-def unused_parameters(row) -> Estimate | None:
+def unused_parameters(row, context: Context = NO_CONTEXT) -> Estimate | None:
+    """Parameters that got no gradient, all-reduced every step all the same: their share of the exposed
+    communication."""
     unused, exposed = num(row, "unused_param_mb"), num(row, EXPOSED_COMM_MS)
     total = num(row, "allreduce_bytes_per_step") / 1e6
     if not (unused > 0 and total > 0 and exposed > 0):
@@ -346,9 +382,10 @@ def unused_parameters(row) -> Estimate | None:
                     f"no gradient ({100 * share:.0f} % of the {exposed:.1f} ms of exposed communication)")
 
 
-def master(row, summary=None) -> Estimate | None:
+def master(row, context: Context = NO_CONTEXT) -> Estimate | None:
     """Master aggregation against DDP's ring in buckets: the buckets the model's gradients get at the
-    default cap (recorded where a job of the model ran it in ``summary``, else predicted, and said so)."""
+    default cap (recorded where a job of the model ran it in ``context.summary``, else predicted, and said so)."""
+    summary = context.summary
     if not str(row.get("strategy")).startswith("master"):
         return None
     p, comm, backward = int(row.get("world_size", 1)), num(row, "comm_ms"), num(row, "backward_ms")
@@ -365,9 +402,9 @@ def master(row, summary=None) -> Estimate | None:
                     f"would stay exposed{note}")
 
 
-def communication(row, parts=None) -> Estimate | None:
+def communication(row, context: Context = NO_CONTEXT) -> Estimate | None:
     """A communication-bound step: what is left of its exposed communication once the causes in
-    ``parts`` (the job's bucket and unused-parameter estimates, as the diagnosis weighed them) are
+    ``context.parts`` (the job's bucket and unused-parameter estimates, as the diagnosis weighed them) are
     accounted for (``detail`` says how much they explain). Only causes whose fix is still proposed
     count: one the sweep measured as no faster explains nothing."""
     exposed, step = num(row, EXPOSED_COMM_MS), num(row, STEP_MS)
@@ -380,7 +417,7 @@ def communication(row, parts=None) -> Estimate | None:
         if lossbudget.ruled_out(row, budget) or not budget.ms > 0:
             return None
         exposed = budget.ms
-    parts = [e for e in (parts or ()) if e is not None and not math.isnan(e.recoverable_ms)
+    parts = [e for e in context.parts if e is not None and not math.isnan(e.recoverable_ms)
              and e.basis in ("model", "measured")]
     explained = sum(e.recoverable_ms for e in parts)
     left = max(0.0, exposed - explained)
@@ -411,3 +448,84 @@ def sync_compute_words(row) -> str:
              "gloo's threads sharing the ranks' cores")
     return (f"and communication beside the compute slowed it by another {line.ms:.1f} ms a step (95 % CI "
             f"{line.low:.1f} to {line.high:.1f} ms; {where})")
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A cause of lost time as the diagnosis declares it: its name, its one estimate, and how the findings
+    and the verdict treat it."""
+
+    name: str
+    #: ``estimate(row, context) -> Estimate | None``: what its fix would recover for one job
+    estimate: Callable[..., Estimate | None]
+    #: blamed even where no estimate can be made (NaN recoverable time)
+    blamed_unestimated: bool = False
+    #: ranked before every other cause: it distorts every other figure
+    first: bool = False
+    #: its gain is carved out of the exposed communication, so its interval scales with that one's
+    #: (:func:`ddpbench.analysis.diagnosis.wording.recoverable_low_ms`)
+    of_exposed_comm: bool = False
+    #: the verdict's line for it where it has no gain to quote, ``{where}`` the job ("" keeps the usual line)
+    verdict_words: str = ""
+
+
+#: every cause of lost time, declared once, in the order causes are named in (most specific first)
+REGISTRY = (
+    Cause("oversubscribed", oversubscribed, blamed_unestimated=True, first=True,
+          verdict_words="oversubscription{where}: more busy threads than cores, so its timings measure contention"),
+    Cause("straggler", straggler),
+    Cause("contention", contention),
+    Cause("data", data, blamed_unestimated=True),
+    Cause("buckets", buckets, of_exposed_comm=True),
+    Cause("unused-parameters", unused_parameters, of_exposed_comm=True),
+    Cause("master", master),
+    Cause("communication", communication, of_exposed_comm=True),
+)
+#: the order causes are named in: the registry's
+CAUSES = tuple(c.name for c in REGISTRY)
+_BY_NAME = {c.name: c for c in REGISTRY}
+
+
+def cause(name: str) -> Cause:
+    """The declaration of a cause.
+
+    Parameters
+    ----------
+    name
+        A cause's name, one of :data:`CAUSES`.
+
+    Returns
+    -------
+    Cause
+        Its entry of :data:`REGISTRY`.
+
+    Raises
+    ------
+    KeyError
+        For a name no cause is declared with.
+    """
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no cause named {name!r}: the causes are {', '.join(CAUSES)}") from None
+
+
+def estimate(name: str, row, context: Context = NO_CONTEXT) -> Estimate | None:
+    """What the fix of one cause would recover for one job.
+
+    Parameters
+    ----------
+    name
+        The cause, one of :data:`CAUSES`.
+    row
+        The job's row of the summary (a pandas row or a dict).
+    context
+        What the estimate may read beside the row: the folder's jobs, the machine's all-reduce curve,
+        the other causes' estimates (:class:`Context`).
+
+    Returns
+    -------
+    Estimate or None
+        The cause's estimate for the job, None where the job shows no sign of it.
+    """
+    return cause(name).estimate(row, context)

@@ -261,7 +261,7 @@ def _bucket_fit(summary, link=None):
     run of the proposed cap where it made one (:mod:`ddpbench.analysis.diagnosis.evidence`)."""
     out = []
     for _, r in _ok(summary).iterrows():
-        estimate = evidence.weigh(summary, r, causes.buckets(r, link, summary))
+        estimate = evidence.weigh(summary, r, causes.buckets(r, causes.Context(summary=summary, link=link)))
         if estimate is None:
             continue
         where = f"The gradient buckets of DDP with {_config(r)} at world size {int(r['world_size'])}"
@@ -306,7 +306,7 @@ def _master(summary):
                        + ": rank 0's link carries every rank's gradients, so its load grows with each rank "
                        "added, while a ring spreads the same traffic evenly.")
         where = f"{m['strategy']} aggregation with {_config(m)} at world size {int(m['world_size'])}"
-        estimate = evidence.weigh(summary, m, causes.master(m, summary))
+        estimate = evidence.weigh(summary, m, causes.master(m, causes.Context(summary=summary)))
         if len(ddp):
             d = ddp.sort_values(STEP_MS).iloc[0]
             ratio = m[STEP_MS] / d[STEP_MS]
@@ -432,11 +432,12 @@ def _oversubscribed(summary):
         return []
     sizes = ", ".join(str(int(w)) for w in sorted(over["world_size"].unique()))
     keys = list(over["key"]) if "key" in over else []
+    estimate = causes.oversubscribed(over.iloc[0])
     return [Finding("oversubscribed", "warn", f"{len(over)} job(s) ran more busy threads than cores (world size "
                     f"{sizes}): their speedup and efficiency measure contention for cores, not how the training "
                     "scales. Read the scaling curves only up to the largest world size that fits the cores.",
-                    cause="oversubscribed", job=keys[0] if len(keys) == 1 else None,
-                    fix="at most as many busy threads as cores (world size x threads_per_rank)")]
+                    cause=estimate.cause, job=keys[0] if len(keys) == 1 else None,
+                    fix=wording.fix_text(estimate.fixes))]
 
 
 def _noise(summary):

@@ -56,7 +56,7 @@ def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = 
         recover = (f" Fix: {fix}; estimated to recover {gain:.1f} of {step:.1f} ms a step "
                    f"({pct(gain / step)}; a model estimate: the sweep did not run this fix).")
     low = (estimate.recoverable_low_ms if known(estimate.recoverable_low_ms)
-           else wording.recoverable_low_ms(row, estimate.cause, gain))
+           else wording.recoverable_low_ms(row, causes.cause(estimate.cause), gain))
     if not math.isnan(gain) and not low >= MATERIAL_SHARE * step:
         recover += (f" Cannot tell whether it is material: the gain's 95 % interval reaches down to "
                     f"{max(low, 0.0):.1f} ms, under {pct(MATERIAL_SHARE)} of the step." if known(low) else
@@ -68,12 +68,12 @@ def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = 
 
 def blames(row, estimate: causes.Estimate | None) -> bool:
     """A cause is blamed where its fix would recover a material share of the step (or, with no
-    estimate possible, where the cause is oversubscription or a data-bound step), and never where
-    the sweep ran the fix and measured it no faster (:mod:`ddpbench.analysis.diagnosis.evidence`)."""
+    estimate possible, where its declaration says so: :attr:`~ddpbench.analysis.diagnosis.causes.Cause.blamed_unestimated`),
+    and never where the sweep ran the fix and measured it no faster (:mod:`ddpbench.analysis.diagnosis.evidence`)."""
     if estimate is None or estimate.basis in ("contradicted", "unconfirmed"):
         return False  # the sweep ran the fix and it was no faster: never proposed
     if math.isnan(estimate.recoverable_ms):
-        return estimate.cause in ("oversubscribed", "data")
+        return causes.cause(estimate.cause).blamed_unestimated
     return causes.material(row, estimate.recoverable_ms)
 
 
@@ -86,12 +86,12 @@ def not_proposed(kind: str, estimate: causes.Estimate, text: str) -> Finding:
 
 
 def rank(findings: list[Finding]) -> list[Finding]:
-    """Failures first; then the causes, oversubscription first and the others by the time their
-    fix would recover (most first, no estimate last); then the rest in the order found."""
+    """Failures first; then the causes, those declared first (oversubscription) before the others, by
+    the time their fix would recover (most first, no estimate last); then the rest in the order found."""
     def order(f: Finding):
         if f.kind == "failed":
             return (0, 0.0)
-        if f.cause == "oversubscribed":
+        if f.cause and causes.cause(f.cause).first:
             return (1, 0.0)
         if f.cause:
             return (2, -f.recoverable_ms if not math.isnan(f.recoverable_ms) else math.inf)

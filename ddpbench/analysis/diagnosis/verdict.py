@@ -10,7 +10,7 @@ import math
 
 import pandas as pd
 
-from ddpbench.analysis.diagnosis import lossbudget
+from ddpbench.analysis.diagnosis import causes, lossbudget
 from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.values import known, pct
@@ -73,8 +73,8 @@ def _cause(f: Finding, summary: pd.DataFrame) -> str:
     if f.job and len(summary) and f.job in set(summary["key"]):
         row = summary.set_index("key").loc[f.job]
         where = f" in {describe({**row, 'key': f.job}, label_fields(summary), summary)}"
-    if f.cause == "oversubscribed":
-        return f"oversubscription{where}: more busy threads than cores, so its timings measure contention"
+    if words := causes.cause(f.cause).verdict_words:
+        return words.format(where=where)
     step, row = math.nan, {}
     if f.job and len(summary) and f.job in set(summary["key"]):
         row = summary.set_index("key").loc[f.job]

@@ -47,16 +47,16 @@ def test_small_buckets_cost_their_extra_messages_on_the_machines_curve():
     # a ring all-reduce of the same bytes in one more message costs 2 (p - 1) alpha more: at world
     # size 2 and alpha = 150 us, 0.3 ms a message, 99 messages fewer
     link = Link("measured", alpha_us=150.0, beta_us_per_byte=1e-3, source="collectives")
-    e = causes.buckets(row, link)
+    e = causes.buckets(row, causes.Context(link=link))
     assert e.cause == "buckets" and e.recoverable_ms == pytest.approx(99 * 0.3)
     assert e.fields == {"bucket_cap_mb": 25.0} and "0.30 ms" in e.detail
     # the extra messages can never cost more than the exposed communication there is
-    assert causes.buckets({**row, "exposed_comm_ms": 10.0}, link).recoverable_ms == pytest.approx(10.0)
+    assert causes.buckets({**row, "exposed_comm_ms": 10.0}, causes.Context(link=link)).recoverable_ms == pytest.approx(10.0)
     # no measured curve: no estimate, and the finding says what would give one
     e = causes.buckets(row)
     assert math.isnan(e.recoverable_ms) and "[collectives]" in e.detail
     # the default cap's own layout is never "too small"
-    assert causes.buckets({**row, "bucket_cap_mb": 25.0, "bucket_layout": (sum(sizes),)}, link) is None
+    assert causes.buckets({**row, "bucket_cap_mb": 25.0, "bucket_layout": (sum(sizes),)}, causes.Context(link=link)) is None
 
 
 def test_buckets_far_above_the_crossover_are_not_too_small():
@@ -67,7 +67,8 @@ def test_buckets_far_above_the_crossover_are_not_too_small():
     assert len(layout) == 4 and len(predicted_buckets(sizes, 25)) == 1
     row = _row(bucket_cap_mb=1.0, bucket_layout=layout, tensor_bytes=tuple(sizes), exposed_comm_ms=30.0,
                exposed_comm_share=0.4, step_ms_mean=75.0, backward_ms=40.0)
-    e = causes.buckets(row, Link("measured", alpha_us=95.0, beta_us_per_byte=7e-4, source="collectives"))
+    e = causes.buckets(row, causes.Context(link=Link("measured", alpha_us=95.0, beta_us_per_byte=7e-4,
+                                                       source="collectives")))
     assert e.recoverable_ms == pytest.approx(3 * 2 * 0.095)
     assert not blames(row, e)  # 0.6 ms of a 75 ms step: nothing to blame
 
@@ -119,14 +120,14 @@ def test_communication_is_what_the_specific_causes_leave():
     row = _row(exposed_comm_ms=50.0, exposed_comm_share=0.5, unused_param_mb=10.0, allreduce_bytes_per_step=40e6)
     unused = causes.unused_parameters(row)
     assert unused.recoverable_ms == pytest.approx(12.5)
-    e = causes.communication(row, [unused])
+    e = causes.communication(row, causes.Context(parts=(unused,)))
     assert e.recoverable_ms == pytest.approx(37.5)
     assert e.detail == ("the unused-parameters cause (12.5 ms), in its own finding, explains 12.5 ms of it, "
                         "leaving 37.5 ms")
     assert causes.communication(row).detail == ""  # nothing else explains any
     # a cause whose fix the sweep measured as no faster explains nothing
     refuted = dataclasses.replace(unused, basis="contradicted")
-    assert causes.communication(row, [refuted]).recoverable_ms == pytest.approx(50.0)
+    assert causes.communication(row, causes.Context(parts=(refuted,))).recoverable_ms == pytest.approx(50.0)
     assert causes.communication({**row, "exposed_comm_ms": 20.0}) is None  # 20 % of the step: not bound
     # master aggregation's rank 0 averages for everyone: the master cause, never a straggler
     assert causes.straggler(_row(strategy="master", straggler_ranks=[0], straggler_excess_ms=30.0)) is None
@@ -167,7 +168,7 @@ def test_other_caps_are_costed_by_the_layouts_ddp_recorded_for_the_model():
     summary = load(ROOT / "reports/examples/quick-cpu", collectives=False).summary
     jobs = summary[summary["world_size"] == 2].assign(emulate_nodes=2, link="1gbit")  # overlap possible
     job = jobs[jobs["bucket_cap_mb"] == 25.0].iloc[0]
-    recorded = causes.buckets(job, None, jobs)
+    recorded = causes.buckets(job, causes.Context(summary=jobs))
     assert recorded.fields == {"bucket_cap_mb": 1.0} and recorded.recoverable_ms == pytest.approx(15.309, abs=1e-3)
     assert "1 MB buckets (4) would start during backward" in recorded.detail
     predicted = causes.buckets(job)
@@ -175,5 +176,5 @@ def test_other_caps_are_costed_by_the_layouts_ddp_recorded_for_the_model():
     assert "1 MB buckets (predicted layout: 5 buckets) would start during backward" in predicted.detail
     # master aggregation against DDP at the default cap: recorded (one bucket) for this model, no note
     master = {**job.to_dict(), "strategy": "master", "comm_ms": 40.0, "bucket_layout": None}
-    assert "predicted" not in causes.master(master, jobs).detail
+    assert "predicted" not in causes.master(master, causes.Context(summary=jobs)).detail
     assert causes.master(master).detail.endswith("would stay exposed (predicted layout: 1 bucket)")
