@@ -1,12 +1,14 @@
 """Diagnosis in plain words, each finding derived from the numbers of the summary table.
 
-:func:`diagnose` returns :class:`Finding` s: a kind, a severity and a sentence (plain text: the
-report escapes it). The thresholds are named constants so a reader can see where a verdict
-comes from; every sentence quotes the figures it rests on.
+:func:`diagnose` runs every finder of :data:`FINDERS`, in that order, each ``finder(summary, given)``
+(:class:`Given`: what diagnose was given beside the summary), and returns their :class:`Finding` s: a
+kind, a severity and a sentence (plain text: the report escapes it). The thresholds are named constants
+(:mod:`ddpbench.analysis.core.thresholds`) so a reader can see where a verdict comes from; every sentence
+quotes the figures it rests on.
 
 Findings that blame a cause of lost time carry the fix and the time it would recover
-(:mod:`ddpbench.analysis.diagnosis.causes`); :func:`diagnose` returns them in :func:`~ddpbench.analysis.diagnosis.findings.rank`'s
-order, and ``benchmarks/fault_suite.py`` scores that order against faults planted on purpose
+(:mod:`ddpbench.analysis.diagnosis.causes`); :func:`diagnose` returns them in
+:func:`~ddpbench.analysis.diagnosis.findings.rank`'s order, and ``benchmarks/fault_suite.py`` scores that order against faults planted on purpose
 (``experiments/faults/``).
 """
 
@@ -14,7 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from functools import partial
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -24,7 +27,7 @@ from ddpbench.analysis.diagnosis import bound, causes, evidence, model_findings,
 from ddpbench.analysis.summary import frameworks
 
 from ddpbench.analysis.core import stats
-from ddpbench.analysis.diagnosis.contention import contention_findings as _contention
+from ddpbench.analysis.diagnosis.contention import contention_findings
 from ddpbench.analysis.core.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.core.values import known, pct
 from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, not_proposed, rank, top_cause  # noqa: F401 (top_cause: API)
@@ -42,30 +45,52 @@ from ddpbench.analysis.summary.table import launch_times
 
 
 
+@dataclass(frozen=True)
+class Given:
+    """What :func:`diagnose` was given beside the summary; each finder reads what it needs."""
+
+    #: the cost model's projection (:func:`ddpbench.analysis.models.costmodel.project`)
+    projection: pd.DataFrame | None = None
+    #: the model's check against the measurements
+    checks: pd.DataFrame | None = None
+    #: the model's held-out check across emulated link rates
+    link_check: pd.DataFrame | None = None
+    #: the machine's fitted all-reduce curve (:func:`ddpbench.analysis.models.costmodel.fit_collectives`)
+    link: object | None = None
+
+
 def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
              checks: pd.DataFrame | None = None, link_check: pd.DataFrame | None = None,
              link=None) -> list[Finding]:
-    """Every finding the summary (and, when given, the model's projection, its check against the
-    measurements and its held-out check across emulated link rates) supports, most important first.
-    ``link`` is the machine's fitted all-reduce curve (:func:`ddpbench.analysis.models.costmodel.fit_collectives`),
-    which costs the messages of too-small buckets; without it no such estimate is made."""
+    """Every finding the summary, and what is given beside it, supports, most important first.
+
+    Parameters
+    ----------
+    summary
+        The summary table (:func:`ddpbench.analysis.summary.table.summarize`), one row per job.
+    projection
+        The cost model's projection; None or empty: no projection findings.
+    checks
+        The model's check against the measurements; None or empty: no model-error findings.
+    link_check
+        The model's held-out check across emulated link rates; None or empty: none of its findings.
+    link
+        The machine's fitted all-reduce curve (:func:`ddpbench.analysis.models.costmodel.fit_collectives`),
+        which costs the messages of too-small buckets; without it no such estimate is made.
+
+    Returns
+    -------
+    list of Finding
+        What each finder of :data:`FINDERS` found, in :func:`~ddpbench.analysis.diagnosis.findings.rank`'s
+        order; empty for an empty summary.
+    """
     if summary.empty:
         return []
-    findings: list[Finding] = []
-    for part in (_failures, _scaling, partial(bound.bound, link=link), bound.exposed_measures, _frameworks, precision.findings,
-                 _data, _buckets, partial(_bucket_fit, link=link), _unused, _master, _stragglers, _contention, _trend,
-                 _oversubscribed, _peaks, _noise):
-        findings += part(summary)
-    if projection is not None and not projection.empty:
-        findings += model_findings.projection(projection, summary)
-    if checks is not None and not checks.empty:
-        findings += model_findings.model_error(checks)
-    if link_check is not None and not link_check.empty:
-        findings += model_findings.link_check(link_check)
-    return rank(findings)
+    given = Given(projection, checks, link_check, link)
+    return rank([f for finder in FINDERS for f in finder(summary, given)])
 
 
-def _failures(summary):
+def _failures(summary, given):
     bad = summary[~summary["status"].isin(["ok", "skipped"])]
     if bad.empty:
         return []
@@ -74,7 +99,7 @@ def _failures(summary):
                     "table and their logs in the results folder's logs/.")]
 
 
-def _scaling(summary):
+def _scaling(summary, given):
     """Per configuration and strategy: how its fastest job at the largest fair world size scales; and
     every job whose world-size-1 baseline is broken (:func:`ddpbench.analysis.summary.table.baseline_problem`)
     named, with no verdict drawn from it."""
@@ -122,7 +147,7 @@ def _baseline_problem(row) -> str:
     return problem if isinstance(problem := row.get("baseline_problem", ""), str) else ""
 
 
-def _frameworks(summary):
+def _frameworks(summary, given):
     """Each framework against raw DDP on the same work: a warning where its overhead is significant."""
     out = []
     for _, r in frameworks.overhead_table(summary).iterrows():
@@ -139,7 +164,7 @@ def _frameworks(summary):
     return out
 
 
-def _data(summary):
+def _data(summary, given):
     """Jobs that wait for their data, and what more loader workers did for jobs alike in all else."""
     out = []
     ok = _ok(summary)
@@ -176,7 +201,7 @@ def _data(summary):
     return out
 
 
-def _peaks(summary):
+def _peaks(summary, given):
     """An efficiency above 100% means the peak it is measured against is wrong: say so."""
     out = []
     ok = _ok(summary)
@@ -191,7 +216,7 @@ def _peaks(summary):
     return out
 
 
-def _buckets(summary):
+def _buckets(summary, given):
     """Bucket sizes judged by the buckets DDP actually made: caps that gave the same layout are one
     setting (their spread is the noise floor of the measurements), and the best setting is compared
     with the default 25 MB's (or the worst) only when the two made different buckets."""
@@ -255,13 +280,13 @@ def _same_buckets(same: pd.DataFrame, where: str) -> Finding:
                    "these measurements, not an effect of the cap.")
 
 
-def _bucket_fit(summary, link=None):
+def _bucket_fit(summary, given):
     """DDP jobs whose buckets are far too small or too large for their model, judged from the
     layout DDP made and the layouts other caps make of the same tensors, and from the sweep's own
     run of the proposed cap where it made one (:mod:`ddpbench.analysis.diagnosis.evidence`)."""
     out = []
     for _, r in _ok(summary).iterrows():
-        estimate = evidence.weigh(summary, r, causes.buckets(r, causes.Context(summary=summary, link=link)))
+        estimate = evidence.weigh(summary, r, causes.buckets(r, causes.Context(summary=summary, link=given.link)))
         if estimate is None:
             continue
         where = f"The gradient buckets of DDP with {_config(r)} at world size {int(r['world_size'])}"
@@ -273,7 +298,7 @@ def _bucket_fit(summary, link=None):
     return out
 
 
-def _unused(summary):
+def _unused(summary, given):
     """Parameters that got no gradient, all-reduced every step all the same."""
     out = []
     for _, r in _ok(summary).iterrows():
@@ -286,7 +311,7 @@ def _unused(summary):
     return out
 
 
-def _master(summary):
+def _master(summary, given):
     out = []
     ok = _ok(summary)
     masters = ok[ok["strategy"].astype(str).str.startswith("master") & (ok["world_size"] > 1)]
@@ -323,7 +348,7 @@ def _master(summary):
     return out
 
 
-def _stragglers(summary):
+def _stragglers(summary, given):
     out = []
     for _, row in _ok(summary).iterrows():
         ranks = row.get("straggler_ranks")
@@ -383,7 +408,7 @@ def _barrier_straggler(summary, row):
                    f"{row[STEP_MS]:.1f} ms step: not blamed.")
 
 
-def _trend(summary):
+def _trend(summary, given):
     """Karp-Flatt's e across world sizes: flat is serial work, rising is overhead growing with p."""
     out = []
     ok = _ok(summary)
@@ -426,7 +451,7 @@ def _trend(summary):
     return out
 
 
-def _oversubscribed(summary):
+def _oversubscribed(summary, given):
     over = summary[summary["oversubscribed"].astype(bool)]
     if over.empty:
         return []
@@ -440,7 +465,7 @@ def _oversubscribed(summary):
                     fix=wording.fix_text(estimate.fixes))]
 
 
-def _noise(summary):
+def _noise(summary, given):
     out = []
     ok = _ok(summary)
     noisy = ok[ok["noisy"].astype(bool)]
@@ -452,3 +477,66 @@ def _noise(summary):
         out.append(Finding("noise", "info", f"{len(single)} job(s) ran in a single launch, so they have no "
                            "confidence interval and no significance test: set repeats = 3 or more."))
     return out
+
+
+def _bound(summary, given):
+    return bound.bound(summary, link=given.link)
+
+
+def _exposed_measures(summary, given):
+    return bound.exposed_measures(summary)
+
+
+def _precision(summary, given):
+    return precision.findings(summary)
+
+
+def _contention(summary, given):
+    return contention_findings(summary)
+
+
+def _projection(summary, given):
+    if given.projection is None or given.projection.empty:
+        return []
+    return model_findings.projection(given.projection, summary)
+
+
+def _model_error(summary, given):
+    if given.checks is None or given.checks.empty:
+        return []
+    return model_findings.model_error(given.checks)
+
+
+def _link_check(summary, given):
+    if given.link_check is None or given.link_check.empty:
+        return []
+    return model_findings.link_check(given.link_check)
+
+
+#: a finder: ``finder(summary, given) -> list[Finding]``
+FinderFn = Callable[[pd.DataFrame, Given], list[Finding]]
+
+#: every finder of the diagnosis, in the order they run (:func:`~ddpbench.analysis.diagnosis.findings.rank`
+#: then orders what they found, keeping this order among equals)
+FINDERS: tuple[FinderFn, ...] = (
+    _failures,
+    _scaling,
+    _bound,
+    _exposed_measures,
+    _frameworks,
+    _precision,
+    _data,
+    _buckets,
+    _bucket_fit,
+    _unused,
+    _master,
+    _stragglers,
+    _contention,
+    _trend,
+    _oversubscribed,
+    _peaks,
+    _noise,
+    _projection,
+    _model_error,
+    _link_check,
+)

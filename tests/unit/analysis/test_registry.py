@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from ddpbench.analysis.diagnosis import causes, findings, wording
+from ddpbench.analysis.diagnosis import causes, finders, findings, wording
 
 
 def _is_estimate(function) -> bool:
@@ -59,3 +59,9 @@ def test_blaming_ranking_and_wording_read_the_declarations(monkeypatch):
     other = findings.Finding("data", "warn", "d", cause="data", recoverable_ms=50.0)
     assert findings.rank([other, first]) == [first, other]
 
+
+
+def test_the_finders_are_one_tuple_of_one_signature():
+    assert finders.FINDERS and len(set(finders.FINDERS)) == len(finders.FINDERS)
+    for finder in finders.FINDERS:
+        assert list(inspect.signature(finder).parameters) == ["summary", "given"], finder

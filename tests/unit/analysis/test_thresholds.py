@@ -65,10 +65,10 @@ def _noisy_jobs() -> pd.DataFrame:
 
 
 def test_the_noise_finding_names_the_threshold_it_was_judged_by(monkeypatch):
-    [found] = [f for f in diagnosis._noise(_noisy_jobs()) if f.kind == "noise"]
+    [found] = [f for f in diagnosis._noise(_noisy_jobs(), diagnosis.Given()) if f.kind == "noise"]
     assert "IQR above 10 % of the median" in found.text
     monkeypatch.setattr(diagnosis, "NOISE_THRESHOLD", 0.07)
-    [found] = [f for f in diagnosis._noise(_noisy_jobs()) if f.kind == "noise"]
+    [found] = [f for f in diagnosis._noise(_noisy_jobs(), diagnosis.Given()) if f.kind == "noise"]
     assert "IQR above 7 % of the median" in found.text
 
 
