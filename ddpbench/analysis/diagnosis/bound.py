@@ -136,8 +136,8 @@ def exposed_measures(summary):
     return [Finding("overlap", "info", f"Exposed communication was measured three ways (the no_sync() baseline, "
                     f"the trace, DDP's own logging) for {len(judged)} traced job(s): {agreement}. Compute- or "
                     "communication-bound is judged on the no_sync() baseline's interval over launches (the one measure "
-                    f"timed in every launch), with the trusted measure's figure beside it: {which}. Each job's three figures and why one is "
-                    "trusted are under Step timelines.")]
+                    f"timed in every launch), with the trusted measure's figure beside it: {which}. Each job's three "
+                    "figures and why one is trusted are under Step timelines.")]
 
 
 def trusted_exposed(row):

@@ -235,7 +235,8 @@ def contention(row, context: Context = NO_CONTEXT) -> Estimate | None:
     ci = (f" (95 % CI {slowed.low:.1f} to {slowed.high:.1f} ms)" if known(slowed.low)
           else " (one launch: no interval)")
     detail = (f"each rank's compute ran {slowed.ms:.1f} ms a step slower{ci} at world size {int(row['world_size'])} "
-              "than one rank's alone (no_sync() steps against the baseline's" + (f" {alone:.1f} ms step" if known(alone) else " step")
+              "than one rank's alone (no_sync() steps against the baseline's"
+              + (f" {alone:.1f} ms step" if known(alone) else " step")
               + "): ranks sharing this machine slow each other, which no faster link recovers")
     return Estimate("contention", slowed.ms, fixes, detail, recoverable_low_ms=slowed.low)
 
@@ -287,7 +288,8 @@ def data(row, context: Context = NO_CONTEXT) -> Estimate | None:
     load = wait if workers == 0 else workers * step
     if spare < 1:
         return Estimate("data", math.nan, (Fix("cheaper decoding, or fewer ranks or threads so that a loader worker "
-                                               "gets a core"),), f"loading a batch takes about {load:.0f} ms, and every core is busy: a loader worker "
+                                               "gets a core"),),
+                        f"loading a batch takes about {load:.0f} ms, and every core is busy: a loader worker "
                         "would take its time from the ranks")
     # a worker per spare core, but no more than it takes to load a batch within the step's compute
     more = workers + spare

@@ -60,7 +60,8 @@ def _versus(best, other, ratio: tuple[float, float], point: float, word: str, su
                 f"{pct(1 - low, 1)}: significant)")
     mine, theirs = launch_times(best), launch_times(other)
     spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
-    told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * max(gain, CHOICE_MATERIAL), f" it from {name}")
+    told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * max(gain, CHOICE_MATERIAL),
+                               f" it from {name}")
     if known(low, high):
         return (f"{pct(gain, 1)} {word} than {name} by the means, but the 95 % interval of the gain, "
                 f"{pct(1 - high, 1)} to {pct(1 - low, 1)}, includes 0: {told}")
@@ -99,7 +100,8 @@ def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
             text += " (also the fastest)"
         if len(group) > 1:
             second = by_cost.iloc[1]
-            scale = (cheap["price_per_hour"] / cheap["global_batch"]) / (second["price_per_hour"] / second["global_batch"])
+            scale = ((cheap["price_per_hour"] / cheap["global_batch"])
+                     / (second["price_per_hour"] / second["global_batch"]))
             point = cheap["cost_per_sample"] / second["cost_per_sample"]
             text += f"; {_versus(cheap, second, _ratio(cheap, second, scale), point, 'cheaper', summary)}"
         out.append(Choice("cheapest", text, cheap["key"]))
@@ -115,8 +117,9 @@ def _deadline(group: pd.DataFrame, cost: Cost, summary, model: str) -> Choice:
     unsure = group[group["meets_deadline"].map(lambda v: v is None)]
     if meets.empty:
         fastest = group.sort_values("time_to_train_h").iloc[0]
-        why = (f"the fastest, {_name(fastest, summary)}, would take {_sig(fastest['time_to_train_h'])} h"
-               f"{wording.interval(fastest['time_to_train_h_low'], fastest['time_to_train_h_high'], lambda v: f'{_sig(v)} h')}")
+        hours = wording.interval(fastest["time_to_train_h_low"], fastest["time_to_train_h_high"],
+                                 lambda v: f"{_sig(v)} h")
+        why = f"the fastest, {_name(fastest, summary)}, would take {_sig(fastest['time_to_train_h'])} h{hours}"
         if len(unsure):
             why += f"; {len(unsure)} setting(s) may meet it, their intervals reaching across it"
         return Choice("deadline", f"no measured setting{model} is sure to train {run}: {why}")

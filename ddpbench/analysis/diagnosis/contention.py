@@ -77,8 +77,9 @@ def contention_evidence(summary, row, estimate):
         gain, fix, m = faster[-1]
         low = m.job_ms * (1 - m.high) if known(m.high) else math.nan
         detail = estimate.detail + ("; " + "; ".join(slower) + ", so not proposed" if slower else "")
-        return dataclasses.replace(estimate, recoverable_ms=gain, fixes=(causes.Fix(named(fix), fix),), basis=evidence.MEASURED,
-                                   evidence=m.text(named(fix)), detail=detail, recoverable_low_ms=low)
+        return dataclasses.replace(estimate, recoverable_ms=gain, fixes=(causes.Fix(named(fix), fix),),
+                                   basis=evidence.MEASURED, evidence=m.text(named(fix)), detail=detail,
+                                   recoverable_low_ms=low)
     # nothing the sweep ran was faster: the model's fixes it did not run stay proposed, the others are not
     ran = [fix for fix, _ in seen]
     fixes = tuple(f for f in estimate.fixes if not any(_names_value(f.text, x) for x in ran)) or estimate.fixes

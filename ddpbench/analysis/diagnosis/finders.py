@@ -8,8 +8,8 @@ quotes the figures it rests on.
 
 Findings that blame a cause of lost time carry the fix and the time it would recover
 (:mod:`ddpbench.analysis.diagnosis.causes`); :func:`diagnose` returns them in
-:func:`~ddpbench.analysis.diagnosis.findings.rank`'s order, and ``benchmarks/fault_suite.py`` scores that order against faults planted on purpose
-(``experiments/faults/``).
+:func:`~ddpbench.analysis.diagnosis.findings.rank`'s order, and ``benchmarks/fault_suite.py`` scores that
+order against faults planted on purpose (``experiments/faults/``).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from ddpbench.analysis.diagnosis.contention import contention_findings
 from ddpbench.analysis.core.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.core.values import known, pct
 from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, not_proposed, rank, top_cause  # noqa: F401 (top_cause: API)
-from ddpbench.analysis.core.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe,
-                                    label_fields, same_model)
+from ddpbench.analysis.core.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text,
+                                         describe, label_fields, same_model)
 from ddpbench.analysis.core.jobs import config_name as _config
 from ddpbench.analysis.core.jobs import largest_fair as _largest_fair
 from ddpbench.analysis.core.jobs import network_of as _network
@@ -323,7 +323,8 @@ def _master(summary, given):
                  & (ok["per_rank_batch"] == m["per_rank_batch"])
                  & _per_row(_network, ok).map(_network(m).__eq__).astype(bool)]
         traffic = ""
-        if not math.isnan(m.get("recv_mb_per_step_max", math.nan)) and not math.isnan(m.get("sent_mb_per_step_median", math.nan)):
+        recv, sent = m.get("recv_mb_per_step_max", math.nan), m.get("sent_mb_per_step_median", math.nan)
+        if not math.isnan(recv) and not math.isnan(sent):
             root = m["recv_mb_per_step_max"] + m["sent_mb_per_step_max"]
             median = 2 * m["sent_mb_per_step_median"]
             traffic = (f" Rank 0 moves {root:.0f} MB per step, the median rank {median:.0f} MB"
@@ -373,8 +374,8 @@ def _stragglers(summary, given):
             detail = str(row.get("barrier_cause_detail") or "").removeprefix("no rank named: ")
             out.append(Finding("straggler", "info", f"Rank {who} of {_strategy(row)} with {_config(row)}{settings} "
                                f"at world size {int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower "
-                               f"than the other ranks under no_sync() in most steps, but through the barrier no rank stood out ({detail}): "
-                               "not blamed."))
+                               f"than the other ranks under no_sync() in most steps, but through the barrier no "
+                               f"rank stood out ({detail}): not blamed."))
             continue
         estimate = causes.straggler(row)
         if estimate is None:
@@ -470,8 +471,9 @@ def _noise(summary, given):
     ok = _ok(summary)
     noisy = ok[ok["noisy"].astype(bool)]
     if len(noisy):
-        out.append(Finding("noise", "warn", f"{len(noisy)} job(s) are noisy (step time IQR above {pct(NOISE_THRESHOLD)} "
-                           "of the median): compare them with care, and give them more repeats or steps."))
+        out.append(Finding("noise", "warn", f"{len(noisy)} job(s) are noisy (step time IQR above "
+                           f"{pct(NOISE_THRESHOLD)} of the median): compare them with care, and give them more "
+                           "repeats or steps."))
     single = ok[[len(launch_times(row)) < 2 for _, row in ok.iterrows()]]
     if len(single):
         out.append(Finding("noise", "info", f"{len(single)} job(s) ran in a single launch, so they have no "

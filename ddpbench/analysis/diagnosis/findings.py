@@ -22,7 +22,9 @@ from ddpbench.analysis.core.values import known, pct
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # scaling, bound, overlap, framework, data, compute, bucket, master, straggler, oversubscribed, noise, failed, trend, projection, unused
+    #: scaling, bound, overlap, framework, data, compute, bucket, master, straggler, oversubscribed, noise, failed,
+    #: trend, projection, unused, ...
+    kind: str
     severity: str  # "info", "warn" or "bad"
     text: str
     #: the cause of lost time it blames (causes.CAUSES), None for a finding that blames none
@@ -68,8 +70,9 @@ def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = 
 
 def blames(row, estimate: causes.Estimate | None) -> bool:
     """A cause is blamed where its fix would recover a material share of the step (or, with no
-    estimate possible, where its declaration says so: :attr:`~ddpbench.analysis.diagnosis.causes.Cause.blamed_unestimated`),
-    and never where the sweep ran the fix and measured it no faster (:mod:`ddpbench.analysis.diagnosis.evidence`)."""
+    estimate possible, where its declaration says so:
+    :attr:`~ddpbench.analysis.diagnosis.causes.Cause.blamed_unestimated`), and never where the sweep ran
+    the fix and measured it no faster (:mod:`ddpbench.analysis.diagnosis.evidence`)."""
     if estimate is None or estimate.basis in ("contradicted", "unconfirmed"):
         return False  # the sweep ran the fix and it was no faster: never proposed
     if math.isnan(estimate.recoverable_ms):
@@ -81,8 +84,8 @@ def not_proposed(kind: str, estimate: causes.Estimate, text: str) -> Finding:
     """A cause the model suspected, whose fix the sweep ran and measured no faster (or slower): said,
     with the measurement, and not proposed."""
     verdict = "slower" if estimate.basis == "contradicted" else "no faster beyond the noise"
-    return Finding(kind, "info", f"{text} But {estimate.evidence}: {wording.fix_text(estimate.fixes)} measured {verdict}, so it is not "
-                   "proposed.")
+    fix = wording.fix_text(estimate.fixes)
+    return Finding(kind, "info", f"{text} But {estimate.evidence}: {fix} measured {verdict}, so it is not proposed.")
 
 
 def rank(findings: list[Finding]) -> list[Finding]:

@@ -59,7 +59,8 @@ def projection(projection: pd.DataFrame, summary: pd.DataFrame):
                 master.append(f"{pct(m.loc[64, 'efficiency'])} on '{link}'")
         if not ring:
             continue
-        text = f"Projected (model output, weak scaling) for {workload}: DDP (ring or tree per bucket, the cheaper) keeps " + "; ".join(ring)
+        text = (f"Projected (model output, weak scaling) for {workload}: DDP (ring or tree per bucket, the cheaper) "
+                "keeps " + "; ".join(ring))
         text += _compute_part(part)
         text += _budget_part(part, summary)
         if master:

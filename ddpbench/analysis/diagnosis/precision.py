@@ -91,7 +91,8 @@ def settings_table(summary: pd.DataFrame) -> pd.DataFrame:
             "base_efficiency_low": base["efficiency_low"], "base_efficiency_high": base["efficiency_high"],
             "exposed_comm_share": r["exposed_comm_share"], "base_exposed_comm_share": base["exposed_comm_share"],
             EXPOSED_COMM_MS: r[EXPOSED_COMM_MS], "base_exposed_comm_ms": base[EXPOSED_COMM_MS],
-            "rank_memory_mb": r.get("rank_memory_mb", math.nan), "base_rank_memory_mb": base.get("rank_memory_mb", math.nan),
+            "rank_memory_mb": r.get("rank_memory_mb", math.nan),
+            "base_rank_memory_mb": base.get("rank_memory_mb", math.nan),
             "compile_s_cold": r.get("compile_s_cold", math.nan), "compile_s_warm": r.get("compile_s_warm", math.nan),
             "graph_breaks": r.get("graph_breaks", math.nan), "amp_skipped_steps": r.get("amp_skipped_steps", math.nan),
         })

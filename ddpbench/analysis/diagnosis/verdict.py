@@ -82,7 +82,8 @@ def _cause(f: Finding, summary: pd.DataFrame) -> str:
     if math.isnan(f.recoverable_ms):
         gain = ""
     elif f.basis == "measured":
-        gain = f": measured to recover {f.recoverable_ms:.1f} ms of a {step:.1f} ms step ({pct(f.recoverable_ms / step)})"
+        gain = (f": measured to recover {f.recoverable_ms:.1f} ms of a {step:.1f} ms step "
+                f"({pct(f.recoverable_ms / step)})")
     else:
         gain = (f": estimated (a model, not run) to recover {f.recoverable_ms:.1f} ms of a {step:.1f} ms step "
                 f"({pct(f.recoverable_ms / step)})" if step > 0 else "")

@@ -47,16 +47,17 @@ def test_small_buckets_cost_their_extra_messages_on_the_machines_curve():
     # a ring all-reduce of the same bytes in one more message costs 2 (p - 1) alpha more: at world
     # size 2 and alpha = 150 us, 0.3 ms a message, 99 messages fewer
     link = Link("measured", alpha_us=150.0, beta_us_per_byte=1e-3, source="collectives")
-    e = causes.buckets(row, causes.Context(link=link))
+    measured = causes.Context(link=link)
+    e = causes.buckets(row, measured)
     assert e.cause == "buckets" and e.recoverable_ms == pytest.approx(99 * 0.3)
     assert e.fields == {"bucket_cap_mb": 25.0} and "0.30 ms" in e.detail
     # the extra messages can never cost more than the exposed communication there is
-    assert causes.buckets({**row, "exposed_comm_ms": 10.0}, causes.Context(link=link)).recoverable_ms == pytest.approx(10.0)
+    assert causes.buckets({**row, "exposed_comm_ms": 10.0}, measured).recoverable_ms == pytest.approx(10.0)
     # no measured curve: no estimate, and the finding says what would give one
     e = causes.buckets(row)
     assert math.isnan(e.recoverable_ms) and "[collectives]" in e.detail
     # the default cap's own layout is never "too small"
-    assert causes.buckets({**row, "bucket_cap_mb": 25.0, "bucket_layout": (sum(sizes),)}, causes.Context(link=link)) is None
+    assert causes.buckets({**row, "bucket_cap_mb": 25.0, "bucket_layout": (sum(sizes),)}, measured) is None
 
 
 def test_buckets_far_above_the_crossover_are_not_too_small():

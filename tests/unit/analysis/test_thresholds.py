@@ -36,8 +36,8 @@ def test_the_default_bucket_cap_is_the_specs_and_defined_once():
 
 
 #: the diagnosis's thresholds: declared in core.thresholds, imported from there by every module that reads one
-DIAGNOSIS_THRESHOLDS = ("MATERIAL_SHARE", "COMM_BOUND_SHARE", "COMPUTE_BOUND_SHARE", "DATA_BOUND_SHARE", "SMALL_BUCKETS",
-                        "LARGE_BUCKET_SHARE", "CANDIDATE_CAPS", "NEAR_TIE_SHARE", "CHOICE_MATERIAL",
+DIAGNOSIS_THRESHOLDS = ("MATERIAL_SHARE", "COMM_BOUND_SHARE", "COMPUTE_BOUND_SHARE", "DATA_BOUND_SHARE",
+                        "SMALL_BUCKETS", "LARGE_BUCKET_SHARE", "CANDIDATE_CAPS", "NEAR_TIE_SHARE", "CHOICE_MATERIAL",
                         "COMPUTE_SLOWDOWN_SHARE", "SINGLE_LAUNCH_MARGIN", "COMM_SHARE_NAMED", "COMM_SHARE_GROWTH",
                         "SERIAL_FRACTION_RISE")
 
@@ -48,7 +48,8 @@ def test_the_diagnosis_thresholds_are_declared_once_in_core_thresholds():
         module = importlib.import_module(f"ddpbench.analysis.diagnosis.{path.stem}".removesuffix(".__init__"))
         tree = ast.parse(path.read_text())
         declared = {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
-                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)}
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                    if isinstance(t, ast.Name)}
         imported = {(node.module, a.asname or a.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                     for a in node.names}
         for name in DIAGNOSIS_THRESHOLDS:
