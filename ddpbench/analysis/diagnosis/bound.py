@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from ddpbench.analysis.diagnosis import causes, evidence
+from ddpbench.analysis.diagnosis.estimates import Context
 
 from ddpbench.analysis.summary import overlap
 from ddpbench.analysis.core.columns import EXPOSED_COMM_MS, STEP_MS
@@ -103,10 +104,10 @@ def _communication(summary, row, link):
     """``row`` as its trusted measure gives it, and the communication cause's estimate for it,
     with the bucket and unused-parameter causes it leaves room for."""
     best, _ = trusted_exposed(row)
-    context = causes.Context(summary=summary, link=link)
+    context = Context(summary=summary, link=link)
     named = (evidence.weigh(summary, best, causes.buckets(best, context)),
              evidence.weigh(summary, best, causes.unused_parameters(best, context)))
-    return best, causes.communication(best, causes.Context(summary=summary, link=link, parts=named))
+    return best, causes.communication(best, Context(summary=summary, link=link, parts=named))
 
 
 def _point_only(exposed: float, step: float) -> str:

@@ -21,7 +21,8 @@ which the planted-fault suite (``benchmarks/fault_suite.py``) runs to check thes
   each the fitted per-message cost of a ring all-reduce. Without a measured curve no estimate is
   made (a fixed cost assumed to dominate is what made 6.7 MB buckets look "too small").
   Too large: a bucket's all-reduce starts only once backward has produced all of it, so one
-  bucket holding most gradients cannot overlap backward; :func:`pipeline_exposed` gives what a
+  bucket holding most gradients cannot overlap backward;
+  :func:`~ddpbench.analysis.diagnosis.estimates.pipeline_exposed` gives what a
   smaller cap would leave exposed.
 * **unused-parameters** -- parameters that got no gradient still sit in DDP's buckets and are
   all-reduced every step: their share of the all-reduced bytes of the exposed communication.
@@ -40,9 +41,9 @@ the job's row) and how the findings and the verdict treat it. :data:`CAUSES`, th
 named in, is the registry's; :func:`cause` and :func:`estimate` read it.
 
 Overlap needs something other than the computing cores to move the bytes: a GPU, a network link
-whose time is the wire's, or a core left idle for gloo's threads (:func:`overlap_possible`). On a
-CPU machine whose cores all compute, hiding communication behind backward buys nothing, and no
-estimate assumes it does.
+whose time is the wire's, or a core left idle for gloo's threads
+(:func:`~ddpbench.analysis.diagnosis.estimates.overlap_possible`). On a CPU machine whose cores all
+compute, hiding communication behind backward buys nothing, and no estimate assumes it does.
 """
 
 from __future__ import annotations
@@ -50,104 +51,20 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ddpbench.analysis.diagnosis import lossbudget
+from ddpbench.analysis.diagnosis.estimates import (NO_CONTEXT, Context, Estimate, Fix, material, overlap_possible,
+                                                   pipeline_exposed)
 
-from ddpbench.analysis.models import whatif
 from ddpbench.analysis.core.columns import EXPOSED_COMM_MS, STEP_MS
 from ddpbench.analysis.core.thresholds import (CANDIDATE_CAPS, COMM_BOUND_SHARE, DATA_BOUND_SHARE, LARGE_BUCKET_SHARE,
-                                                  MATERIAL_SHARE, NEAR_TIE_SHARE, SMALL_BUCKETS)
+                                                  NEAR_TIE_SHARE, SMALL_BUCKETS)
 from ddpbench.analysis.core.values import known, num
 from ddpbench.analysis.models.layouts import layout_at
 from ddpbench.experiment.spec import FIELDS
 
-if TYPE_CHECKING:
-    import pandas as pd
-
 #: the cap a job gets when it names none (MB): the spec's default, which is DDP's own
 DEFAULT_BUCKET_MB = FIELDS["bucket_cap_mb"].default
-
-
-@dataclass(frozen=True)
-class Fix:
-    """One way to recover a cause's lost time: its words, and the job fields it sets where it is a job
-    setting (a sweep of the job with them measures its gain)."""
-
-    text: str
-    fields: dict | None = None
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A cause of a job's lost time: how much its fixes would recover per step, and the fixes, most direct
-    first (:func:`ddpbench.analysis.diagnosis.wording.fix_text` joins them into the sentence users read)."""
-
-    cause: str
-    recoverable_ms: float  # NaN: no estimate can be made
-    fixes: tuple[Fix, ...]
-    detail: str  # the figures the estimate rests on, in words
-    #: how the gain is known (:mod:`ddpbench.analysis.diagnosis.evidence`): "model" (estimated from the job's own
-    #: figures), "measured" (the sweep ran the fix: recoverable_ms is the measured gain), "contradicted"
-    #: (the sweep ran the fix and it was slower) or "unconfirmed" (it ran no faster beyond the noise)
-    basis: str = "model"
-    #: the sweep's measurement of the fix in words, where it has one
-    evidence: str = ""
-    #: the lower end of the gain's 95 % interval where the estimate carries one (a budget line's); NaN:
-    #: :func:`ddpbench.analysis.diagnosis.wording.recoverable_low_ms` derives it
-    recoverable_low_ms: float = math.nan
-
-    @property
-    def fields(self) -> dict | None:
-        """The fix as job fields: those of the first fix that is a job setting, None where none is."""
-        return next((f.fields for f in self.fixes if f.fields is not None), None)
-
-
-@dataclass(frozen=True)
-class Context:
-    """What a cause's estimate may read beside the job's row; each field defaults to nothing."""
-
-    #: the folder's jobs: the layouts DDP recorded at other caps (:func:`ddpbench.analysis.models.layouts.layout_at`)
-    summary: pd.DataFrame | None = None
-    #: the machine's fitted all-reduce curve (:class:`ddpbench.analysis.models.costmodel.Link`)
-    link: object | None = None
-    #: the estimates of other causes the communication cause leaves room for, as the diagnosis weighed them
-    parts: tuple[Estimate | None, ...] = ()
-
-
-#: a context with nothing beside the row
-NO_CONTEXT = Context()
-
-
-def material(row, recoverable_ms: float) -> bool:
-    step = num(row, STEP_MS)
-    return bool(step > 0 and recoverable_ms >= MATERIAL_SHARE * step)
-
-
-def overlap_possible(row) -> bool:
-    """Whether communication can run behind backward at all (see the module doc)."""
-    if str(row.get("device")) == "cuda":
-        return True
-    if int(row.get("emulate_nodes", 1) or 1) > 1 and str(row.get("link", "none")) != "none":
-        return True
-    cores, threads = num(row, "cores"), num(row, "threads_per_rank")
-    ranks = int(row.get("world_size", 1))
-    return bool(cores > 0 and threads > 0 and cores > ranks * threads)
-
-
-def pipeline_exposed(layout, backward_ms: float, comm_ms: float) -> float:
-    """The communication left after backward when the buckets (bytes each, in the order DDP
-    all-reduces them) are all-reduced one after another, each once backward has produced it and
-    the one before it is done (:func:`ddpbench.analysis.models.whatif.link_free_at`, the what-if model's
-    pipeline). Backward produces gradients at a steady rate per byte (exact for an MLP, whose
-    layers' compute goes with their parameters) and each all-reduce takes its share of ``comm_ms``
-    by bytes."""
-    total = float(sum(layout))
-    if total <= 0:
-        return 0.0
-    shares = whatif.byte_shares(layout, total)
-    end = whatif.link_free_at([(backward_ms * share, comm_ms * size / total) for size, share in zip(layout, shares)])
-    return max(0.0, end - backward_ms)
 
 
 def oversubscribed(row, context: Context = NO_CONTEXT) -> Estimate | None:

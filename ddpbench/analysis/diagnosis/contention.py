@@ -11,6 +11,7 @@ import dataclasses
 import math
 
 from ddpbench.analysis.diagnosis import causes, evidence
+from ddpbench.analysis.diagnosis.estimates import Fix
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.values import known, pct
@@ -77,7 +78,7 @@ def contention_evidence(summary, row, estimate):
         gain, fix, m = faster[-1]
         low = m.job_ms * (1 - m.high) if known(m.high) else math.nan
         detail = estimate.detail + ("; " + "; ".join(slower) + ", so not proposed" if slower else "")
-        return dataclasses.replace(estimate, recoverable_ms=gain, fixes=(causes.Fix(named(fix), fix),),
+        return dataclasses.replace(estimate, recoverable_ms=gain, fixes=(Fix(named(fix), fix),),
                                    basis=evidence.MEASURED, evidence=m.text(named(fix)), detail=detail,
                                    recoverable_low_ms=low)
     # nothing the sweep ran was faster: the model's fixes it did not run stay proposed, the others are not

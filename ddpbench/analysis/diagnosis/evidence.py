@@ -34,7 +34,7 @@ import pandas as pd
 from ddpbench.analysis.models import layouts
 
 from ddpbench.analysis.core import stats
-from ddpbench.analysis.diagnosis.causes import Estimate
+from ddpbench.analysis.diagnosis.estimates import Estimate
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS
 from ddpbench.analysis.core.thresholds import SINGLE_LAUNCH_MARGIN

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from ddpbench.analysis.diagnosis import causes, wording
+from ddpbench.analysis.diagnosis.estimates import Estimate, material
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.values import known, pct
@@ -43,7 +44,7 @@ class Finding:
     recoverable_low_ms: float = math.nan
 
 
-def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = "warn") -> Finding:
+def blame(kind: str, row, estimate: Estimate, text: str, severity: str = "warn") -> Finding:
     """A finding that blames ``estimate``'s cause for some of ``row``'s step, with its fix and what
     the fix would recover, in the sentence too."""
     step = float(row[STEP_MS])
@@ -68,7 +69,7 @@ def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = 
                    recoverable_low_ms=low)
 
 
-def blames(row, estimate: causes.Estimate | None) -> bool:
+def blames(row, estimate: Estimate | None) -> bool:
     """A cause is blamed where its fix would recover a material share of the step (or, with no
     estimate possible, where its declaration says so:
     :attr:`~ddpbench.analysis.diagnosis.causes.Cause.blamed_unestimated`), and never where the sweep ran
@@ -77,10 +78,10 @@ def blames(row, estimate: causes.Estimate | None) -> bool:
         return False  # the sweep ran the fix and it was no faster: never proposed
     if math.isnan(estimate.recoverable_ms):
         return causes.cause(estimate.cause).blamed_unestimated
-    return causes.material(row, estimate.recoverable_ms)
+    return material(row, estimate.recoverable_ms)
 
 
-def not_proposed(kind: str, estimate: causes.Estimate, text: str) -> Finding:
+def not_proposed(kind: str, estimate: Estimate, text: str) -> Finding:
     """A cause the model suspected, whose fix the sweep ran and measured no faster (or slower): said,
     with the measurement, and not proposed."""
     verdict = "slower" if estimate.basis == "contradicted" else "no faster beyond the noise"

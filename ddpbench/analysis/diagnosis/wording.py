@@ -46,7 +46,7 @@ def fix_text(fixes) -> str:
     Parameters
     ----------
     fixes
-        :class:`ddpbench.analysis.diagnosis.causes.Fix` es (anything with a ``text``), most direct first.
+        :class:`ddpbench.analysis.diagnosis.estimates.Fix` es (anything with a ``text``), most direct first.
 
     Returns
     -------

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.diagnosis import causes, lossbudget, verdict, wording
+from ddpbench.analysis.diagnosis import causes, estimates, lossbudget, verdict, wording
 from ddpbench.analysis.diagnosis.finders import diagnose, top_cause
 from ddpbench.analysis.diagnosis.model_findings import projection as projection_findings
 from ddpbench.testing.tables import diagnosis_row as _row
@@ -321,7 +321,7 @@ def test_contention_fixes_fit_the_placement():
     busy = {**_job(**ISSUE), "loader_workers": 2}  # 2 ranks x (2 threads + 2 workers) on 4 cores
     assert "fewer loader workers (2 a rank take the ranks' cores)" in texts(busy)
     gpu = {**_job(**ISSUE), "device": "cuda"}
-    assert causes.contention_fixes(gpu) == (causes.Fix("one rank per device"),)
+    assert causes.contention_fixes(gpu) == (estimates.Fix("one rank per device"),)
 
 
 def test_one_launch_makes_no_call_and_says_so():

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from ddpbench.analysis.diagnosis import causes, finders, findings, wording
+from ddpbench.analysis.diagnosis import causes, estimates, finders, findings, wording
 
 
 def _is_estimate(function) -> bool:
@@ -49,7 +49,7 @@ def test_blaming_ranking_and_wording_read_the_declarations(monkeypatch):
         source = inspect.getsource(module)
         for name in causes.CAUSES:
             assert f'"{name}"' not in source, (module.__name__, name)
-    nan = causes.Estimate("straggler", float("nan"), (causes.Fix("f"),), "d")
+    nan = estimates.Estimate("straggler", float("nan"), (estimates.Fix("f"),), "d")
     assert not findings.blames({"step_ms_mean": 10.0}, nan)
     flagged = tuple(causes.Cause(c.name, c.estimate, blamed_unestimated=True, first=c.name == "straggler")
                     if c.name == "straggler" else c for c in causes.REGISTRY)

@@ -11,7 +11,7 @@ import importlib
 from pathlib import Path
 
 from ddpbench.analysis.core import thresholds
-from ddpbench.analysis.diagnosis import causes, finders as diagnosis, verdict
+from ddpbench.analysis.diagnosis import bucket_findings, causes, estimates, finders as diagnosis, verdict
 
 from ddpbench.analysis.history import gates
 
@@ -30,9 +30,9 @@ from ddpbench.testing.tables import diagnosis_row as _row
 
 def test_the_default_bucket_cap_is_the_specs_and_defined_once():
     assert causes.DEFAULT_BUCKET_MB == FIELDS["bucket_cap_mb"].default == 25.0
-    assert diagnosis.DEFAULT_BUCKET_MB is causes.DEFAULT_BUCKET_MB
+    assert bucket_findings.DEFAULT_BUCKET_MB is causes.DEFAULT_BUCKET_MB
     assert diagnosis.NOISE_THRESHOLD is summary.NOISE_THRESHOLD
-    assert verdict.MATERIAL_SHARE is causes.MATERIAL_SHARE is thresholds.MATERIAL_SHARE
+    assert verdict.MATERIAL_SHARE is estimates.MATERIAL_SHARE is thresholds.MATERIAL_SHARE
 
 
 #: the diagnosis's thresholds: declared in core.thresholds, imported from there by every module that reads one
@@ -146,7 +146,7 @@ def test_a_near_tie_between_bucket_caps_goes_to_the_larger_cap(monkeypatch):
     row = _row(bucket_cap_mb=100.0, bucket_layout=predicted_buckets(sizes, 100), tensor_bytes=sizes,
                exposed_comm_ms=40.0, exposed_comm_share=0.4, backward_ms=90.0, device="cpu", cores=2,
                threads_per_rank=1, emulate_nodes=2, link="1gbit")
-    left = {cap: causes.pipeline_exposed(predicted_buckets(sizes, cap), 50.0, 40.0)
+    left = {cap: estimates.pipeline_exposed(predicted_buckets(sizes, cap), 50.0, 40.0)
             for cap in causes.CANDIDATE_CAPS if len(predicted_buckets(sizes, cap)) > 1}
     monkeypatch.setattr(causes, "NEAR_TIE_SHARE", 0.0)
     exact = causes.buckets(row).fields["bucket_cap_mb"]

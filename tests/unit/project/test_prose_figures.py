@@ -399,15 +399,15 @@ def pytest_gate() -> dict:
 
 def constants() -> dict:
     """The thresholds the prose names, from the code that applies them (not measurements)."""
-    from ddpbench.analysis.diagnosis import bound, causes, finders as diagnosis
     from ddpbench.analysis.summary import overlap, table as summary
-    from ddpbench.analysis.core import power, stats
+    from ddpbench.analysis.core import power, stats, thresholds
 
     return {"noise": pct(summary.NOISE_THRESHOLD), "straggler": pct(summary.STRAGGLER_THRESHOLD),
-            "consistency": pct(summary.STRAGGLER_CONSISTENCY), "comm": pct(bound.COMM_BOUND_SHARE),
-            "compute": pct(bound.COMPUTE_BOUND_SHARE), "disagree": pct(overlap.DISAGREE), "power": pct(power.POWER),
-            "trace_limit": f0(overlap.OVERHEAD_LIMIT_PCT), "material": pct(causes.MATERIAL_SHARE),
-            "confidence": pct(stats.CONFIDENCE), "serial_rise": f"{diagnosis.SERIAL_FRACTION_RISE:g}",
+            "consistency": pct(summary.STRAGGLER_CONSISTENCY), "comm": pct(thresholds.COMM_BOUND_SHARE),
+            "compute": pct(thresholds.COMPUTE_BOUND_SHARE), "disagree": pct(overlap.DISAGREE),
+            "power": pct(power.POWER),
+            "trace_limit": f0(overlap.OVERHEAD_LIMIT_PCT), "material": pct(thresholds.MATERIAL_SHARE),
+            "confidence": pct(stats.CONFIDENCE), "serial_rise": f"{thresholds.SERIAL_FRACTION_RISE:g}",
             "well": pct(summary.SCALES_WELL), "poorly": pct(summary.SCALES_POORLY)}
 
 
