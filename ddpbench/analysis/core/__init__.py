@@ -1,34 +1,34 @@
 """The base of the analysis: what every room reads.
 
-  stats       confidence intervals and significance over fresh launches
-  power       how many launches detect a difference, and the smallest one a set of launches can
-  jobs        which settings tell jobs apart: labels, reading order, baselines
-  columns     the summary's columns, each declared once with its meaning
+  stats         confidence intervals and significance over fresh launches
+  power         how many launches detect a difference, and the smallest one a set of launches can
+  jobs          which settings tell jobs apart: labels, reading order, baselines
+  columns       the summary's columns, each declared once with its meaning
   budget_lines  the loss budget's lines, each declared once: words, column, colour, cause
-  thresholds  every threshold a word of the analysis rests on, with its reason
-  values      the one test of a missing figure, and reading a number from a row
+  thresholds    every threshold a word of the analysis rests on, with its reason
+  values        the one test of a missing figure, and reading a number from a row
 """
 
 from __future__ import annotations
 
-from ddpbench.analysis.core.stats import mean_ci, throughput_ci
-from ddpbench.analysis.core.power import mde_amount
+from ddpbench.analysis.core.budget_lines import LOSS_LINES, BudgetLine
+from ddpbench.analysis.core.columns import COLUMNS, EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.core.jobs import (
     COMM_ONLY_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe, label_fields, line_fields,
     model_columns, model_name, ok_jobs, ordered, own_fields, own_label, strategies_vary,
 )
-from ddpbench.analysis.core.budget_lines import LOSS_LINES, BudgetLine
-from ddpbench.analysis.core.columns import COLUMNS, EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
+from ddpbench.analysis.core.power import mde_amount
+from ddpbench.analysis.core.stats import mean_ci, throughput_ci
 from ddpbench.analysis.core.thresholds import (
-    CONFIDENCE, MIN_CHANGE, MIN_COMMITS, NOISE_THRESHOLD, OUTLIER_MADS, P_VALUE, POWER, STRAGGLER_THRESHOLD,
+    CONFIDENCE, DATA_BOUND_SHARE, MIN_CHANGE, MIN_COMMITS, NOISE_THRESHOLD, OUTLIER_MADS, P_VALUE, POWER,
+    STRAGGLER_THRESHOLD,
 )
 from ddpbench.analysis.core.values import pct
 
 __all__ = [
-    "LOSS_LINES", "BudgetLine", "COLUMNS",
-    "COMM_ONLY_FIELDS", "CONFIDENCE", "EFFICIENCY", "EXPOSED_COMM_MS", "MIN_CHANGE", "MIN_COMMITS", "NOISE_THRESHOLD",
-    "OUTLIER_MADS", "POWER", "P_VALUE", "SAMPLES_PER_S", "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD",
-    "alike_but", "bucket_settings", "caps_text", "describe", "label_fields", "line_fields", "mde_amount", "mean_ci",
-    "model_columns", "model_name", "ok_jobs", "ordered", "own_fields", "own_label", "pct", "strategies_vary",
-    "throughput_ci",
+    "COLUMNS", "COMM_ONLY_FIELDS", "CONFIDENCE", "DATA_BOUND_SHARE", "EFFICIENCY", "EXPOSED_COMM_MS", "LOSS_LINES",
+    "MIN_CHANGE", "MIN_COMMITS", "NOISE_THRESHOLD", "OUTLIER_MADS", "POWER", "P_VALUE", "SAMPLES_PER_S",
+    "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD", "BudgetLine", "alike_but", "bucket_settings",
+    "caps_text", "describe", "label_fields", "line_fields", "mde_amount", "mean_ci", "model_columns", "model_name",
+    "ok_jobs", "ordered", "own_fields", "own_label", "pct", "strategies_vary", "throughput_ci",
 ]

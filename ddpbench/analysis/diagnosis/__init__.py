@@ -2,7 +2,9 @@
 
   finders         every finder of the diagnosis, in the order they run, and diagnose()
   findings        the Finding, blaming and ranking
-  causes          each cause of lost time: what its fix would recover
+  causes          each cause of lost time, declared once in its registry: what its fix would recover
+  estimates       what a cause's estimate is made of: the Estimate, its Fixes, the Context it reads
+  bucket_findings the gradient buckets: the best cap, caps with the same buckets, buckets that do not fit
   evidence        a fix the sweep ran: its measured gain
   wording         words that follow an interval (cannot tell, significant, scales well)
   bound           compute- or communication-bound
@@ -17,13 +19,12 @@
 
 from __future__ import annotations
 
-from ddpbench.analysis.diagnosis.causes import DATA_BOUND_SHARE
 from ddpbench.analysis.diagnosis.precision import (
     has_settings, ratio_text, scaling_sentences, setting_name, settings_table,
 )
 from ddpbench.analysis.diagnosis.lossbudget import cluster_words
 
 __all__ = [
-    "DATA_BOUND_SHARE", "cluster_words", "has_settings", "ratio_text", "scaling_sentences", "setting_name",
+    "cluster_words", "has_settings", "ratio_text", "scaling_sentences", "setting_name",
     "settings_table",
 ]

@@ -16,16 +16,17 @@ from __future__ import annotations
 import math
 
 from ddpbench.analysis.diagnosis import causes, evidence
+from ddpbench.analysis.diagnosis.estimates import Context
 
 from ddpbench.analysis.summary import overlap
 from ddpbench.analysis.core.columns import EXPOSED_COMM_MS, STEP_MS
-from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, pct
+from ddpbench.analysis.core.thresholds import COMM_BOUND_SHARE, COMPUTE_BOUND_SHARE, DISAGREE
+from ddpbench.analysis.core.values import known, pct
+from ddpbench.analysis.diagnosis.findings import Finding, blame, blames
 from ddpbench.analysis.core.jobs import config_name, describe, hook_text, label_fields, largest_fair, ok_jobs, per_row
 from ddpbench.analysis.summary.table import launch_times
-from ddpbench.analysis.diagnosis.wording import cannot_tell, known, measurable, noise_floor_ms, not_measurable, spread_pct
+from ddpbench.analysis.diagnosis.wording import cannot_tell, measurable, noise_floor_ms, not_measurable, spread_pct
 
-COMM_BOUND_SHARE = causes.COMM_BOUND_SHARE  # exposed communication above this share of the step
-COMPUTE_BOUND_SHARE = 0.10  # below this: compute-bound
 WHICH = " whether it is compute- or communication-bound"
 
 
@@ -103,9 +104,10 @@ def _communication(summary, row, link):
     """``row`` as its trusted measure gives it, and the communication cause's estimate for it,
     with the bucket and unused-parameter causes it leaves room for."""
     best, _ = trusted_exposed(row)
-    named = [evidence.weigh(summary, best, causes.buckets(best, link, summary)),
-             evidence.weigh(summary, best, causes.unused_parameters(best))]
-    return best, causes.communication(best, named)
+    context = Context(summary=summary, link=link)
+    named = (evidence.weigh(summary, best, causes.buckets(best, context)),
+             evidence.weigh(summary, best, causes.unused_parameters(best, context)))
+    return best, causes.communication(best, Context(summary=summary, link=link, parts=named))
 
 
 def _point_only(exposed: float, step: float) -> str:
@@ -117,8 +119,9 @@ def _point_only(exposed: float, step: float) -> str:
 
 def exposed_measures(summary):
     """Traced jobs at world size 2 or more: one finding for all of them, saying whether their three
-    measures of exposed communication agree within :data:`overlap.DISAGREE` and which one each job's
-    figures use (every job's three figures and the reason stand in the report's step timelines)."""
+    measures of exposed communication agree within
+    :data:`~ddpbench.analysis.core.thresholds.DISAGREE` and which one each job's figures use (every
+    job's three figures and the reason stand in the report's step timelines)."""
     if "exposed_trusted" not in summary:
         return []
     judged = [r for _, r in ok_jobs(summary).iterrows() if isinstance(r["exposed_trusted"], str)]
@@ -130,19 +133,19 @@ def exposed_measures(summary):
     for r in judged:
         trusted.setdefault(overlap.MEASURES[r["exposed_trusted"]][1], []).append(describe(r, fields, summary))
     which = "; ".join(f"{name} for {', '.join(jobs)}" for name, jobs in trusted.items())
-    agreement = (f"they disagree by more than {100 * overlap.DISAGREE:.0f} % for {len(disagree)} of them"
-                 if disagree else f"they agree within {100 * overlap.DISAGREE:.0f} %")
+    agreement = (f"they disagree by more than {100 * DISAGREE:.0f} % for {len(disagree)} of them"
+                 if disagree else f"they agree within {100 * DISAGREE:.0f} %")
     return [Finding("overlap", "info", f"Exposed communication was measured three ways (the no_sync() baseline, "
                     f"the trace, DDP's own logging) for {len(judged)} traced job(s): {agreement}. Compute- or "
                     "communication-bound is judged on the no_sync() baseline's interval over launches (the one measure "
-                    f"timed in every launch), with the trusted measure's figure beside it: {which}. Each job's three figures and why one is "
-                    "trusted are under Step timelines.")]
+                    f"timed in every launch), with the trusted measure's figure beside it: {which}. Each job's three "
+                    "figures and why one is trusted are under Step timelines.")]
 
 
 def trusted_exposed(row):
     """``row`` with its exposed communication as the trusted measure gives it (the trace's, where the
     no_sync() difference was within the noise), so one figure is quoted for it everywhere."""
-    if row.get("exposed_trusted") != "trace" or not row.get("trace_exposed_comm_ms") == row.get("trace_exposed_comm_ms"):
+    if row.get("exposed_trusted") != "trace" or not known(row.get("trace_exposed_comm_ms")):
         return row, ""
     row = row.copy()
     row[EXPOSED_COMM_MS] = float(row["trace_exposed_comm_ms"])

@@ -21,7 +21,8 @@ which the planted-fault suite (``benchmarks/fault_suite.py``) runs to check thes
   each the fitted per-message cost of a ring all-reduce. Without a measured curve no estimate is
   made (a fixed cost assumed to dominate is what made 6.7 MB buckets look "too small").
   Too large: a bucket's all-reduce starts only once backward has produced all of it, so one
-  bucket holding most gradients cannot overlap backward; :func:`pipeline_exposed` gives what a
+  bucket holding most gradients cannot overlap backward;
+  :func:`~ddpbench.analysis.diagnosis.estimates.pipeline_exposed` gives what a
   smaller cap would leave exposed.
 * **unused-parameters** -- parameters that got no gradient still sit in DDP's buckets and are
   all-reduced every step: their share of the all-reduced bytes of the exposed communication.
@@ -34,105 +35,46 @@ which the planted-fault suite (``benchmarks/fault_suite.py``) runs to check thes
 * **oversubscribed** -- more busy threads than cores: every figure measures contention; no
   estimate (the fix changes the world size); the diagnosis blames it without one.
 
+Each cause is declared once, in :data:`REGISTRY`: its name, the one function that estimates it
+(``estimate(row, context) -> Estimate | None``, the :class:`Context` carrying what it may read beside
+the job's row) and how the findings and the verdict treat it. :data:`CAUSES`, the order causes are
+named in, is the registry's; :func:`cause` and :func:`estimate` read it.
+
 Overlap needs something other than the computing cores to move the bytes: a GPU, a network link
-whose time is the wire's, or a core left idle for gloo's threads (:func:`overlap_possible`). On a
-CPU machine whose cores all compute, hiding communication behind backward buys nothing, and no
-estimate assumes it does.
+whose time is the wire's, or a core left idle for gloo's threads
+(:func:`~ddpbench.analysis.diagnosis.estimates.overlap_possible`). On a CPU machine whose cores all
+compute, hiding communication behind backward buys nothing, and no estimate assumes it does.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ddpbench.analysis.diagnosis import lossbudget
+from ddpbench.analysis.diagnosis.estimates import (NO_CONTEXT, Context, Estimate, Fix, material, overlap_possible,
+                                                   pipeline_exposed)
 
-from ddpbench.analysis.models import whatif
 from ddpbench.analysis.core.columns import EXPOSED_COMM_MS, STEP_MS
+from ddpbench.analysis.core.thresholds import (CANDIDATE_CAPS, COMM_BOUND_SHARE, DATA_BOUND_SHARE, LARGE_BUCKET_SHARE,
+                                                  NEAR_TIE_SHARE, SMALL_BUCKETS)
+from ddpbench.analysis.core.values import known, num
 from ddpbench.analysis.models.layouts import layout_at
 from ddpbench.experiment.spec import FIELDS
 
-#: a cause is blamed only when its fix would recover at least this share of the step
-MATERIAL_SHARE = 0.10
-#: a comm-bound verdict: exposed communication above this share of the step
-COMM_BOUND_SHARE = 0.25
-#: data-bound: waiting for the next batch above this share of the step
-DATA_BOUND_SHARE = 0.25
 #: the cap a job gets when it names none (MB): the spec's default, which is DDP's own
 DEFAULT_BUCKET_MB = FIELDS["bucket_cap_mb"].default
-#: too small: a layout with at least this many times the buckets the default cap makes
-SMALL_BUCKETS = 4
-#: too large: the largest bucket holds at least this share of the gradients
-LARGE_BUCKET_SHARE = 0.8
-#: the caps a too-large layout is re-cut at (MB), the one leaving least exposed is proposed
-CANDIDATE_CAPS = (25.0, 10.0, 5.0, 2.0, 1.0)
-#: caps that would leave no more exposed time than the best plus this share of the job's exposed time
-#: tie, and the largest of them is proposed: each bucket also pays a fixed cost the model leaves out
-NEAR_TIE_SHARE = 0.05
-#: the order causes are named in (most specific first)
-CAUSES = ("oversubscribed", "straggler", "contention", "data", "buckets", "unused-parameters", "master",
-          "communication")
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """A cause of a job's lost time: how much its fix would recover per step, and the fix."""
-
-    cause: str
-    recoverable_ms: float  # NaN: no estimate can be made
-    fix: str
-    detail: str  # the figures the estimate rests on, in words
-    #: the fix as job fields, where it is one (a sweep of the job with them measures the gain)
-    fields: dict | None = None
-    #: how the gain is known (:mod:`ddpbench.analysis.diagnosis.evidence`): "model" (estimated from the job's own
-    #: figures), "measured" (the sweep ran the fix: recoverable_ms is the measured gain), "contradicted"
-    #: (the sweep ran the fix and it was slower) or "unconfirmed" (it ran no faster beyond the noise)
-    basis: str = "model"
-    #: the sweep's measurement of the fix in words, where it has one
-    evidence: str = ""
-    #: the lower end of the gain's 95 % interval where the estimate carries one (a budget line's); NaN:
-    #: :func:`ddpbench.analysis.diagnosis.wording.recoverable_low_ms` derives it
-    recoverable_low_ms: float = math.nan
-
-
-def _num(row, name: str) -> float:
-    value = row.get(name, math.nan) if hasattr(row, "get") else math.nan
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return math.nan
-    return value
-
-
-def material(row, recoverable_ms: float) -> bool:
-    step = _num(row, STEP_MS)
-    return bool(step > 0 and recoverable_ms >= MATERIAL_SHARE * step)
-
-
-def overlap_possible(row) -> bool:
-    """Whether communication can run behind backward at all (see the module doc)."""
-    if str(row.get("device")) == "cuda":
-        return True
-    if int(row.get("emulate_nodes", 1) or 1) > 1 and str(row.get("link", "none")) != "none":
-        return True
-    cores, threads = _num(row, "cores"), _num(row, "threads_per_rank")
-    ranks = int(row.get("world_size", 1))
-    return bool(cores > 0 and threads > 0 and cores > ranks * threads)
-
-
-def pipeline_exposed(layout, backward_ms: float, comm_ms: float) -> float:
-    """The communication left after backward when the buckets (bytes each, in the order DDP
-    all-reduces them) are all-reduced one after another, each once backward has produced it and
-    the one before it is done (:func:`ddpbench.analysis.models.whatif.link_free_at`, the what-if model's
-    pipeline). Backward produces gradients at a steady rate per byte (exact for an MLP, whose
-    layers' compute goes with their parameters) and each all-reduce takes its share of ``comm_ms``
-    by bytes."""
-    total = float(sum(layout))
-    if total <= 0:
-        return 0.0
-    shares = whatif.byte_shares(layout, total)
-    end = whatif.link_free_at([(backward_ms * share, comm_ms * size / total) for size, share in zip(layout, shares)])
-    return max(0.0, end - backward_ms)
+def oversubscribed(row, context: Context = NO_CONTEXT) -> Estimate | None:
+    """More busy threads than cores: every figure measures contention, and no estimate is made (the fix
+    changes the world size)."""
+    if not bool(row.get("oversubscribed", False)):
+        return None
+    return Estimate("oversubscribed", math.nan,
+                    (Fix("at most as many busy threads as cores (world size x threads_per_rank)"),),
+                    "more busy threads than cores: its timings measure contention for cores")
 
 
 #: what slows a rank named through the barrier, by ``barrier_cause``, and its fix
@@ -143,156 +85,158 @@ BARRIER_FIXES = {
 }
 
 
-def straggler(row) -> Estimate | None:
+def straggler(row, context: Context = NO_CONTEXT) -> Estimate | None:
     """The ranks' wait for the slowest: from the loss budget and the barrier where the summary has them,
     else from the slowest rank's median compute beyond the others'."""
     wait = lossbudget.line(row, "straggler")
-    named = _num(row, "barrier_rank") == _num(row, "barrier_rank") and isinstance(row.get("barrier_cause"), str)
-    if wait.ms == wait.ms:
+    named = known(num(row, "barrier_rank")) and isinstance(row.get("barrier_cause"), str)
+    if known(wait.ms):
         # the budget measured the wait: never blamed within the noise; the rank is the one the barrier
         # names (its gradients ready last), else the one whose compute is slowest
         if lossbudget.ruled_out(row, wait) or not wait.ms > 0:
             return None
         if named:
             return _budget_straggler(row, wait)
-    elif named and _num(row, "barrier_wait_ms") > 0:
+    elif named and num(row, "barrier_wait_ms") > 0:
         # no budget (no world-size-1 baseline): what each step waited at the barrier, with no interval
-        return _budget_straggler(row, lossbudget.Line("straggler", _num(row, "barrier_wait_ms"), math.nan, math.nan))
+        return _budget_straggler(row, lossbudget.Line("straggler", num(row, "barrier_wait_ms"), math.nan, math.nan))
     if barrier_measured(row):
         return None  # the barrier was read and named no rank: a rank slower alone is not one the others waited for
     ranks = row.get("straggler_ranks")
-    excess = _num(row, "straggler_excess_ms")
+    excess = num(row, "straggler_excess_ms")
     if ranks is None or not len(ranks) or not excess > 0:
         return None
     if str(row.get("strategy")).startswith("master") and list(ranks) == [0]:
         return None  # the master averages for everyone: the master cause, not a straggler
     who = ", ".join(str(r) for r in ranks)
-    return Estimate("straggler", excess, f"find what slows rank {who} (a busier core, a CPU quota, a slower device, "
-                    "uneven data) and remove it",
+    return Estimate("straggler", excess, (Fix(f"find what slows rank {who} (a busier core, a CPU quota, a slower "
+                                              "device, uneven data) and remove it"),),
                     f"rank {who} computes {excess:.1f} ms a step longer than the others, who wait for it")
 
 
 def barrier_measured(row) -> bool:
     """Whether the ranks' readiness at the barrier was measured (``ready_ms``): then only a rank the barrier
     names is one the others waited for."""
-    return _num(row, "barrier_rank") == _num(row, "barrier_rank")
+    return known(num(row, "barrier_rank"))
 
 
 def _budget_straggler(row, wait) -> Estimate | None:
-    r = int(_num(row, "barrier_rank"))
+    r = int(num(row, "barrier_rank"))
     if str(row.get("strategy")).startswith("master"):
         # master aggregation makes the ranks unequal by design (rank 0 averages for everyone, the others
         # send as backward runs): the master cause, not a straggler
         return None
     why = row.get("barrier_cause")
     why = why if isinstance(why, str) and why in BARRIER_FIXES else "compute"
-    share, late = _num(row, "barrier_last_share"), _num(row, "barrier_rank_wait_ms")
+    share, late = num(row, "barrier_last_share"), num(row, "barrier_rank_wait_ms")
     figures = row.get("barrier_cause_detail")
     head = (figures if isinstance(figures, str) and figures else
             f"rank {r} had its gradients ready last in {100 * share:.0f} % of the steps"
-            + (f", {late:.1f} ms after the others" if late == late else ""))
+            + (f", {late:.1f} ms after the others" if known(late) else ""))
     detail = (f"{head}; likely cause: {why}; the ranks waited {wait.ms:.1f} ms a step for the slowest"
-              + (f" (95 % CI {wait.low:.1f} to {wait.high:.1f} ms)" if wait.low == wait.low and wait.high == wait.high
+              + (f" (95 % CI {wait.low:.1f} to {wait.high:.1f} ms)" if known(wait.low, wait.high)
                  else ""))
-    return Estimate("straggler", wait.ms, BARRIER_FIXES[why].format(r=r), detail, recoverable_low_ms=wait.low)
+    return Estimate("straggler", wait.ms, (Fix(BARRIER_FIXES[why].format(r=r)),), detail, recoverable_low_ms=wait.low)
 
 
-def contention(row) -> Estimate | None:
+def contention(row, context: Context = NO_CONTEXT) -> Estimate | None:
     """Compute slowed by ranks sharing the machine: the budget's ``loss_contention_ms`` where its interval
     excludes 0 (and it is above the noise floor), with the fixes that fit the job's placement. The
     sweep's runs of them are weighed by :func:`ddpbench.analysis.diagnosis.finders` (evidence first)."""
     slowed = lossbudget.line(row, "contention")
     if int(row.get("world_size", 1) or 1) < 2 or lossbudget.ruled_out(row, slowed) or not slowed.ms > 0:
         return None  # within the noise (with one launch, its point is weighed and the verdict cannot tell)
-    fixes, fields = contention_fixes(row)
-    alone = _num(row, "budget_baseline_ms") if str(row.get("scaling", "weak")) != "strong" else math.nan
+    fixes = contention_fixes(row)
+    alone = num(row, "budget_baseline_ms") if str(row.get("scaling", "weak")) != "strong" else math.nan
     # the interval right after its point (the independent checker reads an interval as the figure's before it)
-    ci = (f" (95 % CI {slowed.low:.1f} to {slowed.high:.1f} ms)" if slowed.low == slowed.low
+    ci = (f" (95 % CI {slowed.low:.1f} to {slowed.high:.1f} ms)" if known(slowed.low)
           else " (one launch: no interval)")
     detail = (f"each rank's compute ran {slowed.ms:.1f} ms a step slower{ci} at world size {int(row['world_size'])} "
-              "than one rank's alone (no_sync() steps against the baseline's" + (f" {alone:.1f} ms step" if alone == alone else " step")
+              "than one rank's alone (no_sync() steps against the baseline's"
+              + (f" {alone:.1f} ms step" if known(alone) else " step")
               + "): ranks sharing this machine slow each other, which no faster link recovers")
-    return Estimate("contention", slowed.ms, "; or ".join(fixes), detail, fields, recoverable_low_ms=slowed.low)
+    return Estimate("contention", slowed.ms, fixes, detail, recoverable_low_ms=slowed.low)
 
 
-def contention_fixes(row) -> tuple[list[str], dict | None]:
-    """The fixes for ranks slowing each other that fit ``row``'s placement, most direct first, and the
-    first of them that is a job setting (as job fields)."""
+def contention_fixes(row) -> tuple[Fix, ...]:
+    """The fixes for ranks slowing each other that fit ``row``'s placement, most direct first; the
+    thread count and the CPU placement are job settings (their fields)."""
     ranks = int(row.get("world_size", 1) or 1)
-    cores, threads = _num(row, "cores"), _num(row, "threads_per_rank")
-    workers = _num(row, "loader_workers")
-    workers = int(workers) if workers == workers else 0
+    cores, threads = num(row, "cores"), num(row, "threads_per_rank")
+    workers = num(row, "loader_workers")
+    workers = int(workers) if known(workers) else 0
     cuda = str(row.get("device")) == "cuda"
     affinity = row.get("cpu_affinity", "")
     affinity = affinity if isinstance(affinity, str) else ""
-    fixes, fields = [], None
+    fixes = []
     fewer = max(1, int(cores // ranks)) if cores > 0 else 0
     if not cuda and threads > fewer > 0 and ranks * threads > cores:
-        fixes.append(f"threads_per_rank = {fewer} ({ranks} ranks x {threads:g} threads on {cores:g} cores)")
-        fields = {"threads_per_rank": fewer}
+        fixes.append(Fix(f"threads_per_rank = {fewer} ({ranks} ranks x {threads:g} threads on {cores:g} cores)",
+                         {"threads_per_rank": fewer}))
     if not cuda and affinity != "spread":
-        fixes.append('cpu_affinity = "spread" (each rank its own cores)')
-        fields = fields or {"cpu_affinity": "spread"}
+        fixes.append(Fix('cpu_affinity = "spread" (each rank its own cores)', {"cpu_affinity": "spread"}))
     if not cuda and cores > 0 and ranks > cores:
-        fixes.append(f"one rank per core (at most {cores:g} ranks)")
+        fixes.append(Fix(f"one rank per core (at most {cores:g} ranks)"))
     if not cuda:
-        fixes.append("on a multi-socket machine, NUMA binding (numactl --cpunodebind and --membind per rank)")
+        fixes.append(Fix("on a multi-socket machine, NUMA binding (numactl --cpunodebind and --membind per rank)"))
     if workers > 0 and cores > 0 and threads > 0 and ranks * (threads + workers) > cores:
-        fixes.append(f"fewer loader workers ({workers} a rank take the ranks' cores)")
+        fixes.append(Fix(f"fewer loader workers ({workers} a rank take the ranks' cores)"))
     elif lossbudget.is_measured(row, waited := lossbudget.line(row, "data")) and material(row, waited.ms):
-        fixes.append("more loader workers where data waits")
-    fixes.append("one rank per device" if cuda else 'a device per rank (device = "cuda")')
-    return fixes, fields
+        fixes.append(Fix("more loader workers where data waits"))
+    fixes.append(Fix("one rank per device" if cuda else 'a device per rank (device = "cuda")'))
+    return tuple(fixes)
 
 
-def data(row) -> Estimate | None:
+def data(row, context: Context = NO_CONTEXT) -> Estimate | None:
     """A data-bound step and what more loader workers would recover. Loading one batch takes T
     (``data_ms`` with no worker, when the rank loads it itself; with w workers each delivering a
     batch per T, the step is T/w, so T = w x step); k workers leave max(0, T/k - compute) of
     waiting. More workers than spare cores only take turns with the ranks."""
-    wait, step = _num(row, "data_ms"), _num(row, STEP_MS)
+    wait, step = num(row, "data_ms"), num(row, STEP_MS)
     if not (step > 0 and wait >= DATA_BOUND_SHARE * step):
         return None
     workers = int(row.get("loader_workers", 0) or 0)
     ranks = int(row.get("world_size", 1))
-    cores, threads = _num(row, "cores"), _num(row, "threads_per_rank")
+    cores, threads = num(row, "cores"), num(row, "threads_per_rank")
     if str(row.get("device")) == "cuda":
         threads = 1.0  # a GPU's rank keeps about one core busy launching kernels, whatever its thread count
     spare = math.floor((cores - ranks * (threads + workers)) / ranks) if cores > 0 and threads > 0 else 0
     compute = step - wait
     load = wait if workers == 0 else workers * step
     if spare < 1:
-        return Estimate("data", math.nan, "cheaper decoding, or fewer ranks or threads so that a loader worker gets a "
-                        "core", f"loading a batch takes about {load:.0f} ms, and every core is busy: a loader worker "
+        return Estimate("data", math.nan, (Fix("cheaper decoding, or fewer ranks or threads so that a loader worker "
+                                               "gets a core"),),
+                        f"loading a batch takes about {load:.0f} ms, and every core is busy: a loader worker "
                         "would take its time from the ranks")
     # a worker per spare core, but no more than it takes to load a batch within the step's compute
     more = workers + spare
     if compute > 0:
         more = min(more, max(workers + 1, math.ceil(load / compute)))
     left = max(0.0, load / more - compute)
-    return Estimate("data", wait - left, f"loader_workers = {more}"
-                    + ("; then cheaper decoding" if left > 0 else ""),
+    fix = Fix(f"loader_workers = {more}" + ("; then cheaper decoding" if left > 0 else ""), {"loader_workers": more})
+    return Estimate("data", wait - left, (fix,),
                     f"loading a batch takes about {load:.0f} ms against {compute:.0f} ms of compute, so {more} "
-                    f"worker(s) would leave about {left:.0f} ms of waiting", {"loader_workers": more})
+                    f"worker(s) would leave about {left:.0f} ms of waiting")
 
 
-def buckets(row, link=None, summary=None) -> Estimate | None:
+def buckets(row, context: Context = NO_CONTEXT) -> Estimate | None:
     """Buckets far too small or too large for the model, judged from the layout DDP made and the
     layouts other caps make of the same tensors: the ones DDP recorded for the model at those caps
-    in ``summary`` (the folder's jobs), predicted only for a cap no job ran, and the text says so
-    (:func:`ddpbench.analysis.models.layouts.layout_at`). ``link`` is the machine's fitted all-reduce curve
-    (:class:`ddpbench.analysis.models.costmodel.Link`): the too-small rule costs messages with it and makes
-    no estimate without it."""
+    in ``context.summary`` (the folder's jobs), predicted only for a cap no job ran, and the text says so
+    (:func:`ddpbench.analysis.models.layouts.layout_at`). ``context.link`` is the machine's fitted all-reduce
+    curve (:class:`ddpbench.analysis.models.costmodel.Link`): the too-small rule costs messages with it and
+    makes no estimate without it."""
+    summary, link = context.summary, context.link
     if str(row.get("strategy")) != "ddp" or int(row.get("world_size", 1)) < 2:
         return None
     layout, sizes = row.get("bucket_layout"), row.get("tensor_bytes")
-    exposed, backward = _num(row, EXPOSED_COMM_MS), _num(row, "backward_ms")
+    exposed, backward = num(row, EXPOSED_COMM_MS), num(row, "backward_ms")
     if not layout or not sizes or not exposed > 0:
         return None
     # DDP's backward phase ends when its last all-reduce is done: what it waits for after computing
     # is the exposed communication, the rest is backward's compute
     backward = backward - exposed
-    cap = _num(row, "bucket_cap_mb")
+    cap = num(row, "bucket_cap_mb")
     default = layout_at(summary, row, DEFAULT_BUCKET_MB)
     if cap < DEFAULT_BUCKET_MB and len(layout) >= SMALL_BUCKETS * len(default.buckets):
         return _too_small(row, layout, default, cap, exposed, link)
@@ -310,11 +254,11 @@ def buckets(row, link=None, summary=None) -> Estimate | None:
     least = min(o[0] for o in options)
     left, best, cut = next(o for o in options if o[0] <= least + NEAR_TIE_SHARE * exposed)
     recover = exposed - left
-    return Estimate("buckets", recover, f"bucket_cap_mb = {best:g}",
+    return Estimate("buckets", recover, (Fix(f"bucket_cap_mb = {best:g}", {"bucket_cap_mb": best}),),
                     f"one bucket holds {100 * largest:.0f} % of the {sum(layout) / 1e6:.1f} MB of gradients, so its "
                     f"all-reduce waits for the end of backward ({backward:.1f} ms); {best:g} MB buckets "
                     f"({cut.note() or len(cut.buckets)}) would start during backward and leave about {left:.1f} of the "
-                    f"{exposed:.1f} ms exposed", {"bucket_cap_mb": best})
+                    f"{exposed:.1f} ms exposed")
 
 
 def message_cost_ms(p: int, link) -> float:
@@ -322,7 +266,7 @@ def message_cost_ms(p: int, link) -> float:
     all-reduce of n bytes costs 2(p-1) alpha + 2(p-1)/p n beta, so splitting the same bytes into one
     more bucket adds 2(p-1) alpha."""
     alpha = getattr(link, "alpha_us", math.nan)
-    return 2 * (p - 1) * float(alpha) / 1e3 if alpha == alpha else math.nan
+    return 2 * (p - 1) * float(alpha) / 1e3 if known(alpha) else math.nan
 
 
 def _too_small(row, layout, default, cap: float, exposed: float, link) -> Estimate:
@@ -332,64 +276,67 @@ def _too_small(row, layout, default, cap: float, exposed: float, link) -> Estima
     words = (f"a cap of {cap:g} MB cut {sum(layout) / 1e6:.1f} MB of gradients into {len(layout)} buckets of "
              f"{sum(layout) / len(layout) / 1e3:.0f} KB on average, where the default {DEFAULT_BUCKET_MB:g} MB "
              f"makes {len(default.buckets)}" + (f" ({default.note()})" if default.note() else ""))
-    fields = {"bucket_cap_mb": DEFAULT_BUCKET_MB}
-    fix = f"bucket_cap_mb = {DEFAULT_BUCKET_MB:g} (the default)"
+    fixes = (Fix(f"bucket_cap_mb = {DEFAULT_BUCKET_MB:g} (the default)", {"bucket_cap_mb": DEFAULT_BUCKET_MB}),)
     if math.isnan(per_message):
-        return Estimate("buckets", math.nan, fix, f"{words}; no all-reduce curve was measured to cost the extra "
-                        "messages (add a [collectives] table to the experiment)", fields)
+        return Estimate("buckets", math.nan, fixes, f"{words}; no all-reduce curve was measured to cost the extra "
+                        "messages (add a [collectives] table to the experiment)")
     recover = min(exposed, extra * per_message)
-    return Estimate("buckets", recover, fix, f"{words}; on this machine's fitted all-reduce curve each message "
+    return Estimate("buckets", recover, fixes, f"{words}; on this machine's fitted all-reduce curve each message "
                     f"costs {per_message:.2f} ms beside its bytes at world size {p}, so the {extra} extra "
-                    f"messages cost about {extra * per_message:.1f} ms a step", fields)
+                    f"messages cost about {extra * per_message:.1f} ms a step")
 
 
-def unused_parameters(row) -> Estimate | None:
-    unused, exposed = _num(row, "unused_param_mb"), _num(row, EXPOSED_COMM_MS)
-    total = _num(row, "allreduce_bytes_per_step") / 1e6
+def unused_parameters(row, context: Context = NO_CONTEXT) -> Estimate | None:
+    """Parameters that got no gradient, all-reduced every step all the same: their share of the exposed
+    communication."""
+    unused, exposed = num(row, "unused_param_mb"), num(row, EXPOSED_COMM_MS)
+    total = num(row, "allreduce_bytes_per_step") / 1e6
     if not (unused > 0 and total > 0 and exposed > 0):
         return None
     share = min(1.0, unused / total)
     return Estimate("unused-parameters", exposed * share,
-                    "remove the parameters that get no gradient, or freeze them (requires_grad = False), and "
-                    "turn find_unused_parameters off",
+                    (Fix("remove the parameters that get no gradient, or freeze them (requires_grad = False), and "
+                         "turn find_unused_parameters off"),),
                     f"{unused:.1f} of the {total:.1f} MB DDP all-reduces each step belong to parameters that got "
                     f"no gradient ({100 * share:.0f} % of the {exposed:.1f} ms of exposed communication)")
 
 
-def master(row, summary=None) -> Estimate | None:
+def master(row, context: Context = NO_CONTEXT) -> Estimate | None:
     """Master aggregation against DDP's ring in buckets: the buckets the model's gradients get at the
-    default cap (recorded where a job of the model ran it in ``summary``, else predicted, and said so)."""
+    default cap (recorded where a job of the model ran it in ``context.summary``, else predicted, and said so)."""
+    summary = context.summary
     if not str(row.get("strategy")).startswith("master"):
         return None
-    p, comm, backward = int(row.get("world_size", 1)), _num(row, "comm_ms"), _num(row, "backward_ms")
+    p, comm, backward = int(row.get("world_size", 1)), num(row, "comm_ms"), num(row, "backward_ms")
     if p < 2 or not comm > 0:
         return None
     ring = comm / p
     default = layout_at(summary, row, DEFAULT_BUCKET_MB) if backward > 0 and overlap_possible(row) else None
     left = pipeline_exposed(default.buckets, backward, ring) if default is not None else ring
     note = f" ({default.note()})" if default is not None and default.note() else ""
-    return Estimate("master", comm - left, 'strategy = "ddp" (ring all-reduce in buckets during backward)',
+    return Estimate("master", comm - left,
+                    (Fix('strategy = "ddp" (ring all-reduce in buckets during backward)', {"strategy": "ddp"}),),
                     f"rank 0 spends {comm:.1f} ms a step receiving, averaging and sending back every rank's "
                     f"gradients; a ring all-reduce moves 1/{p} of that time per link, of which about {left:.1f} ms "
-                    f"would stay exposed{note}", {"strategy": "ddp"})
+                    f"would stay exposed{note}")
 
 
-def communication(row, parts=None) -> Estimate | None:
+def communication(row, context: Context = NO_CONTEXT) -> Estimate | None:
     """A communication-bound step: what is left of its exposed communication once the causes in
-    ``parts`` (the job's bucket and unused-parameter estimates, as the diagnosis weighed them) are
+    ``context.parts`` (the job's bucket and unused-parameter estimates, as the diagnosis weighed them) are
     accounted for (``detail`` says how much they explain). Only causes whose fix is still proposed
     count: one the sweep measured as no faster explains nothing."""
-    exposed, step = _num(row, EXPOSED_COMM_MS), _num(row, STEP_MS)
+    exposed, step = num(row, EXPOSED_COMM_MS), num(row, STEP_MS)
     if int(row.get("world_size", 1)) < 2 or not (step > 0 and exposed >= COMM_BOUND_SHARE * step):
         return None
     budget = lossbudget.line(row, "comm")
-    if budget.ms == budget.ms:
+    if known(budget.ms):
         # the budget's line: against the one-rank baseline, with compute slowed by sharing apart; never
         # blamed within the noise
         if lossbudget.ruled_out(row, budget) or not budget.ms > 0:
             return None
         exposed = budget.ms
-    parts = [e for e in (parts or ()) if e is not None and not math.isnan(e.recoverable_ms)
+    parts = [e for e in context.parts if e is not None and not math.isnan(e.recoverable_ms)
              and e.basis in ("model", "measured")]
     explained = sum(e.recoverable_ms for e in parts)
     left = max(0.0, exposed - explained)
@@ -398,15 +345,16 @@ def communication(row, parts=None) -> Estimate | None:
               f"{'explains' if len(parts) == 1 else 'explain'} {min(explained, exposed):.1f} ms of it, leaving "
               f"{left:.1f} ms") if parts else ""
     low = math.nan
-    if budget.ms == budget.ms:
-        low = max(0.0, left * budget.low / budget.ms) if budget.ms > 0 and budget.low == budget.low else math.nan
+    if known(budget.ms):
+        low = max(0.0, left * budget.low / budget.ms) if budget.ms > 0 and known(budget.low) else math.nan
         # its interval is the gain's (recoverable_low_ms), which the finding and the verdict quote
         words = (f"the loss budget counts {budget.ms:.1f} ms of it as exposed communication beyond the one-rank "
                  "baseline's")
         beside = sync_compute_words(row)
         detail = "; ".join(w for w in (words + (f", {beside}" if beside else ""), detail) if w)
-    return Estimate("communication", left, "a faster link, fewer bytes (comm_hook = fp16 or powersgd) or more "
-                    "compute per byte (a larger per-rank batch, grad_accum)", detail, recoverable_low_ms=low)
+    return Estimate("communication", left, (Fix("a faster link, fewer bytes (comm_hook = fp16 or powersgd) or more "
+                                                "compute per byte (a larger per-rank batch, grad_accum)"),),
+                    detail, recoverable_low_ms=low)
 
 
 def sync_compute_words(row) -> str:
@@ -419,3 +367,84 @@ def sync_compute_words(row) -> str:
              "gloo's threads sharing the ranks' cores")
     return (f"and communication beside the compute slowed it by another {line.ms:.1f} ms a step (95 % CI "
             f"{line.low:.1f} to {line.high:.1f} ms; {where})")
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A cause of lost time as the diagnosis declares it: its name, its one estimate, and how the findings
+    and the verdict treat it."""
+
+    name: str
+    #: ``estimate(row, context) -> Estimate | None``: what its fix would recover for one job
+    estimate: Callable[..., Estimate | None]
+    #: blamed even where no estimate can be made (NaN recoverable time)
+    blamed_unestimated: bool = False
+    #: ranked before every other cause: it distorts every other figure
+    first: bool = False
+    #: its gain is carved out of the exposed communication, so its interval scales with that one's
+    #: (:func:`ddpbench.analysis.diagnosis.wording.recoverable_low_ms`)
+    of_exposed_comm: bool = False
+    #: the verdict's line for it where it has no gain to quote, ``{where}`` the job ("" keeps the usual line)
+    verdict_words: str = ""
+
+
+#: every cause of lost time, declared once, in the order causes are named in (most specific first)
+REGISTRY = (
+    Cause("oversubscribed", oversubscribed, blamed_unestimated=True, first=True,
+          verdict_words="oversubscription{where}: more busy threads than cores, so its timings measure contention"),
+    Cause("straggler", straggler),
+    Cause("contention", contention),
+    Cause("data", data, blamed_unestimated=True),
+    Cause("buckets", buckets, of_exposed_comm=True),
+    Cause("unused-parameters", unused_parameters, of_exposed_comm=True),
+    Cause("master", master),
+    Cause("communication", communication, of_exposed_comm=True),
+)
+#: the order causes are named in: the registry's
+CAUSES = tuple(c.name for c in REGISTRY)
+_BY_NAME = {c.name: c for c in REGISTRY}
+
+
+def cause(name: str) -> Cause:
+    """The declaration of a cause.
+
+    Parameters
+    ----------
+    name
+        A cause's name, one of :data:`CAUSES`.
+
+    Returns
+    -------
+    Cause
+        Its entry of :data:`REGISTRY`.
+
+    Raises
+    ------
+    KeyError
+        For a name no cause is declared with.
+    """
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no cause named {name!r}: the causes are {', '.join(CAUSES)}") from None
+
+
+def estimate(name: str, row, context: Context = NO_CONTEXT) -> Estimate | None:
+    """What the fix of one cause would recover for one job.
+
+    Parameters
+    ----------
+    name
+        The cause, one of :data:`CAUSES`.
+    row
+        The job's row of the summary (a pandas row or a dict).
+    context
+        What the estimate may read beside the row: the folder's jobs, the machine's all-reduce curve,
+        the other causes' estimates (:class:`Context`).
+
+    Returns
+    -------
+    Estimate or None
+        The cause's estimate for the job, None where the job shows no sign of it.
+    """
+    return cause(name).estimate(row, context)

@@ -18,12 +18,12 @@ import pandas as pd
 from ddpbench.analysis.core import stats
 
 from ddpbench.analysis.diagnosis import wording
+from ddpbench.analysis.core.thresholds import CHOICE_MATERIAL
+from ddpbench.analysis.core.values import known, pct
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields, model_name
 from ddpbench.analysis.summary.table import launch_times
 from ddpbench.experiment.cost import Cost
 
-#: a difference smaller than this is not worth a "cheaper" or "faster"
-MATERIAL = 0.05
 
 
 @dataclass(frozen=True)
@@ -56,15 +56,16 @@ def _versus(best, other, ratio: tuple[float, float], point: float, word: str, su
     gain = 1 - point
     low, high = ratio
     if stats.significant(low, high) and high < 1:
-        return (f"{wording.pct(gain, 1)} {word} than {name} (95 % CI of the gain {wording.pct(1 - high, 1)} to "
-                f"{wording.pct(1 - low, 1)}: significant)")
+        return (f"{pct(gain, 1)} {word} than {name} (95 % CI of the gain {pct(1 - high, 1)} to "
+                f"{pct(1 - low, 1)}: significant)")
     mine, theirs = launch_times(best), launch_times(other)
     spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
-    told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * max(gain, MATERIAL), f" it from {name}")
-    if wording.known(low, high):
-        return (f"{wording.pct(gain, 1)} {word} than {name} by the means, but the 95 % interval of the gain, "
-                f"{wording.pct(1 - high, 1)} to {wording.pct(1 - low, 1)}, includes 0: {told}")
-    return f"{wording.pct(gain, 1)} {word} than {name} by the means; {told}"
+    told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * max(gain, CHOICE_MATERIAL),
+                               f" it from {name}")
+    if known(low, high):
+        return (f"{pct(gain, 1)} {word} than {name} by the means, but the 95 % interval of the gain, "
+                f"{pct(1 - high, 1)} to {pct(1 - low, 1)}, includes 0: {told}")
+    return f"{pct(gain, 1)} {word} than {name} by the means; {told}"
 
 
 def _name(row, summary) -> str:
@@ -99,7 +100,8 @@ def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
             text += " (also the fastest)"
         if len(group) > 1:
             second = by_cost.iloc[1]
-            scale = (cheap["price_per_hour"] / cheap["global_batch"]) / (second["price_per_hour"] / second["global_batch"])
+            scale = ((cheap["price_per_hour"] / cheap["global_batch"])
+                     / (second["price_per_hour"] / second["global_batch"]))
             point = cheap["cost_per_sample"] / second["cost_per_sample"]
             text += f"; {_versus(cheap, second, _ratio(cheap, second, scale), point, 'cheaper', summary)}"
         out.append(Choice("cheapest", text, cheap["key"]))
@@ -115,8 +117,9 @@ def _deadline(group: pd.DataFrame, cost: Cost, summary, model: str) -> Choice:
     unsure = group[group["meets_deadline"].map(lambda v: v is None)]
     if meets.empty:
         fastest = group.sort_values("time_to_train_h").iloc[0]
-        why = (f"the fastest, {_name(fastest, summary)}, would take {_sig(fastest['time_to_train_h'])} h"
-               f"{wording.interval(fastest['time_to_train_h_low'], fastest['time_to_train_h_high'], lambda v: f'{_sig(v)} h')}")
+        hours = wording.interval(fastest["time_to_train_h_low"], fastest["time_to_train_h_high"],
+                                 lambda v: f"{_sig(v)} h")
+        why = f"the fastest, {_name(fastest, summary)}, would take {_sig(fastest['time_to_train_h'])} h{hours}"
         if len(unsure):
             why += f"; {len(unsure)} setting(s) may meet it, their intervals reaching across it"
         return Choice("deadline", f"no measured setting{model} is sure to train {run}: {why}")
@@ -149,8 +152,8 @@ def _rate(value: float) -> str:
 
 def _money_interval(low: float, high: float, cost: Cost) -> str:
     """`` (95 % CI a to b USD)``, or "" without an interval."""
-    return f" (95 % CI {_sig(low)} to {_sig(high)} {cost.currency})" if wording.known(low, high) else ""
+    return f" (95 % CI {_sig(low)} to {_sig(high)} {cost.currency})" if known(low, high) else ""
 
 
 def _money(value: float, cost: Cost) -> str:
-    return f"{_sig(value)} {cost.currency}" if wording.known(value) else "-"
+    return f"{_sig(value)} {cost.currency}" if known(value) else "-"

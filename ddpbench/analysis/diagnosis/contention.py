@@ -10,9 +10,12 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ddpbench.analysis.diagnosis import causes, evidence, wording
+from ddpbench.analysis.diagnosis import causes, evidence
+from ddpbench.analysis.diagnosis.estimates import Fix
 from ddpbench.analysis.core.columns import STEP_MS
-from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, pct
+from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
+from ddpbench.analysis.core.values import known, pct
+from ddpbench.analysis.diagnosis.findings import Finding, blame, blames
 from ddpbench.analysis.core.jobs import config_name as _config
 from ddpbench.analysis.core.jobs import describe, label_fields
 from ddpbench.analysis.core.jobs import ok_jobs as _ok
@@ -39,7 +42,7 @@ def contention_findings(summary):
             out.append(blame("contention", r, estimate, f"{where} slow each other's compute: {estimate.detail}."))
         else:  # its figure is in the loss budget's table
             out.append(Finding("contention", "info", f"{where} slow each other's compute, by under "
-                               f"{pct(causes.MATERIAL_SHARE)} of the {r[STEP_MS]:.1f} ms step (the loss budget's "
+                               f"{pct(MATERIAL_SHARE)} of the {r[STEP_MS]:.1f} ms step (the loss budget's "
                                "compute slowed by sharing): not blamed.", job=r.get("key")))
     return out
 
@@ -56,7 +59,7 @@ def contention_evidence(summary, row, estimate):
         mine = tuple(row.get(f) for f in fields)
         values = {tuple(v) for v in ok[list(fields)].itertuples(index=False, name=None)}
         for value in sorted(values, key=str):
-            if all(evidence._same(a, b) for a, b in zip(value, mine)):
+            if all(evidence.same(a, b) for a, b in zip(value, mine)):
                 continue
             fix = dict(zip(fields, value))
             measured = evidence.measured(summary, row, fix)
@@ -73,15 +76,17 @@ def contention_evidence(summary, row, estimate):
               for fix, m in seen if m.verdict != evidence.MEASURED]
     if faster:
         gain, fix, m = faster[-1]
-        low = m.job_ms * (1 - m.high) if wording.known(m.high) else math.nan
+        low = m.job_ms * (1 - m.high) if known(m.high) else math.nan
         detail = estimate.detail + ("; " + "; ".join(slower) + ", so not proposed" if slower else "")
-        return dataclasses.replace(estimate, recoverable_ms=gain, fix=named(fix), fields=fix, basis=evidence.MEASURED,
-                                   evidence=m.text(named(fix)), detail=detail, recoverable_low_ms=low)
+        return dataclasses.replace(estimate, recoverable_ms=gain, fixes=(Fix(named(fix), fix),),
+                                   basis=evidence.MEASURED, evidence=m.text(named(fix)), detail=detail,
+                                   recoverable_low_ms=low)
     # nothing the sweep ran was faster: the model's fixes it did not run stay proposed, the others are not
     ran = [fix for fix, _ in seen]
-    fixes = [f for f in estimate.fix.split("; or ") if not any(_names_value(f, x) for x in ran)]
-    fields = estimate.fields if estimate.fields not in ran else None
-    return dataclasses.replace(estimate, fix="; or ".join(fixes) or estimate.fix, fields=fields,
+    fixes = tuple(f for f in estimate.fixes if not any(_names_value(f.text, x) for x in ran)) or estimate.fixes
+    if estimate.fields in ran:  # the setting the model proposed ran no faster: no fix is proposed as job fields
+        fixes = tuple(dataclasses.replace(f, fields=None) for f in fixes)
+    return dataclasses.replace(estimate, fixes=fixes,
                                detail=estimate.detail + "; " + "; ".join(slower) + ", so not proposed")
 
 

@@ -34,13 +34,12 @@ import pandas as pd
 from ddpbench.analysis.models import layouts
 
 from ddpbench.analysis.core import stats
-from ddpbench.analysis.diagnosis.causes import Estimate
+from ddpbench.analysis.diagnosis.estimates import Estimate
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS
+from ddpbench.analysis.core.thresholds import SINGLE_LAUNCH_MARGIN
 from ddpbench.analysis.summary.table import launch_times
 
-#: with one launch a side there is no interval: a measured difference counts beyond this share of the step
-SINGLE_LAUNCH_MARGIN = 0.05
 
 #: how the gain of a proposed fix is known
 MODEL, MEASURED, CONTRADICTED, UNCONFIRMED = "model", "measured", "contradicted", "unconfirmed"
@@ -80,7 +79,8 @@ class Measured:
                 f"{self.job_ms:.1f} ms{pooled}, {change} ({interval})")
 
 
-def _same(value, other) -> bool:
+def same(value, other) -> bool:
+    """Whether two settings of a job are the same: equal, both NaN, or (where they do not compare) alike as text."""
     if isinstance(value, float) and isinstance(other, float) and math.isnan(value) and math.isnan(other):
         return True
     try:
@@ -102,7 +102,7 @@ def fix_runs(summary: pd.DataFrame, row, fields: dict, layout: tuple | None = No
     alike = [True] * len(ok)  # compared value by value, not through pandas: the diagnosis asks this per finding
     for column in keep:
         want = row.get(column)
-        alike = [same and _same(value, want) for same, value in zip(alike, ok[column].tolist())]
+        alike = [still and same(value, want) for still, value in zip(alike, ok[column].tolist())]
     candidates = ok[np.array(alike, dtype=bool)]
     wanted_layout = layout
     if wanted_layout is None and "bucket_cap_mb" in fields:
@@ -115,7 +115,7 @@ def fix_runs(summary: pd.DataFrame, row, fields: dict, layout: tuple | None = No
             if name == "bucket_cap_mb" and wanted_layout is not None and layouts.recorded(other) is not None:
                 match &= layouts.recorded(other) == wanted_layout
             elif name in other:
-                match &= _same(other[name], value)
+                match &= same(other[name], value)
             else:
                 match = False
         if match:

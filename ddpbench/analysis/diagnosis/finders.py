@@ -1,73 +1,93 @@
 """Diagnosis in plain words, each finding derived from the numbers of the summary table.
 
-:func:`diagnose` returns :class:`Finding` s: a kind, a severity and a sentence (plain text: the
-report escapes it). The thresholds are named constants so a reader can see where a verdict
-comes from; every sentence quotes the figures it rests on.
+:func:`diagnose` runs every finder of :data:`FINDERS`, in that order, each ``finder(summary, given)``
+(:class:`Given`: what diagnose was given beside the summary), and returns their :class:`Finding` s: a
+kind, a severity and a sentence (plain text: the report escapes it). The thresholds are named constants
+(:mod:`ddpbench.analysis.core.thresholds`) so a reader can see where a verdict comes from; every sentence
+quotes the figures it rests on.
 
 Findings that blame a cause of lost time carry the fix and the time it would recover
-(:mod:`ddpbench.analysis.diagnosis.causes`); :func:`diagnose` returns them in :func:`~ddpbench.analysis.diagnosis.findings.rank`'s
-order, and ``benchmarks/fault_suite.py`` scores that order against faults planted on purpose
-(``experiments/faults/``).
+(:mod:`ddpbench.analysis.diagnosis.causes`); :func:`diagnose` returns them in
+:func:`~ddpbench.analysis.diagnosis.findings.rank`'s order, and ``benchmarks/fault_suite.py`` scores that
+order against faults planted on purpose (``experiments/faults/``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from functools import partial
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.diagnosis import bound, causes, evidence, model_findings, precision, wording
+from ddpbench.analysis.diagnosis import bound, bucket_findings, causes, evidence, model_findings, precision, wording
 
 from ddpbench.analysis.summary import frameworks
 
-from ddpbench.analysis.core import stats
-from ddpbench.analysis.diagnosis.contention import contention_findings as _contention
+from ddpbench.analysis.diagnosis.contention import contention_findings
 from ddpbench.analysis.core.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, not_proposed, pct, rank, top_cause  # noqa: F401 (top_cause: API)
-from ddpbench.analysis.core.jobs import (MEASUREMENT_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe,
-                                    label_fields, same_model)
+from ddpbench.analysis.core.values import known, pct
+from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, rank, top_cause  # noqa: F401 (top_cause: API)
+from ddpbench.analysis.core.jobs import alike_but, describe, label_fields, same_model
 from ddpbench.analysis.core.jobs import config_name as _config
 from ddpbench.analysis.core.jobs import largest_fair as _largest_fair
 from ddpbench.analysis.core.jobs import network_of as _network
 from ddpbench.analysis.core.jobs import ok_jobs as _ok
 from ddpbench.analysis.core.jobs import per_row as _per_row
 from ddpbench.analysis.core.jobs import strategy_name as _strategy
-from ddpbench.analysis.summary.table import NOISE_THRESHOLD, launch_times
+from ddpbench.analysis.core.thresholds import DATA_BOUND_SHARE, MATERIAL_SHARE, NOISE_THRESHOLD, SERIAL_FRACTION_RISE
+from ddpbench.analysis.diagnosis.estimates import Context
+from ddpbench.analysis.summary.table import launch_times
 
-COMM_BOUND_SHARE = bound.COMM_BOUND_SHARE  # exposed communication above this share of the step
-COMPUTE_BOUND_SHARE = bound.COMPUTE_BOUND_SHARE  # below this: compute-bound
-DEFAULT_BUCKET_MB = causes.DEFAULT_BUCKET_MB  # the cap a job gets when it names none (MB)
-SERIAL_FRACTION_RISE = 0.05  # e rising by more than this across world sizes: overhead grows with ranks
-DATA_BOUND_SHARE = causes.DATA_BOUND_SHARE  # waiting for the next batch above this share of the step
+
+
+@dataclass(frozen=True)
+class Given:
+    """What :func:`diagnose` was given beside the summary; each finder reads what it needs."""
+
+    #: the cost model's projection (:func:`ddpbench.analysis.models.costmodel.project`)
+    projection: pd.DataFrame | None = None
+    #: the model's check against the measurements
+    checks: pd.DataFrame | None = None
+    #: the model's held-out check across emulated link rates
+    link_check: pd.DataFrame | None = None
+    #: the machine's fitted all-reduce curve (:func:`ddpbench.analysis.models.costmodel.fit_collectives`)
+    link: object | None = None
 
 
 def diagnose(summary: pd.DataFrame, projection: pd.DataFrame | None = None,
              checks: pd.DataFrame | None = None, link_check: pd.DataFrame | None = None,
              link=None) -> list[Finding]:
-    """Every finding the summary (and, when given, the model's projection, its check against the
-    measurements and its held-out check across emulated link rates) supports, most important first.
-    ``link`` is the machine's fitted all-reduce curve (:func:`ddpbench.analysis.models.costmodel.fit_collectives`),
-    which costs the messages of too-small buckets; without it no such estimate is made."""
+    """Every finding the summary, and what is given beside it, supports, most important first.
+
+    Parameters
+    ----------
+    summary
+        The summary table (:func:`ddpbench.analysis.summary.table.summarize`), one row per job.
+    projection
+        The cost model's projection; None or empty: no projection findings.
+    checks
+        The model's check against the measurements; None or empty: no model-error findings.
+    link_check
+        The model's held-out check across emulated link rates; None or empty: none of its findings.
+    link
+        The machine's fitted all-reduce curve (:func:`ddpbench.analysis.models.costmodel.fit_collectives`),
+        which costs the messages of too-small buckets; without it no such estimate is made.
+
+    Returns
+    -------
+    list of Finding
+        What each finder of :data:`FINDERS` found, in :func:`~ddpbench.analysis.diagnosis.findings.rank`'s
+        order; empty for an empty summary.
+    """
     if summary.empty:
         return []
-    findings: list[Finding] = []
-    for part in (_failures, _scaling, partial(bound.bound, link=link), bound.exposed_measures, _frameworks, precision.findings,
-                 _data, _buckets, partial(_bucket_fit, link=link), _unused, _master, _stragglers, _contention, _trend,
-                 _oversubscribed, _peaks, _noise):
-        findings += part(summary)
-    if projection is not None and not projection.empty:
-        findings += model_findings.projection(projection, summary)
-    if checks is not None and not checks.empty:
-        findings += model_findings.model_error(checks)
-    if link_check is not None and not link_check.empty:
-        findings += model_findings.link_check(link_check)
-    return rank(findings)
+    given = Given(projection, checks, link_check, link)
+    return rank([f for finder in FINDERS for f in finder(summary, given)])
 
 
-def _failures(summary):
+def _failures(summary, given):
     bad = summary[~summary["status"].isin(["ok", "skipped"])]
     if bad.empty:
         return []
@@ -76,7 +96,7 @@ def _failures(summary):
                     "table and their logs in the results folder's logs/.")]
 
 
-def _scaling(summary):
+def _scaling(summary, given):
     """Per configuration and strategy: how its fastest job at the largest fair world size scales; and
     every job whose world-size-1 baseline is broken (:func:`ddpbench.analysis.summary.table.baseline_problem`)
     named, with no verdict drawn from it."""
@@ -102,7 +122,7 @@ def _scaling(summary):
             words = wording.scaling_words(low, high)
             if words is None:  # no interval, or one across every band: no band word
                 launches = launch_times(top)
-                why = "" if not wording.known(low, high) else ", an interval across every band"
+                why = "" if not known(low, high) else ", an interval across every band"
                 told = wording.cannot_tell(len(launches), wording.spread_pct(launches),
                                            100 * wording.band_gap(top[EFFICIENCY]), " how it scales")
                 text = f"{strategy} with {config}: {told}; {figures}{why}."
@@ -124,7 +144,7 @@ def _baseline_problem(row) -> str:
     return problem if isinstance(problem := row.get("baseline_problem", ""), str) else ""
 
 
-def _frameworks(summary):
+def _frameworks(summary, given):
     """Each framework against raw DDP on the same work: a warning where its overhead is significant."""
     out = []
     for _, r in frameworks.overhead_table(summary).iterrows():
@@ -141,7 +161,7 @@ def _frameworks(summary):
     return out
 
 
-def _data(summary):
+def _data(summary, given):
     """Jobs that wait for their data, and what more loader workers did for jobs alike in all else."""
     out = []
     ok = _ok(summary)
@@ -178,7 +198,7 @@ def _data(summary):
     return out
 
 
-def _peaks(summary):
+def _peaks(summary, given):
     """An efficiency above 100% means the peak it is measured against is wrong: say so."""
     out = []
     ok = _ok(summary)
@@ -193,89 +213,7 @@ def _peaks(summary):
     return out
 
 
-def _buckets(summary):
-    """Bucket sizes judged by the buckets DDP actually made: caps that gave the same layout are one
-    setting (their spread is the noise floor of the measurements), and the best setting is compared
-    with the default 25 MB's (or the worst) only when the two made different buckets."""
-    out = []
-    ok = _ok(summary)
-    ddp = ok[(ok["strategy"] == "ddp") & (ok["world_size"] > 1)]
-    # only the bucket size may differ: a job with other threads, grad_accum, static_graph, ... is no
-    # evidence about buckets
-    keys = [c for c in SPEC_COLUMNS if c in ddp.columns and c not in ("bucket_cap_mb", *MEASUREMENT_FIELDS)]
-    for _, group in ddp.groupby(keys, sort=False, dropna=False):
-        if group["bucket_cap_mb"].nunique() < 2:
-            continue
-        where = f"{_config(group.iloc[0])} at world size {int(group.iloc[0]['world_size'])}"
-        settings = bucket_settings(group)
-        for same in settings:
-            if len(same) > 1:
-                out.append(_same_buckets(same, where))
-        if len(settings) < 2:
-            continue
-        figures = sorted(((float(part[STEP_MS].mean()), part) for part in settings), key=lambda f: f[0])
-        best_ms, best = figures[0]
-        default = [f for f in figures if (f[1]["bucket_cap_mb"] == DEFAULT_BUCKET_MB).any()]
-        other_ms, other = default[0] if default and default[0][1] is not best else figures[-1]
-        if other is best:
-            continue
-        other_caps = list(other["bucket_cap_mb"])
-        name = (f"the default {DEFAULT_BUCKET_MB:g} MB" if other_caps == [DEFAULT_BUCKET_MB] else
-                f"{caps_text(other_caps)}" + (" (the default's buckets)" if DEFAULT_BUCKET_MB in other_caps else ""))
-        gain = 1 - best_ms / other_ms
-        mine, theirs = ([t for _, r in part.iterrows() for t in launch_times(r)] for part in (best, other))
-        low, high = stats.ratio_ci(mine, theirs)
-        sig = stats.significant(low, high)
-        spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
-        told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * causes.MATERIAL_SHARE,
-                                   " whether they differ")
-        if sig is None:
-            tail = f"; {told}"
-        elif sig:
-            tail = f" (95 % CI of the gain {pct(1 - high, 1)} to {pct(1 - low, 1)}: significant)"
-        elif 1 - high > -causes.MATERIAL_SHARE and 1 - low < causes.MATERIAL_SHARE:
-            tail = (f", but that is not significant: the 95 % interval of the gain, {pct(1 - high, 1)} to "
-                    f"{pct(1 - low, 1)}, includes 0 and rules out a difference of {pct(causes.MATERIAL_SHARE)} or "
-                    "more; any of these bucket sizes will do")
-        else:
-            tail = (f", but that is not significant: the 95 % interval of the gain, {pct(1 - high, 1)} to "
-                    f"{pct(1 - low, 1)}, includes both 0 and a difference of {pct(causes.MATERIAL_SHARE)}; {told}")
-        out.append(Finding("bucket", "info", f"Best gradient bucket size for DDP with {where}: "
-                           f"{caps_text(best['bucket_cap_mb'])}, {pct(gain, 1)} faster per step than {name}{tail}."))
-    return out
-
-
-def _same_buckets(same: pd.DataFrame, where: str) -> Finding:
-    """Caps that gave DDP the same buckets: one setting, whose spread is a measured noise floor."""
-    layout = same.iloc[0]["bucket_layout"]
-    sizes = ", ".join(f"{b / 1e6:.1f}" for b in list(layout)[:6]) + (", ..." if len(layout) > 6 else "")
-    steps = same[STEP_MS].astype(float)
-    spread = float(steps.max() / steps.min() - 1) if steps.min() > 0 else math.nan
-    return Finding("bucket", "info", f"Bucket caps {caps_text(same['bucket_cap_mb'])} gave DDP with {where} the same "
-                   f"{len(layout)} bucket(s) ([{sizes}] MB): one setting, measured {len(same)} times. Their mean "
-                   f"steps ({steps.min():.1f} to {steps.max():.1f} ms) differ by {pct(spread)}: the noise floor of "
-                   "these measurements, not an effect of the cap.")
-
-
-def _bucket_fit(summary, link=None):
-    """DDP jobs whose buckets are far too small or too large for their model, judged from the
-    layout DDP made and the layouts other caps make of the same tensors, and from the sweep's own
-    run of the proposed cap where it made one (:mod:`ddpbench.analysis.diagnosis.evidence`)."""
-    out = []
-    for _, r in _ok(summary).iterrows():
-        estimate = evidence.weigh(summary, r, causes.buckets(r, link, summary))
-        if estimate is None:
-            continue
-        where = f"The gradient buckets of DDP with {_config(r)} at world size {int(r['world_size'])}"
-        if blames(r, estimate):
-            out.append(blame("bucket", r, estimate, f"{where} do not fit the model: {estimate.detail}."))
-        elif (estimate.basis in (evidence.CONTRADICTED, evidence.UNCONFIRMED)
-              and blames(r, dataclasses.replace(estimate, basis=evidence.MODEL))):  # the model alone would blame it
-            out.append(not_proposed("bucket", estimate, f"{where} looked a poor fit for the model: {estimate.detail}."))
-    return out
-
-
-def _unused(summary):
+def _unused(summary, given):
     """Parameters that got no gradient, all-reduced every step all the same."""
     out = []
     for _, r in _ok(summary).iterrows():
@@ -288,7 +226,7 @@ def _unused(summary):
     return out
 
 
-def _master(summary):
+def _master(summary, given):
     out = []
     ok = _ok(summary)
     masters = ok[ok["strategy"].astype(str).str.startswith("master") & (ok["world_size"] > 1)]
@@ -300,7 +238,8 @@ def _master(summary):
                  & (ok["per_rank_batch"] == m["per_rank_batch"])
                  & _per_row(_network, ok).map(_network(m).__eq__).astype(bool)]
         traffic = ""
-        if not math.isnan(m.get("recv_mb_per_step_max", math.nan)) and not math.isnan(m.get("sent_mb_per_step_median", math.nan)):
+        recv, sent = m.get("recv_mb_per_step_max", math.nan), m.get("sent_mb_per_step_median", math.nan)
+        if not math.isnan(recv) and not math.isnan(sent):
             root = m["recv_mb_per_step_max"] + m["sent_mb_per_step_max"]
             median = 2 * m["sent_mb_per_step_median"]
             traffic = (f" Rank 0 moves {root:.0f} MB per step, the median rank {median:.0f} MB"
@@ -308,7 +247,7 @@ def _master(summary):
                        + ": rank 0's link carries every rank's gradients, so its load grows with each rank "
                        "added, while a ring spreads the same traffic evenly.")
         where = f"{m['strategy']} aggregation with {_config(m)} at world size {int(m['world_size'])}"
-        estimate = evidence.weigh(summary, m, causes.master(m, summary))
+        estimate = evidence.weigh(summary, m, causes.master(m, Context(summary=summary)))
         if len(ddp):
             d = ddp.sort_values(STEP_MS).iloc[0]
             ratio = m[STEP_MS] / d[STEP_MS]
@@ -325,7 +264,7 @@ def _master(summary):
     return out
 
 
-def _stragglers(summary):
+def _stragglers(summary, given):
     out = []
     for _, row in _ok(summary).iterrows():
         ranks = row.get("straggler_ranks")
@@ -350,8 +289,8 @@ def _stragglers(summary):
             detail = str(row.get("barrier_cause_detail") or "").removeprefix("no rank named: ")
             out.append(Finding("straggler", "info", f"Rank {who} of {_strategy(row)} with {_config(row)}{settings} "
                                f"at world size {int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower "
-                               f"than the other ranks under no_sync() in most steps, but through the barrier no rank stood out ({detail}): "
-                               "not blamed."))
+                               f"than the other ranks under no_sync() in most steps, but through the barrier no "
+                               f"rank stood out ({detail}): not blamed."))
             continue
         estimate = causes.straggler(row)
         if estimate is None:
@@ -360,7 +299,7 @@ def _stragglers(summary):
             out.append(blame("straggler", row, estimate, text))
         else:
             out.append(Finding("straggler", "info", f"{text} The others wait {estimate.recoverable_ms:.1f} ms a "
-                               f"step for it, under {pct(causes.MATERIAL_SHARE)} of the step."))
+                               f"step for it, under {pct(MATERIAL_SHARE)} of the step."))
     return out
 
 
@@ -381,11 +320,11 @@ def _barrier_straggler(summary, row):
     text = f"Rank {int(row['barrier_rank'])} is the rank everyone waited for in {where}: {estimate.detail}."
     if blames(row, estimate):
         return blame("straggler", row, estimate, text)
-    return Finding("straggler", "info", f"{text} That is under {pct(causes.MATERIAL_SHARE)} of the "
+    return Finding("straggler", "info", f"{text} That is under {pct(MATERIAL_SHARE)} of the "
                    f"{row[STEP_MS]:.1f} ms step: not blamed.")
 
 
-def _trend(summary):
+def _trend(summary, given):
     """Karp-Flatt's e across world sizes: flat is serial work, rising is overhead growing with p."""
     out = []
     ok = _ok(summary)
@@ -404,13 +343,13 @@ def _trend(summary):
         figures = (f"{first:.2f}{wording.interval(*ends[:2], '{:.2f}'.format)} to "
                    f"{last:.2f}{wording.interval(*ends[2:], '{:.2f}'.format)} over {sizes}")
         # rising or falling only where the intervals lie apart by the margin; flat only where they rule it out
-        if wording.known(*ends) and ends[2] - ends[1] > 0 and last - first > SERIAL_FRACTION_RISE:
+        if known(*ends) and ends[2] - ends[1] > 0 and last - first > SERIAL_FRACTION_RISE:
             text = (f"The serial fraction of {strategy} with {config} rises from {figures}: an overhead that grows "
                     "with the ranks (communication, waiting), not fixed serial work.")
-        elif wording.known(*ends) and ends[0] - ends[3] > 0 and first - last > SERIAL_FRACTION_RISE:
+        elif known(*ends) and ends[0] - ends[3] > 0 and first - last > SERIAL_FRACTION_RISE:
             text = (f"The serial fraction of {strategy} with {config} falls from {figures}: a fixed cost spread over "
                     "more ranks.")
-        elif wording.known(*ends) and max(ends[3] - ends[0], ends[1] - ends[2]) <= SERIAL_FRACTION_RISE:
+        elif known(*ends) and max(ends[3] - ends[0], ends[1] - ends[2]) <= SERIAL_FRACTION_RISE:
             text = (f"The serial fraction of {strategy} with {config} stays near {last:.2f} ({figures}): work that "
                     "does not parallelise, not growing overhead.")
         else:
@@ -428,28 +367,101 @@ def _trend(summary):
     return out
 
 
-def _oversubscribed(summary):
+def _oversubscribed(summary, given):
     over = summary[summary["oversubscribed"].astype(bool)]
     if over.empty:
         return []
     sizes = ", ".join(str(int(w)) for w in sorted(over["world_size"].unique()))
     keys = list(over["key"]) if "key" in over else []
+    estimate = causes.oversubscribed(over.iloc[0])
     return [Finding("oversubscribed", "warn", f"{len(over)} job(s) ran more busy threads than cores (world size "
                     f"{sizes}): their speedup and efficiency measure contention for cores, not how the training "
                     "scales. Read the scaling curves only up to the largest world size that fits the cores.",
-                    cause="oversubscribed", job=keys[0] if len(keys) == 1 else None,
-                    fix="at most as many busy threads as cores (world size x threads_per_rank)")]
+                    cause=estimate.cause, job=keys[0] if len(keys) == 1 else None,
+                    fix=wording.fix_text(estimate.fixes))]
 
 
-def _noise(summary):
+def _noise(summary, given):
     out = []
     ok = _ok(summary)
     noisy = ok[ok["noisy"].astype(bool)]
     if len(noisy):
-        out.append(Finding("noise", "warn", f"{len(noisy)} job(s) are noisy (step time IQR above {pct(NOISE_THRESHOLD)} "
-                           "of the median): compare them with care, and give them more repeats or steps."))
+        out.append(Finding("noise", "warn", f"{len(noisy)} job(s) are noisy (step time IQR above "
+                           f"{pct(NOISE_THRESHOLD)} of the median): compare them with care, and give them more "
+                           "repeats or steps."))
     single = ok[[len(launch_times(row)) < 2 for _, row in ok.iterrows()]]
     if len(single):
         out.append(Finding("noise", "info", f"{len(single)} job(s) ran in a single launch, so they have no "
                            "confidence interval and no significance test: set repeats = 3 or more."))
     return out
+
+
+def _buckets(summary, given):
+    return bucket_findings.best_cap(summary)
+
+
+def _bucket_fit(summary, given):
+    return bucket_findings.fit(summary, link=given.link)
+
+
+def _bound(summary, given):
+    return bound.bound(summary, link=given.link)
+
+
+def _exposed_measures(summary, given):
+    return bound.exposed_measures(summary)
+
+
+def _precision(summary, given):
+    return precision.findings(summary)
+
+
+def _contention(summary, given):
+    return contention_findings(summary)
+
+
+def _projection(summary, given):
+    if given.projection is None or given.projection.empty:
+        return []
+    return model_findings.projection(given.projection, summary)
+
+
+def _model_error(summary, given):
+    if given.checks is None or given.checks.empty:
+        return []
+    return model_findings.model_error(given.checks)
+
+
+def _link_check(summary, given):
+    if given.link_check is None or given.link_check.empty:
+        return []
+    return model_findings.link_check(given.link_check)
+
+
+#: a finder: ``finder(summary, given) -> list[Finding]``
+FinderFn = Callable[[pd.DataFrame, Given], list[Finding]]
+
+#: every finder of the diagnosis, in the order they run (:func:`~ddpbench.analysis.diagnosis.findings.rank`
+#: then orders what they found, keeping this order among equals)
+FINDERS: tuple[FinderFn, ...] = (
+    _failures,
+    _scaling,
+    _bound,
+    _exposed_measures,
+    _frameworks,
+    _precision,
+    _data,
+    _buckets,
+    _bucket_fit,
+    _unused,
+    _master,
+    _stragglers,
+    _contention,
+    _trend,
+    _oversubscribed,
+    _peaks,
+    _noise,
+    _projection,
+    _model_error,
+    _link_check,
+)

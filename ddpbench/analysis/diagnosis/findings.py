@@ -3,7 +3,7 @@
 A finding that blames a *cause* of lost time (:data:`ddpbench.analysis.diagnosis.causes.CAUSES`) names the
 job, the fix, and the time per step the fix would recover, estimated from the job's own figures
 (:mod:`ddpbench.analysis.diagnosis.causes`); a cause is blamed only where that estimate is at least
-``causes.MATERIAL_SHARE`` of the step. :func:`rank` puts failures first, then the causes, the one
+``MATERIAL_SHARE`` of the step. :func:`rank` puts failures first, then the causes, the one
 whose fix would recover the most first (oversubscription before all: it distorts every other
 figure), then everything else; :func:`top_cause` is the first cause.
 """
@@ -14,14 +14,18 @@ import math
 from dataclasses import dataclass
 
 from ddpbench.analysis.diagnosis import causes, wording
+from ddpbench.analysis.diagnosis.estimates import Estimate, material
 from ddpbench.analysis.core.columns import STEP_MS
-from ddpbench.analysis.core.values import pct
+from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
+from ddpbench.analysis.core.values import known, pct
 
 
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # scaling, bound, overlap, framework, data, compute, bucket, master, straggler, oversubscribed, noise, failed, trend, projection, unused
+    #: scaling, bound, overlap, framework, data, compute, bucket, master, straggler, oversubscribed, noise, failed,
+    #: trend, projection, unused, ...
+    kind: str
     severity: str  # "info", "warn" or "bad"
     text: str
     #: the cause of lost time it blames (causes.CAUSES), None for a finding that blames none
@@ -40,56 +44,58 @@ class Finding:
     recoverable_low_ms: float = math.nan
 
 
-def blame(kind: str, row, estimate: causes.Estimate, text: str, severity: str = "warn") -> Finding:
+def blame(kind: str, row, estimate: Estimate, text: str, severity: str = "warn") -> Finding:
     """A finding that blames ``estimate``'s cause for some of ``row``'s step, with its fix and what
     the fix would recover, in the sentence too."""
     step = float(row[STEP_MS])
     gain = estimate.recoverable_ms
+    fix = wording.fix_text(estimate.fixes)
     if math.isnan(gain):
-        recover = f" Fix: {estimate.fix}."
+        recover = f" Fix: {fix}."
     elif estimate.basis == "measured":
-        recover = (f" Fix: {estimate.fix}; {estimate.evidence}: it recovered {gain:.1f} of {step:.1f} ms a step "
+        recover = (f" Fix: {fix}; {estimate.evidence}: it recovered {gain:.1f} of {step:.1f} ms a step "
                    f"({pct(gain / step)}).")
     else:
-        recover = (f" Fix: {estimate.fix}; estimated to recover {gain:.1f} of {step:.1f} ms a step "
+        recover = (f" Fix: {fix}; estimated to recover {gain:.1f} of {step:.1f} ms a step "
                    f"({pct(gain / step)}; a model estimate: the sweep did not run this fix).")
-    low = (estimate.recoverable_low_ms if wording.known(estimate.recoverable_low_ms)
-           else wording.recoverable_low_ms(row, estimate.cause, gain))
-    if not math.isnan(gain) and not low >= causes.MATERIAL_SHARE * step:
+    low = (estimate.recoverable_low_ms if known(estimate.recoverable_low_ms)
+           else wording.recoverable_low_ms(row, causes.cause(estimate.cause), gain))
+    if not math.isnan(gain) and not low >= MATERIAL_SHARE * step:
         recover += (f" Cannot tell whether it is material: the gain's 95 % interval reaches down to "
-                    f"{max(low, 0.0):.1f} ms, under {pct(causes.MATERIAL_SHARE)} of the step." if wording.known(low) else
+                    f"{max(low, 0.0):.1f} ms, under {pct(MATERIAL_SHARE)} of the step." if known(low) else
                     " Cannot tell whether it is material: the gain has no interval over launches.")
     return Finding(kind, severity, text + recover, cause=estimate.cause, job=row.get("key"),
-                   recoverable_ms=gain, fix=estimate.fix, fix_fields=estimate.fields, basis=estimate.basis,
+                   recoverable_ms=gain, fix=fix, fix_fields=estimate.fields, basis=estimate.basis,
                    recoverable_low_ms=low)
 
 
-def blames(row, estimate: causes.Estimate | None) -> bool:
+def blames(row, estimate: Estimate | None) -> bool:
     """A cause is blamed where its fix would recover a material share of the step (or, with no
-    estimate possible, where the cause is oversubscription or a data-bound step), and never where
-    the sweep ran the fix and measured it no faster (:mod:`ddpbench.analysis.diagnosis.evidence`)."""
+    estimate possible, where its declaration says so:
+    :attr:`~ddpbench.analysis.diagnosis.causes.Cause.blamed_unestimated`), and never where the sweep ran
+    the fix and measured it no faster (:mod:`ddpbench.analysis.diagnosis.evidence`)."""
     if estimate is None or estimate.basis in ("contradicted", "unconfirmed"):
         return False  # the sweep ran the fix and it was no faster: never proposed
     if math.isnan(estimate.recoverable_ms):
-        return estimate.cause in ("oversubscribed", "data")
-    return causes.material(row, estimate.recoverable_ms)
+        return causes.cause(estimate.cause).blamed_unestimated
+    return material(row, estimate.recoverable_ms)
 
 
-def not_proposed(kind: str, estimate: causes.Estimate, text: str) -> Finding:
+def not_proposed(kind: str, estimate: Estimate, text: str) -> Finding:
     """A cause the model suspected, whose fix the sweep ran and measured no faster (or slower): said,
     with the measurement, and not proposed."""
     verdict = "slower" if estimate.basis == "contradicted" else "no faster beyond the noise"
-    return Finding(kind, "info", f"{text} But {estimate.evidence}: {estimate.fix} measured {verdict}, so it is not "
-                   "proposed.")
+    fix = wording.fix_text(estimate.fixes)
+    return Finding(kind, "info", f"{text} But {estimate.evidence}: {fix} measured {verdict}, so it is not proposed.")
 
 
 def rank(findings: list[Finding]) -> list[Finding]:
-    """Failures first; then the causes, oversubscription first and the others by the time their
-    fix would recover (most first, no estimate last); then the rest in the order found."""
+    """Failures first; then the causes, those declared first (oversubscription) before the others, by
+    the time their fix would recover (most first, no estimate last); then the rest in the order found."""
     def order(f: Finding):
         if f.kind == "failed":
             return (0, 0.0)
-        if f.cause == "oversubscribed":
+        if f.cause and causes.cause(f.cause).first:
             return (1, 0.0)
         if f.cause:
             return (2, -f.recoverable_ms if not math.isnan(f.recoverable_ms) else math.inf)

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 from ddpbench.analysis.core.budget_lines import (LOSS_LINES, RECOVERABLE, RESIDUAL, STRAGGLER, kept_by_cluster,
                                                  removed_by_device)
-from ddpbench.analysis.core.values import num
-from ddpbench.analysis.diagnosis.wording import cannot_tell, known, launches, measurable, noise_floor_ms, not_measurable
+from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
+from ddpbench.analysis.core.values import known, num
+from ddpbench.analysis.diagnosis.wording import cannot_tell, launches, measurable, noise_floor_ms, not_measurable
 
 #: the budget's lines (:mod:`ddpbench.analysis.core.budget_lines`), in the budget's order, with their words
 NAMES = {x.name: x.label for x in LOSS_LINES}
@@ -33,9 +34,6 @@ KEPT_BY_CLUSTER = kept_by_cluster("cpu")
 REMOVED_BY_DEVICE = removed_by_device("cpu")
 #: how many lines beside the residual the verdict's sentence names at most
 NAMED_LINES = 4
-#: a line the launches did not resolve whose interval reaches this share of the step: "cannot tell"
-#: (``causes.MATERIAL_SHARE``, the share a cause must recover to be blamed)
-MATERIAL_SHARE = 0.10
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.diagnosis import lossbudget
-from ddpbench.analysis.diagnosis.findings import Finding, pct
+from ddpbench.analysis.core.values import pct
+from ddpbench.analysis.diagnosis.findings import Finding
+from ddpbench.analysis.core.thresholds import COMPUTE_SLOWDOWN_SHARE
 
 
 def link_check(check: pd.DataFrame):
@@ -57,7 +59,8 @@ def projection(projection: pd.DataFrame, summary: pd.DataFrame):
                 master.append(f"{pct(m.loc[64, 'efficiency'])} on '{link}'")
         if not ring:
             continue
-        text = f"Projected (model output, weak scaling) for {workload}: DDP (ring or tree per bucket, the cheaper) keeps " + "; ".join(ring)
+        text = (f"Projected (model output, weak scaling) for {workload}: DDP (ring or tree per bucket, the cheaper) "
+                "keeps " + "; ".join(ring))
         text += _compute_part(part)
         text += _budget_part(part, summary)
         if master:
@@ -67,8 +70,6 @@ def projection(projection: pd.DataFrame, summary: pd.DataFrame):
     return out
 
 
-#: compute measured slower at world size > 1 by more than this is named apart from communication
-COMPUTE_SLOWDOWN_SHARE = 0.05
 
 
 def _compute_part(part: pd.DataFrame) -> str:

@@ -27,6 +27,7 @@ import pandas as pd
 from ddpbench.analysis.core import stats
 from ddpbench.analysis.core.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP
 from ddpbench.analysis.diagnosis.findings import Finding
+from ddpbench.analysis.core.thresholds import COMM_SHARE_GROWTH, COMM_SHARE_NAMED
 from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, describe, label_fields
 from ddpbench.analysis.summary.table import launch_times
 
@@ -34,10 +35,6 @@ from ddpbench.analysis.summary.table import launch_times
 BASELINE = ("fp32", False)
 #: the fields a setting consists of
 SETTING_FIELDS = ("precision", "compile")
-#: exposed communication above this share of the step, and grown by at least this much over fp32
-#: eager's, is named as the reason a faster compute did not turn into a faster job
-COMM_SHARE_NAMED = 0.15
-COMM_SHARE_GROWTH = 0.05
 
 
 def setting_name(row) -> str:
@@ -94,7 +91,8 @@ def settings_table(summary: pd.DataFrame) -> pd.DataFrame:
             "base_efficiency_low": base["efficiency_low"], "base_efficiency_high": base["efficiency_high"],
             "exposed_comm_share": r["exposed_comm_share"], "base_exposed_comm_share": base["exposed_comm_share"],
             EXPOSED_COMM_MS: r[EXPOSED_COMM_MS], "base_exposed_comm_ms": base[EXPOSED_COMM_MS],
-            "rank_memory_mb": r.get("rank_memory_mb", math.nan), "base_rank_memory_mb": base.get("rank_memory_mb", math.nan),
+            "rank_memory_mb": r.get("rank_memory_mb", math.nan),
+            "base_rank_memory_mb": base.get("rank_memory_mb", math.nan),
             "compile_s_cold": r.get("compile_s_cold", math.nan), "compile_s_warm": r.get("compile_s_warm", math.nan),
             "graph_breaks": r.get("graph_breaks", math.nan), "amp_skipped_steps": r.get("amp_skipped_steps", math.nan),
         })

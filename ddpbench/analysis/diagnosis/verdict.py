@@ -10,13 +10,14 @@ import math
 
 import pandas as pd
 
-from ddpbench.analysis.diagnosis import lossbudget
-from ddpbench.analysis.diagnosis.causes import MATERIAL_SHARE
+from ddpbench.analysis.diagnosis import causes, lossbudget
+from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.columns import STEP_MS
-from ddpbench.analysis.diagnosis.findings import Finding, pct, top_cause
+from ddpbench.analysis.core.values import known, pct
+from ddpbench.analysis.diagnosis.findings import Finding, top_cause
 from ddpbench.analysis.core.jobs import describe, label_fields
 from ddpbench.analysis.summary.table import launch_times
-from ddpbench.analysis.diagnosis.wording import cannot_tell, known, spread_pct
+from ddpbench.analysis.diagnosis.wording import cannot_tell, spread_pct
 
 
 def headline(findings: list[Finding], summary: pd.DataFrame) -> list[tuple[str, str]]:
@@ -72,8 +73,8 @@ def _cause(f: Finding, summary: pd.DataFrame) -> str:
     if f.job and len(summary) and f.job in set(summary["key"]):
         row = summary.set_index("key").loc[f.job]
         where = f" in {describe({**row, 'key': f.job}, label_fields(summary), summary)}"
-    if f.cause == "oversubscribed":
-        return f"oversubscription{where}: more busy threads than cores, so its timings measure contention"
+    if words := causes.cause(f.cause).verdict_words:
+        return words.format(where=where)
     step, row = math.nan, {}
     if f.job and len(summary) and f.job in set(summary["key"]):
         row = summary.set_index("key").loc[f.job]
@@ -81,7 +82,8 @@ def _cause(f: Finding, summary: pd.DataFrame) -> str:
     if math.isnan(f.recoverable_ms):
         gain = ""
     elif f.basis == "measured":
-        gain = f": measured to recover {f.recoverable_ms:.1f} ms of a {step:.1f} ms step ({pct(f.recoverable_ms / step)})"
+        gain = (f": measured to recover {f.recoverable_ms:.1f} ms of a {step:.1f} ms step "
+                f"({pct(f.recoverable_ms / step)})")
     else:
         gain = (f": estimated (a model, not run) to recover {f.recoverable_ms:.1f} ms of a {step:.1f} ms step "
                 f"({pct(f.recoverable_ms / step)})" if step > 0 else "")

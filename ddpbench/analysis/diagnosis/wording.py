@@ -31,11 +31,29 @@ from ddpbench.analysis.core.values import known, pct
 from ddpbench.analysis.core.thresholds import SCALES_POORLY, SCALES_WELL
 from ddpbench.analysis.summary.table import launch_times
 
+#: between two fixes of one cause: each on its own recovers the time
+FIX_JOINER = "; or "
 #: the launch counts "M would detect" is chosen from
 LAUNCH_STEPS = (3, 5, 10, 20, 50)
 #: the bands of parallel efficiency, low to high: (word, lower edge, upper edge)
 BANDS = (("poorly", -math.inf, SCALES_POORLY), ("moderately", SCALES_POORLY, SCALES_WELL),
          ("well", SCALES_WELL, math.inf))
+
+
+def fix_text(fixes) -> str:
+    """A cause's fixes as the one sentence users read: ``a; or b``.
+
+    Parameters
+    ----------
+    fixes
+        :class:`ddpbench.analysis.diagnosis.estimates.Fix` es (anything with a ``text``), most direct first.
+
+    Returns
+    -------
+    str
+        Their words joined by :data:`FIX_JOINER`.
+    """
+    return FIX_JOINER.join(f.text for f in fixes)
 
 
 def interval(low: float, high: float, text=pct) -> str:
@@ -137,14 +155,29 @@ def launches(row) -> int:
     return len(launch_times(row))
 
 
-def recoverable_low_ms(row, cause: str, gain_ms: float) -> float:
-    """The lower end of a fix's gain (ms): for a gain carved out of the exposed communication
-    (buckets, unused parameters, communication) scaled with that interval's lower end, otherwise the
-    gain less the step's noise floor; NaN without an interval."""
+def recoverable_low_ms(row, cause, gain_ms: float) -> float:
+    """The lower end of a fix's gain (ms): for a gain carved out of the exposed communication (a cause
+    declared :attr:`~ddpbench.analysis.diagnosis.causes.Cause.of_exposed_comm`) scaled with that interval's
+    lower end, otherwise the gain less the step's noise floor; NaN without an interval.
+
+    Parameters
+    ----------
+    row
+        The job's row of the summary.
+    cause
+        The cause's declaration (:func:`ddpbench.analysis.diagnosis.causes.cause`).
+    gain_ms
+        The fix's gain, ms a step.
+
+    Returns
+    -------
+    float
+        The lower end of the gain's 95 % interval (ms), NaN without one.
+    """
     if not known(gain_ms):
         return math.nan
     exposed, low = row.get("exposed_comm_ms", math.nan), row.get("exposed_comm_ms_low", math.nan)
-    if cause in ("buckets", "unused-parameters", "communication"):
+    if cause.of_exposed_comm:
         return max(0.0, gain_ms * float(low) / float(exposed)) if known(exposed, low) and exposed > 0 else math.nan
     floor = noise_floor_ms(row)
     return gain_ms - floor if known(floor) else math.nan

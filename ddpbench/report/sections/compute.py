@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ddpbench.analysis.core import STEP_MS
-from ddpbench.analysis.diagnosis import DATA_BOUND_SHARE
+from ddpbench.analysis.core import DATA_BOUND_SHARE
 from ddpbench.analysis.core import describe, line_fields, model_name
 from ddpbench.analysis.summary import datasheet_peak
 from markupsafe import Markup

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.diagnosis import causes
+from ddpbench.analysis.diagnosis import causes, estimates, wording
 from ddpbench.analysis.models.costmodel import Link
 from ddpbench.analysis.diagnosis.finders import diagnose, top_cause
 from ddpbench.analysis.diagnosis.findings import blames
@@ -21,21 +21,21 @@ MB = 1 << 20
 
 def test_pipeline_exposed_by_hand():
     # one bucket: nothing starts before backward ends, all of it is exposed
-    assert causes.pipeline_exposed([100], backward_ms=50, comm_ms=40) == pytest.approx(40)
+    assert estimates.pipeline_exposed([100], backward_ms=50, comm_ms=40) == pytest.approx(40)
     # four equal buckets, comm 40 over backward 50: bucket i ready at 12.5 i, 10 ms each; the link
     # keeps up, so only the last bucket's 10 ms is left after backward
-    assert causes.pipeline_exposed([25] * 4, 50, 40) == pytest.approx(10)
+    assert estimates.pipeline_exposed([25] * 4, 50, 40) == pytest.approx(10)
     # a link slower than backward: 4 x 30 ms from 12.5 on = 132.5, 82.5 after backward's 50
-    assert causes.pipeline_exposed([25] * 4, 50, 120) == pytest.approx(82.5)
-    assert causes.pipeline_exposed([], 50, 40) == 0.0
+    assert estimates.pipeline_exposed([25] * 4, 50, 120) == pytest.approx(82.5)
+    assert estimates.pipeline_exposed([], 50, 40) == 0.0
 
 
 def test_overlap_needs_something_beside_the_computing_cores():
     cpu = dict(device="cpu", emulate_nodes=1, link="none", cores=2, threads_per_rank=1, world_size=2)
-    assert not causes.overlap_possible(cpu)
-    assert causes.overlap_possible({**cpu, "cores": 4})  # idle cores for gloo's threads
-    assert causes.overlap_possible({**cpu, "emulate_nodes": 2, "link": "1gbit"})  # the wire's time
-    assert causes.overlap_possible({**cpu, "device": "cuda"})
+    assert not estimates.overlap_possible(cpu)
+    assert estimates.overlap_possible({**cpu, "cores": 4})  # idle cores for gloo's threads
+    assert estimates.overlap_possible({**cpu, "emulate_nodes": 2, "link": "1gbit"})  # the wire's time
+    assert estimates.overlap_possible({**cpu, "device": "cuda"})
 
 
 def test_small_buckets_cost_their_extra_messages_on_the_machines_curve():
@@ -47,16 +47,17 @@ def test_small_buckets_cost_their_extra_messages_on_the_machines_curve():
     # a ring all-reduce of the same bytes in one more message costs 2 (p - 1) alpha more: at world
     # size 2 and alpha = 150 us, 0.3 ms a message, 99 messages fewer
     link = Link("measured", alpha_us=150.0, beta_us_per_byte=1e-3, source="collectives")
-    e = causes.buckets(row, link)
+    measured = estimates.Context(link=link)
+    e = causes.buckets(row, measured)
     assert e.cause == "buckets" and e.recoverable_ms == pytest.approx(99 * 0.3)
     assert e.fields == {"bucket_cap_mb": 25.0} and "0.30 ms" in e.detail
     # the extra messages can never cost more than the exposed communication there is
-    assert causes.buckets({**row, "exposed_comm_ms": 10.0}, link).recoverable_ms == pytest.approx(10.0)
+    assert causes.buckets({**row, "exposed_comm_ms": 10.0}, measured).recoverable_ms == pytest.approx(10.0)
     # no measured curve: no estimate, and the finding says what would give one
     e = causes.buckets(row)
     assert math.isnan(e.recoverable_ms) and "[collectives]" in e.detail
     # the default cap's own layout is never "too small"
-    assert causes.buckets({**row, "bucket_cap_mb": 25.0, "bucket_layout": (sum(sizes),)}, link) is None
+    assert causes.buckets({**row, "bucket_cap_mb": 25.0, "bucket_layout": (sum(sizes),)}, measured) is None
 
 
 def test_buckets_far_above_the_crossover_are_not_too_small():
@@ -67,7 +68,8 @@ def test_buckets_far_above_the_crossover_are_not_too_small():
     assert len(layout) == 4 and len(predicted_buckets(sizes, 25)) == 1
     row = _row(bucket_cap_mb=1.0, bucket_layout=layout, tensor_bytes=tuple(sizes), exposed_comm_ms=30.0,
                exposed_comm_share=0.4, step_ms_mean=75.0, backward_ms=40.0)
-    e = causes.buckets(row, Link("measured", alpha_us=95.0, beta_us_per_byte=7e-4, source="collectives"))
+    e = causes.buckets(row, estimates.Context(link=Link("measured", alpha_us=95.0, beta_us_per_byte=7e-4,
+                                                       source="collectives")))
     assert e.recoverable_ms == pytest.approx(3 * 2 * 0.095)
     assert not blames(row, e)  # 0.6 ms of a 75 ms step: nothing to blame
 
@@ -80,7 +82,7 @@ def test_large_buckets_only_where_overlap_can_happen():
     e = causes.buckets(row)
     cut = predicted_buckets(sizes, e.fields["bucket_cap_mb"])
     assert len(cut) > 1
-    assert e.recoverable_ms == pytest.approx(40 - causes.pipeline_exposed(cut, 50, 40))
+    assert e.recoverable_ms == pytest.approx(40 - estimates.pipeline_exposed(cut, 50, 40))
     assert e.recoverable_ms > 20
     # on loopback with every core computing, smaller buckets would hide nothing: no estimate
     assert causes.buckets({**row, "emulate_nodes": 1, "link": "none"}) is None
@@ -94,7 +96,7 @@ def test_unused_master_straggler_and_data_estimates():
     e = causes.master(master)
     assert e.recoverable_ms == pytest.approx(80 - 80 / 4) and e.fields == {"strategy": "ddp"}
     e = causes.straggler(_row(straggler_ranks=[1], straggler_excess_ms=12.5))
-    assert e.recoverable_ms == 12.5 and "rank 1" in e.fix
+    assert e.recoverable_ms == 12.5 and "rank 1" in wording.fix_text(e.fixes)
     assert causes.straggler(_row(straggler_ranks=[], straggler_excess_ms=12.5)) is None
     # loading a batch takes 60 ms (no worker: all of data_ms) against 40 of compute: one worker on
     # the spare core leaves 20 ms of waiting, so it recovers 40
@@ -119,14 +121,14 @@ def test_communication_is_what_the_specific_causes_leave():
     row = _row(exposed_comm_ms=50.0, exposed_comm_share=0.5, unused_param_mb=10.0, allreduce_bytes_per_step=40e6)
     unused = causes.unused_parameters(row)
     assert unused.recoverable_ms == pytest.approx(12.5)
-    e = causes.communication(row, [unused])
+    e = causes.communication(row, estimates.Context(parts=(unused,)))
     assert e.recoverable_ms == pytest.approx(37.5)
     assert e.detail == ("the unused-parameters cause (12.5 ms), in its own finding, explains 12.5 ms of it, "
                         "leaving 37.5 ms")
     assert causes.communication(row).detail == ""  # nothing else explains any
     # a cause whose fix the sweep measured as no faster explains nothing
     refuted = dataclasses.replace(unused, basis="contradicted")
-    assert causes.communication(row, [refuted]).recoverable_ms == pytest.approx(50.0)
+    assert causes.communication(row, estimates.Context(parts=(refuted,))).recoverable_ms == pytest.approx(50.0)
     assert causes.communication({**row, "exposed_comm_ms": 20.0}) is None  # 20 % of the step: not bound
     # master aggregation's rank 0 averages for everyone: the master cause, never a straggler
     assert causes.straggler(_row(strategy="master", straggler_ranks=[0], straggler_excess_ms=30.0)) is None
@@ -167,7 +169,7 @@ def test_other_caps_are_costed_by_the_layouts_ddp_recorded_for_the_model():
     summary = load(ROOT / "reports/examples/quick-cpu", collectives=False).summary
     jobs = summary[summary["world_size"] == 2].assign(emulate_nodes=2, link="1gbit")  # overlap possible
     job = jobs[jobs["bucket_cap_mb"] == 25.0].iloc[0]
-    recorded = causes.buckets(job, None, jobs)
+    recorded = causes.buckets(job, estimates.Context(summary=jobs))
     assert recorded.fields == {"bucket_cap_mb": 1.0} and recorded.recoverable_ms == pytest.approx(15.309, abs=1e-3)
     assert "1 MB buckets (4) would start during backward" in recorded.detail
     predicted = causes.buckets(job)
@@ -175,5 +177,5 @@ def test_other_caps_are_costed_by_the_layouts_ddp_recorded_for_the_model():
     assert "1 MB buckets (predicted layout: 5 buckets) would start during backward" in predicted.detail
     # master aggregation against DDP at the default cap: recorded (one bucket) for this model, no note
     master = {**job.to_dict(), "strategy": "master", "comm_ms": 40.0, "bucket_layout": None}
-    assert "predicted" not in causes.master(master, jobs).detail
+    assert "predicted" not in causes.master(master, estimates.Context(summary=jobs)).detail
     assert causes.master(master).detail.endswith("would stay exposed (predicted layout: 1 bucket)")

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.diagnosis import causes, lossbudget, verdict
+from ddpbench.analysis.diagnosis import causes, estimates, lossbudget, verdict, wording
 from ddpbench.analysis.diagnosis.finders import diagnose, top_cause
 from ddpbench.analysis.diagnosis.model_findings import projection as projection_findings
 from ddpbench.testing.tables import diagnosis_row as _row
@@ -183,7 +183,7 @@ def test_straggler_from_the_budget_and_the_barrier():
     assert e.recoverable_ms == pytest.approx(20.0) and e.recoverable_low_ms == pytest.approx(16.0)
     assert e.detail == ("rank 1 had its gradients ready last in 95 % of the steps, 21.0 ms after the others; likely "
                         "cause: placement; the ranks waited 20.0 ms a step for the slowest (95 % CI 16.0 to 24.0 ms)")
-    assert "cpu_affinity" in e.fix and "rank 1" in e.fix
+    assert "cpu_affinity" in wording.fix_text(e.fixes) and "rank 1" in wording.fix_text(e.fixes)
     # the barrier's own words, where it gives them, stand for the rank's figures
     e = causes.straggler({**row, "barrier_cause_detail": "rank 1 was last to have its gradients ready in 95 % of "
                           "the steps; its affinity shares CPU 0 with rank 0"})
@@ -307,18 +307,21 @@ def test_a_wait_for_the_slowest_rank_that_names_no_rank_says_so_and_no_residual_
 def test_contention_fixes_fit_the_placement():
     ranks_on_cores = _job(**ISSUE)
     ranks_on_cores.update(world_size=4, threads_per_rank=1.0, cores=2.0)  # 4 ranks of 1 thread on 2 cores
-    fixes, fields = causes.contention_fixes(ranks_on_cores)
-    assert not any(f.startswith("threads_per_rank") for f in fixes)  # already 1: nothing fewer to propose
-    assert "one rank per core (at most 2 ranks)" in fixes and fields == {"cpu_affinity": "spread"}
+    def texts(row):
+        return [f.text for f in causes.contention_fixes(row)]
+    fixes = causes.contention_fixes(ranks_on_cores)
+    assert not any(f.text.startswith("threads_per_rank") for f in fixes)  # already 1: nothing fewer to propose
+    assert "one rank per core (at most 2 ranks)" in texts(ranks_on_cores)
+    assert [f.fields for f in fixes if f.fields] == [{"cpu_affinity": "spread"}]
     # a data wait that grew by a measurable but tiny amount proposes no loader workers
     tiny = _job(data=(0.3, 0.1, 0.5), **ISSUE)
-    assert not any("loader workers" in f for f in causes.contention_fixes(tiny)[0])
+    assert not any("loader workers" in f for f in texts(tiny))
     waits = _job(data=(12.0, 9.0, 15.0), **ISSUE)
-    assert "more loader workers where data waits" in causes.contention_fixes(waits)[0]
+    assert "more loader workers where data waits" in texts(waits)
     busy = {**_job(**ISSUE), "loader_workers": 2}  # 2 ranks x (2 threads + 2 workers) on 4 cores
-    assert "fewer loader workers (2 a rank take the ranks' cores)" in causes.contention_fixes(busy)[0]
+    assert "fewer loader workers (2 a rank take the ranks' cores)" in texts(busy)
     gpu = {**_job(**ISSUE), "device": "cuda"}
-    assert causes.contention_fixes(gpu) == (["one rank per device"], None)
+    assert causes.contention_fixes(gpu) == (estimates.Fix("one rank per device"),)
 
 
 def test_one_launch_makes_no_call_and_says_so():

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ddpbench.analysis.diagnosis import causes, evidence
+from ddpbench.analysis.diagnosis import causes, estimates, evidence
 
 from ddpbench.analysis.models import layouts
 
@@ -90,10 +90,10 @@ def test_never_a_proposal_the_sweep_measured_slower(job, fix, exposed):
 
 
 def test_estimates_the_sweep_contradicts_explain_none_of_the_communication():
-    est = causes.buckets(_small(), LINK)
+    est = causes.buckets(_small(), estimates.Context(link=LINK))
     refuted = evidence.weigh(pd.DataFrame([_small(), _default([104.0, 105.0, 103.0])]), _small(), est)
     assert refuted.basis == evidence.CONTRADICTED and refuted.recoverable_ms == pytest.approx(29.7)
-    assert causes.communication(_small(), [refuted]).recoverable_ms == pytest.approx(60.0)
+    assert causes.communication(_small(), estimates.Context(parts=(refuted,))).recoverable_ms == pytest.approx(60.0)
 
 
 def _job(key, ws, threads, median, iqr, speedup, mean=None):

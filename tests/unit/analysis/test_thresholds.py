@@ -6,12 +6,14 @@ import math
 
 import pandas as pd
 
-from ddpbench.analysis.diagnosis import causes, finders as diagnosis, verdict
-
-from ddpbench.analysis.history import gates
+import ast
+import importlib
+from pathlib import Path
 
 from ddpbench.analysis.core import thresholds
+from ddpbench.analysis.diagnosis import bucket_findings, causes, estimates, finders as diagnosis, verdict
 
+from ddpbench.analysis.history import gates
 from ddpbench.analysis.summary import table as summary
 from ddpbench.analysis.core.columns import COLUMNS
 from ddpbench.experiment.spec import FIELDS
@@ -25,9 +27,33 @@ from ddpbench.testing.tables import diagnosis_row as _row
 
 def test_the_default_bucket_cap_is_the_specs_and_defined_once():
     assert causes.DEFAULT_BUCKET_MB == FIELDS["bucket_cap_mb"].default == 25.0
-    assert diagnosis.DEFAULT_BUCKET_MB is causes.DEFAULT_BUCKET_MB
+    assert bucket_findings.DEFAULT_BUCKET_MB is causes.DEFAULT_BUCKET_MB
     assert diagnosis.NOISE_THRESHOLD is summary.NOISE_THRESHOLD is thresholds.NOISE_THRESHOLD
-    assert verdict.MATERIAL_SHARE is causes.MATERIAL_SHARE
+    assert verdict.MATERIAL_SHARE is estimates.MATERIAL_SHARE is thresholds.MATERIAL_SHARE
+
+
+#: the diagnosis's thresholds: declared in core.thresholds, imported from there by every module that reads one
+DIAGNOSIS_THRESHOLDS = ("MATERIAL_SHARE", "COMM_BOUND_SHARE", "COMPUTE_BOUND_SHARE", "DATA_BOUND_SHARE",
+                        "SMALL_BUCKETS", "LARGE_BUCKET_SHARE", "CANDIDATE_CAPS", "NEAR_TIE_SHARE", "CHOICE_MATERIAL",
+                        "COMPUTE_SLOWDOWN_SHARE", "SINGLE_LAUNCH_MARGIN", "COMM_SHARE_NAMED", "COMM_SHARE_GROWTH",
+                        "SERIAL_FRACTION_RISE")
+
+
+def test_the_diagnosis_thresholds_are_declared_once_in_core_thresholds():
+    folder = Path(diagnosis.__file__).parent
+    for path in sorted(folder.glob("*.py")):
+        module = importlib.import_module(f"ddpbench.analysis.diagnosis.{path.stem}".removesuffix(".__init__"))
+        tree = ast.parse(path.read_text())
+        declared = {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                    if isinstance(t, ast.Name)}
+        imported = {(node.module, a.asname or a.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                    for a in node.names}
+        for name in DIAGNOSIS_THRESHOLDS:
+            assert name not in declared, f"{path.name} declares {name}: core.thresholds is its one home"
+            if hasattr(module, name):  # read from its home, never through another module of the diagnosis
+                assert getattr(module, name) is getattr(thresholds, name), (path.name, name)
+                assert ("ddpbench.analysis.core.thresholds", name) in imported, (path.name, name)
 
 
 def _noisy_jobs() -> pd.DataFrame:
@@ -35,10 +61,10 @@ def _noisy_jobs() -> pd.DataFrame:
 
 
 def test_the_noise_finding_names_the_threshold_it_was_judged_by(monkeypatch):
-    [found] = [f for f in diagnosis._noise(_noisy_jobs()) if f.kind == "noise"]
+    [found] = [f for f in diagnosis._noise(_noisy_jobs(), diagnosis.Given()) if f.kind == "noise"]
     assert "IQR above 10 % of the median" in found.text
     monkeypatch.setattr(diagnosis, "NOISE_THRESHOLD", 0.07)
-    [found] = [f for f in diagnosis._noise(_noisy_jobs()) if f.kind == "noise"]
+    [found] = [f for f in diagnosis._noise(_noisy_jobs(), diagnosis.Given()) if f.kind == "noise"]
     assert "IQR above 7 % of the median" in found.text
 
 
@@ -115,7 +141,7 @@ def test_a_near_tie_between_bucket_caps_goes_to_the_larger_cap(monkeypatch):
     row = _row(bucket_cap_mb=100.0, bucket_layout=predicted_buckets(sizes, 100), tensor_bytes=sizes,
                exposed_comm_ms=40.0, exposed_comm_share=0.4, backward_ms=90.0, device="cpu", cores=2,
                threads_per_rank=1, emulate_nodes=2, link="1gbit")
-    left = {cap: causes.pipeline_exposed(predicted_buckets(sizes, cap), 50.0, 40.0)
+    left = {cap: estimates.pipeline_exposed(predicted_buckets(sizes, cap), 50.0, 40.0)
             for cap in causes.CANDIDATE_CAPS if len(predicted_buckets(sizes, cap)) > 1}
     monkeypatch.setattr(causes, "NEAR_TIE_SHARE", 0.0)
     exact = causes.buckets(row).fields["bucket_cap_mb"]

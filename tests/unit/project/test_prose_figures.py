@@ -399,14 +399,13 @@ def pytest_gate() -> dict:
 
 def constants() -> dict:
     """The thresholds the prose names, from the code that applies them (not measurements)."""
-    from ddpbench.analysis.diagnosis import bound, causes, finders as diagnosis
     from ddpbench.analysis.core import thresholds as t
 
     return {"noise": pct(t.NOISE_THRESHOLD), "straggler": pct(t.STRAGGLER_THRESHOLD),
-            "consistency": pct(t.STRAGGLER_CONSISTENCY), "comm": pct(bound.COMM_BOUND_SHARE),
-            "compute": pct(bound.COMPUTE_BOUND_SHARE), "disagree": pct(t.DISAGREE), "power": pct(t.POWER),
-            "trace_limit": f0(t.OVERHEAD_LIMIT_PCT), "material": pct(causes.MATERIAL_SHARE),
-            "confidence": pct(t.CONFIDENCE), "serial_rise": f"{diagnosis.SERIAL_FRACTION_RISE:g}",
+            "consistency": pct(t.STRAGGLER_CONSISTENCY), "comm": pct(t.COMM_BOUND_SHARE),
+            "compute": pct(t.COMPUTE_BOUND_SHARE), "disagree": pct(t.DISAGREE), "power": pct(t.POWER),
+            "trace_limit": f0(t.OVERHEAD_LIMIT_PCT), "material": pct(t.MATERIAL_SHARE),
+            "confidence": pct(t.CONFIDENCE), "serial_rise": f"{t.SERIAL_FRACTION_RISE:g}",
             "well": pct(t.SCALES_WELL), "poorly": pct(t.SCALES_POORLY)}
 
 
