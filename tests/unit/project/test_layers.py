@@ -174,3 +174,16 @@ def test_no_module_uses_another_modules_private_names(tmp_path):
     (planted / "a" / "b.py").write_text("_hidden = 1\n")
     (planted / "a" / "c.py").write_text("from ddpbench.a.b import _hidden\nfrom ddpbench.a import b\nx = b._hidden\n")
     assert private_reaches(planted) == ["ddpbench.a.c: ddpbench.a.b._hidden", "ddpbench.a.c: from ddpbench.a.b import _hidden"]
+
+
+def test_each_room_of_the_analysis_names_its_modules_in_its_face():
+    """A room's face (its __init__'s docstring) lists every module in it, a line each, as a reader
+    opening the room sees it first."""
+    from importlib import import_module
+
+    rooms = [path for path in (PACKAGE / "analysis").iterdir() if (path / "__init__.py").is_file()]
+    assert len(rooms) >= 5
+    for room in rooms:
+        doc = import_module(f"ddpbench.analysis.{room.name}").__doc__ or ""
+        listed = {line.split()[0] for line in doc.splitlines() if line.startswith("  ") and not line.startswith("    ")}
+        assert listed == {path.stem for path in room.glob("*.py") if path.stem != "__init__"}, room.name
