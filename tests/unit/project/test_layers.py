@@ -173,7 +173,8 @@ def test_no_module_uses_another_modules_private_names(tmp_path):
     (planted / "a").mkdir(parents=True)
     (planted / "a" / "b.py").write_text("_hidden = 1\n")
     (planted / "a" / "c.py").write_text("from ddpbench.a.b import _hidden\nfrom ddpbench.a import b\nx = b._hidden\n")
-    assert private_reaches(planted) == ["ddpbench.a.c: ddpbench.a.b._hidden", "ddpbench.a.c: from ddpbench.a.b import _hidden"]
+    assert private_reaches(planted) == ["ddpbench.a.c: ddpbench.a.b._hidden",
+                                       "ddpbench.a.c: from ddpbench.a.b import _hidden"]
 
 
 def test_each_room_of_the_analysis_names_its_modules_in_its_face():
