@@ -46,7 +46,7 @@ from ddpbench.analysis.summary.table import launch_times
 class Given:
     """What :func:`diagnose` was given beside the summary; each finder reads what it needs."""
 
-    #: the cost model's projection (:func:`ddpbench.analysis.models.costmodel.project`)
+    #: the cost model's projection (:func:`ddpbench.analysis.models.costmodel.projection`)
     projection: pd.DataFrame | None = None
     #: the model's check against the measurements
     checks: pd.DataFrame | None = None
