@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import MARK, ROOT, TINY_DEFAULTS, cli_command, marked, run_cli, wait_for, write_experiment
+from ddpbench.testing import (MARK, ROOT, TINY_DEFAULTS, as_from_a_terminal, cli_command, marked, run_cli, wait_for,
+                              write_experiment)
 from ddpbench.testing.experiments import STUCK
 from ddpbench.testing.planted_faults import FAULTS
 from ddpbench.testing.survivors import described, kill_and_wait_gone
@@ -33,9 +34,6 @@ TWO_JOBS = """
     world_size = [1, 2]
 """
 LIMIT_S = 15.0
-#: how long an interrupted sweep may take to stop its Ray cluster and exit: 2.2 s alone, but over 15 s
-#: twice late in a whole-suite run (2026-11-25, cause not found), where every process still went with it
-INTERRUPT_LIMIT_S = 45.0
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +72,7 @@ def test_a_sweep_through_ray_train_interrupted_and_resumed_stores_what_spawn_sto
     mark, out = uuid.uuid4().hex, tmp_path / "ray"
     sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report", "--launcher", "ray"),
                              cwd=ROOT, env={**os.environ, MARK: mark}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True)
+                             text=True, start_new_session=True, preexec_fn=as_from_a_terminal)
     try:
         wait_for_runs(out / "results.jsonl", 1)  # the first launch stored; the second's workers starting
     except BaseException:
@@ -82,20 +80,13 @@ def test_a_sweep_through_ray_train_interrupted_and_resumed_stores_what_spawn_sto
         raise
     sweep.send_signal(signal.SIGINT)
     asked = time.monotonic()
-    try:
-        code = sweep.wait(INTERRUPT_LIMIT_S)
-    except subprocess.TimeoutExpired:
-        sweep.kill()
-        raise AssertionError(f"the sweep still ran {INTERRUPT_LIMIT_S:g} s after Ctrl-C: {described(marked(mark))}")
-    exited = time.monotonic() - asked
-    assert code == 130, sweep.stderr.read()
+    assert sweep.wait(LIMIT_S) == 130, sweep.stderr.read()
     assert "interrupted: finished launches are stored" in sweep.stderr.read()
     left = marked(mark)
-    while left and time.monotonic() - asked < INTERRUPT_LIMIT_S:
+    while left and time.monotonic() - asked < LIMIT_S:
         time.sleep(0.05)
         left = marked(mark)
-    print(f"ray, Ctrl-C of the sweep: it exited {exited:.2f} s after, every process gone "
-          f"{time.monotonic() - asked:.2f} s after")
+    print(f"ray, Ctrl-C of the sweep: every process gone {time.monotonic() - asked:.2f} s after")
     assert not left, described(left)
     resumed = run_cli("sweep", exp, "--out", out, "--no-report", "--launcher", "ray", "--resume", env={MARK: mark})
     assert resumed.returncode == 0, resumed.stderr
