@@ -6,16 +6,17 @@ For a job at world size N with a world-size-1 baseline (:meth:`.figures.Figures.
 launch's figures are means over its steps; a line is the job's launches' mean less the baselines'
 (pooled launches), every baseline figure divided by N in strong scaling:
 
-* ``loss``: the mean step (each step bounded by its slowest rank) less the baseline's;
+* ``loss``: the mean step (a launch's: its slowest rank's mean over the measured steps,
+  :func:`slowest_window`) less the baseline's;
 * the reference steps are the ``nosync`` rows (compute without gradient communication), or the
-  ``measure`` rows less their ``comm_ms`` where a job has no ``nosync`` rows; per step the slowest
-  rank's reference step is the max, the others are the rest;
+  ``measure`` rows less their ``comm_ms`` where a job has no ``nosync`` rows; a launch's reference step
+  is its slowest rank's mean of them likewise;
 * the others are every rank but the one the others waited for (:func:`named_rank`), all ranks where
   no rank stands out;
 * ``contention``: the others' forward + backward; ``data``: their data_ms; ``overhead``: their
-  optimizer_ms (+ comm_ms on no_sync() steps); ``straggler``: the bounded reference step less the
-  others' mean (what the job waited, step by step, for whichever rank was slowest);
-  ``comm``: the bounded step less the bounded reference step, less ``sync_compute`` where that is
+  optimizer_ms (+ comm_ms on no_sync() steps); ``straggler``: the launch's reference step less the
+  others' mean (what its slowest rank took beyond the others);
+  ``comm``: the launch's step less its reference step, less ``sync_compute`` where that is
   measured (all ranks' ready_ms on measure rows less on nosync rows);
 * ``residual``: the loss less all of them.
 """
@@ -39,6 +40,21 @@ LINES = (CONTENTION, SYNC_COMPUTE, COMM, DATA, STRAGGLER, OVERHEAD)
 LAST_SHARE, LATE_SHARE = 0.75, 0.10
 
 
+def slowest_window(rows: pd.DataFrame, column: str = "step_ms", by=("repeat",)) -> pd.DataFrame:
+    """Per launch (``by``): the rank whose mean ``column`` over its steps is the largest (the first of a
+    tie) and that mean, ``window``: a launch took its slowest rank's window (its steps are timed back to
+    back, so the window over them is their sum), whether or not the ranks stepped together."""
+    if rows.empty:
+        return pd.DataFrame(columns=["rank", "window"])
+    wide = rows.pivot_table(index=list(by), columns="rank", values=column, aggfunc="mean")
+    return pd.DataFrame({"rank": wide.idxmax(axis=1), "window": wide.max(axis=1)})
+
+
+def _launch_step(measure: pd.DataFrame) -> float:
+    """A job's step: its launches' slowest windows over the measured steps, averaged."""
+    return float(slowest_window(measure)["window"].mean()) if len(measure) else math.nan
+
+
 def named_rank(mine: pd.DataFrame):
     """The rank the others waited for, or None: last to have its gradients ready (``ready_ms`` of the
     measured steps) in most steps, by a material margin; without ready_ms, the rank whose reference
@@ -55,7 +71,7 @@ def named_rank(mine: pd.DataFrame):
         rank = top.index[0]
         others = wide.drop(columns=rank).mean(axis=1)
         late = float((wide[rank] - others).mean())
-        step = float(mine[mine["phase"] == "measure"].groupby(["repeat", "step"])["step_ms"].max().mean())
+        step = _launch_step(mine[mine["phase"] == "measure"])
         if top.iloc[0] / len(last) >= LAST_SHARE and late >= LATE_SHARE * step:
             return int(rank)
         return None
@@ -79,8 +95,8 @@ def _per_launch(mine: pd.DataFrame, rank) -> pd.DataFrame | None:
     repeats = pd.Index(launches.size().index)
     others = ref[ref["rank"] != rank] if rank is not None else ref
     means = others.groupby("repeat")[["fb", "data_ms", "ov", "r"]].mean().reindex(repeats)
-    bounded_ref = ref.groupby(["repeat", "step"])["r"].max().groupby(level="repeat").mean()
-    step = measure.groupby(["repeat", "step"])["step_ms"].max().groupby(level="repeat").mean().reindex(repeats)
+    bounded_ref = slowest_window(ref, "r")["window"].reindex(repeats)
+    step = slowest_window(measure)["window"].reindex(repeats)
     if "ready_ms" in mine:  # launches without no_sync() rows have no sync figure
         sync = (measure.groupby("repeat")["ready_ms"].mean().reindex(repeats)
                 - ns.groupby("repeat")["ready_ms"].mean().reindex(repeats))
@@ -183,7 +199,7 @@ def derive_barriers(by_key_steps: dict) -> dict:
         counts = pd.Series(last_of).value_counts()
         rank = int(min(r for r in counts.index if counts[r] == counts.max()))
         mask = np.asarray(last_of) == rank
-        step_ms = float(mine[mine["phase"] == "measure"].groupby(["repeat", "step"])["step_ms"].max().mean())
+        step_ms = _launch_step(mine[mine["phase"] == "measure"])
         late = float(np.mean(np.asarray(lates)[mask]))
         out[key] = {"rank": rank, "share": float(mask.mean()), "late_ms": late, "wait_ms": float(np.mean(lates)),
                     "late_pct": 100 * late / step_ms if step_ms > 0 else math.nan,

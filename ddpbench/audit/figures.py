@@ -4,17 +4,18 @@ arithmetic could only catch two copies of one logic disagreeing).
 
 Per job (one row of :attr:`Figures.jobs`, by key):
 
-* ``step_ms``: the mean step -- each step bounded by its slowest rank, averaged over a launch's
-  steps, then over launches (``launch_ms``: the per-launch means); ``step_ms_pooled`` the mean of
-  all bounded steps pooled (the same where launches ran the same number of steps);
+* ``step_ms``: the mean step -- a launch's is its slowest rank's mean over its steps (the ranks time
+  their steps back to back, so that is its window over them, and the launch lasted the slowest
+  window), then averaged over launches (``launch_ms``: the per-launch steps); ``step_ms_pooled`` the
+  mean of the slowest ranks' steps pooled (the same where launches ran the same number of steps);
   ``step_low``/``step_high`` its 95 % interval on the launch means (:func:`mean_interval`), and
   ``samples_per_s_low``/``_high`` the throughput's (:func:`throughput_interval`);
-* ``median_ms``/``iqr_ms`` of the bounded steps, ``noise_pct`` = IQR / median;
+* ``median_ms``/``iqr_ms`` of the slowest ranks' steps, ``noise_pct`` = IQR / median;
 * ``samples_per_s`` = global batch / mean step; ``speedup`` = that over the median samples/s of the
   world-size-1 job(s) with the same other settings (:func:`baseline_keys`), ``efficiency_pct`` =
   speedup / world size; their interval :func:`ratio_interval` of the baselines' pooled launch
   means over the job's; ``serial_fraction`` (Karp-Flatt) with the speedup interval's ends mapped;
-* ``nosync_ms`` (no_sync() steps, bounded), ``exposed_ms`` = step - nosync, ``exposed_pct``; the
+* ``nosync_ms`` (no_sync() steps, each launch's slower rank's own), ``exposed_ms`` = step - nosync, ``exposed_pct``; the
   exposed time's interval ``exposed_low``/``_high`` (:func:`mean_difference_interval` of each
   launch's mean step less its own mean no_sync() step);
 * phase means (``data_ms`` ...) and their shares of the step; per-rank compute (no_sync() steps,
@@ -36,6 +37,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import stdtrit  # Student's t quantile: what scipy.stats.t.ppf computes, without its import
 
+from ddpbench.audit.budget import slowest_window
 from ddpbench.experiment.spec import FIELDS, script_label
 from ddpbench.results.schema import TIMED_PHASES
 from ddpbench.results.tables import load_tables
@@ -194,9 +196,17 @@ class Figures:
         return []
 
 
+def _slowest_steps(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Per (key, repeat), the launch's step (its slowest rank's window over its steps); and that rank's
+    steps (key, repeat, step)."""
+    slowest = slowest_window(rows, by=("key", "repeat"))
+    chosen = slowest["rank"].reset_index().astype({"rank": rows["rank"].dtype})
+    own = rows[["key", "repeat", "rank", "step", "step_ms"]].merge(chosen, on=["key", "repeat", "rank"])
+    return slowest["window"], own.set_index(["key", "repeat", "step"])["step_ms"].sort_index()
+
+
 def _launch_means(measure: pd.DataFrame) -> dict:
-    bounded = measure.groupby(["key", "repeat", "step"])["step_ms"].max()
-    per_launch = bounded.groupby(level=["key", "repeat"]).mean()
+    per_launch, bounded = _slowest_steps(measure)
     return ({k: [float(v) for v in g.to_numpy()] for k, g in per_launch.groupby(level="key")}, bounded,
             per_launch.to_dict())
 
@@ -222,9 +232,9 @@ def derive(source, price: dict | None = None) -> Figures:
         launch_ms, bounded, per_launch = _launch_means(steps[steps["phase"] == "measure"])
         ns = steps[steps["phase"] == "nosync"]
         if len(ns):
-            ns_bounded = ns.groupby(["key", "repeat", "step"])["step_ms"].max()
+            ns_launch, ns_bounded = _slowest_steps(ns)  # the slower rank's own no_sync() window
             nosync = ns_bounded.groupby(level="key").mean().to_dict()
-            nosync_launch = ns_bounded.groupby(level=["key", "repeat"]).mean().to_dict()
+            nosync_launch = ns_launch.to_dict()
     by_key_steps = dict(tuple(steps.groupby("key"))) if len(steps) else {}
     by_key_ranks = dict(tuple(ranks.groupby("key"))) if len(ranks) else {}
     for key, r in rows.items():

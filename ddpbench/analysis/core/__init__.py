@@ -1,6 +1,7 @@
 """The base of the analysis: what every room reads.
 
   stats         confidence intervals and significance over fresh launches
+  windows       how a launch's step is counted: each rank's window, bounded by the slowest rank's
   power         how many launches detect a difference, and the smallest one a set of launches can
   jobs          which settings tell jobs apart: labels, reading order, baselines
   columns       the summary's columns, each declared once with its meaning

@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from ddpbench.analysis.core import windows
 from ddpbench.analysis.core.thresholds import CONFIDENCE
 
 RESAMPLES = 4000
@@ -50,12 +51,9 @@ SEED = 20261121
 
 
 def launch_means(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
-    """One row per (key, repeat): the mean over steps of the slowest rank's step time (ms)."""
-    part = steps[steps["phase"] == phase]
-    if part.empty:
-        return pd.DataFrame(columns=["key", "repeat", "step_ms"])
-    bounded = part.groupby(["key", "repeat", "step"], as_index=False)["step_ms"].max()
-    return bounded.groupby(["key", "repeat"], as_index=False)["step_ms"].mean()
+    """One row per (key, repeat): the launch's step (ms), its slowest rank's window over its steps
+    (:mod:`ddpbench.analysis.core.windows`)."""
+    return windows.launch_steps(steps, phase)
 
 
 def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np.ndarray],

@@ -13,16 +13,20 @@ but the one the others waited for: the rank named at the barrier (below), else a
 step was the slowest by the same rule; where no rank stands out, every rank (:func:`slowest_ranks`).
 Each side (job, baseline) gives per launch:
 
-* ``S``: the mean measured step (slowest rank per step), ``R``: the mean reference step likewise;
+* ``S``: the launch's step, its slowest rank's window over the measured steps
+  (:mod:`ddpbench.analysis.core.windows`), ``R``: its slowest rank's window over the reference steps
+  likewise (each rank's own window: no-sync steps are not in step, so a per-step maximum would pair steps
+  that did not run together);
 * ``F``, ``D``, ``O``: the others' mean forward + backward, data, optimizer + comm on reference steps;
-* ``G``: the mean over reference steps of the step's longest reference step beyond the others' mean;
+* ``G``: ``R`` beyond the others' mean reference step;
 * ``Y``: all ranks' mean ``ready_ms`` on measured steps less that on reference steps.
 
 The others are chosen per job, from evidence that one rank lags (most steps, a material margin), never
 anew per launch or step: where the ranks' steps scatter alike, the slowest of a launch or a step is slower
 by selection, and leaving it out would understate what sharing did to every rank's compute (on the 2-core
-quick-cpu example the per-step choice put it at 4 ms of 14). What a step waits for whichever rank is
-slowest in it, a lasting straggler or the ranks' scatter, is the straggler line.
+quick-cpu example the per-step choice put it at 4 ms of 14). What the launch's slowest rank took beyond
+the others, a lasting straggler or the ranks' scatter, is the straggler line; what a synchronised step
+waits for whichever rank is slowest in it is in ``S`` and not in ``R``, so in the comm line.
 
 and the lines are job - baseline of: contention ``F``, sync_compute ``Y``, comm ``S - R - Y`` (``S - R``
 where ``Y`` is not measured: the compute slowed by communication then stays inside it), data ``D``,
@@ -50,7 +54,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.core import stats
+from ddpbench.analysis.core import stats, windows
 from ddpbench.analysis.core.budget_lines import (COMM, CONTENTION, DATA, LOSS_LINES, OVERHEAD, RECOVERABLE, RESIDUAL,
                                                  STRAGGLER, SYNC_COMPUTE)
 from ddpbench.analysis.core.values import known
@@ -99,8 +103,7 @@ def slowest_ranks(steps: pd.DataFrame, rows: pd.DataFrame, order: pd.Series) -> 
     slowest of ranks that scatter alike is slower by selection, and leaving it out would understate what
     sharing did to every rank."""
     frame = rows[[*STEP_KEYS, "rank"]].reset_index(drop=True).assign(_order=order.to_numpy(dtype=float))
-    measure = steps[steps["phase"] == "measure"]
-    step_of = measure.groupby(STEP_KEYS, sort=False)["step_ms"].max().groupby(level="key").mean()
+    step_of = stats.launch_means(steps).groupby("key", sort=False)["step_ms"].mean()
     last = last_ready(steps)
     named = _named(last, step_of)
     if len(frame):  # a job whose readiness was not measured (no ready_ms): its reference steps, by the same rule
@@ -115,12 +118,11 @@ def slowest_ranks(steps: pd.DataFrame, rows: pd.DataFrame, order: pd.Series) -> 
 
 def _split_steps(rows: pd.DataFrame, order: pd.Series, values: dict[str, pd.Series],
                  slowest: pd.Series) -> pd.DataFrame:
-    """Per (key, repeat, step) of ``rows``: the others' mean of each of ``values`` (the others: every rank
-    but the launch's slowest, ``slowest``; where a step has no other, the ranks it has), and ``G`` = the
-    step's largest ``order`` beyond the others' mean of it. A value missing for one of the others makes the
-    step's NaN."""
+    """Per (key, repeat, step) of ``rows``: the others' mean of each of ``values`` and of ``order`` (as
+    ``Ro``; the others: every rank but the launch's slowest, ``slowest``; where a step has no other, the
+    ranks it has). A value missing for one of the others makes the step's NaN."""
     if rows.empty:
-        return pd.DataFrame(columns=[*STEP_KEYS, *values, "G"])
+        return pd.DataFrame(columns=[*STEP_KEYS, *values, "Ro"])
     frame = rows[[*STEP_KEYS, "rank"]].reset_index(drop=True)  # positions: the rows' own index may repeat
     slow = slowest.reindex(pd.MultiIndex.from_frame(frame[LAUNCH_KEYS])).to_numpy(dtype=float)
     is_slow = frame["rank"].to_numpy(dtype=float) == slow
@@ -134,15 +136,13 @@ def _split_steps(rows: pd.DataFrame, order: pd.Series, values: dict[str, pd.Seri
         v = series.to_numpy(dtype=float)
         parts[name] = np.where(weight > 0, np.nan_to_num(v) * weight, 0.0)
         parts[f"{name}_missing"] = (weight > 0) & np.isnan(v)
-    parts["_max"] = order.to_numpy(dtype=float)
     agg = pd.DataFrame(parts).join(frame[STEP_KEYS]).groupby(STEP_KEYS, sort=False)
     summed = agg[[*values, "_ref"]].sum()
     missing = agg[[f"{name}_missing" for name in (*values, "_ref")]].any()
     out = summed.copy()
     for name in (*values, "_ref"):
         out[name] = out[name].where(~missing[f"{name}_missing"].to_numpy())
-    out["G"] = agg["_max"].max() - out["_ref"]
-    return out.drop(columns="_ref").reset_index()
+    return out.rename(columns={"_ref": "Ro"}).reset_index()
 
 
 def _launch_means(per_step: pd.DataFrame, names) -> pd.DataFrame:
@@ -197,14 +197,22 @@ def launch_terms(steps: pd.DataFrame) -> pd.DataFrame:
         own = _split_steps(phases, numeric(phases, "step_ms"), {"D": numeric(phases, "data_ms"),
                                                              "O": numeric(phases, "optimizer_ms")}, slowest)
         own_launch = _launch_means(own, ["D", "O"])
-    bounded = measure.groupby(STEP_KEYS, sort=False)["step_ms"].max().rename("S").reset_index()
-    reference = ref[STEP_KEYS].assign(R=ref_ms.to_numpy()).groupby(STEP_KEYS, sort=False)["R"].max().reset_index()
+    # a launch's step and its reference step: the slowest rank's window over its steps (core.windows), each
+    # phase's own slowest rank (no-sync steps are not in step: their rank windows are the comparable ones)
+    bounded = windows.bounding_steps(measure).rename(columns={"step_ms": "S"})
+    reference = windows.bounding_steps(ref[[*STEP_KEYS, "rank"]].assign(phase="ref", step_ms=ref_ms.to_numpy()),
+                                       "ref").rename(columns={"step_ms": "R"})
     ready_rows = pd.concat([measure[~measure["key"].isin(scripted)], phases]) if len(phases) else measure
     ready_m = ready_rows[LAUNCH_KEYS].assign(Ym=numeric(ready_rows, "ready_ms").to_numpy())
     ready_n = nosync[LAUNCH_KEYS].assign(Yn=numeric(nosync, "ready_ms").to_numpy())
     out = _launch_means(bounded, ["S"])
-    for frame, names in ((reference, ["R"]), (ready_m, ["Ym"]), (ready_n, ["Yn"]), (split, ["F", "D", "O", "G"])):
+    for frame, names in ((reference, ["R"]), (ready_m, ["Ym"]), (ready_n, ["Yn"]), (split, ["F", "D", "O", "Ro"])):
         out = out.join(_launch_means(frame, names), how="outer")
+    # the straggler: the slowest rank's reference window beyond the others' mean, launch by launch
+    out["G"] = out["R"] - out["Ro"]
+    out["G_n"] = out["R_n"].where(out["G"].notna(), 0)
+    out["G_sum"] = (out["G"] * out["G_n"]).fillna(0.0)
+    out = out.drop(columns=["Ro", "Ro_sum", "Ro_n"])
     if len(phases):
         scripted_rows = out.index.get_level_values("key").isin(scripted)
         for name in ("D", "O"):

@@ -1,15 +1,18 @@
 """Pure functions over the results DataFrames: statistics and the per-job summary.
 
 Conventions:
-  * A step of a job is bounded by its slowest rank, so job-level step times take, for each
-    (repeat, step), the maximum over ranks; medians and IQRs are over those.
+  * A launch is bounded by its slowest rank: its step is the slowest rank's window (first step's start
+    to last step's end) over its steps (:mod:`ddpbench.analysis.core.windows`), and medians and IQRs
+    are over that rank's steps. The phase breakdown is every rank's mean, so it adds up to the mean
+    rank's step, within the ranks' spread of the job's.
   * A job's step time is its *mean* bounded step (``step_ms_mean``, with its 95 % interval over
     launches), the one figure every view quotes: throughput is total samples over total time, the
     global batch over that mean, so costs paid every k-th step (local SGD's model averaging)
-    count, and the phases' means add up to it. The median and IQR describe the distribution of
-    step times and flag noise; they are never quoted as the step time.
-  * The phase breakdown (data, forward, backward, comm, optimizer) and the exposed
-    communication are means too: means add up, so the phases sum to the step.
+    count. The median and IQR describe the distribution of step times and flag noise; they are
+    never quoted as the step time.
+  * The exposed communication is a difference of means: the mean step less the mean ``no_sync()``
+    step, each counted as above, so each from its own phase's slowest-rank window
+    (:mod:`ddpbench.analysis.summary.exposed`).
   * Only the ``measure`` phase counts; ``warmup`` is stored but never summarised.
   * ``speedup`` compares global throughput with the world-size-1 job of the same settings; the loss
     budget (:mod:`ddpbench.analysis.summary.budget`) splits what the job lost against that same baseline into
@@ -36,7 +39,7 @@ import pandas as pd
 
 from ddpbench.analysis.summary import budget, exposed, overlap
 
-from ddpbench.analysis.core import stats
+from ddpbench.analysis.core import stats, windows
 from ddpbench.analysis.summary.compiled import COMPILE_FIGURES, compile_cache_figures
 from ddpbench.analysis.summary.cost import add_cost, stored_cost
 from ddpbench.analysis.summary.declared import declared_figures
@@ -70,9 +73,9 @@ def mean(values) -> float:
 
 
 def bounded_steps(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
-    """One row per (key, repeat, step) of ``phase``: the slowest rank's step_ms."""
-    part = steps[steps["phase"] == phase]
-    return part.groupby(["key", "repeat", "step"], as_index=False)["step_ms"].max()
+    """One row per (key, repeat, step) of ``phase``: the step_ms of the rank whose window bounds its
+    launch (:func:`ddpbench.analysis.core.windows.bounding_steps`); a launch's mean of them is its step."""
+    return windows.bounding_steps(steps, phase)
 
 
 def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: float | None = None, loss_budget=True,

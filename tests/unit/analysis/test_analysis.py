@@ -27,18 +27,21 @@ def test_summary_uses_slowest_rank_and_measure_phase_only():
     one = _job(1, 25, [[10.0, 10.0, 10.0, 10.0]], nosync_ms=9.0)
     two = _job(2, 25, [[10.0, 12.0, 10.0, 12.0], [14.0, 10.0, 14.0, 10.0]], nosync_ms=11.0)
     table = _summary(one, two).set_index("world_size")
-    # slowest rank per step: 14, 12, 14, 12 -> median 13; warmup's 1000 ms never counts
-    assert table.loc[2, "step_ms_median"] == 13.0
-    assert table.loc[2, "step_ms_iqr"] == pytest.approx(2.0)  # q25 = 12, q75 = 14
-    assert table.loc[2, "samples_per_s"] == pytest.approx(20 / 0.013)
+    # each rank's window: rank 0 44 ms, rank 1 48 ms over 4 steps, so the launch's step is rank 1's
+    # 12 ms (the per-step maximum, 14, 12, 14, 12, would say 13); its steps 14, 10, 14, 10 give the
+    # median and the IQR; warmup's 1000 ms never counts
+    assert table.loc[2, "step_ms_mean"] == 12.0
+    assert table.loc[2, "step_ms_median"] == 12.0
+    assert table.loc[2, "step_ms_iqr"] == pytest.approx(4.0)  # q25 = 10, q75 = 14
+    assert table.loc[2, "samples_per_s"] == pytest.approx(20 / 0.012)
     assert table.loc[1, "samples_per_s"] == pytest.approx(10 / 0.010)
-    assert table.loc[2, "speedup"] == pytest.approx((20 / 0.013) / (10 / 0.010))
+    assert table.loc[2, "speedup"] == pytest.approx((20 / 0.012) / (10 / 0.010))
     assert table.loc[2, "efficiency"] == pytest.approx(table.loc[2, "speedup"] / 2)
-    assert table.loc[2, "exposed_comm_ms"] == pytest.approx(13.0 - 11.0)
+    assert table.loc[2, "exposed_comm_ms"] == pytest.approx(12.0 - 11.0)
     assert table.loc[2, "overlap_pct"] == pytest.approx(25.0)
     assert table.loc[2, "peak_rss_mb"] == 101.0
     assert table.loc[2, "buckets"] == 2
-    assert bool(table.loc[2, "noisy"]) is True   # IQR/median = 2/13 > 10%
+    assert bool(table.loc[2, "noisy"]) is True   # IQR/median = 4/12 > 10%
     assert bool(table.loc[1, "noisy"]) is False
     assert table.loc[1, "speedup"] == 1.0
 

@@ -146,14 +146,19 @@ def test_the_lines_sum_to_the_loss_whatever_the_steps():
 def test_ranks_that_scatter_step_by_step_slow_every_rank_not_the_others():
     """Two ranks whose compute alternates 15 ms above and below 40 (rank 1 0.1 ms slower on average): sharing
     cost each 10 ms over the baseline's 30. No rank stands out (each is the slower in half the steps), so
-    the others are both ranks and keep that 10 (10.05: rank 1's 0.1 counts half); what each step waits
-    for whichever rank is slower in it is the straggler line. Chosen step by step, the others would be the
-    faster rank of each step: 25 ms, contention -5."""
+    the others are both ranks and keep that 10 (10.05: rank 1's 0.1 counts half). Chosen step by step, the
+    others would be the faster rank of each step: 25 ms, contention -5. The reference is each rank's own
+    no-sync window (core.windows): the slower rank's lasts 0.1 ms longer, the straggler line 0.05 above the
+    others' mean; what each synchronised step waits for whichever rank is slower in it (15 ms) is in the
+    measured step and not in any rank's window, so it is in the comm line, and the barrier's wait says how
+    much of that is waiting (the last rank ready 30 ms after the other, so 15 ms a rank and step)."""
     def compute(repeat):
         return lambda rank, step: (1.0, 14.0 + (15.0 if (step + rank) % 2 == 0 else -15.0) + 0.1 * rank, 26.0, 3.0)
     row = _summary(_job(_spec(1), lambda r: _alone()), _job(_spec(2), compute)).set_index("world_size").loc[2]
     assert _line(row, "contention") == pytest.approx(10.05)
-    assert _line(row, "straggler") == pytest.approx(15.0)  # each step: the slower rank 15.05 over the mean
+    assert _line(row, "straggler") == pytest.approx(0.05)
+    assert _line(row, "comm") == pytest.approx(14.95)  # 59.05 ms a step, the slower rank's window 44.1
+    assert row["barrier_wait_ms"] == pytest.approx(30.0)  # the last rank ready 30 ms after the other
     assert _lines_sum(row) == pytest.approx(row["loss_ms"])
 
 

@@ -31,11 +31,12 @@ def _mean_steps_from_the_records(folder) -> dict:
             continue
         result = record["result"]
         at = {name: i for i, name in enumerate(result["step_columns"])}
-        slowest = defaultdict(float)
+        window, counted = defaultdict(float), defaultdict(int)  # each rank's window over its measured steps
         for row in result["steps"]:
             if row[at["phase"]] == "measure":
-                slowest[row[at["step"]]] = max(slowest[row[at["step"]]], row[at["step_ms"]])
-        launches[record["key"]].append(sum(slowest.values()) / len(slowest))
+                window[row[at["rank"]]] += row[at["step_ms"]]
+                counted[row[at["rank"]]] += 1
+        launches[record["key"]].append(max(window[r] / counted[r] for r in window))  # the slowest rank's
         spec = record["spec"]
         batch[record["key"]] = spec["batch_size"] * (spec["world_size"] if spec["scaling"] == "weak" else 1)
     return {key: (sum(v) / len(v), batch[key]) for key, v in launches.items()}
