@@ -250,11 +250,14 @@ def utc_now() -> str:
 def launch_record(spec, repeat: int, *, status: str, error: str | None = None, result: dict | None = None,
                   oversubscribed: bool = False, cores: int | None = None, wall_s: float = 0.0,
                   launcher: str | None = None, sweep_id: str | None = None, logs: list[str] | tuple = (),
-                  utc: str | None = None, traces: list[dict] | tuple = (), overhead: dict | None = None) -> dict:
+                  utc: str | None = None, traces: list[dict] | tuple = (), overhead: dict | None = None,
+                  refusal: dict | None = None) -> dict:
     """The record of one launch of ``spec`` (a JobSpec: a ``run`` record; a CollectiveSpec: a
     ``collective`` one): how it ended (:data:`LAUNCH_FIELDS`), its ranks' logs and profiler traces
     (:data:`TRACE_FILE_FIELDS`, a traced job's), what it cost before its timed steps
-    (:data:`OVERHEAD_FIELDS`) and, when it finished, its hand-back."""
+    (:data:`OVERHEAD_FIELDS`), a refusal of the script's shape (``refusal``: ``{"scope"}`` on the
+    refused launch, with ``"launch": {"key", "repeat"}`` on one skipped for it; absent elsewhere,
+    :mod:`ddpbench.sweep.refusals`) and, when it finished, its hand-back."""
     if status not in STATUSES:
         raise ValueError(f"unknown status {status!r}; allowed: {', '.join(STATUSES)}")
     how = {"status": status, "error": error, "oversubscribed": oversubscribed, "cores": cores,
@@ -263,6 +266,7 @@ def launch_record(spec, repeat: int, *, status: str, error: str | None = None, r
             **{name: how[name] for name in LAUNCH_FIELDS}, "logs": list(logs),
             **({"traces": list(traces)} if traces else {}),
             **({"overhead": {name: overhead.get(name) for name in OVERHEAD_FIELDS}} if overhead else {}),
+            **({"refusal": dict(refusal)} if refusal else {}),
             "result": result}
 
 
