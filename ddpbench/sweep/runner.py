@@ -124,9 +124,10 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
 
     ``refusals``: a launch refused for the script's shape stops its job there (:mod:`.refusals`): the
     launches it stands for are stored as skipped, not run. Not where another node runs the same
-    launches and cannot know of it (a multi-node torchrun sweep): there every launch runs."""
+    launches and cannot know of it (a multi-node torchrun sweep), nor where the launcher took them all at
+    once (Slurm's job arrays): there every launch runs."""
     stores = launcher.stores_results
-    if not stores or launcher.nodes_share_work:
+    if not stores or launcher.nodes_share_work or launcher.submits_arrays:
         refusals = None
     work_root, log_dir = sweep_paths(store.dir, summary.sweep_id, launcher)
     start = time.monotonic()
