@@ -184,6 +184,11 @@ def test_a_refused_job_runs_one_launch_and_its_other_world_sizes_none(scripted, 
     assert table.loc[bad.key, "status"] == "failed" and table.loc[sibling.key, "status"] == "skipped"
     assert "world size 1 was refused (repeat 0, its error says why and what to set)" in table.loc[sibling.key, "error"]
     assert (table.loc[[jobs[(1, 25)].key, jobs[(2, 25)].key], "status"] == "ok").all()
+    # the report counts the launches that ran, and those that did not apart
+    from ddpbench.report.build import load_context
+    from ddpbench.report.sections.overview import header_section
+
+    assert "4 jobs (7 launches run, 5 skipped without running, " in str(header_section(load_context(out)).html)
 
 
 def test_a_refusal_that_may_follow_the_world_size_skips_its_own_job_only(scripted, cpu_machine):
