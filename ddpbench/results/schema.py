@@ -42,7 +42,8 @@ Schema history (``schema_version``):
        Per-rank energy over the timed steps: energy_j, energy_window_s, energy_samples,
        energy_period_s, energy_domain, energy_method, energy_note; the launch record's ``overhead``
        (:data:`OVERHEAD_FIELDS`) and rank 0's timeline moment ``first_step``. Version-1 records
-       read them as missing.
+       read them as missing. Later within it: the launch record's ``refusal`` (a refusal of a
+       script's shape and the launches skipped for it, :func:`launch_record`), absent elsewhere.
 """
 
 from __future__ import annotations
