@@ -329,14 +329,28 @@ def pixels(fig) -> np.ndarray:
     return crop
 
 
-#: a figure with more texts than this (legend entries, labels; ticks not counted) is measured before
-#: it is drawn (:func:`pixels`): a legend of that many jobs is likely to reach past :data:`ROOM`
-CROWDED_TEXTS = 40
+#: a legend of more entries than this, or an axis of more ticks set one by one, likely reaches past
+#: :data:`ROOM` (they grow with the jobs drawn): its figure is measured before it is drawn (:func:`pixels`)
+CROWDED_ENTRIES = 12
+CROWDED_LABELS = 20
 
 
 def crowded(fig) -> bool:
-    """Whether ``fig`` holds more than :data:`CROWDED_TEXTS` texts: likely to need more than :data:`ROOM`."""
-    return len(texts(fig)) > CROWDED_TEXTS
+    """Whether ``fig`` has a legend of more than :data:`CROWDED_ENTRIES` entries or an axis of more than
+    :data:`CROWDED_LABELS` ticks set one by one (a label per job): likely to need more than :data:`ROOM`.
+    Measuring every figure first would cost a third of drawing it (``get_tightbbox`` lays out every tick)."""
+    try:
+        return _crowded(fig)
+    except (TypeError, ValueError):  # a guess only: a figure it cannot judge is drawn in ROOM, and grown if cut
+        return False
+
+
+def _crowded(fig) -> bool:
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes)]
+    if any(legend is not None and len(legend.texts) > CROWDED_ENTRIES for legend in legends):
+        return True
+    return any(len(np.atleast_1d(getattr(axis.get_major_locator(), "locs", ()))) > CROWDED_LABELS  # set_yticks
+               for ax in fig.axes for axis in (ax.xaxis, ax.yaxis))
 
 
 def room_for(fig) -> tuple[float, float, float, float]:
