@@ -298,9 +298,10 @@ def pixels(fig) -> np.ndarray:
 
     Where something reaches the edge of the room (a legend of many jobs, long labels), the figure is
     drawn again in the room that matplotlib measures it needs (:func:`room_for`), then in four times
-    that should it not do; a figure crowded enough to need more room (:func:`crowded`) is
-    measured before its first drawing, not drawn twice. The room only changes where the figure lies
-    on the canvas, by whole pixels: the pixels kept are the same."""
+    that should it not do, never past 16 times :data:`ROOM` (the most it was ever drawn in); a figure
+    crowded enough to need more room (:func:`crowded`) is measured before its first drawing, not
+    drawn twice. The room only changes where the figure lies on the canvas, by whole pixels: the
+    pixels kept are the same."""
     from matplotlib import rc_context
     from matplotlib.transforms import Bbox
 
@@ -320,9 +321,13 @@ def pixels(fig) -> np.ndarray:
         if min(rows[0], columns[0], ink.shape[0] - 1 - rows[-1], ink.shape[1] - 1 - columns[-1]) >= edge:
             break
         # cut at the room's edge: the room measured, never less than this one; four times it where the
-        # measure asks no more (or a second time)
+        # measure asks no more (or a second time); never past 16 times ROOM, where what is cut stays cut
         grown = tuple(max(a, b) for a, b in zip(room_for(fig), room)) if attempt == 0 else room
-        room = grown if grown != room else tuple(4 * side for side in room)
+        if grown == room:
+            grown = tuple(min(4 * side, 16 * base) for side, base in zip(room, ROOM))
+        if grown == room:
+            break
+        room = grown
     pad = round(PAD_INCHES * DPI)
     crop = np.full((rows[-1] - rows[0] + 1 + 2 * pad, columns[-1] - columns[0] + 1 + 2 * pad, 3), 255, np.uint8)
     crop[pad:-pad, pad:-pad] = drawn[rows[0]:rows[-1] + 1, columns[0]:columns[-1] + 1, :3]
@@ -357,20 +362,24 @@ def room_for(fig) -> tuple[float, float, float, float]:
     """The room (left, bottom, right, top, in inches, as :data:`ROOM`) that everything drawn around
     ``fig``'s canvas needs, by matplotlib's measure of it (``get_tightbbox``, a layout without
     drawing), with :data:`EDGE` and half an inch more: :data:`ROOM` where that holds it, else each
-    side that much or :data:`ROOM`'s, whichever is larger, rounded up to whole inches. Whole inches,
-    as in 4 or 16 times :data:`ROOM`, put the figure on the canvas's pixel grid, and a hatch's
-    pattern (one inch, tiled from the canvas's corner) on the figure, where they were: the pixels
-    drawn are the same."""
+    side that much or :data:`ROOM`'s, whichever is larger (at most 16 times :data:`ROOM`'s), rounded
+    up to whole inches. Whole inches, as in 4 or 16 times :data:`ROOM`, put the figure on the
+    canvas's pixel grid, and a hatch's pattern (one inch, tiled from the canvas's corner) on the
+    figure, where they were: the pixels drawn are the same."""
     from matplotlib import rc_context
 
     width, height = fig.get_size_inches()
-    with rc_context({"text.parse_math": False}):
-        box = fig.get_tightbbox(fig.canvas.get_renderer())
+    try:
+        with rc_context({"text.parse_math": False}):
+            box = fig.get_tightbbox(fig.canvas.get_renderer())
+    except UNPLACEABLE:  # what cannot be measured is drawn in ROOM, then grown as it is cut
+        return ROOM
     need = [extent + EDGE + 0.5 if math.isfinite(extent) else 0.0
             for extent in (-box.x0, -box.y0, box.x1 - width, box.y1 - height)]
     if all(n <= room for n, room in zip(need, ROOM)):
         return ROOM
-    return tuple(float(math.ceil(max(n, room))) for n, room in zip(need, ROOM))
+    # at most the 16 times ROOM a figure was ever drawn in: a text placed far off is cut there, as before
+    return tuple(float(math.ceil(min(max(n, room), 16 * room))) for n, room in zip(need, ROOM))
 
 
 #: an opaque white pixel of an RGBA buffer, read as one 32-bit number
