@@ -154,10 +154,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         out = (args.out or Path(scratch) / "out").resolve()
         # started in a scratch folder: what the script writes with relative paths lands there
+        print(f"python -m ddpbench sweep {args.experiment} --out {out}", flush=True)
         done = subprocess.run(cli_command("sweep", str(args.experiment.resolve()), "--out", str(out), "--no-report"),
-                              cwd=scratch, env={"OMP_NUM_THREADS": "1", **os.environ, "PYTHONPATH": str(ROOT)})
+                              cwd=scratch, env={"OMP_NUM_THREADS": "1", **os.environ, "PYTHONPATH": str(ROOT)},
+                              capture_output=True, text=True)
         if not (out / "results.jsonl").exists():
-            sys.exit(f"the sweep stored nothing (exit {done.returncode})")
+            sys.exit(f"the sweep stored nothing (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
         sys.exit(0 if report(out) else 1)
 
 
