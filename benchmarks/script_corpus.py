@@ -1,6 +1,6 @@
 """The corpus of real public training scripts: ddpbench's samples/s against each script's own.
 
-    python benchmarks/script_corpus.py [--rounds 1] [--only NAME] [--repeats N] [--out FILE]
+    python benchmarks/script_corpus.py [--rounds 1] [--only NAME] [--repeats N] [--epochs E] [--out FILE]
 
 experiments/corpus/ holds training scripts taken from public repositories (README.md there lists
 each one's repository, path, commit, license and every change made for CPU and gloo), and one
@@ -29,6 +29,12 @@ thread. nanoGPT's and minGPT-ddp's sweeps and runs start in their folders (they 
 the others in a fresh scratch folder each (their snapshots would otherwise be loaded by the next
 run). Fabric's example runs with the environment ``fabric run --accelerator cpu
 --strategy ddp --devices W`` sets (:data:`FABRIC_ENV`), alone and in the sweep.
+
+``--epochs E`` lengthens both clocks' windows for the tutorials (whose first argument is their epoch
+count), where an epoch is a few tens of milliseconds and one preemption on a shared machine moves a
+window by more than the agreement sought: the script runs E epochs alone (its own samples/s over its
+epochs 1 to E - 1) and in the sweep, which warms up over its first two epochs and measures
+(E - 3) // 3 whole epochs, each of its phases (phase steps, measured, no-sync) that many.
 """
 
 from __future__ import annotations
@@ -77,17 +83,19 @@ class Script:
     #: files it writes where it starts (its snapshot), relative to experiments/corpus/: removed before it
     #: runs alone or through a sweep, so that no run resumes from another's
     leaves: tuple = ()
+    #: the index in its script_args of its epoch count, where ``--epochs`` may set it (the tutorials)
+    epochs_arg: int | None = None
 
 
 NANOGPT = ("nanogpt/train.py", "nanogpt/model.py", "nanogpt/configurator.py")
 SCRIPTS = [
     Script("tutorial_spawn", "pytorch/examples ddp-tutorial-series/multigpu.py", "mp.spawn, fixed MASTER_PORT",
            "python", "epochs", samples_per_unit=2048, progress=r"^\[GPU0\] Epoch (\d+) \|",
-           files=("tutorial_spawn/multigpu.py", "tutorial_spawn/datautils.py")),
+           files=("tutorial_spawn/multigpu.py", "tutorial_spawn/datautils.py"), epochs_arg=0),
     Script("tutorial_torchrun", "pytorch/examples ddp-tutorial-series/multigpu_torchrun.py",
            "torchrun, sub-ms step, snapshots", "torchrun", "epochs", samples_per_unit=2048,
            progress=r"^\[GPU0\] Epoch (\d+) \|",
-           files=("tutorial_torchrun/multigpu_torchrun.py", "tutorial_torchrun/datautils.py")),
+           files=("tutorial_torchrun/multigpu_torchrun.py", "tutorial_torchrun/datautils.py"), epochs_arg=0),
     Script("nanogpt", "karpathy/nanoGPT train.py", "accumulation by the flag, strong scaling", "torchrun",
            "printed", in_folder=True, files=NANOGPT),
     Script("nanogpt_fp16", "karpathy/nanoGPT train.py", "float16 autocast, GradScaler, flag accumulation",
@@ -119,8 +127,33 @@ def defaults(script: Script) -> dict:
     return tomllib.loads((CORPUS / f"{script.name}.toml").read_text())["defaults"]
 
 
-def script_args(script: Script, world_size: int) -> list[str]:
-    return [a.replace("{world_size}", str(world_size)) for a in defaults(script)["script_args"]]
+def script_args(script: Script, world_size: int, epochs: int | None = None) -> list[str]:
+    """The script's arguments at ``world_size``, with ``epochs`` for its epoch count where given."""
+    args = [a.replace("{world_size}", str(world_size)) for a in defaults(script)["script_args"]]
+    if epochs is not None:
+        args[script.epochs_arg] = str(epochs)
+    return args
+
+
+def lengthened(script: Script, text: str, epochs: int) -> str:
+    """The experiment file's ``text`` for ``--epochs``: the script runs ``epochs`` epochs, and each world
+    size's grid warms up over two of them and measures (epochs - 3) // 3 (its ``[[grid]]`` tables, at the
+    file's end, rewritten)."""
+    spec = tomllib.loads(text)
+    batch, measured = spec["defaults"]["batch_size"], (epochs - 3) // 3
+    if measured < 1:
+        raise SystemExit("--epochs: at least 6 (two to warm up, one for each phase, one to stop in)")
+    args = spec["defaults"]["script_args"]
+    args[script.epochs_arg] = str(epochs)
+    text = re.sub(r"^script_args = .*$", lambda _: "script_args = [" + ", ".join(f'"{a}"' for a in args) + "]",
+                  text, count=1, flags=re.M)
+    grids = ""
+    for grid in spec["grid"]:
+        for ws in grid["world_size"]:
+            per_epoch = script.samples_per_unit // (batch * ws)
+            grids += (f"\n[[grid]]\nworld_size = [{ws}]\nwarmup_steps = [{2 * per_epoch}]\n"
+                      f"steps = [{measured * per_epoch}]\n")
+    return text[:text.index("[[grid]]")].rstrip() + "\n" + grids
 
 
 def prepare() -> None:
@@ -185,9 +218,9 @@ def alone(script: Script, world_size: int, args: list[str], timeout: float = 600
     return wall, lines
 
 
-def own_samples_per_s(script: Script, world_size: int) -> float:
-    """The script's own samples/s (all ranks) at this world size."""
-    args = script_args(script, world_size)
+def own_samples_per_s(script: Script, world_size: int, epochs: int | None = None) -> float:
+    """The script's own samples/s (all ranks) at this world size (``epochs``: see ``--epochs``)."""
+    args = script_args(script, world_size, epochs)
     if script.own == "printed":  # nanoGPT: the time of each iteration, after the first five
         args = [a for a in args if not a.startswith("--max_iters=")] + ["--max_iters=40"]
         _, lines = alone(script, world_size, args)
@@ -217,10 +250,12 @@ def own_samples_per_s(script: Script, world_size: int) -> float:
     return samples / (min(walls[n2]) - min(walls[n1]))
 
 
-def experiment_copy(script: Script, folder: Path, **overrides) -> Path:
+def experiment_copy(script: Script, folder: Path, epochs: int | None = None, **overrides) -> Path:
     """The script's experiment file, with the script's path made absolute and ``overrides`` (warmup_steps,
-    steps, repeats) set in its [defaults], written into ``folder``."""
+    steps, repeats) set in its [defaults] (``epochs``: lengthened, see ``--epochs``), written into ``folder``."""
     text = (CORPUS / f"{script.name}.toml").read_text()
+    if epochs is not None:
+        text = lengthened(script, text, epochs)
     text = re.sub(r'^script = "(.*)"$', lambda m: f'script = "{CORPUS / m[1]}"', text, count=1, flags=re.M)
     for key, value in overrides.items():  # wherever the file sets it: in [defaults], or a list in a [[grid]]
         text, n = re.subn(rf"^{key} = (\[?).*$", lambda m: f"{key} = [{value}]" if m[1] else f"{key} = {value}",
@@ -233,9 +268,10 @@ def experiment_copy(script: Script, folder: Path, **overrides) -> Path:
     return out
 
 
-def sweep(script: Script, folder: Path, timeout: float = 1200, **overrides) -> tuple[subprocess.CompletedProcess, Path]:
+def sweep(script: Script, folder: Path, timeout: float = 1200, epochs: int | None = None,
+          **overrides) -> tuple[subprocess.CompletedProcess, Path]:
     """``python -m ddpbench sweep`` of the script's experiment: (the process, its results folder)."""
-    experiment = experiment_copy(script, folder, **overrides)
+    experiment = experiment_copy(script, folder, epochs, **overrides)
     _clean(script)  # the sweep's ranks see the folder it starts in: no snapshot of a run alone to resume from
     out = folder / "out"
     cwd = (CORPUS / defaults(script)["script"]).parent if script.in_folder else folder
@@ -285,12 +321,16 @@ def main() -> None:
     parser.add_argument("--only", action="append", choices=sorted(BY_NAME), help="this script only (repeatable)")
     parser.add_argument("--repeats", type=int, help="the sweep's repeats (default: the experiment file's)")
     parser.add_argument("--out", type=Path, help="also write the markdown table to this file")
+    parser.add_argument("--epochs", type=int, help="the tutorials only: run E epochs alone and in the sweep, "
+                        "which measures (E - 3) // 3 of them (default: the experiment file's one epoch)")
     args = parser.parse_args()
     prepare()
     chosen = [BY_NAME[n] for n in args.only] if args.only else SCRIPTS
     for script in [s for s in chosen if missing(s)]:
         print(f"skipped {missing(script)}", flush=True)
     chosen = [s for s in chosen if not missing(s)]
+    if args.epochs is not None and any(s.epochs_arg is None for s in chosen):
+        parser.error("--epochs: for the tutorials only (--only tutorial_torchrun, --only tutorial_spawn)")
     own: dict = {}
     swept: dict = {}
     same: dict = {}
@@ -299,13 +339,14 @@ def main() -> None:
             for script in chosen:
                 for ws in (1, 2):
                     try:
-                        own.setdefault((script.name, ws), []).append(own_samples_per_s(script, ws))
+                        own.setdefault((script.name, ws), []).append(own_samples_per_s(script, ws, args.epochs))
                     except (RuntimeError, subprocess.TimeoutExpired) as err:
                         own.setdefault((script.name, ws), [])
                         print(f"round {round_}: {err}", flush=True)
                 overrides = {"repeats": args.repeats} if args.repeats else {}
                 try:
-                    proc, out = sweep(script, Path(scratch) / f"r{round_}" / script.name, **overrides)
+                    proc, out = sweep(script, Path(scratch) / f"r{round_}" / script.name, epochs=args.epochs,
+                                      **overrides)
                     rows = summary_rows(out) if (out / "results.jsonl").exists() else {}
                     for ws, rate in (same_steps(script, out) if rows else {}).items():
                         same.setdefault((script.name, ws), []).append(rate)
@@ -322,6 +363,7 @@ def main() -> None:
     lines = [f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
              f"`python benchmarks/script_corpus.py --rounds {args.rounds}"
              + "".join(f" --only {n}" for n in args.only or []) + (f" --repeats {args.repeats}" if args.repeats else "")
+             + (f" --epochs {args.epochs}" if args.epochs else "")
              + "`; medians over the rounds (with more than one, ddpbench's 95 % interval is given beside the last "
              "round's own samples/s).", "",
              "| script | source | shape | world size | ddpbench samples/s [95 % interval] | the script's own samples/s "
