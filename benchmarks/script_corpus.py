@@ -11,8 +11,11 @@ sizes 1 and 2). Per round, for each script and world size:
   ``python script.py`` for one that starts its own ranks with ``mp.spawn``), and its own timing:
   what it prints per iteration where it prints one (nanoGPT's ``time X ms``, from its sixth
   iteration); else, where it prints a line as each epoch starts (the tutorials, Fabric's example),
-  the time those lines arrive (its output unbuffered), from the second epoch's to the last's, so
-  that start-up and the first epoch are left out; else (zero_join prints only at its end) the
+  the time each of those lines was written (its output unbuffered, each line stamped with the clock
+  as the script's process writes it: :data:`STAMP`), from the second epoch's to the last's, so
+  that start-up and the first epoch are left out. Not the time a line arrives here: on a loaded
+  machine this process is not always running when a line is written, and read late, several epochs'
+  lines arrive together; else (zero_join prints only at its end) the
   wall-time difference of two run lengths (N1 and N2 inputs, each run three times, the quickest
   kept), so that start-up, imports and rendezvous cancel: samples/s = (samples of N2 - of N1) /
   (T2 - T1);
@@ -40,9 +43,13 @@ epochs 1 to E - 1) and in the sweep, which warms up over its first two epochs an
 from __future__ import annotations
 
 import argparse
+import atexit
 import datetime
+import functools
+import math
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -177,17 +184,68 @@ def _env(script: Script, world_size: int | None = None) -> dict:
     return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **own}
 
 
+#: a ``sitecustomize`` module for the scripts timed by their epoch lines, alone and in the sweep: a line the
+#: script prints that matches the regex in ``CORPUS_STAMP`` (its progress line) is prefixed with
+#: ``@<time.monotonic()> `` as it is printed (one clock read an epoch), so that its time is when the
+#: script wrote it. ``print`` is wrapped rather than ``sys.stdout``, which a sweep's rank replaces by
+#: its log; nothing else changes
+STAMP = '''
+import builtins, os, re, time
+
+_stamped = re.compile(os.environ.get("CORPUS_STAMP", "(?!)"))
+_print = builtins.print
+
+
+def print(*args, **kwargs):
+    if args and isinstance(args[0], str) and _stamped.match(args[0]):
+        args = (f"@{time.monotonic():.6f} {args[0]}", *args[1:])
+    return _print(*args, **kwargs)
+
+
+builtins.print = print
+'''
+STAMPED = re.compile(r"^@(\d+\.\d+) (.*)$")
+
+
+@functools.cache
+def _stamp_site() -> str:
+    """A folder holding :data:`STAMP` as ``sitecustomize.py``, for the run's PYTHONPATH."""
+    folder = tempfile.mkdtemp(prefix="corpus-stamp-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    Path(folder, "sitecustomize.py").write_text(STAMP)
+    return folder
+
+
+def _stamping(script: Script, env: dict) -> dict:
+    """``env`` with the script's progress lines stamped as they are printed (:data:`STAMP`)."""
+    return {**env, "CORPUS_STAMP": script.progress,
+            "PYTHONPATH": os.pathsep.join([_stamp_site(), env.get("PYTHONPATH", "")])}
+
+
+def epoch_starts(script: Script, lines) -> dict[int, float]:
+    """Epoch -> when its progress line was printed (seconds), from ``lines`` of (arrival, text): the stamp
+    where the line carries one, else its arrival; the first rank's line of each epoch."""
+    starts: dict[int, float] = {}
+    for at, line in lines:
+        stamp = STAMPED.match(line)
+        m = re.match(script.progress, stamp[2] if stamp else line)
+        if m:
+            starts.setdefault(int(m[1]), float(stamp[1]) if stamp else at)
+    return starts
+
+
 #: what libstdc++ prints where a process exits with a gloo thread still running: the tutorials'
 #: ``destroy_process_group()`` at their very end, under gloo, now and then (its rank aborts, torchrun exits 1)
 ABORT_AT_EXIT = "terminate called without an active exception"
 
 
 def alone(script: Script, world_size: int, args: list[str], timeout: float = 600,
-          abort_at_exit_ok: bool = False) -> tuple[float, list]:
+          abort_at_exit_ok: bool = False, stamped: bool = False) -> tuple[float, list]:
     """Run the script alone as its authors start it (its output unbuffered, which changes nothing else):
     (wall seconds, its output's lines, each as (seconds since the start when it arrived, line)).
     ``abort_at_exit_ok``: a run whose only fault is :data:`ABORT_AT_EXIT` (after its last line) counts, said
-    on stdout; its lines are all there, its wall is not used."""
+    on stdout; its lines are all there, its wall is not used. ``stamped``: each line's time is when the
+    script's process wrote it (:data:`STAMP`), not when it arrived."""
     path = CORPUS / defaults(script)["script"]
     if script.launcher == "torchrun":
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}",
@@ -197,16 +255,19 @@ def alone(script: Script, world_size: int, args: list[str], timeout: float = 600
     _clean(script)
     with tempfile.TemporaryDirectory() as scratch, tempfile.TemporaryFile("w+") as err:
         cwd = path.parent if script.in_folder else scratch
-        start = time.perf_counter()
-        proc = subprocess.Popen(command, cwd=cwd, env={**_env(script, world_size), "PYTHONUNBUFFERED": "1"},
+        env = {**_env(script, world_size), "PYTHONUNBUFFERED": "1"}
+        start = time.monotonic()
+        proc = subprocess.Popen(command, cwd=cwd, env=_stamping(script, env) if stamped else env,
                                 stdout=subprocess.PIPE, stderr=err, text=True)
         lines = []
-        for line in proc.stdout:  # each line with the time it arrived
-            lines.append((time.perf_counter() - start, line.rstrip("\n")))
-            if lines[-1][0] > timeout:
+        for line in proc.stdout:  # each line with the time it arrived (a stamped one's stamp made relative)
+            arrived = time.monotonic() - start
+            stamp = STAMPED.match(line)
+            lines.append((arrived, f"@{float(stamp[1]) - start:.6f} {stamp[2]}" if stamp else line.rstrip("\n")))
+            if arrived > timeout:
                 proc.kill()
         code = proc.wait()
-        wall = time.perf_counter() - start
+        wall = time.monotonic() - start
         err.seek(0)
         errors = err.read()
         if code != 0 and abort_at_exit_ok and ABORT_AT_EXIT in errors:
@@ -230,12 +291,8 @@ def own_samples_per_s(script: Script, world_size: int, epochs: int | None = None
         global_batch = defaults(script)["batch_size"]  # strong scaling: the global batch at any world size
         return global_batch / (statistics.fmean(times) / 1e3)
     if script.own == "epochs":  # the arrival of its 'epoch E starts' lines, from the second epoch's to the last's
-        _, lines = alone(script, world_size, args, abort_at_exit_ok=True)
-        starts: dict[int, float] = {}
-        for at, line in lines:
-            m = re.match(script.progress, line)
-            if m:
-                starts.setdefault(int(m[1]), at)  # the first rank to print it
+        _, lines = alone(script, world_size, args, abort_at_exit_ok=True, stamped=True)
+        starts = epoch_starts(script, lines)
         epochs = sorted(starts)[1:]
         if len(epochs) < 2:
             raise RuntimeError(f"{script.name}: fewer than three epochs printed")
@@ -275,8 +332,9 @@ def sweep(script: Script, folder: Path, timeout: float = 1200, epochs: int | Non
     _clean(script)  # the sweep's ranks see the folder it starts in: no snapshot of a run alone to resume from
     out = folder / "out"
     cwd = (CORPUS / defaults(script)["script"]).parent if script.in_folder else folder
+    env = _stamping(script, _env(script)) if script.own == "epochs" else _env(script)  # epoch lines stamped
     proc = subprocess.run(cli_command("sweep", str(experiment), "--out", str(out), "--no-report"),
-                          cwd=cwd, env=_env(script), capture_output=True, text=True, timeout=timeout)
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     return proc, out
 
 
@@ -290,11 +348,14 @@ def summary_rows(out: Path) -> dict[int, dict]:
 
 
 def same_steps(script: Script, out: Path) -> dict[int, float]:
-    """For a script that prints each iteration's time (nanoGPT): its own samples/s over the very steps the
-    sweep measured, from rank 0's log of each launch (the median over launches), per world size. Its
-    iteration N is optimizer step N + 1, and the measured steps follow the warm-up ones."""
+    """The script's own samples/s over the very steps the sweep measured, from rank 0's log of each launch,
+    per world size. For a script that prints each iteration's time (nanoGPT): the median over launches;
+    its iteration N is optimizer step N + 1, and the measured steps follow the warm-up ones. For one timed
+    by its epoch lines (:func:`same_epochs`): where the measured steps are whole epochs."""
     import json
 
+    if script.own == "epochs":
+        return same_epochs(script, out)
     if script.own != "printed":
         return {}
     found: dict[int, list[float]] = {}
@@ -309,6 +370,37 @@ def same_steps(script: Script, out: Path) -> dict[int, float]:
         if len(times) == spec["steps"]:
             found.setdefault(spec["world_size"], []).append(spec["batch_size"] / (statistics.fmean(times) / 1e3))
     return {ws: statistics.median(v) for ws, v in found.items()}
+
+
+def same_epochs(script: Script, out: Path) -> dict[int, float]:
+    """For a script timed by its epoch lines, whose measured steps are whole epochs: its own samples/s over
+    them, from the stamped lines (:data:`STAMP`) in rank 0's log of each launch, from the first measured
+    epoch's line to the line of the epoch after the last (the first no-sync one), pooled as ddpbench
+    pools its launches (all the samples over all the windows), per world size. The sweep's measured window
+    runs from the end of the step before the first measured epoch's line to the end of its last step:
+    the same stretch, but for the loop's work between an epoch's last step and the next line."""
+    import json
+
+    samples: dict[int, float] = {}
+    seconds: dict[int, float] = {}
+    for line in (out / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] != "run" or record["status"] != "ok":
+            continue
+        spec = record["spec"]
+        per_epoch = script.samples_per_unit / (spec["batch_size"] * spec["world_size"])
+        first, measured = (spec["warmup_steps"] + spec["steps"]) / per_epoch, spec["steps"] / per_epoch
+        if first != int(first) or measured != int(measured):
+            continue  # the measured steps are not whole epochs
+        log = Path(record["logs"][0]).read_text(errors="replace").splitlines()
+        starts = epoch_starts(script, [(math.nan, text) for text in log])
+        begin, end = starts.get(int(first)), starts.get(int(first + measured))
+        if begin is None or end is None or math.isnan(begin) or math.isnan(end):
+            continue
+        ws = spec["world_size"]
+        samples[ws] = samples.get(ws, 0.0) + measured * script.samples_per_unit
+        seconds[ws] = seconds.get(ws, 0.0) + (end - begin)
+    return {ws: samples[ws] / seconds[ws] for ws in samples}
 
 
 def _fmt(x: float, digits: int = 1) -> str:
