@@ -24,9 +24,11 @@ sizes 1 and 2). Per round, for each script and world size:
 
 The table prints the medians over the rounds, the ratio of ddpbench's samples/s to the script's,
 and, where a job failed, its error line. Runs minutes apart on a shared machine differ by more than
-the agreement sought, so for nanoGPT, which prints each iteration's time, the table also sets the
-sweep's samples/s against the script's own timing of the very steps the sweep measured, read from
-rank 0's log of the same launches: two clocks on one stretch of one run. Every rank runs one torch
+the agreement sought, so where it can the table also sets the sweep's samples/s against the script's
+own timing of the very steps the sweep measured, read from rank 0's log of the same launches: two
+clocks on one stretch of one run. For nanoGPT, which prints each iteration's time, always; for a
+script timed by its epoch lines, where the sweep's measured steps are whole epochs (the tutorials
+under ``--epochs``: its stamped lines are in the log too). Every rank runs one torch
 thread. nanoGPT's and minGPT-ddp's sweeps and runs start in their folders (they read
 ``configurator.py``, ``data/`` from there; minGPT-ddp's snapshot left there is removed before each),
 the others in a fresh scratch folder each (their snapshots would otherwise be loaded by the next
