@@ -445,14 +445,16 @@ def main() -> None:
                     for ws, rate in (same_steps(script, out) if rows else {}).items():
                         same.setdefault((script.name, ws), []).append(rate)
                 except subprocess.TimeoutExpired:
-                    proc, rows = None, {}
+                    proc, rows, out = None, {}, None
                 for ws in (1, 2):
                     row = rows.get(ws, {"status": "failed", "error": "no result: " + (
                         (proc.stderr.strip().splitlines() or ["?"])[-1] if proc else "the sweep timed out")})
                     swept.setdefault((script.name, ws), []).append(row)
+                twins = same_steps(script, out) if rows else {}
                 print(f"round {round_} {script.name}: " + "; ".join(
                     f"ws={ws} own {_fmt(own[(script.name, ws)][-1] if own[(script.name, ws)] else None)}, "
-                    f"ddpbench {_fmt(swept[(script.name, ws)][-1].get('samples_per_s'))} "
+                    + (f"own on the same steps {_fmt(twins[ws])}, " if ws in twins else "")
+                    + f"ddpbench {_fmt(swept[(script.name, ws)][-1].get('samples_per_s'))} "
                     f"({swept[(script.name, ws)][-1].get('status')})" for ws in (1, 2)) + " samples/s", flush=True)
     lines = [f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
              f"`python benchmarks/script_corpus.py --rounds {args.rounds}"
