@@ -190,7 +190,8 @@ def _env(script: Script, world_size: int | None = None) -> dict:
 #: script prints that matches the regex in ``CORPUS_STAMP`` (its progress line) is prefixed with
 #: ``@<time.monotonic()> `` as it is printed (one clock read an epoch), so that its time is when the
 #: script wrote it. ``print`` is wrapped rather than ``sys.stdout``, which a sweep's rank replaces by
-#: its log; nothing else changes
+#: its log; nothing else changes (but that an environment's own ``sitecustomize``, should it have one, is
+#: shadowed for the run: this venv has none)
 STAMP = '''
 import builtins, os, re, time
 
