@@ -1,6 +1,6 @@
 """The corpus of real public training scripts: ddpbench's samples/s against each script's own.
 
-    python benchmarks/script_corpus.py [--rounds 1] [--only NAME] [--repeats N] [--out FILE]
+    python benchmarks/script_corpus.py [--rounds 1] [--only NAME] [--repeats N] [--epochs E] [--out FILE]
 
 experiments/corpus/ holds training scripts taken from public repositories (README.md there lists
 each one's repository, path, commit, license and every change made for CPU and gloo), and one
@@ -11,8 +11,11 @@ sizes 1 and 2). Per round, for each script and world size:
   ``python script.py`` for one that starts its own ranks with ``mp.spawn``), and its own timing:
   what it prints per iteration where it prints one (nanoGPT's ``time X ms``, from its sixth
   iteration); else, where it prints a line as each epoch starts (the tutorials, Fabric's example),
-  the time those lines arrive (its output unbuffered), from the second epoch's to the last's, so
-  that start-up and the first epoch are left out; else (zero_join prints only at its end) the
+  the time each of those lines was written (its output unbuffered, each line stamped with the clock
+  as the script's process writes it: :data:`STAMP`), from the second epoch's to the last's, so
+  that start-up and the first epoch are left out. Not the time a line arrives here: on a loaded
+  machine this process is not always running when a line is written, and read late, several epochs'
+  lines arrive together; else (zero_join prints only at its end) the
   wall-time difference of two run lengths (N1 and N2 inputs, each run three times, the quickest
   kept), so that start-up, imports and rendezvous cancel: samples/s = (samples of N2 - of N1) /
   (T2 - T1);
@@ -21,22 +24,34 @@ sizes 1 and 2). Per round, for each script and world size:
 
 The table prints the medians over the rounds, the ratio of ddpbench's samples/s to the script's,
 and, where a job failed, its error line. Runs minutes apart on a shared machine differ by more than
-the agreement sought, so for nanoGPT, which prints each iteration's time, the table also sets the
-sweep's samples/s against the script's own timing of the very steps the sweep measured, read from
-rank 0's log of the same launches: two clocks on one stretch of one run. Every rank runs one torch
+the agreement sought, so where it can the table also sets the sweep's samples/s against the script's
+own timing of the very steps the sweep measured, read from rank 0's log of the same launches: two
+clocks on one stretch of one run. For nanoGPT, which prints each iteration's time, always; for a
+script timed by its epoch lines, where the sweep's measured steps are whole epochs (the tutorials
+under ``--epochs``: its stamped lines are in the log too). Every rank runs one torch
 thread. nanoGPT's and minGPT-ddp's sweeps and runs start in their folders (they read
 ``configurator.py``, ``data/`` from there; minGPT-ddp's snapshot left there is removed before each),
 the others in a fresh scratch folder each (their snapshots would otherwise be loaded by the next
 run). Fabric's example runs with the environment ``fabric run --accelerator cpu
 --strategy ddp --devices W`` sets (:data:`FABRIC_ENV`), alone and in the sweep.
+
+``--epochs E`` lengthens both clocks' windows for the tutorials (whose first argument is their epoch
+count), where an epoch is a few tens of milliseconds and one preemption on a shared machine moves a
+window by more than the agreement sought: the script runs E epochs alone (its own samples/s over its
+epochs 1 to E - 1) and in the sweep, which warms up over its first two epochs and measures
+(E - 3) // 3 whole epochs, each of its phases (phase steps, measured, no-sync) that many.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import datetime
+import functools
+import math
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -77,17 +92,19 @@ class Script:
     #: files it writes where it starts (its snapshot), relative to experiments/corpus/: removed before it
     #: runs alone or through a sweep, so that no run resumes from another's
     leaves: tuple = ()
+    #: the index in its script_args of its epoch count, where ``--epochs`` may set it (the tutorials)
+    epochs_arg: int | None = None
 
 
 NANOGPT = ("nanogpt/train.py", "nanogpt/model.py", "nanogpt/configurator.py")
 SCRIPTS = [
     Script("tutorial_spawn", "pytorch/examples ddp-tutorial-series/multigpu.py", "mp.spawn, fixed MASTER_PORT",
            "python", "epochs", samples_per_unit=2048, progress=r"^\[GPU0\] Epoch (\d+) \|",
-           files=("tutorial_spawn/multigpu.py", "tutorial_spawn/datautils.py")),
+           files=("tutorial_spawn/multigpu.py", "tutorial_spawn/datautils.py"), epochs_arg=0),
     Script("tutorial_torchrun", "pytorch/examples ddp-tutorial-series/multigpu_torchrun.py",
            "torchrun, sub-ms step, snapshots", "torchrun", "epochs", samples_per_unit=2048,
            progress=r"^\[GPU0\] Epoch (\d+) \|",
-           files=("tutorial_torchrun/multigpu_torchrun.py", "tutorial_torchrun/datautils.py")),
+           files=("tutorial_torchrun/multigpu_torchrun.py", "tutorial_torchrun/datautils.py"), epochs_arg=0),
     Script("nanogpt", "karpathy/nanoGPT train.py", "accumulation by the flag, strong scaling", "torchrun",
            "printed", in_folder=True, files=NANOGPT),
     Script("nanogpt_fp16", "karpathy/nanoGPT train.py", "float16 autocast, GradScaler, flag accumulation",
@@ -119,8 +136,33 @@ def defaults(script: Script) -> dict:
     return tomllib.loads((CORPUS / f"{script.name}.toml").read_text())["defaults"]
 
 
-def script_args(script: Script, world_size: int) -> list[str]:
-    return [a.replace("{world_size}", str(world_size)) for a in defaults(script)["script_args"]]
+def script_args(script: Script, world_size: int, epochs: int | None = None) -> list[str]:
+    """The script's arguments at ``world_size``, with ``epochs`` for its epoch count where given."""
+    args = [a.replace("{world_size}", str(world_size)) for a in defaults(script)["script_args"]]
+    if epochs is not None:
+        args[script.epochs_arg] = str(epochs)
+    return args
+
+
+def lengthened(script: Script, text: str, epochs: int) -> str:
+    """The experiment file's ``text`` for ``--epochs``: the script runs ``epochs`` epochs, and each world
+    size's grid warms up over two of them and measures (epochs - 3) // 3 (its ``[[grid]]`` tables, at the
+    file's end, rewritten)."""
+    spec = tomllib.loads(text)
+    batch, measured = spec["defaults"]["batch_size"], (epochs - 3) // 3
+    if measured < 1:
+        raise SystemExit("--epochs: at least 6 (two to warm up, one for each phase, one to stop in)")
+    args = spec["defaults"]["script_args"]
+    args[script.epochs_arg] = str(epochs)
+    text = re.sub(r"^script_args = .*$", lambda _: "script_args = [" + ", ".join(f'"{a}"' for a in args) + "]",
+                  text, count=1, flags=re.M)
+    grids = ""
+    for grid in spec["grid"]:
+        for ws in grid["world_size"]:
+            per_epoch = script.samples_per_unit // (batch * ws)
+            grids += (f"\n[[grid]]\nworld_size = [{ws}]\nwarmup_steps = [{2 * per_epoch}]\n"
+                      f"steps = [{measured * per_epoch}]\n")
+    return text[:text.index("[[grid]]")].rstrip() + "\n" + grids
 
 
 def prepare() -> None:
@@ -144,9 +186,69 @@ def _env(script: Script, world_size: int | None = None) -> dict:
     return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **own}
 
 
-def alone(script: Script, world_size: int, args: list[str], timeout: float = 600) -> tuple[float, list]:
+#: a ``sitecustomize`` module for the scripts timed by their epoch lines, alone and in the sweep: a line the
+#: script prints that matches the regex in ``CORPUS_STAMP`` (its progress line) is prefixed with
+#: ``@<time.monotonic()> `` as it is printed (one clock read an epoch), so that its time is when the
+#: script wrote it. ``print`` is wrapped rather than ``sys.stdout``, which a sweep's rank replaces by
+#: its log; nothing else changes (but that an environment's own ``sitecustomize``, should it have one, is
+#: shadowed for the run: this venv has none)
+STAMP = '''
+import builtins, os, re, time
+
+_stamped = re.compile(os.environ.get("CORPUS_STAMP", "(?!)"))
+_print = builtins.print
+
+
+def print(*args, **kwargs):
+    if args and isinstance(args[0], str) and _stamped.match(args[0]):
+        args = (f"@{time.monotonic():.6f} {args[0]}", *args[1:])
+    return _print(*args, **kwargs)
+
+
+builtins.print = print
+'''
+STAMPED = re.compile(r"^@(\d+\.\d+) (.*)$")
+
+
+@functools.cache
+def _stamp_site() -> str:
+    """A folder holding :data:`STAMP` as ``sitecustomize.py``, for the run's PYTHONPATH."""
+    folder = tempfile.mkdtemp(prefix="corpus-stamp-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    Path(folder, "sitecustomize.py").write_text(STAMP)
+    return folder
+
+
+def _stamping(script: Script, env: dict) -> dict:
+    """``env`` with the script's progress lines stamped as they are printed (:data:`STAMP`)."""
+    return {**env, "CORPUS_STAMP": script.progress,
+            "PYTHONPATH": os.pathsep.join([_stamp_site(), env.get("PYTHONPATH", "")])}
+
+
+def epoch_starts(script: Script, lines) -> dict[int, float]:
+    """Epoch -> when its progress line was printed (seconds), from ``lines`` of (arrival, text): the stamp
+    where the line carries one, else its arrival; the first rank's line of each epoch."""
+    starts: dict[int, float] = {}
+    for at, line in lines:
+        stamp = STAMPED.match(line)
+        m = re.match(script.progress, stamp[2] if stamp else line)
+        if m:
+            starts.setdefault(int(m[1]), float(stamp[1]) if stamp else at)
+    return starts
+
+
+#: what libstdc++ prints where a process exits with a gloo thread still running: the tutorials'
+#: ``destroy_process_group()`` at their very end, under gloo, now and then (its rank aborts, torchrun exits 1)
+ABORT_AT_EXIT = "terminate called without an active exception"
+
+
+def alone(script: Script, world_size: int, args: list[str], timeout: float = 600,
+          abort_at_exit_ok: bool = False, stamped: bool = False) -> tuple[float, list]:
     """Run the script alone as its authors start it (its output unbuffered, which changes nothing else):
-    (wall seconds, its output's lines, each as (seconds since the start when it arrived, line))."""
+    (wall seconds, its output's lines, each as (seconds since the start when it arrived, line)).
+    ``abort_at_exit_ok``: a run whose only fault is :data:`ABORT_AT_EXIT` (after its last line) counts, said
+    on stdout; its lines are all there, its wall is not used. ``stamped``: each line's time is when the
+    script's process wrote it (:data:`STAMP`), not when it arrived."""
     path = CORPUS / defaults(script)["script"]
     if script.launcher == "torchrun":
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}",
@@ -156,26 +258,33 @@ def alone(script: Script, world_size: int, args: list[str], timeout: float = 600
     _clean(script)
     with tempfile.TemporaryDirectory() as scratch, tempfile.TemporaryFile("w+") as err:
         cwd = path.parent if script.in_folder else scratch
-        start = time.perf_counter()
-        proc = subprocess.Popen(command, cwd=cwd, env={**_env(script, world_size), "PYTHONUNBUFFERED": "1"},
+        env = {**_env(script, world_size), "PYTHONUNBUFFERED": "1"}
+        start = time.monotonic()
+        proc = subprocess.Popen(command, cwd=cwd, env=_stamping(script, env) if stamped else env,
                                 stdout=subprocess.PIPE, stderr=err, text=True)
         lines = []
-        for line in proc.stdout:  # each line with the time it arrived
-            lines.append((time.perf_counter() - start, line.rstrip("\n")))
-            if lines[-1][0] > timeout:
+        for line in proc.stdout:  # each line with the time it arrived (a stamped one's stamp made relative)
+            arrived = time.monotonic() - start
+            stamp = STAMPED.match(line)
+            lines.append((arrived, f"@{float(stamp[1]) - start:.6f} {stamp[2]}" if stamp else line.rstrip("\n")))
+            if arrived > timeout:
                 proc.kill()
         code = proc.wait()
-        wall = time.perf_counter() - start
+        wall = time.monotonic() - start
         err.seek(0)
-        if code != 0:
+        errors = err.read()
+        if code != 0 and abort_at_exit_ok and ABORT_AT_EXIT in errors:
+            print(f"{script.name} alone at {world_size}: a rank aborted at exit ({ABORT_AT_EXIT!r}); its "
+                  "timing lines are kept", flush=True)
+        elif code != 0:
             raise RuntimeError(f"{script.name} alone at {world_size}: exit {code}: "
-                               f"{(err.read().strip().splitlines() or [''])[-1]}")
+                               f"{(errors.strip().splitlines() or [''])[-1]}")
     return wall, lines
 
 
-def own_samples_per_s(script: Script, world_size: int) -> float:
-    """The script's own samples/s (all ranks) at this world size."""
-    args = script_args(script, world_size)
+def own_samples_per_s(script: Script, world_size: int, epochs: int | None = None) -> float:
+    """The script's own samples/s (all ranks) at this world size (``epochs``: see ``--epochs``)."""
+    args = script_args(script, world_size, epochs)
     if script.own == "printed":  # nanoGPT: the time of each iteration, after the first five
         args = [a for a in args if not a.startswith("--max_iters=")] + ["--max_iters=40"]
         _, lines = alone(script, world_size, args)
@@ -185,12 +294,8 @@ def own_samples_per_s(script: Script, world_size: int) -> float:
         global_batch = defaults(script)["batch_size"]  # strong scaling: the global batch at any world size
         return global_batch / (statistics.fmean(times) / 1e3)
     if script.own == "epochs":  # the arrival of its 'epoch E starts' lines, from the second epoch's to the last's
-        _, lines = alone(script, world_size, args)
-        starts: dict[int, float] = {}
-        for at, line in lines:
-            m = re.match(script.progress, line)
-            if m:
-                starts.setdefault(int(m[1]), at)  # the first rank to print it
+        _, lines = alone(script, world_size, args, abort_at_exit_ok=True, stamped=True)
+        starts = epoch_starts(script, lines)
         epochs = sorted(starts)[1:]
         if len(epochs) < 2:
             raise RuntimeError(f"{script.name}: fewer than three epochs printed")
@@ -205,10 +310,12 @@ def own_samples_per_s(script: Script, world_size: int) -> float:
     return samples / (min(walls[n2]) - min(walls[n1]))
 
 
-def experiment_copy(script: Script, folder: Path, **overrides) -> Path:
+def experiment_copy(script: Script, folder: Path, epochs: int | None = None, **overrides) -> Path:
     """The script's experiment file, with the script's path made absolute and ``overrides`` (warmup_steps,
-    steps, repeats) set in its [defaults], written into ``folder``."""
+    steps, repeats) set in its [defaults] (``epochs``: lengthened, see ``--epochs``), written into ``folder``."""
     text = (CORPUS / f"{script.name}.toml").read_text()
+    if epochs is not None:
+        text = lengthened(script, text, epochs)
     text = re.sub(r'^script = "(.*)"$', lambda m: f'script = "{CORPUS / m[1]}"', text, count=1, flags=re.M)
     for key, value in overrides.items():  # wherever the file sets it: in [defaults], or a list in a [[grid]]
         text, n = re.subn(rf"^{key} = (\[?).*$", lambda m: f"{key} = [{value}]" if m[1] else f"{key} = {value}",
@@ -221,14 +328,16 @@ def experiment_copy(script: Script, folder: Path, **overrides) -> Path:
     return out
 
 
-def sweep(script: Script, folder: Path, timeout: float = 1200, **overrides) -> tuple[subprocess.CompletedProcess, Path]:
+def sweep(script: Script, folder: Path, timeout: float = 1200, epochs: int | None = None,
+          **overrides) -> tuple[subprocess.CompletedProcess, Path]:
     """``python -m ddpbench sweep`` of the script's experiment: (the process, its results folder)."""
-    experiment = experiment_copy(script, folder, **overrides)
+    experiment = experiment_copy(script, folder, epochs, **overrides)
     _clean(script)  # the sweep's ranks see the folder it starts in: no snapshot of a run alone to resume from
     out = folder / "out"
     cwd = (CORPUS / defaults(script)["script"]).parent if script.in_folder else folder
+    env = _stamping(script, _env(script)) if script.own == "epochs" else _env(script)  # epoch lines stamped
     proc = subprocess.run(cli_command("sweep", str(experiment), "--out", str(out), "--no-report"),
-                          cwd=cwd, env=_env(script), capture_output=True, text=True, timeout=timeout)
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     return proc, out
 
 
@@ -242,11 +351,14 @@ def summary_rows(out: Path) -> dict[int, dict]:
 
 
 def same_steps(script: Script, out: Path) -> dict[int, float]:
-    """For a script that prints each iteration's time (nanoGPT): its own samples/s over the very steps the
-    sweep measured, from rank 0's log of each launch (the median over launches), per world size. Its
-    iteration N is optimizer step N + 1, and the measured steps follow the warm-up ones."""
+    """The script's own samples/s over the very steps the sweep measured, from rank 0's log of each launch,
+    per world size. For a script that prints each iteration's time (nanoGPT): the median over launches;
+    its iteration N is optimizer step N + 1, and the measured steps follow the warm-up ones. For one timed
+    by its epoch lines (:func:`same_epochs`): where the measured steps are whole epochs."""
     import json
 
+    if script.own == "epochs":
+        return same_epochs(script, out)
     if script.own != "printed":
         return {}
     found: dict[int, list[float]] = {}
@@ -263,6 +375,37 @@ def same_steps(script: Script, out: Path) -> dict[int, float]:
     return {ws: statistics.median(v) for ws, v in found.items()}
 
 
+def same_epochs(script: Script, out: Path) -> dict[int, float]:
+    """For a script timed by its epoch lines, whose measured steps are whole epochs: its own samples/s over
+    them, from the stamped lines (:data:`STAMP`) in rank 0's log of each launch, from the first measured
+    epoch's line to the line of the epoch after the last (the first no-sync one), pooled as ddpbench
+    pools its launches (all the samples over all the windows), per world size. The sweep's measured window
+    runs from the end of the step before the first measured epoch's line to the end of its last step:
+    the same stretch, but for the loop's work between an epoch's last step and the next line."""
+    import json
+
+    samples: dict[int, float] = {}
+    seconds: dict[int, float] = {}
+    for line in (out / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] != "run" or record["status"] != "ok":
+            continue
+        spec = record["spec"]
+        per_epoch = script.samples_per_unit / (spec["batch_size"] * spec["world_size"])
+        first, measured = (spec["warmup_steps"] + spec["steps"]) / per_epoch, spec["steps"] / per_epoch
+        if first != int(first) or measured != int(measured):
+            continue  # the measured steps are not whole epochs
+        log = Path(record["logs"][0]).read_text(errors="replace").splitlines()
+        starts = epoch_starts(script, [(math.nan, text) for text in log])
+        begin, end = starts.get(int(first)), starts.get(int(first + measured))
+        if begin is None or end is None or math.isnan(begin) or math.isnan(end):
+            continue
+        ws = spec["world_size"]
+        samples[ws] = samples.get(ws, 0.0) + measured * script.samples_per_unit
+        seconds[ws] = seconds.get(ws, 0.0) + (end - begin)
+    return {ws: samples[ws] / seconds[ws] for ws in samples}
+
+
 def _fmt(x: float, digits: int = 1) -> str:
     return "n/a" if x is None or x != x else f"{x:,.{digits}f}"
 
@@ -273,12 +416,16 @@ def main() -> None:
     parser.add_argument("--only", action="append", choices=sorted(BY_NAME), help="this script only (repeatable)")
     parser.add_argument("--repeats", type=int, help="the sweep's repeats (default: the experiment file's)")
     parser.add_argument("--out", type=Path, help="also write the markdown table to this file")
+    parser.add_argument("--epochs", type=int, help="the tutorials only: run E epochs alone and in the sweep, "
+                        "which measures (E - 3) // 3 of them (default: the experiment file's one epoch)")
     args = parser.parse_args()
     prepare()
     chosen = [BY_NAME[n] for n in args.only] if args.only else SCRIPTS
     for script in [s for s in chosen if missing(s)]:
         print(f"skipped {missing(script)}", flush=True)
     chosen = [s for s in chosen if not missing(s)]
+    if args.epochs is not None and any(s.epochs_arg is None for s in chosen):
+        parser.error("--epochs: for the tutorials only (--only tutorial_torchrun, --only tutorial_spawn)")
     own: dict = {}
     swept: dict = {}
     same: dict = {}
@@ -287,29 +434,33 @@ def main() -> None:
             for script in chosen:
                 for ws in (1, 2):
                     try:
-                        own.setdefault((script.name, ws), []).append(own_samples_per_s(script, ws))
+                        own.setdefault((script.name, ws), []).append(own_samples_per_s(script, ws, args.epochs))
                     except (RuntimeError, subprocess.TimeoutExpired) as err:
                         own.setdefault((script.name, ws), [])
                         print(f"round {round_}: {err}", flush=True)
                 overrides = {"repeats": args.repeats} if args.repeats else {}
                 try:
-                    proc, out = sweep(script, Path(scratch) / f"r{round_}" / script.name, **overrides)
+                    proc, out = sweep(script, Path(scratch) / f"r{round_}" / script.name, epochs=args.epochs,
+                                      **overrides)
                     rows = summary_rows(out) if (out / "results.jsonl").exists() else {}
                     for ws, rate in (same_steps(script, out) if rows else {}).items():
                         same.setdefault((script.name, ws), []).append(rate)
                 except subprocess.TimeoutExpired:
-                    proc, rows = None, {}
+                    proc, rows, out = None, {}, None
                 for ws in (1, 2):
                     row = rows.get(ws, {"status": "failed", "error": "no result: " + (
                         (proc.stderr.strip().splitlines() or ["?"])[-1] if proc else "the sweep timed out")})
                     swept.setdefault((script.name, ws), []).append(row)
+                twins = same_steps(script, out) if rows else {}
                 print(f"round {round_} {script.name}: " + "; ".join(
                     f"ws={ws} own {_fmt(own[(script.name, ws)][-1] if own[(script.name, ws)] else None)}, "
-                    f"ddpbench {_fmt(swept[(script.name, ws)][-1].get('samples_per_s'))} "
+                    + (f"own on the same steps {_fmt(twins[ws])}, " if ws in twins else "")
+                    + f"ddpbench {_fmt(swept[(script.name, ws)][-1].get('samples_per_s'))} "
                     f"({swept[(script.name, ws)][-1].get('status')})" for ws in (1, 2)) + " samples/s", flush=True)
     lines = [f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
              f"`python benchmarks/script_corpus.py --rounds {args.rounds}"
              + "".join(f" --only {n}" for n in args.only or []) + (f" --repeats {args.repeats}" if args.repeats else "")
+             + (f" --epochs {args.epochs}" if args.epochs else "")
              + "`; medians over the rounds (with more than one, ddpbench's 95 % interval is given beside the last "
              "round's own samples/s).", "",
              "| script | source | shape | world size | ddpbench samples/s [95 % interval] | the script's own samples/s "

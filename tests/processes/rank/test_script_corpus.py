@@ -8,6 +8,9 @@ is benchmarks/script_corpus.py's question, not a test's.
 
 import json
 import math
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -108,3 +111,22 @@ def test_hydra_configured_mingpt_with_its_gradscaler(tmp_path, prepared):
         assert run["result"]["script"]["ended"] == "stopped"
     assert len({r["checksum"] for r in runs[2]["result"]["ranks"]}) == 1  # the replicas agree
     assert rows[1]["samples_per_s"] > 0 and rows[2]["samples_per_s"] > 0
+
+
+def test_the_stamp_marks_a_scripts_progress_lines_as_printed_and_nothing_else():
+    # benchmarks/script_corpus.py's sitecustomize, in a process of its own: print is wrapped (a sweep's
+    # rank replaces sys.stdout by its log), and only the lines matching the script's progress regex change
+    script = corpus.BY_NAME["tutorial_torchrun"]
+    code = ("import sys; print('[GPU0] Epoch 3 | Batchsize: 32'); print('[GPU1] Epoch 3 | Batchsize: 32'); "
+            "sys.stdout = open(1, 'w', buffering=1, closefd=False); print('[GPU0] Epoch 4 | x', 7, sep=' ')")
+    before = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], env=corpus._stamping(script, corpus._env(script)),
+                          capture_output=True, text=True, timeout=60)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and len(lines) == 3, done.stderr
+    stamps = [corpus.STAMPED.match(line) for line in lines]
+    assert stamps[1] is None and lines[1] == "[GPU1] Epoch 3 | Batchsize: 32"
+    assert [s[2] for s in (stamps[0], stamps[2])] == ["[GPU0] Epoch 3 | Batchsize: 32", "[GPU0] Epoch 4 | x 7"]
+    assert before <= float(stamps[0][1]) <= float(stamps[2][1]) <= time.monotonic()
+    assert corpus.epoch_starts(script, [(0.0, line) for line in lines]) == {3: float(stamps[0][1]),
+                                                                           4: float(stamps[2][1])}
