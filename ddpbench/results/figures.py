@@ -226,6 +226,10 @@ FIGURES: tuple[Figure, ...] = (
     _f("flops_source", c.text_or_none, "text", "counted (PyTorch's counter) or the workload's own figure",
        where="compute"),
     _f("peak_method", c.text_or_none, "text", "how each rank's GEMM peak was measured", where="compute"),
+    _f("peak_source", c.text_or_none, "text", "where the GEMM peak came from: measured (by this launch), sweep (an "
+       "earlier launch of the same sweep) or cache (the measure-once cache of an earlier sweep)", where="compute"),
+    _f("peak_taken_utc", c.text_or_none, "text", "when a GEMM peak this launch did not measure was measured (UTC)",
+       where="compute"),
     # -- the equivalence check: result["check"]
     _f("max_abs_diff", c.finite_or_none, "number", "largest parameter difference from single-process training",
        where="check"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import re
 import shutil
@@ -28,11 +29,13 @@ from ddpbench.experiment.machine import Machine, oversubscribed
 from ddpbench.launch.base import Launch, Launcher, LaunchOutcome
 from ddpbench.launch.handback import disk_full, launch_overhead
 from ddpbench.launch.spawn import SpawnLauncher
+from ddpbench.rank.protocol import GIVEN_FILE
 from ddpbench.results.schema import launch_record
 from ddpbench.results.store import ResultStore, rotate_previous
 from ddpbench.sweep.adaptive import AdaptivePlan
 from ddpbench.sweep.environment import collect_env
 from ddpbench.sweep.kinds import kind_of
+from ddpbench.sweep.once import MeasuredOnce, gemm_given, learn_gemm, machine_conditions
 from ddpbench.sweep.plan import LOG_DIR, WORK_DIR, keep_traces, pending_launches
 from ddpbench.sweep.progress import SweepProgress
 
@@ -51,13 +54,15 @@ class SweepSummary:
 
 def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, launcher: Launcher | None = None,
               machine: Machine | None = None, console=None, env: dict | None = None,
-              retry_failed: bool = False) -> SweepSummary:
+              retry_failed: bool = False, once: MeasuredOnce | None = None) -> SweepSummary:
     """Run every launch of ``experiment``'s jobs not yet stored in ``out_dir``; see the module doc.
 
     Without ``resume``, earlier results in the folder are kept under a dated name first. With
     ``retry_failed`` (and ``resume``) launches that failed or timed out run again; their new record
     replaces the old one in the tables.
-    ``launcher`` defaults to the spawn launcher; ``env`` to :func:`ddpbench.sweep.environment.collect_env`.
+    ``launcher`` defaults to the spawn launcher; ``env`` to :func:`ddpbench.sweep.environment.collect_env`;
+    ``once``: the figures measured once (:mod:`ddpbench.sweep.once`), by default this machine's cache
+    under ``env``'s conditions.
     """
     machine = machine or Machine.here()
     store = ResultStore(out_dir)
@@ -75,8 +80,9 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
     source, copy = Path(experiment.source), out_dir / "experiment.toml"
     if leads and source.is_file() and not (copy.exists() and os.path.samefile(source, copy)):
         shutil.copyfile(source, copy)
+    env = env or collect_env()
     if leads:
-        summary.sweep_id = store.start_sweep(env or collect_env(), {
+        summary.sweep_id = store.start_sweep(env, {
             "name": experiment.name, "description": experiment.description, "source": experiment.source,
             "timeout_s": experiment.timeout_s, "jobs": len(experiment.jobs), "resume": resume,
             "launcher": launcher.name, "links": list(experiment.links),
@@ -87,7 +93,7 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
         clear_stale_work(out_dir, summary.sweep_id)
     plan = AdaptivePlan(experiment.jobs, store, out_dir, experiment.repeat_budget_s)
     return run_launches(todo, store, launcher, machine, experiment.timeout_s, summary, console,
-                        plan=plan if plan else None)
+                        plan=plan if plan else None, once=once or MeasuredOnce(machine_conditions(env)))
 
 
 def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume: bool = False,
@@ -111,11 +117,14 @@ def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume:
 
 
 def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, machine: Machine, timeout_s: float,
-                 summary: SweepSummary, console=None, plan: AdaptivePlan | None = None) -> SweepSummary:
+                 summary: SweepSummary, console=None, plan: AdaptivePlan | None = None,
+                 once: MeasuredOnce | None = None) -> SweepSummary:
     """The loop of every sweep: each launch of ``todo`` through its launcher, its record stored as
     it ends (when ``launcher`` stores results), with progress on ``console``; then, round after
     round, the launches ``plan`` adds for jobs whose interval is still wide (``repeats = "auto"``),
-    the progress bar's total counting the launches they are expected to need."""
+    the progress bar's total counting the launches they are expected to need. ``once``: the figures
+    measured once (:mod:`ddpbench.sweep.once`) that a launch is handed rather than measuring them,
+    and keeps when it did; None: every launch measures its own."""
     stores = launcher.stores_results
     work_root, log_dir = sweep_paths(store.dir, summary.sweep_id, launcher)
     start = time.monotonic()
@@ -139,9 +148,14 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
             # the launches are closed on any exception, so that a launcher's queued jobs are cancelled at once
             with contextlib.closing(launched(
                     batch, launcher, machine, log_dir, timeout_s,
-                    begin=lambda launch: progress.begin(kind_of(launch.spec).describe(launch, machine)))) as ended:
+                    begin=lambda launch: progress.begin(kind_of(launch.spec).describe(launch, machine)),
+                    given=lambda launch, runs_it: handed(once, launch, runs_it))) as ended:
                 for launch, runs_it, outcome in ended:
                     stop_if_disk_full(outcome, store)
+                    if once is not None and stores and outcome.status == "ok":
+                        learn_gemm(once, launch.spec, launch.repeat, runs_it, outcome.result,
+                                   {"sweep_id": summary.sweep_id, "folder": str(store.dir), "key": launch.spec.key,
+                                    "repeat": launch.repeat})
                     if stores:
                         store.append(launch_record(launch.spec, launch.repeat, status=outcome.status,
                                                    error=outcome.error, result=outcome.result,
@@ -188,13 +202,33 @@ def clear_stale_work(out_dir: Path, sweep_id: str | None) -> None:
             shutil.rmtree(child, ignore_errors=True)
 
 
+def handed(once: MeasuredOnce | None, launch: Launch, runs_it: Launcher) -> dict:
+    """What a launch is handed rather than measuring it (:attr:`ddpbench.rank.protocol.Job.given`)."""
+    if once is None:
+        return {}
+    gemm = gemm_given(once, launch.spec, launch.repeat, runs_it)
+    return {"gemm": gemm} if gemm else {}
+
+
+def hand(work_dir: Path, given: dict) -> None:
+    """Leave ``given`` in a launch's work folder for its launcher (:data:`~ddpbench.rank.protocol.GIVEN_FILE`)."""
+    path = work_dir / GIVEN_FILE
+    if not given:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return
+    work_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(given))
+
+
 def launched(todo: list[Launch], launcher: Launcher, machine: Machine, log_dir: Path, timeout_s: float,
-             begin) -> Iterator[tuple[Launch, Launcher, LaunchOutcome]]:
+             begin, given=None) -> Iterator[tuple[Launch, Launcher, LaunchOutcome]]:
     """(launch, the launcher that ran it, outcome) of every launch in ``todo``, as each ends.
 
     Launches run one after another (``begin(launch)`` is called as each starts), except that a
     launcher submitting job arrays gets all of its launches at once and hands each back as it
-    finishes; a job that cannot run here is skipped with the reason.
+    finishes; a job that cannot run here is skipped with the reason. ``given(launch, launcher)``:
+    what a launch run on its own is handed (:func:`handed`), left in its work folder before it starts.
     """
     batch = []
     for launch in todo:
@@ -207,6 +241,7 @@ def launched(todo: list[Launch], launcher: Launcher, machine: Machine, log_dir: 
             batch.append(launch)
         else:
             begin(launch)
+            hand(launch.work_dir, given(launch, runs_it) if given is not None else {})
             called = time.time()
             outcome = runs_it.launch(launch.spec, launch.repeat, launch.work_dir, log_dir, timeout_s)
             if outcome.started is None:  # the launcher's own work began when it was called
