@@ -16,7 +16,9 @@ with when it was taken (never as freshly measured).
 
 Where the cache is: ``$DDPBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/ddpbench``, else
 ``~/.cache/ddpbench``; ``DDPBENCH_CACHE_DIR=off`` (or ``0``, or empty) keeps nothing between
-sweeps (each sweep still measures each figure once). Nothing is written anywhere else. An entry is
+sweeps (each sweep still measures each figure once). An entry older than a week
+(``DDPBENCH_CACHE_MAX_AGE_DAYS``) is measured again: a peak taken while something else ran on the
+machine is not kept for ever. Nothing is written anywhere else. An entry is
 one small JSON file, written to a new file and renamed into place; an entry that cannot be read
 (cut short, not JSON, not of this shape) or is a symbolic link counts as absent, and is measured
 again, never a traceback; a write never follows a link; a cache that cannot be written (a read-only
@@ -36,6 +38,10 @@ from pathlib import Path
 #: where the cache is (a folder), or off: "off", "0", "" keep nothing between sweeps
 CACHE_ENV = "DDPBENCH_CACHE_DIR"
 _OFF = ("", "0", "off", "none", "no", "false")
+#: how old an entry may be, in days, before it is measured again (a figure taken while something else
+#: ran on the machine is not kept for ever); ``DDPBENCH_CACHE_MAX_AGE_DAYS`` sets another
+MAX_AGE_ENV = "DDPBENCH_CACHE_MAX_AGE_DAYS"
+MAX_AGE_DAYS = 7.0
 #: the entries' shape; an entry of another version is measured again
 VERSION = 1
 #: the environment block's fields an entry must match, besides its key (:func:`machine_conditions`)
@@ -142,7 +148,7 @@ class MeasuredOnce:
                 _canonical(self.conditions):
             return None
         figures, taken = entry.get("figures"), entry.get("taken_utc")
-        if not isinstance(figures, dict) or not isinstance(taken, str):
+        if not isinstance(figures, dict) or not isinstance(taken, str) or _too_old(taken):
             return None
         by = entry.get("measured_by") if isinstance(entry.get("measured_by"), dict) else {}
         return Reused(figures, taken, "cache", by, str(path))
@@ -163,6 +169,28 @@ class MeasuredOnce:
             note = f"the measure-once cache {self.directory} is not written: {err}"
             if note not in self.notes:
                 self.notes.append(note)
+
+
+def max_age_days() -> float:
+    """:data:`MAX_AGE_DAYS`, or what ``DDPBENCH_CACHE_MAX_AGE_DAYS`` says (a number of days)."""
+    try:
+        value = float(os.environ.get(MAX_AGE_ENV, MAX_AGE_DAYS))
+    except ValueError:
+        return MAX_AGE_DAYS
+    return value if value == value else MAX_AGE_DAYS
+
+
+def _too_old(taken_utc: str) -> bool:
+    """Whether an entry taken at ``taken_utc`` is older than :func:`max_age_days` (or from the
+    future, or not a time: measured again)."""
+    try:
+        taken = _dt.datetime.fromisoformat(taken_utc)
+    except ValueError:
+        return True
+    if taken.tzinfo is None:
+        return True
+    age = (_dt.datetime.now(_dt.timezone.utc) - taken).total_seconds()
+    return not -60 <= age <= max_age_days() * 86400
 
 
 def _canonical(value) -> str:

@@ -35,9 +35,14 @@ from ddpbench.results.store import ResultStore, rotate_previous
 from ddpbench.sweep.adaptive import AdaptivePlan
 from ddpbench.sweep.environment import collect_env
 from ddpbench.sweep.kinds import kind_of
-from ddpbench.sweep.once import MeasuredOnce, gemm_given, learn_gemm, machine_conditions
+from ddpbench.sweep.once import (COLLECTIVES, LOCAL_LAUNCHERS, MeasuredOnce, gemm_given, learn_gemm,
+                                 machine_conditions)
 from ddpbench.sweep.plan import LOG_DIR, WORK_DIR, keep_traces, pending_launches
 from ddpbench.sweep.progress import SweepProgress
+
+
+#: the launcher a record names where its result was not measured by a launch of its own but reused
+REUSED_LAUNCHER = "measured once"
 
 
 @dataclass
@@ -97,11 +102,17 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
 
 
 def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume: bool = False,
-                    launcher: Launcher | None = None, console=None, env: dict | None = None) -> SweepSummary:
+                    launcher: Launcher | None = None, console=None, env: dict | None = None,
+                    once: MeasuredOnce | None = None) -> SweepSummary:
     """Every launch of a collectives experiment into ``out_dir``'s store.
 
     Unlike a sweep this never moves earlier results aside: collectives are meant to sit next to
     a DDP sweep's results, so the report can set DDP's buckets against the all_reduce curve.
+
+    A launch whose curve was measured before on this machine under the same conditions (``once``,
+    :mod:`ddpbench.sweep.once`; by default this machine's cache) is not run again: its record holds
+    that result with ``reused`` saying where from and when it was taken (``wall_s`` 0, launcher
+    "measured once"). A curve this sweep measures is kept for the next.
     """
     store = ResultStore(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -109,11 +120,34 @@ def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume:
     todo = pending_launches(experiment.specs, done, out_dir)
     summary = SweepSummary(out_dir=out_dir, planned=len(todo), already_done=len(experiment.specs) - len(todo))
     launcher = launcher or SpawnLauncher()
-    summary.sweep_id = store.start_sweep(env or collect_env(), {
+    env = env or collect_env()
+    once = once or MeasuredOnce(machine_conditions(env))
+    summary.sweep_id = store.start_sweep(env, {
         "name": experiment.name, "description": experiment.description, "source": experiment.source,
         "timeout_s": experiment.timeout_s, "kind": "collectives", "launcher": launcher.name,
     })
-    return run_launches(todo, store, launcher, Machine.here(), experiment.timeout_s, summary, console)
+    left = []
+    for launch in todo:
+        reused = once.find(COLLECTIVES, launch.spec.to_dict()) if launcher.name in LOCAL_LAUNCHERS else None
+        if reused is None or reused.figures.get("spec") != launch.spec.to_dict():
+            left.append(launch)
+            continue
+        record = launch_record(launch.spec, launch.repeat, status="ok", result=reused.figures,
+                               cores=Machine.here().cores, wall_s=0.0, launcher=REUSED_LAUNCHER,
+                               sweep_id=summary.sweep_id)
+        store.append({**record, "reused": reused.label()})
+        summary.statuses["ok"] = summary.statuses.get("ok", 0) + 1
+        if console is not None:
+            console.print(f"  {launch.spec.label()}: {reused.words()} (not run again; "
+                          f"DDPBENCH_CACHE_DIR=off measures it)", highlight=False)
+    summary = run_launches(left, store, launcher, Machine.here(), experiment.timeout_s, summary, console)
+    if launcher.name in LOCAL_LAUNCHERS and launcher.stores_results:
+        for record in store.records():
+            if (record.get("kind") == "collective" and record.get("sweep_id") == summary.sweep_id
+                    and record.get("status") == "ok" and "reused" not in record):
+                once.keep(COLLECTIVES, record["spec"], record["result"],
+                          {"sweep_id": summary.sweep_id, "folder": str(store.dir), "key": record["key"], "repeat": 0})
+    return summary
 
 
 def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, machine: Machine, timeout_s: float,

@@ -15,6 +15,7 @@ CONDITIONS = {"hostname": "box", "cpu_model": "CPU X", "cores_usable": 2, "gpus"
 KEY = {"device": "cpu", "threads": 1, "cpu_affinity": "", "dtype": "fp32", "ranks_at_once": 2, "local_rank": 0}
 FIGURES = {"peak_flops": 5e10, "peak_method": "best of 10 1024x1024 fp32 matmuls on 1 thread", "gemm_threads": 1}
 BY = {"sweep_id": "abc", "key": "k", "repeat": 0}
+NOW = once.utc_now()
 
 
 def entry_file(directory):
@@ -39,15 +40,24 @@ def test_the_cache_folder_from_the_environment(monkeypatch, tmp_path):
 def test_measured_once_then_reused_from_the_sweep_then_from_the_cache(tmp_path):
     sweep = MeasuredOnce(CONDITIONS, tmp_path)
     assert sweep.find(GEMM_PEAK, KEY) is None
-    sweep.keep(GEMM_PEAK, KEY, FIGURES, BY, taken_utc="2026-11-25T13:50:00+00:00")
+    sweep.keep(GEMM_PEAK, KEY, FIGURES, BY, taken_utc=NOW)
     own = sweep.find(GEMM_PEAK, KEY)
     assert own.source == "sweep" and own.figures == FIGURES and "earlier launch of this sweep" in own.words()
     later = MeasuredOnce(dict(CONDITIONS), tmp_path).find(GEMM_PEAK, KEY)
     assert later.source == "cache" and later.figures == FIGURES and later.measured_by == BY
-    assert later.taken_utc == "2026-11-25T13:50:00+00:00"
-    assert later.words() == "reused from the measure-once cache, taken 2026-11-25 13:50:00 UTC"
+    assert later.taken_utc == NOW
+    assert later.words() == f"reused from the measure-once cache, taken {NOW[:10]} {NOW[11:19]} UTC"
     assert later.given()["figures"] == FIGURES and later.given()["source"] == "cache"
     assert entry_file(tmp_path).stat().st_mode & 0o777 == 0o600
+
+
+def test_an_old_entry_is_measured_again(tmp_path, monkeypatch):
+    MeasuredOnce(CONDITIONS, tmp_path).keep(GEMM_PEAK, KEY, FIGURES, BY, taken_utc="2026-01-01T00:00:00+00:00")
+    assert MeasuredOnce(CONDITIONS, tmp_path).find(GEMM_PEAK, KEY) is None
+    monkeypatch.setenv("DDPBENCH_CACHE_MAX_AGE_DAYS", "100000")
+    assert MeasuredOnce(CONDITIONS, tmp_path).find(GEMM_PEAK, KEY).source == "cache"
+    MeasuredOnce(CONDITIONS, tmp_path).keep(GEMM_PEAK, KEY, FIGURES, BY, taken_utc="3026-01-01T00:00:00+00:00")
+    assert MeasuredOnce(CONDITIONS, tmp_path).find(GEMM_PEAK, KEY) is None  # from the future: not trusted
 
 
 @pytest.mark.parametrize("field, value", [("torch_version", "2.10.0"), ("cpu_model", "CPU Y"), ("gpus", ["H100"]),
@@ -148,3 +158,30 @@ def test_only_a_measured_peak_is_kept(tmp_path):
     for handed in (result("cache"), result("sweep"), result(peaks=(4e10,)), result(peaks=(4e10, None)), None):
         learn_gemm(sweep, SPEC, 0, SPAWN, handed, BY)
     assert not list(tmp_path.iterdir()) and gemm_given(sweep, SPEC, 0, SPAWN) is None
+
+
+def test_a_collectives_curve_is_measured_once_then_reused_and_said_so(tmp_path):
+    import ddpbench
+    from ddpbench.experiment.collectives import parse_collectives
+    from ddpbench.results.store import ResultStore
+    from ddpbench.sweep.runner import run_collectives
+    from ddpbench.testing.launchers import ENV, FakeLauncher
+
+    class Local(FakeLauncher):
+        name = "spawn"
+
+    coll = parse_collectives({"ops": ["all_reduce"], "sizes": "1K:4K", "world_sizes": [2]}, "c.toml")
+    cache, launcher = tmp_path / "cache", Local()
+    run_collectives(coll, tmp_path / "a", launcher=launcher, env=ENV, once=MeasuredOnce(CONDITIONS, cache))
+    assert len(launcher.calls) == 1
+    summary = run_collectives(coll, tmp_path / "b", launcher=launcher, env=ENV, once=MeasuredOnce(CONDITIONS, cache))
+    assert len(launcher.calls) == 1 and summary.statuses == {"ok": 1}  # not run again
+    (record,) = [r for r in ResultStore(tmp_path / "b").records() if r["kind"] == "collective"]
+    assert record["launcher"] == "measured once" and record["wall_s"] == 0
+    assert record["reused"]["source"] == "cache" and record["reused"]["measured_by"]["folder"] == str(tmp_path / "a")
+    table = ddpbench.load_collectives(tmp_path / "b")
+    assert set(table["reused"]) == {record["reused"]["words"]} and len(table) == 3
+    assert ddpbench.load_collectives(tmp_path / "a")["reused"].isna().all()
+    other = MeasuredOnce({**CONDITIONS, "torch_version": "3.0"}, cache)
+    run_collectives(coll, tmp_path / "c", launcher=launcher, env=ENV, once=other)
+    assert len(launcher.calls) == 2  # other conditions: measured again
