@@ -398,6 +398,11 @@ class TrainingRank(Tracked):
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0}
         if not self.per_job:  # checked in the job's first repeat: the same code on the same seed
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "checked_in_repeat": 0}
+        by = (self.given.get("check") or {}).get("checked_in_job")
+        if isinstance(by, str) and not self.spec.check_every_repeat:
+            # a job of the sweep that differs from this one only in what does not change the check ran
+            # it and passed (ddpbench.sweep.checks): its answer is this one's
+            return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "checked_in_job": by}
         if self.nondeterministic:
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "skipped": self.nondeterministic}
         self.at("check")

@@ -238,6 +238,9 @@ FIGURES: tuple[Figure, ...] = (
     _f("skipped", c.text_or_none, "text", "why the check did not run (the workload's words)", where="check"),
     _f("checked_in_repeat", c.whole_or_none, "index", "the repeat that checked the job, where this one did not",
        where="check"),
+    _f("checked_in_job", c.text_or_none, "text", "the job (its key) whose equivalence check stands for this one's, "
+       "where this one did not run it: they differ only in what does not change the check "
+       "(ddpbench.sweep.checks)", where="check"),
     _f("tolerance", c.finite_or_none, "number", "the difference an exact strategy is held to", where="check"),
     _f("lossy_reason", c.text_or_none, "text", "why an exact strategy is not held to its tolerance", where="check"),
     # -- a fault-recovery launch: result["recovery"]

@@ -34,6 +34,7 @@ from ddpbench.results.schema import launch_record
 from ddpbench.results.store import ResultStore, rotate_previous
 from ddpbench.sweep.adaptive import AdaptivePlan
 from ddpbench.sweep.environment import collect_env
+from ddpbench.sweep.checks import Checks
 from ddpbench.sweep.kinds import kind_of
 from ddpbench.sweep.once import (COLLECTIVES, LOCAL_LAUNCHERS, MeasuredOnce, gemm_given, learn_gemm,
                                  machine_conditions)
@@ -167,6 +168,7 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
         return [launch._replace(work_dir=work_root / launch.work_dir.name) for launch in launches]
 
     batch = own(todo)
+    checks = Checks()  # the jobs whose equivalence check stands for others' (ddpbench.sweep.checks)
 
     def expected(left: list[Launch]) -> int:
         if plan is None or not stores:
@@ -183,9 +185,10 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
             with contextlib.closing(launched(
                     batch, launcher, machine, log_dir, timeout_s,
                     begin=lambda launch: progress.begin(kind_of(launch.spec).describe(launch, machine)),
-                    given=lambda launch, runs_it: handed(once, launch, runs_it))) as ended:
+                    given=lambda launch, runs_it: handed(once, checks, launch, runs_it))) as ended:
                 for launch, runs_it, outcome in ended:
                     stop_if_disk_full(outcome, store)
+                    checks.learn(launch.spec, launch.repeat, outcome.status, outcome.result)
                     if once is not None and stores and outcome.status == "ok":
                         learn_gemm(once, launch.spec, launch.repeat, runs_it, outcome.result,
                                    {"sweep_id": summary.sweep_id, "folder": str(store.dir), "key": launch.spec.key,
@@ -236,12 +239,17 @@ def clear_stale_work(out_dir: Path, sweep_id: str | None) -> None:
             shutil.rmtree(child, ignore_errors=True)
 
 
-def handed(once: MeasuredOnce | None, launch: Launch, runs_it: Launcher) -> dict:
-    """What a launch is handed rather than measuring it (:attr:`ddpbench.rank.protocol.Job.given`)."""
-    if once is None:
-        return {}
-    gemm = gemm_given(once, launch.spec, launch.repeat, runs_it)
-    return {"gemm": gemm} if gemm else {}
+def handed(once: MeasuredOnce | None, checks: Checks | None, launch: Launch, runs_it: Launcher) -> dict:
+    """What a launch is handed rather than measuring it (:attr:`ddpbench.rank.protocol.Job.given`):
+    the matmul peak measured once, the job whose equivalence check stands for its own."""
+    given = {}
+    gemm = gemm_given(once, launch.spec, launch.repeat, runs_it) if once is not None else None
+    if gemm:
+        given["gemm"] = gemm
+    check = checks.given(launch.spec, launch.repeat) if checks is not None else None
+    if check:
+        given["check"] = check
+    return given
 
 
 def hand(work_dir: Path, given: dict) -> None:
