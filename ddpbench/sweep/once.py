@@ -251,8 +251,9 @@ def _measures_peak(spec, repeat: int) -> bool:
 
 def gemm_given(once: MeasuredOnce, spec, repeat: int, launcher) -> dict | None:
     """The matmul peak to hand a launch, {local rank: :meth:`Reused.given`}, where every one of its
-    ranks has one and the launch would measure it; else None (it measures)."""
-    if not _measures_peak(spec, repeat) or not _local(spec, launcher):
+    ranks has one and the launch would measure it; else None (it measures). A job that asks for what
+    does not change between launches in every launch (``check_every_repeat``) measures it in each."""
+    if not _measures_peak(spec, repeat) or not _local(spec, launcher) or spec.check_every_repeat:
         return None
     found = {}
     for local in range(spec.processes):

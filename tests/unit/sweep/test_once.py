@@ -151,6 +151,8 @@ def test_a_launch_is_handed_each_ranks_peak_once_measured(tmp_path):
     assert gemm_given(sweep, SPEC, 0, SimpleNamespace(name="slurm")) is None  # ranks elsewhere: their own
     one = SimpleNamespace(**{**vars(SPEC), "processes": 1})
     assert gemm_given(sweep, one, 0, SPAWN) is None  # one rank alone is not two at once
+    every = SimpleNamespace(**{**vars(SPEC), "check_every_repeat": True})
+    assert gemm_given(sweep, every, 0, SPAWN) is None  # asked for in every launch: measured in every one
 
 
 def test_only_a_measured_peak_is_kept(tmp_path):
