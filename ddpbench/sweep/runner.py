@@ -104,7 +104,7 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
 
 def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume: bool = False,
                     launcher: Launcher | None = None, console=None, env: dict | None = None,
-                    once: MeasuredOnce | None = None) -> SweepSummary:
+                    once: MeasuredOnce | None = None, reuse: bool = True) -> SweepSummary:
     """Every launch of a collectives experiment into ``out_dir``'s store.
 
     Unlike a sweep this never moves earlier results aside: collectives are meant to sit next to
@@ -113,7 +113,8 @@ def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume:
     A launch whose curve was measured before on this machine under the same conditions (``once``,
     :mod:`ddpbench.sweep.once`; by default this machine's cache) is not run again: its record holds
     that result with ``reused`` saying where from and when it was taken (``wall_s`` 0, launcher
-    "measured once"). A curve this sweep measures is kept for the next.
+    "measured once"). A curve this sweep measures is kept for the next. ``reuse=False`` (the
+    ``collectives`` command, which is asked to measure) runs every launch, and keeps what it measured.
     """
     store = ResultStore(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -129,7 +130,7 @@ def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume:
     })
     left = []
     for launch in todo:
-        reused = once.find(COLLECTIVES, launch.spec.to_dict()) if launcher.name in LOCAL_LAUNCHERS else None
+        reused = once.find(COLLECTIVES, launch.spec.to_dict()) if reuse and launcher.name in LOCAL_LAUNCHERS else None
         if reused is None or reused.figures.get("spec") != launch.spec.to_dict():
             left.append(launch)
             continue

@@ -187,3 +187,6 @@ def test_a_collectives_curve_is_measured_once_then_reused_and_said_so(tmp_path):
     other = MeasuredOnce({**CONDITIONS, "torch_version": "3.0"}, cache)
     run_collectives(coll, tmp_path / "c", launcher=launcher, env=ENV, once=other)
     assert len(launcher.calls) == 2  # other conditions: measured again
+    run_collectives(coll, tmp_path / "d", launcher=launcher, env=ENV, once=MeasuredOnce(CONDITIONS, cache),
+                    reuse=False)
+    assert len(launcher.calls) == 3  # the collectives command measures what it is asked to
