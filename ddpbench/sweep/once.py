@@ -14,8 +14,9 @@ ddpbench versions, plus what its key names: device, threads, ranks) and when; it
 every condition matches, and a figure so reused is always labelled so in the record and the report,
 with when it was taken (never as freshly measured).
 
-Where the cache is: ``$DDPBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/ddpbench``, else
-``~/.cache/ddpbench``; ``DDPBENCH_CACHE_DIR=off`` (or ``0``, or empty) keeps nothing between
+Where the cache is: ``$DDPBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/ddpbench/measured-once``, else
+``~/.cache/ddpbench/measured-once`` (beside the data cache, ``~/.cache/ddpbench/data``);
+``DDPBENCH_CACHE_DIR=off`` (or ``0``, or empty) keeps nothing between
 sweeps (each sweep still measures each figure once). An entry older than a week
 (``DDPBENCH_CACHE_MAX_AGE_DAYS``) is measured again: a peak taken while something else ran on the
 machine is not kept for ever. Nothing is written anywhere else. An entry is
@@ -59,7 +60,7 @@ def cache_dir() -> Path | None:
     if value is not None:
         return None if value.strip().lower() in _OFF else Path(value).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or ""
-    return (Path(base).expanduser() if base.strip() else Path.home() / ".cache") / "ddpbench"
+    return (Path(base).expanduser() if base.strip() else Path.home() / ".cache") / "ddpbench" / "measured-once"
 
 
 def machine_conditions(env: dict | None = None) -> dict:

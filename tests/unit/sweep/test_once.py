@@ -31,10 +31,10 @@ def test_the_cache_folder_from_the_environment(monkeypatch, tmp_path):
         assert cache_dir() is None
     monkeypatch.delenv("DDPBENCH_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert cache_dir() == tmp_path / "xdg" / "ddpbench"
+    assert cache_dir() == tmp_path / "xdg" / "ddpbench" / "measured-once"
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert cache_dir() == tmp_path / "home" / ".cache" / "ddpbench"
+    assert cache_dir() == tmp_path / "home" / ".cache" / "ddpbench" / "measured-once"
 
 
 def test_measured_once_then_reused_from_the_sweep_then_from_the_cache(tmp_path):
