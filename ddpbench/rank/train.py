@@ -399,10 +399,13 @@ class TrainingRank(Tracked):
         if not self.per_job:  # checked in the job's first repeat: the same code on the same seed
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "checked_in_repeat": 0}
         by = (self.given.get("check") or {}).get("checked_in_job")
-        if isinstance(by, str) and not self.spec.check_every_repeat:
+        handed = [None] * self.world_size
+        dist.all_gather_object(handed, by if isinstance(by, str) and not self.spec.check_every_repeat else None)
+        if handed[0] is not None and all(h == handed[0] for h in handed):
             # a job of the sweep that differs from this one only in what does not change the check ran
-            # it and passed (ddpbench.sweep.checks): its answer is this one's
-            return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "checked_in_job": by}
+            # it and passed (ddpbench.sweep.checks): its answer is this one's. Every rank was handed
+            # it (a node whose job file lacks it would train the check alone: all ranks run it then)
+            return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "checked_in_job": handed[0]}
         if self.nondeterministic:
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "skipped": self.nondeterministic}
         self.at("check")

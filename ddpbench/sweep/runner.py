@@ -247,7 +247,9 @@ def handed(once: MeasuredOnce | None, checks: Checks | None, launch: Launch, run
     gemm = gemm_given(once, launch.spec, launch.repeat, runs_it) if once is not None else None
     if gemm:
         given["gemm"] = gemm
-    check = checks.given(launch.spec, launch.repeat) if checks is not None else None
+    # every rank reads the one job file this sweep writes (not so on a multi-node torchrun's other nodes)
+    one_file = getattr(runs_it, "nnodes", 1) == 1
+    check = checks.given(launch.spec, launch.repeat) if checks is not None and one_file else None
     if check:
         given["check"] = check
     return given
