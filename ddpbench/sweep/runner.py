@@ -256,14 +256,15 @@ def handed(once: MeasuredOnce | None, checks: Checks | None, launch: Launch, run
 
 
 def hand(work_dir: Path, given: dict) -> None:
-    """Leave ``given`` in a launch's work folder for its launcher (:data:`~ddpbench.rank.protocol.GIVEN_FILE`)."""
+    """Leave ``given`` in a launch's work folder for its launcher (:data:`~ddpbench.rank.protocol.GIVEN_FILE`);
+    where it cannot be written, the launch is handed nothing and measures everything itself."""
     path = work_dir / GIVEN_FILE
-    if not given:
+    with contextlib.suppress(OSError):
+        path.unlink()
+    if given:
         with contextlib.suppress(OSError):
-            path.unlink()
-        return
-    work_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(given))
+            work_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(given))
 
 
 def launched(todo: list[Launch], launcher: Launcher, machine: Machine, log_dir: Path, timeout_s: float,
