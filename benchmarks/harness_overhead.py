@@ -10,13 +10,20 @@ hooks (a phase that does not note readiness), so that their own cost shows.
 
     python benchmarks/harness_overhead.py [--model-size m] [--world-size 2] [--steps 30] [--rounds 8]
 
-Prints the per-step time of each and the median ratio harness/bare over rounds (target <= 1.03), and
-the readiness hooks' share: harness / harness without them.
+Prints the per-step time of each, the median ratio harness/bare over rounds, and the ratio of the
+rounds' mean steps with its 95 % interval over rounds (the rounds are the unit: each round's blocks
+are paired, so a drift of the machine that a round shares cancels;
+:func:`ddpbench.analysis.core.stats.ratio_ci` with ``paired``, the interval the report draws for a
+paired comparison). The verdict against the target (harness/bare <= 1.03) is stated only where the
+whole interval supports it: "within 3 %" where its high end is at most 1.03, "more than 3 %" where
+its low end is above, and otherwise that these rounds cannot tell. Then the readiness hooks' share
+(harness / harness without them), with its interval the same way.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -29,6 +36,33 @@ import torch.multiprocessing as mp
 
 #: a phase of the timed loop that notes no readiness (not one of train.READY_PHASES): no hooks
 UNHOOKED = "unhooked"
+#: the target: ddpbench's timed step at most 3 % above a bare DDP loop's
+TARGET = 1.03
+
+
+def paired_ratio(numerator: list[float], denominator: list[float]) -> tuple[float, float, float, float]:
+    """(median of the rounds' ratios, ratio of the rounds' means, its 95 % interval's low and high ends)
+    over rounds whose blocks are paired (NaN ends with fewer than two rounds)."""
+    from ddpbench.analysis.core.stats import ratio_ci
+
+    ratios = [n / d for n, d in zip(numerator, denominator)]
+    low, high = ratio_ci(numerator, denominator, paired=True)
+    return statistics.median(ratios), statistics.fmean(numerator) / statistics.fmean(denominator), low, high
+
+
+def verdict(low: float, high: float, target: float = TARGET) -> str:
+    """What the interval [low, high] of harness/bare says against ``target``, and only that."""
+    pct = f"{100 * (target - 1):g} %"
+    if math.isnan(low) or math.isnan(high):
+        return f"no interval (fewer than two rounds): no verdict on the {pct} target"
+    if high <= target:
+        return (f"within {pct} of the bare loop: the whole 95 % interval is at most {target:g}"
+                + (" (and below 1: the harness blocks ran faster in these rounds)"
+                   if high < 1 else ""))
+    if low > target:
+        return f"more than {pct} above the bare loop: the whole 95 % interval is above {target:g}"
+    return (f"cannot tell whether it is within {pct}: the 95 % interval reaches past {target:g}; more rounds, "
+            "or a quieter machine, narrow it")
 
 
 def bare_loop(run, steps: int) -> None:
@@ -104,16 +138,16 @@ def main() -> int:
             progress.write("measure", step)
         write_us = (time.perf_counter() - start) / 100_000 * 1e6
     del store
-    ratios = [h / b for h, b in zip(times["harness"], times["bare"])]
-    q = statistics.quantiles(ratios, n=4)
     print(f"{args.model}-{args.model_size} world size {args.world_size}, {args.steps} steps x {args.rounds} rounds")
     print(f"bare loop    {statistics.median(times['bare']):8.2f} ms/step (median of rounds)")
     print(f"ddpbench     {statistics.median(times['harness']):8.2f} ms/step")
-    print(f"ratio harness/bare: median {statistics.median(ratios):.4f}, IQR {q[0]:.4f}..{q[2]:.4f}")
-    hooks = [h / u for h, u in zip(times["harness"], times[UNHOOKED])]
-    q = statistics.quantiles(hooks, n=4)
-    print(f"readiness hooks (harness / harness without them): median {statistics.median(hooks):.4f}, "
-          f"IQR {q[0]:.4f}..{q[2]:.4f}")
+    median, means, low, high = paired_ratio(times["harness"], times["bare"])
+    print(f"ratio harness/bare: median over rounds {median:.4f}; ratio of the rounds' means {means:.4f}, "
+          f"95 % interval over rounds [{low:.4f}, {high:.4f}] (paired t on the log scale)")
+    print(f"verdict: {verdict(low, high)}")
+    median, means, low, high = paired_ratio(times["harness"], times[UNHOOKED])
+    print(f"readiness hooks (harness / harness without them): median {median:.4f}; ratio of means {means:.4f}, "
+          f"95 % interval [{low:.4f}, {high:.4f}]")
     print(f"of which the progress file: {write_us:.2f} us per step (one pwrite)")
     return 0
 

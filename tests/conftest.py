@@ -2,8 +2,10 @@
 experiments, survivor scans, results-folder writers, planted faults) is in :mod:`ddpbench.testing`.
 
 Tests are laid out like the code (tests/unit/project/test_test_layout.py holds them to it):
-``tests/unit/<stage>/`` starts no process, ``tests/processes/<stage>/`` starts processes and is
-marked slow here, by its folder -- so ``pytest -m "not slow"`` runs exactly the tests that start none."""
+``tests/unit/<stage>/`` starts no process and is quick; ``tests/examples/<stage>/`` starts none either
+but re-derives figures from every committed example folder; ``tests/processes/<stage>/`` starts
+processes. The last two are marked slow here, by their folder -- so ``pytest -m "not slow"`` (the
+inner loop) runs exactly the quick tests that start none."""
 
 import json
 import os
@@ -22,13 +24,17 @@ TESTS = Path(__file__).resolve().parent
 PROCESSES = TESTS / "processes"
 #: the benchmarks, smoke-run once each in the plain run (below): they start processes too
 BENCHMARKS = TESTS / "benchmarks"
+#: the tests that read every committed example folder (reports/examples/): no process, but slow
+EXAMPLES = TESTS / "examples"
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the marks
 def pytest_collection_modifyitems(config, items):
-    """Every test under tests/processes/ is slow, by its folder; no test sets the mark by hand."""
+    """Every test under tests/processes/ and tests/examples/ is slow, by its folder; no test sets the
+    mark by hand."""
     for item in items:
-        if PROCESSES in Path(item.path).parents:
+        parents = Path(item.path).parents
+        if PROCESSES in parents or EXAMPLES in parents:
             item.add_marker("slow")
 
 

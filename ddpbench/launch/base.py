@@ -31,6 +31,10 @@ class LaunchOutcome:
     started: float | None = None
     #: seconds this launch waited for a cluster its launcher started first (Ray's), apart from ``wall_s``
     cluster_start_s: float | None = None
+    #: a refusal of the script's shape (the record's ``refusal``): on the refused launch ``{"scope": "job" |
+    #: "world_sizes"}``, on a launch skipped for it also ``"launch": {"key", "repeat"}``, the refused one
+    #: (:mod:`ddpbench.sweep.refusals`); None for any other outcome
+    refusal: dict | None = None
 
 
 class Launcher(abc.ABC):

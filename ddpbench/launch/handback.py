@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ddpbench.launch.base import LaunchOutcome
 from ddpbench.rank.protocol import ERROR_GLOB, GIVEN_FILE, JOB_FILE, RESULT_FILE, Job, Progress, progress_path
+from ddpbench.rank.steps import REFUSAL_SCOPES
 from ddpbench.results.schema import validate_result
 
 
@@ -73,7 +74,9 @@ def collect_outcome(work_dir: Path, job: Job, exits: dict[int, int | None], wall
     ``exits`` holds each rank's exit code as it left by itself, or None for a rank the launcher
     had to end. The root cause is named first: a rank killed by a signal without reporting an
     error (killed from outside, e.g. by the OOM killer), else the earliest error a rank
-    reported (the others usually fail after it, on a broken connection).
+    reported (the others usually fail after it, on a broken connection). Where that earliest
+    error is a refusal of the script's shape, the outcome's ``refusal`` says so (never for a
+    timeout or a rank killed from outside: those may not come again).
     """
     errors = []
     for path in sorted(work_dir.glob(ERROR_GLOB)):
@@ -104,8 +107,10 @@ def collect_outcome(work_dir: Path, job: Job, exits: dict[int, int | None], wall
     if errors:
         first = errors[0]
         step = f" step {first['step']}" if first.get("step", -1) >= 0 else ""
+        scope = first.get("refused")
         return LaunchOutcome("failed", error=f"rank {first['rank']} in {first['phase']}{step}: {first['error']}",
-                             wall_s=wall_s, logs=logs)
+                             wall_s=wall_s, logs=logs,
+                             refusal={"scope": scope} if scope in REFUSAL_SCOPES else None)
     bad = {rank: code for rank, code in exits.items() if code != 0}
     if bad:
         rank, code = sorted(bad.items(), key=lambda item: item[1] is None)[0]

@@ -58,9 +58,11 @@ import copy
 import inspect
 import time
 import weakref
+from functools import partial
 
 from ddpbench.rank.record import Meters, Side
 from ddpbench.rank.steps import HOOKED, BadScript, StepEnds, StopScript, own_optimizer, state_bytes  # noqa: F401
+from ddpbench.rank.steps import WORLD_SIZES, refused
 
 #: what the errors of a script that needs a GPU say (torch's own messages)
 NO_GPU = ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "Found no NVIDIA driver",
@@ -217,11 +219,11 @@ class Instrument(StepEnds):
 
         def init(ddp, *args, **kwargs):
             if instrument.ddp is not None:
-                raise BadScript("the script builds a second DistributedDataParallel; ddpbench measures a script "
-                                "that trains one DDP model")
+                raise refused("the script builds a second DistributedDataParallel; ddpbench measures a script "
+                              "that trains one DDP model")
             bound = signature.bind(ddp, *args, **kwargs)
             settings, instrument.ddp_overridden = ddp_settings(instrument.spec, bound.arguments, signature.parameters,
-                                                               refuse=BadScript)
+                                                               refuse=partial(BadScript, refused=WORLD_SIZES))
             bound.arguments.update(settings)
             bound.apply_defaults()
             original_init(*bound.args, **bound.kwargs)
@@ -296,12 +298,12 @@ class Instrument(StepEnds):
         self.ddp_params = {id(p) for p in params}
         device = params[0].device.type if params else "cpu"
         if device != self.spec.device:
-            raise BadScript(f"the script trains on {device} and the job says device = {self.spec.device!r}: set "
-                            f"device = {device!r}")
+            raise refused(f"the script trains on {device} and the job says device = {self.spec.device!r}: set "
+                          f"device = {device!r}")
         backend = str(dist.get_backend())
         if self.spec.backend not in backend:
-            raise BadScript(f"the script's process group runs {backend} and the job says backend = "
-                            f"{self.spec.backend!r}: set backend = {backend!r}")
+            raise refused(f"the script's process group runs {backend} and the job says backend = "
+                          f"{self.spec.backend!r}: set backend = {backend!r}")
         # the script's own hook is registered at the first forward, inside ddpbench's wrapper if it is Python
         self._register_comm, self._register_builtin = ddp.register_comm_hook, ddp._register_builtin_comm_hook
         ddp.register_comm_hook = self.register_user_hook
@@ -314,8 +316,8 @@ class Instrument(StepEnds):
 
     def register_user_hook(self, state, hook) -> None:
         if self.spec.comm_hook != "none":
-            raise BadScript(f"the script registers its own DDP communication hook ({getattr(hook, '__name__', hook)}) "
-                            f"and the job sets comm_hook = {self.spec.comm_hook!r}: leave comm_hook out")
+            raise refused(f"the script registers its own DDP communication hook ({getattr(hook, '__name__', hook)}) "
+                          f"and the job sets comm_hook = {self.spec.comm_hook!r}: leave comm_hook out")
         if self.user_hook is not None or self.comm not in (None, "builtin"):
             raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
         if self.comm is not None:  # after the first forward (which DDP allows): passed on, not timed
@@ -326,8 +328,8 @@ class Instrument(StepEnds):
 
     def register_user_builtin(self, comm_hook_type) -> None:
         if self.spec.comm_hook != "none":
-            raise BadScript(f"the script registers DDP's builtin communication hook {comm_hook_type} and the job "
-                            f"sets comm_hook = {self.spec.comm_hook!r}: leave comm_hook out")
+            raise refused(f"the script registers DDP's builtin communication hook {comm_hook_type} and the job "
+                          f"sets comm_hook = {self.spec.comm_hook!r}: leave comm_hook out")
         if self.user_hook is not None or self.comm not in (None, "builtin"):
             raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
         self.user_hook = (BUILTIN, comm_hook_type)

@@ -10,7 +10,8 @@ The work folder is the whole interface; nothing a rank prints is parsed:
 
   job.json            the launcher's :class:`Job`: the kind of launch, its spec, repeat and timeout
   result.json         rank 0's hand-back (:mod:`ddpbench.results.schema`), written atomically
-  error.rank<R>.json  a rank that failed: its phase and step, the error and its traceback
+  error.rank<R>.json  a rank that failed: its phase and step, the error and its traceback (and, for
+                      a refusal of a script's shape, ``refused``: the launches it stands for)
   progress.rank<R>    where a rank is (:class:`Progress`), read when it cannot say so itself
 
 :func:`serve` is a rank's whole life: it watches the process that started it (a rank never
@@ -268,6 +269,8 @@ def serve(works: dict, argv: list[str] | None = None) -> int:
             "time": time.time(),
             "error": f"{type(err).__name__}: {err}".strip(),
             "traceback": traceback.format_exc(),
+            # a refusal of the script's shape: which launches it stands for (ddpbench.rank.steps.BadScript)
+            **({"refused": err.refused} if getattr(err, "refused", None) else {}),
         })
         traceback.print_exc(file=sys.stderr)  # goes to the job's log file
         return 1

@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from ddpbench.experiment.scripts import script_path
@@ -34,6 +35,7 @@ from ddpbench.rank.instrument import NO_GPU, BadScript, Instrument, StopScript, 
 from ddpbench.rank.protocol import START_DIR_ENV, Job, Tracked
 from ddpbench.rank.record import rank_record
 from ddpbench.rank.shapes import WORLD_SIZE_ARG, Shapes, link_start_dir, substitute_args, visible_devices
+from ddpbench.rank.steps import JOB, WORLD_SIZES, refused
 from ddpbench.rank.timing import clock_for
 from ddpbench.rank.train import check_replicas, param_checksum
 from ddpbench.results.schema import training_result
@@ -135,8 +137,8 @@ class ScriptRank(Tracked):
                                     "optimizer steps") from None
                 ended = "exited"
             why = self.shapes.no_ddp_line() if self.instrument.ddp is None else None
-            if why:
-                raise BadScript(why)
+            if why:  # JOB alone: a script may start its own processes at one world size and not at another
+                raise refused(why, JOB)
             return ended
         except StopScript:
             return "stopped"
@@ -145,8 +147,8 @@ class ScriptRank(Tracked):
         except Exception as err:  # the script's own error, named as the script raised it
             text = f"{type(err).__name__}: {err}".strip()
             if spec.device == "cpu" and any(sign in text for sign in NO_GPU):
-                raise BadScript(f"the script needs a GPU and this job runs it on the CPU (device = 'cpu'): it "
-                                f"raised {text}") from err
+                raise refused(f"the script needs a GPU and this job runs it on the CPU (device = 'cpu'): it "
+                              f"raised {text}", JOB) from err
             raise BadScript(f"the script raised {text} (after {self.instrument.steps_done} optimizer steps)") from err
         finally:
             self.instrument.uninstall()
@@ -166,11 +168,12 @@ class ScriptRank(Tracked):
         instrument = self.instrument
         if ended != "stopped":
             why = instrument.missing(ended)
-            if why:
-                raise BadScript(why)
+            if why:  # JOB alone: a script's steps per epoch, or whether it builds DDP, may follow its world size
+                raise refused(why, JOB)
         self.at("gather")
         ddp = instrument.ddp
-        check_ran(self.spec, ddp, BadScript)  # a setting the script changed after it built DDP: not the job's
+        # a setting the script changed after it built DDP: not the job's
+        check_ran(self.spec, ddp, partial(BadScript, refused=WORLD_SIZES))
         module = ddp.module
         sizes = grad_bytes(module)
         stats = ddp_stats(ddp)

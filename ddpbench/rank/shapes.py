@@ -34,7 +34,7 @@ import os
 import sys
 from pathlib import Path
 
-from ddpbench.rank.instrument import BadScript
+from ddpbench.rank.steps import JOB, refused
 
 #: in ``script_args``: replaced by the job's world size where the rank builds the script's argv
 WORLD_SIZE_ARG = "{world_size}"
@@ -203,13 +203,13 @@ class Shapes:
     def run_spawned(self, fn, args, nprocs: int, join: bool):
         """``mp.spawn(fn, args, nprocs)``: this rank runs ``fn(LOCAL_RANK, *args)``."""
         if os.getpid() != self.pid:
-            raise BadScript("a process the script started calls torch.multiprocessing.spawn; ddpbench runs the "
-                            "spawned function of the script's own process as its ranks")
+            raise refused("a process the script started calls torch.multiprocessing.spawn; ddpbench runs the "
+                          "spawned function of the script's own process as its ranks")
         if int(nprocs) != self.local_world_size:
-            raise BadScript(f"the script spawns {nprocs} processes (torch.multiprocessing.spawn) and the job runs "
-                            f"{self.local_world_size} ranks on this node: ddpbench runs the spawned function as its "
-                            'ranks, one per rank; pass "{world_size}" in script_args where the script takes its '
-                            "world size (on GPUs it sees the node's ranks as its visible devices)")
+            raise refused(f"the script spawns {nprocs} processes (torch.multiprocessing.spawn) and the job runs "
+                          f"{self.local_world_size} ranks on this node: ddpbench runs the spawned function as its "
+                          'ranks, one per rank; pass "{world_size}" in script_args where the script takes its '
+                          "world size (on GPUs it sees the node's ranks as its visible devices)", JOB)
         self.spawns += 1
         fn(self.local_rank, *args)
         return None if join else _Done()
@@ -228,9 +228,9 @@ class Shapes:
     def init(self, originals: dict, c10d, given: dict) -> None:
         """``init_process_group(**given)`` on ddpbench's rendezvous (see the module docstring)."""
         if os.getpid() != self.pid:
-            raise BadScript("a process the script started with multiprocessing calls init_process_group: ddpbench "
-                            "runs a script's ranks itself; start them with torch.multiprocessing.spawn, or write the "
-                            "script for torchrun")
+            raise refused("a process the script started with multiprocessing calls init_process_group: ddpbench "
+                          "runs a script's ranks itself; start them with torch.multiprocessing.spawn, or write the "
+                          "script for torchrun")
         given = dict(given)
         fixes = {"world_size": ("the job runs world size", 'pass "{world_size}" in script_args where the script '
                                 "takes its world size"),
@@ -240,7 +240,7 @@ class Shapes:
             value = given.pop(name, -1)
             mine = self.world_size if name == "world_size" else self.rank
             if value is not None and int(value) != -1 and int(value) != mine:
-                raise BadScript(f"the script passes {name}={value} to init_process_group and {what} {mine}: {fix}")
+                raise refused(f"the script passes {name}={value} to init_process_group and {what} {mine}: {fix}", JOB)
         method = given.pop("init_method", None)
         if method is not None and not str(method).startswith(OWN_RENDEZVOUS):
             given["init_method"] = method  # a rendezvous ddpbench does not know: as the script asks

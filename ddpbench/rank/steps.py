@@ -25,8 +25,37 @@ class StopScript(BaseException):
     A BaseException, so that a script's ``except Exception`` does not swallow it."""
 
 
+#: a refusal of the script's shape (:attr:`BadScript.refused`) stands for every launch of its job: the same
+#: job, launched again, meets the same script and the same check
+JOB = "job"
+#: ... and for the same script's jobs at other world sizes too: a refusal of what the script does whatever
+#: the world size (a DDP switch it passes, a second DDP, its optimizers' shape, its device or backend)
+WORLD_SIZES = "world_sizes"
+REFUSAL_SCOPES = (JOB, WORLD_SIZES)
+
+
 class BadScript(BaseException):
-    """A script that breaks what ddpbench needs of it (one DDP, an optimizer that steps, enough steps)."""
+    """A script that breaks what ddpbench needs of it (one DDP, an optimizer that steps, enough steps).
+
+    ``refused``: where ddpbench's own check of the script's shape refuses it, deterministically (not a
+    crash, a timeout or an error the script raised, which another launch may not meet): :data:`JOB`, or
+    :data:`WORLD_SIZES` where the refusal does not depend on the world size either. The sweep then runs
+    none of the launches it stands for (:mod:`ddpbench.sweep.refusals`). None: the script's own failure.
+    """
+
+    refused: str | None = None
+
+    def __init__(self, *args, refused: str | None = None):
+        super().__init__(*args)
+        if refused is not None:
+            if refused not in REFUSAL_SCOPES:
+                raise ValueError(f"refused must be one of {REFUSAL_SCOPES}, not {refused!r}")
+            self.refused = refused
+
+
+def refused(message: str, scope: str = WORLD_SIZES) -> BadScript:
+    """A refusal of the script's shape (:class:`BadScript` with ``refused`` = ``scope``)."""
+    return BadScript(message, refused=scope)
 
 
 #: the phases whose steps carry the phase hooks (forward, backward, bucket timing); the others are timed
@@ -128,8 +157,8 @@ class StepEnds:
         if self.depth or self.done or not self.active:
             return  # an optimizer stepped inside another's step counts as the outer one
         if self.ddp is None:
-            raise BadScript("the script stepped an optimizer before it built DistributedDataParallel: ddpbench "
-                            "measures the steps of a script's DDP model")
+            raise refused("the script stepped an optimizer before it built DistributedDataParallel: ddpbench "
+                          "measures the steps of a script's DDP model")
         if not self.trains_ddp(optimizer):
             return  # it trains something else than the DDP model: not a step of it
         self._stepped_since_update = True
@@ -138,9 +167,9 @@ class StepEnds:
                 self.refuse(optimizer, self.optimizers)
             if optimizer in self.stepped:
                 waiting = ", ".join(type(o).__name__ for o in self.optimizers if o not in self.stepped)
-                raise BadScript(f"the script stepped its {type(optimizer).__name__} twice in one step, before its "
-                                f"{waiting}; ddpbench counts a step as each optimizer of the DDP model's parameters "
-                                "(those of the script's first step) stepped once")
+                raise refused(f"the script stepped its {type(optimizer).__name__} twice in one step, before its "
+                              f"{waiting}; ddpbench counts a step as each optimizer of the DDP model's parameters "
+                              "(those of the script's first step) stepped once")
         elif optimizer in self.stepped:  # stepped again: the first step's optimizers are known, it ended at the last
             self.learned, self.optimizers = True, list(self.stepped)
             self.end_step(at=self._end_mark)
@@ -170,14 +199,14 @@ class StepEnds:
         mine = self.params_of(optimizer)
         for other in known:
             if mine & self.params_of(other):
-                raise BadScript(f"the script steps two optimizers over the same parameters of its DDP model in one "
-                                f"step ({type(other).__name__} and {type(optimizer).__name__}); ddpbench counts a step "
-                                "as each optimizer of the model stepped once, over parameters of its own")
+                raise refused(f"the script steps two optimizers over the same parameters of its DDP model in one "
+                              f"step ({type(other).__name__} and {type(optimizer).__name__}); ddpbench counts a step "
+                              "as each optimizer of the model stepped once, over parameters of its own")
         if self.learned:
-            raise BadScript("the script stepped an optimizer of its DDP model's parameters "
-                            f"({type(optimizer).__name__}) "
-                            "that its first step did not; ddpbench counts a step as the optimizers of the first step "
-                            f"({', '.join(type(o).__name__ for o in self.optimizers)}) each stepped once")
+            raise refused("the script stepped an optimizer of its DDP model's parameters "
+                          f"({type(optimizer).__name__}) "
+                          "that its first step did not; ddpbench counts a step as the optimizers of the first step "
+                          f"({', '.join(type(o).__name__ for o in self.optimizers)}) each stepped once")
 
     def mark_optimizer(self) -> None:
         if not self.started:  # a step without any forward of the DDP model
@@ -278,7 +307,8 @@ class StepEnds:
         expected = spec.per_rank_batch
         if samples != expected:
             fix = samples * spec.world_size if spec.scaling == "strong" else samples
-            raise BadScript(f"the script's DDP model took {samples} samples in its first optimizer step on rank "
-                            f"{self.rank}, and the job counts {expected} per rank (batch_size = {spec.batch_size}, "
-                            f"scaling = {spec.scaling!r}): set batch_size = {fix} so that samples/s counts what the "
-                            "script trains")
+            # JOB alone: a script may divide a global batch among its ranks, so another world size may agree
+            raise refused(f"the script's DDP model took {samples} samples in its first optimizer step on rank "
+                          f"{self.rank}, and the job counts {expected} per rank (batch_size = {spec.batch_size}, "
+                          f"scaling = {spec.scaling!r}): set batch_size = {fix} so that samples/s counts what the "
+                          "script trains", JOB)

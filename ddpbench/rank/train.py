@@ -242,10 +242,9 @@ class TrainingRank(Tracked):
                         "flops_source": source}
 
     def measure_gemm_peak(self) -> dict:
-        """What a matmul reaches on this rank's threads (or GPU), every rank at once, as they train;
-        or the peak the sweep handed it, measured once under the same conditions by an earlier launch
-        (:mod:`ddpbench.sweep.once`), where every rank was handed one that fits it: then labelled so
-        (``peak_source``, ``peak_taken_utc``, and in ``peak_method``'s words)."""
+        """What a matmul reaches on this rank's threads (or GPU), every rank at once, as they train; or,
+        where every rank was handed one that fits it, the peak an earlier launch measured under the same
+        conditions (:mod:`ddpbench.sweep.once`), labelled so (``peak_source``, ``peak_taken_utc``)."""
         import torch
         import torch.distributed as dist
 
@@ -402,9 +401,8 @@ class TrainingRank(Tracked):
         handed = [None] * self.world_size
         dist.all_gather_object(handed, by if isinstance(by, str) and not self.spec.check_every_repeat else None)
         if handed[0] is not None and all(h == handed[0] for h in handed):
-            # a job of the sweep that differs from this one only in what does not change the check ran
-            # it and passed (ddpbench.sweep.checks): its answer is this one's. Every rank was handed
-            # it (a node whose job file lacks it would train the check alone: all ranks run it then)
+            # a job that differs only in what does not change the check passed it (ddpbench.sweep.checks),
+            # handed to every rank (where one was not, all of them run the check)
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "checked_in_job": handed[0]}
         if self.nondeterministic:
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "skipped": self.nondeterministic}

@@ -42,7 +42,8 @@ Schema history (``schema_version``):
        Per-rank energy over the timed steps: energy_j, energy_window_s, energy_samples,
        energy_period_s, energy_domain, energy_method, energy_note; the launch record's ``overhead``
        (:data:`OVERHEAD_FIELDS`) and rank 0's timeline moment ``first_step``. Version-1 records
-       read them as missing.
+       read them as missing. Later within it: the launch record's ``refusal`` (a refusal of a
+       script's shape and the launches skipped for it, :func:`launch_record`), absent elsewhere.
 """
 
 from __future__ import annotations
@@ -250,11 +251,14 @@ def utc_now() -> str:
 def launch_record(spec, repeat: int, *, status: str, error: str | None = None, result: dict | None = None,
                   oversubscribed: bool = False, cores: int | None = None, wall_s: float = 0.0,
                   launcher: str | None = None, sweep_id: str | None = None, logs: list[str] | tuple = (),
-                  utc: str | None = None, traces: list[dict] | tuple = (), overhead: dict | None = None) -> dict:
+                  utc: str | None = None, traces: list[dict] | tuple = (), overhead: dict | None = None,
+                  refusal: dict | None = None) -> dict:
     """The record of one launch of ``spec`` (a JobSpec: a ``run`` record; a CollectiveSpec: a
     ``collective`` one): how it ended (:data:`LAUNCH_FIELDS`), its ranks' logs and profiler traces
     (:data:`TRACE_FILE_FIELDS`, a traced job's), what it cost before its timed steps
-    (:data:`OVERHEAD_FIELDS`) and, when it finished, its hand-back."""
+    (:data:`OVERHEAD_FIELDS`), a refusal of the script's shape (``refusal``: ``{"scope"}`` on the
+    refused launch, with ``"launch": {"key", "repeat"}`` on one skipped for it; absent elsewhere,
+    :mod:`ddpbench.sweep.refusals`) and, when it finished, its hand-back."""
     if status not in STATUSES:
         raise ValueError(f"unknown status {status!r}; allowed: {', '.join(STATUSES)}")
     how = {"status": status, "error": error, "oversubscribed": oversubscribed, "cores": cores,
@@ -263,6 +267,7 @@ def launch_record(spec, repeat: int, *, status: str, error: str | None = None, r
             **{name: how[name] for name in LAUNCH_FIELDS}, "logs": list(logs),
             **({"traces": list(traces)} if traces else {}),
             **({"overhead": {name: overhead.get(name) for name in OVERHEAD_FIELDS}} if overhead else {}),
+            **({"refusal": dict(refusal)} if refusal else {}),
             "result": result}
 
 

@@ -92,13 +92,16 @@ class ResultStore:
     def done(self, retry_failed: bool = False) -> set[tuple[str, int]]:
         """(spec key, repeat) of every recorded launch: training launches whatever their status
         (a failure is a result), collectives only when they finished (a rerun replaces them).
-        ``retry_failed``: a training launch whose latest record failed or timed out is not done."""
-        latest: dict[tuple[str, int], str] = {}
+        ``retry_failed``: a training launch whose latest record failed or timed out is not done, nor
+        one skipped for a refusal of its script (its ``refusal`` names the refused launch, run again)."""
+        latest: dict[tuple[str, int], tuple[str, bool]] = {}
         for r in self.records():
             if r["kind"] == "run" or (r["kind"] == "collective" and r["status"] == "ok"):
-                latest[(r["key"], r["repeat"])] = r["status"]
-        return {launch for launch, status in latest.items()
-                if not (retry_failed and status in ("failed", "timed_out"))}
+                refusal = r.get("refusal")
+                for_refusal = isinstance(refusal, dict) and bool(refusal.get("launch"))
+                latest[(r["key"], r["repeat"])] = (r["status"], for_refusal)
+        return {launch for launch, (status, for_refusal) in latest.items()
+                if not (retry_failed and (status in ("failed", "timed_out") or (status == "skipped" and for_refusal)))}
 
 
 def rotate_previous(store: ResultStore) -> Path | None:

@@ -6,7 +6,8 @@ Student t interval of its throughput over its launches (:func:`ddpbench.analysis
 A job whose interval lies within ``ci_target_pct`` of its throughput either way is done; every
 other one gets one more launch in the next round, interleaved with the other wide jobs' (a slow
 drift of the machine spreads over all of them), until it is tight, has ``max_repeats`` launches,
-or the sweep's ``repeat_budget_s`` has passed. Launches are read back from the store, so a
+or the sweep's ``repeat_budget_s`` has passed. A job refused for its script's shape gets no more
+(:mod:`ddpbench.sweep.refusals`). Launches are read back from the store, so a
 resumed sweep goes on where the stored ones left each job.
 
 :meth:`AdaptivePlan.expected` is what the progress bar's ETA counts on: for each wide job, the
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpbench.launch.base import Launch
@@ -56,6 +57,13 @@ class JobState:
     spec: object
     step_means: list[float]  # ok launches' mean steps (ms)
     repeats: set[int]  # every stored repeat, whatever its status
+    #: repeats whose latest record is a refusal of the script's shape, or a launch skipped for one
+    #: (:mod:`ddpbench.sweep.refusals`): a refused job gets no more launches
+    refused: dict[int, bool] = field(default_factory=dict)
+
+    @property
+    def stopped(self) -> bool:
+        return any(self.refused.values())
 
     @property
     def launches(self) -> int:
@@ -114,6 +122,7 @@ class AdaptivePlan:
             if state is None:
                 continue
             state.repeats.add(int(record["repeat"]))
+            state.refused[int(record["repeat"])] = bool(record.get("refusal"))
             if record["status"] == "ok" and record.get("result"):
                 state.step_means.append(launch_step_ms(record["result"]))
         return list(by_key.values())
@@ -123,7 +132,7 @@ class AdaptivePlan:
         if self.budget_s and time.monotonic() - self.start > self.budget_s:
             self.out_of_time = True
             return []
-        wide = [s for s in self.states() if not s.tight and s.launches < s.spec.max_repeats]
+        wide = [s for s in self.states() if not s.tight and not s.stopped and s.launches < s.spec.max_repeats]
         return [Launch(s.spec, max(s.repeats, default=-1) + 1,
                        work_dir(self.out_dir, s.spec, max(s.repeats, default=-1) + 1))
                 for s in wide]
@@ -133,4 +142,4 @@ class AdaptivePlan:
         planned and not yet run), for the progress bar's total."""
         pending = pending or {}
         return sum(max(0, s.needed() - s.launches - pending.get(s.spec.key, 0))
-                   for s in self.states() if not s.tight)
+                   for s in self.states() if not s.tight and not s.stopped)

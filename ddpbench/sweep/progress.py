@@ -34,6 +34,10 @@ class SweepProgress:
     def begin(self, label: str) -> None:
         self.progress.update(self.task, description=label)
 
+    def note(self, line: str) -> None:
+        """A line of its own below the last launch's (a refusal: what of the sweep it skips)."""
+        self.console.print(f"[yellow]{'':>9}  {escape(line)}[/yellow]", highlight=False, markup=True, soft_wrap=True)
+
     def done(self, label: str, status: str, line: str, total: int | None = None) -> None:
         """One launch ended; ``total``: the launches the sweep now expects in all (adaptive repeats
         change it as their intervals narrow), so that the ETA counts them."""

@@ -40,6 +40,7 @@ from ddpbench.sweep.once import (COLLECTIVES, LOCAL_LAUNCHERS, MeasuredOnce, gem
                                  machine_conditions)
 from ddpbench.sweep.plan import LOG_DIR, WORK_DIR, keep_traces, pending_launches
 from ddpbench.sweep.progress import SweepProgress
+from ddpbench.sweep.refusals import Refusals, announce
 
 
 #: the launcher a record names where its result was not measured by a launch of its own but reused
@@ -98,8 +99,12 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
         })
         clear_stale_work(out_dir, summary.sweep_id)
     plan = AdaptivePlan(experiment.jobs, store, out_dir, experiment.repeat_budget_s)
+    refusals = Refusals()
+    if resume:  # the refusals stored stand, but for the launches run again (--retry-failed)
+        refusals.seed(store.records(), {(launch.spec.key, launch.repeat) for launch in todo}, experiment.jobs)
     return run_launches(todo, store, launcher, machine, experiment.timeout_s, summary, console,
-                        plan=plan if plan else None, once=once or MeasuredOnce(machine_conditions(env)))
+                        plan=plan if plan else None, refusals=refusals,
+                        once=once or MeasuredOnce(machine_conditions(env)))
 
 
 def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume: bool = False,
@@ -154,14 +159,21 @@ def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume:
 
 def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, machine: Machine, timeout_s: float,
                  summary: SweepSummary, console=None, plan: AdaptivePlan | None = None,
-                 once: MeasuredOnce | None = None) -> SweepSummary:
+                 refusals: Refusals | None = None, once: MeasuredOnce | None = None) -> SweepSummary:
     """The loop of every sweep: each launch of ``todo`` through its launcher, its record stored as
     it ends (when ``launcher`` stores results), with progress on ``console``; then, round after
     round, the launches ``plan`` adds for jobs whose interval is still wide (``repeats = "auto"``),
-    the progress bar's total counting the launches they are expected to need. ``once``: the figures
-    measured once (:mod:`ddpbench.sweep.once`) that a launch is handed rather than measuring them,
-    and keeps when it did; None: every launch measures its own."""
+    the progress bar's total counting the launches they are expected to need.
+
+    ``refusals``: a launch refused for the script's shape stops its job there (:mod:`.refusals`): the
+    launches it stands for are stored as skipped, not run. Not where another node runs the same
+    launches and cannot know of it (a multi-node torchrun sweep), nor where the launcher took them all at
+    once (Slurm's job arrays): there every launch runs. ``once``: the figures measured once
+    (:mod:`ddpbench.sweep.once`) that a launch is handed rather than measuring them, and keeps when
+    it did; None: every launch measures its own."""
     stores = launcher.stores_results
+    if not stores or launcher.nodes_share_work or launcher.submits_arrays:
+        refusals = None
     work_root, log_dir = sweep_paths(store.dir, summary.sweep_id, launcher)
     start = time.monotonic()
 
@@ -186,6 +198,7 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
             with contextlib.closing(launched(
                     batch, launcher, machine, log_dir, timeout_s,
                     begin=lambda launch: progress.begin(kind_of(launch.spec).describe(launch, machine)),
+                    refusals=refusals,
                     given=lambda launch, runs_it: handed(once, checks, launch, runs_it))) as ended:
                 for launch, runs_it, outcome in ended:
                     stop_if_disk_full(outcome, store)
@@ -201,7 +214,7 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
                                                    cores=machine.cores, wall_s=outcome.wall_s, launcher=runs_it.name,
                                                    sweep_id=summary.sweep_id, logs=outcome.logs,
                                                    traces=keep_traces(launch, store.dir),
-                                                   overhead=launch_overhead(outcome)))
+                                                   overhead=launch_overhead(outcome), refusal=outcome.refusal))
                         shutil.rmtree(launch.work_dir, ignore_errors=True)
                     summary.statuses[outcome.status] = summary.statuses.get(outcome.status, 0) + 1
                     kind = kind_of(launch.spec)
@@ -209,6 +222,8 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
                     left.remove(launch)
                     progress.done(kind.describe(launch, machine), outcome.status, one_line(launch, outcome),
                                   total=progress.completed + 1 + len(left) + expected(left))
+                    if refusals is not None and (refusal := refusals.note(launch, outcome)) is not None:
+                        progress.note(announce(refusal, left))
             batch = own(plan.next_round()) if plan is not None and stores else []
             summary.planned += len(batch)
     if stores:
@@ -268,13 +283,15 @@ def hand(work_dir: Path, given: dict) -> None:
 
 
 def launched(todo: list[Launch], launcher: Launcher, machine: Machine, log_dir: Path, timeout_s: float,
-             begin, given=None) -> Iterator[tuple[Launch, Launcher, LaunchOutcome]]:
+             begin, refusals: Refusals | None = None, given=None) -> Iterator[tuple[Launch, Launcher, LaunchOutcome]]:
     """(launch, the launcher that ran it, outcome) of every launch in ``todo``, as each ends.
 
     Launches run one after another (``begin(launch)`` is called as each starts), except that a
     launcher submitting job arrays gets all of its launches at once and hands each back as it
-    finishes; a job that cannot run here is skipped with the reason. ``given(launch, launcher)``:
-    what a launch run on its own is handed (:func:`handed`), left in its work folder before it starts.
+    finishes; a job that cannot run here is skipped with the reason, and so is a launch a refusal
+    met before it stands for (``refusals``, asked as each launch's turn comes: one launch's
+    outcome is handled before the next is started). ``given(launch, launcher)``: what a launch run
+    on its own is handed (:func:`handed`), left in its work folder before it starts.
     """
     batch = []
     for launch in todo:
@@ -283,6 +300,8 @@ def launched(todo: list[Launch], launcher: Launcher, machine: Machine, log_dir: 
         runs_it = kind.launcher(launch.spec, launcher)
         if reason:
             yield launch, runs_it, LaunchOutcome("skipped", error=reason)
+        elif refusals is not None and (skipped := refusals.skipped(launch)) is not None:
+            yield launch, runs_it, skipped
         elif runs_it is launcher and launcher.submits_arrays:
             batch.append(launch)
         else:

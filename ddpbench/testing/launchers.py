@@ -25,9 +25,12 @@ def fake_result(spec, repeat, step_ms=10.0):
 class FakeLauncher(Launcher):
     name = "fake"
 
-    def __init__(self, fail_keys=(), interrupt_after=None):
+    def __init__(self, fail_keys=(), interrupt_after=None, refuse=None):
+        """``fail_keys``: jobs whose launches fail as a killed rank does; ``refuse``: {key: scope} of jobs
+        whose launches are refused for the script's shape (:mod:`ddpbench.sweep.refusals`)."""
         self.calls = []
         self.fail_keys = set(fail_keys)
+        self.refuse = dict(refuse or {})
         self.interrupt_after = interrupt_after
 
     def launch(self, spec, repeat, work_dir, log_dir, timeout_s):
@@ -36,6 +39,10 @@ class FakeLauncher(Launcher):
         self.calls.append((spec.key, repeat))
         if spec.key in self.fail_keys:
             return LaunchOutcome("failed", error="rank 1 killed by SIGKILL", wall_s=0.5)
+        if spec.key in self.refuse:
+            return LaunchOutcome("failed", error="rank 0 in script: BadScript: the script builds DDP with "
+                                 "find_unused_parameters=True and the job says False (the default)", wall_s=0.5,
+                                 refusal={"scope": self.refuse[spec.key]})
         if spec.kind == "collective":
             return LaunchOutcome("ok", result=fake_collectives(spec), wall_s=1.0)
         return LaunchOutcome("ok", result=fake_result(spec, repeat), wall_s=1.0)

@@ -19,6 +19,7 @@ exported step times), so their mean is the launch's step.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 #: the columns naming one launch, and one launch's rank
@@ -26,50 +27,86 @@ LAUNCH = ["key", "repeat"]
 RANK = [*LAUNCH, "rank"]
 
 
+def _phase(steps: pd.DataFrame, phase: str) -> pd.DataFrame:
+    """``phase``'s rows of ``steps``, with a ``rank`` column (0 where the table has none: one rank's)."""
+    if steps.empty:
+        return steps
+    part = steps[steps["phase"].to_numpy() == phase]
+    return part if "rank" in part else part.assign(rank=0)
+
+
+def _codes(values) -> np.ndarray:
+    return pd.factorize(values, sort=False)[0]
+
+
+class _Ranks:
+    """Each (launch, rank) of a phase's rows, numbered in the order the table first holds them, with
+    its window (the sum of its step times), its step count and its mean step; computed with arrays
+    (these are called for every job of every comparison: a report of 1,000 launches)."""
+
+    def __init__(self, part: pd.DataFrame):
+        values = part["step_ms"].to_numpy(dtype=float)
+        launch = _codes(_codes(part["key"].to_numpy()) * (len(part) + 1) + _codes(part["repeat"].to_numpy()))
+        rank = _codes(part["rank"].to_numpy())
+        self.row = _codes(launch * (rank.max() + 1) + rank)  # each row's (launch, rank), first seen first
+        n = int(self.row.max()) + 1
+        counted = ~np.isnan(values)
+        self.window = np.bincount(self.row, weights=np.where(counted, values, 0.0), minlength=n)
+        self.steps = np.bincount(self.row, weights=counted, minlength=n).astype(int)
+        self.window[self.steps == 0] = np.nan  # no timed step: no window (a sum of nothing is not 0 ms)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.step_ms = self.window / self.steps
+        first = np.unique(self.row, return_index=True)[1]
+        self.table = part.iloc[first][RANK].reset_index(drop=True)
+        self.launch = launch[first]  # each (launch, rank)'s launch
+
+    def frame(self, which=slice(None)) -> pd.DataFrame:
+        out = self.table.iloc[which].reset_index(drop=True)
+        return out.assign(window_ms=self.window[which], steps=self.steps[which], step_ms=self.step_ms[which])
+
+    def bounding(self) -> np.ndarray:
+        """Per launch (in first-seen order), the (launch, rank) with the largest mean step: ties, and
+        launches whose ranks timed nothing, go to the lowest rank."""
+        rank = self.table["rank"].to_numpy()
+        order = np.lexsort((rank, -np.nan_to_num(self.step_ms, nan=-np.inf), self.launch))
+        launches = self.launch[order]
+        return order[np.r_[True, launches[1:] != launches[:-1]]]
+
+
 def rank_windows(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
     """One row per (key, repeat, rank) of ``phase``'s steps: ``window_ms`` (the sum of the rank's step
     times), ``steps`` (how many it timed) and ``step_ms`` (the window over its steps). A table without a
     ``rank`` column is one rank's."""
-    part = steps[steps["phase"] == phase] if len(steps) else steps
+    part = _phase(steps, phase)
     if part.empty:
         return pd.DataFrame(columns=[*RANK, "window_ms", "steps", "step_ms"])
-    if "rank" not in part:
-        part = part.assign(rank=0)
-    group = part.groupby(RANK, sort=False)["step_ms"]
-    out = pd.DataFrame({"window_ms": group.sum(min_count=1), "steps": group.count()})
-    out["step_ms"] = out["window_ms"] / out["steps"].where(out["steps"] > 0)
-    return out.reset_index()
+    return _Ranks(part).frame()
 
 
 def bounding_ranks(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
-    """One row per (key, repeat): the rank whose mean step over ``phase`` was the largest (ties: the
-    lowest rank), its ``step_ms`` (the launch's step), ``window_ms`` and ``steps``."""
-    windows = rank_windows(steps, phase)
-    if windows.empty:
-        return windows
-    ordered = windows.sort_values(["step_ms", "rank"], ascending=[False, True], kind="stable", na_position="last")
-    slowest = ordered.drop_duplicates(LAUNCH)
-    # in the launches' own order (as the table holds them), not the slowest first
-    return windows[LAUNCH].drop_duplicates().merge(slowest, on=LAUNCH, how="left")
+    """One row per (key, repeat), in the launches' own order: the rank whose mean step over ``phase``
+    was the largest (ties: the lowest rank), its ``step_ms`` (the launch's step), ``window_ms`` and
+    ``steps``."""
+    part = _phase(steps, phase)
+    if part.empty:
+        return pd.DataFrame(columns=[*RANK, "window_ms", "steps", "step_ms"])
+    ranks = _Ranks(part)
+    return ranks.frame(ranks.bounding())
 
 
 def bounding_steps(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
     """One row per (key, repeat, step) of ``phase``: the step time of the rank that bounds its launch
     (:func:`bounding_ranks`), so that a launch's mean of them is its step."""
-    bound = bounding_ranks(steps, phase)
-    if bound.empty:
+    part = _phase(steps, phase)
+    if part.empty:
         return pd.DataFrame(columns=["key", "repeat", "step", "step_ms"])
-    part = steps[steps["phase"] == phase]
-    if "rank" not in part:
-        part = part.assign(rank=0)
-    rows = part[[*RANK, "step", "step_ms"]].merge(bound[RANK], on=RANK, how="inner")
-    return rows[["key", "repeat", "step", "step_ms"]].reset_index(drop=True)
+    ranks = _Ranks(part)
+    chosen = np.zeros(len(ranks.launch), dtype=bool)
+    chosen[ranks.bounding()] = True
+    return part.loc[chosen[ranks.row], ["key", "repeat", "step", "step_ms"]].reset_index(drop=True)
 
 
 def launch_steps(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
     """One row per (key, repeat): the launch's step (ms), its slowest rank's window over that rank's
     steps."""
-    bound = bounding_ranks(steps, phase)
-    if bound.empty:
-        return pd.DataFrame(columns=["key", "repeat", "step_ms"])
-    return bound[["key", "repeat", "step_ms"]]
+    return bounding_ranks(steps, phase)[["key", "repeat", "step_ms"]]

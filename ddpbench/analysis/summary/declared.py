@@ -55,6 +55,8 @@ def _per_launch(job_ranks: pd.DataFrame, name: str, over: str, domain: str) -> l
     counter ranks share), each divided by its ``over``; NaN for a launch where a rank lacks either."""
     if job_ranks.empty or not {name, over, domain} <= set(job_ranks.columns):
         return []
+    if column(job_ranks, name).isna().all():  # no rank read it (no energy counter): every launch lacks it
+        return [math.nan] * job_ranks["repeat"].nunique()
     out = []
     for _, launch in job_ranks.sort_values("rank").groupby("repeat", sort=True):
         value, divisor = column(launch, name), column(launch, over)

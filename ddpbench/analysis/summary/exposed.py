@@ -1,7 +1,9 @@
 """Exposed communication with its interval over launches.
 
 A job's exposed communication is its mean measured step less its mean ``no_sync()`` step: what
-gradient communication adds to a step that backward did not hide. Each launch measures both, so
+gradient communication adds to a step that backward did not hide. Each is its phase's slowest-rank
+window over its steps (:mod:`ddpbench.analysis.core.windows`): no-sync steps are not kept in step, so
+each rank's own window is the only comparable one (never each step's maximum over ranks). Each launch measures both, so
 each launch gives one difference (its mean step less its own mean ``no_sync()`` step), and the 95 %
 Student t interval of their mean (:func:`ddpbench.analysis.core.stats.difference_mean_ci`: a paired
 t, each launch's own placement cancelling) says how well the launches pin the figure down: NaN with

@@ -294,14 +294,21 @@ def texts(artist) -> list:
 
 def pixels(fig) -> np.ndarray:
     """The figure drawn once at :data:`DPI` with :data:`ROOM` around its canvas, cropped to what was
-    drawn with :data:`PAD_INCHES` of white around it: (height, width, 3) RGB bytes. Drawn again with
-    more room when something reaches the edge of the room."""
+    drawn with :data:`PAD_INCHES` of white around it: (height, width, 3) RGB bytes.
+
+    Where something reaches the edge of the room (a legend of many jobs, long labels), the figure is
+    drawn again in the room that matplotlib measures it needs (:func:`room_for`), then in four times
+    that should it not do, never past 16 times :data:`ROOM` (the most it was ever drawn in); a figure
+    crowded enough to need more room (:func:`crowded`) is measured before its first drawing, not
+    drawn twice. The room only changes where the figure lies on the canvas, by whole pixels: the
+    pixels kept are the same."""
     from matplotlib import rc_context
     from matplotlib.transforms import Bbox
 
     width, height = fig.get_size_inches()
-    for grow in (1, 4, 16):
-        left, bottom, right, top = (grow * room for room in ROOM)
+    room = room_for(fig) if crowded(fig) else ROOM
+    for attempt in range(3):
+        left, bottom, right, top = room
         with rc_context({"text.parse_math": False}):  # tick labels are made while drawing
             fig.savefig(_Discard(), format="rgba", dpi=DPI,
                         bbox_inches=Bbox.from_extents(-left, -bottom, width + right, height + top))
@@ -313,10 +320,66 @@ def pixels(fig) -> np.ndarray:
         edge = round(EDGE * DPI)
         if min(rows[0], columns[0], ink.shape[0] - 1 - rows[-1], ink.shape[1] - 1 - columns[-1]) >= edge:
             break
+        # cut at the room's edge: the room measured, never less than this one; four times it where the
+        # measure asks no more (or a second time); never past 16 times ROOM, where what is cut stays cut
+        grown = tuple(max(a, b) for a, b in zip(room_for(fig), room)) if attempt == 0 else room
+        if grown == room:
+            grown = tuple(min(4 * side, 16 * base) for side, base in zip(room, ROOM))
+        if grown == room:
+            break
+        room = grown
     pad = round(PAD_INCHES * DPI)
     crop = np.full((rows[-1] - rows[0] + 1 + 2 * pad, columns[-1] - columns[0] + 1 + 2 * pad, 3), 255, np.uint8)
     crop[pad:-pad, pad:-pad] = drawn[rows[0]:rows[-1] + 1, columns[0]:columns[-1] + 1, :3]
     return crop
+
+
+#: a legend of more entries than this, or an axis of more ticks set one by one, likely reaches past
+#: :data:`ROOM` (they grow with the jobs drawn): its figure is measured before it is drawn (:func:`pixels`)
+CROWDED_ENTRIES = 12
+CROWDED_LABELS = 20
+
+
+def crowded(fig) -> bool:
+    """Whether ``fig`` has a legend of more than :data:`CROWDED_ENTRIES` entries or an axis of more than
+    :data:`CROWDED_LABELS` ticks set one by one (a label per job): likely to need more than :data:`ROOM`.
+    Measuring every figure first would cost a third of drawing it (``get_tightbbox`` lays out every tick)."""
+    try:
+        return _crowded(fig)
+    except (TypeError, ValueError):  # a guess only: a figure it cannot judge is drawn in ROOM, and grown if cut
+        return False
+
+
+def _crowded(fig) -> bool:
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes)]
+    if any(legend is not None and len(legend.texts) > CROWDED_ENTRIES for legend in legends):
+        return True
+    return any(len(np.atleast_1d(getattr(axis.get_major_locator(), "locs", ()))) > CROWDED_LABELS  # set_yticks
+               for ax in fig.axes for axis in (ax.xaxis, ax.yaxis))
+
+
+def room_for(fig) -> tuple[float, float, float, float]:
+    """The room (left, bottom, right, top, in inches, as :data:`ROOM`) that everything drawn around
+    ``fig``'s canvas needs, by matplotlib's measure of it (``get_tightbbox``, a layout without
+    drawing), with :data:`EDGE` and half an inch more: :data:`ROOM` where that holds it, else each
+    side that much or :data:`ROOM`'s, whichever is larger (at most 16 times :data:`ROOM`'s), rounded
+    up to whole inches. Whole inches, as in 4 or 16 times :data:`ROOM`, put the figure on the
+    canvas's pixel grid, and a hatch's pattern (one inch, tiled from the canvas's corner) on the
+    figure, where they were: the pixels drawn are the same."""
+    from matplotlib import rc_context
+
+    width, height = fig.get_size_inches()
+    try:
+        with rc_context({"text.parse_math": False}):
+            box = fig.get_tightbbox(fig.canvas.get_renderer())
+    except UNPLACEABLE:  # what cannot be measured is drawn in ROOM, then grown as it is cut
+        return ROOM
+    need = [extent + EDGE + 0.5 if math.isfinite(extent) else 0.0
+            for extent in (-box.x0, -box.y0, box.x1 - width, box.y1 - height)]
+    if all(n <= room for n, room in zip(need, ROOM)):
+        return ROOM
+    # at most the 16 times ROOM a figure was ever drawn in: a text placed far off is cut there, as before
+    return tuple(float(math.ceil(min(max(n, room), 16 * room))) for n, room in zip(need, ROOM))
 
 
 #: an opaque white pixel of an RGBA buffer, read as one 32-bit number

@@ -173,7 +173,7 @@ def _ideal_throughput(ax, lines, sizes) -> list:
         return []
     if len(ideal) > MAX_IDEAL_LINES:
         return [Line2D([], [], color="none", label=f"(ideal lines left out: {len(ideal)} would hide the data;\n"
-                                                    "see the parallel efficiency plot)")]
+                                                    "see the Parallel efficiency section)")]
     for line in ideal.values():
         base = line["baseline"]
         ax.plot(sizes, [base * s for s in sizes], color=line["color"], linestyle=":", linewidth=1.2, alpha=0.8)

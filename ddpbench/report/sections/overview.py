@@ -110,8 +110,11 @@ def header_section(ctx: ReportContext) -> Section:
         counts = collectives or Markup('<p class="what">No jobs are recorded in these results yet.</p>')
     else:
         wall = float(ctx.runs["wall_s"].fillna(0).sum()) if "wall_s" in ctx.runs.columns else math.nan
-        counts = html('<p class="what">{{ jobs }} jobs ({{ launches }} launches, {{ wall }} s of launch wall time): '
-                      "{{ listed }}.</p>", jobs=len(summary), launches=len(ctx.runs), wall=num(wall, ".0f"),
+        # a skipped launch never ran (the machine lacks what it needs, or a refusal of its script stands for it)
+        skipped = int((ctx.runs["status"] == "skipped").sum()) if "status" in ctx.runs.columns else 0
+        counts = html('<p class="what">{{ jobs }} jobs ({{ launches }} launches{{ unrun }}, {{ wall }} s of launch '
+                      "wall time): {{ listed }}.</p>", jobs=len(summary), launches=len(ctx.runs) - skipped,
+                      unrun=f" run, {skipped} skipped without running" if skipped else "", wall=num(wall, ".0f"),
                       listed=_status_counts(summary["status"].value_counts())) + collectives
     notes = []
     if ctx.damaged:

@@ -11,7 +11,7 @@ from ddpbench.report.page import (OWN_MEMORY_NOTE, ReportContext, Section, figur
                                   html, interval_note, num, skipped_note)
 from ddpbench.report.plots import jobs as job_plots
 from ddpbench.report.plots import scaling as scaling_plots
-from ddpbench.report.plots.common import memory_column
+from ddpbench.report.plots.common import memory_column, ok_rows
 
 
 def throughput_section(ctx: ReportContext) -> Section | None:
@@ -29,11 +29,34 @@ def throughput_section(ctx: ReportContext) -> Section | None:
 def efficiency_section(ctx: ReportContext) -> Section | None:
     if ctx.summary.empty or len(scaling_plots.world_sizes(ctx.summary)) < 2:
         return None
-    return figure_section(
-        ctx, "Parallel efficiency vs world size", scaling_plots.efficiency_vs_world_size, "efficiency.png",
-        Markup('<p class="what">Parallel efficiency (%) at each world size: the speedup over the '
-               "world-size-1 run divided by the number of ranks, so 100 % (dotted) means every added "
-               "rank adds a full rank's throughput.</p>") + interval_note(ctx.summary, EFFICIENCY))
+    sizes = sizes_above_one(ctx.summary, EFFICIENCY)
+    what = html('<p class="what">Parallel efficiency (%) at each world size: the speedup over the '
+                "world-size-1 run divided by the number of ranks, so 100 %{% if drawn %} (dotted){% endif %} means "
+                "every added rank adds a full rank's throughput.</p>", drawn=len(sizes) != 1)
+    if len(sizes) == 1:  # a point per configuration: the summary table's column says all the figure would
+        not_drawn(ctx, "efficiency.png")
+        return Section("Parallel efficiency vs world size", what + html(
+            '<p class="note">Only one world size above 1 was measured ({{ size }}), so each configuration has one '
+            "efficiency: the Summary table&rsquo;s <em>efficiency (%)</em> column gives each job&rsquo;s, with its "
+            "95 % interval over launches. A figure is drawn where two or more world sizes above 1 show a "
+            "trend.</p>", size=sizes[0]))
+    return figure_section(ctx, "Parallel efficiency vs world size", scaling_plots.efficiency_vs_world_size,
+                          "efficiency.png", what + interval_note(ctx.summary, EFFICIENCY))
+
+
+def not_drawn(ctx: ReportContext, filename: str) -> None:
+    """A figure this report does not draw: an earlier report's PNG of that name is removed, not left
+    beside a page that does not show it."""
+    try:
+        ctx.image(filename).unlink(missing_ok=True)
+    except OSError:  # a folder planted at that name: the page links no PNG there either way
+        pass
+
+
+def sizes_above_one(table, column: str) -> list[int]:
+    """The world sizes above 1 of the ok jobs with a finite ``column``."""
+    rows = ok_rows(table, column)
+    return sorted(set(int(w) for w in rows["world_size"] if int(w) > 1)) if len(rows) else []
 
 
 #: a change of e between two world sizes larger than this reads as rising or falling
@@ -87,25 +110,33 @@ def serial_fraction_section(ctx: ReportContext) -> Section | None:
     rows = scaling_plots.serial_fraction_rows(ctx.summary)
     if rows.empty:
         return None
-    path = scaling_plots.serial_fraction_vs_world_size(ctx.summary, ctx.image("serial_fraction.png"))
-    if path is None:
-        return None
     sizes = sorted(set(int(w) for w in rows["world_size"]))
-    what = Markup('<p class="what">Karp&ndash;Flatt&rsquo;s <em>experimentally determined serial fraction</em> '
-            "e = (1/S &minus; 1/p) / (1 &minus; 1/p), from the measured speedup S on p ranks: the share of the "
-            "one-rank work that behaves as if it could not be parallelised. 0 (dotted) is perfect linear "
-            "scaling; 1 (dashed) is no speedup at all; above 1 the job ran slower than on one rank.</p>"
-            '<p class="note">How to read it across world sizes: a <strong>flat</strong> e is serial work that '
-            "every rank repeats (data loading, the optimizer step, Python overhead); a <strong>rising</strong> "
-            "e is overhead that grows with the number of ranks, usually communication or ranks waiting for each "
-            "other. Error bars are 95 % t intervals over launches, absent where a job or its baseline "
-            "ran once; several configurations at one world size are spread slightly sideways.</p>")
-    if len(sizes) == 1:
+    path = None
+    if len(sizes) > 1:  # at one world size above 1, a point per configuration: the summary table's column
+        path = scaling_plots.serial_fraction_vs_world_size(ctx.summary, ctx.image("serial_fraction.png"))
+        if path is None:
+            return None
+    drawn = path is not None
+    what = html('<p class="what">Karp&ndash;Flatt&rsquo;s <em>experimentally determined serial fraction</em> '
+                "e = (1/S &minus; 1/p) / (1 &minus; 1/p), from the measured speedup S on p ranks: the share of the "
+                "one-rank work that behaves as if it could not be parallelised. 0{% if drawn %} (dotted){% endif %} "
+                "is perfect linear scaling; 1{% if drawn %} (dashed){% endif %} is no speedup at all; above 1 the "
+                "job ran slower than on one rank.</p>"
+                '<p class="note">How to read it across world sizes: a <strong>flat</strong> e is serial work that '
+                "every rank repeats (data loading, the optimizer step, Python overhead); a <strong>rising</strong> "
+                "e is overhead that grows with the number of ranks, usually communication or ranks waiting for "
+                "each other.{% if drawn %} Error bars are 95 % t intervals over launches, absent where a job or its "
+                "baseline ran once; several configurations at one world size are spread slightly sideways."
+                "{% endif %}</p>", drawn=drawn)
+    if not drawn:  # one world size above 1
+        not_drawn(ctx, "serial_fraction.png")
         trend = html('<p class="note">Only one world size above 1 was measured ({{ size }}): each e says how far '
                      "that size is from linear scaling, but telling serial work from overhead that grows with the "
-                     "ranks needs the trend over at least two world sizes above 1.</p>", size=sizes[0])
-    else:
-        trend = _serial_fraction_trends(ctx.summary, rows)
+                     "ranks needs the trend over at least two world sizes above 1. Each job&rsquo;s e, with its "
+                     "95 % interval over launches, is the Summary table&rsquo;s <em>serial fraction e</em> column; "
+                     "a figure is drawn where two or more world sizes above 1 show a trend.</p>", size=sizes[0])
+        return Section("Serial fraction (Karp\u2013Flatt)", what + trend)
+    trend = _serial_fraction_trends(ctx.summary, rows)
     return Section("Serial fraction (Karp\u2013Flatt)", what + trend + skipped_note(ctx), (path,))
 
 

@@ -83,3 +83,39 @@ def test_the_bounding_rank_keeps_launch_order_and_breaks_ties_by_rank():
     # one rank's table without a rank column is that rank's
     alone = frame[frame["rank"] == 0].drop(columns="rank")
     assert list(windows.launch_steps(alone)["step_ms"]) == [5.0, 3.0]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_array_count_is_the_definition_on_generated_tables(seed):
+    """Generated tables (launches of several jobs, ranks out of order, ties, steps with no time, a
+    launch whose ranks timed nothing, other phases mixed in) against the definition written plainly:
+    each (launch, rank)'s mean over its timed steps, the largest per launch, ties to the lowest rank."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for key in ("a", "b"):
+        for repeat in rng.permutation(4):
+            ranks = rng.permutation(int(rng.integers(1, 4)))
+            for rank in ranks:
+                times = rng.choice([1.0, 2.0, 3.0], size=int(rng.integers(1, 5)))  # few values: ties
+                if rng.random() < 0.2:
+                    times[0] = np.nan
+                if repeat == 3 and key == "b":
+                    times[:] = np.nan  # this launch timed nothing
+                rows += _rows("measure", {int(rank): list(times)}, key=key, repeat=int(repeat))
+                rows += _rows("nosync", {int(rank): [9.0]}, key=key, repeat=int(repeat))
+    steps = pd.DataFrame(rows).sample(frac=1, random_state=seed).sort_values(["key", "repeat"], kind="stable")
+    measured = steps[steps["phase"] == "measure"]
+    means = measured.groupby(["key", "repeat", "rank"])["step_ms"].mean().reset_index()
+    for (key, repeat), ranks in means.groupby(["key", "repeat"]):
+        finite = ranks.dropna(subset=["step_ms"])
+        pick = ranks if finite.empty else finite[finite["step_ms"] == finite["step_ms"].max()]
+        rank = int(pick["rank"].min())
+        bound = windows.bounding_ranks(steps).set_index(["key", "repeat"]).loc[(key, repeat)]
+        assert int(bound["rank"]) == rank
+        expected = measured[(measured["key"] == key) & (measured["repeat"] == repeat) & (measured["rank"] == rank)]
+        got = windows.bounding_steps(steps)
+        got = got[(got["key"] == key) & (got["repeat"] == repeat)]
+        assert list(got["step"]) == list(expected["step"])
+        assert np.allclose(got["step_ms"], expected["step_ms"], equal_nan=True)
+        assert bound["steps"] == expected["step_ms"].count()
+        assert np.isclose(bound["step_ms"], expected["step_ms"].mean(), equal_nan=True)

@@ -1,6 +1,7 @@
 """Tests laid out like the code: every test module sits in ``tests/unit/<stage>/`` (starts no
-process: the inner loop) or ``tests/processes/<stage>/`` (starts processes: marked slow by its
-folder, never by hand), ``<stage>`` the package it is about; no test module imports another.
+process: the inner loop), ``tests/examples/<stage>/`` (starts none, reads every committed example
+folder: marked slow by its folder) or ``tests/processes/<stage>/`` (starts processes: marked slow by
+its folder), never slow by hand, ``<stage>`` the package it is about; no test module imports another.
 
 Each check runs on the real tests/ and on a planted tree that breaks it, so none can pass vacuously."""
 
@@ -10,10 +11,14 @@ import ast
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from ddpbench.testing import ROOT
 
 TESTS = ROOT / "tests"
-SPEEDS = ("unit", "processes")
+SPEEDS = ("unit", "examples", "processes")
+#: the speeds marked slow, by their folder
+SLOW = ("examples", "processes")
 #: ddpbench's stages, and ``project`` (docs, layers, this layout)
 STAGES = {"analysis", "audit", "cli", "experiment", "launch", "rank", "regression", "report", "results",
           "strategies", "sweep", "workloads", "project"}
@@ -33,7 +38,7 @@ def python_files(tests: Path) -> list[Path]:
 
 
 def misplaced(tests: Path) -> list[str]:
-    """Test modules anywhere but tests/unit/<stage>/, tests/processes/<stage>/ or tests/benchmarks/."""
+    """Test modules anywhere but tests/<speed>/<stage>/ or tests/benchmarks/."""
     found = []
     for path in python_files(tests):
         parts = path.relative_to(tests).parts
@@ -78,13 +83,13 @@ def imports_of_test_modules(tests: Path) -> list[str]:
 
 
 def marks_off_their_folder(items, tests: Path) -> list[str]:
-    """Collected tests whose slow mark is not their folder's: slow under tests/processes/, not slow
-    under tests/unit/."""
+    """Collected tests whose slow mark is not their folder's: slow under tests/processes/ and
+    tests/examples/, not slow under tests/unit/."""
     found = []
     for item in items:
         parts = Path(item.path).resolve().relative_to(tests).parts
         slow = item.get_closest_marker("slow") is not None
-        if parts[0] in SPEEDS and slow != (parts[0] == "processes"):
+        if parts[0] in SPEEDS and slow != (parts[0] in SLOW):
             found.append(item.nodeid)
     return found
 
@@ -141,7 +146,8 @@ def test_each_test_is_slow_exactly_when_its_folder_starts_processes(request, pyt
     tree run with this suite's conftest.py, where ``-m "not slow"`` must pick exactly the unit tests."""
     assert marks_off_their_folder(request.session.items, TESTS) == []
     pytester.makeconftest((TESTS / "conftest.py").read_text())
-    for name in ("unit/report/test_u.py", "processes/report/test_p.py", "unit/sweep/test_v.py"):
+    for name in ("unit/report/test_u.py", "processes/report/test_p.py", "unit/sweep/test_v.py",
+                 "examples/audit/test_e.py"):
         path = pytester.path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("def test_it():\n    pass\n")
@@ -149,20 +155,22 @@ def test_each_test_is_slow_exactly_when_its_folder_starts_processes(request, pyt
     assert sorted(r.nodeid for r in fast.getreports("pytest_runtest_logreport") if r.when == "call") == [
         "unit/report/test_u.py::test_it", "unit/sweep/test_v.py::test_it"]
     items, _ = pytester.inline_genitems(*INNER)
-    assert [i.nodeid for i in items if i.get_closest_marker("slow")] == ["processes/report/test_p.py::test_it"]
+    assert sorted(i.nodeid for i in items if i.get_closest_marker("slow")) == [
+        "examples/audit/test_e.py::test_it", "processes/report/test_p.py::test_it"]
     assert marks_off_their_folder(items, pytester.path) == []
     unit = next(i for i in items if i.nodeid.startswith("unit/report/"))
     unit.add_marker("slow")  # as a hand-set mark would
     assert marks_off_their_folder(items, pytester.path) == [unit.nodeid]
 
 
-def test_a_unit_test_that_starts_a_process_fails(pytester):
-    """tests/unit/conftest.py refuses every way of starting a process, in a test's call or in a
-    fixture it needs, and fails the test even where the code caught the refusal."""
+@pytest.mark.parametrize("speed", ["unit", "examples"])
+def test_a_test_that_must_start_no_process_fails_if_it_does(pytester, speed):
+    """tests/unit/conftest.py and tests/examples/conftest.py refuse every way of starting a process, in a
+    test's call or in a fixture it needs, and fail the test even where the code caught the refusal."""
     pytester.makeconftest("")
-    (pytester.path / "unit").mkdir()
-    (pytester.path / "unit" / "conftest.py").write_text((TESTS / "unit" / "conftest.py").read_text())
-    plant(pytester.path, {"unit/report/test_starts.py": """
+    (pytester.path / speed).mkdir()
+    (pytester.path / speed / "conftest.py").write_text((TESTS / speed / "conftest.py").read_text())
+    plant(pytester.path, {f"{speed}/report/test_starts.py": """
         import multiprocessing, os, subprocess, sys
         import pytest
 
@@ -196,7 +204,7 @@ def test_a_unit_test_that_starts_a_process_fails(pytester):
     failed = {r.nodeid.rpartition("::")[2] for r in result.getreports("pytest_runtest_logreport") if r.failed}
     assert failed == {"test_popen", "test_system_caught", "test_fork", "test_multiprocessing", "test_in_a_fixture"}
     passed = [r.nodeid for r in result.getreports("pytest_runtest_logreport") if r.when == "call" and r.passed]
-    assert passed == ["unit/report/test_starts.py::test_nothing_started"]
+    assert passed == [f"{speed}/report/test_starts.py::test_nothing_started"]
 
 
 def test_every_run_takes_every_core_but_a_run_of_process_tests_alone(pytester, monkeypatch):

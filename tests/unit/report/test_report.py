@@ -444,13 +444,32 @@ def test_serial_fraction_with_one_world_size_above_one(bucket_sweep):
     text = section_of(page, NEW_TITLES["serial"])
     assert "needs the trend over at least two world sizes above 1" in text
     assert "Only one world size above 1 was measured (2)" in text
-    assert_png(index.parent / NEW_PNGS["serial"])
+    # a point per configuration: the summary table's column, not a figure
+    assert "<em>serial fraction e</em> column" in text and "<img" not in text
+    assert not (index.parent / NEW_PNGS["serial"]).exists()
+    efficiency = section_of(page, SECTION_TITLES["efficiency"])
+    assert "<em>efficiency (%)</em> column" in efficiency and "<img" not in efficiency
+    assert not (index.parent / PNGS["efficiency"]).exists()
     # three launches per job: intervals in the summary, no "one launch" advice
     rows = [r for r in rows_of(section_of(page, "Summary")) if '<td>mlp-l</td><td class="num">2</td>' in r]
     assert len(rows) == 7 and all('<span class="ci">[' in r for r in rows)
     noise = section_of(page, NEW_TITLES["noise"])
     assert "one launch" not in "".join(rows_of(noise))
     assert "noisy" in noise
+
+
+def test_an_earlier_reports_scaling_figures_go_with_one_size_above_one(tmp_path):
+    """At world sizes 1 and 2 the efficiency and serial fraction figures are not drawn, and PNGs of
+    those names that an earlier report wrote are removed: the page links none, the folder keeps none."""
+    folder = write_results(tmp_path / "results", [ok(10.0), ok(12.0, world_size=2)])
+    for name in (PNGS["efficiency"], NEW_PNGS["serial"]):
+        (folder / name).write_bytes(b"an earlier report's figure")
+    index = write_report(folder)
+    page = index.read_text(encoding="utf-8")
+    for name, title in ((PNGS["efficiency"], SECTION_TITLES["efficiency"]), (NEW_PNGS["serial"], NEW_TITLES["serial"])):
+        assert f"<h2>{title}</h2>" in page and name not in page
+        assert not (folder / name).exists()
+    assert_png(folder / PNGS["throughput"])
 
 
 def test_memory_section(world_sizes):

@@ -457,7 +457,7 @@ def calibration_cpu() -> dict:
     tail = (1 + thresholds.CONFIDENCE) / 2
     return {"coverage_min": f"{math.floor(min(coverage)):.0f}",
             "sim_false_max": f1(max(_share(c) for c in calls[sim_false])),
-            "wrong": str(wrong), "called": str(calls[real_n].sum()), "wrong_pct": pct(wrong / calls[real_n].sum()),
+            "wrong": str(wrong), "called": str(calls[real_n].sum()), "wrong_pct": f1(100 * wrong / calls[real_n].sum()),
             "false_lo": f"{math.floor(min(false)):.0f}", "false_hi": f"{math.ceil(max(false)):.0f}",
             "old2": one_in(_share(by_n.loc[2, sim_false], True)), "old3": one_in(_share(by_n.loc[3, sim_false], True)),
             "mw": f0(5 * _share(by_n.loc[1, sim_false], True) / 100), "splits_all": str(table[real_n].sum()),
