@@ -86,22 +86,18 @@ def _checked_run(experiment, options: SweepOptions, machine, console) -> int:
 
 def _run(experiment, options: SweepOptions, machine, console):
     """The experiment's jobs, then its collectives (always with the spawn launcher, on this machine)."""
-    from ddpbench.sweep.environment import collect_env
-    from ddpbench.sweep.once import MeasuredOnce, machine_conditions
     from ddpbench.sweep.runner import run_collectives, run_sweep
 
-    # one environment block for the jobs and the collectives, and one set of figures measured once
-    env = collect_env()
-    once = MeasuredOnce(machine_conditions(env))
     with contextlib.closing(options.launcher.make_launcher()) as launcher:  # a Ray cluster it started is stopped
         summary = run_sweep(experiment, options.out_dir, resume=options.resume, retry_failed=options.retry_failed,
-                            launcher=launcher, machine=machine, console=console, env=env, once=once)
+                            launcher=launcher, machine=machine, console=console)
     if experiment.collectives is not None:
         console.print(f"[bold]collectives[/bold]: {len(experiment.collectives.specs)} launch(es) for the "
                       "cost model and the nccl-tests table", highlight=False)
-        run_collectives(experiment.collectives, options.out_dir, resume=options.resume, console=console, env=env,
-                        once=once)
-    for note in once.notes:
+        # the sweep's environment block and its figures measured once (ddpbench.sweep.once)
+        run_collectives(experiment.collectives, options.out_dir, resume=options.resume, console=console,
+                        env=summary.env, once=summary.once)
+    for note in summary.once.notes if summary.once is not None else ():
         console.print(f"[dim]{note}[/dim]", highlight=False)
     return summary
 

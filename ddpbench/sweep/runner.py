@@ -57,6 +57,10 @@ class SweepSummary:
     #: sum over finished launches of rank 0's timed step windows (warmup, measure, nosync), seconds
     timed_s: float = 0.0
     sweep_id: str | None = None
+    #: the environment block the sweep stored, and its figures measured once: a collectives run after
+    #: it takes both (one environment block, one set of figures for the command)
+    env: dict | None = None
+    once: MeasuredOnce | None = None
 
 
 def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, launcher: Launcher | None = None,
@@ -99,12 +103,12 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
         })
         clear_stale_work(out_dir, summary.sweep_id)
     plan = AdaptivePlan(experiment.jobs, store, out_dir, experiment.repeat_budget_s)
+    summary.env, summary.once = env, once or MeasuredOnce(machine_conditions(env))
     refusals = Refusals()
     if resume:  # the refusals stored stand, but for the launches run again (--retry-failed)
         refusals.seed(store.records(), {(launch.spec.key, launch.repeat) for launch in todo}, experiment.jobs)
     return run_launches(todo, store, launcher, machine, experiment.timeout_s, summary, console,
-                        plan=plan if plan else None, refusals=refusals,
-                        once=once or MeasuredOnce(machine_conditions(env)))
+                        plan=plan if plan else None, refusals=refusals, once=summary.once)
 
 
 def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume: bool = False,
