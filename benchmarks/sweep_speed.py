@@ -4,6 +4,7 @@ ranks forked from the warm server and, for comparison, started as new interprete
 (DDPBENCH_FORK_SERVER=0).
 
     python benchmarks/sweep_speed.py [--experiment experiments/quick.toml] [--modes fork,fresh] [--repeats 3]
+                                     [--cache warm|cold|off|user]
 
 Each run is ``python -m ddpbench sweep EXPERIMENT --out TMP`` end to end, report included. Per mode it
 prints every run and the medians over ``--repeats`` runs: the whole command's wall time, the training
@@ -19,8 +20,12 @@ time that is not a timed step goes:
   job checks what a job's first launch measures once for the job: the matmul peak and the
              equivalence check (rank 0's timeline);
   in rank    the rest of rank 0's life that is not a timed step: the gaps between steps, gather;
-  launcher   each launch's wall beyond rank 0's timeline: starting the ranks, their teardown
-             (gc, barrier, destroy), the launcher noticing their exit and reaping them;
+  rank start from each launch's start to its rank 0's start (the job file, the rendezvous store, the
+             fork); in the first launch, also the wait for the fork server's imports, which the
+             next line gives apart (``server wait``: the first launch's rank start less the median
+             of the others');
+  launcher   the rest of each launch's wall beyond rank 0's timeline: the ranks' teardown (gc,
+             barrier, destroy), the launcher noticing their exit and reaping them;
   between    the sweep's time between launches (storing the record, the console);
   collectives the all_reduce curve's launch (not a timed step: a measurement of its own, most of it
              timed iterations; "whole less curve / timed" leaves it out of the whole);
@@ -28,6 +33,19 @@ time that is not a timed step goes:
   exit       from the report's line to the command's exit.
 
 The parts come from the console's lines, timestamped as they arrive, and the stored records.
+
+The figures measured once per machine (:mod:`ddpbench.sweep.once`: the matmul peak, the all_reduce
+curve) are taken from a cache as ``--cache`` says: ``warm`` (the default) a folder of the
+benchmark's own that an untimed sweep fills first, so the timed runs reuse every such figure, as a
+user's second sweep on the machine does; ``cold`` an empty folder for every run, so each run
+measures each figure once (a user's first sweep); ``off`` none kept (``DDPBENCH_CACHE_DIR=off``,
+each sweep still measures each figure once); ``user`` whatever the environment says (the user's
+own cache, which the benchmark then fills). Each run prints which figures it reused.
+
+Measured on 2026-11-25 (docs/development.md, "Measured once per machine" and its second round,
+with the commands), on the 2-core VM shared with other sessions: at a load of 6 the whole command
+took 1.76 times its timed steps before the figures were measured once, 1.56 with a warm cache, 1.71
+with a cold one; at a load of 3.5, with the report's helpers merged, 1.45 warm and 1.59 cold.
 """
 
 from __future__ import annotations
@@ -48,8 +66,9 @@ from ddpbench.testing import cli_command
 
 HEADER = re.compile(r"^\S+: \d+ jobs, \d+ launches")
 SWEEP_LINE = re.compile(r"sweep wall time ([\d.]+) s, timed step windows ([\d.]+) s")
-PARTS = ("start-up", "sweep", "rank setup", "job checks", "in rank", "launcher", "between", "collectives", "report",
-         "exit")
+PARTS = ("start-up", "sweep", "rank setup", "job checks", "in rank", "rank start", "server wait", "launcher", "between",
+         "collectives", "report", "exit")
+PER_LAUNCH = ("rank setup", "job checks", "in rank", "rank start", "launcher", "between")
 
 
 def timestamped(proc: subprocess.Popen, start: float) -> list[tuple[float, str]]:
@@ -68,11 +87,16 @@ def launch_parts(out: Path) -> dict:
     """From the stored records: the training launches' wall, rank 0's timed steps, its setup and
     its other untimed time, and each launch's wall beyond rank 0's timeline; the collectives' wall."""
     parts = {"launch_wall": 0.0, "timed": 0.0, "rank setup": 0.0, "job checks": 0.0, "in rank": 0.0,
-             "launcher": 0.0, "collectives_wall": 0.0, "launches": 0}
+             "launcher": 0.0, "rank start": 0.0, "server wait": 0.0, "collectives_wall": 0.0, "launches": 0,
+             "reused": []}
+    starts = []
     for line in (out / "results.jsonl").read_text().splitlines():
         record = json.loads(line)
         if record["kind"] == "collective":
             parts["collectives_wall"] += record["wall_s"]
+            if record.get("reused"):
+                parts["reused"].append(f"all_reduce curve ws={record['spec']['world_size']}: "
+                                       f"{record['reused']['source']}")
         if record["kind"] != "run" or record["status"] != "ok":
             continue
         result = record["result"]
@@ -89,13 +113,29 @@ def launch_parts(out: Path) -> dict:
         parts["rank setup"] += setup - peak
         parts["job checks"] += peak + check
         parts["in rank"] += life - setup - timed - check
-        parts["launcher"] += record["wall_s"] - life
+        # the launch's start to rank 0's: the record's workers_start_s less rank 0's own start to its group
+        started = ((record.get("overhead") or {}).get("workers_start_s") or 0.0) - (timeline["group_joined"]
+                                                                                   - timeline["process_start"])
+        starts.append(max(started, 0.0))
+        parts["rank start"] += starts[-1]
+        parts["launcher"] += record["wall_s"] - life - starts[-1]
+        source = (result.get("compute") or {}).get("peak_source")
+        if source not in (None, "measured"):
+            parts["reused"].append(f"peak {record['key']} r{record['repeat']}: {source}")
+        if (result.get("check") or {}).get("checked_in_job"):
+            parts["reused"].append(f"check {record['key']}: by {result['check']['checked_in_job']}")
+    if starts:
+        parts["server wait"] = max(starts[0] - statistics.median(starts[1:] or [0.0]), 0.0)
+        parts["rank start"] -= parts["server wait"]
     return parts
 
 
-def run(experiment: str, fork: bool) -> dict:
+def run(experiment: str, fork: bool, cache: str | None) -> dict:
+    """One sweep of ``experiment``, end to end; ``cache``: its measure-once cache folder (None: the
+    environment's)."""
     out = Path(tempfile.mkdtemp(prefix="ddpbench-speed-"))
-    env = {**os.environ, "DDPBENCH_FORK_SERVER": "1" if fork else "0"}
+    env = {**os.environ, "DDPBENCH_FORK_SERVER": "1" if fork else "0",
+           **({"DDPBENCH_CACHE_DIR": cache} if cache is not None else {})}
     load_before = os.getloadavg()[0]
     start = time.monotonic()
     proc = subprocess.Popen(cli_command("sweep", experiment, "--out", out), env=env,
@@ -125,6 +165,8 @@ def run(experiment: str, fork: bool) -> dict:
         "rank setup": stored["rank setup"],
         "job checks": stored["job checks"],
         "in rank": stored["in rank"],
+        "rank start": stored["rank start"],
+        "server wait": stored["server wait"],
         "launcher": stored["launcher"],
         "between": wall - stored["launch_wall"],
         "collectives": swept[0] - launches_end,
@@ -132,8 +174,9 @@ def run(experiment: str, fork: bool) -> dict:
         "exit": total - (report or swept)[0],
     }
     return {"total_s": total, "wall_s": wall, "timed_s": timed, "ratio_total": total / timed,
-            "ratio_sans_curve": (total - parts["collectives"]) / timed, "ratio_launches": wall / timed, "load_before": load_before, "load_after": os.getloadavg()[0],
-            "parts": parts, "launches": stored["launches"], "out": str(out)}
+            "ratio_sans_curve": (total - parts["collectives"]) / timed, "ratio_launches": wall / timed,
+            "load_before": load_before, "load_after": os.getloadavg()[0], "parts": parts,
+            "launches": stored["launches"], "reused": stored["reused"], "out": str(out)}
 
 
 def describe(r: dict) -> str:
@@ -149,14 +192,27 @@ def main() -> None:
     parser.add_argument("--modes", default="fork,fresh", help="fork (warm server), fresh (new interpreters)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per mode; the medians are printed")
     parser.add_argument("--json", type=Path, help="also write every run's figures to this file")
+    parser.add_argument("--cache", choices=("warm", "cold", "off", "user"), default="warm",
+                        help="the measure-once cache: warm (filled by an untimed sweep first), cold (empty every "
+                        "run), off, user (the environment's); see the docstring")
     args = parser.parse_args()
     every = {}
+    warm = tempfile.mkdtemp(prefix="ddpbench-speed-cache-") if args.cache == "warm" else None
+    if warm is not None:
+        print(f"filling the measure-once cache {warm} with an untimed sweep", flush=True)
+        run(args.experiment, fork=True, cache=warm)
+
+    def cache() -> str | None:
+        return {"warm": warm, "off": "off", "user": None}.get(args.cache) or (
+            tempfile.mkdtemp(prefix="ddpbench-speed-cache-") if args.cache == "cold" else None)
+
     for mode in args.modes.split(","):
         runs = []
         for index in range(args.repeats):
-            r = run(args.experiment, fork=mode == "fork")
+            r = run(args.experiment, fork=mode == "fork", cache=cache())
             runs.append(r)
             print(f"{mode:>5} run {index + 1}: {describe(r)} ({r['out']})", flush=True)
+            print(f"{'':>5} cache {args.cache}; reused: {'; '.join(r['reused']) or 'nothing'}", flush=True)
         median = {key: statistics.median(r[key] for r in runs) for key in
                   ("total_s", "wall_s", "timed_s", "ratio_total", "ratio_sans_curve", "ratio_launches", "load_before",
                    "load_after")}
@@ -165,8 +221,7 @@ def main() -> None:
         print(f"{'':>5} not timed (median seconds; per launch over {launches} training launches where it applies):")
         for part in PARTS:
             value = statistics.median(r["parts"][part] for r in runs)
-            per = f"  ({value / launches * 1e3:.0f} ms a launch)" if part in ("rank setup", "job checks", "in rank",
-                                                                             "launcher", "between") else ""
+            per = f"  ({value / launches * 1e3:.0f} ms a launch)" if part in PER_LAUNCH else ""
             print(f"{'':>7}{part:<12} {value:6.2f} s{per}")
         every[mode] = runs
     if args.json:

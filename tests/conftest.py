@@ -75,6 +75,18 @@ def pytest_xdist_make_scheduler(config, log):
 XDIST_ENVIRONMENT = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 
+#: the measure-once cache (ddpbench.sweep.once), pointed by every test at a folder of its own: no test
+#: reads a figure another test, or the user's own sweeps, left, nor writes into the user's cache
+CACHE_ENV = "DDPBENCH_CACHE_DIR"
+os.environ[CACHE_ENV] = "off"  # what runs outside a test (collection, session fixtures) keeps nothing
+
+
+@pytest.fixture(autouse=True)
+def _own_measure_once_cache(tmp_path_factory, monkeypatch):
+    """Each test's measure-once cache: an empty folder of its own (its processes inherit it)."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("measured-once")))
+
+
 @pytest.fixture(autouse=True)
 def _processes_start_as_without_xdist(request, monkeypatch):
     """A test that starts processes runs alone (``ddpbench.testing.scheduling``) and starts them as it

@@ -70,7 +70,9 @@ def _run(args, experiment, out_dir: Path, console) -> int:
     from ddpbench.sweep.runner import run_collectives
 
     try:
-        run_collectives(experiment, out_dir, resume=args.resume, console=console)
+        # asked for: measured, never taken from the measure-once cache (what it measures is kept there
+        # for a sweep's curve: ddpbench.sweep.once)
+        run_collectives(experiment, out_dir, resume=args.resume, console=console, reuse=False)
     except KeyboardInterrupt:
         console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/", highlight=False)
         return EXIT_INTERRUPTED

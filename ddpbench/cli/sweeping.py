@@ -63,6 +63,12 @@ def _checked_run(experiment, options: SweepOptions, machine, console) -> int:
                   f"({machine.cores} cores, {machine.cuda_devices} GPUs)", highlight=False)
     if options.write_report:  # its imports now, while the first launch waits for the fork server's
         import ddpbench.report.build  # noqa: F401
+
+        # and what its figures and its helper process import first (ddpbench.report.workers.Helper.start:
+        # no font is opened by these imports), rather than after the last launch
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
+        import scipy.special  # noqa: F401
     try:
         summary = _run(experiment, options, machine, console)
     except KeyboardInterrupt:
@@ -88,7 +94,11 @@ def _run(experiment, options: SweepOptions, machine, console):
     if experiment.collectives is not None:
         console.print(f"[bold]collectives[/bold]: {len(experiment.collectives.specs)} launch(es) for the "
                       "cost model and the nccl-tests table", highlight=False)
-        run_collectives(experiment.collectives, options.out_dir, resume=options.resume, console=console)
+        # the sweep's environment block and its figures measured once (ddpbench.sweep.once)
+        run_collectives(experiment.collectives, options.out_dir, resume=options.resume, console=console,
+                        env=summary.env, once=summary.once)
+    for note in summary.once.notes if summary.once is not None else ():
+        console.print(f"[dim]{note}[/dim]", highlight=False)
     return summary
 
 

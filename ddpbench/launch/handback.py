@@ -11,7 +11,7 @@ import signal
 from pathlib import Path
 
 from ddpbench.launch.base import LaunchOutcome
-from ddpbench.rank.protocol import ERROR_GLOB, JOB_FILE, RESULT_FILE, Job, Progress, progress_path
+from ddpbench.rank.protocol import ERROR_GLOB, GIVEN_FILE, JOB_FILE, RESULT_FILE, Job, Progress, progress_path
 from ddpbench.rank.steps import REFUSAL_SCOPES
 from ddpbench.results.schema import validate_result
 
@@ -46,12 +46,25 @@ def disk_note(work_dir: Path) -> str:
 
 
 def prepare_launch(spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> tuple[Job, Path]:
-    """A clean work folder holding the job file, and the log folder; (the job, its file)."""
+    """A clean work folder holding the job file, and the log folder; (the job, its file). What
+    the sweep left in the folder for the launch (:data:`~ddpbench.rank.protocol.GIVEN_FILE`) goes
+    into the job file."""
+    given = read_given(work_dir)
     shutil.rmtree(work_dir, ignore_errors=True)  # never read a hand-back an interrupted launch left
     work_dir.mkdir(parents=True, exist_ok=True)
     log_dir.mkdir(parents=True, exist_ok=True)
-    job = Job.of(spec, repeat, timeout_s)
+    job = Job.of(spec, repeat, timeout_s, given)
     return job, job.write(work_dir / JOB_FILE)
+
+
+def read_given(work_dir: Path) -> dict:
+    """What the sweep left for a launch in its work folder (:data:`~ddpbench.rank.protocol.GIVEN_FILE`),
+    {} where nothing (or nothing readable: the launch then measures everything itself)."""
+    try:
+        given = json.loads((work_dir / GIVEN_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return given if isinstance(given, dict) else {}
 
 
 def collect_outcome(work_dir: Path, job: Job, exits: dict[int, int | None], wall_s: float,

@@ -193,3 +193,26 @@ def measure_gemm_peak(device, dtype: torch.dtype = torch.float32, n: int | None 
         "gemm_threads": torch.get_num_threads(),
         "peak_method": f"best of {reps} {n}x{n} {name} matmuls on {where}",
     }
+
+
+def offered_peak(offered: dict | None, local_rank: int, device, threads: int) -> dict | None:
+    """The peak a sweep handed this rank (``offered``: {local rank: figures, as
+    :mod:`ddpbench.sweep.once` gives them}), as :func:`measure_gemm_peak`'s figures with where it came
+    from (``peak_source``: "cache" or "sweep", ``peak_taken_utc``) and its method in words; None where
+    none was handed to this rank, or it was taken on other threads or another GPU than this rank's."""
+    mine = (offered or {}).get(str(local_rank)) if isinstance(offered, dict) else None
+    if not isinstance(mine, dict):
+        return None
+    figures, taken, source, words = (mine.get(k) for k in ("figures", "taken_utc", "source", "words"))
+    if not isinstance(figures, dict) or source not in ("cache", "sweep") or not isinstance(taken, str):
+        return None
+    peak, method = figures.get("peak_flops"), figures.get("peak_method")
+    if not isinstance(peak, (int, float)) or not peak > 0 or not isinstance(method, str):
+        return None
+    if figures.get("gemm_threads") != threads:
+        return None
+    device = torch.device(device)
+    if device.type == "cuda" and torch.cuda.get_device_name(device) not in method:
+        return None
+    return {**figures, "peak_flops": float(peak), "peak_method": f"{method}; {words}", "peak_source": source,
+            "peak_taken_utc": taken}

@@ -31,7 +31,7 @@ import os  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
 import traceback  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
 from datetime import timedelta  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -39,6 +39,9 @@ from pathlib import Path  # noqa: E402
 RANK_MODULE = "ddpbench.rank"
 JOB_FILE = "job.json"
 RESULT_FILE = "result.json"
+#: what a sweep hands a launch (:attr:`Job.given`), left in its work folder before the launcher
+#: writes the job file, which takes it in
+GIVEN_FILE = "given.json"
 
 
 #: the folder the sweep was started in, as the launcher tells its ranks (a script's relative paths
@@ -60,26 +63,32 @@ def progress_path(out_dir: Path, rank: int) -> Path:
 @dataclass(frozen=True)
 class Job:
     """What a launcher tells its ranks: the kind of launch (a spec's ``kind``: "run" for a training
-    job, "collective" for the micro-benchmarks), its spec as a dict, the repeat and the timeout."""
+    job, "collective" for the micro-benchmarks), its spec as a dict, the repeat and the timeout;
+    ``given``: what the sweep hands the launch instead of having it measure again (figures measured
+    once, :mod:`ddpbench.sweep.once`; the job whose equivalence check stands for this one's), {} if
+    nothing: the sweep leaves it in the work folder (:data:`GIVEN_FILE`) before the launch starts."""
 
     kind: str
     spec: dict
     repeat: int
     timeout_s: float
+    given: dict = field(default_factory=dict)
 
     @classmethod
-    def of(cls, spec, repeat: int, timeout_s: float) -> Job:
-        return cls(spec.kind, spec.to_dict(), repeat, timeout_s)
+    def of(cls, spec, repeat: int, timeout_s: float, given: dict | None = None) -> Job:
+        return cls(spec.kind, spec.to_dict(), repeat, timeout_s, dict(given or {}))
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps({"kind": self.kind, "spec": self.spec, "repeat": self.repeat,
-                                    "timeout_s": self.timeout_s}))
+                                    "timeout_s": self.timeout_s, **({"given": self.given} if self.given else {})}))
         return path
 
     @classmethod
     def read(cls, path: Path) -> Job:
         data = json.loads(path.read_text())
-        return cls(data["kind"], data["spec"], int(data["repeat"]), float(data["timeout_s"]))
+        given = data.get("given")
+        return cls(data["kind"], data["spec"], int(data["repeat"]), float(data["timeout_s"]),
+                   given if isinstance(given, dict) else {})
 
 
 def write_json_atomic(path: Path, payload: dict) -> None:

@@ -172,6 +172,8 @@ class TrainingRank(Tracked):
         #: whether this launch also does the work whose answer does not change between repeats (the
         #: equivalence check, the FLOP count, the matmul peak): the first repeat, or every one if asked
         self.per_job = self.repeat == 0 or bool(self.spec.check_every_repeat)
+        #: what the sweep handed this launch instead of measuring it again (:attr:`Job.given`)
+        self.given = job.given
         self.trace_events: list[list] | None = None  # what the traced steps' timeline needs, if traced
         self.trace_error: str | None = None  # why this rank's trace could not be read back, if it could not
 
@@ -240,13 +242,20 @@ class TrainingRank(Tracked):
                         "flops_source": source}
 
     def measure_gemm_peak(self) -> dict:
-        """What a matmul reaches on this rank's threads (or GPU), every rank at once, as they train."""
+        """What a matmul reaches on this rank's threads (or GPU), every rank at once, as they train; or,
+        where every rank was handed one that fits it, the peak an earlier launch measured under the same
+        conditions (:mod:`ddpbench.sweep.once`), labelled so (``peak_source``, ``peak_taken_utc``)."""
+        import torch
         import torch.distributed as dist
 
-        from ddpbench.rank.flops import measure_gemm_peak
+        from ddpbench.rank.flops import measure_gemm_peak, offered_peak
 
-        dist.barrier()
-        return measure_gemm_peak(self.device)
+        offered = offered_peak(self.given.get("gemm"), self.local_rank, self.device, torch.get_num_threads())
+        fits = [None] * self.world_size
+        dist.all_gather_object(fits, offered is not None)  # every rank at once, measured or not
+        if all(fits):
+            return offered
+        return {**measure_gemm_peak(self.device), "peak_source": "measured", "peak_taken_utc": None}
 
     # -- the timed loop --------------------------------------------------------------------
     def run_steps(self, replica: Replica, phase: str, count: int, record: bool = True, first: int = 0,
@@ -388,6 +397,13 @@ class TrainingRank(Tracked):
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0}
         if not self.per_job:  # checked in the job's first repeat: the same code on the same seed
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "checked_in_repeat": 0}
+        by = (self.given.get("check") or {}).get("checked_in_job")
+        handed = [None] * self.world_size
+        dist.all_gather_object(handed, by if isinstance(by, str) and not self.spec.check_every_repeat else None)
+        if handed[0] is not None and all(h == handed[0] for h in handed):
+            # a job that differs only in what does not change the check passed it (ddpbench.sweep.checks),
+            # handed to every rank (where one was not, all of them run the check)
+            return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "checked_in_job": handed[0]}
         if self.nondeterministic:
             return {"max_abs_diff": None, "exact": None, "check_steps_run": 0, "skipped": self.nondeterministic}
         self.at("check")
@@ -478,5 +494,7 @@ class TrainingRank(Tracked):
                                timeline=self.timeline,  # rank 0's, seconds since the epoch
                                check=check, recovery=recovery,
                                compute={**self.compute, "tensors": self.tensors, "tensor_bytes": self.tensor_bytes,
-                                        "peak_method": self.gemm["peak_method"]},
+                                        "peak_method": self.gemm["peak_method"],
+                                        "peak_source": self.gemm.get("peak_source"),
+                                        "peak_taken_utc": self.gemm.get("peak_taken_utc")},
                                trace=gathered["trace"])

@@ -226,6 +226,11 @@ FIGURES: tuple[Figure, ...] = (
     _f("flops_source", c.text_or_none, "text", "counted (PyTorch's counter) or the workload's own figure",
        where="compute"),
     _f("peak_method", c.text_or_none, "text", "how each rank's GEMM peak was measured", where="compute"),
+    _f("peak_source", c.text_or_none, "text", "where the GEMM peak came from: measured (by this launch), sweep (an "
+       "earlier launch of the same sweep) or cache (the measure-once cache of an earlier sweep)", where="compute",
+       since=2),
+    _f("peak_taken_utc", c.text_or_none, "text", "when a GEMM peak this launch did not measure was measured (UTC)",
+       where="compute", since=2),
     # -- the equivalence check: result["check"]
     _f("max_abs_diff", c.finite_or_none, "number", "largest parameter difference from single-process training",
        where="check"),
@@ -234,6 +239,9 @@ FIGURES: tuple[Figure, ...] = (
     _f("skipped", c.text_or_none, "text", "why the check did not run (the workload's words)", where="check"),
     _f("checked_in_repeat", c.whole_or_none, "index", "the repeat that checked the job, where this one did not",
        where="check"),
+    _f("checked_in_job", c.text_or_none, "text", "the job (its key) whose equivalence check stands for this one's, "
+       "where this one did not run it: they differ only in what does not change the check "
+       "(ddpbench.sweep.checks)", where="check", since=2),
     _f("tolerance", c.finite_or_none, "number", "the difference an exact strategy is held to", where="check"),
     _f("lossy_reason", c.text_or_none, "text", "why an exact strategy is not held to its tolerance", where="check"),
     # -- a fault-recovery launch: result["recovery"]

@@ -211,8 +211,10 @@ def load_collectives(out_dir: str | Path):
     """One row per (launch, op, placement, size) of the collective micro-benchmarks in a folder.
 
     Columns: the launch's backend, device, world_size, threads_per_rank, warmup, key,
-    sweep_id, status, error, then op, placement, size_bytes, count, dtype, redop, root,
-    time_us_median, time_us_p10, time_us_p90 (slowest rank), algbw_gbps, busbw_gbps, wrong.
+    sweep_id, status, error, reused (where the result was not measured by this launch but reused,
+    how and when it was measured: :mod:`ddpbench.sweep.once`; None otherwise), then op, placement,
+    size_bytes, count, dtype, redop, root, time_us_median, time_us_p10, time_us_p90 (slowest rank),
+    algbw_gbps, busbw_gbps, wrong.
     A launch that did not finish gives one row with its status and error and no op. When the same
     launch (spec) was run again, the latest record replaces the earlier ones.
     """
@@ -236,8 +238,10 @@ def load_collectives(out_dir: str | Path):
     for record in latest.values():
         spec = record["spec"]
         ident = {k: spec.get(k) for k in ("backend", "device", "world_size", "threads_per_rank", "warmup")}
+        reused = record.get("reused") if isinstance(record.get("reused"), dict) else {}
         ident.update(key=record["key"], sweep_id=record.get("sweep_id"), status=record["status"],
-                     error=record.get("error"), oversubscribed=record.get("oversubscribed"))
+                     error=record.get("error"), oversubscribed=record.get("oversubscribed"),
+                     reused=reused.get("words") if isinstance(reused.get("words"), str) else None)
         result = record.get("result") or {}
         if record["status"] != "ok":
             rows.append(ident)

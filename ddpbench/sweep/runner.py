@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import re
 import shutil
@@ -28,14 +29,22 @@ from ddpbench.experiment.machine import Machine, oversubscribed
 from ddpbench.launch.base import Launch, Launcher, LaunchOutcome
 from ddpbench.launch.handback import disk_full, launch_overhead
 from ddpbench.launch.spawn import SpawnLauncher
+from ddpbench.rank.protocol import GIVEN_FILE
 from ddpbench.results.schema import launch_record
 from ddpbench.results.store import ResultStore, rotate_previous
 from ddpbench.sweep.adaptive import AdaptivePlan
 from ddpbench.sweep.environment import collect_env
+from ddpbench.sweep.checks import Checks
 from ddpbench.sweep.kinds import kind_of
+from ddpbench.sweep.once import (COLLECTIVES, LOCAL_LAUNCHERS, MeasuredOnce, gemm_given, learn_gemm,
+                                 machine_conditions)
 from ddpbench.sweep.plan import LOG_DIR, WORK_DIR, keep_traces, pending_launches
 from ddpbench.sweep.progress import SweepProgress
 from ddpbench.sweep.refusals import Refusals, announce
+
+
+#: the launcher a record names where its result was not measured by a launch of its own but reused
+REUSED_LAUNCHER = "measured once"
 
 
 @dataclass
@@ -48,17 +57,23 @@ class SweepSummary:
     #: sum over finished launches of rank 0's timed step windows (warmup, measure, nosync), seconds
     timed_s: float = 0.0
     sweep_id: str | None = None
+    #: the environment block the sweep stored, and its figures measured once: a collectives run after
+    #: it takes both (one environment block, one set of figures for the command)
+    env: dict | None = None
+    once: MeasuredOnce | None = None
 
 
 def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, launcher: Launcher | None = None,
               machine: Machine | None = None, console=None, env: dict | None = None,
-              retry_failed: bool = False) -> SweepSummary:
+              retry_failed: bool = False, once: MeasuredOnce | None = None) -> SweepSummary:
     """Run every launch of ``experiment``'s jobs not yet stored in ``out_dir``; see the module doc.
 
     Without ``resume``, earlier results in the folder are kept under a dated name first. With
     ``retry_failed`` (and ``resume``) launches that failed or timed out run again; their new record
     replaces the old one in the tables.
-    ``launcher`` defaults to the spawn launcher; ``env`` to :func:`ddpbench.sweep.environment.collect_env`.
+    ``launcher`` defaults to the spawn launcher; ``env`` to :func:`ddpbench.sweep.environment.collect_env`;
+    ``once``: the figures measured once (:mod:`ddpbench.sweep.once`), by default this machine's cache
+    under ``env``'s conditions.
     """
     machine = machine or Machine.here()
     store = ResultStore(out_dir)
@@ -76,8 +91,9 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
     source, copy = Path(experiment.source), out_dir / "experiment.toml"
     if leads and source.is_file() and not (copy.exists() and os.path.samefile(source, copy)):
         shutil.copyfile(source, copy)
+    env = env or collect_env()
     if leads:
-        summary.sweep_id = store.start_sweep(env or collect_env(), {
+        summary.sweep_id = store.start_sweep(env, {
             "name": experiment.name, "description": experiment.description, "source": experiment.source,
             "timeout_s": experiment.timeout_s, "jobs": len(experiment.jobs), "resume": resume,
             "launcher": launcher.name, "links": list(experiment.links),
@@ -87,19 +103,27 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
         })
         clear_stale_work(out_dir, summary.sweep_id)
     plan = AdaptivePlan(experiment.jobs, store, out_dir, experiment.repeat_budget_s)
+    summary.env, summary.once = env, once or MeasuredOnce(machine_conditions(env))
     refusals = Refusals()
     if resume:  # the refusals stored stand, but for the launches run again (--retry-failed)
         refusals.seed(store.records(), {(launch.spec.key, launch.repeat) for launch in todo}, experiment.jobs)
     return run_launches(todo, store, launcher, machine, experiment.timeout_s, summary, console,
-                        plan=plan if plan else None, refusals=refusals)
+                        plan=plan if plan else None, refusals=refusals, once=summary.once)
 
 
 def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume: bool = False,
-                    launcher: Launcher | None = None, console=None, env: dict | None = None) -> SweepSummary:
+                    launcher: Launcher | None = None, console=None, env: dict | None = None,
+                    once: MeasuredOnce | None = None, reuse: bool = True) -> SweepSummary:
     """Every launch of a collectives experiment into ``out_dir``'s store.
 
     Unlike a sweep this never moves earlier results aside: collectives are meant to sit next to
     a DDP sweep's results, so the report can set DDP's buckets against the all_reduce curve.
+
+    A launch whose curve was measured before on this machine under the same conditions (``once``,
+    :mod:`ddpbench.sweep.once`; by default this machine's cache) is not run again: its record holds
+    that result with ``reused`` saying where from and when it was taken (``wall_s`` 0, launcher
+    "measured once"). A curve this sweep measures is kept for the next. ``reuse=False`` (the
+    ``collectives`` command, which is asked to measure) runs every launch, and keeps what it measured.
     """
     store = ResultStore(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -107,16 +131,39 @@ def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume:
     todo = pending_launches(experiment.specs, done, out_dir)
     summary = SweepSummary(out_dir=out_dir, planned=len(todo), already_done=len(experiment.specs) - len(todo))
     launcher = launcher or SpawnLauncher()
-    summary.sweep_id = store.start_sweep(env or collect_env(), {
+    env = env or collect_env()
+    once = once or MeasuredOnce(machine_conditions(env))
+    summary.sweep_id = store.start_sweep(env, {
         "name": experiment.name, "description": experiment.description, "source": experiment.source,
         "timeout_s": experiment.timeout_s, "kind": "collectives", "launcher": launcher.name,
     })
-    return run_launches(todo, store, launcher, Machine.here(), experiment.timeout_s, summary, console)
+    left = []
+    for launch in todo:
+        reused = once.find(COLLECTIVES, launch.spec.to_dict()) if reuse and launcher.name in LOCAL_LAUNCHERS else None
+        if reused is None or reused.figures.get("spec") != launch.spec.to_dict():
+            left.append(launch)
+            continue
+        record = launch_record(launch.spec, launch.repeat, status="ok", result=reused.figures,
+                               cores=Machine.here().cores, wall_s=0.0, launcher=REUSED_LAUNCHER,
+                               sweep_id=summary.sweep_id)
+        store.append({**record, "reused": reused.label()})
+        summary.statuses["ok"] = summary.statuses.get("ok", 0) + 1
+        if console is not None:
+            console.print(f"  {launch.spec.label()}: {reused.words()} (not run again; "
+                          f"DDPBENCH_CACHE_DIR=off measures it)", highlight=False)
+    summary = run_launches(left, store, launcher, Machine.here(), experiment.timeout_s, summary, console)
+    if launcher.name in LOCAL_LAUNCHERS and launcher.stores_results:
+        for record in store.records():
+            if (record.get("kind") == "collective" and record.get("sweep_id") == summary.sweep_id
+                    and record.get("status") == "ok" and "reused" not in record):
+                once.keep(COLLECTIVES, record["spec"], record["result"],
+                          {"sweep_id": summary.sweep_id, "folder": str(store.dir), "key": record["key"], "repeat": 0})
+    return summary
 
 
 def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, machine: Machine, timeout_s: float,
                  summary: SweepSummary, console=None, plan: AdaptivePlan | None = None,
-                 refusals: Refusals | None = None) -> SweepSummary:
+                 refusals: Refusals | None = None, once: MeasuredOnce | None = None) -> SweepSummary:
     """The loop of every sweep: each launch of ``todo`` through its launcher, its record stored as
     it ends (when ``launcher`` stores results), with progress on ``console``; then, round after
     round, the launches ``plan`` adds for jobs whose interval is still wide (``repeats = "auto"``),
@@ -125,7 +172,9 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
     ``refusals``: a launch refused for the script's shape stops its job there (:mod:`.refusals`): the
     launches it stands for are stored as skipped, not run. Not where another node runs the same
     launches and cannot know of it (a multi-node torchrun sweep), nor where the launcher took them all at
-    once (Slurm's job arrays): there every launch runs."""
+    once (Slurm's job arrays): there every launch runs. ``once``: the figures measured once
+    (:mod:`ddpbench.sweep.once`) that a launch is handed rather than measuring them, and keeps when
+    it did; None: every launch measures its own."""
     stores = launcher.stores_results
     if not stores or launcher.nodes_share_work or launcher.submits_arrays:
         refusals = None
@@ -136,6 +185,7 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
         return [launch._replace(work_dir=work_root / launch.work_dir.name) for launch in launches]
 
     batch = own(todo)
+    checks = Checks()  # the jobs whose equivalence check stands for others' (ddpbench.sweep.checks)
 
     def expected(left: list[Launch]) -> int:
         if plan is None or not stores:
@@ -152,9 +202,15 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
             with contextlib.closing(launched(
                     batch, launcher, machine, log_dir, timeout_s,
                     begin=lambda launch: progress.begin(kind_of(launch.spec).describe(launch, machine)),
-                    refusals=refusals)) as ended:
+                    refusals=refusals,
+                    given=lambda launch, runs_it: handed(once, checks, launch, runs_it))) as ended:
                 for launch, runs_it, outcome in ended:
                     stop_if_disk_full(outcome, store)
+                    checks.learn(launch.spec, launch.repeat, outcome.status, outcome.result)
+                    if once is not None and stores and outcome.status == "ok":
+                        learn_gemm(once, launch.spec, launch.repeat, runs_it, outcome.result,
+                                   {"sweep_id": summary.sweep_id, "folder": str(store.dir), "key": launch.spec.key,
+                                    "repeat": launch.repeat})
                     if stores:
                         store.append(launch_record(launch.spec, launch.repeat, status=outcome.status,
                                                    error=outcome.error, result=outcome.result,
@@ -203,15 +259,43 @@ def clear_stale_work(out_dir: Path, sweep_id: str | None) -> None:
             shutil.rmtree(child, ignore_errors=True)
 
 
+def handed(once: MeasuredOnce | None, checks: Checks | None, launch: Launch, runs_it: Launcher) -> dict:
+    """What a launch is handed rather than measuring it (:attr:`ddpbench.rank.protocol.Job.given`):
+    the matmul peak measured once, the job whose equivalence check stands for its own."""
+    given = {}
+    gemm = gemm_given(once, launch.spec, launch.repeat, runs_it) if once is not None else None
+    if gemm:
+        given["gemm"] = gemm
+    # every rank reads the one job file this sweep writes (not so on a multi-node torchrun's other nodes)
+    one_file = getattr(runs_it, "nnodes", 1) == 1
+    check = checks.given(launch.spec, launch.repeat) if checks is not None and one_file else None
+    if check:
+        given["check"] = check
+    return given
+
+
+def hand(work_dir: Path, given: dict) -> None:
+    """Leave ``given`` in a launch's work folder for its launcher (:data:`~ddpbench.rank.protocol.GIVEN_FILE`);
+    where it cannot be written, the launch is handed nothing and measures everything itself."""
+    path = work_dir / GIVEN_FILE
+    with contextlib.suppress(OSError):
+        path.unlink()
+    if given:
+        with contextlib.suppress(OSError):
+            work_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(given))
+
+
 def launched(todo: list[Launch], launcher: Launcher, machine: Machine, log_dir: Path, timeout_s: float,
-             begin, refusals: Refusals | None = None) -> Iterator[tuple[Launch, Launcher, LaunchOutcome]]:
+             begin, refusals: Refusals | None = None, given=None) -> Iterator[tuple[Launch, Launcher, LaunchOutcome]]:
     """(launch, the launcher that ran it, outcome) of every launch in ``todo``, as each ends.
 
     Launches run one after another (``begin(launch)`` is called as each starts), except that a
     launcher submitting job arrays gets all of its launches at once and hands each back as it
     finishes; a job that cannot run here is skipped with the reason, and so is a launch a refusal
     met before it stands for (``refusals``, asked as each launch's turn comes: one launch's
-    outcome is handled before the next is started).
+    outcome is handled before the next is started). ``given(launch, launcher)``: what a launch run
+    on its own is handed (:func:`handed`), left in its work folder before it starts.
     """
     batch = []
     for launch in todo:
@@ -226,6 +310,7 @@ def launched(todo: list[Launch], launcher: Launcher, machine: Machine, log_dir: 
             batch.append(launch)
         else:
             begin(launch)
+            hand(launch.work_dir, given(launch, runs_it) if given is not None else {})
             called = time.time()
             outcome = runs_it.launch(launch.spec, launch.repeat, launch.work_dir, log_dir, timeout_s)
             if outcome.started is None:  # the launcher's own work began when it was called

@@ -153,6 +153,7 @@ def run_search(experiment, plan: SearchPlan, out_dir: Path, launcher, machine, c
     """The race in ``out_dir``: its launches stored like a sweep's, ``search.json`` beside them."""
     from ddpbench.results.store import rotate_previous
     from ddpbench.sweep.environment import collect_env
+    from ddpbench.sweep.once import MeasuredOnce, machine_conditions
     from ddpbench.sweep.runner import SweepSummary, clear_stale_work, run_launches
 
     store = plan.store
@@ -162,11 +163,13 @@ def run_search(experiment, plan: SearchPlan, out_dir: Path, launcher, machine, c
         console.print(f"[dim]earlier results kept as {moved}[/dim]")
     first = plan.first_round()
     summary = SweepSummary(out_dir=out_dir, planned=len(first), already_done=0)
-    summary.sweep_id = store.start_sweep(collect_env(), {
+    env = collect_env()
+    summary.sweep_id = store.start_sweep(env, {
         "name": experiment.name, "description": experiment.description, "source": experiment.source,
         "timeout_s": experiment.timeout_s, "jobs": len(experiment.jobs), "kind": "tune", "launcher": launcher.name,
         "budget": plan.budget, "grid_launches": plan.grid_launches, "links": list(experiment.links)})
     clear_stale_work(out_dir, summary.sweep_id)
-    run_launches(first, store, launcher, machine, experiment.timeout_s, summary, console, plan=plan)
+    run_launches(first, store, launcher, machine, experiment.timeout_s, summary, console, plan=plan,
+                 once=MeasuredOnce(machine_conditions(env)))  # the matmul peak measured once per machine
     plan.write()
     return plan.result()

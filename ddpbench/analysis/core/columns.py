@@ -172,6 +172,8 @@ MEASURED: tuple[Column, ...] = (
     _c("max_abs_diff", "number", "check", "largest parameter difference from single-process training, over launches"),
     _c("exact", "bool", "check", "an exact strategy in fp32, held to its tolerance; False: lossy by design"),
     _c("check_skipped", "text", "check", "why the equivalence check did not run (None where it did)"),
+    _c("checked_in_job", "text", "check", "the job (key) whose check stands for this one's, which did not run its own: "
+       "they differ only in what does not change the check; max_abs_diff and exact are that job's"),
     # compute
     _c("flops_per_step", "FLOP", "compute", "FLOPs one process computes per optimizer step"),
     _c("flops_source", "text", "compute", "counted (PyTorch's counter) or the workload's own figure"),

@@ -158,6 +158,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         row["noisy"] = bool(times.size and row["step_ms_iqr"] / step_med > NOISE_THRESHOLD)
         row["wall_s"] = float(job_runs["wall_s"].fillna(0).sum())
         rows.append(row)
+    _borrowed_checks(rows)
     table = add_speedup(pd.DataFrame(rows))
     return add_cost(budget.add_budget(table, steps, ranks) if loss_budget else table, cost)
 
@@ -229,9 +230,23 @@ def _check_figures(job_runs: pd.DataFrame) -> dict:
     diff = _column(job_runs, "max_abs_diff")
     exact = job_runs["exact"].dropna() if "exact" in job_runs else pd.Series(dtype=object)
     skipped = job_runs["skipped"].dropna() if "skipped" in job_runs else pd.Series(dtype=object)
+    by = job_runs["checked_in_job"].dropna() if "checked_in_job" in job_runs else pd.Series(dtype=object)
     return {"max_abs_diff": float(diff.max()) if diff.notna().any() else math.nan,
             "exact": bool(exact.iloc[0]) if len(exact) else None,
-            "check_skipped": str(skipped.iloc[0]) if len(skipped) else None}
+            "check_skipped": str(skipped.iloc[0]) if len(skipped) else None,
+            # where another job's check stands for this one's (not run again): its figures, below
+            "checked_in_job": str(by.iloc[0]) if len(by) and not diff.notna().any() else None}
+
+
+def _borrowed_checks(rows: list[dict]) -> None:
+    """A job whose check another job ran (``checked_in_job``) gets that job's difference and
+    exactness, labelled by the column; None where that job is not in the table or has no figure."""
+    checked = {row["key"]: row for row in rows}
+    for row in rows:
+        other = checked.get(row.get("checked_in_job"))
+        if other is None or other.get("checked_in_job") or math.isnan(other.get("max_abs_diff", math.nan)):
+            continue  # that job is not in the table (or has no figure): this one says only whose check it was
+        row["max_abs_diff"], row["exact"] = other["max_abs_diff"], other["exact"]
 
 
 def datasheet_peak(sweeps: pd.DataFrame) -> float:

@@ -13,6 +13,7 @@ from ddpbench.analysis.core import describe, line_fields
 from markupsafe import Markup
 
 from ddpbench.report.page import ReportContext, Section, html, html_table, num
+from ddpbench.report.sections.overview import reused_note
 from ddpbench.report.plots import collectives as pc
 
 
@@ -52,7 +53,7 @@ def collectives_busbw_section(ctx: ReportContext) -> Section | None:
         "all_gather, reduce_scatter and all_to_all; 1 for broadcast, reduce and send_recv. t is the "
         "slowest rank's time per iteration, median over the timed iterations (for send_recv, half of a "
         "rank 0 &rarr; rank 1 &rarr; rank 0 round trip). Sizes on the x axis count K = 1024 and "
-        "M = 1024<sup>2</sup> bytes.</p>") + _one_rank_note(rows), (path,))
+        "M = 1024<sup>2</sup> bytes.</p>") + _one_rank_note(rows) + reused_note(ctx.collectives), (path,))
 
 
 def _coll_failures_html(coll) -> Markup:

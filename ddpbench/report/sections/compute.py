@@ -55,7 +55,11 @@ def compute_section(ctx: ReportContext) -> Section | None:
             "(<code>torch.utils.flop_counter.FlopCounterMode</code>) on one micro-batch, and the rate reached: "
             "those FLOPs over the mean step, communication and waiting included.</p>"
             '<p class="note"><em>GEMM peak</em>: measured by every rank as it started, at its threads (or on its '
-            "GPU) while the other ranks did the same, as the best of repeated square matmuls ("
+            "GPU) while the other ranks did the same, as the best of repeated square matmuls, once per device, "
+            "thread count and number of ranks measuring at once: a job&rsquo;s first launch measures it unless an "
+            "earlier launch of the sweep did, or an earlier sweep on this machine under the same conditions (then "
+            "reused, and said so below with when it was measured; <code>DDPBENCH_CACHE_DIR=off</code> keeps "
+            "nothing between sweeps) ("
                 "{{ methods }}); <em>of GEMM peak</em> is the rate over that peak, the median over "
                 "ranks. The counter sees matrix products, convolutions and attention, not elementwise work, "
                 "normalisation or the loss, so the figures are a lower bound of the work done."

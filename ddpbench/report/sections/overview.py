@@ -62,7 +62,23 @@ def _collectives_counts(coll) -> Markup:
                 "{% if rows %}: {{ rows }} measurements of {{ ops }} op(s) at world size(s) {{ sizes }}{% endif %}."
                 "</p>", launches=len(launches), listed=_status_counts(launches["status"].value_counts()),
                 rows=len(rows), ops=rows["op"].nunique() if len(rows) else 0,
-                sizes=", ".join(str(w) for w in sorted(set(int(w) for w in rows["world_size"]))))
+                sizes=", ".join(str(w) for w in sorted(set(int(w) for w in rows["world_size"])))) + reused_note(coll)
+
+
+def reused_note(coll) -> Markup:
+    """Which collectives launches were not run by this folder's sweeps but reused (a curve measured once
+    per machine, :mod:`ddpbench.sweep.once`), with when they were measured; nothing when none was."""
+    if coll is None or coll.empty or "reused" not in coll.columns:
+        return Markup()
+    reused = coll[coll["reused"].notna()].drop_duplicates("key")
+    if reused.empty:
+        return Markup()
+    return html('<p class="note">Not measured by this sweep: {% for r in rows %}{% if not loop.first %}; '
+                "{% endif %}the launch at world size {{ r.world_size }} ({{ r.backend }}/{{ r.device }}) was "
+                "{{ r.reused }}{% endfor %}. Its curve is the same machine&rsquo;s under the same conditions (host, "
+                "CPU, GPUs, torch and ddpbench versions, and the launch&rsquo;s own settings); "
+                "<code>DDPBENCH_CACHE_DIR=off</code> measures it again.</p>",
+                rows=[r.to_dict() for _, r in reused.iterrows()])
 
 
 def _wrong_measurements(coll) -> int:

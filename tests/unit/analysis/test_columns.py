@@ -57,6 +57,8 @@ ABSENT_FROM_EXAMPLES = {
                          "GPU examples predate the precision figures",
     "cpu_affinity": 'only where a job pins its ranks to CPUs; the committed examples predate the field (its '
                     'default, "", pins nothing)',
+    "checked_in_job": "only where a sweep hands one job's equivalence check to another (ddpbench.sweep.checks): the "
+                      "committed examples predate it (tests/unit/sweep/test_checks.py tests it)",
     "baseline_problem": "only where a baseline cannot be trusted (efficiency above 100 %, a much noisier "
                         "baseline, other threads): the examples' baselines are sound (tests/unit/analysis/test_evidence.py "
                         "tests baseline_problem itself)",
