@@ -102,6 +102,31 @@ def cpu_machine():
     return Machine(cores=2, cuda_devices=0)
 
 
+#: the modules ddpbench's optional extras install that it looks for before a job or a launcher can run
+#: (the framework strategies' ``requires``, TensorFlow's two, Ray Train's)
+EXTRA_MODULES = ("accelerate", "lightning", "tensorflow", "tf_keras", "ray", "ray.train")
+
+
+@pytest.fixture
+def extras_found(monkeypatch):
+    """Every optional extra's module found, installed or not: for tests of what an experiment or a
+    command line expands to and refuses, which run on a plain ``.[test]`` install too (nothing here
+    imports the modules; the tests that run them are under tests/processes/)."""
+    import importlib.machinery
+    import importlib.util
+
+    real = importlib.util.find_spec
+
+    def find_spec(name, *args):
+        try:
+            found = real(name, *args)
+        except ModuleNotFoundError:  # a submodule's parent that is not installed (ray.train without ray)
+            found = None
+        return found if found is not None or name not in EXTRA_MODULES else importlib.machinery.ModuleSpec(name, None)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+
+
 @pytest.fixture
 def no_gpu_here(monkeypatch):
     """The command line, run in this process, sees no GPU on this machine, whatever it has: a test

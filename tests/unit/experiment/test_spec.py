@@ -17,7 +17,7 @@ EXPERIMENTS = sorted(p for p in (ROOT / "experiments").glob("*.toml") if p.name 
 
 
 @pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.name)
-def test_shipped_experiments_expand(path, cpu_machine):
+def test_shipped_experiments_expand(path, cpu_machine, extras_found):
     # gpu.toml and gpu-models.toml ask for a GPU (refused without one: tests/unit/rank/test_gpu.py)
     gpu = path.name.startswith("gpu")
     exp = load_experiment(path, Machine(cores=16, cuda_devices=1) if gpu else cpu_machine)

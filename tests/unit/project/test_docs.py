@@ -329,7 +329,7 @@ def _check_command(argv: list[str]) -> None:
 
 
 @pytest.mark.parametrize("where,argv", COMMANDS, ids=[w for w, _ in COMMANDS])
-def test_every_documented_command_parses_and_names_what_exists(where, argv, monkeypatch):
+def test_every_documented_command_parses_and_names_what_exists(where, argv, monkeypatch, extras_found):
     monkeypatch.chdir(ROOT)
     _check_command(argv)
 

@@ -54,11 +54,12 @@ def test_without_raw_ddp_or_without_frameworks_there_is_nothing_to_set_against(t
     ("accelerate", "accelerate", "accelerate", ""), ("lightning-fabric", "lightning", "lightning", ""),
     ("lightning", "lightning", "lightning", ""), ("tf-mirrored", "tensorflow", "tensorflow", "about 2 GB; "),
     ("tf-multiworker", "tf_keras", "tensorflow", "about 2 GB; ")])
-def test_a_framework_job_without_its_extra_is_refused_naming_the_extra(monkeypatch, strategy, module, extra, cost):
+def test_a_framework_job_without_its_extra_is_refused_naming_the_extra(monkeypatch, extras_found, strategy, module,
+                                                                     extra, cost):
     import importlib.util
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == module else real(name, *a))
+    found = importlib.util.find_spec  # every other extra's module found (extras_found)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == module else found(name, *a))
     with pytest.raises(InputError) as err:
         strategy_class(strategy).validate(JobSpec(strategy=strategy), "exp.toml")
     assert str(err.value) == (f"exp.toml: strategy: {strategy!r} needs {module}, which is not installed: "
@@ -73,7 +74,7 @@ def test_tensorflow_trains_the_keras_twin_of_a_preset_only():
 
 
 @pytest.mark.parametrize("field, value", [("grad_accum", 2), ("trace_steps", 3)])
-def test_what_the_trainer_s_own_loop_cannot_do_yet_is_refused(field, value):
+def test_what_the_trainer_s_own_loop_cannot_do_yet_is_refused(field, value, extras_found):
     with pytest.raises(InputError, match=f"exp.toml: {field}: must be .* with strategy 'lightning'"):
         strategy_class("lightning").validate(JobSpec(strategy="lightning", **{field: value}), "exp.toml")
 
