@@ -38,6 +38,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker("slow")
 
 
+def pytest_ignore_collect(collection_path, config):
+    """A run that deselects the slow tests (``-m "not slow"``, the inner loop) does not collect the
+    folders that are slow as a whole (tests/processes/, tests/examples/): every xdist worker would
+    import and assertion-rewrite each of their modules only to deselect every test in it."""
+    quick_only = " ".join((config.getoption("markexpr") or "").split()) == "not slow"
+    if quick_only and collection_path in (PROCESSES, EXAMPLES):
+        return True
+    return None
+
+
 def _starts_processes(path: Path) -> bool:
     """Whether ``path`` (a test file, or a folder of them) is under tests/processes/ or tests/benchmarks/:
     tests that start processes, which run alone (:mod:`ddpbench.testing.scheduling`)."""
