@@ -24,13 +24,14 @@ def say_error(text: str) -> None:
 
 def check_out_dir(out_dir: Path) -> None:
     """The output folder must be a folder we can write, and its results file a file."""
+    from ddpbench.results.folder import WRITE_PROBE
     from ddpbench.results.schema import RESULTS_FILE
 
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError("command line", "--out", f"{out_dir} is a file; give a folder")
     if (out_dir / RESULTS_FILE).exists() and not (out_dir / RESULTS_FILE).is_file():
         raise InputError("command line", "--out", f"{out_dir / RESULTS_FILE} is not a file; give another folder")
-    probe = out_dir / f".ddpbench-write-test-{os.getpid()}"
+    probe = out_dir / f"{WRITE_PROBE}{os.getpid()}"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         probe.write_bytes(b"")

@@ -36,6 +36,10 @@ OWNER = ".ddpbench.owner"
 FILE_ENTRIES = (RESULTS_FILE, "experiment.toml", SEARCH_FILE, MARKER, LOCK, OWNER)
 DIR_ENTRIES = ("logs", ".work", TRACE_DIR)
 SWEEP_ENTRIES = FILE_ENTRIES + DIR_ENTRIES
+#: the name (and the writer's pid after it) of the empty file a command writes and removes at once to
+#: find the folder writable (:func:`ddpbench.cli.common.check_out_dir`): another node's or command's
+#: probe, there for an instant, is not a file ddpbench did not write
+WRITE_PROBE = ".ddpbench-write-test-"
 FLAG = "--out"
 
 
@@ -48,7 +52,8 @@ def foreign_entries(out_dir: Path) -> list[str]:
         return []
     if (out_dir / MARKER).is_file() or (out_dir / RESULTS_FILE).is_file():
         return []
-    return [name for name in names if name not in (LOCK, OWNER)]  # a sweep stopped before its marker
+    # a sweep stopped before its marker; another command's write probe
+    return [name for name in names if name not in (LOCK, OWNER) and not name.startswith(WRITE_PROBE)]
 
 
 def linked_entries(out_dir: Path) -> list[str]:

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from ddpbench.cli import main
 from ddpbench.errors import InputError
-from ddpbench.results.folder import DIR_ENTRIES, FILE_ENTRIES, LOCK, MARKER, OWNER, SWEEP_ENTRIES, claimed
+from ddpbench.results.folder import (DIR_ENTRIES, FILE_ENTRIES, LOCK, MARKER, OWNER, SWEEP_ENTRIES, WRITE_PROBE,
+                                     claimed, foreign_entries)
 from ddpbench.results.store import ResultStore
 from ddpbench.sweep.runner import run_sweep
 from ddpbench.testing import TINY, write_experiment
@@ -152,6 +153,23 @@ def test_a_folder_ddpbench_did_not_write_is_refused_unless_forced(tmp_path, caps
     assert (out / "index.html").read_text() == "my page" and (out / ".work").is_dir()
     assert sorted(p.name for p in out.iterdir()) == [".work", "index.html"]
 
+
+
+def test_another_commands_write_probe_is_not_a_file_ddpbench_did_not_write(tmp_path):
+    """Two nodes of a torchrun sweep check one shared --out at once: the empty file one writes and
+    removes to find the folder writable is there for an instant, and must not make the other refuse
+    the folder (as a CI run saw)."""
+    out = tmp_path / "shared"
+    out.mkdir()
+    (out / f"{WRITE_PROBE}12345").write_bytes(b"")  # node 0's probe, caught before it is removed
+    with claimed(out):
+        assert (out / MARKER).is_file()
+    # beside a file of the user's, the probe is still not named, and the folder is still refused
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / f"{WRITE_PROBE}1").write_bytes(b"")
+    (other / "index.html").write_text("my page")
+    assert foreign_entries(other) == ["index.html"]
 
 # ---------------------------------------------------------------------------------------------
 # work and log paths of one sweep
