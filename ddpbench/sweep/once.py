@@ -214,25 +214,15 @@ def _read_entry(path: Path) -> dict | None:
 
 
 def _write_entry(directory: Path, name: str, entry: dict) -> None:
-    """Write ``entry`` as ``directory/name``: to a new file (never through a link, O_EXCL), then
-    renamed over the old entry; an entry that is a link is left alone."""
+    """Write ``entry`` as ``directory/name``, a new file renamed over the old entry, never through a
+    link (:func:`ddpbench.results.sidefiles.replace_file`); an entry that is a link is left alone."""
+    from ddpbench.results.sidefiles import replace_file
+
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     target = directory / name
     if target.is_symlink():
         raise OSError(f"{target} is a symbolic link; not written through")
-    data = json.dumps(entry, indent=1, sort_keys=True, allow_nan=False).encode()
-    tmp = directory / f".{name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    replace_file(target, json.dumps(entry, indent=1, sort_keys=True, allow_nan=False), mode=0o600)
 
 
 #: the launchers whose ranks all run on this machine, started by this sweep: where a figure of this
