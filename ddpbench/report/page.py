@@ -160,9 +160,12 @@ PAGE = """<!DOCTYPE html>
 
 def render_page(title: str, sections: Sequence[Section], out_dir: Path) -> str:
     """The whole page. A section's ``html`` that is not Markup enters as text; its images are
-    linked only as files inside ``out_dir`` (:func:`local_href`)."""
+    linked only as files inside ``out_dir`` (:func:`local_href`). A section's images are the paths it
+    wrote, from the working folder (``out_dir`` given relative, they are relative too): made absolute
+    here, not read as relative to ``out_dir``, which would name ``out_dir`` twice."""
     ids = [f"s{number}-{_slug(s.title)}" for number, s in enumerate(sections, start=1)]
-    images = [[href for href in (local_href(p, out_dir, out_dir) for p in s.images) if href] for s in sections]
+    images = [[href for href in (local_href(Path(p).absolute(), out_dir, out_dir) for p in s.images) if href]
+              for s in sections]
     return _template(PAGE).render(title=title, css=Markup(CSS), parts=list(zip(ids, sections)), images=images)
 
 

@@ -602,3 +602,15 @@ def test_the_environment_shows_once_what_every_sweep_shares_and_apart_what_diffe
     # one sweep: one column, nothing about differences
     single = str(_environment([env]))
     assert "What differs" not in single and "a1" in single
+
+
+def test_report_of_a_relative_folder_links_every_figure(tmp_path, monkeypatch):
+    """A folder named relative to the working folder (as ``sweep``'s default ``reports/NAME`` and
+    ``report DIR`` are): every PNG the report wrote is on its page, by its name."""
+    write_results(tmp_path / "runs" / "results", full_sweep())
+    monkeypatch.chdir(tmp_path)
+    index = write_report(Path("runs") / "results")
+    page = (tmp_path / index).read_text(encoding="utf-8")
+    written = sorted(p.name for p in (tmp_path / "runs" / "results").glob("*.png"))
+    assert len(written) >= len(PNGS)
+    assert sorted(re.findall(r'<img src="([^"]+)"', page)) == written
