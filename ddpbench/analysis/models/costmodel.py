@@ -430,12 +430,13 @@ def predict(workload: Workload, link: Link, world_sizes, strategy: str = "ddp") 
 
 
 def projection(summary: pd.DataFrame, ranks: pd.DataFrame, links: list[Link],
-               world_sizes=PROJECTED_WORLD_SIZES) -> pd.DataFrame:
-    """Every workload x link x strategy (DDP's buckets by ring or tree, master aggregation)."""
+               world_sizes=PROJECTED_WORLD_SIZES, found: list[Workload] | None = None) -> pd.DataFrame:
+    """Every workload x link x strategy (DDP's buckets by ring or tree, master aggregation).
+    ``found``: :func:`workloads` of these tables, where the caller has them."""
     frames = []
     measured = set(int(w) for w in summary["world_size"]) if not summary.empty else set()
     sizes = sorted({1, *measured, *world_sizes})
-    for workload in workloads(summary, ranks):
+    for workload in workloads(summary, ranks) if found is None else found:
         for link in links:
             for strategy in ("ddp", "master"):
                 frames.append(predict(workload, link, sizes, strategy))
@@ -443,7 +444,7 @@ def projection(summary: pd.DataFrame, ranks: pd.DataFrame, links: list[Link],
 
 
 def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link,
-                          jobs: pd.DataFrame | None = None) -> pd.DataFrame:
+                          jobs: pd.DataFrame | None = None, found: list[Workload] | None = None) -> pd.DataFrame:
     """At every measured world size > 1: the model's communication and step time beside the
     measurements, with the relative error (%).
 
@@ -451,12 +452,13 @@ def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link
     step vs measured mean step, where the predicted step is the job's own measured compute (its
     no_sync steps) plus the communication the model says is exposed. Master-aggregation jobs:
     predicted vs the measured exchange time (``comm_ms``) and step. ``jobs`` (default: those on
-    this machine's own network) are the jobs to check; ``summary`` gives the workloads.
+    this machine's own network) are the jobs to check; ``summary`` gives the workloads (``found``:
+    :func:`workloads` of these tables, where the caller has them).
     """
     rows = []
     if summary.empty:
         return pd.DataFrame(rows)
-    by_workload = {w.identity: w for w in workloads(summary, ranks)}
+    by_workload = {w.identity: w for w in (workloads(summary, ranks) if found is None else found)}
     jobs = on_this_network(summary) if jobs is None else jobs
     ok = jobs[(jobs["status"] == "ok") & (jobs["world_size"] > 1)
               & jobs["strategy"].isin(["ddp", "master"]) & (jobs["comm_hook"].fillna("none") == "none")]

@@ -20,6 +20,8 @@ class Model:
     links: tuple[costmodel.Link, ...]
     projection: pd.DataFrame
     checks: pd.DataFrame  # predicted vs measured at the measured world sizes, per fitted link
+    #: what was projected and checked (:func:`~ddpbench.analysis.models.costmodel.workloads`), derived once
+    workloads: tuple[costmodel.Workload, ...] = ()
 
     @property
     def primary_checks(self) -> pd.DataFrame:
@@ -45,7 +47,10 @@ def cost_model(summary: pd.DataFrame, ranks: pd.DataFrame, collectives: pd.DataF
     projected over the measured workloads and checked against the measured jobs."""
     fitted = costmodel.measured_links(collectives, summary) if not summary.empty else []
     links = tuple(costmodel.with_range(fitted) + costmodel.given_links(sweeps))
-    projection = costmodel.projection(summary, ranks, list(links)) if links and not summary.empty else pd.DataFrame()
-    checks = [c for c in (costmodel.predicted_vs_measured(summary, ranks, link) for link in fitted) if not c.empty]
+    found = costmodel.workloads(summary, ranks) if not summary.empty else []
+    projection = (costmodel.projection(summary, ranks, list(links), found=found) if links and not summary.empty
+                  else pd.DataFrame())
+    checks = [c for c in (costmodel.predicted_vs_measured(summary, ranks, link, found=found) for link in fitted)
+              if not c.empty]
     return Model(fitted[0] if fitted else None, links, projection,
-                 pd.concat(checks, ignore_index=True) if checks else pd.DataFrame())
+                 pd.concat(checks, ignore_index=True) if checks else pd.DataFrame(), tuple(found))

@@ -72,18 +72,28 @@ def _coll_failures_html(coll) -> Markup:
 NCCL_COLUMNS = ("time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong", "p10 / p90 time (us)")
 
 
-def _placement_cells(row) -> list[Markup]:
-    """The five cells of one placement (nccl-tests' four, then p10 / p90); dashes where it was not run."""
+#: a table's rows, in one rendering (a fragment per cell would be a Jinja rendering each: a thousand a page)
+NCCL_ROWS = (
+    "{% for row in rows %}{% if not loop.first %}\n{% endif %}<tr>"
+    "{% if many %}<td><code>{{ row.key }}</code></td>{% endif %}"
+    '<td class="num">{{ row.size }}</td><td class="num">{{ row.r.count }}</td><td>{{ row.r.dtype }}</td>'
+    '<td>{{ row.r.redop }}</td><td class="num">{{ row.r.root }}</td>'
+    "{% for p in row.places %}{% if p is none %}{% for _ in columns %}<td class=\"num\">&ndash;</td>{% endfor %}"
+    '{% else %}<td class="num">{{ p.time }}</td><td class="num">{{ p.algbw }}</td><td class="num">{{ p.busbw }}</td>'
+    '<td class="num{% if p.bad %} wrong{% endif %}">{{ p.wrong }}</td><td class="num">{{ p.p10 }} / {{ p.p90 }}</td>'
+    "{% endif %}{% endfor %}</tr>{% endfor %}")
+
+
+def _placement_cells(row) -> dict | None:
+    """What the five cells of one placement show (nccl-tests' four, then p10 / p90); None where it was
+    not run (dashes)."""
     if row is None:
-        return [Markup('<td class="num">&ndash;</td>')] * len(NCCL_COLUMNS)
+        return None
     wrong = row["wrong"]
     bad = isinstance(wrong, (int, float)) and not math.isnan(float(wrong)) and wrong > 0
-    cell = '<td class="num">{{ v }}</td>'
-    return [html(cell, v=num(row["time_us_median"], ".1f")), html(cell, v=num(row["algbw_gbps"], ".3g")),
-            html(cell, v=num(row["busbw_gbps"], ".3g")),
-            html('<td class="num wrong">{{ v }}</td>', v=wrong) if bad else html(cell, v=num(wrong, ".0f")),
-            html('<td class="num">{{ p10 }} / {{ p90 }}</td>', p10=num(row["time_us_p10"], ".1f"),
-                 p90=num(row["time_us_p90"], ".1f"))]
+    return {"time": num(row["time_us_median"], ".1f"), "algbw": num(row["algbw_gbps"], ".3g"),
+            "busbw": num(row["busbw_gbps"], ".3g"), "bad": bad, "wrong": wrong if bad else num(wrong, ".0f"),
+            "p10": num(row["time_us_p10"], ".1f"), "p90": num(row["time_us_p90"], ".1f")}
 
 
 def _nccl_table(part) -> Markup:
@@ -95,21 +105,31 @@ def _nccl_table(part) -> Markup:
     head = html('<tr>{% for h in lead %}<th rowspan="2">{{ h }}</th>{% endfor %}<th colspan="{{ width }}">out-of-place'
                 '</th><th colspan="{{ width }}">in-place</th></tr>\n<tr>{% for h in columns %}<th>{{ h }}</th>'
                 "{% endfor %}</tr>", lead=lead, width=width, columns=NCCL_COLUMNS * 2)
-    body = []
-    for (key, size), rows in part.groupby(["key", "size_bytes"], sort=False):
-        by_place = {r["placement"]: r for _, r in rows.iterrows()}
-        first = rows.iloc[0]
-        cells = ([html("<td><code>{{ key }}</code></td>", key=key)] if len(launches) > 1 else []) + [
-            html('<td class="num">{{ size }}</td><td class="num">{{ r.count }}</td><td>{{ r.dtype }}</td>'
-                 '<td>{{ r.redop }}</td><td class="num">{{ r.root }}</td>', size=int(size), r=first.to_dict())]
-        cells += _placement_cells(by_place.get("out")) + _placement_cells(by_place.get("in"))
-        body.append(html("<tr>{{ cells | join('') }}</tr>", cells=cells))
+    rows = []
+    for (key, size), found in _by_launch_and_size(part).items():
+        by_place = {r["placement"]: r for r in found}
+        rows.append({"key": key, "size": int(size), "r": found[0],
+                     "places": [_placement_cells(by_place.get("out")), _placement_cells(by_place.get("in"))]})
+    body = html(NCCL_ROWS, rows=rows, many=len(launches) > 1, columns=NCCL_COLUMNS)
     wrong = int(part["wrong"].fillna(0).astype(float).gt(0).sum())
     avg = float(part["busbw_gbps"].astype(float).mean())
-    return html("<table>\n<thead>{{ head }}</thead>\n<tbody>\n{{ body | join('\n') }}\n</tbody>\n</table>\n"
+    return html("<table>\n<thead>{{ head }}</thead>\n<tbody>\n{{ body }}\n</tbody>\n</table>\n"
                 '<p class="note">Average bus bandwidth: {{ avg }} GB/s; {% if wrong %}<span class="wrong-note">'
                 "{{ wrong }} measurement(s) with wrong elements</span>{% else %}no wrong elements{% endif %}.</p>",
                 head=head, body=body, avg=num(avg, ".3g"), wrong=wrong)
+
+
+def _by_launch_and_size(part) -> dict:
+    """``part``'s rows as plain dicts, grouped by (launch, size) in the order they first appear, rows
+    with no launch or size left out: ``part.groupby(["key", "size_bytes"], sort=False)``, read once
+    rather than a Series per row (hundreds of rows on the default sweep's page)."""
+    groups: dict = {}
+    for row in part.to_dict("records"):
+        key, size = row["key"], row["size_bytes"]
+        if pd.isna(key) or pd.isna(size):
+            continue
+        groups.setdefault((key, size), []).append(row)
+    return groups
 
 
 def collectives_table_section(ctx: ReportContext) -> Section | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ddpbench.analysis.models import single_rank_only, workloads
+from ddpbench.analysis.models import single_rank_only
 from markupsafe import Markup
 
 from ddpbench.analysis.core import EFFICIENCY
@@ -39,7 +39,7 @@ def _measured_points(ctx: ReportContext, checks: pd.DataFrame) -> pd.DataFrame:
     """The measured step time and efficiency of each projected workload (its world-size-1 job and
     the multi-rank jobs the model was checked against), for the plot's black markers."""
     rows = [{"workload": w.label, "strategy": "ddp", "world_size": 1, "measured_step_ms": w.compute_ms,
-             "measured_efficiency": 1.0} for w in workloads(ctx.summary, ctx.ranks)]
+             "measured_efficiency": 1.0} for w in ctx.folder.model.workloads]
     if not checks.empty:
         efficiency = ctx.summary.set_index("key")[EFFICIENCY]
         # the same measurements appear once per fitted link
