@@ -15,6 +15,7 @@ from ddpbench.report.page import DASH, ReportContext, Section, html, html_table,
 from ddpbench.report.plots import data as data_plots
 from ddpbench.report.sections.gpu import HOW_MEASURED
 from ddpbench.report.plots import scaling as scaling_plots
+from ddpbench.report.sections.scaling import TREND_NOTE, not_drawn, sizes_above_one
 
 
 def _pct_or_wrong(value: float) -> Markup:
@@ -69,9 +70,13 @@ def compute_section(ctx: ReportContext) -> Section | None:
                 "</p>", methods="; ".join(methods), mfu=datasheet == datasheet, datasheet=num(datasheet, ".4g"),
                 given=bool(given))
     images = ()
-    if len(scaling_plots.world_sizes(summary)) >= 2:
+    if len(sizes_above_one(summary, "total_tflops")) >= 2:
         path = scaling_plots.flops_vs_world_size(summary, ctx.image("flops.png"))
         images = (path,) if path is not None else ()
+    else:  # a point or two per configuration: the table's column says all the figure would
+        not_drawn(ctx, "flops.png")
+        if len(scaling_plots.world_sizes(summary)) >= 2:
+            text += TREND_NOTE
     skipped = summary[summary["check_skipped"].notna()] if "check_skipped" in summary else summary.iloc[0:0]
     if len(skipped):
         names = sorted({model_name(r) for _, r in skipped.iterrows()})

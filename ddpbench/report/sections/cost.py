@@ -12,6 +12,7 @@ from markupsafe import Markup
 from ddpbench.report.page import ReportContext, Section, html, html_table, num, throughput_format
 from ddpbench.report.plots import scaling as scaling_plots
 from ddpbench.report.sections.gpu import HOW_MEASURED
+from ddpbench.report.sections.scaling import TREND_NOTE, not_drawn, sizes_above_one
 from ddpbench.report.tables import Col, build, figure, html_cell, shown
 
 
@@ -87,8 +88,15 @@ def cost_section(ctx: ReportContext) -> Section | None:
     if energy:
         figures.append(("energy_j_per_sample", 1.0, "energy per sample (J)", "Energy per sample vs world size",
                         "energy.png"))
-    images = [scaling_plots.per_sample_vs_world_size(summary, ctx.image(name), column, scale, ylabel, title)
-              for column, scale, ylabel, title, name in figures] if len(scaling_plots.world_sizes(summary)) >= 2 else []
+    images = []
+    for column, scale, ylabel, title, name in figures:
+        if len(sizes_above_one(summary, column)) >= 2:
+            images.append(scaling_plots.per_sample_vs_world_size(summary, ctx.image(name), column, scale, ylabel,
+                                                                 title))
+        else:  # a point or two per configuration: the table's column says all the figure would
+            not_drawn(ctx, name)
+    if len(images) < len(figures) and len(scaling_plots.world_sizes(summary)) >= 2:
+        text += TREND_NOTE
     images = [path for path in images if path is not None]
     return Section("Cost and energy", text + html_table(header, rows, numeric=numeric), tuple(images))
 

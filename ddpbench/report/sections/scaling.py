@@ -44,6 +44,12 @@ def efficiency_section(ctx: ReportContext) -> Section | None:
                           "efficiency.png", what + interval_note(ctx.summary, EFFICIENCY))
 
 
+#: a section whose figure against world size is not drawn, as its table gives each job's value at each
+#: world size and fewer than two world sizes above 1 show no trend (efficiency_section's rule)
+TREND_NOTE = Markup('<p class="note">The table gives each job&rsquo;s figures at its world size; a figure '
+                    "against world size is drawn where two or more world sizes above 1 show a trend.</p>")
+
+
 def not_drawn(ctx: ReportContext, filename: str) -> None:
     """A figure this report does not draw: an earlier report's PNG of that name is removed, not left
     beside a page that does not show it."""
