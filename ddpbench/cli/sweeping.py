@@ -111,6 +111,8 @@ def finish_report(out_dir: Path, console, write: bool = True) -> int:
     # the folder is read (only the main thread runs here, and the helper never touches torch)
     with helping(processes=2 if write and wanted() else 1) as helper:
         ctx = load_context(out_dir)  # loaded and summarised once: the table, the verdict and the report
+        if helper is not None:  # before the verdict: the helper computes it for the page meanwhile
+            helper.send(ctx)
         table = ctx.summary
         print_summary(table)
         # on standard output, with the table: the results, not the progress; the report's first section

@@ -184,7 +184,10 @@ class Helper:
 
     def send(self, ctx) -> None:
         """Hand the helper the loaded folder (through a file: never waiting for the helper to read it);
-        a helper that is gone is left to :meth:`run` to notice."""
+        a helper that is gone is left to :meth:`run` to notice. Once: a second call (the folder handed
+        over early, before the caller's own work on it) does nothing."""
+        if self.feed is None:
+            return
         try:
             pickle.dump(ctx, self.context, protocol=pickle.HIGHEST_PROTOCOL)
             self.context.flush()

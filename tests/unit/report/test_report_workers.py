@@ -39,6 +39,25 @@ def test_a_section_is_claimed_once_the_helper_takes_the_analysis_first_then_from
         helper.context.close()
 
 
+def test_the_folder_is_handed_over_once_however_often_it_is_sent():
+    """The sweep hands the folder over before it computes the console's verdict, then writes the page
+    (which sends it again): the helper reads the first, and only, copy."""
+    import os
+
+    helper = Helper(_sections(2), first=(), call=lambda fn, ctx: fn(ctx))
+    feed_read, helper.feed = os.pipe()
+    try:
+        helper.send({"folder": 1})
+        helper.send({"folder": 2})
+        assert helper.feed is None and os.read(feed_read, 8) == b"!"
+        helper.context.seek(0)
+        assert pickle.load(helper.context) == {"folder": 1} and helper.context.read() == b""
+    finally:
+        os.close(feed_read)
+        helper.results.close()
+        helper.context.close()
+
+
 def test_the_command_asks_for_a_helper_where_a_cpu_is_idle_or_when_told(tmp_path, monkeypatch):
     from ddpbench.report import workers
 
