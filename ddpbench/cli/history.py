@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ddpbench.cli import history_trend
 from ddpbench.errors import InputError
+from ddpbench.results.folder import path_flag
 
 
 def add_parser(sub) -> None:
@@ -23,14 +24,18 @@ def add_parser(sub) -> None:
                                        "again is refused.")
     add.add_argument("results", type=Path, metavar="DIR|FILE.json",
                      help="the sweep's results folder (holding results.jsonl), or a pytest-benchmark JSON file")
-    add.add_argument("--store", type=Path, required=True, metavar="STORE", help="the history store's folder")
+    add.add_argument("--store", type=path_flag("--store"), required=True, metavar="STORE",
+                     help="the history store's folder (a new folder or a store ddpbench wrote)")
+    add.add_argument("--force", action="store_true", help="file into a --store folder that holds files ddpbench "
+                                                           "did not write")
     add.add_argument("--commit", metavar="REV", help="the commit the sweep measured (default: --repo's HEAD)")
     add.add_argument("--repo", type=Path, default=Path("."), metavar="PATH",
                      help="the git repository whose commit the sweep measured (default: this folder)")
     add.set_defaults(func=command_add)
     listing = verbs.add_parser("list", help="list the store's entries, machine by machine",
                                description="List every entry of the store: its machine, number, commit and date.")
-    listing.add_argument("--store", type=Path, required=True, metavar="STORE", help="the history store's folder")
+    listing.add_argument("--store", type=path_flag("--store"), required=True, metavar="STORE",
+                         help="the history store's folder")
     listing.set_defaults(func=command_list)
     from ddpbench.cli import history_bisect  # bisect: its own module (sweeps in worktrees)
     history_bisect.add_verb(verbs)
@@ -49,7 +54,7 @@ def command_add(args) -> int:
             raise
         sha, date = args.commit, None  # named where no repository is: a commit's hex digits
     filing = file_results if args.results.is_dir() else file_benchmark  # a file: a pytest-benchmark run's JSON
-    entry = filing(args.store, args.results, commit=sha, commit_date=date)
+    entry = filing(args.store, args.results, commit=sha, commit_date=date, force=args.force)
     print(f"filed {args.results} as entry {entry.number} of machine {entry.machine} at commit {sha[:12]}"
           f"{f' ({date})' if date else ''} -> {entry.path}")
     return 0
