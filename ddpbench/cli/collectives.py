@@ -11,6 +11,7 @@ from ddpbench.errors import InputError
 from ddpbench.experiment.collectives import parse_collectives
 from ddpbench.experiment.files import read_toml
 from ddpbench.experiment.machine import Machine
+from ddpbench.results.folder import path_flag
 
 DEFAULT_COLLECTIVES = "experiments/collectives.toml"
 
@@ -29,7 +30,8 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", help="gloo or nccl")
     p.add_argument("--iters", type=int, help="timed iterations per size")
     p.add_argument("--warmup", type=int, help="untimed iterations per size")
-    p.add_argument("--out", type=Path, help="output folder (default: reports/<name>/; a sweep's folder works too)")
+    p.add_argument("--out", type=path_flag("--out"),
+                   help="output folder (default: reports/<name>/; a sweep's folder works too)")
     p.add_argument("--timeout", type=finite_float, metavar="S", help="per-launch timeout in seconds")
     p.add_argument("--resume", action="store_true", help="skip the world sizes already stored")
     p.add_argument("--no-report", action="store_true", help="store results but do not write the report")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -23,22 +22,15 @@ def say_error(text: str) -> None:
 
 
 def check_out_dir(out_dir: Path) -> None:
-    """The output folder must be a folder we can write, and its results file a file."""
-    from ddpbench.results.folder import WRITE_PROBE
+    """The output folder must be a folder we can write (:func:`ddpbench.results.folder.check_target`,
+    :func:`~ddpbench.results.folder.check_writable`), and its results file a file."""
+    from ddpbench.results.folder import check_target, check_writable
     from ddpbench.results.schema import RESULTS_FILE
 
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputError("command line", "--out", f"{out_dir} is a file; give a folder")
+    check_target(out_dir)
     if (out_dir / RESULTS_FILE).exists() and not (out_dir / RESULTS_FILE).is_file():
         raise InputError("command line", "--out", f"{out_dir / RESULTS_FILE} is not a file; give another folder")
-    probe = out_dir / f"{WRITE_PROBE}{os.getpid()}"
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as err:
-        raise InputError("command line", "--out", f"cannot write to {out_dir}: {err.strerror}; "
-                         "give a folder you can write") from None
+    check_writable(out_dir)
 
 
 def add_folder_flags(parser) -> None:

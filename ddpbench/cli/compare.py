@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.cli.common import check_out_dir
 from ddpbench.cli.tables import print_comparison
 from ddpbench.errors import InputError
+from ddpbench.results.folder import path_flag
 
 
 def add_parser(sub) -> None:
@@ -22,8 +22,10 @@ def add_parser(sub) -> None:
                         "noise (the whole 95%% interval over launches past it): median:5%%, mean:10%% (mean step "
                         "= inverse throughput), median:2ms, or median:0.002 (a bare number is seconds, as in "
                         "pytest-benchmark's --benchmark-compare-fail); repeatable")
-    p.add_argument("--out", type=Path, help="where to write compare.csv, index.html, ratios.png "
-                                            "(default: B/compare)")
+    p.add_argument("--out", type=path_flag("--out"), help="where to write compare.csv, index.html, ratios.png "
+                                                          "(default: B/compare; a new folder or ddpbench's own)")
+    p.add_argument("--force", action="store_true", help="write into an --out folder that holds files ddpbench did "
+                                                         "not write (only compare's own files are replaced)")
     p.set_defaults(func=command)
 
 
@@ -36,7 +38,8 @@ def command(args) -> int:
         FAIL, INCONCLUSIVE, PASS, compare_tables, environment_differences, gate_results, gate_text, load_side,
         parse_gate,
     )
-    from ddpbench.report.compare_page import write_comparison
+    from ddpbench.report.compare_page import CSV_FILE, INDEX_FILE, PLOT_FILE, write_comparison
+    from ddpbench.results.folder import claim_output
     from ddpbench.results.sanitize import printable
 
     gates = [parse_gate(text) for text in args.fail_on]
@@ -46,7 +49,7 @@ def command(args) -> int:
         raise InputError("command line", None, f"A ({args.baseline}) and B ({args.candidate}) have no job in "
                          "common (jobs match when every setting is equal); compare folders of the same experiment")
     out_dir = args.out or args.candidate / "compare"
-    check_out_dir(out_dir)
+    claim_output(out_dir, "--out", force=args.force, writes=(CSV_FILE, PLOT_FILE, INDEX_FILE))
     table = compare_tables(side_a.summary, side_a.steps, side_b.summary, side_b.steps)
     results = gate_results(table, gates)
     env_diffs = environment_differences(side_a.sweeps, side_b.sweeps)

@@ -3,11 +3,11 @@ machine and the commit it measured, and list what a store holds (:mod:`ddpbench.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from ddpbench.cli import history_trend
 from ddpbench.errors import InputError
+from ddpbench.results.folder import path_flag
 
 
 def add_parser(sub) -> None:
@@ -24,54 +24,38 @@ def add_parser(sub) -> None:
                                        "again is refused.")
     add.add_argument("results", type=Path, metavar="DIR|FILE.json",
                      help="the sweep's results folder (holding results.jsonl), or a pytest-benchmark JSON file")
-    add.add_argument("--store", type=Path, required=True, metavar="STORE", help="the history store's folder")
+    add.add_argument("--store", type=path_flag("--store"), required=True, metavar="STORE",
+                     help="the history store's folder (a new folder or a store ddpbench wrote)")
+    add.add_argument("--force", action="store_true", help="file into a --store folder that holds files ddpbench "
+                                                           "did not write")
     add.add_argument("--commit", metavar="REV", help="the commit the sweep measured (default: --repo's HEAD)")
     add.add_argument("--repo", type=Path, default=Path("."), metavar="PATH",
                      help="the git repository whose commit the sweep measured (default: this folder)")
     add.set_defaults(func=command_add)
     listing = verbs.add_parser("list", help="list the store's entries, machine by machine",
                                description="List every entry of the store: its machine, number, commit and date.")
-    listing.add_argument("--store", type=Path, required=True, metavar="STORE", help="the history store's folder")
+    listing.add_argument("--store", type=path_flag("--store"), required=True, metavar="STORE",
+                         help="the history store's folder")
     listing.set_defaults(func=command_list)
     from ddpbench.cli import history_bisect  # bisect: its own module (sweeps in worktrees)
     history_bisect.add_verb(verbs)
     history_trend.add_verbs(verbs)  # page, check
 
 
-def commit_of(repo: Path, rev: str = "HEAD") -> tuple[str, str]:
-    """(full commit, its committer date in ISO 8601) of ``rev`` in the git repository ``repo``."""
-    try:
-        done = subprocess.run(["git", "-C", str(repo), "show", "-s", "--format=%H%n%cI", rev, "--"],
-                              capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.SubprocessError) as err:
-        raise InputError("--repo", None, f"cannot run git in {repo}: {err}") from None
-    lines = done.stdout.split()
-    if done.returncode != 0 or len(lines) != 2:
-        why = (done.stderr.strip().splitlines() or ["not a git repository"])[-1]
-        raise InputError(f"--repo {repo}", None, f"cannot read commit {rev!r}: {why}")
-    return lines[0], lines[1]
-
-
-def is_repository(path: Path) -> bool:
-    try:
-        return subprocess.run(["git", "-C", str(path), "rev-parse", "--git-dir"], capture_output=True, check=False,
-                              timeout=30).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
 def command_add(args) -> int:
-    from ddpbench.results.history import file_benchmark, file_results
+    from ddpbench.results.history import COMMIT, file_benchmark, file_results
+    from ddpbench.results.revisions import NotARepository, commit, commit_date
 
-    try:  # the commit resolved and dated in the repository
-        commit, date = commit_of(args.repo, args.commit or "HEAD")
-    except InputError:
-        if args.commit is None or is_repository(args.repo):
+    try:  # the commit resolved and dated in the repository (ddpbench.results.revisions: the one check)
+        sha = commit(args.repo, *(("HEAD", "--repo") if args.commit is None else (args.commit, "--commit")))
+        date = commit_date(args.repo, sha)
+    except NotARepository:
+        if args.commit is None or not COMMIT.match(args.commit):
             raise
-        commit, date = args.commit, None  # named where no repository is: it must be a commit's hex digits
+        sha, date = args.commit, None  # named where no repository is: a commit's hex digits
     filing = file_results if args.results.is_dir() else file_benchmark  # a file: a pytest-benchmark run's JSON
-    entry = filing(args.store, args.results, commit=commit, commit_date=date)
-    print(f"filed {args.results} as entry {entry.number} of machine {entry.machine} at commit {commit[:12]}"
+    entry = filing(args.store, args.results, commit=sha, commit_date=date, force=args.force)
+    print(f"filed {args.results} as entry {entry.number} of machine {entry.machine} at commit {sha[:12]}"
           f"{f' ({date})' if date else ''} -> {entry.path}")
     return 0
 

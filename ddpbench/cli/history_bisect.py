@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.cli.common import EXIT_FAILED
+from ddpbench.results.folder import path_flag
 
 
 def add_verb(verbs) -> None:
@@ -23,11 +24,11 @@ def add_verb(verbs) -> None:
                    "changed")
     p.add_argument("--repo", type=Path, default=Path("."), metavar="PATH",
                    help="the git repository (default: this folder)")
-    p.add_argument("--out", type=Path, metavar="DIR",
+    p.add_argument("--out", type=path_flag("--out"), metavar="DIR",
                    help="the folder for each commit's results and bisect.json (default: reports/bisect-<good>-<bad>)")
     p.add_argument("--job", metavar="LABEL", help="the job to follow, by its label or key (default: the one whose "
                    "step changed most from good to bad)")
-    p.add_argument("--store", type=Path, metavar="STORE",
+    p.add_argument("--store", type=path_flag("--store"), metavar="STORE",
                    help="also file each sweep into this history store, at its commit")
     p.set_defaults(func=command)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.errors import InputError
+from ddpbench.results.folder import path_flag
 
 
 def add_verbs(verbs) -> None:
@@ -19,14 +20,17 @@ def add_verbs(verbs) -> None:
                                          "wholly beyond the detector's minimum change. Exit 1 when a series is "
                                          "slower beyond noise, 0 otherwise.")
     for verb in (page, check):
-        verb.add_argument("--store", type=Path, required=True, metavar="STORE", help="the history store's folder")
+        verb.add_argument("--store", type=path_flag("--store"), required=True, metavar="STORE",
+                          help="the history store's folder")
         verb.add_argument("--machine", metavar="ID", help="only this machine's series (a folder of the store)")
         verb.add_argument("--newest", type=int, default=1, metavar="N",
                           help="how many of the newest commits to test against the level before them (default 1)")
         verb.add_argument("--job", action="append", metavar="TEXT",
                           help="only the series whose label contains TEXT (repeatable): the jobs a gate is for")
-    page.add_argument("--out", type=Path, default=Path("reports/history"), metavar="DIR",
-                      help="where the page goes (default reports/history)")
+    page.add_argument("--out", type=path_flag("--out"), default=Path("reports/history"), metavar="DIR",
+                      help="where the page goes (default reports/history; a new folder or ddpbench's own)")
+    page.add_argument("--force", action="store_true", help="write into an --out folder that holds files ddpbench "
+                                                            "did not write (only the page's own files are replaced)")
     page.set_defaults(func=command_page)
     check.set_defaults(func=command_check)
 
@@ -57,9 +61,11 @@ def _tables(args):
 
 
 def command_page(args) -> int:
-    from ddpbench.report.trend_page import write_trend
+    from ddpbench.report.trend_page import OWN_FILES, write_trend
+    from ddpbench.results.folder import claim_output
 
     table, changes, newest = _tables(args)
+    claim_output(args.out, "--out", force=args.force, writes=OWN_FILES)
     written = write_trend(table, changes, newest, args.store, args.out, args.newest)
     print(f"{len(table)} points, {len(changes)} change point(s) -> {written['html']}")
     return 0

@@ -76,7 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     parser.set_defaults(argv=tuple(argv))  # the command as typed: other nodes are told to run it too
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except InputError as err:  # a flag's type refused its value (an empty folder path)
+        say_error(f"error: {err}")
+        return EXIT_BAD_INPUT
     # SIGTERM ends a sweep like Ctrl-C: children are stopped, finished results are kept.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     warnings.showwarning = _show_warning

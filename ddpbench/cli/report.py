@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.cli.common import add_cost_flags, check_out_dir, cost_flags
+from ddpbench.cli.common import add_cost_flags, cost_flags
 from ddpbench.errors import InputError
+from ddpbench.results.folder import path_flag
 from ddpbench.results.schema import RESULTS_FILE
 
 
@@ -13,7 +14,10 @@ def add_parser(sub) -> None:
     p = sub.add_parser("report", help="write index.html and plots from stored results",
                        description="Regenerate the report from a results folder alone.")
     p.add_argument("results", type=Path, help="folder holding results.jsonl")
-    p.add_argument("--out", type=Path, help="where to write the report (default: the results folder)")
+    p.add_argument("--out", type=path_flag("--out"), help="where to write the report (default: the results folder; "
+                                                          "a new folder or ddpbench's own)")
+    p.add_argument("--force", action="store_true", help="write into an --out folder that holds files ddpbench did "
+                                                         "not write (only the report's own files are replaced)")
     p.add_argument("--check", action="store_true",
                    help="write nothing: check every figure, interval, direction and measured/estimated claim of the "
                         "verdict and the diagnosis against figures re-derived from the records (ddpbench.audit); "
@@ -42,7 +46,10 @@ def command(args) -> int:
     if args.check:
         return check(args.results, cost)
     if args.out is not None:
-        check_out_dir(args.out)
+        from ddpbench.report.page import INDEX_FILE
+        from ddpbench.results.folder import claim_output
+
+        claim_output(args.out, "--out", force=args.force, writes=(INDEX_FILE, "*.png"))
     from ddpbench.report.build import write_report  # matplotlib: only for a folder that has results
     from ddpbench.report.workers import wanted
 

@@ -11,6 +11,7 @@ from ddpbench.experiment.load import Experiment, job_spec
 from ddpbench.experiment.overrides import check_timeout, fields_from_flags, flag_name
 from ddpbench.experiment.spec import FIELDS, allowed_text
 from ddpbench.launch.options import LauncherOptions
+from ddpbench.results.folder import path_flag
 
 
 def add_parser(sub) -> None:
@@ -19,7 +20,7 @@ def add_parser(sub) -> None:
     for name, f in FIELDS.items():
         p.add_argument(flag_name(name), dest=name, metavar="V",
                        help=f"{f.metadata['help']}; {allowed_text(name)} (default: {f.default})".replace("%", "%%"))
-    p.add_argument("--out", type=Path, help="output folder (default: reports/run-<job key>/)")
+    p.add_argument("--out", type=path_flag("--out"), help="output folder (default: reports/run-<job key>/)")
     p.add_argument("--timeout", type=finite_float, default=600, metavar="S", help="timeout in seconds (default: 600)")
     add_folder_flags(p)
     p.set_defaults(func=command)

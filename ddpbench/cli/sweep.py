@@ -15,6 +15,7 @@ from ddpbench.experiment.cost import with_flags
 from ddpbench.experiment.load import load_experiment, named_launcher
 from ddpbench.experiment.overrides import with_job_flags, with_timeout
 from ddpbench.launch import forked
+from ddpbench.results.folder import path_flag
 
 DEFAULT_EXPERIMENT = "experiments/quick.toml"
 
@@ -24,7 +25,7 @@ def add_parser(sub) -> None:
                        description="Run every job of an experiment file, store the results and write the report.")
     p.add_argument("experiment", nargs="?", default=DEFAULT_EXPERIMENT,
                    help=f"experiment TOML file (default: {DEFAULT_EXPERIMENT})")
-    p.add_argument("--out", type=Path, help="output folder (default: reports/<experiment name>/)")
+    p.add_argument("--out", type=path_flag("--out"), help="output folder (default: reports/<experiment name>/)")
     p.add_argument("--resume", action="store_true", help="keep stored results and run only the missing launches")
     p.add_argument("--retry-failed", action="store_true",
                    help="with --resume: also run again the launches that failed or timed out (their new result "

@@ -9,6 +9,7 @@ from pathlib import Path
 from ddpbench.cli.common import add_folder_flags
 from ddpbench.cli.sweep_options import add_launcher_flags, launcher_options
 from ddpbench.errors import InputError
+from ddpbench.results.folder import path_flag
 
 
 def add_parser(sub) -> None:
@@ -18,7 +19,8 @@ def add_parser(sub) -> None:
                        "significantly slower than the leader drop out round by round, and the winner is named "
                        "with every setting statistically tied with it. Stored like a sweep.")
     p.add_argument("experiment", help="experiment TOML file whose grid holds the settings to race")
-    p.add_argument("--out", type=Path, help="output folder (default: reports/<experiment name>-tune/)")
+    p.add_argument("--out", type=path_flag("--out"),
+                   help="output folder (default: reports/<experiment name>-tune/)")
     p.add_argument("--budget", type=int, metavar="N",
                    help="launches at most (default: half of what the grid would run, its jobs times their repeats)")
     p.add_argument("--no-report", action="store_true", help="store results but do not write the report")

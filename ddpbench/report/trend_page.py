@@ -30,6 +30,8 @@ from ddpbench.results.sanitize import csv_text
 from ddpbench.results.sidefiles import replace_file
 
 TREND_CSV, CHANGES_CSV, NEWEST_CSV = "trend.csv", "changes.csv", "newest.csv"
+#: every name the page writes in its folder (its figures are trend-<N>.png)
+OWN_FILES = (TREND_CSV, CHANGES_CSV, NEWEST_CSV, INDEX_FILE, "trend-*.png")
 PHASE_NAMES = {"data_ms": "data", "forward_ms": "forward", "backward_ms": "backward", "optimizer_ms": "optimizer",
                "exposed_comm_ms": "exposed communication"}
 

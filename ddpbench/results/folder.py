@@ -13,18 +13,32 @@
   ``.work/``, ``traces/``, ``experiment.toml``, ``search.json``, the lock, owner and marker) may be a
   symbolic link: a sweep, ``--resume`` above all, would otherwise append or write through it to a
   file outside the folder.
+
+The same policy holds for every folder a command writes into, in this module alone
+(:func:`claim_output`): ``compare --out``, ``report --out``, ``history page --out``, and a history
+store (``history add --store``, ``history bisect --store``), each of which writes the marker too:
+
+* **An empty value is refused** (:func:`path_flag`): ``Path("")`` is this folder, and in CI an unset
+  variable would write into the repository's root.
+* **Whose folder**, as above: a folder holding files ddpbench did not write is refused unless the
+  command's ``--force``, and then only the command's own files are replaced.
+* **No links on the way in or out**: the folder itself may not be a link, nor a name the command
+  writes in it (a history store's machine folders are its own names too).
+* **One line, exit 2** for a file where a folder is wanted, a path under a file, and a folder that
+  cannot be written (no permission, a read-only file system).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import datetime as _dt
 import json
 import os
 import socket
 import sys
 from pathlib import Path
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ddpbench.errors import InputError
 from ddpbench.results.schema import RESULTS_FILE, SEARCH_FILE, TRACE_DIR
@@ -43,9 +57,10 @@ WRITE_PROBE = ".ddpbench-write-test-"
 FLAG = "--out"
 
 
-def foreign_entries(out_dir: Path) -> list[str]:
+def foreign_entries(out_dir: Path, own: Callable[[Path], bool] | None = None) -> list[str]:
     """The names in ``out_dir`` that make it a folder ddpbench did not write: none when it is
-    missing, empty, or holds the marker or a results file."""
+    missing, empty, or holds the marker or a results file. ``own``: what else is ddpbench's there
+    (a history store's machine folders, written before the marker was)."""
     try:
         names = sorted(os.listdir(out_dir))
     except FileNotFoundError:
@@ -53,7 +68,8 @@ def foreign_entries(out_dir: Path) -> list[str]:
     if (out_dir / MARKER).is_file() or (out_dir / RESULTS_FILE).is_file():
         return []
     # a sweep stopped before its marker; another command's write probe
-    return [name for name in names if name not in (LOCK, OWNER) and not name.startswith(WRITE_PROBE)]
+    return [name for name in names if name not in (LOCK, OWNER) and not name.startswith(WRITE_PROBE)
+            and not (own is not None and own(out_dir / name))]
 
 
 def linked_entries(out_dir: Path) -> list[str]:
@@ -107,12 +123,79 @@ def check_folder(out_dir: Path, force: bool = False) -> None:
         what = "a folder" if misplaced[0] in FILE_ENTRIES else "not a folder"
         raise InputError("command line", FLAG, f"{out_dir / misplaced[0]} is {what}, where a sweep writes "
                          f"{'a file' if what == 'a folder' else 'a folder'}: remove it or give another folder")
-    foreign = foreign_entries(out_dir)
+    _refuse_foreign(out_dir, foreign_entries(out_dir), force, FLAG)
+
+
+def _refuse_foreign(out_dir: Path, foreign: list[str], force: bool, flag: str) -> None:
     if foreign and not force:
         shown = ", ".join(repr(name) for name in foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3
                                                                  else "")
-        raise InputError("command line", FLAG, f"{out_dir} holds files ddpbench did not write ({shown}); give a new "
+        raise InputError("command line", flag, f"{out_dir} holds files ddpbench did not write ({shown}); give a new "
                          "or empty folder, or pass --force to write into this one anyway")
+
+
+def path_flag(flag: str) -> Callable[[str], Path]:
+    """The argparse ``type`` of a flag that names a folder or store: its path, or one line
+    (:class:`InputError`, which the command line reports as it parses) for an empty value."""
+    def given(text: str) -> Path:
+        if not text.strip():
+            raise InputError("command line", flag, "empty value refused (an unset variable?); give a folder")
+        return Path(text)
+
+    given.__name__ = "path"
+    return given
+
+
+def check_target(path: Path, flag: str = FLAG, what: str = "folder") -> None:
+    """Before anything is written: ``path`` is no link, no file, and lies under no file (one line,
+    :class:`InputError`, naming the flag otherwise)."""
+    if str(path) == "":
+        raise InputError("command line", flag, f"empty value refused (an unset variable?); give a {what}")
+    if path.is_symlink():
+        raise InputError("command line", flag, f"{path} is a symbolic link; ddpbench writes only into a {what} "
+                         "that is no link: give the folder itself or another")
+    if path.exists() and not path.is_dir():
+        raise InputError("command line", flag, f"{path} is a file; give a {what}")
+    above = next((p for p in path.parents if p.exists() or p.is_symlink()), None)
+    if above is not None and not above.is_dir():
+        raise InputError("command line", flag, f"{path} lies under {above}, which is a file; give a {what}")
+
+
+def check_writable(path: Path, flag: str = FLAG, what: str = "folder") -> None:
+    """Make ``path`` (and the folders above it) and write an empty file there and remove it: one
+    line (:class:`InputError`) where it cannot be written (no permission, a read-only file system)."""
+    probe = path / f"{WRITE_PROBE}{os.getpid()}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644))
+        probe.unlink()
+    except OSError as err:
+        raise InputError("command line", flag, f"cannot write to {path}: {err.strerror or err}; give a {what} you "
+                         "can write") from None
+
+
+def claim_output(out_dir: Path, flag: str = FLAG, *, force: bool = False, writes: Iterable[str] = (),
+                 own: Callable[[Path], bool] | None = None, what: str = "folder") -> Path:
+    """The policy (module docstring) for a folder a command writes its own files into: no empty
+    value, no link, no file, nothing under a file; a folder holding files ddpbench did not write only
+    with ``force``; no link at a name the command writes (``writes``: names or glob patterns); made,
+    found writable and marked as ddpbench's. One line (:class:`InputError`) otherwise."""
+    out_dir = Path(out_dir)
+    check_target(out_dir, flag, what)
+    try:
+        names = sorted(os.listdir(out_dir))
+    except FileNotFoundError:
+        names = []
+    patterns = (*writes, MARKER)
+    linked = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns) and (out_dir / n).is_symlink()]
+    if linked:
+        raise InputError("command line", flag, f"{out_dir / linked[0]} is a symbolic link; ddpbench writes only "
+                         f"files of its own there: remove the link or give another {what}")
+    _refuse_foreign(out_dir, foreign_entries(out_dir, own), force, flag)
+    check_writable(out_dir, flag, what)
+    if not (out_dir / MARKER).exists():
+        _write_new(out_dir / MARKER, json.dumps({"written_by": "ddpbench", "created": _now()}) + "\n")
+    return out_dir
 
 
 def adopt(out_dir: Path, force: bool = False) -> None:

@@ -41,6 +41,11 @@ same sweep at the same moment may both file it: the check for a repeat is not at
 rename. A CI job files one sweep at a time. A store that someone else wrote is read as untrusted
 ground: an entry whose ``entry.json`` cannot be read is reported and skipped, never the history.
 
+**Where it files** is the output folders' policy (:func:`ddpbench.results.folder.claim_output`): no
+empty path, no link (the store itself, or a machine folder: an entry would be filed outside the
+store), no file or path under one, a store that can be written; a folder that holds other files
+than machine folders only with ``force``. The store is marked as ddpbench's when first filed into.
+
 This is the first part of issue 42's history. The trend page, the change points and bisect
 read it.
 """
@@ -59,6 +64,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ddpbench.errors import InputError
+from ddpbench.results.folder import check_target, claim_output
 from ddpbench.experiment.host import FINGERPRINT_FIELDS
 from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.sidefiles import MAX_BYTES, SideFileError, field, inside, loads, read_json
@@ -149,7 +155,7 @@ def sweep_envs(results_dir: Path) -> list[tuple[str, dict]]:
 
 
 def file_results(store: str | Path, results_dir: str | Path, commit: str | None = None,
-                 commit_date: str | None = None, now: _dt.datetime | None = None) -> Entry:
+                 commit_date: str | None = None, now: _dt.datetime | None = None, force: bool = False) -> Entry:
     """File a results folder into the history ``store`` under its machine and ``commit`` (the code
     it measured, with the commit's date); return the new entry. Refused with one line
     (:class:`HistoryError`): a folder that is not a sweep's results, one whose sweeps ran on
@@ -174,11 +180,11 @@ def file_results(store: str | Path, results_dir: str | Path, commit: str | None 
 
     name = sweep_ids[0] + (f"_{len(sweep_ids)}sweeps" if len(sweep_ids) > 1 else "")
     return _file(store, print_, record, copy, name, results_dir,
-                 lambda e: e.kind == "sweep" and e.sweep_ids == sweep_ids, "the same sweeps", now)
+                 lambda e: e.kind == "sweep" and e.sweep_ids == sweep_ids, "the same sweeps", now, force)
 
 
 def file_benchmark(store: str | Path, path: str | Path, commit: str | None = None, commit_date: str | None = None,
-                   now: _dt.datetime | None = None) -> Entry:
+                   now: _dt.datetime | None = None, force: bool = False) -> Entry:
     """File a pytest-benchmark run's JSON (``pytest --benchmark-json FILE``) into the history
     ``store`` under its machine and ``commit``, byte for byte as ``benchmark.json``; return the new
     entry. Its machine is the fingerprint ddpbench's plugin put in its ``machine_info``, or one
@@ -199,7 +205,7 @@ def file_benchmark(store: str | Path, path: str | Path, commit: str | None = Non
     name = "bench-" + hashlib.sha256(run.datetime.encode()).hexdigest()[:8]
     return _file(store, run.fingerprint, record, lambda staging: (staging / BENCHMARK_FILE).write_bytes(raw),
                  name, path, lambda e: e.kind == "benchmark" and e.run_datetime == run.datetime,
-                 "the same benchmark run", now)
+                 "the same benchmark run", now, force)
 
 
 @dataclass(frozen=True)
@@ -284,14 +290,25 @@ def _read_bytes(path: Path) -> bytes:
     return raw
 
 
+def claim_store(store: Path, force: bool = False, flag: str = "--store") -> Path:
+    """The output folders' policy for a history store (:func:`ddpbench.results.folder.claim_output`):
+    its machine folders are its own names, where a store was written before the marker."""
+    return claim_output(Path(store), flag, force=force, own=lambda p: p.is_dir() and (p / MACHINE_FILE).is_file(),
+                        what="history store's folder")
+
+
 def _file(store: Path, print_: dict, record: dict, copy, name: str, source: Path, same, what: str,
-          now: _dt.datetime | None) -> Entry:
-    """File an entry: claim the machine, refuse a repeat (``same`` at the same commit), stage the
-    entry (``copy`` writes its files into the staging folder), then rename it into place."""
+          now: _dt.datetime | None, force: bool = False) -> Entry:
+    """File an entry: claim the store and the machine, refuse a repeat (``same`` at the same commit),
+    stage the entry (``copy`` writes its files into the staging folder), then rename it into place."""
     machine = machine_id(print_)
-    home = store / machine
-    home.mkdir(parents=True, exist_ok=True)
-    _claim_machine(home, print_)
+    home = claim_store(store, force) / machine
+    check_target(home, "--store", "machine folder of the store")  # a link would file the entry outside the store
+    try:
+        home.mkdir(exist_ok=True)
+        _claim_machine(home, print_)
+    except PermissionError as err:
+        raise HistoryError(home, None, f"cannot be written: {err.strerror}") from None
     commit = record["commit"]
     for entry in entries(store, machine):
         if same(entry) and entry.commit == commit:

@@ -62,6 +62,8 @@ import numpy as np
 from ddpbench.analysis.core import MIN_CHANGE, P_VALUE, mean_ci
 from ddpbench.analysis.history import kept_launches, welch
 from ddpbench.errors import InputError
+from ddpbench.results.folder import check_target, check_writable
+from ddpbench.results.history import claim_store
 from ddpbench.sweep.worktrees import Commit, chain, git, sweep_commit
 
 #: sweeps of a commit at most: a commit that cannot tell is measured again, its launches pooled
@@ -290,11 +292,12 @@ def run_bisect(repo: Path, experiment: str, good: str, bad: str, out: Path | Non
     ``store``: a history store each sweep is filed into, at its commit."""
     top, path, commits = chain(Path(repo), good, bad, experiment)
     out = Path(out) if out is not None else Path("reports") / f"bisect-{commits[0].short}-{commits[-1].short}"
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    check_target(out, "--out")  # the output folders' policy (ddpbench.results.folder), and a new folder
+    if out.exists() and any(out.iterdir()):
         raise InputError("command line", "--out", f"{out} holds files already; give a new folder")
-    if store is not None and Path(store).exists() and not Path(store).is_dir():
-        raise InputError("command line", "--store", f"{store} is a file; give a history store's folder")
-    out.mkdir(parents=True, exist_ok=True)
+    if store is not None:
+        claim_store(Path(store))
+    check_writable(out, "--out")
     out = out.resolve()
     width = len(str(len(commits) - 1))
     folders: dict[int, list[str]] = {}

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ddpbench.errors import InputError
+from ddpbench.results.revisions import commit as resolve
+from ddpbench.results.revisions import git, said as _said, toplevel
 
 
 @dataclass(frozen=True)
@@ -26,34 +28,13 @@ class Commit:
         return self.sha[:7]
 
 
-def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    """``git -C repo ARGS``, its output captured; one line (:class:`InputError`) where git cannot run."""
-    try:
-        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=120,
-                              check=False)
-    except (OSError, subprocess.SubprocessError) as err:
-        raise InputError("--repo", None, f"cannot run git in {repo}: {err}") from None
-
-
-def _said(done: subprocess.CompletedProcess) -> str:
-    return (done.stderr.strip().splitlines() or ["git failed"])[-1]
-
-
 def chain(repo: Path, good: str, bad: str, experiment: str) -> tuple[Path, str, list[Commit]]:
     """(the repository's top folder, the experiment's path inside it, the commits good..bad with
     good first: the first-parent ancestry path). Refused in one line (:class:`InputError`): a folder
-    that is no git repository, a rev that names no commit, good that is not an ancestor of bad, an
-    experiment file that good or bad does not hold."""
-    done = git(repo, "rev-parse", "--show-toplevel")
-    if done.returncode != 0:
-        raise InputError(f"--repo {repo}", None, f"not a git repository ({_said(done)})")
-    top = Path(done.stdout.strip())
-    shas = {}
-    for flag, rev in (("--good", good), ("--bad", bad)):
-        done = git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
-        if done.returncode != 0:
-            raise InputError("command line", flag, f"{rev!r} names no commit of {top}")
-        shas[flag] = done.stdout.strip()
+    that is no git repository, a rev that names no commit (:func:`ddpbench.results.revisions.commit`),
+    good that is not an ancestor of bad, an experiment file that good or bad does not hold."""
+    top = toplevel(repo)
+    shas = {flag: resolve(top, rev, flag) for flag, rev in (("--good", good), ("--bad", bad))}
     if shas["--good"] == shas["--bad"]:
         raise InputError("command line", "--bad", f"{bad!r} is the good commit itself; give a later one")
     if git(top, "merge-base", "--is-ancestor", shas["--good"], shas["--bad"]).returncode != 0:

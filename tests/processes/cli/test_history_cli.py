@@ -48,8 +48,8 @@ def test_a_sweep_is_filed_at_the_repository_s_head_and_listed(repo, tmp_path):
 
 @pytest.mark.parametrize("case, words", [
     ("again", "filed already as"),
-    ("no repository", "cannot read commit 'HEAD'"),
-    ("unknown commit", "cannot read commit 'no-such-branch'"),
+    ("no repository", "not a git repository"),
+    ("unknown commit", "'no-such-branch': no such revision in"),
     ("no results", "no results.jsonl to file"),
     ("no store", "no such history store"),
     ("no verb", "required: VERB"),
@@ -72,3 +72,41 @@ def test_bad_input_is_one_line_and_exit_2(repo, tmp_path, case, words):
     done = run_main(*args)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and words in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+#: a value a user may type for a commit that is not one, and the reason given (ddpbench.results.revisions)
+NOT_A_COMMIT = [
+    ("--output={victim}", "no such revision"),
+    ("--help", "no such revision"),
+    ("-p", "no such revision"),
+    ("HEAD^{{tree}}", "names a tree, not a commit"),
+    ("HEAD:train.py", "names a blob, not a commit"),
+    ("HEAD~1..HEAD", "names a range, not a commit"),
+    ("HEAD~1...HEAD", "names a range, not a commit"),
+    ("^HEAD", "names a range, not a commit"),
+    ("HEAD^@", "names a range, not a commit"),
+    ("HEAD^!", "names a range, not a commit"),
+    ("HEAD\nHEAD~1", "holds a control character"),
+    ("HEAD\r", "holds a control character"),
+    ("", "empty value refused"),
+    ("no-such-branch", "no such revision"),
+]
+
+
+@pytest.mark.parametrize("value, words", NOT_A_COMMIT)
+def test_a_commit_that_is_not_one_is_refused_with_its_reason_and_git_reads_no_option(repo, tmp_path, value, words):
+    victim = tmp_path / "notes.txt"
+    victim.write_text("mine\n")
+    value = value.format(victim=victim)
+    store = tmp_path / "history"
+    done = run_main("history", "add", QUICK, "--store", store, "--repo", repo, f"--commit={value}")
+    assert done.returncode == 2, done.stderr
+    assert words in done.stderr and "--commit" in done.stderr and len(done.stderr.strip().splitlines()) == 1, \
+        done.stderr
+    assert victim.read_text() == "mine\n" and not store.exists()
+    for flag in ("--good", "--bad"):  # bisect's revisions go through the same check
+        other = "--bad" if flag == "--good" else "--good"
+        refused = run_main("history", "bisect", "bench.toml", f"{flag}={value}", f"{other}=HEAD", "--repo", repo,
+                           "--out", tmp_path / "bisect")
+        assert refused.returncode == 2 and words in refused.stderr and flag in refused.stderr, refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1 and victim.read_text() == "mine\n"

@@ -44,7 +44,7 @@ def test_bisect_names_the_planted_commit_and_leaves_no_worktree(tmp_path):
     assert len(git(repo.path, "worktree", "list", "--porcelain").split("\n\n")) == 1  # the main one alone
 
     for args, words in (((repo.commits[-1], repo.commits[0]), "is not an ancestor of"),
-                        ((repo.commits[0], "no-such-rev"), "names no commit"),
+                        ((repo.commits[0], "no-such-rev"), "no such revision"),
                         ((repo.commits[0], "main"), "holds files already")):
         refused = run_main("history", "bisect", repo.experiment, "--good", args[0], "--bad", args[1],
                            "--repo", repo.path, "--out", out)
