@@ -168,6 +168,21 @@ def exported(tmp_path_factory):
     return out, json.loads(out.read_text()), done.stdout, done.stderr
 
 
+@pytest.fixture(scope="session")
+def traced_spawn_sweep(tmp_path_factory):
+    """(experiment file, folder) of one traced sweep (``ddpbench.testing.sweeps.TRACED``) with the spawn
+    launcher, and its report: run once, then only read, by tests/processes/rank/test_trace.py and as the
+    reference of tests/processes/launch/test_slurm.py's sweeps."""
+    from ddpbench.testing import run_cli, write_experiment
+    from ddpbench.testing.sweeps import TRACED
+
+    tmp = tmp_path_factory.mktemp("traced-spawn")
+    exp = write_experiment(tmp / "traced.toml", TRACED)
+    proc = run_cli("sweep", exp, "--out", tmp / "out")
+    assert proc.returncode == 0, proc.stderr
+    return exp, tmp / "out"
+
+
 @pytest.fixture
 def rendezvous(monkeypatch):
     """The environment a launcher gives a rank of one, its store hosted here (as the spawn launcher's)."""
