@@ -10,7 +10,7 @@ import math
 import pandas as pd
 
 import ddpbench
-from ddpbench.analysis.summary.table import summarize
+from ddpbench.analysis.summary import summarize
 from ddpbench.testing.cli import ROOT
 
 EXAMPLES = ROOT / "reports" / "examples"
