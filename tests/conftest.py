@@ -12,10 +12,12 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.machine import Machine
 from ddpbench.testing import ROOT, run_main
+from ddpbench.testing.fuzzing import INNER_PROFILE  # registers the profile, for --hypothesis-profile too
 
 pytest_plugins = ("pytester",)  # tests/processes/regression/test_pytest_plugin.py runs pytest on a user's suite
 
@@ -38,12 +40,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker("slow")
 
 
+def _inner_loop(config) -> bool:
+    """Whether this run deselects the slow tests (``-m "not slow"``): the inner loop."""
+    return " ".join((config.getoption("markexpr") or "").split()) == "not slow"
+
+
 def pytest_ignore_collect(collection_path, config):
     """A run that deselects the slow tests (``-m "not slow"``, the inner loop) does not collect the
     folders that are slow as a whole (tests/processes/, tests/examples/): every xdist worker would
     import and assertion-rewrite each of their modules only to deselect every test in it."""
-    quick_only = " ".join((config.getoption("markexpr") or "").split()) == "not slow"
-    if quick_only and collection_path in (PROCESSES, EXAMPLES):
+    if _inner_loop(config) and collection_path in (PROCESSES, EXAMPLES):
         return True
     return None
 
@@ -162,6 +168,21 @@ def exported(tmp_path_factory):
     return out, json.loads(out.read_text()), done.stdout, done.stderr
 
 
+@pytest.fixture(scope="session")
+def traced_spawn_sweep(tmp_path_factory):
+    """(experiment file, folder) of one traced sweep (``ddpbench.testing.sweeps.TRACED``) with the spawn
+    launcher, and its report: run once, then only read, by tests/processes/rank/test_trace.py and as the
+    reference of tests/processes/launch/test_slurm.py's sweeps."""
+    from ddpbench.testing import run_cli, write_experiment
+    from ddpbench.testing.sweeps import TRACED
+
+    tmp = tmp_path_factory.mktemp("traced-spawn")
+    exp = write_experiment(tmp / "traced.toml", TRACED)
+    proc = run_cli("sweep", exp, "--out", tmp / "out")
+    assert proc.returncode == 0, proc.stderr
+    return exp, tmp / "out"
+
+
 @pytest.fixture
 def rendezvous(monkeypatch):
     """The environment a launcher gives a rank of one, its store hosted here (as the spawn launcher's)."""
@@ -209,7 +230,11 @@ def _names_benchmarks(arg: str) -> bool:
 
 def pytest_configure(config):
     """``pytest`` (the whole suite) runs each benchmark once, untimed, so they cannot rot;
-    ``pytest tests/benchmarks`` or any pytest-benchmark option that asks for timings times them."""
+    ``pytest tests/benchmarks`` or any pytest-benchmark option that asks for timings times them.
+    The inner loop draws a fifth of each hypothesis test's examples (the profile ``inner``,
+    :mod:`ddpbench.testing.fuzzing`), the whole suite every one; ``--hypothesis-profile`` picks another."""
+    if _inner_loop(config) and not config.getoption("hypothesis_profile", None):
+        settings.load_profile(INNER_PROFILE)
     asked = any(config.getoption(option, None) for option in TIMING_OPTIONS)
     if not asked and not any(_names_benchmarks(arg) for arg in config.invocation_params.args):
         config.option.benchmark_disable = True

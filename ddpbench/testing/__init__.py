@@ -14,6 +14,8 @@ imports it (import-linter's layers in pyproject.toml).
 - :mod:`ddpbench.testing.launchers`: a launcher that starts no process
 - :mod:`ddpbench.testing.workloads`: the example workload (tests/data/example_workload), from outside ddpbench
 - :mod:`ddpbench.testing.scripts`: the scripts of benchmarks/ and scripts/ as modules
+- :mod:`ddpbench.testing.columns`: the summary's columns in the committed example folders
+- :mod:`ddpbench.testing.fuzzing`: a hypothesis test's example count, a fifth of it in the inner loop
 """
 
 from ddpbench.testing.cli import ROOT, as_from_a_terminal, cli_command, run_cli, run_main

@@ -18,7 +18,7 @@ from ddpbench.launch.slurm import SlurmLauncher, array_script, batch_script
 from ddpbench.results.tables import load_tables
 from ddpbench.sweep.plan import work_dir
 from ddpbench.testing import ROOT, TINY, TINY_DEFAULTS, rank_processes, run_cli, run_main, write_experiment
-from ddpbench.testing.sweeps import TRACED, check_traced_folder
+from ddpbench.testing.sweeps import check_traced_folder
 from ddpbench.testing.sweeps import assert_stores_what_spawn_stores
 from ddpbench.testing.sweeps import faulty_sweep
 
@@ -45,13 +45,10 @@ def slurm(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def spawned(tmp_path_factory):
-    """One traced sweep with the spawn launcher, the reference of every Slurm sweep below."""
-    tmp = tmp_path_factory.mktemp("spawned")
-    exp = write_experiment(tmp / "traced.toml", TRACED)
-    proc = run_cli("sweep", exp, "--out", tmp / "out", "--no-report")
-    assert proc.returncode == 0, proc.stderr
-    return exp, tmp / "out"
+def spawned(traced_spawn_sweep):
+    """One traced sweep with the spawn launcher, the reference of every Slurm sweep below (run once
+    for the whole session: tests/conftest.py's, read by tests/processes/rank/test_trace.py too)."""
+    return traced_spawn_sweep
 
 
 @pytest.mark.parametrize("nodes", [1, 2])

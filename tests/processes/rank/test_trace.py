@@ -22,11 +22,14 @@ from ddpbench.testing.sweeps import TRACED, check_traced_folder
 
 
 @pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
-def test_a_traced_sweep_stores_every_rank_s_trace_and_the_report_draws_a_timeline(tmp_path, launcher):
-    exp = write_experiment(tmp_path / "traced.toml", TRACED)
-    out = tmp_path / "out"
-    proc = run_cli("sweep", exp, "--out", out, "--launcher", launcher)
-    assert proc.returncode == 0, proc.stderr
+def test_a_traced_sweep_stores_every_rank_s_trace_and_the_report_draws_a_timeline(tmp_path, launcher, request):
+    if launcher == "spawn":  # run once for the session: the Slurm tests' reference too (tests/conftest.py)
+        _, out = request.getfixturevalue("traced_spawn_sweep")
+    else:
+        exp = write_experiment(tmp_path / "traced.toml", TRACED)
+        out = tmp_path / "out"
+        proc = run_cli("sweep", exp, "--out", out, "--launcher", launcher)
+        assert proc.returncode == 0, proc.stderr
     table = check_traced_folder(out)
     page = html.unescape((out / "index.html").read_text())
     assert "Step timelines (profiler traces)" in page and "exposed: no_sync() (ms)" in page

@@ -6,84 +6,29 @@ Loading is in-process: small committed example folders, no process started."""
 
 from __future__ import annotations
 
-import functools
-import math
-
 import pandas as pd
 import pytest
 
-import ddpbench
 from ddpbench.analysis.core import columns
 from ddpbench.analysis.core.columns import COLUMNS, MEASURED, STAGES, UNITS, markdown_table
-from ddpbench.analysis.summary.table import summarize
 from ddpbench.testing import ROOT
+from ddpbench.testing.columns import ABSENT_FROM_EXAMPLES, IN_LARGER_EXAMPLES, example_summary, filled
 from ddpbench.testing.scripts import load_script
 
-EXAMPLES = ROOT / "reports" / "examples"
 #: small folders that between them fill nearly every column (a second or two each): an H100 sweep of
 #: models (GPU memory, MFU, a skipped check), precision and torch.compile on CPU (compile figures, own
 #: memory, unused parameters), a traced sweep (trace figures, the exposed-communication verdict,
 #: speedup intervals)
 FAST = ("gpu-models-h100", "precision-cpu", "trace-cpu")
-#: columns the fast folders leave empty though a larger committed example fills them
-IN_LARGER_EXAMPLES = {
-    # ready_ms, which the fast folders predate: the barrier and the compute slowed by communication
-    **{name: "consistency-cpu" for name in (
-        "loss_sync_compute_ms", "loss_sync_compute_ms_low", "loss_sync_compute_ms_high", "barrier_rank",
-        "barrier_last_share", "barrier_wait_ms", "barrier_rank_wait_ms", "barrier_launch_ranks", "barrier_cause",
-        "barrier_cause_detail")},
-    "error": "strategies-cpu",  # a job whose launch failed
-    "straggler_ranks": "network-cpu",  # a rank consistently slower than the others
-    "model_args": "gate-power-cpu/sweep1",  # a model factory given keyword arguments
-    "framework_version": "frameworks-cpu",  # TensorFlow's strategies
-    "reduction": "frameworks-cpu",
-    "script": "script-cpu",  # an unchanged torchrun script (docs/scripts.md)
-    "script_args": "script-cpu",
-    "script_dir": "script-cpu",
-    # a price, a training run and a deadline: the cost example (experiments/cost.toml)
-    **{name: "cost-cpu" for name in ("price_per_hour", "cost_per_sample", "cost_per_sample_low", "cost_per_sample_high",
-                                     "cost_per_million_samples", "cost_to_train", "cost_to_train_low",
-                                     "cost_to_train_high", "meets_deadline", "energy_note")},
-}
-#: columns no committed example fills, and why
-ABSENT_FROM_EXAMPLES = {
-    **{name: "measured only where a counter is readable (NVML on a GPU, RAPL where the kernel exposes it): this "
-             "VM has none, and the GPU examples predate the energy figures" for name in (
-        "energy_j_per_sample", "energy_j_per_sample_low", "energy_j_per_sample_high", "power_w", "power_w_low",
-        "power_w_high", "energy_method")},
-    "ci_reached": 'only under repeats = "auto"; no committed example sweeps with it (experiments/adaptive.toml does)',
-    "repeats_bound": 'only under repeats = "auto" when the interval missed its target',
-    "amp_skipped_steps": "only fp16, whose GradScaler skips steps: precision-cpu runs bf16 and fp32, and the "
-                         "GPU examples predate the precision figures",
-    "cpu_affinity": 'only where a job pins its ranks to CPUs; the committed examples predate the field (its '
-                    'default, "", pins nothing)',
-    "checked_in_job": "only where a sweep hands one job's equivalence check to another (ddpbench.sweep.checks): the "
-                      "committed examples predate it (tests/unit/sweep/test_checks.py tests it)",
-    "baseline_problem": "only where a baseline cannot be trusted (efficiency above 100 %, a much noisier "
-                        "baseline, other threads): the examples' baselines are sound (tests/unit/analysis/test_evidence.py "
-                        "tests baseline_problem itself)",
-}
-
-
-def _filled(value) -> bool:
-    """A value that says something: not None, NaN, or an empty word or list."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return False
-    return not (isinstance(value, (str, list, tuple)) and len(value) == 0)
-
-
-@functools.cache  # a folder's summary is read, never changed: each folder is summarised once
-def _summary(folder: str) -> pd.DataFrame:
-    return summarize(ddpbench.load(EXAMPLES / folder))
 
 
 @pytest.fixture(scope="module")
 def fast_summaries() -> dict[str, pd.DataFrame]:
-    return {folder: _summary(folder) for folder in FAST}
+    return {folder: example_summary(folder) for folder in FAST}
 
 
 def _filled_columns(tables) -> set[str]:
-    return {name for table in tables for name in table.columns if table[name].map(_filled).any()}
+    return {name for table in tables for name in table.columns if table[name].map(filled).any()}
 
 
 def test_summarize_returns_exactly_the_declared_columns(fast_summaries):
@@ -104,9 +49,6 @@ def test_every_declared_column_is_filled_in_some_example(fast_summaries):
     assert set(ABSENT_FROM_EXAMPLES) <= set(COLUMNS) and set(IN_LARGER_EXAMPLES) <= set(COLUMNS)
 
 
-@pytest.mark.parametrize("column, folder", sorted(IN_LARGER_EXAMPLES.items()))
-def test_the_larger_example_named_fills_the_column(column, folder):
-    assert _summary(folder)[column].map(_filled).any(), f"{folder} leaves {column} empty"
 
 
 def test_units_and_stages_come_from_their_known_sets():

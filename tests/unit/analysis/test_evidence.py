@@ -16,6 +16,7 @@ from ddpbench.analysis.summary.table import baseline_problem
 from ddpbench.strategies.ddp import predicted_buckets
 from ddpbench.testing import ROOT
 from ddpbench.testing.tables import diagnosis_row as _row
+from ddpbench.testing.fuzzing import examples
 
 SIZES = tuple([64 * 1024] * 100)  # 100 tensors of 64 KB: one bucket each at 0.001 MB, one at 25 MB
 LINK = Link("measured", alpha_us=150.0, beta_us_per_byte=1e-3, source="collectives")
@@ -71,7 +72,7 @@ def test_a_cap_is_matched_by_the_buckets_it_makes():
                              {"bucket_cap_mb": 25.0}) is None
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(job=st.lists(st.floats(50, 200), min_size=1, max_size=5),
        fix=st.lists(st.floats(50, 200), min_size=1, max_size=5),
        exposed=st.floats(0, 100))

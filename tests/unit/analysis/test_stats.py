@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddpbench.analysis.core import stats
+from ddpbench.testing.fuzzing import examples
 
 
 def _launches(rng, n: int, trials: int, cv: float = 0.07, mean: float = 100.0) -> np.ndarray:
@@ -84,7 +85,7 @@ def test_no_interval_below_two_launches_and_a_point_without_spread():
     assert stats.ratio_ci([110.0, 110.0], [100.0, 100.0]) == pytest.approx((1.1, 1.1))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.floats(1.0, 1000.0), min_size=2, max_size=8),
        st.lists(st.floats(1.0, 1000.0), min_size=2, max_size=8))
 def test_ratio_interval_holds_the_printed_ratio_and_turns_over(a, b):

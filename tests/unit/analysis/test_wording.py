@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ddpbench.analysis.diagnosis import bound, verdict, wording
 from ddpbench.analysis.diagnosis.finders import diagnose
+from ddpbench.testing.fuzzing import examples
 from ddpbench.testing.tables import diagnosis_row as _row
 from ddpbench.testing.tables import job_tables as _job
 from ddpbench.testing.tables import summary_of as _summary
@@ -221,7 +222,7 @@ def _scaling_rows(draw):
     return _row(efficiency=point, efficiency_low=low, efficiency_high=high, speedup=2 * point, launch_step_ms=launches)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_scaling_rows())
 def test_no_band_word_unless_the_whole_interval_lies_in_that_band(row):
     findings = diagnose(pd.DataFrame([row]))
@@ -248,7 +249,7 @@ def _exposed_rows(draw):
                 launch_step_ms=[step * (1 + 0.01 * i) for i in range(n)])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_exposed_rows())
 def test_no_negative_time_is_quoted_and_no_bound_without_its_interval(row):
     findings = diagnose(pd.DataFrame([row]))

@@ -15,6 +15,7 @@ from ddpbench.cli import main
 from ddpbench.experiment.machine import Machine, oversubscribed
 from ddpbench.experiment.spec import FIELDS
 from ddpbench.testing import ROOT
+from ddpbench.testing.fuzzing import examples
 
 VALID = """
 name = "fuzz"
@@ -123,7 +124,7 @@ command_lines = st.one_of(
 ).map(lambda parts: parts[0] + parts[1] + parts[2])
 
 
-@settings(max_examples=1500, deadline=None,
+@settings(max_examples=examples(1500), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(argv=command_lines)
 def test_any_command_line_reaches_the_runner_or_gives_one_line_and_exit_2(argv, probe, capsys):

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import KEYS, Cost, parse_cost, with_flags
 from ddpbench.experiment.load import parse_experiment
+from ddpbench.testing.fuzzing import examples
 
 DEFAULTS = {"model": "mlp", "model_size": "xs", "batch_size": 8, "device": "cpu", "backend": "gloo"}
 
@@ -47,7 +48,7 @@ TOML_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10**18, 10**18), 
 
 
 @given(table=st.dictionaries(st.sampled_from(KEYS + ("price", "deadline")), TOML_VALUES, max_size=5))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_any_cost_table_is_a_cost_or_one_line_naming_its_key(table):
     try:
         cost = parse_cost(table, "exp.toml")

@@ -12,6 +12,7 @@ from ddpbench.experiment.load import load_experiment, parse_experiment
 from ddpbench.experiment.machine import Machine, oversubscribed, resolve
 from ddpbench.experiment.spec import FIELDS, NOT_IN_KEY, JobSpec, check_value
 from ddpbench.testing import ROOT, run_main, write_experiment
+from ddpbench.testing.fuzzing import examples
 
 EXPERIMENTS = sorted(p for p in (ROOT / "experiments").glob("*.toml") if p.name != "collectives.toml")
 
@@ -282,7 +283,7 @@ _keys = st.sampled_from([*FIELDS, "bogus", ""])
 _tables = st.dictionaries(_keys, _values, max_size=4)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.fixed_dictionaries({}, optional={
     "name": _values, "timeout_s": _values, "defaults": _tables | _values,
     "grid": _tables | st.lists(_tables, max_size=2) | _values, "extra": _values,

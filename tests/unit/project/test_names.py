@@ -12,6 +12,7 @@ as identifiers. Prose (docstrings, comments) is never counted."""
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -46,10 +47,17 @@ def written(source: str, name: str, identifiers: bool = True) -> bool:
     """Whether ``source`` writes ``name`` as a whole string constant or (``identifiers``) as an identifier."""
     if name not in source:
         return False
-    if identifiers and any(token.type == tokenize.NAME and token.string == name
-                           for token in tokenize.generate_tokens(io.StringIO(source).readline)):
-        return True
-    return any(isinstance(node, ast.Constant) and node.value == name for node in ast.walk(ast.parse(source)))
+    names, constants = _identifiers_and_strings(source)
+    return (identifiers and name in names) or name in constants
+
+
+@functools.cache  # each source is tokenized and parsed once, not once a line's name and a count
+def _identifiers_and_strings(source: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The identifiers ``source`` writes (its NAME tokens) and its string constants."""
+    names = frozenset(token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
+                      if token.type == tokenize.NAME)
+    return names, frozenset(node.value for node in ast.walk(ast.parse(source))
+                            if isinstance(node, ast.Constant) and isinstance(node.value, str))
 
 
 def is_budget_module(path: str, source: str) -> bool:

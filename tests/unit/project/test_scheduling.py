@@ -10,6 +10,7 @@ from types import SimpleNamespace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddpbench.testing.fuzzing import examples
 from ddpbench.testing.scheduling import UnitsThenAlone, runs_alone
 
 COLLECTION = [
@@ -100,7 +101,7 @@ def test_which_tests_run_alone():
     assert not runs_alone("tests/unit/processes/test_x.py::test_x") and not runs_alone("tests/unit/test_x.py")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(picks=st.randoms(use_true_random=False), workers=st.integers(1, 3), crash_first=st.booleans())
 def test_any_order_of_finishing_runs_every_unit_test_first_then_the_rest_alone(picks, workers, crash_first):
     ran, _ = run(picks.choice, workers, crash_first and workers > 1)

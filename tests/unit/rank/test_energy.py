@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from ddpbench.rank import energy
 from ddpbench.rank.energy import (MIN_UPDATES, NVML_PERIOD_S, EnergyWindow, Meter, NoCounter, Zone, meter_for,
                                   nvml_meter, rapl_meter)
+from ddpbench.testing.fuzzing import examples
 
 
 class Clock:
@@ -76,7 +77,7 @@ def test_a_rapl_counter_that_wraps_in_the_window_is_undone(powercap):
 
 
 @given(start=st.integers(0, 10**12 - 1), delta=st.integers(0, 10**12 - 1))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_any_single_wrap_is_undone(start, delta):
     wrap = 10**12
     values = iter([start / 1e6, ((start + delta) % wrap) / 1e6])
@@ -157,7 +158,7 @@ def test_nvml_reads_each_gpu_of_the_rank():
 
 
 @given(window=st.floats(2 * MIN_UPDATES * NVML_PERIOD_S, 60.0), offset=st.floats(0, 1))
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 def test_a_counter_updating_every_100ms_is_within_its_bound_on_any_long_window(window, offset):
     clock = Clock()
     clock.now += offset

@@ -14,6 +14,7 @@ from ddpbench.experiment.spec import JobSpec
 from ddpbench.rank.instrument import BadScript
 from ddpbench.rank.script import script_argv, torchrun_env
 from ddpbench.rank.shapes import WORLD_SIZE_ARG, Shapes, link_start_dir, substitute_args, visible_devices
+from ddpbench.testing.fuzzing import examples
 
 # ---------------------------------------------------------------------------------------------
 # what the rank sets up around a script: pure functions
@@ -129,7 +130,7 @@ names = st.text(st.characters(whitelist_categories=("Ll", "Lu", "Nd"), whitelist
                 min_size=1, max_size=10).filter(lambda n: n not in (".", ".."))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.dictionaries(names, st.booleans(), max_size=8), st.integers(0, 8))
 def test_every_entry_of_the_start_folder_reads_the_same_from_the_scratch_folder(entries, holder):
     import tempfile

@@ -41,6 +41,7 @@ from ddpbench.report.trend_page import families
 from ddpbench.testing.histories import synthetic_history
 from ddpbench.testing.pages import assert_inert_page, assert_one_line_or_ok, run_reader
 from ddpbench.testing.records import PNG_MAGIC, ok, write_results
+from ddpbench.testing.fuzzing import examples
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "reports" / "examples"
 #: committed examples whose pages call every figure function between them
@@ -291,7 +292,7 @@ CHANGES = st.fixed_dictionaries({
 HUGE = {"mode": "scaled", "target": 1e308, "value": 1.0, "one_row": False, "label": "$\\frac{1$", "seed": 0}
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(name=st.sampled_from(sorted(figure_functions())), how=CHANGES)
 @example(name="projection_plot", how=HUGE)
 def test_every_figure_draws_or_is_left_out_in_one_line(recorded_calls, name, how):

@@ -18,6 +18,7 @@ from ddpbench.results.store import ResultStore
 from ddpbench.sweep.runner import run_sweep
 from ddpbench.testing import TINY, write_experiment
 from ddpbench.testing.launchers import ENV, FakeLauncher
+from ddpbench.testing.fuzzing import examples
 
 # ---------------------------------------------------------------------------------------------
 # the lock
@@ -78,7 +79,7 @@ def make_entry(folder, name, kind, outside):
         path.symlink_to(outside)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(state=st.dictionaries(st.sampled_from(NAMES), st.sampled_from(KINDS), max_size=5), force=st.booleans())
 def test_a_folder_is_claimed_only_when_it_is_new_empty_ours_or_forced_and_never_through_a_link(
         tmp_path_factory, state, force):

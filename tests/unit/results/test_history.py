@@ -15,6 +15,7 @@ from ddpbench.results.history import (HistoryError, entries, file_benchmark, fil
                                       read_benchmark)
 from ddpbench.testing.benchmark_runs import write_benchmark_json
 from ddpbench.testing.records import ENV, ResultsFolder
+from ddpbench.testing.fuzzing import examples
 
 
 def _results(path, env=ENV, sweeps=1):
@@ -143,7 +144,7 @@ def test_a_machine_json_that_names_another_machine_is_refused(tmp_path):
         file_results(store, _results(tmp_path / "b"), commit="5e6f7a8")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(filings=st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["1a2b3c4", "5e6f7a8", "9b8c7d6", None])),
                         min_size=1, max_size=8))
 def test_any_sequence_of_filings_only_ever_appends(tmp_path_factory, filings):

@@ -1,0 +1,35 @@
+"""The committed GPU results (reports/examples/gpu-h100), summarised and reported from their stored
+launches on a machine without a GPU. (The GPU code itself: tests/unit/rank/test_gpu.py, and on a GPU
+tests/processes/rank/test_gpu.py.)"""
+
+import pytest
+
+from ddpbench.results.tables import load_tables
+from ddpbench.strategies import BUILTIN, FRAMEWORKS
+from ddpbench.testing import ROOT
+
+
+def test_the_measured_h100_results_load_and_report_as_gpu_jobs(tmp_path):
+    """The committed H100 results (reports/examples/gpu-h100): CUDA jobs with their GPU memory and
+    event-timed phases, each set beside the same job on the same machine's CPU."""
+    from ddpbench.analysis.summary.gpu import gpu_table
+    from ddpbench.analysis.summary.table import summarize
+    from ddpbench.report.build import write_report
+
+    folder = ROOT / "reports" / "examples" / "gpu-h100"
+    steps, runs, ranks, sweeps = load_tables(folder)
+    summary = summarize(steps, runs, ranks)
+    assert set(summary["status"]) == {"ok"} and "H100" in " ".join(sweeps["gpus"].iloc[0])
+    gpu = summary[summary["device"] == "cuda"]
+    assert set(gpu["strategy"]) == set(BUILTIN) - set(FRAMEWORKS) and (gpu["backend"] == "nccl").all()
+    assert (gpu["gpus"] == 1).all() and (gpu["gpu_peak_reserved_mb"] >= gpu["gpu_peak_allocated_mb"]).all()
+    exact = gpu[gpu["exact"].astype(bool)]
+    assert len(exact) and (exact["max_abs_diff"] <= 1e-4).all()  # the equivalence check held on the GPU
+    table = gpu_table(summary).set_index("key")
+    compared = table[table["gpu_over_cpu"].notna()]
+    assert len(compared) == 3  # mlp-xl, cnn-l and transformer-l ran on the CPU too
+    for _, row in compared.iterrows():
+        assert row["gpu_over_cpu"] == pytest.approx(row["samples_per_s"] / row["cpu_samples_per_s"])
+        assert row["gpu_over_cpu"] > 10  # an H100 against 16 cores
+    page = write_report(folder, tmp_path).read_text()
+    assert "<h2>GPU</h2>" in page and "faster.</p>" in page
