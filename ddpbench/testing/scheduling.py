@@ -1,7 +1,7 @@
 """How the whole suite shares the machine's cores (pytest-xdist, ``-n auto --dist loadfile``).
 
-Tests that start no process (``tests/unit/``) run on every core, a file a worker. Tests that start
-processes (``tests/processes/``, ``tests/benchmarks/``) need the cores to themselves: their ranks are
+Tests that start no process (``tests/unit/``) run on every core, a file a worker, and so do those of
+:data:`BESIDE_UNITS`. Tests that start processes (``tests/processes/``, ``tests/benchmarks/``) need the cores to themselves: their ranks are
 one per core and several of them measure (a planted 2x slowdown must be caught, a job must finish
 inside its timeout). :class:`UnitsThenAlone` runs the unit files on every worker first; a worker
 with no unit file left to run is stopped, and once no other worker has a unit test left, the first
@@ -17,11 +17,18 @@ from xdist.scheduler import LoadFileScheduling
 
 #: the folders whose tests start processes, relative to the suite's root (``tests/``)
 ALONE = ("processes", "benchmarks")
+#: folders of :data:`ALONE` whose tests start processes but measure nothing and wait on no deadline a busy
+#: machine could miss (the command line's reports of stored folders and its refusals, a folder's claim):
+#: they run beside the unit tests, on every core. A test that times, compares timings or runs ranks a
+#: deadline must see end stays out of them.
+BESIDE_UNITS = ("processes/report", "processes/cli", "processes/results")
 
 
 def runs_alone(nodeid: str) -> bool:
     """Whether the test ``nodeid`` (``tests/processes/...::test_x``) runs with the cores to itself."""
     parts = Path(nodeid.split("::", 1)[0]).parts
+    if len(parts) > 2 and "/".join(parts[1:3]) in BESIDE_UNITS:
+        return False
     return len(parts) > 1 and parts[0] == "tests" and parts[1] in ALONE
 
 

@@ -17,7 +17,9 @@ COLLECTION = [
     "tests/benchmarks/test_bench.py::test_b",
     "tests/processes/sweep/test_sweep.py::test_p1",
     "tests/processes/sweep/test_sweep.py::test_p2",
-    "tests/processes/report/test_inert.py::test_p3",
+    "tests/processes/launch/test_ray.py::test_p3",
+    "tests/processes/report/test_inert.py::test_s1",
+    "tests/processes/report/test_inert.py::test_s2",
     "tests/unit/report/test_report.py::test_u1",
     "tests/unit/report/test_report.py::test_u2",
     "tests/unit/audit/test_audit.py::test_u3",
@@ -99,6 +101,9 @@ def assert_units_then_alone(ran: list[tuple[str, str]]) -> None:
 def test_which_tests_run_alone():
     assert runs_alone("tests/processes/sweep/test_sweep.py::test_x") and runs_alone("tests/benchmarks/test_b.py")
     assert not runs_alone("tests/unit/processes/test_x.py::test_x") and not runs_alone("tests/unit/test_x.py")
+    # what starts processes but neither measures nor races a deadline runs beside the unit tests
+    assert not runs_alone("tests/processes/report/test_inert.py::test_x")
+    assert not runs_alone("tests/processes/cli/test_history_cli.py") and runs_alone("tests/processes/launch/test_ray.py")
 
 
 @settings(max_examples=examples(200), deadline=None)
@@ -112,6 +117,6 @@ def test_unit_files_go_a_file_at_a_time_in_the_suites_order_to_every_worker():
     ran, (gw0, gw1) = run(lambda ready: ready[0])
     assert_units_then_alone(ran)
     # the file of three tests is not put first for its count, as xdist's own order would
-    assert gw0.sent[0] == "tests/unit/report/test_report.py::test_u1"
-    assert gw1.sent[0] == "tests/unit/audit/test_audit.py::test_u3"
+    assert gw0.sent[0] == "tests/processes/report/test_inert.py::test_s1"  # beside the units, in its place
+    assert gw1.sent[0] == "tests/unit/report/test_report.py::test_u1"
     assert not any(map(runs_alone, gw1.sent)) and gw1.shutting_down
