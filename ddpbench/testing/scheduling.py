@@ -18,19 +18,22 @@ from xdist.scheduler import LoadFileScheduling
 
 #: the folders whose tests start processes, relative to the suite's root (``tests/``)
 ALONE = ("processes", "benchmarks")
-#: folders of :data:`ALONE` whose tests start processes but measure nothing and wait on no deadline a busy
-#: machine could miss (the command line's reports of stored folders and its refusals, a folder's claim):
-#: they run beside the unit tests, on every core. A test that times, compares timings or runs ranks a
-#: deadline must see end stays out of them.
-BESIDE_UNITS = ("processes/report", "processes/cli", "processes/results")
+#: folders and files of :data:`ALONE` whose tests start processes but measure nothing and wait on no
+#: deadline a busy machine could miss (the command line's reports of stored folders and its refusals, a
+#: folder's claim, the frameworks' and the outside workload's sweeps, checked for what they trained,
+#: under minutes of timeout): they run beside the unit tests, on every core. A test that times, compares
+#: timings or needs a job to end inside a tight timeout stays out of them.
+BESIDE_UNITS = ("processes/report", "processes/cli", "processes/results", "processes/workloads",
+                "processes/strategies/test_frameworks.py")
 
 
 def runs_alone(nodeid: str) -> bool:
     """Whether the test ``nodeid`` (``tests/processes/...::test_x``) runs with the cores to itself."""
     parts = Path(nodeid.split("::", 1)[0]).parts
-    if len(parts) > 2 and "/".join(parts[1:3]) in BESIDE_UNITS:
+    if len(parts) < 2 or parts[0] != "tests" or parts[1] not in ALONE:
         return False
-    return len(parts) > 1 and parts[0] == "tests" and parts[1] in ALONE
+    inside = "/".join(parts[1:])
+    return not any(inside == beside or inside.startswith(beside + "/") for beside in BESIDE_UNITS)
 
 
 class UnitsThenAlone(LoadFileScheduling):

@@ -103,7 +103,11 @@ def test_which_tests_run_alone():
     assert not runs_alone("tests/unit/processes/test_x.py::test_x") and not runs_alone("tests/unit/test_x.py")
     # what starts processes but neither measures nor races a deadline runs beside the unit tests
     assert not runs_alone("tests/processes/report/test_inert.py::test_x")
-    assert not runs_alone("tests/processes/cli/test_history_cli.py") and runs_alone("tests/processes/launch/test_ray.py")
+    assert not runs_alone("tests/processes/cli/test_history_cli.py")
+    assert runs_alone("tests/processes/launch/test_ray.py")
+    assert not runs_alone("tests/processes/strategies/test_frameworks.py::test_x")
+    assert runs_alone("tests/processes/strategies/test_strategies.py::test_x")
+    assert runs_alone("tests/processes/reports/test_x.py") and not runs_alone("tests/processes/report/test_x.py")
 
 
 @settings(max_examples=examples(200), deadline=None)
