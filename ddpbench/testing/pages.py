@@ -1,5 +1,6 @@
 """Reading a report page in tests: one section of it; whether a page is inert (no script, no event
-handler, links only inside its folder); a reader run in-process, with its one-line error."""
+handler, links only inside its folder); a reader run in-process, with its one-line error; the scaling
+sections' headings and PNGs, and a PNG file checked by its signature."""
 
 from __future__ import annotations
 
@@ -11,9 +12,26 @@ from urllib.parse import urlsplit
 import pytest
 
 from ddpbench.cli.program import main
+from ddpbench.testing.records import PNG_MAGIC
 
 #: the only absolute link a page may hold: a constant of the timeline section
 ALLOWED_URLS = ("https://ui.perfetto.dev",)
+#: the scaling sections' headings, by the figure each draws
+SECTION_TITLES = {
+    "throughput": "Throughput vs world size",
+    "efficiency": "Parallel efficiency vs world size",
+    "breakdown": "Step time breakdown",
+    "bucket": "Step time vs gradient bucket size",
+}
+#: the PNG each of those sections writes
+PNGS = {"throughput": "throughput.png", "efficiency": "efficiency.png", "breakdown": "breakdown.png",
+        "bucket": "bucket_step_time.png"}
+
+
+def assert_png(path: Path) -> None:
+    """``path`` is a file that starts as a PNG does."""
+    assert path.is_file(), path
+    assert path.read_bytes()[:8] == PNG_MAGIC, path
 
 
 def section_of(page: str, title: str) -> str:

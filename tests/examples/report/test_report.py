@@ -13,23 +13,7 @@ import pytest
 
 from ddpbench.report.build import write_report
 from ddpbench.testing import ROOT
-from ddpbench.testing.records import PNG_MAGIC
-
-SECTION_TITLES = {
-    "throughput": "Throughput vs world size",
-    "efficiency": "Parallel efficiency vs world size",
-    "breakdown": "Step time breakdown",
-    "bucket": "Step time vs gradient bucket size",
-}
-
-
-PNGS = {"throughput": "throughput.png", "efficiency": "efficiency.png", "breakdown": "breakdown.png",
-        "bucket": "bucket_step_time.png"}
-
-
-def assert_png(path: Path) -> None:
-    assert path.is_file(), path
-    assert path.read_bytes()[:8] == PNG_MAGIC, path
+from ddpbench.testing.pages import PNGS, SECTION_TITLES, assert_png
 
 
 def section_of(page: str, title: str) -> str:

@@ -10,21 +10,9 @@ import pytest
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.report.build import write_report
 from ddpbench.report.page import Section, html
-from ddpbench.testing.records import PNG_MAGIC, failed, job, ok, result_for, write_results
+from ddpbench.testing.pages import PNGS, SECTION_TITLES, assert_png
+from ddpbench.testing.records import failed, job, ok, result_for, write_results
 from ddpbench.testing.records import ResultsFolder
-SECTION_TITLES = {
-    "throughput": "Throughput vs world size",
-    "efficiency": "Parallel efficiency vs world size",
-    "breakdown": "Step time breakdown",
-    "bucket": "Step time vs gradient bucket size",
-}
-PNGS = {"throughput": "throughput.png", "efficiency": "efficiency.png", "breakdown": "breakdown.png",
-        "bucket": "bucket_step_time.png"}
-
-
-def assert_png(path: Path) -> None:
-    assert path.is_file(), path
-    assert path.read_bytes()[:8] == PNG_MAGIC, path
 
 
 def render(tmp_path: Path, jobs: list[tuple], **kwargs) -> tuple[Path, str]:
