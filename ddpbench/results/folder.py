@@ -148,9 +148,8 @@ def path_flag(flag: str) -> Callable[[str], Path]:
 
 def check_target(path: Path, flag: str = FLAG, what: str = "folder") -> None:
     """Before anything is written: ``path`` is no link, no file, and lies under no file (one line,
-    :class:`InputError`, naming the flag otherwise)."""
-    if str(path) == "":
-        raise InputError("command line", flag, f"empty value refused (an unset variable?); give a {what}")
+    :class:`InputError`, naming the flag otherwise). An empty value never gets here: ``Path("")`` is
+    already the current folder, so the flag refuses it as it is parsed (:func:`path_flag`)."""
     if path.is_symlink():
         raise InputError("command line", flag, f"{path} is a symbolic link; ddpbench writes only into a {what} "
                          "that is no link: give the folder itself or another")
