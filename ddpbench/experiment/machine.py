@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from dataclasses import dataclass
 
 from ddpbench.errors import InputError
@@ -48,7 +49,16 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+#: the device files a GPU driver that torch.cuda can use makes on Linux: NVIDIA's control device, AMD's
+#: ROCm kernel driver, WSL's GPU
+GPU_DRIVER_FILES = ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg")
+
+
 def cuda_device_count() -> int:
+    """The CUDA (or ROCm) devices torch sees here. On Linux without any GPU driver's device file it is 0
+    without importing torch, which would cost the command about a second before its first launch."""
+    if sys.platform.startswith("linux") and not any(os.path.exists(path) for path in GPU_DRIVER_FILES):
+        return 0
     import torch  # lazy: only sweeps and runs pay for it
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
