@@ -162,3 +162,15 @@ COMM_SHARE_GROWTH = 0.05
 #: Karp-Flatt's serial fraction rising by more than this across world sizes: overhead grows with the ranks
 #: (set in 1d04b97, on intervals since db4761f; docs/reading-the-report.md)
 SERIAL_FRACTION_RISE = 0.05
+
+# ---------------------------------------------------------------------------------------------
+# the interleaved A/B (core/sequential.py, history/ab.py)
+# ---------------------------------------------------------------------------------------------
+
+#: the prior variance of the standardised effect (mean over the spread of the rounds' log ratios) that the
+#: A/B's confidence sequence mixes over: 1, the unit-information choice, set a priori in the first version of
+#: the command, not tuned on any run (docs/comparing.md, "A/B in interleaved rounds")
+AB_PRIOR_VARIANCE = 1.0
+#: "same within X %" stops the A/B where the whole interval lies within this change either way, unless the
+#: command gives ``--same-within``: the detection target issue 56 asks for (a 5 % slowdown)
+AB_SAME_WITHIN = 0.05
