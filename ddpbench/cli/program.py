@@ -15,13 +15,13 @@ import signal
 import sys
 import warnings
 
-from ddpbench.cli import (collectives, compare, env, export_benchmark, history, models, report, run, sweep, tune,
-                          whatif)
+from ddpbench.cli import (ab, collectives, compare, env, export_benchmark, history, models, report, run, sweep,
+                          tune, whatif)
 from ddpbench.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, say_error
 from ddpbench.errors import InputError
 
 #: the commands, in the order ``--help`` lists them
-COMMANDS = (sweep, run, tune, collectives, report, compare, export_benchmark, history, env, models, whatif)
+COMMANDS = (sweep, run, tune, collectives, report, compare, ab, export_benchmark, history, env, models, whatif)
 
 
 class _Parser(argparse.ArgumentParser):

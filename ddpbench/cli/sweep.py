@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import dataclasses
 import gc
@@ -16,6 +17,7 @@ from ddpbench.experiment.load import load_experiment, named_launcher
 from ddpbench.experiment.overrides import with_job_flags, with_timeout
 from ddpbench.launch import forked
 from ddpbench.results.folder import path_flag
+from ddpbench.sweep.paced import parse_descriptors
 
 DEFAULT_EXPERIMENT = "experiments/quick.toml"
 
@@ -43,6 +45,8 @@ def add_parser(sub) -> None:
                    help="every job also records N steps with PyTorch's profiler after its timed ones: a trace per "
                    "rank, a timeline of a step, overlap measured from the events (overrides trace_steps)")
     p.add_argument("--no-report", action="store_true", help="store results but do not write the report")
+    # one side of `ddpbench ab`: rounds on the word of the A/B that started it (ddpbench.sweep.paced)
+    p.add_argument("--paced", metavar="IN,OUT", help=argparse.SUPPRESS)
     add_cost_flags(p)
     add_folder_flags(p)
     p.set_defaults(func=command)
@@ -82,9 +86,11 @@ def command(args) -> int:
     if args.retry_failed and not args.resume:
         raise InputError("command line", "--retry-failed", "runs failed launches of stored results again: give "
                          "--resume with it")
+    paced = parse_descriptors(args.paced) if args.paced is not None else None
     options = SweepOptions(out_dir=args.out or Path("reports") / experiment.name, resume=args.resume,
                            retry_failed=args.retry_failed,
-                           dry_run=args.dry_run, write_report=not args.no_report, launcher=launcher,
+                           dry_run=args.dry_run, write_report=not args.no_report and paced is None,
+                           launcher=launcher, paced=paced,
                            argv=tuple(args.argv), wait=args.wait, force=args.force,
                            emulation_flags=any(v is not None for v in emulation.values()))
     return run_and_report(experiment, options, machine)

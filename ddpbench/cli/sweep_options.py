@@ -31,6 +31,8 @@ class SweepOptions:
     wait: bool = False
     #: write into a folder that holds files ddpbench did not write
     force: bool = False
+    #: one side of an A/B: the descriptors its rounds are asked on and said done on (:mod:`ddpbench.sweep.paced`)
+    paced: tuple[int, int] | None = None
 
 
 def add_launcher_flags(parser) -> None:

@@ -77,6 +77,8 @@ def _checked_run(experiment, options: SweepOptions, machine, console) -> int:
         console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/; {hint}",
                       highlight=False)
         return EXIT_INTERRUPTED
+    if options.paced is not None:  # one side of an A/B: the A/B reads the folder, and the other side may be running
+        return 0
     if summary.timed_s:
         console.print(f"sweep wall time {summary.wall_s:.1f} s, timed step windows {summary.timed_s:.1f} s "
                       f"(ratio {summary.wall_s / summary.timed_s:.2f}); {summary.already_done} launches were "
@@ -86,11 +88,16 @@ def _checked_run(experiment, options: SweepOptions, machine, console) -> int:
 
 def _run(experiment, options: SweepOptions, machine, console):
     """The experiment's jobs, then its collectives (always with the spawn launcher, on this machine)."""
+    from ddpbench.sweep.paced import PacedRounds
     from ddpbench.sweep.runner import run_collectives, run_sweep
 
+    rounds = PacedRounds(experiment.jobs, options.out_dir, options.paced) if options.paced is not None else None
     with contextlib.closing(options.launcher.make_launcher()) as launcher:  # a Ray cluster it started is stopped
         summary = run_sweep(experiment, options.out_dir, resume=options.resume, retry_failed=options.retry_failed,
-                            launcher=launcher, machine=machine, console=console)
+                            launcher=launcher, machine=machine, console=console, rounds=rounds)
+    if rounds is not None:  # an A/B's side: its training rounds only
+        rounds.close()
+        return summary
     if experiment.collectives is not None:
         console.print(f"[bold]collectives[/bold]: {len(experiment.collectives.specs)} launch(es) for the "
                       "cost model and the nccl-tests table", highlight=False)

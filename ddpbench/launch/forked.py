@@ -138,3 +138,19 @@ class ForkedRank:
     def wait(self, timeout: float | None = None) -> int | None:
         self._process.join(timeout)
         return self._process.exitcode
+
+
+def _nothing() -> None:
+    """What :func:`wait_until_warm`'s child runs."""
+
+
+def wait_until_warm() -> None:
+    """Return once the server has finished its imports (starting it if need be): a child that does
+    nothing is forked from it and waited for, which the server can answer only after them. An A/B's
+    side (:mod:`ddpbench.sweep.paced`) says it is ready only then, so that neither side's first round
+    runs beside the other side's imports."""
+    start_server()
+    child = _server().Process(target=_nothing)
+    with _single_threaded_env():
+        child.start()
+    child.join()

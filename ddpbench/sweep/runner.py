@@ -36,6 +36,7 @@ from ddpbench.sweep.adaptive import AdaptivePlan
 from ddpbench.sweep.environment import collect_env
 from ddpbench.sweep.checks import Checks
 from ddpbench.sweep.kinds import kind_of
+from ddpbench.sweep.paced import PacedRounds
 from ddpbench.sweep.once import (COLLECTIVES, LOCAL_LAUNCHERS, MeasuredOnce, gemm_given, learn_gemm,
                                  machine_conditions)
 from ddpbench.sweep.plan import LOG_DIR, WORK_DIR, keep_traces, pending_launches
@@ -65,7 +66,8 @@ class SweepSummary:
 
 def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, launcher: Launcher | None = None,
               machine: Machine | None = None, console=None, env: dict | None = None,
-              retry_failed: bool = False, once: MeasuredOnce | None = None) -> SweepSummary:
+              retry_failed: bool = False, once: MeasuredOnce | None = None,
+              rounds: PacedRounds | None = None) -> SweepSummary:
     """Run every launch of ``experiment``'s jobs not yet stored in ``out_dir``; see the module doc.
 
     Without ``resume``, earlier results in the folder are kept under a dated name first. With
@@ -73,7 +75,8 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
     replaces the old one in the tables.
     ``launcher`` defaults to the spawn launcher; ``env`` to :func:`ddpbench.sweep.environment.collect_env`;
     ``once``: the figures measured once (:mod:`ddpbench.sweep.once`), by default this machine's cache
-    under ``env``'s conditions.
+    under ``env``'s conditions. ``rounds``: one side of an A/B (:mod:`.paced`): the launches are the
+    rounds it is told to run, not the jobs' repeats.
     """
     machine = machine or Machine.here()
     store = ResultStore(out_dir)
@@ -102,7 +105,9 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
             **({"cost": experiment.cost.to_dict()} if experiment.cost != Cost() else {}),
         })
         clear_stale_work(out_dir, summary.sweep_id)
-    plan = AdaptivePlan(experiment.jobs, store, out_dir, experiment.repeat_budget_s)
+    plan = AdaptivePlan(experiment.jobs, store, out_dir, experiment.repeat_budget_s) if rounds is None else rounds
+    if rounds is not None:
+        todo = rounds.first()
     summary.env, summary.once = env, once or MeasuredOnce(machine_conditions(env))
     refusals = Refusals()
     if resume:  # the refusals stored stand, but for the launches run again (--retry-failed)

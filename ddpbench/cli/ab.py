@@ -1,0 +1,105 @@
+"""``python -m ddpbench ab BASE CANDIDATE [EXPERIMENT]``: two versions of a training, measured in
+randomized interleaved rounds until decided or out of time (:mod:`ddpbench.sweep.ab`)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from ddpbench.cli.common import finite_float
+from ddpbench.errors import InputError
+from ddpbench.results.folder import path_flag
+
+DEFAULT_EXPERIMENT = "experiments/quick.toml"
+DEFAULT_BUDGET_S = 120.0
+DEFAULT_MAX_ROUNDS = 50
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "ab", help="A/B two versions of your training, the sides run interleaved in random order, round by round",
+        description="Measure BASE against CANDIDATE in randomized interleaved rounds: each round runs one launch "
+                    "of every job on each side, the sides in random order, so a machine that drifts or a busy "
+                    "neighbour falls on both alike. After every round each job is judged by an interval that stays "
+                    "valid however many rounds are looked at; the A/B stops once every job is slower, faster or "
+                    "the same within --same-within, or when --budget is spent. A side is an experiment file, or a "
+                    "git revision of the repository holding EXPERIMENT (checked out into a worktree). "
+                    "Exit code 1 with --fail-on-slower when a job is slower, 2 for bad input.")
+    p.add_argument("base", metavar="BASE", help="experiment file, or git revision (the baseline)")
+    p.add_argument("candidate", metavar="CANDIDATE", help="experiment file, or git revision")
+    p.add_argument("experiment", nargs="?", default=DEFAULT_EXPERIMENT,
+                   help=f"for revisions: the experiment file inside the repository (default: {DEFAULT_EXPERIMENT})")
+    p.add_argument("--repo", type=path_flag("--repo"), default=Path("."),
+                   help="the git repository of revisions (default: the current folder's)")
+    p.add_argument("--budget", type=finite_float, default=DEFAULT_BUDGET_S, metavar="S",
+                   help=f"stop starting rounds after S seconds of rounds (default: {DEFAULT_BUDGET_S:g}; the "
+                        "sides' start and the round under way come on top)")
+    p.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS, metavar="N",
+                   help=f"at most N rounds (default: {DEFAULT_MAX_ROUNDS}); no call is made before the fifth")
+    p.add_argument("--same-within", type=finite_float, default=None, metavar="PCT",
+                   help="call a job the same once its whole interval lies within PCT %% of 1 either way "
+                        "(default: 5)")
+    p.add_argument("--seed", type=int, default=None, help="the rounds' random order (default: drawn, and recorded)")
+    p.add_argument("--fail-on-slower", action="store_true", help="exit 1 when a job is called slower")
+    p.add_argument("--out", type=path_flag("--out"),
+                   help="output folder: A/ and B/ (results folders), their logs and ab.json (default: reports/ab)")
+    p.add_argument("--force", action="store_true", help="write into an --out folder that holds files ddpbench "
+                                                         "did not write")
+    p.set_defaults(func=command)
+
+
+def checked(args) -> tuple[float, int, float]:
+    """(budget s, max rounds, same-within as a fraction), each in its range: one line otherwise."""
+    from ddpbench.analysis.core.thresholds import AB_SAME_WITHIN
+
+    if not 0 < args.budget <= 7 * 86400:
+        raise InputError("command line", "--budget", f"must be above 0 and at most 604800 s (got {args.budget:g})")
+    if not 1 <= args.max_rounds <= 10_000:
+        raise InputError("command line", "--max-rounds", f"must be 1 to 10000 (got {args.max_rounds})")
+    within = AB_SAME_WITHIN if args.same_within is None else args.same_within / 100
+    if not 0 < within < 1:
+        raise InputError("command line", "--same-within", f"must be above 0 and below 100 (got {100 * within:g})")
+    return args.budget, args.max_rounds, within
+
+
+def command(args) -> int:
+    import random
+
+    from rich.console import Console
+
+    from ddpbench.analysis.history import SLOWER
+    from ddpbench.results.folder import claim_output
+    from ddpbench.sweep.ab import LOG_FILE, SIDES, plan_sides, run_ab
+
+    budget, max_rounds, within = checked(args)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    console = Console(stderr=True, highlight=False)
+    scratch = Path(tempfile.mkdtemp(prefix="ddpbench-ab-"))
+    try:
+        plans = plan_sides(args.base, args.candidate, args.experiment, args.repo, scratch)
+        out_dir = args.out or Path("reports") / "ab"
+        claim_output(out_dir, "--out", force=args.force, writes=(*SIDES, *(f"{s}.log" for s in SIDES), LOG_FILE))
+        for plan in plans:
+            console.print(f"{plan.name}: {plan.given} ({plan.kind}{', ' + plan.sha[:12] if plan.sha else ''})")
+        console.print(f"rounds until every job is decided, at most {max_rounds} or {budget:g} s; seed {seed} "
+                      f"-> {out_dir}/")
+
+        def progress(number: int, calls) -> None:
+            decided = sum(call.decided for call in calls)
+            console.print(f"  round {number + 1}: {decided} of {len(calls)} jobs decided")
+
+        outcome = run_ab(plans, out_dir, budget_s=budget, max_rounds=max_rounds, same_within=within, seed=seed,
+                         report=progress, repo=args.repo)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    out = Console(highlight=False, soft_wrap=True)
+    out.print(f"A/B of {args.candidate} (B) against {args.base} (A), {len(outcome.rounds)} interleaved rounds; "
+              f"stopped: {outcome.stopped}")
+    if not outcome.calls:
+        out.print("no job of A matches one of B (same settings, or the same place in two files' lists)")
+    for call in outcome.calls:
+        out.print(f"  {call.job}: {call.words()}")
+    out.print(f"(each call's 95 % interval holds at whatever round the A/B stopped; {out_dir / LOG_FILE})")
+    return 1 if args.fail_on_slower and any(call.call == SLOWER for call in outcome.calls) else 0
+

@@ -1,0 +1,259 @@
+"""``ddpbench ab BASE CANDIDATE [EXPERIMENT]``: two versions of a training measured in randomized
+interleaved rounds, until the answer is decided or the time is up.
+
+**The sides.** Each of BASE and CANDIDATE is an experiment file (a path that exists: the
+experiment is swept from the current folder, so two files that differ in a setting, a model or a
+script are two versions), or a git revision of the repository holding EXPERIMENT (default
+``experiments/quick.toml``): the revision is checked out into a worktree of its own (``git
+worktree add --detach``, as ``history bisect`` does) and the experiment, the user's model module and
+the scripts are read from that commit's files; the worktree is removed after, however the A/B ended.
+The ddpbench that runs a side is the installed one, unless the repository holds a ``ddpbench``
+package of its own (``python -m`` puts the side's folder first).
+
+**The rounds.** Both sides start at once as sweeps told their rounds one at a time
+(:mod:`ddpbench.sweep.paced`), each into its own results folder (``OUT/A``, ``OUT/B``), and each says
+when its imports are done; only then do the rounds begin, so neither side's start runs beside the
+other's launches. In every round the two sides run in random order, one after the other, each
+running one launch of every job in an order of its own drawn at random; a round is therefore a
+pair of launches of each job minutes apart at most, in an order that favours neither side
+(Abedi and Brecht, ICPE 2017: randomized multiple interleaved trials).
+
+**The stop.** After every round both folders are read and every job judged
+(:mod:`ddpbench.analysis.history.ab`): the A/B stops once every job is called (slower, faster or the
+same within the margin), once ``budget_s`` seconds have passed since the first round began (the
+round under way finishes), or after ``max_rounds``. The interval behind each call is a confidence
+sequence, valid at whatever round the A/B stops, so looking after each round does not add false calls.
+
+``OUT/ab.json`` keeps what was run (the sides, each round's order and time) and the calls; the two
+folders are ordinary results folders (``ddpbench report OUT/A``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ddpbench.analysis.history.ab import Call, judge
+from ddpbench.errors import InputError
+from ddpbench.owner import owned_command
+from ddpbench.results.revisions import commit as resolve_commit
+from ddpbench.results.revisions import git, said, toplevel
+from ddpbench.results.tables import load_tables
+
+LOG_FILE = "ab.json"
+SIDES = ("A", "B")
+#: seconds a side may take to say it is ready (its interpreter, torch's imports, the workload checks)
+READY_TIMEOUT_S = 600.0
+#: seconds a side's round may take before the A/B gives up on it: each launch of it has the experiment's
+#: timeout, which the side's sweep enforces; this only guards against a side stuck outside its launches
+ROUND_TIMEOUT_S = 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class SidePlan:
+    """Where one side runs: its name (A or B), what the user gave, the folder its sweep runs in and
+    the experiment it is given there; for a revision, the commit's hash."""
+
+    name: str
+    given: str
+    folder: Path
+    experiment: str
+    sha: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "revision" if self.sha else "experiment file"
+
+
+@dataclass
+class Outcome:
+    """What an A/B did: its rounds (each: the order the sides ran in, seconds from the first round's
+    start), why it stopped, and the last calls."""
+
+    rounds: list[dict] = field(default_factory=list)
+    stopped: str = ""
+    calls: list[Call] = field(default_factory=list)
+
+
+def plan_sides(base: str, candidate: str, experiment: str, repo: Path, scratch: Path) -> list[SidePlan]:
+    """The two sides of ``base`` and ``candidate`` (module doc); a revision's worktree is made under
+    ``scratch``. One line (:class:`InputError`) for a side that is neither an experiment file nor a
+    revision of ``repo``, or a revision without ``experiment``."""
+    given = {"A": (base, "BASE"), "B": (candidate, "CANDIDATE")}
+    files, shas, top = {}, {}, None
+    for name, (side, flag) in given.items():  # every side read before any is checked against the experiment
+        path = Path(side)
+        if path.suffix == ".toml" or path.is_file():
+            if not path.is_file():
+                raise InputError("command line", flag, f"{side} is not a file (an experiment file, or a git "
+                                 "revision of the repository)")
+            files[name] = path
+        else:
+            top = top or toplevel(repo)
+            shas[name] = resolve_commit(top, side, flag)
+    plans = []
+    for name, (side, flag) in given.items():
+        if name in files:
+            plans.append(SidePlan(name, side, Path.cwd(), str(files[name].resolve())))
+            continue
+        inside = _inside(top, experiment)
+        if git(top, "cat-file", "-e", f"{shas[name]}:{inside}").returncode != 0:
+            raise InputError("command line", "EXPERIMENT", f"{inside} is not in {flag} {side!r} ({shas[name][:12]})")
+        plans.append(SidePlan(name, side, scratch / f"{name}-{shas[name][:12]}", inside, shas[name]))
+    return plans
+
+
+def _inside(top: Path, experiment: str) -> str:
+    """``experiment``'s path inside the repository: as given, or made so from a path that exists here."""
+    given = Path(experiment)
+    here = given if given.is_absolute() else Path.cwd() / given
+    if here.exists():
+        try:
+            return here.resolve().relative_to(top.resolve()).as_posix()
+        except ValueError:
+            raise InputError("command line", "EXPERIMENT", f"{experiment} is not inside the repository {top}") \
+                from None
+    return given.as_posix()
+
+
+class Side:
+    """One side's sweep, running: started owned by this process (:mod:`ddpbench.owner`), told its
+    rounds through a pipe, its output in ``OUT/<name>.log``."""
+
+    def __init__(self, plan: SidePlan, out_dir: Path):
+        self.plan, self.folder = plan, out_dir / plan.name
+        self.log_path = out_dir / f"{plan.name}.log"
+        ask_read, self._ask = os.pipe()
+        self._answers, answer_write = os.pipe()
+        command = owned_command("ddpbench", ["sweep", plan.experiment, "--out", str(self.folder),
+                                             "--paced", f"{ask_read},{answer_write}"])
+        with open(self.log_path, "w", encoding="utf-8") as log:
+            self.process = subprocess.Popen(command, cwd=plan.folder, stdin=subprocess.DEVNULL, stdout=log,
+                                            stderr=subprocess.STDOUT, pass_fds=(ask_read, answer_write))
+        os.close(ask_read)
+        os.close(answer_write)
+        self._buffer = b""
+
+    def tell(self, line: str) -> None:
+        try:
+            os.write(self._ask, line.encode() + b"\n")
+        except BrokenPipeError:
+            pass  # the side has ended: the next answer says so
+
+    def answer(self, timeout_s: float) -> str:
+        """The side's next line, or "" where it ended (or said nothing within ``timeout_s``)."""
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._answers], [], [], left)[0]:
+                return ""
+            chunk = os.read(self._answers, 4096)
+            if not chunk:
+                return ""
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode(errors="replace").strip()
+
+    def failure(self) -> str:
+        """Why the side stopped answering: its exit code and its log's last line."""
+        code = self.process.poll()
+        lines = [line for line in self.log_path.read_text(errors="replace").splitlines() if line.strip()]
+        last = lines[-1].strip() if lines else "no output"
+        return (f"side {self.plan.name} ({self.plan.given}) " + (f"exited with code {code}" if code is not None
+                else "stopped answering") + f": {last[:300]} (its log: {self.log_path})")
+
+    def close(self) -> None:
+        """Tell the side to stop, and wait for it; a side that does not end is stopped as bisect stops
+        a sweep (SIGTERM, then SIGKILL)."""
+        self.tell("stop")
+        os.close(self._ask)
+        for sig, wait_s in ((None, 30), (signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+            if sig is not None and self.process.poll() is None:
+                self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=wait_s)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        os.close(self._answers)
+
+
+def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds: int, same_within: float,
+           seed: int | None, round_timeout_s: float = ROUND_TIMEOUT_S,
+           report: Callable[[int, list[Call]], None] | None = None, repo: Path | None = None) -> Outcome:
+    """Run the A/B of the two ``plans`` into ``out_dir`` (claimed by the caller) and return what it
+    did; ``report(round, calls)`` after every round (the console). Worktrees of revisions are made
+    here and removed however the A/B ends; so are the sides."""
+    rng = random.Random(seed)
+    outcome = Outcome()
+    made: list[Path] = []
+    sides: list[Side] = []
+    try:
+        for plan in plans:
+            if plan.sha and not plan.folder.exists():
+                done = git(repo, "worktree", "add", "--detach", str(plan.folder), plan.sha)
+                if done.returncode != 0:
+                    raise InputError("command line", plan.name, f"cannot check out {plan.given!r}: {said(done)}")
+                made.append(plan.folder)
+        sides = [Side(plan, out_dir) for plan in plans]
+        for side in sides:
+            if side.answer(READY_TIMEOUT_S) != "ready":
+                raise RuntimeError(side.failure())
+        start = time.monotonic()
+        for number in range(max_rounds):
+            order = rng.sample(sides, len(sides))
+            began = time.monotonic() - start
+            for side in order:
+                side.tell(f"round {number} {rng.randrange(2**31)}")
+                if side.answer(round_timeout_s) != f"done {number}":
+                    raise RuntimeError(side.failure())
+            outcome.rounds.append({"round": number, "order": [s.plan.name for s in order],
+                                   "began_s": round(began, 3), "ended_s": round(time.monotonic() - start, 3)})
+            outcome.calls = judged(out_dir, same_within)
+            if report is not None:
+                report(number, outcome.calls)
+            if outcome.calls and all(call.decided for call in outcome.calls):
+                outcome.stopped = "every job decided"
+                break
+            if time.monotonic() - start >= budget_s:
+                outcome.stopped = f"the budget of {budget_s:g} s was spent"
+                break
+        else:
+            outcome.stopped = f"{max_rounds} rounds run (--max-rounds)"
+        return outcome
+    finally:
+        for side in sides:
+            side.close()
+        for tree in made:
+            if git(repo, "worktree", "remove", "--force", str(tree)).returncode != 0:
+                shutil.rmtree(tree, ignore_errors=True)
+                git(repo, "worktree", "prune")
+        write_log(out_dir, plans, outcome, seed)
+
+
+def judged(out_dir: Path, same_within: float) -> list[Call]:
+    """Every job's call from the two sides' folders as they stand."""
+    tables = [load_tables(out_dir / name) for name in SIDES]
+    return judge(tables[0].steps, tables[1].steps, same_within)
+
+
+def write_log(out_dir: Path, plans: list[SidePlan], outcome: Outcome, seed: int | None) -> None:
+    """``OUT/ab.json``: the sides, the rounds and the calls (rewritten whole: a new file each time)."""
+    record = {"sides": [{"name": p.name, "given": p.given, "kind": p.kind, "sha": p.sha, "experiment": p.experiment}
+                        for p in plans],
+              "seed": seed, "rounds": outcome.rounds, "stopped": outcome.stopped,
+              "calls": [asdict(call) for call in outcome.calls]}
+    with tempfile.NamedTemporaryFile("w", dir=out_dir, prefix=".ab-", suffix=".json", delete=False,
+                                     encoding="utf-8") as handle:
+        json.dump(record, handle, indent=1, default=str, allow_nan=True)
+    os.replace(handle.name, out_dir / LOG_FILE)

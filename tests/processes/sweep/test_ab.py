@@ -1,0 +1,55 @@
+"""``python -m ddpbench ab`` on a real git repository: a tiny model whose second commit sleeps 10 ms in
+its forward. The A/B of the two commits must call the job slower with the forward phase named, its
+sides' launches must never overlap and come in both orders, every worktree must be gone after, and
+bad input is one line."""
+
+from __future__ import annotations
+
+import json
+
+from ddpbench.results.store import ResultStore
+from ddpbench.testing import run_cli
+from ddpbench.testing.bisecting import git, make_repository
+
+
+def launch_windows(folder) -> list[tuple[float, float]]:
+    """(start, end) of each stored launch: its rank 0's fork to the end of its gather (epoch seconds)."""
+    windows = []
+    for record in ResultStore(folder).records():
+        if record["kind"] == "run" and record.get("result"):
+            timeline = record["result"]["timeline"]
+            windows.append((timeline["process_start"], timeline["gather_done"]))
+    return windows
+
+
+def test_ab_of_two_commits_calls_the_planted_sleep_slower_interleaved_and_cleans_up(tmp_path):
+    repo = make_repository(tmp_path / "train", commits=2, slow_at=1, sleep_s=0.01, steps=6)
+    out = tmp_path / "ab"
+    done = run_cli("ab", repo.commits[0], "main", repo.experiment, "--repo", repo.path, "--out", out,
+                   "--seed", "5", "--max-rounds", "12", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    log = json.loads((out / "ab.json").read_text())
+    assert [side["sha"] for side in log["sides"]] == list(repo.commits)
+    (call,) = log["calls"]
+    assert call["call"] == "slower" and call["low"] > 1.2 and call["phase"] == "forward_ms", call
+    assert log["stopped"] == "every job decided" and 5 <= len(log["rounds"]) <= 12
+    assert "slower" in done.stdout and "forward moved +" in done.stdout, done.stdout
+    assert {tuple(r["order"]) for r in log["rounds"]} == {("A", "B"), ("B", "A")}  # seed 5 draws both
+
+    a, b = launch_windows(out / "A"), launch_windows(out / "B")
+    assert len(a) == len(b) == len(log["rounds"])
+    assert not [(x, y) for x in a for y in b if x[0] < y[1] and y[0] < x[1]]  # no launch ran beside the other side's
+    assert len(git(repo.path, "worktree", "list", "--porcelain").split("\n\n")) == 1  # the main one alone
+
+
+def test_bad_sides_and_flags_are_one_line(tmp_path):
+    repo = make_repository(tmp_path / "train", commits=1, slow_at=5)
+    for args, words in ((("missing.toml", "main"), "missing.toml is not a file"),
+                        (("main", "no-such-rev"), "no such revision"),
+                        (("main", "main", "bench/none.toml"), "bench/none.toml is not in BASE"),
+                        (("main", "main", "--budget", "0"), "--budget"),
+                        (("main", "main", "--same-within", "100"), "--same-within")):
+        refused = run_cli("ab", *args, "--repo", repo.path, "--out", tmp_path / "never", cwd=tmp_path)
+        assert refused.returncode == 2 and words in refused.stderr and len(refused.stderr.splitlines()) == 1, \
+            refused.stderr
+    assert not (tmp_path / "never").exists()
