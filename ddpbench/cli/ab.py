@@ -51,7 +51,7 @@ def add_parser(sub) -> None:
 
 def checked(args) -> tuple[float, int, float]:
     """(budget s, max rounds, same-within as a fraction), each in its range: one line otherwise."""
-    from ddpbench.analysis.core.thresholds import AB_SAME_WITHIN
+    from ddpbench.analysis.core import AB_SAME_WITHIN
 
     if not 0 < args.budget <= 7 * 86400:
         raise InputError("command line", "--budget", f"must be above 0 and at most 604800 s (got {args.budget:g})")

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ddpbench.analysis.history.ab import Call, judge
+from ddpbench.analysis.history import ABCall, ab_calls
 from ddpbench.errors import InputError
 from ddpbench.owner import owned_command
 from ddpbench.results.revisions import commit as resolve_commit
@@ -82,7 +82,7 @@ class Outcome:
 
     rounds: list[dict] = field(default_factory=list)
     stopped: str = ""
-    calls: list[Call] = field(default_factory=list)
+    calls: list[ABCall] = field(default_factory=list)
 
 
 def plan_sides(base: str, candidate: str, experiment: str, repo: Path, scratch: Path) -> list[SidePlan]:
@@ -190,7 +190,7 @@ class Side:
 
 def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds: int, same_within: float,
            seed: int | None, round_timeout_s: float = ROUND_TIMEOUT_S,
-           report: Callable[[int, list[Call]], None] | None = None, repo: Path | None = None) -> Outcome:
+           report: Callable[[int, list[ABCall]], None] | None = None, repo: Path | None = None) -> Outcome:
     """Run the A/B of the two ``plans`` into ``out_dir`` (claimed by the caller) and return what it
     did; ``report(round, calls)`` after every round (the console). Worktrees of revisions are made
     here and removed however the A/B ends; so are the sides."""
@@ -241,10 +241,10 @@ def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds:
         write_log(out_dir, plans, outcome, seed)
 
 
-def judged(out_dir: Path, same_within: float) -> list[Call]:
+def judged(out_dir: Path, same_within: float) -> list[ABCall]:
     """Every job's call from the two sides' folders as they stand."""
     tables = [load_tables(out_dir / name) for name in SIDES]
-    return judge(tables[0].steps, tables[1].steps, same_within)
+    return ab_calls(tables[0].steps, tables[1].steps, same_within)
 
 
 def write_log(out_dir: Path, plans: list[SidePlan], outcome: Outcome, seed: int | None) -> None:

@@ -1,6 +1,7 @@
 """The base of the analysis: what every room reads.
 
   stats         confidence intervals and significance over fresh launches
+  sequential    confidence sequences: intervals valid at every round an A/B looks at
   windows       how a launch's step is counted: each rank's window, bounded by the slowest rank's
   power         how many launches detect a difference, and the smallest one a set of launches can
   jobs          which settings tell jobs apart: labels, reading order, baselines
@@ -21,13 +22,14 @@ from ddpbench.analysis.core.jobs import (
 from ddpbench.analysis.core.power import mde_amount
 from ddpbench.analysis.core.stats import mean_ci, throughput_ci
 from ddpbench.analysis.core.thresholds import (
-    CONFIDENCE, DATA_BOUND_SHARE, MIN_CHANGE, MIN_COMMITS, NOISE_THRESHOLD, OUTLIER_MADS, P_VALUE, POWER,
-    STRAGGLER_THRESHOLD,
+    AB_SAME_WITHIN, CONFIDENCE, DATA_BOUND_SHARE, MIN_CHANGE, MIN_COMMITS, NOISE_THRESHOLD, OUTLIER_MADS, P_VALUE,
+    POWER, STRAGGLER_THRESHOLD,
 )
 from ddpbench.analysis.core.values import pct
 
 __all__ = [
-    "COLUMNS", "COMM_ONLY_FIELDS", "CONFIDENCE", "DATA_BOUND_SHARE", "EFFICIENCY", "EXPOSED_COMM_MS", "LOSS_LINES",
+    "AB_SAME_WITHIN", "COLUMNS", "COMM_ONLY_FIELDS", "CONFIDENCE", "DATA_BOUND_SHARE", "EFFICIENCY",
+    "EXPOSED_COMM_MS", "LOSS_LINES",
     "MIN_CHANGE", "MIN_COMMITS", "NOISE_THRESHOLD", "OUTLIER_MADS", "POWER", "P_VALUE", "SAMPLES_PER_S",
     "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD", "BudgetLine", "alike_but", "bucket_settings",
     "caps_text", "describe", "label_fields", "line_fields", "mde_amount", "mean_ci", "model_columns", "model_name",

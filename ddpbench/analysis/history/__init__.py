@@ -6,10 +6,14 @@
   trend    a history store's series: each job at each world size, commit by commit
   changes  change points in those series, with their side and phase
   newest   the newest commits against each series' level: the merge gate
+  ab       the interleaved A/B's calls, round by round
 """
 
 from __future__ import annotations
 
+from ddpbench.analysis.history.ab import CALLS as AB_CALLS
+from ddpbench.analysis.history.ab import Call as ABCall
+from ddpbench.analysis.history.ab import ab_calls
 from ddpbench.analysis.history.compare import (
     CANNOT_TELL, ENV_FIELDS, FASTER, SAME, SLOWER, compare_tables, csv_table, environment_differences, load_side,
     ratio_text,
@@ -23,8 +27,9 @@ from ddpbench.analysis.history.changes import kept_launches, trend_changes, welc
 from ddpbench.analysis.history.newest import CANNOT_TEST, newest_changes
 
 __all__ = [
-    "CANNOT_TELL", "CANNOT_TEST", "Candidate", "ENV_FIELDS", "FAIL", "FASTER", "Gate", "INCONCLUSIVE", "PASS",
-    "SAME", "SLOWER", "compare_tables",
+    "AB_CALLS", "ABCall", "CANNOT_TELL", "CANNOT_TEST", "Candidate", "ENV_FIELDS", "FAIL", "FASTER", "Gate",
+    "INCONCLUSIVE", "PASS",
+    "SAME", "SLOWER", "ab_calls", "compare_tables",
     "csv_table", "environment_differences", "gate_column", "gate_results", "gate_text", "judge", "kept_launches",
     "load_side", "newest_changes", "parse_gate", "ratio_text", "survivors", "trend_changes", "trend_table",
     "undecided", "verdict", "welch",

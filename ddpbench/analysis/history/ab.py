@@ -45,9 +45,9 @@ from ddpbench.analysis.history.compare import CANNOT_TELL, FASTER, SLOWER
 from ddpbench.results.schema import TIMED_PHASES
 
 #: the call where the whole interval lies within the margin of 1 either way
-SAME = "same"
+SAME_WITHIN = "same"
 #: every call the A/B makes, in the order its table lists them
-CALLS = (SLOWER, FASTER, SAME, CANNOT_TELL)
+CALLS = (SLOWER, FASTER, SAME_WITHIN, CANNOT_TELL)
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class Call:
                 if math.isfinite(self.low) and math.isfinite(self.high)
                 else f"{self.ratio:.3f}x over {self.rounds} rounds; no interval before the fifth")
         moved = f"; {self.phase.removesuffix('_ms')} moved {self.phase_ms:+.2f} ms a step" if self.phase else ""
-        if self.call == SAME:
+        if self.call == SAME_WITHIN:
             return f"same within {100 * self.within:.1f} % ({span})"
         if self.call == CANNOT_TELL:
             return f"cannot tell ({span})"
@@ -120,7 +120,7 @@ def judge_job(a: pd.DataFrame, b: pd.DataFrame, same_within: float = AB_SAME_WIT
     elif high < 1:
         call = FASTER
     elif within <= same_within:
-        call = SAME
+        call = SAME_WITHIN
     else:
         call = CANNOT_TELL
     phase, phase_ms = "", math.nan
@@ -157,7 +157,7 @@ def match_jobs(jobs_a: pd.DataFrame, jobs_b: pd.DataFrame) -> list[tuple[str, st
     return []
 
 
-def judge(steps_a: pd.DataFrame, steps_b: pd.DataFrame, same_within: float = AB_SAME_WITHIN) -> list[Call]:
+def ab_calls(steps_a: pd.DataFrame, steps_b: pd.DataFrame, same_within: float = AB_SAME_WITHIN) -> list[Call]:
     """Every matched job's call (:func:`match_jobs`), from each side's steps table."""
     jobs_a, jobs_b = jobs_of(steps_a), jobs_of(steps_b)
     rounds_a, rounds_b = round_figures(steps_a), round_figures(steps_b)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from ddpbench.analysis.history import CANNOT_TELL, FASTER, SLOWER
-from ddpbench.analysis.history.ab import SAME, judge, judge_job, match_jobs
+from ddpbench.analysis.history.ab import SAME_WITHIN, ab_calls, judge_job, match_jobs
 from ddpbench.testing.comparing import job_spec
 
 
@@ -44,7 +44,7 @@ def drifting(rounds: int, seed: int, spread: float = 0.02) -> tuple[np.ndarray, 
 def test_a_planted_slowdown_is_slower_with_the_phase_that_carries_it_despite_the_drift():
     base, cand = drifting(12, seed=1)
     extra = 0.10 * cand  # 10 % more, all of it in backward
-    calls = judge(side_steps(list(base)), side_steps(list(cand + extra), extra_backward=list(extra)))
+    calls = ab_calls(side_steps(list(base)), side_steps(list(cand + extra), extra_backward=list(extra)))
     (call,) = calls
     assert call.call == SLOWER and call.low > 1 and call.rounds == 12, call
     assert 1.05 < call.ratio < 1.15
@@ -57,18 +57,18 @@ def test_the_same_code_under_the_same_drift_is_the_same_within_the_margin_not_a_
     call = judge_job(*(pd.DataFrame({"key": "k", "repeat": range(30), "step_ms": v, "data_ms": 0.0,
                                       "forward_ms": v / 2, "backward_ms": v / 2, "comm_ms": 0.0,
                                       "optimizer_ms": 0.0}) for v in (base, cand)))
-    assert call["call"] == SAME and call["within"] <= 0.05 and call["low"] < 1 < call["high"], call
+    assert call["call"] == SAME_WITHIN and call["within"] <= 0.05 and call["low"] < 1 < call["high"], call
     assert call["phase"] == ""
 
 
 def test_a_faster_candidate_is_faster():
     base, cand = drifting(12, seed=3)
-    (call,) = judge(side_steps(list(base)), side_steps(list(0.8 * cand)))
+    (call,) = ab_calls(side_steps(list(base)), side_steps(list(0.8 * cand)))
     assert call.call == FASTER and call.high < 1
 
 
 def test_four_rounds_make_no_call_however_clear():
-    (call,) = judge(side_steps([40, 41, 40, 42]), side_steps([80, 82, 80, 84]))
+    (call,) = ab_calls(side_steps([40, 41, 40, 42]), side_steps([80, 82, 80, 84]))
     assert call.call == CANNOT_TELL and math.isinf(call.high) and "no interval before the fifth" in call.words()
 
 
@@ -76,7 +76,7 @@ def test_a_round_one_side_did_not_finish_is_left_out_of_the_pairs():
     base, cand = drifting(8, seed=4)
     steps_b = side_steps(list(cand))
     steps_b = steps_b[steps_b["repeat"] != 3]
-    (call,) = judge(side_steps(list(base)), steps_b)
+    (call,) = ab_calls(side_steps(list(base)), steps_b)
     assert call.rounds == 7
 
 
