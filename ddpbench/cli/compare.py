@@ -33,7 +33,7 @@ def command(args) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from ddpbench.analysis.core import POWER, mde_amount
+    from ddpbench.analysis.core import POWER, machine_difference, mde_amount
     from ddpbench.analysis.history import (
         FAIL, INCONCLUSIVE, PASS, compare_tables, environment_differences, gate_results, gate_text, load_side,
         parse_gate,
@@ -50,15 +50,19 @@ def command(args) -> int:
                          "common (jobs match when every setting is equal); compare folders of the same experiment")
     out_dir = args.out or args.candidate / "compare"
     claim_output(out_dir, "--out", force=args.force, writes=(CSV_FILE, PLOT_FILE, INDEX_FILE))
-    table = compare_tables(side_a.summary, side_a.steps, side_b.summary, side_b.steps)
+    machine = machine_difference(side_a.ranks, side_b.ranks)
+    table = compare_tables(side_a.summary, side_a.steps, side_b.summary, side_b.steps, machine)
     results = gate_results(table, gates)
     env_diffs = environment_differences(side_a.sweeps, side_b.sweeps)
     print_comparison(table)
-    written = write_comparison(table, results, gates, env_diffs, args.baseline, args.candidate, out_dir)
+    written = write_comparison(table, results, gates, env_diffs, args.baseline, args.candidate, out_dir,
+                               machine=machine.words() if machine is not None else "")
     out = Console(highlight=False, soft_wrap=True)
     for what, va, vb in env_diffs:
         out.print(f"[yellow]warning[/yellow]: the environments differ in {escape(printable(what))}: "
                   f"A {escape(printable(va))} vs B {escape(printable(vb))}")
+    if machine is not None:
+        out.print(("[yellow]warning[/yellow]: " if machine.differed else "") + escape(machine.words()))
     failed = results[results["outcome"] == FAIL]
     if gates:
         names = ", ".join(map(str, gates))

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from ddpbench.rank import affinity as placement
 from ddpbench.rank import devices as memory
+from ddpbench.rank import neighbours
 from ddpbench.rank.energy import FIGURES as ENERGY_FIGURES
 from ddpbench.rank.energy import EnergyWindow, not_measured
 
@@ -161,6 +162,22 @@ class Switches(Meter):
                                                                            steps)}
 
 
+class Neighbours(Meter):
+    """The rank's own CPU and the machine's over its measured steps (:mod:`ddpbench.rank.neighbours`)."""
+
+    figures = neighbours.FIGURES
+
+    def __init__(self, side: Side):
+        super().__init__(side)
+        self.window = neighbours.Window()
+
+    def start(self) -> None:
+        self.window.start()
+
+    def stop(self, steps: int, samples: float) -> None:
+        self.found = self.window.stop()
+
+
 class Energy(Meter):
     """The energy of the rank's devices over its measured steps (:class:`ddpbench.rank.energy.EnergyWindow`;
     the counter is made with the meter), or why it is not read."""
@@ -211,7 +228,8 @@ OWN = "own"
 OWN_FIGURES = ("checksum", "bucket_comm_ms", "framework_version", "reduction")
 #: every meter, in the order a record stores their figures, with :data:`OWN` in its place; they start in
 #: this order and stop in the reverse (the energy window innermost), and are taken in this order
-METERS: tuple = (HostMemory, GpuMemory, OWN, GemmPeak, TraceError, Affinity, Switches, Energy, Strategy)
+METERS: tuple = (HostMemory, GpuMemory, OWN, GemmPeak, TraceError, Affinity, Switches, Energy, Strategy,
+                  Neighbours)
 
 
 class Meters:

@@ -14,7 +14,7 @@ from markupsafe import Markup
 from ddpbench.analysis.history import (
     CANNOT_TELL, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, Gate, csv_table, gate_column, gate_text, ratio_text,
 )
-from ddpbench.analysis.core import CONFIDENCE, POWER
+from ddpbench.analysis.core import CONFIDENCE, MACHINE_DIFFERED, POWER
 from ddpbench.report.page import (INDEX_FILE, Section, html, html_table, left_out_section, num, render_page,
                                   with_interval)
 from ddpbench.report.plots.common import LeftOut, leaving_out
@@ -26,18 +26,19 @@ CSV_FILE = "compare.csv"
 PLOT_FILE = "ratios.png"
 
 
-def _overview(table, results, gates, env_diffs, folder_a, folder_b) -> Markup:
+def _overview(table, results, gates, env_diffs, folder_a, folder_b, machine: str = "") -> Markup:
     compared = table[table["compared"].astype(bool)] if len(table) else table
-    counts = {v: int((compared["verdict"] == v).sum()) for v in (SLOWER, FASTER, SAME, CANNOT_TELL)} if len(compared) \
-        else {}
+    counts = {v: int((compared["verdict"] == v).sum()) for v in (SLOWER, FASTER, SAME, CANNOT_TELL, MACHINE_DIFFERED)} \
+        if len(compared) else {}
     text = html('<p class="what">Baseline A: <code>{{ a }}</code><br>Candidate B: <code>{{ b }}</code></p>'
                 '<p class="what">{{ n }} job(s) compared: <span class="status-failed">{{ slower }} slower</span>, '
                 '<span class="status-ok">{{ faster }} faster</span>, {{ same }} not significant'
-                "{% if unsure %}, {{ unsure }} cannot tell (one launch on a side: no call){% endif %}; "
+                "{% if unsure %}, {{ unsure }} cannot tell (one launch on a side: no call){% endif %}"
+                "{% if machine_said %}, {{ machine_said }} not called because the machine differed{% endif %}; "
                 "{{ rest }} not compared.</p>",
                 a=str(folder_a), b=str(folder_b), n=len(compared), slower=counts.get(SLOWER, 0),
                 faster=counts.get(FASTER, 0), same=counts.get(SAME, 0), unsure=counts.get(CANNOT_TELL, 0),
-                rest=len(table) - len(compared))
+                machine_said=counts.get(MACHINE_DIFFERED, 0), rest=len(table) - len(compared))
     if env_diffs:
         text += (Markup('<p class="note"><strong class="status-skipped">Warning: the two folders were measured in '
                         "different environments</strong>; a difference in step time may come from the machine, "
@@ -46,6 +47,8 @@ def _overview(table, results, gates, env_diffs, folder_a, folder_b) -> Markup:
     else:
         text += Markup('<p class="note">Both folders were measured in the same environment (CPU model, usable cores, '
                        "torch, CUDA, NCCL, python, host, GPUs).</p>")
+    if machine:  # what else the machine ran during each side's measured steps (ddpbench.analysis.core.machine)
+        text += html('<p class="note">{{ m }}</p>', m=machine[:1].upper() + machine[1:] + ".")
     if not gates:
         return text
     names = ", ".join(map(str, gates))
@@ -76,11 +79,11 @@ def _overview(table, results, gates, env_diffs, folder_a, folder_b) -> Markup:
 
 def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
               env_diffs: Sequence[tuple[str, str, str]], folder_a: Path, folder_b: Path, out_dir: Path,
-              plot: Path | None, left_out: Sequence[LeftOut] = ()) -> str:
+              plot: Path | None, left_out: Sequence[LeftOut] = (), machine: str = "") -> str:
     """The comparison page: overview (environment, gates), the per-job table, the ratio plot and
     the jobs not compared, then the figure ``left_out`` if it was. Every value from the results enters
     the page as text (autoescaped)."""
-    sections = [Section("Overview", _overview(table, results, gates, env_diffs, folder_a, folder_b))]
+    sections = [Section("Overview", _overview(table, results, gates, env_diffs, folder_a, folder_b, machine))]
     compared = table[table["compared"].astype(bool)] if len(table) else table
     if len(compared):
         costed = "cost_per_sample_ratio" in compared and compared["cost_per_sample_ratio"].notna().any()
@@ -142,7 +145,7 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
 
 def write_comparison(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
                      env_diffs: Sequence[tuple[str, str, str]], folder_a: str | Path, folder_b: str | Path,
-                     out_dir: str | Path) -> dict[str, Path]:
+                     out_dir: str | Path, machine: str = "") -> dict[str, Path]:
     """Write compare.csv, ratios.png (when a job was compared) and index.html into ``out_dir``.
 
     ``results`` is :func:`gate_results`' table. Returns the paths written, by kind.
@@ -159,5 +162,6 @@ def write_comparison(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence
     if plot is not None:
         written["plot"] = plot
     written["html"] = replace_file(out_dir / INDEX_FILE, html_page(table, results, gates, env_diffs, Path(folder_a),
-                                                                  Path(folder_b), out_dir, plot, left_out))
+                                                                  Path(folder_b), out_dir, plot, left_out,
+                                                                  machine))
     return written

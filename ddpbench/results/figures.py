@@ -193,6 +193,15 @@ FIGURES: tuple[Figure, ...] = (
     # -- the operating system
     _f("involuntary_switches_per_step", c.finite_or_none, "count", "the rank's involuntary context switches per "
                                                                    "measured step"),
+    # -- what else the machine ran over the measured steps (ddpbench.rank.neighbours); later within version 2
+    _f("cpu_cores", non_negative_or_none, "ratio", "the rank's own CPU time over its measured steps' window, in cores "
+                                                    "(its threads and its live child processes)", since=2),
+    _f("machine_busy_cores", non_negative_or_none, "ratio", "every CPU's busy time over the rank's measured window, "
+                                                             "in cores (Linux /proc/stat; None elsewhere)", since=2),
+    _f("machine_steal_cores", non_negative_or_none, "ratio", "time the hypervisor took from the machine's virtual "
+                                                              "CPUs over the window, in cores", since=2),
+    _f("cpu_mhz", non_negative_or_none, "number", "the CPUs' mean clock as the window ended (/proc/cpuinfo's "
+                                                  "cpu MHz; None where not said)", since=2),
     # -- energy, over the timed steps (ddpbench.rank.energy; docs/cost-and-energy.md)
     _f("energy_j", non_negative_or_none, "J", "energy the rank's counter measured over its timed steps (None where "
                                               "there is none or the window was too short: energy_note says why)",

@@ -43,7 +43,9 @@ Schema history (``schema_version``):
        energy_period_s, energy_domain, energy_method, energy_note; the launch record's ``overhead``
        (:data:`OVERHEAD_FIELDS`) and rank 0's timeline moment ``first_step``. Version-1 records
        read them as missing. Later within it: the launch record's ``refusal`` (a refusal of a
-       script's shape and the launches skipped for it, :func:`launch_record`), absent elsewhere.
+       script's shape and the launches skipped for it, :func:`launch_record`), absent elsewhere;
+       per-rank cpu_cores, machine_busy_cores, machine_steal_cores and cpu_mhz (what else the
+       machine ran over the measured steps), read as missing where absent.
 """
 
 from __future__ import annotations

@@ -7,8 +7,10 @@ import csv
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ddpbench.analysis.history import Gate
+from ddpbench.analysis.summary import summarize
 from ddpbench.experiment.spec import JobSpec
 
 
@@ -31,6 +33,32 @@ def job_spec(world_size: int, repeats: int = 3) -> JobSpec:
     """mlp-xs on gloo, 8 steps a launch, ``repeats`` launches."""
     return JobSpec(world_size=world_size, batch_size=8, threads_per_rank=1, device="cpu", backend="gloo",
                    model="mlp", model_size="xs", steps=8, repeats=repeats)
+
+
+def tables(jobs):
+    """(summary, steps) of jobs given as (world_size, per-launch step times, status)."""
+    steps, runs, ranks = [], [], []
+    for world_size, launches, status in jobs:
+        spec = job_spec(world_size)
+        for repeat, times in enumerate(launches):
+            ident = {"key": spec.key, **spec.to_dict(), "per_rank_batch": spec.per_rank_batch,
+                     "global_batch": spec.global_batch, "repeat": repeat}
+            runs.append({**ident, "status": status, "error": None if status == "ok" else "boom",
+                         "oversubscribed": False, "wall_s": 1.0, "params": 100, "grad_bytes": 400})
+            if status != "ok":
+                continue
+            for rank in range(world_size):
+                ranks.append({**ident, "rank": rank, "peak_rss_mb": 100.0, "bucket_bytes": [400],
+                              "ddp_backward_comm_ms": 1.0, "ddp_backward_compute_comm_overlap_ms": 0.5,
+                              "allreduce_bytes_per_step": 400})
+                for step, ms in enumerate(times):
+                    t = ms * (1 - 0.05 * rank)  # rank 0 is the slowest: the bounded step is ``ms``
+                    for phase, value in (("measure", t), ("nosync", 0.9 * t)):
+                        steps.append({**ident, "rank": rank, "phase": phase, "step": step, "data_ms": 0.0,
+                                      "forward_ms": 0.3 * value, "backward_ms": 0.5 * value, "comm_ms": 0.0,
+                                      "optimizer_ms": 0.2 * value, "step_ms": value})
+    steps = pd.DataFrame(steps)
+    return summarize(steps, runs=runs, ranks=ranks), steps
 
 
 #: compare's gate: the median step time at most 5 % slower

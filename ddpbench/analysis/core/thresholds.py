@@ -174,3 +174,15 @@ AB_PRIOR_VARIANCE = 1.0
 #: "same within X %" stops the A/B where the whole interval lies within this change either way, unless the
 #: command gives ``--same-within``: the detection target issue 56 asks for (a 5 % slowdown)
 AB_SAME_WITHIN = 0.05
+
+# ---------------------------------------------------------------------------------------------
+# the machine a launch ran on (core/machine.py)
+# ---------------------------------------------------------------------------------------------
+
+#: a launch whose measured steps ran beside at least this much CPU taken by other processes and the
+#: hypervisor, in cores (a fifth of a core on average over the window), is contended: set a priori with
+#: the first readings (issue 56), before any calibration; docs/comparing.md says what it means
+CONTENDED_CORES = 0.2
+#: two folders' machines differed where the 95 % interval of their mean contention's difference lies
+#: wholly beyond a tenth of a core: set a priori with CONTENDED_CORES (issue 56)
+MACHINE_DIFFERS_CORES = 0.1

@@ -44,6 +44,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ddpbench.analysis.core import power, stats
+from ddpbench.analysis.core.machine import MACHINE_DIFFERED, MachineDifference
 from ddpbench.analysis.core.jobs import SPEC_COLUMNS, describe, label_fields, ordered
 from ddpbench.analysis.core.values import known
 from ddpbench.analysis.folder import load_given
@@ -76,13 +77,15 @@ class Side:
     summary: pd.DataFrame
     steps: pd.DataFrame
     sweeps: pd.DataFrame
+    #: per rank of each launch (what the machine did over its measured steps: ddpbench.rank.neighbours)
+    ranks: pd.DataFrame | None = None
 
 
 def load_side(folder: str | Path, label: str) -> Side:
     """Load a results folder for comparison; InputError (naming ``label``, e.g. "A") when it holds no jobs."""
     folder = Path(folder)
     measured = load_given(folder, f"{label} ({folder})", collectives=False)
-    return Side(measured.results_dir, measured.summary, measured.steps, measured.sweeps)
+    return Side(measured.results_dir, measured.summary, measured.steps, measured.sweeps, measured.ranks)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,7 +136,7 @@ def folder_spread(summary_a: pd.DataFrame, summary_b: pd.DataFrame) -> float:
 
 
 def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd.DataFrame,
-                   steps_b: pd.DataFrame) -> pd.DataFrame:
+                   steps_b: pd.DataFrame, machine: MachineDifference | None = None) -> pd.DataFrame:
     """One row per job of A or B (matched by ``key``): the comparison of B against A.
 
     ``match`` is "both", "only in A" or "only in B"; ``compared`` is True for jobs ok on both
@@ -148,6 +151,9 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
     B has the job), and ``steps_a``/``steps_b``: each side's step times, one list per launch.
     Each side's ``cost_per_sample`` (at its stored price) and ``energy_j_per_sample``, and B / A of
     each (``_ratio``; the cost's with the mean step's interval): NaN where a side has none.
+    ``machine``: how the two folders' machines differed (:func:`ddpbench.analysis.core.machine.machine_difference`);
+    where they did, a job slower on the busier machine B (or faster where A's was the busier) is
+    :data:`MACHINE_DIFFERED`, not slower (faster), with the machine's words in its ``method``.
     """
     a = summary_a.set_index("key", drop=False) if len(summary_a) else pd.DataFrame(columns=["key"])
     b = summary_b.set_index("key", drop=False) if len(summary_b) else pd.DataFrame(columns=["key"])
@@ -178,6 +184,8 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
                    verdict=NOT_COMPARED, note=_note(row), steps_a=[], steps_b=[])
         if row["compared"]:
             row.update(_compare_job(key, ra, rb, steps_a, steps_b, spread))
+            if machine is not None and (row["verdict"], machine.busier) in ((SLOWER, "B"), (FASTER, "A")):
+                row.update(verdict=MACHINE_DIFFERED, method=f"{row['method']}; {machine.words()}")
         row.update(_per_sample(ra, rb, row))
         row.update({c: spec[c] for c in SPEC_COLUMNS if c in spec.index})
         rows.append(row)

@@ -16,43 +16,16 @@ import pytest
 from ddpbench.analysis.history import compare
 
 from ddpbench.analysis.core import power, stats
-from ddpbench.analysis.summary.table import summarize
 from ddpbench.errors import InputError
 from ddpbench.testing.comparing import ENV, MEDIAN_5
-from ddpbench.testing.comparing import job_spec as _spec
 from ddpbench.testing.comparing import read_csv as _csv
 from ddpbench.testing.comparing import step_times as _launches
+from ddpbench.testing.comparing import tables as _tables
 
 
 # ---------------------------------------------------------------------------------------------
 # synthetic jobs
 # ---------------------------------------------------------------------------------------------
-
-
-def _tables(jobs):
-    """(summary, steps) of jobs given as (world_size, per-launch step times, status)."""
-    steps, runs, ranks = [], [], []
-    for world_size, launches, status in jobs:
-        spec = _spec(world_size)
-        for repeat, times in enumerate(launches):
-            ident = {"key": spec.key, **spec.to_dict(), "per_rank_batch": spec.per_rank_batch,
-                     "global_batch": spec.global_batch, "repeat": repeat}
-            runs.append({**ident, "status": status, "error": None if status == "ok" else "boom",
-                         "oversubscribed": False, "wall_s": 1.0, "params": 100, "grad_bytes": 400})
-            if status != "ok":
-                continue
-            for rank in range(world_size):
-                ranks.append({**ident, "rank": rank, "peak_rss_mb": 100.0, "bucket_bytes": [400],
-                              "ddp_backward_comm_ms": 1.0, "ddp_backward_compute_comm_overlap_ms": 0.5,
-                              "allreduce_bytes_per_step": 400})
-                for step, ms in enumerate(times):
-                    t = ms * (1 - 0.05 * rank)  # rank 0 is the slowest: the bounded step is ``ms``
-                    for phase, value in (("measure", t), ("nosync", 0.9 * t)):
-                        steps.append({**ident, "rank": rank, "phase": phase, "step": step, "data_ms": 0.0,
-                                      "forward_ms": 0.3 * value, "backward_ms": 0.5 * value, "comm_ms": 0.0,
-                                      "optimizer_ms": 0.2 * value, "step_ms": value})
-    steps = pd.DataFrame(steps)
-    return summarize(steps, runs=runs, ranks=ranks), steps
 
 
 def _compare(jobs_a, jobs_b):

@@ -1,0 +1,114 @@
+"""The machine a launch ran on, from what its ranks read over their measured steps
+(:mod:`ddpbench.rank.neighbours`): how much CPU other processes took meanwhile, how much the
+hypervisor stole, the CPUs' clock; and whether two folders' machines differed.
+
+A launch's **others** are the machine's busy cores over its measured window (the mean of its ranks'
+readings: their windows are the same steps) less its ranks' own cores (their sum): what any other
+process took meanwhile, a neighbour, a build, another sweep. With **steal** (the hypervisor's) it is
+the launch's **contention**: CPU the machine had and the launch could not use. A launch is
+*contended* where its contention is at least :data:`~ddpbench.analysis.core.thresholds.CONTENDED_CORES`.
+
+Two folders' machines **differed** where the 95 % Welch interval over launches of the difference of
+their mean contention lies wholly beyond :data:`~ddpbench.analysis.core.thresholds.MACHINE_DIFFERS_CORES`
+either way (:func:`machine_difference`). ``compare`` then never calls B slower where B's machine was
+the busier one, nor faster where A's was: the machine explains it as well as the code would.
+Folders stored before these readings (or off Linux) have none, and no difference is claimed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ddpbench.analysis.core.thresholds import CONFIDENCE, CONTENDED_CORES, MACHINE_DIFFERS_CORES
+
+#: compare's verdict in place of "slower" where B's machine was the busier one, or of "faster" where A's
+#: was: the machine explains the difference as well as the code would
+MACHINE_DIFFERED = "machine differed"
+#: per launch: (key, repeat) and what its machine did (cores over its measured window; MHz)
+MACHINE_COLUMNS = ("key", "repeat", "own_cores", "others_cores", "steal_cores", "contention_cores", "cpu_mhz")
+
+
+def launch_machine(ranks: pd.DataFrame) -> pd.DataFrame:
+    """One row per launch whose ranks read the machine (:data:`MACHINE_COLUMNS`)."""
+    needed = {"key", "repeat", "cpu_cores", "machine_busy_cores", "machine_steal_cores", "cpu_mhz"}
+    if ranks is None or ranks.empty or not needed <= set(ranks.columns):
+        return pd.DataFrame(columns=list(MACHINE_COLUMNS))
+    table = ranks[list(needed)].copy()
+    for column in needed - {"key", "repeat"}:
+        table[column] = pd.to_numeric(table[column], errors="coerce")
+    table = table.dropna(subset=["cpu_cores", "machine_busy_cores"])
+    if table.empty:
+        return pd.DataFrame(columns=list(MACHINE_COLUMNS))
+    grouped = table.groupby(["key", "repeat"], sort=False)
+    out = pd.DataFrame({"own_cores": grouped["cpu_cores"].sum(), "busy": grouped["machine_busy_cores"].mean(),
+                        "steal_cores": grouped["machine_steal_cores"].mean(),
+                        "cpu_mhz": grouped["cpu_mhz"].mean()}).reset_index()
+    out["others_cores"] = out["busy"] - out["own_cores"]
+    out["contention_cores"] = out["others_cores"] + out["steal_cores"].fillna(0.0)
+    return out[list(MACHINE_COLUMNS)]
+
+
+def contended(machine: pd.DataFrame) -> pd.Series:
+    """Whether each launch of a :func:`launch_machine` table ran contended."""
+    return machine["contention_cores"] >= CONTENDED_CORES
+
+
+@dataclass(frozen=True)
+class MachineDifference:
+    """How B's machine differed from A's over their launches: each side's mean contention (cores),
+    B - A with its 95 % Welch interval, each side's mean clock (MHz), and the call."""
+
+    launches_a: int
+    launches_b: int
+    contention_a: float
+    contention_b: float
+    low: float
+    high: float
+    mhz_a: float
+    mhz_b: float
+
+    @property
+    def differed(self) -> bool:
+        return self.low >= MACHINE_DIFFERS_CORES or self.high <= -MACHINE_DIFFERS_CORES
+
+    @property
+    def busier(self) -> str:
+        """"A" or "B": the side whose machine was the busier, where they differed; else ""."""
+        if not self.differed:
+            return ""
+        return "B" if self.low > 0 else "A"
+
+    def words(self) -> str:
+        clock = (f"; the CPUs' clock {self.mhz_a:.0f} MHz in A, {self.mhz_b:.0f} in B"
+                 if math.isfinite(self.mhz_a) and math.isfinite(self.mhz_b) and abs(self.mhz_b - self.mhz_a) >= 1
+                 else "")
+        span = (f"B - A {self.contention_b - self.contention_a:+.2f} cores, 95 % interval {self.low:+.2f} to "
+                f"{self.high:+.2f}, over {self.launches_a} and {self.launches_b} launches")
+        said = (f"other processes and the hypervisor took {self.contention_a:.2f} cores on average during A's "
+                f"measured steps and {self.contention_b:.2f} during B's ({span}){clock}")
+        if self.differed:
+            return (f"the machine differed: {said}. A slower side on the busier machine is not called slower: "
+                    "run the two interleaved (python -m ddpbench ab) for a fair answer")
+        return f"the machine did not differ beyond {MACHINE_DIFFERS_CORES:g} cores: {said}"
+
+
+def machine_difference(ranks_a: pd.DataFrame, ranks_b: pd.DataFrame) -> MachineDifference | None:
+    """The difference of two folders' machines over their launches; None where a side has fewer
+    than two launches that read it (no interval)."""
+    from scipy import stats
+
+    a, b = launch_machine(ranks_a), launch_machine(ranks_b)
+    xa, xb = a["contention_cores"].to_numpy(float), b["contention_cores"].to_numpy(float)
+    if len(xa) < 2 or len(xb) < 2:
+        return None
+    diff = float(xb.mean() - xa.mean())
+    if np.ptp(xa) == 0 and np.ptp(xb) == 0:
+        low = high = diff
+    else:
+        low, high = stats.ttest_ind(xb, xa, equal_var=False).confidence_interval(CONFIDENCE)
+    return MachineDifference(len(xa), len(xb), float(xa.mean()), float(xb.mean()), float(low), float(high),
+                             float(a["cpu_mhz"].mean()), float(b["cpu_mhz"].mean()))
