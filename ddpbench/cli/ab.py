@@ -100,6 +100,8 @@ def command(args) -> int:
         out.print("no job of A matches one of B (same settings, or the same place in two files' lists)")
     for call in outcome.calls:
         out.print(f"  {call.job}: {call.words()}")
+    if outcome.machine:
+        out.print(f"machine: {outcome.machine}")
     out.print(f"(each call's 95 % interval holds at whatever round the A/B stopped; {out_dir / LOG_FILE})")
     return 1 if args.fail_on_slower and any(call.call == SLOWER for call in outcome.calls) else 0
 

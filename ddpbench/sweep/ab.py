@@ -43,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ddpbench.analysis.core import machine_difference
 from ddpbench.analysis.history import ABCall, ab_calls
 from ddpbench.errors import InputError
 from ddpbench.owner import owned_command
@@ -83,6 +84,9 @@ class Outcome:
     rounds: list[dict] = field(default_factory=list)
     stopped: str = ""
     calls: list[ABCall] = field(default_factory=list)
+    #: how the two sides' machines differed over their launches (:func:`ddpbench.analysis.core.machine_difference`):
+    #: the rounds pair them, so it does not enter the calls; it says what the rounds ran beside
+    machine: str = ""
 
 
 def plan_sides(base: str, candidate: str, experiment: str, repo: Path, scratch: Path) -> list[SidePlan]:
@@ -219,7 +223,7 @@ def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds:
                     raise RuntimeError(side.failure())
             outcome.rounds.append({"round": number, "order": [s.plan.name for s in order],
                                    "began_s": round(began, 3), "ended_s": round(time.monotonic() - start, 3)})
-            outcome.calls = judged(out_dir, same_within)
+            outcome.calls, outcome.machine = judged(out_dir, same_within)
             if report is not None:
                 report(number, outcome.calls)
             if outcome.calls and all(call.decided for call in outcome.calls):
@@ -241,17 +245,19 @@ def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds:
         write_log(out_dir, plans, outcome, seed)
 
 
-def judged(out_dir: Path, same_within: float) -> list[ABCall]:
-    """Every job's call from the two sides' folders as they stand."""
+def judged(out_dir: Path, same_within: float) -> tuple[list[ABCall], str]:
+    """Every job's call from the two sides' folders as they stand, and the words on their machines."""
     tables = [load_tables(out_dir / name) for name in SIDES]
-    return ab_calls(tables[0].steps, tables[1].steps, same_within)
+    machine = machine_difference(tables[0].ranks, tables[1].ranks)
+    words = machine.words(advice=False) if machine is not None else ""
+    return ab_calls(tables[0].steps, tables[1].steps, same_within), words
 
 
 def write_log(out_dir: Path, plans: list[SidePlan], outcome: Outcome, seed: int | None) -> None:
     """``OUT/ab.json``: the sides, the rounds and the calls (rewritten whole: a new file each time)."""
     record = {"sides": [{"name": p.name, "given": p.given, "kind": p.kind, "sha": p.sha, "experiment": p.experiment}
                         for p in plans],
-              "seed": seed, "rounds": outcome.rounds, "stopped": outcome.stopped,
+              "seed": seed, "rounds": outcome.rounds, "stopped": outcome.stopped, "machine": outcome.machine,
               "calls": [asdict(call) for call in outcome.calls]}
     with tempfile.NamedTemporaryFile("w", dir=out_dir, prefix=".ab-", suffix=".json", delete=False,
                                      encoding="utf-8") as handle:

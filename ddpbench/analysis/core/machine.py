@@ -82,7 +82,9 @@ class MachineDifference:
             return ""
         return "B" if self.low > 0 else "A"
 
-    def words(self) -> str:
+    def words(self, advice: bool = True) -> str:
+        """What each side's machine did; with ``advice``, what that means for a comparison of two
+        separate runs (an interleaved A/B pairs its rounds, and needs none)."""
         clock = (f"; the CPUs' clock {self.mhz_a:.0f} MHz in A, {self.mhz_b:.0f} in B"
                  if math.isfinite(self.mhz_a) and math.isfinite(self.mhz_b) and abs(self.mhz_b - self.mhz_a) >= 1
                  else "")
@@ -90,6 +92,8 @@ class MachineDifference:
                 f"{self.high:+.2f}, over {self.launches_a} and {self.launches_b} launches")
         said = (f"other processes and the hypervisor took {self.contention_a:.2f} cores on average during A's "
                 f"measured steps and {self.contention_b:.2f} during B's ({span}){clock}")
+        if not advice:
+            return said
         if self.differed:
             return (f"the machine differed: {said}. A slower side on the busier machine is not called slower: "
                     "run the two interleaved (python -m ddpbench ab) for a fair answer")
