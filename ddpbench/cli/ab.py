@@ -99,7 +99,7 @@ def command(args) -> int:
     if not outcome.calls:
         out.print("no job of A matches one of B (same settings, or the same place in two files' lists)")
     for call in outcome.calls:
-        out.print(f"  {call.job}: {call.words()}")
+        out.print(f"  {call.job}" + (f" (A) vs {call.job_b} (B)" if call.job_b else "") + f": {call.words()}")
     if outcome.machine:
         out.print(f"machine: {outcome.machine}")
     out.print(f"(each call's 95 % interval holds at whatever round the A/B stopped; {out_dir / LOG_FILE})")
