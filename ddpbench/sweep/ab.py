@@ -14,9 +14,10 @@ package of its own (``python -m`` puts the side's folder first).
 (:mod:`ddpbench.sweep.paced`), each into its own results folder (``OUT/A``, ``OUT/B``), and each says
 when its imports are done; only then do the rounds begin, so neither side's start runs beside the
 other's launches. In every round the two sides run in random order, one after the other, each
-running one launch of every job in an order of its own drawn at random; a round is therefore a
-pair of launches of each job minutes apart at most, in an order that favours neither side
-(Abedi and Brecht, ICPE 2017: randomized multiple interleaved trials).
+running one launch of every job not yet decided, in an order of its own drawn at random; a round is
+therefore a pair of launches of each job minutes apart at most, in an order that favours neither
+side (Abedi and Brecht, ICPE 2017: randomized multiple interleaved trials). A job once called runs
+no more (its call stands at any later round), so the rounds shorten as jobs are decided.
 
 **The stop.** After every round both folders are read and every job judged
 (:mod:`ddpbench.analysis.history.ab`): the A/B stops once every job is called (slower, faster or the
@@ -217,11 +218,16 @@ def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds:
         for number in range(max_rounds):
             order = rng.sample(sides, len(sides))
             began = time.monotonic() - start
+            # a decided job runs no more: its call stands at any later round, and the round is shorter
+            left = {"A": [c.key for c in outcome.calls if not c.decided],
+                    "B": [c.key_b or c.key for c in outcome.calls if not c.decided]} if outcome.calls else None
             for side in order:
-                side.tell(f"round {number} {rng.randrange(2**31)}")
+                only = f" {','.join(left[side.plan.name])}" if left is not None else ""
+                side.tell(f"round {number} {rng.randrange(2**31)}{only}")
                 if side.answer(round_timeout_s) != f"done {number}":
                     raise RuntimeError(side.failure())
             outcome.rounds.append({"round": number, "order": [s.plan.name for s in order],
+                                   "jobs": len(left["A"]) if left is not None else None,
                                    "began_s": round(began, 3), "ended_s": round(time.monotonic() - start, 3)})
             outcome.calls, outcome.machine = judged(out_dir, same_within)
             if report is not None:

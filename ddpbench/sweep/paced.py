@@ -5,7 +5,8 @@
 starts as any sweep does (its folder claimed, its environment stored), waits for its fork server's
 imports, writes ``ready`` to OUT, then reads one line at a time from IN:
 
-* ``round R SEED``: run launch R (its ``repeat``) of every job, in the order ``random.Random(SEED)``
+* ``round R SEED [KEY,KEY,...]``: run launch R (its ``repeat``) of every job, or only of the jobs whose
+  keys are listed (the A/B leaves out the jobs it has decided), in the order ``random.Random(SEED)``
   shuffles them, each stored as it ends; then write ``done R`` to OUT;
 * ``stop``, or the end of IN (the A/B has ended or died): run nothing more and end the sweep.
 
@@ -77,12 +78,13 @@ class PacedRounds:
     def _wait(self) -> list[Launch]:
         line = self._in.readline()
         words = line.split()
-        if len(words) != 3 or words[0] != "round" or not words[1].isdigit() or not words[2].isdigit():
+        if len(words) not in (3, 4) or words[0] != "round" or not words[1].isdigit() or not words[2].isdigit():
             self.current = None
             return []  # "stop", the end of the pipe, or anything else: no more rounds
         self.current = int(words[1])
+        keys = set(words[3].split(",")) if len(words) == 4 else None
         return [Launch(spec, self.current, work_dir(self.out_dir, spec, self.current))
-                for spec in self._order(int(words[2]))]
+                for spec in self._order(int(words[2])) if keys is None or spec.key in keys]
 
     def _order(self, seed: int) -> list:
         """The jobs in the order ``seed`` shuffles them."""

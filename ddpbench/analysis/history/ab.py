@@ -68,8 +68,10 @@ class Call:
     #: the phase that moved ("" where none is named) and its change B - A in ms a step (mean over rounds)
     phase: str = ""
     phase_ms: float = math.nan
-    #: B's job where it is another (two experiment files whose jobs differ in a setting, matched by place)
+    #: B's job where it is another (two experiment files whose jobs differ in a setting, matched by place),
+    #: and its key
     job_b: str = ""
+    key_b: str = ""
 
     @property
     def decided(self) -> bool:
@@ -170,5 +172,5 @@ def ab_calls(steps_a: pd.DataFrame, steps_b: pd.DataFrame, same_within: float = 
         judged = judge_job(rounds_a[rounds_a["key"] == key_a], rounds_b[rounds_b["key"] == key_b], same_within)
         other = "" if key_b == key_a else describe(jobs_b[jobs_b["key"] == key_b].iloc[0], label_fields(jobs_b), jobs_b)
         calls.append(Call(key=key_a, job=describe(row, fields, jobs_a), world_size=int(row["world_size"]), job_b=other,
-                          **judged))
+                          key_b=key_b, **judged))
     return calls

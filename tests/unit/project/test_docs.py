@@ -270,7 +270,8 @@ def test_the_docs_hold_the_commands_they_promise():
 def test_the_ci_workflow_files_and_keeps_the_history_before_its_gate():
     """docs/ci.md's workflow: it runs on a push to main, one run at a time, and its steps sweep, file,
     push the store and publish the page before the gate that can fail the run."""
-    (workflow,) = workflows((ROOT / "docs" / "ci.md").read_text(encoding="utf-8"))
+    merge, pull = _ci_workflows()
+    workflow = merge
     assert workflow[True if True in workflow else "on"]["push"]["branches"] == ["main"]  # YAML 1.1 reads on: as True
     assert workflow["concurrency"]["cancel-in-progress"] is False
     (job,) = workflow["jobs"].values()
@@ -278,6 +279,32 @@ def test_the_ci_workflow_files_and_keeps_the_history_before_its_gate():
     order = [next(i for i, r in enumerate(runs) if word in r) for word in
              ("ddpbench sweep", "history add", "git push", "history page", "deploy-pages", "history check")]
     assert order == sorted(order) and order[-1] == len(runs) - 1
+
+
+def _ci_workflows() -> tuple[dict, dict]:
+    """docs/ci.md's two workflows: (on a merge, on a pull request)."""
+    found = workflows((ROOT / "docs" / "ci.md").read_text(encoding="utf-8"))
+    on = [w[True if True in w else "on"] for w in found]
+    merge = [w for w, trigger in zip(found, on) if "push" in trigger]
+    pull = [w for w, trigger in zip(found, on) if "pull_request" in trigger]
+    assert len(merge) == len(pull) == 1 == len(found) - 1
+    return merge[0], pull[0]
+
+
+def test_the_ci_pull_request_workflow_runs_base_and_head_interleaved_and_keeps_the_rounds():
+    """docs/ci.md's pull-request workflow: the whole history fetched, one ab of the base commit (through
+    the environment, never pasted into the command) against HEAD that fails on a slower call, and its
+    folder uploaded whatever the outcome."""
+    _, pull = _ci_workflows()
+    (job,) = pull["jobs"].values()
+    steps = job["steps"]
+    assert steps[0]["with"]["fetch-depth"] == 0
+    (step,) = [step for step in steps if "ddpbench ab" in step.get("run", "")]
+    ab = step["run"].split()
+    assert ab[3:6] == ["ab", '"$BASE"', "HEAD"] and step["env"]["BASE"] == "${{ github.event.pull_request.base.sha }}"
+    assert "--fail-on-slower" in ab and ab[ab.index("--out") + 1] == "reports/ab"
+    (upload,) = [step for step in steps if "upload-artifact" in step.get("uses", "")]
+    assert upload["if"] == "always()" and upload["with"]["path"] == "reports/ab"
 
 
 def test_workflow_commands_are_read_from_run_steps():

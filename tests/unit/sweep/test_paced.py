@@ -24,7 +24,7 @@ def test_rounds_come_on_the_word_numbered_by_the_round_in_their_seed_s_order(pip
     descriptors, ask, answers = pipes
     specs = [job_spec(1), job_spec(2), job_spec(4)]
     rounds = PacedRounds(specs, tmp_path, descriptors)
-    ask.write("round 0 7\nround 1 8\nstop\n")
+    ask.write(f"round 0 7\nround 1 8 {specs[2].key},{specs[0].key}\nstop\n")
     ask.flush()
     first = rounds.first()
     assert answers.readline() == "ready\n"
@@ -33,6 +33,7 @@ def test_rounds_come_on_the_word_numbered_by_the_round_in_their_seed_s_order(pip
     assert all(launch.work_dir == tmp_path / ".work" / f"{launch.spec.key}-r0" for launch in first)
     second = rounds.next_round()
     assert answers.readline() == "done 0\n" and {launch.repeat for launch in second} == {1}
+    assert sorted(launch.spec.key for launch in second) == sorted([specs[0].key, specs[2].key])  # those listed
     assert rounds.next_round() == [] and answers.readline() == "done 1\n"
     orders = {tuple(spec.key for spec in rounds._order(seed)) for seed in range(20)}
     assert len(orders) == 6  # every order of three jobs comes up: the seed shuffles them
