@@ -1,15 +1,23 @@
 """``python -m ddpbench ab`` on a real git repository: a tiny model whose second commit sleeps 10 ms in
 its forward. The A/B of the two commits must call the job slower with the forward phase named, its
 sides' launches must never overlap and come in both orders, every worktree must be gone after, and
-bad input is one line."""
+bad input is one line. Ctrl-C or kill -9 keeps every finished launch and leaves no process behind."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
 
 from ddpbench.results.store import ResultStore
-from ddpbench.testing import run_cli
+from ddpbench.testing import as_from_a_terminal, cli_command, run_cli
 from ddpbench.testing.bisecting import git, make_repository
+from ddpbench.testing.survivors import MARK, marked
+from ddpbench.testing.sweeps import wait_for_runs
 
 
 def launch_windows(folder) -> list[tuple[float, float]]:
@@ -53,3 +61,47 @@ def test_bad_sides_and_flags_are_one_line(tmp_path):
         assert refused.returncode == 2 and words in refused.stderr and len(refused.stderr.splitlines()) == 1, \
             refused.stderr
     assert not (tmp_path / "never").exists()
+
+
+def _start_ab(tmp_path, mark: str):
+    repo = make_repository(tmp_path / "train", commits=2, slow_at=5, steps=30)  # two commits of the same speed
+    out = tmp_path / "ab"
+    ab = subprocess.Popen(cli_command("ab", repo.commits[0], "main", repo.experiment, "--repo", str(repo.path),
+                                      "--out", str(out), "--max-rounds", "50", "--same-within", "0.1"),
+                          cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env={**os.environ, MARK: mark}, preexec_fn=_own_group)
+    for side in ("A", "B"):  # a round of each stored
+        wait_for_runs(out / side / "results.jsonl", 1)
+    time.sleep(0.5)  # into a later round
+    assert ab.poll() is None, ab.communicate()
+    return repo, out, ab
+
+
+def _own_group() -> None:
+    as_from_a_terminal()
+    os.setpgrp()  # a terminal's Ctrl-C reaches the whole foreground group: the A/B and its sides
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "kill -9"])
+def test_an_interrupted_ab_keeps_its_rounds_and_leaves_no_process_behind(tmp_path, how):
+    mark = f"ab-{how}-{os.getpid()}"
+    repo, out, ab = _start_ab(tmp_path, mark)
+    try:
+        if how == "ctrl-c":
+            os.killpg(ab.pid, signal.SIGINT)
+        else:
+            ab.kill()
+        ab.wait(timeout=60)
+    finally:
+        if ab.poll() is None:
+            ab.kill()
+    deadline = time.monotonic() + 20
+    while marked(mark) and time.monotonic() < deadline:  # the sides and their ranks die with the A/B
+        time.sleep(0.1)
+    assert not marked(mark), [p.cmdline() for p in marked(mark)]
+    assert launch_windows(out / "A") and launch_windows(out / "B")  # every finished launch is kept
+    if how == "ctrl-c":
+        assert ab.returncode == 130, ab.stderr.read()
+        log = json.loads((out / "ab.json").read_text())
+        assert log["rounds"] and len(log["sides"]) == 2
+        assert len(git(repo.path, "worktree", "list", "--porcelain").split("\n\n")) == 1
