@@ -30,13 +30,14 @@ from ddpbench.sweep.plan import work_dir
 
 
 def launch_step_ms(result: dict) -> float:
-    """A training launch's mean measured step (ms), each step the slowest rank's: the per-launch
-    figure every interval of the report resamples."""
-    slowest: dict[int, float] = {}
+    """A training launch's step (ms): its slowest rank's mean over its measured steps, the rank whose
+    window bounds the launch (:mod:`ddpbench.analysis.core.windows`, which the report's intervals
+    resample), read here from one hand-back."""
+    windows: dict[int, list[float]] = {}
     for row in step_rows(result):
-        if row.phase == "measure":
-            slowest[row.step] = max(slowest.get(row.step, 0.0), float(row.step_ms))
-    return sum(slowest.values()) / len(slowest) if slowest else math.nan
+        if row.phase == "measure" and not math.isnan(float(row.step_ms)):
+            windows.setdefault(row.rank, []).append(float(row.step_ms))
+    return max((sum(times) / len(times) for times in windows.values()), default=math.nan)
 
 
 def halfwidth_pct(step_means_ms: list[float], samples_per_step: float) -> float:
