@@ -35,12 +35,16 @@ from pathlib import Path
 
 import tomli_w
 
+from ddpbench.owner import owned_command
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 #: a neighbour that comes and goes: spells of one busy core and pauses, each exponential with this mean (s)
 LOAD_MEAN_S = 15.0
 LOAD = f"""
-import random, time
+import os, random, sys, time
+from ddpbench.owner import die_with_parent
+die_with_parent(int(sys.argv[1]))  # it dies with the benchmark, however that ends
 while True:
     end = time.monotonic() + random.expovariate(1 / {LOAD_MEAN_S})
     while time.monotonic() < end:
@@ -78,11 +82,12 @@ def run(args) -> None:
             (trial / f"{name}.toml").write_bytes(tomli_w.dumps(planted(Path(args.experiment), level)).encode())
         load = None
         if args.load == "random":
-            load = subprocess.Popen([sys.executable, "-c", LOAD], start_new_session=True)
+            load = subprocess.Popen([sys.executable, "-c", LOAD, str(os.getpid())], start_new_session=True, env=env)
         start = time.monotonic()
         try:
-            done = subprocess.run([sys.executable, "-m", "ddpbench", "ab", "base.toml", "candidate.toml",
-                                   "--out", "ab", "--budget", str(args.budget), "--seed", str(number)],
+            # owned (ddpbench.owner): the A/B, its sides and their ranks die with this benchmark
+            done = subprocess.run(owned_command("ddpbench", ["ab", "base.toml", "candidate.toml", "--out", "ab",
+                                                             "--budget", str(args.budget), "--seed", str(number)]),
                                   cwd=trial, env=env, capture_output=True, text=True)
         finally:
             if load is not None:
@@ -124,7 +129,12 @@ def analyse(args) -> None:
               f"{statistics.median(c['trial_s'] for c in calls):.0f} |")
 
 
+def _stop(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM as Ctrl-C: the trial's load is stopped on the way out
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _stop)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
     p = sub.add_parser("run")
