@@ -45,6 +45,8 @@ def _comm(r, sweep) -> str:
 
 def _flags(r, sweep) -> str:
     flags = [f for f in ("oversubscribed", "noisy") if r[f]]
+    if (r.get("contended_launches") or 0) > 0:  # launches that ran beside other work (analysis.core.machine)
+        flags.append(f"contended {int(r['contended_launches'])}/{int(r['repeats_ok'])}")
     if r.get("exact") is False:
         flags.append("lossy")
     if r["strategy"] == "dp" and r["device"] == "cpu":

@@ -40,11 +40,13 @@ UNITS = {
     "J": "joules",
     "J/sample": "joules per training sample",
     "W": "watts (joules per second)",
+    "MHz": "megahertz (a clock's cycles per microsecond)",
     "price": "the experiment's currency (cost.currency: USD unless it says otherwise)",
     "price/sample": "the experiment's currency per training sample",
     "price/hour": "the experiment's currency per hour",
     "%": "percent",
     "ratio": "a plain ratio (1.0 = 100 %)",
+    "cores": "CPU time over a window, in cores (1.0: one core busy the whole window)",
     "number": "a plain number in the model's own terms (a parameter's difference)",
     "count": "how many",
     "index": "a number that names one thing (a seed, a step, a rank)",
@@ -194,13 +196,13 @@ FIGURES: tuple[Figure, ...] = (
     _f("involuntary_switches_per_step", c.finite_or_none, "count", "the rank's involuntary context switches per "
                                                                    "measured step"),
     # -- what else the machine ran over the measured steps (ddpbench.rank.neighbours); later within version 2
-    _f("cpu_cores", non_negative_or_none, "ratio", "the rank's own CPU time over its measured steps' window, in cores "
+    _f("cpu_cores", non_negative_or_none, "cores", "the rank's own CPU time over its measured steps' window, in cores "
                                                     "(its threads and its live child processes)", since=2),
-    _f("machine_busy_cores", non_negative_or_none, "ratio", "every CPU's busy time over the rank's measured window, "
+    _f("machine_busy_cores", non_negative_or_none, "cores", "every CPU's busy time over the rank's measured window, "
                                                              "in cores (Linux /proc/stat; None elsewhere)", since=2),
-    _f("machine_steal_cores", non_negative_or_none, "ratio", "time the hypervisor took from the machine's virtual "
+    _f("machine_steal_cores", non_negative_or_none, "cores", "time the hypervisor took from the machine's virtual "
                                                               "CPUs over the window, in cores", since=2),
-    _f("cpu_mhz", non_negative_or_none, "number", "the CPUs' mean clock as the window ended (/proc/cpuinfo's "
+    _f("cpu_mhz", non_negative_or_none, "MHz", "the CPUs' mean clock as the window ended (/proc/cpuinfo's "
                                                   "cpu MHz; None where not said)", since=2),
     # -- energy, over the timed steps (ddpbench.rank.energy; docs/cost-and-energy.md)
     _f("energy_j", non_negative_or_none, "J", "energy the rank's counter measured over its timed steps (None where "

@@ -24,13 +24,13 @@ from ddpbench.analysis.core.jobs import (
 from ddpbench.analysis.core.power import mde_amount
 from ddpbench.analysis.core.stats import mean_ci, throughput_ci
 from ddpbench.analysis.core.thresholds import (
-    AB_SAME_WITHIN, CONFIDENCE, DATA_BOUND_SHARE, MIN_CHANGE, MIN_COMMITS, NOISE_THRESHOLD, OUTLIER_MADS, P_VALUE,
-    POWER, STRAGGLER_THRESHOLD,
+    AB_SAME_WITHIN, CONFIDENCE, CONTENDED_CORES, DATA_BOUND_SHARE, MIN_CHANGE, MIN_COMMITS, NOISE_THRESHOLD,
+    OUTLIER_MADS, P_VALUE, POWER, STRAGGLER_THRESHOLD,
 )
 from ddpbench.analysis.core.values import pct
 
 __all__ = [
-    "AB_SAME_WITHIN", "COLUMNS", "COMM_ONLY_FIELDS", "CONFIDENCE", "DATA_BOUND_SHARE", "EFFICIENCY",
+    "AB_SAME_WITHIN", "COLUMNS", "CONTENDED_CORES", "COMM_ONLY_FIELDS", "CONFIDENCE", "DATA_BOUND_SHARE", "EFFICIENCY",
     "EXPOSED_COMM_MS", "LOSS_LINES", "MACHINE_DIFFERED", "MachineDifference", "launch_machine",
     "machine_difference",
     "MIN_CHANGE", "MIN_COMMITS", "NOISE_THRESHOLD", "OUTLIER_MADS", "POWER", "P_VALUE", "SAMPLES_PER_S",

@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ddpbench.analysis.core.budget_lines import LOSS_LINES, RECOVERABLE
-from ddpbench.analysis.core.thresholds import DISAGREE, NAMED_SHARE, NAMED_WAIT, NOISE_THRESHOLD
+from ddpbench.analysis.core.thresholds import CONTENDED_CORES, DISAGREE, NAMED_SHARE, NAMED_WAIT, NOISE_THRESHOLD
 from ddpbench.experiment.spec import FIELDS
 from ddpbench.results.figures import SUMMARIZED, UNITS  # noqa: F401 (UNITS: a column's units are a figure's)
 
@@ -99,11 +99,15 @@ MEASURED: tuple[Column, ...] = (
     _c("repeats_ok", "count", "launch", "launches that finished"),
     _c("oversubscribed", "bool", "launch", "a CPU job with more busy threads (world size x threads) than cores"),
     _c("cores", "count", "launch", "usable cores of the machine it ran on (the most of any launch)"),
+    _c("contention_cores", "cores", "launch", "CPU other processes and the hypervisor took during its launches' "
+                                              "measured steps, the mean over launches (analysis.core.machine)"),
+    _c("contended_launches", "count", "launch", f"launches whose measured steps ran beside {CONTENDED_CORES:g} "
+                                                "cores or more of other processes' and the hypervisor's time"),
     _c("wall_s", "s", "launch", "wall time of all its launches together"),
     # the measured steps
     _c("step_ms_median", "ms", "steps", "median step time (slowest rank per step): describes the spread"),
     _c("step_ms_iqr", "ms", "steps", "interquartile range of the step times: the noise"),
-    _c(STEP_MS, "ms", "steps", "mean step time (slowest rank per step): THE job's step time everywhere"),
+    _c(STEP_MS, "ms", "steps", "mean step time (each launch's slowest rank's window): THE job's step time everywhere"),
     _c(SAMPLES_PER_S, "samples/s", "steps", "throughput: global batch / mean step time"),
     _c("launch_step_ms", "ms list", "steps", "each finished launch's mean step time"),
     _c("data_ms", "ms", "steps", "mean time per rank and step loading the batch"),

@@ -57,6 +57,15 @@ def contended(machine: pd.DataFrame) -> pd.Series:
     return machine["contention_cores"] >= CONTENDED_CORES
 
 
+def job_machine_figures(machine: pd.DataFrame | None) -> dict:
+    """A job's summary columns of its launches' :func:`launch_machine` rows: the mean contention over
+    those that read it and how many were contended; NaN and 0 where none did."""
+    if machine is None or machine.empty:
+        return {"contention_cores": math.nan, "contended_launches": 0}
+    return {"contention_cores": float(machine["contention_cores"].mean()),
+            "contended_launches": int(contended(machine).sum())}
+
+
 @dataclass(frozen=True)
 class MachineDifference:
     """How B's machine differed from A's over their launches: each side's mean contention (cores),

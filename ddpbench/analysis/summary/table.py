@@ -40,6 +40,7 @@ import pandas as pd
 from ddpbench.analysis.summary import budget, exposed, overlap
 
 from ddpbench.analysis.core import stats, windows
+from ddpbench.analysis.core.machine import job_machine_figures, launch_machine
 from ddpbench.analysis.summary.compiled import COMPILE_FIGURES, compile_cache_figures
 from ddpbench.analysis.summary.cost import add_cost, stored_cost
 from ddpbench.analysis.summary.declared import declared_figures
@@ -115,6 +116,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
     launches = by_key(stats.launch_means(steps)) if len(steps) else {}
     nosync = by_key(bounded_steps(steps, "nosync")) if len(steps) else {}
     job_ranks_of = by_key(ranks)
+    job_machine = by_key(launch_machine(ranks))
 
     rows = []
     for key, job_runs in runs.groupby("key", sort=False):
@@ -155,6 +157,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         row.update(stragglers(per_rank_compute(mine)))
         row["oversubscribed"] = bool(job_runs["oversubscribed"].fillna(False).any())
         row["cores"] = float(_column(job_runs, "cores").max())
+        row.update(job_machine_figures(job_machine.get(key)))
         row["noisy"] = bool(times.size and row["step_ms_iqr"] / step_med > NOISE_THRESHOLD)
         row["wall_s"] = float(job_runs["wall_s"].fillna(0).sum())
         rows.append(row)

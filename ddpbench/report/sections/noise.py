@@ -1,5 +1,5 @@
-"""The report's last word: which jobs deserve less trust (noisy, one launch, oversubscribed) and
-what would help."""
+"""The report's last word: which jobs deserve less trust (noisy, one launch, oversubscribed, run beside
+other work) and what would help."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 from ddpbench.analysis.core import SAMPLES_PER_S
 from ddpbench.analysis.core import pct
 from ddpbench.analysis.core import describe, line_fields, ordered
-from ddpbench.analysis.core import NOISE_THRESHOLD
+from ddpbench.analysis.core import CONTENDED_CORES, NOISE_THRESHOLD
 from markupsafe import Markup
 
 from ddpbench.report.page import ReportContext, Section, has_interval, html, html_table, num
@@ -28,6 +28,8 @@ def _noise_rows(table):
             why.append("one launch")
         if bool(r.get("oversubscribed")):
             why.append("oversubscribed")
+        if (r.get("contended_launches") or 0) > 0:
+            why.append("contended")
         if why:
             found.append((r, launches, why))
     return found
@@ -37,6 +39,8 @@ NOISE_ADVICE = {
     "noisy": Markup("more steps per launch, and more launches; keep other work off the machine"),
     "one launch": Markup("set <code>repeats</code> &ge; 3 for an interval"),
     "oversubscribed": Markup("fewer ranks (or threads per rank) than cores"),
+    "contended": Markup("measure when the machine is idle, or A/B interleaved (<code>ddpbench ab</code>) so that "
+                        "other work falls on both sides"),
 }
 
 
@@ -75,12 +79,20 @@ def noise_section(ctx: ReportContext) -> Section | None:
                       "the run to its cores (<code>taskset -c</code> or <code>numactl --physcpubind</code>) so "
                       "ranks do not migrate. Oversubscribed jobs measure contention for cores, not scaling.",
                       cores=cores_text))
+    if "contended" in reasons:
+        advice.append(html("<strong>A quiet machine, or an interleaved A/B</strong>: some launches ran beside "
+                           "{{ cores }} cores or more of other processes' or the hypervisor's time (what each rank "
+                           "read of <code>/proc/stat</code> over its measured steps, less the ranks' own). Their "
+                           "steps carry it. To compare two versions on such a machine, <code>python -m ddpbench "
+                           "ab</code> runs them in interleaved rounds, so that the other work falls on both.",
+                           cores=f"{CONTENDED_CORES:g}"))
     items = html("{% for a in advice %}<li>{{ a }}</li>{% endfor %}", advice=advice)
     return Section(
         "Noise and confidence",
         html('<p class="what">Jobs whose figures deserve less trust: a step time whose inter-quartile range is '
              "more than {{ bar }} of its median (<em>noisy</em>), no confidence interval because the job ran in a "
-             "single launch (<em>one launch</em>), or more busy threads than cores (<em>oversubscribed</em>). "
+             "single launch (<em>one launch</em>), more busy threads than cores (<em>oversubscribed</em>), or "
+             "launches that ran beside other work (<em>contended</em>). "
              "The CI width is the 95 % t interval of the throughput over launches, as a share of the "
              "throughput.</p>\n", bar=pct(NOISE_THRESHOLD))
         + html('<div class="jobs">{{ table }}</div>\n<p class="note">What helps:</p>\n'
