@@ -72,6 +72,7 @@ def command_page(args) -> int:
 
 
 def command_check(args) -> int:
+    from ddpbench.analysis.core import MACHINE_DIFFERED
     from ddpbench.analysis.history import SLOWER, CANNOT_TEST
 
     _, _, newest = _tables(args)
@@ -80,6 +81,8 @@ def command_check(args) -> int:
             f"  {r['step_ms_level']:.2f} -> {r['step_ms_newest']:.2f} ms, x{r['ratio']:.3f} "
             f"[{r['ratio_low']:.3f}, {r['ratio_high']:.3f}], p {r['p_value']:.1e}")
         print(f"{r['outcome']:12} {r['label']}{shown}")
+        if r["outcome"] == MACHINE_DIFFERED:  # not failed: the machine explains it as well as the code
+            print(f"{'':12} {r['machine_note']}; run the two commits interleaved (python -m ddpbench ab) to tell")
     slower = newest[newest["outcome"] == SLOWER]
     what = "the newest commit" if args.newest == 1 else f"the newest {args.newest} commits"
     if len(slower):

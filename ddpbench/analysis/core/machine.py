@@ -91,16 +91,17 @@ class MachineDifference:
             return ""
         return "B" if self.low > 0 else "A"
 
-    def words(self, advice: bool = True) -> str:
-        """What each side's machine did; with ``advice``, what that means for a comparison of two
-        separate runs (an interleaved A/B pairs its rounds, and needs none)."""
-        clock = (f"; the CPUs' clock {self.mhz_a:.0f} MHz in A, {self.mhz_b:.0f} in B"
+    def words(self, advice: bool = True, names: tuple[str, str] = ("A", "B")) -> str:
+        """What each side's machine did, the sides called ``names``; with ``advice``, what that means for a
+        comparison of two separate runs (an interleaved A/B pairs its rounds, and needs none)."""
+        a, b = names
+        clock = (f"; the CPUs' clock {self.mhz_a:.0f} MHz in {a}, {self.mhz_b:.0f} in {b}"
                  if math.isfinite(self.mhz_a) and math.isfinite(self.mhz_b) and abs(self.mhz_b - self.mhz_a) >= 1
                  else "")
-        span = (f"B - A {self.contention_b - self.contention_a:+.2f} cores, 95 % interval {self.low:+.2f} to "
+        span = (f"{b} - {a} {self.contention_b - self.contention_a:+.2f} cores, 95 % interval {self.low:+.2f} to "
                 f"{self.high:+.2f}, over {self.launches_a} and {self.launches_b} launches")
-        said = (f"other processes and the hypervisor took {self.contention_a:.2f} cores on average during A's "
-                f"measured steps and {self.contention_b:.2f} during B's ({span}){clock}")
+        said = (f"other processes and the hypervisor took {self.contention_a:.2f} cores on average during {a}'s "
+                f"measured steps and {self.contention_b:.2f} during {b}'s ({span}){clock}")
         if not advice:
             return said
         if self.differed:
@@ -112,10 +113,18 @@ class MachineDifference:
 def machine_difference(ranks_a: pd.DataFrame, ranks_b: pd.DataFrame) -> MachineDifference | None:
     """The difference of two folders' machines over their launches; None where a side has fewer
     than two launches that read it (no interval)."""
+    a, b = launch_machine(ranks_a), launch_machine(ranks_b)
+    return contention_difference(a["contention_cores"], b["contention_cores"], float(a["cpu_mhz"].mean()),
+                                 float(b["cpu_mhz"].mean()))
+
+
+def contention_difference(a, b, mhz_a: float = math.nan, mhz_b: float = math.nan) -> MachineDifference | None:
+    """:class:`MachineDifference` of two sides' launches' contention (cores); None where a side has fewer
+    than two (no interval)."""
     from scipy import stats
 
-    a, b = launch_machine(ranks_a), launch_machine(ranks_b)
-    xa, xb = a["contention_cores"].to_numpy(float), b["contention_cores"].to_numpy(float)
+    xa, xb = np.asarray(a, float), np.asarray(b, float)
+    xa, xb = xa[np.isfinite(xa)], xb[np.isfinite(xb)]
     if len(xa) < 2 or len(xb) < 2:
         return None
     diff = float(xb.mean() - xa.mean())
@@ -124,4 +133,4 @@ def machine_difference(ranks_a: pd.DataFrame, ranks_b: pd.DataFrame) -> MachineD
     else:
         low, high = stats.ttest_ind(xb, xa, equal_var=False).confidence_interval(CONFIDENCE)
     return MachineDifference(len(xa), len(xb), float(xa.mean()), float(xb.mean()), float(low), float(high),
-                             float(a["cpu_mhz"].mean()), float(b["cpu_mhz"].mean()))
+                             mhz_a, mhz_b)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ddpbench.analysis.core import thresholds
+from ddpbench.analysis.core.machine import MACHINE_DIFFERED, contention_difference
 from ddpbench.analysis.history import changes
 from ddpbench.analysis.history.compare import FASTER, SLOWER
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 #: the columns of :func:`newest_changes`' table
 COLUMNS = ("machine", "key", "label", "world_size", "outcome", "level_from", "level_to", "newest_from", "newest_to",
            "level_commits", "newest_commits", "step_ms_level", "step_ms_newest", "ratio", "ratio_low", "ratio_high",
-           "p_value")
+           "p_value", "machine_note")
 #: outcomes: the newest commits are slower or faster than the level beyond noise (compare's SLOWER and FASTER),
 #: no change, or untestable
 NO_CHANGE, CANNOT_TEST = "no change", "cannot test"
@@ -57,10 +58,15 @@ class NewestTest:
     low: float = math.nan
     high: float = math.nan
     p_value: float = math.nan
+    #: how the newest commits' machine differed from the level's, where the ranks read it
+    machine_note: str = ""
 
 
-def newest_test(points: list[np.ndarray], newest: int = 1) -> NewestTest:
-    """The gate on one series whose point ``i`` holds commit i's launch values (module docstring)."""
+def newest_test(points: list[np.ndarray], newest: int = 1, contention: list | None = None) -> NewestTest:
+    """The gate on one series whose point ``i`` holds commit i's launch values (module docstring);
+    ``contention``: each commit's launches' contention (cores, :mod:`ddpbench.analysis.core.machine`), where
+    the newest commits ran on the busier machine, a slowdown is :data:`MACHINE_DIFFERED`, not slower (and
+    a speedup where the level's was the busier), as ``compare`` says it."""
     points = [p[np.isfinite(p)] for p in (np.asarray(v, float) for v in points)]
     cut = len(points) - newest
     start = max([c.at for c in changes.change_points(points[:cut])], default=0) if cut > 0 else 0
@@ -73,7 +79,17 @@ def newest_test(points: list[np.ndarray], newest: int = 1) -> NewestTest:
     ratio, low, high, p = changes.welch(x, y)
     beyond = low > 1 + thresholds.MIN_CHANGE or high < 1 - thresholds.MIN_CHANGE
     outcome = (SLOWER if ratio > 1 else FASTER) if beyond else NO_CHANGE
-    return NewestTest(outcome, start, len(level), float(x.mean()), float(y.mean()), ratio, low, high, p)
+    note = ""
+    if contention is not None:
+        def launches(commits) -> np.ndarray:
+            return np.concatenate([np.asarray(c, float) for c in commits] or [np.array([])])
+
+        machine = contention_difference(launches(contention[start:max(cut, 0)]), launches(contention[max(cut, 0):]))
+        if machine is not None:
+            note = machine.words(advice=False, names=("the level", "the newest"))
+            if (outcome, machine.busier) in ((SLOWER, "B"), (FASTER, "A")):
+                outcome = MACHINE_DIFFERED
+    return NewestTest(outcome, start, len(level), float(x.mean()), float(y.mean()), ratio, low, high, p, note)
 
 
 def newest_changes(table: pd.DataFrame, newest: int = 1) -> pd.DataFrame:
@@ -97,12 +113,13 @@ def newest_changes(table: pd.DataFrame, newest: int = 1) -> pd.DataFrame:
         row = {"machine": machine, "key": key, "label": rows["label"].iloc[0], "world_size": int(world),
                "newest_from": rows["commit"].iloc[max(cut, 0)], "newest_to": rows["commit"].iloc[-1],
                "newest_commits": min(newest, n)}
-        test = newest_test(points, newest)
+        contention = list(rows["launch_contention_cores"]) if "launch_contention_cores" in rows else None
+        test = newest_test(points, newest, contention)
         row.update(outcome=test.outcome, level_from=rows["commit"].iloc[test.start] if cut > 0 else None,
                    level_to=rows["commit"].iloc[cut - 1] if cut > 0 else None, level_commits=test.level_commits)
         if test.outcome != CANNOT_TEST:
             row.update(step_ms_level=test.level_ms, step_ms_newest=test.newest_ms, ratio=test.ratio,
-                       ratio_low=test.low, ratio_high=test.high, p_value=test.p_value)
+                       ratio_low=test.low, ratio_high=test.high, p_value=test.p_value, machine_note=test.machine_note)
         out.append(row)
     found = pd.DataFrame(out, columns=list(COLUMNS))
     if found.empty:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ddpbench.analysis.core.machine import launch_machine
 from ddpbench.analysis.folder import load
 from ddpbench.analysis.core.jobs import ok_jobs, own_label
 from ddpbench.results.history import Entry, entries, read_benchmark
@@ -51,7 +52,7 @@ FIGURES: dict[str, tuple[str, str] | None] = {
 SERIES = ("machine", "key", "world_size")
 #: the columns of a trend table, in order
 COLUMNS = ("machine", "entry", "kind", "commit", "commit_date", "key", "baseline_key", "label", "world_size",
-           "launches", "launch_step_ms",
+           "launches", "launch_step_ms", "launch_contention_cores",
            *(c for figure, interval in FIGURES.items() for c in (figure, *(interval or ()))))
 
 
@@ -68,17 +69,22 @@ def trend_table(store: str | Path, machine: str | None = None) -> pd.DataFrame:
                 warnings.warn(f"{entry.path}: left out of the trend: {err}", stacklevel=2)
             continue
         try:
-            summary = ok_jobs(load(entry.path, collectives=False, loss_budget=False).summary)
+            measured = load(entry.path, collectives=False, loss_budget=False)
+            summary = ok_jobs(measured.summary)
         except (OSError, ValueError) as err:
             warnings.warn(f"{entry.path}: left out of the trend: {err}", stacklevel=2)
             continue
+        contention = {key: list(rows["contention_cores"]) for key, rows in
+                      launch_machine(measured.ranks).groupby("key", sort=False)}
         for _, job in summary.iterrows():
             row = {"machine": entry.machine, "entry": entry.number, "kind": "sweep", "commit": entry.commit,
                    "commit_date": entry.commit_date, "key": job["key"],
                    "baseline_key": job["baseline_key"] if isinstance(job.get("baseline_key"), str) else None,
                    "label": own_label(job),
                    "world_size": int(job["world_size"]), "launches": int(job["repeats_ok"]),
-                   "launch_step_ms": [float(v) for v in job["launch_step_ms"]]}
+                   "launch_step_ms": [float(v) for v in job["launch_step_ms"]],
+                   # what each launch ran beside (analysis.core.machine); [] where the ranks did not read it
+                   "launch_contention_cores": [float(v) for v in contention.get(job["key"], [])]}
             for figure, interval in FIGURES.items():
                 for column in (figure, *(interval or ())):
                     row[column] = float(job[column]) if column in job and pd.notna(job[column]) else float("nan")
@@ -109,6 +115,7 @@ def benchmark_rows(entry: Entry) -> list[dict]:
         row = {"machine": entry.machine, "entry": entry.number, "kind": "benchmark", "commit": entry.commit,
                "commit_date": entry.commit_date, "key": key, "baseline_key": None, "label": bench["name"],
                "world_size": world if _count(world) else 1, "launches": 1, "launch_step_ms": [mean_ms],
+               "launch_contention_cores": [],
                **dict.fromkeys((c for figure, interval in FIGURES.items() for c in (figure, *(interval or ()))),
                                float("nan"))}
         row["step_ms_mean"] = mean_ms

@@ -51,3 +51,20 @@ def test_a_series_that_stops_before_the_newest_entry_is_left_out():
     assert list(newest_changes(table, 1)["key"]) == ["kept"]
     with pytest.raises(ValueError):
         newest_changes(table, 0)
+
+
+@pytest.mark.parametrize("newest_contention, outcome", [(0.9, "machine differed"), (0.05, SLOWER)])
+def test_a_slowdown_on_a_busier_machine_is_not_called_slower(newest_contention, outcome):
+    """The newest commit 10 % slower while other processes took 0.9 cores during its launches and about
+    0.05 during the level's: the machine explains it as well as the code, so the gate does not fail; on
+    the same machine the slowdown is called."""
+    table = _table([10.0] * 8 + [11.0])
+    rng = np.random.default_rng(1)
+    table["launch_contention_cores"] = [list(0.05 + 0.01 * rng.standard_normal(3)) for _ in range(8)] + [
+        list(newest_contention + 0.01 * rng.standard_normal(3))]
+    row = newest_changes(table, 1).iloc[0]
+    assert row["outcome"] == outcome and row["ratio_low"] > 1.02
+    note = row["machine_note"]
+    assert "during the level's measured steps" in note and "over 24 and 3 launches" in note
+    table["launch_contention_cores"] = [[]] * 9  # stored before the readings: no difference is claimed
+    assert newest_changes(table, 1).iloc[0]["outcome"] == SLOWER
