@@ -13,11 +13,12 @@ package of its own (``python -m`` puts the side's folder first).
 **The rounds.** Both sides start at once as sweeps told their rounds one at a time
 (:mod:`ddpbench.sweep.paced`), each into its own results folder (``OUT/A``, ``OUT/B``), and each says
 when its imports are done; only then do the rounds begin, so neither side's start runs beside the
-other's launches. In every round the two sides run in random order, one after the other, each
-running one launch of every job not yet decided, in an order of its own drawn at random; a round is
-therefore a pair of launches of each job minutes apart at most, in an order that favours neither
-side (Abedi and Brecht, ICPE 2017: randomized multiple interleaved trials). A job once called runs
-no more (its call stands at any later round), so the rounds shorten as jobs are decided.
+other's launches. Every round runs one launch of every job not yet decided on each side (Abedi and
+Brecht, ICPE 2017: randomized multiple interleaved trials): the first round each whole side in
+turn, in random order (its launches make each job's checks, once); every later round the jobs in
+random order, each on both sides back to back in random order, so a pair's two launches are one
+launch apart and a neighbour that comes and goes falls on both. A job once called runs no more (its
+call stands at any later round), so the rounds shorten as jobs are decided.
 
 **The stop.** After every round both folders are read and every job judged
 (:mod:`ddpbench.analysis.history.ab`): the A/B stops once every job is called (slower, faster or the
@@ -216,18 +217,10 @@ def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds:
                 raise RuntimeError(side.failure())
         start = time.monotonic()
         for number in range(max_rounds):
-            order = rng.sample(sides, len(sides))
             began = time.monotonic() - start
-            # a decided job runs no more: its call stands at any later round, and the round is shorter
-            left = {"A": [c.key for c in outcome.calls if not c.decided],
-                    "B": [c.key_b or c.key for c in outcome.calls if not c.decided]} if outcome.calls else None
-            for side in order:
-                only = f" {','.join(left[side.plan.name])}" if left is not None else ""
-                side.tell(f"round {number} {rng.randrange(2**31)}{only}")
-                if side.answer(round_timeout_s) != f"done {number}":
-                    raise RuntimeError(side.failure())
-            outcome.rounds.append({"round": number, "order": [s.plan.name for s in order],
-                                   "jobs": len(left["A"]) if left is not None else None,
+            order = run_round(number, sides, outcome.calls, rng, round_timeout_s)
+            outcome.rounds.append({"round": number, "order": order,
+                                   "jobs": sum(not c.decided for c in outcome.calls) if outcome.calls else None,
                                    "began_s": round(began, 3), "ended_s": round(time.monotonic() - start, 3)})
             outcome.calls, outcome.machine = judged(out_dir, same_within)
             if report is not None:
@@ -249,6 +242,30 @@ def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds:
                 shutil.rmtree(tree, ignore_errors=True)
                 git(repo, "worktree", "prune")
         write_log(out_dir, plans, outcome, seed)
+
+
+def run_round(number: int, sides: list[Side], calls: list[ABCall], rng: random.Random,
+              timeout_s: float) -> list[str]:
+    """Run round ``number``; the order it ran the sides in, one entry per launch pair or whole side.
+
+    The first round (no calls yet) runs each whole side in turn, in random order: its launches also
+    make each job's checks, once. Every later round takes the jobs not yet decided in random order and
+    runs each on both sides back to back, the sides in random order, so the two launches of a pair
+    are one launch apart (a neighbour that comes and goes for tens of seconds falls on both)."""
+    by_name = {side.plan.name: side for side in sides}
+    if not calls:
+        steps = [(side.plan.name, "") for side in rng.sample(sides, len(sides))]
+    else:
+        steps = []
+        for call in rng.sample([c for c in calls if not c.decided], sum(not c.decided for c in calls)):
+            for name in rng.sample(list(by_name), len(by_name)):
+                steps.append((name, call.key if name == "A" else (call.key_b or call.key)))
+    for name, key in steps:
+        side = by_name[name]
+        side.tell(f"round {number} {rng.randrange(2**31)}" + (f" {key}" if key else ""))
+        if side.answer(timeout_s) != f"done {number}":
+            raise RuntimeError(side.failure())
+    return [name for name, _ in steps]
 
 
 def judged(out_dir: Path, same_within: float) -> tuple[list[ABCall], str]:
