@@ -52,6 +52,7 @@ from ddpbench.owner import owned_command
 from ddpbench.results.revisions import commit as resolve_commit
 from ddpbench.results.revisions import git, said, toplevel
 from ddpbench.results.tables import load_tables
+from ddpbench.sweep.worktrees import inside_repository
 
 LOG_FILE = "ab.json"
 SIDES = ("A", "B")
@@ -112,24 +113,11 @@ def plan_sides(base: str, candidate: str, experiment: str, repo: Path, scratch: 
         if name in files:
             plans.append(SidePlan(name, side, Path.cwd(), str(files[name].resolve())))
             continue
-        inside = _inside(top, experiment)
+        inside = inside_repository(top, experiment)
         if git(top, "cat-file", "-e", f"{shas[name]}:{inside}").returncode != 0:
             raise InputError("command line", "EXPERIMENT", f"{inside} is not in {flag} {side!r} ({shas[name][:12]})")
         plans.append(SidePlan(name, side, scratch / f"{name}-{shas[name][:12]}", inside, shas[name]))
     return plans
-
-
-def _inside(top: Path, experiment: str) -> str:
-    """``experiment``'s path inside the repository: as given, or made so from a path that exists here."""
-    given = Path(experiment)
-    here = given if given.is_absolute() else Path.cwd() / given
-    if here.exists():
-        try:
-            return here.resolve().relative_to(top.resolve()).as_posix()
-        except ValueError:
-            raise InputError("command line", "EXPERIMENT", f"{experiment} is not inside the repository {top}") \
-                from None
-    return given.as_posix()
 
 
 class Side:

@@ -40,7 +40,7 @@ def chain(repo: Path, good: str, bad: str, experiment: str) -> tuple[Path, str, 
     if git(top, "merge-base", "--is-ancestor", shas["--good"], shas["--bad"]).returncode != 0:
         raise InputError("command line", "--good", f"{good!r} is not an ancestor of {bad!r}: bisect searches the "
                          "commits from good to bad")
-    path = _inside(top, experiment)
+    path = inside_repository(top, experiment)
     for flag, sha in shas.items():
         if git(top, "cat-file", "-e", f"{sha}:{path}").returncode != 0:
             raise InputError("command line", "EXPERIMENT", f"{path} is not in the {flag[2:]} commit {sha[:12]}")
@@ -55,7 +55,7 @@ def chain(repo: Path, good: str, bad: str, experiment: str) -> tuple[Path, str, 
     return top, path, [found.get(sha, Commit(sha, "", "")) for sha in order]
 
 
-def _inside(top: Path, experiment: str) -> str:
+def inside_repository(top: Path, experiment: str) -> str:
     """The experiment's path inside the repository: as given, or made so from a path that exists here."""
     given = Path(experiment)
     here = given if given.is_absolute() else Path.cwd() / given
