@@ -23,7 +23,8 @@ def add_parser(sub) -> None:
                         "verdict and the diagnosis against figures re-derived from the records (ddpbench.audit); "
                         "exit 1 on any problem")
     add_cost_flags(p)  # a price is no measurement: the costs at another one, from the same stored steps
-    p.set_defaults(func=command)
+    # its process ends as the report is written, without the teardown of pandas, matplotlib and scipy
+    p.set_defaults(func=command, exit_at_once=True)
 
 
 def _cost(args):
