@@ -125,16 +125,13 @@ def pixels(fig) -> np.ndarray:
     crowded enough to need more room (:func:`crowded`) is measured before its first drawing, not
     drawn twice. The room only changes where the figure lies on the canvas, by whole pixels: the
     pixels kept are the same."""
-    from matplotlib import rc_context
     from matplotlib.transforms import Bbox
 
     width, height = fig.get_size_inches()
     room = room_for(fig) if crowded(fig) else ROOM
     for attempt in range(3):
         left, bottom, right, top = room
-        with rc_context({"text.parse_math": False}):  # tick labels are made while drawing
-            fig.savefig(_Discard(), format="rgba", dpi=DPI,
-                        bbox_inches=Bbox.from_extents(-left, -bottom, width + right, height + top))
+        _draw(fig, Bbox.from_extents(-left, -bottom, width + right, height + top))
         drawn = np.asarray(fig.canvas.renderer.buffer_rgba())
         ink = drawn.view(np.uint32)[:, :, 0] != _WHITE  # opaque: the figure's patch is white
         rows, columns = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
@@ -155,6 +152,67 @@ def pixels(fig) -> np.ndarray:
     crop = np.full((rows[-1] - rows[0] + 1 + 2 * pad, columns[-1] - columns[0] + 1 + 2 * pad, 3), 255, np.uint8)
     crop[pad:-pad, pad:-pad] = drawn[rows[0]:rows[-1] + 1, columns[0]:columns[-1] + 1, :3]
     return crop
+
+
+
+def _draw(fig, box) -> None:
+    """Draw ``fig`` on its Agg canvas at :data:`DPI`, ``box`` (inches) around it, its titles left
+    where they stand (:func:`_held_titles`); drawn again as matplotlib places titles should one of
+    them have had to move (:func:`_titles_clear`): the pixels are those of matplotlib's placing."""
+    from matplotlib import rc_context
+
+    held = _held_titles(fig)
+    clear = []  # whether the titles held stood clear, judged as the drawing ends (at its scale and crop)
+    listening = fig.canvas.mpl_connect(
+        "draw_event", lambda event: clear.append(all(_titles_clear(ax, event.renderer) for ax in held)))
+    try:
+        for _ in range(2):
+            clear.clear()
+            with rc_context({"text.parse_math": False}):  # tick labels are made while drawing
+                fig.savefig(_Discard(), format="rgba", dpi=DPI, bbox_inches=box)
+            if clear == [True]:
+                return
+            for ax in held:  # one did not, or the drawing was not seen: drawn as matplotlib places titles
+                ax._autotitlepos = True
+            held.clear()
+    finally:
+        fig.canvas.mpl_disconnect(listening)
+        for ax in held:
+            ax._autotitlepos = True
+
+
+def _held_titles(fig) -> list:
+    """The axes whose titles matplotlib would place above them, which it does only where something
+    reaches above the axes, measured before each drawing: the y axis' ticks laid out and measured
+    once more (labels, offset), a twentieth of a figure's drawing for each titled panel. Only axes
+    with nothing on top that could (no ticks or label on top, no twin, no child axes, no titles
+    aligned with other axes' by ``align_titles``); held where they stand for the drawing (:func:`_draw`)."""
+    held = []
+    for ax in fig.axes:
+        if (getattr(ax, "_autotitlepos", None) is not True
+                or not any(t.get_text() for t in (ax.title, ax._left_title, ax._right_title))
+                or ax.child_axes or ax.xaxis.get_ticks_position() in ("top", "unknown")
+                or ax.xaxis.get_label_position() == "top" or len(ax._twinned_axes.get_siblings(ax)) > 1
+                or len(fig._align_label_groups["title"].get_siblings(ax)) > 1):
+            continue
+        ax._autotitlepos = False
+        held.append(ax)
+    return held
+
+
+def _titles_clear(ax, renderer) -> bool:
+    """Whether matplotlib would have left ``ax``'s titles where they were drawn: each above the top of
+    the axes, and none meeting the y axis' offset text (``1e6``, drawn above the axes' top left)."""
+    from matplotlib.transforms import Bbox
+
+    top = ax.get_window_extent(renderer).y1
+    titles = [t for t in (ax.title, ax._left_title, ax._right_title) if t.get_text()]
+    offset = ax.yaxis.offsetText
+    if offset.get_visible() and offset.get_text():
+        box = offset.get_tightbbox(renderer)
+        if any(Bbox.intersection(box, t.get_tightbbox(renderer)) is not None for t in titles):
+            return False
+    return top >= 0 and all(t.get_window_extent(renderer).y0 >= top for t in titles)
 
 
 #: a legend of more entries than this, or an axis of more ticks set one by one, likely reaches past
