@@ -150,6 +150,8 @@ def _steps(result: dict) -> list[list]:
             if phase not in PHASES:
                 raise ValueError(f"phase {_show(phase)} is not one of {', '.join(PHASES)}")
             for name, value in zip(TIMED_PHASES, phases):
+                if type(value) is float and 0.0 <= value < math.inf:  # what the check passes as it is
+                    continue
                 try:
                     non_negative_or_missing(value)
                 except ValueError as err:
@@ -157,6 +159,8 @@ def _steps(result: dict) -> list[list]:
             if not _number(step_ms) or not math.isfinite(step_ms) or step_ms <= 0:
                 raise ValueError(f"step_ms {_show(step_ms)} is not a finite number > 0")
             for index, name in enumerate(LATER_STEP_COLUMNS, later):
+                if type(values[index]) is float and 0.0 <= values[index] < math.inf:
+                    continue
                 try:
                     if non_negative_or_missing(values[index]) is None:
                         values[index] = math.nan

@@ -219,3 +219,24 @@ def test_a_dollar_pair_in_a_label_is_drawn_literally(tmp_path):
     ax.set_yticks([1, 2], ["$a", "b$"])
     path = save(fig, tmp_path / "plot.png")
     assert path.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("value", [-2.0, -1e-300, math.inf, -math.inf, True, "1.0", [1.0]])
+@pytest.mark.parametrize("column", ["data_ms", "optimizer_ms", "ready_ms"])
+def test_a_timed_phase_or_later_column_refused_as_the_check_refuses_it(column, value):
+    """Whatever the row's common case (a finite float >= 0, passed without the check's calls) does
+    not hold goes through the check, as every value did: a negative, an infinity, a flag, a text."""
+    columns = [*COLUMNS, "ready_ms"]
+    row = [*STEP, 0.25]
+    row[columns.index(column)] = value
+    with pytest.raises(Damaged, match=rf"result.steps\[0\]: {column}: "):
+        clean_run(run(step_columns=columns, steps=[row]))
+
+
+@pytest.mark.parametrize("value, kept", [(0.0, 0.0), (-0.0, -0.0), (3, 3), (2.5, 2.5), (None, None)])
+def test_a_timed_phase_or_later_column_kept_as_the_check_keeps_it(value, kept):
+    columns = [*COLUMNS, "ready_ms"]
+    clean, notes = clean_run(run(step_columns=columns, steps=[[0, "measure", 0, value, *STEP[4:], value]]))
+    data_ms, ready_ms = clean["result"]["steps"][0][3], clean["result"]["steps"][0][-1]
+    assert notes == [] and (data_ms is kept or data_ms == kept)
+    assert ready_ms == kept if kept is not None else math.isnan(ready_ms)  # a later column's None reads as NaN
