@@ -28,7 +28,7 @@ def add_parser(sub) -> None:
                     "Exit code 1 with --fail-on-slower when a job is slower, 2 for bad input.")
     p.add_argument("base", metavar="BASE", help="experiment file, or git revision (the baseline)")
     p.add_argument("candidate", metavar="CANDIDATE", help="experiment file, or git revision")
-    p.add_argument("experiment", nargs="?", default=DEFAULT_EXPERIMENT,
+    p.add_argument("experiment", nargs="?", default=DEFAULT_EXPERIMENT, metavar="EXPERIMENT",
                    help=f"for revisions: the experiment file inside the repository (default: {DEFAULT_EXPERIMENT})")
     p.add_argument("--repo", type=path_flag("--repo"), default=Path("."),
                    help="the git repository of revisions (default: the current folder's)")
