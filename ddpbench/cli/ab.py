@@ -70,7 +70,8 @@ def command(args) -> int:
 
     from ddpbench.analysis.history import SLOWER
     from ddpbench.results.folder import claim_output
-    from ddpbench.sweep.ab import LOG_FILE, SIDES, plan_sides, run_ab
+    from ddpbench.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, say_error
+    from ddpbench.sweep.ab import LOG_FILE, SIDES, SideFailed, plan_sides, run_ab
 
     budget, max_rounds, within = checked(args)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
@@ -89,8 +90,12 @@ def command(args) -> int:
             decided = sum(call.decided for call in calls)
             console.print(f"  round {number + 1}: {decided} of {len(calls)} jobs decided")
 
-        outcome = run_ab(plans, out_dir, budget_s=budget, max_rounds=max_rounds, same_within=within, seed=seed,
-                         report=progress, repo=args.repo)
+        try:
+            outcome = run_ab(plans, out_dir, budget_s=budget, max_rounds=max_rounds, same_within=within, seed=seed,
+                             report=progress, repo=args.repo)
+        except SideFailed as err:  # one line: a side refused its experiment (2) or failed (1); rounds done are kept
+            say_error(f"error: {err}")
+            return EXIT_BAD_INPUT if err.code == EXIT_BAD_INPUT else EXIT_FAILED
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     out = Console(highlight=False, soft_wrap=True)

@@ -63,6 +63,15 @@ READY_TIMEOUT_S = 600.0
 ROUND_TIMEOUT_S = 24 * 3600.0
 
 
+class SideFailed(RuntimeError):
+    """A side's sweep ended or stopped answering before the A/B was done: its exit code (None where it
+    still runs) and one line saying why, its log's last line among it."""
+
+    def __init__(self, message: str, code: int | None):
+        super().__init__(message)
+        self.code = code
+
+
 @dataclass(frozen=True)
 class SidePlan:
     """Where one side runs: its name (A or B), what the user gave, the folder its sweep runs in and
@@ -158,13 +167,17 @@ class Side:
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line.decode(errors="replace").strip()
 
-    def failure(self) -> str:
+    def failure(self) -> SideFailed:
         """Why the side stopped answering: its exit code and its log's last line."""
+        try:
+            self.process.wait(timeout=5)  # a side that closed its pipe is ending: its code, where it has one
+        except subprocess.TimeoutExpired:
+            pass
         code = self.process.poll()
         lines = [line for line in self.log_path.read_text(errors="replace").splitlines() if line.strip()]
         last = lines[-1].strip() if lines else "no output"
-        return (f"side {self.plan.name} ({self.plan.given}) " + (f"exited with code {code}" if code is not None
-                else "stopped answering") + f": {last[:300]} (its log: {self.log_path})")
+        return SideFailed(f"side {self.plan.name} ({self.plan.given}) " + (f"exited with code {code}" if code
+                          is not None else "stopped answering") + f": {last[:300]} (its log: {self.log_path})", code)
 
     def close(self) -> None:
         """Tell the side to stop, and wait for it; a side that does not end is stopped as bisect stops
@@ -202,7 +215,7 @@ def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds:
         sides = [Side(plan, out_dir) for plan in plans]
         for side in sides:
             if side.answer(READY_TIMEOUT_S) != "ready":
-                raise RuntimeError(side.failure())
+                raise side.failure()
         start = time.monotonic()
         for number in range(max_rounds):
             began = time.monotonic() - start
@@ -213,7 +226,10 @@ def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds:
             outcome.calls, outcome.machine = judged(out_dir, same_within)
             if report is not None:
                 report(number, outcome.calls)
-            if outcome.calls and all(call.decided for call in outcome.calls):
+            if not outcome.calls:
+                outcome.stopped = "no job of A matches one of B"
+                break
+            if all(call.decided for call in outcome.calls):
                 outcome.stopped = "every job decided"
                 break
             if time.monotonic() - start >= budget_s:
@@ -252,7 +268,7 @@ def run_round(number: int, sides: list[Side], calls: list[ABCall], rng: random.R
         side = by_name[name]
         side.tell(f"round {number} {rng.randrange(2**31)}" + (f" {key}" if key else ""))
         if side.answer(timeout_s) != f"done {number}":
-            raise RuntimeError(side.failure())
+            raise side.failure()
     return [name for name, _ in steps]
 
 

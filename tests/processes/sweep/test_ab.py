@@ -63,6 +63,22 @@ def test_bad_sides_and_flags_are_one_line(tmp_path):
     assert not (tmp_path / "never").exists()
 
 
+def test_a_side_that_refuses_its_experiment_is_one_line_naming_the_side_and_its_log(tmp_path):
+    """The sides read their experiments themselves: a file one side refuses ends the A/B with that side's
+    line, exit 2, the other side stopped."""
+    good = tmp_path / "good.toml"
+    good.write_text('name = "t"\ntimeout_s = 60\n[defaults]\nmodel = "mlp"\nmodel_size = "xs"\nsteps = 2\n'
+                    'warmup_steps = 1\nrepeats = 1\nthreads_per_rank = 1\n[[grid]]\nworld_size = [1]\n')
+    bad = tmp_path / "bad.toml"
+    bad.write_text(good.read_text().replace("world_size = [1]", 'world_size = ["two"]'))
+    done = run_cli("ab", "good.toml", "bad.toml", "--out", "ab", cwd=tmp_path, timeout=180)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
+    assert done.returncode == 2 and errors == done.stderr.strip().splitlines()[-1:], done.stderr  # one line, last
+    assert "side B (bad.toml) exited with code 2" in errors[0] and "world_size" in errors[0], done.stderr
+    assert "ab/B.log" in errors[0] and "Traceback" not in done.stderr
+    assert json.loads((tmp_path / "ab" / "ab.json").read_text())["rounds"] == []
+
+
 def _start_ab(tmp_path, mark: str):
     repo = make_repository(tmp_path / "train", commits=2, slow_at=5, steps=30)  # two commits of the same speed
     out = tmp_path / "ab"
