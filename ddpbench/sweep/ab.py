@@ -261,7 +261,8 @@ def run_round(number: int, sides: list[Side], calls: list[ABCall], rng: random.R
         steps = [(side.plan.name, "") for side in rng.sample(sides, len(sides))]
     else:
         steps = []
-        for call in rng.sample([c for c in calls if not c.decided], sum(not c.decided for c in calls)):
+        left = [c for c in calls if not c.decided]
+        for call in rng.sample(left, len(left)):
             for name in rng.sample(list(by_name), len(by_name)):
                 steps.append((name, call.key if name == "A" else (call.key_b or call.key)))
     for name, key in steps:
