@@ -368,8 +368,8 @@ def test_kill_9_of_a_sweep_of_a_spawn_script_leaves_no_process(tmp_path, launche
             return sum(p.read_text(errors="replace").count("Epoch 1 ") for p in logs) >= 2
 
         wait_for(training, 180, "both ranks in their second epoch")
-        before = marked(mark)
-        assert len(before) >= 1 + 2 + 4 + 2, [" ".join(p.cmdline())[:100] for p in before]
+        # every process alive at once: the loader's workers end and start again at each epoch's turn
+        wait_for(lambda: len(marked(mark)) >= 1 + 2 + 4 + 2, 60, "the sweep, 2 ranks, 4 loader workers and 2 helpers")
     finally:
         left = gone_after_kill(sweep, mark, 15.0)
     assert left == [], f"alive 15 s after kill -9 of the sweep: {left}"
