@@ -15,7 +15,8 @@ which is what the interleaving must absorb; ``--load off`` runs none (the machin
 ``analyse`` counts, per nominal slowdown, the jobs called slower, faster, the same or "cannot tell",
 each rate with its 95 % Clopper-Pearson interval and the comparisons it rests on (one per job of a
 trial: no two trials share a launch, every trial starts its sides afresh), the measured slowdown (the
-A/B's own ratio, its median over the trials' jobs), the rounds and the seconds the trials took.
+A/B's own ratio, its median over the trials' jobs), the rounds, the pairs a job had set aside (the
+machine differed between the pair's launches; medians over jobs) and the seconds the trials took.
 The planted size is nominal: a step that also communicates grows by less than ``slowdown``.
 """
 
@@ -113,8 +114,9 @@ def analyse(args) -> None:
             for call in log["calls"]:
                 rows.setdefault(meta["slowdown"], []).append({**call, "trial_s": meta["seconds"],
                                                               "trial_rounds": len(log["rounds"])})
-    print("| planted | comparisons | slower | faster | same | cannot tell | measured (median) | rounds | s a trial |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| planted | comparisons | slower | faster | same | cannot tell | measured (median) | rounds | set aside "
+          "| s a trial |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     def rate(calls: list[dict], word: str) -> str:
         k, n = sum(c["call"] == word for c in calls), len(calls)
         ci = stats.binomtest(k, n).proportion_ci(0.95, method="exact")
@@ -126,6 +128,7 @@ def analyse(args) -> None:
         print(f"| {100 * slowdown:g} % | {n} | {rate(calls, 'slower')} | {rate(calls, 'faster')} | "
               f"{rate(calls, 'same')} | {rate(calls, 'cannot tell')} | {statistics.median(ratios):.3f}x | "
               f"{statistics.median(c['trial_rounds'] for c in calls):g} | "
+              f"{statistics.median(c.get('set_aside', 0) for c in calls):g} | "
               f"{statistics.median(c['trial_s'] for c in calls):.0f} |")
 
 

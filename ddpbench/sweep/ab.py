@@ -278,7 +278,7 @@ def judged(out_dir: Path, same_within: float) -> tuple[list[ABCall], str]:
     tables = [load_tables(out_dir / name) for name in SIDES]
     machine = machine_difference(tables[0].ranks, tables[1].ranks)
     words = machine.words(advice=False) if machine is not None else ""
-    return ab_calls(tables[0].steps, tables[1].steps, same_within), words
+    return ab_calls(tables[0].steps, tables[1].steps, same_within, tables[0].ranks, tables[1].ranks), words
 
 
 def write_log(out_dir: Path, plans: list[SidePlan], outcome: Outcome, seed: int | None) -> None:

@@ -8,6 +8,14 @@ that comes and goes, falls on both alike, and the round's *paired* log ratio
 (:func:`ddpbench.analysis.core.windows.launch_steps`), as everywhere. A round where a side's launch of
 the job did not finish ok is left out of that job's pairs.
 
+**A pair the machine split is set aside.** Where other processes and the hypervisor took at least
+:data:`~ddpbench.analysis.core.thresholds.AB_PAIR_DIFFERS_CORES` more cores during one of a pair's
+launches than during the other (:func:`ddpbench.analysis.core.machine.launch_machine`: a neighbour
+started or stopped between them), its ratio measures the machine as much as the code, and it is left out
+of the interval; the job runs another round instead. The rule reads only the machine's figures, never the
+steps, so it keeps a pair or not whichever side is faster: two identical sides stay exchangeable, and the
+interval keeps its 95 %. Launches without the machine's figures (off Linux) are always kept.
+
 **The interval** of the ratio B / A is ``exp`` of the confidence sequence of the mean paired log ratio
 (:mod:`ddpbench.analysis.core.sequential`), intersected over the rounds so far: it holds the true ratio
 at every round at once with 95 % probability, so the A/B may look after each round and stop when
@@ -38,8 +46,9 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.core.jobs import describe, label_fields, ordered
+from ddpbench.analysis.core.machine import launch_machine
 from ddpbench.analysis.core.sequential import confidence_sequence, running_intersection
-from ddpbench.analysis.core.thresholds import AB_SAME_WITHIN
+from ddpbench.analysis.core.thresholds import AB_PAIR_DIFFERS_CORES, AB_SAME_WITHIN
 from ddpbench.analysis.core.windows import launch_steps
 from ddpbench.analysis.history.compare import CANNOT_TELL, FASTER, SLOWER
 from ddpbench.results.schema import TIMED_PHASES
@@ -72,15 +81,19 @@ class Call:
     #: and its key
     job_b: str = ""
     key_b: str = ""
+    #: the rounds whose pair was set aside: the machine differed between its two launches (module doc)
+    set_aside: int = 0
 
     @property
     def decided(self) -> bool:
         return self.call != CANNOT_TELL
 
     def words(self) -> str:
-        span = (f"{self.ratio:.3f}x, 95 % interval {self.low:.3f}x to {self.high:.3f}x over {self.rounds} rounds"
+        aside = (f" ({self.set_aside} more set aside: the machine differed between the pair's launches)"
+                 if self.set_aside else "")
+        span = (f"{self.ratio:.3f}x, 95 % interval {self.low:.3f}x to {self.high:.3f}x over {self.rounds} rounds{aside}"
                 if math.isfinite(self.low) and math.isfinite(self.high)
-                else f"{self.ratio:.3f}x over {self.rounds} rounds; no interval before the fifth")
+                else f"{self.ratio:.3f}x over {self.rounds} rounds{aside}; no interval before the fifth")
         moved = f"; {self.phase.removesuffix('_ms')} moved {self.phase_ms:+.2f} ms a step" if self.phase else ""
         if self.call == SAME_WITHIN:
             return f"same within {100 * self.within:.1f} % ({span})"
@@ -89,16 +102,20 @@ class Call:
         return f"{self.call} ({span}){moved}"
 
 
-def round_figures(steps: pd.DataFrame) -> pd.DataFrame:
+def round_figures(steps: pd.DataFrame, ranks: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (key, repeat) of a side's ok launches: its step (ms), its slowest rank's window,
-    and each timed phase's mean over its ranks' measured steps (ms)."""
-    columns = ["key", "repeat", "step_ms", *TIMED_PHASES]
+    each timed phase's mean over its ranks' measured steps (ms), and the cores other processes and the
+    hypervisor took meanwhile (``contention_cores``, from the ``ranks`` table; NaN where not read)."""
+    columns = ["key", "repeat", "step_ms", *TIMED_PHASES, "contention_cores"]
     if steps is None or steps.empty:
         return pd.DataFrame(columns=columns)
     step = launch_steps(steps)
     measured = steps[steps["phase"] == "measure"]
     phases = measured.groupby(["key", "repeat"], sort=False)[list(TIMED_PHASES)].mean().reset_index()
-    return step.merge(phases, on=["key", "repeat"], how="left")[columns]
+    machine = launch_machine(ranks)[["key", "repeat", "contention_cores"]]
+    figures = step.merge(phases, on=["key", "repeat"], how="left")
+    figures = figures.merge(machine.astype({"repeat": figures["repeat"].dtype}), on=["key", "repeat"], how="left")
+    return figures[columns]
 
 
 def _sequence(values: list[float]) -> tuple[float, float]:
@@ -111,11 +128,17 @@ def judge_job(a: pd.DataFrame, b: pd.DataFrame, same_within: float = AB_SAME_WIT
     (``repeat``): the fields of :class:`Call` after ``key``, ``job`` and ``world_size``."""
     paired = a.merge(b, on="repeat", suffixes=("_a", "_b")).sort_values("repeat")
     paired = paired[(paired["step_ms_a"] > 0) & (paired["step_ms_b"] > 0)]
+    if {"contention_cores_a", "contention_cores_b"} <= set(paired.columns):
+        split = (paired["contention_cores_b"] - paired["contention_cores_a"]).abs() >= AB_PAIR_DIFFERS_CORES
+    else:  # rows without the machine's figures: every pair kept
+        split = pd.Series(False, index=paired.index)
+    set_aside = int(split.sum())
+    paired = paired[~split]
     logs = list(np.log(paired["step_ms_b"].to_numpy(float) / paired["step_ms_a"].to_numpy(float)))
     rounds = len(logs)
     if not rounds:
         return {"rounds": 0, "ratio": math.nan, "low": math.nan, "high": math.nan, "call": CANNOT_TELL,
-                "within": math.nan}
+                "within": math.nan, "set_aside": set_aside}
     low, high = (math.exp(v) if math.isfinite(v) else (0.0 if v < 0 else math.inf) for v in _sequence(logs))
     ratio = math.exp(sum(logs) / rounds)
     within = max(high, 1 / low if low > 0 else math.inf) - 1
@@ -137,7 +160,7 @@ def judge_job(a: pd.DataFrame, b: pd.DataFrame, same_within: float = AB_SAME_WIT
             if (lo > 0 if sign > 0 else hi < 0) and (not phase or abs(mean) > abs(phase_ms)):
                 phase, phase_ms = name, mean
     return {"rounds": rounds, "ratio": ratio, "low": low, "high": high, "call": call, "within": within,
-            "phase": phase, "phase_ms": phase_ms}
+            "phase": phase, "phase_ms": phase_ms, "set_aside": set_aside}
 
 
 def jobs_of(steps: pd.DataFrame) -> pd.DataFrame:
@@ -161,10 +184,12 @@ def match_jobs(jobs_a: pd.DataFrame, jobs_b: pd.DataFrame) -> list[tuple[str, st
     return []
 
 
-def ab_calls(steps_a: pd.DataFrame, steps_b: pd.DataFrame, same_within: float = AB_SAME_WITHIN) -> list[Call]:
-    """Every matched job's call (:func:`match_jobs`), from each side's steps table."""
+def ab_calls(steps_a: pd.DataFrame, steps_b: pd.DataFrame, same_within: float = AB_SAME_WITHIN,
+             ranks_a: pd.DataFrame | None = None, ranks_b: pd.DataFrame | None = None) -> list[Call]:
+    """Every matched job's call (:func:`match_jobs`), from each side's steps table and, where given, its
+    ranks table (the machine's figures, by which a pair the machine split is set aside)."""
     jobs_a, jobs_b = jobs_of(steps_a), jobs_of(steps_b)
-    rounds_a, rounds_b = round_figures(steps_a), round_figures(steps_b)
+    rounds_a, rounds_b = round_figures(steps_a, ranks_a), round_figures(steps_b, ranks_b)
     fields = label_fields(jobs_a) if len(jobs_a) else []
     calls = []
     for key_a, key_b in match_jobs(jobs_a, jobs_b):

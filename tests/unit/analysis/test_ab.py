@@ -80,6 +80,39 @@ def test_a_round_one_side_did_not_finish_is_left_out_of_the_pairs():
     assert call.rounds == 7
 
 
+def side_ranks(steps: pd.DataFrame, others: dict[int, float]) -> pd.DataFrame:
+    """A side's ranks table for ``steps``: each rank busy one core over its window, and other processes
+    taking ``others[repeat]`` cores more (0 where not given), as :mod:`ddpbench.rank.neighbours` reads them."""
+    launches = steps.drop_duplicates(["key", "repeat", "rank"])[["key", "repeat", "rank", "world_size"]]
+    busy = [r.world_size + others.get(r.repeat, 0.0) for r in launches.itertuples()]
+    return launches.assign(cpu_cores=1.0, machine_busy_cores=busy, machine_steal_cores=0.0, cpu_mhz=2450.0)
+
+
+def test_a_pair_the_machine_split_is_set_aside_by_the_machine_figures_alone():
+    """A neighbour that ran during B's launch of rounds 2, 5 and 8 only (0.9 cores) made those launches
+    1.6x slower: read with the machine's figures, those pairs are set aside and two identical sides are
+    not called slower; a neighbour during both launches of a pair (round 6) keeps it, slow as it is."""
+    rng = np.random.default_rng(5)
+    base = 40 * np.exp(rng.normal(0, 0.01, 12))
+    cand = 40 * np.exp(rng.normal(0, 0.01, 12))
+    split = {2: 0.9, 5: 0.9, 8: 0.9}
+    cand[list(split)] *= 1.6
+    base[6] *= 1.5
+    cand[6] *= 1.5
+    steps_a, steps_b = side_steps(list(base)), side_steps(list(cand))
+    (blind,) = ab_calls(steps_a, steps_b)
+    assert blind.set_aside == 0 and blind.rounds == 12 and blind.ratio > 1.1
+    (call,) = ab_calls(steps_a, steps_b, ranks_a=side_ranks(steps_a, {6: 0.9}),
+                       ranks_b=side_ranks(steps_b, {**split, 6: 0.9}))
+    assert call.set_aside == 3 and call.rounds == 9, call
+    assert call.call != SLOWER and call.low < 1 < call.high and abs(call.ratio - 1) < 0.03, call
+    assert "3 more set aside: the machine differed" in call.words()
+    # below the rule's tenth of a core the pair is kept
+    (kept,) = ab_calls(steps_a, steps_b, ranks_a=side_ranks(steps_a, {}),
+                       ranks_b=side_ranks(steps_b, dict.fromkeys(split, 0.05)))
+    assert kept.set_aside == 0 and kept.rounds == 12
+
+
 @pytest.mark.parametrize("keys_a, keys_b, matched", [
     (["x", "y"], ["y", "x", "z"], [("x", "x"), ("y", "y")]),  # the same settings: by key
     (["x", "y"], ["p", "q"], [("x", "p"), ("y", "q")]),  # no key shared, as many jobs: by place
