@@ -20,11 +20,18 @@ from xdist.scheduler import LoadFileScheduling
 ALONE = ("processes", "benchmarks")
 #: folders and files of :data:`ALONE` whose tests start processes but measure nothing and wait on no
 #: deadline a busy machine could miss (the command line's reports of stored folders and its refusals, a
-#: folder's claim, the frameworks' and the outside workload's sweeps, checked for what they trained,
-#: under minutes of timeout): they run beside the unit tests, on every core. A test that times, compares
-#: timings or needs a job to end inside a tight timeout stays out of them.
+#: folder's claim, the frameworks' and the outside workload's sweeps, the strategies' and precisions'
+#: trained parameters, what a script's steps and traces stored, the layers, the lint and the listening
+#: sockets, checked for what they trained or wrote, under minutes of timeout): they run beside the unit
+#: tests, on every core. A test that times, compares timings or needs a job to end inside a tight
+#: timeout stays out of them (the launchers' faults and teardown, the A/B, bisect, the gates).
 BESIDE_UNITS = ("processes/report", "processes/cli", "processes/results", "processes/workloads",
-                "processes/strategies/test_frameworks.py")
+                "processes/project", "processes/experiment", "processes/strategies",
+                "processes/analysis/test_whatif.py", "processes/analysis/test_fault_suite.py",
+                "processes/rank/test_precision.py", "processes/rank/test_trace.py",
+                "processes/rank/test_collectives.py", "processes/rank/test_script_steps.py",
+                "processes/rank/test_script_stored.py", "processes/rank/test_script_shapes.py",
+                "processes/sweep/test_once.py", "processes/sweep/test_refusals.py")
 
 
 def runs_alone(nodeid: str) -> bool:

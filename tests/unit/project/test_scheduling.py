@@ -106,7 +106,11 @@ def test_which_tests_run_alone():
     assert not runs_alone("tests/processes/cli/test_history_cli.py")
     assert runs_alone("tests/processes/launch/test_ray.py")
     assert not runs_alone("tests/processes/strategies/test_frameworks.py::test_x")
-    assert runs_alone("tests/processes/strategies/test_strategies.py::test_x")
+    assert not runs_alone("tests/processes/strategies/test_strategies.py::test_x")
+    # a file named is that file only: its neighbours in the folder still run alone
+    assert not runs_alone("tests/processes/rank/test_precision.py::test_x")
+    assert runs_alone("tests/processes/rank/test_scripts.py::test_x")
+    assert runs_alone("tests/processes/sweep/test_ab.py::test_x") and runs_alone("tests/processes/sweep/test_faults.py")
     assert runs_alone("tests/processes/reports/test_x.py") and not runs_alone("tests/processes/report/test_x.py")
 
 
