@@ -89,7 +89,7 @@ class Call:
         return self.call != CANNOT_TELL
 
     def words(self) -> str:
-        aside = (f" ({self.set_aside} more set aside: the machine differed between the pair's launches)"
+        aside = (f"; {self.set_aside} more set aside, where the machine differed between a pair's launches"
                  if self.set_aside else "")
         span = (f"{self.ratio:.3f}x, 95 % interval {self.low:.3f}x to {self.high:.3f}x over {self.rounds} rounds{aside}"
                 if math.isfinite(self.low) and math.isfinite(self.high)

@@ -106,7 +106,7 @@ def test_a_pair_the_machine_split_is_set_aside_by_the_machine_figures_alone():
                        ranks_b=side_ranks(steps_b, {**split, 6: 0.9}))
     assert call.set_aside == 3 and call.rounds == 9, call
     assert call.call != SLOWER and call.low < 1 < call.high and abs(call.ratio - 1) < 0.03, call
-    assert "3 more set aside: the machine differed" in call.words()
+    assert "over 9 rounds; 3 more set aside, where the machine differed between a pair's launches" in call.words()
     # below the rule's tenth of a core the pair is kept
     (kept,) = ab_calls(steps_a, steps_b, ranks_a=side_ranks(steps_a, {}),
                        ranks_b=side_ranks(steps_b, dict.fromkeys(split, 0.05)))
