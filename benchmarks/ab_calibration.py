@@ -3,7 +3,7 @@ planted slowdowns, each trial a real ``python -m ddpbench ab`` of two experiment
 
     python benchmarks/ab_calibration.py run --out DIR [--trials 4] [--slowdowns 0,0.05,0.1]
                                             [--experiment experiments/quick.toml] [--budget 120] [--load random]
-    python benchmarks/ab_calibration.py analyse DIR [DIR ...]
+    python benchmarks/ab_calibration.py analyse DIR [DIR ...] [--blind]
 
 A trial's BASE is the experiment with its preset swapped for ``planted_preset:make`` at slowdown 0 (the
 same model, data and gradients: ``benchmarks/planted_preset.py``) and its CANDIDATE the same at the
@@ -17,7 +17,8 @@ each rate with its 95 % Clopper-Pearson interval and the comparisons it rests on
 trial: no two trials share a launch, every trial starts its sides afresh), the measured slowdown (the
 A/B's own ratio, its median over the trials' jobs), the rounds, the pairs a job had set aside (the
 machine differed between the pair's launches; medians over jobs) and the seconds the trials took.
-The planted size is nominal: a step that also communicates grows by less than ``slowdown``.
+With ``--blind`` the stored rounds are judged again with every pair counted (none set aside where
+the machine differed within it), on the same launches. The planted size is nominal: a step that also communicates grows by less than ``slowdown``.
 """
 
 from __future__ import annotations
@@ -101,6 +102,19 @@ def run(args) -> None:
         print(f"trial {number}: slowdown {slowdown:g}, {meta['seconds']} s, exit {done.returncode}", flush=True)
 
 
+def blind_calls(ab_dir: Path) -> list[dict]:
+    """The calls on a trial's stored rounds with every pair counted, none set aside where the machine
+    differed within it: what the same launches say without that rule (the A/B stopped by its own calls,
+    so a job it decided early has fewer rounds here too)."""
+    from dataclasses import asdict
+
+    from ddpbench.analysis.history import ab_calls
+    from ddpbench.results.tables import load_tables
+
+    a, b = load_tables(ab_dir / "A"), load_tables(ab_dir / "B")
+    return [asdict(call) for call in ab_calls(a.steps, b.steps)]
+
+
 def analyse(args) -> None:
     from scipy import stats
 
@@ -111,7 +125,8 @@ def analyse(args) -> None:
             if not meta_path.exists() or not log_path.exists():
                 continue
             meta, log = json.loads(meta_path.read_text()), json.loads(log_path.read_text())
-            for call in log["calls"]:
+            calls = blind_calls(trial / "ab") if args.blind else log["calls"]
+            for call in calls:
                 rows.setdefault(meta["slowdown"], []).append({**call, "trial_s": meta["seconds"],
                                                               "trial_rounds": len(log["rounds"])})
     print("| planted | comparisons | slower | faster | same | cannot tell | measured (median) | rounds | set aside "
@@ -151,6 +166,8 @@ def main() -> None:
     p.set_defaults(func=run)
     p = sub.add_parser("analyse")
     p.add_argument("folders", nargs="+")
+    p.add_argument("--blind", action="store_true",
+                   help="judge the stored rounds with every pair counted (no pair set aside where the machine differed)")
     p.set_defaults(func=analyse)
     args = parser.parse_args()
     args.func(args)
