@@ -33,6 +33,7 @@ folders are ordinary results folders (``ddpbench report OUT/A``).
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import select
@@ -278,7 +279,10 @@ def judged(out_dir: Path, same_within: float) -> tuple[list[ABCall], str]:
     tables = [load_tables(out_dir / name) for name in SIDES]
     machine = machine_difference(tables[0].ranks, tables[1].ranks)
     words = machine.words(advice=False) if machine is not None else ""
-    return ab_calls(tables[0].steps, tables[1].steps, same_within, tables[0].ranks, tables[1].ranks), words
+    cpus = max((float(t.sweeps["cores_logical"].max()) for t in tables
+                if t.sweeps is not None and "cores_logical" in t.sweeps and t.sweeps["cores_logical"].notna().any()),
+               default=math.nan)
+    return ab_calls(tables[0].steps, tables[1].steps, same_within, tables[0].ranks, tables[1].ranks, cpus), words
 
 
 def write_log(out_dir: Path, plans: list[SidePlan], outcome: Outcome, seed: int | None) -> None:

@@ -28,6 +28,8 @@ from ddpbench.analysis.core.thresholds import CONFIDENCE, CONTENDED_CORES, MACHI
 #: compare's verdict in place of "slower" where B's machine was the busier one, or of "faster" where A's
 #: was: the machine explains the difference as well as the code would
 MACHINE_DIFFERED = "machine differed"
+#: the clock ticks a second of /proc/stat's counters (Linux's USER_HZ, 100 by its ABI whatever the kernel's HZ)
+PROC_STAT_HZ = 100
 #: per launch: (key, repeat) and what its machine did (cores over its measured window; MHz)
 MACHINE_COLUMNS = ("key", "repeat", "own_cores", "others_cores", "steal_cores", "contention_cores", "cpu_mhz")
 
@@ -50,6 +52,14 @@ def launch_machine(ranks: pd.DataFrame) -> pd.DataFrame:
     out["others_cores"] = out["busy"] - out["own_cores"]
     out["contention_cores"] = out["others_cores"] + out["steal_cores"].fillna(0.0)
     return out[list(MACHINE_COLUMNS)]
+
+
+def reading_resolution(cpus: float, window_s) -> float:
+    """The coarsest a launch's machine figures can be, in cores, over a window of ``window_s`` seconds on
+    ``cpus`` CPUs: each CPU's busy counter moves in whole ticks (:data:`PROC_STAT_HZ`), so two readings of
+    their sum differ from the busy time by up to one tick a CPU. A few milliseconds of steps read the
+    machine to within cores, not tenths of one."""
+    return cpus / PROC_STAT_HZ / np.asarray(window_s, float)
 
 
 def contended(machine: pd.DataFrame) -> pd.Series:

@@ -14,7 +14,10 @@ launches than during the other (:func:`ddpbench.analysis.core.machine.launch_mac
 started or stopped between them), its ratio measures the machine as much as the code, and it is left out
 of the interval; the job runs another round instead. The rule reads only the machine's figures, never the
 steps, so it keeps a pair or not whichever side is faster: two identical sides stay exchangeable, and the
-interval keeps its 95 %. Launches without the machine's figures (off Linux) are always kept.
+interval keeps its 95 %. A pair is always kept where its launches lack the machine's figures (off Linux),
+and a difference the counters' ticks alone could make is no grounds: the difference must also reach the
+two launches' :func:`~ddpbench.analysis.core.machine.reading_resolution` together (a launch of a few
+milliseconds of steps reads the machine to within cores, not tenths of one).
 
 **The interval** of the ratio B / A is ``exp`` of the confidence sequence of the mean paired log ratio
 (:mod:`ddpbench.analysis.core.sequential`), intersected over the rounds so far: it holds the true ratio
@@ -46,10 +49,10 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.core.jobs import describe, label_fields, ordered
-from ddpbench.analysis.core.machine import launch_machine
+from ddpbench.analysis.core.machine import launch_machine, reading_resolution
 from ddpbench.analysis.core.sequential import confidence_sequence, running_intersection
 from ddpbench.analysis.core.thresholds import AB_PAIR_DIFFERS_CORES, AB_SAME_WITHIN
-from ddpbench.analysis.core.windows import launch_steps
+from ddpbench.analysis.core.windows import bounding_ranks
 from ddpbench.analysis.history.compare import CANNOT_TELL, FASTER, SLOWER
 from ddpbench.results.schema import TIMED_PHASES
 
@@ -102,14 +105,17 @@ class Call:
         return f"{self.call} ({span}){moved}"
 
 
-def round_figures(steps: pd.DataFrame, ranks: pd.DataFrame | None = None) -> pd.DataFrame:
+def round_figures(steps: pd.DataFrame, ranks: pd.DataFrame | None = None, cpus: float = math.nan) -> pd.DataFrame:
     """One row per (key, repeat) of a side's ok launches: its step (ms), its slowest rank's window,
-    each timed phase's mean over its ranks' measured steps (ms), and the cores other processes and the
-    hypervisor took meanwhile (``contention_cores``, from the ``ranks`` table; NaN where not read)."""
-    columns = ["key", "repeat", "step_ms", *TIMED_PHASES, "contention_cores"]
+    each timed phase's mean over its ranks' measured steps (ms), the cores other processes and the
+    hypervisor took meanwhile (``contention_cores``, from the ``ranks`` table; NaN where not read) and how
+    coarse that reading is on ``cpus`` CPUs (``resolution_cores``; NaN where the CPUs are not known)."""
+    columns = ["key", "repeat", "step_ms", *TIMED_PHASES, "contention_cores", "resolution_cores"]
     if steps is None or steps.empty:
         return pd.DataFrame(columns=columns)
-    step = launch_steps(steps)
+    bounding = bounding_ranks(steps)
+    step = bounding[["key", "repeat", "step_ms"]].assign(
+        resolution_cores=reading_resolution(cpus, bounding["window_ms"].to_numpy(float) / 1000.0))
     measured = steps[steps["phase"] == "measure"]
     phases = measured.groupby(["key", "repeat"], sort=False)[list(TIMED_PHASES)].mean().reset_index()
     machine = launch_machine(ranks)[["key", "repeat", "contention_cores"]]
@@ -129,7 +135,10 @@ def judge_job(a: pd.DataFrame, b: pd.DataFrame, same_within: float = AB_SAME_WIT
     paired = a.merge(b, on="repeat", suffixes=("_a", "_b")).sort_values("repeat")
     paired = paired[(paired["step_ms_a"] > 0) & (paired["step_ms_b"] > 0)]
     if {"contention_cores_a", "contention_cores_b"} <= set(paired.columns):
-        split = (paired["contention_cores_b"] - paired["contention_cores_a"]).abs() >= AB_PAIR_DIFFERS_CORES
+        # a difference the counters' ticks alone could make is no grounds (NaN: the CPUs not known, none is)
+        coarse = (paired["resolution_cores_a"] + paired["resolution_cores_b"]).fillna(math.inf)
+        split = (paired["contention_cores_b"] - paired["contention_cores_a"]).abs() >= coarse.clip(
+            lower=AB_PAIR_DIFFERS_CORES)
     else:  # rows without the machine's figures: every pair kept
         split = pd.Series(False, index=paired.index)
     set_aside = int(split.sum())
@@ -185,11 +194,13 @@ def match_jobs(jobs_a: pd.DataFrame, jobs_b: pd.DataFrame) -> list[tuple[str, st
 
 
 def ab_calls(steps_a: pd.DataFrame, steps_b: pd.DataFrame, same_within: float = AB_SAME_WITHIN,
-             ranks_a: pd.DataFrame | None = None, ranks_b: pd.DataFrame | None = None) -> list[Call]:
+             ranks_a: pd.DataFrame | None = None, ranks_b: pd.DataFrame | None = None,
+             cpus: float = math.nan) -> list[Call]:
     """Every matched job's call (:func:`match_jobs`), from each side's steps table and, where given, its
-    ranks table (the machine's figures, by which a pair the machine split is set aside)."""
+    ranks table and the machine's CPUs (the machine's figures and how coarse they are, by which a pair the
+    machine split is set aside; where the CPUs are not known, no pair is)."""
     jobs_a, jobs_b = jobs_of(steps_a), jobs_of(steps_b)
-    rounds_a, rounds_b = round_figures(steps_a, ranks_a), round_figures(steps_b, ranks_b)
+    rounds_a, rounds_b = round_figures(steps_a, ranks_a, cpus), round_figures(steps_b, ranks_b, cpus)
     fields = label_fields(jobs_a) if len(jobs_a) else []
     calls = []
     for key_a, key_b in match_jobs(jobs_a, jobs_b):

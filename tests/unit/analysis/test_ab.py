@@ -93,8 +93,8 @@ def test_a_pair_the_machine_split_is_set_aside_by_the_machine_figures_alone():
     1.6x slower: read with the machine's figures, those pairs are set aside and two identical sides are
     not called slower; a neighbour during both launches of a pair (round 6) keeps it, slow as it is."""
     rng = np.random.default_rng(5)
-    base = 40 * np.exp(rng.normal(0, 0.01, 12))
-    cand = 40 * np.exp(rng.normal(0, 0.01, 12))
+    base = 400 * np.exp(rng.normal(0, 0.01, 12))  # 5 steps: windows of 2 s, read to 0.01 cores on 2 CPUs
+    cand = 400 * np.exp(rng.normal(0, 0.01, 12))
     split = {2: 0.9, 5: 0.9, 8: 0.9}
     cand[list(split)] *= 1.6
     base[6] *= 1.5
@@ -102,15 +102,22 @@ def test_a_pair_the_machine_split_is_set_aside_by_the_machine_figures_alone():
     steps_a, steps_b = side_steps(list(base)), side_steps(list(cand))
     (blind,) = ab_calls(steps_a, steps_b)
     assert blind.set_aside == 0 and blind.rounds == 12 and blind.ratio > 1.1
-    (call,) = ab_calls(steps_a, steps_b, ranks_a=side_ranks(steps_a, {6: 0.9}),
-                       ranks_b=side_ranks(steps_b, {**split, 6: 0.9}))
+    ranks_a, ranks_b = side_ranks(steps_a, {6: 0.9}), side_ranks(steps_b, {**split, 6: 0.9})
+    (call,) = ab_calls(steps_a, steps_b, ranks_a=ranks_a, ranks_b=ranks_b, cpus=2)
     assert call.set_aside == 3 and call.rounds == 9, call
     assert call.call != SLOWER and call.low < 1 < call.high and abs(call.ratio - 1) < 0.03, call
     assert "over 9 rounds; 3 more set aside, where the machine differed between a pair's launches" in call.words()
     # below the rule's tenth of a core the pair is kept
     (kept,) = ab_calls(steps_a, steps_b, ranks_a=side_ranks(steps_a, {}),
-                       ranks_b=side_ranks(steps_b, dict.fromkeys(split, 0.05)))
+                       ranks_b=side_ranks(steps_b, dict.fromkeys(split, 0.05)), cpus=2)
     assert kept.set_aside == 0 and kept.rounds == 12
+    # readings too coarse for a tenth of a core are no grounds: launches of 5 steps of 4 ms (20 ms windows,
+    # read to a core on 2 CPUs), or a machine whose CPUs are not known
+    short_a, short_b = (frame.assign(**{c: frame[c] / 100 for c in ("step_ms", "forward_ms", "backward_ms",
+                                                                     "optimizer_ms")}) for frame in (steps_a, steps_b))
+    (coarse,) = ab_calls(short_a, short_b, ranks_a=ranks_a, ranks_b=ranks_b, cpus=2)
+    (unknown,) = ab_calls(steps_a, steps_b, ranks_a=ranks_a, ranks_b=ranks_b)
+    assert coarse.set_aside == unknown.set_aside == 0 and coarse.rounds == unknown.rounds == 12
 
 
 @pytest.mark.parametrize("keys_a, keys_b, matched", [
