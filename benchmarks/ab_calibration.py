@@ -3,7 +3,7 @@ planted slowdowns, each trial a real ``python -m ddpbench ab`` of two experiment
 
     python benchmarks/ab_calibration.py run --out DIR [--trials 4] [--slowdowns 0,0.05,0.1]
                                             [--experiment experiments/quick.toml] [--budget 120] [--load random]
-    python benchmarks/ab_calibration.py analyse DIR [DIR ...] [--blind]
+    python benchmarks/ab_calibration.py analyse DIR [DIR ...] [--blind | --rejudge]
 
 A trial's BASE is the experiment with its preset swapped for ``planted_preset:make`` at slowdown 0 (the
 same model, data and gradients: ``benchmarks/planted_preset.py``) and its CANDIDATE the same at the
@@ -18,7 +18,9 @@ trial: no two trials share a launch, every trial starts its sides afresh), the m
 A/B's own ratio, its median over the trials' jobs), the rounds, the pairs a job had set aside (the
 machine differed between the pair's launches; medians over jobs) and the seconds the trials took.
 With ``--blind`` the stored rounds are judged again with every pair counted (none set aside where
-the machine differed within it), on the same launches. The planted size is nominal: a step that also communicates grows by less than ``slowdown``.
+the machine differed within it), on the same launches; with ``--rejudge`` they are judged again by the
+A/B's rule as it is now (what a changed rule would have said of stored trials). The planted size is
+nominal: a step that also communicates grows by less than ``slowdown``.
 """
 
 from __future__ import annotations
@@ -102,17 +104,22 @@ def run(args) -> None:
         print(f"trial {number}: slowdown {slowdown:g}, {meta['seconds']} s, exit {done.returncode}", flush=True)
 
 
-def blind_calls(ab_dir: Path) -> list[dict]:
-    """The calls on a trial's stored rounds with every pair counted, none set aside where the machine
-    differed within it: what the same launches say without that rule (the A/B stopped by its own calls,
-    so a job it decided early has fewer rounds here too)."""
+def judged_again(ab_dir: Path, blind: bool) -> list[dict]:
+    """The calls on a trial's stored rounds, judged again: with every pair counted (``blind``: none set
+    aside where the machine differed within it), or by the A/B's rule as it is now. The A/B stopped by
+    its own calls, so a job it decided early has fewer rounds here too."""
     from dataclasses import asdict
 
-    from ddpbench.analysis.history import ab_calls
-    from ddpbench.results.tables import load_tables
+    from ddpbench.analysis.core import AB_SAME_WITHIN
+    from ddpbench.sweep.ab import judged
 
-    a, b = load_tables(ab_dir / "A"), load_tables(ab_dir / "B")
-    return [asdict(call) for call in ab_calls(a.steps, b.steps)]
+    if blind:
+        from ddpbench.analysis.history import ab_calls
+        from ddpbench.results.tables import load_tables
+
+        a, b = load_tables(ab_dir / "A"), load_tables(ab_dir / "B")
+        return [asdict(call) for call in ab_calls(a.steps, b.steps)]
+    return [asdict(call) for call in judged(ab_dir, AB_SAME_WITHIN)[0]]
 
 
 def analyse(args) -> None:
@@ -125,7 +132,7 @@ def analyse(args) -> None:
             if not meta_path.exists() or not log_path.exists():
                 continue
             meta, log = json.loads(meta_path.read_text()), json.loads(log_path.read_text())
-            calls = blind_calls(trial / "ab") if args.blind else log["calls"]
+            calls = judged_again(trial / "ab", args.blind) if args.blind or args.rejudge else log["calls"]
             for call in calls:
                 rows.setdefault(meta["slowdown"], []).append({**call, "trial_s": meta["seconds"],
                                                               "trial_rounds": len(log["rounds"])})
@@ -167,7 +174,8 @@ def main() -> None:
     p = sub.add_parser("analyse")
     p.add_argument("folders", nargs="+")
     p.add_argument("--blind", action="store_true",
-                   help="judge the stored rounds with every pair counted (no pair set aside where the machine differed)")
+                   help="judge the stored rounds with every pair counted (none set aside where the machine differed)")
+    p.add_argument("--rejudge", action="store_true", help="judge the stored rounds by the A/B's rule as it is now")
     p.set_defaults(func=analyse)
     args = parser.parse_args()
     args.func(args)

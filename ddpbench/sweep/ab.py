@@ -33,7 +33,6 @@ folders are ordinary results folders (``ddpbench report OUT/A``).
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import select
@@ -45,6 +44,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import pandas as pd
 
 from ddpbench.analysis.core import machine_difference
 from ddpbench.analysis.history import ABCall, ab_calls
@@ -279,9 +280,9 @@ def judged(out_dir: Path, same_within: float) -> tuple[list[ABCall], str]:
     tables = [load_tables(out_dir / name) for name in SIDES]
     machine = machine_difference(tables[0].ranks, tables[1].ranks)
     words = machine.words(advice=False) if machine is not None else ""
-    cpus = max((float(t.sweeps["cores_logical"].max()) for t in tables
-                if t.sweeps is not None and "cores_logical" in t.sweeps and t.sweeps["cores_logical"].notna().any()),
-               default=math.nan)
+    # the machine's CPUs, by which a launch's reading of it is as coarse as reading_resolution says
+    cpus = pd.to_numeric(pd.concat([t.sweeps.get("cores_logical", pd.Series(dtype=float)) for t in tables]),
+                         errors="coerce").max()
     return ab_calls(tables[0].steps, tables[1].steps, same_within, tables[0].ranks, tables[1].ranks, cpus), words
 
 

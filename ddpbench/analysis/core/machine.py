@@ -55,11 +55,11 @@ def launch_machine(ranks: pd.DataFrame) -> pd.DataFrame:
 
 
 def reading_resolution(cpus: float, window_s) -> float:
-    """The coarsest a launch's machine figures can be, in cores, over a window of ``window_s`` seconds on
-    ``cpus`` CPUs: each CPU's busy counter moves in whole ticks (:data:`PROC_STAT_HZ`), so two readings of
-    their sum differ from the busy time by up to one tick a CPU. A few milliseconds of steps read the
-    machine to within cores, not tenths of one."""
-    return cpus / PROC_STAT_HZ / np.asarray(window_s, float)
+    """The coarsest a launch's contention can be, in cores, over a window of ``window_s`` seconds on
+    ``cpus`` CPUs: each CPU's busy and steal counters move in whole ticks (:data:`PROC_STAT_HZ`), so two
+    readings of each sum differ from the time by up to one tick a CPU, and the contention adds both. A
+    few milliseconds of steps read the machine to within cores, not tenths of one."""
+    return 2 * cpus / PROC_STAT_HZ / np.asarray(window_s, float)
 
 
 def contended(machine: pd.DataFrame) -> pd.Series:
