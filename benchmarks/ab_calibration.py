@@ -1,22 +1,35 @@
-"""What the interleaved A/B's calls are worth on this machine: false calls on A/A trials and power on
-planted slowdowns, each trial a real ``python -m ddpbench ab`` of two experiment files.
+"""What the interleaved A/B's calls are worth on this machine, and those of two separate sweeps through
+``compare``: false calls on A/A trials and power on planted slowdowns, each trial a real ``python -m
+ddpbench ab`` of two experiment files, or a real sweep of each file, one after the other, and ``compare``.
 
     python benchmarks/ab_calibration.py run --out DIR [--trials 4] [--slowdowns 0,0.05,0.1]
-                                            [--experiment experiments/quick.toml] [--budget 120] [--load random]
+                                            [--methods ab,separate] [--repeats 12]
+                                            [--experiment experiments/quick.toml] [--budget 120]
+                                            [--load random|mixed|off]
     python benchmarks/ab_calibration.py analyse DIR [DIR ...] [--blind | --rejudge]
 
 A trial's BASE is the experiment with its preset swapped for ``planted_preset:make`` at slowdown 0 (the
 same model, data and gradients: ``benchmarks/planted_preset.py``) and its CANDIDATE the same at the
-trial's slowdown; slowdown 0 is an A/A. Every slowdown gets ``--trials`` trials, all of them in a
-shuffled order. With ``--load random`` a neighbour that comes and goes runs beside every trial: a
-process that spins one core for spells of random length (exponential, mean 15 s) with pauses as long,
-which is what the interleaving must absorb; ``--load off`` runs none (the machine as it is).
+trial's slowdown; slowdown 0 is an A/A. Every method and slowdown gets ``--trials`` trials, all of them
+in one shuffled order, so the methods meet the machine's hours alike. A trial of ``ab`` is one A/B of
+``--budget`` seconds; a trial of ``separate`` is what a user does without it: a sweep of BASE, then a
+sweep of CANDIDATE (each job ``--repeats`` launches; the default makes a trial take about as long as
+an A/B's default budget), then ``compare`` of the two folders, whose calls may also be "machine
+differed".
+
+The neighbour (``--load``): ``random`` runs one that comes and goes beside every trial, a process that
+spins one core for spells of random length (exponential, mean 15 s) with pauses as long, which is what
+the interleaving must absorb; ``mixed`` draws, for every A/B and for every sweep of a separate trial
+on its own, one of four at random: none, that one, one core spun throughout, or a memory hog (one core
+streaming through 512 MB, the memory bus's neighbour), which is what two separate sweeps meet; ``off``
+runs none (the machine as it is).
 
 ``analyse`` counts, per nominal slowdown, the jobs called slower, faster, the same or "cannot tell",
 each rate with its 95 % Clopper-Pearson interval and the comparisons it rests on (one per job of a
 trial: no two trials share a launch, every trial starts its sides afresh), the measured slowdown (the
-A/B's own ratio, its median over the trials' jobs), the rounds, the pairs a job had set aside (the
-machine differed between the pair's launches; medians over jobs) and the seconds the trials took.
+A/B's own ratio, or compare's ratio of mean steps, its median over the trials' jobs), the rounds, the
+pairs a job had set aside (the machine differed between the pair's launches; medians over jobs), the
+separate trials' "machine differed" calls and the seconds the trials took, per method.
 With ``--blind`` the stored rounds are judged again with every pair counted (none set aside where
 the machine differed within it), on the same launches; with ``--rejudge`` they are judged again by the
 A/B's rule as it is now (what a changed rule would have said of stored trials). The planted size is
@@ -55,6 +68,26 @@ while True:
         pass
     time.sleep(random.expovariate(1 / {LOAD_MEAN_S}))
 """
+#: one core spun throughout
+SPIN = """
+import sys
+from ddpbench.owner import die_with_parent
+die_with_parent(int(sys.argv[1]))
+while True:
+    pass
+"""
+#: one core streaming through 512 MB: what it takes from the others is the memory bus and the caches
+MEMORY = """
+import sys
+import numpy as np
+from ddpbench.owner import die_with_parent
+die_with_parent(int(sys.argv[1]))
+a = np.ones(64 * 2**20)
+while True:
+    a += 1.0
+"""
+#: the neighbours ``--load mixed`` draws from, each as likely
+NEIGHBOURS = {"none": None, "comes and goes": LOAD, "one core": SPIN, "memory hog": MEMORY}
 
 
 def planted(experiment: Path, slowdown: float) -> dict:
@@ -71,37 +104,75 @@ def planted(experiment: Path, slowdown: float) -> dict:
     return data
 
 
+class Neighbour:
+    """A load process beside a run, of one of :data:`NEIGHBOURS`' kinds, stopped on the way out."""
+
+    def __init__(self, kind: str, env: dict):
+        self.kind, self.env, self.proc = kind, env, None
+
+    def __enter__(self):
+        if NEIGHBOURS[self.kind] is not None:
+            self.proc = subprocess.Popen([sys.executable, "-c", NEIGHBOURS[self.kind], str(os.getpid())],
+                                         start_new_session=True, env=self.env)
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def _ddpbench(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    # owned (ddpbench.owner): the command, its sides and their ranks die with this benchmark
+    return subprocess.run(owned_command("ddpbench", args), cwd=cwd, env=env, capture_output=True, text=True)
+
+
 def run(args) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=False)
     slowdowns = [float(s) for s in args.slowdowns.split(",")]
-    order = [s for s in slowdowns for _ in range(args.trials)]
-    random.Random(args.seed).shuffle(order)
+    methods = args.methods.split(",")
+    order = [(m, s) for m in methods for s in slowdowns for _ in range(args.trials)]
+    draw = random.Random(args.seed)
+    draw.shuffle(order)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), str(ROOT),
                                                                       os.environ.get("PYTHONPATH", "")]))}
-    for number, slowdown in enumerate(order):
+
+    def neighbour() -> str:
+        return {"random": "comes and goes", "off": "none"}.get(args.load) or draw.choice(sorted(NEIGHBOURS))
+
+    for number, (method, slowdown) in enumerate(order):
         trial = out / f"trial-{number:03d}"
         trial.mkdir()
         for name, level in (("base", 0.0), ("candidate", slowdown)):
-            (trial / f"{name}.toml").write_bytes(tomli_w.dumps(planted(Path(args.experiment), level)).encode())
-        load = None
-        if args.load == "random":
-            load = subprocess.Popen([sys.executable, "-c", LOAD, str(os.getpid())], start_new_session=True, env=env)
-        start = time.monotonic()
-        try:
-            # owned (ddpbench.owner): the A/B, its sides and their ranks die with this benchmark
-            done = subprocess.run(owned_command("ddpbench", ["ab", "base.toml", "candidate.toml", "--out", "ab",
-                                                             "--budget", str(args.budget), "--seed", str(number)]),
-                                  cwd=trial, env=env, capture_output=True, text=True)
-        finally:
-            if load is not None:
-                os.killpg(load.pid, signal.SIGKILL)
-                load.wait()
-        (trial / "ab.out").write_text(done.stdout + done.stderr)
-        meta = {"slowdown": slowdown, "load": args.load, "seconds": round(time.monotonic() - start, 1),
-                "returncode": done.returncode}
+            data = planted(Path(args.experiment), level)
+            if method == "separate":
+                data["defaults"]["repeats"] = args.repeats
+            (trial / f"{name}.toml").write_bytes(tomli_w.dumps(data).encode())
+        start, outputs, loads = time.monotonic(), [], []
+        if method == "ab":
+            loads.append(neighbour())
+            with Neighbour(loads[-1], env):
+                done = _ddpbench(["ab", "base.toml", "candidate.toml", "--out", "ab", "--budget", str(args.budget),
+                                  "--seed", str(number)], trial, env)
+            outputs.append(done)
+        else:
+            for name, folder in (("base", "A"), ("candidate", "B")):
+                loads.append(neighbour())
+                with Neighbour(loads[-1], env):
+                    done = _ddpbench(["sweep", f"{name}.toml", "--out", folder, "--no-report"], trial, env)
+                outputs.append(done)
+                if done.returncode:
+                    break
+            else:
+                done = _ddpbench(["compare", "A", "B", "--out", "cmp"], trial, env)
+                outputs.append(done)
+        (trial / f"{method}.out").write_text("".join(o.stdout + o.stderr for o in outputs))
+        meta = {"method": method, "slowdown": slowdown, "load": args.load, "neighbours": loads,
+                "seconds": round(time.monotonic() - start, 1), "returncode": done.returncode}
         (trial / "trial.json").write_text(json.dumps(meta))
-        print(f"trial {number}: slowdown {slowdown:g}, {meta['seconds']} s, exit {done.returncode}", flush=True)
+        print(f"trial {number}: {method}, slowdown {slowdown:g}, {', '.join(loads)}, {meta['seconds']} s, "
+              f"exit {done.returncode}", flush=True)
 
 
 def judged_again(ab_dir: Path, blind: bool) -> list[dict]:
@@ -122,33 +193,63 @@ def judged_again(ab_dir: Path, blind: bool) -> list[dict]:
     return [asdict(call) for call in judged(ab_dir, AB_SAME_WITHIN)[0]]
 
 
+def separate_calls(trial: Path) -> list[dict] | None:
+    """``compare``'s calls of a separate trial, one per job compared (its words as the A/B's: "same"
+    for not significant); None where the trial did not finish."""
+    import pandas as pd
+
+    from ddpbench.analysis.history.compare import SAME
+
+    path = trial / "cmp" / "compare.csv"
+    if not path.exists():
+        return None
+    table = pd.read_csv(path)
+    table = table[table["match"] == "both"]
+    return [{"call": "same" if row.verdict == SAME else row.verdict, "ratio": float(row.mean_ratio), "rounds": 0}
+            for row in table.itertuples()]
+
+
 def analyse(args) -> None:
     from scipy import stats
 
-    rows: dict[float, list[dict]] = {}
+    from ddpbench.analysis.core.machine import MACHINE_DIFFERED
+
+    rows: dict[tuple[str, float], list[dict]] = {}
     for folder in args.folders:
         for trial in sorted(Path(folder).glob("trial-*")):
-            meta_path, log_path = trial / "trial.json", trial / "ab" / "ab.json"
-            if not meta_path.exists() or not log_path.exists():
+            meta_path = trial / "trial.json"
+            if not meta_path.exists():
                 continue
-            meta, log = json.loads(meta_path.read_text()), json.loads(log_path.read_text())
-            calls = judged_again(trial / "ab", args.blind) if args.blind or args.rejudge else log["calls"]
-            for call in calls:
-                rows.setdefault(meta["slowdown"], []).append({**call, "trial_s": meta["seconds"],
-                                                              "trial_rounds": len(log["rounds"])})
-    print("| planted | comparisons | slower | faster | same | cannot tell | measured (median) | rounds | set aside "
-          "| s a trial |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+            meta = json.loads(meta_path.read_text())
+            method = meta.get("method", "ab")
+            if method == "separate":
+                calls, rounds = separate_calls(trial), 0
+            else:
+                log_path = trial / "ab" / "ab.json"
+                if not log_path.exists():
+                    continue
+                log = json.loads(log_path.read_text())
+                calls = judged_again(trial / "ab", args.blind) if args.blind or args.rejudge else log["calls"]
+                rounds = len(log["rounds"])
+            for call in calls or []:
+                rows.setdefault((method, meta["slowdown"]), []).append({**call, "trial_s": meta["seconds"],
+                                                                        "trial_rounds": rounds})
+    print("| method | planted | comparisons | slower | faster | same | cannot tell | machine differed "
+          "| measured (median) | rounds | set aside | s a trial |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+
     def rate(calls: list[dict], word: str) -> str:
         k, n = sum(c["call"] == word for c in calls), len(calls)
         ci = stats.binomtest(k, n).proportion_ci(0.95, method="exact")
         return f"{k} ({100 * k / n:.0f} %, {100 * ci.low:.0f}-{100 * ci.high:.0f} %)"
 
-    for slowdown, calls in sorted(rows.items()):
+    for (method, slowdown), calls in sorted(rows.items()):
         n = len(calls)
         ratios = [c["ratio"] for c in calls if c["ratio"] == c["ratio"]]
-        print(f"| {100 * slowdown:g} % | {n} | {rate(calls, 'slower')} | {rate(calls, 'faster')} | "
-              f"{rate(calls, 'same')} | {rate(calls, 'cannot tell')} | {statistics.median(ratios):.3f}x | "
+        differed = rate(calls, MACHINE_DIFFERED) if method == "separate" else "-"
+        print(f"| {method} | {100 * slowdown:g} % | {n} | {rate(calls, 'slower')} | {rate(calls, 'faster')} | "
+              f"{rate(calls, 'same')} | {rate(calls, 'cannot tell')} | {differed} | "
+              f"{statistics.median(ratios):.3f}x | "
               f"{statistics.median(c['trial_rounds'] for c in calls):g} | "
               f"{statistics.median(c.get('set_aside', 0) for c in calls):g} | "
               f"{statistics.median(c['trial_s'] for c in calls):.0f} |")
@@ -166,9 +267,11 @@ def main() -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--trials", type=int, default=4)
     p.add_argument("--slowdowns", default="0,0.05,0.1")
+    p.add_argument("--methods", default="ab", help="ab, separate, or both (ab,separate)")
+    p.add_argument("--repeats", type=int, default=12, help="separate: launches of each job in each sweep")
     p.add_argument("--experiment", default=str(ROOT / "experiments" / "quick.toml"))
     p.add_argument("--budget", type=float, default=120.0)
-    p.add_argument("--load", choices=("random", "off"), default="random")
+    p.add_argument("--load", choices=("random", "mixed", "off"), default="random")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=run)
     p = sub.add_parser("analyse")
