@@ -25,7 +25,7 @@ from ddpbench.analysis.core import MIN_CHANGE, MIN_COMMITS, OUTLIER_MADS, P_VALU
 from ddpbench.analysis.history import FASTER, SLOWER, CANNOT_TEST
 from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
 from ddpbench.report.plots.common import leaving_out
-from ddpbench.report.plots.trend import trend_plot
+from ddpbench.report.plots.trend import machine_explains, trend_plot
 from ddpbench.results.sanitize import csv_text
 from ddpbench.results.sidefiles import replace_file
 
@@ -93,8 +93,29 @@ def _overview(table, changes, newest, store, newest_n) -> Markup:
         text += html('<p class="note">{{ n }} series could not be tested at {{ what }}: fewer than {{ k }} commits '
                      "before them at their level, or fewer than two launches a side. No call is made for them.</p>",
                      n=untested, what=what, k=MIN_COMMITS)
-    text += html('<p class="what">{{ n }} change point(s) found in the whole history.</p>', n=len(changes))
+    machine = int(_machine_differed(changes).sum())
+    text += html('<p class="what">{{ n }} change point(s) found in the whole history{% if k %}, {{ k }} of them where '
+                 "the machine differed as much as the code could have (under Change points){% endif %}.</p>",
+                 n=len(changes), k=machine)
     return text
+
+
+def _machine_differed(changes: pd.DataFrame) -> pd.Series:
+    """Per change point, whether the machine explains it (:func:`ddpbench.analysis.history.changes.trend_changes`);
+    False for tables written before the column."""
+    if "machine_differed" not in changes:
+        return pd.Series(False, index=changes.index, dtype=bool)
+    return changes.apply(machine_explains, axis=1).astype(bool) if len(changes) else \
+        pd.Series(False, index=changes.index, dtype=bool)
+
+
+def _machine_words(change) -> str:
+    note = change.get("machine_note")
+    if not isinstance(note, str) or not note:
+        return "\u2014 (the launches did not read it)"
+    if machine_explains(change):
+        return f"differed: the change may be the machine's; {note}"
+    return f"did not explain it: {note}"
 
 
 def _change_rows(changes: pd.DataFrame) -> Markup:
@@ -105,10 +126,10 @@ def _change_rows(changes: pd.DataFrame) -> Markup:
                  f"[{c['phase_change_low']:+.2f}, {c['phase_change_high']:+.2f}]")
         rows.append([c["label"], int(c["world_size"]), f"{_short(c['last_before'])} \u2192 {_short(c['first_after'])}",
                      num(c["step_ms_before"], ".2f"), num(c["step_ms_after"], ".2f"), _ratio(c),
-                     f"{c['p_value']:.1e}", _side(c["seen_at_ws1"]), phase])
-        classes.append("bad" if c["ratio"] > 1 else "")
+                     f"{c['p_value']:.1e}", _side(c["seen_at_ws1"]), phase, _machine_words(c)])
+        classes.append("bad" if c["ratio"] > 1 and not machine_explains(c) else "")
     header = ["job", "world size", "between commits", "step before (ms)", "step after (ms)",
-              "after / before [95 % CI]", "p", "where", "phase that moved [95 % CI]"]
+              "after / before [95 % CI]", "p", "where", "phase that moved [95 % CI]", "the machine"]
     return html_table(header, rows, classes, {1, 3, 4})
 
 

@@ -40,7 +40,11 @@ Each change carries its position (the first commit after it), the ratio with its
 the p value. :func:`trend_changes` runs the detector on every series of a history's trend table
 (the mean step, launch by launch) and attributes each change: whether the job's world-size-1
 baseline changed at the same commit (the compute side) or only the job above it (the scaling
-side), and which phase of the step moved.
+side), which phase of the step moved, and whether the machine did. The machine is read as
+``compare`` and ``history check`` read it (:mod:`ddpbench.analysis.core.machine`): where the launches
+after a slowdown ran beside other work that took more of the machine than those before it (the 95 %
+interval of the difference wholly beyond a tenth of a core), or those before a speedup did, the
+change is the machine's as much as the code's, and the page says so in place of calling it.
 """
 
 from __future__ import annotations
@@ -234,7 +238,10 @@ def trend_changes(table: pd.DataFrame) -> pd.DataFrame:
     * ``phase``: the phase of the step whose change accounts for it, with its change in ms and the
       95 % interval of that change over the commits on either side (each commit's phase mean a
       sample: its launches are independent of the other commits'). None where no phase's interval
-      lies wholly on the side of the change: the phases cannot tell.
+      lies wholly on the side of the change: the phases cannot tell;
+    * ``machine_differed``: whether the machine explains the change as well as the code would (the
+      side the step moved towards ran on the busier machine, module docstring), with ``machine_note``,
+      what the machine did on either side (empty where the launches did not read it).
     """
     import pandas as pd
 
@@ -259,13 +266,33 @@ def trend_changes(table: pd.DataFrame) -> pd.DataFrame:
                           if base_rows["commit"].iloc[c.at] in mine]
                 seen = any(abs(place - change.at) <= 1 for place in places)
             phase, moved, low, high = _phase(before, after, change.ratio > 1)
+            differed, note = _machine(before, after, change.ratio > 1)
             out.append({"machine": machine, "key": key, "label": rows["label"].iloc[0], "world_size": int(world),
                         "last_before": before["commit"].iloc[-1], "first_after": after["commit"].iloc[0],
                         "step_ms_before": change.before, "step_ms_after": change.after, "ratio": change.ratio,
                         "ratio_low": change.low, "ratio_high": change.high, "p_value": change.p_value,
                         "seen_at_ws1": seen, "phase": phase, "phase_change_ms": moved, "phase_change_low": low,
-                        "phase_change_high": high})
+                        "phase_change_high": high, "machine_differed": differed, "machine_note": note})
     return pd.DataFrame(out)
+
+
+def _machine(before, after, slower: bool) -> tuple[bool, str]:
+    """Whether the machine explains a change: the launches on the side the step moved towards (after a
+    slowdown, before a speedup) ran on the busier machine; and the words of what it did. (False, "")
+    where fewer than two launches a side read the machine."""
+    from ddpbench.analysis.core.machine import contention_difference
+
+    if "launch_contention_cores" not in before:
+        return False, ""
+
+    def launches(rows) -> np.ndarray:
+        return np.concatenate([np.asarray(c, float) for c in rows["launch_contention_cores"]] or [np.array([])])
+
+    machine = contention_difference(launches(before), launches(after))
+    if machine is None:
+        return False, ""
+    words = machine.words(advice=False, names=("the old level", "the new level"))
+    return machine.busier == ("B" if slower else "A"), words
 
 
 def _phase(before, after, slower: bool) -> tuple[str | None, float, float, float]:

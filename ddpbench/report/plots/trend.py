@@ -24,6 +24,8 @@ PHASES = {"data_ms": "data", "forward_ms": "forward", "backward_ms": "backward (
 #: a commit axis shows at most this many labels (every k-th commit beyond it)
 MAX_TICKS = 24
 SLOWER_COLOR, FASTER_COLOR = "#c62828", "#1a7f37"
+#: a change point the machine explains as well as the code (the side the step moved towards ran beside more work)
+MACHINE_COLOR = "#757575"
 #: the phases' colours: none of them red or green, the change points' colours
 PHASE_COLORS = {"data_ms": "#7f7f7f", "forward_ms": "#9467bd", "backward_ms": "#8c564b", "optimizer_ms": "#e377c2",
                 "exposed_comm_ms": "#17becf"}
@@ -48,10 +50,19 @@ def _band(ax, xs, rows, column: str, color, scale: float = 1.0) -> bool:
     return True
 
 
+def machine_explains(change) -> bool:
+    """Whether a change point's row (:func:`ddpbench.analysis.history.changes.trend_changes`) says the
+    machine explains it; False where the row has no such column or no value (a table written before it)."""
+    value = change.get("machine_differed")
+    return value is not None and not (isinstance(value, float) and math.isnan(value)) and bool(value)
+
+
 def _changes(ax, changes: pd.DataFrame, position: dict[str, int]) -> None:
     for _, change in changes.iterrows():
         if change["first_after"] in position:
             color = SLOWER_COLOR if change["ratio"] > 1 else FASTER_COLOR
+            if machine_explains(change):
+                color = MACHINE_COLOR
             ax.axvline(position[change["first_after"]] - 0.5, color=color, linewidth=1.4, linestyle="--", zorder=1)
 
 
@@ -97,6 +108,8 @@ def trend_plot(rows: pd.DataFrame, changes: pd.DataFrame, title: str, path: Path
     handles += [Patch(color="0.3", alpha=0.18, label="band: 95 % interval\nover launches"),
                 Line2D([], [], color=SLOWER_COLOR, linestyle="--", label="change point: slower"),
                 Line2D([], [], color=FASTER_COLOR, linestyle="--", label="change point: faster")]
+    if len(changes) and changes.apply(machine_explains, axis=1).any():
+        handles.append(Line2D([], [], color=MACHINE_COLOR, linestyle="--", label="change point: the machine\ndiffered"))
     legend(axes[0], handles)
     at = 1
     if scaled:

@@ -50,3 +50,35 @@ def test_one_family_figure_and_the_tables_behind_it(page):
     assert len(rows) == 2 * COMMITS and len(rows[0]["launch_step_ms"].split()) == 3
     assert [r["first_after"] for r in csv.DictReader(written["changes"].open())] == [commit_name(4)]
     assert {r["outcome"] for r in csv.DictReader(written["newest"].open())} == {"no change"}
+
+
+@pytest.mark.parametrize("after_cores, explained", [(0.9, True), (0.05, False)])
+def test_a_change_point_the_machine_explains_is_said_so_and_not_called(tmp_path, after_cores, explained):
+    """World size 2 15 % slower from commit 4 on. Where other processes took 0.9 cores during every
+    launch from there and about 0.05 before, the machine explains the step as well as the code: the
+    page says so and does not mark it slower. On the same machine it is a change as before."""
+    import numpy as np
+
+    store = synthetic_history(tmp_path, WS1, WS2)
+    table = trend_table(store)
+    rng, names = np.random.default_rng(2), [commit_name(i) for i in range(COMMITS)]
+    table["launch_contention_cores"] = [list((after_cores if names.index(c) >= 4 else 0.05)
+                                             + 0.01 * rng.standard_normal(3)) for c in table["commit"]]
+    changes = trend_changes(table)
+    change = changes[changes["world_size"] == 2].iloc[0]
+    assert change["first_after"] == commit_name(4) and change["ratio_low"] > 1.10
+    assert bool(change["machine_differed"]) is explained
+    assert "during the old level's measured steps" in change["machine_note"]
+    written = write_trend(table, changes, newest_changes(table, 1), store, tmp_path / "page")
+    text = html.unescape(re.sub(r"<[^>]+>", "", written["html"].read_text()))
+    assert ("differed: the change may be the machine's" in text) is explained
+    assert ("where the machine differed as much as the code could have" in text) is explained
+    assert ("did not explain it" in text) is not explained
+    marked_bad = re.findall(r'<tr class="bad">', written["html"].read_text())
+    assert len(marked_bad) == (0 if explained else 1)
+
+
+def test_a_history_stored_before_the_machine_readings_claims_nothing_of_it(page):
+    table, changes, written = page
+    assert not changes["machine_differed"].any() and set(changes["machine_note"]) == {""}
+    assert "the launches did not read it" in html.unescape(re.sub(r"<[^>]+>", "", written["html"].read_text()))
