@@ -7,6 +7,9 @@ often does it raise a false alarm on a history with none? On series made of real
     python benchmarks/detector_power.py --tune --folder reports/examples/gate-power-cpu/sweep1
         --commits 20 --launches 3 --replace [--level 0.1]
     python benchmarks/detector_power.py --gate --commits 20 --launches 4 --replace
+    python benchmarks/detector_power.py --separate DIR [DIR ...] --commits 20 --launches 3 [--tools]
+    python benchmarks/detector_power.py --tune-ruptures --folder reports/examples/gate-power-cpu/sweep1
+        --commits 20 --launches 4 --replace
 
 The folder is a sweep of one job at several planted slowdowns (``benchmarks/gate_power.py sweep``:
 real extra matrix products in the forward pass, each level a job of its own, many launches each,
@@ -33,6 +36,24 @@ the newest commit against the level before it): how often a step-free history is
 (a merge failed for nothing), and how often a history whose newest commit alone is at a planted
 level is called slower.
 
+``--separate`` draws every commit from a sweep of its own instead, as a history's commits are swept:
+the folders are ``benchmarks/ab_calibration.py`` batches of ``separate`` trials, each trial a sweep of
+BASE (slowdown 0) and one of CANDIDATE (its slowdown), every sweep at its own time beside its own
+neighbour. Each job of the experiment is a series: a history's commits are distinct sweeps (drawn
+with replacement only where the batch has fewer sweeps than commits), each commit that sweep's first
+``--launches`` launches of the job. What moves between sweeps (the machine's state, the neighbour)
+is then in the history, as it is in a real one; the trials reuse the same sweeps, so the intervals
+are narrower than new sweeps would give.
+
+``--tools`` runs, on the very same histories, the detectors teams use: Apache Otava's
+(``otava.analysis.compute_change_points``, E-Divisive on the launches in order, each launch a point,
+at its defaults: p 0.001, window 50, no minimum magnitude) and ruptures' PELT (least squares, a
+penalty of :data:`RUPTURES_PENALTY` times the series' noise variance times log n, the noise from the
+median absolute difference of neighbouring launches). A change found inside a commit's launches is
+placed at the nearer boundary. ``pip install --no-deps apache-otava ruptures`` (Otava's own
+requirements are its command line's; its analysis needs numpy and scipy). ``--tune-ruptures``
+chooses RUPTURES_PENALTY the way ``--tune`` chooses the detector's thresholds, on sweep1.
+
 ``--tune`` chooses the thresholds, and must be run on a sweep other than the one that measures
 them (``sweep1`` chooses, ``sweep2`` measures, held out). It tries every setting of :data:`GRID`
 (P_VALUE and OUTLIER_MADS; ``inf`` sets nothing aside) on step-free histories and on histories with
@@ -57,6 +78,14 @@ import numpy as np
 GRID = list(itertools.product((0.001, 0.005, 0.01, 0.05), (0.02,), (math.inf, 5.0, 3.0)))
 #: --tune's bound on false alarms: the whole 95 % interval below it
 MAX_FALSE_ALARMS = 0.05
+#: ruptures' PELT cost and penalty, the penalty in units of the noise's scale (sigma^2 for least squares
+#: "l2", sigma for least absolute deviation "l1") times log n: chosen by --tune-ruptures on sweep1 (20
+#: commits x 4 launches, with replacement, 10 % step), the largest recall whose false alarms' interval
+#: stays below 5 %
+RUPTURES_PENALTY = ("l1", 4.0)
+#: the settings --tune-ruptures tries
+RUPTURES_GRID = tuple(("l2", c) for c in (4.0, 8.0, 16.0, 20.0, 24.0, 28.0, 32.0, 48.0, 64.0)) + tuple(
+    ("l1", c) for c in (2.0, 2.5, 3.0, 3.5, 4.0, 8.0, 16.0, 32.0, 64.0))
 
 
 def level_launches(folder: Path) -> dict[float, np.ndarray]:
@@ -97,42 +126,175 @@ def wilson(hits: int, n: int) -> tuple[float, float]:
 
 
 def rates(levels: dict[float, np.ndarray], commits: int, launches: int, replace: bool, trials: int,
-          seed: int, setting: tuple[float, float, float] | None = None) -> dict:
+          seed: int, setting: tuple[float, float, float] | None = None, detect=None) -> dict:
     """{"false_alarms": (hits, trials), level: {"size": measured, "exact": hits, "near": hits}};
-    ``setting`` (P_VALUE, MIN_CHANGE, OUTLIER_MADS) in place of the detector's own."""
+    ``setting`` (P_VALUE, MIN_CHANGE, OUTLIER_MADS) in place of the detector's own; ``detect`` (points ->
+    the commits changes are found at) in place of the detector."""
+    def draw(rng, level):
+        return history(rng, levels[0.0], None if level == 0.0 else levels[level], commits, launches, replace)
+
+    sizes = {level: float(levels[level].mean() / levels[0.0].mean() - 1) for level in levels}
+    return _with_setting(setting, lambda found: _rates(draw, sizes, trials, seed, detect or found))
+
+
+def _with_setting(setting, measure):
+    """``measure(ddpbench's detector at setting)`` with the detector's OUTLIER_MADS set for it, then put back."""
     from ddpbench.analysis.core import thresholds
     from ddpbench.analysis.history import changes
 
     p_value, min_change, mads = setting or (thresholds.P_VALUE, thresholds.MIN_CHANGE, thresholds.OUTLIER_MADS)
     own, thresholds.OUTLIER_MADS = thresholds.OUTLIER_MADS, mads  # a module constant, not an argument
-
-    def change_points(points):
-        return changes.change_points(points, p_value, min_change)
-
     try:
-        return _rates(levels, commits, launches, replace, trials, seed, change_points)
+        return measure(lambda points: [c.at for c in changes.change_points(points, p_value, min_change)])
     finally:
         thresholds.OUTLIER_MADS = own
 
 
-def _rates(levels, commits, launches, replace, trials, seed, change_points) -> dict:
+def _rates(draw, sizes: dict[float, float], trials: int, seed: int, detect) -> dict:
+    """The rates of ``detect`` on ``trials`` histories ``draw(rng, level)`` makes at each level of ``sizes``."""
     rng = np.random.default_rng(seed)
-    base = levels[0.0]
-    out: dict = {}
-    alarms = sum(bool(change_points(history(rng, base, None, commits, launches, replace)[0]))
-                 for _ in range(trials))
-    out["false_alarms"] = (alarms, trials)
-    for level, after in levels.items():
+    out: dict = {"false_alarms": (sum(bool(detect(draw(rng, 0.0)[0])) for _ in range(trials)), trials)}
+    for level, size in sizes.items():
         if level == 0.0:
             continue
         exact = near = 0
         for _ in range(trials):
-            points, at = history(rng, base, after, commits, launches, replace)
-            found = [c.at for c in change_points(points)]
+            points, at = draw(rng, level)
+            found = detect(points)
             exact += at in found
             near += any(abs(f - at) <= 1 for f in found)
-        out[level] = {"size": float(after.mean() / base.mean() - 1), "exact": exact, "near": near}
+        out[level] = {"size": size, "exact": exact, "near": near}
     return out
+
+
+def separate_sweeps(folders: list[Path]) -> dict[str, dict[float, list[np.ndarray]]]:
+    """Per job (its label): each level's sweeps of ``ab_calibration.py`` ``separate`` trials, each sweep
+    its launches' mean steps (ms) in launch order. A trial's A is level 0, its B the trial's slowdown."""
+    import warnings
+
+    from ddpbench.analysis.folder import load
+
+    jobs: dict[str, dict[float, list[np.ndarray]]] = {}
+    for folder in folders:
+        for trial in sorted(Path(folder).glob("trial-*")):
+            meta = trial / "trial.json"
+            if not meta.exists() or json.loads(meta.read_text()).get("method") != "separate":
+                continue
+            slowdown = float(json.loads(meta.read_text())["slowdown"])
+            for side, level in (("A", 0.0), ("B", slowdown)):
+                if not (trial / side / "results.jsonl").exists():
+                    continue
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    summary = load(trial / side, collectives=False).summary
+                for _, job in summary[summary["status"] == "ok"].iterrows():
+                    label = f"ws={job['world_size']} bucket {job['bucket_cap_mb']:g} MB"
+                    jobs.setdefault(label, {}).setdefault(level, []).append(np.asarray(job["launch_step_ms"], float))
+    return jobs
+
+
+def sweep_history(rng, before: list[np.ndarray], after: list[np.ndarray] | None, commits: int, launches: int):
+    """(the commits' launch values, the planted commit or None): each commit a sweep of its own, its first
+    ``launches`` launches; distinct sweeps where the pool has enough."""
+    at = None if after is None else int(rng.integers(2, commits - 1))
+
+    def pick(pool, n):
+        chosen = rng.choice(len(pool), n, replace=n > len(pool))
+        return [pool[i][:launches] for i in chosen]
+
+    if at is None:
+        return pick(before, commits), None
+    return pick(before, at) + pick(after, commits - at), at
+
+
+def tools() -> dict:
+    """Otava's and ruptures' detectors, each points -> the commits it finds changes at (module docstring)."""
+    try:
+        import ruptures
+        from otava.analysis import compute_change_points
+    except ImportError as error:
+        raise SystemExit(f"--tools needs apache-otava and ruptures ({error}): pip install --no-deps apache-otava "
+                         "ruptures") from None
+    from ddpbench.analysis.core import thresholds
+
+    def commits_of(points, indices) -> list[int]:
+        starts = np.cumsum([0] + [len(p) for p in points])
+        return sorted({int(np.argmin(np.abs(starts - i))) for i in indices})
+
+    def otava(points):
+        flat = np.concatenate(points)
+        found, _ = compute_change_points(list(flat), max_pvalue=thresholds.P_VALUE)
+        return commits_of(points, [int(c.index) for c in found])
+
+    def pelt(points, setting=None):
+        model, penalty = RUPTURES_PENALTY if setting is None else setting
+        flat = np.concatenate(points)
+        diffs = np.diff(flat)
+        sigma = 1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / math.sqrt(2)
+        if sigma == 0:
+            return []
+        pen = penalty * (sigma ** 2 if model == "l2" else sigma) * math.log(len(flat))
+        ends = ruptures.Pelt(model=model, min_size=2, jump=1).fit(flat.reshape(-1, 1)).predict(pen=pen)
+        return commits_of(points, ends[:-1])
+
+    return {"otava": otava, "ruptures": pelt}
+
+
+def print_rates(name: str, found: dict, trials: int) -> None:
+    hits, n = found["false_alarms"]
+    low, high = wilson(hits, n)
+    print(f"  {name}: false alarms (no step): {hits / n:.1%} [{low:.1%}, {high:.1%}]")
+    for level, r in found.items():
+        if level == "false_alarms":
+            continue
+        exact, near = wilson(r["exact"], trials), wilson(r["near"], trials)
+        print(f"  {name}: planted {level:.0%} (measured {r['size']:+.1%}): found at its commit "
+              f"{r['exact'] / trials:.1%} [{exact[0]:.1%}, {exact[1]:.1%}], within one commit "
+              f"{r['near'] / trials:.1%} [{near[0]:.1%}, {near[1]:.1%}]", flush=True)
+
+
+def separate(args) -> None:
+    """--separate: each job's rates on histories of separately swept commits, by each detector."""
+    jobs = separate_sweeps(args.separate)
+    if not jobs:
+        raise SystemExit(f"{', '.join(map(str, args.separate))}: no separate trial with a finished sweep")
+    detectors = {"ddpbench": None, **(tools() if args.tools else {})}
+    for label, levels in jobs.items():
+        if 0.0 not in levels:
+            continue
+        means = {level: float(np.mean(np.concatenate(s))) for level, s in levels.items()}
+        sizes = {level: means[level] / means[0.0] - 1 for level in levels}
+        counts = ", ".join(f"{level:.0%}: {len(s)}" for level, s in levels.items())
+        print(f"{label}: {args.commits} commits x {args.launches} launches, sweeps a level {counts}; "
+              f"{args.trials} histories a level")
+
+        def draw(rng, level, levels=levels):
+            return sweep_history(rng, levels[0.0], None if level == 0.0 else levels[level], args.commits,
+                                 args.launches)
+
+        for name, detect in detectors.items():
+            found = (_with_setting(None, lambda own, sizes=sizes: _rates(draw, sizes, args.trials, args.seed, own))
+                     if detect is None else _rates(draw, sizes, args.trials, args.seed, detect))
+            print_rates(name, found, args.trials)
+
+
+def tune_ruptures(levels: dict[float, np.ndarray], args) -> tuple[str, float] | None:
+    """Print every setting of :data:`RUPTURES_GRID` on ``--level``'s step and return the chosen one."""
+    pelt = tools()["ruptures"]
+    pair = {0.0: levels[0.0], args.level: levels[args.level]}
+    best = None
+    for setting in RUPTURES_GRID:
+        found = rates(pair, args.commits, args.launches, args.replace, args.trials, args.seed,
+                      detect=lambda points, setting=setting: pelt(points, setting))
+        alarms, n = found["false_alarms"]
+        exact = found[args.level]["exact"]
+        ok = wilson(alarms, n)[1] < MAX_FALSE_ALARMS
+        print(f"  {setting[0]}, penalty {setting[1]:g}: false alarms {alarms / n:.1%} [{wilson(alarms, n)[0]:.1%}, "
+              f"{wilson(alarms, n)[1]:.1%}]{'' if ok else ' (over)'}, {args.level:.0%} found at its commit "
+              f"{exact / n:.1%}", flush=True)
+        if ok and (best is None or exact > best[0]):
+            best = (exact, setting)
+    return None if best is None else best[1]
 
 
 def gate_rates(levels: dict[float, np.ndarray], commits: int, launches: int, replace: bool, trials: int,
@@ -194,7 +356,14 @@ def main() -> None:
     parser.add_argument("--level", type=float, default=0.1, help="the planted step --tune chooses for")
     parser.add_argument("--gate", action="store_true",
                         help="measure history check's newest-commit gate instead of the change points")
+    parser.add_argument("--separate", type=Path, nargs="+", metavar="DIR",
+                        help="commits from separate sweeps: ab_calibration.py batches of separate trials")
+    parser.add_argument("--tools", action="store_true", help="also Otava's and ruptures' detectors, same histories")
+    parser.add_argument("--tune-ruptures", action="store_true", help="choose ruptures' penalty (RUPTURES_PENALTY)")
     args = parser.parse_args()
+    if args.separate:
+        separate(args)
+        return
     levels = level_launches(args.folder)
     if not args.replace and any(len(v) < args.commits * args.launches for v in levels.values()):
         raise SystemExit(f"{args.folder}: a level has fewer than {args.commits} x {args.launches} launches; "
@@ -203,6 +372,9 @@ def main() -> None:
     print(f"{args.folder}: {args.commits} commits x {args.launches} launches, "
           f"{'with' if args.replace else 'without'} replacement, {args.trials} histories a level; "
           f"level 0: {len(base)} launches, mean {base.mean():.2f} ms, spread {base.std(ddof=1) / base.mean():.1%}")
+    if args.tune_ruptures:
+        print(f"chosen: {tune_ruptures(levels, args)}")
+        return
     if args.tune:
         chosen = tune(levels, args.level, args)
         print(f"chosen: {'none within the bound' if chosen is None else chosen}")
@@ -223,17 +395,12 @@ def main() -> None:
                thresholds.MIN_CHANGE if args.min_change is None else args.min_change,
                thresholds.OUTLIER_MADS if args.outlier_mads is None else args.outlier_mads)
     print(f"  P_VALUE {setting[0]:g}, MIN_CHANGE {setting[1]:g}, OUTLIER_MADS {setting[2]:g}")
-    found = rates(levels, args.commits, args.launches, args.replace, args.trials, args.seed, setting)
-    hits, n = found["false_alarms"]
-    low, high = wilson(hits, n)
-    print(f"  false alarms (no step): {hits / n:.1%} [{low:.1%}, {high:.1%}]")
-    for level, r in found.items():
-        if level == "false_alarms":
-            continue
-        exact, near = wilson(r["exact"], args.trials), wilson(r["near"], args.trials)
-        print(f"  planted {level:.0%} (measured {r['size']:+.1%}): found at its commit "
-              f"{r['exact'] / args.trials:.1%} [{exact[0]:.1%}, {exact[1]:.1%}], within one commit "
-              f"{r['near'] / args.trials:.1%} [{near[0]:.1%}, {near[1]:.1%}]")
+    print_rates("ddpbench", rates(levels, args.commits, args.launches, args.replace, args.trials, args.seed, setting),
+                args.trials)
+    if args.tools:
+        for name, detect in tools().items():
+            print_rates(name, rates(levels, args.commits, args.launches, args.replace, args.trials, args.seed,
+                                    detect=detect), args.trials)
 
 
 if __name__ == "__main__":

@@ -50,3 +50,59 @@ def test_a_setting_tried_leaves_the_detector_s_own():
     found = bench.rates(levels, 12, 2, False, 3, 0, (0.001, 0.02, float("inf")))
     assert thresholds.OUTLIER_MADS == own and found["false_alarms"][1] == 3 and found[0.1]["exact"] <= 3
     assert all(setting[1] == thresholds.MIN_CHANGE for setting in bench.GRID)
+
+
+def test_separately_swept_commits_are_distinct_sweeps_with_the_step_inside():
+    bench = load_benchmark("detector_power")
+    rng = np.random.default_rng(2)
+    before = [np.full(4, 10.0 + i) for i in range(30)]  # sweep i's launches all read 10 + i
+    after = [np.full(4, 100.0 + i) for i in range(30)]
+    for _ in range(30):
+        points, at = bench.sweep_history(rng, before, after, 20, 3)
+        assert len(points) == 20 and all(len(p) == 3 for p in points) and 2 <= at <= 18
+        firsts = [float(p[0]) for p in points]
+        assert len(set(firsts)) == 20  # no sweep twice
+        assert all(f < 100 for f in firsts[:at]) and all(f >= 100 for f in firsts[at:])
+    points, at = bench.sweep_history(rng, before[:5], None, 12, 2)  # fewer sweeps than commits: drawn again
+    assert at is None and len(points) == 12 and {float(p[0]) for p in points} <= {10.0, 11.0, 12.0, 13.0, 14.0}
+
+
+def test_the_other_tools_find_a_plain_step_at_its_commit_and_none_in_flat_noise():
+    """Otava and ruptures, as the benchmark runs them, on a 20 % step with 1 % noise: found at its commit;
+    on the same noise with no step: nothing. Skipped where the tools are not installed."""
+    import pytest
+
+    pytest.importorskip("ruptures")
+    pytest.importorskip("otava.analysis")
+    bench = load_benchmark("detector_power")
+    rng = np.random.default_rng(3)
+    points = [100 * (1 + 0.01 * rng.standard_normal(4)) * (1.2 if i >= 9 else 1.0) for i in range(20)]
+    flat = [100 * (1 + 0.01 * rng.standard_normal(4)) for _ in range(20)]
+    for name, detect in bench.tools().items():
+        assert detect(points) == [9], name
+        assert detect(flat) == [], name
+
+
+def test_the_separate_trials_sweeps_are_read_per_job_and_level(tmp_path):
+    """A separate trial's A is a step-free sweep, its B one at the trial's slowdown; an A/B trial is not read."""
+    import json
+
+    from ddpbench.experiment.spec import spec_from_dict
+    from ddpbench.testing.records import ResultsFolder, job, result_for
+
+    bench = load_benchmark("detector_power")
+    for number, (method, slowdown) in enumerate((("separate", 0.1), ("separate", 0.0), ("ab", 0.1))):
+        trial = tmp_path / f"trial-{number:03d}"
+        for side, step in (("A", 10.0), ("B", 10.0 * (1 + slowdown))):
+            folder = ResultsFolder(trial / side)
+            for world in (1, 2):
+                spec = job(world_size=world, repeats=3)
+                for repeat in range(3):
+                    folder.launch(spec_from_dict(spec), repeat, result=result_for(spec, step * world, repeat=repeat))
+        (trial / "trial.json").write_text(json.dumps({"method": method, "slowdown": slowdown}))
+    jobs = bench.separate_sweeps([tmp_path])
+    assert len(jobs) == 2
+    for levels in jobs.values():
+        assert sorted(levels) == [0.0, 0.1] and len(levels[0.0]) == 3 and len(levels[0.1]) == 1
+        assert all(len(sweep) == 3 for sweep in levels[0.0])
+        assert np.mean(levels[0.1][0]) / np.mean(np.concatenate(levels[0.0])) > 1.05
