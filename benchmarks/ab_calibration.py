@@ -193,14 +193,24 @@ def judged_again(ab_dir: Path, blind: bool) -> list[dict]:
     return [asdict(call) for call in judged(ab_dir, AB_SAME_WITHIN)[0]]
 
 
-def separate_calls(trial: Path) -> list[dict] | None:
+def separate_calls(trial: Path, rejudge: bool = False) -> list[dict] | None:
     """``compare``'s calls of a separate trial, one per job compared (its words as the A/B's: "same"
-    for not significant); None where the trial did not finish."""
+    for not significant); None where the trial did not finish. With ``rejudge``, those of ``compare``
+    as it is now, run again on the trial's two stored folders (into ``cmp-now``)."""
+    import shutil
+
     import pandas as pd
 
     from ddpbench.analysis.history.compare import SAME
 
     path = trial / "cmp" / "compare.csv"
+    if rejudge and path.exists():
+        shutil.rmtree(trial / "cmp-now", ignore_errors=True)
+        done = _ddpbench(["compare", "A", "B", "--out", "cmp-now"], trial, {**os.environ, "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")]))})
+        if done.returncode:
+            raise SystemExit(f"{trial}: compare failed again: {done.stderr[-2000:]}")
+        path = trial / "cmp-now" / "compare.csv"
     if not path.exists():
         return None
     table = pd.read_csv(path)
@@ -212,7 +222,7 @@ def separate_calls(trial: Path) -> list[dict] | None:
 def analyse(args) -> None:
     from scipy import stats
 
-    from ddpbench.analysis.core.machine import MACHINE_DIFFERED
+    from ddpbench.analysis.core.machine import MACHINE_BUSY, MACHINE_DIFFERED
 
     rows: dict[tuple[str, float], list[dict]] = {}
     for folder in args.folders:
@@ -223,7 +233,7 @@ def analyse(args) -> None:
             meta = json.loads(meta_path.read_text())
             method = meta.get("method", "ab")
             if method == "separate":
-                calls, rounds = separate_calls(trial), 0
+                calls, rounds = separate_calls(trial, args.rejudge), 0
             else:
                 log_path = trial / "ab" / "ab.json"
                 if not log_path.exists():
@@ -234,9 +244,9 @@ def analyse(args) -> None:
             for call in calls or []:
                 rows.setdefault((method, meta["slowdown"]), []).append({**call, "trial_s": meta["seconds"],
                                                                         "trial_rounds": rounds})
-    print("| method | planted | comparisons | slower | faster | same | cannot tell | machine differed "
+    print("| method | planted | comparisons | slower | faster | same | cannot tell | machine differed | machine busy "
           "| measured (median) | rounds | set aside | s a trial |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
     def rate(calls: list[dict], word: str) -> str:
         k, n = sum(c["call"] == word for c in calls), len(calls)
@@ -247,8 +257,9 @@ def analyse(args) -> None:
         n = len(calls)
         ratios = [c["ratio"] for c in calls if c["ratio"] == c["ratio"]]
         differed = rate(calls, MACHINE_DIFFERED) if method == "separate" else "-"
+        busy = rate(calls, MACHINE_BUSY) if method == "separate" else "-"
         print(f"| {method} | {100 * slowdown:g} % | {n} | {rate(calls, 'slower')} | {rate(calls, 'faster')} | "
-              f"{rate(calls, 'same')} | {rate(calls, 'cannot tell')} | {differed} | "
+              f"{rate(calls, 'same')} | {rate(calls, 'cannot tell')} | {differed} | {busy} | "
               f"{statistics.median(ratios):.3f}x | "
               f"{statistics.median(c['trial_rounds'] for c in calls):g} | "
               f"{statistics.median(c.get('set_aside', 0) for c in calls):g} | "

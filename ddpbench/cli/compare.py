@@ -36,7 +36,7 @@ def command(args) -> int:
     from ddpbench.analysis.core import POWER, machine_difference, mde_amount
     from ddpbench.analysis.history import (
         FAIL, INCONCLUSIVE, PASS, compare_tables, environment_differences, gate_results, gate_text, load_side,
-        parse_gate,
+        parse_gate, side_busy,
     )
     from ddpbench.report.compare_page import CSV_FILE, INDEX_FILE, PLOT_FILE, write_comparison
     from ddpbench.results.folder import claim_output
@@ -51,7 +51,8 @@ def command(args) -> int:
     out_dir = args.out or args.candidate / "compare"
     claim_output(out_dir, "--out", force=args.force, writes=(CSV_FILE, PLOT_FILE, INDEX_FILE))
     machine = machine_difference(side_a.ranks, side_b.ranks)
-    table = compare_tables(side_a.summary, side_a.steps, side_b.summary, side_b.steps, machine)
+    table = compare_tables(side_a.summary, side_a.steps, side_b.summary, side_b.steps, machine,
+                           (side_busy(side_a), side_busy(side_b)))
     results = gate_results(table, gates)
     env_diffs = environment_differences(side_a.sweeps, side_b.sweeps)
     print_comparison(table)

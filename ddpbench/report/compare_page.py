@@ -14,7 +14,7 @@ from markupsafe import Markup
 from ddpbench.analysis.history import (
     CANNOT_TELL, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, Gate, csv_table, gate_column, gate_text, ratio_text,
 )
-from ddpbench.analysis.core import CONFIDENCE, MACHINE_DIFFERED, POWER
+from ddpbench.analysis.core import CONFIDENCE, MACHINE_BUSY, MACHINE_DIFFERED, POWER
 from ddpbench.report.page import (INDEX_FILE, Section, html, html_table, left_out_section, num, render_page,
                                   with_interval)
 from ddpbench.report.plots.common import LeftOut, leaving_out
@@ -28,17 +28,20 @@ PLOT_FILE = "ratios.png"
 
 def _overview(table, results, gates, env_diffs, folder_a, folder_b, machine: str = "") -> Markup:
     compared = table[table["compared"].astype(bool)] if len(table) else table
-    counts = {v: int((compared["verdict"] == v).sum()) for v in (SLOWER, FASTER, SAME, CANNOT_TELL, MACHINE_DIFFERED)} \
-        if len(compared) else {}
+    verdicts = (SLOWER, FASTER, SAME, CANNOT_TELL, MACHINE_DIFFERED, MACHINE_BUSY)
+    counts = {v: int((compared["verdict"] == v).sum()) for v in verdicts} if len(compared) else {}
     text = html('<p class="what">Baseline A: <code>{{ a }}</code><br>Candidate B: <code>{{ b }}</code></p>'
                 '<p class="what">{{ n }} job(s) compared: <span class="status-failed">{{ slower }} slower</span>, '
                 '<span class="status-ok">{{ faster }} faster</span>, {{ same }} not significant'
                 "{% if unsure %}, {{ unsure }} cannot tell (one launch on a side: no call){% endif %}"
-                "{% if machine_said %}, {{ machine_said }} not called because the machine differed{% endif %}; "
+                "{% if machine_said %}, {{ machine_said }} not called because the machine differed{% endif %}"
+                "{% if busy %}, {{ busy }} not called because the machine was busy during some of their launches "
+                "(other work, as their rows say){% endif %}; "
                 "{{ rest }} not compared.</p>",
                 a=str(folder_a), b=str(folder_b), n=len(compared), slower=counts.get(SLOWER, 0),
                 faster=counts.get(FASTER, 0), same=counts.get(SAME, 0), unsure=counts.get(CANNOT_TELL, 0),
-                machine_said=counts.get(MACHINE_DIFFERED, 0), rest=len(table) - len(compared))
+                machine_said=counts.get(MACHINE_DIFFERED, 0), busy=counts.get(MACHINE_BUSY, 0),
+                rest=len(table) - len(compared))
     if env_diffs:
         text += (Markup('<p class="note"><strong class="status-skipped">Warning: the two folders were measured in '
                         "different environments</strong>; a difference in step time may come from the machine, "

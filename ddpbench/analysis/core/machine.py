@@ -13,6 +13,14 @@ their mean contention lies wholly beyond :data:`~ddpbench.analysis.core.threshol
 either way (:func:`machine_difference`). ``compare`` then never calls B slower where B's machine was
 the busier one, nor faster where A's was: the machine explains it as well as the code would.
 Folders stored before these readings (or off Linux) have none, and no difference is claimed.
+
+Two folders whose machines did not differ on average can still both have been busy: a neighbour in
+each, or one that came and went. A launch is **surely contended** where its contention is at least
+:data:`~ddpbench.analysis.core.thresholds.CONTENDED_CORES` beyond the coarseness of its reading
+(:func:`reading_resolution`). ``compare`` calls no job slower where any of its launches in B was, nor
+faster where any in A was (:data:`MACHINE_BUSY`, :func:`busy_launches`): what other work does to a step
+depends on the work (a neighbour streaming through memory slows a step more than one spinning a core, at
+the same cores), so the cores alone cannot say how much of a difference it made.
 """
 
 from __future__ import annotations
@@ -28,6 +36,9 @@ from ddpbench.analysis.core.thresholds import CONFIDENCE, CONTENDED_CORES, MACHI
 #: compare's verdict in place of "slower" where B's machine was the busier one, or of "faster" where A's
 #: was: the machine explains the difference as well as the code would
 MACHINE_DIFFERED = "machine differed"
+#: compare's verdict in place of "slower" or "faster" where other work took the machine during some of the
+#: job's launches on either side: two sweeps at two times cannot tell that from the code
+MACHINE_BUSY = "machine busy"
 #: the clock ticks a second of /proc/stat's counters (Linux's USER_HZ, 100 by its ABI whatever the kernel's HZ)
 PROC_STAT_HZ = 100
 #: per launch: (key, repeat) and what its machine did (cores over its measured window; MHz)
@@ -60,6 +71,23 @@ def reading_resolution(cpus: float, window_s) -> float:
     readings of each sum differ from the time by up to one tick a CPU, and the contention adds both. A
     few milliseconds of steps read the machine to within cores, not tenths of one."""
     return 2 * cpus / PROC_STAT_HZ / np.asarray(window_s, float)
+
+
+def busy_launches(ranks: pd.DataFrame | None, steps: pd.DataFrame | None, cpus: float = math.nan) -> dict[str, int]:
+    """Per job key, how many of its launches ran surely contended (module docstring): contention at least
+    :data:`~ddpbench.analysis.core.thresholds.CONTENDED_CORES` beyond its reading's resolution over the
+    launch's slowest rank's window on ``cpus`` CPUs (where the CPUs are not known, beyond nothing). Jobs
+    none of whose launches read the machine are absent."""
+    from ddpbench.analysis.core.windows import bounding_ranks
+
+    machine = launch_machine(ranks)
+    if machine.empty or steps is None or steps.empty:
+        return {}
+    windows = bounding_ranks(steps)[["key", "repeat", "window_ms"]]
+    table = machine.merge(windows.astype({"repeat": machine["repeat"].dtype}), on=["key", "repeat"], how="left")
+    resolution = np.nan_to_num(reading_resolution(cpus, table["window_ms"].to_numpy(float) / 1000.0), nan=0.0)
+    table["busy"] = table["contention_cores"].to_numpy(float) >= CONTENDED_CORES + resolution
+    return {str(key): int(part.sum()) for key, part in table.groupby("key", sort=False)["busy"]}
 
 
 def contended(machine: pd.DataFrame) -> pd.Series:

@@ -16,7 +16,7 @@ from ddpbench.analysis.history.ab import Call as ABCall
 from ddpbench.analysis.history.ab import ab_calls
 from ddpbench.analysis.history.compare import (
     CANNOT_TELL, ENV_FIELDS, FASTER, SAME, SLOWER, compare_tables, csv_table, environment_differences, load_side,
-    ratio_text,
+    ratio_text, side_busy,
 )
 from ddpbench.analysis.history.gates import (
     FAIL, INCONCLUSIVE, PASS, Gate, gate_column, gate_results, gate_text, parse_gate,
@@ -31,6 +31,6 @@ __all__ = [
     "INCONCLUSIVE", "PASS",
     "SAME", "SLOWER", "ab_calls", "compare_tables",
     "csv_table", "environment_differences", "gate_column", "gate_results", "gate_text", "judge", "kept_launches",
-    "load_side", "newest_changes", "parse_gate", "ratio_text", "survivors", "trend_changes", "trend_table",
+    "load_side", "newest_changes", "parse_gate", "ratio_text", "side_busy", "survivors", "trend_changes", "trend_table",
     "undecided", "verdict", "welch",
 ]

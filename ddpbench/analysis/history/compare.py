@@ -44,7 +44,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ddpbench.analysis.core import power, stats
-from ddpbench.analysis.core.machine import MACHINE_DIFFERED, MachineDifference
+from ddpbench.analysis.core.machine import MACHINE_BUSY, MACHINE_DIFFERED, MachineDifference, busy_launches
+from ddpbench.analysis.core.thresholds import CONTENDED_CORES
 from ddpbench.analysis.core.jobs import SPEC_COLUMNS, describe, label_fields, ordered
 from ddpbench.analysis.core.values import known
 from ddpbench.analysis.folder import load_given
@@ -92,6 +93,14 @@ def load_side(folder: str | Path, label: str) -> Side:
 # the per-job comparison
 # ---------------------------------------------------------------------------------------------
 
+def side_busy(side: Side) -> dict[str, int]:
+    """Per job key of a loaded folder, its launches that ran surely contended
+    (:func:`ddpbench.analysis.core.machine.busy_launches`, on the CPUs its sweeps recorded)."""
+    cpus = pd.to_numeric(side.sweeps["cores_logical"], errors="coerce").max() \
+        if side.sweeps is not None and "cores_logical" in side.sweeps else float("nan")
+    return busy_launches(side.ranks, side.steps, float(cpus))
+
+
 def launch_steps(steps: pd.DataFrame, key: str) -> list[list[float]]:
     """One list per launch (repeat) of a job: its bounded (slowest-rank) measured step times, ms."""
     if steps is None or steps.empty:
@@ -136,7 +145,8 @@ def folder_spread(summary_a: pd.DataFrame, summary_b: pd.DataFrame) -> float:
 
 
 def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd.DataFrame,
-                   steps_b: pd.DataFrame, machine: MachineDifference | None = None) -> pd.DataFrame:
+                   steps_b: pd.DataFrame, machine: MachineDifference | None = None,
+                   busy: tuple[dict[str, int], dict[str, int]] | None = None) -> pd.DataFrame:
     """One row per job of A or B (matched by ``key``): the comparison of B against A.
 
     ``match`` is "both", "only in A" or "only in B"; ``compared`` is True for jobs ok on both
@@ -154,6 +164,9 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
     ``machine``: how the two folders' machines differed (:func:`ddpbench.analysis.core.machine.machine_difference`);
     where they did, a job slower on the busier machine B (or faster where A's was the busier) is
     :data:`MACHINE_DIFFERED`, not slower (faster), with the machine's words in its ``method``.
+    ``busy``: per side, each job's launches that ran surely contended
+    (:func:`ddpbench.analysis.core.machine.busy_launches`); a job called slower with any such launch in B,
+    or faster with any in A, is :data:`MACHINE_BUSY` instead, with how many in its ``method``.
     """
     a = summary_a.set_index("key", drop=False) if len(summary_a) else pd.DataFrame(columns=["key"])
     b = summary_b.set_index("key", drop=False) if len(summary_b) else pd.DataFrame(columns=["key"])
@@ -186,6 +199,8 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
             row.update(_compare_job(key, ra, rb, steps_a, steps_b, spread))
             if machine is not None and (row["verdict"], machine.busier) in ((SLOWER, "B"), (FASTER, "A")):
                 row.update(verdict=MACHINE_DIFFERED, method=f"{row['method']}; {machine.words()}")
+            elif busy is not None and row["verdict"] in (SLOWER, FASTER):
+                row.update(_busy(key, busy, row))
         row.update(_per_sample(ra, rb, row))
         row.update({c: spec[c] for c in SPEC_COLUMNS if c in spec.index})
         rows.append(row)
@@ -195,6 +210,21 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
     # reading order: compared jobs as the report orders jobs, then the rest
     order = ordered(table.assign(_rank=~table["compared"])).sort_values("_rank", kind="stable")
     return order.drop(columns="_rank").reset_index(drop=True)
+
+
+def _busy(key: str, busy: tuple[dict[str, int], dict[str, int]], row: dict) -> dict:
+    """``row``'s verdict and method where other work took the machine during some of the job's launches on
+    the side the call leans towards (B's for "slower", A's for "faster"): on the other side it works against
+    the call, which stands."""
+    side = "B" if row["verdict"] == SLOWER else "A"
+    count = busy[side == "B"].get(key, 0)
+    if not count:
+        return {}
+    return {"verdict": MACHINE_BUSY, "method": (
+        f"{row['method']}; the machine was busy: other processes and the hypervisor took at least "
+        f"{CONTENDED_CORES:g} cores during {count} of {side}'s {row[f'launches_{side.lower()}']} launches, and what "
+        "that did to a step depends on the work, so two sweeps at two times cannot tell it from the code: run "
+        "the two interleaved (python -m ddpbench ab)")}
 
 
 #: what a sample cost and took in energy, side by side (each side at its own stored price)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ddpbench.analysis.core import power, stats, thresholds
-from ddpbench.analysis.core.machine import MACHINE_DIFFERED
+from ddpbench.analysis.core.machine import MACHINE_BUSY, MACHINE_DIFFERED
 from ddpbench.errors import InputError
 
 GATE_STATS = ("median", "mean")
@@ -193,6 +193,10 @@ def gate_results(table: pd.DataFrame, gates: Sequence[Gate]) -> pd.DataFrame:
                 if test["outcome"] == FAIL and r.get("verdict") == MACHINE_DIFFERED:
                     test = {**test, "outcome": INCONCLUSIVE,
                             "basis": f"{test['basis']}; but B ran on the busier machine, which explains it as well"}
+                elif test["outcome"] == FAIL and r.get("verdict") == MACHINE_BUSY:
+                    test = {**test, "outcome": INCONCLUSIVE,
+                            "basis": f"{test['basis']}; but the machine was busy during some of its launches, "
+                                     "which can explain it as well"}
                 rows.append({"key": r["key"], "job": r["job"], **test, "mde": mde["mde"],
                              "mde_false_alarm": mde["false_alarm"]})
     return pd.DataFrame(rows, columns=GATE_COLUMNS)

@@ -79,3 +79,38 @@ def test_compare_does_not_call_b_faster_where_a_s_machine_was_the_busier():
     assert faster.iloc[0]["verdict"] == MACHINE_DIFFERED
     assert compare_tables(b, sb, a, sa).iloc[0]["verdict"] == FASTER
     assert not math.isnan(faster.iloc[0]["mean_ratio"])
+
+
+@pytest.mark.parametrize("busy_a, busy_b, verdict", [((0, 0, 0, 0), (0, 0, 0, 0), SLOWER),
+                                                      ((0, 0, 0, 0), (0, 0.9, 0, 0), "machine busy"),
+                                                      ((0.9, 0.9, 0.9, 0.9), (0.9, 0.9, 0.9, 0.9), "machine busy"),
+                                                      ((0.9, 0, 0.9, 0), (0, 0, 0, 0), SLOWER)])
+def test_compare_does_not_call_a_job_slower_where_the_machine_was_busy_during_its_b_launches(busy_a, busy_b,
+                                                                                              verdict):
+    """B's four launches 20 % slower. Where other work took 0.9 cores during any of B's launches (or during
+    every launch of both, where the two machines did not differ on average), the call is "machine busy";
+    where only A's launches were busy, the machine worked against the call, which stands."""
+    from ddpbench.analysis.core.machine import MACHINE_BUSY, busy_launches
+
+    summary_a, steps_a, summary_b, steps_b = _slower_b()
+    key = summary_a.iloc[0]["key"]
+    busy = (busy_launches(ranks_table(list(busy_a), key=key), steps_a, 2.0),
+            busy_launches(ranks_table(list(busy_b), key=key), steps_b, 2.0))
+    assert busy[1][key] == sum(v > 0 for v in busy_b)
+    row = compare_tables(summary_a, steps_a, summary_b, steps_b, None, busy).iloc[0]
+    assert row["verdict"] == verdict
+    if verdict == MACHINE_BUSY:
+        assert "python -m ddpbench ab" in row["method"] and "of B's 4 launches" in row["method"]
+        gate = gate_results(pd.DataFrame([row]), [parse_gate("mean:5%")]).iloc[0]
+        assert gate["outcome"] == INCONCLUSIVE and "the machine was busy" in gate["basis"]
+
+
+def test_a_reading_too_coarse_for_its_window_is_not_taken_as_busy():
+    """Five steps of 10 ms: a 50 ms window on 2 CPUs reads the machine only to within 0.8 cores."""
+    from ddpbench.analysis.core.machine import busy_launches
+
+    summary_a, steps_a, *_ = _slower_b()
+    key = summary_a.iloc[0]["key"]
+    assert busy_launches(ranks_table([0.5, 0.5, 0.5, 0.5], key=key), steps_a, 2.0)[key] == 0
+    assert busy_launches(ranks_table([0.5, 0.5, 0.5, 0.5], key=key), steps_a, float("nan"))[key] == 4
+    assert busy_launches(None, steps_a) == {}
