@@ -243,13 +243,16 @@ def test_planted_regression_of_a_real_sweep(reruns, tmp_path):
         medians = np.array(power.launch_values(compare.launch_steps(side.steps, r["key"]), "median"))
         cv = np.std(medians, ddof=1) / medians.mean()
         expected[r["job"]] = 100 * (2 * math.exp(-t.ppf(0.975, 2 * len(medians) - 2) * cv * math.sqrt(2 / len(medians))) - 1)
+    # a launch of B the machine was busy during (other tests beside it) leaves its job's gate inconclusive
+    busy = compare.side_busy(compare.load_side(slow, "B"))
+    busy_jobs = {r["job"] for r in rows if busy.get(r["key"])}
     lines = _gate_lines(proc.stdout)
     assert sorted(job for job, *_ in lines) == ["mlp-xs ws=1", "mlp-xs ws=2"]
     for job, outcome, low, high in lines:
         print(f"planted 2x {job}: {outcome}, excess interval [{low:+.1f}, {high:+.1f}] %")
         assert low == pytest.approx(expected[job], abs=0.1)
-        assert outcome == ("fail" if expected[job] > 5.0 else "inconclusive")
-    assert (proc.returncode == 1) == any(v > 5.0 for v in expected.values())
+        assert outcome == ("fail" if expected[job] > 5.0 and job not in busy_jobs else "inconclusive")
+    assert (proc.returncode == 1) == any(v > 5.0 for job, v in expected.items() if job not in busy_jobs)
     _assert_outputs(out)
 
     # 20 %: failed where the launches agree well enough, inconclusive where they do not -- never passed
@@ -259,5 +262,5 @@ def test_planted_regression_of_a_real_sweep(reruns, tmp_path):
     gates = {r["gate"] for r in _csv(tmp_path / "a20" / "compare.csv")}
     assert gates <= {"median:5% fail", "median:5% inconclusive"} and gates, gates
     lines = _gate_lines(proc.stdout)
-    assert all((outcome == "fail") == (low > 5.0) for _, outcome, low, _ in lines)
+    assert all((outcome == "fail") == (low > 5.0 and job not in busy_jobs) for job, outcome, low, _ in lines)
     assert (proc.returncode == 1) == any(outcome == "fail" for _, outcome, _, _ in lines)
