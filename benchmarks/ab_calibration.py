@@ -7,6 +7,7 @@ ddpbench ab`` of two experiment files, or a real sweep of each file, one after t
                                             [--experiment experiments/quick.toml] [--budget 120]
                                             [--load random|mixed|off]
     python benchmarks/ab_calibration.py analyse DIR [DIR ...] [--blind | --rejudge]
+    python benchmarks/ab_calibration.py export DIR [DIR ...] --out FOLDER
 
 A trial's BASE is the experiment with its preset swapped for ``planted_preset:make`` at slowdown 0 (the
 same model, data and gradients: ``benchmarks/planted_preset.py``) and its CANDIDATE the same at the
@@ -215,35 +216,59 @@ def separate_calls(trial: Path, rejudge: bool = False) -> list[dict] | None:
         return None
     table = pd.read_csv(path)
     table = table[table["match"] == "both"]
-    return [{"call": "same" if row.verdict == SAME else row.verdict, "ratio": float(row.mean_ratio), "rounds": 0}
-            for row in table.itertuples()]
+    return [{"call": "same" if row.verdict == SAME else row.verdict, "ratio": float(row.mean_ratio), "rounds": 0,
+             "key": row.key, "job": row.job, "world_size": int(row.world_size), "low": float(row.mean_ratio_low),
+             "high": float(row.mean_ratio_high)} for row in table.itertuples()]
+
+
+#: calls.csv's columns (export)
+CALL_COLUMNS = ("batch", "trial", "method", "slowdown", "neighbours", "trial_s", "trial_rounds", "key", "job",
+                "world_size", "call", "ratio", "low", "high", "set_aside")
+#: launches.csv's columns (export)
+LAUNCH_COLUMNS = ("batch", "trial", "slowdown", "side", "neighbour", "key", "job", "world_size", "repeat", "step_ms",
+                  "contention_cores", "resolution_cores")
+
+
+def trial_calls(folder: Path, blind: bool = False, rejudge: bool = False):
+    """(trial folder, its trial.json, its calls, its rounds) of each finished trial of a batch."""
+    for trial in sorted(Path(folder).glob("trial-*")):
+        meta_path = trial / "trial.json"
+        if not meta_path.exists():
+            continue
+        meta = json.loads(meta_path.read_text())
+        method = meta.get("method", "ab")
+        if method == "separate":
+            calls, rounds = separate_calls(trial, rejudge), 0
+        else:
+            log_path = trial / "ab" / "ab.json"
+            if not log_path.exists():
+                continue
+            log = json.loads(log_path.read_text())
+            calls = judged_again(trial / "ab", blind) if blind or rejudge else log["calls"]
+            rounds = len(log["rounds"])
+        yield trial, meta, calls or [], rounds
 
 
 def analyse(args) -> None:
+    import csv
+
     from scipy import stats
 
     from ddpbench.analysis.core.machine import MACHINE_BUSY, MACHINE_DIFFERED
 
     rows: dict[tuple[str, float], list[dict]] = {}
     for folder in args.folders:
-        for trial in sorted(Path(folder).glob("trial-*")):
-            meta_path = trial / "trial.json"
-            if not meta_path.exists():
-                continue
-            meta = json.loads(meta_path.read_text())
-            method = meta.get("method", "ab")
-            if method == "separate":
-                calls, rounds = separate_calls(trial, args.rejudge), 0
-            else:
-                log_path = trial / "ab" / "ab.json"
-                if not log_path.exists():
-                    continue
-                log = json.loads(log_path.read_text())
-                calls = judged_again(trial / "ab", args.blind) if args.blind or args.rejudge else log["calls"]
-                rounds = len(log["rounds"])
-            for call in calls or []:
-                rows.setdefault((method, meta["slowdown"]), []).append({**call, "trial_s": meta["seconds"],
-                                                                        "trial_rounds": rounds})
+        if (Path(folder) / "calls.csv").exists():  # an exported folder
+            with open(Path(folder) / "calls.csv", newline="") as fh:
+                for row in csv.DictReader(fh):
+                    call = {**row, "ratio": float(row["ratio"]), "trial_s": float(row["trial_s"]),
+                            "trial_rounds": int(row["trial_rounds"]), "set_aside": int(row["set_aside"] or 0)}
+                    rows.setdefault((row["method"], float(row["slowdown"])), []).append(call)
+            continue
+        for _trial, meta, calls, rounds in trial_calls(Path(folder), args.blind, args.rejudge):
+            for call in calls:
+                rows.setdefault((meta.get("method", "ab"), meta["slowdown"]), []).append(
+                    {**call, "trial_s": meta["seconds"], "trial_rounds": rounds})
     print("| method | planted | comparisons | slower | faster | same | cannot tell | machine differed | machine busy "
           "| measured (median) | rounds | set aside | s a trial |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -264,6 +289,53 @@ def analyse(args) -> None:
               f"{statistics.median(c['trial_rounds'] for c in calls):g} | "
               f"{statistics.median(c.get('set_aside', 0) for c in calls):g} | "
               f"{statistics.median(c['trial_s'] for c in calls):.0f} |")
+
+
+def export(args) -> None:
+    """The batches' calls and their separate sweeps' launches as two CSVs under ``--out`` (module docstring)."""
+    import csv
+
+    import pandas as pd
+
+    import warnings
+
+    from ddpbench.analysis.folder import load
+    from ddpbench.analysis.history.ab import round_figures
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    calls, launches = [], []
+    for folder in map(Path, args.folders):
+        for trial, meta, found, rounds in trial_calls(folder, rejudge=args.rejudge):
+            where = {"batch": folder.name, "trial": trial.name, "method": meta.get("method", "ab"),
+                     "slowdown": meta["slowdown"], "neighbours": "; ".join(meta.get("neighbours") or [meta["load"]]),
+                     "trial_s": meta["seconds"], "trial_rounds": rounds}
+            calls += [{**where, **{c: call.get(c, "") for c in CALL_COLUMNS if c not in where}} for call in found]
+            if where["method"] != "separate":
+                continue
+            for side, neighbour in zip("AB", meta.get("neighbours") or ["", ""]):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tables = load(trial / side, collectives=False)
+                cpus = float(pd.to_numeric(tables.sweeps.get("cores_logical"), errors="coerce").max())
+                figures = round_figures(tables.steps, tables.ranks, cpus)
+                jobs = tables.summary.set_index("key") if "key" in tables.summary else None
+                for row in figures.itertuples():
+                    job = jobs.loc[row.key] if jobs is not None and row.key in jobs.index else None
+                    launches.append({"batch": folder.name, "trial": trial.name, "side": side, "neighbour": neighbour,
+                                     "slowdown": meta["slowdown"] if side == "B" else 0.0,
+                                     "key": row.key, "world_size": int(job["world_size"]) if job is not None else "",
+                                     "job": (f"ws={int(job['world_size'])} bucket {float(job['bucket_cap_mb']):g} MB"
+                                             if job is not None else ""),
+                                     "repeat": int(row.repeat), "step_ms": round(float(row.step_ms), 4),
+                                     "contention_cores": round(float(row.contention_cores), 4),
+                                     "resolution_cores": round(float(row.resolution_cores), 4)})
+    for name, rows, columns in (("calls.csv", calls, CALL_COLUMNS), ("launches.csv", launches, LAUNCH_COLUMNS)):
+        with open(out / name, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, columns, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+    print(f"{out}: {len(calls)} calls, {len(launches)} launches")
 
 
 def _stop(signum, frame):
@@ -291,6 +363,11 @@ def main() -> None:
                    help="judge the stored rounds with every pair counted (none set aside where the machine differed)")
     p.add_argument("--rejudge", action="store_true", help="judge the stored rounds by the A/B's rule as it is now")
     p.set_defaults(func=analyse)
+    p = sub.add_parser("export")
+    p.add_argument("folders", nargs="+")
+    p.add_argument("--out", required=True)
+    p.add_argument("--rejudge", action="store_true", help="the calls of the rules as they are now")
+    p.set_defaults(func=export)
     args = parser.parse_args()
     args.func(args)
 

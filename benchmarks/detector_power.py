@@ -169,13 +169,23 @@ def _rates(draw, sizes: dict[float, float], trials: int, seed: int, detect) -> d
 
 def separate_sweeps(folders: list[Path]) -> dict[str, dict[float, list[np.ndarray]]]:
     """Per job (its label): each level's sweeps of ``ab_calibration.py`` ``separate`` trials, each sweep
-    its launches' mean steps (ms) in launch order. A trial's A is level 0, its B the trial's slowdown."""
+    its launches' mean steps (ms) in launch order. A trial's A is level 0, its B the trial's slowdown. A
+    folder may also be ``ab_calibration.py export``'s (its ``launches.csv``)."""
     import warnings
 
     from ddpbench.analysis.folder import load
 
     jobs: dict[str, dict[float, list[np.ndarray]]] = {}
     for folder in folders:
+        if (Path(folder) / "launches.csv").exists():  # ab_calibration.py export's folder
+            import pandas as pd
+
+            table = pd.read_csv(Path(folder) / "launches.csv")
+            for (_, _, _, label, level), rows in table.groupby(["batch", "trial", "side", "job", "slowdown"],
+                                                               sort=True):
+                ordered = rows.sort_values("repeat")["step_ms"].to_numpy(float)
+                jobs.setdefault(label, {}).setdefault(float(level), []).append(ordered)
+            continue
         for trial in sorted(Path(folder).glob("trial-*")):
             meta = trial / "trial.json"
             if not meta.exists() or json.loads(meta.read_text()).get("method") != "separate":
