@@ -3,7 +3,7 @@
 ddpbench ab`` of two experiment files, or a real sweep of each file, one after the other, and ``compare``.
 
     python benchmarks/ab_calibration.py run --out DIR [--trials 4] [--slowdowns 0,0.05,0.1]
-                                            [--methods ab,separate] [--repeats 12]
+                                            [--methods ab,separate] [--repeats 3]
                                             [--experiment experiments/quick.toml] [--budget 120]
                                             [--load random|mixed|off]
     python benchmarks/ab_calibration.py analyse DIR [DIR ...] [--blind | --rejudge]
@@ -14,9 +14,10 @@ same model, data and gradients: ``benchmarks/planted_preset.py``) and its CANDID
 trial's slowdown; slowdown 0 is an A/A. Every method and slowdown gets ``--trials`` trials, all of them
 in one shuffled order, so the methods meet the machine's hours alike. A trial of ``ab`` is one A/B of
 ``--budget`` seconds; a trial of ``separate`` is what a user does without it: a sweep of BASE, then a
-sweep of CANDIDATE (each job ``--repeats`` launches; the default makes a trial take about as long as
-an A/B's default budget), then ``compare`` of the two folders, whose calls may also be "machine
-differed".
+sweep of CANDIDATE (each job ``--repeats`` launches), then ``compare`` of the two folders, whose calls
+may also be "machine differed" or "machine busy". Its two files are one experiment, the slowdown planted
+through the candidate sweep's environment, so that ``compare`` matches their jobs as it matches two
+versions of a user's code.
 
 The neighbour (``--load``): ``random`` runs one that comes and goes beside every trial, a process that
 spins one core for spells of random length (exponential, mean 15 s) with pauses as long, which is what
@@ -147,8 +148,9 @@ def run(args) -> None:
         trial.mkdir()
         for name, level in (("base", 0.0), ("candidate", slowdown)):
             data = planted(Path(args.experiment), level)
-            if method == "separate":
+            if method == "separate":  # one file for both sweeps, the slowdown in the candidate's environment
                 data["defaults"]["repeats"] = args.repeats
+                data["defaults"]["model_args"].pop("slowdown")
             (trial / f"{name}.toml").write_bytes(tomli_w.dumps(data).encode())
         start, outputs, loads = time.monotonic(), [], []
         if method == "ab":
@@ -158,10 +160,11 @@ def run(args) -> None:
                                   "--seed", str(number)], trial, env)
             outputs.append(done)
         else:
-            for name, folder in (("base", "A"), ("candidate", "B")):
+            for name, folder, level in (("base", "A", 0.0), ("candidate", "B", slowdown)):
                 loads.append(neighbour())
                 with Neighbour(loads[-1], env):
-                    done = _ddpbench(["sweep", f"{name}.toml", "--out", folder, "--no-report"], trial, env)
+                    done = _ddpbench(["sweep", f"{name}.toml", "--out", folder, "--no-report"], trial,
+                                     {**env, "DDPBENCH_PLANTED_SLOWDOWN": str(level)})
                 outputs.append(done)
                 if done.returncode:
                     break
@@ -351,7 +354,7 @@ def main() -> None:
     p.add_argument("--trials", type=int, default=4)
     p.add_argument("--slowdowns", default="0,0.05,0.1")
     p.add_argument("--methods", default="ab", help="ab, separate, or both (ab,separate)")
-    p.add_argument("--repeats", type=int, default=12, help="separate: launches of each job in each sweep")
+    p.add_argument("--repeats", type=int, default=3, help="separate: launches of each job in each sweep")
     p.add_argument("--experiment", default=str(ROOT / "experiments" / "quick.toml"))
     p.add_argument("--budget", type=float, default=120.0)
     p.add_argument("--load", choices=("random", "mixed", "off"), default="random")

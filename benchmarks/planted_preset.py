@@ -11,10 +11,15 @@ forward, so the step's compute grows by about ``slowdown``, whatever the machine
 communicates is smaller than nominal: the size a comparison should credit is the measured one, which
 the calibration prints beside the nominal. ``slowdown = 0`` is the preset unchanged: the same model,
 the same data, the same gradients.
+
+Without ``slowdown`` in ``model_args`` it is read from ``DDPBENCH_PLANTED_SLOWDOWN`` in the ranks'
+environment (0 where unset): two sweeps of one experiment file, one run with it set, are then the same
+jobs to ``compare``, as two versions of a user's code are.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 from torch import nn
@@ -45,10 +50,16 @@ class Planted(nn.Module):
         return out
 
 
-def make(model: str = "transformer", size: str = "s", slowdown: float = 0.0, samples: int = 4096,
+#: where a slowdown not given in model_args is read from
+SLOWDOWN_ENV = "DDPBENCH_PLANTED_SLOWDOWN"
+
+
+def make(model: str = "transformer", size: str = "s", slowdown: float | None = None, samples: int = 4096,
          seed: int = 0) -> Workload:
     """The preset ``model``-``size`` with ``slowdown`` (a fraction: 0.1 is about 10 % of its compute) planted,
-    on the preset's synthetic data (``samples`` of it)."""
+    on the preset's synthetic data (``samples`` of it); ``slowdown`` None: :data:`SLOWDOWN_ENV`'s, else 0."""
+    if slowdown is None:
+        slowdown = float(os.environ.get(SLOWDOWN_ENV, "0") or 0)
     if not 0 <= slowdown <= 10:
         raise ValueError(f"slowdown must be a fraction between 0 and 10, got {slowdown!r}")
     shape, vocab = input_spec(model, size)
