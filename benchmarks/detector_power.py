@@ -167,10 +167,14 @@ def _rates(draw, sizes: dict[float, float], trials: int, seed: int, detect) -> d
     return out
 
 
-def separate_sweeps(folders: list[Path]) -> dict[str, dict[float, list[np.ndarray]]]:
+def separate_sweeps(folders: list[Path], with_busy: bool = False) -> dict[str, dict[float, list[np.ndarray]]]:
     """Per job (its label): each level's sweeps of ``ab_calibration.py`` ``separate`` trials, each sweep
     its launches' mean steps (ms) in launch order. A trial's A is level 0, its B the trial's slowdown. A
-    folder may also be ``ab_calibration.py export``'s (its ``launches.csv``)."""
+    folder may also be ``ab_calibration.py export``'s (its ``launches.csv``). ``with_busy``: each sweep's
+    launches as rows of (step, busy), busy 1 where the launch ran surely contended (other work took at
+    least CONTENDED_CORES beyond its reading's resolution; 0 where it was not read, from a batch's folders)."""
+    from ddpbench.analysis.core.thresholds import CONTENDED_CORES
+
     import warnings
 
     from ddpbench.analysis.folder import load
@@ -183,7 +187,11 @@ def separate_sweeps(folders: list[Path]) -> dict[str, dict[float, list[np.ndarra
             table = pd.read_csv(Path(folder) / "launches.csv")
             for (_, _, _, label, level), rows in table.groupby(["batch", "trial", "side", "job", "slowdown"],
                                                                sort=True):
-                ordered = rows.sort_values("repeat")["step_ms"].to_numpy(float)
+                rows = rows.sort_values("repeat")
+                ordered = rows["step_ms"].to_numpy(float)
+                if with_busy:
+                    busy = rows["contention_cores"] >= CONTENDED_CORES + rows["resolution_cores"].fillna(0.0)
+                    ordered = np.column_stack([ordered, busy.to_numpy(float)])
                 jobs.setdefault(label, {}).setdefault(float(level), []).append(ordered)
             continue
         for trial in sorted(Path(folder).glob("trial-*")):
@@ -199,7 +207,10 @@ def separate_sweeps(folders: list[Path]) -> dict[str, dict[float, list[np.ndarra
                     summary = load(trial / side, collectives=False).summary
                 for _, job in summary[summary["status"] == "ok"].iterrows():
                     label = f"ws={job['world_size']} bucket {job['bucket_cap_mb']:g} MB"
-                    jobs.setdefault(label, {}).setdefault(level, []).append(np.asarray(job["launch_step_ms"], float))
+                    steps = np.asarray(job["launch_step_ms"], float)
+                    if with_busy:
+                        steps = np.column_stack([steps, np.zeros(len(steps))])
+                    jobs.setdefault(label, {}).setdefault(level, []).append(steps)
     return jobs
 
 
@@ -265,26 +276,35 @@ def print_rates(name: str, found: dict, trials: int) -> None:
 
 def separate(args) -> None:
     """--separate: each job's rates on histories of separately swept commits, by each detector."""
-    jobs = separate_sweeps(args.separate)
+    jobs = separate_sweeps(args.separate, with_busy=True)
     if not jobs:
         raise SystemExit(f"{', '.join(map(str, args.separate))}: no separate trial with a finished sweep")
-    detectors = {"ddpbench": None, **(tools() if args.tools else {})}
+
+    def steps(points, set_aside: bool = False):
+        return [p[p[:, 1] == 0, 0] if set_aside else p[:, 0] for p in points]
+
+    detectors = {"ddpbench": None, "ddpbench, busy launches set aside": "busy",
+                 **(tools() if args.tools else {})}
     for label, levels in jobs.items():
         if 0.0 not in levels:
             continue
-        means = {level: float(np.mean(np.concatenate(s))) for level, s in levels.items()}
+        means = {level: float(np.mean(np.concatenate(steps(s)))) for level, s in levels.items()}
         sizes = {level: means[level] / means[0.0] - 1 for level in levels}
         counts = ", ".join(f"{level:.0%}: {len(s)}" for level, s in levels.items())
+        busy = np.concatenate([p[:, 1] for s in levels.values() for p in s])
         print(f"{label}: {args.commits} commits x {args.launches} launches, sweeps a level {counts}; "
-              f"{args.trials} histories a level")
+              f"{args.trials} histories a level; {busy.mean():.0%} of the launches busy")
 
         def draw(rng, level, levels=levels):
             return sweep_history(rng, levels[0.0], None if level == 0.0 else levels[level], args.commits,
                                  args.launches)
 
         for name, detect in detectors.items():
-            found = (_with_setting(None, lambda own, sizes=sizes: _rates(draw, sizes, args.trials, args.seed, own))
-                     if detect is None else _rates(draw, sizes, args.trials, args.seed, detect))
+            if detect is None or detect == "busy":
+                found = _with_setting(None, lambda own, sizes=sizes, aside=detect == "busy": _rates(
+                    draw, sizes, args.trials, args.seed, lambda points: own(steps(points, aside))))
+            else:
+                found = _rates(draw, sizes, args.trials, args.seed, lambda points, d=detect: d(steps(points)))
             print_rates(name, found, args.trials)
 
 
