@@ -29,6 +29,18 @@ def add_parser(sub) -> None:
     p.set_defaults(func=command)
 
 
+def busy_line(table) -> str:
+    """The line that says how many jobs compare did not call because the machine was busy; "" where none."""
+    from ddpbench.analysis.core import CONTENDED_CORES, MACHINE_BUSY
+
+    busy = int((table["verdict"] == MACHINE_BUSY).sum()) if len(table) and "verdict" in table else 0
+    if not busy:
+        return ""
+    return (f"{busy} job(s) not called slower or faster: other processes took {CONTENDED_CORES:g} cores or more "
+            "during some of their launches on the side the call leaned to (each row says how many); run the two "
+            "interleaved for a fair answer: python -m ddpbench ab")
+
+
 def command(args) -> int:
     from rich.console import Console
     from rich.markup import escape
@@ -64,6 +76,8 @@ def command(args) -> int:
                   f"A {escape(printable(va))} vs B {escape(printable(vb))}")
     if machine is not None:
         out.print(("[yellow]warning[/yellow]: " if machine.differed else "") + escape(machine.words()))
+    if busy_line(table):
+        out.print(f"[yellow]warning[/yellow]: {escape(busy_line(table))}")
     failed = results[results["outcome"] == FAIL]
     if gates:
         names = ", ".join(map(str, gates))

@@ -97,8 +97,13 @@ def test_compare_does_not_call_a_job_slower_where_the_machine_was_busy_during_it
     busy = (busy_launches(ranks_table(list(busy_a), key=key), steps_a, 2.0),
             busy_launches(ranks_table(list(busy_b), key=key), steps_b, 2.0))
     assert busy[1][key] == sum(v > 0 for v in busy_b)
-    row = compare_tables(summary_a, steps_a, summary_b, steps_b, None, busy).iloc[0]
+    table = compare_tables(summary_a, steps_a, summary_b, steps_b, None, busy)
+    row = table.iloc[0]
     assert row["verdict"] == verdict
+    # the command's own line under its table, where it left a job uncalled
+    from ddpbench.cli.compare import busy_line
+
+    assert busy_line(table).startswith("1 job(s) not called") is (verdict == MACHINE_BUSY)
     if verdict == MACHINE_BUSY:
         assert "python -m ddpbench ab" in row["method"] and "of B's 4 launches" in row["method"]
         gate = gate_results(pd.DataFrame([row]), [parse_gate("mean:5%")]).iloc[0]
