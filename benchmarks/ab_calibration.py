@@ -297,11 +297,9 @@ def analyse(args) -> None:
 def export(args) -> None:
     """The batches' calls and their separate sweeps' launches as two CSVs under ``--out`` (module docstring)."""
     import csv
-
-    import pandas as pd
-
     import warnings
 
+    from ddpbench.analysis.core.machine import recorded_cpus
     from ddpbench.analysis.folder import load
     from ddpbench.analysis.history.ab import round_figures
 
@@ -320,8 +318,7 @@ def export(args) -> None:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     tables = load(trial / side, collectives=False)
-                cpus = float(pd.to_numeric(tables.sweeps.get("cores_logical"), errors="coerce").max())
-                figures = round_figures(tables.steps, tables.ranks, cpus)
+                figures = round_figures(tables.steps, tables.ranks, recorded_cpus(tables.sweeps))
                 jobs = tables.summary.set_index("key") if "key" in tables.summary else None
                 for row in figures.itertuples():
                     job = jobs.loc[row.key] if jobs is not None and row.key in jobs.index else None

@@ -76,8 +76,9 @@ def command(args) -> int:
                   f"A {escape(printable(va))} vs B {escape(printable(vb))}")
     if machine is not None:
         out.print(("[yellow]warning[/yellow]: " if machine.differed else "") + escape(machine.words()))
-    if busy_line(table):
-        out.print(f"[yellow]warning[/yellow]: {escape(busy_line(table))}")
+    busy = busy_line(table)
+    if busy:
+        out.print(f"[yellow]warning[/yellow]: {escape(busy)}")
     failed = results[results["outcome"] == FAIL]
     if gates:
         names = ", ".join(map(str, gates))

@@ -45,9 +45,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import pandas as pd
-
 from ddpbench.analysis.core import machine_difference
+from ddpbench.analysis.core.machine import recorded_cpus
 from ddpbench.analysis.history import ABCall, ab_calls
 from ddpbench.errors import InputError
 from ddpbench.owner import owned_command
@@ -281,8 +280,7 @@ def judged(out_dir: Path, same_within: float) -> tuple[list[ABCall], str]:
     machine = machine_difference(tables[0].ranks, tables[1].ranks)
     words = machine.words(advice=False) if machine is not None else ""
     # the machine's CPUs, by which a launch's reading of it is as coarse as reading_resolution says
-    cpus = pd.to_numeric(pd.concat([t.sweeps.get("cores_logical", pd.Series(dtype=float)) for t in tables]),
-                         errors="coerce").max()
+    cpus = recorded_cpus(*(t.sweeps for t in tables))
     return ab_calls(tables[0].steps, tables[1].steps, same_within, tables[0].ranks, tables[1].ranks, cpus), words
 
 

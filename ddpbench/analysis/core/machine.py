@@ -36,8 +36,8 @@ from ddpbench.analysis.core.thresholds import CONFIDENCE, CONTENDED_CORES, MACHI
 #: compare's verdict in place of "slower" where B's machine was the busier one, or of "faster" where A's
 #: was: the machine explains the difference as well as the code would
 MACHINE_DIFFERED = "machine differed"
-#: compare's verdict in place of "slower" or "faster" where other work took the machine during some of the
-#: job's launches on either side: two sweeps at two times cannot tell that from the code
+#: compare's verdict in place of "slower" where other work took the machine during some of the job's launches
+#: in B, or of "faster" where it did in A: two sweeps at two times cannot tell that from the code
 MACHINE_BUSY = "machine busy"
 #: the clock ticks a second of /proc/stat's counters (Linux's USER_HZ, 100 by its ABI whatever the kernel's HZ)
 PROC_STAT_HZ = 100
@@ -71,6 +71,14 @@ def reading_resolution(cpus: float, window_s) -> float:
     readings of each sum differ from the time by up to one tick a CPU, and the contention adds both. A
     few milliseconds of steps read the machine to within cores, not tenths of one."""
     return 2 * cpus / PROC_STAT_HZ / np.asarray(window_s, float)
+
+
+def recorded_cpus(*sweeps: pd.DataFrame | None) -> float:
+    """The CPUs the machine had (``cores_logical``) by the sweep records of one or more folders: the most
+    any records; NaN where none does."""
+    found = [pd.to_numeric(t["cores_logical"], errors="coerce") for t in sweeps
+             if t is not None and "cores_logical" in t]
+    return float(pd.concat(found).max()) if found else math.nan
 
 
 def busy_launches(ranks: pd.DataFrame | None, steps: pd.DataFrame | None, cpus: float = math.nan) -> dict[str, int]:
@@ -154,6 +162,16 @@ def machine_difference(ranks_a: pd.DataFrame, ranks_b: pd.DataFrame) -> MachineD
     a, b = launch_machine(ranks_a), launch_machine(ranks_b)
     return contention_difference(a["contention_cores"], b["contention_cores"], float(a["cpu_mhz"].mean()),
                                  float(b["cpu_mhz"].mean()))
+
+
+def commits_difference(commits_a, commits_b) -> MachineDifference | None:
+    """:func:`contention_difference` of two runs of a history's commits, each commit a list of its
+    launches' contention (a trend table's ``launch_contention_cores``); None where a side has fewer than
+    two launches that read the machine."""
+    def launches(commits) -> np.ndarray:
+        return np.concatenate([np.asarray(c, float) for c in commits] or [np.array([])])
+
+    return contention_difference(launches(commits_a), launches(commits_b))
 
 
 def contention_difference(a, b, mhz_a: float = math.nan, mhz_b: float = math.nan) -> MachineDifference | None:

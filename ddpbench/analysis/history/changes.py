@@ -280,15 +280,11 @@ def _machine(before, after, slower: bool) -> tuple[bool, str]:
     """Whether the machine explains a change: the launches on the side the step moved towards (after a
     slowdown, before a speedup) ran on the busier machine; and the words of what it did. (False, "")
     where fewer than two launches a side read the machine."""
-    from ddpbench.analysis.core.machine import contention_difference
+    from ddpbench.analysis.core.machine import commits_difference
 
     if "launch_contention_cores" not in before:
         return False, ""
-
-    def launches(rows) -> np.ndarray:
-        return np.concatenate([np.asarray(c, float) for c in rows["launch_contention_cores"]] or [np.array([])])
-
-    machine = contention_difference(launches(before), launches(after))
+    machine = commits_difference(before["launch_contention_cores"], after["launch_contention_cores"])
     if machine is None:
         return False, ""
     words = machine.words(advice=False, names=("the old level", "the new level"))

@@ -44,7 +44,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ddpbench.analysis.core import power, stats
-from ddpbench.analysis.core.machine import MACHINE_BUSY, MACHINE_DIFFERED, MachineDifference, busy_launches
+from ddpbench.analysis.core.machine import (MACHINE_BUSY, MACHINE_DIFFERED, MachineDifference, busy_launches,
+                                           recorded_cpus)
 from ddpbench.analysis.core.thresholds import CONTENDED_CORES
 from ddpbench.analysis.core.jobs import SPEC_COLUMNS, describe, label_fields, ordered
 from ddpbench.analysis.core.values import known
@@ -96,9 +97,7 @@ def load_side(folder: str | Path, label: str) -> Side:
 def side_busy(side: Side) -> dict[str, int]:
     """Per job key of a loaded folder, its launches that ran surely contended
     (:func:`ddpbench.analysis.core.machine.busy_launches`, on the CPUs its sweeps recorded)."""
-    cpus = pd.to_numeric(side.sweeps["cores_logical"], errors="coerce").max() \
-        if side.sweeps is not None and "cores_logical" in side.sweeps else float("nan")
-    return busy_launches(side.ranks, side.steps, float(cpus))
+    return busy_launches(side.ranks, side.steps, recorded_cpus(side.sweeps))
 
 
 def launch_steps(steps: pd.DataFrame, key: str) -> list[list[float]]:

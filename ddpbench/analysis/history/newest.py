@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ddpbench.analysis.core import thresholds
-from ddpbench.analysis.core.machine import MACHINE_DIFFERED, contention_difference
+from ddpbench.analysis.core.machine import MACHINE_DIFFERED, commits_difference
 from ddpbench.analysis.history import changes
 from ddpbench.analysis.history.compare import FASTER, SLOWER
 
@@ -81,10 +81,7 @@ def newest_test(points: list[np.ndarray], newest: int = 1, contention: list | No
     outcome = (SLOWER if ratio > 1 else FASTER) if beyond else NO_CHANGE
     note = ""
     if contention is not None:
-        def launches(commits) -> np.ndarray:
-            return np.concatenate([np.asarray(c, float) for c in commits] or [np.array([])])
-
-        machine = contention_difference(launches(contention[start:max(cut, 0)]), launches(contention[max(cut, 0):]))
+        machine = commits_difference(contention[start:max(cut, 0)], contention[max(cut, 0):])
         if machine is not None:
             note = machine.words(advice=False, names=("the level", "the newest"))
             if (outcome, machine.busier) in ((SLOWER, "B"), (FASTER, "A")):

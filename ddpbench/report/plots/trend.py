@@ -25,7 +25,7 @@ PHASES = {"data_ms": "data", "forward_ms": "forward", "backward_ms": "backward (
 MAX_TICKS = 24
 SLOWER_COLOR, FASTER_COLOR = "#c62828", "#1a7f37"
 #: a change point the machine explains as well as the code (the side the step moved towards ran beside more work)
-MACHINE_COLOR = "#757575"
+MACHINE_COLOR = "#212121"
 #: the phases' colours: none of them red or green, the change points' colours
 PHASE_COLORS = {"data_ms": "#7f7f7f", "forward_ms": "#9467bd", "backward_ms": "#8c564b", "optimizer_ms": "#e377c2",
                 "exposed_comm_ms": "#17becf"}

@@ -119,3 +119,10 @@ def test_a_reading_too_coarse_for_its_window_is_not_taken_as_busy():
     assert busy_launches(ranks_table([0.5, 0.5, 0.5, 0.5], key=key), steps_a, 2.0)[key] == 0
     assert busy_launches(ranks_table([0.5, 0.5, 0.5, 0.5], key=key), steps_a, float("nan"))[key] == 4
     assert busy_launches(None, steps_a) == {}
+
+
+def test_the_cpus_a_folder_recorded_are_the_most_its_sweeps_name_and_nan_without_any():
+    from ddpbench.analysis.core.machine import recorded_cpus
+
+    assert recorded_cpus(pd.DataFrame({"cores_logical": [2, None]}), pd.DataFrame({"cores_logical": ["4"]})) == 4.0
+    assert math.isnan(recorded_cpus(None, pd.DataFrame({"hostname": ["h"]})))
