@@ -8,6 +8,7 @@ ddpbench ab`` of two experiment files, or a real sweep of each file, one after t
                                             [--load random|mixed|off]
     python benchmarks/ab_calibration.py analyse DIR [DIR ...] [--blind | --rejudge]
     python benchmarks/ab_calibration.py export DIR [DIR ...] --out FOLDER
+    python benchmarks/ab_calibration.py busy FOLDER [FOLDER ...]
 
 A trial's BASE is the experiment with its preset swapped for ``planted_preset:make`` at slowdown 0 (the
 same model, data and gradients: ``benchmarks/planted_preset.py``) and its CANDIDATE the same at the
@@ -34,8 +35,18 @@ pairs a job had set aside (the machine differed between the pair's launches; med
 separate trials' "machine differed" calls and the seconds the trials took, per method.
 With ``--blind`` the stored rounds are judged again with every pair counted (none set aside where
 the machine differed within it), on the same launches; with ``--rejudge`` they are judged again by the
-A/B's rule as it is now (what a changed rule would have said of stored trials). The planted size is
-nominal: a step that also communicates grows by less than ``slowdown``.
+A/B's rule as it is now (what a changed rule would have said of stored trials), and a separate trial's
+two folders by ``compare`` as it is now (into the trial's ``cmp-now``). The planted size is nominal: a
+step that also communicates grows by less than ``slowdown``.
+
+``export`` keeps what the tables rest on, small enough to commit (a batch's records are about 13 MB):
+``calls.csv``, every comparison's call with its ratio and interval, its trial's method, planted slowdown,
+neighbours and seconds (with ``--rejudge``, the calls of the rules as they are now); and ``launches.csv``,
+every launch of the separate trials' sweeps, its step (the slowest rank's mean, ms), its contention and
+that reading's resolution (cores). ``analyse`` reads an exported folder as it reads the batches, and
+``benchmarks/detector_power.py --separate`` reads its launches. ``busy`` reads exported folders'
+step-free launches and prints, per job, the share that ran surely contended and their steps against
+the others' median (the median, 10th and 90th percentiles).
 """
 
 from __future__ import annotations
@@ -338,6 +349,22 @@ def export(args) -> None:
     print(f"{out}: {len(calls)} calls, {len(launches)} launches")
 
 
+def busy(args) -> None:
+    """What a surely contended launch did to a step (module docstring), from exported folders."""
+    import pandas as pd
+
+    from ddpbench.analysis.core.thresholds import CONTENDED_CORES
+
+    table = pd.concat([pd.read_csv(Path(folder) / "launches.csv") for folder in args.folders])
+    table = table[table["slowdown"] == 0]
+    table["busy"] = table["contention_cores"] >= CONTENDED_CORES + table["resolution_cores"].fillna(0.0)
+    for job, rows in table.groupby("job"):
+        quiet, taken = rows.loc[~rows["busy"], "step_ms"].median(), rows.loc[rows["busy"], "step_ms"]
+        print(f"{job}: {len(rows)} launches, {rows['busy'].mean():.0%} busy; busy steps against the others' median: "
+              f"{taken.median() / quiet:.2f}x (10th to 90th percentile {taken.quantile(0.1) / quiet:.2f}x to "
+              f"{taken.quantile(0.9) / quiet:.2f}x)")
+
+
 def _stop(signum, frame):
     raise KeyboardInterrupt  # SIGTERM as Ctrl-C: the trial's load is stopped on the way out
 
@@ -368,6 +395,9 @@ def main() -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--rejudge", action="store_true", help="the calls of the rules as they are now")
     p.set_defaults(func=export)
+    p = sub.add_parser("busy")
+    p.add_argument("folders", nargs="+")
+    p.set_defaults(func=busy)
     args = parser.parse_args()
     args.func(args)
 

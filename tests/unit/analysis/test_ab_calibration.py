@@ -32,3 +32,20 @@ def test_an_exported_folder_is_counted_per_method_and_planted_slowdown(tmp_path,
     assert "| 20 | 1 (5 %, 0-25 %) | 0 (0 %, 0-17 %) | 18 (90 %, 68-99 %)" in lines["separate"]
     assert "| 1 (5 %, 0-25 %) |" in lines["separate"].split("| 18 (90 %, 68-99 %) |")[1]  # machine busy
     assert "| 10 | 9 (90 %, 55-100 %) |" in lines["ab"] and "| - | - |" in lines["ab"]  # no compare words
+
+
+def test_busy_sets_the_contended_launches_against_the_others_median(tmp_path, capsys):
+    bench = load_benchmark("ab_calibration")
+    folder = tmp_path / "e"
+    folder.mkdir()
+    rows = [{"batch": "b", "trial": "t", "slowdown": 0.0, "side": "A", "neighbour": "", "key": "k", "job": "ws=2",
+             "world_size": 2, "repeat": i, "step_ms": 10.0 if i < 6 else 15.0,
+             "contention_cores": 0.05 if i < 6 else 0.9, "resolution_cores": 0.05} for i in range(8)]
+    rows.append({**rows[0], "slowdown": 0.1, "step_ms": 99.0, "contention_cores": 0.9})  # planted: left out
+    with open(folder / "launches.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, bench.LAUNCH_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    bench.busy(argparse.Namespace(folders=[folder]))
+    assert capsys.readouterr().out.startswith("ws=2: 8 launches, 25% busy; busy steps against the others' median: "
+                                              "1.50x")
