@@ -45,8 +45,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ddpbench.analysis.core import machine_difference
-from ddpbench.analysis.core.machine import recorded_cpus
+from ddpbench.analysis.core import machine_difference, recorded_cpus
 from ddpbench.analysis.history import ABCall, ab_calls
 from ddpbench.errors import InputError
 from ddpbench.owner import owned_command
