@@ -49,7 +49,9 @@ def add_parser(sub) -> None:
     p.add_argument("--paced", metavar="IN,OUT", help=argparse.SUPPRESS)
     add_cost_flags(p)
     add_folder_flags(p)
-    p.set_defaults(func=command)
+    # its process ends as the sweep's report is written, its exit handlers run, without the teardown
+    # of torch, pandas and matplotlib (ddpbench.cli.program.exit_now)
+    p.set_defaults(func=command, exit_at_once=True)
 
 
 def command(args) -> int:

@@ -185,23 +185,31 @@ def test_the_report_command_imports_neither_torch_nor_scipy_stats_nor_the_checke
 def test_python_m_ddpbench_report_ends_as_the_report_is_written(tmp_path):
     """``python -m ddpbench report`` ends its process as the command returns (cli.program.exit_now):
     the index's path it printed (stdout a pipe: buffered) is flushed, the exit code is the command's,
-    and no exit handler runs (the interpreter's teardown is skipped). Run as the program itself:
-    runpy with ``alter_sys``, as ``python -m`` runs it, an exit handler planted before."""
+    the exit handlers run, and the interpreter's teardown is skipped: an object held by a module
+    would be finalised in it. Run as the program itself: runpy with ``alter_sys``, as ``python -m``
+    runs it, an exit handler and the object planted before."""
     folder = _folder(tmp_path / "results")
-    probe = ("import atexit, runpy, sys\n"
-             "atexit.register(print, 'torn down')\n"
+    probe = ("import atexit, os, runpy, sys\n"
+             "class Held:\n    def __del__(self):\n        os.write(1, b'torn down\\n')\n"
+             "held = Held()\n"
+             "atexit.register(print, 'exit handler')\n"
              f"sys.argv = ['ddpbench', 'report', {str(folder)!r}]\n"
              "runpy.run_module('ddpbench', run_name='__main__', alter_sys=True)\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.splitlines() == [str(folder / "index.html")]
+    assert done.stdout.splitlines() == [str(folder / "index.html"), "exit handler"]
     assert (folder / "index.html").is_file()
     # the checker finds problems in this made-up folder: its exit code 1 comes through, its lines too
     checked = subprocess.run([sys.executable, "-c", probe.replace("'report', ", "'report', '--check', ")],
                              capture_output=True, text=True, timeout=300)
     assert checked.returncode == 1, checked.stderr[-2000:]
-    assert "torn down" not in checked.stdout
-    assert checked.stdout.splitlines()[-1].endswith("problem(s) against the figures re-derived from the records")
+    assert checked.stdout.splitlines()[-1] == "exit handler"
+    assert checked.stdout.splitlines()[-2].endswith("problem(s) against the figures re-derived from the records")
+    # the same object torn down where the process exits as Python ends it (the check of the probe itself)
+    without_report = probe.replace("runpy.run_module('ddpbench', run_name='__main__', alter_sys=True)\n", "")
+    plain = subprocess.run([sys.executable, "-c", without_report], capture_output=True, text=True, timeout=60)
+    assert plain.stdout.splitlines() == ["exit handler", "torn down"], plain.stderr[-2000:]
+
 
 @guarded
 def _unplaceable(path):
