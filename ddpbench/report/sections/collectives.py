@@ -34,10 +34,37 @@ def _one_rank_note(rows) -> Markup:
             "or nothing). send_recv needs a peer and is not run at world size 1.</p>")
 
 
+#: how bus bandwidth is defined, under the figure or the sentence that stands for it
+BUSBW_NOTE = Markup(
+        '<p class="note">As nccl-tests defines them: algbw = S / t for a message of S bytes (the whole '
+        "array) taking t seconds, and busbw = algbw &times; a factor that makes it comparable across "
+        "world sizes n and with the link's peak: 2(n&minus;1)/n for all_reduce; (n&minus;1)/n for "
+        "all_gather, reduce_scatter and all_to_all; 1 for broadcast, reduce and send_recv. t is the "
+        "slowest rank's time per iteration, median over the timed iterations (for send_recv, half of a "
+        "rank 0 &rarr; rank 1 &rarr; rank 0 round trip). Sizes on the x axis count K = 1024 and "
+        "M = 1024<sup>2</sup> bytes.</p>")
+
+
+#: what tells one line of the bus bandwidth figure from another: its panel (the op), its setting, its placement
+BUSBW_LINE = ("op", "backend", "device", "threads_per_rank", "world_size", "placement")
+
+
 def collectives_busbw_section(ctx: ReportContext) -> Section | None:
     rows = pc.measured(ctx.collectives)
     if rows is None or rows.empty:
         return None
+    lines = rows[[f for f in BUSBW_LINE if f in rows]].astype(str).drop_duplicates()
+    if len(lines) == 1:  # one line (the default sweep's all_reduce curve): the table below says the same
+        only = lines.iloc[0]
+        what = html('<p class="what">One operation at one setting was measured ({{ op }}, world size {{ ws }}, '
+                    "{{ place }}): its bus bandwidth (GB/s, 10<sup>9</sup> bytes per second) at each message size "
+                    "is the <em>busbw</em> column of the nccl-tests table below; no figure draws that one line. "
+                    "A figure compares operations, world sizes and placements where more than one was measured "
+                    "(<code>python -m ddpbench collectives</code> measures every operation).</p>",
+                    op=only.get("op", "?"), ws=only.get("world_size", "?"),
+                    place=pc.PLACEMENT_NAMES.get(only.get("placement"), only.get("placement", "?")))
+        return Section("Collectives: bus bandwidth", what + BUSBW_NOTE + _one_rank_note(rows)
+                       + reused_note(ctx.collectives))
     path = pc.busbw_by_size(ctx.collectives, ctx.image("collectives_busbw.png"))
     if path is None:
         return None
@@ -46,14 +73,7 @@ def collectives_busbw_section(ctx: ReportContext) -> Section | None:
         Markup('<p class="what">Bus bandwidth (GB/s, 10<sup>9</sup> bytes per second) of each collective against '
         "the message size, one panel per operation, one line per world size and placement (solid, filled "
         "markers: out-of-place; dashed, hollow: in-place). Higher is better; a flat top is the link's "
-        "usable bandwidth.</p>"
-        '<p class="note">As nccl-tests defines them: algbw = S / t for a message of S bytes (the whole '
-        "array) taking t seconds, and busbw = algbw &times; a factor that makes it comparable across "
-        "world sizes n and with the link's peak: 2(n&minus;1)/n for all_reduce; (n&minus;1)/n for "
-        "all_gather, reduce_scatter and all_to_all; 1 for broadcast, reduce and send_recv. t is the "
-        "slowest rank's time per iteration, median over the timed iterations (for send_recv, half of a "
-        "rank 0 &rarr; rank 1 &rarr; rank 0 round trip). Sizes on the x axis count K = 1024 and "
-        "M = 1024<sup>2</sup> bytes.</p>") + _one_rank_note(rows) + reused_note(ctx.collectives), (path,))
+        "usable bandwidth.</p>") + BUSBW_NOTE + _one_rank_note(rows) + reused_note(ctx.collectives), (path,))
 
 
 def _coll_failures_html(coll) -> Markup:

@@ -54,6 +54,24 @@ def test_collectives_only_folder(tmp_path):
     assert not (index.parent / "ddp_buckets_allreduce.png").exists()
 
 
+def test_one_line_of_bus_bandwidth_is_the_table_s_not_a_figure(tmp_path):
+    """The default sweep's all_reduce curve (one op, one world size, one placement) is one line: the
+    table's busbw column says the same, so no figure is drawn; a second world size makes two lines to
+    compare, and the figure is drawn."""
+    folder = write_collectives(tmp_path / "r", [spec(2, ops=("all_reduce",))])
+    index, page = render(folder)
+    part = section_of(page, BUSBW)
+    assert "One operation at one setting was measured (all_reduce, world size 2, in-place)" in part
+    assert "<img" not in part and "2(n&minus;1)/n" in part
+    assert not (index.parent / "collectives_busbw.png").exists()
+    assert "busbw (GB/s)" in section_of(page, TABLE)
+    write_collectives(folder, [spec(4, ops=("all_reduce",))])
+    index, page = render(folder)
+    part = section_of(page, BUSBW)
+    assert "One operation" not in part and '<img src="collectives_busbw.png"' in part
+    assert_png(index.parent / "collectives_busbw.png")
+
+
 def test_nccl_table_layout(tmp_path):
     _, page = render(write_collectives(tmp_path / "r", [spec(2)]))
     table = section_of(page, TABLE)
