@@ -1,10 +1,14 @@
 """How long ``python -m ddpbench report`` takes, cold: a new process each run, on a fresh copy of the
 folder, for the default sweep's folder and for one of about 1,000 launches.
 
-    python benchmarks/report_speed.py [--runs 5] [--folders default,large] [--launches 1000]
+    python benchmarks/report_speed.py [--runs 5] [--folders default,example,large] [--launches 1000]
                                       [--root CHECKOUT]
 
-``default`` is a copy of ``reports/examples/quick-cpu`` (the default sweep, experiments/quick.toml).
+``default`` is the folder the default sweep writes (``python -m ddpbench sweep``,
+experiments/quick.toml): the records of ``reports/examples/quick-cpu`` that its sweep wrote, as
+stored, with its experiment file. ``example`` is that folder as committed: the same, and the
+records of ``python -m ddpbench collectives`` run into it after the sweep (every operation, for
+the nccl-tests table: a figure of seven panels more).
 ``large`` is ``reports/examples/consistency-cpu`` grown to ``--launches`` launches: its sweep
 record, then its launches and copies of them under new repeat numbers (each job's repeats
 continue after its last), written through the record schema's builder and the real store
@@ -22,6 +26,7 @@ before the first run and after the last.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -32,7 +37,7 @@ import time
 from pathlib import Path
 
 from ddpbench.experiment.spec import spec_from_dict
-from ddpbench.results.schema import LAUNCH_FIELDS, launch_record
+from ddpbench.results.schema import LAUNCH_FIELDS, RESULTS_FILE, launch_record
 from ddpbench.results.store import ResultStore
 
 HERE = Path(__file__).resolve().parent.parent
@@ -64,6 +69,19 @@ def grow(source: Path, target: Path, launches: int) -> int:
                                        logs=r.get("logs") or (), traces=r.get("traces") or (), **how))
             written += 1
     return written
+
+
+def default_sweep(source: Path, target: Path) -> Path:
+    """``target``: ``source``'s experiment file and the records of its ``sweep`` commands, as stored
+    (the lines themselves), without those of any other command run into the folder after it."""
+    target.mkdir(parents=True)
+    shutil.copy2(source / "experiment.toml", target / "experiment.toml")
+    lines = (source / RESULTS_FILE).read_text(encoding="utf-8").splitlines(keepends=True)
+    records = [json.loads(line) for line in lines]
+    others = {r["sweep_id"] for r in records if r["kind"] == "sweep" and r["env"]["argv"][1:2] != ["sweep"]}
+    (target / RESULTS_FILE).write_text("".join(line for line, r in zip(lines, records)
+                                               if r.get("sweep_id") not in others), encoding="utf-8")
+    return target
 
 
 def time_report(folder: Path, root: Path) -> tuple[float, float, float]:
@@ -108,7 +126,9 @@ def load() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--folders", default="default,large", help="default (quick-cpu), large (grown consistency-cpu)")
+    parser.add_argument("--folders", default="default,example,large",
+                        help="default (the default sweep's records of quick-cpu), example (quick-cpu as committed), "
+                             "large (grown consistency-cpu)")
     parser.add_argument("--launches", type=int, default=1000, help="launches of the large folder")
     parser.add_argument("--root", type=Path, default=HERE, help="the checkout whose ddpbench is timed")
     args = parser.parse_args()
@@ -118,12 +138,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ddpbench-report-folders-") as tmp:
         for name in args.folders.split(","):
             if name == "default":
+                folder = default_sweep(EXAMPLES / "quick-cpu", Path(tmp) / "quick")
+            elif name == "example":
                 folder = EXAMPLES / "quick-cpu"
             elif name == "large":
                 folder = Path(tmp) / f"launches-{args.launches}"
                 grow(EXAMPLES / "consistency-cpu", folder, args.launches)
             else:
-                sys.exit(f"--folders: unknown folder {name!r}; allowed: default, large")
+                sys.exit(f"--folders: unknown folder {name!r}; allowed: default, example, large")
             measure(name, folder, args.runs, args.root.resolve())
     print(f"after: {load()}")
 
