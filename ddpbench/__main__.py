@@ -1,6 +1,11 @@
 import sys
 
-from ddpbench.cli import main
+from ddpbench import collector
+
+# off while the command's modules import (and, for a report, to its end): ddpbench.collector
+collector.pause()
+
+from ddpbench.cli import main  # noqa: E402
 
 # guarded: a process that imports this module (multiprocessing's fork server prepares its children
 # from the parent's main module) must not run the command again

@@ -20,6 +20,7 @@ from typing import NoReturn
 from ddpbench.cli import (ab, collectives, compare, env, export_benchmark, history, models, report, run, sweep,
                           tune, whatif)
 from ddpbench.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, say_error
+from ddpbench import collector
 from ddpbench.errors import InputError
 
 #: the commands, in the order ``--help`` lists them
@@ -88,6 +89,8 @@ def main(argv: list[str] | None = None, exit_at_once: bool = False) -> int:
     except InputError as err:  # a flag's type refused its value (an empty folder path)
         say_error(f"error: {err}")
         return EXIT_BAD_INPUT
+    if not getattr(args, "keeps_collector_paused", False):  # a sweep resumes it itself, a report never
+        collector.resume()
     # SIGTERM ends a sweep like Ctrl-C: children are stopped, finished results are kept.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     warnings.showwarning = _show_warning

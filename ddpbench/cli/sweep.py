@@ -50,8 +50,9 @@ def add_parser(sub) -> None:
     add_cost_flags(p)
     add_folder_flags(p)
     # its process ends as the sweep's report is written, its exit handlers run, without the teardown
-    # of torch, pandas and matplotlib (ddpbench.cli.program.exit_now)
-    p.set_defaults(func=command, exit_at_once=True)
+    # of torch, pandas and matplotlib (ddpbench.cli.program.exit_now); the garbage collector stays off
+    # until its first launch (ddpbench.collector)
+    p.set_defaults(func=command, exit_at_once=True, keeps_collector_paused=True)
 
 
 def command(args) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from ddpbench import collector
 from ddpbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, check_out_dir, claimed_out_dir
 from ddpbench.cli.nodes import node_commands, print_launch_plan
 from ddpbench.cli.sweep_checks import check_can_emulate, warn_same_buckets
@@ -69,6 +70,8 @@ def _checked_run(experiment, options: SweepOptions, machine, console) -> int:
         import matplotlib.backends.backend_agg  # noqa: F401
         import matplotlib.figure  # noqa: F401
         import scipy.special  # noqa: F401
+    # what this process keeps is imported: the garbage collector back on for the launches (ddpbench.collector)
+    collector.resume()
     try:
         summary = _run(experiment, options, machine, console)
     except KeyboardInterrupt:

@@ -15,10 +15,15 @@ from ddpbench.launch.processes import end_processes
 
 
 def _parent(argv, env, log_path):
-    from ddpbench.rank.forked import become_rank
+    import gc
 
+    from ddpbench import collector
+    from ddpbench.rank.forked import SERVER_PID, become_rank
+
+    server_paused = collector.paused() and not gc.isenabled()  # the server's state, as the fork inherited it
     become_rank(env, log_path)
-    Path(argv[0]).write_text(json.dumps({"parent": os.getppid()}))
+    Path(argv[0]).write_text(json.dumps({"parent": os.getppid(), "server": SERVER_PID, "server_paused": server_paused,
+                                         "collecting": gc.isenabled(), "frozen": gc.get_freeze_count()}))
 
 
 def test_ranks_come_from_the_server_started_early_and_stop_ends_it(tmp_path):
@@ -31,7 +36,11 @@ def test_ranks_come_from_the_server_started_early_and_stop_ends_it(tmp_path):
         assert rank.wait(timeout=120) == 0
     finally:
         end_processes([rank])
-    assert json.loads((tmp_path / "rank.json").read_text())["parent"] == server.pid
+    found = json.loads((tmp_path / "rank.json").read_text())
+    assert found["parent"] == found["server"] == server.pid
+    # the server imported torch with the garbage collector paused (ddpbench.collector); the rank collects
+    # as any process does, the server's objects frozen out of its way
+    assert found["server_paused"] and found["collecting"] and found["frozen"] > 100_000
     forked.stop_server()
     assert not server.is_running() and forkserver._forkserver._forkserver_pid is None
 

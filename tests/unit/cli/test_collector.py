@@ -1,0 +1,51 @@
+"""The garbage collector paused while a process imports what it keeps (ddpbench.collector): paused by
+``python -m ddpbench`` and the fork server, resumed as a command starts (a sweep: before its first
+launch; a report: never), what was alive then frozen out of the collector's way."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from ddpbench import collector
+from ddpbench.testing import run_main
+
+
+@pytest.fixture
+def restored():
+    """The collector as it was before the test, and none of the test's freezing left behind."""
+    was, frozen = gc.isenabled(), gc.get_freeze_count()
+    yield
+    collector._paused = False
+    if gc.get_freeze_count() > frozen:
+        gc.unfreeze()
+    (gc.enable if was else gc.disable)()
+
+
+def test_pause_then_resume_turns_it_back_on_with_what_lived_frozen(restored):
+    gc.enable()
+    collector.pause()
+    assert not gc.isenabled() and collector.paused()
+    kept = [object() for _ in range(1000)]  # noqa: F841 (alive as it resumes)
+    before = gc.get_freeze_count()
+    collector.resume()
+    assert gc.isenabled() and not collector.paused() and gc.get_freeze_count() >= before + 1000
+    collector.resume()  # once only
+    assert gc.isenabled()
+
+
+def test_a_collector_someone_else_turned_off_stays_off(restored):
+    gc.disable()
+    collector.pause()
+    assert not collector.paused()
+    collector.resume()
+    assert not gc.isenabled()
+
+
+def test_a_command_resumes_it_as_it_starts(restored):
+    gc.enable()
+    collector.pause()
+    done = run_main("models")
+    assert done.returncode == 0, done.stderr
+    assert gc.isenabled() and not collector.paused()
