@@ -14,11 +14,13 @@ def add_verbs(verbs) -> None:
                             description="Write index.html, a figure per job and trend.csv, changes.csv and "
                                         "newest.csv for a history store: throughput, efficiency and each phase "
                                         "against commits with their intervals, and the change points found.")
-    check = verbs.add_parser("check", help="exit 1 if the newest commits made a series slower beyond noise",
+    check = verbs.add_parser("check", help="exit 1 if the newest commits made a series slower beyond noise, or dropped "
+                                           "it",
                              description="Test each series' newest commits against its level before them (the commits "
                                          "since its last change point): Welch's 95 % interval over launches, "
                                          "wholly beyond the detector's minimum change. Exit 1 when a series is "
-                                         "slower beyond noise, 0 otherwise.")
+                                         "slower beyond noise, or ran at the commit before the newest and at none "
+                                         "of them; 0 otherwise.")
     for verb in (page, check):
         verb.add_argument("--store", type=path_flag("--store"), required=True, metavar="STORE",
                           help="the history store's folder")
@@ -73,20 +75,25 @@ def command_page(args) -> int:
 
 def command_check(args) -> int:
     from ddpbench.analysis.core import MACHINE_DIFFERED
-    from ddpbench.analysis.history import SLOWER, CANNOT_TEST
+    from ddpbench.analysis.history import SLOWER, CANNOT_TEST, VANISHED
 
     _, _, newest = _tables(args)
+    what = "the newest commit" if args.newest == 1 else f"the newest {args.newest} commits"
     for _, r in newest.iterrows():
-        shown = "" if r["outcome"] == CANNOT_TEST else (
+        shown = "" if r["outcome"] in (CANNOT_TEST, VANISHED) else (
             f"  {r['step_ms_level']:.2f} -> {r['step_ms_newest']:.2f} ms, x{r['ratio']:.3f} "
             f"[{r['ratio_low']:.3f}, {r['ratio_high']:.3f}], p {r['p_value']:.1e}")
+        if r["outcome"] == VANISHED:
+            shown = f"  ran at {r['level_to'][:12]}, no finished launch at {what} ({r['newest_to'][:12]})"
         print(f"{r['outcome']:12} {r['label']}{shown}")
         if r["outcome"] == MACHINE_DIFFERED:  # not failed: the machine explains it as well as the code
             print(f"{'':12} {r['machine_note']}; run the two commits interleaved (python -m ddpbench ab) to tell")
-    slower = newest[newest["outcome"] == SLOWER]
-    what = "the newest commit" if args.newest == 1 else f"the newest {args.newest} commits"
-    if len(slower):
-        print(f"FAIL: {len(slower)} series slower at {what} than their level before, beyond noise")
+    slower, vanished = (newest[newest["outcome"] == outcome] for outcome in (SLOWER, VANISHED))
+    if len(slower) or len(vanished):
+        said = [f"{len(slower)} series slower at {what} than their level before, beyond noise"] if len(slower) else []
+        said += [f"{len(vanished)} series ran before {what} and not at it (a job dropped, or none of its launches "
+                 "finished)"] if len(vanished) else []
+        print("FAIL: " + "; ".join(said))
         return 1
     print(f"ok: no series slower at {what} beyond noise ({int((newest['outcome'] == CANNOT_TEST).sum())} "
           f"could not be tested)")

@@ -22,7 +22,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from ddpbench.analysis.core import MIN_CHANGE, MIN_COMMITS, OUTLIER_MADS, P_VALUE
-from ddpbench.analysis.history import FASTER, SLOWER, CANNOT_TEST
+from ddpbench.analysis.history import FASTER, SLOWER, CANNOT_TEST, VANISHED
 from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
 from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.plots.trend import machine_explains, trend_plot
@@ -78,6 +78,7 @@ def _overview(table, changes, newest, store, newest_n) -> Markup:
     moved = newest[newest["outcome"].isin([SLOWER, FASTER])] if len(newest) else newest
     slower = newest[newest["outcome"] == SLOWER] if len(newest) else newest
     untested = int((newest["outcome"] == CANNOT_TEST).sum()) if len(newest) else 0
+    vanished = newest[newest["outcome"] == VANISHED] if len(newest) else newest
     what = "the newest commit" if newest_n == 1 else f"the newest {newest_n} commits"
     if len(slower):
         text += html('<p class="what"><strong class="status-failed">{{ n }} series slower</strong> at {{ what }} than '
@@ -86,9 +87,15 @@ def _overview(table, changes, newest, store, newest_n) -> Markup:
     elif len(moved):
         text += html('<p class="what"><strong class="status-ok">{{ n }} series faster</strong> at {{ what }}; none '
                      "slower beyond noise.</p>", n=len(moved), what=what)
-    elif len(newest) and untested < len(newest):
+    elif len(newest) and not len(vanished) and untested < len(newest):
         text += html('<p class="what"><strong class="status-ok">No series moved</strong> at {{ what }} beyond noise '
                      "(the test: under Change points).</p>", what=what)
+    if len(vanished):
+        text += html('<p class="what"><strong class="status-failed">{{ n }} series vanished</strong> at {{ what }}: '
+                     "they ran at the commit before and have no finished launch at {{ what }} (a job dropped, or "
+                     "none of its launches finished): {{ names }}.</p>", n=len(vanished), what=what,
+                     names="; ".join(f"{r['label']} (world size {int(r['world_size'])})"
+                                     for _, r in vanished.iterrows()))
     if untested:
         text += html('<p class="note">{{ n }} series could not be tested at {{ what }}: fewer than {{ k }} commits '
                      "before them at their level, or fewer than two launches a side. No call is made for them.</p>",
@@ -136,14 +143,14 @@ def _change_rows(changes: pd.DataFrame) -> Markup:
 def _newest_rows(newest: pd.DataFrame) -> Markup:
     rows, classes = [], []
     for _, r in newest.iterrows():
-        tested = r["outcome"] != CANNOT_TEST
+        tested = r["outcome"] not in (CANNOT_TEST, VANISHED)
         rows.append([r["label"], int(r["world_size"]),
                      f"{_short(r['level_from'])} .. {_short(r['level_to'])} ({int(r['level_commits'])})",
                      f"{_short(r['newest_from'])} .. {_short(r['newest_to'])}",
                      num(r["step_ms_level"], ".2f") if tested else "\u2014",
                      num(r["step_ms_newest"], ".2f") if tested else "\u2014",
                      _ratio(r) if tested else "\u2014", r["outcome"]])
-        classes.append("bad" if r["outcome"] == SLOWER else "")
+        classes.append("bad" if r["outcome"] in (SLOWER, VANISHED) else "")
     header = ["job", "world size", "level: commits (count)", "newest commits", "level step (ms)",
               "newest step (ms)", "newest / level [95 % CI]", "outcome"]
     return html_table(header, rows, classes, {1, 4, 5})

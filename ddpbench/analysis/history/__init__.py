@@ -24,7 +24,7 @@ from ddpbench.analysis.history.gates import (
 from ddpbench.analysis.history.race import Candidate, judge, survivors, undecided, verdict
 from ddpbench.analysis.history.trend import trend_table
 from ddpbench.analysis.history.changes import kept_launches, trend_changes, welch
-from ddpbench.analysis.history.newest import CANNOT_TEST, newest_changes
+from ddpbench.analysis.history.newest import CANNOT_TEST, VANISHED, newest_changes
 
 __all__ = [
     "AB_CALLS", "ABCall", "CANNOT_TELL", "CANNOT_TEST", "Candidate", "ENV_FIELDS", "FAIL", "FASTER", "Gate",
@@ -32,5 +32,5 @@ __all__ = [
     "SAME", "SLOWER", "ab_calls", "compare_tables",
     "csv_table", "environment_differences", "gate_column", "gate_results", "gate_text", "judge", "kept_launches",
     "load_side", "newest_changes", "parse_gate", "ratio_text", "side_busy", "survivors", "trend_changes", "trend_table",
-    "undecided", "verdict", "welch",
+    "undecided", "VANISHED", "verdict", "welch",
 ]

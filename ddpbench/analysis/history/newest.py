@@ -39,8 +39,9 @@ COLUMNS = ("machine", "key", "label", "world_size", "outcome", "level_from", "le
            "level_commits", "newest_commits", "step_ms_level", "step_ms_newest", "ratio", "ratio_low", "ratio_high",
            "p_value", "machine_note")
 #: outcomes: the newest commits are slower or faster than the level beyond noise (compare's SLOWER and FASTER),
-#: no change, or untestable
-NO_CHANGE, CANNOT_TEST = "no change", "cannot test"
+#: no change, or untestable; or the series ran at the commit before the newest ones and at none of them
+#: (the job was dropped, or none of its launches finished): the gate fails on it as on a slowdown
+NO_CHANGE, CANNOT_TEST, VANISHED = "no change", "cannot test", "vanished"
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,11 @@ def newest_changes(table: pd.DataFrame, newest: int = 1) -> pd.DataFrame:
     """One row per series of a trend table (:func:`ddpbench.analysis.history.trend.trend_table`): the mean
     step of its newest ``newest`` commits against its level before them (module docstring).
 
-    A series that does not reach the store's newest commits (a job no longer run) is left out: its
-    newest commits are not the project's."""
+    A series that ran at the commit just before the newest ``newest`` commits of its machine and at none
+    of them is :data:`VANISHED` (a job the newest commits dropped, or whose launches all failed there:
+    the trend holds finished jobs): its ``newest_from`` and ``newest_to`` are the machine's, its level
+    the commits it ran at. One that stopped earlier (a job retired before) is left out: the newest
+    commits are not its."""
     import pandas as pd
 
     from ddpbench.analysis.history.trend import series
@@ -121,8 +125,36 @@ def newest_changes(table: pd.DataFrame, newest: int = 1) -> pd.DataFrame:
     found = pd.DataFrame(out, columns=list(COLUMNS))
     if found.empty:
         return found
-    # only the series that reach the store's newest commit of their machine
-    last = table.groupby("machine")["entry"].max()
-    reaching = {(m, k, w) for (m, k, w), rows in series(table) if rows["entry"].max() == last[m]}
+    # the series that reach their machine's newest commit; those that vanished at its newest commits
+    order = filed_commits(table)
+    reaching = {(m, k, w) for (m, k, w), rows in series(table) if order[m][-1] in set(rows["commit"])}
     keep = [(m, k, w) in reaching for m, k, w in zip(found["machine"], found["key"], found["world_size"])]
-    return found[keep].reset_index(drop=True)
+    vanished = pd.DataFrame(_vanished(table, order, newest, reaching), columns=list(COLUMNS))
+    kept = found[keep].reset_index(drop=True)
+    return pd.concat([kept, vanished], ignore_index=True) if len(vanished) else kept
+
+
+def filed_commits(table: pd.DataFrame) -> dict[str, list[str]]:
+    """Each machine's commits in the order they were filed (by their last entry)."""
+    return {m: list(rows.sort_values("entry")["commit"].drop_duplicates(keep="last"))
+            for m, rows in table[["machine", "commit", "entry"]].groupby("machine")}
+
+
+def _vanished(table: pd.DataFrame, order: dict, newest: int, reaching: set) -> list[dict]:
+    """A :data:`VANISHED` row for each series not ``reaching`` the newest commit that ran at the commit just
+    before its machine's newest ``newest`` commits (``order``: :func:`filed_commits`) and at none of them."""
+    from ddpbench.analysis.history.trend import series
+
+    out = []
+    for (machine, key, world), rows in series(table):
+        commits = order[machine]
+        if (machine, key, world) in reaching or len(commits) <= newest:
+            continue
+        ran, recent, before = set(rows["commit"]), commits[-newest:], commits[-newest - 1]
+        if before not in ran or ran.intersection(recent):
+            continue
+        out.append({"machine": machine, "key": key, "label": rows["label"].iloc[0], "world_size": int(world),
+                    "outcome": VANISHED, "level_from": rows["commit"].iloc[0], "level_to": before,
+                    "level_commits": len(ran), "newest_from": recent[0], "newest_to": recent[-1],
+                    "newest_commits": newest})
+    return out

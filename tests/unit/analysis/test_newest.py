@@ -3,11 +3,13 @@ launches against the series' level before them, with the detector's own test and
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.history.newest import FASTER, NO_CHANGE, SLOWER, CANNOT_TEST, newest_changes
+from ddpbench.analysis.history.newest import FASTER, NO_CHANGE, SLOWER, CANNOT_TEST, VANISHED, newest_changes
 
 
 def _table(levels: list[float], launches: int = 3, spread: float = 0.01, seed: int = 0, key: str = "k",
@@ -46,11 +48,35 @@ def test_too_little_history_or_one_launch_a_commit_is_untested_never_passed():
     assert newest_changes(_table([10.0] * 6 + [13.0], launches=1), 1).iloc[0]["outcome"] == CANNOT_TEST
 
 
-def test_a_series_that_stops_before_the_newest_entry_is_left_out():
+def test_a_series_that_stopped_before_the_commit_before_the_newest_is_left_out():
     table = pd.concat([_table([10.0] * 6, key="kept"), _table([10.0] * 4, key="dropped", seed=1)])
     assert list(newest_changes(table, 1)["key"]) == ["kept"]
     with pytest.raises(ValueError):
         newest_changes(table, 0)
+
+
+@pytest.mark.parametrize("newest", [1, 2])
+def test_a_series_that_ran_before_the_newest_commits_and_at_none_of_them_vanished(newest):
+    """Commits 0..5 filed; 'dropped' ran at 0..5-newest: it vanished at the newest commits, with the
+    commit it last ran at and the machine's newest commits named; at 0..4-newest it stopped earlier."""
+    table = pd.concat([_table([10.0] * 6, key="kept"), _table([10.0] * (6 - newest), key="dropped", seed=1)])
+    found = newest_changes(table, newest).set_index("key")
+    assert list(found.index) == ["kept", "dropped"] and found.loc["kept", "outcome"] == NO_CHANGE
+    row = found.loc["dropped"]
+    assert row["outcome"] == VANISHED and row["level_to"] == f"{5 - newest:040x}"
+    assert row["newest_from"] == f"{6 - newest:040x}" and row["newest_to"] == f"{5:040x}"
+    assert math.isnan(row["ratio"])
+    earlier = pd.concat([_table([10.0] * 6, key="kept"), _table([10.0] * (5 - newest), key="dropped", seed=1)])
+    assert list(newest_changes(earlier, newest)["key"]) == ["kept"]
+
+
+def test_a_series_at_the_newest_commit_reaches_it_whatever_entry_was_filed_last():
+    """The newest commit filed twice (a sweep, then a benchmark run, say: two entries): a series in its
+    first entry still reaches it and is tested."""
+    table = _table([10.0] * 7)
+    other = _table([5.0], key="bench", first_entry=8).assign(commit=f"{6:040x}")
+    found = newest_changes(pd.concat([table, other]), 1)
+    assert set(found["key"]) == {"k", "bench"} and set(found["outcome"]) <= {NO_CHANGE, CANNOT_TEST}
 
 
 @pytest.mark.parametrize("newest_contention, outcome", [(0.9, "machine differed"), (0.05, SLOWER)])

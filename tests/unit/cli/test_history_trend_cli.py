@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ddpbench.testing import run_main
-from ddpbench.testing.histories import synthetic_history
+from ddpbench.testing.histories import commit_name, synthetic_history
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +26,22 @@ def test_the_gate_fails_on_a_slower_newest_commit_and_passes_a_flat_history(stor
     assert failed.returncode == 1, failed.stderr
     assert "FAIL: 1 series slower at the newest commit" in failed.stdout
     assert [line.split()[0] for line in failed.stdout.splitlines()[:2]] == ["no", "slower"]
+
+
+def test_the_gate_fails_on_a_job_the_newest_commit_dropped(tmp_path):
+    """The world-size-2 job ran at commits 0-3 and not at commit 4: the gate fails on it (a merge that
+    drops a job, or makes all its launches fail, is not a pass), and says where it last ran; dropped at
+    commit 3 and still absent at 4, it was the previous merge's to fail, and the gate passes."""
+    store = synthetic_history(tmp_path / "dropped", [10.0] * 5, [10.0] * 4 + [None])
+    failed = run_main("history", "check", "--store", store)
+    assert failed.returncode == 1, failed.stderr
+    assert "no change" in failed.stdout and "vanished" in failed.stdout
+    line = next(line for line in failed.stdout.splitlines() if line.startswith("vanished"))
+    assert "ws=2" in line and f"ran at {commit_name(3)[:12]}" in line and f"({commit_name(4)[:12]})" in line
+    assert "FAIL: 1 series ran before the newest commit and not at it" in failed.stdout
+    earlier = synthetic_history(tmp_path / "earlier", [10.0] * 5, [10.0] * 3 + [None, None])
+    passed = run_main("history", "check", "--store", earlier)
+    assert passed.returncode == 0 and "vanished" not in passed.stdout, passed.stdout
 
 
 @pytest.mark.parametrize("args, words", [

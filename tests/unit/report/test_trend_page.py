@@ -82,3 +82,18 @@ def test_a_history_stored_before_the_machine_readings_claims_nothing_of_it(page)
     table, changes, written = page
     assert not changes["machine_differed"].any() and set(changes["machine_note"]) == {""}
     assert "the launches did not read it" in html.unescape(re.sub(r"<[^>]+>", "", written["html"].read_text()))
+
+
+def test_a_series_the_newest_commit_dropped_is_said_to_have_vanished(tmp_path):
+    """World size 2 ran at commits 0..6 and not at 7: the page says it vanished, in the overview and in
+    the newest commits' table (marked, with no step of its own at the newest commit)."""
+    store = synthetic_history(tmp_path, WS1, [10.0] * (COMMITS - 1) + [None])
+    table = trend_table(store)
+    newest = newest_changes(table, 1)
+    assert dict(zip(newest["world_size"], newest["outcome"])) == {1: "no change", 2: "vanished"}
+    written = write_trend(table, trend_changes(table), newest, store, tmp_path / "page")
+    page = written["html"].read_text()
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "1 series vanished at the newest commit" in text and "No series moved" not in text
+    assert len(re.findall(r'<tr class="bad">', page)) == 1
+    assert {r["outcome"] for r in csv.DictReader(written["newest"].open())} == {"no change", "vanished"}
