@@ -73,6 +73,13 @@ def command_page(args) -> int:
     return 0
 
 
+def _launches(row) -> str:
+    """The launches the test compared, level and newest, and those it set aside (a burst of other work)."""
+    aside = int(row["set_aside_level"]) + int(row["set_aside_newest"])
+    return (f"launches {int(row['level_launches'])} | {int(row['newest_launches'])}"
+            + (f" ({int(row['set_aside_level'])} | {int(row['set_aside_newest'])} set aside)" if aside else ""))
+
+
 def command_check(args) -> int:
     from ddpbench.analysis.core import MACHINE_DIFFERED
     from ddpbench.analysis.history import SLOWER, CANNOT_TEST, VANISHED
@@ -82,7 +89,7 @@ def command_check(args) -> int:
     for _, r in newest.iterrows():
         shown = "" if r["outcome"] in (CANNOT_TEST, VANISHED) else (
             f"  {r['step_ms_level']:.2f} -> {r['step_ms_newest']:.2f} ms, x{r['ratio']:.3f} "
-            f"[{r['ratio_low']:.3f}, {r['ratio_high']:.3f}], p {r['p_value']:.1e}")
+            f"[{r['ratio_low']:.3f}, {r['ratio_high']:.3f}], p {r['p_value']:.1e}, {_launches(r)}")
         if r["outcome"] == VANISHED:
             shown = f"  ran at {r['level_to'][:12]}, no finished launch at {what} ({r['newest_to'][:12]})"
         print(f"{r['outcome']:12} {r['label']}{shown}")

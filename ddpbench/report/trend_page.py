@@ -61,6 +61,20 @@ def _ratio(row, prefix: str = "ratio") -> str:
     return f"{row[prefix]:.3f} [{row[f'{prefix}_low']:.3f}, {row[f'{prefix}_high']:.3f}]"
 
 
+def _launches(row, first: str, second: str) -> str:
+    """The launches of the two sides a test compared, each with those it set aside: "24 (1) \u2192 3 (0)";
+    a dash for a table written before the counts."""
+    names = {"before": ("launches_before", "set_aside_before"), "after": ("launches_after", "set_aside_after"),
+             "level": ("level_launches", "set_aside_level"), "newest": ("newest_launches", "set_aside_newest")}
+    sides = []
+    for side in (first, second):
+        launches, aside = (row.get(name) for name in names[side])
+        if launches is None or aside is None or pd.isna(launches) or pd.isna(aside):
+            return "\u2014"
+        sides.append(f"{int(launches)} ({int(aside)})")
+    return " \u2192 ".join(sides)
+
+
 def _side(seen) -> str:
     if seen is None or (isinstance(seen, float) and math.isnan(seen)):
         return "\u2014 (no world-size-1 series)"
@@ -133,10 +147,12 @@ def _change_rows(changes: pd.DataFrame) -> Markup:
                  f"[{c['phase_change_low']:+.2f}, {c['phase_change_high']:+.2f}]")
         rows.append([c["label"], int(c["world_size"]), f"{_short(c['last_before'])} \u2192 {_short(c['first_after'])}",
                      num(c["step_ms_before"], ".2f"), num(c["step_ms_after"], ".2f"), _ratio(c),
-                     f"{c['p_value']:.1e}", _side(c["seen_at_ws1"]), phase, _machine_words(c)])
+                     f"{c['p_value']:.1e}", _launches(c, "before", "after"), _side(c["seen_at_ws1"]), phase,
+                     _machine_words(c)])
         classes.append("bad" if c["ratio"] > 1 and not machine_explains(c) else "")
     header = ["job", "world size", "between commits", "step before (ms)", "step after (ms)",
-              "after / before [95 % CI]", "p", "where", "phase that moved [95 % CI]", "the machine"]
+              "after / before [95 % CI]", "p", "launches before \u2192 after (set aside)", "where",
+              "phase that moved [95 % CI]", "the machine"]
     return html_table(header, rows, classes, {1, 3, 4})
 
 
@@ -149,10 +165,11 @@ def _newest_rows(newest: pd.DataFrame) -> Markup:
                      f"{_short(r['newest_from'])} .. {_short(r['newest_to'])}",
                      num(r["step_ms_level"], ".2f") if tested else "\u2014",
                      num(r["step_ms_newest"], ".2f") if tested else "\u2014",
-                     _ratio(r) if tested else "\u2014", r["outcome"]])
+                     _ratio(r) if tested else "\u2014",
+                     _launches(r, "level", "newest") if r["outcome"] != VANISHED else "\u2014", r["outcome"]])
         classes.append("bad" if r["outcome"] in (SLOWER, VANISHED) else "")
     header = ["job", "world size", "level: commits (count)", "newest commits", "level step (ms)",
-              "newest step (ms)", "newest / level [95 % CI]", "outcome"]
+              "newest step (ms)", "newest / level [95 % CI]", "launches level \u2192 newest (set aside)", "outcome"]
     return html_table(header, rows, classes, {1, 4, 5})
 
 

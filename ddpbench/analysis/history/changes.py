@@ -72,6 +72,9 @@ class Change:
     low: float     # 95 % interval of the ratio
     high: float
     p_value: float
+    #: the launches each side held, and how many of them the test set aside (:func:`kept_launches`)
+    launches: tuple[int, int] = (0, 0)
+    set_aside: tuple[int, int] = (0, 0)
 
 
 def energy_statistic(x: np.ndarray, y: np.ndarray) -> float:
@@ -188,12 +191,14 @@ def change_points(points: list[np.ndarray], p_value: float = thresholds.P_VALUE,
         if best is None:
             continue
         k = start + best[0]
-        x, y = kept_launches(np.concatenate(points[start:k])), kept_launches(np.concatenate(points[k:end]))
+        all_x, all_y = np.concatenate(points[start:k]), np.concatenate(points[k:end])
+        x, y = kept_launches(all_x), kept_launches(all_y)
         ratio, low, high, p = welch(x, y)
         beyond = low > 1 + min_change or high < 1 - min_change
         if p < p_value and beyond:
             found.append(Change(at=k, before=float(np.mean(x)), after=float(np.mean(y)), ratio=ratio, low=low,
-                                high=high, p_value=p))
+                                high=high, p_value=p, launches=(len(all_x), len(all_y)),
+                                set_aside=(len(all_x) - len(x), len(all_y) - len(y))))
             segments += [(start, k), (k, end)]
     return sorted(found, key=lambda c: c.at)
 
@@ -230,7 +235,8 @@ def trend_changes(table: pd.DataFrame) -> pd.DataFrame:
     * where: the series (machine, key, label, world size), the last commit before the change and
       the first after it;
     * how far: the mean step before and after (less the launches the test set aside), the ratio
-      with its 95 % interval, the p value;
+      with its 95 % interval, the p value; the launches on each side and how many of them were set
+      aside (``launches_before``, ``set_aside_before``, and after);
     * ``seen_at_ws1``: for a job above world size 1, whether its world-size-1 baseline's series
       changed at the same commit, or one commit either side (True: the compute side moved; False:
       only the scaling side, communication or waiting; None where the history holds no baseline
@@ -271,6 +277,8 @@ def trend_changes(table: pd.DataFrame) -> pd.DataFrame:
                         "last_before": before["commit"].iloc[-1], "first_after": after["commit"].iloc[0],
                         "step_ms_before": change.before, "step_ms_after": change.after, "ratio": change.ratio,
                         "ratio_low": change.low, "ratio_high": change.high, "p_value": change.p_value,
+                        "launches_before": change.launches[0], "launches_after": change.launches[1],
+                        "set_aside_before": change.set_aside[0], "set_aside_after": change.set_aside[1],
                         "seen_at_ws1": seen, "phase": phase, "phase_change_ms": moved, "phase_change_low": low,
                         "phase_change_high": high, "machine_differed": differed, "machine_note": note})
     return pd.DataFrame(out)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 #: the columns of :func:`newest_changes`' table
 COLUMNS = ("machine", "key", "label", "world_size", "outcome", "level_from", "level_to", "newest_from", "newest_to",
            "level_commits", "newest_commits", "step_ms_level", "step_ms_newest", "ratio", "ratio_low", "ratio_high",
-           "p_value", "machine_note")
+           "p_value", "level_launches", "newest_launches", "set_aside_level", "set_aside_newest", "machine_note")
 #: outcomes: the newest commits are slower or faster than the level beyond noise (compare's SLOWER and FASTER),
 #: no change, or untestable; or the series ran at the commit before the newest ones and at none of them
 #: (the job was dropped, or none of its launches finished): the gate fails on it as on a slowdown
@@ -61,6 +61,9 @@ class NewestTest:
     p_value: float = math.nan
     #: how the newest commits' machine differed from the level's, where the ranks read it
     machine_note: str = ""
+    #: the launches of the level and of the newest commits, and how many of each the test set aside
+    launches: tuple[int, int] = (0, 0)
+    set_aside: tuple[int, int] = (0, 0)
 
 
 def newest_test(points: list[np.ndarray], newest: int = 1, contention: list | None = None) -> NewestTest:
@@ -73,10 +76,13 @@ def newest_test(points: list[np.ndarray], newest: int = 1, contention: list | No
     start = max([c.at for c in changes.change_points(points[:cut])], default=0) if cut > 0 else 0
     level, recent = points[start:max(cut, 0)], points[max(cut, 0):]
     # each side less the launches a burst of other work slowed, as the detector sets them aside
-    x = changes.kept_launches(np.concatenate(level)) if level else np.array([])
-    y = changes.kept_launches(np.concatenate(recent)) if recent else np.array([])
+    all_x = np.concatenate(level) if level else np.array([])
+    all_y = np.concatenate(recent) if recent else np.array([])
+    x = changes.kept_launches(all_x) if len(all_x) else all_x
+    y = changes.kept_launches(all_y) if len(all_y) else all_y
+    counts = {"launches": (len(all_x), len(all_y)), "set_aside": (len(all_x) - len(x), len(all_y) - len(y))}
     if len(level) < thresholds.MIN_COMMITS or len(x) < 2 or len(y) < 2:
-        return NewestTest(CANNOT_TEST, start, len(level))
+        return NewestTest(CANNOT_TEST, start, len(level), **counts)
     ratio, low, high, p = changes.welch(x, y)
     beyond = low > 1 + thresholds.MIN_CHANGE or high < 1 - thresholds.MIN_CHANGE
     outcome = (SLOWER if ratio > 1 else FASTER) if beyond else NO_CHANGE
@@ -87,7 +93,8 @@ def newest_test(points: list[np.ndarray], newest: int = 1, contention: list | No
             note = machine.words(advice=False, names=("the level", "the newest"))
             if (outcome, machine.busier) in ((SLOWER, "B"), (FASTER, "A")):
                 outcome = MACHINE_DIFFERED
-    return NewestTest(outcome, start, len(level), float(x.mean()), float(y.mean()), ratio, low, high, p, note)
+    return NewestTest(outcome, start, len(level), float(x.mean()), float(y.mean()), ratio, low, high, p, note,
+                      **counts)
 
 
 def newest_changes(table: pd.DataFrame, newest: int = 1) -> pd.DataFrame:
@@ -117,7 +124,9 @@ def newest_changes(table: pd.DataFrame, newest: int = 1) -> pd.DataFrame:
         contention = list(rows["launch_contention_cores"]) if "launch_contention_cores" in rows else None
         test = newest_test(points, newest, contention)
         row.update(outcome=test.outcome, level_from=rows["commit"].iloc[test.start] if cut > 0 else None,
-                   level_to=rows["commit"].iloc[cut - 1] if cut > 0 else None, level_commits=test.level_commits)
+                   level_to=rows["commit"].iloc[cut - 1] if cut > 0 else None, level_commits=test.level_commits,
+                   level_launches=test.launches[0], newest_launches=test.launches[1],
+                   set_aside_level=test.set_aside[0], set_aside_newest=test.set_aside[1])
         if test.outcome != CANNOT_TEST:
             row.update(step_ms_level=test.level_ms, step_ms_newest=test.newest_ms, ratio=test.ratio,
                        ratio_low=test.low, ratio_high=test.high, p_value=test.p_value, machine_note=test.machine_note)

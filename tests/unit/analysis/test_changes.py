@@ -84,7 +84,10 @@ def test_launches_a_burst_slowed_are_set_aside_by_the_test(monkeypatch):
     points = _series(rng, steps=[(10, 1.10)])
     for i in range(1, 20, 3):
         points[i][0] *= 1.6
-    assert [c.at for c in change_points(points)] == [10]
+    found = change_points(points)
+    assert [c.at for c in found] == [10]
+    # each side's launches, and the slowed ones the test set aside (commits 1, 4 and 7 before; 10, 13, 16 and 19 after)
+    assert found[0].launches == (30, 30) and found[0].set_aside == (3, 4)
     flat = _series(rng)
     for i in range(1, 20, 3):
         flat[i][0] *= 1.6

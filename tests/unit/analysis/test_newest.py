@@ -94,3 +94,16 @@ def test_a_slowdown_on_a_busier_machine_is_not_called_slower(newest_contention, 
     assert "during the level's measured steps" in note and "over 24 and 3 launches" in note
     table["launch_contention_cores"] = [[]] * 9  # stored before the readings: no difference is claimed
     assert newest_changes(table, 1).iloc[0]["outcome"] == SLOWER
+
+
+def test_the_launches_compared_and_those_set_aside_are_reported():
+    """Eight commits of three launches at the level, one of them slowed 40 % by other work, then a newest
+    commit 10 % slower: the test sets that launch aside, and says so, beside the 24 and 3 it read."""
+    table = _table([10.0] * 8 + [11.0])
+    table.at[3, "launch_step_ms"] = [10.0, 14.0, 10.05]
+    row = newest_changes(table, 1).iloc[0]
+    assert row["outcome"] == SLOWER
+    assert (row["level_launches"], row["newest_launches"]) == (24, 3)
+    assert (row["set_aside_level"], row["set_aside_newest"]) == (1, 0)
+    untested = newest_changes(_table([10.0, 11.0]), 1).iloc[0]
+    assert untested["outcome"] == CANNOT_TEST and (untested["level_launches"], untested["newest_launches"]) == (3, 3)

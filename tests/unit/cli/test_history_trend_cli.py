@@ -26,6 +26,7 @@ def test_the_gate_fails_on_a_slower_newest_commit_and_passes_a_flat_history(stor
     assert failed.returncode == 1, failed.stderr
     assert "FAIL: 1 series slower at the newest commit" in failed.stdout
     assert [line.split()[0] for line in failed.stdout.splitlines()[:2]] == ["no", "slower"]
+    assert failed.stdout.splitlines()[1].endswith("launches 12 | 3 (1 | 0 set aside)")  # 12: since the level began
 
 
 def test_the_gate_fails_on_a_job_the_newest_commit_dropped(tmp_path):

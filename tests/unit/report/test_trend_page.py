@@ -40,6 +40,10 @@ def test_the_planted_step_is_found_between_its_commits_on_the_scaling_side(page)
     text = html.unescape(re.sub(r"<[^>]+>", "", written["html"].read_text()))
     assert f"{commit_name(3)[:7]} \u2192 {commit_name(4)[:7]}" in text
     assert "scaling side (world size 1 did not move)" in text and "No series moved at the newest commit" in text
+    # the launches each test compared, with those it set aside (one of the change's, by chance of the noise)
+    cells = html.unescape(written["html"].read_text())
+    assert re.findall(r"<td>(\d+ \(\d+\) \u2192 \d+ \(\d+\))</td>", cells) == [
+        "21 (0) \u2192 3 (0)", "9 (0) \u2192 3 (0)", "12 (1) \u2192 12 (0)"]
 
 
 def test_one_family_figure_and_the_tables_behind_it(page):
