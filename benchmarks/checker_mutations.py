@@ -17,7 +17,9 @@ mutations, each to one sentence, checked alone against its folder's records:
   direction  one faster <-> slower or rises <-> falls where it compares measurements ("5.3 % faster",
              "slower than", "slower: 0.16x", "rises from"), not a descriptive one ("a faster link");
   basis      measured <-> estimated ("measured to recover" <-> "estimated (a model, not run) to
-             recover", "estimated to recover" -> "measured to recover").
+             recover", "estimated to recover" -> "measured to recover");
+  significance  one "significant" <-> "not significant" where the sentence quotes a 95 % interval
+             (the word a reader acts on: ": significant)" -> ": not significant)").
 
 A mutation that leaves a still-true sentence is counted apart, not scored: a number scaled onto
 another figure the same sentence quotes in that unit (at its precision), a job swapped for one
@@ -126,6 +128,19 @@ def direction_mutations(claim: Claim):
         yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), False, f"{m.group()} flipped"
 
 
+#: a significance word of a sentence that quotes an interval (found here, not by the checker's own pattern)
+SIGNIFICANT = re.compile(r"\b(not )?significant\b")
+
+
+def significance_mutations(claim: Claim):
+    if "95 %" not in claim.text:
+        return
+    for m in SIGNIFICANT.finditer(claim.text):
+        new = "significant" if m.group(1) else "not significant"
+        text = claim.text[:m.start()] + new + claim.text[m.end():]
+        yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), False, f"{m.group()!r} -> {new!r}"
+
+
 def basis_mutations(claim: Claim):
     for old, new in BASIS:
         if old in claim.text:
@@ -137,7 +152,7 @@ def basis_mutations(claim: Claim):
 def run(paths, per_kind: int, seed: int, verbose: bool = False) -> dict:
     rng = random.Random(seed)
     false_reports, skipped = [], 0
-    pool = {k: [] for k in ("number", "interval", "job", "direction", "basis")}
+    pool = {k: [] for k in ("number", "interval", "job", "direction", "basis", "significance")}
     for folder in paths:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -159,6 +174,7 @@ def run(paths, per_kind: int, seed: int, verbose: bool = False) -> dict:
             pool["job"] += [(fig, *m) for m in job_mutations(c, fig, rng, truths)]
             pool["direction"] += [(fig, *m) for m in direction_mutations(c)]
             pool["basis"] += [(fig, *m) for m in basis_mutations(c)]
+            pool["significance"] += [(fig, *m) for m in significance_mutations(c)]
     scores = {}
     for kind, mutations in pool.items():
         chosen = rng.sample(mutations, min(per_kind, len(mutations)))
