@@ -19,7 +19,9 @@ mutations, each to one sentence, checked alone against its folder's records:
   basis      measured <-> estimated ("measured to recover" <-> "estimated (a model, not run) to
              recover", "estimated to recover" -> "measured to recover");
   significance  one "significant" <-> "not significant" where the sentence quotes a 95 % interval
-             (the word a reader acts on: ": significant)" -> ": not significant)").
+             (the word a reader acts on: ": significant)" -> ": not significant)");
+  band       one scaling band phrase ("scales moderately", "scales moderately to well") replaced by
+             another drawn from the five the report can write.
 
 A mutation that leaves a still-true sentence is counted apart, not scored: a number scaled onto
 another figure the same sentence quotes in that unit (at its precision), a job swapped for one
@@ -141,6 +143,21 @@ def significance_mutations(claim: Claim):
         yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), False, f"{m.group()!r} -> {new!r}"
 
 
+#: the band phrases a scaling line can carry (drawn here from the report's wording, not the checker's)
+BAND_PHRASES = ("scales poorly", "scales moderately", "scales well", "scales poorly to moderately",
+                "scales moderately to well")
+BAND_PHRASE = re.compile(r"scales (?:poorly|moderately|well)(?: to (?:moderately|well))?")
+
+
+def band_mutations(claim: Claim, rng):
+    m = BAND_PHRASE.search(claim.text)
+    if m is None or "parallel efficiency (95 % CI" not in claim.text:
+        return
+    new = rng.choice([p for p in BAND_PHRASES if p != m.group()])
+    text = claim.text[:m.start()] + new + claim.text[m.end():]
+    yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), False, f"{m.group()!r} -> {new!r}"
+
+
 def basis_mutations(claim: Claim):
     for old, new in BASIS:
         if old in claim.text:
@@ -152,7 +169,7 @@ def basis_mutations(claim: Claim):
 def run(paths, per_kind: int, seed: int, verbose: bool = False) -> dict:
     rng = random.Random(seed)
     false_reports, skipped = [], 0
-    pool = {k: [] for k in ("number", "interval", "job", "direction", "basis", "significance")}
+    pool = {k: [] for k in ("number", "interval", "job", "direction", "basis", "significance", "band")}
     for folder in paths:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -175,6 +192,7 @@ def run(paths, per_kind: int, seed: int, verbose: bool = False) -> dict:
             pool["direction"] += [(fig, *m) for m in direction_mutations(c)]
             pool["basis"] += [(fig, *m) for m in basis_mutations(c)]
             pool["significance"] += [(fig, *m) for m in significance_mutations(c)]
+            pool["band"] += [(fig, *m) for m in band_mutations(c, rng)]
     scores = {}
     for kind, mutations in pool.items():
         chosen = rng.sample(mutations, min(per_kind, len(mutations)))

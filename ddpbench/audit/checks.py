@@ -33,7 +33,9 @@
 * **contradicted** -- a proposed fix the sweep ran and measured slower (the Welch interval of the
   step ratio lies above 1; with one launch a side, more than 5 % slower).
 * **significance** (:mod:`.words`) -- "significant" or "not significant" against the quoted
-  interval nearest to the word: it must exclude, or include, no change.
+  interval nearest to the word: it must exclude, or include, no change; **band** -- "scales
+  well", "scales moderately to well", "cannot tell how it scales" against the quoted efficiency
+  interval (docs/reading-the-report.md's bands).
 * **efficiency** -- an efficiency above 100 % that no sentence flags, or a scaling verdict that
   quotes one; **statistic** -- a median quoted as the step time; **job** -- a sentence whose job
   key is not a stored job, that names another model, strategy, world size or bucket cap than its
@@ -58,7 +60,7 @@ from ddpbench.audit.directions import check_directions
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
 from ddpbench.audit.pool import Entry, build, label_pattern
 from ddpbench.audit.problem import Claim, Problem
-from ddpbench.audit.words import check_significance
+from ddpbench.audit.words import check_bands, check_significance
 
 SINGLE_LAUNCH_MARGIN = 0.05
 MODEL_KINDS = ("projection", "model")
@@ -437,6 +439,7 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
     out += check_basis(fig, claim)
     out += check_contradicted(fig, claim)
     out += check_significance(claim, quoted)
+    out += check_bands(claim)
     return out
 
 

@@ -1,5 +1,8 @@
 """Conclusion words held to the interval beside them: what a reader acts on is the word.
 
+The rules are docs/reading-the-report.md's ("A verdict is never surer than the measurements
+beside it"), implemented here from that text:
+
 * **significance** -- "significant" says the quoted 95 % interval excludes no change, "not
   significant" (or "no significant", "insignificant") that it includes it: 0 for a % change or
   gain and for a difference in ms, 1 for a ratio (x). The word is held to the interval nearest to
@@ -7,6 +10,12 @@
   "but that is not significant: the 95 % interval of the gain, -25.5 % to 28.5 %"); an end that is
   no change at the precision it is written with ("0.0 %") leaves the word unjudged, as does a word
   with no interval in its sentence.
+* **bands** -- "scales well" needs the quoted parallel efficiency's whole 95 % interval at or above
+  80 %, "scales moderately" all of it from 50 % to 80 %, "scales poorly" all of it below 50 %; an
+  interval across one edge names the two bands it spans ("scales moderately to well"), one across
+  both edges gets no band word. "cannot tell how it scales" beside an interval within one or two
+  bands, and "an interval across every band" beside one that is not, are problems too. An end
+  within its last digit's rounding of an edge leaves the sentence unjudged.
 """
 
 from __future__ import annotations
@@ -49,3 +58,44 @@ def _distance(interval: parse.Interval, start: int, end: int) -> int:
     """Characters between a word (``start``, ``end``) and the span of an interval's ends."""
     low, high = interval.low.start, interval.high.end
     return max(low - end, start - high, 0)
+
+
+#: the efficiency bands of docs/reading-the-report.md, low to high: (word, lower edge %, upper edge %)
+BANDS = (("poorly", float("-inf"), 50.0), ("moderately", 50.0, 80.0), ("well", 80.0, float("inf")))
+#: the edges between them
+EDGES = (50.0, 80.0)
+_NUMBER = r"-?\d+(?:\.\d+)?"
+#: a quoted parallel efficiency with its interval
+EFFICIENCY = re.compile(rf"({_NUMBER}) ?% parallel efficiency \(95 % CI ({_NUMBER}) ?% to ({_NUMBER}) ?%\)")
+#: a band phrase: "scales well", "scales moderately to well"
+BAND_WORDS = re.compile(r"\bscales (poorly|moderately|well)(?: to (poorly|moderately|well))?\b")
+CANNOT_TELL = re.compile(r"\bcannot tell how it scales\b")
+ACROSS_EVERY = re.compile(r"\ban interval across every band\b")
+
+
+def check_bands(claim: Claim) -> list[Problem]:
+    """The band words of ``claim`` against the efficiency interval it quotes (module docstring)."""
+    found = EFFICIENCY.search(claim.text)
+    if found is None:
+        return []
+    low_text, high_text = found.group(2), found.group(3)
+    low, high = float(low_text), float(high_text)
+    if any(abs(end - edge) <= 0.5 * 10 ** -parse.digits(text) + 1e-9
+           for end, text in ((low, low_text), (high, high_text)) for edge in EDGES):
+        return []  # an end on an edge, as written: which band it is in depends on digits not shown
+    spanned = [word for word, lo, hi in BANDS if low < hi and high >= lo]
+    right = ("scales " + " to ".join(spanned)) if len(spanned) in (1, 2) else None
+    where = f"95 % CI {low_text} % to {high_text} %"
+    out = []
+    for said in BAND_WORDS.finditer(claim.text):
+        if said.group() != right:
+            should = f"{right!r}" if right else "no band word (it spans every band)"
+            out.append(Problem("band", claim.job, claim.text, f"says {said.group()!r} but its efficiency's "
+                                                               f"interval ({where}) calls for {should}"))
+    if right and CANNOT_TELL.search(claim.text):
+        out.append(Problem("band", claim.job, claim.text, f"says it cannot tell how it scales but its efficiency's "
+                                                           f"interval ({where}) says {right!r}"))
+    if right and ACROSS_EVERY.search(claim.text):
+        out.append(Problem("band", claim.job, claim.text, f"calls its efficiency's interval ({where}) one across "
+                                                           f"every band; it spans {', '.join(spanned)}"))
+    return out

@@ -204,7 +204,7 @@ def test_the_mutation_benchmark_scores_the_checker():
     result = checker_mutations.run([QUICK, EXAMPLES / "bucket-sweep-cpu"], per_kind=40, seed=0)
     assert result["false_reports"] == []
     scores = result["scores"]
-    for kind in ("number", "interval", "job", "direction", "basis", "significance"):
+    for kind in ("number", "interval", "job", "direction", "basis", "significance", "band"):
         assert scores[kind]["tried"] > 0
         assert checker_mutations.score_of(scores[kind]) >= 0.9, (kind, scores[kind])
 

@@ -52,3 +52,43 @@ def test_each_word_is_held_to_the_interval_nearest_it():
 def test_an_end_at_no_change_or_no_interval_leaves_the_word_unjudged():
     assert problems("a gain of 2.0 % (95 % CI of the gain 0.0 % to 4.0 %: significant)") == []
     assert problems("the difference is significant") == []
+
+
+def bands(text: str) -> list:
+    from ddpbench.audit.words import check_bands
+
+    return check_bands(Claim(text))
+
+
+LINE = "ddp with mlp-s {words}: at world size 2 it runs 1.38x the throughput of one rank, 69 % parallel efficiency"
+
+
+@pytest.mark.parametrize("words, ci, right", [
+    ("scales moderately", "66 % to 72 %", True),
+    ("scales moderately to well", "57 % to 89 %", True),
+    ("scales poorly to moderately", "24 % to 51 %", True),
+    ("scales well", "66 % to 72 %", False),
+    ("scales moderately", "57 % to 89 %", False),
+    ("scales moderately to well", "66 % to 72 %", False),
+    ("scales poorly", "24 % to 51 %", False),
+    ("scales moderately to well", "46 % to 90 %", False),  # across every band: no band word
+])
+def test_a_band_word_is_the_band_its_whole_interval_lies_in(words, ci, right):
+    found = bands(LINE.format(words=words) + f" (95 % CI {ci}).")
+    assert (found == []) is right, found
+    assert all(p.kind == "band" for p in found)
+
+
+def test_cannot_tell_and_across_every_band_are_held_to_the_interval_too():
+    across = ("cannot tell how it scales with 3 launches; at world size 2 it runs 1.29x the throughput of one rank, "
+              "64 % parallel efficiency (95 % CI {ci}), an interval across every band.")
+    assert bands(across.format(ci="46 % to 90 %")) == []
+    found = bands(across.format(ci="58 % to 70 %"))
+    assert len(found) == 2 and "says 'scales moderately'" in found[0].expected
+
+
+def test_an_end_on_a_band_edge_as_written_is_unjudged():
+    """47 % (95 % CI 44 % to 50 %): the upper end may be 49.6 % or 50.4 %, so "poorly" and "poorly to
+    moderately" are both possible at the precision quoted."""
+    for words in ("scales poorly", "scales poorly to moderately"):
+        assert bands(LINE.format(words=words).replace("69 %", "47 %") + " (95 % CI 44 % to 50 %).") == []
