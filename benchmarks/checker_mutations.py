@@ -21,7 +21,9 @@ mutations, each to one sentence, checked alone against its folder's records:
   significance  one "significant" <-> "not significant" where the sentence quotes a 95 % interval
              (the word a reader acts on: ": significant)" -> ": not significant)");
   band       one scaling band phrase ("scales moderately", "scales moderately to well") replaced by
-             another drawn from the five the report can write.
+             another drawn from the five the report can write;
+  bound      "is communication-bound" <-> "is compute-bound", and "cannot tell whether it is
+             compute- or communication-bound" -> "it is communication-bound" or "... compute-bound".
 
 A mutation that leaves a still-true sentence is counted apart, not scored: a number scaled onto
 another figure the same sentence quotes in that unit (at its precision), a job swapped for one
@@ -158,6 +160,26 @@ def band_mutations(claim: Claim, rng):
     yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), False, f"{m.group()!r} -> {new!r}"
 
 
+#: what a line may say of the bound (from the report's wording, not the checker's)
+CANNOT_TELL_WHICH = "cannot tell whether it is compute- or communication-bound"
+
+
+def bound_mutations(claim: Claim, rng):
+    text = claim.text
+    if "% of each step (" not in text:
+        return
+    if CANNOT_TELL_WHICH in text:
+        new = rng.choice(["it is communication-bound", "it is compute-bound"])
+        yield (Claim(text.replace(CANNOT_TELL_WHICH, new, 1), claim.job, claim.fix_fields, claim.basis, claim.kind),
+               False, f"cannot tell -> {new!r}")
+        return
+    for old, new in (("is communication-bound", "is compute-bound"), ("is compute-bound", "is communication-bound")):
+        if old in text:
+            yield (Claim(text.replace(old, new, 1), claim.job, claim.fix_fields, claim.basis, claim.kind), False,
+                   f"{old!r} -> {new!r}")
+            return
+
+
 def basis_mutations(claim: Claim):
     for old, new in BASIS:
         if old in claim.text:
@@ -169,7 +191,7 @@ def basis_mutations(claim: Claim):
 def run(paths, per_kind: int, seed: int, verbose: bool = False) -> dict:
     rng = random.Random(seed)
     false_reports, skipped = [], 0
-    pool = {k: [] for k in ("number", "interval", "job", "direction", "basis", "significance", "band")}
+    pool = {k: [] for k in ("number", "interval", "job", "direction", "basis", "significance", "band", "bound")}
     for folder in paths:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -193,6 +215,7 @@ def run(paths, per_kind: int, seed: int, verbose: bool = False) -> dict:
             pool["basis"] += [(fig, *m) for m in basis_mutations(c)]
             pool["significance"] += [(fig, *m) for m in significance_mutations(c)]
             pool["band"] += [(fig, *m) for m in band_mutations(c, rng)]
+            pool["bound"] += [(fig, *m) for m in bound_mutations(c, rng)]
     scores = {}
     for kind, mutations in pool.items():
         chosen = rng.sample(mutations, min(per_kind, len(mutations)))

@@ -35,7 +35,8 @@
 * **significance** (:mod:`.words`) -- "significant" or "not significant" against the quoted
   interval nearest to the word: it must exclude, or include, no change; **band** -- "scales
   well", "scales moderately to well", "cannot tell how it scales" against the quoted efficiency
-  interval (docs/reading-the-report.md's bands).
+  interval (docs/reading-the-report.md's bands); **bound** -- compute- or communication-bound, or
+  "cannot tell" which, against the quoted exposed communication interval.
 * **efficiency** -- an efficiency above 100 % that no sentence flags, or a scaling verdict that
   quotes one; **statistic** -- a median quoted as the step time; **job** -- a sentence whose job
   key is not a stored job, that names another model, strategy, world size or bucket cap than its
@@ -60,7 +61,7 @@ from ddpbench.audit.directions import check_directions
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
 from ddpbench.audit.pool import Entry, build, label_pattern
 from ddpbench.audit.problem import Claim, Problem
-from ddpbench.audit.words import check_bands, check_significance
+from ddpbench.audit.words import check_bands, check_bound, check_significance
 
 SINGLE_LAUNCH_MARGIN = 0.05
 MODEL_KINDS = ("projection", "model")
@@ -440,6 +441,7 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
     out += check_contradicted(fig, claim)
     out += check_significance(claim, quoted)
     out += check_bands(claim)
+    out += check_bound(claim)
     return out
 
 

@@ -29,7 +29,7 @@ class Claim:
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # figure, interval, direction, basis, contradicted, significance, band, efficiency, statistic, job
+    kind: str  # figure, interval, direction, basis, contradicted, significance, band, bound, efficiency, statistic, job
     job: str | None
     sentence: str
     expected: str

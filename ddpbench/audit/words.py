@@ -16,6 +16,12 @@ beside it"), implemented here from that text:
   both edges gets no band word. "cannot tell how it scales" beside an interval within one or two
   bands, and "an interval across every band" beside one that is not, are problems too. An end
   within its last digit's rounding of an edge leaves the sentence unjudged.
+* **bound** -- "communication-bound" needs the exposed communication's whole interval, as a share
+  of the step it quotes ("43 % of each step (8.0 ms of 18.4 ms; 95 % CI 3.6 to 12.3 ms)"), at or
+  above 25 %, "compute-bound" all of it below 10 %; "cannot tell whether it is compute- or
+  communication-bound" or "between compute- and communication-bound" beside an interval wholly at
+  or above 25 % (or wholly below 10 %) is a problem. A share within the rounding of the quoted
+  figures of a line leaves it unjudged.
 """
 
 from __future__ import annotations
@@ -98,4 +104,54 @@ def check_bands(claim: Claim) -> list[Problem]:
     if right and ACROSS_EVERY.search(claim.text):
         out.append(Problem("band", claim.job, claim.text, f"calls its efficiency's interval ({where}) one across "
                                                            f"every band; it spans {', '.join(spanned)}"))
+    return out
+
+
+#: the lines of the exposed communication share (docs/reading-the-report.md): communication-bound at or above,
+#: compute-bound below
+COMMUNICATION_LINE, COMPUTE_LINE = 0.25, 0.10
+#: a share of the step with its parts and the interval of the exposed time
+EXPOSED = re.compile(rf"of each step \(({_NUMBER}) ms of ({_NUMBER}) ms; 95 % CI ({_NUMBER}) to ({_NUMBER}) ms\)")
+#: an assertive bound word ("is communication-bound"), not a pair ("compute- or communication-bound", "between
+#: compute- and communication-bound")
+BOUND = re.compile(r"(?<!or )(?<!and )\b(compute|communication)-bound\b")
+CANNOT_TELL_BOUND = re.compile(r"cannot tell whether it is compute- or communication-bound")
+BETWEEN_BOUNDS = re.compile(r"between compute- and communication-bound")
+
+
+def check_bound(claim: Claim) -> list[Problem]:
+    """The bound words of ``claim`` against the exposed communication interval it quotes (module docstring)."""
+    found = EXPOSED.search(claim.text)
+    if found is None:
+        return []
+    step_text, low_text, high_text = found.group(2), found.group(3), found.group(4)
+    step, low, high = float(step_text), float(low_text), float(high_text)
+    if not step > 0:
+        return []
+
+    def side(end: float, text: str, line: float) -> int | None:
+        """+1 where ``end`` / step is surely at or above ``line``, -1 surely below, None within rounding."""
+        slack = 0.5 * 10 ** -parse.digits(text) / step + line * 0.5 * 10 ** -parse.digits(step_text) / step
+        share = end / step
+        return None if abs(share - line) <= slack + 1e-12 else (1 if share >= line else -1)
+
+    communication = side(low, low_text, COMMUNICATION_LINE)  # +1: the whole interval at or above 25 %
+    compute = side(high, high_text, COMPUTE_LINE)  # -1: the whole interval below 10 %
+    where = f"95 % CI {low_text} to {high_text} ms of a {step_text} ms step"
+    out = []
+    for said in BOUND.finditer(claim.text):
+        holds = communication == 1 if said.group(1) == "communication" else compute == -1
+        unjudged = communication is None if said.group(1) == "communication" else compute is None
+        if not holds and not unjudged:
+            line = "at or above 25 %" if said.group(1) == "communication" else "below 10 %"
+            out.append(Problem("bound", claim.job, claim.text, f"says {said.group()} but its exposed communication "
+                                                                f"({where}) is not wholly {line} of the step"))
+    if BETWEEN_BOUNDS.search(claim.text) and (communication == 1 or compute == -1):
+        which = "communication-bound" if communication == 1 else "compute-bound"
+        out.append(Problem("bound", claim.job, claim.text, f"says between the two but its exposed communication "
+                                                            f"({where}) says {which}"))
+    if CANNOT_TELL_BOUND.search(claim.text) and (communication == 1 or compute == -1):
+        which = "communication-bound" if communication == 1 else "compute-bound"
+        out.append(Problem("bound", claim.job, claim.text, f"says it cannot tell but its exposed communication "
+                                                            f"({where}) says {which}"))
     return out

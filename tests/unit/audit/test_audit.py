@@ -106,7 +106,8 @@ def test_the_wording_to_come_reads_generically(quick):
     """Sentences in the wording being written beside this checker: an exposed time with its interval in
     ms, "cannot tell with N launches; M would detect X %", "not measurable here (noise floor X ms)"."""
     spread = 11.0  # a power calculation's input: not checked
-    exposed = BOUND.replace("81.3 ms)", "81.3 ms; 95 % CI 14.2 to 39.1 ms)")
+    # the job's exposed time with its interval (17 % to 48 % of the step: across the 25 % line, so no bound word)
+    exposed = BOUND.replace(" is communication-bound:", ":").replace("81.3 ms)", "81.3 ms; 95 % CI 14.2 to 39.1 ms)")
     tell = ("DDP with transformer-s (batch 4/rank) at world size 2: cannot tell whether it is compute- or "
             "communication-bound with 3 launches; 50 would detect a difference of 8 % "
             f"(launch-to-launch spread {spread} %).")
@@ -115,6 +116,8 @@ def test_the_wording_to_come_reads_generically(quick):
     for text in (exposed, tell, floor):
         assert kinds(quick, {"text": text, "job": AT_1MB}) == []
     assert kinds(quick, {"text": exposed.replace("14.2 to", "16.0 to"), "job": AT_1MB}) == ["interval"]
+    bound = exposed.replace("at world size 2:", "at world size 2 is communication-bound:")
+    assert kinds(quick, {"text": bound, "job": AT_1MB}) == ["bound"]
     assert kinds(quick, {"text": tell.replace("3 launches", "5 launches"), "job": AT_1MB}) == ["figure"]
 
 
@@ -204,7 +207,7 @@ def test_the_mutation_benchmark_scores_the_checker():
     result = checker_mutations.run([QUICK, EXAMPLES / "bucket-sweep-cpu"], per_kind=40, seed=0)
     assert result["false_reports"] == []
     scores = result["scores"]
-    for kind in ("number", "interval", "job", "direction", "basis", "significance", "band"):
+    for kind in ("number", "interval", "job", "direction", "basis", "significance", "band", "bound"):
         assert scores[kind]["tried"] > 0
         assert checker_mutations.score_of(scores[kind]) >= 0.9, (kind, scores[kind])
 

@@ -92,3 +92,30 @@ def test_an_end_on_a_band_edge_as_written_is_unjudged():
     moderately" are both possible at the precision quoted."""
     for words in ("scales poorly", "scales poorly to moderately"):
         assert bands(LINE.format(words=words).replace("69 %", "47 %") + " (95 % CI 44 % to 50 %).") == []
+
+
+def bound(text: str) -> list:
+    from ddpbench.audit.words import check_bound
+
+    return check_bound(Claim(text))
+
+
+EXPOSED_LINE = "DDP with mlp-s (batch 16/rank) at world size 2 {words}: {share} of each step ({ms} ms of 40.0 ms; 95 % CI {ci} ms) is communication left exposed"
+
+
+@pytest.mark.parametrize("words, share, ms, ci, right", [
+    ("is communication-bound", "50 %", "20.0", "18.0 to 22.0", True),
+    ("is compute-bound", "50 %", "20.0", "18.0 to 22.0", False),
+    ("is compute-bound", "5 %", "2.0", "1.0 to 3.0", True),
+    ("is communication-bound", "5 %", "2.0", "1.0 to 3.0", False),
+    ("is communication-bound", "30 %", "12.0", "6.0 to 18.0", False),  # across the 25 % line
+    ("is between compute- and communication-bound", "20 %", "8.0", "6.0 to 9.0", True),
+    ("is between compute- and communication-bound", "50 %", "20.0", "18.0 to 22.0", False),
+    ("so cannot tell whether it is compute- or communication-bound", "30 %", "12.0", "6.0 to 18.0", True),
+    ("so cannot tell whether it is compute- or communication-bound", "50 %", "20.0", "18.0 to 22.0", False),
+    ("is communication-bound", "25 %", "10.0", "10.0 to 11.0", True),  # 10.0 of 40.0: on the line, unjudged
+])
+def test_a_bound_word_is_what_the_exposed_interval_says(words, share, ms, ci, right):
+    found = bound(EXPOSED_LINE.format(words=words, share=share, ms=ms, ci=ci))
+    assert (found == []) is right, found
+    assert all(p.kind == "bound" for p in found)
