@@ -3,7 +3,10 @@ the real verdict and diagnosis of every committed example folder (``reports/exam
 results.jsonl).
 
     python benchmarks/checker_mutations.py [--per-kind 150] [--seed 0] [--folder reports/examples/quick-cpu ...]
-                                           [--out reports/examples/checker-cpu/mutations.md]
+                                           [--held-out] [--out reports/examples/checker-cpu/mutations.md]
+
+``--held-out`` scores the folders of ``reports/examples/checker-cpu/held-out/`` alone (swept after
+the significance, band and bound checks were written; the default leaves them out).
 
 It first checks every folder's unmutated sentences (false reports: should be 0), then applies
 mutations, each to one sentence, checked alone against its folder's records:
@@ -60,8 +63,14 @@ BASIS = [("estimated (a model, not run) to recover", "measured to recover"),
          ("a model estimate: the sweep did not run this fix", "the sweep ran this fix")]
 
 
-def folders() -> list[Path]:
-    return sorted(p.parent for p in (ROOT / "reports" / "examples").glob("**/results.jsonl"))
+#: folders swept after the significance, band and bound checks were written, never read while writing them
+HELD_OUT = ROOT / "reports" / "examples" / "checker-cpu" / "held-out"
+
+
+def folders(held_out: bool = False) -> list[Path]:
+    """Every committed example folder with results, but the held-out ones; with ``held_out``, those alone."""
+    found = sorted(p.parent for p in (ROOT / "reports" / "examples").glob("**/results.jsonl"))
+    return [f for f in found if f.is_relative_to(HELD_OUT) == held_out]
 
 
 def claims_of(folder: Path) -> list[Claim]:
@@ -249,11 +258,14 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--target", type=float, default=0.95)
     parser.add_argument("--folder", type=Path, action="append", help="example folder(s) (default: all committed)")
+    parser.add_argument("--held-out", action="store_true",
+                        help="the held-out folders alone (reports/examples/checker-cpu/held-out/: swept after the "
+                             "word checks were written)")
     parser.add_argument("--verbose", action="store_true", help="print every missed mutation")
     parser.add_argument("--out", type=Path, help="also write the table (markdown) to this file")
     args = parser.parse_args(argv)
     started = time.monotonic()
-    result = run(args.folder or folders(), args.per_kind, args.seed, args.verbose)
+    result = run(args.folder or folders(args.held_out), args.per_kind, args.seed, args.verbose)
     total = Counter()
     lines = ["| kind | mutations | caught | missed | still true (excluded) | score |", "|---|---|---|---|---|---|"]
     for kind, c in result["scores"].items():
