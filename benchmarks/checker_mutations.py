@@ -22,7 +22,8 @@ mutations, each to one sentence, checked alone against its folder's records:
   basis      measured <-> estimated ("measured to recover" <-> "estimated (a model, not run) to
              recover", "estimated to recover" -> "measured to recover");
   significance  one "significant" <-> "not significant" where the sentence quotes a 95 % interval
-             (the word a reader acts on: ": significant)" -> ": not significant)");
+             (the word a reader acts on: ": significant)" -> ": not significant)"), or an interval's
+             own "includes 0" <-> "excludes 0";
   band       one scaling band phrase ("scales moderately", "scales moderately to well") replaced by
              another drawn from the five the report can write;
   bound      "is communication-bound" <-> "is compute-bound", and "cannot tell whether it is
@@ -143,6 +144,8 @@ def direction_mutations(claim: Claim):
 
 #: a significance word of a sentence that quotes an interval (found here, not by the checker's own pattern)
 SIGNIFICANT = re.compile(r"\b(not )?significant\b")
+#: an interval's own word on no change, right after its upper end
+ZERO_SAID = re.compile(r"\d %?, (includes|excludes)(?: both)? 0\b")
 
 
 def significance_mutations(claim: Claim):
@@ -152,6 +155,10 @@ def significance_mutations(claim: Claim):
         new = "significant" if m.group(1) else "not significant"
         text = claim.text[:m.start()] + new + claim.text[m.end():]
         yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), False, f"{m.group()!r} -> {new!r}"
+    for m in ZERO_SAID.finditer(claim.text):  # "-4.7 % to 5.8 %, includes 0" -> "..., excludes 0"
+        new = {"includes": "excludes", "excludes": "includes"}[m.group(1)]
+        text = claim.text[:m.start(1)] + new + claim.text[m.end(1):]
+        yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), False, f"{m.group(1)} 0 -> {new} 0"
 
 
 #: the band phrases a scaling line can carry (drawn here from the report's wording, not the checker's)

@@ -9,7 +9,8 @@ beside it"), implemented here from that text:
   it in its sentence (before it, "(95 % CI of the gain 0.5 % to 5.1 %: significant)", or after it,
   "but that is not significant: the 95 % interval of the gain, -25.5 % to 28.5 %"); an end that is
   no change at the precision it is written with ("0.0 %") leaves the word unjudged, as does a word
-  with no interval in its sentence.
+  with no interval in its sentence. So is an interval's own "includes 0" or "excludes 0" said right
+  after it ("the 95 % interval of the gain, -4.7 % to 5.8 %, includes 0: cannot tell it from ...").
 * **bands** -- "scales well" needs the quoted parallel efficiency's whole 95 % interval at or above
   80 %, "scales moderately" all of it from 50 % to 80 %, "scales poorly" all of it below 50 %; an
   interval across one edge names the two bands it spans ("scales moderately to well"), one across
@@ -37,10 +38,26 @@ SIGNIFICANCE = re.compile(r"\b(?P<neg>not |no |in)?significant(?:ly)?\b")
 NO_CHANGE = {"%": 0.0, "ms": 0.0, "x": 1.0}
 
 
+#: what an interval says of no change right after its ends: ", includes 0", ", includes both 0 and ...", ", excludes 0"
+SAYS_OF_ZERO = re.compile(r" ?(?:%|ms|x)?,? (includes|excludes)(?: both)? 0\b")
+
+
 def check_significance(claim: Claim, quoted: list[parse.Quoted]) -> list[Problem]:
-    """Each significance word of ``claim`` against the interval nearest to it (module docstring)."""
+    """Each significance word of ``claim`` against the interval nearest to it, and each interval's own
+    "includes 0" or "excludes 0" against its ends (module docstring)."""
     found = parse.intervals(claim.text, quoted)
     out = []
+    for interval in found:
+        said = SAYS_OF_ZERO.match(claim.text, interval.high.end)
+        null = NO_CHANGE.get(interval.low.unit)
+        if said is None or null != 0.0 or any(end.matches(0.0) for end in (interval.low, interval.high)):
+            continue
+        includes = interval.low.value < 0.0 < interval.high.value
+        if includes != (said.group(1) == "includes"):
+            where = f"{interval.low.text} to {interval.high.text} {interval.low.unit}"
+            out.append(Problem("significance", claim.job, claim.text,
+                               f"says its interval ({where}) {said.group(1)} 0; it "
+                               f"{'includes' if includes else 'excludes'} it"))
     for word in SIGNIFICANCE.finditer(claim.text):
         near = [iv for iv in found if iv.low.unit in NO_CHANGE]
         if not near:
@@ -86,8 +103,7 @@ def check_bands(claim: Claim) -> list[Problem]:
         return []
     low_text, high_text = found.group(2), found.group(3)
     low, high = float(low_text), float(high_text)
-    if any(abs(end - edge) <= 0.5 * 10 ** -parse.digits(text) + 1e-9
-           for end, text in ((low, low_text), (high, high_text)) for edge in EDGES):
+    if any(on_line(end, text, edge) for end, text in ((low, low_text), (high, high_text)) for edge in EDGES):
         return []  # an end on an edge, as written: which band it is in depends on digits not shown
     spanned = [word for word, lo, hi in BANDS if low < hi and high >= lo]
     right = ("scales " + " to ".join(spanned)) if len(spanned) in (1, 2) else None
@@ -131,9 +147,9 @@ def check_bound(claim: Claim) -> list[Problem]:
 
     def side(end: float, text: str, line: float) -> int | None:
         """+1 where ``end`` / step is surely at or above ``line``, -1 surely below, None within rounding."""
-        slack = 0.5 * 10 ** -parse.digits(text) / step + line * 0.5 * 10 ** -parse.digits(step_text) / step
-        share = end / step
-        return None if abs(share - line) <= slack + 1e-12 else (1 if share >= line else -1)
+        if on_line(end, text, line * step, line * half_digit(step_text)):
+            return None
+        return 1 if end / step >= line else -1
 
     communication = side(low, low_text, COMMUNICATION_LINE)  # +1: the whole interval at or above 25 %
     compute = side(high, high_text, COMPUTE_LINE)  # -1: the whole interval below 10 %
@@ -155,3 +171,14 @@ def check_bound(claim: Claim) -> list[Problem]:
         out.append(Problem("bound", claim.job, claim.text, f"says it cannot tell but its exposed communication "
                                                             f"({where}) says {which}"))
     return out
+
+
+def half_digit(text: str) -> float:
+    """Half a last digit of a number written as ``text``: how far the value it stands for may be from it."""
+    return 0.5 * 10 ** -parse.digits(text)
+
+
+def on_line(value: float, text: str, line: float, slack: float = 0.0) -> bool:
+    """Whether ``value``, written as ``text``, may stand for ``line`` or the other side of it (within its
+    rounding, and ``slack`` more)."""
+    return abs(value - line) <= half_digit(text) + slack + 1e-9

@@ -119,3 +119,17 @@ def test_a_bound_word_is_what_the_exposed_interval_says(words, share, ms, ci, ri
     found = bound(EXPOSED_LINE.format(words=words, share=share, ms=ms, ci=ci))
     assert (found == []) is right, found
     assert all(p.kind == "bound" for p in found)
+
+
+@pytest.mark.parametrize("ends, word, right", [
+    ("-4.7 % to 5.8 %", "includes 0", True),
+    ("-4.7 % to 5.8 %", "excludes 0", False),
+    ("1.2 % to 5.8 %", "excludes 0", True),
+    ("1.2 % to 5.8 %", "includes both 0 and a difference of 10 %", False),
+    ("0.0 % to 5.8 %", "excludes 0", True),  # an end at 0 as written: unjudged
+])
+def test_an_interval_s_own_word_on_zero_is_held_to_its_ends(ends, word, right):
+    text = (f"mlp-l ws=2 bucket 0.5 MB, 759 samples/s; 0.7 % less time per sample than mlp-l ws=2 bucket 0.1 MB by "
+            f"the means, but the 95 % interval of the gain, {ends}, {word}: cannot tell it from mlp-l ws=2 bucket 0.1 MB")
+    found = problems(text)
+    assert (found == []) is right, found
