@@ -118,10 +118,12 @@ def finish_report(out_dir: Path, console, write: bool = True) -> int:
     from ddpbench.report.workers import wanted
 
     # the ranks are gone: a second process writes half the report where a CPU is idle, forked before
-    # the folder is read (only the main thread runs here, and the helper never touches torch)
-    with helping(processes=2 if write and wanted() else 1) as helper:
+    # the folder is read (only the main thread runs here, and the helper never touches torch). This
+    # process computes the verdict for the console, so the helper draws from the bottom of the page
+    # meanwhile rather than computing it again (first=())
+    with helping(processes=2 if write and wanted() else 1, first=()) as helper:
         ctx = load_context(out_dir)  # loaded and summarised once: the table, the verdict and the report
-        if helper is not None:  # before the verdict: the helper computes it for the page meanwhile
+        if helper is not None:
             helper.send(ctx)
         table = ctx.summary
         print_summary(table)

@@ -89,17 +89,21 @@ def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
 
 
 @contextmanager
-def helping(sections: Sequence[SectionFn] | None = None, processes: int = 2) -> Iterator[Helper | None]:
+def helping(sections: Sequence[SectionFn] | None = None, processes: int = 2,
+            first: Sequence[SectionFn] = ANALYSIS_SECTIONS) -> Iterator[Helper | None]:
     """A helper process to write ``sections`` with (:class:`~ddpbench.report.workers.Helper`), forked
     now, before the folder is read, and ended and reaped on leaving; None where ``processes`` is 1,
     ``DDPBENCH_REPORT_HELPER=0`` turns it off, or fewer than two CPUs or no fork are there. Either way
-    the garbage collector is paused inside (:func:`collector_paused`), in both processes."""
+    the garbage collector is paused inside (:func:`collector_paused`), in both processes. ``first``:
+    the sections the helper writes before any other (the analysis's, which it computes while the
+    report process draws); none where the report process computes the analysis itself first (a
+    sweep prints the verdict before its report)."""
     with collector_paused():
         if processes < 2 or not workers.enabled() or usable_cpus() < 2 or not hasattr(os, "fork"):
             yield None
             return
         sections = SECTIONS if sections is None else sections
-        with remembering(), Helper.start(sections, ANALYSIS_SECTIONS, _section) as helper:  # the helper remembers
+        with remembering(), Helper.start(sections, first, _section) as helper:  # the helper remembers
             yield helper
 
 

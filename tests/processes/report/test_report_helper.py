@@ -96,6 +96,10 @@ def test_the_sweep_s_own_report_is_written_by_two_processes_and_is_the_same_page
     assert _pngs(folder) == one_pngs and "throughput.png" in one_pngs
     writers = [line.split()[0] for line in log.read_text().splitlines()]
     assert len(writers) == len(build.SECTIONS) and {w for w in writers if w != str(os.getpid())}
+    # the sweep computed the verdict for its console: it writes the verdict's section, and the helper
+    # draws from the bottom of the page meanwhile rather than computing the verdict again
+    by = dict(reversed(line.split()) for line in log.read_text().splitlines())
+    assert by["verdict_section"] == str(os.getpid())
     assert reaped()
 
 
