@@ -3,10 +3,9 @@
 Importing torch (with ``torch._dynamo`` and sympy), pandas or matplotlib makes hundreds of
 thousands of objects that live as long as the process: modules, their functions, classes and
 tables. Every 700 allocations can start a collection, and every hundredth of those walks all of
-them again; none finds garbage among them. On the 2-core VM (measured on 2026-11-26, three runs
-each): a fork server's imports (torch, ``torch._dynamo``, the rank's modules) took 1.16-1.23 s
-with the collector paused against 1.58-1.78 s with it on, and a cold report 1.24-1.28 s against
-1.35-1.41 s (six runs each).
+them again; none finds garbage among them. What pausing it saves (the fork server's imports, the
+default sweep, a report) is measured in docs/development.md ("Issue 55, third round":
+``python benchmarks/import_speed.py`` times the server's imports both ways).
 
 :func:`pause` as a process starts: ``python -m ddpbench`` (``ddpbench.__main__``) and the fork
 server, as it imports :mod:`ddpbench.rank.forked`. :func:`resume` once the process has imported

@@ -162,14 +162,11 @@ def check_bound(claim: Claim) -> list[Problem]:
             line = "at or above 25 %" if said.group(1) == "communication" else "below 10 %"
             out.append(Problem("bound", claim.job, claim.text, f"says {said.group()} but its exposed communication "
                                                                 f"({where}) is not wholly {line} of the step"))
-    if BETWEEN_BOUNDS.search(claim.text) and (communication == 1 or compute == -1):
-        which = "communication-bound" if communication == 1 else "compute-bound"
-        out.append(Problem("bound", claim.job, claim.text, f"says between the two but its exposed communication "
-                                                            f"({where}) says {which}"))
-    if CANNOT_TELL_BOUND.search(claim.text) and (communication == 1 or compute == -1):
-        which = "communication-bound" if communication == 1 else "compute-bound"
-        out.append(Problem("bound", claim.job, claim.text, f"says it cannot tell but its exposed communication "
-                                                            f"({where}) says {which}"))
+    which = "communication-bound" if communication == 1 else "compute-bound" if compute == -1 else None
+    for pattern, said in ((BETWEEN_BOUNDS, "between the two"), (CANNOT_TELL_BOUND, "it cannot tell")):
+        if which and pattern.search(claim.text):
+            out.append(Problem("bound", claim.job, claim.text, f"says {said} but its exposed communication "
+                                                                f"({where}) says {which}"))
     return out
 
 

@@ -111,9 +111,8 @@ def helping(sections: Sequence[SectionFn] | None = None, processes: int = 2,
 def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off while a report is written, as it was on leaving. What a
     report makes (tables, figures) lives until the page is written, so its collections find little to
-    free; they cost about a tenth of a second of the default sweep's report (1.16-1.30 s against
-    1.26-1.44 s over five cold reports each) and of one of 1,000 launches, for 37 MB more at its
-    peak there (382 against 345 MB). Reference counting still frees everything else at once."""
+    free; reference counting still frees everything else at once. What it saves and costs (peak
+    memory) is measured by ``python benchmarks/report_speed.py`` (docs/development.md)."""
     was = gc.isenabled()
     gc.disable()
     try:
