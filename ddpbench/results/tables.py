@@ -70,7 +70,9 @@ def load_tables(out_dir: str | Path) -> TrainingTables:
     if not store.path.exists():
         raise FileNotFoundError(f"{store.path}: no results here; run `python -m ddpbench sweep` first")
     launches, runs, ranks, sweeps = [], [], [], []  # launches: (its columns, its step rows) of each finished one
-    records = []  # (line, record), each checked value by value (results.validate)
+    read = {}  # (key, repeat) -> the tables of its latest readable record: a launch run again (sweep --resume
+    # --retry-failed) is its latest record, and a damaged one costs itself only, never the launch's earlier record
+    specs: dict = {}  # spec columns by the spec's text
     for number, record in store.numbered():
         if record["kind"] == "collective":
             continue  # see load_collectives
@@ -83,13 +85,6 @@ def load_tables(out_dir: str | Path) -> TrainingTables:
             continue
         for note in notes:
             warnings.warn(f"{where}: {note}", DamagedRecord, stacklevel=2)
-        records.append(record)
-    # a launch run again (sweep --resume --retry-failed) is its latest record
-    latest = {(r["key"], r["repeat"]): i for i, r in enumerate(records) if r["kind"] == "run"}
-    specs: dict = {}  # spec columns by the spec's text
-    for index, record in enumerate(records):
-        if record["kind"] == "run" and latest[(record["key"], record["repeat"])] != index:
-            continue
         if record["kind"] == "sweep":
             experiment = record["experiment"]
             sweeps.append({"sweep_id": record["sweep_id"], **record["env"],
@@ -97,11 +92,14 @@ def load_tables(out_dir: str | Path) -> TrainingTables:
                            "experiment": experiment.get("name")})
             continue
         try:
-            run, launch, rank_rows = _run_tables(record, specs)
+            tables = _run_tables(record, specs)
         except (KeyError, TypeError, ValueError, InputError) as err:
-            warnings.warn(f"{store.path}: run record {record.get('key')!r} repeat {record.get('repeat')!r} "
+            warnings.warn(f"{where}: run record {record.get('key')!r} repeat {record.get('repeat')!r} "
                           f"skipped: {type(err).__name__}: {err}", DamagedRecord, stacklevel=2)
             continue
+        read.pop((record["key"], record["repeat"]), None)  # file order, the latest last
+        read[(record["key"], record["repeat"])] = tables
+    for run, launch, rank_rows in read.values():
         runs.append(run)
         ranks += rank_rows
         if launch is not None:

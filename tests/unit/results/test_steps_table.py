@@ -78,3 +78,20 @@ def test_one_launch_alone(tmp_path, phase):
     folder = ResultsFolder(tmp_path)
     _launch(folder, JobSpec(world_size=1, threads_per_rank=1, **CPU), data_ms=phase)
     _same_as_per_launch(tmp_path, load_tables(tmp_path).steps)
+
+
+def test_a_damaged_retry_costs_itself_not_the_launch_it_repeats(tmp_path):
+    """A launch run again is its latest record; a retry whose spec the schema refuses (found only as the
+    tables are made) is skipped with a warning, and the launch's earlier record stands (it was lost)."""
+    import json
+
+    folder = ResultsFolder(tmp_path)
+    spec = JobSpec(world_size=1, **CPU)
+    _launch(folder, spec, step_ms=10.0)
+    first = json.loads((tmp_path / "results.jsonl").read_text().splitlines()[-1])
+    retry = {**first, "spec": {**first["spec"], "world_size": "two"}}
+    with open(tmp_path / "results.jsonl", "a") as fh:
+        fh.write(json.dumps(retry) + "\n")
+    with pytest.warns(UserWarning, match=r"results.jsonl:3: run record .* skipped: InputError"):
+        steps, runs, _, _ = load_tables(tmp_path)
+    assert len(runs) == 1 and sorted(steps["step_ms"]) == [10.0, 11.0, 12.0]
