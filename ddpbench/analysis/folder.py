@@ -115,8 +115,7 @@ class Measured:
 
         if not len(self.summary):  # no job: nothing said, nothing to check
             return []
-        return audit_findings((self.steps, self.runs, self.ranks, self.sweeps), self.findings, self.verdict,
-                              self.summary, self.cost.to_dict())
+        return audit_findings(self.results_dir, self.findings, self.verdict, self.summary, self.cost.to_dict())
 
 
 def load(results_dir: str | Path, collectives: bool = True, loss_budget: bool = True,

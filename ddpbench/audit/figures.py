@@ -31,16 +31,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.special import stdtrit  # Student's t quantile: what scipy.stats.t.ppf computes, without its import
 
 from ddpbench.audit.budget import slowest_window
+from ddpbench.audit.records import Records, read
 from ddpbench.experiment.spec import FIELDS, script_label
 from ddpbench.results.schema import TIMED_PHASES
-from ddpbench.results.tables import load_tables
 from ddpbench.workloads.registry import model_label
 
 #: settings that say how often or how long a job is measured, never what it measures
@@ -212,14 +211,12 @@ def _launch_means(measure: pd.DataFrame) -> dict:
 
 
 def derive(source, price: dict | None = None) -> Figures:
-    """Every job's figures, from a folder's results.jsonl alone: ``source`` is the folder, or its
-    tables already loaded (``results.tables.load_tables``: steps, runs, ranks[, sweeps]), so that a
-    caller that loaded them does not load (and warn about a damaged record) twice. ``price``: the
-    ``[cost]`` keys the costs are at (default: what the latest sweep stored)."""
-    tables = load_tables(source) if isinstance(source, (str, Path)) else source
-    steps, runs, ranks = tables[:3]
-    if price is None and len(tables) > 3 and "experiment_cost" in tables[3]:
-        price = next((v for v in reversed(list(tables[3]["experiment_cost"])) if isinstance(v, dict)), None)
+    """Every job's figures, from a folder's results.jsonl alone, read by the checker's own reader
+    (:func:`.records.read`): ``source`` is the folder, or what that reader gave for it (so that a
+    caller deriving twice reads once). ``price``: the ``[cost]`` keys the costs are at (default: what
+    the latest sweep stored)."""
+    steps, runs, ranks, stored_price = source if isinstance(source, Records) else read(source)
+    price = stored_price if price is None else price
     rows = {}
     for key, job_runs in runs.groupby("key", sort=False):
         first = job_runs.iloc[0]

@@ -36,7 +36,7 @@ def verdict_claims(findings: list[Finding], verdict: list[tuple[str, str]], summ
 def audit_findings(folder, findings: list[Finding], verdict: list[tuple[str, str]],
                    summary=None, price: dict | None = None) -> list[audit.Problem]:
     """Every problem the independent checker finds in the verdict lines and the diagnosis of
-    ``folder`` (a path, or its loaded tables (steps, runs, ranks, sweeps): the checker re-derives every
-    figure from them); ``summary`` ties the lost-time line to its job; ``price``: the ``[cost]`` keys
+    ``folder`` (its path: the checker reads its records itself and re-derives every figure from
+    them); ``summary`` ties the lost-time line to its job; ``price``: the ``[cost]`` keys
     the verdict's costs are at (an input, not a measurement: the checker derives the costs itself)."""
     return audit.check_folder(folder, [*verdict_claims(findings, verdict, summary), *finding_claims(findings)], price)

@@ -26,3 +26,26 @@ def test_no_problem_in_any_committed_example_folder():
             warnings.simplefilter("ignore")
             problems = load(folder).contradictions
         assert problems == [], (folder, [p.line() for p in problems])
+
+
+def test_the_checkers_reader_and_the_analysis_reader_agree_on_every_committed_folder():
+    """Two readers of results.jsonl that share no code (ddpbench.audit.records, ddpbench.results.tables)
+    keep the same launches of every committed folder, with the same step rows, times and batches."""
+    from ddpbench.audit.records import read
+    from ddpbench.results.tables import load_tables
+
+    folders = sorted(p.parent for p in EXAMPLES.glob("**/results.jsonl"))
+    for folder in folders:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tables = load_tables(folder)
+        own = read(folder)
+        for mine, theirs in ((own.runs, tables.runs), (own.steps, tables.steps)):
+            assert sorted(map(tuple, mine[["key", "repeat"]].to_numpy().tolist())) == \
+                sorted(map(tuple, theirs[["key", "repeat"]].to_numpy().tolist())), folder
+        for column in ("step_ms", "forward_ms", "ready_ms"):
+            a = own.steps.groupby(["key", "repeat", "phase"])[column].sum(min_count=1)
+            b = tables.steps.groupby(["key", "repeat", "phase"])[column].sum(min_count=1)
+            assert a.round(9).equals(b.round(9)), (folder, column)
+        batches = own.runs.set_index(["key", "repeat"])["global_batch"].sort_index()
+        assert batches.equals(tables.runs.set_index(["key", "repeat"])["global_batch"].sort_index().astype(int)), folder

@@ -163,7 +163,7 @@ def test_the_object_concludes_once_what_the_analysis_gives_of_its_tables():
     assert measured.verdict[:4] == verdict_module.headline(direct, measured.summary)
     # no price stored: the fastest setting, and no cheapest
     assert [label for label, _ in measured.verdict] == ["scaling", "lost time", "top cause", "best setting", "fastest"]
-    assert measured.contradictions == claims_module.audit_findings((measured.steps, measured.runs, measured.ranks), direct,
+    assert measured.contradictions == claims_module.audit_findings(QUICK, direct,
                                                                   measured.verdict, measured.summary) == []
     # kept: asking again gives the same objects
     assert measured.model is model and measured.findings is measured.findings and measured.verdict is measured.verdict

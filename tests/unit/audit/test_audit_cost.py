@@ -26,7 +26,7 @@ def measured():
 
 def _problems(measured, lines, price=None):
     claims = verdict_claims(measured.findings, lines, measured.summary)
-    return audit.check_folder((measured.steps, measured.runs, measured.ranks, measured.sweeps), claims,
+    return audit.check_folder(COST, claims,
                               price if price is not None else measured.cost.to_dict())
 
 

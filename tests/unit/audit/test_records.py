@@ -1,0 +1,145 @@
+"""The checker's own reader of results.jsonl (ddpbench.audit.records) against the rules the docs state,
+and against the analysis's reader (ddpbench.results.tables), which it shares no code with: on generated
+damaged records both keep and skip the same launches, each as the case's own expectation says."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import warnings
+
+import pytest
+
+from ddpbench.audit.figures import derive
+from ddpbench.audit.records import read
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.results.tables import load_tables
+from ddpbench.testing.records import ResultsFolder, rank_entry, row, training_result
+
+WEAK = JobSpec(batch_size=8, world_size=2, backend="gloo", device="cpu", warmup_steps=1, steps=4, threads_per_rank=1)
+STRONG = JobSpec(batch_size=32, world_size=2, scaling="strong", grad_accum=2, backend="gloo", device="cpu",
+                 warmup_steps=1, steps=4, threads_per_rank=1)
+
+
+def _result(spec, repeat: int, step_ms: float) -> dict:
+    steps = [row(rank, "warmup", 0, 50.0) for rank in (0, 1)]
+    steps += [row(rank, "measure", s, step_ms + rank, forward_ms=2.0) for rank in (0, 1) for s in range(4)]
+    return training_result(spec, steps, [rank_entry(0, peak_rss_mb=100.0), rank_entry(1, peak_rss_mb=120.0)], repeat)
+
+
+def _folder(tmp_path):
+    folder = ResultsFolder(tmp_path)
+    for spec in (WEAK, STRONG):
+        for repeat in range(3):
+            folder.launch(spec, repeat, result=_result(spec, repeat, 10.0 + repeat))
+    return folder
+
+
+def _lines(folder) -> list[dict]:
+    return [json.loads(line) for line in (folder.path / "results.jsonl").read_text().splitlines()]
+
+
+def _set(record: dict, path: tuple, value) -> dict:
+    """``record`` (a copy) with the value at ``path`` replaced (a key or an index at each level)."""
+    record = json.loads(json.dumps(record))
+    at = record
+    for part in path[:-1]:
+        at = at[part]
+    at[path[-1]] = value
+    return record
+
+
+#: a retry of WEAK's repeat 0 (appended after every launch), changed at a path, and whether a reader keeps
+#: that retry (then the launch is the retry) or skips it (then the launch is the first record), by the
+#: rules of docs/sharing.md
+RETRIES = {
+    "as stored": ((), None, True),
+    "step time 0": (("result", "steps", 5, 8), 0.0, False),
+    "step time a text": (("result", "steps", 5, 8), "fast", False),
+    "step time infinite": (("result", "steps", 5, 8), math.inf, False),
+    "step time NaN": (("result", "steps", 5, 8), math.nan, False),
+    "step time null": (("result", "steps", 5, 8), None, False),
+    "negative phase": (("result", "steps", 5, 4), -1.0, False),
+    "infinite phase": (("result", "steps", 5, 4), math.inf, False),
+    "phase a text": (("result", "steps", 5, 4), "slow", False),
+    "NaN phase reads as missing": (("result", "steps", 5, 4), math.nan, True),
+    "null phase reads as missing": (("result", "steps", 5, 4), None, True),
+    "null ready_ms reads as missing": (("result", "steps", 5, 9), None, True),
+    "negative ready_ms": (("result", "steps", 5, 9), -2.0, False),
+    "unknown phase name": (("result", "steps", 5, 1), "lunch", False),
+    "a rank not whole": (("result", "steps", 5, 0), 0.5, False),
+    "a step number a text": (("result", "steps", 5, 2), "3", False),
+    "a row too short": (("result", "steps", 5), [0, "measure", 1], False),
+    "no step rows": (("result", "steps"), [], False),
+    "steps not a list": (("result", "steps"), {"0": 1}, False),
+    "step_columns without step_ms": (("result", "step_columns", 8), "wall_ms", False),
+    "no ranks": (("result", "ranks"), [], False),
+    "a rank not an object": (("result", "ranks", 1), 5, False),
+    "a rank's number a text": (("result", "ranks", 1, "rank"), "one", False),
+    "a rank's figure a text reads as missing": (("result", "ranks", 1, "peak_rss_mb"), "lots", True),
+    "no result": (("result",), None, False),
+    "a spec the schema refuses": (("spec", "world_size"), "two", False),
+    "repeat not whole": (("repeat",), 0.5, False),
+    "a key not a text": (("key",), 7, False),
+}
+
+
+@pytest.mark.parametrize("case", list(RETRIES))
+def test_each_reader_keeps_or_skips_a_damaged_retry_as_the_docs_say(tmp_path, case):
+    folder = _folder(tmp_path)
+    path, value, kept = RETRIES[case]
+    first = next(r for r in _lines(folder) if r["kind"] == "run" and r["spec"]["scaling"] == "weak"
+                 and r["repeat"] == 0)
+    retry = _set(first, ("result", "steps", 5, 8), 99.0)  # the retry's own step time tells it apart
+    if path:
+        retry = _set(retry, path, value)
+    with open(folder.path / "results.jsonl", "a") as fh:
+        fh.write(json.dumps(retry) + "\n")
+    records = read(folder.path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tables = load_tables(folder.path)
+    for steps in (records.steps, tables.steps):
+        launch = steps[(steps["key"] == first["key"]) & (steps["repeat"] == 0)]
+        assert (launch["step_ms"] == 99.0).any() == kept, case
+        assert len(steps.groupby(["key", "repeat"])) == 6  # the other launches, each once
+    assert len(records.runs) == len(tables.runs) == 6
+
+
+def test_lines_that_are_not_records_are_skipped(tmp_path):
+    folder = _folder(tmp_path)
+    with open(folder.path / "results.jsonl", "a") as fh:
+        fh.write('{"kind": "run", "key": "cut mid-wr\n[1, 2]\n"a text"\n' + "[" * 100_000 + "\n")
+    records = read(folder.path)
+    assert len(records.runs) == 6 and records.steps.groupby(["key", "repeat"]).ngroups == 6
+
+
+def test_the_global_batch_is_the_documented_one(tmp_path):
+    runs = read(_folder(tmp_path).path).runs.set_index("scaling")
+    # weak: batch_size per rank; strong: batch_size split over the ranks, times the micro-steps
+    assert (runs.loc["weak", "per_rank_batch"] == 8).all() and (runs.loc["weak", "global_batch"] == 16).all()
+    assert (runs.loc["strong", "per_rank_batch"] == 16).all() and (runs.loc["strong", "global_batch"] == 64).all()
+
+
+def test_the_price_is_the_latest_sweeps_and_the_figures_follow_it(tmp_path):
+    folder = _folder(tmp_path)
+    assert read(folder.path).price is None
+    for price in (1.0, 2.0):
+        ResultsFolder(tmp_path, experiment={"name": "synthetic", "description": "",
+                                            "cost": {"price_per_device_hour": price, "currency": "EUR"}})
+    ResultsFolder(tmp_path)  # a later sweep without a price leaves the last one standing
+    assert read(folder.path).price["price_per_device_hour"] == 2.0
+    fig = derive(folder.path)
+    weak = fig.jobs[fig.jobs["scaling"] == "weak"].iloc[0]
+    # 2 devices at 2.0 an hour, the mean step (the slower rank's window: 12 ms) for 16 samples
+    assert weak["cost_per_million"] == pytest.approx(4.0 * 0.012 / 16 / 3600 * 1e6)
+    assert fig.currency == "EUR"
+
+
+def test_a_failed_launch_is_a_run_without_steps(tmp_path):
+    folder = _folder(tmp_path)
+    folder.launch(dataclasses.replace(WEAK, seed=1), 0, status="failed", error="boom")
+    records = read(folder.path)
+    assert len(records.runs) == 7 and (records.runs["status"] == "failed").sum() == 1
+    assert records.steps.groupby("key").ngroups == 2
