@@ -11,8 +11,9 @@ Per job (one row of :attr:`Figures.jobs`, by key):
   ``step_low``/``step_high`` its 95 % interval on the launch means (:func:`mean_interval`), and
   ``samples_per_s_low``/``_high`` the throughput's (:func:`throughput_interval`);
 * ``median_ms``/``iqr_ms`` of the slowest ranks' steps, ``noise_pct`` = IQR / median;
-* ``samples_per_s`` = global batch / mean step; ``speedup`` = that over the median samples/s of the
-  world-size-1 job(s) with the same other settings (:func:`baseline_keys`), ``efficiency_pct`` =
+* ``samples_per_s`` = global batch / mean step; ``speedup`` = that over the world-size-1 job(s) with
+  the same other settings (:func:`baseline_keys`), several of them one side (their launches' mean
+  step pooled, its global batch over it), ``efficiency_pct`` =
   speedup / world size; their interval :func:`ratio_interval` of the baselines' pooled launch
   means over the job's; ``serial_fraction`` (Karp-Flatt) with the speedup interval's ends mapped;
 * ``nosync_ms`` (no_sync() steps, each launch's slower rank's own), ``exposed_ms`` = step - nosync, ``exposed_pct``; the
@@ -389,7 +390,9 @@ def _add_speedup(figures: Figures) -> None:
         if not bases:
             continue
         p = int(jobs.at[key, "world_size"])
-        s = jobs.at[key, "samples_per_s"] / float(np.median([jobs.at[b, "samples_per_s"] for b in bases]))
+        # the baselines are one side, their launches pooled (docs/statistics.md): its mean step, its throughput
+        pooled = [t for b in bases for t in figures.launch_ms[b]]
+        s = jobs.at[key, "samples_per_s"] / (jobs.at[bases[0], "global_batch"] / (float(np.mean(pooled)) / 1e3))
         jobs.at[key, "speedup"], jobs.at[key, "efficiency_pct"] = s, 100 * s / p
         jobs.at[key, "baseline"] = tuple(bases)
         jobs.at[key, "serial_fraction"] = karp_flatt(s, p)

@@ -324,10 +324,10 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
     t interval over launches (``*_low``, ``*_high``).
 
     A world-size-1 job is its own baseline. A larger job's is the world-size-1 job identical in every
-    field but how it was measured (several such are pooled); if there is none, the
-    world-size-1 jobs that differ only in communication settings (bucket size, ...), whose median
-    throughput is used (at world size 1 those settings do not change the computation); their
-    launches are pooled for the interval.
+    field but how it was measured; if there is none, the world-size-1 jobs that differ only in
+    communication settings (bucket size, ...: at world size 1 they do not change the computation).
+    Several baselines are one side, their launches pooled: the throughput of their launches' mean
+    step, and the interval over all of them (docs/statistics.md).
     That fallback also ignores threads per rank, preferring world-size-1 jobs with the job's own
     threads where there are any.
 
@@ -359,8 +359,11 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
         if not bases or r["status"] != "ok":
             continue
         bases = [b for b in bases if b["threads_per_rank"] == r["threads_per_rank"]] or bases
-        base = median([b["samples_per_s"] for b in bases])
-        if not base:
+        # several baselines are one side: their launches pooled (docs/statistics.md), as in the interval
+        pooled = [t for b in bases for t in launch_times(b)]
+        base = (bases[0]["global_batch"] / (mean(pooled) / 1e3) if len(bases) > 1 and pooled
+                else bases[0]["samples_per_s"])
+        if not base or base != base:
             continue
         p = r["world_size"]
         speedup = r["samples_per_s"] / base

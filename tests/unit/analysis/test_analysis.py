@@ -51,8 +51,9 @@ def test_baseline_falls_back_to_world_size_one_with_other_buckets():
     one_b = _job(1, 5, [[20.0] * 4], nosync_ms=9.0)
     two = _job(2, 25, [[10.0] * 4, [10.0] * 4], nosync_ms=9.0)
     table = _summary(one_a, one_b, two).set_index("world_size")
-    base = (10 / 0.010 + 10 / 0.020) / 2  # median of the two world-size-1 throughputs
-    assert table.loc[2, "speedup"] == pytest.approx((20 / 0.010) / base)
+    # the two world-size-1 jobs are one side, their launches pooled: a mean step of 15 ms, not the
+    # median of their throughputs, (1000 + 500) / 2 samples/s (docs/statistics.md)
+    assert table.loc[2, "speedup"] == pytest.approx((20 / 0.010) / (10 / 0.015))
 
 
 def test_failed_job_keeps_its_row_and_error():
@@ -71,16 +72,18 @@ def test_add_speedup_without_baseline_is_nan():
 
 def test_a_world_size_one_job_is_its_own_baseline_beside_one_measured_otherwise():
     """A traced and an untraced world-size-1 job are one setting (trace_steps says how a job is
-    measured): each is its own baseline, speedup 1, and a world-size-2 job pools both."""
+    measured): each is its own baseline, speedup 1, and a world-size-2 job pools both's launches."""
     def row(key, ws, rate, **kw):
         return {**JobSpec(world_size=ws, **kw).to_dict(), "key": key, "status": "ok", "samples_per_s": rate,
-                "global_batch": 32 * ws, "launch_step_ms": [10.0, 10.0, 10.0]}
+                "global_batch": 32 * ws, "launch_step_ms": [1e3 * 32 * ws / rate] * 3}
 
     table = add_speedup(pd.DataFrame([row("plain", 1, 100.0), row("traced", 1, 108.0, trace_steps=5),
                                       row("two", 2, 156.0)]))
     speedup = dict(zip(table["key"], table["speedup"]))
     assert speedup["plain"] == 1.0 and speedup["traced"] == 1.0
-    assert speedup["two"] == pytest.approx(156.0 / 104.0)
+    pooled = (3 * 320.0 + 3 * 1e3 * 32 / 108.0) / 6  # ms: the six launches of both, one side
+    assert speedup["two"] == pytest.approx(156.0 / (32 / (pooled / 1e3)))
+    assert speedup["two"] != pytest.approx(156.0 / 104.0)  # not the median of the two throughputs
     assert table.set_index("key").loc["two", "baseline_key"] == "plain,traced"
 
 

@@ -143,3 +143,31 @@ def test_a_failed_launch_is_a_run_without_steps(tmp_path):
     records = read(folder.path)
     assert len(records.runs) == 7 and (records.runs["status"] == "failed").sum() == 1
     assert records.steps.groupby("key").ngroups == 2
+
+
+def test_several_baselines_are_one_side_in_the_checker_and_the_analysis(tmp_path):
+    """Two world-size-1 jobs alike but for how often they were measured: a world-size-2 job's speedup is
+    over their launches pooled (docs/statistics.md), in the checker's derivation and the analysis alike."""
+    from ddpbench.analysis.folder import load
+    from ddpbench.experiment.spec import spec_from_dict
+    from ddpbench.testing.records import job, result_for
+
+    folder = ResultsFolder(tmp_path)
+    for fields, step_ms, launches in (({"world_size": 1, "repeats": 3}, 10.0, 3),
+                                      ({"world_size": 1, "repeats": 2}, 20.0, 2),
+                                      ({"world_size": 2, "repeats": 3}, 12.0, 3)):
+        spec = job(**fields)
+        for repeat in range(launches):
+            folder.launch(spec_from_dict(spec), repeat, result=result_for(spec, step_ms, repeat=repeat))
+    # a launch's step: its slowest rank's mean over 8 steps of step_ms + 0.1 (step % 3), 0.0875 ms above
+    # step_ms on average (+ 0.05 for rank 1)
+    pooled = (3 * 10.0875 + 2 * 20.0875) / 5
+    expected = (64 / 12.1375) / (32 / pooled)
+    assert expected != pytest.approx((64 / 12.1375) / ((32 / 10.0875 + 32 / 20.0875) / 2))  # the median rule's
+    fig = derive(tmp_path)
+    two = fig.jobs[fig.jobs["world_size"] == 2].iloc[0]
+    assert two["speedup"] == pytest.approx(expected)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        summary = load(tmp_path).summary
+    assert summary.set_index("world_size").loc[2, "speedup"] == pytest.approx(expected)
