@@ -36,7 +36,9 @@ CONTENTION, SYNC_COMPUTE, COMM, DATA, STRAGGLER, OVERHEAD, RESIDUAL = (
 #: the lines derived from the records (the residual is what is left of the loss)
 LINES = (CONTENTION, SYNC_COMPUTE, COMM, DATA, STRAGGLER, OVERHEAD)
 
-#: a rank is the one waited for when it is the last in this share of steps, by this share of the step
+#: a rank is the one waited for when it is the last in this share of steps, by this share of the step: the
+#: definition docs/reading-the-report.md states ("last in at least 75 % of the steps and later by at least
+#: 10 % of the mean step"), taken from there, not from the analysis's thresholds
 LAST_SHARE, LATE_SHARE = 0.75, 0.10
 
 
