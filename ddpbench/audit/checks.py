@@ -61,7 +61,7 @@ from ddpbench.audit.directions import check_directions
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
 from ddpbench.audit.pool import Entry, build, label_pattern
 from ddpbench.audit.problem import Claim, Problem
-from ddpbench.audit.words import check_bands, check_bound, check_significance
+from ddpbench.audit.words import check_bands, check_bound, check_cause, check_differ, check_significance, check_trend
 
 SINGLE_LAUNCH_MARGIN = 0.05
 MODEL_KINDS = ("projection", "model")
@@ -442,6 +442,7 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
     out += check_significance(claim, quoted)
     out += check_bands(claim)
     out += check_bound(claim)
+    out += check_differ(claim) + check_trend(claim) + check_cause(claim)
     return out
 
 

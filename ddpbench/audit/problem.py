@@ -29,7 +29,8 @@ class Claim:
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # figure, interval, direction, basis, contradicted, significance, band, bound, efficiency, statistic, job
+    kind: str  # figure, interval, direction, basis, contradicted, significance, band, bound, differ, trend, cause,
+    # efficiency, statistic, job
     job: str | None
     sentence: str
     expected: str

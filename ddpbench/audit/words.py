@@ -23,6 +23,19 @@ beside it"), implemented here from that text:
   communication-bound" or "between compute- and communication-bound" beside an interval wholly at
   or above 25 % (or wholly below 10 %) is a problem. A share within the rounding of the quoted
   figures of a line leaves it unjudged.
+* **differ** -- "cannot tell it from" and "cannot tell whether they differ" need the quoted 95 %
+  interval of the gain to include 0; "cannot tell whether they differ" and "includes both 0 and a
+  difference of 10 %" also need it to reach a difference of 10 % either way, and "rules out a
+  difference of 10 % or more" (any of the settings will do) needs it wholly within 10 % either way.
+* **trend** -- Karp-Flatt's e "rises from" its first world size's figure to its last only where the
+  second's interval lies above the first's and the two figures differ by more than 0.05, "falls
+  from" likewise downwards, "stays near" only where neither interval reaches 0.05 past the other's
+  far end; "cannot tell whether it rises, falls or stays" where none of these holds, and always
+  where the figures have no interval (one launch).
+* **cause** -- the verdict names a top cause only where the lower end of its fix's gain is at least
+  10 % of the step ("to recover 39.7 ms of a 108.7 ms step (37 %), at least 28.8 ms by the lower end of
+  its 95 % interval"); "cannot tell: the likeliest is ..." (and "under 10 % of the step") only where
+  that lower end is below 10 % of it.
 """
 
 from __future__ import annotations
@@ -179,3 +192,119 @@ def on_line(value: float, text: str, line: float, slack: float = 0.0) -> bool:
     """Whether ``value``, written as ``text``, may stand for ``line`` or the other side of it (within its
     rounding, and ``slack`` more)."""
     return abs(value - line) <= half_digit(text) + slack + 1e-9
+
+
+#: the interval of a gain in %: "95 % CI of the gain 0.5 % to 5.1 %", "the 95 % interval of the gain, -25.5 % to 28.5 %"
+GAIN = re.compile(rf"95 % (?:CI of the gain|interval of the gain,) ({_NUMBER}) ?% to ({_NUMBER}) ?%")
+#: what a comparison may say of its gain's interval (docs/reading-the-report.md, "Any will do")
+CANNOT_TELL_FROM = re.compile(r"\bcannot tell (?:it from|whether they differ)\b")
+CANNOT_TELL_DIFFER = re.compile(r"\bcannot tell whether they differ\b|\bincludes both 0 and a difference of 10 %")
+RULES_OUT = re.compile(r"\brules out a difference of 10 % or more\b")
+#: the difference a comparison calls material: a gain of 10 % either way
+MATERIAL_PCT = 10.0
+
+
+def check_differ(claim: Claim) -> list[Problem]:
+    """What a comparison says it can tell, against the interval of its gain (module docstring)."""
+    found = GAIN.search(claim.text)
+    if found is None:
+        return []
+    low_text, high_text = found.group(1), found.group(2)
+    low, high = float(low_text), float(high_text)
+    where = f"95 % interval of the gain {low_text} % to {high_text} %"
+    near = [on_line(end, text, line) for end, text in ((low, low_text), (high, high_text))
+            for line in (0.0, -MATERIAL_PCT, MATERIAL_PCT)]
+    if any(near):
+        return []  # an end on 0 or 10 %, as written: which side it is on depends on digits not shown
+    includes = low < 0.0 < high
+    material = low < -MATERIAL_PCT or high > MATERIAL_PCT
+    out = []
+    if CANNOT_TELL_FROM.search(claim.text) and not includes:
+        out.append(Problem("differ", claim.job, claim.text,
+                           f"says it cannot tell them apart but its {where} excludes 0"))
+    if CANNOT_TELL_DIFFER.search(claim.text) and includes and not material:
+        out.append(Problem("differ", claim.job, claim.text, f"says it cannot tell whether they differ but its {where} "
+                                                            "rules out a difference of 10 % or more"))
+    if RULES_OUT.search(claim.text) and (material or not includes):
+        out.append(Problem("differ", claim.job, claim.text, f"says it rules out a difference of 10 % or more but its "
+                                                            f"{where} {'reaches one' if material else 'excludes 0'}"))
+    return out
+
+
+#: a serial fraction from its first world size to its last, each with its interval
+TREND = re.compile(rf"(rises from|falls from|goes from|stays near {_NUMBER} \() ?({_NUMBER}) \(95 % CI ({_NUMBER}) to "
+                   rf"({_NUMBER})\) to ({_NUMBER}) \(95 % CI ({_NUMBER}) to ({_NUMBER})\) over world size")
+#: the same without intervals (one launch): "rises from 0.75 to 0.91 over world size"
+BARE_TREND = re.compile(rf"\b(rises|falls) from {_NUMBER} to {_NUMBER} over world size|\b(stays) near {_NUMBER} "
+                        rf"\({_NUMBER} to {_NUMBER} over world size")
+CANNOT_TELL_TREND = "cannot tell whether it rises, falls or stays"
+#: the change in e the diagnosis calls a rise or a fall (docs/reading-the-report.md)
+TREND_MARGIN = 0.05
+
+
+def check_trend(claim: Claim) -> list[Problem]:
+    """What a serial fraction's line says of its trend, against the two intervals it quotes (module docstring)."""
+    found = TREND.search(claim.text)
+    if found is None:
+        bare = BARE_TREND.search(claim.text)
+        return [] if bare is None else [Problem("trend", claim.job, claim.text, f"says {bare.group(1)!r} of a serial "
+                                                "fraction quoted with no interval: no call without one")]
+    texts = found.groups()[1:]
+    first, low1, high1, last, low2, high2 = map(float, texts)
+    slack = 2 * max(half_digit(t) for t in texts)  # each comparison takes two rounded figures
+
+    def above(x: float) -> bool | None:
+        """Whether ``x`` > 0 surely (True), surely not (False), or within the figures' rounding (None)."""
+        return True if x > slack else False if x < -slack else None
+
+    def both(a: bool | None, b: bool | None) -> bool | None:
+        return False if False in (a, b) else None if None in (a, b) else True
+
+    rises = both(above(low2 - high1), above(last - first - TREND_MARGIN))
+    falls = both(above(low1 - high2), above(first - last - TREND_MARGIN))
+    stays = above(TREND_MARGIN - max(high2 - low1, high1 - low2))
+    calls = {"rises": rises, "falls": falls, "stays": stays}
+    if None in calls.values() and True not in calls.values():
+        return []  # a figure within rounding of a rule's line: unjudged
+    right = next((word for word, holds in calls.items() if holds), "cannot tell")
+    said = found.group(1)
+    told = ("cannot tell" if CANNOT_TELL_TREND in claim.text else "rises" if said == "rises from"
+            else "falls" if said == "falls from" else "stays" if said.startswith("stays") else None)
+    if told is None or told == right:
+        return []
+    where = f"{texts[0]} (95 % CI {texts[1]} to {texts[2]}) to {texts[3]} (95 % CI {texts[4]} to {texts[5]})"
+    return [Problem("trend", claim.job, claim.text, f"says {told!r} of a serial fraction going from {where}; "
+                                                    f"the intervals say {right!r}")]
+
+
+#: the gain a named cause's fix recovers, and its lower end: "recover 39.7 ms of a 108.7 ms step (37 %), at
+#: least 28.8 ms by the lower end" or "..., but the 95 % interval of the gain reaches down to 2.4 ms"
+CAUSE_GAIN = re.compile(rf"recover {_NUMBER} ms of a ({_NUMBER}) ms step \({_NUMBER} %\),? (?:at least ({_NUMBER}) ms "
+                        rf"by the lower end|but the 95 % interval of the gain reaches down to ({_NUMBER}) ms)")
+CANNOT_TELL_CAUSE = re.compile(r"^(?:top cause: )?cannot tell: the likeliest is\b")
+UNDER_LINE = "under 10 % of the step"
+#: the share of the step a cause's fix must surely recover for the verdict to name it
+CAUSE_LINE = 0.10
+
+
+def check_cause(claim: Claim) -> list[Problem]:
+    """A named top cause, or "cannot tell: the likeliest is", against its gain's lower end (module docstring)."""
+    found = CAUSE_GAIN.search(claim.text)
+    if found is None:
+        return []
+    step_text, low_text = found.group(1), found.group(2) or found.group(3)
+    step, low = float(step_text), float(low_text)
+    if not step > 0 or on_line(low, low_text, CAUSE_LINE * step, CAUSE_LINE * half_digit(step_text)):
+        return []
+    material = low >= CAUSE_LINE * step
+    where = f"its gain's lower end, {low_text} ms of a {step_text} ms step"
+    cannot = bool(CANNOT_TELL_CAUSE.search(claim.text))
+    out = []
+    if cannot and material:
+        out.append(Problem("cause", claim.job, claim.text,
+                           f"says it cannot tell the cause but {where}, is 10 % or more"))
+    elif not cannot and not material:
+        out.append(Problem("cause", claim.job, claim.text, f"names the cause but {where}, is under 10 %"))
+    if UNDER_LINE in claim.text and material:
+        out.append(Problem("cause", claim.job, claim.text, f"says {UNDER_LINE} but {where}, is not"))
+    return out

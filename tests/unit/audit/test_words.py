@@ -133,3 +133,80 @@ def test_an_interval_s_own_word_on_zero_is_held_to_its_ends(ends, word, right):
             f"the means, but the 95 % interval of the gain, {ends}, {word}: cannot tell it from mlp-l ws=2 bucket 0.1 MB")
     found = problems(text)
     assert (found == []) is right, found
+
+
+# -- "cannot tell" and the calls it stands for: differ, trend, cause (sentences as the report writes them) --------
+
+from ddpbench.audit.words import check_cause, check_differ, check_trend  # noqa: E402
+
+DIFFER = ("mlp-l ws=2 bucket 5 MB, 589 samples/s (95 % CI 535 to 648); 0.5 % less time per sample than mlp-l ws=2 "
+          "bucket 0.5 MB by the means, but the 95 % interval of the gain, {ends}, includes 0: cannot tell it from "
+          "mlp-l ws=2 bucket 0.5 MB with 3 launches")
+BEST = ("Best gradient bucket size for DDP with transformer-s (batch 4/rank) at world size 2: 2 MB, 2.9 % faster per "
+        "step than the default 25 MB, but that is not significant: the 95 % interval of the gain, {ends}, {tail}.")
+EITHER = "includes both 0 and a difference of 10 %; cannot tell whether they differ with 3 launches"
+ANY = "includes 0 and rules out a difference of 10 % or more; any of these bucket sizes will do"
+
+
+@pytest.mark.parametrize("text, wrong", [
+    (DIFFER.format(ends="-9.0 % to 9.2 %"), False),
+    (DIFFER.format(ends="1.5 % to 9.2 %"), True),  # the interval excludes 0: it can tell them apart
+    (BEST.format(ends="-10.4 % to 14.6 %", tail=EITHER), False),
+    (BEST.format(ends="-4.4 % to 8.6 %", tail=EITHER), True),  # within 10 % either way: any will do
+    (BEST.format(ends="-4.4 % to 8.6 %", tail=ANY), False),
+    (BEST.format(ends="-10.4 % to 14.6 %", tail=ANY), True),  # reaches 10 %: it cannot rule that out
+    (BEST.format(ends="-9.96 % to 8.6 %", tail=ANY), False),  # on the line at the precision written: unjudged
+])
+def test_cannot_tell_them_apart_only_where_the_gain_s_interval_says_so(text, wrong):
+    found = check_differ(Claim(text))
+    assert bool(found) is wrong and all(p.kind == "differ" for p in found), found
+
+
+TREND = ("The serial fraction of ddp with mlp-xs (batch 16/rank) {word} {a} (95 % CI {al} to {ah}) to {b} (95 % CI "
+         "{bl} to {bh}) over world size 2 to 3{tail}")
+UNSURE = ": cannot tell whether it rises, falls or stays with 3 launches."
+
+
+@pytest.mark.parametrize("word, figures, tail, right", [
+    ("goes from", (1.86, 0.97, 3.14, 1.97, 0.73, 4.45), UNSURE, True),
+    ("rises from", (1.86, 0.97, 3.14, 1.97, 0.73, 4.45), ": an overhead that grows.", False),  # intervals overlap
+    ("rises from", (0.10, 0.08, 0.12, 0.30, 0.27, 0.33), ": an overhead that grows.", True),
+    ("goes from", (0.10, 0.08, 0.12, 0.30, 0.27, 0.33), UNSURE, False),  # apart by more than 0.05: it rises
+    ("falls from", (0.10, 0.08, 0.12, 0.30, 0.27, 0.33), ": a fixed cost.", False),
+    ("falls from", (0.30, 0.27, 0.33, 0.10, 0.08, 0.12), ": a fixed cost.", True),
+    ("stays near 0.21 (", (0.20, 0.19, 0.22, 0.21, 0.20, 0.23), "): work that does not parallelise.", True),
+    ("stays near 0.21 (", (0.20, 0.10, 0.30, 0.21, 0.12, 0.33), "): work that does not parallelise.", False),
+])
+def test_a_serial_fraction_s_trend_is_called_only_where_its_intervals_allow(word, figures, tail, right):
+    a, al, ah, b, bl, bh = (f"{v:.2f}" for v in figures)
+    found = check_trend(Claim(TREND.format(word=word, a=a, al=al, ah=ah, b=b, bl=bl, bh=bh, tail=tail)))
+    assert (found == []) is right and all(p.kind == "trend" for p in found), found
+
+
+def test_no_trend_is_called_without_intervals():
+    text = "The serial fraction of ddp with mlp-m (batch 32/rank) {} 0.75 to 0.91 over world size 2 to 4{}"
+    unsure = ": cannot tell whether it rises, falls or stays with 1 launch"
+    assert check_trend(Claim(text.format("goes from", unsure))) == []
+    assert [p.kind for p in check_trend(Claim(text.format("rises from", ": an overhead that grows.")))] == ["trend"]
+
+
+NAMED = ("communication in mlp-l ws=2 bucket 5 MB; fix: a faster link: estimated (a model, not run) to recover 39.7 "
+         "ms of a 108.7 ms step (37 %), at least {low} ms by the lower end of its 95 % interval")
+UNNAMED = ("cannot tell: the likeliest is buckets in transformer-s ws=2 bucket 1 MB; fix: bucket_cap_mb = 25: measured "
+           "to recover 3.1 ms of a 27.9 ms step (11 %), but the 95 % interval of the gain reaches down to {low} ms, "
+           "under 10 % of the step; cannot tell with 3 launches")
+
+
+@pytest.mark.parametrize("text, problems_found", [
+    (NAMED.format(low="28.8"), 0),
+    (NAMED.format(low="8.8"), 1),  # 8 % of the step: no cause may be named
+    ("top cause: " + NAMED.format(low="28.8"), 0),
+    ("cannot tell: the likeliest is " + NAMED.format(low="28.8"), 1),  # 26 %: it can tell
+    (UNNAMED.format(low="2.4"), 0),
+    (UNNAMED.format(low="2.9"), 2),  # 10.4 %: named, and not under 10 % of the step
+    (UNNAMED.format(low="2.79"), 0),  # 10.0 % as written: unjudged
+    (UNNAMED.replace("cannot tell: the likeliest is ", "").format(low="2.4"), 1),
+])
+def test_a_top_cause_is_named_only_where_its_gain_s_lower_end_is_material(text, problems_found):
+    found = check_cause(Claim(text))
+    assert len(found) == problems_found and all(p.kind == "cause" for p in found), found
