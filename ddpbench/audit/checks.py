@@ -340,6 +340,42 @@ def run_twins(fig: Figures, key, fields: dict) -> list:
     return list(twins.index)
 
 
+#: a named cause's gain and the lower end of its interval, said in words (the verdict's top cause line)
+GAIN_LOW = re.compile(rf"recover ({parse.NUMBER}) ms of a {parse.NUMBER} ms step \({parse.NUMBER} %\),? (?:at least "
+                      rf"({parse.NUMBER}) ms by the lower end|but the 95 % interval of the gain reaches down to "
+                      rf"({parse.NUMBER}) ms)")
+
+
+def check_gain_low(fig: Figures, claim: Claim) -> list[Problem]:
+    """The lower end of a fix's gain that the top cause's line says in words ("at least 28.8 ms by the lower
+    end", "reaches down to 2.4 ms"), against what docs/reading-the-report.md derives it from, for the job
+    the line is about: a gain carved out of the exposed communication scaled with that interval's lower
+    end (the exposed time's, or the loss budget's communication line's), a gain the loss budget counts
+    (waiting for the slowest rank, compute slowed by sharing) that line's lower end, any other the gain
+    less the step's noise floor (half its interval's width); never below 0."""
+    found = GAIN_LOW.search(claim.text)
+    if found is None or claim.job is None or claim.job not in fig.jobs.index:
+        return []
+    gain, written = float(found.group(1)), found.group(2) or found.group(3)
+    low = parse.Quoted(float(written), "ms", parse.digits(written), 0, 0, written)
+    r = fig.rec(claim.job)
+
+    def ratio(part: str, whole: str) -> float:
+        return gain * r.get(part, math.nan) / r[whole] if r.get(whole, 0) == r.get(whole, 0) and r.get(whole, 0) > 0 \
+            else math.nan
+
+    candidates = [ratio("exposed_low", "exposed_ms"), ratio("budget_comm_low", "budget_comm"),
+                  r.get("budget_straggler_low", math.nan), r.get("budget_contention_low", math.nan),
+                  gain - (r.get("step_high", math.nan) - r.get("step_low", math.nan)) / 2]
+    candidates = [max(0.0, c) for c in candidates if c == c]
+    slack = 0.5 * 10 ** -parse.digits(found.group(1))  # the gain as written, rounded: a candidate made from it too
+    if not candidates or any(low.matches(c, slack) for c in candidates):
+        return []
+    nearest = min(candidates, key=lambda c: abs(c - low.value))
+    return [Problem("interval", claim.job, claim.text, f"the gain's lower end {written} ms is none the records give "
+                                                       f"for a gain of {found.group(1)} ms; nearest {nearest:.2f} ms")]
+
+
 def check_basis(fig: Figures, claim: Claim) -> list[Problem]:
     text, out = claim.text, []
     measured = bool(parse.MEASURED_WORDS.search(text))
@@ -443,6 +479,7 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
     out += check_bands(claim)
     out += check_bound(claim)
     out += check_differ(claim) + check_trend(claim) + check_cause(claim)
+    out += check_gain_low(fig, claim)
     return out
 
 

@@ -15,8 +15,9 @@ beside it"), implemented here from that text:
   80 %, "scales moderately" all of it from 50 % to 80 %, "scales poorly" all of it below 50 %; an
   interval across one edge names the two bands it spans ("scales moderately to well"), one across
   both edges gets no band word. "cannot tell how it scales" beside an interval within one or two
-  bands, and "an interval across every band" beside one that is not, are problems too. An end
-  within its last digit's rounding of an edge leaves the sentence unjudged.
+  bands, and "an interval across every band" beside one that is not, are problems too, as is a band
+  word beside an efficiency quoted with no interval (one launch). An end within its last digit's
+  rounding of an edge may lie on either side of it: a word right for either is let through.
 * **bound** -- "communication-bound" needs the exposed communication's whole interval, as a share
   of the step it quotes ("43 % of each step (8.0 ms of 18.4 ms; 95 % CI 3.6 to 12.3 ms)"), at or
   above 25 %, "compute-bound" all of it below 10 %; "cannot tell whether it is compute- or
@@ -103,6 +104,8 @@ EDGES = (50.0, 80.0)
 _NUMBER = r"-?\d+(?:\.\d+)?"
 #: a quoted parallel efficiency with its interval
 EFFICIENCY = re.compile(rf"({_NUMBER}) ?% parallel efficiency \(95 % CI ({_NUMBER}) ?% to ({_NUMBER}) ?%\)")
+#: a quoted parallel efficiency without an interval (a job measured once)
+BARE_EFFICIENCY = re.compile(rf"{_NUMBER} ?% parallel efficiency(?! \(95 % CI)")
 #: a band phrase: "scales well", "scales moderately to well"
 BAND_WORDS = re.compile(r"\bscales (poorly|moderately|well)(?: to (poorly|moderately|well))?\b")
 CANNOT_TELL = re.compile(r"\bcannot tell how it scales\b")
@@ -113,27 +116,42 @@ def check_bands(claim: Claim) -> list[Problem]:
     """The band words of ``claim`` against the efficiency interval it quotes (module docstring)."""
     found = EFFICIENCY.search(claim.text)
     if found is None:
-        return []
+        said = BAND_WORDS.search(claim.text)
+        if said is None or not BARE_EFFICIENCY.search(claim.text):
+            return []
+        return [Problem("band", claim.job, claim.text, f"says {said.group()!r} of a parallel efficiency quoted with no "
+                                                       "interval (one launch): no call without one")]
     low_text, high_text = found.group(2), found.group(3)
     low, high = float(low_text), float(high_text)
-    if any(on_line(end, text, edge) for end, text in ((low, low_text), (high, high_text)) for edge in EDGES):
-        return []  # an end on an edge, as written: which band it is in depends on digits not shown
+    # an end on an edge as written could lie on either side of it: every band phrase its possible values call
+    # for is right (a word none of them calls for is still wrong)
+    ends = [[end] if not any(on_line(end, text, edge) for edge in EDGES) else
+            [next(e for e in EDGES if on_line(end, text, e)) - 1e-6, next(e for e in EDGES if on_line(end, text, e))]
+            for end, text in ((low, low_text), (high, high_text))]
+    rights = {_band_phrase(lo, hi) for lo in ends[0] for hi in ends[1]}
     spanned = [word for word, lo, hi in BANDS if low < hi and high >= lo]
-    right = ("scales " + " to ".join(spanned)) if len(spanned) in (1, 2) else None
     where = f"95 % CI {low_text} % to {high_text} %"
     out = []
     for said in BAND_WORDS.finditer(claim.text):
-        if said.group() != right:
+        if said.group() not in rights:
+            right = _band_phrase(low, high)
             should = f"{right!r}" if right else "no band word (it spans every band)"
             out.append(Problem("band", claim.job, claim.text, f"says {said.group()!r} but its efficiency's "
                                                                f"interval ({where}) calls for {should}"))
-    if right and CANNOT_TELL.search(claim.text):
+    if None not in rights and CANNOT_TELL.search(claim.text):
         out.append(Problem("band", claim.job, claim.text, f"says it cannot tell how it scales but its efficiency's "
-                                                           f"interval ({where}) says {right!r}"))
-    if right and ACROSS_EVERY.search(claim.text):
+                                                           f"interval ({where}) says {_band_phrase(low, high)!r}"))
+    if None not in rights and ACROSS_EVERY.search(claim.text):
         out.append(Problem("band", claim.job, claim.text, f"calls its efficiency's interval ({where}) one across "
                                                            f"every band; it spans {', '.join(spanned)}"))
     return out
+
+
+def _band_phrase(low: float, high: float) -> str | None:
+    """The band phrase an efficiency interval (%) calls for: one band, two ("scales moderately to well"), or
+    None where it spans all three."""
+    spanned = [word for word, lo, hi in BANDS if low < hi and high >= lo]
+    return ("scales " + " to ".join(spanned)) if len(spanned) in (1, 2) else None
 
 
 #: the lines of the exposed communication share (docs/reading-the-report.md): communication-bound at or above,

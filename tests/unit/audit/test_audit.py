@@ -207,7 +207,8 @@ def test_the_mutation_benchmark_scores_the_checker():
     result = checker_mutations.run([QUICK, EXAMPLES / "bucket-sweep-cpu"], per_kind=40, seed=0)
     assert result["false_reports"] == []
     scores = result["scores"]
-    for kind in ("number", "interval", "job", "direction", "basis", "significance", "band", "bound"):
+    for kind in ("number", "interval", "job", "direction", "basis", "significance", "band", "bound", "cause",
+                 "cannot tell"):
         assert scores[kind]["tried"] > 0
         assert checker_mutations.score_of(scores[kind]) >= 0.9, (kind, scores[kind])
 
@@ -224,3 +225,17 @@ def test_the_sweeps_console_verdict_lines_are_checked(quick, capsys):
     lines = [line.strip().split(": ", 1)[1] for line in out.split("verdict:")[1].splitlines() if ": " in line]
     assert len(lines) == 5 and check(quick, lines) == []  # scaling, lost time, top cause, best setting, fastest
     assert check(quick, [lines[0].replace("0.96x", "1.95x")]) != []
+
+
+def test_the_gain_s_lower_end_in_words_is_held_to_the_records():
+    """The top cause's "at least X ms by the lower end of its 95 % interval": the gain scaled with the exposed
+    communication's lower end, for the job the line is about (bucket-sweep-cpu's verdict, as written)."""
+    from ddpbench.audit.checks import check_gain_low
+
+    fig = derive(EXAMPLES / "bucket-sweep-cpu")
+    line = ("communication in mlp-l ws=2 bucket 5 MB; fix: a faster link, fewer bytes (comm_hook = fp16 or powersgd) "
+            "or more compute per byte (a larger per-rank batch, grad_accum): estimated (a model, not run) to recover "
+            "39.7 ms of a 108.7 ms step (37 %), at least {} ms by the lower end of its 95 % interval")
+    assert check_gain_low(fig, Claim(line.format("28.8"), "c7247dbde368")) == []
+    found = check_gain_low(fig, Claim(line.format("24.0"), "c7247dbde368"))
+    assert [p.kind for p in found] == ["interval"] and "nearest 28.7" in found[0].expected

@@ -210,3 +210,23 @@ UNNAMED = ("cannot tell: the likeliest is buckets in transformer-s ws=2 bucket 1
 def test_a_top_cause_is_named_only_where_its_gain_s_lower_end_is_material(text, problems_found):
     found = check_cause(Claim(text))
     assert len(found) == problems_found and all(p.kind == "cause" for p in found), found
+
+
+def test_no_band_is_called_for_a_job_measured_once():
+    from ddpbench.audit.words import check_bands
+
+    text = ("ddp with gpt2-mini (batch 8/rank): {} with 1 launch: one launch has no interval (repeats = 3 or more give "
+            "one); at world size 2 it runs 1.82x the throughput of one rank, 91 % parallel efficiency.")
+    assert check_bands(Claim(text.format("cannot tell how it scales"))) == []
+    assert [p.kind for p in check_bands(Claim(text.format("scales well")))] == ["band"]
+
+
+def test_an_end_on_an_edge_lets_either_side_s_word_through_and_no_other():
+    from ddpbench.audit.words import check_bands
+
+    text = "ddp with cnn-s (batch 64/rank) {}: at world size 2 it runs 0.94x, 47 % parallel efficiency (95 % CI 44 % to 50 %)."
+    for said in ("scales poorly", "scales poorly to moderately"):  # 50 as written: 49.6 or 50.4
+        assert check_bands(Claim(text.format(said))) == [], said
+    for said in ("scales well", "scales moderately", "scales moderately to well"):
+        assert [p.kind for p in check_bands(Claim(text.format(said)))] == ["band"], said
+    assert [p.kind for p in check_bands(Claim(text.format("cannot tell how it scales")))] == ["band"]
