@@ -49,10 +49,8 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
-from ddpbench.audit import parse
-from ddpbench.audit.checks import Claim, check, check_claim, is_model_output
+from ddpbench.audit.checks import Claim, check, check_claim
 from ddpbench.audit.figures import derive
-from ddpbench.audit.pool import label_pattern
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,29 +83,91 @@ def claims_of(folder: Path) -> list[Claim]:
                                   *finding_claims(findings))]
 
 
-def _fmt(value: float, q) -> str:
-    text = f"{value:.{q.digits}f}"
-    return ("+" + text) if q.text.startswith("+") and value >= 0 else text
+# -- the grammar: what a sentence of the report can claim, read from its wording (docs/reading-the-report.md,
+# docs/diagnosis.md), written apart from the checker (nothing of ddpbench.audit.parse or .pool) ----------------
+
+_N = r"[-+]?\d+(?:\.\d+)?"
+#: a figure: a number with the unit it is a figure in
+FIGURE = re.compile(rf"(?<![\w.=/-])({_N}) ?(ms|x|%|MB|samples/s)(?![\w/])")
+#: a figure written before the unit of the one it runs to: "8.0 ms of 18.4 ms" (A of B), "3.6 to 12.3 ms" (A to B)
+FIGURE_BEFORE = re.compile(rf"(?<![\w.=/-])({_N})(?= (?:of a|of|to) {_N} ?(ms|x|%|MB)(?![\w/]))")
+#: numbers that are not a job's figures, by the report's wording: confidence levels, a job's settings and name,
+#: the report's fixed lines and thresholds, what more launches would detect and the spread it assumes, a noise
+#: floor, approximate (model) figures
+NOT_CLAIMED = re.compile("|".join((
+    r"\d+ % (?:CI|interval)", r"\bws=\d+", r"\bbucket (?:cap )?[\d.]+ MB", r"\bbatch \d+/rank", r"\b\w+ ?= ?[\w.]+",
+    r"(?:the default|caps?|sizes?) [\d.]+(?: MB)?(?:, [\d.]+ MB)*", r"^[^:]*?: [\d.]+ MB,",
+    r"(?:under|over|above|below|at least|more than|at or above|or more than) \d+ %(?: of (?:the|a|each) \w+)?(?! \()",
+    r"a difference of \d+ %(?: or more)?", r"\d+ % or more", r"would detect (?:a difference of |only )?[\d.]+ %",
+    r"not the [\d.]+ % needed", r"spread [\d.]+ %", r"noise floor (?:of )?[\d.]+ ms", r"about [\d.]+ ?\w*",
+    r"\[[\d., ]+\] MB", r"the \d+ % line",
+)))
+#: an interval, the way the report quotes one: "(95 % CI 36 % to 58 %)", "95 % CI of the gain 0.5 % to 5.1 %",
+#: "the 95 % interval of the gain, -25.5 % to 28.5 %", "(95 % interval -6.4 to +0.9 %"
+INTERVAL = re.compile(rf"95 % (?:CI|interval)(?: of the gain)?,? ({_N}) ?(?:ms|x|%|samples/s)? to ({_N})")
+#: an interval's end said in words: "at least 28.8 ms by the lower end", "reaches down to 2.4 ms"
+END_IN_WORDS = re.compile(rf"(?:at least|reaches down to) ({_N}) ms")
 
 
-def number_mutations(claim: Claim, labels, rng, bounds: bool = False):
+def _blanked(text: str) -> str:
+    """``text`` with what the grammar says is not a claimed figure blanked (positions kept)."""
+    return NOT_CLAIMED.sub(lambda m: " " * len(m.group()), text)
+
+
+def figures_in(text: str) -> list[tuple[int, int, str, str]]:
+    """The figures a sentence claims: (start, end, number as written, unit), in order."""
+    plain, found = _blanked(text), {}
+    for pattern in (FIGURE, FIGURE_BEFORE):
+        for m in pattern.finditer(plain):
+            found.setdefault(m.start(1), (m.start(1), m.end(1), m.group(1), m.group(2)))
+    return [found[k] for k in sorted(found)]
+
+
+def interval_ends(text: str) -> set[int]:
+    """Where the ends of the sentence's quoted intervals start."""
+    ends = set()
+    for m in INTERVAL.finditer(text):
+        ends |= {m.start(1), m.start(2)}
+    return ends | {m.start(1) for m in END_IN_WORDS.finditer(text)}
+
+
+def names_job(label: str, text: str) -> bool:
+    return re.search(rf"(?<![\w.-]){re.escape(label)}(?![\w-])", text) is not None
+
+
+def out_of_scope(claim: Claim) -> bool:
+    """A sentence of the cost model (a projection: the checker checks measurements, not the model)."""
+    return claim.kind in ("projection", "model") or bool(re.search(r"Projected|cost model|model output", claim.text))
+
+
+def _digits(written: str) -> int:
+    return len(written.split(".")[1]) if "." in written else 0
+
+
+def _fmt(value: float, written: str) -> str:
+    text = f"{value:.{_digits(written)}f}"
+    return ("+" + text) if written.startswith("+") and value >= 0 else text
+
+
+def number_mutations(claim: Claim, rng, bounds: bool = False):
     """Point figures (``bounds`` False) or the ends of quoted 95 % intervals (True)."""
-    quoted = [q for q in parse.numbers(claim.text, labels) if q.unit in ("ms", "x", "%", "MB", "e")]
-    ends = {id(q) for i in parse.intervals(claim.text, quoted) for q in (i.low, i.high)}
-    for q in quoted:
-        if (id(q) in ends) != bounds:
+    quoted = figures_in(claim.text)
+    ends = interval_ends(claim.text)
+    for start, end, written, unit in quoted:
+        if (start in ends) != bounds:
             continue
+        value = float(written)
         for factor in rng.sample(FACTORS, len(FACTORS)):
-            new = _fmt(q.value * factor, q)
-            if float(new) != q.value:
+            new = _fmt(value * factor, written)
+            if float(new) != value:
                 break
         else:
             continue
-        text = claim.text[:q.start] + new + claim.text[q.end:]
+        text = claim.text[:start] + new + claim.text[end:]
         # still true: the new number is another figure the sentence quotes in that unit
-        same = any(o is not q and o.unit == q.unit and abs(o.value - float(new)) < 0.5 * 10 ** -q.digits + 1e-9
-                   for o in quoted)
-        yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), same, f"{q.text} -> {new}"
+        same = any(o[0] != start and o[3] == unit and abs(float(o[2]) - float(new)) < 0.5 * 10 ** -_digits(written)
+                   + 1e-9 for o in quoted)
+        yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), same, f"{written} -> {new}"
 
 
 def job_mutations(claim: Claim, fig, rng, truths: set):
@@ -120,12 +180,12 @@ def job_mutations(claim: Claim, fig, rng, truths: set):
                    f"job {claim.job} -> {new}")
         return
     labels = list(dict.fromkeys(fig.ok()["label"]))
-    named = [l for l in labels if label_pattern(l).search(claim.text)]
-    named = [l for l in named if not any(l != o and l in o for o in named)]
-    others = [l for l in labels if l not in named and not any(l in n or n in l for n in named)]
+    named = [name for name in labels if names_job(name, claim.text)]
+    named = [name for name in named if not any(name != o and name in o for o in named)]
+    others = [name for name in labels if name not in named and not any(name in n or n in name for n in named)]
     if named and others:
         old, new = named[0], rng.choice(others)
-        text = label_pattern(old).sub(new, claim.text)
+        text = re.sub(rf"(?<![\w.-]){re.escape(old)}(?![\w-])", new.replace("\\", r"\\"), claim.text)
         yield Claim(text, None, claim.fix_fields, claim.basis, claim.kind), (text, None) in truths, f"{old} -> {new}"
 
 
@@ -196,6 +256,58 @@ def bound_mutations(claim: Claim, rng):
             return
 
 
+#: the verdict's top cause names it, or says "cannot tell: the likeliest is ..." (docs/reading-the-report.md,
+#: "Causes on the gain's lower end"): where it says what its fix recovers, and that gain's lower end
+LIKELIEST = "cannot tell: the likeliest is "
+CAUSE_GAIN = re.compile(r"recover [\d.]+ ms of a [\d.]+ ms step .*(?:by the lower end|reaches down to)")
+
+
+def cause_mutations(claim: Claim):
+    """A named top cause made "cannot tell: the likeliest is" it, and the other way round."""
+    if claim.kind != "verdict" or not CAUSE_GAIN.search(claim.text):
+        return
+    if claim.text.startswith(LIKELIEST):
+        text, what = claim.text[len(LIKELIEST):], "cannot tell -> named"
+    else:
+        text, what = LIKELIEST + claim.text, "named -> cannot tell"
+    yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), False, what
+
+
+#: "cannot tell" and the calls it stands for, each way: (what is said, what a mutation says instead); a call
+#: where the launches cannot support one, or "cannot tell" where they clearly can
+CALLS = (
+    # scaling: a band, or none
+    (re.compile(r"cannot tell how it scales"), ("scales well", "scales moderately", "scales poorly")),
+    (re.compile(r"scales (?:poorly|moderately|well)(?: to (?:moderately|well))?(?=:)"), ("cannot tell how it scales",)),
+    # two settings: told apart, any will do, or cannot tell
+    (re.compile(r"includes both 0 and a difference of 10 %; cannot tell whether they differ"),
+     ("includes 0 and rules out a difference of 10 % or more; any of these bucket sizes will do",)),
+    (re.compile(r"includes 0 and rules out a difference of 10 % or more; any of these bucket sizes will do"),
+     ("includes both 0 and a difference of 10 %; cannot tell whether they differ",)),
+    (re.compile(r"(?<=: )significant(?=\))"), ("cannot tell whether they differ",)),
+    # Karp-Flatt's e: rises, falls, stays, or cannot tell
+    (re.compile(r"goes from"), ("rises from", "falls from")),
+    (re.compile(r"(?:rises|falls) from"), ("goes from",)),
+)
+TREND_UNSURE = ": cannot tell whether it rises, falls or stays"
+
+
+def cannot_tell_mutations(claim: Claim, rng):
+    """One "cannot tell" made a call, or a call made "cannot tell" (:data:`CALLS`)."""
+    for pattern, instead in CALLS:
+        m = pattern.search(claim.text)
+        if m is None:
+            continue
+        new = rng.choice(instead)
+        text = claim.text[:m.start()] + new + claim.text[m.end():]
+        if new in ("rises from", "falls from"):
+            text = text.replace(TREND_UNSURE, ":", 1)  # the call made, the sentence no longer says it cannot
+        elif new == "goes from":
+            text = re.sub(r"(over world sizes? [\d ]+(?:to \d+)?): [^.]*\.", rf"\1{TREND_UNSURE}.", text, count=1)
+        yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), False, f"{m.group()!r} -> {new!r}"
+        return
+
+
 def basis_mutations(claim: Claim):
     for old, new in BASIS:
         if old in claim.text:
@@ -207,7 +319,8 @@ def basis_mutations(claim: Claim):
 def run(paths, per_kind: int, seed: int, verbose: bool = False) -> dict:
     rng = random.Random(seed)
     false_reports, skipped = [], 0
-    pool = {k: [] for k in ("number", "interval", "job", "direction", "basis", "significance", "band", "bound")}
+    pool = {k: [] for k in ("number", "interval", "job", "direction", "basis", "significance", "band", "bound",
+                            "cause", "cannot tell")}
     for folder in paths:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -219,19 +332,20 @@ def run(paths, per_kind: int, seed: int, verbose: bool = False) -> dict:
                 continue
         false_reports += [(folder, p) for p in check(fig, claims)]
         truths = {(c.text, c.job) for c in claims}
-        labels = list(fig.jobs["label"].unique())
         for c in claims:
-            if is_model_output(c):
+            if out_of_scope(c):
                 skipped += 1
                 continue
-            pool["number"] += [(fig, *m) for m in number_mutations(c, labels, rng)]
-            pool["interval"] += [(fig, *m) for m in number_mutations(c, labels, rng, bounds=True)]
+            pool["number"] += [(fig, *m) for m in number_mutations(c, rng)]
+            pool["interval"] += [(fig, *m) for m in number_mutations(c, rng, bounds=True)]
             pool["job"] += [(fig, *m) for m in job_mutations(c, fig, rng, truths)]
             pool["direction"] += [(fig, *m) for m in direction_mutations(c)]
             pool["basis"] += [(fig, *m) for m in basis_mutations(c)]
             pool["significance"] += [(fig, *m) for m in significance_mutations(c)]
             pool["band"] += [(fig, *m) for m in band_mutations(c, rng)]
             pool["bound"] += [(fig, *m) for m in bound_mutations(c, rng)]
+            pool["cause"] += [(fig, *m) for m in cause_mutations(c)]
+            pool["cannot tell"] += [(fig, *m) for m in cannot_tell_mutations(c, rng)]
     scores = {}
     for kind, mutations in pool.items():
         chosen = rng.sample(mutations, min(per_kind, len(mutations)))
