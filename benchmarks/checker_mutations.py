@@ -9,12 +9,17 @@ results.jsonl).
 the significance, band and bound checks were written; the default leaves them out).
 
 It first checks every folder's unmutated sentences (false reports: should be 0), then applies
-mutations, each to one sentence, checked alone against its folder's records:
+mutations, each to one sentence, checked alone against its folder's records. What a sentence claims
+is read by a grammar of this file's own, written from the report's wording (docs/reading-the-report.md),
+not with the checker's parser: a figure is a number with its unit (ms, x, %, MB, samples/s), or one
+written before the unit of the figure it runs to ("8.0 ms of 18.4 ms"); not a figure are confidence
+levels, a job's settings and name, the report's fixed lines and thresholds, what more launches would
+detect and the spread it assumes, a noise floor, and what is said to be approximate.
 
   number     one quoted figure (ms, x, %, MB, serial fraction) scaled by a realistic factor
              (0.5 to 1.5, never 1), written at its own precision;
-  interval   the same, to one end of a quoted 95 % interval (the checker holds a quoted interval
-             to the one it re-derives, at the precision quoted);
+  interval   the same, to one end of a quoted 95 % interval, or an end said in words ("at least
+             28.8 ms by the lower end", "reaches down to 2.4 ms");
   job        the job the sentence is about swapped for another job of the same folder (its key, or
              the model label it names);
   direction  one faster <-> slower or rises <-> falls where it compares measurements ("5.3 % faster",
@@ -27,7 +32,13 @@ mutations, each to one sentence, checked alone against its folder's records:
   band       one scaling band phrase ("scales moderately", "scales moderately to well") replaced by
              another drawn from the five the report can write;
   bound      "is communication-bound" <-> "is compute-bound", and "cannot tell whether it is
-             compute- or communication-bound" -> "it is communication-bound" or "... compute-bound".
+             compute- or communication-bound" -> "it is communication-bound" or "... compute-bound";
+  cause      the verdict's top cause named <-> "cannot tell: the likeliest is ..." (its gain's lower
+             end decides);
+  cannot tell  a call made "cannot tell", or "cannot tell" made a call: "cannot tell how it scales"
+             <-> a band, "any of these bucket sizes will do" <-> "cannot tell whether they differ",
+             ": significant)" -> ": cannot tell whether they differ)", the serial fraction "goes from
+             ...: cannot tell whether it rises, falls or stays" <-> "rises from" / "falls from".
 
 A mutation that leaves a still-true sentence is counted apart, not scored: a number scaled onto
 another figure the same sentence quotes in that unit (at its precision), a job swapped for one
