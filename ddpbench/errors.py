@@ -17,3 +17,21 @@ class InputError(Exception):
         where = f"{self.source}: {self.key}" if self.key else self.source
         # One line, whatever the message carried in.
         return f"{where}: {self.message}".replace("\n", " ")
+
+
+#: the most characters of a bad value an error line echoes
+SHOWN_CHARS = 80
+
+
+def shown(value) -> str:
+    """A bad value as an error line echoes it: as the user wrote it where that is plain (a TOML date or
+    time as its ISO text, ``2026-11-01``; text and numbers as ``repr``), cut to :data:`SHOWN_CHARS`
+    characters with how long it was."""
+    import datetime
+
+    text = value.isoformat() if isinstance(value, (datetime.date, datetime.time)) else repr(value)
+    if isinstance(value, (datetime.date, datetime.time)):
+        text = f"the TOML {'date' if type(value) is datetime.date else 'time'} {text}"
+    if len(text) > SHOWN_CHARS:
+        text = f"{text[:SHOWN_CHARS - 1]}… ({len(text)} characters)"
+    return text

@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from ddpbench.errors import InputError
+from ddpbench.errors import InputError, shown
 
 EXIT_FAILED = 1  # a job failed or timed out, or results could not be written
 EXIT_BAD_INPUT = 2
@@ -87,5 +87,5 @@ def finite_float(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number (got {text!r})")
+        raise argparse.ArgumentTypeError(f"must be a finite number (got {shown(text)})")
     return value

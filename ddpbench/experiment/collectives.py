@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ddpbench.errors import InputError
+from ddpbench.errors import InputError, shown
 from ddpbench.experiment.files import NAME_RE
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
@@ -90,7 +90,7 @@ def size_range(text: str, factor: float, source: str, key: str = "sizes") -> tup
     if low > high:
         raise InputError(source, key, f"{text!r}: the first size must not exceed the last")
     if not (isinstance(factor, (int, float)) and not isinstance(factor, bool) and 1.01 <= factor <= 1024):
-        raise InputError(source, "factor", f"must be a number from 1.01 to 1024 (got {factor!r})")
+        raise InputError(source, "factor", f"must be a number from 1.01 to 1024 (got {shown(factor)})")
     sizes, size = [], float(low)
     while size <= high * 1.0001:
         if not sizes or int(size) != sizes[-1]:
@@ -122,32 +122,33 @@ def parse_collectives(data: dict, source: str, default_name: str = "collectives"
     def integer(key, default, lo, hi):
         value = data.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-            raise InputError(source, key, f"must be an integer from {lo} to {hi} (got {value!r})")
+            raise InputError(source, key, f"must be an integer from {lo} to {hi} (got {shown(value)})")
         return value
 
     def choice(key, default, allowed):
         value = data.get(key, default)
         if value not in allowed:
-            raise InputError(source, key, f"must be one of {', '.join(map(repr, allowed))} (got {value!r})")
+            raise InputError(source, key, f"must be one of {', '.join(map(repr, allowed))} (got {shown(value)})")
         return value
 
     name = data.get("name", default_name)
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-        raise InputError(source, "name", f"must be 1-100 letters, digits, '.', '_' or '-' (got {name!r})")
+        raise InputError(source, "name", f"must be 1-100 letters, digits, '.', '_' or '-' (got {shown(name)})")
     ops = data.get("ops", list(OPS))
     if isinstance(ops, str):
         ops = [o.strip() for o in ops.split(",") if o.strip()]
     if not isinstance(ops, list) or not ops or any(o not in OPS for o in ops):
-        raise InputError(source, "ops", f"must be a list of {', '.join(OPS)} (got {ops!r})")
+        raise InputError(source, "ops", f"must be a list of {', '.join(OPS)} (got {shown(ops)})")
     world_sizes = data.get("world_sizes", [2])
     if isinstance(world_sizes, str):
         try:
             world_sizes = [int(w) for w in world_sizes.split(",") if w.strip()]
         except ValueError:
-            raise InputError(source, "world_sizes", f"must be integers from 1 to 1024 (got {world_sizes!r})") from None
+            raise InputError(source, "world_sizes",
+                             f"must be integers from 1 to 1024 (got {shown(world_sizes)})") from None
     if (not isinstance(world_sizes, list) or not world_sizes
             or any(isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= 1024 for w in world_sizes)):
-        raise InputError(source, "world_sizes", f"must be a list of integers from 1 to 1024 (got {world_sizes!r})")
+        raise InputError(source, "world_sizes", f"must be a list of integers from 1 to 1024 (got {shown(world_sizes)})")
     if "ops" not in data and 1 in world_sizes:
         ops = [op for op in ops if op != "send_recv"]  # every op that runs at these world sizes
     if "send_recv" in ops and 1 in world_sizes:
@@ -155,7 +156,7 @@ def parse_collectives(data: dict, source: str, default_name: str = "collectives"
                          f"out of ops, or world sizes of 2 or more (got world sizes {world_sizes!r})")
     sizes = data.get("sizes", "1K:64M")
     if not isinstance(sizes, str):
-        raise InputError(source, "sizes", f"must be a string such as '1K:64M' or '1K,1M' (got {sizes!r})")
+        raise InputError(source, "sizes", f"must be a string such as '1K:64M' or '1K,1M' (got {shown(sizes)})")
     sizes = size_range(sizes, data.get("factor", 2), source)
     if not sizes:
         raise InputError(source, "sizes", "gives no size")
@@ -165,9 +166,9 @@ def parse_collectives(data: dict, source: str, default_name: str = "collectives"
         raise InputError(source, "backend", "'nccl' needs device 'cuda'; allowed here: 'gloo'")
     timeout_s = data.get("timeout_s", 600)
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 1 <= timeout_s <= 604800:
-        raise InputError(source, "timeout_s", f"must be a number of seconds from 1 to 604800 (got {timeout_s!r})")
+        raise InputError(source, "timeout_s", f"must be a number of seconds from 1 to 604800 (got {shown(timeout_s)})")
     if not isinstance(data.get("description", ""), str):
-        raise InputError(source, "description", f"must be a string (got {data['description']!r})")
+        raise InputError(source, "description", f"must be a string (got {shown(data['description'])})")
     common = dict(backend=backend, device=device, ops=tuple(ops), sizes=sizes,
                   iters=integer("iters", 20, 1, 100_000), warmup=integer("warmup", 5, 0, 100_000),
                   threads_per_rank=integer("threads_per_rank", 1, 1, 4096))

@@ -26,7 +26,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from ddpbench.errors import InputError
+from ddpbench.errors import InputError, shown
 
 CURRENCY = re.compile(r"[A-Za-z$€£¥]{1,8}")
 
@@ -84,7 +84,7 @@ def _number(value, source: str, key: str, low: float, high: float, above: bool =
     ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
     if not ok or not (value > low if above else value >= low) or value > high:
         rule = f"above {low:g}" if above else f"from {low:g}"
-        raise InputError(source, key, f"must be a number {rule} to {high:g} (got {value!r})")
+        raise InputError(source, key, f"must be a number {rule} to {high:g} (got {shown(value)})")
     return float(value)
 
 
@@ -110,7 +110,7 @@ def parse_cost(table, source: str, names: dict | None = None) -> Cost:
             text = values[key]
             if not isinstance(text, str) or len(text) > limit or "\n" in text:
                 raise InputError(source, names[key], f"must be a text of at most {limit} characters on one "
-                                 f"line (got {text!r})")
+                                 f"line (got {shown(text)})")
             out[key] = text.strip()
     if "currency" in out and not CURRENCY.fullmatch(out["currency"]):
         raise InputError(source, names["currency"], f"must be a currency's code or sign, 1 to 8 letters (got "
@@ -119,7 +119,7 @@ def parse_cost(table, source: str, names: dict | None = None) -> Cost:
         try:
             _dt.date.fromisoformat(out["date"])
         except ValueError:
-            raise InputError(source, names["date"], f"must be a date YYYY-MM-DD (got {out['date']!r})") from None
+            raise InputError(source, names["date"], f"must be a date YYYY-MM-DD (got {shown(out['date'])})") from None
     if "samples" in values:
         samples = values["samples"]
         if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 10**15:

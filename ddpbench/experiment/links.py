@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ddpbench.errors import InputError
+from ddpbench.errors import InputError, shown
 
 #: a link rate in tc's words (SI units: 1gbit = 10^9 bit/s), or "none" for an unshaped link
 LINK_RATE = re.compile(r"none|\d+(\.\d+)?(kbit|mbit|gbit|tbit)", re.IGNORECASE)
@@ -44,11 +44,11 @@ def parse_links(value, source: str) -> tuple[dict, ...]:
                                  "(link rate, Gbit/s) and latency_us (per message, microseconds)")
         name = link["name"]
         if not isinstance(name, str) or not 1 <= len(name) <= 60:
-            raise InputError(source, f"{where}.name", f"must be a text of 1 to 60 characters (got {name!r})")
+            raise InputError(source, f"{where}.name", f"must be a text of 1 to 60 characters (got {shown(name)})")
         for key, low, high in (("gbit_per_s", 1e-3, 1e5), ("latency_us", 0, 1e6)):
             number = link[key]
             if isinstance(number, bool) or not isinstance(number, (int, float)) or not low <= number <= high:
                 raise InputError(source, f"{where}.{key}", f"must be a number from {low:g} to {high:g} "
-                                 f"(got {number!r})")
+                                 f"(got {shown(number)})")
         links.append({"name": name, "gbit_per_s": float(link["gbit_per_s"]), "latency_us": float(link["latency_us"])})
     return tuple(links)

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddpbench.errors import InputError
+from ddpbench.errors import InputError, shown
 from ddpbench.experiment.collectives import CollectivesExperiment, parse_collectives
 from ddpbench.experiment.cost import Cost, parse_cost
 from ddpbench.experiment.files import NAME_RE, read_toml
@@ -128,26 +128,27 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
                              f"(job fields go under [defaults] or [grid])")
     name = data.get("name", re.sub(r"[^A-Za-z0-9._-]", "-", default_name).lstrip("._-")[:100] or "experiment")
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-        raise InputError(source, "name", f"must be 1-100 letters, digits, '.', '_' or '-' (got {name!r})")
+        raise InputError(source, "name", f"must be 1-100 letters, digits, '.', '_' or '-' (got {shown(name)})")
     description = data.get("description", "")
     if not isinstance(description, str):
-        raise InputError(source, "description", f"must be a string (got {description!r})")
+        raise InputError(source, "description", f"must be a string (got {shown(description)})")
     timeout_s = data.get("timeout_s", 600)
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 1 <= timeout_s <= 7 * 86400:
-        raise InputError(source, "timeout_s", f"must be a number of seconds from 1 to 604800 (got {timeout_s!r})")
+        raise InputError(source, "timeout_s", f"must be a number of seconds from 1 to 604800 (got {shown(timeout_s)})")
     budget = data.get("repeat_budget_s", 0.0)
     if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 <= budget <= 7 * 86400:
         raise InputError(source, "repeat_budget_s", "must be the seconds of a sweep after which jobs under "
-                         f'repeats = "auto" get no more launches, from 0 (no limit) to 604800 (got {budget!r})')
+                         f'repeats = "auto" get no more launches, from 0 (no limit) to 604800 (got {shown(budget)})')
     datasheet = data.get("datasheet_tflops", 0.0)
     if "datasheet_tflops" in data and (isinstance(datasheet, bool) or not isinstance(datasheet, (int, float))
                                        or not 0 < datasheet <= 1e6):
         raise InputError(source, "datasheet_tflops", "must be a device's peak in TFLOP/s from its datasheet, a "
-                         f"number above 0 (got {datasheet!r}), or left out")
+                         f"number above 0 (got {shown(datasheet)}), or left out")
 
     launcher = data.get("launcher")
     if launcher is not None and launcher not in FILE_LAUNCHERS:
-        raise InputError(source, "launcher", f"must be one of {', '.join(FILE_LAUNCHERS)} (got {launcher!r}; Slurm is "
+        raise InputError(source, "launcher", f"must be one of {', '.join(FILE_LAUNCHERS)} "
+                                             f"(got {shown(launcher)}; Slurm is "
                          "chosen by flags: --launcher slurm --nodes N)")
 
     defaults = data.get("defaults", {})
@@ -173,7 +174,8 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
             if name_ not in FIELDS:
                 raise InputError(source, key, f"unknown key; allowed: {', '.join(FIELDS)}")
             if not isinstance(values, list):
-                raise InputError(source, key, f"must be a list of values, each {allowed_text(name_)} (got {values!r})")
+                raise InputError(source, key,
+                                 f"must be a list of values, each {allowed_text(name_)} (got {shown(values)})")
             if not values:
                 raise InputError(source, key, "is an empty list; give at least one value or leave the key out")
             axes[name_] = [check_value(name_, v, source, f"{key}[{i}]") for i, v in enumerate(values)]

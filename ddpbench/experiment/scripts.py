@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.errors import InputError
+from ddpbench.errors import InputError, shown
 
 #: job fields a script decides for itself (given with a script: refused)
 SCRIPT_DECIDES = ("model", "model_size", "model_args", "optimizer", "data", "loader_workers", "seed", "grad_accum",
@@ -63,7 +63,7 @@ def check_script_job(spec, given: dict, source: str, key=lambda name: name) -> N
                              f"script job (script = {spec.script!r})")
     if spec.strategy != "ddp":
         raise InputError(source, key("strategy"), f"a script is measured through the DistributedDataParallel it "
-                         f"builds: allowed with script: 'ddp' (got {spec.strategy!r})")
+                         f"builds: allowed with script: 'ddp' (got {shown(spec.strategy)})")
     check_script_tracing(spec, source, key("trace_steps"))
     path = script_path(spec)
     if not path.is_file():

@@ -17,7 +17,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ddpbench.errors import InputError
+from ddpbench.errors import InputError, shown
 from ddpbench.experiment.links import LINK_RATE
 from ddpbench.strategies import STRATEGY_NAMES, strategy_class
 from ddpbench.workloads.registry import MODEL_NAMES, check_model, check_model_args, model_label
@@ -306,7 +306,7 @@ def check_value(name: str, value: Any, source: str, key: str) -> Any:
         raise InputError(source, key, f"unknown key; allowed: {', '.join(FIELDS)}")
     meta = FIELDS[name].metadata
     kind = FIELDS[name].type
-    bad = InputError(source, key, f"must be {allowed_text(name)} (got {value!r})")
+    bad = InputError(source, key, f"must be {allowed_text(name)} (got {shown(value)})")
     if meta["auto"] and value == "auto":
         return value
     if kind == "bool":
@@ -358,7 +358,7 @@ def check_nodes_and_faults(spec: JobSpec, source: str) -> None:
                          "the same number of ranks)")
     if spec.recovers and spec.strategy != "ddp":
         raise InputError(source, "strategy", "fault recovery (fault_step, snapshot_every, max_restarts) is "
-                         f"built for 'ddp' only (got {spec.strategy!r})")
+                         f"built for 'ddp' only (got {shown(spec.strategy)})")
     if spec.recovers and spec.compile:
         raise InputError(source, "compile", "fault recovery (fault_step, snapshot_every, max_restarts) is built for "
                          "eager training (its compile step would shift the resumed data); allowed here: false")

@@ -13,7 +13,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from ddpbench.errors import InputError
+from ddpbench.errors import InputError, shown
 from ddpbench.experiment.machine import Machine
 from ddpbench.launch.base import Launcher
 
@@ -84,7 +84,7 @@ class LauncherOptions:
             raise InputError("command line", "--node-rank", f"must be 0 to {self.nnodes - 1} (got {self.node_rank})")
         if self.nnodes > 1 and not re.fullmatch(r"\[?[\w.:-]+\]?:\d{1,5}", self.rdzv_endpoint or ""):
             raise InputError("command line", "--rdzv-endpoint", "must be HOST:PORT, node 0's address and a port its "
-                             f"agent can listen on, with --nnodes > 1 (got {self.rdzv_endpoint!r})")
+                             f"agent can listen on, with --nnodes > 1 (got {shown(self.rdzv_endpoint)})")
         return self
 
     def check_ray(self) -> None:
@@ -102,7 +102,7 @@ class LauncherOptions:
                                  "(--ray-address) is used as found")
             if not re.fullmatch(r"auto|\[?[\w.:-]+\]?:\d{1,5}", self.ray_address):
                 raise InputError("command line", "--ray-address", "must be HOST:PORT, the address of a Ray cluster's "
-                                 f"head (its GCS), or auto (got {self.ray_address!r})")
+                                 f"head (its GCS), or auto (got {shown(self.ray_address)})")
 
     def machine(self) -> Machine:
         """This machine, as each node of a job is taken to be: a job over several nodes

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 
+from ddpbench.errors import shown
 from ddpbench.strategies.base import Strategy
 
 
@@ -35,11 +36,12 @@ class TensorFlowStrategy(Strategy):
         super().validate(spec, source)
         if spec.model not in KERAS_MODELS or spec.model_args:
             raise InputError(source, "model", f"strategy {cls.name!r} trains the Keras twin of a preset: one of "
-                             f"{', '.join(repr(m) for m in KERAS_MODELS)}, without model_args (got {spec.model!r})")
+                             f"{', '.join(repr(m) for m in KERAS_MODELS)}, without model_args "
+                             f"(got {shown(spec.model)})")
         for name, allowed in (("grad_accum", 1), ("trace_steps", 0), ("loader_workers", 0), ("data", "memory")):
             if getattr(spec, name) != allowed:
                 raise InputError(source, name, f"must be {allowed!r} with strategy {cls.name!r} (not built for "
-                                 f"TensorFlow); got {getattr(spec, name)!r}")
+                                 f"TensorFlow); got {shown(getattr(spec, name))}")
         missing = [module for module in ("tensorflow", "tf_keras") if importlib.util.find_spec(module) is None]
         if missing:
             raise InputError(source, "strategy", f"{cls.name!r} needs {' and '.join(missing)}, which "

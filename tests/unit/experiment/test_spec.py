@@ -364,3 +364,19 @@ def test_cli_bad_flags_exit_2_one_line(args, words, no_gpu_here):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("value, said", [
+    ("2026-11-01", "got the TOML date 2026-11-01"),
+    ("12:30:00", "got the TOML time 12:30:00"),
+    ('"' + "a" * 5000 + '"', "(5002 characters)"),
+])
+def test_a_bad_value_is_echoed_as_written_and_cut_to_a_line(tmp_path, cpu_machine, value, said):
+    """A TOML date is said as a date, not as Python's datetime.date(...); a long value is cut to a few dozen
+    characters with its length (ddpbench.errors.shown), so the error stays one readable line."""
+    path = tmp_path / "e.toml"
+    path.write_text(f'name = "x"\n[defaults]\nmodel = {value}\n')
+    with pytest.raises(InputError) as err:
+        load_experiment(path, cpu_machine)
+    line = str(err.value)
+    assert said in line and "datetime" not in line and len(line) < 400, line
