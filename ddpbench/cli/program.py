@@ -48,21 +48,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _signalled: list[int] = []  # the signal that ended the command, for its exit code
-_said: set[str] = set()  # damaged-record warnings already printed
+_said: set[str] = set()  # warnings already printed
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
-    """A damaged record in a results file is one line that names the file and the line, said once
-    however often the file is loaded (to resume, to summarize, for the report)."""
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """Every warning is one plain line on stderr, ``warning: ...``, said once however often it comes (a
+    damaged record in a results file names the file and the line, and is read again to resume, to
+    summarize, for the report): never Python's format with the source line that raised it. Control
+    characters a stored string may carry (matplotlib quotes a glyph it cannot draw) are dropped."""
     from ddpbench.results.sanitize import without_controls
     from ddpbench.results.store import DamagedRecord
 
-    if issubclass(category, DamagedRecord):
-        if str(message) not in _said:
-            _said.add(str(message))
-            say_error(f"warning: {message}")
-    else:  # a library's warning may quote a stored string (matplotlib: a glyph it cannot draw)
-        _default(without_controls(message), category, filename, lineno, file, line)
+    text = " ".join(str(message).split())
+    if not issubclass(category, DamagedRecord):
+        text = without_controls(text)
+    if text not in _said:
+        _said.add(text)
+        say_error(f"warning: {text}")
 
 
 def _interrupted_code() -> int:

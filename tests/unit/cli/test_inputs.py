@@ -70,3 +70,21 @@ def test_whatif_with_an_infinite_link_is_refused(capsys):
     with pytest.raises(SystemExit) as done:
         main(["whatif", "--inter-gbit", "inf"])
     assert done.value.code == 2 and "--inter-gbit" in one_line(capsys)
+
+
+def test_every_warning_is_one_plain_line_said_once(capsys):
+    """Python's warnings format (the file, the line number, the source line that warned) never reaches the
+    user: a library's warning and a damaged record alike are one `warning:` line, each said once."""
+    from ddpbench.cli import program
+    from ddpbench.results.store import DamagedRecord
+
+    program._said.clear()
+    program._show_warning(UserWarning("a library's\nwarning\x1b[31m  spread over lines"), UserWarning,
+                          "/site-packages/lib.py", 12, line="warnings.warn(...)")
+    program._show_warning(UserWarning("a library's\nwarning\x1b[31m  spread over lines"), UserWarning, "x.py", 1)
+    program._show_warning(DamagedRecord("DIR/results.jsonl:7: damaged record skipped"), DamagedRecord, "y.py", 3)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all(line.startswith("warning: ") for line in err), err
+    assert "lib.py" not in err[0] and "\x1b" not in err[0] and "UserWarning" not in err[0]
+    assert err[1] == "warning: DIR/results.jsonl:7: damaged record skipped"
+    program._said.clear()
