@@ -153,7 +153,7 @@ FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"), (r"^ ?% of (?
                       (r"^ ?% (?:faster|slower|more|less|cheaper|dearer)\b", "change")],
                 "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"),
                       (r"^x (?:\S+ )?step time", "step")],
-                "ms": [(r"^ ?ms lost\b", "loss")]}
+                "ms": [(r"^ ?ms lost\b", "loss"), (r"^ ?ms a step receiving\b", "comm")]}
 FAMILY_BEFORE = {"%": [(r"launch-to-launch spread (?:of )?$", "spread"), (r"efficiency (?:is |of )?$", "efficiency"),
                        (r"differ by $", "change"),
                        (r"ms step \($", "share"), (r"a step \($", "share"),
@@ -164,7 +164,11 @@ FAMILY_BEFORE = {"%": [(r"launch-to-launch spread (?:of )?$", "spread"), (r"effi
                        (r"(?:beside it|slowed it by another) $", SYNC_COMPUTE), (r"budget counts $", COMM),
                        (r"data wait that grew $", DATA),
                        (r"(?:waiting for the slowest rank|the ranks waited) $", STRAGGLER),
-                       (r"optimizer and framework $", OVERHEAD), (r"residual $", RESIDUAL)]}
+                       (r"optimizer and framework $", OVERHEAD), (r"residual $", RESIDUAL),
+                       (r"the baseline's $", "baseline")],
+                # a rank's traffic: "Rank 0 moves 161 MB per step, the median rank 54 MB (3.0x)"
+                "MB": [(r"\bmoves $", "traffic max"), (r"the median rank $", "traffic median")],
+                "x": [(r"MB \($", "traffic")]}
 
 
 def family(text: str, q) -> str:
@@ -465,6 +469,8 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
     if is_model_output(claim):
         return out
     keys = about(fig, claim)
+    if claim.job in fig.jobs.index and claim.fix_fields:  # "the sweep measured strategy = ddp: 89.7 ms a step"
+        keys = [*keys, *(k for k in run_twins(fig, claim.job, claim.fix_fields) if k not in keys)]
     labels = list(fig.jobs["label"].unique())
     quoted = parse.numbers(claim.text, labels, fig.currency)
     pool = with_estimates(fig, claim, keys, build(fig, keys))

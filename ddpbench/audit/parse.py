@@ -57,7 +57,7 @@ NOT_FIGURES = [
     r"at least [-+]?\d+(?:\.\d+)? ?ms by the lower end", r"reaches down to [-+]?\d+(?:\.\d+)? ?ms(?=, under)",
     r"reaches [-+]?\d+(?:\.\d+)? ?ms at most, \d+ ?% of the",
     r"named at >= \d+ % of the steps and >= \d+ % of the mean step", r"batch \d+/rank", r"batch(?:_size)? \d+",
-    r"\b[\w.]+ ?= ?[\w.\"]+", r"\b[Rr]ank \d+(?![.\d])", r"\d+ ranks?\b",
+    r"\b[\w.]+ ?= ?[\w.\"]+", r"\b[Rr]ank \d+(?![.\d]| ?MB\b)", r"\d+ ranks?\b",
     r"\d+ nodes?\b", r"--[\w-]+ \S+", r"\(\w+=\d+(?:, \w+=\d+)*\)", r"\d+/\d+", r"\d+ thread\(s\)",
     r"repeats >= \d+", r"\d+ loader worker\(s\)", r"\d+ worker\(s\)", r"\b\d+gbit\b|\b\d+mbit\b",
     r"(?:loader workers|with) \d+(?=[:,)])", r"\d+: ", r"-> \d+: ", r"\d+ of (?:them|these)",

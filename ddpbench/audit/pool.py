@@ -74,7 +74,7 @@ def budget_figures(r: dict, key, pool: dict) -> None:
         if not math.isnan(loss) and loss > 0 and line != "loss":
             _add(pool, "%", 100 * value / loss, f"{line} line of {key} in % of its loss", family="loss")
     if not math.isnan(loss):
-        _add(pool, "ms", r.get("step_ms", math.nan) - loss, f"the baseline {key}'s loss is over")
+        _add(pool, "ms", r.get("step_ms", math.nan) - loss, f"the baseline {key}'s loss is over", family="baseline")
     # the barrier: the rank most often last to have its gradients ready
     _add(pool, "%", 100 * r.get("barrier_share", math.nan), f"share of {key}'s steps its last-ready rank was last",
          family="share")
@@ -91,7 +91,8 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
     ends = {"step_ms": ("step_low", "step_high"), "exposed_ms": ("exposed_low", "exposed_high")}
     for c in MS:
         low, high = ends.get(c, ("", ""))
-        _add(pool, "ms", r.get(c), f"{c} of {key}", r.get(low, math.nan), r.get(high, math.nan))
+        _add(pool, "ms", r.get(c), f"{c} of {key}", r.get(low, math.nan), r.get(high, math.nan),
+             family="comm" if c == "comm_ms" else "")
     _add(pool, "%", r.get("largest_bucket_pct"), f"largest bucket of {key} in % of its gradients")
     for c in PCT:
         family = {"noise_pct": "noise", "straggler_pct": STRAGGLER}.get(c, "share")
@@ -111,6 +112,9 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
          100 * r.get("speedup_high") / p, family="efficiency")
     base = r.get("baseline")
     if isinstance(base, tuple) and base != (key,):
+        for b in base:  # "against the baseline's 35.2 ms step": its own figures, by name
+            for c in ("step_ms", "nosync_ms", "compute_ms"):
+                _add(pool, "ms", fig.rec(b).get(c), f"{c} of {key}'s baseline {b}", family="baseline")
         # against the baseline's median step instead of its mean: how much its noise decides the verdict
         robust = np.mean([fig.rec(b)["step_ms"] for b in base]) / np.median([fig.rec(b)["median_ms"] for b in base])
         _add(pool, "%", r.get("efficiency_pct") * robust, f"efficiency of {key} against its baseline's median step",
@@ -140,7 +144,9 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
         _add(pool, "MB", sum(layout) / 1e6, f"gradients of {key}")
     for c, v in r.items():
         if isinstance(c, str) and c.endswith("_mb") and c != "bucket_cap_mb":
-            _add(pool, "MB", v, f"{c} of {key}")
+            # a rank's traffic, by which rank: "Rank 0 moves 161 MB per step, the median rank 54 MB"
+            traffic = {"moved_max_mb": "traffic max", "moved_median_mb": "traffic median"}.get(c, "")
+            _add(pool, "MB", v, f"{c} of {key}", family=traffic)
     for what in ("bytes_sent_per_step", "moved"):
         most, middle = r.get(f"{what}_max_mb"), r.get(f"{what}_median_mb")
         if most == most and middle:
