@@ -55,6 +55,8 @@ class Case:
     expect_rank: int | None = None
     #: that rank's likely cause (data, compute or placement), or ""
     expect_rank_cause: str = ""
+    #: written after the diagnosis's thresholds were frozen, never used to set them: scored apart
+    held_out: bool = False
 
 
 def read_suite(path: Path = SUITE) -> list[Case]:
@@ -74,7 +76,8 @@ def read_suite(path: Path = SUITE) -> list[Case]:
                              f"{', '.join(BUDGET_LINES)}")
         cases.append(Case(entry["name"], path.parent / entry["experiment"], expect, entry.get("why", ""),
                           entry.get("fix"), entry.get("plant", {}), bool(entry.get("root", False)), budget,
-                          entry.get("expect_rank"), entry.get("expect_rank_cause", "")))
+                          entry.get("expect_rank"), entry.get("expect_rank_cause", ""),
+                          bool(entry.get("held_out", False))))
     return cases
 
 
@@ -239,7 +242,7 @@ def score(case: Case, summary, findings, fixed=None, launch_ranks=None) -> dict:
     job = case_job(summary)
     blamed = [f for f in findings if f.cause]
     top = top_cause(findings)
-    row = {"case": case.name, "expect": case.expect, "top": top.cause if top else "none",
+    row = {"case": case.name, "held_out": case.held_out, "expect": case.expect, "top": top.cause if top else "none",
            "blamed": ", ".join(f.cause for f in blamed) or "-", "step_ms": float(job["step_ms_mean"])}
     row["hit"] = (not blamed) if case.expect == "none" else bool(top and top.cause == case.expect)
     row["false_findings"] = len(blamed) if case.expect == "none" else 0
@@ -289,13 +292,24 @@ def markdown(rows: list[dict]) -> str:
                                             if r.get("rank_cause_hit") is not None else "")
         out.append(f"| {r['case']} | {r['expect']} | {r['top']} | {'yes' if r['hit'] else 'NO'} | {r['blamed']} | "
                    f"{ms(r['step_ms'])} | {ms(r['estimate_ms'])} | {gain} | {error} | {budget} | {ranks} | {cause} |")
+    tuned = [r for r in rows if not r.get("held_out")]
+    held = [r for r in rows if r.get("held_out")]
+    out += ["", "tuned on (the cases the diagnosis's thresholds were set against):", *_totals(tuned)]
+    if held:
+        out += ["", "held out (cases written after the thresholds were frozen: " +
+                ", ".join(r["case"] for r in held) + "):", *_totals(held)]
+    return "\n".join(out)
+
+
+def _totals(rows: list[dict]) -> list[str]:
+    """The score lines of ``rows``: top causes, estimates, budget lines and ranks named."""
     faults = [r for r in rows if r["expect"] != "none"]
     clean = [r for r in rows if r["expect"] == "none"]
     fixes = [r for r in rows if r["estimate_ok"] is not None]
-    out += ["", f"top cause right: {sum(r['hit'] for r in faults)} of {len(faults)} fault cases; "
-            f"cases without a planted fault blamed nothing: {sum(r['hit'] for r in clean)} of {len(clean)}; "
-            f"estimates within {100 * ESTIMATE_TOLERANCE:.0f} % of the measured gain: "
-            f"{sum(bool(r['estimate_ok']) for r in fixes)} of {len(fixes)}"]
+    out = [f"top cause right: {sum(r['hit'] for r in faults)} of {len(faults)} fault cases; "
+           f"cases without a planted fault blamed nothing: {sum(r['hit'] for r in clean)} of {len(clean)}; "
+           f"estimates within {100 * ESTIMATE_TOLERANCE:.0f} % of the measured gain: "
+           f"{sum(bool(r['estimate_ok']) for r in fixes)} of {len(fixes)}"]
     budgets = [r for r in rows if r.get("budget_hit") is not None]
     planted = [r for r in rows if r.get("expect_rank") is not None]
     unplanted = [r for r in rows if r.get("expect_rank") is None and r.get("launches")]
@@ -304,7 +318,7 @@ def markdown(rows: list[dict]) -> str:
                f"{sum(r['launches'] for r in planted)} launches; no rank named in "
                f"{sum(r['rank_right'] for r in unplanted)} of {sum(r['launches'] for r in unplanted)} launches "
                "without a planted straggler")
-    return "\n".join(out)
+    return out
 
 
 class CaseFailed(Exception):

@@ -96,3 +96,19 @@ def test_score_checks_the_budget_line_and_the_rank_launch_by_launch():
     assert "budget's top line right: 1 of 2 cases" in text
     assert "planted straggler rank named in 20 of 22 launches" in text
     assert "no rank named in 2 of 3 launches without a planted straggler" in text
+
+
+def test_held_out_cases_are_scored_apart_from_the_ones_the_thresholds_were_set_on():
+    """Cases written after the diagnosis's thresholds were frozen (held_out = true in suite.toml) get their
+    own totals: a rate quoted for them is a held-out one, never pooled with the tuning cases'."""
+    cases = {c.name: c for c in fault_suite.read_suite()}
+    held = [name for name, c in cases.items() if c.held_out]
+    assert len(held) >= 2 and all(cases[name].expect != "none" for name in held)
+    findings = [Finding("bucket", "warn", "t", cause="buckets", job="k", recoverable_ms=45.0, fix="f")]
+    tuned = fault_suite.score(fault_suite.Case("a", Path("a"), "buckets"), _summary(100.0, [100.0]), findings)
+    missed = fault_suite.score(fault_suite.Case("b", Path("b"), "straggler", held_out=True), _summary(100.0, [100.0]),
+                               findings)
+    text = fault_suite.markdown([tuned, missed])
+    tuned_part, held_part = text.split("held out (cases written after the thresholds were frozen: b):")
+    assert "top cause right: 1 of 1 fault cases" in tuned_part
+    assert "top cause right: 0 of 1 fault cases" in held_part
