@@ -153,7 +153,7 @@ FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"), (r"^ ?% of (?
                       (r"^ ?% (?:faster|slower|more|less|cheaper|dearer)\b", "change")],
                 "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"),
                       (r"^x (?:\S+ )?step time", "step")],
-                "ms": [(r"^ ?ms lost\b", "loss"), (r"^ ?ms a step receiving\b", "comm")]}
+                "ms": [(r"^ ?ms lost\b", "loss"), (r"^ ?ms a step receiving\b", "comm phase")]}
 FAMILY_BEFORE = {"%": [(r"launch-to-launch spread (?:of )?$", "spread"), (r"efficiency (?:is |of )?$", "efficiency"),
                        (r"differ by $", "change"),
                        (r"ms step \($", "share"), (r"a step \($", "share"),

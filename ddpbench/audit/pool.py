@@ -92,7 +92,7 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
     for c in MS:
         low, high = ends.get(c, ("", ""))
         _add(pool, "ms", r.get(c), f"{c} of {key}", r.get(low, math.nan), r.get(high, math.nan),
-             family="comm" if c == "comm_ms" else "")
+             family="comm phase" if c == "comm_ms" else "")
     _add(pool, "%", r.get("largest_bucket_pct"), f"largest bucket of {key} in % of its gradients")
     for c in PCT:
         family = {"noise_pct": "noise", "straggler_pct": STRAGGLER}.get(c, "share")

@@ -359,10 +359,9 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
         if not bases or r["status"] != "ok":
             continue
         bases = [b for b in bases if b["threads_per_rank"] == r["threads_per_rank"]] or bases
-        # several baselines are one side: their launches pooled (docs/statistics.md), as in the interval
-        pooled = [t for b in bases for t in launch_times(b)]
-        base = (bases[0]["global_batch"] / (mean(pooled) / 1e3) if len(bases) > 1 and pooled
-                else bases[0]["samples_per_s"])
+        pooled = [t for b in bases for t in launch_times(b)]  # several baselines: one side (docs/statistics.md)
+        batch = bases[0]["global_batch"]
+        base = batch / mean(pooled) * 1e3 if len(bases) > 1 and pooled else bases[0]["samples_per_s"]
         if not base or base != base:
             continue
         p = r["world_size"]
