@@ -33,6 +33,8 @@ from pathlib import Path
 from ddpbench.testing import cli_command
 
 ROOT = Path(__file__).resolve().parents[1]
+#: a sweep's results file in each case's folders
+RESULTS = "results.jsonl"
 SUITE = ROOT / "experiments" / "faults" / "suite.toml"
 #: an estimate within this share of the measured gain counts as right
 ESTIMATE_TOLERANCE = 0.20
@@ -364,8 +366,11 @@ def main() -> None:
         cases = [c for c in cases if c.name in wanted]
     rows = []
     for case in cases:
-        if case.root and os.geteuid() != 0:
+        if case.root and os.geteuid() != 0 and not args.rescore:
             print(f"{case.name}: skipped (needs root: {case.why})", file=sys.stderr)
+            continue
+        if args.rescore and not (args.out / case.name / "planted" / RESULTS).is_file():
+            print(f"{case.name}: skipped (not run into {args.out}: a case added after that run)", file=sys.stderr)
             continue
         started = time.monotonic()
         try:
