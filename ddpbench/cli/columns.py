@@ -21,13 +21,16 @@ from ddpbench.results.sanitize import printable
 class Sweep:
     """What the summary's columns read besides a row: which settings vary between its jobs."""
 
-    def __init__(self, table):
-        self.table = table
+    def __init__(self, table, wide: bool = True):
+        self.table, self.wide = table, wide
         self.nodes = "emulate_nodes" in table and bool((table["emulate_nodes"] > 1).any())
         self.devices = table["device"].nunique() > 1  # CPU jobs beside GPU ones
         # compute precision and compilation, where any job ran other than fp32 eager
         self.settings = "precision" in table and bool(((table["precision"] != "fp32")
                                                         | table["compile"].astype(bool)).any())
+        # the strategy and the status say something only where they differ: shown always with --wide
+        self.strategies = table["strategy"].nunique() > 1 or bool((table.get("comm_hook", "none") != "none").any())
+        self.failures = bool((table["status"] != "ok").any())
 
 
 def _strategy(r, sweep) -> str:
@@ -37,7 +40,7 @@ def _strategy(r, sweep) -> str:
 def _comm(r, sweep) -> str:
     """Communication a step waits for: explicit (after backward) plus what DDP's overlap left exposed."""
     exposed, after = r[EXPOSED_COMM_MS], r["comm_ms"]
-    comm = (max(exposed, 0) if exposed == exposed else 0.0) + (after if after == after else 0.0)
+    comm = (exposed if exposed == exposed else 0.0) + (after if after == after else 0.0)  # signed: -0.4 is said
     # neither seen (a framework's own loop without a no_sync() baseline): unknown, not nothing
     unseen = exposed != exposed and after != after
     return num(comm if r["status"] == "ok" and not unseen else math.nan, ".2f")
@@ -61,8 +64,8 @@ def console_cell(shown, row, sweep) -> str:
 
 #: the summary of a sweep, one declaration a column; the figures SHOWN declares for the console before the flags
 SUMMARY = (
-    Col("strategy", _strategy, numeric=False),
-    Col("model", lambda r, sweep: model_name(r), numeric=False),
+    Col("strategy", _strategy, numeric=False, max_width=14, when=lambda sweep: sweep.strategies or sweep.wide),
+    Col("model", lambda r, sweep: model_name(r), numeric=False, max_width=18),
     Col("compute", lambda r, sweep: f"{r['precision']} {'compiled' if r['compile'] else 'eager'}", numeric=False,
         when=lambda sweep: sweep.settings),
     Col("device", lambda r, sweep: f"{r['backend']}/{r['device']}", numeric=False, when=lambda sweep: sweep.devices),
@@ -70,15 +73,15 @@ SUMMARY = (
     Col("nodes x link", lambda r, sweep: f"{r['emulate_nodes']} x {r['link']}" if r["emulate_nodes"] > 1 else "-",
         when=lambda sweep: sweep.nodes),
     Col(f"bucket {COLUMNS['bucket_cap_mb'].unit}", lambda r, sweep: f"{r['bucket_cap_mb']:g}"),
-    Col("status", lambda r, sweep: r["status"], numeric=False),
-    Col(f"step {COLUMNS[STEP_MS].unit} (mean)", lambda r, sweep: num(r[STEP_MS], ".2f")),
-    Col("IQR", lambda r, sweep: num(r["step_ms_iqr"], ".2f")),
+    Col("status", lambda r, sweep: r["status"], numeric=False, when=lambda sweep: sweep.failures or sweep.wide),
+    Col(f"step {COLUMNS[STEP_MS].unit}", lambda r, sweep: num(r[STEP_MS], ".2f")),
+    Col("IQR", lambda r, sweep: num(r["step_ms_iqr"], ".2f"), wide_only=True),
     Col(COLUMNS[SAMPLES_PER_S].unit, lambda r, sweep: num(r[SAMPLES_PER_S], ".1f")),
     Col("speedup", lambda r, sweep: num(r[SPEEDUP], ".2f")),
-    Col("eff.", lambda r, sweep: num(r[EFFICIENCY], ".0%")),
+    Col("eff.", lambda r, sweep: num(r[EFFICIENCY], ".0%"), wide_only=True),
     Col("comm ms", _comm),
     *shown("console", console_cell),
-    Col("flags", _flags, numeric=False),
+    Col("flags", _flags, numeric=False, max_width=14),
 )
 
 
@@ -105,24 +108,25 @@ def _verdict(r, _) -> str:
     return f"[{style}]{verdict}[/{style}]" if style else verdict
 
 
-def _words(column: str) -> Col:
+def _words(column: str, max_width: int | None = None, wide_only: bool = False) -> Col:
     """A stored string: no terminal escape sequence, no rich markup."""
-    return Col(column, lambda r, _: escape(printable(r[column])), numeric=False)
+    return Col(column, lambda r, _: escape(printable(r[column])), numeric=False, max_width=max_width,
+               wide_only=wide_only)
 
 
 #: B against baseline A, per job
 COMPARISON = (
-    _words("job"),
-    Col("A median ms", lambda r, _: num(r["median_ms_a"], ".3f")),
-    Col("B median ms", lambda r, _: num(r["median_ms_b"], ".3f")),
-    Col("median B/A", lambda r, _: num(r["median_ratio"], ".3f")),
+    _words("job", max_width=32),
+    Col("A median ms", lambda r, _: num(r["median_ms_a"], ".3f"), wide_only=True),
+    Col("B median ms", lambda r, _: num(r["median_ms_b"], ".3f"), wide_only=True),
+    Col("median B/A", lambda r, _: num(r["median_ratio"], ".3f"), wide_only=True),
     Col("mean B/A [95% CI]", lambda r, _: escape(printable(ratio_text(r)))),
     Col("throughput", lambda r, _: num(r["throughput_change_pct"], "+.1f") + " %"),
     Col("cost/sample B/A", lambda r, _: _ratio_with_interval(r, "cost_per_sample_ratio"), when=lambda c: c.costed),
     Col("J/sample B/A", lambda r, _: num(r["energy_j_per_sample_ratio"], ".3f"), when=lambda c: c.energy),
-    Col("verdict", _verdict, numeric=False),
-    Col(f"detectable at {100 * POWER:.0f}%",
+    Col("verdict", _verdict, numeric=False, whole=True),
+    Col(f"detects ({100 * POWER:.0f}%)",
         lambda r, _: num(r["mde_pct"], "+.1f") + " %" if r["mde_pct"] == r["mde_pct"] else "- (1 launch)"),
-    _words("method"),
-    _words("note"),
+    _words("method", wide_only=True),
+    _words("note", wide_only=True),
 )

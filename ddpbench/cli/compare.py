@@ -24,6 +24,8 @@ def add_parser(sub) -> None:
                         "pytest-benchmark's --benchmark-compare-fail); repeatable")
     p.add_argument("--out", type=path_flag("--out"), help="where to write compare.csv, index.html, ratios.png "
                                                           "(default: B/compare; a new folder or ddpbench's own)")
+    p.add_argument("--wide", action="store_true", help="print every column at full width (default: at most 100 "
+                                                      "columns; compare.csv and the page hold them all)")
     p.add_argument("--force", action="store_true", help="write into an --out folder that holds files ddpbench did "
                                                          "not write (only compare's own files are replaced)")
     p.set_defaults(func=command)
@@ -67,7 +69,7 @@ def command(args) -> int:
                            (side_busy(side_a), side_busy(side_b)))
     results = gate_results(table, gates)
     env_diffs = environment_differences(side_a.sweeps, side_b.sweeps)
-    print_comparison(table)
+    print_comparison(table, args.wide)
     written = write_comparison(table, results, gates, env_diffs, args.baseline, args.candidate, out_dir,
                                machine=machine.words() if machine is not None else "")
     out = Console(highlight=False, soft_wrap=True)

@@ -33,6 +33,8 @@ class SweepOptions:
     force: bool = False
     #: one side of an A/B: the descriptors its rounds are asked on and said done on (:mod:`ddpbench.sweep.paced`)
     paced: tuple[int, int] | None = None
+    #: the summary's every column, at full width (else at most ddpbench.cli.console.NARROW columns)
+    wide: bool = False
 
 
 def add_launcher_flags(parser) -> None:

@@ -70,13 +70,18 @@ def print_jobs(experiment, machine) -> None:
     table_console().print(console_table(title, JOBS, experiment.jobs, Jobs(experiment, machine)))
 
 
-def print_summary(table) -> None:
+def print_summary(table, wide: bool = False) -> None:
+    """The sweep's summary, a row a job: within :data:`~ddpbench.cli.console.NARROW` columns, or with
+    ``wide`` every column (the IQR, traffic and equivalence figures besides)."""
     from ddpbench.cli.columns import SUMMARY, Sweep
 
     if table.empty:
         return
-    title = "per job: mean over measured steps (slowest rank), IQR of them; speedup vs world size 1"
-    table_console().print(console_table(title, SUMMARY, [r for _, r in table.iterrows()], Sweep(table)))
+    title = ("per job: mean step over measured steps (slowest rank); speedup vs world size 1"
+             + ("; IQR of the steps" if wide else "; all ok unless a status column says; --wide: every column"))
+    console = table_console(wide)
+    console.print(console_table(title, SUMMARY, [r for _, r in table.iterrows()], Sweep(table, wide), wide,
+                                console.width))
 
 
 def budget_lines(table) -> list[str]:
@@ -122,15 +127,16 @@ def print_collectives(table) -> None:
     table_console().print(console_table(title, COLLECTIVES, groups))
 
 
-def print_comparison(table) -> None:
+def print_comparison(table, wide: bool = False) -> None:
     from ddpbench.cli.columns import COMPARISON, Compared
     from ddpbench.results.sanitize import printable
 
     compared = table[table["compared"]]
     if len(compared):
-        title = "B against baseline A, per job (slowest rank, measured steps)"
+        title = "B against baseline A, per job (slowest rank, measured steps)" + ("" if wide else "; --wide for more")
         rows = [r for _, r in compared.iterrows()]
-        table_console().print(console_table(title, COMPARISON, rows, Compared(compared)))
+        console = table_console(wide)
+        console.print(console_table(title, COMPARISON, rows, Compared(compared), wide, console.width))
     rest = table[~table["compared"]]
     for _, r in rest.iterrows():
         why = r["match"] if r["match"] != "both" else f"status A {r['status_a']}, B {r['status_b']}"

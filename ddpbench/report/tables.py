@@ -48,6 +48,12 @@ class Col:
     #: (term, definition) pairs the report's summary defines under its table (Markup or text, or a
     #: function of the table's context that gives it)
     defs: tuple[tuple[str, Any], ...] = ()
+    #: the console prints it only with ``--wide`` (the CSV and the page hold it always)
+    wide_only: bool = False
+    #: words: at most this many characters on the console without ``--wide``, cut with "…"
+    max_width: int | None = None
+    #: words never cut on the console (a verdict), kept whole as a figure is
+    whole: bool = False
 
 
 def build(columns: Iterable[Col], rows: Iterable[Any], context: Any = None) -> tuple[list, list[list], set[int]]:
@@ -137,8 +143,8 @@ SHOWN: tuple[Shown, ...] = (
 def shown(place: str, cell: Callable[[Shown, Any, Any], Any]) -> tuple[Col, ...]:
     """The :data:`SHOWN` figures ``place`` shows, as columns whose cells ``cell(figure, row, context)`` makes."""
     assert place in PLACES, place
-    return tuple(Col(s.heading, partial(cell, s), when=s.when, defs=(s.definition,)) for s in SHOWN
-                 if place in s.places)
+    return tuple(Col(s.heading, partial(cell, s), when=s.when, defs=(s.definition,), wide_only=place == "console")
+                 for s in SHOWN if place in s.places)
 
 
 def figure(column: str, fmt: str | Callable[[Any], str], scale: float = 1.0) -> Callable[[Any, Any], Any]:
