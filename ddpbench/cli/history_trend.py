@@ -33,6 +33,9 @@ def add_verbs(verbs) -> None:
                       help="where the page goes (default reports/history; a new folder or ddpbench's own)")
     page.add_argument("--force", action="store_true", help="write into an --out folder that holds files ddpbench "
                                                             "did not write (only the page's own files are replaced)")
+    check.add_argument("--wide", action="store_true", help="each series' whole line: its whole label, both means "
+                                                          "and p besides (default: at most 100 columns; newest.csv "
+                                                          "holds them all)")
     page.set_defaults(func=command_page)
     check.set_defaults(func=command_check)
 
@@ -73,6 +76,19 @@ def command_page(args) -> int:
     return 0
 
 
+def _say(head: str, tail: str, wide: bool) -> None:
+    """A series' line: its outcome and whole label, then what was measured. Past the console's
+    :data:`~ddpbench.cli.console.NARROW` columns (and without ``wide``), what was measured goes on a
+    line of its own under the label: a label is never cut, it is what tells two series apart."""
+    from ddpbench.cli.console import NARROW
+
+    if wide or len(head) + len(tail) <= NARROW:
+        print(head + tail)
+    else:
+        print(head)
+        print(" " * 13 + tail.strip())
+
+
 def _launches(row) -> str:
     """The launches the test compared, level and newest, and those it set aside (a burst of other work)."""
     aside = int(row["set_aside_level"]) + int(row["set_aside_newest"])
@@ -87,12 +103,15 @@ def command_check(args) -> int:
     _, _, newest = _tables(args)
     what = "the newest commit" if args.newest == 1 else f"the newest {args.newest} commits"
     for _, r in newest.iterrows():
-        shown = "" if r["outcome"] in (CANNOT_TEST, VANISHED) else (
+        tested = r["outcome"] not in (CANNOT_TEST, VANISHED)
+        shown = "" if not tested else (
             f"  {r['step_ms_level']:.2f} -> {r['step_ms_newest']:.2f} ms, x{r['ratio']:.3f} "
             f"[{r['ratio_low']:.3f}, {r['ratio_high']:.3f}], p {r['p_value']:.1e}, {_launches(r)}")
+        if not args.wide and tested:  # the ratio, its interval and the launches; the means and p in newest.csv
+            shown = f"  x{r['ratio']:.3f} [{r['ratio_low']:.3f}, {r['ratio_high']:.3f}], {_launches(r)}"
         if r["outcome"] == VANISHED:
             shown = f"  ran at {r['level_to'][:12]}, no finished launch at {what} ({r['newest_to'][:12]})"
-        print(f"{r['outcome']:12} {r['label']}{shown}")
+        _say(f"{r['outcome']:12} {r['label']}", shown, args.wide)
         if r["outcome"] == MACHINE_DIFFERED:  # not failed: the machine explains it as well as the code
             print(f"{'':12} {r['machine_note']}; run the two commits interleaved (python -m ddpbench ab) to tell")
     slower, vanished = (newest[newest["outcome"] == outcome] for outcome in (SLOWER, VANISHED))

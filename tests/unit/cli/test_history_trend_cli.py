@@ -22,7 +22,7 @@ def test_the_gate_fails_on_a_slower_newest_commit_and_passes_a_flat_history(stor
     passed = run_main("history", "check", "--store", flat)
     assert passed.returncode == 0, passed.stderr
     assert passed.stdout.count("no change") == 2 and "ok: no series slower at the newest commit" in passed.stdout
-    failed = run_main("history", "check", "--store", slower)
+    failed = run_main("history", "check", "--store", slower, "--wide")  # a line a series, whole
     assert failed.returncode == 1, failed.stderr
     assert "FAIL: 1 series slower at the newest commit" in failed.stdout
     assert [line.split()[0] for line in failed.stdout.splitlines()[:2]] == ["no", "slower"]
@@ -34,7 +34,7 @@ def test_the_gate_fails_on_a_job_the_newest_commit_dropped(tmp_path):
     drops a job, or makes all its launches fail, is not a pass), and says where it last ran; dropped at
     commit 3 and still absent at 4, it was the previous merge's to fail, and the gate passes."""
     store = synthetic_history(tmp_path / "dropped", [10.0] * 5, [10.0] * 4 + [None])
-    failed = run_main("history", "check", "--store", store)
+    failed = run_main("history", "check", "--store", store, "--wide")
     assert failed.returncode == 1, failed.stderr
     assert "no change" in failed.stdout and "vanished" in failed.stdout
     line = next(line for line in failed.stdout.splitlines() if line.startswith("vanished"))
@@ -80,3 +80,16 @@ def test_the_gate_on_chosen_jobs_only(stores):
     assert run_main("history", "check", "--store", slower, "--job", "ws=1", "--job", "ws=2").returncode == 1
     unknown = run_main("history", "check", "--store", slower, "--job", "resnet")
     assert unknown.returncode == 2 and "--job resnet: no series' label contains it" in unknown.stderr
+
+
+def test_the_gate_s_lines_fit_100_columns_and_keep_each_label_whole(stores):
+    """Without --wide a series' line fits 100 columns: where its label and figures do not, the figures go
+    on the next line, under the label, never cutting the label that tells two series apart."""
+    from ddpbench.cli.console import NARROW
+
+    _, slower = stores
+    out = run_main("history", "check", "--store", slower).stdout.splitlines()
+    assert max(map(len, out)) <= NARROW
+    labels = [line for line in out if line.split()[0] in ("no", "slower")]
+    assert len(labels) == 2 and all("ws=" in line for line in labels)
+    assert any(line.startswith(" " * 13 + "x1.") for line in out)
