@@ -39,6 +39,10 @@ from ddpbench.analysis.core.jobs import strategy_name as _strategy
 from ddpbench.analysis.core.thresholds import DATA_BOUND_SHARE, MATERIAL_SHARE, NOISE_THRESHOLD, SERIAL_FRACTION_RISE
 from ddpbench.analysis.diagnosis.estimates import Context
 from ddpbench.analysis.summary.table import launch_times
+from ddpbench.results.sanitize import printable
+
+#: the most characters of the first failed job's error the verdict quotes when every job failed
+FIRST_REASON_CHARS = 200
 
 
 
@@ -92,6 +96,13 @@ def _failures(summary, given):
     if bad.empty:
         return []
     kinds = ", ".join(f"{n} {s}" for s, n in bad["status"].value_counts().items())
+    if not (summary["status"] == "ok").any():  # nothing ran: said first, with the first reason
+        first = bad.iloc[0]
+        reason = printable(str(first.get("error") or "no error recorded"))
+        reason = reason if len(reason) <= FIRST_REASON_CHARS else reason[:FIRST_REASON_CHARS - 1] + "…"
+        job = describe(first, label_fields(summary), summary)
+        return [Finding("failed", "bad", f"every job failed ({kinds}), so nothing was measured; the first, {job}: "
+                        f"{reason}. Its log is in the results folder's logs/.")]
     return [Finding("failed", "bad", f"{len(bad)} job(s) did not finish ({kinds}); their errors are in the summary "
                     "table and their logs in the results folder's logs/.")]
 

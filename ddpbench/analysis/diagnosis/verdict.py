@@ -27,6 +27,8 @@ def headline(findings: list[Finding], summary: pd.DataFrame) -> list[tuple[str, 
     failed = [f for f in findings if f.kind == "failed"]
     if failed:
         lines.append(("failed", failed[0].text))
+        if summary.empty or not (summary["status"] == "ok").any():
+            return lines  # every job failed: nothing was measured, so nothing else is said
     for f in findings:
         if f.kind in ("scaling", "baseline"):
             lines.append(("scaling" if f.kind == "scaling" else "no verdict", f.text))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -269,3 +270,19 @@ def test_only_the_report_imports_its_sections():
     assert reaching == []
     # the scan sees a section import where one is
     assert "ddpbench.report.sections.diagnosis" in _imports(ast.parse("from ddpbench.report.sections import diagnosis"))
+
+
+def test_a_sweep_whose_jobs_all_failed_says_so_first_with_the_first_reason(tmp_path):
+    """Nothing measured, nothing concluded: the verdict is one line, that every job failed and why the first
+    did (issue 59: it said "top cause: none: no fix the diagnosis knows would recover 10 %" beside it)."""
+    from ddpbench.testing.records import failed, write_results
+
+    write_results(tmp_path, [failed("RuntimeError: gloo connect timed out", world_size=2),
+                             failed("boom", status="timed_out", world_size=1)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        measured = folder_module.load(tmp_path)
+    assert [label for label, _ in measured.verdict] == ["failed"]
+    text = measured.verdict[0][1]
+    assert text.startswith("every job failed (1 failed, 1 timed_out)") and "gloo connect timed out" in text
+    assert measured.contradictions == []
