@@ -375,8 +375,18 @@ def entries(store: str | Path, machine: str | None = None) -> list[Entry]:
         home = store / name
         if not home.is_dir():
             continue
+        if home.is_symlink():  # the store's own folders only: a link would read another folder's sweeps
+            warnings.warn(f"{home}: left out of the history: a link; a store's machine folders are its own",
+                          stacklevel=2)
+            continue
         for child in sorted(home.iterdir()):
             if not ENTRY_NAME.match(child.name) or not child.is_dir():
+                continue
+            links = [p.name for p in (child, *(child / f for f in (ENTRY_FILE, RESULTS_FILE, BENCHMARK_FILE)))
+                     if p.is_symlink()]
+            if links:  # an entry holds its own files: a link would put another folder's records in the trend
+                warnings.warn(f"{child}: left out of the history: {', '.join(links)} is a link; an entry holds its "
+                              "own files", stacklevel=2)
                 continue
             try:
                 record = read_json(child / ENTRY_FILE, store)

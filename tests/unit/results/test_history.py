@@ -224,3 +224,26 @@ def test_a_file_that_is_not_a_benchmark_run_is_refused_in_one_line_naming_it(tmp
         file_benchmark(tmp_path / "history", path, commit="1a2b3c4")
     assert str(refused.value).startswith(str(path)) and "\n" not in str(refused.value)
     assert entries(tmp_path / "history") == []
+
+
+@pytest.mark.parametrize("linked", ["results.jsonl", "entry.json", "the entry", "the machine folder"])
+def test_a_link_inside_the_store_is_left_out_never_followed(tmp_path, linked):
+    """A store's entries hold their own files: a results.jsonl (or entry.json) that is a link, an entry
+    folder that is a link, or a machine folder that is a link, would put another folder's records into the
+    trend. Each is left out with a warning naming it; the other entries stay (issue 59)."""
+    store = tmp_path / "history"
+    good = file_results(store, _results(tmp_path / "a"), commit="1a2b3c4")
+    other = file_results(tmp_path / "elsewhere", _results(tmp_path / "b"), commit="5e6f7a8")
+    target = store / good.machine
+    if linked in ("results.jsonl", "entry.json"):
+        planted = file_results(store, _results(tmp_path / "c"), commit="9a8b7c6")
+        (planted.path / linked).unlink()
+        (planted.path / linked).symlink_to(other.path / linked)
+    elif linked == "the entry":
+        (target / f"000009-5e6f7a8-{other.sweep_ids[0]}").symlink_to(other.path, target_is_directory=True)
+    else:
+        (store / "zz-linked-machine").symlink_to(other.path.parent, target_is_directory=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert entries(store) == [good]
+    assert len(caught) == 1 and "link" in str(caught[0].message)
