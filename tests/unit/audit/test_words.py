@@ -100,7 +100,8 @@ def bound(text: str) -> list:
     return check_bound(Claim(text))
 
 
-EXPOSED_LINE = "DDP with mlp-s (batch 16/rank) at world size 2 {words}: {share} of each step ({ms} ms of 40.0 ms; 95 % CI {ci} ms) is communication left exposed"
+EXPOSED_LINE = ("DDP with mlp-s (batch 16/rank) at world size 2 {words}: {share} of each step ({ms} ms of 40.0 ms; "
+                "95 % CI {ci} ms) is communication left exposed")
 
 
 @pytest.mark.parametrize("words, share, ms, ci, right", [
@@ -130,7 +131,8 @@ def test_a_bound_word_is_what_the_exposed_interval_says(words, share, ms, ci, ri
 ])
 def test_an_interval_s_own_word_on_zero_is_held_to_its_ends(ends, word, right):
     text = (f"mlp-l ws=2 bucket 0.5 MB, 759 samples/s; 0.7 % less time per sample than mlp-l ws=2 bucket 0.1 MB by "
-            f"the means, but the 95 % interval of the gain, {ends}, {word}: cannot tell it from mlp-l ws=2 bucket 0.1 MB")
+            f"the means, but the 95 % interval of the gain, {ends}, {word}: cannot tell it from mlp-l ws=2 bucket "
+            "0.1 MB")
     found = problems(text)
     assert (found == []) is right, found
 
@@ -224,7 +226,8 @@ def test_no_band_is_called_for_a_job_measured_once():
 def test_an_end_on_an_edge_lets_either_side_s_word_through_and_no_other():
     from ddpbench.audit.words import check_bands
 
-    text = "ddp with cnn-s (batch 64/rank) {}: at world size 2 it runs 0.94x, 47 % parallel efficiency (95 % CI 44 % to 50 %)."
+    text = ("ddp with cnn-s (batch 64/rank) {}: at world size 2 it runs 0.94x, 47 % parallel efficiency "
+            "(95 % CI 44 % to 50 %).")
     for said in ("scales poorly", "scales poorly to moderately"):  # 50 as written: 49.6 or 50.4
         assert check_bands(Claim(text.format(said))) == [], said
     for said in ("scales well", "scales moderately", "scales moderately to well"):
