@@ -77,8 +77,9 @@ def print_summary(table, wide: bool = False) -> None:
 
     if table.empty:
         return
-    title = ("per job: mean step over measured steps (slowest rank); speedup vs world size 1"
-             + ("; IQR of the steps" if wide else "; all ok unless a status column says; --wide: every column"))
+    ok = bool((table["status"] == "ok").all())
+    title = ("mean step (slowest rank) per job; speedup vs 1 rank"
+             + ("; IQR of the steps" if wide else ("; all ok" if ok else "") + "; --wide: all columns"))
     console = table_console(wide)
     console.print(console_table(title, SUMMARY, [r for _, r in table.iterrows()], Sweep(table, wide), wide,
                                 console.width))
