@@ -115,7 +115,8 @@ class Measured:
 
         if not len(self.summary):  # no job: nothing said, nothing to check
             return []
-        return audit_findings(self.results_dir, self.findings, self.verdict, self.summary, self.cost.to_dict())
+        return audit_findings(self.results_dir, self.findings, self.verdict, self.summary, self.cost.to_dict(),
+                              self.choices)
 
 
 def load(results_dir: str | Path, collectives: bool = True, loss_budget: bool = True,

@@ -380,6 +380,34 @@ def check_gain_low(fig: Figures, claim: Claim) -> list[Problem]:
                                                        f"for a gain of {found.group(1)} ms; nearest {nearest:.2f} ms")]
 
 
+#: what "the same model" is for the fastest and cheapest settings: the settings that say what is trained
+#: (docs/diagnosis.md: each is chosen among the ok jobs that train the same model)
+SAME_MODEL = ("model", "model_size", "model_args", "script", "script_args")
+#: a choice's figure: the most samples a second (fastest), the least cost of a million samples (cheapest)
+CHOICE_FIGURE = {"fastest": ("samples_per_s", max), "cheapest": ("cost_per_million", min)}
+
+
+def check_choice(fig: Figures, claim: Claim) -> list[Problem]:
+    """The job a "fastest" ("cheapest") line names is the ok job of its model with the most samples a
+    second (the least cost of a million samples) by the records, beyond the rounding of the figure
+    quoted for it; where another job of that model is, the line names the wrong setting."""
+    if claim.kind not in CHOICE_FIGURE or claim.job not in fig.ok().index:
+        return []
+    column, best = CHOICE_FIGURE[claim.kind]
+    mine = fig.rec(claim.job)
+    same = fig.ok()[[all(str(fig.rec(k).get(f)) == str(mine.get(f)) for f in SAME_MODEL) for k in fig.ok().index]]
+    figures = same[column].astype(float).dropna()
+    if figures.empty or mine.get(column) != mine.get(column):
+        return []
+    winner = figures.idxmax() if best is max else figures.idxmin()
+    ahead = figures[winner] / mine[column] - 1 if best is max else 1 - figures[winner] / mine[column]
+    if winner == claim.job or ahead <= 1e-3:  # a tie within a thousandth: either is the choice
+        return []
+    return [Problem(claim.kind, claim.job, claim.text, f"names {claim.job} the {claim.kind} of its model, but "
+                                                       f"{winner} is ({column} {figures[winner]:.4g} against "
+                                                       f"{mine[column]:.4g})")]
+
+
 def check_basis(fig: Figures, claim: Claim) -> list[Problem]:
     text, out = claim.text, []
     measured = bool(parse.MEASURED_WORDS.search(text))
@@ -471,6 +499,8 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
     keys = about(fig, claim)
     if claim.job in fig.jobs.index and claim.fix_fields:  # "the sweep measured strategy = ddp: 89.7 ms a step"
         keys = [*keys, *(k for k in run_twins(fig, claim.job, claim.fix_fields) if k not in keys)]
+    if claim.kind in CHOICE_FIGURE:  # the fastest (cheapest) line compares its job with the runner-up it names
+        keys = [*keys, *(k for k in named_jobs(fig, claim.text) if k not in keys)]
     labels = list(fig.jobs["label"].unique())
     quoted = parse.numbers(claim.text, labels, fig.currency)
     pool = with_estimates(fig, claim, keys, build(fig, keys))
@@ -485,7 +515,7 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
     out += check_bands(claim)
     out += check_bound(claim)
     out += check_differ(claim) + check_trend(claim) + check_cause(claim)
-    out += check_gain_low(fig, claim)
+    out += check_gain_low(fig, claim) + check_choice(fig, claim)
     return out
 
 

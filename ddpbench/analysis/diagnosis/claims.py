@@ -13,14 +13,16 @@ def finding_claims(findings: list[Finding]) -> list[dict]:
             for f in findings]
 
 
-def verdict_claims(findings: list[Finding], verdict: list[tuple[str, str]], summary=None) -> list[dict]:
+def verdict_claims(findings: list[Finding], verdict: list[tuple[str, str]], summary=None, choices=()) -> list[dict]:
     """The verdict's lines (:func:`ddpbench.analysis.diagnosis.verdict.headline` of ``findings``: the report's
     top and the sweep's console print the same), each with the finding it was drawn from: the top
     cause's line carries that finding's job, fix and basis; the lost-time line the job whose loss
-    budget it quotes (given the ``summary``)."""
+    budget it quotes (given the ``summary``); the fastest and cheapest lines the job they name, as
+    their kind (given the ``choices``, :class:`ddpbench.analysis.diagnosis.choice.Choice`)."""
     from ddpbench.analysis.diagnosis.verdict import lost_time_job
 
     cause = top_cause(findings)
+    chosen = {(c.label, c.text): c.job for c in choices}
     out = []
     for label, text in verdict:
         if label == "top cause" and cause is not None:
@@ -28,15 +30,18 @@ def verdict_claims(findings: list[Finding], verdict: list[tuple[str, str]], summ
                         "kind": "verdict"})
         elif label == "lost time" and summary is not None:
             out.append({"text": text, "job": lost_time_job(findings, summary), "kind": "verdict"})
+        elif label in ("fastest", "cheapest") and chosen.get((label, text)) is not None:
+            out.append({"text": text, "job": chosen[(label, text)], "kind": label})
         else:
             out.append({"text": text, "kind": "verdict"})
     return out
 
 
 def audit_findings(folder, findings: list[Finding], verdict: list[tuple[str, str]],
-                   summary=None, price: dict | None = None) -> list[audit.Problem]:
+                   summary=None, price: dict | None = None, choices=()) -> list[audit.Problem]:
     """Every problem the independent checker finds in the verdict lines and the diagnosis of
     ``folder`` (its path: the checker reads its records itself and re-derives every figure from
     them); ``summary`` ties the lost-time line to its job; ``price``: the ``[cost]`` keys
     the verdict's costs are at (an input, not a measurement: the checker derives the costs itself)."""
-    return audit.check_folder(folder, [*verdict_claims(findings, verdict, summary), *finding_claims(findings)], price)
+    claims = [*verdict_claims(findings, verdict, summary, choices), *finding_claims(findings)]
+    return audit.check_folder(folder, claims, price)

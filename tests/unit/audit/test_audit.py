@@ -208,7 +208,7 @@ def test_the_mutation_benchmark_scores_the_checker():
     assert result["false_reports"] == []
     scores = result["scores"]
     for kind in ("number", "interval", "job", "direction", "basis", "significance", "band", "bound", "cause",
-                 "cannot tell"):
+                 "cannot tell", "choice"):
         assert scores[kind]["tried"] > 0
         assert checker_mutations.score_of(scores[kind]) >= 0.9, (kind, scores[kind])
 

@@ -171,3 +171,21 @@ def test_several_baselines_are_one_side_in_the_checker_and_the_analysis(tmp_path
         warnings.simplefilter("ignore")
         summary = load(tmp_path).summary
     assert summary.set_index("world_size").loc[2, "speedup"] == pytest.approx(expected)
+
+
+def test_the_fastest_line_names_the_fastest_job_of_its_model(tmp_path):
+    """check_choice: the job a "fastest" line names has the most samples a second among the ok jobs that
+    train its model; a job of another model is no rival (docs/diagnosis.md)."""
+    from ddpbench.audit import Claim
+    from ddpbench.audit.checks import check_choice
+    from ddpbench.testing.records import ok, write_results
+
+    write_results(tmp_path, [ok(10.0, world_size=1, bucket_cap_mb=25), ok(8.0, world_size=1, bucket_cap_mb=5),
+                             ok(4.0, world_size=1, model="cnn")])
+    fig = derive(tmp_path)
+    jobs = fig.jobs.reset_index().rename(columns={"index": "key"})
+    slow = jobs[(jobs["model"] == "mlp") & (jobs["bucket_cap_mb"] == 25)]["key"].iloc[0]
+    fast = jobs[(jobs["model"] == "mlp") & (jobs["bucket_cap_mb"] == 5)]["key"].iloc[0]
+    assert check_choice(fig, Claim("mlp-s ws=1 bucket 5 MB, ...", fast, kind="fastest")) == []
+    found = check_choice(fig, Claim("mlp-s ws=1 bucket 25 MB, ...", slow, kind="fastest"))
+    assert [p.kind for p in found] == ["fastest"] and fast in found[0].expected  # the cnn, faster still, is no rival
