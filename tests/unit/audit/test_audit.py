@@ -230,7 +230,7 @@ def test_the_sweeps_console_verdict_lines_are_checked(quick, capsys):
 def test_the_gain_s_lower_end_in_words_is_held_to_the_records():
     """The top cause's "at least X ms by the lower end of its 95 % interval": the gain scaled with the exposed
     communication's lower end, for the job the line is about (bucket-sweep-cpu's verdict, as written)."""
-    from ddpbench.audit.checks import check_gain_low
+    from ddpbench.audit.choices import check_gain_low
 
     fig = derive(EXAMPLES / "bucket-sweep-cpu")
     line = ("communication in mlp-l ws=2 bucket 5 MB; fix: a faster link, fewer bytes (comm_hook = fp16 or powersgd) "

@@ -177,7 +177,7 @@ def test_the_fastest_line_names_the_fastest_job_of_its_model(tmp_path):
     """check_choice: the job a "fastest" line names has the most samples a second among the ok jobs that
     train its model; a job of another model is no rival (docs/diagnosis.md)."""
     from ddpbench.audit import Claim
-    from ddpbench.audit.checks import check_choice
+    from ddpbench.audit.choices import check_choice
     from ddpbench.testing.records import ok, write_results
 
     write_results(tmp_path, [ok(10.0, world_size=1, bucket_cap_mb=25), ok(8.0, world_size=1, bucket_cap_mb=5),
