@@ -1,6 +1,6 @@
 """The independent checker (ddpbench.audit) finds nothing wrong in any committed example folder:
-the verdict and the findings of each, as `report --check` hands them over (the first half of the
-folders here, the rest in test_example_folders_rest.py, so that the halves run on two cores)."""
+the verdict and the findings of each, as `report --check` hands them over. (A file of its own:
+the longest test of the inner loop, it runs beside test_audit.py on another core.)"""
 
 import warnings
 
@@ -9,34 +9,23 @@ from ddpbench.testing import ROOT
 EXAMPLES = ROOT / "reports" / "examples"
 
 
-def checked_folders() -> list:
-    """Every committed example folder with results; of history-cpu's 29 sweeps of one experiment at 22
-    commits (its store's entries and bisect's folders), read as a history rather than as reports, its
-    first and last entries stand for them."""
+def test_no_problem_in_any_committed_example_folder():
+    """The verdict and the findings of every committed example folder, as `report --check` hands them over."""
+    from ddpbench.analysis.folder import load
+
     folders = sorted(p.parent for p in EXAMPLES.glob("**/results.jsonl"))
     assert len(folders) >= 30
+    # history-cpu holds 29 sweeps of one experiment at 22 commits (its store's entries and bisect's
+    # folders): they are read as a history, not as reports; its first and last entries stand for them
     history = [f for f in folders if f.is_relative_to(EXAMPLES / "history-cpu")]
     entries = sorted(f for f in history if f.parent.parent.name == "store")
     assert len(history) >= 22 and len(entries) >= 20
-    return [f for f in folders if f not in history] + [entries[0], entries[-1]]
-
-
-def no_problem_in(folders) -> None:
-    """The verdict and the findings of each folder, as `report --check` hands them over, hold."""
-    from ddpbench.analysis.folder import load
-
+    folders = [f for f in folders if f not in history] + [entries[0], entries[-1]]
     for folder in folders:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             problems = load(folder).contradictions
         assert problems == [], (folder, [p.line() for p in problems])
-
-
-def test_no_problem_in_any_committed_example_folder():
-    """The first half of the folders (test_example_folders_rest.py checks the others: the suite runs a file
-    at a time on each core, so the two halves run side by side)."""
-    folders = checked_folders()
-    no_problem_in(folders[: len(folders) // 2])
 
 
 def test_the_checkers_reader_and_the_analysis_reader_agree_on_every_committed_folder():
