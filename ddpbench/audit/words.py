@@ -125,11 +125,7 @@ def check_bands(claim: Claim) -> list[Problem]:
     low, high = float(low_text), float(high_text)
     # an end on an edge as written could lie on either side of it: every band phrase its possible values call
     # for is right (a word none of them calls for is still wrong)
-    ends = [[end] if not any(on_line(end, text, edge) for edge in EDGES) else
-            [next(e for e in EDGES if on_line(end, text, e)) - 1e-6, next(e for e in EDGES if on_line(end, text, e))]
-            for end, text in ((low, low_text), (high, high_text))]
-    rights = {_band_phrase(lo, hi) for lo in ends[0] for hi in ends[1]}
-    spanned = [word for word, lo, hi in BANDS if low < hi and high >= lo]
+    rights = {_band_phrase(lo, hi) for lo in _either_side(low, low_text) for hi in _either_side(high, high_text)}
     where = f"95 % CI {low_text} % to {high_text} %"
     out = []
     for said in BAND_WORDS.finditer(claim.text):
@@ -143,15 +139,27 @@ def check_bands(claim: Claim) -> list[Problem]:
                                                            f"interval ({where}) says {_band_phrase(low, high)!r}"))
     if None not in rights and ACROSS_EVERY.search(claim.text):
         out.append(Problem("band", claim.job, claim.text, f"calls its efficiency's interval ({where}) one across "
-                                                           f"every band; it spans {', '.join(spanned)}"))
+                                                           f"every band; it spans {', '.join(_spanned(low, high))}"))
     return out
+
+
+def _spanned(low: float, high: float) -> list[str]:
+    """The bands an efficiency interval (%) reaches into, low to high."""
+    return [word for word, lo, hi in BANDS if low < hi and high >= lo]
 
 
 def _band_phrase(low: float, high: float) -> str | None:
     """The band phrase an efficiency interval (%) calls for: one band, two ("scales moderately to well"), or
     None where it spans all three."""
-    spanned = [word for word, lo, hi in BANDS if low < hi and high >= lo]
+    spanned = _spanned(low, high)
     return ("scales " + " to ".join(spanned)) if len(spanned) in (1, 2) else None
+
+
+def _either_side(end: float, text: str) -> list[float]:
+    """An interval's end, written as ``text``: itself, or, on a band's edge at that precision, a value just
+    below the edge and the edge itself (either may be what was rounded)."""
+    edge = next((e for e in EDGES if on_line(end, text, e)), None)
+    return [end] if edge is None else [edge - 1e-6, edge]
 
 
 #: the lines of the exposed communication share (docs/reading-the-report.md): communication-bound at or above,
