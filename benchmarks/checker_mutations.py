@@ -6,7 +6,7 @@ results.jsonl).
                                            [--held-out] [--out reports/examples/checker-cpu/mutations.md]
 
 ``--held-out`` scores the folders of ``reports/examples/checker-cpu/held-out-2/`` alone, swept
-after every check was frozen (commit e722d2a); the default leaves them out. The earlier
+after every check was frozen (commit 8dde0c5); the default leaves them out. The earlier
 ``held-out/`` folders were held out of the significance, band and bound checks, then read while
 the later checks were written: they are tuning data now, scored with the rest by default.
 
@@ -76,7 +76,7 @@ BASIS = [("estimated (a model, not run) to recover", "measured to recover"),
          ("a model estimate: the sweep did not run this fix", "the sweep ran this fix")]
 
 
-#: folders swept after every check was frozen (commit e722d2a), never read while writing them
+#: folders swept after every check was frozen (commit 8dde0c5), never read while writing them
 HELD_OUT = ROOT / "reports" / "examples" / "checker-cpu" / "held-out-2"
 
 
