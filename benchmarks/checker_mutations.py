@@ -87,14 +87,15 @@ def folders(held_out: bool = False) -> list[Path]:
 
 
 def claims_of(folder: Path) -> list[Claim]:
-    """The folder's verdict lines and findings, as `report --check` hands them to the checker."""
-    from ddpbench.analysis.diagnosis.claims import finding_claims, verdict_claims
+    """The folder's verdict lines, its answer table's rows and its findings, as `report --check` hands them to
+    the checker."""
+    from ddpbench.analysis.diagnosis.claims import answer_claims, finding_claims, verdict_claims
     from ddpbench.analysis.folder import load
 
     measured = load(folder)
     findings = measured.findings
     return [Claim.of(c) for c in (*verdict_claims(findings, measured.verdict, measured.summary, measured.choices),
-                                  *finding_claims(findings))]
+                                  *answer_claims(findings, measured.answers), *finding_claims(findings))]
 
 
 # -- the grammar: what a sentence of the report can claim, read from its wording (docs/reading-the-report.md,

@@ -32,7 +32,7 @@ from ddpbench.analysis.diagnosis.finders import diagnose
 from ddpbench.analysis.diagnosis.findings import Finding
 from ddpbench.analysis.models.model import Model, cost_model
 from ddpbench.analysis.models.network import held_out_check, network_table
-from ddpbench.analysis.diagnosis.verdict import headline
+from ddpbench.analysis.diagnosis.verdict import Answer, answers, headline
 from ddpbench.experiment.cost import Cost
 from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_collectives, load_folder, load_tables
@@ -106,6 +106,14 @@ class Measured:
         return [*headline(self.findings, self.summary), *((c.label, c.text) for c in self.choices)]
 
     @functools.cached_property
+    def answers(self) -> list[Answer]:
+        """The verdict as a table, a row per question (:func:`ddpbench.analysis.diagnosis.verdict.answers`):
+        what the report and a sweep's console show first; empty when no job ran or every job failed."""
+        if not len(self.summary):
+            return []
+        return answers(self.findings, self.summary, self.choices)
+
+    @functools.cached_property
     def contradictions(self) -> list:
         """What the independent checker (:mod:`ddpbench.audit`, through
         :func:`ddpbench.analysis.diagnosis.claims.audit_findings`) finds wrong in the verdict and the findings,
@@ -116,7 +124,7 @@ class Measured:
         if not len(self.summary):  # no job: nothing said, nothing to check
             return []
         return audit_findings(self.results_dir, self.findings, self.verdict, self.summary, self.cost.to_dict(),
-                              self.choices)
+                              self.choices, self.answers)
 
 
 def load(results_dir: str | Path, collectives: bool = True, loss_budget: bool = True,

@@ -12,9 +12,10 @@ from ddpbench.audit.figures import Figures
 from ddpbench.audit.problem import Claim, Problem
 
 #: a named cause's gain and the lower end of its interval, said in words (the verdict's top cause line)
-GAIN_LOW = re.compile(rf"recover ({parse.NUMBER}) ms of a {parse.NUMBER} ms step \({parse.NUMBER} %\),? (?:at least "
-                      rf"({parse.NUMBER}) ms by the lower end|but the 95 % interval of the gain reaches down to "
-                      rf"({parse.NUMBER}) ms)")
+#: (and the answer table's row: "recover 23.8 of 81.3 ms a step (29 %); at least 12.5 ms by the lower end")
+GAIN_LOW = re.compile(rf"recover ({parse.NUMBER}) (?:ms of a {parse.NUMBER} ms step|of {parse.NUMBER} ms a step) "
+                      rf"\({parse.NUMBER} %\)[,;]? (?:at least ({parse.NUMBER}) ms by the lower end|(?:but the 95 % "
+                      rf"interval of the gain|cannot tell:) reaches down to ({parse.NUMBER}) ms)")
 
 
 def check_gain_low(fig: Figures, claim: Claim) -> list[Problem]:
@@ -52,6 +53,9 @@ def check_gain_low(fig: Figures, claim: Claim) -> list[Problem]:
 SAME_MODEL = ("model", "model_size", "model_args", "script", "script_args")
 #: a choice's figure: the most samples a second (fastest), the least cost of a million samples (cheapest)
 CHOICE_FIGURE = {"fastest": ("samples_per_s", max), "cheapest": ("cost_per_million", min)}
+#: a choice set against its runner-up: "3.7 % faster than ...", "3.7 % less time per sample than ..."
+AGAINST = re.compile(rf"{parse.NUMBER} ?% (faster|slower|cheaper|dearer|less time per sample|more time per sample) "
+                     "than ")
 
 
 def check_choice(fig: Figures, claim: Claim) -> list[Problem]:
@@ -69,6 +73,11 @@ def check_choice(fig: Figures, claim: Claim) -> list[Problem]:
     winner = figures.idxmax() if best is max else figures.idxmin()
     ahead = figures[winner] / mine[column] - 1 if best is max else 1 - figures[winner] / mine[column]
     if winner == claim.job or ahead <= 1e-3:  # a tie within a thousandth: either is the choice
+        # the choice against its runner-up: by the records it is the faster (cheaper) one, never the slower
+        against = AGAINST.search(claim.text)
+        if against and against.group(1) in ("slower", "dearer", "more time per sample"):
+            return [Problem("direction", claim.job, claim.text, f"says the {claim.kind} setting is {against.group(1)} "
+                                                                "than the setting it is set against")]
         return []
     return [Problem(claim.kind, claim.job, claim.text, f"names {claim.job} the {claim.kind} of its model, but "
                                                        f"{winner} is ({column} {figures[winner]:.4g} against "

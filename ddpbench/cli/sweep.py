@@ -47,6 +47,8 @@ def add_parser(sub) -> None:
     p.add_argument("--no-report", action="store_true", help="store results but do not write the report")
     p.add_argument("--wide", action="store_true", help="print the summary's every column at full width (default: at "
                                                       "most 100 columns; the CSV and the report hold them all)")
+    p.add_argument("--verbose", action="store_true", help="print the verdict's sentences after its answer table "
+                                                         "(the report holds both)")
     # one side of `ddpbench ab`: rounds on the word of the A/B that started it (ddpbench.sweep.paced)
     p.add_argument("--paced", metavar="IN,OUT", help=argparse.SUPPRESS)
     add_cost_flags(p)
@@ -97,5 +99,6 @@ def command(args) -> int:
                            dry_run=args.dry_run, write_report=not args.no_report and paced is None,
                            launcher=launcher, paced=paced,
                            argv=tuple(args.argv), wait=args.wait, force=args.force, wide=args.wide,
+                           verbose=args.verbose,
                            emulation_flags=any(v is not None for v in emulation.values()))
     return run_and_report(experiment, options, machine)

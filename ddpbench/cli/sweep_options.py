@@ -35,6 +35,8 @@ class SweepOptions:
     paced: tuple[int, int] | None = None
     #: the summary's every column, at full width (else at most ddpbench.cli.console.NARROW columns)
     wide: bool = False
+    #: the verdict in sentences after its answer table
+    verbose: bool = False
 
 
 def add_launcher_flags(parser) -> None:

@@ -86,7 +86,8 @@ def _checked_run(experiment, options: SweepOptions, machine, console) -> int:
         console.print(f"sweep wall time {summary.wall_s:.1f} s, timed step windows {summary.timed_s:.1f} s "
                       f"(ratio {summary.wall_s / summary.timed_s:.2f}); {summary.already_done} launches were "
                       f"already stored", highlight=False)
-    return finish_report(options.out_dir, console, write=options.write_report, wide=options.wide)
+    return finish_report(options.out_dir, console, write=options.write_report, wide=options.wide,
+                         verbose=options.verbose)
 
 
 def _run(experiment, options: SweepOptions, machine, console):
@@ -112,7 +113,7 @@ def _run(experiment, options: SweepOptions, machine, console):
     return summary
 
 
-def finish_report(out_dir: Path, console, write: bool = True, wide: bool = False) -> int:
+def finish_report(out_dir: Path, console, write: bool = True, wide: bool = False, verbose: bool = False) -> int:
     """Print the summary table of ``out_dir`` (every column with ``wide``) and write its report; exit code 1
     if a job failed."""
     from ddpbench.report.build import helping, load_context, write_context
@@ -130,7 +131,7 @@ def finish_report(out_dir: Path, console, write: bool = True, wide: bool = False
         print_summary(table, wide)
         # on standard output, with the table: the results, not the progress; the report's first section
         # shows the same verdict lines, computed once
-        print_verdict(table, ctx.folder.verdict)
+        print_verdict(table, ctx.folder.verdict, ctx.folder.answers, verbose, wide)
         if write:
             index = write_context(ctx, helper=helper)
             console.print(f"report: {index}", highlight=False)

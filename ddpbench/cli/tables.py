@@ -102,9 +102,16 @@ def budget_lines(table) -> list[str]:
             for _, r in ordered(budget_rows(table)).iterrows()]
 
 
-def print_verdict(table, lines) -> None:
-    """After the summary table, on standard output: each job's loss budget, then the verdict's lines."""
+def print_verdict(table, lines, answers=(), verbose: bool = False, wide: bool = False) -> None:
+    """After the summary table, on standard output: each job's loss budget, then the verdict as its answer
+    table (:func:`ddpbench.analysis.diagnosis.verdict.answers`; at most NARROW columns unless ``wide``), and
+    its sentences with ``verbose`` (or where there is no table: every job failed)."""
     from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from ddpbench.analysis.diagnosis import ANSWER_COLUMNS
+    from ddpbench.results.sanitize import printable
 
     out = Console(highlight=False, soft_wrap=True)
     budget = budget_lines(table)
@@ -112,8 +119,16 @@ def print_verdict(table, lines) -> None:
         out.print("loss budget (ms per step; ~ within noise):", markup=False)
         for line in budget:
             out.print(f"  {line}", markup=False)
-    if lines:
-        out.print("verdict:")
+    if answers:
+        grid = Table(title=None if verbose else "verdict (--verbose: in sentences)", title_justify="left",
+                     show_lines=True)
+        for name, ratio in zip(ANSWER_COLUMNS, (None, 5, 4, 2)):
+            grid.add_column(name, overflow="fold", no_wrap=ratio is None, ratio=ratio)
+        for a in answers:
+            grid.add_row(*(Text(printable(cell)) for cell in (a.question, a.answer, a.sure, a.settle)))
+        table_console(wide).print(grid)
+    if lines and (verbose or not answers):
+        out.print("verdict in sentences:" if answers else "verdict:")
         for label, text in lines:
             out.print(f"  {label}: {text}", markup=False)
 

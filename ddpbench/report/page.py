@@ -107,6 +107,11 @@ img { max-width: 100%; height: auto; display: block; margin: .8em 0; }
 td.wrong { color: #c62828; font-weight: 700; background: #fdecea !important; }
 details { margin: .4em 0; } details > summary { cursor: pointer; font-weight: 600; padding: .2em 0; }
 details .wrong-note, .wrong-note { color: #c62828; font-weight: 600; }
+table.answers th[scope=row] { background: #f3f3f3; white-space: nowrap; }
+@media (max-width: 640px) { body { padding: .8em .8em 3em; } h1 { font-size: 1.5em; }
+  table.answers thead { display: none; }
+  table.answers, table.answers tbody, table.answers tr, table.answers th, table.answers td { display: block; }
+  table.answers tr { margin-bottom: .6em; border: 1px solid #ddd; } table.answers td, table.answers th { border: 0; } }
 dl.defs dt { font-weight: 600; float: left; clear: left; width: 11em; } dl.defs dd { margin-left: 11.5em; }
 """
 

@@ -12,7 +12,7 @@
   model_findings  findings of the cost model
   precision       mixed precision and torch.compile
   lossbudget      the loss budget in words
-  verdict         the headline: how it scales, what to change
+  verdict         the headline: how it scales, what to change; the same as a table of answers
   choice          the best setting, and whether it is better
   claims          the verdict's and the findings' claims, for the checker
 """
@@ -23,8 +23,9 @@ from ddpbench.analysis.diagnosis.precision import (
     has_settings, ratio_text, scaling_sentences, setting_name, settings_table,
 )
 from ddpbench.analysis.diagnosis.lossbudget import cluster_words
+from ddpbench.analysis.diagnosis.verdict import ANSWER_COLUMNS
 
 __all__ = [
-    "cluster_words", "has_settings", "ratio_text", "scaling_sentences", "setting_name",
+    "ANSWER_COLUMNS", "cluster_words", "has_settings", "ratio_text", "scaling_sentences", "setting_name",
     "settings_table",
 ]

@@ -64,19 +64,29 @@ def best_cap(summary) -> list[Finding]:
         spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
         told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * MATERIAL_SHARE,
                                    " whether they differ")
+        ci = f"95 % CI {pct(1 - high, 1)} to {pct(1 - low, 1)}"
+        settle = ""
         if sig is None:
             tail = f"; {told}"
+            sure, settle = "cannot tell: no interval", wording.settle(min(len(mine), len(theirs)), spread,
+                                                                      100 * MATERIAL_SHARE)
         elif sig:
             tail = f" (95 % CI of the gain {pct(1 - high, 1)} to {pct(1 - low, 1)}: significant)"
+            sure = f"significant: {ci}"
         elif 1 - high > -MATERIAL_SHARE and 1 - low < MATERIAL_SHARE:
+            sure = f"any of them will do: {ci}"
             tail = (f", but that is not significant: the 95 % interval of the gain, {pct(1 - high, 1)} to "
                     f"{pct(1 - low, 1)}, includes 0 and rules out a difference of {pct(MATERIAL_SHARE)} or "
                     "more; any of these bucket sizes will do")
         else:
             tail = (f", but that is not significant: the 95 % interval of the gain, {pct(1 - high, 1)} to "
                     f"{pct(1 - low, 1)}, includes both 0 and a difference of {pct(MATERIAL_SHARE)}; {told}")
+            sure, settle = f"cannot tell: {ci}", wording.settle(min(len(mine), len(theirs)), spread,
+                                                                100 * MATERIAL_SHARE)
+        best_caps = caps_text(best['bucket_cap_mb'])
+        brief = wording.Brief(f"{best_caps} buckets, {pct(gain, 1)} faster than {caps_text(other_caps)}", sure, settle)
         out.append(Finding("bucket", "info", f"Best gradient bucket size for DDP with {where}: "
-                           f"{caps_text(best['bucket_cap_mb'])}, {pct(gain, 1)} faster per step than {name}{tail}."))
+                           f"{best_caps}, {pct(gain, 1)} faster per step than {name}{tail}.", brief=brief))
     return out
 
 

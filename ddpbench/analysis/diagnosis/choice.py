@@ -33,6 +33,8 @@ class Choice:
     label: str
     text: str
     job: str | None = None
+    #: the line in a few words, for the verdict's answer table (fastest and cheapest)
+    brief: wording.Brief | None = None
 
 
 def _groups(summary: pd.DataFrame):
@@ -68,8 +70,25 @@ def _versus(best, other, ratio: tuple[float, float], point: float, word: str, su
     return f"{pct(gain, 1)} {word} than {name} by the means; {told}"
 
 
-def _name(row, summary) -> str:
-    return describe(row, label_fields(summary), summary)
+def _brief(answer: str, best, other, ratio: tuple[float, float], gain: float, word: str = "",
+           other_name: str = "") -> wording.Brief:
+    """The answer table's cells of a fastest or cheapest line: how sure (against the runner-up, ``other``,
+    named ``other_name``) and what would settle it, from the same interval :func:`_versus` words."""
+    low, high = ratio
+    if other is None:
+        return wording.Brief(answer, "the only setting", "")
+    against = f"{pct(gain, 1)} {word} than {other_name} (95 % CI {pct(1 - high, 1)} to {pct(1 - low, 1)})"
+    if stats.significant(low, high) and high < 1:
+        return wording.Brief(answer, f"significant: {against}")
+    mine, theirs = launch_times(best), launch_times(other)
+    spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
+    sure = f"cannot tell: {against}" if known(low, high) else f"cannot tell it from {other_name}: no interval"
+    return wording.Brief(answer, sure, wording.settle(min(len(mine), len(theirs)), spread,
+                                                      100 * max(gain, CHOICE_MATERIAL)))
+
+
+def _name(row, summary, model: bool = True) -> str:
+    return describe(row, label_fields(summary), summary, model=model)
 
 
 def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
@@ -83,13 +102,18 @@ def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
         fast = by_speed.iloc[0]
         text = (f"{_name(fast, summary)}{model}, {_rate(fast['samples_per_s'])} samples/s"
                 f"{wording.interval(fast['samples_per_s_low'], fast['samples_per_s_high'], _rate)}")
+        short = len(groups) > 1  # the answer table's labels: the model only where the sweep trained several
+        answer = f"{_name(fast, summary, short)}, {_rate(fast['samples_per_s'])} samples/s"
+        brief = _brief(answer, fast, None, (math.nan, math.nan), 0.0)
         if len(group) > 1:
             second = by_speed.iloc[1]
             # its time per sample over the runner-up's: (step / batch) / (step' / batch')
             scale = second["global_batch"] / fast["global_batch"]
             point = (fast["step_ms_mean"] / fast["global_batch"]) / (second["step_ms_mean"] / second["global_batch"])
-            text += f"; {_versus(fast, second, _ratio(fast, second, scale), point, 'less time per sample', summary)}"
-        out.append(Choice("fastest", text, fast["key"]))
+            ratio = _ratio(fast, second, scale)
+            text += f"; {_versus(fast, second, ratio, point, 'less time per sample', summary)}"
+            brief = _brief(answer, fast, second, ratio, 1 - point, "faster", _name(second, summary, short))
+        out.append(Choice("fastest", text, fast["key"], brief))
         if not cost.priced:
             continue
         by_cost = group.sort_values("cost_per_sample")
@@ -98,13 +122,18 @@ def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
                 f"{_money_interval(1e6 * cheap['cost_per_sample_low'], 1e6 * cheap['cost_per_sample_high'], cost)}")
         if cheap["key"] == fast["key"]:
             text += " (also the fastest)"
+        price = _money(cheap['cost_per_million_samples'], cost)
+        answer = f"{_name(cheap, summary, short)}, {price} per million samples"
+        brief = _brief(answer, cheap, None, (math.nan, math.nan), 0.0)
         if len(group) > 1:
             second = by_cost.iloc[1]
             scale = ((cheap["price_per_hour"] / cheap["global_batch"])
                      / (second["price_per_hour"] / second["global_batch"]))
             point = cheap["cost_per_sample"] / second["cost_per_sample"]
-            text += f"; {_versus(cheap, second, _ratio(cheap, second, scale), point, 'cheaper', summary)}"
-        out.append(Choice("cheapest", text, cheap["key"]))
+            ratio = _ratio(cheap, second, scale)
+            text += f"; {_versus(cheap, second, ratio, point, 'cheaper', summary)}"
+            brief = _brief(answer, cheap, second, ratio, 1 - point, "cheaper", _name(second, summary, short))
+        out.append(Choice("cheapest", text, cheap["key"], brief))
         if cost.deadline_h is not None:
             out.append(_deadline(group, cost, summary, model))
     return out

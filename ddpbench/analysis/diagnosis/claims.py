@@ -37,11 +37,29 @@ def verdict_claims(findings: list[Finding], verdict: list[tuple[str, str]], summ
     return out
 
 
+def answer_claims(findings: list[Finding], answers) -> list[dict]:
+    """The answer table's rows (:func:`ddpbench.analysis.diagnosis.verdict.answers`), each as the sentence its
+    cells make, with the job it is about (and the top cause's fix and basis on the row that names it): checked
+    as the verdict's lines are."""
+    cause = top_cause(findings)
+    out = []
+    for a in answers:
+        # an interval in its cell is the answer's figure's, as a sentence writes it: "48 % ... (95 % CI 38 % to 60 %)"
+        sure = f" ({a.sure})" if a.sure.startswith("95 % CI") else f"; {a.sure}"
+        claim = {"text": f"{a.question}: {a.answer}{sure}" + (f"; {a.settle}" if a.settle else ""), "job": a.job,
+                 "kind": a.question if a.question in ("fastest", "cheapest") else "verdict"}  # as the choice's line
+        if a.question == "what to change" and cause is not None:
+            claim |= {"fix_fields": cause.fix_fields, "basis": cause.basis}
+        out.append(claim)
+    return out
+
+
 def audit_findings(folder, findings: list[Finding], verdict: list[tuple[str, str]],
-                   summary=None, price: dict | None = None, choices=()) -> list[audit.Problem]:
+                   summary=None, price: dict | None = None, choices=(), answers=()) -> list[audit.Problem]:
     """Every problem the independent checker finds in the verdict lines and the diagnosis of
     ``folder`` (its path: the checker reads its records itself and re-derives every figure from
     them); ``summary`` ties the lost-time line to its job; ``price``: the ``[cost]`` keys
     the verdict's costs are at (an input, not a measurement: the checker derives the costs itself)."""
-    claims = [*verdict_claims(findings, verdict, summary, choices), *finding_claims(findings)]
+    claims = [*verdict_claims(findings, verdict, summary, choices), *answer_claims(findings, answers),
+              *finding_claims(findings)]
     return audit.check_folder(folder, claims, price)

@@ -131,16 +131,23 @@ def _scaling(summary, given):
                        "rank, "
                        f"{pct(top[EFFICIENCY])} parallel efficiency{wording.interval(low, high)}")
             words = wording.scaling_words(low, high)
+            short = (f"{top[SPEEDUP]:.2f}x at world size {int(top['world_size'])}, {pct(top[EFFICIENCY])} parallel "
+                     "efficiency")
             if words is None:  # no interval, or one across every band: no band word
                 launches = launch_times(top)
                 why = "" if not known(low, high) else ", an interval across every band"
                 told = wording.cannot_tell(len(launches), wording.spread_pct(launches),
                                            100 * wording.band_gap(top[EFFICIENCY]), " how it scales")
                 text = f"{strategy} with {config}: {told}; {figures}{why}."
-                out.append(Finding("scaling", "warn", text))
+                brief = wording.Brief(f"cannot tell: {short}", wording.interval(low, high).strip(" ()")
+                                      or "one launch: no interval", wording.settle(
+                                          len(launches), wording.spread_pct(launches),
+                                          100 * wording.band_gap(top[EFFICIENCY])))
+                out.append(Finding("scaling", "warn", text, brief=brief))
                 continue
+            brief = wording.Brief(f"{words}: {short}", wording.interval(low, high).strip(" ()"))
             out.append(Finding("scaling", "info" if words == "scales well" else "warn",
-                               f"{strategy} with {config} {words}: {figures}."))
+                               f"{strategy} with {config} {words}: {figures}.", brief=brief))
     return out
 
 

@@ -42,6 +42,8 @@ class Finding:
     #: the lower end of recoverable_ms's 95 % interval (:func:`ddpbench.analysis.diagnosis.wording.recoverable_low_ms`):
     #: the verdict names the cause only where it is material; NaN without an interval
     recoverable_low_ms: float = math.nan
+    #: the answer in a few words, for the verdict's answer table; None: the finding answers none of its questions
+    brief: wording.Brief | None = None
 
 
 def blame(kind: str, row, estimate: Estimate, text: str, severity: str = "warn") -> Finding:

@@ -21,7 +21,8 @@ from ddpbench.analysis.core.budget_lines import (LOSS_LINES, RECOVERABLE, RESIDU
                                                  removed_by_device)
 from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.values import known, num
-from ddpbench.analysis.diagnosis.wording import cannot_tell, launches, measurable, noise_floor_ms, not_measurable
+from ddpbench.analysis.diagnosis.wording import (Brief, cannot_tell, launches, measurable, noise_floor_ms,
+                                                 not_measurable)
 
 #: the budget's lines (:mod:`ddpbench.analysis.core.budget_lines`), in the budget's order, with their words
 NAMES = {x.name: x.label for x in LOSS_LINES}
@@ -129,6 +130,27 @@ def sentence(row) -> str:
     rest = line(row, RESIDUAL)
     tail = f"; {rest.words} {_ms(rest.ms)} ms" if known(rest.ms) else ""
     return f"{head}: {body}{tail}"
+
+
+def brief(row, label: str) -> Brief | None:
+    """:func:`sentence` in a few words, for the verdict's answer table: the largest measured line of the
+    loss of the job ``label`` names, with its interval, or why none is named; None without a budget."""
+    if not has_budget(row):
+        return None
+    loss = line(row, "loss")
+    where = f"in {label}"
+    if not known(loss.low, loss.high):
+        return Brief(f"{loss.ms:.1f} ms lost {where}", "one launch: no interval", "repeats = 3 or more")
+    if not is_measured(row, loss):
+        return Brief(f"the time lost {where} not measurable", f"noise floor {(loss.high - loss.low) / 2:.1f} ms",
+                     "more launches")
+    shown = measured_lines(row)
+    if not shown:
+        return Brief(f"{loss.ms:.1f} ms lost {where}; no one line measurable", _ci(loss.low, loss.high),
+                     "more launches")
+    top = shown[0]
+    return Brief(f"{top.words} {top.ms:.1f} of {loss.ms:.1f} ms lost {where}",
+                 _ci(top.low, top.high))
 
 
 def _ms(value: float) -> str:

@@ -7,6 +7,7 @@ fields; nothing here measures or decides anything the diagnosis did not."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -15,9 +16,26 @@ from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.values import known, pct
 from ddpbench.analysis.diagnosis.findings import Finding, top_cause
-from ddpbench.analysis.core.jobs import describe, label_fields
+from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields
 from ddpbench.analysis.summary.table import launch_times
-from ddpbench.analysis.diagnosis.wording import cannot_tell, spread_pct
+from ddpbench.analysis.diagnosis.wording import Brief, cannot_tell, settle, spread_pct
+
+#: the answer table's questions, in its order: one row each where the sweep answers it
+QUESTIONS = ("scaling", "lost time", "what to change", "best setting", "fastest", "cheapest")
+#: the answer table's columns, on the page and the console
+ANSWER_COLUMNS = ("", "answer", "how sure", "to settle")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One row of the answer table: a question, the answer with its key figure, how sure it is, what
+    would settle it, and the job it is about (None: several, or none)."""
+
+    question: str
+    answer: str
+    sure: str
+    settle: str
+    job: str | None = None
 
 
 def headline(findings: list[Finding], summary: pd.DataFrame) -> list[tuple[str, str]]:
@@ -45,6 +63,62 @@ def headline(findings: list[Finding], summary: pd.DataFrame) -> list[tuple[str, 
         if f.kind == "bucket" and f.text.startswith("Best gradient bucket size"):
             lines.append(("best setting", f.text))
     return lines
+
+
+def answers(findings: list[Finding], summary: pd.DataFrame, choices=()) -> list[Answer]:
+    """The verdict as a table, a row per question of :data:`QUESTIONS` the sweep answers, each from the
+    :class:`~ddpbench.analysis.diagnosis.wording.Brief` of the finding (or choice,
+    :class:`~ddpbench.analysis.diagnosis.choice.Choice`) its headline line quotes; the first such finding
+    where several answer one question (the sentences say the rest). Nothing but failure where every job failed."""
+    if summary.empty or not (summary["status"] == "ok").any():
+        return []
+    briefs: dict[str, tuple[Brief, str | None]] = {}
+    scaling = [f for f in findings if f.kind == "scaling" and f.brief is not None]
+    if scaling:
+        briefs["scaling"] = (scaling[0].brief, scaling[0].job)
+    cause = top_cause(findings)
+    lost = _budget_row(cause, summary)
+    if lost is not None and (brief := lossbudget.brief(lost, _short(lost, summary))) is not None:
+        briefs["lost time"] = (brief, lost["key"])
+    briefs["what to change"] = (_fix_brief(cause, summary), cause.job if cause is not None else None)
+    best = [f for f in findings if f.kind == "bucket" and f.brief is not None]
+    if best:
+        briefs["best setting"] = (best[0].brief, best[0].job)
+    for c in choices:
+        if c.brief is not None and c.label in QUESTIONS and c.label not in briefs:
+            briefs[c.label] = (c.brief, c.job)
+    return [Answer(q, b.answer, b.sure, b.settle, job) for q in QUESTIONS if q in briefs
+            for b, job in [briefs[q]]]
+
+
+def _short(row, summary: pd.DataFrame) -> str:
+    """A job's label in the answer table: its model only where the sweep trained several."""
+    models = summary[[c for c in MODEL_FIELDS if c in summary]].astype(str).drop_duplicates()
+    return describe(row, label_fields(summary), summary, model=len(models) > 1)
+
+
+def _fix_brief(f: Finding | None, summary: pd.DataFrame) -> Brief:
+    """The top cause in a few words: its most direct fix, what it would recover, how sure that is."""
+    if f is None:
+        return Brief("nothing material", f"no fix would recover {pct(MATERIAL_SHARE)} of a step", "")
+    fix = (", ".join(f"{k} = {v}" for k, v in f.fix_fields.items()) if f.fix_fields
+           else f.fix.split(";")[0].split(" (")[0])
+    head = f"{f.cause}: {fix}"
+    row = summary.set_index("key").loc[f.job] if f.job and f.job in set(summary["key"]) else None
+    step = float(row[STEP_MS]) if row is not None else math.nan
+    if math.isnan(f.recoverable_ms) or not step > 0:
+        return Brief(head, "no estimate of the gain", "")
+    how = "measured" if f.basis == "measured" else "estimated"
+    answer = f"{head}; {how} to recover {f.recoverable_ms:.1f} of {step:.1f} ms a step ({pct(f.recoverable_ms / step)})"
+    run = "" if f.basis == "measured" else "run the fix"
+    if f.recoverable_low_ms >= MATERIAL_SHARE * step:
+        return Brief(answer, f"at least {f.recoverable_low_ms:.1f} ms by the lower end", run)
+    if not known(f.recoverable_low_ms):
+        return Brief(answer, "cannot tell: the gain has no interval", run or "repeats = 3 or more")
+    launches = launch_times(row)
+    return Brief(answer, f"cannot tell: reaches down to {max(f.recoverable_low_ms, 0.0):.1f} ms, under "
+                 f"{pct(MATERIAL_SHARE)} of the step",
+                 settle(len(launches), spread_pct(launches), 100 * f.recoverable_ms / step))
 
 
 def lost_time_job(findings: list[Finding], summary: pd.DataFrame):

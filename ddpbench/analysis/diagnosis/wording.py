@@ -21,6 +21,7 @@ interval over launches, never from its point estimate alone:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -54,6 +55,32 @@ def fix_text(fixes) -> str:
         Their words joined by :data:`FIX_JOINER`.
     """
     return FIX_JOINER.join(f.text for f in fixes)
+
+
+@dataclass(frozen=True)
+class Brief:
+    """A finding's answer in a few words, for the verdict's answer table
+    (:func:`ddpbench.analysis.diagnosis.verdict.answers`): the answer with its key figure, how sure it is
+    (the interval, or "cannot tell"), and what would settle it (launches, or the run of a fix); written by
+    the code that writes the finding's sentence, from the same figures."""
+
+    answer: str
+    sure: str
+    settle: str = ""
+
+
+def settle(n: int, spread: float, effect_pct: float) -> str:
+    """What would settle a call the launches cannot make, in a few words: ``M launches`` (the
+    fewest of :data:`LAUNCH_STEPS` that would detect ``effect_pct``), or why no such count is named:
+    :func:`cannot_tell`'s figures, short."""
+    if n < 2:
+        return "repeats = 3 or more"
+    m, mde = launches_needed(spread, n, effect_pct)
+    if m is not None:
+        return f"{m} launches"
+    if known(mde):
+        return f"over {LAUNCH_STEPS[-1]} launches"
+    return "more launches"
 
 
 def interval(low: float, high: float, text=pct) -> str:

@@ -199,3 +199,59 @@ def test_a_crafted_folder_s_report_runs_nothing(browser, tmp_path):
     assert "PWNED" not in done.stdout
     assert seen["links"] and all(link.startswith("#") or link.endswith(".png") or link == "https://ui.perfetto.dev"
                                  for link in seen["links"]), seen["links"]
+
+
+# -- the answer table first, at a laptop's width and a phone's -----------------------------------------
+
+#: (name, width, height) of the windows the page is opened in
+WIDTHS = (("laptop", 1366, 900), ("phone", 390, 844))
+#: a page that opens the report in a frame of the width asked for (headless Chromium's windows are at least
+#: 500 px wide) and, once it loaded, says where the answer table sits in the frame and what is collapsed
+FRAME = """<!DOCTYPE html><html><body style="margin:0">
+<iframe id="page" src="index.html" width="{width}" height="{height}" style="border:0;display:block"></iframe>
+<pre id="probe"></pre>
+<script>
+window.addEventListener("load", function () {{
+  var doc = document.getElementById("page").contentDocument, win = document.getElementById("page").contentWindow;
+  var table = doc.querySelector("table.answers"), box = table.getBoundingClientRect();
+  var details = table.nextElementSibling;
+  document.getElementById("probe").textContent = JSON.stringify({{
+    inner: win.innerWidth, left: box.left, right: box.right, top: box.top, height: box.height,
+    scroll: doc.documentElement.scrollWidth,
+    rows: table.querySelectorAll("tbody tr").length, collapsed: details.tagName === "DETAILS" && !details.open,
+    sentences: details.querySelector("ul").checkVisibility()}});
+}});
+</script></body></html>"""
+
+
+@pytest.mark.parametrize(("name", "width", "height"), WIDTHS, ids=[w[0] for w in WIDTHS])
+def test_the_answer_table_fits_a_laptop_and_a_phone_and_comes_first(browser, report, tmp_path, name, width,
+                                                                     height):
+    """The verdict's answer table within the page's width (no sideways scrolling to read an answer), in the
+    first screen, the sentences collapsed under it; a screenshot of each width is kept in the test's output
+    folder (its path printed)."""
+    from matplotlib.image import imread
+
+    frame = report.with_name(f"_answers_{name}.html")
+    frame.write_text(FRAME.format(width=width, height=height), encoding="utf-8")
+    window = f"--window-size={max(width, 500)},{height + 40}"
+    done = run_browser(browser, tmp_path / "profile", window, "--allow-file-access-from-files",
+                       "--virtual-time-budget=10000", "--dump-dom", frame.as_uri())
+    assert done.returncode == 0, f"chromium exited {done.returncode}:\n{done.stderr[-3000:]}"
+    match = re.search(r'<pre id="probe">(.*?)</pre>', done.stdout, flags=re.DOTALL)
+    assert match and match.group(1).strip(), f"the probe did not run:\n{done.stderr[-2000:]}"
+    seen = json.loads(html.unescape(match.group(1)))
+    print(f"\n{name} ({width}x{height}): the answer table spans x {seen['left']:.0f}-{seen['right']:.0f} of "
+          f"{seen['inner']}, starts at y {seen['top']:.0f}, {seen['height']:.0f} px tall, {seen['rows']} rows")
+    assert seen["inner"] == width and seen["rows"] == 5
+    assert 0 <= seen["left"] and seen["right"] <= seen["inner"], seen
+    assert seen["top"] < height, seen  # in the first screen
+    assert seen["collapsed"] and not seen["sentences"], seen
+
+    shot = tmp_path / f"answers-{name}.png"
+    done = run_browser(browser, tmp_path / "profile2", window, "--allow-file-access-from-files",
+                       "--virtual-time-budget=10000", f"--screenshot={shot}", frame.as_uri())
+    assert done.returncode == 0 and shot.exists(), done.stderr[-3000:]
+    rgb = imread(shot)[..., :3]
+    assert (rgb[:height, :width] < 0.9).any(axis=-1).mean() > 0.02  # the page, not a blank frame
+    print(f"screenshot: {shot}")

@@ -24,7 +24,7 @@ def tiny_sweep(tmp_path_factory):
     exp = write_experiment(tmp / "tiny.toml", TINY)
     out = tmp / "out"
     proc = run_cli("sweep", exp, "--out", out, "--price-per-device-hour", "2.5", "--price-source", "test",
-                   "--price-date", "2026-11-25")
+                   "--price-date", "2026-11-25", "--verbose")
     return proc, out
 
 
@@ -58,8 +58,11 @@ def test_sweep_end_to_end(tiny_sweep):
     small = two[two["bucket_cap_mb"] == 0.25].iloc[0]
     large = two[two["bucket_cap_mb"] == 25].iloc[0]
     assert small["buckets"] > large["buckets"] == 1  # DDP really used the bucket size asked for
-    # standard output ends with the verdict drawn from the report's diagnosis, one line each
-    tail = proc.stdout[proc.stdout.index("verdict:"):].splitlines()
+    # standard output ends with the verdict drawn from the report's diagnosis: its answer table, then (with
+    # --verbose) its sentences, one line each
+    table = proc.stdout[:proc.stdout.index("verdict in sentences:")]
+    assert "what to change" in table and "how sure" in table
+    tail = proc.stdout[proc.stdout.index("verdict in sentences:"):].splitlines()
     assert [line.split(":")[0].strip() for line in tail[1:]][:1] in (["scaling"], ["no verdict"])
     assert any(line.startswith("  top cause: ") for line in tail) and "report: " in proc.stderr
 

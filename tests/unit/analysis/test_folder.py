@@ -98,7 +98,7 @@ def test_the_report_check_and_the_sweep_end_load_and_summarise_once(calls, capsy
                      "audit_findings": 1, "headline": 2}
     out = capsys.readouterr().out
     assert ("8 finding(s) and the verdict over 4 job(s): 0 problem(s) against the figures re-derived from the records"
-            in out and "verdict:" in out)
+            in out and "verdict (--verbose: in sentences)" in out)
 
 
 def test_the_sweep_end_prints_the_verdict_its_report_shows_computed_once(calls, tmp_path, capsys):
@@ -108,10 +108,10 @@ def test_the_sweep_end_prints_the_verdict_its_report_shows_computed_once(calls, 
 
     folder = tmp_path / "sweep"
     shutil.copytree(QUICK, folder)
-    assert finish_report(folder, Console(quiet=True)) == 0  # the table, the verdict, then the report
+    assert finish_report(folder, Console(quiet=True), verbose=True) == 0  # the table, the verdict, then the report
     assert calls == {**NOTHING, "summarize": 1, "load_tables": 1, "diagnose": 1, "held_out_check": 1, "headline": 1,
                      "cost_model": 1}
-    printed = capsys.readouterr().out.split("verdict:\n")[1].splitlines()
+    printed = capsys.readouterr().out.split("verdict in sentences:\n")[1].splitlines()
     page = (folder / "index.html").read_text()
     assert printed and all(f"</strong>: {line.split(': ', 1)[1].strip()}</li>" in page for line in printed)
 

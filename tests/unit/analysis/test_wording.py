@@ -297,7 +297,8 @@ def test_no_committed_report_says_a_band_or_bound_its_interval_does_not_support(
     for page in sorted((ROOT / "reports" / "examples").glob("*/index.html")):
         text = _page_text(page)
         for m in re.finditer(r"scales (poorly|moderately|well)(?: to (moderately|well))?:", text):
-            ci = re.search(r"\(95 % CI (\d+) % to (\d+) %\)", text[m.end():m.end() + 300])
+            # in a sentence "(95 % CI a % to b %)", in the answer table the next cell's "95 % CI a % to b %"
+            ci = re.search(r"\(?95 % CI (\d+) % to (\d+) %", text[m.end():m.end() + 300])
             assert ci, (page, text[m.start():m.end() + 200])
             low, high = int(ci[1]), int(ci[2])
             assert BANDS[m[1]][0] <= low and high < BANDS[m[2] or m[1]][1], (page, m[0], low, high)

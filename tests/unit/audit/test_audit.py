@@ -220,9 +220,10 @@ def test_the_sweeps_console_verdict_lines_are_checked(quick, capsys):
 
     from ddpbench.cli.sweeping import finish_report
 
-    finish_report(QUICK, Console(quiet=True), write=False)
+    finish_report(QUICK, Console(quiet=True), write=False, verbose=True)
     out = capsys.readouterr().out
-    lines = [line.strip().split(": ", 1)[1] for line in out.split("verdict:")[1].splitlines() if ": " in line]
+    lines = [line.strip().split(": ", 1)[1] for line in out.split("verdict in sentences:")[1].splitlines()
+             if ": " in line]
     assert len(lines) == 5 and check(quick, lines) == []  # scaling, lost time, top cause, best setting, fastest
     assert check(quick, [lines[0].replace("0.96x", "1.95x")]) != []
 
