@@ -39,7 +39,7 @@ from scipy.special import stdtrit  # Student's t quantile: what scipy.stats.t.pp
 
 from ddpbench.audit.budget import slowest_window
 from ddpbench.audit.records import Records, read
-from ddpbench.experiment.spec import FIELDS, script_label
+from ddpbench.experiment.spec import FIELDS, script_label, script_labels
 from ddpbench.results.schema import TIMED_PHASES
 from ddpbench.workloads.registry import model_label
 
@@ -225,6 +225,11 @@ def derive(source, price: dict | None = None) -> Figures:
         rows[key] = {**{c: first[c] for c in FIELDS}, "global_batch": first["global_batch"],
                      "per_rank_batch": first["per_rank_batch"], "status": "ok" if ok else "failed",
                      "launches": int((job_runs["status"] == "ok").sum()), "label": model_of(first)}
+    # a script job is named by its script and the arguments that differ between the sweep's script jobs
+    named = script_labels([(r["script"], r.get("script_args")) for r in rows.values() if r.get("script")])
+    for r in rows.values():
+        if r.get("script"):
+            r["label"] = named.get((str(r["script"]), str(r.get("script_args") or "")), r["label"])
     launch_ms, bounded, nosync, per_launch, nosync_launch = {}, pd.Series(dtype=float), {}, {}, {}
     if len(steps):
         launch_ms, bounded, per_launch = _launch_means(steps[steps["phase"] == "measure"])
@@ -340,9 +345,10 @@ def _compute(mine: pd.DataFrame) -> dict:
     out = {"compute_ms": float(medians.max()) if len(medians) else math.nan,
            "straggler_pct": math.nan, "straggler_ms": math.nan}
     if len(medians) > 1:
-        worst = max(medians.index, key=lambda k: medians[k] / medians.drop(k).median())
-        others = float(medians.drop(worst).median())
-        out["straggler_pct"] = 100 * (medians[worst] / others - 1)
+        with np.errstate(invalid="ignore", divide="ignore"):  # ranks that timed no compute (0 ms): no share
+            worst = max(medians.index, key=lambda k: medians[k] / medians.drop(k).median())
+            others = float(medians.drop(worst).median())
+            out["straggler_pct"] = 100 * (medians[worst] / others - 1)
         out["straggler_ms"] = float(medians[worst] - others)
     return out
 

@@ -65,7 +65,7 @@ def console_cell(shown, row, sweep) -> str:
 #: the summary of a sweep, one declaration a column; the figures SHOWN declares for the console before the flags
 SUMMARY = (
     Col("strategy", _strategy, numeric=False, max_width=14, when=lambda sweep: sweep.strategies or sweep.wide),
-    Col("model", lambda r, sweep: model_name(r), numeric=False, max_width=18),
+    Col("model", lambda r, sweep: model_name(r, sweep.table), numeric=False, max_width=18),
     Col("compute", lambda r, sweep: f"{r['precision']} {'compiled' if r['compile'] else 'eager'}", numeric=False,
         when=lambda sweep: sweep.settings),
     Col("device", lambda r, sweep: f"{r['backend']}/{r['device']}", numeric=False, when=lambda sweep: sweep.devices),

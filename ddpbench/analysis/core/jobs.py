@@ -7,13 +7,15 @@ to read jobs, and which jobs may stand as each other's world-size-1 baseline.
 
 from __future__ import annotations
 
+import functools
+
 import math
 
 import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.core.values import known
-from ddpbench.experiment.spec import FIELDS, MODEL_SIZES, script_label
+from ddpbench.experiment.spec import FIELDS, MODEL_SIZES, script_label, script_labels
 from ddpbench.workloads.registry import model_label
 
 SPEC_COLUMNS = list(FIELDS)
@@ -22,12 +24,28 @@ SPEC_COLUMNS = list(FIELDS)
 MODEL_FIELDS = ("model", "model_size", "model_args", "script", "script_args")
 
 
-def model_name(row) -> str:
+def model_name(row, table=None) -> str:
     """A job's model in a few words: ``mlp-s``, ``resnet50``, ``pkg.mod:make(dim=16)``, or its script's:
-    ``train_cnn.py --epochs 3``."""
+    ``train_cnn.py --epochs 3``; given the jobs of its sweep (``table``), a script's name with only the
+    arguments that differ between the jobs running it (:func:`ddpbench.experiment.spec.script_labels`)."""
     if row.get("script"):
-        return script_label(str(row["script"]), str(row.get("script_args", "") or ""))
+        pair = (str(row["script"]), str(row.get("script_args", "") or ""))
+        if table is not None and "script" in table:
+            return _script_labels(table).get(pair) or script_label(*pair)
+        return script_label(*pair)
     return model_label(str(row["model"]), str(row["model_size"]), str(row.get("model_args", "") or ""))
+
+
+def _script_labels(table) -> dict:
+    """:func:`script_labels` of ``table``'s script jobs (kept for the last few tables: a label is asked
+    for row by row)."""
+    args = table["script_args"].fillna("").astype(str) if "script_args" in table else [""] * len(table)
+    return _labels_of(tuple(p for p in zip(table["script"].fillna("").astype(str), args) if p[0]))
+
+
+@functools.lru_cache(maxsize=8)
+def _labels_of(pairs: tuple) -> dict:
+    return script_labels(pairs)
 
 
 def model_columns(table) -> list[str]:
@@ -187,7 +205,7 @@ def describe(row, fields, table=None, model: bool = True) -> str:
     varying strategy, a strategy-specific setting (:data:`STRATEGY_KNOBS`) is named only for
     strategies run with more than one value of it, so ``ring`` does not carry DDP's bucket size.
     """
-    parts = [model_name(row)] if model else []
+    parts = [model_name(row, table)] if model else []
     said_strategy = False
     for name in fields:
         value = row[name]
@@ -293,11 +311,12 @@ def ordered(table):
 
 # names the diagnosis writes jobs by
 
-def config_name(row) -> str:
-    """A short name for a job's model configuration (and the emulated network it ran on)."""
+def config_name(row, table=None) -> str:
+    """A short name for a job's model configuration (and the emulated network it ran on); given the jobs of
+    its sweep (``table``), a script job's by the arguments that differ (:func:`model_name`)."""
     nodes, link, _ = network_of(row)
     network = f" on {int(nodes)} nodes x {link}" if nodes > 1 else ""
-    return f"{model_name(row)} (batch {int(row['per_rank_batch'])}/rank){network}"
+    return f"{model_name(row, table)} (batch {int(row['per_rank_batch'])}/rank){network}"
 
 
 def network_of(row) -> tuple:

@@ -36,7 +36,7 @@ def bound(summary, link=None) -> list[Finding]:
     out = []
     ok = ok_jobs(summary)
     multi = ok[(ok["world_size"] > 1) & ok["exposed_comm_share"].notna() & (ok["strategy"] == "ddp")]
-    for config, group in multi.groupby(per_row(config_name, multi), sort=False):
+    for config, group in multi.groupby(per_row(lambda r: config_name(r, summary), multi), sort=False):
         out.append(_judge(summary, largest_fair(group).sort_values(STEP_MS).iloc[0], config, link))
     return out
 

@@ -41,7 +41,7 @@ def best_cap(summary) -> list[Finding]:
     for _, group in ddp.groupby(keys, sort=False, dropna=False):
         if group["bucket_cap_mb"].nunique() < 2:
             continue
-        where = f"{_config(group.iloc[0])} at world size {int(group.iloc[0]['world_size'])}"
+        where = f"{_config(group.iloc[0], summary)} at world size {int(group.iloc[0]['world_size'])}"
         settings = bucket_settings(group)
         for same in settings:
             if len(same) > 1:
@@ -111,7 +111,7 @@ def fit(summary, link=None) -> list[Finding]:
         estimate = evidence.weigh(summary, r, causes.buckets(r, Context(summary=summary, link=link)))
         if estimate is None:
             continue
-        where = f"The gradient buckets of DDP with {_config(r)} at world size {int(r['world_size'])}"
+        where = f"The gradient buckets of DDP with {_config(r, summary)} at world size {int(r['world_size'])}"
         if blames(r, estimate):
             out.append(blame("bucket", r, estimate, f"{where} do not fit the model: {estimate.detail}."))
         elif (estimate.basis in (evidence.CONTRADICTED, evidence.UNCONFIRMED)

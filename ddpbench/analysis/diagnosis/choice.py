@@ -97,7 +97,7 @@ def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
     out = []
     groups = _groups(summary)
     for group in groups:
-        model = f" for {model_name(group.iloc[0])}" if len(groups) > 1 else ""
+        model = f" for {model_name(group.iloc[0], summary)}" if len(groups) > 1 else ""
         by_speed = group.sort_values("samples_per_s", ascending=False)
         fast = by_speed.iloc[0]
         text = (f"{_name(fast, summary)}{model}, {_rate(fast['samples_per_s'])} samples/s"

@@ -36,8 +36,8 @@ def contention_findings(summary):
         estimate = contention_evidence(summary, r, estimate)
         settings = describe(r, [f for f in label_fields(summary) if f not in ("world_size", "strategy", "comm_hook")],
                             summary, model=False)
-        where = (f"The ranks of {_strategy(r)} with {_config(r)}{f' ({settings})' if settings else ''} at world size "
-                 f"{int(r['world_size'])}")
+        settings = f" ({settings})" if settings else ""
+        where = f"The ranks of {_strategy(r)} with {_config(r, summary)}{settings} at world size {int(r['world_size'])}"
         if blames(r, estimate):
             out.append(blame("contention", r, estimate, f"{where} slow each other's compute: {estimate.detail}."))
         else:  # its figure is in the loss budget's table

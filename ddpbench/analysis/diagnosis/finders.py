@@ -114,7 +114,7 @@ def _scaling(summary, given):
     out = []
     ok = _ok(summary)
     multi = ok[(ok["world_size"] > 1) & ok[EFFICIENCY].notna()]
-    for config, group in multi.groupby(_per_row(_config, multi), sort=False):
+    for config, group in multi.groupby(_per_row(lambda r: _config(r, summary), multi), sort=False):
         for strategy, part in group.groupby(_per_row(_strategy, group), sort=False):
             broken = [r for _, r in part.iterrows() if _baseline_problem(r)]
             if broken:
@@ -189,7 +189,7 @@ def _data(summary, given):
         last = group.iloc[-1]
         if last["data_share"] < DATA_BOUND_SHARE and (len(group) == 1 or group["data_share"].max() < DATA_BOUND_SHARE):
             continue
-        where = (f"{_strategy(last)} with {_config(last)} at world size {int(last['world_size'])}, "
+        where = (f"{_strategy(last)} with {_config(last, summary)} at world size {int(last['world_size'])}, "
                  f"data from {last['data']}")
         if len(group) > 1:
             first = group.iloc[0]
@@ -224,7 +224,7 @@ def _peaks(summary, given):
                          ("mfu", "datasheet peak (datasheet_tflops)")):
         over = ok[ok[column] > 1] if column in ok else ok.iloc[0:0]
         for _, r in over.iterrows():
-            out.append(Finding("compute", "warn", f"{_strategy(r)} with {_config(r)} reached "
+            out.append(Finding("compute", "warn", f"{_strategy(r)} with {_config(r, summary)} reached "
                                f"{r['achieved_tflops']:.3g} TFLOP/s per process, {pct(r[column])} of the {peak}: "
                                "that peak is wrong, too low for this machine (for the measured one: "
                                f"{r['peak_method']}), so its efficiency figures are not to be trusted."))
@@ -238,7 +238,7 @@ def _unused(summary, given):
         estimate = causes.unused_parameters(r)
         if estimate is None:
             continue
-        text = f"DDP with {_config(r)} at world size {int(r['world_size'])}: {estimate.detail}"
+        text = f"DDP with {_config(r, summary)} at world size {int(r['world_size'])}: {estimate.detail}"
         out.append(blame("unused", r, estimate, text + ".") if blames(r, estimate) else
                    Finding("unused", "info", text + ": too little to matter here."))
     return out
@@ -264,7 +264,7 @@ def _master(summary, given):
                        + (f" ({root / median:.1f}x)" if median > 0 else "")
                        + ": rank 0's link carries every rank's gradients, so its load grows with each rank "
                        "added, while a ring spreads the same traffic evenly.")
-        where = f"{m['strategy']} aggregation with {_config(m)} at world size {int(m['world_size'])}"
+        where = f"{m['strategy']} aggregation with {_config(m, summary)} at world size {int(m['world_size'])}"
         estimate = evidence.weigh(summary, m, causes.master(m, Context(summary=summary)))
         if len(ddp):
             d = ddp.sort_values(STEP_MS).iloc[0]
@@ -300,12 +300,13 @@ def _stragglers(summary, given):
         settings = describe(row, [f for f in label_fields(summary) if f not in ("world_size", "strategy", "comm_hook")],
                             summary, model=False)
         settings = f" ({settings})" if settings else ""
-        text = (f"Rank {who} of {_strategy(row)} with {_config(row)}{settings} at world size "
+        text = (f"Rank {who} of {_strategy(row)} with {_config(row, summary)}{settings} at world size "
                 f"{int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower than the other ranks in most "
                 f"steps.{why}")
         if causes.barrier_measured(row):  # its own compute was slower, yet the others did not wait for it
             detail = str(row.get("barrier_cause_detail") or "").removeprefix("no rank named: ")
-            out.append(Finding("straggler", "info", f"Rank {who} of {_strategy(row)} with {_config(row)}{settings} "
+            out.append(Finding("straggler", "info", f"Rank {who} of {_strategy(row)} with "
+                               f"{_config(row, summary)}{settings} "
                                f"at world size {int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower "
                                f"than the other ranks under no_sync() in most steps, but through the barrier no "
                                f"rank stood out ({detail}): not blamed."))
@@ -326,7 +327,7 @@ def _barrier_straggler(summary, row):
     others waited for it where the budget measured that beyond the noise."""
     settings = describe(row, [f for f in label_fields(summary) if f not in ("world_size", "strategy", "comm_hook")],
                         summary, model=False)
-    where = (f"{_strategy(row)} with {_config(row)}{f' ({settings})' if settings else ''} at world size "
+    where = (f"{_strategy(row)} with {_config(row, summary)}{f' ({settings})' if settings else ''} at world size "
              f"{int(row['world_size'])}")
     estimate = causes.straggler(row)
     if estimate is None or estimate.cause != "straggler":
@@ -349,7 +350,8 @@ def _trend(summary, given):
     multi = ok[(ok["world_size"] > 1) & ok["serial_fraction"].notna()]
     # a serial fraction from a broken baseline (a negative e is an efficiency above 100 %) says nothing
     multi = multi[[not _baseline_problem(r) for _, r in multi.iterrows()]] if len(multi) else multi
-    for (config, strategy), group in multi.groupby([_per_row(_config, multi), _per_row(_strategy, multi)], sort=False):
+    configs = _per_row(lambda r: _config(r, summary), multi)
+    for (config, strategy), group in multi.groupby([configs, _per_row(_strategy, multi)], sort=False):
         per_ws = group.loc[group.groupby("world_size")["serial_fraction"].idxmin()].sort_values("world_size")
         if len(per_ws) < 2:
             continue

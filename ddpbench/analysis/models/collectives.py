@@ -65,7 +65,7 @@ def ddp_buckets_vs_allreduce(summary: pd.DataFrame, ranks: pd.DataFrame, collect
         sizes = list(buckets.iloc[0])
         predicted = predict_allreduce_us(curve, sizes) / 1e3
         rows.append({"key": job["key"], "model": job["model"], "model_size": job["model_size"],
-                     "workload": model_name(job),  # a script job's model fields are defaults it did not train
+                     "workload": model_name(job, summary),  # a script job's model fields are defaults it did not train
                      "world_size": job["world_size"], "backend": job["backend"],
                      "bucket_cap_mb": job["bucket_cap_mb"], "buckets": len(sizes),
                      "bucket_mb": [s / 1e6 for s in sizes], "predicted_ms": list(predicted),

@@ -372,7 +372,7 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
             cap = float(base["bucket_cap_mb"].iloc[0])
             whole, rest = divmod(grad_bytes, cap * 1e6)
             buckets = [cap * 1e6] * int(whole) + ([rest] if rest else [])
-        label = f"{model_name(base.iloc[0])}, batch {int(batch)}/rank" + (
+        label = f"{model_name(base.iloc[0], summary)}, batch {int(batch)}/rank" + (
             f", {setting}" if setting != "fp32 eager" else "")
         found.append(Workload(label, model, size, args, int(batch), grad_bytes, tuple(buckets), cap, compute,
                               compute_multi, backward_share, measured_ws, setting, script, script_args, job_key))

@@ -38,7 +38,7 @@ def config_labels(table):
         return pd.Series([], dtype=object)
     fields = sorted(line_fields(table), key=lambda f: f not in ("strategy", "comm_hook"))
     one_model = len(table[model_columns(table)].astype(str).drop_duplicates()) == 1
-    labels = [describe(r, fields, table, model=not one_model) or model_name(r)
+    labels = [describe(r, fields, table, model=not one_model) or model_name(r, table)
               for _, r in table.iterrows()]
     return pd.Series(labels, index=table.index)
 

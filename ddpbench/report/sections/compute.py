@@ -79,7 +79,7 @@ def compute_section(ctx: ReportContext) -> Section | None:
             text += TREND_NOTE
     skipped = summary[summary["check_skipped"].notna()] if "check_skipped" in summary else summary.iloc[0:0]
     if len(skipped):
-        names = sorted({model_name(r) for _, r in skipped.iterrows()})
+        names = sorted({model_name(r, summary) for _, r in skipped.iterrows()})
         reasons = sorted(set(skipped["check_skipped"]))
         text += html('<p class="note">The equivalence check against single-process training was skipped for '
                      "{{ names }}, because its workload says: {{ reasons }}. Its replicas were still checked to be "

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import math
+import shlex
 
 from ddpbench.analysis.core import COLUMNS, EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.core import pct
-from ddpbench.analysis.core import describe, line_fields, ordered
+from ddpbench.analysis.core import describe, line_fields, model_name, ordered
 from ddpbench.analysis.core import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from ddpbench.report.page import (DASH, ReportContext, Section, any_interval, flags_html, has_memory, html, html_table,
                                   num, throughput_format)
@@ -102,6 +104,20 @@ def _environment(sweeps: list[dict]):
     return html
 
 
+def _commands(summary) -> Markup:
+    """A script job's whole command line beside the name the report gives it (its script and the arguments
+    that differ between the jobs running it: :func:`ddpbench.analysis.core.model_name`)."""
+    if summary.empty or "script" not in summary or not summary["script"].fillna("").astype(bool).any():
+        return Markup()
+    rows = {}
+    for _, r in summary[summary["script"].fillna("").astype(bool)].iterrows():
+        args = json.loads(r["script_args"]) if r.get("script_args") else []
+        rows[model_name(r, summary)] = shlex.join([str(r["script"]), *args])
+    cells = [[name, Markup("<code>") + escape(command) + Markup("</code>")] for name, command in rows.items()]
+    return (Markup('<p class="note">Script jobs, by the names this report gives them, and their whole command '
+                   "lines:</p>") + html_table(["named", "command line"], cells))
+
+
 def header_section(ctx: ReportContext) -> Section:
     summary = ctx.summary
     sweeps = ctx.sweeps.to_dict("records") if ctx.sweeps is not None and len(ctx.sweeps) else []
@@ -134,7 +150,7 @@ def header_section(ctx: ReportContext) -> Section:
                           "elements</strong> (the check after the timed iterations): see the red cells of the "
                           "nccl-tests table.", wrong=wrong))
     if sweeps:
-        env_html = _environment(sweeps)
+        env_html = _commands(summary) + _environment(sweeps)
     else:
         env_html = Markup('<p class="note">No environment block is stored with these results.</p>')
     return Section("Experiment", html('{{ counts }}{% for n in notes %}<p class="note">{{ n }}</p>{% endfor %}'

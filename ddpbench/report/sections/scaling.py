@@ -101,7 +101,8 @@ def _serial_fraction_trends(table, rows) -> Markup:
         over = [int(w) for w, o in zip(part["world_size"], part["oversubscribed"]) if bool(o)]
         caveat = (f" (world size {', '.join(map(str, over))} is oversubscribed: its e measures contention for "
                   "cores as well)" if over else "")
-        items.append(html("<li>{{ label }}: {{ trend }}{{ caveat }}.</li>", label=line["label"] or model_name(first),
+        items.append(html("<li>{{ label }}: {{ trend }}{{ caveat }}.</li>",
+                          label=line["label"] or model_name(first, table),
                           trend=trend, caveat=caveat))
     if not items:
         return Markup()

@@ -135,6 +135,8 @@ def test_a_setting_the_script_changes_after_building_ddp_fails_the_job(group_of_
 
 SCRIPT_ARGS = '["--epochs", "4", "--batch-size", "32"]'
 SCRIPT_LABEL = "train_cnn.py --epochs 4 --batch-size 32"
+#: its name among the folder's jobs: every script job runs it with the same arguments, so none is named
+SHORT = "train_cnn.py"
 
 
 def _spec(world_size: int, script: bool) -> JobSpec:
@@ -178,8 +180,8 @@ def test_the_cost_model_keeps_a_script_apart_from_an_mlp_of_the_same_batch(mixed
 
     measured = _measured(mixed_folder)
     found = {w.label: w for w in costmodel.workloads(measured.summary, measured.ranks)}
-    assert set(found) == {"mlp-s, batch 32/rank", f"{SCRIPT_LABEL}, batch 32/rank"}
-    script, mlp = found[f"{SCRIPT_LABEL}, batch 32/rank"], found["mlp-s, batch 32/rank"]
+    assert set(found) == {"mlp-s, batch 32/rank", f"{SHORT}, batch 32/rank"}
+    script, mlp = found[f"{SHORT}, batch 32/rank"], found["mlp-s, batch 32/rank"]
     # each from its own jobs: the script's own compute and gradients, not the MLP's (nor a mix)
     assert script.compute_ms == pytest.approx(40.0, rel=0.05) and mlp.compute_ms == pytest.approx(10.0, rel=0.05)
     assert script.bucket_bytes == (12e6,) and mlp.bucket_bytes == (4e6,)
@@ -191,7 +193,7 @@ def test_the_cost_model_keeps_a_script_apart_from_an_mlp_of_the_same_batch(mixed
     summary = measured.summary.set_index("key")
     for _, check in checks.iterrows():  # each multi-rank job checked against its own workload
         job = summary.loc[check["key"]]
-        assert check["workload"] == (f"{SCRIPT_LABEL}, batch 32/rank" if job["script"] else "mlp-s, batch 32/rank")
+        assert check["workload"] == (f"{SHORT}, batch 32/rank" if job["script"] else "mlp-s, batch 32/rank")
     assert len(checks) == 2
 
 
@@ -203,7 +205,7 @@ def test_whatif_from_the_folder_names_the_script(mixed_folder):
         code = main(["whatif", "--from", str(mixed_folder)])
     assert code == 0, stderr.getvalue()
     text = stdout.getvalue()
-    assert f"{SCRIPT_LABEL}, batch 32/rank as measured in" in text
+    assert f"{SHORT}, batch 32/rank as measured in" in text
     assert "mlp-s, batch 32/rank as measured in" in text and text.count("mlp-s") == text.count("mlp-s, batch 32")
 
 
@@ -217,7 +219,7 @@ def test_compare_and_the_job_labels_name_the_script(mixed_folder):
     jobs = dict(zip(table["key"], table["job"]))
     for _, row in summary.iterrows():
         name = jobs[row["key"]]
-        assert name.startswith(SCRIPT_LABEL if row["script"] else "mlp-s"), name
+        assert name.startswith(f"{SHORT} " if row["script"] else "mlp-s"), name  # the folder's jobs: the script's name
         assert "script=" not in name and "script_args=" not in name
         assert own_label(row).startswith(SCRIPT_LABEL if row["script"] else "mlp-s")
     # the script and its arguments are the model: they do not show again among the varying fields
@@ -245,7 +247,7 @@ def test_the_report_projects_the_script_by_its_name(mixed_folder, tmp_path):
     done = run_main("report", folder)
     assert done.returncode == 0, done.stderr[-3000:]
     page = (folder / "index.html").read_text()
-    assert f"{SCRIPT_LABEL}, batch 32/rank" in page and "mlp-s, batch 32/rank" in page
+    assert f"{SHORT}, batch 32/rank" in page and "mlp-s, batch 32/rank" in page
 
 
 def test_jobs_matched_by_model_are_the_scripts_own(mixed_folder):

@@ -139,8 +139,10 @@ def test_plot_and_words_survive_any_value(tmp_path, value):
 
 
 def test_plot_of_one_job_all_equal_and_a_dollar_label(tmp_path):
+    # the script's argument names the job: it differs from the baseline's (a label names what differs)
     rows = table(job("a", lines={name: (2.0, 2.0, 2.0) for name in BUDGET_LINES}, baseline=2.0,
-                     loss=(14.0, 14.0, 14.0), script="train.py", script_args=json.dumps(["--x", DOLLARS])))
+                     loss=(14.0, 14.0, 14.0), script="train.py", script_args=json.dumps(["--x", DOLLARS])),
+                 job("base", world_size=1, script="train.py", script_args=json.dumps(["--x", "1"])))
     assert budget_waterfall(rows, tmp_path / "budget.png").stat().st_size > 1000
     assert DOLLARS in budget_section(context(rows, tmp_path)).html.unescape()
 
