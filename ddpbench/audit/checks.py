@@ -56,7 +56,8 @@ import re
 import numpy as np
 
 from ddpbench.audit import parse
-from ddpbench.audit.budget import COMM, CONTENTION, DATA, OVERHEAD, RESIDUAL, STRAGGLER, SYNC_COMPUTE
+from ddpbench.audit.budget import (COMM, CONTENTION, DATA, OVERHEAD, RESIDUAL, STRAGGLER, SYNC_COMPUTE,
+                                   check_named_rule)
 from ddpbench.audit.choices import CHOICE_FIGURE, check_choice, check_gain_low
 from ddpbench.audit.directions import check_directions
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
@@ -148,13 +149,20 @@ def about(fig: Figures, claim: Claim) -> list:
 
 
 #: the words around a number that say which kind of figure of its unit it is (pool.Entry.family)
-FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"), (r"^ ?% of (?:each |the |a |its )?step", "share"),
+FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"),
+                      # the barrier's rank: "last ... in 75 % of the steps, 0.4 ms after the others' mean (6 % of the
+                      # mean step)"
+                      (r"^ ?% of the steps, ", "last share"), (r"^ ?% of the mean step\)", "late share"),
+                      (r"^ ?% of (?:each |the |a |its )?step", "share"),
                       (r"^ ?% of (?:the |its |what was )?(?:loss|lost)", "loss"),
                       (r"^ ?% (?:faster|slower) than the other ranks", STRAGGLER),
                       (r"^ ?% (?:faster|slower|more|less|cheaper|dearer)\b", "change")],
                 "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"),
+                      # the answer table's scaling row: "0.96x in ws=2 bucket 1 MB, 48 % parallel efficiency"
+                      (r"^x in [^,;]*\bws=\d+", "speedup"),
                       (r"^x (?:\S+ )?step time", "step")],
-                "ms": [(r"^ ?ms lost\b", "loss"), (r"^ ?ms a step receiving\b", "comm phase")]}
+                "ms": [(r"^ ?ms lost\b", "loss"), (r"^ ?ms a step receiving\b", "comm phase"),
+                       (r"^ ?ms after the others' mean", "lateness")]}
 FAMILY_BEFORE = {"%": [(r"launch-to-launch spread (?:of )?$", "spread"), (r"efficiency (?:is |of )?$", "efficiency"),
                        (r"differ by $", "change"),
                        (r"ms step \($", "share"), (r"a step \($", "share"),
@@ -170,6 +178,10 @@ FAMILY_BEFORE = {"%": [(r"launch-to-launch spread (?:of )?$", "spread"), (r"effi
                 # a rank's traffic: "Rank 0 moves 161 MB per step, the median rank 54 MB (3.0x)"
                 "MB": [(r"\bmoves $", "traffic max"), (r"the median rank $", "traffic median")],
                 "x": [(r"MB \($", "traffic")]}
+
+
+#: the kinds of figure a sentence about one job (its key given) quotes of that job alone
+OWN_FAMILIES = ("speedup", "efficiency", "last share", "late share", "lateness")
 
 
 def family(text: str, q) -> str:
@@ -225,6 +237,8 @@ def check_figures(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Proble
         kind = family(claim.text, q)
         accepted = {kind, "speedup"} if kind == "throughput" else {kind}
         entries = [e for e in pool.get(q.unit, []) if not kind or e.family in accepted]
+        if claim.job is not None and kind in OWN_FAMILIES:  # a job's own speedup, never a neighbour's
+            entries = [e for e in entries if claim.job in e.name]
         if not any(q.matches(e.value, e.slack) for e in entries):
             near = min(entries, key=lambda e: abs(e.value - q.value), default=None)
             hint = f"; nearest {near.name} = {near.value:.{q.digits + 1}f}" if near else ""
@@ -243,6 +257,9 @@ SHARE_BEFORE = re.compile(rf"({N_}) ?% of (?:each|the|a) step \(({N_})(?: ms)? o
 SPREAD = re.compile(rf"\(({N_}) to ({N_}) ms\) differ by ({N_}) ?%")
 #: "1.64x DDP's step time (58.1 vs 35.5 ms)": a ratio quoted beside its terms
 RATIO = re.compile(rf"({N_})x (?:\S+ )?step time \(({N_}) vs ({N_}) ms\)")
+#: "114.3 ms a step (mean) against this job's 157.2 ms, 27.2 % faster": a fix's change, |1 - fix / job|
+CHANGE = re.compile(rf"({N_}) ms a step \(mean\) against this job's ({N_}) ms(?: \([^)]*\))?, ({N_}) ?% "
+                    r"(faster|slower)")
 
 
 def check_arithmetic(fig: Figures, claim: Claim) -> list[Problem]:
@@ -265,6 +282,13 @@ def check_arithmetic(fig: Figures, claim: Claim) -> list[Problem]:
         if b > 0 and not ((a - da) / (b + db) - dx - 1e-9 <= x <= (a + da) / max(b - db, 1e-9) + dx + 1e-9):
             out.append(Problem("arithmetic", claim.job, claim.text,
                                f"{m.group(2)} vs {m.group(3)} ms is {a / b:.2f}x, not {m.group(1)}x"))
+    for m in CHANGE.finditer(claim.text):
+        a, b, c = float(m.group(1)), float(m.group(2)), float(m.group(3))
+        da, db, dc = (0.5 * 10 ** -parse.digits(m.group(g)) for g in (1, 2, 3))
+        ends = [100 * abs(1 - (a + x) / (b + y)) for x in (-da, da) for y in (-db, db) if b + y > 0]
+        if ends and not min(ends) - dc - 1e-9 <= c <= max(ends) + dc + 1e-9:
+            out.append(Problem("arithmetic", claim.job, claim.text, f"{m.group(1)} against {m.group(2)} ms is "
+                               f"{100 * abs(1 - a / b):.1f} % {m.group(4)}, not {m.group(3)} %"))
     for part, whole, share in found:
         a, b, c = float(part), float(whole), float(share)
         da, db, dc = (0.5 * 10 ** -parse.digits(x) for x in (part, whole, share))
@@ -452,7 +476,7 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
     out += check_bands(claim)
     out += check_bound(claim)
     out += check_differ(claim) + check_trend(claim) + check_cause(claim)
-    out += check_gain_low(fig, claim) + check_choice(fig, claim)
+    out += check_gain_low(fig, claim) + check_choice(fig, claim) + check_named_rule(claim)
     return out
 
 

@@ -12,8 +12,9 @@ from ddpbench.audit.figures import Figures
 from ddpbench.audit.problem import Claim, Problem
 
 #: a named cause's gain and the lower end of its interval, said in words (the verdict's top cause line)
-#: (and the answer table's row: "recover 23.8 of 81.3 ms a step (29 %); at least 12.5 ms by the lower end")
-GAIN_LOW = re.compile(rf"recover ({parse.NUMBER}) (?:ms of a {parse.NUMBER} ms step|of {parse.NUMBER} ms a step) "
+#: (and the answer table's row: "recover 23.8 ms a step (29 %); at least 12.5 ms by the lower end")
+GAIN_LOW = re.compile(rf"recover ({parse.NUMBER}) (?:ms of a {parse.NUMBER} ms step|of {parse.NUMBER} ms a step|"
+                      rf"ms a step) "
                       rf"\({parse.NUMBER} %\)[,;]? (?:at least ({parse.NUMBER}) ms by the lower end|(?:but the 95 % "
                       rf"interval of the gain|cannot tell:) reaches down to ({parse.NUMBER}) ms)")
 

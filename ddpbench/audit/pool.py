@@ -77,10 +77,11 @@ def budget_figures(r: dict, key, pool: dict) -> None:
         _add(pool, "ms", r.get("step_ms", math.nan) - loss, f"the baseline {key}'s loss is over", family="baseline")
     # the barrier: the rank most often last to have its gradients ready
     _add(pool, "%", 100 * r.get("barrier_share", math.nan), f"share of {key}'s steps its last-ready rank was last",
-         family="share")
+         family="last share")
     _add(pool, "%", r.get("barrier_late_pct", math.nan), f"{key}'s last-ready rank's lateness in % of the step",
-         family="share")
-    for name in ("late_ms", "wait_ms", "excess_data_ms", "excess_forward_ms", "excess_rest"):
+         family="late share")
+    _add(pool, "ms", r.get("barrier_late_ms", math.nan), f"barrier late_ms of {key}", family="lateness")
+    for name in ("wait_ms", "excess_data_ms", "excess_forward_ms", "excess_rest"):
         _add(pool, "ms", r.get(f"barrier_{name}", math.nan), f"barrier {name} of {key}")
     # without a budget, what each step waited at the barrier stands for the wait for the slowest rank
     _add(pool, "ms", r.get("barrier_wait_ms", math.nan), f"the barrier's wait of {key}", family=STRAGGLER)

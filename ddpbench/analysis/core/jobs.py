@@ -198,6 +198,13 @@ def _knob_varies(table, row, name: str) -> bool:
     return _differ([v for v, keep in zip(table[name].tolist(), mine) if keep], lambda: table[name][mine])
 
 
+def short_label(row, table) -> str:
+    """A job's label where words are few (the verdict's answer table): :func:`describe` of the fields that vary
+    in ``table``, with the model only where ``table`` trains several."""
+    models = table[model_columns(table)].astype(str).drop_duplicates()
+    return describe(row, label_fields(table), table, model=len(models) > 1)
+
+
 def describe(row, fields, table=None, model: bool = True) -> str:
     """A short label: model-size (unless ``model`` is False), then the given fields in words.
 

@@ -20,7 +20,7 @@ from ddpbench.analysis.core import stats
 from ddpbench.analysis.diagnosis import wording
 from ddpbench.analysis.core.thresholds import CHOICE_MATERIAL
 from ddpbench.analysis.core.values import known, pct
-from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields, model_name
+from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields, model_name, short_label
 from ddpbench.analysis.summary.table import launch_times
 from ddpbench.experiment.cost import Cost
 
@@ -87,8 +87,8 @@ def _brief(answer: str, best, other, ratio: tuple[float, float], gain: float, wo
                                                       100 * max(gain, CHOICE_MATERIAL)))
 
 
-def _name(row, summary, model: bool = True) -> str:
-    return describe(row, label_fields(summary), summary, model=model)
+def _name(row, summary) -> str:
+    return describe(row, label_fields(summary), summary)
 
 
 def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
@@ -102,8 +102,7 @@ def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
         fast = by_speed.iloc[0]
         text = (f"{_name(fast, summary)}{model}, {_rate(fast['samples_per_s'])} samples/s"
                 f"{wording.interval(fast['samples_per_s_low'], fast['samples_per_s_high'], _rate)}")
-        short = len(groups) > 1  # the answer table's labels: the model only where the sweep trained several
-        answer = f"{_name(fast, summary, short)}, {_rate(fast['samples_per_s'])} samples/s"
+        answer = f"{short_label(fast, summary)}, {_rate(fast['samples_per_s'])} samples/s"
         brief = _brief(answer, fast, None, (math.nan, math.nan), 0.0)
         if len(group) > 1:
             second = by_speed.iloc[1]
@@ -112,7 +111,7 @@ def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
             point = (fast["step_ms_mean"] / fast["global_batch"]) / (second["step_ms_mean"] / second["global_batch"])
             ratio = _ratio(fast, second, scale)
             text += f"; {_versus(fast, second, ratio, point, 'less time per sample', summary)}"
-            brief = _brief(answer, fast, second, ratio, 1 - point, "faster", _name(second, summary, short))
+            brief = _brief(answer, fast, second, ratio, 1 - point, "faster", short_label(second, summary))
         out.append(Choice("fastest", text, fast["key"], brief))
         if not cost.priced:
             continue
@@ -123,7 +122,7 @@ def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
         if cheap["key"] == fast["key"]:
             text += " (also the fastest)"
         price = _money(cheap['cost_per_million_samples'], cost)
-        answer = f"{_name(cheap, summary, short)}, {price} per million samples"
+        answer = f"{short_label(cheap, summary)}, {price} per million samples"
         brief = _brief(answer, cheap, None, (math.nan, math.nan), 0.0)
         if len(group) > 1:
             second = by_cost.iloc[1]
@@ -132,7 +131,7 @@ def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
             point = cheap["cost_per_sample"] / second["cost_per_sample"]
             ratio = _ratio(cheap, second, scale)
             text += f"; {_versus(cheap, second, ratio, point, 'cheaper', summary)}"
-            brief = _brief(answer, cheap, second, ratio, 1 - point, "cheaper", _name(second, summary, short))
+            brief = _brief(answer, cheap, second, ratio, 1 - point, "cheaper", short_label(second, summary))
         out.append(Choice("cheapest", text, cheap["key"], brief))
         if cost.deadline_h is not None:
             out.append(_deadline(group, cost, summary, model))

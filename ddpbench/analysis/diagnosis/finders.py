@@ -29,7 +29,7 @@ from ddpbench.analysis.diagnosis.contention import contention_findings
 from ddpbench.analysis.core.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.core.values import known, pct
 from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, rank, top_cause  # noqa: F401 (top_cause: API)
-from ddpbench.analysis.core.jobs import alike_but, describe, label_fields, same_model
+from ddpbench.analysis.core.jobs import alike_but, describe, label_fields, same_model, short_label
 from ddpbench.analysis.core.jobs import config_name as _config
 from ddpbench.analysis.core.jobs import largest_fair as _largest_fair
 from ddpbench.analysis.core.jobs import network_of as _network
@@ -131,8 +131,7 @@ def _scaling(summary, given):
                        "rank, "
                        f"{pct(top[EFFICIENCY])} parallel efficiency{wording.interval(low, high)}")
             words = wording.scaling_words(low, high)
-            short = (f"{top[SPEEDUP]:.2f}x at world size {int(top['world_size'])}, {pct(top[EFFICIENCY])} parallel "
-                     "efficiency")
+            short = f"{top[SPEEDUP]:.2f}x in {short_label(top, summary)}, {pct(top[EFFICIENCY])} parallel efficiency"
             if words is None:  # no interval, or one across every band: no band word
                 launches = launch_times(top)
                 why = "" if not known(low, high) else ", an interval across every band"
@@ -142,10 +141,10 @@ def _scaling(summary, given):
                 brief = wording.Brief(f"cannot tell: {short}", wording.interval(low, high).strip(" ()")
                                       or "one launch: no interval", wording.settle(
                                           len(launches), wording.spread_pct(launches),
-                                          100 * wording.band_gap(top[EFFICIENCY])))
+                                          100 * wording.band_gap(top[EFFICIENCY])), top["key"])
                 out.append(Finding("scaling", "warn", text, brief=brief))
                 continue
-            brief = wording.Brief(f"{words}: {short}", wording.interval(low, high).strip(" ()"))
+            brief = wording.Brief(f"{words}: {short}", wording.interval(low, high).strip(" ()"), job=top["key"])
             out.append(Finding("scaling", "info" if words == "scales well" else "warn",
                                f"{strategy} with {config} {words}: {figures}.", brief=brief))
     return out
@@ -309,16 +308,16 @@ def _stragglers(summary, given):
                                f"{_config(row, summary)}{settings} "
                                f"at world size {int(row['world_size'])} computes {row['straggler_pct']:.0f} % slower "
                                f"than the other ranks under no_sync() in most steps, but through the barrier no "
-                               f"rank stood out ({detail}): not blamed."))
+                               f"rank stood out ({detail}): not blamed.", job=row["key"]))
             continue
         estimate = causes.straggler(row)
         if estimate is None:
-            out.append(Finding("straggler", "warn", text))
+            out.append(Finding("straggler", "warn", text, job=row["key"]))
         elif blames(row, estimate):
             out.append(blame("straggler", row, estimate, text))
         else:
             out.append(Finding("straggler", "info", f"{text} The others wait {estimate.recoverable_ms:.1f} ms a "
-                               f"step for it, under {pct(MATERIAL_SHARE)} of the step."))
+                               f"step for it, under {pct(MATERIAL_SHARE)} of the step.", job=row["key"]))
     return out
 
 

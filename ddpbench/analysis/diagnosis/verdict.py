@@ -16,7 +16,7 @@ from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.values import known, pct
 from ddpbench.analysis.diagnosis.findings import Finding, top_cause
-from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields
+from ddpbench.analysis.core.jobs import describe, label_fields, short_label
 from ddpbench.analysis.summary.table import launch_times
 from ddpbench.analysis.diagnosis.wording import Brief, cannot_tell, settle, spread_pct
 
@@ -75,10 +75,10 @@ def answers(findings: list[Finding], summary: pd.DataFrame, choices=()) -> list[
     briefs: dict[str, tuple[Brief, str | None]] = {}
     scaling = [f for f in findings if f.kind == "scaling" and f.brief is not None]
     if scaling:
-        briefs["scaling"] = (scaling[0].brief, scaling[0].job)
+        briefs["scaling"] = (scaling[0].brief, scaling[0].brief.job)
     cause = top_cause(findings)
     lost = _budget_row(cause, summary)
-    if lost is not None and (brief := lossbudget.brief(lost, _short(lost, summary))) is not None:
+    if lost is not None and (brief := lossbudget.brief(lost, short_label(lost, summary))) is not None:
         briefs["lost time"] = (brief, lost["key"])
     briefs["what to change"] = (_fix_brief(cause, summary), cause.job if cause is not None else None)
     best = [f for f in findings if f.kind == "bucket" and f.brief is not None]
@@ -89,12 +89,6 @@ def answers(findings: list[Finding], summary: pd.DataFrame, choices=()) -> list[
             briefs[c.label] = (c.brief, c.job)
     return [Answer(q, b.answer, b.sure, b.settle, job) for q in QUESTIONS if q in briefs
             for b, job in [briefs[q]]]
-
-
-def _short(row, summary: pd.DataFrame) -> str:
-    """A job's label in the answer table: its model only where the sweep trained several."""
-    models = summary[[c for c in MODEL_FIELDS if c in summary]].astype(str).drop_duplicates()
-    return describe(row, label_fields(summary), summary, model=len(models) > 1)
 
 
 def _fix_brief(f: Finding | None, summary: pd.DataFrame) -> Brief:
@@ -109,7 +103,7 @@ def _fix_brief(f: Finding | None, summary: pd.DataFrame) -> Brief:
     if math.isnan(f.recoverable_ms) or not step > 0:
         return Brief(head, "no estimate of the gain", "")
     how = "measured" if f.basis == "measured" else "estimated"
-    answer = f"{head}; {how} to recover {f.recoverable_ms:.1f} of {step:.1f} ms a step ({pct(f.recoverable_ms / step)})"
+    answer = f"{head}; {how} to recover {f.recoverable_ms:.1f} ms a step ({pct(f.recoverable_ms / step)})"
     run = "" if f.basis == "measured" else "run the fix"
     if f.recoverable_low_ms >= MATERIAL_SHARE * step:
         return Brief(answer, f"at least {f.recoverable_low_ms:.1f} ms by the lower end", run)

@@ -67,6 +67,8 @@ class Brief:
     answer: str
     sure: str
     settle: str = ""
+    #: the job the answer's figures are of, where its finding names one job but not by its key
+    job: str | None = None
 
 
 def settle(n: int, spread: float, effect_pct: float) -> str:

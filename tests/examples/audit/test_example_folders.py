@@ -9,8 +9,26 @@ from ddpbench.testing import ROOT
 EXAMPLES = ROOT / "reports" / "examples"
 
 
+def assert_answers(folder, rows) -> int:
+    """The answer table's rows of one folder (docs/reading-the-report.md#the-verdict-an-answer-table-first): in
+    the declared order of questions; a call the launches cannot make says what would settle it, and a call made
+    asks for no more launches. Returns how many rows it read."""
+    from ddpbench.analysis.diagnosis.verdict import QUESTIONS
+
+    questions = [a.question for a in rows]
+    assert questions == [q for q in QUESTIONS if q in questions], folder
+    for a in rows:
+        assert a.answer and a.sure, (folder, a)
+        if a.sure.startswith("cannot tell"):
+            assert a.settle, (folder, a)
+        if a.sure.startswith("significant") or a.question == "scaling" and a.answer.startswith("scales"):
+            assert "launches" not in a.settle, (folder, a)
+    return len(rows)
+
+
 def test_no_problem_in_any_committed_example_folder():
-    """The verdict and the findings of every committed example folder, as `report --check` hands them over."""
+    """The verdict (its sentences and its answer table) and the findings of every committed example folder, as
+    `report --check` hands them over: the checker finds nothing, and the answer table keeps its promises."""
     from ddpbench.analysis.folder import load
 
     folders = sorted(p.parent for p in EXAMPLES.glob("**/results.jsonl"))
@@ -21,11 +39,15 @@ def test_no_problem_in_any_committed_example_folder():
     entries = sorted(f for f in history if f.parent.parent.name == "store")
     assert len(history) >= 22 and len(entries) >= 20
     folders = [f for f in folders if f not in history] + [entries[0], entries[-1]]
+    answered = 0
     for folder in folders:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            problems = load(folder).contradictions
+            measured = load(folder)
+            problems = measured.contradictions
         assert problems == [], (folder, [p.line() for p in problems])
+        answered += assert_answers(folder, measured.answers)
+    assert answered > 100
 
 
 def test_the_checkers_reader_and_the_analysis_reader_agree_on_every_committed_folder():
