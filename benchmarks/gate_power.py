@@ -302,8 +302,9 @@ def pytest_runs(args) -> None:
     for run in range(args.runs):
         order = levels[run % len(levels):] + levels[:run % len(levels)]
         target = out / f"run{run:02d}.json"
+        # the project's addopts (-n auto: xdist, which disables pytest-benchmark) left out: a user's plain run
         cmd = [sys.executable, "-m", "pytest", str(HERE / "pytest_planted.py"), "-q", "-p", "no:cacheprovider",
-               "--benchmark-only", f"--benchmark-json={target}"]
+               "-o", "addopts=", "--benchmark-only", f"--benchmark-json={target}"]
         print(f"run {run + 1}/{args.runs} (order {','.join(order)}):", " ".join(cmd), flush=True)
         proc = subprocess.run(cmd, env={**child_env(), "PLANTED_ORDER": ",".join(order)}, cwd=HERE.parent,
                               capture_output=True, text=True, check=False)

@@ -378,9 +378,9 @@ def gate_power() -> dict:
     return out
 
 
-def pytest_gate() -> dict:
-    """pytest-benchmark's own gate (rates_pytest.csv)."""
-    runs = csv("rates_pytest.csv")
+def pytest_gate(name: str = "rates_pytest.csv") -> dict:
+    """pytest-benchmark's own gate (rates_pytest.csv; the held-out runs' rates_pytest3.csv)."""
+    runs = csv(name)
     aa, ab = row(runs, gate="median:5%", comparison="A/A"), runs[runs["comparison"] == "A/B"]
     out: dict = {"spread": f1(aa["spread_pct"]), "levels": sorted({f1(x) for x in ab["measured_pct"]}, key=float),
                  "aa": str(aa["comparisons"]), "aa_free": str(aa["independent"]),
@@ -393,8 +393,26 @@ def pytest_gate() -> dict:
     assert 0.85 <= top["rate"] < 0.95, "'about +25 % 90 % of the time' says the top level is caught about 90 %"
     out["g15_about"] = f0(top["measured_pct"])
     out["g10_90"] = f"{reached_90(runs, gate='median:10%'):.0f}"
-    out["g5_one_in"] = f"{1 / aa['rate']:.0f}"
+    out["g5_one_in"] = f"{1 / aa['rate']:.0f}" if aa["rate"] > 0 else "-"
+    # the held-out runs' quotes: the levels in planted order, the counts of the gate it chose
+    out["planted"] = [f1(row(runs, gate="median:15%", comparison="A/B", planted_pct=p)["measured_pct"])
+                      for p in (3, 5, 10, 20)]
+    chosen = row(runs, gate="median:15%", comparison="A/A")
+    out["g15_fa"] = f"{chosen['fails']} of {chosen['comparisons']} identical pairs ({chosen['independent']} of them"
+    out["g15_ci"] = f"{pct(chosen['rate'])} % [{pct(chosen['rate_low'])} %, {pct(chosen['rate_high'])} %]"
+    out["g15_hit"] = (f"+{f1(top['measured_pct'])} % slowdown in {top['fails']} of {top['comparisons']} pairs "
+                      f"({pct(top['rate'])} % [{pct(top['rate_low'])} %, {pct(top['rate_high'])} %], "
+                      f"{top['independent']} independent)")
+    def one(values) -> str:  # "45", or "45-90" where the levels differ
+        return str(min(values)) if min(values) == max(values) else span(values)
+
+    out["ab_pairs"] = f"{one(ab['comparisons'])} A/B pairs a level, {one(ab['independent'])} independent"
     return out
+
+
+def pytest_gate_held_out() -> dict:
+    """pytest-benchmark's gate on the runs made after its threshold was chosen (rates_pytest3.csv)."""
+    return pytest_gate("rates_pytest3.csv")
 
 
 def constants() -> dict:
@@ -511,7 +529,7 @@ def history_cpu() -> dict:
 DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu, "network": network_cpu,
            "gpu": gpu_h100, "gputf": gpu_trace_frameworks_h100, "models": models, "precision": precision_cpu,
            "consistency": consistency_cpu, "faults": faults_cpu, "trace": trace_cpu, "gate": gate_power,
-           "pytest": pytest_gate, "whatif": whatif, "calib": calibration_cpu, "history": history_cpu}
+           "pytest": pytest_gate, "pytest3": pytest_gate_held_out, "whatif": whatif, "calib": calibration_cpu, "history": history_cpu}
 
 
 @functools.cache
@@ -603,6 +621,17 @@ QUOTES: list[tuple[str, str]] = [
     (EXAMPLES, "`median:15%`, which catches {pytest[g15_top]}, about 90 %. `median:10%` ({pytest[g10_fa]} % false "
                "alarms, just over) catches 90 % at about +{pytest[g10_90]} %. A `median:5%` gate fails nearly 1 "
                "identical rerun in {pytest[g5_one_in]}."),
+    (EXAMPLES, "The runs' medians scattered by {pytest3[spread]} % (a quieter hour than `pytest1`/`pytest2`'s "
+               "{pytest[spread]} %); the planted levels measured +{pytest3[planted][0]}, +{pytest3[planted][1]}, "
+               "+{pytest3[planted][2]} and +{pytest3[planted][3]} %."),
+    (EXAMPLES, "{pytest3[aa]} A/A pairs, {pytest3[aa_free]} sharing no run; {pytest3[ab_pairs]}:"),
+    (EXAMPLES, "| gate | A/A false alarms | +{pytest3[planted][0]} % | +{pytest3[planted][1]} % | "
+               "+{pytest3[planted][2]} % | +{pytest3[planted][3]} % |"),
+    *[(EXAMPLES, f"| `median:{n}%` | {{pytest3[g{n}]}} |") for n in (5, 10, 15, 20)],
+    (EXAMPLES, "no false alarm ({pytest3[g15_ci]} over {pytest3[aa_free]} independent pairs), and it caught "
+               "{pytest3[g15_top]}."),
+    ("docs/comparing.md", "`median:15%` failed none of {pytest3[aa]} identical pairs ({pytest3[aa_free]} of them "
+                          "sharing no run: {pytest3[g15_ci]}) and caught a {pytest3[g15_hit]}."),
     # thresholds, from the code that applies them
     ("docs/reading-the-report.md", "`noisy` when the step time's IQR exceeds {const[noise]} % of its median."),
     ("docs/reading-the-report.md", "calls a DDP job communication-bound only where the whole interval is at or "
