@@ -460,6 +460,19 @@ def one_in(percent: float) -> str:
     return {2: "half", 3: "a third", 4: "a quarter"}.get(n, f"1 in {n}")
 
 
+def calibration_held_out() -> dict:
+    """The real A/A calibration on a second sweep, run after the t method was chosen
+    (``calibration-cpu-2/calibration.md``): the calls made (two launches a side and more)."""
+    table = _table(EX / "calibration-cpu-2" / "calibration.md")
+    n, *_, real_n, real_false, real_cov = table.columns
+    table[n], table[real_n] = table[n].astype(int), table[real_n].astype(int)
+    calls = table[table[n] > 1]
+    wrong = sum(round(_share(c) * k / 100) for c, k in zip(calls[real_false], calls[real_n]))
+    coverage = [_share(c) for c in calls[real_cov]]
+    return {"wrong": str(wrong), "called": str(calls[real_n].sum()), "wrong_pct": f1(100 * wrong / calls[real_n].sum()),
+            "cov_lo": f"{min(coverage):.0f}", "cov_hi": f"{max(coverage):.0f}"}
+
+
 def calibration_cpu() -> dict:
     """The calibration: its table (``calibration.md``, written by benchmarks/interval_calibration.py),
     its launches (``results.jsonl``), and the simulation's settings (the benchmark's own constants)."""
@@ -543,7 +556,7 @@ def history_cpu() -> dict:
 DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu, "network": network_cpu,
            "gpu": gpu_h100, "gputf": gpu_trace_frameworks_h100, "models": models, "precision": precision_cpu,
            "consistency": consistency_cpu, "faults": faults_cpu, "trace": trace_cpu, "gate": gate_power,
-           "pytest": pytest_gate, "pytest3": pytest_gate_held_out, "gate3": gate_held_out, "whatif": whatif, "calib": calibration_cpu, "history": history_cpu}
+           "pytest": pytest_gate, "pytest3": pytest_gate_held_out, "gate3": gate_held_out, "whatif": whatif, "calib": calibration_cpu, "calib2": calibration_held_out, "history": history_cpu}
 
 
 @functools.cache
@@ -694,6 +707,9 @@ QUOTES: list[tuple[str, str]] = [
                            "{calib[world_sizes]} on a shared 2-core machine"),
     ("docs/statistics.md", "compared by `compare`'s own code (`compare_tables`), {calib[splits]} splits per job and "
                            "launch count."),
+    ("docs/statistics.md", "{calib2[wrong]} of {calib2[called]} real A/A comparisons ({calib2[wrong_pct]} %) came out "
+                           "slower or faster, and the mean step's interval covered the pooled mean in "
+                           "{calib2[cov_lo]} % to {calib2[cov_hi]} % of them"),
     ("docs/statistics.md", "coverage is at least {calib[coverage_min]} % and identical jobs come out \"significant\" "
                            "at most {calib[sim_false_max]} % of the time on simulated launches, and {calib[wrong]} of "
                            "{calib[called]} real A/A comparisons ({calib[wrong_pct]} %) came out slower or faster. The "
