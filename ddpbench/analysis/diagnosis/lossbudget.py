@@ -142,7 +142,7 @@ def brief(row, label: str) -> Brief | None:
     if not known(loss.low, loss.high):
         return Brief(f"{loss.ms:.1f} ms lost {where}", "one launch: no interval", "repeats = 3 or more")
     if not is_measured(row, loss):
-        return Brief(f"the time lost {where} not measurable", f"noise floor {(loss.high - loss.low) / 2:.1f} ms",
+        return Brief(f"the time lost {where} is not measurable", f"noise floor {(loss.high - loss.low) / 2:.1f} ms",
                      "more launches")
     shown = measured_lines(row)
     if not shown:
