@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from ddpbench.analysis.core import LOSS_LINES
-from ddpbench.analysis.summary import BARRIER_COLUMNS, BUDGET_COLUMNS
+from ddpbench.analysis.summary import APART_SOURCES, BARRIER_COLUMNS, BUDGET_COLUMNS
 
 #: each line's declaration (``ddpbench.analysis.core.budget_lines``), by short name: its words, column, tick,
 #: colour, what the report says where it was not measured, whether a cause can recover it
@@ -148,6 +148,29 @@ def barrier_sentence(row) -> str:
     return (f"no rank stood out: the rank most often last to have its gradients ready, rank {int(rank)}, was last "
             f"in {share_text} of steps{launches}, {ms(rank_wait)} ms after the others on average when it was; every "
             f"step waited {ms(wait)} ms at the barrier on average")
+
+
+def apart_sentence(row) -> str:
+    """The loss measured apart (a trace's or a script's phases steps: ``loss_apart_*``, ``loss_gap_*``) beside
+    the budget's, in words no surer than the gap's interval; "" where no total was timed apart."""
+    source, apart = text(row.get("loss_apart_source")), line_of(row, "apart", "loss_apart_ms", "loss measured apart")
+    gap = line_of(row, "gap", "loss_gap_ms", "gap")
+    if source not in APART_SOURCES or not (apart.measured and gap.measured):
+        return ""
+    head = (f"Measured apart, on {APART_SOURCES[source]}, the job lost {ms(apart.value)} ms a step"
+            + (f" (95 % interval {ms(apart.low)} to {ms(apart.high)})" if apart.has_interval else "")
+            + f"; the budget's loss less that is {ms(gap.value, sign=True)} ms")
+    if not gap.has_interval:
+        return head + ": with a side run once, whether the two totals agree cannot be told."
+    interval = f" (95 % interval {ms(gap.low, sign=True)} to {ms(gap.high, sign=True)})"
+    if gap.within_noise:
+        return head + interval + ", within noise: the two totals cannot be told apart."
+    more = "more" if gap.low > 0 else "less"
+    nearer = min(abs(gap.low), abs(gap.high))
+    return (head + interval + f": the measured steps lost {more} than the steps timed apart, by at least "
+            f"{ms(nearer)} ms, so the lines split a loss the second total does not confirm"
+            + (" (a cost the tracer put on the job's steps and not on its baseline's stays in the gap: "
+               "trace_overhead_pct)" if source == "trace" else "") + ".")
 
 
 def console_line(row) -> str:

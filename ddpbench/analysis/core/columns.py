@@ -224,6 +224,17 @@ MEASURED: tuple[Column, ...] = (
         _c(f"{name}_high", "ms", "budget", f"{name}'s 95 % interval, high end"))),
     _c("budget_top", "text", "budget", f"the largest line of {', '.join(RECOVERABLE)} (None without a budget)"),
     _c("budget_note", "text", "budget", "why there is no budget, or what its lines come from"),
+    # the loss measured apart (a traced or script job whose baseline has the same): a second total for the budget
+    _c("loss_apart_ms", "ms", "budget", "the loss again from steps timed apart (loss_apart_source's): the job's "
+                                        "mean step there less its baseline's"),
+    _c("loss_apart_ms_low", "ms", "budget", "loss_apart_ms's 95 % interval over launches (Welch), low end"),
+    _c("loss_apart_ms_high", "ms", "budget", "loss_apart_ms's 95 % interval, high end"),
+    _c("loss_gap_ms", "ms", "budget", "the budget's loss less loss_apart_ms, over launches (each launch's measured "
+                                      "step less its step timed apart, job against baseline)"),
+    _c("loss_gap_ms_low", "ms", "budget", "loss_gap_ms's 95 % interval over launches (Welch), low end"),
+    _c("loss_gap_ms_high", "ms", "budget", "loss_gap_ms's 95 % interval, high end"),
+    _c("loss_apart_source", "text", "budget", "trace (the traced steps, the profiler's clock) or phases (a script's "
+                                              "steps its phases were timed on); None where no total was timed apart"),
     # what it costs at the price given ([cost] or --price-per-device-hour): NaN without one
     _c("devices", "count", "cost", "devices the job pays for: its GPUs (world size x GPUs per process), on CPU its "
                                    "ranks"),

@@ -4,6 +4,7 @@
   exposed     exposed communication and its interval
   barrier     the rank everyone waited for, from gradient-ready times
   budget      what a job lost against its baseline, in lines that sum to it
+  apart       that loss again from steps timed apart (a trace, a script's phases steps)
   overlap     exposed communication measured from the profiler's trace
   cost        cost per sample at a given price
   compiled    torch.compile's cache figures
@@ -17,13 +18,14 @@ from __future__ import annotations
 from ddpbench.analysis.summary.table import bounded_steps, datasheet_peak, launch_times, summarize
 from ddpbench.analysis.summary.barrier import BARRIER_COLUMNS
 from ddpbench.analysis.summary.budget import BUDGET_COLUMNS, BUDGET_LINES
+from ddpbench.analysis.summary.apart import SOURCES as APART_SOURCES
 from ddpbench.analysis.summary.overlap import exposed_sentence, step_overlap, trace_events, typical_step
 from ddpbench.analysis.summary.cost import MILLION, stored_cost
 from ddpbench.analysis.summary.frameworks import overhead_table, overhead_text
 from ddpbench.analysis.summary.gpu import gpu_table
 
 __all__ = [
-    "BARRIER_COLUMNS", "BUDGET_COLUMNS", "BUDGET_LINES", "MILLION", "bounded_steps", "datasheet_peak",
+    "APART_SOURCES", "BARRIER_COLUMNS", "BUDGET_COLUMNS", "BUDGET_LINES", "MILLION", "bounded_steps", "datasheet_peak",
     "exposed_sentence", "gpu_table", "launch_times", "overhead_table", "overhead_text", "step_overlap",
     "stored_cost", "summarize", "trace_events", "typical_step",
 ]

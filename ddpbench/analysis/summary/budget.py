@@ -58,6 +58,7 @@ from ddpbench.analysis.core import stats, windows
 from ddpbench.analysis.core.budget_lines import (COMM, CONTENTION, DATA, LOSS_LINES, OVERHEAD, RECOVERABLE, RESIDUAL,
                                                  STRAGGLER, SYNC_COMPUTE)
 from ddpbench.analysis.core.values import known
+from ddpbench.analysis.summary.apart import APART_COLUMNS, job_apart, launch_apart
 from ddpbench.analysis.summary.barrier import (BARRIER_COLUMNS, LAUNCH_KEYS, NAMED_SHARE, NAMED_WAIT, STEP_KEYS,
                                                barrier_figures, last_ready, launch_barrier, most_often, numeric)
 
@@ -76,7 +77,7 @@ TOP_LINES = RECOVERABLE
 INTERVAL_COLUMNS = ("loss_ms", *LINE_COLUMNS.values())
 BUDGET_COLUMNS = ("budget_baseline_ms",
                   *(c for name in INTERVAL_COLUMNS for c in (name, f"{name}_low", f"{name}_high")),
-                  "budget_top", "budget_note")
+                  "budget_top", "budget_note", *APART_COLUMNS)
 
 # the per-launch terms of a side, each averaged over its own rows
 _TERMS = ("S", "R", "Ym", "Yn", "F", "D", "O", "G")
@@ -237,6 +238,7 @@ def launch_arrays(terms: pd.DataFrame) -> dict[str, dict[str, np.ndarray]]:
     order = np.lexsort((repeats, keys))
     keys = keys[order]
     columns = {name: terms[name].to_numpy()[order] for name in terms.columns}
+    columns["repeat"] = repeats[order]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     ends = np.r_[starts[1:], len(keys)]
     return {keys[a]: {name: values[a:b] for name, values in columns.items()} for a, b in zip(starts, ends)}
@@ -374,13 +376,17 @@ def _no_budget_reason(row, have: set) -> str | None:
 # the summary's columns
 # ---------------------------------------------------------------------------------------------
 
-def add_budget(table: pd.DataFrame, steps: pd.DataFrame, ranks: pd.DataFrame | None = None) -> pd.DataFrame:
+def add_budget(table: pd.DataFrame, steps: pd.DataFrame, ranks: pd.DataFrame | None = None,
+               runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """``table`` (the summary after :func:`~ddpbench.analysis.summary.table.add_speedup`) with the budget's and
-    the barrier's columns (:data:`BUDGET_COLUMNS`, :data:`BARRIER_COLUMNS`)."""
+    the barrier's columns (:data:`BUDGET_COLUMNS`, :data:`BARRIER_COLUMNS`); with ``runs`` (their traces) the
+    loss measured apart (:mod:`ddpbench.analysis.summary.apart`) where a traced job's baseline was traced."""
     ranks = pd.DataFrame() if ranks is None else ranks
+    apart = launch_apart(steps, runs) if len(table) else {}
     steps = _narrow(steps)
     columns = {name: [math.nan] * len(table) for name in BUDGET_COLUMNS}
-    columns["budget_top"], columns["budget_note"] = [None] * len(table), [None] * len(table)
+    for name in ("budget_top", "budget_note", "loss_apart_source"):
+        columns[name] = [None] * len(table)
     by_key = launch_arrays(launch_terms(steps)) if len(steps) and len(table) else {}
     have = set(by_key)
     wanted = [c for c in ("key", "status", "world_size", "baseline_key", "exposed_reason", "scaling", "launch_step_ms")
@@ -393,6 +399,11 @@ def add_budget(table: pd.DataFrame, steps: pd.DataFrame, ranks: pd.DataFrame | N
         job = by_key[row["key"]]
         bases = _arrays([by_key[k] for k in str(row["baseline_key"]).split(",")])
         figures = job_budget(job, bases, int(row["world_size"]), str(row.get("scaling", "weak")))
+        keys = str(row["baseline_key"]).split(",")
+        if row["key"] in apart and all(k in apart for k in keys):
+            scale = 1.0 / int(row["world_size"]) if str(row.get("scaling", "weak")) == "strong" else 1.0
+            measured = [dict(zip(by_key[k]["repeat"], by_key[k]["S"])) for k in (row["key"], *keys)]
+            figures.update(job_apart(apart[row["key"]], measured[0], [apart[k] for k in keys], measured[1:], scale))
         figures["budget_note"] = budget_note({**row, **figures}, job, bases)
         for name, value in figures.items():
             columns[name][i] = value

@@ -163,7 +163,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         rows.append(row)
     _borrowed_checks(rows)
     table = add_speedup(pd.DataFrame(rows))
-    return add_cost(budget.add_budget(table, steps, ranks) if loss_budget else table, cost)
+    return add_cost(budget.add_budget(table, steps, ranks, runs) if loss_budget else table, cost)
 
 
 def _trace_figures(job_runs: pd.DataFrame, mine: pd.DataFrame, row: dict) -> dict:

@@ -9,7 +9,7 @@ import math
 from markupsafe import Markup
 
 from ddpbench.analysis.core import ordered
-from ddpbench.report.budget import (DECLARED, NO_BUDGET_COLUMNS, Line, barrier_sentence, has_budget,
+from ddpbench.report.budget import (DECLARED, NO_BUDGET_COLUMNS, Line, apart_sentence, barrier_sentence, has_budget,
                                     has_budget_columns, line_of, lines, ms, multi_rank_jobs, number, text)
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.budget import MAX_PANELS, budget_waterfall, drawn_jobs, flag, job_labels
@@ -18,7 +18,10 @@ TITLE = "Loss budget"
 WHAT = Markup(
     '<p class="what">Where the time lost to scaling went: each multi-rank job&rsquo;s measured step less its '
     "baseline (the one-rank step; for strong scaling the one-rank step divided by the ranks, its ideal split), "
-    "split into lines that are each measured and add up to that loss, the residual shown.</p>"
+    "split into lines that are each measured and add up to that loss, the residual shown. They add up by "
+    "construction (the residual is the loss less the other lines), so the sum proves nothing about the loss: "
+    "where steps were timed apart (a trace, a script&rsquo;s phases steps), the loss is measured again from them "
+    "and set beside it.</p>"
     '<p class="note">Each line is a difference of means over launches, job against baseline, with its 95 % '
     "Welch interval over launches; a line whose interval includes 0 is within noise, and one without an "
     "interval (a side ran once) cannot be told from noise. A line that is not measured stays inside another "
@@ -124,9 +127,11 @@ def budget_section(ctx: ReportContext) -> Section | None:
         barrier = barrier_sentence(row)
         over = " (oversubscribed: more busy threads than cores)" if flag(row, "oversubscribed") else ""
         parts.append(html('<h3>{{ label }}{{ over }}</h3><p>{{ lead }}</p>{{ table }}'
+                          '{% if apart %}<p><strong>The loss timed apart</strong>: {{ apart }}</p>{% endif %}'
                           '{% if barrier %}<p><strong>Through the barrier</strong>: {{ barrier }}.</p>{% endif %}'
                           '{% if note %}<p class="note">{{ note }}</p>{% endif %}',
-                          label=label, over=over, lead=_lead(row), table=_table(row), barrier=barrier, note=note))
+                          label=label, over=over, lead=_lead(row), table=_table(row), apart=apart_sentence(row),
+                          barrier=barrier, note=note))
     images = ()
     drawn, left_out = drawn_jobs(table)
     if len(drawn):

@@ -35,6 +35,7 @@ import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 
+import ddpbench
 from ddpbench.testing import ROOT
 from ddpbench.testing.scripts import load_benchmark
 
@@ -327,7 +328,15 @@ def trace_cpu() -> dict:
     runs = tables("trace-cpu").runs
     sizes = [t["bytes"] for traces in runs["traces"] for t in traces]
     assert set(jobs("trace-cpu")["model_size"]) == {"m"} and set(jobs("trace-cpu")["trace_steps"]) == {5}
-    return {"kb": f"{round(pd.Series(sizes).median() / 1e4) * 10:.0f}"}
+    # the loss timed apart: the one DDP job whose gap's interval excludes 0 (analysis/summary/apart.py)
+    from ddpbench.analysis.summary.table import summarize
+
+    summary = summarize(ddpbench.load(EX / "trace-cpu"))
+    judged = summary[summary["loss_apart_source"] == "trace"]
+    apart = judged[(judged["loss_gap_ms_low"] > 0) | (judged["loss_gap_ms_high"] < 0)]
+    assert len(judged) == 2 and len(apart) == 1 and apart["loss_gap_ms_high"].iloc[0] < 0
+    return {"kb": f"{round(pd.Series(sizes).median() / 1e4) * 10:.0f}",
+            "gap_lo": f1(-apart["loss_gap_ms_high"].iloc[0]), "gap_hi": f1(-apart["loss_gap_ms_low"].iloc[0])}
 
 
 def false_alarms(a: pd.Series) -> str:
@@ -660,6 +669,10 @@ QUOTES: list[tuple[str, str]] = [
     ("docs/comparing.md", "`median:15%` failed none of {pytest3[aa]} identical pairs ({pytest3[aa_free]} of them "
                           "sharing no run: {pytest3[g15_ci]}) and caught a {pytest3[g15_hit]}."),
     # thresholds, from the code that applies them
+    ("docs/reading-the-report.md", "The *gap* is the budget's loss less the loss timed apart, with Welch's "
+                                   "{const[confidence]} % interval over launches"),
+    ("docs/reading-the-report.md", "within noise and the other's is not (the traced steps lost {trace[gap_lo]} ms to "
+                                   "{trace[gap_hi]} ms more)"),
     ("docs/reading-the-report.md", "`noisy` when the step time's IQR exceeds {const[noise]} % of its median."),
     ("docs/reading-the-report.md", "calls a DDP job communication-bound only where the whole interval is at or "
                                    "above {const[comm]} % of the step, compute-bound only where it is all below "
