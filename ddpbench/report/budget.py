@@ -157,7 +157,7 @@ def apart_sentence(row) -> str:
     gap = line_of(row, "gap", "loss_gap_ms", "gap")
     if source not in APART_SOURCES or not (apart.measured and gap.measured):
         return ""
-    head = (f"Measured apart, on {APART_SOURCES[source]}, the job lost {ms(apart.value)} ms a step"
+    head = (f"on {APART_SOURCES[source]}, the job lost {ms(apart.value)} ms a step"
             + (f" (95 % interval {ms(apart.low)} to {ms(apart.high)})" if apart.has_interval else "")
             + f"; the budget's loss less that is {ms(gap.value, sign=True)} ms")
     if not gap.has_interval:
