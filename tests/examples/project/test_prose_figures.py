@@ -353,6 +353,16 @@ def faults_frozen() -> dict:
     return out
 
 
+def checker_held_out() -> dict:
+    """The checker's mutation score on the folders swept after its checks froze (checker-cpu/held-out.md)."""
+    path = EX / "checker-cpu" / "held-out.md"
+    table = _table(path).set_index("kind")
+    [false] = re.findall(r"False reports on the unmutated sentences: (\d+)\.", path.read_text(encoding="utf-8"))
+    return {"mutations": table.loc["all", "mutations"], "caught": table.loc["all", "caught"],
+            "score": table.loc["all", "score"].removesuffix(" %"),
+            "false": "no false report" if int(false) == 0 else f"{false} false reports"}
+
+
 def trace_cpu() -> dict:
     runs = tables("trace-cpu").runs
     sizes = [t["bytes"] for traces in runs["traces"] for t in traces]
@@ -593,7 +603,7 @@ def history_cpu() -> dict:
 #: the fields of the quotes: {name[field]} is DERIVED[name]()[field]
 DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu, "network": network_cpu,
            "gpu": gpu_h100, "gputf": gpu_trace_frameworks_h100, "models": models, "precision": precision_cpu,
-           "consistency": consistency_cpu, "faults": faults_cpu, "frozen": faults_frozen, "trace": trace_cpu, "gate": gate_power,
+           "consistency": consistency_cpu, "faults": faults_cpu, "frozen": faults_frozen, "checker3": checker_held_out, "trace": trace_cpu, "gate": gate_power,
            "pytest": pytest_gate, "pytest3": pytest_gate_held_out, "gate3": gate_held_out, "whatif": whatif, "calib": calibration_cpu, "calib2": calibration_held_out, "history": history_cpu}
 
 
@@ -771,6 +781,8 @@ QUOTES: list[tuple[str, str]] = [
                           "{gate3[caught]} % of comparisons ({gate3[caught_ci]}, {gate3[top_free]} independent)."),
     ("docs/comparing.md", "took `median:15%`, which caught about +{pytest[g15_about]} % 90 % of the time, and a "
                           "`median:5%` gate failed nearly 1 identical rerun in {pytest[g5_one_in]}."),
+    ("docs/diagnosis.md", "the figures to quote are the held-out ones below: {checker3[caught]} of "
+                          "{checker3[mutations]} mutations caught ({checker3[score]} %), {checker3[false]}."),
     ("docs/diagnosis.md", "| healthy | cnn-s, batch 64 per rank, world size 2, gloo, 1 thread per rank: "
                           "{faults[healthy_exposed]} % of the step exposed |"),
     ("docs/diagnosis.md", "On the two held-out cases (`faults-frozen-cpu/`: straggler-rank0, small-buckets-transformer) "
