@@ -150,6 +150,11 @@ def barrier_sentence(row) -> str:
             f"step waited {ms(wait)} ms at the barrier on average")
 
 
+def _than(value: float) -> str:
+    """A signed difference of times in words: "0.1 ms less", "4.4 ms more" (no negative time is quoted)."""
+    return f"{ms(abs(value))} ms {'less' if value < 0 else 'more'}"
+
+
 def apart_sentence(row) -> str:
     """The loss measured apart (a trace's or a script's phases steps: ``loss_apart_*``, ``loss_gap_*``) beside
     the budget's, in words no surer than the gap's interval; "" where no total was timed apart."""
@@ -157,12 +162,14 @@ def apart_sentence(row) -> str:
     gap = line_of(row, "gap", "loss_gap_ms", "gap")
     if source not in APART_SOURCES or not (apart.measured and gap.measured):
         return ""
-    head = (f"on {APART_SOURCES[source]}, the job lost {ms(apart.value)} ms a step"
+    lost = (f"lost {ms(apart.value)} ms a step" if apart.value >= 0
+            else f"ran {ms(-apart.value)} ms a step faster than its baseline")
+    head = (f"on {APART_SOURCES[source]}, the job {lost}"
             + (f" (95 % interval {ms(apart.low)} to {ms(apart.high)})" if apart.has_interval else "")
-            + f"; the budget's loss less that is {ms(gap.value, sign=True)} ms")
+            + f"; the budget's loss is {_than(gap.value)} than that")
     if not gap.has_interval:
         return head + ": with a side run once, whether the two totals agree cannot be told."
-    interval = f" (95 % interval {ms(gap.low, sign=True)} to {ms(gap.high, sign=True)})"
+    interval = f" (95 % interval {_than(gap.low)} to {_than(gap.high)})"
     if gap.within_noise:
         return head + interval + ", within noise: the two totals cannot be told apart."
     more = "more" if gap.low > 0 else "less"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -168,3 +169,20 @@ def test_the_committed_trace_example_from_its_raw_events():
         mine = np.mean([v for (k, _), v in per_launch.items() if k == key])
         base = np.mean([v for (k, _), v in per_launch.items() if k == row["baseline_key"]])
         assert row["loss_apart_ms"] == pytest.approx(mine - base, rel=1e-9)
+
+
+@pytest.mark.parametrize("apart, gap, low, high", [(24.8, -0.1, -4.6, 4.4), (25.6, -2.6, -4.4, -0.9),
+                                                   (-3.2, 1.5, 0.4, 2.6), (-0.04, -0.02, -0.3, -0.01),
+                                                   (5.0, 2.0, math.nan, math.nan)])
+def test_the_words_quote_no_negative_time_and_follow_the_gaps_interval(apart, gap, low, high):
+    row = {"loss_apart_source": "trace", "loss_apart_ms": apart, "loss_apart_ms_low": apart - 3,
+           "loss_apart_ms_high": apart + 3, "loss_gap_ms": gap, "loss_gap_ms_low": low, "loss_gap_ms_high": high}
+    words = apart_sentence(row)
+    assert words and not re.search(r"(?<![\w.])-\d+(?:\.\d+)? ms", words), words
+    if math.isnan(low):
+        assert "cannot be told" in words
+    elif low <= 0 <= high:
+        assert "within noise" in words and "does not confirm" not in words
+    else:
+        assert "does not confirm" in words and ("lost more" if low > 0 else "lost less") in words
+    assert ("faster than its baseline" in words) == (apart < 0)
