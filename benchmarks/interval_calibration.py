@@ -181,6 +181,49 @@ def real_aa(folder: str | Path, seed: int = SEED, splits: int = SPLITS) -> pd.Da
     return pd.DataFrame(rows)
 
 
+def independent_aa(folder: str | Path, seed: int = SEED) -> pd.DataFrame:
+    """One row per comparison that shares no launch with another: for each ok job and launch count n of
+    two or more, the job's launches shuffled once and cut into sides of n, each two consecutive sides one
+    comparison (as many as the launches allow, the rest unused). Its verdict by ``compare_tables``."""
+    from ddpbench.analysis.history import compare
+    from ddpbench.analysis.summary.table import summarize
+    from ddpbench.results.tables import load_folder
+
+    steps, runs, ranks, _ = load_folder(Path(folder))
+    summary = summarize(steps, runs, ranks)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _, job in summary[summary["status"] == "ok"].sort_values("key").iterrows():
+        repeats = sorted(steps.loc[(steps["key"] == job["key"]) & (steps["phase"] == "measure"), "repeat"].unique())
+        for n in LAUNCHES:
+            if n < 2:
+                continue
+            order = [int(r) for r in rng.permutation(repeats)]
+            for i in range(len(order) // (2 * n)):
+                a, b = sorted(order[2 * i * n:(2 * i + 1) * n]), sorted(order[(2 * i + 1) * n:(2 * i + 2) * n])
+                sum_a, steps_a = _subset(job, steps, a)
+                sum_b, steps_b = _subset(job, steps, b)
+                verdict = compare.compare_tables(sum_a, steps_a, sum_b, steps_b).iloc[0]["verdict"]
+                rows.append({"key": job["key"], "world_size": int(job["world_size"]), "n": n, "verdict": verdict})
+    return pd.DataFrame(rows)
+
+
+def independent_markdown(rows: pd.DataFrame) -> str:
+    """The independent comparisons per launch count and in all: false slower/faster calls, with the 95 %
+    Clopper-Pearson interval of the share."""
+    from scipy import stats as scipy_stats
+
+    def line(label, part) -> str:
+        k, total = int(part["verdict"].isin(["slower", "faster"]).sum()), len(part)
+        low, high = scipy_stats.binomtest(k, total).proportion_ci(0.95, method="exact")
+        return f"| {label} | {total} | {k} | {100 * k / total:.1f} % [{100 * low:.0f} %, {100 * high:.0f} %] |"
+
+    head = ("| launches a side | independent comparisons | false slower/faster | share [95 % interval] |\n"
+            "|---|---|---|---|\n")
+    lines = [line(str(int(n)), part) for n, part in rows.groupby("n")]
+    return head + "\n".join([*lines, line("all", rows)]) + "\n"
+
+
 def real_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per launch count: comparisons, false slower/faster calls of the t method and of the old one,
     and the baseline's mean-step coverage of the all-launch mean."""
@@ -225,7 +268,17 @@ def main(argv=None) -> int:
     p.add_argument("--trials", type=int, default=TRIALS)
     p.add_argument("--splits", type=int, default=SPLITS)
     p.add_argument("--out", type=Path, help="write the markdown table here")
+    p.add_argument("--independent", type=Path, metavar="OUT",
+                   help="with --results: only comparisons that share no launch, each launch count's sides cut from "
+                        "one shuffle of a job's launches; their table (with Clopper-Pearson intervals) written to OUT")
     args = p.parse_args(argv)
+    if args.independent:
+        if not args.results:
+            p.error("--independent needs --results")
+        table = independent_markdown(independent_aa(args.results, SEED))
+        print(table)
+        args.independent.write_text(table, encoding="utf-8")
+        return 0
     machine = Machine()
     sim = pd.DataFrame([simulated_row(n, args.trials, machine, SEED) for n in LAUNCHES])
     real = real_table(real_aa(args.results, SEED, args.splits)) if args.results else pd.DataFrame(

@@ -51,3 +51,25 @@ def test_the_simulation_reproduces_a_row_at_few_trials():
     assert row["false_old"] > row["false_t"]  # the replaced bootstrap: ~10 % at 3 a side
     one = bench.simulated_row(1, 200, bench.Machine(), bench.SEED)
     assert one["false_old"] > 0.5  # Mann-Whitney over one launch's correlated steps
+
+
+def test_the_held_out_independent_comparisons_are_the_stored_ones_and_share_no_launch():
+    """calibration-cpu-2/independent.md: each launch count's comparisons cut from one shuffle of a job's
+    launches, none sharing a launch; as many as the job's launches allow (recounted from the records)."""
+    import json
+
+    folder = ROOT / "reports" / "examples" / "calibration-cpu-2"
+    bench = _benchmark()
+    rows = bench.independent_aa(folder, bench.SEED)
+    assert bench.independent_markdown(rows) == (folder / "independent.md").read_text(encoding="utf-8")
+    launches: dict[str, set] = {}
+    for line in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "run" and record.get("status") == "ok":
+            launches.setdefault(record["key"], set()).add(record["repeat"])
+    for n, part in rows.groupby("n"):
+        assert len(part) == sum(len(repeats) // (2 * n) for repeats in launches.values()), n
+    page = (ROOT / "docs" / "statistics.md").read_text(encoding="utf-8")
+    shown = re.search(r"<!-- independent comparisons: [^>]*-->\n(.*?)<!-- end of independent comparisons -->",
+                      page, re.S)
+    assert shown and shown.group(1) == (folder / "independent.md").read_text(encoding="utf-8")
