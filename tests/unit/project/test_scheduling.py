@@ -15,8 +15,8 @@ from ddpbench.testing.scheduling import UnitsThenAlone, runs_alone
 
 COLLECTION = [
     "tests/benchmarks/test_bench.py::test_b",
-    "tests/processes/sweep/test_sweep.py::test_p1",
-    "tests/processes/sweep/test_sweep.py::test_p2",
+    "tests/processes/sweep/test_faults.py::test_p1",
+    "tests/processes/sweep/test_faults.py::test_p2",
     "tests/processes/launch/test_ray.py::test_p3",
     "tests/processes/report/test_inert.py::test_s1",
     "tests/processes/report/test_inert.py::test_s2",
@@ -99,7 +99,7 @@ def assert_units_then_alone(ran: list[tuple[str, str]]) -> None:
 
 
 def test_which_tests_run_alone():
-    assert runs_alone("tests/processes/sweep/test_sweep.py::test_x") and runs_alone("tests/benchmarks/test_b.py")
+    assert runs_alone("tests/processes/sweep/test_faults.py::test_x") and runs_alone("tests/benchmarks/test_b.py")
     assert not runs_alone("tests/unit/processes/test_x.py::test_x") and not runs_alone("tests/unit/test_x.py")
     # what starts processes but neither measures nor races a deadline runs beside the unit tests
     assert not runs_alone("tests/processes/report/test_inert.py::test_x")
