@@ -597,7 +597,19 @@ def whatif() -> dict:
     [rows] = [v for v in published.values() if isinstance(v, list)]
     return {**{link: f"{us:g}" for link, us in model.NCCL_STEP_US.items()}, "base": f"{model.NCCL_BASE_US:g}",
             "step_share": f1(100 * model.COSTS.step_share), "allreduce_us": f1(model.COSTS.allreduce_us),
-            "link_share": pct(model.COSTS.link_share), "rows": str(len(rows))}
+            "link_share": pct(model.COSTS.link_share), "rows": str(len(rows)),
+            "sources": str(len({r["source"] for r in rows})), **_later_sources()}
+
+
+def _later_sources() -> dict:
+    """The held-out error of the sources added after the model was fixed, and of the first ones."""
+    from ddpbench.analysis.models import validation
+
+    found = validation.published_table()
+    first, later = (validation.check_published(found, later=flag) for flag in (False, True))
+    return {"later_n": str(len(validation.LATER_SOURCES)), "later_points": str(later.points),
+            "later_sources": str(later.sources), "later_mae": f1(later.mae_pp), "later_max": f1(later.max_pp),
+            "first_points": str(first.points), "first_mae": f1(first.mae_pp), "first_max": f1(first.max_pp)}
 
 
 def history_cpu() -> dict:
@@ -862,7 +874,12 @@ QUOTES: list[tuple[str, str]] = [
                           "{precision[eff_bf16]} %."),
     ("docs/whatif.md", "(its tuning model: {whatif[nvlink]} us over NVLink, {whatif[pcie]} over PCIe, "
                        "{whatif[network]} over the network, {whatif[base]} per call)"),
-    ("docs/whatif.md", "holds {whatif[rows]} published data-parallel results"),
+    ("docs/whatif.md", "holds {whatif[rows]} published data-parallel results from {whatif[sources]} sources"),
+    ("docs/whatif.md", "on the first sources' {whatif[first_points]} held-out points its error is {whatif[first_mae]} "
+                       "points on average and {whatif[first_max]} at most"),
+    ("docs/whatif.md", "{whatif[later_n]} sources added on 2026-11-26 (`LATER_SOURCES`), which no choice of the "
+                       "model saw, miss by more: {whatif[later_mae]} points on average and {whatif[later_max]} at "
+                       "most over {whatif[later_points]} points from {whatif[later_sources]} of them"),
     ("docs/whatif.md", "({whatif[step_share]} % of the compute per step, {whatif[allreduce_us]} us per all-reduce, "
                        "links at {whatif[link_share]} % of their rate)"),
     ("docs/traces.md", "It holds the recorded steps only: about {trace[kb]} KB per rank for 5 steps of mlp-m."),

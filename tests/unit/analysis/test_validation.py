@@ -14,13 +14,27 @@ def found():
 
 
 def test_the_held_out_error_on_published_scaling(found):
-    held = validation.check_published(found)
+    """Issue 19's bound, on the sources the model was built beside (LATER_SOURCES apart)."""
+    held = validation.check_published(found, later=False)
     assert held.points >= 5 and held.sources >= 3
     assert held.mae_pp <= 3.0, held
     assert held.max_pp <= 8.0, held
     # the bucket-cap comparisons are held out too (all but ResNet-50's, which set the per-all-reduce cost)
     buckets = validation.check_published(found, "throughput vs 25 MB (%)")
     assert buckets.points >= 10 and buckets.mae_pp <= 2.0, buckets
+
+
+def test_the_sources_added_later_are_checked_apart_and_miss_by_more(found):
+    """Issue 58's sources, added after the model's form and constants were fixed: the model meets issue
+    19's bound on the first sources but not on these (its ceiling near 97 %, the issue's first finding)."""
+    assert set(validation.LATER_SOURCES) <= set(found["source"])
+    later = validation.check_published(found, later=True)
+    assert later.points >= 90 and later.sources >= 5
+    first = validation.check_published(found, later=False)
+    assert later.mae_pp > first.mae_pp and later.max_pp > 8.0, later
+    held = found[(found["role"] == "check") & found["source"].isin(validation.LATER_SOURCES)]
+    assert (held["predicted"] <= 97.5).all() and (held["error_pp"] > 0).mean() > 0.7  # mostly overpredicts
+    assert len(found) >= 150 and found["source"].nunique() >= 10
 
 
 def test_the_shipped_constants_are_the_calibration():
@@ -69,5 +83,6 @@ def test_the_command_prints_the_table_and_its_held_out_error(capsys):
     assert main(["whatif", "--validate"]) == 0
     out = capsys.readouterr().out
     assert "scaling efficiency (%), published and the model's" in out
-    assert "held-out error, scaling efficiency: mean" in out and "from 3 source(s)" in out
+    assert "held-out error, scaling efficiency, the first sources: mean" in out and "from 3 source(s)" in out
+    assert "held-out error, scaling efficiency, the sources added after the model was fixed: mean" in out
     assert "outside (a):" in out and "calibration" in out
