@@ -30,7 +30,12 @@ def test_every_row_cites_its_source_and_gives_the_hardware():
         if missing == ["inter_node_gbit"] and "NOT VERIFIED" in r.get("inter_node_fabric", ""):
             missing = []
         assert not missing, (r.get("source"), r.get("where"), missing)
-        assert r["url"].startswith("https://") and 0 < r["scaling_efficiency"] <= 1.05
+        assert r["url"].startswith("https://") and r["scaling_efficiency"] > 0
+        # above 1.05 only as the source published it, against a multi-GPU baseline whose accumulation
+        # falls as nodes grow (TensorFlow BERT's pre-training tables), and outside the model
+        assert r["scaling_efficiency"] <= 1.05 or (
+            "baseline_gpus" in r and "weak-scaling column gives" in r["scaling_efficiency_basis"]
+            and r["aggregation"] == "horovod-accumulation"), (r["source"], r["where"])
 
 
 def test_computed_efficiencies_follow_from_the_rows_own_throughputs():
