@@ -36,6 +36,7 @@ from ddpbench.analysis.diagnosis.verdict import Answer, answers, headline
 from ddpbench.experiment.cost import Cost
 from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_collectives, load_folder, load_tables
+from ddpbench.results.strings import python_strings
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,7 @@ class Measured:
                               self.choices, self.answers)
 
 
+@python_strings
 def load(results_dir: str | Path, collectives: bool = True, loss_budget: bool = True,
          cost: Cost | None = None) -> Measured:
     """The folder's tables and summary. FileNotFoundError without a results file; a folder that

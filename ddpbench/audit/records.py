@@ -33,6 +33,7 @@ import pandas as pd
 from ddpbench.errors import InputError
 from ddpbench.experiment.spec import FIELDS, spec_from_dict
 from ddpbench.results.schema import FIRST_STEP_COLUMNS, LATER_STEP_COLUMNS, RESULTS_FILE, STEP_COLUMNS, TIMED_PHASES
+from ddpbench.results.strings import python_strings
 
 #: a launch's row: its identity, then its settings and batch
 RUN_COLUMNS = ("key", "repeat", "status", *FIELDS, "per_rank_batch", "global_batch")
@@ -51,6 +52,7 @@ class Records(NamedTuple):
     price: dict | None
 
 
+@python_strings
 def read(folder: str | Path) -> Records:
     """The records of ``folder``/results.jsonl (module docstring). FileNotFoundError without one."""
     latest: dict = {}  # (key, repeat) -> the latest readable launch: (run row, step rows, rank rows)

@@ -27,6 +27,7 @@ from ddpbench.report.sections import (budget, collectives, compute, cost, diagno
                                       overview, precision, projection, scaling, search, strategies, timeline, verdict)
 from ddpbench.report.workers import Helper, usable_cpus
 from ddpbench.results.sidefiles import replace_file
+from ddpbench.results.strings import python_strings
 
 #: matplotlib's warning for a character its font cannot draw: a stored label may hold control
 #: characters (figures drop them before drawing, plots.common.save), and the warning would quote them
@@ -74,6 +75,7 @@ ANALYSIS_SECTIONS: tuple[SectionFn, ...] = (verdict.verdict_section, diagnosis.d
                                             projection.projection_section)
 
 
+@python_strings
 def write_report(results_dir: str | Path, out_dir: str | Path | None = None,
                  sections: Sequence[SectionFn] | None = None, processes: int = 1, cost: Cost | None = None) -> Path:
     """Write ``index.html`` (and its PNGs) for a results folder; return the path of index.html.

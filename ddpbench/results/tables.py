@@ -25,6 +25,7 @@ from ddpbench.results.schema import (CHECK_FIELDS, COMPUTE_FIELDS, LAUNCH_FIELDS
                                      RECOVERY_FIELDS, RESULTS_FILE)
 from ddpbench.results.store import DamagedRecord, ResultStore
 from ddpbench.results.validate import Damaged, clean_collective, clean_run, clean_sweep
+from ddpbench.results.strings import python_strings
 
 
 def _spec_columns(spec: dict, known: dict | None = None) -> dict:
@@ -50,6 +51,7 @@ class TrainingTables(NamedTuple):
     sweeps: Any
 
 
+@python_strings
 def load_tables(out_dir: str | Path) -> TrainingTables:
     """(steps, runs, ranks, sweeps) DataFrames of a results folder.
 

@@ -38,7 +38,6 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.summary import budget, exposed, overlap
-
 from ddpbench.analysis.core import stats, windows
 from ddpbench.analysis.core.machine import job_machine_figures, launch_machine
 from ddpbench.analysis.summary.compiled import COMPILE_FIGURES, compile_cache_figures
@@ -50,7 +49,7 @@ from ddpbench.experiment.cost import Cost
 from ddpbench.results.schema import TIMED_PHASES
 from ddpbench.analysis.core.thresholds import (BASELINE_NOISE_FACTOR, NOISE_THRESHOLD, SCALES_POORLY, SCALES_WELL,
                                                STRAGGLER_CONSISTENCY, STRAGGLER_THRESHOLD)
-
+from ddpbench.results.strings import python_strings
 
 
 def iqr(values) -> float:
@@ -79,6 +78,7 @@ def bounded_steps(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
     return windows.bounding_steps(steps, phase)
 
 
+@python_strings
 def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: float | None = None, loss_budget=True,
               cost: Cost | None = None):
     """One row per job (spec), with the columns :data:`ddpbench.analysis.core.columns.COLUMNS` declares

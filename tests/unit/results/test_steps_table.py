@@ -8,6 +8,7 @@ import pytest
 
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.results.store import ResultStore
+from ddpbench.results.strings import python_strings
 from ddpbench.results.tables import _spec_columns, load_tables
 from ddpbench.results.validate import clean_run
 from ddpbench.testing.records import ResultsFolder, rank_entry, row, training_result
@@ -21,6 +22,7 @@ def _launch(folder, spec, repeat=0, step_ms=10.0, **phases):
                                                        repeat=repeat))
 
 
+@python_strings  # as load_tables builds its tables: the same values and dtype, the same storage
 def _frame_per_launch(folder) -> pd.DataFrame:
     """What the loader made before: one frame per launch, its identity set column by column, concatenated."""
     frames = []
