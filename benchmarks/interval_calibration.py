@@ -137,6 +137,18 @@ def _subset(summary_row: pd.Series, steps: pd.DataFrame, repeats) -> tuple[pd.Da
     return pd.DataFrame([row]), mine
 
 
+def _jobs(folder: str | Path):
+    """The folder's steps, then each ok job (its summary row) with its measured launches, in key order:
+    (steps, job, repeats)."""
+    from ddpbench.analysis.summary.table import summarize
+    from ddpbench.results.tables import load_folder
+
+    steps, runs, ranks, _ = load_folder(Path(folder))
+    summary = summarize(steps, runs, ranks)
+    for _, job in summary[summary["status"] == "ok"].sort_values("key").iterrows():
+        yield steps, job, sorted(steps.loc[(steps["key"] == job["key"]) & (steps["phase"] == "measure"), "repeat"].unique())
+
+
 def real_aa(folder: str | Path, seed: int = SEED, splits: int = SPLITS) -> pd.DataFrame:
     """One row per (job, launch count, split) of the folder's ok jobs: the verdict of
     ``compare_tables`` on a random split of the job's launches, its interval, whether the mean
@@ -147,15 +159,11 @@ def real_aa(folder: str | Path, seed: int = SEED, splits: int = SPLITS) -> pd.Da
     from ddpbench.analysis.history import compare
 
     from ddpbench.analysis.core import stats
-    from ddpbench.analysis.summary.table import launch_times, summarize
-    from ddpbench.results.tables import load_folder
+    from ddpbench.analysis.summary.table import launch_times
 
-    steps, runs, ranks, _ = load_folder(Path(folder))
-    summary = summarize(steps, runs, ranks)
     rng = np.random.default_rng(seed)
     rows = []
-    for _, job in summary[summary["status"] == "ok"].sort_values("key").iterrows():
-        repeats = sorted(steps.loc[(steps["key"] == job["key"]) & (steps["phase"] == "measure"), "repeat"].unique())
+    for steps, job, repeats in _jobs(folder):
         everything = float(np.mean(launch_times(job)))
         for n in LAUNCHES:
             if 2 * n > len(repeats):
@@ -186,15 +194,10 @@ def independent_aa(folder: str | Path, seed: int = SEED) -> pd.DataFrame:
     two or more, the job's launches shuffled once and cut into sides of n, each two consecutive sides one
     comparison (as many as the launches allow, the rest unused). Its verdict by ``compare_tables``."""
     from ddpbench.analysis.history import compare
-    from ddpbench.analysis.summary.table import summarize
-    from ddpbench.results.tables import load_folder
 
-    steps, runs, ranks, _ = load_folder(Path(folder))
-    summary = summarize(steps, runs, ranks)
     rng = np.random.default_rng(seed)
     rows = []
-    for _, job in summary[summary["status"] == "ok"].sort_values("key").iterrows():
-        repeats = sorted(steps.loc[(steps["key"] == job["key"]) & (steps["phase"] == "measure"), "repeat"].unique())
+    for steps, job, repeats in _jobs(folder):
         for n in LAUNCHES:
             if n < 2:
                 continue

@@ -81,11 +81,27 @@ def _c(name: str, unit: str, stage: str, meaning: str) -> Column:
     return Column(name, unit, meaning, stage)
 
 
-#: the loss budget's lines (analysis.core.budget_lines): their columns and meanings, in the budget's order
+#: the loss budget's lines (analysis.core.budget_lines), then the loss timed apart (analysis.summary.apart) and
+#: its gap from the budget's: their columns and meanings, each with a Welch interval over launches
 _BUDGET_LINES = (
     ("loss_ms", "step_ms_mean - budget_baseline_ms: what the job lost against its baseline"),
     *((line.column, line.meaning) for line in LOSS_LINES),
 )
+_APART = (
+    ("loss_apart_ms", "the loss again from steps timed apart (loss_apart_source's): the job's mean step there less "
+                      "its baseline's"),
+    ("loss_gap_ms", "the budget's loss less loss_apart_ms, over launches (each launch's measured step less its step "
+                    "timed apart, job against baseline)"),
+)
+
+
+def _with_interval(lines) -> tuple[Column, ...]:
+    """Each (column, meaning) of a budget's time in ms, with its Welch interval's ends over launches."""
+    return tuple(c for name, meaning in lines for c in (
+        _c(name, "ms", "budget", meaning),
+        _c(f"{name}_low", "ms", "budget", f"{name}'s 95 % interval over launches (Welch: the job's against the "
+                                          "baseline's), low end"),
+        _c(f"{name}_high", "ms", "budget", f"{name}'s 95 % interval, high end")))
 
 #: every column summarize() adds to a job's spec fields, grouped by stage
 MEASURED: tuple[Column, ...] = (
@@ -217,22 +233,11 @@ MEASURED: tuple[Column, ...] = (
     # the loss budget against that baseline
     _c("budget_baseline_ms", "ms", "budget", "the baseline's mean step (strong scaling: over world_size, the ideal "
                                              "split)"),
-    *(c for name, unit_meaning in _BUDGET_LINES for c in (
-        _c(name, "ms", "budget", unit_meaning),
-        _c(f"{name}_low", "ms", "budget", f"{name}'s 95 % interval over launches (Welch: the job's against the "
-                                          "baseline's), low end"),
-        _c(f"{name}_high", "ms", "budget", f"{name}'s 95 % interval, high end"))),
+    *_with_interval(_BUDGET_LINES),
     _c("budget_top", "text", "budget", f"the largest line of {', '.join(RECOVERABLE)} (None without a budget)"),
     _c("budget_note", "text", "budget", "why there is no budget, or what its lines come from"),
-    # the loss measured apart (a traced or script job whose baseline has the same): a second total for the budget
-    _c("loss_apart_ms", "ms", "budget", "the loss again from steps timed apart (loss_apart_source's): the job's "
-                                        "mean step there less its baseline's"),
-    _c("loss_apart_ms_low", "ms", "budget", "loss_apart_ms's 95 % interval over launches (Welch), low end"),
-    _c("loss_apart_ms_high", "ms", "budget", "loss_apart_ms's 95 % interval, high end"),
-    _c("loss_gap_ms", "ms", "budget", "the budget's loss less loss_apart_ms, over launches (each launch's measured "
-                                      "step less its step timed apart, job against baseline)"),
-    _c("loss_gap_ms_low", "ms", "budget", "loss_gap_ms's 95 % interval over launches (Welch), low end"),
-    _c("loss_gap_ms_high", "ms", "budget", "loss_gap_ms's 95 % interval, high end"),
+    # the loss timed apart (a traced or script job whose baseline has the same): a second total for the budget
+    *_with_interval(_APART),
     _c("loss_apart_source", "text", "budget", "trace (the traced steps, the profiler's clock) or phases (a script's "
                                               "steps its phases were timed on); None where no total was timed apart"),
     # what it costs at the price given ([cost] or --price-per-device-hour): NaN without one
