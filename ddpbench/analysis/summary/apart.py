@@ -6,7 +6,7 @@ the sum proves nothing about the loss itself. Where a job holds steps timed apar
 ones, they give the loss a second time:
 
 * **a traced job** (its baseline traced too): each traced step's span in the profiler's events, from
-  its first phase's start to its last phase's end (:func:`ddpbench.analysis.summary.overlap.step_overlap`),
+  its first phase's start to its last phase's end (as :func:`ddpbench.analysis.summary.overlap.step_overlap`),
   a rank's mean over its traced steps, the launch's the slowest rank's (the windows' rule,
   :mod:`ddpbench.analysis.core.windows`): the profiler's clock, not the step timer's, on the steps the
   tracer recorded, not the measured ones;
@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.core import stats, windows
-from ddpbench.analysis.summary.overlap import step_overlap, trace_events
+from ddpbench.analysis.summary.overlap import trace_events
 
 #: where a job's second total comes from, in words, by the name the summary's ``loss_apart_source`` gives it
 SOURCES = {"trace": "the traced steps (the profiler's clock)",
@@ -50,9 +50,13 @@ def launch_apart(steps: pd.DataFrame, runs: pd.DataFrame | None) -> dict[str, tu
         for key, part in phased.groupby("key", sort=False):
             found[key] = ("phases", dict(zip(part["repeat"].astype(int), part["step_ms"].astype(float))))
     events = trace_events(runs) if runs is not None and len(runs) else pd.DataFrame()
-    if len(events):
-        spans = step_overlap(events)
-        spans = spans[np.isfinite(spans["step_ms"].to_numpy(dtype=float))]
+    phases = events[events["kind"] == "phase"] if len(events) else events
+    if len(phases):
+        # each (launch, step, rank)'s span, as step_overlap's step_ms, without its communication unions
+        phases = phases.assign(end_ms=phases["start_ms"] + phases["dur_ms"])
+        step = phases.groupby(["key", "repeat", "step", "rank"], sort=False).agg(first=("start_ms", "min"),
+                                                                               last=("end_ms", "max"))
+        spans = (step["last"] - step["first"]).rename("step_ms").reset_index()
         per_rank = spans.groupby(["key", "repeat", "rank"], sort=False)["step_ms"].mean()
         per_launch = per_rank.groupby(level=["key", "repeat"], sort=False).max()
         for (key, repeat), value in per_launch.items():
