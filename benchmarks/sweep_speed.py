@@ -34,6 +34,9 @@ time that is not a timed step goes:
 
 The parts come from the console's lines, timestamped as they arrive, and the stored records.
 
+Every sweep runs with Python's bytecode cache on (``PYTHONDONTWRITEBYTECODE`` dropped from its
+environment), as on a user's machine; the untimed sweep of ``--cache warm`` caches it first.
+
 The figures measured once per machine (:mod:`ddpbench.sweep.once`: the matmul peak, the all_reduce
 curve) are taken from a cache as ``--cache`` says: ``warm`` (the default) a folder of the
 benchmark's own that an untimed sweep fills first, so the timed runs reuse every such figure, as a
@@ -134,7 +137,10 @@ def run(experiment: str, fork: bool, cache: str | None) -> dict:
     """One sweep of ``experiment``, end to end; ``cache``: its measure-once cache folder (None: the
     environment's)."""
     out = Path(tempfile.mkdtemp(prefix="ddpbench-speed-"))
-    env = {**os.environ, "DDPBENCH_FORK_SERVER": "1" if fork else "0",
+    # Python's bytecode cached, as on a user's machine (a VM that sets PYTHONDONTWRITEBYTECODE compiles
+    # ddpbench again in every interpreter the sweep starts)
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+           "DDPBENCH_FORK_SERVER": "1" if fork else "0",
            **({"DDPBENCH_CACHE_DIR": cache} if cache is not None else {})}
     load_before = os.getloadavg()[0]
     start = time.monotonic()
