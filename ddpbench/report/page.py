@@ -323,12 +323,13 @@ def has_memory(table) -> bool:
                for column in ("rank_memory_mb", "peak_rss_mb") if column in table.columns)
 
 
-def skipped_note(ctx: ReportContext) -> Markup:
+def skipped_note(ctx: ReportContext, what: str = "plot") -> Markup:
+    """That the jobs which did not finish ok are left out of this ``what`` (a plot, a table)."""
     bad = ctx.summary[ctx.summary["status"] != "ok"] if not ctx.summary.empty else ctx.summary
     if bad.empty:
         return Markup()
-    return html('<p class="note">{{ n }} job(s) that did not finish ok are left out of this plot; '
-                "see the summary table for their errors.</p>", n=len(bad))
+    return html('<p class="note">{{ n }} job(s) that did not finish ok are left out of this {{ what }}; '
+                "see the summary table for their errors.</p>", n=len(bad), what=what)
 
 
 def figure_section(ctx: ReportContext, title: str, draw, filename: str, text: Markup) -> Section | None:

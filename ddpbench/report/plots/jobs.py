@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 
 from ddpbench.analysis.core import EXPOSED_COMM_MS, STEP_MS
 from ddpbench.analysis.core import describe, line_fields, model_columns, ordered
-from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, MEMORY_AXES, color_fields, configuration_colors,
-                                          figure, flag_handles, groups_of, guarded, legend, mark, memory_column,
-                                          ok_rows, save)
+from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, figure, flag_handles, groups_of, guarded,
+                                          legend, mark, ok_rows, save)
 from ddpbench.report.plots.memo import remembered
 
 #: the step-time breakdown's segments: (label, summary column or derived name, colour)
@@ -163,68 +161,3 @@ def step_time_vs_bucket(table, path) -> Path | None:
     return save(fig, path)
 
 
-def _job_labels(rows, table) -> list[str]:
-    """Per row, the configuration, world size and (where it varies) bucket size, as in the
-    step-time breakdown."""
-    config = [f for f in line_fields(table) if f != "bucket_cap_mb"]
-    fields = [*config, "world_size", *(["bucket_cap_mb"] if "bucket_cap_mb" in line_fields(table) else [])]
-    return [describe(r, fields, table) for _, r in rows.iterrows()]
-
-
-@guarded
-def memory_by_job(table, path) -> Path | None:
-    """Horizontal bars, one per ok job: the largest rank's own memory (MB; peak RSS for results older
-    than that figure) and, in a
-    second panel where any job recorded it, the optimizer state the largest rank holds (MB).
-    Colour: the configuration, as in the scaling plots; hatched: oversubscribed. None without
-    peak RSS figures."""
-    from matplotlib.patches import Patch
-
-    memory = memory_column(table)
-    rows = ordered(ok_rows(table, memory))
-    if rows.empty:
-        return None
-    colors = configuration_colors(table)
-    fields = color_fields(table)
-    keys = [tuple(r[f] for f in fields) for _, r in rows.iterrows()]
-    bar_colors = [colors[key][0] for key in keys]
-    state = rows["optimizer_state_mb"].astype(float) if "optimizer_state_mb" in rows.columns else None
-    panels = [(memory, MEMORY_AXES[memory], "Memory")]
-    if state is not None and np.isfinite(state).any():
-        panels.append(("optimizer_state_mb", "optimizer state, largest rank (MB)", "Optimizer state"))
-    fig = figure(8.5 if len(panels) == 1 else 11.0, 1.4 + 0.3 * len(rows))
-    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False,
-                        gridspec_kw={"width_ratios": [3, 2][:len(panels)]})[0]
-    y = np.arange(len(rows))
-    for ax, (column, xlabel, title) in zip(axes, panels):
-        values = rows[column].astype(float).to_numpy()
-        shown = np.nan_to_num(values)
-        bars = ax.barh(y, shown, color=bar_colors, height=0.65, edgecolor="white", linewidth=0.5)
-        for bar, over in zip(bars, rows["oversubscribed"]):
-            if bool(over):
-                bar.set_hatch("//")
-        top = float(np.nanmax(values)) if np.isfinite(values).any() else 1.0
-        for position, value in enumerate(values):
-            text = f"{value:,.0f}" if value >= 100 else (f"{value:.3g}" if math.isfinite(value) else "n/a")
-            ax.text((value if math.isfinite(value) else 0.0) + 0.01 * top, position, text, va="center",
-                    fontsize="x-small", color="0.25")
-        ax.set_xlim(0, top * 1.15)
-        ax.set_xlabel(xlabel)
-        ax.set_title(title, fontsize="medium")
-        ax.grid(True, axis="x", alpha=0.3)
-    for position in range(1, len(keys)):  # a thin line between configurations
-        if keys[position] != keys[position - 1]:
-            for ax in axes:
-                ax.axhline(position - 0.5, color="0.75", linewidth=0.8)
-    axes[0].set_yticks(y)
-    axes[0].set_yticklabels(_job_labels(rows, table), fontsize="small")
-    axes[0].set_ylim(len(rows) - 0.5, -0.5)  # first job on top
-    used = set(keys)
-    handles = [Patch(color=color, label=label) for key, (color, label) in colors.items() if key in used]
-    if not 2 <= len(handles) <= len(COLORS):  # one colour says nothing; past ten they repeat
-        handles = []
-    if rows["oversubscribed"].astype(bool).any():
-        handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="//", label="hatched: oversubscribed"))
-    if handles:
-        legend(axes[-1], handles)
-    return save(fig, path)

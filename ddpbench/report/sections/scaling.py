@@ -4,11 +4,12 @@ against world size; where each step's time goes; step time against DDP's bucket 
 from __future__ import annotations
 
 from ddpbench.analysis.core import EFFICIENCY, SAMPLES_PER_S, STEP_MS
-from ddpbench.analysis.core import bucket_settings, caps_text, describe, model_name, strategies_vary
+from ddpbench.analysis.core import (bucket_settings, caps_text, describe, line_fields, model_name, ordered,
+                                   strategies_vary)
 from markupsafe import Markup
 
-from ddpbench.report.page import (OWN_MEMORY_NOTE, ReportContext, Section, figure_section, has_interval, has_memory,
-                                  html, interval_note, num, skipped_note)
+from ddpbench.report.page import (OWN_MEMORY_NOTE, ReportContext, Section, figure_section, flags_html, has_interval,
+                                  has_memory, html, html_table, interval_note, num, skipped_note)
 from ddpbench.report.plots import jobs as job_plots
 from ddpbench.report.plots import scaling as scaling_plots
 from ddpbench.report.plots.common import memory_column, ok_rows
@@ -206,23 +207,34 @@ def _same_buckets_note(summary) -> Markup:
 
 
 def memory_overview_section(ctx: ReportContext) -> Section | None:
+    """Each job's memory as a table: a bar per job said no more than its figure (``memory.png``, no
+    longer drawn: an earlier report's is removed)."""
     if not has_memory(ctx.summary) or strategies_vary(ctx.summary):
         return None  # with several strategies, "Memory per strategy" shows the same figures grouped
-    path = job_plots.memory_by_job(ctx.summary, ctx.image("memory.png"))
-    if path is None:
+    not_drawn(ctx, "memory.png")
+    memory = memory_column(ctx.summary)
+    rows = ordered(ok_rows(ctx.summary, memory))
+    if rows.empty:
         return None
-    state = ctx.summary["optimizer_state_mb"].astype(float).notna().any() \
-        if "optimizer_state_mb" in ctx.summary.columns else False
-    own = memory_column(ctx.summary) == "rank_memory_mb"
+    state = "optimizer_state_mb" in rows.columns and rows["optimizer_state_mb"].astype(float).notna().any()
+    over = rows["oversubscribed"].astype(bool).any() if "oversubscribed" in rows.columns else False
+    fields = [f for f in line_fields(ctx.summary) if f != "world_size"]
+    own = memory == "rank_memory_mb"
+    header = ["job", "ws", "own memory (MB)" if own else "peak RSS (MB)",
+              *(["optimizer state (MB)"] if state else []), *([""] if over else [])]
+    table = [[describe(r, fields, ctx.summary), num(r["world_size"], ".0f"), num(r[memory], ",.0f"),
+              *([num(r["optimizer_state_mb"], ".3g")] if state else []),
+              *([flags_html({"oversubscribed": r["oversubscribed"]})] if over else [])]
+             for _, r in rows.iterrows()]
     text = (Markup('<p class="what">') + Markup("The own memory" if own else "Peak resident memory (RSS, MB)")
             + Markup(" of each job&rsquo;s largest rank")
             + Markup(", and the optimizer state that rank holds (MB)" if state else "")
-            + Markup(". Colours follow the configurations of the scaling plots; hatched bars are oversubscribed "
-                     "jobs.</p>")
-            + (OWN_MEMORY_NOTE if own else Markup(
+            + Markup(".</p>")
+            + (OWN_MEMORY_NOTE + Markup("</p>") if own else Markup(
                 '<p class="note">RSS counts everything the process keeps in memory: the Python interpreter and '
                 "PyTorch&rsquo;s libraries (a few hundred MB before any model), the model, its gradients, "
                 "DDP&rsquo;s gradient buckets and the optimizer state. Peak RSS is the high-water mark the "
                 "operating system reports (VmHWM), the largest over ranks and launches; 1 MB = 10<sup>6</sup> "
-                "bytes.")))
-    return Section("Memory", text + Markup("</p>") + skipped_note(ctx), (path,))
+                "bytes.</p>")))
+    return Section("Memory", text + html_table(header, table, numeric=set(range(1, 3 + bool(state))))
+                   + skipped_note(ctx, "table"))

@@ -162,9 +162,16 @@ def test_memory_section(world_sizes):
     assert titles.index(NEW_TITLES["memory"]) > titles.index(SECTION_TITLES["breakdown"])
     assert titles[-1] == NEW_TITLES["noise"]  # how sure the numbers are closes the page
     text = section_of(page, NEW_TITLES["memory"])
-    assert_png(index.parent / NEW_PNGS["memory"])
-    assert f'<img src="{NEW_PNGS["memory"]}"' in text
+    # a table, no figure: a bar per job said no more than the table does
+    assert not (index.parent / NEW_PNGS["memory"]).exists() and "<img" not in text
     assert "Peak resident memory (RSS, MB)" in text
+    summary = example_summary("world-sizes-cpu")
+    ok = summary[(summary["status"] == "ok") & summary["peak_rss_mb"].notna()]
+    rows = rows_of(text)
+    assert len(rows) == len(ok) > 1
+    shown = sorted((int(w), m) for w, m in (re.findall(r'<td class="num">(\d+)</td><td class="num">([\d,]+)</td>', r)[0]
+                                            for r in rows))
+    assert shown == sorted((int(r["world_size"]), f"{r['peak_rss_mb']:,.0f}") for _, r in ok.iterrows())
     assert "the optimizer state that rank holds" not in text  # these results predate that figure
     assert "Memory per strategy" not in text
 

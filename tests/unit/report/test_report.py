@@ -373,6 +373,25 @@ def test_quiet_launches_have_no_noise_section(tmp_path):
     assert '<span class="ci">[' in summary_row(page, "mlp-s", 2)
 
 
+def test_memory_is_a_table_of_each_jobs_largest_rank(tmp_path):
+    """The Memory section gives each ok job's largest rank's memory and optimizer state, with the
+    oversubscribed job flagged; an earlier report's memory.png is removed, none is drawn."""
+    def memory(base: float, state: float):
+        return {"rank_fields": lambda rank: {"peak_rss_mb": base + 7 * rank, "optimizer_state_mb": state}}
+
+    jobs = [(job(), 10.0, False, memory(300.0, 1.5)), (job(world_size=2), 12.0, False, memory(410.0, 2.25)),
+            (job(world_size=3), 14.0, True, memory(520.0, 3.0))]
+    folder = write_launches(tmp_path / "results", jobs)
+    (folder / NEW_PNGS["memory"]).write_bytes(b"an earlier report's figure")
+    page = write_report(folder).read_text(encoding="utf-8")
+    text = section_of(page, NEW_TITLES["memory"])
+    assert not (folder / NEW_PNGS["memory"]).exists() and "<img" not in text
+    cells = [re.findall(r'<td class="num">([^<]*)</td>', row) for row in rows_of(text)]
+    # the largest rank's: rank 0 alone at world size 1, rank 1 of two, rank 2 of three
+    assert cells == [["1", "300", "1.5"], ["2", "417", "2.25"], ["3", "534", "3"]]
+    assert ["oversubscribed" in row for row in rows_of(text)] == [False, False, True]
+
+
 def test_planted_straggler_is_flagged(tmp_path):
     jobs = [(job(), 10.0, False), (job(world_size=2), 12.0, False, {"rank_scale": slow_rank(1, 1.25)})]
     index = write_report(write_launches(tmp_path / "results", jobs))
