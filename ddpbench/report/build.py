@@ -56,7 +56,6 @@ SECTIONS: tuple[SectionFn, ...] = (
     precision.precision_section,
     strategies.communication_section,
     strategies.equivalence_section,
-    strategies.memory_section,
     scaling.memory_overview_section,
     collectives.collectives_busbw_section,
     collectives.collectives_table_section,

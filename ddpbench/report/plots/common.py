@@ -320,7 +320,7 @@ def interval_handle():
                   label="bar: 95 % t interval\nover launches")
 
 
-#: what a memory plot draws, and its axis: a rank's own memory where the results have it (since issue 35),
+#: what the memory table gives, and its heading: a rank's own memory where the results have it (since issue 35),
 #: else the peak RSS older results stored
 MEMORY_AXES = {"rank_memory_mb": "own memory, largest rank (MB)", "peak_rss_mb": "peak RSS, largest rank (MB)"}
 

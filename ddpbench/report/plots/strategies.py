@@ -19,7 +19,7 @@ import numpy as np
 
 from ddpbench.analysis.core import EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.core import describe, line_fields, model_columns, model_name, ordered
-from ddpbench.report.plots.common import MEMORY_AXES, figure, guarded, legend, memory_column, ok_rows, save
+from ddpbench.report.plots.common import figure, guarded, legend, ok_rows, save
 from ddpbench.report.plots.memo import remembered
 
 OVERSUBSCRIBED_HATCH = "///"
@@ -316,27 +316,4 @@ def traffic_by_strategy(table, path) -> Path | None:
         handles.append(Patch(facecolor="white", edgecolor="0.25", hatch=OVERSUBSCRIBED_HATCH,
                              label="hatched: oversubscribed"))
     legend(axes[-1], handles)
-    return save(fig, path)
-
-
-@guarded
-def memory_by_strategy(table, path) -> Path | None:
-    """The largest rank's own memory (peak RSS for results older than that figure) and the optimizer
-    state one rank holds (its shard for ZeRO and FSDP; all of it on rank 0 for master-params), in
-    MB, by world size."""
-    rows, labels, sizes = _layout(table)
-    memory = memory_column(rows)
-    if ok_rows(rows, memory).empty:
-        return None
-    colors = _size_colors(sizes)
-    fig = figure(2.2 + 3.8 * 2, _height(labels, len(sizes)))
-    axes = fig.subplots(1, 2, sharey=True)
-    for ax, column, title in ((axes[0], memory, MEMORY_AXES[memory]),
-                              (axes[1], "optimizer_state_mb", "optimizer state, largest rank (MB)")):
-        _grouped_bars(ax, rows, labels, sizes, colors, column, ".0f" if column == memory else ".3g")
-        _rows_axis(ax, labels)
-        ax.set_xlabel(title)
-    axes[0].set_title("Memory", fontsize="medium")
-    axes[1].set_title("Optimizer state", fontsize="medium")
-    legend(axes[1], _size_handles(sizes, colors, ok_rows(rows, memory)))
     return save(fig, path)

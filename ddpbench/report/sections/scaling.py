@@ -12,7 +12,7 @@ from ddpbench.report.page import (OWN_MEMORY_NOTE, ReportContext, Section, figur
                                   has_memory, html, html_table, interval_note, num, skipped_note)
 from ddpbench.report.plots import jobs as job_plots
 from ddpbench.report.plots import scaling as scaling_plots
-from ddpbench.report.plots.common import memory_column, ok_rows
+from ddpbench.report.plots.common import MEMORY_AXES, memory_column, ok_rows
 
 
 def throughput_section(ctx: ReportContext) -> Section | None:
@@ -206,12 +206,23 @@ def _same_buckets_note(summary) -> Markup:
             + html("{{ items | join('') }}</ul>", items=items))
 
 
+#: the memory figures earlier reports drew, which a table now gives
+MEMORY_FIGURES = ("memory.png", "strategies_memory.png")
+#: what each strategy keeps of the optimizer state, where strategies vary
+SHARDED_STATE_NOTE = Markup(
+    '<p class="note">ZeRO and FSDP shard the optimizer state, so each rank holds about 1/n of it; '
+    "master-params runs the only optimizer on rank 0, so rank 0 holds all of it and the others none. "
+    "Momentum SGD keeps one buffer the size of the parameters, Adam two.</p>")
+
+
 def memory_overview_section(ctx: ReportContext) -> Section | None:
-    """Each job's memory as a table: a bar per job said no more than its figure (``memory.png``, no
-    longer drawn: an earlier report's is removed)."""
-    if not has_memory(ctx.summary) or strategies_vary(ctx.summary):
-        return None  # with several strategies, "Memory per strategy" shows the same figures grouped
-    not_drawn(ctx, "memory.png")
+    """Each job's memory as a table, its strategy among its settings where strategies vary: a bar per
+    job said no more (``memory.png`` and ``strategies_memory.png`` are no longer drawn: an earlier
+    report's are removed)."""
+    if not has_memory(ctx.summary):
+        return None
+    for name in MEMORY_FIGURES:
+        not_drawn(ctx, name)
     memory = memory_column(ctx.summary)
     rows = ordered(ok_rows(ctx.summary, memory))
     if rows.empty:
@@ -220,8 +231,8 @@ def memory_overview_section(ctx: ReportContext) -> Section | None:
     over = rows["oversubscribed"].astype(bool).any() if "oversubscribed" in rows.columns else False
     fields = [f for f in line_fields(ctx.summary) if f != "world_size"]
     own = memory == "rank_memory_mb"
-    header = ["job", "ws", "own memory (MB)" if own else "peak RSS (MB)",
-              *(["optimizer state (MB)"] if state else []), *([""] if over else [])]
+    header = ["job", "ws", MEMORY_AXES[memory], *(["optimizer state, largest rank (MB)"] if state else []),
+              *([""] if over else [])]
     table = [[describe(r, fields, ctx.summary), num(r["world_size"], ".0f"), num(r[memory], ",.0f"),
               *([num(r["optimizer_state_mb"], ".3g")] if state else []),
               *([flags_html({"oversubscribed": r["oversubscribed"]})] if over else [])]
@@ -235,6 +246,7 @@ def memory_overview_section(ctx: ReportContext) -> Section | None:
                 "PyTorch&rsquo;s libraries (a few hundred MB before any model), the model, its gradients, "
                 "DDP&rsquo;s gradient buckets and the optimizer state. Peak RSS is the high-water mark the "
                 "operating system reports (VmHWM), the largest over ranks and launches; 1 MB = 10<sup>6</sup> "
-                "bytes.</p>")))
+                "bytes.</p>"))
+            + (SHARDED_STATE_NOTE if strategies_vary(ctx.summary) else Markup()))
     return Section("Memory", text + html_table(header, table, numeric=set(range(1, 3 + bool(state))))
                    + skipped_note(ctx, "table"))

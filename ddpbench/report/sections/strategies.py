@@ -9,9 +9,8 @@ from ddpbench.analysis.core import EXPOSED_COMM_MS
 from ddpbench.analysis.core import ordered, strategies_vary
 from markupsafe import Markup
 
-from ddpbench.report.page import DASH, OWN_MEMORY_NOTE, ReportContext, Section, html, html_table, num, skipped_note
+from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num, skipped_note
 from ddpbench.report.plots import strategies as ps
-from ddpbench.report.plots.common import memory_column
 
 
 def _strategy_table(ctx: ReportContext):
@@ -208,17 +207,3 @@ def equivalence_section(ctx: ReportContext) -> Section | None:
         "the earlier job&rsquo;s check, at the same world size, model, data, precision and strategy settings, "
         "stands for it, and its figures are shown.</p>{% endif %}\n{{ table }}",
         match=f"{MATCH_DIFF:g}", borrowed=borrowed, table=html_table(header, rows, classes, numeric={1, 3, 5})))
-
-
-def memory_section(ctx: ReportContext) -> Section | None:
-    own = memory_column(ctx.summary) == "rank_memory_mb"
-    return _strategy_section(
-        ctx, "Memory per strategy", ((ps.memory_by_strategy, "strategies_memory.png"),),
-        Markup('<p class="what">') + Markup("The largest rank&rsquo;s own memory" if own else "Peak resident memory of "
-                                            "the largest rank (these results predate the rank&rsquo;s own memory "
-                                            "figure)")
-        + Markup(" and the optimizer state the largest rank holds, per strategy and world size, in MB "
-                 "(10<sup>6</sup> bytes).</p>") + (OWN_MEMORY_NOTE + Markup("</p>") if own else Markup()) + Markup(
-        '<p class="note">ZeRO and FSDP shard the optimizer state, so each rank holds about 1/n of it; '
-        "master-params runs the only optimizer on rank 0, so rank 0 holds all of it and the others none. "
-        "Momentum SGD keeps one buffer the size of the parameters, Adam two.</p>"))

@@ -176,11 +176,18 @@ def test_memory_section(world_sizes):
     assert "Memory per strategy" not in text
 
 
-def test_memory_per_strategy_replaces_the_overview_when_strategies_vary(strategies):
+def test_memory_names_each_strategy_where_strategies_vary(strategies):
     index, page = strategies
-    titles = re.findall(r"<h2>([^<]*)</h2>", page)
-    assert "Memory per strategy" in titles and NEW_TITLES["memory"] not in titles
-    assert not (index.parent / NEW_PNGS["memory"]).exists()
+    text = section_of(page, NEW_TITLES["memory"])
+    assert not (index.parent / NEW_PNGS["memory"]).exists() and not (index.parent / "strategies_memory.png").exists()
+    assert "ZeRO and FSDP shard the optimizer state" in text
+    summary = example_summary("strategies-cpu")
+    ok = summary[(summary["status"] == "ok") & summary["peak_rss_mb"].notna()]
+    rows = rows_of(text)
+    assert len(rows) == len(ok) > 1 and all(any(name in r for r in rows) for name in set(ok["strategy"]))
+    shown = sorted((int(w), m) for w, m in (re.findall(r'<td class="num">(\d+)</td><td class="num">([\d,]+)</td>', r)[0]
+                                            for r in rows))
+    assert shown == sorted((int(r["world_size"]), f"{r['peak_rss_mb']:,.0f}") for _, r in ok.iterrows())
 
 
 def test_one_launch_everywhere(strategies):

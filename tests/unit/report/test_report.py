@@ -138,10 +138,8 @@ STRATEGY_TITLES = {
     "side": "Strategies side by side",
     "comm": "Communication per strategy",
     "equivalence": "Equivalence with single-process training",
-    "memory": "Memory per strategy",
 }
-STRATEGY_PNGS = ("strategies_throughput.png", "strategies_comm_time.png", "strategies_traffic.png",
-                 "strategies_memory.png")
+STRATEGY_PNGS = ("strategies_throughput.png", "strategies_comm_time.png", "strategies_traffic.png")
 GRAD = 4_000_000  # bytes of gradients per step: 4 MB
 MEASURED = "measured: bytes this rank passed to send/recv"
 DP_REASON = "DataParallel parallelises over CUDA devices only: on CPU it runs one replica"
@@ -225,6 +223,13 @@ def test_strategy_sections_headings_and_pngs(strategy_report):
     for name in (*STRATEGY_PNGS, "breakdown.png", "throughput.png", "efficiency.png"):
         assert_png(index.parent / name)
         assert f'<img src="{name}"' in page
+    # memory is a table of every ok job, its strategy among its settings, and the zero shard's state
+    memory = section_of(page, NEW_TITLES["memory"])
+    assert "<img" not in memory and not (index.parent / "strategies_memory.png").exists()
+    assert "ZeRO and FSDP shard the optimizer state" in memory
+    assert len(rows_of(memory)) == 14  # 9 + 2 + zero + dp + the plug-in; not the skipped and failed jobs
+    assert re.search(r"<td>[^<]*zero[^<]*</td><td class=\"num\">2</td><td class=\"num\">510</td>"
+                     r"<td class=\"num\">4</td>", memory)
     side = section_of(page, STRATEGY_TITLES["side"])
     # the skipped and failed jobs are named with their reasons
     assert DP_REASON in side and "status-skipped" in side
@@ -295,8 +300,9 @@ def test_strategy_sections_absent_with_one_strategy(full_report):
 def test_equivalence_without_other_strategies(tmp_path):
     index, page = render(tmp_path, [strategy_ok("ring", 1, 10.0), strategy_ok("ring", 2, 12.0)])
     assert f"<h2>{STRATEGY_TITLES['equivalence']}</h2>" in page
-    for key in ("side", "comm", "memory"):
+    for key in ("side", "comm"):
         assert STRATEGY_TITLES[key] not in page
+    assert "ZeRO and FSDP shard" not in section_of(page, NEW_TITLES["memory"])
 
 
 def test_labels_leave_out_settings_of_other_strategies():
@@ -430,7 +436,7 @@ def test_script_in_a_job_name_stays_escaped_in_new_sections(tmp_path):
     escaped = "&lt;script&gt;alert(1)&lt;/script&gt;"
     for title in ("Summary", NEW_TITLES["serial"], NEW_TITLES["noise"]):
         assert escaped in section_of(page, title), title
-    assert_png(index.parent / "strategies_memory.png")  # strategies vary: memory per strategy
+    assert escaped in section_of(page, NEW_TITLES["memory"])  # strategies vary: named in the memory table
     assert_png(index.parent / NEW_PNGS["serial"])
 
 
