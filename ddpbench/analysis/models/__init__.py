@@ -2,6 +2,8 @@
 
   costmodel    the alpha-beta model, fitted to this machine and projected to larger clusters
   whatif       a workload's DDP step on a cluster you describe
+  terms        its settings (dtype, accumulation, sharding, input) and the costs that grow with N
+  questions    the largest world size at a target efficiency, and the network rate it needs
   layouts      the parameter layouts of models, and DDP's buckets cut from them
   validation   the what-if model against published scaling (published_scaling.toml)
   network      jobs on emulated links beside the model of the link; fault recovery
@@ -12,7 +14,8 @@
 from __future__ import annotations
 
 from ddpbench.analysis.models.costmodel import single_rank_only, versus_report, workloads
-from ddpbench.analysis.models.whatif import COSTS, Cluster, ddp_step, largest_world_size, link_needed, master_step, Work
+from ddpbench.analysis.models.whatif import COSTS, Cluster, ddp_step, master_step, Work
+from ddpbench.analysis.models.questions import largest_world_size, link_needed
 from ddpbench.analysis.models.validation import check_published, published_table
 from ddpbench.analysis.models.network import recovery_runs, shaped_jobs
 from ddpbench.analysis.models.collectives import ddp_buckets_vs_allreduce
