@@ -16,7 +16,8 @@ def add_parser(sub) -> None:
                        description="Step time and scaling efficiency of DDP (and master aggregation) for a "
                        "workload on a described cluster, per world size: model output, not a measurement.")
     p.add_argument("--model", default="resnet50", help="what trains: a preset, reference model or factory "
-                   "(its gradient tensors give the buckets; default: resnet50)")
+                   "(its gradient tensors give the buckets; default: resnet50), or a large model's layout built on "
+                   "the meta device: llama-7b, llama-13b, llama-70b, gpt3-1.3b, gpt3-175b, bart-large")
     p.add_argument("--model-size", default="s", help="size preset of mlp, cnn and transformer (default: s)")
     p.add_argument("--bucket-cap-mb", type=finite_float, default=25.0, help="DDP's bucket cap (default: 25)")
     p.add_argument("--compute-ms", type=finite_float,
@@ -229,17 +230,28 @@ def command(args) -> int:
     from ddpbench.strategies.ddp import predicted_buckets
     from ddpbench.workloads.catalog import facts
 
-    model = check_value("model", args.model, "command line", "--model")
-    size = check_value("model_size", args.model_size, "command line", "--model-size")
+    from ddpbench.analysis.models import presets
+
     model_args = check_value("model_args", args.model_args, "command line", "--model-args")
-    spec = JobSpec(model=model, model_size=size, model_args=model_args, world_size=1)
-    check_workloads([spec], "command line")
-    buckets = predicted_buckets(facts(spec).tensor_bytes, args.bucket_cap_mb)
+    if args.model in presets.PRESETS:  # a large model's layout, built on the meta device
+        try:
+            tensors = presets.tensor_bytes(args.model, model_args)
+        except KeyError as err:
+            raise InputError("command line", "--model-args", f"{args.model} has no {err.args[0]}; it takes "
+                             f"{', '.join(k for k in presets.PRESETS[args.model] if k != 'kind')}") from None
+        label = args.model + (f"({model_args})" if model_args else "")
+    else:
+        model = check_value("model", args.model, "command line", "--model")
+        size = check_value("model_size", args.model_size, "command line", "--model-size")
+        spec = JobSpec(model=model, model_size=size, model_args=model_args, world_size=1)
+        check_workloads([spec], "command line")
+        tensors, label = facts(spec).tensor_bytes, spec.model_label
+    buckets = predicted_buckets(tensors, args.bucket_cap_mb)
     # in DDP's order: the last layers' first
     work = Work(compute_ms=args.compute_ms, bucket_bytes=buckets, **_settings(args, args.batch_size))
     args.batch = args.batch_size
     costs, sources = _costs(args)
     # nothing ran: the buckets are predicted (reverse registration order), and said to be
-    print_whatif(args, f"{spec.model_label}: predicted layout: {len(buckets)} bucket(s) of at most "
+    print_whatif(args, f"{label}: predicted layout: {len(buckets)} bucket(s) of at most "
                  f"{args.bucket_cap_mb:g} MB", work, cluster, costs, sources)
     return 0

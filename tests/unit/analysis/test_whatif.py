@@ -254,3 +254,74 @@ def test_the_report_projection_names_compute_slowed_by_sharing_the_machine():
     same = [{**r, "compute_ms": 63.0} for r in rows]
     (f,) = model_findings.projection(pd.DataFrame(same), pd.DataFrame())
     assert "no link recovers" not in f.text
+
+
+def test_large_model_presets_are_built_on_the_meta_device():
+    from ddpbench.analysis.models import presets
+
+    # the published parameter counts: Llama 2 7B/70B, GPT-3 175B, and facebook/bart-large's exact count
+    assert sum(presets.tensor_bytes("llama-7b")) / 4 == 6_738_415_616
+    assert sum(presets.tensor_bytes("llama-70b")) / 4 == pytest.approx(68.98e9, rel=1e-3)
+    assert sum(presets.tensor_bytes("gpt3-175b")) / 4 == pytest.approx(174.6e9, rel=1e-3)
+    assert sum(presets.tensor_bytes("bart-large")) / 4 == 406_291_456
+    # --model-args over the preset's shape; an argument it does not take is refused by name
+    two = presets.tensor_bytes("llama-7b", '{"layers":2}')
+    assert len(two) == 2 + 9 * 2 + 1 and sum(two) < sum(presets.tensor_bytes("llama-7b")) / 10
+    with pytest.raises(KeyError, match="layerz"):
+        presets.config("llama-7b", '{"layerz":2}')
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--compute-ms", "10", "--accumulation", "0"], "--accumulation: must be 1 or more"),
+    (["--compute-ms", "10", "--input-samples-per-s", "100"], "--batch-size: is needed with --input-samples-per-s"),
+    (["--compute-ms", "10", "--oversubscription", "0.5"], "--oversubscription: must be 1 or more"),
+    (["--compute-ms", "10", "--model", "llama-7b", "--model-args", "{ layerz = 2 }"],
+     "--model-args: llama-7b has no layerz"),
+    (["--compute-ms", "10", "--rank-spread-pct", "-1"], "--rank-spread-pct: must be 0 or more"),
+])
+def test_the_settings_refuse_bad_input_in_one_line(argv, words, capsys):
+    from ddpbench.cli import main
+
+    assert main(["whatif", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+
+
+def test_the_command_takes_settings_any_world_size_and_prints_the_band(capsys):
+    from ddpbench.analysis.models.loso import BAND
+    from ddpbench.cli import main
+
+    assert main(["whatif", "--model", "gpt3-1.3b", "--compute-ms", "400", "--grad-dtype", "bf16", "--accumulation",
+                 "4", "--world-sizes", "8,160,320", "--rank-spread-pct", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "bf16 gradients, 4 micro-steps per optimizer step" in out and "ranks' step spread 2.0% (given)" in out
+    assert f"it covered {BAND.coverage:.0%} of {BAND.rows} held-out rows of {BAND.sources} sources" in out
+    rows = {int(line.split()[0]): line.split() for line in out.splitlines() if line.split()[:1]
+            and line.split()[0].isdigit()}
+    assert sorted(rows) == [8, 160, 320]
+    for row in rows.values():
+        efficiency = float(row[4].rstrip("%"))
+        low, high = (float(x) for x in row[5].rstrip("%").split("-"))
+        assert abs(low - max(efficiency + BAND.low_pp, 0)) <= 1 and abs(high - min(efficiency + BAND.high_pp, 100)) <= 1
+
+
+def test_from_a_folder_the_spread_and_curve_are_the_measured_ones(capsys):
+    from ddpbench.analysis.folder import load
+    from ddpbench.analysis.models import costmodel, workloads
+    from ddpbench.analysis.models.measured import half_rate_mb, rank_spread
+    from ddpbench.cli import main
+
+    folder = ROOT / "reports" / "examples" / "quick-cpu"
+    measured = load(folder)
+    (work,) = workloads(measured.summary, measured.ranks)
+    spread, half = rank_spread(measured.steps, work.job_key), half_rate_mb(measured.collectives)
+    link = costmodel.fit_collectives(measured.collectives)
+    assert half == pytest.approx(link.alpha_us / link.beta_us_per_byte / 1e6) and spread > 0
+    # the spread by hand: each no_sync step's ranks, their standard deviation over their mean, the median
+    steps = measured.steps[(measured.steps["key"] == work.job_key) & (measured.steps["phase"] == "nosync")]
+    by_step = steps.groupby(["repeat", "step"])["step_ms"]
+    assert spread == pytest.approx(float((by_step.std() / by_step.mean()).median()))
+    assert main(["whatif", "--from", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert (f"ranks' step spread {spread:.1%} (measured between the ranks of {work.job_key}), collectives at half "
+            f"their links' rate at {half:.3g} MB (the all_reduce curve measured in the folder (alpha / beta))") in out
