@@ -32,8 +32,10 @@ def add_parser(sub) -> None:
                    "node (default: NCCL's for NVLink, 3.4; its PCIe figure is 5.7)")
     p.add_argument("--inter-latency-us", type=finite_float, default=14.0, help="latency per all-reduce step between "
                    "nodes (default: NCCL's for the network, 14)")
-    p.add_argument("--algorithm", default="auto", choices=("auto", "ring", "tree", "hierarchical"),
+    p.add_argument("--algorithm", default="auto", choices=("auto", "ring", "tree", "hierarchical", "nvls"),
                    help="all-reduce algorithm (auto: the fastest per bucket, as NCCL's tuner picks)")
+    p.add_argument("--nvls", action="store_true", help="the nodes' NVSwitch reduces (NVLink SHARP, H100 and "
+                   "later with NCCL 2.17+): auto may pick NVLS")
     p.add_argument("--target-efficiency", type=finite_float, default=0.9, help="for the largest world size and the "
                    "link rate needed (default: 0.9)")
     p.add_argument("--batch-size", type=int, metavar="N", help="samples per device per step: with a price or "
@@ -201,7 +203,9 @@ def command(args) -> int:
     _check(args)
     cluster = Cluster(args.gpus_per_node, args.intra_gbit, args.inter_gbit, args.intra_latency_us,
                       args.inter_latency_us, oversubscription=args.oversubscription, leaf_nodes=args.leaf_nodes,
-                      transport=args.transport)
+                      transport=args.transport,
+                      algorithms=("ring", "tree", "hierarchical", "nvls") if args.nvls or args.algorithm == "nvls"
+                      else ("ring", "tree", "hierarchical"))
     if args.from_dir is not None:
         from ddpbench.analysis.models import versus_report
         from ddpbench.analysis.models.measured import measured_terms

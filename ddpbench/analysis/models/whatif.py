@@ -27,8 +27,13 @@ inter-node B is all its NICs together, shared by its devices):
 
       T = base + 2 [(g-1) alpha_intra + (g-1)/g n / B_intra] + 2 (N-1) alpha_inter + 2 (N-1)/N n / B_inter
 
-* ``auto`` takes the fastest of the three for each bucket, as NCCL's tuner picks an algorithm per
-  message from its own cost model.
+* NVLS (NVLink SHARP, where the cluster lists it): the NVSwitch reduces, each device's bytes cross its
+  link once each way; between nodes a tree (:func:`_nvls`)::
+
+      T = base + 2 alpha_intra [+ 2 log2(N) alpha_inter] + n / B_intra [+ 2 n / B_inter]
+
+* ``auto`` takes the fastest of the cluster's algorithms for each bucket, as NCCL's tuner picks an
+  algorithm per message from its own cost model.
 
 Master aggregation (every device's gradients to device 0 and the mean back) puts all of it on
 device 0's link: ``T = 2 (p-1) (alpha + n / B)``, with B the intra-node rate while p <= g, else the
@@ -149,7 +154,19 @@ def _hierarchical(n: float, p: int, cluster: Cluster) -> tuple[float, float]:
                      + 2 * (nodes - 1) / nodes * n / cluster.inter_rate(nodes))
 
 
-_PARTS = {"ring": _ring, "tree": _tree, "hierarchical": _hierarchical}
+def _nvls(n: float, p: int, cluster: Cluster) -> tuple[float, float]:
+    """NVLink SHARP (NCCL 2.17+, NVSwitch 3): the switch reduces, so each device sends its n bytes once and
+    receives the sum once (n / B, not a ring's 2(p-1)/p n / B); across nodes NVLS inside each node and a
+    tree between them (NCCL's NVLSTree)."""
+    nodes = _nodes(p, cluster.gpus_per_node)
+    latency = cluster.base_latency_us + 2 * cluster.intra_latency_us
+    if nodes == 1:
+        return latency, n / cluster.intra_bytes_per_us
+    latency += 2 * math.ceil(math.log2(nodes)) * cluster.inter_latency_us
+    return latency, n / cluster.intra_bytes_per_us + 2 * n / cluster.inter_rate(nodes)
+
+
+_PARTS = {"ring": _ring, "tree": _tree, "hierarchical": _hierarchical, "nvls": _nvls}
 
 
 def allreduce_parts(n: float, p: int, cluster: Cluster, algorithm: str = "auto") -> tuple[float, float, str]:

@@ -325,3 +325,19 @@ def test_from_a_folder_the_spread_and_curve_are_the_measured_ones(capsys):
     out = capsys.readouterr().out
     assert (f"ranks' step spread {spread:.1%} (measured between the ranks of {work.job_key}), collectives at half "
             f"their links' rate at {half:.3g} MB (the all_reduce curve measured in the folder (alpha / beta))") in out
+
+
+def test_nvls_sends_each_byte_once_through_the_switch():
+    from dataclasses import replace
+
+    from ddpbench.analysis.models.whatif import allreduce_parts
+
+    switch = replace(DGX, algorithms=("ring", "tree", "hierarchical", "nvls"))
+    n = 100 * MB
+    latency, transfer, name = allreduce_parts(n, 8, switch, "nvls")
+    assert (latency, transfer, name) == (8.0 + 2 * 5.0, n / 150e3, "nvls")
+    # a ring moves 2 (p-1)/p of the bytes: NVLS about half of it inside a node, and auto takes it only where listed
+    assert allreduce_parts(n, 8, switch, "auto")[2] == "nvls"
+    assert allreduce_parts(n, 8, DGX, "auto")[2] != "nvls"
+    latency, transfer, _ = allreduce_parts(n, 64, switch, "nvls")  # 8 nodes: a tree between them
+    assert transfer == pytest.approx(n / 150e3 + 2 * n / 12.5e3) and latency == 8.0 + 10.0 + 2 * 3 * 10.0
