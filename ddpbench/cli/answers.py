@@ -1,70 +1,10 @@
-"""The console's answers of ``whatif`` and ``tune``: the what-if model's step and cost at each world
-size, the model beside published scaling (``whatif --validate``), and the race's verdict."""
+"""The console's answers of ``whatif`` and ``tune``: the what-if model's step, band and cost at each world
+size (for a model, or each workload a sweep measured), and the race's verdict. The model beside published
+scaling (``whatif --validate``) is a table: :func:`ddpbench.cli.tables.print_validation`."""
 
 from __future__ import annotations
 
 from ddpbench.cli.console import num, table_console
-
-
-def print_validation(found, costs) -> None:
-    """The what-if model beside published scaling, leave-one-source-out (:mod:`ddpbench.analysis.models.loso`):
-    one table per quantity (scaling efficiency, with each row's band; throughput at a 1 MB bucket cap against
-    25 MB), the held-out error and the band's coverage per source and over all of them."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from ddpbench.analysis.models.loso import EFFICIENCY, loso, score
-
-    console = table_console()
-    console = console if console.is_terminal else Console(width=220)  # its columns, unsqueezed in a pipe
-    order = {"check": 0, "input": 1}
-    found = found.assign(order=found["role"].map(lambda r: order.get(r, 2))).sort_values(["order", "source"],
-                                                                                         kind="stable")
-    reasons = {why: chr(ord("a") + i) for i, why in enumerate(dict.fromkeys(w for w in found["outside"] if w))}
-    titles = {EFFICIENCY: "scaling efficiency (%), published and the model's (held out: fitted without the row's "
-                          "source)",
-              "throughput vs 25 MB (%)": "throughput at this bucket cap against 25 MB (%), published and the model's"}
-    for quantity, title in titles.items():
-        out = Table(title=title)
-        for col in ("source", "model", "grads", "batch", "accum.", "GPUs", "against", "system", "net Gbit/s",
-                    "aggregation", "published", "model", "band", "error pp", "role"):
-            out.add_column(col, no_wrap=True, min_width=len(col), justify="right" if col in (
-                "batch", "accum.", "GPUs", "net Gbit/s", "published", "model", "error pp") else "left")
-        for _, r in found[found["quantity"] == quantity].iterrows():
-            band = f"{r['low']:.0f}-{r['high']:.0f}" + (" in" if r["inside"] else " out") \
-                if r["role"] == "check" and quantity == EFFICIENCY else "-"
-            out.add_row(r["source"], r["model"], r["grad_dtype"], str(r["batch"]), str(r["accumulation"]),
-                        str(r["gpus"]), r["against"], r["system"],
-                        num(float(r["network_gbit"]), "g") if r["network_gbit"] is not None else "-", r["aggregation"],
-                        num(r["published"], ".1f"), num(r["predicted"], ".1f"), band, num(r["error_pp"], "+.1f"),
-                        f"outside ({reasons[r['outside']]})" if r["outside"] else r["role"])
-        console.print(out)
-    for why, letter in reasons.items():
-        console.print(f"outside ({letter}): {why}", highlight=False)
-    result = loso()
-    out = Table(title="leave-one-source-out: each source predicted from the constants fitted to the others")
-    for col in ("source", "rows", "mean error pp", "largest pp", "band coverage"):
-        out.add_column(col, justify="left" if col == "source" else "right")
-    for source in sorted(result.costs):
-        held = score(result.table, source)
-        if held.rows:
-            out.add_row(source, str(held.rows), f"{held.mean_pp:.1f}", f"{held.max_pp:.1f}", f"{held.coverage:.0%}")
-    whole = score(result.table)
-    out.add_row("all", str(whole.rows), f"{whole.mean_pp:.1f}", f"{whole.max_pp:.1f}", f"{whole.coverage:.0%}")
-    console.print(out)
-    console.print(f"leave-one-source-out error, scaling efficiency: mean {whole.mean_pp:.1f} pp, largest "
-                  f"{whole.max_pp:.1f} pp over {whole.rows} held-out rows of {whole.sources} sources; the band (5th to "
-                  f"95th percentile of the other sources' held-out errors) covered {whole.coverage:.1%} of them",
-                  highlight=False)
-    buckets = score(result.table, quantity="throughput vs 25 MB (%)")
-    if buckets.rows:
-        console.print(f"leave-one-source-out error, 1 MB vs 25 MB buckets: mean {buckets.mean_pp:.1f} pp, largest "
-                      f"{buckets.max_pp:.1f} pp over {buckets.rows} rows", highlight=False)
-    console.print(f"shipped constants, fitted to all {whole.sources} sources: ranks' step spread "
-                  f"{costs.rank_spread:.1%}, collectives at half rate at {costs.half_rate_mb:.3g} MB, "
-                  f"{costs.allreduce_us:.3g} us per collective, links at {costs.link_share:.0%} of their rate, "
-                  f"TCP at {costs.tcp_share:.0%}",
-                  highlight=False)
 
 
 def print_search(result: dict) -> None:
@@ -107,8 +47,7 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     import math
 
     from ddpbench.analysis.summary import MILLION
-    from ddpbench.analysis.models import COSTS, ddp_step, largest_world_size, link_needed, master_step
-    from ddpbench.analysis.models.loso import BAND
+    from ddpbench.analysis.models import BAND, COSTS, ddp_step, largest_world_size, link_needed, master_step
 
     costs = costs if costs is not None else COSTS
     sources = sources or {}
@@ -160,3 +99,35 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     print(f"inter-node rate 1024 devices need for {target:.0%}: "
           + (f"{needed:.3g} Gbit/s" if needed != float("inf") else "none is enough (latency or the per-step cost "
              "alone is too much)"))
+
+
+def settings(args, batch: int | None) -> dict:
+    """The Work fields whatif's flags set: gradient dtype, accumulation, sharding, the input pipeline (the
+    node's, for one device's batch)."""
+    feed = batch / args.input_samples_per_s * 1e3 if args.input_samples_per_s is not None and batch else 0.0
+    return {"grad_dtype": args.grad_dtype, "accumulation": args.accumulation, "shard": args.shard, "feed_ms": feed}
+
+
+def print_from(args, found, folder, cluster) -> None:
+    """``whatif --from``'s answer: each workload the sweep measured, with the rank spread and the all_reduce
+    curve it measured (unless given), why it differs from the report's projection, and what the loss budget
+    says of a device per rank."""
+    from ddpbench.analysis.diagnosis import cluster_words
+    from ddpbench.analysis.models import COSTS, Work, measured_terms, versus_report, with_inputs
+    from ddpbench.results.sanitize import printable, without_controls
+
+    summary = folder.summary
+    for measured in found:
+        compute = args.compute_ms if args.compute_ms is not None else measured.compute_ms
+        args.batch = args.batch_size or measured.per_rank_batch
+        work = Work(compute_ms=compute, bucket_bytes=measured.bucket_bytes, backward_share=measured.backward_share,
+                    **settings(args, args.batch))
+        costs, sources = with_inputs(COSTS, args.rank_spread_pct, args.half_rate_mb, measured_terms(folder, measured))
+        print_whatif(args, f"{printable(measured.label)} as measured in {args.from_dir} (DDP's own buckets at "
+                     f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work,
+                     cluster, costs, sources)
+        print(without_controls(versus_report(measured, compute)))  # it names the stored workload
+        job = summary[summary["key"] == measured.job_key] if measured.job_key and "key" in summary else []
+        words = cluster_words(job.iloc[0]) if len(job) else ""
+        if words:  # this model gives every device the compute alone: what the budget says of that
+            print(f"of the loss budget measured at world size {measured.measured_world_size}: {words}")

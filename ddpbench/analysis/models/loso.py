@@ -43,7 +43,7 @@ class Band:
     sources: int
 
 
-#: the band as :func:`loso` measures it (a test holds the two equal): what ``whatif`` puts beside a prediction
+#: the band as :func:`held_out` measures it (a test holds the two equal): what ``whatif`` puts beside a prediction
 BAND = Band(low_pp=-14.6, high_pp=9.1, coverage=0.903, rows=207, sources=11)
 
 
@@ -67,7 +67,7 @@ def weighted_percentiles(values: np.ndarray, groups: np.ndarray, q=BAND_PERCENTI
 
 
 @cache
-def loso() -> Loso:
+def held_out() -> Loso:
     """The leave-one-source-out check of every row the model describes (cached: about ten seconds)."""
     rows, systems = validation.load()
     whole = validation.calibrate(rows, systems)
@@ -129,7 +129,7 @@ def validated() -> pd.DataFrame:
     prediction of its own fold, its error and its band (``low``, ``high``, ``inside``); the inputs and the
     rows outside keep the shipped constants' prediction."""
     found = validation.published_table()
-    held = loso().table.set_index("row")
+    held = held_out().table.set_index("row")
     found["low"], found["high"], found["inside"] = math.nan, math.nan, None
     for column in ("predicted", "error_pp", "low", "high", "inside"):
         found.loc[held.index, column] = held[column]

@@ -10,10 +10,12 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 
 from ddpbench.analysis.models import costmodel
+from ddpbench.analysis.models.whatif import Costs
 
 
 def rank_spread(steps: pd.DataFrame, key: str) -> float:
@@ -47,3 +49,18 @@ def measured_terms(folder, workload: costmodel.Workload) -> dict:
             "rank_spread_source": f"measured between the ranks of {workload.job_key}",
             "half_rate_mb": None if math.isnan(half) else half,
             "half_rate_source": "the all_reduce curve measured in the folder (alpha / beta)"}
+
+
+def with_inputs(costs: Costs, spread_pct: float | None, half_mb: float | None,
+                measured: dict | None = None) -> tuple[Costs, dict]:
+    """``costs`` with the rank spread and the half-rate size given (``spread_pct``, ``half_mb``), else as
+    ``measured`` (:func:`measured_terms`) holds them, else as they are (fitted to published scaling); and
+    where each that changed came from."""
+    sources, changes = {}, {}
+    for name, given, scale, source in (("rank_spread", spread_pct, 0.01, "rank_spread_source"),
+                                       ("half_rate_mb", half_mb, 1.0, "half_rate_source")):
+        if given is not None:
+            changes[name], sources[name] = given * scale, "given"
+        elif measured and measured.get(name) is not None:
+            changes[name], sources[name] = measured[name], measured[source]
+    return replace(costs, **changes), sources

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 
+from ddpbench.errors import InputError
+
 #: each preset's shape; ``kind`` says how its layers are laid out
 PRESETS: dict[str, dict] = {
     "llama-7b": {"kind": "llama", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 32, "ffn": 11008,
@@ -97,3 +99,14 @@ def tensor_bytes(name: str, model_args: str = "") -> tuple[int, ...]:
         layers = {"llama": _llama, "gpt": _gpt, "bart": _bart}[c["kind"]](c, nn)
         model = nn.ModuleList(layers)
     return tuple(p.numel() * 4 for p in model.parameters() if p.requires_grad)
+
+
+def layout(name: str, model_args: str = "") -> tuple[tuple[int, ...], str]:
+    """(:func:`tensor_bytes`, a label) of a preset for ``whatif --model``; InputError naming ``--model-args``
+    and what the preset takes where an argument is not one of its shape's."""
+    try:
+        tensors = tensor_bytes(name, model_args)
+    except KeyError as err:
+        raise InputError("command line", "--model-args", f"{name} has no {err.args[0]}; it takes "
+                         f"{', '.join(k for k in PRESETS[name] if k != 'kind')}") from None
+    return tensors, name + (f"({model_args})" if model_args else "")

@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from ddpbench.analysis.core import EFFICIENCY
 from ddpbench.analysis.models import Model
-from ddpbench.analysis.models.loso import BAND
+from ddpbench.analysis.models import BAND
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.projection import projection_plot
 
@@ -105,7 +105,7 @@ def _projection_table(projection: pd.DataFrame) -> Markup:
 
 def _band(efficiency: float) -> tuple[float, float]:
     """The band around a projected efficiency (%): the what-if model's held-out error on published scaling,
-    leave-one-source-out (:data:`ddpbench.analysis.models.loso.BAND`), clipped to 0-100 %."""
+    leave-one-source-out (:data:`ddpbench.analysis.models.BAND`), clipped to 0-100 %."""
     return max(100 * efficiency + BAND.low_pp, 0.0), min(100 * efficiency + BAND.high_pp, 100.0)
 
 

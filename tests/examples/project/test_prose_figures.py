@@ -607,7 +607,7 @@ def _loso() -> dict:
     """docs/whatif.md's table of the held-out error per source, and its line over all of them."""
     from ddpbench.analysis.models import loso
 
-    held = loso.loso().table
+    held = loso.held_out().table
     held = held[held["quantity"] == "scaling efficiency (%)"]
     lines = ["| source | held-out rows | mean error (points) | largest (points) | band coverage |",
              "|---|---:|---:|---:|---:|"]

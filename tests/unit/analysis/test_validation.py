@@ -14,7 +14,7 @@ from ddpbench.analysis.models import loso, validation, whatif
 
 @pytest.fixture(scope="module")
 def result():
-    return loso.loso()
+    return loso.held_out()
 
 
 def test_the_check_covers_ten_sources_and_150_rows(result):

@@ -278,6 +278,8 @@ def test_large_model_presets_are_built_on_the_meta_device():
     (["--compute-ms", "10", "--model", "llama-7b", "--model-args", "{ layerz = 2 }"],
      "--model-args: llama-7b has no layerz"),
     (["--compute-ms", "10", "--rank-spread-pct", "-1"], "--rank-spread-pct: must be 0 or more"),
+    (["--compute-ms", "10", "--shard", "zero4"], "--shard: must be one of none, zero1, zero2, zero3, fsdp"),
+    (["--compute-ms", "10", "--grad-dtype", "fp8"], "--grad-dtype: must be one of fp32, bf16, fp16"),
 ])
 def test_the_settings_refuse_bad_input_in_one_line(argv, words, capsys):
     from ddpbench.cli import main
