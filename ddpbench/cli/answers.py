@@ -1,53 +1,10 @@
-"""The console's answers of ``whatif`` and ``tune``: the what-if model's step and cost at each world
-size, the model beside published scaling (``whatif --validate``), and the race's verdict."""
+"""The console's answers of ``whatif`` and ``tune``: the what-if model's step, band and cost at each world
+size (for a model, or each workload a sweep measured), and the race's verdict. The model beside published
+scaling (``whatif --validate``) is a table: :func:`ddpbench.cli.tables.print_validation`."""
 
 from __future__ import annotations
 
 from ddpbench.cli.console import num, table_console
-
-
-def print_validation(found, costs) -> None:
-    """The what-if model beside published scaling (:mod:`ddpbench.analysis.models.validation`): one table
-    per quantity (scaling efficiency; throughput at a 1 MB bucket cap against 25 MB)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from ddpbench.analysis.models import check_published
-
-    console = table_console()
-    console = console if console.is_terminal else Console(width=200)  # its columns, unsqueezed in a pipe
-    order = {"check": 0, "calibration": 1, "input": 2}
-    found = found.assign(order=found["role"].map(lambda r: order.get(r, 3))).sort_values(["order", "source"],
-                                                                                         kind="stable")
-    reasons = {why: chr(ord("a") + i) for i, why in enumerate(dict.fromkeys(w for w in found["outside"] if w))}
-    titles = {"scaling efficiency (%)": "scaling efficiency (%), published and the model's",
-              "throughput vs 25 MB (%)": "throughput at this bucket cap against 25 MB (%), published and the model's"}
-    for quantity, title in titles.items():
-        out = Table(title=title)
-        for col in ("source", "model", "batch", "GPUs", "system", "net Gbit/s", "aggregation", "bucket MB",
-                    "published", "model", "error pp", "role"):
-            out.add_column(col, no_wrap=True, min_width=len(col), justify="right" if col in (
-                "batch", "GPUs", "net Gbit/s", "bucket MB", "published", "model", "error pp") else "left")
-        for _, r in found[found["quantity"] == quantity].iterrows():
-            out.add_row(r["source"], r["model"], str(r["batch"]), str(r["gpus"]), r["system"],
-                        num(float(r["network_gbit"]), "g") if r["network_gbit"] is not None else "-", r["aggregation"],
-                        num(float(r["bucket_cap_mb"]), "g") if r["bucket_cap_mb"] is not None else "-",
-                        num(r["published"], ".1f"), num(r["predicted"], ".1f"), num(r["error_pp"], "+.1f"),
-                        f"outside ({reasons[r['outside']]})" if r["outside"] else r["role"])
-        console.print(out)
-    for why, letter in reasons.items():
-        console.print(f"outside ({letter}): {why}", highlight=False)
-    console.print(f"constants, fitted once to the {int((found['role'] == 'calibration').sum())} calibration rows: "
-                  f"{costs.step_share:.1%} of the compute per step, {costs.allreduce_us:g} us per all-reduce, "
-                  f"links at {costs.link_share:.0%} of their rate", highlight=False)
-    for quantity, label in (("scaling efficiency (%)", "scaling efficiency"),
-                            ("throughput vs 25 MB (%)", "1 MB vs 25 MB buckets")):
-        for later, which in ((False, "the first sources"), (True, "the sources added after the model was fixed")):
-            held = check_published(found, quantity, later=later)
-            if held.points:
-                console.print(f"held-out error, {label}, {which}: mean {held.mae_pp:.1f} pp, largest "
-                              f"{held.max_pp:.1f} pp over {held.points} published points from {held.sources} "
-                              "source(s)", highlight=False)
 
 
 def print_search(result: dict) -> None:
@@ -78,44 +35,99 @@ def print_search(result: dict) -> None:
                   f"{result['grid_launches']} (budget {result['budget']}).", highlight=False, soft_wrap=True)
 
 
-def print_whatif(args, what: str, work, cluster) -> None:
-    """``whatif``'s answer for one workload: the model's step and efficiency at each world size, and with a
-    batch and a price (or a run's samples) the hours and cost of training at each."""
+#: the world sizes ``whatif`` shows unless --world-sizes says
+WORLD_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | None = None) -> None:
+    """``whatif``'s answer for one workload: the model's step and efficiency at each world size with its band
+    (the held-out error on published scaling, leave-one-source-out), and with a batch and a price (or a run's
+    samples) the hours and cost of training at each. ``sources``: where the rank spread and the half-rate size
+    came from, where not from the published fit."""
     import math
 
     from ddpbench.analysis.summary import MILLION
-    from ddpbench.analysis.models import COSTS, ddp_step, largest_world_size, link_needed, master_step
+    from ddpbench.analysis.models import BAND, COSTS, ddp_step, largest_world_size, link_needed, master_step
 
-    print(f"model output for {what}: {sum(work.bucket_bytes) / 1e6:.1f} MB of gradients, {work.compute_ms:.4g} ms "
-          f"of compute per device; {args.gpus_per_node} devices a node at {args.intra_gbit:g} Gbit/s, nodes at "
-          f"{args.inter_gbit:g} Gbit/s")
-    print(f"with the costs of running distributed fitted to published scaling: {COSTS.step_share:.1%} of the compute "
-          f"per step, {COSTS.allreduce_us:g} us per all-reduce, links at {COSTS.link_share:.0%} of their rate "
-          f"(its held-out error: python -m ddpbench whatif --validate)")
+    costs = costs if costs is not None else COSTS
+    sources = sources or {}
+    settings = [f"{work.grad_dtype} gradients"] + ([f"{work.accumulation} micro-steps per optimizer step"]
+                                                   if work.accumulation > 1 else [])
+    settings += [f"sharded: {work.shard}"] if work.shard != "none" else []
+    settings += [f"input pipeline {work.feed_ms:.3g} ms per device batch"] if work.feed_ms else []
+    print(f"model output for {what}: {sum(work.bucket_bytes) / 1e6:.1f} MB of gradients (fp32), {work.compute_ms:.4g} "
+          f"ms of compute per device, {', '.join(settings)}; {args.gpus_per_node} devices a node at "
+          f"{args.intra_gbit:g} Gbit/s, nodes at {args.inter_gbit:g} Gbit/s ({cluster.transport}"
+          + (f", {cluster.oversubscription:g}:1 beyond {cluster.leaf_nodes} node(s)" if cluster.oversubscription > 1
+             else "") + ")")
+    print(f"costs of running distributed: ranks' step spread {costs.rank_spread:.1%} "
+          f"({sources.get('rank_spread', 'fitted to published scaling')}), collectives at half their links' rate "
+          f"at {costs.half_rate_mb:.3g} MB ({sources.get('half_rate_mb', 'fitted to published scaling')}); fitted "
+          f"to published scaling: {costs.allreduce_us:.3g} us per collective, links at {costs.link_share:.0%} of "
+          f"their rate, TCP at {costs.tcp_share:.0%}" + (f", {costs.step_share:.1%} of the compute per step (given)"
+                                                        if costs.step_share else ""))
+    print(f"band: the model's held-out error on published scaling, leave-one-source-out, its 5th to 95th percentile "
+          f"({BAND.low_pp:+.1f} to {BAND.high_pp:+.1f} points); it covered {BAND.coverage:.0%} of {BAND.rows} held-out "
+          f"rows of {BAND.sources} sources (python -m ddpbench whatif --validate)")
     cost, batch = args.cost, getattr(args, "batch", None)
     training = batch is not None and (cost.priced or cost.samples is not None)
     samples = cost.samples or MILLION
     if training:
         print(f"training {samples:,} samples at {batch} per device per step, at {cost.described()}")
     money = f"{cost.currency} to train" if cost.priced else ""
-    print(f"{'devices':>8} {'step ms':>9} {'comm ms':>9} {'exposed':>9} {'eff.':>6} {'master eff.':>12}"
+    print(f"{'devices':>8} {'step ms':>9} {'comm ms':>9} {'exposed':>9} {'eff.':>6} {'band':>11} {'master eff.':>12}"
           + (f" {'hours':>10}" if training else "") + (f" {money:>14}" if training and cost.priced else "")
           + "  algorithms")
-    for p in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
-        step, master = ddp_step(work, p, cluster, args.algorithm), master_step(work, p, cluster)
+    for p in getattr(args, "world_sizes", None) or WORLD_SIZES:
+        step = ddp_step(work, p, cluster, args.algorithm, costs)
+        master = master_step(work, p, cluster, costs)
+        band = "-" if p == 1 else (f"{max(100 * step.efficiency + BAND.low_pp, 0):.0f}-"
+                                   f"{min(100 * step.efficiency + BAND.high_pp, 100):.0f}%")
         extra = ""
-        if training:  # every device trains its batch each step: the run takes samples / (p x batch) steps
-            hours = samples / (p * batch) * step.step_ms / 3.6e6
+        if training:  # every device trains its batch each micro-step: samples / (p x batch x micro-steps) steps
+            hours = samples / (p * batch * max(work.accumulation, 1)) * step.step_ms / 3.6e6
             extra = f" {hours:>10.3g}"
             if cost.priced:
                 extra += f" {cost.hourly(p, math.ceil(p / cluster.gpus_per_node)) * hours:>14.3g}"
         print(f"{p:>8} {step.step_ms:>9.1f} {step.comm_ms:>9.1f} {step.exposed_ms:>9.1f} {step.efficiency:>6.0%} "
-              f"{master.efficiency:>12.0%}{extra}  {step.algorithms}")
+              f"{band:>11} {master.efficiency:>12.0%}{extra}  {step.algorithms}")
     target = args.target_efficiency
-    largest = largest_world_size(work, cluster, target, args.algorithm, limit=1 << 16)
-    print(f"largest power-of-two world size at {target:.0%} or better: {largest}"
+    largest = largest_world_size(work, cluster, target, args.algorithm, limit=1 << 16, costs=costs)
+    print(f"largest world size at {target:.0%} or better: {largest}"
           + (" (or more: the model's limit)" if largest == 1 << 16 else ""))
-    needed = link_needed(work, 1024, cluster, target, args.algorithm)
+    needed = link_needed(work, 1024, cluster, target, args.algorithm, costs)
     print(f"inter-node rate 1024 devices need for {target:.0%}: "
           + (f"{needed:.3g} Gbit/s" if needed != float("inf") else "none is enough (latency or the per-step cost "
              "alone is too much)"))
+
+
+def settings(args, batch: int | None) -> dict:
+    """The Work fields whatif's flags set: gradient dtype, accumulation, sharding, the input pipeline (the
+    node's, for one device's batch)."""
+    feed = batch / args.input_samples_per_s * 1e3 if args.input_samples_per_s is not None and batch else 0.0
+    return {"grad_dtype": args.grad_dtype, "accumulation": args.accumulation, "shard": args.shard, "feed_ms": feed}
+
+
+def print_from(args, found, folder, cluster) -> None:
+    """``whatif --from``'s answer: each workload the sweep measured, with the rank spread and the all_reduce
+    curve it measured (unless given), why it differs from the report's projection, and what the loss budget
+    says of a device per rank."""
+    from ddpbench.analysis.diagnosis import cluster_words
+    from ddpbench.analysis.models import COSTS, Work, measured_terms, versus_report, with_inputs
+    from ddpbench.results.sanitize import printable, without_controls
+
+    summary = folder.summary
+    for measured in found:
+        compute = args.compute_ms if args.compute_ms is not None else measured.compute_ms
+        args.batch = args.batch_size or measured.per_rank_batch
+        work = Work(compute_ms=compute, bucket_bytes=measured.bucket_bytes, backward_share=measured.backward_share,
+                    **settings(args, args.batch))
+        costs, sources = with_inputs(COSTS, args.rank_spread_pct, args.half_rate_mb, measured_terms(folder, measured))
+        print_whatif(args, f"{printable(measured.label)} as measured in {args.from_dir} (DDP's own buckets at "
+                     f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work,
+                     cluster, costs, sources)
+        print(without_controls(versus_report(measured, compute)))  # it names the stored workload
+        job = summary[summary["key"] == measured.job_key] if measured.job_key and "key" in summary else []
+        words = cluster_words(job.iloc[0]) if len(job) else ""
+        if words:  # this model gives every device the compute alone: what the budget says of that
+            print(f"of the loss budget measured at world size {measured.measured_world_size}: {words}")

@@ -89,3 +89,17 @@ def finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number (got {shown(text)})")
     return value
+
+
+def whole_numbers(text: str) -> tuple[int, ...]:
+    """argparse's ``type`` for a list of counts (``--world-sizes 8,160,320``): whole numbers of 1 or more,
+    comma-separated, sorted and once each."""
+    import argparse
+
+    try:
+        numbers = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be whole numbers separated by commas (got {shown(text)})") from None
+    if not numbers or numbers[0] < 1:
+        raise argparse.ArgumentTypeError(f"must be whole numbers of 1 or more (got {shown(text)})")
+    return numbers

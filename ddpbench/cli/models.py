@@ -48,3 +48,22 @@ def _figures(name: str, torch) -> str:
     except WorkloadError as err:
         return f"{'-':>12} {'-':>9} {'-':>8}  ({err})"
     return f"{count_params(model):>12,} {grad_bytes(model) / 1e6:>9.1f} {count_tensors(model):>8}"
+
+
+def tensors_of(model: str, model_size: str, model_args: str) -> tuple[tuple[int, ...], str]:
+    """(each trainable tensor's bytes in registration order, a label) of the model ``whatif --model`` names: a
+    large model's layout (:data:`ddpbench.analysis.models.PRESETS`, built on the meta device) or any model a
+    job can name; InputError naming the flag at fault."""
+    from ddpbench.analysis.models import PRESETS, layout
+    from ddpbench.experiment.spec import JobSpec, check_value
+    from ddpbench.experiment.workloads import check_workloads
+    from ddpbench.workloads.catalog import facts
+
+    model_args = check_value("model_args", model_args, "command line", "--model-args")
+    if model in PRESETS:
+        return layout(model, model_args)
+    model = check_value("model", model, "command line", "--model")
+    size = check_value("model_size", model_size, "command line", "--model-size")
+    spec = JobSpec(model=model, model_size=size, model_args=model_args, world_size=1)
+    check_workloads([spec], "command line")
+    return facts(spec).tensor_bytes, spec.model_label

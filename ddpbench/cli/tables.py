@@ -4,12 +4,13 @@ the collectives, the comparison of two folders (rich tables; a pipe gets full-wi
 Each table is declared one column at a time (:class:`ddpbench.report.tables.Col`: heading, cell,
 figures right-aligned), as the report's are: the jobs and the collectives here, the tables of what the
 analysis found in :mod:`ddpbench.cli.columns` (imported as they print: it reads the analysis). How a
-table is made: :mod:`ddpbench.cli.console`. ``whatif``'s and ``tune``'s answers: :mod:`ddpbench.cli.answers`.
+table is made: :mod:`ddpbench.cli.console`. ``whatif``'s and ``tune``'s answers: :mod:`ddpbench.cli.answers`;
+``whatif --validate``'s tables here (:func:`print_validation`).
 """
 
 from __future__ import annotations
 
-from ddpbench.cli.console import console_table, human_bytes, table_console
+from ddpbench.cli.console import console_table, human_bytes, num, table_console
 from ddpbench.experiment.machine import oversubscribed
 from ddpbench.experiment.spec import FIELDS
 from ddpbench.report.tables import Col
@@ -157,3 +158,69 @@ def print_comparison(table, wide: bool = False) -> None:
     for _, r in rest.iterrows():
         why = r["match"] if r["match"] != "both" else f"status A {r['status_a']}, B {r['status_b']}"
         print(printable(f"not compared: {r['job']} [{r['key']}]: {why}"))
+
+
+def print_validation() -> int:
+    """``whatif --validate``: the what-if model beside published scaling, leave-one-source-out
+    (:func:`ddpbench.analysis.models.held_out`): one table per quantity (scaling efficiency, with each row's
+    band; throughput at a 1 MB bucket cap against 25 MB), the held-out error and the band's coverage per source
+    and over all of them, and the constants shipped. Returns the exit code."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ddpbench.analysis.models import COSTS as costs
+    from ddpbench.analysis.models import EFFICIENCY, held_out, score, validated
+
+    found = validated()
+
+    console = table_console()
+    console = console if console.is_terminal else Console(width=220)  # its columns, unsqueezed in a pipe
+    order = {"check": 0, "input": 1}
+    found = found.assign(order=found["role"].map(lambda r: order.get(r, 2))).sort_values(["order", "source"],
+                                                                                         kind="stable")
+    reasons = {why: chr(ord("a") + i) for i, why in enumerate(dict.fromkeys(w for w in found["outside"] if w))}
+    titles = {EFFICIENCY: "scaling efficiency (%), published and the model's (held out: fitted without the row's "
+                          "source)",
+              "throughput vs 25 MB (%)": "throughput at this bucket cap against 25 MB (%), published and the model's"}
+    for quantity, title in titles.items():
+        out = Table(title=title)
+        for col in ("source", "model", "grads", "batch", "accum.", "GPUs", "against", "system", "net Gbit/s",
+                    "aggregation", "published", "model", "band", "error pp", "role"):
+            out.add_column(col, no_wrap=True, min_width=len(col), justify="right" if col in (
+                "batch", "accum.", "GPUs", "net Gbit/s", "published", "model", "error pp") else "left")
+        for _, r in found[found["quantity"] == quantity].iterrows():
+            band = f"{r['low']:.0f}-{r['high']:.0f}" + (" in" if r["inside"] else " out") \
+                if r["role"] == "check" and quantity == EFFICIENCY else "-"
+            out.add_row(r["source"], r["model"], r["grad_dtype"], str(r["batch"]), str(r["accumulation"]),
+                        str(r["gpus"]), r["against"], r["system"],
+                        num(float(r["network_gbit"]), "g") if r["network_gbit"] is not None else "-", r["aggregation"],
+                        num(r["published"], ".1f"), num(r["predicted"], ".1f"), band, num(r["error_pp"], "+.1f"),
+                        f"outside ({reasons[r['outside']]})" if r["outside"] else r["role"])
+        console.print(out)
+    for why, letter in reasons.items():
+        console.print(f"outside ({letter}): {why}", highlight=False)
+    result = held_out()
+    out = Table(title="leave-one-source-out: each source predicted from the constants fitted to the others")
+    for col in ("source", "rows", "mean error pp", "largest pp", "band coverage"):
+        out.add_column(col, justify="left" if col == "source" else "right")
+    for source in sorted(result.costs):
+        held = score(result.table, source)
+        if held.rows:
+            out.add_row(source, str(held.rows), f"{held.mean_pp:.1f}", f"{held.max_pp:.1f}", f"{held.coverage:.0%}")
+    whole = score(result.table)
+    out.add_row("all", str(whole.rows), f"{whole.mean_pp:.1f}", f"{whole.max_pp:.1f}", f"{whole.coverage:.0%}")
+    console.print(out)
+    console.print(f"leave-one-source-out error, scaling efficiency: mean {whole.mean_pp:.1f} pp, largest "
+                  f"{whole.max_pp:.1f} pp over {whole.rows} held-out rows of {whole.sources} sources; the band (5th to "
+                  f"95th percentile of the other sources' held-out errors) covered {whole.coverage:.1%} of them",
+                  highlight=False)
+    buckets = score(result.table, quantity="throughput vs 25 MB (%)")
+    if buckets.rows:
+        console.print(f"leave-one-source-out error, 1 MB vs 25 MB buckets: mean {buckets.mean_pp:.1f} pp, largest "
+                      f"{buckets.max_pp:.1f} pp over {buckets.rows} rows", highlight=False)
+    console.print(f"shipped constants, fitted to all {whole.sources} sources: ranks' step spread "
+                  f"{costs.rank_spread:.1%}, collectives at half rate at {costs.half_rate_mb:.3g} MB, "
+                  f"{costs.allreduce_us:.3g} us per collective, links at {costs.link_share:.0%} of their rate, "
+                  f"TCP at {costs.tcp_share:.0%}",
+                  highlight=False)
+    return 0

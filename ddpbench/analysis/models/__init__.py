@@ -2,6 +2,11 @@
 
   costmodel    the alpha-beta model, fitted to this machine and projected to larger clusters
   whatif       a workload's DDP step on a cluster you describe
+  terms        its settings (dtype, accumulation, sharding, input) and the costs that grow with N
+  questions    the largest world size at a target efficiency, and the network rate it needs
+  presets      large models' parameter layouts, built on the meta device
+  loso         the what-if model checked leave-one-source-out, with its band
+  measured     the growth terms as a results folder measured them (whatif --from)
   layouts      the parameter layouts of models, and DDP's buckets cut from them
   validation   the what-if model against published scaling (published_scaling.toml)
   network      jobs on emulated links beside the model of the link; fault recovery
@@ -12,14 +17,20 @@
 from __future__ import annotations
 
 from ddpbench.analysis.models.costmodel import single_rank_only, versus_report, workloads
-from ddpbench.analysis.models.whatif import COSTS, Cluster, ddp_step, largest_world_size, link_needed, master_step, Work
+from ddpbench.analysis.models.whatif import COSTS, Cluster, ddp_step, master_step, Work
+from ddpbench.analysis.models.questions import largest_world_size, link_needed
+from ddpbench.analysis.models.loso import BAND, EFFICIENCY, held_out, score, validated
+from ddpbench.analysis.models.measured import measured_terms, with_inputs
+from ddpbench.analysis.models.presets import PRESETS, layout
+from ddpbench.analysis.models.terms import GRAD_BYTES, SHARDS
 from ddpbench.analysis.models.validation import check_published, published_table
 from ddpbench.analysis.models.network import recovery_runs, shaped_jobs
 from ddpbench.analysis.models.collectives import ddp_buckets_vs_allreduce
 from ddpbench.analysis.models.model import Model
 
 __all__ = [
-    "COSTS", "Cluster", "Model", "Work", "check_published", "ddp_buckets_vs_allreduce", "ddp_step",
-    "largest_world_size", "link_needed", "master_step", "published_table", "recovery_runs", "shaped_jobs",
-    "single_rank_only", "versus_report", "workloads",
+    "BAND", "COSTS", "Cluster", "EFFICIENCY", "GRAD_BYTES", "Model", "PRESETS", "SHARDS", "Work", "check_published",
+    "ddp_buckets_vs_allreduce", "ddp_step", "held_out", "largest_world_size", "layout", "link_needed", "master_step",
+    "measured_terms", "published_table", "recovery_runs", "score", "shaped_jobs", "single_rank_only", "validated",
+    "versus_report", "with_inputs", "workloads",
 ]

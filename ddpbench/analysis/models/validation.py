@@ -24,7 +24,7 @@ gradient accumulation, no single-device throughput) are shown with their reason,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -40,26 +40,12 @@ BACKWARD_SHARE = 2 / 3
 #: Horovod's Tensor Fusion: the tensors ready when the previous all-reduce ends are fused, up to 64 MB
 HOROVOD_FUSION_MB = 64.0
 
-#: the rows the three constants are fitted to, as (source, model layers, bucket cap, devices,
-#: aggregation), None for any: the PyTorch benchmark's 2-GPU rows at the default 25 MB cap
-#: (communication hidden: what is left is the cost of running distributed), its ResNet-50 rows at a
-#: 1 MB cap (about a hundred buckets: the cost per all-reduce) and Horovod's VGG-16 on 16 GPUs
-#: (411 MB of gradients over a 25 Gbit/s network: the share of the link's rate reached)
-CALIBRATION = (
-    ("pytorch-ddp-benchmark-readme", None, 25, 2, "ddp"),
-    ("pytorch-ddp-benchmark-readme", "resnet50", 1, None, "ddp"),
-    ("horovod-readme-2017", "vgg16", None, 16, "horovod-fusion"),
-)
-
 #: why a row is outside the model, by how its gradients were aggregated
 NOT_MODELLED = {
     "tf-replicated": "in-graph replication: one process drives every GPU (the model is one process per device)",
-    "ddp-accumulation": "gradient accumulation: one all-reduce per optimizer step, LAMB's per-step work "
-                        "and a single-GPU basis from another configuration",
     "caffe2-gloo": "no single-device throughput (efficiency from 8 GPUs) and the network is not verified",
-    "horovod-accumulation": "gradient accumulation with Horovod: one all-reduce per optimizer step, LAMB's "
-                            "per-step work",
-    "fsdp": "sharded data parallel: parameters all-gathered and gradients reduce-scattered, not one all-reduce",
+    "fsdp": "sharded data parallel with no throughput stated (the blog gives efficiencies alone): nothing gives "
+            "the compute of a step",
     "megatron-tp-dp": "tensor model parallel within a node, data parallel across: not one all-reduce of every "
                       "gradient",
     "megatron-tp": "tensor model parallel: its all-reduces are of activations, not gradients",
@@ -72,6 +58,7 @@ LATER_SOURCES = ("nvidia-dle-transformerxl-pytorch", "nvidia-dle-bert-tensorflow
                  "horovod-issue-396-aws-25gbe", "horovod-issue-779-aws-25gbe", "aws-samples-dlm-issue2-p3")
 
 
+@cache
 def load() -> tuple[list[dict], dict[str, dict]]:
     try:
         import tomllib
@@ -123,7 +110,7 @@ def layers(name: str) -> tuple[tuple[int, float], ...]:
     return tuple(reversed(tensors))
 
 
-def _uniform(grad_bytes: float, pieces: int = 200) -> tuple[tuple[int, float], ...]:
+def _uniform(grad_bytes: float, pieces: int = 50) -> tuple[tuple[int, float], ...]:
     """A model whose layers are not known here: its bytes released evenly through backward."""
     return tuple((grad_bytes / pieces, 1.0) for _ in range(pieces))
 
@@ -141,14 +128,19 @@ def _released(tensors) -> list[float]:
 def buckets(row: dict) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """(bucket bytes, share of backward done when each is ready) as the row's aggregation makes them:
     for DDP, the predicted layout (:func:`ddpbench.strategies.ddp.predicted_buckets`)."""
-    tensors = layers(row["layers"]) if row.get("layers") else _uniform(row["params_millions"] * 4e6)
+    return _buckets(row.get("layers") or "", float(row["params_millions"]), row["aggregation"],
+                    float(row.get("bucket_cap_mb") or 25))
+
+
+@cache
+def _buckets(layers_: str, params_millions: float, aggregation: str, cap_mb: float):
+    tensors = layers(layers_) if layers_ else _uniform(params_millions * 4e6)
     shares = _released(tensors)
-    aggregation = row["aggregation"]
-    if aggregation == "ddp":
+    if aggregation in ("ddp", "ddp-accumulation"):
         from ddpbench.strategies.ddp import predicted_buckets
 
         # a prediction: these are published runs, whose layouts DDP recorded nowhere we can read
-        sizes = predicted_buckets([b for b, _ in reversed(tensors)], row["bucket_cap_mb"])
+        sizes = predicted_buckets([b for b, _ in reversed(tensors)], cap_mb)
         ready, i, done = [], 0, 0
         for size in sizes:  # DDP fills buckets in the order gradients become ready
             got = 0
@@ -162,40 +154,85 @@ def buckets(row: dict) -> tuple[tuple[float, ...], tuple[float, ...]]:
     return tuple(float(b) for b, _ in tensors), tuple(shares)
 
 
+def grad_dtype(row: dict) -> str:
+    """The dtype the row's gradients travel in: fp16 under apex AMP O2 (fp16 parameters), Horovod's fp16
+    compression and MXNet's float16 training; else fp32 (autocast and TF-AMP keep fp32 gradients)."""
+    precision = row["precision"]
+    return "fp16" if any(word in precision for word in ("O2", "fp16 compression", "fp16 gradient compression",
+                                                         "float16")) else "fp32"
+
+
+def against_node(row: dict) -> bool:
+    """Whether the row's efficiency is against one node (its ``baseline_gpus``), not one device."""
+    return bool(row.get("baseline_gpus")) and not row.get("single_gpu_samples_per_s")
+
+
 def cluster(row: dict, systems: dict[str, dict]) -> Cluster:
     system = systems[row["system"]]
     link = system["link"]
     return Cluster(gpus_per_node=int(row["gpus_per_node"]), intra_gbit=float(system["intra_node_gbit"]),
                    inter_gbit=max(float(row.get("inter_node_gbit") or 0), 1e-3),
                    intra_latency_us=whatif.NCCL_STEP_US[link], inter_latency_us=whatif.NCCL_STEP_US["network"],
-                   name=row["system"], algorithms=tuple(row["algorithms"]))
+                   name=row["system"], algorithms=tuple(row["algorithms"]),
+                   transport="tcp" if row.get("transport") == "tcp" else "rdma")
 
 
 def compute_ms(row: dict) -> float:
-    """One device's step alone: the batch over the published single-device throughput (its DDP
-    throughput where the row publishes one)."""
-    single = row.get("single_gpu_ddp_samples_per_s") or row["single_gpu_samples_per_s"]
-    return row["batch_per_gpu"] / single * 1e3
+    """One device's micro-step alone: the batch over the published single-device throughput (its DDP
+    throughput where the row publishes one); NaN for a row against one node (:func:`node_compute_ms`)."""
+    single = row.get("single_gpu_ddp_samples_per_s") or row.get("single_gpu_samples_per_s")
+    return row["batch_per_gpu"] / single * 1e3 if single else math.nan
+
+
+def _work(row: dict, compute: float, cap_mb: float | None = None) -> Work:
+    row = dict(row, bucket_cap_mb=cap_mb) if cap_mb is not None else row
+    sizes, ready = buckets(row)
+    fusion = HOROVOD_FUSION_MB if row["aggregation"].startswith("horovod") else None
+    return Work(compute, sizes, BACKWARD_SHARE, ready, fusion, grad_dtype=grad_dtype(row),
+                accumulation=int(row.get("gradient_accumulation_steps") or 1))
+
+
+def node_ms(row: dict) -> float:
+    """A row against one node: the baseline node's optimizer step, from its published throughput."""
+    return row["batch_per_gpu"] * int(row.get("gradient_accumulation_steps") or 1) * row["baseline_gpus"] \
+        / row["baseline_samples_per_s"] * 1e3
+
+
+def node_compute_ms(row: dict, systems, costs: Costs) -> float:
+    """A row against one node: the micro-step compute at which the model's step on the baseline node is
+    its published one (a few fixed-point rounds: the model's step grows with the compute nearly in
+    proportion)."""
+    target, base = node_ms(row), _baseline(row, systems)
+    compute = target / int(row.get("gradient_accumulation_steps") or 1)
+    for _ in range(2):
+        compute *= target / whatif.ddp_step(_work(row, compute), int(row["baseline_gpus"]), base, costs=costs).step_ms
+    return compute
+
+
+def _baseline(row: dict, systems) -> Cluster:
+    """The baseline node of a row against one node: all its devices inside one node."""
+    found = cluster(row, systems)
+    return replace(found, gpus_per_node=max(found.gpus_per_node, int(row["baseline_gpus"])))
 
 
 def _step(row: dict, systems, costs: Costs, cap_mb: float | None = None) -> whatif.Step:
-    row = dict(row, bucket_cap_mb=cap_mb) if cap_mb is not None else row
-    compute = compute_ms(row)
-    sizes, ready = buckets(row)
-    fusion = HOROVOD_FUSION_MB if row["aggregation"] == "horovod-fusion" else None
-    work = Work(compute, sizes, BACKWARD_SHARE, ready, fusion)
-    return whatif.ddp_step(work, int(row["gpus"]), cluster(row, systems), costs=costs)
+    compute = compute_ms(row) if not against_node(row) else node_compute_ms(row, systems, costs)
+    return whatif.ddp_step(_work(row, compute, cap_mb), int(row["gpus"]), cluster(row, systems), costs=costs)
 
 
 def predict(row: dict, systems, costs: Costs) -> tuple[str, float]:
-    """(the quantity, its predicted value): the scaling efficiency, or for a bucket-cap comparison
-    row the throughput change (%) against the default 25 MB cap at the same device count."""
+    """(the quantity, its predicted value): the scaling efficiency (against one device, or one node
+    where the row's is), or for a bucket-cap comparison row the throughput change (%) against the
+    default 25 MB cap at the same device count."""
     if "slowdown_vs_25mb_pct" in row:
         at_cap = _step(row, systems, costs).step_ms
         default = _step(row, systems, costs, cap_mb=25.0).step_ms
         return "throughput vs 25 MB (%)", 100 * (default / at_cap - 1)
     step = _step(row, systems, costs)
-    single = row["batch_per_gpu"] / row["single_gpu_samples_per_s"] * 1e3  # without any wrapper
+    if against_node(row):
+        return "scaling efficiency (%)", 100 * node_ms(row) / step.step_ms
+    accumulation = int(row.get("gradient_accumulation_steps") or 1)
+    single = row["batch_per_gpu"] * accumulation / row["single_gpu_samples_per_s"] * 1e3  # without any wrapper
     return "scaling efficiency (%)", 100 * single / step.step_ms
 
 
@@ -207,59 +244,71 @@ def outside(row: dict) -> str:
     """Why the model does not describe this row ("" when it does)."""
     if row["aggregation"] in NOT_MODELLED:
         return NOT_MODELLED[row["aggregation"]]
-    if not row.get("single_gpu_samples_per_s"):
-        return "no single-device throughput"
-    if row.get("transport") == "tcp":
-        return "TCP transport (the model's links are RDMA, NVLink and PCIe)"
+    if not row.get("single_gpu_samples_per_s") and not (row.get("baseline_gpus") and row.get("baseline_samples_per_s")):
+        return "no single-device or one-node throughput to take the compute from"
     if row.get("transport") == "not stated":
         return "the network is not stated"
     return ""
 
 
 def role(row: dict) -> str:
-    """calibration, check, input (its figure is one the model is given), or outside (see :func:`outside`)."""
+    """check (held out of its own source's fit: :mod:`.loso`), input (its figure is one the model is
+    given: one device, or the node a row against one node is measured against), or outside."""
     if outside(row):
         return "outside"
-    for source, layers_, cap, gpus, aggregation in CALIBRATION:
-        if row["source"] == source and row["aggregation"] == aggregation \
-                and (layers_ is None or row.get("layers") == layers_) and row.get("bucket_cap_mb") == cap \
-                and (gpus is None or row["gpus"] == gpus):
-            return "calibration"
-    if int(row["gpus"]) == 1 and "slowdown_vs_25mb_pct" not in row:
-        return "input"  # its efficiency is the single-device DDP throughput the model is given
+    if "slowdown_vs_25mb_pct" not in row and (int(row["gpus"]) == 1 or (
+            against_node(row) and int(row["gpus"]) == int(row["baseline_gpus"]))):
+        return "input"
     return "check"
 
 
-def calibrate(rows: list[dict] | None = None, systems: dict | None = None) -> Costs:
-    """The three constants of :class:`.whatif.Costs`, by least squares over the calibration rows."""
+#: the constants fitted, their start and their bounds
+#: (not a share of the compute per step: what running distributed costs grows with N, through the
+#: ranks' spread, or comes per collective; ``Costs.step_share`` is an input, 0 unless given)
+FITTED = ("allreduce_us", "link_share", "rank_spread", "half_rate_mb", "tcp_share")
+START = (50.0, 0.85, 0.02, 0.5, 0.5)
+LOW = (0.0, 0.3, 0.0, 0.0, 0.05)
+HIGH = (1000.0, 1.0, 0.5, 64.0, 1.0)
+
+
+def calibrate(rows: list[dict] | None = None, systems: dict | None = None, start=START) -> Costs:
+    """The constants of :class:`.whatif.Costs` (:data:`FITTED`) by least squares over ``rows`` (default:
+    every published row the model checks): each row's error in points, each source weighing the same
+    (a row weighs one over the square root of its source's rows)."""
     from scipy.optimize import least_squares
 
     if rows is None or systems is None:
         rows, systems = load()
-    chosen = [r for r in rows if role(r) == "calibration"]
+    chosen = [r for r in rows if role(r) == "check"]
+    counts: dict[str, int] = {}
+    for r in chosen:
+        counts[r["source"]] = counts.get(r["source"], 0) + 1
+    weights = [counts[r["source"]] ** -0.5 for r in chosen]
 
     def residuals(x):
-        costs = Costs(step_share=float(x[0]), allreduce_us=float(x[1]), link_share=float(x[2]))
-        return [predict(r, systems, costs)[1] - published(r) for r in chosen]
+        costs = Costs(**dict(zip(FITTED, (float(v) for v in x))))
+        return [w * (predict(r, systems, costs)[1] - published(r)) for r, w in zip(chosen, weights)]
 
-    fit = least_squares(residuals, x0=[0.02, 50.0, 0.85], bounds=([0.0, 0.0, 0.3], [0.5, 1000.0, 1.0]),
-                        diff_step=1e-3)
-    return Costs(step_share=round(float(fit.x[0]), 4), allreduce_us=round(float(fit.x[1]), 1),
-                 link_share=round(float(fit.x[2]), 3))
+    fit = least_squares(residuals, x0=list(start), bounds=(list(LOW), list(HIGH)), diff_step=1e-3,
+                        x_scale=[max(abs(v), 1e-2) for v in START], xtol=1e-3, ftol=1e-3)
+    return Costs(**{name: round(float(v), 4) for name, v in zip(FITTED, fit.x)})
 
 
 def published_table(costs: Costs | None = None) -> pd.DataFrame:
-    """Every published row with the model's prediction beside it, its error and its role."""
+    """Every published row with the model's prediction beside it (``costs``: default the shipped
+    :data:`.whatif.COSTS`, fitted to every source), its error and its role."""
     rows, systems = load()
     costs = costs if costs is not None else whatif.COSTS
     found = []
     for r in rows:
-        quantity, predicted = predict(r, systems, costs) if r.get("single_gpu_samples_per_s") else ("", math.nan)
+        quantity, predicted = predict(r, systems, costs) if not outside(r) else ("", math.nan)
         if not quantity:
             quantity = "scaling efficiency (%)"
-        found.append({"source": r["source"], "model": r["model"].split(" (")[0],
-                      "precision": r["precision"].split(" (")[0],
+        found.append({"source": r["source"], "model": r["model"].split(" (")[0].split(";")[0],
+                      "precision": r["precision"].split(" (")[0], "grad_dtype": grad_dtype(r),
                       "batch": r["batch_per_gpu"], "gpus": int(r["gpus"]), "gpus_per_node": int(r["gpus_per_node"]),
+                      "accumulation": int(r.get("gradient_accumulation_steps") or 1),
+                      "against": f"{int(r['baseline_gpus'])} GPUs" if against_node(r) else "1 GPU",
                       "system": r["system"], "network_gbit": r.get("inter_node_gbit"), "transport": r.get("transport"),
                       "aggregation": r["aggregation"], "bucket_cap_mb": r.get("bucket_cap_mb"), "quantity": quantity,
                       "published": published(r), "predicted": predicted, "error_pp": predicted - published(r),

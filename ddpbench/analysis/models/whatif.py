@@ -27,8 +27,13 @@ inter-node B is all its NICs together, shared by its devices):
 
       T = base + 2 [(g-1) alpha_intra + (g-1)/g n / B_intra] + 2 (N-1) alpha_inter + 2 (N-1)/N n / B_inter
 
-* ``auto`` takes the fastest of the three for each bucket, as NCCL's tuner picks an algorithm per
-  message from its own cost model.
+* NVLS (NVLink SHARP, where the cluster lists it): the NVSwitch reduces, each device's bytes cross its
+  link once each way; between nodes a tree (:func:`_nvls`)::
+
+      T = base + 2 alpha_intra [+ 2 log2(N) alpha_inter] + n / B_intra [+ 2 n / B_inter]
+
+* ``auto`` takes the fastest of the cluster's algorithms for each bucket, as NCCL's tuner picks an
+  algorithm per message from its own cost model.
 
 Master aggregation (every device's gradients to device 0 and the mean back) puts all of it on
 device 0's link: ``T = 2 (p-1) (alpha + n / B)``, with B the intra-node rate while p <= g, else the
@@ -46,6 +51,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+
+from ddpbench.analysis.models import terms
 
 ALGORITHMS = ("ring", "tree", "hierarchical")
 
@@ -71,6 +78,11 @@ class Cluster:
     base_latency_us: float = NCCL_BASE_US
     #: the all-reduce algorithms the cluster's library has
     algorithms: tuple[str, ...] = ALGORITHMS
+    #: beyond ``leaf_nodes`` nodes the network's rate is divided by this ratio (:mod:`.terms`)
+    oversubscription: float = 1.0
+    leaf_nodes: int = 1
+    #: "rdma" or "tcp" between nodes (TCP reaches :attr:`Costs.tcp_share` of the rate)
+    transport: str = "rdma"
 
     @property
     def intra_bytes_per_us(self) -> float:
@@ -79,6 +91,10 @@ class Cluster:
     @property
     def inter_bytes_per_us(self) -> float:
         return self.inter_gbit * 1e3 / 8
+
+    def inter_rate(self, nodes: int) -> float:
+        """Bytes per microsecond a node's network gives ``nodes`` nodes (past the leaf, oversubscribed)."""
+        return self.inter_bytes_per_us / (self.oversubscription if nodes > self.leaf_nodes else 1.0)
 
 
 @dataclass(frozen=True)
@@ -97,6 +113,12 @@ class Work:
     #: tensors, and each all-reduce takes every tensor ready by the time the link is free, up to
     #: this many MB
     fusion_mb: float | None = None
+    #: the settings of :mod:`.terms`: gradient dtype (``bucket_bytes`` are fp32 bytes, scaled by it),
+    #: micro-steps per optimizer step, sharding, and the node's input pipeline time per device batch
+    grad_dtype: str = "fp32"
+    accumulation: int = 1
+    shard: str = "none"
+    feed_ms: float = 0.0
 
 
 def _nodes(p: int, g: int) -> int:
@@ -107,7 +129,7 @@ def _ring(n: float, p: int, cluster: Cluster) -> tuple[float, float]:
     nodes = _nodes(p, cluster.gpus_per_node)
     latency = cluster.base_latency_us + 2 * (p - nodes) * cluster.intra_latency_us \
         + 2 * (nodes - 1) * cluster.inter_latency_us
-    rate = min(cluster.inter_bytes_per_us, cluster.intra_bytes_per_us) if nodes > 1 else cluster.intra_bytes_per_us
+    rate = min(cluster.inter_rate(nodes), cluster.intra_bytes_per_us) if nodes > 1 else cluster.intra_bytes_per_us
     return latency, 2 * (p - 1) / p * n / rate
 
 
@@ -118,7 +140,7 @@ def _tree(n: float, p: int, cluster: Cluster) -> tuple[float, float]:
     if nodes == 1:  # a chain through the node: every byte down and back up
         return latency, 2 * n / cluster.intra_bytes_per_us
     latency += 2 * math.ceil(math.log2(nodes)) * cluster.inter_latency_us
-    return latency, 2 * (g - 1) / g * n / cluster.intra_bytes_per_us + 2 * n / cluster.inter_bytes_per_us
+    return latency, 2 * (g - 1) / g * n / cluster.intra_bytes_per_us + 2 * n / cluster.inter_rate(nodes)
 
 
 def _hierarchical(n: float, p: int, cluster: Cluster) -> tuple[float, float]:
@@ -129,10 +151,22 @@ def _hierarchical(n: float, p: int, cluster: Cluster) -> tuple[float, float]:
     latency = (cluster.base_latency_us + 2 * (g - 1) * cluster.intra_latency_us
                + 2 * (nodes - 1) * cluster.inter_latency_us)
     return latency, (2 * (g - 1) / g * n / cluster.intra_bytes_per_us
-                     + 2 * (nodes - 1) / nodes * n / cluster.inter_bytes_per_us)
+                     + 2 * (nodes - 1) / nodes * n / cluster.inter_rate(nodes))
 
 
-_PARTS = {"ring": _ring, "tree": _tree, "hierarchical": _hierarchical}
+def _nvls(n: float, p: int, cluster: Cluster) -> tuple[float, float]:
+    """NVLink SHARP (NCCL 2.17+, NVSwitch 3): the switch reduces, so each device sends its n bytes once and
+    receives the sum once (n / B, not a ring's 2(p-1)/p n / B); across nodes NVLS inside each node and a
+    tree between them (NCCL's NVLSTree)."""
+    nodes = _nodes(p, cluster.gpus_per_node)
+    latency = cluster.base_latency_us + 2 * cluster.intra_latency_us
+    if nodes == 1:
+        return latency, n / cluster.intra_bytes_per_us
+    latency += 2 * math.ceil(math.log2(nodes)) * cluster.inter_latency_us
+    return latency, n / cluster.intra_bytes_per_us + 2 * n / cluster.inter_rate(nodes)
+
+
+_PARTS = {"ring": _ring, "tree": _tree, "hierarchical": _hierarchical, "nvls": _nvls}
 
 
 def allreduce_parts(n: float, p: int, cluster: Cluster, algorithm: str = "auto") -> tuple[float, float, str]:
@@ -228,38 +262,45 @@ def master_us(n: float, p: int, cluster: Cluster) -> float:
 
 @dataclass(frozen=True)
 class Costs:
-    """What running distributed costs the compute beyond the link's time, two global constants
-    fitted once on named published rows and checked on the rest (:mod:`.validation`):
+    """What running distributed costs beyond the links' nominal time; the defaults are the bare
+    mechanics, :data:`COSTS` the values fitted to published scaling (:mod:`.validation`), each an
+    input where it is known (:mod:`.terms` says where each form comes from):
 
-    * ``step_share``: every step at two or more devices takes this share of the compute longer,
-      communication hidden or not (synchronising the ranks, the framework's per-step work, the
-      collective kernels' contention with the compute they overlap);
-    * ``allreduce_us``: what each all-reduce costs the backward pass itself, however long it then
-      takes on the link (launching it, the framework's bookkeeping, joining its stream back), so
-      many small buckets cost more than a few large ones;
-    * ``link_share``: the share of a link's nominal rate that large all-reduces reach.
+    * ``step_share``: every step at two or more devices takes this share of one micro-step's compute
+      longer (the framework's per-step work: copying gradients into buckets, synchronising);
+    * ``allreduce_us``: what each collective costs the backward pass itself (launching it, joining its
+      stream back), so many small buckets cost more than a few large ones;
+    * ``link_share``: the share of a link's nominal rate that large collectives reach;
+    * ``rank_spread``: the per-rank step's coefficient of variation: the wait for the slowest of N;
+    * ``half_rate_mb``: the message size at which a collective reaches half its links' rate;
+    * ``tcp_share``: the share of the network's rate collectives reach over TCP.
     """
 
     step_share: float = 0.0
     allreduce_us: float = 0.0
     link_share: float = 1.0
+    rank_spread: float = 0.0
+    half_rate_mb: float = 0.0
+    tcp_share: float = 1.0
 
     def on(self, cluster: Cluster) -> Cluster:
-        """The cluster at the rates its all-reduces reach."""
+        """The cluster at the rates its collectives reach."""
+        tcp = self.tcp_share if cluster.transport == "tcp" else 1.0
         return replace(cluster, intra_gbit=cluster.intra_gbit * self.link_share,
-                       inter_gbit=cluster.inter_gbit * self.link_share)
+                       inter_gbit=cluster.inter_gbit * self.link_share * tcp)
 
 
-#: the constants as :func:`ddpbench.analysis.models.validation.calibrate` fits them to the published rows
-#: it names (a test holds the two equal); ``python -m ddpbench whatif --validate`` shows the check
-COSTS = Costs(step_share=0.027, allreduce_us=87.6, link_share=0.842)
+#: the constants as :func:`ddpbench.analysis.models.validation.calibrate` fits them to every published row
+#: the model describes (a test holds the two equal); ``python -m ddpbench whatif --validate`` shows their
+#: leave-one-source-out check
+COSTS = Costs(allreduce_us=0.0058, link_share=0.9644, rank_spread=0.065, half_rate_mb=1.9165, tcp_share=0.4484)
 
 
 @dataclass(frozen=True)
 class Step:
     world_size: int
     step_ms: float
-    comm_ms: float  # every all-reduce's time, one after another
+    comm_ms: float  # every collective's time, one after another
     exposed_ms: float  # what is left after the backward pass
     efficiency: float  # step at world size 1 over this step (weak scaling)
     algorithms: str  # the algorithms used, most used first
@@ -283,13 +324,31 @@ def link_free_at(sends, start: float = 0.0) -> float:
     return link_free
 
 
+def collective_parts(n: float, p: int, cluster: Cluster, algorithm: str, costs: Costs,
+                     kind: str = "all_reduce") -> tuple[float, float, str]:
+    """(latency, transfer, algorithm) of one collective of ``n`` bytes on a cluster already at its
+    reached rates: an all-reduce (:func:`allreduce_parts`), a reduce-scatter or an all-gather (half a
+    ring), its transfer lengthened by the size at which the links reach half their rate."""
+    if p <= 1:
+        return 0.0, 0.0, "-"
+    if kind == "all_reduce":
+        latency, transfer, name = allreduce_parts(n, p, cluster, algorithm)
+    else:
+        latency, transfer = terms.half_collective(*_ring(n, p, cluster), cluster.base_latency_us)
+        name = kind
+    if n > 0 and costs.half_rate_mb > 0:
+        transfer *= 1 + costs.half_rate_mb * 1e6 / n
+    return latency, transfer, name
+
+
 def _fused(work: Work, shares, p: int, cluster: Cluster, algorithm: str, before: float,
-           backward: float) -> list[tuple[float, float]]:
+           backward: float, costs: Costs | None = None, sizes=None) -> list[tuple[float, float]]:
     """Tensor Fusion's all-reduces, as (bytes, share of backward when it starts): each takes every
     tensor ready when the link is free (waiting for the next one if none is), up to the fusion size."""
+    costs = costs if costs is not None else Costs()
     cap = (work.fusion_mb or 0.0) * 2**20
     sends, i, link_free = [], 0, before
-    tensors = list(zip(work.bucket_bytes, shares))
+    tensors = list(zip(work.bucket_bytes if sizes is None else sizes, shares))
     while i < len(tensors):
         start = max(link_free, before + backward * tensors[i][1])
         size = 0.0
@@ -299,21 +358,32 @@ def _fused(work: Work, shares, p: int, cluster: Cluster, algorithm: str, before:
             i += 1
         share = (start - before) / backward if backward else 1.0
         sends.append((size, share))
-        link_free = start + sum(allreduce_parts(size, p, cluster, algorithm)[:2]) / 1e3
+        link_free = start + sum(collective_parts(size, p, cluster, algorithm, costs)[:2]) / 1e3
     return sends
+
+
+#: the collectives of each gradient bucket in backward, and of all parameters outside it, by sharding
+_BACKWARD = {"none": ("all_reduce",), "zero1": ("all_reduce",), "zero2": ("reduce_scatter",),
+             "zero3": ("all_gather", "reduce_scatter"), "fsdp": ("all_gather", "reduce_scatter")}
+
+
+def alone_ms(work: Work) -> float:
+    """One device's optimizer step alone: its micro-steps, none shorter than its input pipeline."""
+    return max(work.compute_ms, work.feed_ms) * max(work.accumulation, 1)
 
 
 def ddp_step(work: Work, p: int, cluster: Cluster, algorithm: str = "auto",
              costs: Costs | None = None) -> Step:
-    """DDP's step at ``p`` devices: buckets released through backward, all-reduced in turn on the
-    link, with the costs of running distributed (:class:`Costs`) on the compute.
+    """DDP's optimizer step at ``p`` devices (or a sharded one's, by ``work.shard``): buckets released
+    through the last micro-step's backward, their collectives in turn on the link, with the costs of
+    running distributed (:class:`Costs`) and the settings of :mod:`.terms`.
 
     Parameters
     ----------
     work : Work
-        One device's step: its compute alone and its gradient buckets, in all-reduce order.
+        One device's step: its compute alone, its gradient buckets in all-reduce order, its settings.
     p : int
-        Devices (world size).
+        Devices (world size): any whole number.
     cluster : Cluster
         Devices per node and the links between them.
     algorithm : str
@@ -326,33 +396,49 @@ def ddp_step(work: Work, p: int, cluster: Cluster, algorithm: str = "auto",
     -------
     Step
         The step (ms), its communication and the part of it left exposed after backward (ms), the
-        weak-scaling efficiency (compute alone over the step) and the algorithms used; at ``p`` <= 1
-        the compute alone, efficiency 1.
+        weak-scaling efficiency (one device's step alone over this step) and the algorithms used; at
+        ``p`` <= 1 the step alone, efficiency 1.
     """
+    alone = alone_ms(work)
     if p <= 1:
-        return Step(p, work.compute_ms, 0.0, 0.0, 1.0, "-")
+        return Step(p, alone, 0.0, 0.0, 1.0, "-")
     costs = costs if costs is not None else COSTS
     cluster = costs.on(cluster)
-    total = sum(work.bucket_bytes) or 1.0
-    shares = work.ready if work.ready is not None else byte_shares(work.bucket_bytes, total)
-    before = work.compute_ms * (1 - work.backward_share)
+    scale = terms.grad_scale(work.grad_dtype)
+    sizes = [b * scale for b in work.bucket_bytes]
+    total = sum(sizes) or 1.0
+    shares = work.ready if work.ready is not None else byte_shares(sizes, total)
+    forward = work.compute_ms * (1 - work.backward_share)
+    # every micro-step but the last, then the last one's forward, all before its buckets are released
+    before = work.compute_ms * (max(work.accumulation, 1) - 1) + forward
     backward = work.compute_ms * work.backward_share
     if work.fusion_mb is None:
-        sends = [(size, share) for size, share in zip(work.bucket_bytes, shares)]
+        sends = list(zip(sizes, shares))
     else:
-        sends = _fused(work, shares, p, cluster, algorithm, before, backward)
-    parts = [allreduce_parts(size, p, cluster, algorithm) for size, _ in sends]
-    backward += costs.allreduce_us * len(parts) / 1e3  # every all-reduce's own cost to the backward pass
-    took = [(latency + transfer) / 1e3 for latency, transfer, _ in parts]
+        sends = _fused(work, shares, p, cluster, algorithm, before, backward, costs, sizes)
+    parts = [collective_parts(size, p, cluster, algorithm, costs, kind)
+             for size, _ in sends for kind in _BACKWARD[work.shard]]
+    backward += costs.allreduce_us * len(parts) / 1e3  # every collective's own cost to the backward pass
+    each = len(_BACKWARD[work.shard])
+    took = [sum(latency + transfer for latency, transfer, _ in parts[i * each:(i + 1) * each]) / 1e3
+            for i in range(len(sends))]
     used: dict[str, int] = {}
     for _, _, name in parts:
         used[name] = used.get(name, 0) + 1
     comm = sum(took)
     link_free = link_free_at([(before + backward * share, t) for (_, share), t in zip(sends, took)], before)
     exposed = max(0.0, link_free - (before + backward))
+    if work.shard != "none":
+        gather = sum(collective_parts(total, p, cluster, algorithm, costs, "all_gather")[:2]) / 1e3
+        comm += gather
+        # ZeRO-1/2: the updated shards all-gathered after the optimizer step; ZeRO-3/FSDP: the
+        # parameters gathered before each unit's forward, prefetched behind the forward compute
+        exposed += gather if work.shard in ("zero1", "zero2") else max(0.0, gather - forward)
     step = before + backward + exposed + costs.step_share * work.compute_ms
+    step += terms.straggler_ms(work.compute_ms, work.accumulation, p, costs.rank_spread)
+    step = max(step, work.feed_ms * max(work.accumulation, 1) * min(p, cluster.gpus_per_node))
     names = ", ".join(sorted(used, key=used.get, reverse=True))
-    return Step(p, step, comm, exposed, work.compute_ms / step, names)
+    return Step(p, step, comm, exposed, alone / step, names)
 
 
 def master_step(work: Work, p: int, cluster: Cluster, costs: Costs | None = None) -> Step:
@@ -375,78 +461,9 @@ def master_step(work: Work, p: int, cluster: Cluster, costs: Costs | None = None
         As :func:`ddp_step`'s; all of the communication is exposed.
     """
     costs = costs if costs is not None else COSTS
-    comm = master_us(sum(work.bucket_bytes), p, costs.on(cluster)) / 1e3 if p > 1 else 0.0
-    step = work.compute_ms + comm + (costs.step_share * work.compute_ms if p > 1 else 0.0)
-    return Step(p, step, comm, comm, work.compute_ms / step, "master")
-
-
-def largest_world_size(work: Work, cluster: Cluster, target: float, algorithm: str = "auto",
-                       limit: int = 1 << 16, costs: Costs | None = None) -> int:
-    """The largest power of two (of devices) whose DDP efficiency still reaches ``target``.
-
-    Parameters
-    ----------
-    work : Work
-        One device's step: its compute alone and its gradient buckets, in all-reduce order.
-    cluster : Cluster
-        Devices per node and the links between them.
-    target : float
-        The efficiency to reach, 0 to 1.
-    algorithm : str
-        "ring", "tree", "hierarchical", or "auto": the fastest of ``cluster.algorithms`` per
-        all-reduce.
-    limit : int
-        The most devices tried.
-    costs : Costs, optional
-        The costs of running distributed; None: :data:`COSTS`, fitted to published scaling.
-
-    Returns
-    -------
-    int
-        Devices; 1 if even 2 miss the target.
-    """
-    best, p = 1, 2
-    while p <= limit and ddp_step(work, p, cluster, algorithm, costs).efficiency >= target:
-        best, p = p, p * 2
-    return best
-
-
-def link_needed(work: Work, p: int, cluster: Cluster, target: float, algorithm: str = "auto",
-                costs: Costs | None = None) -> float:
-    """The inter-node rate at which ``p`` devices reach ``target`` efficiency, by bisection on a
-    log scale between 1e-3 and 1e6 Gbit/s.
-
-    Parameters
-    ----------
-    work : Work
-        One device's step: its compute alone and its gradient buckets, in all-reduce order.
-    p : int
-        Devices (world size).
-    cluster : Cluster
-        Devices per node and the links between them.
-        Its ``inter_gbit`` is what is searched for.
-    target : float
-        The efficiency to reach, 0 to 1.
-    algorithm : str
-        "ring", "tree", "hierarchical", or "auto": the fastest of ``cluster.algorithms`` per
-        all-reduce.
-    costs : Costs, optional
-        The costs of running distributed; None: :data:`COSTS`, fitted to published scaling.
-
-    Returns
-    -------
-    float
-        Gbit/s; inf when latency alone keeps them below it (no rate is enough).
-    """
-    def efficiency(gbit: float) -> float:
-        return ddp_step(work, p, replace(cluster, inter_gbit=gbit), algorithm, costs).efficiency
-
-    low, high = 1e-3, 1e6
-    if efficiency(high) < target:
-        return math.inf
-    if efficiency(low) >= target:
-        return low
-    for _ in range(60):
-        mid = math.sqrt(low * high)
-        low, high = (mid, high) if efficiency(mid) < target else (low, mid)
-    return high
+    alone = alone_ms(work)
+    grads = sum(work.bucket_bytes) * terms.grad_scale(work.grad_dtype)
+    comm = master_us(grads, p, costs.on(cluster)) / 1e3 if p > 1 else 0.0
+    step = alone + comm + (costs.step_share * work.compute_ms if p > 1 else 0.0)
+    step += terms.straggler_ms(work.compute_ms, work.accumulation, p, costs.rank_spread)
+    return Step(p, step, comm, comm, alone / step, "master")

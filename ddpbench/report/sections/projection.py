@@ -12,6 +12,7 @@ from markupsafe import Markup
 
 from ddpbench.analysis.core import EFFICIENCY
 from ddpbench.analysis.models import Model
+from ddpbench.analysis.models import BAND
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.projection import projection_plot
 
@@ -89,14 +90,33 @@ def _projection_table(projection: pd.DataFrame) -> Markup:
             if size in by_size.index:
                 r = by_size.loc[size]
                 how = r["algorithms"] if strategy == "ddp" and r.get("algorithms", "-") != "-" else ""
-                cells.append(html("{{ step }} ms, {{ eff }} %{% if how %} ({{ how }}){% endif %}",
-                                  step=num(r["step_ms"], ".4g"), eff=num(100 * r["efficiency"], ".0f"), how=how))
+                low, high = _band(r["efficiency"])
+                cells.append(html("{{ step }} ms, {{ eff }} % [{{ low }}-{{ high }} %]"
+                                  "{% if how %} ({{ how }}){% endif %}",
+                                  step=num(r["step_ms"], ".4g"), eff=num(100 * r["efficiency"], ".0f"), how=how,
+                                  low=num(low, ".0f"), high=num(high, ".0f")))
             else:
                 cells.append(DASH)
         rows.append(cells)
     header = ["workload", "link", "strategy",
-              *(f"{s} ranks: step, efficiency (all-reduce)" for s in PROJECTION_TABLE_SIZES)]
+              *(f"{s} ranks: step, efficiency [band] (all-reduce)" for s in PROJECTION_TABLE_SIZES)]
     return html_table(header, rows, numeric={3, 4, 5})
+
+
+def _band(efficiency: float) -> tuple[float, float]:
+    """The band around a projected efficiency (%): the what-if model's held-out error on published scaling,
+    leave-one-source-out (:data:`ddpbench.analysis.models.BAND`), clipped to 0-100 %."""
+    return max(100 * efficiency + BAND.low_pp, 0.0), min(100 * efficiency + BAND.high_pp, 100.0)
+
+
+BAND_NOTE = html(
+    '<p class="note"><strong>The band</strong> beside each projected efficiency is the what-if model\'s held-out '
+    "error on published scaling, leave-one-source-out: its 5th to 95th percentile ({{ low }} to {{ high }} points), "
+    "which covered {{ coverage }} % of {{ rows }} held-out published rows of {{ sources }} sources "
+    "(<code>python -m ddpbench whatif --validate</code>). It says how far the model's form misses on clusters it "
+    "was not fitted to, not how noisy these measurements are.</p>\n",
+    low=f"{BAND.low_pp:+.1f}", high=f"{BAND.high_pp:+.1f}", coverage=f"{100 * BAND.coverage:.0f}", rows=BAND.rows,
+    sources=BAND.sources)
 
 
 def projection_section(ctx: ReportContext) -> Section | None:
@@ -154,5 +174,6 @@ def projection_section(ctx: ReportContext) -> Section | None:
         "<code>python -m ddpbench whatif --from {{ folder }} --gpus-per-node 8 "
         "--inter-gbit 400</code> (its check: <code>python -m ddpbench whatif --validate</code>).</p>\n",
         source=Markup(source), folder=str(ctx.results_dir))  # source: this function's own sentences
-        + _links_table(model) + Markup("\n") + _projection_table(model.projection) + Markup("\n") + checks)
+        + _links_table(model) + Markup("\n") + BAND_NOTE + _projection_table(model.projection) + Markup("\n")
+        + checks)
     return Section("Projection to larger clusters (model)", text, (path,) if path else ())

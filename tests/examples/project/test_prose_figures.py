@@ -588,28 +588,40 @@ def calibration_cpu() -> dict:
 
 
 def whatif() -> dict:
-    """The cost model's constants that docs/whatif.md names, and the published rows it is checked on."""
+    """The cost model's constants that docs/whatif.md names, the published rows it is checked on, and its
+    leave-one-source-out check (the held-out predictions aggregated here, apart from the code's own score)."""
     import tomllib
 
     from ddpbench.analysis.models import whatif as model
 
     published = tomllib.loads((ROOT / "ddpbench" / "analysis" / "models" / "published_scaling.toml").read_text(encoding="utf-8"))
     [rows] = [v for v in published.values() if isinstance(v, list)]
+    costs = model.COSTS
     return {**{link: f"{us:g}" for link, us in model.NCCL_STEP_US.items()}, "base": f"{model.NCCL_BASE_US:g}",
-            "step_share": f1(100 * model.COSTS.step_share), "allreduce_us": f1(model.COSTS.allreduce_us),
-            "link_share": pct(model.COSTS.link_share), "rows": str(len(rows)),
-            "sources": str(len({r["source"] for r in rows})), **_later_sources()}
+            "rows": str(len(rows)), "sources": str(len({r["source"] for r in rows})),
+            "spread": f1(100 * costs.rank_spread), "half": f"{costs.half_rate_mb:.2g}",
+            "link_share": pct(costs.link_share), "tcp_share": pct(costs.tcp_share), **_loso()}
 
 
-def _later_sources() -> dict:
-    """The held-out error of the sources added after the model was fixed, and of the first ones."""
-    from ddpbench.analysis.models import validation
+def _loso() -> dict:
+    """docs/whatif.md's table of the held-out error per source, and its line over all of them."""
+    from ddpbench.analysis.models import loso
 
-    found = validation.published_table()
-    first, later = (validation.check_published(found, later=flag) for flag in (False, True))
-    return {"later_n": str(len(validation.LATER_SOURCES)), "later_points": str(later.points),
-            "later_sources": str(later.sources), "later_mae": f1(later.mae_pp), "later_max": f1(later.max_pp),
-            "first_points": str(first.points), "first_mae": f1(first.mae_pp), "first_max": f1(first.max_pp)}
+    held = loso.held_out().table
+    held = held[held["quantity"] == "scaling efficiency (%)"]
+    lines = ["| source | held-out rows | mean error (points) | largest (points) | band coverage |",
+             "|---|---:|---:|---:|---:|"]
+    for source, part in held.groupby("source"):
+        error = part["error_pp"].abs()
+        lines.append(f"| {source} | {len(part)} | {f1(error.mean())} | {f1(error.max())} | "
+                     f"{f0(100 * part['inside'].mean())} % |")
+    inside = (held["published"] >= held["low"]) & (held["published"] <= held["high"])
+    error = held["error_pp"].abs()
+    lines.append(f"| all | {len(held)} | {f1(error.mean())} | {f1(error.max())} | {f1(100 * inside.mean())} % |")
+    return {"loso_table": " ".join(lines), "loso_mean": f1(error.mean()), "loso_max": f1(error.max()),
+            "loso_rows": str(len(held)), "loso_sources": str(held["source"].nunique()),
+            "loso_cov": f1(100 * inside.mean()), "band_low": f"{loso.BAND.low_pp:+.1f}",
+            "band_high": f"{loso.BAND.high_pp:+.1f}"}
 
 
 def history_cpu() -> dict:
@@ -875,13 +887,13 @@ QUOTES: list[tuple[str, str]] = [
     ("docs/whatif.md", "(its tuning model: {whatif[nvlink]} us over NVLink, {whatif[pcie]} over PCIe, "
                        "{whatif[network]} over the network, {whatif[base]} per call)"),
     ("docs/whatif.md", "holds {whatif[rows]} published data-parallel results from {whatif[sources]} sources"),
-    ("docs/whatif.md", "on the first sources' {whatif[first_points]} held-out points its error is {whatif[first_mae]} "
-                       "points on average and {whatif[first_max]} at most"),
-    ("docs/whatif.md", "{whatif[later_n]} sources added on 2026-11-26 (`LATER_SOURCES`), which no choice of the "
-                       "model saw, miss by more: {whatif[later_mae]} points on average and {whatif[later_max]} at "
-                       "most over {whatif[later_points]} points from {whatif[later_sources]} of them"),
-    ("docs/whatif.md", "({whatif[step_share]} % of the compute per step, {whatif[allreduce_us]} us per all-reduce, "
-                       "links at {whatif[link_share]} % of their rate)"),
+    ("docs/whatif.md", "{whatif[loso_table]}"),
+    ("docs/whatif.md", "Over all of them: mean {whatif[loso_mean]} points, largest {whatif[loso_max]} points over "
+                       "{whatif[loso_rows]} held-out rows of {whatif[loso_sources]} sources; the band "
+                       "({whatif[band_low]} to {whatif[band_high]} points around a prediction) covered "
+                       "{whatif[loso_cov]} % of them."),
+    ("docs/whatif.md", "ranks' step spread {whatif[spread]} %, collectives at half rate at {whatif[half]} MB, links "
+                       "at {whatif[link_share]} % of their rate, TCP at {whatif[tcp_share]} %."),
     ("docs/traces.md", "It holds the recorded steps only: about {trace[kb]} KB per rank for 5 steps of mlp-m."),
 ]
 

@@ -14,7 +14,7 @@ def test_the_command_prints_the_model_per_world_size_and_its_answers(capsys):
             line.split()[0].isdigit()}
     assert sorted(rows) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
     assert rows[1][4] == "100%" and float(rows[1024][1]) >= float(rows[2][1])  # steps never get cheaper
-    assert "largest power-of-two world size at 90% or better:" in out
+    assert "largest world size at 90% or better:" in out
     assert "inter-node rate 1024 devices need for 90%:" in out
 
 

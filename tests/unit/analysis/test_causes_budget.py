@@ -265,6 +265,8 @@ def test_projections_say_which_lines_a_bigger_cluster_keeps_and_a_device_per_ran
 
 
 def test_whatif_from_says_which_budget_lines_a_device_per_rank_removes(monkeypatch, capsys):
+    from types import SimpleNamespace
+
     from ddpbench.analysis.models.costmodel import Workload
     from ddpbench.cli import main
     from ddpbench.cli import whatif as cli
@@ -272,7 +274,8 @@ def test_whatif_from_says_which_budget_lines_a_device_per_rank_removes(monkeypat
     work = Workload("transformer-s, batch 4/rank", "transformer", "s", "", 4, 27e6, (27e6,), 25.0, 39.1, 62.7, 0.6, 2,
                     job_key="k")
     summary = pd.DataFrame([_job(**ISSUE)])
-    monkeypatch.setattr(cli, "_measured", lambda folder: ([work], summary))
+    folder = SimpleNamespace(summary=summary, steps=pd.DataFrame(), collectives=pd.DataFrame())
+    monkeypatch.setattr(cli, "_measured", lambda path: ([work], folder))
     assert main(["whatif", "--from", "somewhere"]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("of the loss budget")]
     assert line == ("of the loss budget measured at world size 2: a bigger cluster keeps exposed communication "

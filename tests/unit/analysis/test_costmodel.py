@@ -186,3 +186,27 @@ def test_report_on_world_size_one_only_says_there_is_nothing_to_fit(tmp_path):
     assert "Nothing to fit" not in text and "measured: all_reduce, gloo, world size 2" in text
     assert "at world size 1 are left out of the fit" in text
     assert "At world size 1 no byte crosses a link" in section_of(page, "Collectives: nccl-tests table")
+
+
+def test_the_report_projection_shows_the_band_and_what_it_covers(tmp_path):
+    import re
+
+    from ddpbench.analysis.models.loso import BAND
+    from ddpbench.report.build import write_report
+    from ddpbench.report.sections.projection import projection_section
+    from ddpbench.testing.pages import section_of
+    from ddpbench.testing.records import collective_spec as spec
+    from ddpbench.testing.records import ok, write_collectives, write_results
+
+    folder = write_results(tmp_path / "r", [ok(10.0), ok(12.0, world_size=2)])
+    write_collectives(folder, [spec(2, ops=("all_reduce",))])
+    page = write_report(folder, sections=[projection_section]).read_text()
+    text = section_of(page, "Projection to larger clusters (model)")
+    assert f"which covered {100 * BAND.coverage:.0f} % of {BAND.rows} held-out published rows of {BAND.sources}" \
+        in text
+    # every projected cell carries its band: the efficiency plus the held-out error's 5th and 95th percentiles
+    cells = re.findall(r"(\d+) % \[(\d+)-(\d+) %\]", text)
+    assert cells
+    for eff, low, high in cells:  # each rounded apart from the efficiency: within a point of it plus the band
+        assert abs(int(low) - max(int(eff) + BAND.low_pp, 0)) <= 1
+        assert abs(int(high) - min(int(eff) + BAND.high_pp, 100)) <= 1

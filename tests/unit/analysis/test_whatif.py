@@ -5,8 +5,9 @@ import math
 
 import pytest
 
+from ddpbench.analysis.models.questions import largest_world_size, link_needed
 from ddpbench.analysis.models.whatif import (COSTS, Cluster, Costs, Work, allreduce_us, ddp_step, hierarchical_us,
-                                      largest_world_size, link_needed, master_step, ring_us, tree_us)
+                                             master_step, ring_us, tree_us)
 from ddpbench.testing import ROOT
 
 #: 8 devices a node on a 1200 Gbit/s fabric, nodes on 100 Gbit/s; 5 and 10 us latencies per step,
@@ -82,8 +83,83 @@ def test_the_costs_of_running_distributed():
     assert ddp_step(work, 2, slow, costs=Costs(allreduce_us=100.0)).step_ms == pytest.approx(bare.step_ms + 1.0)
     # links at half their rate: every transfer twice as long
     assert ddp_step(work, 2, slow, costs=Costs(link_share=0.5)).comm_ms == pytest.approx(2 * bare.comm_ms)
-    # the shipped constants are the calibrated ones (tests/unit/analysis/test_validation.py holds them to the fit)
-    assert COSTS.step_share > 0 and COSTS.allreduce_us > 0 and 0 < COSTS.link_share <= 1
+    # the shipped constants are the calibrated ones (tests/unit/analysis/test_validation.py holds them to the fit);
+    # no share of the compute per step is shipped: what running distributed costs grows with N
+    assert COSTS.step_share == 0 and COSTS.rank_spread > 0 and 0 < COSTS.link_share <= 1 and 0 < COSTS.tcp_share < 1
+
+
+def test_the_slowest_of_n_ranks_grows_with_n():
+    from ddpbench.analysis.models.terms import expected_slowest
+
+    # Blom's approximation against the exact expected maximum of n standard normals
+    assert expected_slowest(1) == 0.0
+    assert expected_slowest(2) == pytest.approx(1 / math.sqrt(math.pi), abs=0.03)  # exact: 0.5642
+    assert expected_slowest(8) == pytest.approx(1.4236, abs=0.03)
+    assert expected_slowest(64) == pytest.approx(2.3437, abs=0.03)
+    assert expected_slowest(1024) == pytest.approx(3.2482, abs=0.03)
+    fast = Cluster(gpus_per_node=8, intra_gbit=1e6, inter_gbit=1e6, intra_latency_us=0.0, inter_latency_us=0.0,
+                   base_latency_us=0.0)
+    work = Work(compute_ms=100.0, bucket_bytes=(1.0,))
+    spread = Costs(rank_spread=0.05)
+    steps = [ddp_step(work, p, fast, costs=spread).step_ms for p in (2, 8, 64, 1024)]
+    assert steps == sorted(steps) and steps[-1] - steps[0] > 10  # flat links, still slower with N
+    assert steps[1] == pytest.approx(100.0 + 5.0 * expected_slowest(8), abs=0.01)
+    # accumulated micro-steps average their spread out: sqrt(4) = 2 times the wait of one, not 4
+    four = ddp_step(Work(100.0, (1.0,), accumulation=4), 8, fast, costs=spread)
+    assert four.step_ms == pytest.approx(400.0 + 2 * 5.0 * expected_slowest(8), abs=0.01)
+
+
+def test_the_settings_people_train_with():
+    slow = Cluster(gpus_per_node=8, intra_gbit=10.0, inter_gbit=10.0, intra_latency_us=0.0, inter_latency_us=0.0,
+                   base_latency_us=0.0)
+    one = Work(compute_ms=30.0, bucket_bytes=(100 * MB,))
+    fp32 = ddp_step(one, 2, slow, costs=BARE)
+    # bf16 / fp16 gradients: half the bytes, half the time on the link
+    half = ddp_step(Work(30.0, (100 * MB,), grad_dtype="bf16"), 2, slow, costs=BARE)
+    assert half.comm_ms == pytest.approx(fp32.comm_ms / 2)
+    # accumulation: 8 micro-steps of compute, one all-reduce: the same communication over 8x the compute
+    acc = ddp_step(Work(30.0, (100 * MB,), accumulation=8), 2, slow, costs=BARE)
+    assert acc.comm_ms == pytest.approx(fp32.comm_ms) and acc.step_ms == pytest.approx(8 * 30.0 + fp32.exposed_ms)
+    assert acc.efficiency > fp32.efficiency
+    # ZeRO-2: a reduce-scatter (half an all-reduce) in backward, the all-gather after the step, exposed
+    zero2 = ddp_step(Work(30.0, (100 * MB,), shard="zero2"), 2, slow, costs=BARE)
+    assert zero2.comm_ms == pytest.approx(fp32.comm_ms) and zero2.algorithms.startswith("reduce_scatter")
+    # FSDP: the forward's all-gather hidden behind the forward compute up to its length
+    long_forward = ddp_step(Work(3000.0, (100 * MB,), shard="fsdp"), 2, slow, costs=BARE)
+    assert long_forward.comm_ms == pytest.approx(1.5 * fp32.comm_ms)
+    assert long_forward.exposed_ms == pytest.approx(fp32.comm_ms)  # backward's gather + scatter, at its end
+    # the input pipeline: a node feeding 8 devices 10 ms each caps the step at 80 ms at 8 devices or more
+    fed = Work(30.0, (1.0,), feed_ms=10.0)
+    assert ddp_step(fed, 1, slow, costs=BARE).step_ms == 30.0
+    assert ddp_step(fed, 16, slow, costs=BARE).step_ms == pytest.approx(80.0)
+
+
+def test_any_world_size_and_an_oversubscribed_fabric():
+    from dataclasses import replace
+
+    work = Work(compute_ms=100.0, bucket_bytes=(25 * MB,) * 4)
+    # 160 and 320 devices: 20 and 40 nodes of 8
+    for p in (160, 320):
+        step = ddp_step(work, p, DGX, costs=BARE)
+        assert step.world_size == p and ddp_step(work, p - 8, DGX, costs=BARE).step_ms <= step.step_ms
+    # 2:1 beyond 4 nodes: the network's bytes take twice as long past the leaf, not within it
+    tapered = replace(DGX, oversubscription=2.0, leaf_nodes=4)
+    assert ring_us(100 * MB, 32, tapered) == pytest.approx(ring_us(100 * MB, 32, DGX))
+    assert ring_us(100 * MB, 64, tapered) - 8.0 - 2 * 56 * 5.0 - 2 * 7 * 10.0 == pytest.approx(
+        2 * (ring_us(100 * MB, 64, DGX) - 8.0 - 2 * 56 * 5.0 - 2 * 7 * 10.0))
+    # TCP reaches its share of the network's rate
+    tcp = ddp_step(work, 64, replace(DGX, transport="tcp"), costs=Costs(tcp_share=0.5))
+    assert tcp.comm_ms > ddp_step(work, 64, DGX, costs=Costs(tcp_share=0.5)).comm_ms
+
+
+def test_link_efficiency_by_message_size():
+    slow = Cluster(gpus_per_node=8, intra_gbit=10.0, inter_gbit=10.0, intra_latency_us=0.0, inter_latency_us=0.0,
+                   base_latency_us=0.0)
+    # a 1 MB half-rate size: a 1 MB bucket takes twice its nominal transfer, a 100 MB one 1 % longer
+    for size, factor in ((1 * MB, 2.0), (100 * MB, 1.01)):
+        bare = ddp_step(Work(300.0, (size,)), 2, slow, costs=BARE).comm_ms
+        assert ddp_step(Work(300.0, (size,)), 2, slow, costs=Costs(half_rate_mb=1.0)).comm_ms == pytest.approx(
+            factor * bare)
 
 
 def test_fusion_takes_what_is_ready_when_the_link_is_free():
@@ -178,3 +254,92 @@ def test_the_report_projection_names_compute_slowed_by_sharing_the_machine():
     same = [{**r, "compute_ms": 63.0} for r in rows]
     (f,) = model_findings.projection(pd.DataFrame(same), pd.DataFrame())
     assert "no link recovers" not in f.text
+
+
+def test_large_model_presets_are_built_on_the_meta_device():
+    from ddpbench.analysis.models import presets
+
+    # the published parameter counts: Llama 2 7B/70B, GPT-3 175B, and facebook/bart-large's exact count
+    assert sum(presets.tensor_bytes("llama-7b")) / 4 == 6_738_415_616
+    assert sum(presets.tensor_bytes("llama-70b")) / 4 == pytest.approx(68.98e9, rel=1e-3)
+    assert sum(presets.tensor_bytes("gpt3-175b")) / 4 == pytest.approx(174.6e9, rel=1e-3)
+    assert sum(presets.tensor_bytes("bart-large")) / 4 == 406_291_456
+    # --model-args over the preset's shape; an argument it does not take is refused by name
+    two = presets.tensor_bytes("llama-7b", '{"layers":2}')
+    assert len(two) == 2 + 9 * 2 + 1 and sum(two) < sum(presets.tensor_bytes("llama-7b")) / 10
+    with pytest.raises(KeyError, match="layerz"):
+        presets.config("llama-7b", '{"layerz":2}')
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--compute-ms", "10", "--accumulation", "0"], "--accumulation: must be 1 or more"),
+    (["--compute-ms", "10", "--input-samples-per-s", "100"], "--batch-size: is needed with --input-samples-per-s"),
+    (["--compute-ms", "10", "--oversubscription", "0.5"], "--oversubscription: must be 1 or more"),
+    (["--compute-ms", "10", "--model", "llama-7b", "--model-args", "{ layerz = 2 }"],
+     "--model-args: llama-7b has no layerz"),
+    (["--compute-ms", "10", "--rank-spread-pct", "-1"], "--rank-spread-pct: must be 0 or more"),
+    (["--compute-ms", "10", "--shard", "zero4"], "--shard: must be one of none, zero1, zero2, zero3, fsdp"),
+    (["--compute-ms", "10", "--grad-dtype", "fp8"], "--grad-dtype: must be one of fp32, bf16, fp16"),
+])
+def test_the_settings_refuse_bad_input_in_one_line(argv, words, capsys):
+    from ddpbench.cli import main
+
+    assert main(["whatif", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+
+
+def test_the_command_takes_settings_any_world_size_and_prints_the_band(capsys):
+    from ddpbench.analysis.models.loso import BAND
+    from ddpbench.cli import main
+
+    assert main(["whatif", "--model", "gpt3-1.3b", "--compute-ms", "400", "--grad-dtype", "bf16", "--accumulation",
+                 "4", "--world-sizes", "8,160,320", "--rank-spread-pct", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "bf16 gradients, 4 micro-steps per optimizer step" in out and "ranks' step spread 2.0% (given)" in out
+    assert f"it covered {BAND.coverage:.0%} of {BAND.rows} held-out rows of {BAND.sources} sources" in out
+    rows = {int(line.split()[0]): line.split() for line in out.splitlines() if line.split()[:1]
+            and line.split()[0].isdigit()}
+    assert sorted(rows) == [8, 160, 320]
+    for row in rows.values():
+        efficiency = float(row[4].rstrip("%"))
+        low, high = (float(x) for x in row[5].rstrip("%").split("-"))
+        assert abs(low - max(efficiency + BAND.low_pp, 0)) <= 1 and abs(high - min(efficiency + BAND.high_pp, 100)) <= 1
+
+
+def test_from_a_folder_the_spread_and_curve_are_the_measured_ones(capsys):
+    from ddpbench.analysis.folder import load
+    from ddpbench.analysis.models import costmodel, workloads
+    from ddpbench.analysis.models.measured import half_rate_mb, rank_spread
+    from ddpbench.cli import main
+
+    folder = ROOT / "reports" / "examples" / "quick-cpu"
+    measured = load(folder)
+    (work,) = workloads(measured.summary, measured.ranks)
+    spread, half = rank_spread(measured.steps, work.job_key), half_rate_mb(measured.collectives)
+    link = costmodel.fit_collectives(measured.collectives)
+    assert half == pytest.approx(link.alpha_us / link.beta_us_per_byte / 1e6) and spread > 0
+    # the spread by hand: each no_sync step's ranks, their standard deviation over their mean, the median
+    steps = measured.steps[(measured.steps["key"] == work.job_key) & (measured.steps["phase"] == "nosync")]
+    by_step = steps.groupby(["repeat", "step"])["step_ms"]
+    assert spread == pytest.approx(float((by_step.std() / by_step.mean()).median()))
+    assert main(["whatif", "--from", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert (f"ranks' step spread {spread:.1%} (measured between the ranks of {work.job_key}), collectives at half "
+            f"their links' rate at {half:.3g} MB (the all_reduce curve measured in the folder (alpha / beta))") in out
+
+
+def test_nvls_sends_each_byte_once_through_the_switch():
+    from dataclasses import replace
+
+    from ddpbench.analysis.models.whatif import allreduce_parts
+
+    switch = replace(DGX, algorithms=("ring", "tree", "hierarchical", "nvls"))
+    n = 100 * MB
+    latency, transfer, name = allreduce_parts(n, 8, switch, "nvls")
+    assert (latency, transfer, name) == (8.0 + 2 * 5.0, n / 150e3, "nvls")
+    # a ring moves 2 (p-1)/p of the bytes: NVLS about half of it inside a node, and auto takes it only where listed
+    assert allreduce_parts(n, 8, switch, "auto")[2] == "nvls"
+    assert allreduce_parts(n, 8, DGX, "auto")[2] != "nvls"
+    latency, transfer, _ = allreduce_parts(n, 64, switch, "nvls")  # 8 nodes: a tree between them
+    assert transfer == pytest.approx(n / 150e3 + 2 * n / 12.5e3) and latency == 8.0 + 10.0 + 2 * 3 * 10.0

@@ -1,0 +1,91 @@
+"""The questions the what-if model (:mod:`.whatif`) answers of a workload and a cluster: the largest world
+size that keeps a target efficiency, and the network rate a world size needs for it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from ddpbench.analysis.models.whatif import Cluster, Costs, Work, ddp_step
+
+
+def largest_world_size(work: Work, cluster: Cluster, target: float, algorithm: str = "auto",
+                       limit: int = 1 << 16, costs: Costs | None = None) -> int:
+    """The largest world size (any whole number) whose DDP efficiency still reaches ``target``: powers
+    of two until one misses, then bisection between the last that reached it and that one.
+
+    Parameters
+    ----------
+    work : Work
+        One device's step: its compute alone and its gradient buckets, in all-reduce order.
+    cluster : Cluster
+        Devices per node and the links between them.
+    target : float
+        The efficiency to reach, 0 to 1.
+    algorithm : str
+        "ring", "tree", "hierarchical", or "auto": the fastest of ``cluster.algorithms`` per
+        all-reduce.
+    limit : int
+        The most devices tried.
+    costs : Costs, optional
+        The costs of running distributed; None: :data:`COSTS`, fitted to published scaling.
+
+    Returns
+    -------
+    int
+        Devices; 1 if even 2 miss the target.
+    """
+    def reaches(p: int) -> bool:
+        return ddp_step(work, p, cluster, algorithm, costs).efficiency >= target
+
+    best, p = 1, 2
+    while p <= limit and reaches(p):
+        best, p = p, p * 2
+    if p > limit or best == 1:
+        return best
+    low, high = best, p  # low reaches the target, high does not
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if reaches(mid) else (low, mid)
+    return low
+
+
+def link_needed(work: Work, p: int, cluster: Cluster, target: float, algorithm: str = "auto",
+                costs: Costs | None = None) -> float:
+    """The inter-node rate at which ``p`` devices reach ``target`` efficiency, by bisection on a
+    log scale between 1e-3 and 1e6 Gbit/s.
+
+    Parameters
+    ----------
+    work : Work
+        One device's step: its compute alone and its gradient buckets, in all-reduce order.
+    p : int
+        Devices (world size).
+    cluster : Cluster
+        Devices per node and the links between them.
+        Its ``inter_gbit`` is what is searched for.
+    target : float
+        The efficiency to reach, 0 to 1.
+    algorithm : str
+        "ring", "tree", "hierarchical", or "auto": the fastest of ``cluster.algorithms`` per
+        all-reduce.
+    costs : Costs, optional
+        The costs of running distributed; None: :data:`COSTS`, fitted to published scaling.
+
+    Returns
+    -------
+    float
+        Gbit/s; inf when latency alone keeps them below it (no rate is enough).
+    """
+    def efficiency(gbit: float) -> float:
+        return ddp_step(work, p, replace(cluster, inter_gbit=gbit), algorithm, costs).efficiency
+
+    low, high = 1e-3, 1e6
+    if efficiency(high) < target:
+        return math.inf
+    if efficiency(low) >= target:
+        return low
+    for _ in range(60):
+        mid = math.sqrt(low * high)
+        low, high = (mid, high) if efficiency(mid) < target else (low, mid)
+    return high
