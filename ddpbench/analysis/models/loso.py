@@ -86,9 +86,17 @@ def held_out() -> Loso:
                               "quantity": quantity, "published": validation.published(r), "predicted": predicted})
     table = pd.DataFrame(found).sort_values("row", ignore_index=True)  # the file's order
     table["error_pp"] = table["predicted"] - table["published"]
-    table["low"], table["high"] = math.nan, math.nan
+    table, band = with_bands(table)
+    return Loso(table, costs, band)
+
+
+def with_bands(table: pd.DataFrame) -> tuple[pd.DataFrame, Band]:
+    """Each held-out row's band (``low``, ``high``: its prediction plus the percentiles of the *other*
+    sources' held-out errors) and whether its published figure is inside it; and the whole band. ``table``:
+    the held-out predictions (``source``, ``quantity``, ``published``, ``predicted``, ``error_pp``)."""
+    table = table.assign(low=math.nan, high=math.nan)
     efficiency = table["quantity"] == EFFICIENCY
-    for source in sources:
+    for source in sorted(set(table["source"])):
         other = table[efficiency & (table["source"] != source)]
         low, high = weighted_percentiles(-other["error_pp"].to_numpy(), np.arange(len(other)))
         mine = efficiency & (table["source"] == source)
@@ -97,8 +105,7 @@ def held_out() -> Loso:
     table["inside"] = (table["published"] >= table["low"]) & (table["published"] <= table["high"])
     held = table[efficiency]
     low, high = weighted_percentiles(-held["error_pp"].to_numpy(), np.arange(len(held)))
-    band = Band(low, high, float(held["inside"].mean()), len(held), held["source"].nunique())
-    return Loso(table, costs, band)
+    return table, Band(low, high, float(held["inside"].mean()), len(held), held["source"].nunique())
 
 
 @dataclass(frozen=True)

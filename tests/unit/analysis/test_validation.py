@@ -1,63 +1,77 @@
 """The what-if model checked against published scaling, leave-one-source-out (issue 58): the constants it
 ships are the fit to every source, each source's fold is fitted without it, the band's coverage is counted
-over held-out rows only, and the figures ``whatif --validate`` prints are the recomputation's. The issue's
-targets (mean at most 3 points, largest at most 10, a 90 % band covering at least 85 %) are reported, not
-assumed: docs/whatif.md quotes the real figures (held by tests/examples/project/test_prose_figures.py)."""
-
-import math
+over held-out rows only. The whole check takes ten to twenty seconds, so the inner loop reads it as stored
+(reports/examples/whatif-loso/held-out.csv, written by benchmarks/whatif_loso.py), re-derives the bands from
+it and refits one fold; tests/examples/analysis/test_whatif_loso.py computes it all again and holds the
+stored file and ``whatif --validate`` to it. The issue's targets (mean at most 3 points, largest at most 10,
+a 90 % band covering at least 85 %) are reported, not assumed: docs/whatif.md quotes the real figures."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from ddpbench.analysis.models import loso, validation, whatif
+from ddpbench.testing import ROOT
+
+STORED = ROOT / "reports" / "examples" / "whatif-loso" / "held-out.csv"
 
 
 @pytest.fixture(scope="module")
-def result():
-    return loso.held_out()
+def stored() -> pd.DataFrame:
+    return pd.read_csv(STORED)
 
 
-def test_the_check_covers_ten_sources_and_150_rows(result):
-    whole = loso.score(result.table)
+@pytest.fixture(scope="module")
+def whole_fit():
+    """The constants fitted to every source (what whatif ships)."""
+    return validation.calibrate()
+
+
+def test_the_check_covers_ten_sources_and_150_rows(stored):
+    whole = loso.score(stored)
     assert whole.rows >= 150 and whole.sources >= 10
     # every held-out row is a row the model describes, once, with a prediction from its own fold
     rows, _ = validation.load()
-    assert all(validation.role(rows[i]) == "check" for i in result.table["row"])
-    assert result.table["row"].is_unique and result.table["predicted"].notna().all()
-    assert set(result.costs) == set(result.table["source"])
+    assert all(validation.role(rows[i]) == "check" for i in stored["row"])
+    assert stored["row"].is_unique and stored["predicted"].notna().all()
+    checked = {i for i, r in enumerate(rows) if validation.role(r) == "check"}
+    assert set(stored["row"]) == checked
 
 
-def test_a_source_is_predicted_from_constants_fitted_without_it(result):
+def test_a_source_is_predicted_from_constants_fitted_without_it(stored, whole_fit):
     rows, systems = validation.load()
-    whole = validation.calibrate(rows, systems)
-    start = tuple(getattr(whole, name) for name in validation.FITTED)
+    start = tuple(getattr(whole_fit, name) for name in validation.FITTED)
     source = "nvidia-dle-resnet50-pytorch"
     fold = validation.calibrate([r for r in rows if r["source"] != source], systems, start=start)
-    assert fold == result.costs[source]
-    mine = result.table[result.table["source"] == source]
+    mine = stored[stored["source"] == source]
+    assert len(mine) > 5
     for _, held in mine.iterrows():
-        assert held["predicted"] == pytest.approx(validation.predict(rows[held["row"]], systems, fold)[1])
-    # changing the source's own published figures changes nothing of its fold
-    moved = [dict(r, scaling_efficiency=0.5) if r["source"] == source else r for r in rows]
-    assert validation.calibrate([r for r in moved if r["source"] != source], systems, start=start) == fold
+        assert held["predicted"] == pytest.approx(validation.predict(rows[held["row"]], systems, fold)[1], abs=1e-4)
+    # with its own rows in the fit, the source is predicted otherwise: the stored figures are its fold's
+    assert any(abs(held["predicted"] - validation.predict(rows[held["row"]], systems, whole_fit)[1]) > 1e-3
+               for _, held in mine.iterrows())
 
 
-def test_the_band_comes_from_the_other_sources_and_its_coverage_is_counted(result):
-    table = result.table[result.table["quantity"] == loso.EFFICIENCY]
+def test_the_band_comes_from_the_other_sources_and_its_coverage_is_counted(stored):
+    table, band = loso.with_bands(stored.drop(columns=["low", "high", "inside"]))
+    assert table["low"].to_numpy() == pytest.approx(stored["low"].to_numpy(), abs=1e-4, nan_ok=True)
+    assert table["high"].to_numpy() == pytest.approx(stored["high"].to_numpy(), abs=1e-4, nan_ok=True)
+    assert (table["inside"] == stored["inside"]).all()
+    efficiency = stored[stored["quantity"] == loso.EFFICIENCY]
     for source in ("horovod-readme-2017", "nvidia-dle-transformerxl-pytorch"):
-        other = table[table["source"] != source]
+        other = efficiency[efficiency["source"] != source]
         low, high = loso.weighted_percentiles(-other["error_pp"].to_numpy(), np.arange(len(other)))
-        mine = table[table["source"] == source]
-        assert (mine["low"] - mine["predicted"]).to_numpy() == pytest.approx(low)
-        assert (mine["high"] - mine["predicted"]).to_numpy() == pytest.approx(high)
-    inside = (table["published"] >= table["low"]) & (table["published"] <= table["high"])
-    assert result.band.coverage == pytest.approx(inside.mean()) and result.band.rows == len(table)
+        mine = efficiency[efficiency["source"] == source]
+        assert (mine["low"] - mine["predicted"]).to_numpy() == pytest.approx(low, abs=1e-4)
+        assert (mine["high"] - mine["predicted"]).to_numpy() == pytest.approx(high, abs=1e-4)
+    inside = (efficiency["published"] >= efficiency["low"]) & (efficiency["published"] <= efficiency["high"])
+    assert band.coverage == pytest.approx(inside.mean()) and band.rows == len(efficiency)
     # what whatif prints beside a prediction is this band
     shipped = loso.BAND
-    assert (shipped.rows, shipped.sources) == (result.band.rows, result.band.sources)
-    assert shipped.low_pp == pytest.approx(result.band.low_pp, abs=0.05)
-    assert shipped.high_pp == pytest.approx(result.band.high_pp, abs=0.05)
-    assert shipped.coverage == pytest.approx(result.band.coverage, abs=5e-4)
+    assert (shipped.rows, shipped.sources) == (band.rows, band.sources)
+    assert shipped.low_pp == pytest.approx(band.low_pp, abs=0.05)
+    assert shipped.high_pp == pytest.approx(band.high_pp, abs=0.05)
+    assert shipped.coverage == pytest.approx(band.coverage, abs=5e-4)
 
 
 def test_weighted_percentiles_weigh_each_group_the_same():
@@ -67,8 +81,8 @@ def test_weighted_percentiles_weigh_each_group_the_same():
     assert loso.weighted_percentiles(values, np.arange(10), q=(75,))[0] == pytest.approx(0.0)
 
 
-def test_the_shipped_constants_are_the_fit_to_every_source():
-    fitted = validation.calibrate()
+def test_the_shipped_constants_are_the_fit_to_every_source(whole_fit):
+    fitted = whole_fit
     for name in validation.FITTED:
         assert getattr(fitted, name) == pytest.approx(getattr(whatif.COSTS, name), rel=1e-3, abs=1e-3), name
     assert whatif.COSTS.step_share == 0  # no share of the compute per step is fitted
@@ -125,21 +139,3 @@ def test_buckets_follow_the_rows_aggregation():
     assert list(ready) == sorted(ready) and ready[-1] == pytest.approx(1.0)
     per_tensor = dict(row, aggregation="horovod-per-tensor")
     assert len(validation.buckets(per_tensor)[0]) == 161
-
-
-def test_the_command_prints_the_recomputed_figures(capsys, result):
-    from ddpbench.cli import main
-
-    assert main(["whatif", "--validate"]) == 0
-    out = capsys.readouterr().out
-    whole = loso.score(result.table)
-    assert (f"leave-one-source-out error, scaling efficiency: mean {whole.mean_pp:.1f} pp, largest "
-            f"{whole.max_pp:.1f} pp over {whole.rows} held-out rows of {whole.sources} sources; the band (5th to "
-            f"95th percentile of the other sources' held-out errors) covered {whole.coverage:.1%} of them") in out
-    for source in result.costs:
-        held = loso.score(result.table, source)
-        line = next(line for line in out.splitlines() if f" {source} " in line and "│" in line and "%" in line
-                    and line.count("│") == 6)
-        cells = [c.strip() for c in line.split("│")[1:-1]]
-        assert cells == [source, str(held.rows), f"{held.mean_pp:.1f}", f"{held.max_pp:.1f}", f"{held.coverage:.0%}"]
-    assert "outside (a):" in out and not math.isnan(whole.mean_pp)

@@ -1,0 +1,47 @@
+"""The what-if model's leave-one-source-out check computed again (ten to twenty seconds, so not in the inner
+loop): the table stored in reports/examples/whatif-loso/held-out.csv (benchmarks/whatif_loso.py), which the
+inner loop's tests and docs/whatif.md read, is this recomputation's, and ``whatif --validate`` prints it."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from ddpbench.analysis.models import loso
+from ddpbench.testing import ROOT
+
+STORED = ROOT / "reports" / "examples" / "whatif-loso" / "held-out.csv"
+
+
+@pytest.fixture(scope="module")
+def result():
+    return loso.held_out()
+
+
+def test_the_stored_table_is_the_recomputation(result):
+    stored = pd.read_csv(STORED)
+    table = result.table
+    assert list(stored.columns) == list(table.columns) and len(stored) == len(table)
+    for column in ("row", "source", "gpus", "model", "quantity", "inside"):
+        assert stored[column].tolist() == table[column].tolist(), column
+    for column in ("published", "predicted", "error_pp", "low", "high"):
+        assert stored[column].to_numpy() == pytest.approx(table[column].to_numpy(), abs=1e-5, nan_ok=True), column
+    assert set(result.costs) == set(table["source"])
+
+
+def test_the_command_prints_the_recomputed_figures(capsys, result):
+    from ddpbench.cli import main
+
+    assert main(["whatif", "--validate"]) == 0
+    out = capsys.readouterr().out
+    whole = loso.score(result.table)
+    assert (f"leave-one-source-out error, scaling efficiency: mean {whole.mean_pp:.1f} pp, largest "
+            f"{whole.max_pp:.1f} pp over {whole.rows} held-out rows of {whole.sources} sources; the band (5th to "
+            f"95th percentile of the other sources' held-out errors) covered {whole.coverage:.1%} of them") in out
+    for source in result.costs:
+        held = loso.score(result.table, source)
+        line = next(line for line in out.splitlines() if f" {source} " in line and "│" in line and "%" in line
+                    and line.count("│") == 6)
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        assert cells == [source, str(held.rows), f"{held.mean_pp:.1f}", f"{held.max_pp:.1f}", f"{held.coverage:.0%}"]
+    assert "outside (a):" in out and not math.isnan(whole.mean_pp)
