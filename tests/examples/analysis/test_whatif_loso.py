@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.models import loso
+from ddpbench.analysis.models import loso, validation, whatif
 from ddpbench.testing import ROOT
 
 STORED = ROOT / "reports" / "examples" / "whatif-loso" / "held-out.csv"
@@ -45,3 +45,10 @@ def test_the_command_prints_the_recomputed_figures(capsys, result):
         cells = [c.strip() for c in line.split("│")[1:-1]]
         assert cells == [source, str(held.rows), f"{held.mean_pp:.1f}", f"{held.max_pp:.1f}", f"{held.coverage:.0%}"]
     assert "outside (a):" in out and not math.isnan(whole.mean_pp)
+
+
+def test_the_shipped_constants_are_the_fit_to_every_source():
+    fitted = validation.calibrate()
+    for name in validation.FITTED:
+        assert getattr(fitted, name) == pytest.approx(getattr(whatif.COSTS, name), rel=1e-3, abs=1e-3), name
+    assert whatif.COSTS.step_share == 0  # no share of the compute per step is fitted
