@@ -38,12 +38,13 @@ def _figures(name: str, torch) -> str:
     from types import SimpleNamespace
 
     from ddpbench.workloads.build import WorkloadError, build_workload
+    from ddpbench.workloads.catalog import uninitialised
     from ddpbench.workloads.models import count_params, count_tensors, grad_bytes
     from ddpbench.workloads.registry import model_label
 
     job = SimpleNamespace(model=name, model_size="s", model_args="", seed=0, model_label=model_label(name, "s", ""))
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), uninitialised():  # shapes only: nothing to fill
             model = build_workload(job).model
     except WorkloadError as err:
         return f"{'-':>12} {'-':>9} {'-':>8}  ({err})"

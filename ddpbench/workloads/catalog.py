@@ -105,18 +105,26 @@ def _preset_facts(spec) -> Facts:
     from ddpbench.workloads.models import build_model, count_params, count_tensors, grad_bytes
     from ddpbench.workloads.registry import model_label
 
-    with torch.device("meta"), _uninitialised():
+    with torch.device("meta"), uninitialised():
         model = build_model(spec.model, spec.model_size)
     return Facts(model_label(spec.model, spec.model_size), count_params(model), grad_bytes(model),
                  count_tensors(model), samples_needed(spec),
                  tensor_bytes=tensor_bytes(model))
 
 
-def _uninitialised():
-    """A torch function mode in which ``torch.nn.init``'s functions leave a meta tensor as it is.
-    A preset's figures are its shapes, and a meta tensor has no values to initialise; its random
-    fill would run through Python references that import ``torch._dynamo`` on first use (1.5-3.5 s
-    of a sweep's start, to fill nothing)."""
+#: the in-place tensor methods ``torch.nn.init``'s functions fill a tensor with (values only: none changes its
+#: shape or whether it requires a gradient)
+VALUE_FILLS = frozenset({"normal_", "uniform_", "fill_", "zero_", "copy_", "random_", "exponential_", "bernoulli_",
+                         "cauchy_", "log_normal_", "geometric_", "erfinv_", "mul_", "add_", "sub_", "div_",
+                         "clamp_"})
+
+
+def uninitialised():
+    """A torch function mode in which ``torch.nn.init``'s functions, and the in-place fills they call
+    (:data:`VALUE_FILLS`), leave a meta tensor as it is. A preset's figures are its shapes, and a meta
+    tensor has no values to initialise; its random fill would run through Python references that
+    import ``torch._dynamo`` on first use (1.5-3.5 s of a sweep's start, to fill nothing). torch calls
+    some of those functions (``kaiming_normal_``) without a mode seeing them, but not their fills."""
     from torch import Tensor
     from torch.overrides import TorchFunctionMode
 
@@ -124,7 +132,9 @@ def _uninitialised():
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             target = args[0] if args else kwargs.get("tensor")
-            if getattr(func, "__module__", None) == "torch.nn.init" and isinstance(target, Tensor) and target.is_meta:
+            if isinstance(target, Tensor) and target.is_meta and (
+                    getattr(func, "__module__", None) == "torch.nn.init"
+                    or getattr(func, "__name__", None) in VALUE_FILLS):
                 return target
             return func(*args, **kwargs)
 

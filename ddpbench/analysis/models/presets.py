@@ -94,8 +94,10 @@ def tensor_bytes(name: str, model_args: str = "") -> tuple[int, ...]:
     import torch
     from torch import nn
 
+    from ddpbench.workloads.catalog import uninitialised
+
     c = config(name, model_args)
-    with torch.device("meta"):
+    with torch.device("meta"), uninitialised():  # shapes only: nothing to fill
         layers = {"llama": _llama, "gpt": _gpt, "bart": _bart}[c["kind"]](c, nn)
         model = nn.ModuleList(layers)
     return tuple(p.numel() * 4 for p in model.parameters() if p.requires_grad)

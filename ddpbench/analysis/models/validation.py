@@ -87,7 +87,9 @@ def layers(name: str) -> tuple[tuple[int, float], ...]:
     import torch
     from torch import nn
 
-    with torch.device("meta"):
+    from ddpbench.workloads.catalog import uninitialised
+
+    with torch.device("meta"), uninitialised():  # shapes only: nothing to fill
         model = _model(name)
     flops: dict[nn.Module, float] = {}
 

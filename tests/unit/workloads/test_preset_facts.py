@@ -29,7 +29,7 @@ def test_init_is_left_out_on_the_meta_device_only():
         torch.nn.init.normal_(torch.empty(3, device="meta"), std=-1.0)
     with pytest.raises(ValueError, match="bogus"):
         torch.nn.init.kaiming_uniform_(tensor=torch.empty(2, 2, device="meta"), mode="bogus")
-    with catalog._uninitialised():
+    with catalog.uninitialised():
         meta = torch.nn.init.normal_(torch.empty(3, device="meta"), std=-1.0)  # not run at all
         named = torch.nn.init.kaiming_uniform_(tensor=torch.empty(2, 2, device="meta"), mode="bogus")  # by keyword
         with pytest.raises(RuntimeError, match="std"):  # a real tensor is initialised as ever
