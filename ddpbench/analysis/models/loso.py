@@ -49,11 +49,13 @@ BAND = Band(low_pp=-14.6, high_pp=9.1, coverage=0.903, rows=207, sources=11)
 
 @dataclass(frozen=True)
 class Loso:
-    """Every row with its held-out prediction and band, each source's constants, and the whole band."""
+    """Every row with its held-out prediction and band, each source's constants, the whole band, and the
+    constants fitted to every source (the folds' start, and what whatif ships)."""
 
     table: pd.DataFrame
     costs: dict[str, Costs]
     band: Band
+    whole: Costs
 
 
 def weighted_percentiles(values: np.ndarray, groups: np.ndarray, q=BAND_PERCENTILES) -> tuple[float, ...]:
@@ -87,7 +89,7 @@ def held_out() -> Loso:
     table = pd.DataFrame(found).sort_values("row", ignore_index=True)  # the file's order
     table["error_pp"] = table["predicted"] - table["published"]
     table, band = with_bands(table)
-    return Loso(table, costs, band)
+    return Loso(table, costs, band, whole)
 
 
 def with_bands(table: pd.DataFrame) -> tuple[pd.DataFrame, Band]:
