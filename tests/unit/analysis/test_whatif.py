@@ -343,3 +343,18 @@ def test_nvls_sends_each_byte_once_through_the_switch():
     assert allreduce_parts(n, 8, DGX, "auto")[2] != "nvls"
     latency, transfer, _ = allreduce_parts(n, 64, switch, "nvls")  # 8 nodes: a tree between them
     assert transfer == pytest.approx(n / 150e3 + 2 * n / 12.5e3) and latency == 8.0 + 10.0 + 2 * 3 * 10.0
+
+
+def test_auto_takes_the_fastest_algorithm_in_all_not_the_one_of_least_latency():
+    """Across 8 nodes the tree's latency is the least, yet for 10 MB the hierarchical all-reduce is faster
+    in all: auto takes it, for the step model's parts as for allreduce_us."""
+    from ddpbench.analysis.models.whatif import _PARTS, allreduce_parts
+
+    cluster = Cluster(gpus_per_node=8, intra_gbit=2400, inter_gbit=100)
+    n, p = 10 * MB, 64
+    parts = {name: _PARTS[name](n, p, cluster) for name in ("ring", "tree", "hierarchical")}
+    assert min(parts, key=lambda name: parts[name][0]) == "tree"
+    fastest = min(parts, key=lambda name: sum(parts[name]))
+    assert fastest == "hierarchical"
+    assert allreduce_parts(n, p, cluster, "auto") == (*parts[fastest], fastest)
+    assert allreduce_us(n, p, cluster, "auto") == (pytest.approx(sum(parts[fastest])), fastest)
