@@ -14,17 +14,17 @@ measured at each device count. For each row the model gets only what the row sta
 * the cluster: its links' nominal rates, NCCL's latencies for the link kinds, and the algorithms
   the row's NCCL had.
 
-Three global constants (:class:`.whatif.Costs`: the cost of running distributed per step and per
-all-reduce, and the share of a link's rate all-reduces reach) are fitted once, to the rows marked
-``calibration`` (named in :data:`CALIBRATION`), never per row; every other row in scope is held
-out, and its error is the check. Rows the model does not describe (another way of aggregating, TCP transport,
-gradient accumulation, no single-device throughput) are shown with their reason, outside the check.
+The constants of :class:`.whatif.Costs` named in :data:`FITTED` are fitted (:func:`calibrate`) to every
+row the model describes, each source weighing the same; :mod:`.loso` fits them again without each source
+and predicts that source, which is the check (``python -m ddpbench whatif --validate``). Rows the model
+does not describe (another way of aggregating, no single-device or one-node throughput) are shown with
+their reason, outside the check.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -50,13 +50,6 @@ NOT_MODELLED = {
                       "gradient",
     "megatron-tp": "tensor model parallel: its all-reduces are of activations, not gradients",
 }
-
-#: the sources added after the model's form and its three constants were fixed (issue 58, 2026-11-26): no
-#: choice of the model was made on them, and their error is reported apart from the first sources'
-LATER_SOURCES = ("nvidia-dle-transformerxl-pytorch", "nvidia-dle-bert-tensorflow", "nvidia-dle-resnet50-tensorflow",
-                 "nvidia-dle-resnet50-mxnet", "pytorch-blog-ibm-fsdp-ethernet-2022", "megatron-lm-2019",
-                 "horovod-issue-396-aws-25gbe", "horovod-issue-779-aws-25gbe", "aws-samples-dlm-issue2-p3")
-
 
 @cache
 def load() -> tuple[list[dict], dict[str, dict]]:
@@ -316,25 +309,3 @@ def published_table(costs: Costs | None = None) -> pd.DataFrame:
                       "published": published(r), "predicted": predicted, "error_pp": predicted - published(r),
                       "role": role(r), "outside": outside(r), "url": r["url"]})
     return pd.DataFrame(found)
-
-
-@dataclass(frozen=True)
-class Check:
-    points: int
-    sources: int
-    mae_pp: float
-    max_pp: float
-
-
-def check_published(found: pd.DataFrame, quantity: str = "scaling efficiency (%)",
-                    by_source: str | None = None, later: bool | None = None) -> Check:
-    """The held-out error over the ``check`` rows of one quantity (and one source, if given; only the
-    :data:`LATER_SOURCES` with ``later=True``, only the first sources with ``later=False``)."""
-    held = found[(found["role"] == "check") & (found["quantity"] == quantity)]
-    if by_source is not None:
-        held = held[held["source"] == by_source]
-    if later is not None:
-        held = held[held["source"].isin(LATER_SOURCES) == later]
-    errors = held["error_pp"].abs()
-    return Check(len(held), held["source"].nunique(), float(errors.mean()) if len(held) else math.nan,
-                 float(errors.max()) if len(held) else math.nan)
