@@ -94,11 +94,25 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     target = args.target_efficiency
     largest = largest_world_size(work, cluster, target, args.algorithm, limit=1 << 16, costs=costs)
     print(f"largest world size at {target:.0%} or better: {largest}"
-          + (" (or more: the model's limit)" if largest == 1 << 16 else ""))
+          + (" (or more: the model's limit)" if largest == 1 << 16 else "")
+          + f"; {band_range(work, cluster, target, args, costs)}")
     needed = link_needed(work, 1024, cluster, target, args.algorithm, costs)
     print(f"inter-node rate 1024 devices need for {target:.0%}: "
           + (f"{needed:.3g} Gbit/s" if needed != float("inf") else "none is enough (latency or the per-step cost "
              "alone is too much)"))
+
+
+def band_range(work, cluster, target: float, args, costs) -> str:
+    """The largest world size at ``target`` as the band reads it: where even its low end reaches the target,
+    and where its high end does (a point prediction is no surer than the model's held-out error)."""
+    from ddpbench.analysis.models import BAND, largest_world_size
+
+    sure, hopeful = target - BAND.low_pp / 100, target - BAND.high_pp / 100
+    high = largest_world_size(work, cluster, hopeful, args.algorithm, limit=1 << 16, costs=costs)
+    low = largest_world_size(work, cluster, sure, args.algorithm, limit=1 << 16, costs=costs) if sure <= 1 else 0
+    return (f"within the band ({BAND.low_pp:+.1f} to {BAND.high_pp:+.1f} points), "
+            + (f"{low} to {high}" if low > 1 else f"no size is sure (its low end misses {target:.0%} at 2), "
+               f"{high} at its high end"))
 
 
 def settings(args, batch: int | None) -> dict:

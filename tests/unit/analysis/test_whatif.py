@@ -358,3 +358,21 @@ def test_auto_takes_the_fastest_algorithm_in_all_not_the_one_of_least_latency():
     assert fastest == "hierarchical"
     assert allreduce_parts(n, p, cluster, "auto") == (*parts[fastest], fastest)
     assert allreduce_us(n, p, cluster, "auto") == (pytest.approx(sum(parts[fastest])), fastest)
+
+
+def test_the_largest_world_size_is_read_through_the_band(capsys):
+    """The point answer sits between the band's ends: its low end (every published row that far under the
+    model) reaches the target at fewer devices, its high end at more; none where the low end misses at 2."""
+    import re
+
+    from ddpbench.cli import main
+
+    assert main(["whatif", "--model", "gpt3-1.3b", "--compute-ms", "400", "--target-efficiency", "0.5"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("largest world size"))
+    point, low, high = map(int, re.search(r"better: (\d+).*points\), (\d+) to (\d+)", line).groups())
+    assert 1 < low < point <= high
+    assert main(["whatif", "--model", "gpt3-1.3b", "--compute-ms", "400", "--target-efficiency", "0.9"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("largest world size"))
+    assert "no size is sure (its low end misses 90% at 2)" in line
+    point, high = map(int, re.search(r"better: (\d+);.* (\d+) at its high end", line).groups())
+    assert point <= high
