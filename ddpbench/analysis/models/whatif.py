@@ -52,6 +52,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from ddpbench.analysis.models import terms
 
 ALGORITHMS = ("ring", "tree", "hierarchical")
@@ -169,33 +171,58 @@ def _nvls(n: float, p: int, cluster: Cluster) -> tuple[float, float]:
 _PARTS = {"ring": _ring, "tree": _tree, "hierarchical": _hierarchical, "nvls": _nvls}
 
 
-def allreduce_parts(n: float, p: int, cluster: Cluster, algorithm: str = "auto") -> tuple[float, float, str]:
-    """The two parts of one all-reduce's time, under the alpha-beta model of each algorithm.
+@dataclass(frozen=True)
+class Lines:
+    """One collective's time at some device count on a cluster, for any message size: each
+    algorithm's is a latency plus a cost per byte (every function of :data:`_PARTS` is linear in the
+    bytes), so they are taken once a step and read for every bucket at once (:meth:`parts`). Under
+    "auto" each message takes the fastest algorithm at its own size, ties to the first named, then
+    its transfer is lengthened by the size at which the links reach half their rate."""
 
-    Parameters
-    ----------
-    n : float
-        Bytes all-reduced.
-    p : int
-        Devices.
-    cluster : Cluster
-        Devices per node and the links between them.
-    algorithm : str
-        "ring", "tree", "hierarchical", or "auto": the fastest of ``cluster.algorithms`` per
-        all-reduce.
+    names: tuple[str, ...]
+    latency_us: tuple[float, ...]
+    us_per_byte: tuple[float, ...]
+    half_bytes: float = 0.0
 
-    Returns
-    -------
-    (float, float, str)
-        Latency (us), bandwidth time (us) and the algorithm used (the fastest under "auto");
-        ``(0.0, 0.0, "-")`` for one device.
-    """
-    if p <= 1:
-        return 0.0, 0.0, "-"
-    names = cluster.algorithms if algorithm == "auto" else (algorithm,)
-    # the fastest in all, latency and transfer together (as allreduce_us), not the one of least latency
-    return min(((*_PARTS[name](n, p, cluster), name) for name in names),
-               key=lambda parts: parts[0] + parts[1])  # type: ignore[return-value]
+    def parts(self, sizes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(latency, transfer, the algorithm's index in :attr:`names`) of a collective of each size (us)."""
+        n = np.asarray(sizes, dtype=float)
+        per_byte = np.asarray(self.us_per_byte)[:, None]
+        bare = per_byte * n
+        chosen = np.argmin(np.asarray(self.latency_us)[:, None] + bare, axis=0)
+        transfer = np.take_along_axis(bare, chosen[None, :], axis=0)[0]
+        if self.half_bytes > 0:
+            transfer = np.where(n > 0, transfer + per_byte[chosen, 0] * self.half_bytes, transfer)
+        return np.asarray(self.latency_us)[chosen], transfer, chosen
+
+    def at(self, n: float) -> tuple[float, float, str]:
+        """(latency, transfer, algorithm) of one collective of ``n`` bytes (us)."""
+        latency, transfer, chosen = self.parts([n])
+        return float(latency[0]), float(transfer[0]), self.names[int(chosen[0])]
+
+    def took_us(self, n: float) -> float:
+        """One collective of ``n`` bytes, latency and transfer (:meth:`parts` for a single size)."""
+        best, took = 0, math.inf
+        for i, (latency, per_byte) in enumerate(zip(self.latency_us, self.us_per_byte)):
+            if latency + per_byte * n < took:
+                best, took = i, latency + per_byte * n
+        return took + (self.us_per_byte[best] * self.half_bytes if n > 0 else 0.0)
+
+
+def collective_lines(p: int, cluster: Cluster, algorithm: str = "auto", costs: Costs | None = None,
+                     kind: str = "all_reduce") -> Lines:
+    """:class:`Lines` of a collective at ``p`` (two or more) devices on a cluster already at its reached
+    rates: an all-reduce by ``algorithm`` ("ring", "tree", "hierarchical", "nvls", or "auto": the
+    fastest of ``cluster.algorithms`` for each size), a reduce-scatter or an all-gather (half a ring:
+    :func:`~ddpbench.analysis.models.terms.half_collective`)."""
+    if kind == "all_reduce":
+        names = cluster.algorithms if algorithm == "auto" else (algorithm,)
+        pairs = [_PARTS[name](1.0, p, cluster) for name in names]
+    else:
+        names = (kind,)
+        pairs = [terms.half_collective(*_ring(1.0, p, cluster), cluster.base_latency_us)]
+    half = costs.half_rate_mb * 1e6 if costs is not None and costs.half_rate_mb > 0 else 0.0
+    return Lines(tuple(names), tuple(latency for latency, _ in pairs), tuple(rate for _, rate in pairs), half)
 
 
 def allreduce_us(n: float, p: int, cluster: Cluster, algorithm: str = "auto") -> tuple[float, str]:
@@ -326,21 +353,10 @@ def link_free_at(sends, start: float = 0.0) -> float:
     return link_free
 
 
-def collective_parts(n: float, p: int, cluster: Cluster, algorithm: str, costs: Costs,
-                     kind: str = "all_reduce") -> tuple[float, float, str]:
-    """(latency, transfer, algorithm) of one collective of ``n`` bytes on a cluster already at its
-    reached rates: an all-reduce (:func:`allreduce_parts`), a reduce-scatter or an all-gather (half a
-    ring), its transfer lengthened by the size at which the links reach half their rate."""
-    if p <= 1:
-        return 0.0, 0.0, "-"
-    if kind == "all_reduce":
-        latency, transfer, name = allreduce_parts(n, p, cluster, algorithm)
-    else:
-        latency, transfer = terms.half_collective(*_ring(n, p, cluster), cluster.base_latency_us)
-        name = kind
-    if n > 0 and costs.half_rate_mb > 0:
-        transfer *= 1 + costs.half_rate_mb * 1e6 / n
-    return latency, transfer, name
+def collective_us(n: float, p: int, cluster: Cluster, algorithm: str, costs: Costs,
+                  kind: str = "all_reduce") -> float:
+    """One collective of ``n`` bytes (us) on a cluster already at its reached rates (:func:`collective_lines`)."""
+    return collective_lines(p, cluster, algorithm, costs, kind).took_us(n) if p > 1 else 0.0
 
 
 def _fused(work: Work, shares, p: int, cluster: Cluster, algorithm: str, before: float,
@@ -349,18 +365,18 @@ def _fused(work: Work, shares, p: int, cluster: Cluster, algorithm: str, before:
     tensor ready when the link is free (waiting for the next one if none is), up to the fusion size."""
     costs = costs if costs is not None else Costs()
     cap = (work.fusion_mb or 0.0) * 2**20
-    sends, i, link_free = [], 0, before
-    tensors = list(zip(work.bucket_bytes if sizes is None else sizes, shares))
-    while i < len(tensors):
-        start = max(link_free, before + backward * tensors[i][1])
+    took_us = collective_lines(p, cluster, algorithm, costs).took_us
+    sizes = list(work.bucket_bytes if sizes is None else sizes)
+    ready = [before + backward * share for share in shares]  # when each tensor's gradient is ready (ms)
+    sends, i, link_free, count = [], 0, before, len(sizes)
+    while i < count:
+        start = max(link_free, ready[i])
         size = 0.0
-        while i < len(tensors) and before + backward * tensors[i][1] <= start + 1e-9 \
-                and (size == 0.0 or size + tensors[i][0] <= cap):
-            size += tensors[i][0]
+        while i < count and ready[i] <= start + 1e-9 and (size == 0.0 or size + sizes[i] <= cap):
+            size += sizes[i]
             i += 1
-        share = (start - before) / backward if backward else 1.0
-        sends.append((size, share))
-        link_free = start + sum(collective_parts(size, p, cluster, algorithm, costs)[:2]) / 1e3
+        sends.append((size, (start - before) / backward if backward else 1.0))
+        link_free = start + took_us(size) / 1e3
     return sends
 
 
@@ -418,20 +434,22 @@ def ddp_step(work: Work, p: int, cluster: Cluster, algorithm: str = "auto",
         sends = list(zip(sizes, shares))
     else:
         sends = _fused(work, shares, p, cluster, algorithm, before, backward, costs, sizes)
-    parts = [collective_parts(size, p, cluster, algorithm, costs, kind)
-             for size, _ in sends for kind in _BACKWARD[work.shard]]
-    backward += costs.allreduce_us * len(parts) / 1e3  # every collective's own cost to the backward pass
-    each = len(_BACKWARD[work.shard])
-    took = [sum(latency + transfer for latency, transfer, _ in parts[i * each:(i + 1) * each]) / 1e3
-            for i in range(len(sends))]
-    used: dict[str, int] = {}
-    for _, _, name in parts:
-        used[name] = used.get(name, 0) + 1
+    kinds = _BACKWARD[work.shard]
+    backward += costs.allreduce_us * len(sends) * len(kinds) / 1e3  # every collective's own cost to the backward pass
+    took, used = np.zeros(len(sends)), {}
+    for kind in kinds:  # each bucket's collectives, one after another
+        lines = collective_lines(p, cluster, algorithm, costs, kind)
+        latency, transfer, chosen = lines.parts([size for size, _ in sends])
+        took += (latency + transfer) / 1e3
+        counts, (used_first, first_at) = np.bincount(chosen), np.unique(chosen, return_index=True)
+        for index in used_first[np.argsort(first_at)].tolist():  # in the order first used
+            used[lines.names[index]] = used.get(lines.names[index], 0) + int(counts[index])
+    took = took.tolist()
     comm = sum(took)
     link_free = link_free_at([(before + backward * share, t) for (_, share), t in zip(sends, took)], before)
     exposed = max(0.0, link_free - (before + backward))
     if work.shard != "none":
-        gather = sum(collective_parts(total, p, cluster, algorithm, costs, "all_gather")[:2]) / 1e3
+        gather = collective_us(total, p, cluster, algorithm, costs, "all_gather") / 1e3
         comm += gather
         # ZeRO-1/2: the updated shards all-gathered after the optimizer step; ZeRO-3/FSDP: the
         # parameters gathered before each unit's forward, prefetched behind the forward compute

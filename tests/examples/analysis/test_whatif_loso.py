@@ -1,4 +1,4 @@
-"""The what-if model's leave-one-source-out check computed again (ten to twenty seconds, so not in the inner
+"""The what-if model's leave-one-source-out check computed again (about ten seconds, so not in the inner
 loop): the table stored in reports/examples/whatif-loso/held-out.csv (benchmarks/whatif_loso.py), which the
 inner loop's tests and docs/whatif.md read, is this recomputation's, and ``whatif --validate`` prints it."""
 

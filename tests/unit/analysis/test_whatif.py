@@ -1,9 +1,12 @@
 """The what-if model's mechanics: each all-reduce algorithm's cost, the choice between them, the
 backward pass releasing buckets onto one link, and the questions it answers."""
 
+import itertools
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ddpbench.analysis.models.questions import largest_world_size, link_needed
 from ddpbench.analysis.models.whatif import (COSTS, Cluster, Costs, Work, allreduce_us, ddp_step, hierarchical_us,
@@ -332,23 +335,23 @@ def test_from_a_folder_the_spread_and_curve_are_the_measured_ones(capsys):
 def test_nvls_sends_each_byte_once_through_the_switch():
     from dataclasses import replace
 
-    from ddpbench.analysis.models.whatif import allreduce_parts
+    from ddpbench.analysis.models.whatif import collective_lines
 
     switch = replace(DGX, algorithms=("ring", "tree", "hierarchical", "nvls"))
     n = 100 * MB
-    latency, transfer, name = allreduce_parts(n, 8, switch, "nvls")
-    assert (latency, transfer, name) == (8.0 + 2 * 5.0, n / 150e3, "nvls")
+    latency, transfer, name = collective_lines(8, switch, "nvls").at(n)
+    assert (latency, transfer, name) == (8.0 + 2 * 5.0, pytest.approx(n / 150e3), "nvls")
     # a ring moves 2 (p-1)/p of the bytes: NVLS about half of it inside a node, and auto takes it only where listed
-    assert allreduce_parts(n, 8, switch, "auto")[2] == "nvls"
-    assert allreduce_parts(n, 8, DGX, "auto")[2] != "nvls"
-    latency, transfer, _ = allreduce_parts(n, 64, switch, "nvls")  # 8 nodes: a tree between them
+    assert collective_lines(8, switch).at(n)[2] == "nvls"
+    assert collective_lines(8, DGX).at(n)[2] != "nvls"
+    latency, transfer, _ = collective_lines(64, switch, "nvls").at(n)  # 8 nodes: a tree between them
     assert transfer == pytest.approx(n / 150e3 + 2 * n / 12.5e3) and latency == 8.0 + 10.0 + 2 * 3 * 10.0
 
 
 def test_auto_takes_the_fastest_algorithm_in_all_not_the_one_of_least_latency():
     """Across 8 nodes the tree's latency is the least, yet for 10 MB the hierarchical all-reduce is faster
     in all: auto takes it, for the step model's parts as for allreduce_us."""
-    from ddpbench.analysis.models.whatif import _PARTS, allreduce_parts
+    from ddpbench.analysis.models.whatif import _PARTS, collective_lines
 
     cluster = Cluster(gpus_per_node=8, intra_gbit=2400, inter_gbit=100)
     n, p = 10 * MB, 64
@@ -356,8 +359,41 @@ def test_auto_takes_the_fastest_algorithm_in_all_not_the_one_of_least_latency():
     assert min(parts, key=lambda name: parts[name][0]) == "tree"
     fastest = min(parts, key=lambda name: sum(parts[name]))
     assert fastest == "hierarchical"
-    assert allreduce_parts(n, p, cluster, "auto") == (*parts[fastest], fastest)
+    latency, transfer, name = collective_lines(p, cluster).at(n)
+    assert (latency, transfer) == pytest.approx(parts[fastest]) and name == fastest
     assert allreduce_us(n, p, cluster, "auto") == (pytest.approx(sum(parts[fastest])), fastest)
+
+
+@settings(max_examples=200, deadline=None)
+@given(p=st.integers(2, 4096), gpus=st.integers(1, 16), intra=st.floats(1, 1e4), inter=st.floats(0.1, 1e3),
+       oversubscription=st.floats(1, 8), half_mb=st.sampled_from([0.0, 0.01, 2.0]),
+       sizes=st.lists(st.one_of(st.just(0.0), st.floats(1, 1e10)), min_size=1, max_size=30))
+def test_every_buckets_collective_is_the_fastest_algorithm_at_its_own_size(p, gpus, intra, inter, oversubscription,
+                                                                            half_mb, sizes):
+    """The step model reads every bucket off one line per algorithm (latency plus a cost per byte): each
+    bucket's time is the one each algorithm's own formula gives at its size, the fastest one under auto,
+    its transfer lengthened by the half-rate size after the choice, as computed here bucket by bucket."""
+    from ddpbench.analysis.models.whatif import _PARTS, ALGORITHMS, collective_lines
+
+    cluster = Cluster(gpus_per_node=gpus, intra_gbit=intra, inter_gbit=inter, algorithms=(*ALGORITHMS, "nvls"),
+                      oversubscription=oversubscription, leaf_nodes=2)
+    # and the sizes where two algorithms cost the same, and just under them (within the half-rate size)
+    for a, b in itertools.combinations(cluster.algorithms, 2):
+        (la, _), (lb, _) = _PARTS[a](0.0, p, cluster), _PARTS[b](0.0, p, cluster)
+        ka, kb = _PARTS[a](1.0, p, cluster)[1], _PARTS[b](1.0, p, cluster)[1]
+        if ka != kb and (lb - la) / (ka - kb) > 0:
+            even = (lb - la) / (ka - kb)
+            below = even - half_mb * 5e5  # where choosing after lengthening would flip the choice
+            sizes = [*sizes, even * 0.999, *([below] if half_mb and below > 0 else [])]
+    lines = collective_lines(p, cluster, costs=Costs(half_rate_mb=half_mb))
+    latency, transfer, chosen = lines.parts(sizes)
+    for n, got_latency, got_transfer, index in zip(sizes, latency, transfer, chosen):
+        each = {name: _PARTS[name](n, p, cluster) for name in cluster.algorithms}
+        fastest = min(each.values(), key=sum)
+        assert sum(each[lines.names[index]]) == pytest.approx(sum(fastest), rel=1e-9)
+        want = fastest[1] * (1 + half_mb * 1e6 / n) if n > 0 and half_mb else fastest[1]
+        assert (got_latency, got_transfer) == (pytest.approx(fastest[0], rel=1e-9), pytest.approx(want, rel=1e-9))
+        assert lines.took_us(n) == pytest.approx(fastest[0] + want, rel=1e-9)
 
 
 def test_the_largest_world_size_is_read_through_the_band(capsys):
