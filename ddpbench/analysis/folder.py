@@ -73,7 +73,7 @@ class Measured:
     def model(self) -> Model:
         """The cost model (:func:`ddpbench.analysis.models.model.cost_model`): what the diagnosis quotes and
         the report's projection draws. Fitted to the collectives too, so from a folder loaded with them."""
-        return cost_model(self.summary, self.ranks, self.collectives, self.sweeps)
+        return cost_model(self.summary, self.ranks, self.collectives, self.sweeps, self.steps)
 
     @functools.cached_property
     def network(self) -> pd.DataFrame:

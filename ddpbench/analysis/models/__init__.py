@@ -16,11 +16,11 @@
 
 from __future__ import annotations
 
-from ddpbench.analysis.models.costmodel import single_rank_only, versus_report, workloads
+from ddpbench.analysis.models.costmodel import single_rank_only, workloads
 from ddpbench.analysis.models.whatif import COSTS, Cluster, ddp_step, master_step, Work
 from ddpbench.analysis.models.questions import largest_world_size, link_needed
 from ddpbench.analysis.models.loso import BAND, EFFICIENCY, held_out, score, validated
-from ddpbench.analysis.models.measured import measured_terms, with_inputs
+from ddpbench.analysis.models.measured import measured_terms, versus_report, with_inputs
 from ddpbench.analysis.models.presets import PRESETS, layout
 from ddpbench.analysis.models.terms import GRAD_BYTES, SHARDS
 from ddpbench.analysis.models.validation import published_table

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.models import whatif
+from ddpbench.analysis.models import terms, whatif
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, fair_jobs, model_name
 from ddpbench.analysis.core.thresholds import MIN_SPREAD
@@ -301,6 +301,10 @@ class Workload:
     #: the multi-rank job the buckets and the busy compute come from (its loss budget says which lines a
     #: bigger cluster keeps and which a device per rank removes); "" without one
     job_key: str = ""
+    #: that job's ranks' step spread (coefficient of variation, :func:`.measured.rank_spread`): past
+    #: ``measured_world_size`` each step waits longer for the slowest rank (:func:`.terms.slowest_growth_ms`);
+    #: 0 where it was not measured
+    rank_spread: float = 0.0
 
     @property
     def identity(self) -> tuple:
@@ -379,23 +383,6 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
     return found
 
 
-def versus_report(measured: Workload, compute_ms: float) -> str:
-    """Why the report's projection of a folder differs from ``whatif --from``'s of the same workload
-    (given ``compute_ms`` a device), in one paragraph."""
-    why = [f"this projection gives every device {compute_ms:.4g} ms of compute a step at every world size, the "
-           "cluster described here, and the costs fitted to published scaling"]
-    if measured.compute_multi_ms > measured.compute_ms * 1.05 and measured.measured_world_size > 1:
-        why.append(f"the report starts its multi-rank steps from the compute measured with every rank busy "
-                   f"({measured.compute_multi_ms:.4g} ms at world size {measured.measured_world_size} on the "
-                   f"measuring machine, against {measured.compute_ms:.4g} ms alone), so it keeps at most "
-                   f"{measured.compute_ms / measured.compute_multi_ms:.0%} however fast the link")
-    else:
-        why.append("the report starts from the same compute")
-    return (f"versus the report's projection of this folder: {why[0]}; {why[1]}, and projects onto the measuring "
-            "machine's fitted all-reduce curve and the experiment's [[links]], with no per-step costs beyond the "
-            "measured ones.")
-
-
 def flat_cluster(link: Link) -> whatif.Cluster:
     """The link as the what-if model's cluster: every rank a node of its own, every message paying
     alpha and every byte beta, by the ring or the tree (no base latency: alpha holds it all)."""
@@ -419,10 +406,13 @@ def predict(workload: Workload, link: Link, world_sizes, strategy: str = "ddp") 
                            workload.backward_share)
         step = whatif.ddp_step(work, p, cluster, costs=MEASURED) if strategy == "ddp" \
             else whatif.master_step(work, p, cluster, costs=MEASURED)
+        wait = terms.slowest_growth_ms(work.compute_ms, p, workload.measured_world_size, workload.rank_spread)
+        step_ms = step.step_ms + wait
         rows.append({"workload": workload.label, "link": link.name, "link_source": link.source, "strategy": strategy,
                      "world_size": p, "comm_ms": step.comm_ms, "exposed_comm_ms": step.exposed_ms,
-                     "step_ms": step.step_ms, "samples_per_s": p * workload.per_rank_batch / (step.step_ms / 1e3),
-                     "efficiency": workload.compute_ms / step.step_ms, "algorithms": step.algorithms,
+                     "slowest_growth_ms": wait,
+                     "step_ms": step_ms, "samples_per_s": p * workload.per_rank_batch / (step_ms / 1e3),
+                     "efficiency": workload.compute_ms / step_ms, "algorithms": step.algorithms,
                      # what no link recovers: the compute measured slower with every rank busy
                      "compute_ms": work.compute_ms, "compute_alone_ms": workload.compute_ms,
                      "compute_world_size": workload.measured_world_size, "job_key": workload.job_key})

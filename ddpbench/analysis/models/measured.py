@@ -64,3 +64,20 @@ def with_inputs(costs: Costs, spread_pct: float | None, half_mb: float | None,
         elif measured and measured.get(name) is not None:
             changes[name], sources[name] = measured[name], measured[source]
     return replace(costs, **changes), sources
+
+
+def versus_report(measured: costmodel.Workload, compute_ms: float) -> str:
+    """Why the report's projection of a folder differs from ``whatif --from``'s of the same workload
+    (given ``compute_ms`` a device), in one paragraph."""
+    why = [f"this projection gives every device {compute_ms:.4g} ms of compute a step at every world size, the "
+           "cluster described here, and the costs fitted to published scaling"]
+    if measured.compute_multi_ms > measured.compute_ms * 1.05 and measured.measured_world_size > 1:
+        why.append(f"the report starts its multi-rank steps from the compute measured with every rank busy "
+                   f"({measured.compute_multi_ms:.4g} ms at world size {measured.measured_world_size} on the "
+                   f"measuring machine, against {measured.compute_ms:.4g} ms alone), so it keeps at most "
+                   f"{measured.compute_ms / measured.compute_multi_ms:.0%} however fast the link")
+    else:
+        why.append("the report starts from the same compute")
+    return (f"versus the report's projection of this folder: {why[0]}; {why[1]}, and projects onto the measuring "
+            "machine's fitted all-reduce curve and the experiment's [[links]], with no per-step costs beyond the "
+            "measured ones.")

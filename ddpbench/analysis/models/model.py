@@ -5,11 +5,13 @@ object (:attr:`ddpbench.analysis.folder.Measured.model`), which builds it once."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from ddpbench.analysis.models import costmodel
+from ddpbench.analysis.models.measured import rank_spread
 
 
 @dataclass(frozen=True)
@@ -41,13 +43,20 @@ class Model:
         return self.projection[self.projection["link"].isin(shown)] if len(self.projection) else self.projection
 
 
-def cost_model(summary: pd.DataFrame, ranks: pd.DataFrame, collectives: pd.DataFrame, sweeps: pd.DataFrame) -> Model:
+def cost_model(summary: pd.DataFrame, ranks: pd.DataFrame, collectives: pd.DataFrame, sweeps: pd.DataFrame,
+               steps: pd.DataFrame | None = None) -> Model:
     """The model of a folder's tables: links fitted to its all_reduce micro-benchmarks and DDP's logs
     (:func:`ddpbench.analysis.models.costmodel.measured_links`, with their range) and given in its experiment,
-    projected over the measured workloads and checked against the measured jobs."""
+    projected over the measured workloads and checked against the measured jobs. With ``steps``, each
+    workload's ranks' step spread measured on its multi-rank job (:func:`.measured.rank_spread`): past the
+    largest world size measured, the projected step waits longer for the slowest rank."""
     fitted = costmodel.measured_links(collectives, summary) if not summary.empty else []
     links = tuple(costmodel.with_range(fitted) + costmodel.given_links(sweeps))
     found = costmodel.workloads(summary, ranks) if not summary.empty else []
+    if steps is not None:
+        spreads = [rank_spread(steps, workload.job_key) for workload in found]
+        found = [replace(workload, rank_spread=0.0 if math.isnan(spread) else spread)
+                 for workload, spread in zip(found, spreads)]
     projection = (costmodel.projection(summary, ranks, list(links), found=found) if links and not summary.empty
                   else pd.DataFrame())
     checks = [c for c in (costmodel.predicted_vs_measured(summary, ranks, link, found=found) for link in fitted)

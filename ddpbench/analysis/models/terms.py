@@ -25,7 +25,9 @@ Costs that grow with the cluster (:class:`.whatif.Costs`, :class:`.whatif.Cluste
   takes mu (1 + c E[max of N standard normals]). E[max] is Blom's approximation
   (:func:`expected_slowest`): Phi^-1((N - 0.375) / (N + 0.25)), 0 at one rank, 0.59 at 2, 1.43 at 8,
   2.34 at 64, 3.23 at 1024 (Blom 1958; the exact values are 0.56, 1.42, 2.34 and 3.25). With ``--from``
-  it is the spread ddpbench measured between ranks; without, the value fitted to published scaling.
+  it is the spread ddpbench measured between ranks; without, the value fitted to published scaling. The
+  report's projection of a folder adds, past its largest measured world size, the growth of that wait
+  from there with the spread measured in the folder (:func:`slowest_growth_ms`).
   Over N accumulated micro-steps the spread of their sum is c / sqrt(N).
 * **link efficiency by message size** (``half_rate_mb``): a collective of n bytes reaches
   rate(n) = peak n / (n + n_half) of its links, the saturating curve of NCCL's own measurements
@@ -63,6 +65,15 @@ def straggler_ms(compute_ms: float, accumulation: int, p: int, spread: float) ->
     if p <= 1 or spread <= 0:
         return 0.0
     return spread * expected_slowest(p) * compute_ms * math.sqrt(max(accumulation, 1))
+
+
+def slowest_growth_ms(compute_ms: float, p: int, measured_p: int, spread: float) -> float:
+    """How much longer a step at ``p`` ranks waits for its slowest rank than one at ``measured_p``, whose
+    measured steps already hold their wait: ``spread`` (E[max of p] - E[max of measured_p]) ``compute_ms``
+    (:func:`straggler_ms`); 0 at or below ``measured_p`` and without a spread."""
+    if p <= measured_p or not spread > 0:
+        return 0.0
+    return straggler_ms(compute_ms, 1, p, spread) - straggler_ms(compute_ms, 1, measured_p, spread)
 
 
 def grad_scale(dtype: str) -> float:

@@ -119,6 +119,27 @@ BAND_NOTE = html(
     sources=BAND.sources)
 
 
+def _spread_note(model: Model) -> Markup:
+    """What the projection adds past the largest world size measured for the slowest rank, per workload."""
+    spread = [w for w in model.workloads if w.rank_spread > 0]
+    if not spread:
+        return Markup()
+    largest = max(model.projection["world_size"])
+    waits = model.projection[(model.projection["world_size"] == largest) & (model.projection["strategy"] == "ddp")]
+    each = Markup("; ").join(
+        html("{{ label }}: {{ c }} % between the ranks of job {{ key }} (world size {{ ws }}), {{ wait }} ms more a "
+             "step at {{ largest }} ranks", label=w.label, c=num(100 * w.rank_spread, ".1f"), key=w.job_key,
+             ws=w.measured_world_size, largest=largest,
+             wait=num(waits.loc[waits["workload"] == w.label, "slowest_growth_ms"].max(), ".3g"))
+        for w in spread)
+    return html('<p class="note">Past the largest world size measured, each step waits longer for its slowest rank: '
+                "a synchronous all-reduce waits for the slowest of N ranks, whose expected lead over the mean grows "
+                "with N (Blom's approximation) in proportion to the ranks' step spread measured here (the "
+                "coefficient of variation of their own steps, <code>no_sync()</code> ones where there are, the "
+                "median over steps); the measured steps already hold the wait at the measured world size. "
+                "{{ each }}.</p>\n", each=each)
+
+
 def projection_section(ctx: ReportContext) -> Section | None:
     model = ctx.folder.model
     one_rank = single_rank_only(ctx.collectives, ctx.summary)
@@ -174,6 +195,7 @@ def projection_section(ctx: ReportContext) -> Section | None:
         "<code>python -m ddpbench whatif --from {{ folder }} --gpus-per-node 8 "
         "--inter-gbit 400</code> (its check: <code>python -m ddpbench whatif --validate</code>).</p>\n",
         source=Markup(source), folder=str(ctx.results_dir))  # source: this function's own sentences
-        + _links_table(model) + Markup("\n") + BAND_NOTE + _projection_table(model.projection) + Markup("\n")
+        + _spread_note(model) + _links_table(model) + Markup("\n") + BAND_NOTE + _projection_table(model.projection)
+        + Markup("\n")
         + checks)
     return Section("Projection to larger clusters (model)", text, (path,) if path else ())

@@ -210,3 +210,57 @@ def test_the_report_projection_shows_the_band_and_what_it_covers(tmp_path):
     for eff, low, high in cells:  # each rounded apart from the efficiency: within a point of it plus the band
         assert abs(int(low) - max(int(eff) + BAND.low_pp, 0)) <= 1
         assert abs(int(high) - min(int(eff) + BAND.high_pp, 100)) <= 1
+
+
+def _blom(n: int) -> float:
+    """E[max of n standard normals], Blom's approximation, written out here."""
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf((n - 0.375) / (n + 0.25)) if n > 1 else 0.0
+
+
+def test_past_the_largest_measured_world_size_the_step_waits_longer_for_the_slowest_rank():
+    """A planted spread of 10 % measured at world size 8: the projection adds nothing up to 8 ranks (its
+    measured steps hold their wait), then c (E[max of p] - E[max of 8]) times the busy compute."""
+    work = cm.Workload("w", "mlp", "s", "", 32, 8e6, (4e6, 4e6), 25.0, 50.0, 60.0, 2 / 3, 8, rank_spread=0.1)
+    still = cm.predict(cm.Workload(**{**work.__dict__, "rank_spread": 0.0}), LINK, [1, 4, 8, 16, 64, 1024])
+    grown = cm.predict(work, LINK, [1, 4, 8, 16, 64, 1024])
+    for (_, a), (_, b) in zip(still.iterrows(), grown.iterrows()):
+        p = int(b["world_size"])
+        want = 0.1 * (_blom(p) - _blom(8)) * 60.0 if p > 8 else 0.0
+        assert b["slowest_growth_ms"] == pytest.approx(want, abs=1e-12)
+        assert b["step_ms"] - a["step_ms"] == pytest.approx(want, abs=1e-9)
+        assert b["efficiency"] == pytest.approx(50.0 / (a["step_ms"] + want))
+    assert grown["slowest_growth_ms"].iloc[-1] == pytest.approx(0.1 * (3.2 - 1.42) * 60, rel=0.03)  # 3.23 and 1.43
+
+
+def test_a_folders_projection_grows_by_the_spread_measured_between_its_ranks():
+    """reports/examples/quick-cpu: the spread re-derived from its raw step records (no ddpbench reader) is
+    the one its projection grows by past world size 2."""
+    import json
+
+    from ddpbench.analysis import folder
+    from ddpbench.testing import ROOT
+
+    path = ROOT / "reports" / "examples" / "quick-cpu"
+    measured = folder.load(path)
+    workload = measured.model.workloads[0]
+    rows = []
+    for line in (path / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "run" and record["key"] == workload.job_key and record.get("result"):
+            columns = record["result"]["step_columns"]
+            for step in record["result"]["steps"]:
+                row = dict(zip(columns, step))
+                if row["phase"] == "nosync":
+                    rows.append({"repeat": record["repeat"], **row})
+    steps = pd.DataFrame(rows)
+    per_step = steps.groupby(["repeat", "step"])["step_ms"]
+    spread = float((per_step.std() / per_step.mean()).median())
+    assert steps["rank"].nunique() == 2 and workload.rank_spread == pytest.approx(spread, rel=1e-9) and spread > 0
+    projected = measured.model.projection
+    ddp = projected[(projected["strategy"] == "ddp") & (projected["link"] == projected["link"].iloc[0])]
+    for _, row in ddp.iterrows():
+        p = int(row["world_size"])
+        want = spread * (_blom(p) - _blom(2)) * workload.compute_multi_ms if p > 2 else 0.0
+        assert row["slowest_growth_ms"] == pytest.approx(want, rel=1e-9, abs=1e-12)
