@@ -80,4 +80,5 @@ def versus_report(measured: costmodel.Workload, compute_ms: float) -> str:
         why.append("the report starts from the same compute")
     return (f"versus the report's projection of this folder: {why[0]}; {why[1]}, and projects onto the measuring "
             "machine's fitted all-reduce curve and the experiment's [[links]], with no per-step costs beyond the "
-            "measured ones.")
+            "measured ones but the wait for the slowest rank, grown past the measured world size by the measured "
+            "spread.")
