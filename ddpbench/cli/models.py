@@ -68,3 +68,19 @@ def tensors_of(model: str, model_size: str, model_args: str) -> tuple[tuple[int,
     spec = JobSpec(model=model, model_size=size, model_args=model_args, world_size=1)
     check_workloads([spec], "command line")
     return facts(spec).tensor_bytes, spec.model_label
+
+
+def whatif_layout(model: str, model_size: str, model_args: str, cap_mb: float):
+    """(buckets, the share of backward done as each is ready or None, what was said of them) of the model ``whatif
+    --model`` names: a model whose layers' FLOPs the published check counts (the ResNets, VGG-16) becomes ready as
+    those FLOPs accumulate through backward, as it is modelled there; any other one as its bytes do."""
+    from ddpbench.analysis.models import flop_layout
+    from ddpbench.strategies.ddp import predicted_buckets
+
+    tensors, label = tensors_of(model, model_size, model_args)
+    counted = flop_layout(model, tensors, cap_mb) if not model_args else None
+    buckets, ready = counted if counted is not None else (predicted_buckets(tensors, cap_mb), None)
+    said = (f"{label}: predicted layout: {len(buckets)} bucket(s) of at most {cap_mb:g} MB, each ready as "
+            + ("its layers' forward FLOPs accumulate through backward" if counted is not None
+               else "its bytes accumulate through backward (its layers' FLOPs are not counted here)"))
+    return buckets, ready, said

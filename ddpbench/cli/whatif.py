@@ -134,15 +134,12 @@ def command(args) -> int:
         found, folder = _measured(args.from_dir)
         print_from(args, found, folder, cluster)
         return 0
-    from ddpbench.cli.models import tensors_of
-    from ddpbench.strategies.ddp import predicted_buckets
+    from ddpbench.cli.models import whatif_layout
 
-    tensors, label = tensors_of(args.model, args.model_size, args.model_args)
-    buckets = predicted_buckets(tensors, args.bucket_cap_mb)  # in DDP's order: the last layers' first
-    work = Work(compute_ms=args.compute_ms, bucket_bytes=buckets, **settings(args, args.batch_size))
+    # nothing ran: the buckets are predicted (reverse registration order, the last layers' first), and said to be
+    buckets, ready, said = whatif_layout(args.model, args.model_size, args.model_args, args.bucket_cap_mb)
+    work = Work(compute_ms=args.compute_ms, bucket_bytes=buckets, ready=ready, **settings(args, args.batch_size))
     args.batch = args.batch_size
     costs, sources = with_inputs(COSTS, args.rank_spread_pct, args.half_rate_mb)
-    # nothing ran: the buckets are predicted (reverse registration order), and said to be
-    print_whatif(args, f"{label}: predicted layout: {len(buckets)} bucket(s) of at most "
-                 f"{args.bucket_cap_mb:g} MB", work, cluster, costs, sources)
+    print_whatif(args, said, work, cluster, costs, sources)
     return 0

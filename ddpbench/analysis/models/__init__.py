@@ -23,14 +23,15 @@ from ddpbench.analysis.models.loso import BAND, EFFICIENCY, held_out, score, val
 from ddpbench.analysis.models.measured import measured_terms, versus_report, with_inputs
 from ddpbench.analysis.models.presets import PRESETS, layout
 from ddpbench.analysis.models.terms import GRAD_BYTES, SHARDS
-from ddpbench.analysis.models.validation import published_table
+from ddpbench.analysis.models.validation import flop_layout, published_table
 from ddpbench.analysis.models.network import recovery_runs, shaped_jobs
 from ddpbench.analysis.models.collectives import ddp_buckets_vs_allreduce
 from ddpbench.analysis.models.model import Model
 
 __all__ = [
     "BAND", "COSTS", "Cluster", "EFFICIENCY", "GRAD_BYTES", "Model", "PRESETS", "SHARDS", "Work",
-    "ddp_buckets_vs_allreduce", "ddp_step", "held_out", "largest_world_size", "layout", "link_needed", "master_step",
+    "ddp_buckets_vs_allreduce", "ddp_step", "flop_layout", "held_out", "largest_world_size", "layout", "link_needed",
+    "master_step",
     "measured_terms", "published_table", "recovery_runs", "score", "shaped_jobs", "single_rank_only", "validated",
     "versus_report", "with_inputs", "workloads",
 ]

@@ -130,23 +130,41 @@ def buckets(row: dict) -> tuple[tuple[float, ...], tuple[float, ...]]:
 @cache
 def _buckets(layers_: str, params_millions: float, aggregation: str, cap_mb: float):
     tensors = layers(layers_) if layers_ else _uniform(params_millions * 4e6)
-    shares = _released(tensors)
     if aggregation in ("ddp", "ddp-accumulation"):
-        from ddpbench.strategies.ddp import predicted_buckets
-
         # a prediction: these are published runs, whose layouts DDP recorded nowhere we can read
-        sizes = predicted_buckets([b for b, _ in reversed(tensors)], cap_mb)
-        ready, i, done = [], 0, 0
-        for size in sizes:  # DDP fills buckets in the order gradients become ready
-            got = 0
-            while got < size and i < len(tensors):
-                got += tensors[i][0]
-                i += 1
-            ready.append(shares[i - 1])
-            done += got
-        return tuple(float(s) for s in sizes), tuple(ready)
+        return _ddp_buckets(tensors, cap_mb)
     # one all-reduce per tensor (Horovod before Tensor Fusion, TensorFlow's replicated mode)
-    return tuple(float(b) for b, _ in tensors), tuple(shares)
+    return tuple(float(b) for b, _ in tensors), tuple(_released(tensors))
+
+
+def _ddp_buckets(tensors, cap_mb: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """DDP's predicted buckets of ``tensors`` ((bytes, backward FLOPs) each, in backward order) at ``cap_mb``
+    (:func:`ddpbench.strategies.ddp.predicted_buckets`), each with the share of backward done when it is full."""
+    from ddpbench.strategies.ddp import predicted_buckets
+
+    shares = _released(tensors)
+    sizes = predicted_buckets([b for b, _ in reversed(tensors)], cap_mb)
+    ready, i = [], 0
+    for size in sizes:  # DDP fills buckets in the order gradients become ready
+        got = 0
+        while got < size and i < len(tensors):
+            got += tensors[i][0]
+            i += 1
+        ready.append(shares[i - 1])
+    return tuple(float(s) for s in sizes), tuple(ready)
+
+
+def flop_layout(name: str, tensor_bytes, cap_mb: float) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """DDP's buckets of a model whose layers' FLOPs are counted here (:func:`layers`: the ResNets and VGG-16), at
+    ``cap_mb``, each with the share of backward done when it is ready, as the published rows of those models are
+    modelled; None for any other model, or where ``tensor_bytes`` (registration order) are not its tensors."""
+    try:
+        tensors = layers(name)
+    except KeyError:
+        return None
+    if sorted(b for b, _ in tensors) != sorted(int(b) for b in tensor_bytes):
+        return None
+    return _ddp_buckets(tensors, cap_mb)
 
 
 def grad_dtype(row: dict) -> str:

@@ -8,7 +8,8 @@ def test_the_command_prints_the_model_per_world_size_and_its_answers(capsys):
 
     assert main(["whatif", "--model", "resnet50", "--compute-ms", "97", "--inter-gbit", "400"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("model output for resnet50: predicted layout: 4 bucket(s) of at most 25 MB: 102.2 MB of "
+    assert out.startswith("model output for resnet50: predicted layout: 4 bucket(s) of at most 25 MB, each ready as "
+                          "its layers' forward FLOPs accumulate through backward: 102.2 MB of "
                           "gradients")
     rows = {int(line.split()[0]): line.split() for line in out.splitlines() if line.split()[:1] and
             line.split()[0].isdigit()}

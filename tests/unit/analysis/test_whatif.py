@@ -412,3 +412,38 @@ def test_the_largest_world_size_is_read_through_the_band(capsys):
     assert "no size is sure (its low end misses 90% at 2)" in line
     point, high = map(int, re.search(r"better: (\d+);.* (\d+) at its high end", line).groups())
     assert point <= high
+
+
+def test_resnet50s_buckets_are_ready_as_its_layers_flops_not_its_bytes_accumulate():
+    """whatif --model resnet50 models its buckets as the published ResNet rows are: each ready once the backward
+    pass has done its layers' share of the FLOPs. The buckets filled first hold the last layers: most of the
+    bytes, little of the compute. The layers' forward FLOPs add up to ResNet-50's published 4.1 GMACs (8.2 GFLOPs)."""
+    import torch
+
+    from ddpbench.analysis.models import flop_layout
+    from ddpbench.analysis.models.validation import layers
+    from ddpbench.strategies.ddp import predicted_buckets
+    from ddpbench.workloads.catalog import tensor_bytes, uninitialised
+    from ddpbench.workloads.resnet import resnet
+
+    with torch.device("meta"), uninitialised():
+        registered = tensor_bytes(resnet("resnet50"))
+    assert sum(flops for _, flops in layers("resnet50")) == pytest.approx(8.2e9, rel=0.03)
+    sizes, ready = flop_layout("resnet50", registered, 25.0)
+    assert list(sizes) == [float(b) for b in predicted_buckets(registered, 25.0)]
+    assert list(ready) == sorted(ready) and ready[-1] == pytest.approx(1.0)
+    # the first three buckets (layer4, layer3, fc) hold 83 % of the bytes and are full after 40 % of the compute
+    assert sum(sizes[:3]) / sum(sizes) > 0.8 and ready[2] < 0.45 and ready[0] < sizes[0] / sum(sizes) / 4
+    assert flop_layout("resnet50", registered[:-1], 25.0) is None  # other tensors: not the model counted
+    assert flop_layout("gpt2", registered, 25.0) is None  # a model whose layers are not counted here
+
+
+def test_a_model_whose_flops_are_not_counted_is_ready_as_its_bytes_and_says_so(capsys):
+    from ddpbench.cli import main
+    from ddpbench.cli.models import whatif_layout
+
+    buckets, ready, said = whatif_layout("gpt3-1.3b", "s", "", 25.0)
+    assert ready is None and len(buckets) > 10 and "its bytes accumulate through backward" in said
+    assert main(["whatif", "--model", "gpt3-1.3b", "--compute-ms", "400", "--world-sizes", "8,64"]) == 0
+    assert "each ready as its bytes accumulate through backward (its layers' FLOPs are not counted here)" in \
+        capsys.readouterr().out
