@@ -600,7 +600,21 @@ def whatif() -> dict:
     return {**{link: f"{us:g}" for link, us in model.NCCL_STEP_US.items()}, "base": f"{model.NCCL_BASE_US:g}",
             "rows": str(len(rows)), "sources": str(len({r["source"] for r in rows})),
             "spread": f1(100 * costs.rank_spread), "half": f"{costs.half_rate_mb:.2g}",
-            "link_share": pct(costs.link_share), "tcp_share": pct(costs.tcp_share), **_loso()}
+            "link_share": pct(costs.link_share), "tcp_share": pct(costs.tcp_share), **_loso(), **_aws(rows)}
+
+
+def _aws(rows) -> dict:
+    """The two Horovod issues' ResNet-50 rows whose gap bounds any model's largest error (docs/whatif.md), read
+    from the published table as stored."""
+    def one(source, gpus):
+        [row] = [r for r in rows if r["source"] == source and int(r["gpus"]) == gpus and r["model"].startswith("resnet50")]
+        return row
+
+    slow, fast = one("horovod-issue-396-aws-25gbe", 16), one("horovod-issue-779-aws-25gbe", 16)
+    return {"fast": f1(fast["batch_per_gpu"] / fast["single_gpu_samples_per_s"] * 1e3),
+            "slow": f1(slow["batch_per_gpu"] * slow["baseline_gpus"] / slow["baseline_samples_per_s"] * 1e3),
+            "e779": f1(100 * fast["scaling_efficiency"]), "e396": f1(100 * slow["scaling_efficiency"]),
+            "bound": f1(50 * (fast["scaling_efficiency"] - slow["scaling_efficiency"]))}
 
 
 def _loso() -> dict:
@@ -896,6 +910,10 @@ QUOTES: list[tuple[str, str]] = [
                        "{whatif[loso_rows]} held-out rows of {whatif[loso_sources]} sources; the band "
                        "({whatif[band_low]} to {whatif[band_high]} points around a prediction) covered "
                        "{whatif[loso_cov]} % of them."),
+    ("docs/whatif.md", "compute, 779's one-GPU step ({whatif[fast]} ms) less than half of 396's per GPU in a node "
+                       "({whatif[slow]} ms)."),
+    ("docs/whatif.md", "779 published {whatif[e779]} % and 396 {whatif[e396]} %, so one of the two is off by at least "
+                       "{whatif[bound]} points, half the gap"),
     ("docs/whatif.md", "ranks' step spread {whatif[spread]} %, collectives at half rate at {whatif[half]} MB, links "
                        "at {whatif[link_share]} % of their rate, TCP at {whatif[tcp_share]} %."),
     ("docs/traces.md", "It holds the recorded steps only: about {trace[kb]} KB per rank for 5 steps of mlp-m."),
