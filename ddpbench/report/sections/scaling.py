@@ -8,8 +8,8 @@ from ddpbench.analysis.core import (bucket_settings, caps_text, describe, line_f
                                    strategies_vary)
 from markupsafe import Markup
 
-from ddpbench.report.page import (OWN_MEMORY_NOTE, ReportContext, Section, figure_section, flags_html, has_interval,
-                                  has_memory, html, html_table, interval_note, num, skipped_note)
+from ddpbench.report.page import (DASH, OWN_MEMORY_NOTE, ReportContext, Section, figure_section, flags_html,
+                                  has_interval, has_memory, html, html_table, interval_note, num, skipped_note)
 from ddpbench.report.plots import jobs as job_plots
 from ddpbench.report.plots import scaling as scaling_plots
 from ddpbench.report.plots.common import MEMORY_AXES, memory_column, ok_rows
@@ -169,9 +169,26 @@ def breakdown_section(ctx: ReportContext) -> Section | None:
         "waited for the slowest one. Hatched bars are oversubscribed jobs.") + explicit + Markup("</p>"))
 
 
+#: a bucket sweep of one model at one world size above 1 and at most this many caps is a table: a line of so
+#: few points shows nothing its rows do not say
+BUCKET_TABLE_CAPS = 3
+
+
 def bucket_section(ctx: ReportContext) -> Section | None:
     if ctx.summary.empty or not job_plots.has_bucket_sweep(ctx.summary):
         return None
+    groups = list(job_plots.bucket_groups(ctx.summary).values())
+    if len(groups) == 1 and groups[0]["bucket_cap_mb"].nunique() <= BUCKET_TABLE_CAPS:
+        not_drawn(ctx, "bucket_step_time.png")
+        return Section("Step time vs gradient bucket size", html(
+            '<p class="what">Mean step time (ms, slowest rank) of {{ job }} at each DDP gradient bucket size '
+            "(<code>bucket_cap_mb</code>): lower is better. The 95 % interval is the mean's over launches (none "
+            "for a job measured once). Small buckets start all-reducing earlier but pay a per-message cost more "
+            'often.</p>', job=describe(groups[0].iloc[0], ["model", "world_size"], ctx.summary))
+            + _bucket_table(groups[0]) + html(
+                '<p class="note">One line of {{ n }} bucket sizes: a figure is drawn where more bucket sizes, or '
+                "more models or world sizes above 1, make lines to compare.</p>", n=len(groups[0]))
+            + _same_buckets_note(ctx.summary))
     return figure_section(
         ctx, "Step time vs gradient bucket size", job_plots.step_time_vs_bucket, "bucket_step_time.png",
         Markup('<p class="what">Mean step time (ms, slowest rank) for each DDP gradient bucket size '
@@ -179,6 +196,19 @@ def bucket_section(ctx: ReportContext) -> Section | None:
                "is better.</p><p class=\"note\">Error bars are the 95 % interval of the mean over launches "
                "(none for a job measured once). Small buckets start all-reducing earlier but pay a "
                "per-message cost more often.</p>") + _same_buckets_note(ctx.summary))
+
+
+def _bucket_table(part) -> Markup:
+    """Each bucket size's mean step, its interval over launches, DDP's buckets and the job's flags."""
+    rows = []
+    for _, row in part.iterrows():
+        layout = row.get("bucket_layout")
+        buckets = len(layout) if isinstance(layout, (list, tuple)) else DASH
+        interval = (html("[{{ low }}, {{ high }}]", low=num(row["step_ms_mean_low"], ".2f"),
+                         high=num(row["step_ms_mean_high"], ".2f")) if has_interval(row, "step_ms_mean") else DASH)
+        rows.append([num(row["bucket_cap_mb"], "g"), buckets, num(row[STEP_MS], ".2f"), interval, flags_html(row)])
+    return html_table(["bucket cap (MB)", "DDP's buckets", "step ms", "95 % interval", "flags"], rows,
+                      numeric={0, 1, 2})
 
 
 def _same_buckets_note(summary) -> Markup:

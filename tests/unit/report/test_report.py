@@ -91,10 +91,36 @@ def test_single_job_at_world_size_one(tmp_path):
 
 
 def test_single_world_size_above_one_without_baseline(tmp_path):
-    index, page = render(tmp_path, [ok(10.0, world_size=2, bucket_cap_mb=b) for b in (1, 5, 25)])
+    index, page = render(tmp_path, [ok(10.0, world_size=2, bucket_cap_mb=b) for b in (1, 2, 5, 25)])
     assert SECTION_TITLES["throughput"] not in page and SECTION_TITLES["efficiency"] not in page
     assert_png(index.parent / PNGS["bucket"])
     assert_png(index.parent / PNGS["breakdown"])
+
+
+def test_three_bucket_sizes_of_one_line_are_a_table_and_a_second_line_draws_them():
+    """One model at one world size above 1 and three caps: a table of each cap's step (no figure, an earlier
+    report's PNG removed); the same caps at two world sizes above 1 make lines to compare: a figure."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        steps = {1: 11.0, 5: 9.5, 25: 10.25}
+        jobs = [ok(8.0)] + [ok(step, world_size=2, bucket_cap_mb=cap) for cap, step in steps.items()]
+        index = write_report(write_results(Path(tmp) / "results", jobs))
+        (index.parent / PNGS["bucket"]).write_bytes(b"an earlier report's figure")
+        index = write_report(index.parent)
+        section = section_of(index.read_text(encoding="utf-8"), SECTION_TITLES["bucket"])
+        assert not (index.parent / PNGS["bucket"]).exists() and "<img" not in section
+        cell = r"\s*<td[^>]*>([^<]*)</td>"
+        cells = re.findall(r"<tr[^>]*>" + cell * 3, section)
+        assert [float(cap) for cap, _, _ in cells] == [float(c) for c in steps]  # in cap order
+        assert [float(step) for _, _, step in cells] == pytest.approx(list(steps.values()), rel=0.03)  # slowest rank's
+        assert "One line of 3 bucket sizes" in section
+    with tempfile.TemporaryDirectory() as tmp:
+        jobs = [ok(8.0)] + [ok(10.0 + cap / 25, world_size=ws, bucket_cap_mb=cap)
+                            for ws in (2, 4) for cap in (1, 5, 25)]
+        index, page = render(Path(tmp), jobs)
+        assert_png(index.parent / PNGS["bucket"])
+        assert "<img" in section_of(page, SECTION_TITLES["bucket"])
 
 
 def test_every_job_failed(tmp_path):
