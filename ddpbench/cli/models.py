@@ -72,7 +72,7 @@ def tensors_of(model: str, model_size: str, model_args: str) -> tuple[tuple[int,
 
 def whatif_layout(model: str, model_size: str, model_args: str, cap_mb: float):
     """(buckets, the share of backward done as each is ready or None, what was said of them) of the model ``whatif
-    --model`` names: a model whose layers' FLOPs the published check counts (the ResNets, VGG-16) becomes ready as
+    --model`` names: a model whose layers' FLOPs the published check counts (ResNet-50) becomes ready as
     those FLOPs accumulate through backward, as it is modelled there; any other one as its bytes do."""
     from ddpbench.analysis.models import flop_layout
     from ddpbench.strategies.ddp import predicted_buckets

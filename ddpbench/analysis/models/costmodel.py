@@ -465,7 +465,9 @@ def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link
             measured_comm = job["ddp_comm_ms"]
         else:
             measured_comm = job["comm_ms"]
-        predicted = predict(Workload(**{**workload.__dict__, **own}), link, [p], job["strategy"]).iloc[0]
+        # no spread growth: a job measured here (oversubscribed, above measured_world_size) is checked as it ran
+        predicted = predict(Workload(**{**workload.__dict__, **own, "rank_spread": 0.0}), link, [p],
+                            job["strategy"]).iloc[0]
         rows.append({"key": job["key"], "link": link.name, "strategy": job["strategy"], "workload": workload.label,
                      # the link was fitted to this job's own timings: its error is a fit error, not a check
                      "in_sample": job["key"] in link.fitted_keys,

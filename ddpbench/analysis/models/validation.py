@@ -155,14 +155,15 @@ def _ddp_buckets(tensors, cap_mb: float) -> tuple[tuple[float, ...], tuple[float
 
 
 def flop_layout(name: str, tensor_bytes, cap_mb: float) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
-    """DDP's buckets of a model whose layers' FLOPs are counted here (:func:`layers`: the ResNets and VGG-16), at
-    ``cap_mb``, each with the share of backward done when it is ready, as the published rows of those models are
-    modelled; None for any other model, or where ``tensor_bytes`` (registration order) are not its tensors."""
+    """DDP's buckets of a model whose layers' FLOPs are counted here (:func:`layers`; of those a job
+    can name, ResNet-50), at ``cap_mb``, each with the share of backward done when it is ready, as the published
+    rows of those models are modelled; None for any other model, or where ``tensor_bytes`` (registration order)
+    are not its tensors."""
     try:
         tensors = layers(name)
     except KeyError:
         return None
-    if sorted(b for b, _ in tensors) != sorted(int(b) for b in tensor_bytes):
+    if [b for b, _ in reversed(tensors)] != [int(b) for b in tensor_bytes]:  # registration order, as DDP fills
         return None
     return _ddp_buckets(tensors, cap_mb)
 

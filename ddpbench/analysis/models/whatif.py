@@ -215,6 +215,8 @@ def collective_lines(p: int, cluster: Cluster, algorithm: str = "auto", costs: C
     rates: an all-reduce by ``algorithm`` ("ring", "tree", "hierarchical", "nvls", or "auto": the
     fastest of ``cluster.algorithms`` for each size), a reduce-scatter or an all-gather (half a ring:
     :func:`~ddpbench.analysis.models.terms.half_collective`)."""
+    if p < 2:
+        raise ValueError(f"a collective needs two or more devices, not {p}")
     if kind == "all_reduce":
         names = cluster.algorithms if algorithm == "auto" else (algorithm,)
         pairs = [_PARTS[name](1.0, p, cluster) for name in names]

@@ -132,11 +132,13 @@ def _spread_note(model: Model) -> Markup:
              ws=w.measured_world_size, largest=largest,
              wait=num(waits.loc[waits["workload"] == w.label, "slowest_growth_ms"].max(), ".3g"))
         for w in spread)
-    return html('<p class="note">Past the largest world size measured, each step waits longer for its slowest rank: '
+    return html('<p class="note">Past the largest world size measured with a core per rank, each step waits longer '
+                "for its slowest rank: "
                 "a synchronous all-reduce waits for the slowest of N ranks, whose expected lead over the mean grows "
                 "with N (Blom's approximation) in proportion to the ranks' step spread measured here (the "
                 "coefficient of variation of their own steps, <code>no_sync()</code> ones where there are, the "
-                "median over steps); the measured steps already hold the wait at the measured world size. "
+                "median over steps). Only the wait's growth from that world size is added, not the wait itself, "
+                "which the <code>no_sync()</code> compute the projection starts from does not hold either. "
                 "{{ each }}.</p>\n", each=each)
 
 

@@ -187,7 +187,8 @@ def bucket_section(ctx: ReportContext) -> Section | None:
             'often.</p>', job=describe(groups[0].iloc[0], ["model", "world_size"], ctx.summary))
             + _bucket_table(groups[0]) + html(
                 '<p class="note">One line of {{ n }} bucket sizes: a figure is drawn where more bucket sizes, or '
-                "more models or world sizes above 1, make lines to compare.</p>", n=len(groups[0]))
+                "more models or world sizes above 1, make lines to compare.</p>",
+                n=groups[0]["bucket_cap_mb"].nunique())
             + _same_buckets_note(ctx.summary))
     return figure_section(
         ctx, "Step time vs gradient bucket size", job_plots.step_time_vs_bucket, "bucket_step_time.png",

@@ -447,3 +447,11 @@ def test_a_model_whose_flops_are_not_counted_is_ready_as_its_bytes_and_says_so(c
     assert main(["whatif", "--model", "gpt3-1.3b", "--compute-ms", "400", "--world-sizes", "8,64"]) == 0
     assert "each ready as its bytes accumulate through backward (its layers' FLOPs are not counted here)" in \
         capsys.readouterr().out
+
+
+def test_a_collective_needs_two_devices():
+    from ddpbench.analysis.models.whatif import collective_lines
+
+    for p in (0, 1):
+        with pytest.raises(ValueError, match="two or more devices"):
+            collective_lines(p, Cluster(gpus_per_node=8, intra_gbit=2400, inter_gbit=100))
