@@ -370,7 +370,7 @@ def _fused(work: Work, shares, p: int, cluster: Cluster, algorithm: str, before:
     took_us = collective_lines(p, cluster, algorithm, costs).took_us
     sizes = list(work.bucket_bytes if sizes is None else sizes)
     ready = [before + backward * share for share in shares]  # when each tensor's gradient is ready (ms)
-    sends, i, link_free, count = [], 0, before, len(sizes)
+    sends, i, link_free, count = [], 0, before, min(len(sizes), len(ready))  # as zip(sizes, shares) was
     while i < count:
         start = max(link_free, ready[i])
         size = 0.0

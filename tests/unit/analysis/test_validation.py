@@ -170,3 +170,20 @@ def test_two_published_sources_keep_any_model_monotone_in_compute_off_by_more_th
     bound = (100 * fast16["scaling_efficiency"] - 100 * slow["scaling_efficiency"]) / 2
     assert bound == pytest.approx(21.565) and bound > 10
     assert fast8["scaling_efficiency"] > fast16["scaling_efficiency"]  # 779's node-relative is higher still
+
+
+def test_the_shipped_model_keeps_the_premise_at_the_two_sources_computes():
+    """The bound's premise for ddpbench's own model on these rows: with the shipped constants and the rows'
+    shared inputs, the shorter compute (779's) scales no better from one node to two than the longer (396's)."""
+    from dataclasses import replace as with_
+
+    _, systems = validation.load()
+    slow = _aws_resnet50("horovod-issue-396-aws-25gbe", 16)
+    work, two_nodes = validation._work(slow, 0.0), validation.cluster(slow, systems)
+    one_node = validation._baseline(slow, systems)
+
+    def node_relative(compute_ms):
+        w = with_(work, compute_ms=compute_ms)
+        return whatif.ddp_step(w, 8, one_node).step_ms / whatif.ddp_step(w, 16, two_nodes).step_ms
+
+    assert node_relative(73.4) <= node_relative(189.8)
