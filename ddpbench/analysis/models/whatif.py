@@ -373,8 +373,9 @@ def _fused(work: Work, shares, p: int, cluster: Cluster, algorithm: str, before:
     sends, i, link_free, count = [], 0, before, min(len(sizes), len(ready))  # as zip(sizes, shares) was
     while i < count:
         start = max(link_free, ready[i])
-        size = 0.0
-        while i < count and ready[i] <= start + 1e-9 and (size == 0.0 or size + sizes[i] <= cap):
+        size, first = 0.0, i
+        # the tensor the link waited for always goes: a NaN ready time or size never stalls the loop
+        while i < count and (i == first or (ready[i] <= start + 1e-9 and (size == 0.0 or size + sizes[i] <= cap))):
             size += sizes[i]
             i += 1
         sends.append((size, (start - before) / backward if backward else 1.0))

@@ -181,6 +181,20 @@ def test_fusion_takes_what_is_ready_when_the_link_is_free():
     assert all(size <= 64 * 2**20 for size, _ in few)
 
 
+@pytest.mark.parametrize("planted", ["size", "share", "backward"])
+def test_fusion_sends_every_tensor_once_even_past_a_nan(planted):
+    # a NaN ready time (a NaN share or backward) or a NaN size once stalled the loop for ever: each
+    # send now takes at least the tensor the link waited for, so 20 tensors go in at most 20 sends
+    from ddpbench.analysis.models.whatif import _fused
+
+    tensors = tuple(float("nan") if planted == "size" and i == 7 else 1 * MB for i in range(20))
+    shares = [float("nan") if planted == "share" and i == 7 else (i + 1) / 20 for i in range(20)]
+    backward = float("nan") if planted == "backward" else 200.0
+    cluster = Cluster(gpus_per_node=1, intra_gbit=10.0, inter_gbit=1.0, base_latency_us=0.0)
+    sends = _fused(Work(300.0, tensors, 2 / 3, fusion_mb=4.0), shares, 4, cluster, "auto", 100.0, backward)
+    assert 1 <= len(sends) <= 20
+
+
 def test_master_aggregation_is_the_bottleneck_a_ring_avoids():
     work = Work(compute_ms=100.0, bucket_bytes=(25 * MB,) * 4)
     for p in (8, 64):
