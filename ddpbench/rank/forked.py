@@ -49,6 +49,7 @@ PRELOAD = [
     "ddpbench.rank.forked", "torch", "torch.distributed", "torch.nn.functional", "torch.utils.data", "numpy",
     # what PyTorch's FLOP counter loads on first use (dynamo, sympy): 3.4 s of a rank's setup
     "torch._dynamo", "torch.utils.flop_counter",
+    "psutil",  # the rank's meters: about 5 ms of every launch when each rank imported it
     "ddpbench.rank.__main__", "ddpbench.rank.train", "ddpbench.rank.collectives", "ddpbench.rank.flops",
     "ddpbench.rank.equivalence", "ddpbench.strategies.base", "ddpbench.strategies.ddp",
     "ddpbench.workloads.models", "ddpbench.workloads.data", "ddpbench.workloads.build",
@@ -114,6 +115,7 @@ def become_rank(env: dict[str, str], log_path: str) -> None:
     from ddpbench.rank import protocol
 
     protocol.PROCESS_START = time.time()  # this rank's start is the fork, not the server's
+    protocol.ENDS_BY_EXIT = True  # multiprocessing ends every fork of its server by os._exit
 
 
 def _let_go_of_server() -> None:

@@ -193,16 +193,26 @@ def adopt_process_group(backend: str, rank: int, world_size: int) -> int:
     return 0
 
 
+#: True in a rank whose process ends by ``os._exit``, never by the interpreter's teardown: a rank
+#: forked from the warm server (:mod:`ddpbench.rank.forked` sets it), which ``multiprocessing`` ends
+#: so. Destroying a gloo group guards against gloo's abort while destructors race its threads at
+#: interpreter exit; such a process runs no destructor, so its gloo group is left, not destroyed
+ENDS_BY_EXIT = False
+
+
 def leave_process_group() -> None:
     """The end of a rank's group: a barrier (no rank leaves while another still talks), then its
-    destruction, unless the launcher made the group (:data:`ADOPT_GROUP_ENV`): that one destroys its own."""
+    destruction, unless the launcher made the group (:data:`ADOPT_GROUP_ENV`): that one destroys its
+    own; or unless the group is gloo's in a rank that ends by ``os._exit`` (:data:`ENDS_BY_EXIT`):
+    there nothing races gloo's threads at exit, and destroying it waited about 20 ms a launch."""
     import torch.distributed as dist
 
     if not dist.is_initialized():
         return
     dist.barrier()
-    if not adopts_group():
-        dist.destroy_process_group()
+    if adopts_group() or (ENDS_BY_EXIT and dist.get_backend() == "gloo"):
+        return
+    dist.destroy_process_group()
 
 
 def join_process_group(backend: str, rank: int, world_size: int, timeout_s: float, device=None) -> int:

@@ -473,7 +473,7 @@ class TrainingRank(Tracked):
                 "trace": [row for events in traced for row in events] if traced else None}
 
     def teardown(self) -> None:
-        """Free DDP before the group, then barrier and destroy: avoids gloo's abort at exit."""
+        """Free DDP before the group ends, then leave it (protocol.leave_process_group): no gloo abort."""
         self.at("teardown")
         self.replica.strategy.close()
         self.replica = None
