@@ -213,8 +213,8 @@ def network_cpu() -> dict:
     return out
 
 
-def gpu_h100() -> dict:
-    f = "gpu-h100"
+def gpu_folder(f: str, commit: str) -> dict:
+    """experiments/gpu.toml's figures in folder ``f``, its launches those run at ``commit`` (dirty)."""
     j, r = jobs(f), rate(f)
     mlp = j[(j["model"] == "mlp") & (j["device"] == "cuda")].index
     ddp = {(m, d): key(f, model=m, device=d, strategy="ddp", comm_hook="none") for m in ("mlp", "cnn", "transformer")
@@ -232,7 +232,7 @@ def gpu_h100() -> dict:
             "alloc": f0(alloc[ddp["mlp", "cuda"]]), "reserved": f0(reserved[ddp["mlp", "cuda"]]),
             "psgd_alloc": spaced(alloc[powersgd]), "psgd_reserved": spaced(reserved[powersgd]),
             "jobs": str(len(j)),
-            "launches": str(per_commit[("0bc27f2", True)]),
+            "launches": str(per_commit[(commit, True)]),
             "exact_diff": "{:.1f}e{}".format(*_mantissa_exponent(exact["max_abs_diff"].max())),
             "median": f1(feed["step_ms"].median()), "mean": f1(feed["step_ms"].mean()),
             "data": f1(feed["data_ms"].mean())}
@@ -669,7 +669,8 @@ def history_cpu() -> dict:
 
 #: the fields of the quotes: {name[field]} is DERIVED[name]()[field]
 DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu, "network": network_cpu,
-           "gpu": gpu_h100, "gputf": gpu_trace_frameworks_h100, "models": models, "precision": precision_cpu,
+           "gpu": lambda: gpu_folder("gpu-h100", "0bc27f2"), "h200": lambda: gpu_folder("gpu-h200", "54fae1a"),
+           "gputf": gpu_trace_frameworks_h100, "models": models, "precision": precision_cpu,
            "consistency": consistency_cpu, "faults": faults_cpu, "frozen": faults_frozen, "checker3": checker_held_out, "trace": trace_cpu, "gate": gate_power,
            "pytest": pytest_gate, "pytest3": pytest_gate_held_out, "gate3": gate_held_out, "whatif": whatif, "calib": calibration_cpu, "calib2": calibration_held_out, "history": history_cpu}
 
@@ -735,6 +736,15 @@ QUOTES: list[tuple[str, str]] = [
                "and transformer-l at {gpu[transformer]} ({gpu[transformer_x]}×); DDP's peak GPU memory is "
                "{gpu[alloc]} MB allocated and {gpu[reserved]} MB reserved for mlp-xl, {gpu[psgd_alloc]} and "
                "{gpu[psgd_reserved]} MB with PowerSGD"),
+    # gpu-h200
+    (EXAMPLES, "all {h200[launches]} of its training launches and the collectives at world size 1 from the files "
+               "of commit 51cf889"),
+    (EXAMPLES, "mlp-xl at batch 4096 ran at {h200[mlp_lo]} to {h200[mlp_hi]} samples/s over the strategies "
+               "(DDP's {h200[mlp_x]}× the 16-core CPU of the same machine), cnn-l at {h200[cnn]} ({h200[cnn_x]}×) "
+               "and transformer-l at {h200[transformer]} ({h200[transformer_x]}×)"),
+    (EXAMPLES, "DDP's mlp-xl median step {h200[median]} ms against a mean of {h200[mean]} ms, {h200[data]} ms of it "
+               "waiting for data"),
+    (EXAMPLES, "the exact strategies within {h200[exact_diff]} of single-process training on the H200"),
     # history-cpu
     (EXAMPLES, "the mean step went from {history[ws1]} at world size 1 and from {history[ws2]} at world size 2"),
     (EXAMPLES, "swept {history[swept]} of the commits between them"),

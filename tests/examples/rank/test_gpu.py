@@ -1,4 +1,4 @@
-"""The committed GPU results (reports/examples/gpu-h100), summarised and reported from their stored
+"""The committed GPU results (reports/examples/gpu-h100, gpu-h200), summarised and reported from their stored
 launches on a machine without a GPU. (The GPU code itself: tests/unit/rank/test_gpu.py, and on a GPU
 tests/processes/rank/test_gpu.py.)"""
 
@@ -9,17 +9,19 @@ from ddpbench.strategies import BUILTIN, FRAMEWORKS
 from ddpbench.testing import ROOT
 
 
-def test_the_measured_h100_results_load_and_report_as_gpu_jobs(tmp_path):
-    """The committed H100 results (reports/examples/gpu-h100): CUDA jobs with their GPU memory and
-    event-timed phases, each set beside the same job on the same machine's CPU."""
+@pytest.mark.parametrize("gpu", ["H100", "H200"])
+def test_the_measured_gpu_results_load_and_report_as_gpu_jobs(tmp_path, gpu):
+    """The committed results of experiments/gpu.toml on an H100 and an H200 (reports/examples/gpu-h100,
+    gpu-h200): CUDA jobs with their GPU memory and event-timed phases, each set beside the same job on
+    the same machine's CPU."""
     from ddpbench.analysis.summary.gpu import gpu_table
     from ddpbench.analysis.summary.table import summarize
     from ddpbench.report.build import write_report
 
-    folder = ROOT / "reports" / "examples" / "gpu-h100"
+    folder = ROOT / "reports" / "examples" / f"gpu-{gpu.lower()}"
     steps, runs, ranks, sweeps = load_tables(folder)
     summary = summarize(steps, runs, ranks)
-    assert set(summary["status"]) == {"ok"} and "H100" in " ".join(sweeps["gpus"].iloc[0])
+    assert set(summary["status"]) == {"ok"} and gpu in " ".join(sweeps["gpus"].iloc[0])
     gpu = summary[summary["device"] == "cuda"]
     assert set(gpu["strategy"]) == set(BUILTIN) - set(FRAMEWORKS) and (gpu["backend"] == "nccl").all()
     assert (gpu["gpus"] == 1).all() and (gpu["gpu_peak_reserved_mb"] >= gpu["gpu_peak_allocated_mb"]).all()
@@ -30,6 +32,6 @@ def test_the_measured_h100_results_load_and_report_as_gpu_jobs(tmp_path):
     assert len(compared) == 3  # mlp-xl, cnn-l and transformer-l ran on the CPU too
     for _, row in compared.iterrows():
         assert row["gpu_over_cpu"] == pytest.approx(row["samples_per_s"] / row["cpu_samples_per_s"])
-        assert row["gpu_over_cpu"] > 10  # an H100 against 16 cores
+        assert row["gpu_over_cpu"] > 10  # a data-centre GPU against 16 cores
     page = write_report(folder, tmp_path).read_text()
     assert "<h2>GPU</h2>" in page and "faster.</p>" in page
