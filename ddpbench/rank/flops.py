@@ -129,6 +129,26 @@ def count_training_flops(model, inputs, target, loss) -> int:
     return int(counter.get_total_flops())
 
 
+def job_flops(workload, data, device, grad_accum: int, handed: dict | None = None) -> dict:
+    """A job's ``result["compute"]`` FLOP figures, per optimizer step of one process: the workload's own
+    figure (``flops_per_sample``), else the count an earlier job of the sweep made of the same model and
+    batch (``handed``: :func:`ddpbench.sweep.checks.flops_key`), else PyTorch's counter on one micro-batch
+    of ``data`` (a DataLoader) through the bare model."""
+    from ddpbench.workloads.data import to_device
+
+    if workload.flops_per_sample:
+        per_step, source = workload.flops_per_sample * data.batch_size * grad_accum, "workload"
+    elif handed and handed.get("counted_in_job"):
+        return {"workload": workload.name, "flops_per_step": float(handed["flops_per_step"]), "flops_source": "counted",
+                "flops_counted_in_job": str(handed["counted_in_job"])}
+    else:
+        inputs, target = data.collate_fn([data.dataset[i] for i in range(data.batch_size)])
+        per_step = count_training_flops(workload.model, to_device(inputs, device), to_device(target, device),
+                                        workload.loss) * grad_accum
+        source = "counted"
+    return {"workload": workload.name, "flops_per_step": per_step, "flops_source": source}
+
+
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 

@@ -223,23 +223,10 @@ class TrainingRank(Tracked):
         return build_replica(spec or self.spec, self.ctx)
 
     def count_flops(self, workload, loader) -> None:
-        """FLOPs this process computes per optimizer step (rank 0, once, on the bare model): the
-        workload's own figure, else PyTorch's counter on one micro-batch of its data."""
-        from ddpbench.rank.flops import count_training_flops
-        from ddpbench.workloads.data import to_device
+        """FLOPs this process computes per optimizer step (rank 0, once, on the bare model)."""
+        from ddpbench.rank.flops import job_flops
 
-        data = loader.loader
-        batch = data.batch_size
-        if workload.flops_per_sample:
-            per_micro, source = workload.flops_per_sample * batch, "workload"
-        else:
-            collate = data.collate_fn
-            inputs, target = collate([data.dataset[i] for i in range(batch)])
-            per_micro = count_training_flops(workload.model, to_device(inputs, self.device),
-                                             to_device(target, self.device), workload.loss)
-            source = "counted"
-        self.compute = {"workload": workload.name, "flops_per_step": per_micro * self.spec.grad_accum,
-                        "flops_source": source}
+        self.compute = job_flops(workload, loader.loader, self.device, self.spec.grad_accum, self.given.get("flops"))
 
     def measure_gemm_peak(self) -> dict:
         """What a matmul reaches on this rank's threads (or GPU), every rank at once, as they train; or,

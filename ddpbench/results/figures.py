@@ -236,6 +236,9 @@ FIGURES: tuple[Figure, ...] = (
     _f("flops_per_step", c.finite_or_none, "FLOP", "FLOPs one process computes per optimizer step", where="compute"),
     _f("flops_source", c.text_or_none, "text", "counted (PyTorch's counter) or the workload's own figure",
        where="compute"),
+    _f("flops_counted_in_job", c.text_or_none, "text", "the job (its key) whose FLOP count this launch was handed, "
+       "where it did not count: they differ only in what the count never sees (ddpbench.sweep.checks)",
+       where="compute", since=2),
     _f("peak_method", c.text_or_none, "text", "how each rank's GEMM peak was measured", where="compute"),
     _f("peak_source", c.text_or_none, "text", "where the GEMM peak came from: measured (by this launch), sweep (an "
        "earlier launch of the same sweep) or cache (the measure-once cache of an earlier sweep)", where="compute",

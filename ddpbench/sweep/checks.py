@@ -23,6 +23,14 @@ asks for its checks in every repeat (``check_every_repeat``), a fault-recovery j
 (which runs no check of this kind) are never handed another's. The job that did not run the check
 says whose stands for it (``result["check"]["checked_in_job"]``); the summary and the report take that
 job's figures, labelled so.
+
+The FLOP count is handed on the same way (:func:`flops_key`). A job's first launch counts, on rank 0,
+the FLOPs of one micro-batch of its data through the bare model, before the strategy wraps it
+(:meth:`ddpbench.rank.train.TrainingRank.count_flops`, PyTorch's counter: about 130 ms of a
+transformer-s launch on a slow 2-core VM). Besides the timed fields, neither the bucket cap nor the
+check's settings touch that model or that batch; every other field stays in the key, the world size
+too (a workload's data may depend on it). The launch that was handed a count stores whose it is
+(``result["compute"]["flops_counted_in_job"]``).
 """
 
 from __future__ import annotations
@@ -44,12 +52,30 @@ def check_key(spec) -> str | None:
     return json.dumps(fields, sort_keys=True, default=str)
 
 
+#: fields that do not change a job's FLOP count besides :data:`TIMED_ONLY`: it is counted on the bare
+#: model and one micro-batch, whatever the buckets or the check (see the module docstring)
+NOT_COUNTED = ("bucket_cap_mb", "check_steps", "check_every_repeat")
+
+
+def flops_key(spec) -> str | None:
+    """What a job's FLOP count depends on, as a key two jobs share when their counts are the same; None
+    where the job counts no FLOPs of this kind (a script's, another kind's)."""
+    import json
+
+    if spec.kind != "run" or spec.script:
+        return None
+    fields = {k: v for k, v in spec.to_dict().items() if k not in TIMED_ONLY + NOT_COUNTED}
+    return json.dumps(fields, sort_keys=True, default=str)
+
+
 class Checks:
-    """The jobs of one sweep whose first launch ran its equivalence check and passed it: by
-    :func:`check_key`, the job's key."""
+    """The jobs of one sweep whose first launch ran its equivalence check and passed it, by
+    :func:`check_key`, the job's key; and those whose first launch counted its FLOPs, by
+    :func:`flops_key`, the job's key and the count."""
 
     def __init__(self):
         self._ran: dict[str, str] = {}
+        self._counted: dict[str, tuple[str, float]] = {}
 
     def given(self, spec, repeat: int) -> dict | None:
         """``{"checked_in_job": key}`` for a launch that would run its check (a first launch) where an
@@ -59,11 +85,27 @@ class Checks:
             return None
         return {"checked_in_job": self._ran[key]}
 
+    def flops_given(self, spec, repeat: int) -> dict | None:
+        """``{"flops_per_step": n, "counted_in_job": key}`` for a first launch where an earlier job of the
+        sweep counted the same FLOPs; None where it counts its own."""
+        key = flops_key(spec)
+        counted = self._counted.get(key) if key is not None else None
+        if repeat != 0 or counted is None or counted[0] == spec.key:
+            return None
+        return {"flops_per_step": counted[1], "counted_in_job": counted[0]}
+
     def learn(self, spec, repeat: int, status: str, result: dict | None) -> None:
-        """Note a launch that ran the check itself and finished ok (an exact strategy that failed it
-        failed its launch: no job is handed a failed check)."""
+        """Note a launch that finished ok and ran the check itself (an exact strategy that failed it
+        failed its launch: no job is handed a failed check), or counted its FLOPs itself."""
+        if status != "ok":
+            return
+        compute = (result or {}).get("compute") or {}
+        flops, key = compute.get("flops_per_step"), flops_key(spec)
+        if (key is not None and compute.get("flops_source") == "counted" and not compute.get("flops_counted_in_job")
+                and isinstance(flops, (int, float)) and flops == flops and flops > 0):
+            self._counted.setdefault(key, (spec.key, float(flops)))
         key = check_key(spec)
         check = (result or {}).get("check") or {}
-        if key is None or status != "ok" or not check.get("check_steps_run") or check.get("max_abs_diff") is None:
+        if key is None or not check.get("check_steps_run") or check.get("max_abs_diff") is None:
             return
         self._ran.setdefault(key, spec.key)

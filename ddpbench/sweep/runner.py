@@ -266,7 +266,8 @@ def clear_stale_work(out_dir: Path, sweep_id: str | None) -> None:
 
 def handed(once: MeasuredOnce | None, checks: Checks | None, launch: Launch, runs_it: Launcher) -> dict:
     """What a launch is handed rather than measuring it (:attr:`ddpbench.rank.protocol.Job.given`):
-    the matmul peak measured once, the job whose equivalence check stands for its own."""
+    the matmul peak measured once, the job whose equivalence check stands for its own, the FLOP count
+    of a job that counted the same (rank 0's alone: the one rank that counts)."""
     given = {}
     gemm = gemm_given(once, launch.spec, launch.repeat, runs_it) if once is not None else None
     if gemm:
@@ -276,6 +277,9 @@ def handed(once: MeasuredOnce | None, checks: Checks | None, launch: Launch, run
     check = checks.given(launch.spec, launch.repeat) if checks is not None and one_file else None
     if check:
         given["check"] = check
+    flops = checks.flops_given(launch.spec, launch.repeat) if checks is not None else None
+    if flops:
+        given["flops"] = flops
     return given
 
 

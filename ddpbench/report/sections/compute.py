@@ -52,8 +52,10 @@ def compute_section(ctx: ReportContext) -> Section | None:
     methods = sorted(set(jobs["peak_method"].dropna()))
     given = [m for m in jobs["flops_source"].dropna().unique() if m != "counted"]
     text = html('<p class="what">What each job computes and how fast: FLOPs per optimizer step of one process '
-            "(forward and backward), counted once per launch with PyTorch&rsquo;s own counter "
-            "(<code>torch.utils.flop_counter.FlopCounterMode</code>) on one micro-batch, and the rate reached: "
+            "(forward and backward), counted in a job&rsquo;s first launch with PyTorch&rsquo;s own counter "
+            "(<code>torch.utils.flop_counter.FlopCounterMode</code>) on one micro-batch of the bare model (a job "
+            "that differs from an earlier one of the sweep only in its bucket size or its check takes that "
+            "count), and the rate reached: "
             "those FLOPs over the mean step, communication and waiting included.</p>"
             '<p class="note"><em>GEMM peak</em>: measured by every rank as it started, at its threads (or on its '
             "GPU) while the other ranks did the same, as the best of repeated square matmuls, once per device, "

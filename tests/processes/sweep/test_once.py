@@ -45,6 +45,13 @@ def test_the_first_sweep_measures_each_figure_once_and_says_so(two_sweeps):
     assert runs[(2, 0.25)]["check"]["check_steps_run"] > 0
     assert runs[(2, 25.0)]["check"] == {"max_abs_diff": None, "exact": None, "check_steps_run": 0,
                                         "checked_in_job": records(tmp / "first", "run")[2]["key"]}
+    # the FLOP count too: the other bucket size is handed the count of the same model and batch, labelled so
+    keys = {(r["spec"]["world_size"], r["spec"]["bucket_cap_mb"]): r["key"] for r in records(tmp / "first", "run")}
+    for ws in (1, 2):
+        counted, handed = runs[(ws, 0.25)]["compute"], runs[(ws, 25.0)]["compute"]
+        assert counted["flops_source"] == "counted" and not counted.get("flops_counted_in_job"), counted
+        assert handed["flops_counted_in_job"] == keys[(ws, 0.25)], handed
+        assert handed["flops_per_step"] == counted["flops_per_step"] > 0
     (curve,) = records(tmp / "first", "collective")
     assert curve["launcher"] == "spawn" and "reused" not in curve
     assert sorted(p.name.split("-")[0] for p in (tmp / "cache").iterdir()) == ["collectives"] + ["gemm_peak"] * 3

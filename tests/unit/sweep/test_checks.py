@@ -1,5 +1,6 @@
 """The equivalence check once per training it can tell apart (ddpbench.sweep.checks): handed on between
-jobs that differ only in DDP's bucket size or the timed steps, never across world sizes or hooks."""
+jobs that differ only in DDP's bucket size or the timed steps, never across world sizes or hooks; and
+the FLOP count, handed on between jobs that differ only in what the count never sees."""
 
 import dataclasses
 
@@ -8,7 +9,7 @@ import pytest
 import ddpbench
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.report.build import write_report
-from ddpbench.sweep.checks import Checks, check_key
+from ddpbench.sweep.checks import Checks, check_key, flops_key
 from ddpbench.testing.records import ResultsFolder, rank_entry, row, training_result
 
 BASE = JobSpec(world_size=2, bucket_cap_mb=1.0, backend="gloo", device="cpu", threads_per_rank=1, model_size="xs",
@@ -55,6 +56,46 @@ def test_a_passed_check_is_handed_to_the_first_launch_of_a_job_like_it():
     assert checks.given(other(world_size=4), 0) is None
     checks.learn(second, 0, "ok", {"check": {"max_abs_diff": None, "check_steps_run": 0, "checked_in_job": BASE.key}})
     assert checks.given(other(bucket_cap_mb=2.0), 0) == {"checked_in_job": BASE.key}
+
+
+def test_the_flop_count_ignores_the_buckets_the_check_and_the_timed_steps_only():
+    for same in (other(bucket_cap_mb=25.0), other(comm_hook="fp16", bucket_cap_mb=25.0, check_steps=0),
+                 other(steps=50, repeats=5), other(check_every_repeat=True)):
+        assert flops_key(same) == flops_key(dataclasses.replace(BASE, comm_hook=same.comm_hook))
+    for fields in (dict(world_size=4), dict(model_size="s"), dict(batch_size=16), dict(grad_accum=2),
+                   dict(precision="bf16"), dict(strategy="master"), dict(seed=1)):
+        assert flops_key(other(**fields)) != flops_key(BASE), fields
+
+
+COUNTED = {"compute": {"flops_per_step": 3.5e9, "flops_source": "counted"}}
+
+
+def test_a_count_is_handed_to_the_first_launch_of_a_job_like_it_never_a_handed_or_failed_one():
+    checks, second, third = Checks(), other(bucket_cap_mb=25.0), other(bucket_cap_mb=2.0)
+    checks.learn(BASE, 0, "failed", COUNTED)  # a failed launch hands nothing on
+    checks.learn(BASE, 0, "ok", {"compute": {"flops_per_step": 3.5e9, "flops_source": "workload"}})
+    assert checks.flops_given(second, 0) is None  # a workload's own figure costs nothing to take again
+    checks.learn(BASE, 0, "ok", COUNTED)
+    assert checks.flops_given(second, 0) == {"flops_per_step": 3.5e9, "counted_in_job": BASE.key}
+    assert checks.flops_given(BASE, 0) is None and checks.flops_given(second, 1) is None
+    assert checks.flops_given(other(world_size=4), 0) is None
+    # a launch that was handed its count names the job that counted it, not itself
+    checks.learn(second, 0, "ok", {"compute": {**COUNTED["compute"], "flops_counted_in_job": BASE.key}})
+    assert checks.flops_given(third, 0)["counted_in_job"] == BASE.key
+
+
+def test_a_handed_count_is_taken_as_it_is_and_labelled():
+    from types import SimpleNamespace
+
+    from ddpbench.rank.flops import job_flops
+
+    workload = SimpleNamespace(name="mlp-xs", flops_per_sample=None)  # no model: counting it would fail
+    data = SimpleNamespace(batch_size=8)
+    assert job_flops(workload, data, "cpu", 2, {"flops_per_step": 3.5e9, "counted_in_job": "abc"}) == {
+        "workload": "mlp-xs", "flops_per_step": 3.5e9, "flops_source": "counted", "flops_counted_in_job": "abc"}
+    own = SimpleNamespace(name="mine", flops_per_sample=1e6)  # the workload's own figure comes first
+    assert job_flops(own, data, "cpu", 2, {"flops_per_step": 3.5e9, "counted_in_job": "abc"}) == {
+        "workload": "mine", "flops_per_step": 1e6 * 8 * 2, "flops_source": "workload"}
 
 
 def _launch(folder, spec, check):
