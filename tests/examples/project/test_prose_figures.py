@@ -250,6 +250,22 @@ def gpu_trace_frameworks_h100() -> dict:
             "raw": f1(ms[raw])}
 
 
+def gpu_models(g: str) -> dict:
+    """The reference models fed from memory in folder ``g`` (experiments/gpu-models.toml's): each one's
+    FLOPs a step, its rate, and that rate over the measured matmul peak and over the datasheet's."""
+    gj, gms, peak = jobs(g), step_ms(g), rank_max(g, "gemm_peak_flops")
+    datasheet = 67e12  # datasheet_tflops of experiments/gpu-models.toml
+    assert "datasheet_tflops = 67" in (EX / g / "experiment.toml").read_text()
+    out = {}
+    for model in ("resnet50", "bert-base", "gpt2"):
+        fed = gj[(gj["model"] == model) & (gj["data"] == "memory")].index
+        k = fed[0]
+        achieved = gj.loc[k, "flops_per_step"] / (gms[k] / 1e3)
+        out[model] = {"tflop": f"{gj.loc[k, 'flops_per_step'] / 1e12:.2f}", "tflops": f1(achieved / 1e12),
+                      "peak": f0(peak[k] / 1e12), "of_peak": pct(achieved / peak[k]), "mfu": pct(achieved / datasheet)}
+    return out
+
+
 def models() -> dict:
     f, g = "models-cpu", "gpu-models-h100"
     j, data = jobs(f), slowest(f).groupby("key")[["step_ms", "data_ms"]].mean()
@@ -259,15 +275,7 @@ def models() -> dict:
     for w, k in disk.items():
         out[f"data{w}"], out[f"step{w}"] = f1(data.loc[k, "data_ms"]), f1(data.loc[k, "step_ms"])
         out[f"share{w}"] = pct(data.loc[k, "data_ms"] / data.loc[k, "step_ms"])
-    gj, gms, peak = jobs(g), step_ms(g), rank_max(g, "gemm_peak_flops")
-    datasheet = 67e12  # datasheet_tflops of experiments/gpu-models.toml
-    assert "datasheet_tflops = 67" in (EX / g / "experiment.toml").read_text()
-    for model in ("resnet50", "bert-base", "gpt2"):
-        fed = gj[(gj["model"] == model) & (gj["data"] == "memory")].index
-        k = fed[0]
-        achieved = gj.loc[k, "flops_per_step"] / (gms[k] / 1e3)
-        out[model] = {"tflop": f"{gj.loc[k, 'flops_per_step'] / 1e12:.2f}", "tflops": f1(achieved / 1e12),
-                      "peak": f0(peak[k] / 1e12), "of_peak": pct(achieved / peak[k]), "mfu": pct(achieved / datasheet)}
+    out.update(gpu_models(g))
     gdata = slowest(g).groupby("key")[["step_ms", "data_ms"]].mean()
     jpeg = {w: key(g, model="resnet50", data="disk", loader_workers=w) for w in (0, 4, 8)}
     for w, k in jpeg.items():
@@ -670,7 +678,8 @@ def history_cpu() -> dict:
 #: the fields of the quotes: {name[field]} is DERIVED[name]()[field]
 DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu, "network": network_cpu,
            "gpu": lambda: gpu_folder("gpu-h100", "0bc27f2"), "h200": lambda: gpu_folder("gpu-h200", "54fae1a"),
-           "gputf": gpu_trace_frameworks_h100, "models": models, "precision": precision_cpu,
+           "gputf": gpu_trace_frameworks_h100, "models": models,
+           "h200models": lambda: gpu_models("gpu-models-h200"), "precision": precision_cpu,
            "consistency": consistency_cpu, "faults": faults_cpu, "frozen": faults_frozen, "checker3": checker_held_out, "trace": trace_cpu, "gate": gate_power,
            "pytest": pytest_gate, "pytest3": pytest_gate_held_out, "gate3": gate_held_out, "whatif": whatif, "calib": calibration_cpu, "calib2": calibration_held_out, "history": history_cpu}
 
@@ -710,6 +719,11 @@ QUOTES: list[tuple[str, str]] = [
                "reached and {models[resnet50][mfu]} % of the datasheet's 67 (MFU); BERT-base "
                "{models[bert-base][of_peak]} % and {models[bert-base][mfu]} %, GPT-2 {models[gpt2][of_peak]} % and "
                "{models[gpt2][mfu]} %"),
+    (EXAMPLES, "On the H200 ResNet-50 reached {h200models[resnet50][tflops]} TFLOP/s, "
+               "{h200models[resnet50][of_peak]} % of the {h200models[resnet50][peak]} TFLOP/s its own matmul reached "
+               "and {h200models[resnet50][mfu]} % of the same datasheet's 67; BERT-base "
+               "{h200models[bert-base][of_peak]} % and {h200models[bert-base][mfu]} %, GPT-2 "
+               "{h200models[gpt2][of_peak]} % and {h200models[gpt2][mfu]} %"),
     (EXAMPLES, "ResNet-50 waits {models[jpeg0]} a step with no loader worker, {models[jpeg4]} with four and "
                "{models[jpeg8]} with eight"),
     # quick-cpu
