@@ -12,9 +12,10 @@ from ddpbench.results.tables import load_tables
 from ddpbench.testing import ROOT
 
 #: the committed examples measured before ready_ms, affinity and the switch counts were recorded
-#: ... and those measured after: every rank's step carries them (on the CPU and on an H100)
+#: ... and those measured after: every rank's step carries them (on the CPU, an H100 and an H200)
 MEASURED_WITH = [ROOT / "reports" / "examples" / name for name in ("consistency-cpu", "gpu-h100", "cost-cpu",
-                                                                   "calibration-cpu-2")]
+                                                                   "calibration-cpu-2", "gpu-h200",
+                                                                   "gpu-models-h200")]
 EXAMPLES = sorted(p.parent for p in (ROOT / "reports" / "examples").glob("*/results.jsonl")
                   if p.parent not in MEASURED_WITH)
 
