@@ -1,7 +1,8 @@
 """Reading figures: the one test of a missing figure, a number read from a row, a share as words.
 
 A figure the records lack is NaN (or None, or text where a number was expected). :func:`known`
-is the one test for it; :func:`num` reads a row's value as a float, NaN where it is missing.
+is the one test for it; :func:`num` reads a row's value as a float, NaN where it is missing;
+:func:`above_zero` whether a figure's interval tells it apart from nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ def num(row, name: str) -> float:
         return float(value)
     except (TypeError, ValueError):
         return math.nan
+
+
+def above_zero(row, name: str) -> bool:
+    """Whether the 95 % interval over launches of ``row[name]`` (its low end, ``row[name + "_low"]``)
+    lies wholly above 0: a difference told apart from nothing. False where the row has no interval (a
+    job of one launch) or its interval includes 0: a figure that is there, but within noise."""
+    return num(row, f"{name}_low") > 0
 
 
 def pct(x: float, digits: int = 0) -> str:

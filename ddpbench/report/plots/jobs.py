@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.analysis.core import EXPOSED_COMM_MS, STEP_MS
-from ddpbench.analysis.core import describe, line_fields, model_columns, ordered
+from ddpbench.analysis.core import above_zero, describe, line_fields, model_columns, ordered
 from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, figure, flag_handles, groups_of, guarded,
                                           legend, mark, ok_rows, save)
 from ddpbench.report.plots.memo import remembered
@@ -18,6 +18,8 @@ SEGMENTS = (
     ("forward", "forward_ms", "#4c72b0"),
     ("backward compute", "backward_compute_ms", "#55a868"),
     ("exposed comm", "exposed_ms", "#c44e52"),
+    # the same difference where its interval over launches includes 0, or a job has one launch
+    ("exposed comm: its interval\nincludes 0, or one launch", "exposed_noise_ms", "#ebb4b5"),
     ("comm after backward / step", "comm_ms", "#dd8452"),
     ("optimizer", "optimizer_ms", "#8172b2"),
 )
@@ -29,16 +31,20 @@ VISIBLE_SHARE = 0.005
 def breakdown_table(table):
     """Per ok job, the breakdown's segments in ms (mean per rank-step: means add up to the step).
 
-    ``exposed_ms`` = max(exposed_comm_ms, 0): DDP's all-reduce runs during backward, so what
+    The exposed part is max(exposed_comm_ms, 0): DDP's all-reduce runs during backward, so what
     it adds to a step is measured as step time with sync minus step time under ``no_sync()``;
-    noise can make that slightly negative, which counts as nothing exposed.
-    ``backward_compute_ms`` = backward_ms - exposed_ms (not below 0).
+    noise can make that slightly negative, which counts as nothing exposed. It is ``exposed_ms``
+    where its 95 % interval over launches lies above 0, else ``exposed_noise_ms`` (the interval
+    includes 0, or one launch gave none): drawn apart, so that noise is not drawn as communication.
+    ``backward_compute_ms`` = backward_ms - the exposed part (not below 0).
     """
     rows = ok_rows(table, "step_ms_median").copy()
     if rows.empty:
         return rows
     exposed = rows[EXPOSED_COMM_MS].astype(float).fillna(0.0).clip(lower=0.0)
-    rows["exposed_ms"] = exposed
+    apart = rows.apply(above_zero, axis=1, args=(EXPOSED_COMM_MS,)).astype(bool)
+    rows["exposed_ms"] = exposed.where(apart, 0.0)
+    rows["exposed_noise_ms"] = exposed.where(~apart, 0.0)
     rows["backward_compute_ms"] = (rows["backward_ms"].astype(float) - exposed).clip(lower=0.0)
     for _, column, _ in SEGMENTS:
         rows[column] = rows[column].astype(float).fillna(0.0)
@@ -47,9 +53,9 @@ def breakdown_table(table):
 
 @guarded
 def step_breakdown(table, path) -> Path | None:
-    """Stacked horizontal bars, one per ok job: data, forward, backward compute, exposed comm,
-    explicit comm (when visible), optimizer, mean ms per rank-step; a black tick at the mean step
-    of the slowest rank.
+    """Stacked horizontal bars, one per ok job: data, forward, backward compute, exposed comm (pale
+    where within noise: :func:`breakdown_table`), explicit comm (when visible), optimizer, mean ms
+    per rank-step; a black tick at the mean step of the slowest rank.
 
     Labels read in the bars' order (configuration, then world size, then bucket size); a thin
     line separates configurations (strategies, say) when there are several."""
@@ -68,7 +74,7 @@ def step_breakdown(table, path) -> Path | None:
     y = np.arange(len(rows))
     left = np.zeros(len(rows))
     for label, column, color in SEGMENTS:
-        if column == "comm_ms" and not show_comm:
+        if column == "comm_ms" and not show_comm or column == "exposed_noise_ms" and not rows[column].any():
             continue
         width = rows[column].to_numpy(dtype=float)
         hatch = ["//" if bool(o) else None for o in rows["oversubscribed"]]

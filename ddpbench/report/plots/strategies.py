@@ -18,13 +18,15 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.analysis.core import EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.core import describe, line_fields, model_columns, model_name, ordered
+from ddpbench.analysis.core import above_zero, describe, line_fields, model_columns, model_name, ordered
 from ddpbench.report.plots.common import figure, guarded, legend, ok_rows, save
+from ddpbench.report.plots.jobs import SEGMENTS
 from ddpbench.report.plots.memo import remembered
 
 OVERSUBSCRIBED_HATCH = "///"
-EXPLICIT_COMM = ("comm after backward / step", "comm_ms", "#dd8452")
-EXPOSED_COMM = ("exposed comm (inside backward)", "exposed_ms", "#c44e52")
+#: the breakdown's segments (:data:`ddpbench.report.plots.jobs.SEGMENTS`), by their column
+EXPLICIT_COMM, EXPOSED_COMM, EXPOSED_NOISE = (next(s for s in SEGMENTS if s[1] == column)
+                                              for column in ("comm_ms", "exposed_ms", "exposed_noise_ms"))
 TRAFFIC_COLORS = {"measured": "#2f5f98", "computed": "#9ebbdf", "none": "#cccccc"}
 MIN_ROW_IN = 0.2  # inches of figure height per bar
 
@@ -218,7 +220,8 @@ def _panels(labels, sizes, width_each: float = 3.6):
 def comm_time_by_strategy(table, path) -> Path | None:
     """Communication time per step (ms) at each world size above 1, stacked: explicit
     communication after backward or after the optimizer step (``comm_ms``), then DDP-style
-    exposed communication, max(exposed_comm_ms, 0). None without a job at world size > 1."""
+    exposed communication, max(exposed_comm_ms, 0), pale where its interval over launches includes 0
+    or a job has one launch (as in the breakdown). None without a job at world size > 1."""
     from matplotlib.patches import Patch
 
     rows, labels, sizes = _layout(table, min_size=2)
@@ -227,7 +230,7 @@ def comm_time_by_strategy(table, path) -> Path | None:
         return None
     sizes = sorted(set(int(w) for w in ok["world_size"]))
     fig, axes = _panels(labels, sizes)
-    starred = False
+    starred = noise = False
     find = _jobs(rows)
     for ax, size in zip(axes, sizes):
         for index, label in enumerate(labels):
@@ -242,7 +245,10 @@ def comm_time_by_strategy(table, path) -> Path | None:
             exposed = max(exposed, 0.0) if math.isfinite(exposed) else 0.0
             over = bool(job["oversubscribed"])
             _bar(ax, index, explicit, 1.0, color=EXPLICIT_COMM[2], oversubscribed=over)
-            _bar(ax, index, exposed, 1.0, left=explicit, color=EXPOSED_COMM[2], oversubscribed=over)
+            apart = above_zero(job, EXPOSED_COMM_MS)
+            noise |= exposed > 0 and not apart
+            _bar(ax, index, exposed, 1.0, left=explicit, color=(EXPOSED_COMM if apart else EXPOSED_NOISE)[2],
+                 oversubscribed=over)
             # no no_sync() baseline and (almost) nothing after backward: the communication ran inside
             # forward/backward (FSDP) or inside backward and the optimizer step (ZeRO), out of reach
             hidden = (not math.isfinite(_value(job, EXPOSED_COMM_MS))
@@ -253,7 +259,9 @@ def comm_time_by_strategy(table, path) -> Path | None:
         ax.set_title(f"world size {size}", fontsize="medium")
         ax.set_xlabel("communication per step (ms)")
     handles = [Patch(color=EXPLICIT_COMM[2], label=EXPLICIT_COMM[0]),
-               Patch(color=EXPOSED_COMM[2], label=EXPOSED_COMM[0])]
+               Patch(color=EXPOSED_COMM[2], label=f"{EXPOSED_COMM[0]} (inside backward)")]
+    if noise:
+        handles.append(Patch(color=EXPOSED_NOISE[2], label=EXPOSED_NOISE[0]))
     if ok["oversubscribed"].astype(bool).any():
         handles.append(Patch(facecolor="white", edgecolor="0.25", hatch=OVERSUBSCRIBED_HATCH,
                              label="hatched: oversubscribed"))

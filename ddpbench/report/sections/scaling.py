@@ -165,6 +165,8 @@ def breakdown_section(ctx: ReportContext) -> Section | None:
         "communication hides inside backward. The red <em>exposed comm</em> part is what it does not "
         "hide, measured as the step time with gradient sync minus the step time under DDP's "
         "<code>no_sync()</code> (both means); <em>backward compute</em> is the backward time less that. "
+        "Where that difference's 95 % interval over launches includes 0, or a job ran one launch, it is "
+        "drawn pale: not told apart from nothing. "
         "The black tick is the mean step of the slowest rank: it sits past the bars by the time a rank "
         "waited for the slowest one. Hatched bars are oversubscribed jobs.") + explicit + Markup("</p>"))
 

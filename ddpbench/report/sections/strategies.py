@@ -115,7 +115,9 @@ def communication_section(ctx: ReportContext) -> Section | None:
         '<p class="note">Communication after backward or after the optimizer step (master, the hand-written '
         "ring, the explicit all-reduces) is timed directly as <em>comm after backward / step</em>. DDP and "
         "ZeRO all-reduce while backward is still running; what that does not hide is the <em>exposed</em> "
-        "part, step time with gradient sync minus step time under <code>no_sync()</code>. A value marked * "
+        "part, step time with gradient sync minus step time under <code>no_sync()</code>, drawn pale where its "
+        "95 % interval over launches includes 0 or a job ran one launch: not told apart from nothing. "
+        "A value marked * "
         "could not be timed apart from compute: FSDP gathers and reduce-scatters inside forward and backward; "
         "ZeRO all-reduces inside backward and broadcasts inside its optimizer step, so it has no "
         "communication-free step to subtract. "
