@@ -1,7 +1,10 @@
 """How gradients are combined: one module per strategy, one small interface (:mod:`.base`).
 
-The registry maps a name to ``module:Class`` so that validating an experiment does not import
-torch; :func:`create` imports the strategy only in the rank that runs it.
+The registry maps a name to ``module:Class`` so that importing ddpbench does not import torch (the
+report and the commands that read stored results never do): a strategy's module, and torch with it,
+is imported where its class is needed, by the experiment's validation (:func:`strategy_class`, in a
+sweep, whose process hosts the ranks' store and needs torch anyway) and by :func:`create` in the rank
+that runs it.
 
 Strategies of your own plug in without editing ddpbench, either as an installed package's
 entry point in the group ``ddpbench.strategies`` (``name = "package.module:Class"``), or for a
