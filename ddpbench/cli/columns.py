@@ -11,7 +11,7 @@ import math
 from rich.markup import escape
 
 from ddpbench.analysis.core import COLUMNS, EFFICIENCY, EXPOSED_COMM_MS, POWER, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.core import model_name
+from ddpbench.analysis.core import model_name, told_apart
 from ddpbench.analysis.history import FASTER, SLOWER, ratio_text
 from ddpbench.cli.console import num
 from ddpbench.report.tables import Col, shown
@@ -37,13 +37,27 @@ def _strategy(r, sweep) -> str:
     return r["strategy"] + (f"+{r['comm_hook']}" if r.get("comm_hook", "none") != "none" else "")
 
 
+#: after a communication figure whose exposed part is within noise (as the loss budget's lines are marked)
+WITHIN_NOISE = "~"
+
+
 def _comm(r, sweep) -> str:
-    """Communication a step waits for: explicit (after backward) plus what DDP's overlap left exposed."""
+    """Communication a step waits for: explicit (after backward) plus what DDP's overlap left exposed,
+    marked :data:`WITHIN_NOISE` where that exposed part's interval over launches includes 0 or a job
+    ran one launch (:func:`comm_within_noise`)."""
     exposed, after = r[EXPOSED_COMM_MS], r["comm_ms"]
     comm = (exposed if exposed == exposed else 0.0) + (after if after == after else 0.0)  # signed: -0.4 is said
     # neither seen (a framework's own loop without a no_sync() baseline): unknown, not nothing
     unseen = exposed != exposed and after != after
-    return num(comm if r["status"] == "ok" and not unseen else math.nan, ".2f")
+    if r["status"] != "ok" or unseen:
+        return num(math.nan, ".2f")
+    return num(comm, ".2f") + (WITHIN_NOISE if comm_within_noise(r) else "")
+
+
+def comm_within_noise(r) -> bool:
+    """Whether a job's exposed communication was measured but its interval does not tell it from 0."""
+    exposed = r[EXPOSED_COMM_MS]
+    return r["status"] == "ok" and exposed == exposed and not told_apart(r, EXPOSED_COMM_MS)  # NaN: not measured
 
 
 def _flags(r, sweep) -> str:

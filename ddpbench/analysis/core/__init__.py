@@ -28,7 +28,7 @@ from ddpbench.analysis.core.thresholds import (
     AB_SAME_WITHIN, CONFIDENCE, CONTENDED_CORES, DATA_BOUND_SHARE, MIN_CHANGE, MIN_COMMITS, NOISE_THRESHOLD,
     OUTLIER_MADS, P_VALUE, POWER, STRAGGLER_THRESHOLD,
 )
-from ddpbench.analysis.core.values import above_zero, pct
+from ddpbench.analysis.core.values import above_zero, pct, told_apart
 
 __all__ = [
     "AB_SAME_WITHIN", "COLUMNS", "CONTENDED_CORES", "COMM_ONLY_FIELDS", "CONFIDENCE", "DATA_BOUND_SHARE", "EFFICIENCY",
@@ -38,4 +38,5 @@ __all__ = [
     "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD", "BudgetLine", "alike_but", "bucket_settings",
     "caps_text", "describe", "label_fields", "line_fields", "mde_amount", "mean_ci", "model_columns", "model_name",
     "above_zero", "ok_jobs", "ordered", "own_fields", "own_label", "pct", "strategies_vary", "throughput_ci",
+    "told_apart",
 ]

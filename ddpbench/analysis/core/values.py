@@ -2,7 +2,7 @@
 
 A figure the records lack is NaN (or None, or text where a number was expected). :func:`known`
 is the one test for it; :func:`num` reads a row's value as a float, NaN where it is missing;
-:func:`above_zero` whether a figure's interval tells it apart from nothing.
+:func:`above_zero` and :func:`told_apart` whether a figure's interval tells it apart from nothing.
 """
 
 from __future__ import annotations
@@ -43,6 +43,12 @@ def above_zero(row, name: str) -> bool:
     lies wholly above 0: a difference told apart from nothing. False where the row has no interval (a
     job of one launch) or its interval includes 0: a figure that is there, but within noise."""
     return num(row, f"{name}_low") > 0
+
+
+def told_apart(row, name: str) -> bool:
+    """Whether the 95 % interval over launches of ``row[name]`` excludes 0, on either side (its ``_low``
+    and ``_high`` columns): False within noise, or without an interval."""
+    return above_zero(row, name) or num(row, f"{name}_high") < 0
 
 
 def pct(x: float, digits: int = 0) -> str:
