@@ -14,6 +14,7 @@ from ddpbench.analysis.core import COLUMNS, EFFICIENCY, EXPOSED_COMM_MS, POWER, 
 from ddpbench.analysis.core import model_name, told_apart
 from ddpbench.analysis.history import FASTER, SLOWER, ratio_text
 from ddpbench.cli.console import num
+from ddpbench.report.budget import WITHIN_NOISE
 from ddpbench.report.tables import Col, shown
 from ddpbench.results.sanitize import printable
 
@@ -35,10 +36,6 @@ class Sweep:
 
 def _strategy(r, sweep) -> str:
     return r["strategy"] + (f"+{r['comm_hook']}" if r.get("comm_hook", "none") != "none" else "")
-
-
-#: after a communication figure whose exposed part is within noise (as the loss budget's lines are marked)
-WITHIN_NOISE = "~"
 
 
 def _comm(r, sweep) -> str:

@@ -114,12 +114,13 @@ def print_verdict(table, lines, answers=(), verbose: bool = False, wide: bool = 
     from rich.text import Text
 
     from ddpbench.analysis.diagnosis import ANSWER_COLUMNS
+    from ddpbench.report.budget import WITHIN_NOISE
     from ddpbench.results.sanitize import printable
 
     out = Console(highlight=False, soft_wrap=True)
     budget = budget_lines(table)
     if budget:
-        out.print("loss budget (ms per step; ~ within noise):", markup=False)
+        out.print(f"loss budget (ms per step; {WITHIN_NOISE} within noise):", markup=False)
         for line in budget:
             out.print(f"  {line}", markup=False)
     if answers:

@@ -180,10 +180,14 @@ def apart_sentence(row) -> str:
                "trace_overhead_pct)" if source == "trace" else "") + ".")
 
 
+#: after a console figure whose interval includes 0 (a budget line, the summary's exposed communication)
+WITHIN_NOISE = "~"
+
+
 def console_line(row) -> str:
     """``loss 47.0 ms over baseline 39.1: contention 23.6, comm 21.0, ..., residual 0.4`` (lines not
-    measured left out; ``~`` marks a line whose interval includes 0)."""
-    parts = [f"{line.name} {ms(line.value)}" + ("~" if line.within_noise else "")
+    measured left out; :data:`WITHIN_NOISE` marks a line whose interval includes 0)."""
+    parts = [f"{line.name} {ms(line.value)}" + (WITHIN_NOISE if line.within_noise else "")
              for line in lines(row) if line.measured]
     loss = line_of(row, "loss", "loss_ms", "loss")
     head = (f"loss {ms(loss.value)} ms" + (" (within noise)" if loss.within_noise else "")
