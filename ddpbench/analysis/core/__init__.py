@@ -23,12 +23,12 @@ from ddpbench.analysis.core.jobs import (
     model_columns, model_name, ok_jobs, ordered, own_fields, own_label, strategies_vary,
 )
 from ddpbench.analysis.core.power import mde_amount
-from ddpbench.analysis.core.stats import mean_ci, throughput_ci
+from ddpbench.analysis.core.stats import above_zero, mean_ci, throughput_ci, told_apart
 from ddpbench.analysis.core.thresholds import (
     AB_SAME_WITHIN, CONFIDENCE, CONTENDED_CORES, DATA_BOUND_SHARE, MIN_CHANGE, MIN_COMMITS, NOISE_THRESHOLD,
     OUTLIER_MADS, P_VALUE, POWER, STRAGGLER_THRESHOLD,
 )
-from ddpbench.analysis.core.values import above_zero, pct, told_apart
+from ddpbench.analysis.core.values import pct
 
 __all__ = [
     "AB_SAME_WITHIN", "COLUMNS", "CONTENDED_CORES", "COMM_ONLY_FIELDS", "CONFIDENCE", "DATA_BOUND_SHARE", "EFFICIENCY",

@@ -45,6 +45,7 @@ import pandas as pd
 
 from ddpbench.analysis.core import windows
 from ddpbench.analysis.core.thresholds import CONFIDENCE
+from ddpbench.analysis.core import values
 
 RESAMPLES = 4000
 SEED = 20261121
@@ -344,6 +345,18 @@ def significant(low: float, high: float, null: float = 1.0) -> bool | None:
     if math.isnan(low) or math.isnan(high):
         return None
     return not (low <= null <= high)
+
+
+def told_apart(row, name: str) -> bool:
+    """Whether the 95 % interval over launches of a summary row's ``name`` (its ``name_low`` and
+    ``name_high`` columns) excludes 0 (:func:`significant`): False where it includes 0, or where the
+    row has no interval (a job of one launch)."""
+    return bool(significant(values.num(row, f"{name}_low"), values.num(row, f"{name}_high"), 0.0))
+
+
+def above_zero(row, name: str) -> bool:
+    """:func:`told_apart`, on the side above 0: a positive difference told apart from nothing."""
+    return told_apart(row, name) and values.num(row, f"{name}_low") > 0
 
 
 def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool | None:

@@ -1,8 +1,7 @@
 """Reading figures: the one test of a missing figure, a number read from a row, a share as words.
 
 A figure the records lack is NaN (or None, or text where a number was expected). :func:`known`
-is the one test for it; :func:`num` reads a row's value as a float, NaN where it is missing;
-:func:`above_zero` and :func:`told_apart` whether a figure's interval tells it apart from nothing.
+is the one test for it; :func:`num` reads a row's value as a float, NaN where it is missing.
 """
 
 from __future__ import annotations
@@ -36,19 +35,6 @@ def num(row, name: str) -> float:
         return float(value)
     except (TypeError, ValueError):
         return math.nan
-
-
-def above_zero(row, name: str) -> bool:
-    """Whether the 95 % interval over launches of ``row[name]`` (its low end, ``row[name + "_low"]``)
-    lies wholly above 0: a difference told apart from nothing. False where the row has no interval (a
-    job of one launch) or its interval includes 0: a figure that is there, but within noise."""
-    return num(row, f"{name}_low") > 0
-
-
-def told_apart(row, name: str) -> bool:
-    """Whether the 95 % interval over launches of ``row[name]`` excludes 0, on either side (its ``_low``
-    and ``_high`` columns): False within noise, or without an interval."""
-    return above_zero(row, name) or num(row, f"{name}_high") < 0
 
 
 def pct(x: float, digits: int = 0) -> str:
