@@ -27,6 +27,7 @@ import json
 import math
 import os
 import socket
+import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -41,6 +42,10 @@ from ddpbench.results.schema import TIMED_PHASES, training_result
 
 #: what a Keras step lets a callback see: the step alone
 UNSEEN = TIMED_PHASES
+#: the rank's temporary files, in its launch's work folder (removed with it): AutoGraph writes each
+#: function it converts to a file of the temp folder and removes it at exit, in an ``atexit`` hook that
+#: a rank ended by ``os._exit`` (a fork of the server) never runs; in /tmp they would outlive the sweep
+TEMP_DIR = "tmp"
 
 
 class TensorFlowRank(Tracked):
@@ -64,6 +69,10 @@ class TensorFlowRank(Tracked):
         # Keras 2 (tf-keras): Keras 3's fit does not run under MultiWorkerMirroredStrategy
         # (keras-team/keras#20585); both strategies train through the same Keras
         os.environ["TF_USE_LEGACY_KERAS"] = "1"
+        if self.out_dir is not None:
+            temp = self.out_dir / TEMP_DIR
+            temp.mkdir(exist_ok=True)
+            tempfile.tempdir = str(temp)
         import tensorflow as tf
 
         spec = self.spec
