@@ -182,16 +182,20 @@ def apart_sentence(row) -> str:
 
 #: after a console figure whose interval includes 0 (a budget line, the summary's exposed communication)
 WITHIN_NOISE = "~"
+#: what a budget figure without an interval is, on the page and in the console
+NO_INTERVAL = "no interval (a side ran once)"
 
 
 def console_line(row) -> str:
     """``loss 47.0 ms over baseline 39.1: contention 23.6, comm 21.0, ..., residual 0.4`` (lines not
-    measured left out; :data:`WITHIN_NOISE` marks a line whose interval includes 0)."""
+    measured left out; :data:`WITHIN_NOISE` marks a line whose interval includes 0; a loss without an
+    interval says so once, at its head: every line then has none)."""
     parts = [f"{line.name} {ms(line.value)}" + (WITHIN_NOISE if line.within_noise else "")
              for line in lines(row) if line.measured]
     loss = line_of(row, "loss", "loss_ms", "loss")
     head = (f"loss {ms(loss.value)} ms" + (" (within noise)" if loss.within_noise else "")
-            + f" over baseline {ms(number(row.get('budget_baseline_ms')))}")
+            + f" over baseline {ms(number(row.get('budget_baseline_ms')))}"
+            + ("" if loss.has_interval or not loss.measured else f", {NO_INTERVAL}"))
     waited = ""
     if named_rank(row):
         share = number(row.get("barrier_last_share"))

@@ -9,8 +9,8 @@ import math
 from markupsafe import Markup
 
 from ddpbench.analysis.core import ordered
-from ddpbench.report.budget import (DECLARED, NO_BUDGET_COLUMNS, Line, apart_sentence, barrier_sentence, has_budget,
-                                    has_budget_columns, line_of, lines, ms, multi_rank_jobs, number, text)
+from ddpbench.report.budget import (DECLARED, NO_BUDGET_COLUMNS, NO_INTERVAL, Line, apart_sentence, barrier_sentence,
+                                    has_budget, has_budget_columns, line_of, lines, ms, multi_rank_jobs, number, text)
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.budget import MAX_PANELS, budget_waterfall, drawn_jobs, flag, job_labels
 
@@ -35,7 +35,7 @@ def _reading(line: Line) -> str:
     if not line.measured:
         return NOT_MEASURED.get(line.name, "not measured")
     if not line.has_interval:
-        return "no interval (a side ran once): cannot tell from noise"
+        return f"{NO_INTERVAL}: cannot tell from noise"
     if line.within_noise:
         return "within noise (its interval includes 0)"
     return "adds to the step" if line.value > 0 else "takes from the step"
