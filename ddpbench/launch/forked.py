@@ -20,7 +20,9 @@ server whose driver was set up after all fails its launch with that reason
 ``import torch`` and ``import torch._dynamo`` (which DDP loads) took 9-10 s of each rank's
 start, against 0.4 s for the rank's own CUDA context: the launch's set-up, not the GPU's
 steps, was most of a GPU sweep's time. ``DDPBENCH_FORK_SERVER=0`` starts every rank as a new
-interpreter (the old way).
+interpreter (the old way), and so does a process whose server cannot start: its socket is made in
+the temp folder, and a ``TMPDIR`` longer than a Unix socket's path may be (about 100 bytes) stops
+it; that is said once, as a warning, and the sweep goes on (:func:`start_server`).
 """
 
 from __future__ import annotations
@@ -29,16 +31,20 @@ import contextlib
 import multiprocessing
 import os
 import threading
+import warnings
 
 #: held while the server starts: the math libraries' thread variables at one, and torch's CUDA check
 #: by NVML, which leaves the driver alone, should anything the server imports ask
 _SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                     "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
 _context = None
+#: why the server could not start in this process, once it failed to (None while it can)
+_unavailable: str | None = None
 
 
 def enabled() -> bool:
-    return os.environ.get("DDPBENCH_FORK_SERVER", "1") != "0"
+    """Whether ranks are forked: not with ``DDPBENCH_FORK_SERVER=0``, nor once the server failed to start."""
+    return os.environ.get("DDPBENCH_FORK_SERVER", "1") != "0" and _unavailable is None
 
 
 #: the devices whose ranks are forked: the CPU, and CUDA GPUs (each rank's context made after its fork)
@@ -61,16 +67,33 @@ def _server():
     return _context
 
 
-def start_server() -> None:
+def start_server() -> bool:
     """Start the server now, not with the first rank: a command that will fork ranks calls this as
     it starts, so that the server's imports (torch and the rank's modules: seconds) run beside the
     command's own start (its imports, reading and checking the experiment) rather than before its
-    first launch. The first rank then waits only for what is left of them."""
+    first launch. The first rank then waits only for what is left of them.
+
+    Whether the server runs. Where it cannot start (an ``OSError`` making its socket, as for a
+    ``TMPDIR`` too long for one), a warning says so once and every rank of this process starts as
+    a new interpreter (:func:`enabled` is False from then on)."""
+    global _unavailable
+    if _unavailable is not None:
+        return False
     from multiprocessing import forkserver
 
     _server()
-    with _single_threaded_env():
-        forkserver.ensure_running()
+    try:
+        with _single_threaded_env():
+            forkserver.ensure_running()
+    except OSError as err:
+        import tempfile
+
+        _unavailable = str(err)
+        warnings.warn(f"the fork server could not start ({err}; its socket is made in the temp folder "
+                      f"{tempfile.gettempdir()}): every rank starts as a new interpreter, which costs each "
+                      "launch its imports; a shorter TMPDIR lets it start", RuntimeWarning, stacklevel=2)
+        return False
+    return True
 
 
 def stop_server() -> None:

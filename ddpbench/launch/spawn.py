@@ -62,7 +62,7 @@ class SpawnLauncher(Launcher):
                 logs.append(str(log_path))
                 args = ["--job", str(job_file), "--out", str(work_dir)]
                 env = {**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)}
-                if self.fork and forked.can_fork(spec):
+                if self.fork and forked.can_fork(spec) and forked.start_server():
                     procs.append(forked.ForkedRank(args, env, str(log_path)))
                     continue
                 with open(log_path, "wb") as log:

@@ -12,6 +12,8 @@ import psutil
 
 from ddpbench.launch import forked
 from ddpbench.launch.processes import end_processes
+from ddpbench.results.store import ResultStore
+from ddpbench.testing import TINY_DEFAULTS, run_cli, write_experiment
 
 
 def _parent(argv, env, log_path):
@@ -60,3 +62,28 @@ def test_a_server_stopped_while_it_imports_leaves_nothing(tmp_path):
     finally:
         end_processes([rank])
     assert json.loads((tmp_path / "rank.json").read_text())["parent"] != server.pid
+
+
+TINY = """
+    name = "tiny"
+    timeout_s = 120
+""" + TINY_DEFAULTS + """
+    check_steps = 0
+    [grid]
+    world_size = [1, 2]
+"""
+
+
+def test_a_temp_folder_too_long_for_the_servers_socket_is_one_warning_and_the_sweep_goes_on(tmp_path):
+    """The server's socket is made in the temp folder; a TMPDIR longer than a Unix socket's path may be
+    stops the server (OSError: AF_UNIX path too long), not the sweep: its ranks start as new interpreters."""
+    temp = tmp_path / ("t" * 100)
+    temp.mkdir()
+    exp = write_experiment(tmp_path / "tiny.toml", TINY)
+    proc = run_cli("sweep", exp, "--out", tmp_path / "out", "--no-report", env={**os.environ, "TMPDIR": str(temp)})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "fork server" in line]
+    assert len(said) == 1 and said[0].startswith("warning: the fork server could not start (AF_UNIX path too long"), \
+        proc.stderr
+    runs = [r for r in ResultStore(tmp_path / "out").records() if r["kind"] == "run"]
+    assert len(runs) == 2 and {r["status"] for r in runs} == {"ok"}

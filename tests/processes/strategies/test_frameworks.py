@@ -3,7 +3,9 @@ what each costs against raw DDP, that each really trained in parallel, and a cle
 the framework installed."""
 
 import os
+import tempfile
 import textwrap
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -95,14 +97,16 @@ TENSORFLOW = """
 
 def test_tensorflow_trains_its_replicas_in_parallel_on_the_same_work_and_says_how(tmp_path):
     exp = write_experiment(tmp_path / "tensorflow.toml", TENSORFLOW)
-    out, temp = tmp_path / "out", tmp_path / "temp"
-    temp.mkdir()
-    proc = run_cli("sweep", exp, "--out", out, "--no-report", env={**os.environ, "TMPDIR": str(temp)})
+    out = tmp_path / "out"
+    # a temp folder of its own, short: the fork server's socket is made in it
+    with tempfile.TemporaryDirectory(prefix="tf-") as temp:
+        proc = run_cli("sweep", exp, "--out", out, "--no-report", env={**os.environ, "TMPDIR": temp})
+        left = sorted(p.name for p in Path(temp).iterdir())
     assert proc.returncode == 0, proc.stderr
     # AutoGraph's converted functions were written to the launches' work folders, gone with them; the one
     # entry left is torch's compile cache, which importing torch._dynamo makes (kept between runs, as for
     # any user of torch.compile)
-    assert sorted(p.name for p in temp.iterdir()) == ["torchinductor_root"]
+    assert left == ["torchinductor_root"]
     steps = load(out)
     table = summarize(steps).set_index(["strategy", "world_size"])
     ranks = pd.DataFrame(steps.attrs["ranks"]).set_index(["strategy", "world_size"])
