@@ -103,10 +103,10 @@ def test_tensorflow_trains_its_replicas_in_parallel_on_the_same_work_and_says_ho
         proc = run_cli("sweep", exp, "--out", out, "--no-report", env={**os.environ, "TMPDIR": temp})
         left = sorted(p.name for p in Path(temp).iterdir())
     assert proc.returncode == 0, proc.stderr
-    # AutoGraph's converted functions were written to the launches' work folders, gone with them; the one
-    # entry left is torch's compile cache, which importing torch._dynamo makes (kept between runs, as for
-    # any user of torch.compile)
-    assert left == ["torchinductor_root"]
+    # AutoGraph's converted functions were written to the launches' work folders, gone with them; all that
+    # may be left is torch's compile cache, which importing torch._dynamo may make (kept between runs, as
+    # for any user of torch.compile)
+    assert [name for name in left if not name.startswith("torchinductor_")] == [], left
     steps = load(out)
     table = summarize(steps).set_index(["strategy", "world_size"])
     ranks = pd.DataFrame(steps.attrs["ranks"]).set_index(["strategy", "world_size"])
