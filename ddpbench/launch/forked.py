@@ -38,13 +38,13 @@ import warnings
 _SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                     "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
 _context = None
-#: why the server could not start in this process, once it failed to (None while it can)
-_unavailable: str | None = None
+#: whether the server failed to start in this process (its ranks then start as new interpreters)
+_unavailable = False
 
 
 def enabled() -> bool:
     """Whether ranks are forked: not with ``DDPBENCH_FORK_SERVER=0``, nor once the server failed to start."""
-    return os.environ.get("DDPBENCH_FORK_SERVER", "1") != "0" and _unavailable is None
+    return os.environ.get("DDPBENCH_FORK_SERVER", "1") != "0" and not _unavailable
 
 
 #: the devices whose ranks are forked: the CPU, and CUDA GPUs (each rank's context made after its fork)
@@ -77,7 +77,7 @@ def start_server() -> bool:
     ``TMPDIR`` too long for one), a warning says so once and every rank of this process starts as
     a new interpreter (:func:`enabled` is False from then on)."""
     global _unavailable
-    if _unavailable is not None:
+    if _unavailable:
         return False
     from multiprocessing import forkserver
 
@@ -88,7 +88,7 @@ def start_server() -> bool:
     except OSError as err:
         import tempfile
 
-        _unavailable = str(err)
+        _unavailable = True
         warnings.warn(f"the fork server could not start ({err}; its socket is made in the temp folder "
                       f"{tempfile.gettempdir()}): every rank starts as a new interpreter, which costs each "
                       "launch its imports; a shorter TMPDIR lets it start", RuntimeWarning, stacklevel=2)
@@ -171,8 +171,9 @@ def wait_until_warm() -> None:
     """Return once the server has finished its imports (starting it if need be): a child that does
     nothing is forked from it and waited for, which the server can answer only after them. An A/B's
     side (:mod:`ddpbench.sweep.paced`) says it is ready only then, so that neither side's first round
-    runs beside the other side's imports."""
-    start_server()
+    runs beside the other side's imports. At once where the server cannot start."""
+    if not start_server():
+        return
     child = _server().Process(target=_nothing)
     with _single_threaded_env():
         child.start()

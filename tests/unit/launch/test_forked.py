@@ -4,6 +4,8 @@ next, and the server itself never holds any of them. Each rank reports its state
 (the probe below), and a rank that then dirties everything it can is followed by one that must
 see none of it."""
 
+import pytest
+
 
 def test_cpu_and_cuda_launches_are_forked():
     # a GPU rank too: the server never sets up the CUDA driver, each rank makes its own context
@@ -26,3 +28,20 @@ def test_a_gpu_rank_forked_from_a_process_with_cuda_set_up_fails_with_what_to_do
     monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True)
     with pytest.raises(RuntimeError, match="DDPBENCH_FORK_SERVER=0"):
         check_cuda_fork()
+
+def test_a_server_that_cannot_start_is_a_warning_and_nothing_is_forked(monkeypatch):
+    """Its socket refused (a TMPDIR too long for one): a warning, and no fork is tried again, not even the
+    warm-up child an A/B's side forks (which would raise the same OSError from multiprocessing)."""
+    from multiprocessing import forkserver
+
+    from ddpbench.launch import forked
+
+    def refuse():
+        raise OSError("AF_UNIX path too long")
+
+    monkeypatch.setattr(forked, "_unavailable", False)
+    monkeypatch.setattr(forkserver, "ensure_running", refuse)
+    monkeypatch.setattr(forkserver._forkserver, "ensure_running", refuse)  # what a child's start calls
+    with pytest.warns(RuntimeWarning, match="fork server could not start"):
+        forked.wait_until_warm()
+    assert not forked.enabled() and forked.start_server() is False
