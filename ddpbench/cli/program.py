@@ -14,6 +14,7 @@ import errno
 import os
 import signal
 import sys
+import threading
 import warnings
 from typing import NoReturn
 
@@ -116,14 +117,27 @@ def main(argv: list[str] | None = None, exit_at_once: bool = False) -> int:
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
+        if exit_at_once and _untraced():
+            # every command, whether it asked or not: CPython ends its program by SIGINT (exit -2, not
+            # 130) once a KeyboardInterrupt has left code that exec() ran from a string, even if caught
+            # here; scipy.stats' import runs hundreds of such strings (docs/development.md, the A/B's
+            # Ctrl-C). What the command started is stopped and reaped by now.
+            exit_now(_interrupted_code())
         return _interrupted_code()
-    if exit_at_once and getattr(args, "exit_at_once", False) and sys.gettrace() is None and sys.getprofile() is None:
-        exit_now(code)  # not under a tracer or profiler (coverage, cProfile): they write what they found at exit
+    if exit_at_once and getattr(args, "exit_at_once", False) and _untraced():
+        exit_now(code)
     return code
 
 
+def _untraced() -> bool:
+    """Not under a tracer or profiler (coverage, cProfile): they write what they found at the interpreter's
+    exit, which :func:`exit_now` skips."""
+    return sys.gettrace() is None and sys.getprofile() is None
+
+
 def exit_now(code: int) -> NoReturn:
-    """End this process now with ``code``, after what its exit would do: the exit handlers run
+    """End this process now with ``code``, after what its exit would do: threads that are not daemons
+    joined, the exit handlers run
     (``atexit``: logging's shutdown, multiprocessing's clean-up of the fork server, the sweep's
     :func:`gc.freeze`), stdout and stderr flushed. Without the interpreter's teardown of every module
     it imported (pandas, matplotlib, scipy: a fifth of a second after a report; with torch, a tenth
@@ -132,6 +146,9 @@ def exit_now(code: int) -> NoReturn:
     handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; elsewhere the interpreter's own exit
     if handlers is None:
         sys.exit(code)
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
     handlers()
     for stream in (sys.stdout, sys.stderr):
         try:
