@@ -14,7 +14,6 @@ import errno
 import os
 import signal
 import sys
-import threading
 import warnings
 from typing import NoReturn
 
@@ -120,8 +119,8 @@ def main(argv: list[str] | None = None, exit_at_once: bool = False) -> int:
         if exit_at_once and _untraced():
             # every command, whether it asked or not: CPython ends its program by SIGINT (exit -2, not
             # 130) once a KeyboardInterrupt has left code that exec() ran from a string, even if caught
-            # here; scipy.stats' import runs hundreds of such strings (docs/development.md, the A/B's
-            # Ctrl-C). What the command started is stopped and reaped by now.
+            # here; scipy.stats' import runs hundreds of such strings (the A/B's Ctrl-C test found it).
+            # What the command started is stopped and reaped by now; a thread it left is not waited for.
             exit_now(_interrupted_code())
         return _interrupted_code()
     if exit_at_once and getattr(args, "exit_at_once", False) and _untraced():
@@ -136,8 +135,7 @@ def _untraced() -> bool:
 
 
 def exit_now(code: int) -> NoReturn:
-    """End this process now with ``code``, after what its exit would do: threads that are not daemons
-    joined, the exit handlers run
+    """End this process now with ``code``, after what its exit would do: the exit handlers run
     (``atexit``: logging's shutdown, multiprocessing's clean-up of the fork server, the sweep's
     :func:`gc.freeze`), stdout and stderr flushed. Without the interpreter's teardown of every module
     it imported (pandas, matplotlib, scipy: a fifth of a second after a report; with torch, a tenth
@@ -146,9 +144,6 @@ def exit_now(code: int) -> NoReturn:
     handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; elsewhere the interpreter's own exit
     if handlers is None:
         sys.exit(code)
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
     handlers()
     for stream in (sys.stdout, sys.stderr):
         try:
