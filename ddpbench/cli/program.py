@@ -117,10 +117,7 @@ def main(argv: list[str] | None = None, exit_at_once: bool = False) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         if exit_at_once and _untraced():
-            # every command, whether it asked or not: CPython ends its program by SIGINT (exit -2, not
-            # 130) once a KeyboardInterrupt has left code that exec() ran from a string, even if caught
-            # here; scipy.stats' import runs hundreds of such strings (the A/B's Ctrl-C test found it).
-            # What the command started is stopped and reaped by now; a thread it left is not waited for.
+            # any command: else CPython ends by SIGINT (-2) if it left an exec() of a string (test_interrupted_exit)
             exit_now(_interrupted_code())
         return _interrupted_code()
     if exit_at_once and getattr(args, "exit_at_once", False) and _untraced():
@@ -128,9 +125,7 @@ def main(argv: list[str] | None = None, exit_at_once: bool = False) -> int:
     return code
 
 
-def _untraced() -> bool:
-    """Not under a tracer or profiler (coverage, cProfile): they write what they found at the interpreter's
-    exit, which :func:`exit_now` skips."""
+def _untraced() -> bool:  # coverage and cProfile write what they found at the interpreter's exit, skipped by exit_now
     return sys.gettrace() is None and sys.getprofile() is None
 
 
