@@ -97,8 +97,7 @@ def main(argv: list[str] | None = None, exit_at_once: bool = False) -> int:
     signal.signal(signal.SIGTERM, _raise_interrupt)
     warnings.showwarning = _show_warning
     try:
-        code = args.func(args)
-        code = _interrupted_code() if code == EXIT_INTERRUPTED else code
+        code = args.func(args)  # EXIT_INTERRUPTED: the command caught the interrupt itself
     except InputError as err:
         say_error(f"error: {err}")
         return EXIT_BAD_INPUT
@@ -116,11 +115,12 @@ def main(argv: list[str] | None = None, exit_at_once: bool = False) -> int:
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        if exit_at_once and _untraced():
-            # any command: else CPython ends by SIGINT (-2) if it left an exec() of a string (test_interrupted_exit)
-            exit_now(_interrupted_code())
-        return _interrupted_code()
-    if exit_at_once and getattr(args, "exit_at_once", False) and _untraced():
+        code = EXIT_INTERRUPTED
+    # an interrupted command ends the program too: else CPython ends by SIGINT (-2) where the interrupt left
+    # an exec() of a string, caught or not (tests/processes/cli/test_interrupted_exit.py)
+    interrupted = code == EXIT_INTERRUPTED
+    code = _interrupted_code() if interrupted else code
+    if exit_at_once and (interrupted or getattr(args, "exit_at_once", False)) and _untraced():
         exit_now(code)
     return code
 

@@ -12,12 +12,19 @@ import pytest
 from ddpbench.testing import ROOT, as_from_a_terminal
 
 #: ``python -m ddpbench`` (runpy, its module as __main__) with the ``env`` command replaced by one
-#: interrupted inside a string exec() runs, or in plain code
+#: interrupted inside a string exec() runs, in plain code, or inside a string exec() runs and caught by
+#: the command itself, which says so and returns 130 (as ``tune`` and ``collectives`` do)
 PROGRAM = textwrap.dedent("""
     import runpy, sys
     from ddpbench.cli import env
 
     def interrupted(args):
+        if where == "caught-by-the-command":
+            try:
+                exec("raise KeyboardInterrupt")
+            except KeyboardInterrupt:
+                print("interrupted", file=sys.stderr)
+                return 130
         if where == "in-exec":
             exec("raise KeyboardInterrupt")
         raise KeyboardInterrupt
@@ -37,7 +44,7 @@ def run_module(folder, name: str, source: str, *args: str) -> subprocess.Complet
                           preexec_fn=as_from_a_terminal)
 
 
-@pytest.mark.parametrize("where", ["in-exec", "in-code"])
+@pytest.mark.parametrize("where", ["in-exec", "in-code", "caught-by-the-command"])
 def test_an_interrupt_caught_by_the_program_exits_130_wherever_it_was_raised(tmp_path, where):
     proc = run_module(tmp_path, "interrupted_program", PROGRAM, where)
     assert proc.returncode == 130, (proc.returncode, proc.stderr)
