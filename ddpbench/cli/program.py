@@ -80,9 +80,9 @@ def _raise_interrupt(signum, frame):
 def main(argv: list[str] | None = None, exit_at_once: bool = False) -> int:
     """Run the command ``argv`` names (default: this process's arguments); its exit code.
 
-    ``exit_at_once``: a command that asks for it (``exit_at_once`` in its parser's defaults) ends the
-    process as it returns (:func:`exit_now`): ``python -m ddpbench`` as a program passes it, code that
-    calls main (or runs the module) does not."""
+    ``exit_at_once``: a command that asks for it (``exit_at_once`` in its parser's defaults), or any
+    interrupted one, ends the process as it returns (:func:`exit_now`): ``python -m ddpbench`` as a
+    program passes it, code that calls main (or runs the module without ``alter_sys``) does not."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     parser.set_defaults(argv=tuple(argv))  # the command as typed: other nodes are told to run it too
@@ -116,8 +116,8 @@ def main(argv: list[str] | None = None, exit_at_once: bool = False) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         code = EXIT_INTERRUPTED
-    # an interrupted command ends the program too: else CPython ends by SIGINT (-2) where the interrupt left
-    # an exec() of a string, caught or not (tests/processes/cli/test_interrupted_exit.py)
+    # interrupted, whether main or the command caught it: else CPython ends by SIGINT (-2) where the last
+    # exec() of a string let it out (tests/processes/cli/test_interrupted_exit.py)
     interrupted = code == EXIT_INTERRUPTED
     code = _interrupted_code() if interrupted else code
     if exit_at_once and (interrupted or getattr(args, "exit_at_once", False)) and _untraced():
@@ -130,12 +130,12 @@ def _untraced() -> bool:  # coverage and cProfile write what they found at the i
 
 
 def exit_now(code: int) -> NoReturn:
-    """End this process now with ``code``, after what its exit would do: the exit handlers run
+    """End this process now with ``code``, after most of what its exit would do: the exit handlers run
     (``atexit``: logging's shutdown, multiprocessing's clean-up of the fork server, the sweep's
-    :func:`gc.freeze`), stdout and stderr flushed. Without the interpreter's teardown of every module
-    it imported (pandas, matplotlib, scipy: a fifth of a second after a report; with torch, a tenth
-    of a second more after a sweep): for a command whose work is done as it returns (its files
-    written and closed, its children reaped)."""
+    :func:`gc.freeze`), stdout and stderr flushed. Without joining threads that are not daemons, nor
+    the interpreter's teardown of every module it imported (pandas, matplotlib, scipy: a fifth of a
+    second after a report; with torch, a tenth more after a sweep): for a command whose work is done
+    or stopped as it returns (its files written and closed, its children reaped)."""
     handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; elsewhere the interpreter's own exit
     if handlers is None:
         sys.exit(code)

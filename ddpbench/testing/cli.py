@@ -62,7 +62,8 @@ def run_main(*args, cwd=None, env: dict[str, str] | None = None) -> subprocess.C
 
 
 def as_from_a_terminal() -> None:
-    """``preexec_fn`` of a sweep a test interrupts with SIGINT: Ctrl-C at its default, as a terminal
-    starts a command. A shell without job control (``cmd &``, ``nohup``, as a CI runner may start
-    the suite) starts its children with SIGINT ignored, and Python keeps it ignored."""
+    """``preexec_fn`` of a sweep a test interrupts with SIGINT: Ctrl-C at its default and not blocked, as
+    a terminal starts a command. A shell without job control (``cmd &``, ``nohup``, as a CI runner may
+    start the suite) starts its children with SIGINT ignored, and Python keeps it ignored."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
