@@ -29,6 +29,7 @@ def test_a_gpu_rank_forked_from_a_process_with_cuda_set_up_fails_with_what_to_do
     with pytest.raises(RuntimeError, match="DDPBENCH_FORK_SERVER=0"):
         check_cuda_fork()
 
+
 def test_a_server_that_cannot_start_is_a_warning_and_nothing_is_forked(monkeypatch):
     """Its socket refused (a TMPDIR too long for one): a warning, and no fork is tried again, not even the
     warm-up child an A/B's side forks (which would raise the same OSError from multiprocessing)."""
