@@ -2,10 +2,11 @@
 experiments, survivor scans, results-folder writers, planted faults) is in :mod:`ddpbench.testing`.
 
 Tests are laid out like the code (tests/unit/project/test_test_layout.py holds them to it):
-``tests/unit/<stage>/`` starts no process and is quick; ``tests/examples/<stage>/`` starts none either
-but re-derives figures from every committed example folder; ``tests/processes/<stage>/`` starts
-processes. The last two are marked slow here, by their folder -- so ``pytest -m "not slow"`` (the
-inner loop) runs exactly the quick tests that start none."""
+``tests/unit/<stage>/`` starts no process and is quick; ``tests/integration/<stage>/`` starts none
+either but runs a stage whole (a report page drawn, a command in this process: seconds a test);
+``tests/examples/<stage>/`` starts none but re-derives figures from every committed example folder;
+``tests/processes/<stage>/`` starts processes. The last three are marked slow here, by their folder --
+so ``pytest -m "not slow"`` (the inner loop) runs exactly the quick tests that start none."""
 
 import json
 import os
@@ -28,15 +29,17 @@ PROCESSES = TESTS / "processes"
 BENCHMARKS = TESTS / "benchmarks"
 #: the tests that read every committed example folder (reports/examples/): no process, but slow
 EXAMPLES = TESTS / "examples"
+#: the tests that run a stage whole in this process (a report page, a command): no process, but slow
+INTEGRATION = TESTS / "integration"
+#: the folders whose every test is slow (no test sets the mark by hand)
+SLOW_FOLDERS = (PROCESSES, EXAMPLES, INTEGRATION)
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the marks
 def pytest_collection_modifyitems(config, items):
-    """Every test under tests/processes/ and tests/examples/ is slow, by its folder; no test sets the
-    mark by hand."""
+    """Every test under :data:`SLOW_FOLDERS` is slow, by its folder; no test sets the mark by hand."""
     for item in items:
-        parents = Path(item.path).parents
-        if PROCESSES in parents or EXAMPLES in parents:
+        if any(folder in Path(item.path).parents for folder in SLOW_FOLDERS):
             item.add_marker("slow")
 
 
@@ -47,9 +50,9 @@ def _inner_loop(config) -> bool:
 
 def pytest_ignore_collect(collection_path, config):
     """A run that deselects the slow tests (``-m "not slow"``, the inner loop) does not collect the
-    folders that are slow as a whole (tests/processes/, tests/examples/): every xdist worker would
-    import and assertion-rewrite each of their modules only to deselect every test in it."""
-    if _inner_loop(config) and collection_path in (PROCESSES, EXAMPLES):
+    folders that are slow as a whole (:data:`SLOW_FOLDERS`): every xdist worker would import and
+    assertion-rewrite each of their modules only to deselect every test in it."""
+    if _inner_loop(config) and collection_path in SLOW_FOLDERS:
         return True
     return None
 

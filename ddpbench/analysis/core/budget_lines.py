@@ -11,7 +11,7 @@ console line and export (``ddpbench.report.budget``). It sits in ``core`` becaus
 declarations, the lowest of its readers, sit there: the summary, the diagnosis and the report all
 read ``core``. The independent checker (``ddpbench.audit``) imports nothing of the analysis and keeps
 its own list of the names (``ddpbench.audit.budget``); ``tests/unit/audit/test_audit_budget.py``
-holds the two equal, and ``tests/unit/project/test_names.py`` holds each name to this one module.
+holds the two equal, and ``tests/integration/project/test_names.py`` holds each name to this one module.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The HTML report of committed example folders (reports/examples/: world-sizes-cpu, bucket-sweep-cpu,
 strategies-cpu), each written from a copy of its results: the summary's intervals, the serial fraction,
 memory and noise sections against the figures summarize() computes from the stored launches. (Beside the
-synthetic folders of tests/unit/report/test_report.py; here, as each folder's report and summary take
+synthetic folders of tests/integration/report/test_report.py; here, as each folder's report and summary take
 a few seconds of CPU.)"""
 
 from __future__ import annotations

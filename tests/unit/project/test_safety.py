@@ -1,5 +1,5 @@
 """Safety: nothing ddpbench reads from a file can run code, and a one-machine run listens on
-loopback only. (HTML escaping of experiment and results text: tests/unit/report/test_report.py.)"""
+loopback only. (HTML escaping of experiment and results text: tests/integration/report/test_report.py.)"""
 
 import ast
 from pathlib import Path

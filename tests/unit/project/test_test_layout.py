@@ -1,5 +1,6 @@
 """Tests laid out like the code: every test module sits in ``tests/unit/<stage>/`` (starts no
-process: the inner loop), ``tests/examples/<stage>/`` (starts none, reads every committed example
+process, quick: the inner loop), ``tests/integration/<stage>/`` (starts none, runs a stage whole:
+marked slow by its folder), ``tests/examples/<stage>/`` (starts none, reads every committed example
 folder: marked slow by its folder) or ``tests/processes/<stage>/`` (starts processes: marked slow by
 its folder), never slow by hand, ``<stage>`` the package it is about; no test module imports another.
 
@@ -16,9 +17,9 @@ import pytest
 from ddpbench.testing import ROOT
 
 TESTS = ROOT / "tests"
-SPEEDS = ("unit", "examples", "processes")
+SPEEDS = ("unit", "integration", "examples", "processes")
 #: the speeds marked slow, by their folder
-SLOW = ("examples", "processes")
+SLOW = ("integration", "examples", "processes")
 #: ddpbench's stages, and ``project`` (docs, layers, this layout)
 STAGES = {"analysis", "audit", "cli", "experiment", "launch", "rank", "regression", "report", "results",
           "strategies", "sweep", "workloads", "project"}
@@ -83,8 +84,8 @@ def imports_of_test_modules(tests: Path) -> list[str]:
 
 
 def marks_off_their_folder(items, tests: Path) -> list[str]:
-    """Collected tests whose slow mark is not their folder's: slow under tests/processes/ and
-    tests/examples/, not slow under tests/unit/."""
+    """Collected tests whose slow mark is not their folder's: slow under tests/processes/,
+    tests/examples/ and tests/integration/, not slow under tests/unit/."""
     found = []
     for item in items:
         parts = Path(item.path).resolve().relative_to(tests).parts
@@ -147,7 +148,7 @@ def test_each_test_is_slow_exactly_when_its_folder_starts_processes(request, pyt
     assert marks_off_their_folder(request.session.items, TESTS) == []
     pytester.makeconftest((TESTS / "conftest.py").read_text())
     for name in ("unit/report/test_u.py", "processes/report/test_p.py", "unit/sweep/test_v.py",
-                 "examples/audit/test_e.py"):
+                 "examples/audit/test_e.py", "integration/cli/test_i.py"):
         path = pytester.path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("def test_it():\n    pass\n")
@@ -156,17 +157,18 @@ def test_each_test_is_slow_exactly_when_its_folder_starts_processes(request, pyt
         "unit/report/test_u.py::test_it", "unit/sweep/test_v.py::test_it"]
     items, _ = pytester.inline_genitems(*INNER)
     assert sorted(i.nodeid for i in items if i.get_closest_marker("slow")) == [
-        "examples/audit/test_e.py::test_it", "processes/report/test_p.py::test_it"]
+        "examples/audit/test_e.py::test_it", "integration/cli/test_i.py::test_it", "processes/report/test_p.py::test_it"]
     assert marks_off_their_folder(items, pytester.path) == []
     unit = next(i for i in items if i.nodeid.startswith("unit/report/"))
     unit.add_marker("slow")  # as a hand-set mark would
     assert marks_off_their_folder(items, pytester.path) == [unit.nodeid]
 
 
-@pytest.mark.parametrize("speed", ["unit", "examples"])
+@pytest.mark.parametrize("speed", ["unit", "integration", "examples"])
 def test_a_test_that_must_start_no_process_fails_if_it_does(pytester, speed):
-    """tests/unit/conftest.py and tests/examples/conftest.py refuse every way of starting a process, in a
-    test's call or in a fixture it needs, and fail the test even where the code caught the refusal."""
+    """tests/unit/, tests/integration/ and tests/examples/ (their conftest.py) refuse every way of
+    starting a process, in a test's call or in a fixture it needs, and fail the test even where the code
+    caught the refusal."""
     pytester.makeconftest("")
     (pytester.path / speed).mkdir()
     (pytester.path / speed / "conftest.py").write_text((TESTS / speed / "conftest.py").read_text())
