@@ -161,6 +161,29 @@ def extras_found(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
 
 
+@pytest.fixture(scope="module")
+def one_intra_op_thread():
+    """One intra-op thread for a module's tests, as a rank of a CPU sweep has: the suite shares its cores
+    (``pytestmark = pytest.mark.usefixtures("one_intra_op_thread")``)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def runner_probe(tmp_path_factory, monkeypatch):
+    """The command line's runner replaced by a probe that says a command line reached it, run in a work
+    folder of the files a user might pass (:func:`ddpbench.testing.cli.runner_probed`): the folder."""
+    from ddpbench.testing.cli import make_workdir, runner_probed
+
+    workdir = make_workdir(tmp_path_factory.mktemp("fuzz"))
+    with runner_probed(monkeypatch, workdir):
+        yield workdir
+
+
 @pytest.fixture
 def no_gpu_here(monkeypatch):
     """The command line, run in this process, sees no GPU on this machine, whatever it has: a test

@@ -1,12 +1,15 @@
 """The command line in tests and benchmarks: ``python -m ddpbench ...`` as a user runs it
 (:func:`run_cli`, a new process; :func:`cli_command` for a process started another way), or its
-``main()`` here in this process (:func:`run_main`, for a test that must start none)."""
+``main()`` here in this process (:func:`run_main`, for a test that must start none). For the fuzz
+tests: a work folder of the files a user might pass, valid and not (:func:`make_workdir`), and a probe
+in place of the runner that says a command line reached it (:func:`runner_probed`)."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -67,3 +70,68 @@ def as_from_a_terminal() -> None:
     start the suite) starts its children with SIGINT ignored, and Python keeps it ignored."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+#: a valid experiment of the fuzz tests' work folder (:func:`make_workdir`)
+VALID = """
+name = "fuzz"
+[defaults]
+model_size = "xs"
+steps = 2
+[grid]
+world_size = [1, 2]
+"""
+
+#: files a user might pass: (name, bytes); "missing.toml" and "folder" are made below
+FILES = {
+    "valid.toml": VALID.encode(),
+    "empty.toml": b"",
+    "bad.toml": b"[defaults\nsteps = ",
+    "latin1.toml": 'name = "caf\xe9"\n'.encode("latin-1"),
+    "types.toml": b"[defaults]\nworld_size = 'two'\nbucket_cap_mb = -1\n[grid]\nsteps = []\n",
+    "unknown.toml": b"[defaults]\nbogus = 1\n",
+    "huge.toml": b"[defaults]\nworld_size = 100000\nbatch_size = 99999999999999999999\n",
+}
+
+
+class Reached(Exception):
+    """The command line was valid: the runner was called."""
+
+
+def make_workdir(root: Path) -> Path:
+    """Fill ``root`` with :data:`FILES`, a folder and the repository's experiments (the commands' default
+    files): a work folder for command lines a user might type; return it."""
+    for name, data in FILES.items():
+        (root / name).write_bytes(data)
+    (root / "folder").mkdir()
+    shutil.copytree(ROOT / "experiments", root / "experiments")  # the commands' default files
+    return root
+
+
+@contextlib.contextmanager
+def runner_probed(monkeypatch, workdir: Path):
+    """Inside, the runner is a probe that checks what it was given and says the input was accepted
+    (:class:`Reached`); the current folder is ``workdir`` (default output folders land there), and
+    SIGTERM's handler is put back on leaving (``main()`` installs its own)."""
+    from ddpbench.experiment.machine import Machine, oversubscribed
+
+    machine = Machine.here()
+
+    def run_sweep(experiment, out_dir, **kw):
+        for spec in experiment.jobs:  # a world size past the cores is allowed, and flagged
+            assert oversubscribed(spec, machine) == (spec.device == "cpu"
+                                                     and spec.world_size * spec.threads_per_rank > machine.cores)
+        raise Reached
+
+    def run_collectives(experiment, out_dir, **kw):
+        raise Reached
+
+    monkeypatch.setattr("ddpbench.sweep.runner.run_sweep", run_sweep)
+    monkeypatch.setattr("ddpbench.sweep.runner.run_collectives", run_collectives)
+    monkeypatch.setattr("ddpbench.report.build.write_report", lambda *a, **k: (_ for _ in ()).throw(Reached()))
+    monkeypatch.chdir(workdir)
+    term = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, term)

@@ -1,5 +1,5 @@
 """The summary's columns in the committed example folders (reports/examples/), shared by
-tests/unit/analysis/test_columns.py (the small folders fill every declared column but those named
+tests/integration/analysis/test_columns.py (the small folders fill every declared column but those named
 here) and tests/examples/analysis/test_columns.py (the larger folders named here fill theirs)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ddpbench.testing.cli import ROOT
 
 EXAMPLES = ROOT / "reports" / "examples"
 
-#: columns the small folders (tests/unit/analysis/test_columns.py's FAST) leave empty though a larger
+#: columns the small folders (tests/integration/analysis/test_columns.py's FAST) leave empty though a larger
 #: committed example fills them
 IN_LARGER_EXAMPLES = {
     # ready_ms, which the fast folders predate: the barrier and the compute slowed by communication
@@ -55,14 +55,16 @@ ABSENT_FROM_EXAMPLES = {
                         "swept before it (tests/unit/analysis/test_machine.py tests it)",
     "baseline_problem": "only where a baseline cannot be trusted (efficiency above 100 %, a much noisier "
                         "baseline, other threads): the examples' baselines are sound "
-                        "(tests/unit/analysis/test_evidence.py tests baseline_problem itself)",
+                        "(tests/integration/analysis/test_evidence.py tests baseline_problem itself)",
 }
+
 
 def filled(value) -> bool:
     """A value that says something: not None, NaN, or an empty word or list."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return False
     return not (isinstance(value, (str, list, tuple)) and len(value) == 0)
+
 
 @functools.cache  # a folder's summary is read, never changed: each folder is summarised once
 def example_summary(folder: str) -> pd.DataFrame:

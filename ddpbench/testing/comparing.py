@@ -1,5 +1,6 @@
 """Made-up launches for compare's tests: step times with launch-to-launch and step-to-step noise,
-the job they are of, the machine they ran on, a 5 % gate on the median, and compare's CSV read back."""
+the job they are of, the machine they ran on and its readings of the ranks' cores, a 5 % gate on the
+median, two sides compared, and compare's CSV read back."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import pandas as pd
 from ddpbench.analysis.history import Gate
 from ddpbench.analysis.summary import summarize
 from ddpbench.experiment.spec import JobSpec
-
 
 #: the environment block of the made-up machine both sides ran on
 ENV = {"hostname": "host-a", "python": "3.11.7", "torch_version": "2.13.0+cpu", "torch_cuda": None,
@@ -69,3 +69,40 @@ def read_csv(path: Path) -> list[dict]:
     """The rows of a CSV file compare wrote, by column name."""
     with open(path, newline="") as fh:
         return list(csv.DictReader(fh))
+
+
+def compare_jobs(jobs_a, jobs_b) -> pd.DataFrame:
+    """compare's per-job table of two sides of made-up jobs (:func:`tables`' ``jobs`` each)."""
+    from ddpbench.analysis.history import compare_tables
+
+    return compare_tables(*tables(jobs_a), *tables(jobs_b))
+
+
+def row_at(table: pd.DataFrame, world_size: int) -> pd.Series:
+    """The row of ``table`` at ``world_size`` (the first, where there are more)."""
+    return table[table["world_size"] == world_size].iloc[0]
+
+
+def as_flag(value):
+    """A table cell as True, False or None (pandas hands back numpy booleans)."""
+    return None if value is None else bool(value)
+
+
+def ranks_table(others: list[float], own=(0.9, 0.8), key: str = "k", steal: float = 0.0) -> pd.DataFrame:
+    """The machine's readings of two ranks a launch, each launch with ``others[r]`` cores taken by
+    other processes."""
+    rows = []
+    for repeat, other in enumerate(others):
+        busy = sum(own) + other  # /proc/stat counts steal apart from busy time
+        for rank, cores in enumerate(own):
+            rows.append({"key": key, "repeat": repeat, "rank": rank, "cpu_cores": cores,
+                         "machine_busy_cores": busy + (0.02 if rank else -0.02), "machine_steal_cores": steal,
+                         "cpu_mhz": 2600.0})
+    return pd.DataFrame(rows)
+
+
+def slower_b() -> tuple:
+    """(summary a, steps a, summary b, steps b): one world-size-2 job, b's launches about 20 % slower."""
+    summary_a, steps_a = tables([(2, [[10.0] * 5, [10.2] * 5, [9.9] * 5, [10.1] * 5], "ok")])
+    summary_b, steps_b = tables([(2, [[12.0] * 5, [12.1] * 5, [11.9] * 5, [12.2] * 5], "ok")])
+    return summary_a, steps_a, summary_b, steps_b

@@ -62,3 +62,11 @@ def summary_of(*jobs):
         runs += r
         ranks += k
     return summarize(pd.DataFrame(steps), runs=runs, ranks=ranks)
+
+
+def expected_max_of_normals(n: int) -> float:
+    """E[max of n standard normals], Blom's approximation, written out here (independent of the cost
+    model's own): what the slowest of n ranks adds, in standard deviations of one rank's step."""
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf((n - 0.375) / (n + 0.25)) if n > 1 else 0.0

@@ -1,10 +1,11 @@
 """The per-job summary's columns, declared once: name, unit, meaning, and the stage that fills each.
 
 :func:`ddpbench.analysis.summary.table.summarize` returns one row per job with exactly these columns
-(``tests/unit/analysis/test_columns.py`` summarises committed results folders and holds it to that, and checks
-the table in ``docs/results.md`` against :func:`markdown_table`). A job's settings come first:
-every field of its spec, declared with its help text in :data:`ddpbench.experiment.spec.FIELDS`,
-so they are not repeated here but derived (:func:`_spec_columns`). Then what was measured.
+(``tests/integration/analysis/test_columns.py`` summarises committed results folders and holds it to
+that; ``tests/unit/analysis/test_columns.py`` checks the table in ``docs/results.md`` against
+:func:`markdown_table`). A job's settings come first: every field of its spec, declared with its help
+text in :data:`ddpbench.experiment.spec.FIELDS`, so they are not repeated here but derived
+(:func:`_spec_columns`). Then what was measured.
 
 A figure a job cannot have (a trace figure of an untraced job, a GPU's memory on CPU) is NaN, or
 None for a word or a flag: every row has every column.

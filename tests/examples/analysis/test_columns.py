@@ -1,6 +1,6 @@
 """Each summary column that the small example folders leave empty is filled by the larger committed
 example folder named for it (ddpbench.testing.columns.IN_LARGER_EXAMPLES): summarised here, as
-each takes up to a second of CPU; the small folders' columns are tests/unit/analysis/test_columns.py's."""
+each takes up to a second of CPU; the small folders' columns are tests/integration/analysis/test_columns.py's."""
 
 import pytest
 

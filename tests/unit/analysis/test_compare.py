@@ -1,8 +1,9 @@
 """`ddpbench compare A B`: matching jobs, significance over launches, gates, output, bad input.
 
-Pure functions run on synthetic tables with planted differences; the command runs on the
-committed reference results (a planted regression of real measurements), on synthetic folders,
-and -- marked slow -- on two real tiny sweeps.
+Pure functions run on synthetic tables with planted differences, and the command on small synthetic
+folders. The command on whole folders (the committed reference results, the compare page, the minimum
+detectable effect against simulated launches) is in tests/integration/analysis/test_compare.py, and on two
+real tiny sweeps in tests/processes/analysis/test_compare.py.
 """
 
 from __future__ import annotations
@@ -13,39 +14,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ddpbench.analysis.core import power
 from ddpbench.analysis.history import compare
-
-from ddpbench.analysis.core import power, stats
 from ddpbench.errors import InputError
 from ddpbench.testing.comparing import ENV, MEDIAN_5
-from ddpbench.testing.comparing import read_csv as _csv
+from ddpbench.testing.comparing import as_flag as _flag
+from ddpbench.testing.comparing import compare_jobs as _compare
+from ddpbench.testing.comparing import row_at as _row
 from ddpbench.testing.comparing import step_times as _launches
-from ddpbench.testing.comparing import tables as _tables
-
-
-# ---------------------------------------------------------------------------------------------
-# synthetic jobs
-# ---------------------------------------------------------------------------------------------
-
-
-def _compare(jobs_a, jobs_b):
-    summary_a, steps_a = _tables(jobs_a)
-    summary_b, steps_b = _tables(jobs_b)
-    return compare.compare_tables(summary_a, steps_a, summary_b, steps_b)
-
-
-def _row(table, world_size):
-    return table[table["world_size"] == world_size].iloc[0]
-
-
-def _flag(value):
-    """A table cell as True, False or None (pandas hands back numpy booleans)."""
-    return None if value is None else bool(value)
-
 
 # ---------------------------------------------------------------------------------------------
 # gates: parsing
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("text, gate", [
     ("median:5%", compare.Gate("median", 5.0, "%")),
@@ -146,35 +127,6 @@ def test_planted_slowdown_is_slower_significant_and_fails_the_gate():
     assert compare.gate_failures(table, [compare.Gate("mean", 5.0, "ms")]).empty
 
 
-def test_identical_copy_is_not_significant_and_passes():
-    jobs = [(1, _launches(10.0, launches=5, seed=1), "ok"), (2, _launches(20.0, launches=5, seed=2), "ok")]
-    table = _compare(jobs, jobs)
-    assert (table["verdict"] == "not significant").all()
-    assert (table["median_ratio"] == 1.0).all() and (table["mean_ratio"] == 1.0).all()
-    assert (table["mean_ratio_low"] < 1.0).all() and (table["mean_ratio_high"] > 1.0).all()
-    # a gate these launches can see through passes: they catch twice its threshold 90 % of the time
-    results = compare.gate_results(table, [MEDIAN_5, compare.Gate("median", 20.0, "%")])
-    assert len(results) == 4 and set(results["outcome"]) == {"pass"}
-    assert (results["mde"] < 2 * results["gate"].map({"median:5%": 5.0, "median:20%": 20.0})).all()
-    # a gate they are blind to is never "passed": it is inconclusive, and says why
-    scattered = [(1, _launches(10.0, seed=5, launch_sd=0.06), "ok")]
-    blind = _compare(scattered, scattered)
-    for gate in (MEDIAN_5, compare.Gate("mean", 0.0, "%")):
-        (r,) = [r for _, r in compare.gate_results(blind, [gate]).iterrows()]
-        assert r["outcome"] == "inconclusive" and r["mde"] > compare.blind_limit(gate, r["a_ms"])
-        assert f"blind: these launches detect a slowdown 90 % of the time only from +{r['mde']:.1f} %" in r["basis"]
-        # and how many launches a side would see it
-        limit = compare.blind_limit(gate, r["a_ms"])
-        spread = power.spread_of([power.launch_values(scattered[0][1], gate.stat)] * 2)
-        need = power.launches_for(spread, limit, gate.amount)
-        assert need <= power.MAX_LAUNCHES
-        assert power.detectable_slowdown(spread, need, need, gate.amount)["mde"] <= limit
-        assert power.detectable_slowdown(spread, need - 1, need - 1, gate.amount)["mde"] > limit
-        assert r["basis"].endswith(f"threshold ({need} launches a side would detect +{limit:.1f} %)")
-        assert "blind" in compare.gate_text(r)
-    assert compare.gate_failures(table, [MEDIAN_5]).empty
-
-
 def test_slowdown_within_noise_is_inconclusive_not_failed():
     """The point estimate is past the threshold but the launches scatter more than that."""
     a = [(1, _launches(10.0, seed=5, launch_sd=0.15), "ok")]
@@ -185,57 +137,6 @@ def test_slowdown_within_noise_is_inconclusive_not_failed():
     assert result["outcome"] == "inconclusive" and result["excess_low"] <= 5.0 < result["excess_high"]
     assert compare.gate_failures(table, [MEDIAN_5]).empty
     assert "inconclusive" in compare.gate_column(table, compare.gate_results(table, [MEDIAN_5])).iloc[0]
-
-
-def test_one_launch_a_side_cannot_tell_and_never_fails_a_gate():
-    a = [(1, _launches(10.0, launches=1, steps=30, seed=7), "ok"), (2, _launches(20.0, launches=1, steps=30), "ok")]
-    b = [(1, _launches(12.0, launches=1, steps=30, seed=8), "ok"), (2, _launches(20.0, launches=1, steps=30), "ok")]
-    table = _compare(a, b)
-    slow, same = _row(table, 1), _row(table, 2)
-    for row in (slow, same):  # 20 % slower by the point estimate, and no call either way
-        assert row["verdict"] == "cannot tell" and _flag(row["significant"]) is None
-        assert math.isnan(row["mean_ratio_low"]) and math.isnan(row["p_value"])
-        # no job of either folder has two launches: nothing to say how far launches scatter
-        assert row["method"] == ("cannot tell with 1 vs 1 launches; the launch-to-launch spread is unknown "
-                                 "(run 3 or more launches a side)")
-    assert slow["median_ratio"] == pytest.approx(1.2, rel=0.03)
-    results = compare.gate_results(table, [MEDIAN_5])
-    assert set(results["outcome"]) == {"inconclusive"} and compare.gate_failures(table, [MEDIAN_5]).empty
-    assert results["basis"].str.startswith("cannot tell with 1 vs 1 launches").all()
-    # one launch of one step a side: still no call, on no basis of steps
-    tiny = _compare([(1, [[10.0]], "ok")], [(1, [[12.0]], "ok")])
-    assert _row(tiny, 1)["verdict"] == "cannot tell"
-    assert compare.gate_results(tiny, [MEDIAN_5]).iloc[0]["outcome"] == "inconclusive"
-
-
-def test_cannot_tell_borrows_the_spread_of_the_folders_other_jobs():
-    many = _launches(20.0, launches=5, seed=9, launch_sd=0.05)
-    a = [(1, _launches(10.0, launches=1, seed=7), "ok"), (2, many, "ok")]
-    b = [(1, _launches(12.0, launches=1, seed=8), "ok"), (2, many, "ok")]
-    table = _compare(a, b)
-    spread = power.spread_of([power.launch_values(many, "mean")] * 2)
-    need = power.launches_for(spread, 5.0)
-    assert 2 <= need <= power.MAX_LAUNCHES
-    assert _row(table, 1)["method"] == f"cannot tell with 1 vs 1 launches; {need} a side would detect 5 %"
-    assert _row(table, 2)["verdict"] == "not significant"
-    gate = compare.gate_results(table, [MEDIAN_5]).set_index("key").loc[_row(table, 1)["key"]]
-    medians = power.spread_of([power.launch_values(many, "median")] * 2)
-    assert gate["outcome"] == "inconclusive"
-    assert gate["basis"] == f"cannot tell with 1 vs 1 launches; {power.launches_for(medians, 10.0, 5.0)} a side would detect 10 %"
-
-
-def test_unmatched_and_unfinished_jobs_are_listed_not_gated():
-    a = [(1, _launches(10.0), "ok"), (2, _launches(20.0), "ok"), (4, _launches(40.0), "ok")]
-    b = [(1, _launches(30.0), "failed"), (2, _launches(20.0), "ok"), (8, _launches(80.0), "ok")]
-    table = _compare(a, b).set_index("world_size")
-    assert table.loc[2, "compared"] and table.loc[2, "match"] == "both"
-    assert not table.loc[1, "compared"] and table.loc[1, "verdict"] == "not compared"
-    assert table.loc[1, "note"] == "B: failed"
-    assert table.loc[4, "match"] == "only in A" and table.loc[8, "match"] == "only in B"
-    assert compare.gate_results(table.reset_index(), [MEDIAN_5])["key"].tolist() == [table.loc[2, "key"]]
-    # compared jobs come first, each labelled by what varies
-    assert _compare(a, b)["compared"].tolist() == [True, False, False, False]
-    assert table.loc[2, "job"] == "mlp-xs ws=2"
 
 
 def test_environment_differences():
@@ -254,46 +155,6 @@ def test_environment_differences():
 # ---------------------------------------------------------------------------------------------
 # the minimum detectable effect
 # ---------------------------------------------------------------------------------------------
-
-def _t_rule_rates(spread_pct: float, n: int, slowdown_pct: float, trials: int = 4000) -> float:
-    """How often the real interval (stats.ratio_ci) lies wholly above 1 for normal launches of
-    ``spread_pct`` with B ``slowdown_pct`` slower: the rule simulated, independent of power.py."""
-    rng = np.random.default_rng(7)
-    a = 1 + spread_pct / 100 * rng.standard_normal((trials, n))
-    b = (1 + slowdown_pct / 100) * (1 + spread_pct / 100 * rng.standard_normal((trials, n)))
-    return float(np.mean([stats.ratio_ci(y, x)[0] > 1 for x, y in zip(a, b)]))
-
-
-def test_mde_with_three_launches_is_what_the_t_rule_detects_90_percent_of_the_time():
-    mde = power.detectable_slowdown(2.0, 3, 3)  # "slower": mean:0%
-    assert 7.0 < mde["mde"] < 10.0  # about (t_{0.975,3} + z_{0.9}) SE, SE = 2 % sqrt(2/3)
-    # what the real rule catches there: 90 % (binomial sd at 4000 trials: 0.5 points)
-    assert _t_rule_rates(2.0, 3, mde["mde"]) == pytest.approx(0.90, abs=0.02)
-    # identical sides: the interval lies wholly above 1 in under 2.5 % of comparisons (one tail of
-    # 5 %; Welch's df, below the pooled 4 when the variances differ, widens it)
-    assert 0.01 < mde["false_alarm"] < 0.025
-    assert _t_rule_rates(2.0, 3, 0.0) == pytest.approx(mde["false_alarm"], abs=0.006)
-    # 2 and 10 launches a side: the same agreement, where a fixed-df noncentral t is off by 30 points
-    assert _t_rule_rates(2.0, 2, power.detectable_slowdown(2.0, 2, 2)["mde"]) == pytest.approx(0.90, abs=0.02)
-    assert _t_rule_rates(2.0, 10, power.detectable_slowdown(2.0, 10, 10)["mde"]) == pytest.approx(0.90, abs=0.02)
-    assert mde["n_a"] == mde["n_b"] == 3 and mde["power"] == 0.9 and mde["unit"] == "%"
-
-
-def test_mde_with_many_launches_is_threshold_plus_t_plus_z_standard_errors():
-    from scipy.stats import norm, t
-
-    n, spread = 40, 2.0
-    se = spread * math.sqrt(2 / n)  # 0.447 %
-    k = t.ppf(0.975, 2 * n - 2) + norm.ppf(0.9)  # 1.991 + 1.282
-    assert power.detectable_slowdown(spread, n, n)["mde"] == pytest.approx(k * se, rel=0.02)
-    assert _t_rule_rates(spread, n, power.detectable_slowdown(spread, n, n)["mde"], 2000) == pytest.approx(0.9, abs=0.03)
-    # a 5 % gate moves it by the threshold (the ratio scales: T + (1 + T) k SE)
-    gated = power.detectable_slowdown(spread, n, n, 5.0, "%")
-    assert gated["mde"] == pytest.approx(5 + 1.05 * k * se, rel=0.02)
-    assert gated["false_alarm"] < 1e-20
-    # a ms gate shifts instead of scaling: T + k SE in ms
-    ms = power.detectable_slowdown(1.0, n, n, 2.0, "ms")
-    assert ms["mde"] == pytest.approx(2 + k * math.sqrt(2 / n), rel=0.01) and ms["unit"] == "ms"
 
 
 def test_launches_for_is_the_first_n_whose_mde_reaches_the_effect():
@@ -336,46 +197,3 @@ def test_mde_needs_two_launches_a_side():
     # no spread at all: the interval is the point, the threshold alone decides
     flat = power.minimum_detectable([10.0, 10.0], [10.0, 10.0], 5.0)
     assert flat["mde"] == 5.0 and flat["false_alarm"] == 0.0
-
-
-def test_comparison_table_csv_and_gates_carry_the_mde(tmp_path):
-    from ddpbench.report.compare_page import write_comparison
-
-    a = [(1, _launches(10.0, launch_sd=0.02), "ok"), (2, [[20.0] * 8], "ok")]
-    b = [(1, _launches(10.0, seed=5, launch_sd=0.02), "ok"), (2, [[20.0] * 8], "ok")]
-    table = _compare(a, b)
-    three, one = _row(table, 1), _row(table, 2)
-    expected = power.minimum_detectable(power.launch_values(three["steps_a"], "mean"),
-                                        power.launch_values(three["steps_b"], "mean"))
-    assert three["mde_pct"] == pytest.approx(expected["mde"]) and 2 < three["mde_pct"] < 20
-    assert three["mde_false_alarm"] == pytest.approx(expected["false_alarm"])
-    assert math.isnan(one["mde_pct"])  # one launch a side
-    results = compare.gate_results(table, [MEDIAN_5])
-    gated = results.set_index("key").loc[three["key"]]
-    medians = power.minimum_detectable(power.launch_values(three["steps_a"], "median"),
-                                       power.launch_values(three["steps_b"], "median"), 5.0)
-    assert gated["mde"] == pytest.approx(medians["mde"]) and gated["mde"] > 5.0
-    written = write_comparison(table, results, [MEDIAN_5], [], tmp_path / "a", tmp_path / "b", tmp_path / "out")
-    rows = {r["world_size"]: r for r in _csv(written["csv"])}
-    assert float(rows["1"]["mde_pct"]) == pytest.approx(three["mde_pct"], rel=1e-3)
-    assert rows["1"]["gate_mde"] == f"median:5%: +{gated['mde']:.1f} %" and rows["2"]["mde_pct"] == ""
-    page = written["html"].read_text(encoding="utf-8")
-    assert "detectable at 90 %" in page and f"{three['mde_pct']:+.1f}" in page
-    assert f"detectable at 90 %: +{gated['mde']:.1f} %" in compare.gate_text(gated.to_dict() | {"key": three["key"]})
-
-
-def test_the_compare_page_counts_and_explains_cannot_tell(tmp_path):
-    from ddpbench.report.compare_page import write_comparison
-
-    a = [(1, _launches(10.0, launches=1, seed=7), "ok"), (2, _launches(20.0, seed=1), "ok")]
-    b = [(1, _launches(12.0, launches=1, seed=8), "ok"), (2, _launches(20.0, seed=2), "ok")]
-    table = _compare(a, b)
-    results = compare.gate_results(table, [MEDIAN_5])
-    written = write_comparison(table, results, [MEDIAN_5], [], tmp_path / "a", tmp_path / "b", tmp_path / "out")
-    page = written["html"].read_text(encoding="utf-8")
-    assert "1 cannot tell (one launch on a side: no call)" in page
-    assert "Mann-Whitney" not in page and "bootstrap" not in page
-    one = _row(table, 1)
-    assert one["method"] in page and one["method"].startswith("cannot tell with 1 vs 1 launches; ")
-    rows = {r["world_size"]: r for r in _csv(written["csv"])}
-    assert rows["1"]["verdict"] == "cannot tell" and rows["1"]["significant"] == ""

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from ddpbench.analysis.diagnosis.choice import choices
-from ddpbench.analysis.summary.cost import MILLION, add_cost, stored_cost
 from ddpbench.analysis.folder import load
+from ddpbench.analysis.summary.cost import MILLION, add_cost, stored_cost
 from ddpbench.experiment.cost import Cost
 from ddpbench.testing import ROOT
 
@@ -134,18 +134,6 @@ def test_gpu_devices_are_processes_times_gpus():
 
 
 COST_EXAMPLE = ROOT / "reports" / "examples" / "cost-cpu"
-
-
-def test_compare_sets_each_side_at_its_own_price():
-    from ddpbench.analysis.history.compare import compare_tables
-
-    a = load(COST_EXAMPLE, collectives=False, cost=Cost(price_per_device_hour=1.0))
-    b = load(COST_EXAMPLE, collectives=False, cost=Cost(price_per_device_hour=3.0))
-    table = compare_tables(a.summary, a.steps, b.summary, b.steps).set_index("key")
-    assert table["compared"].all()
-    assert table["cost_per_sample_ratio"].to_numpy() == pytest.approx(3.0)  # the same steps at 3x the price
-    assert (table["cost_per_sample_ratio_low"] / table["mean_ratio_low"]).to_numpy() == pytest.approx(3.0)
-    assert table["energy_j_per_sample_ratio"].isna().all()  # no counter here: no ratio, never 0
 
 
 def test_export_carries_cost_and_energy_with_the_reason_there_is_none():

@@ -11,6 +11,7 @@ from ddpbench.analysis.models import costmodel as cm
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.machine import Machine
+from ddpbench.testing.tables import expected_max_of_normals as _blom
 
 LINK = cm.Link("test", alpha_us=10.0, beta_us_per_byte=1e-3, source="experiment")  # 8 Gbit/s
 
@@ -158,67 +159,6 @@ def test_world_size_one_never_enters_a_fit():
     assert not cm.single_rank_only(pd.DataFrame(), pd.DataFrame())
 
 
-def test_report_on_world_size_one_only_says_there_is_nothing_to_fit(tmp_path):
-    import re
-
-    from ddpbench.report.build import write_report
-    from ddpbench.report.sections.collectives import collectives_busbw_section, collectives_table_section
-    from ddpbench.report.sections.projection import projection_section
-    from ddpbench.testing.pages import section_of
-    from ddpbench.testing.records import collective_spec as spec
-    from ddpbench.testing.records import ok, write_collectives, write_results
-
-    folder = write_results(tmp_path / "r", [ok(10.0), ok(8.0, strategy="master")])
-    write_collectives(folder, [spec(1, ops=("all_reduce", "all_gather", "broadcast"))])
-    page = write_report(folder).read_text()
-    text = section_of(page, "Projection to larger clusters (model)")
-    assert "Nothing to fit" in text and "world size 1" in text and "no communication" in text
-    assert "Model output" not in text and not (folder / "projection.png").exists()
-    assert "At world size 1 no byte crosses a link" in section_of(page, "Collectives: bus bandwidth")
-    words = re.sub(r"<style>.*?</style>|<[^>]+>", " ", page, flags=re.S)
-    assert not re.search(r"\b(nan|inf|traceback|error:)\b", words, re.I), words
-    # a world size above 1 beside it: the usual projection, the ws-1 all_reduce rows named as left out
-    write_collectives(folder, [spec(2, ops=("all_reduce",))])
-    write_results(folder, [ok(12.0, world_size=2)])
-    page = write_report(folder, sections=[collectives_busbw_section, collectives_table_section,
-                                          projection_section]).read_text()
-    text = section_of(page, "Projection to larger clusters (model)")
-    assert "Nothing to fit" not in text and "measured: all_reduce, gloo, world size 2" in text
-    assert "at world size 1 are left out of the fit" in text
-    assert "At world size 1 no byte crosses a link" in section_of(page, "Collectives: nccl-tests table")
-
-
-def test_the_report_projection_shows_the_band_and_what_it_covers(tmp_path):
-    import re
-
-    from ddpbench.analysis.models.loso import BAND
-    from ddpbench.report.build import write_report
-    from ddpbench.report.sections.projection import projection_section
-    from ddpbench.testing.pages import section_of
-    from ddpbench.testing.records import collective_spec as spec
-    from ddpbench.testing.records import ok, write_collectives, write_results
-
-    folder = write_results(tmp_path / "r", [ok(10.0), ok(12.0, world_size=2)])
-    write_collectives(folder, [spec(2, ops=("all_reduce",))])
-    page = write_report(folder, sections=[projection_section]).read_text()
-    text = section_of(page, "Projection to larger clusters (model)")
-    assert f"which covered {100 * BAND.coverage:.0f} % of {BAND.rows} held-out published rows of {BAND.sources}" \
-        in text
-    # every projected cell carries its band: the efficiency plus the held-out error's 5th and 95th percentiles
-    cells = re.findall(r"(\d+) % \[(\d+)-(\d+) %\]", text)
-    assert cells
-    for eff, low, high in cells:  # each rounded apart from the efficiency: within a point of it plus the band
-        assert abs(int(low) - max(int(eff) + BAND.low_pp, 0)) <= 1
-        assert abs(int(high) - min(int(eff) + BAND.high_pp, 100)) <= 1
-
-
-def _blom(n: int) -> float:
-    """E[max of n standard normals], Blom's approximation, written out here."""
-    from statistics import NormalDist
-
-    return NormalDist().inv_cdf((n - 0.375) / (n + 0.25)) if n > 1 else 0.0
-
-
 def test_past_the_largest_measured_world_size_the_step_waits_longer_for_the_slowest_rank():
     """A planted spread of 10 % measured at world size 8: the projection adds nothing up to 8 ranks (its
     measured steps hold their wait), then c (E[max of p] - E[max of 8]) times the busy compute."""
@@ -232,35 +172,3 @@ def test_past_the_largest_measured_world_size_the_step_waits_longer_for_the_slow
         assert b["step_ms"] - a["step_ms"] == pytest.approx(want, abs=1e-9)
         assert b["efficiency"] == pytest.approx(50.0 / (a["step_ms"] + want))
     assert grown["slowest_growth_ms"].iloc[-1] == pytest.approx(0.1 * (3.2 - 1.42) * 60, rel=0.03)  # 3.23 and 1.43
-
-
-def test_a_folders_projection_grows_by_the_spread_measured_between_its_ranks():
-    """reports/examples/quick-cpu: the spread re-derived from its raw step records (no ddpbench reader) is
-    the one its projection grows by past world size 2."""
-    import json
-
-    from ddpbench.analysis import folder
-    from ddpbench.testing import ROOT
-
-    path = ROOT / "reports" / "examples" / "quick-cpu"
-    measured = folder.load(path)
-    workload = measured.model.workloads[0]
-    rows = []
-    for line in (path / "results.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        if record.get("kind") == "run" and record["key"] == workload.job_key and record.get("result"):
-            columns = record["result"]["step_columns"]
-            for step in record["result"]["steps"]:
-                row = dict(zip(columns, step))
-                if row["phase"] == "nosync":
-                    rows.append({"repeat": record["repeat"], **row})
-    steps = pd.DataFrame(rows)
-    per_step = steps.groupby(["repeat", "step"])["step_ms"]
-    spread = float((per_step.std() / per_step.mean()).median())
-    assert steps["rank"].nunique() == 2 and workload.rank_spread == pytest.approx(spread, rel=1e-9) and spread > 0
-    projected = measured.model.projection
-    ddp = projected[(projected["strategy"] == "ddp") & (projected["link"] == projected["link"].iloc[0])]
-    for _, row in ddp.iterrows():
-        p = int(row["world_size"])
-        want = spread * (_blom(p) - _blom(2)) * workload.compute_multi_ms if p > 2 else 0.0
-        assert row["slowest_growth_ms"] == pytest.approx(want, rel=1e-9, abs=1e-12)

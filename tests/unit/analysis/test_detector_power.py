@@ -6,17 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddpbench.testing import ROOT
 from ddpbench.testing.scripts import load_benchmark
-
-FOLDER = ROOT / "reports" / "examples" / "gate-power-cpu" / "sweep2"
-
-
-def test_the_levels_are_the_planted_jobs_launches():
-    bench = load_benchmark("detector_power")
-    levels = bench.level_launches(FOLDER)
-    assert list(levels) == [0.0, 0.05, 0.1, 0.2] and all(len(v) == 24 for v in levels.values())
-    assert levels[0.2].mean() > levels[0.1].mean() > levels[0.0].mean()
 
 
 def test_a_history_uses_each_launch_once_and_places_its_step_inside():
@@ -81,28 +71,3 @@ def test_the_other_tools_find_a_plain_step_at_its_commit_and_none_in_flat_noise(
     for name, detect in bench.tools().items():
         assert detect(points) == [9], name
         assert detect(flat) == [], name
-
-
-def test_the_separate_trials_sweeps_are_read_per_job_and_level(tmp_path):
-    """A separate trial's A is a step-free sweep, its B one at the trial's slowdown; an A/B trial is not read."""
-    import json
-
-    from ddpbench.experiment.spec import spec_from_dict
-    from ddpbench.testing.records import ResultsFolder, job, result_for
-
-    bench = load_benchmark("detector_power")
-    for number, (method, slowdown) in enumerate((("separate", 0.1), ("separate", 0.0), ("ab", 0.1))):
-        trial = tmp_path / f"trial-{number:03d}"
-        for side, step in (("A", 10.0), ("B", 10.0 * (1 + slowdown))):
-            folder = ResultsFolder(trial / side)
-            for world in (1, 2):
-                spec = job(world_size=world, repeats=3)
-                for repeat in range(3):
-                    folder.launch(spec_from_dict(spec), repeat, result=result_for(spec, step * world, repeat=repeat))
-        (trial / "trial.json").write_text(json.dumps({"method": method, "slowdown": slowdown}))
-    jobs = bench.separate_sweeps([tmp_path])
-    assert len(jobs) == 2
-    for levels in jobs.values():
-        assert sorted(levels) == [0.0, 0.1] and len(levels[0.0]) == 3 and len(levels[0.1]) == 1
-        assert all(len(sweep) == 3 for sweep in levels[0.0])
-        assert np.mean(levels[0.1][0]) / np.mean(np.concatenate(levels[0.0])) > 1.05

@@ -93,15 +93,6 @@ def test_weighted_percentiles_weigh_each_group_the_same():
     assert loso.weighted_percentiles(values, np.arange(10), q=(75,))[0] == pytest.approx(0.0)
 
 
-def test_roles_are_disjoint_and_every_outside_row_says_why():
-    found = validation.published_table()
-    assert set(found["role"]) == {"check", "input", "outside"}
-    assert (found.loc[found["role"] == "outside", "outside"] != "").all()
-    assert (found.loc[found["role"] != "outside", "outside"] == "").all()
-    assert found.loc[found["role"] != "outside", "predicted"].notna().all()
-    assert len(found) >= 150 and found["source"].nunique() >= 10
-
-
 def test_the_rows_stated_settings_reach_the_model():
     rows, systems = validation.load()
     # apex O2 and Horovod's fp16 compression send 2-byte gradients; autocast keeps fp32 ones
@@ -120,17 +111,6 @@ def test_the_rows_stated_settings_reach_the_model():
     # TCP rows get the TCP transport
     tcp = next(r for r in rows if r["transport"] == "tcp" and validation.role(r) == "check")
     assert validation.cluster(tcp, systems).transport == "tcp"
-
-
-def test_layers_come_from_the_models_themselves():
-    resnet = validation.layers("resnet50")
-    assert sum(b for b, _ in resnet) == 25_557_032 * 4 and len(resnet) == 161
-    vgg = validation.layers("vgg16")
-    assert sum(b for b, _ in vgg) == 138_357_544 * 4
-    # the backward pass meets the classifier first: 89 % of VGG-16's bytes are ready after a sliver of its compute
-    shares = validation._released(vgg)
-    first_fc = next(i for i, (b, _) in enumerate(vgg) if b == 25088 * 4096 * 4)
-    assert shares[first_fc] < 0.01
 
 
 def test_buckets_follow_the_rows_aggregation():

@@ -4,62 +4,28 @@ mathtext, and an old results folder summarised without the budget's columns."""
 
 from __future__ import annotations
 
-import html
 import json
 import math
-import re
 import shutil
-from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from ddpbench.report.budget import BUDGET_COLUMNS, BUDGET_LINES, barrier_sentence, budget_rows, console_line
-from ddpbench.report.page import ReportContext
-from ddpbench.report.plots.budget import MAX_PANELS, budget_waterfall
+from ddpbench.report.plots.budget import budget_waterfall
 from ddpbench.report.sections.budget import budget_section
 from ddpbench.testing import ROOT
+from ddpbench.testing.budgets import context, page_text, table
+from ddpbench.testing.budgets import summary_row as job
+from ddpbench.testing.records import PNG_MAGIC
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-EXAMPLES = ROOT / "reports" / "examples"
-#: a label that mathtext could not even parse
-DOLLARS = "$\\frac{1$"
 #: the lines of the issue's example (quick-cpu): value, low, high
 FULL = {"contention": (23.6, 20.1, 27.0), "sync_compute": (1.0, 0.2, 1.9), "comm": (20.0, 17.2, 22.9),
         "data": (0.1, -0.2, 0.4), "straggler": (1.2, 0.4, 2.0), "overhead": (0.7, 0.2, 1.1),
         "residual": (0.4, -1.5, 2.3)}
 
-
-def job(key: str, world_size: int = 2, bucket: float = 25.0, lines=None, baseline=39.1, loss=(47.0, 44.1, 50.2),
-        **extra) -> dict:
-    """A summary row: spec fields, and the budget's columns where ``lines`` is given."""
-    row = {"key": key, "status": "ok", "strategy": "ddp", "model": "transformer", "model_size": "s", "model_args": "",
-           "script": "", "script_args": "", "world_size": world_size, "bucket_cap_mb": bucket, "scaling": "weak",
-           "step_ms_mean": 86.1, "oversubscribed": False, "noisy": False}
-    if lines is not None:
-        row.update(budget_baseline_ms=baseline, loss_ms=loss[0], loss_ms_low=loss[1], loss_ms_high=loss[2], budget_top="contention",
-                   budget_note=None, barrier_rank=math.nan, barrier_last_share=math.nan, barrier_wait_ms=math.nan,
-                   barrier_rank_wait_ms=math.nan, barrier_launch_ranks=None, barrier_cause=None,
-                   barrier_cause_detail=None)
-        for name in BUDGET_LINES:
-            value, low, high = lines.get(name, (math.nan,) * 3)
-            row.update({f"loss_{name}_ms": value, f"loss_{name}_ms_low": low, f"loss_{name}_ms_high": high})
-    row.update(extra)
-    return row
-
-
-def table(*rows: dict) -> pd.DataFrame:
-    return pd.DataFrame(list(rows))
-
-
-def context(summary: pd.DataFrame, tmp_path: Path) -> ReportContext:
-    empty = pd.DataFrame()
-    return ReportContext(summary, empty, empty, empty, empty, tmp_path, tmp_path)
-
-
-def page_text(markup) -> str:
-    text = re.sub(r"</t[dh]>", " | ", str(markup))
-    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", text)))
+EXAMPLES = ROOT / "reports" / "examples"
+#: a label that mathtext could not even parse
+DOLLARS = "$\\frac{1$"
 
 
 def sweep() -> pd.DataFrame:
@@ -124,20 +90,6 @@ def test_a_summary_without_the_budget_columns_shows_one_line(tmp_path):
     assert not (tmp_path / "budget.png").exists()
 
 
-EXTREMES = [1e308, -1e308, 1e300, 1e-300, 0.0, -5.0, math.inf, -math.inf, math.nan]
-
-
-@pytest.mark.parametrize("value", EXTREMES)
-def test_plot_and_words_survive_any_value(tmp_path, value):
-    """Every line, its interval, the baseline and the loss set to one value: a PNG or nothing, never a crash."""
-    lines = {name: (value, value, value) for name in BUDGET_LINES}
-    rows = table(job("base", world_size=1), job("a", lines=lines, baseline=value, loss=(value,) * 3),
-                 job("b", bucket=1.0, lines=FULL))
-    section = budget_section(context(rows, tmp_path))
-    assert section.title == "Loss budget" and section.images[0].read_bytes()[:8] == PNG_MAGIC
-    assert console_line(rows.iloc[1]).startswith("loss ")
-
-
 def test_plot_of_one_job_all_equal_and_a_dollar_label(tmp_path):
     # the script's argument names the job: it differs from the baseline's (a label names what differs)
     rows = table(job("a", lines={name: (2.0, 2.0, 2.0) for name in BUDGET_LINES}, baseline=2.0,
@@ -145,14 +97,6 @@ def test_plot_of_one_job_all_equal_and_a_dollar_label(tmp_path):
                  job("base", world_size=1, script="train.py", script_args=json.dumps(["--x", "1"])))
     assert budget_waterfall(rows, tmp_path / "budget.png").stat().st_size > 1000
     assert DOLLARS in budget_section(context(rows, tmp_path)).html.unescape()
-
-
-def test_more_jobs_than_panels_are_named_in_a_note(tmp_path):
-    rows = table(job("base", world_size=1), *(job(f"j{n}", bucket=float(n + 1), lines=FULL)
-                                              for n in range(MAX_PANELS + 2)))
-    text = page_text(budget_section(context(rows, tmp_path)).html)
-    assert f"The figure draws the first {MAX_PANELS} jobs; not drawn: transformer-s bucket 13 MB ws=2; " \
-           "transformer-s bucket 14 MB ws=2." in text
 
 
 def test_console_line_and_verdict(capsys):
@@ -201,22 +145,3 @@ def test_export_carries_the_budget(monkeypatch, tmp_path):
     assert set(BUDGET_COLUMNS) <= set(extras[2]) and extras[2]["loss_ms"] == 47.0
     assert extras[2]["barrier_launch_ranks"] == [1, 1, 0] and extras[1]["loss_ms"] is None
     json.dumps(document, allow_nan=False)
-
-
-def test_an_old_folder_renders_without_a_crash(tmp_path):
-    from ddpbench.report.build import load_context, write_context
-    from ddpbench.report.budget import has_budget_columns
-
-    folder = tmp_path / "quick"
-    folder.mkdir()
-    for file in ("results.jsonl", "experiment.toml"):
-        shutil.copy(EXAMPLES / "quick-cpu" / file, folder / file)
-    ctx = load_context(folder)
-    page = write_context(ctx, (budget_section,)).read_text(encoding="utf-8")
-    section = page_text(page.split("<h2>Loss budget</h2>")[1].split("</section>")[0])
-    if has_budget_columns(ctx.summary):  # the budget's analysis is there: lines from the stored steps alone
-        assert "compute slowed by sharing" in section and "Through the barrier" not in section
-        assert "| compute slowed by communication beside it | not measured |" in section
-    else:
-        assert section.strip() == ("No loss budget: these results were summarised without one (a ddpbench from "
-                                   "before the budget existed).")

@@ -3,8 +3,6 @@ writes through links, and work and log paths of one sweep that no other sweep sh
 
 import json
 import os
-import threading
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,13 +10,22 @@ from hypothesis import strategies as st
 
 from ddpbench.cli import main
 from ddpbench.errors import InputError
-from ddpbench.results.folder import (DIR_ENTRIES, FILE_ENTRIES, LOCK, MARKER, OWNER, SWEEP_ENTRIES, WRITE_PROBE,
-                                     claimed, foreign_entries)
+from ddpbench.results.folder import (
+    DIR_ENTRIES,
+    FILE_ENTRIES,
+    LOCK,
+    MARKER,
+    OWNER,
+    SWEEP_ENTRIES,
+    WRITE_PROBE,
+    claimed,
+    foreign_entries,
+)
 from ddpbench.results.store import ResultStore
 from ddpbench.sweep.runner import run_sweep
 from ddpbench.testing import TINY, write_experiment
-from ddpbench.testing.launchers import ENV, FakeLauncher
 from ddpbench.testing.fuzzing import examples
+from ddpbench.testing.launchers import ENV, FakeLauncher
 
 # ---------------------------------------------------------------------------------------------
 # the lock
@@ -37,27 +44,6 @@ def test_a_second_claim_is_refused_with_the_folder_and_the_running_pid(tmp_path)
     assert not (out / OWNER).exists() and (out / MARKER).is_file()
     with claimed(out):  # released: the next sweep gets it
         pass
-
-
-def test_wait_waits_for_the_running_sweep_then_takes_the_folder(tmp_path):
-    out = tmp_path / "out"
-    order, waited = [], []
-    held = threading.Event()
-
-    def first():
-        with claimed(out):
-            held.set()
-            time.sleep(1.0)
-            order.append("first done")
-
-    thread = threading.Thread(target=first)
-    thread.start()
-    held.wait(10)
-    with claimed(out, wait=True, on_wait=waited.append):
-        order.append("second in")
-    thread.join()
-    assert order == ["first done", "second in"]
-    assert len(waited) == 1 and f"pid {os.getpid()}" in waited[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,7 +141,6 @@ def test_a_folder_ddpbench_did_not_write_is_refused_unless_forced(tmp_path, caps
     assert sorted(p.name for p in out.iterdir()) == [".work", "index.html"]
 
 
-
 def test_another_commands_write_probe_is_not_a_file_ddpbench_did_not_write(tmp_path):
     """Two nodes of a torchrun sweep check one shared --out at once: the empty file one writes and
     removes to find the folder writable is there for an instant, and must not make the other refuse
@@ -175,6 +160,7 @@ def test_another_commands_write_probe_is_not_a_file_ddpbench_did_not_write(tmp_p
 # ---------------------------------------------------------------------------------------------
 # work and log paths of one sweep
 # ---------------------------------------------------------------------------------------------
+
 
 class PathsLauncher(FakeLauncher):
     """Records the work and log folders it is given, and leaves a log in each."""
