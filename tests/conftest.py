@@ -3,7 +3,7 @@ experiments, survivor scans, results-folder writers, planted faults) is in :mod:
 
 Tests are laid out like the code (tests/unit/project/test_test_layout.py holds them to it):
 ``tests/unit/<stage>/`` starts no process and is quick; ``tests/integration/<stage>/`` starts none
-either but runs a stage whole (a report page drawn, a command in this process: seconds a test);
+either but runs a stage whole (a report page drawn, a command in this process: half a second or more a test);
 ``tests/examples/<stage>/`` starts none but re-derives figures from every committed example folder;
 ``tests/processes/<stage>/`` starts processes. The last three are marked slow here, by their folder --
 so ``pytest -m "not slow"`` (the inner loop) runs exactly the quick tests that start none."""

@@ -11,6 +11,7 @@ imports it (import-linter's layers in pyproject.toml).
 - :mod:`ddpbench.testing.planted_faults`, :mod:`ddpbench.testing.planted_strategy`: faults planted in real jobs
 - :mod:`ddpbench.testing.sweeps`: real sweeps with a planted fault or traces, and what their folders must hold
 - :mod:`ddpbench.testing.tables`, :mod:`ddpbench.testing.comparing`: made-up tables and launches
+- :mod:`ddpbench.testing.budgets`: planted jobs whose every line of the loss budget is known
 - :mod:`ddpbench.testing.launchers`: a launcher that starts no process
 - :mod:`ddpbench.testing.workloads`: the example workload (tests/data/example_workload), from outside ddpbench
 - :mod:`ddpbench.testing.scripts`: the scripts of benchmarks/ and scripts/ as modules

@@ -1,23 +1,18 @@
 """Planted jobs for the loss budget's tests: each rank's step split into its phases as given, every rank
 waiting for the last one's gradients, then the exposed all-reduce; the launches' records and their summary,
 where every line of the budget is known exactly. For the loss measured apart, a script job's phases steps
-and a traced job's events beside its measured steps, where both totals are known. For the budget's sections,
-summary rows of the budget's columns, the report's context and a page's text."""
+and a traced job's events beside its measured steps, where both totals are known. The budget sections'
+summary rows are :mod:`ddpbench.testing.pages`'."""
 
 from __future__ import annotations
 
-import html
 import math
-import re
-from pathlib import Path
 
 import pandas as pd
 
 from ddpbench.analysis.core import LOSS_LINES
 from ddpbench.analysis.summary import summarize
 from ddpbench.experiment.spec import JobSpec
-from ddpbench.report.budget import BUDGET_LINES
-from ddpbench.report.page import ReportContext
 from ddpbench.results.schema import TIMED_PHASES
 
 
@@ -89,7 +84,7 @@ def job(spec, compute, repeats=1, status="ok", rank_figures=None, **launch):
 
 def line(row, name: str) -> float:
     """The loss budget's line ``name`` of a summary row (its column, as the declaration names it)."""
-    (column,) = [line.column for line in LOSS_LINES if line.name == name]
+    (column,) = [declared.column for declared in LOSS_LINES if declared.name == name]
     return row[column]
 
 
@@ -141,7 +136,6 @@ def apart_summary(*jobs):
 def traced_job(spec, measured, spans, repeats, rng, scaling_shift=0.0):
     """A traced job: measured steps of ``measured`` ms; its traced steps' phases span ``spans[rank]`` ms on
     the profiler's clock (data, forward, backward, optimizer back to back), each launch shifted alike."""
-    data, forward, backward, _, optimizer = (column.removesuffix("_ms") for column in TIMED_PHASES)  # as traced
     steps, runs = [], []
     for repeat in range(repeats):
         ident, shift = planted_ident(spec, repeat), float(rng.normal(0.0, 0.5)) + scaling_shift
@@ -151,44 +145,13 @@ def traced_job(spec, measured, spans, repeats, rng, scaling_shift=0.0):
                 steps.append(apart_row(ident, rank, "measure", step, measured + shift, data=1.0,
                                   forward=measured + shift - 4.0, backward=1.0, comm=0.0, optimizer=2.0))
                 start = 1000.0 * step
-                for name, dur in ((data, 1.0), (forward, spans[rank] + shift - 6.0), (backward, 3.0),
-                                  (optimizer, 2.0)):
-                    events.append({"rank": rank, "step": step, "lane": "main", "kind": "phase", "name": name,
+                for column, dur in (("data_ms", 1.0), ("forward_ms", spans[rank] + shift - 6.0), ("backward_ms", 3.0),
+                                    ("optimizer_ms", 2.0)):  # a traced phase is named as its step column
+                    events.append({"rank": rank, "step": step, "lane": "main", "kind": "phase",
+                                   "name": column.removesuffix("_ms"),
                                    "start_ms": start, "dur_ms": dur, "bytes": None})
                     start += dur
         runs.append({**ident, "status": "ok", "error": None, "wall_s": 1.0, "oversubscribed": False, "params": 100,
                      "grad_bytes": 400,
                      "trace": events})
     return steps, runs
-
-
-def summary_row(key: str, world_size: int = 2, bucket: float = 25.0, lines=None, baseline=39.1, loss=(47.0, 44.1, 50.2),
-        **extra) -> dict:
-    """A summary row: spec fields, and the budget's columns where ``lines`` is given."""
-    row = {"key": key, "status": "ok", "strategy": "ddp", "model": "transformer", "model_size": "s", "model_args": "",
-           "script": "", "script_args": "", "world_size": world_size, "bucket_cap_mb": bucket, "scaling": "weak",
-           "step_ms_mean": 86.1, "oversubscribed": False, "noisy": False}
-    if lines is not None:
-        row.update(budget_baseline_ms=baseline, loss_ms=loss[0], loss_ms_low=loss[1], loss_ms_high=loss[2],
-                   budget_top=next(iter(BUDGET_LINES)), budget_note=None, barrier_rank=math.nan,
-                   barrier_last_share=math.nan, barrier_wait_ms=math.nan, barrier_rank_wait_ms=math.nan,
-                   barrier_launch_ranks=None, barrier_cause=None, barrier_cause_detail=None)
-        for name in BUDGET_LINES:
-            value, low, high = lines.get(name, (math.nan,) * 3)
-            row.update({f"loss_{name}_ms": value, f"loss_{name}_ms_low": low, f"loss_{name}_ms_high": high})
-    row.update(extra)
-    return row
-
-
-def table(*rows: dict) -> pd.DataFrame:
-    return pd.DataFrame(list(rows))
-
-
-def context(summary: pd.DataFrame, tmp_path: Path) -> ReportContext:
-    empty = pd.DataFrame()
-    return ReportContext(summary, empty, empty, empty, empty, tmp_path, tmp_path)
-
-
-def page_text(markup) -> str:
-    text = re.sub(r"</t[dh]>", " | ", str(markup))
-    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", text)))

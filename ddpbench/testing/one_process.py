@@ -1,9 +1,9 @@
-"""The promise of the folders whose tests start no process (tests/unit/ and tests/examples/), kept by
-their conftest.py, which imports these hooks: while such a test runs (its setup with every fixture it
-needs, its call, its teardown), every way of starting one -- subprocess, os.fork, os.system,
-os.posix_spawn, a multiprocessing start -- is refused and fails the test, naming what it tried. Such a
-test belongs in tests/processes/<stage>/, or runs the command line in this process
-(ddpbench.testing.run_main)."""
+"""The promise of the folders whose tests start no process (tests/unit/, tests/integration/ and
+tests/examples/), kept by their conftest.py, which imports these hooks: while such a test runs (its
+setup with every fixture it needs, its call, its teardown), every way of starting one -- subprocess,
+os.fork, os.system, os.posix_spawn, a multiprocessing start -- is refused and fails the test, naming
+what it tried. Such a test belongs in tests/processes/<stage>/, or runs the command line in this
+process (ddpbench.testing.run_main)."""
 
 
 import multiprocessing.process
@@ -29,8 +29,9 @@ class StartsAProcess(BaseException):
 def _refusal(what: str, tried: list):
     def refuse(*args, **kwargs):
         tried.append(what)
-        raise StartsAProcess(f"{what}: a test under tests/unit/ or tests/examples/ starts no process (move it to "
-                             "tests/processes/, or run the command line in this process: ddpbench.testing.run_main)")
+        raise StartsAProcess(f"{what}: a test under tests/unit/, tests/integration/ or tests/examples/ starts no "
+                             "process (move it to tests/processes/, or run the command line in this process: "
+                             "ddpbench.testing.run_main)")
     return refuse
 
 

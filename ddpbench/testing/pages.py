@@ -1,17 +1,24 @@
 """Reading a report page in tests: one section of it; whether a page is inert (no script, no event
 handler, links only inside its folder); a reader run in-process, with its one-line error; the scaling
-sections' headings and PNGs, and a PNG file checked by its signature."""
+sections' headings and PNGs, and a PNG file checked by its signature; for the loss budget's sections,
+summary rows of its columns (:func:`summary_row`), the report's context of them and a page's text."""
 
 from __future__ import annotations
 
+import html
+import math
+import re
 import signal
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pandas as pd
 import pytest
 
 from ddpbench.cli.program import main
+from ddpbench.report.budget import BUDGET_LINES
+from ddpbench.report.page import ReportContext
 from ddpbench.testing.records import PNG_MAGIC
 
 #: the only absolute link a page may hold: a constant of the timeline section
@@ -107,3 +114,36 @@ def assert_one_line_or_ok(code: int, out: str, err: str, argv) -> None:
             err.startswith("warning:")), (argv, err)
     for text in (out, err):
         assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text, (argv, text[-500:])
+
+
+def summary_row(key: str, world_size: int = 2, bucket: float = 25.0, lines=None, baseline=39.1, loss=(47.0, 44.1, 50.2),
+        **extra) -> dict:
+    """A summary row: spec fields, and the budget's columns where ``lines`` is given (its top line the
+    first declared, contention: no test reads it)."""
+    row = {"key": key, "status": "ok", "strategy": "ddp", "model": "transformer", "model_size": "s", "model_args": "",
+           "script": "", "script_args": "", "world_size": world_size, "bucket_cap_mb": bucket, "scaling": "weak",
+           "step_ms_mean": 86.1, "oversubscribed": False, "noisy": False}
+    if lines is not None:
+        row.update(budget_baseline_ms=baseline, loss_ms=loss[0], loss_ms_low=loss[1], loss_ms_high=loss[2],
+                   budget_top=next(iter(BUDGET_LINES)), budget_note=None, barrier_rank=math.nan,
+                   barrier_last_share=math.nan, barrier_wait_ms=math.nan, barrier_rank_wait_ms=math.nan,
+                   barrier_launch_ranks=None, barrier_cause=None, barrier_cause_detail=None)
+        for name in BUDGET_LINES:
+            value, low, high = lines.get(name, (math.nan,) * 3)
+            row.update({f"loss_{name}_ms": value, f"loss_{name}_ms_low": low, f"loss_{name}_ms_high": high})
+    row.update(extra)
+    return row
+
+
+def table(*rows: dict) -> pd.DataFrame:
+    return pd.DataFrame(list(rows))
+
+
+def context(summary: pd.DataFrame, tmp_path: Path) -> ReportContext:
+    empty = pd.DataFrame()
+    return ReportContext(summary, empty, empty, empty, empty, tmp_path, tmp_path)
+
+
+def page_text(markup) -> str:
+    text = re.sub(r"</t[dh]>", " | ", str(markup))
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", text)))

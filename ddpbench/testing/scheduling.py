@@ -1,13 +1,13 @@
 """How the whole suite shares the machine's cores (pytest-xdist, ``-n auto --dist loadfile``).
 
-Tests that start no process (``tests/unit/``) run on every core, a file a worker, and so do those of
-:data:`BESIDE_UNITS`. Tests that start processes (``tests/processes/``, ``tests/benchmarks/``) need
-the cores to themselves: their ranks are one per core and several of them measure (a planted 2x
-slowdown must be caught, a job must finish inside its timeout). :class:`UnitsThenAlone` runs the
-unit files on every worker first; a worker with no unit file left to run is stopped, and once no
-other worker has a unit test left, the first worker is handed the other files, in the suite's order.
-So the suite takes the unit tests' time divided by the cores, plus the process tests' time as if
-they ran alone.
+Tests that start no process (``tests/unit/``, ``tests/integration/``, ``tests/examples/``) run on
+every core, a file a worker, and so do those of :data:`BESIDE_UNITS`. Tests that start processes
+(``tests/processes/``, ``tests/benchmarks/``) need the cores to themselves: their ranks are one per
+core and several of them measure (a planted 2x slowdown must be caught, a job must finish inside its
+timeout). :class:`UnitsThenAlone` runs the unit files on every worker first; a worker with no unit
+file left to run is stopped, and once no other worker has a unit test left, the first worker is
+handed the other files, in the suite's order. So the suite takes the unit tests' time divided by the
+cores, plus the process tests' time as if they ran alone.
 """
 
 from __future__ import annotations

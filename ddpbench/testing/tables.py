@@ -1,5 +1,6 @@
-"""Made-up tables for the analysis's tests: a summary row the diagnosis reads, and the steps, runs
-and ranks of one job whose ranks take given times."""
+"""Made-up tables for the analysis's tests: a summary row the diagnosis reads, the steps, runs and
+ranks of one job whose ranks take given times, and the expected slowest of n ranks in standard
+deviations (:func:`expected_max_of_normals`)."""
 
 from __future__ import annotations
 

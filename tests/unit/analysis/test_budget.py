@@ -1,5 +1,6 @@
 """The loss budget and the barrier (ddpbench/analysis/summary/budget.py) on planted steps, where every line is
-known exactly, and on the committed quick-cpu and script-cpu examples."""
+known exactly, and on the committed script-cpu example. Whole folders of planted steps and the quick-cpu
+example: tests/integration/analysis/test_budget.py."""
 
 from __future__ import annotations
 

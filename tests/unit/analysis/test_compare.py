@@ -1,7 +1,6 @@
 """`ddpbench compare A B`: matching jobs, significance over launches, gates, output, bad input.
 
-Pure functions run on synthetic tables with planted differences, and the command on small synthetic
-folders. The command on whole folders (the committed reference results, the compare page, the minimum
+Pure functions run on synthetic tables with planted differences. The command on whole folders (the committed reference results, the compare page, the minimum
 detectable effect against simulated launches) is in tests/integration/analysis/test_compare.py, and on two
 real tiny sweeps in tests/processes/analysis/test_compare.py.
 """

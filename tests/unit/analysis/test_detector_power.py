@@ -1,6 +1,6 @@
 """benchmarks/detector_power.py builds histories from real launches as it says: each launch at most
-once without replacement, the step at a commit with two on either side, the levels read from the
-planted jobs' arguments."""
+once without replacement, the step at a commit with two on either side. The levels read from the
+committed folders' planted jobs: tests/integration/analysis/test_detector_power.py."""
 
 from __future__ import annotations
 

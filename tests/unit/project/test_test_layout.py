@@ -143,8 +143,9 @@ def test_no_test_module_imports_another(tmp_path):
 
 
 def test_each_test_is_slow_exactly_when_its_folder_starts_processes(request, pytester):
-    """On the tests this run collected (the inner loop: none under processes/), and on a planted
-    tree run with this suite's conftest.py, where ``-m "not slow"`` must pick exactly the unit tests."""
+    """On the tests this run collected (the inner loop: none under integration/, examples/ or
+    processes/), and on a planted tree run with this suite's conftest.py, where ``-m "not slow"`` must
+    pick exactly the unit tests."""
     assert marks_off_their_folder(request.session.items, TESTS) == []
     pytester.makeconftest((TESTS / "conftest.py").read_text())
     for name in ("unit/report/test_u.py", "processes/report/test_p.py", "unit/sweep/test_v.py",
@@ -157,7 +158,8 @@ def test_each_test_is_slow_exactly_when_its_folder_starts_processes(request, pyt
         "unit/report/test_u.py::test_it", "unit/sweep/test_v.py::test_it"]
     items, _ = pytester.inline_genitems(*INNER)
     assert sorted(i.nodeid for i in items if i.get_closest_marker("slow")) == [
-        "examples/audit/test_e.py::test_it", "integration/cli/test_i.py::test_it", "processes/report/test_p.py::test_it"]
+        "examples/audit/test_e.py::test_it", "integration/cli/test_i.py::test_it",
+        "processes/report/test_p.py::test_it"]
     assert marks_off_their_folder(items, pytester.path) == []
     unit = next(i for i in items if i.nodeid.startswith("unit/report/"))
     unit.add_marker("slow")  # as a hand-set mark would

@@ -1,4 +1,4 @@
-"""A script job stores what ran (docs/scripts.md): DDP's settings as the model was built, the job's
+"""A script job stores what ran (docs/scripts.md): DDP's settings as the model was built: the job's,
 or the job is refused. The script's name as its model wherever a whole folder's jobs are labelled or
 grouped: tests/integration/rank/test_script_stored.py."""
 

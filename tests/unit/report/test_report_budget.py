@@ -1,6 +1,6 @@
 """The loss budget in the report, the console and the export, from synthetic summary tables: a job with
-every line, one with lines not measured, one without a budget, extreme values, a label that is not
-mathtext, and an old results folder summarised without the budget's columns."""
+every line, one with lines not measured, one without a budget, and a label that is not mathtext. Extreme
+values, more jobs than panels and an old results folder: tests/integration/report/test_report_budget.py."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from ddpbench.report.budget import BUDGET_COLUMNS, BUDGET_LINES, barrier_sentenc
 from ddpbench.report.plots.budget import budget_waterfall
 from ddpbench.report.sections.budget import budget_section
 from ddpbench.testing import ROOT
-from ddpbench.testing.budgets import context, page_text, table
-from ddpbench.testing.budgets import summary_row as job
+from ddpbench.testing.pages import context, page_text, table
+from ddpbench.testing.pages import summary_row as job
 from ddpbench.testing.records import PNG_MAGIC
 
 #: the lines of the issue's example (quick-cpu): value, low, high

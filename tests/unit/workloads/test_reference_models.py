@@ -47,7 +47,7 @@ def test_resnet50_forward_flops_are_the_published_8_2_gflop():
     assert counter.get_total_flops() == pytest.approx(8.2e9, rel=0.05)
 
 
-# --- the small configurations ----------------------------------------------------------------
+# --- the pool of samples, transformers missing, the FLOP counter -------------------------------
 
 
 def test_the_pool_serves_distinct_samples_round_robin():
