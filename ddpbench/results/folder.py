@@ -8,7 +8,8 @@
 * **Whose folder.** ddpbench writes only into a folder that is new, empty, or its own: one holding
   its marker ``.ddpbench-folder`` (written when a sweep first claims the folder), or a
   ``results.jsonl`` (folders written before the marker existed). Any other folder is refused with
-  one line unless the user passes ``--force``.
+  one line unless the user passes ``--force``. What another node or command of ddpbench has there for
+  an instant (a write probe, a marker or owner note before its rename) is not another's file.
 * **No links.** None of the names a sweep writes in the folder (the results file, ``logs/``,
   ``.work/``, ``traces/``, ``experiment.toml``, ``search.json``, the lock, owner and marker) may be a
   symbolic link: a sweep, ``--resume`` above all, would otherwise append or write through it to a
@@ -67,9 +68,18 @@ def foreign_entries(out_dir: Path, own: Callable[[Path], bool] | None = None) ->
         return []
     if (out_dir / MARKER).is_file() or (out_dir / RESULTS_FILE).is_file():
         return []
-    # a sweep stopped before its marker; another command's write probe
+    # a sweep stopped before its marker; another command's write probe; another node's marker or owner
+    # note being written (:func:`_write_new`)
     return [name for name in names if name not in (LOCK, OWNER) and not name.startswith(WRITE_PROBE)
-            and not (own is not None and own(out_dir / name))]
+            and not _being_written(name) and not (own is not None and own(out_dir / name))]
+
+
+def _being_written(name: str) -> bool:
+    """Whether ``name`` is a file of :func:`_write_new` before its rename (``.ddpbench-folder.PID.tmp``):
+    two nodes of one sweep claim a shared folder at once, and one's marker is there for an instant
+    under that name before the other sees the marker itself."""
+    written, _, pid = name.removesuffix(".tmp").rpartition(".")
+    return name.endswith(".tmp") and written in (MARKER, OWNER) and pid.isdigit()
 
 
 def linked_entries(out_dir: Path) -> list[str]:

@@ -141,6 +141,25 @@ def test_a_folder_ddpbench_did_not_write_is_refused_unless_forced(tmp_path, caps
     assert sorted(p.name for p in out.iterdir()) == [".work", "index.html"]
 
 
+@pytest.mark.parametrize("name", [f"{MARKER}.15521.tmp", f"{OWNER}.7.tmp"])
+def test_another_nodes_marker_being_written_is_not_a_file_ddpbench_did_not_write(tmp_path, name):
+    """Two nodes of a torchrun sweep claim one shared --out at once: node 0's marker (or owner note) is
+    written to NAME.PID.tmp and renamed, and node 1 may list the folder in between (as a CI run saw:
+    node 1 refused the folder, node 0 waited out its timeout). A name only like it stays foreign."""
+    out = tmp_path / "shared"
+    out.mkdir()
+    (out / name).write_text("{}")
+    assert foreign_entries(out) == []
+    with claimed(out):
+        assert (out / MARKER).is_file()
+    for like in (f"{MARKER}.tmp", f"{MARKER}.x1.tmp", f"{MARKER}.15521", f"notes.{MARKER}.1.tmp", "results.jsonl.1.tmp"):
+        other = tmp_path / like
+        other.mkdir()
+        (other / name).write_text("{}")
+        (other / like).write_text("")
+        assert foreign_entries(other) == [like], like
+
+
 def test_another_commands_write_probe_is_not_a_file_ddpbench_did_not_write(tmp_path):
     """Two nodes of a torchrun sweep check one shared --out at once: the empty file one writes and
     removes to find the folder writable is there for an instant, and must not make the other refuse
