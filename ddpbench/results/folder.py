@@ -74,12 +74,17 @@ def foreign_entries(out_dir: Path, own: Callable[[Path], bool] | None = None) ->
             and not _being_written(name) and not (own is not None and own(out_dir / name))]
 
 
+def _temporary_name(name: str, pid: int | str) -> str:
+    """The name :func:`_write_new` writes ``name`` under before renaming it into place."""
+    return f"{name}.{pid}.tmp"
+
+
 def _being_written(name: str) -> bool:
-    """Whether ``name`` is a file of :func:`_write_new` before its rename (``.ddpbench-folder.PID.tmp``):
-    two nodes of one sweep claim a shared folder at once, and one's marker is there for an instant
-    under that name before the other sees the marker itself."""
+    """Whether ``name`` is a marker or owner note of :func:`_write_new` before its rename: two nodes of
+    one sweep claim a shared folder at once, and one's marker is there for an instant under that name
+    before the other sees the marker itself."""
     written, _, pid = name.removesuffix(".tmp").rpartition(".")
-    return name.endswith(".tmp") and written in (MARKER, OWNER) and pid.isdigit()
+    return pid.isdigit() and written in (MARKER, OWNER) and name == _temporary_name(written, pid)
 
 
 def linked_entries(out_dir: Path) -> list[str]:
@@ -115,7 +120,7 @@ def describe_owner(owner: dict) -> str:
 
 def _write_new(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` by a temporary file renamed over it: never through a link."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(_temporary_name(path.name, os.getpid()))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "w") as fh:
         fh.write(text)
