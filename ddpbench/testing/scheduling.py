@@ -4,10 +4,13 @@ Tests that start no process (``tests/unit/``, ``tests/integration/``, ``tests/ex
 every core, a file a worker, and so do those of :data:`BESIDE_UNITS`. Tests that start processes
 (``tests/processes/``, ``tests/benchmarks/``) need the cores to themselves: their ranks are one per
 core and several of them measure (a planted 2x slowdown must be caught, a job must finish inside its
-timeout). :class:`UnitsThenAlone` runs the unit files on every worker first; a worker with no unit
-file left to run is stopped, and once no other worker has a unit test left, the first worker is
-handed the other files, in the suite's order. So the suite takes the unit tests' time divided by the
-cores, plus the process tests' time as if they ran alone.
+timeout). Those of :data:`ONE_AT_A_TIME` wait more than they work (a hang waited out to its timeout,
+a Slurm queue, Ray's worker group, a kill's teardown) and measure nothing: one such file at a time runs on one worker
+from the start, beside the unit files on the others, in the core their waits leave idle.
+:class:`UnitsThenAlone` runs those and the unit files first; a worker with no unit file left to run
+is stopped, and once no other worker has a test left, the first worker is handed the other files, in
+the suite's order. So the suite takes the unit tests' and the waiting files' time divided by the cores,
+plus the other process tests' time as if they ran alone.
 """
 
 from __future__ import annotations
@@ -36,37 +39,65 @@ BESIDE_UNITS = ("processes/report", "processes/cli", "processes/results", "proce
                 # its deadlines (a rank gone 10 s after a signal, an 8 s timeout ended within 10 s more)
                 # are ten times what an idle machine takes
                 "processes/sweep/test_sweep.py")
+#: files of :data:`ALONE` whose tests mostly wait -- on a hung rank's timeout, Slurm's queue and its
+#: daemons, Ray's worker group, a killed sweep's teardown, a group's broken connection -- with deadlines
+#: several times what an idle machine takes (a 12 s timeout for 3-4 s of warm-up, 10 s past a timeout to
+#: record it, 15 s for a teardown of under 3 s, 60 s for a Ray worker group that started within 28 s
+#: beside a busy core), and time nothing: run alone on the 2-core VM, they kept 0.9-1.15 of its 2 cores
+#: busy (docs/development.md, issue 55's fifth session). One at a time, they run beside the unit files
+#: from the start.
+ONE_AT_A_TIME = ("processes/launch/test_ray.py", "processes/launch/test_slurm.py", "processes/sweep/test_faults.py",
+                 "processes/rank/test_scripts.py", "processes/sweep/test_orphans.py",
+                 "processes/regression/test_group.py")
+
+
+def _inside(nodeid: str) -> str | None:
+    """``nodeid``'s path under ``tests/`` where it lies in a folder of :data:`ALONE`, else None."""
+    parts = Path(nodeid.split("::", 1)[0]).parts
+    if len(parts) < 2 or parts[0] != "tests" or parts[1] not in ALONE:
+        return None
+    return "/".join(parts[1:])
+
+
+def _named(inside: str | None, names: tuple[str, ...]) -> bool:
+    return inside is not None and any(inside == name or inside.startswith(name + "/") for name in names)
 
 
 def runs_alone(nodeid: str) -> bool:
     """Whether the test ``nodeid`` (``tests/processes/...::test_x``) runs with the cores to itself."""
-    parts = Path(nodeid.split("::", 1)[0]).parts
-    if len(parts) < 2 or parts[0] != "tests" or parts[1] not in ALONE:
-        return False
-    inside = "/".join(parts[1:])
-    return not any(inside == beside or inside.startswith(beside + "/") for beside in BESIDE_UNITS)
+    inside = _inside(nodeid)
+    return inside is not None and not _named(inside, BESIDE_UNITS + ONE_AT_A_TIME)
+
+
+def runs_one_at_a_time(nodeid: str) -> bool:
+    """Whether the test ``nodeid`` runs beside the unit tests, but never beside another such file."""
+    return _named(_inside(nodeid), ONE_AT_A_TIME)
 
 
 class UnitsThenAlone(LoadFileScheduling):
-    """``--dist loadfile``, a file at a time in the suite's order, with the files of :func:`runs_alone`
-    tests held back until every unit test has run, then given to one worker alone (the first not
-    stopped; the others are stopped)."""
+    """``--dist loadfile``, a file at a time in the suite's order: the files of :func:`runs_one_at_a_time`
+    first, one after another on the last worker, beside the unit files on the others; the files of
+    :func:`runs_alone` held back until every other test has run, then given to the first worker alone
+    (the first not stopped; the others are stopped)."""
 
     def _assign_work_unit(self, node) -> None:
         # in the suite's order, not xdist's (files of many tests first: a long file of one test last)
         if not hasattr(self, "_position"):  # each file's place: its first test's in the collection
             self._position = {self._split_scope(nodeid): i for i, nodeid in reversed(list(enumerate(self.collection)))}
         pending = sorted(self.workqueue, key=self._position.__getitem__)
-        scope = next((scope for scope in pending if not runs_alone(scope)), None)
-        first = next(n for n in self.nodes if not n.shutting_down or n is node)
+        running = [n for n in self.nodes if not n.shutting_down or n is node]
+        first, last = running[0], running[-1]
+        waits = [scope for scope in pending if runs_one_at_a_time(scope)]
+        units = [scope for scope in pending if not runs_alone(scope) and not runs_one_at_a_time(scope)]
+        scope = next(iter((waits if node is last else []) + units), None)
         if scope is None and node is not first:
             # no unit file left for it: it finishes (a worker holds its last test back until it is sent
             # more or told to stop) and leaves the cores to what runs alone on the first worker
             node.shutdown()
             return
-        if scope is None and any(self._pending_of(self.assigned_work[other]) for other in self.nodes
-                                 if other is not node):
-            return  # the first worker waits for the others' last unit tests
+        if scope is None and (waits or any(self._pending_of(self.assigned_work[other]) for other in self.nodes
+                                           if other is not node)):
+            return  # the first worker waits for the others' last tests
         scope = scope or pending[0]
         self.assigned_work.setdefault(node, {})[scope] = work = self.workqueue.pop(scope)
         collection = self.registered_collections[node]

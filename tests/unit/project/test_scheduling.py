@@ -1,7 +1,8 @@
-"""The whole suite's schedule (ddpbench.testing.scheduling): unit test files on every worker, then the
-files of tests that start processes on one worker alone, in the suite's order, once every unit test
-has run. Driven with stand-in workers that behave as pytest-xdist's do (a worker holds the last test
-it was sent back until it is sent more or told to stop), finishing tests in generated orders."""
+"""The whole suite's schedule (ddpbench.testing.scheduling): unit test files on every worker, the files
+of tests that mostly wait one at a time beside them, then the files of tests that start processes on one
+worker alone, in the suite's order, once every other test has run. Driven with stand-in workers that
+behave as pytest-xdist's do (a worker holds the last test it was sent back until it is sent more or told
+to stop), finishing tests in generated orders."""
 
 from __future__ import annotations
 
@@ -11,13 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddpbench.testing.fuzzing import examples
-from ddpbench.testing.scheduling import UnitsThenAlone, runs_alone
+from ddpbench.testing.scheduling import UnitsThenAlone, runs_alone, runs_one_at_a_time
 
 COLLECTION = [
     "tests/benchmarks/test_bench.py::test_b",
-    "tests/processes/sweep/test_faults.py::test_p1",
-    "tests/processes/sweep/test_faults.py::test_p2",
-    "tests/processes/launch/test_ray.py::test_p3",
+    "tests/processes/sweep/test_ab.py::test_p1",
+    "tests/processes/sweep/test_ab.py::test_p2",
+    "tests/processes/launch/test_multinode.py::test_p3",
+    "tests/processes/launch/test_slurm.py::test_w1",
+    "tests/processes/launch/test_slurm.py::test_w2",
+    "tests/processes/launch/test_slurm.py::test_w3",
+    "tests/processes/sweep/test_orphans.py::test_w4",
     "tests/processes/report/test_inert.py::test_s1",
     "tests/processes/report/test_inert.py::test_s2",
     "tests/unit/report/test_report.py::test_u1",
@@ -28,7 +33,8 @@ COLLECTION = [
     "tests/unit/cli/test_cli.py::test_u6",
     "tests/unit/sweep/test_runner.py::test_u7",
 ]
-UNIT = [t for t in COLLECTION if not runs_alone(t)]
+UNIT = [t for t in COLLECTION if not runs_alone(t) and not runs_one_at_a_time(t)]
+WAITING = [t for t in COLLECTION if runs_one_at_a_time(t)]
 ALONE = [t for t in COLLECTION if runs_alone(t)]
 
 
@@ -79,6 +85,8 @@ def run(choose, workers: int = 2, crash_first: bool = False) -> tuple[list[tuple
             sched._reschedule(w)
     ran = []
     while ready := [w for w in sched.nodes if w.can_run()]:
+        # never two workers with a waiting file's test sent and not yet run
+        assert len({w.name for w in sched.nodes for t in w.sent[len(w.ran):] if runs_one_at_a_time(t)}) <= 1
         w = choose(ready)
         test = w.sent[len(w.ran)]
         w.ran.append(test)
@@ -93,30 +101,39 @@ def assert_units_then_alone(ran: list[tuple[str, str]]) -> None:
     tests = [t for _, t in ran]
     assert sorted(tests) == sorted(COLLECTION)  # every test, once: no worker waits for ever
     first_alone = min(i for i, t in enumerate(tests) if runs_alone(t))
-    assert set(tests[:first_alone]) == set(UNIT)  # every unit test ran before the first that runs alone
+    # every unit and waiting test ran before the first that runs alone
+    assert set(tests[:first_alone]) == set(UNIT + WAITING)
     assert tests[first_alone:] == ALONE  # then those, in the suite's order ...
     assert len({w for w, t in ran if runs_alone(t)}) == 1  # ... on one worker
 
 
 def test_which_tests_run_alone():
-    assert runs_alone("tests/processes/sweep/test_faults.py::test_x") and runs_alone("tests/benchmarks/test_b.py")
+    assert runs_alone("tests/processes/sweep/test_ab.py::test_x") and runs_alone("tests/benchmarks/test_b.py")
     assert not runs_alone("tests/unit/processes/test_x.py::test_x") and not runs_alone("tests/unit/test_x.py")
     # what starts processes but neither measures nor races a deadline runs beside the unit tests
     assert not runs_alone("tests/processes/report/test_inert.py::test_x")
     assert not runs_alone("tests/processes/cli/test_history_cli.py")
-    assert runs_alone("tests/processes/launch/test_ray.py")
+    assert runs_alone("tests/processes/launch/test_multinode.py")
     assert not runs_alone("tests/processes/strategies/test_frameworks.py::test_x")
     assert not runs_alone("tests/processes/strategies/test_strategies.py::test_x")
     # a file named is that file only: its neighbours in the folder still run alone
     assert not runs_alone("tests/processes/rank/test_precision.py::test_x")
-    assert runs_alone("tests/processes/rank/test_scripts.py::test_x")
-    assert runs_alone("tests/processes/sweep/test_ab.py::test_x") and runs_alone("tests/processes/sweep/test_faults.py")
+    assert runs_alone("tests/processes/rank/test_script_exposed.py::test_x")
+    assert runs_alone("tests/processes/sweep/test_bisect.py::test_x")
+    assert not runs_alone("tests/processes/sweep/test_faults.py")
     assert runs_alone("tests/processes/reports/test_x.py") and not runs_alone("tests/processes/report/test_x.py")
+    # what mostly waits, on deadlines with room, runs beside the unit tests one file at a time
+    assert runs_one_at_a_time("tests/processes/launch/test_slurm.py::test_x")
+    assert not runs_alone("tests/processes/launch/test_slurm.py")
+    assert runs_one_at_a_time("tests/processes/launch/test_ray.py")
+    assert not runs_one_at_a_time("tests/unit/launch/test_slurm.py")
+    assert not runs_one_at_a_time("tests/processes/sweep/test_ab.py")
+    assert not runs_one_at_a_time("tests/processes/report/test_inert.py")
 
 
 @settings(max_examples=examples(200), deadline=None)
 @given(picks=st.randoms(use_true_random=False), workers=st.integers(1, 3), crash_first=st.booleans())
-def test_any_order_of_finishing_runs_every_unit_test_first_then_the_rest_alone(picks, workers, crash_first):
+def test_any_order_of_finishing_runs_the_unit_and_waiting_tests_first_then_the_rest_alone(picks, workers, crash_first):
     ran, _ = run(picks.choice, workers, crash_first and workers > 1)
     assert_units_then_alone(ran)
 
@@ -126,5 +143,16 @@ def test_unit_files_go_a_file_at_a_time_in_the_suites_order_to_every_worker():
     assert_units_then_alone(ran)
     # the file of three tests is not put first for its count, as xdist's own order would
     assert gw0.sent[0] == "tests/processes/report/test_inert.py::test_s1"  # beside the units, in its place
-    assert gw1.sent[0] == "tests/unit/report/test_report.py::test_u1"
-    assert not any(map(runs_alone, gw1.sent)) and gw1.shutting_down
+    assert gw1.sent[:4] == WAITING  # the waiting files from the start, one after another, on the last worker
+    assert not any(map(runs_alone, gw1.sent)) and gw1.shutting_down and not any(map(runs_one_at_a_time, gw0.sent))
+
+
+def test_every_file_and_folder_the_schedule_names_is_in_the_suite():
+    """A file renamed or moved out of :data:`BESIDE_UNITS` or :data:`ONE_AT_A_TIME` would run alone again,
+    silently: each name is a file or a folder under tests/."""
+    from ddpbench.testing import ROOT
+    from ddpbench.testing.scheduling import BESIDE_UNITS, ONE_AT_A_TIME
+
+    for name in BESIDE_UNITS + ONE_AT_A_TIME:
+        assert (ROOT / "tests" / name).exists(), name
+    assert not set(BESIDE_UNITS) & set(ONE_AT_A_TIME)
