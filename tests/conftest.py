@@ -59,7 +59,8 @@ def pytest_ignore_collect(collection_path, config):
 
 def _starts_processes(path: Path) -> bool:
     """Whether ``path`` (a test file, or a folder of them) is under tests/processes/ or tests/benchmarks/:
-    tests that start processes, which run alone (:mod:`ddpbench.testing.scheduling`)."""
+    tests that start processes, which :mod:`ddpbench.testing.scheduling` runs alone, beside the unit tests
+    or one at a time beside them."""
     return any(folder == path or folder in path.parents for folder in (PROCESSES, BENCHMARKS))
 
 
@@ -80,8 +81,8 @@ def pytest_xdist_auto_num_workers(config):
 
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadfile`` (pyproject's addopts), with the files of tests that start processes held
-    back until the unit tests have run, then run on one worker alone
-    (:class:`ddpbench.testing.scheduling.UnitsThenAlone`)."""
+    back until the unit tests have run, then run on one worker alone -- but for those that mostly wait,
+    which run one at a time beside the unit tests (:class:`ddpbench.testing.scheduling.UnitsThenAlone`)."""
     if config.getvalue("dist") == "loadfile":
         from ddpbench.testing.scheduling import UnitsThenAlone
 
