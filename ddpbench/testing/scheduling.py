@@ -5,8 +5,9 @@ every core, a file a worker, and so do those of :data:`BESIDE_UNITS`. Tests that
 (``tests/processes/``, ``tests/benchmarks/``) need the cores to themselves: their ranks are one per
 core and several of them measure (a planted 2x slowdown must be caught, a job must finish inside its
 timeout). Those of :data:`ONE_AT_A_TIME` wait more than they work (a hang waited out to its timeout,
-a Slurm queue, Ray's worker group, a kill's teardown) and measure nothing: one such file at a time runs on one worker
-from the start, beside the unit files on the others, in the core their waits leave idle.
+a Slurm queue, Ray's worker group, a kill's teardown) and measure nothing: one such file at a time
+runs on one worker from the start, beside the unit files on the others, in the core their waits leave
+idle.
 :class:`UnitsThenAlone` runs those and the unit files first; a worker with no unit file left to run
 is stopped, and once no other worker has a test left, the first worker is handed the other files, in
 the suite's order. So the suite takes the unit tests' and the waiting files' time divided by the cores,
@@ -43,7 +44,7 @@ BESIDE_UNITS = ("processes/report", "processes/cli", "processes/results", "proce
 #: daemons, Ray's worker group, a killed sweep's teardown, a group's broken connection -- with deadlines
 #: several times what an idle machine takes (a 12 s timeout for 3-4 s of warm-up, 10 s past a timeout to
 #: record it, 15 s for a teardown of under 3 s, 60 s for a Ray worker group that started within 28 s
-#: beside a busy core), and time nothing: run alone on the 2-core VM, they kept 0.9-1.15 of its 2 cores
+#: beside a busy core), and time nothing: run alone on the 2-core VM, they kept 0.90-1.26 of its 2 cores
 #: busy (docs/development.md, issue 55's fifth session). One at a time, they run beside the unit files
 #: from the start.
 ONE_AT_A_TIME = ("processes/launch/test_ray.py", "processes/launch/test_slurm.py", "processes/sweep/test_faults.py",

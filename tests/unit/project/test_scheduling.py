@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddpbench.testing.fuzzing import examples
-from ddpbench.testing.scheduling import UnitsThenAlone, runs_alone, runs_one_at_a_time
+from ddpbench.testing import ROOT
+from ddpbench.testing.scheduling import BESIDE_UNITS, ONE_AT_A_TIME, UnitsThenAlone, runs_alone, runs_one_at_a_time
 
 COLLECTION = [
     "tests/benchmarks/test_bench.py::test_b",
@@ -150,9 +151,6 @@ def test_unit_files_go_a_file_at_a_time_in_the_suites_order_to_every_worker():
 def test_every_file_and_folder_the_schedule_names_is_in_the_suite():
     """A file renamed or moved out of :data:`BESIDE_UNITS` or :data:`ONE_AT_A_TIME` would run alone again,
     silently: each name is a file or a folder under tests/."""
-    from ddpbench.testing import ROOT
-    from ddpbench.testing.scheduling import BESIDE_UNITS, ONE_AT_A_TIME
-
     for name in BESIDE_UNITS + ONE_AT_A_TIME:
         assert (ROOT / "tests" / name).exists(), name
     assert not set(BESIDE_UNITS) & set(ONE_AT_A_TIME)
