@@ -32,29 +32,57 @@ def run_cli(*args, cwd=None, timeout=300, env=None, **kw) -> subprocess.Complete
                           timeout=timeout, **kw)
 
 
-def run_main(*args, cwd=None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+class _Late(BaseException):
+    """Raised in :func:`run_main`'s command when its ``timeout`` has passed (a BaseException, so that
+    no ``except Exception`` of the command takes it for one of its own errors)."""
+
+
+def _late(signum, frame):
+    raise _Late
+
+
+def run_main(*args, cwd=None, env: dict[str, str] | None = None, timeout: float | None = 300
+             ) -> subprocess.CompletedProcess:
     """``python -m ddpbench ARGS`` without a new process: the command line's ``main()`` called here,
     in ``cwd`` (the repository's root unless given), its output captured: what :func:`run_cli`
     returns. A ``SystemExit`` (argparse's ``--help`` and bad flags) gives its code; ``env`` is set for
     the call only, and what ``main()`` sets for a whole process (its SIGTERM handler, how warnings
-    are shown) is put back after."""
+    are shown) is put back after. Past ``timeout`` seconds (None: no limit) the command is stopped
+    where it stands (its ``finally`` blocks end what it started) and ``subprocess.TimeoutExpired``
+    raised, as :func:`run_cli`'s is: a sweep that hangs fails its test, not the whole run.
+
+    A sweep run here forks its ranks from this process' fork server (started by the first, then kept),
+    where :func:`run_cli`'s starts a new interpreter that imports torch and starts a server of its
+    own: about 5 s of CPU a sweep on the 2-core VM (docs/development.md). A test of what a process
+    does (signals, exit codes, what it leaves behind, its environment at start) runs the command
+    line; one of what a sweep stores can run here."""
     from ddpbench.cli import main
 
     argv = [str(arg) for arg in args]
     stdout, stderr = io.StringIO(), io.StringIO()
     saved = {name: os.environ.get(name) for name in {"COLUMNS", *(env or {})}}
     sigterm, show_warning, here = signal.getsignal(signal.SIGTERM), warnings.showwarning, os.getcwd()
+    alarm = signal.signal(signal.SIGALRM, _late) if timeout else None
     os.environ.update({"COLUMNS": "160", **(env or {})})
     os.chdir(cwd or ROOT)
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            if timeout:
+                signal.setitimer(signal.ITIMER_REAL, timeout)
             try:
                 code = main(argv)
             except SystemExit as exit:
                 code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+            finally:
+                if timeout:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+    except _Late:
+        raise subprocess.TimeoutExpired(cli_command(*argv), timeout, stdout.getvalue(), stderr.getvalue()) from None
     finally:
         os.chdir(here)
         signal.signal(signal.SIGTERM, sigterm)
+        if alarm is not None:
+            signal.signal(signal.SIGALRM, alarm)
         warnings.showwarning = show_warning
         for name, value in saved.items():
             if value is None:
