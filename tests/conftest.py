@@ -215,12 +215,12 @@ def traced_spawn_sweep(tmp_path_factory):
     """(experiment file, folder) of one traced sweep (``ddpbench.testing.sweeps.TRACED``) with the spawn
     launcher, and its report: run once, then only read, by tests/processes/rank/test_trace.py and as the
     reference of tests/processes/launch/test_slurm.py's sweeps."""
-    from ddpbench.testing import run_cli, write_experiment
+    from ddpbench.testing import run_main, write_experiment
     from ddpbench.testing.sweeps import TRACED
 
     tmp = tmp_path_factory.mktemp("traced-spawn")
     exp = write_experiment(tmp / "traced.toml", TRACED)
-    proc = run_cli("sweep", exp, "--out", tmp / "out")
+    proc = run_main("sweep", exp, "--out", tmp / "out")
     assert proc.returncode == 0, proc.stderr
     return exp, tmp / "out"
 

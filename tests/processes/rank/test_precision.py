@@ -2,13 +2,12 @@
 rank's autocast, GradScaler and compile figures, the precision's tolerance, and (slow) real jobs: fp32 + compile at the fp32 tolerance, bf16
 within its own, the compile cache across repeats, and a forked rank's memory against a fresh one's."""
 
-import os
 
 import pytest
 
 from ddpbench.rank.equivalence import EXACT_TOLERANCE
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import TINY_DEFAULTS, run_cli, write_experiment
+from ddpbench.testing import TINY_DEFAULTS, run_main, write_experiment
 
 
 # -- real jobs -----------------------------------------------------------------------------------
@@ -29,7 +28,7 @@ def test_compiled_fp32_matches_single_process_training_and_bf16_is_within_its_to
         world_size = [2]
         precision = ["bf16"]
     """)
-    proc = run_cli("sweep", exp, "--out", tmp_path / "out", "--no-report", timeout=600)
+    proc = run_main("sweep", exp, "--out", tmp_path / "out", "--no-report", timeout=600)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     _, runs, ranks, _ = load_tables(tmp_path / "out")
     assert (runs["status"] == "ok").all(), runs[["status", "error"]]
@@ -62,7 +61,7 @@ def test_a_forked_ranks_memory_is_a_fresh_interpreters_within_10_percent(tmp_pat
     figures = {}
     for forked in ("1", "0"):
         out = tmp_path / f"out{forked}"
-        proc = run_cli("sweep", exp, "--out", out, "--no-report", env={**os.environ, "DDPBENCH_FORK_SERVER": forked})
+        proc = run_main("sweep", exp, "--out", out, "--no-report", env={"DDPBENCH_FORK_SERVER": forked})
         assert proc.returncode == 0, proc.stderr
         _, _, ranks, _ = load_tables(out)
         figures[forked] = ranks.set_index("rank")[["rank_memory_mb", "peak_rss_mb", "uss_mb"]]

@@ -12,7 +12,7 @@ ranks that were not in step.
 import json
 import math
 
-from ddpbench.testing import rank_processes, run_cli, script_experiment
+from ddpbench.testing import rank_processes, run_main, script_experiment
 
 #: the sleep planted in the communication hook (ms)
 PLANTED_MS = 40.0
@@ -50,7 +50,7 @@ def test_a_planted_sleep_in_the_comm_hook_is_the_exposed_communication(tmp_path)
         world_size = [2]
         """, timeout_s=120, warmup_steps=2, steps=6)
     out = tmp_path / "out"
-    done = run_cli("sweep", exp, "--out", out, "--no-report", timeout=300)
+    done = run_main("sweep", exp, "--out", out, "--no-report", timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     runs = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     runs = [r for r in runs if r["kind"] == "run"]

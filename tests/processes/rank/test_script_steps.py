@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench.testing import ROOT, rank_processes, run_cli, script_experiment
+from ddpbench.testing import ROOT, rank_processes, run_main, script_experiment
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,7 +122,7 @@ def swept(tmp_path_factory):
         grids.append(f'[[grid]]\nscript = ["{name}"]\nworld_size = [{world}]\n')
     exp = script_experiment(tmp / "steps.toml", "\n".join(grids), timeout_s=120, steps=6)
     out = tmp / "out"
-    done = run_cli("sweep", exp, "--out", out, "--no-report", timeout=600)
+    done = run_main("sweep", exp, "--out", out, "--no-report", timeout=600)
     assert done.returncode == 1, done.stderr[-3000:]  # same_parameters.py fails, as it must
     records = {}
     for line in (out / "results.jsonl").read_text().splitlines():

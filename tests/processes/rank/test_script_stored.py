@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import textwrap
 
-from ddpbench.testing import run_cli, script_experiment
+from ddpbench.testing import run_main, script_experiment
 
 
 def test_a_sweep_stores_the_settings_the_script_ran_with(tmp_path):
@@ -59,7 +59,7 @@ def test_a_sweep_stores_the_settings_the_script_ran_with(tmp_path):
         script = ["static.py"]
     """, timeout_s=120, warmup_steps=1, steps=3)
     out = tmp_path / "out"
-    run_cli("sweep", exp, "--out", out, "--no-report")
+    run_main("sweep", exp, "--out", out, "--no-report")
     runs = [r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines()) if r.get("kind") == "run"]
     static = [r for r in runs if r["spec"]["script"] == "static.py"]
     assert len(static) == 1 and static[0]["status"] == "failed"

@@ -14,7 +14,7 @@ import pytest
 from ddpbench.analysis.summary import overlap
 from ddpbench.analysis.summary.table import summarize
 from ddpbench.results.tables import load
-from ddpbench.testing import run_cli, run_main, write_experiment
+from ddpbench.testing import run_main, write_experiment
 from ddpbench.testing.sweeps import TRACED, check_traced_folder
 
 
@@ -28,7 +28,7 @@ def test_a_traced_sweep_stores_every_rank_s_trace_and_the_report_draws_a_timelin
     else:
         exp = write_experiment(tmp_path / "traced.toml", TRACED)
         out = tmp_path / "out"
-        proc = run_cli("sweep", exp, "--out", out, "--launcher", launcher)
+        proc = run_main("sweep", exp, "--out", out, "--launcher", launcher)
         assert proc.returncode == 0, proc.stderr
     table = check_traced_folder(out)
     page = html.unescape((out / "index.html").read_text())
@@ -45,11 +45,11 @@ def test_a_traced_sweep_stores_every_rank_s_trace_and_the_report_draws_a_timelin
 def test_trace_steps_from_the_command_line_and_nothing_traced_without_it(tmp_path):
     exp = write_experiment(tmp_path / "plain.toml", TRACED.replace("trace_steps = 2", ""))
     plain, flagged = tmp_path / "plain", tmp_path / "flagged"
-    assert run_cli("sweep", exp, "--out", plain, "--no-report").returncode == 0
+    assert run_main("sweep", exp, "--out", plain, "--no-report").returncode == 0
     assert not (plain / "traces").exists()
     steps = load(plain)
     assert "trace" not in set(steps["phase"]) and "trace_steps_read" in summarize(steps)
-    assert run_cli("sweep", exp, "--out", flagged, "--no-report", "--trace-steps", "2").returncode == 0
+    assert run_main("sweep", exp, "--out", flagged, "--no-report", "--trace-steps", "2").returncode == 0
     check_traced_folder(flagged)
     bad = run_main("sweep", exp, "--out", tmp_path / "bad", "--trace-steps", "-1")  # refused: starts nothing
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [

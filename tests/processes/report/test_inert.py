@@ -66,7 +66,7 @@ def base(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("inert-base")
     exp = write_experiment(root / "tiny.toml", BASE)
     out = root / "base"
-    proc = run_cli("sweep", exp, "--out", out, "--no-report")
+    proc = run_main("sweep", exp, "--out", out, "--no-report")
     assert proc.returncode == 0, proc.stderr
     records = read_records(out)
     runs = [r for r in records if r["kind"] == "run"]

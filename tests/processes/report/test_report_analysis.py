@@ -4,7 +4,7 @@ diagnosis and a projection that is checked against its own measurements."""
 import json
 import re
 
-from ddpbench.testing import TINY_DEFAULTS, run_cli, write_experiment
+from ddpbench.testing import TINY_DEFAULTS, run_main, write_experiment
 
 
 def test_sweep_with_collectives_and_links_reports_projection_and_diagnosis(tmp_path):
@@ -26,7 +26,7 @@ def test_sweep_with_collectives_and_links_reports_projection_and_diagnosis(tmp_p
         world_size = [1, 2]
     """)
     out = tmp_path / "out"
-    result = run_cli("sweep", exp, "--out", out)
+    result = run_main("sweep", exp, "--out", out)
     assert result.returncode == 0, result.stderr[-3000:]
     kinds = [json.loads(line)["kind"] for line in (out / "results.jsonl").read_text().splitlines()]
     assert kinds.count("collective") == 1 and kinds.count("run") == 4

@@ -12,7 +12,7 @@ import pytest
 
 from ddpbench.analysis.summary.table import summarize
 from ddpbench.results.tables import load
-from ddpbench.testing import TINY_DEFAULTS, run_cli, write_experiment
+from ddpbench.testing import TINY_DEFAULTS, run_cli, run_main, write_experiment
 
 
 #: builds each preset and its Keras twin in a process of its own: TensorFlow is never imported into
@@ -60,7 +60,7 @@ FRAMEWORKS = """
 def test_each_framework_trains_in_parallel_what_raw_ddp_trains_and_the_report_sets_them_side_by_side(tmp_path):
     exp = write_experiment(tmp_path / "frameworks.toml", FRAMEWORKS)
     out = tmp_path / "out"
-    proc = run_cli("sweep", exp, "--out", out)
+    proc = run_main("sweep", exp, "--out", out)
     assert proc.returncode == 0, proc.stderr
     table = summarize(load(out)).set_index(["strategy", "world_size"])
     for strategy in ("accelerate", "lightning-fabric", "lightning"):

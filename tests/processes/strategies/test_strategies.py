@@ -9,7 +9,7 @@ import torch
 import ddpbench
 from ddpbench.results.tables import load_tables
 from ddpbench.strategies.base import ring_traffic
-from ddpbench.testing import TINY_DEFAULTS, run_cli, write_experiment
+from ddpbench.testing import TINY_DEFAULTS, run_cli, run_main, write_experiment
 
 EXACT = ["ddp", "master", "master-params", "allreduce-naive", "allreduce-flat", "ring", "zero", "fsdp"]
 
@@ -133,7 +133,7 @@ def test_peak_memory_is_read_at_the_same_point_for_every_strategy(tmp_path):
     """)
     # as new interpreters: a forked rank's peak RSS depends on which of the fork server's file pages
     # it touches again (rank_memory_mb does not; tests/processes/rank/test_precision.py), and this test is about peak RSS
-    proc = run_cli("sweep", exp, "--out", tmp_path / "out", "--no-report", env={**os.environ, "DDPBENCH_FORK_SERVER": "0"})
+    proc = run_main("sweep", exp, "--out", tmp_path / "out", "--no-report", env={"DDPBENCH_FORK_SERVER": "0"})
     assert proc.returncode == 0, proc.stderr
     _, runs, ranks, _ = load_tables(tmp_path / "out")
     strategy = runs.set_index("key")["strategy"]

@@ -4,11 +4,10 @@ for the jobs that differ only in DDP's bucket size; the second reuses every such
 records and the report say where each came from and when it was taken, never as freshly measured."""
 
 import json
-import os
 
 import pytest
 
-from ddpbench.testing import TINY, run_cli, write_experiment
+from ddpbench.testing import TINY, run_main, write_experiment
 
 WITH_CURVE = TINY.replace('name = "tiny"', 'name = "once"') + """
     [collectives]
@@ -27,9 +26,9 @@ def records(out, kind):
 def two_sweeps(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("once")
     exp = write_experiment(tmp / "once.toml", WITH_CURVE)
-    env = {**os.environ, "DDPBENCH_CACHE_DIR": str(tmp / "cache")}
-    first = run_cli("sweep", exp, "--out", tmp / "first", env=env)
-    second = run_cli("sweep", exp, "--out", tmp / "second", env=env)
+    env = {"DDPBENCH_CACHE_DIR": str(tmp / "cache")}
+    first = run_main("sweep", exp, "--out", tmp / "first", env=env)
+    second = run_main("sweep", exp, "--out", tmp / "second", env=env)
     return first, second, tmp
 
 

@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from ddpbench.testing import rank_processes, run_cli, script_experiment
+from ddpbench.testing import rank_processes, run_main, script_experiment
 
 PLANTED = """
 import torch, torch.distributed as dist
@@ -39,7 +39,7 @@ def test_a_refused_script_runs_one_launch_and_the_next_job_still_runs(tmp_path):
     """, timeout_s=60, warmup_steps=1, steps=2)
     out = tmp_path / "out"
     start = time.monotonic()
-    done = run_cli("sweep", exp, "--out", out, "--no-report")
+    done = run_main("sweep", exp, "--out", out, "--no-report")
     took = time.monotonic() - start
     print(f"sweep of 2 refused scripts (3 jobs, 9 launches planned) and a good one: {took:.1f} s")
     assert done.returncode == 1, done.stderr[-3000:]  # a job failed: it was refused

@@ -12,7 +12,8 @@ import pytest
 import ddpbench
 from ddpbench.results.schema import SCHEMA_VERSION
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import ROOT, TINY, as_from_a_terminal, cli_command, rank_processes, run_cli, write_experiment
+from ddpbench.testing import (ROOT, TINY, as_from_a_terminal, cli_command, rank_processes, run_cli, run_main,
+                              write_experiment)
 from ddpbench.testing.sweeps import assert_stores_what_spawn_stores, tables_shape
 from ddpbench.testing.sweeps import wait_for_runs as _wait_for_runs
 
@@ -121,8 +122,8 @@ def test_report_written_and_no_gloo_abort(tiny_sweep):
 
 
 def test_run_one_job_from_flags(tmp_path):
-    proc = run_cli("run", "--world-size", "2", "--model-size", "xs", "--steps", "3", "--warmup-steps", "1",
-                   "--threads-per-rank", "1", "--batch-size", "8", "--out", tmp_path / "one")
+    proc = run_main("run", "--world-size", "2", "--model-size", "xs", "--steps", "3", "--warmup-steps", "1",
+                    "--threads-per-rank", "1", "--batch-size", "8", "--out", tmp_path / "one")
     assert proc.returncode == 0, proc.stderr
     jobs = ddpbench.summarize(ddpbench.load(tmp_path / "one"))
     assert len(jobs) == 1 and jobs.iloc[0]["world_size"] == 2 and jobs.iloc[0]["status"] == "ok"
@@ -138,7 +139,7 @@ def uninterrupted(tmp_path_factory):
     """The sweep the interrupted ones are held against, run once without a break."""
     tmp = tmp_path_factory.mktemp("whole")
     out = tmp / "out"
-    proc = run_cli("sweep", write_experiment(tmp / "tiny.toml", LONGER), "--out", out, "--no-report")
+    proc = run_main("sweep", write_experiment(tmp / "tiny.toml", LONGER), "--out", out, "--no-report")
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -176,7 +177,7 @@ def test_interrupted_sweep_keeps_results_and_resume_equals_an_uninterrupted_one(
     finished = set(runs["key"])
     assert len(finished) == 1 and set(runs["status"]) == {"ok"}
 
-    proc = run_cli("sweep", exp, "--out", out, "--resume", "--no-report")
+    proc = run_main("sweep", exp, "--out", out, "--resume", "--no-report")
     assert proc.returncode == 0, proc.stderr
     _, runs, _, sweeps = load_tables(out)
     assert len(runs) == 2 and runs["key"].is_unique and set(runs["status"]) == {"ok"}
@@ -190,7 +191,7 @@ def test_sweep_without_resume_keeps_earlier_results(tiny_sweep, tmp_path):
                            .replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [25]"))
     copy = tmp_path / "copy"
     subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
-    proc = run_cli("sweep", exp, "--out", copy, "--no-report")
+    proc = run_main("sweep", exp, "--out", copy, "--no-report")
     assert proc.returncode == 0, proc.stderr
     kept = list(copy.glob("results.*.jsonl"))
     assert len(kept) == 1 and kept[0].read_text() == (out / "results.jsonl").read_text()
@@ -226,7 +227,7 @@ def test_the_torchrun_launcher_gives_what_spawn_gives(uninterrupted, tmp_path):
     spawned = uninterrupted
     exp = write_experiment(tmp_path / "tiny.toml", LONGER)
     out = tmp_path / "out"
-    proc = run_cli("sweep", exp, "--out", out, "--no-report", "--launcher", "torchrun")
+    proc = run_main("sweep", exp, "--out", out, "--no-report", "--launcher", "torchrun")
     assert proc.returncode == 0, proc.stderr
     runs = assert_stores_what_spawn_stores(out, spawned, "torchrun")
     assert sorted(p.name for p in out.glob("logs/*/*.log")) == sorted(f"{k}-r0.torchrun.log" for k in runs["key"])

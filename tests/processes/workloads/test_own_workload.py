@@ -36,7 +36,7 @@ def test_the_own_workload_experiment_runs_end_to_end(tmp_path):
 
     import tomli_w
 
-    from ddpbench.testing import rank_processes, run_cli
+    from ddpbench.testing import rank_processes, run_main
     from ddpbench.results.tables import load_tables
 
     # the same experiment, its steps cut down (the page's run takes 12 launches of 20 steps)
@@ -45,7 +45,7 @@ def test_the_own_workload_experiment_runs_end_to_end(tmp_path):
     cut = tmp_path / "own-workload.toml"
     cut.write_text(tomli_w.dumps(experiment))
     out = tmp_path / "out"
-    proc = run_cli("sweep", cut, "--out", out, timeout=600)
+    proc = run_main("sweep", cut, "--out", out, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "give DDP the same" not in proc.stderr  # three caps, three bucket layouts
     _, runs, _, _ = load_tables(out)
