@@ -7,13 +7,13 @@ import pytest
 from ddpbench.experiment.collectives import OPS
 from ddpbench.experiment.machine import Machine
 from ddpbench.results.tables import load_collectives
-from ddpbench.testing import run_cli
+from ddpbench.testing import run_main
 
 
 def test_every_op_at_two_and_three_ranks(tmp_path):
     """Three ranks split the arrays unevenly: chunk routing and sizes must still check out."""
-    proc = run_cli("collectives", "--sizes", "1K,64K", "--iters", "3", "--warmup", "1", "--world-sizes", "2,3",
-                   "--out", tmp_path, "--no-report")
+    proc = run_main("collectives", "--sizes", "1K,64K", "--iters", "3", "--warmup", "1", "--world-sizes", "2,3",
+                    "--out", tmp_path, "--no-report")
     assert proc.returncode == 0, proc.stderr
     table = load_collectives(tmp_path)
     assert set(table["op"]) == set(OPS) and set(table["status"]) == {"ok"}
@@ -33,8 +33,8 @@ def test_every_op_at_two_and_three_ranks(tmp_path):
 
 def test_world_size_one_run(tmp_path):
     """One rank end to end (what a one-GPU machine runs): positive times, busbw 0 where the factor has n-1."""
-    proc = run_cli("collectives", "--ops", "all_reduce,all_gather,broadcast", "--sizes", "1K,64K", "--iters", "3",
-                   "--warmup", "1", "--world-sizes", "1", "--out", tmp_path, "--no-report")
+    proc = run_main("collectives", "--ops", "all_reduce,all_gather,broadcast", "--sizes", "1K,64K", "--iters", "3",
+                    "--warmup", "1", "--world-sizes", "1", "--out", tmp_path, "--no-report")
     assert proc.returncode == 0, proc.stderr
     table = load_collectives(tmp_path)
     assert set(table["world_size"]) == {1} and set(table["status"]) == {"ok"} and (table["wrong"] == 0).all()
@@ -53,12 +53,12 @@ def test_a_sweeps_experiment_file_runs_its_collectives_table(tmp_path):
     sweep = tmp_path / "mine.toml"
     sweep.write_text('name = "mine"\n[defaults]\nworld_size = 1\n[collectives]\nops = ["all_reduce"]\n'
                      'sizes = "1K,4K"\nworld_sizes = [1]\niters = 3\nwarmup = 1\n')
-    proc = run_cli("collectives", sweep, "--out", tmp_path / "out", "--no-report")
+    proc = run_main("collectives", sweep, "--out", tmp_path / "out", "--no-report")
     assert proc.returncode == 0, proc.stderr
     table = load_collectives(tmp_path / "out")
     assert list(table["size_bytes"]) == [1024, 4096] and set(table["op"]) == {"all_reduce"}
     plain = tmp_path / "plain.toml"
     plain.write_text("[defaults]\nworld_size = 1\n")
-    proc = run_cli("collectives", plain, "--out", tmp_path / "none")
+    proc = run_main("collectives", plain, "--out", tmp_path / "none")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert proc.stderr.startswith(f"error: {plain}: collectives: this sweep experiment has no [collectives] table")

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import strategies as st
 
-from ddpbench.testing import MARK, ROOT, cli_command, marked, rank_processes, run_cli, script_experiment, wait_for
+from ddpbench.testing import (MARK, ROOT, cli_command, marked, rank_processes, run_main, script_experiment,
+                              wait_for)
 from ddpbench.testing.survivors import kill_and_wait_gone
 
 # ---------------------------------------------------------------------------------------------
@@ -278,7 +279,7 @@ def test_init_destroy_init_and_relative_paths_from_the_sweep_s_folder(tmp_path):
         world_size = [2]
     """, timeout_s=120)
     before = _tree(project)
-    done = run_cli("sweep", exp, "--out", "results", "--no-report", cwd=project)
+    done = run_main("sweep", exp, "--out", "results", "--no-report", cwd=project)
     assert done.returncode == 0, done.stderr[-3000:]
     records = {r["spec"]["script"]: r for r in _records(project / "results")}
     for record in records.values():
@@ -331,7 +332,7 @@ def test_shapes_ddpbench_cannot_run_are_refused_with_their_reason(tmp_path):
                      f'[[grid]]\nscript = ["{name}"]\nworld_size = [2]\n')
     exp = script_experiment(tmp_path / "bad.toml", "\n".join(grids))
     out = tmp_path / "out"
-    done = run_cli("sweep", exp, "--out", out, "--no-report")
+    done = run_main("sweep", exp, "--out", out, "--no-report")
     assert done.returncode == 1, done.stderr[-3000:]
     records = {Path(r["spec"]["script"]).name: r for r in _records(out)}
     for name, (_, _, words) in BAD_SHAPES.items():
