@@ -176,7 +176,7 @@ def reruns(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("reruns")
     exp = write_experiment(tmp / "tiny.toml", TINY_RERUN)
     for name in ("a", "b"):
-        proc = run_cli("sweep", exp, "--out", tmp / name, "--no-report")
+        proc = run_main("sweep", exp, "--out", tmp / name, "--no-report")
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return tmp / "a", tmp / "b"
 
