@@ -2,7 +2,6 @@
 rank's autocast, GradScaler and compile figures, the precision's tolerance, and (slow) real jobs: fp32 + compile at the fp32 tolerance, bf16
 within its own, the compile cache across repeats, and a forked rank's memory against a fresh one's."""
 
-
 import pytest
 
 from ddpbench.rank.equivalence import EXACT_TOLERANCE
