@@ -137,11 +137,12 @@ def load(results_dir: str | Path, collectives: bool = True, loss_budget: bool = 
     return _measure(Path(results_dir), load_tables, collectives, loss_budget, cost)
 
 
-def load_given(folder: str | Path, where: str | None = None, collectives: bool = True) -> Measured:
+def load_given(folder: str | Path, where: str | None = None, collectives: bool = True,
+               loss_budget: bool = True) -> Measured:
     """:func:`load` of a folder named on the command line: InputError naming ``where`` (default:
     the folder) when it is missing, unreadable or holds no training job
-    (:func:`ddpbench.results.tables.load_folder`)."""
-    return _measure(Path(folder), lambda f: load_folder(f, where), collectives)
+    (:func:`ddpbench.results.tables.load_folder`). ``loss_budget``: see :func:`summarize`."""
+    return _measure(Path(folder), lambda f: load_folder(f, where), collectives, loss_budget)
 
 
 def _measure(folder: Path, read, with_collectives: bool, loss_budget: bool = True,

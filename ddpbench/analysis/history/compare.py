@@ -84,9 +84,10 @@ class Side:
 
 
 def load_side(folder: str | Path, label: str) -> Side:
-    """Load a results folder for comparison; InputError (naming ``label``, e.g. "A") when it holds no jobs."""
+    """Load a results folder for comparison; InputError (naming ``label``, e.g. "A") when it holds no jobs.
+    Without the loss budget, which no comparison reads (half of a small folder's summary)."""
     folder = Path(folder)
-    measured = load_given(folder, f"{label} ({folder})", collectives=False)
+    measured = load_given(folder, f"{label} ({folder})", collectives=False, loss_budget=False)
     return Side(measured.results_dir, measured.summary, measured.steps, measured.sweeps, measured.ranks)
 
 

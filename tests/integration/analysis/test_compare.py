@@ -191,3 +191,25 @@ def test_the_compare_page_counts_and_explains_cannot_tell(tmp_path):
     assert one["method"] in page and one["method"].startswith("cannot tell with 1 vs 1 launches; ")
     rows = {r["world_size"]: r for r in _csv(written["csv"])}
     assert rows["1"]["verdict"] == "cannot tell" and rows["1"]["significant"] == ""
+
+
+def test_sides_loaded_without_the_loss_budget_compare_as_with_it():
+    """``load_side`` leaves the loss budget out (no comparison reads it: half of a folder's summary): two
+    committed folders compared from sides with the budget and from sides without it give the same table."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from ddpbench.analysis.folder import load_given
+    from ddpbench.analysis.summary.budget import BARRIER_COLUMNS, BUDGET_COLUMNS
+
+    examples = Path(__file__).resolve().parents[3] / "reports" / "examples"
+    folders = [examples / "calibration-cpu", examples / "calibration-cpu-2"]
+    sides = [compare.load_side(folder, label) for folder, label in zip(folders, "AB")]
+    assert not {*BUDGET_COLUMNS, *BARRIER_COLUMNS} & set(sides[0].summary.columns)
+    full = [load_given(folder, collectives=False) for folder in folders]
+    assert {*BUDGET_COLUMNS, *BARRIER_COLUMNS} <= set(full[0].summary.columns)
+    without = compare.compare_tables(sides[0].summary, sides[0].steps, sides[1].summary, sides[1].steps)
+    with_budget = compare.compare_tables(full[0].summary, full[0].steps, full[1].summary, full[1].steps)
+    assert without["compared"].sum() >= 2
+    pd.testing.assert_frame_equal(without, with_budget)
