@@ -33,6 +33,7 @@ Conventions:
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -458,11 +459,12 @@ def per_rank_compute(mine: pd.DataFrame) -> pd.DataFrame:
     """
     if mine.empty:
         return pd.DataFrame(columns=["rank", "repeat", "step", "compute_ms"])
-    nosync = mine[mine["phase"] == "nosync"]
-    if len(nosync):
-        out = nosync[["rank", "repeat", "step"]].assign(compute_ms=nosync["step_ms"].to_numpy())
+    phase = mine["phase"]
+    nosync = (phase == "nosync").to_numpy()
+    if nosync.any():  # rows of the four columns only: a job's steps have forty
+        out = mine.loc[nosync, ["rank", "repeat", "step"]].assign(compute_ms=mine.loc[nosync, "step_ms"].to_numpy())
     else:
-        measured = mine[mine["phase"] == "measure"]
+        measured = mine.loc[(phase == "measure").to_numpy(), ["rank", "repeat", "step", "data_ms", "forward_ms"]]
         out = measured[["rank", "repeat", "step"]].assign(
             compute_ms=(measured["data_ms"].fillna(0) + measured["forward_ms"].fillna(0)).to_numpy())
     return out.reset_index(drop=True)
@@ -482,18 +484,25 @@ def stragglers(compute: pd.DataFrame, threshold: float = STRAGGLER_THRESHOLD,
     if compute.empty or compute["rank"].nunique() < 2:
         return empty
     medians = compute.groupby("rank")["compute_ms"].median()
-    wide = compute.pivot_table(index=["repeat", "step"], columns="rank", values="compute_ms")
+    # a row per (repeat, step), a column per rank that has a time (the mean of repeated rows), as pivot_table
+    # makes it, in a third of its time; then each rank's columns apart as plain arrays
+    per_step = compute.groupby(["repeat", "step", "rank"])["compute_ms"].mean()
+    wide = per_step[per_step.notna()].unstack("rank")
+    columns, values = list(wide.columns), wide.to_numpy(dtype=float)
     found, worst, excess_ms = [], -math.inf, math.nan
     for rank in medians.index:
-        if rank not in wide.columns:  # no compute time recorded for it (pivot_table drops all-NaN ranks)
+        if rank not in columns:  # no compute time recorded for it
             continue
         others = medians.drop(rank)
         excess = medians[rank] / float(others.median()) - 1 if float(others.median()) > 0 else math.nan
         if excess > worst:
             # what the others wait for it each step: its compute beyond theirs
             worst, excess_ms = excess, float(medians[rank] - others.median())
-        others_per_step = wide.drop(columns=rank).median(axis=1)
-        slower_share = float((wide[rank] > others_per_step).mean())
+        at = columns.index(rank)
+        with warnings.catch_warnings():  # a step no other rank timed: its median is NaN, and it is not slower
+            warnings.simplefilter("ignore", RuntimeWarning)
+            others_per_step = np.nanmedian(np.delete(values, at, axis=1), axis=1)
+        slower_share = float(np.mean(values[:, at] > others_per_step))
         if excess > threshold and slower_share >= consistency:
             found.append(int(rank))
     return {"straggler_ranks": found, "straggler_pct": 100 * worst if math.isfinite(worst) else math.nan,
