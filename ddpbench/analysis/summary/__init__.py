@@ -2,6 +2,7 @@
 
   table       one row per job: step times, throughput, speedup, efficiency, serial fraction, phases
   exposed     exposed communication and its interval
+  stragglers  the ranks slower than the others at their own compute, step after step
   barrier     the rank everyone waited for, from gradient-ready times
   budget      what a job lost against its baseline, in lines that sum to it
   apart       that loss again from steps timed apart (a trace, a script's phases steps)

@@ -271,7 +271,7 @@ def test_straggler_is_the_consistently_slower_rank():
 
 
 def test_stragglers_without_usable_compute_times():
-    from ddpbench.analysis.summary.table import stragglers
+    from ddpbench.analysis.summary.stragglers import stragglers
 
     frame = {"rank": [0, 1, 0, 1], "repeat": [0] * 4, "step": [0, 0, 1, 1]}
     # all compute times zero (no data/forward timing): no excess to quote, not -inf
