@@ -146,15 +146,24 @@ def _split_steps(rows: pd.DataFrame, order: pd.Series, values: dict[str, pd.Seri
     return out.rename(columns={"_ref": "Ro"}).reset_index()
 
 
-def _launch_means(per_step: pd.DataFrame, names) -> pd.DataFrame:
-    """Per (key, repeat): each of ``names``' mean over its steps (NaN steps left out), with ``<name>_sum``
-    and ``<name>_n`` for pooling launches (a job's point estimate is its steps' mean, not its launches')."""
-    names = list(names)
-    if per_step.empty:
-        return pd.DataFrame(columns=[*LAUNCH_KEYS, *names, *(f"{n}_{end}" for n in names for end in ("sum", "n"))]
-                            ).set_index(LAUNCH_KEYS)
-    group = per_step.groupby(LAUNCH_KEYS, sort=False)[names]
-    sums, counts = group.sum(min_count=1), group.count()
+def _launch_means(*parts: tuple[pd.DataFrame, list[str]]) -> pd.DataFrame:
+    """Per (key, repeat) of any of ``parts`` ((frame, names) pairs, a frame's rows its steps): each name's mean
+    over its steps (NaN steps left out; NaN where the launch has none), with ``<name>_sum`` and ``<name>_n`` for
+    pooling launches (a job's point estimate is its steps' mean, not its launches'). Each part is grouped
+    alone (its sums are pandas' compensated ones, in its rows' order), and the parts are set side by side
+    at once, not joined one at a time."""
+    names = [name for _, part_names in parts for name in part_names]
+    sums, counts = [], []
+    for frame, part_names in parts:
+        if frame.empty:
+            index = pd.MultiIndex.from_arrays([[], []], names=LAUNCH_KEYS)
+            sums.append(pd.DataFrame(columns=part_names, index=index, dtype=float))
+            counts.append(pd.DataFrame(columns=part_names, index=index, dtype=float))
+            continue
+        group = frame.groupby(LAUNCH_KEYS, sort=False)[part_names]
+        sums.append(group.sum(min_count=1))
+        counts.append(group.count())
+    sums, counts = pd.concat(sums, axis=1), pd.concat(counts, axis=1)
     out = sums / counts.where(counts > 0)
     for name in names:
         out[f"{name}_sum"], out[f"{name}_n"] = sums[name].fillna(0.0), counts[name]
@@ -197,7 +206,7 @@ def launch_terms(steps: pd.DataFrame) -> pd.DataFrame:
         # the others the same ranks as on its no-sync steps
         own = _split_steps(phases, numeric(phases, "step_ms"), {"D": numeric(phases, "data_ms"),
                                                              "O": numeric(phases, "optimizer_ms")}, slowest)
-        own_launch = _launch_means(own, ["D", "O"])
+        own_launch = _launch_means((own, ["D", "O"]))
     # a launch's step and its reference step: the slowest rank's window over its steps (core.windows), each
     # phase's own slowest rank (no-sync steps are not in step: their rank windows are the comparable ones)
     bounded = windows.bounding_steps(measure).rename(columns={"step_ms": "S"})
@@ -206,9 +215,8 @@ def launch_terms(steps: pd.DataFrame) -> pd.DataFrame:
     ready_rows = pd.concat([measure[~measure["key"].isin(scripted)], phases]) if len(phases) else measure
     ready_m = ready_rows[LAUNCH_KEYS].assign(Ym=numeric(ready_rows, "ready_ms").to_numpy())
     ready_n = nosync[LAUNCH_KEYS].assign(Yn=numeric(nosync, "ready_ms").to_numpy())
-    out = _launch_means(bounded, ["S"])
-    for frame, names in ((reference, ["R"]), (ready_m, ["Ym"]), (ready_n, ["Yn"]), (split, ["F", "D", "O", "Ro"])):
-        out = out.join(_launch_means(frame, names), how="outer")
+    out = _launch_means((bounded, ["S"]), (reference, ["R"]), (ready_m, ["Ym"]), (ready_n, ["Yn"]),
+                        (split, ["F", "D", "O", "Ro"]))
     # the straggler: the slowest rank's reference window beyond the others' mean, launch by launch
     out["G"] = out["R"] - out["Ro"]
     out["G_n"] = out["R_n"].where(out["G"].notna(), 0)

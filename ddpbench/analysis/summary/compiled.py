@@ -18,7 +18,10 @@ def compile_cache_figures(ranks: pd.DataFrame) -> pd.DataFrame:
     graphs, graph breaks, DDPOptimizer's subgraphs and recompiles after the compile phase (worst rank)."""
     if ranks.empty or "compile_s" not in ranks.columns:
         return pd.DataFrame()
-    part = ranks[pd.to_numeric(ranks["compile_s"], errors="coerce").notna()]
+    timed = pd.to_numeric(ranks["compile_s"], errors="coerce").notna().to_numpy()
+    if not timed.any():  # no rank compiled: no row of the ranks' forty columns copied
+        return pd.DataFrame()
+    part = ranks[timed]
     rows = []
     for key, job in part.groupby("key", sort=False):
         seconds = pd.to_numeric(job["compile_s"], errors="coerce")
