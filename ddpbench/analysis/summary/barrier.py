@@ -16,6 +16,7 @@ them missing: the figures that need them are NaN, and the details say why.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -78,6 +79,21 @@ def most_often(last: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     steps = last.groupby(by, sort=False)["late_ms"].agg(["size", "mean"])
     return pd.DataFrame({"rank": top["rank"].astype(int), "last_share": top["n"] / steps["size"].reindex(top.index),
                          "rank_wait_ms": top["late"], "wait_ms": steps["mean"].reindex(top.index)})
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """What the steps' gradient-ready times say, read once for both of a summary's readers (the loss
+    budget's rank left out of "the others", and the barrier columns): :func:`last_ready`'s rows, and
+    :func:`most_often`'s per job of them (empty without ready_ms)."""
+
+    last: pd.DataFrame
+    jobs: pd.DataFrame
+
+    @classmethod
+    def of(cls, steps: pd.DataFrame) -> Readiness:
+        last = last_ready(steps)
+        return cls(last, most_often(last, ["key"]) if len(last) else pd.DataFrame())
 
 
 def launch_barrier(steps: pd.DataFrame) -> pd.DataFrame:
@@ -191,16 +207,18 @@ def barrier_cause(rank: int, mine: pd.DataFrame, last: pd.DataFrame, job_ranks: 
     return "compute", f"{said}: its {largest} took longer; {why}"
 
 
-def barrier_figures(steps: pd.DataFrame, ranks: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
-    """The barrier columns (:data:`BARRIER_COLUMNS`) for every row of the summary ``table``, indexed like it."""
+def barrier_figures(steps: pd.DataFrame, ranks: pd.DataFrame, table: pd.DataFrame,
+                    ready: Readiness | None = None) -> pd.DataFrame:
+    """The barrier columns (:data:`BARRIER_COLUMNS`) for every row of the summary ``table``, indexed like it
+    (``ready``: the steps' :class:`Readiness`, when the caller has read it)."""
     n = len(table)
     out = {"barrier_rank": [math.nan] * n, "barrier_last_share": [math.nan] * n, "barrier_wait_ms": [math.nan] * n,
            "barrier_rank_wait_ms": [math.nan] * n, "barrier_launch_ranks": [[] for _ in range(n)],
            "barrier_cause": [None] * n, "barrier_cause_detail": [None] * n}
-    last = last_ready(steps) if n else pd.DataFrame()
+    ready = (Readiness.of(steps) if ready is None else ready) if n else Readiness(pd.DataFrame(), pd.DataFrame())
+    last, jobs = ready.last, ready.jobs
     if last.empty:
         return pd.DataFrame(out, index=table.index)
-    jobs = most_often(last, ["key"])
     launches = most_often(last, LAUNCH_KEYS).reset_index()
     per_launch = (launches.sort_values(LAUNCH_KEYS).groupby("key", sort=False)["rank"]
                   .agg(lambda r: [int(x) for x in r]))

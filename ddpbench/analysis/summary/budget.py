@@ -60,7 +60,8 @@ from ddpbench.analysis.core.budget_lines import (COMM, CONTENTION, DATA, LOSS_LI
 from ddpbench.analysis.core.values import known
 from ddpbench.analysis.summary.apart import APART_COLUMNS, job_apart, launch_apart
 from ddpbench.analysis.summary.barrier import (BARRIER_COLUMNS, LAUNCH_KEYS, NAMED_SHARE, NAMED_WAIT, STEP_KEYS,
-                                               barrier_figures, last_ready, launch_barrier, most_often, numeric)
+                                               Readiness, barrier_figures, last_ready, launch_barrier, most_often,
+                                               numeric)
 
 __all__ = ["BARRIER_COLUMNS", "BUDGET_COLUMNS", "BUDGET_LINES", "LINE_COLUMNS", "NAMED_SHARE", "NAMED_WAIT",
            "TOP_LINES", "add_budget", "budget_note", "budget_top", "job_budget", "last_ready", "launch_arrays",
@@ -85,18 +86,19 @@ _TERMS = ("S", "R", "Ym", "Yn", "F", "D", "O", "G")
 _ONE_TERM = ((CONTENTION, "F"), (DATA, "D"), (OVERHEAD, "O"), (STRAGGLER, "G"))
 
 
-def _named(last: pd.DataFrame, step_of: pd.Series) -> pd.Series:
+def _named(last: pd.DataFrame, step_of: pd.Series, jobs: pd.DataFrame | None = None) -> pd.Series:
     """Per key: the rank last in at least :data:`NAMED_SHARE` of ``last``'s steps (rank, late_ms per
     (key, repeat, step)) and by at least :data:`NAMED_WAIT` of the job's mean step on them, or NaN."""
     if last.empty:
         return pd.Series(dtype=float)
-    jobs = most_often(last, ["key"])
+    jobs = most_often(last, ["key"]) if jobs is None else jobs
     step = step_of.reindex(jobs.index).astype(float)
     named = (jobs["last_share"] >= NAMED_SHARE) & (step > 0) & (jobs["rank_wait_ms"] >= NAMED_WAIT * step)
     return jobs["rank"].where(named).astype(float)
 
 
-def slowest_ranks(steps: pd.DataFrame, rows: pd.DataFrame, order: pd.Series) -> pd.Series:
+def slowest_ranks(steps: pd.DataFrame, rows: pd.DataFrame, order: pd.Series,
+                  ready: Readiness | None = None) -> pd.Series:
     """Per (key, repeat): the rank the others waited for, left out of "the others" -- the job's rank named
     at the barrier (``ready_ms``; :func:`last_ready`), or, for a job whose readiness was not measured, the
     rank whose reference step (``order`` of ``rows``) was the slowest by the same rule -- or NaN where no
@@ -105,12 +107,14 @@ def slowest_ranks(steps: pd.DataFrame, rows: pd.DataFrame, order: pd.Series) -> 
     sharing did to every rank."""
     frame = rows[[*STEP_KEYS, "rank"]].reset_index(drop=True).assign(_order=order.to_numpy(dtype=float))
     step_of = stats.launch_means(steps).groupby("key", sort=False)["step_ms"].mean()
-    last = last_ready(steps)
-    named = _named(last, step_of)
-    if len(frame):  # a job whose readiness was not measured (no ready_ms): its reference steps, by the same rule
-        wide = frame.assign(ready_ms=frame["_order"], phase="measure")
-        by_ref = _named(last_ready(wide), step_of)
-        by_ref = by_ref[~by_ref.index.isin(set(last["key"]))]
+    ready = Readiness.of(steps) if ready is None else ready  # the steps' (:func:`add_budget` reads it once)
+    last = ready.last
+    named = _named(last, step_of, ready.jobs)
+    # a job whose readiness was not measured (no ready_ms): its reference steps, by the same rule (each job's
+    # alone: the jobs whose ranks' readiness was measured are left out before, not after)
+    unmeasured = frame[~frame["key"].isin(set(last["key"]))] if len(last) else frame
+    if len(unmeasured):
+        by_ref = _named(last_ready(unmeasured.assign(ready_ms=unmeasured["_order"], phase="measure")), step_of)
         named = pd.concat([named, by_ref]) if len(named) else by_ref
     launches = frame[LAUNCH_KEYS].drop_duplicates()
     return pd.Series(launches["key"].map(named).to_numpy(dtype=float),
@@ -178,10 +182,11 @@ def _narrow(steps: pd.DataFrame) -> pd.DataFrame:
     return steps[names] if len(names) < len(steps.columns) else steps
 
 
-def launch_terms(steps: pd.DataFrame) -> pd.DataFrame:
+def launch_terms(steps: pd.DataFrame, ready: Readiness | None = None) -> pd.DataFrame:
     """Each launch's budget terms (``S``, ``R``, ``Ym``, ``Yn``, ``F``, ``D``, ``O``, ``G``; the module's
     docstring), one row per (key, repeat), with ``<term>_sum`` and ``<term>_n`` over its steps, and for
-    each key ``reference`` ("nosync" or "measure") and ``script`` (its phases come from ``phases`` steps)."""
+    each key ``reference`` ("nosync" or "measure") and ``script`` (its phases come from ``phases`` steps).
+    ``ready``: the steps' :class:`~ddpbench.analysis.summary.barrier.Readiness`, when the caller has read it."""
     steps = _narrow(steps)
     part = steps[steps["phase"].isin(("measure", "nosync", "phases"))] if len(steps) else steps
     if part.empty:
@@ -197,7 +202,7 @@ def launch_terms(steps: pd.DataFrame) -> pd.DataFrame:
     comm = numeric(ref, "comm_ms").fillna(0.0)
     ref_ms = numeric(ref, "step_ms") - np.where(is_nosync, 0.0, comm)
     comm_kept = pd.Series(np.where(is_nosync, comm, 0.0), index=ref.index)  # a no-sync step's comm: framework time
-    slowest = slowest_ranks(part, ref, ref_ms)
+    slowest = slowest_ranks(part, ref, ref_ms, ready)
     split = _split_steps(ref, ref_ms, {
         "F": numeric(ref, "forward_ms") + numeric(ref, "backward_ms"), "D": numeric(ref, "data_ms"),
         "O": numeric(ref, "optimizer_ms") + comm_kept}, slowest)
@@ -395,7 +400,9 @@ def add_budget(table: pd.DataFrame, steps: pd.DataFrame, ranks: pd.DataFrame | N
     columns = {name: [math.nan] * len(table) for name in BUDGET_COLUMNS}
     for name in ("budget_top", "budget_note", "loss_apart_source"):
         columns[name] = [None] * len(table)
-    by_key = launch_arrays(launch_terms(steps)) if len(steps) and len(table) else {}
+    # the rank each job waited for at the barrier, read once for the budget's "others" and the barrier columns
+    ready = Readiness.of(steps) if len(steps) and len(table) else None
+    by_key = launch_arrays(launch_terms(steps, ready)) if ready is not None else {}
     have = set(by_key)
     wanted = [c for c in ("key", "status", "world_size", "baseline_key", "exposed_reason", "scaling", "launch_step_ms")
               if c in table]
@@ -415,7 +422,7 @@ def add_budget(table: pd.DataFrame, steps: pd.DataFrame, ranks: pd.DataFrame | N
         figures["budget_note"] = budget_note({**row, **figures}, job, bases)
         for name, value in figures.items():
             columns[name][i] = value
-    barrier = barrier_figures(steps, ranks, table)
+    barrier = barrier_figures(steps, ranks, table, ready)
     added = pd.DataFrame(columns, index=table.index)
     return pd.concat([table.drop(columns=[c for c in (*BUDGET_COLUMNS, *BARRIER_COLUMNS) if c in table]),
                       added, barrier], axis=1)
