@@ -27,11 +27,16 @@ LAUNCH = ["key", "repeat"]
 RANK = [*LAUNCH, "rank"]
 
 
+#: the columns a window is counted from (a results table has sixty: a row selection copies only these)
+COUNTED = [*RANK, "step", "step_ms"]
+
+
 def _phase(steps: pd.DataFrame, phase: str) -> pd.DataFrame:
-    """``phase``'s rows of ``steps``, with a ``rank`` column (0 where the table has none: one rank's)."""
+    """``phase``'s rows of ``steps``, with a ``rank`` column (0 where the table has none: one rank's), of
+    the columns a window is counted from (:data:`COUNTED`, those the table has)."""
     if steps.empty:
         return steps
-    part = steps[steps["phase"].to_numpy() == phase]
+    part = steps.loc[steps["phase"].to_numpy() == phase, [c for c in COUNTED if c in steps]]
     return part if "rank" in part else part.assign(rank=0)
 
 
@@ -57,7 +62,7 @@ class _Ranks:
         with np.errstate(invalid="ignore", divide="ignore"):
             self.step_ms = self.window / self.steps
         first = np.unique(self.row, return_index=True)[1]
-        self.table = part.iloc[first][RANK].reset_index(drop=True)
+        self.table = part[RANK].iloc[first].reset_index(drop=True)
         self.launch = launch[first]  # each (launch, rank)'s launch
 
     def frame(self, which=slice(None)) -> pd.DataFrame:
