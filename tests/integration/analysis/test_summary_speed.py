@@ -1,0 +1,26 @@
+"""benchmarks/summary_speed.py: the summary's CPU time over every results folder under a root, and its
+refusals of bad arguments."""
+
+import shutil
+
+import pytest
+
+from ddpbench.testing import ROOT
+from ddpbench.testing.scripts import load_benchmark
+
+
+def test_it_summarises_every_results_folder_under_the_root_each_round(tmp_path):
+    bench = load_benchmark("summary_speed")
+    for name in ("quick-cpu", "trace-cpu"):
+        shutil.copytree(ROOT / "reports" / "examples" / name, tmp_path / "nested" / name)
+    (tmp_path / "not-a-results-folder").mkdir()
+    count, seconds = bench.time_rounds(tmp_path, 2)
+    assert count == 2 and len(seconds) == 2 and all(s > 0 for s in seconds)
+
+
+@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--root", "{tmp}"]], ids=["no-round", "root-without-ddpbench"])
+def test_bad_arguments_end_with_exit_code_2(tmp_path, capsys, argv):
+    bench = load_benchmark("summary_speed")
+    with pytest.raises(SystemExit) as end:
+        bench.main([a.format(tmp=tmp_path) for a in argv])
+    assert end.value.code == 2 and "error:" in capsys.readouterr().err
