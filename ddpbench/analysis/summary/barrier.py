@@ -215,7 +215,9 @@ def barrier_figures(steps: pd.DataFrame, ranks: pd.DataFrame, table: pd.DataFram
     out = {"barrier_rank": [math.nan] * n, "barrier_last_share": [math.nan] * n, "barrier_wait_ms": [math.nan] * n,
            "barrier_rank_wait_ms": [math.nan] * n, "barrier_launch_ranks": [[] for _ in range(n)],
            "barrier_cause": [None] * n, "barrier_cause_detail": [None] * n}
-    ready = (Readiness.of(steps) if ready is None else ready) if n else Readiness(pd.DataFrame(), pd.DataFrame())
+    if not n:
+        return pd.DataFrame(out, index=table.index)
+    ready = Readiness.of(steps) if ready is None else ready
     last, jobs = ready.last, ready.jobs
     if last.empty:
         return pd.DataFrame(out, index=table.index)

@@ -159,10 +159,11 @@ def _launch_means(*parts: tuple[pd.DataFrame, list[str]]) -> pd.DataFrame:
     names = [name for _, part_names in parts for name in part_names]
     sums, counts = [], []
     for frame, part_names in parts:
-        if frame.empty:
-            index = pd.MultiIndex.from_arrays([[], []], names=LAUNCH_KEYS)
-            sums.append(pd.DataFrame(columns=part_names, index=index, dtype=float))
-            counts.append(pd.DataFrame(columns=part_names, index=index, dtype=float))
+        if frame.empty:  # its names' columns, all NaN once set beside the others
+            none = pd.DataFrame(columns=part_names, index=pd.MultiIndex.from_arrays([[], []], names=LAUNCH_KEYS),
+                                dtype=float)
+            sums.append(none)
+            counts.append(none)
             continue
         group = frame.groupby(LAUNCH_KEYS, sort=False)[part_names]
         sums.append(group.sum(min_count=1))

@@ -48,7 +48,7 @@ def stragglers(compute: pd.DataFrame, threshold: float = STRAGGLER_THRESHOLD,
         return empty
     medians = compute.groupby("rank")["compute_ms"].median()
     # a row per (repeat, step), a column per rank that has a time (the mean of repeated rows), as pivot_table
-    # makes it, in a third of its time; then each rank's columns apart as plain arrays
+    # makes it, without its generality; then each rank's column against the others' as plain arrays
     per_step = compute.groupby(["repeat", "step", "rank"])["compute_ms"].mean()
     wide = per_step[per_step.notna()].unstack("rank")
     columns, values = list(wide.columns), wide.to_numpy(dtype=float)

@@ -141,10 +141,11 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         row["samples_per_s_low"], row["samples_per_s_high"] = stats.throughput_ci(per_launch, first["global_batch"])
         row["step_ms_mean_low"], row["step_ms_mean_high"] = stats.mean_ci(per_launch)
         row.update(_interval_figures(row, first))
-        # the phases' columns only of the measured rows (and of a script's phases rows: measured ones have none)
-        phase = mine["phase"].to_numpy() if len(mine) else None
-        measure_rows = mine.loc[phase == "measure", list(TIMED_PHASES)] if len(mine) else mine
-        phase_rows = mine.loc[phase == "phases", list(TIMED_PHASES)] if len(mine) else mine
+        # the timed phases of the measured rows, and of a script's phases rows (its measured ones have none)
+        measure_rows = phase_rows = mine
+        if len(mine):
+            phase = mine["phase"].to_numpy()
+            measure_rows, phase_rows = (mine.loc[phase == name, list(TIMED_PHASES)] for name in ("measure", "phases"))
         for col in TIMED_PHASES:
             row[col] = mean(measure_rows[col]) if len(measure_rows) else math.nan
             row[col] = mean(phase_rows[col]) if math.isnan(row[col]) and len(phase_rows) else row[col]
