@@ -15,7 +15,8 @@ from ddpbench.experiment.links import rate_bits
 from ddpbench.launch.emulate import EmulatedNetwork, emulation_problem, netem_problem, remove_stale
 from ddpbench.report.build import write_report
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import TINY_DEFAULTS, as_from_a_terminal, cli_command, rank_processes, run_cli, write_experiment
+from ddpbench.testing import (TINY_DEFAULTS, as_from_a_terminal, cli_command, rank_processes, run_cli, run_main,
+                              write_experiment)
 from ddpbench.testing.sweeps import tables_shape
 
 needs_namespaces = pytest.mark.skipif(emulation_problem() is not None, reason=str(emulation_problem()))
@@ -71,9 +72,9 @@ def test_two_emulated_nodes_store_what_spawn_stores_and_the_link_slows_communica
     """The same job on one machine (spawn), and on two emulated nodes over an unshaped and a
     100 Mbit/s link: the same columns, the ranks in both namespaces, and at 100 Mbit/s each
     step waits for the wire, as the bandwidth predicts (a 1 MB gradient, 2(p-1)/p of it sent)."""
-    spawned = tmp_path / "spawn"
-    assert run_cli("sweep", experiment(tmp_path, "bucket_cap_mb = [25]\n", "one"), "--out", spawned,
-                   "--no-report").returncode == 0
+    spawned = tmp_path / "spawn"  # the reference, swept in this process: what it stored is all the test reads
+    assert run_main("sweep", experiment(tmp_path, "bucket_cap_mb = [25]\n", "one"), "--out", spawned,
+                    "--no-report").returncode == 0
     exp = experiment(tmp_path, 'emulate_nodes = [2]\nlink = ["none", "100mbit"]\n')
     out = tmp_path / "emulated"
     proc = run_cli("sweep", exp, "--out", out, "--no-report")

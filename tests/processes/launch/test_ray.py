@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import (MARK, ROOT, TINY_DEFAULTS, as_from_a_terminal, cli_command, marked, run_cli, wait_for,
-                              write_experiment)
+from ddpbench.testing import (MARK, ROOT, TINY_DEFAULTS, as_from_a_terminal, cli_command, marked, run_cli, run_main,
+                              wait_for, write_experiment)
 from ddpbench.testing.experiments import STUCK
 from ddpbench.testing.planted_faults import FAULTS
 from ddpbench.testing.survivors import described, kill_and_wait_gone
@@ -67,7 +67,7 @@ def test_a_sweep_through_ray_train_interrupted_and_resumed_stores_what_spawn_sto
     Ctrl-C mid-launch stops the cluster the sweep started (exit 130, no Ray process left), and
     ``--resume`` runs the rest on a new one."""
     exp = write_experiment(tmp_path / "two.toml", TWO_JOBS)
-    spawned = run_cli("sweep", exp, "--out", tmp_path / "spawn", "--no-report")
+    spawned = run_main("sweep", exp, "--out", tmp_path / "spawn", "--no-report")  # the reference, in this process
     assert spawned.returncode == 0, spawned.stderr
     mark, out = uuid.uuid4().hex, tmp_path / "ray"
     sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report", "--launcher", "ray"),

@@ -1,4 +1,9 @@
-"""Script jobs: an unchanged torchrun script measured through its DDP model (docs/scripts.md)."""
+"""Script jobs: an unchanged torchrun script measured through its DDP model (docs/scripts.md).
+
+The example script's sweep runs as a user runs it (``python -m ddpbench``, a new process); the other
+sweeps and the readers run the command line's ``main()`` in this process (``run_main``): what they
+test is what was stored and said, and a sweep here forks its ranks from this process' warm server
+instead of starting an interpreter and a server of its own."""
 
 import json
 import math
@@ -6,7 +11,7 @@ import shutil
 import textwrap
 from pathlib import Path
 
-from ddpbench.testing import ROOT, rank_processes, run_cli, script_experiment, write_experiment
+from ddpbench.testing import ROOT, rank_processes, run_cli, run_main, script_experiment, write_experiment
 
 EXAMPLE = ROOT / "experiments" / "scripts" / "train_cnn.py"
 #: the example made small: a few hundred samples, narrow convolutions
@@ -78,10 +83,10 @@ def test_the_example_script_through_sweep_compare_and_report(tmp_path):
 
     again = tmp_path / "again"
     shutil.copytree(out, again)
-    compared = run_cli("compare", out, again)
+    compared = run_main("compare", out, again)
     assert compared.returncode == 0, compared.stderr[-2000:]
     assert "train_cnn.py" in compared.stdout
-    exported = run_cli("export-benchmark", out, "--out", tmp_path / "bench.json")
+    exported = run_main("export-benchmark", out, "--out", tmp_path / "bench.json")
     assert exported.returncode == 0, exported.stderr[-2000:]
 
     from ddpbench.analysis.summary.table import summarize
@@ -97,7 +102,7 @@ def test_a_script_left_to_run_to_its_end(tmp_path):
     out = tmp_path / "out"
     # a results folder given relative to the current folder: the ranks hand back there after the script ran
     # in a folder of its own
-    done = run_cli("sweep", exp.name, "--out", "out", "--no-report", cwd=tmp_path)
+    done = run_main("sweep", exp.name, "--out", "out", "--no-report", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     for record in _records(out):
         assert record["result"]["script"]["ended"] == "ended"
@@ -149,7 +154,7 @@ def test_bad_scripts_fail_with_their_reason(tmp_path):
         grids.append(f'[[grid]]\nscript = ["{name}"]\nworld_size = [{2 if name == "early.py" else 1}]\n')
     exp = script_experiment(tmp_path / "bad.toml", "\n".join(grids))
     out = tmp_path / "out"
-    done = run_cli("sweep", exp, "--out", out, "--no-report")
+    done = run_main("sweep", exp, "--out", out, "--no-report")
     assert done.returncode == 1
     errors = {Path(r["spec"]["script"]).name: r for r in _records(out)}
     for name, (_, words) in BAD_SCRIPTS.items():
@@ -175,7 +180,7 @@ def test_a_script_that_hangs_times_out_and_leaves_nothing(tmp_path):
         world_size = [2]
     """)
     out = tmp_path / "out"
-    done = run_cli("sweep", exp, "--out", out, "--no-report")
+    done = run_main("sweep", exp, "--out", out, "--no-report")
     assert done.returncode == 1
     (record,) = _records(out)
     assert record["status"] == "timed_out"
@@ -185,7 +190,7 @@ def test_a_script_that_hangs_times_out_and_leaves_nothing(tmp_path):
 
 def test_a_missing_script_is_bad_input(tmp_path):
     exp = write_experiment(tmp_path / "exp.toml", '[defaults]\nscript = "nope.py"\n')
-    done = run_cli("sweep", exp, "--out", tmp_path / "out")
+    done = run_main("sweep", exp, "--out", tmp_path / "out")
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "script: no such file" in done.stderr
 
@@ -206,7 +211,7 @@ def test_a_script_under_torchrun_gets_the_sweeps_bucket_caps(tmp_path):
         bucket_cap_mb = [0.02, 25]
     """, timeout_s=120)
     out = tmp_path / "out"
-    done = run_cli("sweep", exp, "--out", out, "--launcher", "torchrun", "--no-report")
+    done = run_main("sweep", exp, "--out", out, "--launcher", "torchrun", "--no-report")
     assert done.returncode == 0, done.stderr[-3000:]
     buckets = {r["spec"]["bucket_cap_mb"]: r["result"]["ranks"][0]["bucket_bytes"] for r in _records(out)}
     assert len(buckets[25.0]) == 1 and len(buckets[0.02]) > 1  # the job's cap, not DDP's default

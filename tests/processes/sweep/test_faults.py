@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import ROOT, TINY, cli_command, rank_processes, run_cli, write_experiment
+from ddpbench.testing import ROOT, TINY, cli_command, rank_processes, run_cli, run_main, write_experiment
 from ddpbench.testing.sweeps import faults_sweep
 from ddpbench.testing.sweeps import wait_for_runs as _wait_for_runs
 
@@ -111,7 +111,7 @@ def test_a_full_disk_stops_the_sweep_with_one_line_and_keeps_what_was_stored(sma
     assert 1 <= len(stored) < 4 and set(runs["status"]) == {"ok"}, runs[["status", "error"]].to_string()
 
     (small_disk / "filler").unlink()
-    proc = run_cli("sweep", exp, "--out", out, "--resume", "--no-report")
+    proc = run_main("sweep", exp, "--out", out, "--resume", "--no-report")
     assert proc.returncode == 0, proc.stderr
     _, runs, _, _ = load_tables(out)
     assert len(runs) == 4 and set(runs["status"]) == {"ok"} and stored <= set(runs["key"])
@@ -124,7 +124,7 @@ def test_a_results_file_cut_mid_write_loses_one_record_and_resume_measures_it_ag
     exp = write_experiment(tmp_path / "two.toml", TINY.replace("world_size = [1, 2]", "world_size = [1]")
                            .replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [1, 25]"))
     out = tmp_path / "out"
-    assert run_cli("sweep", exp, "--out", out, "--no-report").returncode == 0
+    assert run_main("sweep", exp, "--out", out, "--no-report").returncode == 0
     results = out / "results.jsonl"
     lines = results.read_bytes().splitlines(keepends=True)
     assert b'"kind": "run"' in lines[-1]
@@ -136,13 +136,14 @@ def test_a_results_file_cut_mid_write_loses_one_record_and_resume_measures_it_ag
         _, runs, _, _ = load_tables(out)
     assert len(runs) == 1 and set(runs["status"]) == {"ok"}  # the other launch is intact
 
-    report = run_cli("report", out)
+    report = run_main("report", out)
     assert report.returncode == 0, report.stderr
     assert report.stderr.count(damaged) == 1 and report.stderr.startswith("warning: "), report.stderr
     page = (out / "index.html").read_text()
     assert "1 damaged record(s) skipped" in page and damaged in page
 
     started = time.monotonic()
+    # a new process, as a user resumes: the warning is said once a process, and the report above said it here
     resumed = run_cli("sweep", exp, "--out", out, "--resume", "--no-report")
     assert resumed.returncode == 0, resumed.stderr
     print(f"cut record: measured again by --resume in {time.monotonic() - started:.1f} s")
