@@ -81,7 +81,7 @@ def test_planted_regression_in_reference_results_fails_the_gate(tmp_path):
     """Real measurements (3 launches a job) against a copy whose every step is 20 % slower."""
     slow = plant_regression(EXAMPLE, tmp_path / "slow", 1.2)
     out = tmp_path / "cmp"
-    proc = run_cli("compare", EXAMPLE, slow, "--fail-on", "median:5%", "--out", out)
+    proc = run_main("compare", EXAMPLE, slow, "--fail-on", "median:5%", "--out", out)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and "gate failed (median:5%)" in proc.stdout
     assert "detectable at 90 %: +" in proc.stdout  # each gate line carries its minimum detectable slowdown
@@ -109,7 +109,7 @@ def test_synthetic_folders_listing_environment_and_escaping(tmp_path):
     env_b = {**ENV, "hostname": "<script>alert(1)</script>", "cores_usable": 4}
     b = _write_folder(tmp_path / "b", [(1, _launches(10.0, launches=5, seed=1), "ok"), (2, _launches(20.0), "failed"),
                                        (8, _launches(80.0), "ok")], env=env_b)
-    proc = run_cli("compare", a, b, "--fail-on", "median:5%", "--fail-on", "mean:1ms")
+    proc = run_main("compare", a, b, "--fail-on", "median:5%", "--fail-on", "mean:1ms")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "gate passed (median:5%, mean:1ms)" in proc.stdout
     assert "not compared: mlp-xs ws=2" in proc.stdout and "status A ok, B failed" in proc.stdout

@@ -193,7 +193,7 @@ def restarted(tmp_path_factory):
         steps = [5]
     """)
     out = tmp / "out"
-    proc = run_cli("sweep", exp, "--out", out, "--no-report")
+    proc = run_main("sweep", exp, "--out", out, "--no-report")  # in this process: the tests read what it stored
     assert proc.returncode == 0, proc.stderr
     return out
 
