@@ -2,8 +2,8 @@
 
 The example script's sweep runs as a user runs it (``python -m ddpbench``, a new process); the other
 sweeps and the readers run the command line's ``main()`` in this process (``run_main``): what they
-test is what was stored and said, and a sweep here forks its ranks from this process' warm server
-instead of starting an interpreter and a server of its own."""
+test is what was stored and said, and a sweep here starts no interpreter of its own (nor, under the
+spawn launcher, a fork server: its ranks are forked from this process' server)."""
 
 import json
 import math
