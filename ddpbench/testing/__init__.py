@@ -17,6 +17,8 @@ imports it (import-linter's layers in pyproject.toml).
 - :mod:`ddpbench.testing.scripts`: the scripts of benchmarks/ and scripts/ as modules
 - :mod:`ddpbench.testing.columns`: the summary's columns in the committed example folders
 - :mod:`ddpbench.testing.fuzzing`: a hypothesis test's example count, a fifth of it in the inner loop
+- :mod:`ddpbench.testing.accounting`: the suite's CPU by process, from the kernel's accounting
+  (benchmarks/suite_cpu.py)
 """
 
 from ddpbench.testing.cli import ROOT, as_from_a_terminal, cli_command, run_cli, run_main
