@@ -8,7 +8,9 @@ command line as it appears (:mod:`ddpbench.testing.accounting`). Then it prints 
 and idle CPU over the run (the ``cpu`` line of ``/proc/stat``), and the CPU of the processes under
 pytest, by kind of process and by the test whose ``tmp_path`` a process's command line or an
 ancestor's names. Unlike a sampling profiler it slows the suite by little (a look at ``/proc``
-every 0.2 s), and it counts every process to its end, forked ranks too.
+every 0.2 s), and it counts every process to its end, forked ranks too. What runs outside pytest's
+tree is in the machine's busy CPU only: the Slurm daemons' and their job steps' ranks (the daemons
+started by ``scripts/slurm-local.sh``), and a process whose parent left before the first look.
 
 Needs Linux, root and ``accton`` (``apt-get install acct``). It turns the accounting off at the
 end, so run it where nothing else uses it. Unset ``PYTHONDONTWRITEBYTECODE`` first, as CI does

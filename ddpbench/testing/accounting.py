@@ -47,8 +47,9 @@ KINDS = (
     ("compiler", ("cc1plus", "/ld ", "collect2")),
 )
 FORKED = "forked rank"
-#: a test's ``tmp_path`` (``.../pytest-N/[popen-gwK/]<test name, 30 characters at most><n>/``)
-TEST_FOLDER = re.compile(r"/pytest-\d+/(?:popen-gw\d+/)?([A-Za-z_][^/\s]*?)\d+/")
+#: a test's ``tmp_path`` (``.../pytest-N/[popen-gwK/]<test name, 30 characters at most><n>/``), not a
+#: worker's own folder (``--basetemp=.../popen-gwK/``)
+TEST_FOLDER = re.compile(r"/pytest-\d+/(?:popen-gw\d+/)?(?!popen-gw\d+/)([A-Za-z_][^/\s]*?)\d+/")
 
 
 @dataclass(frozen=True)

@@ -60,21 +60,23 @@ def test_the_tally_sorts_the_processes_under_the_root_by_kind_and_by_test(tmp_pa
         104: (103, "python -c from multiprocessing.forkserver import main; main(3, 5)"),
         # an orphan: reaped by init, its first parent the sweep
         105: (102, "python -m ddpbench.rank"),
+        # a worker's own folder names no test
+        108: (101, "python -m pytest --basetemp=/tmp/pytest-of-root/pytest-3/popen-gw1/ -q"),
         # not under pytest
         200: (1, "python -m ddpbench report elsewhere"),
     }
     records = [record(104, 103, 300, 0), record(106, 103, 100, 0, forked=True), record(105, 1, 250, 50),
                record(103, 102, 280, 20), record(102, 101, 200, 40), record(107, 101, 1, 0, b"git"),
-               record(101, 100, 900, 100), record(200, 1, 500, 0), record(100, 1, 10, 0)]
+               record(101, 100, 900, 100), record(108, 101, 50, 0), record(200, 1, 500, 0), record(100, 1, 10, 0)]
     (tmp_path / "pacct").write_bytes(b"".join(records))
     got = tally(read_records(tmp_path / "pacct"), seen, root=100)
     assert dict(got.by_kind) == pytest.approx({FORKED: 4.0, "rank, new interpreter": 3.0, "fork server": 3.0,
                                                "ddpbench command": 2.4, "other: git": 0.01, "pytest worker": 10.0,
-                                               "pytest": 0.1})
-    assert got.processes[FORKED] == 2 and sum(got.processes.values()) == 8  # the root too, not 200
+                                               "pytest": 0.6})
+    assert got.processes[FORKED] == 2 and sum(got.processes.values()) == 9  # the root too, not 200
     test, rest = "test_kill_9_of_a_sweep_with_a_", "(no test named: pytest's own processes and what runs in them)"
-    assert dict(got.by_test) == pytest.approx({test: 12.4, rest: 10.11})
-    assert got.total_s == pytest.approx(22.51)
+    assert dict(got.by_test) == pytest.approx({test: 12.4, rest: 10.61})
+    assert got.total_s == pytest.approx(23.01)
 
 
 def test_the_sampler_notes_each_process_once_with_its_parent_then(tmp_path):
