@@ -5,7 +5,8 @@
 Runs ``python -m pytest PYTEST_ARGS`` (default: ``-q -p no:cacheprovider``) with the kernel's
 process accounting on, into a file of a temporary folder of its own, and notes each process's
 command line as it appears (:mod:`ddpbench.testing.accounting`). Then it prints the machine's busy
-and idle CPU over the run (the ``cpu`` line of ``/proc/stat``), and the CPU of the processes under
+and stolen CPU over the run (the ``cpu`` line of ``/proc/stat``, read as a rank reads it:
+:func:`ddpbench.rank.neighbours.machine_ticks`), and the CPU of the processes under
 pytest, by kind of process and by the test whose ``tmp_path`` a process's command line or an
 ancestor's names. Unlike a sampling profiler it slows the suite by little (a look at ``/proc``
 every 0.2 s), and it counts every process to its end, forked ranks too. What runs outside pytest's
@@ -28,16 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from ddpbench.rank.neighbours import machine_ticks
 from ddpbench.testing.accounting import Sampler, read_records, tally
 
 DEFAULT_ARGS = ("-q", "-p", "no:cacheprovider")
-
-
-def busy_idle() -> tuple[int, int]:
-    """The machine's busy and idle ticks so far (``/proc/stat``'s ``cpu`` line; guest time is in user)."""
-    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = fields[3] + fields[4]
-    return sum(fields[:8]) - idle, idle
 
 
 def main() -> int:
@@ -56,17 +51,17 @@ def main() -> int:
         subprocess.run([accton, str(accounts)], check=True, stdout=subprocess.DEVNULL)
         try:
             with Sampler() as sampler:
-                busy0, idle0, start = *busy_idle(), time.monotonic()
+                (busy0, steal0), start = machine_ticks(), time.monotonic()
                 suite = subprocess.Popen([sys.executable, "-m", "pytest", *(args.pytest_args or DEFAULT_ARGS)])
                 code = suite.wait()
-                wall, (busy1, idle1) = time.monotonic() - start, busy_idle()
+                wall, (busy1, steal1) = time.monotonic() - start, machine_ticks()
         finally:
             subprocess.run([accton, "off"], check=False, stdout=subprocess.DEVNULL)
         records = read_records(accounts)
     counted = tally(records, sampler.seen, suite.pid)
-    busy, idle = (busy1 - busy0) / ticks, (idle1 - idle0) / ticks
+    busy, steal = (busy1 - busy0) / ticks, (steal1 - steal0) / ticks
     print(f"\npytest exited {code}; {wall:.1f} s of wall time; the machine {busy:.1f} CPU-s busy "
-          f"({busy / wall:.2f} cores), {idle:.1f} CPU-s idle")
+          f"({busy / wall:.2f} cores of {os.cpu_count()}), {steal:.1f} CPU-s taken by the hypervisor (steal)")
     print(f"processes under pytest: {sum(counted.processes.values())}, {counted.total_s:.1f} CPU-s")
     print(f"\n{'CPU-s':>8} {'share':>6} {'count':>6}  kind of process")
     for kind, seconds in counted.by_kind.most_common():
