@@ -1,6 +1,6 @@
 """The checks: each quoted sentence set against the figures re-derived from the stored records.
 
-* **figure** -- every number a sentence quotes (ms, x, %, MB, serial fraction, bucket counts,
+* **figure** -- every number a sentence quotes (ms, x, %, MB, TFLOP/s, serial fraction, bucket counts,
   world sizes, launch counts, "measured N times") must be, at the precision it is written with, a
   re-derived figure of that unit -- and of the kind its words say ("% parallel efficiency", "% of
   each step", "% faster", "x the throughput of one rank": :func:`family`) -- of the job(s) the
@@ -154,6 +154,7 @@ FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"),
                       # mean step)"
                       (r"^ ?% of the steps, ", "last share"), (r"^ ?% of the mean step\)", "late share"),
                       (r"^ ?% of (?:each |the |a |its )?step", "share"),
+                      (r"^ ?% of the (?:GEMM|datasheet) peak", "peak"),
                       (r"^ ?% of (?:the |its |what was )?(?:loss|lost)", "loss"),
                       (r"^ ?% (?:faster|slower) than the other ranks", STRAGGLER),
                       (r"^ ?% (?:faster|slower|more|less|cheaper|dearer)\b", "change")],

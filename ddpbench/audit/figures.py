@@ -23,6 +23,9 @@ Per job (one row of :attr:`Figures.jobs`, by key):
   or data + forward) medians and the largest rank's excess over the others' (``straggler_*``);
 * the recorded DDP bucket layout (``layout``: bytes per bucket, from the ranks' own record) with its
   count and MB; launches, world size, bucket cap; ranks' memory and traffic figures in MB;
+* ``tflops``: what one process computed a second over the mean step (the FLOPs a step its
+  launches recorded over ``step_ms``), ``peak_pct`` that in % of the GEMM peak its ranks measured
+  (their median) and ``datasheet_pct`` in % of the experiment's datasheet peak;
 * where a price was stored (or given): ``cost_per_million`` (price of the job's devices and nodes
   for its mean step, per million samples), ``hours`` and ``cost_to_train`` of the training run's
   samples, each with the mean step's interval (:func:`_add_costs`).
@@ -216,15 +219,18 @@ def derive(source, price: dict | None = None) -> Figures:
     (:func:`.records.read`): ``source`` is the folder, or what that reader gave for it (so that a
     caller deriving twice reads once). ``price``: the ``[cost]`` keys the costs are at (default: what
     the latest sweep stored)."""
-    steps, runs, ranks, stored_price = source if isinstance(source, Records) else read(source)
-    price = stored_price if price is None else price
+    records = source if isinstance(source, Records) else read(source)
+    steps, runs, ranks = records.steps, records.runs, records.ranks
+    price = records.price if price is None else price
     rows = {}
     for key, job_runs in runs.groupby("key", sort=False):
         first = job_runs.iloc[0]
         ok = bool((job_runs["status"] == "ok").all())
         rows[key] = {**{c: first[c] for c in FIELDS}, "global_batch": first["global_batch"],
                      "per_rank_batch": first["per_rank_batch"], "status": "ok" if ok else "failed",
-                     "launches": int((job_runs["status"] == "ok").sum()), "label": model_of(first)}
+                     "launches": int((job_runs["status"] == "ok").sum()), "label": model_of(first),
+                     "flops_per_step": job_runs["flops_per_step"].dropna().iloc[0]
+                     if job_runs["flops_per_step"].notna().any() else math.nan}
     # a script job is named by its script and the arguments that differ between the sweep's script jobs
     named = script_labels([(r["script"], r.get("script_args")) for r in rows.values() if r.get("script")])
     for r in rows.values():
@@ -273,7 +279,8 @@ def derive(source, price: dict | None = None) -> Figures:
             r[phase] = float(source[phase].mean()) if phase in source and source[phase].notna().any() else math.nan
             r[phase.replace("_ms", "_pct")] = 100 * r[phase] / step
         r["backward_compute_ms"] = r["backward_ms"] - r["exposed_ms"]
-        r.update(_compute(mine), **_rank_figures(by_key_ranks.get(key)))
+        r.update(_compute(mine), **_rank_figures(by_key_ranks.get(key)),
+                 **_tflops(r["flops_per_step"], step, by_key_ranks.get(key), records.datasheet_tflops))
     jobs = pd.DataFrame.from_dict(rows, orient="index")
     figures = Figures(jobs, launch_ms)
     _add_speedup(figures)
@@ -351,6 +358,17 @@ def _compute(mine: pd.DataFrame) -> dict:
             out["straggler_pct"] = 100 * (medians[worst] / others - 1)
         out["straggler_ms"] = float(medians[worst] - others)
     return out
+
+
+def _tflops(flops_per_step: float, step_ms: float, ranks: pd.DataFrame | None, datasheet_tflops: float) -> dict:
+    """What one process computed a second over the mean step, and that in % of the GEMM peak the job's
+    ranks measured as they started (the median of their figures) and of the datasheet peak."""
+    tflops = flops_per_step / (step_ms / 1e3) / 1e12 if step_ms > 0 else math.nan
+    peaks = pd.to_numeric(ranks["gemm_peak_flops"], errors="coerce").dropna() \
+        if ranks is not None and "gemm_peak_flops" in ranks else pd.Series(dtype=float)
+    peak = float(peaks.median()) / 1e12 if len(peaks) else math.nan
+    return {"tflops": tflops, "peak_pct": 100 * tflops / peak if peak > 0 else math.nan,
+            "datasheet_pct": 100 * tflops / datasheet_tflops if datasheet_tflops > 0 else math.nan}
 
 
 def _rank_figures(ranks: pd.DataFrame | None) -> dict:

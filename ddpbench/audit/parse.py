@@ -2,7 +2,7 @@
 the jobs they name (by model label, per-rank batch, world size, link, strategy), the intervals,
 the direction words and the measured/estimated words.
 
-Units: ``ms``, ``x`` (a ratio), ``%``, ``MB``, ``samples/s``, ``h`` (hours), ``money`` (a number
+Units: ``ms``, ``x`` (a ratio), ``%``, ``MB``, ``samples/s``, ``TFLOP/s``, ``h`` (hours), ``money`` (a number
 followed by the folder's currency, where it stored a price: "0.213 USD"), ``e`` (a serial fraction:
 "from 0.94 to 1.31"), and counts: ``buckets`` ("4 bucket(s)"), ``times`` ("measured 4 times"), ``ws`` ("world size 2"),
 ``launches`` ("with 3 launches").
@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 NUMBER = r"[-+]?\d+(?:\.\d+)?"
-UNIT = r"(?:ms|x|%|MB|samples/s|h)"
+UNIT = r"(?:ms|x|%|MB|samples/s|TFLOP/s|h)"
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ class Entry:
     high: float = math.nan
     #: what kind of figure of its unit it is (checks.family reads the same from a sentence's words):
     #: % -- efficiency, share (of a step), change (between two steps), noise, straggler, spread (of
-    #: launch means: standard deviation over mean);
+    #: launch means: standard deviation over mean), peak (TFLOP/s over the GEMM or datasheet peak);
     #: x -- speedup (against one rank), throughput (any throughput ratio), step (a step-time ratio), traffic
     family: str = ""
     #: how far a quote may sit from it beyond its own rounding (a figure computed from a rounded one)
@@ -126,6 +126,9 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
     _add(pool, "launches", r.get("launches"), f"launches of {key}")
     _add(pool, "samples/s", r.get("samples_per_s"), f"throughput of {key}", r.get("samples_per_s_low", math.nan),
          r.get("samples_per_s_high", math.nan))
+    _add(pool, "TFLOP/s", r.get("tflops"), f"TFLOP/s per process of {key}")
+    _add(pool, "%", r.get("peak_pct"), f"{key}'s TFLOP/s in % of its ranks' GEMM peak", family="peak")
+    _add(pool, "%", r.get("datasheet_pct"), f"{key}'s TFLOP/s in % of the datasheet peak", family="peak")
     _add(pool, "money", r.get("cost_per_million"), f"cost per million samples of {key}",
          r.get("cost_per_million_low", math.nan), r.get("cost_per_million_high", math.nan))
     _add(pool, "money", r.get("cost_to_train"), f"cost of the training run of {key}",

@@ -18,7 +18,11 @@ columns and phases (:mod:`ddpbench.results.schema`).
   A rank's own figure that is not a finite number (nor a list or a text) reads as missing.
 * The global batch (docs/experiments.md): ``batch_size`` per rank in weak scaling, split over the
   ranks in strong scaling; times the world size and ``grad_accum``.
-* The price is the ``[cost]`` table of the latest sweep record that has one.
+* The price is the ``[cost]`` table of the latest sweep record that has one, the datasheet peak
+  (TFLOP/s per device) the ``datasheet_tflops`` of the latest sweep record's experiment that gives
+  one as a number above 0.
+* A launch's FLOPs a process computes per step (``result.compute.flops_per_step``) reads as missing
+  where it is not a finite number above 0.
 """
 
 from __future__ import annotations
@@ -36,27 +40,29 @@ from ddpbench.results.schema import FIRST_STEP_COLUMNS, LATER_STEP_COLUMNS, RESU
 from ddpbench.results.strings import python_strings
 
 #: a launch's row: its identity, then its settings and batch
-RUN_COLUMNS = ("key", "repeat", "status", *FIELDS, "per_rank_batch", "global_batch")
+RUN_COLUMNS = ("key", "repeat", "status", *FIELDS, "per_rank_batch", "global_batch", "flops_per_step")
 #: the phases a step row may be of (docs/results.md's ``phase``)
 PHASES = ("warmup", "measure", "nosync", "trace", "phases")
 
 
 class Records(NamedTuple):
     """A folder as the checker reads it: one row per step (key, repeat, then :data:`STEP_COLUMNS`),
-    one per launch (key, repeat, status, the spec's fields, ``per_rank_batch``, ``global_batch``), one
-    per rank of a finished launch (key, repeat, and the rank's own figures); the price, or None."""
+    one per launch (key, repeat, status, the spec's fields, ``per_rank_batch``, ``global_batch``,
+    ``flops_per_step``), one per rank of a finished launch (key, repeat, and the rank's own figures);
+    the price, or None; the datasheet peak in TFLOP/s per device, or NaN."""
 
     steps: pd.DataFrame
     runs: pd.DataFrame
     ranks: pd.DataFrame
     price: dict | None
+    datasheet_tflops: float = math.nan
 
 
 @python_strings
 def read(folder: str | Path) -> Records:
     """The records of ``folder``/results.jsonl (module docstring). FileNotFoundError without one."""
     latest: dict = {}  # (key, repeat) -> the latest readable launch: (run row, step rows, rank rows)
-    price = None
+    price, datasheet = None, math.nan
     with open(Path(folder) / RESULTS_FILE, encoding="utf-8", errors="replace") as lines:
         for line in lines:
             try:
@@ -69,6 +75,8 @@ def read(folder: str | Path) -> Records:
                 experiment = record.get("experiment")
                 cost = experiment.get("cost") if isinstance(experiment, dict) else None
                 price = cost if isinstance(cost, dict) else price
+                peak = experiment.get("datasheet_tflops") if isinstance(experiment, dict) else None
+                datasheet = float(peak) if _number(peak) and 0 < peak < math.inf else datasheet
             elif record.get("kind") == "run":
                 launch = _launch(record)
                 if launch is not None:
@@ -79,7 +87,7 @@ def read(folder: str | Path) -> Records:
                          columns=["key", "repeat", *STEP_COLUMNS])
     rank_rows = [rank for _, _, rows in latest.values() for rank in rows]
     ranks = pd.DataFrame(rank_rows) if rank_rows else pd.DataFrame(columns=["key", "repeat", "rank"])
-    return Records(steps, runs, ranks, price)
+    return Records(steps, runs, ranks, price, datasheet)
 
 
 def _launch(record: dict):
@@ -106,6 +114,9 @@ def _launch(record: dict):
         return None
     rank_rows = [{"key": key, "repeat": repeat, **{name: _figure(value) if name != "rank" else value
                                                    for name, value in r.items()}} for r in ranks]
+    compute = result.get("compute")
+    flops = compute.get("flops_per_step") if isinstance(compute, dict) else None
+    run["flops_per_step"] = float(flops) if _number(flops) and 0 < flops < math.inf else math.nan
     return run, [[key, repeat, *row] for row in steps], rank_rows
 
 

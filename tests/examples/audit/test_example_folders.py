@@ -52,7 +52,7 @@ def test_no_problem_in_any_committed_example_folder():
 
 def test_the_checkers_reader_and_the_analysis_reader_agree_on_every_committed_folder():
     """Two readers of results.jsonl that share no code (ddpbench.audit.records, ddpbench.results.tables)
-    keep the same launches of every committed folder, with the same step rows, times and batches."""
+    keep the same launches of every committed folder, with the same step rows, times, batches and FLOPs."""
     from ddpbench.audit.records import read
     from ddpbench.results.tables import load_tables
 
@@ -71,3 +71,6 @@ def test_the_checkers_reader_and_the_analysis_reader_agree_on_every_committed_fo
             assert a.round(9).equals(b.round(9)), (folder, column)
         batches = own.runs.set_index(["key", "repeat"])["global_batch"].sort_index()
         assert batches.equals(tables.runs.set_index(["key", "repeat"])["global_batch"].sort_index().astype(int)), folder
+        if "flops_per_step" in tables.runs:  # what each process computed a step, for the TFLOP/s a finding quotes
+            flops = tables.runs.set_index(["key", "repeat"])["flops_per_step"].sort_index().astype(float)
+            assert own.runs.set_index(["key", "repeat"])["flops_per_step"].sort_index().equals(flops), folder
