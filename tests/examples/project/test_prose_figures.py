@@ -238,6 +238,24 @@ def gpu_folder(f: str, commit: str) -> dict:
             "data": f1(feed["data_ms"].mean())}
 
 
+def h200_again() -> dict:
+    """gpu-h200-2 (B) against gpu-h200 (A), job by job: B/A of the mean step with its 95 % interval, by the
+    independent checker's derivation (:mod:`ddpbench.audit`: each launch's slowest rank's mean over its
+    measured steps, the launches averaged, and docs/statistics.md's ratio interval), which shares nothing with
+    the analysis that wrote `compare`'s page."""
+    from ddpbench.audit.figures import derive, ratio_interval
+
+    a, b = derive(EX / "gpu-h200"), derive(EX / "gpu-h200-2")
+    ratios = {k: (sum(b.launch_ms[k]) / len(b.launch_ms[k]) / (sum(a.launch_ms[k]) / len(a.launch_ms[k])),
+                  *ratio_interval(b.launch_ms[k], a.launch_ms[k])) for k in a.launch_ms.keys() & b.launch_ms.keys()}
+    cuda = [v for k, v in ratios.items() if b.rec(k)["device"] == "cuda"]
+    assert all(low < 1 < high for _, low, high in cuda)  # "every 95 % interval across 1"
+    cpu, low, high = ratios[key("gpu-h200-2", model="mlp", device="cpu")]
+    points = [r for r, _, _ in cuda]
+    return {"cuda": str(len(cuda)), "lo": f"{min(points):.3f}", "hi": f"{max(points):.3f}",
+            "cpu": f"{cpu:.2f}", "cpu_lo": f"{low:.2f}", "cpu_hi": f"{high:.2f}"}
+
+
 def gpu_trace_frameworks_h100() -> dict:
     f = "gpu-trace-frameworks-h100"
     ms, traced = step_ms(f), step_ms(f, "trace")
@@ -678,6 +696,7 @@ def history_cpu() -> dict:
 #: the fields of the quotes: {name[field]} is DERIVED[name]()[field]
 DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu, "network": network_cpu,
            "gpu": lambda: gpu_folder("gpu-h100", "0bc27f2"), "h200": lambda: gpu_folder("gpu-h200", "54fae1a"),
+           "h200again": h200_again,
            "gputf": gpu_trace_frameworks_h100, "models": models,
            "h200models": lambda: gpu_models("gpu-models-h200"), "precision": precision_cpu,
            "consistency": consistency_cpu, "faults": faults_cpu, "frozen": faults_frozen, "checker3": checker_held_out, "trace": trace_cpu, "gate": gate_power,
@@ -759,6 +778,11 @@ QUOTES: list[tuple[str, str]] = [
     (EXAMPLES, "DDP's mlp-xl median step {h200[median]} ms against a mean of {h200[mean]} ms, {h200[data]} ms of it "
                "waiting for data"),
     (EXAMPLES, "the exact strategies within {h200[exact_diff]} of single-process training on the H200"),
+    # gpu-h200-2
+    (EXAMPLES, "none of the {h200again[cuda]} CUDA jobs is slower or faster (B/A of the mean step {h200again[lo]} "
+               "to {h200again[hi]}, every 95 % interval across 1)"),
+    (EXAMPLES, "mlp-xl came out {h200again[cpu]} times slower (95 % interval {h200again[cpu_lo]} to "
+               "{h200again[cpu_hi]}) on the same code path"),
     # history-cpu
     (EXAMPLES, "the mean step went from {history[ws1]} at world size 1 and from {history[ws2]} at world size 2"),
     (EXAMPLES, "swept {history[swept]} of the commits between them"),

@@ -35,3 +35,21 @@ def test_the_measured_gpu_results_load_and_report_as_gpu_jobs(tmp_path, gpu):
         assert row["gpu_over_cpu"] > 10  # a data-centre GPU against 16 cores
     page = write_report(folder, tmp_path).read_text()
     assert "<h2>GPU</h2>" in page and "faster.</p>" in page
+
+
+def test_gpu_toml_on_another_h200_lease_a_day_later_agrees_job_by_job():
+    """reports/examples/gpu-h200-2 is experiments/gpu.toml again, on another borrowed H200 a day after gpu-h200
+    and at a later commit: compare calls no CUDA job slower or faster (two leases are two machines, so this is
+    a reproduction, not a before/after), and each one's mean step lies within 5 % of the first lease's."""
+    from ddpbench.analysis.core import machine_difference
+    from ddpbench.analysis.history import compare_tables, load_side, side_busy
+
+    a, b = (load_side(ROOT / "reports" / "examples" / name, side) for name, side in (("gpu-h200", "A"),
+                                                                                        ("gpu-h200-2", "B")))
+    table = compare_tables(a.summary, a.steps, b.summary, b.steps, machine_difference(a.ranks, b.ranks),
+                           (side_busy(a), side_busy(b)))
+    cuda = table[table["device"] == "cuda"]
+    assert len(cuda) == 15 and set(cuda["match"]) == {"both"}
+    assert set(cuda["verdict"]) == {"not significant"}, cuda[["job", "verdict"]]
+    assert ((cuda["mean_ratio_low"] < 1) & (cuda["mean_ratio_high"] > 1)).all()
+    assert cuda["mean_ratio"].between(0.95, 1.05).all(), cuda[["job", "mean_ratio"]]
