@@ -2,6 +2,7 @@
 
 A figure the records lack is NaN (or None, or text where a number was expected). :func:`known`
 is the one test for it; :func:`num` reads a row's value as a float, NaN where it is missing.
+:func:`pct` and :func:`sig` write a figure for a sentence.
 """
 
 from __future__ import annotations
@@ -40,3 +41,13 @@ def num(row, name: str) -> float:
 def pct(x: float, digits: int = 0) -> str:
     """A share as a percentage: ``pct(0.256)`` is ``"26 %"``, ``pct(0.256, 1)`` is ``"25.6 %"``."""
     return f"{100 * x:.{digits}f} %"
+
+
+def sig(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant figures, in plain decimals (never an exponent, which the
+    checker and a reader would both misread): ``sig(1234.5)`` is ``"1235"``, ``sig(0.012345)`` ``"0.0123"``."""
+    value = float(value)
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}"

@@ -19,7 +19,7 @@ from ddpbench.analysis.core import stats
 
 from ddpbench.analysis.diagnosis import wording
 from ddpbench.analysis.core.thresholds import CHOICE_MATERIAL
-from ddpbench.analysis.core.values import known, pct
+from ddpbench.analysis.core.values import known, pct, sig
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields, model_name, short_label
 from ddpbench.analysis.summary.table import launch_times
 from ddpbench.experiment.cost import Cost
@@ -146,13 +146,13 @@ def _deadline(group: pd.DataFrame, cost: Cost, summary, model: str) -> Choice:
     if meets.empty:
         fastest = group.sort_values("time_to_train_h").iloc[0]
         hours = wording.interval(fastest["time_to_train_h_low"], fastest["time_to_train_h_high"],
-                                 lambda v: f"{_sig(v)} h")
-        why = f"the fastest, {_name(fastest, summary)}, would take {_sig(fastest['time_to_train_h'])} h{hours}"
+                                 lambda v: f"{sig(v)} h")
+        why = f"the fastest, {_name(fastest, summary)}, would take {sig(fastest['time_to_train_h'])} h{hours}"
         if len(unsure):
             why += f"; {len(unsure)} setting(s) may meet it, their intervals reaching across it"
         return Choice("deadline", f"no measured setting{model} is sure to train {run}: {why}")
     best = meets.iloc[0]
-    text = (f"{_name(best, summary)}{model} trains {run}: {_sig(best['time_to_train_h'])} h for "
+    text = (f"{_name(best, summary)}{model} trains {run}: {sig(best['time_to_train_h'])} h for "
             f"{_money(best['cost_to_train'], cost)}"
             f"{_money_interval(best['cost_to_train_low'], best['cost_to_train_high'], cost)}")
     cheaper_unsure = unsure[unsure["cost_to_train"] < best["cost_to_train"]]
@@ -160,16 +160,6 @@ def _deadline(group: pd.DataFrame, cost: Cost, summary, model: str) -> Choice:
         text += (f"; {len(cheaper_unsure)} cheaper setting(s) may meet it too, but their time's interval reaches past "
                  f"{cost.deadline_h:g} h")
     return Choice("deadline", text, best["key"])
-
-
-def _sig(value: float, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant figures, in plain decimals (never an exponent, which the
-    checker and a reader would both misread)."""
-    value = float(value)
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
-    return f"{value:.{decimals}f}"
 
 
 def _rate(value: float) -> str:
@@ -180,8 +170,8 @@ def _rate(value: float) -> str:
 
 def _money_interval(low: float, high: float, cost: Cost) -> str:
     """`` (95 % CI a to b USD)``, or "" without an interval."""
-    return f" (95 % CI {_sig(low)} to {_sig(high)} {cost.currency})" if known(low, high) else ""
+    return f" (95 % CI {sig(low)} to {sig(high)} {cost.currency})" if known(low, high) else ""
 
 
 def _money(value: float, cost: Cost) -> str:
-    return f"{_sig(value)} {cost.currency}" if known(value) else "-"
+    return f"{sig(value)} {cost.currency}" if known(value) else "-"

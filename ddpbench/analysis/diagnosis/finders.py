@@ -27,7 +27,7 @@ from ddpbench.analysis.summary import frameworks
 
 from ddpbench.analysis.diagnosis.contention import contention_findings
 from ddpbench.analysis.core.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.core.values import known, pct
+from ddpbench.analysis.core.values import known, pct, sig
 from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, rank, top_cause  # noqa: F401 (top_cause: API)
 from ddpbench.analysis.core.jobs import alike_but, describe, label_fields, same_model, short_label
 from ddpbench.analysis.core.jobs import config_name as _config
@@ -224,7 +224,7 @@ def _peaks(summary, given):
         over = ok[ok[column] > 1] if column in ok else ok.iloc[0:0]
         for _, r in over.iterrows():
             out.append(Finding("compute", "warn", f"{_strategy(r)} with {_config(r, summary)} reached "
-                               f"{r['achieved_tflops']:.3g} TFLOP/s per process, {pct(r[column])} of the {peak}: "
+                               f"{sig(r['achieved_tflops'])} TFLOP/s per process, {pct(r[column])} of the {peak}: "
                                "that peak is wrong, too low for this machine (for the measured one: "
                                f"{r['peak_method']}), so its efficiency figures are not to be trusted."))
     return out

@@ -191,37 +191,40 @@ def test_the_fastest_line_names_the_fastest_job_of_its_model(tmp_path):
     assert [p.kind for p in found] == ["fastest"] and fast in found[0].expected  # the cnn, faster still, is no rival
 
 
-def test_a_peak_too_low_is_flagged_with_figures_the_checker_derives_again(tmp_path):
+@pytest.mark.parametrize("scale, tflops", [(1, "0.100"), (15_000, "1500")])
+def test_a_peak_too_low_is_flagged_with_figures_the_checker_derives_again(tmp_path, scale, tflops):
     """A job that computed more a second than the GEMM peak its ranks measured (a peak taken while the machine
     was busy) and than the experiment's datasheet peak: the finding that says the peak is wrong quotes its
     TFLOP/s and both percentages, and the checker re-derives each (before, it read "241 %" as no figure of the
-    job: reports/examples/gpu-h200-2). A quote off by a digit is a problem."""
+    job: reports/examples/gpu-h200-2). A quote off by a digit is a problem. Past 1000 TFLOP/s the figure is
+    written in plain digits, never "1.5e+03", which a reader and the checker would misread."""
     from ddpbench.analysis.folder import load
     from ddpbench.audit import Claim
     from ddpbench.audit.checks import check_claim
 
     # 1e9 FLOPs a step over 10 ms (the slower rank's window) is 0.1 TFLOP/s per process; the ranks measured
     # 0.04 and 0.06 TFLOP/s (median 0.05: 200 %); the datasheet says 0.08 (125 %)
-    ResultsFolder(tmp_path, experiment={"name": "synthetic", "description": "", "datasheet_tflops": 0.08})
+    ResultsFolder(tmp_path, experiment={"name": "synthetic", "description": "", "datasheet_tflops": 0.08 * scale})
     folder = ResultsFolder(tmp_path)
-    compute = {"flops_per_step": 1e9, "flops_source": "counted", "peak_method": "planted", "peak_source": "measured"}
+    compute = {"flops_per_step": 1e9 * scale, "flops_source": "counted", "peak_method": "planted", "peak_source": "measured"}
     for repeat in range(3):
         steps = [row(rank, "warmup", 0, 50.0) for rank in (0, 1)]
         steps += [row(rank, "measure", s, 10.0 - rank) for rank in (0, 1) for s in range(4)]
-        ranks = [rank_entry(0, gemm_peak_flops=4e10), rank_entry(1, gemm_peak_flops=6e10)]
+        ranks = [rank_entry(0, gemm_peak_flops=4e10 * scale), rank_entry(1, gemm_peak_flops=6e10 * scale)]
         folder.launch(WEAK, repeat, result=training_result(WEAK, steps, ranks, repeat, compute=compute))
     job = derive(tmp_path).jobs.iloc[0]
-    assert (job["tflops"], job["peak_pct"], job["datasheet_pct"]) == pytest.approx((0.1, 200.0, 125.0))
+    assert (job["tflops"], job["peak_pct"], job["datasheet_pct"]) == pytest.approx((0.1 * scale, 200.0, 125.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         measured = load(tmp_path)
     said = [f.text for f in measured.findings if "that peak is wrong" in f.text]
-    assert len(said) == 2 and "0.1 TFLOP/s per process, 200 % of the GEMM peak" in said[0], said
+    assert len(said) == 2 and f"{tflops} TFLOP/s per process, 200 % of the GEMM peak" in said[0], said
     assert "125 % of the datasheet peak" in said[1], said
     assert measured.contradictions == []
     fig = derive(tmp_path)
     for text in said:
         assert check_claim(fig, Claim(text)) == []
-    for right, wrong in (("0.1 TFLOP/s", "0.2 TFLOP/s"), ("200 %", "190 %"), ("125 %", "135 %")):
+    wrong_rate = {"0.100": "0.200", "1500": "1600"}[tflops]
+    for right, wrong in ((f"{tflops} TFLOP/s", f"{wrong_rate} TFLOP/s"), ("200 %", "190 %"), ("125 %", "135 %")):
         text = next(t for t in said if right in t)
         assert [p.kind for p in check_claim(fig, Claim(text.replace(right, wrong)))] == ["figure"], wrong
