@@ -19,11 +19,14 @@ Where the cache is: ``$DDPBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/ddpbench/mea
 ``DDPBENCH_CACHE_DIR=off`` (or ``0``, or empty) keeps nothing between
 sweeps (each sweep still measures each figure once). An entry older than a week
 (``DDPBENCH_CACHE_MAX_AGE_DAYS``) is measured again: a peak taken while something else ran on the
-machine is not kept for ever. Nothing is written anywhere else. An entry is
-one small JSON file, written to a new file and renamed into place; an entry that cannot be read
-(cut short, not JSON, not of this shape) or is a symbolic link counts as absent, and is measured
-again, never a traceback; a write never follows a link; a cache that cannot be written (a read-only
-home) is left alone, the sweep going on as without one.
+machine is not kept for ever. Nor is a peak a launch's ranks outran, computing more a second than it
+(:func:`outran`): such a peak was taken while the machine was busy (on a borrowed H200's 16 cores,
+0.42 TFLOP/s handed to jobs that computed 1.02), so it is not kept, and one handed out is forgotten,
+by this sweep and the cache, and measured again by the next launch that needs it. Nothing is
+written anywhere else. An entry is one small JSON file, written to a new file and renamed into
+place; an entry that cannot be read (cut short, not JSON, not of this shape) or is a symbolic link
+counts as absent, and is measured again, never a traceback; a write never follows a link; a cache
+that cannot be written (a read-only home) is left alone, the sweep going on as without one.
 """
 
 from __future__ import annotations
@@ -172,6 +175,21 @@ class MeasuredOnce:
                 self.notes.append(note)
 
 
+    def forget(self, kind: str, key: dict) -> None:
+        """Drop a figure shown to be wrong, this sweep's and the cache's entry (never a link), so that the
+        next launch that needs it measures it again."""
+        name = self._name(kind, key)
+        self._own.pop(name, None)
+        if self.directory is None:
+            return
+        path = Path(self.directory) / name
+        try:
+            if not path.is_symlink():
+                path.unlink(missing_ok=True)
+        except OSError:
+            pass  # a cache that cannot be written: its entry stays, and is measured again once a week
+
+
 def max_age_days() -> float:
     """:data:`MAX_AGE_DAYS`, or what ``DDPBENCH_CACHE_MAX_AGE_DAYS`` says (a number of days)."""
     try:
@@ -255,10 +273,41 @@ def gemm_given(once: MeasuredOnce, spec, repeat: int, launcher) -> dict | None:
     return found
 
 
+def outran(result: dict) -> bool:
+    """Whether a rank of a finished launch computed more a second than the matmul peak it records: the
+    FLOPs a process computes a step over the rank's own mean measured step (waits and communication
+    included, so less than its compute rate) above its ``gemm_peak_flops``."""
+    flops = (result.get("compute") or {}).get("flops_per_step")
+    columns = result.get("step_columns") or []
+    if not isinstance(flops, (int, float)) or not flops > 0 or not {"rank", "phase", "step_ms"} <= set(columns):
+        return False
+    rank, phase, step_ms = (columns.index(name) for name in ("rank", "phase", "step_ms"))
+    times: dict = {}
+    for row in result.get("steps") or []:
+        if row[phase] == "measure":
+            times.setdefault(row[rank], []).append(row[step_ms])
+    peaks = {r.get("rank"): r.get("gemm_peak_flops") for r in result.get("ranks") or [] if isinstance(r, dict)}
+    for r, steps in times.items():
+        peak, mean_s = peaks.get(r), sum(steps) / len(steps) / 1e3
+        if isinstance(peak, (int, float)) and peak > 0 and mean_s > 0 and flops / mean_s > peak:
+            return True
+    return False
+
+
 def learn_gemm(once: MeasuredOnce, spec, repeat: int, launcher, result: dict | None, measured_by: dict) -> None:
-    """Keep the peak each rank of a finished launch measured (not one it was handed)."""
+    """Keep the peak each rank of a finished launch measured (not one it was handed), unless a rank
+    outran it (:func:`outran`); a handed peak a rank outran is forgotten (:meth:`MeasuredOnce.forget`)
+    and said so on the console."""
     compute = (result or {}).get("compute") or {}
-    if not _measures_peak(spec, repeat) or not _local(spec, launcher) or compute.get("peak_source") != "measured":
+    if not _measures_peak(spec, repeat) or not _local(spec, launcher):
+        return
+    if compute.get("peak_source") in ("sweep", "cache") and outran(result):
+        for local in range(spec.processes):
+            once.forget(GEMM_PEAK, gemm_key(spec, local, spec.processes))
+        once.notes.append(f"the matmul peak handed to job {spec.key} ({compute['peak_source']}) was outrun by "
+                          "its ranks: forgotten, and measured again by the next launch that needs it")
+        return
+    if compute.get("peak_source") != "measured" or outran(result):
         return
     method = compute.get("peak_method")
     peaks = {r.get("rank"): r.get("gemm_peak_flops") for r in result.get("ranks") or [] if isinstance(r, dict)}

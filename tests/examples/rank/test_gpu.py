@@ -53,3 +53,23 @@ def test_gpu_toml_on_another_h200_lease_a_day_later_agrees_job_by_job():
     assert set(cuda["verdict"]) == {"not significant"}, cuda[["job", "verdict"]]
     assert ((cuda["mean_ratio_low"] < 1) & (cuda["mean_ratio_high"] > 1)).all()
     assert cuda["mean_ratio"].between(0.95, 1.05).all(), cuda[["job", "mean_ratio"]]
+
+
+def test_the_cpu_peak_the_second_h200_lease_handed_on_would_now_be_forgotten():
+    """On gpu-h200-2 mlp-xl's first launch on the lease's CPU measured a matmul peak of 0.42 TFLOP/s and then
+    computed faster than that; the sweep handed the peak to the other two CPU jobs, and transformer-l outran it
+    too (the report says that peak is wrong). ddpbench.sweep.once now keeps no peak its ranks outran, so it
+    would not have been handed on; no CUDA launch outran its peak."""
+    import json
+
+    from ddpbench.sweep.once import outran
+
+    outrun = {}
+    for line in (ROOT / "reports" / "examples" / "gpu-h200-2" / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] == "run" and record["repeat"] == 0:
+            key = (record["spec"]["device"], record["spec"]["model"], record["result"]["compute"]["peak_source"])
+            outrun[key] = outrun.get(key, False) or outran(record["result"])
+    assert outrun[("cpu", "mlp", "measured")] and outrun[("cpu", "transformer", "sweep")]
+    assert not outrun[("cpu", "cnn", "sweep")]  # 94 % of the low peak: not outrun, though it too was handed it
+    assert not any(v for (device, _, _), v in outrun.items() if device == "cuda")

@@ -190,3 +190,50 @@ def test_a_collectives_curve_is_measured_once_then_reused_and_said_so(tmp_path):
     run_collectives(coll, tmp_path / "d", launcher=launcher, env=ENV, once=MeasuredOnce(CONDITIONS, cache),
                     reuse=False)
     assert len(launcher.calls) == 3  # the collectives command measures what it is asked to
+
+
+def outrun(source="measured", peaks=(4e10, 5e10), step_ms=(20.0, 30.0), flops=1e9):
+    """A finished launch whose ranks recorded ``peaks`` and took ``step_ms`` a measured step each (with a
+    faster warm-up step that counts for nothing), computing ``flops`` a step: rank r's rate is
+    flops / step_ms[r], 5e10 and 3.3e10 FLOP/s by default."""
+    steps = [[r, "warmup", 0, 1.0] for r in (0, 1)]
+    steps += [[r, "measure", s, ms] for r, ms in enumerate(step_ms) for s in range(3)]
+    return {**result(source, peaks), "step_columns": ["rank", "phase", "step", "step_ms"], "steps": steps,
+            "compute": {**result(source, peaks)["compute"], "flops_per_step": flops}}
+
+
+def test_a_peak_its_ranks_outran_is_not_kept_and_a_handed_one_is_forgotten(tmp_path):
+    """A peak taken while the machine was busy is one its ranks compute faster than (rank 0: 1e9 FLOPs in
+    20 ms, 5e10 a second, against 4e10): not kept from the launch that measured it; and one handed out,
+    from this sweep or the cache, is dropped from both, so that the next launch that needs it measures."""
+    assert once.outran(outrun()) and not once.outran(outrun(peaks=(6e10, 6e10)))
+    assert not once.outran(outrun(flops=None)) and not once.outran(outrun(step_ms=(25.0, 30.0)))
+    sweep = MeasuredOnce(CONDITIONS, tmp_path)
+    learn_gemm(sweep, SPEC, 0, SPAWN, outrun(), BY)
+    assert gemm_given(sweep, SPEC, 0, SPAWN) is None and not list(tmp_path.iterdir())
+    learn_gemm(sweep, SPEC, 0, SPAWN, outrun(peaks=(6e10, 6e10)), BY)  # none outran: kept
+    assert gemm_given(sweep, SPEC, 0, SPAWN)["0"]["figures"]["peak_flops"] == 6e10
+    for source in ("sweep", "cache"):
+        learn_gemm(sweep, SPEC, 0, SPAWN, outrun(peaks=(6e10, 6e10)), BY)
+        learn_gemm(sweep, SPEC, 0, SPAWN, outrun(source, peaks=(6e10, 6e10), step_ms=(10.0, 30.0)), BY)
+        assert gemm_given(sweep, SPEC, 0, SPAWN) is None  # this sweep's own, gone
+        assert MeasuredOnce(CONDITIONS, tmp_path).find(GEMM_PEAK, gemm_key(SPEC, 0, 2)) is None  # the cache's
+        assert not list(tmp_path.iterdir())
+    assert len(sweep.notes) == 2 and "outrun" in sweep.notes[0]
+    learn_gemm(sweep, SPEC, 0, SPAWN, outrun(peaks=(6e10, 6e10)), BY)  # measured again, and kept
+    learn_gemm(sweep, SPEC, 0, SPAWN, outrun("cache", peaks=(6e10, 6e10)), BY)  # handed, not outrun: stays
+    assert gemm_given(sweep, SPEC, 0, SPAWN)["1"]["figures"]["peak_flops"] == 6e10
+
+
+def test_forgetting_never_removes_through_a_link(tmp_path):
+    target = tmp_path / "elsewhere.json"
+    target.write_text("{}")
+    cache = tmp_path / "cache"
+    sweep = MeasuredOnce(CONDITIONS, cache)
+    sweep.keep(GEMM_PEAK, KEY, FIGURES, BY)
+    path = entry_file(cache)
+    path.unlink()
+    path.symlink_to(target)
+    sweep.forget(GEMM_PEAK, KEY)
+    assert path.is_symlink() and target.read_text() == "{}"
+    assert MeasuredOnce(CONDITIONS, None).forget(GEMM_PEAK, KEY) is None  # no cache: nothing to remove
