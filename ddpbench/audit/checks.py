@@ -61,7 +61,7 @@ from ddpbench.audit.budget import (COMM, CONTENTION, DATA, OVERHEAD, RESIDUAL, S
 from ddpbench.audit.choices import CHOICE_FIGURE, check_choice, check_gain_low
 from ddpbench.audit.directions import check_directions
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
-from ddpbench.audit.pool import Entry, build, label_pattern
+from ddpbench.audit.pool import DATASHEET_PEAK, GEMM_PEAK, NAMED_ONLY, Entry, build, label_pattern
 from ddpbench.audit.problem import Claim, Problem
 from ddpbench.audit.words import check_bands, check_bound, check_cause, check_differ, check_significance, check_trend
 
@@ -154,7 +154,7 @@ FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"),
                       # mean step)"
                       (r"^ ?% of the steps, ", "last share"), (r"^ ?% of the mean step\)", "late share"),
                       (r"^ ?% of (?:each |the |a |its )?step", "share"),
-                      (r"^ ?% of the (?:GEMM|datasheet) peak", "peak"),
+                      (r"^ ?% of the GEMM peak", GEMM_PEAK), (r"^ ?% of the datasheet peak", DATASHEET_PEAK),
                       (r"^ ?% of (?:the |its |what was )?(?:loss|lost)", "loss"),
                       (r"^ ?% (?:faster|slower) than the other ranks", STRAGGLER),
                       (r"^ ?% (?:faster|slower|more|less|cheaper|dearer)\b", "change")],
@@ -237,7 +237,7 @@ def check_figures(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Proble
             continue
         kind = family(claim.text, q)
         accepted = {kind, "speedup"} if kind == "throughput" else {kind}
-        entries = [e for e in pool.get(q.unit, []) if not kind or e.family in accepted]
+        entries = [e for e in pool.get(q.unit, []) if (e.family in accepted if kind else e.family not in NAMED_ONLY)]
         if claim.job is not None and kind in OWN_FAMILIES:  # a job's own speedup, never a neighbour's
             entries = [e for e in entries if claim.job in e.name]
         if not any(q.matches(e.value, e.slack) for e in entries):

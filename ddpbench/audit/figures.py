@@ -25,7 +25,8 @@ Per job (one row of :attr:`Figures.jobs`, by key):
   count and MB; launches, world size, bucket cap; ranks' memory and traffic figures in MB;
 * ``tflops``: what one process computed a second over the mean step (the FLOPs a step its
   launches recorded over ``step_ms``), ``peak_pct`` that in % of the GEMM peak its ranks measured
-  (their median) and ``datasheet_pct`` in % of the experiment's datasheet peak;
+  (their median) and ``datasheet_pct`` in % of the experiment's datasheet peak; each again over
+  ``step_ms_pooled`` (``tflops_pooled`` ...: the same where the launches ran as many steps);
 * where a price was stored (or given): ``cost_per_million`` (price of the job's devices and nodes
   for its mean step, per million samples), ``hours`` and ``cost_to_train`` of the training run's
   samples, each with the mean step's interval (:func:`_add_costs`).
@@ -279,8 +280,10 @@ def derive(source, price: dict | None = None) -> Figures:
             r[phase] = float(source[phase].mean()) if phase in source and source[phase].notna().any() else math.nan
             r[phase.replace("_ms", "_pct")] = 100 * r[phase] / step
         r["backward_compute_ms"] = r["backward_ms"] - r["exposed_ms"]
-        r.update(_compute(mine), **_rank_figures(by_key_ranks.get(key)),
-                 **_tflops(r["flops_per_step"], step, by_key_ranks.get(key), records.datasheet_tflops))
+        r.update(_compute(mine), **_rank_figures(by_key_ranks.get(key)))
+        for suffix, over in (("", step), ("_pooled", r["step_ms_pooled"])):
+            rates = _tflops(r["flops_per_step"], over, by_key_ranks.get(key), records.datasheet_tflops)
+            r.update({f"{name}{suffix}": value for name, value in rates.items()})
     jobs = pd.DataFrame.from_dict(rows, orient="index")
     figures = Figures(jobs, launch_ms)
     _add_speedup(figures)

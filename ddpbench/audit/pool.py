@@ -30,11 +30,19 @@ class Entry:
     high: float = math.nan
     #: what kind of figure of its unit it is (checks.family reads the same from a sentence's words):
     #: % -- efficiency, share (of a step), change (between two steps), noise, straggler, spread (of
-    #: launch means: standard deviation over mean), peak (TFLOP/s over the GEMM or datasheet peak);
+    #: launch means: standard deviation over mean), gemm peak and datasheet peak (TFLOP/s over either:
+    #: :data:`NAMED_ONLY`);
     #: x -- speedup (against one rank), throughput (any throughput ratio), step (a step-time ratio), traffic
     family: str = ""
     #: how far a quote may sit from it beyond its own rounding (a figure computed from a rounded one)
     slack: float = 0.0
+
+
+#: the families of % a job's TFLOP/s makes of the GEMM peak its ranks measured and of the datasheet's
+GEMM_PEAK, DATASHEET_PEAK = "gemm peak", "datasheet peak"
+#: the families a quote matches only where its words name them: a percentage whose words say nothing of
+#: a peak is held to the other figures, as strictly as before these were derived
+NAMED_ONLY = (GEMM_PEAK, DATASHEET_PEAK)
 
 
 def _add(pool: dict, unit: str, value, name: str, low=math.nan, high=math.nan, family: str = "") -> None:
@@ -126,9 +134,12 @@ def job_figures(fig: Figures, key, pool: dict) -> None:
     _add(pool, "launches", r.get("launches"), f"launches of {key}")
     _add(pool, "samples/s", r.get("samples_per_s"), f"throughput of {key}", r.get("samples_per_s_low", math.nan),
          r.get("samples_per_s_high", math.nan))
-    _add(pool, "TFLOP/s", r.get("tflops"), f"TFLOP/s per process of {key}")
-    _add(pool, "%", r.get("peak_pct"), f"{key}'s TFLOP/s in % of its ranks' GEMM peak", family="peak")
-    _add(pool, "%", r.get("datasheet_pct"), f"{key}'s TFLOP/s in % of the datasheet peak", family="peak")
+    for suffix, over in (("", "mean step"), ("_pooled", "pooled mean step")):
+        _add(pool, "TFLOP/s", r.get(f"tflops{suffix}"), f"TFLOP/s per process of {key} over its {over}")
+        _add(pool, "%", r.get(f"peak_pct{suffix}"), f"{key}'s TFLOP/s over its {over} in % of its ranks' GEMM "
+             "peak", family=GEMM_PEAK)
+        _add(pool, "%", r.get(f"datasheet_pct{suffix}"), f"{key}'s TFLOP/s over its {over} in % of the datasheet "
+             "peak", family=DATASHEET_PEAK)
     _add(pool, "money", r.get("cost_per_million"), f"cost per million samples of {key}",
          r.get("cost_per_million_low", math.nan), r.get("cost_per_million_high", math.nan))
     _add(pool, "money", r.get("cost_to_train"), f"cost of the training run of {key}",
