@@ -48,7 +48,12 @@ def main() -> None:
             queue = context.Queue()
             child = context.Process(target=measure, args=(args.threads, n, queue))
             child.start()
-            found[n].append(queue.get())
+            try:
+                found[n].append(queue.get(timeout=600))
+            except Exception:  # queue.Empty: the child died or hung
+                child.kill()
+                raise SystemExit(f"the measurement of n={n} on {args.threads} threads gave nothing (exit code "
+                                 f"{child.exitcode})") from None
             child.join()
     print(f"{args.threads} threads, {args.processes} processes per size, torch {torch.__version__}")
     for n, rows in found.items():
@@ -58,7 +63,8 @@ def main() -> None:
               f"{statistics.median(s for _, s, _ in rows):.3f} s a measurement, "
               f"{statistics.median(r for _, _, r in rows):.0f} products timed")
     if args.json:
-        args.json.write_text(json.dumps({"threads": args.threads, "found": {str(n): rows for n, rows in found.items()}}))
+        rows = {str(n): measured for n, measured in found.items()}
+        args.json.write_text(json.dumps({"threads": args.threads, "found": rows}))
 
 
 if __name__ == "__main__":

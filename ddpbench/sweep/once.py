@@ -19,10 +19,11 @@ Where the cache is: ``$DDPBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/ddpbench/mea
 ``DDPBENCH_CACHE_DIR=off`` (or ``0``, or empty) keeps nothing between
 sweeps (each sweep still measures each figure once). An entry older than a week
 (``DDPBENCH_CACHE_MAX_AGE_DAYS``) is measured again: a peak taken while something else ran on the
-machine is not kept for ever. Nor is a peak a launch's ranks outran, computing more a second than it
-(:func:`outran`): such a peak was taken while the machine was busy (on a borrowed H200's 16 cores,
-0.42 TFLOP/s handed to jobs that computed 1.02), so it is not kept, and one handed out is forgotten,
-by this sweep and the cache, and measured again by the next launch that needs it. Nothing is
+machine is not kept for ever. Nor is a CPU peak a launch's ranks outran, computing more than
+:data:`OUTRUN` times it a second (:func:`outran`): such a peak was likely taken while the machine was
+busy (on a borrowed H200's 16 cores a job measured 0.42 TFLOP/s, then computed 1.02, and the sweep
+handed the figure on to its other CPU jobs), so it is not kept, and one handed out is forgotten, by
+this sweep and the cache, and measured again by the next launch that needs it. Nothing is
 written anywhere else. An entry is one small JSON file, written to a new file and renamed into
 place; an entry that cannot be read (cut short, not JSON, not of this shape) or is a symbolic link
 counts as absent, and is measured again, never a traceback; a write never follows a link; a cache
@@ -128,8 +129,9 @@ class MeasuredOnce:
         self.conditions = dict(conditions)
         self.directory = cache_dir() if directory is MeasuredOnce._DEFAULT else directory
         self._own: dict[str, Reused] = {}
-        #: notes for the console: why the cache was not written, once
+        #: notes for the console: why the cache was not written, once; which jobs outran their peak
         self.notes: list[str] = []
+        self._outrun: list[str] = []
 
     def _name(self, kind: str, key: dict) -> str:
         blob = json.dumps({"kind": kind, "key": key, "hostname": self.conditions.get("hostname")},
@@ -174,6 +176,16 @@ class MeasuredOnce:
             if note not in self.notes:
                 self.notes.append(note)
 
+
+    def outrun_by(self, job: str) -> None:
+        """Say on the console that job ``job``'s ranks outran the matmul peak they measured or were handed:
+        one note for the sweep, naming every such job."""
+        if job not in self._outrun:
+            self._outrun.append(job)
+        note = (f"the matmul peak of {len(self._outrun)} job(s) was outrun by their ranks (more than {OUTRUN:g} "
+                f"times it: likely taken while the machine was busy), so it is not kept or handed on and the next "
+                f"launch that needs it measures it again: {', '.join(self._outrun)}")
+        self.notes[:] = [n for n in self.notes if not n.startswith("the matmul peak of ")] + [note]
 
     def forget(self, kind: str, key: dict) -> None:
         """Drop a figure shown to be wrong, this sweep's and the cache's entry (never a link), so that the
@@ -273,41 +285,60 @@ def gemm_given(once: MeasuredOnce, spec, repeat: int, launcher) -> dict | None:
     return found
 
 
-def outran(result: dict) -> bool:
-    """Whether a rank of a finished launch computed more a second than the matmul peak it records: the
-    FLOPs a process computes a step over the rank's own mean measured step (waits and communication
-    included, so less than its compute rate) above its ``gemm_peak_flops``."""
-    flops = (result.get("compute") or {}).get("flops_per_step")
-    columns = result.get("step_columns") or []
-    if not isinstance(flops, (int, float)) or not flops > 0 or not {"rank", "phase", "step_ms"} <= set(columns):
+#: how many times its peak a rank must compute a second for the peak to be taken as wrong: the ranks'
+#: 1024x1024 products read 18 % below 4096x4096 ones on 16 threads (docs/development.md), which a job of
+#: large products can outrun by that much; a peak taken while the machine was busy is lower still
+OUTRUN = 1.5
+
+
+def outran(spec, result: dict) -> bool:
+    """Whether a rank of a finished fp32 CPU launch computed more than :data:`OUTRUN` times the matmul
+    peak it records a second: the FLOPs a process computes a step over the rank's own mean measured step
+    (waits and communication included, so less than its compute rate) against its ``gemm_peak_flops``.
+    Not judged (False): a GPU launch (its peak is steady, and cuDNN's TF32 or a process driving several
+    GPUs would outrun an fp32 product of one) or another precision than fp32, whose products the fp32
+    peak does not measure; a result whose figures are not numbers."""
+    if getattr(spec, "device", "cpu") != "cpu" or getattr(spec, "precision", "fp32") != "fp32":
+        return False
+    flops = (result.get("compute") or {}).get("flops_per_step") if isinstance(result.get("compute"), dict) else None
+    columns = result.get("step_columns")
+    if not _number(flops) or not flops > 0 or not isinstance(columns, list) \
+            or not {"rank", "phase", "step_ms"} <= set(columns):
         return False
     rank, phase, step_ms = (columns.index(name) for name in ("rank", "phase", "step_ms"))
     times: dict = {}
     for row in result.get("steps") or []:
-        if row[phase] == "measure":
+        if isinstance(row, list) and len(row) == len(columns) and row[phase] == "measure" \
+                and isinstance(row[rank], int) and _number(row[step_ms]):
             times.setdefault(row[rank], []).append(row[step_ms])
     peaks = {r.get("rank"): r.get("gemm_peak_flops") for r in result.get("ranks") or [] if isinstance(r, dict)}
     for r, steps in times.items():
         peak, mean_s = peaks.get(r), sum(steps) / len(steps) / 1e3
-        if isinstance(peak, (int, float)) and peak > 0 and mean_s > 0 and flops / mean_s > peak:
+        if _number(peak) and peak > 0 and mean_s > 0 and flops / mean_s > OUTRUN * peak:
             return True
     return False
 
 
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
 def learn_gemm(once: MeasuredOnce, spec, repeat: int, launcher, result: dict | None, measured_by: dict) -> None:
     """Keep the peak each rank of a finished launch measured (not one it was handed), unless a rank
-    outran it (:func:`outran`); a handed peak a rank outran is forgotten (:meth:`MeasuredOnce.forget`)
-    and said so on the console."""
+    outran it (:func:`outran`); a handed peak a rank outran is forgotten (:meth:`MeasuredOnce.forget`).
+    Either is said on the console (:meth:`MeasuredOnce.outrun_by`)."""
     compute = (result or {}).get("compute") or {}
-    if not _measures_peak(spec, repeat) or not _local(spec, launcher):
+    if not _measures_peak(spec, repeat) or not _local(spec, launcher) or not isinstance(compute, dict):
         return
-    if compute.get("peak_source") in ("sweep", "cache") and outran(result):
+    if compute.get("peak_source") in ("sweep", "cache") and outran(spec, result):
         for local in range(spec.processes):
             once.forget(GEMM_PEAK, gemm_key(spec, local, spec.processes))
-        once.notes.append(f"the matmul peak handed to job {spec.key} ({compute['peak_source']}) was outrun by "
-                          "its ranks: forgotten, and measured again by the next launch that needs it")
+        once.outrun_by(spec.key)
         return
-    if compute.get("peak_source") != "measured" or outran(result):
+    if compute.get("peak_source") != "measured":
+        return
+    if outran(spec, result):
+        once.outrun_by(spec.key)
         return
     method = compute.get("peak_method")
     peaks = {r.get("rank"): r.get("gemm_peak_flops") for r in result.get("ranks") or [] if isinstance(r, dict)}

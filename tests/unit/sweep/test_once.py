@@ -192,22 +192,36 @@ def test_a_collectives_curve_is_measured_once_then_reused_and_said_so(tmp_path):
     assert len(launcher.calls) == 3  # the collectives command measures what it is asked to
 
 
-def outrun(source="measured", peaks=(4e10, 5e10), step_ms=(20.0, 30.0), flops=1e9):
+def outrun(source="measured", peaks=(2e10, 5e10), step_ms=(20.0, 30.0), flops=1e9):
     """A finished launch whose ranks recorded ``peaks`` and took ``step_ms`` a measured step each (with a
     faster warm-up step that counts for nothing), computing ``flops`` a step: rank r's rate is
-    flops / step_ms[r], 5e10 and 3.3e10 FLOP/s by default."""
+    flops / step_ms[r], 5e10 and 3.3e10 FLOP/s by default (rank 0 at 2.5 times its peak)."""
     steps = [[r, "warmup", 0, 1.0] for r in (0, 1)]
     steps += [[r, "measure", s, ms] for r, ms in enumerate(step_ms) for s in range(3)]
     return {**result(source, peaks), "step_columns": ["rank", "phase", "step", "step_ms"], "steps": steps,
             "compute": {**result(source, peaks)["compute"], "flops_per_step": flops}}
 
 
+def test_outrun_is_more_than_its_margin_by_any_rank_of_an_fp32_cpu_launch():
+    """A rank computing more than OUTRUN times its peak a second outran it; at 1.25 times (a 1024x1024
+    product's under-reading on many threads) it did not; rank 1 alone counts as well; a GPU launch or
+    another precision is not judged, nor a result whose figures are not numbers."""
+    assert once.OUTRUN == 1.5
+    assert once.outran(SPEC, outrun()) and once.outran(SPEC, outrun(peaks=(6e10, 6e10), step_ms=(30.0, 10.0)))
+    assert not once.outran(SPEC, outrun(peaks=(4e10, 4e10)))  # 1.25 times
+    assert not once.outran(SPEC, outrun(peaks=(6e10, 6e10)))
+    for other in ({"device": "cuda"}, {"precision": "bf16"}):
+        assert not once.outran(SimpleNamespace(**{**vars(SPEC), **other}), outrun())
+    for damaged in (outrun(flops=None), outrun(flops="many"), {**outrun(), "steps": [[0, "measure", 0, None]]},
+                    {**outrun(), "steps": [[[0], "measure", 0, 1.0]]}, {**outrun(), "steps": [[0, "measure"]]},
+                    {**outrun(), "compute": []}, {**outrun(), "step_columns": None}):
+        assert not once.outran(SPEC, damaged)
+
+
 def test_a_peak_its_ranks_outran_is_not_kept_and_a_handed_one_is_forgotten(tmp_path):
-    """A peak taken while the machine was busy is one its ranks compute faster than (rank 0: 1e9 FLOPs in
-    20 ms, 5e10 a second, against 4e10): not kept from the launch that measured it; and one handed out,
-    from this sweep or the cache, is dropped from both, so that the next launch that needs it measures."""
-    assert once.outran(outrun()) and not once.outran(outrun(peaks=(6e10, 6e10)))
-    assert not once.outran(outrun(flops=None)) and not once.outran(outrun(step_ms=(25.0, 30.0)))
+    """A peak taken while the machine was busy is one its ranks compute far faster than: not kept from the
+    launch that measured it; and one handed out, from this sweep or the cache, is dropped from both, so
+    that the next launch that needs it measures it again. One console note names every such job."""
     sweep = MeasuredOnce(CONDITIONS, tmp_path)
     learn_gemm(sweep, SPEC, 0, SPAWN, outrun(), BY)
     assert gemm_given(sweep, SPEC, 0, SPAWN) is None and not list(tmp_path.iterdir())
@@ -219,9 +233,16 @@ def test_a_peak_its_ranks_outran_is_not_kept_and_a_handed_one_is_forgotten(tmp_p
         assert gemm_given(sweep, SPEC, 0, SPAWN) is None  # this sweep's own, gone
         assert MeasuredOnce(CONDITIONS, tmp_path).find(GEMM_PEAK, gemm_key(SPEC, 0, 2)) is None  # the cache's
         assert not list(tmp_path.iterdir())
-    assert len(sweep.notes) == 2 and "outrun" in sweep.notes[0]
+    other = SimpleNamespace(**{**vars(SPEC), "key": "k2"})
+    learn_gemm(sweep, other, 0, SPAWN, outrun(), BY)
+    (note,) = sweep.notes
+    assert note.startswith("the matmul peak of 2 job(s) was outrun") and note.endswith(": k1, k2")
     learn_gemm(sweep, SPEC, 0, SPAWN, outrun(peaks=(6e10, 6e10)), BY)  # measured again, and kept
     learn_gemm(sweep, SPEC, 0, SPAWN, outrun("cache", peaks=(6e10, 6e10)), BY)  # handed, not outrun: stays
+    assert gemm_given(sweep, SPEC, 0, SPAWN)["1"]["figures"]["peak_flops"] == 6e10
+    # ranks on other machines (Slurm) measure their own peaks: what they outran is theirs, not this cache's
+    learn_gemm(sweep, SPEC, 0, SimpleNamespace(name="slurm"), outrun("sweep", peaks=(6e10, 6e10), step_ms=(5.0, 5.0)),
+               BY)
     assert gemm_given(sweep, SPEC, 0, SPAWN)["1"]["figures"]["peak_flops"] == 6e10
 
 
@@ -235,5 +256,4 @@ def test_forgetting_never_removes_through_a_link(tmp_path):
     path.unlink()
     path.symlink_to(target)
     sweep.forget(GEMM_PEAK, KEY)
-    assert path.is_symlink() and target.read_text() == "{}"
-    assert MeasuredOnce(CONDITIONS, None).forget(GEMM_PEAK, KEY) is None  # no cache: nothing to remove
+    assert path.is_symlink() and sweep.find(GEMM_PEAK, KEY) is None
