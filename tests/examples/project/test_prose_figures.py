@@ -782,7 +782,7 @@ QUOTES: list[tuple[str, str]] = [
     (EXAMPLES, "none of the {h200again[cuda]} CUDA jobs is slower or faster (B/A of the mean step {h200again[lo]} "
                "to {h200again[hi]}, every 95 % interval across 1)"),
     (EXAMPLES, "mlp-xl came out {h200again[cpu]} times slower (95 % interval {h200again[cpu_lo]} to "
-               "{h200again[cpu_hi]}) on the same code path"),
+               "{h200again[cpu_hi]}), as two hosts' CPUs"),
     # history-cpu
     (EXAMPLES, "the mean step went from {history[ws1]} at world size 1 and from {history[ws2]} at world size 2"),
     (EXAMPLES, "swept {history[swept]} of the commits between them"),
