@@ -67,8 +67,8 @@ def test_the_fixture_times_a_users_ddp_step_saves_it_and_a_planted_2x_slowdown_f
     """One user's suite, run three times (each run starts pytest, torch and two ranks: one test, not three).
 
     The first saves what it measured, and the group is closed before a test that does not use it
-    (``test_own_process_group`` makes its own); the second, with every timed call doing two steps,
-    fails the compare gate; the third, the same code again, passes it."""
+    (``test_own_process_group`` makes its own); the second, the same code again, passes the compare gate;
+    the third, with every timed call doing two steps, fails it."""
     result = run_suite(pytester, monkeypatch, "--benchmark-autosave")
     result.assert_outcomes(passed=2)
     saved = list(pytester.path.glob(".benchmarks/*/0001_*.json"))
@@ -92,13 +92,15 @@ def test_the_fixture_times_a_users_ddp_step_saves_it_and_a_planted_2x_slowdown_f
     assert entry.kind == "benchmark" and entry.machine == machine_id(fingerprint(env)) and entry.commit == "1a2b3c4"
     assert (entry.path / "benchmark.json").read_bytes() == saved[0].read_bytes()
 
+    # the same code again, right after its baseline: within 60 % on a noisy 2-core machine; the gate is not just
+    # always failing. (Run after the planted run, it once met a machine 2.2 times slower than at the baseline, a
+    # drift the planted run's margin takes: it must fail by 10 % where it does twice the work.)
+    same = run_suite(pytester, monkeypatch, "--benchmark-compare=0001", "--benchmark-compare-fail=median:60%")
+    same.assert_outcomes(passed=2)
+    assert same.ret == 0
+
     gate = ("--benchmark-compare=0001", "--benchmark-compare-fail=median:10%")
     slower = run_suite(pytester, monkeypatch, *gate, steps_per_call=2)
     assert slower.ret != 0
     slower.stderr.fnmatch_lines(["Performance has regressed:",
                                  "*test_my_ddp_step*Field 'median' has failed PercentageRegressionCheck*"])
-
-    # the same code again: within 60 % on a noisy 2-core machine; the gate is not just always failing
-    same = run_suite(pytester, monkeypatch, "--benchmark-compare=0001", "--benchmark-compare-fail=median:60%")
-    same.assert_outcomes(passed=2)
-    assert same.ret == 0
