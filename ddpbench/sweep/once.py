@@ -35,10 +35,13 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
 import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+
+from ddpbench.results.checks import number
 
 #: where the cache is (a folder), or off: "off", "0", "" keep nothing between sweeps
 CACHE_ENV = "DDPBENCH_CACHE_DIR"
@@ -129,8 +132,9 @@ class MeasuredOnce:
         self.conditions = dict(conditions)
         self.directory = cache_dir() if directory is MeasuredOnce._DEFAULT else directory
         self._own: dict[str, Reused] = {}
-        #: notes for the console: why the cache was not written, once; which jobs outran their peak
-        self.notes: list[str] = []
+        #: why the cache was not written, once (:attr:`notes` says it on the console)
+        self._cache_notes: list[str] = []
+        #: the jobs whose ranks outran their peak (:meth:`outrun_by`)
         self._outrun: list[str] = []
 
     def _name(self, kind: str, key: dict) -> str:
@@ -173,8 +177,8 @@ class MeasuredOnce:
             _write_entry(Path(self.directory), name, entry)
         except (OSError, TypeError, ValueError) as err:
             note = f"the measure-once cache {self.directory} is not written: {err}"
-            if note not in self.notes:
-                self.notes.append(note)
+            if note not in self._cache_notes:
+                self._cache_notes.append(note)
 
 
     def outrun_by(self, job: str) -> None:
@@ -182,10 +186,15 @@ class MeasuredOnce:
         one note for the sweep, naming every such job."""
         if job not in self._outrun:
             self._outrun.append(job)
-        note = (f"the matmul peak of {len(self._outrun)} job(s) was outrun by their ranks (more than {OUTRUN:g} "
-                f"times it: likely taken while the machine was busy), so it is not kept or handed on and the next "
-                f"launch that needs it measures it again: {', '.join(self._outrun)}")
-        self.notes[:] = [n for n in self.notes if not n.startswith("the matmul peak of ")] + [note]
+
+    @property
+    def notes(self) -> list[str]:
+        """What the console says of the sweep's measure-once figures: why the cache was not written, and
+        one line naming every job whose ranks outran their peak."""
+        outrun = [f"the matmul peak of {len(self._outrun)} job(s) was outrun by their ranks (more than {OUTRUN:g} "
+                  "times it: likely taken while the machine was busy), so it is not kept or handed on and the next "
+                  f"launch that needs it measures it again: {', '.join(self._outrun)}"] if self._outrun else []
+        return self._cache_notes + outrun
 
     def forget(self, kind: str, key: dict) -> None:
         """Drop a figure shown to be wrong, this sweep's and the cache's entry (never a link), so that the
@@ -320,7 +329,7 @@ def outran(spec, result: dict) -> bool:
 
 
 def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    return number(value) and math.isfinite(value)
 
 
 def learn_gemm(once: MeasuredOnce, spec, repeat: int, launcher, result: dict | None, measured_by: dict) -> None:
