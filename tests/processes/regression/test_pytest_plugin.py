@@ -1,7 +1,8 @@
 """The ddp_group fixture in a user's own suite, run by pytest in a subprocess (pytester, monkeypatch): it is
 found through the pytest11 entry point, saves a baseline with this machine's fingerprint (filed by
-``history add`` under the machine of this machine's sweeps), and a planted 2x slowdown fails
-pytest-benchmark's --benchmark-compare-fail gate; the group is closed before a test that does not use it."""
+``history add`` under the machine of this machine's sweeps), and a planted 4x slowdown fails
+pytest-benchmark's --benchmark-compare-fail gate that the same code passes; the group is closed
+before a test that does not use it."""
 
 import json
 
@@ -45,6 +46,15 @@ def test_my_ddp_step(benchmark, ddp_group):
 ROUNDS = ("--benchmark-min-rounds=50", "--benchmark-max-time=1", "--benchmark-warmup=on")
 
 
+#: one gate for the same code and the planted run: the fastest round against the baseline's. A shared machine's
+#: noise only adds time, so the fastest round drifts least between identical runs: sixteen runs of this suite on
+#: the 2-core VM, every other one beside a busy core, gave fastest rounds of 3.81-7.32 ms (1.92x) and medians of
+#: 6.70-20.03 ms (2.99x) (docs/development.md, issue 55's eleventh session). The same code passes twice the
+#: baseline's fastest round (retried below for a run past it), and four steps a call, whose fastest round
+#: measured 5.2 times one step's, still fail it from the slowest baseline.
+GATE = ("--benchmark-compare=0001", "--benchmark-compare-fail=min:100%")
+
+
 #: a test after the user's: the group owns the default process group, and a later test may need to make its own
 OWN_GROUP = '''
 import torch.distributed as dist
@@ -63,12 +73,12 @@ def run_suite(pytester, monkeypatch, *args, steps_per_call=1):
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", *ROUNDS, *args, timeout=300)
 
 
-def test_the_fixture_times_a_users_ddp_step_saves_it_and_a_planted_2x_slowdown_fails_the_gate(pytester, monkeypatch):
+def test_the_fixture_times_a_users_ddp_step_saves_it_and_a_planted_4x_slowdown_fails_the_gate(pytester, monkeypatch):
     """One user's suite, run three times (each run starts pytest, torch and two ranks: one test, not three).
 
     The first saves what it measured, and the group is closed before a test that does not use it
     (``test_own_process_group`` makes its own); the second, the same code again, passes the compare gate;
-    the third, with every timed call doing two steps, fails it."""
+    the third, with every timed call doing four steps, fails it."""
     result = run_suite(pytester, monkeypatch, "--benchmark-autosave")
     result.assert_outcomes(passed=2)
     saved = list(pytester.path.glob(".benchmarks/*/0001_*.json"))
@@ -92,15 +102,16 @@ def test_the_fixture_times_a_users_ddp_step_saves_it_and_a_planted_2x_slowdown_f
     assert entry.kind == "benchmark" and entry.machine == machine_id(fingerprint(env)) and entry.commit == "1a2b3c4"
     assert (entry.path / "benchmark.json").read_bytes() == saved[0].read_bytes()
 
-    # the same code again, right after its baseline: within 60 % on a noisy 2-core machine; the gate is not just
-    # always failing. (Run after the planted run, it once met a machine 2.2 times slower than at the baseline, a
-    # drift the planted run's margin takes: it must fail by 10 % where it does twice the work.)
-    same = run_suite(pytester, monkeypatch, "--benchmark-compare=0001", "--benchmark-compare-fail=median:60%")
+    # the same code again passes the gate, in one of three runs: it is not just always failing. (A gate of 60 % on
+    # the median failed it on a fresh clone and in CI: the VM's own drift, 2.2x once, with no other test running.)
+    for _ in range(3):
+        same = run_suite(pytester, monkeypatch, *GATE)
+        if same.ret == 0:
+            break
+    assert same.ret == 0, same.stderr.str()
     same.assert_outcomes(passed=2)
-    assert same.ret == 0
 
-    gate = ("--benchmark-compare=0001", "--benchmark-compare-fail=median:10%")
-    slower = run_suite(pytester, monkeypatch, *gate, steps_per_call=2)
+    slower = run_suite(pytester, monkeypatch, *GATE, steps_per_call=4)
     assert slower.ret != 0
     slower.stderr.fnmatch_lines(["Performance has regressed:",
-                                 "*test_my_ddp_step*Field 'median' has failed PercentageRegressionCheck*"])
+                                 "*test_my_ddp_step*Field 'min' has failed PercentageRegressionCheck*"])
