@@ -5,7 +5,7 @@ catch a real slowdown of known size (power)? For ``compare --fail-on`` and for p
     python benchmarks/gate_power.py sweep --out DIR [--repeats 24 --steps 40 --levels 0 0.03 0.05 0.1]
     python benchmarks/gate_power.py analyse DIR [DIR ...] [--csv rates.csv]
     python benchmarks/gate_power.py pytest --out DIR [--runs 12 --levels 0 0.03 0.05 0.1]
-    python benchmarks/gate_power.py pytest-analyse DIR [DIR ...] [--csv rates.csv]
+    python benchmarks/gate_power.py pytest-analyse DIR [DIR ...] [--stat min] [--csv rates.csv]
 
 (``sweep`` and ``pytest`` measure: run them under the machine's measurement lock, if it has one.)
 
@@ -32,7 +32,8 @@ the honest count. It also prints the planted levels' measured size (all launches
 ``pytest`` runs ``benchmarks/pytest_planted.py`` (a ``ddp_group`` TrainStep of the same job, with
 and without the planted slowdown) under pytest-benchmark ``--runs`` times, saving each run's
 JSON; ``pytest-analyse`` applies pytest-benchmark's own gate rule (point estimate against point
-estimate, one run a side) to every pair of runs.
+estimate, one run a side) to every pair of runs, on the runs' median step or on another of its
+fields (``--stat min``: the fastest round).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ddpbench.analysis.history import compare
+from ddpbench.analysis.history import compare, gates
 
 from ddpbench.analysis.core import power
 from ddpbench.testing import cli_command
@@ -354,8 +355,8 @@ def pytest_analyse(args) -> None:
     none = {"mde": math.nan, "false_alarm": math.nan}
     rows = []
     for threshold in args.thresholds:
-        check = parse_compare_fail(f"median:{threshold:g}%")
-        gate = compare.Gate("median", threshold, "%")
+        check = parse_compare_fail(f"{args.stat}:{threshold:g}%")
+        gate = compare.Gate(args.stat, threshold, "%")
         # baseline: an earlier run; candidate: a later one; pytest-benchmark's own check on their stats
         aa = [bool(check.fails(runs[j][lv], runs[i][lv])) for runs in sets for lv in runs[0]
               for i, j in pytest_pairs(len(runs))]
@@ -403,7 +404,10 @@ def main(argv=None) -> None:
     p = sub.add_parser("pytest-analyse", help="pytest-benchmark's gate rule on every pair of saved runs")
     p.add_argument("folders", nargs="+", help="folders of saved runs (pairs are formed within a folder)")
     p.add_argument("--thresholds", type=float, nargs="+", default=[5.0, 10.0, 15.0],
-                   help="median gate thresholds in %% (whole numbers: pytest-benchmark's syntax; default 5 10 15)")
+                   help="gate thresholds in %% (whole numbers: pytest-benchmark's syntax; default 5 10 15)")
+    p.add_argument("--stat", choices=(*gates.GATE_STATS, *gates.OTHER_STATS), default="median",
+                   help="the field of pytest-benchmark's stats the gate compares (default median; min: the fastest "
+                        "round)")
     p.add_argument("--csv", help="write the rates to this CSV")
     p.set_defaults(func=pytest_analyse)
     args = parser.parse_args(argv)
