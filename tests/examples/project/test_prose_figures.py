@@ -509,6 +509,31 @@ def pytest_gate_held_out() -> dict:
     return pytest_gate("rates_pytest3.csv")
 
 
+def pytest_min_gate() -> dict:
+    """pytest-benchmark's gate on the fastest round: its threshold by the median's rule on the tuning runs
+    (rates_pytest_min.csv), its rates on pytest3 (rates_pytest3_min.csv), beside the median's there."""
+    tuned, held, median = csv("rates_pytest_min.csv"), csv("rates_pytest3_min.csv"), csv("rates_pytest3.csv")
+    chosen = min(t for t in (5, 10, 15, 20) if row(tuned, gate=f"min:{t}%", comparison="A/A")["rate"] <= 0.05)
+    gate = f"min:{chosen}%"
+
+    def caught(frame, planted, gate=gate) -> pd.Series:
+        return row(frame, gate=gate, comparison="A/B", planted_pct=planted)
+
+    aa, top, med = row(held, gate=gate, comparison="A/A"), caught(held, 20), caught(median, 20, "median:15%")
+    return {"gate": gate, "fa": false_alarms(row(tuned, gate=gate, comparison="A/A")),
+            "tuned": f"{pct(caught(tuned, 10)['rate'])} % caught at +{f1(caught(tuned, 10)['measured_pct'])} % and "
+                     f"{pct(caught(tuned, 20)['rate'])} % at +{f1(caught(tuned, 20)['measured_pct'])} %",
+            "held_fa": f"{aa['fails']} of {aa['comparisons']} identical pairs ({100 * aa['rate']:.1f} % "
+                       f"[{pct(aa['rate_low'])} %, {pct(aa['rate_high'])} %])",
+            "held_top": f"+{f1(top['measured_pct'])} % slowdown in {top['fails']} of {top['comparisons']} pairs "
+                        f"({pct(top['rate'])} % [{pct(top['rate_low'])} %, {pct(top['rate_high'])} %], "
+                        f"{top['independent']} independent)",
+            "indep": str(top["independent"]),
+            "held_10": f"+{f1(caught(held, 10)['measured_pct'])} % one in {pct(caught(held, 10)['rate'])} %",
+            "median": f"{pct(med['rate'])} % [{pct(med['rate_low'])} %, {pct(med['rate_high'])} %] of the same "
+                      f"+{f1(med['measured_pct'])} % pairs"}
+
+
 def constants() -> dict:
     """The thresholds the prose names, from the code that applies them (not measurements)."""
     from ddpbench.analysis.core import thresholds as t
@@ -700,7 +725,9 @@ DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu,
            "gputf": gpu_trace_frameworks_h100, "models": models,
            "h200models": lambda: gpu_models("gpu-models-h200"), "precision": precision_cpu,
            "consistency": consistency_cpu, "faults": faults_cpu, "frozen": faults_frozen, "checker3": checker_held_out, "trace": trace_cpu, "gate": gate_power,
-           "pytest": pytest_gate, "pytest3": pytest_gate_held_out, "gate3": gate_held_out, "whatif": whatif, "calib": calibration_cpu, "calib2": calibration_held_out, "history": history_cpu}
+           "pytest": pytest_gate, "pytest3": pytest_gate_held_out, "pytestmin": pytest_min_gate,
+           "gate3": gate_held_out, "whatif": whatif, "calib": calibration_cpu, "calib2": calibration_held_out,
+           "history": history_cpu}
 
 
 @functools.cache
@@ -826,6 +853,11 @@ QUOTES: list[tuple[str, str]] = [
     *[(EXAMPLES, f"| `median:{n}%` | {{pytest3[g{n}]}} |") for n in (5, 10, 15, 20)],
     (EXAMPLES, "no false alarm ({pytest3[g15_ci]} over {pytest3[aa_free]} independent pairs), and it caught "
                "{pytest3[g15_top]}."),
+    (EXAMPLES, "picks `{pytestmin[gate]}` on `pytest1`/`pytest2`: {pytestmin[fa]} false alarms, {pytestmin[tuned]}."),
+    (EXAMPLES, "On `pytest3/` it failed {pytestmin[held_fa]}, caught the {pytestmin[held_top]} and the "
+               "{pytestmin[held_10]}."),
+    (EXAMPLES, "With {pytestmin[indep]} independent pairs a level these runs do not tell the two fields apart: "
+               "`median:15%` caught {pytestmin[median]}."),
     ("docs/comparing.md", "`median:15%` failed none of {pytest3[aa]} identical pairs ({pytest3[aa_free]} of them "
                           "sharing no run: {pytest3[g15_ci]}) and caught a {pytest3[g15_hit]}"),
     # thresholds, from the code that applies them
