@@ -1,6 +1,6 @@
 """The ddp_group fixture in a user's own suite, run by pytest in a subprocess (pytester, monkeypatch): it is
 found through the pytest11 entry point, saves a baseline with this machine's fingerprint (filed by
-``history add`` under the machine of this machine's sweeps), and a planted 4x slowdown fails
+``history add`` under the machine of this machine's sweeps), and a planted 9x slowdown fails
 pytest-benchmark's --benchmark-compare-fail gate that the same code passes; the group is closed
 before a test that does not use it."""
 
@@ -18,7 +18,7 @@ import torch
 
 from ddpbench.tasks import ModelStep
 
-#: planted regression: each timed call runs this many DDP steps (2: twice the work)
+#: planted regression: each timed call runs this many DDP steps (the test plants 9: nine times the work)
 STEPS_PER_CALL = int(os.environ.get("PLANTED_STEPS_PER_CALL", "1"))
 
 
@@ -42,17 +42,19 @@ def test_my_ddp_step(benchmark, ddp_group):
     benchmark(timed)
 '''
 
-#: enough rounds for a stable median of a few-ms step (a 1 MB model: steps of 1 ms scatter more)
+#: enough rounds for a clean fastest round of a few-ms step (a 1 MB model: steps of 1 ms scatter more)
 ROUNDS = ("--benchmark-min-rounds=50", "--benchmark-max-time=1", "--benchmark-warmup=on")
 
 
 #: one gate for the same code and the planted run: the fastest round against the baseline's. A shared machine's
 #: noise only adds time, so the fastest round drifts least between identical runs: sixteen runs of this suite on
 #: the 2-core VM, every other one beside a busy core, gave fastest rounds of 3.81-7.32 ms (1.92x) and medians of
-#: 6.70-20.03 ms (2.99x) (docs/development.md, issue 55's eleventh session). The same code passes twice the
-#: baseline's fastest round (retried below for a run past it), and four steps a call, whose fastest round
-#: measured 5.2 times one step's, still fail it from the slowest baseline.
-GATE = ("--benchmark-compare=0001", "--benchmark-compare-fail=min:100%")
+#: 6.70-20.03 ms (2.99x) (docs/development.md, issue 55's eleventh session). Nine steps a call cannot run faster
+#: than nine clean steps, so a gate at three times the baseline's fastest round (the square root of nine) holds
+#: either way while the machine drifts less than 3x: the same code passes it (retried below for a run past it),
+#: and the planted run fails it.
+PLANTED = 9
+GATE = ("--benchmark-compare=0001", "--benchmark-compare-fail=min:200%")
 
 
 #: a test after the user's: the group owns the default process group, and a later test may need to make its own
@@ -73,12 +75,12 @@ def run_suite(pytester, monkeypatch, *args, steps_per_call=1):
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", *ROUNDS, *args, timeout=300)
 
 
-def test_the_fixture_times_a_users_ddp_step_saves_it_and_a_planted_4x_slowdown_fails_the_gate(pytester, monkeypatch):
-    """One user's suite, run three times (each run starts pytest, torch and two ranks: one test, not three).
+def test_the_fixture_times_a_users_ddp_step_saves_it_and_a_planted_9x_slowdown_fails_the_gate(pytester, monkeypatch):
+    """One user's suite, run three to five times (each run starts pytest, torch and two ranks: one test, not three).
 
     The first saves what it measured, and the group is closed before a test that does not use it
     (``test_own_process_group`` makes its own); the second, the same code again, passes the compare gate;
-    the third, with every timed call doing four steps, fails it."""
+    the last, with every timed call doing nine steps, fails it."""
     result = run_suite(pytester, monkeypatch, "--benchmark-autosave")
     result.assert_outcomes(passed=2)
     saved = list(pytester.path.glob(".benchmarks/*/0001_*.json"))
@@ -104,14 +106,19 @@ def test_the_fixture_times_a_users_ddp_step_saves_it_and_a_planted_4x_slowdown_f
 
     # the same code again passes the gate, in one of three runs: it is not just always failing. (A gate of 60 % on
     # the median failed it on a fresh clone and in CI: the VM's own drift, 2.2x once, with no other test running.)
-    for _ in range(3):
+    # Only the gate's own verdict is tried again, and each such try is printed with its figures.
+    for attempt in range(1, 4):
         same = run_suite(pytester, monkeypatch, *GATE)
         if same.ret == 0:
             break
+        same.stdout.fnmatch_lines(["test_user_suite.py .*", "test_z_own_group.py .*"])
+        same.stderr.fnmatch_lines(["Performance has regressed:", "*test_my_ddp_step*Field 'min' has failed*"])
+        print(f"the same code failed the gate, try {attempt}:",
+              *[line for line in same.stderr.lines if "has failed" in line])
     assert same.ret == 0, same.stderr.str()
     same.assert_outcomes(passed=2)
 
-    slower = run_suite(pytester, monkeypatch, *GATE, steps_per_call=4)
+    slower = run_suite(pytester, monkeypatch, *GATE, steps_per_call=PLANTED)
     assert slower.ret != 0
     slower.stderr.fnmatch_lines(["Performance has regressed:",
                                  "*test_my_ddp_step*Field 'min' has failed PercentageRegressionCheck*"])
