@@ -519,19 +519,24 @@ def pytest_min_gate() -> dict:
     def caught(frame, planted, gate=gate) -> pd.Series:
         return row(frame, gate=gate, comparison="A/B", planted_pct=planted)
 
+    def rate(r: pd.Series) -> str:  # '81 % [50 %, 95 %]'
+        return f"{pct(r['rate'])} % [{pct(r['rate_low'])} %, {pct(r['rate_high'])} %]"
+
     aa, top, med = row(held, gate=gate, comparison="A/A"), caught(held, 20), caught(median, 20, "median:15%")
+    med_aa, med_10 = row(median, gate=f"median:{chosen}%", comparison="A/A"), caught(median, 10, f"median:{chosen}%")
     return {"gate": gate, "fa": false_alarms(row(tuned, gate=gate, comparison="A/A")),
-            "tuned": f"{pct(caught(tuned, 10)['rate'])} % caught at +{f1(caught(tuned, 10)['measured_pct'])} % and "
-                     f"{pct(caught(tuned, 20)['rate'])} % at +{f1(caught(tuned, 20)['measured_pct'])} %",
+            "tuned": f"{rate(caught(tuned, 10))} caught at +{f1(caught(tuned, 10)['measured_pct'])} % and "
+                     f"{rate(caught(tuned, 20))} at +{f1(caught(tuned, 20)['measured_pct'])} %",
             "held_fa": f"{aa['fails']} of {aa['comparisons']} identical pairs ({100 * aa['rate']:.1f} % "
-                       f"[{pct(aa['rate_low'])} %, {pct(aa['rate_high'])} %])",
+                       f"[{pct(aa['rate_low'])} %, {pct(aa['rate_high'])} %] over {aa['independent']} pairs "
+                       "sharing no run)",
             "held_top": f"+{f1(top['measured_pct'])} % slowdown in {top['fails']} of {top['comparisons']} pairs "
-                        f"({pct(top['rate'])} % [{pct(top['rate_low'])} %, {pct(top['rate_high'])} %], "
-                        f"{top['independent']} independent)",
+                        f"({rate(top)}, {top['independent']} independent)",
             "indep": str(top["independent"]),
-            "held_10": f"+{f1(caught(held, 10)['measured_pct'])} % one in {pct(caught(held, 10)['rate'])} %",
-            "median": f"{pct(med['rate'])} % [{pct(med['rate_low'])} %, {pct(med['rate_high'])} %] of the same "
-                      f"+{f1(med['measured_pct'])} % pairs"}
+            "held_10": f"+{f1(caught(held, 10)['measured_pct'])} % one in {rate(caught(held, 10))}",
+            "med_10": f"`median:{chosen}%` failed {med_aa['fails']} of {med_aa['comparisons']} and caught the "
+                      f"+{f1(med_10['measured_pct'])} % one in {rate(med_10)}",
+            "median": f"{rate(med)} of the same +{f1(med['measured_pct'])} % pairs"}
 
 
 def constants() -> dict:
@@ -855,7 +860,7 @@ QUOTES: list[tuple[str, str]] = [
                "{pytest3[g15_top]}."),
     (EXAMPLES, "picks `{pytestmin[gate]}` on `pytest1`/`pytest2`: {pytestmin[fa]} false alarms, {pytestmin[tuned]}."),
     (EXAMPLES, "On `pytest3/` it failed {pytestmin[held_fa]}, caught the {pytestmin[held_top]} and the "
-               "{pytestmin[held_10]}."),
+               "{pytestmin[held_10]}, where {pytestmin[med_10]}."),
     (EXAMPLES, "With {pytestmin[indep]} independent pairs a level these runs do not tell the two fields apart: "
                "`median:15%` caught {pytestmin[median]}."),
     ("docs/comparing.md", "`median:15%` failed none of {pytest3[aa]} identical pairs ({pytest3[aa_free]} of them "
