@@ -134,8 +134,8 @@ def test_a_job_array_stopped_early_leaves_nothing_queued(slurm, tmp_path):
 
 
 #: the array test's timeout: its short task shares the 2 cores with the long task's two spinning ranks, and took
-#: 15.3 s alone and 17.6 s beside a busy core on the 2-core VM (2026-11-28); in CI, beside the unit tests, it
-#: once did not end within 20 s
+#: 15.3 s alone and 17.6 s beside a busy core on the 2-core VM (2026-11-28); in a fresh clone's whole suite,
+#: beside the unit tests, it once did not end within 20 s
 ARRAY_TIMEOUT_S = 40
 
 
