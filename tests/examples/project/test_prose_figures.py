@@ -3,11 +3,13 @@
 README.md, docs/*.md and reports/examples/README.md quote figures measured into
 ``reports/examples/*/``. Each quote is registered below as (page, the exact text that quotes it,
 with its figures as ``{folder[name]}`` fields); the fields are filled by this file's own short
-derivations over the stored data (``results.jsonl`` through ``load_tables``, or the stored CSV and
-Markdown files of a benchmark), rounded as the prose rounds them. These derivations do not call
-the analysis that wrote the reports: a second, independent reading is the point. A quote that is
-edited, or whose stored data changes, no longer appears in its page, and the test fails. The
-thresholds and model constants the prose names are filled from the code's constants the same way.
+derivations over the stored data (``results.jsonl`` read line by line here, or the stored CSV and
+Markdown files of a benchmark), rounded as the prose rounds them. These derivations call neither
+the analysis that wrote the reports nor its loader: a second, independent reading is the point. A
+launch's step is counted as the analysis defines it (docs/statistics.md): its slowest rank's window,
+that rank's mean step, never the mean of each step's slowest rank. A quote that is edited, or whose
+stored data changes, no longer appears in its page, and the test fails. The thresholds and model
+constants the prose names are filled from the code's constants the same way.
 
 A scan finds the figures nobody registered: in the measured prose (every block of
 reports/examples/README.md; a block of README.md or docs/ that says it measured something or names
@@ -27,15 +29,16 @@ leaves that section out and checks the dates are there.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 
-import ddpbench
 from ddpbench.testing import ROOT
 from ddpbench.testing.scripts import load_benchmark
 
@@ -44,15 +47,57 @@ EXAMPLES = "reports/examples/README.md"
 PAGES = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")), EXAMPLES]
 
 # ---------------------------------------------------------------------------------------------
-# reading the stored data, independently of ddpbench.analysis
+# reading the stored data, independently of ddpbench.analysis and ddpbench.results: results.jsonl
+# read line by line (docs/results.md: a sweep record's environment, a run record's spec and result)
 # ---------------------------------------------------------------------------------------------
 
 
-@functools.cache
-def tables(folder: str):
-    from ddpbench.results.tables import load_tables
+class Tables(NamedTuple):
+    steps: pd.DataFrame  # one row per (key, repeat, rank, phase, step) of a finished launch
+    runs: pd.DataFrame  # one row per (key, repeat): its spec's fields, the record's and its result's figures
+    ranks: pd.DataFrame  # one row per (key, repeat, rank) of a finished launch
+    sweeps: pd.DataFrame  # one row per sweep record: its environment block
 
-    return load_tables(EX / folder)
+
+def _global_batch(spec: dict) -> int:
+    """Samples per optimizer step (docs/experiments.md: ``batch_size`` is per rank, or the whole batch with
+    ``scaling = "strong"``; ``grad_accum`` micro-steps each)."""
+    per_rank = spec["batch_size"] // spec["world_size"] if spec["scaling"] == "strong" else spec["batch_size"]
+    return per_rank * spec["world_size"] * spec["grad_accum"]
+
+
+@functools.cache
+def tables(folder: str) -> Tables:
+    """The records of ``folder``'s results.jsonl as four frames; a launch recorded twice (a resumed sweep) is
+    its latest record. A spec field added after a record was written reads as its default."""
+    from ddpbench.experiment.spec import FIELDS
+
+    defaults = {name: f.default for name, f in FIELDS.items()}
+    latest, sweeps = {}, []
+    for line in (EX / folder / "results.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line) if line.strip() else {}
+        if record.get("kind") == "sweep":
+            sweeps.append({"sweep_id": record["sweep_id"], **record["env"]})
+        elif record.get("kind") == "run":
+            latest.pop((record["key"], record["repeat"]), None)
+            latest[record["key"], record["repeat"]] = record
+    runs, steps, ranks = [], [], []
+    for record in latest.values():
+        spec = {**defaults, **record["spec"]}
+        ident = {"key": record["key"], "repeat": record["repeat"]}
+        result = record.get("result") or {}
+        runs.append({**ident, **spec, "global_batch": _global_batch(spec), "status": record["status"],
+                     **{k: record.get(k) for k in ("sweep_id", "utc", "wall_s", "traces")},
+                     "trace": [dict(zip(result["trace_columns"], r)) for r in result["trace"]] if result.get("trace")
+                     else None,
+                     "grad_bytes": result.get("grad_bytes"), **(result.get("check") or {}),
+                     **(result.get("compute") or {})})
+        if record["status"] == "ok":
+            frame = pd.DataFrame(result["steps"], columns=result["step_columns"])
+            steps.append(frame.assign(**ident))
+            ranks += [{**ident, **rank} for rank in result["ranks"]]
+    return Tables(pd.concat(steps, ignore_index=True), pd.DataFrame(runs), pd.DataFrame(ranks),
+                  pd.DataFrame(sweeps))
 
 
 def jobs(folder: str) -> pd.DataFrame:
@@ -60,20 +105,52 @@ def jobs(folder: str) -> pd.DataFrame:
     return tables(folder).runs.drop_duplicates("key").set_index("key")
 
 
-def slowest(folder: str, phase: str = "measure") -> pd.DataFrame:
-    """Per (job, launch, step) of ``phase``: the slowest rank's step, which bounds the step."""
+def rank_means(folder: str, phase: str = "measure", column: str = "step_ms") -> pd.DataFrame:
+    """Per (job, launch, rank) of ``phase``: the rank's window (the sum of its step times, each step starting
+    where the one before it ended) and its steps; ``mean`` is the window over them, the rank's mean step."""
+    steps = tables(folder).steps
+    steps = steps[(steps["phase"] == phase) & steps[column].notna()]
+    out = steps.groupby(["key", "repeat", "rank"], as_index=False)[column].agg(window="sum", steps="count")
+    return out.assign(mean=out["window"] / out["steps"])
+
+
+def bounding(folder: str, phase: str = "measure") -> pd.DataFrame:
+    """Per (job, launch): its slowest rank (the largest mean step; ties to the lowest rank), whose window
+    bounds the launch: ``mean`` is the launch's step. (Not each step's slowest rank: the mean of per-step
+    maxima over ranks exceeds what any rank took where their steps jitter apart.)"""
+    ranked = rank_means(folder, phase).sort_values(["key", "repeat", "mean", "rank"],
+                                                   ascending=[True, True, False, True])
+    return ranked.drop_duplicates(["key", "repeat"]).reset_index(drop=True)
+
+
+def bounding_steps(folder: str, phase: str = "measure") -> pd.DataFrame:
+    """Per (job, launch, step) of ``phase``: the step of the rank that bounds its launch (:func:`bounding`)."""
     steps = tables(folder).steps
     steps = steps[steps["phase"] == phase]
-    return steps.groupby(["key", "repeat", "step"], as_index=False)[["step_ms", "data_ms"]].max()
+    chosen = bounding(folder, phase)[["key", "repeat", "rank"]]
+    return steps.merge(chosen, on=["key", "repeat", "rank"])
+
+
+def launch_ms(folder: str, phase: str = "measure") -> pd.Series:
+    """Every launch's step, its slowest rank's window over that rank's steps (ms), by (key, repeat)."""
+    return bounding(folder, phase).set_index(["key", "repeat"])["mean"]
 
 
 def step_ms(folder: str, phase: str = "measure") -> pd.Series:
-    """The mean bounded step of every job, in ms."""
-    return slowest(folder, phase).groupby("key")["step_ms"].mean()
+    """The mean step of every job, in ms: over the steps of each launch's slowest rank, every launch's
+    together (the bounding ranks' windows over their steps)."""
+    chosen = bounding(folder, phase).groupby("key")[["window", "steps"]].sum()
+    return chosen["window"] / chosen["steps"]
+
+
+def data_ms(folder: str) -> pd.Series:
+    """Every job's mean wait for data over its measured steps, every rank's (the phases are the mean rank's)."""
+    steps = tables(folder).steps
+    return steps[steps["phase"] == "measure"].groupby("key")["data_ms"].mean()
 
 
 def rate(folder: str) -> pd.Series:
-    """Samples per second of every job: its global batch over its mean bounded step."""
+    """Samples per second of every job: its global batch over its mean step."""
     return jobs(folder)["global_batch"] / (step_ms(folder) / 1e3)
 
 
@@ -183,7 +260,8 @@ def quick_cpu() -> dict:
             "one_ms": f1(ms[one]), "two_lo": f1(ms[two.index].min()), "two_hi": f1(ms[two.index].max()),
             "speedup": f"{r[best] / r[one]:.2f}", "efficiency": pct(r[best] / r[one] / 2),
             "cap1_ms": f1(ms[cap[1.0]]), "cap1_exposed": f1(ms[cap[1.0]] - nosync[cap[1.0]]),
-            "cap1_nosync": f1(nosync[cap[1.0]]), "buckets": listed(buckets(f, cap[c]) for c in cap)}
+            "cap1_nosync": f1(nosync[cap[1.0]]), "buckets": listed(buckets(f, cap[c]) for c in cap),
+            "cap1_lost": f1(ms[cap[1.0]] - ms[one]), "cap1_sharing": f1(nosync[cap[1.0]] - ms[one])}
 
 
 def frameworks_cpu() -> dict:
@@ -221,7 +299,7 @@ def gpu_folder(f: str, commit: str) -> dict:
            for d in ("cuda", "cpu")}
     alloc, reserved = rank_max(f, "gpu_peak_allocated_mb"), rank_max(f, "gpu_peak_reserved_mb")
     powersgd = key(f, model="mlp", device="cuda", comm_hook="powersgd")
-    feed = slowest(f)
+    feed = bounding_steps(f)
     feed = feed[feed["key"] == ddp["mlp", "cuda"]]
     commits = {s["sweep_id"]: (s["git_commit"][:7], s["git_dirty"]) for _, s in tables(f).sweeps.iterrows()}
     per_commit = tables(f).runs["sweep_id"].map(commits).value_counts()
@@ -234,21 +312,22 @@ def gpu_folder(f: str, commit: str) -> dict:
             "jobs": str(len(j)),
             "launches": str(per_commit[(commit, True)]),
             "exact_diff": "{:.1f}e{}".format(*_mantissa_exponent(exact["max_abs_diff"].max())),
-            "median": f1(feed["step_ms"].median()), "mean": f1(feed["step_ms"].mean()),
-            "data": f1(feed["data_ms"].mean())}
+            "median": f1(feed["step_ms"].median()), "mean": f1(step_ms(f)[ddp["mlp", "cuda"]]),
+            "data": f1(data_ms(f)[ddp["mlp", "cuda"]])}
 
 
 def h200_again() -> dict:
-    """gpu-h200-2 (B) against gpu-h200 (A), job by job: B/A of the mean step with its 95 % interval, by the
-    independent checker's derivation (:mod:`ddpbench.audit`: each launch's slowest rank's mean over its
-    measured steps, the launches averaged, and docs/statistics.md's ratio interval), which shares nothing with
-    the analysis that wrote `compare`'s page."""
-    from ddpbench.audit.figures import derive, ratio_interval
+    """gpu-h200-2 (B) against gpu-h200 (A), job by job: B/A of the mean step with its 95 % interval, from each
+    launch's step as read here (its slowest rank's window) and docs/statistics.md's ratio interval (the
+    independent checker's, :mod:`ddpbench.audit`), which shares nothing with the analysis that wrote `compare`'s
+    page."""
+    from ddpbench.audit.figures import ratio_interval
 
-    a, b = derive(EX / "gpu-h200"), derive(EX / "gpu-h200-2")
-    ratios = {k: (sum(b.launch_ms[k]) / len(b.launch_ms[k]) / (sum(a.launch_ms[k]) / len(a.launch_ms[k])),
-                  *ratio_interval(b.launch_ms[k], a.launch_ms[k])) for k in a.launch_ms.keys() & b.launch_ms.keys()}
-    cuda = [v for k, v in ratios.items() if b.rec(k)["device"] == "cuda"]
+    a, b = launch_ms("gpu-h200"), launch_ms("gpu-h200-2")
+    both = set(a.index.get_level_values("key")) & set(b.index.get_level_values("key"))
+    ratios = {k: (b[k].mean() / a[k].mean(), *ratio_interval(list(b[k]), list(a[k]))) for k in both}
+    device = jobs("gpu-h200-2")["device"]
+    cuda = [v for k, v in ratios.items() if device[k] == "cuda"]
     assert all(low < 1 < high for _, low, high in cuda)  # "every 95 % interval across 1"
     cpu, low, high = ratios[key("gpu-h200-2", model="mlp", device="cpu")]
     points = [r for r, _, _ in cuda]
@@ -286,7 +365,7 @@ def gpu_models(g: str) -> dict:
 
 def models() -> dict:
     f, g = "models-cpu", "gpu-models-h100"
-    j, data = jobs(f), slowest(f).groupby("key")[["step_ms", "data_ms"]].mean()
+    j, data = jobs(f), pd.DataFrame({"step_ms": step_ms(f), "data_ms": data_ms(f)})
     rn = {c: key(f, model="resnet50-small", world_size=2, bucket_cap_mb=c) for c in (1.0, 5.0, 25.0)}
     disk = {w: key(f, model="mlp", loader_workers=w) for w in (0, 2)}
     out = {"rn_tensors": str(int(j.loc[rn[1.0], "tensors"])), "rn_buckets": listed(buckets(f, rn[c]) for c in rn)}
@@ -294,7 +373,7 @@ def models() -> dict:
         out[f"data{w}"], out[f"step{w}"] = f1(data.loc[k, "data_ms"]), f1(data.loc[k, "step_ms"])
         out[f"share{w}"] = pct(data.loc[k, "data_ms"] / data.loc[k, "step_ms"])
     out.update(gpu_models(g))
-    gdata = slowest(g).groupby("key")[["step_ms", "data_ms"]].mean()
+    gdata = pd.DataFrame({"step_ms": step_ms(g), "data_ms": data_ms(g)})
     jpeg = {w: key(g, model="resnet50", data="disk", loader_workers=w) for w in (0, 4, 8)}
     for w, k in jpeg.items():
         out[f"jpeg{w}"] = f"{gdata.loc[k, 'data_ms']:.0f} of {gdata.loc[k, 'step_ms']:.0f} ms"
@@ -393,15 +472,27 @@ def trace_cpu() -> dict:
     runs = tables("trace-cpu").runs
     sizes = [t["bytes"] for traces in runs["traces"] for t in traces]
     assert set(jobs("trace-cpu")["model_size"]) == {"m"} and set(jobs("trace-cpu")["trace_steps"]) == {5}
-    # the loss timed apart: the one DDP job whose gap's interval excludes 0 (analysis/summary/apart.py)
-    from ddpbench.analysis.summary.table import summarize
+    # the loss timed apart (docs/reading-the-report.md): per launch, its step S (the slowest rank's window) less
+    # its traced step A (each traced step's span in the profiler's phase events, a rank's mean over them, the
+    # launch's its slowest rank's); the gap of a DDP job at world size 2 is its mean S - A less its world-size-1
+    # baseline's, with Welch's 95 % interval over the two sides' launches
+    from scipy.stats import ttest_ind
 
-    summary = summarize(ddpbench.load(EX / "trace-cpu"))
-    judged = summary[summary["loss_apart_source"] == "trace"]
-    apart = judged[(judged["loss_gap_ms_low"] > 0) | (judged["loss_gap_ms_high"] < 0)]
-    assert len(judged) == 2 and len(apart) == 1 and apart["loss_gap_ms_high"].iloc[0] < 0
+    events = pd.DataFrame([{**event, "key": k, "repeat": r} for k, r, trace in zip(runs["key"], runs["repeat"],
+                                                                                  runs["trace"]) if trace
+                           for event in trace])
+    phases = events[events["kind"] == "phase"].assign(end_ms=lambda e: e["start_ms"] + e["dur_ms"])
+    span = phases.groupby(["key", "repeat", "step", "rank"]).agg(first=("start_ms", "min"), last=("end_ms", "max"))
+    traced = (span["last"] - span["first"]).groupby(["key", "repeat", "rank"]).mean().groupby(["key", "repeat"]).max()
+    gap = (launch_ms("trace-cpu") - traced).dropna()
+    j = jobs("trace-cpu")
+    base = key("trace-cpu", world_size=1)
+    ddp = j[(j["world_size"] == 2) & (j["strategy"] == "ddp")].index
+    gaps = [ttest_ind(gap[k], gap[base], equal_var=False).confidence_interval(0.95) for k in ddp]
+    apart = [(g.low, g.high) for g in gaps if g.low > 0 or g.high < 0]
+    assert len(gaps) == 2 and len(apart) == 1 and apart[0][1] < 0, gaps
     return {"kb": f"{round(pd.Series(sizes).median() / 1e4) * 10:.0f}",
-            "gap_lo": f1(-apart["loss_gap_ms_high"].iloc[0]), "gap_hi": f1(-apart["loss_gap_ms_low"].iloc[0])}
+            "gap_lo": f1(-apart[0][1]), "gap_hi": f1(-apart[0][0])}
 
 
 def false_alarms(a: pd.Series) -> str:
@@ -446,7 +537,7 @@ def gate_power() -> dict:
     # sweep had none of those": each launch's mean step against its level's median launch
     slowed = {}
     for sweep in ("sweep1", "sweep2"):
-        launch = slowest(f"gate-power-cpu/{sweep}").groupby(["key", "repeat"])["step_ms"].mean()
+        launch = launch_ms(f"gate-power-cpu/{sweep}")
         slowed[sweep] = launch / launch.groupby("key").transform("median")
     assert (slowed["sweep1"] > 1.5).sum() >= 5 and (slowed["sweep2"] < 1.3).all(), slowed
     return out
@@ -709,7 +800,7 @@ def history_cpu() -> dict:
     for entry in sorted(p for p in machine.iterdir() if p.is_dir()):
         commit = json.loads((entry / "entry.json").read_text(encoding="utf-8"))["commit"]
         folder = str(entry.relative_to(EX))
-        launch = slowest(folder).groupby(["key", "repeat"])["step_ms"].mean()
+        launch = launch_ms(folder)
         for key, values in launch.groupby("key"):
             levels[int(jobs(folder).loc[key, "world_size"])].append((commit, float(values.mean())))
     out = {}
@@ -780,10 +871,12 @@ QUOTES: list[tuple[str, str]] = [
     # quick-cpu
     (EXAMPLES, "a small transformer ({quick[tensors]} tensors, {quick[grad_mb]} MB of gradients)"),
     (EXAMPLES, "One rank runs a {quick[one_ms]} ms mean step; two ranks on the two cores {quick[two_lo]} to "
-               "{quick[two_hi]} ms, so it scales poorly: {quick[speedup]}x the throughput of one rank at the best "
-               "cap, {quick[efficiency]} % parallel efficiency. Of the two ranks' {quick[cap1_ms]} ms step (1 MB "
-               "buckets), {quick[cap1_exposed]} ms is exposed communication and {quick[cap1_nosync]} ms compute under "
-               "`no_sync()`, against {quick[one_ms]} ms for one rank alone"),
+               "{quick[two_hi]} ms, so it scales poorly to moderately: {quick[speedup]}x the throughput of one rank "
+               "at the best cap, {quick[efficiency]} % parallel efficiency. Of the two ranks' {quick[cap1_ms]} ms step "
+               "(1 MB buckets), {quick[cap1_exposed]} ms is exposed communication and {quick[cap1_nosync]} ms compute "
+               "under `no_sync()`, against {quick[one_ms]} ms for one rank alone: of the {quick[cap1_lost]} ms the "
+               "step lost to the second rank, exposed communication is the cause the verdict names, and the other "
+               "{quick[cap1_sharing]} ms, compute slowed by two ranks sharing two cores"),
     (EXAMPLES, "Caps of 1, 2 and 25 MB gave {quick[buckets]} buckets"),
     # frameworks-cpu
     (EXAMPLES, "its Keras twin takes {frameworks[tf_ms]} ms a step at one replica, against PyTorch's "
