@@ -2,7 +2,7 @@
 
 A figure the records lack is NaN (or None, or text where a number was expected). :func:`known`
 is the one test for it; :func:`num` reads a row's value as a float, NaN where it is missing.
-:func:`pct` and :func:`sig` write a figure for a sentence.
+:func:`pct` and :func:`sig` write a figure for a sentence; :func:`counted` a count with its noun.
 """
 
 from __future__ import annotations
@@ -51,3 +51,20 @@ def sig(value: float, digits: int = 3) -> str:
         return f"{value:g}"
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
     return f"{value:.{decimals}f}"
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """A count with its noun, singular or plural: ``1 job``, ``2 jobs``, ``0 launches``, ``3 entries``,
+    ``2 series`` (a noun ending in "s" is its own plural); ``plural`` where these rules are wrong."""
+    if n == 1:
+        return f"{n} {noun}"
+    if plural is None:
+        if noun.endswith(("ch", "sh", "x", "ss")):
+            plural = noun + "es"
+        elif noun.endswith("s"):
+            plural = noun
+        elif noun.endswith("y") and noun[-2:-1] not in "aeiou":
+            plural = noun[:-1] + "ies"
+        else:
+            plural = noun + "s"
+    return f"{n} {plural}"
