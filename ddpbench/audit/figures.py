@@ -53,6 +53,9 @@ MEASURED_HOW = ("repeats", "max_restarts", "fault_step", "fault_rank", "snapshot
 #: settings that at world size 1 change nothing of the computation (how gradients would travel)
 COMM_ONLY = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "backend", "emulate_nodes", "link",
              "link_delay_ms")
+#: settings that only lay the measuring window (which steps warm up, which are timed): a script's window laid on its
+#: epochs differs with the world size, so a baseline may differ in them, after one that does not
+WINDOW = ("warmup_steps", "steps")
 RANK_MB = ("peak_rss_mb", "rank_memory_mb", "uss_mb", "pss_mb", "rss_file_mb", "gpu_peak_allocated_mb",
            "gpu_peak_reserved_mb", "optimizer_state_mb")
 
@@ -180,7 +183,7 @@ class Figures:
 
     def baseline_keys(self, key) -> list:
         """The world-size-1 job(s) a job's speedup is against: itself at world size 1; else those alike
-        but for world size (and how measured); else alike but also for comm-only settings and threads,
+        but for world size (and how measured); else also for the window; else also for comm-only settings and threads,
         preferring its own threads per rank. Found once a job (the checks ask for it again and again)."""
         if ("baseline_keys", key) not in self.memo:
             self.memo[("baseline_keys", key)] = self._baseline_keys(key)
@@ -192,7 +195,7 @@ class Figures:
             return [key]
         ok = self.ok()
         ones = (ok["world_size"] == 1).to_numpy()
-        for but in (("world_size",), ("world_size", "threads_per_rank", *COMM_ONLY)):
+        for but in (("world_size",), ("world_size", *WINDOW), ("world_size", "threads_per_rank", *COMM_ONLY, *WINDOW)):
             same = ok[ones & self.alike(key, but)]
             if len(same):
                 own = same[same["threads_per_rank"] == mine["threads_per_rank"]]

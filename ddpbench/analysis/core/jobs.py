@@ -68,17 +68,26 @@ COMM_ONLY_FIELDS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", 
 #: fields that say how often a job is measured (or interrupted), not what: never part of a baseline match
 MEASUREMENT_FIELDS = ("repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every", "check_every_repeat",
                       "ci_target_pct", "min_repeats", "max_repeats", "trace_steps", "script_to_end", "script_dir")
+#: fields that only lay the measuring window on a run (which of its steps are warm-up, which are timed), not
+#: what it trains: a script's window is laid on its epochs, an epoch's steps following the world size (32
+#: steps at one rank, 16 at two: experiments/corpus/mingpt.toml), so a job's world-size-1 baseline may have
+#: another window (preferred only after one with the same); ``trace_steps`` and ``script_to_end``, which come
+#: after the window, are :data:`MEASUREMENT_FIELDS`
+WINDOW_FIELDS = ("warmup_steps", "steps")
 
 
 def baseline_key(row) -> tuple:
-    """What a job must share with its world-size-1 baseline (everything but ws and comm-only fields)."""
-    return tuple(row[c] for c in SPEC_COLUMNS
-                 if c not in ("world_size", "threads_per_rank", *COMM_ONLY_FIELDS, *MEASUREMENT_FIELDS))
+    """What a job must share with its world-size-1 baseline at the least: everything but world size,
+    threads per rank, comm-only fields, how often it is measured and its window."""
+    return tuple(row[c] for c in SPEC_COLUMNS if c not in ("world_size", "threads_per_rank", *COMM_ONLY_FIELDS,
+                                                            *MEASUREMENT_FIELDS, *WINDOW_FIELDS))
 
 
-def exact_key(row) -> tuple:
-    """Every field but world size (and how often it is measured)."""
-    return tuple(row[c] for c in SPEC_COLUMNS if c not in ("world_size", *MEASUREMENT_FIELDS))
+def exact_key(row, window: bool = True) -> tuple:
+    """Every field but world size (and how often it is measured; with ``window`` False, its
+    :data:`WINDOW_FIELDS` too)."""
+    left_out = ("world_size", *MEASUREMENT_FIELDS, *(() if window else WINDOW_FIELDS))
+    return tuple(row[c] for c in SPEC_COLUMNS if c not in left_out)
 
 
 def bucket_settings(group: pd.DataFrame) -> list[pd.DataFrame]:
@@ -246,7 +255,7 @@ def describe(row, fields, table=None, model: bool = True) -> str:
 
 
 #: fields that say how long a job is measured, not what it runs: never part of its own name
-_UNNAMED = ("warmup_steps", "steps", "check_steps", *MEASUREMENT_FIELDS)
+_UNNAMED = (*WINDOW_FIELDS, "check_steps", *MEASUREMENT_FIELDS)
 #: the backend each device uses when ``backend = "auto"``: named only when a job picked another
 _NATURAL_BACKEND = {"cpu": "gloo", "cuda": "nccl"}
 

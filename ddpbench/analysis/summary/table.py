@@ -327,7 +327,9 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
     t interval over launches (``*_low``, ``*_high``).
 
     A world-size-1 job is its own baseline. A larger job's is the world-size-1 job identical in every
-    field but how it was measured; if there is none, the world-size-1 jobs that differ only in
+    field but how it was measured; if there is none, those that differ in their measuring window too
+    (:data:`~ddpbench.analysis.core.jobs.WINDOW_FIELDS`: a script's window laid on its epochs differs
+    with the world size); if there is none, the world-size-1 jobs that differ only in that and in
     communication settings (bucket size, ...: at world size 1 they do not change the computation).
     Several baselines are one side, their launches pooled: the throughput of their launches' mean
     step, and the interval over all of them (docs/statistics.md).
@@ -350,15 +352,16 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
     if table.empty:
         return table
     ok = table[(table["status"] == "ok") & (table["world_size"] == 1)]
-    exact: dict[tuple, list] = {}
-    loose: dict[tuple, list] = {}
+    keys = (exact_key, lambda r: exact_key(r, window=False), baseline_key)  # the tiers, closest first
+    tiers: list[dict[tuple, list]] = [{} for _ in keys]
     for _, r in ok.iterrows():
         # jobs alike but for how they were measured (a traced one beside an untraced one) pool
-        exact.setdefault(exact_key(r), []).append(r)
-        loose.setdefault(baseline_key(r), []).append(r)
+        for key, tier in zip(keys, tiers):
+            tier.setdefault(key(r), []).append(r)
     for index, r in table.iterrows():
         # a world-size-1 job is its own baseline, never another one measured differently
-        bases = ([r] if r["world_size"] == 1 else None) or exact.get(exact_key(r)) or loose.get(baseline_key(r))
+        bases = ([r] if r["world_size"] == 1 else None) or next(
+            (found for key, tier in zip(keys, tiers) if (found := tier.get(key(r)))), None)
         if not bases or r["status"] != "ok":
             continue
         bases = [b for b in bases if b["threads_per_rank"] == r["threads_per_rank"]] or bases

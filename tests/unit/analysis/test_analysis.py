@@ -280,3 +280,45 @@ def test_stragglers_without_usable_compute_times():
     # a rank with no compute time at all: skipped, not a KeyError
     result = stragglers(pd.DataFrame({**frame, "compute_ms": [10.0, math.nan, 10.0, math.nan]}))
     assert result["straggler_ranks"] == [] and math.isnan(result["straggler_pct"])
+
+
+def _scaled(key, ws, rate, **fields):
+    """A summary row of a job at world size ``ws`` running ``rate`` samples/s over three launches."""
+    spec = {**JobSpec(world_size=ws).to_dict(), **fields}
+    return {**spec, "key": key, "status": "ok", "samples_per_s": rate, "global_batch": 32 * ws,
+            "launch_step_ms": [1e3 * 32 * ws / rate] * 3}
+
+
+#: a script job whose window is laid on its epochs (experiments/corpus/mingpt.toml): an epoch is 32 steps at one
+#: rank and 16 at two, so each world size has its own warm-up and measured steps
+MINGPT = {"script": "mingpt/main.py", "script_args": '["trainer_config.batch_size=32"]', "threads_per_rank": 1}
+
+
+def test_a_script_job_with_its_own_window_per_world_size_finds_its_baseline():
+    table = add_speedup(pd.DataFrame([_scaled("one", 1, 100.0, warmup_steps=64, steps=32, **MINGPT),
+                                      _scaled("two", 2, 150.0, warmup_steps=32, steps=16, **MINGPT)]))
+    two = table.set_index("key").loc["two"]
+    assert two["baseline_key"] == "one"
+    assert two["speedup"] == pytest.approx(1.5) and two["efficiency"] == pytest.approx(0.75)
+
+
+def test_a_baseline_with_the_jobs_own_window_comes_before_one_with_another():
+    """The window is left out only where no world-size-1 job has the job's own; and a baseline that differs in
+    its window alone comes before one that also differs in a communication setting or threads."""
+    rows = [_scaled("other-window", 1, 90.0, warmup_steps=64, steps=32, **MINGPT),
+            _scaled("same-window", 1, 100.0, warmup_steps=32, steps=16, **MINGPT),
+            _scaled("two", 2, 150.0, warmup_steps=32, steps=16, **MINGPT)]
+    assert add_speedup(pd.DataFrame(rows)).set_index("key").loc["two", "baseline_key"] == "same-window"
+    rows = [_scaled("other-bucket", 1, 90.0, warmup_steps=32, steps=16, bucket_cap_mb=5.0, **MINGPT),
+            _scaled("other-window", 1, 100.0, warmup_steps=64, steps=32, **MINGPT),
+            _scaled("two", 2, 150.0, warmup_steps=32, steps=16, **MINGPT)]
+    assert add_speedup(pd.DataFrame(rows)).set_index("key").loc["two", "baseline_key"] == "other-window"
+
+
+def test_a_baseline_never_differs_in_what_the_job_trains():
+    """Only the window is left out: a world-size-1 job of another batch or script arguments is no baseline."""
+    rows = [_scaled("other-batch", 1, 100.0, warmup_steps=64, steps=32, batch_size=16, **MINGPT),
+            _scaled("other-args", 1, 100.0, warmup_steps=64, steps=32, **{**MINGPT, "script_args": '["x=1"]'}),
+            _scaled("two", 2, 150.0, warmup_steps=32, steps=16, **MINGPT)]
+    two = add_speedup(pd.DataFrame(rows)).set_index("key").loc["two"]
+    assert two["baseline_key"] is None and math.isnan(two["speedup"])

@@ -222,3 +222,16 @@ def test_budget_top_and_names():
     assert budget.budget_top({LINE_COLUMNS["comm"]: 3.0, LINE_COLUMNS["data"]: 5.0}) == "data"
     assert budget.budget_top({}) is None
     assert set(BUDGET_LINES) == {*SIX, "residual"}
+
+
+def test_a_job_measured_on_another_window_than_its_baseline_has_its_budget():
+    """A window laid per world size (a script's epochs: 32 steps at one rank, 16 at two) leaves the job its
+    baseline, so its speedup and every planted line."""
+    base = _job(_spec(1, warmup_steps=64, steps=32), lambda r: _alone())
+    job = _job(_spec(2, warmup_steps=32, steps=16), lambda r: _shared(), exposed=7.0, sync=3.0)
+    row = _summary(base, job).set_index("world_size").loc[2]
+    assert row["baseline_key"] == _spec(1, warmup_steps=64, steps=32).key
+    assert row["speedup"] == pytest.approx(2 * 34.0 / 79.0)
+    assert row["loss_ms"] == pytest.approx(45.0)
+    assert _line(row, "comm") == pytest.approx(7.0, abs=1e-9)
+    assert _line(row, "straggler") == pytest.approx(20.0, abs=1e-9)
