@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from ddpbench.analysis.history.ab import CALLS as AB_CALLS
 from ddpbench.analysis.history.ab import Call as ABCall
-from ddpbench.analysis.history.ab import ab_calls
+from ddpbench.analysis.history.ab import Unpaired as ABUnpaired
+from ddpbench.analysis.history.ab import ab_calls, judge_sides, rounds_text
 from ddpbench.analysis.history.compare import (
     CANNOT_TELL, ENV_FIELDS, FASTER, SAME, SLOWER, compare_tables, csv_table, environment_differences, load_side,
     ratio_text, side_busy,
@@ -21,16 +22,16 @@ from ddpbench.analysis.history.compare import (
 from ddpbench.analysis.history.gates import (
     FAIL, INCONCLUSIVE, PASS, Gate, gate_column, gate_results, gate_text, parse_gate,
 )
-from ddpbench.analysis.history.race import Candidate, judge, survivors, undecided, verdict
+from ddpbench.analysis.history.race import Candidate, judge, standing, survivors, undecided, verdict
 from ddpbench.analysis.history.trend import trend_table
 from ddpbench.analysis.history.changes import kept_launches, trend_changes, welch
 from ddpbench.analysis.history.newest import CANNOT_TEST, VANISHED, newest_changes
 
 __all__ = [
-    "AB_CALLS", "ABCall", "CANNOT_TELL", "CANNOT_TEST", "Candidate", "ENV_FIELDS", "FAIL", "FASTER", "Gate",
-    "INCONCLUSIVE", "PASS",
+    "AB_CALLS", "ABCall", "ABUnpaired", "CANNOT_TELL", "CANNOT_TEST", "Candidate", "ENV_FIELDS", "FAIL", "FASTER",
+    "Gate", "INCONCLUSIVE", "PASS",
     "SAME", "SLOWER", "ab_calls", "compare_tables",
     "csv_table", "environment_differences", "gate_column", "gate_results", "gate_text", "judge", "kept_launches",
     "load_side", "newest_changes", "parse_gate", "ratio_text", "side_busy", "survivors", "trend_changes", "trend_table",
-    "undecided", "VANISHED", "verdict", "welch",
+    "standing", "undecided", "VANISHED", "verdict", "welch", "judge_sides", "rounds_text",
 ]

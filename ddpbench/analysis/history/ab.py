@@ -37,7 +37,15 @@ the one whose paired difference (B - A, ms) has a confidence sequence, by the sa
 excludes 0 on the side the step moved, the largest such; none where no phase's does (the change is
 spread over several, or each alone is within noise).
 
-The calls are one per job: with several jobs, each call keeps its own 95 %, not the set of them.
+The calls are one per job: with several jobs, each call keeps its own 95 %, not the set of them. A
+call says how the sides compare as a speedup (:mod:`ddpbench.analysis.core.speedup`), from the faster
+side: ``A 1.10x as fast as B (95 % CI 1.05x to 1.16x)``.
+
+**The pairs** (:func:`match_jobs`): every job of either side is set against one of the other or listed
+as unpaired. Jobs with the same key (every setting the same) pair first; the rest pair within a world
+size (a step at another world size is other work), the two with the fewest settings that differ first
+(ties: the nearer places in the two lists), and the pair's label says what differs: ``bucket 25 MB ->
+50 MB``. A job left over, its world size run by no job left on the other side, is unpaired, and said so.
 """
 
 from __future__ import annotations
@@ -48,10 +56,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.core.jobs import describe, label_fields, ordered
+from ddpbench.analysis.core.jobs import MODEL_FIELDS, SPEC_COLUMNS, describe, label_fields, model_name, ordered
 from ddpbench.analysis.core.machine import launch_machine, reading_resolution
 from ddpbench.analysis.core.sequential import confidence_sequence, running_intersection
+from ddpbench.analysis.core.speedup import as_fast, from_time_ratio
 from ddpbench.analysis.core.thresholds import AB_PAIR_DIFFERS_CORES, AB_SAME_WITHIN
+from ddpbench.analysis.core.values import known
 from ddpbench.analysis.core.windows import bounding_ranks
 from ddpbench.analysis.history.compare import CANNOT_TELL, FASTER, SLOWER
 from ddpbench.results.schema import TIMED_PHASES
@@ -62,10 +72,16 @@ SAME_WITHIN = "same"
 CALLS = (SLOWER, FASTER, SAME_WITHIN, CANNOT_TELL)
 
 
+def rounds_text(count: int) -> str:
+    """``1 round``, ``2 rounds``."""
+    return f"{count} round" + ("" if count == 1 else "s")
+
+
 @dataclass(frozen=True)
 class Call:
     """One job's A/B after ``rounds`` paired rounds: the ratio B / A of its step (the geometric
-    mean of the rounds' ratios) with the interval described in the module doc, and the call."""
+    mean of the rounds' ratios) with the interval described in the module doc, and the call. A figure
+    with no value (no round paired yet, no interval yet) is NaN, or infinite for an open end."""
 
     key: str
     job: str
@@ -80,10 +96,11 @@ class Call:
     #: the phase that moved ("" where none is named) and its change B - A in ms a step (mean over rounds)
     phase: str = ""
     phase_ms: float = math.nan
-    #: B's job where it is another (two experiment files whose jobs differ in a setting, matched by place),
-    #: and its key
+    #: B's job where it is another (two experiment files whose jobs differ in a setting), its key, and
+    #: what differs from A's job to B's in words (:func:`change_words`: ``bucket 25 MB -> 50 MB``)
     job_b: str = ""
     key_b: str = ""
+    change: str = ""
     #: the rounds whose pair was set aside: the machine differed between its two launches (module doc)
     set_aside: int = 0
 
@@ -91,18 +108,47 @@ class Call:
     def decided(self) -> bool:
         return self.call != CANNOT_TELL
 
+    @property
+    def label(self) -> str:
+        """The job, and what differs between the sides' jobs where anything does: ``mlp-xs ws=2 (bucket
+        25 MB -> 50 MB)``."""
+        return f"{self.job} ({self.change})" if self.change else self.job
+
+    def comparison(self) -> str:
+        """How the sides compare, from the faster side by the rounds' mean, with the interval where there
+        is one: ``A 1.10x as fast as B (95 % CI 1.05x to 1.16x)``."""
+        if self.ratio > 1:  # B's step is the longer: A's speedup is B's time over A's, the ratio itself
+            return "A " + as_fast(self.ratio, "B", self.low, self.high)
+        speedup, low, high = from_time_ratio(self.ratio, self.low, self.high)
+        return "B " + as_fast(speedup, "A", low, high)
+
     def words(self) -> str:
         aside = (f"; {self.set_aside} more set aside, where the machine differed between a pair's launches"
                  if self.set_aside else "")
-        span = (f"{self.ratio:.3f}x, 95 % interval {self.low:.3f}x to {self.high:.3f}x over {self.rounds} rounds{aside}"
-                if math.isfinite(self.low) and math.isfinite(self.high)
-                else f"{self.ratio:.3f}x over {self.rounds} rounds{aside}; no interval before the fifth")
+        if not self.rounds:
+            wanted = ("a round in which both sides' launches of it end ok" if not self.set_aside else
+                      "a round in which both sides' launches of it end ok, the machine alike in both")
+            return f"cannot tell: no round paired yet{aside}; a ratio needs {wanted}"
+        over = f" over {rounds_text(self.rounds)}{aside}"
+        if not (known(self.low, self.high) and self.low > 0):
+            return f"cannot tell: {self.comparison()}{over}; no interval before the fifth round"
         moved = f"; {self.phase.removesuffix('_ms')} moved {self.phase_ms:+.2f} ms a step" if self.phase else ""
-        if self.call == SAME_WITHIN:
-            return f"same within {100 * self.within:.1f} % ({span})"
-        if self.call == CANNOT_TELL:
-            return f"cannot tell ({span})"
-        return f"{self.call} ({span}){moved}"
+        head = f"same within {100 * self.within:.1f} %" if self.call == SAME_WITHIN else self.call
+        return f"{head}: {self.comparison()}{over}{moved}"
+
+
+@dataclass(frozen=True)
+class Unpaired:
+    """A job of one side that no job of the other is set against: the side (A or B), its key, its
+    label and why it stands alone."""
+
+    side: str
+    key: str
+    job: str
+    why: str
+
+    def words(self) -> str:
+        return f"{self.job}: only on side {self.side}, not compared ({self.why})"
 
 
 def round_figures(steps: pd.DataFrame, ranks: pd.DataFrame | None = None, cpus: float = math.nan) -> pd.DataFrame:
@@ -179,34 +225,135 @@ def jobs_of(steps: pd.DataFrame) -> pd.DataFrame:
     return ordered(steps.drop_duplicates("key").reset_index(drop=True))
 
 
-def match_jobs(jobs_a: pd.DataFrame, jobs_b: pd.DataFrame) -> list[tuple[str, str]]:
-    """The jobs of A and B to set against each other, (key in A, key in B), in A's order: the same
-    key (every setting the same) where both sides have it; else, where the sides share no key and
-    list as many jobs, each job with the one in the same place of B's list (two experiment files
-    that differ in a setting, or a model's arguments: their jobs in the same order)."""
+@dataclass(frozen=True)
+class Pairing:
+    """The jobs of A and B set against each other (:func:`match_jobs`): the pairs, (key in A, key in B)
+    in A's order, and the keys of each side's jobs left without one."""
+
+    pairs: list[tuple[str, str]]
+    only_a: list[str]
+    only_b: list[str]
+
+
+def _setting(value):
+    """A setting as the two sides' tables are compared by: a number as a float (25 and 25.0 alike), a
+    missing value as "", anything else as text."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value)
+    return str(value)
+
+
+def compared_fields(jobs_a: pd.DataFrame, jobs_b: pd.DataFrame) -> list[str]:
+    """The settings both sides' tables hold, by which their jobs are told apart."""
+    return [name for name in SPEC_COLUMNS if name in jobs_a.columns and name in jobs_b.columns]
+
+
+def differing(row_a, row_b, fields) -> list[str]:
+    """The ``fields`` whose values differ between two jobs' rows."""
+    return [name for name in fields if _setting(row_a.get(name)) != _setting(row_b.get(name))]
+
+
+def match_jobs(jobs_a: pd.DataFrame, jobs_b: pd.DataFrame) -> Pairing:
+    """Every job of A and B set against one of the other side's, or left over (module doc): the same key
+    first; then, within a world size, the two jobs with the fewest differing settings, ties by the nearer
+    places in the two lists (two experiment files that differ in a setting list their jobs alike)."""
     keys_a, keys_b = list(jobs_a["key"]), list(jobs_b["key"])
-    shared = [k for k in keys_a if k in set(keys_b)]
-    if shared:
-        return [(k, k) for k in shared]
-    if len(keys_a) == len(keys_b):
-        return list(zip(keys_a, keys_b))
-    return []
+    shared = set(keys_a) & set(keys_b)
+    rest_a = [i for i, key in enumerate(keys_a) if key not in shared]
+    rest_b = [j for j, key in enumerate(keys_b) if key not in shared]
+    fields = compared_fields(jobs_a, jobs_b)
+    rows_a, rows_b = jobs_a.to_dict("records"), jobs_b.to_dict("records")
+    ranked = sorted((len(differing(rows_a[i], rows_b[j], fields)), abs(i - j), i, j) for i in rest_a for j in rest_b
+                    if _setting(rows_a[i].get("world_size")) == _setting(rows_b[j].get("world_size")))
+    partner: dict[int, int] = {}
+    for _, _, i, j in ranked:
+        if i not in partner and j not in partner.values():
+            partner[i] = j
+    pairs = [(key, key if key in shared else keys_b[partner[i]]) for i, key in enumerate(keys_a)
+             if key in shared or i in partner]
+    taken = set(partner.values())
+    return Pairing(pairs, [keys_a[i] for i in rest_a if i not in partner],
+                   [keys_b[j] for j in rest_b if j not in taken])
+
+
+def _change(text_a: str, text_b: str) -> str:
+    """One setting's change in words, its name said once: ``bucket 25 MB -> 50 MB``, ``steps 20 -> 40``,
+    ``eager -> compiled``."""
+    words_a, words_b = text_a.split(" "), text_b.split(" ")
+    if len(words_a) > 1 and len(words_b) > 1 and words_a[0] == words_b[0]:
+        return f"{words_a[0]} {' '.join(words_a[1:])} -> {' '.join(words_b[1:])}"
+    name_a, _, value_a = text_a.partition("=")
+    name_b, _, value_b = text_b.partition("=")
+    if value_a and value_b and name_a == name_b and " " not in name_a:
+        return f"{name_a} {value_a} -> {value_b}"
+    return f"{text_a} -> {text_b}"
+
+
+def change_words(row_a, row_b, fields) -> str:
+    """What differs from A's job to B's among ``fields``, in words: ``bucket 25 MB -> 50 MB, batch 8 -> 16``
+    (the model once, however many of its fields differ); "" where nothing does."""
+    changes: list[str] = []
+    for name in differing(row_a, row_b, fields):
+        if name in MODEL_FIELDS:
+            text = f"{model_name(row_a)} -> {model_name(row_b)}"
+        else:
+            text = _change(describe(row_a, [name], model=False), describe(row_b, [name], model=False))
+        if text not in changes:
+            changes.append(text)
+    return ", ".join(changes)
+
+
+def judge_sides(steps_a: pd.DataFrame, steps_b: pd.DataFrame, same_within: float = AB_SAME_WITHIN,
+                ranks_a: pd.DataFrame | None = None, ranks_b: pd.DataFrame | None = None,
+                cpus: float = math.nan) -> tuple[list[Call], list[Unpaired]]:
+    """Every pair's call (:func:`match_jobs`) and every job left unpaired, from each side's steps table and,
+    where given, its ranks table and the machine's CPUs (the machine's figures and how coarse they are, by
+    which a pair the machine split is set aside; where the CPUs are not known, no pair is).
+
+    A pair's ``job`` names it by the settings that vary among both sides' jobs, less those that differ
+    between its two, which its ``change`` says."""
+    jobs_a, jobs_b = jobs_of(steps_a), jobs_of(steps_b)
+    rounds_a, rounds_b = round_figures(steps_a, ranks_a, cpus), round_figures(steps_b, ranks_b, cpus)
+    both = pd.concat([jobs_a, jobs_b], ignore_index=True) if len(jobs_a) and len(jobs_b) else \
+        (jobs_a if len(jobs_a) else jobs_b)
+    named = label_fields(both) if len(both) else []
+    fields = compared_fields(jobs_a, jobs_b)
+    pairing = match_jobs(jobs_a, jobs_b)
+    calls = []
+    for key_a, key_b in pairing.pairs:
+        row_a = jobs_a[jobs_a["key"] == key_a].iloc[0]
+        row_b = jobs_b[jobs_b["key"] == key_b].iloc[0]
+        differ = differing(row_a, row_b, fields) if key_b != key_a else []
+        judged = judge_job(rounds_a[rounds_a["key"] == key_a], rounds_b[rounds_b["key"] == key_b], same_within)
+        calls.append(Call(key=key_a, job=describe(row_a, [f for f in named if f not in differ], both),
+                          world_size=int(row_a["world_size"]),
+                          job_b="" if key_b == key_a else describe(row_b, named, both), key_b=key_b,
+                          change=change_words(row_a, row_b, fields) if differ else "", **judged))
+    unpaired = [_unpaired(side, key, jobs, other, named, both) for side, keys, jobs, other in
+                (("A", pairing.only_a, jobs_a, jobs_b), ("B", pairing.only_b, jobs_b, jobs_a)) for key in keys]
+    return calls, unpaired
+
+
+def _unpaired(side: str, key: str, jobs: pd.DataFrame, other: pd.DataFrame, named: list[str],
+              both: pd.DataFrame) -> Unpaired:
+    """A job of ``side`` left without a pair, named as the pairs are, and why (:func:`match_jobs`)."""
+    row = jobs[jobs["key"] == key].iloc[0]
+    size = _setting(row.get("world_size"))
+    there = sum(_setting(value) == size for value in other["world_size"]) if "world_size" in other else 0
+    name = "B" if side == "A" else "A"
+    ws = describe(row, ["world_size"], model=False)
+    why = (f"side {name} runs no job at {ws}" if not there else
+           f"side {name}'s {there} job{'s' if there > 1 else ''} at {ws} {'are' if there > 1 else 'is'} paired "
+           f"already, with a job of side {side} that differs in as few settings or fewer")
+    return Unpaired(side=side, key=key, job=describe(row, named, both), why=why)
 
 
 def ab_calls(steps_a: pd.DataFrame, steps_b: pd.DataFrame, same_within: float = AB_SAME_WITHIN,
              ranks_a: pd.DataFrame | None = None, ranks_b: pd.DataFrame | None = None,
              cpus: float = math.nan) -> list[Call]:
-    """Every matched job's call (:func:`match_jobs`), from each side's steps table and, where given, its
-    ranks table and the machine's CPUs (the machine's figures and how coarse they are, by which a pair the
-    machine split is set aside; where the CPUs are not known, no pair is)."""
-    jobs_a, jobs_b = jobs_of(steps_a), jobs_of(steps_b)
-    rounds_a, rounds_b = round_figures(steps_a, ranks_a, cpus), round_figures(steps_b, ranks_b, cpus)
-    fields = label_fields(jobs_a) if len(jobs_a) else []
-    calls = []
-    for key_a, key_b in match_jobs(jobs_a, jobs_b):
-        row = jobs_a[jobs_a["key"] == key_a].iloc[0]
-        judged = judge_job(rounds_a[rounds_a["key"] == key_a], rounds_b[rounds_b["key"] == key_b], same_within)
-        other = "" if key_b == key_a else describe(jobs_b[jobs_b["key"] == key_b].iloc[0], label_fields(jobs_b), jobs_b)
-        calls.append(Call(key=key_a, job=describe(row, fields, jobs_a), world_size=int(row["world_size"]), job_b=other,
-                          key_b=key_b, **judged))
-    return calls
+    """Every pair's call (:func:`judge_sides`, without the jobs left unpaired)."""
+    return judge_sides(steps_a, steps_b, same_within, ranks_a, ranks_b, cpus)[0]

@@ -1,9 +1,11 @@
 """The interleaved A/B's calls from paired rounds: a planted slowdown is slower with the phase that
-carries it, a drift that falls on both sides is no call, too few rounds make none, and jobs match
-by key or by place."""
+carries it, a drift that falls on both sides is no call, too few rounds make none; every job of either
+side is paired (by key, else by the settings that differ, said in the label) or listed as unpaired; the
+words compare the sides as a speedup, count rounds in the singular and plural, and never print NaN."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -11,7 +13,8 @@ import pandas as pd
 import pytest
 
 from ddpbench.analysis.history import CANNOT_TELL, FASTER, SLOWER
-from ddpbench.analysis.history.ab import SAME_WITHIN, ab_calls, judge_job, match_jobs
+from ddpbench.analysis.core.speedup import as_fast
+from ddpbench.analysis.history.ab import SAME_WITHIN, ab_calls, jobs_of, judge_job, judge_sides, match_jobs
 from ddpbench.testing.comparing import job_spec
 
 
@@ -120,10 +123,100 @@ def test_a_pair_the_machine_split_is_set_aside_by_the_machine_figures_alone():
     assert coarse.set_aside == unknown.set_aside == 0 and coarse.rounds == unknown.rounds == 12
 
 
-@pytest.mark.parametrize("keys_a, keys_b, matched", [
-    (["x", "y"], ["y", "x", "z"], [("x", "x"), ("y", "y")]),  # the same settings: by key
-    (["x", "y"], ["p", "q"], [("x", "p"), ("y", "q")]),  # no key shared, as many jobs: by place
-    (["x", "y"], ["p"], []),  # neither
+def jobs_steps(jobs: list[tuple], rounds: int) -> pd.DataFrame:
+    """A side's steps table of several jobs, given as (spec, step ms): every round a launch of each, rank 0
+    the slowest, the step split between forward and backward."""
+    rows = []
+    for spec, ms in jobs:
+        for repeat in range(rounds):
+            for rank in range(spec.world_size):
+                for step in range(3):
+                    t = ms * (1 - 0.05 * rank) * (1 + 0.001 * ((repeat * 7 + step) % 5))
+                    rows.append({"key": spec.key, **spec.to_dict(), "repeat": repeat, "rank": rank, "phase": "measure",
+                                 "step": step, "data_ms": 0.0, "forward_ms": t / 2, "backward_ms": t / 2,
+                                 "comm_ms": 0.0, "optimizer_ms": 0.0, "step_ms": t})
+    return pd.DataFrame(rows)
+
+
+def bucket(world_size: int, mb: float):
+    return dataclasses.replace(job_spec(world_size), bucket_cap_mb=mb)
+
+
+def test_the_job_whose_bucket_changed_is_paired_and_labelled_by_what_differs():
+    """Issue 82: two files that differ only in the ws=2 job's bucket (25 MB vs 50 MB). The three jobs alike
+    on both sides pair by key and the changed one by its settings, its label saying what changed."""
+    side_a = [(bucket(1, 25), 40.0), (bucket(2, 25), 30.0), (bucket(3, 25), 25.0), (bucket(4, 25), 20.0)]
+    side_b = [side_a[0], (bucket(2, 50), 36.0), side_a[2], side_a[3]]
+    calls = ab_calls(jobs_steps(side_a, 6), jobs_steps(side_b, 6))
+    assert [call.world_size for call in calls] == [1, 2, 3, 4], calls
+    changed = calls[1]
+    assert changed.key == side_a[1][0].key and changed.key_b == side_b[1][0].key
+    assert changed.change == "bucket 25 MB -> 50 MB" and changed.label == "mlp-xs ws=2 (bucket 25 MB -> 50 MB)"
+    assert changed.call == SLOWER and 1.19 < changed.ratio < 1.21, changed
+    assert [call.change for call in calls if call is not changed] == ["", "", ""]
+    _, unpaired = judge_sides(jobs_steps(side_a, 6), jobs_steps(side_b, 6))
+    assert unpaired == []
+
+
+def test_a_job_no_job_of_the_other_side_pairs_with_is_listed_with_why():
+    side_a = [(bucket(1, 25), 40.0), (bucket(2, 25), 30.0)]
+    side_b = [(bucket(2, 50), 30.0), (bucket(2, 100), 30.0), (bucket(4, 25), 20.0)]
+    calls, unpaired = judge_sides(jobs_steps(side_a, 5), jobs_steps(side_b, 5))
+    (call,) = calls
+    # of two jobs of B alike but for one setting, the one in the nearer place of the lists (the second)
+    assert call.change == "bucket 25 MB -> 100 MB" and call.world_size == 2
+    assert [(u.side, u.key) for u in unpaired] == [("A", side_a[0][0].key), ("B", side_b[0][0].key),
+                                                   ("B", side_b[2][0].key)]
+    words = [u.words() for u in unpaired]
+    assert words[0] == "mlp-xs ws=1 bucket 25 MB: only on side A, not compared (side B runs no job at ws=1)"
+    assert words[1].startswith("mlp-xs ws=2 bucket 50 MB: only on side B, not compared (side A's 1 job at ws=2 "
+                               "is paired already"), words[1]
+    assert words[2].endswith("(side A runs no job at ws=4)"), words[2]
+
+
+@pytest.mark.parametrize("side_a, side_b, pairs, only_a, only_b", [
+    # the same settings pair by key, whatever the lists' order
+    ([bucket(1, 25), bucket(2, 25)], [bucket(2, 25), bucket(1, 25), bucket(4, 25)], [(0, 1), (1, 0)], [], [2]),
+    # no key shared: by the fewest settings that differ, within a world size
+    ([bucket(1, 25), bucket(2, 25)], [bucket(2, 50), bucket(1, 50)], [(0, 1), (1, 0)], [], []),
+    # a key shared does not stop the rest pairing (issue 82)
+    ([bucket(1, 25), bucket(2, 25)], [bucket(1, 25), bucket(2, 50)], [(0, 0), (1, 1)], [], []),
+    # one setting differing beats two
+    ([bucket(2, 25), dataclasses.replace(bucket(2, 25), batch_size=16)],
+     [dataclasses.replace(bucket(2, 50), batch_size=16)], [(1, 0)], [0], []),
+    # never across world sizes
+    ([bucket(1, 25)], [bucket(2, 25)], [], [0], [0]),
 ])
-def test_jobs_match_by_key_else_by_place(keys_a, keys_b, matched):
-    assert match_jobs(pd.DataFrame({"key": keys_a}), pd.DataFrame({"key": keys_b})) == matched
+def test_jobs_pair_by_key_then_by_the_fewest_settings_that_differ(side_a, side_b, pairs, only_a, only_b):
+    matched = match_jobs(jobs_of(jobs_steps([(s, 10.0) for s in side_a], 1)),
+                         jobs_of(jobs_steps([(s, 10.0) for s in side_b], 1)))
+    assert {(a, b) for a, b in matched.pairs} == {(side_a[i].key, side_b[j].key) for i, j in pairs}
+    assert matched.only_a == [side_a[i].key for i in only_a] and matched.only_b == [side_b[j].key for j in only_b]
+
+
+@pytest.mark.parametrize("rounds, words", [
+    (1, "cannot tell: B 1.00x as fast as A over 1 round; no interval before the fifth round"),
+    (2, "cannot tell: B 1.00x as fast as A over 2 rounds; no interval before the fifth round"),
+])
+def test_rounds_are_counted_in_the_singular_and_the_plural(rounds, words):
+    (call,) = ab_calls(jobs_steps([(bucket(2, 25), 30.0)], rounds), jobs_steps([(bucket(2, 25), 30.0)], rounds))
+    assert call.words() == words
+
+
+def test_a_job_with_no_round_paired_says_what_would_give_it_a_ratio_not_nan():
+    steps_a = jobs_steps([(bucket(2, 25), 30.0)], 1)
+    (call,) = ab_calls(steps_a, steps_a.assign(repeat=1))  # B's launch is of another round: no pair
+    assert call.rounds == 0 and math.isnan(call.ratio)
+    assert call.words() == ("cannot tell: no round paired yet; a ratio needs a round in which both sides' launches "
+                            "of it end ok")
+    assert "nan" not in call.words().lower()
+
+
+def test_the_words_compare_the_sides_as_a_speedup_from_the_faster_side():
+    base, cand = drifting(12, seed=1)
+    (slower,) = ab_calls(side_steps(list(base)), side_steps(list(1.25 * cand)))
+    assert slower.call == SLOWER
+    assert f"slower: A {as_fast(slower.ratio, 'B', slower.low, slower.high)} over 12 rounds" in slower.words()
+    assert slower.words().startswith("slower: A 1.2") and "x as fast as B (95 % CI 1." in slower.words()
+    (faster,) = ab_calls(side_steps(list(base)), side_steps(list(0.8 * cand)))
+    assert faster.words().startswith(f"faster: B {as_fast(1 / faster.ratio, 'A', 1 / faster.high, 1 / faster.low)}")
