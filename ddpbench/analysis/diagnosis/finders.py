@@ -41,8 +41,9 @@ from ddpbench.analysis.diagnosis.estimates import Context
 from ddpbench.analysis.summary.table import launch_times
 from ddpbench.results.sanitize import printable
 
-#: the most characters of the first failed job's error the verdict quotes when every job failed
-FIRST_REASON_CHARS = 200
+#: the most characters of the first failed job's error the verdict quotes when every job failed (a script's every
+#: refusal fits whole); a longer one keeps its start and its end, where a refusal's fix stands
+FIRST_REASON_CHARS = 400
 
 
 
@@ -99,7 +100,8 @@ def _failures(summary, given):
     if not (summary["status"] == "ok").any():  # nothing ran: said first, with the first reason
         first = bad.iloc[0]
         reason = printable(str(first.get("error") or "no error recorded"))
-        reason = reason if len(reason) <= FIRST_REASON_CHARS else reason[:FIRST_REASON_CHARS - 1] + "…"
+        half = FIRST_REASON_CHARS // 2 - 1
+        reason = reason if len(reason) <= FIRST_REASON_CHARS else f"{reason[:half]} … {reason[-half:]}"
         job = describe(first, label_fields(summary), summary)
         return [Finding("failed", "bad", f"every job failed ({kinds}), so nothing was measured; the first, {job}: "
                         f"{reason}. Its log is in the results folder's logs/.")]

@@ -169,3 +169,20 @@ def test_traced_jobs_get_one_finding_and_their_trusted_figure_is_quoted():
     assert ("(30.0 ms of 100.0 ms; the trace's figure, trusted for this job; give or take the step's noise floor: "
             "29.0 to 31.0 ms)") in bound.text
     assert "communication-bound" in bound.text
+
+
+#: a refusal of a script's shape as a launch stores it (ddpbench/rank/steps.py's check of the first step's batch)
+REFUSAL = ("rank 0 in phases step 0: the script's DDP model took 16 samples in its first optimizer step on rank 0, and "
+           "the job counts 32 per rank (batch_size = 32, scaling = 'weak'): set batch_size = 16 so that samples/s "
+           "counts what the script trains")
+
+
+def test_the_verdict_quotes_a_refusal_whole_and_a_longer_error_with_its_end():
+    """Every job failed: the first's error is quoted with its fix ("set batch_size = 16"), never cut before it."""
+    rows = [_row(status="failed", error=REFUSAL), _row(key="two", world_size=2, status="skipped", error="not run")]
+    (f,) = _kinds(rows, "failed")
+    assert f"{REFUSAL}. Its log" in f.text
+    long = "x" * 1000 + " " + REFUSAL
+    (f,) = _kinds([_row(status="failed", error=long)], "failed")
+    assert "set batch_size = 16 so that samples/s counts what the script trains. Its log" in f.text
+    assert " … " in f.text and len(f.text) < len(long)
