@@ -71,7 +71,8 @@ def command(args) -> int:
     from ddpbench.analysis.history import SLOWER
     from ddpbench.results.folder import claim_output
     from ddpbench.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, say_error
-    from ddpbench.sweep.ab import LOG_FILE, SIDES, SideFailed, plan_sides, run_ab
+    from ddpbench.sweep.ab import LOG_FILE, SIDES, SideFailed, launch_line, plan_sides, run_ab
+    from ddpbench.sweep.progress import SweepProgress
 
     budget, max_rounds, within = checked(args)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
@@ -85,28 +86,55 @@ def command(args) -> int:
             console.print(f"{plan.name}: {plan.given} ({plan.kind}{', ' + plan.sha[:12] if plan.sha else ''})")
         console.print(f"rounds until every job is decided, at most {max_rounds} or {budget:g} s; seed {seed} "
                       f"-> {out_dir}/")
-
-        def progress(number: int, calls) -> None:
-            decided = sum(call.decided for call in calls)
-            console.print(f"  round {number + 1}: {decided} of {len(calls)} jobs decided")
-
         try:
-            outcome = run_ab(plans, out_dir, budget_s=budget, max_rounds=max_rounds, same_within=within, seed=seed,
-                             report=progress, repo=args.repo)
+            with SweepProgress(None, console) as bar:
+                bar.begin("starting the sides")
+                expected: list[int | None] = [None]  # the launches the bar counts to: unknown in the first round
+
+                def progress(number: int, calls) -> None:
+                    console.print(f"  {round_line(number, calls)}")
+                    left = sum(not call.decided for call in calls)
+                    expected[0] = bar.completed + len(SIDES) * left
+                    bar.begin(f"round {number + 2}: {left} of {len(calls)} jobs left")
+
+                def launched(number: int, side: str, record: dict) -> None:
+                    label, status, line = launch_line(record)
+                    bar.done(f"{side} {label}", status, f"round {number + 1}  {line}".rstrip(), total=expected[0])
+
+                outcome = run_ab(plans, out_dir, budget_s=budget, max_rounds=max_rounds, same_within=within,
+                                 seed=seed, report=progress, repo=args.repo, report_launch=launched)
         except SideFailed as err:  # one line: a side refused its experiment (2) or failed (1); rounds done are kept
             say_error(f"error: {err}")
             return EXIT_BAD_INPUT if err.code == EXIT_BAD_INPUT else EXIT_FAILED
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     out = Console(highlight=False, soft_wrap=True)
-    out.print(f"A/B of {args.candidate} (B) against {args.base} (A), {len(outcome.rounds)} interleaved rounds; "
-              f"stopped: {outcome.stopped}")
-    if not outcome.calls:
-        out.print("no job of A matches one of B (same settings, or the same place in two files' lists)")
-    for call in outcome.calls:
-        out.print(f"  {call.job}" + (f" (A) vs {call.job_b} (B)" if call.job_b else "") + f": {call.words()}")
-    if outcome.machine:
-        out.print(f"machine: {outcome.machine}")
-    out.print(f"(each call's 95 % interval holds at whatever round the A/B stopped; {out_dir / LOG_FILE})")
+    for line in outcome_lines(outcome, args.base, args.candidate, out_dir / LOG_FILE):
+        out.print(line, markup=False)
     return 1 if args.fail_on_slower and any(call.call == SLOWER for call in outcome.calls) else 0
 
+
+def round_line(number: int, calls) -> str:
+    """The console's line after round ``number`` (from 0): ``round 3: 1 of 4 jobs decided``."""
+    decided = sum(call.decided for call in calls)
+    return f"round {number + 1}: {decided} of {len(calls)} job{'' if len(calls) == 1 else 's'} decided"
+
+
+def outcome_lines(outcome, base: str, candidate: str, log) -> list[str]:
+    """What the A/B found, line by line: its rounds and why it stopped, each pair's call under its label
+    (what differs between its two jobs, where anything does), each job left unpaired, the machine, and
+    where the record is (``log``)."""
+    from ddpbench.analysis.history import rounds_text
+
+    lines = [f"A/B of {candidate} (B) against {base} (A) over {rounds_text(len(outcome.rounds))}, interleaved; "
+             f"stopped: {outcome.stopped}"]
+    if not outcome.calls:
+        lines.append("no job of A pairs with one of B (a pair shares its world size)")
+    lines += [f"  {call.label}: {call.words()}" for call in outcome.calls]
+    if outcome.unpaired:
+        lines.append(f"unpaired, run in the first round only ({len(outcome.unpaired)}):")
+        lines += [f"  {job.words()}" for job in outcome.unpaired]
+    if outcome.machine:
+        lines.append(f"machine: {outcome.machine}")
+    lines.append(f"(each call's 95 % interval holds at whatever round the A/B stopped; {log})")
+    return lines

@@ -21,18 +21,26 @@ launch apart and a neighbour that comes and goes falls on both. A job once calle
 call stands at any later round), so the rounds shorten as jobs are decided.
 
 **The stop.** After every round both folders are read and every job judged
-(:mod:`ddpbench.analysis.history.ab`): the A/B stops once every job is called (slower, faster or the
-same within the margin), once ``budget_s`` seconds have passed since the first round began (the
-round under way finishes), or after ``max_rounds``. The interval behind each call is a confidence
-sequence, valid at whatever round the A/B stops, so looking after each round does not add false calls.
+(:mod:`ddpbench.analysis.history.ab`: every job of either side paired with one of the other, or said
+to stand alone; a job left unpaired runs in the first round only): the A/B stops once every job is
+called (slower, faster or the same within the margin), once ``budget_s`` seconds have passed since the
+first round began (the round under way finishes), or after ``max_rounds``. The interval behind each
+call is a confidence sequence, valid at whatever round the A/B stops, so looking after each round does
+not add false calls.
 
-``OUT/ab.json`` keeps what was run (the sides, each round's order and time) and the calls; the two
-folders are ordinary results folders (``ddpbench report OUT/A``).
+**What it says meanwhile.** While a side runs its round the A/B reads the launches it stores
+(``report_launch``: each as it ends, from the first), so a first round of a minute is not a minute of
+silence.
+
+``OUT/ab.json`` keeps what was run (the sides, each round's order and time), the calls and the jobs left
+unpaired, as strict JSON (null where a figure has no value: no NaN, no Infinity); the two folders are
+ordinary results folders (``ddpbench report OUT/A``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import select
@@ -45,12 +53,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ddpbench.analysis.core import machine_difference, recorded_cpus
-from ddpbench.analysis.history import ABCall, ab_calls
+from ddpbench.analysis.core import machine_difference, own_label, recorded_cpus
+from ddpbench.analysis.history import ABCall, ABUnpaired, judge_sides, rounds_text
 from ddpbench.errors import InputError
 from ddpbench.owner import owned_command
 from ddpbench.results.revisions import commit as resolve_commit
 from ddpbench.results.revisions import git, said, toplevel
+from ddpbench.results.schema import RESULTS_FILE, step_rows
 from ddpbench.results.tables import load_tables
 from ddpbench.sweep.worktrees import inside_repository
 
@@ -61,6 +70,8 @@ READY_TIMEOUT_S = 600.0
 #: seconds a side's round may take before the A/B gives up on it: each launch of it has the experiment's
 #: timeout, which the side's sweep enforces; this only guards against a side stuck outside its launches
 ROUND_TIMEOUT_S = 24 * 3600.0
+#: seconds between two looks at a side's stored launches while it runs its round
+WATCH_S = 0.5
 
 
 class SideFailed(RuntimeError):
@@ -96,6 +107,8 @@ class Outcome:
     rounds: list[dict] = field(default_factory=list)
     stopped: str = ""
     calls: list[ABCall] = field(default_factory=list)
+    #: the jobs of either side that no job of the other is set against
+    unpaired: list[ABUnpaired] = field(default_factory=list)
     #: how the two sides' machines differed over their launches (:func:`ddpbench.analysis.core.machine_difference`):
     #: the rounds pair them, so it does not enter the calls; it says what the rounds ran beside
     machine: str = ""
@@ -146,6 +159,28 @@ class Side:
         os.close(ask_read)
         os.close(answer_write)
         self._buffer = b""
+        self._read_to = 0  # the bytes of the side's results.jsonl read by :meth:`stored`
+
+    def stored(self) -> list[dict]:
+        """The launch records the side has stored since the last call (whole lines only; a line
+        that does not read is passed over)."""
+        try:
+            with open(self.folder / RESULTS_FILE, "rb") as handle:
+                handle.seek(self._read_to)
+                data = handle.read()
+        except OSError:
+            return []
+        whole = data[:data.rfind(b"\n") + 1]
+        self._read_to += len(whole)
+        records = []
+        for line in whole.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("kind") == "run" and isinstance(record.get("spec"), dict):
+                records.append(record)
+        return records
 
     def tell(self, line: str) -> None:
         try:
@@ -153,13 +188,19 @@ class Side:
         except BrokenPipeError:
             pass  # the side has ended: the next answer says so
 
-    def answer(self, timeout_s: float) -> str:
-        """The side's next line, or "" where it ended (or said nothing within ``timeout_s``)."""
+    def answer(self, timeout_s: float, waiting: Callable[[], None] | None = None) -> str:
+        """The side's next line, or "" where it ended (or said nothing within ``timeout_s``);
+        ``waiting()`` every :data:`WATCH_S` seconds meanwhile."""
         deadline = time.monotonic() + timeout_s
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._answers], [], [], left)[0]:
+            if left <= 0:
                 return ""
+            if not select.select([self._answers], [], [], min(left, WATCH_S) if waiting else left)[0]:
+                if waiting is None or deadline <= time.monotonic():
+                    return ""
+                waiting()
+                continue
             chunk = os.read(self._answers, 4096)
             if not chunk:
                 return ""
@@ -197,10 +238,12 @@ class Side:
 
 def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds: int, same_within: float,
            seed: int | None, round_timeout_s: float = ROUND_TIMEOUT_S,
-           report: Callable[[int, list[ABCall]], None] | None = None, repo: Path | None = None) -> Outcome:
+           report: Callable[[int, list[ABCall]], None] | None = None, repo: Path | None = None,
+           report_launch: Callable[[int, str, dict], None] | None = None) -> Outcome:
     """Run the A/B of the two ``plans`` into ``out_dir`` (claimed by the caller) and return what it
-    did; ``report(round, calls)`` after every round (the console). Worktrees of revisions are made
-    here and removed however the A/B ends; so are the sides."""
+    did; ``report(round, calls)`` after every round and ``report_launch(round, side, record)`` for each
+    launch a side stores, as it stores it (the console). Worktrees of revisions are made here and
+    removed however the A/B ends; so are the sides."""
     rng = random.Random(seed)
     outcome = Outcome()
     made: list[Path] = []
@@ -219,15 +262,15 @@ def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds:
         start = time.monotonic()
         for number in range(max_rounds):
             began = time.monotonic() - start
-            order = run_round(number, sides, outcome.calls, rng, round_timeout_s)
+            order = run_round(number, sides, outcome.calls, rng, round_timeout_s, report_launch)
             outcome.rounds.append({"round": number, "order": order,
                                    "jobs": sum(not c.decided for c in outcome.calls) if outcome.calls else None,
                                    "began_s": round(began, 3), "ended_s": round(time.monotonic() - start, 3)})
-            outcome.calls, outcome.machine = judged(out_dir, same_within)
+            outcome.calls, outcome.unpaired, outcome.machine = judged(out_dir, same_within)
             if report is not None:
                 report(number, outcome.calls)
             if not outcome.calls:
-                outcome.stopped = "no job of A matches one of B"
+                outcome.stopped = "no job of A pairs with one of B"
                 break
             if all(call.decided for call in outcome.calls):
                 outcome.stopped = "every job decided"
@@ -236,7 +279,7 @@ def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds:
                 outcome.stopped = f"the budget of {budget_s:g} s was spent"
                 break
         else:
-            outcome.stopped = f"{max_rounds} rounds run (--max-rounds)"
+            outcome.stopped = f"{rounds_text(max_rounds)} run (--max-rounds)"
         return outcome
     finally:
         for side in sides:
@@ -249,13 +292,14 @@ def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds:
 
 
 def run_round(number: int, sides: list[Side], calls: list[ABCall], rng: random.Random,
-              timeout_s: float) -> list[str]:
+              timeout_s: float, report_launch: Callable[[int, str, dict], None] | None = None) -> list[str]:
     """Run round ``number``; the order it ran the sides in, one entry per launch pair or whole side.
 
     The first round (no calls yet) runs each whole side in turn, in random order: its launches also
     make each job's checks, once. Every later round takes the jobs not yet decided in random order and
     runs each on both sides back to back, the sides in random order, so the two launches of a pair
-    are one launch apart (a neighbour that comes and goes for tens of seconds falls on both)."""
+    are one launch apart (a neighbour that comes and goes for tens of seconds falls on both).
+    ``report_launch(number, side, record)`` for each launch record a side stores meanwhile."""
     by_name = {side.plan.name: side for side in sides}
     if not calls:
         steps = [(side.plan.name, "") for side in rng.sample(sides, len(sides))]
@@ -267,29 +311,77 @@ def run_round(number: int, sides: list[Side], calls: list[ABCall], rng: random.R
                 steps.append((name, call.key if name == "A" else (call.key_b or call.key)))
     for name, key in steps:
         side = by_name[name]
+
+        def watch(side: Side = side) -> None:
+            for record in side.stored():
+                report_launch(number, side.plan.name, record)
+
         side.tell(f"round {number} {rng.randrange(2**31)}" + (f" {key}" if key else ""))
-        if side.answer(timeout_s) != f"done {number}":
+        said_done = side.answer(timeout_s, watch if report_launch is not None else None) == f"done {number}"
+        if report_launch is not None:
+            watch()  # the round's last launch, stored before its word
+        if not said_done:
             raise side.failure()
     return [name for name, _ in steps]
 
 
-def judged(out_dir: Path, same_within: float) -> tuple[list[ABCall], str]:
-    """Every job's call from the two sides' folders as they stand, and the words on their machines."""
+def launch_line(record: dict) -> tuple[str, str, str]:
+    """A stored launch for the console, as the sweep's own progress writes one: its job's name from its
+    own settings (:func:`ddpbench.analysis.core.own_label`), its status, and its mean slowest-rank step
+    (or its error's first line)."""
+    spec = record["spec"]
+    try:
+        label = own_label(spec)
+    except (KeyError, TypeError, ValueError):
+        label = str(record.get("key", "?"))
+    status = str(record.get("status", "?"))
+    line = str(record.get("error") or "").splitlines()[0][:120] if record.get("error") else ""
+    if status == "ok" and isinstance(record.get("result"), dict):
+        try:
+            bound: dict[int, float] = {}
+            for row in step_rows(record["result"]):
+                if row.phase == "measure":
+                    bound[row.step] = max(bound.get(row.step, 0.0), row.step_ms)
+            line = f"{sum(bound.values()) / len(bound):8.2f} ms/step (mean)" if bound else ""
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            line = ""
+    return label, status, line
+
+
+def judged(out_dir: Path, same_within: float) -> tuple[list[ABCall], list[ABUnpaired], str]:
+    """Every pair's call and every job left unpaired from the two sides' folders as they stand, and the
+    words on their machines."""
     tables = [load_tables(out_dir / name) for name in SIDES]
     machine = machine_difference(tables[0].ranks, tables[1].ranks)
     words = machine.words(advice=False) if machine is not None else ""
     # the machine's CPUs, by which a launch's reading of it is as coarse as reading_resolution says
     cpus = recorded_cpus(*(t.sweeps for t in tables))
-    return ab_calls(tables[0].steps, tables[1].steps, same_within, tables[0].ranks, tables[1].ranks, cpus), words
+    calls, unpaired = judge_sides(tables[0].steps, tables[1].steps, same_within, tables[0].ranks, tables[1].ranks,
+                                  cpus)
+    return calls, unpaired, words
 
 
 def write_log(out_dir: Path, plans: list[SidePlan], outcome: Outcome, seed: int | None) -> None:
-    """``OUT/ab.json``: the sides, the rounds and the calls (rewritten whole: a new file each time)."""
+    """``OUT/ab.json``: the sides, the rounds, the calls and the jobs left unpaired (rewritten whole: a new
+    file each time), strict JSON: a figure without a value (NaN, an open end of an interval) is null."""
     record = {"sides": [{"name": p.name, "given": p.given, "kind": p.kind, "sha": p.sha, "experiment": p.experiment}
                         for p in plans],
               "seed": seed, "rounds": outcome.rounds, "stopped": outcome.stopped, "machine": outcome.machine,
-              "calls": [asdict(call) for call in outcome.calls]}
+              "calls": [asdict(call) for call in outcome.calls],
+              "unpaired": [asdict(job) for job in outcome.unpaired]}
     with tempfile.NamedTemporaryFile("w", dir=out_dir, prefix=".ab-", suffix=".json", delete=False,
                                      encoding="utf-8") as handle:
-        json.dump(record, handle, indent=1, default=str, allow_nan=True)
+        json.dump(strict(record), handle, indent=1, default=str, allow_nan=False)
     os.replace(handle.name, out_dir / LOG_FILE)
+
+
+def strict(value):
+    """``value`` with every float that is not finite (NaN, an infinite end) made None, in lists and dicts
+    however deep: what strict JSON parsers take (:func:`json.dumps` with ``allow_nan=False``)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: strict(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(item) for item in value]
+    return value
