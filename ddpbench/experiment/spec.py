@@ -276,14 +276,17 @@ class JobSpec:
         blob = json.dumps(changed, sort_keys=True, separators=(",", ":"))
         return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
-    def label(self) -> str:
+    def label(self, model: str = "") -> str:
+        """The job in a line: strategy, model, world size, bucket cap, backend and device, and what else it sets;
+        ``model``: the name to give its model (a script job's among its sweep's jobs, :func:`script_labels`),
+        else :attr:`model_label` (a script's whole command line)."""
         strategy = self.strategy + (f"+{self.comm_hook}" if self.comm_hook != "none" else "")
         accum = f" accum={self.grad_accum}" if self.grad_accum > 1 else ""
         nodes = (f" nodes={self.emulate_nodes} link={self.link}" + (f"+{self.link_delay_ms:g}ms" if self.link_delay_ms
                  else "")) if self.emulate_nodes > 1 else ""
         fault = f" fault@{self.fault_step}" if self.fault_step >= 0 else ""
         cpus = f" cpus={self.cpu_affinity}" if self.cpu_affinity else ""
-        return (f"{strategy} {self.model_label} ws={self.world_size} "
+        return (f"{strategy} {model or self.model_label} ws={self.world_size} "
                 f"bucket={self.bucket_cap_mb:g}MB{accum} {self.backend}/{self.device}{nodes}{fault}{cpus}"
                 + (f" {self.setting}" if self.setting != "fp32 eager" else ""))
 

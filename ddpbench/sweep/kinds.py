@@ -27,10 +27,14 @@ class TrainingLaunches:
         return launcher_for(spec, chosen)
 
     @staticmethod
-    def describe(launch: Launch, machine: Machine) -> str:
-        """The job's label, the repeat, and whether it is oversubscribed."""
+    def describe(launch: Launch, machine: Machine, names: dict | None = None) -> str:
+        """The job's label, the repeat, and whether it is oversubscribed; ``names``: a script job's name by its
+        (script, script_args) among the sweep's jobs (:func:`ddpbench.sweep.progress.job_names`), not its
+        whole command line."""
         spec = launch.spec
-        return f"{spec.label()} rep {launch.repeat}" + (" [oversubscribed]" if oversubscribed(spec, machine) else "")
+        model = (names or {}).get((spec.script, spec.script_args), "") if spec.script else ""
+        return f"{spec.label(model)} rep {launch.repeat}" + (" [oversubscribed]" if oversubscribed(spec, machine)
+                                                             else "")
 
     @staticmethod
     def timed_seconds(result: dict) -> float:
@@ -61,7 +65,7 @@ class CollectiveLaunches:
         return chosen
 
     @staticmethod
-    def describe(launch: Launch, machine: Machine) -> str:
+    def describe(launch: Launch, machine: Machine, names: dict | None = None) -> str:
         return launch.spec.label()
 
     @staticmethod

@@ -1,4 +1,6 @@
-"""Console progress for a sweep: one bar with an ETA, and one line per finished launch."""
+"""Console progress for a sweep: one bar with an ETA, and one line per finished launch, which names its job as
+the summary does (a script job by its file name and the arguments that differ between the sweep's jobs running
+it, :func:`job_names`), never by its whole command line."""
 
 from __future__ import annotations
 
@@ -7,7 +9,15 @@ from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
+from ddpbench.experiment.spec import script_labels
+
 _STYLE = {"ok": "green", "failed": "red", "timed_out": "red", "skipped": "yellow"}
+
+
+def job_names(specs) -> dict[tuple[str, str], str]:
+    """Each script job's name among ``specs`` (a sweep's), by its (script, script_args): ``main.py``, or
+    ``train_cnn.py --epochs 3`` beside a job with other epochs (:func:`~ddpbench.experiment.spec.script_labels`)."""
+    return script_labels([(spec.script, spec.script_args) for spec in specs if getattr(spec, "script", "")])
 
 
 class SweepProgress:

@@ -40,7 +40,7 @@ from ddpbench.sweep.paced import PacedRounds
 from ddpbench.sweep.once import (COLLECTIVES, LOCAL_LAUNCHERS, MeasuredOnce, gemm_given, learn_gemm,
                                  machine_conditions)
 from ddpbench.sweep.plan import LOG_DIR, WORK_DIR, keep_traces, pending_launches
-from ddpbench.sweep.progress import SweepProgress
+from ddpbench.sweep.progress import SweepProgress, job_names
 from ddpbench.sweep.refusals import Refusals, announce
 
 
@@ -190,6 +190,7 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
         return [launch._replace(work_dir=work_root / launch.work_dir.name) for launch in launches]
 
     batch = own(todo)
+    names = job_names(launch.spec for launch in todo)  # a script job by its short name, not its command line
     checks = Checks()  # the jobs whose equivalence check stands for others' (ddpbench.sweep.checks)
 
     def expected(left: list[Launch]) -> int:
@@ -206,7 +207,7 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
             # the launches are closed on any exception, so that a launcher's queued jobs are cancelled at once
             with contextlib.closing(launched(
                     batch, launcher, machine, log_dir, timeout_s,
-                    begin=lambda launch: progress.begin(kind_of(launch.spec).describe(launch, machine)),
+                    begin=lambda launch: progress.begin(kind_of(launch.spec).describe(launch, machine, names)),
                     refusals=refusals,
                     given=lambda launch, runs_it: handed(once, checks, launch, runs_it))) as ended:
                 for launch, runs_it, outcome in ended:
@@ -229,7 +230,7 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
                     kind = kind_of(launch.spec)
                     summary.timed_s += kind.timed_seconds(outcome.result) if outcome.result else 0.0
                     left.remove(launch)
-                    progress.done(kind.describe(launch, machine), outcome.status, one_line(launch, outcome),
+                    progress.done(kind.describe(launch, machine, names), outcome.status, one_line(launch, outcome),
                                   total=progress.completed + 1 + len(left) + expected(left))
                     if refusals is not None and (refusal := refusals.note(launch, outcome)) is not None:
                         progress.note(announce(refusal, left))

@@ -231,3 +231,26 @@ def test_a_follower_node_runs_its_launches_and_stores_nothing(experiment, cpu_ma
     summary = run_sweep(experiment, tmp_path, launcher=launcher, machine=cpu_machine, env=ENV)
     assert summary.statuses == {"ok": 6} and len(launcher.calls) == 6
     assert not (tmp_path / "results.jsonl").exists() and (tmp_path / ".work").exists()  # node 0's to clean
+
+
+def test_a_launch_line_names_a_script_job_by_its_short_name(cpu_machine, tmp_path):
+    """A script's command line (minGPT's: nine Hydra overrides) stays out of the launch lines: each names its job by
+    the script's file name and the arguments that differ between the sweep's jobs, as the summary does."""
+    from rich.console import Console
+
+    from ddpbench.experiment.load import parse_experiment
+
+    (tmp_path / "main.py").write_text("print('a script')\n")
+    overrides = ["data_config.path=data/input.txt", "data_config.block_size=32", "gpt_config.n_layer=2",
+                 "gpt_config.n_head=2", "gpt_config.n_embd=64", "trainer_config.data_loader_workers=0"]
+    six, nine = [*overrides, "trainer_config.max_epochs=6"], [*overrides, "trainer_config.max_epochs=9"]
+    data = {"defaults": {"script": str(tmp_path / "main.py"), "batch_size": 8, "repeats": 1, "threads_per_rank": 1},
+            "grid": [{"world_size": [1], "warmup_steps": [4], "steps": [2], "script_args": [six]},
+                     {"world_size": [2], "warmup_steps": [2], "steps": [1], "script_args": [six, nine]}]}
+    experiment = parse_experiment(data, str(tmp_path / "exp.toml"), default_name="exp", machine=cpu_machine)
+    console = Console(record=True, width=400, force_terminal=False)
+    run_sweep(experiment, tmp_path / "out", launcher=FakeLauncher(), machine=cpu_machine, env=ENV, console=console)
+    lines = [line for line in console.export_text().splitlines() if " rep 0" in line]
+    assert len(lines) == 3 and not any("data_config" in line for line in lines)
+    assert sum("ddp main.py trainer_config.max_epochs=6 ws=" in line for line in lines) == 2
+    assert sum("ddp main.py trainer_config.max_epochs=9 ws=2 " in line for line in lines) == 1
