@@ -32,14 +32,20 @@ from ddpbench.rank.steps import REFUSAL_SCOPES, WORLD_SIZES
 
 
 def same_but_world_size(spec, other) -> bool:
-    """Whether ``other`` is ``spec``'s script job at another world size: every other field the same."""
+    """Whether ``other`` is ``spec``'s script job at another world size: every other field the same but its
+    measuring window (:data:`~ddpbench.analysis.core.WINDOW_FIELDS`: a window laid on the script's epochs
+    differs with the world size; a refusal of what the script does whatever the world size does not depend on
+    which of its steps are timed)."""
+    from ddpbench.analysis.core import WINDOW_FIELDS
+
     if getattr(spec, "kind", None) != "run" or getattr(other, "kind", None) != "run" or not spec.script:
         return False
     if spec.world_size == other.world_size:
         return False
     mine, theirs = spec.to_dict(), other.to_dict()
-    mine.pop("world_size")
-    theirs.pop("world_size")
+    for name in ("world_size", *WINDOW_FIELDS):
+        mine.pop(name)
+        theirs.pop(name)
     return mine == theirs
 
 

@@ -19,8 +19,8 @@ from ddpbench.analysis.core.columns import COLUMNS, EFFICIENCY, EXPOSED_COMM_MS,
 from ddpbench.analysis.core.machine import (MACHINE_BUSY, MACHINE_DIFFERED, MachineDifference, busy_launches,
                                            launch_machine, machine_difference, recorded_cpus)
 from ddpbench.analysis.core.jobs import (
-    COMM_ONLY_FIELDS, SPEC_COLUMNS, alike_but, bucket_settings, caps_text, describe, label_fields, line_fields,
-    model_columns, model_name, ok_jobs, ordered, own_fields, own_label, strategies_vary,
+    COMM_ONLY_FIELDS, SPEC_COLUMNS, WINDOW_FIELDS, alike_but, bucket_settings, caps_text, describe, label_fields,
+    line_fields, model_columns, model_name, ok_jobs, ordered, own_fields, own_label, strategies_vary,
 )
 from ddpbench.analysis.core.power import mde_amount
 from ddpbench.analysis.core.stats import above_zero, mean_ci, throughput_ci, told_apart
@@ -35,8 +35,8 @@ __all__ = [
     "EXPOSED_COMM_MS", "LOSS_LINES", "MACHINE_BUSY", "MACHINE_DIFFERED", "MachineDifference", "busy_launches",
     "launch_machine", "machine_difference", "recorded_cpus",
     "MIN_CHANGE", "MIN_COMMITS", "NOISE_THRESHOLD", "OUTLIER_MADS", "POWER", "P_VALUE", "SAMPLES_PER_S",
-    "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD", "BudgetLine", "alike_but", "bucket_settings",
-    "caps_text", "describe", "label_fields", "line_fields", "mde_amount", "mean_ci", "model_columns", "model_name",
-    "above_zero", "ok_jobs", "ordered", "own_fields", "own_label", "pct", "strategies_vary", "throughput_ci",
-    "told_apart",
+    "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD", "WINDOW_FIELDS", "BudgetLine", "alike_but",
+    "bucket_settings", "caps_text", "describe", "label_fields", "line_fields", "mde_amount", "mean_ci", "model_columns",
+    "model_name", "above_zero", "ok_jobs", "ordered", "own_fields", "own_label", "pct", "strategies_vary",
+    "throughput_ci", "told_apart",
 ]

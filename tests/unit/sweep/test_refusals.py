@@ -21,8 +21,8 @@ from ddpbench.testing.launchers import ENV, FakeLauncher
 
 
 def _script(world_size, **fields):
-    return JobSpec(script="train.py", batch_size=8, world_size=world_size, device="cpu", backend="gloo",
-                   threads_per_rank=1, steps=3, warmup_steps=1, **fields)
+    return JobSpec(**{"script": "train.py", "batch_size": 8, "world_size": world_size, "device": "cpu",
+                      "backend": "gloo", "threads_per_rank": 1, "steps": 3, "warmup_steps": 1, **fields})
 
 
 def _launch(spec, repeat=0):
@@ -39,6 +39,8 @@ def test_a_refusal_covers_its_job_and_by_its_scope_the_same_script_at_other_worl
     assert not same_but_world_size(one, one)  # the same job: its key covers it
     assert not same_but_world_size(one, other_cap)  # another setting besides the world size
     assert not same_but_world_size(JobSpec(world_size=1), JobSpec(world_size=2))  # a model's job: no script
+    # a window laid on the script's epochs, its own at each world size (experiments/corpus/mingpt.toml)
+    assert same_but_world_size(_script(1, warmup_steps=64, steps=32), _script(2, warmup_steps=32, steps=16))
 
     job = Refusal(one, 0, JOB)
     assert job.covers(one) and not job.covers(two)
