@@ -12,17 +12,16 @@ def print_search(result: dict) -> None:
     what the race spent against the grid."""
     from rich.table import Table
 
-    tied = {t["setting"] for t in result["tied"]}
+    from ddpbench.analysis.history import standing
+
     basis = {t["setting"]: t.get("basis", "") for t in result["tied"]}
+    tied = set(basis)
     out = Table(title="the race (samples/s over each setting's launches)")
     for col in ("setting", "launches", "samples/s", "verdict"):
         out.add_column(col, justify="right" if col in ("launches", "samples/s") else "left")
     for c in sorted(result["candidates"], key=lambda c: -(c["samples_per_s"] or 0)):
-        verdict = ("fastest" if c["setting"] == result["winner"] else
-                   "tied with the fastest" + (f" (out in round {c['out_in_round']})" if c["out_in_round"] else "")
-                   + (f": {basis[c['setting']]}" if basis.get(c["setting"]) else "")
-                   if c["setting"] in tied else f"out in round {c['out_in_round']}: {c['why_out']}")
-        out.add_row(c["setting"], str(c["launches"]), num(c["samples_per_s"], ".1f"), verdict)
+        out.add_row(c["setting"], str(c["launches"]), num(c["samples_per_s"], ".1f"),
+                    standing(c, result["winner"], basis))
     for same in result["same_buckets"]:
         out.add_row(same["setting"], "0", "-", f"not run: predicted to make the same buckets as {same['as']}")
     console = table_console()
@@ -30,7 +29,8 @@ def print_search(result: dict) -> None:
     low, high = result["winner_interval"]
     console.print(f"fastest: {result['winner']}, {result['winner_samples_per_s']:.1f} samples/s (95 % interval "
                   f"{num(low, '.1f')} to {num(high, '.1f')})"
-                  + (f"; statistically tied with it: {', '.join(sorted(tied))}" if tied else "; nothing tied with it")
+                  + (f"; not told apart from it: {', '.join(sorted(tied))}" if tied
+                     else "; every other setting told apart from it")
                   + f". The race spent {result['launches']} launches; the grid would have spent "
                   f"{result['grid_launches']} (budget {result['budget']}).", highlight=False, soft_wrap=True)
 

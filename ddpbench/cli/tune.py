@@ -17,7 +17,7 @@ def add_parser(sub) -> None:
                        description="Race the settings of an experiment's grid (bucket_cap_mb, gradient_as_bucket_view, "
                        "static_graph, comm_hook, ...): settings with the same DDP buckets run once, those "
                        "significantly slower than the leader drop out round by round, and the winner is named "
-                       "with every setting statistically tied with it. Stored like a sweep.")
+                       "with every setting its launches could not tell from it. Stored like a sweep.")
     p.add_argument("experiment", help="experiment TOML file whose grid holds the settings to race")
     p.add_argument("--out", type=path_flag("--out"),
                    help="output folder (default: reports/<experiment name>-tune/)")

@@ -14,7 +14,7 @@ import math
 
 import pandas as pd
 
-from ddpbench.analysis.core import stats
+from ddpbench.analysis.core import speedup, stats
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, bucket_settings, caps_text
 from ddpbench.analysis.core.jobs import config_name as _config
@@ -57,36 +57,37 @@ def best_cap(summary) -> list[Finding]:
         other_caps = list(other["bucket_cap_mb"])
         name = (f"the default {DEFAULT_BUCKET_MB:g} MB" if other_caps == [DEFAULT_BUCKET_MB] else
                 f"{caps_text(other_caps)}" + (" (the default's buckets)" if DEFAULT_BUCKET_MB in other_caps else ""))
-        gain = 1 - best_ms / other_ms
         mine, theirs = ([t for _, r in part.iterrows() for t in launch_times(r)] for part in (best, other))
-        low, high = stats.ratio_ci(mine, theirs)
+        low, high = stats.ratio_ci(mine, theirs)  # best's step over the other's
+        fast, fast_low, fast_high = speedup.from_time_ratio(best_ms / other_ms, low, high)
         sig = stats.significant(low, high)
         spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
         told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * MATERIAL_SHARE,
                                    " whether they differ")
-        ci = f"95 % CI {pct(1 - high, 1)} to {pct(1 - low, 1)}"
+        ci = speedup.interval(fast_low, fast_high).strip("()")
+        material = f"a difference of {pct(MATERIAL_SHARE)}"
         settle = ""
         if sig is None:
             tail = f"; {told}"
             sure, settle = "cannot tell: no interval", wording.settle(min(len(mine), len(theirs)), spread,
                                                                       100 * MATERIAL_SHARE)
         elif sig:
-            tail = f" (95 % CI of the gain {pct(1 - high, 1)} to {pct(1 - low, 1)}: significant)"
+            tail = ": significant"
             sure = f"significant: {ci}"
         elif 1 - high > -MATERIAL_SHARE and 1 - low < MATERIAL_SHARE:
             sure = f"any of them will do: {ci}"
-            tail = (f", but that is not significant: the 95 % interval of the gain, {pct(1 - high, 1)} to "
-                    f"{pct(1 - low, 1)}, includes 0 and rules out a difference of {pct(MATERIAL_SHARE)} or "
-                    "more; any of these bucket sizes will do")
+            tail = (f", but that is not significant: the interval includes 1 and rules out {material} or more in "
+                    "the step either way; any of these bucket sizes will do")
         else:
-            tail = (f", but that is not significant: the 95 % interval of the gain, {pct(1 - high, 1)} to "
-                    f"{pct(1 - low, 1)}, includes both 0 and a difference of {pct(MATERIAL_SHARE)}; {told}")
+            tail = f", but that is not significant: the interval includes both 1 and {material} in the step; {told}"
             sure, settle = f"cannot tell: {ci}", wording.settle(min(len(mine), len(theirs)), spread,
                                                                 100 * MATERIAL_SHARE)
         best_caps = caps_text(best['bucket_cap_mb'])
-        brief = wording.Brief(f"{best_caps} buckets, {pct(gain, 1)} faster than {caps_text(other_caps)}", sure, settle)
+        brief = wording.Brief(f"{best_caps} buckets, {speedup.times(fast)} {speedup.AS_FAST} {caps_text(other_caps)}",
+                              sure, settle)
         out.append(Finding("bucket", "info", f"Best gradient bucket size for DDP with {where}: "
-                           f"{best_caps}, {pct(gain, 1)} faster per step than {name}{tail}.", brief=brief))
+                           f"{best_caps}, {speedup.as_fast(fast, name, fast_low, fast_high)}{tail}.",
+                           brief=brief))
     return out
 
 

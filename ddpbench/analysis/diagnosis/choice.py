@@ -15,15 +15,17 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ddpbench.analysis.core import stats
+from ddpbench.analysis.core import speedup, stats
 
 from ddpbench.analysis.diagnosis import wording
 from ddpbench.analysis.core.thresholds import CHOICE_MATERIAL
-from ddpbench.analysis.core.values import known, pct, sig
+from ddpbench.analysis.core.values import known, sig
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields, model_name, short_label
 from ddpbench.analysis.summary.table import launch_times
 from ddpbench.experiment.cost import Cost
 
+#: what a choice is set against its runner-up by: the time per sample (a speedup), or the cost per sample
+SPEED, COST = "speed", "cost"
 
 
 @dataclass(frozen=True)
@@ -52,39 +54,51 @@ def _ratio(a, b, scale: float) -> tuple[float, float]:
     return scale * low, scale * high
 
 
-def _versus(best, other, ratio: tuple[float, float], point: float, word: str, summary) -> str:
-    """``N % <word> than <other> (95 % CI ...: significant)``, or why that cannot be said."""
-    name = _name(other, summary)
-    gain = 1 - point
+def _against(point: float, ratio: tuple[float, float], other: str, word: str) -> str:
+    """One setting against ``other``, in the form of every comparison (:mod:`ddpbench.analysis.core.speedup`):
+    ``3.60x as fast as ws=2 (95 % CI 2.90x to 4.40x)`` from its time per sample over the other's (``point``,
+    interval ``ratio``); where ``word`` is ``cost``, its cost per sample over the other's, said as it is:
+    ``costs 0.62x as much per sample as ws=2 (95 % CI 0.50x to 0.75x)``."""
     low, high = ratio
+    if word == COST:
+        ci = speedup.interval(low, high)
+        return f"costs {speedup.times(point)} as much per sample as {other}" + (f" {ci}" if ci else "")
+    fast, fast_low, fast_high = speedup.from_time_ratio(point, low, high)
+    return speedup.as_fast(fast, other, fast_low, fast_high)
+
+
+def _versus(best, other, ratio: tuple[float, float], point: float, word: str, summary) -> str:
+    """``3.60x as fast as <other> (95 % CI ...): significant`` (or what it costs against ``other``,
+    ``word`` :data:`COST`), or by the means, with why the launches cannot tell the two apart."""
+    name = _name(other, summary)
+    low, high = ratio
+    against = _against(point, ratio, name, word)
     if stats.significant(low, high) and high < 1:
-        return (f"{pct(gain, 1)} {word} than {name} (95 % CI of the gain {pct(1 - high, 1)} to "
-                f"{pct(1 - low, 1)}: significant)")
+        return f"{against}: significant"
     mine, theirs = launch_times(best), launch_times(other)
     spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
-    told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * max(gain, CHOICE_MATERIAL),
+    told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * max(1 - point, CHOICE_MATERIAL),
                                f" it from {name}")
     if known(low, high):
-        return (f"{pct(gain, 1)} {word} than {name} by the means, but the 95 % interval of the gain, "
-                f"{pct(1 - high, 1)} to {pct(1 - low, 1)}, includes 0: {told}")
-    return f"{pct(gain, 1)} {word} than {name} by the means; {told}"
+        return f"by the means {against}, but that interval includes 1: {told}"
+    return f"by the means {against}; {told}"
 
 
-def _brief(answer: str, best, other, ratio: tuple[float, float], gain: float, word: str = "",
+def _brief(answer: str, best, other, ratio: tuple[float, float], point: float, word: str = "",
            other_name: str = "") -> wording.Brief:
     """The answer table's cells of a fastest or cheapest line: how sure (against the runner-up, ``other``,
     named ``other_name``) and what would settle it, from the same interval :func:`_versus` words."""
     low, high = ratio
     if other is None:
         return wording.Brief(answer, "the only setting", "")
-    against = f"{pct(gain, 1)} {word} than {other_name} (95 % CI {pct(1 - high, 1)} to {pct(1 - low, 1)})"
+    against = _against(point, ratio, other_name, word)
     if stats.significant(low, high) and high < 1:
         return wording.Brief(answer, f"significant: {against}")
     mine, theirs = launch_times(best), launch_times(other)
     spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
     sure = f"cannot tell: {against}" if known(low, high) else f"cannot tell it from {other_name}: no interval"
     return wording.Brief(answer, sure, wording.settle(min(len(mine), len(theirs)), spread,
-                                                      100 * max(gain, CHOICE_MATERIAL)))
+                                                      100 * max(1 - point, CHOICE_MATERIAL)))
 
 
 def _name(row, summary) -> str:
@@ -103,15 +117,15 @@ def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
         text = (f"{_name(fast, summary)}{model}, {_rate(fast['samples_per_s'])} samples/s"
                 f"{wording.interval(fast['samples_per_s_low'], fast['samples_per_s_high'], _rate)}")
         answer = f"{short_label(fast, summary)}, {_rate(fast['samples_per_s'])} samples/s"
-        brief = _brief(answer, fast, None, (math.nan, math.nan), 0.0)
+        brief = _brief(answer, fast, None, (math.nan, math.nan), 1.0)
         if len(group) > 1:
             second = by_speed.iloc[1]
             # its time per sample over the runner-up's: (step / batch) / (step' / batch')
             scale = second["global_batch"] / fast["global_batch"]
             point = (fast["step_ms_mean"] / fast["global_batch"]) / (second["step_ms_mean"] / second["global_batch"])
             ratio = _ratio(fast, second, scale)
-            text += f"; {_versus(fast, second, ratio, point, 'less time per sample', summary)}"
-            brief = _brief(answer, fast, second, ratio, 1 - point, "faster", short_label(second, summary))
+            text += f"; {_versus(fast, second, ratio, point, SPEED, summary)}"
+            brief = _brief(answer, fast, second, ratio, point, SPEED, short_label(second, summary))
         out.append(Choice("fastest", text, fast["key"], brief))
         if not cost.priced:
             continue
@@ -123,15 +137,15 @@ def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
             text += " (also the fastest)"
         price = _money(cheap['cost_per_million_samples'], cost)
         answer = f"{short_label(cheap, summary)}, {price} per million samples"
-        brief = _brief(answer, cheap, None, (math.nan, math.nan), 0.0)
+        brief = _brief(answer, cheap, None, (math.nan, math.nan), 1.0)
         if len(group) > 1:
             second = by_cost.iloc[1]
             scale = ((cheap["price_per_hour"] / cheap["global_batch"])
                      / (second["price_per_hour"] / second["global_batch"]))
             point = cheap["cost_per_sample"] / second["cost_per_sample"]
             ratio = _ratio(cheap, second, scale)
-            text += f"; {_versus(cheap, second, ratio, point, 'cheaper', summary)}"
-            brief = _brief(answer, cheap, second, ratio, 1 - point, "cheaper", short_label(second, summary))
+            text += f"; {_versus(cheap, second, ratio, point, COST, summary)}"
+            brief = _brief(answer, cheap, second, ratio, point, COST, short_label(second, summary))
         out.append(Choice("cheapest", text, cheap["key"], brief))
         if cost.deadline_h is not None:
             out.append(_deadline(group, cost, summary, model))

@@ -33,7 +33,7 @@ import pandas as pd
 
 from ddpbench.analysis.models import layouts
 
-from ddpbench.analysis.core import stats
+from ddpbench.analysis.core import speedup, stats
 from ddpbench.analysis.diagnosis.estimates import Estimate
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS
@@ -66,17 +66,16 @@ class Measured:
 
     def text(self, fix: str) -> str:
         """The measurement in words: what ran, its mean step against the job's, the interval."""
-        ratio = self.fix_ms / self.job_ms
-        change = f"{100 * abs(1 - ratio):.1f} % {'faster' if ratio < 1 else 'slower'}"
+        fast, low, high = speedup.from_time_ratio(self.fix_ms / self.job_ms, self.low, self.high)
         if math.isnan(self.low):
-            interval = "one launch each, no interval"
+            change = f"{speedup.as_fast(fast, 'this job')} (one launch each, no interval)"
         else:
-            interval = (f"95 % CI of the change {100 * (self.low - 1):+.1f} % to {100 * (self.high - 1):+.1f} %"
-                        + (", not significant" if self.verdict == UNCONFIRMED else ""))
+            change = speedup.as_fast(fast, "this job", low, high) + (", not significant" if self.verdict == UNCONFIRMED
+                                                                     else "")
         pooled = f" (pooled with {len(self.twins)} cap(s) that made the same buckets)" if self.twins else ""
         note = f" ({self.layout_note})" if self.layout_note else ""
         return (f"the sweep measured {fix}{note}: {self.fix_ms:.1f} ms a step (mean) against this job's "
-                f"{self.job_ms:.1f} ms{pooled}, {change} ({interval})")
+                f"{self.job_ms:.1f} ms{pooled}, {change}")
 
 
 def same(value, other) -> bool:

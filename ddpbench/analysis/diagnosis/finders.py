@@ -129,23 +129,30 @@ def _scaling(summary, given):
             if _baseline_problem(top):
                 continue
             low, high = top["efficiency_low"], top["efficiency_high"]
-            figures = (f"at world size {int(top['world_size'])} it runs {top[SPEEDUP]:.2f}x the throughput of one "
+            size = int(top["world_size"])
+            figures = (f"at world size {size} it runs {top[SPEEDUP]:.2f}x the throughput of one "
                        "rank, "
                        f"{pct(top[EFFICIENCY])} parallel efficiency{wording.interval(low, high)}")
-            words = wording.scaling_words(low, high)
+            words = wording.scaling_words(low, high, size)
             short = f"{top[SPEEDUP]:.2f}x in {short_label(top, summary)}, {pct(top[EFFICIENCY])} parallel efficiency"
-            if words is None:  # no interval, or one across every band: no band word
+            if words is None:  # no interval, one across every band, or one that holds 1x: no scaling word
                 launches = launch_times(top)
-                why = "" if not known(low, high) else ", an interval across every band"
-                told = wording.cannot_tell(len(launches), wording.spread_pct(launches),
-                                           100 * wording.band_gap(top[EFFICIENCY]), " how it scales")
+                if wording.across_one_rank(low, high, size) and len(wording.bands_spanned(low, high)) < 3:
+                    # how far its speedup is from 1x, relative: what the launches must resolve
+                    what, gap = wording.WHETHER_FASTER, abs(1 - 1 / top[SPEEDUP]) if top[SPEEDUP] > 0 else math.nan
+                    why = f", an interval reaching below {pct(1 / size)}: fewer samples/s than one rank"
+                else:
+                    what, gap = " how it scales", wording.band_gap(top[EFFICIENCY])
+                    why = "" if not known(low, high) else ", an interval across every band"
+                told = wording.cannot_tell(len(launches), wording.spread_pct(launches), 100 * gap, what)
                 text = f"{strategy} with {config}: {told}; {figures}{why}."
                 brief = wording.Brief(f"cannot tell: {short}", wording.interval(low, high).strip(" ()")
                                       or "one launch: no interval", wording.settle(
-                                          len(launches), wording.spread_pct(launches),
-                                          100 * wording.band_gap(top[EFFICIENCY])), top["key"])
+                                          len(launches), wording.spread_pct(launches), 100 * gap), top["key"])
                 out.append(Finding("scaling", "warn", text, brief=brief))
                 continue
+            if words == wording.SLOWS_DOWN:
+                figures += f", the whole interval below {pct(1 / size)}: fewer samples/s than one rank"
             brief = wording.Brief(f"{words}: {short}", wording.interval(low, high).strip(" ()"), job=top["key"])
             out.append(Finding("scaling", "info" if words == "scales well" else "warn",
                                f"{strategy} with {config} {words}: {figures}.", brief=brief))

@@ -6,7 +6,9 @@ interval over launches, never from its point estimate alone:
 * **A band only where the whole interval lies in it.** "scales well" needs the efficiency's
   whole interval at or above :data:`~ddpbench.analysis.summary.table.SCALES_WELL`; an interval across
   one boundary names the two bands it spans ("scales moderately to well"); an interval across
-  all three, or none (one launch), is "cannot tell how it scales".
+  all three, or none (one launch), is "cannot tell how it scales". A band word says the training
+  speeds up: a speedup interval (the efficiency's times the world size) wholly below 1x "slows
+  down", and one that holds 1x "cannot tell whether it runs faster than one rank".
 * **Not measurable here.** A time whose interval includes 0, or whose point estimate is below
   the *noise floor* -- half the width of the step time's own 95 % interval, the smallest change
   in the step the launches can resolve -- is not a finding: it is shown as "not measurable here
@@ -36,6 +38,10 @@ from ddpbench.analysis.summary.table import launch_times
 FIX_JOINER = "; or "
 #: the launch counts "M would detect" is chosen from
 LAUNCH_STEPS = (3, 5, 10, 20, 50)
+#: the scaling words of a job whose whole speedup interval lies below 1x: fewer samples/s than one rank
+SLOWS_DOWN = "slows down"
+#: what a speedup interval that holds 1x cannot tell (:func:`across_one_rank`)
+WHETHER_FASTER = " whether it runs faster than one rank"
 #: the bands of parallel efficiency, low to high: (word, lower edge, upper edge)
 BANDS = (("poorly", -math.inf, SCALES_POORLY), ("moderately", SCALES_POORLY, SCALES_WELL),
          ("well", SCALES_WELL, math.inf))
@@ -81,7 +87,7 @@ def settle(n: int, spread: float, effect_pct: float) -> str:
     if m is not None:
         return f"{m} launches"
     if known(mde):
-        return f"over {LAUNCH_STEPS[-1]} launches"
+        return f"> {LAUNCH_STEPS[-1]} launches"  # more than the most it names
     return "more launches"
 
 
@@ -95,17 +101,34 @@ def bands_spanned(low: float, high: float) -> list[str]:
     return [word for word, lo, hi in BANDS if low < hi and high >= lo]
 
 
-def scaling_words(low: float, high: float) -> str | None:
+def scaling_words(low: float, high: float, world_size: int | None = None) -> str | None:
     """"scales well" where the whole interval is in one band, "scales moderately to well" where it
-    spans two; None where it spans all three or there is none (cannot tell)."""
+    spans two; None where it spans all three or there is none (cannot tell).
+
+    With ``world_size``, the speedup's interval (the efficiency's times the world size) comes first: a
+    band word says the training speeds up, so it needs all of that interval above 1x; all of it below
+    1x is :data:`SLOWS_DOWN` (fewer samples/s than one rank), never "scales poorly"; an interval that
+    holds 1x is None (:func:`across_one_rank`: cannot tell whether it runs faster than one rank).
+    """
     if not known(low, high):
         return None
+    if world_size is not None:
+        if high * world_size < 1:
+            return SLOWS_DOWN
+        if low * world_size <= 1:
+            return None
     spanned = bands_spanned(low, high)
     if len(spanned) == 1:
         return f"scales {spanned[0]}"
     if len(spanned) == 2:
         return f"scales {spanned[0]} to {spanned[1]}"
     return None
+
+
+def across_one_rank(low: float, high: float, world_size: int) -> bool:
+    """Whether an efficiency interval, times the world size, holds a speedup of 1x: the launches cannot
+    tell whether the job runs faster than one rank at all."""
+    return known(low, high) and low * world_size <= 1 <= high * world_size
 
 
 def band_gap(efficiency: float) -> float:

@@ -1,5 +1,6 @@
 """A ``tune`` folder's race (``search.json``, written by :mod:`ddpbench.sweep.search`): the
-winner, the settings tied with it, who went out in which round and why, and what it spent.
+winner, the settings its launches could not tell from it, who went out in which round and why
+(:func:`ddpbench.analysis.history.race.standing`), and what it spent.
 
 The file is read as untrusted input (:mod:`ddpbench.results.sidefiles`): a value of the wrong
 type costs the section, which then says which file and field, never the report."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from ddpbench.analysis.history import standing
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.results.schema import SEARCH_FILE
 from ddpbench.results.sidefiles import SideFileError, field, read_json
@@ -29,7 +31,8 @@ def read_race(path, root) -> dict:
                                      for v in interval):
         raise SideFileError(f"{where}: 'winner_interval' is not a pair of numbers")
     race["winner_interval"] = [math.nan if v is None else float(v) for v in interval]
-    race["tied"] = {field(t, "setting", str, f"{where}: tied[{i}]")
+    race["tied"] = {field(t, "setting", str, f"{where}: tied[{i}]"):
+                    field(t, "basis", str, f"{where}: tied[{i}]", optional=True, default="")
                     for i, t in enumerate(field(raw, "tied", list, where))}
     race["candidates"] = [{"setting": field(c, "setting", str, f"{where}: candidates[{i}]"),
                            "launches": field(c, "launches", int, f"{where}: candidates[{i}]"),
@@ -56,17 +59,15 @@ def search_section(ctx: ReportContext) -> Section | None:
     rows = []
     for c in sorted(result["candidates"], key=lambda c: -(c["samples_per_s"] if c["samples_per_s"] == c["samples_per_s"]
                                                            else 0)):
-        verdict = ("fastest" if c["setting"] == result["winner"] else
-                   "tied with the fastest" if c["setting"] in tied else
-                   f"out in round {c['out_in_round']}: {c['why_out']}")
-        rows.append([c["setting"], c["launches"], num(c["samples_per_s"], ".1f"), verdict])
+        rows.append([c["setting"], c["launches"], num(c["samples_per_s"], ".1f"), standing(c, result["winner"], tied)])
     for same in result["same_buckets"]:
         rows.append([same["setting"], "0", DASH, f"not run: predicted to make the same buckets as {same['as']}"])
     low, high = result["winner_interval"]
     return Section(TITLE, html(
         '<p class="what">Fastest: <strong>{{ r.winner }}</strong>, {{ rate }} samples/s (95 % interval {{ low }} to '
-        "{{ high }}).{% if tied %} Statistically tied with it (their interval against it contains 1): {{ tied }}."
-        "{% else %} Nothing is statistically tied with it.{% endif %} The race spent {{ r.launches }} launches where "
+        "{{ high }}).{% if tied %} Not told apart from it (their interval against it contains 1): {{ tied }}."
+        "{% else %} Every other setting is told apart from it.{% endif %} The race spent {{ r.launches }} launches "
+        "where "
         "the whole grid would have spent {{ r.grid_launches }} (budget {{ r.budget }}): settings predicted to "
         "make the same DDP "
         "buckets ran once, and each round the settings significantly slower than the leader went out, or, when none "

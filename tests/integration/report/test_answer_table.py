@@ -55,7 +55,9 @@ def test_the_default_sweeps_report_opens_with_the_answer_table_in_at_most_120_wo
         assert f'<th scope="row">{question}</th>' in section
     # the sentences are all there, collapsed
     details = section[section.index("<details>"):section.index("</details>")]
-    assert details.count("<li>") == 5 and "scales poorly to moderately" in details
+    # 0.96x the throughput of one rank, its interval (38 % to 60 % efficiency at world size 2) holding 1x: no band
+    assert details.count("<li>") == 5 and "cannot tell whether it runs faster than one rank" in details
+    assert "scales poorly" not in details
 
 
 def test_the_checker_reads_the_answer_rows_as_printed_and_catches_a_changed_figure():
@@ -66,7 +68,7 @@ def test_the_checker_reads_the_answer_rows_as_printed_and_catches_a_changed_figu
     scaling, lost, fix, _, fastest = claims
     for claim, old, new in ((scaling, "0.96x", "1.96x"), (scaling, "48 %", "78 %"), (lost, "23.8 of", "13.8 of"),
                             (fix, "at least 12.5 ms", "at least 22.5 ms"), (fastest, "102 samples/s", "162 samples/s"),
-                            (scaling, "scales poorly to moderately", "scales well")):
+                            (scaling, "cannot tell", "scales well")):
         assert old in claim["text"], (old, claim["text"])
         assert check(fig, [{**claim, "text": claim["text"].replace(old, new)}]) != [], (old, new)
 

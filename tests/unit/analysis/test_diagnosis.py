@@ -4,6 +4,7 @@ import math
 
 import pandas as pd
 
+from ddpbench.analysis.core import speedup, stats
 from ddpbench.analysis.diagnosis.finders import diagnose
 from ddpbench.testing.tables import diagnosis_row as _row
 
@@ -23,7 +24,11 @@ def test_best_bucket_with_and_without_significance():
     rows = [_row(key="a", bucket_cap_mb=25.0, step_ms_mean=100.0, launch_step_ms=[100.0, 101.0, 99.0]),
             _row(key="b", bucket_cap_mb=5.0, step_ms_mean=90.0, launch_step_ms=[90.0, 91.0, 89.0])]
     (f,) = _kinds(rows, "bucket")
-    assert "5 MB, 10.0 % faster per step than the default 25 MB" in f.text and "significant)" in f.text
+    # 100 ms against 90: a speedup of 1.11x, said as one, never "10.0 % faster"
+    low, high = stats.ratio_ci([90.0, 91.0, 89.0], [100.0, 101.0, 99.0])
+    assert (f"5 MB, 1.11x as fast as the default 25 MB (95 % CI {speedup.times(1 / high)} to "
+            f"{speedup.times(1 / low)}): significant.") in f.text
+    assert "% faster" not in f.text and f.brief.answer == "5 MB buckets, 1.11x as fast as 25 MB"
     # launches that overlap: the 2 % gain is not significant
     rows[1].update(step_ms_mean=98.0, launch_step_ms=[92.0, 104.0, 98.0])
     (f,) = _kinds(rows, "bucket")
@@ -152,7 +157,7 @@ def test_best_bucket_compares_only_jobs_that_differ_in_the_bucket():
     assert _kinds(rows, "bucket") == []
     rows[1]["threads_per_rank"] = 1
     (f,) = _kinds(rows, "bucket")
-    assert "5 MB, 10.0 % faster per step than the default 25 MB" in f.text
+    assert "5 MB, 1.11x as fast as the default 25 MB" in f.text
 
 
 def test_traced_jobs_get_one_finding_and_their_trusted_figure_is_quoted():

@@ -37,6 +37,43 @@ def test_a_band_word_only_where_the_whole_interval_lies_in_it():
     assert wording.scaling_words(math.nan, math.nan) is None  # no interval: cannot tell
 
 
+def test_a_band_word_says_it_speeds_up_so_its_whole_speedup_interval_lies_above_1x():
+    """At world size 2 an efficiency under 50 % is a speedup under 1x: two ranks slower than one."""
+    assert wording.scaling_words(0.05, 0.40, 2) == wording.SLOWS_DOWN == "slows down"
+    assert wording.scaling_words(0.20, 0.49, 4) is None  # 0.80x to 1.96x at 4 ranks: holds 1x
+    assert wording.scaling_words(0.30, 0.49, 4) == "scales poorly"  # 1.20x to 1.96x: faster, and poorly
+    assert wording.scaling_words(0.38, 0.60, 2) is None  # 0.76x to 1.20x: cannot tell whether it speeds up
+    assert wording.scaling_words(0.57, 0.89, 2) == "scales moderately to well"
+    assert wording.across_one_rank(0.38, 0.60, 2) and not wording.across_one_rank(0.05, 0.40, 2)
+
+
+def test_two_ranks_slower_than_one_slow_down_never_scale_poorly():
+    """The issue's case: "scales poorly to moderately: 0.28x in ws=2, 14 % parallel efficiency" -- two ranks
+    3.6x slower than one. The whole interval below 50 % at world size 2 is a slowdown, said as one."""
+    row = _row(efficiency=0.14, efficiency_low=0.05, efficiency_high=0.40, speedup=0.28)
+    (f,) = [f for f in diagnose(pd.DataFrame([row])) if f.kind == "scaling"]
+    assert f.text == ("ddp with mlp-m (batch 32/rank) slows down: at world size 2 it runs 0.28x the throughput of one "
+                      "rank, 14 % parallel efficiency (95 % CI 5 % to 40 %), the whole interval below 50 %: fewer "
+                      "samples/s than one rank.")
+    assert f.brief.answer.startswith("slows down: 0.28x in ") and f.severity == "warn"
+
+
+def test_a_speedup_interval_holding_1x_cannot_tell_whether_it_runs_faster():
+    """quick-cpu's case: 0.96x, 48 % (95 % CI 38 % to 60 %) was "scales poorly to moderately"; 0.76x to 1.20x
+    cannot tell whether two ranks are faster than one, and says how many launches would."""
+    row = _row(efficiency=0.48, efficiency_low=0.38, efficiency_high=0.60, speedup=0.96,
+               launch_step_ms=[100.0, 110.0, 90.0])
+    (f,) = [f for f in diagnose(pd.DataFrame([row])) if f.kind == "scaling"]
+    assert "scales" not in f.text
+    m, mde = wording.launches_needed(10.0, 3, 100 * (1 / 0.96 - 1))  # 4.2 %: 0.96x from 1x
+    assert m is None and mde > 4.2
+    assert f.text == ("ddp with mlp-m (batch 32/rank): cannot tell whether it runs faster than one rank with 3 "
+                      f"launches; even 50 would detect only {mde:.0f} %, not the 4 % needed (launch-to-launch spread "
+                      "10.0 %); at world size 2 it runs 0.96x the throughput of one rank, 48 % parallel efficiency "
+                      "(95 % CI 38 % to 60 %), an interval reaching below 50 %: fewer samples/s than one rank.")
+    assert f.brief.answer.startswith("cannot tell: 0.96x") and f.brief.settle == "> 50 launches"
+
+
 def test_an_interval_inside_one_band_names_it():
     (text,) = _texts([_row(efficiency=0.95, efficiency_low=0.90, efficiency_high=0.99)], "scaling")
     assert "ddp with mlp-m (batch 32/rank) scales well: " in text
@@ -203,7 +240,8 @@ def _buckets(default_launches, small_launches):
 
 def test_any_bucket_size_will_do_only_where_the_interval_rules_out_a_material_difference():
     (text,) = _texts(_buckets([100.0, 101.0, 99.0], [99.5, 100.5, 100.0]), "bucket")
-    assert "not significant" in text and "rules out a difference of 10 % or more; any of these bucket sizes will do" in text
+    assert "not significant" in text and ("the interval includes 1 and rules out a difference of 10 % or more in the "
+                                          "step either way; any of these bucket sizes will do") in text
     (text,) = _texts(_buckets([100.0, 101.0, 99.0], [80.0, 120.0, 98.0]), "bucket")
     assert "any of these" not in text and "cannot tell whether they differ with 3 launches" in text
 
@@ -232,6 +270,8 @@ def test_no_band_word_unless_the_whole_interval_lies_in_that_band(row):
         said = [b for b in match.groups() if b]
         assert not math.isnan(low), text
         assert said == wording.bands_spanned(low, high), (said, low, high)
+        assert 2 * low > 1, text  # a band word says it speeds up: all of the speedup's interval above 1x
+    assert ("slows down" in text) == (not math.isnan(high) and 2 * high < 1), text
 
 
 @st.composite

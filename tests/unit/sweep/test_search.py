@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ddpbench.analysis.core import power
+from ddpbench.analysis.core import power, speedup
 
 from ddpbench.analysis.history import race
 from ddpbench.experiment.load import parse_experiment
@@ -110,7 +110,46 @@ def test_the_verdict_names_the_tied():
     (tied,) = final.tied
     spread = power.spread_of([a.launches, b.launches, c.launches])
     need = power.launches_for(spread, 5.0)
-    assert race.undecided(tied, final.winner, [a, b, c]) == f"cannot tell with 3 vs 3 launches; {need} a side would detect 5 %"
+    low, high = race.slower_than(tied, final.winner)
+    assert race.undecided(tied, final.winner, [a, b, c]) == (
+        f"by the means {final.winner.label} is {speedup.as_fast(100.2667 / 100.0, tied.label, low, high)}; "
+        f"cannot tell with 3 vs 3 launches; {need} a side would detect 5 %")
     assert 2 <= need <= 10  # spreads under 1 %: a 5 % slowdown needs few launches
     lone = race.Candidate("d", "d", 32, [100.0])
     assert race.undecided(lone, lone, [lone]).endswith("the launch-to-launch spread is unknown (run 3 or more launches a side)")
+
+
+# --- the race's words: a speedup, never "N % faster"; never "tied" beside "out" ---------------------------
+
+def test_a_candidate_ruled_out_says_how_many_times_as_fast_the_leader_is():
+    """Said as a speedup from the faster side, with the interval the race judged by (the step ratio's)."""
+    leader = race.Candidate("a", "bucket 25 MB", 32, [100.0, 101.0, 99.0])
+    slow = race.Candidate("c", "bucket 1 MB", 32, [150.0, 151.0, 149.0])
+    assert race.judge([leader, slow], 1) == [slow]
+    low, high = race.slower_than(slow, leader)  # 1.47 to 1.53: wholly above 1
+    assert 1.4 < low < 1.5 < high < 1.6
+    assert slow.why_out == (f"significantly slower: bucket 25 MB is 1.50x as fast as bucket 1 MB (95 % CI "
+                            f"{speedup.times(low)} to {speedup.times(high)})")
+
+
+def test_a_tied_candidate_stopped_early_says_so_and_how_many_launches_would_tell():
+    """The issue's case: 'tied with the fastest (out in round 1): cannot tell with 2 vs 2 launches' -- out, yet
+    tied. It reads as stopped after round 1 with too few launches to tell it from the fastest, and how many would."""
+    winner = race.Candidate("w", "bucket 25 MB", 32, [120.0, 130.0, 125.0])
+    early = race.Candidate("x", "bucket 1 MB", 32, [200.0, 80.0])
+    early.out_in_round, early.why_out = 1, "in the slower half when none could be ruled out (successive halving)"
+    final = race.verdict([winner, early])
+    assert final.winner is winner and final.tied == (early,)
+    basis = {early.label: race.undecided(early, winner, [winner, early])}
+    entry = {"setting": early.label, "out_in_round": 1, "why_out": early.why_out}
+    text = race.standing(entry, winner.label, basis)
+    assert text.startswith("stopped after round 1, in the slower half when none could be ruled out (successive "
+                           "halving), with too few launches to tell it from the fastest: by the means bucket 25 MB is "
+                           "1.12x as fast as bucket 1 MB (95 % CI ")
+    assert "cannot tell with 2 vs 3 launches; " in text and "tied" not in text
+    # raced to the end and still not told apart: no "stopped"
+    entry["out_in_round"], entry["why_out"] = None, ""
+    assert race.standing(entry, winner.label, basis).startswith("not told apart from the fastest: by the means ")
+    assert race.standing({"setting": winner.label}, winner.label, basis) == "fastest"
+    out = {"setting": "c", "out_in_round": 2, "why_out": "significantly slower: w is 1.50x as fast as c"}
+    assert race.standing(out, winner.label, basis) == "out in round 2: significantly slower: w is 1.50x as fast as c"
