@@ -28,8 +28,10 @@ streaming through 512 MB, the memory bus's neighbour), which is what two separat
 runs none (the machine as it is).
 
 ``analyse`` counts, per nominal slowdown, the jobs called slower, faster, the same or "cannot tell",
-each rate with its 95 % Clopper-Pearson interval and the comparisons it rests on (one per job of a
-trial: no two trials share a launch, every trial starts its sides afresh), the measured slowdown (the
+and the trials in which any job was: the trial is the independent unit (no two trials share a launch,
+every trial starts its sides afresh), while a trial's four jobs share its launches' machine, neighbour
+and hour, so each rate is the share of trials, with its 95 % Clopper-Pearson interval over them, beside
+the jobs' count; then the measured slowdown (the
 A/B's own ratio, or compare's ratio of mean steps, its median over the trials' jobs), the rounds, the
 pairs a job had set aside (the machine differed between the pair's launches; medians over jobs), the
 separate trials' "machine differed" calls and the seconds the trials took, per method.
@@ -276,24 +278,29 @@ def analyse(args) -> None:
             with open(Path(folder) / "calls.csv", newline="") as fh:
                 for row in csv.DictReader(fh):
                     call = {**row, "ratio": float(row["ratio"]), "trial_s": float(row["trial_s"]),
+                            "unit": (row["batch"], row["trial"]),
                             "trial_rounds": int(row["trial_rounds"]), "set_aside": int(row["set_aside"] or 0)}
                     rows.setdefault((row["method"], float(row["slowdown"])), []).append(call)
             continue
-        for _trial, meta, calls, rounds in trial_calls(Path(folder), args.blind, args.rejudge):
+        for trial, meta, calls, rounds in trial_calls(Path(folder), args.blind, args.rejudge):
             for call in calls:
                 rows.setdefault((meta.get("method", "ab"), meta["slowdown"]), []).append(
-                    {**call, "trial_s": meta["seconds"], "trial_rounds": rounds})
-    print("| method | planted | comparisons | slower | faster | same | cannot tell | machine differed | machine busy "
+                    {**call, "trial_s": meta["seconds"], "trial_rounds": rounds, "unit": (str(folder), trial.name)})
+    print("| method | planted | trials (jobs) | slower | faster | same | cannot tell | machine differed | machine busy "
           "| measured (median) | rounds | set aside | s a trial |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
     def rate(calls: list[dict], word: str) -> str:
-        k, n = sum(c["call"] == word for c in calls), len(calls)
-        ci = stats.binomtest(k, n).proportion_ci(0.95, method="exact")
-        return f"{k} ({100 * k / n:.0f} %, {100 * ci.low:.0f}-{100 * ci.high:.0f} %)"
+        """'4 jobs, 3 trials (38 %, 9-76 %)': the jobs with the word, the trials with any, their share of the
+        trials and its interval over them."""
+        k, trials = sum(c["call"] == word for c in calls), {c["unit"] for c in calls}
+        hit = len({c["unit"] for c in calls if c["call"] == word})
+        ci = stats.binomtest(hit, len(trials)).proportion_ci(0.95, method="exact")
+        return (f"{k} job{'s' * (k != 1)}, {hit} trial{'s' * (hit != 1)} ({100 * hit / len(trials):.0f} %, "
+                f"{100 * ci.low:.0f}-{100 * ci.high:.0f} %)")
 
     for (method, slowdown), calls in sorted(rows.items()):
-        n = len(calls)
+        n = f"{len({c['unit'] for c in calls})} ({len(calls)})"
         ratios = [c["ratio"] for c in calls if c["ratio"] == c["ratio"]]
         differed = rate(calls, MACHINE_DIFFERED) if method == "separate" else "-"
         busy = rate(calls, MACHINE_BUSY) if method == "separate" else "-"

@@ -814,6 +814,65 @@ def history_cpu() -> dict:
     return out
 
 
+def _trials(calls: pd.DataFrame, *words: str, interval: bool = True) -> str:
+    """A rate over trials, the independent unit (a trial's four jobs share its launches): '4 jobs, 2 trials
+    (25 %, 3-65 %)', the trials with any job called one of ``words`` and the exact (Clopper-Pearson) 95 %
+    interval over the trials; 'N jobs' alone without ``interval``."""
+    from scipy.stats import beta
+
+    called = calls["call"].isin(words)
+    jobs_, hit, n = int(called.sum()), int(called.groupby(calls["trial"]).any().sum()), calls["trial"].nunique()
+    if not interval:
+        return f"{jobs_} job{'s' * (jobs_ != 1)}"
+    return f"{jobs_} job{'s' * (jobs_ != 1)}, {hit} trial{'s' * (hit != 1)} ({_share_ci(hit, n)})"
+
+
+def _share_ci(hit: int, n: int, words: str = "") -> str:
+    """'8 %, 1-26 %': ``hit`` of ``n`` and its exact (Clopper-Pearson) 95 % interval."""
+    from scipy.stats import beta
+
+    low = beta.ppf(0.025, hit, n - hit + 1) if hit else 0.0
+    high = beta.ppf(0.975, hit + 1, n - hit) if hit < n else 1.0
+    return f"{pct(hit / n)} %, {words}{pct(low)}-{pct(high)} %"
+
+
+def _of_trials(calls: pd.DataFrame, *words: str, ci: str = "") -> str:
+    """'2 of the 25 trials (8 %, 1-26 %)': the trials with any job called one of ``words``."""
+    hit = int(calls["call"].isin(words).groupby(calls["trial"]).any().sum())
+    return f"{hit} of the {calls['trial'].nunique()} trials ({_share_ci(hit, calls['trial'].nunique(), ci)})"
+
+
+def ab_calibration() -> dict:
+    """docs/development.md's rates of the exported A/B calibration batches (reports/examples/ab-calibration-cpu),
+    each counted by trial, read from their calls.csv."""
+    def calls(batch: str, method: str = "separate") -> pd.DataFrame:
+        frame = pd.read_csv(EX / "ab-calibration-cpu" / batch / "calls.csv")
+        return frame[frame["method"] == method]
+
+    def table_row(frame: pd.DataFrame) -> str:
+        return " | ".join([f"{frame['trial'].nunique()} ({len(frame)})", _trials(frame, "slower"),
+                           _trials(frame, "faster"), _trials(frame, "same", interval=False),
+                           _trials(frame, "machine differed")])
+
+    out = {}
+    for name, batch in (("s1_as_run", "s1-as-run"), ("s1", "s1"), ("s2", "s2")):
+        frame = calls(batch)
+        out[name] = {"row": table_row(frame), "busy": _trials(frame, "machine busy"),
+                     "false": _of_trials(frame, "slower", "faster", ci="95 % interval "),
+                     "false_jobs": str(int(frame["call"].isin(["slower", "faster"]).sum())),
+                     "word": _of_trials(frame, "machine differed", "machine busy"),
+                     "word_jobs": str(int(frame["call"].isin(["machine differed", "machine busy"]).sum())),
+                     "would": _of_trials(frame, "slower", "faster", "machine busy"),
+                     "trials": str(frame["trial"].nunique()), "jobs": str(len(frame))}
+    for method in ("ab", "separate"):
+        frame = calls("s3", method)
+        out["s3_" + method] = {"slower": _trials(frame, "slower"), "trials": str(frame["trial"].nunique()),
+                               "jobs": str(len(frame)),
+                               **{w.replace(" ", "_"): _trials(frame, w, interval=False)
+                                  for w in ("same", "cannot tell", "machine differed", "machine busy")}}
+    return out
+
+
 #: the fields of the quotes: {name[field]} is DERIVED[name]()[field]
 DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu, "network": network_cpu,
            "gpu": lambda: gpu_folder("gpu-h100", "0bc27f2"), "h200": lambda: gpu_folder("gpu-h200", "54fae1a"),
@@ -823,7 +882,7 @@ DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu,
            "consistency": consistency_cpu, "faults": faults_cpu, "frozen": faults_frozen, "checker3": checker_held_out, "trace": trace_cpu, "gate": gate_power,
            "pytest": pytest_gate, "pytest3": pytest_gate_held_out, "pytestmin": pytest_min_gate,
            "gate3": gate_held_out, "whatif": whatif, "calib": calibration_cpu, "calib2": calibration_held_out,
-           "history": history_cpu}
+           "history": history_cpu, "ab": ab_calibration}
 
 
 @functools.cache
@@ -836,6 +895,21 @@ def derived() -> dict:
 # ---------------------------------------------------------------------------------------------
 
 QUOTES: list[tuple[str, str]] = [
+    # the A/B calibration's exported batches, every rate by trial (docs/development.md, issue 56)
+    ("docs/development.md", "| as shipped (40dcec8, `s1-as-run/`) | {ab[s1_as_run][row]} | - | 50 |"),
+    ("docs/development.md", "| with the busy rule (8b4310a, `--rejudge`, `s1/`; in-sample: written from this batch) | "
+                            "{ab[s1][row]} | {ab[s1][busy]} | 50 |"),
+    ("docs/development.md", "{ab[s1_as_run][false_jobs]} false calls in {ab[s1_as_run][false]}"),
+    ("docs/development.md", "| with the busy rule (18b2c63, `s2/`) | {ab[s2][row]} | {ab[s2][busy]} | 46 |"),
+    ("docs/development.md", "**No false \"slower\" or \"faster\" in {ab[s2][trials]} A/A trials of two separate sweeps "
+                            "({ab[s2][jobs]} jobs' comparisons; {ab[s2][false]})**"),
+    ("docs/development.md", "without it: false calls in {ab[s2][would]}. The price is in the other columns: "
+                            "{ab[s2][word_jobs]} of the {ab[s2][jobs]} jobs, in {ab[s2][word]}"),
+    ("docs/development.md", "| `ab`, 45 s | 10 % | {ab[s3_ab][trials]} ({ab[s3_ab][jobs]}) | {ab[s3_ab][slower]} | 0 | 0 "
+                            "| {ab[s3_ab][cannot_tell]} | - | - | 1.082x | 54 |"),
+    ("docs/development.md", "| two sweeps and `compare` | 10 % | {ab[s3_separate][trials]} ({ab[s3_separate][jobs]}) | "
+                            "{ab[s3_separate][slower]} | 0 | {ab[s3_separate][same]} | 0 | "
+                            "{ab[s3_separate][machine_differed]} | {ab[s3_separate][machine_busy]} | 1.070x | 46 |"),
     # the folders' table
     (EXAMPLES, "every launch of its {gpu[jobs]} jobs and the collectives at world size 1"),
     (EXAMPLES, "(16 launches, while other agents shared the 2 cores;".replace("16", "{precision[launches]}")),
