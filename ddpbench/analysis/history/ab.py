@@ -97,7 +97,7 @@ class Call:
     phase: str = ""
     phase_ms: float = math.nan
     #: B's job where it is another (two experiment files whose jobs differ in a setting), its key, and
-    #: what differs from A's job to B's in words (:func:`change_words`: ``bucket 25 MB -> 50 MB``)
+    #: what differs from A's job to B's in words (:func:`what_differs`: ``bucket 25 MB -> 50 MB``)
     job_b: str = ""
     key_b: str = ""
     change: str = ""
@@ -293,7 +293,7 @@ def _change(text_a: str, text_b: str) -> str:
     return f"{text_a} -> {text_b}"
 
 
-def change_words(row_a, row_b, fields) -> str:
+def what_differs(row_a, row_b, fields) -> str:
     """What differs from A's job to B's among ``fields``, in words: ``bucket 25 MB -> 50 MB, batch 8 -> 16``
     (the model once, however many of its fields differ); "" where nothing does."""
     changes: list[str] = []
@@ -332,7 +332,7 @@ def judge_sides(steps_a: pd.DataFrame, steps_b: pd.DataFrame, same_within: float
         calls.append(Call(key=key_a, job=describe(row_a, [f for f in named if f not in differ], both),
                           world_size=int(row_a["world_size"]),
                           job_b="" if key_b == key_a else describe(row_b, named, both), key_b=key_b,
-                          change=change_words(row_a, row_b, fields) if differ else "", **judged))
+                          change=what_differs(row_a, row_b, fields) if differ else "", **judged))
     unpaired = [_unpaired(side, key, jobs, other, named, both) for side, keys, jobs, other in
                 (("A", pairing.only_a, jobs_a, jobs_b), ("B", pairing.only_b, jobs_b, jobs_a)) for key in keys]
     return calls, unpaired
@@ -347,8 +347,9 @@ def _unpaired(side: str, key: str, jobs: pd.DataFrame, other: pd.DataFrame, name
     name = "B" if side == "A" else "A"
     ws = describe(row, ["world_size"], model=False)
     why = (f"side {name} runs no job at {ws}" if not there else
-           f"side {name}'s {there} job{'s' if there > 1 else ''} at {ws} {'are' if there > 1 else 'is'} paired "
-           f"already, with a job of side {side} that differs in as few settings or fewer")
+           f"the one job of side {name} at {ws} is paired already, with another of side {side} no less alike"
+           if there == 1 else
+           f"the {there} jobs of side {name} at {ws} are paired already, with others of side {side} no less alike")
     return Unpaired(side=side, key=key, job=describe(row, named, both), why=why)
 
 

@@ -169,9 +169,16 @@ def test_a_job_no_job_of_the_other_side_pairs_with_is_listed_with_why():
                                                    ("B", side_b[2][0].key)]
     words = [u.words() for u in unpaired]
     assert words[0] == "mlp-xs ws=1 bucket 25 MB: only on side A, not compared (side B runs no job at ws=1)"
-    assert words[1].startswith("mlp-xs ws=2 bucket 50 MB: only on side B, not compared (side A's 1 job at ws=2 "
-                               "is paired already"), words[1]
+    assert words[1] == ("mlp-xs ws=2 bucket 50 MB: only on side B, not compared (the one job of side A at ws=2 "
+                        "is paired already, with another of side B no less alike)"), words[1]
     assert words[2].endswith("(side A runs no job at ws=4)"), words[2]
+
+
+def test_why_a_job_is_unpaired_counts_the_others_in_the_singular_and_the_plural():
+    side_a = [(bucket(2, 25), 30.0), (bucket(2, 50), 30.0), (bucket(2, 100), 30.0)]
+    _, (alone,) = judge_sides(jobs_steps(side_a, 1), jobs_steps(side_a[:2], 1))
+    assert alone.words() == ("mlp-xs bucket 100 MB: only on side A, not compared (the 2 jobs of side B at ws=2 are "
+                             "paired already, with others of side A no less alike)")
 
 
 @pytest.mark.parametrize("side_a, side_b, pairs, only_a, only_b", [
