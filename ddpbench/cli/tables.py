@@ -74,14 +74,14 @@ def print_jobs(experiment, machine) -> None:
 def print_summary(table, wide: bool = False) -> None:
     """The sweep's summary, a row a job: within :data:`~ddpbench.cli.console.NARROW` columns, or with
     ``wide`` every column (the IQR, traffic and equivalence figures besides)."""
-    from ddpbench.cli.columns import SUMMARY, WITHIN_NOISE, Sweep, comm_within_noise
+    from ddpbench.cli.columns import SUMMARY, Sweep, comm_marks
 
     if table.empty:
         return
     ok = bool((table["status"] == "ok").all())
-    noise = any(comm_within_noise(r) for _, r in table.iterrows())
+    marks = comm_marks(table)
     title = ("mean step (slowest rank) per job; speedup vs 1 rank"
-             + (f"; comm {WITHIN_NOISE}: within noise or one launch" if noise else "")
+             + (f"; {marks}" if marks else "")
              + ("; IQR of the steps" if wide else ("; all ok" if ok else "") + "; --wide: all columns"))
     console = table_console(wide)
     console.print(console_table(title, SUMMARY, [r for _, r in table.iterrows()], Sweep(table, wide), wide,

@@ -2,7 +2,11 @@
 value and interval, and the words they allow.
 
 The figures are the summary's (``budget_baseline_ms``, ``loss_ms``, ``loss_<line>_ms`` with ``_low`` and
-``_high``, ``barrier_*``: ``ddpbench.analysis.summary.budget``); this module only reads them. A summary without
+``_high``, ``barrier_*``: ``ddpbench.analysis.summary.budget``); this module only reads them. So does what a job's
+exposed communication may show (:func:`exposed_of`, the summary's, the console's and the report's): nothing at
+world size 1, where one rank communicates nothing, and never a time its launches did not resolve (the
+diagnosis's "not measurable here", :func:`ddpbench.analysis.diagnosis.measurable`), nor a negative one; nor
+does the budget's exposed communication line (:func:`comm_not_measurable`). A summary without
 them (results summarised before the budget existed) shows no budget and says so in one line; nothing here
 fails on a missing column or on any value a stored table can hold (NaN, infinities, huge, negative).
 """
@@ -12,7 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ddpbench.analysis.core import LOSS_LINES
+from ddpbench.analysis.core import COMM, EXPOSED_COMM_MS, LOSS_LINES
+from ddpbench.analysis.diagnosis import measurable, noise_floor_ms, not_measurable
 from ddpbench.analysis.summary import APART_SOURCES, BARRIER_COLUMNS, BUDGET_COLUMNS
 
 #: each line's declaration (``ddpbench.analysis.core.budget_lines``), by short name: its words, column, tick,
@@ -180,17 +185,64 @@ def apart_sentence(row) -> str:
                "trace_overhead_pct)" if source == "trace" else "") + ".")
 
 
-#: after a console figure whose interval includes 0 (a budget line, the summary's exposed communication)
+#: after a console figure whose interval includes 0 (a budget line), or that has none (the summary's exposed
+#: communication of a job run once)
 WITHIN_NOISE = "~"
 #: what a budget figure without an interval is, on the page and in the console
 NO_INTERVAL = "no interval (a side ran once)"
+#: the exposed communication of a job of one rank, in words: nothing travels between ranks (its synced step less its
+#: no_sync() step is the two phases' noise, or what else differs between them: a script's other epoch)
+ONE_RANK = "none (one rank)"
+#: the budget's exposed communication line where it may not be quoted as a time (:func:`comm_not_measurable`)
+COMM_NOT_MEASURABLE = "not measurable"
+
+
+@dataclass(frozen=True)
+class Exposed:
+    """A job's exposed communication as it may be shown: ``value`` the time to quote (NaN where none may be);
+    ``words`` what stands in its place where no time may be quoted (:data:`ONE_RANK`, "not measurable here (noise
+    floor 2.1 ms)"), "" where one may or it was not measured; ``has_interval``: the time has a 95 % interval."""
+
+    value: float
+    words: str = ""
+    has_interval: bool = False
+
+
+def exposed_of(row) -> Exposed:
+    """What ``row``'s exposed communication (``exposed_comm_ms``, with its interval over launches) may show.
+
+    * world size 1: :data:`ONE_RANK`, whatever the figure;
+    * not measured (NaN: no no_sync() steps, or withheld): nothing, NaN and no words;
+    * with an interval: the time where it is measurable (:func:`~ddpbench.analysis.diagnosis.measurable`: the
+      interval above 0, the point above its noise floor, half the interval's width, as the diagnosis judges it),
+      else "not measurable here (noise floor X ms)";
+    * one launch, no interval: the point where it is 0 or more (with ``has_interval`` False), else not measurable.
+    """
+    if number(row.get("world_size")) == 1:
+        return Exposed(math.nan, ONE_RANK)
+    value, low, high = (number(row.get(f"{EXPOSED_COMM_MS}{end}")) for end in ("", "_low", "_high"))
+    if not math.isfinite(value):
+        return Exposed(math.nan)
+    if math.isfinite(low) and math.isfinite(high):
+        floor = (high - low) / 2  # the exposed time's own resolution, over per-launch differences
+        return Exposed(value, has_interval=True) if measurable(value, low, high, floor) else \
+            Exposed(math.nan, not_measurable(floor))
+    return Exposed(value) if value >= 0 else Exposed(math.nan, not_measurable(noise_floor_ms(row)))
+
+
+def comm_not_measurable(line: Line) -> bool:
+    """Whether ``line`` is the budget's exposed communication line and may not be quoted as a time: its interval
+    includes 0, or its point is negative (a job's exposed communication less its baseline's noise)."""
+    return line.name == COMM and line.measured and (line.within_noise or line.value < 0)
 
 
 def console_line(row) -> str:
     """``loss 47.0 ms over baseline 39.1: contention 23.6, comm 21.0, ..., residual 0.4`` (lines not
-    measured left out; :data:`WITHIN_NOISE` marks a line whose interval includes 0; a loss without an
+    measured left out; :data:`WITHIN_NOISE` marks a line whose interval includes 0, but the exposed communication
+    line, which then reads :data:`COMM_NOT_MEASURABLE`, as a negative one does; a loss without an
     interval says so once, at its head: every line then has none)."""
-    parts = [f"{line.name} {ms(line.value)}" + (WITHIN_NOISE if line.within_noise else "")
+    parts = [f"{line.name} {COMM_NOT_MEASURABLE}" if comm_not_measurable(line)
+             else f"{line.name} {ms(line.value)}" + (WITHIN_NOISE if line.within_noise else "")
              for line in lines(row) if line.measured]
     loss = line_of(row, "loss", "loss_ms", "loss")
     head = (f"loss {ms(loss.value)} ms" + (" (within noise)" if loss.within_noise else "")

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from ddpbench.analysis.core.budget_lines import LOSS_LINES, BudgetLine
+from ddpbench.analysis.core.budget_lines import COMM, LOSS_LINES, BudgetLine
 from ddpbench.analysis.core.columns import COLUMNS, EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.core.machine import (MACHINE_BUSY, MACHINE_DIFFERED, MachineDifference, busy_launches,
                                            launch_machine, machine_difference, recorded_cpus)
@@ -31,9 +31,9 @@ from ddpbench.analysis.core.thresholds import (
 from ddpbench.analysis.core.values import pct
 
 __all__ = [
-    "AB_SAME_WITHIN", "COLUMNS", "CONTENDED_CORES", "COMM_ONLY_FIELDS", "CONFIDENCE", "DATA_BOUND_SHARE", "EFFICIENCY",
-    "EXPOSED_COMM_MS", "LOSS_LINES", "MACHINE_BUSY", "MACHINE_DIFFERED", "MachineDifference", "busy_launches",
-    "launch_machine", "machine_difference", "recorded_cpus",
+    "AB_SAME_WITHIN", "COLUMNS", "COMM", "CONTENDED_CORES", "COMM_ONLY_FIELDS", "CONFIDENCE", "DATA_BOUND_SHARE",
+    "EFFICIENCY", "EXPOSED_COMM_MS", "LOSS_LINES", "MACHINE_BUSY", "MACHINE_DIFFERED", "MachineDifference",
+    "busy_launches", "launch_machine", "machine_difference", "recorded_cpus",
     "MIN_CHANGE", "MIN_COMMITS", "NOISE_THRESHOLD", "OUTLIER_MADS", "POWER", "P_VALUE", "SAMPLES_PER_S",
     "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD", "WINDOW_FIELDS", "BudgetLine", "alike_but",
     "bucket_settings", "caps_text", "describe", "label_fields", "line_fields", "mde_amount", "mean_ci", "model_columns",

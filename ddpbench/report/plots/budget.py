@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.analysis.core import LOSS_LINES, describe, label_fields, ordered
-from ddpbench.report.budget import budget_rows, line_of, lines, ms, number
+from ddpbench.report.budget import COMM_NOT_MEASURABLE, budget_rows, comm_not_measurable, line_of, lines, ms, number
 from ddpbench.report.plots.common import figure, guarded, save
 
 #: at most this many panels in the figure; the section names the jobs left out
@@ -80,7 +80,8 @@ def _panel(ax, row, title: str, names: list[str]) -> None:
             top = running + line.value
             if _finite(running, top):
                 bar(y, running, line.value, LINE_COLORS[line.name], running + line.low, running + line.high,
-                    ms(line.value, sign=True) + (" (noise)" if line.within_noise else ""))
+                    COMM_NOT_MEASURABLE if comm_not_measurable(line)
+                    else ms(line.value, sign=True) + (" (noise)" if line.within_noise else ""))
             else:
                 labels.append((y, 0.0, "n/a"))
             running = top

@@ -9,8 +9,9 @@ import math
 from markupsafe import Markup
 
 from ddpbench.analysis.core import ordered
-from ddpbench.report.budget import (DECLARED, NO_BUDGET_COLUMNS, NO_INTERVAL, Line, apart_sentence, barrier_sentence,
-                                    has_budget, has_budget_columns, line_of, lines, ms, multi_rank_jobs, number, text)
+from ddpbench.report.budget import (COMM_NOT_MEASURABLE, DECLARED, NO_BUDGET_COLUMNS, NO_INTERVAL, Line, apart_sentence,
+                                    barrier_sentence, comm_not_measurable, has_budget, has_budget_columns, line_of,
+                                    lines, ms, multi_rank_jobs, number, text)
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.budget import MAX_PANELS, budget_waterfall, drawn_jobs, flag, job_labels
 
@@ -34,6 +35,9 @@ NOT_MEASURED = {name: line.not_measured for name, line in DECLARED.items()}
 def _reading(line: Line) -> str:
     if not line.measured:
         return NOT_MEASURED.get(line.name, "not measured")
+    if comm_not_measurable(line):  # never quoted as a time: a job's exposed communication less its baseline's noise
+        return (f"{COMM_NOT_MEASURABLE}: its interval includes 0" if line.within_noise
+                else f"{COMM_NOT_MEASURABLE}: below 0" + (f", {NO_INTERVAL}" if not line.has_interval else ""))
     if not line.has_interval:
         return f"{NO_INTERVAL}: cannot tell from noise"
     if line.within_noise:
@@ -64,8 +68,10 @@ def _table(row) -> Markup:
              if scaling == "strong" else "the one-rank step (weak scaling)"]]
     classes = [""]
     for line in lines(row):
-        rows.append([line.label, ms(line.value, sign=True) if line.measured else "not measured", _interval(line),
-                     _share(line.value, loss.value), _reading(line)])
+        unquoted = comm_not_measurable(line)
+        rows.append([line.label, COMM_NOT_MEASURABLE if unquoted else ms(line.value, sign=True) if line.measured
+                     else "not measured", _interval(line), DASH if unquoted else _share(line.value, loss.value),
+                     _reading(line)])
         classes.append("")
     rows.append(["measured loss", ms(loss.value, sign=True), _interval(loss), _share(loss.value, loss.value),
                  "the measured step less the baseline" + ("; within noise (its interval includes 0)"

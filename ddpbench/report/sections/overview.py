@@ -12,6 +12,7 @@ from ddpbench.analysis.core import describe, line_fields, model_name, ordered
 from ddpbench.analysis.core import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
 from markupsafe import Markup, escape
 
+from ddpbench.report.budget import exposed_of
 from ddpbench.report.page import (DASH, ReportContext, Section, any_interval, flags_html, has_memory, html, html_table,
                                   num, throughput_format)
 from ddpbench.report.tables import Col, build, definitions, figure, html_cell, shown
@@ -184,7 +185,11 @@ def _ok(cell):
 
 
 def _exposed(r, jobs) -> Markup:
-    share = r.get("exposed_comm_share")
+    """The time where it may be quoted (:func:`~ddpbench.report.budget.exposed_of`), with its share of the step;
+    else what stands in its place: none at world size 1, not measurable (never a negative time)."""
+    share, shown = r.get("exposed_comm_share"), exposed_of(r)
+    if r["status"] == "ok" and shown.words:
+        return html('<span class="ci">{{ words }}</span>', words=shown.words)
     exposed = num(r[EXPOSED_COMM_MS], ".2f")
     if isinstance(share, (int, float)) and math.isfinite(share):
         exposed += html(' <span class="ci">({{ pct }} %)</span>', pct=num(100 * share, ".0f"))
@@ -243,8 +248,11 @@ SUMMARY = (
                               "overhead that grows with the ranks (communication, waiting)"),)),
     Col("exposed comm (ms, % of step)", _exposed, defs=_defs(
         ("exposed comm", "mean step time with gradient sync minus mean step time under DDP's no_sync(): the "
-                         "communication the backward pass did not hide (can be slightly negative from noise); "
-                         "in brackets its share of the mean step"),)),
+                         "communication the backward pass did not hide, in brackets its share of the mean step; "
+                         "<em>not measurable here</em> where its 95 % interval over launches reaches 0 or lies "
+                         "below it (the launches did not resolve it from noise: no time is quoted, never a "
+                         "negative one), <em>none (one rank)</em> at world size 1, where nothing is "
+                         "communicated"),)),
     *shown("summary", html_cell),
     Col("flags", lambda r, jobs: flags_html(r), numeric=False, defs=(("flags", _flags),)),
     Col("error", lambda r, jobs: html('<code class="err">{{ e }}</code>', e=r["error"]) if r["status"] != "ok"

@@ -145,3 +145,46 @@ def test_export_carries_the_budget(monkeypatch, tmp_path):
     assert set(BUDGET_COLUMNS) <= set(extras[2]) and extras[2]["loss_ms"] == 47.0
     assert extras[2]["barrier_launch_ranks"] == [1, 1, 0] and extras[1]["loss_ms"] is None
     json.dumps(document, allow_nan=False)
+
+
+#: the issue's script job at world size 2 (issue 82): its exposed communication less its world-size-1 baseline's noise
+NOISY_COMM = {**FULL, "comm": (-6.4, -15.0, 2.2)}
+
+
+def test_a_negative_or_noisy_comm_line_is_said_not_measurable_never_a_time(tmp_path):
+    """``comm -6.4~`` is no time: the console, the table and the waterfall say not measurable, and keep its
+    interval in the table; a positive comm line told from 0 stays a time, and other lines keep their mark."""
+    rows = table(job("base", world_size=1), job("a", lines=NOISY_COMM))
+    line = console_line(rows.iloc[1])
+    assert "comm not measurable, data 0.1~" in line and "-6.4" not in line
+    text = page_text(budget_section(context(rows, tmp_path)).html)
+    assert "| exposed communication | not measurable | [-15.0, 2.2] | – | not measurable: its interval includes 0 |" \
+        in text and "-6.4" not in text
+    below = table(job("base", world_size=1), job("a", lines={**FULL, "comm": (-3.0, -4.0, -2.0)}))
+    assert "comm not measurable," in console_line(below.iloc[1])
+    assert "| exposed communication | not measurable | [-4.0, -2.0] | – | not measurable: below 0 |" \
+        in page_text(budget_section(context(below, tmp_path)).html)
+    one_launch = table(job("base", world_size=1), job("a", lines={"comm": (-3.0, math.nan, math.nan)},
+                                                      loss=(47.0, math.nan, math.nan)))
+    assert console_line(one_launch.iloc[1]).endswith(": comm not measurable")
+    assert "comm 20.0," in console_line(sweep().iloc[1])
+
+
+def test_exposed_communication_shows_none_at_one_rank_and_no_unresolved_time(tmp_path):
+    """The report's summary: none (one rank) at world size 1 whatever its no_sync() difference, not measurable
+    (with the noise floor) where the interval reaches 0, the time where it lies above 0."""
+    from ddpbench.report.budget import ONE_RANK, exposed_of
+    from ddpbench.report.sections.overview import summary_section
+
+    figures = {"exposed_comm_share": 0.05, "step_ms_iqr": 1.0, "samples_per_s": 100.0, "speedup": 1.0,
+               "efficiency": 1.0, "serial_fraction": math.nan, "threads_per_rank": 1, "error": None,
+               "precision": "fp32", "compile": False, "device": "cpu", "backend": "gloo"}
+    one = job("one", world_size=1, exposed_comm_ms=3.19, exposed_comm_ms_low=1.0, exposed_comm_ms_high=5.4, **figures)
+    noisy = job("noisy", exposed_comm_ms=-7.11, exposed_comm_ms_low=-15.0, exposed_comm_ms_high=0.8, **figures)
+    real = job("real", bucket=5.0, exposed_comm_ms=4.2, exposed_comm_ms_low=3.2, exposed_comm_ms_high=5.2, **figures)
+    assert exposed_of(one).words == ONE_RANK == "none (one rank)"
+    assert exposed_of(noisy).words == "not measurable here (noise floor 7.9 ms)"
+    assert exposed_of(real).value == 4.2 and exposed_of(real).words == ""
+    text = page_text(summary_section(context(table(one, noisy, real), tmp_path)).html)
+    assert "none (one rank)" in text and "not measurable here (noise floor 7.9 ms)" in text
+    assert "4.20 (5 %)" in text and "3.19" not in text and "-7.11" not in text
