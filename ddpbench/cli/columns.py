@@ -11,10 +11,10 @@ import math
 from rich.markup import escape
 
 from ddpbench.analysis.core import COLUMNS, EFFICIENCY, EXPOSED_COMM_MS, POWER, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.core import model_name
-from ddpbench.analysis.history import FASTER, SLOWER, ratio_text
+from ddpbench.analysis.core import model_name, told_apart
+from ddpbench.analysis.history import FASTER, SLOWER, detectable_cell, speedup_text
 from ddpbench.cli.console import num
-from ddpbench.report.budget import ONE_RANK, WITHIN_NOISE, exposed_of
+from ddpbench.report.budget import WITHIN_NOISE
 from ddpbench.report.tables import Col, shown
 from ddpbench.results.sanitize import printable
 
@@ -38,45 +38,23 @@ def _strategy(r, sweep) -> str:
     return r["strategy"] + (f"+{r['comm_hook']}" if r.get("comm_hook", "none") != "none" else "")
 
 
-#: the comm column of a job of one rank: nothing is communicated (:data:`~ddpbench.report.budget.ONE_RANK`)
-NONE = "none"
-#: the comm column where the exposed communication is not measurable (its interval reaches 0 or lies below it, or
-#: a negative point of one launch): no time is quoted, never a negative one
-NOT_MEASURABLE = "n/m"
-#: each mark of the comm column, and what it means: the summary table's title explains those it shows
-COMM_MARKS = {NONE: "one rank, nothing communicated", NOT_MEASURABLE: "not measurable (its 95 % interval reaches 0)",
-              WITHIN_NOISE: "one launch, no interval"}
-
-
 def _comm(r, sweep) -> str:
-    """Communication a step waits for: explicit (after backward) plus what DDP's overlap left exposed
-    (:func:`~ddpbench.report.budget.exposed_of`): :data:`NONE` at world size 1, :data:`NOT_MEASURABLE` where
-    the exposed part is not measurable and nothing is explicit, and marked :data:`WITHIN_NOISE` where it has no
-    interval (one launch)."""
-    return comm_cell(r)[0]
-
-
-def comm_cell(r) -> tuple[str, str]:
-    """The comm column's cell of ``r`` and its mark (a key of :data:`COMM_MARKS`, or "")."""
-    exposed, after = exposed_of(r), r["comm_ms"]
-    if r["status"] == "ok" and exposed.words == ONE_RANK:
-        return NONE, NONE
-    explicit = after == after and after > 0
+    """Communication a step waits for: explicit (after backward) plus what DDP's overlap left exposed,
+    marked :data:`WITHIN_NOISE` where that exposed part's interval over launches includes 0 or a job
+    ran one launch (:func:`comm_within_noise`)."""
+    exposed, after = r[EXPOSED_COMM_MS], r["comm_ms"]
+    comm = (exposed if exposed == exposed else 0.0) + (after if after == after else 0.0)  # signed: -0.4 is said
     # neither seen (a framework's own loop without a no_sync() baseline): unknown, not nothing
-    if r["status"] != "ok" or (r[EXPOSED_COMM_MS] != r[EXPOSED_COMM_MS] and after != after):
-        return num(math.nan, ".2f"), ""
-    if exposed.words and not explicit:
-        return NOT_MEASURABLE, NOT_MEASURABLE
-    comm = (exposed.value if exposed.value == exposed.value else 0.0) + (after if after == after else 0.0)
-    unsure = exposed.value == exposed.value and not exposed.has_interval
-    return num(comm, ".2f") + (WITHIN_NOISE if unsure else ""), WITHIN_NOISE if unsure else ""
+    unseen = exposed != exposed and after != after
+    if r["status"] != "ok" or unseen:
+        return num(math.nan, ".2f")
+    return num(comm, ".2f") + (WITHIN_NOISE if comm_within_noise(r) else "")
 
 
-def comm_marks(table) -> str:
-    """The comm column's marks that ``table``'s rows show, each with its meaning: ``comm none: one rank, ...``;
-    "" where it shows none."""
-    shown = {comm_cell(r)[1] for _, r in table.iterrows()}
-    return "; ".join(f"comm {mark}: {meaning}" for mark, meaning in COMM_MARKS.items() if mark in shown)
+def comm_within_noise(r) -> bool:
+    """Whether a job's exposed communication was measured but its interval does not tell it from 0."""
+    exposed = r[EXPOSED_COMM_MS]
+    return r["status"] == "ok" and exposed == exposed and not told_apart(r, EXPOSED_COMM_MS)  # NaN: not measured
 
 
 def _flags(r, sweep) -> str:
@@ -152,14 +130,11 @@ COMPARISON = (
     _words("job", max_width=32),
     Col("A median ms", lambda r, _: num(r["median_ms_a"], ".3f"), wide_only=True),
     Col("B median ms", lambda r, _: num(r["median_ms_b"], ".3f"), wide_only=True),
-    Col("median B/A", lambda r, _: num(r["median_ratio"], ".3f"), wide_only=True),
-    Col("mean B/A [95% CI]", lambda r, _: escape(printable(ratio_text(r)))),
-    Col("throughput", lambda r, _: num(r["throughput_change_pct"], "+.1f") + " %"),
+    Col("B speedup (95% CI)", lambda r, _: speedup_text(r)),
     Col("cost/sample B/A", lambda r, _: _ratio_with_interval(r, "cost_per_sample_ratio"), when=lambda c: c.costed),
     Col("J/sample B/A", lambda r, _: num(r["energy_j_per_sample_ratio"], ".3f"), when=lambda c: c.energy),
     Col("verdict", _verdict, numeric=False, whole=True),
-    Col(f"detects ({100 * POWER:.0f}%)",
-        lambda r, _: num(r["mde_pct"], "+.1f") + " %" if r["mde_pct"] == r["mde_pct"] else "- (1 launch)"),
+    Col(f"detects ({100 * POWER:.0f}%)", lambda r, _: escape(printable(detectable_cell(r)))),
     _words("method", wide_only=True),
     _words("note", wide_only=True),
 )

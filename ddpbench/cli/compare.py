@@ -34,23 +34,50 @@ def add_parser(sub) -> None:
 def busy_line(table) -> str:
     """The line that says how many jobs compare did not call because the machine was busy; "" where none."""
     from ddpbench.analysis.core import CONTENDED_CORES, MACHINE_BUSY
+    from ddpbench.analysis.core.values import counted
 
     busy = int((table["verdict"] == MACHINE_BUSY).sum()) if len(table) and "verdict" in table else 0
     if not busy:
         return ""
-    return (f"{busy} job(s) not called slower or faster: other processes took {CONTENDED_CORES:g} cores or more "
-            "during some of their launches on the side the call leaned to (each row says how many); run the two "
-            "interleaved for a fair answer: python -m ddpbench ab")
+    return (f"{counted(busy, 'job')} not called slower or faster: other processes took {CONTENDED_CORES:g} cores or "
+            f"more during some of {'its' if busy == 1 else 'their'} launches on the side the call leaned to (each row "
+            "says how many); run the two interleaved for a fair answer: python -m ddpbench ab")
+
+
+def detectable_span(unsure) -> str:
+    """What the inconclusive gates could have seen, for the gate line: "; the smallest slowdown they detect
+    at 90 % is +12.0 % to +40.1 %", each unit apart. Those past
+    :data:`~ddpbench.analysis.core.thresholds.USEFUL_MDE_PCT` are counted, not quoted: their own lines say
+    how many launches a side would detect what the gate guards against."""
+    from ddpbench.analysis.core import POWER, mde_amount
+    from ddpbench.analysis.core.thresholds import USEFUL_MDE_PCT
+    from ddpbench.analysis.core.values import counted
+    from ddpbench.analysis.history.gates import mde_limit
+
+    said = []
+    for unit, rows in unsure[unsure["mde"].notna()].groupby("unit", sort=False):
+        past = rows["mde"] > [mde_limit(unit, a_ms) for a_ms in rows["a_ms"]]
+        useful = rows[~past]
+        if len(useful):
+            low, high = mde_amount(useful["mde"].min(), unit), mde_amount(useful["mde"].max(), unit)
+            said.append(f"the smallest slowdown they detect at {100 * POWER:.0f} % is "
+                        + (low if low == high else f"{low} to {high}"))
+        if past.any():
+            said.append(f"{counted(int(past.sum()), 'gate')} on {counted(rows[past]['key'].nunique(), 'job')} "
+                        f"could not detect even +{USEFUL_MDE_PCT:g} % of A's step (each line says how many "
+                        "launches a side would detect what it guards against)")
+    return "".join(f"; {text}" for text in said)
 
 
 def command(args) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from ddpbench.analysis.core import POWER, machine_difference, mde_amount
+    from ddpbench.analysis.core import machine_difference
+    from ddpbench.analysis.core.values import counted
     from ddpbench.analysis.history import (
-        FAIL, INCONCLUSIVE, PASS, compare_tables, environment_differences, gate_results, gate_text, load_side,
-        parse_gate, side_busy,
+        FAIL, INCONCLUSIVE, PASS, compare_tables, detectable_notes, environment_differences, gate_results, gate_text,
+        load_side, parse_gate, side_busy,
     )
     from ddpbench.report.compare_page import CSV_FILE, INDEX_FILE, PLOT_FILE, write_comparison
     from ddpbench.results.folder import claim_output
@@ -73,6 +100,8 @@ def command(args) -> int:
     written = write_comparison(table, results, gates, env_diffs, args.baseline, args.candidate, out_dir,
                                machine=machine.words() if machine is not None else "")
     out = Console(highlight=False, soft_wrap=True)
+    for note in detectable_notes(table):
+        out.print(printable(note), markup=False)
     for what, va, vb in env_diffs:
         out.print(f"[yellow]warning[/yellow]: the environments differ in {escape(printable(what))}: "
                   f"A {escape(printable(va))} vs B {escape(printable(vb))}")
@@ -86,15 +115,11 @@ def command(args) -> int:
         names = ", ".join(map(str, gates))
         unsure = results[results["outcome"] == INCONCLUSIVE]
         if len(failed):
-            out.print(f"[red]gate failed[/red] ({names}): {failed['key'].nunique()} job(s) slower than a "
+            out.print(f"[red]gate failed[/red] ({names}): {counted(failed['key'].nunique(), 'job')} slower than a "
                       "threshold beyond noise")
         elif len(unsure):
-            detectable = unsure["mde"].dropna()
-            span = (f"; the smallest slowdown they detect at {100 * POWER:.0f} % is "
-                    f"{mde_amount(detectable.min(), unsure.iloc[0]['unit'])}"
-                    f" to {mde_amount(detectable.max(), unsure.iloc[0]['unit'])}" if len(detectable) else "")
             out.print(f"[yellow]gate inconclusive[/yellow] ({names}): no job is slower beyond noise, but "
-                      f"{unsure['key'].nunique()} job(s) could not show it{span}")
+                      f"{counted(unsure['key'].nunique(), 'job')} could not show it{escape(detectable_span(unsure))}")
         else:
             out.print(f"[green]gate passed[/green] ({names}): no job is slower than a threshold beyond noise")
         for _, g in results[results["outcome"] != PASS].iterrows():

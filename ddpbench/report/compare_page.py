@@ -12,9 +12,11 @@ import pandas as pd
 from markupsafe import Markup
 
 from ddpbench.analysis.history import (
-    CANNOT_TELL, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, Gate, csv_table, gate_column, gate_text, ratio_text,
+    CANNOT_TELL, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, Gate, csv_table, gate_column, gate_text,
 )
 from ddpbench.analysis.core import CONFIDENCE, MACHINE_BUSY, MACHINE_DIFFERED, POWER
+from ddpbench.analysis.core.thresholds import DEFAULT_EFFECT_PCT, USEFUL_MDE_PCT
+from ddpbench.analysis.core.values import counted
 from ddpbench.report.page import (INDEX_FILE, Section, html, html_table, left_out_section, num, render_page,
                                   with_interval)
 from ddpbench.report.plots.common import LeftOut, leaving_out
@@ -31,14 +33,14 @@ def _overview(table, results, gates, env_diffs, folder_a, folder_b, machine: str
     verdicts = (SLOWER, FASTER, SAME, CANNOT_TELL, MACHINE_DIFFERED, MACHINE_BUSY)
     counts = {v: int((compared["verdict"] == v).sum()) for v in verdicts} if len(compared) else {}
     text = html('<p class="what">Baseline A: <code>{{ a }}</code><br>Candidate B: <code>{{ b }}</code></p>'
-                '<p class="what">{{ n }} job(s) compared: <span class="status-failed">{{ slower }} slower</span>, '
+                '<p class="what">{{ n }} compared: <span class="status-failed">{{ slower }} slower</span>, '
                 '<span class="status-ok">{{ faster }} faster</span>, {{ same }} not significant'
                 "{% if unsure %}, {{ unsure }} cannot tell (one launch on a side: no call){% endif %}"
                 "{% if machine_said %}, {{ machine_said }} not called because the machine differed{% endif %}"
                 "{% if busy %}, {{ busy }} not called because the machine was busy during some of their launches "
                 "(other work, as their rows say){% endif %}; "
                 "{{ rest }} not compared.</p>",
-                a=str(folder_a), b=str(folder_b), n=len(compared), slower=counts.get(SLOWER, 0),
+                a=str(folder_a), b=str(folder_b), n=counted(len(compared), "job"), slower=counts.get(SLOWER, 0),
                 faster=counts.get(FASTER, 0), same=counts.get(SAME, 0), unsure=counts.get(CANNOT_TELL, 0),
                 machine_said=counts.get(MACHINE_DIFFERED, 0), busy=counts.get(MACHINE_BUSY, 0),
                 rest=len(table) - len(compared))
@@ -90,27 +92,28 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
     compared = table[table["compared"].astype(bool)] if len(table) else table
     if len(compared):
         costed = "cost_per_sample_ratio" in compared and compared["cost_per_sample_ratio"].notna().any()
-        header = ["job", "A median (ms)", "B median (ms)", "median B/A", "mean B/A [95 % CI]",
-                  "throughput change (%)", *(["cost per sample B/A [95 % CI]"] if costed else []), "verdict",
-                  f"detectable at {100 * POWER:.0f} % (%)", "method", "gate", "note"]
+        header = ["job", "A median (ms)", "B median (ms)", "B against A (mean step)",
+                  *(["cost per sample B/A [95 % CI]"] if costed else []), "verdict",
+                  f"detectable at {100 * POWER:.0f} %", "method", "gate", "note"]
         cells, classes = [], []
         for (_, r), gate in zip(compared.iterrows(), gate_column(compared, results)):
             cls = {SLOWER: "status-failed", FASTER: "status-ok"}.get(r["verdict"], "")
             failed = f" {FAIL}" in gate
-            cells.append([r["job"], num(r["median_ms_a"], ".3f"), num(r["median_ms_b"], ".3f"),
-                          num(r["median_ratio"], ".3f"), ratio_text(r), num(r["throughput_change_pct"], "+.1f"),
+            cells.append([r["job"], num(r["median_ms_a"], ".3f"), num(r["median_ms_b"], ".3f"), r["change"] or "-",
                           *([with_interval(r, "cost_per_sample_ratio", ".3f", mark_missing=False)] if costed else []),
                           html('<span class="{{ cls }}">{{ v }}</span>', cls=cls, v=r["verdict"]) if cls
                           else r["verdict"],
-                          num(r["mde_pct"], "+.1f"), r["method"],
+                          r["detectable"], r["method"],
                           html('<span class="{{ cls }}">{{ gate }}</span>', gate=gate,
                                cls="status-failed" if failed else "status-skipped") if gate else "", r["note"]])
             classes.append("bad" if failed else "")
-        defs = html('<p class="note">Step times are the slowest rank\'s, measured steps only. <em>median B/A</em> is '
-                "the ratio of the median step times; <em>mean B/A</em> the ratio of the mean step times, the "
-                "inverse of the throughput ratio, with its 95 % Student t interval over launches (Welch's t on "
-                "the log scale; see docs/statistics.md). The verdict is <em>slower</em> or <em>faster</em> when that "
-                "interval excludes 1. Where a side ran a single launch there is no interval and no call: "
+        defs = html('<p class="note">Step times are the slowest rank\'s, measured steps only. <em>B against A</em> '
+                "says how many times as fast the faster side is, by the mean step time (the inverse of the "
+                "throughput), with its 95 % Student t interval over launches (Welch's t on the log scale; see "
+                "docs/statistics.md); compare.csv holds B's speedup (<code>speedup</code>: A's mean step over B's, "
+                "below 1 where B is slower) and the ratios B/A of the mean and median steps. The verdict is "
+                "<em>slower</em> or <em>faster</em> when that interval excludes 1. Where a side ran a single launch "
+                "there is no interval and no call: "
                 "<em>cannot tell</em>, with the launches a side that would detect a 5 % slowdown (steps of one "
                 "launch are not independent samples of the next, and never stand in for launches). Identical "
                 "reruns came out significant 2 to 6 times in 100 at every launch count measured, but 2 launches a side "
@@ -118,13 +121,16 @@ def html_page(table: pd.DataFrame, results: pd.DataFrame, gates: Sequence[Gate],
         defs += html('<p class="note"><em>detectable at {{ power }}</em>: the smallest slowdown of the mean step that '
                  "comparisons with as many launches a side as these, scattering as these do, would call "
                  "<em>slower</em> {{ power }} of the time, the t test's power at the launches' spread (compare.csv's "
-                 "<code>mde_false_alarm</code>: how often the same rule calls identical launches slower). A side with "
-                 "one launch has no spread: no figure. A gate's own figure is in its line above and in compare.csv "
-                 "(<code>gate_mde</code>).</p>", power=f"{100 * POWER:.0f} %")
+                 "<code>mde_false_alarm</code>: how often the same rule calls identical launches slower). Past "
+                 "{{ limit }} (B taking twice A's time) the figure says nothing about the job, only that the launches "
+                 "see nothing a call asks about: it is replaced by how many launches a side would detect "
+                 "{{ effect }}. A side with one launch has no spread: no figure. A gate's own figure is in its line "
+                 "above and in compare.csv (<code>gate_mde</code>).</p>", power=f"{100 * POWER:.0f} %",
+                 limit=f"+{USEFUL_MDE_PCT:g} %", effect=f"{DEFAULT_EFFECT_PCT:g} %")
         if costed:
             defs += html('<p class="note"><em>cost per sample B/A</em>: each side at the price its folder stored, '
                          "over the same interval as the mean step&rsquo;s (docs/cost-and-energy.md).</p>")
-        numeric = {1, 2, 3, 4, 5, 7} if not costed else {1, 2, 3, 4, 5, 6, 8}
+        numeric = {1, 2} if not costed else {1, 2, 4}
         sections.append(Section("Jobs", html_table(header, cells, classes, numeric) + defs))
     if plot is not None:
         sections.append(Section("Ratios", Markup('<p class="what">Mean step time of B divided by A\'s, per job, '

@@ -44,9 +44,10 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ddpbench.analysis.core import power, stats
+from ddpbench.analysis.core.speedup import as_fast, from_time_ratio, times
 from ddpbench.analysis.core.machine import (MACHINE_BUSY, MACHINE_DIFFERED, MachineDifference, busy_launches,
                                            recorded_cpus)
-from ddpbench.analysis.core.thresholds import CONTENDED_CORES
+from ddpbench.analysis.core.thresholds import CONTENDED_CORES, DEFAULT_EFFECT_PCT, POWER
 from ddpbench.analysis.core.jobs import SPEC_COLUMNS, describe, label_fields, ordered
 from ddpbench.analysis.core.values import known
 from ddpbench.analysis.folder import load_given
@@ -54,9 +55,9 @@ from ddpbench.analysis.summary.table import bounded_steps, launch_times
 
 # the gates live in ddpbench.analysis.history.gates; their names stay importable from here
 from ddpbench.analysis.history.gates import (FAIL, GATE_COLUMNS, GATE_HELP, GATE_STATS,  # noqa: F401
-                                     INCONCLUSIVE, PASS, Gate, blind_limit, gate_column, gate_failures,
+                                     INCONCLUSIVE, PASS, Gate, blind_limit, detectable, gate_column, gate_failures,
                                      gate_interval, gate_mde_column, gate_results, gate_test, gate_text,
-                                     parse_gate)
+                                     mde_limit, parse_gate)
 #: environment fields whose difference makes two folders' timings hard to compare: (label, column)
 ENV_FIELDS = (("CPU model", "cpu_model"), ("usable cores", "cores_usable"), ("torch", "torch_version"),
               ("CUDA", "torch_cuda"), ("NCCL", "nccl_version"), ("python", "python"), ("hostname", "hostname"),
@@ -151,12 +152,16 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
 
     ``match`` is "both", "only in A" or "only in B"; ``compared`` is True for jobs ok on both
     sides. For those: medians and means (ms), ``median_ratio`` and ``mean_ratio`` (B / A),
-    ``mean_ratio_low``/``_high`` (95 % t interval over launches), ``throughput_change_pct`` (B's
-    throughput against A's), ``significant``, ``p_value``, ``method`` and ``verdict`` (slower,
-    faster, not significant, or "cannot tell" when a side has one launch: no call is made), ``mde_pct`` (the smallest
-    slowdown of the mean step that launches like these would call "slower" 90 % of the time,
+    ``mean_ratio_low``/``_high`` (95 % t interval over launches), ``speedup`` with ``speedup_low``/``_high``
+    (B's over A's: A's mean step over B's, the same interval inverted; below 1, B is slower), ``change`` (the
+    comparison in words, from the faster side: :func:`change_words`), ``throughput_change_pct`` (B's
+    throughput against A's, for the CSV's readers), ``significant``, ``p_value``, ``method`` and ``verdict``
+    (slower, faster, not significant, or "cannot tell" when a side has one launch: no call is made), ``mde_pct``
+    (the smallest slowdown of the mean step that launches like these would call "slower" 90 % of the time,
     :func:`ddpbench.analysis.core.power.minimum_detectable`; NaN with one launch on a side) with
-    ``mde_false_alarm`` (how often that rule calls identical launches slower). Jobs not compared carry
+    ``mde_false_alarm`` (how often that rule calls identical launches slower) and ``detectable`` (that figure
+    as said, :func:`~ddpbench.analysis.history.gates.detectable`: past a doubling, the launches a side that
+    would detect 5 %). Jobs not compared carry
     ``verdict`` "not compared" and a ``note`` saying why. The spec columns ride along (B's where
     B has the job), and ``steps_a``/``steps_b``: each side's step times, one list per launch.
     Each side's ``cost_per_sample`` (at its stored price) and ``energy_j_per_sample``, and B / A of
@@ -192,8 +197,9 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
             row[f"noisy_{side}"] = bool(r["noisy"]) if r is not None and "noisy" in r else False
         row["compared"] = row["match"] == "both" and row["status_a"] == "ok" and row["status_b"] == "ok"
         row.update(median_ratio=math.nan, mean_ratio=math.nan, mean_ratio_low=math.nan, mean_ratio_high=math.nan,
+                   speedup=math.nan, speedup_low=math.nan, speedup_high=math.nan, change="",
                    throughput_change_pct=math.nan, p_value=math.nan, significant=None, method="",
-                   mde_pct=math.nan, mde_false_alarm=math.nan,
+                   mde_pct=math.nan, mde_false_alarm=math.nan, detectable="",
                    verdict=NOT_COMPARED, note=_note(row), steps_a=[], steps_b=[])
         if row["compared"]:
             row.update(_compare_job(key, ra, rb, steps_a, steps_b, spread))
@@ -270,8 +276,13 @@ def _compare_job(key: str, ra, rb, steps_a, steps_b, spread_pct: float = math.na
     else:
         verdict = SAME
     mde = power.minimum_detectable(la, lb)
+    speedup, low, high = from_time_ratio(mean_ratio, test["mean_ratio_low"], test["mean_ratio_high"])
     return {**test, "median_ratio": median_ratio, "mean_ratio": mean_ratio, "mde_pct": mde["mde"],
             "mde_false_alarm": mde["false_alarm"],
+            "detectable": detectable(mde["mde"], "%", mde["spread"], DEFAULT_EFFECT_PCT) if len(la) > 1 < len(lb)
+            else "- (1 launch)",
+            "speedup": speedup, "speedup_low": low, "speedup_high": high,
+            "change": change_words(mean_ratio, test["mean_ratio_low"], test["mean_ratio_high"]),
             "throughput_change_pct": 100.0 * (mean_a / mean_b - 1.0) if mean_b else math.nan, "verdict": verdict,
             "steps_a": sa, "steps_b": sb}
 
@@ -313,9 +324,10 @@ def environment_differences(sweeps_a: pd.DataFrame, sweeps_b: pd.DataFrame) -> l
 # ---------------------------------------------------------------------------------------------
 
 CSV_COLUMNS = ("key", "job", "match", "status_a", "status_b", "median_ms_a", "median_ms_b", "median_ratio",
-               "mean_ms_a", "mean_ms_b", "mean_ratio", "mean_ratio_low", "mean_ratio_high",
-               "throughput_change_pct", "launches_a", "launches_b", "method", "p_value", "significant",
-               "verdict", "mde_pct", "mde_false_alarm", "gate", "gate_mde", "note")
+               "mean_ms_a", "mean_ms_b", "mean_ratio", "mean_ratio_low", "mean_ratio_high", "speedup",
+               "speedup_low", "speedup_high", "change", "throughput_change_pct", "launches_a", "launches_b",
+               "method", "p_value", "significant", "verdict", "mde_pct", "mde_false_alarm", "mde_needs", "gate",
+               "gate_mde", "note")
 
 
 def csv_table(table: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
@@ -323,9 +335,13 @@ def csv_table(table: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
 
     ``gate`` lists the job's failed and inconclusive gates (:func:`gate_column`); ``gate_mde`` each
     gate's minimum detectable slowdown at 90 % ("median:5%: +9.1 %";
-    :func:`ddpbench.analysis.core.power.minimum_detectable`).
+    :func:`ddpbench.analysis.core.power.minimum_detectable`), as :func:`~ddpbench.analysis.history.gates.detectable`
+    says it; ``mde_needs`` the words that replace ``mde_pct`` past a doubling ("needs 24 launches a side to
+    detect +5.0 %"), empty where the figure holds.
     """
-    out = table.assign(gate=gate_column(table, results), gate_mde=gate_mde_column(table, results))
+    needs = table["detectable"].where(table["detectable"].astype(str).str.startswith("needs"), "") \
+        if "detectable" in table else ""
+    out = table.assign(gate=gate_column(table, results), gate_mde=gate_mde_column(table, results), mde_needs=needs)
     return out[[*CSV_COLUMNS, *(c for c in SPEC_COLUMNS if c in out.columns)]]
 
 
@@ -343,3 +359,50 @@ def ratio_text(r) -> str:
     if math.isfinite(float(r["mean_ratio_low"])):
         text += f" [{_fmt(r['mean_ratio_low'], '.3f')}, {_fmt(r['mean_ratio_high'], '.3f')}]"
     return text
+
+
+def speedup_text(r) -> str:
+    """B's speedup over A with its interval, for a column of them: ``0.833x (0.820x to 0.847x)``; the
+    speedup alone without an interval; ``-`` where there is none."""
+    text = times(r["speedup"])
+    low, high = r.get("speedup_low", math.nan), r.get("speedup_high", math.nan)
+    return f"{text} ({times(low)} to {times(high)})" if known(low, high) and low > 0 else text
+
+
+def detectable_cell(r) -> str:
+    """A row's ``detectable`` for a narrow column: the figure, or where words replace it (past
+    :data:`~ddpbench.analysis.core.thresholds.USEFUL_MDE_PCT`) that bound, "past +100 %": the words
+    go under the table (:func:`detectable_notes`)."""
+    words = r["detectable"]
+    return words if not words.startswith("needs") else f"past {power.mde_amount(mde_limit('%'), '%')}"
+
+
+def detectable_notes(table: pd.DataFrame) -> list[str]:
+    """One line per compared job whose ``detectable`` is words, not a figure: "mlp-xs ws=2: its launches
+    catch even +100.0 % less than 90 % of the time; needs 24 launches a side to detect +5.0 %"."""
+    if not len(table) or "detectable" not in table:
+        return []
+    words = table[table["detectable"].astype(str).str.startswith("needs")]
+    return [f"{r['job']}: its launches catch even {detectable_cell(r)[5:]} less than {100 * POWER:.0f} % of the "
+            f"time; {r['detectable']}" for _, r in words.iterrows()]
+
+
+def change_words(ratio: float, low: float = math.nan, high: float = math.nan, this: str = "B",
+                 other: str = "A") -> str:
+    """Two settings compared in the shared form (:mod:`ddpbench.analysis.core.speedup`), from the faster
+    side by the point estimate: ``A 1.20x as fast as B (95 % CI 1.18x to 1.22x)`` where B took 1.2 times
+    A's time, ``B 1.25x as fast as A (...)`` where it took 0.8 times; "" without a ratio.
+
+    Parameters
+    ----------
+    ratio, low, high
+        ``this`` one's time over ``other``'s and its 95 % interval (NaN: no interval is written).
+    this, other
+        The two settings' names.
+    """
+    if not (known(ratio) and ratio > 0):
+        return ""
+    if ratio > 1:  # the other is the faster: its speedup is this one's time over its own
+        return f"{other} {as_fast(ratio, this, low, high)}"
+    speedup, speedup_low, speedup_high = from_time_ratio(ratio, low, high)
+    return f"{this} {as_fast(speedup, other, speedup_low, speedup_high)}"

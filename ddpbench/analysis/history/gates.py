@@ -111,6 +111,50 @@ def gate_interval(gate: Gate, steps_a: Sequence[Sequence[float]], steps_b: Seque
 FAIL, INCONCLUSIVE, PASS = "fail", "inconclusive", "pass"
 
 
+def mde_limit(unit: str, a_ms: float = math.nan) -> float:
+    """:data:`~ddpbench.analysis.core.thresholds.USEFUL_MDE_PCT` in ``unit``: that % itself, or that share
+    of A's step ``a_ms`` in ms (NaN where it is unknown: no limit)."""
+    return thresholds.USEFUL_MDE_PCT if unit == "%" else thresholds.USEFUL_MDE_PCT / 100 * float(a_ms)
+
+
+def detectable(mde: float, unit: str, spread: float, effect: float, threshold: float = 0.0,
+               a_ms: float = math.nan) -> str:
+    """A minimum detectable slowdown as said: ``+9.1 %`` (``+0.52 ms``); past
+    :data:`~ddpbench.analysis.core.thresholds.USEFUL_MDE_PCT` of A's step, the launches a side that would
+    detect ``effect`` instead (:func:`ddpbench.analysis.core.power.launches_for`): "needs 24 launches a side
+    to detect +5.0 %"; ``-`` where it is unknown.
+
+    Parameters
+    ----------
+    mde
+        The minimum detectable slowdown (:func:`ddpbench.analysis.core.power.minimum_detectable`), in ``unit``.
+    unit
+        "%" (of A's step) or "ms".
+    spread
+        The launch-to-launch spread it was computed at, in ``unit`` (the ``spread`` of that function's dict).
+    effect
+        The slowdown the words offer to detect, in ``unit``: what the call or the gate asks about
+        (:data:`~ddpbench.analysis.core.thresholds.DEFAULT_EFFECT_PCT` for the verdict, :func:`blind_limit`
+        for a gate).
+    threshold
+        The gate's threshold, in ``unit`` (0: the "slower" verdict).
+    a_ms
+        A's step (ms): what the limit is a share of for a ms figure (NaN: no limit for it).
+    """
+    if not math.isfinite(mde):
+        return "-"
+    limit = mde_limit(unit, a_ms)
+    if not mde > limit:
+        return power.mde_amount(mde, unit)
+    need = power.launches_for(spread, effect, threshold, unit)
+    amount = power.mde_amount(effect, unit)
+    if need is None:
+        return f"past {power.mde_amount(limit, unit)}"
+    if need > power.MAX_LAUNCHES:
+        return f"needs more than {power.MAX_LAUNCHES} launches a side to detect {amount}"
+    return f"needs {need} launches a side to detect {amount}"
+
+
 def gate_test(gate: Gate, row, spread: float = math.nan) -> dict:
     """How ``row`` (a compared job of :func:`compare_tables`) fares against ``gate``.
 
@@ -146,7 +190,7 @@ def gate_test(gate: Gate, row, spread: float = math.nan) -> dict:
 
 
 GATE_COLUMNS = ["key", "job", "gate", "stat", "outcome", "a_ms", "b_ms", "excess", "excess_low", "excess_high", "unit",
-                "basis", "mde", "mde_false_alarm"]
+                "basis", "mde", "mde_false_alarm", "detectable"]
 
 
 def blind_limit(gate: Gate, a_ms: float) -> float:
@@ -180,14 +224,16 @@ def gate_results(table: pd.DataFrame, gates: Sequence[Gate]) -> pd.DataFrame:
                                                power.launch_values(r["steps_b"], gate.stat), gate.amount, gate.unit)
                 test = gate_test(gate, r, spreads[(gate.stat, gate.unit)])
                 limit = blind_limit(gate, test["a_ms"])
+                said = detectable(mde["mde"], gate.unit, mde["spread"], limit, gate.amount, test["a_ms"])
                 if test["outcome"] == PASS and mde["mde"] > limit:
                     need = power.launches_for(mde["spread"], limit, gate.amount, gate.unit)
                     more = (f"{need} launches a side would detect {power.mde_amount(limit, gate.unit)}"
                             if need is not None and need <= power.MAX_LAUNCHES else "more repeats or steps narrow it")
+                    seen = (f"only from {said}" if said.startswith("+") else
+                            f"only past {power.mde_amount(mde_limit(gate.unit, test['a_ms']), gate.unit)}")
                     test = {**test, "outcome": INCONCLUSIVE, "basis": (
                         f"{test['basis']}; blind: these launches detect a slowdown "
-                        f"{100 * thresholds.POWER:.0f} % of the time only from "
-                        f"{power.mde_amount(mde['mde'], gate.unit)}, "
+                        f"{100 * thresholds.POWER:.0f} % of the time {seen}, "
                         f"beyond {thresholds.BLIND_FACTOR:g}x the {gate.amount:g}"
                         f"{' %' if gate.unit == '%' else ' ms'} threshold ({more})")}
                 if test["outcome"] == FAIL and r.get("verdict") == MACHINE_DIFFERED:
@@ -198,7 +244,7 @@ def gate_results(table: pd.DataFrame, gates: Sequence[Gate]) -> pd.DataFrame:
                             "basis": f"{test['basis']}; but the machine was busy during some of its launches, "
                                      "which can explain it as well"}
                 rows.append({"key": r["key"], "job": r["job"], **test, "mde": mde["mde"],
-                             "mde_false_alarm": mde["false_alarm"]})
+                             "mde_false_alarm": mde["false_alarm"], "detectable": said})
     return pd.DataFrame(rows, columns=GATE_COLUMNS)
 
 
@@ -226,7 +272,7 @@ def gate_mde_column(table: pd.DataFrame, results: pd.DataFrame) -> pd.Series:
         return pd.Series(dtype=str)
     if not len(results):
         return pd.Series("", index=table.index)
-    text = results.apply(lambda g: f"{g['gate']}: {power.mde_amount(g['mde'], g['unit'])}", axis=1)
+    text = results.apply(lambda g: f"{g['gate']}: {g['detectable']}", axis=1)
     return table["key"].map(text.groupby(results["key"]).agg("; ".join)).fillna("")
 
 
@@ -234,7 +280,8 @@ def gate_text(g) -> str:
     """One line per gate result: the job, the gate and outcome, A -> B, by how much, and on what basis."""
     amount = f"{g['excess']:+.1f} %" if g["unit"] == "%" else f"{g['excess']:+.2f} ms"
     mde = g.get("mde", math.nan) if hasattr(g, "get") else math.nan
-    detectable = (f"; detectable at {100 * thresholds.POWER:.0f} %: {power.mde_amount(mde, g['unit'])}"
-                  if not math.isnan(mde) else "")
+    said = g.get("detectable") if hasattr(g, "get") else None
+    said = said if isinstance(said, str) and said else power.mde_amount(mde, g["unit"])
+    detectable = f"; detectable at {100 * thresholds.POWER:.0f} %: {said}" if not math.isnan(mde) else ""
     return (f"{g['job']} [{g['key']}]: {g['gate']} {g['outcome']}, {g['stat']} step {g['a_ms']:.3f} -> "
             f"{g['b_ms']:.3f} ms ({amount}; {g['basis']}{detectable})")

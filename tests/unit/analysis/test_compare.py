@@ -196,3 +196,40 @@ def test_mde_needs_two_launches_a_side():
     # no spread at all: the interval is the point, the threshold alone decides
     flat = power.minimum_detectable([10.0, 10.0], [10.0, 10.0], 5.0)
     assert flat["mde"] == 5.0 and flat["false_alarm"] == 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# the words: a speedup from the faster side, and a detectable slowdown past a doubling (issue 82)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ratio, low, high, said", [
+    (1.2, 1.1, 1.3, "A 1.20x as fast as B (95 % CI 1.10x to 1.30x)"),  # B took 1.2 times A's time
+    (0.8, 0.5, 1.25, "B 1.25x as fast as A (95 % CI 0.800x to 2.00x)"),  # the interval inverted, ends swapped
+    (1.0, 0.9, 1.1, "B 1.00x as fast as A (95 % CI 0.909x to 1.11x)"),
+    (1.5, float("nan"), float("nan"), "A 1.50x as fast as B"),
+    (float("nan"), 0.9, 1.1, ""),
+])
+def test_a_change_is_a_speedup_from_the_faster_side(ratio, low, high, said):
+    assert compare.change_words(ratio, low, high) == said
+
+
+@pytest.mark.parametrize("spread, n, effect, threshold", [(0.5, 3, 5.0, 0.0), (10.0, 2, 5.0, 0.0), (10.0, 2, 10.0, 5.0),
+                                                          (40.0, 2, 5.0, 0.0)])
+def test_a_detectable_slowdown_is_a_figure_up_to_a_doubling_and_words_past_it(spread, n, effect, threshold):
+    from ddpbench.analysis.history.gates import detectable
+
+    mde = power.detectable_slowdown(spread, n, n, threshold)["mde"]
+    said = detectable(mde, "%", spread, effect, threshold)
+    need = power.launches_for(spread, effect, threshold)
+    if mde <= 100:
+        assert said == f"+{mde:.1f} %"
+    elif need <= power.MAX_LAUNCHES:
+        assert said == f"needs {need} launches a side to detect +{effect:.1f} %"
+        assert power.detectable_slowdown(spread, need, need, threshold)["mde"] <= effect
+    else:
+        assert said == f"needs more than {power.MAX_LAUNCHES} launches a side to detect +{effect:.1f} %"
+    # a ms figure is held to a doubling of A's step
+    assert detectable(12.0, "ms", 1.0, 2.0, a_ms=10.0).startswith("needs")
+    assert detectable(9.0, "ms", 1.0, 2.0, a_ms=10.0) == "+9.00 ms"
+    assert detectable(float("nan"), "%", 1.0, 5.0) == "-"
