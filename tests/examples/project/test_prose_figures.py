@@ -948,8 +948,9 @@ QUOTES: list[tuple[str, str]] = [
     # quick-cpu
     (EXAMPLES, "a small transformer ({quick[tensors]} tensors, {quick[grad_mb]} MB of gradients)"),
     (EXAMPLES, "One rank runs a {quick[one_ms]} ms mean step; two ranks on the two cores {quick[two_lo]} to "
-               "{quick[two_hi]} ms, so it scales poorly to moderately: {quick[speedup]}x the throughput of one rank "
-               "at the best cap, {quick[efficiency]} % parallel efficiency. Of the two ranks' {quick[cap1_ms]} ms step "
+               "{quick[two_hi]} ms: {quick[speedup]}x the throughput of one rank at the best cap, {quick[efficiency]} % "
+               "parallel efficiency, and whether it runs faster than one rank at all its 3 launches cannot tell (the "
+               "report gives the interval). Of the two ranks' {quick[cap1_ms]} ms step "
                "(1 MB buckets), {quick[cap1_exposed]} ms is exposed communication and {quick[cap1_nosync]} ms compute "
                "under `no_sync()`, against {quick[one_ms]} ms for one rank alone: of the {quick[cap1_lost]} ms the "
                "step lost to the second rank, exposed communication is the cause the verdict names, and the other "
