@@ -10,11 +10,11 @@ import math
 
 from rich.markup import escape
 
-from ddpbench.analysis.core import COLUMNS, EFFICIENCY, EXPOSED_COMM_MS, POWER, SAMPLES_PER_S, SPEEDUP, STEP_MS
+from ddpbench.analysis.core import COLUMNS, EFFICIENCY, POWER, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.core import model_name
 from ddpbench.analysis.history import FASTER, SLOWER, detectable_cell, speedup_text
 from ddpbench.cli.console import num
-from ddpbench.report.budget import ONE_RANK, WITHIN_NOISE, exposed_of
+from ddpbench.report.budget import comm_cell
 from ddpbench.report.tables import Col, shown
 from ddpbench.results.sanitize import printable
 
@@ -38,45 +38,10 @@ def _strategy(r, sweep) -> str:
     return r["strategy"] + (f"+{r['comm_hook']}" if r.get("comm_hook", "none") != "none" else "")
 
 
-#: the comm column of a job of one rank: nothing is communicated (:data:`~ddpbench.report.budget.ONE_RANK`)
-NONE = "none"
-#: the comm column where the exposed communication is not measurable (its interval reaches 0 or lies below it, or
-#: a negative point of one launch): no time is quoted, never a negative one
-NOT_MEASURABLE = "n/m"
-#: each mark of the comm column, and what it means: the summary table's title explains those it shows
-COMM_MARKS = {NONE: "one rank, nothing communicated", NOT_MEASURABLE: "not measurable (its 95 % interval reaches 0)",
-              WITHIN_NOISE: "one launch, no interval"}
-
-
 def _comm(r, sweep) -> str:
-    """Communication a step waits for: explicit (after backward) plus what DDP's overlap left exposed
-    (:func:`~ddpbench.report.budget.exposed_of`): :data:`NONE` at world size 1, :data:`NOT_MEASURABLE` where
-    the exposed part is not measurable and nothing is explicit, and marked :data:`WITHIN_NOISE` where it has no
-    interval (one launch)."""
+    """Communication a step waits for: explicit (after backward) plus what DDP's overlap left exposed, where
+    that may be quoted (:func:`~ddpbench.report.budget.comm_cell`: none at one rank, n/m where not measurable)."""
     return comm_cell(r)[0]
-
-
-def comm_cell(r) -> tuple[str, str]:
-    """The comm column's cell of ``r`` and its mark (a key of :data:`COMM_MARKS`, or "")."""
-    exposed, after = exposed_of(r), r["comm_ms"]
-    if r["status"] == "ok" and exposed.words == ONE_RANK:
-        return NONE, NONE
-    explicit = after == after and after > 0
-    # neither seen (a framework's own loop without a no_sync() baseline): unknown, not nothing
-    if r["status"] != "ok" or (r[EXPOSED_COMM_MS] != r[EXPOSED_COMM_MS] and after != after):
-        return num(math.nan, ".2f"), ""
-    if exposed.words and not explicit:
-        return NOT_MEASURABLE, NOT_MEASURABLE
-    comm = (exposed.value if exposed.value == exposed.value else 0.0) + (after if after == after else 0.0)
-    unsure = exposed.value == exposed.value and not exposed.has_interval
-    return num(comm, ".2f") + (WITHIN_NOISE if unsure else ""), WITHIN_NOISE if unsure else ""
-
-
-def comm_marks(table) -> str:
-    """The comm column's marks that ``table``'s rows show, each with its meaning: ``comm none: one rank, ...``;
-    "" where it shows none."""
-    shown = {comm_cell(r)[1] for _, r in table.iterrows()}
-    return "; ".join(f"comm {mark}: {meaning}" for mark, meaning in COMM_MARKS.items() if mark in shown)
 
 
 def _flags(r, sweep) -> str:

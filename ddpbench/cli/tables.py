@@ -74,7 +74,8 @@ def print_jobs(experiment, machine) -> None:
 def print_summary(table, wide: bool = False) -> None:
     """The sweep's summary, a row a job: within :data:`~ddpbench.cli.console.NARROW` columns, or with
     ``wide`` every column (the IQR, traffic and equivalence figures besides)."""
-    from ddpbench.cli.columns import SUMMARY, Sweep, comm_marks
+    from ddpbench.cli.columns import SUMMARY, Sweep
+    from ddpbench.report.budget import comm_marks
 
     if table.empty:
         return
@@ -172,7 +173,7 @@ def print_validation() -> int:
     from rich.table import Table
 
     from ddpbench.analysis.models import COSTS as costs
-    from ddpbench.analysis.models import EFFICIENCY, held_out, score, validated
+    from ddpbench.analysis.models import EFFICIENCY, costs_words, held_out, score, validated
 
     found = validated()
 
@@ -221,9 +222,6 @@ def print_validation() -> int:
     if buckets.rows:
         console.print(f"leave-one-source-out error, 1 MB vs 25 MB buckets: mean {buckets.mean_pp:.1f} pp, largest "
                       f"{buckets.max_pp:.1f} pp over {buckets.rows} rows", highlight=False)
-    console.print(f"shipped constants, fitted to all {whole.sources} sources: ranks' step spread "
-                  f"{costs.rank_spread:.1%}, collectives at half rate at {costs.half_rate_mb:.3g} MB, "
-                  f"{costs.allreduce_us:.3g} us per collective, links at {costs.link_share:.0%} of their rate, "
-                  f"TCP at {costs.tcp_share:.0%}",
-                  highlight=False)
+    console.print(f"shipped constants, fitted to all {whole.sources} sources: "  # a figure the folds do not resolve: words
+                  + costs_words(costs, {}).removeprefix("costs of running distributed: "), highlight=False)
     return 0

@@ -230,6 +230,43 @@ def exposed_of(row) -> Exposed:
     return Exposed(value) if value >= 0 else Exposed(math.nan, not_measurable(noise_floor_ms(row)))
 
 
+#: the console's comm column of a job of one rank: nothing is communicated (:data:`ONE_RANK`)
+NONE = "none"
+#: the console's comm column where the exposed communication is not measurable (its interval reaches 0 or lies below
+#: it, or a negative point of one launch): no time is quoted, never a negative one
+NOT_MEASURABLE = "n/m"
+#: each mark of the console's comm column, and what it means: the summary table's title explains those it shows
+COMM_MARKS = {NONE: "one rank, nothing communicated", NOT_MEASURABLE: "not measurable (its 95 % interval reaches 0)",
+              WITHIN_NOISE: "one launch, no interval"}
+
+
+def comm_cell(row) -> tuple[str, str]:
+    """The console's comm column of ``row`` and its mark (a key of :data:`COMM_MARKS`, or ""): communication a
+    step waits for, explicit (``comm_ms``, after backward) plus the exposed part where it may be quoted
+    (:func:`exposed_of`): :data:`NONE` at world size 1, :data:`NOT_MEASURABLE` where the exposed part is not
+    measurable and nothing is explicit, marked :data:`WITHIN_NOISE` where it has no interval (one launch); "-"
+    where neither was seen or the job did not finish."""
+    exposed, after = exposed_of(row), number(row.get("comm_ms"))
+    if row.get("status") == "ok" and exposed.words == ONE_RANK:
+        return NONE, NONE
+    # neither seen (a framework's own loop without a no_sync() baseline): unknown, not nothing
+    if row.get("status") != "ok" or not (math.isfinite(number(row.get(EXPOSED_COMM_MS))) or math.isfinite(after)):
+        return "-", ""
+    explicit = after if math.isfinite(after) else 0.0
+    if exposed.words and not explicit > 0:
+        return NOT_MEASURABLE, NOT_MEASURABLE
+    unsure = math.isfinite(exposed.value) and not exposed.has_interval
+    comm = (exposed.value if math.isfinite(exposed.value) else 0.0) + explicit
+    return format(comm, ".2f") + (WITHIN_NOISE if unsure else ""), WITHIN_NOISE if unsure else ""
+
+
+def comm_marks(table) -> str:
+    """The marks of the console's comm column that ``table``'s rows show, each with its meaning (``comm none: one
+    rank, nothing communicated``, ...); "" where it shows none."""
+    shown = {comm_cell(row)[1] for _, row in table.iterrows()}
+    return "; ".join(f"comm {mark}: {meaning}" for mark, meaning in COMM_MARKS.items() if mark in shown)
+
+
 def comm_not_measurable(line: Line) -> bool:
     """Whether ``line`` is the budget's exposed communication line and may not be quoted as a time: its interval
     includes 0, or its point is negative (a job's exposed communication less its baseline's noise)."""
