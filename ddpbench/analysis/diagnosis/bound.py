@@ -4,9 +4,9 @@ A DDP job is *compute-bound* only where the upper end of its exposed communicati
 interval over launches (:mod:`ddpbench.analysis.summary.exposed`) is below :data:`COMPUTE_BOUND_SHARE`
 of the step, *communication-bound* only where the lower end is at or above
 :data:`COMM_BOUND_SHARE`, and *between the two* only where the whole interval lies between them.
-An exposed time whose interval includes 0, or that is below its noise floor (half its own
-interval's width; the step's, :func:`ddpbench.analysis.diagnosis.wording.noise_floor_ms`, where it has none),
-is "not measurable here" and never quoted
+An exposed time whose interval includes 0, or that is below its margin of error (half its own
+interval's width; the job's noise floor, :func:`ddpbench.analysis.diagnosis.wording.noise_floor_ms`, where it
+has none: :func:`~ddpbench.analysis.diagnosis.wording.resolution`), is "not measurable here" and never quoted
 as a time; an interval across a threshold, or none, is "cannot tell" with how many launches
 would tell (:func:`ddpbench.analysis.diagnosis.wording.cannot_tell`).
 """
@@ -25,7 +25,8 @@ from ddpbench.analysis.core.values import known, pct
 from ddpbench.analysis.diagnosis.findings import Finding, blame, blames
 from ddpbench.analysis.core.jobs import config_name, describe, hook_text, label_fields, largest_fair, ok_jobs, per_row
 from ddpbench.analysis.summary.table import launch_times
-from ddpbench.analysis.diagnosis.wording import cannot_tell, measurable, noise_floor_ms, not_measurable, spread_pct
+from ddpbench.analysis.diagnosis.wording import (NOISE_FLOOR, cannot_tell, measurable, noise_floor_ms, not_measurable,
+                                                 resolution, spread_pct)
 
 WHICH = " whether it is compute- or communication-bound"
 
@@ -47,12 +48,14 @@ def _judge(summary, row, config: str, link) -> Finding:
     n, spread = len(launch_times(row)), spread_pct(launch_times(row))
     # the exposed time's own resolution: its interval is over per-launch (step - no_sync step)
     # differences, which cancel what a launch's placement adds to both; the step's interval keeps it
-    floor = (high - low) / 2 if known(low, high) else noise_floor_ms(row)
+    floor, name = resolution(row, low, high)
     where = f"DDP{hook_text(row)} with {config} at world size {int(row['world_size'])}"
     bounds, trace = "95 % CI", ""
     traced, note = trusted_exposed(row)
     if note:  # the trace times the collectives themselves; it is known as well as the step is: +- the noise floor
         exposed = float(traced[EXPOSED_COMM_MS])
+        if known(noise_floor_ms(row)):
+            floor, name = noise_floor_ms(row), NOISE_FLOOR
         low, high = exposed - floor, exposed + floor
         bounds, trace = "give or take the step's noise floor:", note
     if not known(low, high):
@@ -62,7 +65,7 @@ def _judge(summary, row, config: str, link) -> Finding:
     lo, hi = low / step, high / step
     if not measurable(exposed, low, high, floor):
         # never a verdict from a time the launches did not resolve, and never a negative time quoted
-        text = (f"{where}: exposed communication is {not_measurable(floor)}, so no compute- or "
+        text = (f"{where}: exposed communication is {not_measurable(floor, name)}, so no compute- or "
                 "communication-bound verdict")
         if high <= 0:
             return Finding("bound", "info", f"{text}: its whole 95 % interval over launches lies at or below 0 ms (the "

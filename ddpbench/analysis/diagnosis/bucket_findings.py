@@ -2,7 +2,7 @@
 that do not fit the model.
 
 :func:`best_cap` judges bucket sizes by the buckets DDP actually made (caps that made the same layout
-are one setting, whose spread is the noise floor); :func:`fit` blames buckets far too small or too
+are one setting, whose spread is noise); :func:`fit` blames buckets far too small or too
 large for the model (the buckets cause, :func:`ddpbench.analysis.diagnosis.causes.buckets`), weighed by
 the sweep's own run of the proposed cap (:mod:`ddpbench.analysis.diagnosis.evidence`).
 """
@@ -30,7 +30,7 @@ from ddpbench.analysis.summary.table import launch_times
 
 def best_cap(summary) -> list[Finding]:
     """Bucket sizes judged by the buckets DDP actually made: caps that gave the same layout are one
-    setting (their spread is the noise floor of the measurements), and the best setting is compared
+    setting (their spread is noise between measurements), and the best setting is compared
     with the default 25 MB's (or the worst) only when the two made different buckets."""
     out = []
     ok = _ok(summary)
@@ -92,15 +92,16 @@ def best_cap(summary) -> list[Finding]:
 
 
 def _same_buckets(same: pd.DataFrame, where: str) -> Finding:
-    """Caps that gave DDP the same buckets: one setting, whose spread is a measured noise floor."""
+    """Caps that gave DDP the same buckets: one setting, whose spread is measured noise (never called the
+    noise floor: that is a job's, :func:`ddpbench.analysis.diagnosis.wording.noise_floor_ms`)."""
     layout = same.iloc[0]["bucket_layout"]
     sizes = ", ".join(f"{b / 1e6:.1f}" for b in list(layout)[:6]) + (", ..." if len(layout) > 6 else "")
     steps = same[STEP_MS].astype(float)
     spread = float(steps.max() / steps.min() - 1) if steps.min() > 0 else math.nan
     return Finding("bucket", "info", f"Bucket caps {caps_text(same['bucket_cap_mb'])} gave DDP with {where} the same "
                    f"{len(layout)} bucket(s) ([{sizes}] MB): one setting, measured {len(same)} times. Their mean "
-                   f"steps ({steps.min():.1f} to {steps.max():.1f} ms) differ by {pct(spread)}: the noise floor of "
-                   "these measurements, not an effect of the cap.")
+                   f"steps ({steps.min():.1f} to {steps.max():.1f} ms) differ by {pct(spread)}: the spread of "
+                   "measurements of one setting, not an effect of the cap.")
 
 
 def fit(summary, link=None) -> list[Finding]:

@@ -140,7 +140,8 @@ def _scaling(summary, given):
                 if wording.across_one_rank(low, high, size) and len(wording.bands_spanned(low, high)) < 3:
                     # how far its speedup is from 1x, relative: what the launches must resolve
                     what, gap = wording.WHETHER_FASTER, abs(1 - 1 / top[SPEEDUP]) if top[SPEEDUP] > 0 else math.nan
-                    why = f", an interval reaching below {pct(1 / size)}: fewer samples/s than one rank"
+                    why = (f", an interval reaching below {pct(1 / size)}, where it would run fewer samples/s than "
+                           "one rank")
                 else:
                     what, gap = " how it scales", wording.band_gap(top[EFFICIENCY])
                     why = "" if not known(low, high) else ", an interval across every band"

@@ -8,8 +8,9 @@ slowed by sharing 23.6 ms (50 %), exposed communication 23.4 ms (50 %), ..."). A
 before the budget existed has none of these columns: :func:`lines` reads them as NaN, and every
 caller falls back to what it did without a budget.
 
-A line is *measured* where its interval excludes 0 and its point is above the job's noise floor
-(:func:`ddpbench.analysis.diagnosis.wording.measurable`); a line within the noise is never quoted as a time.
+A line is *measured* where its interval excludes 0 and its point is above its own margin of error
+(:func:`ddpbench.analysis.diagnosis.wording.measurable`, :func:`~ddpbench.analysis.diagnosis.wording.resolution`);
+a line within the noise is never quoted as a time.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from ddpbench.analysis.core.budget_lines import (LOSS_LINES, RECOVERABLE, RESIDU
                                                  removed_by_device)
 from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.values import known, num
-from ddpbench.analysis.diagnosis.wording import (Brief, cannot_tell, launches, measurable, noise_floor_ms,
-                                                 not_measurable)
+from ddpbench.analysis.diagnosis.wording import (MARGIN, Brief, cannot_tell, launches, margin_ms, measurable,
+                                                 not_measurable, resolution)
 
 #: the budget's lines (:mod:`ddpbench.analysis.core.budget_lines`), in the budget's order, with their words
 NAMES = {x.name: x.label for x in LOSS_LINES}
@@ -67,9 +68,9 @@ def lines(row) -> list[Line]:
 
 
 def is_measured(row, x: Line) -> bool:
-    """A line the launches resolved: its interval excludes 0 and it is above the noise floor (its own
-    interval's half width, else the step's)."""
-    floor = (x.high - x.low) / 2 if known(x.low, x.high) else noise_floor_ms(row)
+    """A line the launches resolved: its interval excludes 0 and it is above its margin of error (its own
+    interval's half width; without one, the job's noise floor: it is then not measured)."""
+    floor, _ = resolution(row, x.low, x.high)
     return measurable(x.ms, x.low, x.high, floor)
 
 
@@ -109,8 +110,7 @@ def sentence(row) -> str:
     if is_measured(row, loss):
         head = f"of the {loss.ms:.1f} ms lost {where} ({_ci(loss.low, loss.high)})"
     else:  # a loss the launches did not resolve is never quoted as a time
-        floor = (loss.high - loss.low) / 2 if known(loss.low, loss.high) else noise_floor_ms(row)
-        head = f"the time lost {where} against one rank is {not_measurable(floor)}"
+        head = f"the time lost {where} against one rank is {not_measurable(*resolution(row, loss.low, loss.high))}"
     shown = measured_lines(row)[:NAMED_LINES]
     if not shown:  # each line judged by its own interval: no one floor to quote
         body = "no line of the budget is measurable beyond the noise"
@@ -142,7 +142,7 @@ def brief(row, label: str) -> Brief | None:
     if not known(loss.low, loss.high):
         return Brief(f"{loss.ms:.1f} ms lost {where}", "one launch: no interval", "repeats = 3 or more")
     if not is_measured(row, loss):
-        return Brief(f"the time lost {where} is not measurable", f"noise floor {(loss.high - loss.low) / 2:.1f} ms",
+        return Brief(f"the time lost {where} is not measurable", f"{MARGIN} {margin_ms(loss.low, loss.high):.1f} ms",
                      "more launches")
     shown = measured_lines(row)
     if not shown:

@@ -10,9 +10,11 @@ interval over launches, never from its point estimate alone:
   speeds up: a speedup interval (the efficiency's times the world size) wholly below 1x "slows
   down", and one that holds 1x "cannot tell whether it runs faster than one rank".
 * **Not measurable here.** A time whose interval includes 0, or whose point estimate is below
-  the *noise floor* -- half the width of the step time's own 95 % interval, the smallest change
-  in the step the launches can resolve -- is not a finding: it is shown as "not measurable here
-  (noise floor X ms)" and never quoted as a (negative) time.
+  its own *margin of error* (half the width of its own 95 % interval), is not a finding: it is
+  shown as "not measurable here (margin of error X ms)" and never quoted as a (negative) time. A
+  time with no interval of its own is judged against the job's *noise floor* -- half the width of
+  the mean step's 95 % interval, the smallest change in the step the launches can resolve, one
+  value a job -- and said as "(noise floor X ms)". The two names are never swapped.
 * **Cannot tell.** Where the launches cannot support a call, the sentence says so and how many
   launches would: ``cannot tell with N launches; M would detect X %``, M the fewest launches
   (of :data:`LAUNCH_STEPS`) whose minimum detectable difference
@@ -38,6 +40,8 @@ from ddpbench.analysis.summary.table import launch_times
 FIX_JOINER = "; or "
 #: the launch counts "M would detect" is chosen from
 LAUNCH_STEPS = (3, 5, 10, 20, 50)
+#: the name of a job's :func:`noise_floor_ms` (one value a job), and of a figure's own :func:`margin_ms`
+NOISE_FLOOR, MARGIN = "noise floor", "margin of error"
 #: the scaling words of a job whose whole speedup interval lies below 1x: fewer samples/s than one rank
 SLOWS_DOWN = "slows down"
 #: what a speedup interval that holds 1x cannot tell (:func:`across_one_rank`)
@@ -199,8 +203,25 @@ def measurable(point: float, low: float, high: float, floor: float) -> bool:
     return known(point, low, high) and low > 0 and (not known(floor) or point > floor)
 
 
-def not_measurable(floor: float) -> str:
-    return f"not measurable here (noise floor {floor:.1f} ms)" if known(floor) else "not measurable here"
+def margin_ms(low: float, high: float) -> float:
+    """A figure's *margin of error*: half the width of its own 95 % interval (ms), the smallest value of
+    that figure its launches resolve; NaN without an interval. Not the job's :func:`noise_floor_ms`: each
+    figure has its own, and the words never call it the noise floor."""
+    return (float(high) - float(low)) / 2 if known(low, high) else math.nan
+
+
+def resolution(row, low: float, high: float) -> tuple[float, str]:
+    """What a figure with the interval [low, high] is judged against, and its name: its own margin of error
+    (:func:`margin_ms`), or, without an interval, the job's noise floor (:func:`noise_floor_ms`)."""
+    if known(low, high):
+        return margin_ms(low, high), MARGIN
+    return noise_floor_ms(row), NOISE_FLOOR
+
+
+def not_measurable(floor: float, name: str | None = None) -> str:
+    """``not measurable here (noise floor X ms)``: ``floor`` the job's noise floor, or, ``name``
+    :data:`MARGIN`, the figure's own margin of error (:func:`resolution` gives both)."""
+    return f"not measurable here ({name or NOISE_FLOOR} {floor:.1f} ms)" if known(floor) else "not measurable here"
 
 
 def launches(row) -> int:

@@ -5,6 +5,7 @@ measured lines and their shares. Synthetic summary rows carry the budget's colum
 them; a row without them is read as having no budget."""
 
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -108,8 +109,8 @@ def test_nothing_is_blamed_when_every_line_is_within_the_noise():
                                      loss=(16.0, -2.0, 34.0))])
     assert [f for f in findings if f.cause] == []
     assert lines["top cause"].startswith("none")
-    assert lines["lost time"].endswith("the time lost at world size 2 against one rank is not measurable here (noise "
-                                       "floor 18.0 ms): no line of the budget is measurable beyond the noise; cannot "
+    assert lines["lost time"].endswith("the time lost at world size 2 against one rank is not measurable here (margin "
+                                       "of error 18.0 ms): no line of the budget is measurable beyond the noise; cannot "
                                        "tell from the noise: compute slowed by sharing 9.0 ms (95 % CI -2.0 to 20.0 ms), "
                                        "exposed communication 4.0 ms (95 % CI -1.0 to 9.0 ms); 4 other line(s) within the "
                                        "noise or smaller; residual 0.0 ms")
@@ -354,3 +355,25 @@ def test_a_large_line_the_launches_did_not_resolve_is_named_cannot_tell_with_its
             "the one waited for); cannot tell from the noise: compute slowed by sharing 10.9 ms (95 % CI -3.2 to 25.0 "
             "ms); 3 other line(s) within the noise or smaller") in text
     assert "10.9 ms (" not in text.split("cannot tell")[0]  # never quoted among the measured lines
+
+
+def test_one_name_one_number_a_jobs_noise_floor_and_each_figures_margin_of_error():
+    """The issue's case: "noise floor 17.5 ms" in the verdict (the loss's own half-width) and "noise floor
+    21.5 ms" in the diagnosis (the exposed time's) for one job. Each figure's own half-width is its margin of
+    error, said with its figure; "noise floor" names only the job's (the mean step's half-width), one value."""
+    row = _job(exposed=(4.0, -17.5, 25.5), loss=(16.0, -1.5, 33.5))  # margins 21.5 and 17.5; the step's 6.0
+    summary = pd.DataFrame([row])
+    findings = diagnose(summary)
+    (bound,) = [f.text for f in findings if f.kind == "bound"]
+    assert "exposed communication is not measurable here (margin of error 21.5 ms)" in bound
+    lines = dict(verdict.headline(findings, summary))
+    assert "the time lost at world size 2 against one rank is not measurable here (margin of error 17.5 ms)" in \
+        lines["lost time"]
+    (lost,) = [a for a in verdict.answers(findings, summary) if a.question == "lost time"]
+    assert lost.answer.endswith("is not measurable") and lost.sure == "margin of error 17.5 ms"
+    # every "noise floor" said of this job is the one value noise_floor_ms gives
+    said = " ".join([*(f.text for f in findings), *lines.values(), lost.sure])
+    assert wording.noise_floor_ms(row) == 6.0
+    assert {float(v) for v in re.findall(r"noise floor (\d+\.\d) ms", said)} <= {6.0}
+    # a figure without an interval of its own is judged against the job's noise floor, and says so
+    assert wording.not_measurable(*wording.resolution(row, NAN, NAN)) == "not measurable here (noise floor 6.0 ms)"

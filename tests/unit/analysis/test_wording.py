@@ -70,7 +70,8 @@ def test_a_speedup_interval_holding_1x_cannot_tell_whether_it_runs_faster():
     assert f.text == ("ddp with mlp-m (batch 32/rank): cannot tell whether it runs faster than one rank with 3 "
                       f"launches; even 50 would detect only {mde:.0f} %, not the 4 % needed (launch-to-launch spread "
                       "10.0 %); at world size 2 it runs 0.96x the throughput of one rank, 48 % parallel efficiency "
-                      "(95 % CI 38 % to 60 %), an interval reaching below 50 %: fewer samples/s than one rank.")
+                      "(95 % CI 38 % to 60 %), an interval reaching below 50 %, where it would run fewer samples/s than one "
+                      "rank.")
     assert f.brief.answer.startswith("cannot tell: 0.96x") and f.brief.settle == "> 50 launches"
 
 
@@ -143,7 +144,7 @@ def test_a_clearly_positive_exposed_interval_makes_the_call():
 def test_an_exposed_interval_including_zero_is_not_measurable_and_no_verdict():
     (text,) = _texts([_row(exposed_comm_ms=2.0, exposed_comm_share=0.02, exposed_comm_ms_low=-3.0,
                            exposed_comm_ms_high=7.0, step_ms_mean_low=96.0, step_ms_mean_high=104.0)], "bound")
-    assert "exposed communication is not measurable here (noise floor 5.0 ms)" in text
+    assert "exposed communication is not measurable here (margin of error 5.0 ms)" in text
     assert " is compute-bound" not in text and " is communication-bound" not in text
     assert "reaches 7.0 ms at most, 7 % of the 100.0 ms step, under the 10 %" in text
 
@@ -154,14 +155,14 @@ def test_a_negative_exposed_time_is_never_quoted():
                            exposed_comm_ms_low=-14.0, exposed_comm_ms_high=-0.5, step_ms_mean_low=80.0,
                            step_ms_mean_high=98.2)], "bound")
     assert "-7.1" not in text and not NEGATIVE_MS.search(text)
-    assert "not measurable here (noise floor 6.8 ms)" in text and " is compute-bound" not in text
+    assert "not measurable here (margin of error 6.8 ms)" in text and " is compute-bound" not in text
     assert "lies at or below 0 ms" in text
 
 
 def test_a_positive_exposed_time_below_the_noise_floor_is_not_measurable():
     (text,) = _texts([_row(exposed_comm_ms=3.0, exposed_comm_ms_low=0.5, exposed_comm_ms_high=30.0,
                            step_ms_mean_low=90.0, step_ms_mean_high=110.0)], "bound")
-    assert "not measurable here (noise floor 14.8 ms)" in text  # half its own interval
+    assert "not measurable here (margin of error 14.8 ms)" in text  # half its own interval, not the step's 10
     assert "cannot tell with 3 launches" in text and " is compute-bound" not in text
 
 
