@@ -188,3 +188,17 @@ def test_exposed_communication_shows_none_at_one_rank_and_no_unresolved_time(tmp
     text = page_text(summary_section(context(table(one, noisy, real), tmp_path)).html)
     assert "none (one rank)" in text and "not measurable here (noise floor 7.9 ms)" in text
     assert "4.20 (5 %)" in text and "3.19" not in text and "-7.11" not in text
+
+
+def test_the_strategies_communication_table_quotes_no_unresolved_exposed_time():
+    from ddpbench.report.sections.strategies import _comm_table
+
+    figures = {"comm_ms": 0.0, "sent_mb_per_step_max": 1.0, "recv_mb_per_step_max": 1.0,
+               "sent_mb_per_step_median": 1.0, "traffic_source": "ddp"}
+    rows = table(job("noisy", _label="ddp", exposed_comm_ms=-6.4, exposed_comm_ms_low=-15.0,
+                     exposed_comm_ms_high=2.2, **figures),
+                 job("real", bucket=5.0, _label="ddp+fp16", exposed_comm_ms=4.2, exposed_comm_ms_low=3.2,
+                     exposed_comm_ms_high=5.2, **figures))
+    text = page_text(_comm_table(rows))
+    assert "| ddp | 2 | 0.00 | not measurable here (noise floor 8.6 ms) |" in text and "-6.40" not in text
+    assert "| ddp+fp16 | 2 | 0.00 | 4.20 |" in text
