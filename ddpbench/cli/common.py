@@ -11,6 +11,7 @@ from ddpbench.errors import InputError, shown
 
 EXIT_FAILED = 1  # a job failed or timed out, or results could not be written
 EXIT_BAD_INPUT = 2
+EXIT_UNTESTED = 3  # a gate tested nothing, and waiting for more commits will not change that (history check)
 EXIT_INTERRUPTED = 130
 
 
