@@ -99,6 +99,8 @@ def command(args) -> int:
 
                 def launched(number: int, side: str, record: dict) -> None:
                     label, status, line = launch_line(record)
+                    if expected[0] is None:
+                        bar.begin(f"round {number + 1}: side {side}")
                     bar.done(f"{side} {label}", status, f"round {number + 1}  {line}".rstrip(), total=expected[0])
 
                 outcome = run_ab(plans, out_dir, budget_s=budget, max_rounds=max_rounds, same_within=within,

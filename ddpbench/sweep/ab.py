@@ -259,6 +259,7 @@ def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds:
         for side in sides:
             if side.answer(READY_TIMEOUT_S) != "ready":
                 raise side.failure()
+            side.stored()  # from here on: a launch the folder held before the rounds is not shown as new
         start = time.monotonic()
         for number in range(max_rounds):
             began = time.monotonic() - start

@@ -121,3 +121,32 @@ def test_an_interrupted_ab_keeps_its_rounds_and_leaves_no_process_behind(tmp_pat
         log = json.loads((out / "ab.json").read_text())
         assert log["rounds"] and len(log["sides"]) == 2
         assert len(git(repo.path, "worktree", "list", "--porcelain").split("\n\n")) == 1
+
+
+def test_two_files_that_differ_in_one_jobs_bucket_compare_that_job_and_show_every_launch(tmp_path):
+    """Issue 82: two experiment files alike but for the ws=2 job's bucket (25 MB against 50 MB). Both jobs
+    are compared, the changed one labelled by what changed; each launch is shown as it ends, from the first
+    round's first; the rounds are counted right; ab.json is strict JSON (null for the open interval)."""
+    base = tmp_path / "base.toml"
+    base.write_text('name = "t"\ntimeout_s = 60\n[defaults]\nmodel = "mlp"\nmodel_size = "xs"\nsteps = 4\n'
+                    'warmup_steps = 1\nrepeats = 1\nthreads_per_rank = 1\n[[grid]]\nworld_size = [1]\n'
+                    '[[grid]]\nworld_size = [2]\nbucket_cap_mb = [25]\n')
+    (tmp_path / "candidate.toml").write_text(base.read_text().replace("bucket_cap_mb = [25]", "bucket_cap_mb = [50]"))
+    done = run_cli("ab", "base.toml", "candidate.toml", "--out", "ab", "--max-rounds", "2", "--seed", "1",
+                   cwd=tmp_path, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("A/B of candidate.toml (B) against base.toml (A) over 2 rounds, interleaved"), lines
+    assert [line.split(": ")[0] for line in lines[1:3]] == ["  mlp-xs ws=1 bucket 25 MB",
+                                                            "  mlp-xs ws=2 (bucket 25 MB -> 50 MB)"], done.stdout
+    assert "over 2 rounds; no interval before the fifth round" in lines[2] and "nan" not in done.stdout.lower()
+    log = json.loads((tmp_path / "ab" / "ab.json").read_text(), parse_constant=_refused)
+    assert [call["change"] for call in log["calls"]] == ["", "bucket 25 MB -> 50 MB"] and log["unpaired"] == []
+    assert log["calls"][1]["high"] is None and log["calls"][1]["rounds"] == 2
+    errors = done.stderr.splitlines()
+    shown = [n for n, line in enumerate(errors) if line.split()[:1] == ["ok"] and "round 1" in line]
+    assert len(shown) == 4 and max(shown) < errors.index("  round 1: 0 of 2 jobs decided"), done.stderr
+
+
+def _refused(constant: str):
+    raise ValueError(f"{constant}: not JSON")
