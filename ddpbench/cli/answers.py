@@ -47,7 +47,8 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     import math
 
     from ddpbench.analysis.summary import MILLION
-    from ddpbench.analysis.models import BAND, COSTS, ddp_step, largest_world_size, link_needed, master_step
+    from ddpbench.analysis.models import (BAND, COSTS, costs_words, ddp_step, largest_world_size, link_needed,
+                                          master_step, why_no_rate)
 
     costs = costs if costs is not None else COSTS
     sources = sources or {}
@@ -60,12 +61,7 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
           f"{args.intra_gbit:g} Gbit/s, nodes at {args.inter_gbit:g} Gbit/s ({cluster.transport}"
           + (f", {cluster.oversubscription:g}:1 beyond {cluster.leaf_nodes} node(s)" if cluster.oversubscription > 1
              else "") + ")")
-    print(f"costs of running distributed: ranks' step spread {costs.rank_spread:.1%} "
-          f"({sources.get('rank_spread', 'fitted to published scaling')}), collectives at half their links' rate "
-          f"at {costs.half_rate_mb:.3g} MB ({sources.get('half_rate_mb', 'fitted to published scaling')}); fitted "
-          f"to published scaling: {costs.allreduce_us:.3g} us per collective, links at {costs.link_share:.0%} of "
-          f"their rate, TCP at {costs.tcp_share:.0%}" + (f", {costs.step_share:.1%} of the compute per step (given)"
-                                                        if costs.step_share else ""))
+    print(costs_words(costs, sources))
     print(f"band: the model's held-out error on published scaling, leave-one-source-out, its 5th to 95th percentile "
           f"({BAND.low_pp:+.1f} to {BAND.high_pp:+.1f} points); it covered {BAND.coverage:.0%} of {BAND.rows} held-out "
           f"rows of {BAND.sources} sources (python -m ddpbench whatif --validate)")
@@ -75,12 +71,16 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     if training:
         print(f"training {samples:,} samples at {batch} per device per step, at {cost.described()}")
     money = f"{cost.currency} to train" if cost.priced else ""
-    print(f"{'devices':>8} {'step ms':>9} {'comm ms':>9} {'exposed':>9} {'eff.':>6} {'band':>11} {'master eff.':>12}"
+    sizes = getattr(args, "world_sizes", None) or WORLD_SIZES
+    steps = [(ddp_step(work, p, cluster, args.algorithm, costs), master_step(work, p, cluster, costs)) for p in sizes]
+    # every term the step holds somewhere, each with its share of the step: they sum to it
+    shown = [name for name in steps[0][0].terms() if any(step.terms()[name] for step, _ in steps)]
+    print(f"the step is the sum of its terms: {', '.join(shown)} (ms, and each one's share of the step)")
+    print(f"{'devices':>8} {'step ms':>9}" + "".join(f" {name:>15}" for name in shown)
+          + f" {'comm ms':>9} {'eff.':>6} {'band':>11} {'master eff.':>12}"
           + (f" {'hours':>10}" if training else "") + (f" {money:>14}" if training and cost.priced else "")
           + "  algorithms")
-    for p in getattr(args, "world_sizes", None) or WORLD_SIZES:
-        step = ddp_step(work, p, cluster, args.algorithm, costs)
-        master = master_step(work, p, cluster, costs)
+    for p, (step, master) in zip(sizes, steps):
         band = "-" if p == 1 else (f"{max(100 * step.efficiency + BAND.low_pp, 0):.0f}-"
                                    f"{min(100 * step.efficiency + BAND.high_pp, 100):.0f}%")
         extra = ""
@@ -89,7 +89,8 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
             extra = f" {hours:>10.3g}"
             if cost.priced:
                 extra += f" {cost.hourly(p, math.ceil(p / cluster.gpus_per_node)) * hours:>14.3g}"
-        print(f"{p:>8} {step.step_ms:>9.1f} {step.comm_ms:>9.1f} {step.exposed_ms:>9.1f} {step.efficiency:>6.0%} "
+        terms = "".join(f" {step.terms()[name]:>9.1f} {step.terms()[name] / step.step_ms:>5.0%}" for name in shown)
+        print(f"{p:>8} {step.step_ms:>9.1f}{terms} {step.comm_ms:>9.1f} {step.efficiency:>6.0%} "
               f"{band:>11} {master.efficiency:>12.0%}{extra}  {step.algorithms}")
     target = args.target_efficiency
     largest = largest_world_size(work, cluster, target, args.algorithm, limit=1 << 16, costs=costs)
@@ -98,8 +99,8 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
           + f"; {band_range(work, cluster, target, args, costs)}")
     needed = link_needed(work, 1024, cluster, target, args.algorithm, costs)
     print(f"inter-node rate 1024 devices need for {target:.0%}: "
-          + (f"{needed:.3g} Gbit/s" if needed != float("inf") else "none is enough (latency or the per-step cost "
-             "alone is too much)"))
+          + (f"{needed:.3g} Gbit/s" if needed != float("inf")
+             else why_no_rate(work, 1024, cluster, target, args.algorithm, costs)))
 
 
 def band_range(work, cluster, target: float, args, costs) -> str:

@@ -222,6 +222,7 @@ def print_validation() -> int:
     if buckets.rows:
         console.print(f"leave-one-source-out error, 1 MB vs 25 MB buckets: mean {buckets.mean_pp:.1f} pp, largest "
                       f"{buckets.max_pp:.1f} pp over {buckets.rows} rows", highlight=False)
-    console.print(f"shipped constants, fitted to all {whole.sources} sources: "  # a figure the folds do not resolve: words
+    # a figure the folds do not resolve is said in words
+    console.print(f"shipped constants, fitted to all {whole.sources} sources: "
                   + costs_words(costs, {}).removeprefix("costs of running distributed: "), highlight=False)
     return 0

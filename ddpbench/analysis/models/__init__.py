@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from ddpbench.analysis.models.costmodel import single_rank_only, workloads
 from ddpbench.analysis.models.whatif import COSTS, Cluster, ddp_step, master_step, Work
-from ddpbench.analysis.models.questions import largest_world_size, link_needed
-from ddpbench.analysis.models.loso import BAND, EFFICIENCY, held_out, score, validated
+from ddpbench.analysis.models.questions import largest_world_size, link_needed, why_no_rate
+from ddpbench.analysis.models.loso import BAND, EFFICIENCY, costs_words, held_out, score, validated
 from ddpbench.analysis.models.measured import measured_terms, versus_report, with_inputs
 from ddpbench.analysis.models.presets import PRESETS, layout
 from ddpbench.analysis.models.terms import GRAD_BYTES, SHARDS
@@ -30,8 +30,9 @@ from ddpbench.analysis.models.model import Model
 
 __all__ = [
     "BAND", "COSTS", "Cluster", "EFFICIENCY", "GRAD_BYTES", "Model", "PRESETS", "SHARDS", "Work",
-    "ddp_buckets_vs_allreduce", "ddp_step", "flop_layout", "held_out", "largest_world_size", "layout", "link_needed",
+    "costs_words", "ddp_buckets_vs_allreduce", "ddp_step", "flop_layout", "held_out", "largest_world_size", "layout",
+    "link_needed",
     "master_step",
     "measured_terms", "published_table", "recovery_runs", "score", "shaped_jobs", "single_rank_only", "validated",
-    "versus_report", "with_inputs", "workloads",
+    "versus_report", "why_no_rate", "with_inputs", "workloads",
 ]

@@ -47,6 +47,53 @@ class Band:
 BAND = Band(low_pp=-14.5, high_pp=9.3, coverage=0.903, rows=207, sources=11)
 
 
+#: each fitted constant's least and greatest value over the folds, one source left out of each (:func:`held_out`;
+#: a test holds the two equal): how far one source moves it, the interval ``whatif`` gives beside each
+FOLD_RANGE = {"allreduce_us": (0.0, 78.4345), "link_share": (0.9057, 1.0), "rank_spread": (0.0414, 0.0733),
+              "half_rate_mb": (0.0, 14.4704), "tcp_share": (0.3181, 1.0)}
+
+
+def fold_range(loso: Loso) -> dict[str, tuple[float, float]]:
+    """:data:`FOLD_RANGE` as the folds of ``loso`` give it."""
+    values = {name: [getattr(c, name) for c in loso.costs.values()] for name in validation.FITTED}
+    return {name: (min(found), max(found)) for name, found in values.items()}
+
+
+def unresolved(name: str, value: float) -> bool:
+    """Whether the fitted ``value`` of constant ``name`` says nothing: its folds reach 0 and it sits under a
+    hundredth of their top, at 0 as far as the published rows can tell."""
+    low, high = FOLD_RANGE[name]
+    return low <= 0 and value < high / 100
+
+
+def costs_words(costs: Costs, sources: dict) -> str:
+    """The costs of running distributed ``whatif`` uses, in words: each fitted one with its fold range (or where
+    it came from instead, ``sources``), and a fitted one that the published rows do not resolve
+    (:func:`unresolved`) by what would measure it instead of by its figure."""
+    def fitted(name, text, scale, unit):
+        if name in sources:
+            return f"{text} ({sources[name]})"
+        low, high = FOLD_RANGE[name]
+        return (f"{text} (fitted to published scaling; {low * scale:.3g} to {high * scale:.3g}{unit} with one source "
+                "left out)")
+
+    said = [fitted("rank_spread", f"ranks' step spread {costs.rank_spread:.1%}", 100, "%"),
+            fitted("half_rate_mb", f"collectives at half their links' rate at {costs.half_rate_mb:.3g} MB", 1, " MB"),
+            fitted("link_share", f"links at {costs.link_share:.0%} of their rate", 100, "%"),
+            fitted("tcp_share", f"TCP at {costs.tcp_share:.0%}", 100, "%")]
+    if costs.step_share:
+        said.append(f"{costs.step_share:.1%} of the compute per step (given)")
+    low, high = FOLD_RANGE["allreduce_us"]
+    if unresolved("allreduce_us", costs.allreduce_us):
+        said.append(f"a cost per collective not resolved by published scaling (with one source left out it fits "
+                    f"{low:.3g} to {high:.3g} us: no different from none); a bucket-cap sweep on one cluster, the "
+                    "same bytes in more or fewer collectives, would measure it")
+    else:
+        said.append(f"{costs.allreduce_us:.3g} us per collective (fitted to published scaling; {low:.3g} to "
+                    f"{high:.3g} us with one source left out)")
+    return "costs of running distributed: " + ", ".join(said)
+
+
 @dataclass(frozen=True)
 class Loso:
     """Every row with its held-out prediction and band, each source's constants, the whole band, and the

@@ -8,6 +8,9 @@ from dataclasses import replace
 
 from ddpbench.analysis.models.whatif import Cluster, Costs, Work, ddp_step
 
+#: the fastest inter-node rate :func:`link_needed` tries (Gbit/s): what "any rate" means
+FASTEST_GBIT = 1e6
+
 
 def largest_world_size(work: Work, cluster: Cluster, target: float, algorithm: str = "auto",
                        limit: int = 1 << 16, costs: Costs | None = None) -> int:
@@ -80,7 +83,7 @@ def link_needed(work: Work, p: int, cluster: Cluster, target: float, algorithm: 
     def efficiency(gbit: float) -> float:
         return ddp_step(work, p, replace(cluster, inter_gbit=gbit), algorithm, costs).efficiency
 
-    low, high = 1e-3, 1e6
+    low, high = 1e-3, FASTEST_GBIT
     if efficiency(high) < target:
         return math.inf
     if efficiency(low) >= target:
@@ -89,3 +92,38 @@ def link_needed(work: Work, p: int, cluster: Cluster, target: float, algorithm: 
         mid = math.sqrt(low * high)
         low, high = (mid, high) if efficiency(mid) < target else (low, mid)
     return high
+
+#: what each term of a step beyond the compute is, in words (:data:`.whatif.TERMS`)
+TERM_WORDS = {"exposed": "the communication left exposed after backward, its latency, which no rate shortens",
+              "per collective": "what each collective costs the backward pass",
+              "per step": "the per-step cost of running distributed",
+              "rank wait": "the wait for the slowest rank",
+              "input": "the input pipeline"}
+
+
+def why_no_rate(work: Work, p: int, cluster: Cluster, target: float, algorithm: str = "auto",
+                costs: Costs | None = None) -> str:
+    """Why no inter-node rate brings ``p`` devices to ``target`` (where :func:`link_needed` is inf): the step
+    at :data:`FASTEST_GBIT`, and the terms it holds beyond the compute that are 1 % of it or more, largest
+    first, each with its share; a term is called the cause alone only where by itself it would keep the
+    efficiency below ``target``, else they are said to do it together."""
+    from ddpbench.analysis.models.whatif import alone_ms
+
+    step = ddp_step(work, p, replace(cluster, inter_gbit=FASTEST_GBIT), algorithm, costs)
+    alone = alone_ms(work)
+    if step.efficiency >= target:
+        raise ValueError(f"{FASTEST_GBIT:g} Gbit/s brings {p} devices to {target:.0%}: some rate is enough")
+    extra = sorted(((ms, name) for name, ms in step.terms().items()
+                    if name != "compute" and ms >= step.step_ms / 200), reverse=True)
+    head = (f"none is enough: at any rate {p} devices keep {step.efficiency:.0%} (a {step.step_ms:.4g} ms step "
+            f"against {alone:.4g} ms alone)")
+    if not extra:
+        return head
+    said = {name: f"{TERM_WORDS[name]} ({ms:.3g} ms, {ms / step.step_ms:.0%} of the step)" for ms, name in extra}
+    alone_enough = [name for ms, name in extra if alone / (step.compute_ms + ms) < target]
+    if alone_enough:
+        rest = [said[name] for _, name in extra if name not in alone_enough]
+        return (f"{head}: {' and '.join(said[name] for name in alone_enough)} alone "
+                f"keep{'s' if len(alone_enough) == 1 else ''} it below {target:.0%}"
+                + (f", besides {', '.join(rest)}" if rest else ""))
+    return f"{head}: no one term keeps it below {target:.0%}, together they do: " + ", ".join(said.values())

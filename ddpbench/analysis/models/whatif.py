@@ -327,6 +327,11 @@ class Costs:
 COSTS = Costs(allreduce_us=0.0059, link_share=0.9646, rank_spread=0.065, half_rate_mb=1.958, tcp_share=0.449)
 
 
+#: the terms a step is the sum of, each by its name in whatif's table and its field of :class:`Step`
+TERMS = {"compute": "compute_ms", "exposed": "exposed_ms", "per collective": "collectives_ms",
+         "per step": "per_step_ms", "rank wait": "wait_ms", "input": "input_ms"}
+
+
 @dataclass(frozen=True)
 class Step:
     world_size: int
@@ -335,6 +340,16 @@ class Step:
     exposed_ms: float  # what is left after the backward pass
     efficiency: float  # step at world size 1 over this step (weak scaling)
     algorithms: str  # the algorithms used, most used first
+    # the rest of the step's terms (:data:`TERMS`), which with ``exposed_ms`` sum to ``step_ms``:
+    compute_ms: float = 0.0  # every micro-step's compute
+    collectives_ms: float = 0.0  # what the collectives cost the backward pass itself (Costs.allreduce_us)
+    per_step_ms: float = 0.0  # the per-step cost of running distributed (Costs.step_share)
+    wait_ms: float = 0.0  # the wait for the slowest rank (Costs.rank_spread)
+    input_ms: float = 0.0  # what the input pipeline adds past all of them
+
+    def terms(self) -> dict[str, float]:
+        """Each term of the step (ms) by its name in :data:`TERMS`; they sum to :attr:`step_ms`."""
+        return {name: getattr(self, field) for name, field in TERMS.items()}
 
 
 def byte_shares(buckets, total: float) -> list[float]:
@@ -421,8 +436,9 @@ def ddp_step(work: Work, p: int, cluster: Cluster, algorithm: str = "auto",
         ``p`` <= 1 the step alone, efficiency 1.
     """
     alone = alone_ms(work)
+    compute = work.compute_ms * max(work.accumulation, 1)
     if p <= 1:
-        return Step(p, alone, 0.0, 0.0, 1.0, "-")
+        return Step(p, alone, 0.0, 0.0, 1.0, "-", compute_ms=compute, input_ms=alone - compute)
     costs = costs if costs is not None else COSTS
     cluster = costs.on(cluster)
     scale = terms.grad_scale(work.grad_dtype)
@@ -438,7 +454,8 @@ def ddp_step(work: Work, p: int, cluster: Cluster, algorithm: str = "auto",
     else:
         sends = _fused(work, shares, p, cluster, algorithm, before, backward, costs, sizes)
     kinds = _BACKWARD[work.shard]
-    backward += costs.allreduce_us * len(sends) * len(kinds) / 1e3  # every collective's own cost to the backward pass
+    launched = costs.allreduce_us * len(sends) * len(kinds) / 1e3
+    backward += launched  # every collective's own cost to the backward pass
     took, used = np.zeros(len(sends)), {}
     for kind in kinds:  # each bucket's collectives, one after another
         lines = collective_lines(p, cluster, algorithm, costs, kind)
@@ -457,11 +474,13 @@ def ddp_step(work: Work, p: int, cluster: Cluster, algorithm: str = "auto",
         # ZeRO-1/2: the updated shards all-gathered after the optimizer step; ZeRO-3/FSDP: the
         # parameters gathered before each unit's forward, prefetched behind the forward compute
         exposed += gather if work.shard in ("zero1", "zero2") else max(0.0, gather - forward)
-    step = before + backward + exposed + costs.step_share * work.compute_ms
-    step += terms.straggler_ms(work.compute_ms, work.accumulation, p, costs.rank_spread)
-    step = max(step, work.feed_ms * max(work.accumulation, 1) * min(p, cluster.gpus_per_node))
+    per_step = costs.step_share * work.compute_ms
+    wait = terms.straggler_ms(work.compute_ms, work.accumulation, p, costs.rank_spread)
+    bare = before + backward + exposed + per_step + wait
+    step = max(bare, work.feed_ms * max(work.accumulation, 1) * min(p, cluster.gpus_per_node))
     names = ", ".join(sorted(used, key=used.get, reverse=True))
-    return Step(p, step, comm, exposed, alone / step, names)
+    return Step(p, step, comm, exposed, alone / step, names, compute_ms=compute, collectives_ms=launched,
+                per_step_ms=per_step, wait_ms=wait, input_ms=step - bare)
 
 
 def master_step(work: Work, p: int, cluster: Cluster, costs: Costs | None = None) -> Step:
@@ -487,6 +506,9 @@ def master_step(work: Work, p: int, cluster: Cluster, costs: Costs | None = None
     alone = alone_ms(work)
     grads = sum(work.bucket_bytes) * terms.grad_scale(work.grad_dtype)
     comm = master_us(grads, p, costs.on(cluster)) / 1e3 if p > 1 else 0.0
-    step = alone + comm + (costs.step_share * work.compute_ms if p > 1 else 0.0)
-    step += terms.straggler_ms(work.compute_ms, work.accumulation, p, costs.rank_spread)
-    return Step(p, step, comm, comm, alone / step, "master")
+    per_step = costs.step_share * work.compute_ms if p > 1 else 0.0
+    wait = terms.straggler_ms(work.compute_ms, work.accumulation, p, costs.rank_spread)
+    step = alone + comm + per_step + wait
+    compute = work.compute_ms * max(work.accumulation, 1)
+    return Step(p, step, comm, comm, alone / step, "master", compute_ms=compute, per_step_ms=per_step, wait_ms=wait,
+                input_ms=alone - compute)

@@ -65,3 +65,12 @@ def test_a_source_is_predicted_from_its_folds_constants_not_the_whole_fits(resul
     # with its own rows in the fit, the source is predicted otherwise: the stored figures are its fold's
     assert any(abs(held["predicted"] - validation.predict(rows[held["row"]], systems, result.whole)[1]) > 1e-3
                for _, held in mine.iterrows())
+
+
+def test_the_fold_ranges_whatif_prints_are_the_folds(result):
+    """Each fitted constant's range over the folds, which whatif prints beside it (and by which it calls the cost
+    per collective unresolved: the folds reach 0), is this recomputation's."""
+    ranges = loso.fold_range(result)
+    assert set(ranges) == set(loso.FOLD_RANGE)
+    for name, (low, high) in ranges.items():
+        assert (low, high) == pytest.approx(loso.FOLD_RANGE[name], abs=1e-4), name
