@@ -21,7 +21,7 @@ from ddpbench.analysis.diagnosis.estimates import Context
 from ddpbench.analysis.summary import overlap
 from ddpbench.analysis.core.columns import EXPOSED_COMM_MS, STEP_MS
 from ddpbench.analysis.core.thresholds import COMM_BOUND_SHARE, COMPUTE_BOUND_SHARE, DISAGREE
-from ddpbench.analysis.core.values import known, pct
+from ddpbench.analysis.core.values import counted, known, pct
 from ddpbench.analysis.diagnosis.findings import Finding, blame, blames
 from ddpbench.analysis.core.jobs import config_name, describe, hook_text, label_fields, largest_fair, ok_jobs, per_row
 from ddpbench.analysis.summary.table import launch_times
@@ -139,7 +139,7 @@ def exposed_measures(summary):
     agreement = (f"they disagree by more than {100 * DISAGREE:.0f} % for {len(disagree)} of them"
                  if disagree else f"they agree within {100 * DISAGREE:.0f} %")
     return [Finding("overlap", "info", f"Exposed communication was measured three ways (the no_sync() baseline, "
-                    f"the trace, DDP's own logging) for {len(judged)} traced job(s): {agreement}. Compute- or "
+                    f"the trace, DDP's own logging) for {counted(len(judged), 'traced job')}: {agreement}. Compute- or "
                     "communication-bound is judged on the no_sync() baseline's interval over launches (the one measure "
                     f"timed in every launch), with the trusted measure's figure beside it: {which}. Each job's three "
                     "figures and why one is trusted are under Step timelines.")]

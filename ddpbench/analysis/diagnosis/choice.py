@@ -19,7 +19,7 @@ from ddpbench.analysis.core import speedup, stats
 
 from ddpbench.analysis.diagnosis import wording
 from ddpbench.analysis.core.thresholds import CHOICE_MATERIAL
-from ddpbench.analysis.core.values import known, sig
+from ddpbench.analysis.core.values import counted, known, sig
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields, model_name, short_label
 from ddpbench.analysis.summary.table import launch_times
 from ddpbench.experiment.cost import Cost
@@ -163,7 +163,8 @@ def _deadline(group: pd.DataFrame, cost: Cost, summary, model: str) -> Choice:
                                  lambda v: f"{sig(v)} h")
         why = f"the fastest, {_name(fastest, summary)}, would take {sig(fastest['time_to_train_h'])} h{hours}"
         if len(unsure):
-            why += f"; {len(unsure)} setting(s) may meet it, their intervals reaching across it"
+            why += (f"; {counted(len(unsure), 'setting')} may meet it, "
+                    f"{'its interval' if len(unsure) == 1 else 'their intervals'} reaching across it")
         return Choice("deadline", f"no measured setting{model} is sure to train {run}: {why}")
     best = meets.iloc[0]
     text = (f"{_name(best, summary)}{model} trains {run}: {sig(best['time_to_train_h'])} h for "
@@ -171,8 +172,9 @@ def _deadline(group: pd.DataFrame, cost: Cost, summary, model: str) -> Choice:
             f"{_money_interval(best['cost_to_train_low'], best['cost_to_train_high'], cost)}")
     cheaper_unsure = unsure[unsure["cost_to_train"] < best["cost_to_train"]]
     if len(cheaper_unsure):
-        text += (f"; {len(cheaper_unsure)} cheaper setting(s) may meet it too, but their time's interval reaches past "
-                 f"{cost.deadline_h:g} h")
+        n = len(cheaper_unsure)
+        text += (f"; {counted(n, 'cheaper setting')} may meet it too, but {'its' if n == 1 else 'their'} time's "
+                 f"interval reaches past {cost.deadline_h:g} h")
     return Choice("deadline", text, best["key"])
 
 

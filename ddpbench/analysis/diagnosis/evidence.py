@@ -38,6 +38,7 @@ from ddpbench.analysis.diagnosis.estimates import Estimate
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS
 from ddpbench.analysis.core.thresholds import SINGLE_LAUNCH_MARGIN
+from ddpbench.analysis.core.values import counted
 from ddpbench.analysis.summary.table import launch_times
 
 
@@ -72,7 +73,7 @@ class Measured:
         else:
             change = speedup.as_fast(fast, "this job", low, high) + (", not significant" if self.verdict == UNCONFIRMED
                                                                      else "")
-        pooled = f" (pooled with {len(self.twins)} cap(s) that made the same buckets)" if self.twins else ""
+        pooled = f" (pooled with {counted(len(self.twins), 'cap')} that made the same buckets)" if self.twins else ""
         note = f" ({self.layout_note})" if self.layout_note else ""
         return (f"the sweep measured {fix}{note}: {self.fix_ms:.1f} ms a step (mean) against this job's "
                 f"{self.job_ms:.1f} ms{pooled}, {change}")

@@ -27,7 +27,7 @@ from ddpbench.analysis.summary import frameworks
 
 from ddpbench.analysis.diagnosis.contention import contention_findings
 from ddpbench.analysis.core.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.core.values import known, pct, sig
+from ddpbench.analysis.core.values import counted, known, pct, sig
 from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, rank, top_cause  # noqa: F401 (top_cause: API)
 from ddpbench.analysis.core.jobs import alike_but, describe, label_fields, same_model, short_label
 from ddpbench.analysis.core.jobs import config_name as _config
@@ -105,8 +105,8 @@ def _failures(summary, given):
         job = describe(first, label_fields(summary), summary)
         return [Finding("failed", "bad", f"every job failed ({kinds}), so nothing was measured; the first, {job}: "
                         f"{reason}. Its log is in the results folder's logs/.")]
-    return [Finding("failed", "bad", f"{len(bad)} job(s) did not finish ({kinds}); their errors are in the summary "
-                    "table and their logs in the results folder's logs/.")]
+    return [Finding("failed", "bad", f"{counted(len(bad), 'job')} did not finish ({kinds}); their errors are in the "
+                    "summary table and their logs in the results folder's logs/.")]
 
 
 def _scaling(summary, given):
@@ -403,9 +403,9 @@ def _oversubscribed(summary, given):
     sizes = ", ".join(str(int(w)) for w in sorted(over["world_size"].unique()))
     keys = list(over["key"]) if "key" in over else []
     estimate = causes.oversubscribed(over.iloc[0])
-    return [Finding("oversubscribed", "warn", f"{len(over)} job(s) ran more busy threads than cores (world size "
-                    f"{sizes}): their speedup and efficiency measure contention for cores, not how the training "
-                    "scales. Read the scaling curves only up to the largest world size that fits the cores.",
+    return [Finding("oversubscribed", "warn", f"{counted(len(over), 'job')} ran more busy threads than cores "
+                    f"(world size {sizes}): their speedup and efficiency measure contention for cores, not how the "
+                    "training scales. Read the scaling curves only up to the largest world size that fits the cores.",
                     cause=estimate.cause, job=keys[0] if len(keys) == 1 else None,
                     fix=wording.fix_text(estimate.fixes))]
 
@@ -415,12 +415,14 @@ def _noise(summary, given):
     ok = _ok(summary)
     noisy = ok[ok["noisy"].astype(bool)]
     if len(noisy):
-        out.append(Finding("noise", "warn", f"{len(noisy)} job(s) are noisy (step time IQR above "
+        out.append(Finding("noise", "warn", f"{counted(len(noisy), 'job')} {'is' if len(noisy) == 1 else 'are'} "
+                           "noisy (step time IQR above "
                            f"{pct(NOISE_THRESHOLD)} of the median): compare them with care, and give them more "
                            "repeats or steps."))
     single = ok[[len(launch_times(row)) < 2 for _, row in ok.iterrows()]]
     if len(single):
-        out.append(Finding("noise", "info", f"{len(single)} job(s) ran in a single launch, so they have no "
+        out.append(Finding("noise", "info", f"{counted(len(single), 'job')} ran in a single launch, so "
+                           f"{'it has' if len(single) == 1 else 'they have'} no "
                            "confidence interval and no significance test: set repeats = 3 or more."))
     return out
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ddpbench.analysis.core.budget_lines import (LOSS_LINES, RECOVERABLE, RESIDUAL, STRAGGLER, kept_by_cluster,
                                                  removed_by_device)
 from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
-from ddpbench.analysis.core.values import known, num
+from ddpbench.analysis.core.values import counted, known, num
 from ddpbench.analysis.diagnosis.wording import (MARGIN, Brief, cannot_tell, launches, margin_ms, measurable,
                                                  not_measurable, resolution)
 
@@ -126,7 +126,7 @@ def sentence(row) -> str:
             f"{x.words} {x.ms:.1f} ms (95 % CI {x.low:.1f} to {x.high:.1f} ms)" for x in open_)
     small = [x for x in lines(row) if x not in shown and x not in open_]
     if small:
-        body += f"; {len(small)} other line(s) within the noise or smaller"
+        body += f"; {counted(len(small), 'other line')} within the noise or smaller"
     rest = line(row, RESIDUAL)
     tail = f"; {rest.words} {_ms(rest.ms)} ms" if known(rest.ms) else ""
     return f"{head}: {body}{tail}"

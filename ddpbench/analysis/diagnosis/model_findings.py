@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.diagnosis import lossbudget
-from ddpbench.analysis.core.values import pct
+from ddpbench.analysis.core.values import counted, pct
 from ddpbench.analysis.diagnosis.findings import Finding
 from ddpbench.analysis.core.thresholds import COMPUTE_SLOWDOWN_SHARE
 
@@ -114,14 +114,16 @@ def model_error(checks: pd.DataFrame):
             continue
         comm_text = f" and its communication time by {np.median(np.abs(comm)):.0f} %" if len(comm) else ""
         if held:
-            out.append(Finding("projection", "info", f"Held out: on the {len(step)} measured multi-rank job(s) its "
-                               f"link was not fitted to, the cost model's step time is off by "
+            out.append(Finding("projection", "info", "Held out: on the "
+                               f"{counted(len(step), 'measured multi-rank job')} its link was not fitted to, the cost "
+                               "model's step time is off by "
                                f"{np.median(np.abs(step)):.0f} % (median absolute error){comm_text}: read the "
                                "projections with that margin."))
         elif inside.all():
             comm_text = f", communication {np.median(np.abs(comm)):.0f} %" if len(comm) else ""
-            out.append(Finding("projection", "warn", f"The cost model's link was fitted to the {len(step)} multi-rank "
-                               "job(s) it is compared with (their own DDP timings), so its error on them (step time "
+            out.append(Finding("projection", "warn", f"The cost model's link was fitted to the "
+                               f"{counted(len(step), 'multi-rank job')} it is compared with (their own DDP timings), "
+                               "so its error on them (step time "
                                f"{np.median(np.abs(step)):.0f} %{comm_text}, median absolute) is a fit error, not a "
                                "check: nothing was held out. The collective micro-benchmarks (ddpbench "
                                "collectives, or [collectives] in the experiment) give a link fitted apart."))

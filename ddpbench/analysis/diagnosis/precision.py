@@ -28,6 +28,7 @@ from ddpbench.analysis.core import stats
 from ddpbench.analysis.core.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP
 from ddpbench.analysis.diagnosis.findings import Finding
 from ddpbench.analysis.core.thresholds import COMM_SHARE_GROWTH, COMM_SHARE_NAMED
+from ddpbench.analysis.core.values import counted
 from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, describe, label_fields
 from ddpbench.analysis.summary.table import launch_times
 
@@ -165,6 +166,7 @@ def findings(summary: pd.DataFrame) -> list[Finding]:
         return out
     bad = ok[pd.to_numeric(ok["recompiles_after_compile_phase"], errors="coerce").fillna(0) > 0]
     return out + [Finding("compile", "warn", f"{describe(r, label_fields(summary))} recompiled "
-                          f"{int(r['recompiles_after_compile_phase'])} graph(s) after its compile phase: inside "
-                          "warmup, measured or no-sync steps, whose times then include compilation.", job=r["key"])
+                          f"{counted(int(r['recompiles_after_compile_phase']), 'graph')} after its compile phase: "
+                          "inside warmup, measured or no-sync steps, whose times then include compilation.",
+                          job=r["key"])
                   for _, r in bad.iterrows()]

@@ -32,7 +32,7 @@ import numpy as np
 
 from ddpbench.analysis.core import power
 from ddpbench.analysis.core.columns import STEP_MS
-from ddpbench.analysis.core.values import known, pct
+from ddpbench.analysis.core.values import counted, known, pct
 from ddpbench.analysis.core.thresholds import SCALES_POORLY, SCALES_WELL
 from ddpbench.analysis.summary.table import launch_times
 
@@ -178,8 +178,8 @@ def launches_needed(spread: float, n: int, effect_pct: float) -> tuple[int | Non
 def cannot_tell(n: int, spread: float, effect_pct: float, what: str = "") -> str:
     """``cannot tell{what} with N launches; M would detect X %``, or why no M can be named."""
     if n < 2:
-        return (f"cannot tell{what} with {n} launch: one launch has no interval (repeats = 3 or more give one, and the "
-                "launch-to-launch spread to say how many are needed)")
+        return (f"cannot tell{what} with {counted(n, 'launch')}: one launch has no interval (repeats = 3 or more give "
+                "one, and the launch-to-launch spread to say how many are needed)")
     m, mde = launches_needed(spread, n, effect_pct)
     head = f"cannot tell{what} with {n} launches"
     if m is not None:

@@ -78,7 +78,7 @@ def test_an_in_sample_error_is_called_a_fit_error_and_never_a_check():
     (finding,) = model_error(_checks([("a", True, 3.0), ("b", True, -3.0)]))
     assert "is a fit error, not a check: nothing was held out" in finding.text and finding.severity == "warn"
     (finding,) = model_error(_checks([("a", True, 3.0), ("b", False, 20.0)]))
-    assert finding.text.startswith("Held out: on the 1 measured multi-rank job(s)") and "20 %" in finding.text
+    assert finding.text.startswith("Held out: on the 1 measured multi-rank job its") and "20 %" in finding.text
 
 
 def test_a_link_fitted_to_ddp_logs_marks_those_jobs_in_sample():

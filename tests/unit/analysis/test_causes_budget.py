@@ -112,13 +112,13 @@ def test_nothing_is_blamed_when_every_line_is_within_the_noise():
     assert lines["lost time"].endswith("the time lost at world size 2 against one rank is not measurable here (margin "
                                        "of error 18.0 ms): no line of the budget is measurable beyond the noise; cannot "
                                        "tell from the noise: compute slowed by sharing 9.0 ms (95 % CI -2.0 to 20.0 ms), "
-                                       "exposed communication 4.0 ms (95 % CI -1.0 to 9.0 ms); 4 other line(s) within the "
+                                       "exposed communication 4.0 ms (95 % CI -1.0 to 9.0 ms); 4 other lines within the "
                                        "noise or smaller; residual 0.0 ms")
     assert "9.0 ms (" not in lines["lost time"].split("cannot tell")[0]  # never quoted as a measured line
     # intervals that rule out a material line: nothing to tell apart from the noise
     _, lines = _verdict([_job(exposed=(4.0, -1.0, 5.0), contention=(2.0, -2.0, 6.0), comm=(1.0, -1.0, 3.0),
                               loss=(3.0, -3.0, 9.0))])
-    assert "no line of the budget is measurable beyond the noise; 6 other line(s) within the noise or smaller" \
+    assert "no line of the budget is measurable beyond the noise; 6 other lines within the noise or smaller" \
         in lines["lost time"]
 
 
@@ -353,7 +353,7 @@ def test_a_large_line_the_launches_did_not_resolve_is_named_cannot_tell_with_its
     text = lossbudget.sentence(row)
     assert ("exposed communication 20.6 ms (44 %), waiting for the slowest rank 14.2 ms (30 %; no one rank named as "
             "the one waited for); cannot tell from the noise: compute slowed by sharing 10.9 ms (95 % CI -3.2 to 25.0 "
-            "ms); 3 other line(s) within the noise or smaller") in text
+            "ms); 3 other lines within the noise or smaller") in text
     assert "10.9 ms (" not in text.split("cannot tell")[0]  # never quoted among the measured lines
 
 

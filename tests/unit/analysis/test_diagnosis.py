@@ -3,6 +3,7 @@
 import math
 
 import pandas as pd
+import pytest
 
 from ddpbench.analysis.core import speedup, stats
 from ddpbench.analysis.diagnosis.finders import diagnose
@@ -49,10 +50,24 @@ def test_straggler_oversubscription_noise_and_failures():
     text = {f.kind: f.text for f in findings}
     assert "Rank 1" in text["straggler"] and "23 % slower" in text["straggler"]
     assert "world size 4" in text["oversubscribed"]
-    assert "1 job(s) did not finish (1 failed)" in text["failed"]
+    assert "1 job did not finish (1 failed)" in text["failed"]
     noise = [f.text for f in findings if f.kind == "noise"]
     assert any("noisy" in t for t in noise) and any("single launch" in t for t in noise)
     assert findings[0].kind == "failed"  # most important first
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_counts_take_their_plurals_never_job_s(n):
+    """"1 job(s) are noisy" reads wrong either way: one job is, two jobs are."""
+    rows = [_row(key=f"n{i}", bucket_cap_mb=float(i + 1), noisy=True, oversubscribed=True, launch_step_ms=[100.0])
+            for i in range(n)] + [_row(key=f"f{i}", status="failed", world_size=1) for i in range(n)]
+    findings = diagnose(pd.DataFrame(rows))
+    said = " ".join(f.text for f in findings)
+    assert "(s)" not in said.replace("bucket(s)", "")
+    jobs = "1 job" if n == 1 else f"{n} jobs"
+    assert f"{jobs} did not finish ({n} failed)" in said and f"{jobs} ran more busy threads than cores" in said
+    assert f"{jobs} {'is' if n == 1 else 'are'} noisy (step time IQR" in said
+    assert f"{jobs} ran in a single launch, so {'it has' if n == 1 else 'they have'} no confidence interval" in said
 
 
 def test_straggler_sentences_name_what_tells_their_jobs_apart():
@@ -168,7 +183,7 @@ def test_traced_jobs_get_one_finding_and_their_trusted_figure_is_quoted():
     rows = [_row(key=k, bucket_cap_mb=cap, **traced) for k, cap in (("a", 1.0), ("b", 5.0), ("c", 25.0))]
     findings = diagnose(pd.DataFrame(rows))
     (f,) = [f for f in findings if f.kind == "overlap"]
-    assert "for 3 traced job(s): they disagree by more than 20 % for 3 of them" in f.text
+    assert "for 3 traced jobs: they disagree by more than 20 % for 3 of them" in f.text
     assert "the trace for" in f.text and f.severity == "info"
     (bound,) = [f for f in findings if f.kind == "bound"]
     assert ("(30.0 ms of 100.0 ms; the trace's figure, trusted for this job; give or take the step's noise floor: "
