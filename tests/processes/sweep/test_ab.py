@@ -136,9 +136,9 @@ def test_two_files_that_differ_in_one_jobs_bucket_compare_that_job_and_show_ever
                    cwd=tmp_path, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("A/B of candidate.toml (B) against base.toml (A) over 2 rounds, interleaved"), lines
     assert [line.split(": ")[0] for line in lines[1:3]] == ["  mlp-xs ws=1 bucket 25 MB",
                                                             "  mlp-xs ws=2 (bucket 25 MB -> 50 MB)"], done.stdout
+    assert lines[0].startswith("A/B of candidate.toml (B) against base.toml (A) over 2 rounds, interleaved"), lines
     assert "over 2 rounds; no interval before the fifth round" in lines[2] and "nan" not in done.stdout.lower()
     log = json.loads((tmp_path / "ab" / "ab.json").read_text(), parse_constant=_refused)
     assert [call["change"] for call in log["calls"]] == ["", "bucket 25 MB -> 50 MB"] and log["unpaired"] == []
