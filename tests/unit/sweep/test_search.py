@@ -153,3 +153,23 @@ def test_a_tied_candidate_stopped_early_says_so_and_how_many_launches_would_tell
     assert race.standing({"setting": winner.label}, winner.label, basis) == "fastest"
     out = {"setting": "c", "out_in_round": 2, "why_out": "significantly slower: w is 1.50x as fast as c"}
     assert race.standing(out, winner.label, basis) == "out in round 2: significantly slower: w is 1.50x as fast as c"
+
+
+def test_tunes_table_says_stopped_not_tied_and_the_summary_line_not_told_apart(capsys):
+    """The console's race table (cli.answers.print_search) words each line by race.standing."""
+    import re
+
+    from ddpbench.cli.answers import print_search
+
+    winner = race.Candidate("w", "bucket 25 MB", 32, [120.0, 130.0, 125.0])
+    early = race.Candidate("x", "bucket 1 MB", 32, [200.0, 80.0])
+    early.out_in_round, early.why_out = 1, "in the slower half when none could be ruled out (successive halving)"
+    result = {"winner": winner.label, "winner_samples_per_s": winner.throughput, "winner_interval": [240.0, 270.0],
+              "tied": [{"setting": early.label, "basis": race.undecided(early, winner, [winner, early])}],
+              "candidates": [{"setting": c.label, "launches": len(c.launches), "samples_per_s": c.throughput,
+                              "out_in_round": c.out_in_round, "why_out": c.why_out} for c in (winner, early)],
+              "same_buckets": [], "launches": 5, "grid_launches": 10, "budget": 5}
+    print_search(result)
+    out = " ".join(re.sub(r"[━┃┏┓┗┛┡┩╇┳┻│├┤┼─┬┴└┘┌┐]", " ", capsys.readouterr().out).split())
+    assert "tied" not in out and "stopped after round 1" in out and "too few launches to tell it from" in out
+    assert "; not told apart from it: bucket 1 MB." in out
