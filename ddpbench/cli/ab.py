@@ -24,8 +24,10 @@ def add_parser(sub) -> None:
                     "neighbour falls on both alike. After every round each job is judged by an interval that stays "
                     "valid however many rounds are looked at; the A/B stops once every job is slower, faster or "
                     "the same within --same-within, or when --budget is spent. A side is an experiment file, or a "
-                    "git revision of the repository holding EXPERIMENT (checked out into a worktree). "
-                    "Exit code 1 with --fail-on-slower when a job is slower, 2 for bad input.")
+                    "git revision of the repository holding EXPERIMENT (checked out into a worktree). Jobs pair by "
+                    "their settings, else within a world size by the fewest settings that differ (the label says "
+                    "which); a job without a pair is listed as unpaired. Exit code 1 with --fail-on-slower when a "
+                    "job is slower, 2 for bad input.")
     p.add_argument("base", metavar="BASE", help="experiment file, or git revision (the baseline)")
     p.add_argument("candidate", metavar="CANDIDATE", help="experiment file, or git revision")
     p.add_argument("experiment", nargs="?", default=DEFAULT_EXPERIMENT, metavar="EXPERIMENT",
