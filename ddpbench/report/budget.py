@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 
 from ddpbench.analysis.core import COMM, EXPOSED_COMM_MS, LOSS_LINES
-from ddpbench.analysis.diagnosis import measurable, noise_floor_ms, not_measurable
+from ddpbench.analysis.diagnosis import measurable, noise_floor_ms, not_measurable, resolution
 from ddpbench.analysis.summary import APART_SOURCES, BARRIER_COLUMNS, BUDGET_COLUMNS
 
 #: each line's declaration (``ddpbench.analysis.core.budget_lines``), by short name: its words, column, tick,
@@ -200,8 +200,8 @@ COMM_NOT_MEASURABLE = "not measurable"
 @dataclass(frozen=True)
 class Exposed:
     """A job's exposed communication as it may be shown: ``value`` the time to quote (NaN where none may be);
-    ``words`` what stands in its place where no time may be quoted (:data:`ONE_RANK`, "not measurable here (noise
-    floor 2.1 ms)"), "" where one may or it was not measured; ``has_interval``: the time has a 95 % interval."""
+    ``words`` what stands in its place where no time may be quoted (:data:`ONE_RANK`, "not measurable here (margin
+    of error 2.1 ms)"), "" where one may or it was not measured; ``has_interval``: the time has a 95 % interval."""
 
     value: float
     words: str = ""
@@ -214,8 +214,8 @@ def exposed_of(row) -> Exposed:
     * world size 1: :data:`ONE_RANK`, whatever the figure;
     * not measured (NaN: no no_sync() steps, or withheld): nothing, NaN and no words;
     * with an interval: the time where it is measurable (:func:`~ddpbench.analysis.diagnosis.measurable`: the
-      interval above 0, the point above its noise floor, half the interval's width, as the diagnosis judges it),
-      else "not measurable here (noise floor X ms)";
+      interval above 0, the point above its margin of error, half the interval's width, as the diagnosis judges
+      it), else "not measurable here (margin of error X ms)";
     * one launch, no interval: the point where it is 0 or more (with ``has_interval`` False), else not measurable.
     """
     if number(row.get("world_size")) == 1:
@@ -224,9 +224,9 @@ def exposed_of(row) -> Exposed:
     if not math.isfinite(value):
         return Exposed(math.nan)
     if math.isfinite(low) and math.isfinite(high):
-        floor = (high - low) / 2  # the exposed time's own resolution, over per-launch differences
+        floor, name = resolution(row, low, high)  # its own margin of error, over per-launch differences
         return Exposed(value, has_interval=True) if measurable(value, low, high, floor) else \
-            Exposed(math.nan, not_measurable(floor))
+            Exposed(math.nan, not_measurable(floor, name))
     return Exposed(value) if value >= 0 else Exposed(math.nan, not_measurable(noise_floor_ms(row)))
 
 

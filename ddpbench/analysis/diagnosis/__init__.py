@@ -24,9 +24,9 @@ from ddpbench.analysis.diagnosis.precision import (
 )
 from ddpbench.analysis.diagnosis.lossbudget import cluster_words
 from ddpbench.analysis.diagnosis.verdict import ANSWER_COLUMNS
-from ddpbench.analysis.diagnosis.wording import measurable, noise_floor_ms, not_measurable
+from ddpbench.analysis.diagnosis.wording import measurable, noise_floor_ms, not_measurable, resolution
 
 __all__ = [
     "ANSWER_COLUMNS", "cluster_words", "has_settings", "measurable", "noise_floor_ms", "not_measurable", "ratio_text",
-    "scaling_sentences", "setting_name", "settings_table",
+    "resolution", "scaling_sentences", "setting_name", "settings_table",
 ]
