@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ddpbench.cli.common import EXIT_FAILED, EXIT_UNTESTED
 from ddpbench.errors import InputError
 from ddpbench.results.folder import path_flag
 
@@ -20,7 +21,9 @@ def add_verbs(verbs) -> None:
                                          "since its last change point): Welch's 95 % interval over launches, "
                                          "wholly beyond the detector's minimum change. Exit 1 when a series is "
                                          "slower beyond noise, or ran at the commit before the newest and at none "
-                                         "of them; 0 otherwise.")
+                                         "of them; 3 when no series could be tested and more commits would not "
+                                         "change that (fewer than two launches at the newest commits); 0 "
+                                         "otherwise, with a line saying what was not tested and why.")
     for verb in (page, check):
         verb.add_argument("--store", type=path_flag("--store"), required=True, metavar="STORE",
                           help="the history store's folder")
@@ -66,27 +69,37 @@ def _tables(args):
 
 
 def command_page(args) -> int:
+    from ddpbench.analysis.core.values import counted
     from ddpbench.report.trend_page import OWN_FILES, write_trend
     from ddpbench.results.folder import claim_output
 
     table, changes, newest = _tables(args)
     claim_output(args.out, "--out", force=args.force, writes=OWN_FILES)
     written = write_trend(table, changes, newest, args.store, args.out, args.newest)
-    print(f"{len(table)} points, {len(changes)} change point(s) -> {written['html']}")
+    print(f"{counted(len(table), 'point')}, {counted(len(changes), 'change point')} -> {written['html']}")
     return 0
 
 
-def _say(head: str, tail: str, wide: bool) -> None:
-    """A series' line: its outcome and whole label, then what was measured. Past the console's
-    :data:`~ddpbench.cli.console.NARROW` columns (and without ``wide``), what was measured goes on a
-    line of its own under the label: a label is never cut, it is what tells two series apart."""
+def _say(head: str, parts: list[str], wide: bool) -> None:
+    """A series' line: its outcome and whole label, then what was measured (``parts``, joined by commas).
+    Past the console's :data:`~ddpbench.cli.console.NARROW` columns (and without ``wide``), what was
+    measured goes under the label, as many parts a line as fit: a label is never cut, it is what tells two
+    series apart."""
     from ddpbench.cli.console import NARROW
 
-    if wide or len(head) + len(tail) <= NARROW:
-        print(head + tail)
-    else:
-        print(head)
-        print(" " * 13 + tail.strip())
+    whole = ", ".join(parts)
+    if wide or not parts or len(head) + 2 + len(whole) <= NARROW:
+        print(head + (f"  {whole}" if parts else ""))
+        return
+    print(head)
+    indent, line = " " * 13, ""
+    for part in parts:
+        if line and len(indent) + len(line) + 2 + len(part) > NARROW:
+            print(indent + line + ",")
+            line = part
+        else:
+            line = f"{line}, {part}" if line else part
+    print(indent + line)
 
 
 def _launches(row) -> str:
@@ -98,29 +111,60 @@ def _launches(row) -> str:
 
 def command_check(args) -> int:
     from ddpbench.analysis.core import MACHINE_DIFFERED
-    from ddpbench.analysis.history import SLOWER, CANNOT_TEST, VANISHED
+    from ddpbench.analysis.core.values import counted
+    from ddpbench.analysis.history import CANNOT_TEST, SLOWER, VANISHED
+    from ddpbench.analysis.history.newest import newest_words
 
     _, _, newest = _tables(args)
-    what = "the newest commit" if args.newest == 1 else f"the newest {args.newest} commits"
+    what = newest_words(args.newest)
     for _, r in newest.iterrows():
         tested = r["outcome"] not in (CANNOT_TEST, VANISHED)
-        shown = "" if not tested else (
-            f"  {r['step_ms_level']:.2f} -> {r['step_ms_newest']:.2f} ms, x{r['ratio']:.3f} "
-            f"[{r['ratio_low']:.3f}, {r['ratio_high']:.3f}], p {r['p_value']:.1e}, {_launches(r)}")
-        if not args.wide and tested:  # the ratio, its interval and the launches; the means and p in newest.csv
-            shown = f"  x{r['ratio']:.3f} [{r['ratio_low']:.3f}, {r['ratio_high']:.3f}], {_launches(r)}"
-        if r["outcome"] == VANISHED:
-            shown = f"  ran at {r['level_to'][:12]}, no finished launch at {what} ({r['newest_to'][:12]})"
+        if tested and args.wide:  # the means and p besides; all of them in newest.csv
+            shown = [f"{r['step_ms_level']:.2f} -> {r['step_ms_newest']:.2f} ms", r["change"], f"p {r['p_value']:.1e}",
+                     _launches(r)]
+        elif tested:
+            shown = [r["change"], _launches(r)]
+        elif r["outcome"] == CANNOT_TEST:
+            shown = [r["why_untested"]]
+        else:
+            shown = [f"ran at {r['level_to'][:12]}", f"no finished launch at {what} ({r['newest_to'][:12]})"]
         _say(f"{r['outcome']:12} {r['label']}", shown, args.wide)
         if r["outcome"] == MACHINE_DIFFERED:  # not failed: the machine explains it as well as the code
             print(f"{'':12} {r['machine_note']}; run the two commits interleaved (python -m ddpbench ab) to tell")
     slower, vanished = (newest[newest["outcome"] == outcome] for outcome in (SLOWER, VANISHED))
     if len(slower) or len(vanished):
-        said = [f"{len(slower)} series slower at {what} than their level before, beyond noise"] if len(slower) else []
-        said += [f"{len(vanished)} series ran before {what} and not at it (a job dropped, or none of its launches "
-                 "finished)"] if len(vanished) else []
+        said = [f"{counted(len(slower), 'series')} slower at {what} than their level before, beyond noise"] \
+            if len(slower) else []
+        said += [f"{counted(len(vanished), 'series')} ran before {what} and not at it (a job dropped, or none of "
+                 "its launches finished)"] if len(vanished) else []
         print("FAIL: " + "; ".join(said))
-        return 1
-    print(f"ok: no series slower at {what} beyond noise ({int((newest['outcome'] == CANNOT_TEST).sum())} "
-          f"could not be tested)")
-    return 0
+        return EXIT_FAILED
+    return _untested_line(newest, what, args.newest)
+
+
+def _untested_line(newest, what: str, count: int) -> int:
+    """The gate's last line where nothing failed, and its exit code. Where no series could be tested it
+    says why, each reason counted, and does not say ok: 0 where only the store is young (fewer commits
+    at a level than the test needs; the next commits filed heal it), :data:`EXIT_UNTESTED` where some
+    series could not be tested however long one waits (fewer than two launches at the newest commits)."""
+    from ddpbench.analysis.core.values import counted
+    from ddpbench.analysis.history import CANNOT_TEST
+    from ddpbench.analysis.history.newest import FEW_COMMITS, FEW_NEWEST_LAUNCHES
+
+    untested = newest[newest["outcome"] == CANNOT_TEST]
+    reasons = "; ".join(f"{counted(n, 'series')} with {why}"
+                        for why, n in untested["why_untested"].value_counts(sort=False).items())
+    tested = len(newest) - len(untested)
+    if tested:
+        print(f"ok: no series slower at {what} beyond noise ({counted(tested, 'series')} tested"
+              + (f"; not tested: {reasons})" if len(untested) else ")"))
+        return 0
+    if set(untested["untested"]) == {FEW_COMMITS}:
+        print(f"nothing tested yet at {what}: {reasons}; a young store, whose next commits give each level "
+              "the commits the test needs")
+        return 0
+    advice = (f"run 2 or more launches a commit (repeats), or test the newest commits together (--newest "
+              f"{max(2, count + 1)})" if FEW_NEWEST_LAUNCHES in set(untested["untested"]) else
+              "run 2 or more launches a commit (repeats)")
+    print(f"NOT TESTED: no series could be tested at {what}: {reasons}; {advice}")
+    return EXIT_UNTESTED

@@ -22,7 +22,9 @@ import pandas as pd
 from markupsafe import Markup
 
 from ddpbench.analysis.core import MIN_CHANGE, MIN_COMMITS, OUTLIER_MADS, P_VALUE
+from ddpbench.analysis.core.values import counted
 from ddpbench.analysis.history import FASTER, SLOWER, CANNOT_TEST, VANISHED
+from ddpbench.analysis.history.newest import newest_words
 from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
 from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.plots.trend import machine_explains, trend_plot
@@ -57,8 +59,13 @@ def _short(commit) -> str:
     return str(commit)[:7] if isinstance(commit, str) else "\u2014"
 
 
-def _ratio(row, prefix: str = "ratio") -> str:
-    return f"{row[prefix]:.3f} [{row[f'{prefix}_low']:.3f}, {row[f'{prefix}_high']:.3f}]"
+def _change(row) -> str:
+    """A change point's or a newest test's ratio as a speedup from the faster side (its ``change``); the
+    ratio of a table written before the words, as it was."""
+    words = row.get("change")
+    if isinstance(words, str) and words:
+        return words
+    return f"{row['ratio']:.3f} [{row['ratio_low']:.3f}, {row['ratio_high']:.3f}]"
 
 
 def _launches(row, first: str, second: str) -> str:
@@ -84,40 +91,47 @@ def _side(seen) -> str:
 def _overview(table, changes, newest, store, newest_n) -> Markup:
     commits = table.drop_duplicates(["machine", "commit"]) if len(table) else table
     machines = sorted(table["machine"].unique()) if len(table) else []
-    text = html('<p class="what">History store: <code>{{ store }}</code>. {{ m }} machine(s), {{ c }} commit(s), '
-                "{{ s }} series (a job at a world size on a machine).</p>"
+    text = html('<p class="what">History store: <code>{{ store }}</code>. {{ m }}, {{ c }}, '
+                "{{ s }} (a job at a world size on a machine).</p>"
                 "{% for m in machines %}<p class=\"note\">Machine <code>{{ m }}</code></p>{% endfor %}",
-                store=str(store), m=len(machines), c=len(commits), s=table.groupby(["machine", "key"]).ngroups
-                if len(table) else 0, machines=machines)
+                store=str(store), m=counted(len(machines), "machine"), c=counted(len(commits), "commit"),
+                s=counted(table.groupby(["machine", "key"]).ngroups if len(table) else 0, "series"),
+                machines=machines)
     moved = newest[newest["outcome"].isin([SLOWER, FASTER])] if len(newest) else newest
     slower = newest[newest["outcome"] == SLOWER] if len(newest) else newest
-    untested = int((newest["outcome"] == CANNOT_TEST).sum()) if len(newest) else 0
+    untested = newest[newest["outcome"] == CANNOT_TEST] if len(newest) else newest
     vanished = newest[newest["outcome"] == VANISHED] if len(newest) else newest
-    what = "the newest commit" if newest_n == 1 else f"the newest {newest_n} commits"
+    what = newest_words(newest_n)
     if len(slower):
-        text += html('<p class="what"><strong class="status-failed">{{ n }} series slower</strong> at {{ what }} than '
-                     "their level before, beyond noise: {{ names }}.</p>", n=len(slower), what=what,
-                     names="; ".join(f"{r['label']} ({_ratio(r)})" for _, r in slower.iterrows()))
+        text += html('<p class="what"><strong class="status-failed">{{ n }} slower</strong> at {{ what }} than '
+                     "their level before, beyond noise: {{ names }}.</p>", n=counted(len(slower), "series"), what=what,
+                     names="; ".join(f"{r['label']} ({_change(r)})" for _, r in slower.iterrows()))
     elif len(moved):
-        text += html('<p class="what"><strong class="status-ok">{{ n }} series faster</strong> at {{ what }}; none '
-                     "slower beyond noise.</p>", n=len(moved), what=what)
-    elif len(newest) and not len(vanished) and untested < len(newest):
+        text += html('<p class="what"><strong class="status-ok">{{ n }} faster</strong> at {{ what }}; none '
+                     "slower beyond noise.</p>", n=counted(len(moved), "series"), what=what)
+    elif len(newest) and not len(vanished) and len(untested) < len(newest):
         text += html('<p class="what"><strong class="status-ok">No series moved</strong> at {{ what }} beyond noise '
                      "(the test: under Change points).</p>", what=what)
     if len(vanished):
-        text += html('<p class="what"><strong class="status-failed">{{ n }} series vanished</strong> at {{ what }}: '
-                     "they ran at the commit before and have no finished launch at {{ what }} (a job dropped, or "
-                     "none of its launches finished): {{ names }}.</p>", n=len(vanished), what=what,
+        text += html('<p class="what"><strong class="status-failed">{{ n }} vanished</strong> at {{ what }}: '
+                     "ran at the commit before and no finished launch at {{ what }} (a job dropped, or "
+                     "none of its launches finished): {{ names }}.</p>", n=counted(len(vanished), "series"), what=what,
                      names="; ".join(f"{r['label']} (world size {int(r['world_size'])})"
                                      for _, r in vanished.iterrows()))
-    if untested:
-        text += html('<p class="note">{{ n }} series could not be tested at {{ what }}: fewer than {{ k }} commits '
-                     "before them at their level, or fewer than two launches a side. No call is made for them.</p>",
-                     n=untested, what=what, k=MIN_COMMITS)
+    if len(untested):
+        reasons = untested["why_untested"] if "why_untested" in untested else pd.Series(dtype=object)
+        text += html('<p class="{{ cls }}">{% if all %}<strong class="status-skipped">No series could be tested'
+                     "</strong>{% else %}{{ n }} could not be tested{% endif %} at {{ what }}: "
+                     "{{ why }}. No call is made for them.</p>", cls="what" if len(untested) == len(newest) else "note",
+                     all=len(untested) == len(newest), n=counted(len(untested), "series"), what=what,
+                     why="; ".join(f"{counted(int(n), 'series')} with {why}"
+                                   for why, n in reasons.value_counts(sort=False).items()) or
+                         f"fewer than {MIN_COMMITS} commits before them at their level, or fewer than two launches "
+                         "a side")
     machine = int(_machine_differed(changes).sum())
-    text += html('<p class="what">{{ n }} change point(s) found in the whole history{% if k %}, {{ k }} of them where '
+    text += html('<p class="what">{{ n }} found in the whole history{% if k %}, {{ k }} of them where '
                  "the machine differed as much as the code could have (under Change points){% endif %}.</p>",
-                 n=len(changes), k=machine)
+                 n=counted(len(changes), "change point"), k=machine)
     return text
 
 
@@ -146,12 +160,12 @@ def _change_rows(changes: pd.DataFrame) -> Markup:
                  f"{PHASE_NAMES.get(c['phase'], c['phase'])} {c['phase_change_ms']:+.2f} ms "
                  f"[{c['phase_change_low']:+.2f}, {c['phase_change_high']:+.2f}]")
         rows.append([c["label"], int(c["world_size"]), f"{_short(c['last_before'])} \u2192 {_short(c['first_after'])}",
-                     num(c["step_ms_before"], ".2f"), num(c["step_ms_after"], ".2f"), _ratio(c),
+                     num(c["step_ms_before"], ".2f"), num(c["step_ms_after"], ".2f"), _change(c),
                      f"{c['p_value']:.1e}", _launches(c, "before", "after"), _side(c["seen_at_ws1"]), phase,
                      _machine_words(c)])
         classes.append("bad" if c["ratio"] > 1 and not machine_explains(c) else "")
     header = ["job", "world size", "between commits", "step before (ms)", "step after (ms)",
-              "after / before [95 % CI]", "p", "launches before \u2192 after (set aside)", "where",
+              "old level against new", "p", "launches before \u2192 after (set aside)", "where",
               "phase that moved [95 % CI]", "the machine"]
     return html_table(header, rows, classes, {1, 3, 4})
 
@@ -165,11 +179,12 @@ def _newest_rows(newest: pd.DataFrame) -> Markup:
                      f"{_short(r['newest_from'])} .. {_short(r['newest_to'])}",
                      num(r["step_ms_level"], ".2f") if tested else "\u2014",
                      num(r["step_ms_newest"], ".2f") if tested else "\u2014",
-                     _ratio(r) if tested else "\u2014",
+                     _change(r) if tested else r.get("why_untested") if isinstance(r.get("why_untested"), str)
+                     else "\u2014",
                      _launches(r, "level", "newest") if r["outcome"] != VANISHED else "\u2014", r["outcome"]])
         classes.append("bad" if r["outcome"] in (SLOWER, VANISHED) else "")
     header = ["job", "world size", "level: commits (count)", "newest commits", "level step (ms)",
-              "newest step (ms)", "newest / level [95 % CI]", "launches level \u2192 newest (set aside)", "outcome"]
+              "newest step (ms)", "newest against level", "launches level \u2192 newest (set aside)", "outcome"]
     return html_table(header, rows, classes, {1, 4, 5})
 
 
@@ -186,7 +201,9 @@ METHOD = ("<p class=\"note\">Change points: E-Divisive means (the energy statist
           "detector's recall and false alarms on real launches of a 2-core machine are in docs/development.md. "
           "<em>Newest commits</em>, the merge gate: their launches against those of the commits since the last "
           "change point before them (launches set aside alike), a call where the whole 95 % Welch interval of "
-          "newest / level lies beyond {{ min }}.</p>")
+          "newest / level lies beyond {{ min }}. Each change is said from its faster side, as how many times as "
+          "fast it is, with that interval inverted: <em>the old level 1.15x as fast as the new level</em> where "
+          "the step grew 1.15 times.</p>")
 
 
 def html_page(table, changes, newest, store, out_dir: Path, plots, newest_n: int, left_out=()) -> str:

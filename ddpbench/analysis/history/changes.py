@@ -235,8 +235,9 @@ def trend_changes(table: pd.DataFrame) -> pd.DataFrame:
     * where: the series (machine, key, label, world size), the last commit before the change and
       the first after it;
     * how far: the mean step before and after (less the launches the test set aside), the ratio
-      with its 95 % interval, the p value; the launches on each side and how many of them were set
-      aside (``launches_before``, ``set_aside_before``, and after);
+      with its 95 % interval, the p value, ``change`` (the ratio as a speedup from the faster side:
+      ``the old level 1.15x as fast as the new level (95 % CI 1.12x to 1.18x)``); the launches on each
+      side and how many of them were set aside (``launches_before``, ``set_aside_before``, and after);
     * ``seen_at_ws1``: for a job above world size 1, whether its world-size-1 baseline's series
       changed at the same commit, or one commit either side (True: the compute side moved; False:
       only the scaling side, communication or waiting; None where the history holds no baseline
@@ -251,6 +252,7 @@ def trend_changes(table: pd.DataFrame) -> pd.DataFrame:
     """
     import pandas as pd
 
+    from ddpbench.analysis.history.compare import change_words
     from ddpbench.analysis.history.trend import series
 
     found = {}
@@ -277,6 +279,7 @@ def trend_changes(table: pd.DataFrame) -> pd.DataFrame:
                         "last_before": before["commit"].iloc[-1], "first_after": after["commit"].iloc[0],
                         "step_ms_before": change.before, "step_ms_after": change.after, "ratio": change.ratio,
                         "ratio_low": change.low, "ratio_high": change.high, "p_value": change.p_value,
+                        "change": change_words(change.ratio, change.low, change.high, "the new level", "the old level"),
                         "launches_before": change.launches[0], "launches_after": change.launches[1],
                         "set_aside_before": change.set_aside[0], "set_aside_after": change.set_aside[1],
                         "seen_at_ws1": seen, "phase": phase, "phase_change_ms": moved, "phase_change_low": low,

@@ -14,8 +14,10 @@ other work slowed: :func:`~ddpbench.analysis.history.changes.kept_launches`), wi
 every split of a long series, where this is one test, and the newest commit holds only its own few
 launches (three launches 10 % slower at 1 % noise give p near 0.01, and an interval wholly past
 5 %). The level before needs at least :data:`~ddpbench.analysis.core.thresholds.MIN_COMMITS`
-commits and two launches; a series with fewer is listed as not testable, never as passed or
-failed.
+commits and two launches, and the newest commits two launches; a series with fewer is listed as
+not testable, with why (:data:`WHY_UNTESTED`), never as passed or failed. A tested series' change is
+said as a speedup from the faster side (``its level 1.15x as fast as the newest commit (95 % CI 1.12x
+to 1.18x)``, :func:`~ddpbench.analysis.history.compare.change_words`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 from ddpbench.analysis.core import thresholds
 from ddpbench.analysis.core.machine import MACHINE_DIFFERED, commits_difference
 from ddpbench.analysis.history import changes
-from ddpbench.analysis.history.compare import FASTER, SLOWER
+from ddpbench.analysis.history.compare import FASTER, SLOWER, change_words
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,11 +39,24 @@ if TYPE_CHECKING:
 #: the columns of :func:`newest_changes`' table
 COLUMNS = ("machine", "key", "label", "world_size", "outcome", "level_from", "level_to", "newest_from", "newest_to",
            "level_commits", "newest_commits", "step_ms_level", "step_ms_newest", "ratio", "ratio_low", "ratio_high",
-           "p_value", "level_launches", "newest_launches", "set_aside_level", "set_aside_newest", "machine_note")
+           "p_value", "change", "level_launches", "newest_launches", "set_aside_level", "set_aside_newest",
+           "machine_note", "untested", "why_untested")
 #: outcomes: the newest commits are slower or faster than the level beyond noise (compare's SLOWER and FASTER),
 #: no change, or untestable; or the series ran at the commit before the newest ones and at none of them
 #: (the job was dropped, or none of its launches finished): the gate fails on it as on a slowdown
 NO_CHANGE, CANNOT_TEST, VANISHED = "no change", "cannot test", "vanished"
+#: why a series cannot be tested: too short a level (a young store, whose next commits heal it), or too few
+#: launches at the level or at the newest commits (one launch a commit: more repeats, or --newest N, heal it)
+FEW_COMMITS, FEW_LEVEL_LAUNCHES, FEW_NEWEST_LAUNCHES = "few commits", "few level launches", "few newest launches"
+#: each reason's words, for a series (``{newest}``: "the newest commit" or "the newest 2 commits")
+WHY_UNTESTED = {FEW_COMMITS: f"fewer than {thresholds.MIN_COMMITS} commits at the level before {{newest}}",
+                FEW_LEVEL_LAUNCHES: "fewer than 2 launches at the level before {newest}",
+                FEW_NEWEST_LAUNCHES: "fewer than 2 launches at {newest}"}
+
+
+def newest_words(newest: int) -> str:
+    """``the newest commit``, ``the newest 2 commits``: what the gate tests."""
+    return "the newest commit" if newest == 1 else f"the newest {newest} commits"
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,8 @@ class NewestTest:
     #: the launches of the level and of the newest commits, and how many of each the test set aside
     launches: tuple[int, int] = (0, 0)
     set_aside: tuple[int, int] = (0, 0)
+    #: why it was not tested (a key of :data:`WHY_UNTESTED`); "" where it was
+    why: str = ""
 
 
 def newest_test(points: list[np.ndarray], newest: int = 1, contention: list | None = None) -> NewestTest:
@@ -82,7 +99,9 @@ def newest_test(points: list[np.ndarray], newest: int = 1, contention: list | No
     y = changes.kept_launches(all_y) if len(all_y) else all_y
     counts = {"launches": (len(all_x), len(all_y)), "set_aside": (len(all_x) - len(x), len(all_y) - len(y))}
     if len(level) < thresholds.MIN_COMMITS or len(x) < 2 or len(y) < 2:
-        return NewestTest(CANNOT_TEST, start, len(level), **counts)
+        why = FEW_COMMITS if len(level) < thresholds.MIN_COMMITS else FEW_LEVEL_LAUNCHES if len(x) < 2 \
+            else FEW_NEWEST_LAUNCHES
+        return NewestTest(CANNOT_TEST, start, len(level), **counts, why=why)
     ratio, low, high, p = changes.welch(x, y)
     beyond = low > 1 + thresholds.MIN_CHANGE or high < 1 - thresholds.MIN_CHANGE
     outcome = (SLOWER if ratio > 1 else FASTER) if beyond else NO_CHANGE
@@ -105,7 +124,8 @@ def newest_changes(table: pd.DataFrame, newest: int = 1) -> pd.DataFrame:
     of them is :data:`VANISHED` (a job the newest commits dropped, or whose launches all failed there:
     the trend holds finished jobs): its ``newest_from`` and ``newest_to`` are the machine's, its level
     the commits it ran at. One that stopped earlier (a job retired before) is left out: the newest
-    commits are not its."""
+    commits are not its. A tested series' ``change`` says its ratio as a speedup from the faster side; an
+    untested one's ``untested`` is why (a key of :data:`WHY_UNTESTED`) and ``why_untested`` its words."""
     import pandas as pd
 
     from ddpbench.analysis.history.trend import series
@@ -129,7 +149,10 @@ def newest_changes(table: pd.DataFrame, newest: int = 1) -> pd.DataFrame:
                    set_aside_level=test.set_aside[0], set_aside_newest=test.set_aside[1])
         if test.outcome != CANNOT_TEST:
             row.update(step_ms_level=test.level_ms, step_ms_newest=test.newest_ms, ratio=test.ratio,
-                       ratio_low=test.low, ratio_high=test.high, p_value=test.p_value, machine_note=test.machine_note)
+                       ratio_low=test.low, ratio_high=test.high, p_value=test.p_value, machine_note=test.machine_note,
+                       change=change_words(test.ratio, test.low, test.high, newest_words(newest), "its level"))
+        else:
+            row.update(untested=test.why, why_untested=WHY_UNTESTED[test.why].format(newest=newest_words(newest)))
         out.append(row)
     found = pd.DataFrame(out, columns=list(COLUMNS))
     if found.empty:

@@ -107,3 +107,22 @@ def test_the_launches_compared_and_those_set_aside_are_reported():
     assert (row["set_aside_level"], row["set_aside_newest"]) == (1, 0)
     untested = newest_changes(_table([10.0, 11.0]), 1).iloc[0]
     assert untested["outcome"] == CANNOT_TEST and (untested["level_launches"], untested["newest_launches"]) == (3, 3)
+
+
+def test_an_untested_series_says_why_and_a_tested_one_its_change_as_a_speedup():
+    from ddpbench.analysis.core.speedup import times
+    from ddpbench.analysis.history.newest import FEW_COMMITS, FEW_NEWEST_LAUNCHES
+
+    young = newest_changes(_table([10.0, 11.0]), 1).iloc[0]
+    assert (young["untested"], young["why_untested"]) == (FEW_COMMITS, "fewer than 2 commits at the level before the "
+                                                                       "newest commit")
+    single = newest_changes(_table([10.0] * 6 + [13.0], launches=1), 2).iloc[0]
+    assert single["outcome"] != CANNOT_TEST and single["change"]  # the newest 2 commits: 2 launches, tested
+    alone = newest_changes(_table([10.0] * 6 + [13.0], launches=1), 1).iloc[0]
+    assert (alone["untested"], alone["why_untested"]) == (FEW_NEWEST_LAUNCHES, "fewer than 2 launches at the newest "
+                                                                               "commit")
+    slower = newest_changes(_table([10.0] * 8 + [11.0]), 1).iloc[0]
+    assert slower["change"] == (f"its level {times(slower['ratio'])} as fast as the newest commit (95 % CI "
+                                f"{times(slower['ratio_low'])} to {times(slower['ratio_high'])})")
+    faster = newest_changes(_table([10.0] * 8 + [9.0] * 2), 2).iloc[0]
+    assert faster["change"].startswith(f"the newest 2 commits {times(1 / faster['ratio'])} as fast as its level")
