@@ -59,11 +59,14 @@ from ddpbench.audit import parse
 from ddpbench.audit.budget import (COMM, CONTENTION, DATA, OVERHEAD, RESIDUAL, STRAGGLER, SYNC_COMPUTE,
                                    check_named_rule)
 from ddpbench.audit.choices import CHOICE_FIGURE, check_choice, check_gain_low
+from ddpbench.audit.comparisons import check_comparisons
 from ddpbench.audit.directions import check_directions
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
 from ddpbench.audit.pool import DATASHEET_PEAK, GEMM_PEAK, NAMED_ONLY, Entry, build, label_pattern
+from ddpbench.audit.names import check_names
 from ddpbench.audit.problem import Claim, Problem
-from ddpbench.audit.words import check_bands, check_bound, check_cause, check_differ, check_significance, check_trend
+from ddpbench.audit.words import (check_bands, check_bound, check_cause, check_differ, check_significance,
+                                  check_slowdown, check_trend)
 
 SINGLE_LAUNCH_MARGIN = 0.05
 MODEL_KINDS = ("projection", "model")
@@ -120,6 +123,24 @@ def named_jobs(fig: Figures, text: str) -> list:
     return keys or list(fig.ok().index)
 
 
+def one_job(fig: Figures, claim: Claim):
+    """The one job ``claim`` is about: its job key, else the one job it names (:func:`named_jobs`, less the
+    world-size-1 baselines of a job above it); None where it names none of several, or several."""
+    if claim.job is not None:
+        return claim.job if claim.job in fig.jobs.index else None
+    ok = fig.ok()
+    names = any(label_pattern(name).search(claim.text) for name in ok["label"].unique())
+    if len(ok) > 1 and not (names or re.search(r"\bworld sizes? \d+|\bws=\d+", claim.text)):
+        return None  # it names no job: about every job
+    keys = list(dict.fromkeys(named_jobs(fig, claim.text)))
+    if len(keys) == 1:
+        return keys[0]
+    multi = [k for k in keys if fig.rec(k)["world_size"] > 1]
+    if len(multi) == 1 and all(k in fig.baseline_keys(multi[0]) for k in keys if k != multi[0]):
+        return multi[0]
+    return None
+
+
 #: settings that together say how a job computes (numerics): a twin that differs in both differs once
 NUMERICS = ("precision", "compile")
 
@@ -148,6 +169,8 @@ def about(fig: Figures, claim: Claim) -> list:
     return named_jobs(fig, claim.text)
 
 
+#: the family of a speedup or cost ratio between two settings the sentence names (:mod:`.comparisons`)
+COMPARISON = "comparison"
 #: the words around a number that say which kind of figure of its unit it is (pool.Entry.family)
 FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"),
                       # the barrier's rank: "last ... in 75 % of the steps, 0.4 ms after the others' mean (6 % of the
@@ -158,7 +181,9 @@ FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"),
                       (r"^ ?% of (?:the |its |what was )?(?:loss|lost)", "loss"),
                       (r"^ ?% (?:faster|slower) than the other ranks", STRAGGLER),
                       (r"^ ?% (?:faster|slower|more|less|cheaper|dearer)\b", "change")],
-                "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"),
+                # a comparison between two settings: held to the two it names (comparisons.py), not to the pool
+                "x": [(r"^x as fast as ", COMPARISON), (r"^x as much per sample as ", COMPARISON),
+                      (r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"),
                       # the answer table's scaling row: "0.96x in ws=2 bucket 1 MB, 48 % parallel efficiency"
                       (r"^x in [^,;]*\bws=\d+", "speedup"),
                       (r"^x (?:\S+ )?step time", "step")],
@@ -236,6 +261,8 @@ def check_figures(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Proble
         if id(q) in bounds:
             continue
         kind = family(claim.text, q)
+        if kind == COMPARISON:
+            continue  # held to the two settings it names: check_comparisons
         accepted = {kind, "speedup"} if kind == "throughput" else {kind}
         entries = [e for e in pool.get(q.unit, []) if (e.family in accepted if kind else e.family not in NAMED_ONLY)]
         if claim.job is not None and kind in OWN_FAMILIES:  # a job's own speedup, never a neighbour's
@@ -331,6 +358,8 @@ def check_deadline(fig: Figures, claim: Claim, keys) -> list[Problem]:
 def check_intervals(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Problem]:
     out = []
     for i in parse.intervals(claim.text, quoted):
+        if family(claim.text, i.point) == COMPARISON:
+            continue  # a comparison's interval is the two settings' it names: check_comparisons
         digit = 0.5 * 10 ** -max(i.low.digits, i.high.digits) + 1e-9
         # "31.1 % faster (95 % CI of the change -47.4 % to -13.7 %)": the point may be quoted unsigned
         points = [p for p in (i.point.value, -i.point.value) if i.low.value - digit <= p <= i.high.value + digit]
@@ -471,10 +500,12 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
     out += check_arithmetic(fig, claim)
     out += check_deadline(fig, claim, keys)
     out += check_directions(fig, claim, keys)
+    fixed = run_twins(fig, claim.job, claim.fix_fields) if claim.fix_fields and claim.job in fig.ok().index else []
+    out += check_comparisons(fig, claim, keys, quoted, fixed)
     out += check_basis(fig, claim)
     out += check_contradicted(fig, claim)
     out += check_significance(claim, quoted)
-    out += check_bands(claim)
+    out += check_bands(claim) + check_slowdown(claim)
     out += check_bound(claim)
     out += check_differ(claim) + check_trend(claim) + check_cause(claim)
     out += check_gain_low(fig, claim) + check_choice(fig, claim) + check_named_rule(claim)
@@ -486,4 +517,5 @@ def check(fig: Figures, claims) -> list[Problem]:
     ``fig``; [] when every figure, interval, direction and basis they quote holds."""
     claims = [Claim.of(c) for c in claims]
     out = [p for c in claims for p in check_claim(fig, c)]
-    return out + check_efficiency(fig, claims)
+    said = [(c, one_job(fig, c)) for c in claims if not is_model_output(c)]
+    return out + check_efficiency(fig, claims) + check_names(said)

@@ -18,6 +18,12 @@ beside it"), implemented here from that text:
   bands, and "an interval across every band" beside one that is not, are problems too, as is a band
   word beside an efficiency quoted with no interval (one launch). An end within its last digit's
   rounding of an edge may lie on either side of it: a word right for either is let through.
+* **slowdown** -- a band word never says a slowdown is scaling: "scales well", "moderately" or "poorly"
+  beside a speedup against one rank ("0.66x the throughput of one rank", "0.66x in ws=2") whose whole
+  95 % interval lies below 1 is a problem, and so is "slows down" beside one whose interval (or point)
+  lies above 1. The interval is the speedup's own where quoted ("(95 % CI 0.60x to 0.74x)"), else the
+  parallel efficiency's quoted after it times the world size; without one the point decides; an end
+  within its rounding of 1 is on neither side.
 * **bound** -- "communication-bound" needs the exposed communication's whole interval, as a share
   of the step it quotes ("43 % of each step (8.0 ms of 18.4 ms; 95 % CI 3.6 to 12.3 ms)"), at or
   above 25 %, "compute-bound" all of it below 10 %; "cannot tell whether it is compute- or
@@ -54,6 +60,8 @@ NO_CHANGE = {"%": 0.0, "ms": 0.0, "x": 1.0}
 
 #: what an interval says of no change right after its ends: ", includes 0", ", includes both 0 and ...", ", excludes 0"
 SAYS_OF_ZERO = re.compile(r" ?(?:%|ms|x)?,? (includes|excludes)(?: both)? 0\b")
+#: what a later clause says of the interval before it: "but that interval includes 1", "the interval includes both 1"
+THAT_INTERVAL = re.compile(r"\b(?:that|the) interval (includes|excludes)(?: both)? ([01])\b")
 
 
 def check_significance(claim: Claim, quoted: list[parse.Quoted]) -> list[Problem]:
@@ -72,6 +80,18 @@ def check_significance(claim: Claim, quoted: list[parse.Quoted]) -> list[Problem
             out.append(Problem("significance", claim.job, claim.text,
                                f"says its interval ({where}) {said.group(1)} 0; it "
                                f"{'includes' if includes else 'excludes'} it"))
+    for said in THAT_INTERVAL.finditer(claim.text):  # "(95 % CI 0.830x to 1.30x), but that interval includes 1"
+        null = float(said.group(2))
+        before = [iv for iv in found if iv.high.end <= said.start() and NO_CHANGE.get(iv.low.unit) == null]
+        if not before or any(end.matches(null) for end in (before[-1].low, before[-1].high)):
+            continue
+        interval = before[-1]
+        includes = interval.low.value < null < interval.high.value
+        if includes != (said.group(1) == "includes"):
+            unit = "x" if interval.low.unit == "x" else f" {interval.low.unit}"
+            out.append(Problem("significance", claim.job, claim.text,
+                               f"says its interval ({interval.low.text}{unit} to {interval.high.text}{unit}) "
+                               f"{said.group(1)} {said.group(2)}; it {'includes' if includes else 'excludes'} it"))
     for word in SIGNIFICANCE.finditer(claim.text):
         near = [iv for iv in found if iv.low.unit in NO_CHANGE]
         if not near:
@@ -141,6 +161,63 @@ def check_bands(claim: Claim) -> list[Problem]:
         out.append(Problem("band", claim.job, claim.text, f"calls its efficiency's interval ({where}) one across "
                                                            f"every band; it spans {', '.join(_spanned(low, high))}"))
     return out
+
+
+#: a speedup against one rank: "1.38x the throughput of one rank", "0.28x the throughput of ws=1", "0.66x in ws=2"
+SPEEDUP = re.compile(rf"(?<![\w.])({_NUMBER})x (?:the throughput of (?:one rank|ws=1)\b|in [^,;]*?\bws=(\d+))")
+#: its own interval, where quoted right after it
+SPEEDUP_CI = re.compile(rf"\s*\(95 % CI ({_NUMBER})x? to ({_NUMBER})x?\)")
+SLOWS_DOWN = re.compile(r"\bslows down\b")
+AT_SIZE = re.compile(r"\bat world size (\d+)\b")
+
+
+def check_slowdown(claim: Claim) -> list[Problem]:
+    """A scaling word against the speedup it quotes (module docstring, **slowdown**): "scales well",
+    "moderately" or "poorly" (or two bands) where the speedup's whole interval lies below 1, or "slows
+    down" where it lies above 1 (or the point does), is a problem; without an interval the point decides."""
+    words = [*BAND_WORDS.finditer(claim.text), *SLOWS_DOWN.finditer(claim.text)]
+    found = list(SPEEDUP.finditer(claim.text))
+    if not words or not found:
+        return []
+    out = []
+    for said in words:
+        after = [m for m in found if m.start() > said.end()]
+        speedup = after[0] if after else found[-1]
+        point_text = speedup.group(1)
+        point = float(point_text)
+        ends = _speedup_ends(claim.text, speedup)
+        below = point + half_digit(point_text) < 1 if ends is None else ends[1] < 1
+        above = point - half_digit(point_text) > 1 if ends is None else ends[0] > 1
+        where = f"{point_text}x" + ("" if ends is None else f", its 95 % interval {ends[0]:.3g}x to {ends[1]:.3g}x")
+        if said.group().startswith("scales") and below:
+            out.append(Problem("slowdown", claim.job, claim.text, f"says {said.group()!r} but its speedup ({where}) "
+                                                                  "is below 1: it slows down"))
+        if said.group() == "slows down" and (above or point - half_digit(point_text) > 1):
+            out.append(Problem("slowdown", claim.job, claim.text, f"says 'slows down' but its speedup ({where}) is "
+                                                                  "above 1"))
+    return out
+
+
+def _speedup_ends(text: str, speedup: re.Match) -> tuple[float, float] | None:
+    """The ends of a quoted speedup's 95 % interval, each moved by its rounding towards 1 (so that an end
+    is on one side of 1 only where every value it may stand for is): its own "(95 % CI ax to bx)", else
+    the parallel efficiency's quoted after it times the world size; None where neither is quoted."""
+    own = SPEEDUP_CI.match(text, speedup.end())
+    if own is not None:
+        low, high = own.group(1), own.group(2)
+        return _towards_one(float(low), half_digit(low)), _towards_one(float(high), half_digit(high))
+    efficiency = EFFICIENCY.search(text, speedup.end())
+    sizes = [m.group(1) for m in AT_SIZE.finditer(text, 0, speedup.start())]
+    size = speedup.group(2) or (sizes[-1] if sizes else None)
+    if efficiency is None or size is None:
+        return None
+    p = int(size) / 100
+    low, high = efficiency.group(2), efficiency.group(3)
+    return (_towards_one(float(low) * p, half_digit(low) * p), _towards_one(float(high) * p, half_digit(high) * p))
+
+
+def _towards_one(value: float, slack: float) -> float:
+    return min(value + slack, 1.0) if value < 1 else max(value - slack, 1.0)
 
 
 def _spanned(low: float, high: float) -> list[str]:
@@ -224,36 +301,51 @@ def on_line(value: float, text: str, line: float, slack: float = 0.0) -> bool:
 GAIN = re.compile(rf"95 % (?:CI of the gain|interval of the gain,) ({_NUMBER}) ?% to ({_NUMBER}) ?%")
 #: what a comparison may say of its gain's interval (docs/reading-the-report.md, "Any will do")
 CANNOT_TELL_FROM = re.compile(r"\bcannot tell (?:it from|whether they differ)\b")
-CANNOT_TELL_DIFFER = re.compile(r"\bcannot tell whether they differ\b|\bincludes both 0 and a difference of 10 %")
+CANNOT_TELL_DIFFER = re.compile(r"\bcannot tell whether they differ\b|\bincludes both [01] and a difference of 10 %")
+#: the interval of a speedup between two settings: "1.02x as fast as the default 25 MB (95 % CI 0.786x to 1.31x)"
+SPEEDUP_GAIN = re.compile(rf"x as fast as [^;]*?\(95 % CI ({_NUMBER})x to ({_NUMBER})x\)")
 RULES_OUT = re.compile(r"\brules out a difference of 10 % or more\b")
 #: the difference a comparison calls material: a gain of 10 % either way
 MATERIAL_PCT = 10.0
 
 
 def check_differ(claim: Claim) -> list[Problem]:
-    """What a comparison says it can tell, against the interval of its gain (module docstring)."""
+    """What a comparison says it can tell, against the interval of its gain, or of its speedup (module
+    docstring)."""
     found = GAIN.search(claim.text)
-    if found is None:
-        return []
-    low_text, high_text = found.group(1), found.group(2)
-    low, high = float(low_text), float(high_text)
-    where = f"95 % interval of the gain {low_text} % to {high_text} %"
-    near = [on_line(end, text, line) for end, text in ((low, low_text), (high, high_text))
+    if found is not None:
+        low_text, high_text = found.group(1), found.group(2)
+        low, high = float(low_text), float(high_text)
+        slack = (half_digit(low_text), half_digit(high_text))
+        where = f"95 % interval of the gain {low_text} % to {high_text} %"
+        null = "0"
+    else:
+        found = SPEEDUP_GAIN.search(claim.text)
+        if found is None:
+            return []
+        low_text, high_text = found.group(1), found.group(2)
+        # the gain in the step a speedup stands for: 1 - 1 / speedup, each end with its rounding carried over
+        low, high = (100 * (1 - 1 / max(float(t), 1e-9)) for t in (low_text, high_text))
+        slack = tuple(100 * half_digit(t) / max(float(t) - half_digit(t), 1e-9) ** 2 for t in (low_text, high_text))
+        where = f"95 % interval of the speedup {low_text}x to {high_text}x"
+        null = "1"
+    near = [abs(end - line) <= d + 1e-9 for end, d in ((low, slack[0]), (high, slack[1]))
             for line in (0.0, -MATERIAL_PCT, MATERIAL_PCT)]
     if any(near):
-        return []  # an end on 0 or 10 %, as written: which side it is on depends on digits not shown
+        return []  # an end on no change or 10 %, as written: which side it is on depends on digits not shown
     includes = low < 0.0 < high
     material = low < -MATERIAL_PCT or high > MATERIAL_PCT
     out = []
     if CANNOT_TELL_FROM.search(claim.text) and not includes:
         out.append(Problem("differ", claim.job, claim.text,
-                           f"says it cannot tell them apart but its {where} excludes 0"))
+                           f"says it cannot tell them apart but its {where} excludes {null}"))
     if CANNOT_TELL_DIFFER.search(claim.text) and includes and not material:
         out.append(Problem("differ", claim.job, claim.text, f"says it cannot tell whether they differ but its {where} "
                                                             "rules out a difference of 10 % or more"))
     if RULES_OUT.search(claim.text) and (material or not includes):
+        why = "reaches one" if material else f"excludes {null}"
         out.append(Problem("differ", claim.job, claim.text, f"says it rules out a difference of 10 % or more but its "
-                                                            f"{where} {'reaches one' if material else 'excludes 0'}"))
+                                                            f"{where} {why}"))
     return out
 
 

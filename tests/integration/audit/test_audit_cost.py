@@ -36,7 +36,8 @@ def test_the_cost_lines_of_the_example_hold(measured):
     assert measured.contradictions == []
 
 
-NUMBER = re.compile(r"(?<![\w.])(?<!spread )\d+\.\d+(?= USD| h| samples/s| %)")  # not the power calculation's
+#: a decimal figure (not the power calculation's): an amount, hours, a throughput, a share, or a speedup ("1.04x")
+NUMBER = re.compile(r"(?<![\w.])(?<!spread )\d+\.\d+(?= USD| h| samples/s| %|x\b)")
 
 
 def _changed(text: str, index: int) -> str:

@@ -233,3 +233,48 @@ def test_an_end_on_an_edge_lets_either_side_s_word_through_and_no_other():
     for said in ("scales well", "scales moderately", "scales moderately to well"):
         assert [p.kind for p in check_bands(Claim(text.format(said)))] == ["band"], said
     assert [p.kind for p in check_bands(Claim(text.format("cannot tell how it scales")))] == ["band"]
+
+
+# -- a scaling word against the speedup it quotes: a speedup below 1 is a slowdown, never "scales" -----------------
+
+from ddpbench.audit.words import check_slowdown  # noqa: E402
+
+SCALING = "ddp with mlp-s (batch 16/rank) {words}: at world size {p} it runs {x}x the throughput of one rank, {eff}"
+
+
+@pytest.mark.parametrize("words, p, x, eff, right", [
+    # the efficiency's interval times the world size: 0.60x to 0.74x, wholly below 1
+    ("scales poorly", 2, "0.66", "33 % parallel efficiency (95 % CI 30 % to 37 %)", False),
+    ("slows down", 2, "0.66", "33 % parallel efficiency (95 % CI 30 % to 37 %)", True),
+    # 0.80x to 1.10x: across 1, either word is within the launches
+    ("scales poorly", 2, "0.90", "45 % parallel efficiency (95 % CI 40 % to 55 %)", True),
+    ("slows down", 2, "0.90", "45 % parallel efficiency (95 % CI 40 % to 55 %)", True),
+    # 1.24x to 1.50x, wholly above 1: scaling, however poor, never a slowdown
+    ("scales moderately", 2, "1.38", "69 % parallel efficiency (95 % CI 62 % to 75 %)", True),
+    ("slows down", 2, "1.38", "69 % parallel efficiency (95 % CI 62 % to 75 %)", False),
+    # at world size 4: 0.72x to 0.88x
+    ("scales poorly", 4, "0.80", "20 % parallel efficiency (95 % CI 18 % to 22 %)", False),
+    # one launch, no interval: the point decides
+    ("scales poorly", 2, "0.80", "40 % parallel efficiency", False),
+    ("slows down", 2, "1.10", "55 % parallel efficiency", False),
+    ("slows down", 2, "0.80", "40 % parallel efficiency", True),
+    # an upper end on 1 as written (50 % at world size 2 may be 49.6 %): unjudged
+    ("scales poorly", 2, "0.90", "45 % parallel efficiency (95 % CI 40 % to 50 %)", True),
+])
+def test_a_scaling_word_never_contradicts_its_speedup(words, p, x, eff, right):
+    found = check_slowdown(Claim(SCALING.format(words=words, p=p, x=x, eff=eff) + "."))
+    assert (found == []) is right, found
+    assert all(p.kind == "slowdown" for p in found)
+
+
+@pytest.mark.parametrize("text, right", [
+    ("scaling: scales poorly: 0.66x in ws=2, 33 % parallel efficiency (95 % CI 30 % to 37 %)", False),
+    ("scaling: slows down: 0.66x in ws=2, 33 % parallel efficiency (95 % CI 30 % to 37 %)", True),
+    ("slows down: 0.28x the throughput of ws=1 (95 % CI 0.25x to 0.31x)", True),
+    ("scales poorly: 0.28x the throughput of ws=1 (95 % CI 0.25x to 0.31x)", False),
+    ("slows down: 1.20x the throughput of ws=1 (95 % CI 1.10x to 1.30x)", False),
+    ("slows down: 1.20x the throughput of ws=1 (95 % CI 0.90x to 1.50x)", False),  # the point beside it is above 1
+])
+def test_the_answer_row_and_a_speedup_s_own_interval(text, right):
+    found = check_slowdown(Claim(text))
+    assert (found == []) is right, found

@@ -1,0 +1,142 @@
+"""Comparisons between two settings (ddpbench.audit.comparisons), held to the records of the two settings they
+name: "Nx as fast as OTHER (95 % CI ax to bx)" is OTHER's time per step (or per sample) over this one's, its
+interval the step ratio's turned over; "costs Nx as much per sample as OTHER" this one's cost of a sample over
+OTHER's; "N % faster/slower than OTHER" is the retired form. Each planted contradiction is a problem, each
+consistent sentence none."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ddpbench.audit import Claim, derive
+from ddpbench.audit.checks import check_claim
+from ddpbench.audit.figures import ratio_interval
+from ddpbench.experiment.spec import spec_from_dict
+from ddpbench.testing.records import ResultsFolder, job, result_for
+
+#: (world size, bucket cap MB) -> the step of each of its three launches (ms)
+STEPS = {(1, 25.0): (10.0, 10.2, 9.8), (2, 25.0): (14.0, 14.6, 13.5), (2, 1.0): (12.0, 12.3, 11.6),
+         (4, 25.0): (50.0, 52.0, 48.0)}
+PRICE = {"price_per_device_hour": 2.0, "currency": "USD"}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    path = tmp_path_factory.mktemp("comparisons")
+    results = ResultsFolder(path)
+    for (world, cap), steps in STEPS.items():
+        spec = job(world_size=world, bucket_cap_mb=cap)
+        for repeat, step in enumerate(steps):
+            results.launch(spec_from_dict(spec), repeat, result=result_for(spec, step, repeat=repeat))
+    return path
+
+
+@pytest.fixture(scope="module")
+def fig(folder):
+    return derive(folder, PRICE)
+
+
+def key(fig, world: int, cap: float = 25.0):
+    jobs = fig.jobs
+    return jobs[(jobs["world_size"] == world) & (jobs["bucket_cap_mb"] == cap)].index[0]
+
+
+def speedup(fig, mine, theirs, per_sample: bool = False) -> tuple[float, float, float]:
+    """Their mean step over mine (per sample: each over its global batch), with the interval turned over."""
+    a, b = fig.rec(mine), fig.rec(theirs)
+    scale = a["global_batch"] / b["global_batch"] if per_sample else 1.0
+    low, high = ratio_interval(fig.launch_ms[theirs], fig.launch_ms[mine])
+    return b["step_ms"] / a["step_ms"] * scale, low * scale, high * scale
+
+
+def x(value: float) -> str:
+    """Three significant figures, as the report writes a speedup."""
+    return f"{value:.{max(0, 2 - math.floor(math.log10(value)))}f}x"
+
+
+def kinds(fig, text: str, job=None, **fields) -> list[str]:
+    return sorted(p.kind for p in check_claim(fig, Claim(text, job, **fields))
+                  if p.kind in ("direction", "figure", "interval", "job", "retired"))
+
+
+def test_the_records_are_what_the_sentences_are_planted_against(fig):
+    """The planted figures, by hand: bucket 1 MB at ws=2 steps about 12.1 ms against 25 MB's 14.1 ms (1.16x);
+    ws=2 trains twice ws=1's batch in 14.1 ms against 10.1 ms (1.43x per sample); ws=4 four times in 50.1 ms
+    (0.81x per sample: a slowdown)."""
+    assert speedup(fig, key(fig, 2, 1.0), key(fig, 2))[0] == pytest.approx(14.1 / 12.1, rel=0.01)
+    assert speedup(fig, key(fig, 2), key(fig, 1), per_sample=True)[0] == pytest.approx(2 * 10.1 / 14.1, rel=0.01)
+    assert speedup(fig, key(fig, 4), key(fig, 1), per_sample=True)[0] == pytest.approx(4 * 10.1 / 50.1, rel=0.01)
+
+
+def test_a_speedup_with_its_interval_passes_and_each_planted_error_is_caught(fig):
+    mine, theirs = key(fig, 2, 1.0), key(fig, 2)
+    s, low, high = speedup(fig, mine, theirs)
+    line = "fastest: ws=2 bucket 1 MB; {n} as fast as ws=2 bucket 25 MB (95 % CI {low} to {high})"
+    right = line.format(n=x(s), low=x(low), high=x(high))
+    assert kinds(fig, right, mine) == []
+    assert kinds(fig, line.format(n=x(1 / s), low=x(1 / high), high=x(1 / low)), mine) == ["direction"]
+    assert kinds(fig, line.format(n=x(1.2 * s), low=x(low), high=x(2 * high)), mine) == ["figure"]
+    assert kinds(fig, line.format(n=x(s), low=x(0.9 * low), high=x(high)), mine) == ["interval"]  # not its ends
+    assert kinds(fig, line.format(n=x(s), low=x(1.02 * s), high=x(1.1 * high)), mine) == ["interval"]  # misses it
+
+
+def test_the_subject_is_the_setting_named_before_the_number_or_the_sentence_s_job(fig):
+    """Said of 25 MB against 1 MB, the same words are a slowdown: the number must turn over with them."""
+    s = speedup(fig, key(fig, 2, 1.0), key(fig, 2))[0]
+    assert kinds(fig, f"at world size 2: 1 MB, {x(s)} as fast as the default 25 MB") == []
+    assert kinds(fig, f"at world size 2: 25 MB, {x(s)} as fast as 1 MB") == ["direction"]
+    assert kinds(fig, f"at world size 2: 25 MB, {x(1 / s)} as fast as 1 MB") == []
+    assert kinds(fig, f"fastest: ws=2 bucket 25 MB; cannot tell: {x(s)} as fast as ws=2 bucket 1 MB",
+                 key(fig, 2)) == ["direction"]
+
+
+def test_settings_with_different_batches_compare_per_sample(fig):
+    """ws=2 trains 64 samples a step, ws=1 32: the speedup per sample, not per step (that would read 0.72x)."""
+    mine, one = key(fig, 2), key(fig, 1)
+    s, low, high = speedup(fig, mine, one, per_sample=True)
+    assert kinds(fig, f"ws=2, {x(s)} as fast as ws=1 (95 % CI {x(low)} to {x(high)})", mine) == []
+    assert kinds(fig, f"ws=2, {x(1 / s)} as fast as ws=1", mine) == ["direction"]
+    slow = speedup(fig, key(fig, 4), one, per_sample=True)[0]
+    assert slow < 1 and kinds(fig, f"ws=4, {x(slow)} as fast as ws=1", key(fig, 4)) == []
+    assert kinds(fig, f"ws=4, {x(1 / slow)} as fast as ws=1", key(fig, 4)) == ["direction"]
+
+
+def test_a_fix_s_run_against_this_job(fig):
+    """The sweep ran the fix (bucket_cap_mb = 1): its run against the sentence's own job."""
+    mine, fixed = key(fig, 2), key(fig, 2, 1.0)
+    s = speedup(fig, fixed, mine)[0]
+    text = ("the sweep measured bucket_cap_mb = 1: {a:.1f} ms a step (mean) against this job's {b:.1f} ms, {n} as "
+            "fast as this job")
+    steps = dict(a=fig.rec(fixed)["step_ms"], b=fig.rec(mine)["step_ms"])
+    fix = {"fix_fields": {"bucket_cap_mb": 1.0}, "basis": "measured"}
+    assert kinds(fig, text.format(n=x(s), **steps), mine, **fix) == []
+    assert kinds(fig, text.format(n=x(1 / s), **steps), mine, **fix) == ["direction"]
+
+
+def test_a_cost_is_this_one_s_cost_of_a_sample_over_the_other_s(fig):
+    """At one price a device-hour, ws=2 pays two devices: its sample costs 2 / 1.43 = 1.40x ws=1's."""
+    mine, one = key(fig, 2), key(fig, 1)
+    cost = fig.rec(mine)["cost_per_million"] / fig.rec(one)["cost_per_million"]
+    assert cost == pytest.approx(2 / speedup(fig, mine, one, per_sample=True)[0])
+    assert kinds(fig, f"ws=2 costs {x(cost)} as much per sample as ws=1", mine) == []
+    assert kinds(fig, f"ws=2 costs {x(1 / cost)} as much per sample as ws=1", mine) == ["direction"]
+
+
+def test_a_comparison_with_a_setting_no_job_ran_is_a_problem(fig):
+    assert "job" in kinds(fig, "ws=2, 1.43x as fast as ws=8", key(fig, 2))
+    assert "job" not in kinds(fig, "ws=2, 1.43x as fast as ws=1", key(fig, 2))
+
+
+@pytest.mark.parametrize("text, retired", [
+    ("fastest: ws=2 bucket 1 MB; cannot tell: 16.3 % faster than ws=2 bucket 25 MB", True),
+    ("at world size 2: 1 MB, 14.0 % faster per step than the default 25 MB", True),
+    ("the sweep measured bucket_cap_mb = 1: 12.0 ms a step (mean) against this job's 14.0 ms, 14.3 % faster", True),
+    # a rank against the other ranks of its own job; an amount in its own unit: no comparison of two settings
+    ("Rank 1 of ddp with mlp-s (batch 32/rank) at world size 2 computes 1 % slower than the other ranks", False),
+    ("each rank's compute ran 4.0 ms a step slower at world size 2 than one rank's alone", False),
+])
+def test_the_retired_form_is_a_problem_and_the_kept_forms_are_not(fig, text, retired):
+    found = [p for p in check_claim(fig, Claim(text)) if p.kind == "retired"]
+    assert bool(found) is retired, found

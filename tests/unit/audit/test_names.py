@@ -1,0 +1,74 @@
+"""One name, one number (ddpbench.audit.names): a named quantity of one job is quoted with one value on a page;
+"noise floor 17.5 ms" in the verdict and "noise floor 21.5 ms" in the diagnosis, both of one job, are a problem."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddpbench.audit import Claim, check, derive
+from ddpbench.audit.names import check_names, quotes
+from ddpbench.experiment.spec import spec_from_dict
+from ddpbench.testing.records import ResultsFolder, job, result_for
+
+VERDICT = "mlp-s ws=2: the time lost at world size 2 is not measurable here (noise floor {a} ms)"
+FINDING = ("DDP with mlp-s (batch 32/rank) at world size 2: exposed communication is not measurable here "
+           "(noise floor {b} ms)")
+
+
+def names(*said) -> list:
+    return check_names([(Claim(text), job) for text, job in said])
+
+
+@pytest.mark.parametrize("a, b, right", [
+    ("17.5", "21.5", False),
+    ("17.5", "17.5", True),
+    ("17.5", "17", True),  # 17 stands for anything from 16.5 to 17.5: one value at the precision written
+    ("17.5", "18", True),
+    ("17.5", "18.1", False),
+])
+def test_one_name_of_one_job_with_two_values_is_a_problem(a, b, right):
+    found = names((VERDICT.format(a=a), "k1"), (FINDING.format(b=b), "k1"))
+    assert (found == []) is right, found
+    assert all(p.kind == "name" and p.job == "k1" and f"noise floor {b} ms" in p.expected for p in found)
+
+
+def test_two_jobs_two_names_or_one_sentence_that_tells_them_apart_pass():
+    assert names((VERDICT.format(a="17.5"), "k1"), (FINDING.format(b="21.5"), "k2")) == []  # two jobs
+    assert names((VERDICT.format(a="17.5"), "k1"), (FINDING.format(b="21.5"), None)) == []  # the job unknown
+    # a possessive makes a name of its own: that is how words tell two quantities apart
+    assert names((VERDICT.format(a="17.5").replace("(noise", "(the loss's noise"), "k1"),
+                 (FINDING.format(b="21.5").replace("(noise", "(the exposed time's noise"), "k1")) == []
+    # one sentence quoting the name twice tells its two apart by its own words
+    assert quotes(Claim("launch-to-launch spread 4.2 %; the other's launch-to-launch spread 6.1 %"))[0].name == \
+        "launch-to-launch spread"
+    assert quotes(Claim("launch-to-launch spread 4.2 % here, launch-to-launch spread 6.1 % there")) == []
+
+
+@pytest.mark.parametrize("name, a, b", [
+    ("launch-to-launch spread", "launch-to-launch spread 7.4 %", "launch-to-launch spread 30.8 %"),
+    ("parallel efficiency", "69 % parallel efficiency", "64 % parallel efficiency"),
+    ("speedup against one rank", "1.38x the throughput of one rank", "1.29x the throughput of one rank"),
+    ("throughput", "589 samples/s", "598 samples/s"),
+    ("exposed communication", "exposed communication 12.0 ms", "exposed communication 8.4 ms"),
+])
+def test_every_named_quantity_is_held_to_one_value(name, a, b):
+    (found,) = names((f"mlp-s ws=2: {a}", "k1"), (f"mlp-s ws=2: {b}", "k1"))
+    assert found.expected.startswith(f"quotes {name} ")
+    assert names((f"mlp-s ws=2: {a}", "k1"), (f"mlp-s ws=2: {a}", "k1")) == []
+
+
+def test_the_checker_holds_a_page_to_one_value_a_name(tmp_path):
+    """Through audit.check: a sentence without a job key is of the one job it names (ws=2, its baseline aside);
+    one that names every job of several is of none."""
+    results = ResultsFolder(tmp_path)
+    for world, steps in ((1, (10.0, 10.2, 9.8)), (2, (14.0, 14.6, 13.5))):
+        spec = job(world_size=world)
+        for repeat, step in enumerate(steps):
+            results.launch(spec_from_dict(spec), repeat, result=result_for(spec, step, repeat=repeat))
+    fig = derive(tmp_path)
+    two = fig.jobs[fig.jobs["world_size"] == 2].index[0]
+    said = [{"text": VERDICT.format(a="17.5"), "job": two}, FINDING.format(b="21.5")]
+    assert [p.kind for p in check(fig, said) if p.kind == "name"] == ["name"]
+    assert [p for p in check(fig, [said[0], FINDING.format(b="17.5")]) if p.kind == "name"] == []
+    unnamed = "the time lost is not measurable here (noise floor 21.5 ms)"
+    assert [p for p in check(fig, [said[0], unnamed]) if p.kind == "name"] == []
