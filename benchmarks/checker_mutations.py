@@ -26,7 +26,9 @@ detect and the spread it assumes, a noise floor, and what is said to be approxim
   job        the job the sentence is about swapped for another job of the same folder (its key, or
              the model label it names);
   direction  one faster <-> slower or rises <-> falls where it compares measurements ("5.3 % faster",
-             "slower than", "slower: 0.16x", "rises from"), not a descriptive one ("a faster link");
+             "slower than", "slower: 0.16x", "rises from"), not a descriptive one ("a faster link") nor a
+             question ("whether it runs faster"); a speedup between two settings turned over ("1.04x as
+             fast as" -> "0.962x as fast as");
   basis      measured <-> estimated ("measured to recover" <-> "estimated (a model, not run) to
              recover", "estimated to recover" -> "measured to recover");
   significance  one "significant" <-> "not significant" where the sentence quotes a 95 % interval
@@ -56,6 +58,7 @@ all kinds falls below ``--target`` (95 %), or on any false report.
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import re
 import sys
@@ -210,12 +213,31 @@ def job_mutations(claim: Claim, fig, rng, truths: set):
 COMPARING = re.compile(r"(?<=% )(faster|slower)\b|\b(faster|slower)(?= than|:)|\b(rises|falls)(?= from)")
 
 
+#: a comparison between two settings said as a speedup or a cost ratio: "1.04x as fast as", "costs 0.62x as much"
+AS_FAST = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?=x as fast as |x as much per sample as )")
+#: a question, not a claim: "cannot tell whether it runs faster than one rank"
+ASKED = re.compile(r"whether it runs (?:faster|slower)")
+
+
+def _turned_over(written: str) -> str:
+    """1 / the value, to the three significant figures a speedup is written with."""
+    value = 1 / float(written)
+    return f"{value:.{max(0, 2 - math.floor(math.log10(value)))}f}"
+
+
 def direction_mutations(claim: Claim):
     for m in COMPARING.finditer(claim.text):
-        if re.search(r"faster or slower|slower or faster", claim.text[max(0, m.start() - 10):m.end() + 10]):
-            continue  # "no faster or slower": flipping one word says the same
+        if re.search(r"faster or slower|slower or faster", claim.text[max(0, m.start() - 10):m.end() + 10]) \
+                or ASKED.search(claim.text, max(0, m.start() - 16), m.end()):
+            continue  # "no faster or slower": flipping one word says the same; "whether it runs faster": asks
         text = claim.text[:m.start()] + FLIPS[m.group()] + claim.text[m.end():]
         yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), False, f"{m.group()} flipped"
+    for m in AS_FAST.finditer(claim.text):  # the other way round: the speedup turned over
+        new = _turned_over(m.group(1))
+        if abs(float(new) - float(m.group(1))) <= 0.5 * 10 ** -_digits(m.group(1)):
+            continue  # on 1 as written: turned over, it reads the same
+        text = claim.text[:m.start(1)] + new + claim.text[m.end(1):]
+        yield Claim(text, claim.job, claim.fix_fields, claim.basis, claim.kind), False, f"{m.group(1)}x -> {new}x"
 
 
 #: a significance word of a sentence that quotes an interval (found here, not by the checker's own pattern)
