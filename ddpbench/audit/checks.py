@@ -25,6 +25,10 @@
 * **direction** (:mod:`.directions`) -- "N % faster/slower than", "faster/slower: Nx the
   throughput", "slower than ...: +N %", "computes N % slower than the other ranks", "rises/falls
   from A to B", each against the figures.
+* **comparison** (:mod:`.comparisons`) -- "Nx as fast as OTHER (95 % CI ax to bx)" and "costs Nx as
+  much per sample as OTHER" against the records of the two settings the words name (a wrong side of
+  1 is a ``direction`` problem, a wrong size a ``figure`` one, a wrong interval an ``interval`` one);
+  **retired** -- "N % faster/slower than" between two settings, and a fix's run said "N % faster".
 * **basis** -- a sentence that says its fix was measured ("measured to recover", "the sweep
   measured", "it recovered") names a fix the sweep ran: a stored ok job identical to the sentence's
   job but for the fix's fields, at their values; for ``bucket_cap_mb`` one whose *recorded* bucket
@@ -35,12 +39,14 @@
 * **significance** (:mod:`.words`) -- "significant" or "not significant" against the quoted
   interval nearest to the word: it must exclude, or include, no change; **band** -- "scales
   well", "scales moderately to well", "cannot tell how it scales" against the quoted efficiency
-  interval (docs/reading-the-report.md's bands); **bound** -- compute- or communication-bound, or
+  interval (docs/reading-the-report.md's bands); **slowdown** -- a band word beside a speedup whose
+  whole interval is below 1, "slows down" beside one above 1; **bound** -- compute- or communication-bound, or
   "cannot tell" which, against the quoted exposed communication interval.
 * **efficiency** -- an efficiency above 100 % that no sentence flags, or a scaling verdict that
   quotes one; **statistic** -- a median quoted as the step time; **job** -- a sentence whose job
   key is not a stored job, that names another model, strategy, world size or bucket cap than its
-  job's, quotes another job's step as its own, or names a model and batch no stored job has.
+  job's, quotes another job's step as its own, or names a model and batch no stored job has;
+  **name** (:mod:`.names`, across the page) -- one named quantity of one job quoted with two values.
 
 Not checked: sentences of the cost model (``kind`` "projection" or "model", or saying "Projected"
 or "cost model"): model output, said so; a cause model's estimate of what a fix would recover

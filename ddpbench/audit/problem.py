@@ -29,8 +29,8 @@ class Claim:
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # figure, interval, direction, basis, contradicted, significance, band, bound, differ, trend, cause,
-    # efficiency, statistic, job
+    kind: str  # figure, interval, direction, retired, basis, contradicted, significance, band, slowdown, bound, differ,
+    # trend, cause, efficiency, statistic, job, name
     job: str | None
     sentence: str
     expected: str
