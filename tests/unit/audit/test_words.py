@@ -278,3 +278,28 @@ def test_a_scaling_word_never_contradicts_its_speedup(words, p, x, eff, right):
 def test_the_answer_row_and_a_speedup_s_own_interval(text, right):
     found = check_slowdown(Claim(text))
     assert (found == []) is right, found
+
+
+# -- what a comparison says of a speedup's interval: it includes 1 or not, a difference of 10 % in the step -------
+
+SPEEDUP_LINE = ("Best gradient bucket size for DDP with mlp-l (batch 32/rank) at world size 2: 1 MB, {x} as fast as "
+                "the default 25 MB (95 % CI {ci}), but {words}.")
+
+
+@pytest.mark.parametrize("x, ci, words, right", [
+    # 0.786x to 1.31x: a gain in the step from -27 % to 24 %: includes 1 (no change) and a 10 % difference
+    ("1.02x", "0.786x to 1.31x", "the interval includes both 1 and a difference of 10 % in the step; cannot tell "
+     "whether they differ", True),
+    ("1.02x", "1.04x to 1.31x", "the interval includes both 1 and a difference of 10 % in the step; cannot tell "
+     "whether they differ", False),
+    # 0.97x to 1.04x: a gain from -3 % to 4 %: includes 1, rules out a 10 % difference
+    ("1.01x", "0.970x to 1.04x", "that interval includes 1 and rules out a difference of 10 % or more; any of these "
+     "bucket sizes will do", True),
+    ("1.01x", "0.970x to 1.04x", "that interval includes 1: cannot tell whether they differ", False),
+    ("1.20x", "1.05x to 1.37x", "that interval includes 1: cannot tell it from the default", False),
+    ("1.20x", "1.05x to 1.37x", "that interval excludes 1: significant", True),
+])
+def test_a_speedup_s_interval_is_held_to_what_the_words_say_of_it(x, ci, words, right):
+    claim = Claim(SPEEDUP_LINE.format(x=x, ci=ci, words=words))
+    found = check_differ(claim) + check_significance(claim, parse.numbers(claim.text))
+    assert (found == []) is right, found
