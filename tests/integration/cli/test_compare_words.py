@@ -102,3 +102,16 @@ def test_counts_take_their_nouns(compared):
     assert "gate failed (median:5%): 1 job slower than a threshold beyond noise" in done.stdout
     assert "job(s)" not in done.stdout
     assert "2 jobs compared" in (out / "index.html").read_text(encoding="utf-8")
+
+
+def test_an_inconclusive_gate_s_line_counts_the_gates_past_a_doubling_not_their_figures(tmp_path):
+    a, b = _folder(tmp_path / "a", {1: A[1]}), _folder(tmp_path / "b", {1: B[1]})
+    done = run_main("compare", a, b, "--fail-on", "median:5%", "--out", tmp_path / "out")
+    assert done.returncode == 0, done.stderr  # inconclusive: not failed
+    medians_a, medians_b = _launch_means(A[1], MEDIAN_SHIFT), _launch_means(B[1], MEDIAN_SHIFT)
+    gate_mde = power.minimum_detectable(medians_a, medians_b, 5.0)["mde"]
+    assert gate_mde > 100 and f"{gate_mde:+.1f} %" not in done.stdout
+    line = next(line for line in done.stdout.splitlines() if line.startswith("gate inconclusive"))
+    assert line == ("gate inconclusive (median:5%): no job is slower beyond noise, but 1 job could not show it; "
+                    "1 gate on 1 job could not detect even +100 % of A's step (each line says how many launches a "
+                    "side would detect what it guards against)")
