@@ -24,6 +24,7 @@ their reason, outside the check.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -166,6 +167,48 @@ def flop_layout(name: str, tensor_bytes, cap_mb: float) -> tuple[tuple[float, ..
     if [b for b, _ in reversed(tensors)] != [int(b) for b in tensor_bytes]:  # registration order, as DDP fills
         return None
     return _ddp_buckets(tensors, cap_mb)
+
+
+#: what marks a row's text as not read in its source (the rule published_scaling.toml's header states)
+NOT_READ = re.compile(r"not stated|not verified|assum", re.IGNORECASE)
+#: each input the model takes from a row, and the row's texts that say where it came from: an input is assumed
+#: where one of them is marked :data:`NOT_READ` (the compute: where the batch or the throughput is)
+INPUT_TEXTS = {"system": ("gpu",), "batch": ("batch_basis",), "throughput": ("single_gpu_basis",),
+               "precision": ("precision",), "layers": ("model", "params_basis"), "links in a node": ("intra_node",),
+               "network": ("inter_node_fabric",), "transport": ("transport", "inter_node_fabric"),
+               "algorithms": ("framework",)}
+#: a row's notes that say its nodes' layout was not read: its GPUs per node are assumed
+_NODES_NOT_READ = re.compile(r"(topology|nodes)[^.;]*(not stated|assumed)", re.IGNORECASE)
+#: every input :func:`assumed` can name, in the order it names them
+INPUTS = ("system", "GPUs per node", "batch", "throughput", "compute", "precision", "layers", "links in a node",
+          "network", "transport", "algorithms")
+
+
+def assumed(row: dict) -> tuple[str, ...]:
+    """The inputs of :data:`INPUTS` the model takes from ``row`` that its source does not state (marked
+    :data:`NOT_READ` in their texts, :data:`INPUT_TEXTS`): what any claim resting on them rests on an assumption."""
+    found = {name for name, keys in INPUT_TEXTS.items() if any(_marked(str(row.get(k) or "")) for k in keys)}
+    if _NODES_NOT_READ.search(str(row.get("notes") or "")):
+        found.add("GPUs per node")
+    if found & {"batch", "throughput"}:
+        found.add("compute")  # the batch over the throughput
+    return tuple(name for name in INPUTS if name in found)
+
+
+def _marked(text: str) -> bool:
+    """Whether a clause of ``text`` is marked :data:`NOT_READ`, but for one of a GPU's memory size (not an input)."""
+    return any(NOT_READ.search(part) and "memory" not in part for part in re.split(r"[;,()]", text))
+
+
+def assumed_by_source() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Each source's inputs :func:`assumed` in every one of its rows, and in some of them only."""
+    rows, _ = load()
+    found: dict[str, list[set]] = {}
+    for r in rows:
+        found.setdefault(r["source"], []).append(set(assumed(r)))
+    return {source: (tuple(n for n in INPUTS if all(n in a for a in sets)),
+                     tuple(n for n in INPUTS if any(n in a for a in sets) and not all(n in a for a in sets)))
+            for source, sets in sorted(found.items())}
 
 
 def grad_dtype(row: dict) -> str:
