@@ -34,7 +34,7 @@ def add_parser(sub) -> None:
 def busy_line(table) -> str:
     """The line that says how many jobs compare did not call because the machine was busy; "" where none."""
     from ddpbench.analysis.core import CONTENDED_CORES, MACHINE_BUSY
-    from ddpbench.analysis.core.values import counted
+    from ddpbench.analysis.core import counted
 
     busy = int((table["verdict"] == MACHINE_BUSY).sum()) if len(table) and "verdict" in table else 0
     if not busy:
@@ -49,10 +49,9 @@ def detectable_span(unsure) -> str:
     at 90 % is +12.0 % to +40.1 %", each unit apart. Those past
     :data:`~ddpbench.analysis.core.thresholds.USEFUL_MDE_PCT` are counted, not quoted: their own lines say
     how many launches a side would detect what the gate guards against."""
-    from ddpbench.analysis.core import POWER, mde_amount
-    from ddpbench.analysis.core.thresholds import USEFUL_MDE_PCT
-    from ddpbench.analysis.core.values import counted
-    from ddpbench.analysis.history.gates import mde_limit
+    from ddpbench.analysis.core import POWER, USEFUL_MDE_PCT, mde_amount
+    from ddpbench.analysis.core import counted
+    from ddpbench.analysis.history import mde_limit
 
     said = []
     for unit, rows in unsure[unsure["mde"].notna()].groupby("unit", sort=False):
@@ -74,7 +73,7 @@ def command(args) -> int:
     from rich.markup import escape
 
     from ddpbench.analysis.core import machine_difference
-    from ddpbench.analysis.core.values import counted
+    from ddpbench.analysis.core import counted
     from ddpbench.analysis.history import (
         FAIL, INCONCLUSIVE, PASS, compare_tables, detectable_notes, environment_differences, gate_results, gate_text,
         load_side, parse_gate, side_busy,

@@ -69,7 +69,7 @@ def _tables(args):
 
 
 def command_page(args) -> int:
-    from ddpbench.analysis.core.values import counted
+    from ddpbench.analysis.core import counted
     from ddpbench.report.trend_page import OWN_FILES, write_trend
     from ddpbench.results.folder import claim_output
 
@@ -111,9 +111,9 @@ def _launches(row) -> str:
 
 def command_check(args) -> int:
     from ddpbench.analysis.core import MACHINE_DIFFERED
-    from ddpbench.analysis.core.values import counted
+    from ddpbench.analysis.core import counted
     from ddpbench.analysis.history import CANNOT_TEST, SLOWER, VANISHED
-    from ddpbench.analysis.history.newest import newest_words
+    from ddpbench.analysis.history import newest_words
 
     _, _, newest = _tables(args)
     what = newest_words(args.newest)
@@ -147,9 +147,9 @@ def _untested_line(newest, what: str, count: int) -> int:
     says why, each reason counted, and does not say ok: 0 where only the store is young (fewer commits
     at a level than the test needs; the next commits filed heal it), :data:`EXIT_UNTESTED` where some
     series could not be tested however long one waits (fewer than two launches at the newest commits)."""
-    from ddpbench.analysis.core.values import counted
+    from ddpbench.analysis.core import counted
     from ddpbench.analysis.history import CANNOT_TEST
-    from ddpbench.analysis.history.newest import FEW_COMMITS, FEW_NEWEST_LAUNCHES
+    from ddpbench.analysis.history import FEW_COMMITS, FEW_NEWEST_LAUNCHES
 
     untested = newest[newest["outcome"] == CANNOT_TEST]
     reasons = "; ".join(f"{counted(n, 'series')} with {why}"

@@ -14,9 +14,8 @@ from markupsafe import Markup
 from ddpbench.analysis.history import (
     CANNOT_TELL, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, Gate, csv_table, gate_column, gate_text,
 )
-from ddpbench.analysis.core import CONFIDENCE, MACHINE_BUSY, MACHINE_DIFFERED, POWER
-from ddpbench.analysis.core.thresholds import DEFAULT_EFFECT_PCT, USEFUL_MDE_PCT
-from ddpbench.analysis.core.values import counted
+from ddpbench.analysis.core import (CONFIDENCE, DEFAULT_EFFECT_PCT, MACHINE_BUSY, MACHINE_DIFFERED, POWER,
+                                    USEFUL_MDE_PCT, counted)
 from ddpbench.report.page import (INDEX_FILE, Section, html, html_table, left_out_section, num, render_page,
                                   with_interval)
 from ddpbench.report.plots.common import LeftOut, leaving_out

@@ -10,6 +10,7 @@
   budget_lines  the loss budget's lines, each declared once: words, column, colour, cause
   thresholds    every threshold a word of the analysis rests on, with its reason
   values        the one test of a missing figure, and reading a number from a row
+  speedup       how two settings compare, in one form: how many times as fast one is as the other
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ from ddpbench.analysis.core.jobs import (
 from ddpbench.analysis.core.power import mde_amount
 from ddpbench.analysis.core.stats import above_zero, mean_ci, throughput_ci, told_apart
 from ddpbench.analysis.core.thresholds import (
-    AB_SAME_WITHIN, CONFIDENCE, CONTENDED_CORES, DATA_BOUND_SHARE, MIN_CHANGE, MIN_COMMITS, NOISE_THRESHOLD,
-    OUTLIER_MADS, P_VALUE, POWER, STRAGGLER_THRESHOLD,
+    AB_SAME_WITHIN, CONFIDENCE, CONTENDED_CORES, DATA_BOUND_SHARE, DEFAULT_EFFECT_PCT, MIN_CHANGE, MIN_COMMITS,
+    NOISE_THRESHOLD, OUTLIER_MADS, P_VALUE, POWER, STRAGGLER_THRESHOLD, USEFUL_MDE_PCT,
 )
-from ddpbench.analysis.core.values import pct
+from ddpbench.analysis.core.values import counted, pct
 
 __all__ = [
-    "AB_SAME_WITHIN", "COLUMNS", "COMM", "CONTENDED_CORES", "COMM_ONLY_FIELDS", "CONFIDENCE", "DATA_BOUND_SHARE",
+    "AB_SAME_WITHIN", "COLUMNS", "DEFAULT_EFFECT_PCT", "USEFUL_MDE_PCT", "counted",
+    "COMM", "CONTENDED_CORES", "COMM_ONLY_FIELDS", "CONFIDENCE", "DATA_BOUND_SHARE",
     "EFFICIENCY", "EXPOSED_COMM_MS", "LOSS_LINES", "MACHINE_BUSY", "MACHINE_DIFFERED", "MachineDifference",
     "busy_launches", "launch_machine", "machine_difference", "recorded_cpus",
     "MIN_CHANGE", "MIN_COMMITS", "NOISE_THRESHOLD", "OUTLIER_MADS", "POWER", "P_VALUE", "SAMPLES_PER_S",

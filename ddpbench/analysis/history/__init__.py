@@ -20,14 +20,17 @@ from ddpbench.analysis.history.compare import (
     detectable_notes, environment_differences, load_side, ratio_text, side_busy, speedup_text,
 )
 from ddpbench.analysis.history.gates import (
-    FAIL, INCONCLUSIVE, PASS, Gate, gate_column, gate_results, gate_text, parse_gate,
+    FAIL, INCONCLUSIVE, PASS, Gate, gate_column, gate_results, gate_text, mde_limit, parse_gate,
 )
 from ddpbench.analysis.history.race import Candidate, judge, standing, survivors, undecided, verdict
 from ddpbench.analysis.history.trend import trend_table
 from ddpbench.analysis.history.changes import kept_launches, trend_changes, welch
-from ddpbench.analysis.history.newest import CANNOT_TEST, VANISHED, newest_changes
+from ddpbench.analysis.history.newest import (
+    CANNOT_TEST, FEW_COMMITS, FEW_NEWEST_LAUNCHES, VANISHED, newest_changes, newest_words,
+)
 
 __all__ = [
+    "FEW_COMMITS", "FEW_NEWEST_LAUNCHES", "mde_limit", "newest_words",
     "AB_CALLS", "ABCall", "ABUnpaired", "CANNOT_TELL", "CANNOT_TEST", "Candidate", "ENV_FIELDS", "FAIL", "FASTER",
     "Gate", "INCONCLUSIVE", "PASS",
     "SAME", "SLOWER", "ab_calls", "change_words", "compare_tables", "detectable_cell",
