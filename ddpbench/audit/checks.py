@@ -175,8 +175,6 @@ def about(fig: Figures, claim: Claim) -> list:
     return named_jobs(fig, claim.text)
 
 
-#: the family of a speedup or cost ratio between two settings the sentence names (:mod:`.comparisons`)
-COMPARISON = "comparison"
 #: the words around a number that say which kind of figure of its unit it is (pool.Entry.family)
 FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"),
                       # the barrier's rank: "last ... in 75 % of the steps, 0.4 ms after the others' mean (6 % of the
@@ -187,9 +185,7 @@ FAMILY_AFTER = {"%": [(r"^ ?% parallel efficiency", "efficiency"),
                       (r"^ ?% of (?:the |its |what was )?(?:loss|lost)", "loss"),
                       (r"^ ?% (?:faster|slower) than the other ranks", STRAGGLER),
                       (r"^ ?% (?:faster|slower|more|less|cheaper|dearer)\b", "change")],
-                # a comparison between two settings: held to the two it names (comparisons.py), not to the pool
-                "x": [(r"^x as fast as ", COMPARISON), (r"^x as much per sample as ", COMPARISON),
-                      (r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"),
+                "x": [(r"^x the throughput of one rank", "speedup"), (r"^x (?:the|its) throughput", "throughput"),
                       # the answer table's scaling row: "0.96x in ws=2 bucket 1 MB, 48 % parallel efficiency"
                       (r"^x in [^,;]*\bws=\d+", "speedup"),
                       (r"^x (?:\S+ )?step time", "step")],
@@ -260,15 +256,17 @@ def with_estimates(fig: Figures, claim: Claim, keys, pool: dict) -> dict:
     return pool
 
 
-def check_figures(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Problem]:
+def check_figures(fig: Figures, claim: Claim, pool: dict, quoted, judged=frozenset()) -> list[Problem]:
+    """Every number ``quoted`` against the pool of re-derived figures of its unit and kind; ``judged``: where
+    the comparisons :func:`.comparisons.check_comparisons` held to the two settings they name start."""
     out = []
     bounds = {id(q) for i in parse.intervals(claim.text, quoted) for q in (i.low, i.high)}
     for q in quoted:
         if id(q) in bounds:
             continue
-        kind = family(claim.text, q)
-        if kind == COMPARISON:
+        if q.start in judged:
             continue  # held to the two settings it names: check_comparisons
+        kind = family(claim.text, q)
         accepted = {kind, "speedup"} if kind == "throughput" else {kind}
         entries = [e for e in pool.get(q.unit, []) if (e.family in accepted if kind else e.family not in NAMED_ONLY)]
         if claim.job is not None and kind in OWN_FAMILIES:  # a job's own speedup, never a neighbour's
@@ -361,10 +359,10 @@ def check_deadline(fig: Figures, claim: Claim, keys) -> list[Problem]:
     return out
 
 
-def check_intervals(fig: Figures, claim: Claim, pool: dict, quoted) -> list[Problem]:
+def check_intervals(fig: Figures, claim: Claim, pool: dict, quoted, judged=frozenset()) -> list[Problem]:
     out = []
     for i in parse.intervals(claim.text, quoted):
-        if family(claim.text, i.point) == COMPARISON:
+        if i.point.start in judged:
             continue  # a comparison's interval is the two settings' it names: check_comparisons
         digit = 0.5 * 10 ** -max(i.low.digits, i.high.digits) + 1e-9
         # "31.1 % faster (95 % CI of the change -47.4 % to -13.7 %)": the point may be quoted unsigned
@@ -501,13 +499,14 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
     labels = list(fig.jobs["label"].unique())
     quoted = parse.numbers(claim.text, labels, fig.currency)
     pool = with_estimates(fig, claim, keys, build(fig, keys))
-    out += check_figures(fig, claim, pool, quoted)
-    out += check_intervals(fig, claim, pool, quoted)
+    fixed = run_twins(fig, claim.job, claim.fix_fields) if claim.fix_fields and claim.job in fig.ok().index else []
+    compared, judged = check_comparisons(fig, claim, keys, quoted, fixed)
+    out += check_figures(fig, claim, pool, quoted, judged)
+    out += check_intervals(fig, claim, pool, quoted, judged)
     out += check_arithmetic(fig, claim)
     out += check_deadline(fig, claim, keys)
     out += check_directions(fig, claim, keys)
-    fixed = run_twins(fig, claim.job, claim.fix_fields) if claim.fix_fields and claim.job in fig.ok().index else []
-    out += check_comparisons(fig, claim, keys, quoted, fixed)
+    out += compared
     out += check_basis(fig, claim)
     out += check_contradicted(fig, claim)
     out += check_significance(claim, quoted)

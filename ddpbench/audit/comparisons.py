@@ -7,7 +7,8 @@ a sample over the other's. Read here from the words alone (nothing of the analys
 
 * **speedup** -- "Nx as fast as OTHER": OTHER is the setting named after the words (its label as the
   report writes it: a model label, ``ws=N``, ``bucket N MB`` or ``N MB``, ``batch N``, a strategy and its
-  hook, a precision, ``compiled``/``eager``, ``name=value``; "this job": the sentence's own job), this
+  hook, a framework by its name (:data:`ddpbench.strategies.FRAMEWORKS`, and "raw DDP"), a precision,
+  ``compiled``/``eager``, ``name=value``; "this job": the sentence's own job), this
   one the setting named before the number in its clause, else the sentence's job, else the fix the
   sentence's job ran; either may be several caps pooled ("0.1, 0.5 and 1 MB, 1.03x as fast as the
   default 25 MB"). N must be, within its rounding, OTHER's mean time per step or per sample over this
@@ -38,6 +39,7 @@ from ddpbench.audit import parse
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
 from ddpbench.audit.pool import label_pattern
 from ddpbench.audit.problem import Claim, Problem
+from ddpbench.strategies import FRAMEWORKS
 
 N_ = parse.NUMBER
 #: "3.60x as fast as ws=2", "costs 0.62x as much per sample as ws=2"
@@ -108,8 +110,14 @@ def described(fig: Figures, words: str, among) -> list | None:
     for name, value in re.findall(r"\b(\w+)=([^\s,;()]+)", rest):
         if name in ok.columns:
             ok, named = ok[ok[name].astype(str) == value], True
+    # a framework by the name people know it by ("Hugging Face Accelerate"), raw DDP as the frameworks' findings say
+    known = sorted([*FRAMEWORKS.items(), ("ddp", "raw DDP")], key=lambda item: len(item[1]), reverse=True)
+    framework = next(((name, said) for name, said in known if re.search(rf"\b{re.escape(said)}\b", rest)), None)
+    if framework is not None:
+        ok, named = ok[(ok["strategy"].astype(str) == framework[0]) & (ok["comm_hook"].astype(str) == "none")], True
+        rest = rest.replace(framework[1], " ")
     words_said = set(re.findall(r"[\w.+-]+", rest))
-    strategies = {str(s) for s in fig.ok()["strategy"].unique()}
+    strategies = {str(s) for s in fig.ok()["strategy"].unique()} if framework is None else set()
     for said in sorted(words_said, key=len, reverse=True):
         strategy, _, hook = said.partition("+")
         if strategy in strategies:
@@ -196,12 +204,16 @@ def _ends_match(low: parse.Quoted, high: parse.Quoted, s: tuple) -> bool:
     return low.matches(s[1], 1e-6 * abs(s[1])) and high.matches(s[2], 1e-6 * abs(s[2]))
 
 
-def check_comparisons(fig: Figures, claim: Claim, keys, quoted, fixed=()) -> list[Problem]:
+def check_comparisons(fig: Figures, claim: Claim, keys, quoted, fixed=()) -> tuple[list[Problem], set]:
     """Every comparison between two settings ``claim`` makes, against the records of the jobs ``keys``
     (those it is about) or, where they hold none it names, of every ok job; ``quoted``: its figures
     (:func:`.parse.numbers`), whose intervals are found as every other's (:func:`.parse.intervals`: the
-    interval of the figure quoted last before it); ``fixed``: the jobs that ran its fix (module docstring)."""
-    text, out = claim.text, []
+    interval of the figure quoted last before it); ``fixed``: the jobs that ran its fix (module docstring).
+
+    Returns the problems, and where the speedups it held to the two settings named start (the rest --
+    a setting its words name as no job's field, "raw DDP" -- are left to the figures of the jobs the
+    sentence is about, as any number of theirs)."""
+    text, out, judged = claim.text, [], set()
     interval_of = {i.point.start: i for i in parse.intervals(text, quoted)}
 
     def bad(kind: str, what: str):
@@ -236,6 +248,7 @@ def check_comparisons(fig: Figures, claim: Claim, keys, quoted, fixed=()) -> lis
             found = speedups(fig, mine, theirs, cost)
             if not found:
                 continue
+            judged.add(m.start(1))
             point = parse.Quoted(float(m.group(1)), "x", parse.digits(m.group(1)), m.start(1), m.end(1), m.group(1))
             what = m.group().strip()
             right = [s for s in found if point.matches(s[0], 1e-6 * s[0])]
@@ -255,4 +268,4 @@ def check_comparisons(fig: Figures, claim: Claim, keys, quoted, fixed=()) -> lis
                 s = next((s for s in right if s[1] == s[1]), None)
                 where = f" ({s[1]:.3g}x to {s[2]:.3g}x)" if s else " (none: one launch a side)"
                 bad("interval", f"{low.text}x to {high.text}x is not the 95 % interval of the comparison{where}")
-    return out
+    return out, judged

@@ -28,6 +28,7 @@ WHOSE = r"(?P<whose>(?:[\w-]+'s?|[\w-]+s') )?"
 #: the named quantities of a job: name -> (pattern with the value as group ``n``, unit)
 NAMED = {
     "noise floor": (rf"{WHOSE}noise floor (?:of )?(?P<n>{N_}) ?ms\b", "ms"),
+    "margin of error": (rf"{WHOSE}margin of error (?:of )?(?P<n>{N_}) ?ms\b", "ms"),
     "launch-to-launch spread": (rf"{WHOSE}launch-to-launch spread (?:of )?(?P<n>{N_}) ?%", "%"),
     "parallel efficiency": (rf"(?<![\w.])(?P<n>{N_}) ?% parallel efficiency", "%"),
     "speedup against one rank": (rf"(?<![\w.])(?P<n>{N_})x the throughput of (?:one rank|ws=1)\b", "x"),

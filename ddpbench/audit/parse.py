@@ -12,9 +12,9 @@ confidence levels ("95 % CI"), thresholds ("above 10 % of the median", "under 10
 20 %", "a difference of 10 %", "the 25 % line"), numbers said to be approximate ("about 5 ms":
 a model's, not a measurement) or read off a fitted curve ("on the fitted all-reduce curve each
 message costs 0.93 ms"), what a power calculation says more launches would detect and the spread
-it assumes, a noise floor, and the ends of intervals said in words ("at least 14.7 ms by the lower
-end", "reaches 6.4 ms at most", "reaches down to 2.1 ms, under 10 % of the step"): what the diagnosis's
-statistics make of the launches, not figures of a job.
+it assumes, a noise floor (or "margin of error"), and the ends of intervals said in words ("at least
+14.7 ms by the lower end", "reaches 6.4 ms at most", "reaches down to 2.1 ms, under 10 % of the step"):
+what the diagnosis's statistics make of the launches, not figures of a job.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ NOT_FIGURES = [
     r"about [-+]?\d+(?:\.\d+)?(?: ?(?:ms|x|%|MB))?(?: against \d+(?:\.\d+)? ms)?",
     r"fitted [^;:.]*?\d+(?:\.\d+)? ?ms",
     r"would detect (?:a difference of |only )?\d+(?:\.\d+)? ?%", r"not the \d+(?:\.\d+)? ?% needed",
-    r"noise floor (?:of )?\d+(?:\.\d+)? ?ms", r"launch-to-launch spread \d+(?:\.\d+)? ?%",
+    r"(?:noise floor|margin of error) (?:of )?\d+(?:\.\d+)? ?ms", r"launch-to-launch spread \d+(?:\.\d+)? ?%",
     r"(?:a difference|difference) of \d+(?:\.\d+)? ?%(?: or more)?", r"the \d+(?:\.\d+)? ?% (?:line|it would take)",
     r"at least [-+]?\d+(?:\.\d+)? ?ms by the lower end", r"reaches down to [-+]?\d+(?:\.\d+)? ?ms(?=, under)",
     r"reaches [-+]?\d+(?:\.\d+)? ?ms at most, \d+ ?% of the",

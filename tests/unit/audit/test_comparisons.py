@@ -140,3 +140,16 @@ def test_a_comparison_with_a_setting_no_job_ran_is_a_problem(fig):
 def test_the_retired_form_is_a_problem_and_the_kept_forms_are_not(fig, text, retired):
     found = [p for p in check_claim(fig, Claim(text)) if p.kind == "retired"]
     assert bool(found) is retired, found
+
+
+def test_a_framework_by_its_name_against_raw_ddp():
+    """frameworks-cpu: TensorFlow MirroredStrategy at world size 1 steps 76.42 ms against raw DDP's 34.28 ms (the
+    frameworks' finding names both as people know them): raw DDP is 2.23x as fast, never the other way round."""
+    from ddpbench.testing import ROOT
+
+    fig = derive(ROOT / "reports" / "examples" / "frameworks-cpu")
+    text = ("TensorFlow MirroredStrategy with mlp-m at world size 1 is slower than raw DDP on the same work: raw DDP "
+            "is {n} as fast as TensorFlow MirroredStrategy on the mean step (76.42 ms against 34.28 ms), significant.")
+    assert kinds(fig, text.format(n="2.23x")) == []
+    assert kinds(fig, text.format(n="0.449x")) == ["direction"]
+    assert kinds(fig, text.format(n="2.05x")) == ["figure"]

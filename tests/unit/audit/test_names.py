@@ -50,6 +50,7 @@ def test_two_jobs_two_names_or_one_sentence_that_tells_them_apart_pass():
     ("speedup against one rank", "1.38x the throughput of one rank", "1.29x the throughput of one rank"),
     ("throughput", "589 samples/s", "598 samples/s"),
     ("exposed communication", "exposed communication 12.0 ms", "exposed communication 8.4 ms"),
+    ("margin of error", "(margin of error 26.1 ms)", "(margin of error 16.9 ms)"),
 ])
 def test_every_named_quantity_is_held_to_one_value(name, a, b):
     (found,) = names((f"mlp-s ws=2: {a}", "k1"), (f"mlp-s ws=2: {b}", "k1"))
