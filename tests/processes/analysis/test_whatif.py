@@ -14,14 +14,16 @@ def test_the_command_prints_the_model_per_world_size_and_its_answers(capsys):
     rows = {int(line.split()[0]): line.split() for line in out.splitlines() if line.split()[:1] and
             line.split()[0].isdigit()}
     assert sorted(rows) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
-    assert rows[1][4] == "100%" and float(rows[1024][1]) >= float(rows[2][1])  # steps never get cheaper
+    terms = out.split("the step is the sum of its terms: ")[1].split(" (ms")[0].split(", ")
+    efficiency = 2 + 2 * len(terms) + 1  # after the step, each term's ms and share, and the communication
+    assert rows[1][efficiency] == "100%" and float(rows[1024][1]) >= float(rows[2][1])  # steps never get cheaper
+    assert "rank wait" in terms and "the wait for the slowest rank (" in out.splitlines()[-1]  # at any rate
     assert "largest world size at 90% or better:" in out
     assert "inter-node rate 1024 devices need for 90%:" in out
 
 
 def test_a_reader_that_leaves_early_gets_no_traceback():
     import subprocess
-    import sys
 
     # ``| true``: the pipe closes before the first line is written (the command's imports take far
     # longer than this close), so its first write meets a closed pipe: it stops quietly with 141. (After a
