@@ -479,8 +479,10 @@ def test_when_no_rate_is_enough_the_words_name_the_term_that_grows_the_step(caps
     rank: the words now name what the numbers at any rate say."""
     from dataclasses import replace
 
-    from ddpbench.analysis.models.questions import why_no_rate
+    from ddpbench.analysis.models.questions import TERM_WORDS, why_no_rate
+    from ddpbench.analysis.models.whatif import TERMS
 
+    assert set(TERM_WORDS) == set(TERMS) - {"compute"}  # every term beyond the compute has its words
     last = _whatif(capsys).strip().splitlines()[-1]
     assert "latency or the per-step cost" not in last
     assert last.startswith("inter-node rate 1024 devices need for 90%: none is enough: at any rate 1024 devices keep ")
