@@ -206,8 +206,8 @@ def test_master_aggregation_is_the_bottleneck_a_ring_avoids():
     work = Work(compute_ms=100.0, bucket_bytes=(25 * MB,) * 4)
     for p in (8, 64):
         assert master_step(work, p, DGX).step_ms > ddp_step(work, p, DGX).step_ms
-    assert master_step(work, 64, DGX, costs=BARE).comm_ms == pytest.approx((8.0 + 2 * 63 * (10.0 + 25 * MB / 12.5e3 * 4))
-                                                                           / 1e3)
+    assert master_step(work, 64, DGX, costs=BARE).comm_ms == pytest.approx(
+        (8.0 + 2 * 63 * (10.0 + 25 * MB / 12.5e3 * 4)) / 1e3)
 
 
 def test_largest_world_size_and_the_link_needed_for_a_target_efficiency():
