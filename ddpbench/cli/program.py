@@ -43,7 +43,8 @@ class _Parser(argparse.ArgumentParser):
         parsed a second time into a namespace whose every flag starts unset, argparse's way of telling a flag
         given its default from one not given (:func:`ddpbench.cli.common.refuse_unused`)."""
         parsed, extras = super().parse_known_args(args, namespace)
-        flags = [a for a in self._actions if a.option_strings and a.dest != argparse.SUPPRESS]
+        flags = [a for a in self._actions if a.option_strings and a.dest != argparse.SUPPRESS
+                 and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))]
         if args is None or not flags:
             return parsed, extras
         # an appending or counting flag starts from None, which argparse takes for "nothing yet"
