@@ -17,15 +17,18 @@ a sample over the other's. Read here from the words alone (nothing of the analys
   quoted interval must hold its point, and be the interval of that speedup (the step ratio's,
   docs/statistics.md, turned over: :func:`~.figures.ratio_interval` of OTHER's launch means over this
   one's, or its paired variant), each end within half a last digit.
+* **word** -- "A is faster (slower) than OTHER", two settings named: A's speedup over OTHER by the
+  records is above (below) 1.
 * **cost** -- "costs Nx as much per sample as OTHER": this one's cost of a sample (its devices' price
   for its mean step over its global batch) over OTHER's, likewise.
-* **retired** -- "N % faster/slower than OTHER" (with or without "per step") between two settings: the
-  form is retired ("72 % faster" for 3.6 times the throughput reads as 1.72 times), and so is a fix's
-  change said as "N % faster/slower" beside the two steps ("89.7 ms a step (mean) against this job's
-  133.3 ms, 32.7 % faster"). Kept, as no comparison between two settings: a rank that "computes N %
-  slower than the other ranks" (one job's ranks, :mod:`.directions`), and what one setting costs or
-  saves in its own units ("31.2 % cheaper than", "2.9 % less time per sample than", "ran 4.9 ms a step
-  slower ... than one rank's alone"), which read as they are.
+* **retired** -- "N % faster/slower than OTHER" (with or without "per step") between two settings,
+  or "slower than OTHER: +N %": the form is retired ("72 % faster" for 3.6 times the throughput reads
+  as 1.72 times), and so is a fix's change said as "N % faster/slower" beside the two steps ("89.7 ms
+  a step (mean) against this job's 133.3 ms, 32.7 % faster"). Kept, as no comparison between two
+  settings: a rank that "computes N % slower than the other ranks" (one job's ranks,
+  :mod:`.directions`), and what one setting costs or saves in its own units ("31.2 % cheaper than",
+  "2.9 % less time per sample than", "ran 4.9 ms a step slower ... than one rank's alone"), which
+  read as they are.
 """
 
 from __future__ import annotations
@@ -47,8 +50,13 @@ AS_FAST = re.compile(rf"(?<![\w.])({N_})x as fast as ")
 AS_MUCH = re.compile(rf"\bcosts ({N_})x as much per sample as ")
 #: the retired form: "72.1 % faster than ws=2", "3.2 % faster per step than the default 25 MB"
 RETIRED = re.compile(rf"(?<![\w.])({N_}) ?% (faster|slower)(?: per step)? than (?!the other ranks\b)")
+#: a signed change in the retired form: "slower than raw DDP on the same work: +122.9 % (95 % interval ...)"
+RETIRED_SIGNED = re.compile(rf"\b(faster|slower) than (?!the other ranks\b)([^:;]*): ([-+]{N_}) ?%")
 #: a fix's change in the retired form: "89.7 ms a step (mean) against this job's 133.3 ms, 32.7 % faster"
 RETIRED_CHANGE = re.compile(rf"against this job's {N_} ms(?: \([^)]*\))?, ({N_}) ?% (faster|slower)\b")
+#: a direction said in a word between two named settings: "TensorFlow MirroredStrategy with mlp-m at world size 1
+#: is slower than raw DDP on the same work" (not a question, "whether it runs faster than one rank")
+IS_THAN = re.compile(r"(?<!whether it )\b(?:is|runs) (faster|slower) than ")
 #: the other setting is the sentence's own job
 THIS_JOB = re.compile(r"^this job\b")
 #: where a clause starts: the setting a comparison is about is named after it
@@ -222,10 +230,23 @@ def check_comparisons(fig: Figures, claim: Claim, keys, quoted, fixed=()) -> tup
     for m in RETIRED.finditer(text):
         bad("retired", f"says {m.group(1)} % {m.group(2)} than {setting_name(text, m.end())}: a comparison between "
                        "two settings reads \"Nx as fast as\" (the other's time over this one's)")
+    for m in RETIRED_SIGNED.finditer(text):
+        bad("retired", f"says {m.group(1)} than {m.group(2)}: {m.group(3)} %: a comparison between two settings reads "
+                       "\"Nx as fast as\" (the other's time over this one's)")
     for m in RETIRED_CHANGE.finditer(text):
         bad("retired", f"says the fix's run is {m.group(1)} % {m.group(2)}: a comparison between two settings reads "
                        "\"Nx as fast as\" (the other's time over this one's)")
     ok = list(fig.ok().index)
+    for m in IS_THAN.finditer(text):
+        other_words = setting_name(text, m.end())
+        theirs = described(fig, other_words, keys)
+        clause = [c.end() for c in CLAUSE.finditer(text, 0, m.start())][-1]
+        mine = [k for k in described(fig, text[clause:m.start()], keys) or [] if k not in (theirs or [])]
+        if not mine or not theirs:
+            continue
+        found = speedups(fig, mine, _beside(fig, other_words, mine, theirs))
+        if found and all((s[0] > 1) != (m.group(1) == "faster") and s[0] != 1 for s in found):
+            bad("direction", f"says {m.group(1)} than {other_words}; by the records {found[0][0]:.3g}x as fast")
     for pattern, cost in ((AS_FAST, False), (AS_MUCH, True)):
         for m in pattern.finditer(text):
             other_words = setting_name(text, m.end())
