@@ -20,10 +20,11 @@ beside it"), implemented here from that text:
   rounding of an edge may lie on either side of it: a word right for either is let through.
 * **slowdown** -- a band word never says a slowdown is scaling: "scales well", "moderately" or "poorly"
   beside a speedup against one rank ("0.66x the throughput of one rank", "0.66x in ws=2") whose whole
-  95 % interval lies below 1 is a problem, and so is "slows down" beside one whose interval (or point)
-  lies above 1. The interval is the speedup's own where quoted ("(95 % CI 0.60x to 0.74x)"), else the
-  parallel efficiency's quoted after it times the world size; without one the point decides; an end
-  within its rounding of 1 is on neither side.
+  95 % interval lies below 1 is a problem; so is "slows down" beside one whose interval reaches above
+  1, and "cannot tell whether it runs faster than one rank" beside one wholly on one side of 1. The
+  interval is the speedup's own where quoted ("(95 % CI 0.60x to 0.74x)"), else the parallel
+  efficiency's quoted after it times the world size; without one the point decides; an end within its
+  rounding of 1 is on neither side.
 * **bound** -- "communication-bound" needs the exposed communication's whole interval, as a share
   of the step it quotes ("43 % of each step (8.0 ms of 18.4 ms; 95 % CI 3.6 to 12.3 ms)"), at or
   above 25 %, "compute-bound" all of it below 10 %; "cannot tell whether it is compute- or
@@ -168,14 +169,17 @@ SPEEDUP = re.compile(rf"(?<![\w.])({_NUMBER})x (?:the throughput of (?:one rank|
 #: its own interval, where quoted right after it
 SPEEDUP_CI = re.compile(rf"\s*\(95 % CI ({_NUMBER})x? to ({_NUMBER})x?\)")
 SLOWS_DOWN = re.compile(r"\bslows down\b")
+#: what a line says where the speedup's interval reaches both sides of 1
+CANNOT_TELL_FASTER = re.compile(r"\bcannot tell whether it runs (?:faster|slower) than one rank\b")
 AT_SIZE = re.compile(r"\bat world size (\d+)\b")
 
 
 def check_slowdown(claim: Claim) -> list[Problem]:
     """A scaling word against the speedup it quotes (module docstring, **slowdown**): "scales well",
-    "moderately" or "poorly" (or two bands) where the speedup's whole interval lies below 1, or "slows
-    down" where it lies above 1 (or the point does), is a problem; without an interval the point decides."""
-    words = [*BAND_WORDS.finditer(claim.text), *SLOWS_DOWN.finditer(claim.text)]
+    "moderately" or "poorly" (or two bands) where the speedup's whole interval lies below 1; "slows down"
+    unless all of it does; "cannot tell whether it runs faster than one rank" where all of it lies on one
+    side of 1. Without an interval the point decides (and "cannot tell" is never wrong)."""
+    words = [m for pattern in (BAND_WORDS, SLOWS_DOWN, CANNOT_TELL_FASTER) for m in pattern.finditer(claim.text)]
     found = list(SPEEDUP.finditer(claim.text))
     if not words or not found:
         return []
@@ -184,17 +188,22 @@ def check_slowdown(claim: Claim) -> list[Problem]:
         after = [m for m in found if m.start() > said.end()]
         speedup = after[0] if after else found[-1]
         point_text = speedup.group(1)
-        point = float(point_text)
         ends = _speedup_ends(claim.text, speedup)
-        below = point + half_digit(point_text) < 1 if ends is None else ends[1] < 1
-        above = point - half_digit(point_text) > 1 if ends is None else ends[0] > 1
+        point = float(point_text)
+        # each end moved towards 1 by its rounding: surely below 1, surely above, or on it as written
+        low, high = (_towards_one(point, half_digit(point_text)),) * 2 if ends is None else ends
         where = f"{point_text}x" + ("" if ends is None else f", its 95 % interval {ends[0]:.3g}x to {ends[1]:.3g}x")
-        if said.group().startswith("scales") and below:
-            out.append(Problem("slowdown", claim.job, claim.text, f"says {said.group()!r} but its speedup ({where}) "
-                                                                  "is below 1: it slows down"))
-        if said.group() == "slows down" and (above or point - half_digit(point_text) > 1):
-            out.append(Problem("slowdown", claim.job, claim.text, f"says 'slows down' but its speedup ({where}) is "
-                                                                  "above 1"))
+        word = said.group()
+        if word.startswith("scales") and high < 1:
+            out.append(Problem("slowdown", claim.job, claim.text, f"says {word!r} but its speedup ({where}) is below "
+                                                                  "1: it slows down"))
+        elif word == "slows down" and high > 1:
+            out.append(Problem("slowdown", claim.job, claim.text, f"says 'slows down' but its speedup ({where}) "
+                                                                  "reaches above 1"))
+        elif word.startswith("cannot tell") and ends is not None and (high < 1 or low > 1):
+            side = "below" if high < 1 else "above"
+            out.append(Problem("slowdown", claim.job, claim.text, f"says {word!r} but its speedup ({where}) lies "
+                                                                  f"wholly {side} 1"))
     return out
 
 
