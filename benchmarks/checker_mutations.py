@@ -34,17 +34,18 @@ detect and the spread it assumes, a noise floor, and what is said to be approxim
   significance  one "significant" <-> "not significant" where the sentence quotes a 95 % interval
              (the word a reader acts on: ": significant)" -> ": not significant)"), or an interval's
              own "includes 0" <-> "excludes 0";
-  band       one scaling band phrase ("scales moderately", "scales moderately to well") replaced by
-             another drawn from the five the report can write;
+  band       one scaling band phrase ("scales moderately", "scales moderately to well", "slows
+             down") replaced by another drawn from the six the report can write;
   bound      "is communication-bound" <-> "is compute-bound", and "cannot tell whether it is
              compute- or communication-bound" -> "it is communication-bound" or "... compute-bound";
   cause      the verdict's top cause named <-> "cannot tell: the likeliest is ..." (its gain's lower
              end decides);
   choice     the fastest (cheapest) line's job swapped for another setting of the same model;
   cannot tell  a call made "cannot tell", or "cannot tell" made a call: "cannot tell how it scales"
-             <-> a band, "any of these bucket sizes will do" <-> "cannot tell whether they differ",
-             ": significant)" -> ": cannot tell whether they differ)", the serial fraction "goes from
-             ...: cannot tell whether it rises, falls or stays" <-> "rises from" / "falls from".
+             (or "whether it runs faster than one rank") <-> a band or "slows down", "any of these
+             bucket sizes will do" <-> "cannot tell whether they differ", ": significant)" -> ": cannot
+             tell whether they differ)", the serial fraction "goes from ...: cannot tell whether it
+             rises, falls or stays" <-> "rises from" / "falls from".
 
 A mutation that leaves a still-true sentence is counted apart, not scored: a number scaled onto
 another figure the same sentence quotes in that unit (at its precision), a job swapped for one
@@ -261,8 +262,8 @@ def significance_mutations(claim: Claim):
 
 #: the band phrases a scaling line can carry (drawn here from the report's wording, not the checker's)
 BAND_PHRASES = ("scales poorly", "scales moderately", "scales well", "scales poorly to moderately",
-                "scales moderately to well")
-BAND_PHRASE = re.compile(r"scales (?:poorly|moderately|well)(?: to (?:moderately|well))?")
+                "scales moderately to well", "slows down")
+BAND_PHRASE = re.compile(r"scales (?:poorly|moderately|well)(?: to (?:moderately|well))?|slows down")
 
 
 def band_mutations(claim: Claim, rng):
@@ -314,9 +315,11 @@ def cause_mutations(claim: Claim):
 #: "cannot tell" and the calls it stands for, each way: (what is said, what a mutation says instead); a call
 #: where the launches cannot support one, or "cannot tell" where they clearly can
 CALLS = (
-    # scaling: a band, or none
+    # scaling: a band (or a slowdown), or none
     (re.compile(r"cannot tell how it scales"), ("scales well", "scales moderately", "scales poorly")),
+    (re.compile(r"cannot tell whether it runs faster than one rank"), ("scales well", "slows down")),
     (re.compile(r"scales (?:poorly|moderately|well)(?: to (?:moderately|well))?(?=:)"), ("cannot tell how it scales",)),
+    (re.compile(r"slows down(?=:)"), ("cannot tell whether it runs faster than one rank",)),
     # two settings: told apart, any will do, or cannot tell
     (re.compile(r"includes both 0 and a difference of 10 %; cannot tell whether they differ"),
      ("includes 0 and rules out a difference of 10 % or more; any of these bucket sizes will do",)),
