@@ -6,7 +6,8 @@ nor the analysis's reader of results (:mod:`ddpbench.results.tables`): its own r
 ``results.jsonl`` (:mod:`.records`), its own derivation (:mod:`.figures`), its own generic reading
 of sentences (:mod:`.parse`: numbers with units, job labels, direction and measured/estimated
 words, no sentence templates), the figures a sentence may quote (:mod:`.pool`), the checks
-(:mod:`.checks`) and ``compare``'s rows (:mod:`.compare`). Input is plain data: sentences with the
+(:mod:`.checks`; comparisons between two settings, :mod:`.comparisons`; what a sentence names and one
+number a name, :mod:`.names`) and ``compare``'s rows (:mod:`.compare`). Input is plain data: sentences with the
 job key they are about, the fix fields and basis a finding carries.
 
     problems = audit.check_folder("reports/examples/quick-cpu", claims)   # [] when all hold

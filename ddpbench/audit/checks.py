@@ -69,7 +69,7 @@ from ddpbench.audit.comparisons import check_comparisons
 from ddpbench.audit.directions import check_directions
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
 from ddpbench.audit.pool import DATASHEET_PEAK, GEMM_PEAK, NAMED_ONLY, Entry, build, label_pattern
-from ddpbench.audit.names import check_names
+from ddpbench.audit.names import check_names, named_jobs, one_job
 from ddpbench.audit.problem import Claim, Problem
 from ddpbench.audit.words import (check_bands, check_bound, check_cause, check_differ, check_significance,
                                   check_slowdown, check_trend)
@@ -99,52 +99,6 @@ def unmatched(fig: Figures, text: str) -> str:
     if labels and caps and not caps <= set(ok[ok["label"].isin(labels)]["bucket_cap_mb"].astype(float)):
         return f"no stored job of {', '.join(labels)} ran bucket {', '.join(f'{c:g}' for c in sorted(caps))} MB"
     return ""
-
-
-def named_jobs(fig: Figures, text: str) -> list:
-    """The ok jobs ``text`` names, by model label, batch, link, strategy and world size (with the
-    world-size-1 baselines of the named world sizes); every ok job where it names none."""
-    ok = fig.ok()
-    labels = [name for name in ok["label"].unique() if label_pattern(name).search(text)]
-    labels = [name for name in labels if not any(name != o and name in o for o in labels)]
-    if labels:
-        ok = ok[ok["label"].isin(labels)]
-    m = re.search(r"batch (\d+)/rank", text)
-    if m and (ok["per_rank_batch"] == int(m.group(1))).any():
-        ok = ok[ok["per_rank_batch"] == int(m.group(1))]
-    links = [link for link in ok["link"].dropna().unique()
-             if link and re.search(rf"\b{re.escape(str(link))}\b", text)]
-    if links:
-        ok = ok[ok["link"].isin(links) | (ok["world_size"] == 1)]
-    said = re.search(r"(?:^|for |of )([\w-]+)(?: \((\w+) hook\))? with ", text)
-    first = said.group(1).lower() if said else ""
-    if first in set(ok["strategy"].astype(str)):
-        ok = ok[ok["strategy"].astype(str) == first]
-        ok = ok[ok["comm_hook"].astype(str) == (said.group(2) or "none")]
-    sizes = {int(n) for a, b in re.findall(r"world sizes? (\d+)(?: to (\d+))?", text) for n in (a, b) if n}
-    keys = list(ok.index)
-    if sizes and (ok["world_size"].isin(sizes)).any():
-        keys = list(ok[ok["world_size"].isin(sizes)].index)
-        keys += [b for k in list(keys) for b in fig.baseline_keys(k) if b not in keys]
-    return keys or list(fig.ok().index)
-
-
-def one_job(fig: Figures, claim: Claim):
-    """The one job ``claim`` is about: its job key, else the one job it names (:func:`named_jobs`, less the
-    world-size-1 baselines of a job above it); None where it names none of several, or several."""
-    if claim.job is not None:
-        return claim.job if claim.job in fig.jobs.index else None
-    ok = fig.ok()
-    names = any(label_pattern(name).search(claim.text) for name in ok["label"].unique())
-    if len(ok) > 1 and not (names or re.search(r"\bworld sizes? \d+|\bws=\d+", claim.text)):
-        return None  # it names no job: about every job
-    keys = list(dict.fromkeys(named_jobs(fig, claim.text)))
-    if len(keys) == 1:
-        return keys[0]
-    multi = [k for k in keys if fig.rec(k)["world_size"] > 1]
-    if len(multi) == 1 and all(k in fig.baseline_keys(multi[0]) for k in keys if k != multi[0]):
-        return multi[0]
-    return None
 
 
 #: settings that together say how a job computes (numerics): a twin that differs in both differs once

@@ -1,4 +1,5 @@
-"""One name, one number: a named quantity of a job is quoted with one value on a page.
+"""What a sentence names: the jobs (:func:`named_jobs`, :func:`one_job`), and the quantities of a job it
+quotes by name, which are one number each on a page.
 
 A reader who meets "noise floor 26.1 ms" in the verdict and "noise floor 11.5 ms" in the diagnosis,
 both of one job, cannot tell which is the job's noise floor: two quantities under one name read as a
@@ -9,7 +10,7 @@ two quotes of one name for one job whose values differ beyond their rounding are
 launch-to-launch spread") is a name of its own: that is how a sentence tells two quantities apart.
 
 The job a quote is of is the sentence's own (its job key); in a sentence without one, the one job it
-names (:func:`.checks.one_job`); a sentence that names several jobs is left out, and so is a name it
+names (:func:`one_job`); a sentence that names several jobs is left out, and so is a name it
 quotes twice with two values (its own words tell them apart), and a model's output
 (:func:`.checks.is_model_output`).
 """
@@ -20,6 +21,8 @@ import re
 from dataclasses import dataclass
 
 from ddpbench.audit import parse
+from ddpbench.audit.figures import Figures
+from ddpbench.audit.pool import label_pattern
 from ddpbench.audit.problem import Claim, Problem
 
 N_ = parse.NUMBER
@@ -36,6 +39,52 @@ NAMED = {
     "exposed communication": (rf"{WHOSE}exposed communication (?P<n>{N_}) ?ms\b", "ms"),
 }
 _NAMED = {name: (re.compile(pattern), unit) for name, (pattern, unit) in NAMED.items()}
+
+
+def named_jobs(fig: Figures, text: str) -> list:
+    """The ok jobs ``text`` names, by model label, batch, link, strategy and world size (with the
+    world-size-1 baselines of the named world sizes); every ok job where it names none."""
+    ok = fig.ok()
+    labels = [name for name in ok["label"].unique() if label_pattern(name).search(text)]
+    labels = [name for name in labels if not any(name != o and name in o for o in labels)]
+    if labels:
+        ok = ok[ok["label"].isin(labels)]
+    m = re.search(r"batch (\d+)/rank", text)
+    if m and (ok["per_rank_batch"] == int(m.group(1))).any():
+        ok = ok[ok["per_rank_batch"] == int(m.group(1))]
+    links = [link for link in ok["link"].dropna().unique()
+             if link and re.search(rf"\b{re.escape(str(link))}\b", text)]
+    if links:
+        ok = ok[ok["link"].isin(links) | (ok["world_size"] == 1)]
+    said = re.search(r"(?:^|for |of )([\w-]+)(?: \((\w+) hook\))? with ", text)
+    first = said.group(1).lower() if said else ""
+    if first in set(ok["strategy"].astype(str)):
+        ok = ok[ok["strategy"].astype(str) == first]
+        ok = ok[ok["comm_hook"].astype(str) == (said.group(2) or "none")]
+    sizes = {int(n) for a, b in re.findall(r"world sizes? (\d+)(?: to (\d+))?", text) for n in (a, b) if n}
+    keys = list(ok.index)
+    if sizes and (ok["world_size"].isin(sizes)).any():
+        keys = list(ok[ok["world_size"].isin(sizes)].index)
+        keys += [b for k in list(keys) for b in fig.baseline_keys(k) if b not in keys]
+    return keys or list(fig.ok().index)
+
+
+def one_job(fig: Figures, claim: Claim):
+    """The one job ``claim`` is about: its job key, else the one job it names (:func:`named_jobs`, less the
+    world-size-1 baselines of a job above it); None where it names none of several, or several."""
+    if claim.job is not None:
+        return claim.job if claim.job in fig.jobs.index else None
+    ok = fig.ok()
+    names = any(label_pattern(name).search(claim.text) for name in ok["label"].unique())
+    if len(ok) > 1 and not (names or re.search(r"\bworld sizes? \d+|\bws=\d+", claim.text)):
+        return None  # it names no job: about every job
+    keys = list(dict.fromkeys(named_jobs(fig, claim.text)))
+    if len(keys) == 1:
+        return keys[0]
+    multi = [k for k in keys if fig.rec(k)["world_size"] > 1]
+    if len(multi) == 1 and all(k in fig.baseline_keys(multi[0]) for k in keys if k != multi[0]):
+        return multi[0]
+    return None
 
 
 @dataclass(frozen=True)
