@@ -5,6 +5,7 @@
   causes          each cause of lost time, declared once in its registry: what its fix would recover
   estimates       what a cause's estimate is made of: the Estimate, its Fixes, the Context it reads
   bucket_findings the gradient buckets: the best cap, caps with the same buckets, buckets that do not fit
+  framework_findings each framework against raw DDP on the same work
   evidence        a fix the sweep ran: its measured gain
   wording         words that follow an interval (cannot tell, significant, scales well)
   bound           compute- or communication-bound

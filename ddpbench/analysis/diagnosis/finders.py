@@ -21,10 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.core import speedup
-from ddpbench.analysis.diagnosis import bound, bucket_findings, causes, evidence, model_findings, precision, wording
+from ddpbench.analysis.diagnosis import (bound, bucket_findings, causes, evidence, framework_findings, model_findings,
+                                         precision, wording)
 
-from ddpbench.analysis.summary import frameworks
 
 from ddpbench.analysis.diagnosis.contention import contention_findings
 from ddpbench.analysis.core.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP, STEP_MS
@@ -173,34 +172,7 @@ def _baseline_problem(row) -> str:
 
 
 def _frameworks(summary, given):
-    """Each framework against raw DDP on the same work: a warning where its overhead is significant, said as a
-    speedup from the faster side (:func:`_framework_versus`)."""
-    out = []
-    for _, r in frameworks.overhead_table(summary).iterrows():
-        where = f"{r['framework']} with {r['model']} at world size {r['world_size']}"
-        versus = _framework_versus(r)
-        if r["significant"]:
-            slower = r["overhead"] > 1
-            out.append(Finding("framework", "warn" if slower else "info",
-                               f"{where} is {'slower' if slower else 'faster'} than raw DDP on the same work: "
-                               f"{versus} on the mean step ({r[STEP_MS]:.2f} ms against "
-                               f"{r['ddp_step_ms_mean']:.2f} ms), significant."))
-        else:
-            tail = (", an interval that holds 1" if r["significant"] is False
-                    else " (one launch on a side: no interval)")
-            out.append(Finding("framework", "info", f"{where} is not significantly slower or faster than raw DDP "
-                               f"on the same work: by the means {versus}{tail}."))
-    return out
-
-
-def _framework_versus(r) -> str:
-    """A framework's mean step against raw DDP's, from the faster side: "raw DDP is 1.20x as fast as Hugging Face
-    Accelerate (95 % CI 1.18x to 1.22x)", or "PyTorch Lightning Fabric is 1.02x as fast as raw DDP (...)"."""
-    ratio, low, high = r["overhead"], r["overhead_low"], r["overhead_high"]  # the framework's step over DDP's
-    if ratio > 1:
-        return f"raw DDP is {speedup.as_fast(ratio, r['framework'], low, high)}"
-    fast, fast_low, fast_high = speedup.from_time_ratio(ratio, low, high)
-    return f"{r['framework']} is {speedup.as_fast(fast, 'raw DDP', fast_low, fast_high)}"
+    return framework_findings.findings(summary)
 
 
 def _data(summary, given):

@@ -93,7 +93,7 @@ def link_needed(work: Work, p: int, cluster: Cluster, target: float, algorithm: 
         low, high = (mid, high) if efficiency(mid) < target else (low, mid)
     return high
 
-#: what each term of a step beyond the compute is, in words (:data:`.whatif.TERMS`)
+#: what each term of a step beyond the compute is, in words (:data:`.terms.TERMS`)
 TERM_WORDS = {"exposed": "the communication left exposed after backward, its latency, which no rate shortens",
               "per collective": "what each collective costs the backward pass",
               "per step": "the per-step cost of running distributed",

@@ -44,6 +44,7 @@ Costs that grow with the cluster (:class:`.whatif.Costs`, :class:`.whatif.Cluste
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from statistics import NormalDist
 
 #: bytes per gradient element in each dtype gradients travel in
@@ -85,3 +86,29 @@ def half_collective(latency_us: float, transfer_us: float, base_us: float) -> tu
     """A reduce-scatter's or an all-gather's (latency, transfer) from a ring all-reduce's: half the
     steps and half the bytes, the base latency once."""
     return base_us + (latency_us - base_us) / 2, transfer_us / 2
+
+
+#: the terms a step is the sum of, each by its name in whatif's table and its field of :class:`Step`
+TERMS = {"compute": "compute_ms", "exposed": "exposed_ms", "per collective": "collectives_ms",
+         "per step": "per_step_ms", "rank wait": "wait_ms", "input": "input_ms"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One projected step: its time, its communication, and the terms (:data:`TERMS`) it is the sum of."""
+    world_size: int
+    step_ms: float
+    comm_ms: float  # every collective's time, one after another
+    exposed_ms: float  # what is left after the backward pass
+    efficiency: float  # step at world size 1 over this step (weak scaling)
+    algorithms: str  # the algorithms used, most used first
+    # the rest of the step's terms (:data:`TERMS`), which with ``exposed_ms`` sum to ``step_ms``:
+    compute_ms: float = 0.0  # every micro-step's compute
+    collectives_ms: float = 0.0  # what the collectives cost the backward pass itself (Costs.allreduce_us)
+    per_step_ms: float = 0.0  # the per-step cost of running distributed (Costs.step_share)
+    wait_ms: float = 0.0  # the wait for the slowest rank (Costs.rank_spread)
+    input_ms: float = 0.0  # what the input pipeline adds past all of them
+
+    def terms(self) -> dict[str, float]:
+        """Each term of the step (ms) by its name in :data:`TERMS`; they sum to :attr:`step_ms`."""
+        return {name: getattr(self, field) for name, field in TERMS.items()}

@@ -55,6 +55,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ddpbench.analysis.models import terms
+from ddpbench.analysis.models.terms import Step
 
 ALGORITHMS = ("ring", "tree", "hierarchical")
 
@@ -325,31 +326,6 @@ class Costs:
 #: the model describes (a test holds the two equal); ``python -m ddpbench whatif --validate`` shows their
 #: leave-one-source-out check
 COSTS = Costs(allreduce_us=0.0059, link_share=0.9646, rank_spread=0.065, half_rate_mb=1.958, tcp_share=0.449)
-
-
-#: the terms a step is the sum of, each by its name in whatif's table and its field of :class:`Step`
-TERMS = {"compute": "compute_ms", "exposed": "exposed_ms", "per collective": "collectives_ms",
-         "per step": "per_step_ms", "rank wait": "wait_ms", "input": "input_ms"}
-
-
-@dataclass(frozen=True)
-class Step:
-    world_size: int
-    step_ms: float
-    comm_ms: float  # every collective's time, one after another
-    exposed_ms: float  # what is left after the backward pass
-    efficiency: float  # step at world size 1 over this step (weak scaling)
-    algorithms: str  # the algorithms used, most used first
-    # the rest of the step's terms (:data:`TERMS`), which with ``exposed_ms`` sum to ``step_ms``:
-    compute_ms: float = 0.0  # every micro-step's compute
-    collectives_ms: float = 0.0  # what the collectives cost the backward pass itself (Costs.allreduce_us)
-    per_step_ms: float = 0.0  # the per-step cost of running distributed (Costs.step_share)
-    wait_ms: float = 0.0  # the wait for the slowest rank (Costs.rank_spread)
-    input_ms: float = 0.0  # what the input pipeline adds past all of them
-
-    def terms(self) -> dict[str, float]:
-        """Each term of the step (ms) by its name in :data:`TERMS`; they sum to :attr:`step_ms`."""
-        return {name: getattr(self, field) for name, field in TERMS.items()}
 
 
 def byte_shares(buckets, total: float) -> list[float]:

@@ -480,7 +480,7 @@ def test_when_no_rate_is_enough_the_words_name_the_term_that_grows_the_step(caps
     from dataclasses import replace
 
     from ddpbench.analysis.models.questions import TERM_WORDS, why_no_rate
-    from ddpbench.analysis.models.whatif import TERMS
+    from ddpbench.analysis.models.terms import TERMS
 
     assert set(TERM_WORDS) == set(TERMS) - {"compute"}  # every term beyond the compute has its words
     last = _whatif(capsys).strip().splitlines()[-1]
