@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import math
 import sys
@@ -21,6 +22,38 @@ def say_error(text: str) -> None:
     value) and the lone surrogates a non-UTF-8 file name arrives as are written as escapes."""
     sys.stderr.write("".join(c if c.isprintable() else ascii(c)[1:-1] for c in text) + "\n")
     sys.stderr.flush()
+
+
+PROG = "python -m ddpbench"
+_UNSET = object()  # a flag not typed (argparse fills in only what a namespace does not hold)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but its errors are one line like every other bad-input error."""
+
+    def error(self, message: str):
+        say_error(f"{self.prog}: error: {message} (see {self.prog} --help)")
+        self.exit(EXIT_BAD_INPUT)
+
+    def parse_known_args(self, args=None, namespace=None):
+        """As argparse's, and the namespace says which flags were typed (``flags_given``, each by its last
+        option string, whatever its value) and of which command (``flags_of``, the innermost command's name):
+        parsed a second time into a namespace whose every flag starts unset, argparse's way of telling a flag
+        given its default from one not given (:func:`ddpbench.cli.common.refuse_unused`)."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        flags = [a for a in self._actions if a.option_strings and a.dest != argparse.SUPPRESS
+                 and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))]
+        if args is None or not flags:
+            return parsed, extras
+        # an appending or counting flag starts from None, which argparse takes for "nothing yet"
+        fresh = argparse.Namespace(**{a.dest: None if isinstance(a, (argparse._AppendAction, argparse._CountAction))
+                                      else _UNSET for a in flags})
+        seen, _ = super().parse_known_args(list(args), fresh)
+        given = {a.option_strings[-1] for a in flags if getattr(seen, a.dest, _UNSET) not in (_UNSET, None)}
+        parsed.flags_given = frozenset(given | getattr(parsed, "flags_given", frozenset()))
+        if not hasattr(parsed, "flags_of"):  # the innermost command's parser runs first
+            parsed.flags_of = self.prog.removeprefix(PROG).strip()
+        return parsed, extras
 
 
 def check_out_dir(out_dir: Path) -> None:
@@ -147,7 +180,7 @@ UNUSED: dict[str, tuple[Unused, ...]] = {
 
 def refuse_unused(command: str, given: frozenset[str]) -> None:
     """InputError naming the first flag ``given`` to ``command`` (typed, whatever its value:
-    :class:`ddpbench.cli.program._Parser`) that :data:`UNUSED` says does nothing beside the others given."""
+    :class:`Parser`) that :data:`UNUSED` says does nothing beside the others given."""
     for rule in UNUSED.get(command, ()):
         present = [other for other in rule.others if other in given]
         if bool(present) != rule.given:

@@ -84,3 +84,23 @@ def human_bytes(n) -> str:
             return f"{n:g} {unit}" if n == int(n) else f"{n:.1f} {unit}"
         n /= 1024
     return str(n)
+
+
+def say_wrapped(head: str, parts: list[str], wide: bool) -> None:
+    """A series' line: its outcome and whole label, then what was measured (``parts``, joined by commas).
+    Past the console's :data:`~ddpbench.cli.console.NARROW` columns (and without ``wide``), what was
+    measured goes under the label (indented past a 12-column outcome), as many parts a line as fit: a
+    label is never cut, it is what tells two series apart."""
+    whole = ", ".join(parts)
+    if wide or not parts or len(head) + 2 + len(whole) <= NARROW:
+        print(head + (f"  {whole}" if parts else ""))
+        return
+    print(head)
+    indent, line = " " * 13, ""
+    for part in parts:
+        if line and len(indent) + len(line) + 2 + len(part) > NARROW:
+            print(indent + line + ",")
+            line = part
+        else:
+            line = f"{line}, {part}" if line else part
+    print(indent + line)

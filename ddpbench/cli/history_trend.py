@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.cli.common import EXIT_FAILED, EXIT_UNTESTED
+from ddpbench.cli.console import say_wrapped
 from ddpbench.errors import InputError
 from ddpbench.results.folder import path_flag
 
@@ -80,28 +81,6 @@ def command_page(args) -> int:
     return 0
 
 
-def _say(head: str, parts: list[str], wide: bool) -> None:
-    """A series' line: its outcome and whole label, then what was measured (``parts``, joined by commas).
-    Past the console's :data:`~ddpbench.cli.console.NARROW` columns (and without ``wide``), what was
-    measured goes under the label, as many parts a line as fit: a label is never cut, it is what tells two
-    series apart."""
-    from ddpbench.cli.console import NARROW
-
-    whole = ", ".join(parts)
-    if wide or not parts or len(head) + 2 + len(whole) <= NARROW:
-        print(head + (f"  {whole}" if parts else ""))
-        return
-    print(head)
-    indent, line = " " * 13, ""
-    for part in parts:
-        if line and len(indent) + len(line) + 2 + len(part) > NARROW:
-            print(indent + line + ",")
-            line = part
-        else:
-            line = f"{line}, {part}" if line else part
-    print(indent + line)
-
-
 def _launches(row) -> str:
     """The launches the test compared, level and newest, and those it set aside (a burst of other work)."""
     aside = int(row["set_aside_level"]) + int(row["set_aside_newest"])
@@ -128,7 +107,7 @@ def command_check(args) -> int:
             shown = [r["why_untested"]]
         else:
             shown = [f"ran at {r['level_to'][:12]}", f"no finished launch at {what} ({r['newest_to'][:12]})"]
-        _say(f"{r['outcome']:12} {r['label']}", shown, args.wide)
+        say_wrapped(f"{r['outcome']:12} {r['label']}", shown, args.wide)
         if r["outcome"] == MACHINE_DIFFERED:  # not failed: the machine explains it as well as the code
             print(f"{'':12} {r['machine_note']}; run the two commits interleaved (python -m ddpbench ab) to tell")
     slower, vanished = (newest[newest["outcome"] == outcome] for outcome in (SLOWER, VANISHED))

@@ -3,6 +3,8 @@ reference models and the workloads other packages register -- with parameters an
 
 from __future__ import annotations
 
+from ddpbench.errors import InputError
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("models", help="list the models a job can train",
@@ -84,3 +86,18 @@ def whatif_layout(model: str, model_size: str, model_args: str, cap_mb: float):
             + ("its layers' forward FLOPs accumulate through backward" if counted is not None
                else "its bytes accumulate through backward (its layers' FLOPs are not counted here)"))
     return buckets, ready, said
+
+
+def check_model_flags(args) -> None:
+    """Refuse the model flag that does nothing for the model named (the rest: :data:`ddpbench.cli.common.UNUSED`):
+    --model-args for a sized preset (mlp, cnn, transformer), --model-size for any other model."""
+    from ddpbench.experiment.spec import MODEL_SIZES
+    from ddpbench.workloads.registry import PRESETS as SIZED
+
+    given, sizes = getattr(args, "flags_given", frozenset()), ", ".join(MODEL_SIZES)
+    if "--model-args" in given and args.model in SIZED:
+        raise InputError("command line", "--model-args", f"{args.model} takes no arguments (got {args.model_args!r}): "
+                         f"its size is --model-size ({sizes})")
+    if "--model-size" in given and args.model not in SIZED:
+        raise InputError("command line", "--model-size", f"does nothing for {args.model}: it sizes {', '.join(SIZED)} "
+                         f"({sizes}); the others take --model-args")

@@ -19,52 +19,21 @@ from typing import NoReturn
 
 from ddpbench.cli import (ab, collectives, compare, env, export_benchmark, history, models, report, run, sweep,
                           tune, whatif)
-from ddpbench.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, refuse_unused, say_error
+from ddpbench.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, PROG, Parser, refuse_unused, say_error
 from ddpbench import collector
 from ddpbench.errors import InputError
-
-PROG = "python -m ddpbench"
-_UNSET = object()  # a flag not typed (argparse fills in only what a namespace does not hold)
 
 #: the commands, in the order ``--help`` lists them
 COMMANDS = (sweep, run, tune, collectives, report, compare, ab, export_benchmark, history, env, models, whatif)
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but its errors are one line like every other bad-input error."""
-
-    def error(self, message: str):
-        say_error(f"{self.prog}: error: {message} (see {self.prog} --help)")
-        self.exit(EXIT_BAD_INPUT)
-
-    def parse_known_args(self, args=None, namespace=None):
-        """As argparse's, and the namespace says which flags were typed (``flags_given``, each by its last
-        option string, whatever its value) and of which command (``flags_of``, the innermost command's name):
-        parsed a second time into a namespace whose every flag starts unset, argparse's way of telling a flag
-        given its default from one not given (:func:`ddpbench.cli.common.refuse_unused`)."""
-        parsed, extras = super().parse_known_args(args, namespace)
-        flags = [a for a in self._actions if a.option_strings and a.dest != argparse.SUPPRESS
-                 and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))]
-        if args is None or not flags:
-            return parsed, extras
-        # an appending or counting flag starts from None, which argparse takes for "nothing yet"
-        fresh = argparse.Namespace(**{a.dest: None if isinstance(a, (argparse._AppendAction, argparse._CountAction))
-                                      else _UNSET for a in flags})
-        seen, _ = super().parse_known_args(list(args), fresh)
-        given = {a.option_strings[-1] for a in flags if getattr(seen, a.dest, _UNSET) not in (_UNSET, None)}
-        parsed.flags_given = frozenset(given | getattr(parsed, "flags_given", frozenset()))
-        if not hasattr(parsed, "flags_of"):  # the innermost command's parser runs first
-            parsed.flags_of = self.prog.removeprefix(PROG).strip()
-        return parsed, extras
-
-
 def build_parser() -> argparse.ArgumentParser:
     from ddpbench import __version__
 
-    parser = _Parser(prog=PROG,
+    parser = Parser(prog=PROG,
                      description="Scaling analysis for PyTorch data-parallel training.")
     parser.add_argument("--version", action="version", version=f"ddpbench {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for command in COMMANDS:
         command.add_parser(sub)
     return parser

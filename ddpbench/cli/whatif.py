@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ddpbench.cli.common import finite_float, whole_numbers
 from ddpbench.cli.answers import print_whatif, settings
+from ddpbench.cli.models import check_model_flags
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, with_flags
 
@@ -69,27 +70,11 @@ BOUNDS = {"--compute-ms": (0, False), "--bucket-cap-mb": (0, False), "--intra-gb
           "--leaf-nodes": (1, True), "--oversubscription": (1, True)}
 
 
-def _check_given(args) -> None:
-    """The flags whose value decides whether another does anything (the rest: :data:`ddpbench.cli.common.UNUSED`):
-    --model-args and --model-size by the model named, --nvls by the algorithm."""
-    from ddpbench.experiment.spec import MODEL_SIZES
-    from ddpbench.workloads.registry import PRESETS as SIZED
-
-    given = getattr(args, "flags_given", frozenset())
-    sizes = ", ".join(MODEL_SIZES)
-    if "--model-args" in given and args.model in SIZED:
-        raise InputError("command line", "--model-args", f"{args.model} takes no arguments (got {args.model_args!r}): "
-                         f"its size is --model-size ({sizes})")
-    if "--model-size" in given and args.model not in SIZED:
-        raise InputError("command line", "--model-size", f"does nothing for {args.model}: it sizes {', '.join(SIZED)} "
-                         f"({sizes}); the others take --model-args")
+def _check(args) -> None:
+    check_model_flags(args)
     if args.nvls and args.algorithm not in ("auto", "nvls"):
         raise InputError("command line", "--nvls", f"does nothing with --algorithm {args.algorithm}: NVLS is an "
                          "algorithm, taken with --algorithm auto (where fastest) or nvls; drop one of them")
-
-
-def _check(args) -> None:
-    _check_given(args)
     if args.compute_ms is None and args.from_dir is None:
         raise InputError("command line", "--compute-ms", "is needed: one device's step in ms (or give --from a "
                          "results folder, or --validate)")

@@ -101,7 +101,7 @@ def test_the_same_flags_do_something_together():
     # a preset's size (building it would start the workload probe's process: its check alone)
     from types import SimpleNamespace
 
-    from ddpbench.cli.whatif import _check_given
+    from ddpbench.cli.models import check_model_flags
 
-    _check_given(SimpleNamespace(model="mlp", model_size="m", model_args="", nvls=False, algorithm="auto",
-                                 flags_given=frozenset({"--model", "--model-size"})))
+    check_model_flags(SimpleNamespace(model="mlp", model_size="m", model_args="",
+                                      flags_given=frozenset({"--model", "--model-size"})))
