@@ -7,7 +7,8 @@ contradiction, whichever of them the records bear out. So every sentence the pag
 verdict's lines, the answer table's rows, the findings) is read for the quantities of :data:`NAMED`;
 two quotes of one name for one job whose values differ beyond their rounding are a problem (kind
 ``name``). A name said with a possessive before it ("the loss's noise floor", "the pair's
-launch-to-launch spread") is a name of its own: that is how a sentence tells two quantities apart.
+launch-to-launch spread") is a name of its own: that is how a sentence tells two quantities apart;
+"its margin of error" is the figure's just named, one of each figure, never held to one value a job.
 
 The job a quote is of is the sentence's own (its job key); in a sentence without one, the one job it
 names (:func:`one_job`); a sentence that names several jobs is left out, and so is a name it
@@ -26,8 +27,9 @@ from ddpbench.audit.pool import label_pattern
 from ddpbench.audit.problem import Claim, Problem
 
 N_ = parse.NUMBER
-#: a possessive that makes a name its own: "the loss's noise floor", "the two settings' launch-to-launch spread"
-WHOSE = r"(?P<whose>(?:[\w-]+'s?|[\w-]+s') )?"
+#: a possessive that makes a name its own: "the loss's noise floor", "the two settings' launch-to-launch spread",
+#: "its margin of error" (the figure's just named)
+WHOSE = r"(?P<whose>(?:its|[\w-]+'s?|[\w-]+s') )?"
 #: the named quantities of a job: name -> (pattern with the value as group ``n``, unit)
 NAMED = {
     "noise floor": (rf"{WHOSE}noise floor (?:of )?(?P<n>{N_}) ?ms\b", "ms"),
@@ -103,6 +105,8 @@ def quotes(claim: Claim) -> list[Quote]:
         found: dict[str, list[parse.Quoted]] = {}
         for m in pattern.finditer(claim.text):
             whose = (m.groupdict().get("whose") or "").strip()
+            if whose == "its":  # the figure's own, just named: each figure of a job has its own
+                continue
             said = f"{whose} {name}".strip()
             found.setdefault(said, []).append(parse.Quoted(float(m.group("n")), unit, parse.digits(m.group("n")),
                                                            m.start("n"), m.end("n"), m.group("n")))

@@ -215,7 +215,7 @@ def exposed_of(row) -> Exposed:
     * not measured (NaN: no no_sync() steps, or withheld): nothing, NaN and no words;
     * with an interval: the time where it is measurable (:func:`~ddpbench.analysis.diagnosis.measurable`: the
       interval above 0, the point above its margin of error, half the interval's width, as the diagnosis judges
-      it), else "not measurable here (margin of error X ms)";
+      it), else "not measurable here (its margin of error X ms)";
     * one launch, no interval: the point where it is 0 or more (with ``has_interval`` False), else not measurable.
     """
     if number(row.get("world_size")) == 1:

@@ -63,7 +63,7 @@ def best_cap(summary) -> list[Finding]:
         sig = stats.significant(low, high)
         spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
         told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * MATERIAL_SHARE,
-                                   " whether they differ")
+                                   " whether they differ", wording.NOISIER)
         ci = speedup.interval(fast_low, fast_high).strip("()")
         material = f"a difference of {pct(MATERIAL_SHARE)}"
         settle = ""

@@ -78,7 +78,7 @@ def _versus(best, other, ratio: tuple[float, float], point: float, word: str, su
     mine, theirs = launch_times(best), launch_times(other)
     spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
     told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * max(1 - point, CHOICE_MATERIAL),
-                               f" it from {name}")
+                               f" it from {name}", wording.NOISIER)
     if known(low, high):
         return f"by the means {against}, but that interval includes 1: {told}"
     return f"by the means {against}; {told}"

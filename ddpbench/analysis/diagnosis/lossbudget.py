@@ -142,8 +142,8 @@ def brief(row, label: str) -> Brief | None:
     if not known(loss.low, loss.high):
         return Brief(f"{loss.ms:.1f} ms lost {where}", "one launch: no interval", "repeats = 3 or more")
     if not is_measured(row, loss):
-        return Brief(f"the time lost {where} is not measurable", f"{MARGIN} {margin_ms(loss.low, loss.high):.1f} ms",
-                     "more launches")
+        margin = margin_ms(loss.low, loss.high)
+        return Brief(f"the time lost {where} is not measurable", f"its {MARGIN} {margin:.1f} ms", "more launches")
     shown = measured_lines(row)
     if not shown:
         return Brief(f"{loss.ms:.1f} ms lost {where}; no one line measurable", _ci(loss.low, loss.high),

@@ -11,7 +11,7 @@ interval over launches, never from its point estimate alone:
   down", and one that holds 1x "cannot tell whether it runs faster than one rank".
 * **Not measurable here.** A time whose interval includes 0, or whose point estimate is below
   its own *margin of error* (half the width of its own 95 % interval), is not a finding: it is
-  shown as "not measurable here (margin of error X ms)" and never quoted as a (negative) time. A
+  shown as "not measurable here (its margin of error X ms)" and never quoted as a (negative) time. A
   time with no interval of its own is judged against the job's *noise floor* -- half the width of
   the mean step's 95 % interval, the smallest change in the step the launches can resolve, one
   value a job -- and said as "(noise floor X ms)". The two names are never swapped.
@@ -38,6 +38,8 @@ from ddpbench.analysis.summary.table import launch_times
 
 #: between two fixes of one cause: each on its own recovers the time
 FIX_JOINER = "; or "
+#: whose spread a comparison of two settings quotes: the larger of theirs, never called either's own
+NOISIER = "the noisier setting's "
 #: the launch counts "M would detect" is chosen from
 LAUNCH_STEPS = (3, 5, 10, 20, 50)
 #: the name of a job's :func:`noise_floor_ms` (one value a job), and of a figure's own :func:`margin_ms`
@@ -175,19 +177,21 @@ def launches_needed(spread: float, n: int, effect_pct: float) -> tuple[int | Non
     return None, mde
 
 
-def cannot_tell(n: int, spread: float, effect_pct: float, what: str = "") -> str:
-    """``cannot tell{what} with N launches; M would detect X %``, or why no M can be named."""
+def cannot_tell(n: int, spread: float, effect_pct: float, what: str = "", whose: str = "") -> str:
+    """``cannot tell{what} with N launches; M would detect X %``, or why no M can be named. ``whose`` names a
+    spread that is not the one job's own, with its possessive ("the noisier setting's "): one name, one number."""
     if n < 2:
         return (f"cannot tell{what} with {counted(n, 'launch')}: one launch has no interval (repeats = 3 or more give "
                 "one, and the launch-to-launch spread to say how many are needed)")
     m, mde = launches_needed(spread, n, effect_pct)
     head = f"cannot tell{what} with {n} launches"
     if m is not None:
-        return f"{head}; {m} would detect a difference of {effect_pct:.0f} % (launch-to-launch spread {spread:.1f} %)"
+        return (f"{head}; {m} would detect a difference of {effect_pct:.0f} % ({whose}launch-to-launch spread "
+                f"{spread:.1f} %)")
     if known(mde):
         digits = 0 if f"{mde:.0f}" != f"{effect_pct:.0f}" else 1  # never "only 10 %, not the 10 % needed"
         return (f"{head}; even {LAUNCH_STEPS[-1]} would detect only {mde:.{digits}f} %, not the "
-                f"{effect_pct:.{digits}f} % needed (launch-to-launch spread {spread:.1f} %)")
+                f"{effect_pct:.{digits}f} % needed ({whose}launch-to-launch spread {spread:.1f} %)")
     return f"{head}: the interval is too wide to decide"
 
 
@@ -220,8 +224,10 @@ def resolution(row, low: float, high: float) -> tuple[float, str]:
 
 def not_measurable(floor: float, name: str | None = None) -> str:
     """``not measurable here (noise floor X ms)``: ``floor`` the job's noise floor, or, ``name``
-    :data:`MARGIN`, the figure's own margin of error (:func:`resolution` gives both)."""
-    return f"not measurable here ({name or NOISE_FLOOR} {floor:.1f} ms)" if known(floor) else "not measurable here"
+    :data:`MARGIN`, the figure's own margin of error (:func:`resolution` gives both), said as "its margin of
+    error": two figures of one job have two margins, each its own (one name, one number)."""
+    said = f"its {MARGIN}" if name == MARGIN else NOISE_FLOOR
+    return f"not measurable here ({said} {floor:.1f} ms)" if known(floor) else "not measurable here"
 
 
 def launches(row) -> int:

@@ -109,11 +109,11 @@ def test_nothing_is_blamed_when_every_line_is_within_the_noise():
                                      loss=(16.0, -2.0, 34.0))])
     assert [f for f in findings if f.cause] == []
     assert lines["top cause"].startswith("none")
-    assert lines["lost time"].endswith("the time lost at world size 2 against one rank is not measurable here (margin "
-                                       "of error 18.0 ms): no line of the budget is measurable beyond the noise; cannot "
-                                       "tell from the noise: compute slowed by sharing 9.0 ms (95 % CI -2.0 to 20.0 ms), "
-                                       "exposed communication 4.0 ms (95 % CI -1.0 to 9.0 ms); 4 other lines within the "
-                                       "noise or smaller; residual 0.0 ms")
+    assert lines["lost time"].endswith(
+        "the time lost at world size 2 against one rank is not measurable here (its margin of error 18.0 ms): no line "
+        "of the budget is measurable beyond the noise; cannot tell from the noise: compute slowed by sharing 9.0 ms "
+        "(95 % CI -2.0 to 20.0 ms), exposed communication 4.0 ms (95 % CI -1.0 to 9.0 ms); 4 other lines within the "
+        "noise or smaller; residual 0.0 ms")
     assert "9.0 ms (" not in lines["lost time"].split("cannot tell")[0]  # never quoted as a measured line
     # intervals that rule out a material line: nothing to tell apart from the noise
     _, lines = _verdict([_job(exposed=(4.0, -1.0, 5.0), contention=(2.0, -2.0, 6.0), comm=(1.0, -1.0, 3.0),
@@ -365,12 +365,12 @@ def test_one_name_one_number_a_jobs_noise_floor_and_each_figures_margin_of_error
     summary = pd.DataFrame([row])
     findings = diagnose(summary)
     (bound,) = [f.text for f in findings if f.kind == "bound"]
-    assert "exposed communication is not measurable here (margin of error 21.5 ms)" in bound
+    assert "exposed communication is not measurable here (its margin of error 21.5 ms)" in bound
     lines = dict(verdict.headline(findings, summary))
-    assert "the time lost at world size 2 against one rank is not measurable here (margin of error 17.5 ms)" in \
+    assert "the time lost at world size 2 against one rank is not measurable here (its margin of error 17.5 ms)" in \
         lines["lost time"]
     (lost,) = [a for a in verdict.answers(findings, summary) if a.question == "lost time"]
-    assert lost.answer.endswith("is not measurable") and lost.sure == "margin of error 17.5 ms"
+    assert lost.answer.endswith("is not measurable") and lost.sure == "its margin of error 17.5 ms"
     # every "noise floor" said of this job is the one value noise_floor_ms gives
     said = " ".join([*(f.text for f in findings), *lines.values(), lost.sure])
     assert wording.noise_floor_ms(row) == 6.0

@@ -144,7 +144,7 @@ def test_a_clearly_positive_exposed_interval_makes_the_call():
 def test_an_exposed_interval_including_zero_is_not_measurable_and_no_verdict():
     (text,) = _texts([_row(exposed_comm_ms=2.0, exposed_comm_share=0.02, exposed_comm_ms_low=-3.0,
                            exposed_comm_ms_high=7.0, step_ms_mean_low=96.0, step_ms_mean_high=104.0)], "bound")
-    assert "exposed communication is not measurable here (margin of error 5.0 ms)" in text
+    assert "exposed communication is not measurable here (its margin of error 5.0 ms)" in text
     assert " is compute-bound" not in text and " is communication-bound" not in text
     assert "reaches 7.0 ms at most, 7 % of the 100.0 ms step, under the 10 %" in text
 
@@ -155,14 +155,14 @@ def test_a_negative_exposed_time_is_never_quoted():
                            exposed_comm_ms_low=-14.0, exposed_comm_ms_high=-0.5, step_ms_mean_low=80.0,
                            step_ms_mean_high=98.2)], "bound")
     assert "-7.1" not in text and not NEGATIVE_MS.search(text)
-    assert "not measurable here (margin of error 6.8 ms)" in text and " is compute-bound" not in text
+    assert "not measurable here (its margin of error 6.8 ms)" in text and " is compute-bound" not in text
     assert "lies at or below 0 ms" in text
 
 
 def test_a_positive_exposed_time_below_the_noise_floor_is_not_measurable():
     (text,) = _texts([_row(exposed_comm_ms=3.0, exposed_comm_ms_low=0.5, exposed_comm_ms_high=30.0,
                            step_ms_mean_low=90.0, step_ms_mean_high=110.0)], "bound")
-    assert "not measurable here (margin of error 14.8 ms)" in text  # half its own interval, not the step's 10
+    assert "not measurable here (its margin of error 14.8 ms)" in text  # half its own interval, not the step's 10
     assert "cannot tell with 3 launches" in text and " is compute-bound" not in text
 
 
@@ -356,3 +356,11 @@ def test_no_committed_report_says_a_band_or_bound_its_interval_does_not_support(
             bounds += 1
         assert not NEGATIVE_MS.search(text), (page, NEGATIVE_MS.search(text))
     assert bands >= 20 and bounds >= 5  # the pages do say such things: the test reads them
+
+
+def test_a_comparison_s_spread_is_named_as_the_noisier_setting_s_not_a_job_s_own():
+    # checker-cpu/held-out/quick: the fastest line quoted the larger spread of two jobs (30.8 %) as plain
+    # "launch-to-launch spread", which a page also quotes for one of them as its own (7.4 %)
+    told = wording.cannot_tell(3, 30.8, 13.0, " it from ws=2", wording.NOISIER)
+    assert "(the noisier setting's launch-to-launch spread 30.8 %)" in told
+    assert "(launch-to-launch spread" not in told

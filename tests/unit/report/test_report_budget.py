@@ -183,10 +183,10 @@ def test_exposed_communication_shows_none_at_one_rank_and_no_unresolved_time(tmp
     noisy = job("noisy", exposed_comm_ms=-7.11, exposed_comm_ms_low=-15.0, exposed_comm_ms_high=0.8, **figures)
     real = job("real", bucket=5.0, exposed_comm_ms=4.2, exposed_comm_ms_low=3.2, exposed_comm_ms_high=5.2, **figures)
     assert exposed_of(one).words == ONE_RANK == "none (one rank)"
-    assert exposed_of(noisy).words == "not measurable here (margin of error 7.9 ms)"
+    assert exposed_of(noisy).words == "not measurable here (its margin of error 7.9 ms)"
     assert exposed_of(real).value == 4.2 and exposed_of(real).words == ""
     text = page_text(summary_section(context(table(one, noisy, real), tmp_path)).html)
-    assert "none (one rank)" in text and "not measurable here (margin of error 7.9 ms)" in text
+    assert "none (one rank)" in text and "not measurable here (its margin of error 7.9 ms)" in text
     assert "4.20 (5 %)" in text and "3.19" not in text and "-7.11" not in text
 
 
@@ -200,5 +200,5 @@ def test_the_strategies_communication_table_quotes_no_unresolved_exposed_time():
                  job("real", bucket=5.0, _label="ddp+fp16", exposed_comm_ms=4.2, exposed_comm_ms_low=3.2,
                      exposed_comm_ms_high=5.2, **figures))
     text = page_text(_comm_table(rows))
-    assert "| ddp | 2 | 0.00 | not measurable here (margin of error 8.6 ms) |" in text and "-6.40" not in text
+    assert "| ddp | 2 | 0.00 | not measurable here (its margin of error 8.6 ms) |" in text and "-6.40" not in text
     assert "| ddp+fp16 | 2 | 0.00 | 4.20 |" in text
