@@ -65,3 +65,23 @@ def as_fast(speedup: float, other: str, low: float = math.nan, high: float = mat
     text = f"{times(speedup)} {AS_FAST} {other}"
     ci = interval(low, high)
     return f"{text} {ci}" if ci else text
+
+
+def faster_side(ratio: float, low: float, high: float, this: str, other: str) -> str:
+    """Two settings compared from the faster side by the point estimate: ``A 1.20x as fast as B (95 % CI 1.18x to
+    1.22x)`` where ``this`` (B) took 1.2 times ``other``'s (A's) time, ``B 1.25x as fast as A (...)`` where it took
+    0.8 times; "" without a ratio.
+
+    Parameters
+    ----------
+    ratio, low, high
+        ``this`` one's time over ``other``'s and its 95 % interval (NaN: no interval is written).
+    this, other
+        The two settings' names.
+    """
+    if not (known(ratio) and ratio > 0):
+        return ""
+    if ratio > 1:  # the other is the faster: its speedup is this one's time over its own, the ratio itself
+        return f"{other} {as_fast(ratio, this, low, high)}"
+    fast, fast_low, fast_high = from_time_ratio(ratio, low, high)
+    return f"{this} {as_fast(fast, other, fast_low, fast_high)}"

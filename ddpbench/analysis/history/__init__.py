@@ -16,7 +16,7 @@ from ddpbench.analysis.history.ab import Call as ABCall
 from ddpbench.analysis.history.ab import Unpaired as ABUnpaired
 from ddpbench.analysis.history.ab import ab_calls, judge_sides, rounds_text
 from ddpbench.analysis.history.compare import (
-    CANNOT_TELL, ENV_FIELDS, FASTER, SAME, SLOWER, change_words, compare_tables, csv_table, detectable_cell,
+    CANNOT_TELL, ENV_FIELDS, FASTER, SAME, SLOWER, compare_tables, csv_table, detectable_cell,
     detectable_notes, environment_differences, load_side, ratio_text, side_busy, speedup_text,
 )
 from ddpbench.analysis.history.gates import (
@@ -33,7 +33,7 @@ __all__ = [
     "FEW_COMMITS", "FEW_NEWEST_LAUNCHES", "mde_limit", "newest_words",
     "AB_CALLS", "ABCall", "ABUnpaired", "CANNOT_TELL", "CANNOT_TEST", "Candidate", "ENV_FIELDS", "FAIL", "FASTER",
     "Gate", "INCONCLUSIVE", "PASS",
-    "SAME", "SLOWER", "ab_calls", "change_words", "compare_tables", "detectable_cell",
+    "SAME", "SLOWER", "ab_calls", "compare_tables", "detectable_cell",
     "detectable_notes", "speedup_text",
     "csv_table", "environment_differences", "gate_column", "gate_results", "gate_text", "judge", "kept_launches",
     "load_side", "newest_changes", "parse_gate", "ratio_text", "side_busy", "survivors", "trend_changes", "trend_table",

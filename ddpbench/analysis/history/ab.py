@@ -59,7 +59,7 @@ import pandas as pd
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, SPEC_COLUMNS, describe, label_fields, model_name, ordered
 from ddpbench.analysis.core.machine import launch_machine, reading_resolution
 from ddpbench.analysis.core.sequential import confidence_sequence, running_intersection
-from ddpbench.analysis.core.speedup import as_fast, from_time_ratio
+from ddpbench.analysis.core.speedup import faster_side
 from ddpbench.analysis.core.thresholds import AB_PAIR_DIFFERS_CORES, AB_SAME_WITHIN
 from ddpbench.analysis.core.values import known
 from ddpbench.analysis.core.windows import bounding_ranks
@@ -117,10 +117,7 @@ class Call:
     def comparison(self) -> str:
         """How the sides compare, from the faster side by the rounds' mean, with the interval where there
         is one: ``A 1.10x as fast as B (95 % CI 1.05x to 1.16x)``."""
-        if self.ratio > 1:  # B's step is the longer: A's speedup is B's time over A's, the ratio itself
-            return "A " + as_fast(self.ratio, "B", self.low, self.high)
-        speedup, low, high = from_time_ratio(self.ratio, self.low, self.high)
-        return "B " + as_fast(speedup, "A", low, high)
+        return faster_side(self.ratio, self.low, self.high, "B", "A")
 
     def words(self) -> str:
         aside = (f"; {self.set_aside} more set aside, where the machine differed between a pair's launches"

@@ -252,7 +252,7 @@ def trend_changes(table: pd.DataFrame) -> pd.DataFrame:
     """
     import pandas as pd
 
-    from ddpbench.analysis.history.compare import change_words
+    from ddpbench.analysis.core.speedup import faster_side
     from ddpbench.analysis.history.trend import series
 
     found = {}
@@ -279,7 +279,7 @@ def trend_changes(table: pd.DataFrame) -> pd.DataFrame:
                         "last_before": before["commit"].iloc[-1], "first_after": after["commit"].iloc[0],
                         "step_ms_before": change.before, "step_ms_after": change.after, "ratio": change.ratio,
                         "ratio_low": change.low, "ratio_high": change.high, "p_value": change.p_value,
-                        "change": change_words(change.ratio, change.low, change.high, "the new level", "the old level"),
+                        "change": faster_side(change.ratio, change.low, change.high, "the new level", "the old level"),
                         "launches_before": change.launches[0], "launches_after": change.launches[1],
                         "set_aside_before": change.set_aside[0], "set_aside_after": change.set_aside[1],
                         "seen_at_ws1": seen, "phase": phase, "phase_change_ms": moved, "phase_change_low": low,

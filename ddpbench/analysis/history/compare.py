@@ -44,7 +44,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ddpbench.analysis.core import power, stats
-from ddpbench.analysis.core.speedup import as_fast, from_time_ratio, times
+from ddpbench.analysis.core.speedup import faster_side, from_time_ratio, times
 from ddpbench.analysis.core.machine import (MACHINE_BUSY, MACHINE_DIFFERED, MachineDifference, busy_launches,
                                            recorded_cpus)
 from ddpbench.analysis.core.thresholds import CONTENDED_CORES, DEFAULT_EFFECT_PCT, POWER
@@ -154,7 +154,7 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
     sides. For those: medians and means (ms), ``median_ratio`` and ``mean_ratio`` (B / A),
     ``mean_ratio_low``/``_high`` (95 % t interval over launches), ``speedup`` with ``speedup_low``/``_high``
     (B's over A's: A's mean step over B's, the same interval inverted; below 1, B is slower), ``change`` (the
-    comparison in words, from the faster side: :func:`change_words`), ``throughput_change_pct`` (B's
+    comparison in words: :func:`~ddpbench.analysis.core.speedup.faster_side`), ``throughput_change_pct`` (B's
     throughput against A's, for the CSV's readers), ``significant``, ``p_value``, ``method`` and ``verdict``
     (slower, faster, not significant, or "cannot tell" when a side has one launch: no call is made), ``mde_pct``
     (the smallest slowdown of the mean step that launches like these would call "slower" 90 % of the time,
@@ -282,7 +282,7 @@ def _compare_job(key: str, ra, rb, steps_a, steps_b, spread_pct: float = math.na
             "detectable": detectable(mde["mde"], "%", mde["spread"], DEFAULT_EFFECT_PCT) if len(la) > 1 < len(lb)
             else "- (1 launch)",
             "speedup": speedup, "speedup_low": low, "speedup_high": high,
-            "change": change_words(mean_ratio, test["mean_ratio_low"], test["mean_ratio_high"]),
+            "change": faster_side(mean_ratio, test["mean_ratio_low"], test["mean_ratio_high"], "B", "A"),
             "throughput_change_pct": 100.0 * (mean_a / mean_b - 1.0) if mean_b else math.nan, "verdict": verdict,
             "steps_a": sa, "steps_b": sb}
 
@@ -385,24 +385,3 @@ def detectable_notes(table: pd.DataFrame) -> list[str]:
     words = table[table["detectable"].astype(str).str.startswith("needs")]
     return [f"{r['job']}: its launches catch even {detectable_cell(r)[5:]} less than {100 * POWER:.0f} % of the "
             f"time; {r['detectable']}" for _, r in words.iterrows()]
-
-
-def change_words(ratio: float, low: float = math.nan, high: float = math.nan, this: str = "B",
-                 other: str = "A") -> str:
-    """Two settings compared in the shared form (:mod:`ddpbench.analysis.core.speedup`), from the faster
-    side by the point estimate: ``A 1.20x as fast as B (95 % CI 1.18x to 1.22x)`` where B took 1.2 times
-    A's time, ``B 1.25x as fast as A (...)`` where it took 0.8 times; "" without a ratio.
-
-    Parameters
-    ----------
-    ratio, low, high
-        ``this`` one's time over ``other``'s and its 95 % interval (NaN: no interval is written).
-    this, other
-        The two settings' names.
-    """
-    if not (known(ratio) and ratio > 0):
-        return ""
-    if ratio > 1:  # the other is the faster: its speedup is this one's time over its own
-        return f"{other} {as_fast(ratio, this, low, high)}"
-    speedup, speedup_low, speedup_high = from_time_ratio(ratio, low, high)
-    return f"{this} {as_fast(speedup, other, speedup_low, speedup_high)}"

@@ -17,7 +17,7 @@ launches (three launches 10 % slower at 1 % noise give p near 0.01, and an inter
 commits and two launches, and the newest commits two launches; a series with fewer is listed as
 not testable, with why (:data:`WHY_UNTESTED`), never as passed or failed. A tested series' change is
 said as a speedup from the faster side (``its level 1.15x as fast as the newest commit (95 % CI 1.12x
-to 1.18x)``, :func:`~ddpbench.analysis.history.compare.change_words`).
+to 1.18x)``, :func:`~ddpbench.analysis.core.speedup.faster_side`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ import numpy as np
 from ddpbench.analysis.core import thresholds
 from ddpbench.analysis.core.machine import MACHINE_DIFFERED, commits_difference
 from ddpbench.analysis.history import changes
-from ddpbench.analysis.history.compare import FASTER, SLOWER, change_words
+from ddpbench.analysis.core.speedup import faster_side
+from ddpbench.analysis.history.compare import FASTER, SLOWER
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -150,7 +151,7 @@ def newest_changes(table: pd.DataFrame, newest: int = 1) -> pd.DataFrame:
         if test.outcome != CANNOT_TEST:
             row.update(step_ms_level=test.level_ms, step_ms_newest=test.newest_ms, ratio=test.ratio,
                        ratio_low=test.low, ratio_high=test.high, p_value=test.p_value, machine_note=test.machine_note,
-                       change=change_words(test.ratio, test.low, test.high, newest_words(newest), "its level"))
+                       change=faster_side(test.ratio, test.low, test.high, newest_words(newest), "its level"))
         else:
             row.update(untested=test.why, why_untested=WHY_UNTESTED[test.why].format(newest=newest_words(newest)))
         out.append(row)

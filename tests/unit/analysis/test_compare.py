@@ -199,19 +199,8 @@ def test_mde_needs_two_launches_a_side():
 
 
 # ---------------------------------------------------------------------------------------------
-# the words: a speedup from the faster side, and a detectable slowdown past a doubling (issue 82)
+# the words: a detectable slowdown past a doubling (issue 82; the speedup's form: test_speedup.py)
 # ---------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("ratio, low, high, said", [
-    (1.2, 1.1, 1.3, "A 1.20x as fast as B (95 % CI 1.10x to 1.30x)"),  # B took 1.2 times A's time
-    (0.8, 0.5, 1.25, "B 1.25x as fast as A (95 % CI 0.800x to 2.00x)"),  # the interval inverted, ends swapped
-    (1.0, 0.9, 1.1, "B 1.00x as fast as A (95 % CI 0.909x to 1.11x)"),
-    (1.5, float("nan"), float("nan"), "A 1.50x as fast as B"),
-    (float("nan"), 0.9, 1.1, ""),
-])
-def test_a_change_is_a_speedup_from_the_faster_side(ratio, low, high, said):
-    assert compare.change_words(ratio, low, high) == said
 
 
 @pytest.mark.parametrize("spread, n, effect, threshold", [(0.5, 3, 5.0, 0.0), (10.0, 2, 5.0, 0.0), (10.0, 2, 10.0, 5.0),

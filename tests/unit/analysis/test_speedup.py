@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 from ddpbench.analysis.core import speedup
 
 
@@ -23,3 +25,14 @@ def test_a_slowdown_reads_below_one_and_unknowns_write_no_interval():
     assert speedup.times(-1.0) == "-"
     assert speedup.interval(math.nan, 2.0) == ""
     assert all(math.isnan(v) for v in speedup.from_time_ratio(0.0, -1.0, math.nan))
+
+
+@pytest.mark.parametrize("ratio, low, high, said", [
+    (1.2, 1.1, 1.3, "A 1.20x as fast as B (95 % CI 1.10x to 1.30x)"),  # B took 1.2 times A's time
+    (0.8, 0.5, 1.25, "B 1.25x as fast as A (95 % CI 0.800x to 2.00x)"),  # the interval inverted, ends swapped
+    (1.0, 0.9, 1.1, "B 1.00x as fast as A (95 % CI 0.909x to 1.11x)"),
+    (1.5, float("nan"), float("nan"), "A 1.50x as fast as B"),
+    (float("nan"), 0.9, 1.1, ""),
+])
+def test_a_change_is_a_speedup_from_the_faster_side(ratio, low, high, said):
+    assert speedup.faster_side(ratio, low, high, "B", "A") == said
