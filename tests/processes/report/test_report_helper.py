@@ -203,12 +203,18 @@ def test_python_m_ddpbench_report_ends_as_the_report_is_written(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == [str(folder / "index.html"), "exit handler"]
     assert (folder / "index.html").is_file()
-    # the checker finds problems in this made-up folder: its exit code 1 comes through, its lines too
-    checked = subprocess.run([sys.executable, "-c", probe.replace("'report', ", "'report', '--check', ")],
+    # a problem planted in the checker's answer (this folder's sentences hold): its exit code 1 comes through, its
+    # lines too
+    planted = ("import ddpbench.analysis.diagnosis.claims as claims\n"
+               "from ddpbench.audit.problem import Problem\n"
+               "real = claims.audit_findings\n"
+               "claims.audit_findings = lambda *a, **k: [*real(*a, **k), Problem('figure', None, 'planted', 'planted')]\n")
+    checked = subprocess.run([sys.executable, "-c", planted + probe.replace("'report', ", "'report', '--check', ")],
                              capture_output=True, text=True, timeout=300)
     assert checked.returncode == 1, checked.stderr[-2000:]
     assert checked.stdout.splitlines()[-1] == "exit handler"
-    assert checked.stdout.splitlines()[-2].endswith("problem(s) against the figures re-derived from the records")
+    assert checked.stdout.splitlines()[-2].endswith("1 problem(s) against the figures re-derived from the records")
+    assert "planted" in checked.stdout
     # the same object torn down where the process exits as Python ends it (the check of the probe itself)
     without_report = probe.replace("runpy.run_module('ddpbench', run_name='__main__', alter_sys=True)\n", "")
     plain = subprocess.run([sys.executable, "-c", without_report], capture_output=True, text=True, timeout=60)
