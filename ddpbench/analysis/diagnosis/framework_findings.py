@@ -13,11 +13,11 @@ from ddpbench.analysis.summary import frameworks
 
 def findings(summary: pd.DataFrame) -> list[Finding]:
     """Each framework against raw DDP on the same work: a warning where its overhead is significant, said as a
-    speedup from the faster side (:func:`versus`)."""
+    speedup from the faster side (:func:`against_raw_ddp`)."""
     out = []
     for _, r in frameworks.overhead_table(summary).iterrows():
         where = f"{r['framework']} with {r['model']} at world size {r['world_size']}"
-        against = versus(r)
+        against = against_raw_ddp(r)
         if r["significant"]:
             slower = r["overhead"] > 1
             out.append(Finding("framework", "warn" if slower else "info",
@@ -32,7 +32,7 @@ def findings(summary: pd.DataFrame) -> list[Finding]:
     return out
 
 
-def versus(r) -> str:
+def against_raw_ddp(r) -> str:
     """A framework's mean step against raw DDP's, from the faster side: "raw DDP is 1.20x as fast as Hugging Face
     Accelerate (95 % CI 1.18x to 1.22x)", or "PyTorch Lightning Fabric is 1.02x as fast as raw DDP (...)"."""
     ratio, low, high = r["overhead"], r["overhead_low"], r["overhead_high"]  # the framework's step over DDP's

@@ -22,11 +22,11 @@ from ddpbench.analysis.summary.budget import BUDGET_COLUMNS, BUDGET_LINES
 from ddpbench.analysis.summary.apart import SOURCES as APART_SOURCES
 from ddpbench.analysis.summary.overlap import exposed_sentence, step_overlap, trace_events, typical_step
 from ddpbench.analysis.summary.cost import MILLION, stored_cost
-from ddpbench.analysis.summary.frameworks import overhead_table, overhead_text
+from ddpbench.analysis.summary.frameworks import overhead_table
 from ddpbench.analysis.summary.gpu import gpu_table
 
 __all__ = [
     "APART_SOURCES", "BARRIER_COLUMNS", "BUDGET_COLUMNS", "BUDGET_LINES", "MILLION", "bounded_steps", "datasheet_peak",
-    "exposed_sentence", "gpu_table", "launch_times", "overhead_table", "overhead_text", "step_overlap",
+    "exposed_sentence", "gpu_table", "launch_times", "overhead_table", "step_overlap",
     "stored_cost", "summarize", "trace_events", "typical_step",
 ]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.core import stats
@@ -69,13 +68,3 @@ def overhead_table(summary: pd.DataFrame) -> pd.DataFrame:
                          "paired": paired})
     table = pd.DataFrame(rows, columns=COLUMNS)
     return table.sort_values(["strategy", "model", "world_size"], kind="stable").reset_index(drop=True)
-
-
-def overhead_text(row) -> str:
-    """``+3.1 % (95 % interval +0.4 to +5.9 %, significant)`` for a row of :func:`overhead_table`."""
-    pct = lambda r: f"{100 * (r - 1):+.1f}"  # noqa: E731
-    if np.isnan(row["overhead_low"]):
-        return f"{pct(row['overhead'])} % (one launch on a side: no interval)"
-    verdict = {True: "significant", False: "not significant"}[bool(row["significant"])]
-    return (f"{pct(row['overhead'])} % (95 % interval {pct(row['overhead_low'])} to {pct(row['overhead_high'])} %, "
-            f"{verdict})")
