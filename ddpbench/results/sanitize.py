@@ -1,4 +1,4 @@
-"""Stored strings on their way out to a terminal or a spreadsheet.
+"""Stored values on their way out to a terminal, a spreadsheet or a strict JSON reader.
 
 A results folder may come from someone else, and its strings (job names, errors, environment
 values, notes) may hold what a terminal or a spreadsheet would act on:
@@ -11,10 +11,13 @@ values, notes) may hold what a terminal or a spreadsheet would act on:
                      (leading ``=``, ``+``, ``-``, ``@``, tab or carriage return) gets a leading
                      ``'``, which spreadsheets show as text (OWASP's advice for CSV injection)
   :func:`csv_text`   a DataFrame as CSV text with every string cell passed through :func:`csv_cell`
+  :func:`json_value` a value for strict JSON: every float that is not finite (NaN, an infinite end)
+                     None, in lists and dicts however deep (what ``json.dumps(allow_nan=False)`` takes)
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -61,3 +64,14 @@ def csv_text(frame) -> str:
             safe[column] = safe[column].map(csv_cell)
     safe.columns = [csv_cell(str(c)) for c in safe.columns]
     return safe.to_csv(index=False)
+
+
+def json_value(value: Any) -> Any:
+    """``value`` with every float that is not finite made None, in lists and dicts however deep (module doc)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: json_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(item) for item in value]
+    return value

@@ -40,7 +40,6 @@ ordinary results folders (``ddpbench report OUT/A``).
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import select
@@ -59,6 +58,7 @@ from ddpbench.errors import InputError
 from ddpbench.owner import owned_command
 from ddpbench.results.revisions import commit as resolve_commit
 from ddpbench.results.revisions import git, said, toplevel
+from ddpbench.results.sanitize import json_value
 from ddpbench.results.schema import RESULTS_FILE, step_rows
 from ddpbench.results.tables import load_tables
 from ddpbench.sweep.worktrees import inside_repository
@@ -372,17 +372,5 @@ def write_log(out_dir: Path, plans: list[SidePlan], outcome: Outcome, seed: int 
               "unpaired": [asdict(job) for job in outcome.unpaired]}
     with tempfile.NamedTemporaryFile("w", dir=out_dir, prefix=".ab-", suffix=".json", delete=False,
                                      encoding="utf-8") as handle:
-        json.dump(strict(record), handle, indent=1, default=str, allow_nan=False)
+        json.dump(json_value(record), handle, indent=1, default=str, allow_nan=False)
     os.replace(handle.name, out_dir / LOG_FILE)
-
-
-def strict(value):
-    """``value`` with every float that is not finite (NaN, an infinite end) made None, in lists and dicts
-    however deep: what strict JSON parsers take (:func:`json.dumps` with ``allow_nan=False``)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: strict(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict(item) for item in value]
-    return value

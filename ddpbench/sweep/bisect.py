@@ -64,6 +64,7 @@ from ddpbench.analysis.history import kept_launches, welch
 from ddpbench.errors import InputError
 from ddpbench.results.folder import check_target, check_writable
 from ddpbench.results.history import claim_store
+from ddpbench.results.sanitize import json_value
 from ddpbench.sweep.worktrees import Commit, chain, git, sweep_commit
 
 #: sweeps of a commit at most: a commit that cannot tell is measured again, its launches pooled
@@ -386,16 +387,5 @@ def write_log(path: Path, outcome: Outcome, commits: list[Commit], experiment: s
            "answer": commits[outcome.first_bad].sha if outcome.status == "found" else None,
            "range": [commits[outcome.last_good].sha, commits[outcome.first_bad].sha]}
     staged = path.with_name(path.name + ".tmp")
-    staged.write_text(json.dumps(_plain(log), indent=1) + "\n", encoding="utf-8")
+    staged.write_text(json.dumps(json_value(log), indent=1, allow_nan=False) + "\n", encoding="utf-8")
     os.replace(staged, path)
-
-
-def _plain(value):
-    """JSON without NaN or infinity (None in their place)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value

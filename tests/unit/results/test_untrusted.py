@@ -4,6 +4,7 @@ without following links, links confined to the folder, strings made harmless for
 spreadsheet, figures that draw a ``$`` pair literally."""
 
 import copy
+import json
 import math
 import os
 
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 
 from ddpbench.report.page import DASH, html, html_table, local_href, num
-from ddpbench.results.sanitize import csv_cell, csv_text, printable
+from ddpbench.results.sanitize import csv_cell, csv_text, json_value, printable
 from ddpbench.results.sidefiles import MAX_DEPTH, SideFileError, json_depth, read_json, replace_file
 from ddpbench.results.validate import Damaged, clean_collective, clean_run, clean_sweep
 
@@ -240,3 +241,10 @@ def test_a_timed_phase_or_later_column_kept_as_the_check_keeps_it(value, kept):
     data_ms, ready_ms = clean["result"]["steps"][0][3], clean["result"]["steps"][0][-1]
     assert notes == [] and (data_ms is kept or data_ms == kept)
     assert ready_ms == kept if kept is not None else math.isnan(ready_ms)  # a later column's None reads as NaN
+
+
+def test_a_value_for_strict_json_has_null_where_no_number():
+    """ab.json and bisect.json: what a strict parser (Node's JSON.parse) reads; NaN and both infinities None."""
+    value = {"ratio": math.nan, "ends": (0.9, math.inf), "rounds": [{"low": -math.inf, "n": 3, "label": "nan"}]}
+    assert json_value(value) == {"ratio": None, "ends": [0.9, None], "rounds": [{"low": None, "n": 3, "label": "nan"}]}
+    json.dumps(json_value(value), allow_nan=False)  # raises on any NaN or infinity left
