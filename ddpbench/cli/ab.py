@@ -71,7 +71,7 @@ def command(args) -> int:
     from rich.console import Console
 
     from ddpbench.analysis.history import SLOWER
-    from ddpbench.results.folder import claim_output
+    from ddpbench.results.writing import AB, Claim, check_claim
     from ddpbench.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, say_error
     from ddpbench.sweep.ab import LOG_FILE, SIDES, SideFailed, launch_line, plan_sides, run_ab
     from ddpbench.sweep.progress import SweepProgress
@@ -83,7 +83,8 @@ def command(args) -> int:
     try:
         plans = plan_sides(args.base, args.candidate, args.experiment, args.repo, scratch)
         out_dir = args.out or Path("reports") / "ab"
-        claim_output(out_dir, "--out", force=args.force, writes=(*SIDES, *(f"{s}.log" for s in SIDES), LOG_FILE))
+        check_claim(out_dir, Claim(AB, "ab", writes=(*SIDES, *(f"{s}.log" for s in SIDES), LOG_FILE), short=False),
+                    args.force)
         for plan in plans:
             console.print(f"{plan.name}: {plan.given} ({plan.kind}{', ' + plan.sha[:12] if plan.sha else ''})")
         console.print(f"rounds until every job is decided, at most {max_rounds} or {budget:g} s; seed {seed} "

@@ -80,16 +80,17 @@ def add_folder_flags(parser) -> None:
 def claimed_out_dir(out_dir: Path, args, console=None):
     """Hold ``out_dir`` for this command's sweep (one sweep per folder), as ``args.wait`` and
     ``args.force`` say; a line on ``console`` while it waits."""
-    from ddpbench.results.folder import claimed
+    from ddpbench.results.writing import claimed
 
     def waiting(running: str) -> None:
-        text = f"waiting for {out_dir}: another sweep ({running}) is writing it"
+        text = f"waiting for {out_dir}: another writer ({running}) holds it"
         if console is not None:
             console.print(text, highlight=False)
         else:
             say_error(text)
 
-    with claimed(out_dir, wait=getattr(args, "wait", False), force=getattr(args, "force", False), on_wait=waiting):
+    with claimed(out_dir, wait=getattr(args, "wait", False), force=getattr(args, "force", False),
+                 writer=getattr(args, "flags_of", "") or "sweep", on_wait=waiting):
         yield out_dir
 
 

@@ -79,7 +79,8 @@ def command(args) -> int:
         load_side, parse_gate, side_busy,
     )
     from ddpbench.report.compare_page import CSV_FILE, INDEX_FILE, PLOT_FILE, write_comparison
-    from ddpbench.results.folder import claim_output
+    from ddpbench.cli.common import say_error
+    from ddpbench.results.writing import COMPARE, Claim, holding, waited_for
     from ddpbench.results.sanitize import printable
 
     gates = [parse_gate(text) for text in args.fail_on]
@@ -89,15 +90,17 @@ def command(args) -> int:
         raise InputError("command line", None, f"A ({args.baseline}) and B ({args.candidate}) have no job in "
                          "common (jobs match when every setting is equal); compare folders of the same experiment")
     out_dir = args.out or args.candidate / "compare"
-    claim_output(out_dir, "--out", force=args.force, writes=(CSV_FILE, PLOT_FILE, INDEX_FILE))
-    machine = machine_difference(side_a.ranks, side_b.ranks)
-    table = compare_tables(side_a.summary, side_a.steps, side_b.summary, side_b.steps, machine,
-                           (side_busy(side_a), side_busy(side_b)))
-    results = gate_results(table, gates)
-    env_diffs = environment_differences(side_a.sweeps, side_b.sweeps)
-    print_comparison(table, args.wide)
-    written = write_comparison(table, results, gates, env_diffs, args.baseline, args.candidate, out_dir,
-                               machine=machine.words() if machine is not None else "")
+    claim = Claim(COMPARE, "compare", run=f"{args.baseline.resolve()} vs {args.candidate.resolve()}",
+                  writes=(CSV_FILE, PLOT_FILE, INDEX_FILE))
+    with holding(out_dir, claim, force=args.force, on_wait=waited_for(say_error, out_dir)):
+        machine = machine_difference(side_a.ranks, side_b.ranks)
+        table = compare_tables(side_a.summary, side_a.steps, side_b.summary, side_b.steps, machine,
+                               (side_busy(side_a), side_busy(side_b)))
+        results = gate_results(table, gates)
+        env_diffs = environment_differences(side_a.sweeps, side_b.sweeps)
+        print_comparison(table, args.wide)
+        written = write_comparison(table, results, gates, env_diffs, args.baseline, args.candidate, out_dir,
+                                   machine=machine.words() if machine is not None else "")
     out = Console(highlight=False, soft_wrap=True)
     for note in detectable_notes(table):
         out.print(printable(note), markup=False)

@@ -72,11 +72,13 @@ def _tables(args):
 def command_page(args) -> int:
     from ddpbench.analysis.core import counted
     from ddpbench.report.trend_page import OWN_FILES, write_trend
-    from ddpbench.results.folder import claim_output
+    from ddpbench.cli.common import say_error
+    from ddpbench.results.writing import PAGE, Claim, holding, waited_for
 
     table, changes, newest = _tables(args)
-    claim_output(args.out, "--out", force=args.force, writes=OWN_FILES)
-    written = write_trend(table, changes, newest, args.store, args.out, args.newest)
+    claim = Claim(PAGE, "history page", run=str(args.store.resolve()), writes=OWN_FILES)
+    with holding(args.out, claim, force=args.force, on_wait=waited_for(say_error, args.out)):
+        written = write_trend(table, changes, newest, args.store, args.out, args.newest)
     print(f"{counted(len(table), 'point')}, {counted(len(changes), 'change point')} -> {written['html']}")
     return 0
 

@@ -47,18 +47,36 @@ def command(args) -> int:
     cost = _cost(args)
     if args.check:
         return check(args.results, cost)
-    if args.out is not None:
-        from ddpbench.report.page import INDEX_FILE
-        from ddpbench.results.folder import claim_output
-
-        claim_output(args.out, "--out", force=args.force, writes=(INDEX_FILE, "*.png"))
+    from ddpbench.cli.common import say_error
     from ddpbench.report.build import write_report  # matplotlib: only for a folder that has results
     from ddpbench.report.workers import wanted
+    from ddpbench.results.writing import holding, waited_for
 
-    # a second process draws figures beside this one, where a CPU is idle to run it
-    index = write_report(args.results, args.out, processes=2 if wanted() else 1, cost=cost)
+    out = args.out or args.results
+    with holding(out, report_claim(args.results, args.out), force=args.force, on_wait=waited_for(say_error, out)):
+        # a second process draws figures beside this one, where a CPU is idle to run it
+        index = write_report(args.results, args.out, processes=2 if wanted() else 1, cost=cost)
     print(index)
     return 0
+
+
+def report_claim(results: Path, out: Path | None):
+    """What the report writes (:mod:`ddpbench.results.writing`): into its results folder itself
+    (``--out`` not given, or that folder), or a report folder of that results folder."""
+    from ddpbench.report.page import INDEX_FILE
+    from ddpbench.results.writing import REPORT, RESULTS, Claim
+
+    writes = (INDEX_FILE, "*.png")
+    if out is None or _same(out, results):
+        return Claim(RESULTS, "report", writes=writes)
+    return Claim(REPORT, "report", run=str(results.resolve()), writes=writes)
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):  # a link loop: refused as a link when claimed
+        return False
 
 
 def check(folder: Path, cost=None) -> int:

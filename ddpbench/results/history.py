@@ -36,15 +36,16 @@ entries, then renamed into place, so a history only ever has whole entries. An e
 there is never replaced. Filing the same sweep (or the same benchmark run: its ``datetime`` on its
 machine) at the same commit again is refused with one line (:class:`HistoryError`). Entries are
 numbered in the order they were filed, and the number only grows. A filer killed between taking
-a number and its rename leaves that number's folder empty, and readers skip it. Two filers of the
-same sweep at the same moment may both file it: the check for a repeat is not atomic with the
-rename. A CI job files one sweep at a time. A store that someone else wrote is read as untrusted
+a number and its rename leaves that number's folder empty, and readers skip it. A filer holds the
+store's lock from its checks to its rename, so two filers at once file one after the other, and a
+repeat is refused however close the two came. A store that someone else wrote is read as untrusted
 ground: an entry whose ``entry.json`` cannot be read is reported and skipped, never the history.
 
-**Where it files** is the output folders' policy (:func:`ddpbench.results.folder.claim_output`): no
-empty path, no link (the store itself, or a machine folder: an entry would be filed outside the
-store), no file or path under one, a store that can be written; a folder that holds other files
-than machine folders only with ``force``. The store is marked as ddpbench's when first filed into.
+**Where it files** is one writer's contract (:mod:`ddpbench.results.writing`): no empty path, no
+link (the store itself, or a machine folder: an entry would be filed outside the store), no file
+or path under one, a store that can be written; never a folder of another kind (a sweep's results,
+a compare folder); a folder that holds other files than machine folders only with ``force``. The
+store is marked as a history store when first filed into.
 
 This is the first part of issue 42's history. The trend page, the change points and bisect
 read it.
@@ -64,7 +65,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ddpbench.errors import InputError
-from ddpbench.results.folder import check_target, claim_output
+from ddpbench.results.folder import check_target, check_writable
+from ddpbench.results.writing import STORE, Claim, check_claim, holding
 from ddpbench.experiment.host import FINGERPRINT_FIELDS
 from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.sidefiles import MAX_BYTES, SideFileError, field, inside, loads, read_json
@@ -290,39 +292,50 @@ def _read_bytes(path: Path) -> bytes:
     return raw
 
 
+def store_claim(flag: str = "--store", writer: str = "history add") -> Claim:
+    """What filing writes into a store (:mod:`ddpbench.results.writing`): a history store, shared by
+    every run filed into it; its machine folders are its own names, where a store was written before
+    the marker named a kind."""
+    return Claim(STORE, writer, flag=flag, own=lambda p: p.is_dir() and (p / MACHINE_FILE).is_file(),
+                 what="history store")
+
+
 def claim_store(store: Path, force: bool = False, flag: str = "--store") -> Path:
-    """The output folders' policy for a history store (:func:`ddpbench.results.folder.claim_output`):
-    its machine folders are its own names, where a store was written before the marker."""
-    return claim_output(Path(store), flag, force=force, own=lambda p: p.is_dir() and (p / MACHINE_FILE).is_file(),
-                        what="history store's folder")
+    """The store's checks alone, before a long command (``history bisect``) files into it later."""
+    claim = store_claim(flag)
+    check_claim(Path(store), claim, force)
+    check_writable(Path(store), flag, claim.what)
+    return Path(store)
 
 
 def _file(store: Path, print_: dict, record: dict, copy, name: str, source: Path, same, what: str,
           now: _dt.datetime | None, force: bool = False) -> Entry:
-    """File an entry: claim the store and the machine, refuse a repeat (``same`` at the same commit),
-    stage the entry (``copy`` writes its files into the staging folder), then rename it into place."""
+    """File an entry while holding the store (its kind, its lock: one filer at a time), claim the
+    machine, refuse a repeat (``same`` at the same commit), stage the entry (``copy`` writes its files
+    into the staging folder), then rename it into place."""
     machine = machine_id(print_)
-    home = claim_store(store, force) / machine
-    check_target(home, "--store", "machine folder of the store")  # a link would file the entry outside the store
-    try:
-        home.mkdir(exist_ok=True)
-        _claim_machine(home, print_)
-    except PermissionError as err:
-        raise HistoryError(home, None, f"cannot be written: {err.strerror}") from None
-    commit = record["commit"]
-    for entry in entries(store, machine):
-        if same(entry) and entry.commit == commit:
-            raise HistoryError(source, None, f"filed already as {entry.path} ({what} at the same commit)")
-    made = now or _dt.datetime.now(_dt.timezone.utc)
-    record = {**record, "filed_utc": made.isoformat(timespec="seconds")}
-    staging = Path(tempfile.mkdtemp(prefix=".filing-", dir=home))
-    try:
-        copy(staging)
-        (staging / ENTRY_FILE).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-        path = _rename_into_place(staging, home, f"{commit[:7] if commit else 'nocommit'}-{name}")
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    with holding(Path(store), store_claim(), force=force) as held:
+        home = held / machine
+        check_target(home, "--store", "machine folder of the store")  # a link would file the entry outside the store
+        try:
+            home.mkdir(exist_ok=True)
+            _claim_machine(home, print_)
+        except PermissionError as err:
+            raise HistoryError(home, None, f"cannot be written: {err.strerror}") from None
+        commit = record["commit"]
+        for entry in entries(store, machine):
+            if same(entry) and entry.commit == commit:
+                raise HistoryError(source, None, f"filed already as {entry.path} ({what} at the same commit)")
+        made = now or _dt.datetime.now(_dt.timezone.utc)
+        record = {**record, "filed_utc": made.isoformat(timespec="seconds")}
+        staging = Path(tempfile.mkdtemp(prefix=".filing-", dir=home))
+        try:
+            copy(staging)
+            (staging / ENTRY_FILE).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+            path = _rename_into_place(staging, home, f"{commit[:7] if commit else 'nocommit'}-{name}")
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     return _entry(machine, path, record)
 
 

@@ -1,8 +1,10 @@
-"""Every command that writes a folder keeps to one policy (:func:`ddpbench.results.folder.claim_output`):
+"""Every command that writes a folder keeps to one writer's contract (:mod:`ddpbench.results.writing`):
 compare --out, report --out, history page --out and history add --store, each over the same generated
 targets. An empty path, a link, a file, a path under a file, a folder of someone else's files (without
 --force) and a folder that cannot be written are one line and exit 2, and nothing is written; with
---force only the command's own files are replaced; a folder the command wrote takes it again."""
+--force only the command's own files are replaced; a folder the command wrote takes it again. A folder
+of another kind (a sweep's results, a compare folder, a store) is refused, --force or not, and one
+--force blesses a folder for its own command and run only."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ddpbench.errors import InputError
-from ddpbench.results.folder import MARKER, WRITE_PROBE, claim_output
-from ddpbench.results.history import claim_store, file_results, fingerprint, machine_id
+from ddpbench.results.folder import CONTROL, MARKER, WRITE_PROBE
+from ddpbench.results.history import file_results, store_claim, fingerprint, machine_id
+from ddpbench.results.writing import COMPARE, Claim, holding
 from ddpbench.testing import run_main
 from ddpbench.testing.histories import synthetic_history
 from ddpbench.testing.records import ENV, ok, write_results
@@ -142,7 +145,8 @@ def test_a_store_whose_machine_folder_is_a_link_files_nothing_outside_it(inputs,
     results, _ = inputs
     store, outside = tmp_path / "store", tmp_path / "outside"
     outside.mkdir()
-    claim_store(store)
+    with holding(store, store_claim()):  # a store, marked as one
+        pass
     (store / machine_id(fingerprint(ENV))).symlink_to(outside)
     with pytest.raises(InputError, match="is a symbolic link"):
         file_results(store, results, commit="abcdef1")
@@ -152,23 +156,96 @@ def test_a_store_whose_machine_folder_is_a_link_files_nothing_outside_it(inputs,
 
 #: what may sit in a folder before a command claims it
 NAMES = st.sampled_from(["index.html", "compare.csv", "trend.csv", "trend-1.png", "notes.txt", MARKER, "sub"])
+CLAIM = Claim(COMPARE, "compare", run="A vs B", writes=("index.html", "compare.csv", "trend-*.png"))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(names=st.sets(NAMES, max_size=4), force=st.booleans())
 def test_a_folder_is_claimed_only_when_empty_new_or_ddpbench_s_or_forced(tmp_path_factory, names, force):
+    """A marker without a kind (written before markers named one) makes the folder the command's only
+    where everything else in it is the command's own files."""
     out = tmp_path_factory.mktemp("claim") / "out"
     out.mkdir()
     for name in names:
         (out / name).mkdir() if name == "sub" else (out / name).write_text("mine\n")
     before = snapshot(out)
     mine = names - {MARKER}
+    own = {"index.html", "compare.csv", "trend-1.png"}
+    allowed = force or not mine or (MARKER in names and mine <= own)
     try:
-        claim_output(out, "--out", force=force, writes=("index.html", "compare.csv", "trend-*.png"))
+        with holding(out, CLAIM, force=force):
+            pass
     except InputError as err:
-        assert mine and MARKER not in names and not force and "did not write" in str(err)
+        assert not allowed and "did not write" in str(err)
         assert snapshot(out) == before
         return
-    assert not (mine and MARKER not in names and not force)
-    after = snapshot(out)
-    assert {k: v for k, v in after.items() if k != MARKER} == {k: v for k, v in before.items() if k != MARKER}
+    assert allowed
+    after = snapshot(out)  # the marker and the lock are ddpbench's own: nothing else changed
+    assert {k: v for k, v in after.items() if k not in CONTROL} == {k: v for k, v in before.items() if k != MARKER}
+
+
+# ---------------------------------------------------------------------------------------------
+# kinds of folder, and what one --force blesses (issue 83)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def sides(tmp_path):
+    """Two results folders of the same experiment (A and B), and a user's folder u1 that `compare A B
+    --out u1 --force` wrote into."""
+    a = write_results(tmp_path / "A", [ok(10.0, world_size=1), ok(6.0, world_size=2)])
+    b = write_results(tmp_path / "B", [ok(10.5, world_size=1), ok(6.1, world_size=2)])
+    u1 = tmp_path / "u1"
+    u1.mkdir()
+    (u1 / "notes.txt").write_text("mine\n")
+    (u1 / "index.html").write_text("my page\n")
+    done = run_main("compare", a, b, "--out", u1, "--force")
+    assert done.returncode == 0, done.stderr
+    return a, b, u1
+
+
+def tune_argv(tmp_path, out) -> list:
+    from ddpbench.testing import TINY, write_experiment
+
+    return ["tune", write_experiment(tmp_path / "tiny.toml", TINY), "--out", out]
+
+
+@pytest.mark.parametrize("command", ["tune", "sweep", "add", "report", "page"])
+def test_one_force_does_not_bless_the_folder_for_later_commands(inputs, sides, tmp_path, command):
+    a, b, u1 = sides
+    before = snapshot(u1)
+    argv_ = {"tune": tune_argv(tmp_path, u1), "sweep": tune_argv(tmp_path, u1),
+             "add": ["history", "add", b, "--store", u1, "--commit", "abcdef1"],
+             "report": ["report", a, "--out", u1],
+             "page": ["history", "page", "--store", inputs[1], "--out", u1]}[command]
+    if command == "sweep":
+        argv_[0] = "sweep"
+    refused(run_main(*argv_), FLAG.get(command, "--out"), "is a compare folder")
+    assert snapshot(u1) == before
+    # the command and run that --force let in take it again; another run's output needs --force anew
+    assert run_main("compare", a, b, "--out", u1).returncode == 0
+    refused(run_main("compare", b, a, "--out", u1), "--out", "holds compare's output of")
+
+
+def test_a_command_never_replaces_a_folder_of_another_kind_even_with_force(sides, tmp_path):
+    a, b, _ = sides
+    run_main("report", a)
+    run_main("report", b)
+    before = snapshot(tmp_path)
+    for argv_ in (["compare", a, b, "--out", a], ["report", a, "--out", b], ["history", "add", b, "--store", a],
+                  ["history", "add", b, "--store", b]):
+        for force in ([], ["--force"]):
+            commit = ["--commit", "abcdef1"] if argv_[0] == "history" else []
+            done = run_main(*argv_, *force, *commit)
+            refused(done, "--store" if argv_[0] == "history" else "--out", "is a results folder")
+    assert snapshot(tmp_path) == before
+
+
+def test_report_into_its_own_results_folder_and_a_report_folder_of_its_own(sides, tmp_path):
+    a, b, _ = sides
+    assert run_main("report", a).returncode == 0 and (a / "index.html").is_file()
+    assert run_main("report", a, "--out", a).returncode == 0
+    out = tmp_path / "reports-of-a"
+    assert run_main("report", a, "--out", out).returncode == 0
+    assert run_main("report", a, "--out", out).returncode == 0  # its own run again
+    refused(run_main("report", b, "--out", out), "--out", "holds report's output of")
+    assert run_main("report", b, "--out", out, "--force").returncode == 0

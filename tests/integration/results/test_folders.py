@@ -5,7 +5,7 @@ import os
 import threading
 import time
 
-from ddpbench.results.folder import claimed
+from ddpbench.results.writing import claimed
 
 # ---------------------------------------------------------------------------------------------
 # the lock

@@ -18,9 +18,9 @@ from ddpbench.results.folder import (
     OWNER,
     SWEEP_ENTRIES,
     WRITE_PROBE,
-    claimed,
     foreign_entries,
 )
+from ddpbench.results.writing import claimed
 from ddpbench.results.store import ResultStore
 from ddpbench.sweep.runner import run_sweep
 from ddpbench.testing import TINY, write_experiment
@@ -66,9 +66,12 @@ def make_entry(folder, name, kind, outside):
 
 
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(state=st.dictionaries(st.sampled_from(NAMES), st.sampled_from(KINDS), max_size=5), force=st.booleans())
+@given(state=st.dictionaries(st.sampled_from(NAMES), st.sampled_from(KINDS), max_size=5), force=st.booleans(),
+       marked=st.sampled_from([None, "results", "compare", "store"]))
 def test_a_folder_is_claimed_only_when_it_is_new_empty_ours_or_forced_and_never_through_a_link(
-        tmp_path_factory, state, force):
+        tmp_path_factory, state, force, marked):
+    """A marker names its folder's kind: only a results folder's (or an unnamed marker beside a sweep's
+    own names alone) makes the folder a sweep's without --force; another kind's is refused even with it."""
     root = tmp_path_factory.mktemp("state")
     outside = root / "outside.txt"
     outside.write_text("the user's own file\n")
@@ -76,13 +79,20 @@ def test_a_folder_is_claimed_only_when_it_is_new_empty_ours_or_forced_and_never_
     folder.mkdir()
     for name, kind in state.items():
         make_entry(folder, name, kind, outside)
+    if marked is not None and state.get(MARKER) in (None, "missing"):
+        (folder / MARKER).write_text(json.dumps({"written_by": "ddpbench", "kind": marked}))
+        state = {**state, MARKER: "file"}
+    else:
+        marked = None
     present = {name: kind for name, kind in state.items() if kind != "missing"}
     linked = [name for name, kind in present.items() if kind == "link-out" and name in SWEEP_ENTRIES]
     misplaced = [name for name, kind in present.items()
                  if (name in FILE_ENTRIES and kind == "dir") or (name in DIR_ENTRIES and kind == "file")]
-    ours = present.get(MARKER) == "file" or present.get("results.jsonl") == "file"
-    foreign = [name for name in present if name not in (LOCK, OWNER)]
-    allowed = not linked and not misplaced and (force or ours or not foreign)
+    others = [name for name in present if name not in (LOCK, OWNER, MARKER)]
+    ours = marked == "results" or "results.jsonl" in present or (
+        marked is None and present.get(MARKER) == "file" and all(name in SWEEP_ENTRIES for name in others))
+    another_kind = marked in ("compare", "store")  # the marker is what the folder is, whatever it holds
+    allowed = not linked and not misplaced and not another_kind and (force or ours or not others)
     try:
         with claimed(folder, force=force):
             ResultStore(folder).append({"kind": "sweep", "sweep_id": "x"})
@@ -90,10 +100,12 @@ def test_a_folder_is_claimed_only_when_it_is_new_empty_ours_or_forced_and_never_
     except InputError as err:
         claimed_it = False
         assert "\n" not in str(err) and str(folder) in str(err)
-    assert claimed_it == allowed, (present, force)
+        assert not another_kind or linked or misplaced or f"is a {marked}" in str(err).replace("history store", "store")
+    assert claimed_it == allowed, (present, force, marked)
     assert outside.read_text() == "the user's own file\n"  # nothing written outside the folder
     if claimed_it:
         assert (folder / MARKER).is_file() and not (folder / MARKER).is_symlink()
+        assert json.loads((folder / MARKER).read_text())["kind"] == "results"
 
 
 def test_the_store_never_appends_through_a_link(tmp_path):
