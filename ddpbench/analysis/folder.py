@@ -138,11 +138,11 @@ def load(results_dir: str | Path, collectives: bool = True, loss_budget: bool = 
 
 
 def load_given(folder: str | Path, where: str | None = None, collectives: bool = True,
-               loss_budget: bool = True) -> Measured:
+               loss_budget: bool = True, cost: Cost | None = None) -> Measured:
     """:func:`load` of a folder named on the command line: InputError naming ``where`` (default:
     the folder) when it is missing, unreadable or holds no training job
-    (:func:`ddpbench.results.tables.load_folder`). ``loss_budget``: see :func:`summarize`."""
-    return _measure(Path(folder), lambda f: load_folder(f, where), collectives, loss_budget)
+    (:func:`ddpbench.results.tables.load_folder`). ``loss_budget``, ``cost``: see :func:`summarize`."""
+    return _measure(Path(folder), lambda f: load_folder(f, where), collectives, loss_budget, cost)
 
 
 def _measure(folder: Path, read, with_collectives: bool, loss_budget: bool = True,

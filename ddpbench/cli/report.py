@@ -81,11 +81,18 @@ def _same(a: Path, b: Path) -> bool:
 
 def check(folder: Path, cost=None) -> int:
     """The independent checker (:mod:`ddpbench.audit`) over the folder's verdict lines and diagnosis
-    (the folder object's contradictions, :attr:`ddpbench.analysis.folder.Measured.contradictions`)."""
-    from ddpbench.analysis.folder import load
+    (the folder object's contradictions, :attr:`ddpbench.analysis.folder.Measured.contradictions`).
+    Nothing to check is refused, never passed: a folder a command is still writing, or one that
+    holds no training job (one line, exit 2)."""
+    from ddpbench.analysis.folder import load_given
     from ddpbench.results.sanitize import printable
+    from ddpbench.results.writing import busy, describe_owner
 
-    measured = load(folder, cost=cost)
+    owner = busy(folder)
+    if owner is not None:
+        raise InputError(str(folder), None, f"is being written ({describe_owner(owner)}); nothing in it is final: "
+                         "check it when that command ends")
+    measured = load_given(folder, cost=cost)
     problems = measured.contradictions
     for p in problems:
         print(printable(p.line()))  # stored names: no terminal escapes
