@@ -86,7 +86,8 @@ def write_new(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` (a marker, an owner note) by a temporary file renamed over it: never
     through a link, never seen half-written."""
     tmp = path.with_name(_temporary_name(path.name, os.getpid()))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    # 0o666 and the umask decide, as for any file the user makes: a store a group shares stays readable
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
     with os.fdopen(fd, "w") as fh:
         fh.write(text)
     os.replace(tmp, path)

@@ -63,10 +63,10 @@ class Kind:
 
     name: str
     noun: str  # "a results folder"
-    writers: str  # who writes one: "a sweep (sweep, run, tune or collectives)"
+    writers: str  # the commands that write one: "sweep, run, tune or collectives"
 
 
-RESULTS = Kind("results", "a results folder", "a sweep (sweep, run, tune or collectives)")
+RESULTS = Kind("results", "a results folder", "sweep, run, tune or collectives")
 REPORT = Kind("report", "a report folder", "report --out")
 COMPARE = Kind("compare", "a compare folder", "compare")
 AB = Kind("ab", "an ab folder", "ab")
