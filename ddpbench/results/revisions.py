@@ -2,15 +2,17 @@
 checked in this one place before anything is filed or swept.
 
 A value typed by a user never reaches git where git reads options: it is resolved by ``git
-rev-parse --verify --end-of-options REV^{commit}`` alone, and only the full hash that comes back is
-handed to any other git command. A value that is not one commit is refused with one line
-(:class:`~ddpbench.errors.InputError`, exit 2) that says why:
+rev-parse --verify --end-of-options REV^{commit}`` (or ``REV`` alone where that is a commit, as
+``:/text`` is: git reads a suffix after it as part of the text) and ``git cat-file -t``, and only
+the full hash that comes back is handed to any other git command. A value that is not one commit
+is refused with one line (:class:`~ddpbench.errors.InputError`, exit 2) that says why:
 
 * an empty value (an unset variable in CI): ``empty value refused``;
 * a control character (a newline pasted in): refused before git sees it;
 * a folder that is no git repository: ``not a git repository`` (:class:`NotARepository`);
 * a range (``A..B``, ``A...B``, ``^A``, ``A^@``, ``A^!``, ``A^-``): ``names a range, not a commit``;
 * an object that is not a commit (``HEAD^{tree}``, ``HEAD:file``): ``names a tree, not a commit``;
+* a full hash of no object in the repository (40 zeros): ``no commit with this id``;
 * anything else git does not know, ``--output=FILE`` too: ``no such revision``.
 """
 
@@ -73,8 +75,13 @@ def commit(repo: Path, rev: str, flag: str) -> str:
     if RANGE.search(rev):
         raise InputError("command line", flag, f"{rev!r} names a range, not a commit; give one commit")
     found = git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", rev)
-    if found.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", found.stdout.strip()):
-        kind = git(top, "cat-file", "-t", found.stdout.strip()).stdout.strip() or "object"
+    sha = found.stdout.strip()
+    if found.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", sha):
+        kind = git(top, "cat-file", "-t", sha).stdout.strip()
+        if kind == "commit":  # ``:/text`` takes no ``^{commit}`` after it (git reads it as part of the text)
+            return sha
+        if not kind:  # a full hash git passes through without looking
+            raise InputError("command line", flag, f"{rev!r}: no commit with this id in {top}")
         raise InputError("command line", flag, f"{rev!r} names a {kind}, not a commit; give a commit")
     raise InputError("command line", flag, f"{rev!r}: no such revision in {top}")
 

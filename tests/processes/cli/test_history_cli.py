@@ -46,6 +46,16 @@ def test_a_sweep_is_filed_at_the_repository_s_head_and_listed(repo, tmp_path):
     assert listed.stdout.index(head[:12]) < listed.stdout.index(_git(repo, "rev-parse", "HEAD~1")[:12])
 
 
+def test_a_commit_named_by_its_message_is_filed_at_that_commit(repo, tmp_path):
+    """``:/text`` (the youngest commit whose message matches) takes no ``^{commit}`` after it: git
+    would read the suffix as part of the text, so it is resolved as it is."""
+    done = run_main("history", "add", QUICK, "--store", tmp_path / "history", "--repo", repo, "--commit", ":/step 1")
+    assert done.returncode == 0, done.stderr
+    assert f"at commit {_git(repo, 'rev-parse', 'HEAD~1')[:12]}" in done.stdout
+    missing = run_main("history", "add", QUICK, "--store", tmp_path / "history", "--repo", repo, "--commit", ":/step 9")
+    assert missing.returncode == 2 and "':/step 9': no such revision in" in missing.stderr, missing.stderr
+
+
 @pytest.mark.parametrize("case, words", [
     ("again", "filed already as"),
     ("no repository", "not a git repository"),
@@ -90,6 +100,8 @@ NOT_A_COMMIT = [
     ("HEAD\r", "holds a control character"),
     ("", "empty value refused"),
     ("no-such-branch", "no such revision"),
+    ("0" * 40, "no commit with this id in"),  # a full hash git passes through without looking it up
+    ("HEAD:", "names a tree, not a commit"),
 ]
 
 
