@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
     add.add_argument("--force", action="store_true", help="file into a --store folder that holds files ddpbench "
                                                            "did not write")
     add.add_argument("--commit", metavar="REV", help="the commit the sweep measured (default: --repo's HEAD)")
-    add.add_argument("--repo", type=Path, default=Path("."), metavar="PATH",
+    add.add_argument("--repo", type=path_flag("--repo"), default=Path("."), metavar="PATH",
                      help="the git repository whose commit the sweep measured (default: this folder)")
     add.set_defaults(func=command_add)
     listing = verbs.add_parser("list", help="list the store's entries, machine by machine",

@@ -22,7 +22,7 @@ def add_verb(verbs) -> None:
     p.add_argument("--good", required=True, metavar="REV", help="a commit whose step is as it should be")
     p.add_argument("--bad", required=True, metavar="REV", help="a later commit (a descendant of --good) whose step "
                    "changed")
-    p.add_argument("--repo", type=Path, default=Path("."), metavar="PATH",
+    p.add_argument("--repo", type=path_flag("--repo"), default=Path("."), metavar="PATH",
                    help="the git repository (default: this folder)")
     p.add_argument("--out", type=path_flag("--out"), metavar="DIR",
                    help="the folder for each commit's results and bisect.json (default: reports/bisect-<good>-<bad>)")

@@ -88,3 +88,31 @@ def test_every_warning_is_one_plain_line_said_once(capsys):
     assert "lib.py" not in err[0] and "\x1b" not in err[0] and "UserWarning" not in err[0]
     assert err[1] == "warning: DIR/results.jsonl:7: damaged record skipped"
     program._said.clear()
+
+
+def repo_flags():
+    """(command words, flag) of every flag named ``--repo``, in every command and verb."""
+    def walk(parser, words):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, [*words, name])
+            elif "--repo" in action.option_strings:
+                yield words, "--repo"
+    return list(walk(build_parser(), []))
+
+
+REPO_FLAGS = repo_flags()
+
+
+def test_every_command_with_a_repository_flag_is_found():
+    assert {" ".join(words) for words, _ in REPO_FLAGS} >= {"ab", "history add", "history bisect"}
+
+
+@pytest.mark.parametrize("value", ["", " "])
+@pytest.mark.parametrize("words, flag", REPO_FLAGS, ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_an_empty_repository_is_refused_not_taken_for_the_current_folder(words, flag, value, capsys):
+    """``--repo ''`` (an unset variable in CI) would be Path("."): the current folder's HEAD, filed silently."""
+    assert main([*words, f"{flag}={value}"]) == 2  # refused as it is parsed, before git runs
+    line = one_line(capsys)
+    assert "--repo" in line and "empty value refused" in line, line
