@@ -42,6 +42,7 @@ import json
 import os
 import socket
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,8 @@ from ddpbench.results.folder import (
 
 #: how long a short writer (a report, a compare page, a filing) waits for another short one
 WAIT_S = 120.0
+#: how long a writer that finds the lock taken waits for the holder's note (written just after it)
+OWNER_S = 2.0
 _POLL_S = 0.05
 
 
@@ -237,6 +240,10 @@ def _take(lock, folder: Path, claim: Claim, wait: bool, on_wait: Callable[[str],
     except Timeout:
         pass
     owner = owner_of(folder)
+    deadline = time.monotonic() + OWNER_S
+    while not owner and time.monotonic() < deadline:  # taken an instant ago: its note comes next
+        time.sleep(_POLL_S)
+        owner = owner_of(folder)
     running = describe_owner(owner)
     patient = wait or (claim.short and owner.get("short") is True)
     if not patient:
@@ -267,14 +274,14 @@ def holding(folder: Path, claim: Claim, *, force: bool = False, wait: bool = Fal
     lock = FileLock(str(folder / LOCK))
     _take(lock, folder, claim, wait, on_wait)
     try:
+        write_new(folder / OWNER, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": now(),
+                                              "writer": claim.writer, "short": claim.short,
+                                              "command": sys.argv}) + "\n")
         check_claim(folder, claim, force)
         said = marker(folder)
         mark = {"written_by": "ddpbench", "kind": claim.kind.name, "writer": claim.writer, "run": claim.run}
         if any(said.get(k) != v for k, v in mark.items() if k != "writer") or not said:
             write_new(folder / MARKER, json.dumps({**mark, "created": now()}) + "\n")
-        write_new(folder / OWNER, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": now(),
-                                              "writer": claim.writer, "short": claim.short,
-                                              "command": sys.argv}) + "\n")
         yield folder
     finally:
         with contextlib.suppress(OSError):
