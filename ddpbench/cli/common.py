@@ -28,12 +28,42 @@ PROG = "python -m ddpbench"
 _UNSET = object()  # a flag not typed (argparse fills in only what a namespace does not hold)
 
 
+#: the kinds of character (Unicode categories) no argument may hold: C0 and C1 controls (a newline, a tab,
+#: ESC, NUL, DEL) and the line and paragraph separators. Lone surrogates (Cs, a non-UTF-8 file name as
+#: Python hands it over) and every printable character pass.
+REFUSED_CHARACTERS = {"Cc": "a control character", "Zl": "a line separator", "Zp": "a paragraph separator"}
+
+
+def refused_character(text: str) -> tuple[str, str] | None:
+    """The first character of ``text`` that :data:`REFUSED_CHARACTERS` refuses and what it is; None where none."""
+    import unicodedata
+
+    for char in text:
+        what = REFUSED_CHARACTERS.get(unicodedata.category(char))
+        if what is not None:
+            return char, what
+    return None
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse, but its errors are one line like every other bad-input error."""
+    """argparse, but its errors are one line like every other bad-input error, and no argument holds a
+    control character (:data:`REFUSED_CHARACTERS`): a newline pasted into ``--fail-on`` is refused,
+    naming the flag, rather than read as a value without it."""
 
     def error(self, message: str):
         say_error(f"{self.prog}: error: {message} (see {self.prog} --help)")
         self.exit(EXIT_BAD_INPUT)
+
+    def _get_values(self, action, arg_strings):
+        # every value of every flag and positional passes here before its type sees it; a command's own
+        # arguments are checked by its parser, against its own flags (only the command's name here)
+        for text in arg_strings[:1] if action.nargs == argparse.PARSER else arg_strings:
+            found = refused_character(text)
+            if found is not None:
+                name = action.option_strings[-1] if action.option_strings else action.metavar or action.dest
+                raise InputError("command line", name, f"{shown(text)} holds {found[1]} ({ascii(found[0])}); "
+                                 "give the value without it")
+        return super()._get_values(action, arg_strings)
 
     def parse_known_args(self, args=None, namespace=None):
         """As argparse's, and the namespace says which flags were typed (``flags_given``, each by its last

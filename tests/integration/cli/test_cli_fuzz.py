@@ -24,8 +24,8 @@ values = numbers.map(str) | words | st.sampled_from(PATHS) | st.sampled_from(
     [*{c for f in FIELDS.values() for c in (f.metadata.get("choices") or ())}, "gloo", "nccl", "cuda", "cpu"])
 
 SWEEP_FLAGS = ["--out", "--timeout", "--launcher", "--nodes", "--partition", "--array", "--nnodes", "--node-rank",
-               "--rdzv-endpoint", "--emulate-nodes", "--link", "--link-delay-ms", "--trace-steps", "--resume", "--dry-run",
-               "--no-report", "--wait", "--force"]
+               "--rdzv-endpoint", "--emulate-nodes", "--link", "--link-delay-ms", "--trace-steps", "--resume",
+               "--dry-run", "--no-report", "--wait", "--force"]
 RUN_FLAGS = [f"--{name.replace('_', '-')}" for name in FIELDS] + ["--out", "--timeout"]
 COLLECTIVES_FLAGS = ["--ops", "--sizes", "--factor", "--world-sizes", "--backend", "--iters", "--warmup", "--out",
                      "--timeout", "--resume", "--no-report"]
@@ -86,3 +86,77 @@ def test_any_command_line_reaches_the_runner_or_gives_one_line_and_exit_2(argv, 
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "error" in lines[0], (argv, err)
     assert "Traceback" not in err
+
+
+def value_arguments():
+    """(command words, the name an error gives, the arguments before the value) of every flag that takes
+    a value and every positional, in every command and verb of the command line."""
+    import argparse
+
+    from ddpbench.cli.program import build_parser
+
+    def walk(parser, words):
+        before = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, [*words, name])
+            elif action.option_strings and action.nargs != 0:
+                yield words, action.option_strings[-1], [action.option_strings[-1]]
+            elif not action.option_strings:
+                yield words, action.metavar or action.dest, list(before)
+                before.append("x")
+    return list(walk(build_parser(), []))
+
+
+VALUE_ARGUMENTS = value_arguments()
+plain = st.text(string.ascii_letters + string.digits + "%:.,/-_ é<>\udcff", max_size=8)
+lead = plain.filter(lambda text: not text.startswith("-"))  # not read as a flag
+refused = st.characters(categories=["Cc", "Zl", "Zp"])
+
+
+def test_the_arguments_of_every_command_are_found():
+    commands = {words[0] for words, _, _ in VALUE_ARGUMENTS}
+    assert len(VALUE_ARGUMENTS) >= 100 and {"sweep", "compare", "report", "history", "ab", "whatif"} <= commands
+    assert (["compare"], "--fail-on", ["--fail-on"]) in VALUE_ARGUMENTS
+
+
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(argument=st.sampled_from(VALUE_ARGUMENTS), head=lead, char=refused, tail=plain, joined=st.booleans())
+def test_a_control_character_in_any_argument_is_refused_naming_its_flag(argument, head, char, tail, joined, capsys):
+    """``--fail-on $'median:\\n5%'`` was read as ``median:5%``: now a newline, a tab, ESC, NUL, DEL, a C1
+    control or a line separator in any value, of any flag or positional of any command, is one line
+    naming it, exit 2, before anything runs."""
+    words, name, before = argument
+    value = head + char + tail
+    if joined and before and before[-1].startswith("--"):  # --flag=VALUE
+        argv = [*words, *before[:-1], f"{before[-1]}={value}"]
+    else:
+        argv = [*words, *before, value]
+    capsys.readouterr()
+    sys.stderr.reconfigure(errors="backslashreplace")
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    err = capsys.readouterr().err
+    assert code == 2, (argv, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and f"command line: {name}: " in lines[0] and "holds a" in lines[0], (argv, err)
+    assert ascii(char) in lines[0], (argv, err)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(argument=st.sampled_from(VALUE_ARGUMENTS), value=lead)
+def test_a_value_without_one_is_not_refused_for_its_characters(argument, value):
+    """é, <, > and a non-UTF-8 file name's lone surrogates go through to the flag's own checks."""
+    from ddpbench.cli.program import build_parser
+    from ddpbench.errors import InputError
+
+    words, name, before = argument
+    try:
+        build_parser().parse_args([*words, *before, value])
+    except SystemExit:  # argparse's own refusal (a missing flag, a bad choice), said by its error()
+        pass
+    except InputError as err:  # a flag's type: an empty folder
+        assert "holds a" not in str(err), err

@@ -18,6 +18,9 @@ from ddpbench.testing.cli import Reached
     (["run", "--steps", "1e309"], ["--steps"]),
     (["collectives", "--sizes", "64M:1K"], ["sizes"]),
     (["compare", "missing", "folder"], ["missing", "no such folder"]),
+    (["compare", "A", "B", "--fail-on", "median:\n5%"], ["--fail-on", "holds a control character ('\\n')"]),
+    (["report", "quick\x1b[31m"], ["results", "holds a control character ('\\x1b')"]),
+    (["history", "add", "DIR", "--store", "s", "--commit", "HEAD\t"], ["--commit", "control character"]),
 ])
 def test_examples_name_the_file_or_flag_and_key(argv, named, runner_probe, capsys):
     assert main(argv) == 2
