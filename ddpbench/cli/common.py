@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import math
 import sys
 from dataclasses import dataclass
@@ -84,6 +85,31 @@ class Parser(argparse.ArgumentParser):
         if not hasattr(parsed, "flags_of"):  # the innermost command's parser runs first
             parsed.flags_of = self.prog.removeprefix(PROG).strip()
         return parsed, extras
+
+
+#: errno -> what to do where a command could not write: (a sweep, which finishes with --resume; any other)
+WRITE_FIXES = {errno.ENOSPC: ("free space", "free space and run it again"),
+               errno.EDQUOT: ("free space", "free space and run it again"),
+               errno.EROFS: ("make the folder writable", "give a folder you can write"),
+               errno.EACCES: ("make the folder writable", "give a folder you can write"),
+               errno.EPERM: ("make the folder writable", "give a folder you can write")}
+
+
+def cannot_write(err: OSError, args) -> tuple[str, int] | None:
+    """The one line and exit code of a command that could not write (:data:`WRITE_FIXES`); None for
+    another error. A command with ``--resume`` keeps every launch it stored (the store truncates a
+    record it could not finish) and exits 1; any other names the folder it could not write in, and
+    exits 2 where that folder is one it may not write (bad input), 1 where the disk is full."""
+    fixes = WRITE_FIXES.get(err.errno)
+    if fixes is None:
+        return None
+    if hasattr(args, "resume"):
+        return (f"error: cannot write {err.filename or 'the results'}: {err.strerror}; every launch stored before is "
+                f"intact; {fixes[0]} and rerun with --resume to finish"), EXIT_FAILED
+    where = f" in {Path(err.filename).parent}" if err.filename else ""
+    fix = fixes[1] + (" (--out)" if fixes[1].startswith("give") and hasattr(args, "out") else "")
+    return (f"error: cannot write{where}: {err.strerror}; {fix}",
+            EXIT_FAILED if err.errno in (errno.ENOSPC, errno.EDQUOT) else EXIT_BAD_INPUT)
 
 
 def check_out_dir(out_dir: Path) -> None:

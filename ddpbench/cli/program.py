@@ -3,14 +3,14 @@
 Each command is a module of this package with ``add_parser(sub)`` and ``command(args)``. Bad input
 (experiment files, flags, folders) ends with one line on stderr naming the file or flag, the key
 and what is allowed, and exit code 2 -- never a traceback. Ctrl-C and SIGTERM stop what runs and
-keep what finished (exit 130 and 143); a full disk is one line and exit 1.
+keep what finished (exit 130 and 143); a full disk is one line and exit 1, a folder it may not write
+one line and exit 2 (:func:`ddpbench.cli.common.cannot_write`).
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
-import errno
 import os
 import signal
 import sys
@@ -19,7 +19,8 @@ from typing import NoReturn
 
 from ddpbench.cli import (ab, collectives, compare, env, export_benchmark, history, models, report, run, sweep,
                           tune, whatif)
-from ddpbench.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, PROG, Parser, refuse_unused, say_error
+from ddpbench.cli.common import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, PROG, Parser, cannot_write, refuse_unused,
+                                 say_error)
 from ddpbench import collector
 from ddpbench.errors import InputError
 
@@ -100,13 +101,12 @@ def main(argv: list[str] | None = None, exit_at_once: bool = False) -> int:
         # exit flush would fail on the same pipe, so stdout goes to /dev/null first.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader left
-    except OSError as err:
-        if err.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+    except OSError as err:  # a full disk, a folder it may not write: one line (cannot_write)
+        said = cannot_write(err, args)
+        if said is None:
             raise
-        # stored records are whole: the store truncates a record it could not finish
-        say_error(f"error: cannot write {err.filename or 'the results'}: {err.strerror}; every launch stored "
-                  "before is intact; free space and rerun with --resume to finish")
-        return EXIT_FAILED
+        say_error(said[0])
+        return said[1]
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         code = EXIT_INTERRUPTED
