@@ -234,16 +234,18 @@ def _take(lock, folder: Path, claim: Claim, wait: bool, on_wait: Callable[[str],
     """Take the folder's lock: at once, or as the claim and ``wait`` say (module docstring)."""
     from filelock import Timeout
 
-    try:
-        lock.acquire(timeout=0)
-        return
-    except Timeout:
-        pass
-    owner = owner_of(folder)
     deadline = time.monotonic() + OWNER_S
-    while not owner and time.monotonic() < deadline:  # taken an instant ago: its note comes next
-        time.sleep(_POLL_S)
+    while True:
+        try:
+            lock.acquire(timeout=0)
+            return
+        except Timeout:
+            pass
         owner = owner_of(folder)
+        # a holder without a note took the lock an instant ago (its note comes next) or is letting it go
+        if owner or time.monotonic() > deadline:
+            break
+        time.sleep(_POLL_S)
     running = describe_owner(owner)
     patient = wait or (claim.short and owner.get("short") is True)
     if not patient:
