@@ -131,7 +131,7 @@ def parse_cost(table, source: str, names: dict | None = None) -> Cost:
         if "samples" not in out:
             raise InputError(source, names["deadline_h"], f"needs {names['samples']}: the samples of the training run "
                              "that must finish in it")
-    if "price_per_node_hour" in out and "price_per_device_hour" not in out:
+    if out.get("price_per_node_hour") and "price_per_device_hour" not in out:  # a node's 0 is no price given
         raise InputError(source, names["price_per_node_hour"], f"needs {names['price_per_device_hour']} (0 is not "
                          "a price; give the device's)")
     return Cost(**out)

@@ -73,3 +73,13 @@ def test_an_experiment_carries_its_cost_and_refuses_a_bad_one(cpu_machine):
     assert parse_experiment({"defaults": DEFAULTS}, "e.toml", machine=cpu_machine).cost == Cost()
     with pytest.raises(InputError, match=r"e.toml: cost: must be a table"):
         parse_experiment({**data, "cost": 3}, "e.toml", machine=cpu_machine)
+
+
+def test_training_samples_alone_never_ask_for_a_price_the_user_did_not_name():
+    """``whatif --train-samples N`` without a price: the node's default 0 is no price given, so the
+    command never says "--price-per-node-hour: needs ..." of a flag the user never passed."""
+    given = {"--price-per-device-hour": None, "--price-per-node-hour": None, "--currency": None,
+             "--train-samples": 1000}
+    assert with_flags(Cost(), given).samples == 1000
+    with pytest.raises(InputError, match="--price-per-node-hour: needs --price-per-device-hour"):
+        with_flags(Cost(), {**given, "--price-per-node-hour": 2.0})
