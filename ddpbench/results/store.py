@@ -65,29 +65,38 @@ class ResultStore:
             yield record
 
     def numbered(self) -> Iterator[tuple[int, dict]]:
-        """(line number, record) of every readable record, in order (see :meth:`records`)."""
+        """(line number, record) of every readable record, in order (see :meth:`records`). What was
+        damaged is said once the lines read are done, one warning for all of them (:func:`said_lines`):
+        20 KB of random bytes is one line on stderr, not one a line."""
         if not self.path.exists():
             return
-        with open(self.path, "rb") as fh:
-            for number, raw in enumerate(fh, start=1):
-                if not raw.strip():
-                    continue
-                try:
-                    record = json.loads(raw.rstrip(b"\r\n"))  # the same message, with or without the newline
-                    check_record(record)
-                except RecursionError:  # JSON nested deeper than the parser's recursion allows
-                    warnings.warn(f"{self.path}:{number}: damaged record skipped (JSON nested too deeply)",
-                                  DamagedRecord, stacklevel=2)
-                    continue
-                except ValueError as err:
-                    warnings.warn(f"{self.path}:{number}: damaged record skipped ({err})", DamagedRecord,
-                                  stacklevel=2)
-                    continue
-                if record.get("schema_version", 0) > SCHEMA_VERSION:
-                    warnings.warn(f"{self.path}:{number}: written by a newer ddpbench "
-                                  f"(schema {record['schema_version']}); reading what this version knows",
-                                  DamagedRecord, stacklevel=2)
-                yield number, record
+        skipped: list[tuple[int, str]] = []  # (line, why) of each line that is no record
+        newer: list[tuple[int, str]] = []  # (line, its schema) of each record of a newer ddpbench
+        try:
+            with open(self.path, "rb") as fh:
+                for number, raw in enumerate(fh, start=1):
+                    if not raw.strip():
+                        continue
+                    try:
+                        record = json.loads(raw.rstrip(b"\r\n"))  # the same message, with or without the newline
+                        check_record(record)
+                    except RecursionError:  # JSON nested deeper than the parser's recursion allows
+                        skipped.append((number, "JSON nested too deeply"))
+                        continue
+                    except ValueError as err:
+                        skipped.append((number, str(err)))
+                        continue
+                    if record.get("schema_version", 0) > SCHEMA_VERSION:
+                        newer.append((number, f"schema {record['schema_version']}"))
+                    yield number, record
+        finally:
+            if skipped:
+                warnings.warn(said_lines(self.path, skipped, "damaged records skipped", "damaged record skipped ({})"),
+                              DamagedRecord, stacklevel=2)
+            if newer:
+                warnings.warn(said_lines(self.path, newer, "records written by a newer ddpbench, read as far as "
+                                         "this version knows", "written by a newer ddpbench ({}); reading what this "
+                                         "version knows"), DamagedRecord, stacklevel=2)
 
     def done(self, retry_failed: bool = False) -> set[tuple[str, int]]:
         """(spec key, repeat) of every recorded launch: training launches whatever their status
@@ -102,6 +111,22 @@ class ResultStore:
                 latest[(r["key"], r["repeat"])] = (r["status"], for_refusal)
         return {launch for launch, (status, for_refusal) in latest.items()
                 if not (retry_failed and (status in ("failed", "timed_out") or (status == "skipped" and for_refusal)))}
+
+
+#: the most line numbers a warning about many lines lists
+LISTED_LINES = 5
+
+
+def said_lines(path: Path, lines: list[tuple[int, str]], many: str, one: str = "{}") -> str:
+    """One line for every (line number, why) of ``path`` that was left out: ``path:N: ONE`` (``one``
+    with the why in it) for one, ``path: COUNT MANY (lines 3, 5, 9, 12, 20 and 67 more; line 3: why)``
+    for more."""
+    if len(lines) == 1:
+        return f"{path}:{lines[0][0]}: {one.format(lines[0][1])}"
+    numbers = list(dict.fromkeys(number for number, _ in lines))  # a line with two damaged values: once
+    more = f" and {len(numbers) - LISTED_LINES} more" if len(numbers) > LISTED_LINES else ""
+    return (f"{path}: {len(lines)} {many} (line{'s' if len(numbers) > 1 else ''} "
+            f"{', '.join(map(str, numbers[:LISTED_LINES]))}{more}; line {lines[0][0]}: {lines[0][1]})")
 
 
 def rotate_previous(store: ResultStore) -> Path | None:

@@ -23,7 +23,7 @@ from ddpbench.errors import InputError
 from ddpbench.experiment.spec import FIELDS, spec_from_dict
 from ddpbench.results.schema import (CHECK_FIELDS, COMPUTE_FIELDS, LAUNCH_FIELDS, OVERHEAD_FIELDS, RANK_FIGURES,
                                      RECOVERY_FIELDS, RESULTS_FILE)
-from ddpbench.results.store import DamagedRecord, ResultStore
+from ddpbench.results.store import DamagedRecord, ResultStore, said_lines
 from ddpbench.results.validate import Damaged, clean_collective, clean_run, clean_sweep
 from ddpbench.results.strings import python_strings
 
@@ -75,18 +75,17 @@ def load_tables(out_dir: str | Path) -> TrainingTables:
     read = {}  # (key, repeat) -> the tables of its latest readable record: a launch run again (sweep --resume
     # --retry-failed) is its latest record, and a damaged one costs itself only, never the launch's earlier record
     specs: dict = {}  # spec columns by the spec's text
+    skipped, blanked = [], []  # (line, why) of each record skipped and each value read as missing: said once (_say)
     for number, record in store.numbered():
         if record["kind"] == "collective":
             continue  # see load_collectives
-        where = f"{store.path}:{number}"
         try:
             record, notes = (clean_sweep if record["kind"] == "sweep" else clean_run)(record)
         except Damaged as err:
-            warnings.warn(f"{where}: {record['kind']} record {record.get('key', '')!r} repeat "
-                          f"{record.get('repeat')!r} skipped: {err}", DamagedRecord, stacklevel=2)
+            skipped.append((number, f"{record['kind']} record {record.get('key', '')!r} repeat "
+                                    f"{record.get('repeat')!r} skipped: {err}"))
             continue
-        for note in notes:
-            warnings.warn(f"{where}: {note}", DamagedRecord, stacklevel=2)
+        blanked += [(number, note) for note in notes]
         if record["kind"] == "sweep":
             experiment = record["experiment"]
             sweeps.append({"sweep_id": record["sweep_id"], **record["env"],
@@ -96,11 +95,12 @@ def load_tables(out_dir: str | Path) -> TrainingTables:
         try:
             tables = _run_tables(record, specs)
         except (KeyError, TypeError, ValueError, InputError) as err:
-            warnings.warn(f"{where}: run record {record.get('key')!r} repeat {record.get('repeat')!r} "
-                          f"skipped: {type(err).__name__}: {err}", DamagedRecord, stacklevel=2)
+            skipped.append((number, f"run record {record.get('key')!r} repeat {record.get('repeat')!r} "
+                                    f"skipped: {type(err).__name__}: {err}"))
             continue
         read.pop((record["key"], record["repeat"]), None)  # file order, the latest last
         read[(record["key"], record["repeat"])] = tables
+    _say(store, skipped, blanked)
     for run, launch, rank_rows in read.values():
         runs.append(run)
         ranks += rank_rows
@@ -222,18 +222,18 @@ def load_collectives(out_dir: str | Path):
 
     latest = {}
     store = ResultStore(out_dir)
+    skipped, blanked = [], []
     for number, record in store.numbered():
         if record["kind"] == "collective":
             try:
                 record, notes = clean_collective(record)
             except Damaged as err:
-                warnings.warn(f"{store.path}:{number}: collectives record {record['key']!r} skipped: {err}",
-                              DamagedRecord, stacklevel=2)
+                skipped.append((number, f"collectives record {record['key']!r} skipped: {err}"))
                 continue
-            for note in notes:
-                warnings.warn(f"{store.path}:{number}: {note}", DamagedRecord, stacklevel=2)
+            blanked += [(number, note) for note in notes]
             latest.pop(record["key"], None)  # keep file order, latest wins
             latest[record["key"]] = record
+    _say(store, skipped, blanked)
     rows = []
     for record in latest.values():
         spec = record["spec"]
@@ -253,6 +253,16 @@ def load_collectives(out_dir: str | Path):
             warnings.warn(f"{out_dir}: collectives record {record['key']!r} skipped: {err}", DamagedRecord,
                           stacklevel=2)
     return pd.DataFrame(rows)
+
+
+def _say(store: ResultStore, skipped: list[tuple[int, str]], blanked: list[tuple[int, str]]) -> None:
+    """One :class:`DamagedRecord` warning for the records skipped, one for the values read as missing:
+    a file of a thousand damaged records is two lines, each with its count
+    (:func:`ddpbench.results.store.said_lines`)."""
+    for lines, many in ((skipped, "records skipped for a damaged value"),
+                        (blanked, "damaged values left out or read as missing")):
+        if lines:
+            warnings.warn(said_lines(store.path, lines, many), DamagedRecord, stacklevel=3)
 
 
 class Records(tuple):

@@ -135,9 +135,10 @@ def header_section(ctx: ReportContext) -> Section:
                       listed=_status_counts(summary["status"].value_counts())) + collectives
     notes = []
     if ctx.damaged:
-        notes.append(html('<strong class="status-failed">{{ n }} damaged record(s) skipped</strong> '
+        # each line counts its own records (a damaged file's lines are one line): no total here to contradict them
+        notes.append(html('<strong class="status-failed">Damaged records</strong> '
                           "(a write cut short, e.g. by a crash; `--resume` measures what they held again): "
-                          "{{ lines | join('; ') }}", n=len(ctx.damaged), lines=ctx.damaged))
+                          "{{ lines | join('; ') }}", lines=ctx.damaged))
     if not summary.empty and summary["oversubscribed"].astype(bool).any():
         notes.append(Markup("Some jobs were <strong>oversubscribed</strong> (more busy threads than cores): their "
                             "times measure contention for cores, not scaling. They are marked in the table and drawn "

@@ -122,3 +122,19 @@ def test_a_commit_that_is_not_one_is_refused_with_its_reason_and_git_reads_no_op
                            "--out", tmp_path / "bisect")
         assert refused.returncode == 2 and words in refused.stderr and flag in refused.stderr, refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1 and victim.read_text() == "mine\n"
+
+
+def test_a_results_file_of_random_bytes_is_one_warning_with_its_count_and_one_error(repo, tmp_path):
+    """20 KB of random bytes: one warning counting its lines, not one a line, then why nothing was filed."""
+    import random
+
+    folder = tmp_path / "noise"
+    folder.mkdir()
+    data = random.Random(83).randbytes(20_000)
+    (folder / "results.jsonl").write_bytes(data)
+    lines = sum(1 for raw in data.split(b"\n") if raw.strip())
+    done = run_main("history", "add", folder, "--store", tmp_path / "history", "--repo", repo)
+    said = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(said) == 2, said
+    assert said[0].startswith(f"warning: {folder / 'results.jsonl'}: {lines} damaged records skipped (lines "), said
+    assert said[1].startswith("error: ") and "Traceback" not in done.stderr

@@ -128,6 +128,85 @@ def test_a_collectives_record_with_a_damaged_row_is_skipped():
         clean_collective(record)
 
 
+# -- many damaged lines: one warning each kind, with its count -------------------------------------
+
+def said(read):
+    """What ``read()`` returns and the DamagedRecord warnings it gave, as text."""
+    import warnings
+
+    from ddpbench.results.store import DamagedRecord
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = read()
+    assert all(w.category is DamagedRecord for w in caught), caught
+    return value, [str(w.message) for w in caught]
+
+
+def test_a_file_of_random_bytes_is_one_warning_with_the_count_of_its_lines(tmp_path):
+    """20 KB of random bytes was one warning a line (72 for one such file) before its one-line error."""
+    import random
+
+    from ddpbench.results.store import ResultStore
+
+    data = random.Random(83).randbytes(20_000)
+    (tmp_path / "results.jsonl").write_bytes(data)
+    lines = [n for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
+    assert len(lines) > 50
+    records, warned = said(lambda: list(ResultStore(tmp_path).numbered()))
+    assert records == [] and len(warned) == 1, warned
+    head = ", ".join(map(str, lines[:5]))
+    assert warned[0].startswith(f"{tmp_path / 'results.jsonl'}: {len(lines)} damaged records skipped "
+                                f"(lines {head} and {len(lines) - 5} more; line {lines[0]}: "), warned
+
+
+def test_one_damaged_line_is_named_as_it_always_was(tmp_path):
+    from ddpbench.results.store import ResultStore
+
+    (tmp_path / "results.jsonl").write_text('{"kind": "sweep"\n\n')
+    assert said(lambda: list(ResultStore(tmp_path).numbered()))[1] == [
+        f"{tmp_path / 'results.jsonl'}:1: damaged record skipped (Expecting ',' delimiter: line 1 column 17 (char 16))"]
+
+
+def quick_records():
+    from ddpbench.testing import ROOT
+
+    with open(ROOT / "reports" / "examples" / "quick-cpu" / "results.jsonl") as fh:
+        return [json.loads(line) for line in fh]
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda r: r["result"].update(steps="x"), "records skipped for a damaged value"),
+    (lambda r: r["result"]["ranks"][0].update(peak_rss_mb="lots"), "damaged values left out or read as missing"),
+])
+def test_many_damaged_records_are_one_warning_with_their_count(tmp_path, damage, words):
+    from ddpbench.results.tables import load_tables
+
+    records = quick_records()
+    runs = [n for n, r in enumerate(records, start=1) if r["kind"] == "run"]
+    for record in records:
+        if record["kind"] == "run":
+            damage(record)
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    _, warned = said(lambda: load_tables(tmp_path))
+    assert len(runs) == 12 and len(warned) == 1, warned
+    assert warned[0].startswith(f"{tmp_path / 'results.jsonl'}: 12 {words} (lines "
+                                f"{', '.join(map(str, runs[:5]))} and 7 more; line {runs[0]}: "), warned
+
+
+def test_records_of_a_newer_ddpbench_are_one_warning_and_still_read(tmp_path):
+    from ddpbench.results.schema import SCHEMA_VERSION
+    from ddpbench.results.store import ResultStore
+
+    records = quick_records()
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps({**r, "schema_version": SCHEMA_VERSION + 1}) + "\n"
+                                                    for r in records))
+    read, warned = said(lambda: list(ResultStore(tmp_path).numbered()))
+    assert len(read) == len(records) == 17 and len(warned) == 1, warned
+    assert warned[0] == (f"{tmp_path / 'results.jsonl'}: 17 records written by a newer ddpbench, read as far as this "
+                         f"version knows (lines 1, 2, 3, 4, 5 and 12 more; line 1: schema {SCHEMA_VERSION + 1})")
+
+
 # -- side files and written files -----------------------------------------------------------------
 
 def test_side_files_are_read_only_as_regular_files_inside_the_folder(tmp_path):
