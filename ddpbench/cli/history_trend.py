@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.cli.common import EXIT_FAILED, EXIT_UNTESTED
+from ddpbench.cli.common import EXIT_FAILED, EXIT_UNTESTED, say_error
 from ddpbench.cli.console import say_wrapped
 from ddpbench.errors import InputError
 from ddpbench.results.folder import path_flag
@@ -72,7 +72,6 @@ def _tables(args):
 def command_page(args) -> int:
     from ddpbench.analysis.core import counted
     from ddpbench.report.trend_page import OWN_FILES, write_trend
-    from ddpbench.cli.common import say_error
     from ddpbench.results.writing import PAGE, Claim, holding, waited_for
 
     table, changes, newest = _tables(args)
