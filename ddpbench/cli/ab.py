@@ -71,10 +71,9 @@ def command(args) -> int:
     from rich.console import Console
 
     from ddpbench.analysis.history import SLOWER
-    from ddpbench.results.writing import AB, Claim, check_claim
+    from ddpbench.results.writing import holding
     from ddpbench.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, say_error
-    from ddpbench.sweep.ab import LOG_FILE, SIDES, SideFailed, launch_line, plan_sides, run_ab
-    from ddpbench.sweep.progress import SweepProgress
+    from ddpbench.sweep.ab import LOG_FILE, SideFailed, ab_claim, check_sides, plan_sides
 
     budget, max_rounds, within = checked(args)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
@@ -83,40 +82,49 @@ def command(args) -> int:
     try:
         plans = plan_sides(args.base, args.candidate, args.experiment, args.repo, scratch)
         out_dir = args.out or Path("reports") / "ab"
-        check_claim(out_dir, Claim(AB, "ab", writes=(*SIDES, *(f"{s}.log" for s in SIDES), LOG_FILE), short=False),
-                    args.force)
-        for plan in plans:
-            console.print(f"{plan.name}: {plan.given} ({plan.kind}{', ' + plan.sha[:12] if plan.sha else ''})")
-        console.print(f"rounds until every job is decided, at most {max_rounds} or {budget:g} s; seed {seed} "
-                      f"-> {out_dir}/")
-        try:
-            with SweepProgress(None, console) as bar:
-                bar.begin("starting the sides")
-                expected: list[int | None] = [None]  # the launches the bar counts to: unknown in the first round
-
-                def progress(number: int, calls) -> None:
-                    console.print(f"  {round_line(number, calls)}")
-                    left = sum(not call.decided for call in calls)
-                    expected[0] = bar.completed + len(SIDES) * left
-                    bar.begin(f"round {number + 2}: {left} of {len(calls)} jobs left")
-
-                def launched(number: int, side: str, record: dict) -> None:
-                    label, status, line = launch_line(record)
-                    if expected[0] is None:
-                        bar.begin(f"round {number + 1}: side {side}")
-                    bar.done(f"{side} {label}", status, f"round {number + 1}  {line}".rstrip(), total=expected[0])
-
-                outcome = run_ab(plans, out_dir, budget_s=budget, max_rounds=max_rounds, same_within=within,
-                                 seed=seed, report=progress, repo=args.repo, report_launch=launched)
-        except SideFailed as err:  # one line: a side refused its experiment (2) or failed (1); rounds done are kept
-            say_error(f"error: {err}")
-            return EXIT_BAD_INPUT if err.code == EXIT_BAD_INPUT else EXIT_FAILED
+        check_sides(out_dir, args.force)  # before anything starts: a side would refuse its folder only later
+        # the folder is this A/B's from here until ab.json is written: a second A/B into it is refused at once
+        with holding(out_dir, ab_claim(plans), force=args.force):
+            for plan in plans:
+                console.print(f"{plan.name}: {plan.given} ({plan.kind}{', ' + plan.sha[:12] if plan.sha else ''})")
+            console.print(f"rounds until every job is decided, at most {max_rounds} or {budget:g} s; seed {seed} "
+                          f"-> {out_dir}/")
+            try:
+                outcome = _run(plans, out_dir, args, budget, max_rounds, within, seed, console)
+            except SideFailed as err:  # one line: a side refused its experiment (2) or failed (1); rounds are kept
+                say_error(f"error: {err}")
+                return EXIT_BAD_INPUT if err.code == EXIT_BAD_INPUT else EXIT_FAILED
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     out = Console(highlight=False, soft_wrap=True)
     for line in outcome_lines(outcome, args.base, args.candidate, out_dir / LOG_FILE):
         out.print(line, markup=False)
     return 1 if args.fail_on_slower and any(call.call == SLOWER for call in outcome.calls) else 0
+
+
+def _run(plans, out_dir: Path, args, budget: float, max_rounds: int, within: float, seed: int, console):
+    """The rounds of :func:`ddpbench.sweep.ab.run_ab`, with the console's bar and lines."""
+    from ddpbench.sweep.ab import SIDES, launch_line, run_ab
+    from ddpbench.sweep.progress import SweepProgress
+
+    with SweepProgress(None, console) as bar:
+        bar.begin("starting the sides")
+        expected: list[int | None] = [None]  # the launches the bar counts to: unknown in the first round
+
+        def progress(number: int, calls) -> None:
+            console.print(f"  {round_line(number, calls)}")
+            left = sum(not call.decided for call in calls)
+            expected[0] = bar.completed + len(SIDES) * left
+            bar.begin(f"round {number + 2}: {left} of {len(calls)} jobs left")
+
+        def launched(number: int, side: str, record: dict) -> None:
+            label, status, line = launch_line(record)
+            if expected[0] is None:
+                bar.begin(f"round {number + 1}: side {side}")
+            bar.done(f"{side} {label}", status, f"round {number + 1}  {line}".rstrip(), total=expected[0])
+
+        return run_ab(plans, out_dir, budget_s=budget, max_rounds=max_rounds, same_within=within, seed=seed,
+                      report=progress, repo=args.repo, report_launch=launched, force=args.force)
 
 
 def round_line(number: int, calls) -> str:

@@ -61,6 +61,7 @@ from ddpbench.results.revisions import git, said, toplevel
 from ddpbench.results.sanitize import json_value
 from ddpbench.results.schema import RESULTS_FILE, step_rows
 from ddpbench.results.tables import load_tables
+from ddpbench.results.writing import AB, Claim, check_claim, sweep_claim
 from ddpbench.sweep.worktrees import inside_repository
 
 LOG_FILE = "ab.json"
@@ -142,17 +143,35 @@ def plan_sides(base: str, candidate: str, experiment: str, repo: Path, scratch: 
     return plans
 
 
+def ab_claim(plans: list[SidePlan]) -> Claim:
+    """What an A/B writes into its ``--out`` (:mod:`ddpbench.results.writing`): an ab folder, its run
+    the two sides as given (and the experiment, of revisions), held from before the sides start until
+    ``ab.json`` is written."""
+    run = " vs ".join(plan.given for plan in plans)
+    revisions = [plan for plan in plans if plan.sha]
+    if revisions:
+        run += f" of {revisions[0].experiment}"
+    return Claim(AB, "ab", run=run, writes=(*SIDES, *(f"{s}.log" for s in SIDES), LOG_FILE), short=False)
+
+
+def check_sides(out_dir: Path, force: bool = False) -> None:
+    """Each side's folder (``OUT/A``, ``OUT/B``) checked as the results folder its sweep writes, before
+    anything starts: one line naming ``--out`` where a side would refuse it (``force`` is handed on)."""
+    for name in SIDES:
+        check_claim(out_dir / name, sweep_claim(flag="--out"), force)
+
+
 class Side:
     """One side's sweep, running: started owned by this process (:mod:`ddpbench.owner`), told its
     rounds through a pipe, its output in ``OUT/<name>.log``."""
 
-    def __init__(self, plan: SidePlan, out_dir: Path):
+    def __init__(self, plan: SidePlan, out_dir: Path, force: bool = False):
         self.plan, self.folder = plan, out_dir / plan.name
         self.log_path = out_dir / f"{plan.name}.log"
         ask_read, self._ask = os.pipe()
         self._answers, answer_write = os.pipe()
         command = owned_command("ddpbench", ["sweep", plan.experiment, "--out", str(self.folder),
-                                             "--paced", f"{ask_read},{answer_write}"])
+                                             "--paced", f"{ask_read},{answer_write}", *(["--force"] if force else [])])
         with open(self.log_path, "w", encoding="utf-8") as log:
             self.process = subprocess.Popen(command, cwd=plan.folder, stdin=subprocess.DEVNULL, stdout=log,
                                             stderr=subprocess.STDOUT, pass_fds=(ask_read, answer_write))
@@ -239,9 +258,10 @@ class Side:
 def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds: int, same_within: float,
            seed: int | None, round_timeout_s: float = ROUND_TIMEOUT_S,
            report: Callable[[int, list[ABCall]], None] | None = None, repo: Path | None = None,
-           report_launch: Callable[[int, str, dict], None] | None = None) -> Outcome:
-    """Run the A/B of the two ``plans`` into ``out_dir`` (claimed by the caller) and return what it
-    did; ``report(round, calls)`` after every round and ``report_launch(round, side, record)`` for each
+           report_launch: Callable[[int, str, dict], None] | None = None, force: bool = False) -> Outcome:
+    """Run the A/B of the two ``plans`` into ``out_dir`` (held by the caller, its sides' folders checked:
+    :func:`check_sides`) and return what it did, ``force`` handed to the sides' sweeps;
+    ``report(round, calls)`` after every round and ``report_launch(round, side, record)`` for each
     launch a side stores, as it stores it (the console). Worktrees of revisions are made here and
     removed however the A/B ends; so are the sides."""
     rng = random.Random(seed)
@@ -255,7 +275,7 @@ def run_ab(plans: list[SidePlan], out_dir: Path, *, budget_s: float, max_rounds:
                 if done.returncode != 0:
                     raise InputError("command line", plan.name, f"cannot check out {plan.given!r}: {said(done)}")
                 made.append(plan.folder)
-        sides = [Side(plan, out_dir) for plan in plans]
+        sides = [Side(plan, out_dir, force) for plan in plans]
         for side in sides:
             if side.answer(READY_TIMEOUT_S) != "ready":
                 raise side.failure()

@@ -150,3 +150,55 @@ def test_two_files_that_differ_in_one_jobs_bucket_compare_that_job_and_show_ever
 
 def _refused(constant: str):
     raise ValueError(f"{constant}: not JSON")
+
+
+def _tiny_sides(tmp_path, steps: int = 2) -> None:
+    """base.toml and candidate.toml: one ws=1 job of a tiny model each, a second or so a launch."""
+    (tmp_path / "base.toml").write_text(
+        f'name = "t"\ntimeout_s = 60\n[defaults]\nmodel = "mlp"\nmodel_size = "xs"\nsteps = {steps}\n'
+        'warmup_steps = 1\nrepeats = 1\nthreads_per_rank = 1\n[[grid]]\nworld_size = [1]\n')
+    (tmp_path / "candidate.toml").write_text((tmp_path / "base.toml").read_text())
+
+
+def test_a_second_ab_into_one_out_is_refused_at_once_naming_the_first_which_completes(tmp_path):
+    """Issue 83: the A/B holds its --out from before its sides start until ab.json is written, so a
+    second A/B into it is refused at once in one line naming the first's pid, and the first is not
+    disturbed (before, each side of each took the other's lock and both failed after 25 s)."""
+    _tiny_sides(tmp_path, steps=30)
+    argv = ("ab", "base.toml", "candidate.toml", "--out", "ab", "--max-rounds", "2", "--seed", "1")
+    first = subprocess.Popen(cli_command(*argv), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        wait_for_runs(tmp_path / "ab" / "A" / "results.jsonl", 1)  # the first's rounds are under way
+        started = time.monotonic()
+        second = run_cli(*argv, cwd=tmp_path, timeout=120)
+        took = time.monotonic() - started
+        out, err = first.communicate(timeout=240)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert second.returncode == 2 and len(second.stderr.splitlines()) == 1, second.stderr
+    assert f"pid {first.pid}" in second.stderr and "in use by another writer (ab, " in second.stderr, second.stderr
+    assert took < 20, took  # at once: no side of the second started
+    assert first.returncode == 0, err
+    log = json.loads((tmp_path / "ab" / "ab.json").read_text())
+    assert len(log["rounds"]) == 2 and [side["given"] for side in log["sides"]] == ["base.toml", "candidate.toml"]
+
+
+def test_a_users_file_in_a_sides_folder_is_refused_up_front_and_force_reaches_the_sides(tmp_path):
+    """Issue 83: OUT/A holding a file of the user's is refused before anything starts, in one line
+    naming it and --force (before: after the sides' start, in the side's words); with --force the
+    sides are handed it, and the A/B runs (before: the side refused all the same)."""
+    _tiny_sides(tmp_path)
+    (tmp_path / "u2" / "A").mkdir(parents=True)
+    (tmp_path / "u2" / "A" / "mine.txt").write_text("the user's\n")
+    argv = ("ab", "base.toml", "candidate.toml", "--out", "u2", "--max-rounds", "1", "--seed", "1")
+    refused = run_cli(*argv, cwd=tmp_path, timeout=120)
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert "--out" in refused.stderr and "'mine.txt'" in refused.stderr and "--force" in refused.stderr
+    assert not (tmp_path / "u2" / "B").exists() and not (tmp_path / "u2" / "A.log").exists()  # nothing started
+    forced = run_cli(*argv, "--force", cwd=tmp_path, timeout=240)
+    assert forced.returncode == 0, forced.stderr
+    assert len(json.loads((tmp_path / "u2" / "ab.json").read_text())["rounds"]) == 1
+    assert (tmp_path / "u2" / "A" / "mine.txt").read_text() == "the user's\n"
+
