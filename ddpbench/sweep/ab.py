@@ -45,6 +45,7 @@ import random
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -128,9 +129,16 @@ def plan_sides(base: str, candidate: str, experiment: str, repo: Path, scratch: 
                 raise InputError("command line", flag, f"{side} is not a file (an experiment file, or a git "
                                  "revision of the repository)")
             files[name] = path
-        else:
+            continue
+        try:
             top = top or toplevel(repo)
             shas[name] = resolve_commit(top, side, flag)
+        except InputError:
+            what = _not_a_side(path)
+            if not what:
+                raise
+            raise InputError("command line", flag, f"{side} is {what}, not an experiment file nor a git revision; "
+                             "give an experiment file (.toml) or a revision of the repository") from None
     plans = []
     for name, (side, flag) in given.items():
         if name in files:
@@ -159,6 +167,20 @@ def check_sides(out_dir: Path, force: bool = False) -> None:
     anything starts: one line naming ``--out`` where a side would refuse it (``force`` is handed on)."""
     for name in SIDES:
         check_claim(out_dir / name, sweep_claim(flag="--out"), force)
+
+
+def _not_a_side(path: Path) -> str:
+    """What ``path`` is where it names something other than a regular file ("a folder", "a character
+    device"), for a side that is no revision either; "" where nothing is there."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "a link to nothing" if os.path.islink(path) else ""
+    for test, what in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "not a regular file"
 
 
 class Side:

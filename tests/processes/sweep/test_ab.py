@@ -202,3 +202,14 @@ def test_a_users_file_in_a_sides_folder_is_refused_up_front_and_force_reaches_th
     assert len(json.loads((tmp_path / "u2" / "ab.json").read_text())["rounds"]) == 1
     assert (tmp_path / "u2" / "A" / "mine.txt").read_text() == "the user's\n"
 
+
+@pytest.mark.parametrize("side, what", [("/dev/zero", "is a character device"), ("folder", "is a folder")])
+def test_a_side_that_is_neither_an_experiment_file_nor_a_revision_says_what_it_is(tmp_path, side, what):
+    """Issue 83: ``ab /dev/zero E2`` said "no such revision"; a path there that is no regular file and no
+    revision is named for what it is, with what a side may be."""
+    repo = make_repository(tmp_path / "train", commits=1, slow_at=5)
+    (tmp_path / "folder").mkdir()
+    refused = run_cli("ab", side, "main", "--repo", repo.path, "--out", tmp_path / "never", cwd=tmp_path)
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert f"BASE: {side} {what}, not an experiment file nor a git revision" in refused.stderr, refused.stderr
+    assert not (tmp_path / "never").exists()
