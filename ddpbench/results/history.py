@@ -69,7 +69,9 @@ from ddpbench.results.folder import check_target, check_writable
 from ddpbench.results.writing import STORE, Claim, check_claim, holding
 from ddpbench.experiment.host import FINGERPRINT_FIELDS
 from ddpbench.results.schema import RESULTS_FILE
-from ddpbench.results.sidefiles import MAX_BYTES, SideFileError, field, inside, loads, read_json
+from ddpbench.results.sidefiles import (
+    FILE_MODE, FOLDER_MODE, MAX_BYTES, SideFileError, field, inside, loads, read_json, umask,
+)
 from ddpbench.results.store import ResultStore
 
 MACHINE_FILE = "machine.json"
@@ -329,6 +331,7 @@ def _file(store: Path, print_: dict, record: dict, copy, name: str, source: Path
         made = now or _dt.datetime.now(_dt.timezone.utc)
         record = {**record, "filed_utc": made.isoformat(timespec="seconds")}
         staging = Path(tempfile.mkdtemp(prefix=".filing-", dir=home))
+        os.chmod(staging, FOLDER_MODE & ~umask())  # mkdtemp's 0700 would hide the entry from a group sharing the store
         try:
             copy(staging)
             (staging / ENTRY_FILE).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
@@ -344,7 +347,7 @@ def _claim_machine(home: Path, print_: dict) -> None:
     path = home / MACHINE_FILE
     text = json.dumps(print_, indent=1, sort_keys=True) + "\n"
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
     except FileExistsError:
         try:
             there = read_json(path, home)

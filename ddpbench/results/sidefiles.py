@@ -121,10 +121,17 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def replace_file(path: str | Path, data: bytes | str, mode: int = 0o644) -> Path:
+#: what a new file and a new folder may be before the umask takes its bits off (as ``open`` and ``mkdir``
+#: make them): a store a group shares, under umask 002, stays readable and writable by the group
+FILE_MODE = 0o666
+FOLDER_MODE = 0o777
+
+
+def replace_file(path: str | Path, data: bytes | str, mode: int = FILE_MODE) -> Path:
     """Write ``data`` to ``path`` as a new regular file, never through a link: into a fresh temporary
     file in the same folder (created exclusively, so no link can be planted at its name), then
-    ``os.replace``, which replaces a link at ``path`` rather than writing where it points."""
+    ``os.replace``, which replaces a link at ``path`` rather than writing where it points. Its mode is
+    ``mode`` less the umask, as for any file the user makes."""
     path = Path(path)
     data = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -133,7 +140,7 @@ def replace_file(path: str | Path, data: bytes | str, mode: int = 0o644) -> Path
             view = memoryview(data)
             while view:
                 view = view[fh.write(view):]
-            os.fchmod(fh.fileno(), mode & ~_umask())
+            os.fchmod(fh.fileno(), mode & ~umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -142,7 +149,16 @@ def replace_file(path: str | Path, data: bytes | str, mode: int = 0o644) -> Path
     return path
 
 
-def _umask() -> int:
-    mask = os.umask(0)
+def umask() -> int:
+    """The process's umask, read without changing it: Linux's ``/proc/self/status`` says it. Elsewhere
+    it is set and set back, a file another thread makes meanwhile being private (077), never open."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
     os.umask(mask)
     return mask

@@ -47,7 +47,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -60,6 +59,7 @@ from ddpbench.owner import owned_command
 from ddpbench.results.revisions import commit as resolve_commit
 from ddpbench.results.revisions import git, said, toplevel
 from ddpbench.results.sanitize import json_value
+from ddpbench.results.sidefiles import replace_file
 from ddpbench.results.schema import RESULTS_FILE, step_rows
 from ddpbench.results.tables import load_tables
 from ddpbench.results.writing import AB, Claim, check_claim, sweep_claim
@@ -406,13 +406,11 @@ def judged(out_dir: Path, same_within: float) -> tuple[list[ABCall], list[ABUnpa
 
 def write_log(out_dir: Path, plans: list[SidePlan], outcome: Outcome, seed: int | None) -> None:
     """``OUT/ab.json``: the sides, the rounds, the calls and the jobs left unpaired (rewritten whole: a new
-    file each time), strict JSON: a figure without a value (NaN, an open end of an interval) is null."""
+    file renamed into place each time, its mode the umask's), strict JSON: a figure without a value (NaN,
+    an open end of an interval) is null."""
     record = {"sides": [{"name": p.name, "given": p.given, "kind": p.kind, "sha": p.sha, "experiment": p.experiment}
                         for p in plans],
               "seed": seed, "rounds": outcome.rounds, "stopped": outcome.stopped, "machine": outcome.machine,
               "calls": [asdict(call) for call in outcome.calls],
               "unpaired": [asdict(job) for job in outcome.unpaired]}
-    with tempfile.NamedTemporaryFile("w", dir=out_dir, prefix=".ab-", suffix=".json", delete=False,
-                                     encoding="utf-8") as handle:
-        json.dump(json_value(record), handle, indent=1, default=str, allow_nan=False)
-    os.replace(handle.name, out_dir / LOG_FILE)
+    replace_file(out_dir / LOG_FILE, json.dumps(json_value(record), indent=1, default=str, allow_nan=False))

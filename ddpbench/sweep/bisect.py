@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -65,6 +64,7 @@ from ddpbench.errors import InputError
 from ddpbench.results.folder import check_target, check_writable
 from ddpbench.results.history import claim_store
 from ddpbench.results.sanitize import json_value
+from ddpbench.results.sidefiles import replace_file
 from ddpbench.sweep.worktrees import Commit, chain, git, sweep_commit
 
 #: sweeps of a commit at most: a commit that cannot tell is measured again, its launches pooled
@@ -386,6 +386,4 @@ def write_log(path: Path, outcome: Outcome, commits: list[Commit], experiment: s
            "commits": [asdict(c) for c in commits], **found,
            "answer": commits[outcome.first_bad].sha if outcome.status == "found" else None,
            "range": [commits[outcome.last_good].sha, commits[outcome.first_bad].sha]}
-    staged = path.with_name(path.name + ".tmp")
-    staged.write_text(json.dumps(json_value(log), indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(staged, path)
+    replace_file(path, json.dumps(json_value(log), indent=1, allow_nan=False) + "\n")
