@@ -70,7 +70,7 @@ from ddpbench.results.writing import STORE, Claim, check_claim, holding
 from ddpbench.experiment.host import FINGERPRINT_FIELDS
 from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.sidefiles import (
-    FILE_MODE, FOLDER_MODE, MAX_BYTES, SideFileError, field, inside, loads, read_json, umask,
+    FOLDER_MODE, MAX_BYTES, SideFileError, field, inside, loads, read_json, replace_file, umask,
 )
 from ddpbench.results.store import ResultStore
 
@@ -343,21 +343,21 @@ def _file(store: Path, print_: dict, record: dict, copy, name: str, source: Path
 
 
 def _claim_machine(home: Path, print_: dict) -> None:
-    """Write the machine's fingerprint once; a fingerprint there already must be this one."""
+    """Write the machine's fingerprint once, whole (linked into place: a reader never sees it empty, and
+    of two writers one wins); a fingerprint there already, or the other writer's, must be this one."""
     path = home / MACHINE_FILE
     text = json.dumps(print_, indent=1, sort_keys=True) + "\n"
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
-    except FileExistsError:
-        try:
-            there = read_json(path, home)
-        except SideFileError as err:
-            raise _unreadable(err) from None
-        if there != json.loads(text):
-            raise HistoryError(path, None, "holds another machine's fingerprint than its folder's name says") from None
+        replace_file(path, text, replace=False)
         return
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text)
+    except FileExistsError:
+        pass
+    try:
+        there = read_json(path, home)
+    except SideFileError as err:
+        raise _unreadable(err) from None
+    if there != json.loads(text):
+        raise HistoryError(path, None, "holds another machine's fingerprint than its folder's name says")
 
 
 def _rename_into_place(staging: Path, home: Path, tail: str) -> Path:

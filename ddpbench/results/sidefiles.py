@@ -127,11 +127,15 @@ FILE_MODE = 0o666
 FOLDER_MODE = 0o777
 
 
-def replace_file(path: str | Path, data: bytes | str, mode: int = FILE_MODE) -> Path:
+def replace_file(path: str | Path, data: bytes | str, mode: int = FILE_MODE, *, replace: bool = True) -> Path:
     """Write ``data`` to ``path`` as a new regular file, never through a link: into a fresh temporary
     file in the same folder (created exclusively, so no link can be planted at its name), then
     ``os.replace``, which replaces a link at ``path`` rather than writing where it points. Its mode is
-    ``mode`` less the umask, as for any file the user makes."""
+    ``mode`` less the umask, as for any file the user makes.
+
+    With ``replace=False`` nothing at ``path`` is replaced: the whole file is linked into place
+    (``os.link`` fails where the name is taken, a link's included: :class:`FileExistsError`), so of two
+    writers of one new file exactly one wins, and a reader sees the whole file or none."""
     path = Path(path)
     data = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -141,7 +145,11 @@ def replace_file(path: str | Path, data: bytes | str, mode: int = FILE_MODE) -> 
             while view:
                 view = view[fh.write(view):]
             os.fchmod(fh.fileno(), mode & ~umask())
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)
+            os.unlink(tmp)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -4,6 +4,7 @@ never rewritten, and read back as whole entries only."""
 from __future__ import annotations
 
 import json
+import os
 import warnings
 
 import pytest
@@ -247,3 +248,24 @@ def test_a_link_inside_the_store_is_left_out_never_followed(tmp_path, linked):
         warnings.simplefilter("always")
         assert entries(store) == [good]
     assert len(caught) == 1 and "link" in str(caught[0].message)
+
+
+def test_machine_json_is_never_seen_half_written_by_a_reader(tmp_path, monkeypatch):
+    """Issue 83: machine.json was created empty (O_EXCL) and written after, so a reader in between read
+    "not JSON" (1 filing race in 6). Now it is written whole under a temporary name and linked into place:
+    whenever a file is opened to be written, a machine.json that is there already reads whole."""
+    store = tmp_path / "history"
+    seen = []
+    fdopen = os.fdopen
+
+    def watching(*args, **kwargs):
+        seen.extend(path.read_text() for path in store.glob(f"*/{history.MACHINE_FILE}"))
+        return fdopen(*args, **kwargs)
+
+    monkeypatch.setattr(os, "fdopen", watching)
+    entry = file_results(store, _results(tmp_path / "a"), commit="1a2b3c4")
+    file_results(store, _results(tmp_path / "b"), commit="5e6f7a8")  # a second filing finds it there
+    monkeypatch.undo()
+    assert json.loads((entry.path.parent / history.MACHINE_FILE).read_text()) == fingerprint(ENV)
+    assert seen and all(json.loads(text) == fingerprint(ENV) for text in seen), seen
+    assert not [p for p in entry.path.parent.iterdir() if p.name.endswith(".tmp")]  # the temporary file is gone

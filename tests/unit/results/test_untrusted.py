@@ -237,8 +237,26 @@ def test_a_file_written_over_a_link_replaces_the_link(tmp_path):
     link.symlink_to(canary)
     replace_file(link, "<p>new</p>")
     assert canary.read_text() == "keep" and not link.is_symlink() and link.read_text() == "<p>new</p>"
-    assert oct(link.stat().st_mode & 0o777) == oct(0o644 & ~_umask())
+    assert oct(link.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["canary", "index.html"]
+
+
+
+def test_a_file_written_without_replacing_is_linked_whole_and_only_one_writer_wins(tmp_path):
+    """Issue 83: ``replace=False`` links the whole file into place; a second writer of the name, or one
+    finding a link planted there, gets FileExistsError and changes nothing; no temporary file is left."""
+    canary = tmp_path / "canary"
+    canary.write_text("keep")
+    out = tmp_path / "bench.json"
+    replace_file(out, "first\n", replace=False)
+    with pytest.raises(FileExistsError):
+        replace_file(out, "second\n", replace=False)
+    (tmp_path / "link.json").symlink_to(canary)
+    with pytest.raises(FileExistsError):
+        replace_file(tmp_path / "link.json", "second\n", replace=False)
+    assert out.read_text() == "first\n" and canary.read_text() == "keep"
+    assert oct(out.stat().st_mode & 0o777) == oct(0o666 & ~_umask()) and out.stat().st_nlink == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.json", "canary", "link.json"]
 
 
 def _umask():
