@@ -350,12 +350,16 @@ def _make_unique(benchmarks: list[dict]) -> None:
 # writing
 # ---------------------------------------------------------------------------------------------
 
-def write_document(document: dict, out: str | Path) -> Path:
-    """Write ``document`` to ``out`` (checked by :func:`check_out`) atomically, never through a link:
-    :func:`~ddpbench.results.sidefiles.replace_file`."""
+def write_document(document: dict, out: str | Path, overwrite: bool = False) -> Path:
+    """Write ``document`` to ``out`` (checked by :func:`check_out`) whole, never through a link
+    (:func:`~ddpbench.results.sidefiles.replace_file`), and over a file there only when ``overwrite``:
+    of two exports to one new file, the one that comes second is refused in one line."""
     text = json.dumps(document, indent=4, allow_nan=False)
     try:
-        return replace_file(out, text + "\n")
+        return replace_file(out, text + "\n", replace=overwrite)
+    except FileExistsError:
+        raise InputError("command line", "--out", f"{out} was written by another command meanwhile; give --force to "
+                         "replace it, or another path") from None
     except OSError as err:
         raise InputError("command line", "--out", f"cannot write {out}: {err.strerror or err}") from None
 
@@ -372,4 +376,4 @@ def export_benchmark(folder: str | Path, out: str | Path, overwrite: bool = Fals
         raise InputError("command line", "--out", f"{out} is the results file itself; give another path")
     out = check_out(out, overwrite)
     document, notes = benchmark_document(folder)
-    return document, notes, write_document(document, out)
+    return document, notes, write_document(document, out, overwrite)

@@ -186,6 +186,32 @@ def test_an_existing_file_is_replaced_only_with_force_and_a_link_there_is_replac
     assert "--out" in _one_line_error(capsys)
 
 
+
+def test_an_export_that_finds_its_new_file_written_meanwhile_is_refused_and_leaves_it(tmp_path, capsys,
+                                                                                      monkeypatch):
+    """Issue 83: two exports to one new file at once both said "wrote" and the second replaced the first.
+    Another export that lands between this one's check and its write (planted in the document's making)
+    wins; this one is one line, exit 2, and the other's file stays as it wrote it; --force replaces it."""
+    from ddpbench.report import export
+
+    folder = _copy_results(tmp_path)
+    out = tmp_path / "bench.json"
+    made = export.benchmark_document
+
+    def meanwhile(*args, **kwargs):
+        out.write_text('{"benchmarks": ["the other export\'s"]}\n')
+        return made(*args, **kwargs)
+
+    monkeypatch.setattr(export, "benchmark_document", meanwhile)
+    assert main(["export-benchmark", str(folder), "--out", str(out)]) == 2
+    line = _one_line_error(capsys)
+    assert f"--out: {out} was written by another command meanwhile" in line and "--force" in line, line
+    assert json.loads(out.read_text()) == {"benchmarks": ["the other export's"]}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.json", "copy"]  # no temporary file left
+    assert main(["export-benchmark", str(folder), "--out", str(out), "--force"]) == 0
+    assert len(json.loads(out.read_text())["benchmarks"]) > 1
+
+
 def test_a_folder_without_a_finished_job_is_bad_input(tmp_path, capsys):
     folder = tmp_path / "failed"
     spec = JobSpec(world_size=1, batch_size=8, threads_per_rank=1, device="cpu", backend="gloo", model="mlp",
