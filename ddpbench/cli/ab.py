@@ -46,8 +46,8 @@ def add_parser(sub) -> None:
     p.add_argument("--fail-on-slower", action="store_true", help="exit 1 when a job is called slower")
     p.add_argument("--out", type=path_flag("--out"),
                    help="output folder: A/ and B/ (results folders), their logs and ab.json (default: reports/ab)")
-    p.add_argument("--force", action="store_true", help="write into an --out folder that holds files ddpbench "
-                                                         "did not write")
+    p.add_argument("--force", action="store_true", help="write into an --out folder (and its A/, B/) that holds "
+                                                         "files ddpbench did not write; handed to both sides")
     p.set_defaults(func=command)
 
 
