@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpbench.errors import InputError
+from ddpbench.results.sidefiles import FILE_MODE, umask
 from ddpbench.results.folder import (
     CONTROL, FLAG, LOCK, MARKER, OWNER, RESULTS_FILE, SWEEP_ENTRIES, check_folder, check_target, check_writable,
     foreign_entries, write_new,
@@ -273,7 +274,9 @@ def holding(folder: Path, claim: Claim, *, force: bool = False, wait: bool = Fal
     folder = Path(folder)
     check_claim(folder, claim, force)
     check_writable(folder, claim.flag, claim.what)
-    lock = FileLock(str(folder / LOCK))
+    # the umask decides, as for the folder's other files (filelock before 4 made it 0o644 whatever the
+    # umask, and a group sharing a store could not take it)
+    lock = FileLock(str(folder / LOCK), mode=FILE_MODE & ~umask())
     _take(lock, folder, claim, wait, on_wait)
     try:
         write_new(folder / OWNER, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": now(),

@@ -50,3 +50,12 @@ def test_ab_json_and_a_pages_files_follow_the_umask(tmp_path, mask):
     replace_file(tmp_path / "index.html", "<html></html>\n")
     for name in (LOG_FILE, "index.html"):
         assert oct(mode(tmp_path / name)) == oct(0o666 & ~mask), name
+
+
+def test_a_stores_lock_and_marker_follow_the_umask(tmp_path, mask):
+    """A group member filing into a shared store opens its lock to take it: 0644 would refuse them."""
+    from ddpbench.results.folder import LOCK, MARKER
+
+    test_a_store_entry_follows_the_umask(tmp_path, mask)
+    for name in (LOCK, MARKER):
+        assert oct(mode(tmp_path / "history" / name)) == oct(0o666 & ~mask), name
