@@ -163,3 +163,49 @@ def runner_probed(monkeypatch, workdir: Path):
         yield
     finally:
         signal.signal(signal.SIGTERM, term)
+
+
+# ---------------------------------------------------------------------------------------------
+# what a command left in a folder, read without ddpbench.results.writing (the code the tests check)
+# ---------------------------------------------------------------------------------------------
+
+def snapshot(root) -> dict:
+    """Every path under ``root`` (links not followed) and what it holds: a test's before and after."""
+    found = {}
+    for here, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(here, name)
+            found[os.path.relpath(path, root)] = (os.readlink(path) if os.path.islink(path) else
+                                                  None if os.path.isdir(path) else open(path, "rb").read())
+    return found
+
+
+def folder_marker(folder) -> dict:
+    """What a folder's marker (``.ddpbench-folder``) says ({} where it has none or it is no JSON object)."""
+    import json
+
+    try:
+        found = json.loads((Path(folder) / ".ddpbench-folder").read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def held(folder) -> bool:
+    """Whether a writer holds ``folder`` now: its lock (``.ddpbench.lock``) taken, as ``flock`` says, or
+    its owner's note (``.ddpbench.owner``) left behind."""
+    import fcntl
+
+    if (Path(folder) / ".ddpbench.owner").exists():
+        return True
+    try:
+        fd = os.open(Path(folder) / ".ddpbench.lock", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False

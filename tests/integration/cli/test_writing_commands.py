@@ -20,6 +20,7 @@ from ddpbench.results.folder import CONTROL, MARKER, WRITE_PROBE
 from ddpbench.results.history import file_results, store_claim, fingerprint, machine_id
 from ddpbench.results.writing import COMPARE, Claim, holding
 from ddpbench.testing import run_main
+from ddpbench.testing.cli import snapshot
 from ddpbench.testing.histories import synthetic_history
 from ddpbench.testing.records import ENV, ok, write_results
 
@@ -52,15 +53,6 @@ def argv(command, inputs, target) -> list:
             "add": ["history", "add", results, "--store", target, "--commit", "abcdef1"]}[command]
 
 
-def snapshot(root) -> dict:
-    """Every path under ``root`` (links not followed) and what it holds."""
-    found = {}
-    for here, dirs, files in os.walk(root):
-        for name in dirs + files:
-            path = os.path.join(here, name)
-            found[os.path.relpath(path, root)] = (os.readlink(path) if os.path.islink(path) else
-                                                  None if os.path.isdir(path) else open(path, "rb").read())
-    return found
 
 
 def refused(done, flag, words):
