@@ -3,7 +3,6 @@ randomized interleaved rounds until decided or out of time (:mod:`ddpbench.sweep
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -40,8 +39,7 @@ def add_parser(sub) -> None:
     p.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS, metavar="N",
                    help=f"at most N rounds (default: {DEFAULT_MAX_ROUNDS}); no call is made before the fifth")
     p.add_argument("--same-within", type=finite_float, default=None, metavar="PCT",
-                   help="call a job the same once its whole interval lies within PCT %% of 1 either way "
-                        "(default: 5)")
+                   help="call a job the same once its whole interval lies within PCT %% of 1 either way (default: 5)")
     p.add_argument("--seed", type=int, default=None, help="the rounds' random order (default: drawn, and recorded)")
     p.add_argument("--fail-on-slower", action="store_true", help="exit 1 when a job is called slower")
     p.add_argument("--out", type=path_flag("--out"),
@@ -78,12 +76,10 @@ def command(args) -> int:
     budget, max_rounds, within = checked(args)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     console = Console(stderr=True, highlight=False)
-    scratch = Path(tempfile.mkdtemp(prefix="ddpbench-ab-"))
-    try:
-        plans = plan_sides(args.base, args.candidate, args.experiment, args.repo, scratch)
+    with tempfile.TemporaryDirectory(prefix="ddpbench-ab-", ignore_cleanup_errors=True) as scratch:
+        plans = plan_sides(args.base, args.candidate, args.experiment, args.repo, Path(scratch))
         out_dir = args.out or Path("reports") / "ab"
         check_sides(out_dir, args.force)  # before anything starts: a side would refuse its folder only later
-        # the folder is this A/B's from here until ab.json is written: a second A/B into it is refused at once
         with holding(out_dir, ab_claim(plans), force=args.force):
             for plan in plans:
                 console.print(f"{plan.name}: {plan.given} ({plan.kind}{', ' + plan.sha[:12] if plan.sha else ''})")
@@ -94,8 +90,6 @@ def command(args) -> int:
             except SideFailed as err:  # one line: a side refused its experiment (2) or failed (1); rounds are kept
                 say_error(f"error: {err}")
                 return EXIT_BAD_INPUT if err.code == EXIT_BAD_INPUT else EXIT_FAILED
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     out = Console(highlight=False, soft_wrap=True)
     for line in outcome_lines(outcome, args.base, args.candidate, out_dir / LOG_FILE):
         out.print(line, markup=False)
