@@ -66,10 +66,11 @@ def report_claim(results: Path, out: Path | None):
     from ddpbench.report.page import INDEX_FILE
     from ddpbench.results.writing import REPORT, RESULTS, Claim
 
-    writes = (INDEX_FILE, "*.png")
     if out is None or _same(out, results):
-        return Claim(RESULTS, "report", writes=writes)
-    return Claim(REPORT, "report", run=str(results.resolve()), writes=writes)
+        # a results folder from anyone opens: a link where its page or a plot goes is replaced by the file
+        # (renamed into place), never written through, so it is not refused as it is in a folder of --out
+        return Claim(RESULTS, "report")
+    return Claim(REPORT, "report", run=str(results.resolve()), writes=(INDEX_FILE, "*.png"))
 
 
 def _same(a: Path, b: Path) -> bool:

@@ -250,7 +250,7 @@ def _take(lock, folder: Path, claim: Claim, wait: bool, on_wait: Callable[[str],
     running = describe_owner(owner)
     patient = wait or (claim.short and owner.get("short") is True)
     if not patient:
-        hint = "pass --wait to start when it ends, " if claim.kind is RESULTS else ""
+        hint = "pass --wait to start when it does, " if claim.kind is RESULTS else ""
         raise InputError("command line", claim.flag, f"{folder} is in use by another writer ({running}); wait for it "
                          f"to end, {hint}or give another {claim.what}") from None
     if on_wait is not None:

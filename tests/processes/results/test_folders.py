@@ -48,7 +48,7 @@ def test_two_sweeps_into_one_folder_the_second_is_refused_or_waits_and_the_first
                 proc.kill()
     assert refused.returncode == 2, refused_err
     assert refused_err.strip().splitlines() == [
-        f"error: command line: --out: {out} is in use by another sweep (pid {first.pid} on {os.uname().nodename}, "
+        f"error: command line: --out: {out} is in use by another writer (sweep, pid {first.pid} on {os.uname().nodename}, "
         f"running since " + refused_err.split("running since ")[1].split(")")[0] + "); wait for it to end, pass "
         "--wait to start when it does, or give another folder"], refused_err
     assert first.returncode == 0, first_err
