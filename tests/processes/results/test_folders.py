@@ -47,10 +47,11 @@ def test_two_sweeps_into_one_folder_the_second_is_refused_or_waits_and_the_first
             if proc is not None and proc.poll() is None:
                 proc.kill()
     assert refused.returncode == 2, refused_err
+    since = refused_err.split("running since ")[1].split(")")[0]
     assert refused_err.strip().splitlines() == [
-        f"error: command line: --out: {out} is in use by another writer (sweep, pid {first.pid} on {os.uname().nodename}, "
-        f"running since " + refused_err.split("running since ")[1].split(")")[0] + "); wait for it to end, pass "
-        "--wait to start when it does, or give another folder"], refused_err
+        f"error: command line: --out: {out} is in use by another writer (sweep, pid {first.pid} on "
+        f"{os.uname().nodename}, running since {since}); wait for it to end, pass --wait to start when it does, or "
+        "give another folder"], refused_err
     assert first.returncode == 0, first_err
     assert waiting.returncode == 0 and f"pid {first.pid}" in waiting_err, waiting_err
     # the first's results are complete, kept aside whole when the waiting one started afresh
