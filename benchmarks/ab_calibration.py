@@ -62,10 +62,10 @@ import statistics
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import tomli_w
+import tomllib
 
 from ddpbench.owner import owned_command
 

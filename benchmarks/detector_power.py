@@ -73,7 +73,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 #: the settings --tune tries: (P_VALUE, MIN_CHANGE, OUTLIER_MADS)
 GRID = list(itertools.product((0.001, 0.005, 0.01, 0.05), (0.02,), (math.inf, 5.0, 3.0)))
 #: --tune's bound on false alarms: the whole 95 % interval below it
@@ -173,10 +172,9 @@ def separate_sweeps(folders: list[Path], with_busy: bool = False) -> dict[str, d
     folder may also be ``ab_calibration.py export``'s (its ``launches.csv``). ``with_busy``: each sweep's
     launches as rows of (step, busy), busy 1 where the launch ran surely contended (other work took at
     least CONTENDED_CORES beyond its reading's resolution; 0 where it was not read, from a batch's folders)."""
-    from ddpbench.analysis.core.thresholds import CONTENDED_CORES
-
     import warnings
 
+    from ddpbench.analysis.core.thresholds import CONTENDED_CORES
     from ddpbench.analysis.folder import load
 
     jobs: dict[str, dict[float, list[np.ndarray]]] = {}

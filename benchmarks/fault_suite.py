@@ -62,8 +62,8 @@ class Case:
 
 
 def read_suite(path: Path = SUITE) -> list[Case]:
-    from ddpbench.analysis.summary.budget import BUDGET_LINES
     from ddpbench.analysis.diagnosis.causes import CAUSES
+    from ddpbench.analysis.summary.budget import BUDGET_LINES
     from ddpbench.experiment.files import read_toml
 
     data = read_toml(path)
@@ -198,8 +198,8 @@ def summary_of(folder: Path):
 
 def diagnosed(folder: Path):
     """The summary and the ranked findings of a case's results, as the report makes them."""
-    from ddpbench.analysis.models.costmodel import fit_collectives
     from ddpbench.analysis.diagnosis.finders import diagnose
+    from ddpbench.analysis.models.costmodel import fit_collectives
     from ddpbench.results.tables import load_collectives
 
     summary = summary_of(folder)

@@ -46,9 +46,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ddpbench.analysis.history import compare, gates
-
 from ddpbench.analysis.core import power
+from ddpbench.analysis.history import compare, gates
 from ddpbench.testing import cli_command
 
 HERE = Path(__file__).resolve().parent

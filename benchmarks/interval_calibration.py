@@ -156,9 +156,8 @@ def real_aa(folder: str | Path, seed: int = SEED, splits: int = SPLITS) -> pd.Da
     method's call on the same split (bootstrap; Mann-Whitney over steps at one launch)."""
     from scipy.stats import mannwhitneyu
 
-    from ddpbench.analysis.history import compare
-
     from ddpbench.analysis.core import stats
+    from ddpbench.analysis.history import compare
     from ddpbench.analysis.summary.table import launch_times
 
     rng = np.random.default_rng(seed)

@@ -33,7 +33,6 @@ import time
 import uuid
 from pathlib import Path
 
-
 from ddpbench.testing import MARK, cli_command, marked
 from ddpbench.testing.survivors import kill_and_wait_gone
 

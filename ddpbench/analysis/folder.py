@@ -24,19 +24,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from ddpbench.analysis.summary import table as _summary
 from ddpbench.analysis.diagnosis.choice import Choice, choices
-from ddpbench.analysis.summary.cost import stored_cost
-from ddpbench.analysis.models.costmodel import fit_collectives
 from ddpbench.analysis.diagnosis.finders import diagnose
 from ddpbench.analysis.diagnosis.findings import Finding
+from ddpbench.analysis.diagnosis.verdict import Answer, answers, headline
+from ddpbench.analysis.models.costmodel import fit_collectives
 from ddpbench.analysis.models.model import Model, cost_model
 from ddpbench.analysis.models.network import held_out_check, network_table
-from ddpbench.analysis.diagnosis.verdict import Answer, answers, headline
+from ddpbench.analysis.summary import table as _summary
+from ddpbench.analysis.summary.cost import stored_cost
 from ddpbench.experiment.cost import Cost
 from ddpbench.results.store import DamagedRecord
-from ddpbench.results.tables import load_collectives, load_folder, load_tables
 from ddpbench.results.strings import python_strings
+from ddpbench.results.tables import load_collectives, load_folder, load_tables
 
 
 @dataclass(frozen=True)

@@ -62,17 +62,23 @@ import re
 import numpy as np
 
 from ddpbench.audit import parse
-from ddpbench.audit.budget import (COMM, CONTENTION, DATA, OVERHEAD, RESIDUAL, STRAGGLER, SYNC_COMPUTE,
-                                   check_named_rule)
+from ddpbench.audit.budget import COMM, CONTENTION, DATA, OVERHEAD, RESIDUAL, STRAGGLER, SYNC_COMPUTE, check_named_rule
 from ddpbench.audit.choices import CHOICE_FIGURE, check_choice, check_gain_low
 from ddpbench.audit.comparisons import check_comparisons
 from ddpbench.audit.directions import check_directions
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
-from ddpbench.audit.pool import DATASHEET_PEAK, GEMM_PEAK, NAMED_ONLY, Entry, build, label_pattern
 from ddpbench.audit.names import check_names, named_jobs, one_job
+from ddpbench.audit.pool import DATASHEET_PEAK, GEMM_PEAK, NAMED_ONLY, Entry, build, label_pattern
 from ddpbench.audit.problem import Claim, Problem
-from ddpbench.audit.words import (check_bands, check_bound, check_cause, check_differ, check_significance,
-                                  check_slowdown, check_trend)
+from ddpbench.audit.words import (
+    check_bands,
+    check_bound,
+    check_cause,
+    check_differ,
+    check_significance,
+    check_slowdown,
+    check_trend,
+)
 
 SINGLE_LAUNCH_MARGIN = 0.05
 MODEL_KINDS = ("projection", "model")

@@ -69,8 +69,8 @@ def command(args) -> int:
     from rich.console import Console
 
     from ddpbench.analysis.history import SLOWER
-    from ddpbench.results.writing import holding
     from ddpbench.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, say_error
+    from ddpbench.results.writing import holding
     from ddpbench.sweep.ab import LOG_FILE, SideFailed, ab_claim, check_sides, plan_sides
 
     budget, max_rounds, within = checked(args)

@@ -46,9 +46,17 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     came from, where not from the published fit."""
     import math
 
+    from ddpbench.analysis.models import (
+        BAND,
+        COSTS,
+        costs_words,
+        ddp_step,
+        largest_world_size,
+        link_needed,
+        master_step,
+        why_no_rate,
+    )
     from ddpbench.analysis.summary import MILLION
-    from ddpbench.analysis.models import (BAND, COSTS, costs_words, ddp_step, largest_world_size, link_needed,
-                                          master_step, why_no_rate)
 
     costs = costs if costs is not None else COSTS
     sources = sources or {}

@@ -10,8 +10,7 @@ import math
 
 from rich.markup import escape
 
-from ddpbench.analysis.core import COLUMNS, EFFICIENCY, POWER, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.core import model_name
+from ddpbench.analysis.core import COLUMNS, EFFICIENCY, POWER, SAMPLES_PER_S, SPEEDUP, STEP_MS, model_name
 from ddpbench.analysis.history import FASTER, SLOWER, detectable_cell, speedup_text
 from ddpbench.cli.console import num
 from ddpbench.report.budget import comm_cell

@@ -33,8 +33,7 @@ def add_parser(sub) -> None:
 
 def busy_line(table) -> str:
     """The line that says how many jobs compare did not call because the machine was busy; "" where none."""
-    from ddpbench.analysis.core import CONTENDED_CORES, MACHINE_BUSY
-    from ddpbench.analysis.core import counted
+    from ddpbench.analysis.core import CONTENDED_CORES, MACHINE_BUSY, counted
 
     busy = int((table["verdict"] == MACHINE_BUSY).sum()) if len(table) and "verdict" in table else 0
     if not busy:
@@ -49,8 +48,7 @@ def detectable_span(unsure) -> str:
     at 90 % is +12.0 % to +40.1 %", each unit apart. Those past
     :data:`~ddpbench.analysis.core.thresholds.USEFUL_MDE_PCT` are counted, not quoted: their own lines say
     how many launches a side would detect what the gate guards against."""
-    from ddpbench.analysis.core import POWER, USEFUL_MDE_PCT, mde_amount
-    from ddpbench.analysis.core import counted
+    from ddpbench.analysis.core import POWER, USEFUL_MDE_PCT, counted, mde_amount
     from ddpbench.analysis.history import mde_limit
 
     said = []
@@ -72,16 +70,24 @@ def command(args) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from ddpbench.analysis.core import machine_difference
-    from ddpbench.analysis.core import counted
+    from ddpbench.analysis.core import counted, machine_difference
     from ddpbench.analysis.history import (
-        FAIL, INCONCLUSIVE, PASS, compare_tables, detectable_notes, environment_differences, gate_results, gate_text,
-        load_side, parse_gate, side_busy,
+        FAIL,
+        INCONCLUSIVE,
+        PASS,
+        compare_tables,
+        detectable_notes,
+        environment_differences,
+        gate_results,
+        gate_text,
+        load_side,
+        parse_gate,
+        side_busy,
     )
-    from ddpbench.report.compare_page import CSV_FILE, INDEX_FILE, PLOT_FILE, write_comparison
     from ddpbench.cli.common import say_error
-    from ddpbench.results.writing import COMPARE, Claim, holding, waited_for
+    from ddpbench.report.compare_page import CSV_FILE, INDEX_FILE, PLOT_FILE, write_comparison
     from ddpbench.results.sanitize import printable
+    from ddpbench.results.writing import COMPARE, Claim, holding, waited_for
 
     gates = [parse_gate(text) for text in args.fail_on]
     side_a = load_side(args.baseline, "A")

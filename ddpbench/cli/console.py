@@ -4,7 +4,6 @@ Light to import: every command imports it as it starts."""
 
 from __future__ import annotations
 
-
 #: the most columns a console table takes without ``--wide``: the columns marked wide-only are left
 #: out and words are cut with "…" (:func:`console_table`); a figure is never cut
 NARROW = 100

@@ -45,9 +45,7 @@ def add_verbs(verbs) -> None:
 
 
 def _tables(args):
-    from ddpbench.analysis.history import trend_changes
-    from ddpbench.analysis.history import newest_changes
-    from ddpbench.analysis.history import trend_table
+    from ddpbench.analysis.history import newest_changes, trend_changes, trend_table
 
     if not args.store.is_dir():
         raise InputError(str(args.store), None, "no such history store (a folder `history add --store` writes)")
@@ -90,10 +88,8 @@ def _launches(row) -> str:
 
 
 def command_check(args) -> int:
-    from ddpbench.analysis.core import MACHINE_DIFFERED
-    from ddpbench.analysis.core import counted
-    from ddpbench.analysis.history import CANNOT_TEST, SLOWER, VANISHED
-    from ddpbench.analysis.history import newest_words
+    from ddpbench.analysis.core import MACHINE_DIFFERED, counted
+    from ddpbench.analysis.history import CANNOT_TEST, SLOWER, VANISHED, newest_words
 
     _, _, newest = _tables(args)
     what = newest_words(args.newest)
@@ -128,8 +124,7 @@ def _untested_line(newest, what: str, count: int) -> int:
     at a level than the test needs; the next commits filed heal it), :data:`EXIT_UNTESTED` where some
     series could not be tested however long one waits (fewer than two launches at the newest commits)."""
     from ddpbench.analysis.core import counted
-    from ddpbench.analysis.history import CANNOT_TEST
-    from ddpbench.analysis.history import FEW_COMMITS, FEW_NEWEST_LAUNCHES
+    from ddpbench.analysis.history import CANNOT_TEST, FEW_COMMITS, FEW_NEWEST_LAUNCHES
 
     untested = newest[newest["outcome"] == CANNOT_TEST]
     reasons = "; ".join(f"{counted(n, 'series')} with {why}"

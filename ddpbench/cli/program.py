@@ -17,11 +17,22 @@ import sys
 import warnings
 from typing import NoReturn
 
-from ddpbench.cli import (ab, collectives, compare, env, export_benchmark, history, models, report, run, sweep,
-                          tune, whatif)
-from ddpbench.cli.common import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, PROG, Parser, cannot_write, refuse_unused,
-                                 say_error)
 from ddpbench import collector
+from ddpbench.cli import (
+    ab,
+    collectives,
+    compare,
+    env,
+    export_benchmark,
+    history,
+    models,
+    report,
+    run,
+    sweep,
+    tune,
+    whatif,
+)
+from ddpbench.cli.common import EXIT_BAD_INPUT, EXIT_INTERRUPTED, PROG, Parser, cannot_write, refuse_unused, say_error
 from ddpbench.errors import InputError
 
 #: the commands, in the order ``--help`` lists them

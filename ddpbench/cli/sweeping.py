@@ -63,13 +63,13 @@ def _checked_run(experiment, options: SweepOptions, machine, console) -> int:
                   f"{len(pending_launches(experiment.jobs, set(), out_dir))} launches -> {out_dir}/  "
                   f"({machine.cores} cores, {machine.cuda_devices} GPUs)", highlight=False)
     if options.write_report:  # its imports now, while the first launch waits for the fork server's
-        import ddpbench.report.build  # noqa: F401
-
         # and what its figures and its helper process import first (ddpbench.report.workers.Helper.start:
         # no font is opened by these imports), rather than after the last launch
         import matplotlib.backends.backend_agg  # noqa: F401
         import matplotlib.figure  # noqa: F401
         import scipy.special  # noqa: F401
+
+        import ddpbench.report.build  # noqa: F401
     # what this process keeps is imported: the garbage collector back on for the launches (ddpbench.collector)
     collector.resume()
     try:

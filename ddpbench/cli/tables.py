@@ -93,8 +93,7 @@ def budget_lines(table) -> list[str]:
     """One line per multi-rank job with its loss budget (``loss 47.0 ms over baseline 39.1: contention 23.6,
     ...``); one line saying there is none where the summary lacks the budget's columns."""
     from ddpbench.analysis.core import describe, label_fields, ordered
-    from ddpbench.report.budget import (NO_BUDGET_COLUMNS, budget_rows, console_line, has_budget_columns,
-                                        multi_rank_jobs)
+    from ddpbench.report.budget import NO_BUDGET_COLUMNS, budget_rows, console_line, has_budget_columns, multi_rank_jobs
     from ddpbench.results.sanitize import printable
 
     if multi_rank_jobs(table).empty:

@@ -55,8 +55,8 @@ def command(args) -> int:
 
 def _race(args, experiment, out_dir: Path, launcher, machine, console) -> int:
     """The race, once ``out_dir`` is this command's."""
-    from ddpbench.cli.sweeping import finish_report
     from ddpbench.cli.answers import print_search
+    from ddpbench.cli.sweeping import finish_report
     from ddpbench.results.store import ResultStore
     from ddpbench.sweep.search import SearchPlan, run_search
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.cli.common import finite_float, whole_numbers
 from ddpbench.cli.answers import print_whatif, settings
+from ddpbench.cli.common import finite_float, whole_numbers
 from ddpbench.cli.models import check_model_flags
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, with_flags
@@ -109,8 +109,8 @@ def _measured(folder: Path) -> list:
 
     if not (folder / RESULTS_FILE).is_file():
         raise InputError(str(folder), RESULTS_FILE, "not found; give --from a folder written by `ddpbench sweep`")
-    from ddpbench.analysis.models import workloads
     from ddpbench.analysis.folder import load
+    from ddpbench.analysis.models import workloads
 
     measured = load(folder)  # loaded and summarised once, with its all_reduce curve
     found = workloads(measured.summary, measured.ranks)

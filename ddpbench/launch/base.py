@@ -4,10 +4,10 @@ a :class:`Launch` it is given, and the one :class:`LaunchOutcome` it hands back 
 from __future__ import annotations
 
 import abc
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
-from collections.abc import Iterator
 
 
 class Launch(NamedTuple):

@@ -24,9 +24,9 @@ from __future__ import annotations
 import math
 import socket
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable, Sequence
 
 POWERCAP = Path("/sys/class/powercap")
 #: NVML's total-energy counter updates about every 100 ms (Yang et al., "Part-time Power

@@ -61,8 +61,7 @@ import weakref
 from functools import partial
 
 from ddpbench.rank.record import Meters, Side
-from ddpbench.rank.steps import HOOKED, BadScript, StepEnds, StopScript, own_optimizer, state_bytes  # noqa: F401
-from ddpbench.rank.steps import WORLD_SIZES, refused
+from ddpbench.rank.steps import HOOKED, WORLD_SIZES, BadScript, StepEnds, StopScript, own_optimizer, refused
 
 #: what the errors of a script that needs a GPU say (torch's own messages)
 NO_GPU = ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "Found no NVIDIA driver",

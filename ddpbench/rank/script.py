@@ -31,11 +31,11 @@ from ddpbench.experiment.scripts import script_path
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank import affinity, protocol
 from ddpbench.rank.ddp_settings import check_ran
-from ddpbench.rank.instrument import NO_GPU, BadScript, Instrument, StopScript, state_bytes
+from ddpbench.rank.instrument import NO_GPU, Instrument
 from ddpbench.rank.protocol import START_DIR_ENV, Job, Tracked
 from ddpbench.rank.record import rank_record
 from ddpbench.rank.shapes import WORLD_SIZE_ARG, Shapes, link_start_dir, substitute_args, visible_devices
-from ddpbench.rank.steps import JOB, WORLD_SIZES, refused
+from ddpbench.rank.steps import JOB, WORLD_SIZES, BadScript, StopScript, refused, state_bytes
 from ddpbench.rank.timing import clock_for
 from ddpbench.rank.train import check_replicas, param_checksum
 from ddpbench.results.schema import training_result

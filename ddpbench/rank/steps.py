@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import math
 
+
 class StopScript(BaseException):
     """Raised from the optimizer's step hook once ddpbench has its steps: ends the script there.
     A BaseException, so that a script's ``except Exception`` does not swallow it."""

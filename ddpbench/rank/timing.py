@@ -20,8 +20,8 @@ of the step, which is the only synchronisation point.
 
 from __future__ import annotations
 
-import math
 import contextlib
+import math
 import time
 
 

@@ -16,8 +16,8 @@ importable module, e.g. your test module or package), since helpers are separate
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from ddpbench.regression.group import GroupConfig
 
@@ -98,11 +98,10 @@ class TrainStep(Task):
     exactly as a sweep's training rank runs it: its loader, model, strategy and optimizer."""
 
     def __init__(self, **fields):
+        from ddpbench.errors import InputError
         from ddpbench.experiment.load import job_spec
         from ddpbench.experiment.machine import Machine
         from ddpbench.experiment.spec import check_value
-
-        from ddpbench.errors import InputError
         from ddpbench.strategies import FRAMEWORKS
 
         checked = {name: check_value(name, value, "TrainStep", name) for name, value in fields.items()}

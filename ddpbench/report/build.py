@@ -12,19 +12,35 @@ from __future__ import annotations
 import gc
 import os
 import warnings
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from collections.abc import Iterator, Sequence
 
 from ddpbench.analysis import folder
 from ddpbench.experiment.cost import Cost
 from ddpbench.report import workers
-from ddpbench.report.page import (INDEX_FILE, ReportContext, SectionFn, experiment_names, left_out_section,
-                                  render_page)
+from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, left_out_section, render_page
 from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.plots.memo import remembering
-from ddpbench.report.sections import (budget, collectives, compute, cost, diagnosis, frameworks, gpu, network, noise,
-                                      overview, precision, projection, scaling, search, strategies, timeline, verdict)
+from ddpbench.report.sections import (
+    budget,
+    collectives,
+    compute,
+    cost,
+    diagnosis,
+    frameworks,
+    gpu,
+    network,
+    noise,
+    overview,
+    precision,
+    projection,
+    scaling,
+    search,
+    strategies,
+    timeline,
+    verdict,
+)
 from ddpbench.report.workers import Helper, usable_cpus
 from ddpbench.results.sidefiles import replace_file
 from ddpbench.results.strings import python_strings

@@ -5,19 +5,43 @@ compared), from the tables of :mod:`ddpbench.analysis.history.compare`."""
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 from markupsafe import Markup
 
-from ddpbench.analysis.history import (
-    CANNOT_TELL, FAIL, FASTER, INCONCLUSIVE, SAME, SLOWER, Gate, csv_table, gate_column, gate_text,
+from ddpbench.analysis.core import (
+    CONFIDENCE,
+    DEFAULT_EFFECT_PCT,
+    MACHINE_BUSY,
+    MACHINE_DIFFERED,
+    POWER,
+    USEFUL_MDE_PCT,
+    counted,
 )
-from ddpbench.analysis.core import (CONFIDENCE, DEFAULT_EFFECT_PCT, MACHINE_BUSY, MACHINE_DIFFERED, POWER,
-                                    USEFUL_MDE_PCT, counted)
-from ddpbench.report.page import (INDEX_FILE, Section, html, html_table, left_out_section, num, render_page,
-                                  with_interval)
+from ddpbench.analysis.history import (
+    CANNOT_TELL,
+    FAIL,
+    FASTER,
+    INCONCLUSIVE,
+    SAME,
+    SLOWER,
+    Gate,
+    csv_table,
+    gate_column,
+    gate_text,
+)
+from ddpbench.report.page import (
+    INDEX_FILE,
+    Section,
+    html,
+    html_table,
+    left_out_section,
+    num,
+    render_page,
+    with_interval,
+)
 from ddpbench.report.plots.common import LeftOut, leaving_out
 from ddpbench.report.plots.compare import ratio_plot
 from ddpbench.results.sanitize import csv_text

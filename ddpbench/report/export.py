@@ -67,9 +67,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ddpbench.analysis.history import ENV_FIELDS
 from ddpbench.analysis.core import SPEC_COLUMNS, model_name, own_fields, own_label
 from ddpbench.analysis.folder import load_given
+from ddpbench.analysis.history import ENV_FIELDS
 from ddpbench.analysis.summary import bounded_steps, launch_times
 from ddpbench.errors import InputError
 from ddpbench.report.budget import BUDGET_COLUMNS

@@ -18,18 +18,17 @@ import functools
 import math
 import os
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Sequence
 
 import jinja2
 import pandas as pd
 from markupsafe import Markup, escape
 
-from ddpbench.analysis.core import pct
+from ddpbench.analysis.core import NOISE_THRESHOLD, STRAGGLER_THRESHOLD, pct
 from ddpbench.analysis.folder import Measured
-from ddpbench.analysis.core import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
 
 INDEX_FILE = "index.html"
 

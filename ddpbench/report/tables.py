@@ -21,13 +21,12 @@ page is imported where it is used.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
-from collections.abc import Callable, Iterable
 
 from markupsafe import Markup
-
 
 #: the tables :data:`SHOWN` names: the report's summary, the console's summary, the report's cost table
 PLACES = ("summary", "console", "cost")

@@ -22,7 +22,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from ddpbench.analysis.core import MIN_CHANGE, MIN_COMMITS, OUTLIER_MADS, P_VALUE, counted
-from ddpbench.analysis.history import FASTER, SLOWER, CANNOT_TEST, VANISHED, newest_words
+from ddpbench.analysis.history import CANNOT_TEST, FASTER, SLOWER, VANISHED, newest_words
 from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
 from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.plots.trend import machine_explains, trend_plot

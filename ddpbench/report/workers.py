@@ -24,16 +24,16 @@ report starts (:func:`wanted`, unless ``DDPBENCH_REPORT_HELPER=1``), or with
 
 from __future__ import annotations
 
-import mmap
 import gc
+import mmap
 import os
 import pickle
 import select
 import signal
 import tempfile
 import time
-from typing import Any
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ddpbench.owner import die_with_parent
 

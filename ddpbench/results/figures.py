@@ -19,9 +19,9 @@ figure a hand-back stores without a declaration.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable
 
 from ddpbench.results import checks as c
 

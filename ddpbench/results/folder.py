@@ -20,8 +20,8 @@ marker are :mod:`ddpbench.results.writing`'s (one writer's contract).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 from ddpbench.errors import InputError
 from ddpbench.results.schema import RESULTS_FILE, SEARCH_FILE, TRACE_DIR

@@ -65,14 +65,22 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ddpbench.errors import InputError
-from ddpbench.results.folder import check_target, check_writable
-from ddpbench.results.writing import STORE, Claim, check_claim, holding
 from ddpbench.experiment.host import FINGERPRINT_FIELDS
+from ddpbench.results.folder import check_target, check_writable
 from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.sidefiles import (
-    FOLDER_MODE, MAX_BYTES, SideFileError, field, inside, loads, read_json, replace_file, umask,
+    FOLDER_MODE,
+    MAX_BYTES,
+    SideFileError,
+    field,
+    inside,
+    loads,
+    read_json,
+    replace_file,
+    umask,
 )
 from ddpbench.results.store import ResultStore
+from ddpbench.results.writing import STORE, Claim, check_claim, holding
 
 MACHINE_FILE = "machine.json"
 ENTRY_FILE = "entry.json"

@@ -13,8 +13,8 @@ import json
 import os
 import uuid
 import warnings
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 
 from ddpbench.results.schema import RESULTS_FILE, SCHEMA_VERSION, SEARCH_FILE, TRACE_DIR, check_record, sweep_record
 

@@ -21,11 +21,18 @@ from typing import Any, NamedTuple
 
 from ddpbench.errors import InputError
 from ddpbench.experiment.spec import FIELDS, spec_from_dict
-from ddpbench.results.schema import (CHECK_FIELDS, COMPUTE_FIELDS, LAUNCH_FIELDS, OVERHEAD_FIELDS, RANK_FIGURES,
-                                     RECOVERY_FIELDS, RESULTS_FILE)
+from ddpbench.results.schema import (
+    CHECK_FIELDS,
+    COMPUTE_FIELDS,
+    LAUNCH_FIELDS,
+    OVERHEAD_FIELDS,
+    RANK_FIGURES,
+    RECOVERY_FIELDS,
+    RESULTS_FILE,
+)
 from ddpbench.results.store import DamagedRecord, ResultStore, said_lines
-from ddpbench.results.validate import Damaged, clean_collective, clean_run, clean_sweep
 from ddpbench.results.strings import python_strings
+from ddpbench.results.validate import Damaged, clean_collective, clean_run, clean_sweep
 
 
 def _spec_columns(spec: dict, known: dict | None = None) -> dict:

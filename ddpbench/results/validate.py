@@ -18,16 +18,32 @@ Each function returns the cleaned record (a copy; the stored one is left alone) 
 from __future__ import annotations
 
 import math
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from ddpbench.results import figures
-from ddpbench.results.checks import (finite, finite_or_none, flag_or_none, non_negative_or_missing, text,
-                                     text_or_none, whole, whole_or_none)
+from ddpbench.results.checks import (
+    finite,
+    finite_or_none,
+    flag_or_none,
+    non_negative_or_missing,
+    text,
+    text_or_none,
+    whole,
+    whole_or_none,
+)
 from ddpbench.results.checks import number as _number
 from ddpbench.results.checks import show as _show
-from ddpbench.results.schema import (COLLECTIVE_COLUMNS, FIRST_STEP_COLUMNS, LAUNCH_FIELDS, LATER_STEP_COLUMNS,
-                                     STEP_COLUMNS, TIMED_PHASES, TRACE_COLUMNS, TRACE_FILE_FIELDS)
+from ddpbench.results.schema import (
+    COLLECTIVE_COLUMNS,
+    FIRST_STEP_COLUMNS,
+    LATER_STEP_COLUMNS,
+    LAUNCH_FIELDS,
+    STEP_COLUMNS,
+    TIMED_PHASES,
+    TRACE_COLUMNS,
+    TRACE_FILE_FIELDS,
+)
 
 #: the phases a step row may have (schema.STEP_COLUMNS' ``phase``)
 PHASES = ("warmup", "measure", "nosync", "trace", "phases")

@@ -48,11 +48,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpbench.errors import InputError
-from ddpbench.results.sidefiles import FILE_MODE, umask
 from ddpbench.results.folder import (
-    CONTROL, FLAG, LOCK, MARKER, OWNER, RESULTS_FILE, SWEEP_ENTRIES, check_folder, check_target, check_writable,
-    foreign_entries, write_new,
+    CONTROL,
+    FLAG,
+    LOCK,
+    MARKER,
+    OWNER,
+    RESULTS_FILE,
+    SWEEP_ENTRIES,
+    check_folder,
+    check_target,
+    check_writable,
+    foreign_entries,
+    write_new,
 )
+from ddpbench.results.sidefiles import FILE_MODE, umask
 
 #: how long a short writer (a report, a compare page, a filing) waits for another short one
 WAIT_S = 120.0

@@ -7,8 +7,8 @@ unit. On CPU the device mesh is a gloo one.
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 from torch import nn

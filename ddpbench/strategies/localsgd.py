@@ -21,8 +21,7 @@ class LocalSGDStrategy(DDPStrategy):
     exact = False
 
     def register_hook(self, ddp) -> None:
-        from torch.distributed.algorithms.ddp_comm_hooks.post_localSGD_hook import (PostLocalSGDState,
-                                                                                     post_localSGD_hook)
+        from torch.distributed.algorithms.ddp_comm_hooks.post_localSGD_hook import PostLocalSGDState, post_localSGD_hook
 
         # Each rank its own subgroup: after the start, no gradient leaves a rank. (The default
         # subgroup, one per node, needs CUDA.)

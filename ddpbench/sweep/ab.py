@@ -59,8 +59,8 @@ from ddpbench.owner import owned_command
 from ddpbench.results.revisions import commit as resolve_commit
 from ddpbench.results.revisions import git, said, toplevel
 from ddpbench.results.sanitize import json_value
-from ddpbench.results.sidefiles import replace_file
 from ddpbench.results.schema import RESULTS_FILE, step_rows
+from ddpbench.results.sidefiles import replace_file
 from ddpbench.results.tables import load_tables
 from ddpbench.results.writing import AB, Claim, check_claim, sweep_claim
 from ddpbench.sweep.worktrees import inside_repository

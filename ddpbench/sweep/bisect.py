@@ -273,8 +273,8 @@ def describe_change(change: Compared) -> str:
 def launches_of(folder: Path) -> Launches:
     """Each ok training job of a results folder: key -> (its own label, its launches' mean steps);
     empty where the folder holds no results."""
-    from ddpbench.analysis.folder import load
     from ddpbench.analysis.core import ok_jobs, own_label
+    from ddpbench.analysis.folder import load
 
     try:
         summary = ok_jobs(load(folder, collectives=False).summary)

@@ -18,9 +18,9 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Iterator
 
 from ddpbench.experiment.collectives import CollectivesExperiment
 from ddpbench.experiment.cost import Cost
@@ -33,16 +33,14 @@ from ddpbench.rank.protocol import GIVEN_FILE
 from ddpbench.results.schema import launch_record
 from ddpbench.results.store import ResultStore, rotate_previous
 from ddpbench.sweep.adaptive import AdaptivePlan
-from ddpbench.sweep.environment import collect_env
 from ddpbench.sweep.checks import Checks
+from ddpbench.sweep.environment import collect_env
 from ddpbench.sweep.kinds import kind_of
+from ddpbench.sweep.once import COLLECTIVES, LOCAL_LAUNCHERS, MeasuredOnce, gemm_given, learn_gemm, machine_conditions
 from ddpbench.sweep.paced import PacedRounds
-from ddpbench.sweep.once import (COLLECTIVES, LOCAL_LAUNCHERS, MeasuredOnce, gemm_given, learn_gemm,
-                                 machine_conditions)
 from ddpbench.sweep.plan import LOG_DIR, WORK_DIR, keep_traces, pending_launches
 from ddpbench.sweep.progress import SweepProgress, job_names
 from ddpbench.sweep.refusals import Refusals, announce
-
 
 #: the launcher a record names where its result was not measured by a launch of its own but reused
 REUSED_LAUNCHER = "measured once"

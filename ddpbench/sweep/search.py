@@ -24,7 +24,6 @@ from ddpbench.sweep.adaptive import launch_step_ms
 from ddpbench.sweep.plan import work_dir
 
 
-
 def distinct_settings(jobs) -> tuple[list, dict[str, str]]:
     """(the jobs to race, {key of a job left out: key of the earlier job with its buckets})."""
     from ddpbench.experiment.buckets import setting

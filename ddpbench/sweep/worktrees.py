@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ddpbench.errors import InputError
 from ddpbench.results.revisions import commit as resolve
-from ddpbench.results.revisions import git, said as _said, toplevel
+from ddpbench.results.revisions import git, toplevel
+from ddpbench.results.revisions import said as _said
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from ddpbench.launch.base import Launcher, LaunchOutcome
 from ddpbench.testing.records import collective_rows_result, rank_entry, row, training_result
 
-
 ENV = {"torch_version": "test", "hostname": "here"}
 
 

@@ -6,11 +6,11 @@ what it tried. Such a test belongs in tests/processes/<stage>/, or runs the comm
 process (ddpbench.testing.run_main)."""
 
 
+import _posixsubprocess
 import multiprocessing.process
 import os
 import subprocess
 
-import _posixsubprocess
 import pytest
 
 #: (owner, attribute) of every way a test could start a process

@@ -21,10 +21,16 @@ from pathlib import Path
 from ddpbench.experiment.collectives import CollectiveSpec
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank.collectives import bandwidths, element_count, placements
-from ddpbench.results.schema import (COLLECTIVE_COLUMNS, RANK_FIGURES, STEP_COLUMNS, TIMED_PHASES, collectives_result,
-                                     launch_record)
+from ddpbench.results.schema import (
+    COLLECTIVE_COLUMNS,
+    RANK_FIGURES,
+    STEP_COLUMNS,
+    TIMED_PHASES,
+    collectives_result,
+    launch_record,
+    validate_result,
+)
 from ddpbench.results.schema import training_result as schema_training_result
-from ddpbench.results.schema import validate_result
 from ddpbench.results.store import ResultStore
 
 #: the environment block of a made-up machine

@@ -14,8 +14,7 @@ import time
 import pandas as pd
 
 import ddpbench
-from ddpbench.analysis.summary import trace_events
-from ddpbench.analysis.summary import summarize
+from ddpbench.analysis.summary import summarize, trace_events
 from ddpbench.results.tables import load, load_tables
 from ddpbench.testing.cli import ROOT, cli_command
 from ddpbench.testing.experiments import TINY_DEFAULTS, write_experiment

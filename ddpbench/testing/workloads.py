@@ -11,7 +11,6 @@ import textwrap
 from ddpbench.experiment.spec import JobSpec, check_value
 from ddpbench.testing.cli import ROOT
 
-
 #: the folder the example workload's package is in (tests/data/example_workload), on PYTHONPATH
 DATA = ROOT / "tests" / "data"
 #: the example's factories

@@ -18,9 +18,9 @@ This module imports no torch: reading an experiment never needs it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable
 
 
 @dataclass

@@ -17,17 +17,49 @@ from __future__ import annotations
 
 from ddpbench.analysis.core.budget_lines import COMM, LOSS_LINES, BudgetLine
 from ddpbench.analysis.core.columns import COLUMNS, EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.core.machine import (MACHINE_BUSY, MACHINE_DIFFERED, MachineDifference, busy_launches,
-                                           launch_machine, machine_difference, recorded_cpus)
 from ddpbench.analysis.core.jobs import (
-    COMM_ONLY_FIELDS, SPEC_COLUMNS, WINDOW_FIELDS, alike_but, bucket_settings, caps_text, describe, label_fields,
-    line_fields, model_columns, model_name, ok_jobs, ordered, own_fields, own_label, strategies_vary,
+    COMM_ONLY_FIELDS,
+    SPEC_COLUMNS,
+    WINDOW_FIELDS,
+    alike_but,
+    bucket_settings,
+    caps_text,
+    describe,
+    label_fields,
+    line_fields,
+    model_columns,
+    model_name,
+    ok_jobs,
+    ordered,
+    own_fields,
+    own_label,
+    strategies_vary,
+)
+from ddpbench.analysis.core.machine import (
+    MACHINE_BUSY,
+    MACHINE_DIFFERED,
+    MachineDifference,
+    busy_launches,
+    launch_machine,
+    machine_difference,
+    recorded_cpus,
 )
 from ddpbench.analysis.core.power import mde_amount
 from ddpbench.analysis.core.stats import above_zero, mean_ci, throughput_ci, told_apart
 from ddpbench.analysis.core.thresholds import (
-    AB_SAME_WITHIN, CONFIDENCE, CONTENDED_CORES, DATA_BOUND_SHARE, DEFAULT_EFFECT_PCT, MIN_CHANGE, MIN_COMMITS,
-    NOISE_THRESHOLD, OUTLIER_MADS, P_VALUE, POWER, STRAGGLER_THRESHOLD, USEFUL_MDE_PCT,
+    AB_SAME_WITHIN,
+    CONFIDENCE,
+    CONTENDED_CORES,
+    DATA_BOUND_SHARE,
+    DEFAULT_EFFECT_PCT,
+    MIN_CHANGE,
+    MIN_COMMITS,
+    NOISE_THRESHOLD,
+    OUTLIER_MADS,
+    P_VALUE,
+    POWER,
+    STRAGGLER_THRESHOLD,
+    USEFUL_MDE_PCT,
 )
 from ddpbench.analysis.core.values import counted, pct
 

@@ -8,7 +8,6 @@ to read jobs, and which jobs may stand as each other's world-size-1 baseline.
 from __future__ import annotations
 
 import functools
-
 import math
 
 import numpy as np

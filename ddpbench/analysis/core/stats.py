@@ -43,9 +43,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.core import windows
+from ddpbench.analysis.core import values, windows
 from ddpbench.analysis.core.thresholds import CONFIDENCE
-from ddpbench.analysis.core import values
 
 RESAMPLES = 4000
 SEED = 20261121

@@ -20,11 +20,15 @@
 
 from __future__ import annotations
 
-from ddpbench.analysis.diagnosis.precision import (
-    has_settings, ratio_text, scaling_sentences, setting_name, settings_table,
-)
 from ddpbench.analysis.diagnosis.framework_findings import against_raw_ddp
 from ddpbench.analysis.diagnosis.lossbudget import cluster_words
+from ddpbench.analysis.diagnosis.precision import (
+    has_settings,
+    ratio_text,
+    scaling_sentences,
+    setting_name,
+    settings_table,
+)
 from ddpbench.analysis.diagnosis.verdict import ANSWER_COLUMNS
 from ddpbench.analysis.diagnosis.wording import measurable, noise_floor_ms, not_measurable, resolution
 

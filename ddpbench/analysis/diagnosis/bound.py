@@ -15,18 +15,24 @@ from __future__ import annotations
 
 import math
 
-from ddpbench.analysis.diagnosis import causes, evidence
-from ddpbench.analysis.diagnosis.estimates import Context
-
-from ddpbench.analysis.summary import overlap
 from ddpbench.analysis.core.columns import EXPOSED_COMM_MS, STEP_MS
+from ddpbench.analysis.core.jobs import config_name, describe, hook_text, label_fields, largest_fair, ok_jobs, per_row
 from ddpbench.analysis.core.thresholds import COMM_BOUND_SHARE, COMPUTE_BOUND_SHARE, DISAGREE
 from ddpbench.analysis.core.values import counted, known, pct
+from ddpbench.analysis.diagnosis import causes, evidence
+from ddpbench.analysis.diagnosis.estimates import Context
 from ddpbench.analysis.diagnosis.findings import Finding, blame, blames
-from ddpbench.analysis.core.jobs import config_name, describe, hook_text, label_fields, largest_fair, ok_jobs, per_row
+from ddpbench.analysis.diagnosis.wording import (
+    NOISE_FLOOR,
+    cannot_tell,
+    measurable,
+    noise_floor_ms,
+    not_measurable,
+    resolution,
+    spread_pct,
+)
+from ddpbench.analysis.summary import overlap
 from ddpbench.analysis.summary.table import launch_times
-from ddpbench.analysis.diagnosis.wording import (NOISE_FLOOR, cannot_tell, measurable, noise_floor_ms, not_measurable,
-                                                 resolution, spread_pct)
 
 WHICH = " whether it is compute- or communication-bound"
 

@@ -52,14 +52,26 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ddpbench.analysis.diagnosis import lossbudget
-from ddpbench.analysis.diagnosis.estimates import (NO_CONTEXT, Context, Estimate, Fix, material, overlap_possible,
-                                                   pipeline_exposed)
-
 from ddpbench.analysis.core.columns import EXPOSED_COMM_MS, STEP_MS
-from ddpbench.analysis.core.thresholds import (CANDIDATE_CAPS, COMM_BOUND_SHARE, DATA_BOUND_SHARE, LARGE_BUCKET_SHARE,
-                                                  NEAR_TIE_SHARE, SMALL_BUCKETS)
+from ddpbench.analysis.core.thresholds import (
+    CANDIDATE_CAPS,
+    COMM_BOUND_SHARE,
+    DATA_BOUND_SHARE,
+    LARGE_BUCKET_SHARE,
+    NEAR_TIE_SHARE,
+    SMALL_BUCKETS,
+)
 from ddpbench.analysis.core.values import known, num
+from ddpbench.analysis.diagnosis import lossbudget
+from ddpbench.analysis.diagnosis.estimates import (
+    NO_CONTEXT,
+    Context,
+    Estimate,
+    Fix,
+    material,
+    overlap_possible,
+    pipeline_exposed,
+)
 from ddpbench.analysis.models.layouts import layout_at
 from ddpbench.experiment.spec import FIELDS
 

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ddpbench.analysis.core import speedup, stats
-
-from ddpbench.analysis.diagnosis import wording
+from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields, model_name, short_label
 from ddpbench.analysis.core.thresholds import CHOICE_MATERIAL
 from ddpbench.analysis.core.values import counted, known, sig
-from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields, model_name, short_label
+from ddpbench.analysis.diagnosis import wording
 from ddpbench.analysis.summary.table import launch_times
 from ddpbench.experiment.cost import Cost
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ddpbench.analysis.diagnosis import causes, evidence
-from ddpbench.analysis.diagnosis.estimates import Fix
 from ddpbench.analysis.core.columns import STEP_MS
-from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
-from ddpbench.analysis.core.values import known, pct
-from ddpbench.analysis.diagnosis.findings import Finding, blame, blames
 from ddpbench.analysis.core.jobs import config_name as _config
 from ddpbench.analysis.core.jobs import describe, label_fields
 from ddpbench.analysis.core.jobs import ok_jobs as _ok
 from ddpbench.analysis.core.jobs import strategy_name as _strategy
+from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
+from ddpbench.analysis.core.values import known, pct
+from ddpbench.analysis.diagnosis import causes, evidence
+from ddpbench.analysis.diagnosis.estimates import Fix
+from ddpbench.analysis.diagnosis.findings import Finding, blame, blames
 
 #: the settings a sweep may have run a contended job with instead, each a fix for ranks slowing each other
 CONTENTION_ALTERNATIVES = (("cpu_affinity",), ("threads_per_rank",), ("loader_workers",), ("device", "backend"))

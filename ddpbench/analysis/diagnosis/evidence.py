@@ -31,16 +31,14 @@ import math
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.models import layouts
-
 from ddpbench.analysis.core import speedup, stats
-from ddpbench.analysis.diagnosis.estimates import Estimate
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS
 from ddpbench.analysis.core.thresholds import SINGLE_LAUNCH_MARGIN
 from ddpbench.analysis.core.values import counted
+from ddpbench.analysis.diagnosis.estimates import Estimate
+from ddpbench.analysis.models import layouts
 from ddpbench.analysis.summary.table import launch_times
-
 
 #: how the gain of a proposed fix is known
 MODEL, MEASURED, CONTRADICTED, UNCONFIRMED = "model", "measured", "contradicted", "unconfirmed"

@@ -21,14 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.diagnosis import (bound, bucket_findings, causes, evidence, framework_findings, model_findings,
-                                         precision, wording)
-
-
-from ddpbench.analysis.diagnosis.contention import contention_findings
 from ddpbench.analysis.core.columns import EFFICIENCY, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.core.values import counted, known, pct, sig
-from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, rank, top_cause  # noqa: F401 (top_cause: API)
 from ddpbench.analysis.core.jobs import alike_but, describe, label_fields, same_model, short_label
 from ddpbench.analysis.core.jobs import config_name as _config
 from ddpbench.analysis.core.jobs import largest_fair as _largest_fair
@@ -37,7 +30,20 @@ from ddpbench.analysis.core.jobs import ok_jobs as _ok
 from ddpbench.analysis.core.jobs import per_row as _per_row
 from ddpbench.analysis.core.jobs import strategy_name as _strategy
 from ddpbench.analysis.core.thresholds import DATA_BOUND_SHARE, MATERIAL_SHARE, NOISE_THRESHOLD, SERIAL_FRACTION_RISE
+from ddpbench.analysis.core.values import counted, known, pct, sig
+from ddpbench.analysis.diagnosis import (
+    bound,
+    bucket_findings,
+    causes,
+    evidence,
+    framework_findings,
+    model_findings,
+    precision,
+    wording,
+)
+from ddpbench.analysis.diagnosis.contention import contention_findings
 from ddpbench.analysis.diagnosis.estimates import Context
+from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, rank, top_cause  # noqa: F401 (top_cause: API)
 from ddpbench.analysis.summary.table import launch_times
 from ddpbench.results.sanitize import printable
 

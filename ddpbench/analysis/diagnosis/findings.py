@@ -13,12 +13,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ddpbench.analysis.diagnosis import causes, wording
-from ddpbench.analysis.diagnosis.estimates import Estimate, material
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.values import known, pct
-
+from ddpbench.analysis.diagnosis import causes, wording
+from ddpbench.analysis.diagnosis.estimates import Estimate, material
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,26 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ddpbench.analysis.core.budget_lines import (LOSS_LINES, RECOVERABLE, RESIDUAL, STRAGGLER, kept_by_cluster,
-                                                 removed_by_device)
+from ddpbench.analysis.core.budget_lines import (
+    LOSS_LINES,
+    RECOVERABLE,
+    RESIDUAL,
+    STRAGGLER,
+    kept_by_cluster,
+    removed_by_device,
+)
 from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.values import counted, known, num
-from ddpbench.analysis.diagnosis.wording import (MARGIN, Brief, cannot_tell, launches, margin_ms, measurable,
-                                                 not_measurable, resolution)
+from ddpbench.analysis.diagnosis.wording import (
+    MARGIN,
+    Brief,
+    cannot_tell,
+    launches,
+    margin_ms,
+    measurable,
+    not_measurable,
+    resolution,
+)
 
 #: the budget's lines (:mod:`ddpbench.analysis.core.budget_lines`), in the budget's order, with their words
 NAMES = {x.name: x.label for x in LOSS_LINES}

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.diagnosis import lossbudget
-from ddpbench.analysis.core.values import counted, pct
-from ddpbench.analysis.diagnosis.findings import Finding
 from ddpbench.analysis.core.thresholds import COMPUTE_SLOWDOWN_SHARE
+from ddpbench.analysis.core.values import counted, pct
+from ddpbench.analysis.diagnosis import lossbudget
+from ddpbench.analysis.diagnosis.findings import Finding
 
 
 def link_check(check: pd.DataFrame):

@@ -26,10 +26,10 @@ import pandas as pd
 
 from ddpbench.analysis.core import stats
 from ddpbench.analysis.core.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP
-from ddpbench.analysis.diagnosis.findings import Finding
+from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, describe, label_fields
 from ddpbench.analysis.core.thresholds import COMM_SHARE_GROWTH, COMM_SHARE_NAMED
 from ddpbench.analysis.core.values import counted
-from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, describe, label_fields
+from ddpbench.analysis.diagnosis.findings import Finding
 from ddpbench.analysis.summary.table import launch_times
 
 #: the setting every other is set against

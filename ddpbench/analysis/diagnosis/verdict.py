@@ -11,14 +11,14 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ddpbench.analysis.diagnosis import causes, lossbudget
-from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.columns import STEP_MS
-from ddpbench.analysis.core.values import known, pct
-from ddpbench.analysis.diagnosis.findings import Finding, top_cause
 from ddpbench.analysis.core.jobs import describe, label_fields, short_label
-from ddpbench.analysis.summary.table import launch_times
+from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
+from ddpbench.analysis.core.values import known, pct
+from ddpbench.analysis.diagnosis import causes, lossbudget
+from ddpbench.analysis.diagnosis.findings import Finding, top_cause
 from ddpbench.analysis.diagnosis.wording import Brief, cannot_tell, settle, spread_pct
+from ddpbench.analysis.summary.table import launch_times
 
 #: the answer table's questions, in its order: one row each where the sweep answers it
 QUESTIONS = ("scaling", "lost time", "what to change", "best setting", "fastest", "cheapest")

@@ -32,8 +32,8 @@ import numpy as np
 
 from ddpbench.analysis.core import power
 from ddpbench.analysis.core.columns import STEP_MS
-from ddpbench.analysis.core.values import counted, known, pct
 from ddpbench.analysis.core.thresholds import SCALES_POORLY, SCALES_WELL
+from ddpbench.analysis.core.values import counted, known, pct
 from ddpbench.analysis.summary.table import launch_times
 
 #: between two fixes of one cause: each on its own recovers the time

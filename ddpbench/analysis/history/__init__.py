@@ -15,19 +15,44 @@ from ddpbench.analysis.history.ab import CALLS as AB_CALLS
 from ddpbench.analysis.history.ab import Call as ABCall
 from ddpbench.analysis.history.ab import Unpaired as ABUnpaired
 from ddpbench.analysis.history.ab import ab_calls, judge_sides, rounds_text
+from ddpbench.analysis.history.changes import kept_launches, trend_changes, welch
 from ddpbench.analysis.history.compare import (
-    CANNOT_TELL, ENV_FIELDS, FASTER, SAME, SLOWER, compare_tables, csv_table, detectable_cell,
-    detectable_notes, environment_differences, load_side, ratio_text, side_busy, speedup_text,
+    CANNOT_TELL,
+    ENV_FIELDS,
+    FASTER,
+    SAME,
+    SLOWER,
+    compare_tables,
+    csv_table,
+    detectable_cell,
+    detectable_notes,
+    environment_differences,
+    load_side,
+    ratio_text,
+    side_busy,
+    speedup_text,
 )
 from ddpbench.analysis.history.gates import (
-    FAIL, INCONCLUSIVE, PASS, Gate, gate_column, gate_results, gate_text, mde_limit, parse_gate,
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    Gate,
+    gate_column,
+    gate_results,
+    gate_text,
+    mde_limit,
+    parse_gate,
+)
+from ddpbench.analysis.history.newest import (
+    CANNOT_TEST,
+    FEW_COMMITS,
+    FEW_NEWEST_LAUNCHES,
+    VANISHED,
+    newest_changes,
+    newest_words,
 )
 from ddpbench.analysis.history.race import Candidate, judge, standing, survivors, undecided, verdict
 from ddpbench.analysis.history.trend import trend_table
-from ddpbench.analysis.history.changes import kept_launches, trend_changes, welch
-from ddpbench.analysis.history.newest import (
-    CANNOT_TEST, FEW_COMMITS, FEW_NEWEST_LAUNCHES, VANISHED, newest_changes, newest_words,
-)
 
 __all__ = [
     "FEW_COMMITS", "FEW_NEWEST_LAUNCHES", "mde_limit", "newest_words",

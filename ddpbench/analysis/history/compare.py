@@ -36,28 +36,50 @@ writes ``compare.csv``, ``index.html`` and ``ratios.png``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Sequence
 
 import pandas as pd
 
 from ddpbench.analysis.core import power, stats
-from ddpbench.analysis.core.speedup import faster_side, from_time_ratio, times
-from ddpbench.analysis.core.machine import (MACHINE_BUSY, MACHINE_DIFFERED, MachineDifference, busy_launches,
-                                           recorded_cpus)
-from ddpbench.analysis.core.thresholds import CONTENDED_CORES, DEFAULT_EFFECT_PCT, POWER
 from ddpbench.analysis.core.jobs import SPEC_COLUMNS, describe, label_fields, ordered
+from ddpbench.analysis.core.machine import (
+    MACHINE_BUSY,
+    MACHINE_DIFFERED,
+    MachineDifference,
+    busy_launches,
+    recorded_cpus,
+)
+from ddpbench.analysis.core.speedup import faster_side, from_time_ratio, times
+from ddpbench.analysis.core.thresholds import CONTENDED_CORES, DEFAULT_EFFECT_PCT, POWER
 from ddpbench.analysis.core.values import known
 from ddpbench.analysis.folder import load_given
-from ddpbench.analysis.summary.table import bounded_steps, launch_times
 
 # the gates live in ddpbench.analysis.history.gates; their names stay importable from here
-from ddpbench.analysis.history.gates import (FAIL, GATE_COLUMNS, GATE_HELP, GATE_STATS,  # noqa: F401
-                                     INCONCLUSIVE, PASS, Gate, blind_limit, detectable, gate_column, gate_failures,
-                                     gate_interval, gate_mde_column, gate_results, gate_test, gate_text,
-                                     mde_limit, parse_gate)
+from ddpbench.analysis.history.gates import (  # noqa: F401
+    FAIL,
+    GATE_COLUMNS,
+    GATE_HELP,
+    GATE_STATS,
+    INCONCLUSIVE,
+    PASS,
+    Gate,
+    blind_limit,
+    detectable,
+    gate_column,
+    gate_failures,
+    gate_interval,
+    gate_mde_column,
+    gate_results,
+    gate_test,
+    gate_text,
+    mde_limit,
+    parse_gate,
+)
+from ddpbench.analysis.summary.table import bounded_steps, launch_times
+
 #: environment fields whose difference makes two folders' timings hard to compare: (label, column)
 ENV_FIELDS = (("CPU model", "cpu_model"), ("usable cores", "cores_usable"), ("torch", "torch_version"),
               ("CUDA", "torch_cuda"), ("NCCL", "nccl_version"), ("python", "python"), ("hostname", "hostname"),

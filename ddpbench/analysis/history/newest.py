@@ -30,8 +30,8 @@ import numpy as np
 
 from ddpbench.analysis.core import thresholds
 from ddpbench.analysis.core.machine import MACHINE_DIFFERED, commits_difference
-from ddpbench.analysis.history import changes
 from ddpbench.analysis.core.speedup import faster_side
+from ddpbench.analysis.history import changes
 from ddpbench.analysis.history.compare import FASTER, SLOWER
 
 if TYPE_CHECKING:

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ddpbench.analysis.core.jobs import ok_jobs, own_label
 from ddpbench.analysis.core.machine import launch_machine
 from ddpbench.analysis.folder import load
-from ddpbench.analysis.core.jobs import ok_jobs, own_label
 from ddpbench.results.history import Entry, entries, read_benchmark
 
 #: a figure the trend follows -> the columns of its 95 % interval (None: a phase's mean, no interval)

@@ -16,17 +16,17 @@
 
 from __future__ import annotations
 
+from ddpbench.analysis.models.collectives import ddp_buckets_vs_allreduce
 from ddpbench.analysis.models.costmodel import single_rank_only, workloads
-from ddpbench.analysis.models.whatif import COSTS, Cluster, ddp_step, master_step, Work
-from ddpbench.analysis.models.questions import largest_world_size, link_needed, why_no_rate
 from ddpbench.analysis.models.loso import BAND, EFFICIENCY, costs_words, held_out, score, validated
 from ddpbench.analysis.models.measured import measured_terms, versus_report, with_inputs
+from ddpbench.analysis.models.model import Model
+from ddpbench.analysis.models.network import recovery_runs, shaped_jobs
 from ddpbench.analysis.models.presets import PRESETS, layout
+from ddpbench.analysis.models.questions import largest_world_size, link_needed, why_no_rate
 from ddpbench.analysis.models.terms import GRAD_BYTES, SHARDS
 from ddpbench.analysis.models.validation import flop_layout, published_table
-from ddpbench.analysis.models.network import recovery_runs, shaped_jobs
-from ddpbench.analysis.models.collectives import ddp_buckets_vs_allreduce
-from ddpbench.analysis.models.model import Model
+from ddpbench.analysis.models.whatif import COSTS, Cluster, Work, ddp_step, master_step
 
 __all__ = [
     "BAND", "COSTS", "Cluster", "EFFICIENCY", "GRAD_BYTES", "Model", "PRESETS", "SHARDS", "Work",

@@ -52,10 +52,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.models import terms, whatif
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, fair_jobs, model_name
 from ddpbench.analysis.core.thresholds import MIN_SPREAD
+from ddpbench.analysis.models import terms, whatif
 
 #: world sizes a projection covers (the measured ones are added)
 PROJECTED_WORLD_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024)

@@ -13,9 +13,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.models import costmodel
 from ddpbench.analysis.core.columns import EXPOSED_COMM_MS, SAMPLES_PER_S, STEP_MS
 from ddpbench.analysis.core.jobs import same_model
+from ddpbench.analysis.models import costmodel
 from ddpbench.experiment.links import rate_bits
 
 STRATEGY_NAMES = {"ddp": "DDP ring all-reduce", "master": "master aggregation"}

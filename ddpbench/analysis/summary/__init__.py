@@ -16,14 +16,14 @@
 
 from __future__ import annotations
 
-from ddpbench.analysis.summary.table import bounded_steps, datasheet_peak, launch_times, summarize
+from ddpbench.analysis.summary.apart import SOURCES as APART_SOURCES
 from ddpbench.analysis.summary.barrier import BARRIER_COLUMNS
 from ddpbench.analysis.summary.budget import BUDGET_COLUMNS, BUDGET_LINES
-from ddpbench.analysis.summary.apart import SOURCES as APART_SOURCES
-from ddpbench.analysis.summary.overlap import exposed_sentence, step_overlap, trace_events, typical_step
 from ddpbench.analysis.summary.cost import MILLION, stored_cost
 from ddpbench.analysis.summary.frameworks import overhead_table
 from ddpbench.analysis.summary.gpu import gpu_table
+from ddpbench.analysis.summary.overlap import exposed_sentence, step_overlap, trace_events, typical_step
+from ddpbench.analysis.summary.table import bounded_steps, datasheet_peak, launch_times, summarize
 
 __all__ = [
     "APART_SOURCES", "BARRIER_COLUMNS", "BUDGET_COLUMNS", "BUDGET_LINES", "MILLION", "bounded_steps", "datasheet_peak",

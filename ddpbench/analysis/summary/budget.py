@@ -55,13 +55,32 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.core import stats, windows
-from ddpbench.analysis.core.budget_lines import (COMM, CONTENTION, DATA, LOSS_LINES, OVERHEAD, RECOVERABLE, RESIDUAL,
-                                                 STRAGGLER, SYNC_COMPUTE)
+from ddpbench.analysis.core.budget_lines import (
+    COMM,
+    CONTENTION,
+    DATA,
+    LOSS_LINES,
+    OVERHEAD,
+    RECOVERABLE,
+    RESIDUAL,
+    STRAGGLER,
+    SYNC_COMPUTE,
+)
 from ddpbench.analysis.core.values import known
 from ddpbench.analysis.summary.apart import APART_COLUMNS, job_apart, launch_apart
-from ddpbench.analysis.summary.barrier import (BARRIER_COLUMNS, LAUNCH_KEYS, NAMED_SHARE, NAMED_WAIT, STEP_KEYS,
-                                               Readiness, barrier_figures, last_ready, launch_barrier, most_often,
-                                               numeric)
+from ddpbench.analysis.summary.barrier import (
+    BARRIER_COLUMNS,
+    LAUNCH_KEYS,
+    NAMED_SHARE,
+    NAMED_WAIT,
+    STEP_KEYS,
+    Readiness,
+    barrier_figures,
+    last_ready,
+    launch_barrier,
+    most_often,
+    numeric,
+)
 
 __all__ = ["BARRIER_COLUMNS", "BUDGET_COLUMNS", "BUDGET_LINES", "LINE_COLUMNS", "NAMED_SHARE", "NAMED_WAIT",
            "TOP_LINES", "add_budget", "budget_note", "budget_top", "job_budget", "last_ready", "launch_arrays",

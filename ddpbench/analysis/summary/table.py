@@ -37,18 +37,18 @@ import math
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.summary import budget, exposed, overlap
 from ddpbench.analysis.core import stats, windows
+from ddpbench.analysis.core.jobs import SPEC_COLUMNS, baseline_key, exact_key
 from ddpbench.analysis.core.machine import job_machine_figures, launch_machine
+from ddpbench.analysis.core.thresholds import BASELINE_NOISE_FACTOR, NOISE_THRESHOLD, SCALES_POORLY, SCALES_WELL
+from ddpbench.analysis.core.values import known
+from ddpbench.analysis.summary import budget, exposed, overlap
 from ddpbench.analysis.summary.compiled import COMPILE_FIGURES, compile_cache_figures
 from ddpbench.analysis.summary.cost import add_cost, stored_cost
 from ddpbench.analysis.summary.declared import declared_figures
 from ddpbench.analysis.summary.stragglers import per_rank_compute, stragglers
-from ddpbench.analysis.core.jobs import SPEC_COLUMNS, baseline_key, exact_key
-from ddpbench.analysis.core.values import known
 from ddpbench.experiment.cost import Cost
 from ddpbench.results.schema import TIMED_PHASES
-from ddpbench.analysis.core.thresholds import BASELINE_NOISE_FACTOR, NOISE_THRESHOLD, SCALES_POORLY, SCALES_WELL
 from ddpbench.results.strings import python_strings
 
 

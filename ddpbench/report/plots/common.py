@@ -29,20 +29,25 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from ddpbench.analysis.core import SAMPLES_PER_S
-from ddpbench.analysis.core import pct
-from ddpbench.analysis.core import COMM_ONLY_FIELDS, describe, line_fields, model_columns, ordered
-from ddpbench.analysis.core import NOISE_THRESHOLD
-from ddpbench.report.plots.canvas import (DPI, UNPLACEABLE, figure, margins, save,  # noqa: F401  (the figures' import)
-                                          text_width)
+from ddpbench.analysis.core import (
+    COMM_ONLY_FIELDS,
+    NOISE_THRESHOLD,
+    SAMPLES_PER_S,
+    describe,
+    line_fields,
+    model_columns,
+    ordered,
+    pct,
+)
+from ddpbench.report.plots.canvas import DPI, UNPLACEABLE, figure, margins, save, text_width  # noqa: F401  (the figures' import)
 from ddpbench.report.plots.memo import remembered
 from ddpbench.results.sanitize import without_controls
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.analysis.core import STEP_MS
-from ddpbench.analysis.core import alike_but, describe, line_fields
+from ddpbench.analysis.core import STEP_MS, alike_but, describe, line_fields
 from ddpbench.report.plots.common import COLORS, figure, guarded, legend, mark, ok_rows, save
 
 

@@ -6,10 +6,20 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.core import EXPOSED_COMM_MS, STEP_MS
-from ddpbench.analysis.core import above_zero, describe, line_fields, model_columns, ordered
-from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, figure, flag_handles, groups_of, guarded,
-                                          legend, mark, ok_rows, save)
+from ddpbench.analysis.core import EXPOSED_COMM_MS, STEP_MS, above_zero, describe, line_fields, model_columns, ordered
+from ddpbench.report.plots.common import (
+    COLORS,
+    LINE_STYLES,
+    MARKERS,
+    figure,
+    flag_handles,
+    groups_of,
+    guarded,
+    legend,
+    mark,
+    ok_rows,
+    save,
+)
 from ddpbench.report.plots.memo import remembered
 
 #: the step-time breakdown's segments: (label, summary column or derived name, colour)

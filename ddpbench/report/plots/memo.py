@@ -12,9 +12,9 @@ reused by another.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from collections.abc import Callable, Iterator
 
 _MEMO: ContextVar[dict | None] = ContextVar("remembered", default=None)
 

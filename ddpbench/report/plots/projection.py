@@ -13,8 +13,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.report.plots.common import (COLORS, figure, guarded, margins, nothing_on_log_y, placeable, plain_log_y,
-                                          save)
+from ddpbench.report.plots.common import (
+    COLORS,
+    figure,
+    guarded,
+    margins,
+    nothing_on_log_y,
+    placeable,
+    plain_log_y,
+    save,
+)
 
 STRATEGY_STYLES = {"ddp": ("-", "DDP (ring or tree)"), "master": ("--", "master aggregation")}
 MAX_WORKLOADS = 4

@@ -9,11 +9,27 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.core import EFFICIENCY, SAMPLES_PER_S, SPEEDUP
-from ddpbench.analysis.core import describe, line_fields, model_columns, ordered
-from ddpbench.report.plots.common import (COLORS, LINE_STYLES, MARKERS, color_fields, dodge, draw_interval, figure,
-                                          flag_handles, groups_of, guarded, interval_handle, interval_of, legend, mark,
-                                          ok_rows, plain_log_y, save, world_size_axis)
+from ddpbench.analysis.core import EFFICIENCY, SAMPLES_PER_S, SPEEDUP, describe, line_fields, model_columns, ordered
+from ddpbench.report.plots.common import (
+    COLORS,
+    LINE_STYLES,
+    MARKERS,
+    color_fields,
+    dodge,
+    draw_interval,
+    figure,
+    flag_handles,
+    groups_of,
+    guarded,
+    interval_handle,
+    interval_of,
+    legend,
+    mark,
+    ok_rows,
+    plain_log_y,
+    save,
+    world_size_axis,
+)
 from ddpbench.report.plots.memo import remembered
 
 #: the throughput plot draws a dotted ideal-scaling line per configuration up to this many

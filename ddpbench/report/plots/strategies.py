@@ -17,8 +17,18 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.analysis.core import EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.core import above_zero, describe, line_fields, model_columns, model_name, ordered
+from ddpbench.analysis.core import (
+    EXPOSED_COMM_MS,
+    SAMPLES_PER_S,
+    SPEEDUP,
+    STEP_MS,
+    above_zero,
+    describe,
+    line_fields,
+    model_columns,
+    model_name,
+    ordered,
+)
 from ddpbench.report.plots.common import figure, guarded, legend, ok_rows, save
 from ddpbench.report.plots.jobs import SEGMENTS
 from ddpbench.report.plots.memo import remembered

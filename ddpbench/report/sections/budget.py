@@ -9,9 +9,24 @@ import math
 from markupsafe import Markup
 
 from ddpbench.analysis.core import ordered
-from ddpbench.report.budget import (COMM_NOT_MEASURABLE, DECLARED, NO_BUDGET_COLUMNS, NO_INTERVAL, Line, apart_sentence,
-                                    barrier_sentence, comm_not_measurable, has_budget, has_budget_columns, line_of,
-                                    lines, ms, multi_rank_jobs, number, text)
+from ddpbench.report.budget import (
+    COMM_NOT_MEASURABLE,
+    DECLARED,
+    NO_BUDGET_COLUMNS,
+    NO_INTERVAL,
+    Line,
+    apart_sentence,
+    barrier_sentence,
+    comm_not_measurable,
+    has_budget,
+    has_budget_columns,
+    line_of,
+    lines,
+    ms,
+    multi_rank_jobs,
+    number,
+    text,
+)
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.budget import MAX_PANELS, budget_waterfall, drawn_jobs, flag, job_labels
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-
-from ddpbench.analysis.models import ddp_buckets_vs_allreduce
-from ddpbench.analysis.core import EXPOSED_COMM_MS
-from ddpbench.analysis.core import describe, line_fields
 from markupsafe import Markup
 
+from ddpbench.analysis.core import EXPOSED_COMM_MS, describe, line_fields
+from ddpbench.analysis.models import ddp_buckets_vs_allreduce
 from ddpbench.report.page import ReportContext, Section, html, html_table, num
-from ddpbench.report.sections.overview import reused_note
 from ddpbench.report.plots import collectives as pc
+from ddpbench.report.sections.overview import reused_note
 
 
 def _coll_setting(row, several: bool) -> str:

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import math
 
-from ddpbench.analysis.core import STEP_MS
-from ddpbench.analysis.core import DATA_BOUND_SHARE
-from ddpbench.analysis.core import describe, line_fields, model_name
-from ddpbench.analysis.summary import datasheet_peak
 from markupsafe import Markup
 
+from ddpbench.analysis.core import DATA_BOUND_SHARE, STEP_MS, describe, line_fields, model_name
+from ddpbench.analysis.summary import datasheet_peak
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots import data as data_plots
-from ddpbench.report.sections.gpu import HOW_MEASURED
 from ddpbench.report.plots import scaling as scaling_plots
+from ddpbench.report.sections.gpu import HOW_MEASURED
 from ddpbench.report.sections.scaling import TREND_NOTE, not_drawn, sizes_above_one
 
 

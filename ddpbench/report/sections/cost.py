@@ -4,11 +4,10 @@ why not where none did (docs/cost-and-energy.md)."""
 
 from __future__ import annotations
 
-from ddpbench.analysis.core import COLUMNS, SAMPLES_PER_S, STEP_MS
-from ddpbench.analysis.summary import MILLION
-from ddpbench.analysis.core import describe, line_fields
 from markupsafe import Markup
 
+from ddpbench.analysis.core import COLUMNS, SAMPLES_PER_S, STEP_MS, describe, line_fields
+from ddpbench.analysis.summary import MILLION
 from ddpbench.report.page import ReportContext, Section, html, html_table, num, throughput_format
 from ddpbench.report.plots import scaling as scaling_plots
 from ddpbench.report.sections.gpu import HOW_MEASURED

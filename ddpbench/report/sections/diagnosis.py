@@ -5,10 +5,9 @@ against the measurements included. The findings are the folder object's
 
 from __future__ import annotations
 
-from ddpbench.analysis.core import STEP_MS
-from ddpbench.analysis.core import describe, label_fields
 from markupsafe import Markup
 
+from ddpbench.analysis.core import STEP_MS, describe, label_fields
 from ddpbench.report.page import ReportContext, Section, html, html_table, num
 
 SEVERITY_CLASS = {"bad": "status-failed", "warn": "status-skipped", "info": ""}

@@ -3,11 +3,11 @@ efficiency against their own world-size-1 runs, and what each costs against raw 
 
 from __future__ import annotations
 
+from markupsafe import Markup
+
 from ddpbench.analysis.core import EFFICIENCY, SAMPLES_PER_S, STEP_MS
 from ddpbench.analysis.diagnosis import against_raw_ddp
 from ddpbench.analysis.summary import overhead_table
-from markupsafe import Markup
-
 from ddpbench.report.page import ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.frameworks import overhead_plot
 

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-from ddpbench.analysis.core import SAMPLES_PER_S, STEP_MS
-from ddpbench.analysis.summary import gpu_table
-from ddpbench.analysis.core import describe, line_fields
 from markupsafe import Markup
 
+from ddpbench.analysis.core import SAMPLES_PER_S, STEP_MS, describe, line_fields
+from ddpbench.analysis.summary import gpu_table
 from ddpbench.report.page import ReportContext, Section, html, html_table, num, throughput_format, with_interval
 from ddpbench.results.schema import TIMED_PHASES
 

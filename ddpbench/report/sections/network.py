@@ -5,12 +5,10 @@ the same link) and elastic fault recovery."""
 from __future__ import annotations
 
 import pandas as pd
-
-from ddpbench.analysis.core import EXPOSED_COMM_MS, SAMPLES_PER_S
-from ddpbench.analysis.core import caps_text
-from ddpbench.analysis.models import recovery_runs, shaped_jobs
 from markupsafe import Markup
 
+from ddpbench.analysis.core import EXPOSED_COMM_MS, SAMPLES_PER_S, caps_text
+from ddpbench.analysis.models import recovery_runs, shaped_jobs
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.network import network_plot
 

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import math
 
-from ddpbench.analysis.core import SAMPLES_PER_S
-from ddpbench.analysis.core import pct
-from ddpbench.analysis.core import describe, line_fields, ordered
-from ddpbench.analysis.core import CONTENDED_CORES, NOISE_THRESHOLD
 from markupsafe import Markup
 
+from ddpbench.analysis.core import CONTENDED_CORES, NOISE_THRESHOLD, SAMPLES_PER_S, describe, line_fields, ordered, pct
 from ddpbench.report.page import ReportContext, Section, has_interval, html, html_table, num
 
 

@@ -6,15 +6,36 @@ import json
 import math
 import shlex
 
-from ddpbench.analysis.core import COLUMNS, EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
-from ddpbench.analysis.core import pct
-from ddpbench.analysis.core import describe, line_fields, model_name, ordered
-from ddpbench.analysis.core import NOISE_THRESHOLD, STRAGGLER_THRESHOLD
 from markupsafe import Markup, escape
 
+from ddpbench.analysis.core import (
+    COLUMNS,
+    EFFICIENCY,
+    EXPOSED_COMM_MS,
+    NOISE_THRESHOLD,
+    SAMPLES_PER_S,
+    SPEEDUP,
+    STEP_MS,
+    STRAGGLER_THRESHOLD,
+    describe,
+    line_fields,
+    model_name,
+    ordered,
+    pct,
+)
 from ddpbench.report.budget import exposed_of
-from ddpbench.report.page import (DASH, ReportContext, Section, any_interval, flags_html, has_memory, html, html_table,
-                                  num, throughput_format)
+from ddpbench.report.page import (
+    DASH,
+    ReportContext,
+    Section,
+    any_interval,
+    flags_html,
+    has_memory,
+    html,
+    html_table,
+    num,
+    throughput_format,
+)
 from ddpbench.report.tables import Col, build, definitions, figure, html_cell, shown
 from ddpbench.results.schema import STATUSES
 

@@ -6,12 +6,10 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-
-from ddpbench.analysis.core import EFFICIENCY
-from ddpbench.analysis.core import describe, label_fields, ordered
-from ddpbench.analysis.diagnosis import has_settings, ratio_text, scaling_sentences, setting_name, settings_table
 from markupsafe import Markup
 
+from ddpbench.analysis.core import EFFICIENCY, describe, label_fields, ordered
+from ddpbench.analysis.diagnosis import has_settings, ratio_text, scaling_sentences, setting_name, settings_table
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 
 

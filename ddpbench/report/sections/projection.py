@@ -6,13 +6,10 @@ for this section and the diagnosis); this section only draws it."""
 from __future__ import annotations
 
 import pandas as pd
-
-from ddpbench.analysis.models import single_rank_only
 from markupsafe import Markup
 
 from ddpbench.analysis.core import EFFICIENCY
-from ddpbench.analysis.models import Model
-from ddpbench.analysis.models import BAND
+from ddpbench.analysis.models import BAND, Model, single_rank_only
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.projection import projection_plot
 

@@ -3,13 +3,35 @@ against world size; where each step's time goes; step time against DDP's bucket 
 
 from __future__ import annotations
 
-from ddpbench.analysis.core import EFFICIENCY, SAMPLES_PER_S, STEP_MS
-from ddpbench.analysis.core import (bucket_settings, caps_text, describe, line_fields, model_name, ordered,
-                                   strategies_vary)
 from markupsafe import Markup
 
-from ddpbench.report.page import (DASH, OWN_MEMORY_NOTE, ReportContext, Section, figure_section, flags_html,
-                                  has_interval, has_memory, html, html_table, interval_note, num, skipped_note)
+from ddpbench.analysis.core import (
+    EFFICIENCY,
+    SAMPLES_PER_S,
+    STEP_MS,
+    bucket_settings,
+    caps_text,
+    describe,
+    line_fields,
+    model_name,
+    ordered,
+    strategies_vary,
+)
+from ddpbench.report.page import (
+    DASH,
+    OWN_MEMORY_NOTE,
+    ReportContext,
+    Section,
+    figure_section,
+    flags_html,
+    has_interval,
+    has_memory,
+    html,
+    html_table,
+    interval_note,
+    num,
+    skipped_note,
+)
 from ddpbench.report.plots import jobs as job_plots
 from ddpbench.report.plots import scaling as scaling_plots
 from ddpbench.report.plots.common import MEMORY_AXES, memory_column, ok_rows

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import math
 
-from ddpbench.analysis.core import EXPOSED_COMM_MS
-from ddpbench.analysis.core import ordered, strategies_vary
 from markupsafe import Markup
 
+from ddpbench.analysis.core import EXPOSED_COMM_MS, ordered, strategies_vary
 from ddpbench.report.budget import exposed_of
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num, skipped_note
 from ddpbench.report.plots import strategies as ps

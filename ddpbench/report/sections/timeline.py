@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
+from ddpbench.analysis.core import EXPOSED_COMM_MS, STEP_MS, describe, label_fields, ordered
 from ddpbench.analysis.summary import exposed_sentence, step_overlap, trace_events, typical_step
-from ddpbench.analysis.core import EXPOSED_COMM_MS, STEP_MS
-from ddpbench.analysis.core import describe, label_fields, ordered
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, local_href, num
 from ddpbench.report.plots.timeline import step_timeline
 

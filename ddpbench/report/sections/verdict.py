@@ -6,10 +6,9 @@ collapsed details element, before the diagnosis they come from. Where no job ran
 
 from __future__ import annotations
 
-from ddpbench.report.page import ReportContext, Section, html
-
 #: the answer table's column headings (the console's too: :func:`ddpbench.cli.tables.print_verdict`)
 from ddpbench.analysis.diagnosis import ANSWER_COLUMNS
+from ddpbench.report.page import ReportContext, Section, html
 
 SENTENCES = '<ul class="diagnosis">{% for label, text in lines %}<li><strong>{{ label }}</strong>: {{ text }}</li>' \
             "{% endfor %}</ul>"

@@ -3,20 +3,19 @@ world-size-1 baseline is a finding, never a scaling verdict."""
 
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
-
-from ddpbench.analysis.diagnosis import causes, estimates, evidence
-
-from ddpbench.analysis.models import layouts
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ddpbench.analysis.core import speedup, stats
-from ddpbench.analysis.models.costmodel import Link
+from ddpbench.analysis.diagnosis import causes, estimates, evidence
 from ddpbench.analysis.diagnosis.finders import diagnose
+from ddpbench.analysis.models import layouts
+from ddpbench.analysis.models.costmodel import Link
 from ddpbench.analysis.summary.table import baseline_problem
 from ddpbench.strategies.ddp import predicted_buckets
 from ddpbench.testing import ROOT
-from ddpbench.testing.tables import diagnosis_row as _row
 from ddpbench.testing.fuzzing import examples
+from ddpbench.testing.tables import diagnosis_row as _row
 
 SIZES = tuple([64 * 1024] * 100)  # 100 tensors of 64 KB: one bucket each at 0.001 MB, one at 25 MB
 LINK = Link("measured", alpha_us=150.0, beta_us_per_byte=1e-3, source="collectives")

@@ -16,13 +16,13 @@ import pandas as pd
 import pytest
 
 import ddpbench
+from ddpbench.analysis import folder as folder_module
 from ddpbench.analysis.diagnosis import claims as claims_module
 from ddpbench.analysis.diagnosis import finders as diagnosis_module
-from ddpbench.analysis import folder as folder_module
+from ddpbench.analysis.diagnosis import verdict as verdict_module
 from ddpbench.analysis.models import model as model_module
 from ddpbench.analysis.models import network as network_module
 from ddpbench.analysis.summary import table as summary_module
-from ddpbench.analysis.diagnosis import verdict as verdict_module
 from ddpbench.results import tables as tables_module
 from ddpbench.testing import ROOT
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from ddpbench.errors import InputError
 from ddpbench.results.folder import CONTROL, MARKER, WRITE_PROBE
-from ddpbench.results.history import file_results, store_claim, fingerprint, machine_id
+from ddpbench.results.history import file_results, fingerprint, machine_id, store_claim
 from ddpbench.results.writing import COMPARE, Claim, holding
 from ddpbench.testing import run_main
 from ddpbench.testing.cli import snapshot

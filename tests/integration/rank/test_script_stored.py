@@ -14,7 +14,6 @@ from ddpbench.testing import run_main
 from ddpbench.testing.records import ResultsFolder, rank_entry, training_result
 from ddpbench.testing.records import row as step_row
 
-
 # ---------------------------------------------------------------------------------------------
 # the script's name as the model label: never "mlp-s", never pooled with an mlp-s job
 # ---------------------------------------------------------------------------------------------
@@ -96,8 +95,8 @@ def test_whatif_from_the_folder_names_the_script(mixed_folder):
 
 
 def test_compare_and_the_job_labels_name_the_script(mixed_folder):
-    from ddpbench.analysis.history import compare
     from ddpbench.analysis.core.jobs import describe, label_fields, own_label, same_model
+    from ddpbench.analysis.history import compare
 
     measured = _measured(mixed_folder)
     summary, steps = measured.summary, measured.steps
@@ -142,9 +141,8 @@ def test_jobs_matched_by_model_are_the_scripts_own(mixed_folder):
     (which are faster, smaller and stored first)."""
     import math
 
-    from ddpbench.analysis.summary import gpu
-
     from ddpbench.analysis.models import layouts, network
+    from ddpbench.analysis.summary import gpu
 
     summary = _measured(mixed_folder).summary
     scripts = summary[summary["script"] != ""]

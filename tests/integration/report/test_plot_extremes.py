@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 
 from ddpbench.analysis.history import compare
 from ddpbench.analysis.history.changes import trend_changes
-from ddpbench.analysis.history.trend import trend_table
 from ddpbench.analysis.history.gates import parse_gate
+from ddpbench.analysis.history.trend import trend_table
 from ddpbench.experiment.collectives import CollectiveSpec
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.report import plots, sections
@@ -38,10 +38,10 @@ from ddpbench.report.page import ReportContext, Section, html
 from ddpbench.report.plots import common
 from ddpbench.report.plots.common import figure, guarded, leaving_out, save
 from ddpbench.report.trend_page import families
+from ddpbench.testing.fuzzing import examples
 from ddpbench.testing.histories import synthetic_history
 from ddpbench.testing.pages import assert_inert_page, assert_one_line_or_ok, run_reader
 from ddpbench.testing.records import PNG_MAGIC, ok, write_results
-from ddpbench.testing.fuzzing import examples
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "reports" / "examples"
 #: committed examples whose pages call every figure function between them

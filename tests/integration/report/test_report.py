@@ -11,8 +11,7 @@ from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.report.build import write_report
 from ddpbench.report.page import Section, html
 from ddpbench.testing.pages import PNGS, SECTION_TITLES, assert_png
-from ddpbench.testing.records import failed, job, ok, result_for, write_results
-from ddpbench.testing.records import ResultsFolder
+from ddpbench.testing.records import ResultsFolder, failed, job, ok, result_for, write_results
 
 
 def render(tmp_path: Path, jobs: list[tuple], **kwargs) -> tuple[Path, str]:

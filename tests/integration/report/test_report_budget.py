@@ -48,8 +48,8 @@ def test_more_jobs_than_panels_are_named_in_a_note(tmp_path):
 
 
 def test_an_old_folder_renders_without_a_crash(tmp_path):
-    from ddpbench.report.build import load_context, write_context
     from ddpbench.report.budget import has_budget_columns
+    from ddpbench.report.build import load_context, write_context
 
     folder = tmp_path / "quick"
     folder.mkdir()

@@ -13,8 +13,7 @@ from ddpbench.report.build import write_report
 from ddpbench.report.plots.collectives import size_label
 from ddpbench.results.tables import load_collectives
 from ddpbench.testing.pages import section_of
-from ddpbench.testing.records import PNG_MAGIC, job, time_us, write_collectives, write_results
-from ddpbench.testing.records import ResultsFolder
+from ddpbench.testing.records import PNG_MAGIC, ResultsFolder, job, time_us, write_collectives, write_results
 from ddpbench.testing.records import collective_spec as spec
 
 SCRIPT = "<script>alert(1)</script>"

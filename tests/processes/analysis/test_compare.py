@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ddpbench.analysis.history import compare
-
 from ddpbench.analysis.core import power
+from ddpbench.analysis.history import compare
 from ddpbench.errors import InputError
 from ddpbench.results.store import ResultStore
 from ddpbench.testing import ROOT, TINY_DEFAULTS, run_cli, run_main, write_experiment
@@ -25,9 +24,8 @@ from ddpbench.testing.comparing import ENV, MEDIAN_5
 from ddpbench.testing.comparing import job_spec as _spec
 from ddpbench.testing.comparing import read_csv as _csv
 from ddpbench.testing.comparing import step_times as _launches
-from ddpbench.testing.records import ResultsFolder, rank_entry
+from ddpbench.testing.records import ResultsFolder, rank_entry, training_result
 from ddpbench.testing.records import row as step_row
-from ddpbench.testing.records import training_result
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 EXAMPLE = ROOT / "reports" / "examples" / "world-sizes-cpu"  # 6 jobs, 3 launches of 30 steps each

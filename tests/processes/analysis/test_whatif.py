@@ -1,4 +1,5 @@
 from ddpbench.testing import cli_command
+
 """The what-if model's mechanics: each all-reduce algorithm's cost, the choice between them, the
 backward pass releasing buckets onto one link, and the questions it answers."""
 

@@ -8,7 +8,6 @@ import textwrap
 
 from ddpbench.testing import ROOT
 
-
 SCRIPT = textwrap.dedent("""
     import atexit, gc, sys, time
     # registered first, so it runs last (atexit is last in, first out): what the exit is left with

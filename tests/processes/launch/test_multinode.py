@@ -15,8 +15,15 @@ from ddpbench.experiment.links import rate_bits
 from ddpbench.launch.emulate import EmulatedNetwork, emulation_problem, netem_problem, remove_stale
 from ddpbench.report.build import write_report
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import (TINY_DEFAULTS, as_from_a_terminal, cli_command, rank_processes, run_cli, run_main,
-                              write_experiment)
+from ddpbench.testing import (
+    TINY_DEFAULTS,
+    as_from_a_terminal,
+    cli_command,
+    rank_processes,
+    run_cli,
+    run_main,
+    write_experiment,
+)
 from ddpbench.testing.sweeps import tables_shape
 
 needs_namespaces = pytest.mark.skipif(emulation_problem() is not None, reason=str(emulation_problem()))

@@ -15,8 +15,18 @@ from pathlib import Path
 import pytest
 
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import (MARK, ROOT, TINY_DEFAULTS, as_from_a_terminal, cli_command, marked, run_cli, run_main,
-                              wait_for, write_experiment)
+from ddpbench.testing import (
+    MARK,
+    ROOT,
+    TINY_DEFAULTS,
+    as_from_a_terminal,
+    cli_command,
+    marked,
+    run_cli,
+    run_main,
+    wait_for,
+    write_experiment,
+)
 from ddpbench.testing.experiments import STUCK
 from ddpbench.testing.planted_faults import FAULTS
 from ddpbench.testing.survivors import described, kill_and_wait_gone

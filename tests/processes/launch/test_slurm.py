@@ -18,9 +18,7 @@ from ddpbench.launch.slurm import SlurmLauncher, array_script, batch_script
 from ddpbench.results.tables import load_tables
 from ddpbench.sweep.plan import work_dir
 from ddpbench.testing import ROOT, TINY, TINY_DEFAULTS, rank_processes, run_cli, run_main, write_experiment
-from ddpbench.testing.sweeps import check_traced_folder
-from ddpbench.testing.sweeps import assert_stores_what_spawn_stores
-from ddpbench.testing.sweeps import faulty_sweep
+from ddpbench.testing.sweeps import assert_stores_what_spawn_stores, check_traced_folder, faulty_sweep
 
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"
 TWO_JOBS = TINY.replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [25]")

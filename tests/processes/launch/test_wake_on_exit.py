@@ -14,7 +14,6 @@ from ddpbench.launch import processes
 from ddpbench.launch.forked import ForkedRank
 from ddpbench.launch.processes import end_processes, wait_for_all
 
-
 #: how late the wait may return after the last exit: scheduling on a loaded 2-core machine, not a timer
 PROMPT_S = 0.5
 

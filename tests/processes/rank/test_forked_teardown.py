@@ -18,7 +18,6 @@ from ddpbench.launch import forked
 from ddpbench.launch.spawn import SpawnLauncher
 from ddpbench.rank.forked import run_rank
 
-
 #: the default sweep's job (experiments/quick.toml), a few steps shorter
 SPEC = dict(world_size=2, model="transformer", model_size="s", batch_size=4, threads_per_rank=1, warmup_steps=3,
             steps=10, device="cpu", backend="gloo")
@@ -28,9 +27,9 @@ def watched_rank(argv, env, log_path):
     """A forked child running the real rank (``run_rank``), watched: collections that start inside a
     timed step, and the teardown's collection with what it frees; written to ``teardown.rank<R>.json``
     in the launch's work folder."""
-    from ddpbench.rank import train
-
     import torch.distributed as dist
+
+    from ddpbench.rank import train
 
     out = Path(argv[argv.index("--out") + 1])
     # the rank's meters' module came with the fork (the server preloads it), not imported by each rank

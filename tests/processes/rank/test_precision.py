@@ -8,7 +8,6 @@ from ddpbench.rank.equivalence import EXACT_TOLERANCE
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import TINY_DEFAULTS, run_main, write_experiment
 
-
 # -- real jobs -----------------------------------------------------------------------------------
 
 def test_compiled_fp32_matches_single_process_training_and_bf16_is_within_its_tolerance(tmp_path):

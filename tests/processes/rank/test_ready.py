@@ -12,6 +12,7 @@ from ddpbench.experiment.spec import JobSpec
 from ddpbench.results.schema import TIMED_PHASES, launch_record, step_rows
 from ddpbench.results.store import ResultStore
 from ddpbench.results.tables import load_tables
+
 USABLE = sorted(os.sched_getaffinity(0))
 #: what the timer's own marks may add between the last gradient and the backward's end mark, in ms
 EPSILON_MS = 0.05

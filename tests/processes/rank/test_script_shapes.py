@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import strategies as st
 
-from ddpbench.testing import (MARK, ROOT, cli_command, marked, rank_processes, run_main, script_experiment,
-                              wait_for)
+from ddpbench.testing import MARK, ROOT, cli_command, marked, rank_processes, run_main, script_experiment, wait_for
 from ddpbench.testing.survivors import kill_and_wait_gone
 
 # ---------------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ import pytest
 
 from ddpbench.testing import ROOT, rank_processes, run_main, script_experiment
 
-
 # ---------------------------------------------------------------------------------------------
 # small scripts through the sweep
 # ---------------------------------------------------------------------------------------------

@@ -17,7 +17,6 @@ from ddpbench.results.tables import load
 from ddpbench.testing import run_main, write_experiment
 from ddpbench.testing.sweeps import TRACED, check_traced_folder
 
-
 # -- real traces -----------------------------------------------------------------------------
 
 

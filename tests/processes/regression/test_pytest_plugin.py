@@ -10,7 +10,6 @@ from ddpbench.results.history import entries, fingerprint, machine_id
 from ddpbench.sweep.environment import collect_env
 from ddpbench.testing import run_main
 
-
 USER_SUITE = '''
 import os
 

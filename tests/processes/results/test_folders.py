@@ -9,7 +9,6 @@ import time
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import ROOT, TINY, cli_command, rank_processes, write_experiment
 
-
 # ---------------------------------------------------------------------------------------------
 # two real sweeps into one folder
 # ---------------------------------------------------------------------------------------------

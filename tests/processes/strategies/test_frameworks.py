@@ -14,7 +14,6 @@ from ddpbench.analysis.summary.table import summarize
 from ddpbench.results.tables import load
 from ddpbench.testing import TINY_DEFAULTS, run_cli, run_main, write_experiment
 
-
 #: builds each preset and its Keras twin in a process of its own: TensorFlow is never imported into
 #: the test process (its logging keeps pytest's captured stderr, and later tests lose theirs)
 TWINS = """

@@ -12,8 +12,16 @@ import pytest
 import ddpbench
 from ddpbench.results.schema import SCHEMA_VERSION
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import (ROOT, TINY, as_from_a_terminal, cli_command, rank_processes, run_cli, run_main,
-                              write_experiment)
+from ddpbench.testing import (
+    ROOT,
+    TINY,
+    as_from_a_terminal,
+    cli_command,
+    rank_processes,
+    run_cli,
+    run_main,
+    write_experiment,
+)
 from ddpbench.testing.sweeps import assert_stores_what_spawn_stores, tables_shape
 from ddpbench.testing.sweeps import wait_for_runs as _wait_for_runs
 

@@ -32,12 +32,11 @@ def test_the_own_workloads_caps_give_three_bucket_layouts(monkeypatch):
 def test_the_own_workload_experiment_runs_end_to_end(tmp_path):
     """The page's sweep from the repository's root, as a user runs it: every job ok, the report
     written. (Its --dry-run's bucket check and its `run` line are checked in-process above.)"""
+    import tomli_w
     import tomllib
 
-    import tomli_w
-
-    from ddpbench.testing import rank_processes, run_main
     from ddpbench.results.tables import load_tables
+    from ddpbench.testing import rank_processes, run_main
 
     # the same experiment, its steps cut down (the page's run takes 12 launches of 20 steps)
     experiment = tomllib.loads(OWN.read_text(encoding="utf-8"))

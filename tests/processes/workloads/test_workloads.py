@@ -15,7 +15,18 @@ import pytest
 import ddpbench
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import rank_processes, run_cli, write_experiment
-from ddpbench.testing.workloads import (DROPOUT, DROPOUT_REASON, FLOPS_DIM16_BATCH8, MAKE, PARAMS_DEFAULT, PARAMS_DIM16, TENSORS, child_env, experiment_text, job)
+from ddpbench.testing.workloads import (
+    DROPOUT,
+    DROPOUT_REASON,
+    FLOPS_DIM16_BATCH8,
+    MAKE,
+    PARAMS_DEFAULT,
+    PARAMS_DIM16,
+    TENSORS,
+    child_env,
+    experiment_text,
+    job,
+)
 
 
 def run_records(out) -> list[dict]:

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.history import CANNOT_TELL, FASTER, SLOWER
 from ddpbench.analysis.core.speedup import as_fast
+from ddpbench.analysis.history import CANNOT_TELL, FASTER, SLOWER
 from ddpbench.analysis.history.ab import SAME_WITHIN, ab_calls, jobs_of, judge_job, judge_sides, match_jobs
 from ddpbench.testing.comparing import job_spec
 

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from ddpbench.analysis.diagnosis import causes, estimates, wording
-from ddpbench.analysis.models.costmodel import Link
 from ddpbench.analysis.diagnosis.finders import diagnose, top_cause
 from ddpbench.analysis.diagnosis.findings import blames
+from ddpbench.analysis.models.costmodel import Link
 from ddpbench.strategies.ddp import predicted_buckets
 from ddpbench.testing import ROOT
 from ddpbench.testing.tables import diagnosis_row as _row

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.history.newest import FASTER, NO_CHANGE, SLOWER, CANNOT_TEST, VANISHED, newest_changes
+from ddpbench.analysis.history.newest import CANNOT_TEST, FASTER, NO_CHANGE, SLOWER, VANISHED, newest_changes
 
 
 def _table(levels: list[float], launches: int = 3, spread: float = 0.01, seed: int = 0, key: str = "k",

@@ -4,9 +4,9 @@ report section; on made-up results written as a sweep writes them."""
 
 import pytest
 
-from ddpbench.analysis.models import costmodel
 from ddpbench.analysis.diagnosis.finders import diagnose
 from ddpbench.analysis.diagnosis.precision import scaling_sentences, settings_table
+from ddpbench.analysis.models import costmodel
 from ddpbench.analysis.summary.table import summarize
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.report.page import ReportContext

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import math
+from pathlib import Path
 
 import pandas as pd
 
-import ast
-import importlib
-from pathlib import Path
-
 from ddpbench.analysis.core import thresholds
-from ddpbench.analysis.diagnosis import bucket_findings, causes, estimates, finders as diagnosis, verdict
-
+from ddpbench.analysis.core.columns import COLUMNS
+from ddpbench.analysis.diagnosis import bucket_findings, causes, estimates, verdict
+from ddpbench.analysis.diagnosis import finders as diagnosis
 from ddpbench.analysis.history import gates
 from ddpbench.analysis.summary import table as summary
-from ddpbench.analysis.core.columns import COLUMNS
 from ddpbench.experiment.spec import FIELDS
 from ddpbench.report import page
 from ddpbench.report.plots import common, scaling

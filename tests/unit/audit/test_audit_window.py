@@ -8,9 +8,9 @@ import warnings
 import pytest
 
 import ddpbench
-from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.analysis.summary import summarize
 from ddpbench.audit import derive
+from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.testing.records import job, ok, write_results
 
 

@@ -7,7 +7,6 @@ from ddpbench.experiment.spec import JobSpec
 from ddpbench.launch.emulate import shaping
 from ddpbench.launch.torchrun import Agent, torchrun_command
 
-
 # -- what the launchers run (no processes) ---------------------------------------------------
 
 def test_each_node_s_torchrun_meets_the_others_at_node_0():

@@ -9,6 +9,7 @@ from ddpbench.launch.base import Launch
 from ddpbench.launch.slurm import array_script, task_exits
 from ddpbench.sweep.plan import work_dir
 from ddpbench.testing import TINY, write_experiment
+
 TWO_JOBS = TINY.replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [25]")
 
 

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddpbench.testing.fuzzing import examples
 from ddpbench.testing import ROOT
+from ddpbench.testing.fuzzing import examples
 from ddpbench.testing.scheduling import BESIDE_UNITS, ONE_AT_A_TIME, UnitsThenAlone, runs_alone, runs_one_at_a_time
 
 COLLECTION = [

@@ -13,8 +13,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddpbench.rank import energy
-from ddpbench.rank.energy import (MIN_UPDATES, NVML_PERIOD_S, EnergyWindow, Meter, NoCounter, Zone, meter_for,
-                                  nvml_meter, rapl_meter)
+from ddpbench.rank.energy import (
+    MIN_UPDATES,
+    NVML_PERIOD_S,
+    EnergyWindow,
+    Meter,
+    NoCounter,
+    Zone,
+    meter_for,
+    nvml_meter,
+    rapl_meter,
+)
 from ddpbench.testing.fuzzing import examples
 
 

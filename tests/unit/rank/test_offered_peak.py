@@ -3,8 +3,8 @@ its own thread count, and labels it so; the job file carries what was handed."""
 
 import json
 
-from ddpbench.launch.handback import prepare_launch
 from ddpbench.experiment.spec import JobSpec
+from ddpbench.launch.handback import prepare_launch
 from ddpbench.rank.flops import offered_peak
 from ddpbench.rank.protocol import GIVEN_FILE, Job
 

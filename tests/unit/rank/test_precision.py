@@ -18,7 +18,6 @@ from ddpbench.rank.equivalence import EXACT_TOLERANCE, tolerance
 from ddpbench.rank.precision import CompileWatch, Precision, use_compile_cache
 from ddpbench.strategies.base import compile_skip_reason
 
-
 # -- the fields ----------------------------------------------------------------------------------
 
 def test_defaults_keep_every_stored_key():

@@ -12,8 +12,22 @@ import os
 import pytest
 
 from ddpbench.rank import record
-from ddpbench.rank.record import (METERS, OWN, OWN_FIGURES, Affinity, Energy, GpuMemory, HostMemory, Meter, Meters,
-                                  Side, Strategy, Switches, declared, rank_record)
+from ddpbench.rank.record import (
+    METERS,
+    OWN,
+    OWN_FIGURES,
+    Affinity,
+    Energy,
+    GpuMemory,
+    HostMemory,
+    Meter,
+    Meters,
+    Side,
+    Strategy,
+    Switches,
+    declared,
+    rank_record,
+)
 from ddpbench.results import figures
 from ddpbench.testing import ROOT
 

@@ -7,9 +7,9 @@ is benchmarks/script_corpus.py's question, not a test's.
 """
 
 import json
-import tomllib
 
 import pytest
+import tomllib
 
 from ddpbench.testing.scripts import load_benchmark
 

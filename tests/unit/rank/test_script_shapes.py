@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddpbench.experiment.spec import JobSpec
-from ddpbench.rank.instrument import BadScript
 from ddpbench.rank.script import script_argv, torchrun_env
 from ddpbench.rank.shapes import WORLD_SIZE_ARG, Shapes, link_start_dir, substitute_args, visible_devices
+from ddpbench.rank.steps import BadScript
 from ddpbench.testing.fuzzing import examples
 
 # ---------------------------------------------------------------------------------------------
@@ -186,7 +186,6 @@ def test_a_rendezvous_of_the_script_s_own_is_made_on_ddpbench_s(rendezvous, shap
 def test_init_destroy_init_and_the_end_s_gather_runs_on_the_newest_group(rendezvous, monkeypatch, host):
     import socket
 
-    import torch.distributed as dist
 
     if host == "rank0":  # as under srun: no agent's store, rank 0 hosts one at MASTER_PORT
         monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE")

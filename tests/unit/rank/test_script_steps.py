@@ -49,7 +49,7 @@ def test_accumulation_by_the_flag_is_steered(group_of_one):
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.instrument import StopScript
+    from ddpbench.rank.steps import StopScript
 
     instrument = _instrumented()
     counts: list = []
@@ -84,7 +84,7 @@ def test_a_script_that_escapes_the_steering_is_caught(group_of_one):
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.instrument import StopScript
+    from ddpbench.rank.steps import StopScript
 
     instrument = _instrumented()
     try:
@@ -107,7 +107,7 @@ def test_the_measured_steps_carry_only_the_step_boundary(group_of_one):
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.instrument import StopScript
+    from ddpbench.rank.steps import StopScript
 
     instrument = _instrumented(steps=3)
     hooks_in_measured: list[int] = []
@@ -172,7 +172,7 @@ def test_zero_and_nested_optimizers_count_one_step(group_of_one):
     from torch.distributed.optim import ZeroRedundancyOptimizer
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.instrument import StopScript
+    from ddpbench.rank.steps import StopScript
 
     instrument = _instrumented()
     try:
@@ -195,7 +195,7 @@ def test_two_optimizers_over_their_own_parameters_are_one_step(group_of_one):
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.instrument import StopScript
+    from ddpbench.rank.steps import StopScript
 
     instrument = _instrumented()
     try:
@@ -222,7 +222,7 @@ def test_two_optimizers_over_the_same_parameters_are_refused(group_of_one):
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.instrument import BadScript
+    from ddpbench.rank.steps import BadScript
 
     instrument = _instrumented()
     try:
@@ -263,11 +263,10 @@ def _script_launches(folder, name: str, allreduced: int, repeats: int = 2):
 
 
 def test_the_summary_takes_a_scripts_phases_from_its_phase_steps_and_withholds_what_measured_nothing(tmp_path):
-    from ddpbench.testing.records import ResultsFolder
-
     from ddpbench.analysis.summary.table import summarize
     from ddpbench.audit.figures import derive
     from ddpbench.results.tables import load
+    from ddpbench.testing.records import ResultsFolder
 
     folder = ResultsFolder(tmp_path)
     _script_launches(folder, "steered.py", allreduced=0)

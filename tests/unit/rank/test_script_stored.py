@@ -4,12 +4,11 @@ grouped: tests/integration/rank/test_script_stored.py."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.rank.ddp_settings import ddp_settings
-from ddpbench.rank.instrument import BadScript
+from ddpbench.rank.steps import BadScript
 
 ACCEPTS = ("bucket_cap_mb", "bucket_cap_mb_list", "gradient_as_bucket_view", "static_graph", "find_unused_parameters")
 

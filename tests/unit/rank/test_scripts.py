@@ -11,7 +11,6 @@ from ddpbench.experiment.spec import JobSpec, check_script_args, script_label
 from ddpbench.rank.script import script_argv
 from ddpbench.testing import write_experiment
 
-
 # ---------------------------------------------------------------------------------------------
 # fields and loading (no process started)
 # ---------------------------------------------------------------------------------------------
@@ -100,7 +99,7 @@ def test_the_hooks_time_each_phase_and_stop_at_a_step_boundary(group_of_one):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.instrument import StopScript
+    from ddpbench.rank.steps import StopScript
 
     instrument = _instrumented(bucket_cap_mb=0.5)
     try:

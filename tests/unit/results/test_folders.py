@@ -20,8 +20,8 @@ from ddpbench.results.folder import (
     WRITE_PROBE,
     foreign_entries,
 )
-from ddpbench.results.writing import claimed
 from ddpbench.results.store import ResultStore
+from ddpbench.results.writing import claimed
 from ddpbench.sweep.runner import run_sweep
 from ddpbench.testing import TINY, write_experiment
 from ddpbench.testing.fuzzing import examples

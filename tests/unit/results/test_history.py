@@ -12,11 +12,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ddpbench.results import history
-from ddpbench.results.history import (HistoryError, entries, file_benchmark, file_results, fingerprint, machine_id,
-                                      read_benchmark)
+from ddpbench.results.history import (
+    HistoryError,
+    entries,
+    file_benchmark,
+    file_results,
+    fingerprint,
+    machine_id,
+    read_benchmark,
+)
 from ddpbench.testing.benchmark_runs import write_benchmark_json
-from ddpbench.testing.records import ENV, ResultsFolder
 from ddpbench.testing.fuzzing import examples
+from ddpbench.testing.records import ENV, ResultsFolder
 
 
 def _results(path, env=ENV, sweeps=1):

@@ -10,9 +10,9 @@ import os
 import pytest
 
 from ddpbench.cli.ab import outcome_lines
+from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.sweep.ab import LOG_FILE, Outcome, Side, SidePlan, judged, launch_line, write_log
 from ddpbench.testing.records import ResultsFolder, job, result_for
-from ddpbench.experiment.spec import spec_from_dict
 
 
 def refuse(constant: str):

@@ -8,7 +8,6 @@ import random
 import pytest
 
 from ddpbench.analysis.core import power, speedup
-
 from ddpbench.analysis.history import race
 from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.machine import Machine

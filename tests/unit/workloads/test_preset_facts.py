@@ -7,8 +7,15 @@ import torch
 
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.workloads import catalog
-from ddpbench.workloads.models import (CNN_PRESETS, MLP_PRESETS, TRANSFORMER_PRESETS, build_model, count_params,
-                                       count_tensors, grad_bytes)
+from ddpbench.workloads.models import (
+    CNN_PRESETS,
+    MLP_PRESETS,
+    TRANSFORMER_PRESETS,
+    build_model,
+    count_params,
+    count_tensors,
+    grad_bytes,
+)
 
 SIZES = [("mlp", size) for size in MLP_PRESETS] + [("cnn", size) for size in CNN_PRESETS] + [
     ("transformer", size) for size in TRANSFORMER_PRESETS]

@@ -18,7 +18,6 @@ from ddpbench.testing.workloads import DATA, DROPOUT, DROPOUT_REASON, MAKE, PARA
 from ddpbench.workloads.build import WorkloadError, build_workload, check_batch
 from ddpbench.workloads.registry import check_model_args, model_label
 
-
 # ---------------------------------------------------------------------------------------------
 # fast: model_args, labels, building a factory in this process, its errors
 # ---------------------------------------------------------------------------------------------
