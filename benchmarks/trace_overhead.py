@@ -20,9 +20,11 @@ import tempfile
 import time
 
 from ddpbench.rank.timing import StepTimer
+from ddpbench.results.schema import TIMED_PHASES
 from ddpbench.testing import cli_command
 
-PHASES = ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms", "comm_ms")
+#: the marks a step makes: every timed phase, then comm_ms once more
+PHASES = (*TIMED_PHASES, "comm_ms")
 
 
 def per_step_us(step, steps: int = 20000, rounds: int = 7) -> float:

@@ -13,11 +13,12 @@ import numpy as np
 from ddpbench.audit.budget import LINES, RESIDUAL, STRAGGLER
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
 
+#: the timed phases of a step, in its order: the checker's own list (the analysis declares them in
+#: ddpbench.results.phases; tests/unit/audit/test_audit_budget.py holds the two equal)
+PHASES = ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms")
 MS = ("step_ms", "step_ms_pooled", "nosync_backward_ms", "backward_compute_ms", "median_ms", "iqr_ms", "nosync_ms",
-      "exposed_ms", "data_ms", "forward_ms",
-      "backward_ms", "comm_ms", "optimizer_ms", "compute_ms", "straggler_ms", "ddp_comm_ms", "step_low", "step_high")
-PCT = ("exposed_pct", "data_pct", "forward_pct", "backward_pct", "comm_pct", "optimizer_pct", "noise_pct",
-       "straggler_pct")
+      "exposed_ms", *PHASES, "compute_ms", "straggler_ms", "ddp_comm_ms", "step_low", "step_high")
+PCT = ("exposed_pct", *(phase.removesuffix("_ms") + "_pct" for phase in PHASES), "noise_pct", "straggler_pct")
 
 
 @dataclass(frozen=True)

@@ -26,14 +26,18 @@ from ddpbench.analysis.history import CANNOT_TEST, FASTER, SLOWER, VANISHED, new
 from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
 from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.plots.trend import machine_explains, trend_plot
+from ddpbench.results.phases import BY_COLUMN
 from ddpbench.results.sanitize import csv_text
 from ddpbench.results.sidefiles import replace_file
 
 TREND_CSV, CHANGES_CSV, NEWEST_CSV = "trend.csv", "changes.csv", "newest.csv"
 #: every name the page writes in its folder (its figures are trend-<N>.png)
 OWN_FILES = (TREND_CSV, CHANGES_CSV, NEWEST_CSV, INDEX_FILE, "trend-*.png")
-PHASE_NAMES = {"data_ms": "data", "forward_ms": "forward", "backward_ms": "backward", "optimizer_ms": "optimizer",
-               "exposed_comm_ms": "exposed communication"}
+
+
+def _phase_label(column: str) -> str:
+    """A phase's words on the page (:mod:`ddpbench.results.phases`), by its column; else the column."""
+    return BY_COLUMN[column].label if column in BY_COLUMN else column
 
 
 def families(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
@@ -155,7 +159,7 @@ def _change_rows(changes: pd.DataFrame) -> Markup:
     rows, classes = [], []
     for _, c in changes.iterrows():
         phase = ("\u2014 (no phase's interval is wholly on the change's side)" if not isinstance(c["phase"], str) else
-                 f"{PHASE_NAMES.get(c['phase'], c['phase'])} {c['phase_change_ms']:+.2f} ms "
+                 f"{_phase_label(c['phase'])} {c['phase_change_ms']:+.2f} ms "
                  f"[{c['phase_change_low']:+.2f}, {c['phase_change_high']:+.2f}]")
         rows.append([c["label"], int(c["world_size"]), f"{_short(c['last_before'])} \u2192 {_short(c['first_after'])}",
                      num(c["step_ms_before"], ".2f"), num(c["step_ms_after"], ".2f"), _change(c),

@@ -55,6 +55,7 @@ import math
 from typing import Any, NamedTuple
 
 from ddpbench.results import figures
+from ddpbench.results.phases import TIMED
 
 SCHEMA_VERSION = 2
 RESULTS_FILE = "results.jsonl"
@@ -69,7 +70,8 @@ STATUSES = ("ok", "failed", "timed_out", "skipped")
 # ---------------------------------------------------------------------------------------------
 
 #: the timed phases of a step, in the order a step runs them, in ms; they add up to ``step_ms``
-TIMED_PHASES = ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms")
+#: (each declared once, in :mod:`ddpbench.results.phases`)
+TIMED_PHASES = tuple(phase.column for phase in TIMED)
 #: step columns added after the first version: a stored row without one reads it as NaN
 #: ``ready_ms``: from the step's start to the moment this rank's last gradient of the step (its last
 #: micro-step) was accumulated, before DDP's end-of-backward wait for the all-reduce; measured on the
@@ -86,7 +88,8 @@ FIRST_STEP_COLUMNS = tuple(c for c in STEP_COLUMNS if c not in LATER_STEP_COLUMN
 
 
 class StepRow(NamedTuple):
-    """One stored step row, read by name (:func:`step_rows`)."""
+    """One stored step row, read by name (:func:`step_rows`); its phases are :data:`TIMED_PHASES`, in their
+    order (``tests/unit/results/test_phases.py`` holds them equal)."""
 
     rank: int
     phase: str

@@ -22,6 +22,7 @@ from ddpbench.analysis.core.budget_lines import LOSS_LINES, RECOVERABLE
 from ddpbench.analysis.core.thresholds import CONTENDED_CORES, DISAGREE, NAMED_SHARE, NAMED_WAIT, NOISE_THRESHOLD
 from ddpbench.experiment.spec import FIELDS
 from ddpbench.results.figures import SUMMARIZED, UNITS  # noqa: F401 (UNITS: a column's units are a figure's)
+from ddpbench.results.phases import BY_COLUMN, TIMED
 
 #: the stages that fill columns, in the order summarize() runs them, with where each is computed
 STAGES = {
@@ -127,13 +128,10 @@ MEASURED: tuple[Column, ...] = (
     _c(STEP_MS, "ms", "steps", "mean step time (each launch's slowest rank's window): THE job's step time everywhere"),
     _c(SAMPLES_PER_S, "samples/s", "steps", "throughput: global batch / mean step time"),
     _c("launch_step_ms", "ms list", "steps", "each finished launch's mean step time"),
-    _c("data_ms", "ms", "steps", "mean time per rank and step loading the batch"),
-    _c("forward_ms", "ms", "steps", "mean time per rank and step in the forward pass"),
-    _c("backward_ms", "ms", "steps", "mean time per rank and step in backward (DDP: with its hidden all-reduce)"),
-    _c("comm_ms", "ms", "steps", "mean time per rank and step communicating after backward (strategies beside DDP)"),
-    _c("optimizer_ms", "ms", "steps", "mean time per rank and step in the optimizer"),
+    # the timed phases (declared in ddpbench.results.phases)
+    *(_c(phase.column, "ms", "steps", phase.meaning) for phase in TIMED),
     _c("nosync_step_ms", "ms", "steps", "mean step time under no_sync(): the step without gradient communication"),
-    _c(EXPOSED_COMM_MS, "ms", "steps", "mean step - mean no_sync() step: communication backward did not hide"),
+    _c(EXPOSED_COMM_MS, "ms", "steps", BY_COLUMN[EXPOSED_COMM_MS].meaning),
     _c("exposed_comm_share", "ratio", "steps", "exposed_comm_ms / step_ms_mean"),
     _c("data_share", "ratio", "steps", "data_ms / step_ms_mean"),
     _c("noisy", "bool", "steps", f"step_ms_iqr / step_ms_median above {100 * NOISE_THRESHOLD:.0f} %"),

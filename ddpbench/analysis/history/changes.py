@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ddpbench.analysis.core import thresholds
+from ddpbench.results.phases import FOLLOWED
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -224,8 +225,8 @@ def kept_launches(values: np.ndarray) -> np.ndarray:
     return values if mad == 0.0 or len(kept) < 2 else kept
 
 
-#: the phases of a step a change is attributed to, as the trend table names them
-PHASES = ("data_ms", "forward_ms", "backward_ms", "optimizer_ms", "exposed_comm_ms")
+#: the phases of a step a change is attributed to, as the trend table names them (ddpbench.results.phases)
+PHASES = tuple(phase.column for phase in FOLLOWED)
 
 
 def trend_changes(table: pd.DataFrame) -> pd.DataFrame:

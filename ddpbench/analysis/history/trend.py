@@ -11,8 +11,8 @@ change points a history is searched for compare launches, never the steps of one
 Three figure families are followed. Throughput (``samples_per_s``) and the mean step
 (``step_ms_mean``) show the speed. Parallel efficiency (``efficiency``) shows the scaling,
 against the world-size-1 job of the same entry, where the entry holds one. The phases of the
-step (``data_ms``, ``forward_ms``, ``backward_ms``, ``optimizer_ms``, ``exposed_comm_ms``) show
-where a change came from.
+step (:data:`ddpbench.results.phases.FOLLOWED`: ``data_ms``, ``forward_ms``, ``backward_ms``,
+``optimizer_ms``, ``exposed_comm_ms``) show where a change came from.
 
 A history also holds pytest-benchmark runs (``kind`` "benchmark"; a sweep's rows are "sweep"). Each
 benchmark of a run is a point of its own series, keyed by its ``fullname`` (pytest's test id, with
@@ -36,6 +36,7 @@ from ddpbench.analysis.core.jobs import ok_jobs, own_label
 from ddpbench.analysis.core.machine import launch_machine
 from ddpbench.analysis.folder import load
 from ddpbench.results.history import Entry, entries, read_benchmark
+from ddpbench.results.phases import FOLLOWED
 
 #: a figure the trend follows -> the columns of its 95 % interval (None: a phase's mean, no interval)
 FIGURES: dict[str, tuple[str, str] | None] = {
@@ -43,10 +44,8 @@ FIGURES: dict[str, tuple[str, str] | None] = {
     "step_ms_mean": ("step_ms_mean_low", "step_ms_mean_high"),
     "efficiency": ("efficiency_low", "efficiency_high"),
     "exposed_comm_ms": ("exposed_comm_ms_low", "exposed_comm_ms_high"),
-    "data_ms": None,
-    "forward_ms": None,
-    "backward_ms": None,
-    "optimizer_ms": None,
+    # the timed phases it follows (ddpbench.results.phases)
+    **{phase.column: None for phase in FOLLOWED if phase.timed},
 }
 #: what tells one series from another
 SERIES = ("machine", "key", "world_size")

@@ -81,6 +81,7 @@ from ddpbench.analysis.summary.barrier import (
     most_often,
     numeric,
 )
+from ddpbench.results.schema import TIMED_PHASES
 
 __all__ = ["BARRIER_COLUMNS", "BUDGET_COLUMNS", "BUDGET_LINES", "LINE_COLUMNS", "NAMED_SHARE", "NAMED_WAIT",
            "TOP_LINES", "add_budget", "budget_note", "budget_top", "job_budget", "last_ready", "launch_arrays",
@@ -197,8 +198,7 @@ def _launch_means(*parts: tuple[pd.DataFrame, list[str]]) -> pd.DataFrame:
 def _narrow(steps: pd.DataFrame) -> pd.DataFrame:
     """Only the columns the budget and the barrier read (a results table has sixty): row selections
     then copy a tenth of the bytes."""
-    names = [c for c in (*STEP_KEYS, "rank", "phase", "data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms",
-                         "step_ms", "ready_ms") if c in steps]
+    names = [c for c in (*STEP_KEYS, "rank", "phase", *TIMED_PHASES, "step_ms", "ready_ms") if c in steps]
     return steps[names] if len(names) < len(steps.columns) else steps
 
 

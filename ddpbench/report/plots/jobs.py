@@ -8,6 +8,7 @@ import numpy as np
 
 from ddpbench.analysis.core import EXPOSED_COMM_MS, STEP_MS, above_zero, describe, line_fields, model_columns, ordered
 from ddpbench.report.plots.common import (
+    BACKWARD_COMPUTE_COLOR,
     COLORS,
     LINE_STYLES,
     MARKERS,
@@ -21,18 +22,20 @@ from ddpbench.report.plots.common import (
     save,
 )
 from ddpbench.report.plots.memo import remembered
+from ddpbench.results.phases import TIMED
 
-#: the step-time breakdown's segments: (label, summary column or derived name, colour)
-SEGMENTS = (
-    ("data", "data_ms", "#a0a0a0"),
-    ("forward", "forward_ms", "#4c72b0"),
-    ("backward compute", "backward_compute_ms", "#55a868"),
+#: the backward phase drawn in three parts: its compute, then the exposed communication DDP's overlap left
+#: (apart where that lies within noise): (label, derived name, colour)
+BACKWARD_PARTS = (
+    ("backward compute", "backward_compute_ms", BACKWARD_COMPUTE_COLOR),
     ("exposed comm", "exposed_ms", "#c44e52"),
     # the same difference where its interval over launches includes 0, or a job has one launch
     ("exposed comm: its interval\nincludes 0, or one launch", "exposed_noise_ms", "#ebb4b5"),
-    ("comm after backward / step", "comm_ms", "#dd8452"),
-    ("optimizer", "optimizer_ms", "#8172b2"),
 )
+#: the step-time breakdown's segments: (label, summary column or derived name, colour): the timed phases
+#: (ddpbench.results.phases), the backward in its parts
+SEGMENTS = tuple(segment for phase in TIMED for segment in
+                 (BACKWARD_PARTS if phase.name == "backward" else ((phase.words, phase.column, phase.colour),)))
 #: explicit post-backward comm is drawn only when it is this share of a step somewhere;
 #: for DDP it is a timer's overhead (microseconds) and would only clutter the legend
 VISIBLE_SHARE = 0.005

@@ -13,10 +13,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ddpbench.report.plots.common import figure, guarded, save
+from ddpbench.report.plots.common import BACKWARD_COMPUTE_COLOR, figure, guarded, save
+from ddpbench.results.phases import TIMED
 
-PHASE_COLORS = {"data": "#a0a0a0", "forward": "#4c72b0", "backward": "#55a868", "comm": "#dd8452",
-                "optimizer": "#8172b2"}
+#: each timed phase's colour (ddpbench.results.phases), by the name a trace gives it; the backward's compute
+PHASE_COLORS = {phase.name: BACKWARD_COMPUTE_COLOR if phase.name == "backward" else phase.colour for phase in TIMED}
+#: each phase's words in the legend
+PHASE_LABELS = {phase.name: "backward compute" if phase.name == "backward" else phase.label for phase in TIMED}
 WAIT_COLOR = "#f2c4c4"
 HIDDEN_COLOR = "#f4a6a6"
 EXPOSED_COLOR = "#c44e52"
@@ -85,7 +88,7 @@ def step_timeline(events, repeat: int, step: int, path: Path, title: str) -> Pat
     note = (f"; rank {last} ended its backward compute last (black ticks: each rank's compute end)"
             if last is not None and len(compute_end) > 1 else "")
     ax.set_title(f"{title}\nrepeat {repeat}, traced step {step}{note}", fontsize=9)
-    handles = [Patch(color=c, label={"comm": "comm after backward", "backward": "backward compute"}.get(name, name))
+    handles = [Patch(color=c, label=PHASE_LABELS[name])
                for name, c in PHASE_COLORS.items() if name in set(phases["name"])]
     handles += [Patch(facecolor=WAIT_COLOR, hatch="///", edgecolor="0.55",
                       label="backward after its last op (DDP: waits for buckets, copies them back)"),

@@ -17,18 +17,13 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.report.plots.common import COLORS, figure, guarded, legend, margins, save
+from ddpbench.results.phases import FOLLOWED
 
-#: the phases drawn, as the trend table names them, and their legend labels
-PHASES = {"data_ms": "data", "forward_ms": "forward", "backward_ms": "backward (incl. overlapped comm)",
-          "optimizer_ms": "optimizer", "exposed_comm_ms": "exposed communication"}
 #: a commit axis shows at most this many labels (every k-th commit beyond it)
 MAX_TICKS = 24
 SLOWER_COLOR, FASTER_COLOR = "#c62828", "#1a7f37"
 #: a change point the machine explains as well as the code (the side the step moved towards ran beside more work)
 MACHINE_COLOR = "#212121"
-#: the phases' colours: none of them red or green, the change points' colours
-PHASE_COLORS = {"data_ms": "#7f7f7f", "forward_ms": "#9467bd", "backward_ms": "#8c564b", "optimizer_ms": "#e377c2",
-                "exposed_comm_ms": "#17becf"}
 
 
 def commit_axis(rows: pd.DataFrame) -> list[str]:
@@ -120,11 +115,11 @@ def trend_plot(rows: pd.DataFrame, changes: pd.DataFrame, title: str, path: Path
     for key, label, world, part in found:
         ax, drawn = axes[at], []
         at += 1
-        for phase, name in PHASES.items():
-            if not np.isfinite(part[phase].astype(float)).any() or (phase == "exposed_comm_ms" and world == 1):
+        for phase in FOLLOWED:  # each in its own colour, none red or green (the change points')
+            if not np.isfinite(part[phase.column].astype(float)).any() or (not phase.timed and world == 1):
                 continue
-            draw(ax, key, part, phase, color=PHASE_COLORS[phase], marker=".", markersize=6)
-            drawn.append(Line2D([], [], color=PHASE_COLORS[phase], marker=".", label=name))
+            draw(ax, key, part, phase.column, color=phase.colour, marker=".", markersize=6)
+            drawn.append(Line2D([], [], color=phase.colour, marker=".", label=phase.words))
         ax.set_ylabel(f"phases (ms/step)\nworld size {world}")
         ax.set_title(label, fontsize="small", loc="left")
         if drawn:

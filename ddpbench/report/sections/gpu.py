@@ -8,10 +8,10 @@ from markupsafe import Markup
 from ddpbench.analysis.core import SAMPLES_PER_S, STEP_MS, describe, line_fields
 from ddpbench.analysis.summary import gpu_table
 from ddpbench.report.page import ReportContext, Section, html, html_table, num, throughput_format, with_interval
-from ddpbench.results.schema import TIMED_PHASES
+from ddpbench.results.phases import TIMED
 
-#: the phase columns, and their names in the table's header
-PHASES = tuple((name, name.removesuffix("_ms")) for name in TIMED_PHASES)
+#: the timed phases' columns, and their names in the table's header
+PHASES = tuple((phase.column, phase.name) for phase in TIMED)
 #: fields that say where or how long a job was measured, not what it ran: left out of its label here
 HOW_MEASURED = ("bucket_cap_mb", "device", "backend", "threads_per_rank", "loader_workers", "warmup_steps", "steps",
                 "repeats", "check_steps")
