@@ -1,9 +1,8 @@
 """The command line: one module per command (``add_parser`` and ``command``), :mod:`.program` to parse
 and end them, :mod:`.sweeping` (with :mod:`.sweep_options` and :mod:`.sweep_checks`) for what
-``sweep``, ``run`` and ``tune`` share, :mod:`.tables` for the console's tables (their columns of
-what the analysis found in :mod:`.columns`, how a table is made in :mod:`.console`), :mod:`.answers`
-for ``whatif``'s and ``tune``'s answers. A command parses its flags into options, calls the stage
-that does the work, and prints; what the commands share lives in :mod:`.common`.
+``sweep``, ``run`` and ``tune`` share. A command parses its flags into options, calls the stage
+that does the work, and prints what :mod:`ddpbench.show` makes (the console's tables and answers);
+what the commands share lives in :mod:`.common`.
 
 ``ddpbench.cli:main`` is the console script's entry point.
 """

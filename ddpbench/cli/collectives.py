@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.cli.common import EXIT_INTERRUPTED, add_folder_flags, check_out_dir, claimed_out_dir, finite_float
-from ddpbench.cli.tables import print_collectives
 from ddpbench.errors import InputError
 from ddpbench.experiment.collectives import parse_collectives
 from ddpbench.experiment.files import read_toml
 from ddpbench.experiment.machine import Machine
 from ddpbench.results.folder import path_flag
+from ddpbench.show.console_tables import print_collectives
 
 DEFAULT_COLLECTIVES = "experiments/collectives.toml"
 

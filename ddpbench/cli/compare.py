@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.cli.tables import print_comparison
 from ddpbench.errors import InputError
 from ddpbench.results.folder import path_flag
+from ddpbench.show.console_tables import print_comparison
 
 
 def add_parser(sub) -> None:

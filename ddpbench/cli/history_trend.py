@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.cli.common import EXIT_FAILED, EXIT_UNTESTED, say_error
-from ddpbench.cli.console import say_wrapped
 from ddpbench.errors import InputError
 from ddpbench.results.folder import path_flag
+from ddpbench.show.console import say_wrapped
 
 
 def add_verbs(verbs) -> None:

@@ -17,7 +17,7 @@ from ddpbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, check_out_dir, cl
 from ddpbench.cli.nodes import node_commands, print_launch_plan
 from ddpbench.cli.sweep_checks import check_can_emulate, warn_same_buckets
 from ddpbench.cli.sweep_options import SweepOptions
-from ddpbench.cli.tables import print_jobs, print_summary, print_verdict
+from ddpbench.show.console_tables import print_jobs, print_summary, print_verdict
 
 
 def run_and_report(experiment, options: SweepOptions, machine) -> int:

@@ -55,9 +55,9 @@ def command(args) -> int:
 
 def _race(args, experiment, out_dir: Path, launcher, machine, console) -> int:
     """The race, once ``out_dir`` is this command's."""
-    from ddpbench.cli.answers import print_search
     from ddpbench.cli.sweeping import finish_report
     from ddpbench.results.store import ResultStore
+    from ddpbench.show.answers import print_search
     from ddpbench.sweep.search import SearchPlan, run_search
 
     plan = SearchPlan(experiment.jobs, ResultStore(out_dir), out_dir, args.budget)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.cli.answers import print_whatif, settings
 from ddpbench.cli.common import finite_float, whole_numbers
 from ddpbench.cli.models import check_model_flags
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, with_flags
+from ddpbench.show.answers import print_whatif, settings
 
 
 def add_parser(sub) -> None:
@@ -124,7 +124,7 @@ def command(args) -> int:
     from ddpbench.analysis.models import COSTS, Cluster, Work, with_inputs
 
     if args.validate:
-        from ddpbench.cli.tables import print_validation
+        from ddpbench.show.console_tables import print_validation
 
         return print_validation()
 
@@ -134,7 +134,7 @@ def command(args) -> int:
                       args.inter_latency_us, oversubscription=args.oversubscription, leaf_nodes=args.leaf_nodes,
                       transport=args.transport, algorithms=("ring", "tree", "hierarchical", *nvls))
     if args.from_dir is not None:
-        from ddpbench.cli.answers import print_from
+        from ddpbench.show.answers import print_from
 
         found, folder = _measured(args.from_dir)
         print_from(args, found, folder, cluster)

@@ -2,7 +2,6 @@
 
   build         ``index.html`` for a results folder: the sections, in page order (write_report)
   page          the page framework: Section, ReportContext, the HTML helpers every section uses
-  tables        tables declared one column at a time, and the summary figures each table shows (SHOWN)
   sections/     the sections, one module per topic
   plots/        the figures, one module per topic
   compare_page  two folders compared: compare.csv, ratios.png, index.html

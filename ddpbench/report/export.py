@@ -30,7 +30,7 @@ pytest-benchmark's own loader and its ``compare`` command read it. The mapping:
   and mean step time (ms), ddpbench's own summary figures (samples/s, speedup, efficiency, Karp-Flatt
   serial fraction, with their t intervals over launches where known), the loss budget and the rank
   everyone waited for (``budget_baseline_ms``, ``loss_*_ms`` with their intervals, ``budget_top``,
-  ``budget_note``, ``barrier_*``: :data:`ddpbench.report.budget.BUDGET_COLUMNS`; None where the
+  ``budget_note``, ``barrier_*``: :data:`ddpbench.show.budget.BUDGET_COLUMNS`; None where the
   summary has none), world size,
   ``oversubscribed``, and ``source``;
 * ``machine_info`` and ``commit_info``: from the sweep's environment record (hostname, CPU model,
@@ -72,11 +72,11 @@ from ddpbench.analysis.folder import load_given
 from ddpbench.analysis.history import ENV_FIELDS
 from ddpbench.analysis.summary import bounded_steps, launch_times
 from ddpbench.errors import InputError
-from ddpbench.report.budget import BUDGET_COLUMNS
-from ddpbench.report.tables import exported
 from ddpbench.results.history import PLUGIN_KEY, fingerprint
 from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.sidefiles import replace_file
+from ddpbench.show.budget import BUDGET_COLUMNS
+from ddpbench.show.tables import exported
 
 #: the platform tokens that name a machine architecture in ``platform.platform()``
 _ARCHES = ("x86_64", "amd64", "aarch64", "arm64", "armv7l", "i386", "i686", "ppc64le", "ppc64", "s390x", "riscv64")

@@ -29,6 +29,7 @@ from markupsafe import Markup, escape
 
 from ddpbench.analysis.core import NOISE_THRESHOLD, STRAGGLER_THRESHOLD, pct
 from ddpbench.analysis.folder import Measured
+from ddpbench.show.tables import Shown
 
 INDEX_FILE = "index.html"
 
@@ -292,6 +293,22 @@ def with_interval(row, column: str, fmt: str, scale: float = 1.0, mark_missing: 
     if mark_missing:
         return html('{{ text }} <span class="ci" title="one launch: no interval">[&ndash;]</span>', text=text)
     return text
+
+
+def figure(column: str, fmt: str | Callable[[Any], str], scale: float = 1.0) -> Callable[[Any, Any], Any]:
+    """The cell of a summary figure in a table of the page (a :class:`~ddpbench.show.tables.Col`'s), with its
+    95 % interval (``[–]`` for a job of one launch where ``context.mark_missing(row)``); ``fmt`` may be a
+    function of the value."""
+    return lambda row, context: with_interval(row, column, fmt(row[column]) if callable(fmt) else fmt, scale,
+                                              mark_missing=context.mark_missing(row))
+
+
+def html_cell(shown: Shown, row, context) -> Any:
+    """A :data:`~ddpbench.show.tables.SHOWN` figure's cell on the page: with its interval where it has one, or
+    the number alone."""
+    if shown.interval:
+        return figure(shown.column, shown.fmt)(row, context)
+    return num(row.get(shown.column), shown.fmt)
 
 
 def any_interval(table) -> bool:

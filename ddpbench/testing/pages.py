@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 import pandas as pd
 import pytest
 
+from ddpbench.analysis.summary import BUDGET_LINES
 from ddpbench.cli.program import main
-from ddpbench.report.budget import BUDGET_LINES
 from ddpbench.report.page import ReportContext
 from ddpbench.testing.records import PNG_MAGIC
 

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from ddpbench.analysis.core.budget_lines import COMM, LOSS_LINES, BudgetLine
+from ddpbench.analysis.core.budget_lines import COMM, LOSS_LINES, RECOVERABLE, BudgetLine
 from ddpbench.analysis.core.columns import COLUMNS, EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP, STEP_MS
 from ddpbench.analysis.core.jobs import (
     COMM_ONLY_FIELDS,
@@ -66,7 +66,8 @@ from ddpbench.analysis.core.values import counted, pct
 __all__ = [
     "AB_SAME_WITHIN", "COLUMNS", "DEFAULT_EFFECT_PCT", "USEFUL_MDE_PCT", "counted",
     "COMM", "CONTENDED_CORES", "COMM_ONLY_FIELDS", "CONFIDENCE", "DATA_BOUND_SHARE",
-    "EFFICIENCY", "EXPOSED_COMM_MS", "LOSS_LINES", "MACHINE_BUSY", "MACHINE_DIFFERED", "MachineDifference",
+    "EFFICIENCY", "EXPOSED_COMM_MS", "LOSS_LINES", "RECOVERABLE", "MACHINE_BUSY", "MACHINE_DIFFERED",
+    "MachineDifference",
     "busy_launches", "launch_machine", "machine_difference", "recorded_cpus",
     "MIN_CHANGE", "MIN_COMMITS", "NOISE_THRESHOLD", "OUTLIER_MADS", "POWER", "P_VALUE", "SAMPLES_PER_S",
     "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD", "WINDOW_FIELDS", "BudgetLine", "alike_but",

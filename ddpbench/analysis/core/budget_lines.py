@@ -6,8 +6,8 @@ cluster keeps it.
 Every reader takes the lines from here and names none itself: the summary's budget
 (:mod:`ddpbench.analysis.summary.budget`: its columns, ``budget_top``, its notes), the summary's
 column declarations (:mod:`ddpbench.analysis.core.columns`), the loss budget in words
-(:mod:`ddpbench.analysis.diagnosis.lossbudget`), and through them the report's table, waterfall,
-console line and export (``ddpbench.report.budget``). It sits in ``core`` because the column
+(:mod:`ddpbench.analysis.diagnosis.lossbudget`), and through them the budget as shown: the report's
+table, waterfall, console line and export (``ddpbench.show.budget``). It sits in ``core`` because the column
 declarations, the lowest of its readers, sit there: the summary, the diagnosis and the report all
 read ``core``. The independent checker (``ddpbench.audit``) imports nothing of the analysis and keeps
 its own list of the names (``ddpbench.audit.budget``); ``tests/unit/audit/test_audit_budget.py``

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.analysis.core import LOSS_LINES, describe, label_fields, ordered
-from ddpbench.report.budget import COMM_NOT_MEASURABLE, budget_rows, comm_not_measurable, line_of, lines, ms, number
 from ddpbench.report.plots.common import figure, guarded, save
+from ddpbench.show.budget import COMM_NOT_MEASURABLE, budget_rows, comm_not_measurable, line_of, lines, ms, number
 
 #: at most this many panels in the figure; the section names the jobs left out
 MAX_PANELS = 12

@@ -1,6 +1,6 @@
 """The report's loss budget: where each multi-rank job's lost time went, line by line (a table per job and
 the waterfall, :mod:`ddpbench.report.plots.budget`), and the rank everyone waited for through the barrier.
-The figures are the summary's (:mod:`ddpbench.report.budget` reads them); words follow their intervals."""
+The figures are the summary's (:mod:`ddpbench.show.budget` reads them); words follow their intervals."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import math
 
 from markupsafe import Markup
 
-from ddpbench.analysis.core import ordered
-from ddpbench.report.budget import (
+from ddpbench.analysis.core import LOSS_LINES, RECOVERABLE, ordered
+from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
+from ddpbench.report.plots.budget import MAX_PANELS, budget_waterfall, drawn_jobs, flag, job_labels
+from ddpbench.show.budget import (
     COMM_NOT_MEASURABLE,
-    DECLARED,
     NO_BUDGET_COLUMNS,
     NO_INTERVAL,
     Line,
@@ -27,8 +28,6 @@ from ddpbench.report.budget import (
     number,
     text,
 )
-from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
-from ddpbench.report.plots.budget import MAX_PANELS, budget_waterfall, drawn_jobs, flag, job_labels
 
 TITLE = "Loss budget"
 WHAT = Markup(
@@ -44,7 +43,7 @@ WHAT = Markup(
     "line or the residual; the note under each table says which. How each line is measured: "
     "docs/reading-the-report.md, section &ldquo;Loss budget&rdquo;.</p>")
 #: what a line that was not measured means (its own reason where it has one)
-NOT_MEASURED = {name: line.not_measured for name, line in DECLARED.items()}
+NOT_MEASURED = {line.name: line.not_measured for line in LOSS_LINES}
 
 
 def _reading(line: Line) -> str:
@@ -111,7 +110,7 @@ def _lead(row) -> Markup:
         sentence += " That loss is within noise (its interval includes 0)."
     if top is not None and top.measured:
         share = _share(top.value, loss.value)
-        rivals = [line.label for line in found.values() if line is not top and DECLARED[line.name].recoverable
+        rivals = [line.label for line in found.values() if line is not top and line.name in RECOVERABLE
                   and line.has_interval and top.has_interval and max(line.low, line.high) >= min(top.low, top.high)]
         if top.within_noise:
             caveat = "; but its interval includes 0, so it is within noise"

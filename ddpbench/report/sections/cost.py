@@ -8,11 +8,11 @@ from markupsafe import Markup
 
 from ddpbench.analysis.core import COLUMNS, SAMPLES_PER_S, STEP_MS, describe, line_fields
 from ddpbench.analysis.summary import MILLION
-from ddpbench.report.page import ReportContext, Section, html, html_table, num, throughput_format
+from ddpbench.report.page import ReportContext, Section, figure, html, html_cell, html_table, num, throughput_format
 from ddpbench.report.plots import scaling as scaling_plots
 from ddpbench.report.sections.gpu import HOW_MEASURED
 from ddpbench.report.sections.scaling import TREND_NOTE, not_drawn, sizes_above_one
-from ddpbench.report.tables import Col, build, figure, html_cell, shown
+from ddpbench.show.tables import Col, build, shown
 
 
 class _Jobs:
@@ -35,7 +35,7 @@ def _priced(jobs) -> bool:
     return jobs.cost.priced
 
 
-#: the cost table, one declaration a column (:mod:`ddpbench.report.tables`); the figures SHOWN declares
+#: the cost table, one declaration a column (:mod:`ddpbench.show.tables`); the figures SHOWN declares
 #: for it (the energy's) at its end
 COST = (
     Col("job", lambda r, jobs: describe(r, jobs.fields, jobs.summary), numeric=False),

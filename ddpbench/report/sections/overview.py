@@ -23,21 +23,23 @@ from ddpbench.analysis.core import (
     ordered,
     pct,
 )
-from ddpbench.report.budget import exposed_of
 from ddpbench.report.page import (
     DASH,
     ReportContext,
     Section,
     any_interval,
+    figure,
     flags_html,
     has_memory,
     html,
+    html_cell,
     html_table,
     num,
     throughput_format,
 )
-from ddpbench.report.tables import Col, build, definitions, figure, html_cell, shown
 from ddpbench.results.schema import STATUSES
+from ddpbench.show.budget import exposed_of
+from ddpbench.show.tables import Col, build, definitions, shown
 
 ENV_ROWS = (
     ("experiment", "experiment"), ("sweep started (UTC)", "utc"), ("host", "hostname"),
@@ -207,7 +209,7 @@ def _ok(cell):
 
 
 def _exposed(r, jobs) -> Markup:
-    """The time where it may be quoted (:func:`~ddpbench.report.budget.exposed_of`), with its share of the step;
+    """The time where it may be quoted (:func:`~ddpbench.show.budget.exposed_of`), with its share of the step;
     else what stands in its place: none at world size 1, not measurable (never a negative time)."""
     share, shown = r.get("exposed_comm_share"), exposed_of(r)
     if r["status"] == "ok" and shown.words:
@@ -238,7 +240,7 @@ def _unit(column: str) -> str:
     return COLUMNS[column].unit
 
 
-#: the report's summary table, one declaration a column (:mod:`ddpbench.report.tables`), each with the
+#: the report's summary table, one declaration a column (:mod:`ddpbench.show.tables`), each with the
 #: definitions it gives under the table; the figures SHOWN declares for the summary come before the flags
 SUMMARY = (
     Col("job", lambda r, jobs: describe(r, jobs.extra, jobs.table), numeric=False),

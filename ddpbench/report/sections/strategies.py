@@ -8,9 +8,9 @@ import math
 from markupsafe import Markup
 
 from ddpbench.analysis.core import EXPOSED_COMM_MS, ordered, strategies_vary
-from ddpbench.report.budget import exposed_of
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num, skipped_note
 from ddpbench.report.plots import strategies as ps
+from ddpbench.show.budget import exposed_of
 
 
 def _strategy_table(ctx: ReportContext):
@@ -98,7 +98,7 @@ def _comm_table(table) -> Markup:
     ok = ordered(table[(table["status"] == "ok") & (table["world_size"] > 1)])
     header = ["configuration", "world size", "comm after backward / step (ms)", "exposed comm (ms)",
               "sent MB, busiest rank", "received MB, busiest rank", "sent MB, median rank", "how known"]
-    # an exposed time the launches did not resolve is said so, never quoted (ddpbench.report.budget.exposed_of)
+    # an exposed time the launches did not resolve is said so, never quoted (ddpbench.show.budget.exposed_of)
     rows = [[r["_label"], r["world_size"], num(r["comm_ms"], ".2f"),
              exposed_of(r).words or num(r[EXPOSED_COMM_MS], ".2f"),
              num(r["sent_mb_per_step_max"], ".3g"), num(r["recv_mb_per_step_max"], ".3g"),

@@ -6,7 +6,7 @@ collapsed details element, before the diagnosis they come from. Where no job ran
 
 from __future__ import annotations
 
-#: the answer table's column headings (the console's too: :func:`ddpbench.cli.tables.print_verdict`)
+#: the answer table's column headings (the console's too: :func:`ddpbench.show.console_tables.print_verdict`)
 from ddpbench.analysis.diagnosis import ANSWER_COLUMNS
 from ddpbench.report.page import ReportContext, Section, html
 

@@ -12,7 +12,7 @@ import pytest
 
 import ddpbench
 from ddpbench.analysis.summary.table import summarize
-from ddpbench.report.budget import apart_sentence
+from ddpbench.show.budget import apart_sentence
 from ddpbench.testing import ROOT
 from ddpbench.testing.budgets import APART_STEPS as STEPS
 from ddpbench.testing.budgets import apart_summary as _summary

@@ -88,7 +88,7 @@ def test_the_gate_on_chosen_jobs_only(stores):
 def test_the_gate_s_lines_fit_100_columns_and_keep_each_label_whole(stores):
     """Without --wide a series' line fits 100 columns: where its label and figures do not, the figures go
     on the next line, under the label, never cutting the label that tells two series apart."""
-    from ddpbench.cli.console import NARROW
+    from ddpbench.show.console import NARROW
 
     _, slower = stores
     out = run_main("history", "check", "--store", slower).stdout.splitlines()

@@ -9,9 +9,10 @@ import shutil
 
 import pytest
 
-from ddpbench.report.budget import BUDGET_LINES, console_line
+from ddpbench.analysis.summary import BUDGET_LINES
 from ddpbench.report.plots.budget import MAX_PANELS
 from ddpbench.report.sections.budget import budget_section
+from ddpbench.show.budget import console_line
 from ddpbench.testing import ROOT
 from ddpbench.testing.pages import context, page_text, table
 from ddpbench.testing.pages import summary_row as job
@@ -48,8 +49,8 @@ def test_more_jobs_than_panels_are_named_in_a_note(tmp_path):
 
 
 def test_an_old_folder_renders_without_a_crash(tmp_path):
-    from ddpbench.report.budget import has_budget_columns
     from ddpbench.report.build import load_context, write_context
+    from ddpbench.show.budget import has_budget_columns
 
     folder = tmp_path / "quick"
     folder.mkdir()

@@ -1,6 +1,6 @@
 """The loss measured apart (ddpbench/analysis/summary/apart.py): the budget's loss set against a second
 total from steps timed apart -- a script's phases steps, a trace's events -- on planted launches where both
-totals are known, and the report's words for it (ddpbench/report/budget.py)."""
+totals are known, and the report's words for it (ddpbench/show/budget.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from ddpbench.report.budget import apart_sentence
+from ddpbench.show.budget import apart_sentence
 from ddpbench.testing.budgets import APART_STEPS as STEPS
 from ddpbench.testing.budgets import apart_summary as _summary
 from ddpbench.testing.budgets import planted_spec as _spec

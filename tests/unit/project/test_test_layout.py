@@ -21,7 +21,7 @@ SPEEDS = ("unit", "integration", "examples", "processes")
 #: the speeds marked slow, by their folder
 SLOW = ("integration", "examples", "processes")
 #: ddpbench's stages, and ``project`` (docs, layers, this layout)
-STAGES = {"analysis", "audit", "cli", "experiment", "launch", "rank", "regression", "report", "results",
+STAGES = {"analysis", "audit", "cli", "experiment", "launch", "rank", "regression", "report", "results", "show",
           "strategies", "sweep", "workloads", "project"}
 #: pytest's options for the planted trees, run in this process (pytest-benchmark's plugin would ask git
 #: for the project's name in a subprocess)

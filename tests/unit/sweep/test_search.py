@@ -155,10 +155,10 @@ def test_a_tied_candidate_stopped_early_says_so_and_how_many_launches_would_tell
 
 
 def test_tunes_table_says_stopped_not_tied_and_the_summary_line_not_told_apart(capsys):
-    """The console's race table (cli.answers.print_search) words each line by race.standing."""
+    """The console's race table (show.answers.print_search) words each line by race.standing."""
     import re
 
-    from ddpbench.cli.answers import print_search
+    from ddpbench.show.answers import print_search
 
     winner = race.Candidate("w", "bucket 25 MB", 32, [120.0, 130.0, 125.0])
     early = race.Candidate("x", "bucket 1 MB", 32, [200.0, 80.0])

@@ -1,4 +1,4 @@
-"""The tables declared one column at a time (ddpbench.report.tables): what a declaration derives,
+"""The tables declared one column at a time (ddpbench.show.tables): what a declaration derives,
 and what a new summary figure costs to show (one line of SHOWN)."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import pandas as pd
 from markupsafe import Markup
 
 from ddpbench.analysis.core import COLUMNS
-from ddpbench.report import tables
-from ddpbench.report.tables import BLOCKS, PLACES, SHOWN, Col, Shown, build, definitions, exported, html_cell, shown
+from ddpbench.report.page import html_cell
+from ddpbench.show import tables
+from ddpbench.show.tables import BLOCKS, PLACES, SHOWN, Col, Shown, build, definitions, exported, shown
 
 
 class _Context:
@@ -57,7 +58,7 @@ def test_a_new_summary_figure_is_one_line_of_shown(monkeypatch):
     """A figure of the summary (a per-rank figure's column, as results/figures.py makes it) shown in
     the report's summary, on the console and in the export by one declaration: its heading's unit
     and its definition read from the summary's declaration of the column."""
-    from ddpbench.cli.columns import console_cell
+    from ddpbench.show.console_columns import console_cell
 
     line = Shown("peak_rss_mb", fmt=".0f", places=("summary", "console"), export="cost")
     monkeypatch.setattr(tables, "SHOWN", (*SHOWN, line))

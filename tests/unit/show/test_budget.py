@@ -10,9 +10,10 @@ import shutil
 
 import pandas as pd
 
-from ddpbench.report.budget import BUDGET_COLUMNS, BUDGET_LINES, barrier_sentence, budget_rows, console_line
+from ddpbench.analysis.summary import BUDGET_LINES
 from ddpbench.report.plots.budget import budget_waterfall
 from ddpbench.report.sections.budget import budget_section
+from ddpbench.show.budget import BUDGET_COLUMNS, barrier_sentence, budget_rows, console_line
 from ddpbench.testing import ROOT
 from ddpbench.testing.pages import context, page_text, table
 from ddpbench.testing.pages import summary_row as job
@@ -100,7 +101,7 @@ def test_plot_of_one_job_all_equal_and_a_dollar_label(tmp_path):
 
 
 def test_console_line_and_verdict(capsys):
-    from ddpbench.cli.tables import budget_lines, print_verdict
+    from ddpbench.show.console_tables import budget_lines, print_verdict
 
     rows = sweep()
     assert console_line(rows.iloc[1]) == (
@@ -173,8 +174,8 @@ def test_a_negative_or_noisy_comm_line_is_said_not_measurable_never_a_time(tmp_p
 def test_exposed_communication_shows_none_at_one_rank_and_no_unresolved_time(tmp_path):
     """The report's summary: none (one rank) at world size 1 whatever its no_sync() difference, not measurable
     (with its margin of error, the diagnosis's name for it) where the interval reaches 0, the time where it lies above 0."""
-    from ddpbench.report.budget import ONE_RANK, exposed_of
     from ddpbench.report.sections.overview import summary_section
+    from ddpbench.show.budget import ONE_RANK, exposed_of
 
     figures = {"exposed_comm_share": 0.05, "step_ms_iqr": 1.0, "samples_per_s": 100.0, "speedup": 1.0,
                "efficiency": 1.0, "serial_fraction": math.nan, "threads_per_rank": 1, "error": None,

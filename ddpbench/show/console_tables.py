@@ -1,19 +1,21 @@
-"""The console's tables: the jobs an experiment holds, the summary of a sweep and its loss budget,
-the collectives, the comparison of two folders (rich tables; a pipe gets full-width rows).
+"""The console's tables, printed: the jobs an experiment holds, the summary of a sweep and its loss
+budget, the verdict, the collectives, the comparison of two folders, the what-if model beside published
+scaling (rich tables; a pipe gets full-width rows).
 
-Each table is declared one column at a time (:class:`ddpbench.report.tables.Col`: heading, cell,
+Each table is declared one column at a time (:class:`ddpbench.show.tables.Col`: heading, cell,
 figures right-aligned), as the report's are: the jobs and the collectives here, the tables of what the
-analysis found in :mod:`ddpbench.cli.columns` (imported as they print: it reads the analysis). How a
-table is made: :mod:`ddpbench.cli.console`. ``whatif``'s and ``tune``'s answers: :mod:`ddpbench.cli.answers`;
-``whatif --validate``'s tables here (:func:`print_validation`).
+analysis found in :mod:`ddpbench.show.console_columns`. How a table is printed:
+:mod:`ddpbench.show.console`. Light to import: what reads the analysis (those columns, the budget's
+words) is imported as a table prints.
 """
 
 from __future__ import annotations
 
-from ddpbench.cli.console import console_table, human_bytes, num, table_console
 from ddpbench.experiment.machine import oversubscribed
 from ddpbench.experiment.spec import FIELDS
-from ddpbench.report.tables import Col
+from ddpbench.results.sanitize import printable
+from ddpbench.show.console import console_table, human_bytes, num, table_console
+from ddpbench.show.tables import Col
 
 #: the shown settings of the jobs an experiment holds; the "also" column names the others that differ
 _JOB_FIELDS = ("strategy", "model", "model_size", "model_args", "script", "script_args", "world_size",
@@ -72,10 +74,10 @@ def print_jobs(experiment, machine) -> None:
 
 
 def print_summary(table, wide: bool = False) -> None:
-    """The sweep's summary, a row a job: within :data:`~ddpbench.cli.console.NARROW` columns, or with
+    """The sweep's summary, a row a job: within :data:`~ddpbench.show.console.NARROW` columns, or with
     ``wide`` every column (the IQR, traffic and equivalence figures besides)."""
-    from ddpbench.cli.columns import SUMMARY, Sweep
-    from ddpbench.report.budget import comm_marks
+    from ddpbench.show.budget import comm_marks
+    from ddpbench.show.console_columns import SUMMARY, Sweep
 
     if table.empty:
         return
@@ -93,8 +95,7 @@ def budget_lines(table) -> list[str]:
     """One line per multi-rank job with its loss budget (``loss 47.0 ms over baseline 39.1: contention 23.6,
     ...``); one line saying there is none where the summary lacks the budget's columns."""
     from ddpbench.analysis.core import describe, label_fields, ordered
-    from ddpbench.report.budget import NO_BUDGET_COLUMNS, budget_rows, console_line, has_budget_columns, multi_rank_jobs
-    from ddpbench.results.sanitize import printable
+    from ddpbench.show.budget import NO_BUDGET_COLUMNS, budget_rows, console_line, has_budget_columns, multi_rank_jobs
 
     if multi_rank_jobs(table).empty:
         return []
@@ -114,8 +115,7 @@ def print_verdict(table, lines, answers=(), verbose: bool = False, wide: bool = 
     from rich.text import Text
 
     from ddpbench.analysis.diagnosis import ANSWER_COLUMNS
-    from ddpbench.report.budget import WITHIN_NOISE
-    from ddpbench.results.sanitize import printable
+    from ddpbench.show.budget import WITHIN_NOISE
 
     out = Console(highlight=False, soft_wrap=True)
     budget = budget_lines(table)
@@ -148,8 +148,7 @@ def print_collectives(table) -> None:
 
 
 def print_comparison(table, wide: bool = False) -> None:
-    from ddpbench.cli.columns import COMPARISON, Compared
-    from ddpbench.results.sanitize import printable
+    from ddpbench.show.console_columns import COMPARISON, Compared
 
     compared = table[table["compared"]]
     if len(compared):

@@ -1,7 +1,8 @@
-"""The loss budget as the report, the console and the export show it: which jobs have one, each line's
-value and interval, and the words they allow.
+"""The loss budget as it is shown (the report's table and waterfall, the console's line, the export):
+which jobs have one, each line's value and interval, and the words they allow.
 
-The figures are the summary's (``budget_baseline_ms``, ``loss_ms``, ``loss_<line>_ms`` with ``_low`` and
+The lines are declared once (:mod:`ddpbench.analysis.core.budget_lines`: each line's words, column, tick and
+colour), the figures are the summary's (``budget_baseline_ms``, ``loss_ms``, ``loss_<line>_ms`` with ``_low`` and
 ``_high``, ``barrier_*``: ``ddpbench.analysis.summary.budget``); this module only reads them. So does what a job's
 exposed communication may show (:func:`exposed_of`, the summary's, the console's and the report's): nothing at
 world size 1, where one rank communicates nothing, and never a time its launches did not resolve (the
@@ -20,11 +21,6 @@ from ddpbench.analysis.core import COMM, EXPOSED_COMM_MS, LOSS_LINES
 from ddpbench.analysis.diagnosis import measurable, noise_floor_ms, not_measurable, resolution
 from ddpbench.analysis.summary import APART_SOURCES, BARRIER_COLUMNS, BUDGET_COLUMNS
 
-#: each line's declaration (``ddpbench.analysis.core.budget_lines``), by short name: its words, column, tick,
-#: colour, what the report says where it was not measured, whether a cause can recover it
-DECLARED = {line.name: line for line in LOSS_LINES}
-#: each line's words, by short name, in the order the lines add up (residual last)
-BUDGET_LINES = {name: line.label for name, line in DECLARED.items()}
 #: the summary columns of the budget and of the rank everyone waited for, in the order export carries them
 BUDGET_COLUMNS = (*BUDGET_COLUMNS, *BARRIER_COLUMNS)
 #: what a summary must hold to show a budget at all

@@ -1,8 +1,8 @@
-"""The console's tables of what the analysis found, declared one column at a time
-(:class:`ddpbench.report.tables.Col`: heading, cell, right-aligned where it holds a figure), each with
+"""The console's table columns of what the analysis found, declared one column at a time
+(:class:`ddpbench.show.tables.Col`: heading, cell, right-aligned where it holds a figure), each with
 what its columns read besides a row: the summary of a sweep (ending with the figures
-:data:`ddpbench.report.tables.SHOWN` shows on the console) and two folders compared.
-:mod:`ddpbench.cli.tables` prints them, and imports this only then: it reads the analysis."""
+:data:`ddpbench.show.tables.SHOWN` shows on the console) and two folders compared.
+:mod:`ddpbench.show.console_tables` prints them, and imports this only then: it reads the analysis."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from rich.markup import escape
 
 from ddpbench.analysis.core import COLUMNS, EFFICIENCY, POWER, SAMPLES_PER_S, SPEEDUP, STEP_MS, model_name
 from ddpbench.analysis.history import FASTER, SLOWER, detectable_cell, speedup_text
-from ddpbench.cli.console import num
-from ddpbench.report.budget import comm_cell
-from ddpbench.report.tables import Col, shown
 from ddpbench.results.sanitize import printable
+from ddpbench.show.budget import comm_cell
+from ddpbench.show.console import num
+from ddpbench.show.tables import Col, shown
 
 
 class Sweep:
@@ -39,7 +39,7 @@ def _strategy(r, sweep) -> str:
 
 def _comm(r, sweep) -> str:
     """Communication a step waits for: explicit (after backward) plus what DDP's overlap left exposed, where
-    that may be quoted (:func:`~ddpbench.report.budget.comm_cell`: none at one rank, n/m where not measurable)."""
+    that may be quoted (:func:`~ddpbench.show.budget.comm_cell`: none at one rank, n/m where not measurable)."""
     return comm_cell(r)[0]
 
 
@@ -55,7 +55,7 @@ def _flags(r, sweep) -> str:
 
 
 def console_cell(shown, row, sweep) -> str:
-    """A :data:`~ddpbench.report.tables.SHOWN` figure on the console: the number alone."""
+    """A :data:`~ddpbench.show.tables.SHOWN` figure on the console: the number alone."""
     return num(row.get(shown.column, math.nan), shown.fmt)
 
 

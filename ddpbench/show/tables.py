@@ -5,7 +5,7 @@ A table is a tuple of :class:`Col`: each column's heading, its cell for a row, w
 figure (right-aligned) and when the table shows it. :func:`build` makes the table's header, rows and
 numeric columns from them, so no list is kept beside another. The report's sections declare their
 tables (``sections/overview.py``, ``sections/cost.py``), and the console its own
-(``ddpbench/cli/tables.py``, whose cells are plain text).
+(``ddpbench/show/console_tables.py``, whose cells are plain text).
 
 The summary's figures shown as they are, a number in a format, are declared once in :data:`SHOWN`
 with the places that show them: the report's summary table, the console's, the cost table, and the
@@ -15,8 +15,9 @@ A figure a new per-rank measurement adds to the summary (:mod:`ddpbench.results.
 by one line here; its heading's unit is read from the summary's own declaration of the column
 (:data:`ddpbench.analysis.core.COLUMNS`).
 
-Light to import (the console's commands import it as they start): what reads the analysis or the
-page is imported where it is used.
+Light to import (the console's commands import it as they start): what reads the analysis is
+imported where it is used. The page's cells of a figure are the report's
+(:func:`ddpbench.report.page.html_cell`).
 """
 
 from __future__ import annotations
@@ -144,24 +145,6 @@ def shown(place: str, cell: Callable[[Shown, Any, Any], Any]) -> tuple[Col, ...]
     assert place in PLACES, place
     return tuple(Col(s.heading, partial(cell, s), when=s.when, defs=(s.definition,), wide_only=place == "console")
                  for s in SHOWN if place in s.places)
-
-
-def figure(column: str, fmt: str | Callable[[Any], str], scale: float = 1.0) -> Callable[[Any, Any], Any]:
-    """The cell of a summary figure in the report, with its 95 % interval (``[–]`` for a job of one
-    launch where ``context.mark_missing(row)``); ``fmt`` may be a function of the value."""
-    from ddpbench.report.page import with_interval
-
-    return lambda row, context: with_interval(row, column, fmt(row[column]) if callable(fmt) else fmt, scale,
-                                              mark_missing=context.mark_missing(row))
-
-
-def html_cell(shown: Shown, row, context) -> Any:
-    """A :data:`SHOWN` figure's cell in the report: with its interval where it has one, or the number alone."""
-    from ddpbench.report.page import num
-
-    if shown.interval:
-        return figure(shown.column, shown.fmt)(row, context)
-    return num(row.get(shown.column), shown.fmt)
 
 
 def exported(block: str) -> tuple[str, ...]:

@@ -1,8 +1,11 @@
-"""The console's tables, made: a console that gives a pipe full-width rows, a figure in a cell, and
-a rich table made from column declarations (:class:`ddpbench.report.tables.Col`, as the report's).
-Light to import: every command imports it as it starts."""
+"""The console's printing: a console that gives a pipe full-width rows, a figure in a cell, a rich table
+made from column declarations (:class:`ddpbench.show.tables.Col`, as the report's) fitted to the
+console's width, and a line wrapped under its label. Light to import: every command imports it as it
+starts (rich itself is imported where a table is printed)."""
 
 from __future__ import annotations
+
+from ddpbench.show.tables import build
 
 #: the most columns a console table takes without ``--wide``: the columns marked wide-only are left
 #: out and words are cut with "…" (:func:`console_table`); a figure is never cut
@@ -29,13 +32,11 @@ def num(value, fmt: str) -> str:
 
 
 def console_table(title: str, columns, rows, context=None, wide: bool = True, width: int = NARROW):
-    """A rich table of the ``columns`` (:class:`~ddpbench.report.tables.Col`) ``context`` shows, a row
+    """A rich table of the ``columns`` (:class:`~ddpbench.show.tables.Col`) ``context`` shows, a row
     each of ``rows``: figures right-aligned, words left. Without ``wide`` it fits ``width`` columns:
     the wide-only columns are left out, and words are cut with "…" to their column's ``max_width``,
     then the longest further (:func:`fitted`), never a figure, which keeps its widest cell whole."""
     from rich.table import Table
-
-    from ddpbench.report.tables import build
 
     columns = [c for c in columns if wide or not c.wide_only]
     header, cells, numeric = build(columns, rows, context)
@@ -87,7 +88,7 @@ def human_bytes(n) -> str:
 
 def say_wrapped(head: str, parts: list[str], wide: bool) -> None:
     """A series' line: its outcome and whole label, then what was measured (``parts``, joined by commas).
-    Past the console's :data:`~ddpbench.cli.console.NARROW` columns (and without ``wide``), what was
+    Past the console's :data:`~ddpbench.show.console.NARROW` columns (and without ``wide``), what was
     measured goes under the label (indented past a 12-column outcome), as many parts a line as fit: a
     label is never cut, it is what tells two series apart."""
     whole = ", ".join(parts)

@@ -1,10 +1,11 @@
 """The console's answers of ``whatif`` and ``tune``: the what-if model's step, band and cost at each world
 size (for a model, or each workload a sweep measured), and the race's verdict. The model beside published
-scaling (``whatif --validate``) is a table: :func:`ddpbench.cli.tables.print_validation`."""
+scaling (``whatif --validate``) is one of the console's tables:
+:func:`ddpbench.show.console_tables.print_validation`."""
 
 from __future__ import annotations
 
-from ddpbench.cli.console import num, table_console
+from ddpbench.show.console import num, table_console
 
 
 def print_search(result: dict) -> None:

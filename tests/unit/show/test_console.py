@@ -1,4 +1,4 @@
-"""The console's narrow tables (ddpbench.cli.console.fitted): words are cut, widest first, until the
+"""The console's narrow tables (ddpbench.show.console.fitted): words are cut, widest first, until the
 table fits; figures and verdicts never are. Generated column widths."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddpbench.cli.console import NARROWEST_WORDS, fitted
+from ddpbench.show.console import NARROWEST_WORDS, fitted
 from ddpbench.testing.fuzzing import examples
 
 
@@ -36,8 +36,8 @@ def test_a_negative_exposed_communication_is_said_not_measurable_neither_zero_no
     0.00, which would say nothing is exposed (issue 59), nor -0.40 or -7.11~, a time nothing measured (issue 82),
     but n/m, which the summary's title explains."""
     from ddpbench.analysis.core.columns import EXPOSED_COMM_MS
-    from ddpbench.cli.columns import _comm
-    from ddpbench.report.budget import NOT_MEASURABLE
+    from ddpbench.show.budget import NOT_MEASURABLE
+    from ddpbench.show.console_columns import _comm
 
     below = {"exposed_comm_ms_low": -0.6, "exposed_comm_ms_high": -0.2}  # told apart from 0, below it
     above = {"exposed_comm_ms_low": 1.0, "exposed_comm_ms_high": 2.0}
@@ -61,8 +61,8 @@ def test_a_comm_figure_is_shown_only_where_measurable_and_the_title_explains_eac
     after the point of one launch; the summary's title says what each mark it shows means; explicit communication
     alone is never marked."""
     from ddpbench.analysis.core.columns import EXPOSED_COMM_MS
-    from ddpbench.cli.columns import _comm
-    from ddpbench.report.budget import comm_marks
+    from ddpbench.show.budget import comm_marks
+    from ddpbench.show.console_columns import _comm
 
     row = {EXPOSED_COMM_MS: 1.5, "comm_ms": 0.0, "status": "ok", "world_size": 2, "exposed_comm_ms_low": low,
            "exposed_comm_ms_high": high}
@@ -78,8 +78,8 @@ def test_one_rank_communicates_nothing_whatever_its_no_sync_difference():
     """At world size 1 the synced step less the no_sync() step is noise (2-7 ms on a script's epochs): none, with
     its meaning in the title, never a figure."""
     from ddpbench.analysis.core.columns import EXPOSED_COMM_MS
-    from ddpbench.cli.columns import _comm
-    from ddpbench.report.budget import comm_marks
+    from ddpbench.show.budget import comm_marks
+    from ddpbench.show.console_columns import _comm
 
     one = {EXPOSED_COMM_MS: 3.19, "comm_ms": 0.0, "status": "ok", "world_size": 1, "exposed_comm_ms_low": 1.0,
            "exposed_comm_ms_high": 5.4}
