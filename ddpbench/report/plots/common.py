@@ -54,8 +54,8 @@ from ddpbench.results.sanitize import without_controls
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
           "#bcbd22", "#17becf")
 #: the backward phase's compute, drawn apart from the communication it waited for (the step breakdown, a traced
-#: step's timeline)
-BACKWARD_COMPUTE_COLOR = "#55a868"
+#: step's timeline): its words and colour
+BACKWARD_COMPUTE, BACKWARD_COMPUTE_COLOR = "backward compute", "#55a868"
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINE_STYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
 NOISY_RING = "0.6"

@@ -8,6 +8,7 @@ import numpy as np
 
 from ddpbench.analysis.core import EXPOSED_COMM_MS, STEP_MS, above_zero, describe, line_fields, model_columns, ordered
 from ddpbench.report.plots.common import (
+    BACKWARD_COMPUTE,
     BACKWARD_COMPUTE_COLOR,
     COLORS,
     LINE_STYLES,
@@ -27,7 +28,7 @@ from ddpbench.results.phases import TIMED
 #: the backward phase drawn in three parts: its compute, then the exposed communication DDP's overlap left
 #: (apart where that lies within noise): (label, derived name, colour)
 BACKWARD_PARTS = (
-    ("backward compute", "backward_compute_ms", BACKWARD_COMPUTE_COLOR),
+    (BACKWARD_COMPUTE, "backward_compute_ms", BACKWARD_COMPUTE_COLOR),
     ("exposed comm", "exposed_ms", "#c44e52"),
     # the same difference where its interval over launches includes 0, or a job has one launch
     ("exposed comm: its interval\nincludes 0, or one launch", "exposed_noise_ms", "#ebb4b5"),

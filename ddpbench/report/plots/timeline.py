@@ -13,13 +13,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ddpbench.report.plots.common import BACKWARD_COMPUTE_COLOR, figure, guarded, save
+from ddpbench.report.plots.common import BACKWARD_COMPUTE, BACKWARD_COMPUTE_COLOR, figure, guarded, save
 from ddpbench.results.phases import TIMED
 
 #: each timed phase's colour (ddpbench.results.phases), by the name a trace gives it; the backward's compute
 PHASE_COLORS = {phase.name: BACKWARD_COMPUTE_COLOR if phase.name == "backward" else phase.colour for phase in TIMED}
 #: each phase's words in the legend
-PHASE_LABELS = {phase.name: "backward compute" if phase.name == "backward" else phase.label for phase in TIMED}
+PHASE_LABELS = {phase.name: BACKWARD_COMPUTE if phase.name == "backward" else phase.label for phase in TIMED}
 WAIT_COLOR = "#f2c4c4"
 HIDDEN_COLOR = "#f4a6a6"
 EXPOSED_COLOR = "#c44e52"

@@ -115,7 +115,9 @@ def trend_plot(rows: pd.DataFrame, changes: pd.DataFrame, title: str, path: Path
     for key, label, world, part in found:
         ax, drawn = axes[at], []
         at += 1
-        for phase in FOLLOWED:  # each in its own colour, none red or green (the change points')
+        # each phase in its own colour, none red or green (the change points'); the one derived from whole
+        # steps (exposed communication) is nothing at world size 1
+        for phase in FOLLOWED:
             if not np.isfinite(part[phase.column].astype(float)).any() or (not phase.timed and world == 1):
                 continue
             draw(ax, key, part, phase.column, color=phase.colour, marker=".", markersize=6)
