@@ -10,8 +10,9 @@ figure and the jobs' step breakdown (``ddpbench.report``). It sits in ``results`
 the lowest of its readers, sit there. The independent checker keeps its own list of the names
 (``ddpbench.audit.pool``); ``tests/unit/results/test_phases.py`` holds it and every reader's list to this one.
 
-A phase has one colour in every figure. None is red or green: those are the trend's change points
-(slower, faster).
+A phase has one colour in every figure that draws it whole. None is red or green: those are the trend's
+change points (slower, faster). The step breakdown and a traced step's timeline draw the backward in parts
+instead (its compute green, the communication it waited for red: ``ddpbench.report.plots``).
 """
 
 from __future__ import annotations
