@@ -32,7 +32,8 @@ def test_summarize_returns_exactly_the_declared_columns(fast_summaries):
     for folder, table in fast_summaries.items():
         undeclared = sorted(set(table.columns) - set(COLUMNS))
         never = sorted(set(COLUMNS) - set(table.columns))
-        assert not undeclared, f"{folder}: summarize() returns columns not declared in analysis/core/columns.py: {undeclared}"
+        assert not undeclared, (f"{folder}: summarize() returns columns not declared in analysis/core/columns.py: "
+                                f"{undeclared}")
         assert not never, f"{folder}: declared columns summarize() does not return: {never}"
         assert len(table.columns) == len(COLUMNS)  # no name twice
 

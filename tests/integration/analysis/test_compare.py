@@ -87,7 +87,8 @@ def test_cannot_tell_borrows_the_spread_of_the_folders_other_jobs():
     gate = compare.gate_results(table, [MEDIAN_5]).set_index("key").loc[_row(table, 1)["key"]]
     medians = power.spread_of([power.launch_values(many, "median")] * 2)
     assert gate["outcome"] == "inconclusive"
-    assert gate["basis"] == f"cannot tell with 1 vs 1 launches; {power.launches_for(medians, 10.0, 5.0)} a side would detect 10 %"
+    need = power.launches_for(medians, 10.0, 5.0)
+    assert gate["basis"] == f"cannot tell with 1 vs 1 launches; {need} a side would detect 10 %"
 
 
 def test_unmatched_and_unfinished_jobs_are_listed_not_gated():
@@ -125,7 +126,8 @@ def test_mde_with_many_launches_is_threshold_plus_t_plus_z_standard_errors():
     se = spread * math.sqrt(2 / n)  # 0.447 %
     k = t.ppf(0.975, 2 * n - 2) + norm.ppf(0.9)  # 1.991 + 1.282
     assert power.detectable_slowdown(spread, n, n)["mde"] == pytest.approx(k * se, rel=0.02)
-    assert _t_rule_rates(spread, n, power.detectable_slowdown(spread, n, n)["mde"], 2000) == pytest.approx(0.9, abs=0.03)
+    mde = power.detectable_slowdown(spread, n, n)["mde"]
+    assert _t_rule_rates(spread, n, mde, 2000) == pytest.approx(0.9, abs=0.03)
     # a 5 % gate moves it by the threshold (the ratio scales: T + (1 + T) k SE)
     gated = power.detectable_slowdown(spread, n, n, 5.0, "%")
     assert gated["mde"] == pytest.approx(5 + 1.05 * k * se, rel=0.02)

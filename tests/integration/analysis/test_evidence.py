@@ -148,7 +148,8 @@ def test_the_verdict_leads_with_scaling_the_top_cause_and_the_best_setting():
     lines = dict(headline(diagnose(pd.DataFrame(rows), link=LINK), pd.DataFrame(rows)))
     assert lines["scaling"].startswith("ddp with mlp-m (batch 32/rank) scales well")
     # the top cause with its fix and the gain the sweep measured for it, called measured
-    assert lines["top cause"].startswith("buckets in ") and "fix: bucket_cap_mb = 25 (the default)" in lines["top cause"]
+    assert lines["top cause"].startswith("buckets in ")
+    assert "fix: bucket_cap_mb = 25 (the default)" in lines["top cause"]
     assert "measured to recover 20.0 ms of a 100.0 ms step (20 %)" in lines["top cause"]
     assert lines["best setting"].startswith("Best gradient bucket size") and "25 MB" in lines["best setting"]
     # nothing to blame: said so, not left out

@@ -23,7 +23,8 @@ def _nominal_table(alpha_us=900.0, share=0.8):
         for setting, messages, wire in (("ddp 1 MB", 8, 5.2e6), ("ddp 25 MB", 2, 5.2e6), ("master", 2, 10.4e6)):
             comm_us = alpha_us * messages + wire * 8 / (gbit * 1e3) / share
             rows.append({"key": f"{link}-{setting}", "link": link, "rate_gbit": gbit, "strategy": setting.split()[0],
-                         "setting": setting, "messages": messages, "wire_bytes": wire, "measured_comm_ms": comm_us / 1e3})
+                         "setting": setting, "messages": messages, "wire_bytes": wire,
+                         "measured_comm_ms": comm_us / 1e3})
     return pd.DataFrame(rows)
 
 

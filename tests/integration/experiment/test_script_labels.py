@@ -39,7 +39,8 @@ def test_a_trainer_script_is_named_by_the_one_argument_its_jobs_change():
 
 def test_arguments_in_another_order_keep_their_whole_command_lines():
     a, b = args("--x", "1", "--y", "2"), args("--y", "2", "--x", "1")
-    assert script_labels([("t.py", a), ("t.py", b)]) == {("t.py", a): "t.py --x 1 --y 2", ("t.py", b): "t.py --y 2 --x 1"}
+    assert script_labels([("t.py", a), ("t.py", b)]) == {("t.py", a): "t.py --x 1 --y 2",
+                                                          ("t.py", b): "t.py --y 2 --x 1"}
 
 
 TOKENS = st.sampled_from(["--lr", "--epochs", "--batch-size", "--fp16", "-v", "--seed=1", "--seed=2", "1", "2", "0.5",

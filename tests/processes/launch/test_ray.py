@@ -81,8 +81,8 @@ def test_a_sweep_through_ray_train_interrupted_and_resumed_stores_what_spawn_sto
     assert spawned.returncode == 0, spawned.stderr
     mark, out = uuid.uuid4().hex, tmp_path / "ray"
     sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report", "--launcher", "ray"),
-                             cwd=ROOT, env={**os.environ, MARK: mark}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True, preexec_fn=as_from_a_terminal)
+                             cwd=ROOT, env={**os.environ, MARK: mark}, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=as_from_a_terminal)
     try:
         wait_for_runs(out / "results.jsonl", 1)  # the first launch stored; the second's workers starting
     except BaseException:

@@ -49,8 +49,8 @@ def test_a_rank_killed_or_hung_fails_or_times_out_its_job_with_the_cause_and_the
     assert hung["error"] == (f"no result within the {timeout_s} s timeout "
                              "(rank 0 at measure step 4; rank 1 at measure step 3)")
     assert hung["wall_s"] <= timeout_s + 10
-    print(f"{launcher}, hang: the job recorded as timed out {hung['wall_s'] - timeout_s:.1f} s past its {timeout_s} s timeout "
-          f"({recovery_s['planted-hang']:.1f} s after the hang began)")
+    print(f"{launcher}, hang: the job recorded as timed out {hung['wall_s'] - timeout_s:.1f} s past its "
+          f"{timeout_s} s timeout ({recovery_s['planted-hang']:.1f} s after the hang began)")
     if good:
         assert runs["ddp-ws1"]["status"] == runs["ddp-ws2"]["status"] == "ok"
         steps, _, _, _ = load_tables(out)

@@ -243,7 +243,8 @@ def test_confidence_intervals_over_launches():
     half = 4.302652729749464 * 0.05 / math.sqrt(3)
     assert table.loc[2, "samples_per_s_low"] == pytest.approx(20 / (8e-3 * math.exp(half)))
     assert table.loc[2, "samples_per_s_high"] == pytest.approx(20 / (8e-3 * math.exp(-half)))
-    assert table.loc[2, "serial_fraction_low"] <= table.loc[2, "serial_fraction"] <= table.loc[2, "serial_fraction_high"]
+    low, serial, high = table.loc[2, ["serial_fraction_low", "serial_fraction", "serial_fraction_high"]]
+    assert low <= serial <= high
     # the same folder gives the same interval: the intervals are closed-form
     again = _summary(one, two).set_index("world_size")
     assert again.loc[2, "speedup_low"] == table.loc[2, "speedup_low"]

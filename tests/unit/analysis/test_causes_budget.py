@@ -221,8 +221,9 @@ def test_a_rank_slower_alone_that_the_barrier_does_not_name_is_said_and_not_blam
                barrier_cause_detail="no rank named: rank 0 was last to have its gradients ready in 60 % of the steps")
     findings = [f for f in diagnose(pd.DataFrame([row])) if f.kind == "straggler"]
     assert len(findings) == 1 and findings[0].cause is None and findings[0].severity == "info"
-    assert ("computes 21 % slower than the other ranks under no_sync() in most steps, but through the barrier no rank stood out (rank 0 "
-            "was last to have its gradients ready in 60 % of the steps): not blamed.") in findings[0].text
+    assert ("computes 21 % slower than the other ranks under no_sync() in most steps, but through the barrier no "
+            "rank stood out (rank 0 was last to have its gradients ready in 60 % of the steps): not blamed."
+            in findings[0].text)
 
 
 def test_compute_slowed_by_communication_beside_it_is_part_of_communications_story():

@@ -23,7 +23,8 @@ def test_units_and_stages_come_from_their_known_sets():
     for name, column in COLUMNS.items():
         suffix, unit = next(((s, u) for s, u in (("_per_s", "samples/s"), ("_ms", "ms"), ("_mb", "MB"), ("_pct", "%"),
                                                   ("_s", "s")) if name.endswith(s)), (None, None))
-        assert suffix is None or column.unit.split()[0] == unit, f"{name} ends in {suffix} but is declared in {column.unit}"
+        assert suffix is None or column.unit.split()[0] == unit, (f"{name} ends in {suffix} but is declared in "
+                                                                  f"{column.unit}")
 
 
 def test_the_most_read_names_are_declared():
@@ -42,7 +43,8 @@ def test_the_declared_thresholds_are_in_the_meanings():
 def test_docs_results_shows_the_declared_table():
     columns_table = load_script("scripts/columns_table.py")
     text = columns_table.PAGE.read_text()
-    assert text == columns_table.with_table(text), "docs/results.md's column table is stale: run python scripts/columns_table.py"
+    assert text == columns_table.with_table(text), ("docs/results.md's column table is stale: run python "
+                                                    "scripts/columns_table.py")
     assert markdown_table() in text
     for column in MEASURED:
         assert f"| `{column.name}` |" in text

@@ -1,8 +1,9 @@
 """`ddpbench compare A B`: matching jobs, significance over launches, gates, output, bad input.
 
-Pure functions run on synthetic tables with planted differences. The command on whole folders (the committed reference results, the compare page, the minimum
-detectable effect against simulated launches) is in tests/integration/analysis/test_compare.py, and on two
-real tiny sweeps in tests/processes/analysis/test_compare.py.
+Pure functions run on synthetic tables with planted differences. The command on whole folders (the
+committed reference results, the compare page, the minimum detectable effect against simulated
+launches) is in tests/integration/analysis/test_compare.py, and on two real tiny sweeps in
+tests/processes/analysis/test_compare.py.
 """
 
 from __future__ import annotations
@@ -158,12 +159,14 @@ def test_environment_differences():
 
 def test_launches_for_is_the_first_n_whose_mde_reaches_the_effect():
     need = power.launches_for(5.0, 5.0)
-    assert power.detectable_slowdown(5.0, need, need)["mde"] <= 5.0 < power.detectable_slowdown(5.0, need - 1, need - 1)["mde"]
+    fewer = power.detectable_slowdown(5.0, need - 1, need - 1)["mde"]
+    assert power.detectable_slowdown(5.0, need, need)["mde"] <= 5.0 < fewer
     # 10 spreads apart: 3 a side; 2 are not enough (Welch's t_{0.975} at 1-2 df is 4.3-12.7)
     assert power.launches_for(1.0, 10.0) == 3 and power.launches_for(math.nan, 5.0) is None
     assert power.launches_for(50.0, 1.0) == power.MAX_LAUNCHES + 1
     assert power.cannot_tell(2, 2, 5.0) == f"cannot tell with 2 vs 2 launches; {need} a side would detect 5 %"
-    assert power.cannot_tell(1, 3, 50.0, 1.0).endswith(f"more than {power.MAX_LAUNCHES} a side would be needed to detect 1 %")
+    assert power.cannot_tell(1, 3, 50.0, 1.0).endswith(
+        f"more than {power.MAX_LAUNCHES} a side would be needed to detect 1 %")
 
 
 def test_mde_shrinks_like_one_over_root_n():

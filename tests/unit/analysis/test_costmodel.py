@@ -61,10 +61,11 @@ def test_no_fit_without_all_reduce_points():
 
 
 def _summary_row(**kw):
-    base = {"key": "k", "strategy": "ddp", "status": "ok", "comm_hook": "none", "model": "mlp", "model_size": "m", "model_args": "",
-            "per_rank_batch": 32, "world_size": 1, "bucket_cap_mb": 25.0, "scaling": "weak", "oversubscribed": False,
-            "step_ms_mean": 100.0, "nosync_step_ms": 100.0, "ddp_comm_ms": math.nan, "exposed_comm_ms": 0.0,
-            "backward_ms": 60.0, "comm_ms": 0.0, "allreduce_bytes_per_step": 4e6, "buckets": 2.0, "params": 1e6}
+    base = {"key": "k", "strategy": "ddp", "status": "ok", "comm_hook": "none", "model": "mlp", "model_size": "m",
+            "model_args": "", "per_rank_batch": 32, "world_size": 1, "bucket_cap_mb": 25.0, "scaling": "weak",
+            "oversubscribed": False, "step_ms_mean": 100.0, "nosync_step_ms": 100.0, "ddp_comm_ms": math.nan,
+            "exposed_comm_ms": 0.0, "backward_ms": 60.0, "comm_ms": 0.0, "allreduce_bytes_per_step": 4e6,
+            "buckets": 2.0, "params": 1e6}
     return {**base, **kw}
 
 

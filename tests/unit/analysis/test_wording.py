@@ -70,8 +70,8 @@ def test_a_speedup_interval_holding_1x_cannot_tell_whether_it_runs_faster():
     assert f.text == ("ddp with mlp-m (batch 32/rank): cannot tell whether it runs faster than one rank with 3 "
                       f"launches; even 50 would detect only {mde:.0f} %, not the 4 % needed (launch-to-launch spread "
                       "10.0 %); at world size 2 it runs 0.96x the throughput of one rank, 48 % parallel efficiency "
-                      "(95 % CI 38 % to 60 %), an interval reaching below 50 %, where it would run fewer samples/s than one "
-                      "rank.")
+                      "(95 % CI 38 % to 60 %), an interval reaching below 50 %, where it would run fewer samples/s "
+                      "than one rank.")
     assert f.brief.answer.startswith("cannot tell: 0.96x") and f.brief.settle == "> 50 launches"
 
 
@@ -345,8 +345,8 @@ def test_no_committed_report_says_a_band_or_bound_its_interval_does_not_support(
             assert BANDS[m[1]][0] <= low and high < BANDS[m[2] or m[1]][1], (page, m[0], low, high)
             bands += 1
         for m in re.finditer(r"is (compute|communication)-bound:", text):
-            ci = re.search(r"\(\d+\.\d ms of (\d+\.\d) ms[^)]*?(?:95 % CI|noise floor:) (-?\d+\.\d) to (-?\d+\.\d) ms\)",
-                           text[m.end():m.end() + 200])
+            ci = re.search(r"\(\d+\.\d ms of (\d+\.\d) ms[^)]*?(?:95 % CI|noise floor:) "
+                           r"(-?\d+\.\d) to (-?\d+\.\d) ms\)", text[m.end():m.end() + 200])
             assert ci, (page, text[m.start():m.end() + 200])
             step, low, high = float(ci[1]), float(ci[2]), float(ci[3])
             if m[1] == "communication":

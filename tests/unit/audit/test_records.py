@@ -206,7 +206,8 @@ def test_a_peak_too_low_is_flagged_with_figures_the_checker_derives_again(tmp_pa
     # 0.04 and 0.06 TFLOP/s (median 0.05: 200 %); the datasheet says 0.08 (125 %)
     ResultsFolder(tmp_path, experiment={"name": "synthetic", "description": "", "datasheet_tflops": 0.08 * scale})
     folder = ResultsFolder(tmp_path)
-    compute = {"flops_per_step": 1e9 * scale, "flops_source": "counted", "peak_method": "planted", "peak_source": "measured"}
+    compute = {"flops_per_step": 1e9 * scale, "flops_source": "counted", "peak_method": "planted",
+               "peak_source": "measured"}
     for repeat in range(3):
         steps = [row(rank, "warmup", 0, 50.0) for rank in (0, 1)]
         steps += [row(rank, "measure", s, 10.0 - rank) for rank in (0, 1) for s in range(4)]
@@ -226,7 +227,8 @@ def test_a_peak_too_low_is_flagged_with_figures_the_checker_derives_again(tmp_pa
         assert check_claim(fig, Claim(text)) == []
     wrong_rate = {"0.100": "0.200", "1500": "1600"}[tflops]
     for right, wrong in ((f"{tflops} TFLOP/s", f"{wrong_rate} TFLOP/s"), ("200 %", "190 %"), ("125 %", "135 %"),
-                         ("200 % of the GEMM", "125 % of the GEMM"), ("125 % of the datasheet", "200 % of the datasheet")):
+                         ("200 % of the GEMM", "125 % of the GEMM"),
+                         ("125 % of the datasheet", "200 % of the datasheet")):
         text = next(t for t in said if right in t)
         assert [p.kind for p in check_claim(fig, Claim(text.replace(right, wrong)))] == ["figure"], wrong
     # a percentage whose words name no peak is not matched to either peak's figure: held to the job's others

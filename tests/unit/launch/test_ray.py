@@ -34,7 +34,8 @@ def test_a_ray_flag_with_another_launcher_is_one_line(flags, words):
 
 def test_the_ray_launcher_without_ray_installed_says_how_to_install_it(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name.startswith("ray") else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.startswith("ray") else real(name, *a))
     proc = run_main("sweep", "--dry-run", "--launcher", "ray")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert proc.stderr == ("error: command line: --launcher: ray needs Ray Train, which is not installed here: "
@@ -43,7 +44,8 @@ def test_the_ray_launcher_without_ray_installed_says_how_to_install_it(monkeypat
 
 def test_an_experiment_that_asks_for_ray_without_it_names_its_key(monkeypatch, tmp_path):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name.startswith("ray") else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.startswith("ray") else real(name, *a))
     exp = tmp_path / "exp.toml"
     exp.write_text('launcher = "ray"\n[defaults]\nmodel_size = "xs"\n')
     proc = run_main("sweep", exp, "--dry-run")

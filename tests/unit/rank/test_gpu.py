@@ -105,7 +105,8 @@ def test_the_device_a_rank_takes(device, local_rank, visible, expected):
 
 def test_a_rank_without_a_gpu_of_its_own_is_an_error(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
-    with pytest.raises(RuntimeError, match=r"local rank 2 has no GPU of its own: 2 visible \(CUDA_VISIBLE_DEVICES=0,1\)"):
+    with pytest.raises(RuntimeError,
+                       match=r"local rank 2 has no GPU of its own: 2 visible \(CUDA_VISIBLE_DEVICES=0,1\)"):
         rank_device("cuda", 2, 2)
 
 

@@ -48,7 +48,8 @@ def test_model_args_refuses_what_is_not_a_table_of_scalars(bad):
 
 
 def test_two_spellings_of_an_experiments_model_args_are_one_job(tmp_path, cpu_machine):
-    inline = write_experiment(tmp_path / "a.toml", experiment_text({"model": MAKE, "model_args": {"vocab": 500, "dim": 16}}))
+    inline = write_experiment(tmp_path / "a.toml",
+                              experiment_text({"model": MAKE, "model_args": {"vocab": 500, "dim": 16}}))
     table = write_experiment(tmp_path / "b.toml", experiment_text({"model": MAKE}).replace(
         "[defaults]", "[defaults.model_args]\ndim = 16\nvocab = 500\n\n[defaults]", 1))
     a, b = load_experiment(inline, cpu_machine), load_experiment(table, cpu_machine)
@@ -121,7 +122,8 @@ def _error_of(model: str, model_args: str = "") -> WorkloadError:
      ["example_workload.bench:raises()", "raised RuntimeError", "the feature store is not reachable from here"]),
     ("example_workload.bench:loss_not_scalar", "", "model",
      ["Workload.loss returned a tensor of shape (2,)", "must return a scalar tensor"]),
-    ("no_such_package.bench:make", "", "model", ["cannot import 'no_such_package.bench'", "No module named 'no_such_package'"]),
+    ("no_such_package.bench:make", "", "model",
+     ["cannot import 'no_such_package.bench'", "No module named 'no_such_package'"]),
     ("example_workload.bench:no_such_factory", "", "model", ["'example_workload.bench' has no 'no_such_factory'"]),
     ("example_workload.bench:TwoTower.nope", "", "model", ["'example_workload.bench' has no 'TwoTower.nope'"]),
     (MAKE, '{"bogus": 1}', "model_args", ["make(bogus=1) raised TypeError", "unexpected keyword argument 'bogus'"]),
