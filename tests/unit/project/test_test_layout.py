@@ -170,7 +170,7 @@ def test_each_test_is_slow_exactly_when_its_folder_starts_processes(request, pyt
 def test_a_test_that_must_start_no_process_fails_if_it_does(pytester, speed):
     """tests/unit/, tests/integration/ and tests/examples/ (their conftest.py) refuse every way of
     starting a process, in a test's call or in a fixture it needs, and fail the test even where the code
-    caught the refusal."""
+    caught the refusal; ruff, the one program let through, leaves every other start refused."""
     pytester.makeconftest("")
     (pytester.path / speed).mkdir()
     (pytester.path / speed / "conftest.py").write_text((TESTS / speed / "conftest.py").read_text())
@@ -203,12 +203,23 @@ def test_a_test_that_must_start_no_process_fails_if_it_does(pytester, speed):
 
         def test_nothing_started():
             pass
+
+        def test_ruff_alone():
+            from ddpbench.testing.one_process import ruff
+            assert ruff("--stdin-filename", "x.py", cwd=".", stdin="x = 1\\n").returncode == 0
+
+        def test_ruff_then_popen():
+            from ddpbench.testing.one_process import ruff
+            ruff("--stdin-filename", "x.py", cwd=".", stdin="x = 1\\n")
+            subprocess.run([sys.executable, "-c", "pass"])
         """})
     result = pytester.inline_run(*INNER)
     failed = {r.nodeid.rpartition("::")[2] for r in result.getreports("pytest_runtest_logreport") if r.failed}
-    assert failed == {"test_popen", "test_system_caught", "test_fork", "test_multiprocessing", "test_in_a_fixture"}
+    assert failed == {"test_popen", "test_system_caught", "test_fork", "test_multiprocessing", "test_in_a_fixture",
+                      "test_ruff_then_popen"}
     passed = [r.nodeid for r in result.getreports("pytest_runtest_logreport") if r.when == "call" and r.passed]
-    assert passed == [f"{speed}/report/test_starts.py::test_nothing_started"]
+    assert passed == [f"{speed}/report/test_starts.py::test_nothing_started",
+                      f"{speed}/report/test_starts.py::test_ruff_alone"]
 
 
 def test_every_run_takes_every_core_but_a_run_of_process_tests_alone(pytester, monkeypatch):
