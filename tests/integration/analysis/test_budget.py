@@ -1,7 +1,7 @@
 """The loss budget and the barrier (ddpbench/analysis/summary/budget.py) whole: whole folders of planted
 steps summarised (the lines' sum over generated steps, the contention interval's coverage, the rank last at
 the barrier and a shared CPU named as causes) and the committed quick-cpu example. The quick cases are in
-tests/unit/analysis/test_budget.py."""
+tests/unit/analysis/summary/test_budget.py."""
 
 from __future__ import annotations
 

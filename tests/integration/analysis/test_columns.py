@@ -2,7 +2,7 @@
 summarize() of small committed example folders returns exactly the declared columns, and fills each of
 them but those named in ddpbench.testing.columns. Loading is in-process, no process started. The
 declarations' own checks (units, stages, thresholds, docs/results.md's table) are in
-tests/unit/analysis/test_columns.py."""
+tests/unit/analysis/core/test_columns.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`ddpbench compare A B` on whole folders: the committed reference results against a copy of themselves,
 one launch a side, spread borrowed from a folder's other jobs, unmatched and unfinished jobs, the minimum
 detectable effect against simulated launches, the table, CSV and gates, and the compare page. The pure
-functions on synthetic tables are in tests/unit/analysis/test_compare.py."""
+functions on synthetic tables are in tests/unit/analysis/history/test_compare.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Cost per sample in compare (ddpbench.analysis.summary.cost): each side of a comparison set at its own
-stored price, over two whole folders. The cost's own figures are in tests/unit/analysis/test_cost.py."""
+stored price, over two whole folders. The cost's own figures are in tests/unit/analysis/summary/test_cost.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The alpha-beta cost model in the report: a world size of one says there is nothing to fit, the
 projection's band and what it covers, and a folder's projection growing by the spread measured between its
-ranks. The formulas and fits on exact values are in tests/unit/analysis/test_costmodel.py."""
+ranks. The formulas and fits on exact values are in tests/unit/analysis/models/test_costmodel.py."""
 
 import pandas as pd
 import pytest

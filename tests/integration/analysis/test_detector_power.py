@@ -1,6 +1,6 @@
 """benchmarks/detector_power.py on the committed gate-power folders: the levels are the planted jobs'
 launches, and the separate trials' sweeps are read per job and level. The histories it builds are checked
-in tests/unit/analysis/test_detector_power.py."""
+in tests/unit/analysis/history/test_detector_power.py."""
 
 from __future__ import annotations
 

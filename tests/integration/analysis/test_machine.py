@@ -1,7 +1,7 @@
 """compare's call where the two sides' machines differed, on made-up launches and the machine's readings
 of them: b is not called slower where its machine was the busier, nor a job where the machine was busy
 during its b launches, and the gate does not fail on it. The machine's readings are
-in tests/unit/analysis/test_machine.py."""
+in tests/unit/analysis/core/test_machine.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The what-if model on whole inputs: a folder's spread and curve are the measured ones, every bucket's
 collective is the fastest algorithm at its size, and ResNet-50's buckets are ready as its layers' FLOPs
-accumulate. The mechanics are in tests/unit/analysis/test_whatif.py."""
+accumulate. The mechanics are in tests/unit/analysis/models/test_whatif.py."""
 
 import itertools
 

@@ -93,8 +93,8 @@ def test_the_costs_of_running_distributed():
     assert ddp_step(work, 2, slow, costs=Costs(allreduce_us=100.0)).step_ms == pytest.approx(bare.step_ms + 1.0)
     # links at half their rate: every transfer twice as long
     assert ddp_step(work, 2, slow, costs=Costs(link_share=0.5)).comm_ms == pytest.approx(2 * bare.comm_ms)
-    # the shipped constants are the calibrated ones (tests/unit/analysis/test_validation.py holds them to the fit);
-    # no share of the compute per step is shipped: what running distributed costs grows with N
+    # the shipped constants are the calibrated ones (tests/unit/analysis/models/test_validation.py holds them to
+    # the fit); no share of the compute per step is shipped: what running distributed costs grows with N
     assert COSTS.step_share == 0 and COSTS.rank_spread > 0 and 0 < COSTS.link_share <= 1 and 0 < COSTS.tcp_share < 1
 
 
