@@ -39,6 +39,10 @@ import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 
+from ddpbench.analysis.core import thresholds
+from ddpbench.analysis.models import loso
+from ddpbench.audit.figures import ratio_interval
+from ddpbench.experiment.spec import FIELDS
 from ddpbench.testing import ROOT
 from ddpbench.testing.scripts import load_benchmark
 
@@ -70,8 +74,6 @@ def _global_batch(spec: dict) -> int:
 def tables(folder: str) -> Tables:
     """The records of ``folder``'s results.jsonl as four frames; a launch recorded twice (a resumed sweep) is
     its latest record. A spec field added after a record was written reads as its default."""
-    from ddpbench.experiment.spec import FIELDS
-
     defaults = {name: f.default for name, f in FIELDS.items()}
     latest, sweeps = {}, []
     for line in (EX / folder / "results.jsonl").read_text(encoding="utf-8").splitlines():
@@ -321,8 +323,6 @@ def h200_again() -> dict:
     launch's step as read here (its slowest rank's window) and docs/statistics.md's ratio interval (the
     independent checker's, :mod:`ddpbench.audit`), which shares nothing with the analysis that wrote `compare`'s
     page."""
-    from ddpbench.audit.figures import ratio_interval
-
     a, b = launch_ms("gpu-h200"), launch_ms("gpu-h200-2")
     both = set(a.index.get_level_values("key")) & set(b.index.get_level_values("key"))
     ratios = {k: (b[k].mean() / a[k].mean(), *ratio_interval(list(b[k]), list(a[k]))) for k in both}
@@ -697,8 +697,6 @@ def calibration_cpu() -> dict:
     its launches (``results.jsonl``), and the simulation's settings (the benchmark's own constants)."""
     from scipy.stats import t as student
 
-    from ddpbench.analysis.core import thresholds
-
     f = "calibration-cpu"
     table = _table(EX / f / "calibration.md")
     n, sim_cov, ratio_cov, sim_false, real_n, real_false, real_cov = table.columns
@@ -773,8 +771,6 @@ def _loso() -> dict:
     check (reports/examples/whatif-loso/held-out.csv: tests/examples/analysis/test_whatif_loso.py holds it
     equal to a recomputation)."""
     import pandas as pd
-
-    from ddpbench.analysis.models import loso
 
     held = pd.read_csv(EX / "whatif-loso" / "held-out.csv")
     held = held[held["quantity"] == "scaling efficiency (%)"]

@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 from ddpbench.analysis.core import power, stats
+from ddpbench.analysis.folder import load_given
 from ddpbench.analysis.history import compare
+from ddpbench.analysis.summary.budget import BARRIER_COLUMNS, BUDGET_COLUMNS
+from ddpbench.report.compare_page import write_comparison
 from ddpbench.testing.comparing import MEDIAN_5
 from ddpbench.testing.comparing import as_flag as _flag
 from ddpbench.testing.comparing import compare_jobs as _compare
@@ -153,8 +156,6 @@ def test_mde_with_three_launches_is_what_the_t_rule_detects_90_percent_of_the_ti
 
 
 def test_comparison_table_csv_and_gates_carry_the_mde(tmp_path):
-    from ddpbench.report.compare_page import write_comparison
-
     a = [(1, _launches(10.0, launch_sd=0.02), "ok"), (2, [[20.0] * 8], "ok")]
     b = [(1, _launches(10.0, seed=5, launch_sd=0.02), "ok"), (2, [[20.0] * 8], "ok")]
     table = _compare(a, b)
@@ -179,8 +180,6 @@ def test_comparison_table_csv_and_gates_carry_the_mde(tmp_path):
 
 
 def test_the_compare_page_counts_and_explains_cannot_tell(tmp_path):
-    from ddpbench.report.compare_page import write_comparison
-
     a = [(1, _launches(10.0, launches=1, seed=7), "ok"), (2, _launches(20.0, seed=1), "ok")]
     b = [(1, _launches(12.0, launches=1, seed=8), "ok"), (2, _launches(20.0, seed=2), "ok")]
     table = _compare(a, b)
@@ -201,9 +200,6 @@ def test_sides_loaded_without_the_loss_budget_compare_as_with_it():
     from pathlib import Path
 
     import pandas as pd
-
-    from ddpbench.analysis.folder import load_given
-    from ddpbench.analysis.summary.budget import BARRIER_COLUMNS, BUDGET_COLUMNS
 
     examples = Path(__file__).resolve().parents[3] / "reports" / "examples"
     folders = [examples / "calibration-cpu", examples / "calibration-cpu-2"]

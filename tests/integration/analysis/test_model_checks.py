@@ -8,6 +8,9 @@ import pytest
 
 import ddpbench
 from ddpbench.analysis.diagnosis.finders import diagnose
+from ddpbench.analysis.diagnosis.model_findings import model_error
+from ddpbench.analysis.models import costmodel as cm
+from ddpbench.analysis.models.costmodel import fit_ddp_logs, predicted_vs_measured
 from ddpbench.analysis.models.network import held_out_check, network_table
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import ROOT
@@ -74,8 +77,6 @@ def _checks(in_sample):
 
 
 def test_an_in_sample_error_is_called_a_fit_error_and_never_a_check():
-    from ddpbench.analysis.diagnosis.model_findings import model_error
-
     (finding,) = model_error(_checks([("a", True, 3.0), ("b", True, -3.0)]))
     assert "is a fit error, not a check: nothing was held out" in finding.text and finding.severity == "warn"
     (finding,) = model_error(_checks([("a", True, 3.0), ("b", False, 20.0)]))
@@ -83,8 +84,6 @@ def test_an_in_sample_error_is_called_a_fit_error_and_never_a_check():
 
 
 def test_a_link_fitted_to_ddp_logs_marks_those_jobs_in_sample():
-    from ddpbench.analysis.models.costmodel import fit_ddp_logs, predicted_vs_measured
-
     example = ROOT / "reports/examples/bucket-sweep-cpu"
     _, _, ranks, _ = load_tables(example)
     summary = ddpbench.summarize(ddpbench.load(example))
@@ -97,8 +96,6 @@ def test_a_link_fitted_to_ddp_logs_marks_those_jobs_in_sample():
 def test_one_world_size_gives_a_range_from_all_latency_to_all_bandwidth_not_a_line():
     """world-sizes-cpu's DDP jobs ran at world size 2 with one bucket layout each: the points cannot
     tell latency from bandwidth, so the projection shows both extremes, and they agree where measured."""
-    from ddpbench.analysis.models import costmodel as cm
-
     example = ROOT / "reports/examples/world-sizes-cpu"
     _, _, ranks, _ = load_tables(example)
     summary = ddpbench.summarize(ddpbench.load(example))

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from ddpbench.analysis.core.jobs import describe, label_fields
 from ddpbench.analysis.folder import load
 from ddpbench.experiment.spec import script_label, script_labels
+from ddpbench.report.build import write_report
 from ddpbench.testing import ROOT
 
 #: the arguments of a Hugging Face Trainer language-model script, as a user would give them
@@ -75,8 +76,6 @@ def test_the_script_examples_verdict_names_its_jobs_by_script_alone():
 
 def test_the_report_keeps_each_script_jobs_whole_command_line_beside_its_name(tmp_path):
     import shutil
-
-    from ddpbench.report.build import write_report
 
     for name in ("results.jsonl", "experiment.toml"):
         shutil.copy(ROOT / "reports" / "examples" / "script-cpu" / name, tmp_path / name)

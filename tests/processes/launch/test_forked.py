@@ -72,6 +72,7 @@ def test_a_rank_ended_early_takes_its_children_with_it(tmp_path):
 
 
 def _sleeper(argv, env, log_path):
+    # a rank forked from the server (ForkedRank's target): it imports what it runs there
     from ddpbench.rank.forked import become_rank
 
     become_rank(env, log_path)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from ddpbench.launch.ray_cluster import RayCluster
+from ddpbench.launch.ray_cluster import marked as marked_by_cluster
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import (
     MARK,
@@ -49,8 +51,6 @@ LIMIT_S = 15.0
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """An existing Ray cluster for the sweeps below that name it (--ray-address): one node, this machine's."""
-    from ddpbench.launch.ray_cluster import RayCluster
-
     ray = RayCluster()
     ray.start(tmp_path_factory.mktemp("cluster"))
     yield ray
@@ -60,8 +60,6 @@ def cluster(tmp_path_factory):
 def cluster_processes(cluster) -> list:
     """The live processes of ``cluster`` (each carries its mark), as psutil's."""
     import psutil
-
-    from ddpbench.launch.ray_cluster import marked as marked_by_cluster
 
     found = []
     for pid in marked_by_cluster(str(cluster.folder)):

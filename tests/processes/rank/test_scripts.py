@@ -11,6 +11,8 @@ import shutil
 import textwrap
 from pathlib import Path
 
+from ddpbench.analysis.summary.table import summarize
+from ddpbench.results.tables import load
 from ddpbench.testing import ROOT, rank_processes, run_cli, run_main, script_experiment, write_experiment
 
 EXAMPLE = ROOT / "experiments" / "scripts" / "train_cnn.py"
@@ -88,9 +90,6 @@ def test_the_example_script_through_sweep_compare_and_report(tmp_path):
     assert "train_cnn.py" in compared.stdout
     exported = run_main("export-benchmark", out, "--out", tmp_path / "bench.json")
     assert exported.returncode == 0, exported.stderr[-2000:]
-
-    from ddpbench.analysis.summary.table import summarize
-    from ddpbench.results.tables import load
 
     table = summarize(load(out)).set_index("world_size")
     assert table.loc[2, "speedup"] > 0 and table.loc[2, "exposed_comm_ms"] == table.loc[2, "exposed_comm_ms"]

@@ -165,6 +165,7 @@ def test_hand_ring_equals_backend_all_reduce(tmp_path):
 
 
 def _ring_rank(rank, world, store_path, out):
+    # a spawned rank: it imports what it runs there
     import torch.distributed as dist
 
     from ddpbench.strategies.explicit import ring_all_reduce

@@ -10,6 +10,7 @@ import warnings
 
 import pytest
 
+from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import ROOT, TINY, cli_command, rank_processes, run_cli, run_main, write_experiment
 from ddpbench.testing.sweeps import faults_sweep
@@ -119,8 +120,6 @@ def test_a_full_disk_stops_the_sweep_with_one_line_and_keeps_what_was_stored(sma
 
 def test_a_results_file_cut_mid_write_loses_one_record_and_resume_measures_it_again(tmp_path):
     """A crash mid-write, simulated on a real sweep's file: its last record is cut in half."""
-    from ddpbench.results.store import DamagedRecord
-
     exp = write_experiment(tmp_path / "two.toml", TINY.replace("world_size = [1, 2]", "world_size = [1]")
                            .replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [1, 25]"))
     out = tmp_path / "out"

@@ -15,6 +15,9 @@ from ddpbench.launch.options import LauncherOptions
 from ddpbench.launch.ray_driver import failures, worker_cpus
 from ddpbench.launch.raytrain import RayLauncher, died_first, unsupported
 from ddpbench.rank.protocol import Job, Progress, progress_path
+from ddpbench.results.schema import launch_record
+from ddpbench.results.store import ResultStore
+from ddpbench.results.tables import load_tables
 from ddpbench.testing import run_main
 from ddpbench.testing.launchers import fake_result
 
@@ -155,10 +158,6 @@ def test_the_overhead_is_the_launch_s_start_to_the_group_and_to_the_first_step()
 
 def test_the_overhead_is_stored_and_read_back_and_a_damaged_one_reads_as_missing(tmp_path):
     import warnings
-
-    from ddpbench.results.schema import launch_record
-    from ddpbench.results.store import ResultStore
-    from ddpbench.results.tables import load_tables
 
     spec = JobSpec(world_size=2, device="cpu", backend="gloo", threads_per_rank=1, steps=3, warmup_steps=1)
     store = ResultStore(tmp_path)

@@ -18,6 +18,7 @@ from ddpbench.rank.devices import own_memory_mb
 from ddpbench.rank.equivalence import EXACT_TOLERANCE, tolerance
 from ddpbench.rank.precision import CompileWatch, Precision, use_compile_cache
 from ddpbench.strategies.base import compile_skip_reason
+from ddpbench.strategies.ddp import DDPStrategy
 
 # -- the fields ----------------------------------------------------------------------------------
 
@@ -81,7 +82,6 @@ def test_compile_without_a_cpp_compiler_is_a_skip_reason(monkeypatch):
     monkeypatch.delenv("CXX")
     monkeypatch.setenv("PATH", "/nonexistent")
     assert "no g++, clang++ or c++ on PATH" in compile_skip_reason(spec)
-    from ddpbench.strategies.ddp import DDPStrategy
 
     assert DDPStrategy.skip_reason(spec, None) == compile_skip_reason(spec)
     assert DDPStrategy.skip_reason(JobSpec(device="cpu"), None) is None

@@ -10,7 +10,7 @@ from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.machine import Machine
 from ddpbench.results.schema import STEP_COLUMNS, launch_record, training_result
 from ddpbench.results.store import ResultStore
-from ddpbench.sweep.adaptive import AdaptivePlan, JobState, halfwidth_pct, launch_step_ms
+from ddpbench.sweep.adaptive import AdaptivePlan, JobState, halfwidth_pct, launch_step_ms, launches_for_halfwidth
 
 MACHINE = Machine(cores=2, cuda_devices=0)
 
@@ -111,8 +111,6 @@ def test_the_budget_is_a_top_level_key():
 
 def test_expected_launches_follow_the_t_interval_not_the_square_root_law():
     from scipy.stats import t
-
-    from ddpbench.sweep.adaptive import launches_for_halfwidth
 
     # 2 launches, 20 % wide: the spread is 20 / t_{0.975,1} x sqrt(2) = 2.2 %; 5 launches reach 3 %
     m = launches_for_halfwidth(20.0, 2, 3.0)

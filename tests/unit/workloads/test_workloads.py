@@ -12,10 +12,12 @@ import pytest
 import ddpbench
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import load_experiment
+from ddpbench.experiment.overrides import fields_from_flags
 from ddpbench.experiment.spec import FIELDS, check_value
 from ddpbench.testing import write_experiment
 from ddpbench.testing.workloads import DATA, DROPOUT, DROPOUT_REASON, MAKE, PARAMS_DIM16, TENSORS, experiment_text, job
 from ddpbench.workloads.build import WorkloadError, build_workload, check_batch
+from ddpbench.workloads.data import forward, make_loader
 from ddpbench.workloads.registry import check_model_args, model_label
 
 # ---------------------------------------------------------------------------------------------
@@ -79,8 +81,6 @@ def test_model_label_of_presets_reference_models_and_factories():
 def test_build_workload_of_an_outside_factory_in_process(monkeypatch):
     import torch
     from torch.utils.data import default_collate
-
-    from ddpbench.workloads.data import forward
 
     monkeypatch.syspath_prepend(str(DATA))
     spec = job(model=MAKE, model_args={"dim": 16})
@@ -153,8 +153,6 @@ def test_few_samples_builds_but_holds_less_than_a_batch(monkeypatch):
 def test_disk_data_of_any_valid_factory_name_gets_a_valid_cache_key(monkeypatch, tmp_path, model):
     """Every name FACTORY_PATH accepts must be able to train on data = "disk": the loader (as the
     rank makes it) materialises the samples under a key made from the job's label."""
-    from ddpbench.workloads.data import make_loader
-
     monkeypatch.syspath_prepend(str(DATA))
     monkeypatch.setenv("DDPBENCH_DATA_CACHE", str(tmp_path / "cache"))
     spec = job(model=model, model_args={"dim": 16}, data="disk", world_size=1, batch_size=8)
@@ -166,8 +164,6 @@ def test_disk_data_of_any_valid_factory_name_gets_a_valid_cache_key(monkeypatch,
 
 def test_the_model_args_flag_accepts_the_example_its_error_gives():
     import re
-
-    from ddpbench.experiment.overrides import fields_from_flags
 
     with pytest.raises(InputError) as caught:
         fields_from_flags({"model_args": "not a table"})

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from ddpbench.analysis.core import columns
 from ddpbench.analysis.core.columns import COLUMNS, MEASURED, STAGES, UNITS, markdown_table
+from ddpbench.analysis.core.thresholds import DISAGREE, NOISE_THRESHOLD
+from ddpbench.results.schema import STATUSES
 from ddpbench.testing import ROOT
 from ddpbench.testing.scripts import load_script
 
@@ -34,8 +36,6 @@ def test_the_most_read_names_are_declared():
 
 
 def test_the_declared_thresholds_are_in_the_meanings():
-    from ddpbench.analysis.core.thresholds import DISAGREE, NOISE_THRESHOLD
-
     assert f"{100 * NOISE_THRESHOLD:.0f} %" in COLUMNS["noisy"].meaning
     assert f"{100 * DISAGREE:.0f} %" in COLUMNS["exposed_disagree"].meaning
 
@@ -54,8 +54,6 @@ def test_the_docs_prose_names_only_real_columns():
     """Every column-like name the prose of 'The summary's columns' quotes is a summary column, a
     status, or one of the ranks table's that it says is there."""
     import re
-
-    from ddpbench.results.schema import STATUSES
 
     text = (ROOT / "docs" / "results.md").read_text()
     prose = text.split("## The summary's columns", 1)[1].split("### Every column", 1)[0]

@@ -13,6 +13,9 @@ import pytest
 from ddpbench.analysis.diagnosis import causes, estimates, lossbudget, verdict, wording
 from ddpbench.analysis.diagnosis.finders import diagnose, top_cause
 from ddpbench.analysis.diagnosis.model_findings import projection as projection_findings
+from ddpbench.analysis.models.costmodel import Workload
+from ddpbench.cli import main
+from ddpbench.cli import whatif as cli
 from ddpbench.testing.tables import diagnosis_row as _row
 
 NAN = math.nan
@@ -268,10 +271,6 @@ def test_projections_say_which_lines_a_bigger_cluster_keeps_and_a_device_per_ran
 
 def test_whatif_from_says_which_budget_lines_a_device_per_rank_removes(monkeypatch, capsys):
     from types import SimpleNamespace
-
-    from ddpbench.analysis.models.costmodel import Workload
-    from ddpbench.cli import main
-    from ddpbench.cli import whatif as cli
 
     work = Workload("transformer-s, batch 4/rank", "transformer", "s", "", 4, 27e6, (27e6,), 25.0, 39.1, 62.7, 0.6, 2,
                     job_key="k")

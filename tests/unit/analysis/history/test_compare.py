@@ -16,6 +16,7 @@ import pytest
 
 from ddpbench.analysis.core import power
 from ddpbench.analysis.history import compare
+from ddpbench.analysis.history.gates import detectable
 from ddpbench.errors import InputError
 from ddpbench.testing.comparing import ENV, MEDIAN_5
 from ddpbench.testing.comparing import as_flag as _flag
@@ -209,8 +210,6 @@ def test_mde_needs_two_launches_a_side():
 @pytest.mark.parametrize("spread, n, effect, threshold", [(0.5, 3, 5.0, 0.0), (10.0, 2, 5.0, 0.0), (10.0, 2, 10.0, 5.0),
                                                           (40.0, 2, 5.0, 0.0)])
 def test_a_detectable_slowdown_is_a_figure_up_to_a_doubling_and_words_past_it(spread, n, effect, threshold):
-    from ddpbench.analysis.history.gates import detectable
-
     mde = power.detectable_slowdown(spread, n, n, threshold)["mde"]
     said = detectable(mde, "%", spread, effect, threshold)
     need = power.launches_for(spread, effect, threshold)

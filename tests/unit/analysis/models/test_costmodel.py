@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from ddpbench.analysis.models import costmodel as cm
+from ddpbench.analysis.models import whatif
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.machine import Machine
@@ -94,7 +95,6 @@ def test_projection_and_prediction_error_against_a_measured_job():
     assert set(table.index.get_level_values("world_size")) == {1, 2, *cm.PROJECTED_WORLD_SIZES}
     assert table.loc[("ddp", 1), "efficiency"] == 1.0
     # at 1024 ranks each bucket takes the cheaper of ring (2 * 1023 latencies) and tree (2 * 10)
-    from ddpbench.analysis.models import whatif
 
     per_bucket, algorithm = whatif.allreduce_us(2e6, 1024, cm.flat_cluster(LINK))
     assert algorithm == "tree" and per_bucket < float(cm.ring_allreduce_us(2e6, 1024, LINK))
