@@ -59,17 +59,16 @@ def ruff(*args: str, cwd, stdin: str | None = None) -> subprocess.CompletedProce
     """``ruff check --no-cache ARGS`` in ``cwd`` (``stdin``: the text of a file named by
     ``--stdin-filename``), by the ruff of this environment (the test extra): the one process a test
     that starts none may start. Skips the test where ruff is not installed."""
-    find_ruff_bin = pytest.importorskip("ruff", reason="ruff is in the test extra: pip install -e '.[test]'"
-                                        ).find_ruff_bin
-    refusals = [(owner, name, getattr(owner, name)) for owner, name, _ in UNREFUSED]
+    linter = pytest.importorskip("ruff", reason="ruff is in the test extra: pip install -e '.[test]'")
+    current = [(owner, name, getattr(owner, name)) for owner, name, _ in UNREFUSED]  # a test's refusals
     for owner, name, start in UNREFUSED:
         setattr(owner, name, start)
     try:
-        return subprocess.run([find_ruff_bin(), "check", "--no-cache", *args], cwd=cwd, input=stdin,
+        return subprocess.run([linter.find_ruff_bin(), "check", "--no-cache", *args], cwd=cwd, input=stdin,
                               capture_output=True, text=True, timeout=120)
     finally:
-        for owner, name, refusal in refusals:
-            setattr(owner, name, refusal)
+        for owner, name, refused in current:
+            setattr(owner, name, refused)
 
 
 @pytest.fixture(autouse=True)
