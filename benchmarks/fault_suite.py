@@ -362,7 +362,8 @@ def main() -> None:
         wanted = set(args.cases.split(","))
         unknown = wanted - {c.name for c in cases}
         if unknown:
-            raise SystemExit(f"unknown case(s) {', '.join(sorted(unknown))}; allowed: {', '.join(c.name for c in cases)}")
+            allowed = ", ".join(c.name for c in cases)
+            raise SystemExit(f"unknown case(s) {', '.join(sorted(unknown))}; allowed: {allowed}")
         cases = [c for c in cases if c.name in wanted]
     rows = []
     for case in cases:

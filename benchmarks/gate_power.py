@@ -204,12 +204,14 @@ def analyse(args) -> None:
     step_settings = sorted({min(20, full), full})
     gates = [compare.Gate("median", t, "%") for t in args.thresholds]
     counts = {lv: sum(len(sweep.get(lv, [])) for sweep in sweeps) for lv in levels}
-    print(f"launches: {sum(counts.values())} fresh launches in {len(sweeps)} sweep(s) ({', '.join(map(str, folders))}): "
+    print(f"launches: {sum(counts.values())} fresh launches in {len(sweeps)} sweep(s) "
+          f"({', '.join(map(str, folders))}): "
           + ", ".join(f"{100 * lv:g} % planted: {c}" for lv, c in counts.items()) + f"; {full} measured steps each "
           "used; comparisons are formed within a sweep")
     for steps in step_settings:
         sizes = ", ".join(f"{100 * lv:g} % -> {measured_size(sweeps, lv, steps):+.1f} %" for lv in levels if lv)
-        print(f"planted slowdowns, nominal -> measured (median step, all launches pooled, first {steps} steps): {sizes}")
+        print(f"planted slowdowns, nominal -> measured (median step, all launches pooled, first {steps} steps): "
+              f"{sizes}")
     rows = []
     for steps in step_settings:
         cuts = [{lv: [x[:steps] for x in launches] for lv, launches in sweep.items()} for sweep in sweeps]
@@ -224,8 +226,9 @@ def analyse(args) -> None:
                   for wa, wb in aa_windows(len(x), n)]
             aa_indep = sum(independent_aa(len(x), n) for cut in cuts for x in cut.values())
             # the spread compare sees in a typical comparison: the median over A/A windows of their pooled spread
-            window_spread = float(np.median([power.minimum_detectable(
-                power.launch_values(a, "median"), power.launch_values(b, "median"), trials=1)["spread"] for a, b in aa]))
+            window_spread = float(np.median([
+                power.minimum_detectable(power.launch_values(a, "median"), power.launch_values(b, "median"),
+                                         trials=1)["spread"] for a, b in aa]))
             for gate in gates:
                 predicted = power.detectable_slowdown(spread, n, n, gate.amount)
                 typical = power.detectable_slowdown(window_spread, n, n, gate.amount)
@@ -257,7 +260,8 @@ def _row(path, steps, n, gate, kind, nominal, measured, hits, total, indep, pred
     return {"path": path, "steps": steps, "launches_a_side": n, "gate": str(gate), "comparison": kind,
             "planted_pct": 100 * nominal, "measured_pct": measured, "fails": hits, "comparisons": total,
             "independent": indep, "rate": rate, "rate_low": low, "rate_high": high,
-            "spread_pct": spread, "predicted_mde_pct": predicted["mde"], "predicted_false_alarm": predicted["false_alarm"],
+            "spread_pct": spread, "predicted_mde_pct": predicted["mde"],
+            "predicted_false_alarm": predicted["false_alarm"],
             "window_spread_pct": window_spread, "typical_mde_pct": (typical or {"mde": math.nan})["mde"]}
 
 
@@ -285,10 +289,11 @@ def print_rates(table) -> None:
             mde = aa["predicted_mde_pct"]
             ab = g[g["comparison"] == "A/B"]
             reached = crossing([0.0, *ab["measured_pct"]], [aa["rate"], *ab["rate"]])
+            typical = aa["typical_mde_pct"]
             print(f"  {gate:<12} {cells[0]:>30} " + " ".join(f"{c:>34}" for c in cells[1:])
                   + f" {format(reached, '+.1f') + ' %' if not math.isnan(reached) else 'not reached':>16}"
                   + f" {format(mde, '+.1f') + ' %' if not math.isnan(mde) else '-':>19}"
-                  + f" {format(aa['typical_mde_pct'], '+.1f') + ' %' if not math.isnan(aa['typical_mde_pct']) else '-':>15}")
+                  + f" {format(typical, '+.1f') + ' %' if not math.isnan(typical) else '-':>15}")
 
 
 # ---------------------------------------------------------------------------------------------

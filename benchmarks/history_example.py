@@ -169,7 +169,8 @@ def history(planted: int, commits: int):
                                                 "def test_shape():\n    w = make(samples=64)\n"
                                                 "    x, _ = w.dataset[0]\n"
                                                 "    assert w.model(x[None]).shape == (1, 10)\n\n\n"
-                                                "def test_samples():\n    assert len(make(samples=32).dataset) == 32\n"}),
+                                                "def test_samples():\n"
+                                                "    assert len(make(samples=32).dataset) == 32\n"}),
     ]
     filler = [("README: a note on world sizes", "readme", "\nWorld sizes 1 and 2 fit a laptop.\n"),
               ("README: link the ddpbench docs", "readme", "\nSee ddpbench's docs/history.md.\n"),

@@ -146,7 +146,8 @@ def _jobs(folder: str | Path):
     steps, runs, ranks, _ = load_folder(Path(folder))
     summary = summarize(steps, runs, ranks)
     for _, job in summary[summary["status"] == "ok"].sort_values("key").iterrows():
-        yield steps, job, sorted(steps.loc[(steps["key"] == job["key"]) & (steps["phase"] == "measure"), "repeat"].unique())
+        measured = (steps["key"] == job["key"]) & (steps["phase"] == "measure")
+        yield steps, job, sorted(steps.loc[measured, "repeat"].unique())
 
 
 def real_aa(folder: str | Path, seed: int = SEED, splits: int = SPLITS) -> pd.DataFrame:
@@ -179,7 +180,8 @@ def real_aa(folder: str | Path, seed: int = SEED, splits: int = SPLITS) -> pd.Da
                     b = compare.launch_steps(steps_b, job["key"])[0]
                     old = "call" if mannwhitneyu(b, a).pvalue < 0.05 else "no difference"
                 else:
-                    olo, ohi = stats.bootstrap_ci([lb, la], lambda y, x, axis: np.mean(y, axis=axis) / np.mean(x, axis=axis))
+                    olo, ohi = stats.bootstrap_ci([lb, la],
+                                                  lambda y, x, axis: np.mean(y, axis=axis) / np.mean(x, axis=axis))
                     old = "call" if (olo > 1 or ohi < 1) else "no difference"
                 rows.append({"key": job["key"], "world_size": int(job["world_size"]), "n": n, "split": split,
                              "verdict": r["verdict"], "low": r["mean_ratio_low"], "high": r["mean_ratio_high"],

@@ -105,11 +105,13 @@ def ratio(num, den) -> str:
 def report(table) -> None:
     for world_size, part in table.groupby("world_size"):
         ray, spawn = part[part["launcher"] == "ray"], part[part["launcher"] == "spawn"]
-        print(f"\nworld size {world_size}: {len(ray)} Ray launches, {len(spawn)} spawn launches (mean [95 % t interval])")
+        print(f"\nworld size {world_size}: {len(ray)} Ray launches, {len(spawn)} spawn launches "
+              "(mean [95 % t interval])")
         print(f"  {'':34}{'ray':>26}{'spawn':>26}")
         for name, label in (("step_ms", "measured step, ms"), ("wall_s", "launch wall time, s"),
                             ("cluster_start_s", "  cluster start (apart), s"),
-                            ("workers_start_s", "  start to process group, s"), ("first_step_s", "  group to first step end, s"),
+                            ("workers_start_s", "  start to process group, s"),
+                            ("first_step_s", "  group to first step end, s"),
                             ("timed_s", "  timed steps (rank 0), s")):
             print(f"  {label:34}{interval(ray[name]):>26}{interval(spawn[name]):>26}")
         rest = lambda side: side["wall_s"] - side["workers_start_s"] - side["first_step_s"]  # noqa: E731

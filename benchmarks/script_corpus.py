@@ -319,7 +319,8 @@ def experiment_copy(script: Script, folder: Path, epochs: int | None = None, **o
         text = lengthened(script, text, epochs)
     text = re.sub(r'^script = "(.*)"$', lambda m: f'script = "{CORPUS / m[1]}"', text, count=1, flags=re.M)
     for key, value in overrides.items():  # wherever the file sets it: in [defaults], or a list in a [[grid]]
-        text, n = re.subn(rf"^{key} = (\[?).*$", lambda m: f"{key} = [{value}]" if m[1] else f"{key} = {value}",
+        text, n = re.subn(rf"^{key} = (\[?).*$",
+                          lambda m, key=key, value=value: f"{key} = [{value}]" if m[1] else f"{key} = {value}",
                           text, flags=re.M)
         if not n:
             text = text.replace("[defaults]\n", f"[defaults]\n{key} = {value}\n", 1)

@@ -220,7 +220,8 @@ def cost(args) -> None:
 
     times = {"plain": [], "hooked": []}
     for index in range(args.blocks + 1):
-        for name, ddp in (("plain", plain), ("hooked", hooked)) if index % 2 else (("hooked", hooked), ("plain", plain)):
+        pair = (("plain", plain), ("hooked", hooked))
+        for name, ddp in pair if index % 2 else pair[::-1]:
             us = block(ddp)
             if index:  # the first pair warms up
                 times[name].append(us)
@@ -269,18 +270,16 @@ def tiny(args) -> None:
     instrument = Instrument(spec, 0, HostClock(), progress.write, plan=plan)
     instrument.install()
     hooked = DistributedDataParallel(model())
-    optimizers = {id(m): torch.optim.SGD(m.parameters(), lr=0.01) for m in (plain, hooked)}
+    # each model with its optimizer, both let go before the process group
+    trained = {name: (ddp, torch.optim.SGD(ddp.parameters(), lr=0.01))
+               for name, ddp in (("plain", plain), ("hooked", hooked))}
     inputs, target = torch.randn(args.batch, args.features), torch.randn(args.batch, args.features)
-
-    def block(ddp) -> float:
-        return block_us(ddp, optimizers[id(ddp)], torch.nn.functional.mse_loss, inputs, target, args.block_steps)
-
     times = {"plain": [], "hooked": []}
     for index in range(args.blocks + 1):
         for name in ("plain", "hooked") if index % 2 else ("hooked", "plain"):
             if name == "plain":  # no ddpbench at all: its global step hooks off too
                 instrument.detach_step_hooks()
-            us = block(plain if name == "plain" else hooked)
+            us = block_us(*trained[name], torch.nn.functional.mse_loss, inputs, target, args.block_steps)
             instrument.attach_step_hooks()
             if index:  # the first pair warms up
                 times[name].append(us)
@@ -296,7 +295,8 @@ def tiny(args) -> None:
         return q[0], statistics.median(values), q[2]
 
     diffs = [h - p for h, p in zip(times["hooked"], times["plain"])]
-    (p_lo, p_med, p_hi), (h_lo, h_med, h_hi), (d_lo, d_med, d_hi) = map(quartiles, (times["plain"], times["hooked"], diffs))
+    (p_lo, p_med, p_hi), (h_lo, h_med, h_hi), (d_lo, d_med, d_hi) = map(quartiles,
+                                                                        (times["plain"], times["hooked"], diffs))
     budget = max(TARGET_PCT / 100 * p_med, TARGET_US)
     print(f"one Linear({args.features}, {args.features}), batch {args.batch}, gloo, world size 1, {args.blocks} "
           f"interleaved blocks of {args.block_steps} steps each:")
@@ -310,7 +310,7 @@ def tiny(args) -> None:
     else:
         print(f"  target max({TARGET_PCT:g} %, {TARGET_US:g} us) = {budget:.1f} us: "
               f"{'met' if d_med <= budget else 'NOT met'}")
-    del plain, hooked, optimizers, instrument
+    del plain, hooked, trained, instrument
     dist.destroy_process_group()
     scratch.cleanup()
 
@@ -336,8 +336,9 @@ def hooks(args) -> None:
     setups = {
         "plain DDP": lambda ddp: None,
         "Python comm hook (DDP's allreduce_hook)": lambda ddp: ddp.register_comm_hook(None, allreduce_hook),
-        "forward pre- and post-hooks": lambda ddp: (ddp.register_forward_pre_hook(lambda m, a, k: None, with_kwargs=True),
-                                                    ddp.register_forward_hook(lambda m, a, o: None)),
+        "forward pre- and post-hooks": lambda ddp: (
+            ddp.register_forward_pre_hook(lambda m, a, k: None, with_kwargs=True),
+            ddp.register_forward_hook(lambda m, a, o: None)),
         "output gradient hook + autograd callbacks": lambda ddp: ddp.register_forward_hook(
             lambda m, a, out: (out.register_hook(backward_started), None)[1]),
     }
@@ -437,7 +438,8 @@ def tiny_sweep(args) -> None:
             rows = [dict(zip(result["step_columns"], row)) for row in result["steps"]]
             log = Path(record["logs"][0])
             log = log if log.is_absolute() else out / log
-            own = [float(v) for text in log.read_text().splitlines() if text.startswith("OWN") for v in text.split()[1:]]
+            own = [float(v) for text in log.read_text().splitlines() if text.startswith("OWN")
+                   for v in text.split()[1:]]
             for phase, first in (("phases", args.warmup), ("measure", args.warmup + args.steps),
                                  ("nosync", args.warmup + 2 * args.steps)):
                 mine = [r["step_ms"] for r in rows if r["phase"] == phase and r["rank"] == 0]
@@ -512,14 +514,16 @@ def agreement(args) -> None:
                 later[ws].append(same_run[ws])
             print(f"round {round_}: " + "; ".join(
                 f"ws={ws} script alone {own[ws][-1]:.1f}, sweep {swept[ws][-1]:.1f} "
-                f"({100 * (swept[ws][-1] / own[ws][-1] - 1):+.1f} %), its own timing of the same steps {later[ws][-1]:.1f} "
+                f"({100 * (swept[ws][-1] / own[ws][-1] - 1):+.1f} %), its own timing of the same steps "
+                f"{later[ws][-1]:.1f} "
                 f"({100 * (swept[ws][-1] / later[ws][-1] - 1):+.1f} %)" for ws in (1, 2)) + " samples/s", flush=True)
     for ws in (1, 2):
         a, b = statistics.median(own[ws]), statistics.median(swept[ws])
         pairs = [100 * (s / t - 1) for s, t in zip(swept[ws], later[ws])]
         print(f"world size {ws}: the script alone {a:.1f} samples/s, the sweep {b:.1f} samples/s: "
               f"{100 * (b / a - 1):+.1f} % (medians of {args.rounds} rounds); the sweep against the script's own "
-              f"timing of the same steps: median {statistics.median(pairs):+.1f} % (rounds {', '.join(f'{p:+.1f}' for p in pairs)} %)")
+              f"timing of the same steps: median {statistics.median(pairs):+.1f} % "
+              f"(rounds {', '.join(f'{p:+.1f}' for p in pairs)} %)")
 
 
 def main() -> None:

@@ -10,9 +10,10 @@ turn, a few times each, and compare their medians. Prints the checkout timed, th
 and the CPU seconds of each round.
 
 ``--save FILE`` also writes every folder's summary to FILE (a new file: a pickle, read back only by
-``--check``; unpickling runs what the file says, so check only a file you saved), and ``--check FILE`` says which folders' summaries differ from those saved, to the last
-bit (``pandas.testing.assert_frame_equal``, ``check_exact=True``), exit code 1 if any: a change meant
-to make the summary faster, not different, is checked with ``--root BASE --save F`` and then ``--check F``.
+``--check``; unpickling runs what the file says, so check only a file you saved), and ``--check FILE``
+says which folders' summaries differ from those saved, to the last bit
+(``pandas.testing.assert_frame_equal``, ``check_exact=True``), exit code 1 if any: a change meant to
+make the summary faster, not different, is checked with ``--root BASE --save F`` and then ``--check F``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ computes them (:func:`ddpbench.analysis.models.held_out`, about ten to twenty se
 
     python benchmarks/whatif_loso.py [--out reports/examples/whatif-loso/held-out.csv]
 
-The stored table is what the inner loop's tests read (tests/unit/analysis/test_validation.py: the bands
+The stored table is what the inner loop's tests read (tests/unit/analysis/models/test_validation.py: the bands
 and coverage re-derived from it, one fold refitted and compared) and what docs/whatif.md quotes
 (tests/examples/project/test_prose_figures.py); tests/examples/analysis/test_whatif_loso.py computes the
 whole check again and holds it equal to this file. Run this after changing the model, its constants or

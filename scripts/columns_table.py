@@ -1,5 +1,5 @@
 """Rewrite the table of the summary's columns in docs/results.md from their declaration
-(ddpbench/analysis/core/columns.py); tests/unit/analysis/test_columns.py fails while the two differ.
+(ddpbench/analysis/core/columns.py); tests/unit/analysis/core/test_columns.py fails while the two differ.
 
     python scripts/columns_table.py
 """

@@ -52,7 +52,7 @@ ABSENT_FROM_EXAMPLES = {
     "checked_in_job": "only where a sweep hands one job's equivalence check to another (ddpbench.sweep.checks): the "
                       "committed examples predate it (tests/unit/sweep/test_checks.py tests it)",
     "contention_cores": "read by every rank since issue 56 (ddpbench.rank.neighbours): the committed examples were "
-                        "swept before it (tests/unit/analysis/test_machine.py tests it)",
+                        "swept before it (tests/unit/analysis/core/test_machine.py tests it)",
     "baseline_problem": "only where a baseline cannot be trusted (efficiency above 100 %, a much noisier "
                         "baseline, other threads): the examples' baselines are sound "
                         "(tests/integration/analysis/test_evidence.py tests baseline_problem itself)",

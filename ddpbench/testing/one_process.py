@@ -3,7 +3,11 @@ tests/examples/), kept by their conftest.py, which imports these hooks: while su
 setup with every fixture it needs, its call, its teardown), every way of starting one -- subprocess,
 os.fork, os.system, os.posix_spawn, a multiprocessing start -- is refused and fails the test, naming
 what it tried. Such a test belongs in tests/processes/<stage>/, or runs the command line in this
-process (ddpbench.testing.run_main)."""
+process (ddpbench.testing.run_main).
+
+One program is let through, by name: ruff (:func:`ruff`), the linter the inner loop holds the code to
+(tests/unit/project/test_lint.py). It has no Python API, runs none of the project's code and lints
+every tree in a fraction of a second; every other start stays refused while it runs and after."""
 
 
 import _posixsubprocess
@@ -20,6 +24,9 @@ STARTS = [(subprocess.Popen, "_execute_child"), (_posixsubprocess, "fork_exec"),
                                     "spawnvp", "spawnvpe") if hasattr(os, name))]
 #: what each test tried to start, until reported
 TRIED = pytest.StashKey[list]()
+#: each way of starting a process as it was before any test's refusal (this module is imported by a
+#: conftest.py, before any test runs): what :func:`ruff` starts its one process through
+UNREFUSED = [(owner, name, getattr(owner, name)) for owner, name in STARTS]
 
 
 class StartsAProcess(BaseException):
@@ -46,6 +53,22 @@ def _refusing(item):
     finally:
         for owner, name, original in saved:
             setattr(owner, name, original)
+
+
+def ruff(*args: str, cwd, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """``ruff check --no-cache ARGS`` in ``cwd`` (``stdin``: the text of a file named by
+    ``--stdin-filename``), by the ruff of this environment (the test extra): the one process a test
+    that starts none may start. Skips the test where ruff is not installed."""
+    linter = pytest.importorskip("ruff", reason="ruff is in the test extra: pip install -e '.[test]'")
+    current = [(owner, name, getattr(owner, name)) for owner, name, _ in UNREFUSED]  # a test's refusals
+    for owner, name, start in UNREFUSED:
+        setattr(owner, name, start)
+    try:
+        return subprocess.run([linter.find_ruff_bin(), "check", "--no-cache", *args], cwd=cwd, input=stdin,
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        for owner, name, refused in current:
+            setattr(owner, name, refused)
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,7 @@
 
 :func:`ddpbench.analysis.summary.table.summarize` returns one row per job with exactly these columns
 (``tests/integration/analysis/test_columns.py`` summarises committed results folders and holds it to
-that; ``tests/unit/analysis/test_columns.py`` checks the table in ``docs/results.md`` against
+that; ``tests/unit/analysis/core/test_columns.py`` checks the table in ``docs/results.md`` against
 :func:`markdown_table`). A job's settings come first: every field of its spec, declared with its help
 text in :data:`ddpbench.experiment.spec.FIELDS`, so they are not repeated here but derived
 (:func:`_spec_columns`). Then what was measured.

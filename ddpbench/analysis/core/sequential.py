@@ -26,7 +26,7 @@ makes no call before its fifth round).
 
 **What it costs**: the sequence is wider than the fixed-sample interval at the same n, about 1.8 times
 at 8 rounds and 1.6 times at 20 (``t_bound(n) / t_{0.975, n-1}``), the price of looking after
-every round. ``tests/unit/analysis/test_sequential.py`` checks the closed form against the Bayes
+every round. ``tests/unit/analysis/core/test_sequential.py`` checks the closed form against the Bayes
 factor integrated numerically, and that on normal data 60 looks stray past the true mean in at
 most 5 % of sequences (about 2.5 % measured: the sequence is conservative).
 

@@ -149,13 +149,13 @@ LARGE_BUCKET_SHARE = 0.8
 CANDIDATE_CAPS = (25.0, 10.0, 5.0, 2.0, 1.0)
 #: caps that would leave no more exposed time than the best plus this share of the job's exposed time tie,
 #: and the largest of them is proposed: each bucket also pays a fixed cost the model leaves out (named in
-#: 47066d6; tests/unit/analysis/test_thresholds.py)
+#: 47066d6; tests/unit/analysis/core/test_thresholds.py)
 NEAR_TIE_SHARE = 0.05
 #: a difference in time per sample or cost smaller than this is not worth a "cheaper" or "faster" (set in
 #: c54306e on experiments/cost.toml, reports/examples/cost-cpu)
 CHOICE_MATERIAL = 0.05
 #: a projection names compute measured slower at world size > 1 by more than this apart from
-#: communication (set in ebce5f4; tests/unit/analysis/test_whatif.py)
+#: communication (set in ebce5f4; tests/unit/analysis/models/test_whatif.py)
 COMPUTE_SLOWDOWN_SHARE = 0.05
 #: with one launch a side there is no interval: a measured difference of a fix counts beyond this share
 #: of the step (set in a6a38a8; the audit's own copy is ddpbench/audit/checks.py's)

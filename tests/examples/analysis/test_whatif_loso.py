@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from ddpbench.analysis.models import loso, validation, whatif
+from ddpbench.cli import main
 from ddpbench.testing import ROOT
 
 STORED = ROOT / "reports" / "examples" / "whatif-loso" / "held-out.csv"
@@ -30,8 +31,6 @@ def test_the_stored_table_is_the_recomputation(result):
 
 
 def test_the_command_prints_the_recomputed_figures(capsys, result):
-    from ddpbench.cli import main
-
     assert main(["whatif", "--validate"]) == 0
     out = capsys.readouterr().out
     whole = loso.score(result.table)

@@ -6,6 +6,10 @@ import warnings
 
 import pytest
 
+from ddpbench.analysis.diagnosis.verdict import QUESTIONS
+from ddpbench.analysis.folder import load
+from ddpbench.audit.records import read
+from ddpbench.results.tables import load_tables
 from ddpbench.testing import ROOT
 
 EXAMPLES = ROOT / "reports" / "examples"
@@ -15,8 +19,6 @@ def assert_answers(folder, rows) -> int:
     """The answer table's rows of one folder (docs/reading-the-report.md#the-verdict-an-answer-table-first): in
     the declared order of questions; a call the launches cannot make says what would settle it, and a call made
     asks for no more launches. Returns how many rows it read."""
-    from ddpbench.analysis.diagnosis.verdict import QUESTIONS
-
     questions = [a.question for a in rows]
     assert questions == [q for q in QUESTIONS if q in questions], folder
     for a in rows:
@@ -52,8 +54,6 @@ def test_no_problem_in_the_committed_example_folder(folder):
     `report --check` hands them over: the checker finds nothing -- no figure, interval, comparison ("Nx as fast
     as"), retired "N % faster than", scaling word against its speedup, or one name with two numbers -- and the
     answer table keeps its promises."""
-    from ddpbench.analysis.folder import load
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         measured = load(folder)
@@ -66,9 +66,6 @@ def test_no_problem_in_the_committed_example_folder(folder):
 def test_the_checkers_reader_and_the_analysis_reader_agree_on_every_committed_folder():
     """Two readers of results.jsonl that share no code (ddpbench.audit.records, ddpbench.results.tables)
     keep the same launches of every committed folder, with the same step rows, times, batches and FLOPs."""
-    from ddpbench.audit.records import read
-    from ddpbench.results.tables import load_tables
-
     folders = sorted(p.parent for p in EXAMPLES.glob("**/results.jsonl"))
     for folder in folders:
         with warnings.catch_warnings():

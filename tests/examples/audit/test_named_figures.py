@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import warnings
 
+from ddpbench.analysis.folder import load
 from ddpbench.audit import Claim, derive
 from ddpbench.audit.checks import check_claim
 from ddpbench.testing import ROOT
@@ -18,7 +19,6 @@ def test_a_master_s_traffic_and_its_baseline_s_step_are_held_to_their_own_figure
     traffic) and "against the baseline's 22.2 ms step" (the world-size-1 job's own): each figure is held
     to the one its words name, not to any figure of its unit (checker-cpu/held-out/strategies)."""
     folder = EXAMPLES / "checker-cpu" / "held-out" / "strategies"
-    from ddpbench.analysis.folder import load
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

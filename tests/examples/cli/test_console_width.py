@@ -10,8 +10,8 @@ import warnings
 import pytest
 from rich.console import Console
 
-from ddpbench.show.console_columns import COMPARISON, SUMMARY, Compared, Sweep
 from ddpbench.show.console import NARROW, console_table
+from ddpbench.show.console_columns import COMPARISON, SUMMARY, Compared, Sweep
 from ddpbench.testing import ROOT
 
 EXAMPLES = ROOT / "reports" / "examples"

@@ -39,6 +39,10 @@ import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 
+from ddpbench.analysis.core import thresholds
+from ddpbench.analysis.models import loso
+from ddpbench.audit.figures import ratio_interval
+from ddpbench.experiment.spec import FIELDS
 from ddpbench.testing import ROOT
 from ddpbench.testing.scripts import load_benchmark
 
@@ -70,8 +74,6 @@ def _global_batch(spec: dict) -> int:
 def tables(folder: str) -> Tables:
     """The records of ``folder``'s results.jsonl as four frames; a launch recorded twice (a resumed sweep) is
     its latest record. A spec field added after a record was written reads as its default."""
-    from ddpbench.experiment.spec import FIELDS
-
     defaults = {name: f.default for name, f in FIELDS.items()}
     latest, sweeps = {}, []
     for line in (EX / folder / "results.jsonl").read_text(encoding="utf-8").splitlines():
@@ -321,8 +323,6 @@ def h200_again() -> dict:
     launch's step as read here (its slowest rank's window) and docs/statistics.md's ratio interval (the
     independent checker's, :mod:`ddpbench.audit`), which shares nothing with the analysis that wrote `compare`'s
     page."""
-    from ddpbench.audit.figures import ratio_interval
-
     a, b = launch_ms("gpu-h200"), launch_ms("gpu-h200-2")
     both = set(a.index.get_level_values("key")) & set(b.index.get_level_values("key"))
     ratios = {k: (b[k].mean() / a[k].mean(), *ratio_interval(list(b[k]), list(a[k]))) for k in both}
@@ -445,7 +445,8 @@ def faults_frozen() -> dict:
                     f"{prefix}estimated": str(len(estimated)),
                     f"{prefix}budget_hit": str(int(budgets["budget_hit"].astype(bool).sum())),
                     f"{prefix}budgets": str(len(budgets)),
-                    f"{prefix}named": str(int(named["rank_right"].sum())), f"{prefix}named_of": str(int(named["launches"].sum())),
+                    f"{prefix}named": str(int(named["rank_right"].sum())),
+                    f"{prefix}named_of": str(int(named["launches"].sum())),
                     f"{prefix}unnamed_wrong": str(int((unnamed["launches"] - unnamed["rank_right"]).sum())),
                     f"{prefix}unnamed_of": str(int(unnamed["launches"].sum()))})
     held = score[score["held_out"]]
@@ -528,8 +529,6 @@ def gate_power() -> dict:
     out["five_high"] = pct(five["rate_high"])
     out["pooled_mde"], out["typical_mde"] = f0(five["predicted_mde_pct"]), f0(five["typical_mde_pct"])
     # the quiet sweep alone
-    spread = {s: row(quiet, steps=s, launches_a_side=3, gate="median:0%", comparison="A/A")["spread_pct"]
-              for s in (20, 40)}
     out["quiet_spread"] = f1(row(quiet, steps=20, launches_a_side=3, gate="median:0%", comparison="A/A")["spread_pct"])
     out["quiet_caught"] = {n: pct(row(quiet, steps=20, launches_a_side=n, gate="median:0%", comparison="A/B",
                                       planted_pct=10)["rate"]) for n in (3, 8)}
@@ -557,8 +556,8 @@ def gate_held_out() -> dict:
             "caught_ci": f"{pct(top['rate_low'])} % to {pct(top['rate_high'])} %", "top_free": str(top["independent"]),
             # median:0% at the planted 10 %, 3 and 8 launches a side
             "zero_level": f1(row(default, gate="median:0%", comparison="A/B", planted_pct=10)["measured_pct"]),
-            "zero_caught": {n: pct(row(rates[(rates["steps"] == 20) & (rates["launches_a_side"] == n)], gate="median:0%",
-                                       comparison="A/B", planted_pct=10)["rate"]) for n in (3, 8)}}
+            "zero_caught": {n: pct(row(rates[(rates["steps"] == 20) & (rates["launches_a_side"] == n)],
+                                       gate="median:0%", comparison="A/B", planted_pct=10)["rate"]) for n in (3, 8)}}
 
 
 def pytest_gate(name: str = "rates_pytest.csv") -> dict:
@@ -698,8 +697,6 @@ def calibration_cpu() -> dict:
     its launches (``results.jsonl``), and the simulation's settings (the benchmark's own constants)."""
     from scipy.stats import t as student
 
-    from ddpbench.analysis.core import thresholds
-
     f = "calibration-cpu"
     table = _table(EX / f / "calibration.md")
     n, sim_cov, ratio_cov, sim_false, real_n, real_false, real_cov = table.columns
@@ -744,7 +741,8 @@ def whatif() -> dict:
 
     from ddpbench.analysis.models import whatif as model
 
-    published = tomllib.loads((ROOT / "ddpbench" / "analysis" / "models" / "published_scaling.toml").read_text(encoding="utf-8"))
+    table = ROOT / "ddpbench" / "analysis" / "models" / "published_scaling.toml"
+    published = tomllib.loads(table.read_text(encoding="utf-8"))
     [rows] = [v for v in published.values() if isinstance(v, list)]
     costs = model.COSTS
     return {**{link: f"{us:g}" for link, us in model.NCCL_STEP_US.items()}, "base": f"{model.NCCL_BASE_US:g}",
@@ -757,7 +755,8 @@ def _aws(rows) -> dict:
     """The two Horovod issues' ResNet-50 rows whose gap bounds any model's largest error (docs/whatif.md), read
     from the published table as stored."""
     def one(source, gpus):
-        [row] = [r for r in rows if r["source"] == source and int(r["gpus"]) == gpus and r["model"].startswith("resnet50")]
+        [row] = [r for r in rows
+                 if r["source"] == source and int(r["gpus"]) == gpus and r["model"].startswith("resnet50")]
         return row
 
     slow, fast = one("horovod-issue-396-aws-25gbe", 16), one("horovod-issue-779-aws-25gbe", 16)
@@ -772,8 +771,6 @@ def _loso() -> dict:
     check (reports/examples/whatif-loso/held-out.csv: tests/examples/analysis/test_whatif_loso.py holds it
     equal to a recomputation)."""
     import pandas as pd
-
-    from ddpbench.analysis.models import loso
 
     held = pd.read_csv(EX / "whatif-loso" / "held-out.csv")
     held = held[held["quantity"] == "scaling efficiency (%)"]
@@ -821,8 +818,6 @@ def _trials(calls: pd.DataFrame, *words: str, interval: bool = True) -> str:
     """A rate over trials, the independent unit (a trial's four jobs share its launches): '4 jobs, 2 trials
     (25 %, 3-65 %)', the trials with any job called one of ``words`` and the exact (Clopper-Pearson) 95 %
     interval over the trials; 'N jobs' alone without ``interval``."""
-    from scipy.stats import beta
-
     called = calls["call"].isin(words)
     jobs_, hit, n = int(called.sum()), int(called.groupby(calls["trial"]).any().sum()), calls["trial"].nunique()
     if not interval:
@@ -882,7 +877,8 @@ DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu,
            "h200again": h200_again,
            "gputf": gpu_trace_frameworks_h100, "models": models,
            "h200models": lambda: gpu_models("gpu-models-h200"), "precision": precision_cpu,
-           "consistency": consistency_cpu, "faults": faults_cpu, "frozen": faults_frozen, "checker3": checker_held_out, "trace": trace_cpu, "gate": gate_power,
+           "consistency": consistency_cpu, "faults": faults_cpu, "frozen": faults_frozen, "checker3": checker_held_out,
+           "trace": trace_cpu, "gate": gate_power,
            "pytest": pytest_gate, "pytest3": pytest_gate_held_out, "pytestmin": pytest_min_gate,
            "gate3": gate_held_out, "whatif": whatif, "calib": calibration_cpu, "calib2": calibration_held_out,
            "history": history_cpu, "ab": ab_calibration}
@@ -908,8 +904,8 @@ QUOTES: list[tuple[str, str]] = [
                             "({ab[s2][jobs]} jobs' comparisons; {ab[s2][false]})**"),
     ("docs/development.md", "without it: false calls in {ab[s2][would]}. The price is in the other columns: "
                             "{ab[s2][word_jobs]} of the {ab[s2][jobs]} jobs, in {ab[s2][word]}"),
-    ("docs/development.md", "| `ab`, 45 s | 10 % | {ab[s3_ab][trials]} ({ab[s3_ab][jobs]}) | {ab[s3_ab][slower]} | 0 | 0 "
-                            "| {ab[s3_ab][cannot_tell]} | - | - | 1.082x | 54 |"),
+    ("docs/development.md", "| `ab`, 45 s | 10 % | {ab[s3_ab][trials]} ({ab[s3_ab][jobs]}) | {ab[s3_ab][slower]} "
+                            "| 0 | 0 | {ab[s3_ab][cannot_tell]} | - | - | 1.082x | 54 |"),
     ("docs/development.md", "| two sweeps and `compare` | 10 % | {ab[s3_separate][trials]} ({ab[s3_separate][jobs]}) | "
                             "{ab[s3_separate][slower]} | 0 | {ab[s3_separate][same]} | 0 | "
                             "{ab[s3_separate][machine_differed]} | {ab[s3_separate][machine_busy]} | 1.070x | 46 |"),
@@ -948,8 +944,8 @@ QUOTES: list[tuple[str, str]] = [
     # quick-cpu
     (EXAMPLES, "a small transformer ({quick[tensors]} tensors, {quick[grad_mb]} MB of gradients)"),
     (EXAMPLES, "One rank runs a {quick[one_ms]} ms mean step; two ranks on the two cores {quick[two_lo]} to "
-               "{quick[two_hi]} ms: {quick[speedup]}x the throughput of one rank at the best cap, {quick[efficiency]} % "
-               "parallel efficiency, and whether it runs faster than one rank at all its 3 launches cannot tell (the "
+               "{quick[two_hi]} ms: {quick[speedup]}x the throughput of one rank at the best cap, {quick[efficiency]} "
+               "% parallel efficiency, and whether it runs faster than one rank at all its 3 launches cannot tell (the "
                "report gives the interval). Of the two ranks' {quick[cap1_ms]} ms step "
                "(1 MB buckets), {quick[cap1_exposed]} ms is exposed communication and {quick[cap1_nosync]} ms compute "
                "under `no_sync()`, against {quick[one_ms]} ms for one rank alone: of the {quick[cap1_lost]} ms the "
@@ -1001,9 +997,9 @@ QUOTES: list[tuple[str, str]] = [
     (EXAMPLES, "| `median:5%` | {gate[g5]} |"),
     (EXAMPLES, "the gate failed {gate[five_fails]} (the interval reaches {gate[five_high]} %), and caught "
                "+{gate[levels][3]} % in {gate[g5_top]} % of comparisons"),
-    (EXAMPLES, "On the quiet second sweep alone (spread {gate[quiet_spread]} %), `median:0%` caught +{gate[levels][2]} % "
-               "in {gate[quiet_caught][3]} % of comparisons with 3 launches a side and {gate[quiet_caught][8]} % with 8 "
-               "(in-sample; on held-out `sweep3/`, `median:0%` caught +{gate3[zero_level]} % in "
+    (EXAMPLES, "On the quiet second sweep alone (spread {gate[quiet_spread]} %), `median:0%` caught +{gate[levels][2]} "
+               "% in {gate[quiet_caught][3]} % of comparisons with 3 launches a side and {gate[quiet_caught][8]} % "
+               "with 8 (in-sample; on held-out `sweep3/`, `median:0%` caught +{gate3[zero_level]} % in "
                "{gate3[zero_caught][3]} % with 3 launches a side and {gate3[zero_caught][8]} % with 8)."),
     (EXAMPLES, "with 3 launches a side, 20 steps and `median:5%`, the gate failed {gate3[five_fails]} "
                "({gate3[five_free]} sharing no launch: 95 % interval up to {gate3[five_high]} %) and caught "
@@ -1094,12 +1090,12 @@ QUOTES: list[tuple[str, str]] = [
                            "slower or faster, and the mean step's interval covered the pooled mean in "
                            "{calib2[cov_lo]} % to {calib2[cov_hi]} % of them"),
     ("docs/statistics.md", "on the held-out sweep `calibration-cpu-2/` {calib2[wrong]} of {calib2[called]} real A/A "
-                           "comparisons ({calib2[wrong_pct]} %) came out slower or faster, and the mean step's interval "
-                           "covered the pooled mean in {calib2[cov_lo]} % to {calib2[cov_hi]} % of them. On "
+                           "comparisons ({calib2[wrong_pct]} %) came out slower or faster, and the mean step's "
+                           "interval covered the pooled mean in {calib2[cov_lo]} % to {calib2[cov_hi]} % of them. On "
                            "`calibration-cpu/`, the data the method was chosen on (in-sample), the figures were "
                            "{calib[wrong]} of {calib[called]} ({calib[wrong_pct]} %) and {calib[cov_lo]} % to "
-                           "{calib[cov_hi]} %. On the simulated launches (also in-sample: the simulation the choice was "
-                           "made on) coverage is at least {calib[sim_coverage_min]} % and identical jobs come out "
+                           "{calib[cov_hi]} %. On the simulated launches (also in-sample: the simulation the choice "
+                           "was made on) coverage is at least {calib[sim_coverage_min]} % and identical jobs come out "
                            "\"significant\" at most {calib[sim_false_max]} % of the time. The bootstrap it replaced "
                            "called identical jobs different {calib[old2]} of the time with 2 launches a side on "
                            "simulated launches ({calib[old2_real]} % of real splits in-sample, {calib2[old2_real]} % "
@@ -1110,8 +1106,9 @@ QUOTES: list[tuple[str, str]] = [
     ("docs/statistics.md", "The sweep takes about a minute on 2 cores."),
     ("docs/comparing.md", "under identical conditions, on {calib2[called]} random splits of a held-out sweep of real "
                           "identical launches of this machine (`calibration-cpu-2/`, run after the t method was chosen "
-                          "on `calibration-cpu/`), {calib2[false_lo]} to {calib2[false_hi]} comparisons in 100 came out "
-                          "\"significant\" at each launch count from 2 up, {calib2[wrong]} of {calib2[called]} in all"),
+                          "on `calibration-cpu/`), {calib2[false_lo]} to {calib2[false_hi]} comparisons in 100 came "
+                          "out \"significant\" at each launch count from 2 up, {calib2[wrong]} of {calib2[called]} in "
+                          "all"),
     ("docs/comparing.md", "On the data the method was chosen on (simulated launches and `calibration-cpu/`, in-sample) "
                           "the figure was {calib[false_lo]} to {calib[false_hi]} in 100."),
     # docs
@@ -1128,17 +1125,17 @@ QUOTES: list[tuple[str, str]] = [
                           "{checker3[mutations]} mutations caught ({checker3[score]} %), {checker3[false]}."),
     ("docs/diagnosis.md", "| healthy | cnn-s, batch 64 per rank, world size 2, gloo, 1 thread per rank: "
                           "{faults[healthy_exposed]} % of the step exposed |"),
-    ("docs/diagnosis.md", "On the two held-out cases (`faults-frozen-cpu/`: straggler-rank0, small-buckets-transformer) "
-                          "the top cause was right in {frozen[ho_hit]} of {frozen[ho_planted]}, the one estimate was "
-                          "not within 20 % ({frozen[ho_ok]} of {frozen[ho_estimated]}), the budget's top line was right "
-                          "in {frozen[ho_budget_hit]} of {frozen[ho_budgets]} and the planted rank was named in "
-                          "{frozen[ho_named]} of {frozen[ho_named_of]} launches. On the tuning cases (in-sample): the "
-                          "top cause"),
+    ("docs/diagnosis.md", "On the two held-out cases (`faults-frozen-cpu/`: straggler-rank0, "
+                          "small-buckets-transformer) the top cause was right in {frozen[ho_hit]} of "
+                          "{frozen[ho_planted]}, the one estimate was not within 20 % ({frozen[ho_ok]} of "
+                          "{frozen[ho_estimated]}), the budget's top line was right in {frozen[ho_budget_hit]} of "
+                          "{frozen[ho_budgets]} and the planted rank was named in {frozen[ho_named]} of "
+                          "{frozen[ho_named_of]} launches. On the tuning cases (in-sample): the top cause"),
     ("docs/diagnosis.md", "on new launches of the same cases after the freeze (`faults-frozen-cpu/`), {frozen[ok]} of "
                           "{frozen[estimated]} were."),
-    ("docs/diagnosis.md", "**Both held-out cases missed** (top cause right in {frozen[ho_hit]} of {frozen[ho_planted]}; "
-                          "planted rank named in {frozen[ho_named]} of {frozen[ho_named_of]} launches; the estimate "
-                          "within 20 % in {frozen[ho_ok]} of {frozen[ho_estimated]})"),
+    ("docs/diagnosis.md", "**Both held-out cases missed** (top cause right in {frozen[ho_hit]} of "
+                          "{frozen[ho_planted]}; planted rank named in {frozen[ho_named]} of {frozen[ho_named_of]} "
+                          "launches; the estimate within 20 % in {frozen[ho_ok]} of {frozen[ho_estimated]})"),
     ("docs/diagnosis.md", "top cause is the planted one in {faults[hit]} of {faults[planted]} fault cases, the "
                           "{faults[clean]} cases without a planted fault are blamed for nothing, and {faults[ok]} of "
                           "the {faults[estimated]} estimates are within 20 % of the measured gain (small-buckets: "
@@ -1146,12 +1143,14 @@ QUOTES: list[tuple[str, str]] = [
                           "{faults[high]})"),
     ("docs/diagnosis.md", "The loss budget's largest line is the planted one in {faults[budget_hit]} of "
                           "{faults[budgets]} cases that expect one, and the rank named through the barrier is the "
-                          "planted one in {faults[named]} of {faults[named_of]} launches of the two planted stragglers"),
+                          "planted one in {faults[named]} of {faults[named_of]} launches of the two planted "
+                          "stragglers"),
     ("docs/diagnosis.md", "a single launch of a case without a planted straggler names a rank in "
                           "{faults[unnamed_wrong]} of {faults[unnamed_of]} launches ({frozen[unnamed_wrong]} of "
                           "{frozen[unnamed_of]} on the new launches after the freeze; {frozen[ho_unnamed_wrong]} of "
                           "{frozen[ho_unnamed_of]} on held-out small-buckets-transformer)"),
-    ("docs/diagnosis.md", "measures the gain only to within 95 % CI {faults[straggler_low]} to {faults[straggler_high]} ms"),
+    ("docs/diagnosis.md", "measures the gain only to within 95 % CI {faults[straggler_low]} to "
+                          "{faults[straggler_high]} ms"),
     ("docs/diagnosis.md", "(underestimated, by {faults[stall_error]} %): the measured gain's interval "
                           "({faults[stall_low]} to {faults[stall_high]} ms) holds"),
     ("docs/precision.md", "- bf16 makes one rank {precision[one]}x as fast. - The 2-rank job is {precision[two]}x as "

@@ -4,8 +4,15 @@ tests/processes/rank/test_gpu.py.)"""
 
 import pytest
 
+from ddpbench.analysis.core import machine_difference
+from ddpbench.analysis.history import compare_tables, load_side, side_busy
+from ddpbench.analysis.summary.gpu import gpu_table
+from ddpbench.analysis.summary.table import summarize
+from ddpbench.experiment.spec import spec_from_dict
+from ddpbench.report.build import write_report
 from ddpbench.results.tables import load_tables
 from ddpbench.strategies import BUILTIN, FRAMEWORKS
+from ddpbench.sweep.once import MeasuredOnce, gemm_given, learn_gemm
 from ddpbench.testing import ROOT
 
 
@@ -14,10 +21,6 @@ def test_the_measured_gpu_results_load_and_report_as_gpu_jobs(tmp_path, gpu):
     """The committed results of experiments/gpu.toml on an H100 and an H200 (reports/examples/gpu-h100,
     gpu-h200): CUDA jobs with their GPU memory and event-timed phases, each set beside the same job on
     the same machine's CPU."""
-    from ddpbench.analysis.summary.gpu import gpu_table
-    from ddpbench.analysis.summary.table import summarize
-    from ddpbench.report.build import write_report
-
     folder = ROOT / "reports" / "examples" / f"gpu-{gpu.lower()}"
     steps, runs, ranks, sweeps = load_tables(folder)
     summary = summarize(steps, runs, ranks)
@@ -41,9 +44,6 @@ def test_gpu_toml_on_another_h200_lease_a_day_later_agrees_job_by_job():
     """reports/examples/gpu-h200-2 is experiments/gpu.toml again, on another borrowed H200 a day after gpu-h200
     and at a later commit: compare calls no CUDA job slower or faster (two leases are two machines, so this is
     a reproduction, not a before/after), and each one's mean step lies within 5 % of the first lease's."""
-    from ddpbench.analysis.core import machine_difference
-    from ddpbench.analysis.history import compare_tables, load_side, side_busy
-
     a, b = (load_side(ROOT / "reports" / "examples" / name, side) for name, side in (("gpu-h200", "A"),
                                                                                         ("gpu-h200-2", "B")))
     table = compare_tables(a.summary, a.steps, b.summary, b.steps, machine_difference(a.ranks, b.ranks),
@@ -63,9 +63,6 @@ def test_the_cpu_peak_the_second_h200_lease_handed_on_would_not_be_kept_now(tmp_
     own; the GPU launches' peaks, kept as before."""
     import json
     from types import SimpleNamespace
-
-    from ddpbench.experiment.spec import spec_from_dict
-    from ddpbench.sweep.once import MeasuredOnce, gemm_given, learn_gemm
 
     once = MeasuredOnce({"hostname": "lease"}, tmp_path)
     spawn = SimpleNamespace(name="spawn")

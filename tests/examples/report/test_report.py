@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from ddpbench.analysis.summary.table import summarize
 from ddpbench.report.build import write_report
+from ddpbench.results.tables import load_tables
 from ddpbench.testing import ROOT
 from ddpbench.testing.pages import PNGS, SECTION_TITLES, assert_png
 
@@ -47,9 +49,6 @@ def example_report(tmp_path_factory, name: str) -> tuple[Path, str]:
 
 
 def example_summary(name: str):
-    from ddpbench.analysis.summary.table import summarize
-    from ddpbench.results.tables import load_tables
-
     steps, runs, ranks, _ = load_tables(EXAMPLES / name)
     return summarize(steps, runs, ranks)
 

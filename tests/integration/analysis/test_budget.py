@@ -1,7 +1,7 @@
 """The loss budget and the barrier (ddpbench/analysis/summary/budget.py) whole: whole folders of planted
 steps summarised (the lines' sum over generated steps, the contention interval's coverage, the rank last at
 the barrier and a shared CPU named as causes) and the committed quick-cpu example. The quick cases are in
-tests/unit/analysis/test_budget.py."""
+tests/unit/analysis/summary/test_budget.py."""
 
 from __future__ import annotations
 
@@ -54,10 +54,13 @@ def test_contention_interval_covers_the_planted_value_about_95_percent():
         for repeat in range(3):
             base_noise, job_noise = rng.normal(0, 1.0), rng.normal(0, 1.5)
             step_noise = rng.normal(0, 0.5, size=(2, 5))
-            steps += _launch(None, repeat, lambda r, s: (1.0, 10.0 + base_noise + step_noise[0, s], 20.0, 3.0),
+            steps += _launch(None, repeat,
+                             lambda r, s, noise=base_noise, steps_noise=step_noise:
+                             (1.0, 10.0 + noise + steps_noise[0, s], 20.0, 3.0),
                              steps=5, ident={"key": base_key, "repeat": repeat}, world_size=1)
-            steps += _launch(None, repeat, lambda r, s: (6.0, 14.0 + job_noise + step_noise[r, s]
-                                                         + (20.0 if r == 1 else 0.0), 26.0, 3.0),
+            steps += _launch(None, repeat,
+                             lambda r, s, noise=job_noise, steps_noise=step_noise:
+                             (6.0, 14.0 + noise + steps_noise[r, s] + (20.0 if r == 1 else 0.0), 26.0, 3.0),
                              steps=5, ident={"key": job_key, "repeat": repeat}, world_size=2)
         jobs.append((base_key, job_key))
     terms = budget.launch_arrays(budget.launch_terms(pd.DataFrame(steps)))

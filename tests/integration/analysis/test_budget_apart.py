@@ -1,6 +1,6 @@
 """The loss measured apart (ddpbench/analysis/summary/apart.py) on whole folders: one launch a side or
 sources that differ, and the committed trace example from its raw events. The quick cases are in
-tests/unit/analysis/test_budget_apart.py."""
+tests/unit/analysis/summary/test_budget_apart.py."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 summarize() of small committed example folders returns exactly the declared columns, and fills each of
 them but those named in ddpbench.testing.columns. Loading is in-process, no process started. The
 declarations' own checks (units, stages, thresholds, docs/results.md's table) are in
-tests/unit/analysis/test_columns.py."""
+tests/unit/analysis/core/test_columns.py."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def test_summarize_returns_exactly_the_declared_columns(fast_summaries):
     for folder, table in fast_summaries.items():
         undeclared = sorted(set(table.columns) - set(COLUMNS))
         never = sorted(set(COLUMNS) - set(table.columns))
-        assert not undeclared, f"{folder}: summarize() returns columns not declared in analysis/core/columns.py: {undeclared}"
+        assert not undeclared, (f"{folder}: summarize() returns columns not declared in analysis/core/columns.py: "
+                                f"{undeclared}")
         assert not never, f"{folder}: declared columns summarize() does not return: {never}"
         assert len(table.columns) == len(COLUMNS)  # no name twice
 

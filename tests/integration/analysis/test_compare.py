@@ -1,7 +1,7 @@
 """`ddpbench compare A B` on whole folders: the committed reference results against a copy of themselves,
 one launch a side, spread borrowed from a folder's other jobs, unmatched and unfinished jobs, the minimum
 detectable effect against simulated launches, the table, CSV and gates, and the compare page. The pure
-functions on synthetic tables are in tests/unit/analysis/test_compare.py."""
+functions on synthetic tables are in tests/unit/analysis/history/test_compare.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 from ddpbench.analysis.core import power, stats
+from ddpbench.analysis.folder import load_given
 from ddpbench.analysis.history import compare
+from ddpbench.analysis.summary.budget import BARRIER_COLUMNS, BUDGET_COLUMNS
+from ddpbench.report.compare_page import write_comparison
 from ddpbench.testing.comparing import MEDIAN_5
 from ddpbench.testing.comparing import as_flag as _flag
 from ddpbench.testing.comparing import compare_jobs as _compare
@@ -87,7 +90,8 @@ def test_cannot_tell_borrows_the_spread_of_the_folders_other_jobs():
     gate = compare.gate_results(table, [MEDIAN_5]).set_index("key").loc[_row(table, 1)["key"]]
     medians = power.spread_of([power.launch_values(many, "median")] * 2)
     assert gate["outcome"] == "inconclusive"
-    assert gate["basis"] == f"cannot tell with 1 vs 1 launches; {power.launches_for(medians, 10.0, 5.0)} a side would detect 10 %"
+    need = power.launches_for(medians, 10.0, 5.0)
+    assert gate["basis"] == f"cannot tell with 1 vs 1 launches; {need} a side would detect 10 %"
 
 
 def test_unmatched_and_unfinished_jobs_are_listed_not_gated():
@@ -125,7 +129,8 @@ def test_mde_with_many_launches_is_threshold_plus_t_plus_z_standard_errors():
     se = spread * math.sqrt(2 / n)  # 0.447 %
     k = t.ppf(0.975, 2 * n - 2) + norm.ppf(0.9)  # 1.991 + 1.282
     assert power.detectable_slowdown(spread, n, n)["mde"] == pytest.approx(k * se, rel=0.02)
-    assert _t_rule_rates(spread, n, power.detectable_slowdown(spread, n, n)["mde"], 2000) == pytest.approx(0.9, abs=0.03)
+    mde = power.detectable_slowdown(spread, n, n)["mde"]
+    assert _t_rule_rates(spread, n, mde, 2000) == pytest.approx(0.9, abs=0.03)
     # a 5 % gate moves it by the threshold (the ratio scales: T + (1 + T) k SE)
     gated = power.detectable_slowdown(spread, n, n, 5.0, "%")
     assert gated["mde"] == pytest.approx(5 + 1.05 * k * se, rel=0.02)
@@ -151,8 +156,6 @@ def test_mde_with_three_launches_is_what_the_t_rule_detects_90_percent_of_the_ti
 
 
 def test_comparison_table_csv_and_gates_carry_the_mde(tmp_path):
-    from ddpbench.report.compare_page import write_comparison
-
     a = [(1, _launches(10.0, launch_sd=0.02), "ok"), (2, [[20.0] * 8], "ok")]
     b = [(1, _launches(10.0, seed=5, launch_sd=0.02), "ok"), (2, [[20.0] * 8], "ok")]
     table = _compare(a, b)
@@ -177,8 +180,6 @@ def test_comparison_table_csv_and_gates_carry_the_mde(tmp_path):
 
 
 def test_the_compare_page_counts_and_explains_cannot_tell(tmp_path):
-    from ddpbench.report.compare_page import write_comparison
-
     a = [(1, _launches(10.0, launches=1, seed=7), "ok"), (2, _launches(20.0, seed=1), "ok")]
     b = [(1, _launches(12.0, launches=1, seed=8), "ok"), (2, _launches(20.0, seed=2), "ok")]
     table = _compare(a, b)
@@ -199,9 +200,6 @@ def test_sides_loaded_without_the_loss_budget_compare_as_with_it():
     from pathlib import Path
 
     import pandas as pd
-
-    from ddpbench.analysis.folder import load_given
-    from ddpbench.analysis.summary.budget import BARRIER_COLUMNS, BUDGET_COLUMNS
 
     examples = Path(__file__).resolve().parents[3] / "reports" / "examples"
     folders = [examples / "calibration-cpu", examples / "calibration-cpu-2"]

@@ -1,11 +1,12 @@
 """Cost per sample in compare (ddpbench.analysis.summary.cost): each side of a comparison set at its own
-stored price, over two whole folders. The cost's own figures are in tests/unit/analysis/test_cost.py."""
+stored price, over two whole folders. The cost's own figures are in tests/unit/analysis/summary/test_cost.py."""
 
 from __future__ import annotations
 
 import pytest
 
 from ddpbench.analysis.folder import load
+from ddpbench.analysis.history.compare import compare_tables
 from ddpbench.experiment.cost import Cost
 from ddpbench.testing import ROOT
 
@@ -13,8 +14,6 @@ COST_EXAMPLE = ROOT / "reports" / "examples" / "cost-cpu"
 
 
 def test_compare_sets_each_side_at_its_own_price():
-    from ddpbench.analysis.history.compare import compare_tables
-
     a = load(COST_EXAMPLE, collectives=False, cost=Cost(price_per_device_hour=1.0))
     b = load(COST_EXAMPLE, collectives=False, cost=Cost(price_per_device_hour=3.0))
     table = compare_tables(a.summary, a.steps, b.summary, b.steps).set_index("key")

@@ -1,22 +1,23 @@
 """The alpha-beta cost model in the report: a world size of one says there is nothing to fit, the
 projection's band and what it covers, and a folder's projection growing by the spread measured between its
-ranks. The formulas and fits on exact values are in tests/unit/analysis/test_costmodel.py."""
+ranks. The formulas and fits on exact values are in tests/unit/analysis/models/test_costmodel.py."""
 
 import pandas as pd
 import pytest
 
+from ddpbench.analysis.models.loso import BAND
+from ddpbench.report.build import write_report
+from ddpbench.report.sections.collectives import collectives_busbw_section, collectives_table_section
+from ddpbench.report.sections.projection import projection_section
+from ddpbench.testing import ROOT
+from ddpbench.testing.pages import section_of
+from ddpbench.testing.records import collective_spec as spec
+from ddpbench.testing.records import ok, write_collectives, write_results
 from ddpbench.testing.tables import expected_max_of_normals as _blom
 
 
 def test_report_on_world_size_one_only_says_there_is_nothing_to_fit(tmp_path):
     import re
-
-    from ddpbench.report.build import write_report
-    from ddpbench.report.sections.collectives import collectives_busbw_section, collectives_table_section
-    from ddpbench.report.sections.projection import projection_section
-    from ddpbench.testing.pages import section_of
-    from ddpbench.testing.records import collective_spec as spec
-    from ddpbench.testing.records import ok, write_collectives, write_results
 
     folder = write_results(tmp_path / "r", [ok(10.0), ok(8.0, strategy="master")])
     write_collectives(folder, [spec(1, ops=("all_reduce", "all_gather", "broadcast"))])
@@ -41,13 +42,6 @@ def test_report_on_world_size_one_only_says_there_is_nothing_to_fit(tmp_path):
 def test_the_report_projection_shows_the_band_and_what_it_covers(tmp_path):
     import re
 
-    from ddpbench.analysis.models.loso import BAND
-    from ddpbench.report.build import write_report
-    from ddpbench.report.sections.projection import projection_section
-    from ddpbench.testing.pages import section_of
-    from ddpbench.testing.records import collective_spec as spec
-    from ddpbench.testing.records import ok, write_collectives, write_results
-
     folder = write_results(tmp_path / "r", [ok(10.0), ok(12.0, world_size=2)])
     write_collectives(folder, [spec(2, ops=("all_reduce",))])
     page = write_report(folder, sections=[projection_section]).read_text()
@@ -68,7 +62,6 @@ def test_a_folders_projection_grows_by_the_spread_measured_between_its_ranks():
     import json
 
     from ddpbench.analysis import folder
-    from ddpbench.testing import ROOT
 
     path = ROOT / "reports" / "examples" / "quick-cpu"
     measured = folder.load(path)

@@ -1,12 +1,14 @@
 """benchmarks/detector_power.py on the committed gate-power folders: the levels are the planted jobs'
 launches, and the separate trials' sweeps are read per job and level. The histories it builds are checked
-in tests/unit/analysis/test_detector_power.py."""
+in tests/unit/analysis/history/test_detector_power.py."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.testing import ROOT
+from ddpbench.testing.records import ResultsFolder, job, result_for
 from ddpbench.testing.scripts import load_benchmark
 
 FOLDER = ROOT / "reports" / "examples" / "gate-power-cpu" / "sweep2"
@@ -22,9 +24,6 @@ def test_the_levels_are_the_planted_jobs_launches():
 def test_the_separate_trials_sweeps_are_read_per_job_and_level(tmp_path):
     """A separate trial's A is a step-free sweep, its B one at the trial's slowdown; an A/B trial is not read."""
     import json
-
-    from ddpbench.experiment.spec import spec_from_dict
-    from ddpbench.testing.records import ResultsFolder, job, result_for
 
     bench = load_benchmark("detector_power")
     for number, (method, slowdown) in enumerate((("separate", 0.1), ("separate", 0.0), ("ab", 0.1))):

@@ -9,9 +9,12 @@ from hypothesis import strategies as st
 from ddpbench.analysis.core import speedup, stats
 from ddpbench.analysis.diagnosis import causes, estimates, evidence
 from ddpbench.analysis.diagnosis.finders import diagnose
+from ddpbench.analysis.diagnosis.verdict import headline
+from ddpbench.analysis.folder import load
 from ddpbench.analysis.models import layouts
 from ddpbench.analysis.models.costmodel import Link
 from ddpbench.analysis.summary.table import baseline_problem
+from ddpbench.experiment.load import load_experiment
 from ddpbench.strategies.ddp import predicted_buckets
 from ddpbench.testing import ROOT
 from ddpbench.testing.fuzzing import examples
@@ -131,8 +134,6 @@ def test_no_scaling_verdict_from_a_broken_baseline():
 
 
 def test_threads_auto_is_the_same_at_every_world_size(tmp_path, cpu_machine):
-    from ddpbench.experiment.load import load_experiment
-
     path = tmp_path / "e.toml"
     path.write_text('[defaults]\nmodel = "mlp"\nmodel_size = "xs"\n[grid]\nworld_size = [1, 2]\n')
     jobs = load_experiment(path, machine=cpu_machine).jobs
@@ -142,13 +143,12 @@ def test_threads_auto_is_the_same_at_every_world_size(tmp_path, cpu_machine):
 
 
 def test_the_verdict_leads_with_scaling_the_top_cause_and_the_best_setting():
-    from ddpbench.analysis.diagnosis.verdict import headline
-
     rows = [_small(step_ms_mean=100.0), _default([80.0, 81.0, 79.0])]
     lines = dict(headline(diagnose(pd.DataFrame(rows), link=LINK), pd.DataFrame(rows)))
     assert lines["scaling"].startswith("ddp with mlp-m (batch 32/rank) scales well")
     # the top cause with its fix and the gain the sweep measured for it, called measured
-    assert lines["top cause"].startswith("buckets in ") and "fix: bucket_cap_mb = 25 (the default)" in lines["top cause"]
+    assert lines["top cause"].startswith("buckets in ")
+    assert "fix: bucket_cap_mb = 25 (the default)" in lines["top cause"]
     assert "measured to recover 20.0 ms of a 100.0 ms step (20 %)" in lines["top cause"]
     assert lines["best setting"].startswith("Best gradient bucket size") and "25 MB" in lines["best setting"]
     # nothing to blame: said so, not left out
@@ -165,8 +165,6 @@ QUICK = ROOT / "reports" / "examples" / "quick-cpu"
 
 def _quick(**overrides) -> pd.DataFrame:
     """quick-cpu's world-size-2 jobs as loaded from its results.jsonl, each with ``overrides``."""
-    from ddpbench.analysis.folder import load
-
     summary = load(QUICK, collectives=False).summary
     jobs = summary[summary["world_size"] == 2].reset_index(drop=True)
     for column, value in overrides.items():

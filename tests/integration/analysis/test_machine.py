@@ -1,16 +1,17 @@
 """compare's call where the two sides' machines differed, on made-up launches and the machine's readings
 of them: b is not called slower where its machine was the busier, nor a job where the machine was busy
 during its b launches, and the gate does not fail on it. The machine's readings are
-in tests/unit/analysis/test_machine.py."""
+in tests/unit/analysis/core/test_machine.py."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.core.machine import MACHINE_DIFFERED, machine_difference
+from ddpbench.analysis.core.machine import MACHINE_BUSY, MACHINE_DIFFERED, busy_launches, machine_difference
 from ddpbench.analysis.history import SLOWER, compare_tables, gate_results, parse_gate
 from ddpbench.analysis.history.gates import FAIL, INCONCLUSIVE
+from ddpbench.cli.compare import busy_line
 from ddpbench.testing.comparing import ranks_table
 from ddpbench.testing.comparing import slower_b as _slower_b
 
@@ -38,8 +39,6 @@ def test_compare_does_not_call_a_job_slower_where_the_machine_was_busy_during_it
     """B's four launches 20 % slower. Where other work took 0.9 cores during any of B's launches (or during
     every launch of both, where the two machines did not differ on average), the call is "machine busy";
     where only A's launches were busy, the machine worked against the call, which stands."""
-    from ddpbench.analysis.core.machine import MACHINE_BUSY, busy_launches
-
     summary_a, steps_a, summary_b, steps_b = _slower_b()
     key = summary_a.iloc[0]["key"]
     busy = (busy_launches(ranks_table(list(busy_a), key=key), steps_a, 2.0),
@@ -49,7 +48,6 @@ def test_compare_does_not_call_a_job_slower_where_the_machine_was_busy_during_it
     row = table.iloc[0]
     assert row["verdict"] == verdict
     # the command's own line under its table, where it left a job uncalled
-    from ddpbench.cli.compare import busy_line
 
     assert busy_line(table).startswith("1 job not called") is (verdict == MACHINE_BUSY)
     assert "some of its launches" in busy_line(table) or verdict != MACHINE_BUSY

@@ -8,6 +8,9 @@ import pytest
 
 import ddpbench
 from ddpbench.analysis.diagnosis.finders import diagnose
+from ddpbench.analysis.diagnosis.model_findings import model_error
+from ddpbench.analysis.models import costmodel as cm
+from ddpbench.analysis.models.costmodel import fit_ddp_logs, predicted_vs_measured
 from ddpbench.analysis.models.network import held_out_check, network_table
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import ROOT
@@ -23,7 +26,8 @@ def _nominal_table(alpha_us=900.0, share=0.8):
         for setting, messages, wire in (("ddp 1 MB", 8, 5.2e6), ("ddp 25 MB", 2, 5.2e6), ("master", 2, 10.4e6)):
             comm_us = alpha_us * messages + wire * 8 / (gbit * 1e3) / share
             rows.append({"key": f"{link}-{setting}", "link": link, "rate_gbit": gbit, "strategy": setting.split()[0],
-                         "setting": setting, "messages": messages, "wire_bytes": wire, "measured_comm_ms": comm_us / 1e3})
+                         "setting": setting, "messages": messages, "wire_bytes": wire,
+                         "measured_comm_ms": comm_us / 1e3})
     return pd.DataFrame(rows)
 
 
@@ -73,8 +77,6 @@ def _checks(in_sample):
 
 
 def test_an_in_sample_error_is_called_a_fit_error_and_never_a_check():
-    from ddpbench.analysis.diagnosis.model_findings import model_error
-
     (finding,) = model_error(_checks([("a", True, 3.0), ("b", True, -3.0)]))
     assert "is a fit error, not a check: nothing was held out" in finding.text and finding.severity == "warn"
     (finding,) = model_error(_checks([("a", True, 3.0), ("b", False, 20.0)]))
@@ -82,8 +84,6 @@ def test_an_in_sample_error_is_called_a_fit_error_and_never_a_check():
 
 
 def test_a_link_fitted_to_ddp_logs_marks_those_jobs_in_sample():
-    from ddpbench.analysis.models.costmodel import fit_ddp_logs, predicted_vs_measured
-
     example = ROOT / "reports/examples/bucket-sweep-cpu"
     _, _, ranks, _ = load_tables(example)
     summary = ddpbench.summarize(ddpbench.load(example))
@@ -96,8 +96,6 @@ def test_a_link_fitted_to_ddp_logs_marks_those_jobs_in_sample():
 def test_one_world_size_gives_a_range_from_all_latency_to_all_bandwidth_not_a_line():
     """world-sizes-cpu's DDP jobs ran at world size 2 with one bucket layout each: the points cannot
     tell latency from bandwidth, so the projection shows both extremes, and they agree where measured."""
-    from ddpbench.analysis.models import costmodel as cm
-
     example = ROOT / "reports/examples/world-sizes-cpu"
     _, _, ranks, _ = load_tables(example)
     summary = ddpbench.summarize(ddpbench.load(example))

@@ -31,8 +31,8 @@ def test_saved_summaries_check_as_the_same_and_a_changed_one_is_named(tmp_path, 
     assert bench.differing(now, changed) == ["quick-cpu"] and bench.differing(now, {}) == ["quick-cpu"]
 
 
-@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--root", "{tmp}"], ["--save", "{tmp}"], ["--check", "{tmp}/none"],
-                                  ["--save", "{tmp}/a", "--check", "{tmp}/b"]],
+@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--root", "{tmp}"], ["--save", "{tmp}"],
+                                  ["--check", "{tmp}/none"], ["--save", "{tmp}/a", "--check", "{tmp}/b"]],
                          ids=["no-round", "root-without-ddpbench", "save-over-a-folder", "check-without-file", "both"])
 def test_bad_arguments_end_with_exit_code_2(tmp_path, capsys, argv):
     bench = load_benchmark("summary_speed")

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from ddpbench.analysis.folder import load
+from ddpbench.analysis.history.changes import trend_changes
 from ddpbench.analysis.history.trend import COLUMNS, series, trend_table
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.results.history import file_benchmark, file_results, fingerprint
@@ -89,8 +90,6 @@ def test_a_planted_slowdown_is_found_at_its_commit_and_attributed(tmp_path):
     slower at both world sizes (the compute side)."""
     import numpy as np
 
-    from ddpbench.analysis.history.changes import trend_changes
-
     rng, store = np.random.default_rng(7), tmp_path / "history"
     commits = [f"{n:07x}" for n in range(0xa0a0a0, 0xa0a0a8)]
     for number, commit in enumerate(commits):
@@ -122,8 +121,6 @@ def test_a_benchmark_series_is_one_launch_per_commit_and_its_change_is_found(tmp
     """Eight commits of a pytest-benchmark run of a ddp_group step (world size 2, a global batch of
     64); from the sixth commit on the step is 15 % slower. Each commit is one launch (the run's mean
     round); the change is found between the fifth and sixth."""
-    from ddpbench.analysis.history.changes import trend_changes
-
     store = tmp_path / "history"
     commits = [f"{n:07x}" for n in range(0xb0b0b0, 0xb0b0b8)]
     noise = [0, .01, -.01, .005, -.005, 0, .01, -.01]

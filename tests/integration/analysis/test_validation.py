@@ -1,7 +1,8 @@
 """The what-if model's table of published scaling (issue 58) built whole: every row's role (check,
 input or outside), every outside row saying why and every other row predicted, over at least 150 rows of
 ten sources; and the layers of ResNet-50 and VGG-16 built from the models themselves, in the order the
-backward pass releases them. The bands and the refit of one fold are in tests/unit/analysis/test_validation.py."""
+backward pass releases them. The bands and the refit of one fold are in
+tests/unit/analysis/models/test_validation.py."""
 
 from ddpbench.analysis.models import validation
 

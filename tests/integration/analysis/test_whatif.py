@@ -1,6 +1,6 @@
 """The what-if model on whole inputs: a folder's spread and curve are the measured ones, every bucket's
 collective is the fastest algorithm at its size, and ResNet-50's buckets are ready as its layers' FLOPs
-accumulate. The mechanics are in tests/unit/analysis/test_whatif.py."""
+accumulate. The mechanics are in tests/unit/analysis/models/test_whatif.py."""
 
 import itertools
 
@@ -8,16 +8,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddpbench.analysis.models.whatif import Cluster, Costs
+from ddpbench.analysis.folder import load
+from ddpbench.analysis.models import costmodel, flop_layout, workloads
+from ddpbench.analysis.models.measured import half_rate_mb, rank_spread
+from ddpbench.analysis.models.validation import layers
+from ddpbench.analysis.models.whatif import _PARTS, ALGORITHMS, Cluster, Costs, collective_lines
+from ddpbench.cli import main
+from ddpbench.strategies.ddp import predicted_buckets
 from ddpbench.testing import ROOT
+from ddpbench.workloads.catalog import tensor_bytes, uninitialised
+from ddpbench.workloads.resnet import resnet
 
 
 def test_from_a_folder_the_spread_and_curve_are_the_measured_ones(capsys):
-    from ddpbench.analysis.folder import load
-    from ddpbench.analysis.models import costmodel, workloads
-    from ddpbench.analysis.models.measured import half_rate_mb, rank_spread
-    from ddpbench.cli import main
-
     folder = ROOT / "reports" / "examples" / "quick-cpu"
     measured = load(folder)
     (work,) = workloads(measured.summary, measured.ranks)
@@ -43,8 +46,6 @@ def test_every_buckets_collective_is_the_fastest_algorithm_at_its_own_size(p, gp
     """The step model reads every bucket off one line per algorithm (latency plus a cost per byte): each
     bucket's time is the one each algorithm's own formula gives at its size, the fastest one under auto,
     its transfer lengthened by the half-rate size after the choice, as computed here bucket by bucket."""
-    from ddpbench.analysis.models.whatif import _PARTS, ALGORITHMS, collective_lines
-
     cluster = Cluster(gpus_per_node=gpus, intra_gbit=intra, inter_gbit=inter, algorithms=(*ALGORITHMS, "nvls"),
                       oversubscription=oversubscription, leaf_nodes=2)
     # and the sizes where two algorithms cost the same, and just under them (within the half-rate size)
@@ -71,12 +72,6 @@ def test_resnet50s_buckets_are_ready_as_its_layers_flops_not_its_bytes_accumulat
     pass has done its layers' share of the FLOPs. The buckets filled first hold the last layers: most of the
     bytes, little of the compute. The layers' forward FLOPs add up to ResNet-50's published 4.1 GMACs (8.2 GFLOPs)."""
     import torch
-
-    from ddpbench.analysis.models import flop_layout
-    from ddpbench.analysis.models.validation import layers
-    from ddpbench.strategies.ddp import predicted_buckets
-    from ddpbench.workloads.catalog import tensor_bytes, uninitialised
-    from ddpbench.workloads.resnet import resnet
 
     with torch.device("meta"), uninitialised():
         registered = tensor_bytes(resnet("resnet50"))

@@ -19,7 +19,7 @@ from ddpbench.errors import InputError
 from ddpbench.results.folder import CONTROL, MARKER, WRITE_PROBE
 from ddpbench.results.history import file_results, fingerprint, machine_id, store_claim
 from ddpbench.results.writing import COMPARE, Claim, holding
-from ddpbench.testing import run_main
+from ddpbench.testing import TINY, run_main, write_experiment
 from ddpbench.testing.cli import snapshot
 from ddpbench.testing.histories import synthetic_history
 from ddpbench.testing.records import ENV, ok, write_results
@@ -196,8 +196,6 @@ def sides(tmp_path):
 
 
 def tune_argv(tmp_path, out) -> list:
-    from ddpbench.testing import TINY, write_experiment
-
     return ["tune", write_experiment(tmp_path / "tiny.toml", TINY), "--out", out]
 
 

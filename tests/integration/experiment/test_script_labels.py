@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from ddpbench.analysis.core.jobs import describe, label_fields
 from ddpbench.analysis.folder import load
 from ddpbench.experiment.spec import script_label, script_labels
+from ddpbench.report.build import write_report
 from ddpbench.testing import ROOT
 
 #: the arguments of a Hugging Face Trainer language-model script, as a user would give them
@@ -39,7 +40,8 @@ def test_a_trainer_script_is_named_by_the_one_argument_its_jobs_change():
 
 def test_arguments_in_another_order_keep_their_whole_command_lines():
     a, b = args("--x", "1", "--y", "2"), args("--y", "2", "--x", "1")
-    assert script_labels([("t.py", a), ("t.py", b)]) == {("t.py", a): "t.py --x 1 --y 2", ("t.py", b): "t.py --y 2 --x 1"}
+    assert script_labels([("t.py", a), ("t.py", b)]) == {("t.py", a): "t.py --x 1 --y 2",
+                                                          ("t.py", b): "t.py --y 2 --x 1"}
 
 
 TOKENS = st.sampled_from(["--lr", "--epochs", "--batch-size", "--fp16", "-v", "--seed=1", "--seed=2", "1", "2", "0.5",
@@ -74,8 +76,6 @@ def test_the_script_examples_verdict_names_its_jobs_by_script_alone():
 
 def test_the_report_keeps_each_script_jobs_whole_command_line_beside_its_name(tmp_path):
     import shutil
-
-    from ddpbench.report.build import write_report
 
     for name in ("results.jsonl", "experiment.toml"):
         shutil.copy(ROOT / "reports" / "examples" / "script-cpu" / name, tmp_path / name)

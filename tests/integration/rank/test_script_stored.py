@@ -9,7 +9,14 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
+from ddpbench.analysis.core.jobs import describe, label_fields, own_label, same_model
+from ddpbench.analysis.folder import load
+from ddpbench.analysis.history import compare
+from ddpbench.analysis.models import costmodel, layouts, network
+from ddpbench.analysis.summary import gpu
+from ddpbench.cli import main
 from ddpbench.experiment.spec import JobSpec
+from ddpbench.report.export import benchmark_document
 from ddpbench.testing import run_main
 from ddpbench.testing.records import ResultsFolder, rank_entry, training_result
 from ddpbench.testing.records import row as step_row
@@ -55,14 +62,10 @@ def mixed_folder(tmp_path_factory):
 
 
 def _measured(path):
-    from ddpbench.analysis.folder import load
-
     return load(path, collectives=False)
 
 
 def test_the_cost_model_keeps_a_script_apart_from_an_mlp_of_the_same_batch(mixed_folder):
-    from ddpbench.analysis.models import costmodel
-
     measured = _measured(mixed_folder)
     found = {w.label: w for w in costmodel.workloads(measured.summary, measured.ranks)}
     assert set(found) == {"mlp-s, batch 32/rank", f"{SHORT}, batch 32/rank"}
@@ -83,8 +86,6 @@ def test_the_cost_model_keeps_a_script_apart_from_an_mlp_of_the_same_batch(mixed
 
 
 def test_whatif_from_the_folder_names_the_script(mixed_folder):
-    from ddpbench.cli import main
-
     stdout, stderr = io.StringIO(), io.StringIO()
     with redirect_stdout(stdout), redirect_stderr(stderr):
         code = main(["whatif", "--from", str(mixed_folder)])
@@ -95,9 +96,6 @@ def test_whatif_from_the_folder_names_the_script(mixed_folder):
 
 
 def test_compare_and_the_job_labels_name_the_script(mixed_folder):
-    from ddpbench.analysis.core.jobs import describe, label_fields, own_label, same_model
-    from ddpbench.analysis.history import compare
-
     measured = _measured(mixed_folder)
     summary, steps = measured.summary, measured.steps
     table = compare.compare_tables(summary, steps, summary, steps)
@@ -115,8 +113,6 @@ def test_compare_and_the_job_labels_name_the_script(mixed_folder):
 
 
 def test_export_groups_a_script_by_its_name(mixed_folder):
-    from ddpbench.report.export import benchmark_document
-
     document, _ = benchmark_document(mixed_folder)
     groups = {b["group"] for b in document["benchmarks"]}
     assert groups == {"mlp-s", SCRIPT_LABEL}
@@ -140,9 +136,6 @@ def test_jobs_matched_by_model_are_the_scripts_own(mixed_folder):
     the buckets recorded for its model come from the script's jobs, never from the mlp-s ones
     (which are faster, smaller and stored first)."""
     import math
-
-    from ddpbench.analysis.models import layouts, network
-    from ddpbench.analysis.summary import gpu
 
     summary = _measured(mixed_folder).summary
     scripts = summary[summary["script"] != ""]

@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from ddpbench.analysis.core.jobs import describe, line_fields
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.report.build import write_report
 from ddpbench.report.page import Section, html
+from ddpbench.report.plots.strategies import config_labels, traffic_kind
+from ddpbench.report.sections.overview import _environment
 from ddpbench.testing.pages import PNGS, SECTION_TITLES, assert_png
 from ddpbench.testing.records import ResultsFolder, failed, job, ok, result_for, write_results
 
@@ -333,9 +336,6 @@ def test_equivalence_without_other_strategies(tmp_path):
 def test_labels_leave_out_settings_of_other_strategies():
     import pandas as pd
 
-    from ddpbench.analysis.core.jobs import describe, line_fields
-    from ddpbench.report.plots.strategies import config_labels, traffic_kind
-
     table = pd.DataFrame([job(strategy="ddp"), job(strategy="ddp", comm_hook="powersgd", bucket_cap_mb=32),
                           job(strategy="ring"), job(strategy="localsgd", localsgd_period=4)])
     assert list(config_labels(table)) == ["ddp bucket 25 MB", "ddp+powersgd bucket 32 MB", "ring", "localsgd"]
@@ -466,8 +466,6 @@ def test_script_in_a_job_name_stays_escaped_in_new_sections(tmp_path):
 
 
 def test_the_environment_shows_once_what_every_sweep_shares_and_apart_what_differs():
-    from ddpbench.report.sections.overview import _environment
-
     env = {"experiment": "quick", "hostname": "vm", "cpu_model": "EPYC", "torch_version": "2.13.0", "sweep_id": "a1"}
     page = str(_environment([env, {**env, "sweep_id": "b2", "experiment": "quick-collectives"}]))
     shared, differ = page.split("What differs")

@@ -46,8 +46,8 @@ def _write_folder(folder: Path, jobs, env=ENV) -> Path:
             for rank in range(world_size):
                 rows.append(step_row(rank, "warmup", 0, 3.0, forward_ms=1.0, backward_ms=1.0, optimizer_ms=1.0))
                 for phase in ("measure", "nosync"):
-                    rows += [step_row(rank, phase, step, t, forward_ms=0.3 * t, backward_ms=0.5 * t, optimizer_ms=0.2 * t)
-                             for step, t in enumerate(times)]
+                    rows += [step_row(rank, phase, step, t, forward_ms=0.3 * t, backward_ms=0.5 * t,
+                                      optimizer_ms=0.2 * t) for step, t in enumerate(times)]
             result = training_result(spec, rows, [rank_entry(r, peak_rss_mb=100.0) for r in range(world_size)],
                                      repeat, params=100, grad_bytes=400)
             results.launch(spec, repeat, status=status, error=None if status == "ok" else "boom", cores=2,
@@ -241,7 +241,8 @@ def test_planted_regression_of_a_real_sweep(reruns, tmp_path):
     for r in rows:
         medians = np.array(power.launch_values(compare.launch_steps(side.steps, r["key"]), "median"))
         cv = np.std(medians, ddof=1) / medians.mean()
-        expected[r["job"]] = 100 * (2 * math.exp(-t.ppf(0.975, 2 * len(medians) - 2) * cv * math.sqrt(2 / len(medians))) - 1)
+        k = t.ppf(0.975, 2 * len(medians) - 2)
+        expected[r["job"]] = 100 * (2 * math.exp(-k * cv * math.sqrt(2 / len(medians))) - 1)
     # a launch of B the machine was busy during (other tests beside it) leaves its job's gate inconclusive
     busy = compare.side_busy(compare.load_side(slow, "B"))
     busy_jobs = {r["job"] for r in rows if busy.get(r["key"])}

@@ -4,7 +4,8 @@ score counts what it says. The suite itself is a benchmark: `sudo python benchma
 
 import pytest
 
-from ddpbench.testing import ROOT
+import ddpbench
+from ddpbench.testing import ROOT, run_cli
 from ddpbench.testing.scripts import load_benchmark
 
 fault_suite = load_benchmark("fault_suite")
@@ -13,9 +14,6 @@ fault_suite = load_benchmark("fault_suite")
 def test_ddp_reports_the_planted_unused_head_and_every_tensor_size(tmp_path):
     """A real launch of the unused-parameters case, shortened: DDP counts the never-called head's
     bytes, and the summary has every tensor's size (DDP's buckets at any cap follow from them)."""
-    import ddpbench
-    from ddpbench.testing import run_cli
-
     source = ROOT / "experiments/faults/unused-parameters.toml"
     short = fault_suite.fixed_experiment(source, {"steps": 3, "warmup_steps": 1, "repeats": 1}, tmp_path / "short.toml")
     env = {**__import__("os").environ, "PYTHONPATH": str(ROOT / "experiments/faults")}

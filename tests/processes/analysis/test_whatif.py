@@ -1,3 +1,4 @@
+from ddpbench.cli import main
 from ddpbench.testing import cli_command
 
 """The what-if model's mechanics: each all-reduce algorithm's cost, the choice between them, the
@@ -5,8 +6,6 @@ backward pass releasing buckets onto one link, and the questions it answers."""
 
 
 def test_the_command_prints_the_model_per_world_size_and_its_answers(capsys):
-    from ddpbench.cli import main
-
     assert main(["whatif", "--model", "resnet50", "--compute-ms", "97", "--inter-gbit", "400"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("model output for resnet50: predicted layout: 4 bucket(s) of at most 25 MB, each ready as "

@@ -8,13 +8,13 @@ import sys
 
 import pytest
 
+from ddpbench.testing.records import ok, write_results
+
 
 @pytest.mark.parametrize("command, collecting", [(["models"], True), (["report", "{folder}"], False)])
 def test_python_m_ddpbench_imports_paused_and_a_report_stays_paused_to_its_end(tmp_path, command, collecting):
     """As the program: the collector is off before the command's first import; at the exit handlers a
     command has it back on, a report (which ends as its page is written) still off."""
-    from ddpbench.testing.records import ok, write_results
-
     folder = write_results(tmp_path / "r", [ok(10.0)])
     argv = [part.format(folder=folder) for part in command]
     probe = ("import atexit, gc, runpy, sys\n"

@@ -17,6 +17,7 @@ from ddpbench.testing import TINY_DEFAULTS, run_cli, write_experiment
 
 
 def _parent(argv, env, log_path):
+    # a rank forked from the server (ForkedRank's target): it imports what it reads there
     import gc
 
     from ddpbench import collector

@@ -35,7 +35,7 @@ def test_a_forked_rank_starts_as_new_as_a_fresh_interpreter(tmp_path):
     # as every rank's environment asks)
     fresh_out = tmp_path / "fresh.json"
     code = ("import json; from pathlib import Path; import torch, torch.distributed; "
-            "from ddpbench.testing.forked import state; Path(%r).write_text(json.dumps(state()))" % str(fresh_out))
+            f"from ddpbench.testing.forked import state; Path({str(fresh_out)!r}).write_text(json.dumps(state()))")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, start_new_session=True,
                    env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                         "PROBE_NAME": "fresh"})
@@ -72,6 +72,7 @@ def test_a_rank_ended_early_takes_its_children_with_it(tmp_path):
 
 
 def _sleeper(argv, env, log_path):
+    # a rank forked from the server (ForkedRank's target): it imports what it runs there
     from ddpbench.rank.forked import become_rank
 
     become_rank(env, log_path)

@@ -1,12 +1,11 @@
 """How a launch's outcome is read when torchrun itself fails before its ranks start."""
+from ddpbench.experiment.machine import Machine, resolve
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.launch import torchrun
 
 
 def test_torchrun_that_fails_before_its_ranks_is_named(tmp_path, monkeypatch):
     """torchrun itself failing (here: an unknown option) is the job's error, with its last log line."""
-    from ddpbench.experiment.machine import Machine, resolve
-    from ddpbench.experiment.spec import JobSpec
-    from ddpbench.launch import torchrun
-
     real = torchrun.torchrun_command
     def with_bad_option(*a, **k):
         cmd = real(*a, **k)

@@ -11,8 +11,9 @@ import time
 import pytest
 
 import ddpbench
+from ddpbench.analysis.models.network import network_table
 from ddpbench.experiment.links import rate_bits
-from ddpbench.launch.emulate import EmulatedNetwork, emulation_problem, netem_problem, remove_stale
+from ddpbench.launch.emulate import FREE_PORT, EmulatedNetwork, emulation_problem, netem_problem, remove_stale
 from ddpbench.report.build import write_report
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import (
@@ -105,7 +106,6 @@ def test_two_emulated_nodes_store_what_spawn_stores_and_the_link_slows_communica
     assert wire_ms * 0.8 < measured["100mbit"] - measured["none"] < wire_ms * 1.5
     assert not rank_processes(str(out)) and not namespaces()
     # the report's network section: the shaped job beside the alpha-beta model of its link
-    from ddpbench.analysis.models.network import network_table
 
     index = write_report(out)
     assert "Network: link bandwidth on emulated nodes" in index.read_text() and (out / "network.png").is_file()
@@ -155,8 +155,6 @@ def test_ctrl_c_mid_launch_tears_the_emulated_nodes_down(tmp_path):
 def test_two_nodes_of_a_torchrun_sweep_meet_and_node_0_stores_every_rank(tmp_path):
     """Two sweeps, as two machines would run them (here both on loopback): node 0 prints node 1's
     command, node 1 runs it, and node 0's store holds the job with both ranks' timings."""
-    from ddpbench.launch.emulate import FREE_PORT
-
     exp = experiment(tmp_path, "bucket_cap_mb = [25]\n")
     out = tmp_path / "out"
     port = subprocess.run([sys.executable, "-c", FREE_PORT], capture_output=True, text=True).stdout.strip()

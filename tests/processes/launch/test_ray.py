@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from ddpbench.launch.ray_cluster import RayCluster
+from ddpbench.launch.ray_cluster import marked as marked_by_cluster
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import (
     MARK,
@@ -49,8 +51,6 @@ LIMIT_S = 15.0
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """An existing Ray cluster for the sweeps below that name it (--ray-address): one node, this machine's."""
-    from ddpbench.launch.ray_cluster import RayCluster
-
     ray = RayCluster()
     ray.start(tmp_path_factory.mktemp("cluster"))
     yield ray
@@ -60,8 +60,6 @@ def cluster(tmp_path_factory):
 def cluster_processes(cluster) -> list:
     """The live processes of ``cluster`` (each carries its mark), as psutil's."""
     import psutil
-
-    from ddpbench.launch.ray_cluster import marked as marked_by_cluster
 
     found = []
     for pid in marked_by_cluster(str(cluster.folder)):
@@ -81,8 +79,8 @@ def test_a_sweep_through_ray_train_interrupted_and_resumed_stores_what_spawn_sto
     assert spawned.returncode == 0, spawned.stderr
     mark, out = uuid.uuid4().hex, tmp_path / "ray"
     sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report", "--launcher", "ray"),
-                             cwd=ROOT, env={**os.environ, MARK: mark}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True, preexec_fn=as_from_a_terminal)
+                             cwd=ROOT, env={**os.environ, MARK: mark}, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=as_from_a_terminal)
     try:
         wait_for_runs(out / "results.jsonl", 1)  # the first launch stored; the second's workers starting
     except BaseException:

@@ -14,7 +14,7 @@ import pytest
 from ddpbench.experiment.load import load_experiment
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.launch.base import Launch
-from ddpbench.launch.slurm import SlurmLauncher, array_script, batch_script
+from ddpbench.launch.slurm import HEARTBEAT, STALE_S, SlurmLauncher, array_script, batch_script, heartbeat
 from ddpbench.results.tables import load_tables
 from ddpbench.sweep.plan import work_dir
 from ddpbench.testing import ROOT, TINY, TINY_DEFAULTS, rank_processes, run_cli, run_main, write_experiment
@@ -211,8 +211,6 @@ def test_gpus_per_node_checks_cuda_jobs_against_the_compute_nodes(tmp_path):
 def test_a_job_cancels_itself_once_the_sweep_s_heartbeat_stops(tmp_path, stale):
     """The watch in every batch script, run as it is with a fake scancel: a heartbeat older than
     STALE_S (the sweep was killed) cancels the job within a few seconds; a fresh one does not."""
-    from ddpbench.launch.slurm import HEARTBEAT, STALE_S, heartbeat
-
     spec = JobSpec(world_size=2, threads_per_rank=1)
     work = tmp_path / ".work" / "0123456789ab" / "job-r0"
     work.mkdir(parents=True)

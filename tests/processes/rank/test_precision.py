@@ -1,6 +1,7 @@
 """Mixed precision and torch.compile as job fields (issue 35): the fields and their refusals, the
-rank's autocast, GradScaler and compile figures, the precision's tolerance, and (slow) real jobs: fp32 + compile at the fp32 tolerance, bf16
-within its own, the compile cache across repeats, and a forked rank's memory against a fresh one's."""
+rank's autocast, GradScaler and compile figures, the precision's tolerance, and (slow) real jobs:
+fp32 + compile at the fp32 tolerance, bf16 within its own, the compile cache across repeats, and a
+forked rank's memory against a fresh one's."""
 
 import pytest
 

@@ -9,6 +9,7 @@ import pytest
 
 from ddpbench.experiment.machine import Machine, resolve
 from ddpbench.experiment.spec import JobSpec
+from ddpbench.launch.spawn import SpawnLauncher
 from ddpbench.results.schema import TIMED_PHASES, launch_record, step_rows
 from ddpbench.results.store import ResultStore
 from ddpbench.results.tables import load_tables
@@ -23,8 +24,6 @@ EPSILON_MS = 0.05
 # ---------------------------------------------------------------------------------------------
 
 def _launch(tmp_path, machine=None, **fields):
-    from ddpbench.launch.spawn import SpawnLauncher
-
     spec = resolve(JobSpec(**{"world_size": 2, "model_size": "xs", "batch_size": 8, "warmup_steps": 1, "steps": 4,
                               "threads_per_rank": 1, "backend": "gloo", "device": "cpu", "check_steps": 0, **fields}),
                    machine or Machine.here())

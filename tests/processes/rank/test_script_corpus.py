@@ -32,7 +32,8 @@ def _swept(name: str, tmp_path) -> tuple[dict, dict]:
     if corpus.missing(corpus.BY_NAME[name]):
         pytest.skip(corpus.missing(corpus.BY_NAME[name]))
     proc, out = corpus.sweep(corpus.BY_NAME[name], tmp_path, timeout=300, **SMALL)
-    assert (out / "results.jsonl").exists(), f"the sweep stored nothing (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+    assert (out / "results.jsonl").exists(), (f"the sweep stored nothing (exit {proc.returncode}):\n"
+                                              f"{proc.stderr[-3000:]}")
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     runs = {r["spec"]["world_size"]: r for r in records if r["kind"] == "run"}
     assert sorted(runs) == [1, 2], proc.stderr[-3000:]

@@ -16,6 +16,7 @@ half of it, 20 ms apart.
 import json
 import math
 
+import ddpbench
 from ddpbench.testing import rank_processes, run_main, script_experiment
 
 #: the sleep planted in the communication hook (ms)
@@ -69,8 +70,6 @@ def sweep(tmp_path, skew_ms: float):
     assert [r["status"] for r in runs] == ["ok"] * 3, [r["error"] for r in runs]
     for run in runs:  # the hook is the script's own, a Python one, and no no-sync step reduced
         assert run["result"]["script"]["comm"] == "python" and run["result"]["script"]["nosync_allreduced"] == 0
-
-    import ddpbench
 
     table = ddpbench.summarize(ddpbench.load(out))
     assert len(table) == 1

@@ -190,7 +190,7 @@ def test_two_runs_of_a_spawn_script_with_one_hard_coded_port_at_once(tmp_path):
                              cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True) for i in range(2)]
     outputs = [run.communicate(timeout=300) for run in runs]
-    for run, (stdout, stderr) in zip(runs, outputs):
+    for run, (_, stderr) in zip(runs, outputs):
         assert run.returncode == 0, stderr[-3000:]
     for i in range(2):
         (record,) = _records(tmp_path / f"out{i}")

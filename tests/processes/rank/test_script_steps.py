@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from ddpbench.analysis.summary.table import summarize
+from ddpbench.results.tables import load
 from ddpbench.testing import ROOT, rank_processes, run_main, script_experiment
 
 # ---------------------------------------------------------------------------------------------
@@ -128,8 +130,6 @@ def swept(tmp_path_factory):
         record = json.loads(line)
         if record["kind"] == "run":
             records.setdefault(Path(record["spec"]["script"]).name, []).append(record)
-    from ddpbench.analysis.summary.table import summarize
-    from ddpbench.results.tables import load
 
     table = summarize(load(out))
     summary = {Path(row["script"]).name: row for _, row in table.iterrows()}

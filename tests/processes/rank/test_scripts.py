@@ -11,6 +11,8 @@ import shutil
 import textwrap
 from pathlib import Path
 
+from ddpbench.analysis.summary.table import summarize
+from ddpbench.results.tables import load
 from ddpbench.testing import ROOT, rank_processes, run_cli, run_main, script_experiment, write_experiment
 
 EXAMPLE = ROOT / "experiments" / "scripts" / "train_cnn.py"
@@ -89,9 +91,6 @@ def test_the_example_script_through_sweep_compare_and_report(tmp_path):
     exported = run_main("export-benchmark", out, "--out", tmp_path / "bench.json")
     assert exported.returncode == 0, exported.stderr[-2000:]
 
-    from ddpbench.analysis.summary.table import summarize
-    from ddpbench.results.tables import load
-
     table = summarize(load(out)).set_index("world_size")
     assert table.loc[2, "speedup"] > 0 and table.loc[2, "exposed_comm_ms"] == table.loc[2, "exposed_comm_ms"]
     assert table.loc[1, "nosync_step_ms"] > 0
@@ -135,7 +134,8 @@ BAD_SCRIPTS = {
     "no_step.py": ("ddp = DDP(model())\nfor _ in range(20):\n    ddp(torch.randn(8, 4)).sum().backward()\n",
                    "without stepping an optimizer"),
     "early.py": ("ddp = DDP(model()); opt = torch.optim.SGD(ddp.parameters(), lr=0.1)\n"
-                 "for _ in range(3):\n    step(ddp, opt)\nsys.exit(0)\n", "exited after 3 optimizer steps; the job needs 17"),
+                 "for _ in range(3):\n    step(ddp, opt)\nsys.exit(0)\n",
+                 "exited after 3 optimizer steps; the job needs 17"),
     "crash.py": ("ddp = DDP(model()); opt = torch.optim.SGD(ddp.parameters(), lr=0.1)\n"
                  "step(ddp, opt)\nraise ValueError('bad data')\n",
                  "the script raised ValueError: bad data (after 1 optimizer steps)"),
@@ -215,6 +215,6 @@ def test_a_script_under_torchrun_gets_the_sweeps_bucket_caps(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     buckets = {r["spec"]["bucket_cap_mb"]: r["result"]["ranks"][0]["bucket_bytes"] for r in _records(out)}
     assert len(buckets[25.0]) == 1 and len(buckets[0.02]) > 1  # the job's cap, not DDP's default
-    assert all(r["launcher"] == "torchrun" and r["result"]["script"]["ddp"]["bucket_cap_mb"] == r["spec"]["bucket_cap_mb"]
-               for r in _records(out))
+    assert all(r["launcher"] == "torchrun"
+               and r["result"]["script"]["ddp"]["bucket_cap_mb"] == r["spec"]["bucket_cap_mb"] for r in _records(out))
     assert rank_processes(str(out)) == []

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ddpbench.cli import main
-from ddpbench.testing import ROOT
+from ddpbench.testing import ROOT, run_cli
 
 EXAMPLE = ROOT / "reports" / "examples" / "quick-cpu"  # 4 jobs ok, 3 launches of 20 steps; collectives too
 PYTEST_BENCHMARK = Path(sys.executable).parent / "pytest-benchmark"
@@ -41,8 +41,6 @@ def test_pytest_benchmark_compare_reads_two_exports(exported, tmp_path):
 
 
 def test_the_command_line_runs_as_a_user_runs_it(tmp_path):
-    from ddpbench.testing import run_cli
-
     proc = run_cli("export-benchmark", tmp_path / "nothing", "--out", tmp_path / "x.json")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "nothing" in proc.stderr
     proc = run_cli("export-benchmark", "--help")

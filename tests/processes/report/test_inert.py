@@ -112,7 +112,7 @@ def strings_everywhere(payload):
             s["experiment"]["name"] = payload
             s["experiment"]["links"] = [{"name": payload, "latency_us": 5.0, "gbit_per_s": 10.0}]
         for r in runs_of(records):
-            r["spec"]["model_args"] = "{ note = %s }" % json.dumps(payload)
+            r["spec"]["model_args"] = f"{{ note = {json.dumps(payload)} }}"
             result = r["result"]
             result["compute"]["workload"] = payload
             result["compute"]["peak_method"] = payload

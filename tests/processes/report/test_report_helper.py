@@ -208,7 +208,8 @@ def test_python_m_ddpbench_report_ends_as_the_report_is_written(tmp_path):
     planted = ("import ddpbench.analysis.diagnosis.claims as claims\n"
                "from ddpbench.audit.problem import Problem\n"
                "real = claims.audit_findings\n"
-               "claims.audit_findings = lambda *a, **k: [*real(*a, **k), Problem('figure', None, 'planted', 'planted')]\n")
+               "claims.audit_findings = lambda *a, **k: [*real(*a, **k), "
+               "Problem('figure', None, 'planted', 'planted')]\n")
     checked = subprocess.run([sys.executable, "-c", planted + probe.replace("'report', ", "'report', '--check', ")],
                              capture_output=True, text=True, timeout=300)
     assert checked.returncode == 1, checked.stderr[-2000:]

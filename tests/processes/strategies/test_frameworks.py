@@ -134,6 +134,7 @@ def test_without_the_extras_a_framework_job_is_refused_and_other_sweeps_are_unaf
         "pip install 'ddpbench[accelerate]' (or choose another strategy)"]
     assert not (tmp_path / "refused").exists()
     plain = write_experiment(tmp_path / "plain.toml", textwrap.dedent(FRAMEWORKS).replace(
-        'strategy = ["ddp", "accelerate", "lightning-fabric", "lightning"]', 'strategy = ["ddp"]').replace("repeats = 2", ""))
+        'strategy = ["ddp", "accelerate", "lightning-fabric", "lightning"]', 'strategy = ["ddp"]'
+    ).replace("repeats = 2", ""))
     ran = run_cli("sweep", plain, "--out", tmp_path / "plain", "--no-report", env=env)
     assert ran.returncode == 0, ran.stderr

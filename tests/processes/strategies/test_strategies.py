@@ -132,7 +132,8 @@ def test_peak_memory_is_read_at_the_same_point_for_every_strategy(tmp_path):
         strategy = ["ddp", "master"]
     """)
     # as new interpreters: a forked rank's peak RSS depends on which of the fork server's file pages
-    # it touches again (rank_memory_mb does not; tests/processes/rank/test_precision.py), and this test is about peak RSS
+    # it touches again (rank_memory_mb does not; tests/processes/rank/test_precision.py), and this test is
+    # about peak RSS
     proc = run_main("sweep", exp, "--out", tmp_path / "out", "--no-report", env={"DDPBENCH_FORK_SERVER": "0"})
     assert proc.returncode == 0, proc.stderr
     _, runs, ranks, _ = load_tables(tmp_path / "out")
@@ -164,6 +165,7 @@ def test_hand_ring_equals_backend_all_reduce(tmp_path):
 
 
 def _ring_rank(rank, world, store_path, out):
+    # a spawned rank: it imports what it runs there
     import torch.distributed as dist
 
     from ddpbench.strategies.explicit import ring_all_reduce

@@ -1,12 +1,11 @@
 """Adaptive repeats (repeats = "auto"): a job gets launches until the 95 % interval of its
 throughput is within its target, within its bounds; the plan reads launches back from the store."""
+from ddpbench.analysis.summary.table import summarize
+from ddpbench.cli import main
+from ddpbench.results.tables import load
 
 
 def test_a_sweep_under_auto_repeats_stops_each_job_at_its_bound(tmp_path, capsys):
-    from ddpbench.analysis.summary.table import summarize
-    from ddpbench.cli import main
-    from ddpbench.results.tables import load
-
     toml = tmp_path / "auto.toml"
     # an unreachable target (0.1 %) on a tiny job: every job goes to its max_repeats, and says so
     toml.write_text('name = "a"\ntimeout_s = 120\n[defaults]\nmodel = "mlp"\nmodel_size = "xs"\nworld_size = 1\n'

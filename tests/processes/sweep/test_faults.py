@@ -10,6 +10,7 @@ import warnings
 
 import pytest
 
+from ddpbench.results.store import DamagedRecord
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import ROOT, TINY, cli_command, rank_processes, run_cli, run_main, write_experiment
 from ddpbench.testing.sweeps import faults_sweep
@@ -49,8 +50,8 @@ def test_a_rank_killed_or_hung_fails_or_times_out_its_job_with_the_cause_and_the
     assert hung["error"] == (f"no result within the {timeout_s} s timeout "
                              "(rank 0 at measure step 4; rank 1 at measure step 3)")
     assert hung["wall_s"] <= timeout_s + 10
-    print(f"{launcher}, hang: the job recorded as timed out {hung['wall_s'] - timeout_s:.1f} s past its {timeout_s} s timeout "
-          f"({recovery_s['planted-hang']:.1f} s after the hang began)")
+    print(f"{launcher}, hang: the job recorded as timed out {hung['wall_s'] - timeout_s:.1f} s past its "
+          f"{timeout_s} s timeout ({recovery_s['planted-hang']:.1f} s after the hang began)")
     if good:
         assert runs["ddp-ws1"]["status"] == runs["ddp-ws2"]["status"] == "ok"
         steps, _, _, _ = load_tables(out)
@@ -119,8 +120,6 @@ def test_a_full_disk_stops_the_sweep_with_one_line_and_keeps_what_was_stored(sma
 
 def test_a_results_file_cut_mid_write_loses_one_record_and_resume_measures_it_again(tmp_path):
     """A crash mid-write, simulated on a real sweep's file: its last record is cut in half."""
-    from ddpbench.results.store import DamagedRecord
-
     exp = write_experiment(tmp_path / "two.toml", TINY.replace("world_size = [1, 2]", "world_size = [1]")
                            .replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [1, 25]"))
     out = tmp_path / "out"

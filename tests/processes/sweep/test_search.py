@@ -2,14 +2,13 @@
 written into the store as if it had run, its step time drawn around a planted mean per setting,
 so the right answer is known. The race must find the planted best (or a setting statistically
 tied with it) with at most half the grid's launches, and never race two caps with the same buckets."""
+from ddpbench.analysis.summary.table import summarize
+from ddpbench.cli import main
+from ddpbench.results.tables import load
 
 
 def test_tune_races_real_launches_and_stores_them_like_a_sweep(tmp_path, capsys):
     import json
-
-    from ddpbench.analysis.summary.table import summarize
-    from ddpbench.cli import main
-    from ddpbench.results.tables import load
 
     toml = tmp_path / "tune.toml"
     toml.write_text('name = "t"\ntimeout_s = 120\n[defaults]\nmodel = "transformer"\nmodel_size = "s"\n'

@@ -10,6 +10,9 @@ import pandas as pd
 import pytest
 
 import ddpbench
+from ddpbench.experiment.machine import Machine, resolve
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.launch.spawn import SpawnLauncher
 from ddpbench.results.schema import SCHEMA_VERSION
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import (
@@ -210,10 +213,6 @@ def test_spawn_timeout_ends_every_process_and_ignores_stale_hand_backs(tmp_path)
     """A launch past its timeout is recorded as timed_out, and its ranks and their DataLoader
     workers are gone; a hand-back left by an earlier interrupted launch is never read."""
     import psutil
-
-    from ddpbench.experiment.machine import Machine, resolve
-    from ddpbench.experiment.spec import JobSpec
-    from ddpbench.launch.spawn import SpawnLauncher
 
     spec = resolve(JobSpec(world_size=2, model_size="xs", batch_size=8, steps=100_000, threads_per_rank=1,
                            loader_workers=1), Machine.here())

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from ddpbench.testing import ROOT
+from ddpbench.experiment.buckets import same_buckets
+from ddpbench.experiment.load import load_experiment
+from ddpbench.experiment.machine import Machine
+from ddpbench.results.tables import load_tables
+from ddpbench.testing import ROOT, rank_processes, run_main
 
 OWN = ROOT / "experiments" / "own-workload.toml"
 
@@ -15,10 +19,6 @@ OWN = ROOT / "experiments" / "own-workload.toml"
 def test_the_own_workloads_caps_give_three_bucket_layouts(monkeypatch):
     """DDP's bucket assignment applied to the model's tensors (probed in a child process), as
     sweep --dry-run computes it."""
-    from ddpbench.experiment.buckets import same_buckets
-    from ddpbench.experiment.load import load_experiment
-    from ddpbench.experiment.machine import Machine
-
     monkeypatch.syspath_prepend(str(ROOT))  # the model imports from the repository's root, as the page says
     experiment = load_experiment(OWN, Machine(cores=2, cuda_devices=0))
     assert len(experiment.jobs) == 4
@@ -34,9 +34,6 @@ def test_the_own_workload_experiment_runs_end_to_end(tmp_path):
     written. (Its --dry-run's bucket check and its `run` line are checked in-process above.)"""
     import tomli_w
     import tomllib
-
-    from ddpbench.results.tables import load_tables
-    from ddpbench.testing import rank_processes, run_main
 
     # the same experiment, its steps cut down (the page's run takes 12 launches of 20 steps)
     experiment = tomllib.loads(OWN.read_text(encoding="utf-8"))

@@ -274,7 +274,8 @@ def test_an_installed_packages_entry_point_names_a_workload(tmp_path):
 def test_disk_data_is_materialised_once_and_shared_by_jobs(tmp_path):
     cache = tmp_path / "cache"
     exp = write_experiment(tmp_path / "disk.toml", experiment_text(
-        {"model": MAKE, "model_args": {"dim": 16}, "data": "disk", "world_size": 1}, "[grid]\nloader_workers = [0, 1]\n"))
+        {"model": MAKE, "model_args": {"dim": 16}, "data": "disk", "world_size": 1},
+        "[grid]\nloader_workers = [0, 1]\n"))
     out = tmp_path / "out"
     proc = run_cli("sweep", exp, "--out", out, "--no-report", env={**child_env(), "DDPBENCH_DATA_CACHE": str(cache)})
     assert proc.returncode == 0, proc.stderr

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddpbench.audit.budget import derive_budgets, named_rank
+from ddpbench.analysis.core import LOSS_LINES
+from ddpbench.audit.budget import derive_barriers, derive_budgets, named_rank
 
 
 def _rows(key, ranks, launches=3, steps=10, fb=30.0, data=2.0, opt=1.0, comm=8.0, slow=None, slow_ms=0.0,
@@ -70,8 +71,6 @@ def test_strong_scaling_is_against_the_ideal_split():
 
 
 def test_the_checker_reads_the_barrier_from_ready_ms_itself():
-    from ddpbench.audit.budget import derive_barriers
-
     # rank 1 plants a 20 ms wait in its data: ready last in every step, 20 ms after rank 0, all of it data
     two = _rows("two", 2, slow=1, slow_ms=0.0, seed=3)
     late = (two["rank"] == 1) & (two["phase"] == "measure")
@@ -89,7 +88,6 @@ def test_the_checkers_lines_are_the_analysiss():
     """The checker keeps its own list of the budget's lines (it imports nothing of the analysis): the same
     names, in the same order, as the analysis's one declaration, the residual last; its sentences'
     families and its figures name no others."""
-    from ddpbench.analysis.core import LOSS_LINES
     from ddpbench.audit import budget, pool
 
     declared = tuple(line.name for line in LOSS_LINES)

@@ -1,5 +1,5 @@
 """The checker's world-size-1 baseline (ddpbench.audit.figures.Figures.baseline_keys) of a job measured on
-another window than its baseline's, as the analysis finds it (tests/unit/analysis/test_analysis.py)."""
+another window than its baseline's, as the analysis finds it (tests/unit/analysis/summary/test_analysis.py)."""
 
 from __future__ import annotations
 

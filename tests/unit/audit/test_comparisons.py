@@ -14,6 +14,7 @@ from ddpbench.audit import Claim, derive
 from ddpbench.audit.checks import check_claim
 from ddpbench.audit.figures import ratio_interval
 from ddpbench.experiment.spec import spec_from_dict
+from ddpbench.testing import ROOT
 from ddpbench.testing.records import ResultsFolder, job, result_for
 
 #: (world size, bucket cap MB) -> the step of each of its three launches (ms)
@@ -147,8 +148,6 @@ def test_the_retired_form_is_a_problem_and_the_kept_forms_are_not(fig, text, ret
 def test_a_framework_by_its_name_against_raw_ddp():
     """frameworks-cpu: TensorFlow MirroredStrategy at world size 1 steps 76.42 ms against raw DDP's 34.28 ms (the
     frameworks' finding names both as people know them): raw DDP is 2.23x as fast, never the other way round."""
-    from ddpbench.testing import ROOT
-
     fig = derive(ROOT / "reports" / "examples" / "frameworks-cpu")
     text = ("TensorFlow MirroredStrategy with mlp-m at world size 1 is slower than raw DDP on the same work: raw DDP "
             "is {n} as fast as TensorFlow MirroredStrategy on the mean step (76.42 ms against 34.28 ms), significant.")

@@ -11,11 +11,15 @@ import warnings
 
 import pytest
 
+from ddpbench.analysis.folder import load
+from ddpbench.audit import Claim
+from ddpbench.audit.checks import check_claim
+from ddpbench.audit.choices import check_choice
 from ddpbench.audit.figures import derive
 from ddpbench.audit.records import read
-from ddpbench.experiment.spec import JobSpec
+from ddpbench.experiment.spec import JobSpec, spec_from_dict
 from ddpbench.results.tables import load_tables
-from ddpbench.testing.records import ResultsFolder, rank_entry, row, training_result
+from ddpbench.testing.records import ResultsFolder, ok, rank_entry, row, training_result, write_results
 
 WEAK = JobSpec(batch_size=8, world_size=2, backend="gloo", device="cpu", warmup_steps=1, steps=4, threads_per_rank=1)
 STRONG = JobSpec(batch_size=32, world_size=2, scaling="strong", grad_accum=2, backend="gloo", device="cpu",
@@ -148,8 +152,6 @@ def test_a_failed_launch_is_a_run_without_steps(tmp_path):
 def test_several_baselines_are_one_side_in_the_checker_and_the_analysis(tmp_path):
     """Two world-size-1 jobs alike but for how often they were measured: a world-size-2 job's speedup is
     over their launches pooled (docs/statistics.md), in the checker's derivation and the analysis alike."""
-    from ddpbench.analysis.folder import load
-    from ddpbench.experiment.spec import spec_from_dict
     from ddpbench.testing.records import job, result_for
 
     folder = ResultsFolder(tmp_path)
@@ -176,10 +178,6 @@ def test_several_baselines_are_one_side_in_the_checker_and_the_analysis(tmp_path
 def test_the_fastest_line_names_the_fastest_job_of_its_model(tmp_path):
     """check_choice: the job a "fastest" line names has the most samples a second among the ok jobs that
     train its model; a job of another model is no rival (docs/diagnosis.md)."""
-    from ddpbench.audit import Claim
-    from ddpbench.audit.choices import check_choice
-    from ddpbench.testing.records import ok, write_results
-
     write_results(tmp_path, [ok(10.0, world_size=1, bucket_cap_mb=25), ok(8.0, world_size=1, bucket_cap_mb=5),
                              ok(4.0, world_size=1, model="cnn")])
     fig = derive(tmp_path)
@@ -198,15 +196,12 @@ def test_a_peak_too_low_is_flagged_with_figures_the_checker_derives_again(tmp_pa
     TFLOP/s and both percentages, and the checker re-derives each (before, it read "241 %" as no figure of the
     job: reports/examples/gpu-h200-2). A quote off by a digit is a problem. Past 1000 TFLOP/s the figure is
     written in plain digits, never "1.5e+03", which a reader and the checker would misread."""
-    from ddpbench.analysis.folder import load
-    from ddpbench.audit import Claim
-    from ddpbench.audit.checks import check_claim
-
     # 1e9 FLOPs a step over 10 ms (the slower rank's window) is 0.1 TFLOP/s per process; the ranks measured
     # 0.04 and 0.06 TFLOP/s (median 0.05: 200 %); the datasheet says 0.08 (125 %)
     ResultsFolder(tmp_path, experiment={"name": "synthetic", "description": "", "datasheet_tflops": 0.08 * scale})
     folder = ResultsFolder(tmp_path)
-    compute = {"flops_per_step": 1e9 * scale, "flops_source": "counted", "peak_method": "planted", "peak_source": "measured"}
+    compute = {"flops_per_step": 1e9 * scale, "flops_source": "counted", "peak_method": "planted",
+               "peak_source": "measured"}
     for repeat in range(3):
         steps = [row(rank, "warmup", 0, 50.0) for rank in (0, 1)]
         steps += [row(rank, "measure", s, 10.0 - rank) for rank in (0, 1) for s in range(4)]
@@ -226,7 +221,8 @@ def test_a_peak_too_low_is_flagged_with_figures_the_checker_derives_again(tmp_pa
         assert check_claim(fig, Claim(text)) == []
     wrong_rate = {"0.100": "0.200", "1500": "1600"}[tflops]
     for right, wrong in ((f"{tflops} TFLOP/s", f"{wrong_rate} TFLOP/s"), ("200 %", "190 %"), ("125 %", "135 %"),
-                         ("200 % of the GEMM", "125 % of the GEMM"), ("125 % of the datasheet", "200 % of the datasheet")):
+                         ("200 % of the GEMM", "125 % of the GEMM"),
+                         ("125 % of the datasheet", "200 % of the datasheet")):
         text = next(t for t in said if right in t)
         assert [p.kind for p in check_claim(fig, Claim(text.replace(right, wrong)))] == ["figure"], wrong
     # a percentage whose words name no peak is not matched to either peak's figure: held to the job's others

@@ -7,7 +7,7 @@ import pytest
 
 from ddpbench.audit import parse
 from ddpbench.audit.problem import Claim
-from ddpbench.audit.words import check_significance
+from ddpbench.audit.words import check_bands, check_bound, check_significance
 
 
 def problems(text: str) -> list:
@@ -55,8 +55,6 @@ def test_an_end_at_no_change_or_no_interval_leaves_the_word_unjudged():
 
 
 def bands(text: str) -> list:
-    from ddpbench.audit.words import check_bands
-
     return check_bands(Claim(text))
 
 
@@ -95,8 +93,6 @@ def test_an_end_on_a_band_edge_as_written_is_unjudged():
 
 
 def bound(text: str) -> list:
-    from ddpbench.audit.words import check_bound
-
     return check_bound(Claim(text))
 
 
@@ -215,8 +211,6 @@ def test_a_top_cause_is_named_only_where_its_gain_s_lower_end_is_material(text, 
 
 
 def test_no_band_is_called_for_a_job_measured_once():
-    from ddpbench.audit.words import check_bands
-
     text = ("ddp with gpt2-mini (batch 8/rank): {} with 1 launch: one launch has no interval (repeats = 3 or more give "
             "one); at world size 2 it runs 1.82x the throughput of one rank, 91 % parallel efficiency.")
     assert check_bands(Claim(text.format("cannot tell how it scales"))) == []
@@ -224,8 +218,6 @@ def test_no_band_is_called_for_a_job_measured_once():
 
 
 def test_an_end_on_an_edge_lets_either_side_s_word_through_and_no_other():
-    from ddpbench.audit.words import check_bands
-
     text = ("ddp with cnn-s (batch 64/rank) {}: at world size 2 it runs 0.94x, 47 % parallel efficiency "
             "(95 % CI 44 % to 50 %).")
     for said in ("scales poorly", "scales poorly to moderately"):  # 50 as written: 49.6 or 50.4

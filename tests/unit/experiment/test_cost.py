@@ -43,8 +43,8 @@ def test_bad_cost_is_one_line_naming_the_key(table, key, says):
 
 
 TOML_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10**18, 10**18), st.floats(allow_nan=True),
-                        st.text(max_size=30), st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3),
-                                                                                                 st.integers(), max_size=2))
+                        st.text(max_size=30), st.lists(st.integers(), max_size=3),
+                        st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 
 
 @given(table=st.dictionaries(st.sampled_from(KEYS + ("price", "deadline")), TOML_VALUES, max_size=5))

@@ -7,10 +7,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ddpbench.cli import main
 from ddpbench.errors import InputError
+from ddpbench.experiment.buckets import same_buckets
+from ddpbench.experiment.collectives import parse_collectives
+from ddpbench.experiment.files import read_toml
 from ddpbench.experiment.load import load_experiment, parse_experiment
 from ddpbench.experiment.machine import Machine, oversubscribed, resolve
 from ddpbench.experiment.spec import FIELDS, NOT_IN_KEY, JobSpec, check_value
+from ddpbench.regression.tasks import TrainStep
 from ddpbench.testing import ROOT, run_main, write_experiment
 from ddpbench.testing.fuzzing import examples
 
@@ -29,9 +34,6 @@ def test_shipped_experiments_expand(path, cpu_machine, extras_found):
 
 
 def test_collectives_experiment_is_valid_and_not_a_sweep(cpu_machine):
-    from ddpbench.experiment.collectives import parse_collectives
-    from ddpbench.experiment.files import read_toml
-
     path = ROOT / "experiments/collectives.toml"
     exp = parse_collectives(read_toml(path), str(path))
     assert exp.specs[0].sizes[0] == 1024 and exp.specs[0].sizes[-1] == 64 * 2**20
@@ -45,7 +47,6 @@ def test_quick_grid(cpu_machine):
     assert {j.world_size for j in exp.jobs} == {1, 2}
     assert len({j.bucket_cap_mb for j in exp.jobs if j.world_size == 2}) >= 3
     # every cap a setting of its own: DDP makes different buckets of the model's tensors at each
-    from ddpbench.experiment.buckets import same_buckets
 
     assert list(same_buckets(exp.jobs)) == []
     assert {(j.backend, j.device) for j in exp.jobs} == {("gloo", "cpu")}
@@ -306,9 +307,6 @@ def test_a_job_from_flags_or_a_task_is_checked_as_a_file_s_job_is(tmp_path, monk
                                                                  no_gpu_here):
     """What an experiment file's job is refused for (here: a DDP comm hook on master aggregation),
     `ddpbench run` and the pytest-benchmark TrainStep refuse too, before anything runs."""
-    from ddpbench.cli import main
-    from ddpbench.regression.tasks import TrainStep
-
     def ran(*args, **kwargs):
         raise AssertionError("a refused job was run")
 

@@ -6,13 +6,15 @@ see none of it."""
 
 import pytest
 
+from ddpbench.experiment.collectives import CollectiveSpec
+from ddpbench.experiment.spec import JobSpec
+from ddpbench.launch import forked
+from ddpbench.launch.forked import can_fork
+from ddpbench.rank.devices import check_cuda_fork
+
 
 def test_cpu_and_cuda_launches_are_forked():
     # a GPU rank too: the server never sets up the CUDA driver, each rank makes its own context
-    from ddpbench.experiment.collectives import CollectiveSpec
-    from ddpbench.experiment.spec import JobSpec
-    from ddpbench.launch.forked import can_fork
-
     assert can_fork(JobSpec(device="cpu")) and can_fork(JobSpec(device="cuda"))
     assert can_fork(CollectiveSpec(device="cpu")) and can_fork(CollectiveSpec(device="cuda"))
     assert not can_fork(JobSpec(device="mps"))
@@ -21,8 +23,6 @@ def test_cpu_and_cuda_launches_are_forked():
 def test_a_gpu_rank_forked_from_a_process_with_cuda_set_up_fails_with_what_to_do(monkeypatch):
     import pytest
     import torch
-
-    from ddpbench.rank.devices import check_cuda_fork
 
     check_cuda_fork()  # this process set up no driver
     monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True)
@@ -34,8 +34,6 @@ def test_a_server_that_cannot_start_is_a_warning_and_nothing_is_forked(monkeypat
     """Its socket refused (a TMPDIR too long for one): a warning, and no fork is tried again, not even the
     warm-up child an A/B's side forks (which would raise the same OSError from multiprocessing)."""
     from multiprocessing import forkserver
-
-    from ddpbench.launch import forked
 
     def refuse():
         raise OSError("AF_UNIX path too long")

@@ -6,8 +6,9 @@ import signal
 import pytest
 
 from ddpbench.experiment.spec import JobSpec
-from ddpbench.launch.handback import collect_outcome
-from ddpbench.rank.protocol import Job
+from ddpbench.launch.handback import collect_outcome, describe_exit
+from ddpbench.launch.torchrun import agent_failures, rank_exits
+from ddpbench.rank.protocol import Job, Progress, progress_path
 from ddpbench.testing.launchers import fake_result
 
 SPEC = JobSpec(world_size=2, device="cpu", backend="gloo", threads_per_rank=1, steps=3, warmup_steps=1)
@@ -65,14 +66,10 @@ def test_valid_result_is_ok_and_invalid_is_named(tmp_path):
 
 @pytest.mark.parametrize("code, words", [(-9, "killed by SIGKILL"), (-6, "killed by SIGABRT"), (3, "code 3")])
 def test_describe_exit(code, words):
-    from ddpbench.launch.handback import describe_exit
-
     assert words in describe_exit(code)
 
 
 def test_a_killed_or_stuck_rank_is_placed_by_its_progress_file(tmp_path):
-    from ddpbench.rank.protocol import Progress, progress_path
-
     Progress(progress_path(tmp_path, 1)).write("measure", 7)
     out = _outcome(tmp_path, {0: 1, 1: -signal.SIGKILL})
     assert out.error == "rank 1 killed by SIGKILL in measure step 7"
@@ -95,8 +92,6 @@ def test_a_rank_that_could_not_write_on_a_full_disk_is_said_so(tmp_path, monkeyp
 
 def test_torchrun_failure_summary_names_each_failed_rank():
     """The part of torchrun's ChildFailedError summary the launcher reads (torch 2.x format)."""
-    from ddpbench.launch.torchrun import agent_failures, rank_exits
-
     log = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 ======================================================
 ddpbench.rank FAILED
@@ -129,8 +124,6 @@ Root Cause (first observed failure):
 def test_torchrun_summary_blames_the_root_cause_not_the_ranks_its_agent_ended():
     """Rank 1 was SIGKILLed; the agent then SIGTERMed rank 0 and lists it first among the failures.
     The lower rank's signal is the agent's doing, so the launch blames rank 1's SIGKILL."""
-    from ddpbench.launch.torchrun import agent_failures, rank_exits
-
     entry = """[{i}]:
   time      : 2026-11-22_10:00:00
   host      : vm

@@ -15,6 +15,9 @@ from ddpbench.launch.options import LauncherOptions
 from ddpbench.launch.ray_driver import failures, worker_cpus
 from ddpbench.launch.raytrain import RayLauncher, died_first, unsupported
 from ddpbench.rank.protocol import Job, Progress, progress_path
+from ddpbench.results.schema import launch_record
+from ddpbench.results.store import ResultStore
+from ddpbench.results.tables import load_tables
 from ddpbench.testing import run_main
 from ddpbench.testing.launchers import fake_result
 
@@ -34,7 +37,8 @@ def test_a_ray_flag_with_another_launcher_is_one_line(flags, words):
 
 def test_the_ray_launcher_without_ray_installed_says_how_to_install_it(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name.startswith("ray") else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.startswith("ray") else real(name, *a))
     proc = run_main("sweep", "--dry-run", "--launcher", "ray")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert proc.stderr == ("error: command line: --launcher: ray needs Ray Train, which is not installed here: "
@@ -43,7 +47,8 @@ def test_the_ray_launcher_without_ray_installed_says_how_to_install_it(monkeypat
 
 def test_an_experiment_that_asks_for_ray_without_it_names_its_key(monkeypatch, tmp_path):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name.startswith("ray") else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.startswith("ray") else real(name, *a))
     exp = tmp_path / "exp.toml"
     exp.write_text('launcher = "ray"\n[defaults]\nmodel_size = "xs"\n')
     proc = run_main("sweep", exp, "--dry-run")
@@ -153,10 +158,6 @@ def test_the_overhead_is_the_launch_s_start_to_the_group_and_to_the_first_step()
 
 def test_the_overhead_is_stored_and_read_back_and_a_damaged_one_reads_as_missing(tmp_path):
     import warnings
-
-    from ddpbench.results.schema import launch_record
-    from ddpbench.results.store import ResultStore
-    from ddpbench.results.tables import load_tables
 
     spec = JobSpec(world_size=2, device="cpu", backend="gloo", threads_per_rank=1, steps=3, warmup_steps=1)
     store = ResultStore(tmp_path)

@@ -5,8 +5,9 @@ root and Debian's slurm-wlm and munge, which .ci/run installs."""
 import pytest
 
 from ddpbench.experiment.load import load_experiment
+from ddpbench.experiment.spec import JobSpec
 from ddpbench.launch.base import Launch
-from ddpbench.launch.slurm import array_script, task_exits
+from ddpbench.launch.slurm import array_script, batch_script, task_exits
 from ddpbench.sweep.plan import work_dir
 from ddpbench.testing import TINY, write_experiment
 
@@ -39,9 +40,6 @@ def test_an_array_refuses_launches_of_different_shapes(tmp_path):
     ({"world_size": 2, "device": "cpu", "backend": "gloo"}, 1, None),
 ])
 def test_a_cuda_job_asks_slurm_for_a_gpu_per_rank_on_each_node(tmp_path, fields, nodes, gpus):
-    from ddpbench.experiment.spec import JobSpec
-    from ddpbench.launch.slurm import batch_script
-
     spec = JobSpec(**{"device": "cuda", "backend": "nccl", "threads_per_rank": 1, **fields})
     lines = batch_script(spec, tmp_path / "job.json", tmp_path, tmp_path / "log", 60, nodes).splitlines()
     asked = [line for line in lines if line.startswith("#SBATCH --gpus-per-node=")]

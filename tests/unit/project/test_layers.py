@@ -41,7 +41,8 @@ def broken(graph) -> set[tuple[str, str]]:
             found |= {(d.importer, d.imported) for d in graph.find_illegal_dependencies_for_layers(
                 layers=layers, containers=set(contract["containers"]))}
         elif contract["type"] == "forbidden":
-            found |= {(source, target) for source in contract["source_modules"] for target in contract["forbidden_modules"]
+            found |= {(source, target) for source in contract["source_modules"]
+                      for target in contract["forbidden_modules"]
                       if target in graph.modules and graph.chain_exists(importer=source, imported=target,
                                                                           as_packages=True)}
     return found

@@ -2,7 +2,9 @@
 process, quick: the inner loop), ``tests/integration/<stage>/`` (starts none, runs a stage whole:
 marked slow by its folder), ``tests/examples/<stage>/`` (starts none, reads every committed example
 folder: marked slow by its folder) or ``tests/processes/<stage>/`` (starts processes: marked slow by
-its folder), never slow by hand, ``<stage>`` the package it is about; no test module imports another.
+its folder), never slow by hand, ``<stage>`` the package it is about, or ``<stage>/<room>`` where it is
+about a room of the stage (a package of it: ``tests/unit/analysis/core/`` for ``ddpbench/analysis/core/``);
+no test module imports another.
 
 Each check runs on the real tests/ and on a planted tree that breaks it, so none can pass vacuously."""
 
@@ -38,12 +40,18 @@ def python_files(tests: Path) -> list[Path]:
     return sorted(p for p in tests.rglob("*.py") if "__pycache__" not in p.parts)
 
 
+def is_room(stage: str, room: str) -> bool:
+    """Whether ``ddpbench/<stage>/<room>/`` is a package: a room of the stage, which its tests may follow."""
+    return (ROOT / "ddpbench" / stage / room / "__init__.py").is_file()
+
+
 def misplaced(tests: Path) -> list[str]:
-    """Test modules anywhere but tests/<speed>/<stage>/ or tests/benchmarks/."""
+    """Test modules anywhere but tests/<speed>/<stage>/, tests/<speed>/<stage>/<room>/ or tests/benchmarks/."""
     found = []
     for path in python_files(tests):
         parts = path.relative_to(tests).parts
-        placed = ((len(parts) == 3 and parts[0] in SPEEDS and parts[1] in STAGES)
+        placed = ((len(parts) in (3, 4) and parts[0] in SPEEDS and parts[1] in STAGES
+                   and (len(parts) == 3 or is_room(parts[1], parts[2])))
                   or (len(parts) == 2 and parts[0] == "benchmarks"))
         if is_test_module(path) and not placed:
             found.append("/".join(parts))
@@ -106,9 +114,12 @@ def plant(tree: Path, files: dict[str, str]) -> Path:
 def test_every_test_module_sits_in_a_speed_and_a_stage_folder(tmp_path):
     assert misplaced(TESTS) == []
     names = ["test_flat.py", "unit/nostage/test_x.py", "processes/report/deeper/test_y.py", "unit/report/test_fine.py",
-             "processes/sweep/test_fine.py", "benchmarks/test_bench.py", "unit/report/helper.py"]
+             "processes/sweep/test_fine.py", "benchmarks/test_bench.py", "unit/report/helper.py",
+             "unit/analysis/core/test_room.py", "unit/analysis/core/deeper/test_z.py", "unit/analysis/rooms/test_w.py"]
     planted = plant(tmp_path, dict.fromkeys(names, ""))
-    assert misplaced(planted) == ["processes/report/deeper/test_y.py", "test_flat.py", "unit/nostage/test_x.py"]
+    assert misplaced(planted) == ["processes/report/deeper/test_y.py", "test_flat.py",
+                                  "unit/analysis/core/deeper/test_z.py", "unit/analysis/rooms/test_w.py",
+                                  "unit/nostage/test_x.py"]
 
 
 def test_no_slow_mark_is_set_by_hand(tmp_path):
@@ -170,7 +181,7 @@ def test_each_test_is_slow_exactly_when_its_folder_starts_processes(request, pyt
 def test_a_test_that_must_start_no_process_fails_if_it_does(pytester, speed):
     """tests/unit/, tests/integration/ and tests/examples/ (their conftest.py) refuse every way of
     starting a process, in a test's call or in a fixture it needs, and fail the test even where the code
-    caught the refusal."""
+    caught the refusal; ruff, the one program let through, leaves every other start refused."""
     pytester.makeconftest("")
     (pytester.path / speed).mkdir()
     (pytester.path / speed / "conftest.py").write_text((TESTS / speed / "conftest.py").read_text())
@@ -203,12 +214,23 @@ def test_a_test_that_must_start_no_process_fails_if_it_does(pytester, speed):
 
         def test_nothing_started():
             pass
+
+        def test_ruff_alone():
+            from ddpbench.testing.one_process import ruff
+            assert ruff("--stdin-filename", "x.py", cwd=".", stdin="x = 1\\n").returncode == 0
+
+        def test_ruff_then_popen():
+            from ddpbench.testing.one_process import ruff
+            ruff("--stdin-filename", "x.py", cwd=".", stdin="x = 1\\n")
+            subprocess.run([sys.executable, "-c", "pass"])
         """})
     result = pytester.inline_run(*INNER)
     failed = {r.nodeid.rpartition("::")[2] for r in result.getreports("pytest_runtest_logreport") if r.failed}
-    assert failed == {"test_popen", "test_system_caught", "test_fork", "test_multiprocessing", "test_in_a_fixture"}
+    assert failed == {"test_popen", "test_system_caught", "test_fork", "test_multiprocessing", "test_in_a_fixture",
+                      "test_ruff_then_popen"}
     passed = [r.nodeid for r in result.getreports("pytest_runtest_logreport") if r.when == "call" and r.passed]
-    assert passed == [f"{speed}/report/test_starts.py::test_nothing_started"]
+    assert passed == [f"{speed}/report/test_starts.py::test_nothing_started",
+                      f"{speed}/report/test_starts.py::test_ruff_alone"]
 
 
 def test_every_run_takes_every_core_but_a_run_of_process_tests_alone(pytester, monkeypatch):

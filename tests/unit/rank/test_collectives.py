@@ -7,11 +7,15 @@ import math
 import pytest
 import torch
 
+import ddpbench.rank.collectives as collectives
+from ddpbench.analysis.models.collectives import predict_allreduce_us
 from ddpbench.errors import InputError
 from ddpbench.experiment.collectives import OPS, CollectiveSpec, parse_collectives, size_range
+from ddpbench.launch.processes import loopback_store
 from ddpbench.rank.collectives import CollectivesRank, bandwidths, bus_factor, check_wrong, element_count, placements
 from ddpbench.rank.protocol import Job
 from ddpbench.results.schema import COLLECTIVE_COLUMNS
+from ddpbench.results.store import ResultStore, rotate_previous
 from ddpbench.results.tables import load_collectives
 from ddpbench.testing.records import ResultsFolder, collective_rows_result
 
@@ -102,8 +106,6 @@ def one_rank_run(monkeypatch, **spec):
     """A CollectivesRank of rank 0 in a real one-rank gloo group on CPU."""
     import torch.distributed as dist
 
-    from ddpbench.launch.processes import loopback_store
-
     store, port = loopback_store(30)
     for name, value in {"RANK": "0", "WORLD_SIZE": "1"}.items():
         monkeypatch.setenv(name, value)
@@ -153,8 +155,6 @@ class CountingClock:
 
 def test_timed_loop_marks_each_iteration_and_waits_once(monkeypatch):
     """start mark, op, end mark per iteration; one synchronisation after the loop; seconds out."""
-    import ddpbench.rank.collectives as collectives
-
     clock = CountingClock()
     monkeypatch.setattr(collectives, "clock_for", lambda device: clock)
     with one_rank_run(monkeypatch, iters=4, warmup=1) as run:
@@ -177,8 +177,6 @@ def test_size_ranges_never_repeat_or_truncate_silently():
 def test_prediction_interpolates_and_extrapolates_sanely():
     import pandas as pd
 
-    from ddpbench.analysis.models.collectives import predict_allreduce_us
-
     curve = pd.DataFrame({"size_bytes": [4096, 1024, 2048], "time_us_median": [400.0, 100.0, 200.0]})
     # unsorted input; exact at the points, log-log in between
     assert predict_allreduce_us(curve, [1024, 2048, 4096]) == pytest.approx([100, 200, 400])
@@ -191,8 +189,6 @@ def test_prediction_interpolates_and_extrapolates_sanely():
 
 
 def test_later_collectives_replace_earlier_and_survive_a_new_sweep(tmp_path, cpu_machine):
-    from ddpbench.results.store import ResultStore, rotate_previous
-
     spec = CollectiveSpec(world_size=2, ops=("all_reduce",), sizes=(1024,))
     row = {"op": "all_reduce", "placement": "in", "size_bytes": 1024, "count": 256, "dtype": "float32",
            "redop": "sum", "root": -1, "iters": 3, "time_us_p10": 9.0, "time_us_p90": 11.0, "algbw_gbps": 0.1,

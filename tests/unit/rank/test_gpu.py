@@ -13,6 +13,8 @@ import pandas as pd
 import pytest
 import torch
 
+from ddpbench.analysis.summary.gpu import gpu_table
+from ddpbench.errors import InputError
 from ddpbench.experiment.load import load_experiment
 from ddpbench.experiment.machine import Machine
 from ddpbench.experiment.spec import JobSpec
@@ -21,6 +23,7 @@ from ddpbench.rank.protocol import join_process_group
 from ddpbench.rank.timing import CudaEventClock, StepTimer
 from ddpbench.rank.train import Replica, build_replica, train_step
 from ddpbench.strategies import BUILTIN, FRAMEWORKS, strategy_class
+from ddpbench.strategies.base import RankContext
 from ddpbench.testing import ROOT
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU, and none is visible")
@@ -78,7 +81,6 @@ def test_the_training_step_never_waits_for_the_device_between_marks():
     the timer's own at the step boundary (a .item() or .cpu() in the step would be a second)."""
     spec = JobSpec(strategy="dp", device="cpu", backend="gloo", world_size=1, model_size="xs", batch_size=4,
                    grad_accum=2, threads_per_rank=1)
-    from ddpbench.strategies.base import RankContext
 
     replica: Replica = build_replica(spec, RankContext(0, 0, 1, torch.device("cpu")))
     cuda = FakeCuda(range(1000))
@@ -105,7 +107,8 @@ def test_the_device_a_rank_takes(device, local_rank, visible, expected):
 
 def test_a_rank_without_a_gpu_of_its_own_is_an_error(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
-    with pytest.raises(RuntimeError, match=r"local rank 2 has no GPU of its own: 2 visible \(CUDA_VISIBLE_DEVICES=0,1\)"):
+    with pytest.raises(RuntimeError,
+                       match=r"local rank 2 has no GPU of its own: 2 visible \(CUDA_VISIBLE_DEVICES=0,1\)"):
         rank_device("cuda", 2, 2)
 
 
@@ -150,15 +153,11 @@ def test_gpu_experiment_runs_every_strategy_on_one_gpu():
 
 
 def test_gpu_experiment_is_refused_without_a_gpu(cpu_machine):
-    from ddpbench.errors import InputError
-
     with pytest.raises(InputError, match="device: 'cuda' needs a CUDA device and none is visible"):
         load_experiment(ROOT / "experiments" / "gpu.toml", cpu_machine)
 
 
 def test_the_report_sets_each_gpu_job_beside_the_same_job_on_cpu():
-    from ddpbench.analysis.summary.gpu import gpu_table
-
     def job(key, device, rate, batch=64, **extra):
         return {"key": key, "device": device, "status": "ok", "strategy": "ddp", "comm_hook": "none", "model": "mlp",
                 "model_size": "xl", "per_rank_batch": batch, "world_size": 1, "grad_accum": 1, "optimizer": "sgd",

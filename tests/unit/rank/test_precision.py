@@ -1,6 +1,7 @@
 """Mixed precision and torch.compile as job fields (issue 35): the fields and their refusals, the
-rank's autocast, GradScaler and compile figures, the precision's tolerance, and (slow) real jobs: fp32 + compile at the fp32 tolerance, bf16
-within its own, the compile cache across repeats, and a forked rank's memory against a fresh one's."""
+rank's autocast, GradScaler and compile figures, the precision's tolerance, and (slow) real jobs:
+fp32 + compile at the fp32 tolerance, bf16 within its own, the compile cache across repeats, and a
+forked rank's memory against a fresh one's."""
 
 import hashlib
 import json
@@ -17,6 +18,7 @@ from ddpbench.rank.devices import own_memory_mb
 from ddpbench.rank.equivalence import EXACT_TOLERANCE, tolerance
 from ddpbench.rank.precision import CompileWatch, Precision, use_compile_cache
 from ddpbench.strategies.base import compile_skip_reason
+from ddpbench.strategies.ddp import DDPStrategy
 
 # -- the fields ----------------------------------------------------------------------------------
 
@@ -75,11 +77,11 @@ def test_every_built_combination_is_accepted(cpu_machine):
 def test_compile_without_a_cpp_compiler_is_a_skip_reason(monkeypatch):
     spec = JobSpec(device="cpu", compile=True)
     monkeypatch.setenv("CXX", "no-such-compiler-here")
-    assert "needs a C++ compiler" in compile_skip_reason(spec) and "CXX=no-such-compiler-here" in compile_skip_reason(spec)
+    reason = compile_skip_reason(spec)
+    assert "needs a C++ compiler" in reason and "CXX=no-such-compiler-here" in reason
     monkeypatch.delenv("CXX")
     monkeypatch.setenv("PATH", "/nonexistent")
     assert "no g++, clang++ or c++ on PATH" in compile_skip_reason(spec)
-    from ddpbench.strategies.ddp import DDPStrategy
 
     assert DDPStrategy.skip_reason(spec, None) == compile_skip_reason(spec)
     assert DDPStrategy.skip_reason(JobSpec(device="cpu"), None) is None

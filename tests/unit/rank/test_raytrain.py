@@ -3,11 +3,11 @@ left for that launcher to destroy."""
 
 import pytest
 
+from ddpbench.rank.protocol import ADOPT_GROUP_ENV, join_process_group, leave_process_group
+
 
 def test_a_rank_adopts_its_launcher_s_group_only_if_it_is_the_job_s(monkeypatch):
     import torch.distributed as dist
-
-    from ddpbench.rank.protocol import ADOPT_GROUP_ENV, join_process_group, leave_process_group
 
     monkeypatch.setenv(ADOPT_GROUP_ENV, "1")
     with pytest.raises(RuntimeError, match="no process group was made"):

@@ -8,7 +8,11 @@ import pytest
 import torch
 
 from ddpbench.experiment.spec import JobSpec
+from ddpbench.rank.affinity import AffinityError, cpus_for
+from ddpbench.rank.timing import StepTimer
+from ddpbench.rank.train import build_replica, ready_hooks, train_step
 from ddpbench.results.tables import load_tables
+from ddpbench.strategies.base import RankContext
 from ddpbench.testing import ROOT
 
 #: the committed examples measured before ready_ms, affinity and the switch counts were recorded
@@ -25,9 +29,6 @@ EXAMPLES = sorted(p.parent for p in (ROOT / "reports" / "examples").glob("*/resu
 # ---------------------------------------------------------------------------------------------
 
 def _replica(**fields):
-    from ddpbench.rank.train import build_replica
-    from ddpbench.strategies.base import RankContext
-
     spec = JobSpec(**{"strategy": "dp", "device": "cpu", "backend": "gloo", "world_size": 1, "model_size": "xs",
                       "batch_size": 4, "threads_per_rank": 1, **fields})
     return spec, build_replica(spec, RankContext(0, 0, 1, torch.device("cpu")))
@@ -39,9 +40,6 @@ def _hooks(module) -> int:
 
 @pytest.mark.parametrize("accum", [1, 2])
 def test_ready_is_noted_inside_the_backward_only_while_the_hooks_are_on(accum):
-    from ddpbench.rank.timing import StepTimer
-    from ddpbench.rank.train import ready_hooks, train_step
-
     spec, replica = _replica(grad_accum=accum)
     timer = StepTimer()
     device = torch.device("cpu")
@@ -68,8 +66,6 @@ def test_ready_is_noted_inside_the_backward_only_while_the_hooks_are_on(accum):
 # ---------------------------------------------------------------------------------------------
 
 def test_which_cpus_a_rank_gets():
-    from ddpbench.rank.affinity import AffinityError, cpus_for
-
     assert cpus_for("", 1, 2, [0, 1, 2, 3]) is None
     assert [cpus_for("spread", r, 2, [0, 1, 2, 3]) for r in range(3)] == [[0, 1], [2, 3], [0, 1]]  # wraps around
     assert [cpus_for("spread", r, 1, [4, 6]) for r in range(2)] == [[4], [6]]  # of the CPUs the launcher has

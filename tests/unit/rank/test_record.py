@@ -12,6 +12,8 @@ import os
 import pytest
 
 from ddpbench.rank import record
+from ddpbench.rank.energy import Meter as Counter
+from ddpbench.rank.energy import NoCounter, Zone
 from ddpbench.rank.record import (
     METERS,
     OWN,
@@ -121,9 +123,6 @@ def test_memory_is_taken_once_and_not_again_where_only_missing_is_asked():
 
 
 def test_the_energy_meter_gives_its_window_s_figures_or_why_not():
-    from ddpbench.rank.energy import Meter as Counter
-    from ddpbench.rank.energy import NoCounter, Zone
-
     joules = iter([10.0, 11.0])
     counted = Energy(Side(energy=lambda: Counter("test:0", "a test counter", 1e-9, [Zone("z", lambda: next(joules))])))
     counted.start()

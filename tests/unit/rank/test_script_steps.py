@@ -59,7 +59,7 @@ def test_accumulation_by_the_flag_is_steered(group_of_one):
         _count_reductions(ddp, counts)
         opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
         with pytest.raises(StopScript):
-            for step in range(100):
+            for _ in range(100):
                 before = len(counts)
                 for micro in range(2):
                     ddp.require_backward_grad_sync = micro == 1

@@ -140,7 +140,8 @@ def test_overlap_counts_communication_once_and_splits_it_at_the_end_of_backward_
 
 def test_a_strategy_s_comm_phase_is_communication_the_profiler_does_not_record_as_collectives():
     # master aggregation: rank 0 posts receives (1 ms recorded) and waits for them in its comm phase
-    events = frame([[0, 0, "main", "phase", "backward", 0, 10, None], [0, 0, "main", "compute", "backward", 0, 10, None],
+    events = frame([[0, 0, "main", "phase", "backward", 0, 10, None],
+                    [0, 0, "main", "compute", "backward", 0, 10, None],
                     [0, 0, "main", "phase", "comm", 10, 30, None], [0, 0, "comm main", "comm", "recv", 10, 1, 8.0]])
     step = overlap.step_overlap(events).iloc[0]
     assert (step["comm_ms"], step["hidden_ms"], step["exposed_ms"]) == (30, 0, 30)
@@ -165,8 +166,10 @@ def test_a_step_without_every_rank_or_without_its_compute_is_left_out_not_guesse
 
 def test_the_timeline_draws_every_lane_and_nothing_without_phases(tmp_path):
     events = frame([[0, 0, "main", "phase", "forward", 0, 4, None], [0, 0, "main", "phase", "backward", 4, 10, None],
-                    [0, 0, "main", "compute", "backward", 4, 6, None], [0, 0, "comm 1", "comm", "all_reduce", 6, 8, 4e6],
-                    [1, 0, "main", "phase", "backward", 4, 10, None], [1, 0, "comm 2", "comm", "all_reduce", 7, 7, 4e6]])
+                    [0, 0, "main", "compute", "backward", 4, 6, None],
+                    [0, 0, "comm 1", "comm", "all_reduce", 6, 8, 4e6],
+                    [1, 0, "main", "phase", "backward", 4, 10, None],
+                    [1, 0, "comm 2", "comm", "all_reduce", 7, 7, 4e6]])
     path = step_timeline(events, 0, 0, tmp_path / "t.png", "job")
     assert path.stat().st_size > 10_000
     assert step_timeline(events, 0, 5, tmp_path / "none.png", "job") is None and not (tmp_path / "none.png").exists()

@@ -18,6 +18,8 @@ from pytest_benchmark.storage.file import FileStorage
 
 from ddpbench.cli import main
 from ddpbench.experiment.spec import JobSpec
+from ddpbench.report import export
+from ddpbench.results.history import file_benchmark, file_results
 from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.tables import load_collectives, load_tables
 from ddpbench.testing import ROOT
@@ -62,7 +64,6 @@ def test_export_is_read_by_pytest_benchmarks_loader(exported, tmp_path):
     assert info["node"] == measured["hostname"] and info["processor"] == measured["cpu_model"]
     assert info["ddpbench_env"]["torch_version"] == measured["torch_version"]
     # filed into a history, the export lands under the sweep's own machine
-    from ddpbench.results.history import file_benchmark, file_results
 
     store = tmp_path / "history"
     assert file_benchmark(store, out, commit="a" * 40).machine == file_results(store, EXAMPLE, commit="b" * 40).machine
@@ -192,8 +193,6 @@ def test_an_export_that_finds_its_new_file_written_meanwhile_is_refused_and_leav
     """Issue 83: two exports to one new file at once both said "wrote" and the second replaced the first.
     Another export that lands between this one's check and its write (planted in the document's making)
     wins; this one is one line, exit 2, and the other's file stays as it wrote it; --force replaces it."""
-    from ddpbench.report import export
-
     folder = _copy_results(tmp_path)
     out = tmp_path / "bench.json"
     made = export.benchmark_document

@@ -2,6 +2,7 @@
 
 import pickle
 
+from ddpbench.report import workers
 from ddpbench.report.page import Section, html
 from ddpbench.report.workers import CHILD, FREE, PARENT, Helper
 
@@ -59,8 +60,6 @@ def test_the_folder_is_handed_over_once_however_often_it_is_sent():
 
 
 def test_the_command_asks_for_a_helper_where_a_cpu_is_idle_or_when_told(tmp_path, monkeypatch):
-    from ddpbench.report import workers
-
     counts = tmp_path / "loadavg"
     monkeypatch.setattr(workers, "LOADAVG", str(counts))
     monkeypatch.setattr(workers, "usable_cpus", lambda: 2)

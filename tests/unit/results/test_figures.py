@@ -13,6 +13,7 @@ import pytest
 
 from ddpbench.analysis.core.columns import COLUMNS
 from ddpbench.analysis.summary.declared import declared_figures
+from ddpbench.experiment.spec import FIELDS
 from ddpbench.results import figures, schema
 from ddpbench.results.figures import FIGURES, HOW, UNITS, Figure, Summary
 from ddpbench.results.validate import RANK_CHECKS, clean_run
@@ -157,7 +158,5 @@ def test_a_figure_s_columns_are_made_as_declared():
 
 
 def test_no_figure_takes_a_spec_field_s_name_but_the_one_that_echoes_it():
-    from ddpbench.experiment.spec import FIELDS
-
     # recovery's fault_step is the spec's own value, stored again; the runs table keeps the spec's column
     assert {f.name for f in FIGURES} & set(FIELDS) == {"fault_step"}

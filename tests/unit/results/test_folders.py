@@ -164,7 +164,8 @@ def test_another_nodes_marker_being_written_is_not_a_file_ddpbench_did_not_write
     assert foreign_entries(out) == []
     with claimed(out):
         assert (out / MARKER).is_file()
-    for like in (f"{MARKER}.tmp", f"{MARKER}.x1.tmp", f"{MARKER}.15521", f"notes.{MARKER}.1.tmp", "results.jsonl.1.tmp"):
+    for like in (f"{MARKER}.tmp", f"{MARKER}.x1.tmp", f"{MARKER}.15521", f"notes.{MARKER}.1.tmp",
+                 "results.jsonl.1.tmp"):
         other = tmp_path / like
         other.mkdir()
         (other / name).write_text("{}")

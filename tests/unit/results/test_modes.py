@@ -10,6 +10,7 @@ import stat
 import pytest
 
 from ddpbench.results import sidefiles
+from ddpbench.results.folder import LOCK, MARKER
 from ddpbench.results.history import MACHINE_FILE, file_results
 from ddpbench.results.sidefiles import replace_file
 from ddpbench.sweep.ab import LOG_FILE, Outcome, SidePlan, write_log
@@ -54,8 +55,6 @@ def test_ab_json_and_a_pages_files_follow_the_umask(tmp_path, mask):
 
 def test_a_stores_lock_and_marker_follow_the_umask(tmp_path, mask):
     """A group member filing into a shared store opens its lock to take it: 0644 would refuse them."""
-    from ddpbench.results.folder import LOCK, MARKER
-
     test_a_store_entry_follows_the_umask(tmp_path, mask)
     for name in (LOCK, MARKER):
         assert oct(mode(tmp_path / "history" / name)) == oct(0o666 & ~mask), name

@@ -12,9 +12,14 @@ import pandas as pd
 import pytest
 
 from ddpbench.report.page import DASH, html, html_table, local_href, num
+from ddpbench.report.plots.common import figure, save
 from ddpbench.results.sanitize import csv_cell, csv_text, json_value, printable
+from ddpbench.results.schema import COLLECTIVE_COLUMNS, SCHEMA_VERSION
 from ddpbench.results.sidefiles import MAX_DEPTH, SideFileError, json_depth, read_json, replace_file
+from ddpbench.results.store import DamagedRecord, ResultStore
+from ddpbench.results.tables import load_tables
 from ddpbench.results.validate import Damaged, clean_collective, clean_run, clean_sweep
+from ddpbench.testing import ROOT
 
 STEP = [0, "measure", 0, 1.0, 2.0, 3.0, 0.5, 0.5, 7.0]
 COLUMNS = ["rank", "phase", "step", "data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms", "step_ms"]
@@ -117,8 +122,6 @@ def test_a_sweep_record_keeps_plain_values_and_complete_links():
 
 
 def test_a_collectives_record_with_a_damaged_row_is_skipped():
-    from ddpbench.results.schema import COLLECTIVE_COLUMNS
-
     row = ["all_reduce", "out", 1024, 256, "float32", "sum", -1, 10, 5.0, 4.0, 6.0, 0.2, 0.3, 0]
     record = {"kind": "collective", "key": "c", "repeat": 0, "status": "ok", "spec": {"world_size": 2},
               "result": {"columns": list(COLLECTIVE_COLUMNS), "rows": [row]}}
@@ -134,8 +137,6 @@ def said(read):
     """What ``read()`` returns and the DamagedRecord warnings it gave, as text."""
     import warnings
 
-    from ddpbench.results.store import DamagedRecord
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         value = read()
@@ -146,8 +147,6 @@ def said(read):
 def test_a_file_of_random_bytes_is_one_warning_with_the_count_of_its_lines(tmp_path):
     """20 KB of random bytes was one warning a line (72 for one such file) before its one-line error."""
     import random
-
-    from ddpbench.results.store import ResultStore
 
     data = random.Random(83).randbytes(20_000)
     (tmp_path / "results.jsonl").write_bytes(data)
@@ -161,16 +160,12 @@ def test_a_file_of_random_bytes_is_one_warning_with_the_count_of_its_lines(tmp_p
 
 
 def test_one_damaged_line_is_named_as_it_always_was(tmp_path):
-    from ddpbench.results.store import ResultStore
-
     (tmp_path / "results.jsonl").write_text('{"kind": "sweep"\n\n')
     assert said(lambda: list(ResultStore(tmp_path).numbered()))[1] == [
         f"{tmp_path / 'results.jsonl'}:1: damaged record skipped (Expecting ',' delimiter: line 1 column 17 (char 16))"]
 
 
 def quick_records():
-    from ddpbench.testing import ROOT
-
     with open(ROOT / "reports" / "examples" / "quick-cpu" / "results.jsonl") as fh:
         return [json.loads(line) for line in fh]
 
@@ -180,8 +175,6 @@ def quick_records():
     (lambda r: r["result"]["ranks"][0].update(peak_rss_mb="lots"), "damaged values left out or read as missing"),
 ])
 def test_many_damaged_records_are_one_warning_with_their_count(tmp_path, damage, words):
-    from ddpbench.results.tables import load_tables
-
     records = quick_records()
     runs = [n for n, r in enumerate(records, start=1) if r["kind"] == "run"]
     for record in records:
@@ -195,9 +188,6 @@ def test_many_damaged_records_are_one_warning_with_their_count(tmp_path, damage,
 
 
 def test_records_of_a_newer_ddpbench_are_one_warning_and_still_read(tmp_path):
-    from ddpbench.results.schema import SCHEMA_VERSION
-    from ddpbench.results.store import ResultStore
-
     records = quick_records()
     (tmp_path / "results.jsonl").write_text("".join(json.dumps({**r, "schema_version": SCHEMA_VERSION + 1}) + "\n"
                                                     for r in records))
@@ -307,8 +297,6 @@ def test_a_csv_cell_a_spreadsheet_would_run_is_text(cell):
 
 
 def test_a_dollar_pair_in_a_label_is_drawn_literally(tmp_path):
-    from ddpbench.report.plots.common import figure, save
-
     fig = figure(3, 2)
     ax = fig.add_subplot()
     ax.set_title("costs $5{ or $6")

@@ -67,7 +67,8 @@ def test_section_shows_every_line_the_barrier_and_what_is_missing(tmp_path):
         in partial
     assert "| data wait that grew | not measured |" in partial
     assert "cannot tell from noise" in partial and "it has no interval, so it cannot be told from noise" in partial
-    assert "no rank stood out: the rank most often last to have its gradients ready, rank 0, was last in 55 %" in partial
+    assert ("no rank stood out: the rank most often last to have its gradients ready, rank 0, was last in 55 %"
+            in partial)
     assert "likely cause" not in partial
     assert "No budget for: transformer-s bucket 25 MB ws=2: no world-size-1 baseline of these settings" in partial
 
@@ -173,7 +174,8 @@ def test_a_negative_or_noisy_comm_line_is_said_not_measurable_never_a_time(tmp_p
 
 def test_exposed_communication_shows_none_at_one_rank_and_no_unresolved_time(tmp_path):
     """The report's summary: none (one rank) at world size 1 whatever its no_sync() difference, not measurable
-    (with its margin of error, the diagnosis's name for it) where the interval reaches 0, the time where it lies above 0."""
+    (with its margin of error, the diagnosis's name for it) where the interval reaches 0, the time where it
+    lies above 0."""
     from ddpbench.report.sections.overview import summary_section
     from ddpbench.show.budget import ONE_RANK, exposed_of
 

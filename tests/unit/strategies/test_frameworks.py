@@ -6,12 +6,13 @@ import re
 
 import pytest
 
-from ddpbench.analysis.core import speedup
+from ddpbench.analysis.core import speedup, stats
 from ddpbench.analysis.diagnosis.finders import diagnose
 from ddpbench.analysis.summary.frameworks import overhead_table
 from ddpbench.analysis.summary.table import summarize
 from ddpbench.errors import InputError
 from ddpbench.experiment.spec import JobSpec
+from ddpbench.report.sections.frameworks import _against
 from ddpbench.results.tables import load
 from ddpbench.strategies import strategy_class
 from ddpbench.testing.records import ResultsFolder, rank_entry, row, training_result
@@ -42,7 +43,6 @@ def test_the_overhead_is_the_framework_s_mean_step_over_raw_ddp_s_with_its_inter
     assert over.loc[("accelerate", 1), "significant"] == False  # noqa: E712
     assert over.loc[("lightning-fabric", 2), "significant"] == False  # noqa: E712
     # the report's table says it as the diagnosis does: a speedup from the faster side, never "+20.0 %"
-    from ddpbench.report.sections.frameworks import _against
 
     assert _against(slow).startswith("raw DDP is 1.20x as fast as Hugging Face Accelerate (95 % CI ")
     assert _against(slow).endswith("), significant") and "+20.0 %" not in _against(slow)
@@ -92,8 +92,6 @@ def test_what_the_trainer_s_own_loop_cannot_do_yet_is_refused(field, value, extr
 
 
 def test_rounds_resampled_together_cancel_the_drift_they_share():
-    from ddpbench.analysis.core import stats
-
     ddp = [10.0, 12.0, 14.0, 16.0, 18.0]  # the machine drifts from round to round
     framework = [x * 1.05 for x in ddp]  # 5 % slower in every round
     low, high = stats.ratio_ci(framework, ddp, paired=True)

@@ -9,8 +9,14 @@ import torch
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.spec import JobSpec
+from ddpbench.launch.processes import loopback_store
 from ddpbench.rank.equivalence import NotEquivalent, check_exact, max_abs_diff
+from ddpbench.rank.protocol import Job
+from ddpbench.rank.train import TrainingRank
 from ddpbench.strategies import STRATEGY_NAMES, strategy_class
+from ddpbench.strategies.base import RankContext
+from ddpbench.strategies.dp import DataParallelStrategy
+from ddpbench.workloads.models import build_model
 
 EXACT = ["ddp", "master", "master-params", "allreduce-naive", "allreduce-flat", "ring", "zero", "fsdp"]
 
@@ -48,10 +54,6 @@ def test_ddp_communicates_once_per_optimizer_step_under_accumulation(monkeypatch
     """With grad_accum = 3 only the last micro-step may all-reduce: one hook call per bucket and step."""
     import torch.distributed as dist
 
-    from ddpbench.launch.processes import loopback_store
-    from ddpbench.rank.protocol import Job
-    from ddpbench.rank.train import TrainingRank
-
     store, port = loopback_store(30)
     for name, value in {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
                         "TORCHELASTIC_USE_AGENT_STORE": "True"}.items():
@@ -79,9 +81,6 @@ def test_ddp_communicates_once_per_optimizer_step_under_accumulation(monkeypatch
 
 
 def _ready(name, world, **fields):
-    from ddpbench.strategies.base import RankContext
-    from ddpbench.workloads.models import build_model
-
     strategy = strategy_class(name)(JobSpec(strategy=name, world_size=world, **fields))
     strategy.ctx = RankContext(0, 0, world, torch.device("cpu"))
     strategy.module = build_model("mlp", "xs")
@@ -111,9 +110,6 @@ def test_powersgd_traffic_is_a_small_fraction():
 def test_dataparallel_on_cpu_is_the_module_itself(monkeypatch):
     """nn.DataParallel replicates onto every visible GPU, whatever the job's device: on CPU the
     strategy must not hand the model to it (seen on a GPU machine: a CPU job's tensors on cuda)."""
-    from ddpbench.strategies.base import RankContext
-    from ddpbench.strategies.dp import DataParallelStrategy
-
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # as on a GPU machine
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     spec = JobSpec(strategy="dp", world_size=1, device="cpu", backend="gloo", model_size="xs", threads_per_rank=1)

@@ -10,7 +10,7 @@ from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.machine import Machine
 from ddpbench.results.schema import STEP_COLUMNS, launch_record, training_result
 from ddpbench.results.store import ResultStore
-from ddpbench.sweep.adaptive import AdaptivePlan, JobState, halfwidth_pct, launch_step_ms
+from ddpbench.sweep.adaptive import AdaptivePlan, JobState, halfwidth_pct, launch_step_ms, launches_for_halfwidth
 
 MACHINE = Machine(cores=2, cuda_devices=0)
 
@@ -26,7 +26,8 @@ def _result(spec, repeat, step_ms_by_rank):
     rows = []
     for rank, times in enumerate(step_ms_by_rank):
         for step, t in enumerate(times):
-            rows.append([{"rank": rank, "phase": "measure", "step": step, "step_ms": t}.get(c, 0.0) for c in STEP_COLUMNS])
+            given = {"rank": rank, "phase": "measure", "step": step, "step_ms": t}
+            rows.append([given.get(c, 0.0) for c in STEP_COLUMNS])
     return training_result(spec.to_dict(), repeat, params=1, grad_bytes=4, steps=rows,
                            ranks=[{"rank": r} for r in range(len(step_ms_by_rank))])
 
@@ -61,7 +62,7 @@ def test_the_plan_adds_launches_only_to_wide_jobs_within_their_bounds(tmp_path):
     plan = AdaptivePlan(exp.jobs, store, tmp_path)
     launches = plan.next_round()
     # the tight job is done; the wide one gets its next repeat, numbered after every stored one
-    assert [(l.spec.key, l.repeat) for l in launches] == [(noisy.key, 3)]
+    assert [(launch.spec.key, launch.repeat) for launch in launches] == [(noisy.key, 3)]
     states = {s.spec.key: s for s in plan.states()}
     assert states[steady.key].tight and not states[noisy.key].tight
     # the square-root law: this wide job is expected to need its maximum
@@ -110,8 +111,6 @@ def test_the_budget_is_a_top_level_key():
 
 def test_expected_launches_follow_the_t_interval_not_the_square_root_law():
     from scipy.stats import t
-
-    from ddpbench.sweep.adaptive import launches_for_halfwidth
 
     # 2 launches, 20 % wide: the spread is 20 / t_{0.975,1} x sqrt(2) = 2.2 %; 5 launches reach 3 %
     m = launches_for_halfwidth(20.0, 2, 3.0)

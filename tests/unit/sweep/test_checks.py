@@ -8,6 +8,7 @@ import pytest
 
 import ddpbench
 from ddpbench.experiment.spec import JobSpec
+from ddpbench.rank.flops import job_flops
 from ddpbench.report.build import write_report
 from ddpbench.sweep.checks import Checks, check_key, flops_key
 from ddpbench.testing.records import ResultsFolder, rank_entry, row, training_result
@@ -86,8 +87,6 @@ def test_a_count_is_handed_to_the_first_launch_of_a_job_like_it_never_a_handed_o
 
 def test_a_handed_count_is_taken_as_it_is_and_labelled():
     from types import SimpleNamespace
-
-    from ddpbench.rank.flops import job_flops
 
     workload = SimpleNamespace(name="mlp-xs", flops_per_sample=None)  # no model: counting it would fail
     data = SimpleNamespace(batch_size=8)

@@ -7,8 +7,13 @@ from types import SimpleNamespace
 
 import pytest
 
+import ddpbench
+from ddpbench.experiment.collectives import parse_collectives
+from ddpbench.results.store import ResultStore
 from ddpbench.sweep import once
 from ddpbench.sweep.once import GEMM_PEAK, MeasuredOnce, cache_dir, gemm_given, gemm_key, learn_gemm
+from ddpbench.sweep.runner import run_collectives
+from ddpbench.testing.launchers import ENV, FakeLauncher
 
 CONDITIONS = {"hostname": "box", "cpu_model": "CPU X", "cores_usable": 2, "gpus": [], "torch_version": "2.9.0",
               "torch_cuda": None, "ddpbench_version": "0.1"}
@@ -163,12 +168,6 @@ def test_only_a_measured_peak_is_kept(tmp_path):
 
 
 def test_a_collectives_curve_is_measured_once_then_reused_and_said_so(tmp_path):
-    import ddpbench
-    from ddpbench.experiment.collectives import parse_collectives
-    from ddpbench.results.store import ResultStore
-    from ddpbench.sweep.runner import run_collectives
-    from ddpbench.testing.launchers import ENV, FakeLauncher
-
     class Local(FakeLauncher):
         name = "spawn"
 

@@ -14,6 +14,8 @@ from ddpbench.launch.handback import collect_outcome
 from ddpbench.rank import protocol
 from ddpbench.rank.protocol import Job, Tracked
 from ddpbench.rank.steps import JOB, WORLD_SIZES, BadScript, refused
+from ddpbench.report.build import load_context
+from ddpbench.report.sections.overview import header_section
 from ddpbench.results.store import ResultStore
 from ddpbench.sweep.refusals import Refusal, Refusals, announce, same_but_world_size
 from ddpbench.sweep.runner import run_sweep
@@ -187,8 +189,6 @@ def test_a_refused_job_runs_one_launch_and_its_other_world_sizes_none(scripted, 
     assert "world size 1 was refused (repeat 0, its error says why and what to set)" in table.loc[sibling.key, "error"]
     assert (table.loc[[jobs[(1, 25)].key, jobs[(2, 25)].key], "status"] == "ok").all()
     # the report counts the launches that ran, and those that did not apart
-    from ddpbench.report.build import load_context
-    from ddpbench.report.sections.overview import header_section
 
     assert "4 jobs (7 launches run, 5 skipped without running, " in str(header_section(load_context(out)).html)
 

@@ -6,12 +6,16 @@ import pandas as pd
 import pytest
 
 import ddpbench
+from ddpbench.cli import main
+from ddpbench.experiment.collectives import parse_collectives
+from ddpbench.experiment.load import parse_experiment
 from ddpbench.launch.base import LaunchOutcome
 from ddpbench.results.schema import sweep_record
 from ddpbench.results.store import ResultStore
 from ddpbench.results.tables import load_tables
 from ddpbench.strategies.ddp import DDPStrategy
-from ddpbench.sweep.runner import run_sweep
+from ddpbench.sweep.plan import pending_launches
+from ddpbench.sweep.runner import run_collectives, run_sweep
 from ddpbench.testing.launchers import ENV, FakeLauncher, fake_result
 
 
@@ -86,8 +90,6 @@ def test_retry_failed_runs_failed_launches_again_and_their_new_record_counts(exp
 
 
 def test_retry_failed_without_resume_is_refused(capsys):
-    from ddpbench.cli import main
-
     assert main(["sweep", "--retry-failed", "--dry-run"]) == 2
     assert "--retry-failed: runs failed launches of stored results again: give --resume" in capsys.readouterr().err
 
@@ -117,8 +119,6 @@ def test_damaged_line_is_reported_and_the_rest_loads(experiment, cpu_machine, tm
 
 
 def test_repeats_are_interleaved(experiment, tmp_path):
-    from ddpbench.sweep.plan import pending_launches
-
     order = [(spec.world_size, repeat) for spec, repeat, _ in pending_launches(experiment.jobs, set(), tmp_path)]
     assert order == [(1, 0), (2, 0), (4, 0), (1, 1), (2, 1), (4, 1)]
     done = {(experiment.jobs[0].key, 0)}
@@ -189,9 +189,6 @@ def test_pandas_operations_share_the_records_in_attrs(experiment, cpu_machine, t
 
 
 def test_collectives_go_through_the_same_loop_into_the_same_store(experiment, cpu_machine, tmp_path):
-    from ddpbench.experiment.collectives import parse_collectives
-    from ddpbench.sweep.runner import run_collectives
-
     run_sweep(experiment, tmp_path, launcher=FakeLauncher(), machine=cpu_machine, env=ENV)
     coll = parse_collectives({"ops": ["all_reduce"], "sizes": "1K:4K", "world_sizes": [1, 2]}, "c.toml")
     launcher = FakeLauncher()
@@ -237,8 +234,6 @@ def test_a_launch_line_names_a_script_job_by_its_short_name(cpu_machine, tmp_pat
     """A script's command line (minGPT's: nine Hydra overrides) stays out of the launch lines: each names its job by
     the script's file name and the arguments that differ between the sweep's jobs, as the summary does."""
     from rich.console import Console
-
-    from ddpbench.experiment.load import parse_experiment
 
     (tmp_path / "main.py").write_text("print('a script')\n")
     overrides = ["data_config.path=data/input.txt", "data_config.block_size=32", "gpt_config.n_layer=2",

@@ -115,7 +115,8 @@ def test_the_verdict_names_the_tied():
         f"cannot tell with 3 vs 3 launches; {need} a side would detect 5 %")
     assert 2 <= need <= 10  # spreads under 1 %: a 5 % slowdown needs few launches
     lone = race.Candidate("d", "d", 32, [100.0])
-    assert race.undecided(lone, lone, [lone]).endswith("the launch-to-launch spread is unknown (run 3 or more launches a side)")
+    assert race.undecided(lone, lone, [lone]).endswith(
+        "the launch-to-launch spread is unknown (run 3 or more launches a side)")
 
 
 # --- the race's words: a speedup, never "N % faster"; never "tied" beside "out" ---------------------------

@@ -12,10 +12,12 @@ import pytest
 import ddpbench
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import load_experiment
+from ddpbench.experiment.overrides import fields_from_flags
 from ddpbench.experiment.spec import FIELDS, check_value
 from ddpbench.testing import write_experiment
 from ddpbench.testing.workloads import DATA, DROPOUT, DROPOUT_REASON, MAKE, PARAMS_DIM16, TENSORS, experiment_text, job
 from ddpbench.workloads.build import WorkloadError, build_workload, check_batch
+from ddpbench.workloads.data import forward, make_loader
 from ddpbench.workloads.registry import check_model_args, model_label
 
 # ---------------------------------------------------------------------------------------------
@@ -48,7 +50,8 @@ def test_model_args_refuses_what_is_not_a_table_of_scalars(bad):
 
 
 def test_two_spellings_of_an_experiments_model_args_are_one_job(tmp_path, cpu_machine):
-    inline = write_experiment(tmp_path / "a.toml", experiment_text({"model": MAKE, "model_args": {"vocab": 500, "dim": 16}}))
+    inline = write_experiment(tmp_path / "a.toml",
+                              experiment_text({"model": MAKE, "model_args": {"vocab": 500, "dim": 16}}))
     table = write_experiment(tmp_path / "b.toml", experiment_text({"model": MAKE}).replace(
         "[defaults]", "[defaults.model_args]\ndim = 16\nvocab = 500\n\n[defaults]", 1))
     a, b = load_experiment(inline, cpu_machine), load_experiment(table, cpu_machine)
@@ -78,8 +81,6 @@ def test_model_label_of_presets_reference_models_and_factories():
 def test_build_workload_of_an_outside_factory_in_process(monkeypatch):
     import torch
     from torch.utils.data import default_collate
-
-    from ddpbench.workloads.data import forward
 
     monkeypatch.syspath_prepend(str(DATA))
     spec = job(model=MAKE, model_args={"dim": 16})
@@ -121,7 +122,8 @@ def _error_of(model: str, model_args: str = "") -> WorkloadError:
      ["example_workload.bench:raises()", "raised RuntimeError", "the feature store is not reachable from here"]),
     ("example_workload.bench:loss_not_scalar", "", "model",
      ["Workload.loss returned a tensor of shape (2,)", "must return a scalar tensor"]),
-    ("no_such_package.bench:make", "", "model", ["cannot import 'no_such_package.bench'", "No module named 'no_such_package'"]),
+    ("no_such_package.bench:make", "", "model",
+     ["cannot import 'no_such_package.bench'", "No module named 'no_such_package'"]),
     ("example_workload.bench:no_such_factory", "", "model", ["'example_workload.bench' has no 'no_such_factory'"]),
     ("example_workload.bench:TwoTower.nope", "", "model", ["'example_workload.bench' has no 'TwoTower.nope'"]),
     (MAKE, '{"bogus": 1}', "model_args", ["make(bogus=1) raised TypeError", "unexpected keyword argument 'bogus'"]),
@@ -151,8 +153,6 @@ def test_few_samples_builds_but_holds_less_than_a_batch(monkeypatch):
 def test_disk_data_of_any_valid_factory_name_gets_a_valid_cache_key(monkeypatch, tmp_path, model):
     """Every name FACTORY_PATH accepts must be able to train on data = "disk": the loader (as the
     rank makes it) materialises the samples under a key made from the job's label."""
-    from ddpbench.workloads.data import make_loader
-
     monkeypatch.syspath_prepend(str(DATA))
     monkeypatch.setenv("DDPBENCH_DATA_CACHE", str(tmp_path / "cache"))
     spec = job(model=model, model_args={"dim": 16}, data="disk", world_size=1, batch_size=8)
@@ -164,8 +164,6 @@ def test_disk_data_of_any_valid_factory_name_gets_a_valid_cache_key(monkeypatch,
 
 def test_the_model_args_flag_accepts_the_example_its_error_gives():
     import re
-
-    from ddpbench.experiment.overrides import fields_from_flags
 
     with pytest.raises(InputError) as caught:
         fields_from_flags({"model_args": "not a table"})

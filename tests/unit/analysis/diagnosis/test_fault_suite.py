@@ -10,6 +10,7 @@ import pytest
 
 from ddpbench.analysis.diagnosis.causes import CAUSES
 from ddpbench.analysis.diagnosis.findings import Finding
+from ddpbench.analysis.summary.budget import BUDGET_LINES
 from ddpbench.experiment.load import load_experiment
 from ddpbench.experiment.machine import Machine
 from ddpbench.testing import ROOT
@@ -19,8 +20,6 @@ fault_suite = load_benchmark("fault_suite")
 
 
 def test_every_case_is_one_valid_job_with_a_known_cause(cpu_machine):
-    from ddpbench.analysis.summary.budget import BUDGET_LINES
-
     cases = fault_suite.read_suite()
     assert {c.expect for c in cases} == {"none", *CAUSES}  # every cause is planted, and a baseline
     assert sum(c.expect == "none" for c in cases) >= 3  # the healthy baseline and two unplanted ones

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from ddpbench.analysis.history import compare
+from ddpbench.experiment.load import load_experiment
 from ddpbench.testing.scripts import load_benchmark
 
 gate_power = load_benchmark("gate_power")
@@ -85,8 +86,6 @@ def test_pytest_analyse_gates_the_field_it_is_told_on_every_earlier_against_late
 
 
 def test_the_experiment_has_one_default_like_job_per_level(tmp_path):
-    from ddpbench.experiment.load import load_experiment
-
     path = tmp_path / "gate-power.toml"
     path.write_text(gate_power.experiment_text(repeats=7, steps=40))
     jobs = load_experiment(path).jobs

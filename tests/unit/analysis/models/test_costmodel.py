@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from ddpbench.analysis.models import costmodel as cm
+from ddpbench.analysis.models import whatif
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.machine import Machine
@@ -61,10 +62,11 @@ def test_no_fit_without_all_reduce_points():
 
 
 def _summary_row(**kw):
-    base = {"key": "k", "strategy": "ddp", "status": "ok", "comm_hook": "none", "model": "mlp", "model_size": "m", "model_args": "",
-            "per_rank_batch": 32, "world_size": 1, "bucket_cap_mb": 25.0, "scaling": "weak", "oversubscribed": False,
-            "step_ms_mean": 100.0, "nosync_step_ms": 100.0, "ddp_comm_ms": math.nan, "exposed_comm_ms": 0.0,
-            "backward_ms": 60.0, "comm_ms": 0.0, "allreduce_bytes_per_step": 4e6, "buckets": 2.0, "params": 1e6}
+    base = {"key": "k", "strategy": "ddp", "status": "ok", "comm_hook": "none", "model": "mlp", "model_size": "m",
+            "model_args": "", "per_rank_batch": 32, "world_size": 1, "bucket_cap_mb": 25.0, "scaling": "weak",
+            "oversubscribed": False, "step_ms_mean": 100.0, "nosync_step_ms": 100.0, "ddp_comm_ms": math.nan,
+            "exposed_comm_ms": 0.0, "backward_ms": 60.0, "comm_ms": 0.0, "allreduce_bytes_per_step": 4e6,
+            "buckets": 2.0, "params": 1e6}
     return {**base, **kw}
 
 
@@ -93,7 +95,6 @@ def test_projection_and_prediction_error_against_a_measured_job():
     assert set(table.index.get_level_values("world_size")) == {1, 2, *cm.PROJECTED_WORLD_SIZES}
     assert table.loc[("ddp", 1), "efficiency"] == 1.0
     # at 1024 ranks each bucket takes the cheaper of ring (2 * 1023 latencies) and tree (2 * 10)
-    from ddpbench.analysis.models import whatif
 
     per_bucket, algorithm = whatif.allreduce_us(2e6, 1024, cm.flat_cluster(LINK))
     assert algorithm == "tree" and per_bucket < float(cm.ring_allreduce_us(2e6, 1024, LINK))

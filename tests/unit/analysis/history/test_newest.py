@@ -9,7 +9,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.history.newest import CANNOT_TEST, FASTER, NO_CHANGE, SLOWER, VANISHED, newest_changes
+from ddpbench.analysis.core.speedup import times
+from ddpbench.analysis.history.newest import (
+    CANNOT_TEST,
+    FASTER,
+    FEW_COMMITS,
+    FEW_NEWEST_LAUNCHES,
+    NO_CHANGE,
+    SLOWER,
+    VANISHED,
+    newest_changes,
+)
 
 
 def _table(levels: list[float], launches: int = 3, spread: float = 0.01, seed: int = 0, key: str = "k",
@@ -110,9 +120,6 @@ def test_the_launches_compared_and_those_set_aside_are_reported():
 
 
 def test_an_untested_series_says_why_and_a_tested_one_its_change_as_a_speedup():
-    from ddpbench.analysis.core.speedup import times
-    from ddpbench.analysis.history.newest import FEW_COMMITS, FEW_NEWEST_LAUNCHES
-
     young = newest_changes(_table([10.0, 11.0]), 1).iloc[0]
     assert (young["untested"], young["why_untested"]) == (FEW_COMMITS, "fewer than 2 commits at the level before the "
                                                                        "newest commit")

@@ -11,6 +11,7 @@ import pytest
 from ddpbench.analysis.diagnosis import causes, estimates, wording
 from ddpbench.analysis.diagnosis.finders import diagnose, top_cause
 from ddpbench.analysis.diagnosis.findings import blames
+from ddpbench.analysis.folder import load
 from ddpbench.analysis.models.costmodel import Link
 from ddpbench.strategies.ddp import predicted_buckets
 from ddpbench.testing import ROOT
@@ -164,8 +165,6 @@ def test_other_caps_are_costed_by_the_layouts_ddp_recorded_for_the_model():
     """quick-cpu's transformer-s at world size 2, as stored: DDP recorded 4 buckets at 1 MB where the
     prediction gives 5. With the folder's jobs the estimate uses the record; without them, the
     prediction, and says so."""
-    from ddpbench.analysis.folder import load
-
     summary = load(ROOT / "reports/examples/quick-cpu", collectives=False).summary
     jobs = summary[summary["world_size"] == 2].assign(emulate_nodes=2, link="1gbit")  # overlap possible
     job = jobs[jobs["bucket_cap_mb"] == 25.0].iloc[0]

@@ -5,19 +5,28 @@ import math
 
 import pytest
 
-from ddpbench.analysis.models.questions import largest_world_size, link_needed
+from ddpbench.analysis.diagnosis import model_findings
+from ddpbench.analysis.models import presets
+from ddpbench.analysis.models.loso import BAND, FOLD_RANGE, unresolved
+from ddpbench.analysis.models.questions import TERM_WORDS, largest_world_size, link_needed, why_no_rate
+from ddpbench.analysis.models.terms import TERMS, expected_slowest, straggler_ms
 from ddpbench.analysis.models.whatif import (
+    _PARTS,
     COSTS,
     Cluster,
     Costs,
     Work,
+    _fused,
     allreduce_us,
+    collective_lines,
     ddp_step,
     hierarchical_us,
     master_step,
     ring_us,
     tree_us,
 )
+from ddpbench.cli import main
+from ddpbench.cli.models import whatif_layout
 from ddpbench.testing import ROOT
 
 #: 8 devices a node on a 1200 Gbit/s fabric, nodes on 100 Gbit/s; 5 and 10 us latencies per step,
@@ -93,14 +102,12 @@ def test_the_costs_of_running_distributed():
     assert ddp_step(work, 2, slow, costs=Costs(allreduce_us=100.0)).step_ms == pytest.approx(bare.step_ms + 1.0)
     # links at half their rate: every transfer twice as long
     assert ddp_step(work, 2, slow, costs=Costs(link_share=0.5)).comm_ms == pytest.approx(2 * bare.comm_ms)
-    # the shipped constants are the calibrated ones (tests/unit/analysis/test_validation.py holds them to the fit);
-    # no share of the compute per step is shipped: what running distributed costs grows with N
+    # the shipped constants are the calibrated ones (tests/unit/analysis/models/test_validation.py holds them to
+    # the fit); no share of the compute per step is shipped: what running distributed costs grows with N
     assert COSTS.step_share == 0 and COSTS.rank_spread > 0 and 0 < COSTS.link_share <= 1 and 0 < COSTS.tcp_share < 1
 
 
 def test_the_slowest_of_n_ranks_grows_with_n():
-    from ddpbench.analysis.models.terms import expected_slowest
-
     # Blom's approximation against the exact expected maximum of n standard normals
     assert expected_slowest(1) == 0.0
     assert expected_slowest(2) == pytest.approx(1 / math.sqrt(math.pi), abs=0.03)  # exact: 0.5642
@@ -179,7 +186,6 @@ def test_fusion_takes_what_is_ready_when_the_link_is_free():
     work = Work(300.0, tensors, 2 / 3, fusion_mb=64.0)
     slow = Cluster(gpus_per_node=1, intra_gbit=10.0, inter_gbit=1.0, base_latency_us=0.0)
     fast = Cluster(gpus_per_node=1, intra_gbit=10.0, inter_gbit=1000.0, base_latency_us=0.0)
-    from ddpbench.analysis.models.whatif import _fused
 
     few = _fused(work, [(i + 1) / 100 for i in range(100)], 4, slow, "auto", 100.0, 200.0)
     many = _fused(work, [(i + 1) / 100 for i in range(100)], 4, fast, "auto", 100.0, 200.0)
@@ -192,8 +198,6 @@ def test_fusion_takes_what_is_ready_when_the_link_is_free():
 def test_fusion_sends_every_tensor_once_even_past_a_nan(planted):
     # a NaN ready time (a NaN share or backward) or a NaN size once stalled the loop for ever: each
     # send now takes at least the tensor the link waited for, so 20 tensors go in at most 20 sends
-    from ddpbench.analysis.models.whatif import _fused
-
     tensors = tuple(float("nan") if planted == "size" and i == 7 else 1 * MB for i in range(20))
     shares = [float("nan") if planted == "share" and i == 7 else (i + 1) / 20 for i in range(20)]
     backward = float("nan") if planted == "backward" else 200.0
@@ -234,16 +238,12 @@ def test_largest_world_size_and_the_link_needed_for_a_target_efficiency():
     (["--compute-ms", "10", "--model", "nope"], "--model: must be a preset or reference model"),
 ])
 def test_the_command_refuses_bad_input_in_one_line(argv, words, capsys):
-    from ddpbench.cli import main
-
     assert main(["whatif", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0]
 
 
 def test_the_command_takes_the_compute_and_buckets_a_sweep_measured(capsys):
-    from ddpbench.cli import main
-
     folder = ROOT / "reports" / "examples" / "quick-cpu"
     assert main(["whatif", "--from", str(folder), "--inter-gbit", "100"]) == 0
     out = capsys.readouterr().out
@@ -265,8 +265,6 @@ def test_the_report_projection_names_compute_slowed_by_sharing_the_machine():
     the finding says that a third of what is lost is not communication, and what the ceiling is."""
     import pandas as pd
 
-    from ddpbench.analysis.diagnosis import model_findings
-
     rows = [{"workload": "cnn", "link": "IB", "strategy": "ddp", "world_size": p, "efficiency": e,
              "compute_ms": 63.0 if p == 1 else 92.0, "compute_alone_ms": 63.0, "compute_world_size": 2}
             for p, e in ((1, 1.0), (2, 0.66), (64, 0.62), (1024, 0.6))]
@@ -281,8 +279,6 @@ def test_the_report_projection_names_compute_slowed_by_sharing_the_machine():
 
 
 def test_large_model_presets_are_built_on_the_meta_device():
-    from ddpbench.analysis.models import presets
-
     # the published parameter counts: Llama 2 7B/70B, GPT-3 175B, and facebook/bart-large's exact count
     assert sum(presets.tensor_bytes("llama-7b")) / 4 == 6_738_415_616
     assert sum(presets.tensor_bytes("llama-70b")) / 4 == pytest.approx(68.98e9, rel=1e-3)
@@ -306,17 +302,12 @@ def test_large_model_presets_are_built_on_the_meta_device():
     (["--compute-ms", "10", "--grad-dtype", "fp8"], "--grad-dtype: must be one of fp32, bf16, fp16"),
 ])
 def test_the_settings_refuse_bad_input_in_one_line(argv, words, capsys):
-    from ddpbench.cli import main
-
     assert main(["whatif", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0]
 
 
 def test_the_command_takes_settings_any_world_size_and_prints_the_band(capsys):
-    from ddpbench.analysis.models.loso import BAND
-    from ddpbench.cli import main
-
     assert main(["whatif", "--model", "gpt3-1.3b", "--compute-ms", "400", "--grad-dtype", "bf16", "--accumulation",
                  "4", "--world-sizes", "8,160,320", "--rank-spread-pct", "2"]) == 0
     out = capsys.readouterr().out
@@ -333,8 +324,6 @@ def test_the_command_takes_settings_any_world_size_and_prints_the_band(capsys):
 def test_nvls_sends_each_byte_once_through_the_switch():
     from dataclasses import replace
 
-    from ddpbench.analysis.models.whatif import collective_lines
-
     switch = replace(DGX, algorithms=("ring", "tree", "hierarchical", "nvls"))
     n = 100 * MB
     latency, transfer, name = collective_lines(8, switch, "nvls").at(n)
@@ -349,8 +338,6 @@ def test_nvls_sends_each_byte_once_through_the_switch():
 def test_auto_takes_the_fastest_algorithm_in_all_not_the_one_of_least_latency():
     """Across 8 nodes the tree's latency is the least, yet for 10 MB the hierarchical all-reduce is faster
     in all: auto takes it, for the step model's parts as for allreduce_us."""
-    from ddpbench.analysis.models.whatif import _PARTS, collective_lines
-
     cluster = Cluster(gpus_per_node=8, intra_gbit=2400, inter_gbit=100)
     n, p = 10 * MB, 64
     parts = {name: _PARTS[name](n, p, cluster) for name in ("ring", "tree", "hierarchical")}
@@ -367,8 +354,6 @@ def test_the_largest_world_size_is_read_through_the_band(capsys):
     model) reaches the target at fewer devices, its high end at more; none where the low end misses at 2."""
     import re
 
-    from ddpbench.cli import main
-
     assert main(["whatif", "--model", "gpt3-1.3b", "--compute-ms", "400", "--target-efficiency", "0.5"]) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("largest world size"))
     point, low, high = map(int, re.search(r"better: (\d+).*points\), (\d+) to (\d+)", line).groups())
@@ -381,9 +366,6 @@ def test_the_largest_world_size_is_read_through_the_band(capsys):
 
 
 def test_a_model_whose_flops_are_not_counted_is_ready_as_its_bytes_and_says_so(capsys):
-    from ddpbench.cli import main
-    from ddpbench.cli.models import whatif_layout
-
     buckets, ready, said = whatif_layout("gpt3-1.3b", "s", "", 25.0)
     assert ready is None and len(buckets) > 10 and "its bytes accumulate through backward" in said
     assert main(["whatif", "--model", "gpt3-1.3b", "--compute-ms", "400", "--world-sizes", "8,64"]) == 0
@@ -392,8 +374,6 @@ def test_a_model_whose_flops_are_not_counted_is_ready_as_its_bytes_and_says_so(c
 
 
 def test_a_collective_needs_two_devices():
-    from ddpbench.analysis.models.whatif import collective_lines
-
     for p in (0, 1):
         with pytest.raises(ValueError, match="two or more devices"):
             collective_lines(p, Cluster(gpus_per_node=8, intra_gbit=2400, inter_gbit=100))
@@ -421,8 +401,6 @@ def table(out: str) -> dict[int, dict[str, str]]:
 
 
 def _whatif(capsys, *argv) -> str:
-    from ddpbench.cli import main
-
     assert main(["whatif", "--model", "gpt3-1.3b", "--compute-ms", "400", *argv]) == 0
     return capsys.readouterr().out
 
@@ -439,7 +417,6 @@ def test_every_term_of_the_step_has_its_column_and_share_and_they_sum_to_it(caps
         assert sum(float(ms) for ms, _ in cells.values()) == pytest.approx(float(row["step ms"]), abs=0.05 * len(cells))
         assert sum(float(share.rstrip("%")) for _, share in cells.values()) == pytest.approx(100, abs=len(cells))
     # the wait for the slowest of 1024 ranks: the fitted spread times Blom's E[max], times the compute
-    from ddpbench.analysis.models.terms import straggler_ms
 
     assert float(rows[1024]["rank wait"].split()[0]) == pytest.approx(straggler_ms(400, 1, 1024, COSTS.rank_spread),
                                                                       abs=0.05)
@@ -463,8 +440,6 @@ def test_a_steps_terms_sum_to_it(settings, p):
 def test_a_per_collective_cost_the_published_rows_do_not_resolve_is_words_not_a_figure(capsys):
     """The fit puts it at a few nanoseconds while leaving out one source moves it from 0 to 78 us: whatif says
     so, and what would measure it, instead of printing the figure."""
-    from ddpbench.analysis.models.loso import FOLD_RANGE, unresolved
-
     assert unresolved("allreduce_us", COSTS.allreduce_us) and FOLD_RANGE["allreduce_us"][0] == 0
     assert not unresolved("rank_spread", COSTS.rank_spread) and not unresolved("half_rate_mb", COSTS.half_rate_mb)
     out = _whatif(capsys, "--world-sizes", "1,8")
@@ -478,9 +453,6 @@ def test_when_no_rate_is_enough_the_words_name_the_term_that_grows_the_step(caps
     """The issue's case blamed "latency or the per-step cost" while the step grew from the wait for the slowest
     rank: the words now name what the numbers at any rate say."""
     from dataclasses import replace
-
-    from ddpbench.analysis.models.questions import TERM_WORDS, why_no_rate
-    from ddpbench.analysis.models.terms import TERMS
 
     assert set(TERM_WORDS) == set(TERMS) - {"compute"}  # every term beyond the compute has its words
     last = _whatif(capsys).strip().splitlines()[-1]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from ddpbench.analysis.core import columns
 from ddpbench.analysis.core.columns import COLUMNS, MEASURED, STAGES, UNITS, markdown_table
+from ddpbench.analysis.core.thresholds import DISAGREE, NOISE_THRESHOLD
+from ddpbench.results.schema import STATUSES
 from ddpbench.testing import ROOT
 from ddpbench.testing.scripts import load_script
 
@@ -23,7 +25,8 @@ def test_units_and_stages_come_from_their_known_sets():
     for name, column in COLUMNS.items():
         suffix, unit = next(((s, u) for s, u in (("_per_s", "samples/s"), ("_ms", "ms"), ("_mb", "MB"), ("_pct", "%"),
                                                   ("_s", "s")) if name.endswith(s)), (None, None))
-        assert suffix is None or column.unit.split()[0] == unit, f"{name} ends in {suffix} but is declared in {column.unit}"
+        assert suffix is None or column.unit.split()[0] == unit, (f"{name} ends in {suffix} but is declared in "
+                                                                  f"{column.unit}")
 
 
 def test_the_most_read_names_are_declared():
@@ -33,8 +36,6 @@ def test_the_most_read_names_are_declared():
 
 
 def test_the_declared_thresholds_are_in_the_meanings():
-    from ddpbench.analysis.core.thresholds import DISAGREE, NOISE_THRESHOLD
-
     assert f"{100 * NOISE_THRESHOLD:.0f} %" in COLUMNS["noisy"].meaning
     assert f"{100 * DISAGREE:.0f} %" in COLUMNS["exposed_disagree"].meaning
 
@@ -42,7 +43,8 @@ def test_the_declared_thresholds_are_in_the_meanings():
 def test_docs_results_shows_the_declared_table():
     columns_table = load_script("scripts/columns_table.py")
     text = columns_table.PAGE.read_text()
-    assert text == columns_table.with_table(text), "docs/results.md's column table is stale: run python scripts/columns_table.py"
+    assert text == columns_table.with_table(text), ("docs/results.md's column table is stale: run python "
+                                                    "scripts/columns_table.py")
     assert markdown_table() in text
     for column in MEASURED:
         assert f"| `{column.name}` |" in text
@@ -52,8 +54,6 @@ def test_the_docs_prose_names_only_real_columns():
     """Every column-like name the prose of 'The summary's columns' quotes is a summary column, a
     status, or one of the ranks table's that it says is there."""
     import re
-
-    from ddpbench.results.schema import STATUSES
 
     text = (ROOT / "docs" / "results.md").read_text()
     prose = text.split("## The summary's columns", 1)[1].split("### Every column", 1)[0]

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from ddpbench.analysis.models import loso, validation, whatif
+from ddpbench.strategies.ddp import predicted_buckets
 from ddpbench.testing import ROOT
 
 STORED = ROOT / "reports" / "examples" / "whatif-loso" / "held-out.csv"
@@ -115,8 +116,6 @@ def test_the_rows_stated_settings_reach_the_model():
 
 
 def test_buckets_follow_the_rows_aggregation():
-    from ddpbench.strategies.ddp import predicted_buckets
-
     rows, _ = validation.load()
     row = next(r for r in rows if r["aggregation"] == "ddp" and r["layers"] == "resnet50" and r["bucket_cap_mb"] == 25)
     sizes, ready = validation.buckets(row)

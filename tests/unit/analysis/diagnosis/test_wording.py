@@ -10,8 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ddpbench.analysis.core import power
 from ddpbench.analysis.diagnosis import bound, verdict, wording
 from ddpbench.analysis.diagnosis.finders import diagnose
+from ddpbench.testing import ROOT
 from ddpbench.testing.fuzzing import examples
 from ddpbench.testing.tables import diagnosis_row as _row
 from ddpbench.testing.tables import job_tables as _job
@@ -70,8 +72,8 @@ def test_a_speedup_interval_holding_1x_cannot_tell_whether_it_runs_faster():
     assert f.text == ("ddp with mlp-m (batch 32/rank): cannot tell whether it runs faster than one rank with 3 "
                       f"launches; even 50 would detect only {mde:.0f} %, not the 4 % needed (launch-to-launch spread "
                       "10.0 %); at world size 2 it runs 0.96x the throughput of one rank, 48 % parallel efficiency "
-                      "(95 % CI 38 % to 60 %), an interval reaching below 50 %, where it would run fewer samples/s than one "
-                      "rank.")
+                      "(95 % CI 38 % to 60 %), an interval reaching below 50 %, where it would run fewer samples/s "
+                      "than one rank.")
     assert f.brief.answer.startswith("cannot tell: 0.96x") and f.brief.settle == "> 50 launches"
 
 
@@ -115,8 +117,6 @@ def test_one_launch_is_an_answer_in_the_diagnosis_and_the_verdict():
 
 def test_launches_needed_is_the_power_calculation_at_the_jobs_own_spread():
     """Not the 1 % figure scaled: at a 30 % spread 3 launches a side detect about 240 %, twice that."""
-    from ddpbench.analysis.core import power
-
     m, mde = wording.launches_needed(30.0, 3, 60.0)
     assert m == 10 and mde == pytest.approx(power.detectable_slowdown(30.0, 10, 10)["mde"])
     assert power.detectable_slowdown(30.0, 5, 5)["mde"] > 60.0
@@ -332,8 +332,6 @@ def test_no_committed_report_says_a_band_or_bound_its_interval_does_not_support(
     """Every "scales X (to Y)" in a committed example page is followed by its efficiency interval,
     which lies in the band(s) named; every compute- or communication-bound verdict quotes an interval
     wholly past its line; no negative time is quoted."""
-    from ddpbench.testing import ROOT
-
     bands = bounds = 0
     for page in sorted((ROOT / "reports" / "examples").glob("*/index.html")):
         text = _page_text(page)
@@ -345,8 +343,8 @@ def test_no_committed_report_says_a_band_or_bound_its_interval_does_not_support(
             assert BANDS[m[1]][0] <= low and high < BANDS[m[2] or m[1]][1], (page, m[0], low, high)
             bands += 1
         for m in re.finditer(r"is (compute|communication)-bound:", text):
-            ci = re.search(r"\(\d+\.\d ms of (\d+\.\d) ms[^)]*?(?:95 % CI|noise floor:) (-?\d+\.\d) to (-?\d+\.\d) ms\)",
-                           text[m.end():m.end() + 200])
+            ci = re.search(r"\(\d+\.\d ms of (\d+\.\d) ms[^)]*?(?:95 % CI|noise floor:) "
+                           r"(-?\d+\.\d) to (-?\d+\.\d) ms\)", text[m.end():m.end() + 200])
             assert ci, (page, text[m.start():m.end() + 200])
             step, low, high = float(ci[1]), float(ci[2]), float(ci[3])
             if m[1] == "communication":

@@ -13,6 +13,9 @@ import pytest
 from ddpbench.analysis.diagnosis import causes, estimates, lossbudget, verdict, wording
 from ddpbench.analysis.diagnosis.finders import diagnose, top_cause
 from ddpbench.analysis.diagnosis.model_findings import projection as projection_findings
+from ddpbench.analysis.models.costmodel import Workload
+from ddpbench.cli import main
+from ddpbench.cli import whatif as cli
 from ddpbench.testing.tables import diagnosis_row as _row
 
 NAN = math.nan
@@ -221,8 +224,9 @@ def test_a_rank_slower_alone_that_the_barrier_does_not_name_is_said_and_not_blam
                barrier_cause_detail="no rank named: rank 0 was last to have its gradients ready in 60 % of the steps")
     findings = [f for f in diagnose(pd.DataFrame([row])) if f.kind == "straggler"]
     assert len(findings) == 1 and findings[0].cause is None and findings[0].severity == "info"
-    assert ("computes 21 % slower than the other ranks under no_sync() in most steps, but through the barrier no rank stood out (rank 0 "
-            "was last to have its gradients ready in 60 % of the steps): not blamed.") in findings[0].text
+    assert ("computes 21 % slower than the other ranks under no_sync() in most steps, but through the barrier no "
+            "rank stood out (rank 0 was last to have its gradients ready in 60 % of the steps): not blamed."
+            in findings[0].text)
 
 
 def test_compute_slowed_by_communication_beside_it_is_part_of_communications_story():
@@ -267,10 +271,6 @@ def test_projections_say_which_lines_a_bigger_cluster_keeps_and_a_device_per_ran
 
 def test_whatif_from_says_which_budget_lines_a_device_per_rank_removes(monkeypatch, capsys):
     from types import SimpleNamespace
-
-    from ddpbench.analysis.models.costmodel import Workload
-    from ddpbench.cli import main
-    from ddpbench.cli import whatif as cli
 
     work = Workload("transformer-s, batch 4/rank", "transformer", "s", "", 4, 27e6, (27e6,), 25.0, 39.1, 62.7, 0.6, 2,
                     job_key="k")

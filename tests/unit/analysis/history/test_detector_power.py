@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ddpbench.analysis.core import thresholds
 from ddpbench.testing.scripts import load_benchmark
 
 
@@ -31,8 +32,6 @@ def test_the_wilson_interval():
 
 def test_a_setting_tried_leaves_the_detector_s_own():
     """--tune and --outlier-mads set the detector's OUTLIER_MADS for the trials and put it back."""
-    from ddpbench.analysis.core import thresholds
-
     bench = load_benchmark("detector_power")
     rng = np.random.default_rng(1)
     levels = {0.0: rng.normal(100, 3, 24), 0.1: rng.normal(110, 3, 24)}

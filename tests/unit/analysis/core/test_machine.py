@@ -9,7 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.core.machine import MACHINE_DIFFERED, contended, launch_machine, machine_difference
+from ddpbench.analysis.core.machine import (
+    MACHINE_DIFFERED,
+    busy_launches,
+    contended,
+    launch_machine,
+    machine_difference,
+    recorded_cpus,
+)
 from ddpbench.analysis.history import FASTER, compare_tables
 from ddpbench.testing.comparing import ranks_table
 from ddpbench.testing.comparing import slower_b as _slower_b
@@ -51,8 +58,6 @@ def test_compare_does_not_call_b_faster_where_a_s_machine_was_the_busier():
 
 def test_a_reading_too_coarse_for_its_window_is_not_taken_as_busy():
     """Five steps of 10 ms: a 50 ms window on 2 CPUs reads the machine only to within 0.8 cores."""
-    from ddpbench.analysis.core.machine import busy_launches
-
     summary_a, steps_a, *_ = _slower_b()
     key = summary_a.iloc[0]["key"]
     assert busy_launches(ranks_table([0.5, 0.5, 0.5, 0.5], key=key), steps_a, 2.0)[key] == 0
@@ -61,7 +66,5 @@ def test_a_reading_too_coarse_for_its_window_is_not_taken_as_busy():
 
 
 def test_the_cpus_a_folder_recorded_are_the_most_its_sweeps_name_and_nan_without_any():
-    from ddpbench.analysis.core.machine import recorded_cpus
-
     assert recorded_cpus(pd.DataFrame({"cores_logical": [2, None]}), pd.DataFrame({"cores_logical": ["4"]})) == 4.0
     assert math.isnan(recorded_cpus(None, pd.DataFrame({"hostname": ["h"]})))

@@ -15,7 +15,8 @@ from ddpbench.analysis.diagnosis.choice import choices
 from ddpbench.analysis.folder import load
 from ddpbench.analysis.summary.cost import MILLION, add_cost, stored_cost
 from ddpbench.experiment.cost import Cost
-from ddpbench.testing import ROOT
+from ddpbench.report.export import benchmark_document
+from ddpbench.testing import ROOT, run_main
 
 QUICK = ROOT / "reports" / "examples" / "quick-cpu"
 
@@ -145,8 +146,6 @@ COST_EXAMPLE = ROOT / "reports" / "examples" / "cost-cpu"
 
 
 def test_export_carries_cost_and_energy_with_the_reason_there_is_none():
-    from ddpbench.report.export import benchmark_document
-
     document, _ = benchmark_document(COST_EXAMPLE)
     for bench in document["benchmarks"]:
         extra = bench["extra_info"]
@@ -155,8 +154,6 @@ def test_export_carries_cost_and_energy_with_the_reason_there_is_none():
 
 
 def test_whatif_times_and_costs_a_run_at_each_world_size():
-    from ddpbench.testing import run_main
-
     out = run_main("whatif", "--from", COST_EXAMPLE, "--compute-ms", "90", "--batch-size", "64",
                    "--price-per-device-hour", "2.5", "--train-samples", "6400000")
     assert out.returncode == 0, out.stderr

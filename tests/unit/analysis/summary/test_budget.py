@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 
 import ddpbench
+from ddpbench.analysis.core.columns import COLUMNS
+from ddpbench.analysis.core.stats import difference_ci
 from ddpbench.analysis.summary import budget
 from ddpbench.analysis.summary.budget import BUDGET_LINES, LINE_COLUMNS
 from ddpbench.analysis.summary.table import summarize
@@ -118,7 +120,6 @@ def test_intervals_over_launches():
     assert low < 10.0 < high and high - low > 0.5
     # the same as Welch's t over the launches by hand: the job's others' forward + backward per launch
     # (40 + noise) against the baseline's (30 + its noise)
-    from ddpbench.analysis.core.stats import difference_ci
     assert (low, high) == pytest.approx(difference_ci([40.0 + n for n in noise], [30.2, 29.8, 30.0]))
     # the data line is planted without noise: its interval is the point
     assert row["loss_data_ms_low"] == pytest.approx(5.0) and row["loss_data_ms_high"] == pytest.approx(5.0)
@@ -216,7 +217,6 @@ def test_script_cpu_budget():
 
 
 def test_budget_top_and_names():
-    from ddpbench.analysis.core.columns import COLUMNS
     assert f"{budget.NAMED_SHARE:g}" in COLUMNS["barrier_cause"].meaning
     assert f"{budget.NAMED_WAIT:g}" in COLUMNS["barrier_cause"].meaning
     assert budget.budget_top({LINE_COLUMNS["comm"]: 3.0, LINE_COLUMNS["data"]: 5.0}) == "data"

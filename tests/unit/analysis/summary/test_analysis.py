@@ -6,9 +6,11 @@ import pandas as pd
 import pytest
 import torch
 
-from ddpbench.analysis.summary.table import add_speedup, iqr, median
+from ddpbench.analysis.summary.stragglers import stragglers
+from ddpbench.analysis.summary.table import add_speedup, iqr, karp_flatt, median
 from ddpbench.experiment.spec import JobSpec
-from ddpbench.rank.timing import StepTimer
+from ddpbench.rank.timing import CudaEventClock, HostClock, StepTimer, clock_for
+from ddpbench.rank.train import ReplicasDiverged, check_replicas, param_checksum
 from ddpbench.testing.tables import job_tables as _job
 from ddpbench.testing.tables import summary_of as _summary
 
@@ -147,8 +149,6 @@ def test_step_timer_lap_gives_a_ready_noted_after_the_step_end_to_the_next_step(
 
 
 def test_event_clock_notes_ready_on_one_event_recorded_again():
-    from ddpbench.rank.timing import CudaEventClock
-
     class Event:
         made = 0
 
@@ -180,8 +180,6 @@ def test_event_clock_notes_ready_on_one_event_recorded_again():
 
 
 def test_diverged_replicas_fail_loudly():
-    from ddpbench.rank.train import ReplicasDiverged, check_replicas, param_checksum
-
     check_replicas({0: "ab", 1: "ab"})
     with pytest.raises(ReplicasDiverged, match="0=ab, 1=cd"):
         check_replicas({0: "ab", 1: "cd"})
@@ -194,8 +192,6 @@ def test_diverged_replicas_fail_loudly():
 
 
 def test_clock_for_device():
-    from ddpbench.rank.timing import CudaEventClock, HostClock, clock_for
-
     assert isinstance(clock_for(torch.device("cpu")), HostClock)
     if torch.cuda.is_available():
         assert isinstance(clock_for(torch.device("cuda", 0)), CudaEventClock)
@@ -218,8 +214,6 @@ def _repeats(world_size, per_launch_ms, batch=10, nosync_by_rank=None):
 
 
 def test_karp_flatt_serial_fraction_exact():
-    from ddpbench.analysis.summary.table import karp_flatt
-
     assert karp_flatt(2.0, 2) == 0.0  # linear: nothing serial
     assert karp_flatt(1.0, 2) == 1.0  # no speedup: all serial
     assert karp_flatt(4 / 3, 2) == pytest.approx(0.5)  # Amdahl with f = 0.5 at p = 2
@@ -243,7 +237,8 @@ def test_confidence_intervals_over_launches():
     half = 4.302652729749464 * 0.05 / math.sqrt(3)
     assert table.loc[2, "samples_per_s_low"] == pytest.approx(20 / (8e-3 * math.exp(half)))
     assert table.loc[2, "samples_per_s_high"] == pytest.approx(20 / (8e-3 * math.exp(-half)))
-    assert table.loc[2, "serial_fraction_low"] <= table.loc[2, "serial_fraction"] <= table.loc[2, "serial_fraction_high"]
+    low, serial, high = table.loc[2, ["serial_fraction_low", "serial_fraction", "serial_fraction_high"]]
+    assert low <= serial <= high
     # the same folder gives the same interval: the intervals are closed-form
     again = _summary(one, two).set_index("world_size")
     assert again.loc[2, "speedup_low"] == table.loc[2, "speedup_low"]
@@ -271,8 +266,6 @@ def test_straggler_is_the_consistently_slower_rank():
 
 
 def test_stragglers_without_usable_compute_times():
-    from ddpbench.analysis.summary.stragglers import stragglers
-
     frame = {"rank": [0, 1, 0, 1], "repeat": [0] * 4, "step": [0, 0, 1, 1]}
     # all compute times zero (no data/forward timing): no excess to quote, not -inf
     result = stragglers(pd.DataFrame({**frame, "compute_ms": [0.0] * 4}))

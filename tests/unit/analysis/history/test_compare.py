@@ -1,8 +1,9 @@
 """`ddpbench compare A B`: matching jobs, significance over launches, gates, output, bad input.
 
-Pure functions run on synthetic tables with planted differences. The command on whole folders (the committed reference results, the compare page, the minimum
-detectable effect against simulated launches) is in tests/integration/analysis/test_compare.py, and on two
-real tiny sweeps in tests/processes/analysis/test_compare.py.
+Pure functions run on synthetic tables with planted differences. The command on whole folders (the
+committed reference results, the compare page, the minimum detectable effect against simulated
+launches) is in tests/integration/analysis/test_compare.py, and on two real tiny sweeps in
+tests/processes/analysis/test_compare.py.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 
 from ddpbench.analysis.core import power
 from ddpbench.analysis.history import compare
+from ddpbench.analysis.history.gates import detectable
 from ddpbench.errors import InputError
 from ddpbench.testing.comparing import ENV, MEDIAN_5
 from ddpbench.testing.comparing import as_flag as _flag
@@ -158,12 +160,14 @@ def test_environment_differences():
 
 def test_launches_for_is_the_first_n_whose_mde_reaches_the_effect():
     need = power.launches_for(5.0, 5.0)
-    assert power.detectable_slowdown(5.0, need, need)["mde"] <= 5.0 < power.detectable_slowdown(5.0, need - 1, need - 1)["mde"]
+    fewer = power.detectable_slowdown(5.0, need - 1, need - 1)["mde"]
+    assert power.detectable_slowdown(5.0, need, need)["mde"] <= 5.0 < fewer
     # 10 spreads apart: 3 a side; 2 are not enough (Welch's t_{0.975} at 1-2 df is 4.3-12.7)
     assert power.launches_for(1.0, 10.0) == 3 and power.launches_for(math.nan, 5.0) is None
     assert power.launches_for(50.0, 1.0) == power.MAX_LAUNCHES + 1
     assert power.cannot_tell(2, 2, 5.0) == f"cannot tell with 2 vs 2 launches; {need} a side would detect 5 %"
-    assert power.cannot_tell(1, 3, 50.0, 1.0).endswith(f"more than {power.MAX_LAUNCHES} a side would be needed to detect 1 %")
+    assert power.cannot_tell(1, 3, 50.0, 1.0).endswith(
+        f"more than {power.MAX_LAUNCHES} a side would be needed to detect 1 %")
 
 
 def test_mde_shrinks_like_one_over_root_n():
@@ -206,8 +210,6 @@ def test_mde_needs_two_launches_a_side():
 @pytest.mark.parametrize("spread, n, effect, threshold", [(0.5, 3, 5.0, 0.0), (10.0, 2, 5.0, 0.0), (10.0, 2, 10.0, 5.0),
                                                           (40.0, 2, 5.0, 0.0)])
 def test_a_detectable_slowdown_is_a_figure_up_to_a_doubling_and_words_past_it(spread, n, effect, threshold):
-    from ddpbench.analysis.history.gates import detectable
-
     mde = power.detectable_slowdown(spread, n, n, threshold)["mde"]
     said = detectable(mde, "%", spread, effect, threshold)
     need = power.launches_for(spread, effect, threshold)
