@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.cli.common import EXIT_INTERRUPTED, add_folder_flags, check_out_dir, claimed_out_dir, finite_float
+from ddpbench.commandline.exits import EXIT_INTERRUPTED
+from ddpbench.commandline.folders import add_folder_flags, check_out_dir, claimed_out_dir
+from ddpbench.commandline.parsing import finite_float
 from ddpbench.errors import InputError
 from ddpbench.experiment.collectives import parse_collectives
 from ddpbench.experiment.files import read_toml

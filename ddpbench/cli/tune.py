@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from ddpbench.cli.common import add_folder_flags
-from ddpbench.cli.sweep_options import add_launcher_flags, launcher_options
+from ddpbench.commandline.folders import add_folder_flags
+from ddpbench.commandline.run_options import add_launcher_flags, launcher_options
 from ddpbench.errors import InputError
 from ddpbench.results.folder import path_flag
 
@@ -32,8 +32,8 @@ def add_parser(sub) -> None:
 def command(args) -> int:
     from rich.console import Console
 
-    from ddpbench.cli.common import check_out_dir, claimed_out_dir
-    from ddpbench.cli.sweep_checks import check_can_emulate
+    from ddpbench.commandline.folders import check_out_dir, claimed_out_dir
+    from ddpbench.commandline.run_checks import check_can_emulate
     from ddpbench.experiment.load import load_experiment
     from ddpbench.experiment.workloads import check_workloads
 
@@ -55,7 +55,7 @@ def command(args) -> int:
 
 def _race(args, experiment, out_dir: Path, launcher, machine, console) -> int:
     """The race, once ``out_dir`` is this command's."""
-    from ddpbench.cli.sweeping import finish_report
+    from ddpbench.commandline.running import finish_report
     from ddpbench.results.store import ResultStore
     from ddpbench.show.answers import print_search
     from ddpbench.sweep.search import SearchPlan, run_search
@@ -72,7 +72,7 @@ def _race(args, experiment, out_dir: Path, launcher, machine, console) -> int:
             result = run_search(experiment, plan, out_dir, launching, machine, console)
     except KeyboardInterrupt:
         console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/", highlight=False)
-        from ddpbench.cli.common import EXIT_INTERRUPTED
+        from ddpbench.commandline.exits import EXIT_INTERRUPTED
 
         return EXIT_INTERRUPTED
     print_search(result)

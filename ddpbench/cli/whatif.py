@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.cli.common import finite_float, whole_numbers
 from ddpbench.cli.models import check_model_flags
+from ddpbench.commandline.parsing import finite_float, whole_numbers
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, with_flags
 from ddpbench.show.answers import print_whatif, settings

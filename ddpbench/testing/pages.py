@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from ddpbench.analysis.summary import BUDGET_LINES
-from ddpbench.cli.program import main
+from ddpbench.program import main
 from ddpbench.report.page import ReportContext
 from ddpbench.testing.records import PNG_MAGIC
 

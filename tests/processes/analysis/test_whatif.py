@@ -1,4 +1,4 @@
-from ddpbench.cli import main
+from ddpbench.program import main
 from ddpbench.testing import cli_command
 
 """The what-if model's mechanics: each all-reduce algorithm's cost, the choice between them, the

@@ -13,7 +13,7 @@ SCRIPT = textwrap.dedent("""
     # registered first, so it runs last (atexit is last in, first out): what the exit is left with
     atexit.register(lambda: print("at exit", gc.get_freeze_count(), flush=True))
     from ddpbench.cli import sweep
-    from ddpbench.cli.program import main
+    from ddpbench.program import main
     from ddpbench.launch import forked
     sweep.run_and_report = lambda *args: 0  # the run itself is not what this is about
     forked.start_server = lambda: None

@@ -38,7 +38,7 @@ RACE = """
 import os, sys, time
 from ddpbench import collector
 collector.pause()
-from ddpbench.cli import main
+from ddpbench.program import main
 barrier = sys.argv[1]
 open(f"{barrier}.{os.getpid()}.ready", "w").close()
 while not os.path.exists(barrier):

@@ -6,9 +6,8 @@ import os
 
 import pytest
 
-from ddpbench.cli import main
-from ddpbench.cli.common import finite_float
-from ddpbench.cli.program import build_parser
+from ddpbench.commandline.parsing import finite_float
+from ddpbench.program import build_parser, main
 
 
 def one_line(capsys) -> str:
@@ -75,7 +74,7 @@ def test_whatif_with_an_infinite_link_is_refused(capsys):
 def test_every_warning_is_one_plain_line_said_once(capsys):
     """Python's warnings format (the file, the line number, the source line that warned) never reaches the
     user: a library's warning and a damaged record alike are one `warning:` line, each said once."""
-    from ddpbench.cli import program
+    from ddpbench import program
     from ddpbench.results.store import DamagedRecord
 
     program._said.clear()

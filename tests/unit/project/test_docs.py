@@ -318,14 +318,14 @@ def test_workflow_commands_are_read_from_run_steps():
 
 def _check_command(argv: list[str]) -> None:
     """Parse ``argv`` as ``python -m ddpbench`` does, then load what it names, without running it."""
-    from ddpbench.cli.program import build_parser
-    from ddpbench.cli.sweep_options import launcher_options
+    from ddpbench.commandline.run_options import launcher_options
     from ddpbench.experiment.collectives import parse_collectives
     from ddpbench.experiment.files import read_toml
     from ddpbench.experiment.load import job_spec, load_experiment
     from ddpbench.experiment.machine import Machine
     from ddpbench.experiment.overrides import fields_from_flags
     from ddpbench.experiment.spec import FIELDS
+    from ddpbench.program import build_parser
 
     try:
         args = build_parser().parse_args(argv)

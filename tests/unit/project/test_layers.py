@@ -1,9 +1,11 @@
 """The flow in the folders: import-linter's contracts (pyproject.toml), no import cycle between any two
-modules, and modules small enough to read in one sitting."""
+modules, modules small enough to read in one sitting, and ``ddpbench/cli/`` holding commands only."""
 
 from __future__ import annotations
 
+import ast
 import sys
+from pathlib import Path
 
 import grimp
 import pytest
@@ -89,9 +91,38 @@ def test_modules_are_small_enough_to_read_in_one_sitting():
     sizes = {path.relative_to(ROOT).as_posix(): len(path.read_text().splitlines()) for path in PACKAGE.rglob("*.py")}
     assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
     commands = {name: n for name, n in sizes.items()
-                if name.startswith("ddpbench/cli/") and name.rsplit("/", 1)[1] not in
-                ("main.py", "common.py", "__init__.py")}
+                if name.startswith("ddpbench/cli/") and not name.endswith("/__init__.py")}
     assert commands and {name: n for name, n in commands.items() if n > MAX_COMMAND_LINES} == {}
+
+
+def not_commands(folder: Path) -> list[str]:
+    """The modules of ``folder`` that are not a command: a command module adds its parser (``add_parser``,
+    or ``add_verb``/``add_verbs`` for a subcommand of ``history``) and runs it (a ``command`` function,
+    or ``command_<verb>``). What the commands share lives in :mod:`ddpbench.commandline`, the program
+    in :mod:`ddpbench.program`."""
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        defined = {node.name for node in ast.parse(path.read_text()).body if isinstance(node, ast.FunctionDef)}
+        adds = {"add_parser", "add_verb", "add_verbs"} & defined
+        runs = {name for name in defined if name == "command" or name.startswith("command_")}
+        if not (adds and runs):
+            found.append(path.name)
+    return found
+
+
+def test_the_cli_folder_holds_commands_only(tmp_path):
+    from ddpbench import program
+
+    assert not_commands(PACKAGE / "cli") == []
+    # every module that adds a parser of its own is a command the program lists
+    listed = {command.__name__.rsplit(".", 1)[1] for command in program.COMMANDS}
+    own = {path.stem for path in (PACKAGE / "cli").glob("*.py") if "def add_parser(" in path.read_text()}
+    assert own == listed
+    (tmp_path / "helper.py").write_text("def shared_flag(parser):\n    pass\n")
+    (tmp_path / "verb.py").write_text("def add_verb(verbs):\n    pass\n\n\ndef command(args):\n    return 0\n")
+    assert not_commands(tmp_path) == ["helper.py"]
 
 
 def reached_inside(graph) -> list[tuple[str, str]]:
@@ -128,7 +159,7 @@ def test_what_outside_code_names_still_resolves():
 
     scripts = {ep.name: ep for ep in entry_points(group="console_scripts") if ep.value.startswith("ddpbench")}
     plugins = {ep.name: ep for ep in entry_points(group="pytest11") if ep.value.startswith("ddpbench")}
-    assert scripts["ddpbench"].load() is import_module("ddpbench.cli.program").main
+    assert scripts["ddpbench"].load() is import_module("ddpbench.program").main
     assert plugins["ddpbench"].load() is import_module("ddpbench.regression.plugin")
     assert import_module("ddpbench.rank.protocol").RANK_MODULE == "ddpbench.rank"  # what every launcher starts
     assert (ROOT / "ddpbench" / "rank" / "__main__.py").is_file()

@@ -14,8 +14,8 @@ from ddpbench.analysis.diagnosis import causes, estimates, lossbudget, verdict, 
 from ddpbench.analysis.diagnosis.finders import diagnose, top_cause
 from ddpbench.analysis.diagnosis.model_findings import projection as projection_findings
 from ddpbench.analysis.models.costmodel import Workload
-from ddpbench.cli import main
 from ddpbench.cli import whatif as cli
+from ddpbench.program import main
 from ddpbench.testing.tables import diagnosis_row as _row
 
 NAN = math.nan

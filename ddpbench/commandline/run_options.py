@@ -33,7 +33,7 @@ class SweepOptions:
     force: bool = False
     #: one side of an A/B: the descriptors its rounds are asked on and said done on (:mod:`ddpbench.sweep.paced`)
     paced: tuple[int, int] | None = None
-    #: the summary's every column, at full width (else at most ddpbench.cli.console.NARROW columns)
+    #: the summary's every column, at full width (else at most ddpbench.show.console.NARROW columns)
     wide: bool = False
     #: the verdict in sentences after its answer table
     verbose: bool = False

@@ -13,10 +13,11 @@ import contextlib
 from pathlib import Path
 
 from ddpbench import collector
-from ddpbench.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, check_out_dir, claimed_out_dir
-from ddpbench.cli.nodes import node_commands, print_launch_plan
-from ddpbench.cli.sweep_checks import check_can_emulate, warn_same_buckets
-from ddpbench.cli.sweep_options import SweepOptions
+from ddpbench.commandline.exits import EXIT_FAILED, EXIT_INTERRUPTED
+from ddpbench.commandline.folders import check_out_dir, claimed_out_dir
+from ddpbench.commandline.nodes import node_commands, print_launch_plan
+from ddpbench.commandline.run_checks import check_can_emulate, warn_same_buckets
+from ddpbench.commandline.run_options import SweepOptions
 from ddpbench.show.console_tables import print_jobs, print_summary, print_verdict
 
 

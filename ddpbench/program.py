@@ -1,10 +1,10 @@
 """``python -m ddpbench``, the program: the parser of every command, and what ends a command.
 
-Each command is a module of this package with ``add_parser(sub)`` and ``command(args)``. Bad input
+Each command is a module of :mod:`ddpbench.cli` with ``add_parser(sub)`` and ``command(args)``. Bad input
 (experiment files, flags, folders) ends with one line on stderr naming the file or flag, the key
 and what is allowed, and exit code 2 -- never a traceback. Ctrl-C and SIGTERM stop what runs and
 keep what finished (exit 130 and 143); a full disk is one line and exit 1, a folder it may not write
-one line and exit 2 (:func:`ddpbench.cli.common.cannot_write`).
+one line and exit 2 (:func:`ddpbench.commandline.exits.cannot_write`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from ddpbench.cli import (
     tune,
     whatif,
 )
-from ddpbench.cli.common import EXIT_BAD_INPUT, EXIT_INTERRUPTED, PROG, Parser, cannot_write, refuse_unused, say_error
+from ddpbench.commandline.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, cannot_write, say_error
+from ddpbench.commandline.parsing import PROG, Parser
+from ddpbench.commandline.unused import refuse_unused
 from ddpbench.errors import InputError
 
 #: the commands, in the order ``--help`` lists them

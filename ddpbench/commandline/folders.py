@@ -1,0 +1,49 @@
+"""The output folder a command writes: its check before anything runs, its ``--wait`` and ``--force``,
+and the claim a run holds on it (:mod:`ddpbench.results.writing`)."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from ddpbench.commandline.exits import say_error
+from ddpbench.errors import InputError
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """The output folder must be a folder we can write (:func:`ddpbench.results.folder.check_target`,
+    :func:`~ddpbench.results.folder.check_writable`), and its results file a file."""
+    from ddpbench.results.folder import check_target, check_writable
+    from ddpbench.results.schema import RESULTS_FILE
+
+    check_target(out_dir)
+    if (out_dir / RESULTS_FILE).exists() and not (out_dir / RESULTS_FILE).is_file():
+        raise InputError("command line", "--out", f"{out_dir / RESULTS_FILE} is not a file; give another folder")
+    check_writable(out_dir)
+
+
+def add_folder_flags(parser) -> None:
+    """--wait and --force of every command that writes a results folder (:mod:`ddpbench.results.folder`)."""
+    parser.add_argument("--wait", action="store_true",
+                        help="if another sweep is writing the output folder, wait for it to end instead of stopping")
+    parser.add_argument("--force", action="store_true",
+                        help="write into an output folder that holds files ddpbench did not write")
+
+
+@contextlib.contextmanager
+def claimed_out_dir(out_dir: Path, args, console=None):
+    """Hold ``out_dir`` for this command's sweep (one sweep per folder), as ``args.wait`` and
+    ``args.force`` say; a line on ``console`` while it waits."""
+    from ddpbench.results.writing import claimed
+
+    def waiting(running: str) -> None:
+        text = f"waiting for {out_dir}: another writer ({running}) holds it"
+        if console is not None:
+            console.print(text, highlight=False)
+        else:
+            say_error(text)
+
+    with claimed(out_dir, wait=getattr(args, "wait", False), force=getattr(args, "force", False),
+                 writer=getattr(args, "flags_of", "") or "sweep", on_wait=waiting):
+        yield out_dir
+
