@@ -19,7 +19,7 @@ rendezvous, model build, result hand-back, teardown), plus the sweep's own time 
 That median is the per-launch overhead of a tiny 2-rank job; the first launch's is printed apart
 (it waits for the fork server's imports and measures what the sweep measures once: the matmul
 peak, unless the measure-once cache holds it, and the equivalence check the other jobs, which
-differ only in their bucket size, are handed: docs/development.md, "Measured once per machine").
+differ only in their bucket size, are handed: docs/internals.md, "Measured once per machine").
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ tables read first and a few folders summarised once, untimed, before the timed r
     python benchmarks/summary_speed.py [--rounds 1] [--root CHECKOUT] [--save FILE | --check FILE]
 
 ``--root`` times another checkout's ddpbench (e.g. main before a change) on this checkout's folders, in
-a process of its own. The VM's speed drifts within an hour (docs/development.md), so run the two in
+a process of its own. The VM's speed drifts within an hour (benchmarks/measured.md), so run the two in
 turn, a few times each, and compare their medians. Prints the checkout timed, the folders summarised
 and the CPU seconds of each round.
 

@@ -45,7 +45,7 @@ measures each figure once (a user's first sweep); ``off`` none kept (``DDPBENCH_
 each sweep still measures each figure once); ``user`` whatever the environment says (the user's
 own cache, which the benchmark then fills). Each run prints which figures it reused.
 
-Measured on 2026-11-25 (docs/development.md, "Measured once per machine" and its second round,
+Measured on 2026-11-25 (benchmarks/measured.md, "Measured once per machine",
 with the commands), on the 2-core VM shared with other sessions: at a load of 6 the whole command
 took 1.76 times its timed steps before the figures were measured once, 1.56 with a warm cache, 1.71
 with a cold one; at a load of 3.5, with the report's helpers merged, 1.45 warm and 1.59 cold.

@@ -4,8 +4,8 @@ Importing torch (with ``torch._dynamo`` and sympy), pandas or matplotlib makes h
 thousands of objects that live as long as the process: modules, their functions, classes and
 tables. Every 700 allocations can start a collection, and every hundredth of those walks all of
 them again; none finds garbage among them. What pausing it saves (the fork server's imports, the
-default sweep, a report) is measured in docs/development.md ("Issue 55, third round":
-``python benchmarks/import_speed.py`` times the server's imports both ways).
+default sweep, a report) is measured in benchmarks/measured.md
+(``python benchmarks/import_speed.py`` times the server's imports both ways).
 
 :func:`pause` as a process starts: ``python -m ddpbench`` (``ddpbench.__main__``) and the fork
 server, as it imports :mod:`ddpbench.rank.forked`. :func:`resume` once the process has imported

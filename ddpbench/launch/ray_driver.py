@@ -1,7 +1,7 @@
 """The Ray driver of one launch: ``python -m ddpbench.owner SWEEP_PID ddpbench.launch.ray_driver run
 --job J --out D --address A ...`` connects to the cluster and runs the job's ranks as Ray Train workers
 (``TorchTrainer`` with a ``ScalingConfig`` of one worker per rank and ``TorchConfig(backend=...)``),
-the way a user's Ray training script runs them; :mod:`ddpbench.launch.ray` starts it and reads what
+the way a user's Ray training script runs them; :mod:`ddpbench.launch.raytrain` starts it and reads what
 it leaves.
 
 Each worker calls :func:`ddpbench.rank.raytrain.train_loop`: the same rank as every other

@@ -1,5 +1,5 @@
 """A rank run by Ray Train: the training function each Ray Train worker of a ``--launcher ray`` launch
-calls (:mod:`ddpbench.launch.ray`), which runs the same rank as every other launcher.
+calls (:mod:`ddpbench.launch.raytrain`), which runs the same rank as every other launcher.
 
 Ray Train starts one worker (an actor, a process of its own) per rank, sets RANK, LOCAL_RANK,
 WORLD_SIZE, MASTER_ADDR and MASTER_PORT as torchrun would, and makes the job's process group

@@ -129,7 +129,7 @@ def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off while a report is written, as it was on leaving. What a
     report makes (tables, figures) lives until the page is written, so its collections find little to
     free; reference counting still frees everything else at once. What it saves and costs (peak
-    memory) is measured by ``python benchmarks/report_speed.py`` (docs/development.md)."""
+    memory) is measured by ``python benchmarks/report_speed.py`` (benchmarks/measured.md)."""
     was = gc.isenabled()
     gc.disable()
     try:

@@ -200,7 +200,7 @@ METHOD = ("<p class=\"note\">Change points: E-Divisive means (the energy statist
           "of the same place moved on the compute side; one whose world-size-1 job did not, on the scaling side "
           "(communication or waiting). <em>Phase</em>: the phase whose mean moved most in the change's direction, "
           "with the whole 95 % interval of its change (over the commits on either side) on that side. The "
-          "detector's recall and false alarms on real launches of a 2-core machine are in docs/development.md. "
+          "detector's recall and false alarms on real launches of a 2-core machine are in benchmarks/measured.md. "
           "<em>Newest commits</em>, the merge gate: their launches against those of the commits since the last "
           "change point before them (launches set aside alike), a call where the whole 95 % Welch interval of "
           "newest / level lies beyond {{ min }}. Each change is said from its faster side, as how many times as "

@@ -295,7 +295,7 @@ def gemm_given(once: MeasuredOnce, spec, repeat: int, launcher) -> dict | None:
 
 
 #: how many times its peak a rank must compute a second for the peak to be taken as wrong: the ranks'
-#: 1024x1024 products read 18 % below 4096x4096 ones on 16 threads (docs/development.md), which a job of
+#: 1024x1024 products read 18 % below 4096x4096 ones on 16 threads (benchmarks/measured.md), which a job of
 #: large products can outrun by that much; a peak taken while the machine was busy is lower still
 OUTRUN = 1.5
 

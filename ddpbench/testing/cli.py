@@ -53,7 +53,7 @@ def run_main(*args, cwd=None, env: dict[str, str] | None = None, timeout: float 
 
     A sweep run here forks its ranks from this process' fork server (started by the first, then kept),
     where :func:`run_cli`'s starts a new interpreter that imports torch and starts a server of its
-    own: about 5 s of CPU a sweep on the 2-core VM (docs/development.md). A test of what a process
+    own: about 5 s of CPU a sweep on the 2-core VM (benchmarks/measured.md). A test of what a process
     does (signals, exit codes, what it leaves behind, its environment at start) runs the command
     line; one of what a sweep stores can run here."""
     from ddpbench.program import main

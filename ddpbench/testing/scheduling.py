@@ -45,7 +45,7 @@ BESIDE_UNITS = ("processes/report", "processes/cli", "processes/results", "proce
 #: several times what an idle machine takes (a 12 s timeout for 3-4 s of warm-up, 10 s past a timeout to
 #: record it, 15 s for a teardown of under 3 s, 60 s for a Ray worker group that started within 28 s
 #: beside a busy core), and time nothing: run alone on the 2-core VM, they kept 0.90-1.26 of its 2 cores
-#: busy (docs/development.md, issue 55's fifth session). One at a time, they run beside the unit files
+#: busy (benchmarks/measured.md). One at a time, they run beside the unit files
 #: from the start.
 ONE_AT_A_TIME = ("processes/launch/test_ray.py", "processes/launch/test_slurm.py", "processes/sweep/test_faults.py",
                  "processes/rank/test_scripts.py", "processes/sweep/test_orphans.py",

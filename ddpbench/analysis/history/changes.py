@@ -33,7 +33,7 @@ The method is E-Divisive with a t-test, as Apache Otava (formerly Hunter) runs i
 
 The thresholds (:mod:`ddpbench.analysis.core.thresholds`) were chosen on ``sweep1``'s launches and
 measured on those of ``sweep2``, a second sweep held out (``benchmarks/detector_power.py --tune``;
-the figures and the history shape they hold for are in docs/development.md). The choice kept
+the figures and the history shape they hold for are in benchmarks/measured.md). The choice kept
 Otava's p threshold and the project's 2 % rule, and added the set-aside.
 
 Each change carries its position (the first commit after it), the ratio with its interval, and

@@ -21,9 +21,8 @@ block that neither says "measured ..." nor names an example folder is not.
 A region copied from a stored file (a benchmark's table, between ``<!-- ...: reports/examples/FILE -->``
 and ``<!-- end of ... -->``) is not scanned: every line of it must be a line of FILE.
 
-Figures of benchmarks whose output is not stored live only in docs/development.md's section
-"Figures measured once", each entry with the command that measured it and its date; the scan
-leaves that section out and checks the dates are there.
+Figures of benchmarks whose output is not stored live only in benchmarks/measured.md, each entry with
+the command that measured it and its date; the scan leaves that file out and checks the dates are there.
 """
 
 from __future__ import annotations
@@ -48,6 +47,8 @@ from ddpbench.testing.scripts import load_benchmark
 
 EX = ROOT / "reports" / "examples"
 EXAMPLES = "reports/examples/README.md"
+#: the benchmarks' figures whose output is not stored, each with its command and date (left out of the scan)
+MEASURED_ONCE = "benchmarks/measured.md"
 PAGES = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")), EXAMPLES]
 
 # ---------------------------------------------------------------------------------------------
@@ -841,7 +842,7 @@ def _of_trials(calls: pd.DataFrame, *words: str, ci: str = "") -> str:
 
 
 def ab_calibration() -> dict:
-    """docs/development.md's rates of the exported A/B calibration batches (reports/examples/ab-calibration-cpu),
+    """benchmarks/measured.md's rates of the exported A/B calibration batches (reports/examples/ab-calibration-cpu),
     each counted by trial, read from their calls.csv."""
     def calls(batch: str, method: str = "separate") -> pd.DataFrame:
         frame = pd.read_csv(EX / "ab-calibration-cpu" / batch / "calls.csv")
@@ -894,19 +895,19 @@ def derived() -> dict:
 # ---------------------------------------------------------------------------------------------
 
 QUOTES: list[tuple[str, str]] = [
-    # the A/B calibration's exported batches, every rate by trial (docs/development.md, issue 56)
-    ("docs/development.md", "| as shipped (40dcec8, `s1-as-run/`) | {ab[s1_as_run][row]} | - | 50 |"),
-    ("docs/development.md", "| with the busy rule (8b4310a, `--rejudge`, `s1/`; in-sample: written from this batch) | "
+    # the A/B calibration's exported batches, every rate by trial
+    (MEASURED_ONCE, "| as shipped (40dcec8, `s1-as-run/`) | {ab[s1_as_run][row]} | - | 50 |"),
+    (MEASURED_ONCE, "| with the busy rule (8b4310a, `--rejudge`, `s1/`; in-sample: written from this batch) | "
                             "{ab[s1][row]} | {ab[s1][busy]} | 50 |"),
-    ("docs/development.md", "{ab[s1_as_run][false_jobs]} false calls in {ab[s1_as_run][false]}"),
-    ("docs/development.md", "| with the busy rule (18b2c63, `s2/`) | {ab[s2][row]} | {ab[s2][busy]} | 46 |"),
-    ("docs/development.md", "**No false \"slower\" or \"faster\" in {ab[s2][trials]} A/A trials of two separate sweeps "
+    (MEASURED_ONCE, "{ab[s1_as_run][false_jobs]} false calls in {ab[s1_as_run][false]}"),
+    (MEASURED_ONCE, "| with the busy rule (18b2c63, `s2/`) | {ab[s2][row]} | {ab[s2][busy]} | 46 |"),
+    (MEASURED_ONCE, "**No false \"slower\" or \"faster\" in {ab[s2][trials]} A/A trials of two separate sweeps "
                             "({ab[s2][jobs]} jobs' comparisons; {ab[s2][false]})**"),
-    ("docs/development.md", "without it: false calls in {ab[s2][would]}. The price is in the other columns: "
+    (MEASURED_ONCE, "without it: false calls in {ab[s2][would]}. The price is in the other columns: "
                             "{ab[s2][word_jobs]} of the {ab[s2][jobs]} jobs, in {ab[s2][word]}"),
-    ("docs/development.md", "| `ab`, 45 s | 10 % | {ab[s3_ab][trials]} ({ab[s3_ab][jobs]}) | {ab[s3_ab][slower]} "
+    (MEASURED_ONCE, "| `ab`, 45 s | 10 % | {ab[s3_ab][trials]} ({ab[s3_ab][jobs]}) | {ab[s3_ab][slower]} "
                             "| 0 | 0 | {ab[s3_ab][cannot_tell]} | - | - | 1.082x | 54 |"),
-    ("docs/development.md", "| two sweeps and `compare` | 10 % | {ab[s3_separate][trials]} ({ab[s3_separate][jobs]}) | "
+    (MEASURED_ONCE, "| two sweeps and `compare` | 10 % | {ab[s3_separate][trials]} ({ab[s3_separate][jobs]}) | "
                             "{ab[s3_separate][slower]} | 0 | {ab[s3_separate][same]} | 0 | "
                             "{ab[s3_separate][machine_differed]} | {ab[s3_separate][machine_busy]} | 1.070x | 46 |"),
     # the folders' table
@@ -1254,8 +1255,8 @@ def copy_problems(text: str) -> list[str]:
 def measured_blocks(page: str) -> list[str]:
     """The blocks of ``page`` whose figures must be registered quotes or settings."""
     text = COPIED.sub("", (ROOT / page).read_text(encoding="utf-8"))
-    if page == "docs/development.md":
-        text = text.split("\n## Figures measured once\n")[0]
+    if page == MEASURED_ONCE:
+        text = ""
     found, previous = [], False
     for kind, block in blocks(text):
         if kind == "heading":
@@ -1330,8 +1331,7 @@ def test_the_copy_check_can_fail():
 
 
 def test_figures_measured_once_name_their_command_and_date():
-    text = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
-    section = text.split("\n## Figures measured once\n")[1]
+    section = (ROOT / MEASURED_ONCE).read_text(encoding="utf-8")
     entries = [b for kind, b in blocks(section) if kind == "paragraph" and b.startswith("**")]
     assert len(entries) >= 10
     for entry in entries:

@@ -1,6 +1,6 @@
 """The loss budget in the report on whole pages: the figure and its words for any generated value, more
 jobs than panels named in a note, and an old folder without the budget's columns. The quick cases are in
-tests/unit/report/test_report_budget.py."""
+tests/unit/show/test_budget.py."""
 
 from __future__ import annotations
 

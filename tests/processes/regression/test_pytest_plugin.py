@@ -48,7 +48,7 @@ ROUNDS = ("--benchmark-min-rounds=50", "--benchmark-max-time=1", "--benchmark-wa
 #: one gate for the same code and the planted run: the fastest round against the baseline's. A shared machine's
 #: noise only adds time, so the fastest round drifts least between identical runs: sixteen runs of this suite on
 #: the 2-core VM, every other one beside a busy core, gave fastest rounds of 3.81-7.32 ms (1.92x) and medians of
-#: 6.70-20.03 ms (2.99x) (docs/development.md, issue 55's eleventh session). Nine steps a call cannot run faster
+#: 6.70-20.03 ms (2.99x) (benchmarks/measured.md). Nine steps a call cannot run faster
 #: than nine clean steps, so a gate at three times the baseline's fastest round (the square root of nine) holds
 #: either way while the machine drifts less than 3x: the same code passes it (retried below for a run past it),
 #: and the planted run fails it.
