@@ -1,6 +1,7 @@
 """Measuring a user's training script from outside it: hooks on what every DDP script calls.
 
-A script is not changed; while it runs (:class:`Instrument` installed) ddpbench sees it through:
+A script is not changed; while it runs (:class:`Instrument` installed) ddpbench sees it through what
+it patches in torch, one piece per thing patched in :mod:`ddpbench.rank.patches`:
 
 * ``DistributedDataParallel.__init__``, patched: the job's DDP settings are applied where the script
   builds its model, a script's own value the job overrides is reported, and one the job cannot
@@ -55,13 +56,11 @@ is stopped at the step boundary (:class:`StopScript`, raised from the optimizer'
 from __future__ import annotations
 
 import copy
-import inspect
 import time
 import weakref
-from functools import partial
 
 from ddpbench.rank.record import Meters, Side
-from ddpbench.rank.steps import HOOKED, WORLD_SIZES, BadScript, StepEnds, StopScript, own_optimizer, refused
+from ddpbench.rank.steps import HOOKED, StepEnds, StopScript, own_optimizer, refused
 
 #: what the errors of a script that needs a GPU say (torch's own messages)
 NO_GPU = ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "Found no NVIDIA driver",
@@ -205,50 +204,11 @@ class Instrument(StepEnds):
 
     # -- install and uninstall -------------------------------------------------------------
     def install(self) -> None:
-        import functools
+        """Make every patch (:data:`ddpbench.rank.patches.PATCHES`): DDP's construction, the GradScaler, the
+        optimizers' step hooks."""
+        from ddpbench.rank.patches import PATCHES
 
-        from torch.amp.grad_scaler import GradScaler
-        from torch.nn.parallel import DistributedDataParallel
-
-        from ddpbench.rank.ddp_settings import ddp_settings
-
-        original_init = DistributedDataParallel.__init__
-        signature = inspect.signature(original_init)
-        instrument = self
-
-        def init(ddp, *args, **kwargs):
-            if instrument.ddp is not None:
-                raise refused("the script builds a second DistributedDataParallel; ddpbench measures a script "
-                              "that trains one DDP model")
-            bound = signature.bind(ddp, *args, **kwargs)
-            settings, instrument.ddp_overridden = ddp_settings(instrument.spec, bound.arguments, signature.parameters,
-                                                               refuse=partial(BadScript, refused=WORLD_SIZES))
-            bound.arguments.update(settings)
-            bound.apply_defaults()
-            original_init(*bound.args, **bound.kwargs)
-            instrument.adopt(ddp, {name: bound.arguments[name] for name in
-                                   ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph",
-                                    "find_unused_parameters", "broadcast_buffers")})
-
-        original_step, original_update = GradScaler.step, GradScaler.update
-
-        @functools.wraps(original_step)
-        def scaler_step(scaler, optimizer, *args, **kwargs):
-            if instrument.ddp is not None and instrument.trains_ddp(optimizer):
-                instrument._scaler_stepped = True
-            return original_step(scaler, optimizer, *args, **kwargs)
-
-        @functools.wraps(original_update)
-        def scaler_update(scaler, *args, **kwargs):
-            instrument.scaler_updated()
-            return original_update(scaler, *args, **kwargs)
-
-        DistributedDataParallel.__init__ = init
-        GradScaler.step, GradScaler.update = scaler_step, scaler_update
-        self.attach_step_hooks()
-        self._undo = [lambda: setattr(DistributedDataParallel, "__init__", original_init),
-                      lambda: setattr(GradScaler, "step", original_step),
-                      lambda: setattr(GradScaler, "update", original_update), self.detach_step_hooks]
+        self._undo = [patch(self) for patch in PATCHES]
 
     def uninstall(self) -> None:
         for undo in reversed(self._undo):

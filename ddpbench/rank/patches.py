@@ -1,0 +1,84 @@
+"""What :class:`~ddpbench.rank.instrument.Instrument` patches in torch while a user's script runs, one
+small piece per thing patched, each returning what undoes it:
+
+* :func:`patch_ddp` -- ``DistributedDataParallel.__init__``: the job's DDP settings applied where the
+  script builds its model (:mod:`ddpbench.rank.ddp_settings`), a second DDP refused, the model adopted;
+* :func:`patch_grad_scaler` -- ``GradScaler.step`` and ``update``: an update without a step of the
+  model's optimizers since the last one is a step the scaler skipped;
+* :func:`hook_optimizer_steps` -- the optimizers' global step hooks: all a measured step carries.
+
+Each takes the instrument whose methods the patched code calls, and leaves torch as it found it once
+its undo has run (:meth:`Instrument.uninstall <ddpbench.rank.instrument.Instrument.uninstall>`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from functools import partial
+
+from ddpbench.rank.steps import WORLD_SIZES, BadScript, refused
+
+#: the DDP settings an adopted model reports (what the job's settings made of the script's)
+ADOPTED = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "find_unused_parameters", "broadcast_buffers")
+
+
+def patch_ddp(instrument) -> Callable[[], None]:
+    """Build the script's DDP model with the job's settings and hand it to ``instrument.adopt``."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    from ddpbench.rank.ddp_settings import ddp_settings
+
+    original_init = DistributedDataParallel.__init__
+    signature = inspect.signature(original_init)
+
+    def init(ddp, *args, **kwargs):
+        if instrument.ddp is not None:
+            raise refused("the script builds a second DistributedDataParallel; ddpbench measures a script "
+                          "that trains one DDP model")
+        bound = signature.bind(ddp, *args, **kwargs)
+        settings, instrument.ddp_overridden = ddp_settings(instrument.spec, bound.arguments, signature.parameters,
+                                                           refuse=partial(BadScript, refused=WORLD_SIZES))
+        bound.arguments.update(settings)
+        bound.apply_defaults()
+        original_init(*bound.args, **bound.kwargs)
+        instrument.adopt(ddp, {name: bound.arguments[name] for name in ADOPTED})
+
+    DistributedDataParallel.__init__ = init
+    return lambda: setattr(DistributedDataParallel, "__init__", original_init)
+
+
+def patch_grad_scaler(instrument) -> Callable[[], None]:
+    """Note a GradScaler step of the DDP model's optimizers, and each update (``instrument.scaler_updated``)."""
+    from torch.amp.grad_scaler import GradScaler
+
+    original_step, original_update = GradScaler.step, GradScaler.update
+
+    @functools.wraps(original_step)
+    def scaler_step(scaler, optimizer, *args, **kwargs):
+        if instrument.ddp is not None and instrument.trains_ddp(optimizer):
+            instrument._scaler_stepped = True
+        return original_step(scaler, optimizer, *args, **kwargs)
+
+    @functools.wraps(original_update)
+    def scaler_update(scaler, *args, **kwargs):
+        instrument.scaler_updated()
+        return original_update(scaler, *args, **kwargs)
+
+    GradScaler.step, GradScaler.update = scaler_step, scaler_update
+
+    def undo() -> None:
+        GradScaler.step, GradScaler.update = original_step, original_update
+
+    return undo
+
+
+def hook_optimizer_steps(instrument) -> Callable[[], None]:
+    """The optimizers' global step hooks (``instrument.attach_step_hooks``)."""
+    instrument.attach_step_hooks()
+    return instrument.detach_step_hooks
+
+
+#: every patch, in the order they are made (undone in the reverse)
+PATCHES = (patch_ddp, patch_grad_scaler, hook_optimizer_steps)
