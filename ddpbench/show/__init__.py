@@ -1,7 +1,7 @@
 """What is shown: the tables, the console's lines and the loss budget's words, made from what the
 analysis found, for the report's page, the console and the export alike. It reads the analysis and
 the stored results; it never builds a page, parses a command line or runs anything (``report``,
-``cli`` and ``sweep`` sit above it).
+``sweep``, ``commandline`` and ``cli`` sit above it).
 
   tables           tables declared one column at a time (Col, build), and the summary figures each shows (SHOWN)
   console          the console's printing: its width, a figure in a cell, a table fitted to the console
