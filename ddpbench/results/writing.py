@@ -138,11 +138,13 @@ def kind_of(folder: Path, claim: Claim | None = None) -> Kind | None:
     files are all it holds (a sweep's names, or ``claim``'s). None where no kind can be told: a
     folder of someone else's files, or an empty one."""
     folder = Path(folder)
+    # listed before the marker is read: a writer marks its folder before it writes there, so whatever
+    # of its own is seen here has its marker there by the time it is read (another writer may be at work)
+    names = [n for n in _names(folder) if n not in CONTROL]
     said = marker(folder)
     named = said.get("kind")
     if isinstance(named, str) and named in KINDS:
         return KINDS[named]
-    names = [n for n in _names(folder) if n not in CONTROL]
     if RESULTS_FILE in names:
         return RESULTS
     if not names or not (folder / MARKER).is_file():
@@ -165,6 +167,7 @@ def describe_run(found: dict) -> str:
 def refusal(folder: Path, claim: Claim, force: bool) -> str:
     """Why ``claim`` may not write into ``folder`` ("" where it may): the kind, the run, whose files."""
     folder = Path(folder)
+    foreign = foreign_entries(folder, claim.own)  # before the kind, as in kind_of: a writer marks, then writes
     found = kind_of(folder, claim)
     if found is not None and found is not claim.kind:
         return (f"{folder} is {found.noun} (written by {found.writers}), and {claim.writer} writes "
@@ -176,7 +179,6 @@ def refusal(folder: Path, claim: Claim, force: bool) -> str:
             return (f"{folder} holds {describe_run(said)}; give another {claim.what}, or pass --force to replace "
                     f"{claim.writer}'s files there with this run's")
         return ""
-    foreign = foreign_entries(folder, claim.own)
     if foreign and not force:
         shown = ", ".join(repr(n) for n in foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         return (f"{folder} holds files ddpbench did not write ({shown}); give a new or empty {claim.what}, or pass "

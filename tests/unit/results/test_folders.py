@@ -1,6 +1,7 @@
 """One results folder, one sweep (:mod:`ddpbench.results.folder`): the lock, the folder rules, no
 writes through links, and work and log paths of one sweep that no other sweep shares."""
 
+import itertools
 import json
 import os
 
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from ddpbench.errors import InputError
 from ddpbench.program import main
+from ddpbench.results import writing
 from ddpbench.results.folder import (
     DIR_ENTRIES,
     FILE_ENTRIES,
@@ -20,6 +22,7 @@ from ddpbench.results.folder import (
     WRITE_PROBE,
     foreign_entries,
 )
+from ddpbench.results.history import MACHINE_FILE, store_claim
 from ddpbench.results.store import ResultStore
 from ddpbench.results.writing import claimed
 from ddpbench.sweep.runner import run_sweep
@@ -220,3 +223,36 @@ def test_each_sweep_has_its_own_work_and_log_folders_and_a_rerun_keeps_the_logs_
     kept = next(tmp_path.glob("results.*.jsonl"))
     logs = [path for line in kept.read_text().splitlines() for path in json.loads(line).get("logs") or []]
     assert len(logs) == 6 and all(str(one.sweep_id) in path and os.path.exists(path) for path in logs)
+
+
+def _filer_steps(store):
+    """What another ``history add`` writes into a new store while it holds it, in its order: the
+    marker, then its machine folder, then the machine's fingerprint in it."""
+    home = store / "cpu-2-cores-torch-2.13.0"
+    return [lambda: (store / MARKER).write_text(json.dumps({"written_by": "ddpbench", "kind": "store"}) + "\n"),
+            lambda: home.mkdir(),
+            lambda: (home / MACHINE_FILE).write_text("{}\n")]
+
+
+@pytest.mark.parametrize("schedule", list(itertools.combinations_with_replacement(range(7), 3)))
+def test_a_store_another_filer_is_writing_is_never_taken_for_someone_elses(tmp_path, monkeypatch, schedule):
+    """The claim's checks run without the lock while another filer writes: whatever point of its
+    writes each of the checks' looks falls between (every order, ``schedule[i]``: the look that
+    step ``i`` comes before), the store is a history store, never "files ddpbench did not write"."""
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / LOCK).write_text("")
+    steps, looks = _filer_steps(store), [0]
+
+    def look(read):
+        def observed(*args, **kwargs):
+            for step, at in zip(steps, schedule, strict=True):
+                if at == looks[0]:
+                    step()
+            looks[0] += 1
+            return read(*args, **kwargs)
+        return observed
+
+    monkeypatch.setattr(os, "listdir", look(os.listdir))
+    monkeypatch.setattr(writing, "marker", look(writing.marker))
+    assert writing.refusal(store, store_claim(), force=False) == ""
