@@ -14,6 +14,7 @@ all of them; a cap no job of the model ran is a prediction, and a finding that q
 from __future__ import annotations
 
 import math
+import weakref
 from collections import Counter
 from dataclasses import dataclass
 
@@ -59,21 +60,32 @@ def _sizes(row) -> tuple[int, ...] | None:
     return tuple(int(n) for n in sizes) or None
 
 
-def _same_model(other, row) -> bool:
-    if not all(_same(row.get(field), other.get(field)) for field in MODEL_FIELDS):
-        return False
-    mine, theirs = _sizes(row), _sizes(other)
-    return mine is None or theirs is None or mine == theirs
-
-
-def _same(value, other) -> bool:
-    if (_missing(value) or value == "") and (_missing(other) or other == ""):  # "": no script, no arguments
-        return True
-    return str(value) == str(other)
+def _model(row) -> tuple:
+    """What says which model's gradients ``row``'s buckets hold, but its tensor sizes: a setting
+    missing or empty reads as "" (no script, no arguments)."""
+    return tuple("" if _missing(v := row.get(field)) or v == "" else str(v) for field in MODEL_FIELDS)
 
 
 def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+#: each summary's recorded layouts by (cap, model) (:func:`_recorded`), by the summary's id while it lives
+_INDEXES: dict[int, dict] = {}
+
+
+def _recorded(summary: pd.DataFrame) -> dict:
+    """(cap, model) -> [(tensor sizes, layout)] of every job above world size 1 that recorded a layout:
+    read once per summary, so each job's question costs its own model's jobs, not the folder's."""
+    if id(summary) not in _INDEXES:
+        index: dict = {}
+        for row in summary.to_dict("records"):
+            layout = recorded(row)
+            if layout is not None and _world_size(row) > 1:
+                index.setdefault((num(row, "bucket_cap_mb"), _model(row)), []).append((_sizes(row), layout))
+        _INDEXES[id(summary)] = index
+        weakref.finalize(summary, _INDEXES.pop, id(summary), None)  # a DataFrame is no dictionary key
+    return _INDEXES[id(summary)]
 
 
 def recorded_at(summary: pd.DataFrame | None, row, cap: float) -> tuple[int, ...] | None:
@@ -86,12 +98,9 @@ def recorded_at(summary: pd.DataFrame | None, row, cap: float) -> tuple[int, ...
         return own
     if summary is None or summary.empty or "bucket_layout" not in summary.columns:
         return None
-    seen: Counter = Counter()
-    for _, other in summary.iterrows():
-        layout = recorded(other)
-        if (layout is not None and num(other, "bucket_cap_mb") == cap and _world_size(other) > 1
-                and _same_model(other, row)):
-            seen[layout] += 1
+    mine = _sizes(row)
+    seen = Counter(layout for sizes, layout in _recorded(summary).get((cap, _model(row)), ())
+                   if mine is None or sizes is None or sizes == mine)
     return seen.most_common(1)[0][0] if seen else None
 
 
