@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ddpbench.analysis.core.memo import per_table
 from ddpbench.analysis.core.values import known
 from ddpbench.experiment.spec import FIELDS, MODEL_SIZES, script_label, script_labels
 from ddpbench.workloads.registry import model_label
@@ -165,8 +166,13 @@ def strategies_vary(table) -> bool:
 
 def label_fields(table) -> list[str]:
     """The fields a job's label names besides its model (which every label starts with): those that
-    vary between the jobs of ``table``."""
-    return [f for f in varying(table) if f not in MODEL_FIELDS]
+    vary between the jobs of ``table`` (asked for each finding's job: found once a table)."""
+    return list(_label_fields(table))
+
+
+@per_table
+def _label_fields(table) -> tuple[str, ...]:
+    return tuple(f for f in varying(table) if f not in MODEL_FIELDS)
 
 
 def line_fields(table) -> list[str]:

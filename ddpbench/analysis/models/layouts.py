@@ -14,12 +14,12 @@ all of them; a cap no job of the model ran is a prediction, and a finding that q
 from __future__ import annotations
 
 import math
-import weakref
 from collections import Counter
 from dataclasses import dataclass
 
 import pandas as pd
 
+from ddpbench.analysis.core.memo import per_table
 from ddpbench.analysis.core.values import num
 
 #: the settings that say which model's gradients a job's buckets hold (with its tensor sizes): a script
@@ -70,22 +70,16 @@ def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-#: each summary's recorded layouts by (cap, model) (:func:`_recorded`), by the summary's id while it lives
-_INDEXES: dict[int, dict] = {}
-
-
+@per_table
 def _recorded(summary: pd.DataFrame) -> dict:
     """(cap, model) -> [(tensor sizes, layout)] of every job above world size 1 that recorded a layout:
     read once per summary, so each job's question costs its own model's jobs, not the folder's."""
-    if id(summary) not in _INDEXES:
-        index: dict = {}
-        for row in summary.to_dict("records"):
-            layout = recorded(row)
-            if layout is not None and _world_size(row) > 1:
-                index.setdefault((num(row, "bucket_cap_mb"), _model(row)), []).append((_sizes(row), layout))
-        _INDEXES[id(summary)] = index
-        weakref.finalize(summary, _INDEXES.pop, id(summary), None)  # a DataFrame is no dictionary key
-    return _INDEXES[id(summary)]
+    index: dict = {}
+    for row in summary.to_dict("records"):
+        layout = recorded(row)
+        if layout is not None and _world_size(row) > 1:
+            index.setdefault((num(row, "bucket_cap_mb"), _model(row)), []).append((_sizes(row), layout))
+    return index
 
 
 def recorded_at(summary: pd.DataFrame | None, row, cap: float) -> tuple[int, ...] | None:
