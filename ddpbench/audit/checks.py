@@ -67,8 +67,9 @@ from ddpbench.audit.choices import CHOICE_FIGURE, check_choice, check_gain_low
 from ddpbench.audit.comparisons import check_comparisons
 from ddpbench.audit.directions import check_directions
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
+from ddpbench.audit.lookup import Pool
 from ddpbench.audit.names import check_names, named_jobs, one_job
-from ddpbench.audit.pool import DATASHEET_PEAK, GEMM_PEAK, NAMED_ONLY, Entry, build, label_pattern
+from ddpbench.audit.pool import DATASHEET_PEAK, GEMM_PEAK, NAMED_ONLY, Entry, label_pattern
 from ddpbench.audit.problem import Claim, Problem
 from ddpbench.audit.words import (
     check_bands,
@@ -124,8 +125,12 @@ def near_jobs(fig: Figures, key, fields: int = 1, fix: dict | None = None) -> li
         for name, value in fix.items():
             fixed = fixed[fixed[name].astype(str) == str(value)] if name in fixed else fixed.iloc[0:0]
         keys += [k for k in [*run_twins(fig, key, fix), *fixed.index] if k not in keys]
+    seen = set(keys)
     for k in list(keys):
-        keys += [b for b in fig.baseline_keys(k) if b not in keys] if k in ok.index else []
+        for b in fig.baseline_keys(k) if k in ok.index else ():
+            if b not in seen:
+                seen.add(b)
+                keys.append(b)
     return keys
 
 
@@ -189,7 +194,7 @@ def family(text: str, q) -> str:
 ESTIMATE = re.compile(rf"(?:estimated (?:\(a model, not run\) )?to recover|cause \(|explains) ({parse.NUMBER})")
 
 
-def with_estimates(fig: Figures, claim: Claim, keys, pool: dict) -> dict:
+def with_estimates(fig: Figures, claim: Claim, keys, pool: Pool) -> Pool:
     """``pool`` with what a sentence may say of the estimates it states: a model's estimate is not in
     the records, so it is held to its own sentence -- its share of the step (and of the exposed
     communication) and what it leaves of the exposed communication must follow from it -- and the
@@ -198,25 +203,31 @@ def with_estimates(fig: Figures, claim: Claim, keys, pool: dict) -> dict:
     fixed = [v for k, v in (claim.fix_fields or {}).items() if k == "bucket_cap_mb"]
     if not estimates and not fixed:
         return pool
-    pool = {unit: list(entries) for unit, entries in pool.items()}
+    extra: dict = {}
     for e, rounding in estimates:  # the estimate is quoted rounded: what follows from it carries that
-        pool.setdefault("ms", []).append(Entry(e, "the estimate it states"))
+        extra.setdefault("ms", []).append(Entry(e, "the estimate it states"))
         for k in keys:
             r = fig.rec(k)
             if r.get("step_ms", 0) > 0:
-                pool.setdefault("%", []).append(Entry(100 * e / r["step_ms"], f"the estimate over {k}'s step",
-                                                      family="share", slack=100 * rounding / r["step_ms"]))
+                extra.setdefault("%", []).append(Entry(100 * e / r["step_ms"], f"the estimate over {k}'s step",
+                                                       family="share", slack=100 * rounding / r["step_ms"]))
             if r.get("exposed_ms", 0) > 0:
-                pool["ms"].append(Entry(r["exposed_ms"] - e, f"{k}'s exposed communication less the estimate",
-                                        slack=rounding))
-                pool.setdefault("%", []).append(Entry(100 * e / r["exposed_ms"], f"the estimate over {k}'s exposed "
-                                                      "communication", slack=100 * rounding / r["exposed_ms"]))
+                extra["ms"].append(Entry(r["exposed_ms"] - e, f"{k}'s exposed communication less the estimate",
+                                         slack=rounding))
+                extra.setdefault("%", []).append(Entry(100 * e / r["exposed_ms"], f"the estimate over {k}'s exposed "
+                                                       "communication", slack=100 * rounding / r["exposed_ms"]))
     for v in fixed:
-        pool.setdefault("MB", []).append(Entry(float(v), "the fix's bucket cap"))
-    return pool
+        extra.setdefault("MB", []).append(Entry(float(v), "the fix's bucket cap"))
+    return pool.with_extra(extra)
 
 
-def check_figures(fig: Figures, claim: Claim, pool: dict, quoted, judged=frozenset()) -> list[Problem]:
+def _reach(q) -> float:
+    """How far from ``q`` a figure may lie and still be ``q`` written at its precision (a little more:
+    :meth:`.parse.Number.matches` decides)."""
+    return (0.5 * 10 ** -q.digits * (1 + 1e-6) + 1e-9) * (1 + 1e-9) + 1e-12
+
+
+def check_figures(fig: Figures, claim: Claim, pool: Pool, quoted, judged=frozenset()) -> list[Problem]:
     """Every number ``quoted`` against the pool of re-derived figures of its unit and kind; ``judged``: where
     the comparisons :func:`.comparisons.check_comparisons` held to the two settings they name start."""
     out = []
@@ -228,11 +239,13 @@ def check_figures(fig: Figures, claim: Claim, pool: dict, quoted, judged=frozens
             continue  # held to the two settings it names: check_comparisons
         kind = family(claim.text, q)
         accepted = {kind, "speedup"} if kind == "throughput" else {kind}
-        entries = [e for e in pool.get(q.unit, []) if (e.family in accepted if kind else e.family not in NAMED_ONLY)]
-        if claim.job is not None and kind in OWN_FAMILIES:  # a job's own speedup, never a neighbour's
-            entries = [e for e in entries if claim.job in e.name]
-        if not any(q.matches(e.value, e.slack) for e in entries):
-            near = min(entries, key=lambda e: abs(e.value - q.value), default=None)
+        own = claim.job is not None and kind in OWN_FAMILIES  # a job's own speedup, never a neighbour's
+
+        def accept(e, kind=kind, accepted=accepted, own=own):
+            return (e.family in accepted if kind else e.family not in NAMED_ONLY) and (not own or claim.job in e.name)
+
+        if not any(accept(e) and q.matches(e.value, e.slack) for e in pool.near(q.unit, q.value, _reach(q))):
+            near = pool.nearest(q.unit, q.value, accept)
             hint = f"; nearest {near.name} = {near.value:.{q.digits + 1}f}" if near else ""
             out.append(Problem("figure", claim.job, claim.text,
                                f"{q.text} {q.unit} is no re-derived figure of the jobs it is about{hint}"))
@@ -319,7 +332,7 @@ def check_deadline(fig: Figures, claim: Claim, keys) -> list[Problem]:
     return out
 
 
-def check_intervals(fig: Figures, claim: Claim, pool: dict, quoted, judged=frozenset()) -> list[Problem]:
+def check_intervals(fig: Figures, claim: Claim, pool: Pool, quoted, judged=frozenset()) -> list[Problem]:
     out = []
     for i in parse.intervals(claim.text, quoted):
         if i.point.start in judged:
@@ -331,9 +344,10 @@ def check_intervals(fig: Figures, claim: Claim, pool: dict, quoted, judged=froze
             out.append(Problem("interval", claim.job, claim.text,
                                f"{i.low.text} to {i.high.text} does not hold its point {i.point.text}"))
             continue
-        owners = [e for q in (i.held or (i.point,)) for e in pool.get(q.unit, []) if not math.isnan(e.low)
-                  and any(abs(e.value - p) <= 0.5 * 10 ** -q.digits + 1e-9 for p in (q.value, -q.value)
-                          if i.low.value - digit <= p <= i.high.value + digit)]
+        owners = list({id(e): e for q in (i.held or (i.point,)) for p in (q.value, -q.value)
+                       if i.low.value - digit <= p <= i.high.value + digit
+                       for e in pool.near(q.unit, p, _reach(q))
+                       if not math.isnan(e.low) and abs(e.value - p) <= 0.5 * 10 ** -q.digits + 1e-9}.values())
         # its ends must be the re-derived interval's at the precision quoted (half a last digit)
         if owners and not any(i.low.matches(e.low) and i.high.matches(e.high) for e in owners):
             e = owners[0]
@@ -458,7 +472,7 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
         keys = [*keys, *(k for k in named_jobs(fig, claim.text) if k not in keys)]
     labels = list(fig.jobs["label"].unique())
     quoted = parse.numbers(claim.text, labels, fig.currency)
-    pool = with_estimates(fig, claim, keys, build(fig, keys))
+    pool = with_estimates(fig, claim, keys, Pool(fig, keys))
     fixed = run_twins(fig, claim.job, claim.fix_fields) if claim.fix_fields and claim.job in fig.ok().index else []
     compared, judged = check_comparisons(fig, claim, keys, quoted, fixed)
     out += check_figures(fig, claim, pool, quoted, judged)

@@ -207,15 +207,21 @@ def pair_figures(fig: Figures, a, b, pool: dict) -> None:
         _add(pool, "ms", ra.get(c) - rb.get(c), f"{c} difference {a} - {b}")
 
 
+def signature(fig: Figures, key) -> tuple | None:
+    """A job's setting but for the bucket cap, with the buckets it recorded; None where it recorded none."""
+    r = fig.rec(key)
+    if not isinstance(r.get("layout"), tuple):
+        return None
+    return tuple(str(r[c]) for c in FIELDS if c != "bucket_cap_mb" and c not in MEASURED_HOW), r["layout"]
+
+
 def settings(fig: Figures, keys) -> list[tuple]:
     """Jobs among ``keys`` alike but for the bucket cap that recorded the same buckets: one setting each."""
     groups: dict = {}
     for k in keys:
-        r = fig.rec(k)
-        if not isinstance(r.get("layout"), tuple):
-            continue
-        alike = tuple(str(r[c]) for c in FIELDS if c != "bucket_cap_mb" and c not in MEASURED_HOW)
-        groups.setdefault((alike, r["layout"]), []).append(k)
+        one = signature(fig, k)
+        if one is not None:
+            groups.setdefault(one, []).append(k)
     return [tuple(g) for g in groups.values() if len(g) > 1]
 
 
@@ -245,7 +251,8 @@ def between(fig: Figures, mine: list, theirs: list, pool: dict, name: str) -> No
 
 
 def build(fig: Figures, keys) -> dict:
-    """unit -> [Entry] for the jobs ``keys`` (see the module doc)."""
+    """unit -> [Entry] for the jobs ``keys`` (see the module doc): every one listed, the definition
+    :class:`ddpbench.audit.lookup.Pool` finds by value (a folder's pairs are the square of its jobs)."""
     ok = set(fig.ok().index)
     keys = tuple(k for k in dict.fromkeys(keys) if k in ok)
     if ("pool", keys) in fig.memo:
