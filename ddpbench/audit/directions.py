@@ -21,13 +21,21 @@ _RANKS = re.compile(rf"({parse.NUMBER}) ?% (faster|slower) than the other ranks"
 _TREND = re.compile(rf"\b(rises|falls) from ({parse.NUMBER}) to ({parse.NUMBER})")
 
 
+def _alike_but_cap(fig: Figures, key) -> tuple:
+    """A job's every setting but the bucket cap (and how measured), as text; made once a job."""
+    if ("alike but cap", key) not in fig.memo:
+        r = fig.rec(key)
+        fig.memo[("alike but cap", key)] = tuple(str(r[c]) for c in FIELDS if c != "bucket_cap_mb"
+                                                 and c not in MEASURED_HOW)
+    return fig.memo[("alike but cap", key)]
+
+
 def _caps_groups(fig: Figures, keys) -> list[list]:
     """Jobs among ``keys`` (those above world size 1) alike in every setting but the bucket cap."""
-    multi = [k for k in keys if fig.jobs.at[k, "world_size"] > 1]
     groups: dict = {}
-    for k in multi:
-        alike = tuple(str(fig.jobs.at[k, c]) for c in FIELDS if c != "bucket_cap_mb" and c not in MEASURED_HOW)
-        groups.setdefault(alike, []).append(k)
+    for k in keys:
+        if fig.rec(k)["world_size"] > 1:
+            groups.setdefault(_alike_but_cap(fig, k), []).append(k)
     return list(groups.values())
 
 
@@ -40,8 +48,8 @@ def _faster_by_caps(fig: Figures, keys, before: str, after: str):
     mine, theirs = _caps(before), _caps(after)
     out = []
     for group in _caps_groups(fig, keys):
-        a = [k for k in group if float(fig.jobs.at[k, "bucket_cap_mb"]) in mine]
-        b = [k for k in group if float(fig.jobs.at[k, "bucket_cap_mb"]) in theirs]
+        a = [k for k in group if float(fig.rec(k)["bucket_cap_mb"]) in mine]
+        b = [k for k in group if float(fig.rec(k)["bucket_cap_mb"]) in theirs]
         if a and b and not set(a) & set(b):
             out.append((np.mean([t for k in a for t in fig.launch_ms[k]]),
                         np.mean([t for k in b for t in fig.launch_ms[k]])))

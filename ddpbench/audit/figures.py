@@ -170,10 +170,16 @@ class Figures:
     def alike(self, key, but: tuple[str, ...]) -> np.ndarray:
         """Which ok jobs (:meth:`ok`'s rows) have ``key``'s every setting but ``but`` (and how measured)."""
         mine, settings = self.jobs.loc[key], self.ok_settings()  # not rec(): derive is still adding figures
-        mask = np.ones(len(self.ok()), dtype=bool)
-        for c, text in settings.items():
-            if c not in but and c not in MEASURED_HOW:
-                mask &= text == str(mine[c])
+        columns = tuple(c for c in settings if c not in but and c not in MEASURED_HOW)
+        if not columns:
+            return np.ones(len(self.ok()), dtype=bool)
+        if ("alike", columns) not in self.memo:  # the ok jobs by these settings: found by one lookup a job
+            index: dict = {}
+            for i, setting in enumerate(zip(*(settings[c] for c in columns))):
+                index.setdefault(setting, []).append(i)
+            self.memo[("alike", columns)] = index
+        mask = np.zeros(len(self.ok()), dtype=bool)
+        mask[self.memo[("alike", columns)].get(tuple(str(mine[c]) for c in columns), [])] = True
         return mask
 
     def twins(self, key, but: tuple[str, ...]) -> pd.DataFrame:
