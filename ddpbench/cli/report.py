@@ -63,6 +63,7 @@ def command(args) -> int:
 def report_claim(results: Path, out: Path | None):
     """What the report writes (:mod:`ddpbench.results.writing`): into its results folder itself
     (``--out`` not given, or that folder), or a report folder of that results folder."""
+    from ddpbench.report.many import CSV_FILES
     from ddpbench.report.page import INDEX_FILE
     from ddpbench.results.writing import REPORT, RESULTS, Claim
 
@@ -70,7 +71,7 @@ def report_claim(results: Path, out: Path | None):
         # a results folder from anyone opens: a link where its page or a plot goes is replaced by the file
         # (renamed into place), never written through, so it is not refused as it is in a folder of --out
         return Claim(RESULTS, "report")
-    return Claim(REPORT, "report", run=str(results.resolve()), writes=(INDEX_FILE, "*.png"))
+    return Claim(REPORT, "report", run=str(results.resolve()), writes=(INDEX_FILE, "*.png", *CSV_FILES.values()))
 
 
 def _same(a: Path, b: Path) -> bool:

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ddpbench.analysis.core import EXPOSED_COMM_MS, STEP_MS, above_zero, describe, line_fields, model_columns, ordered
+from ddpbench.report.many import kept, many
 from ddpbench.report.plots.common import (
     BACKWARD_COMPUTE,
     BACKWARD_COMPUTE_COLOR,
@@ -72,10 +73,15 @@ def step_breakdown(table, path) -> Path | None:
     per rank-step; a black tick at the mean step of the slowest rank.
 
     Labels read in the bars' order (configuration, then world size, then bucket size); a thin
-    line separates configurations (strategies, say) when there are several."""
+    line separates configurations (strategies, say) when there are several. Past the page's limit
+    (:data:`ddpbench.report.many.JOB_ROWS`) the fastest and slowest jobs only, the title says so."""
     rows = breakdown_table(ordered(table))
     if rows.empty:
         return None
+    title, total = "Step time breakdown", len(rows)
+    if many(total):  # past the page's limit: the fastest and slowest jobs, in their order
+        rows = rows.iloc[kept(list(rows[STEP_MS]), total)]
+        title += f": the {len(rows) // 2} fastest and {len(rows) - len(rows) // 2} slowest of {total:,} jobs"
     config = [f for f in line_fields(table) if f != "bucket_cap_mb"]
     fields = [*config, "world_size", *(["bucket_cap_mb"] if "bucket_cap_mb" in line_fields(table) else [])]
     labels = []
@@ -109,7 +115,7 @@ def step_breakdown(table, path) -> Path | None:
     ax.set_xlabel("time per step (ms, mean per rank-step)")
     ax.set_xlim(left=0)
     ax.grid(True, axis="x", alpha=0.3)
-    ax.set_title("Step time breakdown", fontsize="medium")
+    ax.set_title(title, fontsize="medium")
     handles, _ = ax.get_legend_handles_labels()
     legend(ax, handles[1:] + handles[:1])  # the median tick after the segments
     return save(fig, path)

@@ -8,7 +8,8 @@ import math
 
 from markupsafe import Markup
 
-from ddpbench.analysis.core import LOSS_LINES, RECOVERABLE, ordered
+from ddpbench.analysis.core import LOSS_LINES, RECOVERABLE, STEP_MS, ordered
+from ddpbench.report.many import kept, left_out_note, many
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.budget import MAX_PANELS, budget_waterfall, drawn_jobs, flag, job_labels
 from ddpbench.show.budget import (
@@ -136,7 +137,8 @@ def budget_section(ctx: ReportContext) -> Section | None:
         return Section(TITLE, html('<p class="note">{{ text }}.</p>', text=NO_BUDGET_COLUMNS.capitalize()))
     labels = dict(zip(jobs["key"], job_labels(jobs, table)))
     parts, missing = [], []
-    for _, row in jobs.iterrows():
+    keep = kept(list(jobs[STEP_MS]), len(jobs))  # past the page's limit, the fastest and slowest jobs
+    for _, row in jobs.iloc[keep].iterrows():
         label = labels[row["key"]]
         note = text(row.get("budget_note"))
         if not has_budget(row):
@@ -160,7 +162,12 @@ def budget_section(ctx: ReportContext) -> Section | None:
     body = WHAT + html("{{ parts | join('') }}", parts=parts)
     if missing:
         body += html('<p class="note">No budget for:</p><ul class="note">{{ items | join("") }}</ul>', items=missing)
-    if len(left_out):
+    if len(keep) < len(jobs):
+        body += left_out_note(len(jobs), len(keep), None)
+    if many(len(left_out)):
+        body += html('<p class="note">The figure draws the first {{ n }} jobs; {{ more }} are not drawn.</p>',
+                     n=MAX_PANELS, more=f"{len(left_out):,}")
+    elif len(left_out):
         body += html('<p class="note">The figure draws the first {{ n }} jobs; not drawn: {{ names }}.</p>',
                      n=MAX_PANELS, names="; ".join(labels[k] for k in left_out["key"]))
     return Section(TITLE, body, images)

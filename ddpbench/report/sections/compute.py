@@ -9,6 +9,7 @@ from markupsafe import Markup
 
 from ddpbench.analysis.core import DATA_BOUND_SHARE, STEP_MS, describe, line_fields, model_name
 from ddpbench.analysis.summary import datasheet_peak
+from ddpbench.report.many import job_table
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots import data as data_plots
 from ddpbench.report.plots import scaling as scaling_plots
@@ -84,7 +85,8 @@ def compute_section(ctx: ReportContext) -> Section | None:
         text += html('<p class="note">The equivalence check against single-process training was skipped for '
                      "{{ names }}, because its workload says: {{ reasons }}. Its replicas were still checked to be "
                      "identical.</p>", names=", ".join(names), reasons=" / ".join(map(str, reasons)))
-    return Section("Compute", text + html_table(header, rows, numeric=set(range(1, len(header)))), images)
+    table = job_table(ctx, "compute", header, rows, list(jobs[STEP_MS]), numeric=set(range(1, len(header))))
+    return Section("Compute", text + table, images)
 
 
 def data_section(ctx: ReportContext) -> Section | None:

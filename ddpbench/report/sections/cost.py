@@ -8,7 +8,8 @@ from markupsafe import Markup
 
 from ddpbench.analysis.core import COLUMNS, SAMPLES_PER_S, STEP_MS, describe, line_fields
 from ddpbench.analysis.summary import MILLION
-from ddpbench.report.page import ReportContext, Section, figure, html, html_cell, html_table, num, throughput_format
+from ddpbench.report.many import job_table
+from ddpbench.report.page import ReportContext, Section, figure, html, html_cell, num, throughput_format
 from ddpbench.report.plots import scaling as scaling_plots
 from ddpbench.report.sections.gpu import HOW_MEASURED
 from ddpbench.report.sections.scaling import TREND_NOTE, not_drawn, sizes_above_one
@@ -97,7 +98,8 @@ def cost_section(ctx: ReportContext) -> Section | None:
     if len(images) < len(figures) and len(scaling_plots.world_sizes(summary)) >= 2:
         text += TREND_NOTE
     images = [path for path in images if path is not None]
-    return Section("Cost and energy", text + html_table(header, rows, numeric=numeric), tuple(images))
+    table = job_table(ctx, "cost", header, rows, list(ok[STEP_MS]), numeric=numeric)
+    return Section("Cost and energy", text + table, tuple(images))
 
 
 def _energy_note(ok, measured: bool) -> Markup:

@@ -5,10 +5,16 @@ against the measurements included. The findings are the folder object's
 
 from __future__ import annotations
 
+from collections import Counter
+
+import pandas as pd
 from markupsafe import Markup
 
 from ddpbench.analysis.core import STEP_MS, describe, label_fields
-from ddpbench.report.page import ReportContext, Section, html, html_table, num
+from ddpbench.report.many import CSV_FILES, FINDINGS_SHOWN, job_table, many
+from ddpbench.report.page import ReportContext, Section, html, num
+from ddpbench.results.sanitize import csv_text
+from ddpbench.results.sidefiles import replace_file
 
 SEVERITY_CLASS = {"bad": "status-failed", "warn": "status-skipped", "info": ""}
 SEVERITY_LABEL = {"bad": "problem", "warn": "attention", "info": "finding"}
@@ -23,12 +29,39 @@ def diagnosis_section(ctx: ReportContext) -> Section | None:
     # failures, then the causes in the diagnosis's order (what their fix would recover), then the rest by severity
     head = [f for f in findings if f.kind == "failed"] + blamed
     rest = sorted((f for f in findings if f not in head), key=lambda f: order[f.severity])
-    items = html('{% for f in findings %}<li><span class="{{ css[f.severity] }}">{{ label[f.severity] }}</span>: '
-                 "{{ f.text }}</li>{% endfor %}", findings=head + rest, css=SEVERITY_CLASS, label=SEVERITY_LABEL)
+    shown, folded = _folded(ctx, head + rest)
+    items = html(ITEMS, findings=shown, css=SEVERITY_CLASS, label=SEVERITY_LABEL)
+    more = html('{% if folded %}<ul class="note">{% for kind, n in folded %}<li>and {{ n }} more findings of this '
+                "kind ({{ kind }})</li>{% endfor %}</ul><p class=\"note\">Every finding is in "
+                '<a href="{{ name }}">{{ name }}</a>.</p>{% endif %}', folded=folded, name=CSV_FILES["findings"])
     return Section("Diagnosis", html('<p class="what">What the measurements say, in plain words: each sentence is '
                                      "computed from the numbers in the tables below, and quotes them.</p>\n"
-                                     '{{ causes }}<ul class="diagnosis">{{ items }}</ul>',
-                                     causes=_causes_table(ctx, blamed), items=items))
+                                     '{{ causes }}<ul class="diagnosis">{{ items }}</ul>{{ more }}',
+                                     causes=_causes_table(ctx, blamed), items=items, more=more))
+
+
+ITEMS = ('{% for f in findings %}<li><span class="{{ css[f.severity] }}">{{ label[f.severity] }}</span>: '
+         "{{ f.text }}</li>{% endfor %}")
+
+
+def _folded(ctx: ReportContext, findings: list) -> tuple[list, list[tuple[str, str]]]:
+    """(the findings listed, [(kind, how many of it are not)]): all listed for a folder of jobs at or below
+    the page's limit (:data:`~ddpbench.report.many.JOB_ROWS`); past it, the first
+    :data:`~ddpbench.report.many.FINDINGS_SHOWN` of each kind in the diagnosis's order, and every finding
+    written into the findings' CSV."""
+    if not many(len(ctx.summary)):
+        return findings, []
+    listed: Counter[str] = Counter()
+    shown = []
+    for f in findings:
+        listed[f.kind] += 1
+        if listed[f.kind] <= FINDINGS_SHOWN:
+            shown.append(f)
+    frame = pd.DataFrame({"severity": [SEVERITY_LABEL[f.severity] for f in findings],
+                          "kind": [f.kind for f in findings], "job": [f.job or "" for f in findings],
+                          "finding": [str(f.text) for f in findings]})
+    replace_file(ctx.out_dir / CSV_FILES["findings"], csv_text(frame))
+    return shown, [(kind, f"{n - FINDINGS_SHOWN:,}") for kind, n in listed.items() if n > FINDINGS_SHOWN]
 
 
 def _causes_table(ctx: ReportContext, blamed) -> Markup:
@@ -51,5 +84,5 @@ def _causes_table(ctx: ReportContext, blamed) -> Markup:
                    "checks "
                    "against planted faults. The verdict names a cause only where the lower end of its gain's "
                    "95 % interval is material (a dash: no interval, so cannot tell).</p>\n")
-            + html_table(["job", "cause", "fix", "recoverable (ms/step)", "lower end (ms/step)", "of the step", "gain"],
-                         rows, numeric=(3, 4, 5)))
+            + job_table(ctx, "causes", ["job", "cause", "fix", "recoverable (ms/step)", "lower end (ms/step)",
+                                        "of the step", "gain"], rows, numeric=(3, 4, 5), what="causes"))

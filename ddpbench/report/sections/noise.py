@@ -7,8 +7,18 @@ import math
 
 from markupsafe import Markup
 
-from ddpbench.analysis.core import CONTENDED_CORES, NOISE_THRESHOLD, SAMPLES_PER_S, describe, line_fields, ordered, pct
-from ddpbench.report.page import ReportContext, Section, has_interval, html, html_table, num
+from ddpbench.analysis.core import (
+    CONTENDED_CORES,
+    NOISE_THRESHOLD,
+    SAMPLES_PER_S,
+    STEP_MS,
+    describe,
+    line_fields,
+    ordered,
+    pct,
+)
+from ddpbench.report.many import job_table
+from ddpbench.report.page import ReportContext, Section, has_interval, html, num
 
 
 def _noise_rows(table):
@@ -94,7 +104,8 @@ def noise_section(ctx: ReportContext) -> Section | None:
              "throughput.</p>\n", bar=pct(NOISE_THRESHOLD))
         + html('<div class="jobs">{{ table }}</div>\n<p class="note">What helps:</p>\n'
                '<ul class="note">{{ items }}</ul>',
-               table=html_table(header, rows, numeric={1, 2, 3, 4, 5}), items=items))
+               table=job_table(ctx, "noise", header, rows, [r[STEP_MS] for r, _, _ in found],
+                               numeric={1, 2, 3, 4, 5}), items=items))
 
 
 def repeats_section(ctx: ReportContext) -> Section | None:
@@ -105,7 +116,8 @@ def repeats_section(ctx: ReportContext) -> Section | None:
         return None
     extra = [f for f in line_fields(table) if f != "bucket_cap_mb"]
     rows, short = [], 0
-    for _, r in ordered(table[table["ci_reached"].notna()]).iterrows():
+    jobs = ordered(table[table["ci_reached"].notna()])
+    for _, r in jobs.iterrows():
         reached = bool(r["ci_reached"])
         short += not reached
         verdict = "reached" if reached else ("hit max_repeats" if r["repeats_bound"] == "max_repeats"
@@ -124,4 +136,4 @@ def repeats_section(ctx: ReportContext) -> Section | None:
         "<code>max_repeats</code>, or the sweep's <code>repeat_budget_s</code>): the launches each spent, "
         "and the interval it reached.</p>\n")
         + html('<div class="jobs">{{ table }}</div>\n<p class="note">{{ note }}</p>',
-               table=html_table(header, rows, numeric={1, 2, 3}), note=note))
+               table=job_table(ctx, "repeats", header, rows, list(jobs[STEP_MS]), numeric={1, 2, 3}), note=note))

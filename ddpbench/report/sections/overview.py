@@ -23,6 +23,7 @@ from ddpbench.analysis.core import (
     ordered,
     pct,
 )
+from ddpbench.report.many import job_table
 from ddpbench.report.page import (
     DASH,
     ReportContext,
@@ -303,5 +304,7 @@ def summary_section(ctx: ReportContext) -> Section | None:
     return Section("Summary", html('<p class="what">One row per job: how fast each step ran and how well it '
                                    "scaled; jobs that did not finish show their error.{{ memory }}</p>\n{{ note }}"
                                    '<div class="jobs">{{ table }}</div>\n<dl class="defs">{{ dl }}</dl>',
-                                   memory=memory, note=note, table=html_table(header, cells, classes, numeric),
+                                   memory=memory, note=note,
+                                   table=job_table(ctx, "summary", header, cells, [r[STEP_MS] for r in rows],
+                                                   classes, numeric),
                                    dl=dl))

@@ -17,6 +17,7 @@ from ddpbench.analysis.core import (
     ordered,
     strategies_vary,
 )
+from ddpbench.report.many import job_table
 from ddpbench.report.page import (
     DASH,
     OWN_MEMORY_NOTE,
@@ -303,5 +304,6 @@ def memory_overview_section(ctx: ReportContext) -> Section | None:
                 "operating system reports (VmHWM), the largest over ranks and launches; 1 MB = 10<sup>6</sup> "
                 "bytes.</p>"))
             + (SHARDED_STATE_NOTE if strategies_vary(ctx.summary) else Markup()))
-    return Section("Memory", text + html_table(header, table, numeric=set(range(1, 3 + bool(state))))
+    shown = job_table(ctx, "memory", header, table, list(rows[STEP_MS]), numeric=set(range(1, 3 + bool(state))))
+    return Section("Memory", text + shown
                    + skipped_note(ctx, "table"))

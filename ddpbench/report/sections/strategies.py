@@ -7,7 +7,8 @@ import math
 
 from markupsafe import Markup
 
-from ddpbench.analysis.core import EXPOSED_COMM_MS, ordered, strategies_vary
+from ddpbench.analysis.core import EXPOSED_COMM_MS, STEP_MS, ordered, strategies_vary
+from ddpbench.report.many import job_table
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num, skipped_note
 from ddpbench.report.plots import strategies as ps
 from ddpbench.show.budget import exposed_of
@@ -193,6 +194,7 @@ def equivalence_section(ctx: ReportContext) -> Section | None:
                      DASH if exact is None else ("exact" if exact else "lossy"),
                      "0" if diff == 0 else num(diff, ".2e"), verdict, steps])
         classes.append("bad" if bad else "")
+    steps = list(table[STEP_MS])
     return Section(
         "Equivalence with single-process training",
         html('<p class="what">Does each strategy train the same model as one process would? After the timed steps '
@@ -210,4 +212,5 @@ def equivalence_section(ctx: ReportContext) -> Section | None:
         "groups the same elementwise averages differently; the timed steps and repeats) does not run it again: "
         "the earlier job&rsquo;s check, at the same world size, model, data, precision and strategy settings, "
         "stands for it, and its figures are shown.</p>{% endif %}\n{{ table }}",
-        match=f"{MATCH_DIFF:g}", borrowed=borrowed, table=html_table(header, rows, classes, numeric={1, 3, 5})))
+        match=f"{MATCH_DIFF:g}", borrowed=borrowed, table=job_table(ctx, "equivalence", header, rows,
+                                                                   steps, classes, numeric={1, 3, 5})))
