@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ddpbench.audit.figures import Figures
-from ddpbench.audit.pool import Entry, _memo, between, group_figures, job_figures, pair_figures, signature
+from ddpbench.audit.pool import Entry, between, group_figures, job_figures, memoized, pair_figures, signature
 
 #: how much wider than asked a window of a ratio is searched: the ratio and the figure made from it
 #: round differently in their last bits
@@ -57,12 +57,11 @@ _SAME = (lambda r: r, lambda v: v)
 _CHANGE = (lambda r: 100 * (r - 1), lambda v: 1 + v / 100)
 _GAIN = (lambda r: 100 * (1 - r), lambda v: 1 - v / 100)
 #: every kind of figure :func:`.pool.pair_figures` makes, by the job quantity it is a ratio or difference of
-PAIR_KINDS = (Kind("x", "step", *_SAME), Kind("%", "step", *_CHANGE), Kind("%", "step", *_GAIN),
+PAIR_KINDS = (Kind("x", "step_ms", *_SAME), Kind("%", "step_ms", *_CHANGE), Kind("%", "step_ms", *_GAIN),
               Kind("%", "per_sample", *_GAIN), Kind("%", "cost_per_sample", *_GAIN),
-              Kind("x", "throughput", *_SAME), Kind("%", "throughput", *_CHANGE),
-              Kind("%", "step", lambda r: 100 * (1 - 1 / r), _share_inverse),
-              Kind("ms", "step", *_SAME, ratio=False), Kind("ms", "data", *_SAME, ratio=False),
-              Kind("ms", "exposed", *_SAME, ratio=False))
+              Kind("x", "samples_per_s", *_SAME), Kind("%", "samples_per_s", *_CHANGE),
+              Kind("%", "step_ms", lambda r: 100 * (1 - 1 / r), _share_inverse),
+              *(Kind("ms", column, *_SAME, ratio=False) for column in ("step_ms", "data_ms", "exposed_ms")))
 #: every kind of figure :func:`.pool.between` makes, of the two sets' pooled mean steps
 BETWEEN_KINDS = (Kind("%", "pooled", *_GAIN), Kind("%", "pooled", *_CHANGE), Kind("x", "pooled", *_SAME))
 
@@ -79,8 +78,8 @@ def _quantities(fig: Figures) -> dict:
         step = col("step_ms")
         usable = step > 0  # pair_figures makes nothing of a pair with a step that is not positive
         per_sample = step / col("global_batch")
-        out = {"step": step, "per_sample": per_sample, "cost_per_sample": col("hourly") * per_sample,
-               "throughput": col("samples_per_s"), "data": col("data_ms"), "exposed": col("exposed_ms")}
+        out = {"step_ms": step, "per_sample": per_sample, "cost_per_sample": col("hourly") * per_sample,
+               **{name: col(name) for name in ("samples_per_s", "data_ms", "exposed_ms")}}
         fig.memo["lookup quantities"] = {k: np.where(usable, v, math.nan) for k, v in out.items()}
     return fig.memo["lookup quantities"]
 
@@ -91,7 +90,7 @@ def _index(fig: Figures) -> dict:
     if "lookup index" not in fig.memo:
         listed: dict = {}
         for position, key in enumerate(fig.ok().index):
-            part = _memo(fig, ("job", key), lambda part, key=key: job_figures(fig, key, part))
+            part = memoized(fig, ("job", key), lambda part, key=key: job_figures(fig, key, part))
             for unit, entries in part.items():
                 listed.setdefault(unit, []).extend((e.value, position, seq, e) for seq, e in enumerate(entries))
         index = {}
@@ -268,7 +267,7 @@ class Pool:
         return best[0] if best else None
 
     def _pair_part(self, a, b) -> dict:
-        return _memo(self.fig, ("pair", a, b), lambda part: pair_figures(self.fig, a, b, part))
+        return memoized(self.fig, ("pair", a, b), lambda part: pair_figures(self.fig, a, b, part))
 
     def _between_jobs(self, unit: str, low: float, high: float) -> Iterator[Entry]:
         q = _quantities(self.fig)
@@ -282,7 +281,7 @@ class Pool:
 
     def _groups(self) -> dict:
         key = ("lookup groups", tuple(self.groups))
-        return _memo(self.fig, key, lambda part: [group_figures(self.fig, g, part) for g in self.groups])
+        return memoized(self.fig, key, lambda part: [group_figures(self.fig, g, part) for g in self.groups])
 
     def _set_pairs(self, kind: Kind, low: float, high: float) -> list[tuple[int, int]]:
         """Pairs of sets (i, j) :func:`.pool.build` sets against each other (one of them several jobs)."""
@@ -296,7 +295,7 @@ class Pool:
     def _between_part(self, i: int, j: int) -> dict:
         a, b = self.units[i], self.units[j]
         memo = ("lookup between", tuple(a), tuple(b))
-        return _memo(self.fig, memo, lambda part: between(self.fig, a, b, part, f"{a} vs {b}"))
+        return memoized(self.fig, memo, lambda part: between(self.fig, a, b, part, f"{a} vs {b}"))
 
     def _between_sets(self, unit: str, low: float, high: float) -> list[Entry]:
         found = set()

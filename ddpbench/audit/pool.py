@@ -55,7 +55,7 @@ def _add(pool: dict, unit: str, value, name: str, low=math.nan, high=math.nan, f
         pool.setdefault(unit, []).append(Entry(value, name, float(low), float(high), family))
 
 
-def _memo(fig: Figures, what: tuple, fill) -> dict:
+def memoized(fig: Figures, what: tuple, fill) -> dict:
     """unit -> [Entry] that ``fill(pool)`` adds, computed once per folder."""
     if what not in fig.memo:
         part: dict = {}
@@ -259,11 +259,11 @@ def build(fig: Figures, keys) -> dict:
         return fig.memo[("pool", keys)]
     pool: dict = {}
     for k in keys:
-        _merge(pool, _memo(fig, ("job", k), lambda part, k=k: job_figures(fig, k, part)))
+        _merge(pool, memoized(fig, ("job", k), lambda part, k=k: job_figures(fig, k, part)))
     for a in keys:
         for b in keys:
             if a != b:
-                _merge(pool, _memo(fig, ("pair", a, b), lambda part, a=a, b=b: pair_figures(fig, a, b, part)))
+                _merge(pool, memoized(fig, ("pair", a, b), lambda part, a=a, b=b: pair_figures(fig, a, b, part)))
     groups = settings(fig, keys)
     for g in groups:
         group_figures(fig, g, pool)
