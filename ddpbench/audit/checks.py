@@ -69,7 +69,7 @@ from ddpbench.audit.directions import check_directions
 from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures, ratio_interval
 from ddpbench.audit.lookup import Pool
 from ddpbench.audit.names import check_names, named_jobs, one_job
-from ddpbench.audit.pool import DATASHEET_PEAK, GEMM_PEAK, NAMED_ONLY, Entry, label_pattern
+from ddpbench.audit.pool import DATASHEET_PEAK, GEMM_PEAK, NAMED_ONLY, label_pattern
 from ddpbench.audit.problem import Claim, Problem
 from ddpbench.audit.words import (
     check_bands,
@@ -194,7 +194,7 @@ def family(text: str, q) -> str:
 ESTIMATE = re.compile(rf"(?:estimated (?:\(a model, not run\) )?to recover|cause \(|explains) ({parse.NUMBER})")
 
 
-def with_estimates(fig: Figures, claim: Claim, keys, pool: Pool) -> Pool:
+def with_estimates(claim: Claim, pool: Pool) -> Pool:
     """``pool`` with what a sentence may say of the estimates it states: a model's estimate is not in
     the records, so it is held to its own sentence -- its share of the step (and of the exposed
     communication) and what it leaves of the exposed communication must follow from it -- and the
@@ -203,22 +203,7 @@ def with_estimates(fig: Figures, claim: Claim, keys, pool: Pool) -> Pool:
     fixed = [v for k, v in (claim.fix_fields or {}).items() if k == "bucket_cap_mb"]
     if not estimates and not fixed:
         return pool
-    extra: dict = {}
-    for e, rounding in estimates:  # the estimate is quoted rounded: what follows from it carries that
-        extra.setdefault("ms", []).append(Entry(e, "the estimate it states"))
-        for k in keys:
-            r = fig.rec(k)
-            if r.get("step_ms", 0) > 0:
-                extra.setdefault("%", []).append(Entry(100 * e / r["step_ms"], f"the estimate over {k}'s step",
-                                                       family="share", slack=100 * rounding / r["step_ms"]))
-            if r.get("exposed_ms", 0) > 0:
-                extra["ms"].append(Entry(r["exposed_ms"] - e, f"{k}'s exposed communication less the estimate",
-                                         slack=rounding))
-                extra.setdefault("%", []).append(Entry(100 * e / r["exposed_ms"], f"the estimate over {k}'s exposed "
-                                                       "communication", slack=100 * rounding / r["exposed_ms"]))
-    for v in fixed:
-        extra.setdefault("MB", []).append(Entry(float(v), "the fix's bucket cap"))
-    return pool.with_extra(extra)
+    return pool.stating(estimates, fixed)
 
 
 def _reach(q) -> float:
@@ -472,7 +457,7 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
         keys = [*keys, *(k for k in named_jobs(fig, claim.text) if k not in keys)]
     labels = list(fig.jobs["label"].unique())
     quoted = parse.numbers(claim.text, labels, fig.currency)
-    pool = with_estimates(fig, claim, keys, Pool(fig, keys))
+    pool = with_estimates(claim, Pool(fig, keys))
     fixed = run_twins(fig, claim.job, claim.fix_fields) if claim.fix_fields and claim.job in fig.ok().index else []
     compared, judged = check_comparisons(fig, claim, keys, quoted, fixed)
     out += check_figures(fig, claim, pool, quoted, judged)

@@ -189,12 +189,12 @@ class Pool:
         last = fig.memo.get("lookup last")
         keys = tuple(dict.fromkeys(keys))
         if last is not None and last.asked == keys:  # the sentences of one finding ask of the same jobs
-            self.__dict__.update(last.__dict__, extra=extra or {})
+            self.__dict__.update(last.__dict__, extra=extra or {}, stated=())
             return
         positions = fig.memo.get("lookup positions")
         if positions is None:
             positions = fig.memo["lookup positions"] = {k: i for i, k in enumerate(ok.index)}
-        self.fig, self.asked, self.extra = fig, keys, extra or {}
+        self.fig, self.asked, self.extra, self.stated = fig, keys, extra or {}, ()
         self.keys = tuple(k for k in keys if k in positions)
         self.mine = np.array([positions[k] for k in self.keys], dtype=np.int64)
         self.rank = np.full(len(ok), -1, dtype=np.int64)  # each ok job's place among keys (-1: not among them)
@@ -213,31 +213,64 @@ class Pool:
         self.pooled[~(self.pooled > 0)] = math.nan
         fig.memo["lookup last"] = self
 
-    def with_extra(self, extra: dict) -> Pool:
-        """This pool with ``extra`` entries besides (a sentence's estimates)."""
-        merged = {unit: [*self.extra.get(unit, ()), *extra.get(unit, ())] for unit in {*self.extra, *extra}}
+    def stating(self, estimates, caps) -> Pool:
+        """This pool with what a sentence may say of what it states (:func:`.checks.with_estimates`): each
+        estimate ``(ms, its rounding)`` itself, its share of each job's step and exposed communication and
+        what it leaves of the latter (found by value, as the rest); each cap of its fix (MB)."""
         pool = Pool.__new__(Pool)
-        pool.__dict__.update(self.__dict__, extra=merged)
+        pool.__dict__.update(self.__dict__, stated=tuple(estimates),
+                             extra={"MB": [Entry(float(v), "the fix's bucket cap") for v in caps]})
         return pool
 
     # -- what build lists, found by value --------------------------------------------------------------
 
     def near(self, unit: str, value: float, width: float) -> Iterator[Entry]:
         """Every entry of ``unit`` within ``width`` (and its own slack) of ``value``, in :func:`.pool.build`'s
-        order: the jobs' own, between two jobs, the groups', between two sets, the sentence's own."""
+        order: the jobs' own, between two jobs, the groups', between two sets; then the sentence's own."""
         low, high = value - width, value + width
         yield from self._own(unit, low, high)
         yield from self._between_jobs(unit, low, high)
         yield from (e for e in self._groups().get(unit, ()) if low <= e.value <= high)
         yield from self._between_sets(unit, low, high)
+        for e, rounding in self.stated:
+            yield from (f for f in self._stated(unit, e, rounding) if low - f.slack <= f.value <= high + f.slack)
         yield from (e for e in self.extra.get(unit, ()) if low - e.slack <= e.value <= high + e.slack)
 
     def nearest(self, unit: str, value: float, accept: Callable[[Entry], bool]) -> Entry | None:
         """The accepted entry of ``unit`` nearest ``value`` (the first of equals, in :meth:`near`'s order)."""
         found = [self._nearest_own(unit, value, accept), *self._nearest_between(unit, value, accept, False),
                  *(e for e in self._groups().get(unit, ()) if accept(e)),
-                 *self._nearest_between(unit, value, accept, True), *(e for e in self.extra.get(unit, ()) if accept(e))]
+                 *self._nearest_between(unit, value, accept, True),
+                 *(f for e, r in self.stated for f in self._stated(unit, e, r, value) if accept(f)),
+                 *(e for e in self.extra.get(unit, ()) if accept(e))]
         return min((e for e in found if e is not None), key=lambda e: abs(e.value - value), default=None)
+
+    def _stated(self, unit: str, e: float, rounding: float, near: float | None = None) -> Iterator[Entry]:
+        """What follows from an estimate ``e`` the sentence states, quoted to ``rounding``, of its jobs, in
+        their order; with ``near``, only what lies nearest it of each kind."""
+        if unit == "ms":
+            yield Entry(e, "the estimate it states")
+        if unit not in ("%", "ms") or not self.keys:
+            return
+        ok = self.fig.ok()
+        step, exposed = (ok[c].to_numpy(dtype=float)[self.mine] if c in ok else np.full(len(self.mine), math.nan)
+                         for c in ("step_ms", "exposed_ms"))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if unit == "%":
+                made = [(100 * e / step, 100 * rounding / step, step > 0, "share", "the estimate over {}'s step"),
+                        (100 * e / exposed, 100 * rounding / exposed, exposed > 0, "",
+                         "the estimate over {}'s exposed communication")]
+            else:
+                made = [(exposed - e, np.full(len(exposed), rounding), exposed > 0, "",
+                         "{}'s exposed communication less the estimate")]
+        found = []
+        for kind, (values, slack, where, family, name) in enumerate(made):
+            if near is not None:
+                far = np.where(where, np.abs(values - near), math.inf)
+                where = (far == far.min()) & np.isfinite(far) if far.size else where
+            found += [(i, kind, Entry(float(values[i]), name.format(self.keys[i]), family=family,
+                                      slack=float(slack[i]))) for i in np.flatnonzero(where).tolist()]
+        yield from (entry for _, _, entry in sorted(found, key=lambda f: f[:2]))
 
     def _own(self, unit: str, low: float, high: float) -> Iterator[Entry]:
         if unit not in _index(self.fig):

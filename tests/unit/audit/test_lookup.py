@@ -55,8 +55,30 @@ def test_found_by_value_is_what_build_lists_in_its_order(fig):
                 assert math.isclose(abs(nearest.value - value), closest, rel_tol=1e-12, abs_tol=1e-12)
 
 
-def test_a_sentences_own_entries_are_found_beside_the_folders(fig):
+def _stated(fig, keys, e: float, rounding: float) -> dict:
+    """What a sentence stating the estimate ``e`` may say of it, listed (checks.with_estimates' definition)."""
+    out = {"ms": [Entry(e, "the estimate it states")], "%": []}
+    for k in keys:
+        r = fig.rec(k)
+        if r.get("step_ms", 0) > 0:
+            out["%"].append(Entry(100 * e / r["step_ms"], f"the estimate over {k}'s step", family="share",
+                                  slack=100 * rounding / r["step_ms"]))
+        if r.get("exposed_ms", 0) > 0:
+            out["ms"].append(Entry(r["exposed_ms"] - e, f"{k}'s exposed communication less the estimate",
+                                   slack=rounding))
+            out["%"].append(Entry(100 * e / r["exposed_ms"], f"the estimate over {k}'s exposed communication",
+                                  slack=100 * rounding / r["exposed_ms"]))
+    return out
+
+
+def test_what_a_sentence_states_is_found_beside_the_folders_figures(fig):
     keys = tuple(fig.ok().index)
-    pool = Pool(fig, keys).with_extra({"ms": [Entry(12345.6, "stated", slack=0.2)]})
-    assert [e.name for e in pool.near("ms", 12345.75, 0.0)] == ["stated"]
-    assert [e.name for e in pool.near("ms", 12345.9, 0.0)] == []
+    pool = Pool(fig, keys)
+    stating = pool.stating([(4.8, 0.05)], [25.0])
+    for unit, entries in _stated(fig, keys, 4.8, 0.05).items():
+        for value in [e.value for e in entries] + [e.value + 3 * e.slack for e in entries]:
+            want = [_same(e) for e in entries if value - 0.05 - e.slack <= e.value <= value + 0.05 + e.slack]
+            got = [_same(e) for e in stating.near(unit, value, 0.05)][len(list(pool.near(unit, value, 0.05))):]
+            assert got == want, (unit, value)
+    assert [e.name for e in stating.near("MB", 25.0, 0.0)][-1] == "the fix's bucket cap"
+    assert not [e for e in pool.near("MB", 25.0, 0.0) if e.name == "the fix's bucket cap"]
