@@ -119,19 +119,15 @@ def near_jobs(fig: Figures, key, fields: int = 1, fix: dict | None = None) -> li
     columns = [c for c in FIELDS if c not in MEASURED_HOW and c not in NUMERICS]
     differ = sum((settings[c] != str(mine[c])).astype(int) for c in columns)
     differ = differ + (sum((settings[c] != str(mine[c])).astype(int) for c in NUMERICS) > 0).astype(int)
-    keys = [key, *[k for k in ok[differ <= fields].index if k != key]]
+    every = fig.ok_keys()
+    keys = [key, *[every[i] for i in np.flatnonzero(np.asarray(differ <= fields)).tolist() if every[i] != key]]
     if fix:  # the fix's runs, also beside other settings that changed with it (DDP at its own cap)
         fixed = ok[differ <= fields + len(fix)]
         for name, value in fix.items():
             fixed = fixed[fixed[name].astype(str) == str(value)] if name in fixed else fixed.iloc[0:0]
-        keys += [k for k in [*run_twins(fig, key, fix), *fixed.index] if k not in keys]
-    seen = set(keys)
-    for k in list(keys):
-        for b in fig.baseline_keys(k) if k in ok.index else ():
-            if b not in seen:
-                seen.add(b)
-                keys.append(b)
-    return keys
+        keys = list(dict.fromkeys([*keys, *run_twins(fig, key, fix), *fixed.index]))
+    bases = dict.fromkeys(b for k in keys if fig.is_ok(k) for b in fig.baselines(k))
+    return list(dict.fromkeys([*keys, *bases]))
 
 
 def about(fig: Figures, claim: Claim) -> list:
@@ -452,9 +448,9 @@ def check_claim(fig: Figures, claim: Claim) -> list[Problem]:
         return out
     keys = about(fig, claim)
     if claim.job in fig.jobs.index and claim.fix_fields:  # "the sweep measured strategy = ddp: 89.7 ms a step"
-        keys = [*keys, *(k for k in run_twins(fig, claim.job, claim.fix_fields) if k not in keys)]
+        keys = list(dict.fromkeys([*keys, *run_twins(fig, claim.job, claim.fix_fields)]))
     if claim.kind in CHOICE_FIGURE:  # the fastest (cheapest) line compares its job with the runner-up it names
-        keys = [*keys, *(k for k in named_jobs(fig, claim.text) if k not in keys)]
+        keys = list(dict.fromkeys([*keys, *named_jobs(fig, claim.text)]))
     labels = list(fig.jobs["label"].unique())
     quoted = parse.numbers(claim.text, labels, fig.currency)
     pool = with_estimates(claim, Pool(fig, keys))

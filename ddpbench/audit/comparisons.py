@@ -236,7 +236,7 @@ def check_comparisons(fig: Figures, claim: Claim, keys, quoted, fixed=()) -> tup
     for m in RETIRED_CHANGE.finditer(text):
         bad("retired", f"says the fix's run is {m.group(1)} % {m.group(2)}: a comparison between two settings reads "
                        "\"Nx as fast as\" (the other's time over this one's)")
-    ok = list(fig.ok().index)
+    ok = fig.ok_keys()
     for m in IS_THAN.finditer(text):
         other_words = setting_name(text, m.end())
         theirs = described(fig, other_words, keys)
@@ -251,7 +251,7 @@ def check_comparisons(fig: Figures, claim: Claim, keys, quoted, fixed=()) -> tup
         for m in pattern.finditer(text):
             other_words = setting_name(text, m.end())
             if THIS_JOB.match(other_words):
-                theirs = [claim.job] if claim.job in ok else []
+                theirs = [claim.job] if fig.is_ok(claim.job) else []
             else:
                 theirs = described(fig, other_words, keys) or described(fig, other_words, ok)
             if not theirs:
@@ -263,7 +263,7 @@ def check_comparisons(fig: Figures, claim: Claim, keys, quoted, fixed=()) -> tup
             if not mine and THIS_JOB.match(other_words):
                 mine = list(fixed)
             if not mine:
-                mine = [claim.job] if claim.job in ok else [k for k in keys if k in ok]
+                mine = [claim.job] if fig.is_ok(claim.job) else [k for k in keys if fig.is_ok(k)]
             mine = [k for k in mine if k not in theirs]
             theirs = _beside(fig, other_words, mine, theirs)
             found = speedups(fig, mine, theirs, cost)

@@ -154,9 +154,22 @@ class Figures:
             return self.memo["ok"]
         return self.jobs[self.jobs["status"] == "ok"]
 
+    def ok_keys(self) -> list:
+        """The ok jobs' keys in :meth:`ok`'s order, as a list (made once: a sentence asks for them)."""
+        if "ok keys" not in self.memo:
+            self.memo["ok keys"] = list(self.ok().index)
+            self.memo["ok key set"] = frozenset(self.memo["ok keys"])
+        return self.memo["ok keys"]
+
+    def is_ok(self, key) -> bool:
+        """Whether ``key`` is an ok job's."""
+        self.ok_keys()
+        return key in self.memo["ok key set"]
+
     def settle(self) -> None:
         """Every figure is in the table: from now on :meth:`ok` is taken once."""
         self.memo["ok"] = self.jobs[self.jobs["status"] == "ok"]
+        self.memo.pop("ok keys", None)
 
     def ok_settings(self) -> dict:
         """The ok jobs' settings (:data:`FIELDS`) as text, one array a setting in the order of
@@ -187,13 +200,17 @@ class Figures:
         ok = self.ok()
         return ok[self.alike(key, but) & (ok.index != key)]
 
+    def baselines(self, key) -> tuple:
+        """:meth:`baseline_keys`, as the tuple kept (nothing copied: a sentence asks it of each of its jobs)."""
+        if ("baseline_keys", key) not in self.memo:
+            self.memo[("baseline_keys", key)] = tuple(self._baseline_keys(key))
+        return self.memo[("baseline_keys", key)]
+
     def baseline_keys(self, key) -> list:
         """The world-size-1 job(s) a job's speedup is against: itself at world size 1; else those alike
         but for world size (and how measured); else also for the window; else also for comm-only settings and threads,
         preferring its own threads per rank. Found once a job (the checks ask for it again and again)."""
-        if ("baseline_keys", key) not in self.memo:
-            self.memo[("baseline_keys", key)] = self._baseline_keys(key)
-        return list(self.memo[("baseline_keys", key)])
+        return list(self.baselines(key))
 
     def _baseline_keys(self, key) -> list:
         mine = self.jobs.loc[key]

@@ -207,9 +207,11 @@ class Pool:
         grouped = {k for g in self.groups for k in g}
         self.units = [list(g) for g in self.groups] + [[k] for k in self.keys if k not in grouped]
         sums, counts = _launch_sums(fig)
-        where = [np.array([positions[k] for k in unit], dtype=np.int64) for unit in self.units]
+        members = np.array([positions[k] for unit in self.units for k in unit], dtype=np.int64)
+        which = np.repeat(np.arange(len(self.units)), [len(unit) for unit in self.units])
         with np.errstate(divide="ignore", invalid="ignore"):
-            self.pooled = np.array([sums[w].sum() / counts[w].sum() for w in where]) if where else np.empty(0)
+            self.pooled = (np.bincount(which, sums[members], len(self.units))
+                           / np.bincount(which, counts[members], len(self.units)))
         self.pooled[~(self.pooled > 0)] = math.nan
         fig.memo["lookup last"] = self
 
