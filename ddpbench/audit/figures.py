@@ -161,6 +161,27 @@ class Figures:
             self.memo["ok key set"] = frozenset(self.memo["ok keys"])
         return self.memo["ok keys"]
 
+    def position(self, key) -> int:
+        """``key``'s place among :meth:`ok_keys` (KeyError for a job that is not ok)."""
+        if "ok positions" not in self.memo:
+            self.memo["ok positions"] = {k: i for i, k in enumerate(self.ok_keys())}
+        return self.memo["ok positions"][key]
+
+    def baselines_of(self, positions) -> list:
+        """The baselines (:meth:`baselines`) of the ok jobs at ``positions``, each once, in the order
+        the jobs give them: found by each job's set of baselines (few in a folder), not job by job."""
+        if "baseline sets" not in self.memo:
+            sets = [self.baselines(k) for k in self.ok_keys()]
+            ids: dict = {}
+            self.memo["baseline sets"] = (np.array([ids.setdefault(b, len(ids)) for b in sets], dtype=np.int64),
+                                          list(ids))
+        which, sets = self.memo["baseline sets"]
+        ids = which[np.asarray(positions, dtype=np.int64)]
+        if not ids.size:
+            return []
+        unique, first = np.unique(ids, return_index=True)
+        return list(dict.fromkeys(b for i in unique[np.argsort(first)].tolist() for b in sets[i]))
+
     def is_ok(self, key) -> bool:
         """Whether ``key`` is an ok job's."""
         self.ok_keys()
@@ -169,7 +190,8 @@ class Figures:
     def settle(self) -> None:
         """Every figure is in the table: from now on :meth:`ok` is taken once."""
         self.memo["ok"] = self.jobs[self.jobs["status"] == "ok"]
-        self.memo.pop("ok keys", None)
+        for name in ("ok keys", "ok positions", "baseline sets"):
+            self.memo.pop(name, None)
 
     def ok_settings(self) -> dict:
         """The ok jobs' settings (:data:`FIELDS`) as text, one array a setting in the order of
@@ -273,6 +295,9 @@ def derive(source, price: dict | None = None) -> Figures:
             nosync_launch = ns_launch.to_dict()
     by_key_steps = dict(tuple(steps.groupby("key"))) if len(steps) else {}
     by_key_ranks = dict(tuple(ranks.groupby("key"))) if len(ranks) else {}
+    launches_of: dict = {}  # each job's (key, repeat) launches, in order
+    for kr in sorted(per_launch):
+        launches_of.setdefault(kr[0], []).append(kr)
     for key, r in rows.items():
         if key not in launch_ms:
             r["status"] = "failed" if r["status"] != "ok" else "empty"
@@ -293,8 +318,7 @@ def derive(source, price: dict | None = None) -> Figures:
         r["backward_compute_ms"] = math.nan  # set below, with the phases: backward less what waits on comm
         r["exposed_pct"] = 100 * r["exposed_ms"] / step
         # each launch's mean step less its own mean no_sync() step, for the launches that measured both
-        differences = [per_launch[kr] - nosync_launch[kr] for kr in sorted(per_launch)
-                       if kr[0] == key and kr in nosync_launch]
+        differences = [per_launch[kr] - nosync_launch[kr] for kr in launches_of.get(key, ()) if kr in nosync_launch]
         r["exposed_low"], r["exposed_high"] = mean_difference_interval(differences)
         mine = by_key_steps[key]
         measure = mine[mine["phase"] == "measure"]
