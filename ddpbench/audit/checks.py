@@ -126,7 +126,7 @@ def near_jobs(fig: Figures, key, fields: int = 1, fix: dict | None = None) -> li
         for name, value in fix.items():
             fixed = fixed[fixed[name].astype(str) == str(value)] if name in fixed else fixed.iloc[0:0]
         keys = list(dict.fromkeys([*keys, *run_twins(fig, key, fix), *fixed.index]))
-    bases = dict.fromkeys(b for k in keys if fig.is_ok(k) for b in fig.baselines(k))
+    bases = fig.baselines_of([fig.position(k) for k in keys if fig.is_ok(k)])
     return list(dict.fromkeys([*keys, *bases]))
 
 

@@ -43,11 +43,22 @@ def _caps(segment: str) -> set:
     return {float(c) for c in re.findall(r"(\d+(?:\.\d+)?)(?=,| and| MB)", segment)}
 
 
+def _at_caps(fig: Figures, caps: set) -> set:
+    """The jobs (ok or not) that ran one of ``caps``: found by one lookup a cap (made once a folder)."""
+    if "jobs by cap" not in fig.memo:
+        by_cap: dict = {}
+        for key, cap in zip(fig.jobs.index, fig.jobs["bucket_cap_mb"].astype(float)):
+            by_cap.setdefault(float(cap), set()).add(key)
+        fig.memo["jobs by cap"] = by_cap
+    return set().union(*(fig.memo["jobs by cap"].get(c, set()) for c in caps))
+
+
 def _faster_by_caps(fig: Figures, keys, before: str, after: str):
     """For each setting group holding both sets of caps: (subject's mean step, the other's)."""
     mine, theirs = _caps(before), _caps(after)
+    named = _at_caps(fig, mine | theirs)  # a sentence names a few caps of the many its jobs ran
     out = []
-    for group in _caps_groups(fig, keys):
+    for group in _caps_groups(fig, [k for k in keys if k in named]):
         a = [k for k in group if float(fig.rec(k)["bucket_cap_mb"]) in mine]
         b = [k for k in group if float(fig.rec(k)["bucket_cap_mb"]) in theirs]
         if a and b and not set(a) & set(b):
