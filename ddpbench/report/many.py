@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -86,10 +87,11 @@ def job_table(ctx: ReportContext, table: str, header: Sequence[Any], rows: Seque
     """:func:`~ddpbench.report.page.html_table` of ``rows``, exactly, at or below :data:`JOB_ROWS` rows.
     Past it the rows :func:`kept` keeps (by ``steps``, each row's mean step; None: the first), a note of
     how many ``what`` are left out, and every row in the CSV of :data:`CSV_FILES` ``[table]``, written
-    into ``ctx.out_dir``."""
-    if not many(len(rows)):
-        return html_table(header, rows, row_classes, numeric)
+    into ``ctx.out_dir`` (at or below it, such a CSV an earlier report wrote there is removed)."""
     name = CSV_FILES[table]
+    if not many(len(rows)):
+        (Path(ctx.out_dir) / name).unlink(missing_ok=True)  # an earlier report's, of a folder that held more jobs
+        return html_table(header, rows, row_classes, numeric)
     frame = pd.DataFrame([[cell_text(c) for c in row] for row in rows],
                          columns=[str(cell_text(h)) for h in header])
     replace_file(ctx.out_dir / name, csv_text(frame))

@@ -50,6 +50,7 @@ def _folded(ctx: ReportContext, findings: list) -> tuple[list, list[tuple[str, s
     :data:`~ddpbench.report.many.FINDINGS_SHOWN` of each kind in the diagnosis's order, and every finding
     written into the findings' CSV."""
     if not many(len(ctx.summary)):
+        (ctx.out_dir / CSV_FILES["findings"]).unlink(missing_ok=True)  # an earlier report's, of more jobs
         return findings, []
     listed: Counter[str] = Counter()
     shown = []

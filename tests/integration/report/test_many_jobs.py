@@ -81,3 +81,15 @@ def test_past_the_limit_tables_show_the_fastest_and_slowest_and_the_csv_holds_ev
     assert section_of(page, "Verdict") == section_of(whole, "Verdict")
     claim = report_claim(folder, out)  # the CSV files are the report's own: a rerun may replace them
     assert {"summary.csv", "compute.csv"} <= set(claim.writes)
+
+
+def test_a_report_of_fewer_jobs_leaves_no_csv_of_an_earlier_one(folder, tmp_path, monkeypatch, capsys):
+    """Rerun into the same folder below the limit: the tables' CSVs of the earlier report (past it) are gone,
+    none standing beside a page that no longer says they hold its rows."""
+    out = tmp_path / "out"
+    monkeypatch.setattr(many, "JOB_ROWS", 6)
+    _report(folder, out, capsys)
+    assert (out / "summary.csv").is_file()
+    monkeypatch.setattr(many, "JOB_ROWS", 10**9)
+    _report(folder, out, capsys)
+    assert not list(out.glob("*.csv"))
