@@ -10,7 +10,8 @@ import re
 import numpy as np
 
 from ddpbench.audit import parse
-from ddpbench.audit.figures import FIELDS, MEASURED_HOW, Figures
+from ddpbench.audit.figures import Figures
+from ddpbench.audit.pool import alike_but_cap
 from ddpbench.audit.problem import Claim, Problem
 
 _THAN = re.compile(rf"({parse.NUMBER}) ?% (faster|slower)(?:(?: per step)? than ([^,;(:]+))?")
@@ -21,21 +22,12 @@ _RANKS = re.compile(rf"({parse.NUMBER}) ?% (faster|slower) than the other ranks"
 _TREND = re.compile(rf"\b(rises|falls) from ({parse.NUMBER}) to ({parse.NUMBER})")
 
 
-def _alike_but_cap(fig: Figures, key) -> tuple:
-    """A job's every setting but the bucket cap (and how measured), as text; made once a job."""
-    if ("alike but cap", key) not in fig.memo:
-        r = fig.rec(key)
-        fig.memo[("alike but cap", key)] = tuple(str(r[c]) for c in FIELDS if c != "bucket_cap_mb"
-                                                 and c not in MEASURED_HOW)
-    return fig.memo[("alike but cap", key)]
-
-
 def _caps_groups(fig: Figures, keys) -> list[list]:
     """Jobs among ``keys`` (those above world size 1) alike in every setting but the bucket cap."""
     groups: dict = {}
     for k in keys:
         if fig.rec(k)["world_size"] > 1:
-            groups.setdefault(_alike_but_cap(fig, k), []).append(k)
+            groups.setdefault(alike_but_cap(fig, k), []).append(k)
     return list(groups.values())
 
 

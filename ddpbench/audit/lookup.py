@@ -181,20 +181,20 @@ def _launch_sums(fig: Figures) -> tuple[np.ndarray, np.ndarray]:
 
 
 class Pool:
-    """The figures a sentence about the ok jobs ``keys`` may quote (module doc), with ``extra`` entries of
-    its own (unit -> [Entry]); :meth:`near` and :meth:`nearest` find them by value."""
+    """The figures a sentence about the ok jobs ``keys`` may quote (module doc), and (:meth:`stating`) what
+    it says of what it states; :meth:`near` and :meth:`nearest` find them by value."""
 
-    def __init__(self, fig: Figures, keys, extra: dict | None = None):
+    def __init__(self, fig: Figures, keys):
         ok = fig.ok()
         last = fig.memo.get("lookup last")
         keys = tuple(dict.fromkeys(keys))
         if last is not None and last.asked == keys:  # the sentences of one finding ask of the same jobs
-            self.__dict__.update(last.__dict__, extra=extra or {}, stated=())
+            self.__dict__.update(last.__dict__, extra={}, stated=())
             return
         positions = fig.memo.get("lookup positions")
         if positions is None:
             positions = fig.memo["lookup positions"] = {k: i for i, k in enumerate(ok.index)}
-        self.fig, self.asked, self.extra, self.stated = fig, keys, extra or {}, ()
+        self.fig, self.asked, self.extra, self.stated = fig, keys, {}, ()
         self.keys = tuple(k for k in keys if k in positions)
         self.mine = np.array([positions[k] for k in self.keys], dtype=np.int64)
         self.rank = np.full(len(ok), -1, dtype=np.int64)  # each ok job's place among keys (-1: not among them)

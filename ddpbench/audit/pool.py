@@ -207,12 +207,19 @@ def pair_figures(fig: Figures, a, b, pool: dict) -> None:
         _add(pool, "ms", ra.get(c) - rb.get(c), f"{c} difference {a} - {b}")
 
 
+def alike_but_cap(fig: Figures, key) -> tuple:
+    """A job's every setting but the bucket cap (and how measured), as text; made once a job."""
+    if ("alike but cap", key) not in fig.memo:
+        r = fig.rec(key)
+        fig.memo[("alike but cap", key)] = tuple(str(r[c]) for c in FIELDS if c != "bucket_cap_mb"
+                                                 and c not in MEASURED_HOW)
+    return fig.memo[("alike but cap", key)]
+
+
 def signature(fig: Figures, key) -> tuple | None:
     """A job's setting but for the bucket cap, with the buckets it recorded; None where it recorded none."""
-    r = fig.rec(key)
-    if not isinstance(r.get("layout"), tuple):
-        return None
-    return tuple(str(r[c]) for c in FIELDS if c != "bucket_cap_mb" and c not in MEASURED_HOW), r["layout"]
+    layout = fig.rec(key).get("layout")
+    return (alike_but_cap(fig, key), layout) if isinstance(layout, tuple) else None
 
 
 def settings(fig: Figures, keys) -> list[tuple]:
