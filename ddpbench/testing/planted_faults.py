@@ -12,6 +12,9 @@ so a test can time the recovery from the fault itself.
 
 Several faults in one sweep: plug the class in under several strategy names and give each its own,
 ``PLANTED_FAULT="planted-kill=kill:1:5 planted-hang=hang:1:5"``; each then stamps ``FILE.STRATEGY``.
+
+:class:`SumInsteadOfMean` is a strategy with a planted aggregation bug: it sums the gradients instead
+of averaging them, so the equivalence check must catch it.
 """
 
 import ctypes
@@ -19,7 +22,10 @@ import os
 import signal
 import time
 
+import torch.distributed as dist
+
 from ddpbench.strategies.ddp import DDPStrategy
+from ddpbench.strategies.explicit import FlatAllReduce
 
 #: DDPBENCH_STRATEGIES's value that plugs it in as strategy "planted-fault"
 FAULTS = "planted-fault=ddpbench.testing.planted_faults:PlantedFault"
@@ -47,3 +53,11 @@ class PlantedFault(DDPStrategy):
             time.sleep(3600)
         elif kind == "gil":
             ctypes.PyDLL(None).sleep(3600)
+
+
+class SumInsteadOfMean(FlatAllReduce):
+    name = "planted-sum"
+
+    def after_backward(self) -> None:
+        for grad in self.grads():
+            dist.all_reduce(grad)  # no division by the world size

@@ -51,7 +51,7 @@ STRATEGIES = """
 def strategies_sweep(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("strategies")
     exp = write_experiment(tmp / "s.toml", STRATEGIES.replace("{exact}", str(EXACT).replace("'", '"')))
-    env = {**os.environ, "DDPBENCH_STRATEGIES": "planted-sum=ddpbench.testing.planted_strategy:SumInsteadOfMean"}
+    env = {**os.environ, "DDPBENCH_STRATEGIES": "planted-sum=ddpbench.testing.planted_faults:SumInsteadOfMean"}
     proc = run_cli("sweep", exp, "--out", tmp / "out", env=env, timeout=600)
     return proc, tmp / "out"
 
