@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -181,3 +182,28 @@ def parse_collectives(data: dict, source: str, default_name: str = "collectives"
             raise InputError(source, "world_sizes", f"{max(world_sizes)} ranks need as many CUDA devices, one per "
                              f"rank; {machine.cuda_devices} visible")
     return CollectivesExperiment(name, str(data.get("description", "")), source, float(timeout_s), specs)
+
+
+def bus_factor(op: str, world_size: int) -> float:
+    """nccl-tests' bus factor: busbw = algbw times this, for ``op`` among ``world_size`` ranks."""
+    n = world_size
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in ("all_gather", "reduce_scatter", "all_to_all"):
+        return (n - 1) / n
+    if op in ("broadcast", "reduce", "send_recv"):
+        return 1.0
+    raise ValueError(f"unknown op {op!r}")
+
+
+def bandwidths(op: str, size_bytes: int, time_s: float, world_size: int) -> tuple[float, float]:
+    """(algbw, busbw) in GB/s (10^9 bytes per second); NaN for both when ``time_s`` is not a
+    positive finite time (below the clock's resolution: no bandwidth can be told from it).
+
+    At world size 1 the bus factor of all_reduce, all_gather, reduce_scatter and all_to_all is
+    0 (no byte crosses a link), so their busbw is 0, as nccl-tests prints it."""
+    time_s = float(time_s)
+    if not (math.isfinite(time_s) and time_s > 0):
+        return math.nan, math.nan
+    algbw = size_bytes / time_s / 1e9
+    return algbw, algbw * bus_factor(op, world_size)

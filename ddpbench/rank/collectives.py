@@ -29,11 +29,10 @@ What :func:`ddpbench.rank.protocol.serve` runs in every rank of a collectives la
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
-from ddpbench.experiment.collectives import CollectiveSpec
+from ddpbench.experiment.collectives import CollectiveSpec, bandwidths
 from ddpbench.rank.devices import take_rank_device
 from ddpbench.rank.protocol import Job, Tracked, join_process_group, leave_process_group
 from ddpbench.rank.timing import clock_for
@@ -51,28 +50,6 @@ def placements(op: str) -> tuple[str, ...]:
     return ("in",) if op in ("all_reduce", "broadcast", "reduce") else ("out",)
 
 
-def bus_factor(op: str, world_size: int) -> float:
-    n = world_size
-    if op == "all_reduce":
-        return 2 * (n - 1) / n
-    if op in ("all_gather", "reduce_scatter", "all_to_all"):
-        return (n - 1) / n
-    if op in ("broadcast", "reduce", "send_recv"):
-        return 1.0
-    raise ValueError(f"unknown op {op!r}")
-
-
-def bandwidths(op: str, size_bytes: int, time_s: float, world_size: int) -> tuple[float, float]:
-    """(algbw, busbw) in GB/s (10^9 bytes per second); NaN for both when ``time_s`` is not a
-    positive finite time (below the clock's resolution: no bandwidth can be told from it).
-
-    At world size 1 the bus factor of all_reduce, all_gather, reduce_scatter and all_to_all is
-    0 (no byte crosses a link), so their busbw is 0, as nccl-tests prints it."""
-    time_s = float(time_s)
-    if not (math.isfinite(time_s) and time_s > 0):
-        return math.nan, math.nan
-    algbw = size_bytes / time_s / 1e9
-    return algbw, algbw * bus_factor(op, world_size)
 
 
 def element_count(op: str, size_bytes: int, world_size: int) -> int:

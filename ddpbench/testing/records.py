@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ddpbench.experiment.collectives import CollectiveSpec
+from ddpbench.experiment.collectives import CollectiveSpec, bandwidths
 from ddpbench.experiment.spec import spec_from_dict
-from ddpbench.rank.collectives import bandwidths, element_count, placements
+from ddpbench.rank.collectives import element_count, placements
 from ddpbench.results.schema import (
     COLLECTIVE_COLUMNS,
     RANK_FIGURES,

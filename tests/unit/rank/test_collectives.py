@@ -10,9 +10,9 @@ import torch
 import ddpbench.rank.collectives as collectives
 from ddpbench.analysis.models.collectives import predict_allreduce_us
 from ddpbench.errors import InputError
-from ddpbench.experiment.collectives import OPS, CollectiveSpec, parse_collectives, size_range
+from ddpbench.experiment.collectives import OPS, CollectiveSpec, bandwidths, bus_factor, parse_collectives, size_range
 from ddpbench.launch.processes import loopback_store
-from ddpbench.rank.collectives import CollectivesRank, bandwidths, bus_factor, check_wrong, element_count, placements
+from ddpbench.rank.collectives import CollectivesRank, check_wrong, element_count, placements
 from ddpbench.rank.protocol import Job
 from ddpbench.results.schema import COLLECTIVE_COLUMNS
 from ddpbench.results.store import ResultStore, rotate_previous
