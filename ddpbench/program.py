@@ -29,6 +29,7 @@ from ddpbench.cli import (
     report,
     run,
     sweep,
+    traces,
     tune,
     whatif,
 )
@@ -38,7 +39,8 @@ from ddpbench.commandline.unused import refuse_unused
 from ddpbench.errors import InputError
 
 #: the commands, in the order ``--help`` lists them
-COMMANDS = (sweep, run, tune, collectives, report, compare, ab, export_benchmark, history, env, models, whatif)
+COMMANDS = (sweep, run, tune, collectives, report, compare, ab, export_benchmark, history, traces, env, models,
+            whatif)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -155,3 +155,34 @@ def print_from(args, found, folder, cluster) -> None:
         words = cluster_words(job.iloc[0]) if len(job) else ""
         if words:  # this model gives every device the compute alone: what the budget says of that
             print(f"of the loss budget measured at world size {measured.measured_world_size}: {words}")
+
+
+def print_traces(jobs: list) -> None:
+    """``traces``' answer for each job of a trace folder: where its step went (median over steps and its
+    interval), what to change, and what the traces cannot tell."""
+    import math
+
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ddpbench.traces.answers import CONFIDENCE
+
+    console = table_console()
+    for job in jobs:
+        steps = job.steps["step"].nunique() if len(job.steps) else 0
+        out = Table(title=f"{job.name}: {len(job.ranks)} of {job.world_size} ranks, {steps} steps "
+                          f"({job.backend or 'backend not named'}, {job.device})")
+        for col in ("line", "ms per step", f"{100 * CONFIDENCE:.0f} % interval", "share"):
+            out.add_column(col, justify="left" if col == "line" else "right")
+        for _, r in job.budget.iterrows():
+            interval = "-" if not math.isfinite(r["low_ms"]) else f"{r['low_ms']:.2f} to {r['high_ms']:.2f}"
+            out.add_row(escape(r["label"]), num(r["median_ms"], ".2f"), interval, num(100 * r["share"], ".1f") + " %")
+        console.print(out)
+        for a in job.advice:
+            console.print(f"change: {a['label']}, {a['median_ms']:.2f} ms a step ({100 * a['share']:.1f} %): "
+                          f"{a['change']}", highlight=False, soft_wrap=True, markup=False)
+        if not job.advice and steps and math.isfinite(job.budget["low_ms"].iloc[0]):
+            console.print("nothing to change stands out past its threshold over its whole interval",
+                          highlight=False, markup=False)
+        for note in job.notes:
+            console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)

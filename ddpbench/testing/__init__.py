@@ -8,7 +8,8 @@ imports it (import-linter's layers in pyproject.toml).
 - :mod:`ddpbench.testing.experiments`: experiment files of the smallest real jobs (:data:`TINY`)
 - :mod:`ddpbench.testing.survivors`: the processes a sweep left behind (:func:`rank_processes`, :func:`marked`)
 - :mod:`ddpbench.testing.records`: results folders written through the record schema and the real store
-- :mod:`ddpbench.testing.planted_faults`, :mod:`ddpbench.testing.planted_strategy`: faults planted in real jobs
+- :mod:`ddpbench.testing.planted_faults`: faults planted in real jobs, and a strategy with a planted bug
+- :mod:`ddpbench.testing.traces`: trace folders of data-parallel jobs made from a committed GPU trace
 - :mod:`ddpbench.testing.sweeps`: real sweeps with a planted fault or traces, and what their folders must hold
 - :mod:`ddpbench.testing.tables`, :mod:`ddpbench.testing.comparing`: made-up tables and launches
 - :mod:`ddpbench.testing.budgets`: planted jobs whose every line of the loss budget is known

@@ -1,0 +1,42 @@
+"""``python -m ddpbench traces``: answer from the PyTorch profiler traces of any data-parallel job, one
+file per rank (docs/traces.md): where each step went, which rank the others waited for, the
+collectives and DDP's buckets as they ran, and what to change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddpbench.commandline.folders import add_folder_flags
+from ddpbench.results.folder import path_flag
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("traces", help="answer from a folder of per-rank profiler traces (any job, any launcher)",
+                       description="Read a folder of per-rank torch.profiler traces (.json or .json.gz) -- or a "
+                                   "ddpbench results folder's traces/ -- and write tables, figures and a page.")
+    p.add_argument("folder", type=path_flag("folder"), help="the folder of one job's per-rank trace files")
+    p.add_argument("--out", type=path_flag("--out"),
+                   help="where to write the report (default: reports/<folder>-traces/)")
+    p.add_argument("--workers", type=int, metavar="N", help="files parsed at once (default: one per CPU)")
+    p.add_argument("--ray", metavar="ADDRESS", help="parse on a Ray cluster at ADDRESS ('local': start one here); "
+                                                    "every node must see the files at the same paths")
+    add_folder_flags(p)
+    p.set_defaults(func=command)
+
+
+def command(args) -> int:
+    from ddpbench.commandline.exits import say_error
+    from ddpbench.report.traces_page import WRITES, write_trace_report
+    from ddpbench.results.writing import TRACES, Claim, holding, waited_for
+    from ddpbench.show.answers import print_traces
+    from ddpbench.traces.folder import read_folder
+
+    source = args.folder
+    out = args.out or Path("reports") / f"{source.resolve().name or 'root'}-traces"
+    jobs = read_folder(source, workers=args.workers, ray=args.ray)
+    print_traces(jobs)
+    claim = Claim(TRACES, "traces", run=str(source.resolve()), writes=WRITES)
+    with holding(out, claim, force=args.force, wait=args.wait, on_wait=waited_for(say_error, out)):
+        index = write_trace_report(jobs, source, out)
+    print(index)
+    return 0

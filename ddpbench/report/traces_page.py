@@ -1,0 +1,146 @@
+"""A trace folder's answers as files (:func:`write_trace_report`): the tables as CSV (:data:`CSV_FILES`),
+one figure per job and ``index.html``: per job, the answer (where the step went, what to change,
+how sure), the figure, each rank's device time, the collectives and the bucket layout DDP ran.
+
+Every name and number from the traces enters the page as text (autoescaped): a trace from anyone
+opens as an inert page.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+from markupsafe import Markup
+
+from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
+from ddpbench.report.plots.common import leaving_out
+from ddpbench.report.plots.traces import rank_breakdown
+from ddpbench.results.sanitize import csv_text
+from ddpbench.results.sidefiles import replace_file
+from ddpbench.traces.answers import CONFIDENCE, MIN_STEPS
+
+#: the tables beside the page, by the TraceJob attribute they hold
+CSV_FILES = {"budget": "budget.csv", "steps": "steps.csv", "ranks": "ranks.csv", "collectives": "collectives.csv",
+             "sizes": "collective_sizes.csv", "buckets": "buckets.csv"}
+FIGURE = "breakdown-{n}.png"
+#: every name the report writes in its folder (its claim's)
+WRITES = (INDEX_FILE, *CSV_FILES.values(), FIGURE.format(n="*"))
+#: the most rows a per-rank table shows on the page (every row is in its CSV)
+RANK_ROWS = 60
+
+
+def write_trace_report(jobs: list, source: Path, out_dir: Path) -> Path:
+    """Write the CSVs, figures and page for ``jobs`` (:class:`ddpbench.traces.folder.TraceJob`) read
+    from ``source`` into ``out_dir``; the page's path."""
+    out_dir = Path(out_dir)
+    for attr, name in CSV_FILES.items():
+        frames = [getattr(job, attr).assign(job=job.name) for job in jobs] if attr != "budget" else \
+            [job.budget.assign(job=job.name) for job in jobs]
+        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        replace_file(out_dir / name, csv_text(table))
+    sections = [_overview(jobs, source)]
+    with leaving_out() as left_out:
+        for n, job in enumerate(jobs, start=1):
+            picture = rank_breakdown(job.steps, out_dir / FIGURE.format(n=n), job.name)
+            sections += _job_sections(job, picture)
+    if left_out:
+        sections.append(left_out_section(left_out))
+    page = render_page(f"ddpbench traces: {source}", sections, out_dir)
+    return replace_file(out_dir / INDEX_FILE, page)
+
+
+def _overview(jobs: list, source: Path) -> Section:
+    return Section("Traces", html(
+        '<p class="what">Read from <code>{{ source }}</code>: {{ n }} job(s), {{ files }} trace file(s). Every table '
+        "is in a CSV beside this page ({{ csvs }}).</p>"
+        '<p class="note">How sure: a trace folder is one run. Each figure is the median over its steps of the '
+        "ranks' mean, with a distribution-free {{ level }} interval for that median (at least {{ min }} steps); it "
+        "says how steady this run's steps were, not how a rerun would differ. docs/traces.md defines every "
+        "line.</p>", source=str(source), n=len(jobs), files=sum(len(j.files) for j in jobs),
+        csvs=", ".join(CSV_FILES.values()), level=f"{100 * CONFIDENCE:.0f} %", min=MIN_STEPS))
+
+
+def _interval(row) -> Markup:
+    if not math.isfinite(row["low_ms"]):
+        return num(row["median_ms"], ".2f")
+    return html("{{ m }} [{{ lo }}, {{ hi }}]", m=f"{row['median_ms']:.2f}", lo=f"{row['low_ms']:.2f}",
+                hi=f"{row['high_ms']:.2f}")
+
+
+def _job_sections(job, picture) -> list[Section]:
+    steps = job.steps["step"].nunique() if len(job.steps) else 0
+    head = html('<p class="what"><strong>{{ name }}</strong>: {{ ranks }} of {{ world }} ranks traced, '
+                "{{ backend }} on {{ device }}, {{ steps }} steps each.</p>", name=job.name, ranks=len(job.ranks),
+                world=job.world_size, backend=job.backend or "an unnamed backend", device=job.device.upper(),
+                steps=steps)
+    if job.advice:
+        head += _advice_html(job.advice)
+    elif steps >= MIN_STEPS:
+        head += Markup('<p class="what">Nothing to change stands out: no line of the budget is past its threshold '
+                       "over its whole interval.</p>")
+    for note in job.notes:
+        head += html('<p class="note">{{ note }}.</p>', note=note[:1].upper() + note[1:])
+    clock = job.clock
+    if len(job.ranks) > 1 and clock.get("aligned"):
+        head += html('<p class="note">Clocks aligned from the collectives: the largest offset between ranks was '
+                     "{{ off }} µs, the residual skew {{ skew }} µs.</p>", off=f"{clock['largest_offset_us']:.1f}",
+                     skew=f"{clock['skew_us']:.1f}")
+    rows = [[r["label"], _interval(r), num(100 * r["share"], ".1f", " %")] for _, r in job.budget.iterrows()]
+    head += html_table(["line", "ms per step (median [95 % interval])", "share of the step"], rows, numeric=(1, 2))
+    sections = [Section(f"{job.name}: where each step went", head)]
+    if picture is not None:
+        sections.append(Section(f"{job.name}: by rank", Markup(""), images=(picture,)))
+    sections.append(Section(f"{job.name}: device time per rank", _ranks_html(job)))
+    sections.append(Section(f"{job.name}: collectives", _collectives_html(job)))
+    return sections
+
+
+def _advice_html(advice: list) -> Markup:
+    items = [html("<li><strong>{{ label }}</strong>: {{ ms }} ms a step ({{ share }} of it; {{ level }} interval "
+                  "{{ lo }} to {{ hi }} ms). {{ change }}.</li>", label=a["label"], ms=f"{a['median_ms']:.2f}",
+                  share=f"{100 * a['share']:.1f} %", level=f"{100 * CONFIDENCE:.0f} %", lo=f"{a['low_ms']:.2f}",
+                  hi=f"{a['high_ms']:.2f}", change=a["change"][:1].upper() + a["change"][1:]) for a in advice]
+    return Markup('<p class="what">What to change, largest first:</p><ol>') + Markup("").join(items) + Markup("</ol>")
+
+
+def _ranks_html(job) -> Markup:
+    table = job.ranks.sort_values("rank")
+    more = len(table) - RANK_ROWS
+    shown = table.head(RANK_ROWS)
+    rows = []
+    for _, r in shown.iterrows():
+        span = r["span_us"]
+        rows.append([int(r["rank"]), num(100 * r["compute_us"] / span, ".2f", " %"),
+                     num(100 * r["non_compute_us"] / span, ".2f", " %"), num(100 * r["idle_us"] / span, ".2f", " %"),
+                     num(100 * r["overlap_us"] / r["comm_us"] if r["comm_us"] else math.nan, ".2f", " %"),
+                     num(r["clock_offset_us"], ".1f"), num(r["clock_skew_us"], ".1f")])
+    text = html('<p class="note">As Holistic Trace Analysis defines them (docs/traces.md): of the span from the '
+                "first to the last GPU work launched before the last step began, the time compute kernels ran, the "
+                "time only other work ran, the time none ran; and the share of communication time that compute "
+                "overlapped."
+                "{% if more > 0 %} The first {{ shown }} ranks; ranks.csv holds all {{ total }}.{% endif %}</p>",
+                more=more, shown=RANK_ROWS, total=len(table))
+    return text + html_table(["rank", "compute", "non-compute", "idle", "comm overlapped", "clock offset (µs)",
+                              "skew (µs)"], rows, numeric=range(1, 7))
+
+
+def _collectives_html(job) -> Markup:
+    if job.sizes.empty:
+        return Markup('<p class="note">No collective in these traces.</p>')
+    rows = [[r["op"], num(r["bytes"] / 2**20, ".2f"), r["dtype"], r["group"], int(r["group_size"]), int(r["count"]),
+             num(r["time_us"], ".1f"), num(r["algbw_gbps"], ".2f"), num(r["busbw_gbps"], ".2f")]
+            for _, r in job.sizes.iterrows()]
+    text = html('<p class="note">Each collective as it ran: its time is the median over its runs of the shortest '
+                "rank's (the rank that arrived last waited least); algbw and busbw as nccl-tests defines them "
+                "(GB/s).</p>")
+    text += html_table(["op", "MB", "dtype", "group", "ranks", "runs", "time (µs)", "algbw", "busbw"], rows,
+                       numeric=(1, 4, 5, 6, 7, 8))
+    if not job.buckets.empty:
+        layouts = job.buckets["mb"].map(tuple).value_counts()
+        text += html('<p class="what">The all-reduces of a step on rank {{ rank }} (DDP\'s buckets as they ran), '
+                     "in MB: {% for layout, n in layouts %}<br>{{ n }} step(s): {{ layout }}{% endfor %}</p>",
+                     rank=int(job.collectives["rank"].min()),
+                     layouts=[(", ".join(f"{v:g}" for v in layout), n) for layout, n in layouts.items()])
+    return text

@@ -1,0 +1,215 @@
+"""Trace folders of data-parallel jobs made from a committed single-GPU trace: what the trace reader
+(:mod:`ddpbench.traces`) is tested and benchmarked on beside Holistic Trace Analysis.
+
+:func:`write_job` takes one rank's real trace (an H100 step of a committed example), and for every
+rank writes a copy in which:
+
+* ``distributedInfo`` says the rank and world size (NCCL, one default group);
+* every step gains DDP's gradient all-reduces: ``buckets`` NCCL kernels on a stream of their own,
+  launched by the step's host thread, the first ones under the step's backward compute and the
+  last one after it (exposed), each with the args recent PyTorch gives an NCCL kernel (collective
+  name, element count, dtype, group);
+* its times are jittered (each kernel's duration by a seeded factor) and, for a rank on another
+  host (``ranks_per_host``), moved by that host's clock offset;
+* a ``straggler`` rank's compute in every step runs ``slow`` times longer.
+
+Every copy is written as two gzip members, a small header and a body shared by the ranks of one
+variant (``variants`` bodies in all), so a thousand ranks of a large trace take seconds to write.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import random
+from pathlib import Path
+
+from ddpbench.testing.cli import ROOT
+
+#: the committed H100 trace the copies are made from (a ResNet-ish step of the frameworks example)
+SOURCE = ROOT / "reports/examples/gpu-trace-frameworks-h100/traces/59e9a46ee1e3-r0.rank0.json.gz"
+NCCL_STREAM = 99
+
+
+def _load(source: Path) -> dict:
+    with gzip.open(source, "rt") as f:
+        return json.load(f)
+
+
+def _steps(events: list) -> list:
+    return sorted((e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")
+                   and e.get("cat") != "gpu_user_annotation"), key=lambda e: e["ts"])
+
+
+def _grown(trace: dict, repeat: int) -> list:
+    """The trace's events, its steps repeated ``repeat`` times one after another."""
+    events = [e for e in trace["traceEvents"] if e.get("ph") != "M"]
+    steps = _steps(events)
+    span = steps[-1]["ts"] + steps[-1]["dur"] - steps[0]["ts"] + 1000.0
+    out = list(events)
+    for k in range(1, repeat):
+        for e in events:
+            c = copy.deepcopy(e)
+            c["ts"] = e["ts"] + k * span
+            args = c.get("args")
+            if isinstance(args, dict):
+                for key in ("correlation", "External id"):
+                    if isinstance(args.get(key), int):
+                        args[key] += k * 10_000_000
+            if str(c.get("name", "")).startswith("ProfilerStep#"):
+                c["name"] = f"ProfilerStep#{int(c['name'].split('#')[1]) + k * len(steps)}"
+            if "id" in c and isinstance(c["id"], int):
+                c["id"] += k * 10_000_000
+            out.append(c)
+    return out
+
+
+def _with_collectives(events: list, world_size: int, buckets: int, bucket_mb: float, seed: int, variant: int,
+                      slow: float, straggle: float) -> list:
+    """Every step's all-reduces added. A slow rank's step runs ``slow`` times longer (its GPU work
+    dilated from the step's first kernel); each all-reduce starts on a rank when that rank is ready
+    and ends on every rank at once, when the slowest (``straggle``) is ready and the transfer is done."""
+    jitter = random.Random(seed * 1000 + variant)
+    common = random.Random(seed)  # what every rank agrees on: the transfers' times
+    steps = _steps(events)
+    launches = {(e.get("args") or {}).get("correlation"): e for e in events
+                if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+
+    def launched(e):
+        return launches.get((e.get("args") or {}).get("correlation"), {}).get("ts", -1)
+
+    out = list(events)
+    corr = 50_000_000
+    for n, step in enumerate(steps):
+        begin, end = step["ts"], step["ts"] + step["dur"]
+        mine = [i for i, e in enumerate(out) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+                and begin <= launched(e) < end]
+        if not mine:
+            continue
+        first = min(out[i]["ts"] for i in mine)
+        last = max(out[i]["ts"] + out[i]["dur"] for i in mine)
+        for i in mine:
+            e = out[i]
+            factor = jitter.uniform(0.98, 1.02) * slow
+            out[i] = dict(e, ts=first + (e["ts"] - first) * slow, dur=e["dur"] * factor)
+        for b in range(buckets):
+            corr += 1
+            ready = first + (last - first) * (0.55 + 0.45 * (b + 1) / buckets)
+            transfer = 900.0 * bucket_mb / 25 * common.uniform(0.95, 1.05)
+            ends = first + (ready - first) * straggle + transfer
+            at = first + (ready - first) * slow
+            nelems = int(bucket_mb * 2**20 / 4)
+            host = begin + (end - begin) * (0.3 + 0.5 * b / buckets)
+            out.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": step["pid"],
+                        "tid": step["tid"], "ts": host, "dur": 4.0,
+                        "args": {"External id": corr, "correlation": corr}})
+            out.append({"ph": "X", "cat": "kernel",
+                        "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                        "pid": 0, "tid": NCCL_STREAM, "ts": at, "dur": ends - at,
+                        "args": {"External id": corr, "device": 0, "stream": NCCL_STREAM, "correlation": corr,
+                                 "Collective name": "allreduce", "In msg nelems": nelems, "Out msg nelems": nelems,
+                                 "Group size": world_size, "dtype": "Float", "Process Group Name": "0",
+                                 "Process Group Description": "default_pg", "Seq": n * buckets + b}})
+    return out
+
+
+def _header(trace: dict, rank: int, world_size: int, offset_us: float) -> str:
+    head = {"schemaVersion": trace.get("schemaVersion", 1), "deviceProperties": trace.get("deviceProperties", []),
+            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world_size, "pg_count": 1,
+                                "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl",
+                                               "pg_size": world_size, "ranks": list(range(world_size))}]},
+            "baseTimeNanoseconds": int(trace.get("baseTimeNanoseconds", 0) + offset_us * 1000)}
+    return json.dumps(head)[:-1] + ', "traceEvents": [\n'
+
+
+def write_job(out: Path, world_size: int, ranks=None, variants: int = 4, repeat: int = 1, buckets: int = 4,
+              bucket_mb: float = 25.0, straggler: int | None = None, slow: float = 1.15, ranks_per_host: int = 8,
+              host_offset_us: float = 1300.0, seed: int = 0, source: Path = SOURCE) -> list[Path]:
+    """Write one job's per-rank traces into ``out`` (module docstring); the files written."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    trace = _load(source)
+    grown = _grown(trace, repeat)
+    bodies = {}
+
+    def body(variant: int, is_slow: bool) -> bytes:
+        key = (variant, is_slow)
+        if key not in bodies:
+            events = _with_collectives(copy.deepcopy(grown), world_size, buckets, bucket_mb, seed, variant,
+                                       slow if is_slow else 1.0, slow if straggler is not None else 1.0)
+            text = ",\n".join(json.dumps(e) for e in events) + "\n]}\n"
+            bodies[key] = gzip.compress(text.encode(), compresslevel=1)
+        return bodies[key]
+
+    written = []
+    for rank in (range(world_size) if ranks is None else ranks):
+        path = out / f"rank{rank}.{1790000000 + rank}.pt.trace.json.gz"
+        offset = (rank // ranks_per_host) * host_offset_us
+        with open(path, "wb") as f:
+            f.write(gzip.compress(_header(trace, rank, world_size, offset).encode()))
+            f.write(body(rank % variants, rank == straggler))
+        written.append(path)
+    return written
+
+
+def tiny_trace(rank: int = 0, world_size: int = 2, steps: int = 8, step_us: float = 1000.0, late_us: float = 0.0,
+               clock_ns: int = 1_790_000_000_000_000_000, name: str = "aten::mm") -> dict:
+    """One rank's small trace, every figure known: each step of ``step_us`` (its ProfilerStep range from
+    ``k * step_us``) holds a data-loader range over its first 10 %, a compute kernel from 10 % to 60 %
+    (plus ``late_us``), a second one from 70 % to 80 % (``late_us`` later) and an all-reduce kernel
+    (4 MiB of floats) from 50 % to 90 %, each launched by its own host call inside the step, and a cudaStreamSynchronize
+    from 90 % to 95 %. So per step: compute 60 % (+ late), communication 40 %, of it hidden 20 %
+    (+ late, up to 30 %), idle 20 % (10 % the data loader's, 5 % the sync's), and a late rank's compute
+    ends ``late_us`` after the others'."""
+    events, corr = [], 0
+    base = 1_000_000.0
+
+    def launch(at: float, kernel: dict) -> None:
+        nonlocal corr
+        corr += 1
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": at,
+                       "dur": 2.0, "args": {"correlation": corr, "External id": corr}})
+        kernel["args"] = {**kernel.get("args", {}), "correlation": corr, "External id": corr,
+                          "stream": kernel["tid"], "device": 0}
+        events.append(kernel)
+
+    for k in range(steps):
+        t0 = base + k * step_us
+        s = step_us
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k + 1}", "pid": 1, "tid": 1,
+                       "ts": t0, "dur": s})
+        events.append({"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#_DataLoaderIter.__next__",
+                       "pid": 1, "tid": 1, "ts": t0, "dur": 0.1 * s})
+        events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": t0 + 0.1 * s,
+                       "dur": 0.05 * s, "args": {"Input Dims": [[4, 4]]}})
+        launch(t0 + 0.1 * s, {"ph": "X", "cat": "kernel", "name": "sm90_gemm", "pid": 0, "tid": 7,
+                              "ts": t0 + 0.1 * s, "dur": 0.5 * s + late_us})
+        launch(t0 + 0.2 * s, {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                              "pid": 0, "tid": 20, "ts": t0 + 0.5 * s, "dur": 0.4 * s,
+                              "args": {"Collective name": "allreduce", "In msg nelems": 2**20,
+                                       "Out msg nelems": 2**20, "dtype": "Float", "Group size": world_size,
+                                       "Process Group Name": "0"}})
+        launch(t0 + 0.3 * s, {"ph": "X", "cat": "kernel", "name": "elementwise_kernel", "pid": 0, "tid": 7,
+                              "ts": t0 + 0.7 * s + late_us, "dur": 0.1 * s})
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1,
+                       "ts": t0 + 0.9 * s, "dur": 0.05 * s, "args": {"correlation": 10_000 + k}})
+    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world_size},
+            "baseTimeNanoseconds": clock_ns, "traceEvents": events, "traceName": f"rank{rank}"}
+
+
+def write_trace(path: Path, trace: dict, layout: str = "kineto") -> Path:
+    """``trace`` as a file: gzip'd where ``path`` ends .gz; ``layout`` kineto (one event a line, keys
+    spaced as PyTorch writes them), compact (no spaces) or indented (json.dumps' indent=2)."""
+    path = Path(path)
+    if layout == "compact":
+        text = json.dumps(trace, separators=(",", ":"))
+    elif layout == "indented":
+        text = json.dumps(trace, indent=2)
+    else:
+        head = {k: v for k, v in trace.items() if k != "traceEvents"}
+        text = json.dumps(head)[:-1] + ', "traceEvents": [\n' + ",\n".join(
+            json.dumps(e) for e in trace["traceEvents"]) + "\n]}\n"
+    data = text.encode()
+    path.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
+    return path

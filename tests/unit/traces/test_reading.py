@@ -1,0 +1,105 @@
+"""A trace read into its tables: every figure of a trace whose every figure is known
+(ddpbench.testing.traces.tiny_trace), in every layout, and the ranks together."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ddpbench.testing.traces import tiny_trace, write_trace
+from ddpbench.traces import events
+from ddpbench.traces.columns import PARTS
+from ddpbench.traces.folder import read_folder
+
+CLOCK = 1_790_000_000_000_000_000
+
+
+def _job(tmp_path, traces, layout="kineto", suffix=".json.gz"):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    for rank, trace in enumerate(traces):
+        write_trace(tmp_path / f"rank{rank}{suffix}", trace, layout)
+    (job,) = read_folder(tmp_path, workers=1)
+    return job
+
+
+def test_a_step_is_split_as_the_trace_says(tmp_path):
+    job = _job(tmp_path, [tiny_trace(0, 1, steps=8)])
+    steps = job.steps
+    assert len(steps) == 8
+    expected = {"step_ms": 1.0, "compute_ms": 0.6, "comm_ms": 0.4, "hidden_ms": 0.2, "exposed_ms": 0.2,
+                "memory_ms": 0.0, "idle_ms": 0.2, "idle_data_ms": 0.1, "idle_sync_ms": 0.05, "idle_cpu_ms": 0.0,
+                "idle_other_ms": 0.05, "collectives": 1}
+    for column, value in expected.items():
+        assert steps[column].to_numpy() == pytest.approx(value, abs=1e-9), column
+    assert steps[list(PARTS)].sum(axis=1).to_numpy() == pytest.approx(steps["step_ms"].to_numpy())
+
+
+@pytest.mark.parametrize("layout,suffix", [("kineto", ".json"), ("compact", ".json.gz"), ("indented", ".json")])
+def test_every_layout_reads_alike(tmp_path, layout, suffix):
+    reference = _job(tmp_path / "ref", [tiny_trace(0, 2), tiny_trace(1, 2, late_us=30.0)])
+    other = _job(tmp_path / layout, [tiny_trace(0, 2), tiny_trace(1, 2, late_us=30.0)], layout, suffix)
+    pd.testing.assert_frame_equal(reference.steps, other.steps)
+    pd.testing.assert_frame_equal(reference.sizes, other.sizes)
+
+
+def test_a_chunk_ending_anywhere_reads_alike(tmp_path, monkeypatch):
+    trace = tiny_trace(0, 1, steps=7)
+    whole = _job(tmp_path / "whole", [trace])
+    for chunk in (61, 97, 1000):
+        monkeypatch.setattr(events, "CHUNK", chunk)
+        cut = _job(tmp_path / f"cut{chunk}", [trace])
+        pd.testing.assert_frame_equal(whole.steps, cut.steps)
+        pd.testing.assert_frame_equal(whole.collectives, cut.collectives)
+
+
+def test_the_layout_read_without_decoding_keeps_what_decoding_keeps(tmp_path, monkeypatch):
+    """The fast path reads PyTorch's own layout; the slow one decodes every event: the same columns."""
+    from ddpbench.testing.traces import SOURCE
+
+    fast = events.read_events(SOURCE)
+    monkeypatch.setattr(events._Keeper, "text", lambda *args: False)
+    slow = events.read_events(SOURCE)
+
+    def host(r):
+        columns = [np.asarray(getattr(r, f)) for f in ("host_start", "host_end", "host_tid", "host_what")]
+        order = np.lexsort(columns[::-1])
+        return [c[order] for c in columns]
+
+    for name in ("step_start", "step_end", "gpu_start", "gpu_end", "gpu_kind", "gpu_corr", "launch_corr"):
+        assert np.array_equal(np.asarray(getattr(fast, name)), np.asarray(getattr(slow, name))), name
+    assert all(np.array_equal(a, b) for a, b in zip(host(fast), host(slow)))
+    assert fast.events == slow.events == 30963
+
+
+def test_the_rank_the_others_wait_for_and_the_clocks(tmp_path):
+    late, offset_us = 60.0, 5000.0
+    job = _job(tmp_path, [tiny_trace(0, 2), tiny_trace(1, 2, late_us=late, clock_ns=CLOCK + int(offset_us * 1000))])
+    assert job.straggler == {"rank": 1, "last": 8, "steps": 8}
+    waits = job.steps.groupby("rank")["wait_ms"].median()
+    assert waits[0] == pytest.approx(late / 1e3) and waits[1] == 0.0
+    offsets = job.ranks.set_index("rank")["clock_offset_us"]
+    assert offsets[1] == pytest.approx(offset_us) and job.clock["skew_us"] == pytest.approx(0.0)
+    assert [a["line"] for a in job.advice][:1] == ["transfer_ms"]
+
+
+def test_the_collectives_as_nccl_tests_counts_them(tmp_path):
+    job = _job(tmp_path, [tiny_trace(r, 4) for r in range(4)])
+    (row,) = job.sizes.to_dict("records")
+    assert (row["op"], row["bytes"], row["dtype"], row["group_size"], row["count"]) == ("all_reduce", 4 * 2**20,
+                                                                                        "Float", 4, 8)
+    algbw = 4 * 2**20 / 400e-6 / 1e9
+    assert row["algbw_gbps"] == pytest.approx(algbw) and row["busbw_gbps"] == pytest.approx(algbw * 2 * 3 / 4)
+    assert job.buckets["buckets"].tolist() == [1] * 8 and job.buckets["mb"].iloc[0] == [4.0]
+
+
+def test_some_ranks_only_are_a_sample_and_say_so(tmp_path):
+    job = _job(tmp_path, [tiny_trace(0, 8), tiny_trace(3, 8)])
+    assert job.sampled and any("2 of 8 ranks" in note for note in job.notes)
+
+
+def test_too_few_steps_give_no_interval_and_no_advice(tmp_path):
+    job = _job(tmp_path, [tiny_trace(0, 1, steps=5)])
+    assert job.advice == [] and job.budget["low_ms"].isna().all()
+    assert any("too few for an interval" in note for note in job.notes)
+    assert not math.isnan(job.budget.set_index("line").loc["step_ms", "median_ms"])
