@@ -213,3 +213,53 @@ def write_trace(path: Path, trace: dict, layout: str = "kineto") -> Path:
     data = text.encode()
     path.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
     return path
+
+
+#: Holistic Trace Analysis's reading of a folder, in a process of its own: per rank, the temporal
+#: breakdown, and the communication-computation overlap where every rank communicated. HTA 0.5.0 fails
+#: under pandas 3 on a trace whose correlation ids fit an int16 column (the row indices it then writes
+#: there do not): the column is widened first, which changes none of HTA's figures
+HTA_SCRIPT = """
+import json, sys
+import hta.common.trace as trace
+from hta.trace_analysis import TraceAnalysis
+
+read = trace.transform_correlation_to_index
+
+
+def widened(df, symbols):
+    if "correlation" in df.columns:
+        df["correlation"] = df["correlation"].astype("int64")
+    return read(df, symbols)
+
+
+trace.transform_correlation_to_index = widened
+analysis = TraceAnalysis(trace_dir=sys.argv[1])
+breakdown = analysis.get_temporal_breakdown(visualize=False)
+out = {"breakdown": breakdown.to_dict("list")}
+if sys.argv[2] == "overlap":
+    out["overlap"] = analysis.get_comm_comp_overlap(visualize=False).to_dict("list")
+print("HTA-JSON " + json.dumps(out))
+"""
+
+
+def hta_reading(folder: Path, overlap: bool = True, timeout: float = 3600) -> dict:
+    """HTA's per-rank shares (in %) of ``folder``: ``compute``, ``non-compute``, ``idle`` (of its
+    kernel time) and ``overlap``, as DataFrame columns by rank; run by :data:`HTA_SCRIPT`."""
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    done = subprocess.run([sys.executable, "-c", HTA_SCRIPT, str(folder), "overlap" if overlap else "-"],
+                          capture_output=True, text=True, timeout=timeout, check=True)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("HTA-JSON "))
+    found = json.loads(line[len("HTA-JSON "):])
+    b = pd.DataFrame(found["breakdown"]).set_index("rank")
+    kernel = b["kernel_time(us)"]
+    table = pd.DataFrame({"compute": 100 * b["compute_time(us)"] / kernel,
+                          "non-compute": 100 * b["non_compute_time(us)"] / kernel,
+                          "idle": 100 * b["idle_time(us)"] / kernel})
+    if "overlap" in found:
+        table["overlap"] = pd.DataFrame(found["overlap"]).set_index("rank")["comp_comm_overlap_pctg"]
+    return table
