@@ -121,10 +121,16 @@ class Timed:
 def timed(argv: list[str], root: Path, limit: float, max_mb: float, cwd: Path) -> Timed:
     """One ``python -m ddpbench`` process (module doc): its wall time and peak RSS, or where it was stopped."""
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONPATH": str(root)}
+    return watched([sys.executable, "-m", "ddpbench", *argv], env, limit, max_mb, cwd)
+
+
+def watched(cmd: list[str], env: dict, limit: float, max_mb: float, cwd: Path, ok=(0, 1)) -> Timed:
+    """One process ``cmd`` and the processes it starts: wall time and peak RSS (summed over them, sampled
+    every 0.2 s), or where it was stopped, its whole process group with it. Exit codes ``ok`` are still
+    timed (``report --check``'s 1: problems found)."""
     start = time.monotonic()
     with open(cwd / "stderr.txt", "w+b") as err:  # a file, not a pipe: a long step's lines would fill a pipe
-        proc = subprocess.Popen([sys.executable, "-m", "ddpbench", *argv], cwd=cwd, env=env,
-                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         watched, reached = psutil.Process(proc.pid), 0.0
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -146,11 +152,11 @@ def timed(argv: list[str], root: Path, limit: float, max_mb: float, cwd: Path) -
         wall = time.monotonic() - start
         proc.returncode = code = os.waitstatus_to_exitcode(status)
         peak = max(reached, usage.ru_maxrss / 1024)  # the step's and the processes it waited for
-        if code not in (0, 1):  # 1: report --check found problems: still timed
+        if code not in ok:
             err.seek(0)
             tail = err.read().decode(errors="replace").strip().splitlines()[-1:]
             return Timed(wall, peak, f"exit {code}: {' '.join(tail)[:120]}")
-    return Timed(wall, peak, "ok" if code == 0 else "exit 1")
+    return Timed(wall, peak, "ok" if code == 0 else f"exit {code}")
 
 
 def run_steps(folder: Path, other: Path, steps, root: Path, args, tmp: Path) -> dict:

@@ -284,11 +284,18 @@ _STRING = r'([^"\\]*(?:\\.[^"\\]*)*)'
 #: thread, start and duration
 _OPERATOR = re.compile(r'"ph": "X", "cat": "cpu_op", "name": "' + _STRING + r'", "pid": [^,]*, '
                        r'"tid": ([^,]*),\s*"ts": ([^,}\s]*), "dur": ([^,}\s]*)')
+#: a launch (or other host call of the CUDA runtime or driver): its name, thread, times and args
+_LAUNCH = re.compile(r'"ph": "X", "cat": "cuda_(?:runtime|driver)", "name": "' + _STRING + r'", "pid": [^,]*, '
+                     r'"tid": ([^,]*),\s*"ts": ([^,}\s]*), "dur": ([^,}\s]*),\s*"args": \{([^{}]*)\}')
+#: GPU work: its category, name, times and args (a kernel's hold lists, never an object)
+_GPU = re.compile(r'"ph": "X", "cat": "(kernel|gpu_memcpy|gpu_memset)", "name": "' + _STRING + r'", "pid": [^,]*, '
+                  r'"tid": [^,]*,\s*"ts": ([^,}\s]*), "dur": ([^,}\s]*),\s*"args": \{([^{}]*)\}')
 #: any other complete event's category and name; and the operator whose args name a collective's size
-_OTHER = re.compile(r'"ph": "X", "cat": "(?:(?!cpu_op")([^"\\]*)", "name": "' + _STRING + r'"|cpu_op", "name": "('
-                    + re.escape(kinds.PARAM_COMMS) + ')")')
-#: the categories whose events the keeper needs whole (their args)
-_WHOLE = frozenset((*kinds.GPU_CATEGORIES, "cuda_runtime", "cuda_driver"))
+_OTHER = re.compile(r'"ph": "X", "cat": "(?:(?!cpu_op"|cuda_runtime"|cuda_driver"|kernel"|gpu_memcpy"|gpu_memset")'
+                    r'([^"\\]*)"(?:, "name": "' + _STRING + r'")?|cpu_op", "name": "(' + re.escape(kinds.PARAM_COMMS)
+                    + ')")')
+_CORRELATION = re.compile(r'"correlation": (-?\d+)')
+_STREAM = re.compile(r'"stream": (-?\d+)')
 #: the names of host ranges the keeper reads (the others are operators, or dropped)
 _NAMED = (kinds.STEP_PREFIX, kinds.DATA_PREFIX, *kinds.HOST_COMM_PREFIXES, kinds.OPTIMIZER_PREFIX, "ddpbench:")
 
@@ -303,6 +310,7 @@ class _Keeper:
 
     def __init__(self, out: RankEvents):
         self.out = out
+        self.kinds: dict = {}  # (name, category) -> kind: a trace runs few distinct kernels many times
         self.host = (out.host_start.append, out.host_end.append, out.host_tid.append, out.host_what.append)
 
     def _host(self, e: dict, what: int, name: str | None = None) -> None:
@@ -363,21 +371,40 @@ class _Keeper:
 
     def text(self, buf: str, start: int, end: int, decoder) -> bool:
         span = buf[start:end]
+        complete = span.count('"ph": "X"')
         if span.count('"ph"') != span.count('"ph": "'):
             return False
         operators = _OPERATOR.findall(span)
+        launches = _LAUNCH.findall(span)
+        gpu = _GPU.findall(span)
         others = list(_OTHER.finditer(span))
         params = sum(1 for m in others if m[3])
-        if len(operators) + len(others) - params != span.count('"ph": "X"'):
+        if len(operators) + len(launches) + len(gpu) + len(others) - params != complete:
             return False
         try:
             starts = np.array([o[2] for o in operators], dtype=float)
             ends = starts + np.array([o[3] for o in operators], dtype=float)
         except ValueError:
             return False
+        self._operators(operators, starts, ends)
+        self._launches(launches)
+        self._work(gpu)
+        out, kept = self.out, 0
+        for m in others:
+            cat, name = m[1], m[2]
+            if m[3]:  # the collective's metadata operator: its args only (its range is among the operators)
+                self._params(decoder.raw_decode(span, span.rfind("{", 0, m.start()))[0], None)
+            elif name is None or (cat != "gpu_user_annotation" and name.startswith(_NAMED)):
+                # a range the keeper reads, or an event whose keys come in another order: decoded whole
+                self(decoder.raw_decode(span, span.rfind("{", 0, m.start()))[0])
+            else:
+                kept += 1
+        out.events += kept + len(operators) + len(launches) + len(gpu) + span.count('"ph": "') - complete
+        return True
+
+    def _operators(self, operators: list, starts, ends) -> None:
         out = self.out
-        names = [o[0] for o in operators]
-        autograd = [i for i, n in enumerate(names) if n.startswith(kinds.AUTOGRAD_PREFIX)]
+        autograd = [i for i, o in enumerate(operators) if o[0].startswith(kinds.AUTOGRAD_PREFIX)]
         tids = [_int(o[1]) for o in operators]
         out.host_start.extend(starts)
         out.host_end.extend(ends)
@@ -387,18 +414,42 @@ class _Keeper:
         out.host_end.extend(ends[autograd])
         out.host_tid.extend([tids[i] for i in autograd])
         out.host_what.extend([4] * len(autograd))
-        kept = 0
-        for m in others:
-            cat, name = m[1], m[2]
-            if m[3]:  # the collective's metadata operator: its args only (its range is among the operators)
-                self._params(decoder.raw_decode(span, span.rfind("{", 0, m.start()))[0], None)
+
+    def _launches(self, launches: list) -> None:
+        out = self.out
+        for name, tid, ts, dur, args in launches:
+            found = _CORRELATION.search(args)
+            if found:
+                out.launch_corr.append(int(found[1]))
+                out.launch_start.append(float(ts))
+            if name in kinds.SYNC_CALLS:
+                self.host[0](float(ts))
+                self.host[1](float(ts) + float(dur or 0.0))
+                self.host[2](_int(tid))
+                self.host[3](1)
+
+    def _work(self, gpu: list) -> None:
+        out, kind_of = self.out, self.kinds
+        for cat, name, ts, dur, args in gpu:
+            stream = _STREAM.search(args)
+            if not stream:
                 continue
-            kept += 1
-            if cat in _WHOLE or (cat != "gpu_user_annotation" and name.startswith(_NAMED)):
-                self(decoder.raw_decode(span, span.rfind("{", 0, m.start()))[0])
-                kept -= 1
-        out.events += kept + len(operators) + span.count('"ph": "') - span.count('"ph": "X"')
-        return True
+            if "\\" in name:
+                name = json.loads(f'"{name}"')
+            kind = kind_of.get((name, cat))
+            if kind is None:
+                kind = kind_of[(name, cat)] = kinds.gpu_kind(name, cat)
+            start = float(ts)
+            if kind == kinds.COMM:
+                whole = json.loads("{" + args + "}")
+                out.comm.append([len(out.gpu_start), *_meta(whole, kinds.kernel_collective(name))])
+                out._kernel_ext.append((len(out.comm) - 1, whole.get("External id")))
+            found = _CORRELATION.search(args)
+            out.gpu_start.append(start)
+            out.gpu_end.append(start + float(dur or 0.0))
+            out.gpu_stream.append(int(stream[1]))
+            out.gpu_corr.append(int(found[1]) if found else -1)
+            out.gpu_kind.append(kind)
 
     def _gpu(self, e: dict, cat: str, name: str) -> None:
         out, args = self.out, e.get("args") or {}

@@ -53,23 +53,29 @@ def test_a_chunk_ending_anywhere_reads_alike(tmp_path, monkeypatch):
         pd.testing.assert_frame_equal(whole.collectives, cut.collectives)
 
 
-def test_the_layout_read_without_decoding_keeps_what_decoding_keeps(tmp_path, monkeypatch):
+@pytest.mark.parametrize("source", ["h100", "tiny"])
+def test_the_layout_read_without_decoding_keeps_what_decoding_keeps(tmp_path, monkeypatch, source):
     """The fast path reads PyTorch's own layout; the slow one decodes every event: the same columns."""
     from ddpbench.testing.traces import SOURCE
 
-    fast = events.read_events(SOURCE)
+    path = SOURCE if source == "h100" else write_trace(tmp_path / "tiny.json.gz", tiny_trace(0, 2, steps=9))
+    fast = events.read_events(path)
     monkeypatch.setattr(events._Keeper, "text", lambda *args: False)
-    slow = events.read_events(SOURCE)
+    slow = events.read_events(path)
 
     def host(r):
         columns = [np.asarray(getattr(r, f)) for f in ("host_start", "host_end", "host_tid", "host_what")]
         order = np.lexsort(columns[::-1])
         return [c[order] for c in columns]
 
-    for name in ("step_start", "step_end", "gpu_start", "gpu_end", "gpu_kind", "gpu_corr", "launch_corr"):
+    for name in ("step_start", "step_end", "gpu_start", "gpu_end", "gpu_kind", "gpu_stream", "gpu_corr",
+                 "launch_corr", "launch_start"):
         assert np.array_equal(np.asarray(getattr(fast, name)), np.asarray(getattr(slow, name))), name
     assert all(np.array_equal(a, b) for a, b in zip(host(fast), host(slow)))
-    assert fast.events == slow.events == 30963
+    assert fast.comm == slow.comm  # the collectives, in order, with their sizes
+    assert sorted(map(str, fast.host_meta.values())) == sorted(map(str, slow.host_meta.values()))
+    assert sorted(fast.host_name.values()) == sorted(slow.host_name.values())
+    assert fast.events == slow.events == (30963 if source == "h100" else 9 * 10)
 
 
 def test_the_rank_the_others_wait_for_and_the_clocks(tmp_path):

@@ -1,0 +1,148 @@
+"""``ddpbench traces`` beside Holistic Trace Analysis (HTA) on the same generated trace folders, in one
+run: wall time and peak memory at each number of ranks, and the two readings side by side.
+
+    python benchmarks/traces.py [--ranks 8,64,1024] [--hta-ranks 8,64] [--ray-ranks 1024] [--repeat 3]
+                                [--limit 1800] [--max-rss-gb 16] [--keep DIR] [--out FILE]
+
+Each folder is one data-parallel job of N ranks written by :func:`ddpbench.testing.traces.write_job`
+from the committed H100 trace: its steps repeated ``--repeat`` times (about 10.5 MB of JSON a copy,
+so 3 makes a rank's trace about 33 MB), DDP's all-reduces added, each rank's kernel times jittered
+(8 variants), a host clock offset per 8 ranks and rank N // 3 slowed by 15 %.
+
+For each folder, each a fresh process run from a temporary folder (benchmarks/scale.py's
+:func:`watched`: wall time, and the peak resident memory of the process and every process it
+started, summed; stopped past ``--limit`` seconds or ``--max-rss-gb``):
+
+  ddpbench   ``python -m ddpbench traces FOLDER --out ...`` (a worker per CPU)
+  ray        the same with ``--ray local`` (a Ray instance started for it on this machine), at
+             ``--ray-ranks`` only
+  hta        ``TraceAnalysis(trace_dir=FOLDER)`` and its temporal breakdown and overlap
+             (:data:`ddpbench.testing.traces.HTA_SCRIPT`), at ``--hta-ranks`` only
+
+Then, per folder where HTA ran, the largest difference over ranks between the two readings of
+compute, non-compute and idle time and of the overlap, in percentage points. ``--out`` writes the
+tables with the command and the machine (a new file, or one this script wrote).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from scale import Timed, machine, watched  # noqa: E402  (a sibling benchmark)
+
+from ddpbench.testing.traces import HTA_SCRIPT, write_job  # noqa: E402
+
+ROOT = HERE.parent
+HEADER = "<!-- written by benchmarks/traces.py -->"
+
+
+def env() -> dict:
+    return {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONPATH": str(ROOT)}
+
+
+def ours(folder: Path, out: Path, args, ray: bool = False) -> Timed:
+    cmd = [sys.executable, "-m", "ddpbench", "traces", str(folder), "--out", str(out),
+           *(["--ray", "local"] if ray else [])]
+    return watched(cmd, env(), args.limit, args.max_rss_gb * 1024, out.parent, ok=(0,))
+
+
+def hta(folder: Path, work: Path, args) -> tuple[Timed, dict | None]:
+    """HTA's run, and its reading (the script's JSON, which it prints last)."""
+    script = work / "hta_reading.py"
+    script.write_text(HTA_SCRIPT.replace('print("HTA-JSON " + json.dumps(out))',
+                                         f'open({str(work / "hta.json")!r}, "w").write(json.dumps(out))'))
+    timed = watched([sys.executable, str(script), str(folder), "overlap"], env(), args.limit,
+                    args.max_rss_gb * 1024, work, ok=(0,))
+    reading = work / "hta.json"
+    return timed, (json.loads(reading.read_text()) if timed.status == "ok" and reading.exists() else None)
+
+
+def gaps(ours_dir: Path, reading: dict) -> dict:
+    """The largest difference over ranks, in percentage points, of each share (module doc)."""
+    import pandas as pd
+
+    mine = pd.read_csv(ours_dir / "ranks.csv").set_index("rank")
+    b = pd.DataFrame(reading["breakdown"]).set_index("rank")
+    o = pd.DataFrame(reading["overlap"]).set_index("rank")
+    out = {}
+    for name, ours_col, theirs in (("compute", "compute_us", "compute_time(us)"),
+                                   ("non-compute", "non_compute_us", "non_compute_time(us)"),
+                                   ("idle", "idle_us", "idle_time(us)")):
+        out[name] = float((100 * mine[ours_col] / mine["span_us"] - 100 * b[theirs] / b["kernel_time(us)"]).abs().max())
+    out["overlap"] = float((100 * mine["overlap_us"] / mine["comm_us"] - o["comp_comm_overlap_pctg"]).abs().max())
+    return out
+
+
+def cell(t: Timed | None) -> str:
+    if t is None:
+        return "not run"
+    note = "" if t.status == "ok" else f" ({t.status})"
+    return f"{t.wall:.1f} s, {t.peak_mb:,.0f} MB{note}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ranks", default="8,64,1024")
+    parser.add_argument("--hta-ranks", default="8,64")
+    parser.add_argument("--ray-ranks", default="1024")
+    parser.add_argument("--repeat", type=int, default=3, help="copies of the source trace's steps in each rank's")
+    parser.add_argument("--limit", type=float, default=1800.0, help="seconds a run may take")
+    parser.add_argument("--max-rss-gb", type=float, default=16.0, help="memory a run may hold")
+    parser.add_argument("--keep", type=Path, help="write the folders here and keep them")
+    parser.add_argument("--out", type=Path, help="write the tables to this file too")
+    args = parser.parse_args()
+    ranks = sorted(int(n) for n in args.ranks.split(","))
+    with_hta = {int(n) for n in args.hta_ranks.split(",") if n}
+    with_ray = {int(n) for n in args.ray_ranks.split(",") if n}
+    said = [HEADER, f"`python benchmarks/traces.py {' '.join(sys.argv[1:])}`, "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", machine(ROOT),
+            f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", ""]
+    print("\n".join(said[1:]), flush=True)
+    rows, compared = [], []
+    with tempfile.TemporaryDirectory(prefix="ddpbench-traces-") as tmp_name:
+        tmp = Path(tmp_name)
+        keep = args.keep or tmp / "folders"
+        for n in ranks:
+            folder = keep / f"ranks-{n}"
+            if not folder.exists():
+                write_job(folder, n, repeat=args.repeat, variants=8, straggler=n // 3)
+            size = sum(f.stat().st_size for f in folder.iterdir()) / 2**20
+            work = tmp / f"work-{n}"
+            work.mkdir()
+            mine = ours(folder, work / "ours", args)
+            print(f"{n} ranks ({size:,.0f} MB gzip'd): ddpbench {cell(mine)}", flush=True)
+            on_ray = ours(folder, work / "ray", args, ray=True) if n in with_ray else None
+            if on_ray:
+                print(f"{n} ranks: ddpbench on Ray {cell(on_ray)}", flush=True)
+            theirs, reading = hta(folder, work, args) if n in with_hta else (None, None)
+            if theirs:
+                print(f"{n} ranks: HTA {cell(theirs)}", flush=True)
+            ratio = (f"{theirs.wall / mine.wall:.1f}x, {theirs.peak_mb / mine.peak_mb:.1f}x"
+                     if theirs and theirs.status == "ok" and mine.status == "ok" else "-")
+            rows.append(f"| {n:,} | {size:,.0f} MB | {cell(mine)} | {cell(on_ray)} | {cell(theirs)} | {ratio} |")
+            if reading and mine.status == "ok":
+                g = gaps(work / "ours", reading)
+                compared.append(f"| {n:,} | " + " | ".join(f"{g[k]:.2f}" for k in ("compute", "non-compute", "idle",
+                                                                                      "overlap")) + " |")
+    lines = said + ["| ranks | traces (gzip) | ddpbench traces | ddpbench traces --ray local | HTA 0.5 | "
+                    "HTA's time, memory over ddpbench's |", "|---|---|---|---|---|---|", *rows, "",
+                    "The largest difference over ranks between the two readings, in percentage points:", "",
+                    "| ranks | compute | non-compute | idle | overlap |", "|---|---|---|---|---|", *compared, ""]
+    print("\n".join(lines[len(said):]))
+    if args.out:
+        if args.out.exists() and not args.out.read_text(errors="replace").startswith(HEADER):
+            sys.exit(f"--out: {args.out} holds what this script did not write; give a new file")
+        args.out.write_text("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
