@@ -20,6 +20,8 @@ def add_parser(sub) -> None:
     p.add_argument("--workers", type=int, metavar="N", help="files parsed at once (default: one per CPU)")
     p.add_argument("--ray", metavar="ADDRESS", help="parse on a Ray cluster at ADDRESS ('local': start one here); "
                                                     "every node must see the files at the same paths")
+    p.add_argument("--before", type=path_flag("--before"), metavar="FOLDER",
+                   help="the same job's traces before a change: every line of the step and every kernel compared")
     add_folder_flags(p)
     p.set_defaults(func=command)
 
@@ -28,15 +30,20 @@ def command(args) -> int:
     from ddpbench.commandline.exits import say_error
     from ddpbench.report.traces_page import WRITES, write_trace_report
     from ddpbench.results.writing import TRACES, Claim, holding, waited_for
-    from ddpbench.show.answers import print_traces
+    from ddpbench.show.answers import print_trace_comparison, print_traces
+    from ddpbench.traces.compare import paired
     from ddpbench.traces.folder import read_folder
 
     source = args.folder
     out = args.out or Path("reports") / f"{source.resolve().name or 'root'}-traces"
     jobs = read_folder(source, workers=args.workers, ray=args.ray)
+    before = read_folder(args.before, workers=args.workers, ray=args.ray) if args.before else None
+    comparisons = paired(before, jobs, str(args.before)) if before else []
     print_traces(jobs)
-    claim = Claim(TRACES, "traces", run=str(source.resolve()), writes=WRITES)
+    print_trace_comparison(comparisons)
+    run = str(source.resolve()) + (f" after {args.before.resolve()}" if before else "")
+    claim = Claim(TRACES, "traces", run=run, writes=WRITES)
     with holding(out, claim, force=args.force, wait=args.wait, on_wait=waited_for(say_error, out)):
-        index = write_trace_report(jobs, source, out)
+        index = write_trace_report(jobs, source, out, comparisons)
     print(index)
     return 0

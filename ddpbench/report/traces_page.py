@@ -23,18 +23,27 @@ from ddpbench.traces.answers import CONFIDENCE, MIN_STEPS
 
 #: the tables beside the page, by the TraceJob attribute they hold
 CSV_FILES = {"budget": "budget.csv", "steps": "steps.csv", "ranks": "ranks.csv", "collectives": "collectives.csv",
-             "sizes": "collective_sizes.csv", "buckets": "buckets.csv"}
+             "sizes": "collective_sizes.csv", "buckets": "buckets.csv", "kernels": "kernels.csv"}
 FIGURE = "breakdown-{n}.png"
+#: the comparison with the traces before a change (``traces --before``)
+COMPARE_FILE = "compare.csv"
 #: every name the report writes in its folder (its claim's)
-WRITES = (INDEX_FILE, *CSV_FILES.values(), FIGURE.format(n="*"))
+WRITES = (INDEX_FILE, *CSV_FILES.values(), COMPARE_FILE, FIGURE.format(n="*"))
 #: the most rows a per-rank table shows on the page (every row is in its CSV)
 RANK_ROWS = 60
 
 
-def write_trace_report(jobs: list, source: Path, out_dir: Path) -> Path:
+def write_trace_report(jobs: list, source: Path, out_dir: Path, comparisons: list = ()) -> Path:
     """Write the CSVs, figures and page for ``jobs`` (:class:`ddpbench.traces.folder.TraceJob`) read
-    from ``source`` into ``out_dir``; the page's path."""
+    from ``source`` into ``out_dir``, with ``comparisons`` (:func:`ddpbench.traces.compare.paired`)
+    against the traces before a change; the page's path."""
     out_dir = Path(out_dir)
+    compared = [pd.concat([c["lines"], c["kernels"]], ignore_index=True).assign(job=c["after"], before=c["before"])
+                for c in comparisons]
+    if compared:
+        replace_file(out_dir / COMPARE_FILE, csv_text(pd.concat(compared, ignore_index=True)))
+    else:
+        (out_dir / COMPARE_FILE).unlink(missing_ok=True)  # an earlier run's, of another comparison
     for attr, name in CSV_FILES.items():
         frames = [getattr(job, attr).assign(job=job.name) for job in jobs] if attr != "budget" else \
             [job.budget.assign(job=job.name) for job in jobs]
@@ -45,6 +54,7 @@ def write_trace_report(jobs: list, source: Path, out_dir: Path) -> Path:
         for n, job in enumerate(jobs, start=1):
             picture = rank_breakdown(job.steps, out_dir / FIGURE.format(n=n), job.name)
             sections += _job_sections(job, picture)
+    sections += [_comparison_section(c) for c in comparisons]
     if left_out:
         sections.append(left_out_section(left_out))
     page = render_page(f"ddpbench traces: {source}", sections, out_dir)
@@ -144,3 +154,30 @@ def _collectives_html(job) -> Markup:
                      rank=int(job.collectives["rank"].min()),
                      layouts=[(", ".join(f"{v:g}" for v in layout), n) for layout, n in layouts.items()])
     return text
+
+
+def _comparison_section(c: dict) -> Section:
+    from ddpbench.traces.compare import DIFFERS
+
+    def rows(table, unit):
+        return [[r["label"], num(r["before"], ".3f", unit), num(r["after"], ".3f", unit), num(r["change"], "+.3f"),
+                 html("{{ lo }} to {{ hi }}", lo=f"{r['low']:+.3f}", hi=f"{r['high']:+.3f}")
+                 if math.isfinite(r["low"]) else "-", r["verdict"]] for _, r in table.iterrows()]
+
+    header = ["", "before", "after", "shift", f"{100 * CONFIDENCE:.0f} % interval", "verdict"]
+    kernels = c["kernels"]
+    moved = kernels[kernels["verdict"] == DIFFERS] if len(kernels) else kernels
+    text = html('<p class="what">{{ after }} against the traces before the change ({{ before }}): each line is the '
+                "median over steps (the ranks' mean); the shift is the median of every after-minus-before "
+                "difference of one step of each, with its distribution-free interval. A line <em>differs</em> only "
+                "where the whole interval excludes 0.</p><p class=\"note\">The steps are samples of each run: the "
+                "interval says whether the two runs' steps differ, not whether a rerun would. Two runs at two times "
+                "are two machines: a line no change could move that differs says the machine moved.</p>",
+                after=c["after"], before=c["before"])
+    text += html_table(header, rows(c["lines"], " ms"), numeric=(1, 2, 3, 4))
+    if len(kernels):
+        text += html('<p class="what">GPU kernels (time a step, µs), of the {{ n }} that ran longest: {{ moved }} '
+                     "moved; every one compared is in compare.csv.</p>", n=len(kernels), moved=len(moved))
+        if len(moved):
+            text += html_table(header, rows(moved, ""), numeric=(1, 2, 3, 4))
+    return Section(f"{c['after']}: before and after", text)

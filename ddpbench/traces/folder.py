@@ -35,6 +35,7 @@ class TraceJob:
     budget: pd.DataFrame
     advice: list
     straggler: dict
+    kernels: pd.DataFrame = field(default_factory=pd.DataFrame)
     files: list = field(default_factory=list)
 
     @property
@@ -59,7 +60,8 @@ def answer(name: str, checked: Checked) -> TraceJob:
                     device=checked.ranks[0].device, notes=notes, steps=steps, collectives=coll,
                     ranks=tables["ranks"], sizes=tables["collective_sizes"], buckets=buckets, clock=tables["clock"],
                     budget=budget, advice=answers.advice(budget, steps, buckets, tables["collective_sizes"], sampled),
-                    straggler=answers.straggler(steps), files=[t.path for t in checked.ranks])
+                    straggler=answers.straggler(steps), kernels=tables["kernels"],
+                    files=[t.path for t in checked.ranks])
 
 
 def read_folder(folder: Path, workers: int | None = None, ray: str | None = None, progress=None) -> list[TraceJob]:

@@ -56,7 +56,17 @@ def job_tables(checked: Checked) -> dict:
     clock = {"aligned": bool(finite), "skew_us": max(finite) if finite else math.nan,
              "largest_offset_us": max((abs(v) for v in offsets.values()), default=0.0)}
     return {"steps": steps, "collectives": coll, "ranks": table, "clock": clock,
-            "collective_sizes": collective_table(coll, checked.world_size)}
+            "collective_sizes": collective_table(coll, checked.world_size), "kernels": kernel_table(ranks)}
+
+
+def kernel_table(ranks: list) -> pd.DataFrame:
+    """Per step and GPU kernel (by name): its time in the step, the ranks' mean (µs)."""
+    total: dict = {}
+    for t in ranks:
+        for key, us in t.kernels.items():
+            total[key] = total.get(key, 0.0) + us
+    rows = [(step, name, us / len(ranks)) for (step, name), us in total.items()]
+    return pd.DataFrame(rows, columns=["step", "kernel", "us"]).sort_values(["step", "kernel"], ignore_index=True)
 
 
 def _frame(rows: list, columns) -> pd.DataFrame:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ddpbench.traces import intervals as iv
 from ddpbench.traces import kinds
-from ddpbench.traces.events import HOST_WHAT, RankEvents
+from ddpbench.traces.keeper import HOST_WHAT, RankEvents
 
 _WHAT = {name: code for code, name in enumerate(HOST_WHAT)}
 
@@ -34,6 +34,8 @@ class RankTables:
     device: str
     path: str
     clock_ns: int  # the trace's baseTimeNanoseconds (0 where it has none)
+    #: the time each GPU kernel (by name) ran in each step it launched in: {(step, name): us}
+    kernels: dict
 
 
 def rank_tables(ev: RankEvents) -> RankTables:
@@ -53,10 +55,12 @@ def rank_tables(ev: RankEvents) -> RankTables:
     steps = _step_rows(ev, sets, host, lo, hi, numbers, gpu, main)
     collectives = _collective_rows(ev, starts, ends, numbers, gpu, main)
     breakdown = [_breakdown(ev, starts, gpu, main)]
+    kernels = _kernel_times(ev, lo, hi, numbers) if gpu else {}
     base = ev.header.get("baseTimeNanoseconds")
     return RankTables(rank=_rank(ev), world_size=_int(ev.world_size, 1), backend=ev.backend, steps=steps,
                       collectives=collectives, breakdown=breakdown, device="gpu" if gpu else "cpu",
-                      path=ev.path, clock_ns=int(base) if isinstance(base, (int, float)) and math.isfinite(base) else 0)
+                      path=ev.path, clock_ns=int(base) if isinstance(base, (int, float)) and math.isfinite(base) else 0,
+                      kernels=kernels)
 
 
 def _rank(ev: RankEvents) -> int:
@@ -132,6 +136,20 @@ def _step_rows(ev, sets, host, lo, hi, numbers, gpu, main) -> list:
                      exposed[i] / 1e3, memory[i] / 1e3, (window[i] - busy[i]) / 1e3,
                      *(p[i] / 1e3 for p in idle_parts), float(compute_end[i]), int(counts[i])])
     return rows
+
+
+def _kernel_times(ev: RankEvents, lo, hi, numbers) -> dict:
+    """{(step, kernel name): its time in that step, µs}: every GPU event, by the step that launched it."""
+    if not len(lo):
+        return {}
+    step = _launch_steps(ev, lo, hi)
+    start, end, _ = _arrays(ev)
+    name = np.asarray(ev.gpu_name)
+    pick = step >= 0
+    keys = step[pick] * len(ev.names) + name[pick]
+    sums = np.bincount(keys, weights=(end - start)[pick], minlength=len(lo) * len(ev.names))
+    names = list(ev.names)
+    return {(numbers[k // len(names)], names[k % len(names)]): float(sums[k]) for k in np.flatnonzero(sums)}
 
 
 def _launch_steps(ev: RankEvents, lo, hi) -> np.ndarray:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from ddpbench.testing.traces import tiny_trace, write_trace
-from ddpbench.traces import events
+from ddpbench.traces import events, keeper
 from ddpbench.traces.columns import PARTS
 from ddpbench.traces.folder import read_folder
 
@@ -60,7 +60,7 @@ def test_the_layout_read_without_decoding_keeps_what_decoding_keeps(tmp_path, mo
 
     path = SOURCE if source == "h100" else write_trace(tmp_path / "tiny.json.gz", tiny_trace(0, 2, steps=9))
     fast = events.read_events(path)
-    monkeypatch.setattr(events._Keeper, "text", lambda *args: False)
+    monkeypatch.setattr(keeper.Keeper, "text", lambda *args: False)
     slow = events.read_events(path)
 
     def host(r):
@@ -109,3 +109,37 @@ def test_too_few_steps_give_no_interval_and_no_advice(tmp_path):
     assert job.advice == [] and job.budget["low_ms"].isna().all()
     assert any("too few for an interval" in note for note in job.notes)
     assert not math.isnan(job.budget.set_index("line").loc["step_ms", "median_ms"])
+
+
+def test_before_and_after_moves_the_lines_and_kernels_the_change_moved(tmp_path):
+    from ddpbench.traces.compare import DIFFERS, NO_CALL, SAME, compare_jobs
+
+    before = _job(tmp_path / "before", [tiny_trace(0, 2, steps=10), tiny_trace(1, 2, steps=10)])
+    after = _job(tmp_path / "after", [tiny_trace(0, 2, steps=10), tiny_trace(1, 2, steps=10, late_us=50.0)])
+    found = compare_jobs(before, after)
+    lines = found["lines"].set_index("what")
+    assert lines.loc["compute_ms", "verdict"] == DIFFERS and lines.loc["compute_ms", "change"] == pytest.approx(0.025)
+    assert lines.loc["wait_ms", "change"] == pytest.approx(0.025)
+    assert lines.loc["idle_data_ms", "verdict"] == SAME
+    kernels = found["kernels"].set_index("what")
+    assert kernels.loc["sm90_gemm", "change"] == pytest.approx(25.0) and kernels.loc["sm90_gemm", "verdict"] == DIFFERS
+    assert kernels.loc["elementwise_kernel", "verdict"] == SAME
+    few = compare_jobs(_job(tmp_path / "few", [tiny_trace(0, 2, steps=4)]), after)
+    assert set(few["lines"]["verdict"]) == {NO_CALL}
+
+
+def test_the_shift_interval_covers_the_true_shift_as_often_as_it_says():
+    """Steps drawn from one distribution, the second run shifted by 1: over many draws the interval holds
+    the shift at least 95 % of the time, and calls an A/A pair different at most 5 % of the time."""
+    from ddpbench.traces.compare import shift
+
+    rng = np.random.default_rng(7)
+    covered = called = 0
+    draws = 400
+    for _ in range(draws):
+        a, b = rng.gamma(4.0, 1.0, 12), rng.gamma(4.0, 1.0, 12)
+        _, low, high = shift(a, b + 1.0)
+        covered += low <= 1.0 <= high
+        _, low, high = shift(a, b)
+        called += low > 0 or high < 0
+    assert covered / draws >= 0.93 and called / draws <= 0.07
