@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ddpbench.errors import InputError
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank import affinity, protocol
 from ddpbench.rank.devices import synchronize, take_rank_device
@@ -358,8 +359,8 @@ class TrainingRank(Tracked):
             rows = trace.record_steps(lambda phase: train_step(replica, self.device, accum, phase), self.timer,
                                       self.spec.trace_steps, self.device, path, dist.barrier)
             try:  # reading it back runs no collective: a trace that cannot be read costs its timeline only
-                self.trace_events = trace.timeline_rows(trace.read_trace(path), self.rank)
-            except (OSError, EOFError, ValueError, KeyError, TypeError) as err:
+                self.trace_events = trace.read_timeline(path, self.rank)
+            except (OSError, EOFError, ValueError, KeyError, TypeError, InputError) as err:
                 self.trace_error = f"{path.name}: {type(err).__name__}: {err}"
                 print(f"ddpbench: the trace cannot be read back: {self.trace_error}", flush=True)
         for step, row in enumerate(rows):

@@ -12,5 +12,6 @@ docs/traces.md). Importing this package imports nothing: a rank reads its own tr
 - :mod:`ddpbench.traces.job`: the ranks together: clocks aligned, the wait for the slowest, collectives' bandwidth
 - :mod:`ddpbench.traces.answers`: the loss budget with intervals over steps, and what to change
 - :mod:`ddpbench.traces.folder`: a folder, answered: the one path every trace takes
+- :mod:`ddpbench.traces.timeline`: a sweep's traced launch as each rank stores it, by the same reader
 - :mod:`ddpbench.traces.compare`: two runs of one job, before and after a change, line by line and kernel by kernel
 """

@@ -50,7 +50,8 @@ class RankEvents:
     #: host calls that launched GPU work: correlation id, start
     launch_corr: array = field(default_factory=lambda: array("q"))
     launch_start: array = field(default_factory=lambda: array("d"))
-    #: host ranges: start, end, thread, what (index into HOST_WHAT), and for comm and phase its name
+    #: host ranges: start, end, thread, what (index into HOST_WHAT), and for comm and phase its name as the
+    #: trace gives it (``gloo:all_reduce``, ``ddpbench:backward``)
     host_start: array = field(default_factory=lambda: array("d"))
     host_end: array = field(default_factory=lambda: array("d"))
     host_tid: array = field(default_factory=lambda: array("q"))
@@ -155,7 +156,7 @@ class Keeper:
             elif name.startswith(kinds.HOST_COMM_PREFIXES):
                 op = name.split(":", 1)[1]
                 out.host_meta[len(out.host_start)] = collective_meta(e.get("args") or {}, op)
-                self._host(e, 3, op)
+                self._host(e, 3, name)
                 self._params(e, op)
             elif name.startswith(kinds.OPTIMIZER_PREFIX):
                 self._host(e, 5)

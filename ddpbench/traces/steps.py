@@ -202,7 +202,7 @@ def _comm_events(ev: RankEvents, lo, hi, gpu: bool, main: int):
         for i in np.flatnonzero((codes == _WHAT["comm"]) & (tids != main)):
             s = _window_of(lo, hi, ev.host_start[i])
             out.append((s, float(ev.host_start[i]), float(ev.host_end[i]),
-                        ev.host_meta.get(int(i)) or [ev.host_name.get(int(i), ""), math.nan, "", "", -1]))
+                        ev.host_meta[int(i)]))
     out.sort(key=lambda r: r[1])
     return out
 

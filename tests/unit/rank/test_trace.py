@@ -15,11 +15,12 @@ from ddpbench.analysis.summary import overlap
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.launch.base import Launch
 from ddpbench.rank.timing import StepTimer
-from ddpbench.rank.trace import timeline_rows
+from ddpbench.rank.trace import read_timeline
 from ddpbench.report.plots.timeline import step_timeline
 from ddpbench.results.schema import TRACE_COLUMNS
 from ddpbench.results.store import ResultStore, rotate_previous
 from ddpbench.sweep.plan import keep_traces, work_dir
+from ddpbench.testing.traces import write_trace
 
 
 def X(name, ts, dur, tid=1, cat="user_annotation", **args):
@@ -41,6 +42,15 @@ GLOO_TRACE = {"traceEvents": [
     X("gloo:all_reduce", 500, 10, tid=2),  # before the recorded steps: not read
     {"ph": "M", "name": "thread_name", "pid": 7, "tid": 2},
 ]}
+
+
+def timeline_rows(trace: dict, rank: int) -> list[list]:
+    """``trace`` written as PyTorch writes one, then read back as every trace is."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return read_timeline(write_trace(Path(tmp) / "trace.json.gz", trace), rank)
 
 
 def frame(rows, key="k", repeat=0):
@@ -67,15 +77,16 @@ def test_an_nccl_trace_reads_kernels_by_the_step_that_launched_them():
         X("ddpbench:forward", 10, 20), X("ddpbench:backward", 30, 30), X("ddpbench:optimizer", 60, 50),
         launch(12, 1), launch(35, 2), launch(45, 4), launch(70, 5),
         X("cuLaunchKernelEx", 40, 1, cat="cuda_driver", correlation=3),  # NCCL launches through the driver
-        X("sm80_gemm", 40, 30, tid=7, cat="kernel", correlation=1),  # forward's kernel
-        X("sm80_gemm_bwd", 70, 20, tid=7, cat="kernel", correlation=2),
-        X("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 85, 40, tid=9, cat="kernel", correlation=3,
+        X("sm80_gemm", 40, 30, tid=7, cat="kernel", correlation=1, stream=7),  # forward's kernel
+        X("sm80_gemm_bwd", 70, 20, tid=7, cat="kernel", correlation=2, stream=7),
+        X("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 85, 40, tid=9, cat="kernel", correlation=3, stream=9,
           **{"In msg nelems": 256, "dtype": "Float"}),
-        X("sm80_gemm_bwd", 90, 10, tid=7, cat="kernel", correlation=4),  # backward's last: ends at 100
-        X("sgd_kernel", 130, 5, tid=7, cat="kernel", correlation=5),
+        X("sm80_gemm_bwd", 90, 10, tid=7, cat="kernel", correlation=4, stream=7),  # backward's last: ends at 100
+        X("sgd_kernel", 130, 5, tid=7, cat="kernel", correlation=5, stream=7),
     ]}
     rows = timeline_rows(trace, rank=0)
-    assert [r[2:8] for r in rows if r[3] == "comm"] == [["comm 1", "comm", "allreduce", 0.075, 0.04, 1024.0]]
+    # named as nccl-tests names it, as gloo's ranges are
+    assert [r[2:8] for r in rows if r[3] == "comm"] == [["comm 1", "comm", "all_reduce", 0.075, 0.04, 1024.0]]
     assert [r[2:7] for r in rows if r[3] == "compute"] == [["gpu", "compute", "backward", 0.06, 0.03]]
 
 
