@@ -94,9 +94,11 @@ def _job_sections(job, picture) -> list[Section]:
         head += html('<p class="note">{{ note }}.</p>', note=note[:1].upper() + note[1:])
     clock = job.clock
     if len(job.ranks) > 1 and clock.get("aligned"):
-        head += html('<p class="note">Clocks aligned from the collectives: the largest offset between ranks was '
-                     "{{ off }} µs, the residual skew {{ skew }} µs.</p>", off=f"{clock['largest_offset_us']:.1f}",
-                     skew=f"{clock['skew_us']:.1f}")
+        head += html('<p class="note">{% if one %}Every trace names one host, so the ranks share its clock; their '
+                     "collectives end within {{ skew }} µs of each other (the median spread).{% else %}Clocks aligned "
+                     "from the collectives: the largest offset between ranks was {{ off }} µs, the residual skew "
+                     "{{ skew }} µs.{% endif %}</p>", one=clock.get("one_host"),
+                     off=f"{clock['largest_offset_us']:.1f}", skew=f"{clock['skew_us']:.1f}")
     rows = [[r["label"], _interval(r), num(100 * r["share"], ".1f", " %")] for _, r in job.budget.iterrows()]
     head += html_table(["line", "ms per step (median [95 % interval])", "share of the step"], rows, numeric=(1, 2))
     sections = [Section(f"{job.name}: where each step went", head)]
@@ -117,6 +119,12 @@ def _advice_html(advice: list) -> Markup:
 
 def _ranks_html(job) -> Markup:
     table = job.ranks.sort_values("rank")
+    if job.device != "gpu":
+        rows = [[int(r["rank"]), r["host"], num(r["clock_offset_us"], ".1f"), num(r["clock_skew_us"], ".1f")]
+                for _, r in table.head(RANK_ROWS).iterrows()]
+        return html('<p class="note">A CPU-only trace: no GPU work, so the device breakdown Holistic Trace Analysis '
+                    "defines does not apply. Each rank's host and clock:</p>") + html_table(
+            ["rank", "host", "clock offset (µs)", "skew (µs)"], rows, numeric=(2, 3))
     more = len(table) - RANK_ROWS
     shown = table.head(RANK_ROWS)
     rows = []

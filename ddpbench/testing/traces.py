@@ -114,12 +114,12 @@ def _with_collectives(events: list, world_size: int, buckets: int, bucket_mb: fl
     return out
 
 
-def _header(trace: dict, rank: int, world_size: int, offset_us: float) -> str:
+def _header(trace: dict, rank: int, world_size: int, offset_us: float, host: str) -> str:
     head = {"schemaVersion": trace.get("schemaVersion", 1), "deviceProperties": trace.get("deviceProperties", []),
             "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world_size, "pg_count": 1,
                                 "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl",
                                                "pg_size": world_size, "ranks": list(range(world_size))}]},
-            "baseTimeNanoseconds": int(trace.get("baseTimeNanoseconds", 0) + offset_us * 1000)}
+            "baseTimeNanoseconds": int(trace.get("baseTimeNanoseconds", 0) + offset_us * 1000), "host_name": host}
     return json.dumps(head)[:-1] + ', "traceEvents": [\n'
 
 
@@ -147,21 +147,23 @@ def write_job(out: Path, world_size: int, ranks=None, variants: int = 4, repeat:
         path = out / f"rank{rank}.{1790000000 + rank}.pt.trace.json.gz"
         offset = (rank // ranks_per_host) * host_offset_us
         with open(path, "wb") as f:
-            f.write(gzip.compress(_header(trace, rank, world_size, offset).encode()))
+            f.write(gzip.compress(_header(trace, rank, world_size, offset, f"node{rank // ranks_per_host}").encode()))
             f.write(body(rank % variants, rank == straggler))
         written.append(path)
     return written
 
 
 def tiny_trace(rank: int = 0, world_size: int = 2, steps: int = 8, step_us: float = 1000.0, late_us: float = 0.0,
-               clock_ns: int = 1_790_000_000_000_000_000, name: str = "aten::mm") -> dict:
+               clock_ns: int = 1_790_000_000_000_000_000, name: str = "aten::mm", host: str | None = None,
+               comm_end_us: float = 0.0) -> dict:
     """One rank's small trace, every figure known: each step of ``step_us`` (its ProfilerStep range from
     ``k * step_us``) holds a data-loader range over its first 10 %, a compute kernel from 10 % to 60 %
     (plus ``late_us``), a second one from 70 % to 80 % (``late_us`` later) and an all-reduce kernel
     (4 MiB of floats) from 50 % to 90 %, each launched by its own host call inside the step, and a cudaStreamSynchronize
     from 90 % to 95 %. So per step: compute 60 % (+ late), communication 40 %, of it hidden 20 %
     (+ late, up to 30 %), idle 20 % (10 % the data loader's, 5 % the sync's), and a late rank's compute
-    ends ``late_us`` after the others'."""
+    ends ``late_us`` after the others'. ``host``: the host the trace names (none where None);
+    ``comm_end_us``: the all-reduce ends that much later (a rank whose clock runs ahead)."""
     events, corr = [], 0
     base = 1_000_000.0
 
@@ -186,7 +188,7 @@ def tiny_trace(rank: int = 0, world_size: int = 2, steps: int = 8, step_us: floa
         launch(t0 + 0.1 * s, {"ph": "X", "cat": "kernel", "name": "sm90_gemm", "pid": 0, "tid": 7,
                               "ts": t0 + 0.1 * s, "dur": 0.5 * s + late_us})
         launch(t0 + 0.2 * s, {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-                              "pid": 0, "tid": 20, "ts": t0 + 0.5 * s, "dur": 0.4 * s,
+                              "pid": 0, "tid": 20, "ts": t0 + 0.5 * s, "dur": 0.4 * s + comm_end_us,
                               "args": {"Collective name": "allreduce", "In msg nelems": 2**20,
                                        "Out msg nelems": 2**20, "dtype": "Float", "Group size": world_size,
                                        "Process Group Name": "0"}})
@@ -195,7 +197,8 @@ def tiny_trace(rank: int = 0, world_size: int = 2, steps: int = 8, step_us: floa
         events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1,
                        "ts": t0 + 0.9 * s, "dur": 0.05 * s, "args": {"correlation": 10_000 + k}})
     return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world_size},
-            "baseTimeNanoseconds": clock_ns, "traceEvents": events, "traceName": f"rank{rank}"}
+            "baseTimeNanoseconds": clock_ns, **({"host_name": host} if host is not None else {}),
+            "traceEvents": events, "traceName": f"rank{rank}"}
 
 
 def write_trace(path: Path, trace: dict, layout: str = "kineto") -> Path:

@@ -6,8 +6,10 @@ size and bandwidth.
   Ranks on different hosts still differ by their hosts' clock offset, so each rank's offset from
   the lowest rank is the median, over the collectives both ran (matched by step and order), of the
   difference of their ends: a collective ends on every rank within about one message's latency.
-  The spread of those differences around the median (their median absolute deviation, the worst
-  rank's) is the residual skew, said beside every cross-rank figure.
+  Ranks whose traces name the same host (``host_name``) read one clock, so they share one offset
+  (the median of theirs; none on the lowest rank's host). The spread of the differences around
+  the offset (their median absolute deviation, the worst rank's) is the residual skew, said beside
+  every cross-rank figure.
 * **Waiting.** In each step, the rank whose last compute ended last is the one the others waited
   for: each other rank lost the time from its own compute's end to that one's, at most its exposed
   communication (where a collective's kernel spun waiting for its peers). The rest of the exposed
@@ -43,7 +45,7 @@ def job_tables(checked: Checked) -> dict:
     for frame, cols in ((steps, ("start_us", "compute_end_us")), (coll, ("start_us", "end_us"))):
         for col in cols:
             frame[col] = frame[col] + frame["rank"].map(shift).astype(float)
-    offsets, skews = _offsets(coll, [t.rank for t in ranks])
+    offsets, skews = _offsets(coll, [t.rank for t in ranks], {t.rank: t.host for t in ranks})
     for frame, cols in ((steps, ("start_us", "compute_end_us")), (coll, ("start_us", "end_us"))):
         for col in cols:
             frame[col] = frame[col] - frame["rank"].map(offsets).astype(float)
@@ -51,10 +53,13 @@ def job_tables(checked: Checked) -> dict:
     table = _frame([r for t in ranks for r in t.breakdown], RANK_COLUMNS)
     table["clock_offset_us"] = table["rank"].map(offsets)
     table["clock_skew_us"] = table["rank"].map(skews)
+    table["host"] = [t.host for t in ranks]
     table["file"] = [t.path for t in ranks]
     finite = [s for s in skews.values() if math.isfinite(s)]
+    hosts = {t.host for t in ranks}
     clock = {"aligned": bool(finite), "skew_us": max(finite) if finite else math.nan,
-             "largest_offset_us": max((abs(v) for v in offsets.values()), default=0.0)}
+             "largest_offset_us": max((abs(v) for v in offsets.values()), default=0.0),
+             "one_host": len(hosts) == 1 and "" not in hosts}
     return {"steps": steps, "collectives": coll, "ranks": table, "clock": clock,
             "collective_sizes": collective_table(coll, checked.world_size), "kernels": kernel_table(ranks)}
 
@@ -73,8 +78,10 @@ def _frame(rows: list, columns) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(columns))
 
 
-def _offsets(coll: pd.DataFrame, ranks: list) -> tuple[dict, dict]:
-    """Each rank's clock offset from the lowest rank, and the residual skew (module docstring)."""
+def _offsets(coll: pd.DataFrame, ranks: list, hosts: dict) -> tuple[dict, dict]:
+    """Each rank's clock offset from the lowest rank, and the residual skew (module docstring). Ranks
+    whose traces name one host share its clock: its offset is the median of theirs (the lowest rank's
+    host: 0)."""
     offsets, skews = {r: 0.0 for r in ranks}, {r: math.nan for r in ranks}
     if coll.empty or len(ranks) < 2:
         return offsets, skews
@@ -82,13 +89,16 @@ def _offsets(coll: pd.DataFrame, ranks: list) -> tuple[dict, dict]:
     ref = ranks[0]
     if ref not in ends:
         return offsets, skews
-    skews[ref] = 0.0
-    for r in ranks[1:]:
-        if r not in ends:
-            continue
-        d = (ends[r] - ends[ref]).dropna().to_numpy()
-        if len(d):
-            offsets[r] = float(np.median(d))
+    differences = {r: (ends[r] - ends[ref]).dropna().to_numpy() for r in ranks if r in ends}
+    found = {r: float(np.median(d)) for r, d in differences.items() if len(d)}
+    by_host: dict = {}
+    for r in found:
+        if hosts.get(r):
+            by_host.setdefault(hosts[r], []).append(found[r])
+    shared = {host: 0.0 if host == hosts.get(ref) else float(np.median(v)) for host, v in by_host.items()}
+    for r, d in differences.items():
+        if r in found:
+            offsets[r] = shared.get(hosts.get(r), found[r]) if hosts.get(r) else found[r]
             skews[r] = float(np.median(np.abs(d - offsets[r])))
     return offsets, skews
 

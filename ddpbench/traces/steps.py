@@ -36,6 +36,8 @@ class RankTables:
     clock_ns: int  # the trace's baseTimeNanoseconds (0 where it has none)
     #: the time each GPU kernel (by name) ran in each step it launched in: {(step, name): us}
     kernels: dict
+    #: the host the trace names (``host_name``; "" where it names none)
+    host: str = ""
 
 
 def rank_tables(ev: RankEvents) -> RankTables:
@@ -60,7 +62,7 @@ def rank_tables(ev: RankEvents) -> RankTables:
     return RankTables(rank=_rank(ev), world_size=_int(ev.world_size, 1), backend=ev.backend, steps=steps,
                       collectives=collectives, breakdown=breakdown, device="gpu" if gpu else "cpu",
                       path=ev.path, clock_ns=int(base) if isinstance(base, (int, float)) and math.isfinite(base) else 0,
-                      kernels=kernels)
+                      kernels=kernels, host=str(ev.header.get("host_name") or ""))
 
 
 def _rank(ev: RankEvents) -> int:

@@ -143,3 +143,18 @@ def test_the_shift_interval_covers_the_true_shift_as_often_as_it_says():
         _, low, high = shift(a, b)
         called += low > 0 or high < 0
     assert covered / draws >= 0.93 and called / draws <= 0.07
+
+
+def test_ranks_on_one_host_share_its_clock_and_other_hosts_are_aligned(tmp_path):
+    # ranks 0 and 1 on host a, 2 and 3 on host b whose clock runs 3 ms ahead; rank 1's all-reduces end
+    # 20 µs late and rank 3's 40 µs late (a scheduler's delay, not a clock)
+    ahead = CLOCK + 3_000_000
+    traces = [tiny_trace(0, 4, host="a"), tiny_trace(1, 4, host="a", comm_end_us=20.0),
+              tiny_trace(2, 4, host="b", clock_ns=ahead), tiny_trace(3, 4, host="b", clock_ns=ahead, comm_end_us=40.0)]
+    job = _job(tmp_path, traces)
+    offsets = job.ranks.set_index("rank")["clock_offset_us"]
+    assert offsets[0] == offsets[1] == 0.0
+    assert offsets[2] == offsets[3] == pytest.approx(3000.0 + 20.0)  # the median of the host's two ranks
+    assert not job.clock["one_host"]
+    alone = _job(tmp_path / "one", [tiny_trace(0, 2, host="a"), tiny_trace(1, 2, host="a", comm_end_us=50.0)])
+    assert (alone.ranks["clock_offset_us"] == 0.0).all() and alone.clock["one_host"]
