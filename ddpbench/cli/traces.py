@@ -4,9 +4,13 @@ collectives and DDP's buckets as they ran, and what to change."""
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
 from pathlib import Path
 
 from ddpbench.commandline.folders import add_folder_flags
+from ddpbench.errors import InputError
 from ddpbench.results.folder import path_flag
 
 
@@ -18,7 +22,8 @@ def add_parser(sub) -> None:
     p.add_argument("--out", type=path_flag("--out"),
                    help="where to write the report (default: reports/<folder>-traces/)")
     p.add_argument("--workers", type=int, metavar="N", help="files parsed at once (default: one per CPU)")
-    p.add_argument("--ray", metavar="ADDRESS", help="parse on a Ray cluster at ADDRESS ('local': start one here); "
+    p.add_argument("--ray", metavar="ADDRESS", help="parse on the Ray cluster at ADDRESS ('local': one started here "
+                                                    "for this command and stopped after it, as --launcher ray's); "
                                                     "every node must see the files at the same paths")
     p.add_argument("--before", type=path_flag("--before"), metavar="FOLDER",
                    help="the same job's traces before a change: every line of the step and every kernel compared")
@@ -36,8 +41,9 @@ def command(args) -> int:
 
     source = args.folder
     out = args.out or Path("reports") / f"{source.resolve().name or 'root'}-traces"
-    jobs = read_folder(source, workers=args.workers, ray=args.ray)
-    before = read_folder(args.before, workers=args.workers, ray=args.ray) if args.before else None
+    with _ray(args.ray) as ray:
+        jobs = read_folder(source, workers=args.workers, ray=ray)
+        before = read_folder(args.before, workers=args.workers, ray=ray) if args.before else None
     comparisons = paired(before, jobs, str(args.before)) if before else []
     print_traces(jobs)
     print_trace_comparison(comparisons)
@@ -47,3 +53,25 @@ def command(args) -> int:
         index = write_trace_report(jobs, source, out, comparisons)
     print(index)
     return 0
+
+
+@contextlib.contextmanager
+def _ray(address: str | None):
+    """The Ray cluster's address: as given, or for ``local`` one ddpbench starts and owns (it dies with
+    this command, however it ends: :mod:`ddpbench.launch.ray_cluster`)."""
+    if address != "local":
+        yield address
+        return
+    from ddpbench.launch.ray_cluster import RayCluster, RayClusterError
+
+    cluster = RayCluster()
+    logs = Path(tempfile.mkdtemp(prefix="ddpbench-traces-ray-"))
+    try:
+        try:
+            cluster.start(logs)
+        except RayClusterError as err:
+            raise InputError("command line", "--ray", f"local: the Ray cluster did not start: {err}") from None
+        yield cluster.address
+    finally:
+        cluster.stop()
+        shutil.rmtree(logs, ignore_errors=True)

@@ -119,15 +119,14 @@ def read_ranks(files: list, workers: int | None = None, progress=None) -> list[R
 
 
 def read_on_ray(files: list, address: str, progress=None) -> list[RankTables]:
-    """The same as :func:`read_ranks`, as Ray tasks on the cluster at ``address`` (``local``: one
-    started for this call); every node must see the files at the same paths. At most two tasks per
-    CPU in flight, so memory stays bounded however many ranks there are."""
+    """The same as :func:`read_ranks`, as Ray tasks on the cluster at ``address`` (this process its
+    driver); every node must see the files at the same paths. At most two tasks per CPU in flight,
+    so memory stays bounded however many ranks there are."""
     import ray
 
     started = not ray.is_initialized()
     if started:
-        ray.init(address=None if address == "local" else address, include_dashboard=False,
-                 log_to_driver=False, configure_logging=False)
+        ray.init(address=address, log_to_driver=False, configure_logging=False)
     try:
         task = ray.remote(_one)
         limit = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))

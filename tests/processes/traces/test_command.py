@@ -79,3 +79,34 @@ def test_killed_mid_read_it_leaves_no_worker_behind(tmp_path):
     proc.wait(timeout=30)
     gone, alive = psutil.wait_procs(workers, timeout=20)
     assert not alive, [p.pid for p in alive]
+
+
+def _ray_processes() -> list:
+    from ddpbench.launch.ray_cluster import CLUSTER_ENV
+
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if CLUSTER_ENV in proc.environ() and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def test_killed_mid_read_on_ray_it_leaves_no_ray_process_behind(tmp_path):
+    pytest.importorskip("ray", reason="ray is not installed (the ray extra)")
+    folder = tmp_path / "big"
+    write_job(folder, 24, repeat=2, variants=2)
+    proc = subprocess.Popen(cli_command("traces", folder, "--out", tmp_path / "out", "--ray", "local"), cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any("ray::" in " ".join(p.cmdline()) for p in _ray_processes()):
+        time.sleep(0.2)
+    assert _ray_processes(), "no Ray worker started"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and _ray_processes():
+        time.sleep(0.5)
+    assert not _ray_processes(), [p.cmdline()[:2] for p in _ray_processes()]
