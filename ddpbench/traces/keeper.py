@@ -65,6 +65,17 @@ class RankEvents:
     kernel_ext: list = field(default_factory=list)
     events: int = 0
 
+    def launch_times(self) -> np.ndarray:
+        """When the host launched each GPU event (inf where its launch is not in the trace)."""
+        corr = np.asarray(self.gpu_corr)
+        launch_corr, launch_start = np.asarray(self.launch_corr), np.asarray(self.launch_start)
+        if not len(launch_corr):
+            return np.full(len(corr), np.inf)
+        order = np.argsort(launch_corr, kind="stable")
+        launch_corr, launch_start = launch_corr[order], launch_start[order]
+        at = np.minimum(np.searchsorted(launch_corr, corr), len(launch_corr) - 1)
+        return np.where(launch_corr[at] == corr, launch_start[at], np.inf)
+
     @property
     def rank(self):
         return (self.header.get("distributedInfo") or {}).get("rank")

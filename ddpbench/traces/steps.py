@@ -157,7 +157,7 @@ def _kernel_times(ev: RankEvents, lo, hi, numbers) -> dict:
 def _launch_steps(ev: RankEvents, lo, hi) -> np.ndarray:
     """For every GPU event, the step whose window launched it (-1: launched outside every step, or its
     launch is not in the trace)."""
-    when = _launch_time(ev)
+    when = ev.launch_times()
     step = np.searchsorted(lo, when, side="right") - 1
     ok = np.isfinite(when) & (step >= 0) & (when < hi[np.maximum(step, 0)])
     return np.where(ok, step, -1)
@@ -243,7 +243,7 @@ def _breakdown(ev: RankEvents, starts, gpu: bool, main: int) -> list:
         return [rank, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan, "cpu"]
     start, end, kind = _arrays(ev)
     if len(starts) >= 2:
-        launch = _launch_time(ev)
+        launch = ev.launch_times()
         keep = launch < starts[-1]
         start, end, kind = start[keep], end[keep], kind[keep]
     if not len(start):
@@ -255,14 +255,3 @@ def _breakdown(ev: RankEvents, starts, gpu: bool, main: int) -> list:
     idle = span - iv.length(busy)
     return [rank, span, idle, iv.length(compute), span - idle - iv.length(compute), iv.length(comm),
             iv.length(iv.intersect(compute, comm)), "gpu"]
-
-
-def _launch_time(ev: RankEvents) -> np.ndarray:
-    corr = np.asarray(ev.gpu_corr)
-    launch_corr, launch_start = np.asarray(ev.launch_corr), np.asarray(ev.launch_start)
-    if not len(launch_corr):
-        return np.full(len(corr), np.inf)
-    order = np.argsort(launch_corr, kind="stable")
-    launch_corr, launch_start = launch_corr[order], launch_start[order]
-    at = np.minimum(np.searchsorted(launch_corr, corr), len(launch_corr) - 1)
-    return np.where(launch_corr[at] == corr, launch_start[at], np.inf)

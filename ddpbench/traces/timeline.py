@@ -46,7 +46,7 @@ def timeline_rows(ev: RankEvents, rank: int) -> list[list]:
     zero, main = end[align[0]], tid[steps[0]]
     host_comm = sorted((i for i in np.flatnonzero(what == _COMM)
                         if ev.host_name.get(int(i), "").startswith(BACKEND_RANGES)), key=lambda i: start[i])
-    launched = _launch_times(ev)
+    launched = ev.launch_times()
     lanes: dict = {}
     rows: list[list] = []
 
@@ -80,18 +80,6 @@ def timeline_rows(ev: RankEvents, rank: int) -> list[list]:
                 lane = lanes.setdefault(("gpu", ev.gpu_stream[k]), f"comm {len(lanes) + 1}")
                 add(index, lane, "comm", op, ev.gpu_start[k], ev.gpu_end[k], size)
     return rows
-
-
-def _launch_times(ev: RankEvents) -> np.ndarray:
-    """When the host launched each GPU event (NaN where its launch is not in the trace)."""
-    corr = np.asarray(ev.gpu_corr)
-    launch_corr, launch_start = np.asarray(ev.launch_corr), np.asarray(ev.launch_start)
-    if not len(launch_corr):
-        return np.full(len(corr), np.nan)
-    order = np.argsort(launch_corr, kind="stable")
-    launch_corr, launch_start = launch_corr[order], launch_start[order]
-    at = np.minimum(np.searchsorted(launch_corr, corr), len(launch_corr) - 1)
-    return np.where(launch_corr[at] == corr, launch_start[at], np.nan)
 
 
 def _backward_compute(ev: RankEvents, launched: np.ndarray, begin: float, finish: float):
