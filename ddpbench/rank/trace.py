@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from ddpbench.traces.timeline import ALIGN, PREFIX, STEP
+from ddpbench.traces.kinds import ALIGN, PREFIX, STEP
 
 #: the traces ranks leave in a launch's work folder
 TRACE_GLOB = "trace.rank*.json.gz"

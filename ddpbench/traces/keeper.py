@@ -109,7 +109,7 @@ _OTHER = re.compile(r'"ph": "X", "cat": "(?:(?!cpu_op"|cuda_runtime"|cuda_driver
 _CORRELATION = re.compile(r'"correlation": (-?\d+)')
 _STREAM = re.compile(r'"stream": (-?\d+)')
 #: the names of host ranges the keeper reads (the others are operators, or dropped)
-_NAMED = (kinds.STEP_PREFIX, kinds.DATA_PREFIX, *kinds.HOST_COMM_PREFIXES, kinds.OPTIMIZER_PREFIX, "ddpbench:")
+_NAMED = (kinds.STEP_PREFIX, kinds.DATA_PREFIX, *kinds.HOST_COMM_PREFIXES, kinds.OPTIMIZER_PREFIX, kinds.PREFIX)
 
 
 class Keeper:
@@ -171,7 +171,7 @@ class Keeper:
                 self._params(e, op)
             elif name.startswith(kinds.OPTIMIZER_PREFIX):
                 self._host(e, 5)
-            elif name.startswith("ddpbench:"):
+            elif name.startswith(kinds.PREFIX):
                 self._host(e, 6, name)
         except (TypeError, ValueError, KeyError):
             return  # an event without a usable time: nothing of it is kept

@@ -67,6 +67,14 @@ def snake(word: str) -> str:
 #: device (a synchronising call), running other operators, or none of these (Python between ops)
 HOST_CAUSES = ("data", "sync", "cpu", "other")
 
+#: ddpbench's own ranges in a sweep's traced steps (:mod:`ddpbench.traces.timeline`): every rank leaves
+#: a barrier inside ``ddpbench:align`` before its first recorded step (its end is time zero), and each
+#: step is a ``ddpbench:step`` with a range per phase inside
+PREFIX = "ddpbench:"
+ALIGN = PREFIX + "align"
+STEP = PREFIX + "step"
+BACKWARD = PREFIX + "backward"
+
 #: the range PyTorch's profiler opens for every ``prof.step()``: the trace's steps
 STEP_PREFIX = "ProfilerStep#"
 #: the ranges of a DataLoader's ``__next__`` (``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``)

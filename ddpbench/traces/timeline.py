@@ -23,12 +23,8 @@ import numpy as np
 
 from ddpbench.traces import kinds
 from ddpbench.traces.keeper import HOST_WHAT, RankEvents
+from ddpbench.traces.kinds import ALIGN, BACKWARD, PREFIX, STEP
 
-PREFIX = "ddpbench:"
-#: the range every rank leaves a barrier in before the first recorded step: its end is time zero
-ALIGN = PREFIX + "align"
-STEP = PREFIX + "step"
-BACKWARD = PREFIX + "backward"
 #: the backends whose own ranges are their collectives as they ran (NCCL's are its kernels)
 BACKEND_RANGES = ("gloo:", "mpi:")
 _PHASE, _COMM, _AUTOGRAD = HOST_WHAT.index("phase"), HOST_WHAT.index("comm"), HOST_WHAT.index("autograd")
