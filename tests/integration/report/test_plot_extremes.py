@@ -96,6 +96,12 @@ def recorded_calls(tmp_path_factory) -> dict[str, list[inspect.BoundArguments]]:
     (_, title, rows), = families(trend)
     calls["trend_plot"] = [inspect.signature(functions["trend_plot"]).bind(rows, trend_changes(trend), title,
                                                                            root / "trend-1.png")]
+    # a trace folder's figure, as ``traces`` calls it, on the committed example's traces
+    from ddpbench.traces.folder import read_folder
+
+    (job,) = read_folder(EXAMPLES / "traces-cpu" / "traces", workers=1)
+    calls["rank_breakdown"] = [inspect.signature(functions["rank_breakdown"]).bind(job.steps, root / "breakdown-1.png",
+                                                                                   job.name)]
     return calls
 
 
