@@ -117,9 +117,11 @@ def straggler(steps: pd.DataFrame) -> dict:
 
 
 def advice(table: pd.DataFrame, steps: pd.DataFrame, buckets: pd.DataFrame, sizes: pd.DataFrame,
-           sampled: bool) -> list[dict]:
+           sampled: bool, skew_ms: float = 0.0) -> list[dict]:
     """What to change: each :data:`ADVICE` whose line's interval lies wholly past its share (module
-    docstring), largest first; each with its line's median, interval and share."""
+    docstring), largest first; each with its line's median, interval and share. The wait for a rank is
+    named only where its interval's low end also exceeds ``skew_ms``, the clocks' residual skew between
+    hosts (infinite where they could not be aligned): a smaller wait may be the clocks'."""
     lines = table.set_index("line")
     found = []
     slow = straggler(steps)
@@ -127,8 +129,9 @@ def advice(table: pd.DataFrame, steps: pd.DataFrame, buckets: pd.DataFrame, size
         row = lines.loc[rule.column]
         if not (math.isfinite(row["share_low"]) and row["share_low"] >= rule.share):
             continue
-        if rule.column == "wait_ms" and (slow["rank"] is None or slow["last"] * 2 <= slow["steps"]):
-            continue  # no one rank is last in most steps: the wait is spread, not one straggler's
+        if rule.column == "wait_ms" and (slow["rank"] is None or slow["last"] * 2 <= slow["steps"]
+                                         or not row["low_ms"] > skew_ms):
+            continue  # no one rank is last in most steps (the wait is spread), or the clocks cannot tell
         text = rule.change.format(rank=slow["rank"], last=slow["last"], steps=slow["steps"],
                                   buckets=_bucket_words(buckets), busbw=_busbw_words(sizes))
         if rule.column == "wait_ms" and sampled:

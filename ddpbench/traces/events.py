@@ -52,16 +52,6 @@ def read_events(path: Path) -> RankEvents:
     return out
 
 
-def read_header(path: Path) -> dict:
-    """Only the keys before ``traceEvents`` (where PyTorch writes ``distributedInfo``), and what else
-    the top level holds if ``traceEvents`` is not there: what a folder's check reads of every file."""
-    stream = _Stream(path)
-    header = {}
-    for key, value in stream.top_level(None):
-        header[key] = value
-    return header
-
-
 class _Stream:
     """The decompressed text of one file, a chunk at a time, and the JSON values in it."""
 
@@ -134,9 +124,8 @@ class _Stream:
             self.pos = end
             return value
 
-    def top_level(self, into: RankEvents | None):
-        """Yield the top-level object's header keys; stream its ``traceEvents`` into ``into`` (or
-        stop there when ``into`` is None)."""
+    def top_level(self, into: RankEvents):
+        """Yield the top-level object's header keys; stream its ``traceEvents`` into ``into``."""
         with self.file:
             self._expect("{", "a '{' opening the trace")
             while True:
@@ -148,8 +137,6 @@ class _Stream:
                 key = self._value()
                 self._expect(":", "':'")
                 if key == "traceEvents":
-                    if into is None:
-                        return
                     self._events(into)
                 elif key in HEADER_KEYS:
                     yield key, self._value()

@@ -7,6 +7,7 @@ folder's own ``traces/``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,10 +57,14 @@ def answer(name: str, checked: Checked) -> TraceJob:
     if not tables["clock"]["aligned"] and len(checked.ranks) > 1:
         notes.append("the ranks ran no collective in common: their clocks are the hosts' own, not aligned")
     sampled = len(checked.ranks) < checked.world_size
+    clock = tables["clock"]
+    one_clock = clock.get("one_host") or len(checked.ranks) < 2
+    skew_ms = 0.0 if one_clock else clock["skew_us"] / 1e3 if clock["aligned"] else math.inf
     return TraceJob(name=name, world_size=checked.world_size, backend=checked.backend,
                     device=checked.ranks[0].device, notes=notes, steps=steps, collectives=coll,
                     ranks=tables["ranks"], sizes=tables["collective_sizes"], buckets=buckets, clock=tables["clock"],
-                    budget=budget, advice=answers.advice(budget, steps, buckets, tables["collective_sizes"], sampled),
+                    budget=budget,
+                    advice=answers.advice(budget, steps, buckets, tables["collective_sizes"], sampled, skew_ms),
                     straggler=answers.straggler(steps), kernels=tables["kernels"],
                     files=[t.path for t in checked.ranks])
 

@@ -158,3 +158,14 @@ def test_ranks_on_one_host_share_its_clock_and_other_hosts_are_aligned(tmp_path)
     assert not job.clock["one_host"]
     alone = _job(tmp_path / "one", [tiny_trace(0, 2, host="a"), tiny_trace(1, 2, host="a", comm_end_us=50.0)])
     assert (alone.ranks["clock_offset_us"] == 0.0).all() and alone.clock["one_host"]
+
+
+def test_the_wait_is_named_only_past_the_clocks_skew(tmp_path):
+    from ddpbench.traces.answers import advice
+
+    job = _job(tmp_path, [tiny_trace(0, 2, steps=10), tiny_trace(1, 2, steps=10, late_us=100.0)])
+    lines = [a["line"] for a in job.advice]
+    assert "wait_ms" in lines and "rank 1" in next(a["change"] for a in job.advice if a["line"] == "wait_ms")
+    for skew_ms, named in ((0.01, True), (0.2, False), (math.inf, False)):
+        found = advice(job.budget, job.steps, job.buckets, job.sizes, False, skew_ms)
+        assert ("wait_ms" in [a["line"] for a in found]) == named, skew_ms
