@@ -48,8 +48,9 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     import math
 
     from ddpbench.analysis.models import (
-        BAND,
+        BANDS,
         COSTS,
+        band,
         costs_words,
         ddp_step,
         largest_world_size,
@@ -71,9 +72,10 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
           + (f", {cluster.oversubscription:g}:1 beyond {cluster.leaf_nodes} node(s)" if cluster.oversubscription > 1
              else "") + ")")
     print(costs_words(costs, sources))
-    print(f"band: the model's held-out error on published scaling, leave-one-source-out, its 5th to 95th percentile "
-          f"({BAND.low_pp:+.1f} to {BAND.high_pp:+.1f} points); it covered {BAND.coverage:.0%} of {BAND.rows} held-out "
-          f"rows of {BAND.sources} sources (python -m ddpbench whatif --validate)")
+    print("band: the model's held-out error on published scaling, leave-one-source-out, its 5th to 95th percentile, "
+          + "; ".join(f"{kind} {b.low_pp:+.1f} to {b.high_pp:+.1f} points (it covered {b.coverage:.0%} of {b.rows} "
+                      f"held-out rows of {b.sources} sources)" for kind, b in BANDS.items())
+          + " (python -m ddpbench whatif --validate)")
     cost, batch = args.cost, getattr(args, "batch", None)
     training = batch is not None and (cost.priced or cost.samples is not None)
     samples = cost.samples or MILLION
@@ -90,8 +92,9 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
           + (f" {'hours':>10}" if training else "") + (f" {money:>14}" if training and cost.priced else "")
           + "  algorithms")
     for p, (step, master) in zip(sizes, steps):
-        band = "-" if p == 1 else (f"{max(100 * step.efficiency + BAND.low_pp, 0):.0f}-"
-                                   f"{min(100 * step.efficiency + BAND.high_pp, 100):.0f}%")
+        mine = band(p, cluster.gpus_per_node)
+        shown_band = "-" if p == 1 else (f"{max(100 * step.efficiency + mine.low_pp, 0):.0f}-"
+                                         f"{min(100 * step.efficiency + mine.high_pp, 100):.0f}%")
         extra = ""
         if training:  # every device trains its batch each micro-step: samples / (p x batch x micro-steps) steps
             hours = samples / (p * batch * max(work.accumulation, 1)) * step.step_ms / 3.6e6
@@ -100,7 +103,7 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
                 extra += f" {cost.hourly(p, math.ceil(p / cluster.gpus_per_node)) * hours:>14.3g}"
         terms = "".join(f" {step.terms()[name]:>9.1f} {step.terms()[name] / step.step_ms:>5.0%}" for name in shown)
         print(f"{p:>8} {step.step_ms:>9.1f}{terms} {step.comm_ms:>9.1f} {step.efficiency:>6.0%} "
-              f"{band:>11} {master.efficiency:>12.0%}{extra}  {step.algorithms}")
+              f"{shown_band:>11} {master.efficiency:>12.0%}{extra}  {step.algorithms}")
     target = args.target_efficiency
     largest = largest_world_size(work, cluster, target, args.algorithm, limit=1 << 16, costs=costs)
     print(f"largest world size at {target:.0%} or better: {largest}"
@@ -114,13 +117,24 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
 
 def band_range(work, cluster, target: float, args, costs) -> str:
     """The largest world size at ``target`` as the band reads it: where even its low end reaches the target,
-    and where its high end does (a point prediction is no surer than the model's held-out error)."""
-    from ddpbench.analysis.models import BAND, largest_world_size
+    and where its high end does (a point prediction is no surer than the model's held-out error). The band is
+    one node's up to a node's devices and the one across nodes beyond (:data:`ddpbench.analysis.models.BANDS`)."""
+    from ddpbench.analysis.models import BANDS, largest_world_size
 
-    sure, hopeful = target - BAND.low_pp / 100, target - BAND.high_pp / 100
-    high = largest_world_size(work, cluster, hopeful, args.algorithm, limit=1 << 16, costs=costs)
-    low = largest_world_size(work, cluster, sure, args.algorithm, limit=1 << 16, costs=costs) if sure <= 1 else 0
-    return (f"within the band ({BAND.low_pp:+.1f} to {BAND.high_pp:+.1f} points), "
+    one, across = BANDS["one node"], BANDS["across nodes"]
+
+    def reach(pp_one: float, pp_across: float) -> int:
+        """The largest size whose efficiency plus these points reaches the target (0: none)."""
+        def largest(pp):
+            goal = target - pp / 100
+            return largest_world_size(work, cluster, goal, args.algorithm, limit=1 << 16, costs=costs) \
+                if goal <= 1 else 0
+        beyond = largest(pp_across)
+        return beyond if beyond > cluster.gpus_per_node else min(largest(pp_one), cluster.gpus_per_node)
+
+    low, high = reach(one.low_pp, across.low_pp), reach(one.high_pp, across.high_pp)
+    return (f"within the band (one node {one.low_pp:+.1f} to {one.high_pp:+.1f} points, across nodes "
+            f"{across.low_pp:+.1f} to {across.high_pp:+.1f}), "
             + (f"{low} to {high}" if low > 1 else f"no size is sure (its low end misses {target:.0%} at 2), "
                f"{high} at its high end"))
 

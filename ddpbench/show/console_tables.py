@@ -187,8 +187,8 @@ def print_validation() -> int:
     for quantity, title in titles.items():
         out = Table(title=title)
         for col in ("source", "model", "grads", "batch", "accum.", "GPUs", "against", "system", "net Gbit/s",
-                    "aggregation", "published", "model", "band", "error pp", "role"):
-            out.add_column(col, no_wrap=True, min_width=len(col), justify="right" if col in (
+                    "aggregation", "published", "model", "band", "error pp", "role", "assumed"):
+            out.add_column(col, no_wrap=col != "assumed", min_width=len(col), justify="right" if col in (
                 "batch", "accum.", "GPUs", "net Gbit/s", "published", "model", "error pp") else "left")
         for _, r in found[found["quantity"] == quantity].iterrows():
             band = f"{r['low']:.0f}-{r['high']:.0f}" + (" in" if r["inside"] else " out") \
@@ -197,7 +197,7 @@ def print_validation() -> int:
                         str(r["gpus"]), r["against"], r["system"],
                         num(float(r["network_gbit"]), "g") if r["network_gbit"] is not None else "-", r["aggregation"],
                         num(r["published"], ".1f"), num(r["predicted"], ".1f"), band, num(r["error_pp"], "+.1f"),
-                        f"outside ({reasons[r['outside']]})" if r["outside"] else r["role"])
+                        f"outside ({reasons[r['outside']]})" if r["outside"] else r["role"], r["assumed"] or "-")
         console.print(out)
     for why, letter in reasons.items():
         console.print(f"outside ({letter}): {why}", highlight=False)
@@ -214,8 +214,11 @@ def print_validation() -> int:
     console.print(out)
     console.print(f"leave-one-source-out error, scaling efficiency: mean {whole.mean_pp:.1f} pp, largest "
                   f"{whole.max_pp:.1f} pp over {whole.rows} held-out rows of {whole.sources} sources; the band (5th to "
-                  f"95th percentile of the other sources' held-out errors) covered {whole.coverage:.1%} of them",
-                  highlight=False)
+                  f"95th percentile of the other sources' held-out errors of the same kind) covered "
+                  f"{whole.coverage:.1%} of them: "
+                  + "; ".join(f"{kind} {b.low_pp:+.1f} to {b.high_pp:+.1f} pp ({b.high_pp - b.low_pp:.1f} wide), "
+                              f"{b.coverage:.1%} of {b.rows} rows" for kind, b in result.bands.items()),
+                  highlight=False, soft_wrap=True)
     buckets = score(result.table, quantity="throughput vs 25 MB (%)")
     if buckets.rows:
         console.print(f"leave-one-source-out error, 1 MB vs 25 MB buckets: mean {buckets.mean_pp:.1f} pp, largest "

@@ -313,12 +313,12 @@ class Workload:
                 self.setting)
 
 
-def _identity(job) -> tuple:
+def identity_of(job) -> tuple:
     """:attr:`Workload.identity` of a job's row."""
     return (*(job.get(name, "") for name in MODEL_FIELDS), int(job["per_rank_batch"]), job["_setting"])
 
 
-def _setting_of(frame: pd.DataFrame) -> pd.Series:
+def setting_of(frame: pd.DataFrame) -> pd.Series:
     """Each job's compute setting ("fp32 eager" where results predate the fields)."""
     precision = frame["precision"].fillna("fp32").astype(str) if "precision" in frame else "fp32"
     compiled = frame["compile"].astype(str) == "True" if "compile" in frame else False
@@ -344,7 +344,7 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
     found = []
     if jobs.empty:
         return found
-    jobs = jobs.assign(_setting=_setting_of(jobs), **{name: "" for name in ("script", "script_args")
+    jobs = jobs.assign(_setting=setting_of(jobs), **{name: "" for name in ("script", "script_args")
                                                       if name not in jobs.columns})
     for (model, size, args, script, script_args, batch, setting), group in jobs.groupby(
             [*MODEL_FIELDS, "per_rank_batch", "_setting"], sort=False):
@@ -452,9 +452,9 @@ def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link
     jobs = on_this_network(summary) if jobs is None else jobs
     ok = jobs[(jobs["status"] == "ok") & (jobs["world_size"] > 1)
               & jobs["strategy"].isin(["ddp", "master"]) & (jobs["comm_hook"].fillna("none") == "none")]
-    ok = ok.assign(_setting=_setting_of(ok))
+    ok = ok.assign(_setting=setting_of(ok))
     for _, job in ok.iterrows():
-        workload = by_workload.get(_identity(job))
+        workload = by_workload.get(identity_of(job))
         if workload is None:
             continue
         p = int(job["world_size"])

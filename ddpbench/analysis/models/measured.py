@@ -63,6 +63,8 @@ def with_inputs(costs: Costs, spread_pct: float | None, half_mb: float | None,
             changes[name], sources[name] = given * scale, "given"
         elif measured and measured.get(name) is not None:
             changes[name], sources[name] = measured[name], measured[source]
+    if "rank_spread" in changes:  # a spread measured or given holds the step's jitter already
+        changes["step_jitter"] = 0.0
     return replace(costs, **changes), sources
 
 

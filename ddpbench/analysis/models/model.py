@@ -6,11 +6,11 @@ object (:attr:`ddpbench.analysis.folder.Measured.model`), which builds it once."
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from ddpbench.analysis.models import costmodel
+from ddpbench.analysis.models import costmodel, holdout
 from ddpbench.analysis.models.measured import rank_spread
 
 
@@ -24,6 +24,15 @@ class Model:
     checks: pd.DataFrame  # predicted vs measured at the measured world sizes, per fitted link
     #: what was projected and checked (:func:`~ddpbench.analysis.models.costmodel.workloads`), derived once
     workloads: tuple[costmodel.Workload, ...] = ()
+    #: each workload measured at three world sizes or more, its largest hidden and predicted from the rest
+    #: (:func:`~ddpbench.analysis.models.holdout.checks`): how far the projection is drawn as checked
+    holdout: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def supported_to(self, workload: str) -> int | None:
+        """The largest world size ``workload``'s projection is checked to (:func:`.holdout.supported_to`): the
+        least over its checks; None where it was not checked."""
+        mine = self.holdout[self.holdout["workload"] == workload] if len(self.holdout) else self.holdout
+        return int(mine["supported_to"].min()) if len(mine) else None
 
     @property
     def primary_checks(self) -> pd.DataFrame:
@@ -62,4 +71,5 @@ def cost_model(summary: pd.DataFrame, ranks: pd.DataFrame, collectives: pd.DataF
     checks = [c for c in (costmodel.predicted_vs_measured(summary, ranks, link, found=found) for link in fitted)
               if not c.empty]
     return Model(fitted[0] if fitted else None, links, projection,
-                 pd.concat(checks, ignore_index=True) if checks else pd.DataFrame(), tuple(found))
+                 pd.concat(checks, ignore_index=True) if checks else pd.DataFrame(), tuple(found),
+                 holdout.checks(summary, ranks, collectives, steps) if not summary.empty else pd.DataFrame())

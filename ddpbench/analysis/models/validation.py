@@ -319,16 +319,16 @@ def role(row: dict) -> str:
     return "check"
 
 
-#: the constants fitted, their start and their bounds
-#: (not a share of the compute per step: what running distributed costs grows with N, through the
-#: ranks' spread, or comes per collective; ``Costs.step_share`` is an input, 0 unless given)
-FITTED = ("allreduce_us", "link_share", "rank_spread", "half_rate_mb", "tcp_share")
-START = (50.0, 0.85, 0.02, 0.5, 0.5)
+#: the constants fitted, their start and their bounds (none a share of every step alike: what running
+#: distributed costs grows with N through the step's jitter, which weighs less on a longer step, or comes per
+#: collective or per byte; ``Costs.step_share`` and ``Costs.rank_spread`` are inputs, 0 unless given)
+FITTED = ("allreduce_us", "link_share", "step_jitter", "half_rate_mb", "tcp_share")
+START = (50.0, 0.85, 1.0, 0.5, 0.5)
 LOW = (0.0, 0.3, 0.0, 0.0, 0.05)
-HIGH = (1000.0, 1.0, 0.5, 64.0, 1.0)
+HIGH = (1000.0, 1.0, 100.0, 64.0, 1.0)
 
 
-def calibrate(rows: list[dict] | None = None, systems: dict | None = None, start=START) -> Costs:
+def calibrate(rows: list[dict] | None = None, systems: dict | None = None, start=None) -> Costs:
     """The constants of :class:`.whatif.Costs` (:data:`FITTED`) by least squares over ``rows`` (default:
     every published row the model checks): each row's error in points, each source weighing the same
     (a row weighs one over the square root of its source's rows)."""
@@ -346,7 +346,8 @@ def calibrate(rows: list[dict] | None = None, systems: dict | None = None, start
         costs = Costs(**dict(zip(FITTED, (float(v) for v in x))))
         return [w * (predict(r, systems, costs)[1] - published(r)) for r, w in zip(chosen, weights)]
 
-    fit = least_squares(residuals, x0=list(start), bounds=(list(LOW), list(HIGH)), diff_step=1e-3,
+    fit = least_squares(residuals, x0=list(START if start is None else start), bounds=(list(LOW), list(HIGH)),
+                        diff_step=1e-3,
                         x_scale=[max(abs(v), 1e-2) for v in START], xtol=1e-3, ftol=1e-3)
     return Costs(**{name: round(float(v), 4) for name, v in zip(FITTED, fit.x)})
 
@@ -369,5 +370,5 @@ def published_table(costs: Costs | None = None) -> pd.DataFrame:
                       "system": r["system"], "network_gbit": r.get("inter_node_gbit"), "transport": r.get("transport"),
                       "aggregation": r["aggregation"], "bucket_cap_mb": r.get("bucket_cap_mb"), "quantity": quantity,
                       "published": published(r), "predicted": predicted, "error_pp": predicted - published(r),
-                      "role": role(r), "outside": outside(r), "url": r["url"]})
+                      "role": role(r), "outside": outside(r), "assumed": ", ".join(assumed(r)), "url": r["url"]})
     return pd.DataFrame(found)

@@ -303,7 +303,10 @@ class Costs:
     * ``allreduce_us``: what each collective costs the backward pass itself (launching it, joining its
       stream back), so many small buckets cost more than a few large ones;
     * ``link_share``: the share of a link's nominal rate that large collectives reach;
-    * ``rank_spread``: the per-rank step's coefficient of variation: the wait for the slowest of N;
+    * ``rank_spread``: the per-rank step's coefficient of variation: the wait for the slowest of N (an input:
+      given, or measured between a folder's ranks);
+    * ``step_jitter``: the per-rank step's standard deviation over the square root of its compute (sqrt(ms)):
+      the same wait, from independent delays spread through the step's work;
     * ``half_rate_mb``: the message size at which a collective reaches half its links' rate;
     * ``tcp_share``: the share of the network's rate collectives reach over TCP.
     """
@@ -312,8 +315,16 @@ class Costs:
     allreduce_us: float = 0.0
     link_share: float = 1.0
     rank_spread: float = 0.0
+    step_jitter: float = 0.0
     half_rate_mb: float = 0.0
     tcp_share: float = 1.0
+
+    def spread(self, compute_ms: float) -> float:
+        """The per-rank step's coefficient of variation at a micro-step of ``compute_ms``: the spread given (or
+        measured) and the step's jitter, whose standard deviation grows as the square root of its compute
+        (:mod:`.terms`), so it weighs less on a longer step."""
+        jitter = self.step_jitter / math.sqrt(compute_ms) if self.step_jitter and compute_ms > 0 else 0.0
+        return self.rank_spread + jitter
 
     def on(self, cluster: Cluster) -> Cluster:
         """The cluster at the rates its collectives reach."""
@@ -325,7 +336,7 @@ class Costs:
 #: the constants as :func:`ddpbench.analysis.models.validation.calibrate` fits them to every published row
 #: the model describes (a test holds the two equal); ``python -m ddpbench whatif --validate`` shows their
 #: leave-one-source-out check
-COSTS = Costs(allreduce_us=0.0059, link_share=0.9646, rank_spread=0.065, half_rate_mb=1.958, tcp_share=0.449)
+COSTS = Costs(allreduce_us=16.9648, link_share=0.9064, step_jitter=0.8877, half_rate_mb=3.3067, tcp_share=0.486)
 
 
 def byte_shares(buckets, total: float) -> list[float]:
@@ -451,7 +462,7 @@ def ddp_step(work: Work, p: int, cluster: Cluster, algorithm: str = "auto",
         # parameters gathered before each unit's forward, prefetched behind the forward compute
         exposed += gather if work.shard in ("zero1", "zero2") else max(0.0, gather - forward)
     per_step = costs.step_share * work.compute_ms
-    wait = terms.straggler_ms(work.compute_ms, work.accumulation, p, costs.rank_spread)
+    wait = terms.straggler_ms(work.compute_ms, work.accumulation, p, costs.spread(work.compute_ms))
     bare = before + backward + exposed + per_step + wait
     step = max(bare, work.feed_ms * max(work.accumulation, 1) * min(p, cluster.gpus_per_node))
     names = ", ".join(sorted(used, key=used.get, reverse=True))
@@ -483,7 +494,7 @@ def master_step(work: Work, p: int, cluster: Cluster, costs: Costs | None = None
     grads = sum(work.bucket_bytes) * terms.grad_scale(work.grad_dtype)
     comm = master_us(grads, p, costs.on(cluster)) / 1e3 if p > 1 else 0.0
     per_step = costs.step_share * work.compute_ms if p > 1 else 0.0
-    wait = terms.straggler_ms(work.compute_ms, work.accumulation, p, costs.rank_spread)
+    wait = terms.straggler_ms(work.compute_ms, work.accumulation, p, costs.spread(work.compute_ms))
     step = alone + comm + per_step + wait
     compute = work.compute_ms * max(work.accumulation, 1)
     return Step(p, step, comm, comm, alone / step, "master", compute_ms=compute, per_step_ms=per_step, wait_ms=wait,

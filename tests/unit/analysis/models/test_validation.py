@@ -58,7 +58,7 @@ def test_no_source_enters_its_own_fold(monkeypatch):
     finally:
         loso.held_out.cache_clear()
     sources = sorted({r["source"] for r in rows if validation.role(r) == "check"})
-    assert fits[0] == {r["source"] for r in rows}  # the whole fit, the folds' start
+    assert fits[0] == {r["source"] for r in rows}  # the whole fit
     assert [all_but for all_but in fits[1:]] == [{r["source"] for r in rows} - {s} for s in sources]
     for index, source in enumerate(sources):  # each source predicted by its own fold's constants
         mine = result.table[result.table["source"] == source]
@@ -66,26 +66,48 @@ def test_no_source_enters_its_own_fold(monkeypatch):
         assert result.costs[source].link_share == round(0.5 + 0.01 * (index + 2), 2)
 
 
-def test_the_band_comes_from_the_other_sources_and_its_coverage_is_counted(stored):
-    table, band = loso.with_bands(stored.drop(columns=["low", "high", "inside"]))
+def test_the_band_comes_from_the_other_sources_rows_of_its_kind_and_its_coverage_is_counted(stored):
+    table, bands = loso.with_bands(stored.drop(columns=["low", "high", "inside"]))
     assert table["low"].to_numpy() == pytest.approx(stored["low"].to_numpy(), abs=1e-4, nan_ok=True)
     assert table["high"].to_numpy() == pytest.approx(stored["high"].to_numpy(), abs=1e-4, nan_ok=True)
     assert (table["inside"] == stored["inside"]).all()
     efficiency = stored[stored["quantity"] == loso.EFFICIENCY]
+    assert set(efficiency["regime"]) == set(loso.REGIMES)
     for source in ("horovod-readme-2017", "nvidia-dle-transformerxl-pytorch"):
-        other = efficiency[efficiency["source"] != source]
-        low, high = loso.weighted_percentiles(-other["error_pp"].to_numpy(), np.arange(len(other)))
-        mine = efficiency[efficiency["source"] == source]
-        assert (mine["low"] - mine["predicted"]).to_numpy() == pytest.approx(low, abs=1e-4)
-        assert (mine["high"] - mine["predicted"]).to_numpy() == pytest.approx(high, abs=1e-4)
-    inside = (efficiency["published"] >= efficiency["low"]) & (efficiency["published"] <= efficiency["high"])
-    assert band.coverage == pytest.approx(inside.mean()) and band.rows == len(efficiency)
-    # what whatif prints beside a prediction is this band
-    shipped = loso.BAND
-    assert (shipped.rows, shipped.sources) == (band.rows, band.sources)
-    assert shipped.low_pp == pytest.approx(band.low_pp, abs=0.05)
-    assert shipped.high_pp == pytest.approx(band.high_pp, abs=0.05)
-    assert shipped.coverage == pytest.approx(band.coverage, abs=5e-4)
+        for kind in loso.REGIMES:
+            other = efficiency[(efficiency["source"] != source) & (efficiency["regime"] == kind)]
+            low, high = loso.weighted_percentiles(-other["error_pp"].to_numpy(), np.arange(len(other)))
+            mine = efficiency[(efficiency["source"] == source) & (efficiency["regime"] == kind)]
+            assert (mine["low"] - mine["predicted"]).to_numpy() == pytest.approx(low, abs=1e-4)
+            assert (mine["high"] - mine["predicted"]).to_numpy() == pytest.approx(high, abs=1e-4)
+    # a row's kind is what it states: all its devices in one node, or not
+    rows, _ = validation.load()
+    for _, r in efficiency.iterrows():
+        row = rows[int(r["row"])]
+        assert (r["regime"] == "one node") == (int(row["gpus"]) <= int(row["gpus_per_node"]))
+    for kind, band in bands.items():
+        held = efficiency[efficiency["regime"] == kind]
+        inside = (held["published"] >= held["low"]) & (held["published"] <= held["high"])
+        assert band.coverage == pytest.approx(inside.mean()) and band.rows == len(held)
+        # what whatif prints beside a prediction is this band
+        shipped = loso.BANDS[kind]
+        assert (shipped.rows, shipped.sources) == (band.rows, band.sources)
+        assert shipped.low_pp == pytest.approx(band.low_pp, abs=0.05)
+        assert shipped.high_pp == pytest.approx(band.high_pp, abs=0.05)
+        assert shipped.coverage == pytest.approx(band.coverage, abs=5e-4)
+
+
+def test_rows_whose_stated_inputs_differ_are_not_predicted_alike(stored):
+    """No constant moves every prediction alike: at 8 devices the held-out predictions follow each row's stated
+    compute and links, and rows predicted alike state the same inputs."""
+    rows, _ = validation.load()
+    at8 = stored[(stored["quantity"] == loso.EFFICIENCY) & (stored["gpus"] == 8)]
+    assert at8["predicted"].round(1).nunique() >= 0.75 * len(at8)
+    assert at8["predicted"].max() - at8["predicted"].min() > 10
+    for _, same in at8.groupby(at8["predicted"].round(3)):
+        stated = {(round(validation.compute_ms(rows[int(i)]), 6), rows[int(i)]["system"],
+                   validation.grad_dtype(rows[int(i)])) for i in same["row"]}
+        assert len(stated) == 1 or same["source"].nunique() > 1
 
 
 def test_weighted_percentiles_weigh_each_group_the_same():
