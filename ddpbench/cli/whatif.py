@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from ddpbench.cli.models import check_model_flags
-from ddpbench.commandline.parsing import finite_float, whole_numbers
+from ddpbench.commandline.parsing import Given, finite_float, whole_numbers
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, with_flags
 from ddpbench.show.answers import print_whatif, settings
@@ -16,50 +17,52 @@ def add_parser(sub) -> None:
     p = sub.add_parser("whatif", help="model a workload's scaling on a cluster you describe",
                        description="Step time and scaling efficiency of DDP (and master aggregation) for a "
                        "workload on a described cluster, per world size: model output, not a measurement.")
+    given = partial(p.add_argument, action=Given)  # a flag that describes a cluster or a setting
     p.add_argument("--model", default="resnet50", help="what trains: a preset, reference model or factory "
                    "(its gradient tensors give the buckets; default: resnet50), or a large model's layout built on "
                    "the meta device: llama-7b, llama-13b, llama-70b, gpt3-1.3b, gpt3-175b, bart-large")
     p.add_argument("--model-size", default="s", help="size preset of mlp, cnn and transformer (default: s)")
     p.add_argument("--bucket-cap-mb", type=finite_float, default=25.0, help="DDP's bucket cap (default: 25)")
-    p.add_argument("--compute-ms", type=finite_float,
+    given("--compute-ms", type=finite_float,
                    help="one device's step alone: forward, backward and optimizer (e.g. a sweep's world-size-1 step)")
-    p.add_argument("--from", dest="from_dir", type=Path, metavar="RESULTS",
-                   help="instead of --model and --compute-ms: every workload a sweep measured in this folder, "
-                   "with its measured world-size-1 step, backward share and DDP's actual buckets")
-    p.add_argument("--gpus-per-node", type=int, default=8, help="devices per node (default: 8)")
-    p.add_argument("--intra-gbit", type=finite_float, default=2400.0, help="a device's link inside a node, Gbit/s")
-    p.add_argument("--inter-gbit", type=finite_float, default=100.0, help="a node's network, all NICs, Gbit/s")
-    p.add_argument("--intra-latency-us", type=finite_float, default=3.4, help="latency per all-reduce step inside a "
+    p.add_argument("--from", dest="from_dir", type=Path, metavar="FOLDER",
+                   help="instead of --model and --compute-ms: what a sweep's results folder or a folder of profiler "
+                   "traces measured (compute, buckets, spread), projected on the link it measured, or, with any "
+                   "cluster flag, on the cluster described")
+    given("--gpus-per-node", type=int, default=8, help="devices per node (default: 8)")
+    given("--intra-gbit", type=finite_float, default=2400.0, help="a device's link inside a node, Gbit/s")
+    given("--inter-gbit", type=finite_float, default=100.0, help="a node's network, all NICs, Gbit/s")
+    given("--intra-latency-us", type=finite_float, default=3.4, help="latency per all-reduce step inside a "
                    "node (default: NCCL's for NVLink, 3.4; its PCIe figure is 5.7)")
-    p.add_argument("--inter-latency-us", type=finite_float, default=14.0, help="latency per all-reduce step between "
+    given("--inter-latency-us", type=finite_float, default=14.0, help="latency per all-reduce step between "
                    "nodes (default: NCCL's for the network, 14)")
-    p.add_argument("--algorithm", default="auto", choices=("auto", "ring", "tree", "hierarchical", "nvls"),
+    given("--algorithm", default="auto", choices=("auto", "ring", "tree", "hierarchical", "nvls"),
                    help="all-reduce algorithm (auto: the fastest per bucket, as NCCL's tuner picks)")
-    p.add_argument("--nvls", action="store_true", help="NVLink SHARP in the nodes (H100, NCCL 2.17+)")
-    p.add_argument("--target-efficiency", type=finite_float, default=0.9, help="for the largest world size and the "
+    given("--nvls", nargs=0, const=True, default=False, help="NVLink SHARP in the nodes (H100, NCCL 2.17+)")
+    given("--target-efficiency", type=finite_float, default=0.9, help="for the largest world size and the "
                    "link rate needed (default: 0.9)")
-    p.add_argument("--batch-size", type=int, metavar="N", help="samples per device per step: with a price or "
+    given("--batch-size", type=int, metavar="N", help="samples per device per step: with a price or "
                    "--train-samples, for the time and cost of training (default with --from: the measured one)")
-    p.add_argument("--price-per-device-hour", type=finite_float, metavar="N",
+    given("--price-per-device-hour", type=finite_float, metavar="N",
                    help="price of one device for an hour: the cost of training at each world size")
-    p.add_argument("--price-per-node-hour", type=finite_float, metavar="N", help="a node's price an hour (default: 0)")
-    p.add_argument("--currency", default=None, metavar="TEXT", help="the prices' currency (default: USD)")
-    p.add_argument("--train-samples", type=int, metavar="N", help="samples of the run to cost (default: a million)")
+    given("--price-per-node-hour", type=finite_float, metavar="N", help="a node's price an hour (default: 0)")
+    given("--currency", default=None, metavar="TEXT", help="the prices' currency (default: USD)")
+    given("--train-samples", type=int, metavar="N", help="samples of the run to cost (default: a million)")
     # the settings people train with and the terms that grow with N: ddpbench/analysis/models/terms.py
     p.add_argument("--model-args", default="", metavar="TABLE", help="the model's arguments: '{ layers = 24 }'")
     p.add_argument("--world-sizes", type=whole_numbers, metavar="N,N", help="any world sizes (default: 1, 2 .. 1024)")
-    p.add_argument("--grad-dtype", default="fp32", help="gradients' dtype: fp32, or bf16/fp16 (half the bytes)")
-    p.add_argument("--accumulation", type=int, default=1, metavar="N", help="micro-steps per all-reduce (default: 1)")
-    p.add_argument("--shard", default="none", help="zero1, zero2, zero3 or fsdp: their collectives (default: none)")
-    p.add_argument("--input-samples-per-s", type=finite_float, metavar="N", help="a node's input pipeline, samples/s")
-    p.add_argument("--rank-spread-pct", type=finite_float, metavar="PCT", help="per-rank step spread (%%)")
-    p.add_argument("--half-rate-mb", type=finite_float, metavar="MB", help="a collective's size at half the rate")
-    p.add_argument("--oversubscription", type=finite_float, default=1.0, metavar="X", help="beyond --leaf-nodes")
-    p.add_argument("--leaf-nodes", type=int, default=1, metavar="N", help="nodes at full rate (default: 1)")
-    p.add_argument("--transport", default="rdma", choices=("rdma", "tcp"), help="between nodes (default: rdma)")
+    given("--grad-dtype", default="fp32", help="gradients' dtype: fp32, or bf16/fp16 (half the bytes)")
+    given("--accumulation", type=int, default=1, metavar="N", help="micro-steps per all-reduce (default: 1)")
+    given("--shard", default="none", help="zero1, zero2, zero3 or fsdp: their collectives (default: none)")
+    given("--input-samples-per-s", type=finite_float, metavar="N", help="a node's input pipeline, samples/s")
+    given("--rank-spread-pct", type=finite_float, metavar="PCT", help="per-rank step spread (%%)")
+    given("--half-rate-mb", type=finite_float, metavar="MB", help="a collective's size at half the rate")
+    given("--oversubscription", type=finite_float, default=1.0, metavar="X", help="beyond --leaf-nodes")
+    given("--leaf-nodes", type=int, default=1, metavar="N", help="nodes at full rate (default: 1)")
+    given("--transport", default="rdma", choices=("rdma", "tcp"), help="between nodes (default: rdma)")
     p.add_argument("--validate", action="store_true", help="instead: the model leave-one-source-out on published "
                    "scaling (ddpbench/analysis/models/published_scaling.toml), with its band")
-    p.set_defaults(func=command)
+    p.set_defaults(func=command, given=())
 
 
 #: each number flag's least value and whether that value itself is allowed (None: not given, allowed)
@@ -103,21 +106,6 @@ def _check(args) -> None:
                          "each device trains per step (or give --from a results folder)")
 
 
-def _measured(folder: Path) -> list:
-    """The workloads a sweep measured (:func:`ddpbench.analysis.models.costmodel.workloads`)."""
-    from ddpbench.results.schema import RESULTS_FILE
-
-    if not (folder / RESULTS_FILE).is_file():
-        raise InputError(str(folder), RESULTS_FILE, "not found; give --from a folder written by `ddpbench sweep`")
-    from ddpbench.analysis.folder import load
-    from ddpbench.analysis.models import workloads
-
-    measured = load(folder)  # loaded and summarised once, with its all_reduce curve
-    found = workloads(measured.summary, measured.ranks)
-    if not found:
-        raise InputError(str(folder), "world_size", "no finished DDP job at world size 1 to take the compute from; "
-                         "sweep world_size = [1, ...] first")
-    return found, measured
 
 
 def command(args) -> int:
@@ -127,16 +115,23 @@ def command(args) -> int:
         from ddpbench.show.console_tables import print_validation
 
         return print_validation()
-
     _check(args)
+    if args.from_dir is not None and not args.given:  # no cluster nor setting typed: the link it measured
+
+        from ddpbench.show.projected import measured_inputs, print_measured
+
+        pairs, holdout, _ = measured_inputs(args.from_dir)
+        print_measured(args.from_dir, pairs, holdout, args.world_sizes)
+        return 0
     nvls = ("nvls",) if args.nvls or args.algorithm == "nvls" else ()
     cluster = Cluster(args.gpus_per_node, args.intra_gbit, args.inter_gbit, args.intra_latency_us,
                       args.inter_latency_us, oversubscription=args.oversubscription, leaf_nodes=args.leaf_nodes,
                       transport=args.transport, algorithms=("ring", "tree", "hierarchical", *nvls))
     if args.from_dir is not None:
         from ddpbench.show.answers import print_from
+        from ddpbench.show.projected import measured_workloads
 
-        found, folder = _measured(args.from_dir)
+        found, folder = measured_workloads(args.from_dir)
         print_from(args, found, folder, cluster)
         return 0
     from ddpbench.cli.models import whatif_layout

@@ -118,3 +118,12 @@ def whole_numbers(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"must be whole numbers of 1 or more (got {shown(text)})")
     return numbers
 
+
+
+class Given(argparse.Action):
+    """Stores a flag's value as ``store`` (or ``store_true`` with ``nargs=0``) and notes that it was typed:
+    ``args.given`` holds every such flag's dest, whatever its value (one typed at its default included)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+        namespace.given = (*getattr(namespace, "given", ()), self.dest)

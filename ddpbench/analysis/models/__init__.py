@@ -8,6 +8,7 @@
   loso         the what-if model checked leave-one-source-out, with its band
   measured     the growth terms as a results folder measured them (whatif --from)
   holdout      the projection of a measured run checked by hiding its largest world size
+  fromtrace    a traced job's measurements as the projection's inputs (whatif --from a trace folder)
   layouts      the parameter layouts of models, and DDP's buckets cut from them
   validation   the what-if model against published scaling (published_scaling.toml)
   network      jobs on emulated links beside the model of the link; fault recovery
@@ -18,7 +19,8 @@
 from __future__ import annotations
 
 from ddpbench.analysis.models.collectives import ddp_buckets_vs_allreduce
-from ddpbench.analysis.models.costmodel import single_rank_only, workloads
+from ddpbench.analysis.models.costmodel import predict, single_rank_only, workloads
+from ddpbench.analysis.models.fromtrace import traced
 from ddpbench.analysis.models.holdout import MIN_WORLD_SIZES, TOLERANCE_PCT
 from ddpbench.analysis.models.loso import BANDS, EFFICIENCY, band, costs_words, held_out, score, validated
 from ddpbench.analysis.models.measured import measured_terms, versus_report, with_inputs
@@ -33,7 +35,7 @@ from ddpbench.analysis.models.whatif import COSTS, Cluster, Work, ddp_step, mast
 __all__ = [
     "BANDS", "COSTS", "Cluster", "EFFICIENCY", "GRAD_BYTES", "MIN_WORLD_SIZES", "Model", "PRESETS", "SHARDS",
     "TOLERANCE_PCT", "Work", "band", "costs_words", "ddp_buckets_vs_allreduce", "ddp_step", "flop_layout", "held_out",
-    "largest_world_size", "layout", "link_needed", "master_step", "measured_terms", "published_table", "recovery_runs",
-    "score", "shaped_jobs", "single_rank_only", "validated", "versus_report", "why_no_rate", "with_inputs",
-    "workloads",
+    "largest_world_size", "layout", "link_needed", "master_step", "measured_terms", "predict", "published_table",
+    "recovery_runs", "score", "shaped_jobs", "single_rank_only", "traced", "validated", "versus_report", "why_no_rate",
+    "with_inputs", "workloads",
 ]

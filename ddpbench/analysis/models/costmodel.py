@@ -153,7 +153,7 @@ def _link(name: str, source: str, fitted) -> Link | None:
     return Link(name, alpha, beta, source, points=len(t), fit_error_pct=error)
 
 
-def _fitted_link(name: str, source: str, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> Link | None:
+def fitted_link(name: str, source: str, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> Link | None:
     """The link fitted to these points. Where they cannot tell latency from bandwidth (messages per
     byte barely vary: one world size, one bucket layout) the fit charges everything per byte; the
     link then says it is that extreme of a range, and how much latency alone would explain the same
@@ -197,7 +197,7 @@ def fit_collectives(collectives: pd.DataFrame, backend: str | None = None) -> Li
     n = part["size_bytes"].to_numpy(dtype=float)
     backends = ", ".join(sorted(map(str, part["backend"].unique())))
     sizes = ", ".join(str(int(w)) for w in sorted(part["world_size"].unique()))
-    return _fitted_link(f"measured: all_reduce, {backends}, world size {sizes}", "collectives",
+    return fitted_link(f"measured: all_reduce, {backends}, world size {sizes}", "collectives",
                         2 * (p - 1), 2 * (p - 1) / p * n, part["time_us_median"].to_numpy(dtype=float))
 
 
@@ -213,7 +213,7 @@ def fit_ddp_logs(summary: pd.DataFrame) -> Link | None:
     p = jobs["world_size"].to_numpy(dtype=float)
     buckets = jobs["buckets"].to_numpy(dtype=float)
     n = jobs["allreduce_bytes_per_step"].to_numpy(dtype=float)
-    link = _fitted_link("measured: DDP's logged comm time", "ddp-logs", 2 * (p - 1) * buckets, 2 * (p - 1) / p * n,
+    link = fitted_link("measured: DDP's logged comm time", "ddp-logs", 2 * (p - 1) * buckets, 2 * (p - 1) / p * n,
                         jobs["ddp_comm_ms"].to_numpy(dtype=float) * 1e3)
     return dataclasses.replace(link, fitted_keys=tuple(jobs["key"])) if link is not None else None
 
@@ -305,6 +305,9 @@ class Workload:
     #: ``measured_world_size`` each step waits longer for the slowest rank (:func:`.terms.slowest_growth_ms`);
     #: 0 where it was not measured
     rank_spread: float = 0.0
+    #: each bucket's share of the backward pass done when it is ready, where measured (a trace); None: its
+    #: bytes stand in for the compute (:class:`.whatif.Work`)
+    ready: tuple[float, ...] | None = None
 
     @property
     def identity(self) -> tuple:
@@ -403,7 +406,7 @@ def predict(workload: Workload, link: Link, world_sizes, strategy: str = "ddp") 
     cluster, rows = flat_cluster(link), []
     for p in sorted(set(int(w) for w in world_sizes)):
         work = whatif.Work(workload.compute_multi_ms if p > 1 else workload.compute_ms, workload.bucket_bytes,
-                           workload.backward_share)
+                           workload.backward_share, workload.ready)
         step = whatif.ddp_step(work, p, cluster, costs=MEASURED) if strategy == "ddp" \
             else whatif.master_step(work, p, cluster, costs=MEASURED)
         wait = terms.slowest_growth_ms(work.compute_ms, p, workload.measured_world_size, workload.rank_spread)

@@ -109,8 +109,8 @@ def predict(workload: costmodel.Workload, links: list[costmodel.Link], p: int, c
         step, compute = float(row["step_ms"]), float(row["compute_ms"])
         found.append([in_turns(step, compute, share, t) for t in shares])
     if share > 1 and math.isnan(taken):
-        wide.append(f"{p} ranks x {threads} threads on {cores:g} cores take turns, and whether the "
-                    "communication takes a core too was not measured below world size {p}")
+        wide.append(f"{p} ranks x {threads} thread(s) on {cores:g} cores take turns, and whether the "
+                    f"communication takes a core too was not measured below world size {p}")
     if len(links) > 1:
         wide.append("the smaller jobs cannot tell the link's latency from its bandwidth")
     point = sum(found[0]) / len(found[0])

@@ -27,6 +27,9 @@ class Model:
     #: each workload measured at three world sizes or more, its largest hidden and predicted from the rest
     #: (:func:`~ddpbench.analysis.models.holdout.checks`): how far the projection is drawn as checked
     holdout: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: what the projection projects on the link it measured, per network: (network, workload, link), the inputs
+    #: ``whatif --from`` projects too
+    projected: tuple[tuple[str, costmodel.Workload, costmodel.Link], ...] = ()
 
     def supported_to(self, workload: str) -> int | None:
         """The largest world size ``workload``'s projection is checked to (:func:`.holdout.supported_to`): the
@@ -37,8 +40,8 @@ class Model:
     @property
     def primary_checks(self) -> pd.DataFrame:
         """The checks of the primary fitted link (the first) alone."""
-        if not len(self.checks):
-            return self.checks
+        if not len(self.checks) or self.measured is None:
+            return self.checks.iloc[0:0]
         return self.checks[self.checks["link"] == self.measured.name]
 
     @property
@@ -52,6 +55,34 @@ class Model:
         return self.projection[self.projection["link"].isin(shown)] if len(self.projection) else self.projection
 
 
+def _with_spread(found: list, steps: pd.DataFrame | None) -> list:
+    """Each workload with its ranks' step spread measured on its multi-rank job (0 where not measured)."""
+    if steps is None:
+        return found
+    spreads = [rank_spread(steps, workload.job_key) for workload in found]
+    return [replace(workload, rank_spread=0.0 if math.isnan(spread) else spread)
+            for workload, spread in zip(found, spreads)]
+
+
+def _emulated(summary: pd.DataFrame, ranks: pd.DataFrame, steps) -> tuple[tuple, pd.DataFrame, list, list]:
+    """The links fitted on each emulated network (DDP's logged times of its jobs, :func:`.holdout.networks`), the
+    projection of its workloads on them and their checks against its jobs: a network ddpbench shaped is projected
+    as the one it measured."""
+    links, frames, checks, pairs = [], [], [], []
+    for network, frame in holdout.networks(summary):
+        fitted = costmodel.fit_ddp_logs(frame) if network != "this machine" else None
+        if fitted is None:
+            continue
+        named = [replace(link, name=f"{network}: {link.name.removeprefix('measured: ')}")
+                 for link in costmodel.with_range([fitted])]
+        links += named
+        found = _with_spread(costmodel.workloads(frame, ranks), steps)
+        frames.append(costmodel.projection(frame, ranks, named, found=found))
+        checks.append(costmodel.predicted_vs_measured(frame, ranks, named[0], found=found))
+        pairs += [(network, workload, named[0]) for workload in found]
+    return tuple(links), pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(), checks, pairs
+
+
 def cost_model(summary: pd.DataFrame, ranks: pd.DataFrame, collectives: pd.DataFrame, sweeps: pd.DataFrame,
                steps: pd.DataFrame | None = None) -> Model:
     """The model of a folder's tables: links fitted to its all_reduce micro-benchmarks and DDP's logs
@@ -61,15 +92,17 @@ def cost_model(summary: pd.DataFrame, ranks: pd.DataFrame, collectives: pd.DataF
     largest world size measured, the projected step waits longer for the slowest rank."""
     fitted = costmodel.measured_links(collectives, summary) if not summary.empty else []
     links = tuple(costmodel.with_range(fitted) + costmodel.given_links(sweeps))
-    found = costmodel.workloads(summary, ranks) if not summary.empty else []
-    if steps is not None:
-        spreads = [rank_spread(steps, workload.job_key) for workload in found]
-        found = [replace(workload, rank_spread=0.0 if math.isnan(spread) else spread)
-                 for workload, spread in zip(found, spreads)]
+    found = _with_spread(costmodel.workloads(summary, ranks), steps) if not summary.empty else []
     projection = (costmodel.projection(summary, ranks, list(links), found=found) if links and not summary.empty
                   else pd.DataFrame())
-    checks = [c for c in (costmodel.predicted_vs_measured(summary, ranks, link, found=found) for link in fitted)
-              if not c.empty]
+    emulated, projected, shaped, pairs = _emulated(summary, ranks, steps)
+    pairs = [("this machine", workload, links[0]) for workload in found if links] + pairs
+    links += emulated
+    if len(projected):
+        projection = pd.concat([projection, projected], ignore_index=True)
+    checks = [c for c in (*(costmodel.predicted_vs_measured(summary, ranks, link, found=found) for link in fitted),
+                          *shaped) if not c.empty]
     return Model(fitted[0] if fitted else None, links, projection,
                  pd.concat(checks, ignore_index=True) if checks else pd.DataFrame(), tuple(found),
-                 holdout.checks(summary, ranks, collectives, steps) if not summary.empty else pd.DataFrame())
+                 holdout.checks(summary, ranks, collectives, steps) if not summary.empty else pd.DataFrame(),
+                 tuple(pairs))

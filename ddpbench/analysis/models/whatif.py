@@ -321,8 +321,7 @@ class Costs:
 
     def spread(self, compute_ms: float) -> float:
         """The per-rank step's coefficient of variation at a micro-step of ``compute_ms``: the spread given (or
-        measured) and the step's jitter, whose standard deviation grows as the square root of its compute
-        (:mod:`.terms`), so it weighs less on a longer step."""
+        measured) and the jitter, its standard deviation the square root of the compute times ``step_jitter``."""
         jitter = self.step_jitter / math.sqrt(compute_ms) if self.step_jitter and compute_ms > 0 else 0.0
         return self.rank_spread + jitter
 

@@ -1,7 +1,9 @@
 """The cost model's projection as a figure: one row of panels per workload, step time (left) and
-weak-scaling efficiency (right) against world size from 1 to 1024, one colour per link, solid for
-DDP (each bucket by ring or tree, the cheaper) and dashed for master aggregation; the measured
-jobs as black markers. The measured range is shaded: everything right of it is model output.
+weak-scaling efficiency (right) against world size from 1 to 1024, one colour per link, DDP (each bucket
+by ring or tree, the cheaper) solid as far as its check supports (the largest world size hidden and
+predicted from the smaller ones: :mod:`ddpbench.analysis.models.holdout`) and dashed beyond it, master
+aggregation dotted; the measured jobs as black markers. The measured range is shaded: everything right of
+it is model output.
 
 Only figures a plot can place are drawn (:func:`~ddpbench.report.plots.common.placeable`: finite, at
 most 1e300, and above 0 on the log step-time axis); a step-time panel with none left says so."""
@@ -24,13 +26,17 @@ from ddpbench.report.plots.common import (
     save,
 )
 
-STRATEGY_STYLES = {"ddp": ("-", "DDP (ring or tree)"), "master": ("--", "master aggregation")}
+STRATEGY_STYLES = {"ddp": ("-", "DDP (ring or tree), as far as checked"), "master": (":", "master aggregation")}
+#: DDP's line past the world size its check supports
+UNCHECKED_STYLE = ("--", "DDP past what its check supports")
 MAX_WORKLOADS = 4
 
 
 @guarded
-def projection_plot(projection, measured, path: Path) -> Path | None:
-    """``projection``: costmodel.projection's table; ``measured``: the summary rows to overlay."""
+def projection_plot(projection, measured, path: Path, supported: dict | None = None) -> Path | None:
+    """``projection``: costmodel.projection's table; ``measured``: the summary rows to overlay; ``supported``:
+    each workload's world size its check supports (:meth:`ddpbench.analysis.models.Model.supported_to`; a
+    workload not in it: the largest measured)."""
     if projection is None or projection.empty:
         return None
     from matplotlib.lines import Line2D
@@ -54,9 +60,17 @@ def projection_plot(projection, measured, path: Path) -> Path | None:
                     line = part[(part["link"] == link) & (part["strategy"] == strategy)].sort_values("world_size")
                     ys = line[column].to_numpy(dtype=float) * scale
                     keep = placeable(ys, log)
-                    if keep.any():  # a figure it cannot place is a gap in the line
-                        ax.plot(line["world_size"].to_numpy(), np.where(keep, ys, np.nan), linestyle=style,
-                                color=COLORS[index % len(COLORS)], linewidth=1.6)
+                    if not keep.any():
+                        continue
+                    xs, ys = line["world_size"].to_numpy(), np.where(keep, ys, np.nan)  # unplaceable: a gap
+                    color = COLORS[index % len(COLORS)]
+                    cut = (supported or {}).get(workload) or largest
+                    if strategy == "ddp" and (xs > cut).any():  # solid as far as checked, dashed beyond
+                        start = xs[xs <= cut].max() if (xs <= cut).any() else xs.min()  # from where the solid ends
+                        ax.plot(xs, np.where(xs >= start, ys, np.nan), linestyle=UNCHECKED_STYLE[0], color=color,
+                                linewidth=1.6)
+                        ys = np.where(xs <= cut, ys, np.nan)
+                    ax.plot(xs, ys, linestyle=style, color=color, linewidth=1.6)
             if len(mine):
                 for strategy in STRATEGY_STYLES:
                     points = mine[mine["strategy"] == strategy]
@@ -81,7 +95,8 @@ def projection_plot(projection, measured, path: Path) -> Path | None:
                          fontsize=10)
     handles = [Line2D([], [], color=COLORS[i % len(COLORS)], linewidth=2, label=str(link))
                for i, link in enumerate(links)]
-    handles += [Line2D([], [], color="0.3", linestyle=style, label=name) for style, name in STRATEGY_STYLES.values()]
+    handles += [Line2D([], [], color="0.3", linestyle=style, label=name)
+                for style, name in (*STRATEGY_STYLES.values(), UNCHECKED_STYLE)]
     handles += [Line2D([], [], color="black", marker="o", linestyle="", label="measured (DDP)"),
                 Line2D([], [], color="black", marker="s", linestyle="", label="measured (master)"),
                 Line2D([], [], color="0.85", linewidth=8, label="measured range; right of it: model output")]

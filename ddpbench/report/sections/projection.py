@@ -9,7 +9,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from ddpbench.analysis.core import EFFICIENCY
-from ddpbench.analysis.models import BAND, Model, single_rank_only
+from ddpbench.analysis.models import MIN_WORLD_SIZES, TOLERANCE_PCT, Model, single_rank_only
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots.projection import projection_plot
 
@@ -77,7 +77,9 @@ def _checks_table(checks: pd.DataFrame) -> Markup:
                        "measured step (ms)", "error"], rows, numeric=set(range(4, 12)))
 
 
-def _projection_table(projection: pd.DataFrame) -> Markup:
+def _projection_table(projection: pd.DataFrame, supported: dict | None = None) -> Markup:
+    """Each projected cell; one past the world size its workload's check supports (``supported``; unchecked:
+    past the largest measured) says so."""
     part = projection[projection["world_size"].isin(PROJECTION_TABLE_SIZES)]
     rows = []
     for (workload, link, strategy), group in part.groupby(["workload", "link", "strategy"], sort=False):
@@ -87,33 +89,18 @@ def _projection_table(projection: pd.DataFrame) -> Markup:
             if size in by_size.index:
                 r = by_size.loc[size]
                 how = r["algorithms"] if strategy == "ddp" and r.get("algorithms", "-") != "-" else ""
-                low, high = _band(r["efficiency"])
-                cells.append(html("{{ step }} ms, {{ eff }} % [{{ low }}-{{ high }} %]"
-                                  "{% if how %} ({{ how }}){% endif %}",
+                # the check hides a DDP job: master aggregation is never checked
+                beyond = strategy != "ddp" or size > (supported or {}).get(workload, 0)
+                cells.append(html("{{ step }} ms, {{ eff }} %{% if how %} ({{ how }}){% endif %}"
+                                  "{% if beyond %}, past the check{% endif %}",
                                   step=num(r["step_ms"], ".4g"), eff=num(100 * r["efficiency"], ".0f"), how=how,
-                                  low=num(low, ".0f"), high=num(high, ".0f")))
+                                  beyond=beyond))
             else:
                 cells.append(DASH)
         rows.append(cells)
     header = ["workload", "link", "strategy",
-              *(f"{s} ranks: step, efficiency [band] (all-reduce)" for s in PROJECTION_TABLE_SIZES)]
+              *(f"{s} ranks: step, efficiency (all-reduce)" for s in PROJECTION_TABLE_SIZES)]
     return html_table(header, rows, numeric={3, 4, 5})
-
-
-def _band(efficiency: float) -> tuple[float, float]:
-    """The band around a projected efficiency (%): the what-if model's held-out error on published scaling,
-    leave-one-source-out (:data:`ddpbench.analysis.models.BAND`), clipped to 0-100 %."""
-    return max(100 * efficiency + BAND.low_pp, 0.0), min(100 * efficiency + BAND.high_pp, 100.0)
-
-
-BAND_NOTE = html(
-    '<p class="note"><strong>The band</strong> beside each projected efficiency is the what-if model\'s held-out '
-    "error on published scaling, leave-one-source-out: its 5th to 95th percentile ({{ low }} to {{ high }} points), "
-    "which covered {{ coverage }} % of {{ rows }} held-out published rows of {{ sources }} sources "
-    "(<code>python -m ddpbench whatif --validate</code>). It says how far the model's form misses on clusters it "
-    "was not fitted to, not how noisy these measurements are.</p>\n",
-    low=f"{BAND.low_pp:+.1f}", high=f"{BAND.high_pp:+.1f}", coverage=f"{100 * BAND.coverage:.0f}", rows=BAND.rows,
-    sources=BAND.sources)
 
 
 def _spread_note(model: Model) -> Markup:
@@ -139,6 +126,35 @@ def _spread_note(model: Model) -> Markup:
                 "{{ each }}.</p>\n", each=each)
 
 
+def holdout_part(model: Model) -> Markup:
+    """The projection checked where the answer is known (:mod:`ddpbench.analysis.models.holdout`): each workload's
+    largest world size hidden and predicted from the smaller ones, beside its measurement; or why not."""
+    if model.holdout.empty:
+        return html('<h3>Checked where the answer is known</h3>\n<p class="what">Not checked: no workload here was '
+                    "measured at {{ n }} world sizes or more (one alone, one to fit the link to, one to hide and "
+                    "predict), so the projection is dashed from the largest world size measured on.</p>\n",
+                    n=MIN_WORLD_SIZES)
+    rows = []
+    for _, c in model.holdout.iterrows():
+        rows.append([c["workload"], c["network"], c["from_world_sizes"], c["hidden_world_size"],
+                     html("{{ p }} [{{ lo }} to {{ hi }}]", p=num(c["predicted_ms"], ".1f"), lo=num(c["low_ms"], ".1f"),
+                          hi=num(c["high_ms"], ".1f")),
+                     html("{{ m }} [{{ lo }} to {{ hi }}]", m=num(c["measured_ms"], ".1f"),
+                          lo=num(c["measured_low_ms"], ".1f"), hi=num(c["measured_high_ms"], ".1f")),
+                     num(c["error_pct"], "+.0f", " %"), "holds" if c["holds"] else "does not hold",
+                     c["supported_to"], c["wide_because"] or DASH])
+    table = html_table(["workload", "network", "fitted to world sizes", "hidden world size",
+                        "predicted step (ms) [interval]", "measured step (ms) [launches' 95 % CI]", "error", "check",
+                        "drawn solid to", "what widens the interval"], rows, numeric={3, 4, 5, 6, 8})
+    return html('<h3>Checked where the answer is known</h3>\n<p class="what">Each workload measured at {{ n }} '
+                "world sizes or more, its largest hidden: the model fitted to the smaller jobs alone (their compute, "
+                "buckets, spread, and the link fitted to their timings) predicts it. A check holds within {{ tol }} % "
+                "of the measured mean step, or inside its interval where that is wider. Where it holds, the "
+                "projection is drawn solid as far past the largest world size measured as the check reached past the "
+                "largest it kept, and dashed beyond; a workload not checked is dashed past its measurements.</p>\n",
+                n=MIN_WORLD_SIZES, tol=f"{TOLERANCE_PCT:g}") + table + Markup("\n")
+
+
 def projection_section(ctx: ReportContext) -> Section | None:
     model = ctx.folder.model
     one_rank = single_rank_only(ctx.collectives, ctx.summary)
@@ -147,7 +163,8 @@ def projection_section(ctx: ReportContext) -> Section | None:
             return Section("Projection to larger clusters (model)", NOTHING_TO_FIT)
         return None
     measured = _measured_points(ctx, model.checks)
-    path = projection_plot(model.projection, measured, ctx.image("projection.png"))
+    supported = {w.label: model.supported_to(w.label) for w in model.workloads if model.supported_to(w.label)}
+    path = projection_plot(model.projection, measured, ctx.image("projection.png"), supported)
     if not model.checks.empty:
         errors = Markup("; ").join(
             html("<em>{{ link }}</em>: {{ step }} % for the step time, {{ comm }} % for the communication", link=link,
@@ -194,7 +211,7 @@ def projection_section(ctx: ReportContext) -> Section | None:
         "<code>python -m ddpbench whatif --from {{ folder }} --gpus-per-node 8 "
         "--inter-gbit 400</code> (its check: <code>python -m ddpbench whatif --validate</code>).</p>\n",
         source=Markup(source), folder=str(ctx.results_dir))  # source: this function's own sentences
-        + _spread_note(model) + _links_table(model) + Markup("\n") + BAND_NOTE + _projection_table(model.projection)
-        + Markup("\n")
+        + _spread_note(model) + _links_table(model) + Markup("\n") + _projection_table(model.projection, supported)
+        + Markup("\n") + holdout_part(model)
         + checks)
     return Section("Projection to larger clusters (model)", text, (path,) if path else ())

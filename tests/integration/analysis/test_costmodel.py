@@ -5,7 +5,6 @@ ranks. The formulas and fits on exact values are in tests/unit/analysis/models/t
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.models.loso import BAND
 from ddpbench.report.build import write_report
 from ddpbench.report.sections.collectives import collectives_busbw_section, collectives_table_section
 from ddpbench.report.sections.projection import projection_section
@@ -39,21 +38,16 @@ def test_report_on_world_size_one_only_says_there_is_nothing_to_fit(tmp_path):
     assert "At world size 1 no byte crosses a link" in section_of(page, "Collectives: nccl-tests table")
 
 
-def test_the_report_projection_shows_the_band_and_what_it_covers(tmp_path):
-    import re
-
+def test_the_report_projection_says_it_was_not_checked_with_two_world_sizes(tmp_path):
+    """Two world sizes leave nothing to hide: the projection says it is unchecked and marks every projected size
+    past the measured ones; no band from published GPU scaling is put on a folder's own measurements."""
     folder = write_results(tmp_path / "r", [ok(10.0), ok(12.0, world_size=2)])
     write_collectives(folder, [spec(2, ops=("all_reduce",))])
     page = write_report(folder, sections=[projection_section]).read_text()
     text = section_of(page, "Projection to larger clusters (model)")
-    assert f"which covered {100 * BAND.coverage:.0f} % of {BAND.rows} held-out published rows of {BAND.sources}" \
-        in text
-    # every projected cell carries its band: the efficiency plus the held-out error's 5th and 95th percentiles
-    cells = re.findall(r"(\d+) % \[(\d+)-(\d+) %\]", text)
-    assert cells
-    for eff, low, high in cells:  # each rounded apart from the efficiency: within a point of it plus the band
-        assert abs(int(low) - max(int(eff) + BAND.low_pp, 0)) <= 1
-        assert abs(int(high) - min(int(eff) + BAND.high_pp, 100)) <= 1
+    assert "Not checked: no workload here was measured at 3 world sizes or more" in text
+    assert "published" not in text.split("Checked where the answer is known")[0].split("<table")[-1]
+    assert text.count("past the check") >= 3  # 8, 64 and 1024 ranks for DDP
 
 
 def test_a_folders_projection_grows_by_the_spread_measured_between_its_ranks():
@@ -85,3 +79,25 @@ def test_a_folders_projection_grows_by_the_spread_measured_between_its_ranks():
         p = int(row["world_size"])
         want = spread * (_blom(p) - _blom(2)) * workload.compute_multi_ms if p > 2 else 0.0
         assert row["slowest_growth_ms"] == pytest.approx(want, rel=1e-9, abs=1e-12)
+
+
+def test_the_report_puts_the_hold_out_check_beside_the_projection_and_marks_what_lies_past_it(tmp_path):
+    """world-sizes-cpu measured 1, 2 and 4 ranks: 4 hidden and predicted from 1 and 2 held, so the projection holds
+    to 8 ranks and every cell past 8 says it lies past the check."""
+    import shutil
+
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    shutil.copy(ROOT / "reports" / "examples" / "world-sizes-cpu" / "results.jsonl", folder)
+    page = write_report(folder, sections=[projection_section]).read_text()
+    text = section_of(page, "Projection to larger clusters (model)")
+    check = text.split("Checked where the answer is known")[1].split("Predicted vs measured")[0]
+    assert check.count("holds") >= 2 and "does not hold" not in check
+    assert "1, 2" in check and "4 ranks x 1 thread(s) on 2 cores take turns" in check
+    table = text.split("ranks: step, efficiency (all-reduce)")[-1].split("Checked where")[0]
+    rows = table.split("<tr>")[1:]
+    for row in rows:
+        cells = row.split("<td")[4:]  # the world sizes' cells: 8, 64, 1024 ranks
+        checked = "<td>DDP</td>" in row or ">DDP<" in row  # master aggregation is never checked
+        assert ("past the check" not in cells[0]) is checked and all("past the check" in c for c in cells[1:]), row
+    assert sum(">DDP<" in row for row in rows) >= 2

@@ -136,8 +136,12 @@ def test_compare_loads_and_summarises_each_folder_once(calls, tmp_path, capsys):
 def test_whatif_from_a_folder_loads_and_summarises_once(calls, capsys):
     from ddpbench.program import main
 
-    assert main(["whatif", "--from", str(QUICK)]) == 0
+    assert main(["whatif", "--from", str(QUICK), "--inter-gbit", "100"]) == 0
     assert calls == {**NOTHING, "summarize": 1, "load_tables": 1}  # its own model of a cluster, not the folder's
+    assert capsys.readouterr().out.startswith("model output for transformer-s")
+    # on the link it measured: the folder's own model, the report's projection, built once
+    assert main(["whatif", "--from", str(QUICK)]) == 0
+    assert calls == {**NOTHING, "summarize": 2, "load_tables": 2, "cost_model": 1}
     assert capsys.readouterr().out.startswith("model output for transformer-s")
 
 

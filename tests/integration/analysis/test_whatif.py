@@ -31,7 +31,7 @@ def test_from_a_folder_the_spread_and_curve_are_the_measured_ones(capsys):
     steps = measured.steps[(measured.steps["key"] == work.job_key) & (measured.steps["phase"] == "nosync")]
     by_step = steps.groupby(["repeat", "step"])["step_ms"]
     assert spread == pytest.approx(float((by_step.std() / by_step.mean()).median()))
-    assert main(["whatif", "--from", str(folder)]) == 0
+    assert main(["whatif", "--from", str(folder), "--gpus-per-node", "8"]) == 0  # a cluster described
     out = capsys.readouterr().out
     assert (f"ranks' step spread {spread:.1%} (measured between the ranks of {work.job_key}), collectives at half "
             f"their links' rate at {half:.3g} MB (the all_reduce curve measured in the folder (alpha / beta))") in out

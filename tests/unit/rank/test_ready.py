@@ -19,7 +19,8 @@ from ddpbench.testing import ROOT
 #: ... and those measured after: every rank's step carries them (on the CPU, an H100 and an H200)
 MEASURED_WITH = [ROOT / "reports" / "examples" / name for name in ("consistency-cpu", "gpu-h100", "cost-cpu",
                                                                    "calibration-cpu-2", "gpu-h200",
-                                                                   "gpu-models-h200", "gpu-h200-2")]
+                                                                   "gpu-models-h200", "gpu-h200-2",
+                                                                   "network-scaling-cpu")]
 EXAMPLES = sorted(p.parent for p in (ROOT / "reports" / "examples").glob("*/results.jsonl")
                   if p.parent not in MEASURED_WITH)
 

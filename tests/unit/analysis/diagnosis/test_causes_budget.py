@@ -14,8 +14,8 @@ from ddpbench.analysis.diagnosis import causes, estimates, lossbudget, verdict, 
 from ddpbench.analysis.diagnosis.finders import diagnose, top_cause
 from ddpbench.analysis.diagnosis.model_findings import projection as projection_findings
 from ddpbench.analysis.models.costmodel import Workload
-from ddpbench.cli import whatif as cli
 from ddpbench.program import main
+from ddpbench.show import projected
 from ddpbench.testing.tables import diagnosis_row as _row
 
 NAN = math.nan
@@ -276,8 +276,8 @@ def test_whatif_from_says_which_budget_lines_a_device_per_rank_removes(monkeypat
                     job_key="k")
     summary = pd.DataFrame([_job(**ISSUE)])
     folder = SimpleNamespace(summary=summary, steps=pd.DataFrame(), collectives=pd.DataFrame())
-    monkeypatch.setattr(cli, "_measured", lambda path: ([work], folder))
-    assert main(["whatif", "--from", "somewhere"]) == 0
+    monkeypatch.setattr(projected, "measured_workloads", lambda path: ([work], folder))
+    assert main(["whatif", "--from", "somewhere", "--inter-gbit", "100"]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("of the loss budget")]
     assert line == ("of the loss budget measured at world size 2: a bigger cluster keeps exposed communication "
                     "23.4 ms; a device per rank removes compute slowed by sharing 23.6 ms")

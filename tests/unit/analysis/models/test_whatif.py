@@ -260,8 +260,12 @@ def test_the_command_takes_the_compute_and_buckets_a_sweep_measured(capsys):
     assert len(versus) == 1
     assert "(54.7 ms at world size 2 on the measuring machine, against 39.15 ms alone)" in versus[0]
     assert "so it keeps at most 72% however fast the link" in versus[0]
-    assert main(["whatif", "--from", str(folder.parent)]) == 2
+    assert main(["whatif", "--from", str(folder.parent), "--inter-gbit", "100"]) == 2
     assert "results.jsonl: not found" in capsys.readouterr().err
+    # on the link it measured, a folder that is neither results nor traces is one line too
+    assert main(["whatif", "--from", str(folder.parent)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "results.jsonl: not found, nor any profiler trace" in err[0]
 
 
 def test_the_report_projection_names_compute_slowed_by_sharing_the_machine():
