@@ -127,12 +127,10 @@ def command(args) -> int:
     cluster = Cluster(args.gpus_per_node, args.intra_gbit, args.inter_gbit, args.intra_latency_us,
                       args.inter_latency_us, oversubscription=args.oversubscription, leaf_nodes=args.leaf_nodes,
                       transport=args.transport, algorithms=("ring", "tree", "hierarchical", *nvls))
-    if args.from_dir is not None:
-        from ddpbench.show.answers import print_from
-        from ddpbench.show.projected import measured_workloads
+    if args.from_dir is not None:  # what it measured, on the cluster described
+        from ddpbench.show.projected import print_described
 
-        found, folder = measured_workloads(args.from_dir)
-        print_from(args, found, folder, cluster)
+        print_described(args, cluster)
         return 0
     from ddpbench.cli.models import whatif_layout
 

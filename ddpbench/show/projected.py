@@ -51,14 +51,39 @@ def measured_inputs(folder: Path) -> tuple[list, pd.DataFrame, str]:
     return pairs, pd.DataFrame(), "traces"
 
 
+def print_described(args, cluster) -> None:
+    """``whatif --from`` with a cluster or a setting: what a results folder's workloads or a folder of traces'
+    jobs measured (compute, buckets, spread, the half-rate size of their collectives), on the cluster described
+    with the costs fitted to published scaling where the folder measured none."""
+    from ddpbench.results.schema import RESULTS_FILE
+    from ddpbench.show.answers import print_from
+
+    if (args.from_dir / RESULTS_FILE).is_file():
+        found, folder = measured_workloads(args.from_dir)
+        print_from(args, found, folder, cluster)
+        return
+    from ddpbench.analysis.models import COSTS, Work, with_inputs
+    from ddpbench.results.sanitize import printable
+    from ddpbench.show.answers import print_whatif, settings
+
+    pairs, _, _ = measured_inputs(args.from_dir)
+    for _, workload, link in pairs:
+        args.batch = args.batch_size
+        work = Work(compute_ms=args.compute_ms or workload.compute_ms, bucket_bytes=workload.bucket_bytes,
+                    backward_share=workload.backward_share, ready=workload.ready, **settings(args, args.batch))
+        half = link.alpha_us / link.beta_us_per_byte / 1e6 if link.beta_us_per_byte > 0 and not link.extreme else None
+        measured = {"rank_spread": workload.rank_spread,
+                    "rank_spread_source": f"measured between the traced ranks of {workload.job_key}",
+                    "half_rate_mb": half, "half_rate_source": "the traced all-reduces' times by size (alpha / beta)"}
+        costs, sources = with_inputs(COSTS, args.rank_spread_pct, args.half_rate_mb, measured)
+        print_whatif(args, printable(f"{workload.label} as traced in {args.from_dir} ({len(workload.bucket_bytes)} "
+                                     "all-reduce(s) a step, each ready where the trace launched it)"), work, cluster,
+                     costs, sources)
+
+
 def measured_workloads(folder: Path) -> tuple[list, object]:
     """The workloads a sweep measured (:func:`ddpbench.analysis.models.costmodel.workloads`) and the folder, for a
     cluster ``whatif --from`` describes."""
-    from ddpbench.results.schema import RESULTS_FILE
-
-    if not (folder / RESULTS_FILE).is_file():
-        raise InputError(str(folder), RESULTS_FILE, "not found; on a cluster you describe, --from takes a folder "
-                         "written by `ddpbench sweep`")
     from ddpbench.analysis.folder import load
     from ddpbench.analysis.models import workloads
 

@@ -25,3 +25,12 @@ def test_a_folder_of_traces_is_projected_from_what_its_ranks_ran(capsys):
     rows = _rows(out, "traces (traced)")
     assert sorted(rows) == [1, 2, 64] and float(rows[64][1]) >= float(rows[2][1]) >= float(rows[1][1])
     assert " ".join(rows[64][-3:]) == "past the check" and rows[2][-1] != "check"
+
+
+def test_a_folder_of_traces_on_a_cluster_described_keeps_its_measured_spread_and_buckets(capsys):
+    assert main(["whatif", "--from", str(EX / "traces-cpu" / "traces"), "--inter-gbit", "100", "--world-sizes",
+                 "1,8"]) == 0
+    out = capsys.readouterr().out
+    assert "(traced) as traced in" in out and "each ready where the trace launched it" in out
+    assert "measured between the traced ranks of traces)" in out  # the spread the trace measured, not the fit's
+    assert "8 devices a node at 2400 Gbit/s, nodes at 100 Gbit/s" in out

@@ -269,7 +269,7 @@ def test_projections_say_which_lines_a_bigger_cluster_keeps_and_a_device_per_ran
     assert "waiting for the slowest rank" not in lossbudget.cluster_words(_job(straggler=(3.0, -1.0, 7.0), **ISSUE))
 
 
-def test_whatif_from_says_which_budget_lines_a_device_per_rank_removes(monkeypatch, capsys):
+def test_whatif_from_says_which_budget_lines_a_device_per_rank_removes(monkeypatch, capsys, tmp_path):
     from types import SimpleNamespace
 
     work = Workload("transformer-s, batch 4/rank", "transformer", "s", "", 4, 27e6, (27e6,), 25.0, 39.1, 62.7, 0.6, 2,
@@ -277,7 +277,8 @@ def test_whatif_from_says_which_budget_lines_a_device_per_rank_removes(monkeypat
     summary = pd.DataFrame([_job(**ISSUE)])
     folder = SimpleNamespace(summary=summary, steps=pd.DataFrame(), collectives=pd.DataFrame())
     monkeypatch.setattr(projected, "measured_workloads", lambda path: ([work], folder))
-    assert main(["whatif", "--from", "somewhere", "--inter-gbit", "100"]) == 0
+    (tmp_path / "results.jsonl").touch()  # a results folder, whose workloads are the ones above
+    assert main(["whatif", "--from", str(tmp_path), "--inter-gbit", "100"]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("of the loss budget")]
     assert line == ("of the loss budget measured at world size 2: a bigger cluster keeps exposed communication "
                     "23.4 ms; a device per rank removes compute slowed by sharing 23.6 ms")
