@@ -1,7 +1,8 @@
 """Reading a report page in tests: one section of it; whether a page is inert (no script, no event
 handler, links only inside its folder); a reader run in-process, with its one-line error; the scaling
 sections' headings and PNGs, and a PNG file checked by its signature; for the loss budget's sections,
-summary rows of its columns (:func:`summary_row`), the report's context of them and a page's text."""
+summary rows of its columns (:func:`summary_row`), the report's context of them and a page's text; and
+``whatif --from``'s table of one workload by world size (:func:`whatif_rows`)."""
 
 from __future__ import annotations
 
@@ -147,3 +148,10 @@ def context(summary: pd.DataFrame, tmp_path: Path) -> ReportContext:
 def page_text(markup) -> str:
     text = re.sub(r"</t[dh]>", " | ", str(markup))
     return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", text)))
+
+
+def whatif_rows(out: str, label: str) -> dict[int, list[str]]:
+    """``whatif --from``'s rows of the workload labelled ``label``, by world size: each row's cells."""
+    part = out.split(f"model output for {label}")[1].split("model output for ")[0]
+    return {int(line.split()[0]): line.split() for line in part.splitlines()
+            if line.split()[:1] and line.split()[0].isdigit()}

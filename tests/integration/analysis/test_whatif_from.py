@@ -9,14 +9,9 @@ import pytest
 from ddpbench.analysis.folder import load
 from ddpbench.program import main
 from ddpbench.testing import ROOT
+from ddpbench.testing.pages import whatif_rows
 
 EX = ROOT / "reports" / "examples"
-
-
-def _rows(out: str, label: str) -> dict[int, list[str]]:
-    part = out.split(f"model output for {label}")[1].split("model output for ")[0]
-    return {int(line.split()[0]): line.split() for line in part.splitlines() if line.split()[:1]
-            and line.split()[0].isdigit()}
 
 
 def test_the_cli_prints_the_reports_projection_term_by_term_as_far_as_checked(capsys):
@@ -25,7 +20,7 @@ def test_the_cli_prints_the_reports_projection_term_by_term_as_far_as_checked(ca
     out = capsys.readouterr().out
     model = load(folder).model
     for _network, workload, link in model.projected:
-        rows = _rows(out, workload.label)
+        rows = whatif_rows(out, workload.label)
         report = model.projection[(model.projection["workload"] == workload.label)
                                   & (model.projection["link"] == link.name) & (model.projection["strategy"] == "ddp")]
         supported = model.supported_to(workload.label)

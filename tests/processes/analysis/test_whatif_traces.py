@@ -6,14 +6,9 @@ from __future__ import annotations
 
 from ddpbench.program import main
 from ddpbench.testing import ROOT
+from ddpbench.testing.pages import whatif_rows
 
 EX = ROOT / "reports" / "examples"
-
-
-def _rows(out: str, label: str) -> dict[int, list[str]]:
-    part = out.split(f"model output for {label}")[1].split("model output for ")[0]
-    return {int(line.split()[0]): line.split() for line in part.splitlines() if line.split()[:1]
-            and line.split()[0].isdigit()}
 
 
 def test_a_folder_of_traces_is_projected_from_what_its_ranks_ran(capsys):
@@ -22,7 +17,7 @@ def test_a_folder_of_traces_is_projected_from_what_its_ranks_ran(capsys):
     assert "(traced) as measured in" in out and "each where the trace launched it" in out
     assert "traced: all_reduce, gloo, world size 2" in out
     assert "not checked: measured at fewer than 3 world sizes" in out
-    rows = _rows(out, "traces (traced)")
+    rows = whatif_rows(out, "traces (traced)")
     assert sorted(rows) == [1, 2, 64] and float(rows[64][1]) >= float(rows[2][1]) >= float(rows[1][1])
     assert " ".join(rows[64][-3:]) == "past the check" and rows[2][-1] != "check"
 
