@@ -49,8 +49,9 @@ def networks(summary: pd.DataFrame):
     if summary.empty:
         return
     yield "this machine", summary
-    shaped = summary[(summary.get("emulate_nodes", 1) > 1) & (summary.get("link", "none") != "none")] \
-        if {"emulate_nodes", "link"} <= set(summary.columns) else summary.iloc[0:0]
+    if not {"emulate_nodes", "link", "link_delay_ms"} <= set(summary.columns):
+        return
+    shaped = summary[(summary["emulate_nodes"] > 1) & (summary["link"].fillna("none") != "none")]
     for (link, delay), jobs in shaped.groupby(["link", "link_delay_ms"], sort=False):
         alone = summary[(summary["world_size"] == 1) & (summary["link"].fillna("none") == "none")]
         name = f"emulated {link}" + (f", {delay:g} ms delay" if delay else "")
