@@ -33,10 +33,13 @@ MAX_WORKLOADS = 4
 
 
 @guarded
-def projection_plot(projection, measured, path: Path, supported: dict | None = None) -> Path | None:
+def projection_plot(projection, measured, path: Path, supported: dict | None = None,
+                    checks=None) -> Path | None:
     """``projection``: costmodel.projection's table; ``measured``: the summary rows to overlay; ``supported``:
     each workload's world size its check supports (:meth:`ddpbench.analysis.models.Model.supported_to`; a
-    workload not in it: the largest measured)."""
+    workload not in it: the largest measured); ``checks``: the hold-out checks
+    (:func:`ddpbench.analysis.models.holdout.checks`), each drawn at its hidden world size as its prediction and
+    interval beside the measured step."""
     if projection is None or projection.empty:
         return None
     from matplotlib.lines import Line2D
@@ -71,6 +74,14 @@ def projection_plot(projection, measured, path: Path, supported: dict | None = N
                                 linewidth=1.6)
                         ys = np.where(xs <= cut, ys, np.nan)
                     ax.plot(xs, ys, linestyle=style, color=color, linewidth=1.6)
+            held = checks[checks["workload"] == workload] if checks is not None and len(checks) else None
+            if log and held is not None and len(held):
+                ys = held["predicted_ms"].to_numpy(dtype=float)
+                keep = placeable(ys, log) & placeable(held["low_ms"].to_numpy(dtype=float), log)
+                ax.errorbar(held["hidden_world_size"].to_numpy()[keep] * 1.12, ys[keep],
+                            yerr=[ys[keep] - held["low_ms"].to_numpy(dtype=float)[keep],
+                                  held["high_ms"].to_numpy(dtype=float)[keep] - ys[keep]],
+                            fmt="D", color="0.35", mfc="white", markersize=5, capsize=3, zorder=6)
             if len(mine):
                 for strategy in STRATEGY_STYLES:
                     points = mine[mine["strategy"] == strategy]
@@ -99,6 +110,8 @@ def projection_plot(projection, measured, path: Path, supported: dict | None = N
                 for style, name in (*STRATEGY_STYLES.values(), UNCHECKED_STYLE)]
     handles += [Line2D([], [], color="black", marker="o", linestyle="", label="measured (DDP)"),
                 Line2D([], [], color="black", marker="s", linestyle="", label="measured (master)"),
+                Line2D([], [], color="0.35", marker="D", mfc="white", linestyle="",
+                       label="largest measured, predicted from the smaller [interval]"),
                 Line2D([], [], color="0.85", linewidth=8, label="measured range; right of it: model output")]
     fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0, 0, 1, 1), bbox_transform=fig.transFigure, ncol=3,
                fontsize=8, frameon=False)  # anchored to the figure itself, wherever its PNG is cropped

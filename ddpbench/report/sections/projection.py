@@ -151,7 +151,10 @@ def holdout_part(model: Model) -> Markup:
                 "buckets, spread, and the link fitted to their timings) predicts it. A check holds within {{ tol }} % "
                 "of the measured mean step, or inside its interval where that is wider. Where it holds, the "
                 "projection is drawn solid as far past the largest world size measured as the check reached past the "
-                "largest it kept, and dashed beyond; a workload not checked is dashed past its measurements.</p>\n",
+                "largest it kept, and dashed beyond; a workload not checked is dashed past its measurements. In the "
+                "figure the check is the hollow diamond beside the hidden world size: its prediction on the machine "
+                "that measured it (its cores shared where the ranks outnumbered them), where the line gives every rank "
+                "a device of its own.</p>\n",
                 n=MIN_WORLD_SIZES, tol=f"{TOLERANCE_PCT:g}") + table + Markup("\n")
 
 
@@ -164,7 +167,7 @@ def projection_section(ctx: ReportContext) -> Section | None:
         return None
     measured = _measured_points(ctx, model.checks)
     supported = {w.label: model.supported_to(w.label) for w in model.workloads if model.supported_to(w.label)}
-    path = projection_plot(model.projection, measured, ctx.image("projection.png"), supported)
+    path = projection_plot(model.projection, measured, ctx.image("projection.png"), supported, model.holdout)
     if not model.checks.empty:
         errors = Markup("; ").join(
             html("<em>{{ link }}</em>: {{ step }} % for the step time, {{ comm }} % for the communication", link=link,
