@@ -137,17 +137,22 @@ def checks(summary: pd.DataFrame, ranks: pd.DataFrame, collectives: pd.DataFrame
     size hidden and predicted from the rest (the columns :data:`COLUMNS`); empty where none was."""
     rows = []
     for network, frame in networks(summary):
+        jobs = costmodel.ddp_jobs(frame)
+        jobs = jobs.assign(_setting=costmodel.setting_of(jobs))
+        identities = [costmodel.identity_of(job) for _, job in jobs.iterrows()]  # each job's, once
+        fitted: dict[int, tuple] = {}  # by hidden world size: the workloads and links of the smaller jobs, once
         for workload in costmodel.workloads(frame, ranks):
-            jobs = costmodel.ddp_jobs(frame)
-            jobs = jobs.assign(_setting=costmodel.setting_of(jobs))
-            mine = jobs[[costmodel.identity_of(job) == workload.identity for _, job in jobs.iterrows()]]
+            mine = jobs[[identity == workload.identity for identity in identities]]
             sizes = sorted(int(w) for w in mine["world_size"].unique())
             if len(sizes) < MIN_WORLD_SIZES:
                 continue
             hidden = sizes[-1]
-            kept = frame[frame["world_size"] < hidden]
-            trained = [w for w in costmodel.workloads(kept, ranks) if w.identity == workload.identity]
-            links = _links(kept, collectives, hidden, network == "this machine")
+            if hidden not in fitted:
+                kept = frame[frame["world_size"] < hidden]
+                fitted[hidden] = (costmodel.workloads(kept, ranks),
+                                  _links(kept, collectives, hidden, network == "this machine"))
+            found, links = fitted[hidden]
+            trained = [w for w in found if w.identity == workload.identity]
             if not trained or not links:
                 continue
             trained = trained[0]
