@@ -133,10 +133,11 @@ def band_range(work, cluster, target: float, args, costs) -> str:
         return beyond if beyond > cluster.gpus_per_node else min(largest(pp_one), cluster.gpus_per_node)
 
     low, high = reach(one.low_pp, across.low_pp), reach(one.high_pp, across.high_pp)
+    top = f"{high}" + (" or more (the model's limit)" if high == 1 << 16 else "")
     return (f"within the band (one node {one.low_pp:+.1f} to {one.high_pp:+.1f} points, across nodes "
             f"{across.low_pp:+.1f} to {across.high_pp:+.1f}), "
-            + (f"{low} to {high}" if low > 1 else f"no size is sure (its low end misses {target:.0%} at 2), "
-               f"{high} at its high end"))
+            + (f"{low} to {top}" if low > 1 else f"no size is sure (its low end misses {target:.0%} at 2), "
+               f"{top} at its high end"))
 
 
 def settings(args, batch: int | None) -> dict:

@@ -328,7 +328,7 @@ LOW = (0.0, 0.3, 0.0, 0.0, 0.05)
 HIGH = (1000.0, 1.0, 100.0, 64.0, 1.0)
 
 
-def calibrate(rows: list[dict] | None = None, systems: dict | None = None, start=None) -> Costs:
+def calibrate(rows: list[dict] | None = None, systems: dict | None = None) -> Costs:
     """The constants of :class:`.whatif.Costs` (:data:`FITTED`) by least squares over ``rows`` (default:
     every published row the model checks): each row's error in points, each source weighing the same
     (a row weighs one over the square root of its source's rows)."""
@@ -346,7 +346,7 @@ def calibrate(rows: list[dict] | None = None, systems: dict | None = None, start
         costs = Costs(**dict(zip(FITTED, (float(v) for v in x))))
         return [w * (predict(r, systems, costs)[1] - published(r)) for r, w in zip(chosen, weights)]
 
-    fit = least_squares(residuals, x0=list(START if start is None else start), bounds=(list(LOW), list(HIGH)),
+    fit = least_squares(residuals, x0=list(START), bounds=(list(LOW), list(HIGH)),
                         diff_step=1e-3,
                         x_scale=[max(abs(v), 1e-2) for v in START], xtol=1e-3, ftol=1e-3)
     return Costs(**{name: round(float(v), 4) for name, v in zip(FITTED, fit.x)})

@@ -43,7 +43,7 @@ def test_no_source_enters_its_own_fold(monkeypatch):
     rows, _ = validation.load()
     fits: list[set[str]] = []
 
-    def calibrate(given, systems, start=validation.START):
+    def calibrate(given, systems):
         fits.append({r["source"] for r in given})
         return replace(whatif.COSTS, link_share=round(0.5 + 0.01 * len(fits), 2))  # a fold's own constants
 
