@@ -907,6 +907,41 @@ def ab_calibration() -> dict:
     return out
 
 
+def simulated() -> dict:
+    """What the docs say of the code's intervals on simulated data, simulated again as the tests that hold them
+    do (same draws, same seeds): the confidence sequence and a peeking t interval over 60 looks
+    (tests/unit/analysis/core/test_sequential.py), the traces' shift interval on gamma steps
+    (tests/unit/traces/test_reading.py). Properties of the code, not measurements of a machine."""
+    import numpy as np
+    from scipy import stats
+
+    from ddpbench.analysis.core.sequential import t_bound
+    from ddpbench.traces.compare import shift
+
+    rng = np.random.default_rng(56)
+    trials, looks, mean = 4000, 60, 0.3
+    x = rng.normal(mean, 2.0, (trials, looks))
+    n = np.arange(1, looks + 1)
+    means = x.cumsum(axis=1) / n
+    spread = np.sqrt(np.maximum((x * x).cumsum(axis=1) - n * means**2, 0) / np.maximum(n - 1, 1))
+    with np.errstate(divide="ignore"):
+        error = np.abs(means - mean) / (spread / np.sqrt(n))
+    bound = np.array([t_bound(k) for k in n])
+    fixed = np.array([stats.t.ppf(0.975, k - 1) if k > 1 else np.inf for k in n])
+    first = next(k for k in n if np.isfinite(t_bound(k)))
+    rng, covered, called, draws = np.random.default_rng(7), 0, 0, 400
+    for _ in range(draws):
+        a, b = rng.gamma(4.0, 1.0, 12), rng.gamma(4.0, 1.0, 12)
+        _, low, high = shift(a, b + 1.0)
+        covered += low <= 1.0 <= high
+        _, low, high = shift(a, b)
+        called += low > 0 or high < 0
+    return {"seq_miss": f1(100 * (error > bound).any(axis=1).mean()),
+            "peek": f0(100 * (error > fixed).any(axis=1).mean()), "whole_line": WORDS[int(first) - 1],
+            **{f"t{k}": f1(t_bound(k) / stats.t.ppf(0.975, k - 1)) for k in (8, 20)},
+            "shift_cov": f1(100 * covered / draws), "shift_false": f1(100 * called / draws)}
+
+
 #: the fields of the quotes: {name[field]} is DERIVED[name]()[field]
 DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu, "network": network_cpu,
            "gpu": lambda: gpu_folder("gpu-h100", "0bc27f2"), "h200": lambda: gpu_folder("gpu-h200", "54fae1a"),
@@ -917,7 +952,7 @@ DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu,
            "trace": trace_cpu, "gate": gate_power,
            "pytest": pytest_gate, "pytest3": pytest_gate_held_out, "pytestmin": pytest_min_gate,
            "gate3": gate_held_out, "whatif": whatif, "calib": calibration_cpu, "calib2": calibration_held_out,
-           "history": history_cpu, "ab": ab_calibration}
+           "history": history_cpu, "ab": ab_calibration, "sim": simulated}
 
 
 @functools.cache
@@ -1123,6 +1158,16 @@ QUOTES: list[tuple[str, str]] = [
     ("docs/statistics.md", "compared by `compare`'s own code (`compare_tables`), {calib[splits]} splits per job and "
                            "launch count."),
     ("docs/statistics.md", "its real A/A splits reuse the same {calib[launches]} launches a job"),
+    ("docs/statistics.md", "(each look is another chance to stray: on simulated normal rounds over 60 looks, in "
+                           "{sim[peek]} % of sequences)"),
+    ("docs/statistics.md", "t*<sub>n</sub> is {sim[t8]} times the fixed-sample t<sub>0.975</sub> at 8 rounds and "
+                           "{sim[t20]} times at 20, and the sequence is the whole line for the first {sim[whole_line]} "
+                           "rounds"),
+    ("docs/statistics.md", "on 4,000 simulated sequences of 60 normal rounds at most 5 % ever miss the mean "
+                           "({sim[seq_miss]} %: the sequence is conservative"),
+    ("docs/traces.md", "On 400 simulated pairs of runs of 12 steps each (gamma-distributed steps, seeded), the "
+                       "interval held the true shift in {sim[shift_cov]} % of them and called an identical pair "
+                       "different in {sim[shift_false]} %"),
     ("docs/statistics.md", "{calib2[wrong]} of {calib2[called]} real A/A comparisons ({calib2[wrong_pct]} %) came out "
                            "slower or faster, and the mean step's interval covered the pooled mean in "
                            "{calib2[cov_lo]} % to {calib2[cov_hi]} % of them"),
@@ -1240,10 +1285,11 @@ _UNIT = "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
 #: what the scan takes for a measured figure: a number, or a range of two ("15 to 20", "4.5-6.5"), and a unit
 FIGURE = re.compile(rf"(?<![\w.]){_NUMBER}(?:\s?(?:-|–|to)\s?{_NUMBER})?\s?(?:{_UNIT})(?![\w/])"
                     r"|(?<![\w.])\d+ (?:of|in) \d+(?![\w.])")  # and counts: 8 of 8, 1 in 152
-#: a block of README.md or docs/ that says it measured something, names an example folder, a held-out check or
-#: Holistic Trace Analysis (whose readings are set beside ddpbench's)
+#: a block of README.md or docs/ that says it measured something, names an example folder, a held-out check,
+#: Holistic Trace Analysis (whose readings are set beside ddpbench's) or a simulation
 MEASURED = re.compile(r"reports/examples|\btook\b|on this machine|\b2-core\b|\bH100\b|\bwas measured\b"
-                      r"|\bmeasured (on|for|at|in|from|here|there|by|bf16|\d)|\bheld[- ]out\b|\bHTA\b", re.I)
+                      r"|\bmeasured (on|for|at|in|from|here|there|by|bf16|\d)|\bheld[- ]out\b|\bHTA\b|\bsimulated\b",
+                      re.I)
 #: figures in measured prose that are settings, thresholds or properties of a model, not measurements
 SETTINGS: dict[str, list[str]] = {
     EXAMPLES: [
@@ -1270,13 +1316,19 @@ SETTINGS: dict[str, list[str]] = {
     "docs/diagnosis.md": ["within 20 %", "95 % interval", "95 % CI", "100 Mbit/s", "1 Gbit/s",
                           "130 tensors", "efficiency above 100 %", "(\"about 5 ms\")"],  # a wording, as an example
     "docs/results.md": ["95 % interval"],
-    "docs/statistics.md": ["With 2 launches a side", "3 to 5 launches a side"],  # launch counts, not measurements
+    # launch counts, an example of a comparison's words, the power's aim, the MAD's constant and the nominal 95 %
+    "docs/statistics.md": ["With 2 launches a side", "3 to 5 launches a side",
+                           "(\"0.1, 0.5, 1 and 5 MB, 1.03x as fast as the default 25 MB\")", "detect a 5 % slowdown",
+                           "90 % of the time", "(1.4826 times the median absolute", "A fixed-sample 95 % t interval",
+                           "far more often than 5 %", "with probability 95 %"],
     "docs/history.md": ["5, 10 and 20 %", "95 %", "a 2 % change"],  # the planted levels, the detector's thresholds
     "docs/strategies.md": ["5 launches a job", "95 % interval"],
     "README.md": ["95 % confidence interval"],
     "docs/precision.md": ["95 %", "within 10 %", "2.00x", "1.67x", "is 33 % of the step (fp32 eager: 20 %)"],
     "docs/traces.md": ["27 MB of gradients", "4 buckets of 5 MB", "1 of 25 MB",
-                       "within 1 percentage point, tested in CI"],  # tests/processes/traces/test_hta.py's tolerance
+                       # the tolerances of tests/processes/traces/test_hta.py and tests/unit/traces/test_reading.py
+                       "within 1 percentage point, tested in CI", "distribution-free 95 % interval",
+                       "at least 93 % and at most 7 %"],
     "docs/scripts.md": ["max(3 %, 20 µs)"],  # issue 39's target for a measured step's cost
     # the counters' update periods and the window rule built on them (ddpbench.rank.energy), an example of
     # its note from the stand-ins' test, and the anchors' own figures (CodeCarbon's 50 % of TDP)
