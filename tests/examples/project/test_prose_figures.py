@@ -23,6 +23,8 @@ and ``<!-- end of ... -->``) is not scanned: every line of it must be a line of 
 
 Figures of benchmarks whose output is not stored live only in benchmarks/measured.md, each entry with
 the command that measured it and its date; the scan leaves that file out and checks the dates are there.
+Every other benchmarks/*.md is written whole by its script (``--out``): it must be one run of it, the
+script's header first, one command line writing that very file, and the one commit it ran.
 """
 
 from __future__ import annotations
@@ -1459,6 +1461,53 @@ def test_figures_measured_once_name_their_command_and_date():
     for entry in entries:
         assert re.search(r"measured on (or before )?20\d\d-\d\d-\d\d, commits? [0-9a-f]{7}", entry), entry
         assert re.search(r"`(python|pytest|pip)[^`]*`", entry), entry
+
+
+#: the notes a benchmark writes itself (``--out benchmarks/NAME.md``): every figure in them is made by the one command
+#: each names; measured.md, whose entries each name their own command and date, is checked above
+WRITTEN = sorted(p.name for p in (ROOT / "benchmarks").glob("*.md") if p.name != Path(MEASURED_ONCE).name)
+
+
+def written_problems(name: str, text: str) -> list[str]:
+    """What keeps ``benchmarks/NAME`` from being one run of its script: the script's header first, then one command
+    line (the script, writing this very file) with its date, and the one commit of ddpbench it ran."""
+    script = f"benchmarks/{Path(name).stem}.py"
+    header = f"<!-- written by {script} -->"
+    lines = text.splitlines()
+    problems = []
+    if not lines or lines[0] != header:
+        problems.append(f"benchmarks/{name}: the first line is not {header}")
+    elif f'HEADER = "{header}"' not in (ROOT / script).read_text(encoding="utf-8"):
+        problems.append(f"benchmarks/{name}: {script} does not write {header}")
+    command = re.compile(rf"^`python {re.escape(script)} [^`]*--out benchmarks/{re.escape(name)}(?: [^`]*)?`, "
+                         r"20\d\d-\d\d-\d\d \d\d:\d\d UTC$")
+    runs = [line for line in lines if line.startswith("`python ")]
+    if len(runs) != 1 or not command.match(runs[0]):
+        problems.append(f"benchmarks/{name}: {len(runs)} command lines, not one `python {script} ... --out "
+                        f"benchmarks/{name}`, DATE UTC")
+    commits = re.findall(r"\bddpbench at ([0-9a-f]{7,40})\b", text)
+    if len(commits) != 1:
+        problems.append(f"benchmarks/{name}: {len(commits)} commits named (ddpbench at ...), not one")
+    return problems
+
+
+@pytest.mark.parametrize("name", WRITTEN)
+def test_a_benchmarks_note_is_one_run_of_its_script(name):
+    assert written_problems(name, (ROOT / "benchmarks" / name).read_text(encoding="utf-8")) == []
+
+
+def test_the_one_run_check_can_fail():
+    text = ("<!-- written by benchmarks/scale.py -->\n"
+            "`python benchmarks/scale.py --sizes 100 --out benchmarks/scale.md`, 2026-11-29 10:09 UTC\n\n"
+            "2 CPUs, ddpbench at 8b0c378 (/work)\n\n| step | 100 |\n|---|---|\n| report | 7.6 s |\n")
+    assert "scale.md" in WRITTEN and written_problems("scale.md", text) == []
+    body = text.split("\n", 1)[1]
+    joined = text + body.replace("--out benchmarks/scale.md", "--out /tmp/scaleB.md")  # two runs, joined by hand
+    assert len(written_problems("scale.md", joined)) == 2
+    assert len(written_problems("scale.md", text.replace("--out benchmarks/scale.md", "--out /tmp/a.md"))) == 1
+    assert len(written_problems("scale.md", "\n".join(text.splitlines()[1:]))) == 1  # no header
+    assert len(written_problems("scale.md", text.replace("benchmarks/scale.py -->", "benchmarks/x.py -->"))) == 1
+    assert len(written_problems("scale.md", re.sub(r"ddpbench at \w+", "ddpbench at (a working tree)", text))) == 1
 
 
 def test_a_changed_figure_or_an_unregistered_one_fails(monkeypatch):
