@@ -23,6 +23,8 @@ and ``<!-- end of ... -->``) is not scanned: every line of it must be a line of 
 
 Figures of benchmarks whose output is not stored live only in benchmarks/measured.md, each entry with
 the command that measured it and its date; the scan leaves that file out and checks the dates are there.
+Every other benchmarks/*.md is written whole by its script (``--out``): it must be one run of it, the
+script's header first, one command line writing that very file, and the one commit it ran.
 """
 
 from __future__ import annotations
@@ -750,7 +752,28 @@ def whatif() -> dict:
             "rows": str(len(rows)), "sources": str(len({r["source"] for r in rows})),
             "jitter": f"{costs.step_jitter:.2g}", "j100": f1(costs.step_jitter * 10),
             "j400": f1(costs.step_jitter * 5), "half": f"{costs.half_rate_mb:.2g}", "per_call": f0(costs.allreduce_us),
-            "link_share": pct(costs.link_share), "tcp_share": pct(costs.tcp_share), **_loso(), **_aws(rows)}
+            "link_share": pct(costs.link_share), "tcp_share": pct(costs.tcp_share),
+            "fold_us": f"{loso.FOLD_RANGE['allreduce_us'][0]:.0f} to {loso.FOLD_RANGE['allreduce_us'][1]:.0f}",
+            **_loso(), **_aws(rows), **_one_node(rows)}
+
+
+def _one_node(rows) -> dict:
+    """The largest held-out errors in one node (reports/examples/whatif-loso/held-out.csv): of the rows that state
+    every input the model takes, and of the two mixed-precision runs docs/whatif.md names, each found by what the
+    published table says of its row."""
+    held = pd.read_csv(EX / "whatif-loso" / "held-out.csv")
+    held = held[(held["quantity"] == "scaling efficiency (%)") & (held["regime"] == "one node")]
+    error = held.set_index("row")["error_pp"]
+    stated = held[held["assumed"].isna()]
+    worst = rows[int(stated.loc[stated["error_pp"].abs().idxmax(), "row"])]
+    txl = [i for i in error.index if rows[i]["model"].startswith("Transformer-XL large") and rows[i]["gpus"] == 8
+           and rows[i]["batch_per_gpu"] == 2 and rows[i]["precision"].startswith("mixed")]
+    squad = [i for i in error.index if "SQuAD" in rows[i]["model"] and "Horovod" in rows[i]["framework"]
+             and rows[i]["precision"].startswith("mixed")]
+    assert worst["model"].startswith("Transformer-XL large") and len(txl) == 1 and squad, "the rows the prose names"
+    assert (error[txl + squad] > 0).all(), "'lose': published below the prediction"
+    return {"stated_max": f1(stated["error_pp"].abs().max()), "txl": f1(error[txl[0]]),
+            "squad": f1(error[squad].max())}
 
 
 def _aws(rows) -> dict:
@@ -762,7 +785,10 @@ def _aws(rows) -> dict:
         return row
 
     slow, fast = one("horovod-issue-396-aws-25gbe", 16), one("horovod-issue-779-aws-25gbe", 16)
+    [kept] = [r for r in rows if r["source"] == fast["source"] and int(r["gpus"]) == 128]
     return {"fast": f1(fast["batch_per_gpu"] / fast["single_gpu_samples_per_s"] * 1e3),
+            "kept": pct(kept["scaling_efficiency"]), "per_v100": f0(fast["single_gpu_samples_per_s"]),
+            "at256": f1(256 / fast["single_gpu_samples_per_s"] * 1e3),
             "slow": f1(slow["batch_per_gpu"] * slow["baseline_gpus"] / slow["baseline_samples_per_s"] * 1e3),
             "e779": f1(100 * fast["scaling_efficiency"]), "e396": f1(100 * slow["scaling_efficiency"]),
             "bound": f1(50 * (fast["scaling_efficiency"] - slow["scaling_efficiency"]))}
@@ -883,6 +909,41 @@ def ab_calibration() -> dict:
     return out
 
 
+def simulated() -> dict:
+    """What the docs say of the code's intervals on simulated data, simulated again as the tests that hold them
+    do (same draws, same seeds): the confidence sequence and a peeking t interval over 60 looks
+    (tests/unit/analysis/core/test_sequential.py), the traces' shift interval on gamma steps
+    (tests/unit/traces/test_reading.py). Properties of the code, not measurements of a machine."""
+    import numpy as np
+    from scipy import stats
+
+    from ddpbench.analysis.core.sequential import t_bound
+    from ddpbench.traces.compare import shift
+
+    rng = np.random.default_rng(56)
+    trials, looks, mean = 4000, 60, 0.3
+    x = rng.normal(mean, 2.0, (trials, looks))
+    n = np.arange(1, looks + 1)
+    means = x.cumsum(axis=1) / n
+    spread = np.sqrt(np.maximum((x * x).cumsum(axis=1) - n * means**2, 0) / np.maximum(n - 1, 1))
+    with np.errstate(divide="ignore"):
+        error = np.abs(means - mean) / (spread / np.sqrt(n))
+    bound = np.array([t_bound(k) for k in n])
+    fixed = np.array([stats.t.ppf(0.975, k - 1) if k > 1 else np.inf for k in n])
+    first = next(k for k in n if np.isfinite(t_bound(k)))
+    rng, covered, called, draws = np.random.default_rng(7), 0, 0, 400
+    for _ in range(draws):
+        a, b = rng.gamma(4.0, 1.0, 12), rng.gamma(4.0, 1.0, 12)
+        _, low, high = shift(a, b + 1.0)
+        covered += low <= 1.0 <= high
+        _, low, high = shift(a, b)
+        called += low > 0 or high < 0
+    return {"seq_miss": f1(100 * (error > bound).any(axis=1).mean()),
+            "peek": f0(100 * (error > fixed).any(axis=1).mean()), "whole_line": WORDS[int(first) - 1],
+            **{f"t{k}": f1(t_bound(k) / stats.t.ppf(0.975, k - 1)) for k in (8, 20)},
+            "shift_cov": f1(100 * covered / draws), "shift_false": f1(100 * called / draws)}
+
+
 #: the fields of the quotes: {name[field]} is DERIVED[name]()[field]
 DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu, "network": network_cpu,
            "gpu": lambda: gpu_folder("gpu-h100", "0bc27f2"), "h200": lambda: gpu_folder("gpu-h200", "54fae1a"),
@@ -893,7 +954,7 @@ DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu,
            "trace": trace_cpu, "gate": gate_power,
            "pytest": pytest_gate, "pytest3": pytest_gate_held_out, "pytestmin": pytest_min_gate,
            "gate3": gate_held_out, "whatif": whatif, "calib": calibration_cpu, "calib2": calibration_held_out,
-           "history": history_cpu, "ab": ab_calibration}
+           "history": history_cpu, "ab": ab_calibration, "sim": simulated}
 
 
 @functools.cache
@@ -1098,6 +1159,17 @@ QUOTES: list[tuple[str, str]] = [
                            "{calib[world_sizes]} on a shared 2-core machine"),
     ("docs/statistics.md", "compared by `compare`'s own code (`compare_tables`), {calib[splits]} splits per job and "
                            "launch count."),
+    ("docs/statistics.md", "its real A/A splits reuse the same {calib[launches]} launches a job"),
+    ("docs/statistics.md", "(each look is another chance to stray: on simulated normal rounds over 60 looks, in "
+                           "{sim[peek]} % of sequences)"),
+    ("docs/statistics.md", "t*<sub>n</sub> is {sim[t8]} times the fixed-sample t<sub>0.975</sub> at 8 rounds and "
+                           "{sim[t20]} times at 20, and the sequence is the whole line for the first {sim[whole_line]} "
+                           "rounds"),
+    ("docs/statistics.md", "on 4,000 simulated sequences of 60 normal rounds at most 5 % ever miss the mean "
+                           "({sim[seq_miss]} %: the sequence is conservative"),
+    ("docs/traces.md", "On 400 simulated pairs of runs of 12 steps each (gamma-distributed steps, seeded), the "
+                       "interval held the true shift in {sim[shift_cov]} % of them and called an identical pair "
+                       "different in {sim[shift_false]} %"),
     ("docs/statistics.md", "{calib2[wrong]} of {calib2[called]} real A/A comparisons ({calib2[wrong_pct]} %) came out "
                            "slower or faster, and the mean step's interval covered the pooled mean in "
                            "{calib2[cov_lo]} % to {calib2[cov_hi]} % of them"),
@@ -1191,18 +1263,35 @@ QUOTES: list[tuple[str, str]] = [
                        "half rate at {whatif[half]} MB, links at {whatif[link_share]} % of their rate, TCP at "
                        "{whatif[tcp_share]} %, {whatif[per_call]} us per collective"),
     ("docs/whatif.md", "(a 100 ms step varies by {whatif[j100]} %, a 400 ms one by {whatif[j400]} %)"),
+    ("docs/whatif.md", "rows that state every input the model takes still miss by up to {whatif[stated_max]} points "
+                       "in one node against the same model (below)"),
+    ("docs/whatif.md", "the other keeps {whatif[kept]} % at 128 GPUs"),
+    ("docs/whatif.md", "779's {whatif[per_v100]} images/s per V100 reads as mixed precision, which commonly ran at "
+                       "batch 256, a {whatif[at256]} ms step"),
+    ("docs/whatif.md", "Single-node mixed-precision runs with small batches lose points the model gives to no term: "
+                       "{whatif[txl]} for Transformer-XL large at 2 sequences a GPU on 8 V100s, up to {whatif[squad]} "
+                       "for BERT SQuAD under Horovod (the held-out table of `python benchmarks/whatif_loso.py`)"),
+    ("docs/whatif.md", "the cost per collective runs from {whatif[fold_us]} us with one source left out"),
     ("docs/traces.md", "It holds the recorded steps only: about {trace[kb]} KB per rank for 5 steps of mlp-m."),
 ]
 
-#: what the scan takes for a measured figure: a number and a unit of time, rate, size, share or count
-FIGURE = re.compile(
-    r"(?<![\w.])[−+-]?~?\d+(?:[ ,]\d{3})*(?:\.\d+)?\s?"
-    r"(?:ms|µs|us|s|min|minutes?|seconds?|x|×|%|samples/s|[KMG]B/s|[KMG]B|TFLOP/s|TFLOP|Gbit/s|Mbit/s"
-    r"|launches|jobs|findings|configurations|comparisons|pairs|runs|buckets|tensors|processes)(?![\w/])"
-    r"|(?<![\w.])\d+ (?:of|in) \d+(?![\w.])")  # and counts: 8 of 8, 1 in 152
-#: a block of README.md or docs/ that says it measured something, or names an example folder
+#: the units that make a number a measured figure: time, a time per step, rate, size, share, a difference of
+#: shares (points, pp), a ratio (x, times) and counts; the longest that fits is taken
+UNITS = ("ms per step", "ms a step", "ms", "µs", "us", "s", "min", "minutes", "minute", "seconds", "second",
+         "percentage points", "percentage point", "points", "point", "pp", "times", "x", "×", "%",
+         "samples/s", "images/s", "KB/s", "MB/s", "GB/s", "KB", "MB", "GB", "TFLOP/s", "TFLOP", "Gbit/s", "Mbit/s",
+         "launches", "jobs", "findings", "configurations", "comparisons", "pairs", "runs", "buckets", "tensors",
+         "processes")
+_NUMBER = r"[−+-]?~?\d+(?:[ ,]\d{3})*(?:\.\d+)?"
+_UNIT = "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
+#: what the scan takes for a measured figure: a number, or a range of two ("15 to 20", "4.5-6.5"), and a unit
+FIGURE = re.compile(rf"(?<![\w.]){_NUMBER}(?:\s?(?:-|–|to)\s?{_NUMBER})?\s?(?:{_UNIT})(?![\w/])"
+                    r"|(?<![\w.])\d+ (?:of|in) \d+(?![\w.])")  # and counts: 8 of 8, 1 in 152
+#: a block of README.md or docs/ that says it measured something, names an example folder, a held-out check,
+#: Holistic Trace Analysis (whose readings are set beside ddpbench's) or a simulation
 MEASURED = re.compile(r"reports/examples|\btook\b|on this machine|\b2-core\b|\bH100\b|\bwas measured\b"
-                      r"|\bmeasured (on|for|at|in|from|here|there|by|bf16|\d)", re.I)
+                      r"|\bmeasured (on|for|at|in|from|here|there|by|bf16|\d)|\bheld[- ]out\b|\bHTA\b|\bsimulated\b",
+                      re.I)
 #: figures in measured prose that are settings, thresholds or properties of a model, not measurements
 SETTINGS: dict[str, list[str]] = {
     EXAMPLES: [
@@ -1218,24 +1307,38 @@ SETTINGS: dict[str, list[str]] = {
         "1, 2 and 4, 5 launches each",  # experiments/cost.toml
         "links shaped to 1 Gbit/s",  # experiments/network-scaling.toml
     ],
-    "docs/whatif.md": ["within 10 %"],  # the hold-out check's tolerance (holdout.TOLERANCE_PCT)
+    # the hold-out check's tolerance (holdout.TOLERANCE_PCT), the emulated network's link, the aims a predictor of
+    # published runs would need and a bound of the model; the published rows' own systems and their thread's words
+    "docs/whatif.md": ["within 10 %", "linked at 1 Gbit/s", "not the 15 points a user could plan on",
+                       "a mean of at most 3 points", "its one node at most 100 %", "runs over 25 Gbit/s Ethernet",
+                       "396's 25 Gbit/s is AWS's figure", "each worth 10 to 13 % in a later comment"],
     "docs/comparing.md": ["95 %", "90 %", "5 %", "the 25 MB MLP", "sweep's 25 MB MLP", "0 to 20 %",
-                          "`all_reduce` of 64 KB, 4 MB and 64 MB", "With 2 launches a side"],
+                          "`all_reduce` of 64 KB, 4 MB and 64 MB", "With 2 launches a side",
+                          "B took 1.2 times A's time"],  # the example's own arithmetic: 1 / 0.833
     "docs/diagnosis.md": ["within 20 %", "95 % interval", "95 % CI", "100 Mbit/s", "1 Gbit/s",
-                          "130 tensors", "efficiency above 100 %"],
+                          "130 tensors", "efficiency above 100 %", "(\"about 5 ms\")"],  # a wording, as an example
     "docs/results.md": ["95 % interval"],
+    # launch counts, an example of a comparison's words, the power's aim, the MAD's constant and the nominal 95 %
+    "docs/statistics.md": ["With 2 launches a side", "3 to 5 launches a side",
+                           "(\"0.1, 0.5, 1 and 5 MB, 1.03x as fast as the default 25 MB\")", "detect a 5 % slowdown",
+                           "90 % of the time", "(1.4826 times the median absolute", "A fixed-sample 95 % t interval",
+                           "far more often than 5 %", "with probability 95 %"],
     "docs/history.md": ["5, 10 and 20 %", "95 %", "a 2 % change"],  # the planted levels, the detector's thresholds
     "docs/strategies.md": ["5 launches a job", "95 % interval"],
     "README.md": ["95 % confidence interval"],
     "docs/precision.md": ["95 %", "within 10 %", "2.00x", "1.67x", "is 33 % of the step (fp32 eager: 20 %)"],
-    "docs/traces.md": ["27 MB of gradients", "4 buckets of 5 MB", "1 of 25 MB"],
+    "docs/traces.md": ["27 MB of gradients", "4 buckets of 5 MB", "1 of 25 MB",
+                       # the tolerances of tests/processes/traces/test_hta.py and tests/unit/traces/test_reading.py
+                       "within 1 percentage point, tested in CI", "distribution-free 95 % interval",
+                       "at least 93 % and at most 7 %"],
     "docs/scripts.md": ["max(3 %, 20 µs)"],  # issue 39's target for a measured step's cost
     # the counters' update periods and the window rule built on them (ddpbench.rank.energy), an example of
     # its note from the stand-ins' test, and the anchors' own figures (CodeCarbon's 50 % of TDP)
     "docs/cost-and-energy.md": ["2 s for NVML", "20 ms for RAPL", "more than 10 %", "took 0.500 s",
                                 "one every 100 ms", "constant 50 %", "every 100 ms"],
     "docs/multi-node.md": ["~5 MB", "10 Gbit/s, 1 Gbit/s and 100 Mbit/s", "1, 5 and 25 MB", "at 1 Gbit/s",
-                           "at 10 Gbit/s", "a 100 MB object store"],
+                           "at 10 Gbit/s", "a 100 MB object store",
+                           "Ray Train at most 1.15 times plain torch"],  # Ray's own release gate
 }
 
 
@@ -1360,6 +1463,53 @@ def test_figures_measured_once_name_their_command_and_date():
         assert re.search(r"`(python|pytest|pip)[^`]*`", entry), entry
 
 
+#: the notes a benchmark writes itself (``--out benchmarks/NAME.md``): every figure in them is made by the one command
+#: each names; measured.md, whose entries each name their own command and date, is checked above
+WRITTEN = sorted(p.name for p in (ROOT / "benchmarks").glob("*.md") if p.name != Path(MEASURED_ONCE).name)
+
+
+def written_problems(name: str, text: str) -> list[str]:
+    """What keeps ``benchmarks/NAME`` from being one run of its script: the script's header first, then one command
+    line (the script, writing this very file) with its date, and the one commit of ddpbench it ran."""
+    script = f"benchmarks/{Path(name).stem}.py"
+    header = f"<!-- written by {script} -->"
+    lines = text.splitlines()
+    problems = []
+    if not lines or lines[0] != header:
+        problems.append(f"benchmarks/{name}: the first line is not {header}")
+    elif f'HEADER = "{header}"' not in (ROOT / script).read_text(encoding="utf-8"):
+        problems.append(f"benchmarks/{name}: {script} does not write {header}")
+    command = re.compile(rf"^`python {re.escape(script)} [^`]*--out benchmarks/{re.escape(name)}(?: [^`]*)?`, "
+                         r"20\d\d-\d\d-\d\d \d\d:\d\d UTC$")
+    runs = [line for line in lines if line.startswith("`python ")]
+    if len(runs) != 1 or not command.match(runs[0]):
+        problems.append(f"benchmarks/{name}: {len(runs)} command lines, not one `python {script} ... --out "
+                        f"benchmarks/{name}`, DATE UTC")
+    commits = re.findall(r"\bddpbench at ([0-9a-f]{7,40})\b", text)
+    if len(commits) != 1:
+        problems.append(f"benchmarks/{name}: {len(commits)} commits named (ddpbench at ...), not one")
+    return problems
+
+
+@pytest.mark.parametrize("name", WRITTEN)
+def test_a_benchmarks_note_is_one_run_of_its_script(name):
+    assert written_problems(name, (ROOT / "benchmarks" / name).read_text(encoding="utf-8")) == []
+
+
+def test_the_one_run_check_can_fail():
+    text = ("<!-- written by benchmarks/scale.py -->\n"
+            "`python benchmarks/scale.py --sizes 100 --out benchmarks/scale.md`, 2026-11-29 10:09 UTC\n\n"
+            "2 CPUs, ddpbench at 8b0c378 (/work)\n\n| step | 100 |\n|---|---|\n| report | 7.6 s |\n")
+    assert "scale.md" in WRITTEN and written_problems("scale.md", text) == []
+    body = text.split("\n", 1)[1]
+    joined = text + body.replace("--out benchmarks/scale.md", "--out /tmp/scaleB.md")  # two runs, joined by hand
+    assert len(written_problems("scale.md", joined)) == 2
+    assert len(written_problems("scale.md", text.replace("--out benchmarks/scale.md", "--out /tmp/a.md"))) == 1
+    assert len(written_problems("scale.md", "\n".join(text.splitlines()[1:]))) == 1  # no header
+    assert len(written_problems("scale.md", text.replace("benchmarks/scale.py -->", "benchmarks/x.py -->"))) == 1
+    assert len(written_problems("scale.md", re.sub(r"ddpbench at \w+", "ddpbench at (a working tree)", text))) == 1
+
+
 def test_a_changed_figure_or_an_unregistered_one_fails(monkeypatch):
     page = EXAMPLES
     text = _normal((ROOT / page).read_text(encoding="utf-8"))
@@ -1375,6 +1525,15 @@ def test_a_changed_figure_or_an_unregistered_one_fails(monkeypatch):
     assert [m.group() for m in figures("`median:5%` at 3 launches, 139 000 samples/s, 1.5e-8, 22×")] == \
         ["3 launches", "139 000 samples/s", "22×"]
     assert [m.group() for m in figures("in 8 of 8 cases, 1 in 152 reruns, at 1 and 2")] == ["8 of 8", "1 in 152"]
+    # every unit of UNITS, a range whole, the longest unit that fits
+    assert [m.group() for m in figures("7.5 points against 7.1, lose 15 to 20 points, 0.95 pp, 10.2x faster, "
+                                       "4.5-6.5x its time, 12.3 ms per step, 1.03 times slower, 872 images/s")] == \
+        ["7.5 points", "15 to 20 points", "0.95 pp", "10.2x", "4.5-6.5x", "12.3 ms per step", "1.03 times",
+         "872 images/s"]
+    for unit in UNITS:
+        assert [m.group() for m in figures(f"it gave 1.5 {unit}, then 2{unit}.")] == [f"1.5 {unit}", f"2{unit}"], unit
+    # a block that names Holistic Trace Analysis or a held-out check is measured prose
+    assert MEASURED.search("HTA took 4.5-6.5x its time") and MEASURED.search("the held-out mean error")
 
 
 def test_the_rounding_helpers():
