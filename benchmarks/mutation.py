@@ -1,8 +1,7 @@
 """Do the tests fail when the code is wrong? Mutation testing (mutmut 3) of the modules whose figures users bet
 on, and each module's score stored with its command, date and commit.
 
-    python benchmarks/mutation.py [--group NAME ...] [--max-children 2] [--keep DIR]
-                                  [--out benchmarks/mutation.md] [--json benchmarks/mutation.json]
+    python benchmarks/mutation.py [--group NAME ...] [--max-children 2] [--keep DIR] [--out benchmarks/mutation.md]
 
 The modules come in groups, declared in ``benchmarks/mutation.toml``: each group's modules, the tests that may
 kill their mutants (tests that start no process: a process test runs unmutated code in its children) and its
@@ -14,9 +13,10 @@ no test reaches counts as surviving. An **equivalent** mutant is one no test can
 caller can see: each is listed in ``benchmarks/mutation.toml`` with one line saying why, and counts as killed only
 while it survives (one a test kills is said so, to be taken off the list).
 
-Every run replaces the entries of the groups it ran (``--group``, repeatable; the default runs them all) and keeps
-the others, each entry with the command, date and commit that measured it; the Markdown table is written from the
-JSON whole. tests/unit/project/test_mutation_scores.py holds the stored scores to their targets.
+``--group`` (repeatable) runs those groups alone, to look at their survivors; the default runs them all. ``--out``
+writes the table with the command, the machine and the commit (a new file, or one this script wrote), and beside it
+the same as JSON with every surviving mutant by name (``mutation.json`` beside ``mutation.md``). The stored table is
+one run of every group: tests/unit/project/test_mutation_scores.py holds its scores to their targets.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 try:
@@ -38,7 +37,12 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from scale import machine  # noqa: E402  (a sibling benchmark)
+
+ROOT = HERE.parent
 HEADER = "<!-- written by benchmarks/mutation.py -->"
 #: the statuses a score counts as caught (mutmut's names)
 CAUGHT = ("killed", "timeout")
@@ -113,13 +117,6 @@ def staged(root: Path, into: Path, group: dict) -> Path:
     return into
 
 
-def commit(root: Path) -> str:
-    head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "ddpbench", "tests", "benchmarks"],
-                           capture_output=True, text=True).stdout.strip()
-    return (head.stdout.strip() or "unknown") + (" with uncommitted changes" if dirty else "")
-
-
 def run_group(name: str, group: dict, table: dict, max_children: int, work: Path) -> tuple[dict, float]:
     """(each module's score, the group's wall time in seconds)."""
     copy = staged(ROOT, work / name, group)
@@ -136,19 +133,17 @@ def run_group(name: str, group: dict, table: dict, max_children: int, work: Path
     return scores(found, table.get("equivalent", {}), group["modules"]), wall
 
 
-def markdown(stored: dict, table: dict) -> str:
-    lines = [HEADER, "", "Each module's mutation score as `python benchmarks/mutation.py` stored it in "
-             "benchmarks/mutation.json, where the surviving mutants are listed by name; each row names the command, "
-             "date and commit that measured it. Score: (killed + timed out + equivalent) / mutants; a mutant no test "
-             "reaches counts as surviving; the equivalent mutants are listed with why in benchmarks/mutation.toml. "
-             "Time: the group's wall time, on the machine and load of its run (2-core VM).", "",
-             "| module | mutants | killed | timed out | equivalent | surviving (no test) | score | target | group, "
-             "time | measured by |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for module, row in stored.items():
+def markdown(found: dict, table: dict, head: list[str]) -> str:
+    lines = [HEADER, "", *head, "", "Score: (killed + timed out + equivalent) / mutants; a mutant no test reaches "
+             "counts as surviving (mutation.json beside this file names every survivor); the equivalent mutants are "
+             "listed with why in benchmarks/mutation.toml. Time: the group's wall time, on the machine and load of "
+             "this run.",
+             "", "| module | mutants | killed | timed out | equivalent | surviving (no test) | score | target | group, "
+             "time |", "|---|---|---|---|---|---|---|---|---|"]
+    for module, row in found.items():
         lines.append(f"| `{module}` | {row['mutants']} | {row['killed']} | {row['timeout']} | {row['equivalent']} | "
                      f"{row['survived']} ({row['no_tests']}) | {row['score']:.1f} % | {target(module, table):g} % | "
-                     f"{row['group']}, {row['group_seconds']:.0f} s | `{row['command']}`, {row['date']}, "
-                     f"{row['commit']} |")
+                     f"{row['group']}, {row['group_seconds']:.0f} s |")
     return "\n".join(lines) + "\n"
 
 
@@ -167,33 +162,35 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--group", action="append", choices=list(table["groups"]), help="a group to run (repeatable)")
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="a new folder to keep the copies and mutmut's results in")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "mutation.md")
-    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "mutation.json")
+    parser.add_argument("--out", type=Path, help="the table to write (.md), its JSON beside it")
     args = parser.parse_args(argv)
     if args.keep and args.keep.exists():
         sys.exit(f"--keep: {args.keep} exists; give a new folder")
-    groups = args.group or list(table["groups"])
-    command = "python benchmarks/mutation.py" + "".join(f" --group {g}" for g in args.group or ())
-    stored = json.loads(args.json.read_text()) if args.json.exists() else {}
+    if args.out and args.out.suffix != ".md":
+        sys.exit(f"--out: {args.out} is not a .md file")
+    command = "`python benchmarks/mutation.py " + " ".join(argv if argv is not None else sys.argv[1:]) + "`"
+    head = [f"{command}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", machine(ROOT),
+            f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"]
     work = args.keep or Path(tempfile.mkdtemp(prefix="ddpbench-mutation-"))
     work.mkdir(parents=True, exist_ok=True)
+    found = {}
     try:
-        for name in groups:
-            found, wall = run_group(name, table["groups"][name], table, args.max_children, work)
-            when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-            for module, row in found.items():
-                stored[module] = {**row, "group": name, "group_seconds": round(wall), "command": command,
-                                  "date": when, "commit": commit(ROOT)}
-            print(f"{name}: {sum(r['mutants'] for r in found.values())} mutants in {wall:.0f} s")
-            for key in (k for row in found.values() for k in row["killed_equivalents"]):
+        for name in args.group or list(table["groups"]):
+            scored, wall = run_group(name, table["groups"][name], table, args.max_children, work)
+            found.update({m: {**row, "group": name, "group_seconds": round(wall)} for m, row in scored.items()})
+            print(f"{name}: {sum(r['mutants'] for r in scored.values())} mutants in {wall:.0f} s", flush=True)
+            for key in (k for row in scored.values() for k in row["killed_equivalents"]):
                 print(f"listed as equivalent but killed (take it off benchmarks/mutation.toml): {key}")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    stored = {m: stored[m] for m in modules(table) if m in stored}
-    write(args.json, json.dumps(stored, indent=1, ensure_ascii=False) + "\n")
-    write(args.out, markdown(stored, table))
-    print(markdown({m: r for m, r in stored.items() if r["group"] in groups}, table))
+    head.append(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    text = markdown(found, table, head)
+    if args.out:
+        write(args.out, text)
+        write(args.out.with_suffix(".json"), json.dumps({"run": head, "modules": found}, indent=1, ensure_ascii=False)
+              + "\n")
+    print(text)
 
 
 if __name__ == "__main__":
