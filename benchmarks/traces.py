@@ -44,6 +44,7 @@ import argparse
 import importlib.metadata
 import json
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -166,7 +167,7 @@ def main() -> None:
     with_hta = {int(n) for n in args.hta_ranks.split(",") if n}
     with_ray = {int(n) for n in args.ray_ranks.split(",") if n}
     started = time.monotonic()
-    said = [HEADER, f"`python benchmarks/traces.py {' '.join(sys.argv[1:])}`, "
+    said = [HEADER, f"`python benchmarks/traces.py {shlex.join(sys.argv[1:])}`, "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", machine(ROOT),
             f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", "",
             "Layouts (each rank's copy: the rank rewritten, kernel times jittered, a clock offset per 8 ranks, "
