@@ -1,20 +1,29 @@
-"""Trace folders of data-parallel jobs made from a committed single-GPU trace: what the trace reader
+"""Trace folders of data-parallel jobs made from one rank's real trace: what the trace reader
 (:mod:`ddpbench.traces`) is tested and benchmarked on beside Holistic Trace Analysis.
 
-:func:`write_job` takes one rank's real trace (an H100 step of a committed example), and for every
-rank writes a copy in which:
+:func:`write_job` takes one rank's trace, by default an H100 step of a committed example (one GPU,
+no communication), or one of the public traces of :func:`public_trace` (a rank of a real NCCL job,
+another PyTorch's layout), and for every rank writes a copy in which:
 
-* ``distributedInfo`` says the rank and world size (NCCL, one default group);
-* every step gains DDP's gradient all-reduces: ``buckets`` NCCL kernels on a stream of their own,
-  launched by the step's host thread, the first ones under the step's backward compute and the
-  last one after it (exposed), each with the args recent PyTorch gives an NCCL kernel (collective
-  name, element count, dtype, group);
-* its times are jittered (each kernel's duration by a seeded factor) and, for a rank on another
-  host (``ranks_per_host``), moved by that host's clock offset;
-* a ``straggler`` rank's compute in every step runs ``slow`` times longer.
+* the rank and world size are rewritten: the H100 trace's header is written anew, ``distributedInfo``
+  naming one default NCCL group, with a ``host_name``; a public trace keeps its own header's text,
+  only ``distributedInfo``'s rank and world size rewritten (its GPU events keep their device number);
+* where the source ran no collectives, every step gains DDP's gradient all-reduces: ``buckets``
+  NCCL kernels on a stream of their own, launched by the step's host thread, the first ones under
+  the step's backward compute and the last one after it (exposed), each with the args recent
+  PyTorch gives an NCCL kernel (collective name, element count, dtype, group); a source's own
+  collectives are kept as they ran;
+* its times are jittered (each non-communication kernel's duration by a seeded factor) and, for a
+  rank on another host (``ranks_per_host``), moved by that host's clock offset: in
+  ``baseTimeNanoseconds`` where the source keeps its clock there, else in every event's ``ts``;
+* a ``straggler`` rank's GPU work in every step runs ``slow`` times longer, and every collective of
+  the step ends on every rank when the slowest is ready.
 
-Every copy is written as two gzip members, a small header and a body shared by the ranks of one
-variant (``variants`` bodies in all), so a thousand ranks of a large trace take seconds to write.
+The H100 trace's copies are written one event a line (``json.dumps``, metadata events dropped);
+a public trace's keep its own text, event by event, only the numbers that moved rewritten in place
+(whole microseconds stay whole). Every copy is written as gzip members, a header and a body shared
+by the ranks of one variant (``variants`` bodies, times each host's offset where it is in the
+events), so a thousand ranks of a large trace take seconds to write.
 """
 
 from __future__ import annotations
@@ -22,19 +31,135 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import os
 import random
+import re
 from pathlib import Path
 
 from ddpbench.testing.cli import ROOT
+from ddpbench.traces import kinds
 
 #: the committed H100 trace the copies are made from (a ResNet-ish step of the frameworks example)
 SOURCE = ROOT / "reports/examples/gpu-trace-frameworks-h100/traces/59e9a46ee1e3-r0.rank0.json.gz"
 NCCL_STREAM = 99
+#: where the public GPU traces are read (never copied into the project: shared/traces/hta-public's
+#: README), unless the environment names another folder
+PUBLIC = ROOT.parent / "shared" / "traces" / "hta-public"
+PUBLIC_ENV = "DDPBENCH_HTA_PUBLIC"
+#: the public traces, by the GPU they ran on: their file under :data:`PUBLIC`
+PUBLIC_TRACES = {"a100": "a100-rank3-of-8/control.json.gz", "v100": "v100-rank1-of-2/test.json.gz"}
 
 
-def _load(source: Path) -> dict:
-    with gzip.open(source, "rt") as f:
-        return json.load(f)
+def public_folder() -> Path:
+    """The folder of the public traces: ``$DDPBENCH_HTA_PUBLIC``, else :data:`PUBLIC`."""
+    return Path(os.environ.get(PUBLIC_ENV) or PUBLIC)
+
+
+def public_trace(name: str, folder: Path | None = None) -> Path:
+    """The public trace ``name`` (:data:`PUBLIC_TRACES`) in ``folder`` (:func:`public_folder`);
+    FileNotFoundError saying where it was looked for where it is absent."""
+    path = Path(folder or public_folder()) / PUBLIC_TRACES[name]
+    if not path.is_file():
+        raise FileNotFoundError(f"the public {name} trace is not at {path} (the public traces are read where "
+                                f"present, never copied into the project: give their folder, or set {PUBLIC_ENV})")
+    return path
+
+
+class _Source:
+    """One rank's trace as :func:`write_job` copies it: its header, its events and, where its own text
+    is kept (``keep_text``), the text before, between and after its events and each event's own (an
+    event's ``_text``, carried by its copies as their times move)."""
+
+    def __init__(self, path: Path, keep_text: bool):
+        with gzip.open(path, "rt") as f:
+            text = f.read()
+        self.keep_text, self.unmoved = keep_text, set()
+        if not keep_text:
+            trace = json.loads(text)
+            self.header = {k: v for k, v in trace.items() if k != "traceEvents"}
+            self.events = [e for e in trace["traceEvents"] if e.get("ph") != "M"]
+            return
+        decoder = json.JSONDecoder()
+        at = re.compile(r'"traceEvents"\s*:\s*\[\s*').search(text)
+        self.head, pos = text[:at.start()], at.end()
+        self.header = json.loads(self.head.rstrip().rstrip(",") + "}")
+        self.events, spaces = [], re.compile(r"[\s,]*")
+        self.between, end = None, pos
+        while text[pos] != "]":
+            event, end = decoder.raw_decode(text, pos)
+            event["_text"] = text[pos:end]
+            self.events.append(event)
+            pos = spaces.match(text, end).end()
+            if self.between is None:
+                self.between = text[end:pos]
+        self.tail, self.open = text[end:], text[at.start():at.end()]
+        self.unmoved = {id(e) for e in self.events}  # the events as the file holds them
+
+    @property
+    def has_collectives(self) -> bool:
+        return any(e.get("cat") == "kernel" and kinds.gpu_kind(str(e.get("name", "")), "kernel") == kinds.COMM
+                   for e in self.events)
+
+    @property
+    def clock_in_header(self) -> bool:
+        return "baseTimeNanoseconds" in self.header
+
+    def event_text(self, e: dict) -> str:
+        """An event as the source writes it: its own text, the numbers that moved rewritten in place
+        (module docstring); an event the source does not hold, one line of ``json.dumps``."""
+        if "_text" not in e:
+            return json.dumps(e)
+        return e["_text"] if id(e) in self.unmoved else _rewritten(e["_text"], e)
+
+    def header_text(self, rank: int, world_size: int, offset_us: float, host: str) -> str:
+        if not self.keep_text:
+            return _header(self.header, rank, world_size, offset_us, host)
+
+        def ranked(m):
+            return re.sub(r'("world_size"\s*:\s*)\d+', rf"\g<1>{world_size}",
+                          re.sub(r'("rank"\s*:\s*)\d+', rf"\g<1>{rank}", m[1]))
+        head, found = re.subn(r'("distributedInfo"\s*:\s*\{[^{}]*\})', ranked, self.head, count=1)
+        if not found:
+            raise ValueError("write_job keeps a trace's own text only where its distributedInfo is one flat object")
+        head = re.sub(r'("baseTimeNanoseconds"\s*:\s*)(\d+)', lambda m: m[1] + str(int(m[2]) + int(offset_us * 1000)),
+                      head, count=1)
+        return head + self.open
+
+    def body_text(self, events: list) -> str:
+        if not self.keep_text:
+            return ",\n".join(self.event_text(e) for e in events) + "\n]}\n"
+        return self.between.join(self.event_text(e) for e in events) + self.tail
+
+
+def _number(value: float, like: str) -> str:
+    """``value`` written as the source wrote the number ``like``: whole where it was whole."""
+    if re.fullmatch(r"-?\d+", like):
+        return str(int(round(value)))
+    return json.dumps(float(value))
+
+
+def _rewritten(text: str, e: dict) -> str:
+    """An event's source text with its times, ids and step name set to ``e``'s."""
+    args = e.get("args") if isinstance(e.get("args"), dict) else {}
+    for key in ("ts", "dur", "id", "correlation", "External id"):
+        value = e.get(key) if key in ("ts", "dur", "id") else args.get(key)
+        if isinstance(value, (int, float)):
+            text = re.sub(rf'("{key}":\s*)(-?[\d.eE+-]+)', lambda m, v=value: m[1] + _number(v, m[2]), text, count=1)
+    name = e.get("name")
+    if isinstance(name, str) and name.startswith(kinds.STEP_PREFIX):
+        text = re.sub(r'("name":\s*)"ProfilerStep#\d+"', rf'\g<1>"{name}"', text, count=1)
+    return text
+
+
+_TS = re.compile(r'("ts":\s*)(-?\d+(?:\.\d+)?)')
+
+
+def _shifted(body: str, offset_us: float) -> str:
+    """Every event's ``ts`` in ``body`` moved by ``offset_us`` (a host's clock, where the source keeps
+    no clock in its header)."""
+    if not offset_us:
+        return body
+    return _TS.sub(lambda m: m[1] + _number(float(m[2]) + offset_us, m[2]), body)
 
 
 def _steps(events: list) -> list:
@@ -42,14 +167,15 @@ def _steps(events: list) -> list:
                    and e.get("cat") != "gpu_user_annotation"), key=lambda e: e["ts"])
 
 
-def _grown(trace: dict, repeat: int) -> list:
-    """The trace's events, its steps repeated ``repeat`` times one after another."""
-    events = [e for e in trace["traceEvents"] if e.get("ph") != "M"]
+def _grown(events: list, repeat: int) -> list:
+    """The events, the steps repeated ``repeat`` times one after another (metadata events once)."""
     steps = _steps(events)
     span = steps[-1]["ts"] + steps[-1]["dur"] - steps[0]["ts"] + 1000.0
     out = list(events)
     for k in range(1, repeat):
         for e in events:
+            if e.get("ph") == "M":
+                continue
             c = copy.deepcopy(e)
             c["ts"] = e["ts"] + k * span
             args = c.get("args")
@@ -65,11 +191,16 @@ def _grown(trace: dict, repeat: int) -> list:
     return out
 
 
+def _is_comm(e: dict) -> bool:
+    return e.get("cat") == "kernel" and kinds.gpu_kind(str(e.get("name", "")), "kernel") == kinds.COMM
+
+
 def _with_collectives(events: list, world_size: int, buckets: int, bucket_mb: float, seed: int, variant: int,
                       slow: float, straggle: float) -> list:
-    """Every step's all-reduces added. A slow rank's step runs ``slow`` times longer (its GPU work
-    dilated from the step's first kernel); each all-reduce starts on a rank when that rank is ready
-    and ends on every rank at once, when the slowest (``straggle``) is ready and the transfer is done."""
+    """Every step's GPU work timed for one rank, and its all-reduces added (``buckets`` a step). A slow
+    rank's step runs ``slow`` times longer (its GPU work dilated from the step's first kernel); each
+    collective starts on a rank when that rank is ready and ends on every rank at once, when the
+    slowest (``straggle``) is ready and the transfer is done."""
     jitter = random.Random(seed * 1000 + variant)
     common = random.Random(seed)  # what every rank agrees on: the transfers' times
     steps = _steps(events)
@@ -80,19 +211,30 @@ def _with_collectives(events: list, world_size: int, buckets: int, bucket_mb: fl
         return launches.get((e.get("args") or {}).get("correlation"), {}).get("ts", -1)
 
     out = list(events)
+    gpu = [i for i, e in enumerate(out) if e.get("cat") in kinds.GPU_CATEGORIES]
     corr = 50_000_000
     for n, step in enumerate(steps):
         begin, end = step["ts"], step["ts"] + step["dur"]
-        mine = [i for i, e in enumerate(out) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
-                and begin <= launched(e) < end]
+        mine = [i for i in gpu if begin <= launched(out[i]) < end]
         if not mine:
             continue
         first = min(out[i]["ts"] for i in mine)
         last = max(out[i]["ts"] + out[i]["dur"] for i in mine)
+        waits = []  # the source's collectives on a rank that waits for the slowest
         for i in mine:
             e = out[i]
-            factor = jitter.uniform(0.98, 1.02) * slow
+            if _is_comm(e) and slow == 1.0 and straggle != 1.0:
+                waits.append(i)
+                continue
+            factor = (1.0 if _is_comm(e) else jitter.uniform(0.98, 1.02)) * slow
             out[i] = dict(e, ts=first + (e["ts"] - first) * slow, dur=e["dur"] * factor)
+        free = {}  # when each stream's last collective ends, kernels on one stream running in turn
+        for i in sorted(waits, key=lambda i: out[i]["ts"]):
+            e = out[i]
+            stream = (e.get("args") or {}).get("stream")
+            at = max(e["ts"], free.get(stream, e["ts"]))
+            free[stream] = first + (e["ts"] + e["dur"] - first) * straggle
+            out[i] = dict(e, ts=at, dur=free[stream] - at)
         for b in range(buckets):
             corr += 1
             ready = first + (last - first) * (0.55 + 0.45 * (b + 1) / buckets)
@@ -123,32 +265,38 @@ def _header(trace: dict, rank: int, world_size: int, offset_us: float, host: str
     return json.dumps(head)[:-1] + ', "traceEvents": [\n'
 
 
-def write_job(out: Path, world_size: int, ranks=None, variants: int = 4, repeat: int = 1, buckets: int = 4,
+def write_job(out: Path, world_size: int, ranks=None, variants: int = 4, repeat: int = 1, buckets: int | None = None,
               bucket_mb: float = 25.0, straggler: int | None = None, slow: float = 1.15, ranks_per_host: int = 8,
               host_offset_us: float = 1300.0, seed: int = 0, source: Path = SOURCE) -> list[Path]:
-    """Write one job's per-rank traces into ``out`` (module docstring); the files written."""
+    """Write one job's per-rank traces into ``out`` (module docstring); the files written. ``buckets``:
+    all-reduces added a step, by default 4 where the source ran no collectives, else none."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    trace = _load(source)
-    grown = _grown(trace, repeat)
-    bodies = {}
+    trace = _Source(source, keep_text=Path(source) != SOURCE)
+    grown = _grown(trace.events, repeat)
+    buckets = (0 if trace.has_collectives else 4) if buckets is None else buckets
+    texts, bodies = {}, {}
 
-    def body(variant: int, is_slow: bool) -> bytes:
-        key = (variant, is_slow)
-        if key not in bodies:
-            events = _with_collectives(copy.deepcopy(grown), world_size, buckets, bucket_mb, seed, variant,
-                                       slow if is_slow else 1.0, slow if straggler is not None else 1.0)
-            text = ",\n".join(json.dumps(e) for e in events) + "\n]}\n"
-            bodies[key] = gzip.compress(text.encode(), compresslevel=1)
-        return bodies[key]
+    def body(variant: int, is_slow: bool, offset: float) -> bytes:
+        key, shift = (variant, is_slow), 0.0 if trace.clock_in_header else offset
+        if key not in texts:
+            texts[key] = trace.body_text(_with_collectives(grown, world_size, buckets, bucket_mb, seed, variant,
+                                                           slow if is_slow else 1.0,
+                                                           slow if straggler is not None else 1.0))
+        if (key, shift) not in bodies:
+            if any(at != shift for _, at in bodies):
+                bodies.clear()  # one host's bodies at a time where its offset is in them
+            bodies[(key, shift)] = gzip.compress(_shifted(texts[key], shift).encode(), compresslevel=1)
+        return bodies[(key, shift)]
 
     written = []
     for rank in (range(world_size) if ranks is None else ranks):
         path = out / f"rank{rank}.{1790000000 + rank}.pt.trace.json.gz"
         offset = (rank // ranks_per_host) * host_offset_us
+        head = trace.header_text(rank, world_size, offset, f"node{rank // ranks_per_host}")
         with open(path, "wb") as f:
-            f.write(gzip.compress(_header(trace, rank, world_size, offset, f"node{rank // ranks_per_host}").encode()))
-            f.write(body(rank % variants, rank == straggler))
+            f.write(gzip.compress(head.encode()))
+            f.write(body(rank % variants, rank == straggler, offset))
         written.append(path)
     return written
 

@@ -695,6 +695,30 @@ def _replaced_real(table: pd.DataFrame, n: str, real_false: str) -> dict:
         {"mw_real": f0(_share(by_n.loc[1, real_false], True))}
 
 
+def traces_benchmark() -> dict:
+    """benchmarks/traces.md (one run of benchmarks/traces.py): per layout and ranks (``a100_8``), ddpbench's
+    seconds, HTA's time and memory over ddpbench's (``time``, ``mem``) or ``past`` where HTA was stopped at
+    the run's limit (``past_64``: at 64 ranks on both layouts); and per layout the readings' largest gap in
+    points (``h100_gap``)."""
+    text = (ROOT / "benchmarks" / "traces.md").read_text(encoding="utf-8")
+    speed, gaps = ([[c.strip() for c in line.strip().strip("|").split("|")] for line in block.splitlines()
+                    if not line.startswith("|---")] for block in text.split("\n\n") if block.startswith("| layout"))
+    out = {}
+    for layout, ranks, _, ours, _, theirs, ratio in speed[1:]:
+        row = {"ours": f"{float(ours.split(' s,')[0]):.0f}",
+               "past": "stopped past the run's 900 s limit" if theirs.startswith("past the limit (900 s") else theirs}
+        if not ratio.startswith("none"):
+            row["time"], row["mem"] = (x.strip().rstrip("x") for x in ratio.split(","))
+        out[f"{layout}_{ranks}"] = row
+    for layout, _, *points in gaps[1:]:
+        worst = max(float(p) for p in points)
+        out[f"{layout}_gap"] = max(out.get(f"{layout}_gap", "0"), f"{worst:.2f}" if worst >= 0.01 else f"{worst:.3f}",
+                                   key=float)
+    stopped = {out[k]["past"] for k in ("h100_64", "a100_64")}
+    out["past_64"] = stopped.pop() if len(stopped) == 1 else "stopped on one layout only"
+    return out
+
+
 def calibration_cpu() -> dict:
     """The calibration: its table (``calibration.md``, written by benchmarks/interval_calibration.py),
     its launches (``results.jsonl``), and the simulation's settings (the benchmark's own constants)."""
@@ -954,7 +978,7 @@ DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu,
            "trace": trace_cpu, "gate": gate_power,
            "pytest": pytest_gate, "pytest3": pytest_gate_held_out, "pytestmin": pytest_min_gate,
            "gate3": gate_held_out, "whatif": whatif, "calib": calibration_cpu, "calib2": calibration_held_out,
-           "history": history_cpu, "ab": ab_calibration, "sim": simulated}
+           "history": history_cpu, "ab": ab_calibration, "sim": simulated, "tb": traces_benchmark}
 
 
 @functools.cache
@@ -1273,6 +1297,11 @@ QUOTES: list[tuple[str, str]] = [
                        "for BERT SQuAD under Horovod (the held-out table of `python benchmarks/whatif_loso.py`)"),
     ("docs/whatif.md", "the cost per collective runs from {whatif[fold_us]} us with one source left out"),
     ("docs/traces.md", "It holds the recorded steps only: about {trace[kb]} KB per rank for 5 steps of mlp-m."),
+    ("docs/traces.md", "at 8 ranks HTA took {tb[h100_8][time]}x ddpbench's time and {tb[h100_8][mem]}x its memory on "
+                       "the H100 layout, {tb[a100_8][time]}x and {tb[a100_8][mem]}x on the A100 one; at 64 ranks "
+                       "ddpbench read them in {tb[h100_64][ours]} s and {tb[a100_64][ours]} s and HTA was "
+                       "{tb[past_64]} on both. The two readings differed by at most {tb[h100_gap]} points on "
+                       "the H100 layout and {tb[a100_gap]} on the A100 one"),
 ]
 
 #: the units that make a number a measured figure: time, a time per step, rate, size, share, a difference of

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from ddpbench.testing import ROOT
-from ddpbench.testing.traces import hta_reading, write_job
+from ddpbench.testing.traces import hta_reading, public_trace, write_job
 from ddpbench.traces.folder import read_folder
 
 pytest.importorskip("hta.trace_analysis", reason="HolisticTraceAnalysis is not installed (the hta extra)")
@@ -47,3 +47,15 @@ def test_a_generated_job_with_communication_agrees_with_hta(tmp_path):
     write_job(tmp_path, 4, straggler=2, ranks_per_host=2)
     mine = assert_agree(tmp_path, overlap=True)
     assert (mine["overlap"] > 50).all()  # the all-reduces ran under compute
+
+
+def test_a_generated_job_of_a_public_layout_agrees_with_hta(tmp_path):
+    """The public A100 trace's layout (tests/integration/traces/test_public_layout.py), as the traces
+    benchmark generates it, is read by HTA, and the two readings agree."""
+    try:
+        source = public_trace("a100")
+    except FileNotFoundError as err:
+        pytest.skip(str(err))
+    write_job(tmp_path, 2, straggler=1, ranks_per_host=1, variants=2, source=source)
+    mine = assert_agree(tmp_path, overlap=True)
+    assert mine.index.tolist() == [0, 1]
