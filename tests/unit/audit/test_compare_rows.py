@@ -152,3 +152,21 @@ def test_one_launch_a_side_is_judged_by_its_median():
     two = _figures([90.0, 90.0], median=101.0)
     row = _row(a, two, verdict="slower")
     assert check_compare([row], a, two) == []
+
+
+def test_equal_within_a_thousandth_of_the_figure_and_nan_only_beside_nan():
+    a, b = _figures([1000.0, 1000.0, 1000.0]), _figures([900.0, 905.0, 895.0])
+    assert 0.001 * 1000.0 == 1.0  # the tolerance at A's mean step, exactly
+    assert _said([_row(a, b, mean_ms_a=1001.0)], a, b) == []
+    assert _said([_row(a, b, mean_ms_a=1001.01)], a, b) == ["mean_ms_a = 1001.010, re-derived 1000.000"]
+    # a ratio below 1: a thousandth of the ratio, not of 1
+    ratio = _row(a, b)["mean_ratio"]
+    assert _said([_row(a, b, median_ratio=ratio + 0.00095)], a, b) == [
+        f"median_ratio = {ratio + 0.00095:.4f}, re-derived {ratio:.4f}"]
+    # an interval quoted as NaN where the launches give one, or one quoted where they give none
+    row = _row(a, b, mean_ratio_low=math.nan, mean_ratio_high=math.nan)
+    low, high = _row(a, b)["mean_ratio_low"], _row(a, b)["mean_ratio_high"]
+    assert _said([row], a, b) == [f"interval nan to nan is not the interval of the launches ({low:.4f} to {high:.4f})"]
+    one_a, one_b = _figures([1000.0]), _figures([900.0])
+    assert _said([_row(one_a, one_b, mean_ratio_low=0.85, mean_ratio_high=0.95)], one_a, one_b) == [
+        "interval 0.8500 to 0.9500 is not the interval of the launches (nan to nan)"]
