@@ -170,3 +170,36 @@ def test_equal_within_a_thousandth_of_the_figure_and_nan_only_beside_nan():
     one_a, one_b = _figures([1000.0]), _figures([900.0])
     assert _said([_row(one_a, one_b, mean_ratio_low=0.85, mean_ratio_high=0.95)], one_a, one_b) == [
         "interval 0.8500 to 0.9500 is not the interval of the launches (nan to nan)"]
+
+
+def test_every_row_is_checked_after_one_that_was_not_compared(sides):
+    a, b = sides
+    failed = _figures(B_LAUNCHES, status="failed")
+    # a row the folders did not compare, then a wrong one: both rows are read, each its own problem
+    found = check_compare([_row(a, b, compared=True), _row(a, b, launches_a=7)], a, failed)
+    assert [p.expected for p in found] == ["compared=True, but the job is ok in not both folders",
+                                           "compared=True, but the job is ok in not both folders"]
+    found = check_compare([_row(a, b, compared=False), _row(a, b, launches_a=7)], a, b)
+    assert [p.expected for p in found] == ["compared=False, but the job is ok in both folders",
+                                           "launches_a = 7, the records hold 3"]
+    found = check_compare([_row(a, failed, compared=False), _row(a, b, launches_b=4)], a, b)
+    assert [p.expected for p in found] == ["compared=False, but the job is ok in both folders",
+                                           "launches_b = 4, the records hold 3"]
+    # a job not ok in both and rightly not compared, then another job's wrong row: that row is still read
+    both_a, both_b = _two(a, a), _two(failed, b)
+    other = {**_row(a, b, launches_a=7), "key": "k2"}
+    found = check_compare([_row(a, b, compared=False), other], both_a, both_b)
+    assert [(p.job, p.expected) for p in found] == [("k2", "launches_a = 7, the records hold 3")]
+
+
+def _two(first: Figures, second: Figures) -> Figures:
+    """Two jobs' figures in one folder: ``first``'s job as k1, ``second``'s as k2."""
+    jobs = pd.concat([first.jobs, second.jobs.rename(index={KEY: "k2"})])
+    return Figures(jobs, {KEY: first.launch_ms[KEY], "k2": second.launch_ms[KEY]})
+
+
+def test_a_row_without_its_launch_counts_is_a_problem():
+    a, b = _figures([100.0]), _figures([90.0])
+    row = _row(a, b, verdict="faster")
+    del row["launches_a"]
+    assert _said([row], a, b) == ["launches_a = None, the records hold 1"]
