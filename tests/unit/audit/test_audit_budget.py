@@ -228,3 +228,32 @@ def test_a_rank_naming_rule_stated_otherwise_than_the_docs_is_a_problem():
                 "states the rank-naming rule as 80 % and 10 %; it is 75 % and 10 %")]
     assert [p.expected for p in check_named_rule(Claim(said.format(75, 5)))] == [
         "states the rank-naming rule as 75 % and 5 %; it is 75 % and 10 %"]
+
+
+def test_a_baseline_without_readiness_leaves_its_sync_compute_in_its_comm():
+    """The baseline's steps carry no ready_ms (an older folder): its sync compute is not measured, so it stays
+    inside its own communication (the step less the reference, nothing taken off), while the job's is taken off."""
+    one = _rows("one", 1, comm=0.0, fb=30.0, ready=False)
+    two = _rows("two", 2, comm=8.0, fb=36.0, seed=10)
+    two.loc[two["phase"] == "measure", "ready_ms"] += 1.5
+    figures = _figures([{"key": "one", "world_size": 1, "scaling": "weak"},
+                        {"key": "two", "world_size": 2, "scaling": "weak"}])
+    budget = derive_budgets(figures, {"one": one, "two": two})["two"]
+    ready = [_launches(two, phase, lambda r: r["ready_ms"]) for phase in ("measure", "nosync")]
+    mine = _slowest(two, "measure", lambda r: r["step_ms"]) - _slowest(two, "nosync", lambda r: r["step_ms"])
+    theirs = _slowest(one, "measure", lambda r: r["step_ms"]) - _slowest(one, "nosync", lambda r: r["step_ms"])
+    assert budget["comm"][0] == pytest.approx((mine - (ready[0] - ready[1])).mean() - theirs.mean(), abs=1e-9)
+    assert math.isnan(budget["sync_compute"][0])
+
+
+def test_two_launches_a_side_have_an_interval_one_has_none():
+    one = _rows("one", 1, comm=0.0, fb=30.0, launches=2, seed=11)
+    two = _rows("two", 2, comm=8.0, fb=36.0, launches=2, seed=12)
+    figures = _figures([{"key": "one", "world_size": 1, "scaling": "weak"},
+                        {"key": "two", "world_size": 2, "scaling": "weak"}])
+    budget = derive_budgets(figures, {"one": one, "two": two})["two"]
+    assert budget["contention"][1] < budget["contention"][0] < budget["contention"][2]
+    short = derive_budgets(figures, {"one": one, "two": two[two["repeat"] == 0]})["two"]
+    assert math.isnan(short["contention"][1]) and math.isnan(short["contention"][2])
+    short = derive_budgets(figures, {"one": one[one["repeat"] == 0], "two": two})["two"]
+    assert math.isnan(short["contention"][1]) and not math.isnan(short["contention"][0])
