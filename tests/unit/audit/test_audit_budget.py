@@ -247,12 +247,19 @@ def test_a_baseline_without_readiness_leaves_its_sync_compute_in_its_comm():
 
 
 def test_two_launches_a_side_have_an_interval_one_has_none():
+    from ddpbench.analysis.core.stats import difference_ci
+
     one = _rows("one", 1, comm=0.0, fb=30.0, launches=2, seed=11)
     two = _rows("two", 2, comm=8.0, fb=36.0, launches=2, seed=12)
     figures = _figures([{"key": "one", "world_size": 1, "scaling": "weak"},
                         {"key": "two", "world_size": 2, "scaling": "weak"}])
+    # data 2 ms more in the second launch on either side: as much spread on each, an interval about the 0.5 ms
+    one["data_ms"] += 2.0 * one["repeat"]
+    two["data_ms"] += 0.5 + 2.0 * two["repeat"]
     budget = derive_budgets(figures, {"one": one, "two": two})["two"]
     assert budget["contention"][1] < budget["contention"][0] < budget["contention"][2]
+    assert budget["data"][0] == pytest.approx(0.5)
+    assert budget["data"][1:] == pytest.approx(difference_ci([2.5, 4.5], [2.0, 4.0]))
     short = derive_budgets(figures, {"one": one, "two": two[two["repeat"] == 0]})["two"]
     assert math.isnan(short["contention"][1]) and math.isnan(short["contention"][2])
     short = derive_budgets(figures, {"one": one[one["repeat"] == 0], "two": two})["two"]
