@@ -405,7 +405,9 @@ def _spread(row) -> float:
 
 def baseline_problem(job, bases, efficiency: float) -> str:
     """Why ``job``'s world-size-1 baseline ``bases`` cannot be trusted, in words; "" where it can."""
-    spread = max((_spread(b) for b in bases), default=math.nan)
+    spreads = [_spread(b) for b in bases]
+    noisiest = max(range(len(bases)), key=spreads.__getitem__, default=None)  # its IQR is the one quoted
+    spread = spreads[noisiest] if noisiest is not None else math.nan
     mine = _spread(job)
     # the same efficiency against the baseline's median step: where the baseline is noisy and the two
     # give different verdicts, its noise decides the verdict
@@ -417,7 +419,7 @@ def baseline_problem(job, bases, efficiency: float) -> str:
     over = efficiency > 1
     if not (over or noisy):
         return ""
-    base = bases[0]
+    base = bases[noisiest]
     what = (f"the steps of its world-size-1 baseline ({', '.join(str(b['key']) for b in bases)}) scattered with an "
             f"IQR of {float(base.get('step_ms_iqr', math.nan)):.1f} ms, {100 * spread:.0f} % of their median "
             f"({100 * mine:.0f} % for this job)")

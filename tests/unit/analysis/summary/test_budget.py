@@ -235,3 +235,30 @@ def test_a_job_measured_on_another_window_than_its_baseline_has_its_budget():
     assert row["loss_ms"] == pytest.approx(45.0)
     assert _line(row, "comm") == pytest.approx(7.0, abs=1e-9)
     assert _line(row, "straggler") == pytest.approx(20.0, abs=1e-9)
+
+
+def test_a_rank_last_in_exactly_three_steps_of_four_is_the_one_left_out():
+    """The rule is "last in at least 75 % of the steps": rank 1, 20 ms late in six steps of eight (rank 0 in the
+    other two), is named, and the others are rank 0 alone: its forward + backward 45 ms a step against the
+    baseline's 30, not both ranks' 50."""
+    def compute(rank, step):
+        slow = rank == (0 if step % 4 == 0 else 1)
+        return 6.0, 14.0 + (20.0 if slow else 0.0), 26.0, 3.0
+    base = _job(_spec(1), lambda r: _alone(), steps=8)
+    row = _summary(base, _job(_spec(2), lambda r: compute, steps=8)).set_index("world_size").loc[2]
+    assert row["barrier_last_share"] == pytest.approx(0.75) and row["barrier_rank"] == 1
+    assert _line(row, "contention") == pytest.approx(15.0)
+    assert _lines_sum(row) == pytest.approx(row["loss_ms"])
+
+
+def test_a_job_of_sub_millisecond_steps_names_its_straggler_too():
+    """The planted job a hundred times faster (a small model on a GPU): rank 1, 0.2 ms late in every step of
+    0.79 ms, is still the rank the others waited for, and the lines scale with it."""
+    def fast(compute):
+        return lambda rank, step: tuple(v / 100 for v in compute(rank, step))
+    base = _job(_spec(1), lambda r: fast(_alone()))
+    row = _summary(base, _job(_spec(2), lambda r: fast(_shared()), exposed=0.07, sync=0.03)).set_index(
+        "world_size").loc[2]
+    assert row["step_ms_mean"] == pytest.approx(0.79) and row["barrier_rank"] == 1
+    for name, ms in {"contention": 0.10, "sync_compute": 0.03, "comm": 0.07, "data": 0.05, "straggler": 0.20}.items():
+        assert _line(row, name) == pytest.approx(ms, abs=1e-9), name

@@ -1,0 +1,103 @@
+"""The summary's figures a sweep and the report act on (ddpbench/analysis/summary/table.py): how tight the
+throughput's interval is and, under ``repeats = "auto"``, whether it reached its target or which bound stopped
+it; why a baseline cannot be trusted, read whole; the scaling band at its edges and Karp-Flatt's e."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ddpbench.analysis.core.thresholds import SCALES_POORLY, SCALES_WELL
+from ddpbench.analysis.summary.table import baseline_problem, karp_flatt, scaling_band
+from ddpbench.testing.budgets import alone, job, planted_spec, summary
+
+
+def _auto(launches=3, **fields):
+    """A world-size-1 job of three launches whose steps are 34, 34.6 and 33.4 ms (``fields``: its spec's)."""
+    noise = [0.0, 0.6, -0.6]
+    spec = planted_spec(1, **fields)
+    return summary(job(spec, lambda r: alone(noise=noise[r]), repeats=launches)).iloc[0]
+
+
+def test_the_intervals_half_width_and_whether_auto_repeats_reached_their_target():
+    row = _auto(repeats="auto", ci_target_pct=50.0, max_repeats=3)
+    low, high, point = row["samples_per_s_low"], row["samples_per_s_high"], row["samples_per_s"]
+    half = 100 * (high - low) / 2 / point
+    assert 0.5 < half < 10 and row["ci_halfwidth_pct"] == pytest.approx(half)
+    assert bool(row["ci_reached"]) is True and row["repeats_bound"] is None
+    # a target tighter than the launches reached: stopped by max_repeats (3 launches of 3), else by the budget
+    tight = _auto(repeats="auto", ci_target_pct=half * 0.99, max_repeats=3)
+    assert tight["ci_reached"] is not None and not tight["ci_reached"] and tight["repeats_bound"] == "max_repeats"
+    assert _auto(repeats="auto", ci_target_pct=half * 0.99, max_repeats=4)["repeats_bound"] == "budget"
+    # exactly at the target is reached
+    assert bool(_auto(repeats="auto", ci_target_pct=half, max_repeats=3)["ci_reached"]) is True
+    # a job of fixed repeats says nothing of a target
+    fixed = _auto()
+    assert fixed["ci_halfwidth_pct"] == pytest.approx(half)
+    assert fixed["ci_reached"] is None and fixed["repeats_bound"] is None
+    one = _auto(launches=1)
+    assert math.isnan(one["ci_halfwidth_pct"])
+
+
+def _job(key, ws, threads, median, iqr, mean=None):
+    return {"key": key, "world_size": ws, "threads_per_rank": threads, "step_ms_median": median,
+            "step_ms_iqr": iqr, "step_ms_mean": median if mean is None else mean}
+
+
+OVER = ("an efficiency of {pct} % (above 100 %) means one rank ran slower than a rank of this job, not that scaling "
+        "was better than perfect")
+NOISE = ("the baseline's steps scatter far more than the job's: against their median instead of their mean, the "
+         "efficiency is {pct} %, a different verdict")
+
+
+def test_a_baselines_problem_read_whole():
+    """Each reason in its words and order: above 100 %, the baseline's noise deciding the verdict, threads per
+    rank that differ; the IQR quoted is the noisiest baseline's, beside its own share of the median."""
+    job = _job("j", 2, 1, 60.0, 3.0)
+    text = baseline_problem(job, [_job("b", 1, 2, 123.0, 377.0), _job("c", 1, 4, 100.0, 10.0)], 3.71)
+    assert text == ("the steps of its world-size-1 baseline (b, c) scattered with an IQR of 377.0 ms, 307 % of their "
+                    f"median (5 % for this job); {OVER.format(pct=371)}; {NOISE.format(pct=371)}; the baseline ran "
+                    "2, 4 thread(s) per rank and this job 1: set threads_per_rank to the same number at every world "
+                    "size")
+    quiet_first = baseline_problem(job, [_job("c", 1, 1, 100.0, 10.0), _job("b", 1, 1, 123.0, 377.0)], 3.71)
+    assert quiet_first.startswith("the steps of its world-size-1 baseline (c, b) scattered with an IQR of 377.0 ms, "
+                                  "307 % of their median (5 % for this job); ")
+    # the baseline's noise alone: against its median (60 ms) rather than its mean (75 ms), 112 % not 90 %
+    assert baseline_problem(job, [_job("b", 1, 1, 60.0, 20.0, mean=75.0)], 0.9) == (
+        "the steps of its world-size-1 baseline (b) scattered with an IQR of 20.0 ms, 33 % of their median (5 % for "
+        f"this job); {NOISE.format(pct=112)}")
+    # above 100 % alone, a quiet baseline of the job's threads
+    assert baseline_problem(job, [_job("b", 1, 1, 60.0, 3.0)], 1.02) == (
+        "the steps of its world-size-1 baseline (b) scattered with an IQR of 3.0 ms, 5 % of their median (5 % for "
+        f"this job); {OVER.format(pct=102)}")
+    assert baseline_problem(job, [_job("b", 1, 1, 60.0, 3.0)], 1.0) == ""
+
+
+def test_a_noisy_baseline_is_named_only_where_its_noise_decides_the_verdict():
+    job = _job("j", 2, 1, 60.0, 3.0)
+    # the baseline's IQR 20 % of its median, four times the job's 5 %: noisy enough
+    noisy = [_job("b", 1, 1, 60.0, 12.0, mean=66.0)]
+    # 0.75 against the mean is moderate; against the median 0.825, well: another band, named
+    assert NOISE.format(pct=82) in baseline_problem(job, noisy, 0.75)
+    # 0.5 against the mean, 0.55 against the median: both moderate, nothing to say
+    assert baseline_problem(job, noisy, 0.5) == ""
+    # a job as noisy as its baseline (not 1.5 times quieter): its noise is not the baseline's problem
+    assert baseline_problem(_job("j", 2, 1, 60.0, 12.0), noisy, 0.75) == ""
+    # a job whose noise is unknown (no median): the baseline's noise alone decides
+    assert NOISE.format(pct=82) in baseline_problem(_job("j", 2, 1, 0.0, 3.0), noisy, 0.75)
+    # a baseline with no median or mean: the efficiency as it is
+    assert baseline_problem(job, [_job("b", 1, 1, 0.0, 12.0, mean=0.0)], 0.75) == ""
+
+
+def test_the_scaling_band_at_its_edges():
+    assert scaling_band(SCALES_WELL) == "scales well"
+    assert scaling_band(SCALES_WELL - 1e-9) == "scales moderately"
+    assert scaling_band(SCALES_POORLY) == "scales moderately"
+    assert scaling_band(SCALES_POORLY - 1e-9) == "scales poorly"
+
+
+def test_karp_flatt_is_undefined_at_one_rank_or_without_a_speedup():
+    assert karp_flatt(1.5, 2) == pytest.approx((1 / 1.5 - 1 / 2) / (1 - 1 / 2))
+    assert karp_flatt(3.0, 4) == pytest.approx((1 / 3 - 1 / 4) / (1 - 1 / 4))
+    assert math.isnan(karp_flatt(1.0, 1)) and math.isnan(karp_flatt(0.0, 2)) and math.isnan(karp_flatt(math.nan, 2))
