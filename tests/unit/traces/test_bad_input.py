@@ -56,3 +56,12 @@ def test_a_folder_that_is_not_there_or_a_file_is_one_line(tmp_path):
     _one_line_error(_run(tmp_path / "missing", tmp_path / "out"), "missing", "not a folder")
     (tmp_path / "file.json").write_text("{}")
     _one_line_error(_run(tmp_path / "file.json", tmp_path / "out"), "file.json", "not a folder")
+
+
+@pytest.mark.parametrize("workers", ["0", "-1", "two", "1.5"])
+def test_workers_below_one_are_refused_in_one_line(tmp_path, workers):
+    """``--workers 0`` once meant one per CPU and ``-1`` one worker, silently."""
+    folder = write_files(tmp_path / "traces", {"rank0.json": tiny_trace(0, 1)})
+    result = run_main("traces", folder, "--out", tmp_path / "out", f"--workers={workers}", timeout=60)
+    _one_line_error(result, "--workers", "a whole number of 1 or more", repr(workers))
+    assert not (tmp_path / "out").exists()
