@@ -4,7 +4,8 @@
 class InputError(Exception):
     """Bad user input: reported as one line naming the file, the key and what is allowed.
 
-    The CLI prints ``str(err)`` and exits with code 2; it never shows a traceback for these.
+    The CLI prints ``str(err)`` and exits with code 2; it never shows a traceback for these. One
+    raised in a worker process (a pool's, Ray's) pickles whole, so the command says the same line.
     """
 
     def __init__(self, source: str, key: str | None, message: str):
@@ -17,6 +18,11 @@ class InputError(Exception):
         where = f"{self.source}: {self.key}" if self.key else self.source
         # One line, whatever the message carried in.
         return f"{where}: {self.message}".replace("\n", " ")
+
+    def __reduce__(self):
+        # Whole across a process boundary (a worker pool's, Ray's): pickle's default rebuilds an
+        # exception as ``cls(*self.args)``, which has one argument where __init__ takes three.
+        return type(self), (self.source, self.key, self.message), self.__dict__
 
 
 #: the most characters of a bad value an error line echoes

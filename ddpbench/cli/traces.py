@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from ddpbench.commandline.folders import add_folder_flags
+from ddpbench.commandline.parsing import whole_number
 from ddpbench.errors import InputError
 from ddpbench.results.folder import path_flag
 
@@ -21,7 +22,8 @@ def add_parser(sub) -> None:
     p.add_argument("folder", type=path_flag("folder"), help="the folder of one job's per-rank trace files")
     p.add_argument("--out", type=path_flag("--out"),
                    help="where to write the report (default: reports/<folder>-traces/)")
-    p.add_argument("--workers", type=int, metavar="N", help="files parsed at once (default: one per CPU)")
+    p.add_argument("--workers", type=whole_number, metavar="N",
+                   help="files parsed at once, 1 or more (default: one per CPU)")
     p.add_argument("--ray", metavar="ADDRESS", help="parse on the Ray cluster at ADDRESS ('local': one started here "
                                                     "for this command and stopped after it, as --launcher ray's); "
                                                     "every node must see the files at the same paths")

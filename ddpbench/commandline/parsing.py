@@ -105,6 +105,17 @@ def finite_float(text: str) -> float:
     return value
 
 
+def whole_number(text: str) -> int:
+    """argparse's ``type`` for a count (``--workers 4``): a whole number of 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more (got {shown(text)})")
+    return value
+
+
 def whole_numbers(text: str) -> tuple[int, ...]:
     """argparse's ``type`` for a list of counts (``--world-sizes 8,160,320``): whole numbers of 1 or more,
     comma-separated, sorted and once each."""

@@ -24,6 +24,9 @@ a public trace's keep its own text, event by event, only the numbers that moved 
 (whole microseconds stay whole). Every copy is written as gzip members, a header and a body shared
 by the ranks of one variant (``variants`` bodies, times each host's offset where it is in the
 events), so a thousand ranks of a large trace take seconds to write.
+
+:func:`tiny_trace` is one rank's small trace, every figure known; :data:`BAD_FOLDERS` are folders that
+are not one job's traces, which every way of reading them (one worker, a pool, Ray) must refuse alike.
 """
 
 from __future__ import annotations
@@ -364,6 +367,61 @@ def write_trace(path: Path, trace: dict, layout: str = "kineto") -> Path:
     data = text.encode()
     path.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
     return path
+
+
+
+def _no_info(trace: dict) -> dict:
+    return {k: v for k, v in trace.items() if k != "distributedInfo"}
+
+
+def _no_steps(trace: dict) -> dict:
+    return {**trace, "traceEvents": [e for e in trace["traceEvents"] if not e["name"].startswith("ProfilerStep")]}
+
+
+def _cut(fraction: float) -> bytes:
+    data = gzip.compress(json.dumps(tiny_trace(0, 2)).encode())
+    return data[:int(len(data) * fraction)]
+
+
+#: folders that are not one job's traces, and the words the one line that refuses each must hold:
+#: {name: ({file name: trace or bytes}, words)}. A damaged file sits beside a sound rank's, so that a
+#: reader of one file per worker reads it in a pool; a folder's first bad file (by name) is the one named
+BAD_FOLDERS = {
+    "not json": ({"rank0.json": b"this is not json", "rank1.json": tiny_trace(1, 2)}, ["rank0.json", "not JSON"]),
+    "a list, not a trace": ({"rank0.json": b"[1, 2, 3]", "rank1.json": tiny_trace(1, 2)}, ["rank0.json", "'{'"]),
+    "not gzip inside": ({"rank0.json.gz": b"\x1f\x8b\x08\x00garbage", "rank1.json.gz": tiny_trace(1, 2)},
+                        ["rank0.json.gz", "gzip"]),
+    "not utf-8": ({"rank0.json": b"{\"traceEvents\": [\xff\xfe]}", "rank1.json": tiny_trace(1, 2)},
+                  ["rank0.json", "not text"]),
+    "no events list end": ({"rank0.json": b'{"traceEvents": [{"ph": "X"}, ', "rank1.json": tiny_trace(1, 2)},
+                           ["rank0.json", "cut short"]),
+    **{f"a gzip cut at {fraction:.1%}": ({"rank0.json.gz": _cut(fraction), "rank1.json.gz": tiny_trace(1, 2)},
+                                         ["rank0.json.gz"]) for fraction in (0.0, 0.01, 0.3, 0.5, 0.9, 0.999)},
+    "no distributedInfo": ({"rank0.json": _no_info(tiny_trace(0, 2)), "rank1.json": tiny_trace(1, 2)},
+                           ["rank0.json", "distributedInfo", "which rank"]),
+    "no ProfilerStep": ({"rank0.json": _no_steps(tiny_trace(0, 1))}, ["rank0.json", "ProfilerStep", "prof.step()"]),
+    "two world sizes": ({"rank0.json": tiny_trace(0, 2), "rank1.json": tiny_trace(1, 4)},
+                        ["world_size", "two jobs"]),
+    "one rank twice": ({"a.json": tiny_trace(0, 2), "b.json": tiny_trace(0, 2)}, ["b.json", "rank 0 twice"]),
+    "a rank past the world": ({"rank0.json": tiny_trace(0, 2), "rank5.json": tiny_trace(5, 2)},
+                              ["rank5.json", "rank 5 of a world of 2"]),
+    "clocks hours apart": ({"rank0.json": tiny_trace(0, 2),
+                            "rank1.json": tiny_trace(1, 2, clock_ns=1_790_000_000_000_000_000 + 3 * 3600 * 10**9)},
+                           ["rank1.json", "3.0 h after rank 0"]),
+    "no traces": ({"notes.txt": b"nothing here"}, ["holds no profiler traces"]),
+}
+
+
+def write_files(folder: Path, files: dict) -> Path:
+    """``folder`` made, holding ``files`` ({name: trace or bytes}, as :data:`BAD_FOLDERS` gives them)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        if isinstance(content, bytes):
+            (folder / name).write_bytes(content)
+        else:
+            write_trace(folder / name, content)
+    return folder
 
 
 #: Holistic Trace Analysis's reading of a folder, in a process of its own: per rank, the temporal

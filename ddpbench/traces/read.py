@@ -110,10 +110,11 @@ def read_ranks(files: list, workers: int | None = None, progress=None) -> list[R
                 out.append(tables)
                 if progress:
                     progress(i + 1, len(files))
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            for process in list((getattr(pool, "_processes", None) or {}).values()):
+        except BaseException:  # a bad file's line, an interrupt: the workers end now, not after their files
+            workers = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+            for process in workers:
                 process.kill()
+            pool.shutdown(wait=True, cancel_futures=True)  # reaped: none outlives the command's answer
             raise
     return out
 
@@ -149,12 +150,12 @@ def read_on_ray(files: list, address: str, progress=None) -> list[RankTables]:
 
 
 def _ray_result(ray, ref):
+    """A task's tables; a bad file's one line raised here as the task raised it (it pickles whole)."""
     try:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as err:
-        cause = err.as_instanceof_cause()
-        if isinstance(cause, InputError):
-            raise InputError(cause.source, cause.key, cause.message) from None
+        if isinstance(err.cause, InputError):
+            raise err.cause from None
         raise
 
 

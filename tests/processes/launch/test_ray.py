@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench.launch.ray_cluster import RayCluster
 from ddpbench.launch.ray_cluster import marked as marked_by_cluster
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import (
@@ -46,15 +45,6 @@ TWO_JOBS = """
     world_size = [1, 2]
 """
 LIMIT_S = 15.0
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """An existing Ray cluster for the sweeps below that name it (--ray-address): one node, this machine's."""
-    ray = RayCluster()
-    ray.start(tmp_path_factory.mktemp("cluster"))
-    yield ray
-    ray.stop()
 
 
 def cluster_processes(cluster) -> list:
@@ -111,7 +101,7 @@ def test_a_sweep_through_ray_train_interrupted_and_resumed_stores_what_spawn_sto
 
 
 def test_a_killed_and_a_hung_worker_on_an_existing_cluster_are_recorded_and_the_cluster_left_as_found(
-        cluster, tmp_path, monkeypatch):
+        ray_cluster, tmp_path, monkeypatch):
     # a worker's environment is its raylet's: the faults' variables are handed to the workers by name
     monkeypatch.setenv("DDPBENCH_RAY_ENV", "PLANTED_FAULT,PLANTED_FAULT_STAMP")
     # the timeout covers the start of Ray Train's worker group: 23-26 s on a slow 2-core VM, and the killed
@@ -120,8 +110,8 @@ def test_a_killed_and_a_hung_worker_on_an_existing_cluster_are_recorded_and_the_
     # the launch began, and 60 s timed it out at init. The hung rank's launch waits all of it.
     timeout_s = 90
     proc, out, recovery_s = faults_sweep(tmp_path, {"planted-kill": "kill:1:3", "planted-hang": "hang:1:3"},
-                                         timeout_s=timeout_s, launcher="ray", flags=("--ray-address", cluster.address),
-                                         good=False)
+                                         timeout_s=timeout_s, launcher="ray",
+                                         flags=("--ray-address", ray_cluster.address), good=False)
     assert proc.returncode == 1, proc.stderr
     _, runs, _, _ = load_tables(out)
     runs = runs.set_index("strategy")
@@ -136,8 +126,9 @@ def test_a_killed_and_a_hung_worker_on_an_existing_cluster_are_recorded_and_the_
           f"a hung rank: the launch ended {recovery_s['planted-hang']:.1f} s after the hang (timeout {timeout_s} s)")
     # left as found: up, and none of the launches' Ray Train actors left in it (Ray keeps a cluster-wide
     # helper or an idle worker of its own after a first Train run)
-    assert all(node.poll() is None for node in cluster.procs)
-    left = [line for line in described(cluster_processes(cluster)) if "RayTrain" in line or "TrainController" in line]
+    assert all(node.poll() is None for node in ray_cluster.procs)
+    left = [line for line in described(cluster_processes(ray_cluster))
+            if "RayTrain" in line or "TrainController" in line]
     assert not left, left
 
 

@@ -3,11 +3,15 @@
 
 import argparse
 import os
+import pickle
 
 import pytest
 
 from ddpbench.commandline.parsing import finite_float
+from ddpbench.errors import InputError
 from ddpbench.program import build_parser, main
+from ddpbench.results.history import HistoryError
+from ddpbench.results.revisions import NotARepository
 
 
 def one_line(capsys) -> str:
@@ -115,3 +119,18 @@ def test_an_empty_repository_is_refused_not_taken_for_the_current_folder(words, 
     assert main([*words, f"{flag}={value}"]) == 2  # refused as it is parsed, before git runs
     line = one_line(capsys)
     assert "--repo" in line and "empty value refused" in line, line
+
+
+@pytest.mark.parametrize("kind", [InputError, HistoryError, NotARepository])
+def test_an_input_error_crosses_a_process_boundary_whole(kind):
+    """A worker's InputError (the traces' pool, Ray) reaches the command as the worker raised it:
+    pickle's default would rebuild it as ``kind(*args)`` and fail, breaking the pool."""
+    err = kind("traces/rank0.json", "traceEvents", "cut short\nhere; allowed: a whole trace")
+    err.hint = "a worker's own attribute"
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is kind
+    assert (back.source, back.key, back.message, back.hint) == (err.source, err.key, err.message, err.hint)
+    assert str(back) == str(err) == "traces/rank0.json: traceEvents: cut short here; allowed: a whole trace"
+    assert back.args == err.args
+    keyless = pickle.loads(pickle.dumps(kind("folder", None, "is not a folder")))
+    assert keyless.key is None and str(keyless) == "folder: is not a folder"

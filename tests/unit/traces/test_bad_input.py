@@ -1,15 +1,10 @@
 """A trace folder from anyone is bad input until proven otherwise: each case is one line naming the
 file and what is allowed, exit 2 (or a stated partial answer), never a traceback, never a hang."""
 
-import gzip
-import json
-
 import pytest
 
 from ddpbench.testing import run_main
-from ddpbench.testing.traces import tiny_trace, write_trace
-
-CLOCK = 1_790_000_000_000_000_000
+from ddpbench.testing.traces import BAD_FOLDERS, tiny_trace, write_files, write_trace
 
 
 def _run(folder, out):
@@ -29,53 +24,11 @@ def _no_info(trace):
     return {k: v for k, v in trace.items() if k != "distributedInfo"}
 
 
-def _no_steps(trace):
-    return {**trace, "traceEvents": [e for e in trace["traceEvents"] if not e["name"].startswith("ProfilerStep")]}
-
-
-CASES = {
-    # name: (files as {file name: trace or bytes}, words the one line must hold)
-    "not json": ({"rank0.json": b"this is not json", "rank1.json": tiny_trace(1, 2)}, ["rank0.json", "not JSON"]),
-    "a list, not a trace": ({"rank0.json": b"[1, 2, 3]"}, ["rank0.json", "'{'"]),
-    "not gzip inside": ({"rank0.json.gz": b"\x1f\x8b\x08\x00garbage"}, ["rank0.json.gz", "gzip"]),
-    "not utf-8": ({"rank0.json": b"{\"traceEvents\": [\xff\xfe]}"}, ["rank0.json", "not text"]),
-    "no events list end": ({"rank0.json": b'{"traceEvents": [{"ph": "X"}, '}, ["rank0.json", "cut short"]),
-    "no distributedInfo": ({"rank0.json": _no_info(tiny_trace(0, 2)), "rank1.json": tiny_trace(1, 2)},
-                           ["rank0.json", "distributedInfo", "which rank"]),
-    "no ProfilerStep": ({"rank0.json": _no_steps(tiny_trace(0, 1))}, ["rank0.json", "ProfilerStep", "prof.step()"]),
-    "two world sizes": ({"rank0.json": tiny_trace(0, 2), "rank1.json": tiny_trace(1, 4)},
-                        ["world_size", "two jobs"]),
-    "one rank twice": ({"a.json": tiny_trace(0, 2), "b.json": tiny_trace(0, 2)}, ["b.json", "rank 0 twice"]),
-    "a rank past the world": ({"rank0.json": tiny_trace(0, 2), "rank5.json": tiny_trace(5, 2)},
-                              ["rank5.json", "rank 5 of a world of 2"]),
-    "clocks hours apart": ({"rank0.json": tiny_trace(0, 2),
-                            "rank1.json": tiny_trace(1, 2, clock_ns=CLOCK + 3 * 3600 * 10**9)},
-                           ["rank1.json", "3.0 h after rank 0"]),
-    "no traces": ({"notes.txt": b"nothing here"}, ["holds no profiler traces"]),
-}
-
-
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", sorted(BAD_FOLDERS))
 def test_each_bad_folder_is_one_line(tmp_path, case):
-    files, words = CASES[case]
-    folder = tmp_path / "traces"
-    folder.mkdir()
-    for name, content in files.items():
-        if isinstance(content, bytes):
-            (folder / name).write_bytes(content)
-        else:
-            write_trace(folder / name, content)
-    _one_line_error(_run(folder, tmp_path / "out"), *words)
+    files, words = BAD_FOLDERS[case]
+    _one_line_error(_run(write_files(tmp_path / "traces", files), tmp_path / "out"), *words)
     assert not (tmp_path / "out").exists()  # nothing written for bad input
-
-
-@pytest.mark.parametrize("fraction", [0.0, 0.01, 0.3, 0.5, 0.9, 0.999])
-def test_a_gzip_cut_anywhere_is_one_line(tmp_path, fraction):
-    folder = tmp_path / "traces"
-    folder.mkdir()
-    data = gzip.compress(json.dumps(tiny_trace(0, 1)).encode())
-    (folder / "rank0.json.gz").write_bytes(data[:int(len(data) * fraction)])
-    _one_line_error(_run(folder, tmp_path / "out"), "rank0.json.gz")
 
 
 def test_a_lone_trace_without_distributed_info_is_one_process_said(tmp_path):
@@ -103,3 +56,12 @@ def test_a_folder_that_is_not_there_or_a_file_is_one_line(tmp_path):
     _one_line_error(_run(tmp_path / "missing", tmp_path / "out"), "missing", "not a folder")
     (tmp_path / "file.json").write_text("{}")
     _one_line_error(_run(tmp_path / "file.json", tmp_path / "out"), "file.json", "not a folder")
+
+
+@pytest.mark.parametrize("workers", ["0", "-1", "two", "1.5"])
+def test_workers_below_one_are_refused_in_one_line(tmp_path, workers):
+    """``--workers 0`` once meant one per CPU and ``-1`` one worker, silently."""
+    folder = write_files(tmp_path / "traces", {"rank0.json": tiny_trace(0, 1)})
+    result = run_main("traces", folder, "--out", tmp_path / "out", f"--workers={workers}", timeout=60)
+    _one_line_error(result, "--workers", "a whole number of 1 or more", repr(workers))
+    assert not (tmp_path / "out").exists()

@@ -169,3 +169,32 @@ def test_the_wait_is_named_only_past_the_clocks_skew(tmp_path):
     for skew_ms, named in ((0.01, True), (0.2, False), (math.inf, False)):
         found = advice(job.budget, job.steps, job.buckets, job.sizes, False, skew_ms)
         assert ("wait_ms" in [a["line"] for a in found]) == named, skew_ms
+
+
+def _spread(trace: dict, spread_us: float) -> dict:
+    """``trace`` with its all-reduces ending ``spread_us`` late and early in turn, step by step: the ends
+    a clock with that residual skew reads (the median difference, the offset, unchanged)."""
+    allreduces = [e for e in trace["traceEvents"] if e.get("cat") == "kernel" and "AllReduce" in e["name"]]
+    for k, kernel in enumerate(sorted(allreduces, key=lambda e: e["ts"])):
+        kernel["dur"] += spread_us if k % 2 else -spread_us
+    return trace
+
+
+@pytest.mark.parametrize("spread_us, hosts, named", [(10.0, ("a", "b"), True), (100.0, ("a", "b"), False),
+                                                     (100.0, ("a", "a"), True)])
+def test_a_wait_inside_the_clocks_skew_names_no_rank_on_the_command_s_path(tmp_path, spread_us, hosts, named):
+    """Rank 1's compute ends 100 µs late in each of 10 steps on two hosts, host b's clock 3 ms ahead:
+    rank 0 waits 0.1 ms, a mean of 0.05 ms a step. Where the alignment leaves a residual skew of 0.1 ms,
+    that wait may be the clocks' and no rank is named; at 0.01 ms it is named; ranks on one host read
+    one clock, so their collectives' spread is no skew. Through ``read_folder``, as the command reads."""
+    ahead = CLOCK + (3_000_000 if hosts[1] != hosts[0] else 0)
+    job = _job(tmp_path, [tiny_trace(0, 2, steps=10, host=hosts[0]),
+                          _spread(tiny_trace(1, 2, steps=10, late_us=100.0, host=hosts[1], clock_ns=ahead), spread_us)])
+    wait = job.budget.set_index("line").loc["wait_ms"]
+    assert wait["low_ms"] == pytest.approx(0.05) and wait["share_low"] >= 0.03  # past its share: skew decides
+    if hosts[1] != hosts[0]:
+        assert job.clock["skew_us"] == pytest.approx(spread_us)
+        assert job.ranks.set_index("rank")["clock_offset_us"][1] == pytest.approx(3000.0)
+    assert job.straggler == {"rank": 1, "last": 10, "steps": 10}  # the same rank is last either way
+    said = [a["change"] for a in job.advice if a["line"] == "wait_ms"]
+    assert (said != []) == named and all("the others wait for rank 1" in s for s in said), said
