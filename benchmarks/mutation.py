@@ -173,24 +173,27 @@ def main(argv: list[str] | None = None) -> None:
             f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"]
     work = args.keep or Path(tempfile.mkdtemp(prefix="ddpbench-mutation-"))
     work.mkdir(parents=True, exist_ok=True)
+    groups = args.group or list(table["groups"])
     found = {}
     try:
-        for name in args.group or list(table["groups"]):
+        for done, name in enumerate(groups, 1):
             scored, wall = run_group(name, table["groups"][name], table, args.max_children, work)
             found.update({m: {**row, "group": name, "group_seconds": round(wall)} for m, row in scored.items()})
             print(f"{name}: {sum(r['mutants'] for r in scored.values())} mutants in {wall:.0f} s", flush=True)
             for key in (k for row in scored.values() for k in row["killed_equivalents"]):
                 print(f"listed as equivalent but killed (take it off benchmarks/mutation.toml): {key}")
+            # each finished group stored at once: a run stopped part way keeps what it measured, and says so
+            runs = f"groups measured: {', '.join(groups[:done])}" + (
+                f"; not reached: {', '.join(groups[done:])}" if done < len(groups) else "")
+            now = [*head, f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", runs]
+            if args.out:
+                write(args.out, markdown(found, table, now))
+                write(args.out.with_suffix(".json"),
+                      json.dumps({"run": now, "modules": found}, indent=1, ensure_ascii=False) + "\n")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    head.append(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    text = markdown(found, table, head)
-    if args.out:
-        write(args.out, text)
-        write(args.out.with_suffix(".json"), json.dumps({"run": head, "modules": found}, indent=1, ensure_ascii=False)
-              + "\n")
-    print(text)
+    print(markdown(found, table, now))
 
 
 if __name__ == "__main__":
