@@ -143,6 +143,15 @@ def test_the_verdict_is_the_intervals_however_far_the_point_estimate_lies(b_leve
     assert row["verdict"] == verdict
 
 
+def test_launches_alike_to_the_last_step_are_not_significant():
+    """Both sides' launches took the same time: the interval is 1 to 1, which holds 1: not significant,
+    never faster or slower."""
+    same = [[10.0] * 8] * 3
+    row = _row(_compare([(1, same, "ok")], [(1, same, "ok")]), 1)
+    assert row["mean_ratio_low"] == row["mean_ratio_high"] == 1.0
+    assert row["verdict"] == "not significant" and _flag(row["significant"]) is False
+
+
 def test_slowdown_within_noise_is_inconclusive_not_failed():
     """The point estimate is past the threshold but the launches scatter more than that."""
     a = [(1, _launches(10.0, seed=5, launch_sd=0.15), "ok")]
