@@ -17,13 +17,17 @@ STEPS = {1: 10.0, 2: 12.0, 3: 18.5, 4: 28.0}
 PREDICTION = ["predicted_ms", "low_ms", "high_ms"]
 
 
-def _checked(folder, steps=STEPS, collectives: dict[int, float] | None = None) -> pd.DataFrame:
-    """The hold-out checks of a folder of one DDP workload at ``steps``' world sizes on a 2-core machine, and,
-    given ``collectives`` (a factor on the made-up all_reduce times at each world size), its micro-benchmarks."""
+def _checked(folder, steps=STEPS, collectives: dict[int, float] | None = None, cores: int = 2,
+             comm: dict[int, float] | None = None) -> pd.DataFrame:
+    """The hold-out checks of a folder of one DDP workload at ``steps``' world sizes on a machine of ``cores``
+    cores, each world size's ranks logging ``comm`` ms of DDP communication (2 where not given), and, given
+    ``collectives`` (a factor on the made-up all_reduce times at each world size), its micro-benchmarks."""
     results = ResultsFolder(folder)
     for ws, ms in steps.items():
         spec = job(world_size=ws)
-        results.launch(spec_from_dict(spec), result=result_for(spec, ms), cores=2, oversubscribed=ws > 2)
+        logged = {"ddp_backward_comm_ms": (comm or {}).get(ws, 2.0)}
+        result = result_for(spec, ms, rank_fields=lambda rank, logged=logged: logged)
+        results.launch(spec_from_dict(spec), result=result, cores=cores, oversubscribed=ws > cores)
     if collectives is not None:
         write_collectives(folder, [collective_spec(ws, ops=("all_reduce",)) for ws in collectives], slower=collectives)
     checks = load(folder).model.holdout
@@ -56,3 +60,15 @@ def test_the_hidden_jobs_own_step_never_enters_the_share_of_communication_that_t
     assert hidden.iloc[0]["measured_ms"] < 0.75 * base.iloc[0]["measured_ms"]
     kept = _checked(tmp_path / "kept", {**STEPS, 3: 17.0})  # none of it takes a core
     assert kept.iloc[0]["predicted_ms"] < base.iloc[0]["predicted_ms"] * 0.95
+
+
+def test_the_hidden_jobs_own_logged_communication_never_enters_its_link(tmp_path):
+    """On 8 cores no rank takes turns, so DDP's logged communication of every world size could be fitted to:
+    the hidden size's seven times as long leaves the prediction where it was, world size 2's moves it."""
+    steps = {1: 10.0, 2: 12.0, 4: 13.0}
+    base = _checked(tmp_path / "base", steps, cores=8, comm={4: 3.0})
+    assert base.iloc[0]["link"].startswith("measured: DDP's logged comm time")
+    hidden = _checked(tmp_path / "hidden", steps, cores=8, comm={4: 21.0})
+    pd.testing.assert_frame_equal(base[PREDICTION], hidden[PREDICTION])
+    kept = _checked(tmp_path / "kept", steps, cores=8, comm={2: 6.0, 4: 3.0})
+    assert kept.iloc[0]["predicted_ms"] > base.iloc[0]["predicted_ms"] * 1.2
