@@ -1,6 +1,7 @@
 """Made-up launches for compare's tests: step times with launch-to-launch and step-to-step noise,
 the job they are of, the machine they ran on and its readings of the ranks' cores, a 5 % gate on the
-median, two sides compared, and compare's CSV read back."""
+median, two sides compared, a folder of launches written through the real store, and compare's CSV
+and console table read back."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pandas as pd
 
 from ddpbench.analysis.history import Gate
 from ddpbench.analysis.summary import summarize
-from ddpbench.experiment.spec import JobSpec
+from ddpbench.experiment.spec import JobSpec, spec_from_dict
+from ddpbench.testing.records import ResultsFolder, job, result_for
 
 #: the environment block of the made-up machine both sides ran on
 ENV = {"hostname": "host-a", "python": "3.11.7", "torch_version": "2.13.0+cpu", "torch_cuda": None,
@@ -69,6 +71,23 @@ def read_csv(path: Path) -> list[dict]:
     """The rows of a CSV file compare wrote, by column name."""
     with open(path, newline="") as fh:
         return list(csv.DictReader(fh))
+
+
+def write_launches(folder: Path, levels: dict[int, list[float]]) -> Path:
+    """A results folder written through the real store: per world size, an mlp-s job launched once per
+    level given, each launch's steps about that level (ms: :func:`ddpbench.testing.records.result_for`)."""
+    results = ResultsFolder(folder)
+    for world_size, launches in levels.items():
+        spec = job(world_size=world_size, repeats=len(launches))
+        for repeat, ms in enumerate(launches):
+            results.launch(spec_from_dict(spec), repeat, result=result_for(spec, ms, repeat=repeat))
+    return folder
+
+
+def console_verdicts(stdout: str) -> dict[str, str]:
+    """Per job, the verdict in compare's console table (its first and third cells)."""
+    cells = [line.split("\u2502") for line in stdout.splitlines() if line.startswith("\u2502")]
+    return {row[1].strip(): row[3].strip() for row in cells if len(row) > 4}
 
 
 def compare_jobs(jobs_a, jobs_b) -> pd.DataFrame:

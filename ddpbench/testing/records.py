@@ -172,15 +172,15 @@ def time_us(op: str, size: int, world: int) -> float:
     return 50.0 * world + size / 1e3 * (1.0 + 0.1 * (world - 2)) * (0.5 if op == "broadcast" else 1.0)
 
 
-def collective_result(spec: CollectiveSpec, wrong: dict | None = None) -> dict:
+def collective_result(spec: CollectiveSpec, wrong: dict | None = None, slower: float = 1.0) -> dict:
     """What rank 0 hands back: one row per (op, placement, size); ``wrong`` plants wrong-element
-    counts at (op, placement, size)."""
+    counts at (op, placement, size); ``slower`` is a factor on every time (:func:`time_us`'s)."""
     rows = []
     for op in spec.ops:
         for placement in placements(op):
             for size in spec.sizes:
                 count = element_count(op, size, spec.world_size)
-                t = time_us(op, count * 4, spec.world_size)
+                t = time_us(op, count * 4, spec.world_size) * slower
                 algbw, busbw = bandwidths(op, count * 4, t / 1e6, spec.world_size)
                 rows.append({"op": op, "placement": placement, "size_bytes": count * 4, "count": count,
                              "dtype": "float32", "redop": "sum" if op in ("all_reduce", "reduce_scatter", "reduce")
@@ -191,12 +191,15 @@ def collective_result(spec: CollectiveSpec, wrong: dict | None = None) -> dict:
     return collective_rows_result(spec, rows)
 
 
-def write_collectives(folder: Path, specs, status: str = "ok", error=None, wrong=None) -> Path:
-    """A collectives sweep record, then one collective record per spec (as the runner writes them)."""
+def write_collectives(folder: Path, specs, status: str = "ok", error=None, wrong=None,
+                      slower: dict[int, float] | None = None) -> Path:
+    """A collectives sweep record, then one collective record per spec (as the runner writes them);
+    ``slower`` a factor on the times at each world size it names."""
     results = ResultsFolder(folder, experiment={"name": "collectives", "description": "", "kind": "collectives"})
     for spec in specs:
+        factor = (slower or {}).get(spec.world_size, 1.0)
         results.launch(spec, status=status, error=error, wall_s=3.0,
-                       result=collective_result(spec, wrong) if status == "ok" else None)
+                       result=collective_result(spec, wrong, factor) if status == "ok" else None)
     return folder
 
 

@@ -15,7 +15,8 @@ from ddpbench.analysis.folder import load_given
 from ddpbench.analysis.history import compare
 from ddpbench.analysis.summary.budget import BARRIER_COLUMNS, BUDGET_COLUMNS
 from ddpbench.report.compare_page import write_comparison
-from ddpbench.testing.comparing import MEDIAN_5
+from ddpbench.testing.cli import run_main
+from ddpbench.testing.comparing import MEDIAN_5, console_verdicts, write_launches
 from ddpbench.testing.comparing import as_flag as _flag
 from ddpbench.testing.comparing import compare_jobs as _compare
 from ddpbench.testing.comparing import read_csv as _csv
@@ -54,6 +55,27 @@ def test_identical_copy_is_not_significant_and_passes():
         assert r["basis"].endswith(f"threshold ({need} launches a side would detect +{limit:.1f} %)")
         assert "blind" in compare.gate_text(r)
     assert compare.gate_failures(table, [MEDIAN_5]).empty
+
+
+def test_the_command_calls_by_the_interval_not_by_how_far_the_point_estimate_lies(tmp_path):
+    """docs/comparing.md's rule: *slower* or *faster* when the 95 % interval excludes 1, *not significant*
+    otherwise. Launches that scatter by a fifth leave a point estimate 5 % off 1 uncalled; launches that agree
+    to 0.1 % call a 1 % difference. As the command prints it and writes it."""
+    wide, tight = [10.0, 12.0, 8.0], [10.0, 10.01, 9.99]
+    a = write_launches(tmp_path / "a", {1: wide, 2: tight, 3: tight, 4: wide})
+    b = write_launches(tmp_path / "b", {1: [1.05 * t for t in wide], 2: [t + 0.1 for t in tight],
+                                        3: [t - 0.1 for t in tight], 4: [0.95 * t for t in wide]})
+    run = run_main("compare", a, b, "--out", tmp_path / "cmp")
+    assert run.returncode == 0, run.stderr
+    rows = {int(r["world_size"]): r for r in _csv(tmp_path / "cmp" / "compare.csv")}
+    shown = console_verdicts(run.stdout)
+    for ws, ratio, verdict in ((1, 1.05, "not significant"), (4, 0.95, "not significant"),
+                               (2, 1.01, "slower"), (3, 0.99, "faster")):
+        row = rows[ws]
+        assert float(row["mean_ratio"]) == pytest.approx(ratio, abs=0.002)
+        holds_one = float(row["mean_ratio_low"]) < 1 < float(row["mean_ratio_high"])
+        assert holds_one is (verdict == "not significant")
+        assert row["verdict"] == verdict and shown[f"mlp-s ws={ws}"] == verdict
 
 
 def test_one_launch_a_side_cannot_tell_and_never_fails_a_gate():

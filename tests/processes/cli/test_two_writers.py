@@ -9,7 +9,9 @@ once by a barrier file (:data:`RACE`): what the writer's contract (:mod:`ddpbenc
 hold when two users, or two CI jobs, run the same command at the same moment. Every outcome is either both
 done (exit 0) or one done and one clear refusal (exit 2, one line on stderr, no traceback), as each command
 is documented to end; nothing is half-written (no temporary file left, every JSON, CSV, page and
-``results.jsonl`` line whole), no lock is held after, and no process of the pair is left running."""
+``results.jsonl`` line whole), no lock is held after, and no process of the pair is left running. A race
+need not make one writer wait for the other, so the wait itself is shown apart: a compare started while
+another process holds its folder waits, and writes only after that one lets go."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -182,8 +185,9 @@ EITHER = BOTH | ONE_REFUSED
 @pytest.mark.parametrize("repeat", range(4))
 @pytest.mark.parametrize("command", ["compare", "report", "page"])
 def test_two_short_writers_into_one_folder_both_finish_whole(inputs, tmp_path, command, repeat):
-    """compare, report --out and history page --out: the second waits for the first, then writes the same
-    run's files again."""
+    """compare, report --out and history page --out at once: both finish, whole, the one the other waited
+    for or not (that a short writer waits while another holds the folder is
+    :func:`test_a_short_writer_waits_while_another_holds_the_folder_and_writes_after_it`)."""
     out = tmp_path / "out"
     argv = {"compare": ["compare", inputs["A"], inputs["B"], "--out", out],
             "report": ["report", inputs["A"], "--out", out],
@@ -192,6 +196,59 @@ def test_two_short_writers_into_one_folder_both_finish_whole(inputs, tmp_path, c
     whole(out)
     assert folder_marker(out).get("kind") == {"compare": "compare", "report": "report", "page": "page"}[command]
     assert (out / "index.html").is_file()
+
+
+#: a short writer that holds a folder (``compare``'s claim on argv[1], its run argv[3]) until argv[2] exists,
+#: then notes the time beside it, just before it lets go
+HOLDER = """
+import pathlib, sys, time
+from ddpbench.results.writing import COMPARE, Claim, holding
+out, release = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+with holding(out, Claim(COMPARE, "compare", run=sys.argv[3], writes=("compare.csv", "ratios.png", "index.html"))):
+    (out.parent / "held").touch()
+    while not release.exists():
+        time.sleep(0.01)
+    (out.parent / "released").write_text(repr(time.time()))
+"""
+
+
+def test_a_short_writer_waits_while_another_holds_the_folder_and_writes_after_it(inputs, tmp_path):
+    """compare into a folder another compare holds: it says whom it waits for, is still waiting when the
+    holder lets go, and writes its files after that, not beside the holder."""
+    out, release = tmp_path / "out", tmp_path / "release"
+    run = f"{inputs['A'].resolve()} vs {inputs['B'].resolve()}"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out), str(release), run], cwd=tmp_path,
+                              stderr=subprocess.PIPE, text=True)
+    log = tmp_path / "waiting.err"
+    writer = None
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "held").exists():
+            assert holder.poll() is None and time.monotonic() < deadline, holder.stderr.read()
+            time.sleep(0.01)
+        with open(log, "w") as err:
+            writer = subprocess.Popen(cli_command("compare", inputs["A"], inputs["B"], "--out", out), cwd=tmp_path,
+                                      stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, "COLUMNS": "400"})
+        deadline = time.monotonic() + 120
+        while "waiting for" not in log.read_text() and writer.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # still waiting a moment later: not a line said on its way past
+        assert writer.poll() is None, f"compare ended while another writer held its folder: {log.read_text()}"
+        said = " ".join(log.read_text().split())
+        assert said.startswith(f"waiting for {out}: another writer (compare, pid {holder.pid} on ") \
+            and said.endswith(") holds it"), said
+        assert not (out / "index.html").exists()
+        release.touch()
+        assert holder.wait(timeout=30) == 0
+        assert writer.wait(timeout=120) == 0, log.read_text()
+    finally:
+        for proc in (holder, writer):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    released = float((tmp_path / "released").read_text())
+    assert min((out / name).stat().st_mtime for name in ("compare.csv", "ratios.png", "index.html")) >= released
+    whole(out)
 
 
 @pytest.mark.parametrize("repeat", range(6))

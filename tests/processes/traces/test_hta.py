@@ -2,7 +2,8 @@
 4-rank job: per rank, the temporal breakdown (compute, non-compute and idle time as shares of the
 GPU's span) and the communication-computation overlap agree within 1 percentage point, where the two
 define them alike (docs/traces.md). HTA runs in a process of its own per folder
-(:func:`ddpbench.testing.traces.hta_reading`). HTA is an optional test extra; CI installs it."""
+(:func:`ddpbench.testing.traces.hta_reading`). HTA is an optional test extra; CI installs it. Only HTA
+missing skips these tests; the committed traces missing where it is installed fails them."""
 
 import shutil
 
@@ -15,7 +16,8 @@ from ddpbench.traces.folder import read_folder
 
 pytest.importorskip("hta.trace_analysis", reason="HolisticTraceAnalysis is not installed (the hta extra)")
 
-COMMITTED = sorted((ROOT / "reports/examples/gpu-trace-frameworks-h100/traces").glob("*.json.gz"))
+TRACES = ROOT / "reports/examples/gpu-trace-frameworks-h100/traces"
+COMMITTED = sorted(TRACES.glob("*.json.gz"))
 #: the most two readings may differ, in percentage points
 TOLERANCE_PP = 1.0
 
@@ -41,6 +43,12 @@ def assert_agree(folder, overlap: bool) -> pd.DataFrame:
 def test_the_committed_h100_traces_agree_with_hta(tmp_path, trace):
     shutil.copy(trace, tmp_path / trace.name)
     assert_agree(tmp_path, overlap=False)  # one GPU: no communication to overlap
+
+
+def test_the_committed_traces_are_found():
+    """The comparison above takes its traces from a glob, and pytest skips a test of no parameters without a
+    word: where HTA is installed (CI installs it) and the traces it would read are gone, that is a failure."""
+    assert COMMITTED, f"no committed trace (*.json.gz) in {TRACES}: nothing was compared with HTA"
 
 
 def test_a_generated_job_with_communication_agrees_with_hta(tmp_path):

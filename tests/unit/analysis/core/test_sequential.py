@@ -47,6 +47,13 @@ def test_too_few_values_give_the_whole_line_and_the_first_finite_interval_comes_
     assert low < 0.136 < high and math.isfinite(high)
 
 
+def test_the_interval_is_the_bound_in_standard_errors_of_a_spread_at_n_minus_1():
+    xs = [0.1, 0.2, 0.15, 0.12, 0.11, 0.3]
+    mean = sum(xs) / 6
+    half = t_bound(6) * math.sqrt(sum((x - mean) ** 2 for x in xs) / 5) / math.sqrt(6)
+    assert confidence_sequence(xs) == pytest.approx((mean - half, mean + half), rel=1e-12)
+
+
 def test_it_is_wider_than_a_fixed_sample_interval_and_narrows_with_more_rounds():
     widths = [t_bound(n) / math.sqrt(n) for n in (5, 8, 12, 20, 40)]
     assert widths == sorted(widths, reverse=True)

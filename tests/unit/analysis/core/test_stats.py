@@ -105,6 +105,24 @@ def test_pairing_cancels_a_shared_drift():
     assert paired[0] < np.mean(b) / np.mean(a) < paired[1]
 
 
+def test_the_paired_interval_is_a_t_interval_over_the_rounds_at_n_minus_1():
+    """The rounds' relative differences d_i = num_i / mean(num) - den_i / mean(den): their sample standard
+    deviation (n - 1) over sqrt(n), times t_{0.975} at n - 1 degrees of freedom, on the log scale."""
+    num, den = [102.0, 99.0, 105.0, 100.0], [100.0, 101.0, 99.0, 100.0]
+    d = [x / 101.5 - y / 100.0 for x, y in zip(num, den)]
+    mean = sum(d) / 4
+    se = math.sqrt(sum((v - mean) ** 2 for v in d) / 3) / 2
+    t_3 = 3.182446305284263  # Student's t_{0.975} at 3 degrees of freedom
+    assert stats.ratio_ci(num, den, paired=True) == pytest.approx((1.015 * math.exp(-t_3 * se),
+                                                                   1.015 * math.exp(t_3 * se)), rel=1e-12)
+
+
+@pytest.mark.parametrize("low, high, called", [(1.0, 1.0, False), (1.0, 1.2, False), (0.8, 1.0, False),
+                                               (1.0001, 1.2, True), (0.8, 0.9999, True)])
+def test_an_interval_that_ends_at_1_holds_it(low, high, called):
+    assert stats.significant(low, high) is called
+
+
 def test_the_old_bootstrap_is_kept_for_contrast_and_too_narrow():
     launches_b, launches_a = [101.0, 97.0, 104.0], [99.0, 103.0, 96.0]
     boot = stats.bootstrap_ci([launches_b, launches_a],

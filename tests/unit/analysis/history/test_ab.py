@@ -64,6 +64,27 @@ def test_the_same_code_under_the_same_drift_is_the_same_within_the_margin_not_a_
     assert call["phase"] == ""
 
 
+@pytest.mark.parametrize("spread, ratio, call", [
+    (0.001, 1.01, SLOWER),  # 1 % slower by the point, the rounds agreeing to 0.1 %
+    (0.001, 0.99, FASTER),
+    (0.08, 1.05, CANNOT_TELL),  # 5 % slower by the point, the rounds scattering by 8 %
+    (0.08, 1.0, CANNOT_TELL),  # no change by the point, yet its sequence reaches past 5 %: not the same
+    (0.02, 1.0, SAME_WITHIN),
+])
+def test_the_call_is_the_sequences_however_far_the_point_estimate_lies(spread, ratio, call):
+    """docs/comparing.md: slower or faster where the whole sequence lies above or below 1, the same within
+    5 % where it lies within 5 % of 1, cannot tell otherwise: twelve rounds of B ``ratio`` times A's step."""
+    noise = np.random.default_rng(11).normal(0, spread, 12)
+    base, cand = np.full(12, 40.0), 40.0 * ratio * np.exp(noise - noise.mean())
+    found = judge_job(*(pd.DataFrame({"key": "k", "repeat": range(12), "step_ms": v, "data_ms": 0.0,
+                                       "forward_ms": v / 2, "backward_ms": v / 2, "comm_ms": 0.0,
+                                       "optimizer_ms": 0.0}) for v in (base, cand)))
+    assert found["ratio"] == pytest.approx(ratio) and found["rounds"] == 12
+    assert bool(found["low"] < 1 < found["high"]) is (call in (CANNOT_TELL, SAME_WITHIN))
+    assert (found["within"] <= 0.05) is (call != CANNOT_TELL)
+    assert found["call"] == call
+
+
 def test_a_faster_candidate_is_faster():
     base, cand = drifting(12, seed=3)
     (call,) = ab_calls(side_steps(list(base)), side_steps(list(0.8 * cand)))

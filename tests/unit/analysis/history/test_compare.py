@@ -128,6 +128,30 @@ def test_planted_slowdown_is_slower_significant_and_fails_the_gate():
     assert compare.gate_failures(table, [compare.Gate("mean", 5.0, "ms")]).empty
 
 
+@pytest.mark.parametrize("b_levels, verdict", [
+    ([10.5, 12.6, 8.4], "not significant"),  # 5 % slower by the point, the interval holding 1
+    ([9.5, 11.4, 7.6], "not significant"),  # 5 % faster by the point
+    ([10.1, 10.11, 10.09], "slower"),  # 1 % slower, and the interval above 1
+    ([9.9, 9.91, 9.89], "faster"),
+])
+def test_the_verdict_is_the_intervals_however_far_the_point_estimate_lies(b_levels, verdict):
+    """docs/comparing.md: slower or faster when the 95 % interval excludes 1, not significant otherwise."""
+    a_levels = [10.0, 12.0, 8.0] if b_levels[1] > 11 else [10.0, 10.01, 9.99]
+    row = _row(_compare([(1, [[ms] * 8 for ms in a_levels], "ok")], [(1, [[ms] * 8 for ms in b_levels], "ok")]), 1)
+    assert row["mean_ratio"] == pytest.approx(sum(b_levels) / sum(a_levels))
+    assert bool(row["mean_ratio_low"] < 1 < row["mean_ratio_high"]) is (verdict == "not significant")
+    assert row["verdict"] == verdict
+
+
+def test_launches_alike_to_the_last_step_are_not_significant():
+    """Both sides' launches took the same time: the interval is 1 to 1, which holds 1: not significant,
+    never faster or slower."""
+    same = [[10.0] * 8] * 3
+    row = _row(_compare([(1, same, "ok")], [(1, same, "ok")]), 1)
+    assert row["mean_ratio_low"] == row["mean_ratio_high"] == 1.0
+    assert row["verdict"] == "not significant" and _flag(row["significant"]) is False
+
+
 def test_slowdown_within_noise_is_inconclusive_not_failed():
     """The point estimate is past the threshold but the launches scatter more than that."""
     a = [(1, _launches(10.0, seed=5, launch_sd=0.15), "ok")]
