@@ -60,6 +60,7 @@ def test_the_clocks_offset_is_the_median_difference_and_its_skew_their_spread(tm
     # aligned, the steps start together again and rank 1 is last by its late collectives alone
     starts = job.steps.pivot_table(index="step", columns="rank", values="start_us")
     assert (starts[1] - starts[0]).abs().max() == pytest.approx(3.5)
+    assert starts[0].iloc[0] == 1e6  # times from the earliest trace's epoch: its first step's own
 
 
 def test_a_rank_without_a_collective_in_common_leaves_the_clocks_unaligned_and_names_no_wait(tmp_path):
