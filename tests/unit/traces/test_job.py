@@ -132,3 +132,15 @@ def test_ddps_buckets_are_the_lowest_ranks_all_reduces_in_order():
     assert layout["mb"].iloc[0][0] == 1.0 and math.isnan(layout["mb"].iloc[0][1])
     assert layout["mb"].iloc[0][2] == 25.001 and layout["mb"].iloc[1] == [1.5]
     assert bucket_layout(coll.iloc[:0]).empty
+
+
+def test_each_ranks_device_time_as_hta_reads_it(tmp_path):
+    # the work launched before the last of 8 steps: 7 steps of a gemm (100-600 µs), an all-reduce (500-900)
+    # and an elementwise kernel (700-800), from the first kernel's start to the seventh all-reduce's end
+    job = _job(tmp_path, [tiny_trace(0, 1, steps=8)])
+    (row,) = job.ranks.to_dict("records")
+    span, idle, compute = 6 * 1000 + 900 - 100, 6 * 1000 + 900 - 100 - 7 * 800, 7 * 600
+    assert (row["span_us"], row["idle_us"], row["compute_us"]) == pytest.approx((span, idle, compute))
+    assert (row["non_compute_us"], row["comm_us"], row["overlap_us"]) == pytest.approx((span - idle - compute,
+                                                                                        7 * 400, 7 * 200))
+    assert row["device"] == "gpu"
