@@ -144,3 +144,4 @@ def test_each_ranks_device_time_as_hta_reads_it(tmp_path):
     assert (row["non_compute_us"], row["comm_us"], row["overlap_us"]) == pytest.approx((span - idle - compute,
                                                                                         7 * 400, 7 * 200))
     assert row["device"] == "gpu"
+    assert row["clock_offset_us"] == 0.0 and math.isnan(row["clock_skew_us"])  # one rank: no clock to align

@@ -116,17 +116,19 @@ def test_the_share_is_fitted_on_a_link_whose_communication_takes_under_a_millise
 
 def test_each_emulated_link_is_a_network_of_its_own_with_the_jobs_of_one_rank():
     summary = pd.DataFrame({
-        "world_size": [1, 2, 2, 4, 2, 2, 1],
-        "emulate_nodes": [1, 1, 2, 4, 2, 1, 1],
-        "link": [None, "none", "10gbit", "10gbit", "1gbit", "10gbit", "1gbit"],
-        "link_delay_ms": [0.0, 0.0, 0.0, 0.0, 5.0, 0.0, 0.0]})
+        "world_size": [1, 2, 2, 2, 4, 2, 2, 1, 2],
+        "emulate_nodes": [1, 1, 2, 2, 4, 1, 2, 1, 2],
+        "link": [None, "none", "1gbit", "10gbit", "10gbit", "10gbit", "none", "1gbit", None],
+        "link_delay_ms": [0.0, 0.0, 5.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]})
     found = dict(holdout.networks(summary))
-    assert list(found) == ["this machine", "emulated 10gbit", "emulated 1gbit, 5 ms delay"]
+    # in the order the folder ran them; nodes emulated on no link, or one node on a link, are this machine's
+    assert list(found) == ["this machine", "emulated 1gbit, 5 ms delay", "emulated 10gbit"]
     assert found["this machine"] is summary
     ten = found["emulated 10gbit"]
-    assert ten["world_size"].tolist() == [1, 2, 4] and ten.index.tolist() == [0, 2, 3]
-    assert ten["link"].fillna("none").tolist() == ["none"] * 3 and ten["link_delay_ms"].tolist() == [0.0] * 3
-    assert found["emulated 1gbit, 5 ms delay"].index.tolist() == [0, 4]
+    assert ten["world_size"].tolist() == [1, 2, 4] and ten.index.tolist() == [0, 3, 4]
+    assert ten["link"].tolist()[1:] == ["none", "none"] and ten["link_delay_ms"].tolist() == [0.0] * 3
+    one = found["emulated 1gbit, 5 ms delay"]
+    assert one.index.tolist() == [0, 2] and one["link_delay_ms"].tolist() == [0.0, 0.0]
     plain = summary.drop(columns=["emulate_nodes"])
     assert [name for name, _ in holdout.networks(plain)] == ["this machine"]
     assert list(holdout.networks(summary.iloc[:0])) == []

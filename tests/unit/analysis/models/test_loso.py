@@ -89,3 +89,21 @@ def test_the_costs_words_say_where_a_constant_came_from_instead(monkeypatch):
     monkeypatch.setitem(loso.FOLD_RANGE, "allreduce_us", (10.0, 30.0))  # folds that agree: the figure is said
     assert loso.costs_words(costs, sources).endswith(
         ", 12 us per collective (fitted to published scaling; 10 to 30 us with one source left out)")
+
+
+def test_a_rows_band_is_its_prediction_plus_the_other_sources_errors_of_its_regime():
+    rows = [("a", "one node", 90.0, 92.0), ("a", "one node", 80.0, 79.0), ("b", "one node", 70.0, 75.0),
+            ("b", "across nodes", 60.0, 50.0), ("c", "one node", 85.0, 84.0), ("c", "across nodes", 40.0, 45.0)]
+    table = pd.DataFrame(rows, columns=["source", "regime", "predicted", "published"]).assign(
+        quantity=loso.EFFICIENCY)
+    table["error_pp"] = table["predicted"] - table["published"]
+    banded, bands = loso.with_bands(table)
+    assert list(banded.columns) == [*table.columns, "low", "high", "inside"]
+    others = table[(table["source"] != "a") & (table["regime"] == "one node")]
+    low, high = loso.weighted_percentiles(-others["error_pp"].to_numpy(), others.index.to_numpy())
+    assert banded.loc[0, ["low", "high"]].tolist() == pytest.approx([90.0 + low, 90.0 + high])
+    # the one across nodes of b is banded by c's alone
+    assert banded.loc[3, ["low", "high"]].tolist() == pytest.approx([60.0 + 5.0, 60.0 + 5.0])
+    assert banded["inside"].tolist() == [bool(r["low"] <= r["published"] <= r["high"]) for _, r in banded.iterrows()]
+    assert (bands["one node"].rows, bands["one node"].sources) == (4, 3)
+    assert bands["across nodes"].coverage == pytest.approx(banded.loc[[3, 5], "inside"].mean())
