@@ -18,6 +18,7 @@ def test_ranks_taking_turns_stretch_the_compute_and_perhaps_the_communication():
     assert holdout.in_turns(100.0, 40.0, 2.0, 1.0) == pytest.approx(200.0)  # everything takes turns
     assert holdout.in_turns(100.0, 40.0, 2.0, 0.5) == pytest.approx(80.0 + 60.0 * 1.5)
     assert holdout.in_turns(100.0, 40.0, 1.0, 1.0) == 100.0  # a core per rank: nothing changes
+    assert holdout.in_turns(199.29795846561157, 35.00117233248717, 1.0, 1.0) == 199.29795846561157  # not re-added
 
 
 @pytest.mark.parametrize(("predicted", "low", "high", "measured", "held"), [
