@@ -12,7 +12,9 @@ import pytest
 from ddpbench.testing.traces import tiny_trace, write_trace
 from ddpbench.traces.columns import COLLECTIVE_COLUMNS
 from ddpbench.traces.folder import read_folder
-from ddpbench.traces.job import bucket_layout, collective_table
+from ddpbench.traces.job import bucket_layout, collective_table, job_tables
+from ddpbench.traces.read import Checked
+from ddpbench.traces.steps import RankTables
 
 CLOCK = 1_790_000_000_000_000_000
 
@@ -145,3 +147,13 @@ def test_each_ranks_device_time_as_hta_reads_it(tmp_path):
                                                                                         7 * 400, 7 * 200))
     assert row["device"] == "gpu"
     assert row["clock_offset_us"] == 0.0 and math.isnan(row["clock_skew_us"])  # one rank: no clock to align
+
+
+def test_ranks_with_no_step_give_empty_tables_with_every_column():
+    ranks = [RankTables(rank=r, world_size=2, backend="nccl", steps=[], collectives=[], breakdown=[[r] + [math.nan] * 6
+             + ["gpu"]], device="gpu", path=f"rank{r}.json", clock_ns=0, kernels={}) for r in (0, 1)]
+    tables = job_tables(Checked(ranks=ranks, world_size=2, backend="nccl", notes=[]))
+    steps = tables["steps"]
+    assert steps.empty and {"last_rank", "wait_ms", "transfer_ms"} <= set(steps.columns)
+    assert all(steps[c].dtype == float for c in ("last_rank", "wait_ms", "transfer_ms"))
+    assert tables["collective_sizes"].empty and not tables["clock"]["aligned"]

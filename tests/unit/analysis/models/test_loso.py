@@ -41,7 +41,7 @@ def test_each_constants_range_is_its_least_and_greatest_over_the_folds():
     assert ranges["tcp_share"] == (0.2, COSTS.tcp_share) and ranges["step_jitter"] == (COSTS.step_jitter,) * 2
 
 
-@pytest.mark.parametrize("low, high, open_", [(0.0, 79.0, True), (0.99, 100.0, True), (1.0, 100.0, False),
+@pytest.mark.parametrize("low, high, open_", [(0.0, 79.0, True), (0.995, 100.0, True), (1.0, 100.0, False),
                                               (0.5, 1.0, False)])
 def test_a_constant_is_unresolved_where_its_folds_least_is_under_a_hundredth_of_their_top(monkeypatch, low, high,
                                                                                          open_):
@@ -107,3 +107,9 @@ def test_a_rows_band_is_its_prediction_plus_the_other_sources_errors_of_its_regi
     assert banded["inside"].tolist() == [bool(r["low"] <= r["published"] <= r["high"]) for _, r in banded.iterrows()]
     assert (bands["one node"].rows, bands["one node"].sources) == (4, 3)
     assert bands["across nodes"].coverage == pytest.approx(banded.loc[[3, 5], "inside"].mean())
+    # a source with no row of the first regime is still banded in the second
+    more = pd.concat([table, table.iloc[[3]].assign(source="e", predicted=55.0, error_pp=5.0)], ignore_index=True)
+    assert loso.with_bands(more)[0][["low", "high"]].notna().all().all()
+    # one source alone: no other source's errors, so no band at all
+    alone, _ = loso.with_bands(table[table["source"] == "b"])
+    assert alone[["low", "high"]].isna().all().all() and not alone["inside"].any()
