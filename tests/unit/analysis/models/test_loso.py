@@ -93,7 +93,7 @@ def test_the_costs_words_say_where_a_constant_came_from_instead(monkeypatch):
 
 def test_a_rows_band_is_its_prediction_plus_the_other_sources_errors_of_its_regime():
     rows = [("a", "one node", 90.0, 92.0), ("a", "one node", 80.0, 79.0), ("b", "one node", 70.0, 75.0),
-            ("b", "across nodes", 60.0, 50.0), ("c", "one node", 85.0, 84.0), ("c", "across nodes", 40.0, 45.0)]
+            ("b", "across nodes", 60.0, 65.0), ("c", "one node", 85.0, 84.0), ("c", "across nodes", 40.0, 45.0)]
     table = pd.DataFrame(rows, columns=["source", "regime", "predicted", "published"]).assign(
         quantity=loso.EFFICIENCY)
     table["error_pp"] = table["predicted"] - table["published"]
@@ -104,11 +104,12 @@ def test_a_rows_band_is_its_prediction_plus_the_other_sources_errors_of_its_regi
     assert banded.loc[0, ["low", "high"]].tolist() == pytest.approx([90.0 + low, 90.0 + high])
     # the one across nodes of b is banded by c's alone
     assert banded.loc[3, ["low", "high"]].tolist() == pytest.approx([60.0 + 5.0, 60.0 + 5.0])
+    assert banded.loc[[3, 5], "inside"].all()  # a published figure at its band's end is inside it
     assert banded["inside"].tolist() == [bool(r["low"] <= r["published"] <= r["high"]) for _, r in banded.iterrows()]
     assert (bands["one node"].rows, bands["one node"].sources) == (4, 3)
     assert bands["across nodes"].coverage == pytest.approx(banded.loc[[3, 5], "inside"].mean())
     # a source with no row of the first regime is still banded in the second
-    more = pd.concat([table, table.iloc[[3]].assign(source="e", predicted=55.0, error_pp=5.0)], ignore_index=True)
+    more = pd.concat([table, table.iloc[[3]].assign(source="e", predicted=55.0, error_pp=-10.0)], ignore_index=True)
     assert loso.with_bands(more)[0][["low", "high"]].notna().all().all()
     # one source alone: no other source's errors, so no band at all
     alone, _ = loso.with_bands(table[table["source"] == "b"])
