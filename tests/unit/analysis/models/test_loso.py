@@ -107,6 +107,9 @@ def test_a_rows_band_is_its_prediction_plus_the_other_sources_errors_of_its_regi
     assert banded.loc[[3, 5], "inside"].all()  # a published figure at its band's end is inside it
     assert banded["inside"].tolist() == [bool(r["low"] <= r["published"] <= r["high"]) for _, r in banded.iterrows()]
     assert (bands["one node"].rows, bands["one node"].sources) == (4, 3)
+    one = table[table["regime"] == "one node"]  # the regime's band: every source's held-out errors
+    whole = loso.weighted_percentiles(-one["error_pp"].to_numpy(), one.index.to_numpy())
+    assert (bands["one node"].low_pp, bands["one node"].high_pp) == pytest.approx(whole) and whole[0] < whole[1]
     assert bands["across nodes"].coverage == pytest.approx(banded.loc[[3, 5], "inside"].mean())
     # a source with no row of the first regime is still banded in the second
     more = pd.concat([table, table.iloc[[3]].assign(source="e", predicted=55.0, error_pp=-10.0)], ignore_index=True)
