@@ -157,3 +157,15 @@ def test_ranks_with_no_step_give_empty_tables_with_every_column():
     assert steps.empty and {"last_rank", "wait_ms", "transfer_ms"} <= set(steps.columns)
     assert all(steps[c].dtype == float for c in ("last_rank", "wait_ms", "transfer_ms"))
     assert tables["collective_sizes"].empty and not tables["clock"]["aligned"]
+
+
+def _no_compute(trace: dict) -> dict:
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e["name"] not in ("sm90_gemm", "elementwise_kernel")]
+    return trace
+
+
+def test_a_rank_with_no_compute_in_a_step_is_never_the_one_waited_for(tmp_path):
+    job = _job(tmp_path / "one", [tiny_trace(0, 2), _no_compute(tiny_trace(1, 2))])
+    assert set(job.steps["last_rank"]) == {0} and (job.steps["wait_ms"] == 0.0).all()
+    none = _job(tmp_path / "none", [_no_compute(tiny_trace(0, 2)), _no_compute(tiny_trace(1, 2))])
+    assert set(none.steps["last_rank"]) == {0} and (none.steps["wait_ms"] == 0.0).all()
