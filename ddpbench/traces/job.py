@@ -55,9 +55,10 @@ def job_tables(checked: Checked) -> dict:
     table["clock_skew_us"] = table["rank"].map(skews)
     table["host"] = [t.host for t in ranks]
     table["file"] = [t.path for t in ranks]
-    finite = [s for s in skews.values() if math.isfinite(s)]
+    # aligned only where every rank is: a rank with no collective in common keeps its host's own clock
+    aligned = len(skews) > 1 and all(math.isfinite(s) for s in skews.values())
     hosts = {t.host for t in ranks}
-    clock = {"aligned": bool(finite), "skew_us": max(finite) if finite else math.nan,
+    clock = {"aligned": aligned, "skew_us": max(skews.values()) if aligned else math.nan,
              "largest_offset_us": max((abs(v) for v in offsets.values()), default=0.0),
              "one_host": len(hosts) == 1 and "" not in hosts}
     return {"steps": steps, "collectives": coll, "ranks": table, "clock": clock,

@@ -1,0 +1,109 @@
+"""A CPU-only trace read in-process (ddpbench/traces/steps.py, the device being the CPU): every figure of every
+step of a committed gloo job's two ranks (reports/examples/trace-cpu) re-derived here from the raw events on a
+grid of 10 ns, with none of the reader's interval code: compute (the step thread's operators and autograd's,
+outside the input pipeline), the collectives' ranges on gloo's threads, what hid under compute, the idle time
+by the host's cause, where each step's compute ended and how many collectives it ran."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from ddpbench.testing import ROOT
+from ddpbench.traces import kinds
+from ddpbench.traces.folder import read_folder
+
+FILES = sorted((ROOT / "reports/examples/trace-cpu/traces").glob("1a96d3955def-r0.rank*.json.gz"))
+GRID_US = 0.01
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cpu")
+    for f in FILES:
+        shutil.copy(f, folder / f.name)
+    (found,) = read_folder(folder, workers=1)
+    return found
+
+
+def _events(path) -> tuple[list, int]:
+    with gzip.open(path, "rt") as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    steps = sorted((e for e in events if e["name"].startswith(kinds.STEP_PREFIX)), key=lambda e: e["ts"])
+    return events, steps[0]["tid"]
+
+
+def _expected(path) -> list[dict]:
+    """Each step's figures from the raw events: a mask of the step's window per kind of range."""
+    events, main = _events(path)
+    steps = sorted((e for e in events if e["name"].startswith(kinds.STEP_PREFIX)), key=lambda e: e["ts"])
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    autograd = [e for e in ops if e["name"].startswith(kinds.AUTOGRAD_PREFIX)]
+    comm = [e for e in events if e["name"].startswith(kinds.HOST_COMM_PREFIXES)]
+    data = [e for e in events if e["name"].startswith(kinds.DATA_PREFIX) and e["tid"] == main]
+    out = []
+    for i, step in enumerate(steps):
+        lo = step["ts"]
+        hi = steps[i + 1]["ts"] if i + 1 < len(steps) else step["ts"] + step["dur"]
+        n = int(round((hi - lo) / GRID_US))
+
+        def mask(ranges, lo=lo, n=n):
+            m = np.zeros(n, dtype=bool)
+            for e in ranges:
+                first, last = (max(int(round((t - lo) / GRID_US)), 0) for t in (e["ts"], e["ts"] + e["dur"]))
+                m[first:last] = True
+            return m
+
+        on_main = mask([e for e in ops if e["tid"] == main])
+        compute = (on_main | mask(autograd)) & ~mask(data) & ~mask([e for e in comm if e["tid"] == main])
+        collectives = mask(comm)
+        busy = compute | collectives
+        idle = ~busy
+        started = [e for e in comm if e["tid"] != main and lo <= e["ts"] < hi]
+        last = [e["ts"] + e["dur"] for e in autograd if lo <= e["ts"] < hi]
+        ms = GRID_US / 1e3
+        out.append({"step_ms": (hi - lo) / 1e3, "compute_ms": compute.sum() * ms, "comm_ms": collectives.sum() * ms,
+                    "hidden_ms": (compute & collectives).sum() * ms,
+                    "exposed_ms": (collectives & ~compute).sum() * ms, "idle_ms": idle.sum() * ms,
+                    "idle_data_ms": (idle & mask(data)).sum() * ms, "idle_other_ms": (idle & ~mask(data)).sum() * ms,
+                    "compute_end_us": max(last) - lo, "collectives": len(started)})
+    return out
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_every_figure_of_a_cpu_step_is_the_raw_events(job, rank):
+    assert job.device == "cpu" and job.backend == "gloo"
+    mine = job.steps[job.steps["rank"] == rank].sort_values("step")
+    expected = _expected(FILES[rank])
+    assert len(mine) == len(expected) == 5
+    for (_, row), want in zip(mine.iterrows(), expected):
+        for column, value in want.items():
+            got = row[column] - row["start_us"] if column == "compute_end_us" else row[column]
+            assert got == pytest.approx(value, abs=2e-3 if column.endswith("_ms") else 0.05), (row["step"], column)
+        assert row["memory_ms"] == 0.0 and row["idle_sync_ms"] == 0.0 and row["idle_cpu_ms"] == 0.0
+
+
+def test_a_cpu_traces_collectives_are_gloos_ranges_on_its_threads(job):
+    events, main = _events(FILES[0])
+    ranges = sorted((e for e in events if e["name"].startswith("gloo:") and e["tid"] != main), key=lambda e: e["ts"])
+    mine = job.collectives[job.collectives["rank"] == 0].sort_values("start_us")
+    assert mine["op"].tolist() == [e["name"].split(":")[1] for e in ranges if e["ts"] >= _first_step(events)]
+    assert mine["dur_us"].to_numpy() == pytest.approx([e["dur"] for e in ranges if e["ts"] >= _first_step(events)],
+                                                      abs=1e-3)
+    assert mine.groupby("step")["index"].apply(list).tolist() == [list(range(n)) for n in
+                                                                   mine.groupby("step").size()]
+
+
+def _first_step(events) -> float:
+    return min(e["ts"] for e in events if e["name"].startswith(kinds.STEP_PREFIX))
+
+
+def test_a_cpu_trace_has_no_device_breakdown(job):
+    ranks = job.ranks.set_index("rank")
+    assert ranks["device"].tolist() == ["cpu", "cpu"]
+    assert ranks[["span_us", "idle_us", "compute_us", "non_compute_us", "comm_us", "overlap_us"]].isna().all().all()
+    assert job.kernels.empty
