@@ -30,7 +30,7 @@ def test_each_mutated_module_has_a_stored_score_at_its_target_or_floor(module):
     assert module in STORED, f"{module}: no stored score; run python benchmarks/mutation.py --module {module}"
     row = STORED[module]
     assert row["group"] == mutation.modules(SETTINGS)[module]
-    assert row["mutants"] == row["killed"] + row["timeout"] + row["equivalent"] + row["survived"] > 0
+    assert row["mutants"] == row["killed"] + row["equivalent"] + row["survived"] > 0
     assert row["survived"] == len(row["survivors"])
     short = SETTINGS["below_target"].get(module)
     if short is None:
@@ -64,7 +64,7 @@ def test_every_equivalent_mutant_says_why_and_still_survives():
         assert not any(key in row["killed_equivalents"] for row in STORED.values()), f"{key}: a test kills it"
 
 
-def test_the_score_counts_equivalents_as_killed_and_untested_as_surviving():
+def test_the_score_counts_equivalents_as_killed_and_untested_or_timed_out_as_surviving():
     """The score's arithmetic on planted statuses: what the stored table means."""
     found = {"ddpbench.analysis.core.stats.x_a__mutmut_1": "killed",
              "ddpbench.analysis.core.stats.x_a__mutmut_2": "timeout",
@@ -75,6 +75,6 @@ def test_the_score_counts_equivalents_as_killed_and_untested_as_surviving():
     row = mutation.scores(found, {"ddpbench.analysis.core.stats.x_a__mutmut_4": "why"},
                           ["ddpbench/analysis/core/stats.py"])["ddpbench/analysis/core/stats.py"]
     assert (row["mutants"], row["killed"], row["timeout"], row["equivalent"], row["survived"], row["no_tests"]) \
-        == (6, 2, 1, 1, 2, 1)
-    assert row["score"] == pytest.approx(100 * 4 / 6, abs=0.05)
-    assert row["survivors"] == [f"ddpbench.analysis.core.stats.x_a__mutmut_{n}" for n in (3, 5)]
+        == (6, 2, 1, 1, 3, 1)
+    assert row["score"] == pytest.approx(100 * 3 / 6, abs=0.05)
+    assert row["survivors"] == [f"ddpbench.analysis.core.stats.x_a__mutmut_{n}" for n in (2, 3, 5)]
