@@ -240,6 +240,11 @@ def test_the_gate_columns_list_each_jobs_failed_and_inconclusive_gates_and_their
     said = list(results["detectable"])
     assert list(gates.gate_mde_column(jobs, results)) == [f"median:5%: {said[0]}; median:19%: {said[1]}",
                                                           f"median:5%: {said[2]}; median:19%: {said[3]}"]
+    # a job with no gate result (not compared) has nothing in either column
+    gone = table(row(A, A, key="k9", compared=False))
+    assert list(gates.gate_mde_column(pd.concat([jobs, gone]), results)) == list(
+        gates.gate_mde_column(jobs, results)) + [""]
+    assert list(gates.gate_column(pd.concat([jobs, gone]), results))[-1] == ""
     none = results.iloc[:0]
     assert list(gates.gate_column(jobs, none)) == ["", ""] and list(gates.gate_mde_column(jobs, none)) == ["", ""]
     passed = gates.gate_results(jobs, [Gate("median", 40.0, "%")])
@@ -253,10 +258,17 @@ def test_a_gates_line_says_the_job_outcome_figures_basis_and_power():
             "detectable": "+9.1 %"}
     assert gates.gate_text(line) == ("mlp-xs ws=2 [k1]: median:5% fail, median step 10.000 -> 12.000 ms (+20.0 %; why; "
                                      "detectable at 90 %: +9.1 %)")
+    # words past a doubling are said as they are; without them, the figure
+    words = {**line, "mde": 150.0, "detectable": "needs 24 launches a side to detect +10.0 %"}
+    assert gates.gate_text(words).endswith("(+20.0 %; why; detectable at 90 %: needs 24 launches a side to detect "
+                                           "+10.0 %)")
+    for missing in ("", math.nan, None):
+        assert gates.gate_text({**line, "detectable": missing}).endswith("(+20.0 %; why; detectable at 90 %: +9.1 %)")
     ms = {**line, "gate": "median:1ms", "unit": "ms", "excess": 2.0, "detectable": "", "mde": 0.524}
     assert gates.gate_text(ms).endswith("(+2.00 ms; why; detectable at 90 %: +0.52 ms)")
     unknown = {**line, "mde": math.nan}
     assert gates.gate_text(unknown).endswith("(+20.0 %; why)")
+    assert gates.gate_text({k: v for k, v in line.items() if k not in ("mde", "detectable")}).endswith("(+20.0 %; why)")
     # a pandas row reads the same
     assert gates.gate_text(pd.Series(line)) == gates.gate_text(line)
 
