@@ -238,10 +238,17 @@ def test_the_ratio_and_speedup_cells():
     assert compare.ratio_text({**r, "mean_ratio_low": math.nan}) == "1.203"
     assert compare.ratio_text({**r, "mean_ratio": None, "mean_ratio_low": math.nan}) == "-"
     assert compare.ratio_text({**r, "mean_ratio": "n/a", "mean_ratio_low": math.nan}) == "-"
+    assert compare.ratio_text({**r, "mean_ratio": math.nan, "mean_ratio_low": math.nan}) == "-"
+    # an open end prints as one
+    assert compare.ratio_text({"mean_ratio": math.inf, "mean_ratio_low": 1.2, "mean_ratio_high": math.inf}) == (
+        "inf [1.200, inf]")
     assert compare.speedup_text(r) == "0.833x (0.820x to 0.847x)"
     assert compare.speedup_text({**r, "speedup_low": math.nan}) == "0.833x"
     assert compare.speedup_text({**r, "speedup_low": 0.0}) == "0.833x"
     assert compare.speedup_text({"speedup": 1.25}) == "1.25x"
+    # an interval with an open end is not printed
+    assert compare.speedup_text({**r, "speedup_high": math.inf}) == "0.833x"
+    assert compare.speedup_text({**r, "speedup_low": math.inf}) == "0.833x"
 
 
 def test_words_past_a_doubling_go_under_the_table():
