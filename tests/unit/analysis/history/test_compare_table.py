@@ -272,3 +272,20 @@ def test_the_csv_has_its_columns_and_the_words_that_replace_a_figure():
     assert list(out["gate"]) == list(compare.gate_column(table, results))
     assert list(out["gate_mde"]) == list(compare.gate_mde_column(table, results))
     assert out.iloc[0]["gate"] == "median:5% fail" and "world_size" in out.columns
+
+
+def test_a_sides_busy_launches_are_read_on_the_cpus_its_sweeps_recorded():
+    """Launches of 5 steps of 10 ms read the machine to 0.8 cores on 2 CPUs: 0.9 cores of others is within
+    that, 1.5 is not; where the sweeps recorded no CPUs, every launch past 0.2 cores is busy."""
+    from pathlib import Path
+
+    from ddpbench.testing.comparing import ranks_table, slower_b
+
+    summary, steps, _, _ = slower_b()
+    key = summary["key"].iloc[0]
+    ranks = ranks_table([0.0, 0.9, 1.5, 0.0], key=key)
+    side = compare.Side(Path("A"), summary, steps, pd.DataFrame([{"cores_logical": 2}]), ranks)
+    assert compare.side_busy(side) == {key: 1}
+    assert compare.side_busy(compare.Side(Path("A"), summary, steps, pd.DataFrame([{"hostname": "h"}]), ranks)) == {
+        key: 2}
+    assert compare.side_busy(compare.Side(Path("A"), summary, steps, pd.DataFrame(), None)) == {}
