@@ -94,6 +94,9 @@ def test_a_pair_is_set_aside_where_the_machine_differed_by_more_than_its_reading
     machine = {"contention_cores": [0.0] * 6, "resolution_cores": [0.01] * 6}
     busy_b = {"contention_cores": [0.0, 0.9, 0.0, 0.0, 0.0, 0.0], "resolution_cores": [0.01] * 6}
     assert judge_job(rounds(a, **machine), rounds(b, **busy_b))["set_aside"] == 1
+    # a difference of the rule's tenth of a core exactly is grounds
+    tenth = {**busy_b, "contention_cores": [0.0, 0.1, 0.0, 0.0, 0.0, 0.0]}
+    assert judge_job(rounds(a, **machine), rounds(b, **tenth))["set_aside"] == 1
     # each reading to 0.5 cores: together they cannot resolve 0.9
     coarse = {**busy_b, "resolution_cores": [0.5] * 6}
     assert judge_job(rounds(a, **{**machine, "resolution_cores": [0.5] * 6}), rounds(b, **coarse))["set_aside"] == 0
@@ -118,8 +121,8 @@ def test_a_calls_words_in_each_case():
     comparison = faster_side(1.1, 1.05, 1.16, "B", "A")
     assert slower.comparison() == comparison and "95 % CI" in comparison
     assert slower.words() == f"slower: {comparison} over 12 rounds; backward moved +1.23 ms a step"
-    same = call(ratio=1.01, low=0.98, high=1.031, call=SAME_WITHIN, within=0.031, set_aside=2)
-    assert same.words() == (f"same within 3.1 %: {faster_side(1.01, 0.98, 1.031, 'B', 'A')} over 12 rounds; 2 more "
+    same = call(ratio=1.01, low=0.98, high=1.08, call=SAME_WITHIN, within=0.08, set_aside=2)
+    assert same.words() == (f"same within 8.0 %: {faster_side(1.01, 0.98, 1.08, 'B', 'A')} over 12 rounds; 2 more "
                             "set aside, where the machine differed between a pair's launches")
     # no interval yet, or an open end: the ratio alone, and why no call
     for low, high in ((math.nan, math.nan), (0.0, 1.2), (0.9, math.inf)):

@@ -45,7 +45,7 @@ def test_the_winner_is_the_fastest_still_racing_not_one_that_went_out():
 def test_halving_keeps_the_faster_half_rounded_up_when_nobody_was_ruled_out():
     cands = [Candidate(str(i), f"c{i}", 32, [100.0 + 10 * i, 101.0 + 10 * i]) for i in (3, 0, 4, 1, 2)]
     unmeasured = Candidate("n", "cn", 32)
-    kept = race.survivors([*cands, unmeasured], 2)
+    kept = race.survivors([unmeasured, *cands], 2)
     assert [c.label for c in kept] == ["c0", "c1", "c2"]  # ceil(6 / 2) of six, the fastest first
     out = [c for c in [*cands, unmeasured] if not c.racing]
     assert sorted(c.label for c in out) == ["c3", "c4", "cn"]  # no launch yet: slowest
