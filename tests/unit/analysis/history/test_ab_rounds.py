@@ -134,3 +134,23 @@ def test_a_calls_words_in_each_case():
     assert call(rounds=0, call=CANNOT_TELL, set_aside=1).words() == (
         "cannot tell: no round paired yet; 1 more set aside, where the machine differed between a pair's launches; "
         "a ratio needs a round in which both sides' launches of it end ok, the machine alike in both")
+
+
+def test_the_call_on_identical_rounds_is_same_and_a_faster_side_names_the_phase_that_fell():
+    # no spread at all: the interval is the point 1, within 0 of it -- the same, not slower nor faster
+    flat = judge_job(rounds([10.0] * 6), rounds([10.0] * 6))
+    assert (flat["call"], flat["low"], flat["high"], flat["within"]) == (SAME_WITHIN, 1.0, 1.0, 0.0)
+    # before the fifth round the interval is the whole line: 0 to infinity, no call
+    early = judge_job(rounds([10.0, 10.1, 9.9]), rounds([8.0, 8.1, 7.9]))
+    assert (early["call"], early["low"], early["high"]) == (CANNOT_TELL, 0.0, math.inf)
+    # B faster by its backward phase alone: the phase that moved, and by how much (B - A, ms a step)
+    a = [10.0, 10.2, 9.9, 10.1, 10.0, 10.3, 9.8, 10.1]
+    b = [8.0, 8.1, 7.9, 8.2, 8.0, 8.1, 7.8, 8.0]
+    phases_a = {p: [0.0] * 8 for p in TIMED_PHASES} | {"backward_ms": a, "forward_ms": [1.0] * 8}
+    phases_b = {p: [0.0] * 8 for p in TIMED_PHASES} | {"backward_ms": b, "forward_ms": [1.0] * 8}
+    faster = judge_job(rounds(a).assign(**phases_a), rounds(b).assign(**phases_b))
+    assert faster["call"] == "faster" and faster["phase"] == "backward_ms"
+    assert faster["phase_ms"] == pytest.approx(sum(b) / 8 - sum(a) / 8)
+    # the largest change either way the interval leaves: here its low end's, as a slowdown of A
+    assert faster["within"] == pytest.approx(max(faster["high"], 1 / faster["low"]) - 1)
+    assert faster["within"] == pytest.approx(1 / faster["low"] - 1)

@@ -135,6 +135,11 @@ def test_with_one_launch_a_side_a_gate_is_inconclusive_and_says_what_would_tell(
     three = row(A[:1], scaled(A[:3], 1.5))
     own = power.spread_of([power.launch_values(A[:1], "median"), power.launch_values(scaled(A[:3], 1.5), "median")])
     assert gates.gate_test(gate, three, spread=50.0)["basis"] == power.cannot_tell(1, 3, own, 10.0, 5.0, "%")
+    # A's launches of their own, B's one: A's per-launch means are the spread of a mean gate
+    b_one = row(A, scaled(A[:1], 1.5))
+    means = power.spread_of([power.launch_values(A, "mean"), power.launch_values(scaled(A[:1], 1.5), "mean")])
+    assert gates.gate_test(Gate("mean", 5.0, "%"), b_one, spread=50.0)["basis"] == power.cannot_tell(
+        4, 1, means, 10.0, 5.0, "%")
     # a ms gate of 0: the blind limit is 5 % of A's step, in ms
     zero = gates.gate_test(Gate("median", 0.0, "ms"), one, spread=0.3)
     limit = round(thresholds.ZERO_GATE_BLIND_PCT / 100 * one["median_ms_a"], 3)
