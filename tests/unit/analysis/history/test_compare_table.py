@@ -225,6 +225,9 @@ def test_environments_say_none_for_an_empty_value_and_unknown_for_a_missing_one(
     assert compare.environment_differences(a, pd.DataFrame()) == [
         (label, compare._env_values(a, column), "unknown") for label, column in compare.ENV_FIELDS]
     assert compare.environment_differences(None, None) == []
+    # a value recorded empty says unknown, not nothing
+    blank = pd.DataFrame([{**base, "hostname": ""}])
+    assert compare.environment_differences(a, blank) == [("hostname", "h", "unknown")]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -175,7 +175,8 @@ def test_gate_results_one_row_per_compared_job_and_gate_with_its_power():
     assert first["mde"] == pytest.approx(mde["mde"]) and first["mde_false_alarm"] == pytest.approx(mde["false_alarm"])
     assert first["detectable"] == gates.detectable(mde["mde"], "%", mde["spread"], 10.0, 5.0, first["a_ms"])
     assert first["job"] == "mlp-xs ws=2"
-    assert list(gates.gate_failures(jobs, [median])["key"]) == ["k1"]
+    failures = gates.gate_failures(jobs, [median])
+    assert list(failures["key"]) == ["k1"] and list(failures.columns) == gates.GATE_COLUMNS
     assert gates.gate_failures(jobs, [Gate("median", 40.0, "%")]).empty
     assert gates.gate_results(table(), [median]).empty
 
