@@ -361,8 +361,7 @@ def csv_table(table: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     says it; ``mde_needs`` the words that replace ``mde_pct`` past a doubling ("needs 24 launches a side to
     detect +5.0 %"), empty where the figure holds.
     """
-    needs = table["detectable"].where(table["detectable"].astype(str).str.startswith("needs"), "") \
-        if "detectable" in table else ""
+    needs = table["detectable"].where(table["detectable"].astype(str).str.startswith("needs"), "")
     out = table.assign(gate=gate_column(table, results), gate_mde=gate_mde_column(table, results), mde_needs=needs)
     return out[[*CSV_COLUMNS, *(c for c in SPEC_COLUMNS if c in out.columns)]]
 

@@ -279,8 +279,7 @@ def gate_mde_column(table: pd.DataFrame, results: pd.DataFrame) -> pd.Series:
 def gate_text(g) -> str:
     """One line per gate result: the job, the gate and outcome, A -> B, by how much, and on what basis."""
     amount = f"{g['excess']:+.1f} %" if g["unit"] == "%" else f"{g['excess']:+.2f} ms"
-    mde = g.get("mde", math.nan) if hasattr(g, "get") else math.nan
-    said = g.get("detectable") if hasattr(g, "get") else None
+    mde, said = g.get("mde", math.nan), g.get("detectable")
     said = said if isinstance(said, str) and said else power.mde_amount(mde, g["unit"])
     detectable = f"; detectable at {100 * thresholds.POWER:.0f} %: {said}" if not math.isnan(mde) else ""
     return (f"{g['job']} [{g['key']}]: {g['gate']} {g['outcome']}, {g['stat']} step {g['a_ms']:.3f} -> "

@@ -44,8 +44,9 @@ class Candidate:
 
 
 def leader(candidates: list[Candidate]) -> Candidate:
+    """The candidate of the highest throughput; the first where none has finished a launch."""
     measured = [c for c in candidates if not math.isnan(c.throughput)]
-    return max(measured or candidates, key=lambda c: c.throughput if not math.isnan(c.throughput) else -1)
+    return max(measured, key=lambda c: c.throughput) if measured else candidates[0]
 
 
 def slower_than(candidate: Candidate, best: Candidate) -> tuple[float, float]:
