@@ -122,7 +122,7 @@ def test_the_difference_interval_takes_each_side_s_own_spread_and_needs_two_laun
     df = (1 / 3 + 1) ** 2 / ((1 / 3) ** 2 / 2 + 1 ** 2 / 1)
     half = float(stats.t_quantile(0.975, df)) * se
     assert stats.difference_ci(num, den) == pytest.approx((12 - 6 - half, 12 - 6 + half))
-    assert stats.difference_ci([*num, math.nan], [None, *den]) == stats.difference_ci(num, den)  # no launch
+    assert stats.difference_ci([None, *num, math.nan], [None, *den]) == stats.difference_ci(num, den)  # no launch
     assert all(math.isnan(v) for v in stats.difference_ci([5.0], den))
     assert all(math.isnan(v) for v in stats.difference_ci(num, [5.0, math.nan]))
     assert stats.difference_ci([3.0, 3.0], [1.0, 1.0]) == (2.0, 2.0)  # no spread: the difference itself
@@ -149,3 +149,11 @@ def test_a_summary_row_s_difference_is_told_apart_from_zero_by_its_interval(low,
     assert stats.told_apart(row, "exposed_comm_ms") is apart
     assert stats.above_zero(row, "exposed_comm_ms") is above
     assert stats.told_apart({"other_low": low, "other_high": high}, "exposed_comm_ms") is False
+
+
+def test_an_interval_that_reaches_the_null_at_an_end_is_no_call_and_half_an_interval_is_none():
+    assert stats.significant(1.0, 1.2) is False and stats.significant(0.8, 1.0) is False
+    assert stats.significant(1.0001, 1.2) is True and stats.significant(0.8, 0.9999) is True
+    assert stats.significant(math.nan, 1.2) is None and stats.significant(0.8, math.nan) is None
+    # no spread on either side: no standard error, the pooled degrees of freedom
+    assert stats.welch(0.0, 3, 0.0, 4) == (0.0, 5.0)
