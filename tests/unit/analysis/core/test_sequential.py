@@ -93,4 +93,5 @@ def test_at_most_five_percent_of_sequences_ever_miss_the_mean_over_sixty_looks()
 def test_the_running_intersection_only_narrows_and_falls_back_to_the_last_when_disjoint():
     assert running_intersection([(-1, 3), (0, 4), (-2, 2)]) == (0, 2)
     assert running_intersection([(0, 1), (2, 3)]) == (2, 3)
+    assert running_intersection([(0, 4), (0.5, 2), (3, 5)]) == (3, 5)  # the last, not the second
     assert running_intersection([(0, 1), (1, 3)]) == (1, 1)  # touching: the one point both hold
