@@ -41,7 +41,7 @@ def test_a_ms_gate_is_the_percent_gate_s_distance_on_the_log_scale():
 def test_without_spread_the_threshold_alone_and_without_launches_no_figure():
     assert power.detection_power(0.0, 3, 3, 0.5) == 1.0 and power.detection_power(0.0, 3, 3, 0.0) == 0.0
     assert power.detection_power(0.0, 3, 3, 5.0, 5.0) == 0.0  # at the threshold: not past it
-    for spread, n_a, n_b in ((math.nan, 3, 3), (math.inf, 3, 3), (2.0, 1, 3), (2.0, 3, 1)):
+    for spread, n_a, n_b in ((math.nan, 3, 3), (math.inf, 3, 3), (2.0, 1, 3), (2.0, 3, 1), (2.0, 0, 3), (2.0, 3, 0)):
         assert math.isnan(power.detection_power(spread, n_a, n_b, 10.0))
         found = power.detectable_slowdown(spread, n_a, n_b)
         assert math.isnan(found["mde"]) and math.isnan(found["false_alarm"])
@@ -81,11 +81,16 @@ def test_minimum_detectable_reads_the_gate_s_unit_from_the_launches():
 def test_the_launches_a_side_and_the_words_for_them():
     assert power.launches_for(0.1, 10.0) == 2  # a slowdown 100 spreads wide: the fewest launches there are
     assert power.launches_for(2.0, 5.0, 5.0) is None  # not past the threshold
-    need = power.launches_for(0.5, 1.0, unit="ms")
-    assert power.detection_power(0.5, need, need, 1.0, 0.0, "ms") >= 0.9 > power.detection_power(
-        0.5, need - 1, need - 1, 1.0, 0.0, "ms")
-    words = power.cannot_tell(2, 2, 0.5, 1.0, unit="ms")
-    assert words == f"cannot tell with 2 vs 2 launches; {need} a side would detect 1 ms"
+    need = power.launches_for(10.0, 20.0, unit="ms")  # 2 spreads: 7 a side (as a %, log1p(0.2) / 0.1: 8)
+    assert power.detection_power(10.0, need, need, 20.0, 0.0, "ms") >= 0.9 > power.detection_power(
+        10.0, need - 1, need - 1, 20.0, 0.0, "ms")
+    words = power.cannot_tell(2, 2, 10.0, 20.0, unit="ms")
+    assert words == f"cannot tell with 2 vs 2 launches; {need} a side would detect 20 ms"
+    # the most launches proposed is itself a figure; one more is "more than"
+    assert power.launches_for(3.06, 1.0) == power.MAX_LAUNCHES
+    assert power.cannot_tell(2, 2, 3.06, 1.0).endswith(f"; {power.MAX_LAUNCHES} a side would detect 1 %")
+    # the defaults are the "slower" verdict's: a % gate at 0 and the project's power
+    assert power.detection_power(3.0, 4, 4, power.detectable_slowdown(3.0, 4, 4)["mde"]) == pytest.approx(0.9)
     assert power.cannot_tell(1, 1, math.nan) == (
         "cannot tell with 1 vs 1 launches; the launch-to-launch spread is unknown (run 3 or more launches a side)")
     assert power.mde_amount(6.14, "%") == "+6.1 %" and power.mde_amount(0.524, "ms") == "+0.52 ms"
