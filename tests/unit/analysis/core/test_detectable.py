@@ -81,6 +81,7 @@ def test_minimum_detectable_reads_the_gate_s_unit_from_the_launches():
 def test_the_launches_a_side_and_the_words_for_them():
     assert power.launches_for(0.1, 10.0) == 2  # a slowdown 100 spreads wide: the fewest launches there are
     assert power.launches_for(2.0, 5.0, 5.0) is None  # not past the threshold
+    assert power.launches_for(0.0, 5.0, power=1.0) == 2  # no spread: two a side detect it for certain
     need = power.launches_for(10.0, 20.0, unit="ms")  # 2 spreads: 7 a side (as a %, log1p(0.2) / 0.1: 8)
     assert power.detection_power(10.0, need, need, 20.0, 0.0, "ms") >= 0.9 > power.detection_power(
         10.0, need - 1, need - 1, 20.0, 0.0, "ms")
