@@ -76,6 +76,12 @@ def test_minimum_detectable_reads_the_gate_s_unit_from_the_launches():
     assert ms["mde"] == pytest.approx(power.detectable_slowdown(ms["spread"], 4, 3, 0.5, "ms")["mde"])
     two = power.minimum_detectable([10.0, 11.0], [10.5, math.nan, 10.0])  # two launches a side are enough
     assert (two["n_a"], two["n_b"]) == (2, 2) and math.isfinite(two["mde"])
+    # a launch without a figure (NaN or None: a step without a time) is no launch, on either side
+    lost = power.minimum_detectable([*power.launch_values([*[[x] for x in a], [1.0, None]], "mean"), None],
+                                    [None, *b], 0.5, "ms")
+    assert lost == ms
+    one = power.minimum_detectable([10.0], [10.0, 11.0], 0.5, "ms")  # no figure, but the gate it is for
+    assert math.isnan(one["mde"]) and (one["n_a"], one["n_b"], one["threshold"], one["unit"]) == (1, 2, 0.5, "ms")
 
 
 def test_the_launches_a_side_and_the_words_for_them():
