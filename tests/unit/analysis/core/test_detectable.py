@@ -59,8 +59,9 @@ def test_the_spread_pools_each_group_s_own_and_skips_what_has_none():
     cv = [np.var(100 * np.array(a) / 10, ddof=1), np.var(100 * np.array(b) / 22, ddof=1)]
     assert power.spread_of([a, b]) == pytest.approx(math.sqrt((3 * cv[0] + cv[1]) / 4))
     # a group of one launch, a launch lost (NaN), a group whose mean is not above 0 (for %): nothing to add
-    assert power.spread_of([a, b, [50.0], [math.nan, 5.0]], "ms") == power.spread_of([a, b], "ms")
-    assert power.spread_of([[*a, math.nan], b, [-1.0, 1.0]]) == power.spread_of([a, b])
+    assert power.spread_of([[50.0], a, [math.nan, 5.0], [None, 3.0], b], "ms") == power.spread_of([a, b], "ms")
+    assert power.spread_of([[-1.0, 1.0], [*a, math.nan], b]) == power.spread_of([a, b])
+    assert power.spread_of([[0.4, 0.6]]) == pytest.approx(100 * math.sqrt(0.02) / 0.5)  # a mean below 1 ms counts
     assert power.spread_of([[-1.0, 1.0]], "ms") == pytest.approx(math.sqrt(2.0))
     assert math.isnan(power.spread_of([[3.0], []]))
     # the launches' figure of a gate: each launch's mean or median step, empty launches skipped
@@ -80,8 +81,12 @@ def test_minimum_detectable_reads_the_gate_s_unit_from_the_launches():
     lost = power.minimum_detectable([*power.launch_values([*[[x] for x in a], [1.0, None]], "mean"), None],
                                     [None, *b], 0.5, "ms")
     assert lost == ms
-    one = power.minimum_detectable([10.0], [10.0, 11.0], 0.5, "ms")  # no figure, but the gate it is for
-    assert math.isnan(one["mde"]) and (one["n_a"], one["n_b"], one["threshold"], one["unit"]) == (1, 2, 0.5, "ms")
+    one = power.minimum_detectable([10.0], [10.0, 11.0], 0.5, "ms", 0.8)  # no figure, but the gate it is for
+    assert math.isnan(one["mde"])
+    assert (one["n_a"], one["n_b"], one["threshold"], one["unit"], one["power"]) == (1, 2, 0.5, "ms", 0.8)
+    half = power.minimum_detectable(a, b, 0.5, "ms", 0.5)  # the power asked for
+    assert half["power"] == 0.5 and half["mde"] == pytest.approx(
+        power.detectable_slowdown(ms["spread"], 4, 3, 0.5, "ms", 0.5)["mde"]) and half["mde"] < ms["mde"]
 
 
 def test_the_launches_a_side_and_the_words_for_them():
