@@ -58,11 +58,10 @@ def launch_means(steps: pd.DataFrame, phase: str = "measure") -> pd.DataFrame:
 
 def bootstrap_ci(samples: Sequence[Sequence[float]], statistic: Callable[..., np.ndarray],
                  confidence: float = CONFIDENCE, expanded: bool = True, paired: bool = False) -> tuple[float, float]:
-    """The former default, kept for ``benchmarks/interval_calibration.py``'s contrast and the exposed
-    communication interval (:mod:`ddpbench.analysis.summary.exposed`; docs/statistics.md defines it):
-    expanded percentile bootstrap interval of ``statistic(*samples, axis=-1)``, resampling every
-    sample independently (``paired``: the samples' i-th values together, for samples of equal length
-    measured in the same rounds).
+    """The former default, kept for ``benchmarks/interval_calibration.py``'s contrast: the expanded
+    percentile bootstrap interval of ``statistic(*samples, axis=-1)``, resampling every sample
+    independently (``paired``: the samples' i-th values together, for samples of equal length measured
+    in the same rounds).
 
     Parameters
     ----------
@@ -312,7 +311,7 @@ def difference_ci(numerator_ms, denominator_ms, confidence: float = CONFIDENCE) 
         return math.nan, math.nan
     diff = float(num.mean() - den.mean())
     se, df = welch(np.var(num, ddof=1), num.size, np.var(den, ddof=1), den.size)
-    half = float(t_quantile((1 + confidence) / 2, df)) * se if se > 0 else 0.0
+    half = float(t_quantile((1 + confidence) / 2, df)) * se
     return diff - half, diff + half
 
 
@@ -356,10 +355,3 @@ def told_apart(row, name: str) -> bool:
 def above_zero(row, name: str) -> bool:
     """:func:`told_apart`, on the side above 0: a positive difference told apart from nothing."""
     return told_apart(row, name) and values.num(row, f"{name}_low") > 0
-
-
-def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool | None:
-    """Whether two intervals overlap (None when either is missing)."""
-    if any(math.isnan(x) for x in (*a, *b)):
-        return None
-    return a[0] <= b[1] and b[0] <= a[1]

@@ -27,11 +27,10 @@ def bayes_factor_integrated(x: np.ndarray, g: float) -> float:
     return integrate.quad(alternative, -12, 12, epsabs=1e-14)[0] / integrate.quad(null, -12, 12, epsabs=1e-14)[0]
 
 
-@pytest.mark.parametrize("n", [3, 5])
-@pytest.mark.parametrize("g", [0.5, 1.0, 4.0])
+@pytest.mark.parametrize(("n", "g"), [(2, 4.0), (3, 0.5), (3, 1.0), (3, 4.0), (5, 0.5), (5, 1.0), (5, 4.0)])
 def test_the_bound_is_where_the_integrated_bayes_factor_reaches_one_over_alpha(n, g):
     """At the bound's t the Bayes factor, integrated without the closed form, is 1 / alpha."""
-    confidence = 0.5 if n == 3 else 0.9  # a bound that is finite at this n
+    confidence = 0.5 if n <= 3 else 0.9  # a bound that is finite at this n
     bound = t_bound(n, confidence, g)
     assert math.isfinite(bound)
     rng = np.random.default_rng(n)
@@ -45,6 +44,20 @@ def test_too_few_values_give_the_whole_line_and_the_first_finite_interval_comes_
     assert confidence_sequence([0.1, 0.2, 0.15, 0.12]) == (-math.inf, math.inf)
     low, high = confidence_sequence([0.1, 0.2, 0.15, 0.12, 0.11])
     assert low < 0.136 < high and math.isfinite(high)
+    # where the Bayes factor can at most just reach 1 / alpha (n 2, alpha 0.5, g 1.5: 1 + n g = 1 / alpha^2)
+    # no t is enough: the whole line still
+    assert t_bound(2, 0.5, 1.5) == math.inf and math.isfinite(t_bound(2, 0.5, 1.6))
+    assert t_bound(1, 0.5, 4.0) == math.inf
+
+
+def test_the_interval_is_the_mean_give_or_take_the_bound_s_standard_errors():
+    rounds = [0.02, 0.05, -0.01, 0.04, 0.03, 0.06]
+    mean, sd, n = np.mean(rounds), np.std(rounds, ddof=1), len(rounds)
+    half = t_bound(n) * sd / math.sqrt(n)
+    assert confidence_sequence(rounds) == pytest.approx((mean - half, mean + half))
+    assert confidence_sequence([*rounds[:3], math.nan, *rounds[3:]]) == confidence_sequence(rounds)  # a lost round
+    half = t_bound(n, 0.8, 4.0) * sd / math.sqrt(n)  # its level and prior are the ones asked for
+    assert confidence_sequence(rounds, 0.8, 4.0) == pytest.approx((mean - half, mean + half))
 
 
 def test_the_interval_is_the_bound_in_standard_errors_of_a_spread_at_n_minus_1():
@@ -87,3 +100,5 @@ def test_at_most_five_percent_of_sequences_ever_miss_the_mean_over_sixty_looks()
 def test_the_running_intersection_only_narrows_and_falls_back_to_the_last_when_disjoint():
     assert running_intersection([(-1, 3), (0, 4), (-2, 2)]) == (0, 2)
     assert running_intersection([(0, 1), (2, 3)]) == (2, 3)
+    assert running_intersection([(0, 4), (0.5, 2), (3, 5)]) == (3, 5)  # the last, not the second
+    assert running_intersection([(0, 1), (1, 3)]) == (1, 1)  # touching: the one point both hold

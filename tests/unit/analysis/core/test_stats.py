@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -130,3 +131,47 @@ def test_the_old_bootstrap_is_kept_for_contrast_and_too_narrow():
     t = stats.ratio_ci(launches_b, launches_a)
     assert t[0] < boot[0] < boot[1] < t[1]
     assert stats.expanded_tail(1000) == pytest.approx(0.025, abs=0.001)
+
+
+def test_the_difference_interval_takes_each_side_s_own_spread_and_needs_two_launches_a_side():
+    # Welch: var 1 on one side (n 3), var 2 on the other (n 2): se sqrt(1/3 + 2/2), df from both
+    num, den = [11.0, 12.0, 13.0], [7.0, 5.0]
+    se = math.sqrt(1 / 3 + 2 / 2)
+    df = (1 / 3 + 1) ** 2 / ((1 / 3) ** 2 / 2 + 1 ** 2 / 1)
+    half = float(stats.t_quantile(0.975, df)) * se
+    assert stats.difference_ci(num, den) == pytest.approx((12 - 6 - half, 12 - 6 + half))
+    assert stats.difference_ci([None, *num, math.nan], [None, *den]) == stats.difference_ci(num, den)  # no launch
+    assert all(math.isnan(v) for v in stats.difference_ci([5.0], den))
+    assert all(math.isnan(v) for v in stats.difference_ci(num, [5.0, math.nan]))
+    assert stats.difference_ci([3.0, 3.0], [1.0, 1.0]) == (2.0, 2.0)  # no spread: the difference itself
+
+
+def test_a_launch_s_step_of_any_phase():
+    rows = [{"key": "k", "repeat": r, "rank": rank, "phase": phase, "step": s, "step_ms": ms + rank}
+            for r in (0, 1) for rank in (0, 1) for phase, ms in (("measure", 10.0 + r), ("nosync", 7.0))
+            for s in range(3)]
+    steps = pd.DataFrame(rows)
+    assert list(stats.launch_means(steps)["step_ms"]) == [11.0, 12.0]  # the slower rank's
+    assert list(stats.launch_means(steps, "nosync")["step_ms"]) == [8.0, 8.0]
+
+
+@pytest.mark.parametrize(("low", "high", "apart", "above"), [
+    (0.5, 1.2, True, True),  # excludes 0 (though not 1)
+    (-0.1, 1.2, False, False),
+    (-2.0, -1.0, True, False),  # told apart, below 0
+    (0.0, 1.0, False, False),  # 0 at its end is inside
+    (math.nan, 1.0, False, False),  # one launch: no interval, no call
+])
+def test_a_summary_row_s_difference_is_told_apart_from_zero_by_its_interval(low, high, apart, above):
+    row = pd.Series({"exposed_comm_ms": 0.8, "exposed_comm_ms_low": low, "exposed_comm_ms_high": high})
+    assert stats.told_apart(row, "exposed_comm_ms") is apart
+    assert stats.above_zero(row, "exposed_comm_ms") is above
+    assert stats.told_apart({"other_low": low, "other_high": high}, "exposed_comm_ms") is False
+
+
+def test_an_interval_that_reaches_the_null_at_an_end_is_no_call_and_half_an_interval_is_none():
+    assert stats.significant(1.0, 1.2) is False and stats.significant(0.8, 1.0) is False
+    assert stats.significant(1.0001, 1.2) is True and stats.significant(0.8, 0.9999) is True
+    assert stats.significant(math.nan, 1.2) is None and stats.significant(0.8, math.nan) is None
+    # no spread on either side: no standard error, the pooled degrees of freedom
+    assert stats.welch(0.0, 3, 0.0, 4) == (0.0, 5.0)
