@@ -74,8 +74,8 @@ def target(module: str, table: dict) -> float:
 
 
 def module_of(mutant: str) -> str:
-    """``ddpbench.audit.words.x_f__mutmut_3`` -> ``ddpbench/audit/words.py`` (a method's mutant,
-    ``...words.xǁClassǁf__mutmut_3``, names its class in the last part too)."""
+    """The module a mutant's name is in: its dotted path less the last part (``x_f__mutmut_3``, or a method's
+    ``xǁClassǁf__mutmut_3``), as a file."""
     return mutant.rsplit(".", 1)[0].replace(".", "/") + ".py"
 
 
