@@ -5,14 +5,15 @@ on, and each module's score stored with its command, date and commit.
 
 The modules come in groups, declared in ``benchmarks/mutation.toml``: each group's modules, the tests that may
 kill their mutants (tests that start no process: a process test runs unmutated code in its children) and its
-target score. For each group, in a copy of the tree (mutmut rewrites the package it runs), mutmut makes every
-mutant of the group's modules (one operator, constant, argument or return value changed in one function), runs
-the group's tests that reach that function against it, and says which were killed; the runner's settings are
-``[tool.mutmut]`` in pyproject.toml. A module's **score** is (killed + equivalent) / mutants: a mutant no test
-reaches counts as surviving, and so does one that timed out (a loaded machine times out sound tests too). An
-**equivalent** mutant is one no test can kill because it changes nothing a caller can see: each is listed in
-``benchmarks/mutation.toml`` with one line saying why, and counts as killed only while it survives (one a test
-kills is said so, to be taken off the list).
+target score. For each group, in a copy of the committed tree (HEAD's: mutmut rewrites the package it runs, and
+an uncommitted change is not what the stored table names), mutmut makes every mutant of the group's modules (one
+operator, constant, argument or return value changed in one function), runs the group's tests that reach that
+function against it, and says which were killed; the runner's settings are ``[tool.mutmut]`` in pyproject.toml.
+
+A module's **score** is (killed + equivalent) / mutants: a mutant no test reaches counts as surviving, and so does
+one that timed out (a loaded machine times out sound tests too). An **equivalent** mutant is one no test can kill
+because it changes nothing a caller can see: each is listed in ``benchmarks/mutation.toml`` with one line saying
+why, and counts as killed only while it survives (one a test kills is said so, to be taken off the list).
 
 ``--group`` (repeatable) runs those groups alone, to look at their survivors; the default runs them all. ``--out``
 writes the table with the command, the machine and the commit (a new file, or one this script wrote), and beside it
@@ -23,12 +24,14 @@ one run of every group: tests/unit/project/test_mutation_scores.py holds its sco
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -48,16 +51,6 @@ HEADER = "<!-- written by benchmarks/mutation.py -->"
 #: the statuses a score counts as caught (mutmut's names). Not a timeout: on a loaded machine mutmut's time limit
 #: catches slow runs of sound tests as well as mutants that hang, so a timed-out mutant counts as surviving
 CAUGHT = ("killed",)
-#: what the copy of the tree leaves out: what git ignores (reports/ but its committed examples, the environments)
-NOT_COPIED = (".git", ".venv", ".venv-plain", "mutants", "__pycache__", ".pytest_cache", ".hypothesis", "build", "dist")
-
-
-def _not_copied(folder: str, names: list[str]) -> set[str]:
-    if Path(folder).name == "reports":
-        return {n for n in names if n not in ("examples", "README.md")}
-    return {n for n in names if n in NOT_COPIED or n.endswith(".egg-info")}
-
-
 def settings(root: Path = ROOT) -> dict:
     """benchmarks/mutation.toml: the groups (modules, tests, target), the modules below their target (a floor and
     why) and the equivalent mutants (each with why)."""
@@ -109,8 +102,12 @@ def scores(found: dict[str, str], equivalent: dict[str, str], names: list[str]) 
 
 
 def staged(root: Path, into: Path, group: dict) -> Path:
-    """A copy of the tree whose ``[tool.mutmut]`` mutates ``group``'s modules against its tests."""
-    shutil.copytree(root, into, ignore=_not_copied, symlinks=True)
+    """The committed tree (HEAD's: what the stored table names, never an uncommitted change) in a folder of its own,
+    its ``[tool.mutmut]`` mutating ``group``'s modules against its tests."""
+    into.mkdir(parents=True)
+    tree = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", "HEAD"], capture_output=True, check=True)
+    with tarfile.open(fileobj=io.BytesIO(tree.stdout)) as archive:
+        archive.extractall(into, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     text = (into / "pyproject.toml").read_text()
     own = (f"only_mutate = {json.dumps(group['modules'])}\n"
            f"pytest_add_cli_args_test_selection = {json.dumps(group['tests'])}\n")
