@@ -938,34 +938,17 @@ def simulated() -> dict:
     do (same draws, same seeds): the confidence sequence and a peeking t interval over 60 looks
     (tests/unit/analysis/core/test_sequential.py), the traces' shift interval on gamma steps
     (tests/unit/traces/test_reading.py). Properties of the code, not measurements of a machine."""
-    import numpy as np
     from scipy import stats
 
     from ddpbench.analysis.core.sequential import t_bound
-    from ddpbench.traces.compare import shift
+    from ddpbench.testing.simulations import sequences, shift_calls
 
-    rng = np.random.default_rng(56)
-    trials, looks, mean = 4000, 60, 0.3
-    x = rng.normal(mean, 2.0, (trials, looks))
-    n = np.arange(1, looks + 1)
-    means = x.cumsum(axis=1) / n
-    spread = np.sqrt(np.maximum((x * x).cumsum(axis=1) - n * means**2, 0) / np.maximum(n - 1, 1))
-    with np.errstate(divide="ignore"):
-        error = np.abs(means - mean) / (spread / np.sqrt(n))
-    bound = np.array([t_bound(k) for k in n])
-    fixed = np.array([stats.t.ppf(0.975, k - 1) if k > 1 else np.inf for k in n])
-    first = next(k for k in n if np.isfinite(t_bound(k)))
-    rng, covered, called, draws = np.random.default_rng(7), 0, 0, 400
-    for _ in range(draws):
-        a, b = rng.gamma(4.0, 1.0, 12), rng.gamma(4.0, 1.0, 12)
-        _, low, high = shift(a, b + 1.0)
-        covered += low <= 1.0 <= high
-        _, low, high = shift(a, b)
-        called += low > 0 or high < 0
-    return {"seq_miss": f1(100 * (error > bound).any(axis=1).mean()),
-            "peek": f0(100 * (error > fixed).any(axis=1).mean()), "whole_line": WORDS[int(first) - 1],
+    drawn = sequences()
+    covered, called = shift_calls()
+    first = next(k for k in range(1, 61) if math.isfinite(t_bound(k)))
+    return {"seq_miss": f1(100 * drawn.missed()), "peek": f0(100 * drawn.peeked()), "whole_line": WORDS[first - 1],
             **{f"t{k}": f1(t_bound(k) / stats.t.ppf(0.975, k - 1)) for k in (8, 20)},
-            "shift_cov": f1(100 * covered / draws), "shift_false": f1(100 * called / draws)}
+            "shift_cov": f1(100 * covered), "shift_false": f1(100 * called)}
 
 
 #: the fields of the quotes: {name[field]} is DERIVED[name]()[field]

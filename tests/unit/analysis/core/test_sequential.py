@@ -10,6 +10,7 @@ import pytest
 from scipy import integrate, stats
 
 from ddpbench.analysis.core.sequential import confidence_sequence, running_intersection, t_bound
+from ddpbench.testing.simulations import sequences
 
 
 def bayes_factor_integrated(x: np.ndarray, g: float) -> float:
@@ -77,24 +78,15 @@ def test_it_is_wider_than_a_fixed_sample_interval_and_narrows_with_more_rounds()
 def test_at_most_five_percent_of_sequences_ever_miss_the_mean_over_sixty_looks():
     """Optional stopping on real data is what the A/B does; on normal rounds the rate of sequences
     that exclude the true mean at any of 60 looks stays at most 5 % (a peeking t interval: far more)."""
-    rng = np.random.default_rng(56)
-    trials, looks, mean = 4000, 60, 0.3
-    x = rng.normal(mean, 2.0, (trials, looks))
-    n = np.arange(1, looks + 1)
-    means = x.cumsum(axis=1) / n
-    spread = np.sqrt(np.maximum((x * x).cumsum(axis=1) - n * means**2, 0) / np.maximum(n - 1, 1))
-    with np.errstate(divide="ignore"):  # one value has no spread: its error is infinite, its bound too
-        error = np.abs(means - mean) / (spread / np.sqrt(n))
-    bound = np.array([t_bound(k) for k in n])
-    fixed = np.array([stats.t.ppf(0.975, k - 1) if k > 1 else np.inf for k in n])
-    rate = (error > bound).any(axis=1).mean()
+    drawn = sequences()
+    rate = drawn.missed()
     # 4,000 sequences: a true 5 % would show above 5.7 % once in a hundred such runs
     assert rate <= 0.05, rate
-    assert (error > fixed).any(axis=1).mean() > 0.15  # what the sequence guards against: peeking
+    assert drawn.peeked() > 0.15  # what the sequence guards against: peeking
     # and the interval the A/B reads is the same bound: one sequence, look by look
     for k in (5, 17, 60):
-        low, high = confidence_sequence(x[0, :k])
-        assert (low <= mean <= high) == (error[0, k - 1] <= bound[k - 1])
+        low, high = confidence_sequence(drawn.x[0, :k])
+        assert (low <= drawn.mean <= high) == (drawn.error[0, k - 1] <= drawn.bound[k - 1])
 
 
 def test_the_running_intersection_only_narrows_and_falls_back_to_the_last_when_disjoint():
