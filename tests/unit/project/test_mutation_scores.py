@@ -59,7 +59,7 @@ def test_every_equivalent_mutant_says_why_and_still_survives():
     known = {key for row in STORED.values() for key in row["survivors"]}
     for key, why in SETTINGS["equivalent"].items():
         assert why.strip(), key
-        assert mutation.module_of(key) in STORED, f"{key}: not a mutant of a mutated module"
+        assert mutation.module_of(key) in mutation.modules(SETTINGS), f"{key}: not a mutant of a mutated module"
         assert key not in known, f"{key}: listed as equivalent, stored as surviving"
         assert not any(key in row["killed_equivalents"] for row in STORED.values()), f"{key}: a test kills it"
 
