@@ -175,3 +175,49 @@ def test_an_interval_that_reaches_the_null_at_an_end_is_no_call_and_half_an_inte
     assert stats.significant(math.nan, 1.2) is None and stats.significant(0.8, math.nan) is None
     # no spread on either side: no standard error, the pooled degrees of freedom
     assert stats.welch(0.0, 3, 0.0, 4) == (0.0, 5.0)
+
+
+def test_a_launch_with_no_value_is_left_out_on_every_interval():
+    """A launch whose figure is missing (None, as a stored row's empty cell reads) is left out of every interval,
+    as a NaN is: the same interval as without it."""
+    assert stats.mean_ci([10.0, None, 12.0, 11.0]) == stats.mean_ci([10.0, 12.0, 11.0])
+    assert stats.difference_mean_ci([1.0, None, 3.0, 2.0]) == stats.difference_mean_ci([1.0, 3.0, 2.0])
+    assert stats.ratio_ci([10.0, None, 12.0], [9.0, 10.0, None, 11.0]) \
+        == stats.ratio_ci([10.0, 12.0], [9.0, 10.0, 11.0])
+    low, high = stats.t_quantile(0.975, [None, 4])
+    assert math.isnan(low) and high == pytest.approx(2.7764451, abs=1e-6)
+
+
+def test_a_paired_round_with_a_missing_side_is_left_out_whole():
+    paired = stats.ratio_ci([10.0, 11.0, math.nan, 12.0], [9.0, 10.0, 9.5, 11.0], paired=True)
+    assert paired == stats.ratio_ci([10.0, 11.0, 12.0], [9.0, 10.0, 11.0], paired=True)
+    assert stats.ratio_ci([10.0, 11.0, 12.0], [9.0, math.nan, 11.0], paired=True) \
+        == stats.ratio_ci([10.0, 12.0], [9.0, 11.0], paired=True)
+    with pytest.raises(ValueError, match="paired samples must have equal length, got 3 and 2"):
+        stats.ratio_ci([1.0, 2.0, 3.0], [1.0, 2.0], paired=True)
+
+
+def test_a_mean_of_zero_or_below_has_no_log_scale_interval_and_one_below_1_has():
+    """The log-scale intervals need a positive mean: at 0 or below they are NaN, never a division by zero; a mean
+    between 0 and 1 (ms) is an ordinary one."""
+    assert all(math.isnan(x) for x in stats.mean_ci([-1.0, 1.0]))
+    assert all(math.isnan(x) for x in stats.ratio_ci([10.0, 11.0], [-1.0, 1.0]))
+    assert all(math.isnan(x) for x in stats.ratio_ci([-1.0, 1.0], [10.0, 11.0]))
+    low, high = stats.mean_ci([0.4, 0.6])
+    assert 0 < low < 0.5 < high
+
+
+def test_a_ratio_whose_standard_error_is_1_is_as_wide_as_t_says():
+    """Paired rounds of relative differences +1 and -1: a standard error of exactly 1, so the ends are the ratio
+    times exp(-+t(0.975, 1))."""
+    from scipy import stats as sstats
+
+    t = sstats.t.ppf(0.975, 1)
+    assert stats.ratio_ci([2.0, 0.0], [5.0, 5.0], paired=True) == pytest.approx((0.2 * math.exp(-t), 0.2 * math.exp(t)))
+
+
+def test_the_throughput_interval_is_at_the_level_asked():
+    at95, at80 = stats.throughput_ci([10.0, 12.0, 11.0], 64), stats.throughput_ci([10.0, 12.0, 11.0], 64, 0.8)
+    low, high = stats.mean_ci([10.0, 12.0, 11.0], 0.8)
+    assert at80 == pytest.approx((64_000 / high, 64_000 / low))
+    assert at95[0] < at80[0] < at80[1] < at95[1]
