@@ -1,20 +1,30 @@
 """Made-up launches for compare's tests: step times with launch-to-launch and step-to-step noise,
 the job they are of, the machine they ran on and its readings of the ranks' cores, a 5 % gate on the
 median, two sides compared, a folder of launches written through the real store, and compare's CSV
-and console table read back."""
+and console table read back.
+
+And the simulations that hold the comparisons' intervals to what they say (:func:`sequences`,
+:func:`shift_calls`), shared by the tests that assert them (tests/unit/analysis/core/test_sequential.py,
+tests/unit/traces/test_reading.py) and the prose check that quotes their figures
+(tests/examples/project/test_prose_figures.py): the same draws, from one place. Properties of the code on
+seeded simulated data, not measurements of a machine."""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
+from ddpbench.analysis.core import t_bound
 from ddpbench.analysis.history import Gate
 from ddpbench.analysis.summary import summarize
 from ddpbench.experiment.spec import JobSpec, spec_from_dict
 from ddpbench.testing.records import ResultsFolder, job, result_for
+from ddpbench.traces.compare import shift
 
 #: the environment block of the made-up machine both sides ran on
 ENV = {"hostname": "host-a", "python": "3.11.7", "torch_version": "2.13.0+cpu", "torch_cuda": None,
@@ -125,3 +135,50 @@ def slower_b() -> tuple:
     summary_a, steps_a = tables([(2, [[10.0] * 5, [10.2] * 5, [9.9] * 5, [10.1] * 5], "ok")])
     summary_b, steps_b = tables([(2, [[12.0] * 5, [12.1] * 5, [11.9] * 5, [12.2] * 5], "ok")])
     return summary_a, steps_a, summary_b, steps_b
+
+
+class Sequences(NamedTuple):
+    """Seeded normal rounds (sd 2) of a true ``mean``, ``trials`` sequences of ``looks`` looks: each look's error
+    in standard errors, the confidence sequence's bound (:func:`.t_bound`) and a fixed-sample 95 % t interval's."""
+
+    x: np.ndarray
+    mean: float
+    error: np.ndarray
+    bound: np.ndarray
+    fixed: np.ndarray
+
+    def missed(self) -> float:
+        """The share of sequences that exclude the true mean at any look."""
+        return float((self.error > self.bound).any(axis=1).mean())
+
+    def peeked(self) -> float:
+        """The same for the fixed-sample interval read at every look (peeking)."""
+        return float((self.error > self.fixed).any(axis=1).mean())
+
+
+def sequences(trials: int = 4000, looks: int = 60, mean: float = 0.3, seed: int = 56) -> Sequences:
+    """Optional stopping, as the A/B does it, on :class:`Sequences` of normal rounds."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(mean, 2.0, (trials, looks))
+    n = np.arange(1, looks + 1)
+    means = x.cumsum(axis=1) / n
+    spread = np.sqrt(np.maximum((x * x).cumsum(axis=1) - n * means**2, 0) / np.maximum(n - 1, 1))
+    with np.errstate(divide="ignore"):  # one value has no spread: its error is infinite, its bound too
+        error = np.abs(means - mean) / (spread / np.sqrt(n))
+    bound = np.array([t_bound(k) for k in n])
+    fixed = np.array([stats.t.ppf(0.975, k - 1) if k > 1 else np.inf for k in n])
+    return Sequences(x, mean, error, bound, fixed)
+
+
+def shift_calls(draws: int = 400, steps: int = 12, seed: int = 7) -> tuple[float, float]:
+    """The traces' before/after shift interval (:func:`ddpbench.traces.compare.shift`) on gamma steps: the share of
+    ``draws`` pairs of runs shifted by 1 whose interval holds 1, and of identical pairs it calls different."""
+    rng = np.random.default_rng(seed)
+    covered = called = 0
+    for _ in range(draws):
+        a, b = rng.gamma(4.0, 1.0, steps), rng.gamma(4.0, 1.0, steps)
+        _, low, high = shift(a, b + 1.0)
+        covered += low <= 1.0 <= high
+        _, low, high = shift(a, b)
+        called += low > 0 or high < 0
+    return covered / draws, called / draws

@@ -46,6 +46,7 @@ from ddpbench.analysis.core.machine import (
     recorded_cpus,
 )
 from ddpbench.analysis.core.power import mde_amount
+from ddpbench.analysis.core.sequential import t_bound
 from ddpbench.analysis.core.stats import above_zero, mean_ci, throughput_ci, told_apart
 from ddpbench.analysis.core.thresholds import (
     AB_SAME_WITHIN,
@@ -74,5 +75,5 @@ __all__ = [
     "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD", "WINDOW_FIELDS", "BudgetLine", "alike_but",
     "bucket_settings", "caps_text", "describe", "label_fields", "line_fields", "mde_amount", "mean_ci", "model_columns",
     "model_name", "above_zero", "ok_jobs", "ordered", "own_fields", "own_label", "pct", "strategies_vary",
-    "throughput_ci", "told_apart",
+    "t_bound", "throughput_ci", "told_apart",
 ]

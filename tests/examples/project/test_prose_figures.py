@@ -941,7 +941,7 @@ def simulated() -> dict:
     from scipy import stats
 
     from ddpbench.analysis.core.sequential import t_bound
-    from ddpbench.testing.simulations import sequences, shift_calls
+    from ddpbench.testing.comparing import sequences, shift_calls
 
     drawn = sequences()
     covered, called = shift_calls()

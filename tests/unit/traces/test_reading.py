@@ -134,7 +134,7 @@ def test_the_shift_interval_covers_the_true_shift_as_often_as_it_says():
     of 400 draws (1.1 points each: at least 92.8 % and at most 7.2 %). Not "at least 95 %" of them: an
     interval that holds 95 % of the time holds in fewer than 95 % of a finite number of draws about half the
     time (these 400 give 94.5 % and 5.5 %; 4,000 give 95.1 % and 4.9 %)."""
-    from ddpbench.testing.simulations import shift_calls
+    from ddpbench.testing.comparing import shift_calls
     from ddpbench.traces.answers import CONFIDENCE
 
     draws = 400

@@ -10,7 +10,7 @@ import pytest
 from scipy import integrate, stats
 
 from ddpbench.analysis.core.sequential import confidence_sequence, running_intersection, t_bound
-from ddpbench.testing.simulations import sequences
+from ddpbench.testing.comparing import sequences
 
 
 def bayes_factor_integrated(x: np.ndarray, g: float) -> float:
