@@ -101,11 +101,14 @@ def scores(found: dict[str, str], equivalent: dict[str, str], names: list[str]) 
     return out
 
 
-def staged(root: Path, into: Path, group: dict) -> Path:
+def staged(root: Path, into: Path, group: dict) -> tuple[Path, str]:
     """The committed tree (HEAD's: what the stored table names, never an uncommitted change) in a folder of its own,
-    its ``[tool.mutmut]`` mutating ``group``'s modules against its tests."""
+    its ``[tool.mutmut]`` mutating ``group``'s modules against its tests, and that commit (short). Each group takes
+    HEAD as it starts, so its row names the commit it measured."""
     into.mkdir(parents=True)
-    tree = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", "HEAD"], capture_output=True, check=True)
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    tree = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", commit], capture_output=True, check=True)
     with tarfile.open(fileobj=io.BytesIO(tree.stdout)) as archive:
         archive.extractall(into, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     text = (into / "pyproject.toml").read_text()
@@ -113,12 +116,12 @@ def staged(root: Path, into: Path, group: dict) -> Path:
            f"pytest_add_cli_args_test_selection = {json.dumps(group['tests'])}\n")
     (into / "pyproject.toml").write_text(re.sub(r"^\[tool\.mutmut\]\n", lambda m: m.group(0) + own, text,
                                                 count=1, flags=re.M))
-    return into
+    return into, commit
 
 
-def run_group(name: str, group: dict, table: dict, max_children: int, work: Path) -> tuple[dict, float]:
-    """(each module's score, the group's wall time in seconds)."""
-    copy = staged(ROOT, work / name, group)
+def run_group(name: str, group: dict, table: dict, max_children: int, work: Path) -> tuple[dict, float, str]:
+    """(each module's score, the group's wall time in seconds, the commit it measured)."""
+    copy, commit = staged(ROOT, work / name, group)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)], cwd=copy,
@@ -129,20 +132,20 @@ def run_group(name: str, group: dict, table: dict, max_children: int, work: Path
     if not found or unchecked:
         sys.exit(f"group {name}: mutmut made {len(found)} mutants and left {unchecked} unchecked (exit "
                  f"{done.returncode}); nothing stored: {done.stderr.strip()[-2000:]}")
-    return scores(found, table.get("equivalent", {}), group["modules"]), wall
+    return scores(found, table.get("equivalent", {}), group["modules"]), wall, commit
 
 
 def markdown(found: dict, table: dict, head: list[str]) -> str:
     lines = [HEADER, "", *head, "", "Score: (killed + equivalent) / mutants; a mutant no test reaches, or that timed "
              "out, counts as surviving (mutation.json beside this file names every survivor); the equivalent mutants "
              "are listed with why in benchmarks/mutation.toml. Time: the group's wall time, on the machine and load of "
-             "this run.",
+             "this run; commit: the committed tree the group measured (each group takes HEAD as it starts).",
              "", "| module | mutants | killed | equivalent | surviving (no test, timed out) | score | target | group, "
-             "time |", "|---|---|---|---|---|---|---|---|"]
+             "commit, time |", "|---|---|---|---|---|---|---|---|"]
     for module, row in found.items():
         lines.append(f"| `{module}` | {row['mutants']} | {row['killed']} | {row['equivalent']} | {row['survived']} "
                      f"({row['no_tests']}, {row['timeout']}) | {row['score']:.1f} % | {target(module, table):g} % | "
-                     f"{row['group']}, {row['group_seconds']:.0f} s |")
+                     f"{row['group']}, {row['commit']}, {row['group_seconds']:.0f} s |")
     return "\n".join(lines) + "\n"
 
 
@@ -176,8 +179,9 @@ def main(argv: list[str] | None = None) -> None:
     found = {}
     try:
         for done, name in enumerate(groups, 1):
-            scored, wall = run_group(name, table["groups"][name], table, args.max_children, work)
-            found.update({m: {**row, "group": name, "group_seconds": round(wall)} for m, row in scored.items()})
+            scored, wall, commit = run_group(name, table["groups"][name], table, args.max_children, work)
+            found.update({m: {**row, "group": name, "commit": commit, "group_seconds": round(wall)}
+                          for m, row in scored.items()})
             print(f"{name}: {sum(r['mutants'] for r in scored.values())} mutants in {wall:.0f} s", flush=True)
             for key in (k for row in scored.values() for k in row["killed_equivalents"]):
                 print(f"listed as equivalent but killed (take it off benchmarks/mutation.toml): {key}")
