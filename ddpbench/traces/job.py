@@ -5,7 +5,10 @@ size and bandwidth.
 * **Clocks.** Every rank's times are first put on one epoch (each trace's ``baseTimeNanoseconds``).
   Ranks on different hosts still differ by their hosts' clock offset, so each rank's offset from
   the lowest rank is the median, over the collectives both ran (matched by step and order), of the
-  difference of their ends: a collective ends on every rank within about one message's latency.
+  difference of their ends: an all-reduce, all-gather, reduce-scatter, barrier or broadcast ends on
+  every rank within about one message's latency (:data:`~ddpbench.traces.kinds.ALIGNING_OPS`). A
+  point-to-point operation does not (a send ends when its part has gone, the receive when it has
+  come): where the ranks have only those in common, the clocks cannot be aligned.
   Ranks whose traces name the same host (``host_name``) read one clock, so they share one offset
   (the median of theirs; none on the lowest rank's host). The spread of the differences around
   the offset (their median absolute deviation, the worst rank's) is the residual skew, said beside
@@ -30,7 +33,12 @@ import pandas as pd
 
 from ddpbench.experiment.collectives import bandwidths
 from ddpbench.traces.columns import COLLECTIVE_COLUMNS, RANK_COLUMNS, STEP_COLUMNS
+from ddpbench.traces.kinds import ALIGNING_OPS
 from ddpbench.traces.read import Checked
+
+#: why a job's clocks were not aligned (``clock["why"]``): the ranks ran no collective in common, or only
+#: point-to-point operations, whose ends do not coincide
+NOTHING_IN_COMMON, ONLY_POINT_TO_POINT = "no collective in common", "only point-to-point operations in common"
 
 
 def job_tables(checked: Checked) -> dict:
@@ -60,7 +68,8 @@ def job_tables(checked: Checked) -> dict:
     hosts = {t.host for t in ranks}
     clock = {"aligned": aligned, "skew_us": max(skews.values()) if aligned else math.nan,
              "largest_offset_us": max((abs(v) for v in offsets.values()), default=0.0),
-             "one_host": len(hosts) == 1 and "" not in hosts}
+             "one_host": len(hosts) == 1 and "" not in hosts,
+             "why": None if aligned or len(ranks) < 2 else _why_unaligned(coll, [t.rank for t in ranks])}
     return {"steps": steps, "collectives": coll, "ranks": table, "clock": clock,
             "collective_sizes": collective_table(coll, checked.world_size), "kernels": kernel_table(ranks)}
 
@@ -79,11 +88,27 @@ def _frame(rows: list, columns) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(columns))
 
 
+def _aligning(coll: pd.DataFrame) -> pd.DataFrame:
+    """The collectives whose ends coincide across ranks (:data:`ALIGNING_OPS`), each with its order among
+    them in its rank's step (``index``): a point-to-point operation between them shifts no match."""
+    mine = coll[coll["op"].isin(ALIGNING_OPS)].sort_values(["rank", "step", "index"])
+    return mine.assign(index=mine.groupby(["rank", "step"]).cumcount())
+
+
+def _why_unaligned(coll: pd.DataFrame, ranks: list) -> str:
+    """Why the clocks of ``ranks`` were not aligned: :data:`ONLY_POINT_TO_POINT` where every rank ran
+    collectives but some rank no aligning one, else :data:`NOTHING_IN_COMMON`."""
+    ran = set(coll["rank"]) if len(coll) else set()
+    aligning = set(_aligning(coll)["rank"]) if len(coll) else set()
+    return ONLY_POINT_TO_POINT if ran >= set(ranks) and not aligning >= set(ranks) else NOTHING_IN_COMMON
+
+
 def _offsets(coll: pd.DataFrame, ranks: list, hosts: dict) -> tuple[dict, dict]:
-    """Each rank's clock offset from the lowest rank, and the residual skew (module docstring). Ranks
-    whose traces name one host share its clock: its offset is the median of theirs (the lowest rank's
-    host: 0)."""
+    """Each rank's clock offset from the lowest rank, and the residual skew (module docstring), from the
+    collectives whose ends coincide (:func:`_aligning`). Ranks whose traces name one host share its
+    clock: its offset is the median of theirs (the lowest rank's host: 0)."""
     offsets, skews = {r: 0.0 for r in ranks}, {r: math.nan for r in ranks}
+    coll = _aligning(coll) if len(coll) else coll
     if coll.empty or len(ranks) < 2:
         return offsets, skews
     ends = coll.pivot_table(index=["step", "index"], columns="rank", values="end_us", aggfunc="first")

@@ -50,6 +50,12 @@ _OPS = {"allreduce": "all_reduce", "allreduce_coalesced": "all_reduce", "allgath
         "recv": "send_recv", "sendrecv": "send_recv", "recv_anysource": "send_recv"}
 
 
+#: the collectives whose ends coincide on every rank of their group (none returns before every rank has
+#: given its part), so the clocks are aligned on these alone; a point-to-point operation (``send_recv``)
+#: ends when its one peer's part has gone or come, at different times on its two sides
+ALIGNING_OPS = ("all_reduce", "all_gather", "reduce_scatter", "barrier", "broadcast")
+
+
 def collective_op(name: str) -> str:
     """A collective by nccl-tests' name for it (``allreduce``, ``AllReduce`` -> ``all_reduce``);
     a name it has none for, in snake case."""
