@@ -189,8 +189,9 @@ def _data(summary, given):
         return out
     for group in alike_but(ok, "loader_workers"):
         last = group.iloc[-1]
-        if last["data_share"] < DATA_BOUND_SHARE and (len(group) == 1 or group["data_share"].max() < DATA_BOUND_SHARE):
-            continue
+        if not (last["data_share"] >= DATA_BOUND_SHARE or (len(group) > 1
+                                                           and group["data_share"].max() >= DATA_BOUND_SHARE)):
+            continue  # under its share, or the data time not measured (NaN): nothing to say
         where = (f"{_strategy(last)} with {_config(last, summary)} at world size {int(last['world_size'])}, "
                  f"data from {last['data']}")
         if len(group) > 1:
