@@ -14,11 +14,12 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
+from ddpbench.report.page import DASH, INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
 from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.plots.traces import rank_breakdown
 from ddpbench.results.sanitize import csv_text
 from ddpbench.results.sidefiles import replace_file
+from ddpbench.show.answers import clock_words
 from ddpbench.traces.answers import CONFIDENCE, MIN_STEPS
 
 #: the tables beside the page, by the TraceJob attribute they hold
@@ -73,6 +74,8 @@ def _overview(jobs: list, source: Path) -> Section:
 
 
 def _interval(row) -> Markup:
+    if row["untold"]:
+        return html("{{ why }}", why=row["untold"])
     if not math.isfinite(row["low_ms"]):
         return num(row["median_ms"], ".2f")
     return html("{{ m }} [{{ lo }}, {{ hi }}]", m=f"{row['median_ms']:.2f}", lo=f"{row['low_ms']:.2f}",
@@ -92,14 +95,9 @@ def _job_sections(job, picture) -> list[Section]:
                        "over its whole interval.</p>")
     for note in job.notes:
         head += html('<p class="note">{{ note }}.</p>', note=note[:1].upper() + note[1:])
-    clock = job.clock
-    if len(job.ranks) > 1 and clock.get("aligned"):
-        head += html('<p class="note">{% if one %}Every trace names one host, so the ranks share its clock; their '
-                     "collectives end within {{ skew }} µs of each other (the median spread).{% else %}Clocks aligned "
-                     "from the collectives: the largest offset between ranks was {{ off }} µs, the residual skew "
-                     "{{ skew }} µs.{% endif %}</p>", one=clock.get("one_host"),
-                     off=f"{clock['largest_offset_us']:.1f}", skew=f"{clock['skew_us']:.1f}")
-    rows = [[r["label"], _interval(r), num(100 * r["share"], ".1f", " %")] for _, r in job.budget.iterrows()]
+    head += html('<p class="note">Clocks: {{ words }}.</p>', words=clock_words(job))
+    rows = [[r["label"], _interval(r), DASH if r["untold"] else num(100 * r["share"], ".1f", " %")]
+            for _, r in job.budget.iterrows()]
     head += html_table(["line", "ms per step (median [95 % interval])", "share of the step"], rows, numeric=(1, 2))
     sections = [Section(f"{job.name}: where each step went", head)]
     if picture is not None:
@@ -110,6 +108,12 @@ def _job_sections(job, picture) -> list[Section]:
 
 
 def _advice_html(advice: list) -> Markup:
+    if not advice[0]["sure"]:  # too few steps for an interval: the likeliest alone, no call
+        (a,) = advice
+        return html('<p class="what">Cannot tell: the likeliest is <strong>{{ label }}</strong>, {{ ms }} ms a step '
+                    "({{ share }} of it, by its median: too few steps for an interval). {{ change }}.</p>",
+                    label=a["label"], ms=f"{a['median_ms']:.2f}", share=f"{100 * a['share']:.1f} %",
+                    change=a["change"][:1].upper() + a["change"][1:])
     items = [html("<li><strong>{{ label }}</strong>: {{ ms }} ms a step ({{ share }} of it; {{ level }} interval "
                   "{{ lo }} to {{ hi }} ms). {{ change }}.</li>", label=a["label"], ms=f"{a['median_ms']:.2f}",
                   share=f"{100 * a['share']:.1f} %", level=f"{100 * CONFIDENCE:.0f} %", lo=f"{a['low_ms']:.2f}",
@@ -120,11 +124,11 @@ def _advice_html(advice: list) -> Markup:
 def _ranks_html(job) -> Markup:
     table = job.ranks.sort_values("rank")
     if job.device != "gpu":
-        rows = [[int(r["rank"]), r["host"], num(r["clock_offset_us"], ".1f"), num(r["clock_skew_us"], ".1f")]
+        rows = [[int(r["rank"]), r["host"], _offset(r), num(r["clock_skew_us"] / 1e3, ".3f")]
                 for _, r in table.head(RANK_ROWS).iterrows()]
         return html('<p class="note">A CPU-only trace: no GPU work, so the device breakdown Holistic Trace Analysis '
                     "defines does not apply. Each rank's host and clock:</p>") + html_table(
-            ["rank", "host", "clock offset (µs)", "skew (µs)"], rows, numeric=(2, 3))
+            ["rank", "host", "clock offset (ms)", "skew (ms)"], rows, numeric=(2, 3))
     more = len(table) - RANK_ROWS
     shown = table.head(RANK_ROWS)
     rows = []
@@ -133,15 +137,23 @@ def _ranks_html(job) -> Markup:
         rows.append([int(r["rank"]), num(100 * r["compute_us"] / span, ".2f", " %"),
                      num(100 * r["non_compute_us"] / span, ".2f", " %"), num(100 * r["idle_us"] / span, ".2f", " %"),
                      num(100 * r["overlap_us"] / r["comm_us"] if r["comm_us"] else math.nan, ".2f", " %"),
-                     num(r["clock_offset_us"], ".1f"), num(r["clock_skew_us"], ".1f")])
+                     _offset(r), num(r["clock_skew_us"] / 1e3, ".3f")])
     text = html('<p class="note">As Holistic Trace Analysis defines them (docs/traces.md): of the span from the '
                 "first to the last GPU work launched before the last step began, the time compute kernels ran, the "
                 "time only other work ran, the time none ran; and the share of communication time that compute "
                 "overlapped."
                 "{% if more > 0 %} The first {{ shown }} ranks; ranks.csv holds all {{ total }}.{% endif %}</p>",
                 more=more, shown=RANK_ROWS, total=len(table))
-    return text + html_table(["rank", "compute", "non-compute", "idle", "comm overlapped", "clock offset (µs)",
-                              "skew (µs)"], rows, numeric=range(1, 7))
+    return text + html_table(["rank", "compute", "non-compute", "idle", "comm overlapped", "clock offset (ms)",
+                              "skew (ms)"], rows, numeric=range(1, 7))
+
+
+def _offset(rank) -> Markup:
+    """A rank's clock offset (ms), where it lies beyond the rank's own skew; else said to be within it."""
+    offset, skew = rank["clock_offset_us"], rank["clock_skew_us"]
+    if offset and math.isfinite(skew) and abs(offset) <= skew:
+        return html("within the skew")
+    return num(offset / 1e3, ".3f")
 
 
 def _collectives_html(job) -> Markup:
@@ -160,8 +172,16 @@ def _collectives_html(job) -> Markup:
         text += html('<p class="what">The all-reduces of a step on rank {{ rank }} (DDP\'s buckets as they ran), '
                      "in MB: {% for layout, n in layouts %}<br>{{ n }} step(s): {{ layout }}{% endfor %}</p>",
                      rank=int(job.collectives["rank"].min()),
-                     layouts=[(", ".join(f"{v:g}" for v in layout), n) for layout, n in layouts.items()])
+                     layouts=[(_layout(layout), n) for layout, n in layouts.items()])
     return text
+
+
+def _layout(sizes: tuple) -> str:
+    """A step's all-reduces in MB, in order; a size the trace does not give said so, never as NaN."""
+    known = [v for v in sizes if math.isfinite(v)]
+    if not known:
+        return f"{len(sizes)} all-reduce(s), sizes not in the trace"
+    return ", ".join(f"{v:g}" if math.isfinite(v) else "size not in the trace" for v in sizes)
 
 
 def _comparison_section(c: dict) -> Section:

@@ -190,17 +190,38 @@ def print_traces(jobs: list) -> None:
         for col in ("line", "ms per step", f"{100 * CONFIDENCE:.0f} % interval", "share"):
             out.add_column(col, justify="left" if col == "line" else "right")
         for _, r in job.budget.iterrows():
+            if r["untold"]:  # a figure the clocks cannot give: said, never a measured zero
+                out.add_row(escape(r["label"]), "-", escape(r["untold"]), "-")
+                continue
             interval = "-" if not math.isfinite(r["low_ms"]) else f"{r['low_ms']:.2f} to {r['high_ms']:.2f}"
             out.add_row(escape(r["label"]), num(r["median_ms"], ".2f"), interval, num(100 * r["share"], ".1f") + " %")
         console.print(out)
+        console.print(f"clocks: {clock_words(job)}", highlight=False, soft_wrap=True, markup=False)
         for a in job.advice:
-            console.print(f"change: {a['label']}, {a['median_ms']:.2f} ms a step ({100 * a['share']:.1f} %): "
+            head = "change" if a["sure"] else "cannot tell: the likeliest is"
+            console.print(f"{head}: {a['label']}, {a['median_ms']:.2f} ms a step ({100 * a['share']:.1f} %): "
                           f"{a['change']}", highlight=False, soft_wrap=True, markup=False)
         if not job.advice and steps and math.isfinite(job.budget["low_ms"].iloc[0]):
             console.print("nothing to change stands out past its threshold over its whole interval",
                           highlight=False, markup=False)
         for note in job.notes:
             console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
+
+
+def clock_words(job) -> str:
+    """How far the job's ranks' clocks can be compared, in ms as the budget is (the console's and the page's
+    words)."""
+    clock = job.clock
+    if len(job.ranks) < 2:
+        return "one rank's trace: no rank's time is compared with another's"
+    if clock.get("one_host"):
+        return "every trace names one host, so the ranks share its clock"
+    if not clock.get("aligned"):
+        return (f"not aligned: the ranks ran {clock.get('why')}, so no time of one rank is compared with "
+                "another's")
+    return (f"aligned on the collectives whose ends coincide (all-reduce, all-gather, reduce-scatter, barrier, "
+            f"broadcast): the largest offset between hosts {clock['largest_offset_us'] / 1e3:.3g} ms, the "
+            f"residual skew {clock['skew_us'] / 1e3:.3g} ms; a wait within it cannot be told")
 
 
 def print_trace_comparison(comparisons: list) -> None:

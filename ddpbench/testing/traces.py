@@ -352,6 +352,25 @@ def tiny_trace(rank: int = 0, world_size: int = 2, steps: int = 8, step_us: floa
             "traceEvents": events, "traceName": f"rank{rank}"}
 
 
+def spread_ends(trace: dict, spread_us: float) -> dict:
+    """``trace`` with its all-reduces ending ``spread_us`` late and early in turn, step by step: the ends
+    a clock with that residual skew reads (the median difference, the offset, unchanged)."""
+    allreduces = [e for e in trace["traceEvents"] if e.get("cat") == "kernel" and "AllReduce" in e["name"]]
+    for k, kernel in enumerate(sorted(allreduces, key=lambda e: e["ts"])):
+        kernel["dur"] += spread_us if k % 2 else -spread_us
+    return trace
+
+
+def point_to_point(trace: dict) -> dict:
+    """``trace`` with its all-reduces made sends and receives (a pipeline's): collectives whose ends do not
+    coincide across ranks, so no clock can be aligned on them."""
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "kernel" and "AllReduce" in e["name"]:
+            e["name"] = "ncclDevKernel_SendRecv"
+            e["args"]["Collective name"] = "send"
+    return trace
+
+
 def write_trace(path: Path, trace: dict, layout: str = "kineto") -> Path:
     """``trace`` as a file: gzip'd where ``path`` ends .gz; ``layout`` kineto (one event a line, keys
     spaced as PyTorch writes them), compact (no spaces) or indented (json.dumps' indent=2)."""

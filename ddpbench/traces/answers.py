@@ -13,8 +13,17 @@ under neither; and the device's idle time by what the host was doing (the input 
 synchronising call, other operators, none of these). Communication hidden under compute is said
 beside it, not in it.
 
+**Across ranks.** The wait for the slowest rank compares one rank's clock with another's, so it is
+shown only where the clocks allow (:func:`untold_wait`): on one host's clock, or where its interval's
+low end lies beyond the residual skew of the clocks' alignment; else "cannot tell (the clocks agree
+only to X ms)", and one rank's trace gives "not measurable". Where the wait is not shown, the
+transfer line holds the whole exposed communication (:data:`EXPOSED_LABEL`), so the lines still add
+up to the step.
+
 **What to change** (:func:`advice`): a line of the budget past its threshold (:data:`ADVICE`), by
-the low end of its interval, as a share of the step.
+the low end of its interval, as a share of the step. With too few steps for an interval, no change is
+called for: the line likeliest past its threshold is said as "cannot tell: the likeliest is ...",
+with how many steps to trace (:func:`likeliest`).
 """
 
 from __future__ import annotations
@@ -43,6 +52,13 @@ LINES = {
     IDLE_COLUMNS[3]: "idle: host between operators",
 }
 HIDDEN = "hidden_ms"
+#: the transfer line's words where the wait for the slowest rank is not told apart from it: then it holds
+#: the whole exposed communication
+EXPOSED_LABEL = "communication (exposed; the wait for other ranks not told apart)"
+#: the wait's place where one rank was traced: nothing to compare its clock with
+NOT_MEASURABLE = "not measurable: one rank's trace"
+#: the wait's place where the ranks' clocks could not be aligned
+NOT_ALIGNED = "cannot tell: the clocks are not aligned"
 
 
 @dataclass(frozen=True)
@@ -59,13 +75,16 @@ ADVICE = (
            "prefetching, or lighter decoding"),
     Advice("wait_ms", 0.03, "even out the ranks: the others wait for rank {rank}, whose compute ends last in "
            "{last} of {steps} steps (look at its input, its GPU's clocks and its host)"),
-    Advice("transfer_ms", 0.05, "hide more communication: {buckets}; or a faster link (measured busbw {busbw})"),
+    Advice("transfer_ms", 0.05, "hide more communication: {buckets}; or send fewer bytes (a bf16 or fp16 "
+           "compression hook, register_comm_hook, halves them); or a faster link (measured busbw {busbw})"),
     Advice(IDLE_COLUMNS[1], 0.05, "remove host synchronisation in the step (.item(), .cpu(), printing a "
            "loss, torch.cuda.synchronize())"),
     Advice(IDLE_COLUMNS[2], 0.10, "the host cannot launch work fast enough: CUDA graphs, torch.compile, or a "
            "larger batch per GPU"),
     Advice("memory_ms", 0.05, "copies stall the GPU: pinned memory and non_blocking=True copies, or fewer "
            "copies between host and device"),
+    Advice(IDLE_COLUMNS[3], 0.10, "the host is slow between operators (Python and framework overhead in the "
+           "step's thread): torch.compile or CUDA graphs remove it, a larger batch per GPU spreads it"),
 )
 
 
@@ -91,20 +110,47 @@ def per_step(steps: pd.DataFrame) -> pd.DataFrame:
     return steps.groupby("step")[columns].mean()
 
 
-def budget(steps: pd.DataFrame) -> pd.DataFrame:
+def budget(steps: pd.DataFrame, ranks: int = 2, clock: dict | None = None) -> pd.DataFrame:
     """One row per line of :data:`LINES` (and the step and hidden communication): median over steps,
-    its interval, and its share of the median step."""
+    its interval, and its share of the median step; ``untold``: where the clocks of ``ranks`` traced
+    ranks (``clock``, :func:`ddpbench.traces.job.job_tables`') cannot tell the wait, the words said in
+    its place (module docstring), and the transfer line then holds the exposed communication."""
     table = per_step(steps)
     step = float(table["step_ms"].median()) if len(table) else math.nan
-    rows = []
-    for column in ("step_ms", *LINES, HIDDEN):
-        median, low, high = median_interval(table[column]) if len(table) else (math.nan,) * 3
-        label = "step" if column == "step_ms" else LINES.get(column, "communication hidden under compute")
-        rows.append({"line": column, "label": label, "median_ms": median, "low_ms": low, "high_ms": high,
-                     "share": median / step if step > 0 else math.nan,
-                     "share_low": low / step if step > 0 else math.nan,
-                     "share_high": high / step if step > 0 else math.nan})
-    return pd.DataFrame(rows)
+
+    def row(column: str, label: str, values) -> dict:
+        median, low, high = median_interval(values) if len(table) else (math.nan,) * 3
+        return {"line": column, "label": label, "median_ms": median, "low_ms": low, "high_ms": high,
+                "share": median / step if step > 0 else math.nan,
+                "share_low": low / step if step > 0 else math.nan,
+                "share_high": high / step if step > 0 else math.nan, "untold": ""}
+
+    rows = {column: row(column, "step" if column == "step_ms" else LINES.get(column,
+                                                                               "communication hidden under compute"),
+                        table[column] if len(table) else [])
+            for column in ("step_ms", *LINES, HIDDEN)}
+    why = untold_wait(rows["wait_ms"], ranks, clock or {"one_host": True})
+    if why:
+        exposed = table["wait_ms"] + table["transfer_ms"] if len(table) else []
+        rows["transfer_ms"] = row("transfer_ms", EXPOSED_LABEL, exposed)
+        rows["wait_ms"] = {**row("wait_ms", LINES["wait_ms"], []), "untold": why}
+    return pd.DataFrame(list(rows.values()))
+
+
+def untold_wait(wait: dict, ranks: int, clock: dict) -> str:
+    """Why the wait for the slowest rank (its budget ``wait`` row) cannot be shown, in the words shown in its
+    place, or "" where it can: one rank's trace has no other to compare with; on one host's clock it is
+    measured; across hosts only where its interval's low end (its median, with too few steps for one) lies
+    beyond the clocks' residual skew, and never where they could not be aligned."""
+    if ranks < 2:
+        return NOT_MEASURABLE
+    if clock.get("one_host"):
+        return ""
+    if not clock.get("aligned"):  # why is said beside the clocks (the ranks ran only point-to-point, or nothing)
+        return NOT_ALIGNED
+    skew_ms = clock["skew_us"] / 1e3
+    low = wait["low_ms"] if math.isfinite(wait["low_ms"]) else wait["median_ms"]
+    return "" if low > skew_ms else f"cannot tell (the clocks agree only to {skew_ms:.3g} ms)"
 
 
 def straggler(steps: pd.DataFrame) -> dict:
@@ -117,11 +163,12 @@ def straggler(steps: pd.DataFrame) -> dict:
 
 
 def advice(table: pd.DataFrame, steps: pd.DataFrame, buckets: pd.DataFrame, sizes: pd.DataFrame,
-           sampled: bool, skew_ms: float = 0.0) -> list[dict]:
+           sampled: bool) -> list[dict]:
     """What to change: each :data:`ADVICE` whose line's interval lies wholly past its share (module
     docstring), largest first; each with its line's median, interval and share. The wait for a rank is
-    named only where its interval's low end also exceeds ``skew_ms``, the clocks' residual skew between
-    hosts (infinite where they could not be aligned): a smaller wait may be the clocks'."""
+    named only where the budget shows it (the clocks can tell it, :func:`untold_wait`) and one rank is
+    last in most steps. With too few steps for an interval: the likeliest alone (:func:`likeliest`),
+    ``sure`` False."""
     lines = table.set_index("line")
     found = []
     slow = straggler(steps)
@@ -130,27 +177,55 @@ def advice(table: pd.DataFrame, steps: pd.DataFrame, buckets: pd.DataFrame, size
         if not (math.isfinite(row["share_low"]) and row["share_low"] >= rule.share):
             continue
         if rule.column == "wait_ms" and (slow["rank"] is None or slow["last"] * 2 <= slow["steps"]
-                                         or not row["low_ms"] > skew_ms):
+                                         or row["untold"]):
             continue  # no one rank is last in most steps (the wait is spread), or the clocks cannot tell
-        text = rule.change.format(rank=slow["rank"], last=slow["last"], steps=slow["steps"],
-                                  buckets=_bucket_words(buckets), busbw=_busbw_words(sizes))
-        if rule.column == "wait_ms" and sampled:
-            text += " (among the sampled ranks only)"
-        found.append({"line": rule.column, "label": LINES[rule.column], "change": text,
-                      "median_ms": row["median_ms"], "low_ms": row["low_ms"], "high_ms": row["high_ms"],
-                      "share": row["share"]})
+        found.append(_advised(rule, row, slow, buckets, sizes, sampled))
+    if not found and len(lines) and not math.isfinite(lines.loc["step_ms", "low_ms"]):
+        return likeliest(lines, slow, buckets, sizes, sampled)
     return sorted(found, key=lambda a: -a["share"])
 
 
+def likeliest(lines: pd.DataFrame, slow: dict, buckets: pd.DataFrame, sizes: pd.DataFrame,
+              sampled: bool) -> list[dict]:
+    """With too few steps for an interval: the line past its threshold by its median that takes most of the
+    step, as the likeliest (``sure`` False: the console and the page say "cannot tell: the likeliest is"),
+    or none."""
+    past = [rule for rule in ADVICE if math.isfinite(lines.loc[rule.column, "share"])
+            and lines.loc[rule.column, "share"] >= rule.share and not lines.loc[rule.column, "untold"]
+            and (rule.column != "wait_ms" or (slow["rank"] is not None and slow["last"] * 2 > slow["steps"]))]
+    if not past:
+        return []
+    rule = max(past, key=lambda r: lines.loc[r.column, "share"])
+    return [{**_advised(rule, lines.loc[rule.column], slow, buckets, sizes, sampled), "sure": False}]
+
+
+def _advised(rule: Advice, row, slow: dict, buckets: pd.DataFrame, sizes: pd.DataFrame, sampled: bool) -> dict:
+    text = rule.change.format(rank=slow["rank"], last=slow["last"], steps=slow["steps"],
+                              buckets=_bucket_words(buckets), busbw=_busbw_words(sizes))
+    if rule.column == "wait_ms" and sampled:
+        text += " (among the sampled ranks only)"
+    if row["label"] == EXPOSED_LABEL:  # the clocks could not split it: part of it may be a wait for another rank
+        text += " (part of it may be the wait for another rank: trace every rank, on aligned clocks, to tell)"
+    return {"line": rule.column, "label": row["label"], "change": text, "median_ms": row["median_ms"],
+            "low_ms": row["low_ms"], "high_ms": row["high_ms"], "share": row["share"], "sure": True}
+
+
 def _bucket_words(buckets: pd.DataFrame) -> str:
+    """What DDP's buckets as they ran say to change. DDP all-reduces a bucket once the backward has made
+    all of its gradients, so the bucket of the first layers, made last, runs after the backward: a smaller
+    ``bucket_cap_mb`` makes it smaller (each bucket is one more launch)."""
     if buckets.empty:
-        return "start the gradients' all-reduce earlier in the backward pass"
+        return ("the trace shows no all-reduce of DDP's buckets: start the gradients' all-reduce during the "
+                "backward (DDP with buckets)")
     count = int(buckets["buckets"].median())
+    sizes = [mb for layout in buckets["mb"] for mb in layout if isinstance(mb, float) and math.isfinite(mb)]
+    size = (f" (largest {max(sizes):.3g} MB)" if sizes else " (the trace gives no sizes)")
     if count <= 1:
-        return ("DDP ran one all-reduce per step, after the backward: a smaller bucket_cap_mb starts it during "
-                "the backward")
-    return (f"DDP ran {count} all-reduces per step; the last ones run after the backward: a smaller "
-            "bucket_cap_mb (or gradient_as_bucket_view=True) starts more of them earlier")
+        return (f"DDP ran one all-reduce per step{size}, which starts only once the backward has made every "
+                "gradient: a smaller bucket_cap_mb splits it, so all but the last part run during the backward")
+    return (f"DDP ran {count} all-reduces per step{size}; the last starts only once the backward has made its "
+            "gradients: a smaller bucket_cap_mb makes that last one smaller, each bucket one more launch "
+            "(python -m ddpbench tune measures the sizes)")
 
 
 def _busbw_words(sizes: pd.DataFrame) -> str:

@@ -7,7 +7,6 @@ folder's own ``traces/``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,24 +46,21 @@ class TraceJob:
 def answer(name: str, checked: Checked) -> TraceJob:
     tables = job_tables(checked)
     steps, coll = tables["steps"], tables["collectives"]
-    budget = answers.budget(steps)
+    budget = answers.budget(steps, len(checked.ranks), tables["clock"])
     buckets = bucket_layout(coll)
     notes = list(checked.notes)
     count = steps["step"].nunique() if len(steps) else 0
     if count < answers.MIN_STEPS:
-        notes.append(f"{count} steps traced: too few for an interval (at least {answers.MIN_STEPS}), so no advice is "
-                     "given; trace more steps (schedule(active=...))")
-    if not tables["clock"]["aligned"] and len(checked.ranks) > 1:
-        notes.append("the ranks ran no collective in common: their clocks are the hosts' own, not aligned")
+        notes.append(f"{count} steps traced: too few for an interval (at least {answers.MIN_STEPS}), so no change is "
+                     f"called for; trace {answers.MIN_STEPS} or more (torch.profiler.schedule(active=...))")
+    if not tables["clock"]["aligned"] and len(checked.ranks) > 1 and not tables["clock"]["one_host"]:
+        notes.append(f"the ranks ran {tables['clock']['why']}: their clocks are the hosts' own, not aligned")
     sampled = len(checked.ranks) < checked.world_size
-    clock = tables["clock"]
-    one_clock = clock.get("one_host") or len(checked.ranks) < 2
-    skew_ms = 0.0 if one_clock else clock["skew_us"] / 1e3 if clock["aligned"] else math.inf
     return TraceJob(name=name, world_size=checked.world_size, backend=checked.backend,
                     device=checked.ranks[0].device, notes=notes, steps=steps, collectives=coll,
                     ranks=tables["ranks"], sizes=tables["collective_sizes"], buckets=buckets, clock=tables["clock"],
                     budget=budget,
-                    advice=answers.advice(budget, steps, buckets, tables["collective_sizes"], sampled, skew_ms),
+                    advice=answers.advice(budget, steps, buckets, tables["collective_sizes"], sampled),
                     straggler=answers.straggler(steps), kernels=tables["kernels"],
                     files=[t.path for t in checked.ranks])
 

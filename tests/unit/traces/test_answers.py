@@ -37,8 +37,16 @@ def _steps(count: int = 10, step_ms=1.0, last=1, **lines) -> pd.DataFrame:
     return frame
 
 
-def _advised(steps, buckets=NO_BUCKETS, sizes=NO_SIZES, sampled=False, **skew) -> dict:
-    return {a["line"]: a for a in advice(budget(steps), steps, buckets, sizes, sampled, **skew)}
+def _clock(skew_ms: float) -> dict:
+    """Two hosts' clocks aligned to ``skew_ms`` (infinite: not aligned)."""
+    if math.isinf(skew_ms):
+        return {"aligned": False, "one_host": False, "why": "only point-to-point operations in common"}
+    return {"aligned": True, "one_host": False, "skew_us": 1e3 * skew_ms}
+
+
+def _advised(steps, buckets=NO_BUCKETS, sizes=NO_SIZES, sampled=False, skew_ms: float = 0.0) -> dict:
+    table = budget(steps, 2, _clock(skew_ms)) if skew_ms else budget(steps)
+    return {a["line"]: a for a in advice(table, steps, buckets, sizes, sampled)}
 
 
 def test_a_lines_median_and_its_distribution_free_interval():
@@ -128,18 +136,22 @@ def _transfer(buckets=NO_BUCKETS, sizes=NO_SIZES) -> str:
 
 def test_the_transfer_advice_says_how_ddp_ran_its_buckets():
     start = "hide more communication: "
-    link = "; or a faster link (measured busbw not in the trace)"
-    assert _transfer() == start + "start the gradients' all-reduce earlier in the backward pass" + link
+    link = ("; or send fewer bytes (a bf16 or fp16 compression hook, register_comm_hook, halves them); or a faster "
+            "link (measured busbw not in the trace)")
+    assert _transfer() == start + ("the trace shows no all-reduce of DDP's buckets: start the gradients' all-reduce "
+                                   "during the backward (DDP with buckets)") + link
 
-    def layout(count):
-        return pd.DataFrame({"step": [1, 2, 3], "buckets": [count] * 3, "mb": [[4.0] * count] * 3})
+    def layout(count, mb=4.0):
+        return pd.DataFrame({"step": [1, 2, 3], "buckets": [count] * 3, "mb": [[mb] * count] * 3})
 
-    one = ("DDP ran one all-reduce per step, after the backward: a smaller bucket_cap_mb starts it during the "
-           "backward")
+    one = ("DDP ran one all-reduce per step (largest 4 MB), which starts only once the backward has made every "
+           "gradient: a smaller bucket_cap_mb splits it, so all but the last part run during the backward")
     assert _transfer(layout(1)) == start + one + link
-    assert _transfer(layout(2)) == start + (
-        "DDP ran 2 all-reduces per step; the last ones run after the backward: a smaller bucket_cap_mb (or "
-        "gradient_as_bucket_view=True) starts more of them earlier") + link
+    two = ("DDP ran 2 all-reduces per step (the trace gives no sizes); the last starts only once the backward has made "
+           "its gradients: a smaller bucket_cap_mb makes that last one smaller, each bucket one more launch "
+           "(python -m ddpbench tune measures the sizes)")
+    assert _transfer(layout(2, math.nan)) == start + two + link
+    assert "gradient_as_bucket_view" not in _transfer(layout(2)) and "nan" not in _transfer(layout(2, math.nan))
 
 
 def test_the_transfer_advice_quotes_the_largest_collective_with_a_bus_bandwidth():

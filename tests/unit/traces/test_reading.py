@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddpbench.testing.traces import tiny_trace, write_trace
+from ddpbench.testing.traces import spread_ends, tiny_trace, write_trace
 from ddpbench.traces import events, keeper
+from ddpbench.traces.answers import EXPOSED_LABEL, NOT_MEASURABLE
 from ddpbench.traces.columns import PARTS
 from ddpbench.traces.folder import read_folder
 
@@ -99,15 +100,26 @@ def test_the_collectives_as_nccl_tests_counts_them(tmp_path):
     assert job.buckets["buckets"].tolist() == [1] * 8 and job.buckets["mb"].iloc[0] == [4.0]
 
 
+def test_one_ranks_trace_shows_no_measured_wait(tmp_path):
+    job = _job(tmp_path, [tiny_trace(0, 2, steps=8)])
+    wait = job.budget.set_index("line").loc["wait_ms"]
+    assert wait["untold"] == NOT_MEASURABLE and math.isnan(wait["median_ms"]) and math.isnan(wait["share"])
+    assert "wait_ms" not in [a["line"] for a in job.advice]
+
+
 def test_some_ranks_only_are_a_sample_and_say_so(tmp_path):
     job = _job(tmp_path, [tiny_trace(0, 8), tiny_trace(3, 8)])
     assert job.sampled and any("2 of 8 ranks" in note for note in job.notes)
 
 
-def test_too_few_steps_give_no_interval_and_no_advice(tmp_path):
-    job = _job(tmp_path, [tiny_trace(0, 1, steps=5)])
-    assert job.advice == [] and job.budget["low_ms"].isna().all()
-    assert any("too few for an interval" in note for note in job.notes)
+def test_too_few_steps_give_no_interval_and_no_call_only_the_likeliest(tmp_path):
+    # one rank of two, five steps: its exposed communication (20 % of the step, the wait not told apart from
+    # it) is the line likeliest past its threshold, said as such and never as a change to make
+    job = _job(tmp_path, [tiny_trace(0, 2, steps=5)])
+    assert job.budget["low_ms"].isna().all()
+    assert [(a["line"], a["label"], a["sure"]) for a in job.advice] == [("transfer_ms", EXPOSED_LABEL, False)]
+    assert job.advice[0]["share"] == pytest.approx(0.2)
+    assert any("too few for an interval" in note and "trace 6 or more" in note for note in job.notes)
     assert not math.isnan(job.budget.set_index("line").loc["step_ms", "median_ms"])
 
 
@@ -160,23 +172,15 @@ def test_ranks_on_one_host_share_its_clock_and_other_hosts_are_aligned(tmp_path)
 
 
 def test_the_wait_is_named_only_past_the_clocks_skew(tmp_path):
-    from ddpbench.traces.answers import advice
+    from ddpbench.traces.answers import advice, budget
 
     job = _job(tmp_path, [tiny_trace(0, 2, steps=10), tiny_trace(1, 2, steps=10, late_us=100.0)])
     lines = [a["line"] for a in job.advice]
     assert "wait_ms" in lines and "rank 1" in next(a["change"] for a in job.advice if a["line"] == "wait_ms")
     for skew_ms, named in ((0.01, True), (0.2, False), (math.inf, False)):
-        found = advice(job.budget, job.steps, job.buckets, job.sizes, False, skew_ms)
+        clock = {"aligned": math.isfinite(skew_ms), "one_host": False, "skew_us": 1e3 * skew_ms, "why": "x"}
+        found = advice(budget(job.steps, 2, clock), job.steps, job.buckets, job.sizes, False)
         assert ("wait_ms" in [a["line"] for a in found]) == named, skew_ms
-
-
-def _spread(trace: dict, spread_us: float) -> dict:
-    """``trace`` with its all-reduces ending ``spread_us`` late and early in turn, step by step: the ends
-    a clock with that residual skew reads (the median difference, the offset, unchanged)."""
-    allreduces = [e for e in trace["traceEvents"] if e.get("cat") == "kernel" and "AllReduce" in e["name"]]
-    for k, kernel in enumerate(sorted(allreduces, key=lambda e: e["ts"])):
-        kernel["dur"] += spread_us if k % 2 else -spread_us
-    return trace
 
 
 @pytest.mark.parametrize("spread_us, hosts, named", [(10.0, ("a", "b"), True), (100.0, ("a", "b"), False),
@@ -188,9 +192,17 @@ def test_a_wait_inside_the_clocks_skew_names_no_rank_on_the_command_s_path(tmp_p
     one clock, so their collectives' spread is no skew. Through ``read_folder``, as the command reads."""
     ahead = CLOCK + (3_000_000 if hosts[1] != hosts[0] else 0)
     job = _job(tmp_path, [tiny_trace(0, 2, steps=10, host=hosts[0]),
-                          _spread(tiny_trace(1, 2, steps=10, late_us=100.0, host=hosts[1], clock_ns=ahead), spread_us)])
-    wait = job.budget.set_index("line").loc["wait_ms"]
-    assert wait["low_ms"] == pytest.approx(0.05) and wait["share_low"] >= 0.03  # past its share: skew decides
+                          spread_ends(tiny_trace(1, 2, steps=10, late_us=100.0, host=hosts[1], clock_ns=ahead),
+                                      spread_us)])
+    lines = job.budget.set_index("line")
+    wait = lines.loc["wait_ms"]
+    if named:
+        assert wait["low_ms"] == pytest.approx(0.05) and wait["share_low"] >= 0.03 and wait["untold"] == ""
+    else:  # the wait said not to be told, never a figure; the transfer line holds the exposed communication
+        assert wait["untold"] == "cannot tell (the clocks agree only to 0.1 ms)" and math.isnan(wait["median_ms"])
+        assert lines.loc["transfer_ms", "label"] == EXPOSED_LABEL
+        assert lines.loc["transfer_ms", "median_ms"] == pytest.approx(job.steps.groupby("step")["exposed_ms"].mean()
+                                                                        .median())
     if hosts[1] != hosts[0]:
         assert job.clock["skew_us"] == pytest.approx(spread_us)
         assert job.ranks.set_index("rank")["clock_offset_us"][1] == pytest.approx(3000.0)
