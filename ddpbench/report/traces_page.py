@@ -39,7 +39,7 @@ def write_trace_report(jobs: list, source: Path, out_dir: Path, comparisons: lis
     from ``source`` into ``out_dir``, with ``comparisons`` (:func:`ddpbench.traces.compare.paired`)
     against the traces before a change; the page's path."""
     out_dir = Path(out_dir)
-    compared = list(comparisons)
+    compared = [c for c in comparisons if "itself" not in c]
     parts = ((COMPARE_FILE, "lines", "line", "ms"), (COMPARE_KERNELS_FILE, "kernels", "kernel", "us"))
     for name, part, what, unit in parts:
         if compared:
@@ -181,7 +181,11 @@ def _compare_csv(c: dict, part: str, what: str, unit: str) -> pd.DataFrame:
 
 
 def _comparison_section(c: dict) -> Section:
-    from ddpbench.traces.compare import DIFFERS
+    from ddpbench.traces.compare import ANYWAY, DIFFERS
+
+    if "itself" in c:
+        return Section(f"{c['after']}: before and after", html('<p class="note">{{ why }}.</p>',
+                                                               why=c["itself"][:1].upper() + c["itself"][1:]))
 
     def rows(table, kernel=False):
         return [[html('<span title="{{ full }}">{{ shown }}</span>', full=r["what"], shown=r["label"]) if kernel
@@ -195,7 +199,10 @@ def _comparison_section(c: dict) -> Section:
 
     kernels = c["kernels"]
     moved = kernels[kernels["verdict"] == DIFFERS] if len(kernels) else kernels
-    text = html('<p class="what">{{ after }} against the traces before the change ({{ before }}): each line is the '
+    text = html('<p class="note"><strong>Compared although these are not runs of one job</strong> ({{ flag }}): '
+                "{{ why }}. Their differences are the jobs' as much as the change's.</p>", flag=ANYWAY,
+                why="; ".join(c["overridden"])) if c.get("overridden") else Markup("")
+    text += html('<p class="what">{{ after }} against the traces before the change ({{ before }}): each line is the '
                 "median over steps (the ranks' mean); the shift is the median of every after-minus-before "
                 "difference of one step of each, with its distribution-free interval. A line <em>differs</em> only "
                 "where the whole interval excludes 0.</p><p class=\"note\">The steps are samples of each run: the "

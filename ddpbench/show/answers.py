@@ -205,16 +205,24 @@ def print_traces(jobs: list) -> None:
 
 def print_trace_comparison(comparisons: list) -> None:
     """``traces --before``: per job, the lines of the step (ms) and the kernels whose interval says they
-    moved (µs a step), each figure with its unit, each kernel under a name of its own."""
+    moved (µs a step), each figure with its unit, each kernel under a name of its own; above the table,
+    the differences between the two jobs it was asked to compare despite (``--compare-anyway``); a folder
+    against itself, in one line."""
     import math
 
     from rich.markup import escape
     from rich.table import Table
 
-    from ddpbench.traces.compare import DIFFERS
+    from ddpbench.traces.compare import ANYWAY, DIFFERS
 
     console = table_console()
     for c in comparisons:
+        if "itself" in c:
+            console.print(f"before and after: {c['itself']}", highlight=False, markup=False, soft_wrap=True)
+            continue
+        if c.get("overridden"):
+            console.print(f"compared although these are not runs of one job ({ANYWAY}): {'; '.join(c['overridden'])}",
+                          highlight=False, markup=False, soft_wrap=True)
         out = Table(title=f"{c['after']} against {c['before']} (medians over steps; the after-minus-before shift "
                           "and its 95 % interval)")
         for col in ("line or kernel", "before", "after", "shift", "interval", "verdict"):

@@ -1,15 +1,34 @@
-"""Two trace folders before and after (ddpbench/traces/compare.py): kernel names are shortened so that two
-never read alike, and every figure of the console, the page and the CSV carries its unit."""
+"""Two trace folders before and after (ddpbench/traces/compare.py): only runs of one job are compared (the
+world size, the device and its GPUs, the backend, the model by its gradients and by its kernels), a folder
+against itself is said, kernel names are shortened so that two never read alike, and every figure of the
+console, the page and the CSV carries its unit."""
+
+import math
+import shutil
 
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddpbench.testing import ROOT
 from ddpbench.testing.fuzzing import examples
 from ddpbench.testing.traces import tiny_trace, write_trace
-from ddpbench.traces.compare import KERNEL_WIDTH, compare_jobs, short_names
+from ddpbench.traces.compare import (
+    ANYWAY,
+    KERNEL_WIDTH,
+    SHARED_KERNELS,
+    compare_jobs,
+    differences,
+    gradient_elements,
+    itself,
+    kernel_shares,
+    paired,
+    short_names,
+)
 from ddpbench.traces.folder import read_folder
+
+H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
 
 
 def _write(folder, traces):
@@ -28,6 +47,94 @@ def _two(folder, **kw):
     """A 2-rank job of tiny traces (10 steps), each rank's built with ``kw``."""
     world = kw.pop("world_size", 2)
     return _job(folder, [tiny_trace(rank, world, steps=10, **kw) for rank in range(2)])
+
+
+def _sized(trace: dict, elements: int, dtype: str = "Float") -> dict:
+    """``trace`` with each all-reduce carrying ``elements`` of ``dtype``."""
+    for e in trace["traceEvents"]:
+        if "AllReduce" in e["name"]:
+            e["args"].update({"In msg nelems": elements, "Out msg nelems": elements, "dtype": dtype})
+    return trace
+
+
+def test_two_runs_of_one_job_have_no_difference(tmp_path):
+    before = _two(tmp_path / "a", gpu=H100)
+    after = _two(tmp_path / "b", gpu=H100, late_us=50.0)
+    assert differences(before, after) == []
+    assert kernel_shares(before, after) == (1.0, 1.0)
+    assert gradient_elements(before) == gradient_elements(after) == 2**20
+
+
+@pytest.mark.parametrize("after, words", [
+    ({"world_size": 4}, "world size 2 before, 4 after"),
+    ({"gpu": A100}, f"GPU {H100} before, {A100} after"),
+    ({"backend": "gloo"}, "backend nccl before, gloo after"),
+    # the gemm (half the step of the 0.6 of compute) renamed: 0.1 / 0.6 of the compute in kernels both ran
+    ({"kernels": ("sm80_xmma_gemm", "elementwise_kernel")}, "model: only 17% of the before run's GPU compute time"),
+])
+def test_each_difference_between_two_jobs_is_named(tmp_path, after, words):
+    before = _two(tmp_path / "a", gpu=H100)
+    found = differences(before, _two(tmp_path / "b", **{"gpu": H100, **after}))
+    assert len(found) == 1 and found[0].startswith(words), found
+
+
+def test_most_kernels_in_common_are_one_model_and_the_device_decides_before_the_kernels(tmp_path):
+    before = _two(tmp_path / "a", gpu=H100)
+    # the small kernel renamed (a change of one operator): 0.5 / 0.6 of the compute is in kernels both ran
+    same = _two(tmp_path / "b", gpu=H100, kernels=("sm90_gemm", "vectorized_elementwise_kernel"))
+    assert kernel_shares(before, same) == pytest.approx((5 / 6, 5 / 6)) and 5 / 6 >= SHARED_KERNELS
+    assert differences(before, same) == []
+    # on another GPU the same model runs other kernels: the GPU is named, not the model
+    other = _two(tmp_path / "c", gpu=A100, kernels=("ampere_sgemm_128x64_nn", "elementwise_kernel"))
+    assert differences(before, other) == [f"GPU {H100} before, {A100} after"]
+
+
+def test_the_gradients_a_step_tell_models_apart_and_a_compression_hook_does_not(tmp_path):
+    before = _job(tmp_path / "a", [_sized(tiny_trace(r, 2, steps=10), 2**20) for r in range(2)])
+    smaller = _job(tmp_path / "b", [_sized(tiny_trace(r, 2, steps=10), 2**19) for r in range(2)])
+    assert differences(before, smaller) == ["model: 1.05 M gradient elements a step before, 0.524 M after"]
+    # the same elements in half precision (an fp16 compression hook), or 0.5 % more: one model
+    half = _job(tmp_path / "c", [_sized(tiny_trace(r, 2, steps=10), 2**20, "Half") for r in range(2)])
+    near = _job(tmp_path / "d", [_sized(tiny_trace(r, 2, steps=10), int(2**20 * 1.005)) for r in range(2)])
+    assert differences(before, half) == differences(before, near) == []
+    # sizes the trace does not give: nothing said of them
+    unsized = _job(tmp_path / "e", [_sized(tiny_trace(r, 2, steps=10), 2**19, "") for r in range(2)])
+    assert math.isnan(gradient_elements(unsized)) and differences(before, unsized) == []
+
+
+def test_a_cpu_trace_against_a_gpu_one_names_the_device(tmp_path):
+    folder = tmp_path / "cpu"
+    folder.mkdir()
+    for f in sorted((ROOT / "reports/examples/trace-cpu/traces").glob("1a96d3955def-r0.rank*.json.gz")):
+        shutil.copy(f, folder / f.name)
+    (cpu,) = read_folder(folder, workers=1)
+    gpu = _two(tmp_path / "gpu", backend="gloo")
+    assert cpu.world_size == 2 and cpu.backend == "gloo"
+    assert differences(cpu, gpu)[0] == "device cpu before, gpu after"
+
+
+def test_paired_refuses_two_jobs_in_one_line_unless_told(tmp_path):
+    from ddpbench.errors import InputError
+
+    before, after = _two(tmp_path / "a"), _two(tmp_path / "b", world_size=4)
+    with pytest.raises(InputError) as refused:
+        paired([before], [after], "before/", against="after/")
+    line = str(refused.value)
+    assert line.startswith("before/: --before: is not a run of the same job as after/: world size 2 before, 4 after")
+    assert ANYWAY in line and "\n" not in line
+    (compared,) = paired([before], [after], "before/", anyway=True, against="after/")
+    assert compared["overridden"] == ["world size 2 before, 4 after"]
+    assert paired([before], [_two(tmp_path / "c")], "before/")[0]["overridden"] == []
+
+
+def test_a_folder_against_itself_or_its_copy_is_said_and_another_run_is_not(tmp_path):
+    folder = _write(tmp_path / "a", [tiny_trace(0, 2), tiny_trace(1, 2)])
+    assert "the same folder" in itself(folder, tmp_path / "a" / ".." / "a")["itself"]
+    copy = shutil.copytree(folder, tmp_path / "copy")
+    (copy / "rank0.json.gz").rename(copy / "other-name.json.gz")
+    assert "byte for byte" in itself(folder, copy)["itself"]
+    other = _write(tmp_path / "b", [tiny_trace(0, 2), tiny_trace(1, 2, late_us=1.0)])
+    assert itself(folder, other) is None
 
 
 # kernel names as PyTorch and its libraries write them, and names made to differ only where a cut hides it
@@ -85,12 +192,14 @@ def test_every_figure_carries_its_unit_on_the_console_the_page_and_the_csv(tmp_p
     from ddpbench.report.traces_page import write_trace_report
     from ddpbench.show.answers import print_trace_comparison
 
-    before = _two(tmp_path / "a")
+    before = _two(tmp_path / "a", world_size=4)
     after = _two(tmp_path / "b", late_us=50.0)  # the gemm 50 µs longer: a line in ms and a kernel in µs moved
-    c = compare_jobs(before, after)
+    (c,) = paired([before], [after], "a", anyway=True, against="b")
     assert (c["kernels"]["verdict"] == "differs").any()
     print_trace_comparison([c])
     out = capsys.readouterr().out
+    said = out.index(f"({ANYWAY}): world size 4 before, 2 after")
+    assert said < out.index("against")  # above the table
     rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
     units = {row[0]: {cell.split()[-1] for cell in row[1:5] if cell != "-"} for row in rows}
     assert units["step"] == units["compute"] == {"ms"} and units["sm90_gemm"] == {"µs"}, units
@@ -99,6 +208,7 @@ def test_every_figure_carries_its_unit_on_the_console_the_page_and_the_csv(tmp_p
     html = page.read_text()
     for unit in ("ms", "µs"):
         assert all(f"{what} ({unit})" in html for what in ("before", "after", "shift", "95 % interval"))
+    assert "Compared although these are not runs of one job" in html and "world size 4 before, 2 after" in html
     lines = pd.read_csv(tmp_path / "out" / "compare.csv")
     kernels = pd.read_csv(tmp_path / "out" / "compare_kernels.csv")
     assert list(lines.columns) == ["job", "before_job", "line", "label", "before_ms", "after_ms", "shift_ms",
@@ -125,3 +235,14 @@ def test_the_csv_keeps_whole_kernel_names_where_the_page_shows_them_short(tmp_pa
     assert f'title="{long_a}"' in (tmp_path / "out" / "index.html").read_text().replace("&lt;", "<").replace(
         "&gt;", ">")
 
+
+def test_the_committed_h100_traces_tell_the_transformer_from_the_mlp_as_the_docs_say():
+    """docs/traces.md: of transformer-l's compute time on an H100, 39 % is in kernels mlp-xl also ran (refused);
+    mlp-xl's in buckets of 25 MB and of 100 MB share 100 %."""
+    jobs = {job.name: job for job in read_folder(ROOT / "reports/examples/gpu-trace-frameworks-h100", workers=1)}
+    mlp25, mlp100, transformer = (jobs[f"{key}-r0"] for key in ("d62b1d479ac2", "c3b715b26852", "59e9a46ee1e3"))
+    assert round(100 * kernel_shares(transformer, mlp25)[0]) == 39
+    assert differences(transformer, mlp25) == [
+        "model: only 39% of the before run's GPU compute time is in kernels both runs ran (runs of one model share at "
+        "least 50%)"]
+    assert kernel_shares(mlp25, mlp100) == (1.0, 1.0) and differences(mlp25, mlp100) == []
