@@ -29,6 +29,9 @@ def add_parser(sub) -> None:
                                                     "every node must see the files at the same paths")
     p.add_argument("--before", type=path_flag("--before"), metavar="FOLDER",
                    help="the same job's traces before a change: every line of the step and every kernel compared")
+    p.add_argument("--compare-anyway", action="store_true",
+                   help="compare with --before even where the two are not runs of one job (another world size, "
+                        "device, backend or model): the differences are said above the comparison")
     add_folder_flags(p)
     p.set_defaults(func=command)
 
@@ -38,15 +41,17 @@ def command(args) -> int:
     from ddpbench.report.traces_page import WRITES, write_trace_report
     from ddpbench.results.writing import TRACES, Claim, holding, waited_for
     from ddpbench.show.answers import print_trace_comparison, print_traces
-    from ddpbench.traces.compare import paired
+    from ddpbench.traces.compare import itself, paired
     from ddpbench.traces.folder import read_folder
 
     source = args.folder
     out = args.out or Path("reports") / f"{source.resolve().name or 'root'}-traces"
     with _ray(args.ray) as ray:
         jobs = read_folder(source, workers=args.workers, ray=ray)
-        before = read_folder(args.before, workers=args.workers, ray=ray) if args.before else None
-    comparisons = paired(before, jobs, str(args.before)) if before else []
+        same = itself(source, args.before) if args.before else None
+        before = read_folder(args.before, workers=args.workers, ray=ray) if args.before and not same else None
+    comparisons = [same] if same else paired(before, jobs, str(args.before), args.compare_anyway,
+                                             str(source)) if before else []
     print_traces(jobs)
     print_trace_comparison(comparisons)
     run = str(source.resolve()) + (f" after {args.before.resolve()}" if before else "")

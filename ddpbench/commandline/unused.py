@@ -38,6 +38,9 @@ UNUSED: dict[str, tuple[Unused, ...]] = {
         Unused(("--resume", "--no-report", "--wide", "--verbose", "--wait", "--force"), ("--dry-run",),
                "--dry-run lists the jobs and runs, stores and reports nothing"),
     ),
+    "traces": (
+        Unused(("--compare-anyway",), ("--before",), "it compares with --before's traces", given=False),
+    ),
     "report": (
         Unused(("--out", "--force"), ("--check",), "--check writes nothing"),
         Unused(("--force",), ("--out",), "the report's own folder is the results folder, which ddpbench wrote",

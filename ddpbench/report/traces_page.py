@@ -26,10 +26,11 @@ from ddpbench.traces.answers import CONFIDENCE, MIN_STEPS
 CSV_FILES = {"budget": "budget.csv", "steps": "steps.csv", "ranks": "ranks.csv", "collectives": "collectives.csv",
              "sizes": "collective_sizes.csv", "buckets": "buckets.csv", "kernels": "kernels.csv"}
 FIGURE = "breakdown-{n}.png"
-#: the comparison with the traces before a change (``traces --before``)
-COMPARE_FILE = "compare.csv"
+#: the comparison with the traces before a change (``traces --before``): the budget's lines (ms) and
+#: the kernels (µs a step, by their whole names), each column named with its unit
+COMPARE_FILE, COMPARE_KERNELS_FILE = "compare.csv", "compare_kernels.csv"
 #: every name the report writes in its folder (its claim's)
-WRITES = (INDEX_FILE, *CSV_FILES.values(), COMPARE_FILE, FIGURE.format(n="*"))
+WRITES = (INDEX_FILE, *CSV_FILES.values(), COMPARE_FILE, COMPARE_KERNELS_FILE, FIGURE.format(n="*"))
 #: the most rows a per-rank table shows on the page (every row is in its CSV)
 RANK_ROWS = 60
 
@@ -39,12 +40,14 @@ def write_trace_report(jobs: list, source: Path, out_dir: Path, comparisons: lis
     from ``source`` into ``out_dir``, with ``comparisons`` (:func:`ddpbench.traces.compare.paired`)
     against the traces before a change; the page's path."""
     out_dir = Path(out_dir)
-    compared = [pd.concat([c["lines"], c["kernels"]], ignore_index=True).assign(job=c["after"], before=c["before"])
-                for c in comparisons]
-    if compared:
-        replace_file(out_dir / COMPARE_FILE, csv_text(pd.concat(compared, ignore_index=True)))
-    else:
-        (out_dir / COMPARE_FILE).unlink(missing_ok=True)  # an earlier run's, of another comparison
+    compared = [c for c in comparisons if "itself" not in c]
+    parts = ((COMPARE_FILE, "lines", "line", "ms"), (COMPARE_KERNELS_FILE, "kernels", "kernel", "us"))
+    for name, part, what, unit in parts:
+        if compared:
+            replace_file(out_dir / name, csv_text(pd.concat([_compare_csv(c, part, what, unit) for c in compared],
+                                                            ignore_index=True)))
+        else:
+            (out_dir / name).unlink(missing_ok=True)  # an earlier run's, of another comparison
     for attr, name in CSV_FILES.items():
         frames = [getattr(job, attr).assign(job=job.name) for job in jobs] if attr != "budget" else \
             [job.budget.assign(job=job.name) for job in jobs]
@@ -184,28 +187,53 @@ def _layout(sizes: tuple) -> str:
     return ", ".join(f"{v:g}" if math.isfinite(v) else "size not in the trace" for v in sizes)
 
 
-def _comparison_section(c: dict) -> Section:
-    from ddpbench.traces.compare import DIFFERS
+def _compare_csv(c: dict, part: str, what: str, unit: str) -> pd.DataFrame:
+    """One comparison's lines or kernels as its CSV holds them: whole names (and, for a kernel, the name
+    the page and the console show), each figure's column named with its unit."""
+    table = c[part]
+    out = pd.DataFrame({"job": c["after"], "before_job": c["before"], what: table["what"],
+                        "label" if part == "lines" else "shown": table["label"]})
+    for column, name in (("before", "before"), ("after", "after"), ("change", "shift"), ("low", "low"),
+                         ("high", "high")):
+        out[f"{name}_{unit}"] = table[column]
+    out["verdict"] = table["verdict"]
+    return out
 
-    def rows(table, unit):
-        return [[r["label"], num(r["before"], ".3f", unit), num(r["after"], ".3f", unit), num(r["change"], "+.3f"),
+
+def _comparison_section(c: dict) -> Section:
+    from ddpbench.traces.compare import ANYWAY, DIFFERS
+
+    if "itself" in c:
+        return Section(f"{c['after']}: before and after", html('<p class="note">{{ why }}.</p>',
+                                                               why=c["itself"][:1].upper() + c["itself"][1:]))
+
+    def rows(table, kernel=False):
+        return [[html('<span title="{{ full }}">{{ shown }}</span>', full=r["what"], shown=r["label"]) if kernel
+                 else r["label"], num(r["before"], ".3f"), num(r["after"], ".3f"), num(r["change"], "+.3f"),
                  html("{{ lo }} to {{ hi }}", lo=f"{r['low']:+.3f}", hi=f"{r['high']:+.3f}")
                  if math.isfinite(r["low"]) else "-", r["verdict"]] for _, r in table.iterrows()]
 
-    header = ["", "before", "after", "shift", f"{100 * CONFIDENCE:.0f} % interval", "verdict"]
+    def header(unit):
+        return ["", f"before ({unit})", f"after ({unit})", f"shift ({unit})",
+                f"{100 * CONFIDENCE:.0f} % interval ({unit})", "verdict"]
+
     kernels = c["kernels"]
     moved = kernels[kernels["verdict"] == DIFFERS] if len(kernels) else kernels
-    text = html('<p class="what">{{ after }} against the traces before the change ({{ before }}): each line is the '
+    text = html('<p class="note"><strong>Compared although these are not runs of one job</strong> ({{ flag }}): '
+                "{{ why }}. Their differences are the jobs' as much as the change's.</p>", flag=ANYWAY,
+                why="; ".join(c["overridden"])) if c.get("overridden") else Markup("")
+    text += html('<p class="what">{{ after }} against the traces before the change ({{ before }}): each line is the '
                 "median over steps (the ranks' mean); the shift is the median of every after-minus-before "
                 "difference of one step of each, with its distribution-free interval. A line <em>differs</em> only "
                 "where the whole interval excludes 0.</p><p class=\"note\">The steps are samples of each run: the "
                 "interval says whether the two runs' steps differ, not whether a rerun would. Two runs at two times "
                 "are two machines: a line no change could move that differs says the machine moved.</p>",
                 after=c["after"], before=c["before"])
-    text += html_table(header, rows(c["lines"], " ms"), numeric=(1, 2, 3, 4))
+    text += html_table(header("ms"), rows(c["lines"]), numeric=(1, 2, 3, 4))
     if len(kernels):
         text += html('<p class="what">GPU kernels (time a step, µs), of the {{ n }} that ran longest: {{ moved }} '
-                     "moved; every one compared is in compare.csv.</p>", n=len(kernels), moved=len(moved))
+                     "moved; every one compared is in {{ csv }}, by its whole name (here shortened: hover for "
+                     "it).</p>", n=len(kernels), moved=len(moved), csv=COMPARE_KERNELS_FILE)
         if len(moved):
-            text += html_table(header, rows(moved, ""), numeric=(1, 2, 3, 4))
+            text += html_table(header("µs"), rows(moved, kernel=True), numeric=(1, 2, 3, 4))
     return Section(f"{c['after']}: before and after", text)

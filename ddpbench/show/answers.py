@@ -225,27 +225,37 @@ def clock_words(job) -> str:
 
 
 def print_trace_comparison(comparisons: list) -> None:
-    """``traces --before``: per job, the lines of the step and the kernels whose interval says they moved."""
+    """``traces --before``: per job, the lines of the step (ms) and the kernels whose interval says they
+    moved (µs a step), each figure with its unit, each kernel under a name of its own; above the table,
+    the differences between the two jobs it was asked to compare despite (``--compare-anyway``); a folder
+    against itself, in one line."""
     import math
 
     from rich.markup import escape
     from rich.table import Table
 
-    from ddpbench.traces.compare import DIFFERS
+    from ddpbench.traces.compare import ANYWAY, DIFFERS
 
     console = table_console()
     for c in comparisons:
+        if "itself" in c:
+            console.print(f"before and after: {c['itself']}", highlight=False, markup=False, soft_wrap=True)
+            continue
+        if c.get("overridden"):
+            console.print(f"compared although these are not runs of one job ({ANYWAY}): {'; '.join(c['overridden'])}",
+                          highlight=False, markup=False, soft_wrap=True)
         out = Table(title=f"{c['after']} against {c['before']} (medians over steps; the after-minus-before shift "
                           "and its 95 % interval)")
         for col in ("line or kernel", "before", "after", "shift", "interval", "verdict"):
-            out.add_column(col, justify="left" if col in ("line or kernel", "verdict") else "right")
+            out.add_column(col, justify="left" if col in ("line or kernel", "verdict") else "right", overflow="fold")
         lines = c["lines"]
         kernels = c["kernels"][c["kernels"]["verdict"] == DIFFERS] if len(c["kernels"]) else c["kernels"]
         for unit, table in (("ms", lines), ("µs", kernels)):
             for _, r in table.iterrows():
-                interval = "-" if math.isnan(r["low"]) else f"{r['low']:+.3f} to {r['high']:+.3f}"
-                out.add_row(escape(str(r["label"])[:60]), f"{r['before']:.3f} {unit}", f"{r['after']:.3f} {unit}",
-                            f"{r['change']:+.3f}", interval, r["verdict"])
+                interval = "-" if math.isnan(r["low"]) else f"{r['low']:+.3f} to {r['high']:+.3f} {unit}"
+                before, after, shift = (num(r[k], f) + f" {unit}" if math.isfinite(r[k]) else "-"
+                                        for k, f in (("before", ".3f"), ("after", ".3f"), ("change", "+.3f")))
+                out.add_row(escape(str(r["label"])), before, after, shift, interval, r["verdict"])
         console.print(out)
         console.print("Two runs at two times are two machines: a line no change could move (the input pipeline "
                       "after a change of bucket size) that differs says the machine moved.", highlight=False,

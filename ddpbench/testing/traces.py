@@ -306,7 +306,8 @@ def write_job(out: Path, world_size: int, ranks=None, variants: int = 4, repeat:
 
 def tiny_trace(rank: int = 0, world_size: int = 2, steps: int = 8, step_us: float = 1000.0, late_us: float = 0.0,
                clock_ns: int = 1_790_000_000_000_000_000, name: str = "aten::mm", host: str | None = None,
-               comm_end_us: float = 0.0) -> dict:
+               comm_end_us: float = 0.0, kernels: tuple[str, str] = ("sm90_gemm", "elementwise_kernel"),
+               gpu: str | None = None, backend: str = "nccl") -> dict:
     """One rank's small trace, every figure known: each step of ``step_us`` (its ProfilerStep range from
     ``k * step_us``) holds a data-loader range over its first 10 %, a compute kernel from 10 % to 60 %
     (plus ``late_us``), a second one from 70 % to 80 % (``late_us`` later) and an all-reduce kernel
@@ -314,7 +315,9 @@ def tiny_trace(rank: int = 0, world_size: int = 2, steps: int = 8, step_us: floa
     from 90 % to 95 %. So per step: compute 60 % (+ late), communication 40 %, of it hidden 20 %
     (+ late, up to 30 %), idle 20 % (10 % the data loader's, 5 % the sync's), and a late rank's compute
     ends ``late_us`` after the others'. ``host``: the host the trace names (none where None);
-    ``comm_end_us``: the all-reduce ends that much later (a rank whose clock runs ahead)."""
+    ``comm_end_us``: the all-reduce ends that much later (a rank whose clock runs ahead); ``kernels``: the
+    two compute kernels' names; ``gpu``: the GPU its header names (``deviceProperties``; none where None);
+    ``backend``: the process group's, as ``distributedInfo`` names it."""
     events, corr = [], 0
     base = 1_000_000.0
 
@@ -336,18 +339,19 @@ def tiny_trace(rank: int = 0, world_size: int = 2, steps: int = 8, step_us: floa
                        "pid": 1, "tid": 1, "ts": t0, "dur": 0.1 * s})
         events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": t0 + 0.1 * s,
                        "dur": 0.05 * s, "args": {"Input Dims": [[4, 4]]}})
-        launch(t0 + 0.1 * s, {"ph": "X", "cat": "kernel", "name": "sm90_gemm", "pid": 0, "tid": 7,
+        launch(t0 + 0.1 * s, {"ph": "X", "cat": "kernel", "name": kernels[0], "pid": 0, "tid": 7,
                               "ts": t0 + 0.1 * s, "dur": 0.5 * s + late_us})
         launch(t0 + 0.2 * s, {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
                               "pid": 0, "tid": 20, "ts": t0 + 0.5 * s, "dur": 0.4 * s + comm_end_us,
                               "args": {"Collective name": "allreduce", "In msg nelems": 2**20,
                                        "Out msg nelems": 2**20, "dtype": "Float", "Group size": world_size,
                                        "Process Group Name": "0"}})
-        launch(t0 + 0.3 * s, {"ph": "X", "cat": "kernel", "name": "elementwise_kernel", "pid": 0, "tid": 7,
+        launch(t0 + 0.3 * s, {"ph": "X", "cat": "kernel", "name": kernels[1], "pid": 0, "tid": 7,
                               "ts": t0 + 0.7 * s + late_us, "dur": 0.1 * s})
         events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1,
                        "ts": t0 + 0.9 * s, "dur": 0.05 * s, "args": {"correlation": 10_000 + k}})
-    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world_size},
+    return {"schemaVersion": 1, **({"deviceProperties": [{"id": 0, "name": gpu}]} if gpu is not None else {}),
+            "distributedInfo": {"backend": backend, "rank": rank, "world_size": world_size},
             "baseTimeNanoseconds": clock_ns, **({"host_name": host} if host is not None else {}),
             "traceEvents": events, "traceName": f"rank{rank}"}
 

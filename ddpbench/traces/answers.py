@@ -140,8 +140,8 @@ def budget(steps: pd.DataFrame, ranks: int = 2, clock: dict | None = None) -> pd
 def untold_wait(wait: dict, ranks: int, clock: dict) -> str:
     """Why the wait for the slowest rank (its budget ``wait`` row) cannot be shown, in the words shown in its
     place, or "" where it can: one rank's trace has no other to compare with; on one host's clock it is
-    measured; across hosts only where its interval's low end (its median, with too few steps for one) lies
-    beyond the clocks' residual skew, and never where they could not be aligned."""
+    measured; across hosts only where the clocks agree exactly or its interval's low end (its median, with
+    too few steps for one) lies beyond their residual skew, and never where they could not be aligned."""
     if ranks < 2:
         return NOT_MEASURABLE
     if clock.get("one_host"):
@@ -150,7 +150,7 @@ def untold_wait(wait: dict, ranks: int, clock: dict) -> str:
         return NOT_ALIGNED
     skew_ms = clock["skew_us"] / 1e3
     low = wait["low_ms"] if math.isfinite(wait["low_ms"]) else wait["median_ms"]
-    return "" if low > skew_ms else f"cannot tell (the clocks agree only to {skew_ms:.3g} ms)"
+    return "" if skew_ms == 0 or low > skew_ms else f"cannot tell (the clocks agree only to {skew_ms:.3g} ms)"
 
 
 def straggler(steps: pd.DataFrame) -> dict:

@@ -83,6 +83,8 @@ def test_a_flag_another_leaves_without_effect_is_refused(command, flag, other):
      "--currency: does nothing without --price-per-device-hour"),
     (["report", str(QUICK), "--force"], "--force: does nothing without --out"),
     (["sweep", "--dry-run", "--wide"], "--wide: does nothing with --dry-run"),
+    (["traces", str(ROOT / "reports" / "examples" / "traces-cpu" / "traces"), "--compare-anyway"],
+     "--compare-anyway: does nothing without --before (it compares with --before's traces)"),
 ])
 def test_the_named_cases_are_refused_in_one_line(argv, words):
     assert words in _one_line(run_main(*argv))
