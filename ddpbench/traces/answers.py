@@ -54,7 +54,7 @@ LINES = {
 HIDDEN = "hidden_ms"
 #: the transfer line's words where the wait for the slowest rank is not told apart from it: then it holds
 #: the whole exposed communication
-EXPOSED_LABEL = "communication (exposed; the wait for other ranks not told apart)"
+EXPOSED_LABEL = "communication (exposed, any wait included)"
 #: the wait's place where one rank was traced: nothing to compare its clock with
 NOT_MEASURABLE = "not measurable: one rank's trace"
 #: the wait's place where the ranks' clocks could not be aligned

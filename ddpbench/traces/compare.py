@@ -44,11 +44,13 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.traces import kinds
-from ddpbench.traces.answers import CONFIDENCE, EXPOSED_LABEL, HIDDEN, LINES, MIN_STEPS, per_step
+from ddpbench.traces.answers import CONFIDENCE, EXPOSED_LABEL, HIDDEN, LINES, MIN_STEPS, NOT_MEASURABLE, per_step
 
 #: the most kernels the comparison lists (the ones of most time, before or after)
 TOP_KERNELS = 30
 DIFFERS, SAME, NO_CALL = "differs", "not told apart", "too few steps"
+#: the wait's verdict where a side's clocks cannot tell it (one rank's trace; clocks not aligned or too skewed)
+ONE_RANK, CLOCKS = "not measurable", "cannot tell"
 #: the flag that compares two folders of different jobs all the same
 ANYWAY = "--compare-anyway"
 #: the least share of each run's compute-kernel time spent in kernels both ran, for runs of one model
@@ -101,7 +103,8 @@ def compare_jobs(before, after) -> dict:
     untold = [why for job in (before, after) for why in job.budget.set_index("line").loc[["wait_ms"], "untold"] if why]
     if untold:  # a side's clocks cannot tell the wait: neither is compared, the exposed communication is
         at = [r["what"] for r in rows].index
-        rows[at("wait_ms")] = {**_row("wait_ms", LINES["wait_ms"], [], []), "verdict": untold[0]}
+        rows[at("wait_ms")] = {**_row("wait_ms", LINES["wait_ms"], [], []),
+                               "verdict": ONE_RANK if NOT_MEASURABLE in untold else CLOCKS}
         rows[at("transfer_ms")] = _row("transfer_ms", EXPOSED_LABEL, (a["wait_ms"] + a["transfer_ms"]).to_numpy(),
                                        (b["wait_ms"] + b["transfer_ms"]).to_numpy())
     kernels = []
