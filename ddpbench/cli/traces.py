@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
                                                     "every node must see the files at the same paths")
     p.add_argument("--before", type=path_flag("--before"), metavar="FOLDER",
                    help="the same job's traces before a change: every line of the step and every kernel compared")
-    add_folder_flags(p)
+    add_folder_flags(p, writer="traces")
     p.set_defaults(func=command)
 
 
