@@ -38,6 +38,10 @@ UNUSED: dict[str, tuple[Unused, ...]] = {
         Unused(("--resume", "--no-report", "--wide", "--verbose", "--wait", "--force"), ("--dry-run",),
                "--dry-run lists the jobs and runs, stores and reports nothing"),
     ),
+    "traces": (
+        Unused(("--workers",), ("--ray",), "with --ray the files are parsed as Ray tasks, a few per CPU of the "
+               "cluster"),
+    ),
     "report": (
         Unused(("--out", "--force"), ("--check",), "--check writes nothing"),
         Unused(("--force",), ("--out",), "the report's own folder is the results folder, which ddpbench wrote",
