@@ -22,12 +22,25 @@ def check_out_dir(out_dir: Path) -> None:
     check_writable(out_dir)
 
 
-def add_folder_flags(parser) -> None:
-    """--wait and --force of every command that writes a results folder (:mod:`ddpbench.results.folder`)."""
-    parser.add_argument("--wait", action="store_true",
-                        help="if another sweep is writing the output folder, wait for it to end instead of stopping")
-    parser.add_argument("--force", action="store_true",
-                        help="write into an output folder that holds files ddpbench did not write")
+def add_folder_flags(parser, writer: str | None = None) -> None:
+    """--wait and --force of every command that writes a folder, their help as the writers' contract has
+    them (:mod:`ddpbench.results.writing`): ``writer`` None for a sweep's results folder (``sweep``,
+    ``run``, ``tune``, ``collectives``: refused at once where another command holds it), else the
+    command that writes a page folder of its own (``traces``: a short writer, which waits a while)."""
+    from ddpbench.results.writing import RESULTS, WAIT_S
+
+    if writer is None:
+        wait = (f"if another command is writing the output folder ({RESULTS.writers}, or a report of it), wait "
+                "for it to end instead of stopping")
+        force = "write into an output folder that holds files ddpbench did not write"
+    else:
+        wait = (f"if another command is writing the output folder, wait for it to end however long it takes "
+                f"(without --wait a short one, such as another {writer}, is waited for up to {WAIT_S:g} s, and a "
+                "sweep or an ab is refused at once)")
+        force = (f"write into an output folder that holds files ddpbench did not write, or another run's {writer} "
+                 f"output (only the files {writer} writes are replaced)")
+    parser.add_argument("--wait", action="store_true", help=wait)
+    parser.add_argument("--force", action="store_true", help=force)
 
 
 @contextlib.contextmanager

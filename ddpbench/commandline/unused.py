@@ -40,6 +40,8 @@ UNUSED: dict[str, tuple[Unused, ...]] = {
     ),
     "traces": (
         Unused(("--compare-anyway",), ("--before",), "it compares with --before's traces", given=False),
+        Unused(("--workers",), ("--ray",), "with --ray the files are parsed as Ray tasks, a few per CPU of the "
+               "cluster"),
     ),
     "report": (
         Unused(("--out", "--force"), ("--check",), "--check writes nothing"),

@@ -122,7 +122,9 @@ def read_ranks(files: list, workers: int | None = None, progress=None) -> list[R
 def read_on_ray(files: list, address: str, progress=None) -> list[RankTables]:
     """The same as :func:`read_ranks`, as Ray tasks on the cluster at ``address`` (this process its
     driver); every node must see the files at the same paths. At most two tasks per CPU in flight,
-    so memory stays bounded however many ranks there are."""
+    so memory stays bounded however many ranks there are. Where Ray is connected already it is used as
+    found (``traces --ray`` connects first, an address where no cluster answers refused within seconds:
+    :mod:`ddpbench.launch.ray_address`); else it connects here and lets go after."""
     import ray
 
     started = not ray.is_initialized()

@@ -12,7 +12,10 @@ from ddpbench.testing import ROOT, run_main
 
 QUICK = ROOT / "reports" / "examples" / "quick-cpu"
 #: what each command needs to parse at all
-NEEDS = {"whatif": [], "sweep": [], "report": [str(QUICK)]}
+NEEDS = {"whatif": [], "sweep": [], "report": [str(QUICK)],
+         "traces": [str(ROOT / "reports" / "examples" / "traces-cpu" / "traces")]}
+#: a value each flag whose type takes no "1" takes
+VALUES = {"--ray": "local"}
 
 
 def _parsers() -> dict:
@@ -25,7 +28,7 @@ def _typed(parser, flag: str) -> list[str]:
     action = next(a for a in parser._actions if flag in a.option_strings)
     if action.nargs == 0:
         return [flag]
-    return [flag, str(action.choices[0]) if action.choices else "1"]
+    return [flag, str(action.choices[0]) if action.choices else VALUES.get(flag, "1")]
 
 
 def _one_line(result) -> str:
@@ -85,6 +88,7 @@ def test_a_flag_another_leaves_without_effect_is_refused(command, flag, other):
     (["sweep", "--dry-run", "--wide"], "--wide: does nothing with --dry-run"),
     (["traces", str(ROOT / "reports" / "examples" / "traces-cpu" / "traces"), "--compare-anyway"],
      "--compare-anyway: does nothing without --before (it compares with --before's traces)"),
+    (["traces", *NEEDS["traces"], "--ray", "bogus:1", "--workers", "2"], "--workers: does nothing with --ray"),
 ])
 def test_the_named_cases_are_refused_in_one_line(argv, words):
     assert words in _one_line(run_main(*argv))
