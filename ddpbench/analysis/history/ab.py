@@ -279,14 +279,16 @@ def match_jobs(jobs_a: pd.DataFrame, jobs_b: pd.DataFrame) -> Pairing:
 
 def _change(text_a: str, text_b: str) -> str:
     """One setting's change in words, its name said once: ``bucket 25 MB -> 50 MB``, ``steps 20 -> 40``,
-    ``eager -> compiled``."""
-    words_a, words_b = text_a.split(" "), text_b.split(" ")
-    if len(words_a) > 1 and len(words_b) > 1 and words_a[0] == words_b[0]:
-        return f"{words_a[0]} {' '.join(words_a[1:])} -> {' '.join(words_b[1:])}"
+    ``eager -> compiled``. A ``name=value`` is split at its first ``=``, before any space: a value may hold
+    spaces (``script_dir=/my runs/a``), and the name is the word before."""
     name_a, _, value_a = text_a.partition("=")
     name_b, _, value_b = text_b.partition("=")
     if value_a and value_b and name_a == name_b and " " not in name_a:
         return f"{name_a} {value_a} -> {value_b}"
+    head_a, _, rest_a = text_a.partition(" ")
+    head_b, _, rest_b = text_b.partition(" ")
+    if rest_a and rest_b and head_a == head_b:
+        return f"{head_a} {rest_a} -> {rest_b}"
     return f"{text_a} -> {text_b}"
 
 
