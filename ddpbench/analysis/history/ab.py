@@ -342,7 +342,7 @@ def _unpaired(side: str, key: str, jobs: pd.DataFrame, other: pd.DataFrame, name
     """A job of ``side`` left without a pair, named as the pairs are, and why (:func:`match_jobs`)."""
     row = jobs[jobs["key"] == key].iloc[0]
     size = _setting(row.get("world_size"))
-    there = sum(_setting(value) == size for value in other["world_size"]) if "world_size" in other else 0
+    there = sum(_setting(value) == size for value in other["world_size"])
     name = "B" if side == "A" else "A"
     ws = describe(row, ["world_size"], model=False)
     why = (f"side {name} runs no job at {ws}" if not there else

@@ -316,3 +316,12 @@ def test_an_unpaired_job_is_named_as_the_pairs_are_a_strategys_single_bucket_lef
     _, unpaired = judge_sides(jobs_steps(side_a, 1), jobs_steps(side_b, 1))
     assert [u.job for u in unpaired] == ["mlp-xs ddp ws=2 bucket 25 MB", "mlp-xs ddp ws=2 bucket 50 MB",
                                          "mlp-xs ring ws=4"]
+
+
+def test_a_setting_one_sides_results_predate_is_not_a_difference_between_the_jobs():
+    """Side A's results were written before ``precision`` existed: its table has no such column, and the pair's
+    change names what both tables hold and differ in, the bucket alone."""
+    steps_a = jobs_steps([(bucket(2, 25), 30.0)], 5).drop(columns=["precision"])
+    (call,) = ab_calls(steps_a, jobs_steps([(bucket(2, 50), 33.0)], 5))
+    assert call.change == "bucket 25 MB -> 50 MB" and call.label == "mlp-xs (bucket 25 MB -> 50 MB)"
+    assert call.call == SLOWER and call.ratio == pytest.approx(1.1)
