@@ -208,7 +208,7 @@ def judge_job(a: pd.DataFrame, b: pd.DataFrame, same_within: float = AB_SAME_WIT
         for name in TIMED_PHASES:
             diffs = list(paired[f"{name}_b"].to_numpy(float) - paired[f"{name}_a"].to_numpy(float))
             lo, hi = _sequence([d for d in diffs if math.isfinite(d)])
-            mean = float(np.nanmean(diffs)) if diffs else math.nan
+            mean = float(np.nanmean(diffs))
             if (lo > 0 if sign > 0 else hi < 0) and (not phase or abs(mean) > abs(phase_ms)):
                 phase, phase_ms = name, mean
     return {"rounds": rounds, "ratio": ratio, "low": low, "high": high, "call": call, "within": within,

@@ -154,3 +154,24 @@ def test_the_call_on_identical_rounds_is_same_and_a_faster_side_names_the_phase_
     # the largest change either way the interval leaves: here its low end's, as a slowdown of A
     assert faster["within"] == pytest.approx(max(faster["high"], 1 / faster["low"]) - 1)
     assert faster["within"] == pytest.approx(1 / faster["low"] - 1)
+
+
+def test_the_margin_of_the_same_holds_an_interval_that_reaches_it_exactly():
+    a = [10.0, 10.2, 9.9, 10.1, 10.0, 10.3, 9.8, 10.1]
+    within = judge_job(rounds(a), rounds(a[::-1]))["within"]
+    assert 0 < within < 1
+    assert judge_job(rounds(a), rounds(a[::-1]), same_within=within)["call"] == SAME_WITHIN
+    assert judge_job(rounds(a), rounds(a[::-1]), same_within=math.nextafter(within, 0))["call"] == CANNOT_TELL
+
+
+def test_a_slowdown_no_single_phase_carries_beyond_its_noise_names_no_phase():
+    """B is 20 % slower every round, but forward and backward each swing by 6 ms from round to round, in
+    opposite directions: neither phase's change alone is told from 0, and the call names none."""
+    swing = [6.0 if r % 2 else -6.0 for r in range(8)]
+    phases_a = {p: [2.0] * 8 for p in TIMED_PHASES}
+    phases_b = {**phases_a, "forward_ms": [2.0 + 1 + s for s in swing], "backward_ms": [2.0 + 1 - s for s in swing]}
+    found = judge_job(rounds([10.0] * 8).assign(**phases_a), rounds([12.0] * 8).assign(**phases_b))
+    assert found["call"] == SLOWER and found["ratio"] == pytest.approx(1.2)
+    assert (found["phase"], found["phase_ms"]) == ("", pytest.approx(math.nan, nan_ok=True))
+    words = call(ratio=found["ratio"], low=found["low"], high=found["high"], phase=found["phase"]).words()
+    assert " moved " not in words and words.endswith("over 12 rounds")
