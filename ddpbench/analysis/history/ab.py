@@ -280,10 +280,10 @@ def match_jobs(jobs_a: pd.DataFrame, jobs_b: pd.DataFrame) -> Pairing:
 def _change(text_a: str, text_b: str) -> str:
     """One setting's change in words, its name said once: ``bucket 25 MB -> 50 MB``, ``steps 20 -> 40``,
     ``eager -> compiled``. A ``name=value`` is split at its first ``=``, before any space: a value may hold
-    spaces (``script_dir=/my runs/a``), and the name is the word before."""
+    spaces (``script_dir=/my runs/a``); a name (:func:`describe`'s) never does."""
     name_a, _, value_a = text_a.partition("=")
     name_b, _, value_b = text_b.partition("=")
-    if value_a and value_b and name_a == name_b and " " not in name_a:
+    if value_a and value_b and name_a == name_b:
         return f"{name_a} {value_a} -> {value_b}"
     head_a, _, rest_a = text_a.partition(" ")
     head_b, _, rest_b = text_b.partition(" ")
