@@ -325,3 +325,12 @@ def test_a_setting_one_sides_results_predate_is_not_a_difference_between_the_job
     (call,) = ab_calls(steps_a, jobs_steps([(bucket(2, 50), 33.0)], 5))
     assert call.change == "bucket 25 MB -> 50 MB" and call.label == "mlp-xs (bucket 25 MB -> 50 MB)"
     assert call.call == SLOWER and call.ratio == pytest.approx(1.1)
+
+
+def test_the_margin_of_the_same_is_the_one_the_ab_is_given():
+    base, cand = drifting(30, seed=2, spread=0.005)
+    steps_a, steps_b = side_steps(list(base)), side_steps(list(cand))
+    (default,) = ab_calls(steps_a, steps_b)
+    (strict,) = ab_calls(steps_a, steps_b, same_within=default.within / 2)
+    assert default.call == SAME_WITHIN and strict.call == CANNOT_TELL, (default, strict)
+    assert strict.words().startswith("cannot tell: ")
