@@ -334,3 +334,15 @@ def test_the_margin_of_the_same_is_the_one_the_ab_is_given():
     (strict,) = ab_calls(steps_a, steps_b, same_within=default.within / 2)
     assert default.call == SAME_WITHIN and strict.call == CANNOT_TELL, (default, strict)
     assert strict.words().startswith("cannot tell: ")
+
+
+def test_each_side_of_a_pair_is_named_among_both_sides_jobs_a_strategys_single_bucket_left_unsaid():
+    def ring(**settings):
+        return dataclasses.replace(bucket(4, 25), strategy="ring", **settings)
+    side_a = [(bucket(2, 25), 30.0), (ring(), 20.0)]
+    side_b = [(bucket(2, 50), 30.0), (ring(batch_size=16), 20.0)]
+    calls, _ = judge_sides(jobs_steps(side_a, 1), jobs_steps(side_b, 1))
+    assert [(c.job, c.job_b, c.label) for c in calls] == [
+        ("mlp-xs ddp ws=2 batch 8", "mlp-xs ddp ws=2 bucket 50 MB batch 8",
+         "mlp-xs ddp ws=2 batch 8 (bucket 25 MB -> 50 MB)"),
+        ("mlp-xs ring ws=4", "mlp-xs ring ws=4 batch 16", "mlp-xs ring ws=4 (batch 8 -> 16)")]
