@@ -270,6 +270,7 @@ def spec_row(**settings) -> dict:
     ({}, {"batch_size": 16}, "batch 8 -> 16"),
     ({}, {"steps": 16}, "steps 8 -> 16"),
     ({}, {"optimizer": "adam"}, "sgd -> adam"),
+    ({}, {"scaling": "strong"}, "weak scaling -> strong scaling"),
     ({}, {"compile": True}, "eager -> compiled"),
     ({}, {"static_graph": True}, "no static_graph -> static_graph"),
     ({"static_graph": True}, {}, "static_graph -> no static_graph"),
