@@ -111,7 +111,7 @@ def test_a_check_names_the_hidden_job_what_it_was_predicted_from_and_how_it_was_
         [hidden["step_ms_mean"], hidden["step_ms_mean_low"], hidden["step_ms_mean_high"]])
     assert hidden["step_ms_mean_low"] < hidden["step_ms_mean"] < hidden["step_ms_mean_high"]
     assert check["error_pct"] == pytest.approx(100 * (check["predicted_ms"] / check["measured_ms"] - 1))
-    assert -10 < check["error_pct"] < 0 and check["holds"]
+    assert -10 < check["error_pct"] < 0 and checks["holds"].tolist() == [True]
     assert check["supported_to"] == 5  # from 3 it reached 4: from 4, 5
     assert (check["low_ms"], check["high_ms"], check["wide_because"]) == (check["predicted_ms"],) * 2 + ("",)
     assert check["link"] == "measured: DDP's logged comm time"
@@ -163,8 +163,13 @@ def test_a_machine_whose_cores_were_not_recorded_takes_no_turns(tmp_path):
 def test_a_workload_measured_at_two_world_sizes_is_passed_over_and_the_next_one_checked(tmp_path):
     results = _folder(tmp_path, {1: 10.0, 2: 12.0}, model_size="s")
     _folder(tmp_path, {1: 20.0, 2: 22.0, 3: 23.0}, results=results, model_size="m")
-    checks = load(tmp_path).model.holdout
+    measured = load(tmp_path)
+    checks = measured.model.holdout
     assert checks["workload"].tolist() == ["mlp-m, batch 32/rank"] and checks.iloc[0]["from_world_sizes"] == "1, 2"
+    # the first alone: no check, and the table still has its columns
+    first = measured.summary[measured.summary["model_size"] == "s"]
+    none = holdout.checks(first, measured.ranks, measured.collectives, measured.steps)
+    assert none.empty and list(none.columns) == list(holdout.COLUMNS)
 
 
 def test_a_workload_the_smaller_jobs_fit_no_link_to_is_passed_over_and_the_next_one_checked(tmp_path):
@@ -197,3 +202,14 @@ def test_the_micro_benchmarks_fit_the_link_alone_where_they_ran(tmp_path):
     bare = holdout.checks(measured.summary, measured.ranks, None, measured.steps).set_index("network")
     assert bare["link"].tolist() == ["measured: DDP's logged comm time"] * 2
     pd.testing.assert_series_equal(bare.loc["emulated 1gbit"], checks.loc["emulated 1gbit"])
+
+
+def test_a_check_the_smaller_jobs_leave_open_twice_says_both_and_spans_them(tmp_path):
+    """World sizes 1 and 2 kept (one multi-rank size: latency or bandwidth), 4 hidden on 2 cores, where its ranks
+    take turns and no smaller job did: both reasons, in that order, and an interval over both."""
+    check = load(_folder(tmp_path, {1: 10.0, 2: 12.0, 4: 30.0}, cores=2).path).model.holdout.iloc[0]
+    assert check["wide_because"] == (
+        "4 ranks x 1 thread(s) on 2 cores take turns, and whether the communication takes a core too was not "
+        "measured below world size 4; the smaller jobs cannot tell the link's latency from its bandwidth")
+    assert check["low_ms"] < check["predicted_ms"] < check["high_ms"]
+    assert check["link"] == "measured: DDP's logged comm time (all bandwidth)"
