@@ -23,6 +23,9 @@ def test_ranks_taking_turns_stretch_the_compute_and_perhaps_the_communication():
 
 @pytest.mark.parametrize(("predicted", "low", "high", "measured", "held"), [
     (105.0, 105.0, 105.0, 100.0, True),  # within 10 %
+    (90.0, 90.0, 90.0, 100.0, True),  # 10 % under: at the tolerance, still within
+    (0.52, 0.52, 0.52, 0.5, True),  # a step under a millisecond is checked as any other
+    (100.0, 90.0, 110.0, 0.0, False),  # a step measured at 0 holds nothing (and divides by nothing)
     (111.0, 111.0, 111.0, 100.0, False),  # past 10 %, no interval
     (120.0, 90.0, 150.0, 100.0, True),  # past 10 %, inside a wider interval
     (120.0, 105.0, 150.0, 100.0, False),  # past 10 % and outside its interval
@@ -37,6 +40,8 @@ def test_a_check_that_held_carries_the_projection_as_far_again_as_it_reached():
     assert holdout.supported_to(4, 2, True) == 8  # from 2 it reached 4: from 4, 8
     assert holdout.supported_to(4, 3, True) == 5
     assert holdout.supported_to(4, 2, False) == 4  # one that did not: no further than measured
+    assert holdout.supported_to(2, 1, True) == 4  # from one rank it reached two: from two, four
+    assert holdout.supported_to(4, 0, True) == 4  # nothing kept: nothing reached
 
 
 WORK = costmodel.Workload(label="tiny", model="mlp", model_size="s", model_args="", per_rank_batch=32, grad_bytes=4e6,
