@@ -29,6 +29,8 @@ def test_ranks_taking_turns_stretch_the_compute_and_perhaps_the_communication():
     (111.0, 111.0, 111.0, 100.0, False),  # past 10 %, no interval
     (120.0, 90.0, 150.0, 100.0, True),  # past 10 %, inside a wider interval
     (120.0, 105.0, 150.0, 100.0, False),  # past 10 % and outside its interval
+    (120.0, 100.0, 150.0, 100.0, True),  # at its interval's low end: inside
+    (80.0, 50.0, 100.0, 100.0, True),  # at its high end: inside
     (math.nan, 90.0, 150.0, 100.0, False),  # no prediction holds nothing
     (100.0, 90.0, 110.0, math.nan, False),
 ])
