@@ -66,6 +66,7 @@ def test_a_prediction_with_a_core_per_thread_is_the_models_step_on_each_link():
     step, _ = _step(BANDWIDTH)
     assert holdout.predict(WORK, [BANDWIDTH], 4, 64.0, 1) == (step, step, step, [])
     assert holdout.predict(WORK, [BANDWIDTH], 4, 0.0, 8) == (step, step, step, [])  # cores unknown: no turns
+    assert holdout.predict(WORK, [BANDWIDTH], 4, math.nan, 8) == (step, step, step, [])
     other, _ = _step(LATENCY)
     assert other != step
     assert holdout.predict(WORK, [BANDWIDTH, LATENCY], 4, 64.0, 1) == (step, min(step, other), max(step, other), [LINK])
@@ -81,6 +82,10 @@ def test_ranks_taking_turns_widen_the_prediction_unless_the_communications_share
     assert wide == [TURNS, LINK]
     measured = holdout.in_turns(step, compute, 2.0, 0.25)
     assert holdout.predict(WORK, [BANDWIDTH], 4, 4.0, 2, taken=0.25) == (measured, measured, measured, [])
+    # one core: four ranks of one thread take turns on it
+    one = holdout.in_turns(step, compute, 4.0, 0.25)
+    assert holdout.predict(WORK, [BANDWIDTH], 4, 1.0, 1, taken=0.25) == (one, one, one, [])
+    assert one > measured
 
 
 def _jobs(*rows) -> pd.DataFrame:
