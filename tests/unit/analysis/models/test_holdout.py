@@ -4,6 +4,7 @@ check holds, and how far it lets the projection be drawn."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -117,6 +118,13 @@ def test_a_job_whose_threads_or_cores_are_unknown_takes_no_turns(threads, cores)
     assert math.isnan(holdout.taken_share(WORK, BANDWIDTH, _jobs((4, threads, cores, _taking(0.3)))))
     assert holdout.taken_share(WORK, BANDWIDTH, _jobs((8, threads, cores, _taking(0.3, 8)))) == (
         pytest.approx(0.3 if cores == 4.0 else math.nan, nan_ok=True))
+
+
+def test_a_workload_with_nothing_to_communicate_tells_nothing_of_the_communications_share():
+    silent = replace(WORK, grad_bytes=0.0, bucket_bytes=())
+    row = costmodel.predict(silent, BANDWIDTH, [4]).iloc[0]
+    assert row["step_ms"] == row["compute_ms"]  # ranks taking turns on it: only the compute stretches
+    assert math.isnan(holdout.taken_share(silent, BANDWIDTH, _jobs((4, 2, 4.0, 120.0))))
 
 
 def test_the_share_is_fitted_on_a_link_whose_communication_takes_under_a_millisecond():
