@@ -208,7 +208,7 @@ def judge_job(a: pd.DataFrame, b: pd.DataFrame, same_within: float = AB_SAME_WIT
         for name in TIMED_PHASES:
             diffs = list(paired[f"{name}_b"].to_numpy(float) - paired[f"{name}_a"].to_numpy(float))
             lo, hi = _sequence([d for d in diffs if math.isfinite(d)])
-            mean = float(np.nanmean(diffs)) if diffs else math.nan
+            mean = float(np.nanmean(diffs))
             if (lo > 0 if sign > 0 else hi < 0) and (not phase or abs(mean) > abs(phase_ms)):
                 phase, phase_ms = name, mean
     return {"rounds": rounds, "ratio": ratio, "low": low, "high": high, "call": call, "within": within,
@@ -279,14 +279,16 @@ def match_jobs(jobs_a: pd.DataFrame, jobs_b: pd.DataFrame) -> Pairing:
 
 def _change(text_a: str, text_b: str) -> str:
     """One setting's change in words, its name said once: ``bucket 25 MB -> 50 MB``, ``steps 20 -> 40``,
-    ``eager -> compiled``."""
-    words_a, words_b = text_a.split(" "), text_b.split(" ")
-    if len(words_a) > 1 and len(words_b) > 1 and words_a[0] == words_b[0]:
-        return f"{words_a[0]} {' '.join(words_a[1:])} -> {' '.join(words_b[1:])}"
+    ``eager -> compiled``. A ``name=value`` is split at its first ``=``, before any space: a value may hold
+    spaces (``script_dir=/my runs/a``); a name (:func:`describe`'s) never does."""
     name_a, _, value_a = text_a.partition("=")
     name_b, _, value_b = text_b.partition("=")
-    if value_a and value_b and name_a == name_b and " " not in name_a:
+    if value_a and value_b and name_a == name_b:
         return f"{name_a} {value_a} -> {value_b}"
+    head_a, _, rest_a = text_a.partition(" ")
+    head_b, _, rest_b = text_b.partition(" ")
+    if rest_a and rest_b and head_a == head_b:
+        return f"{head_a} {rest_a} -> {rest_b}"
     return f"{text_a} -> {text_b}"
 
 
@@ -340,7 +342,7 @@ def _unpaired(side: str, key: str, jobs: pd.DataFrame, other: pd.DataFrame, name
     """A job of ``side`` left without a pair, named as the pairs are, and why (:func:`match_jobs`)."""
     row = jobs[jobs["key"] == key].iloc[0]
     size = _setting(row.get("world_size"))
-    there = sum(_setting(value) == size for value in other["world_size"]) if "world_size" in other else 0
+    there = sum(_setting(value) == size for value in other["world_size"])
     name = "B" if side == "A" else "A"
     ws = describe(row, ["world_size"], model=False)
     why = (f"side {name} runs no job at {ws}" if not there else

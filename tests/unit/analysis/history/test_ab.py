@@ -12,9 +12,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ddpbench.analysis.core.jobs import SPEC_COLUMNS
 from ddpbench.analysis.core.speedup import as_fast
 from ddpbench.analysis.history import CANNOT_TELL, FASTER, SLOWER
-from ddpbench.analysis.history.ab import SAME_WITHIN, ab_calls, jobs_of, judge_job, judge_sides, match_jobs
+from ddpbench.analysis.history.ab import (
+    SAME_WITHIN,
+    ab_calls,
+    jobs_of,
+    judge_job,
+    judge_sides,
+    match_jobs,
+    what_differs,
+)
 from ddpbench.testing.comparing import job_spec
 
 
@@ -248,3 +257,93 @@ def test_the_words_compare_the_sides_as_a_speedup_from_the_faster_side():
     assert slower.words().startswith("slower: A 1.2") and "x as fast as B (95 % CI 1." in slower.words()
     (faster,) = ab_calls(side_steps(list(base)), side_steps(list(0.8 * cand)))
     assert faster.words().startswith(f"faster: B {as_fast(1 / faster.ratio, 'A', 1 / faster.high, 1 / faster.low)}")
+
+
+def spec_row(**settings) -> dict:
+    """A job's row as a side's jobs table holds it: mlp-xs at ws=2 with ``settings`` changed."""
+    spec = dataclasses.replace(job_spec(2), **settings)
+    return {"key": spec.key, **spec.to_dict()}
+
+
+@pytest.mark.parametrize("settings_a, settings_b, change", [
+    ({}, {"bucket_cap_mb": 50.0}, "bucket 25 MB -> 50 MB"),
+    ({}, {"batch_size": 16}, "batch 8 -> 16"),
+    ({}, {"steps": 16}, "steps 8 -> 16"),
+    ({}, {"optimizer": "adam"}, "sgd -> adam"),
+    ({}, {"scaling": "strong"}, "weak scaling -> strong scaling"),
+    ({}, {"compile": True}, "eager -> compiled"),
+    ({}, {"static_graph": True}, "no static_graph -> static_graph"),
+    ({"static_graph": True}, {}, "static_graph -> no static_graph"),
+    ({"cpu_affinity": "0,1"}, {"cpu_affinity": "0-3"}, "cpu_affinity 0,1 -> 0-3"),
+    ({}, {"cpu_affinity": "0-3"}, "cpu_affinity= -> cpu_affinity=0-3"),
+    # a value is said as written, spaces and "=" in it: the name is what comes before the first "="
+    ({"script_dir": "/my runs/a"}, {"script_dir": "/my runs/b"}, "script_dir /my runs/a -> /my runs/b"),
+    ({"script_dir": "/runs/lr=0.1"}, {"script_dir": "/runs/lr=0.2"}, "script_dir /runs/lr=0.1 -> /runs/lr=0.2"),
+    # the model once, however many of its fields differ
+    ({}, {"model_size": "s"}, "mlp-xs -> mlp-s"),
+    ({}, {"model": "cnn", "model_size": "s"}, "mlp-xs -> cnn-s"),
+    ({}, {"bucket_cap_mb": 50.0, "batch_size": 16}, "bucket 25 MB -> 50 MB, batch 8 -> 16"),
+    # alike: a number whatever its type, a setting missing from both tables or read as empty
+    ({}, {"batch_size": 8.0}, ""),
+    ({"cpu_affinity": math.nan}, {"cpu_affinity": math.nan}, ""),
+    ({"cpu_affinity": None}, {"cpu_affinity": ""}, ""),
+])
+def test_what_differs_between_two_jobs_names_each_setting_once_with_both_values(settings_a, settings_b, change):
+    assert what_differs(spec_row(**settings_a), spec_row(**settings_b), SPEC_COLUMNS) == change
+
+
+def test_jobs_of_the_same_key_are_one_job_whatever_a_setting_outside_the_key_says():
+    """script_dir is no part of a job's key: the same job run from two folders is compared as one, with no change
+    in its label."""
+    moved = [dataclasses.replace(bucket(2, 25), script_dir=folder) for folder in ("/a", "/b")]
+    (call,) = ab_calls(jobs_steps([(moved[0], 30.0)], 5), jobs_steps([(moved[1], 30.0)], 5))
+    assert call.key == call.key_b and call.job_b == "" and call.change == "" and call.label == "mlp-xs script_dir=/a"
+
+
+def test_a_side_with_no_jobs_leaves_every_job_of_the_other_unpaired_each_named_by_its_settings():
+    jobs = [(bucket(2, 25), 30.0), (bucket(2, 50), 30.0)]
+    steps, none = jobs_steps(jobs, 1), jobs_steps(jobs, 1).iloc[:0]
+    named = ["mlp-xs bucket 25 MB", "mlp-xs bucket 50 MB"]
+    for steps_a, steps_b, side, other in ((steps, none, "A", "B"), (none, steps, "B", "A"), (None, steps, "B", "A")):
+        calls, unpaired = judge_sides(steps_a, steps_b)
+        assert calls == [] and [u.words() for u in unpaired] == [
+            f"{name}: only on side {side}, not compared (side {other} runs no job at ws=2)" for name in named]
+    assert judge_sides(none, none) == ([], [])
+
+
+def test_an_unpaired_job_is_named_as_the_pairs_are_a_strategys_single_bucket_left_unsaid():
+    side_a = [(bucket(2, 25), 30.0), (bucket(2, 50), 30.0)]
+    side_b = [(dataclasses.replace(bucket(4, 25), strategy="ring"), 20.0)]
+    _, unpaired = judge_sides(jobs_steps(side_a, 1), jobs_steps(side_b, 1))
+    assert [u.job for u in unpaired] == ["mlp-xs ddp ws=2 bucket 25 MB", "mlp-xs ddp ws=2 bucket 50 MB",
+                                         "mlp-xs ring ws=4"]
+
+
+def test_a_setting_one_sides_results_predate_is_not_a_difference_between_the_jobs():
+    """Side A's results were written before ``precision`` existed: its table has no such column, and the pair's
+    change names what both tables hold and differ in, the bucket alone."""
+    steps_a = jobs_steps([(bucket(2, 25), 30.0)], 5).drop(columns=["precision"])
+    (call,) = ab_calls(steps_a, jobs_steps([(bucket(2, 50), 33.0)], 5))
+    assert call.change == "bucket 25 MB -> 50 MB" and call.label == "mlp-xs (bucket 25 MB -> 50 MB)"
+    assert call.call == SLOWER and call.ratio == pytest.approx(1.1)
+
+
+def test_the_margin_of_the_same_is_the_one_the_ab_is_given():
+    base, cand = drifting(30, seed=2, spread=0.005)
+    steps_a, steps_b = side_steps(list(base)), side_steps(list(cand))
+    (default,) = ab_calls(steps_a, steps_b)
+    (strict,) = ab_calls(steps_a, steps_b, same_within=default.within / 2)
+    assert default.call == SAME_WITHIN and strict.call == CANNOT_TELL, (default, strict)
+    assert strict.words().startswith("cannot tell: ")
+
+
+def test_each_side_of_a_pair_is_named_among_both_sides_jobs_a_strategys_single_bucket_left_unsaid():
+    def ring(**settings):
+        return dataclasses.replace(bucket(4, 25), strategy="ring", **settings)
+    side_a = [(bucket(2, 25), 30.0), (ring(), 20.0)]
+    side_b = [(bucket(2, 50), 30.0), (ring(batch_size=16), 20.0)]
+    calls, _ = judge_sides(jobs_steps(side_a, 1), jobs_steps(side_b, 1))
+    assert [(c.job, c.job_b, c.label) for c in calls] == [
+        ("mlp-xs ddp ws=2 batch 8", "mlp-xs ddp ws=2 bucket 50 MB batch 8",
+         "mlp-xs ddp ws=2 batch 8 (bucket 25 MB -> 50 MB)"),
+        ("mlp-xs ring ws=4", "mlp-xs ring ws=4 batch 16", "mlp-xs ring ws=4 (batch 8 -> 16)")]

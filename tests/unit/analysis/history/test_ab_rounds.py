@@ -154,3 +154,48 @@ def test_the_call_on_identical_rounds_is_same_and_a_faster_side_names_the_phase_
     # the largest change either way the interval leaves: here its low end's, as a slowdown of A
     assert faster["within"] == pytest.approx(max(faster["high"], 1 / faster["low"]) - 1)
     assert faster["within"] == pytest.approx(1 / faster["low"] - 1)
+
+
+def test_the_margin_of_the_same_holds_an_interval_that_reaches_it_exactly():
+    a = [10.0, 10.2, 9.9, 10.1, 10.0, 10.3, 9.8, 10.1]
+    within = judge_job(rounds(a), rounds(a[::-1]))["within"]
+    assert 0 < within < 1
+    assert judge_job(rounds(a), rounds(a[::-1]), same_within=within)["call"] == SAME_WITHIN
+    assert judge_job(rounds(a), rounds(a[::-1]), same_within=math.nextafter(within, 0))["call"] == CANNOT_TELL
+
+
+def test_a_slowdown_no_single_phase_carries_beyond_its_noise_names_no_phase():
+    """B is 20 % slower every round, but forward and backward each swing by 6 ms from round to round, in
+    opposite directions: neither phase's change alone is told from 0, and the call names none."""
+    swing = [6.0 if r % 2 else -6.0 for r in range(8)]
+    phases_a = {p: [2.0] * 8 for p in TIMED_PHASES}
+    phases_b = {**phases_a, "forward_ms": [2.0 + 1 + s for s in swing], "backward_ms": [2.0 + 1 - s for s in swing]}
+    found = judge_job(rounds([10.0] * 8).assign(**phases_a), rounds([12.0] * 8).assign(**phases_b))
+    assert found["call"] == SLOWER and found["ratio"] == pytest.approx(1.2)
+    assert (found["phase"], found["phase_ms"]) == ("", pytest.approx(math.nan, nan_ok=True))
+    words = call(ratio=found["ratio"], low=found["low"], high=found["high"], phase=found["phase"]).words()
+    assert " moved " not in words and words.endswith("over 12 rounds")
+
+
+def moved(step_b: float, **diffs) -> dict:
+    """judge_job of eight rounds: A's step 10 ms and each phase 2 ms, B's step ``step_b`` and each phase
+    2 ms plus ``diffs[phase]`` (a number, or a list a round)."""
+    phases_a = {p: [2.0] * 8 for p in TIMED_PHASES}
+    phases_b = {p: [2.0 + d for d in (v if isinstance(v, list) else [v] * 8)] for p, v in
+                {**dict.fromkeys(TIMED_PHASES, 0.0), **diffs}.items()}
+    return judge_job(rounds([10.0] * 8).assign(**phases_a), rounds([step_b] * 8).assign(**phases_b))
+
+
+def test_the_phase_that_moved_is_named_however_small_its_move_and_only_on_the_side_the_step_moved():
+    # half a millisecond, every round: a move, named
+    assert (moved(10.5, backward_ms=0.5)["phase"], moved(10.5, backward_ms=0.5)["phase_ms"]) == (
+        "backward_ms", pytest.approx(0.5))
+    # B faster: the phases that fell are candidates, the one that rose more than either fell is not
+    faster = moved(9.5, forward_ms=0.8, backward_ms=-0.7, optimizer_ms=-0.6)
+    assert faster["call"] == "faster" and (faster["phase"], faster["phase_ms"]) == ("backward_ms", pytest.approx(-0.7))
+    # B faster by no phase alone: forward and backward swing against each other, the rest unchanged; none named
+    swing = [6.0 if r % 2 else -6.0 for r in range(8)]
+    spread = moved(9.0, forward_ms=[-0.5 + s for s in swing], backward_ms=[-0.5 - s for s in swing])
+    assert spread["call"] == "faster" and spread["phase"] == ""
+    # two phases that moved alike: the first in the step's order
+    assert moved(12.0, forward_ms=1.0, backward_ms=1.0)["phase"] == "forward_ms"

@@ -4,6 +4,7 @@ check holds, and how far it lets the projection be drawn."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -23,9 +24,14 @@ def test_ranks_taking_turns_stretch_the_compute_and_perhaps_the_communication():
 
 @pytest.mark.parametrize(("predicted", "low", "high", "measured", "held"), [
     (105.0, 105.0, 105.0, 100.0, True),  # within 10 %
+    (90.0, 90.0, 90.0, 100.0, True),  # 10 % under: at the tolerance, still within
+    (0.52, 0.52, 0.52, 0.5, True),  # a step under a millisecond is checked as any other
+    (100.0, 90.0, 110.0, 0.0, False),  # a step measured at 0 holds nothing (and divides by nothing)
     (111.0, 111.0, 111.0, 100.0, False),  # past 10 %, no interval
     (120.0, 90.0, 150.0, 100.0, True),  # past 10 %, inside a wider interval
     (120.0, 105.0, 150.0, 100.0, False),  # past 10 % and outside its interval
+    (120.0, 100.0, 150.0, 100.0, True),  # at its interval's low end: inside
+    (80.0, 50.0, 100.0, 100.0, True),  # at its high end: inside
     (math.nan, 90.0, 150.0, 100.0, False),  # no prediction holds nothing
     (100.0, 90.0, 110.0, math.nan, False),
 ])
@@ -37,6 +43,8 @@ def test_a_check_that_held_carries_the_projection_as_far_again_as_it_reached():
     assert holdout.supported_to(4, 2, True) == 8  # from 2 it reached 4: from 4, 8
     assert holdout.supported_to(4, 3, True) == 5
     assert holdout.supported_to(4, 2, False) == 4  # one that did not: no further than measured
+    assert holdout.supported_to(2, 1, True) == 4  # from one rank it reached two: from two, four
+    assert holdout.supported_to(4, 0, True) == 4  # nothing kept: nothing reached
 
 
 WORK = costmodel.Workload(label="tiny", model="mlp", model_size="s", model_args="", per_rank_batch=32, grad_bytes=4e6,
@@ -59,6 +67,7 @@ def test_a_prediction_with_a_core_per_thread_is_the_models_step_on_each_link():
     step, _ = _step(BANDWIDTH)
     assert holdout.predict(WORK, [BANDWIDTH], 4, 64.0, 1) == (step, step, step, [])
     assert holdout.predict(WORK, [BANDWIDTH], 4, 0.0, 8) == (step, step, step, [])  # cores unknown: no turns
+    assert holdout.predict(WORK, [BANDWIDTH], 4, math.nan, 8) == (step, step, step, [])
     other, _ = _step(LATENCY)
     assert other != step
     assert holdout.predict(WORK, [BANDWIDTH, LATENCY], 4, 64.0, 1) == (step, min(step, other), max(step, other), [LINK])
@@ -74,6 +83,10 @@ def test_ranks_taking_turns_widen_the_prediction_unless_the_communications_share
     assert wide == [TURNS, LINK]
     measured = holdout.in_turns(step, compute, 2.0, 0.25)
     assert holdout.predict(WORK, [BANDWIDTH], 4, 4.0, 2, taken=0.25) == (measured, measured, measured, [])
+    # one core: four ranks of one thread take turns on it
+    one = holdout.in_turns(step, compute, 4.0, 0.25)
+    assert holdout.predict(WORK, [BANDWIDTH], 4, 1.0, 1, taken=0.25) == (one, one, one, [])
+    assert one > measured
 
 
 def _jobs(*rows) -> pd.DataFrame:
@@ -105,6 +118,13 @@ def test_a_job_whose_threads_or_cores_are_unknown_takes_no_turns(threads, cores)
     assert math.isnan(holdout.taken_share(WORK, BANDWIDTH, _jobs((4, threads, cores, _taking(0.3)))))
     assert holdout.taken_share(WORK, BANDWIDTH, _jobs((8, threads, cores, _taking(0.3, 8)))) == (
         pytest.approx(0.3 if cores == 4.0 else math.nan, nan_ok=True))
+
+
+def test_a_workload_with_nothing_to_communicate_tells_nothing_of_the_communications_share():
+    silent = replace(WORK, grad_bytes=0.0, bucket_bytes=())
+    row = costmodel.predict(silent, BANDWIDTH, [4]).iloc[0]
+    assert row["step_ms"] == row["compute_ms"]  # ranks taking turns on it: only the compute stretches
+    assert math.isnan(holdout.taken_share(silent, BANDWIDTH, _jobs((4, 2, 4.0, 120.0))))
 
 
 def test_the_share_is_fitted_on_a_link_whose_communication_takes_under_a_millisecond():

@@ -117,3 +117,27 @@ def test_a_rows_band_is_its_prediction_plus_the_other_sources_errors_of_its_regi
     # one source alone: no other source's errors, so no band at all
     alone, _ = loso.with_bands(table[table["source"] == "b"])
     assert alone[["low", "high"]].isna().all().all() and not alone["inside"].any()
+
+
+def test_the_published_table_carries_each_checked_rows_own_fold_and_band_and_the_rest_the_shipped_model(monkeypatch):
+    """What ``whatif --validate`` prints: a checked row's held-out prediction, its error, its band and whether it
+    is inside it, and its regime; an input row keeps the shipped constants' prediction and has no band."""
+    shipped = pd.DataFrame({"source": ["a", "a", "b"], "role": ["check", "input", "check"],
+                            "published": [90.0, 95.0, 70.0], "predicted": [91.0, 94.0, 72.0],
+                            "error_pp": [1.0, -1.0, 2.0]})
+    held = pd.DataFrame({"row": [2, 0], "source": ["b", "a"], "predicted": [60.0, 85.0], "error_pp": [-10.0, -5.0],
+                         "low": [55.0, 80.0], "high": [75.0, 88.0], "inside": [True, False],
+                         "regime": ["across nodes", "one node"]})
+    monkeypatch.setattr(validation, "published_table", lambda: shipped.copy())
+    monkeypatch.setattr(loso, "held_out", lambda: loso.Loso(held, {}, {}, COSTS))
+    found = loso.validated()
+    assert found.columns.tolist() == [*shipped.columns, "low", "high", "inside", "regime"]
+    checked = found.loc[[0, 2]]
+    assert checked[["predicted", "error_pp", "low", "high"]].values.tolist() == [[85.0, -5.0, 80.0, 88.0],
+                                                                                 [60.0, -10.0, 55.0, 75.0]]
+    assert checked["inside"].tolist() == [False, True]
+    assert checked["regime"].tolist() == ["one node", "across nodes"]
+    assert checked["published"].tolist() == [90.0, 70.0]  # the published figure is never the fold's
+    kept = found.loc[1]
+    assert (kept["predicted"], kept["error_pp"], kept["regime"]) == (94.0, -1.0, "")
+    assert math.isnan(kept["low"]) and math.isnan(kept["high"]) and kept["inside"] is None
