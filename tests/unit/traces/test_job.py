@@ -169,3 +169,28 @@ def test_a_rank_with_no_compute_in_a_step_is_never_the_one_waited_for(tmp_path):
     assert set(job.steps["last_rank"]) == {0} and (job.steps["wait_ms"] == 0.0).all()
     none = _job(tmp_path / "none", [_no_compute(tiny_trace(0, 2)), _no_compute(tiny_trace(1, 2))])
     assert set(none.steps["last_rank"]) == {0} and (none.steps["wait_ms"] == 0.0).all()
+
+
+def _kernel(name: str, corr: int, at: float, launched: float | None) -> list:
+    """A compute kernel running 50 µs from ``at``, and the host call that launched it at ``launched`` (none
+    in the trace where None)."""
+    kernel = {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": at, "dur": 50.0,
+              "args": {"correlation": corr, "External id": corr, "stream": 7, "device": 0}}
+    launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": launched,
+              "dur": 2.0, "args": {"correlation": corr, "External id": corr}}
+    return [kernel] if launched is None else [launch, kernel]
+
+
+def test_a_kernel_belongs_to_the_step_whose_window_launched_it(tmp_path):
+    # three steps of 1000 µs from 1e6: a kernel launched at the very start of step 2 is step 2's; one
+    # launched at the last step's very end, or whose launch the trace lacks, is no step's
+    trace = tiny_trace(0, 1, steps=3)
+    trace["traceEvents"] += (_kernel("launched_at_start", 500, 1_001_950.0, 1_001_000.0)
+                             + _kernel("launched_at_end", 501, 1_003_010.0, 1_003_000.0)
+                             + _kernel("launch_not_traced", 502, 1_002_950.0, None))
+    job = _job(tmp_path, [trace])
+    by_step = job.kernels.groupby("step")["kernel"].apply(set).to_dict()
+    ours = {"elementwise_kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "sm90_gemm"}
+    assert by_step == {1: ours, 2: ours | {"launched_at_start"}, 3: ours}
+    ends = job.steps.set_index("step")["compute_end_us"] - 1e6
+    assert ends.tolist() == pytest.approx([800.0, 2000.0, 2800.0])  # step 2's ends with its late kernel
