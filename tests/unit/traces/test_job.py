@@ -211,3 +211,15 @@ def test_a_collective_whose_launch_the_trace_lacks_belongs_to_the_step_it_ran_in
     assert coll["step"].tolist() == [1, 2, 3] and coll["index"].tolist() == [0, 0, 0]
     assert (coll["start_us"] - 1e6).tolist() == pytest.approx([500.0, 1500.0, 2500.0])
     assert coll["dur_us"].tolist() == pytest.approx([400.0] * 3)
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_a_ranks_device_time_is_the_work_launched_before_its_last_step_began(tmp_path, steps):
+    # two steps: the first's gemm (100-600 µs), all-reduce (500-900) and elementwise kernel (700-800), not a
+    # kernel launched at the second's very start; one step: all its work, the same
+    trace = tiny_trace(0, 1, steps=steps)
+    if steps == 2:
+        trace["traceEvents"] += _kernel("launched_at_last_start", 500, 1_001_950.0, 1_001_000.0)
+    (row,) = _job(tmp_path, [trace]).ranks.to_dict("records")
+    got = [row[c] for c in ("span_us", "idle_us", "compute_us", "non_compute_us", "comm_us", "overlap_us")]
+    assert got == pytest.approx([800.0, 0.0, 600.0, 200.0, 400.0, 200.0])
