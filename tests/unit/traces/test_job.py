@@ -198,22 +198,23 @@ def test_a_kernel_belongs_to_the_step_whose_window_launched_it(tmp_path):
 
 def test_a_collective_belongs_to_the_step_that_launched_it_else_to_the_one_it_ran_in(tmp_path):
     # the all-reduces' host launches dropped: each all-reduce (500-900 µs into its step) is its step's by
-    # when it ran; one launched at 950 runs 1020-1050, in step 2's window, and is step 1's; one more,
-    # launched nowhere, runs after the last step and belongs to none
+    # when it ran; one launched at 950 runs 1600-1630, in step 2's window after step 2's own began, and is
+    # step 1's (the table lists each rank's collectives as they began); one more, launched nowhere, runs
+    # after the last step and belongs to none
     trace = tiny_trace(0, 1, steps=3)
     reduces = {e["args"]["correlation"] for e in trace["traceEvents"] if e["name"].startswith("ncclDevKernel")}
     trace["traceEvents"] = [e for e in trace["traceEvents"] if not (e["cat"] == "cuda_runtime"
                                                                     and e["args"]["correlation"] in reduces)]
     reduce = next(e for e in trace["traceEvents"] if e["name"].startswith("ncclDevKernel"))
-    late = _kernel(reduce["name"], 800, 1_001_020.0, 1_000_950.0)
-    late[1] = {**reduce, "ts": 1_001_020.0, "dur": 30.0, "args": {**reduce["args"], "correlation": 800}}
+    late = _kernel(reduce["name"], 800, 1_001_600.0, 1_000_950.0)
+    late[1] = {**reduce, "ts": 1_001_600.0, "dur": 30.0, "args": {**reduce["args"], "correlation": 800}}
     trace["traceEvents"] += [*late, {**reduce, "ts": 1_003_100.0, "args": {**reduce["args"], "correlation": 900}}]
     job = _job(tmp_path, [trace])
     assert job.steps["collectives"].tolist() == [2, 1, 1]
     coll = job.collectives
-    assert coll["step"].tolist() == [1, 1, 2, 3] and coll["index"].tolist() == [0, 1, 0, 0]
-    assert (coll["start_us"] - 1e6).tolist() == pytest.approx([500.0, 1020.0, 1500.0, 2500.0])
-    assert coll["dur_us"].tolist() == pytest.approx([400.0, 30.0, 400.0, 400.0])
+    assert coll["step"].tolist() == [1, 2, 1, 3] and coll["index"].tolist() == [0, 0, 1, 0]
+    assert (coll["start_us"] - 1e6).tolist() == pytest.approx([500.0, 1500.0, 1600.0, 2500.0])
+    assert coll["dur_us"].tolist() == pytest.approx([400.0, 400.0, 30.0, 400.0])
 
 
 @pytest.mark.parametrize("steps", [1, 2])
