@@ -227,3 +227,17 @@ def test_a_ranks_device_time_is_the_work_launched_before_its_last_step_began(tmp
     (row,) = _job(tmp_path, [trace]).ranks.to_dict("records")
     got = [row[c] for c in ("span_us", "idle_us", "compute_us", "non_compute_us", "comm_us", "overlap_us")]
     assert got == pytest.approx([800.0, 0.0, 600.0, 200.0, 400.0, 200.0])
+
+
+def test_traces_that_name_no_host_are_not_said_to_share_one_clock(tmp_path):
+    job = _job(tmp_path, [tiny_trace(0, 2), tiny_trace(1, 2)])
+    assert job.ranks["host"].tolist() == ["", ""] and job.clock["one_host"] is False and job.clock["aligned"]
+
+
+def test_a_trace_of_one_gpu_kernel_is_a_gpu_trace(tmp_path):
+    trace = tiny_trace(0, 1, steps=2)
+    first = next(e for e in trace["traceEvents"] if e["name"] == "sm90_gemm")
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e["cat"] != "kernel" or e is first]
+    job = _job(tmp_path, [trace])
+    assert job.device == "gpu" and job.ranks["device"].tolist() == ["gpu"]
+    assert job.steps["compute_ms"].tolist() == pytest.approx([0.5, 0.0])
