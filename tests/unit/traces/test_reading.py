@@ -35,6 +35,23 @@ def test_a_step_is_split_as_the_trace_says(tmp_path):
     assert steps[list(PARTS)].sum(axis=1).to_numpy() == pytest.approx(steps["step_ms"].to_numpy())
 
 
+def test_a_copy_while_nothing_else_ran_is_the_steps_memory_time(tmp_path):
+    """A host-to-device copy 960-990 µs into each step, launched at 350, when neither compute nor
+    communication ran: 0.03 ms of memory, out of the idle time's last part (950-1000)."""
+    trace = tiny_trace(0, 1, steps=3)
+    for k in range(3):
+        t0, corr = 1e6 + k * 1000, 700 + k
+        trace["traceEvents"] += [
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": t0 + 350,
+             "dur": 2.0, "args": {"correlation": corr, "External id": corr}},
+            {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 8,
+             "ts": t0 + 960, "dur": 30.0, "args": {"correlation": corr, "stream": 8, "device": 0}}]
+    steps = _job(tmp_path, [trace]).steps
+    want = {"compute_ms": 0.6, "exposed_ms": 0.2, "memory_ms": 0.03, "idle_ms": 0.17, "idle_other_ms": 0.02}
+    for column, value in want.items():
+        assert steps[column].to_numpy() == pytest.approx(value, abs=1e-9), column
+
+
 def test_a_steps_idle_time_is_split_by_what_its_step_thread_was_doing(tmp_path):
     """The device idles 0-100 µs (the data loader's), 900-950 (the sync's) and 950-1000 of each step: there
     the step thread runs an operator 960-980; another thread's operator and data-loader range 985-995 are
