@@ -241,3 +241,24 @@ def test_a_trace_of_one_gpu_kernel_is_a_gpu_trace(tmp_path):
     job = _job(tmp_path, [trace])
     assert job.device == "gpu" and job.ranks["device"].tolist() == ["gpu"]
     assert job.steps["compute_ms"].tolist() == pytest.approx([0.5, 0.0])
+
+
+def test_a_lone_trace_that_names_no_rank_is_rank_0_in_every_table(tmp_path):
+    # read as a single process (rank 0 of 1), its rows say so too: rank 0, its times on its own clock
+    trace = tiny_trace(0, 1, steps=3)
+    del trace["distributedInfo"]
+    job = _job(tmp_path, [trace])
+    assert job.world_size == 1 and any("read as a single process" in note for note in job.notes)
+    assert job.steps["rank"].tolist() == [0, 0, 0] and job.steps["last_rank"].tolist() == [0, 0, 0]
+    assert (job.steps["start_us"] - 1e6).tolist() == pytest.approx([0.0, 1000.0, 2000.0])
+    assert job.collectives["rank"].tolist() == [0, 0, 0] and job.buckets["buckets"].tolist() == [1, 1, 1]
+    assert job.ranks["rank"].tolist() == [0] and job.ranks["clock_offset_us"].tolist() == [0.0]
+    assert job.straggler == {"rank": 0, "last": 3, "steps": 3}
+
+
+def test_a_trace_without_its_world_size_or_clock_is_a_world_of_one_on_its_own_clock(tmp_path):
+    trace = tiny_trace(0, 1, steps=3)
+    del trace["distributedInfo"]["world_size"], trace["baseTimeNanoseconds"]
+    job = _job(tmp_path, [trace])
+    assert job.world_size == 1 and not job.sampled
+    assert (job.steps["start_us"] - 1e6).tolist() == pytest.approx([0.0, 1000.0, 2000.0])
