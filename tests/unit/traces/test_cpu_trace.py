@@ -155,7 +155,8 @@ def test_a_cpu_steps_compute_is_its_threads_operators_and_its_collectives_those_
     for rank in (0, 1):
         write_trace(tmp_path / f"rank{rank}.json", _cpu_trace(rank))
     (job,) = read_folder(tmp_path, workers=1)
-    assert job.device == "cpu" and job.backend == "gloo"
+    assert job.device == "cpu" and job.backend == "gloo" and job.ranks["device"].tolist() == ["cpu", "cpu"]
+    assert job.ranks[["span_us", "idle_us", "compute_us", "comm_us"]].isna().all().all()  # no device time
     mine = job.steps[job.steps["rank"] == 0].sort_values("step")
     # compute 100-300 and 400-600; communication 0-50, 300-350, 700-900; busy 0-50, 100-350, 400-600, 700-900
     full = {"step_ms": 1.0, "compute_ms": 0.4, "comm_ms": 0.3, "hidden_ms": 0.0, "exposed_ms": 0.3,

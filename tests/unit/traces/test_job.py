@@ -234,13 +234,22 @@ def test_traces_that_name_no_host_are_not_said_to_share_one_clock(tmp_path):
     assert job.ranks["host"].tolist() == ["", ""] and job.clock["one_host"] is False and job.clock["aligned"]
 
 
-def test_a_trace_of_one_gpu_kernel_is_a_gpu_trace(tmp_path):
+@pytest.mark.parametrize("step", [1, 2])
+def test_a_trace_of_one_gpu_kernel_is_a_gpu_trace(tmp_path, step):
+    # its one gemm (500 µs) in the first of two steps: the device time; in the last: no work launched
+    # before the last step began, so none, yet a GPU's
     trace = tiny_trace(0, 1, steps=2)
-    first = next(e for e in trace["traceEvents"] if e["name"] == "sm90_gemm")
-    trace["traceEvents"] = [e for e in trace["traceEvents"] if e["cat"] != "kernel" or e is first]
+    kept = [e for e in trace["traceEvents"] if e["name"] == "sm90_gemm"][step - 1]
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e["cat"] != "kernel" or e is kept]
     job = _job(tmp_path, [trace])
     assert job.device == "gpu" and job.ranks["device"].tolist() == ["gpu"]
-    assert job.steps["compute_ms"].tolist() == pytest.approx([0.5, 0.0])
+    assert job.steps["compute_ms"].tolist() == pytest.approx([0.5, 0.0] if step == 1 else [0.0, 0.5])
+    (row,) = job.ranks.to_dict("records")
+    got = [row[c] for c in ("span_us", "idle_us", "compute_us", "non_compute_us", "comm_us", "overlap_us")]
+    if step == 1:
+        assert got == pytest.approx([500.0, 0.0, 500.0, 0.0, 0.0, 0.0])
+    else:
+        assert all(math.isnan(v) for v in got)
 
 
 def test_a_lone_trace_that_names_no_rank_is_rank_0_in_every_table(tmp_path):
