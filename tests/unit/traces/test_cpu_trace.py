@@ -171,3 +171,12 @@ def test_a_cpu_steps_compute_is_its_threads_operators_and_its_collectives_those_
     coll = job.collectives[job.collectives["rank"] == 0]
     assert coll.groupby("step")["op"].apply(list).to_dict() == {s: ["broadcast", "all_reduce"] for s in (1, 2, 3, 4)}
     assert coll.groupby("step")["index"].apply(list).to_dict() == {s: [0, 1] for s in (1, 2, 3, 4)}
+
+
+def test_a_cpu_trace_of_one_step(tmp_path):
+    # no autograd in its one step: compute 100-300 µs, ended by the step thread's operator at 350
+    write_trace(tmp_path / "rank0.json", _cpu_trace(0, steps=1))
+    (job,) = read_folder(tmp_path, workers=1)
+    (row,) = job.steps.to_dict("records")
+    assert (row["compute_ms"], row["compute_end_us"] - row["start_us"], row["collectives"]) == pytest.approx(
+        (0.2, 350.0, 2))
