@@ -181,6 +181,9 @@ def check_job(job: Job, tables: list[RankTables]) -> Checked:
                 raise InputError(t.path, "distributedInfo", "missing: a job's traces must say which rank each "
                                  "is; record them with torch.distributed initialised before the profiler starts")
             t.rank, t.world_size = 0, 1
+            for rows in (t.steps, t.collectives, t.breakdown):  # its rows too: each begins with its rank
+                for row in rows:
+                    row[0] = 0
             notes.append(f"{Path(t.path).name} has no distributedInfo: read as a single process (rank 0 of 1)")
         if not t.steps:
             raise InputError(t.path, "ProfilerStep", "the trace has no ProfilerStep# ranges, so it cannot be cut "

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from ddpbench.testing import ROOT
+from ddpbench.testing.traces import write_trace
 from ddpbench.traces import kinds
 from ddpbench.traces.folder import read_folder
 
@@ -107,3 +108,75 @@ def test_a_cpu_trace_has_no_device_breakdown(job):
     assert ranks["device"].tolist() == ["cpu", "cpu"]
     assert ranks[["span_us", "idle_us", "compute_us", "non_compute_us", "comm_us", "overlap_us"]].isna().all().all()
     assert job.kernels.empty
+
+
+def _cpu_trace(rank: int, steps: int = 4, step_us: float = 1000.0) -> dict:
+    """A gloo rank's small CPU-only trace, every figure known. Each step (its ProfilerStep range from
+    ``k * step_us`` on the step thread 1) holds, at these µs from its start: on thread 1 the data loader
+    0-100, an operator 100-350, the process group's call 300-350 around a collective and the optimizer's
+    range 360-390 (no operator); on thread 2 an autograd node 400-600 in the first two steps, 0-30 in
+    the third, none in the last; on thread 3 (a data worker) a data-loader range 450-500 and an operator
+    650-700; on gloo's thread 4 a broadcast from the step's very start to 50 and an all-reduce 700-900.
+    Before the first step and from the last one's end on, thread 4 runs a barrier each and the step
+    thread, from that end, an operator: outside every step."""
+    base, events = 1_000_000.0, []
+
+    def add(tid, name, at, dur, cat="user_annotation"):
+        events.append({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": at, "dur": dur})
+
+    for k in range(steps):
+        t0 = base + k * step_us
+        add(1, f"ProfilerStep#{k + 1}", t0, step_us)
+        add(1, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t0, 100.0)
+        add(1, "aten::mm", t0 + 100, 250.0, "cpu_op")
+        add(1, "gloo:all_reduce", t0 + 300, 50.0)
+        add(1, "Optimizer.step#SGD.step", t0 + 360, 30.0)
+        if k < steps - 1:
+            at, dur = (400.0, 200.0) if k < steps - 2 else (0.0, 30.0)
+            add(2, "autograd::engine::evaluate_function: MmBackward0", t0 + at, dur, "cpu_op")
+        add(3, "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", t0 + 450, 50.0)
+        add(3, "aten::copy_", t0 + 650, 50.0, "cpu_op")
+        add(4, "gloo:broadcast", t0, 50.0)
+        add(4, "gloo:all_reduce", t0 + 700, 200.0)
+    add(4, "gloo:barrier", base - 500, 20.0)
+    add(4, "gloo:barrier", base + steps * step_us, 20.0)
+    add(1, "aten::copy_", base + steps * step_us, 30.0, "cpu_op")
+    return {"schemaVersion": 1, "distributedInfo": {"backend": "gloo", "rank": rank, "world_size": 2},
+            "baseTimeNanoseconds": 1_790_000_000_000_000_000, "traceEvents": events}
+
+
+def test_a_cpu_steps_compute_is_its_threads_operators_and_its_collectives_those_inside_it(tmp_path):
+    """Compute: the step thread's operators and autograd's on its own thread, less the step thread's data
+    loading and collective calls (a data worker's ranges are neither). A step's compute ends with its last
+    autograd node, one at its very start included; where it ran none, with the step thread's last operator
+    (not a data worker's, not the optimizer's range, not an operator from the last step's end on). A
+    collective belongs to the step its range starts in, its very start included; the barriers outside
+    every step belong to none."""
+    for rank in (0, 1):
+        write_trace(tmp_path / f"rank{rank}.json", _cpu_trace(rank))
+    (job,) = read_folder(tmp_path, workers=1)
+    assert job.device == "cpu" and job.backend == "gloo" and job.ranks["device"].tolist() == ["cpu", "cpu"]
+    assert job.ranks[["span_us", "idle_us", "compute_us", "comm_us"]].isna().all().all()  # no device time
+    mine = job.steps[job.steps["rank"] == 0].sort_values("step")
+    # compute 100-300 and 400-600; communication 0-50, 300-350, 700-900; busy 0-50, 100-350, 400-600, 700-900
+    full = {"step_ms": 1.0, "compute_ms": 0.4, "comm_ms": 0.3, "hidden_ms": 0.0, "exposed_ms": 0.3,
+            "memory_ms": 0.0, "idle_ms": 0.3, "idle_data_ms": 0.05, "idle_sync_ms": 0.0, "idle_cpu_ms": 0.0,
+            "idle_other_ms": 0.25, "collectives": 2}
+    last = {**full, "compute_ms": 0.2, "idle_ms": 0.5, "idle_other_ms": 0.45}  # no autograd 400-600
+    assert len(mine) == 4
+    for (_, row), want, end in zip(mine.iterrows(), (full, full, last, last), (600.0, 600.0, 30.0, 350.0)):
+        for column, value in want.items():
+            assert row[column] == pytest.approx(value, abs=1e-9), (row["step"], column)
+        assert row["compute_end_us"] - row["start_us"] == pytest.approx(end), row["step"]
+    coll = job.collectives[job.collectives["rank"] == 0]
+    assert coll.groupby("step")["op"].apply(list).to_dict() == {s: ["broadcast", "all_reduce"] for s in (1, 2, 3, 4)}
+    assert coll.groupby("step")["index"].apply(list).to_dict() == {s: [0, 1] for s in (1, 2, 3, 4)}
+
+
+def test_a_cpu_trace_of_one_step(tmp_path):
+    # no autograd in its one step: compute 100-300 µs, ended by the step thread's operator at 350
+    write_trace(tmp_path / "rank0.json", _cpu_trace(0, steps=1))
+    (job,) = read_folder(tmp_path, workers=1)
+    (row,) = job.steps.to_dict("records")
+    assert (row["compute_ms"], row["compute_end_us"] - row["start_us"], row["collectives"]) == pytest.approx(
+        (0.2, 350.0, 2))

@@ -170,3 +170,105 @@ def test_a_rank_with_no_compute_in_a_step_is_never_the_one_waited_for(tmp_path):
     assert set(job.steps["last_rank"]) == {0} and (job.steps["wait_ms"] == 0.0).all()
     none = _job(tmp_path / "none", [_no_compute(tiny_trace(0, 2)), _no_compute(tiny_trace(1, 2))])
     assert set(none.steps["last_rank"]) == {0} and (none.steps["wait_ms"] == 0.0).all()
+
+
+def _kernel(name: str, corr: int, at: float, launched: float | None) -> list:
+    """A compute kernel running 50 µs from ``at``, and the host call that launched it at ``launched`` (none
+    in the trace where None)."""
+    kernel = {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": at, "dur": 50.0,
+              "args": {"correlation": corr, "External id": corr, "stream": 7, "device": 0}}
+    launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": launched,
+              "dur": 2.0, "args": {"correlation": corr, "External id": corr}}
+    return [kernel] if launched is None else [launch, kernel]
+
+
+def test_a_kernel_belongs_to_the_step_whose_window_launched_it(tmp_path):
+    # three steps of 1000 µs from 1e6: a kernel launched at the very start of step 2 is step 2's; one
+    # launched at the last step's very end, or whose launch the trace lacks, is no step's
+    trace = tiny_trace(0, 1, steps=3)
+    trace["traceEvents"] += (_kernel("launched_at_start", 500, 1_001_950.0, 1_001_000.0)
+                             + _kernel("launched_at_end", 501, 1_003_010.0, 1_003_000.0)
+                             + _kernel("launch_not_traced", 502, 1_002_950.0, None))
+    job = _job(tmp_path, [trace])
+    by_step = job.kernels.groupby("step")["kernel"].apply(set).to_dict()
+    ours = {"elementwise_kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "sm90_gemm"}
+    assert by_step == {1: ours, 2: ours | {"launched_at_start"}, 3: ours}
+    ends = job.steps.set_index("step")["compute_end_us"] - 1e6
+    assert ends.tolist() == pytest.approx([800.0, 2000.0, 2800.0])  # step 2's ends with its late kernel
+
+
+def test_a_collective_belongs_to_the_step_that_launched_it_else_to_the_one_it_ran_in(tmp_path):
+    # the all-reduces' host launches dropped: each all-reduce (500-900 µs into its step) is its step's by
+    # when it ran; one launched at 950 runs 1600-1630, in step 2's window after step 2's own began, and is
+    # step 1's (the table lists each rank's collectives as they began); one more, launched nowhere, runs
+    # after the last step and belongs to none
+    trace = tiny_trace(0, 1, steps=3)
+    reduces = {e["args"]["correlation"] for e in trace["traceEvents"] if e["name"].startswith("ncclDevKernel")}
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if not (e["cat"] == "cuda_runtime"
+                                                                    and e["args"]["correlation"] in reduces)]
+    reduce = next(e for e in trace["traceEvents"] if e["name"].startswith("ncclDevKernel"))
+    late = _kernel(reduce["name"], 800, 1_001_600.0, 1_000_950.0)
+    late[1] = {**reduce, "ts": 1_001_600.0, "dur": 30.0, "args": {**reduce["args"], "correlation": 800}}
+    trace["traceEvents"] += [*late, {**reduce, "ts": 1_003_100.0, "args": {**reduce["args"], "correlation": 900}}]
+    job = _job(tmp_path, [trace])
+    assert job.steps["collectives"].tolist() == [2, 1, 1]
+    coll = job.collectives
+    assert coll["step"].tolist() == [1, 2, 1, 3] and coll["index"].tolist() == [0, 0, 1, 0]
+    assert (coll["start_us"] - 1e6).tolist() == pytest.approx([500.0, 1500.0, 1600.0, 2500.0])
+    assert coll["dur_us"].tolist() == pytest.approx([400.0, 400.0, 30.0, 400.0])
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_a_ranks_device_time_is_the_work_launched_before_its_last_step_began(tmp_path, steps):
+    # two steps: the first's gemm (100-600 µs), all-reduce (500-900) and elementwise kernel (700-800), not a
+    # kernel launched at the second's very start; one step: all its work, the same
+    trace = tiny_trace(0, 1, steps=steps)
+    if steps == 2:
+        trace["traceEvents"] += _kernel("launched_at_last_start", 500, 1_001_950.0, 1_001_000.0)
+    (row,) = _job(tmp_path, [trace]).ranks.to_dict("records")
+    got = [row[c] for c in ("span_us", "idle_us", "compute_us", "non_compute_us", "comm_us", "overlap_us")]
+    assert got == pytest.approx([800.0, 0.0, 600.0, 200.0, 400.0, 200.0])
+
+
+def test_traces_that_name_no_host_are_not_said_to_share_one_clock(tmp_path):
+    job = _job(tmp_path, [tiny_trace(0, 2), tiny_trace(1, 2)])
+    assert job.ranks["host"].tolist() == ["", ""] and job.clock["one_host"] is False and job.clock["aligned"]
+
+
+@pytest.mark.parametrize("step", [1, 2])
+def test_a_trace_of_one_gpu_kernel_is_a_gpu_trace(tmp_path, step):
+    # its one gemm (500 µs) in the first of two steps: the device time; in the last: no work launched
+    # before the last step began, so none, yet a GPU's
+    trace = tiny_trace(0, 1, steps=2)
+    kept = [e for e in trace["traceEvents"] if e["name"] == "sm90_gemm"][step - 1]
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e["cat"] != "kernel" or e is kept]
+    job = _job(tmp_path, [trace])
+    assert job.device == "gpu" and job.ranks["device"].tolist() == ["gpu"]
+    assert job.steps["compute_ms"].tolist() == pytest.approx([0.5, 0.0] if step == 1 else [0.0, 0.5])
+    (row,) = job.ranks.to_dict("records")
+    got = [row[c] for c in ("span_us", "idle_us", "compute_us", "non_compute_us", "comm_us", "overlap_us")]
+    if step == 1:
+        assert got == pytest.approx([500.0, 0.0, 500.0, 0.0, 0.0, 0.0])
+    else:
+        assert all(math.isnan(v) for v in got)
+
+
+def test_a_lone_trace_that_names_no_rank_is_rank_0_in_every_table(tmp_path):
+    # read as a single process (rank 0 of 1), its rows say so too: rank 0, its times on its own clock
+    trace = tiny_trace(0, 1, steps=3)
+    del trace["distributedInfo"]
+    job = _job(tmp_path, [trace])
+    assert job.world_size == 1 and any("read as a single process" in note for note in job.notes)
+    assert job.steps["rank"].tolist() == [0, 0, 0] and job.steps["last_rank"].tolist() == [0, 0, 0]
+    assert (job.steps["start_us"] - 1e6).tolist() == pytest.approx([0.0, 1000.0, 2000.0])
+    assert job.collectives["rank"].tolist() == [0, 0, 0] and job.buckets["buckets"].tolist() == [1, 1, 1]
+    assert job.ranks["rank"].tolist() == [0] and job.ranks["clock_offset_us"].tolist() == [0.0]
+    assert job.straggler == {"rank": 0, "last": 3, "steps": 3}
+
+
+def test_a_trace_without_its_world_size_or_clock_is_a_world_of_one_on_its_own_clock(tmp_path):
+    trace = tiny_trace(0, 1, steps=3)
+    del trace["distributedInfo"]["world_size"], trace["baseTimeNanoseconds"]
+    job = _job(tmp_path, [trace])
+    assert job.world_size == 1 and not job.sampled
+    assert (job.steps["start_us"] - 1e6).tolist() == pytest.approx([0.0, 1000.0, 2000.0])

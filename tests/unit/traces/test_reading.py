@@ -36,6 +36,43 @@ def test_a_step_is_split_as_the_trace_says(tmp_path):
     assert steps[list(PARTS)].sum(axis=1).to_numpy() == pytest.approx(steps["step_ms"].to_numpy())
 
 
+def test_a_copy_while_nothing_else_ran_is_the_steps_memory_time(tmp_path):
+    """A host-to-device copy 960-990 µs into each step, launched at 350, when neither compute nor
+    communication ran: 0.03 ms of memory, out of the idle time's last part (950-1000)."""
+    trace = tiny_trace(0, 1, steps=3)
+    for k in range(3):
+        t0, corr = 1e6 + k * 1000, 700 + k
+        trace["traceEvents"] += [
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": t0 + 350,
+             "dur": 2.0, "args": {"correlation": corr, "External id": corr}},
+            {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 8,
+             "ts": t0 + 960, "dur": 30.0, "args": {"correlation": corr, "stream": 8, "device": 0}}]
+    steps = _job(tmp_path, [trace]).steps
+    want = {"compute_ms": 0.6, "exposed_ms": 0.2, "memory_ms": 0.03, "idle_ms": 0.17, "idle_other_ms": 0.02}
+    for column, value in want.items():
+        assert steps[column].to_numpy() == pytest.approx(value, abs=1e-9), column
+
+
+def test_a_steps_idle_time_is_split_by_what_its_step_thread_was_doing(tmp_path):
+    """The device idles 0-100 µs (the data loader's), 900-950 (the sync's) and 950-1000 of each step: there
+    the step thread runs an operator 960-980; another thread's sync 950-958, operator and data-loader range
+    985-995 are not the step thread's, and the step thread's operators under its data loader (50-80) and
+    its sync (920-930) leave those theirs."""
+    trace = tiny_trace(0, 1, steps=3)
+    for k in range(3):
+        t0 = 1e6 + k * 1000
+        for tid, name, at, dur in ((1, "aten::add", 960, 20), (1, "aten::to", 50, 30), (1, "aten::to", 920, 10),
+                                   (5, "aten::cat", 985, 10), (5, "enumerate(DataLoader)#_Iter.__next__", 985, 10),
+                                   (5, "cudaStreamSynchronize", 950, 8)):
+            cat = {"aten": "cpu_op", "cuda": "cuda_runtime"}.get(name[:4], "user_annotation")
+            trace["traceEvents"].append({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": t0 + at,
+                                         "dur": dur})
+    steps = _job(tmp_path, [trace]).steps
+    idle = {"idle_ms": 0.2, "idle_data_ms": 0.1, "idle_sync_ms": 0.05, "idle_cpu_ms": 0.02, "idle_other_ms": 0.03}
+    for column, value in idle.items():
+        assert steps[column].to_numpy() == pytest.approx(value, abs=1e-9), column
+
+
 @pytest.mark.parametrize("layout,suffix", [("kineto", ".json"), ("compact", ".json.gz"), ("indented", ".json")])
 def test_every_layout_reads_alike(tmp_path, layout, suffix):
     reference = _job(tmp_path / "ref", [tiny_trace(0, 2), tiny_trace(1, 2, late_us=30.0)])
