@@ -190,8 +190,8 @@ def likeliest(lines: pd.DataFrame, slow: dict, buckets: pd.DataFrame, sizes: pd.
     """With too few steps for an interval: the line past its threshold by its median that takes most of the
     step, as the likeliest (``sure`` False: the console and the page say "cannot tell: the likeliest is"),
     or none."""
-    past = [rule for rule in ADVICE if math.isfinite(lines.loc[rule.column, "share"])
-            and lines.loc[rule.column, "share"] >= rule.share and not lines.loc[rule.column, "untold"]
+    past = [rule for rule in ADVICE  # a line the clocks cannot tell has no share
+            if math.isfinite(lines.loc[rule.column, "share"]) and lines.loc[rule.column, "share"] >= rule.share
             and (rule.column != "wait_ms" or (slow["rank"] is not None and slow["last"] * 2 > slow["steps"]))]
     if not past:
         return []

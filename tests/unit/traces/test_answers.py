@@ -162,3 +162,71 @@ def test_the_transfer_advice_quotes_the_largest_collective_with_a_bus_bandwidth(
     assert _transfer(sizes=sizes).endswith("; or a faster link (measured busbw 94.4 GB/s for all_reduce of 6.0 MB)")
     unknown = sizes.assign(busbw_gbps=math.nan)  # collectives whose bus factor nccl-tests does not give
     assert _transfer(sizes=unknown).endswith("(measured busbw not in the trace)")
+
+
+def test_a_wait_the_clocks_cannot_tell_leaves_the_exposed_communication_whole():
+    # a wait of 0.1 ms a step and a transfer of 0.2 ms on clocks that agree only to 0.15 ms: the wait is said
+    # not to be told, and the transfer line holds both (0.3 ms), its interval and share the exposed time's
+    steps = _steps(wait_ms=np.linspace(0.09, 0.11, 10), transfer_ms=0.2)
+    lines = budget(steps, 2, _clock(0.15)).set_index("line")
+    wait, transfer = lines.loc["wait_ms"], lines.loc["transfer_ms"]
+    assert wait["untold"] == "cannot tell (the clocks agree only to 0.15 ms)"
+    assert all(math.isnan(wait[c]) for c in ("median_ms", "low_ms", "high_ms", "share", "share_low", "share_high"))
+    assert transfer["label"] == answers.EXPOSED_LABEL and transfer["untold"] == ""
+    assert transfer[["median_ms", "share"]].tolist() == pytest.approx([0.3, 0.3])
+    assert transfer["low_ms"] < 0.3 < transfer["high_ms"]
+    assert lines.drop(index=["wait_ms", "transfer_ms"])["untold"].eq("").all()
+    # what the clocks can tell is said as measured: 0.1 ms past a skew of 0.05 ms, or on clocks that agree exactly
+    for clock in (_clock(0.05), {"aligned": True, "one_host": False, "skew_us": 0.0}, {"one_host": True}):
+        told = budget(steps, 2, clock).set_index("line")
+        assert told.loc["wait_ms", "untold"] == "" and told.loc["wait_ms", "median_ms"] == pytest.approx(0.1)
+        assert told.loc["transfer_ms", "label"] == LINES["transfer_ms"]
+
+
+def test_with_too_few_steps_for_an_interval_the_wait_is_told_by_its_median_against_the_skew():
+    steps = _steps(count=4, wait_ms=0.1, transfer_ms=0.1)
+    for skew_ms, told in ((0.099, True), (0.1, False), (0.2, False)):
+        wait = budget(steps, 2, _clock(skew_ms)).set_index("line").loc["wait_ms"]
+        assert (wait["untold"] == "") == told, skew_ms
+
+
+def test_one_ranks_trace_and_unaligned_clocks_say_why_in_the_waits_place():
+    steps = _steps(wait_ms=0.1)
+    assert budget(steps, 1).set_index("line").loc["wait_ms", "untold"] == answers.NOT_MEASURABLE
+    assert budget(steps, 2, _clock(math.inf)).set_index("line").loc["wait_ms", "untold"] == answers.NOT_ALIGNED
+    assert budget(steps).set_index("line").loc["wait_ms", "untold"] == ""  # one clock unless told otherwise
+
+
+def test_with_too_few_steps_the_likeliest_line_is_said_never_a_change():
+    # three steps: the input pipeline 8 % and launch-bound 30 % of the step by their medians, both past their
+    # thresholds: launch-bound is the likeliest, said alone and not sure; synchronisation at 4 % is under its 5 %
+    steps = _steps(count=3, **{answers.IDLE_COLUMNS[0]: 0.08, answers.IDLE_COLUMNS[2]: 0.3,
+                               answers.IDLE_COLUMNS[1]: 0.04})
+    (found,) = advice(budget(steps), steps, NO_BUCKETS, NO_SIZES, False)
+    assert (found["line"], found["sure"], found["share"]) == (answers.IDLE_COLUMNS[2], False, pytest.approx(0.3))
+    assert math.isnan(found["low_ms"]) and found["change"].startswith("the host cannot launch work fast enough")
+    # nothing past its threshold even by its median: nothing said
+    quiet = _steps(count=3, **{answers.IDLE_COLUMNS[0]: 0.04})
+    assert advice(budget(quiet), quiet, NO_BUCKETS, NO_SIZES, False) == []
+    # with enough steps the same lines are called, each sure
+    many = _steps(**{answers.IDLE_COLUMNS[0]: 0.08, answers.IDLE_COLUMNS[2]: 0.3})
+    assert [(a["line"], a["sure"]) for a in advice(budget(many), many, NO_BUCKETS, NO_SIZES, False)] == [
+        (answers.IDLE_COLUMNS[2], True), (answers.IDLE_COLUMNS[0], True)]
+
+
+def test_the_likeliest_is_never_a_wait_the_clocks_cannot_tell_nor_one_spread_over_the_ranks():
+    steps = _steps(count=3, wait_ms=0.5, transfer_ms=0.1)
+    assert [a["line"] for a in advice(budget(steps), steps, NO_BUCKETS, NO_SIZES, False)] == ["wait_ms"]
+    untold = advice(budget(steps, 2, _clock(1.0)), steps, NO_BUCKETS, NO_SIZES, False)
+    assert [(a["line"], a["label"]) for a in untold] == [("transfer_ms", answers.EXPOSED_LABEL)]
+    spread = _steps(count=3, wait_ms=0.5, transfer_ms=0.1, last=[0, 1, 2])
+    assert [a["line"] for a in advice(budget(spread), spread, NO_BUCKETS, NO_SIZES, False)] == ["transfer_ms"]
+
+
+def test_advice_on_communication_the_wait_is_not_told_apart_from_says_so():
+    steps = _steps(wait_ms=0.1, transfer_ms=0.2)
+    (said,) = advice(budget(steps, 1), steps, NO_BUCKETS, NO_SIZES, False)
+    assert said["label"] == answers.EXPOSED_LABEL and said["change"].endswith(
+        " (part of it may be the wait for another rank: trace every rank, on aligned clocks, to tell)")
+    (told,) = [a for a in advice(budget(steps), steps, NO_BUCKETS, NO_SIZES, False) if a["line"] == "transfer_ms"]
+    assert "part of it may be" not in told["change"]
