@@ -1,7 +1,8 @@
 """Do the tests fail when the code is wrong? Mutation testing (mutmut 3) of the modules whose figures users bet
 on, and each module's score stored with its command, date and commit.
 
-    python benchmarks/mutation.py [--group NAME ...] [--max-children 2] [--keep DIR] [--out benchmarks/mutation.md]
+    python benchmarks/mutation.py [--group NAME ...] [--max-children 2] [--keep DIR | --resume DIR]
+                                  [--out benchmarks/mutation.md]
 
 The modules come in groups, declared in ``benchmarks/mutation.toml``: each group's modules, the tests that may
 kill their mutants (tests that start no process: a process test runs unmutated code in its children) and its
@@ -19,6 +20,12 @@ why, and counts as killed only while it survives (one a test kills is said so, t
 writes the table with the command, the machine and the commit (a new file, or one this script wrote), and beside it
 the same as JSON with every surviving mutant by name (``mutation.json`` beside ``mutation.md``). The stored table is
 one run of every group: tests/unit/project/test_mutation_scores.py holds its scores to their targets.
+
+A whole run takes hours on two cores (benchmarks/mutation.md gives each group's time), more than a working session
+may hold the machine: ``--resume DIR`` goes on with a run kept in ``DIR`` (``--keep``) and stopped part way. Each
+group's copy there is used as it stands, at the commit it was staged from (kept beside it in ``COMMIT``), its
+checked mutants' results kept (mutmut checks only the rest) and its wall time added up (``SECONDS``); a group
+with no copy yet is staged from HEAD as it starts.
 """
 
 from __future__ import annotations
@@ -101,10 +108,17 @@ def scores(found: dict[str, str], equivalent: dict[str, str], names: list[str]) 
     return out
 
 
+#: beside a group's copy: the commit it was staged from, and the seconds mutmut has run in it (``--resume``)
+COMMIT, SECONDS = "COMMIT", "SECONDS"
+
+
 def staged(root: Path, into: Path, group: dict) -> tuple[Path, str]:
     """The committed tree (HEAD's: what the stored table names, never an uncommitted change) in a folder of its own,
     its ``[tool.mutmut]`` mutating ``group``'s modules against its tests, and that commit (short). Each group takes
-    HEAD as it starts, so its row names the commit it measured."""
+    HEAD as it starts, so its row names the commit it measured. A copy already there (``--resume``) is used as it
+    stands, at its own commit."""
+    if (into.parent / f"{into.name}.{COMMIT}").is_file():
+        return into, (into.parent / f"{into.name}.{COMMIT}").read_text().strip()
     into.mkdir(parents=True)
     commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()
@@ -116,6 +130,7 @@ def staged(root: Path, into: Path, group: dict) -> tuple[Path, str]:
            f"pytest_add_cli_args_test_selection = {json.dumps(group['tests'])}\n")
     (into / "pyproject.toml").write_text(re.sub(r"^\[tool\.mutmut\]\n", lambda m: m.group(0) + own, text,
                                                 count=1, flags=re.M))
+    (into.parent / f"{into.name}.{COMMIT}").write_text(commit + "\n")
     return into, commit
 
 
@@ -123,10 +138,15 @@ def run_group(name: str, group: dict, table: dict, max_children: int, work: Path
     """(each module's score, the group's wall time in seconds, the commit it measured)."""
     copy, commit = staged(ROOT, work / name, group)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    spent = work / f"{name}.{SECONDS}"
+    before = float(spent.read_text()) if spent.is_file() else 0.0
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)], cwd=copy,
-                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wall = time.monotonic() - started
+    try:
+        done = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)],
+                              cwd=copy, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    finally:  # a run stopped here is resumed with the time it has spent
+        wall = before + time.monotonic() - started
+        spent.write_text(f"{wall:.0f}\n")
     found = statuses(copy / "mutants")
     unchecked = sum(s == "not checked" for s in found.values())
     if not found or unchecked:
@@ -164,16 +184,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--group", action="append", choices=list(table["groups"]), help="a group to run (repeatable)")
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="a new folder to keep the copies and mutmut's results in")
+    parser.add_argument("--resume", type=Path, metavar="DIR",
+                        help="go on with the run kept in DIR (--keep), stopped part way (module docstring)")
     parser.add_argument("--out", type=Path, help="the table to write (.md), its JSON beside it")
     args = parser.parse_args(argv)
     if args.keep and args.keep.exists():
-        sys.exit(f"--keep: {args.keep} exists; give a new folder")
+        sys.exit(f"--keep: {args.keep} exists; give a new folder, or --resume it")
+    if args.resume and not any(args.resume.glob(f"*.{COMMIT}")):
+        sys.exit(f"--resume: {args.resume} holds no run of this script (no group's {COMMIT}); give its --keep folder")
+    if args.keep and args.resume:
+        sys.exit("--keep and --resume: give one (--resume keeps the folder it goes on with)")
     if args.out and args.out.suffix != ".md":
         sys.exit(f"--out: {args.out} is not a .md file")
     command = "`python benchmarks/mutation.py " + " ".join(argv if argv is not None else sys.argv[1:]) + "`"
     head = [f"{command}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", machine(ROOT),
             f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"]
-    work = args.keep or Path(tempfile.mkdtemp(prefix="ddpbench-mutation-"))
+    if args.resume:
+        head.append(f"resumed: each group's copy in {args.resume} as it stood, at the commit its row names")
+    work = args.keep or args.resume or Path(tempfile.mkdtemp(prefix="ddpbench-mutation-"))
     work.mkdir(parents=True, exist_ok=True)
     groups = args.group or list(table["groups"])
     found = {}
@@ -194,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
                 write(args.out.with_suffix(".json"),
                       json.dumps({"run": now, "modules": found}, indent=1, ensure_ascii=False) + "\n")
     finally:
-        if not args.keep:
+        if not (args.keep or args.resume):
             shutil.rmtree(work, ignore_errors=True)
     print(markdown(found, table, now))
 

@@ -78,3 +78,13 @@ def test_the_score_counts_equivalents_as_killed_and_untested_or_timed_out_as_sur
         == (6, 2, 1, 1, 3, 1)
     assert row["score"] == pytest.approx(100 * 3 / 6, abs=0.05)
     assert row["survivors"] == [f"ddpbench.analysis.core.stats.x_a__mutmut_{n}" for n in (2, 3, 5)]
+
+
+def test_a_resumed_group_goes_on_in_its_copy_at_its_own_commit(tmp_path):
+    """``--resume``: a group staged before is used as it stands (its checked mutants kept by mutmut), at the commit
+    it was staged from, never restaged from HEAD."""
+    (tmp_path / "compare").mkdir()
+    (tmp_path / f"compare.{mutation.COMMIT}").write_text("ed930cd\n")
+    assert mutation.staged(ROOT, tmp_path / "compare", {"modules": [], "tests": []}) == (tmp_path / "compare",
+                                                                                         "ed930cd")
+    assert list((tmp_path / "compare").iterdir()) == []  # nothing archived into it
