@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 
 from ddpbench.errors import InputError, shown
+from ddpbench.launch.options import RAY_EXTRA
 
 FLAG = "--ray"
 #: what the flag takes, for its help and every line that refuses a value
@@ -41,7 +42,6 @@ REACH_S = 3.0
 ANSWER_S = 5.0
 #: the most seconds ``ray.init`` may take once the cluster answered (a loaded 2-core machine takes about 7)
 CONNECT_S = 60.0
-RAY_EXTRA = "pip install -e '.[ray]'"
 
 _ADDRESS = re.compile(r"(?P<scheme>ray://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>\d{1,5})")
 
