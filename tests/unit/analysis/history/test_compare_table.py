@@ -340,3 +340,11 @@ def test_a_job_whose_last_launch_failed_counts_no_launches():
     assert len(partial.iloc[0]["launch_step_ms"]) == 3
     r = compare.compare_tables(summary_a, steps_a, partial, steps_b).iloc[0]
     assert (r["compared"], r["note"], r["launches_a"], r["launches_b"]) == (False, "B: failed", 3, 0)
+
+
+def test_a_jobs_label_names_a_strategys_knob_only_where_that_strategy_varies_it():
+    """DDP run at two bucket sizes names them; the ring all-reduce, which has no buckets, does not."""
+    summary, steps = tables([(ws, step_times(10.0, seed=ws), "ok") for ws in (1, 2, 3)])
+    summary = summary.assign(strategy=["ddp", "ddp", "ring"], bucket_cap_mb=[25.0, 50.0, 25.0])
+    table = compare.compare_tables(summary, steps, summary, steps)
+    assert list(table["job"]) == ["mlp-xs ddp ws=1 bucket 25 MB", "mlp-xs ddp ws=2 bucket 50 MB", "mlp-xs ring ws=3"]
