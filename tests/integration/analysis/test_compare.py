@@ -254,3 +254,21 @@ def test_a_side_holds_its_folder_its_machines_records_and_its_ranks(tmp_path):
                                                                      full.ranks))
     with pytest.raises(InputError, match=r"^B \(.*empty\): "):
         compare.load_side(tmp_path / "empty", "B")
+
+
+def test_a_side_reads_no_collectives_so_a_damaged_one_says_nothing(tmp_path):
+    """compare reads no collective micro-benchmarks: a damaged collectives record in a folder it compares is
+    not warned about (the full load of the same folder warns)."""
+    import json
+    import warnings
+
+    folder = write_launches(tmp_path / "a", {1: [10.0, 10.5]})
+    with open(folder / "results.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"kind": "collective", "key": "c1", "status": "ok", "repeat": 0,
+                             "spec": {"backend": "gloo"}, "result": {"columns": [], "rows": []}}) + "\n")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        side = compare.load_side(folder, "A")
+    assert len(side.summary) == 1 and [str(w.message) for w in said] == []
+    with pytest.warns(Warning, match="collectives record 'c1' skipped"):
+        load_given(folder, "A")
