@@ -360,3 +360,12 @@ def test_a_blind_ms_gate_on_a_long_step_counts_launches_in_ms():
     (result,) = [r for _, r in gates.gate_results(table(job), [Gate("median", 5.0, "ms")]).iterrows()]
     assert result["outcome"] == INCONCLUSIVE
     assert result["basis"].endswith("beyond 2x the 5 ms threshold (23 launches a side would detect +10.00 ms)")
+
+
+def test_a_blind_gate_that_exactly_the_most_launches_would_see_says_that_many():
+    """Launches 15.37 ms apart: 200 launches a side (the most counted) would see 10 ms: said as a count."""
+    scattered = [[100.0 - 15.37] * 3, [100.0] * 3, [100.0 + 15.37] * 3]
+    job = row(scattered, scattered, verdict="not significant")
+    (result,) = [r for _, r in gates.gate_results(table(job), [Gate("median", 5.0, "ms")]).iterrows()]
+    assert power.MAX_LAUNCHES == 200 and result["outcome"] == INCONCLUSIVE
+    assert result["basis"].endswith("(200 launches a side would detect +10.00 ms)")
