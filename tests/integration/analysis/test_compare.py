@@ -14,6 +14,7 @@ from ddpbench.analysis.core import power, stats
 from ddpbench.analysis.folder import load_given
 from ddpbench.analysis.history import compare
 from ddpbench.analysis.summary.budget import BARRIER_COLUMNS, BUDGET_COLUMNS
+from ddpbench.errors import InputError
 from ddpbench.report.compare_page import write_comparison
 from ddpbench.testing.cli import run_main
 from ddpbench.testing.comparing import MEDIAN_5, console_verdicts, write_launches
@@ -233,3 +234,41 @@ def test_sides_loaded_without_the_loss_budget_compare_as_with_it():
     with_budget = compare.compare_tables(full[0].summary, full[0].steps, full[1].summary, full[1].steps)
     assert without["compared"].sum() >= 2
     pd.testing.assert_frame_equal(without, with_budget)
+
+
+def test_a_side_holds_its_folder_its_machines_records_and_its_ranks(tmp_path):
+    """What compare reads beyond the tables: the folder it names, the sweeps' environment it sets side by
+    side, the ranks' readings it finds busy launches in; and a folder with no jobs is refused naming its side."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    folder = Path(__file__).resolve().parents[3] / "reports" / "examples" / "calibration-cpu"
+    side, full = compare.load_side(folder, "A"), load_given(folder, collectives=False)
+    assert side.folder == full.results_dir == folder
+    against_none = compare.environment_differences(side.sweeps, pd.DataFrame())
+    assert against_none == compare.environment_differences(full.sweeps, pd.DataFrame())
+    assert dict((what, a) for what, a, _ in against_none)["hostname"] != "unknown"
+    assert side.ranks is not None and len(side.ranks) == len(full.ranks) > 0
+    assert compare.side_busy(side) == compare.side_busy(compare.Side(folder, full.summary, full.steps, full.sweeps,
+                                                                     full.ranks))
+    with pytest.raises(InputError, match=r"^B \(.*empty\): "):
+        compare.load_side(tmp_path / "empty", "B")
+
+
+def test_a_side_reads_no_collectives_so_a_damaged_one_says_nothing(tmp_path):
+    """compare reads no collective micro-benchmarks: a damaged collectives record in a folder it compares is
+    not warned about (the full load of the same folder warns)."""
+    import json
+    import warnings
+
+    folder = write_launches(tmp_path / "a", {1: [10.0, 10.5]})
+    with open(folder / "results.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"kind": "collective", "key": "c1", "status": "ok", "repeat": 0,
+                             "spec": {"backend": "gloo"}, "result": {"columns": [], "rows": []}}) + "\n")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        side = compare.load_side(folder, "A")
+    assert len(side.summary) == 1 and [str(w.message) for w in said] == []
+    with pytest.warns(Warning, match="collectives record 'c1' skipped"):
+        load_given(folder, "A")

@@ -292,3 +292,59 @@ def test_a_sides_busy_launches_are_read_on_the_cpus_its_sweeps_recorded():
     assert compare.side_busy(compare.Side(Path("A"), summary, steps, pd.DataFrame([{"hostname": "h"}]), ranks)) == {
         key: 2}
     assert compare.side_busy(compare.Side(Path("A"), summary, steps, pd.DataFrame(), None)) == {}
+
+
+def test_a_table_of_jobs_none_compared_holds_empty_figures_and_words():
+    """Where no job is compared (each on one side, or failed on one), each figure column is a number (NaN,
+    so the CSV's readers can compute on it), each word column empty, each side's launches an empty list."""
+    (summary_a, steps_a), (summary_b, steps_b) = sides()
+    table = compare.compare_tables(summary_a[summary_a["world_size"] >= 5], steps_a,
+                                   summary_b[summary_b["world_size"] == 6], steps_b)
+    assert list(table["world_size"]) == [5, 6] and not table["compared"].any()
+    figures = ["median_ratio", "mean_ratio", "mean_ratio_low", "mean_ratio_high", "speedup", "speedup_low",
+               "speedup_high", "throughput_change_pct", "p_value", "mde_pct", "mde_false_alarm"]
+    for _, r in table.iterrows():
+        assert all(isinstance(r[c], float) and math.isnan(r[c]) for c in figures), r[figures]
+        assert (r["change"], r["method"], r["detectable"], r["verdict"]) == ("", "", "", "not compared")
+        assert r["significant"] is None and (r["steps_a"], r["steps_b"]) == ([], [])
+        assert (bool(r["noisy_a"]), bool(r["noisy_b"])) == (False, False)
+    assert (table["speedup"] < 1).sum() == 0  # numbers compare: no job is said slower
+    # beside a compared job, the not-compared ones keep their empty words and launches
+    mixed = compared()
+    for ws in (5, 6):
+        r = row_at(mixed, ws)
+        assert (r["change"], r["detectable"], r["steps_b"]) == ("", "", [])
+        assert r["significant"] is None and math.isnan(r["p_value"]) and math.isnan(r["mde_false_alarm"])
+
+
+@pytest.mark.parametrize("empty_side", ["A", "B"])
+def test_an_empty_side_lists_the_others_jobs_as_only_there(empty_side):
+    """A side with no table at all (no columns, not even ``key``) compares as a side with no jobs."""
+    (summary_a, steps_a), (summary_b, steps_b) = sides()
+    if empty_side == "A":
+        table = compare.compare_tables(pd.DataFrame(), pd.DataFrame(), summary_b, steps_b)
+    else:
+        table = compare.compare_tables(summary_a, steps_a, pd.DataFrame(), pd.DataFrame())
+    other = "B" if empty_side == "A" else "A"
+    assert set(table["match"]) == {f"only in {other}"} and (table["verdict"] == "not compared").all()
+    assert len(table) == (len(summary_b) if empty_side == "A" else len(summary_a))
+    assert compare.compare_tables(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame()).empty
+
+
+def test_a_job_whose_last_launch_failed_counts_no_launches():
+    """A job with a failed launch is not ok: not compared, and its launches column says 0, not the two that ran."""
+    launches = step_times(10.0)
+    summary_a, steps_a = tables([(1, launches, "ok")])
+    summary_b, steps_b = tables([(1, launches, "ok")])
+    partial = summary_b.assign(status="failed")  # summarize keeps the ok launches' means on a failed job
+    assert len(partial.iloc[0]["launch_step_ms"]) == 3
+    r = compare.compare_tables(summary_a, steps_a, partial, steps_b).iloc[0]
+    assert (r["compared"], r["note"], r["launches_a"], r["launches_b"]) == (False, "B: failed", 3, 0)
+
+
+def test_a_jobs_label_names_a_strategys_knob_only_where_that_strategy_varies_it():
+    """DDP run at two bucket sizes names them; the ring all-reduce, which has no buckets, does not."""
+    summary, steps = tables([(ws, step_times(10.0, seed=ws), "ok") for ws in (1, 2, 3)])
+    summary = summary.assign(strategy=["ddp", "ddp", "ring"], bucket_cap_mb=[25.0, 50.0, 25.0])
+    table = compare.compare_tables(summary, steps, summary, steps)
+    assert list(table["job"]) == ["mlp-xs ddp ws=1 bucket 25 MB", "mlp-xs ddp ws=2 bucket 50 MB", "mlp-xs ring ws=3"]

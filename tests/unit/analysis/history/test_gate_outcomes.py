@@ -291,3 +291,81 @@ def test_a_detectable_slowdown_is_a_figure_up_to_a_doubling_of_a_step():
     # no spread to size the launches by: the bound it is past
     assert gates.detectable(150.0, "%", math.nan, 5.0) == "past +100.0 %"
     assert gates.detectable(150.0, "%", 80.0, 1.0) == "needs more than 200 launches a side to detect +1.0 %"
+
+
+#: A's launches whose medians are alike (10 ms) but whose means are not (one slow step a launch, of its own size)
+UNEVEN = [[10.0, 10.0, 12.0], [10.0, 10.0, 16.0], [10.0, 10.0, 11.0], [10.0, 10.0, 14.0]]
+
+
+def test_a_one_launch_sides_basis_reads_the_launches_figure_of_its_gate_in_its_unit():
+    """B ran once: a mean gate's launches needed come from the spread of A's launch means (6.7 %, 0.74 ms),
+    not of their medians (none), in the gate's unit."""
+    job = row(UNEVEN, UNEVEN[:1])
+    assert gates.gate_test(Gate("mean", 5.0, "%"), job)["basis"] == (
+        "cannot tell with 4 vs 1 launches; 45 a side would detect 10 %")
+    assert gates.gate_test(Gate("mean", 1.0, "ms"), job)["basis"] == (
+        "cannot tell with 4 vs 1 launches; 13 a side would detect 2 ms")
+    # A ran once, B four times: B's launch means
+    assert gates.gate_test(Gate("mean", 5.0, "%"), row(UNEVEN[:1], UNEVEN))["basis"] == (
+        "cannot tell with 1 vs 4 launches; 45 a side would detect 10 %")
+    # in the gate results too: the spread of the compared jobs' launch means, in the gate's unit
+    single = row(UNEVEN[:1], UNEVEN[:1], key="k2")
+    for gate, said in ((Gate("mean", 5.0, "%"), "45 a side would detect 10 %"),
+                       (Gate("mean", 1.0, "ms"), "13 a side would detect 2 ms")):
+        results = gates.gate_results(table(row(UNEVEN, UNEVEN), single), [gate]).set_index("key")
+        assert results.loc["k2", "basis"] == f"cannot tell with 1 vs 1 launches; {said}"
+
+
+def test_a_zero_ms_gates_blind_limit_is_five_percent_of_as_step_to_the_microsecond():
+    """A's median step 10.1234 ms: 5 % of it is 0.50617 ms, said as 0.506 ms."""
+    one = row([[10.1234] * 3], [[11.0] * 3])
+    assert gates.gate_test(Gate("median", 0.0, "ms"), one, spread=0.3)["basis"].endswith("detect 0.506 ms")
+    (result,) = [r for _, r in gates.gate_results(table(row(A, scaled(A, 1.01))), [Gate("median", 0.0, "ms")])
+                 .iterrows()]
+    # in the gate results: B 1 % slower, its whole interval past 0 ms, its power well within 5 % of the step
+    assert (result["outcome"], result["detectable"]) == (FAIL, "+0.15 ms")
+
+
+def test_a_gates_power_is_of_its_statistic_in_its_unit():
+    """The smallest slowdown a mean gate detects is over the launches' means, in the gate's unit: ms for a ms gate."""
+    job = row(UNEVEN, scaled(UNEVEN, 1.01))
+    means_a, means_b = power.launch_values(UNEVEN, "mean"), power.launch_values(scaled(UNEVEN, 1.01), "mean")
+    for gate in (Gate("mean", 1.0, "ms"), Gate("mean", 5.0, "%")):
+        (result,) = [r for _, r in gates.gate_results(table(job), [gate]).iterrows()]
+        mde = power.minimum_detectable(means_a, means_b, gate.amount, gate.unit)
+        assert result["mde"] == pytest.approx(mde["mde"]) and result["mde_false_alarm"] == pytest.approx(
+            mde["false_alarm"])
+
+
+def test_a_blind_percent_gate_past_a_doubling_says_so_in_percent():
+    wild = [[10.0] * 3, [30.0] * 3]
+    job = row(wild, wild, verdict="not significant")
+    (result,) = [r for _, r in gates.gate_results(table(job), [Gate("mean", 5.0, "%")]).iterrows()]
+    assert result["outcome"] == INCONCLUSIVE
+    assert "90 % of the time only past +100.0 %, beyond 2x the 5 % threshold (more repeats" in result["basis"]
+
+
+def test_a_blind_ms_gate_says_how_many_launches_would_see_in_ms():
+    scattered = [[10.0] * 3, [11.0] * 3, [9.5] * 3]
+    job = row(scattered, scattered, verdict="not significant")
+    gate = Gate("median", 0.5, "ms")
+    (result,) = [r for _, r in gates.gate_results(table(job), [gate]).iterrows()]
+    assert result["outcome"] == INCONCLUSIVE
+    assert result["basis"].endswith("beyond 2x the 0.5 ms threshold (51 launches a side would detect +1.00 ms)")
+
+
+def test_a_blind_ms_gate_on_a_long_step_counts_launches_in_ms():
+    scattered = [[100.0] * 3, [105.0] * 3, [95.0] * 3]  # launches 5 ms apart, A's step 100 ms
+    job = row(scattered, scattered, verdict="not significant")
+    (result,) = [r for _, r in gates.gate_results(table(job), [Gate("median", 5.0, "ms")]).iterrows()]
+    assert result["outcome"] == INCONCLUSIVE
+    assert result["basis"].endswith("beyond 2x the 5 ms threshold (23 launches a side would detect +10.00 ms)")
+
+
+def test_a_blind_gate_that_exactly_the_most_launches_would_see_says_that_many():
+    """Launches 15.37 ms apart: 200 launches a side (the most counted) would see 10 ms: said as a count."""
+    scattered = [[100.0 - 15.37] * 3, [100.0] * 3, [100.0 + 15.37] * 3]
+    job = row(scattered, scattered, verdict="not significant")
+    (result,) = [r for _, r in gates.gate_results(table(job), [Gate("median", 5.0, "ms")]).iterrows()]
+    assert power.MAX_LAUNCHES == 200 and result["outcome"] == INCONCLUSIVE
+    assert result["basis"].endswith("(200 launches a side would detect +10.00 ms)")
