@@ -1,0 +1,181 @@
+"""The checks of ddpbench.audit.checks one by one, as ``report --check`` reports them: a sentence as written
+passes, the same sentence with one figure, name or word planted wrong is a problem of its kind, and the
+problem's message names what the records say instead."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import pytest
+
+from ddpbench.audit import Claim, check, derive
+from ddpbench.audit.checks import check_arithmetic, check_claim, check_deadline
+from ddpbench.testing import ROOT
+
+EXAMPLES = ROOT / "reports" / "examples"
+#: quick-cpu's jobs: transformer-s, world size 1 (25 MB) and world size 2 at 1, 2 and 25 MB
+ONE, AT_1MB, AT_2MB, AT_25MB = "d44036ae0aa5", "8e73d612ef09", "cfc7d897e984", "30572234f25e"
+
+
+@pytest.fixture(scope="module")
+def quick():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return derive(EXAMPLES / "quick-cpu")
+
+
+@pytest.fixture(scope="module")
+def cost():
+    """cost-cpu at the price its report was written at (1 USD a device hour... as its verdict's lines say)."""
+    from ddpbench.analysis.folder import load
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        measured = load(EXAMPLES / "cost-cpu")
+        return derive(EXAMPLES / "cost-cpu", measured.cost.to_dict())
+
+
+def said(problems) -> list[tuple[str, str]]:
+    return [(p.kind, p.expected) for p in problems]
+
+
+# -- arithmetic: a share, a spread, a ratio and a change beside their parts ------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "the launches (110.3 to 111.4 ms) differ by 1 %",
+    "the launches (110.3 to 111.4 ms) differ by 1.1 %",  # 0.997 %, its ends' rounding reach 1.14 %
+    "the launches (110.3 to 111.4 ms) differ by 0.9 %",  # and down to 0.86 %
+    "DDP takes 1.64x DDP's step time (58.1 vs 35.5 ms)",
+    "DDP takes 1.640x DDP's step time (58.1 vs 35.5 ms)",  # 58.15 / 35.45 = 1.6403 at most
+    "DDP takes 1.63x DDP's step time (58.1 vs 35.5 ms)",
+    "114.3 ms a step (mean) against this job's 157.2 ms, 27.2 % faster",
+    "114.3 ms a step (mean) against this job's 157.2 ms (3 launches), 27.3 % faster",
+    "27 % of each step (23.4 ms of 86.1 ms)",
+    "23.4 ms of 86.1 ms a step (27.2 %)",
+    "-0.4 ms of 86.1 ms a step (0 %)",  # a negative part is said as none of it
+])
+def test_a_share_spread_ratio_or_change_that_follows_from_its_parts_passes(quick, text):
+    assert check_arithmetic(quick, Claim(text)) == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("the launches (110.3 to 111.4 ms) differ by 2 %", "110.3 to 111.4 ms differ by 1.0 %, not 2 %"),
+    ("the launches (110.3 to 111.4 ms) differ by 1.2 %", "110.3 to 111.4 ms differ by 1.0 %, not 1.2 %"),
+    ("the launches (110.3 to 111.4 ms) differ by 0.8 %", "110.3 to 111.4 ms differ by 1.0 %, not 0.8 %"),
+    ("DDP takes 1.66x DDP's step time (58.1 vs 35.5 ms)", "58.1 vs 35.5 ms is 1.64x, not 1.66x"),
+    ("DDP takes 1.62x DDP's step time (58.1 vs 35.5 ms)", "58.1 vs 35.5 ms is 1.64x, not 1.62x"),
+    ("DDP takes 1.645x DDP's step time (58.1 vs 35.5 ms)", "58.1 vs 35.5 ms is 1.64x, not 1.645x"),
+    ("114.3 ms a step (mean) against this job's 157.2 ms, 27.5 % faster",
+     "114.3 against 157.2 ms is 27.3 % faster, not 27.5 %"),
+    ("114.3 ms a step (mean) against this job's 157.2 ms, 27.1 % slower",
+     "114.3 against 157.2 ms is 27.3 % slower, not 27.1 %"),
+    ("30 % of each step (23.4 ms of 86.1 ms)", "30 % is not 23.4 of 86.1 ms (27.2 %)"),
+    ("26 % of each step (23.4 ms of 86.1 ms)", "26 % is not 23.4 of 86.1 ms (27.2 %)"),
+    ("23.4 ms of 86.1 ms a step (27.4 %)", "27.4 % is not 23.4 of 86.1 ms (27.2 %)"),
+    ("-0.4 ms of 86.1 ms a step (1 %)", "1 % is not -0.4 of 86.1 ms (-0.5 %)"),
+])
+def test_a_share_spread_ratio_or_change_its_parts_contradict_is_a_problem(quick, text, expected):
+    assert said(check_arithmetic(quick, Claim(text))) == [("arithmetic", expected)]
+
+
+def test_a_share_of_another_jobs_step_is_a_job_problem(quick):
+    step = quick.rec(AT_1MB)["step_ms"]
+    mine = f"27 % of each step (22.0 ms of {step:.1f} ms)"
+    assert check_arithmetic(quick, Claim(mine, AT_1MB)) == []
+    other = f"{100 * 22.0 / (step + 5):.0f} % of each step (22.0 ms of {step + 5:.1f} ms)"
+    assert said(check_arithmetic(quick, Claim(other, AT_1MB))) == [
+        ("job", f"{step + 5:.1f} ms is not the step of job {AT_1MB} ({step:.1f} ms)")]
+
+
+# -- deadline: the job said to meet it does by its hours' whole interval -------------------------------------------
+
+DEADLINE = "transformer-s ws=2 trains 1,000,000 samples within {} h: 0.928 h for 0.0928 USD"
+
+
+def test_a_deadline_is_held_to_the_job_the_sentence_names(cost):
+    keys = list(cost.ok().index)
+    ws2 = [k for k in keys if cost.rec(k)["world_size"] == 2]
+    high = cost.rec(ws2[0])["hours_high"]
+    assert 0.928 < high < 1  # the ws=2 job meets 1 h by its interval's high end; the others need not
+    assert check_deadline(cost, Claim(DEADLINE.format(1)), keys) == []
+    assert said(check_deadline(cost, Claim(DEADLINE.format(0.9)), keys)) == [
+        ("deadline", f"its hours reach {high:.3g} by their interval's high end, not within 0.9 h")]
+    assert [p.job for p in check_deadline(cost, Claim(DEADLINE.format(0.9)), keys)] == ws2
+    # a deadline exactly at the high end is met
+    assert check_deadline(cost, Claim(DEADLINE.format(repr(float(high)))), keys) == []
+
+
+def test_a_deadline_that_names_no_world_size_holds_every_job(cost):
+    keys = list(cost.ok().index)
+    late = [k for k in keys if not cost.rec(k)["hours_high"] <= 1]
+    assert late and len(late) < len(keys)
+    found = check_deadline(cost, Claim("it trains 1,000,000 samples within 1 h"), keys)
+    assert [p.job for p in found] == late and {p.kind for p in found} == {"deadline"}
+
+
+# -- efficiency: above 100 %, flagged or quoted ----------------------------------------------------------------------
+
+def test_an_efficiency_above_100_is_flagged_by_its_speedup(quick):
+    fig = copy.deepcopy(quick)
+    fig.jobs.at[AT_25MB, "efficiency_pct"], fig.jobs.at[AT_25MB, "speedup"] = 120.4, 2.408
+    fig.memo.clear()
+    assert said(check(fig, [])) == [("efficiency", "efficiency 120 % at world size 2 is flagged by no sentence")]
+    assert [p.job for p in check(fig, [])] == [AT_25MB]
+    for flag in ("2.41x, above 100 %", "2.41x: a broken baseline", "No scaling verdict at 2.41x"):
+        assert check(fig, [flag]) == []
+    assert [p for p in said(check(fig, ["2.40x, above 100 %"])) if p[0] == "efficiency"] == [
+        ("efficiency", "efficiency 120 % at world size 2 is flagged by no sentence")]
+    # one rank's efficiency is 100 % by definition: never flagged
+    fig.jobs.at[ONE, "efficiency_pct"] = 130.0
+    fig.memo.clear()
+    assert [p.job for p in check(fig, [])] == [AT_25MB]
+
+
+@pytest.mark.parametrize("verdict", ["scales well", "scales moderately", "scales poorly"])
+def test_a_scaling_verdict_that_quotes_over_100_percent_is_a_problem(quick, verdict):
+    text = f"ddp {verdict}: 101 % parallel efficiency"
+    found = [p for p in check(quick, [text]) if p.kind == "efficiency"]
+    assert said(found) == [("efficiency", "a scaling verdict quotes 101 % (> 100 %)")]
+    assert [p for p in check(quick, [text.replace("101 %", "100 %")]) if p.kind == "efficiency"] == []
+    assert [p for p in check(quick, [f"it {verdict[7:]}: 101 % parallel efficiency"])
+            if p.kind == "efficiency"] == []
+
+
+# -- job: a sentence about one job names that job --------------------------------------------------------------------
+
+def job_problems(fig, text, key=AT_1MB) -> list[str]:
+    return [p.expected for p in check_claim(fig, Claim(text, key)) if p.kind == "job"]
+
+
+def test_a_sentence_about_one_job_names_its_strategy_cap_and_world_size(quick):
+    assert job_problems(quick, "DDP with transformer-s (batch 4/rank) at world size 2 (bucket 1 MB)") == []
+    assert job_problems(quick, "ddp at ws=2") == []
+    assert job_problems(quick, "transformer-s at world size 2 bucket 2 MB") == [
+        f"names bucket 2 MB, but job {AT_1MB} ran 1 MB"]
+    # two caps named: a comparison, not this job's cap
+    assert job_problems(quick, "transformer-s at world size 2, bucket 1 MB against bucket 25 MB") == []
+    assert job_problems(quick, "transformer-s at ws=1") == [f"names world size 1, but job {AT_1MB} ran at 2"]
+    assert job_problems(quick, "transformer-s at world size 1 or world size 4") == [
+        f"names world size 1, 4, but job {AT_1MB} ran at 2"]
+    # "world size 1 to 2" is a range, not a world size
+    assert job_problems(quick, "transformer-s from world size 1 to 2") == []
+
+
+def test_a_sentence_naming_another_strategy_is_a_job_problem(quick):
+    fig = copy.deepcopy(quick)
+    fig.jobs.at[ONE, "strategy"] = "fsdp"
+    fig.memo.clear()
+    assert job_problems(fig, "FSDP with transformer-s at world size 2") == [
+        f"names fsdp, but job {AT_1MB} ran ddp"]
+    assert job_problems(fig, "non-fsdp transformer-s at world size 2") == []
+    assert job_problems(fig, "DDP with transformer-s at world size 2") == []
+
+
+def test_a_sentence_naming_another_model_is_a_job_problem(quick):
+    fig = copy.deepcopy(quick)
+    fig.jobs.at[ONE, "label"] = "mlp-l"
+    fig.memo.clear()
+    assert job_problems(fig, "DDP with mlp-l at world size 2") == [
+        f"names mlp-l, but job {AT_1MB} trained transformer-s"]
+    assert job_problems(fig, "DDP with transformer-s at world size 2, as fast as mlp-l") == []
