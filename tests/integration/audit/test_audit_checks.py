@@ -179,3 +179,34 @@ def test_a_sentence_naming_another_model_is_a_job_problem(quick):
     assert job_problems(fig, "DDP with mlp-l at world size 2") == [
         f"names mlp-l, but job {AT_1MB} trained transformer-s"]
     assert job_problems(fig, "DDP with transformer-s at world size 2, as fast as mlp-l") == []
+
+
+# -- a sentence about no one job: the model, batch and cap it names are a stored job's -------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("DDP with transformer-s (batch 8/rank) scales well", "no stored job trains transformer-s with batch 8/rank"),
+    ("transformer-s at batch 8/rank scales well", "no stored job of transformer-s has batch 8/rank"),
+    ("transformer-s (bucket 3 MB) scales well", "no stored job of transformer-s ran bucket 3 MB"),
+    ("transformer-s (bucket 3 MB) against (bucket 0.5 MB)", "no stored job of transformer-s ran bucket 0.5, 3 MB"),
+])
+def test_a_model_batch_or_cap_no_stored_job_ran_is_a_job_problem(quick, text, expected):
+    assert [p for p in said(check_claim(quick, Claim(text))) if p[0] == "job"] == [("job", expected)]
+
+
+@pytest.mark.parametrize("text", [
+    "DDP with transformer-s (batch 4/rank) scales poorly",
+    "transformer-s at batch 4/rank, bucket 2 MB",
+    "transformer-s (bucket 2 MB) against (bucket 25 MB)",
+    "mlp-l (batch 8/rank) (bucket 3 MB) is no model of this folder",  # names no stored model: nothing to hold
+])
+def test_a_model_batch_and_cap_a_stored_job_ran_pass(quick, text):
+    assert [p for p in check_claim(quick, Claim(text)) if p.kind == "job"] == []
+
+
+def test_model_output_is_not_held_to_the_stored_jobs(quick):
+    text = "DDP with transformer-s (batch 8/rank) at world size 2: 1.95x"
+    assert check_claim(quick, Claim(text, kind="projection")) == []
+    assert check_claim(quick, Claim(text, kind="model")) == []
+    assert check_claim(quick, Claim("Projected: " + text)) == []
+    assert check_claim(quick, Claim("the cost model says " + text)) == []
+    assert {p.kind for p in check_claim(quick, Claim(text))} == {"job", "figure"}
