@@ -210,3 +210,14 @@ def test_model_output_is_not_held_to_the_stored_jobs(quick):
     assert check_claim(quick, Claim("Projected: " + text)) == []
     assert check_claim(quick, Claim("the cost model says " + text)) == []
     assert {p.kind for p in check_claim(quick, Claim(text))} == {"job", "figure"}
+
+
+@pytest.mark.parametrize("mine, other", [("lightning", "lightning-fabric"), ("lightning-fabric", "lightning")])
+def test_a_strategy_named_by_a_name_within_its_own_passes(quick, mine, other):
+    """Lightning and Lightning Fabric: a sentence may name either for a job of one of them, never a third."""
+    fig = copy.deepcopy(quick)
+    fig.jobs.at[AT_1MB, "strategy"], fig.jobs.at[ONE, "strategy"], fig.jobs.at[AT_2MB, "strategy"] = mine, other, "fsdp"
+    fig.memo.clear()
+    for name in (mine, other):
+        assert job_problems(fig, f"{name.title()} with transformer-s at world size 2") == []
+    assert job_problems(fig, "FSDP with transformer-s at world size 2") == [f"names fsdp, but job {AT_1MB} ran {mine}"]
