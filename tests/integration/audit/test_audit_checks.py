@@ -221,3 +221,44 @@ def test_a_strategy_named_by_a_name_within_its_own_passes(quick, mine, other):
     for name in (mine, other):
         assert job_problems(fig, f"{name.title()} with transformer-s at world size 2") == []
     assert job_problems(fig, "FSDP with transformer-s at world size 2") == [f"names fsdp, but job {AT_1MB} ran {mine}"]
+
+
+# -- basis and contradicted: a fix said measured was run, one the sweep ran slower is not proposed --------------------
+
+def test_a_fix_measured_slower_is_a_problem_that_names_its_runs(quick):
+    fig = copy.deepcopy(quick)
+    claim = Claim("Fix: bucket_cap_mb = 2.", AT_1MB, {"bucket_cap_mb": 2.0})
+    fig.launch_ms[AT_1MB], fig.launch_ms[AT_2MB] = [79.0, 80.0, 81.0], [95.0, 96.0, 97.0]
+    fig.memo.clear()
+    assert said(check_claim(fig, claim)) == [
+        ("contradicted", f"proposes {{'bucket_cap_mb': 2.0}}, which the sweep measured 20.0 % slower ({AT_2MB})")]
+    # a job that did not finish proposes nothing the sweep could contradict
+    fig.jobs.at[AT_1MB, "status"] = "failed"
+    fig.memo.clear()
+    assert [p for p in check_claim(fig, claim) if p.kind == "contradicted"] == []
+
+
+@pytest.mark.parametrize("slower, found", [(1.06, True), (1.04, False)])
+def test_with_one_launch_a_side_a_fix_more_than_5_percent_slower_is_contradicted(quick, slower, found):
+    fig = copy.deepcopy(quick)
+    fig.launch_ms[AT_1MB], fig.launch_ms[AT_2MB] = [80.0], [80.0 * slower]
+    fig.memo.clear()
+    problems = [p for p in check_claim(fig, Claim("Fix: bucket_cap_mb = 2.", AT_1MB, {"bucket_cap_mb": 2.0}))
+                if p.kind == "contradicted"]
+    assert [p.expected for p in problems] == ([
+        f"proposes {{'bucket_cap_mb': 2.0}}, which the sweep measured {100 * (slower - 1):.1f} % slower ({AT_2MB})"]
+        if found else [])
+
+
+def test_a_basis_problem_says_which_fix_and_which_runs(quick):
+    measured = Claim("Fix: bucket_cap_mb = 50; the sweep measured it.", AT_1MB, {"bucket_cap_mb": 50.0}, "measured")
+    assert said(check_claim(quick, measured)) == [
+        ("basis", "says measured, but no stored job ran the fix {'bucket_cap_mb': 50.0}")]
+    estimated = Claim("Fix: bucket_cap_mb = 25; a model estimate.", AT_1MB, {"bucket_cap_mb": 25.0}, "model")
+    assert said(check_claim(quick, estimated)) == [
+        ("basis", f"says estimated / not run, but the sweep ran {{'bucket_cap_mb': 25.0}}: {AT_25MB}")]
+    assert said(check_claim(quick, Claim("Fix: a faster link; we did not run this fix.", AT_1MB))) == []
+    assert said(check_claim(quick, Claim("Fix: a faster link; it recovered it.", AT_1MB))) == [
+        ("basis", "says measured, but no stored job ran the fix (no setting named)")]
+    # a sentence about no stored job has no fix to hold
+    assert [p.kind for p in check_claim(quick, Claim("Fix: a faster link; it recovered it."))] == []
