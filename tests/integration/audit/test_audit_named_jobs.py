@@ -89,3 +89,15 @@ def test_a_batch_named_narrows_to_the_jobs_that_ran_it(quick, batch):
     fig.memo.clear()
     keys = set(named_jobs(fig, f"transformer-s (batch {batch}/rank)"))
     assert keys == ({two[0]} if batch == 8 else set(fig.ok().index) - {two[0]})
+
+
+def test_a_link_named_picks_its_runs_and_the_one_rank_baseline():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fig = derive(EXAMPLES / "network-cpu")
+    links = {(str(fig.rec(k)["link"]), str(fig.rec(k)["strategy"])) for k in named_jobs(fig, "mlp-s over 1gbit")}
+    assert links == {("1gbit", "ddp"), ("1gbit", "master"), ("none", "ddp")}
+    # "10gbit" is not "1gbit" with a digit before it
+    assert {str(fig.rec(k)["link"]) for k in named_jobs(fig, "mlp-s over 10gbit")} == {"10gbit", "none"}
+    assert {str(fig.rec(k)["link"]) for k in named_jobs(fig, "mlp-s over the lan")} == {
+        "none", "10gbit", "1gbit", "100mbit"}
