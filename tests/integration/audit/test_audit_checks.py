@@ -27,7 +27,7 @@ def quick():
 
 @pytest.fixture(scope="module")
 def cost():
-    """cost-cpu at the price its report was written at (1 USD a device hour... as its verdict's lines say)."""
+    """cost-cpu at the price its report was written at (its experiment's cost settings)."""
     from ddpbench.analysis.folder import load
 
     with warnings.catch_warnings():
@@ -262,3 +262,48 @@ def test_a_basis_problem_says_which_fix_and_which_runs(quick):
         ("basis", "says measured, but no stored job ran the fix (no setting named)")]
     # a sentence about no stored job has no fix to hold
     assert [p.kind for p in check_claim(quick, Claim("Fix: a faster link; it recovered it."))] == []
+
+
+# -- choice: the fastest (cheapest) line names the fastest (cheapest) job, and is faster than its runner-up ----------
+
+def by_world_size(fig) -> dict[int, str]:
+    return {int(fig.rec(k)["world_size"]): k for k in fig.ok().index}
+
+
+@pytest.mark.parametrize("kind, best, column", [("fastest", 2, "samples_per_s"), ("cheapest", 1, "cost_per_million")])
+def test_a_choice_line_names_the_best_job_by_the_records(cost, kind, best, column):
+    from ddpbench.audit.choices import check_choice
+
+    jobs = by_world_size(cost)
+    assert check_choice(cost, Claim("the setting, 3.7 % faster than the next", jobs[best], kind=kind)) == []
+    assert check_choice(cost, Claim("the setting", jobs[best])) == []  # no choice line: nothing chosen
+    for other in (w for w in jobs if w != best):
+        mine, theirs = cost.rec(jobs[other])[column], cost.rec(jobs[best])[column]
+        assert said(check_choice(cost, Claim("the setting", jobs[other], kind=kind))) == [
+            (kind, f"names {jobs[other]} the {kind} of its model, but {jobs[best]} is ({column} {theirs:.4g} "
+                   f"against {mine:.4g})")]
+
+
+@pytest.mark.parametrize("words, found", [("faster", False), ("cheaper", False), ("less time per sample", False),
+                                          ("slower", True), ("dearer", True), ("more time per sample", True)])
+def test_a_choice_said_worse_than_its_runner_up_is_a_direction_problem(cost, words, found):
+    from ddpbench.audit.choices import check_choice
+
+    text = f"transformer-s ws=2, 3.7 % {words} than transformer-s ws=4"
+    problems = check_choice(cost, Claim(text, by_world_size(cost)[2], kind="fastest"))
+    assert said(problems) == ([("direction", f"says the fastest setting is {words} than the setting it is set "
+                                             "against")] if found else [])
+
+
+def test_a_choice_within_a_thousandth_of_the_best_is_a_tie(cost):
+    from ddpbench.audit.choices import check_choice
+
+    fig = copy.deepcopy(cost)
+    jobs = by_world_size(fig)
+    best = fig.jobs.at[jobs[2], "samples_per_s"]
+    fig.jobs.at[jobs[4], "samples_per_s"] = best / 1.0009
+    fig.memo.clear()
+    assert check_choice(fig, Claim("the setting", jobs[4], kind="fastest")) == []
+    fig.jobs.at[jobs[4], "samples_per_s"] = best / 1.0011
+    fig.memo.clear()
+    assert [p.kind for p in check_choice(fig, Claim("the setting", jobs[4], kind="fastest"))] == ["fastest"]
