@@ -4,6 +4,7 @@ throughput", "slower than ...: +N %", a rank "N % slower than the other ranks", 
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import pytest
@@ -13,6 +14,7 @@ from ddpbench.audit.directions import check_directions
 from ddpbench.testing import ROOT
 
 #: quick-cpu's world-size-2 jobs' mean steps: 81.3 ms at 1 MB, 88.5 ms at 2 MB, 82.7 ms at 25 MB (39.1 ms at ws=1)
+AT_2MB = "cfc7d897e984"
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +93,29 @@ def test_a_cap_on_both_sides_or_of_no_job_judges_nothing(quick):
     assert directions(quick, "1 MB, 2 % slower than 1 and 25 MB") == []
     one = [k for k in quick.jobs.index if quick.rec(k)["world_size"] == 1]
     assert directions(quick, "25 MB, 2 % slower than 25 MB", one) == []
+
+
+def test_caps_are_compared_within_runs_alike_but_for_the_cap(quick):
+    """The 2 MB job moved to another strategy at 1 MB: 1 MB against 25 MB is DDP's 81.3 against 82.7 ms, never
+    pooled with the other strategy's 88.5 ms."""
+    fig = copy.deepcopy(quick)
+    fig.jobs.at[AT_2MB, "strategy"], fig.jobs.at[AT_2MB, "bucket_cap_mb"] = "fsdp", 1.0
+    fig.memo.clear()
+    assert directions(fig, "1 MB, 1.6 % faster than 25 MB") == []
+    assert directions(fig, "1 MB, 1.6 % slower than 25 MB") == [
+        ("direction", "says slower, but its mean step is 81.3 ms against 82.7 ms")]
+
+
+def test_one_rank_jobs_are_no_comparison_of_caps(quick):
+    """A second one-rank job at 1 MB (88.5 ms against the one-rank 25 MB's 39.1): one rank has no buckets to
+    compare, so 1 MB is still faster than 25 MB (the two-rank jobs')."""
+    fig = copy.deepcopy(quick)
+    fig.jobs.at[AT_2MB, "world_size"], fig.jobs.at[AT_2MB, "bucket_cap_mb"] = 1, 1.0
+    fig.memo.clear()
+    assert directions(fig, "1 MB, 1.6 % slower than 25 MB") == [
+        ("direction", "says slower, but its mean step is 81.3 ms against 82.7 ms")]
+
+
+def test_caps_no_job_ran_at_one_rank_alone_judge_nothing(quick):
+    one = [k for k in quick.jobs.index if quick.rec(k)["world_size"] == 1]
+    assert directions(quick, "1 MB, 2 % slower than 3 MB", one) == []
