@@ -307,3 +307,9 @@ def test_a_choice_within_a_thousandth_of_the_best_is_a_tie(cost):
     fig.jobs.at[jobs[4], "samples_per_s"] = best / 1.0011
     fig.memo.clear()
     assert [p.kind for p in check_choice(fig, Claim("the setting", jobs[4], kind="fastest"))] == ["fastest"]
+
+
+def test_a_job_problem_s_line_names_the_job_and_quotes_the_sentence(quick):
+    text = "transformer-s at ws=1"
+    (problem,) = [p for p in check_claim(quick, Claim(text, AT_1MB)) if p.kind == "job"]
+    assert problem.line() == f"job: {AT_1MB}: names world size 1, but job {AT_1MB} ran at 2: {text}"
