@@ -313,3 +313,24 @@ def test_a_job_problem_s_line_names_the_job_and_quotes_the_sentence(quick):
     text = "transformer-s at ws=1"
     (problem,) = [p for p in check_claim(quick, Claim(text, AT_1MB)) if p.kind == "job"]
     assert problem.line() == f"job: {AT_1MB}: names world size 1, but job {AT_1MB} ran at 2: {text}"
+
+
+# -- figure and interval: what the message says the records hold ------------------------------------------------------
+
+SCALING = ("ddp with transformer-s (batch 4/rank) scales poorly to moderately: at world size 2 it runs 0.96x the "
+           "throughput of one rank, 48 % parallel efficiency (95 % CI 38 % to 60 %).")
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("38 % to 60 %", "38 % to 80 %",
+     ("interval", f"38 to 80 is not the 95 % interval of the launches (38.4 to 60.3, efficiency of {AT_1MB})")),
+    ("38 % to 60 %", "38.4 % to 60.9 %",
+     ("interval", f"38.4 to 60.9 is not the 95 % interval of the launches (38.43 to 60.28, efficiency of {AT_1MB})")),
+    ("38 % to 60 %", "49 % to 60 %", ("interval", "49 to 60 does not hold its point 48")),
+    ("0.96x", "0.90x", ("figure", f"0.90 x is no re-derived figure of the jobs it is about; nearest speedup of "
+                                  f"{AT_2MB} = 0.884")),
+    ("48 %", "50 %", ("figure", f"50 % is no re-derived figure of the jobs it is about; nearest efficiency of "
+                                f"{AT_1MB} against its baseline's median step = 48.8")),
+])
+def test_a_planted_figure_or_interval_is_named_with_the_nearest_the_records_hold(quick, old, new, expected):
+    assert said(check_claim(quick, Claim(SCALING.replace(old, new)))) == [expected]
