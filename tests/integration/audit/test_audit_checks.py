@@ -137,6 +137,8 @@ def test_a_scaling_verdict_that_quotes_over_100_percent_is_a_problem(quick, verd
     text = f"ddp {verdict}: 101 % parallel efficiency"
     found = [p for p in check(quick, [text]) if p.kind == "efficiency"]
     assert said(found) == [("efficiency", "a scaling verdict quotes 101 % (> 100 %)")]
+    (mine,) = [p for p in check(quick, [Claim(text, AT_1MB)]) if p.kind == "efficiency"]
+    assert mine.line() == f"efficiency: {AT_1MB}: a scaling verdict quotes 101 % (> 100 %): {text}"
     assert [p for p in check(quick, [text.replace("101 %", "100 %")]) if p.kind == "efficiency"] == []
     assert [p for p in check(quick, [f"it {verdict[7:]}: 101 % parallel efficiency"])
             if p.kind == "efficiency"] == []
