@@ -121,7 +121,8 @@ def test_an_efficiency_above_100_is_flagged_by_its_speedup(quick):
     fig.jobs.at[AT_25MB, "efficiency_pct"], fig.jobs.at[AT_25MB, "speedup"] = 120.4, 2.408
     fig.memo.clear()
     assert said(check(fig, [])) == [("efficiency", "efficiency 120 % at world size 2 is flagged by no sentence")]
-    assert [p.job for p in check(fig, [])] == [AT_25MB]
+    assert [p.line() for p in check(fig, [])] == [
+        f"efficiency: {AT_25MB}: efficiency 120 % at world size 2 is flagged by no sentence: -"]
     for flag in ("2.41x, above 100 %", "2.41x: a broken baseline", "No scaling verdict at 2.41x"):
         assert check(fig, [flag]) == []
     assert [p for p in said(check(fig, ["2.40x, above 100 %"])) if p[0] == "efficiency"] == [
