@@ -337,3 +337,24 @@ SCALING = ("ddp with transformer-s (batch 4/rank) scales poorly to moderately: a
 ])
 def test_a_planted_figure_or_interval_is_named_with_the_nearest_the_records_hold(quick, old, new, expected):
     assert said(check_claim(quick, Claim(SCALING.replace(old, new)))) == [expected]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("the launches (110.3 to 111.4 ms) differ by 2 %", "110.3 to 111.4 ms differ by 1.0 %, not 2 %"),
+    ("DDP takes 1.66x DDP's step time (58.1 vs 35.5 ms)", "58.1 vs 35.5 ms is 1.64x, not 1.66x"),
+    ("114.3 ms a step (mean) against this job's 157.2 ms, 27.5 % faster",
+     "114.3 against 157.2 ms is 27.3 % faster, not 27.5 %"),
+    ("30 % of each step (23.4 ms of 81.3 ms)", "30 % is not 23.4 of 81.3 ms (28.8 %)"),
+])
+def test_an_arithmetic_problem_s_line_names_the_job_and_quotes_the_sentence(quick, text, expected):
+    assert [p.line() for p in check_arithmetic(quick, Claim(text, AT_1MB))] == [
+        f"arithmetic: {AT_1MB}: {expected}: {text}"]
+
+
+def test_a_deadline_problem_s_line_names_the_job_and_quotes_the_sentence(cost):
+    keys = list(cost.ok().index)
+    (ws2,) = [k for k in keys if cost.rec(k)["world_size"] == 2]
+    text = DEADLINE.format(0.9)
+    assert [p.line() for p in check_deadline(cost, Claim(text), keys)] == [
+        f"deadline: {ws2}: its hours reach {cost.rec(ws2)['hours_high']:.3g} by their interval's high end, not "
+        f"within 0.9 h: {text}"]
