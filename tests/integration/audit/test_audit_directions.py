@@ -119,3 +119,20 @@ def test_one_rank_jobs_are_no_comparison_of_caps(quick):
 def test_caps_no_job_ran_at_one_rank_alone_judge_nothing(quick):
     one = [k for k in quick.jobs.index if quick.rec(k)["world_size"] == 1]
     assert directions(quick, "1 MB, 2 % slower than 3 MB", one) == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1 MB, 1.6 % slower per step than the default 25 MB",
+     "direction: J: says slower, but its mean step is 81.3 ms against 82.7 ms"),
+    ("82.7 ms against 81.3 ms, 1.7 % faster", "direction: J: says faster, but quotes 82.7 ms against 81.3 ms"),
+    ("faster: 0.98x the throughput", "direction: J: says faster with 0.98x the throughput"),
+    ("slower than raw DDP: -2.8 % on the mean step", "direction: J: says slower with a step change of -2.8 %"),
+    ("rank 1 computes 12 % faster than the other ranks",
+     "direction: J: a rank that computes longer than the others is slower, not faster"),
+    ("the serial fraction falls from 0.10 to 0.20", "direction: J: says falls from 0.1 to 0.2"),
+    ("3 MB, 2 % faster than the default 25 MB", "job: J: compares bucket caps 3 MB that none of its jobs ran"),
+])
+def test_a_direction_problem_s_line_names_the_job_and_quotes_the_sentence(quick, text, expected):
+    job = "8e73d612ef09"
+    found = check_directions(quick, Claim(text, job), list(quick.jobs.index))
+    assert [p.line() for p in found] == [f"{expected.replace('J', job, 1)}: {text}"]
