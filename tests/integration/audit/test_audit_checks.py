@@ -358,3 +358,23 @@ def test_a_deadline_problem_s_line_names_the_job_and_quotes_the_sentence(cost):
     assert [p.line() for p in check_deadline(cost, Claim(text), keys)] == [
         f"deadline: {ws2}: its hours reach {cost.rec(ws2)['hours_high']:.3g} by their interval's high end, not "
         f"within 0.9 h: {text}"]
+
+
+def test_basis_and_contradicted_problems_lines_name_the_job_and_quote_the_sentence(quick):
+    measured = Claim("Fix: bucket_cap_mb = 50; the sweep measured it.", AT_1MB, {"bucket_cap_mb": 50.0}, "measured")
+    assert [p.line() for p in check_claim(quick, measured)] == [
+        f"basis: {AT_1MB}: says measured, but no stored job ran the fix {{'bucket_cap_mb': 50.0}}: {measured.text}"]
+    estimated = Claim("Fix: bucket_cap_mb = 25; a model estimate.", AT_1MB, {"bucket_cap_mb": 25.0}, "model")
+    assert [p.line() for p in check_claim(quick, estimated)] == [
+        f"basis: {AT_1MB}: says estimated / not run, but the sweep ran {{'bucket_cap_mb': 25.0}}: {AT_25MB}: "
+        f"{estimated.text}"]
+    fig = copy.deepcopy(quick)
+    fig.launch_ms[AT_1MB], fig.launch_ms[AT_2MB] = [79.0, 80.0, 81.0], [95.0, 96.0, 97.0]
+    fig.memo.clear()
+    fix = Claim("Fix: bucket_cap_mb = 2.", AT_1MB, {"bucket_cap_mb": 2.0})
+    assert [p.line() for p in check_claim(fig, fix)] == [
+        f"contradicted: {AT_1MB}: proposes {{'bucket_cap_mb': 2.0}}, which the sweep measured 20.0 % slower "
+        f"({AT_2MB}): {fix.text}"]
+    unmatched = "DDP with transformer-s (batch 8/rank) at world size 2"
+    assert [p.line() for p in check_claim(quick, Claim(unmatched)) if p.kind == "job"] == [
+        f"job: -: no stored job trains transformer-s with batch 8/rank: {unmatched}"]
