@@ -378,3 +378,12 @@ def test_basis_and_contradicted_problems_lines_name_the_job_and_quote_the_senten
     unmatched = "DDP with transformer-s (batch 8/rank) at world size 2"
     assert [p.line() for p in check_claim(quick, Claim(unmatched)) if p.kind == "job"] == [
         f"job: -: no stored job trains transformer-s with batch 8/rank: {unmatched}"]
+
+
+@pytest.mark.parametrize("efficiency, flagged", [(100.0, False), (100.6, True)])
+def test_an_efficiency_of_100_percent_needs_no_flag_and_just_above_it_does(quick, efficiency, flagged):
+    fig = copy.deepcopy(quick)
+    fig.jobs.at[AT_25MB, "efficiency_pct"], fig.jobs.at[AT_25MB, "speedup"] = efficiency, efficiency / 50
+    fig.memo.clear()
+    assert said(check(fig, [])) == (
+        [("efficiency", "efficiency 101 % at world size 2 is flagged by no sentence")] if flagged else [])
