@@ -387,3 +387,13 @@ def test_an_efficiency_of_100_percent_needs_no_flag_and_just_above_it_does(quick
     fig.memo.clear()
     assert said(check(fig, [])) == (
         [("efficiency", "efficiency 101 % at world size 2 is flagged by no sentence")] if flagged else [])
+
+
+def test_a_jobs_own_speedup_is_its_own_never_a_neighbours(quick):
+    """0.88x is the 2 MB job's speedup: a sentence about the 1 MB job may not quote it as its own; one about the
+    folder may. "x its throughput" is a speedup too."""
+    theirs = "at world size 2 it runs 0.88x the throughput of one rank"
+    assert check_claim(quick, Claim(theirs)) == []
+    assert said(check_claim(quick, Claim(theirs, AT_1MB))) == [
+        ("figure", f"0.88 x is no re-derived figure of the jobs it is about; nearest speedup of {AT_1MB} = 0.963")]
+    assert check_claim(quick, Claim("at world size 2 it runs 0.96x its throughput at one rank", AT_1MB)) == []
