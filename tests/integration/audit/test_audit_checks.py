@@ -397,3 +397,28 @@ def test_a_jobs_own_speedup_is_its_own_never_a_neighbours(quick):
     assert said(check_claim(quick, Claim(theirs, AT_1MB))) == [
         ("figure", f"0.88 x is no re-derived figure of the jobs it is about; nearest speedup of {AT_1MB} = 0.963")]
     assert check_claim(quick, Claim("at world size 2 it runs 0.96x its throughput at one rank", AT_1MB)) == []
+
+
+# -- check_claim: which checks a sentence meets ------------------------------------------------------------------------
+
+def test_a_median_quoted_as_the_step_and_an_unknown_key_are_said_first(quick):
+    text = "its median step is 81.3 ms"
+    assert [p.line() for p in check_claim(quick, Claim(text, "000000000000"))] == [
+        f"statistic: 000000000000: quotes a median as the step time; the mean step is the step time: {text}",
+        f"job: 000000000000: no stored job has this key: {text}"]
+    assert [p.kind for p in check_claim(quick, Claim("its premedian step is fine", "000000000000"))] == ["job"]
+
+
+def test_with_no_job_finished_nothing_measured_holds_a_figure(quick):
+    fig = copy.deepcopy(quick)
+    fig.jobs["status"] = "failed"
+    fig.memo.clear()
+    assert check_claim(fig, Claim(SCALING.replace("0.96x", "1.95x"))) == []
+    # its names are still held to the stored jobs
+    assert [p.kind for p in check_claim(fig, Claim("transformer-s at ws=1 runs 1.95x", AT_1MB))] == ["job"]
+
+
+def test_a_models_output_about_one_job_is_held_to_its_names_only(quick):
+    text = "Projected: transformer-s at ws=4 runs 3.10x the throughput of one rank"
+    assert said(check_claim(quick, Claim(text, AT_1MB))) == [("job", f"names world size 4, but job {AT_1MB} ran at 2")]
+    assert check_claim(quick, Claim(text.replace("ws=4", "ws=2"), AT_1MB)) == []
