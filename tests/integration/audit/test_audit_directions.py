@@ -41,6 +41,7 @@ def directions(fig, text, keys=None) -> list[tuple[str, str]]:
     "faster: 1.02x the throughput",
     "slower: 0.98x the throughput",
     "faster or slower: 0.5x the throughput",
+    "faster: 1.00x the throughput",  # no change: no side to take
     "slower than raw DDP: +121.9 % on the mean step",
     "faster than raw DDP: -2.8 % on the mean step",
     "slower than raw DDP: +0.0 % on the mean step",
@@ -80,6 +81,9 @@ def test_a_direction_the_figures_contradict_is_a_problem(quick, text, expected):
 
 def test_caps_none_of_the_jobs_ran_are_a_job_problem(quick):
     assert directions(quick, "3 MB, 2 % faster than the default 25 MB") == [
+        ("job", "compares bucket caps 3 MB that none of its jobs ran")]
+    # a cap none ran beside one that did: the comparison is not made (1 MB is faster than 25 MB, not slower)
+    assert directions(quick, "1 and 3 MB, 2 % slower than 25 MB") == [
         ("job", "compares bucket caps 3 MB that none of its jobs ran")]
     assert directions(quick, "1 MB, 2 % faster than 3 and 7.5 MB") == [
         ("job", "compares bucket caps 3, 7.5 MB that none of its jobs ran")]
