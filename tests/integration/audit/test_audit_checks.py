@@ -422,3 +422,13 @@ def test_a_models_output_about_one_job_is_held_to_its_names_only(quick):
     text = "Projected: transformer-s at ws=4 runs 3.10x the throughput of one rank"
     assert said(check_claim(quick, Claim(text, AT_1MB))) == [("job", f"names world size 4, but job {AT_1MB} ran at 2")]
     assert check_claim(quick, Claim(text.replace("ws=4", "ws=2"), AT_1MB)) == []
+
+
+def test_a_batch_or_cap_none_of_two_named_models_ran_names_both(quick):
+    fig = copy.deepcopy(quick)
+    fig.jobs.at[ONE, "label"] = "mlp-l"
+    fig.memo.clear()
+    found = [p.expected for p in check_claim(fig, Claim("transformer-s and mlp-l at batch 8/rank")) if p.kind == "job"]
+    assert found == ["no stored job of mlp-l, transformer-s has batch 8/rank"]
+    found = [p.expected for p in check_claim(fig, Claim("transformer-s and mlp-l (bucket 3 MB)")) if p.kind == "job"]
+    assert found == ["no stored job of mlp-l, transformer-s ran bucket 3 MB"]
