@@ -200,6 +200,7 @@ def test_a_model_batch_or_cap_no_stored_job_ran_is_a_job_problem(quick, text, ex
     "DDP with transformer-s (batch 4/rank) scales poorly",
     "transformer-s at batch 4/rank, bucket 2 MB",
     "transformer-s (bucket 2 MB) against (bucket 25 MB)",
+    "transformer-s (bucket 1 MB), (bucket 2 MB) and (bucket 25 MB)",  # every cap its jobs ran
     "mlp-l (batch 8/rank) (bucket 3 MB) is no model of this folder",  # names no stored model: nothing to hold
 ])
 def test_a_model_batch_and_cap_a_stored_job_ran_pass(quick, text):
