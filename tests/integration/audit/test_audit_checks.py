@@ -433,3 +433,11 @@ def test_a_batch_or_cap_none_of_two_named_models_ran_names_both(quick):
     assert found == ["no stored job of mlp-l, transformer-s has batch 8/rank"]
     found = [p.expected for p in check_claim(fig, Claim("transformer-s and mlp-l (bucket 3 MB)")) if p.kind == "job"]
     assert found == ["no stored job of mlp-l, transformer-s ran bucket 3 MB"]
+
+
+def test_the_words_before_a_figure_say_its_kind(quick):
+    """48 % is the 1 MB job's parallel efficiency: quoted as such it holds, said of a difference ("differ by")
+    it is no figure of the job."""
+    assert check_claim(quick, Claim("the two settings are 48 %", AT_1MB)) == []
+    assert said(check_claim(quick, Claim("the two settings differ by 48 %", AT_1MB))) == [
+        ("figure", f"48 % is no re-derived figure of the jobs it is about; nearest step gain {ONE} vs {AT_1MB} = 51.9")]
