@@ -5,11 +5,13 @@ it; why a baseline cannot be trusted, read whole; the scaling band at its edges 
 from __future__ import annotations
 
 import math
+import warnings
 
+import pandas as pd
 import pytest
 
 from ddpbench.analysis.core.thresholds import SCALES_POORLY, SCALES_WELL
-from ddpbench.analysis.summary.table import baseline_problem, karp_flatt, scaling_band
+from ddpbench.analysis.summary.table import baseline_problem, iqr, karp_flatt, launch_times, mean, median, scaling_band
 from ddpbench.testing.budgets import alone, job, planted_spec, summary
 
 
@@ -101,3 +103,40 @@ def test_karp_flatt_is_undefined_at_one_rank_or_without_a_speedup():
     assert karp_flatt(1.5, 2) == pytest.approx((1 / 1.5 - 1 / 2) / (1 - 1 / 2))
     assert karp_flatt(3.0, 4) == pytest.approx((1 / 3 - 1 / 4) / (1 - 1 / 4))
     assert math.isnan(karp_flatt(1.0, 1)) and math.isnan(karp_flatt(0.0, 2)) and math.isnan(karp_flatt(math.nan, 2))
+
+
+def test_a_sub_millisecond_baselines_problem_still_quotes_its_scatter():
+    """Steps under a millisecond (a small model on a GPU): the IQR's share of the median is still a share."""
+    job = _job("j", 2, 1, 0.5, 0.025)
+    assert baseline_problem(job, [_job("b", 1, 1, 0.4, 0.02)], 1.02) == (
+        "the steps of its world-size-1 baseline (b) scattered with an IQR of 0.0 ms, 5 % of their median (5 % for "
+        f"this job); {OVER.format(pct=102)}")
+
+
+def test_the_step_figures_of_a_column_read_as_objects():
+    """A figure missing on one launch loads as an object column: the median and mean of what was measured, no
+    error; the IQR of a column with a gap is not a spread (NaN)."""
+    column = pd.Series([10.0, None, 12.0, 14.0], dtype=object)
+    assert median(column) == 12.0 and mean(column) == 12.0
+    assert math.isnan(iqr(column))
+    assert iqr(pd.Series([1, 2, 3, 4], dtype=object)) == pytest.approx(1.5)
+
+
+def test_the_step_figures_of_nothing_are_nan_without_a_warning():
+    """A job with no measured step (it failed): its median and mean are NaN, with nothing printed."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert math.isnan(median([])) and math.isnan(mean([])) and math.isnan(iqr([]))
+        assert math.isnan(median([math.nan])) and math.isnan(mean([math.nan]))
+
+
+def test_the_launches_of_what_is_not_a_summary_row_are_none():
+    """A job missing on one side of a comparison (None), a row of another shape, a summary from before
+    ``launch_step_ms`` or one read back from CSV (the list is text): no launches, not an error."""
+    assert launch_times({"launch_step_ms": [10.0, math.nan, 12.0]}) == [10.0, 12.0]
+    assert launch_times(pd.Series({"launch_step_ms": (10.0, 11.0)})) == [10.0, 11.0]
+    assert launch_times(None) == []
+    assert launch_times((10.0, 11.0)) == []
+    assert launch_times({"key": "j"}) == []
+    assert launch_times({"launch_step_ms": math.nan}) == []
+    assert launch_times({"launch_step_ms": "[10.0, 11.0]"}) == []
