@@ -72,6 +72,24 @@ def test_add_speedup_without_baseline_is_nan():
     assert math.isnan(add_speedup(table).loc[0, "speedup"])
 
 
+SCALING = [f"{c}{end}" for c in ("speedup", "efficiency", "serial_fraction") for end in ("", "_low", "_high")]
+
+
+def test_every_scaling_column_is_there_without_a_baseline_or_an_interval():
+    """The columns a report reads are there, NaN, where no job has a baseline (or none is ok), where the only
+    job is a world-size-1 one (its own baseline: no interval against itself), and in an empty summary."""
+    failed = {**JobSpec(world_size=2).to_dict(), "status": "failed", "samples_per_s": math.nan}
+    lone = add_speedup(pd.DataFrame([{**JobSpec(world_size=2).to_dict(), "status": "ok", "samples_per_s": 5.0},
+                                     failed]))
+    assert all(math.isnan(v) for v in lone[SCALING].to_numpy().ravel())
+    one = add_speedup(pd.DataFrame([{**JobSpec(world_size=1).to_dict(), "key": "one", "status": "ok",
+                                     "samples_per_s": 5.0, "global_batch": 32, "launch_step_ms": [6.4e3] * 2}]))
+    assert one.loc[0, "speedup"] == 1.0 and one.loc[0, "efficiency"] == 1.0
+    assert all(math.isnan(one.loc[0, c]) for c in SCALING if c not in ("speedup", "efficiency"))
+    empty = add_speedup(pd.DataFrame())
+    assert empty.empty and {*SCALING, "baseline_key", "baseline_problem"} <= set(empty.columns)
+
+
 def test_a_world_size_one_job_is_its_own_baseline_beside_one_measured_otherwise():
     """A traced and an untraced world-size-1 job are one setting (trace_steps says how a job is
     measured): each is its own baseline, speedup 1, and a world-size-2 job pools both's launches."""
