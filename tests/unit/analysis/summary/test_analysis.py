@@ -76,12 +76,13 @@ SCALING = [f"{c}{end}" for c in ("speedup", "efficiency", "serial_fraction") for
 
 
 def test_every_scaling_column_is_there_without_a_baseline_or_an_interval():
-    """The columns a report reads are there, NaN, where no job has a baseline (or none is ok), where the only
+    """The columns a report reads are there, NaN (no problem named: ""), where no job has a baseline (or none is ok), where the only
     job is a world-size-1 one (its own baseline: no interval against itself), and in an empty summary."""
     failed = {**JobSpec(world_size=2).to_dict(), "status": "failed", "samples_per_s": math.nan}
     lone = add_speedup(pd.DataFrame([{**JobSpec(world_size=2).to_dict(), "status": "ok", "samples_per_s": 5.0},
                                      failed]))
     assert all(math.isnan(v) for v in lone[SCALING].to_numpy().ravel())
+    assert lone["baseline_problem"].tolist() == ["", ""] and lone["baseline_key"].tolist() == [None, None]
     one = add_speedup(pd.DataFrame([{**JobSpec(world_size=1).to_dict(), "key": "one", "status": "ok",
                                      "samples_per_s": 5.0, "global_batch": 32, "launch_step_ms": [6.4e3] * 2}]))
     assert one.loc[0, "speedup"] == 1.0 and one.loc[0, "efficiency"] == 1.0
