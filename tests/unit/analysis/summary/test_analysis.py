@@ -76,8 +76,9 @@ SCALING = [f"{c}{end}" for c in ("speedup", "efficiency", "serial_fraction") for
 
 
 def test_every_scaling_column_is_there_without_a_baseline_or_an_interval():
-    """The columns a report reads are there, NaN (no problem named: ""), where no job has a baseline (or none is ok), where the only
-    job is a world-size-1 one (its own baseline: no interval against itself), and in an empty summary."""
+    """The columns a report reads are there, NaN (no problem named: ""), where no job has a baseline (or none is
+    ok), where the only job is a world-size-1 one (its own baseline: no interval against itself), and in an empty
+    summary."""
     failed = {**JobSpec(world_size=2).to_dict(), "status": "failed", "samples_per_s": math.nan}
     lone = add_speedup(pd.DataFrame([{**JobSpec(world_size=2).to_dict(), "status": "ok", "samples_per_s": 5.0},
                                      failed]))
