@@ -152,3 +152,60 @@ def test_a_job_is_ok_only_if_every_launch_finished():
     assert row["repeats_ok"] == 1
     fine = summarize(pd.DataFrame(steps), runs=runs[:1], ranks=ranks).iloc[0]
     assert fine["status"] == "ok" and fine["error"] is None
+
+
+def _traced(ranks=(0, 1), trace_ms=55.0):
+    """The two-rank job of 50 ms steps, traced in two steps: each rank's backward from 0 ms, its compute 10 ms
+    (rank 1: 12, the last to finish), an all-reduce from 8 to 14 ms; the traced steps 55 ms; two trace files of
+    2 and 1 MB."""
+    steps, runs, ranks_ = _two()
+    steps += [{**row, "phase": "trace", "step_ms": trace_ms} for row in steps if row["phase"] == "measure"
+              and row["step"] < 2]
+    events = []
+    for rank in ranks:
+        for step in range(2):
+            events += [{"rank": rank, "step": step, "lane": "main", "kind": "phase", "name": "backward",
+                        "start_ms": 0.0, "dur_ms": 10.0 + 2 * rank, "bytes": None},
+                       {"rank": rank, "step": step, "lane": "main", "kind": "compute", "name": "backward",
+                        "start_ms": 0.0, "dur_ms": 10.0 + 2 * rank, "bytes": None},
+                       {"rank": rank, "step": step, "lane": "comm", "kind": "comm", "name": "allreduce",
+                        "start_ms": 8.0, "dur_ms": 6.0, "bytes": 400}]
+    runs = [{**run, "trace": events, "traces": [{"bytes": 2e6}, {"bytes": 1e6}]} for run in runs]
+    return steps, runs, ranks_
+
+
+def test_a_traced_jobs_figures_from_its_events_and_what_the_tracer_cost():
+    """The last rank to finish computing (rank 1, at 12 ms) saw 6 ms of all-reduce, 4 of it beside its compute:
+    2 ms exposed, 67 % overlapped, the other rank done 2 ms earlier; the traced steps' 55 ms against the measured
+    50 cost 10 %; a launch's traces 3 MB. DDP's logged 4 ms of communication, 25 % overlapped, leave 3 exposed."""
+    row = _table(_traced()).loc[2]
+    assert row["trace_comm_ms"] == 6.0 and row["trace_exposed_comm_ms"] == 2.0
+    assert row["trace_overlap_pct"] == pytest.approx(200 / 3) and row["trace_wait_ms"] == 2.0
+    assert row["trace_backward_compute_ms"] == 12.0
+    assert row["trace_steps_read"] == 2 and row["trace_steps_partial"] == 0
+    assert row["trace_step_ms"] == 55.0 and row["trace_overhead_pct"] == pytest.approx(10.0)
+    assert row["trace_mb"] == 3.0
+    assert row["ddp_exposed_comm_ms"] == 3.0
+    assert row["nosync_backward_ms"] == 47.0  # the no-sync steps' 49 ms less data, forward and optimizer
+
+
+def test_a_trace_missing_a_rank_has_only_partial_steps():
+    row = _table(_traced(ranks=(0,))).loc[2]
+    assert row["trace_steps_read"] == 0 and row["trace_steps_partial"] == 2 and math.isnan(row["trace_comm_ms"])
+
+
+def test_an_untraced_job_has_no_trace_figures():
+    row = _table(_two(), ranks={0: lambda r: {"ddp_backward_compute_comm_overlap_ms": math.nan}}).loc[2]
+    assert row["trace_steps_read"] == 0 and math.isnan(row["trace_comm_ms"])
+    assert math.isnan(row["trace_step_ms"]) and math.isnan(row["trace_overhead_pct"]) and math.isnan(row["trace_mb"])
+    assert math.isnan(row["ddp_exposed_comm_ms"])
+
+
+def test_the_no_sync_backward_is_per_micro_step():
+    """Under gradient accumulation the trace's backward compute is the last micro-step's: the no-sync steps'
+    backward (47 ms) is quoted per micro-step, over two micro-steps 23.5 ms."""
+    assert _table(_two(), runs={0: {"grad_accum": 2}}).loc[2, "nosync_backward_ms"] == 23.5
+    steps, runs, ranks = _two()
+    plain = summarize(pd.DataFrame([s for s in steps if s["phase"] != "nosync"]), runs=runs, ranks=ranks,
+                      loss_budget=False).iloc[0]
+    assert math.isnan(plain["nosync_backward_ms"])
