@@ -209,3 +209,17 @@ def test_the_no_sync_backward_is_per_micro_step():
     plain = summarize(pd.DataFrame([s for s in steps if s["phase"] != "nosync"]), runs=runs, ranks=ranks,
                       loss_budget=False).iloc[0]
     assert math.isnan(plain["nosync_backward_ms"])
+
+
+def test_a_compiled_jobs_compile_figures_and_an_eager_jobs_none():
+    """The median rank's compile time with the cache cold, and the worst rank's graph breaks."""
+    compiled = {0: lambda r: {"compile_s": 10.0 + 2 * r["rank"], "compile_cache": "cold", "compiled_graphs": 3,
+                              "graph_breaks": r["rank"]}}
+    row = _table(_two(), ranks=compiled).loc[2]
+    assert row["compile_s_cold"] == 11.0 and math.isnan(row["compile_s_warm"])
+    assert row["compile_launches_cold"] == 1 and row["compile_launches_warm"] == 0
+    assert row["compiled_graphs"] == 3.0 and row["graph_breaks"] == 1.0
+    assert math.isnan(row["recompiles_after_compile_phase"])
+    eager = _table(_two()).loc[2]
+    assert all(math.isnan(eager[c]) for c in ("compile_s_cold", "compile_s_warm", "compile_launches_cold",
+                                              "compiled_graphs", "graph_breaks"))
