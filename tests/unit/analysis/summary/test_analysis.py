@@ -335,3 +335,28 @@ def test_a_baseline_never_differs_in_what_the_job_trains():
             _scaled("two", 2, 150.0, warmup_steps=32, steps=16, **MINGPT)]
     two = add_speedup(pd.DataFrame(rows)).set_index("key").loc["two"]
     assert two["baseline_key"] is None and math.isnan(two["speedup"])
+
+
+def _scaling_row(key, ws, rate, **kw):
+    step = 1e3 * 32 * ws / rate
+    return {**JobSpec(world_size=ws, **kw).to_dict(), "key": key, "status": "ok", "samples_per_s": rate,
+            "global_batch": 32 * ws, "launch_step_ms": [step] * 3, "step_ms_median": step, "step_ms_iqr": 0.0,
+            "step_ms_mean": step}
+
+
+def test_a_job_without_a_baseline_leaves_the_next_jobs_theirs():
+    table = add_speedup(pd.DataFrame([_scaling_row("alone", 2, 150.0, model_size="m"), _scaling_row("one", 1, 100.0),
+                                      _scaling_row("two", 2, 160.0)])).set_index("key")
+    assert math.isnan(table.loc["alone", "speedup"])
+    assert table.loc["one", "speedup"] == 1.0 and table.loc["two", "speedup"] == pytest.approx(1.6)
+
+
+def test_a_fallback_baseline_keeps_the_jobs_own_threads_per_rank():
+    """No world-size-1 job with the job's bucket cap: those with other caps stand in, and of them only the one
+    with the job's threads per rank (the one with 2 threads is not pooled in); where none has them, all do."""
+    one, two = _scaling_row("one-1", 1, 100.0, threads_per_rank=1), _scaling_row("one-2", 1, 50.0, threads_per_rank=2)
+    table = add_speedup(pd.DataFrame([one, two, _scaling_row("job", 2, 160.0, threads_per_rank=1, bucket_cap_mb=5)]))
+    job = table.set_index("key").loc["job"]
+    assert job["baseline_key"] == "one-1" and job["speedup"] == pytest.approx(1.6)
+    table = add_speedup(pd.DataFrame([one, two, _scaling_row("job", 2, 160.0, threads_per_rank=4, bucket_cap_mb=5)]))
+    assert table.set_index("key").loc["job", "baseline_key"] == "one-1,one-2"
