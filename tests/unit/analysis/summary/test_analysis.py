@@ -360,3 +360,28 @@ def test_a_fallback_baseline_keeps_the_jobs_own_threads_per_rank():
     assert job["baseline_key"] == "one-1" and job["speedup"] == pytest.approx(1.6)
     table = add_speedup(pd.DataFrame([one, two, _scaling_row("job", 2, 160.0, threads_per_rank=4, bucket_cap_mb=5)]))
     assert table.set_index("key").loc["job", "baseline_key"] == "one-1,one-2"
+
+
+def test_a_baseline_without_a_throughput_is_none_and_the_next_jobs_keep_theirs():
+    """A world-size-1 job with no throughput (NaN) is no baseline, not even its own: no baseline_key, no speedup,
+    for it or for the larger job of its settings; the jobs after it still get theirs."""
+    blank = {**_scaling_row("blank", 1, 100.0, model_size="m"), "samples_per_s": math.nan}
+    table = add_speedup(pd.DataFrame([blank, _scaling_row("wide", 2, 150.0, model_size="m"),
+                                      _scaling_row("one", 1, 100.0), _scaling_row("two", 2, 160.0)])).set_index("key")
+    for key in ("blank", "wide"):
+        assert table.loc[key, "baseline_key"] is None and math.isnan(table.loc[key, "speedup"])
+        assert table.loc[key, "baseline_problem"] == ""
+    assert table.loc["two", "baseline_key"] == "one" and table.loc["two", "speedup"] == pytest.approx(1.6)
+
+
+def test_one_baseline_is_its_throughput_over_all_its_steps():
+    """One baseline stands as its own throughput (all its steps: 10 of 300 ms and 30 of 340, a mean of 330), not
+    its launches' mean step (320 ms); pooled baselines are their launches' mean step (docs/statistics.md)."""
+    one = {**_scaling_row("one", 1, 32e3 / 330), "launch_step_ms": [300.0, 340.0]}
+    table = add_speedup(pd.DataFrame([one, _scaling_row("two", 2, 160.0)])).set_index("key")
+    assert table.loc["two", "speedup"] == pytest.approx(160.0 / (32e3 / 330))
+    # a summary read back without its launches: the same baseline, no interval
+    bare = {**one, "launch_step_ms": None}
+    table = add_speedup(pd.DataFrame([bare, {**_scaling_row("two", 2, 160.0), "launch_step_ms": None}]))
+    two = table.set_index("key").loc["two"]
+    assert two["speedup"] == pytest.approx(160.0 / (32e3 / 330)) and math.isnan(two["speedup_low"])
