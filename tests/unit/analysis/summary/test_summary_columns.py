@@ -69,7 +69,8 @@ def test_without_flops_a_peak_or_a_datasheet_the_figures_are_unknown():
 
 def test_the_datasheet_peak_is_the_latest_sweeps():
     assert datasheet_peak(pd.DataFrame({"experiment_datasheet_tflops": [0.1, "0.2", None]})) == 0.2
-    assert datasheet_peak(pd.DataFrame({"experiment_datasheet_tflops": [0.1, 0.3]})) == 0.3
+    assert datasheet_peak(pd.DataFrame({"experiment_datasheet_tflops": [0.1, 0.2, 0.3]})) == 0.3
+    assert datasheet_peak(pd.DataFrame({"experiment_datasheet_tflops": [0.4]})) == 0.4
     assert math.isnan(datasheet_peak(pd.DataFrame({"experiment_datasheet_tflops": [None, "n/a"]})))
     assert math.isnan(datasheet_peak(pd.DataFrame({"name": ["x"]})))
     assert math.isnan(datasheet_peak(pd.DataFrame()))
