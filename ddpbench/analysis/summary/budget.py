@@ -291,16 +291,12 @@ class _Side:
 
     def __init__(self, launches, scale: float = 1.0):
         arrays = _arrays(launches)
-        self.size = len(arrays["S"])
         self.points, self.launch_values = {}, {}
         for term in _TERMS:
             n = float(np.sum(arrays[f"{term}_n"], dtype=float))
             total = float(np.sum(arrays[f"{term}_sum"], dtype=float))
             self.points[term] = scale * total / n if n else math.nan
             self.launch_values[term] = scale * np.asarray(arrays[term], dtype=float)
-
-    def __len__(self) -> int:
-        return self.size
 
     def point(self, term: str) -> float:
         return self.points[term]

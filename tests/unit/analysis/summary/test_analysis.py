@@ -72,6 +72,26 @@ def test_add_speedup_without_baseline_is_nan():
     assert math.isnan(add_speedup(table).loc[0, "speedup"])
 
 
+SCALING = [f"{c}{end}" for c in ("speedup", "efficiency", "serial_fraction") for end in ("", "_low", "_high")]
+
+
+def test_every_scaling_column_is_there_without_a_baseline_or_an_interval():
+    """The columns a report reads are there, NaN (no problem named: ""), where no job has a baseline (or none is
+    ok), where the only job is a world-size-1 one (its own baseline: no interval against itself), and in an empty
+    summary."""
+    failed = {**JobSpec(world_size=2).to_dict(), "status": "failed", "samples_per_s": math.nan}
+    lone = add_speedup(pd.DataFrame([{**JobSpec(world_size=2).to_dict(), "status": "ok", "samples_per_s": 5.0},
+                                     failed]))
+    assert all(math.isnan(v) for v in lone[SCALING].to_numpy().ravel())
+    assert lone["baseline_problem"].tolist() == ["", ""] and lone["baseline_key"].tolist() == [None, None]
+    one = add_speedup(pd.DataFrame([{**JobSpec(world_size=1).to_dict(), "key": "one", "status": "ok",
+                                     "samples_per_s": 5.0, "global_batch": 32, "launch_step_ms": [6.4e3] * 2}]))
+    assert one.loc[0, "speedup"] == 1.0 and one.loc[0, "efficiency"] == 1.0
+    assert all(math.isnan(one.loc[0, c]) for c in SCALING if c not in ("speedup", "efficiency"))
+    empty = add_speedup(pd.DataFrame())
+    assert empty.empty and {*SCALING, "baseline_key", "baseline_problem"} <= set(empty.columns)
+
+
 def test_a_world_size_one_job_is_its_own_baseline_beside_one_measured_otherwise():
     """A traced and an untraced world-size-1 job are one setting (trace_steps says how a job is
     measured): each is its own baseline, speedup 1, and a world-size-2 job pools both's launches."""
@@ -315,3 +335,53 @@ def test_a_baseline_never_differs_in_what_the_job_trains():
             _scaled("two", 2, 150.0, warmup_steps=32, steps=16, **MINGPT)]
     two = add_speedup(pd.DataFrame(rows)).set_index("key").loc["two"]
     assert two["baseline_key"] is None and math.isnan(two["speedup"])
+
+
+def _scaling_row(key, ws, rate, **kw):
+    step = 1e3 * 32 * ws / rate
+    return {**JobSpec(world_size=ws, **kw).to_dict(), "key": key, "status": "ok", "samples_per_s": rate,
+            "global_batch": 32 * ws, "launch_step_ms": [step] * 3, "step_ms_median": step, "step_ms_iqr": 0.0,
+            "step_ms_mean": step}
+
+
+def test_a_job_without_a_baseline_leaves_the_next_jobs_theirs():
+    table = add_speedup(pd.DataFrame([_scaling_row("alone", 2, 150.0, model_size="m"), _scaling_row("one", 1, 100.0),
+                                      _scaling_row("two", 2, 160.0)])).set_index("key")
+    assert math.isnan(table.loc["alone", "speedup"])
+    assert table.loc["one", "speedup"] == 1.0 and table.loc["two", "speedup"] == pytest.approx(1.6)
+
+
+def test_a_fallback_baseline_keeps_the_jobs_own_threads_per_rank():
+    """No world-size-1 job with the job's bucket cap: those with other caps stand in, and of them only the one
+    with the job's threads per rank (the one with 2 threads is not pooled in); where none has them, all do."""
+    one, two = _scaling_row("one-1", 1, 100.0, threads_per_rank=1), _scaling_row("one-2", 1, 50.0, threads_per_rank=2)
+    table = add_speedup(pd.DataFrame([one, two, _scaling_row("job", 2, 160.0, threads_per_rank=1, bucket_cap_mb=5)]))
+    job = table.set_index("key").loc["job"]
+    assert job["baseline_key"] == "one-1" and job["speedup"] == pytest.approx(1.6)
+    table = add_speedup(pd.DataFrame([one, two, _scaling_row("job", 2, 160.0, threads_per_rank=4, bucket_cap_mb=5)]))
+    assert table.set_index("key").loc["job", "baseline_key"] == "one-1,one-2"
+
+
+def test_a_baseline_without_a_throughput_is_none_and_the_next_jobs_keep_theirs():
+    """A world-size-1 job with no throughput (NaN) is no baseline, not even its own: no baseline_key, no speedup,
+    for it or for the larger job of its settings; the jobs after it still get theirs."""
+    blank = {**_scaling_row("blank", 1, 100.0, model_size="m"), "samples_per_s": math.nan}
+    table = add_speedup(pd.DataFrame([blank, _scaling_row("wide", 2, 150.0, model_size="m"),
+                                      _scaling_row("one", 1, 100.0), _scaling_row("two", 2, 160.0)])).set_index("key")
+    for key in ("blank", "wide"):
+        assert table.loc[key, "baseline_key"] is None and math.isnan(table.loc[key, "speedup"])
+        assert table.loc[key, "baseline_problem"] == ""
+    assert table.loc["two", "baseline_key"] == "one" and table.loc["two", "speedup"] == pytest.approx(1.6)
+
+
+def test_one_baseline_is_its_throughput_over_all_its_steps():
+    """One baseline stands as its own throughput (all its steps: 10 of 300 ms and 30 of 340, a mean of 330), not
+    its launches' mean step (320 ms); pooled baselines are their launches' mean step (docs/statistics.md)."""
+    one = {**_scaling_row("one", 1, 32e3 / 330), "launch_step_ms": [300.0, 340.0]}
+    table = add_speedup(pd.DataFrame([one, _scaling_row("two", 2, 160.0)])).set_index("key")
+    assert table.loc["two", "speedup"] == pytest.approx(160.0 / (32e3 / 330))
+    # a summary read back without its launches: the same baseline, no interval
+    bare = {**one, "launch_step_ms": None}
+    table = add_speedup(pd.DataFrame([bare, {**_scaling_row("two", 2, 160.0), "launch_step_ms": None}]))
+    two = table.set_index("key").loc["two"]
+    assert two["speedup"] == pytest.approx(160.0 / (32e3 / 330)) and math.isnan(two["speedup_low"])

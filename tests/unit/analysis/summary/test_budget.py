@@ -262,3 +262,18 @@ def test_a_job_of_sub_millisecond_steps_names_its_straggler_too():
     assert row["step_ms_mean"] == pytest.approx(0.79) and row["barrier_rank"] == 1
     for name, ms in {"contention": 0.10, "sync_compute": 0.03, "comm": 0.07, "data": 0.05, "straggler": 0.20}.items():
         assert _line(row, name) == pytest.approx(ms, abs=1e-9), name
+
+
+def test_readiness_on_the_no_sync_steps_alone_leaves_the_sync_line_in_the_communication():
+    """ready_ms measured on the reference (no-sync) steps but not on the measured ones: what sharing did to
+    backward is not measured, so the sync line is NaN and the communication keeps it (7 + 3 ms), as without
+    ready_ms at all."""
+    base = _job(_spec(1), lambda r: _alone())
+    steps, runs, ranks = _job(_spec(2), lambda r: _shared(), exposed=7.0, sync=3.0)
+    for row in steps:
+        row["ready_ms"] = math.nan if row["phase"] == "measure" else row["ready_ms"]
+    row = _summary(base, (steps, runs, ranks)).set_index("world_size").loc[2]
+    assert math.isnan(row["loss_sync_compute_ms"])
+    assert row["loss_comm_ms"] == pytest.approx(10.0)
+    assert _lines_sum(row) == pytest.approx(row["loss_ms"])
+    assert "no ready_ms" in row["budget_note"]

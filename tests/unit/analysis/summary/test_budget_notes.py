@@ -7,8 +7,9 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
-from ddpbench.analysis.summary.budget import BUDGET_LINES, add_budget, budget_note
+from ddpbench.analysis.summary.budget import BUDGET_COLUMNS, BUDGET_LINES, add_budget, budget_note
 from ddpbench.testing.budgets import alone, job, phase_row, planted_ident, planted_spec, records, summary
 
 NOSYNC = "reference steps: the no_sync() steps"
@@ -156,3 +157,23 @@ def test_a_row_read_back_without_its_launches_gets_the_note_of_its_columns():
         f"{NOSYNC}; baseline , its mean step (weak scaling); {BUDGET_LINES['sync_compute']} not measured (no "
         f"ready_ms): it stays inside {BUDGET_LINES['comm']}; not measured: {lines} (the residual holds what was not "
         "split)")
+
+
+def test_every_budget_column_is_there_once_with_or_without_a_budget():
+    """A job without a budget has every budget column, NaN (no largest line, nothing measured apart: None); one
+    with a budget but nothing timed apart has no loss apart; summarising a summary again replaces its columns."""
+    base, two = planted_spec(1), planted_spec(2)
+    (s1, r1, k1), (s2, r2, k2) = job(base, lambda r: alone()), job(two, lambda r: _shared, exposed=7.0)
+    steps, runs, ranks = pd.DataFrame(s1 + s2), pd.DataFrame(r1 + r2), pd.DataFrame(k1 + k2)
+    table = summary((s1, r1, k1), (s2, r2, k2))
+    text = ("budget_top", "budget_note", "loss_apart_source")
+    one = table.set_index("key").loc[base.key]
+    assert all(math.isnan(one[c]) for c in BUDGET_COLUMNS if c not in text)
+    assert pd.isna(one["budget_top"]) and pd.isna(one["loss_apart_source"])
+    row = table.set_index("key").loc[two.key]
+    assert row["budget_top"] == "straggler" and row["loss_ms"] == pytest.approx(42.0)
+    assert pd.isna(row["loss_apart_source"]) and math.isnan(row["loss_apart_ms"]) and math.isnan(row["loss_gap_ms"])
+    again = add_budget(table, steps, ranks, runs)
+    assert again.columns.is_unique and sorted(again.columns) == sorted(table.columns)
+    assert again.set_index("key").loc[two.key, "loss_ms"] == pytest.approx(42.0)
+    assert again.set_index("key").loc[two.key, "barrier_rank"] == 1

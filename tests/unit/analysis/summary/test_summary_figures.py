@@ -5,11 +5,13 @@ it; why a baseline cannot be trusted, read whole; the scaling band at its edges 
 from __future__ import annotations
 
 import math
+import warnings
 
+import pandas as pd
 import pytest
 
 from ddpbench.analysis.core.thresholds import SCALES_POORLY, SCALES_WELL
-from ddpbench.analysis.summary.table import baseline_problem, karp_flatt, scaling_band
+from ddpbench.analysis.summary.table import baseline_problem, iqr, karp_flatt, launch_times, mean, median, scaling_band
 from ddpbench.testing.budgets import alone, job, planted_spec, summary
 
 
@@ -101,3 +103,85 @@ def test_karp_flatt_is_undefined_at_one_rank_or_without_a_speedup():
     assert karp_flatt(1.5, 2) == pytest.approx((1 / 1.5 - 1 / 2) / (1 - 1 / 2))
     assert karp_flatt(3.0, 4) == pytest.approx((1 / 3 - 1 / 4) / (1 - 1 / 4))
     assert math.isnan(karp_flatt(1.0, 1)) and math.isnan(karp_flatt(0.0, 2)) and math.isnan(karp_flatt(math.nan, 2))
+
+
+def test_a_sub_millisecond_baselines_problem_still_quotes_its_scatter():
+    """Steps under a millisecond (a small model on a GPU): the IQR's share of the median is still a share."""
+    job = _job("j", 2, 1, 0.5, 0.025)
+    assert baseline_problem(job, [_job("b", 1, 1, 0.4, 0.02)], 1.02) == (
+        "the steps of its world-size-1 baseline (b) scattered with an IQR of 0.0 ms, 5 % of their median (5 % for "
+        f"this job); {OVER.format(pct=102)}")
+
+
+def test_the_step_figures_of_a_column_read_as_objects():
+    """A figure missing on one launch loads as an object column: the median and mean of what was measured, no
+    error; the IQR of a column with a gap is not a spread (NaN)."""
+    column = pd.Series([10.0, None, 12.0, 14.0], dtype=object)
+    assert median(column) == 12.0 and mean(column) == 12.0
+    assert math.isnan(iqr(column))
+    assert iqr(pd.Series([1, 2, 3, 4], dtype=object)) == pytest.approx(1.5)
+
+
+def test_the_step_figures_of_nothing_are_nan_without_a_warning():
+    """A job with no measured step (it failed): its median and mean are NaN, with nothing printed."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert math.isnan(median([])) and math.isnan(mean([])) and math.isnan(iqr([]))
+        assert math.isnan(median([math.nan])) and math.isnan(mean([math.nan]))
+
+
+def test_the_launches_of_what_is_not_a_summary_row_are_none():
+    """A job missing on one side of a comparison (None), a row of another shape, a summary from before
+    ``launch_step_ms`` or one read back from CSV (the list is text): no launches, not an error."""
+    assert launch_times({"launch_step_ms": [10.0, math.nan, 12.0]}) == [10.0, 12.0]
+    assert launch_times(pd.Series({"launch_step_ms": (10.0, 11.0)})) == [10.0, 11.0]
+    assert launch_times(None) == []
+    assert launch_times((10.0, 11.0)) == []
+    assert launch_times({"key": "j"}) == []
+    assert launch_times({"launch_step_ms": math.nan}) == []
+    assert launch_times({"launch_step_ms": "[10.0, 11.0]"}) == []
+
+
+def test_a_noisy_baseline_at_the_edges_of_its_rule():
+    """The baseline's IQR exactly the noise threshold (10 % of its median) is not noisy; exactly twice the job's
+    spread is not far more; an efficiency against its median of exactly 100 % in the job's band says nothing."""
+    job = _job("j", 2, 1, 60.0, 0.6)
+    assert baseline_problem(job, [_job("b", 1, 1, 60.0, 6.0, mean=66.0)], 0.75) == ""
+    assert NOISE.format(pct=82) in baseline_problem(job, [_job("b", 1, 1, 60.0, 6.6, mean=66.0)], 0.75)
+    # the baseline's 25 % exactly twice the job's 12.5 %; a bit more is far more
+    assert baseline_problem(_job("j", 2, 1, 60.0, 7.5), [_job("b", 1, 1, 60.0, 15.0, mean=66.0)], 0.75) == ""
+    assert NOISE.format(pct=82) in baseline_problem(_job("j", 2, 1, 60.0, 7.4), [_job("b", 1, 1, 60.0, 15.0,
+                                                                                       mean=66.0)], 0.75)
+    # 93.75 % against the mean (64 ms), exactly 100 % against the median (60 ms): both scale well
+    noisy = [_job("b", 1, 1, 60.0, 12.0, mean=64.0)]
+    assert baseline_problem(_job("j", 2, 1, 60.0, 3.0), noisy, 0.9375) == ""
+    assert NOISE.format(pct=102) in baseline_problem(_job("j", 2, 1, 60.0, 3.0), noisy, 0.96)
+
+
+def test_a_sub_millisecond_noisy_baseline_is_read_against_its_median():
+    """The noise rule of test_a_noisy_baseline_is_named_only_where_its_noise_decides_the_verdict a hundred
+    times faster: steps of 0.6 ms, the baseline's mean 0.66."""
+    noisy = [_job("b", 1, 1, 0.6, 0.12, mean=0.66)]
+    assert NOISE.format(pct=82) in baseline_problem(_job("j", 2, 1, 0.6, 0.03), noisy, 0.75)
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+def test_a_baseline_without_a_median_a_mean_or_an_iqr():
+    """A baseline with no median, or no mean: the efficiency as it is, never a division by zero; one without an
+    IQR (a summary from before it) still gets its other reasons; no baseline at all: nothing to say."""
+    job = _job("j", 2, 1, 60.0, 3.0)
+    assert baseline_problem(job, [_job("b", 1, 1, 0.0, 12.0, mean=60.0)], 0.75) == ""
+    assert baseline_problem(job, [_job("b", 1, 1, 60.0, 12.0, mean=0.0)], 0.75) == ""
+    no_iqr = {"key": "b", "world_size": 1, "threads_per_rank": 1, "step_ms_median": 60.0, "step_ms_mean": 60.0}
+    assert baseline_problem(job, [no_iqr], 1.02).endswith(f"; {OVER.format(pct=102)}")
+    assert baseline_problem(job, [], 0.9) == ""
+
+
+def test_a_baselines_problem_quotes_the_jobs_own_scatter_and_threads_given_as_words():
+    """The job's own IQR as a share of its median (here all of it); threads per rank of "auto" beside a number
+    are both named."""
+    text = baseline_problem(_job("j", 2, 1, 60.0, 60.0), [_job("b", 1, 4, 60.0, 3.0), _job("c", 1, "auto", 60.0, 3.0)],
+                            1.02)
+    assert text == ("the steps of its world-size-1 baseline (b, c) scattered with an IQR of 3.0 ms, 5 % of their "
+                    f"median (100 % for this job); {OVER.format(pct=102)}; the baseline ran 4, auto thread(s) per rank "
+                    "and this job 1: set threads_per_rank to the same number at every world size")
