@@ -46,6 +46,7 @@ from ddpbench.audit.figures import ratio_interval
 from ddpbench.experiment.spec import FIELDS
 from ddpbench.testing import ROOT
 from ddpbench.testing.scripts import load_benchmark
+from ddpbench.traces.compare import GRADIENT_TOLERANCE, SHARED_KERNELS
 
 EX = ROOT / "reports" / "examples"
 EXAMPLES = "reports/examples/README.md"
@@ -350,6 +351,40 @@ def gpu_trace_frameworks_h100() -> dict:
             "raw": f1(ms[raw])}
 
 
+def h100_trace_kernels() -> dict:
+    """The committed H100 traces (``gpu-trace-frameworks-h100/traces/``, rank 0 of each traced job), read
+    here from their JSON: of one run's compute-kernel time (a kernel event whose name is neither NCCL's
+    nor a copy, a set or a sync), the share in kernels the other run ran too. ``tl``: transformer-l's
+    against mlp-xl's (the lower of the two mlp-xl runs); ``mlp``: mlp-xl's two bucket caps against each
+    other (the lower side); ``caps``: those caps."""
+    import gzip
+    from collections import Counter
+
+    f = "gpu-trace-frameworks-h100"
+
+    def compute(k: str) -> Counter:
+        (path,) = (EX / f / "traces").glob(f"{k[:12]}-*.json.gz")
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            events = json.load(fh)["traceEvents"]
+        us = Counter()
+        for e in events:
+            name = str(e.get("name", ""))
+            if e.get("cat") == "kernel" and not re.match(r"nccl.*Kernel", name) and \
+                    not re.search(r"Memcpy|Memset|Sync", name):
+                us[name] += float(e.get("dur", 0))
+        return us
+
+    def share(a: Counter, b: Counter) -> float:
+        return sum(v for name, v in a.items() if name in b) / sum(a.values())
+
+    gj = jobs(f)
+    caps = sorted(gj[(gj["model"] == "mlp") & (gj["trace_steps"] > 0)]["bucket_cap_mb"])
+    mlps = [compute(key(f, model="mlp", trace_steps=5, bucket_cap_mb=c)) for c in caps]
+    tl = compute(key(f, model="transformer"))
+    return {"tl": pct(min(share(tl, m) for m in mlps)), "mlp": pct(min(share(*mlps), share(*mlps[::-1]))),
+            "caps": [f0(c) for c in caps]}
+
+
 def gpu_models(g: str) -> dict:
     """The reference models fed from memory in folder ``g`` (experiments/gpu-models.toml's): each one's
     FLOPs a step, its rate, and that rate over the measured matmul peak and over the datasheet's."""
@@ -632,6 +667,10 @@ def pytest_min_gate() -> dict:
             "median": f"{rate(med)} of the same +{f1(med['measured_pct'])} % pairs"}
 
 
+#: a share as the prose words it
+SHARED_WORDS = {0.5: "half"}
+
+
 def constants() -> dict:
     """The thresholds the prose names, from the code that applies them (not measurements)."""
     from ddpbench.analysis.core import thresholds as t
@@ -641,7 +680,8 @@ def constants() -> dict:
             "compute": pct(t.COMPUTE_BOUND_SHARE), "disagree": pct(t.DISAGREE), "power": pct(t.POWER),
             "trace_limit": f0(t.OVERHEAD_LIMIT_PCT), "material": pct(t.MATERIAL_SHARE),
             "confidence": pct(t.CONFIDENCE), "serial_rise": f"{t.SERIAL_FRACTION_RISE:g}",
-            "well": pct(t.SCALES_WELL), "poorly": pct(t.SCALES_POORLY)}
+            "well": pct(t.SCALES_WELL), "poorly": pct(t.SCALES_POORLY),
+            "grad_tolerance": pct(GRADIENT_TOLERANCE), "shared_kernels": SHARED_WORDS[SHARED_KERNELS]}
 
 
 def _table(path: Path) -> pd.DataFrame:
@@ -961,7 +1001,8 @@ DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu,
            "trace": trace_cpu, "gate": gate_power,
            "pytest": pytest_gate, "pytest3": pytest_gate_held_out, "pytestmin": pytest_min_gate,
            "gate3": gate_held_out, "whatif": whatif, "calib": calibration_cpu, "calib2": calibration_held_out,
-           "history": history_cpu, "ab": ab_calibration, "sim": simulated, "tb": traces_benchmark}
+           "history": history_cpu, "ab": ab_calibration, "sim": simulated, "tb": traces_benchmark,
+           "tk": h100_trace_kernels}
 
 
 @functools.cache
@@ -1279,6 +1320,13 @@ QUOTES: list[tuple[str, str]] = [
                        "{whatif[txl]} for Transformer-XL large at 2 sequences a GPU on 8 V100s, up to {whatif[squad]} "
                        "for BERT SQuAD under Horovod (the held-out table of `python benchmarks/whatif_loso.py`)"),
     ("docs/whatif.md", "the cost per collective runs from {whatif[fold_us]} us with one source left out"),
+    ("docs/traces.md", "reduce-scattered) a step differ by at most {const[grad_tolerance]} %, where both traces "
+                       "record the collectives' sizes"),
+    ("docs/traces.md", "where each run spends at least {const[shared_kernels]} of its compute kernels' time in kernels "
+                       "the other ran too."),
+    ("docs/traces.md", "([`gpu-trace-frameworks-h100/traces/`](../reports/examples/gpu-trace-frameworks-h100/traces)), "
+                       "{tk[tl]} % of transformer-l's compute time is in kernels mlp-xl also ran (refused); mlp-xl's "
+                       "in buckets of {tk[caps][0]} MB and of {tk[caps][1]} MB share {tk[mlp]} %."),
     ("docs/traces.md", "It holds the recorded steps only: about {trace[kb]} KB per rank for 5 steps of mlp-m."),
     ("docs/traces.md", "at 8 ranks HTA took {tb[h100_8][time]}x ddpbench's time and {tb[h100_8][mem]}x its memory on "
                        "the H100 layout, {tb[a100_8][time]}x and {tb[a100_8][mem]}x on the A100 one; at 64 ranks "
