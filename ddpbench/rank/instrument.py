@@ -58,9 +58,11 @@ from __future__ import annotations
 import copy
 import time
 import weakref
+from functools import partial
 
+from ddpbench.rank.plan import Plan
 from ddpbench.rank.record import Meters, Side
-from ddpbench.rank.steps import HOOKED, StepEnds, StopScript, own_optimizer, refused
+from ddpbench.rank.steps import HOOKED, WORLD_SIZES, BadScript, StepEnds, StopScript, own_optimizer, refused
 
 #: what the errors of a script that needs a GPU say (torch's own messages)
 NO_GPU = ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "Found no NVIDIA driver",
@@ -90,7 +92,8 @@ class Instrument(StepEnds):
     """Every hook of one script run; :meth:`install` before the script, :meth:`uninstall` after.
 
     ``clock``: the step timer's (:mod:`ddpbench.rank.timing`); ``at(phase, step)``: where the rank is;
-    ``plan``: (phase, steps) in order, by default the job's (see the module docstring).
+    ``plan``: a :class:`~ddpbench.rank.plan.Plan`, or its (phase, steps) in order; by default the job's (see the
+    module docstring).
     """
 
     def __init__(self, spec, rank: int, clock, at=lambda phase, step=-1: None, plan=None):
@@ -99,8 +102,9 @@ class Instrument(StepEnds):
         self.spec, self.rank, self.at = spec, rank, at
         self.timer = StepTimer(clock)
         self.host_clock = clock.__class__.__name__ == "HostClock"
-        self.plan = plan or (("warmup", spec.warmup_steps), ("phases", spec.steps), ("measure", spec.steps),
-                             ("nosync", spec.steps))
+        self.plan = plan if isinstance(plan, Plan) else Plan(
+            plan or (("warmup", spec.warmup_steps), ("phases", spec.steps), ("measure", spec.steps),
+                     ("nosync", spec.steps)))
         self.ddp = None
         self.ddp_params: set[int] = set()
         #: the optimizers of the DDP model's parameters a step steps, each once (learnt in the first step)
@@ -173,7 +177,7 @@ class Instrument(StepEnds):
 
     @property
     def total(self) -> int:
-        return sum(count for _, count in self.plan)
+        return self.plan.total
 
     @property
     def optimizer(self):
@@ -188,19 +192,10 @@ class Instrument(StepEnds):
 
     # -- which step this is ----------------------------------------------------------------
     def phase_of(self, step: int) -> str | None:
-        for name, count in self.plan:
-            if step < count:
-                return name
-            step -= count
-        return None
+        return self.plan.kind_of(step)
 
     def first_of(self, phase: str) -> int:
-        first = 0
-        for name, count in self.plan:
-            if name == phase:
-                return first
-            first += count
-        return first
+        return self.plan.first_of(phase)
 
     # -- install and uninstall -------------------------------------------------------------
     def install(self) -> None:
@@ -255,14 +250,7 @@ class Instrument(StepEnds):
         self.ddp, self.ddp_settings = ddp, settings
         params = [p for p in ddp.module.parameters()]
         self.ddp_params = {id(p) for p in params}
-        device = params[0].device.type if params else "cpu"
-        if device != self.spec.device:
-            raise refused(f"the script trains on {device} and the job says device = {self.spec.device!r}: set "
-                          f"device = {device!r}")
-        backend = str(dist.get_backend())
-        if self.spec.backend not in backend:
-            raise refused(f"the script's process group runs {backend} and the job says backend = "
-                          f"{self.spec.backend!r}: set backend = {backend!r}")
+        self.check_runs_on(params[0].device.type if params else "cpu", str(dist.get_backend()))
         # the script's own hook is registered at the first forward, inside ddpbench's wrapper if it is Python
         self._register_comm, self._register_builtin = ddp.register_comm_hook, ddp._register_builtin_comm_hook
         ddp.register_comm_hook = self.register_user_hook
@@ -272,6 +260,28 @@ class Instrument(StepEnds):
         if self.hooked:
             self.hook_phases()
         self._undo.insert(0, self.stop_timing)
+
+    def ddp_arguments(self, asked: dict, accepts) -> tuple[dict, dict]:
+        """What the script's ``DistributedDataParallel`` is built with on top of what it passed (``asked``, by
+        name; ``accepts``: the parameters this torch's DDP takes), and what of the script's the job replaced:
+        the job's DDP settings (:func:`ddpbench.rank.ddp_settings.ddp_settings`)."""
+        from ddpbench.rank.ddp_settings import ddp_settings
+
+        return ddp_settings(self.spec, asked, accepts, refuse=partial(BadScript, refused=WORLD_SIZES))
+
+    def second_ddp(self) -> None:
+        """The script builds a second DDP model: refused."""
+        raise refused("the script builds a second DistributedDataParallel; ddpbench measures a script that "
+                      "trains one DDP model")
+
+    def check_runs_on(self, device: str, backend: str) -> None:
+        """Refuse a model on another device, or a process group of another backend, than the job's."""
+        if device != self.spec.device:
+            raise refused(f"the script trains on {device} and the job says device = {self.spec.device!r}: set "
+                          f"device = {device!r}")
+        if self.spec.backend not in backend:
+            raise refused(f"the script's process group runs {backend} and the job says backend = "
+                          f"{self.spec.backend!r}: set backend = {backend!r}")
 
     def register_user_hook(self, state, hook) -> None:
         if self.spec.comm_hook != "none":
@@ -397,10 +407,10 @@ class Instrument(StepEnds):
         if hooked != self.hooked:
             self.hooked, self.state = hooked, "idle"
             self.hook_phases() if hooked else self.stop_timing()
-        if step == self.first_of("measure") and dict(self.plan).get("measure"):
+        if step == self.first_of("measure") and self.plan.steps("measure"):
             self.meters.start()
-        if step == self.first_of("nosync") and self.spec.steps:
-            measured = dict(self.plan).get("measure", 0)
+        if step == self.first_of("nosync") and self.plan.steps("nosync"):
+            measured = self.plan.steps("measure")
             self.meters.stop(measured, measured * self.spec.global_batch)
             self.meters.take()  # what the script's own steps took, before ddpbench's copies
             self.snapshot = (copy.deepcopy(self.ddp.module.state_dict()),
@@ -408,7 +418,7 @@ class Instrument(StepEnds):
             self.nosync = True
         if self.started and self.timer.marks == 1:  # ddpbench's own work here (rows, memory, a snapshot): no step's
             self.timer.restart(self.timer.clock.record())
-        left = self.first_of(self.phase) + dict(self.plan).get(self.phase, 0) - step if self.phase else 0
+        left = self.plan.left(step)
         if (not hooked and self.learned and len(self.optimizers) == 1 and self.active and left > 0
                 and self.started):
             self._fast, self._fast_steps = self.optimizers[0], left

@@ -16,30 +16,25 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from functools import partial
-
-from ddpbench.rank.steps import WORLD_SIZES, BadScript, refused
 
 #: the DDP settings an adopted model reports (what the job's settings made of the script's)
 ADOPTED = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "find_unused_parameters", "broadcast_buffers")
 
 
 def patch_ddp(instrument) -> Callable[[], None]:
-    """Build the script's DDP model with the job's settings and hand it to ``instrument.adopt``."""
+    """Build the script's DDP model with the instrument's settings (``instrument.ddp_arguments``: a job's) and
+    hand it to ``instrument.adopt``."""
     from torch.nn.parallel import DistributedDataParallel
-
-    from ddpbench.rank.ddp_settings import ddp_settings
 
     original_init = DistributedDataParallel.__init__
     signature = inspect.signature(original_init)
 
     def init(ddp, *args, **kwargs):
         if instrument.ddp is not None:
-            raise refused("the script builds a second DistributedDataParallel; ddpbench measures a script "
-                          "that trains one DDP model")
+            instrument.second_ddp()
+            return original_init(ddp, *args, **kwargs)
         bound = signature.bind(ddp, *args, **kwargs)
-        settings, instrument.ddp_overridden = ddp_settings(instrument.spec, bound.arguments, signature.parameters,
-                                                           refuse=partial(BadScript, refused=WORLD_SIZES))
+        settings, instrument.ddp_overridden = instrument.ddp_arguments(bound.arguments, signature.parameters)
         bound.arguments.update(settings)
         bound.apply_defaults()
         original_init(*bound.args, **bound.kwargs)

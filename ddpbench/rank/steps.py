@@ -261,6 +261,16 @@ class StepEnds:
 
     def flush(self) -> None:
         """The fast path's steps (the phase's last has ended): their rows, then the boundary."""
+        self.span_rows()
+        self.nosync_allreduced += self._nosync_synced
+        self.timer.restart(self._last)
+        self._fast, self._spans, self._nosync_synced = None, [], 0
+        following = self.phase_of(self.counted)
+        self.at(f"script {following or 'end'}", self.counted - self.first_of(following) if following else -1)
+        self.boundary(self.counted)
+
+    def span_rows(self) -> None:
+        """The fast path's steps so far made rows (and counted)."""
         clock, phase = self.timer.clock, self.phase
         clock.synchronize()
         first = self.first_of(phase)
@@ -268,12 +278,7 @@ class StepEnds:
             self.rows.append([self.rank, phase, self.counted - first, None, None, None, None, None,
                               clock.elapsed_ms(start, end), math.nan])
             self.counted += 1
-        self.nosync_allreduced += self._nosync_synced
-        self.timer.restart(self._last)
-        self._fast, self._spans, self._nosync_synced = None, [], 0
-        following = self.phase_of(self.counted)
-        self.at(f"script {following or 'end'}", self.counted - self.first_of(following) if following else -1)
-        self.boundary(self.counted)
+        self._spans = []
 
     def scaler_updated(self) -> None:
         """``GradScaler.update``: a scaler's step of the model's optimizers that stepped none of them was skipped."""
