@@ -1,0 +1,314 @@
+"""A rank of a watched run: its steps measured as a script job's are, and sent to ``ddpbench watch``'s collector.
+
+``ddpbench watch -- COMMAND`` runs the user's launch command unchanged, with two things added to the
+environment it passes on: :data:`BOOT` first on ``PYTHONPATH`` (its ``sitecustomize`` calls
+:func:`arm` in every Python process the launcher starts, as Python's auto-instrumentation tools reach
+the processes of a command they did not write), and the collector's address and the run's secret
+(:data:`~ddpbench.rank.wire.ADDRESS_ENV`, :data:`~ddpbench.rank.wire.SECRET_ENV`).
+
+:func:`arm` costs a process that never trains nothing but a look at its environment: it waits for
+``torch`` to finish importing (a hook on the import system, removed once it fired), and only then
+installs :class:`Watched`, the same patches of DDP, the optimizers and the step as a sweep's script
+job (:class:`~ddpbench.rank.instrument.Instrument`), with these differences: the script's DDP model is
+built as the script asks (no job's settings), any device and backend is taken, and the script is
+never stopped: every step is a measured one, every :data:`EVERY`-th is a phase step (a
+:class:`~ddpbench.rank.plan.Cycle`). A process that builds no DDP model (torchrun's agent, a data
+loader's worker) is patched and sends nothing.
+
+The rank connects to the collector when its DDP model is built (its rank is known then), and a
+:class:`Sender` thread sends its rows in batches. The rank never waits on the collector: a step's end
+puts one row in a bounded queue, and when the queue is full, the connection cannot be made or the
+collector goes away, rows are dropped and counted (the count is sent as soon as it can be), and the
+run goes on unwatched.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import importlib.abc
+import importlib.machinery
+import math
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ddpbench.rank import wire
+
+#: the folder whose ``sitecustomize`` arms every Python process of a watched run
+BOOT = Path(__file__).resolve().parent / "watch_boot"
+#: a phase step every this many steps (the phase hooks cost a step more than its end does)
+EVERY = 10
+#: the rows a rank holds for its sender at most; more are dropped and counted
+CAPACITY = 4096
+#: how often the sender sends what the rank's steps made (seconds)
+SEND_EVERY_S = 0.25
+#: how long the sender waits to connect, or for a send to go out, before it gives up (seconds)
+CONNECT_S, SEND_S = 5.0, 2.0
+
+
+class Sender:
+    """A rank's rows, queued by :meth:`put` (never blocking) and sent by a thread of their own."""
+
+    def __init__(self, address: str, secret: str, about: dict, capacity: int = CAPACITY,
+                 every_s: float = SEND_EVERY_S):
+        self.address, self.secret, self.about = address, secret, about
+        self.capacity, self.every_s = capacity, every_s
+        self.queue: collections.deque = collections.deque()
+        self.dropped = 0  # rows let go: the queue full, or the collector unreachable or gone
+        self.sent = 0
+        self.alive = True  # False once the collector cannot be reached: rows are counted and dropped
+        self.why: str | None = None  # why the collector could not be reached
+        self._said: list[str] = []
+        self._told = 0  # the dropped count the collector was last told
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._sock: socket.socket | None = None
+        self._thread = threading.Thread(target=self._run, name="ddpbench-watch-sender", daemon=True)
+        self._thread.start()
+
+    def put(self, row: tuple) -> None:
+        """A step's row (in :data:`~ddpbench.rank.wire.STEP_COLUMNS`' order), queued; dropped and counted where
+        the queue is full or the collector gone."""
+        if not self.alive or len(self.queue) >= self.capacity:
+            self.dropped += 1
+            return
+        self.queue.append(row)
+
+    def say(self, line: str) -> None:
+        """One line about this rank for the collector (why its steps cannot be watched, say)."""
+        self._said.append(line)
+        self._wake.set()
+
+    def close(self, timeout: float = SEND_S) -> None:
+        """Send what is queued and say goodbye (at most ``timeout`` seconds), then end the thread."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout)
+
+    # -- the thread ------------------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self._connect()
+            while not self._stop.is_set():
+                self._wake.wait(self.every_s)
+                self._wake.clear()
+                self._send()
+            self._send()
+            self._sock.sendall(wire.frame(wire.BYE, b""))
+        except (OSError, wire.Garbage, ValueError) as e:
+            self.why = self.why or f"{type(e).__name__}: {e}"
+            self.alive = False
+            self.dropped += len(self.queue)
+            self.queue.clear()
+        finally:
+            if self._sock is not None:
+                self._sock.close()
+
+    def _connect(self) -> None:
+        host, _, port = self.address.rpartition(":")
+        self._sock = socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_S)
+        self._sock.settimeout(CONNECT_S)
+        buffer = bytearray()
+        while not (frames := wire.split(buffer)):
+            got = self._sock.recv(4096)
+            if not got:
+                raise ConnectionError("the collector closed the connection before its nonce")
+            buffer += got
+        kind, nonce = frames[0]
+        if kind != wire.NONCE or len(nonce) != wire.NONCE_BYTES:
+            raise wire.Garbage(f"the collector opened with a {wire.KINDS[kind]} frame, not a nonce")
+        self._sock.sendall(wire.hello(self.secret, nonce, self.about))
+        self._sock.settimeout(SEND_S)
+
+    def _send(self) -> None:
+        rows = []
+        while self.queue and len(rows) < wire.MAX_FRAME // wire.ROW.size:
+            rows.append(self.queue.popleft())
+        if rows:
+            try:
+                self._sock.sendall(wire.pack_steps(rows))
+            except OSError:
+                self.dropped += len(rows)
+                raise
+            self.sent += len(rows)  # handed to the connection: a collector that dies now loses them uncounted
+        if self.dropped != self._told or self._said:
+            said, self._said = self._said, []
+            self._told = self.dropped
+            self._sock.sendall(wire.note(dropped=self.dropped, said=said))
+        if self.queue:  # more than one frame holds: the rest at once
+            self._wake.set()
+
+
+def _watched_class():
+    """:class:`Watched`, made once torch has been imported (its base imports nothing of torch at import, but a
+    process that never imports torch should not pay for the instrument's modules either)."""
+    from ddpbench.experiment.spec import JobSpec
+    from ddpbench.rank.instrument import Instrument
+    from ddpbench.rank.plan import Cycle
+    from ddpbench.rank.steps import BadScript
+    from ddpbench.rank.timing import HostClock
+
+    class Watched(Instrument):
+        """The instrument of a watched rank (module docstring): the script's own DDP settings, any device and
+        backend, never stopped; each row handed to the :class:`Sender` once the rank is known."""
+
+        def __init__(self, address: str, secret: str, every: int = EVERY):
+            super().__init__(JobSpec(script="watched", script_to_end=True), -1, HostClock(), plan=Cycle(every))
+            self.address, self.secret = address, secret
+            self.sender: Sender | None = None
+            self.device = self.backend = None
+            # the clock's marks are perf_counter_ns: a step's end on the wall clock is this offset on
+            self._wall_offset_s = time.time() - time.perf_counter()
+
+        def ddp_arguments(self, asked: dict, accepts) -> tuple[dict, dict]:
+            return {}, {}  # DDP as the script builds it
+
+        def check_runs_on(self, device: str, backend: str) -> None:
+            self.device, self.backend = device, backend
+            if device == "cuda":  # the steps on the GPU's clock (CUDA events), as a script job's on a GPU
+                import torch
+
+                from ddpbench.rank.timing import StepTimer, clock_for
+
+                self.timer = StepTimer(clock_for(torch.device("cuda", torch.cuda.current_device())))
+                self.host_clock = False
+
+        def second_ddp(self) -> None:
+            self.give_up("the script builds a second DistributedDataParallel; ddpbench watches a script that "
+                         "trains one DDP model")
+
+        def give_up(self, why: str) -> None:
+            """Stop watching this rank (the script trains on, unwatched), and say why."""
+            if self.done:
+                return
+            self.done = True
+            self.stop_timing()
+            self.detach_step_hooks()
+            if self.sender is not None:
+                self.sender.say(f"rank {self.rank} is no longer watched: {why}")
+            else:
+                print(f"ddpbench watch: this process is not watched: {why}", file=sys.stderr)
+
+        def before_optimizer_step(self, optimizer, args, kwargs) -> None:
+            if self.ddp is not None and not self.done:
+                super().before_optimizer_step(optimizer, args, kwargs)
+
+        def after_optimizer_step(self, optimizer, args, kwargs) -> None:
+            if self.ddp is None or self.done:
+                return  # no DDP model (yet): not a step of one
+            try:
+                super().after_optimizer_step(optimizer, args, kwargs)
+            except BadScript as e:
+                self.give_up(str(e))
+
+        def check_batch(self, samples: int) -> None:
+            pass  # no job to say what a step's batch should be
+
+        def adopt(self, ddp, settings: dict) -> None:
+            import torch.distributed as dist
+
+            self.rank = dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", 0))
+            world = dist.get_world_size() if dist.is_initialized() else int(os.environ.get("WORLD_SIZE", 1))
+            super().adopt(ddp, settings)
+            self.sender = Sender(self.address, self.secret, {
+                "rank": self.rank, "world_size": world, "local_rank": int(os.environ.get("LOCAL_RANK", 0)),
+                "host": socket.gethostname(), "pid": os.getpid()})
+            atexit.register(self.finish)
+
+        def boundary(self, step: int) -> None:
+            self.hand_over()
+            super().boundary(step)
+
+        def hand_over(self) -> None:
+            """The rows made since the last boundary, to the sender: a run of measured steps ends where the
+            boundary is reached, each step after the one before (the fast path's steps are contiguous), so each
+            one's end is the boundary's less the steps after it."""
+            rows, self.rows = self.rows, []
+            self.step_samples.clear()  # what a job's record keeps, unbounded over a run that does not end
+            self.bucket_ms.clear()
+            if self.sender is None or not rows:
+                return
+            end = time.perf_counter() + self._wall_offset_s - sum(row[8] for row in rows) / 1e3
+            for row in rows:
+                _rank, _kind, step, data, forward, backward, _comm, optimizer, step_ms, ready = row
+                end += step_ms / 1e3
+                self.sender.put((step, end, step_ms, data, forward, backward, optimizer,
+                                 math.nan if ready is None else ready))
+
+        def finish(self) -> None:
+            """As the process ends: the measured steps not yet made rows, sent with the rest, and goodbye."""
+            if self._fast is not None and self._spans:
+                self.span_rows()
+            self.hand_over()
+            self.sender.close()
+
+    return Watched
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls ``then()`` once the module ``name`` has finished importing, and takes itself off the import
+    system."""
+
+    def __init__(self, name: str, then):
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        from importlib.util import find_spec
+
+        spec = find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, then = spec.loader, self.then
+
+        class Loader(importlib.abc.Loader):
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                then()
+
+        spec.loader = Loader()
+        return spec
+
+
+def arm(environ=os.environ) -> bool:
+    """In a process of a watched run (the collector's address in ``environ``), :class:`Watched` installed once
+    torch has been imported; elsewhere nothing. Whether it armed."""
+    address, secret = environ.get(wire.ADDRESS_ENV), environ.get(wire.SECRET_ENV)
+    if not address or not secret:
+        return False
+
+    def install() -> None:
+        try:
+            _watched_class()(address, secret).install()
+        except Exception as e:  # never in the way of training: a rank that cannot be watched trains unwatched
+            print(f"ddpbench watch: this process is not watched ({type(e).__name__}: {e})", file=sys.stderr)
+
+    if "torch" in sys.modules:
+        install()
+    else:
+        sys.meta_path.insert(0, _AfterImport("torch", install))
+    return True
+
+
+def chain_sitecustomize() -> None:
+    """Import the ``sitecustomize`` that :data:`BOOT`'s hides (one later on ``sys.path``), if there is one."""
+    import importlib.util
+
+    mine = sys.modules.pop("sitecustomize", None)
+    path = [p for p in sys.path if Path(p or ".").resolve() != BOOT]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["sitecustomize"] = module
+        spec.loader.exec_module(module)
+    elif mine is not None:
+        sys.modules["sitecustomize"] = mine
