@@ -260,7 +260,7 @@ class Collector:
         with self._lock:
             ranks = {rank: copy.copy(state) for rank, state in self.ranks.items()}
             for state in ranks.values():
-                state.said, state.window = deque(state.said, SAID_LINES), deque(state.window, self.window)
+                state.said, state.window = copy.copy(state.said), copy.copy(state.window)
             return Snapshot(self.address, ranks, dict(self.refused), self.problems,
                             self.received, self.stream.written, self.stream.unwritten)
 

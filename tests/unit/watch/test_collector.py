@@ -309,9 +309,9 @@ def test_memory_is_bounded_whatever_the_runs_length(tmp_path):
             sender.send(wire.note(said=f"line {i}"))
         sender.bye()
         assert sender.closed_by_peer()
-    state = collector.snapshot().ranks[0]
-    assert [r[0] for r in state.window] == list(range(93, 101)) and state.steps == 100
-    assert list(state.said) == [f"line {i}" for i in range(40 - collector_module.SAID_LINES, 40)]
+    for state in (collector.ranks[0], collector.snapshot().ranks[0]):  # the rank's own, and its copy
+        assert [r[0] for r in state.window] == list(range(93, 101)) and state.steps == 100
+        assert list(state.said) == [f"line {i}" for i in range(40 - collector_module.SAID_LINES, 40)]
 
 
 def test_no_file_left_for_a_socket_turns_one_away_and_goes_on(running, monkeypatch):
@@ -390,11 +390,15 @@ def test_two_hundred_senders_at_once(running):
 
 
 def test_stop_reads_what_was_sent_then_closes_every_socket(tmp_path):
+    """Driven round by round: the rows sent after the last round are read by stop() itself."""
     collector = Collector(tmp_path / "w", SECRET)
-    collector.start()
-    late = Sender(collector.address).hello(0)
-    eventually(lambda: collector.snapshot().ranks)
-    late.steps(rows_of(0, 2))  # sent as stop is called: read before the sockets close
+    late = Sender(collector.address)
+    while not collector.poll(0.05):  # the accept
+        pass
+    late.send(wire.hello(SECRET, late.nonce(), about(0)))
+    while not collector.ranks:
+        collector.poll(0.05)
+    late.steps(rows_of(0, 2))
     collector.stop()
     assert collector.received == 2 and late.closed_by_peer()
     host, port = collector.address.rsplit(":", 1)
