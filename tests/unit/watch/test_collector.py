@@ -46,12 +46,24 @@ def about(rank: int, **given) -> dict:
     return {"rank": rank, "world_size": 4, "local_rank": rank % 2, "host": "node-a", "pid": 1000 + rank, **given}
 
 
+#: every sender's socket a test opened, closed after it (:func:`_senders_closed`)
+OPENED: list[socket.socket] = []
+
+
+@pytest.fixture(autouse=True)
+def _senders_closed():
+    yield
+    while OPENED:
+        OPENED.pop().close()
+
+
 class Sender:
     """One connection to the collector at ``address`` (``host:port``), blocking with ``timeout_s``."""
 
     def __init__(self, address: str, timeout_s: float = 2.0):
         host, port = address.rsplit(":", 1)
         self.sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s)
+        OPENED.append(self.sock)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._buffer = bytearray()
 
