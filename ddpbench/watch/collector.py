@@ -144,7 +144,8 @@ def open_files(wanted: int = OPEN_FILES) -> int:
 
 class Collector:
     """The server every watched rank sends its steps to (module docstring): listening on ``host:port``
-    (0: a free port) once made, its stream ``out/steps.csv`` created; ``secret`` is the run's.
+    (0: a free port) once made, its stream ``out/steps.csv`` created; ``secret`` is the run's; ``window``:
+    the rows each rank keeps. It raises the process's soft limit of open files (:func:`open_files`).
 
     :class:`InputError` (one line) where it cannot listen there or the stream cannot be created."""
 
@@ -225,7 +226,8 @@ class Collector:
 
     def stop(self, drain_s: float = DRAIN_S) -> None:
         """Stop: accept no more, read for up to ``drain_s`` seconds what the ranks had sent, close every
-        socket and the stream (fsynced), and join the loop's thread. Again: nothing."""
+        socket and the stream (fsynced), and join the loop's thread (so never from a listener). A rank
+        whose connection was still open keeps its status :data:`CONNECTED`. Again: nothing."""
         if self._closed:
             return
         if self._thread is not None:
@@ -318,7 +320,8 @@ class Collector:
         try:
             sock, addr = self._listener.accept()
             sock.close()
-            self.refused[TOO_MANY] += 1
+            with self._lock:
+                self.refused[TOO_MANY] += 1
             self.refusals.append(f"{addr[0]}:{addr[1]}: {TOO_MANY}")
         except OSError:
             pass
@@ -429,7 +432,8 @@ class Collector:
                 state.said.append(" ".join(line.split())[:SAID_CHARS])
 
     def _refuse(self, conn: _Connection, reason: str, why: str) -> None:
-        self.refused[reason] += 1
+        with self._lock:
+            self.refused[reason] += 1
         rank = f" (rank {conn.state.rank})" if conn.state is not None else ""
         self.refusals.append(f"{conn.peer}{rank}: {reason}: {why}")
         self._close(conn, LOST)

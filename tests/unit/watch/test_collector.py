@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ddpbench.errors import InputError
 from ddpbench.rank import wire
 from ddpbench.watch import collector as collector_module
 from ddpbench.watch import stream as stream_module
@@ -369,8 +370,7 @@ def test_a_full_disk_stops_the_stream_at_a_whole_row_and_collecting_goes_on(tmp_
         for first in (3, 6, 9):
             sender.steps(rows_of(0, 3, first=first))
         sender.bye()
-        eventually(lambda: collector.snapshot().received == 11)
-        snap = collector.snapshot()
+        snap = eventually(lambda: (s := collector.snapshot()).received == 11 and s.ranks[0].status == ENDED and s)
     assert len(writes) == 3  # the stream stopped: no write after the disk was full
     header, rows = read_stream(tmp_path / "w" / STREAM_FILE)
     assert header == list(STREAM_COLUMNS) and [r[1] for r in rows] == ["1", "2"]  # cut back to its whole rows
@@ -380,7 +380,7 @@ def test_a_full_disk_stops_the_stream_at_a_whole_row_and_collecting_goes_on(tmp_
     assert collector.problems == [f"{tmp_path / 'w' / STREAM_FILE}: 9 rows received were not written (the stream "
                                   "stopped after 2 rows: No space left on device (ENOSPC)); the collector kept each "
                                   "rank's latest rows only"]
-    assert snap.problems == collector.problems and snap.ranks[0].status == "ended"
+    assert snap.problems == collector.problems
 
 
 def test_two_hundred_senders_at_once(running):
@@ -420,3 +420,10 @@ def test_stop_reads_what_was_sent_then_closes_every_socket(tmp_path):
     with pytest.raises(RuntimeError):
         collector.start()
     assert len(stream_rows(collector)) == 2 and (tmp_path / "w" / STREAM_FILE).is_file()
+
+
+def test_a_port_it_cannot_listen_on_is_one_line_and_leaves_no_stream(tmp_path):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        with pytest.raises(InputError, match=r"collector cannot listen on 127\.0\.0\.1:\d+: Address already in use"):
+            Collector(tmp_path / "w", SECRET, port=taken.getsockname()[1])
+    assert not (tmp_path / "w" / STREAM_FILE).exists()
