@@ -15,19 +15,21 @@ its send; after S seconds, a bye each.
 
 Printed: the rows sent, received by the collector, written to its steps.csv, and lost (sent, never
 received); the collector's CPU seconds per second of wall time (psutil, of its process, from the first
-batch sent to the last sender's end), and its resident memory (RSS) listening, with every rank connected, half
-way and at the end (each rank keeps its last :data:`~ddpbench.watch.collector.WINDOW_ROWS` rows: the
-windows of 10 steps a second are full after about 26 s, so memory is flat from there); the lag from a
-batch's send to its write (a listener of the collector, called once the batch is written: its clock less
-the batch's last ``end_s``, one machine's clock), median, 99th percentile and largest; and how far
-behind their schedule the senders fell at most (their lag is not the collector's). ``--out FILE`` writes
-the same, headed by the command, the machine and its load average before and after, to FILE (a new
-file, or one this script wrote).
+batch sent to the last sender's end); its resident memory (RSS) listening, with every rank connected, at
+each quarter of the run and at its end (each rank keeps its last
+:data:`~ddpbench.watch.collector.WINDOW_ROWS` rows: at 10 steps a second the windows are full after
+about 26 s, and memory should be flat from there); the lag from a batch's send to its write (a listener
+of the collector, called once the batch is written: its clock less the batch's last ``end_s``, one
+machine's clock), median, 99th percentile and largest; and how far behind their schedule the senders
+fell at most (their lateness is not the collector's). ``--out FILE`` writes the same, headed by the
+command, the machine and its load average before and after, to FILE (a new file, or one this script
+wrote). The machine's other load is the load average's to tell: it slows the lag, not the rows.
 """
 
 from __future__ import annotations
 
 import argparse
+import array
 import json
 import math
 import os
@@ -60,16 +62,23 @@ START_S = 120.0
 # the collector's process
 # ---------------------------------------------------------------------------------------------
 
-def collect(folder: str, secret: str, core: int, parent: int) -> None:
+def collect(folder: str, secret: str, core: int, batches: int, parent: int) -> None:
     """The collector's process: its address on stdout, then it collects until a line on stdin; then one
-    JSON line: its counts and the lags of every batch (seconds, as measured by its listener)."""
+    JSON line: its counts and the lags of the first ``batches`` batches (seconds, as its listener measured
+    them, into an array made whole before the run: the process's memory is the collector's alone)."""
     die_with_parent(parent)
     os.sched_setaffinity(0, {core})
     from ddpbench.watch.collector import Collector
 
-    lags: list[float] = []
+    lags, heard = array.array("d", [0.0]) * batches, [0]
+
+    def listener(rank: int, rows: list[tuple]) -> None:
+        if heard[0] < batches:
+            lags[heard[0]] = time.time() - rows[-1][1]
+        heard[0] += 1
+
     collector = Collector(Path(folder), secret)
-    collector.listeners.append(lambda rank, rows: lags.append(time.time() - rows[-1][1]))
+    collector.listeners.append(listener)
     print(collector.address, flush=True)
     collector.start()
     sys.stdin.readline()
@@ -77,7 +86,8 @@ def collect(folder: str, secret: str, core: int, parent: int) -> None:
     snap = collector.snapshot()
     print(json.dumps({"received": snap.received, "written": snap.written, "unwritten": snap.unwritten,
                       "refused": snap.refused, "problems": snap.problems, "ranks": len(snap.ranks),
-                      "ended": sum(s.status == "ended" for s in snap.ranks.values()), "lag": summary(lags)}),
+                      "ended": sum(s.status == "ended" for s in snap.ranks.values()),
+                      "lag": summary(lags[:min(heard[0], batches)])}),
           flush=True)
 
 
@@ -185,7 +195,8 @@ def run(args, folder: Path) -> dict:
     cores = sorted(os.sched_getaffinity(0))
     others = [c for c in cores if c != args.core] or cores
     secret = wire.new_secret()
-    collector = started("_collect", folder, secret, args.core)
+    batches = args.ranks * (int(args.seconds / args.batch_s) + 1)
+    collector = started("_collect", folder, secret, args.core, batches)
     senders = []
     try:
         address = read_line(collector)
@@ -202,13 +213,13 @@ def run(args, folder: Path) -> dict:
         for proc in senders:
             proc.stdin.write("go\n")
             proc.stdin.flush()
-        while time.monotonic() - wall0 < args.seconds / 2:
-            time.sleep(0.1)
-        memory["half way"] = rss_mb(watched)
+        for quarter in (1, 2, 3):
+            time.sleep(max(0.0, wall0 + args.seconds * quarter / 4 - time.monotonic()))
+            memory[f"at {args.seconds * quarter / 4:g} s"] = rss_mb(watched)
         said = [json.loads(read_line(proc, args.seconds + START_S)) for proc in senders]
         cpu = sum(watched.cpu_times()[:2]) - cpu0
         wall = time.monotonic() - wall0
-        memory["end"] = rss_mb(watched)
+        memory["at the end"] = rss_mb(watched)
         collector.stdin.write("stop\n")
         collector.stdin.flush()
         got = json.loads(read_line(collector))
@@ -263,7 +274,7 @@ def check_out(path: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "_collect":
-        return collect(argv[1], argv[2], int(argv[3]), int(argv[4]))
+        return collect(argv[1], argv[2], int(argv[3]), int(argv[4]), int(argv[5]))
     if argv and argv[0] == "_send":
         a = argv[1:]
         return send(a[0], a[1], [int(r) for r in a[2].split(",")], int(a[3]), float(a[4]), float(a[5]),

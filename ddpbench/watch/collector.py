@@ -162,6 +162,9 @@ class Collector:
         self._problems: list[str] = []
         self._lock = threading.Lock()
         self._pending: dict[_Connection, None] = {}  # before their hello, oldest first
+        # every read lands here first: one buffer for the loop, not one allocated a read
+        self._scratch = bytearray(RECV_BYTES)
+        self._view = memoryview(self._scratch)
         self._open: dict[int, _Connection] = {}  # by rank
         self._thread: threading.Thread | None = None
         self._stopping = self._closed = False
@@ -330,18 +333,18 @@ class Collector:
 
     def _readable(self, conn: _Connection) -> None:
         try:
-            data = conn.sock.recv(RECV_BYTES)
+            got = conn.sock.recv_into(self._scratch)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
-            data = b""  # reset by the peer
-        if not data:
+            got = 0  # reset by the peer
+        if not got:
             if conn.state is None:
                 self._refuse(conn, NO_HELLO, "closed before its hello")
             else:
                 self._close(conn, LOST)
             return
-        conn.buffer += data
+        conn.buffer += self._view[:got]
         try:
             if conn.state is None and len(conn.buffer) >= wire.HEAD.size:
                 kind, length = wire.HEAD.unpack_from(conn.buffer)
