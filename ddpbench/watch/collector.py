@@ -3,8 +3,8 @@
 and keeps each rank's state for the console and the online analysis.
 
 **One thread, one core, every rank.** One ``selectors`` loop over non-blocking sockets serves every
-rank of a run: 1,024 ranks at 10 steps a second each take a small share of one core
-(benchmarks/watch_collector.md). :meth:`Collector.start` runs the loop in a daemon thread;
+rank of a run: 1,024 ranks at 10 steps a second each took under a fifth of one core, every row
+written, in about 125 MB (benchmarks/watch_collector.md). :meth:`Collector.start` runs the loop in a daemon thread;
 :meth:`Collector.poll` runs one round of it, for a test or a benchmark that drives it.
 
 **Who may send.** On accepting a connection the collector sends a nonce; the sender must answer with a
@@ -18,10 +18,11 @@ process (its host and pid) connecting again, whose new connection replaces its o
 broken without the collector seeing it yet. A rank whose connection ended or was lost may connect
 again (a restarted process): its state goes on.
 
-**Bounded, whatever the run's length.** Each rank keeps its last :data:`WINDOW_ROWS` rows and
-:data:`SAID_LINES` lines; a connection's buffer holds at most one frame (:data:`~ddpbench.rank.wire.MAX_FRAME`
-bytes; a hello at most :data:`HELLO_BYTES`); a sender that is slow to say hello is dropped after
-:data:`HANDSHAKE_S`. What the disk refused is counted, not kept (:mod:`ddpbench.watch.stream`).
+**Bounded, whatever the run's length.** Each rank keeps its last :data:`WINDOW_ROWS` rows (about
+350 bytes each) and :data:`SAID_LINES` lines; a connection's buffer holds at most one frame and one
+read (:data:`~ddpbench.rank.wire.MAX_FRAME` bytes, and a hello at most :data:`HELLO_BYTES`); a sender
+that is slow to say hello is dropped after :data:`HANDSHAKE_S`. What the disk refused is counted, not
+kept (:mod:`ddpbench.watch.stream`).
 
 **Rows as they arrive.** Each function in :attr:`Collector.listeners` is called on the loop's thread
 with ``(rank, rows)`` for each batch, once it is written: it must be quick (every rank waits while it
