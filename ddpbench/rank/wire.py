@@ -10,8 +10,8 @@ byte of kind, four of length (network order), then the payload, at most :data:`M
    ``host`` and ``pid``. A collector that cannot verify it closes the connection and counts it refused.
 3. Then the rank sends :data:`STEPS` frames, each a batch of step rows packed as :data:`ROW` (one row
    per optimizer step, the columns of :data:`STEP_COLUMNS`), and :data:`NOTE` frames (a JSON object:
-   ``dropped``, the rows its bounded queue let go; ``said``, one line about the rank, such as why its
-   steps cannot be watched), and :data:`BYE` as it ends.
+   ``dropped``, the rows its bounded queue has let go so far, a running count; ``said``, one line about
+   the rank, such as why its steps cannot be watched), and :data:`BYE` as it ends.
 
 A step's phases are measured on sampled steps only (the phase hooks cost a step more than its end
 does): on the others they are NaN, as is ``ready_ms`` (the step's last gradient accumulated, from the
@@ -52,6 +52,11 @@ class Garbage(ValueError):
     """A frame that is not what the protocol allows (its kind, length or payload)."""
 
 
+class WrongSecret(Garbage):
+    """A hello whose digest is not the run's secret's: a sender of another run (or none), which a
+    collector counts apart from a garbled frame."""
+
+
 def frame(kind: int, payload: bytes) -> bytes:
     if len(payload) > MAX_FRAME:
         raise ValueError(f"a frame of {len(payload)} bytes; at most {MAX_FRAME}")
@@ -85,9 +90,10 @@ def hello(secret: str, nonce: bytes, about: dict) -> bytes:
 
 
 def read_hello(secret: str, nonce: bytes, payload: bytes) -> dict:
-    """The rank a hello names; :class:`Garbage` where its digest is not the secret's or its JSON is bad."""
+    """The rank a hello names; :class:`WrongSecret` where its digest is not the secret's, :class:`Garbage`
+    where its JSON is bad."""
     if not hmac.compare_digest(payload[:DIGEST_BYTES], digest(secret, nonce)):
-        raise Garbage("a hello without the run's secret")
+        raise WrongSecret("a hello without the run's secret")
     try:
         about = json.loads(payload[DIGEST_BYTES:])
     except (ValueError, UnicodeDecodeError) as e:

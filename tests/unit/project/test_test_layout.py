@@ -24,7 +24,7 @@ SPEEDS = ("unit", "integration", "examples", "processes")
 SLOW = ("integration", "examples", "processes")
 #: ddpbench's stages, and ``project`` (docs, layers, this layout)
 STAGES = {"analysis", "audit", "cli", "experiment", "launch", "rank", "regression", "report", "results", "show",
-          "strategies", "sweep", "traces", "workloads", "project"}
+          "strategies", "sweep", "traces", "watch", "workloads", "project"}
 #: pytest's options for the planted trees, run in this process (pytest-benchmark's plugin would ask git
 #: for the project's name in a subprocess)
 INNER = ("-p", "no:cacheprovider", "-p", "no:benchmark", "--import-mode=importlib")
