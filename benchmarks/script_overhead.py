@@ -12,12 +12,12 @@ Both run experiments/scripts/train_cnn.py, which times its own epochs and prints
 place anything is read from a script's output: here, never in ddpbench).
 
 * ``overhead``: the script under ``torchrun --standalone --nproc_per_node=2``, alternately plain
-  and with ddpbench's hooks installed for the whole run (:class:`ddpbench.rank.instrument.Instrument`,
+  and with ddpbench's hooks installed for the whole run (:class:`ddpbench.rank.script.instrument.Instrument`,
   every step a measured one: the patched DDP, its forward, backward and all-reduce hooks, the
   optimizer's step hook, the timer's marks), in interleaved pairs. The figure is the script's own
   ms/step over its epochs after the first, hooked against plain, per pair; the median of the pairs.
 * ``alternate``: the same in one process: ddpbench's hooks installed for the whole run and paused
-  every other epoch (:meth:`~ddpbench.rank.instrument.Instrument.set_active`, at the epoch's last
+  every other epoch (:meth:`~ddpbench.rank.script.instrument.Instrument.set_active`, at the epoch's last
   optimizer step), so that hooked and unhooked epochs alternate under the same load. The figure is
   the script's own ms/step of its hooked epochs (1, 3, ... in one run, 2, 4, ... in the next) against
   its unhooked ones, per run; the median of the runs. A paused instrument still has its communication hook (a Python
@@ -120,8 +120,8 @@ def as_rank(argv: list[str]) -> None:
     import torch.distributed as dist
 
     from ddpbench.experiment.spec import JobSpec
-    from ddpbench.rank.instrument import Instrument
-    from ddpbench.rank.shapes import Shapes
+    from ddpbench.rank.script.instrument import Instrument
+    from ddpbench.rank.script.shapes import Shapes
     from ddpbench.rank.timing import HostClock
 
     world = int(os.environ["WORLD_SIZE"])
@@ -196,7 +196,7 @@ def cost(args) -> None:
     from torch.nn.parallel import DistributedDataParallel
 
     from ddpbench.experiment.spec import JobSpec
-    from ddpbench.rank.instrument import Instrument
+    from ddpbench.rank.script.instrument import Instrument
     from ddpbench.rank.timing import HostClock
 
     torch.set_num_threads(1)
@@ -246,8 +246,8 @@ def tiny(args) -> None:
     from torch.nn.parallel import DistributedDataParallel
 
     from ddpbench.experiment.spec import JobSpec
-    from ddpbench.rank.instrument import Instrument
     from ddpbench.rank.protocol import Progress
+    from ddpbench.rank.script.instrument import Instrument
     from ddpbench.rank.timing import HostClock
 
     torch.set_num_threads(1)

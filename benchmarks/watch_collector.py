@@ -8,8 +8,8 @@ The collector (:class:`ddpbench.watch.collector.Collector`, its loop in its thre
 its stream written into a temporary folder) runs in a process of its own pinned to core ``--core``
 (``os.sched_setaffinity``); the ranks are spread over ``--senders`` processes pinned to the other cores
 (to every core on a one-core machine). Each rank connects and says hello with the run's secret
-(:func:`ddpbench.rank.wire.hello`); once every rank has, each sends every ``--batch-s`` seconds the
-``R * batch-s`` steps it made since (:func:`ddpbench.rank.wire.pack_steps`: a step's time, every tenth
+(:func:`ddpbench.rank.script.wire.hello`); once every rank has, each sends every ``--batch-s`` seconds the
+``R * batch-s`` steps it made since (:func:`ddpbench.rank.script.wire.pack_steps`: a step's time, every tenth
 step's phases), the ranks' sends spread evenly over the interval, the last row's ``end_s`` the moment of
 its send; after S seconds, a bye each.
 
@@ -50,7 +50,7 @@ sys.path.insert(0, str(HERE))
 from scale import machine  # noqa: E402  (a sibling benchmark)
 
 from ddpbench.owner import die_with_parent  # noqa: E402
-from ddpbench.rank import wire  # noqa: E402
+from ddpbench.rank.script import wire  # noqa: E402
 
 ROOT = HERE.parent
 HEADER = "<!-- written by benchmarks/watch_collector.py -->"

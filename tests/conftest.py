@@ -243,8 +243,8 @@ def rendezvous(monkeypatch):
 
 @pytest.fixture
 def shapes(rendezvous):
-    """The shapes of a script's start and end (ddpbench.rank.shapes) patched in, in a rank of one."""
-    from ddpbench.rank.shapes import Shapes
+    """The shapes of a script's start and end (ddpbench.rank.script.shapes) patched in, in a rank of one."""
+    from ddpbench.rank.script.shapes import Shapes
 
     patched = Shapes()
     patched.install()

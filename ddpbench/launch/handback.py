@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ddpbench.launch.base import LaunchOutcome
 from ddpbench.rank.protocol import ERROR_GLOB, GIVEN_FILE, JOB_FILE, RESULT_FILE, Job, Progress, progress_path
-from ddpbench.rank.steps import REFUSAL_SCOPES
+from ddpbench.rank.script.steps import REFUSAL_SCOPES
 from ddpbench.results.schema import validate_result
 
 

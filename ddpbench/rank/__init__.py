@@ -9,9 +9,7 @@
   timing       per-step phase timers, host clock or CUDA events
   devices      the device a rank takes, and the memory it held
   record       one rank's record, built by every kind of rank from its meters
-  plan         which kind each of a script's steps is: a job's plan, a watched run's cycle
-  watched      a watched run's rank (``ddpbench watch``): its steps sent to the collector, never in its way
-  wire         what a watched rank and the collector say to each other
+  script       a user's training script measured from outside it (a script job, a watched run): its room
 
 A rank never imports the launchers or the sweep that started it, nor the analysis of what it
 measured.

@@ -20,7 +20,7 @@ def training(job, out_dir):
     """A training launch's rank: a script's for a script job, TensorFlow's for a TensorFlow strategy,
     else PyTorch's."""
     if job.spec.get("script"):
-        from ddpbench.rank.script import ScriptRank
+        from ddpbench.rank.script.rank import ScriptRank
 
         return ScriptRank(job, out_dir)
     if job.spec.get("strategy") in TENSORFLOW:

@@ -279,7 +279,7 @@ def serve(works: dict, argv: list[str] | None = None) -> int:
             "time": time.time(),
             "error": f"{type(err).__name__}: {err}".strip(),
             "traceback": traceback.format_exc(),
-            # a refusal of the script's shape: which launches it stands for (ddpbench.rank.steps.BadScript)
+            # a refusal of the script's shape: which launches it stands for (ddpbench.rank.script.steps.BadScript)
             **({"refused": err.refused} if getattr(err, "refused", None) else {}),
         })
         traceback.print_exc(file=sys.stderr)  # goes to the job's log file

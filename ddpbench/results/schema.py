@@ -123,7 +123,7 @@ RECOVERY_FIELDS = figures.LAUNCH_GROUPS["recovery"]
 #: skipped the all-reduce, the no-sync steps (all ranks) that all-reduced all the same, the steps the
 #: GradScaler skipped ([rank, phase, step_ms, samples], not counted), the class names of the optimizers a
 #: step steps, how the buckets were reduced (builtin | python | script builtin), and rank 0's shapes
-#: (:meth:`ddpbench.rank.shapes.Shapes.summary`: the spawned function run as the ranks, the default
+#: (:meth:`ddpbench.rank.script.shapes.Shapes.summary`: the spawned function run as the ranks, the default
 #: groups made, what of its own rendezvous gave way to ddpbench's, processes it started)
 SCRIPT_FIELDS = ("ended", "ddp", "ddp_overridden", "unseen", "samples_per_step", "destroy_deferred",
                  "late_comm_steps", "no_sync", "nosync_allreduced", "skipped_steps", "optimizers", "comm", "shapes")

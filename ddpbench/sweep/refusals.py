@@ -2,13 +2,13 @@
 
 A script job can be refused by ddpbench's own checks of the script's shape (a DDP switch the job
 leaves off, a first step that took another batch than the job counts, a second DDP model, ...:
-:class:`ddpbench.rank.steps.BadScript` with ``refused`` set, read back into the launch's outcome by
+:class:`ddpbench.rank.script.steps.BadScript` with ``refused`` set, read back into the launch's outcome by
 :func:`ddpbench.launch.handback.collect_outcome`). Such a refusal is deterministic: the same job,
 launched again, runs the same script into the same check. So the sweep records it once, on the
 launch that met it, and runs none of the launches it stands for:
 
-* scope ``job`` (:data:`~ddpbench.rank.steps.JOB`): the other launches of the same job (its key);
-* scope ``world_sizes`` (:data:`~ddpbench.rank.steps.WORLD_SIZES`): also the launches of the jobs that
+* scope ``job`` (:data:`~ddpbench.rank.script.steps.JOB`): the other launches of the same job (its key);
+* scope ``world_sizes`` (:data:`~ddpbench.rank.script.steps.WORLD_SIZES`): also the launches of the jobs that
   differ from it in their world size alone (the same script, arguments and settings), for a refusal
   of what the script does whatever the world size (a DDP switch it passes, a second DDP, its
   optimizers, its device or backend). A refusal that may follow the world size (the samples of the
@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ddpbench.launch.base import Launch, LaunchOutcome
-from ddpbench.rank.steps import REFUSAL_SCOPES, WORLD_SIZES
+from ddpbench.rank.script.steps import REFUSAL_SCOPES, WORLD_SIZES
 
 
 def same_but_world_size(spec, other) -> bool:

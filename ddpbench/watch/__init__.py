@@ -1,10 +1,10 @@
 """Watching a running job: ``python -m ddpbench watch -- COMMAND``.
 
-  collector    the server every watched rank sends its steps to (the wire: :mod:`ddpbench.rank.wire`):
+  collector    the server every watched rank sends its steps to (the wire: :mod:`ddpbench.rank.script.wire`):
                who may connect, each rank's state, its latest rows handed to listeners as they come
   stream       steps.csv, the steps as they arrive: its columns, written whole and at once, into a file
                of its own only, stopped and said on a full disk
 
 The ranks' side (what a rank sends, and how a process the user's launcher starts comes to send it) is
-:mod:`ddpbench.rank.watched`.
+:mod:`ddpbench.rank.script.watched`.
 """

@@ -1,5 +1,5 @@
 """The collector of ``ddpbench watch``: the server every watched rank sends its steps to (the wire:
-:mod:`ddpbench.rank.wire`), which writes them to the stream as they come (:mod:`ddpbench.watch.stream`)
+:mod:`ddpbench.rank.script.wire`), which writes them to the stream as they come (:mod:`ddpbench.watch.stream`)
 and keeps each rank's state for the console and the online analysis.
 
 **One thread, one core, every rank.** One ``selectors`` loop over non-blocking sockets serves every
@@ -8,7 +8,7 @@ written, in about 125 MB (benchmarks/watch_collector.md). :meth:`Collector.start
 :meth:`Collector.poll` runs one round of it, for a test or a benchmark that drives it.
 
 **Who may send.** On accepting a connection the collector sends a nonce; the sender must answer with a
-hello holding the run's secret's digest of it (:func:`ddpbench.rank.wire.read_hello`) within
+hello holding the run's secret's digest of it (:func:`ddpbench.rank.script.wire.read_hello`) within
 :data:`HANDSHAKE_S`. Whatever breaks the protocol closes that one connection and is counted in
 :attr:`Collector.refused` by its reason (:data:`REASONS`), never raised out of the loop, and no other
 sender notices. A connection naming a rank whose connection is still open is refused
@@ -20,7 +20,7 @@ again (a restarted process): its state goes on.
 
 **Bounded, whatever the run's length.** Each rank keeps its last :data:`WINDOW_ROWS` rows (about
 350 bytes each) and :data:`SAID_LINES` lines; a connection's buffer holds at most one frame and one
-read (:data:`~ddpbench.rank.wire.MAX_FRAME` bytes, and a hello at most :data:`HELLO_BYTES`); a sender
+read (:data:`~ddpbench.rank.script.wire.MAX_FRAME` bytes, and a hello at most :data:`HELLO_BYTES`); a sender
 that is slow to say hello is dropped after :data:`HANDSHAKE_S`. What the disk refused is counted, not
 kept (:mod:`ddpbench.watch.stream`).
 
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpbench.errors import InputError
-from ddpbench.rank import wire
+from ddpbench.rank.script import wire
 from ddpbench.watch.stream import Stream
 
 #: seconds a connection has to send its hello once the collector sent its nonce

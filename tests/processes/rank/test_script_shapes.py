@@ -1,4 +1,4 @@
-"""The shapes real scripts take when they start and end (ddpbench/rank/shapes.py, docs/scripts.md):
+"""The shapes real scripts take when they start and end (ddpbench/rank/script/shapes.py, docs/scripts.md):
 ranks started with torch.multiprocessing.spawn, a rendezvous of the script's own, init/destroy/init,
 relative paths from the sweep's folder, and nothing left running after kill -9 of the sweep."""
 

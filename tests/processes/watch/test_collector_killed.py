@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 
-from ddpbench.rank import wire
+from ddpbench.rank.script import wire
 from ddpbench.watch.stream import STREAM_FILE
 
 #: the collector's process: its address, then a line per batch once written; killed by the test

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from ddpbench.rank.plan import Cycle, Plan
+from ddpbench.rank.script.plan import Cycle, Plan
 
 
 def test_a_job_runs_each_kind_once_in_order_then_stops():

@@ -183,7 +183,7 @@ def _only_later_figures_after(got: list, stored: int) -> None:
 
 
 #: the keys a script's rank and a TensorFlow rank stored, in order, before there was one builder
-#: (ddpbench/rank/script.py and tensorflow.py at f74940e; a script's DDP statistics as ddp_stats gives them)
+#: (ddpbench/rank/script/rank.py and tensorflow.py at f74940e; a script's DDP statistics as ddp_stats gives them)
 SCRIPT_KEYS = ["rank", "pid", "threads", "peak_rss_mb", "rank_memory_mb", "uss_mb", "pss_mb", "rss_file_mb", "gpus",
                "gpu_peak_allocated_mb", "gpu_peak_reserved_mb", "checksum", "bucket_bytes", "allreduce_bytes_per_step",
                "bytes_sent_per_step", "bytes_recv_per_step", "traffic_source", "optimizer_state_mb", "bucket_comm_ms",

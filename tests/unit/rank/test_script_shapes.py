@@ -1,4 +1,4 @@
-"""The shapes real scripts take when they start and end (ddpbench/rank/shapes.py, docs/scripts.md):
+"""The shapes real scripts take when they start and end (ddpbench/rank/script/shapes.py, docs/scripts.md):
 ranks started with torch.multiprocessing.spawn, a rendezvous of the script's own, init/destroy/init,
 relative paths from the sweep's folder, and nothing left running after kill -9 of the sweep."""
 
@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddpbench.experiment.spec import JobSpec
-from ddpbench.rank.script import script_argv, torchrun_env
-from ddpbench.rank.shapes import WORLD_SIZE_ARG, Shapes, link_start_dir, substitute_args, visible_devices
-from ddpbench.rank.steps import BadScript
+from ddpbench.rank.script.rank import script_argv, torchrun_env
+from ddpbench.rank.script.shapes import WORLD_SIZE_ARG, Shapes, link_start_dir, substitute_args, visible_devices
+from ddpbench.rank.script.steps import BadScript
 from ddpbench.testing.fuzzing import examples
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from ddpbench.experiment.spec import JobSpec
 
 
 def _instrumented(**fields):
-    from ddpbench.rank.instrument import Instrument
+    from ddpbench.rank.script.instrument import Instrument
     from ddpbench.rank.timing import HostClock
 
     spec = {"script": "x.py", "batch_size": 8, "world_size": 1, "backend": "gloo", "device": "cpu",
@@ -49,7 +49,7 @@ def test_accumulation_by_the_flag_is_steered(group_of_one):
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.steps import StopScript
+    from ddpbench.rank.script.steps import StopScript
 
     instrument = _instrumented()
     counts: list = []
@@ -84,7 +84,7 @@ def test_a_script_that_escapes_the_steering_is_caught(group_of_one):
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.steps import StopScript
+    from ddpbench.rank.script.steps import StopScript
 
     instrument = _instrumented()
     try:
@@ -107,7 +107,7 @@ def test_the_measured_steps_carry_only_the_step_boundary(group_of_one):
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.steps import StopScript
+    from ddpbench.rank.script.steps import StopScript
 
     instrument = _instrumented(steps=3)
     hooks_in_measured: list[int] = []
@@ -172,7 +172,7 @@ def test_zero_and_nested_optimizers_count_one_step(group_of_one):
     from torch.distributed.optim import ZeroRedundancyOptimizer
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.steps import StopScript
+    from ddpbench.rank.script.steps import StopScript
 
     instrument = _instrumented()
     try:
@@ -195,7 +195,7 @@ def test_two_optimizers_over_their_own_parameters_are_one_step(group_of_one):
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.steps import StopScript
+    from ddpbench.rank.script.steps import StopScript
 
     instrument = _instrumented()
     try:
@@ -222,7 +222,7 @@ def test_two_optimizers_over_the_same_parameters_are_refused(group_of_one):
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.steps import BadScript
+    from ddpbench.rank.script.steps import BadScript
 
     instrument = _instrumented()
     try:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from ddpbench.experiment.spec import JobSpec
-from ddpbench.rank.ddp_settings import ddp_settings
-from ddpbench.rank.steps import BadScript
+from ddpbench.rank.script.ddp_settings import ddp_settings
+from ddpbench.rank.script.steps import BadScript
 
 ACCEPTS = ("bucket_cap_mb", "bucket_cap_mb_list", "gradient_as_bucket_view", "static_graph", "find_unused_parameters")
 
@@ -58,7 +58,7 @@ def test_the_jobs_bucket_cap_runs_and_the_scripts_is_reported():
 
 
 def _instrumented(**fields):
-    from ddpbench.rank.instrument import Instrument
+    from ddpbench.rank.script.instrument import Instrument
     from ddpbench.rank.timing import HostClock
 
     spec = JobSpec(script="x.py", batch_size=8, world_size=1, backend="gloo", device="cpu", warmup_steps=1, steps=2,
@@ -105,7 +105,7 @@ def test_a_setting_the_script_changes_after_building_ddp_fails_the_job(group_of_
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.ddp_settings import check_ran
+    from ddpbench.rank.script.ddp_settings import check_ran
 
     instrument = _instrumented(bucket_cap_mb=2)
     try:

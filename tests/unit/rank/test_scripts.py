@@ -8,7 +8,7 @@ import pytest
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import load_experiment
 from ddpbench.experiment.spec import JobSpec, check_script_args, script_label
-from ddpbench.rank.script import script_argv
+from ddpbench.rank.script.rank import script_argv
 from ddpbench.testing import write_experiment
 
 # ---------------------------------------------------------------------------------------------
@@ -84,7 +84,7 @@ def test_trace_steps_from_the_command_line_is_refused_for_a_script(tmp_path, cpu
 # ---------------------------------------------------------------------------------------------
 
 def _instrumented(**fields):
-    from ddpbench.rank.instrument import Instrument
+    from ddpbench.rank.script.instrument import Instrument
     from ddpbench.rank.timing import HostClock
 
     spec = JobSpec(script="x.py", batch_size=8, world_size=1, backend="gloo", device="cpu", warmup_steps=1,
@@ -99,7 +99,7 @@ def test_the_hooks_time_each_phase_and_stop_at_a_step_boundary(group_of_one):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    from ddpbench.rank.steps import StopScript
+    from ddpbench.rank.script.steps import StopScript
 
     instrument = _instrumented(bucket_cap_mb=0.5)
     try:

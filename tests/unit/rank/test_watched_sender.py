@@ -7,8 +7,8 @@ import socket
 import threading
 import time
 
-from ddpbench.rank import wire
-from ddpbench.rank.watched import Sender
+from ddpbench.rank.script import wire
+from ddpbench.rank.script.watched import Sender
 
 ABOUT = {"rank": 1, "world_size": 2, "local_rank": 1, "host": "h", "pid": 7}
 

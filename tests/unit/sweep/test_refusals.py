@@ -13,7 +13,7 @@ from ddpbench.launch.base import Launch, LaunchOutcome
 from ddpbench.launch.handback import collect_outcome
 from ddpbench.rank import protocol
 from ddpbench.rank.protocol import Job, Tracked
-from ddpbench.rank.steps import JOB, WORLD_SIZES, BadScript, refused
+from ddpbench.rank.script.steps import JOB, WORLD_SIZES, BadScript, refused
 from ddpbench.report.build import load_context
 from ddpbench.report.sections.overview import header_section
 from ddpbench.results.store import ResultStore

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ddpbench.errors import InputError
-from ddpbench.rank import wire
+from ddpbench.rank.script import wire
 from ddpbench.watch import collector as collector_module
 from ddpbench.watch import stream as stream_module
 from ddpbench.watch.collector import (

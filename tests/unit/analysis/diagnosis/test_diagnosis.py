@@ -191,7 +191,7 @@ def test_traced_jobs_get_one_finding_and_their_trusted_figure_is_quoted():
     assert "communication-bound" in bound.text
 
 
-#: a refusal of a script's shape as a launch stores it (ddpbench/rank/steps.py's check of the first step's batch)
+#: a refusal of a script's shape as a launch stores it (ddpbench/rank/script/steps.py's check of the first step's batch)
 REFUSAL = ("rank 0 in phases step 0: the script's DDP model took 16 samples in its first optimizer step on rank 0, and "
            "the job counts 32 per rank (batch_size = 32, scaling = 'weak'): set batch_size = 16 so that samples/s "
            "counts what the script trains")

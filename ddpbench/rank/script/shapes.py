@@ -1,7 +1,7 @@
 """The shapes real training scripts take when they start and end, made to run as ddpbench's ranks.
 
-:mod:`ddpbench.rank.script` installs a :class:`Shapes` for the run of a script, beside the
-:class:`~ddpbench.rank.instrument.Instrument` that times it. While it is installed:
+:mod:`ddpbench.rank.script.rank` installs a :class:`Shapes` for the run of a script, beside the
+:class:`~ddpbench.rank.script.instrument.Instrument` that times it. While it is installed:
 
 * ``torch.multiprocessing.spawn`` and ``start_processes`` (the DDP tutorial's
   ``mp.spawn(main, args=(world_size, ...), nprocs=world_size)``) call the spawned function in this
@@ -34,7 +34,7 @@ import os
 import sys
 from pathlib import Path
 
-from ddpbench.rank.steps import JOB, refused
+from ddpbench.rank.script.steps import JOB, refused
 
 #: in ``script_args``: replaced by the job's world size where the rank builds the script's argv
 WORLD_SIZE_ARG = "{world_size}"

@@ -6,9 +6,9 @@ runs in this process as ``python train.py ARGS`` would (``runpy.run_path`` as ``
 LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), in a scratch folder of the
 launch (``script/`` in its work folder, removed with it) that links every entry of the folder the
 sweep was started in, so relative paths resolve as under torchrun and new files stay apart. It
-makes its own process group and DDP model; :mod:`ddpbench.rank.shapes` runs a script that spawns
+makes its own process group and DDP model; :mod:`ddpbench.rank.script.shapes` runs a script that spawns
 its ranks, makes its group on ddpbench's rendezvous and defers its group's destruction;
-:mod:`ddpbench.rank.instrument` applies the job's DDP settings and times its steps. Whatever the
+:mod:`ddpbench.rank.script.instrument` applies the job's DDP settings and times its steps. Whatever the
 script starts ends with the rank (:func:`ddpbench.owner.reap_group_after`).
 
 When the script stops (after ddpbench's steps) or ends (``script_to_end``), every rank's timings and
@@ -30,12 +30,12 @@ from pathlib import Path
 from ddpbench.experiment.scripts import script_path
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.rank import affinity, protocol
-from ddpbench.rank.ddp_settings import check_ran
-from ddpbench.rank.instrument import NO_GPU, Instrument
 from ddpbench.rank.protocol import START_DIR_ENV, Job, Tracked
 from ddpbench.rank.record import rank_record
-from ddpbench.rank.shapes import WORLD_SIZE_ARG, Shapes, link_start_dir, substitute_args, visible_devices
-from ddpbench.rank.steps import JOB, WORLD_SIZES, BadScript, StopScript, refused, state_bytes
+from ddpbench.rank.script.ddp_settings import check_ran
+from ddpbench.rank.script.instrument import NO_GPU, Instrument
+from ddpbench.rank.script.shapes import WORLD_SIZE_ARG, Shapes, link_start_dir, substitute_args, visible_devices
+from ddpbench.rank.script.steps import JOB, WORLD_SIZES, BadScript, StopScript, refused, state_bytes
 from ddpbench.rank.timing import clock_for
 from ddpbench.rank.train import check_replicas, param_checksum
 from ddpbench.results.schema import training_result

@@ -1,5 +1,5 @@
 """Where a script's step ends, and what steers and checks it: the part of
-:class:`ddpbench.rank.instrument.Instrument` every step runs through (see its module for the whole).
+:class:`ddpbench.rank.script.instrument.Instrument` every step runs through (see its module for the whole).
 
 * the optimizers' global step hooks (pre and post, so that an optimizer stepped inside another's step,
   as ``ZeroRedundancyOptimizer`` and Accelerate's wrapper step theirs, counts as the outer one's): a
@@ -82,7 +82,7 @@ def state_bytes(optimizer) -> int:
                for v in state.values() if hasattr(v, "numel"))
 
 class StepEnds:
-    """The step-end half of :class:`~ddpbench.rank.instrument.Instrument` (a mixin: it holds the state)."""
+    """The step-end half of :class:`~ddpbench.rank.script.instrument.Instrument` (a mixin: it holds the state)."""
 
     def steer(self, ddp) -> None:
         """Make DDP's ``require_backward_grad_sync`` ddpbench's to steer: the model's class becomes a subclass

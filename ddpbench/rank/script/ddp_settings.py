@@ -35,7 +35,7 @@ def ddp_settings(spec, asked: dict, accepts=(), refuse=ValueError) -> tuple[dict
     ``asked``: the arguments the script passed, by name (as :meth:`inspect.Signature.bind` gives
     them, before defaults); ``accepts``: the parameters this torch's DDP takes (for
     ``bucket_cap_mb_list``, which older versions lack); ``refuse``: the exception a refusal raises
-    (the instrument's :class:`~ddpbench.rank.steps.BadScript`, passed in: it imports this
+    (the instrument's :class:`~ddpbench.rank.script.steps.BadScript`, passed in: it imports this
     module). Returns ``(settings, overridden)``: the values to build DDP with, and ``{name:
     {"script": asked, "ran": applied}}`` for every setting the script passed whose value the job
     replaced. Raises ``refuse`` for a switch the script sets away from a job's default (see the

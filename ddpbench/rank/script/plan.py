@@ -1,4 +1,4 @@
-"""Which kind of step each of a script's optimizer steps is, for :class:`~ddpbench.rank.instrument.Instrument`.
+"""Which kind of step each of a script's optimizer steps is, for :class:`~ddpbench.rank.script.instrument.Instrument`.
 
 A sweep's script job runs its kinds once each, in order (:class:`Plan`): warm-up steps with the phase
 hooks on, ``phases`` steps (hooked), ``measure`` steps (timed by their end alone) and ``nosync``

@@ -1,11 +1,11 @@
 """Measuring a user's training script from outside it: hooks on what every DDP script calls.
 
 A script is not changed; while it runs (:class:`Instrument` installed) ddpbench sees it through what
-it patches in torch, one piece per thing patched in :mod:`ddpbench.rank.patches`:
+it patches in torch, one piece per thing patched in :mod:`ddpbench.rank.script.patches`:
 
 * ``DistributedDataParallel.__init__``, patched: the job's DDP settings are applied where the script
   builds its model, a script's own value the job overrides is reported, and one the job cannot
-  stand for is refused (:mod:`ddpbench.rank.ddp_settings`); a second DDP is refused. The model's class is
+  stand for is refused (:mod:`ddpbench.rank.script.ddp_settings`); a second DDP is refused. The model's class is
   swapped for a subclass of it whose ``require_backward_grad_sync`` (the flag DDP's forward reads, and
   ``no_sync()`` sets) is ddpbench's to steer: what the script sets is its wish, honoured except in
   ddpbench's no-sync steps;
@@ -60,9 +60,9 @@ import time
 import weakref
 from functools import partial
 
-from ddpbench.rank.plan import Plan
 from ddpbench.rank.record import Meters, Side
-from ddpbench.rank.steps import HOOKED, WORLD_SIZES, BadScript, StepEnds, StopScript, own_optimizer, refused
+from ddpbench.rank.script.plan import Plan
+from ddpbench.rank.script.steps import HOOKED, WORLD_SIZES, BadScript, StepEnds, StopScript, own_optimizer, refused
 
 #: what the errors of a script that needs a GPU say (torch's own messages)
 NO_GPU = ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "Found no NVIDIA driver",
@@ -92,7 +92,7 @@ class Instrument(StepEnds):
     """Every hook of one script run; :meth:`install` before the script, :meth:`uninstall` after.
 
     ``clock``: the step timer's (:mod:`ddpbench.rank.timing`); ``at(phase, step)``: where the rank is;
-    ``plan``: a :class:`~ddpbench.rank.plan.Plan`, or its (phase, steps) in order; by default the job's (see the
+    ``plan``: a :class:`~ddpbench.rank.script.plan.Plan`, or its (phase, steps) in order; by default the job's (see the
     module docstring).
     """
 
@@ -199,9 +199,9 @@ class Instrument(StepEnds):
 
     # -- install and uninstall -------------------------------------------------------------
     def install(self) -> None:
-        """Make every patch (:data:`ddpbench.rank.patches.PATCHES`): DDP's construction, the GradScaler, the
+        """Make every patch (:data:`ddpbench.rank.script.patches.PATCHES`): DDP's construction, the GradScaler, the
         optimizers' step hooks."""
-        from ddpbench.rank.patches import PATCHES
+        from ddpbench.rank.script.patches import PATCHES
 
         self._undo = [patch(self) for patch in PATCHES]
 
@@ -264,8 +264,8 @@ class Instrument(StepEnds):
     def ddp_arguments(self, asked: dict, accepts) -> tuple[dict, dict]:
         """What the script's ``DistributedDataParallel`` is built with on top of what it passed (``asked``, by
         name; ``accepts``: the parameters this torch's DDP takes), and what of the script's the job replaced:
-        the job's DDP settings (:func:`ddpbench.rank.ddp_settings.ddp_settings`)."""
-        from ddpbench.rank.ddp_settings import ddp_settings
+        the job's DDP settings (:func:`ddpbench.rank.script.ddp_settings.ddp_settings`)."""
+        from ddpbench.rank.script.ddp_settings import ddp_settings
 
         return ddp_settings(self.spec, asked, accepts, refuse=partial(BadScript, refused=WORLD_SIZES))
 

@@ -4,15 +4,15 @@
 environment it passes on: :data:`BOOT` first on ``PYTHONPATH`` (its ``sitecustomize`` calls
 :func:`arm` in every Python process the launcher starts, as Python's auto-instrumentation tools reach
 the processes of a command they did not write), and the collector's address and the run's secret
-(:data:`~ddpbench.rank.wire.ADDRESS_ENV`, :data:`~ddpbench.rank.wire.SECRET_ENV`).
+(:data:`~ddpbench.rank.script.wire.ADDRESS_ENV`, :data:`~ddpbench.rank.script.wire.SECRET_ENV`).
 
 :func:`arm` costs a process that never trains nothing but a look at its environment: it waits for
 ``torch`` to finish importing (a hook on the import system, removed once it fired), and only then
 installs :class:`Watched`, the same patches of DDP, the optimizers and the step as a sweep's script
-job (:class:`~ddpbench.rank.instrument.Instrument`), with these differences: the script's DDP model is
+job (:class:`~ddpbench.rank.script.instrument.Instrument`), with these differences: the script's DDP model is
 built as the script asks (no job's settings), any device and backend is taken, and the script is
 never stopped: every step is a measured one, every :data:`EVERY`-th is a phase step (a
-:class:`~ddpbench.rank.plan.Cycle`). A process that builds no DDP model (torchrun's agent, a data
+:class:`~ddpbench.rank.script.plan.Cycle`). A process that builds no DDP model (torchrun's agent, a data
 loader's worker) is patched and sends nothing.
 
 The rank connects to the collector when its DDP model is built (its rank is known then), and a
@@ -36,7 +36,7 @@ import threading
 import time
 from pathlib import Path
 
-from ddpbench.rank import wire
+from ddpbench.rank.script import wire
 
 #: the folder whose ``sitecustomize`` arms every Python process of a watched run
 BOOT = Path(__file__).resolve().parent / "watch_boot"
@@ -71,7 +71,7 @@ class Sender:
         self._thread.start()
 
     def put(self, row: tuple) -> None:
-        """A step's row (in :data:`~ddpbench.rank.wire.STEP_COLUMNS`' order), queued; dropped and counted where
+        """A step's row (in :data:`~ddpbench.rank.script.wire.STEP_COLUMNS`' order), queued; dropped and counted where
         the queue is full or the collector gone."""
         if not self.alive or len(self.queue) >= self.capacity:
             self.dropped += 1
@@ -147,9 +147,9 @@ def _watched_class():
     """:class:`Watched`, made once torch has been imported (its base imports nothing of torch at import, but a
     process that never imports torch should not pay for the instrument's modules either)."""
     from ddpbench.experiment.spec import JobSpec
-    from ddpbench.rank.instrument import Instrument
-    from ddpbench.rank.plan import Cycle
-    from ddpbench.rank.steps import BadScript
+    from ddpbench.rank.script.instrument import Instrument
+    from ddpbench.rank.script.plan import Cycle
+    from ddpbench.rank.script.steps import BadScript
     from ddpbench.rank.timing import HostClock
 
     class Watched(Instrument):
@@ -163,6 +163,7 @@ def _watched_class():
             self.device = self.backend = None
             # the clock's marks are perf_counter_ns: a step's end on the wall clock is this offset on
             self._wall_offset_s = time.time() - time.perf_counter()
+            self._marked = self._last_end = time.perf_counter()
 
         def ddp_arguments(self, asked: dict, accepts) -> tuple[dict, dict]:
             return {}, {}  # DDP as the script builds it
@@ -219,20 +220,34 @@ def _watched_class():
                 "host": socket.gethostname(), "pid": os.getpid()})
             atexit.register(self.finish)
 
+        def mark_optimizer(self) -> None:
+            super().mark_optimizer()
+            self._marked = time.perf_counter()  # where the step ends, if this optimizer is its last
+
+        def end_step(self, at: int | None = None) -> None:
+            # a step ends at its last optimizer's mark: the first step's only once its optimizers are known, at
+            # the next step's first, so its end is the mark before
+            self._last_end = self._marked
+            super().end_step(at)
+
+        def flush(self) -> None:
+            self._last_end = time.perf_counter()  # the fast path's last step ended just now
+            super().flush()
+
         def boundary(self, step: int) -> None:
             self.hand_over()
             super().boundary(step)
 
         def hand_over(self) -> None:
-            """The rows made since the last boundary, to the sender: a run of measured steps ends where the
-            boundary is reached, each step after the one before (the fast path's steps are contiguous), so each
-            one's end is the boundary's less the steps after it."""
+            """The rows made since the last boundary, to the sender: one step's (its end the mark of its last
+            optimizer), or a run of measured steps, each after the one before (the fast path's steps are
+            contiguous), the last ending at the boundary: each one's end is the last's less the steps after it."""
             rows, self.rows = self.rows, []
             self.step_samples.clear()  # what a job's record keeps, unbounded over a run that does not end
             self.bucket_ms.clear()
             if self.sender is None or not rows:
                 return
-            end = time.perf_counter() + self._wall_offset_s - sum(row[8] for row in rows) / 1e3
+            end = self._last_end + self._wall_offset_s - sum(row[8] for row in rows) / 1e3
             for row in rows:
                 _rank, _kind, step, data, forward, backward, _comm, optimizer, step_ms, ready = row
                 end += step_ms / 1e3
@@ -242,6 +257,7 @@ def _watched_class():
         def finish(self) -> None:
             """As the process ends: the measured steps not yet made rows, sent with the rest, and goodbye."""
             if self._fast is not None and self._spans:
+                self._last_end = time.perf_counter()
                 self.span_rows()
             self.hand_over()
             self.sender.close()

@@ -1,14 +1,14 @@
-"""What :class:`~ddpbench.rank.instrument.Instrument` patches in torch while a user's script runs, one
+"""What :class:`~ddpbench.rank.script.instrument.Instrument` patches in torch while a user's script runs, one
 small piece per thing patched, each returning what undoes it:
 
 * :func:`patch_ddp` -- ``DistributedDataParallel.__init__``: the job's DDP settings applied where the
-  script builds its model (:mod:`ddpbench.rank.ddp_settings`), a second DDP refused, the model adopted;
+  script builds its model (:mod:`ddpbench.rank.script.ddp_settings`), a second DDP refused, the model adopted;
 * :func:`patch_grad_scaler` -- ``GradScaler.step`` and ``update``: an update without a step of the
   model's optimizers since the last one is a step the scaler skipped;
 * :func:`hook_optimizer_steps` -- the optimizers' global step hooks: all a measured step carries.
 
 Each takes the instrument whose methods the patched code calls, and leaves torch as it found it once
-its undo has run (:meth:`Instrument.uninstall <ddpbench.rank.instrument.Instrument.uninstall>`).
+its undo has run (:meth:`Instrument.uninstall <ddpbench.rank.script.instrument.Instrument.uninstall>`).
 """
 
 from __future__ import annotations
