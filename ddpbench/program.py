@@ -31,6 +31,7 @@ from ddpbench.cli import (
     sweep,
     traces,
     tune,
+    watch,
     whatif,
 )
 from ddpbench.commandline.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, cannot_write, say_error
@@ -39,8 +40,8 @@ from ddpbench.commandline.unused import refuse_unused
 from ddpbench.errors import InputError
 
 #: the commands, in the order ``--help`` lists them
-COMMANDS = (sweep, run, tune, collectives, report, compare, ab, export_benchmark, history, traces, env, models,
-            whatif)
+COMMANDS = (sweep, run, tune, collectives, report, compare, ab, export_benchmark, history, traces, watch, env,
+            models, whatif)
 
 
 def build_parser() -> argparse.ArgumentParser:

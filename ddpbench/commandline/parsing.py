@@ -105,6 +105,14 @@ def finite_float(text: str) -> float:
     return value
 
 
+def positive_number(text: str) -> float:
+    """argparse's ``type`` for a length of time (``--every 30``): a finite number above 0."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number above 0 (got {shown(text)})")
+    return value
+
+
 def whole_number(text: str) -> int:
     """argparse's ``type`` for a count (``--workers 4``): a whole number of 1 or more."""
     try:

@@ -1,0 +1,215 @@
+"""``python -m ddpbench watch -- COMMAND`` as a user runs it: the command's own output and exit code pass
+through, every rank's every step lands in the stream, and what cannot be watched says so in one line."""
+
+import csv
+import math
+import os
+import sys
+import textwrap
+
+import pytest
+
+from ddpbench.rank.script.wire import STEP_COLUMNS
+from ddpbench.testing.cli import ROOT, run_cli
+from ddpbench.watch.stream import STREAM_FILE
+
+LM = ROOT / "experiments" / "watch" / "train_lm.py"
+ONE_RANK = {**os.environ, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1", "RANK": "0", "WORLD_SIZE": "1",
+            "LOCAL_RANK": "0"}
+
+
+def rows(out):
+    with open(out / STREAM_FILE, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def script(tmp_path, body: str):
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def one_rank_env(port: int):
+    return {**ONE_RANK, "MASTER_PORT": str(port)}
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_every_step_of_both_torchrun_ranks_streams_and_the_output_passes_through(tmp_path):
+    out = tmp_path / "watched"
+    done = run_cli("watch", "--out", out, "--", sys.executable, "-m", "torch.distributed.run", "--standalone",
+                   "--nproc_per_node=2", LM, "--steps", "25", "--log-every", "25",
+                   env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "step 25: loss" in done.stdout  # the script's own line, where it would have gone
+    got = rows(out)
+    for rank in ("0", "1"):
+        mine = [r for r in got if r["rank"] == rank]
+        assert [int(r["step"]) for r in mine] == list(range(25))
+        sampled = [int(r["step"]) for r in mine if r["forward_ms"]]
+        assert sampled == [0, 10, 20]  # every tenth step's phases, from the first
+        for r in mine:
+            if r["forward_ms"]:  # a sampled step's phases add up to it
+                parts = sum(float(r[c]) for c in ("data_ms", "forward_ms", "backward_ms", "optimizer_ms"))
+                assert math.isclose(parts, float(r["step_ms"]), rel_tol=1e-6)
+        ends = [float(r["end_s"]) for r in mine]
+        # each step ends one step after the one before, on the wall clock
+        for before, after, r in zip(ends, ends[1:], mine[1:]):
+            assert after - before == pytest.approx(float(r["step_ms"]) / 1e3, abs=2e-3)
+    assert list(got[0]) == ["rank", *STEP_COLUMNS, "host", "received_s"]
+    assert "ended" in done.stderr and f"the stream: {out / STREAM_FILE}" in done.stderr
+
+
+PLAIN = """
+    import sys, torch, torch.distributed as dist
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(12):
+        opt.zero_grad(); model(torch.randn(8, 4)).sum().backward(); opt.step()
+    print("trained", flush=True)
+    dist.destroy_process_group()
+    sys.exit(EXIT)
+"""
+
+
+def test_the_command_s_exit_code_is_watch_s(tmp_path):
+    done = run_cli("watch", "--out", tmp_path / "w", "--", sys.executable,
+                   script(tmp_path, PLAIN.replace("EXIT", "3")), env=one_rank_env(free_port()), timeout=120)
+    assert done.returncode == 3 and "trained" in done.stdout
+    assert [int(r["step"]) for r in rows(tmp_path / "w")] == list(range(12))
+
+
+def test_a_command_ended_by_a_signal_exits_as_a_shell_says(tmp_path):
+    body = PLAIN.replace("sys.exit(EXIT)", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    done = run_cli("watch", "--out", tmp_path / "w", "--", sys.executable, script(tmp_path, body),
+                   env=one_rank_env(free_port()), timeout=120)
+    assert done.returncode == 128 + 15, done.stderr[-2000:]
+
+
+def test_a_script_without_ddp_trains_and_is_said_unwatched(tmp_path):
+    body = """
+        import torch
+        model = torch.nn.Linear(4, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            opt.zero_grad(); model(torch.randn(8, 4)).sum().backward(); opt.step()
+        print("trained", flush=True)
+    """
+    done = run_cli("watch", "--out", tmp_path / "w", "--", sys.executable, script(tmp_path, body),
+                   env=one_rank_env(free_port()), timeout=120)
+    assert done.returncode == 0 and "trained" in done.stdout
+    assert "no rank was watched: the command built no DistributedDataParallel model" in done.stderr
+    assert rows(tmp_path / "w") == []
+
+
+def test_the_user_s_own_sitecustomize_still_runs(tmp_path):
+    mine = tmp_path / "site"
+    mine.mkdir()
+    (mine / "sitecustomize.py").write_text("import os\nos.environ['USER_SITE_RAN'] = 'yes'\n")
+    body = "import os\nprint('site:', os.environ.get('USER_SITE_RAN'))\n"
+    done = run_cli("watch", "--out", tmp_path / "w", "--", sys.executable, script(tmp_path, body),
+                   env={**os.environ, "PYTHONPATH": str(mine)}, timeout=120)
+    assert done.returncode == 0 and "site: yes" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--", "no-such-program-xyz"], "'no-such-program-xyz': not found on PATH"),
+    (["--", "./no/such/file"], "'./no/such/file': no such file"),
+    ([], "no command to watch"),
+    (["--every", "0", "--", "true"], "--every: must be a number above 0"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, argv, said):
+    done = run_cli("watch", "--out", tmp_path / "w", *argv, timeout=60)
+    assert done.returncode == 2 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "w").exists()
+
+
+def test_a_folder_that_holds_files_is_refused_untouched(tmp_path):
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "mine.txt").write_text("keep")
+    done = run_cli("watch", "--out", tmp_path / "w", "--", "true", timeout=60)
+    assert done.returncode == 2 and "is not empty" in done.stderr
+    assert os.listdir(tmp_path / "w") == ["mine.txt"]
+
+
+SPAWNED = """
+    import os, sys, torch, torch.distributed as dist, torch.multiprocessing as mp
+
+    def train(rank, world, port):
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(STEPS):
+            opt.zero_grad(); model(torch.randn(8, 4)).sum().backward(); opt.step()
+            KILL
+        dist.destroy_process_group()
+
+    if __name__ == "__main__":
+        mp.spawn(train, args=(2, sys.argv[1]), nprocs=2)
+        print("spawned ranks done", flush=True)
+"""
+
+
+def test_the_ranks_an_mp_spawn_script_starts_are_watched(tmp_path):
+    body = SPAWNED.replace("STEPS", "15").replace("KILL", "pass")
+    done = run_cli("watch", "--out", tmp_path / "w", "--", sys.executable, script(tmp_path, body), free_port(),
+                   env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=180)
+    assert done.returncode == 0 and "spawned ranks done" in done.stdout, done.stderr[-3000:]
+    got = rows(tmp_path / "w")
+    assert sorted({r["rank"] for r in got}) == ["0", "1"]
+    assert all([int(r["step"]) for r in got if r["rank"] == k] == list(range(15)) for k in ("0", "1"))
+
+
+def test_a_rank_killed_is_said_lost_and_its_steps_until_then_are_kept(tmp_path):
+    # rank 1 kills itself (SIGKILL) at its 12th step: mp.spawn then ends rank 0 and fails
+    kill = "if rank == 1 and _ == 11: os.kill(os.getpid(), 9)"
+    body = SPAWNED.replace("STEPS", "400").replace("KILL", kill)
+    done = run_cli("watch", "--out", tmp_path / "w", "--every", "1", "--", sys.executable, script(tmp_path, body),
+                   free_port(), env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=180)
+    assert done.returncode != 0
+    table = [line.split() for line in done.stderr.splitlines() if line.split()[:1] == ["1"]]
+    assert table and table[-1][-1] == "lost", done.stderr[-3000:]
+    killed = [int(r["step"]) for r in rows(tmp_path / "w") if r["rank"] == "1"]
+    assert killed == list(range(len(killed))) and len(killed) <= 11
+
+
+def test_watch_killed_leaves_the_command_training_to_its_end(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    from ddpbench.testing.cli import cli_command
+
+    marker = tmp_path / "finished"
+    body = PLAIN.replace("for _ in range(12):", "import time\n    for _ in range(60):").replace(
+        "opt.step()", "opt.step(); time.sleep(0.05)").replace(
+        "sys.exit(EXIT)", f"open({str(marker)!r}, 'w').write('done')")
+    watch = subprocess.Popen(cli_command("watch", "--out", tmp_path / "w", "--", sys.executable,
+                                         script(tmp_path, body)), env=one_rank_env(free_port()),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not rows_so_far(tmp_path / "w"):
+        assert time.monotonic() < deadline and watch.poll() is None
+        time.sleep(0.1)
+    watch.send_signal(signal.SIGKILL)  # watch and its collector gone: the training never waits on them
+    watch.wait(10)
+    deadline = time.monotonic() + 90
+    while not marker.exists():
+        assert time.monotonic() < deadline, "the command did not train to its end"
+        time.sleep(0.2)
+    assert marker.read_text() == "done"
+
+
+def rows_so_far(out):
+    try:
+        return rows(out)
+    except FileNotFoundError:
+        return []
