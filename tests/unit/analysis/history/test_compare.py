@@ -248,3 +248,24 @@ def test_a_detectable_slowdown_is_a_figure_up_to_a_doubling_and_words_past_it(sp
     assert detectable(12.0, "ms", 1.0, 2.0, a_ms=10.0).startswith("needs")
     assert detectable(9.0, "ms", 1.0, 2.0, a_ms=10.0) == "+9.00 ms"
     assert detectable(float("nan"), "%", 1.0, 5.0) == "-"
+
+
+def test_launches_15_percent_apart_need_exactly_the_most_launches_counted_and_say_that_count():
+    """Two launches a side 15 % apart detect only +662 %; 200 launches a side (the most counted, not more
+    than it) are the first that detect 5 % 90 % of the time."""
+    mde = power.detectable_slowdown(15.0, 2, 2)["mde"]
+    assert mde == pytest.approx(661.6, abs=0.1) and power.MAX_LAUNCHES == 200
+    assert power.detection_power(15.0, 199, 199, 5.0) < 0.9 <= power.detection_power(15.0, 200, 200, 5.0)
+    assert detectable(mde, "%", 15.0, 5.0) == "needs 200 launches a side to detect +5.0 %"
+    assert detectable(mde, "%", 15.1, 5.0) == "needs more than 200 launches a side to detect +5.0 %"
+
+
+def test_a_ms_figure_past_a_doubling_counts_the_launches_in_ms():
+    """A 10 ms step whose launches lie 20 ms apart: 7 launches a side detect +40 ms 90 % of the time as a
+    difference in ms; as a % of the step (+40 % at a 20 % spread) it would take 9."""
+    mde = power.detectable_slowdown(20.0, 2, 2, unit="ms")["mde"]
+    assert mde > 10.0
+    assert power.detection_power(20.0, 6, 6, 40.0, unit="ms") < 0.9 <= power.detection_power(20.0, 7, 7, 40.0,
+                                                                                               unit="ms")
+    assert power.launches_for(20.0, 40.0) == 9
+    assert detectable(mde, "ms", 20.0, 40.0, a_ms=10.0) == "needs 7 launches a side to detect +40.00 ms"

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from ddpbench.analysis.core import power, stats
+from ddpbench.analysis.core.jobs import SPEC_COLUMNS
 from ddpbench.analysis.core.machine import MACHINE_BUSY, MACHINE_DIFFERED, MachineDifference
 from ddpbench.analysis.core.speedup import faster_side
 from ddpbench.analysis.history import compare
@@ -82,6 +83,11 @@ def test_a_side_of_one_launch_makes_no_call_and_names_the_launches_that_would():
     own = power.spread_of([launch_means(JOBS[4][0]), launch_means(JOBS[4][1])])
     assert r["method"] == power.cannot_tell(1, 3, own) and own > 0
     assert r["mean_ratio"] == pytest.approx(r["mean_ms_b"] / r["mean_ms_a"])
+    # the one launch on B's side: the same words
+    (summary_a, steps_a), (summary_b, steps_b) = sides()
+    backwards = row_at(compare.compare_tables(summary_b, steps_b, summary_a, steps_a), 4)
+    assert (backwards["launches_a"], backwards["launches_b"], backwards["verdict"]) == (3, 1, "cannot tell")
+    assert backwards["detectable"] == "- (1 launch)"
 
 
 def test_jobs_on_one_side_or_not_ok_are_listed_not_compared_and_come_last():
@@ -100,6 +106,8 @@ def test_jobs_on_one_side_or_not_ok_are_listed_not_compared_and_come_last():
     (summary_a, steps_a), (summary_b, steps_b) = sides()
     backwards = compare.compare_tables(summary_b, steps_b, summary_a, steps_a)
     assert (row_at(backwards, 5)["match"], row_at(backwards, 6)["note"]) == ("only in B", "A: failed")
+    # failed on both sides: the note names both
+    assert row_at(compare.compare_tables(summary_b, steps_b, summary_b, steps_b), 6)["note"] == "A: failed; B: failed"
     assert compare.compare_tables(summary_a.iloc[:0], steps_a, summary_b.iloc[:0], steps_b).empty
 
 
@@ -176,6 +184,81 @@ def test_cost_and_energy_per_sample_each_at_its_sides_figure():
     one = row_at(table, 4)
     assert math.isnan(one["cost_per_sample_ratio_low"]) and one["cost_per_sample_ratio"] == 1.5
     assert math.isnan(row_at(table, 5)["cost_per_sample_ratio"])
+
+
+def test_a_samples_cost_at_a_real_price_and_a_faster_jobs_cost_interval():
+    """At a real price a sample costs a fraction of a cent and a joule is a lot: B's sample at 3e-7 against
+    A's 4e-7 costs 0.75 of A's, and a job B runs faster carries the cost's interval as a slower one does."""
+    (summary_a, steps_a), (summary_b, steps_b) = sides()
+    priced_a = summary_a.assign(cost_per_sample=4e-7, energy_j_per_sample=0.02)
+    priced_b = summary_b.assign(cost_per_sample=3e-7, energy_j_per_sample=0.03)
+    table = compare.compare_tables(priced_a, steps_a, priced_b, steps_b)
+    assert row_at(table, 1)["mean_ratio"] > 1 > row_at(table, 3)["mean_ratio"]
+    for ws in (1, 3):
+        r = row_at(table, ws)
+        assert (r["cost_per_sample_ratio"], r["energy_j_per_sample_ratio"]) == (pytest.approx(0.75), pytest.approx(1.5))
+        hourly = 0.75 / r["mean_ratio"]
+        assert r["cost_per_sample_ratio_low"] == pytest.approx(hourly * r["mean_ratio_low"])
+        assert r["cost_per_sample_ratio_high"] == pytest.approx(hourly * r["mean_ratio_high"])
+
+
+def test_a_cost_recorded_as_none_is_no_cost():
+    """A summary whose cost and energy hold None (no value, as a table of records reads one) compares as one
+    without them: NaN on that side and in the ratios."""
+    (summary_a, steps_a), (summary_b, steps_b) = sides()
+    table = compare.compare_tables(summary_a.assign(cost_per_sample=None, energy_j_per_sample=None), steps_a,
+                                   summary_b.assign(cost_per_sample=3e-7, energy_j_per_sample=0.03), steps_b)
+    r = row_at(table, 1)
+    assert math.isnan(r["cost_per_sample_a"]) and math.isnan(r["energy_j_per_sample_a"])
+    assert r["cost_per_sample_b"] == 3e-7 and math.isnan(r["cost_per_sample_ratio"])
+    assert math.isnan(r["cost_per_sample_ratio_low"]) and math.isnan(r["energy_j_per_sample_ratio"])
+
+
+def test_a_side_whose_step_reads_0_ms_has_no_ratio_to_it_not_an_error():
+    """A summary whose step reads 0 ms (a table made elsewhere than summarize) is divided by nowhere: A's
+    0 leaves B / A and the speedup unknown, B's 0 the throughput change and the cost's interval; the call
+    is the launches' all the same."""
+    (summary_a, steps_a), (summary_b, steps_b) = sides()
+    zero_a = summary_a.assign(step_ms_median=summary_a["step_ms_median"].where(summary_a["world_size"] != 1, 0.0),
+                              step_ms_mean=summary_a["step_ms_mean"].where(summary_a["world_size"] != 1, 0.0))
+    zero_b = summary_b.assign(step_ms_median=summary_b["step_ms_median"].where(summary_b["world_size"] != 3, 0.0),
+                              step_ms_mean=summary_b["step_ms_mean"].where(summary_b["world_size"] != 3, 0.0))
+    table = compare.compare_tables(zero_a.assign(cost_per_sample=4e-7), steps_a,
+                                   zero_b.assign(cost_per_sample=3e-7), steps_b)
+    on_a, on_b = row_at(table, 1), row_at(table, 3)
+    assert (on_a["verdict"], on_b["verdict"]) == ("slower", "faster")
+    assert math.isnan(on_a["median_ratio"]) and math.isnan(on_a["mean_ratio"]) and math.isnan(on_a["speedup"])
+    assert on_a["throughput_change_pct"] == -100.0
+    assert (on_b["median_ratio"], on_b["mean_ratio"]) == (0.0, 0.0) and math.isnan(on_b["throughput_change_pct"])
+    assert on_b["cost_per_sample_ratio"] == pytest.approx(0.75) and math.isnan(on_b["cost_per_sample_ratio_low"])
+
+
+def test_many_jobs_read_compared_first_then_the_rest_each_in_the_reports_order():
+    """Twenty jobs, every third failed in B: the fourteen compared by world size, then the six not compared by
+    world size (past sixteen rows an unstable sort would shuffle each part)."""
+    (summary_a, steps_a), _ = sides()
+    one = summary_a[summary_a["world_size"] == 1]
+    sweep = pd.concat([one.assign(key=f"job{ws}", world_size=ws) for ws in range(20, 0, -1)], ignore_index=True)
+    table = compare.compare_tables(sweep, steps_a, sweep.assign(status=["failed" if ws % 3 == 0 else "ok"
+                                                                        for ws in sweep["world_size"]]), steps_a)
+    compared_ws = [ws for ws in range(1, 21) if ws % 3]
+    assert list(table["world_size"]) == [*compared_ws, 3, 6, 9, 12, 15, 18]
+    assert list(table["compared"]) == [True] * 14 + [False] * 6
+    assert list(table.index) == list(range(20))
+
+
+def test_the_table_holds_the_comparisons_columns_and_the_jobs_settings_nothing_else():
+    """What compare_tables hands a caller (and the audit reads as records): the columns its docstring names
+    and each job's spec fields; no column left over from putting the rows in order."""
+    table = compared()
+    assert set(table.columns) - set(SPEC_COLUMNS) == {
+        "key", "job", "match", "status_a", "status_b", "compared", "note", "verdict", "method", "change",
+        *(f"{stat}_ms_{side}" for stat in ("median", "mean") for side in "ab"), "median_ratio", "mean_ratio",
+        "mean_ratio_low", "mean_ratio_high", "speedup", "speedup_low", "speedup_high", "throughput_change_pct",
+        "launches_a", "launches_b", "noisy_a", "noisy_b", "p_value", "significant", "mde_pct", "mde_false_alarm",
+        "detectable", "steps_a", "steps_b",
+        *(f"{name}_{end}" for name in compare.PER_SAMPLE for end in ("a", "b", "ratio")),
+        "cost_per_sample_ratio_low", "cost_per_sample_ratio_high"}
 
 
 def test_launch_steps_are_each_launchs_slowest_rank_in_step_order():
