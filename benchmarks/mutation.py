@@ -36,6 +36,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -188,6 +189,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="go on with the run kept in DIR (--keep), stopped part way (module docstring)")
     parser.add_argument("--out", type=Path, help="the table to write (.md), its JSON beside it")
     args = parser.parse_args(argv)
+    # a run stopped by SIGTERM (kill, a session's end) ends as Ctrl-C does: each group's time is kept for --resume
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     if args.keep and args.keep.exists():
         sys.exit(f"--keep: {args.keep} exists; give a new folder, or --resume it")
     if args.resume and not any(args.resume.glob(f"*.{COMMIT}")):
