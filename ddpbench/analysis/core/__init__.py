@@ -2,6 +2,7 @@
 
   stats         confidence intervals and significance over fresh launches
   sequential    confidence sequences: intervals valid at every round an A/B looks at
+  online        a running job's calls: a window's shift from a baseline, at each look's share of the run's alpha
   machine       what else the machine ran over a launch, and whether two folders' machines differed
   windows       how a launch's step is counted: each rank's window, bounded by the slowest rank's
   power         how many launches detect a difference, and the smallest one a set of launches can
@@ -45,6 +46,7 @@ from ddpbench.analysis.core.machine import (
     machine_difference,
     recorded_cpus,
 )
+from ddpbench.analysis.core.online import look_alpha, shift_interval
 from ddpbench.analysis.core.power import mde_amount
 from ddpbench.analysis.core.sequential import t_bound
 from ddpbench.analysis.core.stats import above_zero, mean_ci, throughput_ci, told_apart
@@ -75,5 +77,5 @@ __all__ = [
     "SPEC_COLUMNS", "SPEEDUP", "STEP_MS", "STRAGGLER_THRESHOLD", "WINDOW_FIELDS", "BudgetLine", "alike_but",
     "bucket_settings", "caps_text", "describe", "label_fields", "line_fields", "mde_amount", "mean_ci", "model_columns",
     "model_name", "above_zero", "ok_jobs", "ordered", "own_fields", "own_label", "pct", "strategies_vary",
-    "t_bound", "throughput_ci", "told_apart",
+    "t_bound", "throughput_ci", "told_apart", "look_alpha", "shift_interval",
 ]
