@@ -26,6 +26,7 @@ from pathlib import Path
 from ddpbench.errors import InputError
 from ddpbench.rank.script import wire
 from ddpbench.rank.script.watched import BOOT
+from ddpbench.watch.alarms import AlarmFile, Alarms
 from ddpbench.watch.stream import STREAM_FILE
 
 #: the signals passed on to the command (Ctrl-C's SIGINT reaches it from the terminal itself)
@@ -73,6 +74,16 @@ def watch(command: list[str], out: Path, every_s: float = 30.0, say=None) -> int
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
     secret = wire.new_secret()
     with Collector(out, secret) as collector:
+        alarms, written = Alarms(), AlarmFile(out)
+
+        def listen(rank: int, rows: list[tuple]) -> None:  # on the collector's loop: quick
+            if alarms.world_size is None:
+                alarms.world_size = collector.ranks[rank].world_size
+            for alarm in alarms.feed(rank, rows):
+                written.write(alarm.row())
+                say(f"alarm at step {alarm.step}: {alarm.words}")
+
+        collector.listeners.append(listen)
         collector.start()
         process = subprocess.Popen(command, env=environment(collector.address, secret))
         previous = {s: signal.signal(s, lambda signum, _frame: process.send_signal(signum)) for s in PASSED_ON}
@@ -93,13 +104,15 @@ def watch(command: list[str], out: Path, every_s: float = 30.0, say=None) -> int
             for s, handler in previous.items():
                 signal.signal(s, handler)
             signal.signal(signal.SIGINT, interrupt)
+    written.close()
     code, seen = process.returncode, collector.snapshot()
     say(rank_table(seen) if seen.ranks else "no rank was watched: the command built no DistributedDataParallel "
         "model in a Python process that could import ddpbench (a rank is watched from its DDP model's "
         "construction on)")
-    for problem in [*seen.problems, *(f"refused {n} connection(s): {why}" for why, n in seen.refused.items())]:
+    for problem in [*seen.problems, *(f"refused {n} connection(s): {why}" for why, n in seen.refused.items()),
+                    *([written.problem] if written.problem else [])]:
         say(problem)
-    say(f"the stream: {out / STREAM_FILE}")
+    say(f"{len(alarms.raised) or 'no'} alarm{'s' * (len(alarms.raised) != 1)}; the stream: {out / STREAM_FILE}")
     return 128 - code if code < 0 else code
 
 
