@@ -1,0 +1,123 @@
+"""Do a watched run's alarms hold? Unchanged runs, a straggler and a slower phase, each watched as a user would.
+
+    python benchmarks/watch_alarms.py [--runs 20] [--steps 1500] [--onset-from 400 --onset-to 900]
+                                      [--scripts lm,cnn] [--out FILE.md]
+
+Each run is ``python -m ddpbench watch -- torchrun --standalone --nproc_per_node=2 SCRIPT`` on one of the
+plain DDP scripts (``experiments/watch/train_lm.py``, ``experiments/scripts/train_cnn.py``: nothing of
+ddpbench in them), one torch thread a rank. A fault is planted from outside the script, by a
+``sitecustomize`` of the user's own on ``PYTHONPATH`` (``benchmarks/watch_faults/``, imported after
+watch's own), from a step drawn at random (seeded) for each run:
+
+* ``unchanged``: nothing planted: every alarm is a false one;
+* ``straggler``: rank 1's forward and backward a quarter longer (``straggler:1:STEP:1.25``): called
+  in time where rank 1 is named the straggler within 300 steps of the onset, no other rank ever;
+* ``data``: every rank's data phase longer by a quarter of its step (``data:STEP:1.25``): called in
+  time where the job is said slower, in its data phase, within 300 steps.
+
+The conditions run interleaved (unchanged, straggler, data, unchanged, ...), so that the machine's load
+falls on all alike; the table gives, per script and condition, the runs, the alarms, the runs called
+in time and the median steps from the onset to the call, with the machine's load before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from scale import machine  # noqa: E402  (a sibling benchmark)
+
+ROOT = HERE.parent
+HEADER = "<!-- written by benchmarks/watch_alarms.py -->"
+SCRIPTS = {"lm": (ROOT / "experiments" / "watch" / "train_lm.py", "--steps"),
+           "cnn": (ROOT / "experiments" / "scripts" / "train_cnn.py", None)}
+CONDITIONS = ("unchanged", "straggler", "data")
+#: the steps from the onset within which a call is in time
+IN_TIME = 300
+
+
+def run_once(script: str, condition: str, steps: int, onset: int, work: Path) -> list[dict]:
+    """One watched run; its alarms (alarms.csv's rows)."""
+    path, steps_flag = SCRIPTS[script]
+    # train_cnn.py counts epochs: ten of a tenth of the steps each (32 samples a rank a step, two ranks)
+    args = [steps_flag, str(steps)] if steps_flag else ["--epochs", "10", "--samples", str(64 * steps // 10),
+                                                        "--snapshot-every", "0"]
+    out = Path(tempfile.mkdtemp(prefix=f"{script}-{condition}-", dir=work)) / "watch"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE / "watch_faults")}
+    if condition == "straggler":
+        env["WATCH_FAULT"] = f"straggler:1:{onset}:1.25"
+    elif condition == "data":
+        env["WATCH_FAULT"] = f"data:{onset}:1.25"
+    subprocess.run([sys.executable, "-m", "ddpbench", "watch", "--every", "3600", "--out", str(out), "--",
+                    sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(path),
+                    *args], env=env, cwd=work, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(out / "alarms.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def in_time(condition: str, alarms: list[dict], onset: int) -> int | None:
+    """The steps from the onset to the call the condition needs, or None where it was not made in time."""
+    if condition == "straggler":
+        called = [a for a in alarms if a["kind"] == "straggler" and a["rank"] == "1"]
+    elif condition == "data":
+        called = [a for a in alarms if a["kind"] == "slower" and a["phase"] == "data_ms"]
+    else:
+        return None
+    late = [int(a["step"]) - onset for a in called if 0 <= int(a["step"]) - onset <= IN_TIME]
+    return min(late) if late else None
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20, help="runs of each script and condition")
+    parser.add_argument("--steps", type=int, default=1500)
+    parser.add_argument("--onset-from", type=int, default=400)
+    parser.add_argument("--onset-to", type=int, default=900)
+    parser.add_argument("--scripts", default="lm,cnn")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="the table to write (.md): a new file, or one this script wrote")
+    args = parser.parse_args(argv)
+    if args.out and (args.out.is_symlink() or (args.out.exists() and not args.out.read_text().startswith(HEADER))):
+        sys.exit(f"--out: {args.out} is a link or holds what this script did not write; give a new file")
+    draw = random.Random(args.seed)
+    load_before = os.getloadavg()
+    found: dict[tuple[str, str], list[tuple[int, list[dict], int | None]]] = {}
+    with tempfile.TemporaryDirectory(prefix="ddpbench-watch-alarms-") as work:
+        for i in range(args.runs):
+            for script in args.scripts.split(","):
+                for condition in CONDITIONS:
+                    onset = draw.randint(args.onset_from, args.onset_to)
+                    alarms = run_once(script, condition, args.steps, onset, Path(work))
+                    found.setdefault((script, condition), []).append((onset, alarms, in_time(condition, alarms,
+                                                                                             onset)))
+                    print(f"run {i + 1}: {script} {condition} onset {onset}: {len(alarms)} alarm(s)", flush=True)
+    lines = [HEADER, "", f"`python benchmarks/watch_alarms.py {' '.join(argv if argv is not None else sys.argv[1:])}`, "
+             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", machine(ROOT),
+             f"load average before: {' '.join(f'{x:.2f}' for x in load_before)}; after: "
+             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", "",
+             "| script | condition | runs | alarms | called in time | steps to the call (median) |",
+             "|---|---|---|---|---|---|"]
+    for (script, condition), runs in found.items():
+        late = [t for _, _, t in runs if t is not None]
+        lines.append(f"| {script} | {condition} | {len(runs)} | {sum(len(a) for _, a, _ in runs)} | "
+                     f"{'-' if condition == 'unchanged' else f'{len(late)} of {len(runs)}'} | "
+                     f"{statistics.median(late) if late else '-'} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

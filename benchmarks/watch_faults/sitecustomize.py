@@ -1,0 +1,73 @@
+"""A planted fault for benchmarks/watch_alarms.py, reached as a user's own ``sitecustomize`` would be (after
+ddpbench watch's, which imports it): ``WATCH_FAULT`` in the environment says which.
+
+* ``straggler:RANK:STEP:FACTOR``: from its optimizer step STEP on, rank RANK's forward and backward take FACTOR
+  times as long (it sleeps (FACTOR - 1) times its own forward's time, times 3 for the backward, at the end of
+  each forward: late to every all-reduce, as a throttled device is);
+* ``data:STEP:FACTOR``: from step STEP on, every rank's time between an optimizer step and the next forward is
+  longer by (FACTOR - 1) times the median step of its steps before STEP (a slower input pipeline).
+"""
+
+import os
+
+FAULT = os.environ.get("WATCH_FAULT")
+
+
+def _plant() -> None:
+    import statistics
+    import time
+
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    kind, *args = FAULT.split(":")
+    rank = int(os.environ.get("RANK", "0"))
+    state = {"step": 0, "last": None, "steps": []}
+
+    def stepped(optimizer, a, kw):
+        now = time.perf_counter()
+        if state["last"] is not None and state["step"] < int(args[-2]):
+            state["steps"].append(now - state["last"])
+        state["step"] += 1
+        if kind == "data" and state["step"] >= int(args[0]) and state["steps"]:
+            time.sleep((float(args[1]) - 1.0) * statistics.median(state["steps"]))
+        state["last"] = time.perf_counter()
+
+    register_optimizer_step_post_hook(stepped)
+    if kind == "straggler" and rank == int(args[0]):
+        forward = DistributedDataParallel.forward
+
+        def slow_forward(self, *a, **kw):
+            start = time.perf_counter()
+            out = forward(self, *a, **kw)
+            if state["step"] >= int(args[1]):
+                time.sleep((float(args[2]) - 1.0) * 3.0 * (time.perf_counter() - start))
+            return out
+
+        DistributedDataParallel.forward = slow_forward
+    del torch
+
+
+if FAULT:
+    import sys
+
+    class _AfterTorch:
+        def find_spec(self, name, path, target=None):
+            if name != "torch":
+                return None
+            sys.meta_path.remove(self)
+            from importlib.util import find_spec
+
+            spec = find_spec(name)
+            loader = spec.loader
+            original = loader.exec_module
+
+            def exec_module(module):
+                original(module)
+                _plant()
+
+            loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, _AfterTorch())

@@ -1,0 +1,32 @@
+"""benchmarks/watch_alarms.py runs as written: a few short watched runs of each condition, and its table."""
+
+from ddpbench.testing.scripts import load_benchmark
+
+bench = load_benchmark("watch_alarms")
+
+
+def test_a_short_run_of_each_condition_makes_its_table(tmp_path, capsys):
+    out = tmp_path / "alarms.md"
+    bench.main(["--runs", "1", "--steps", "60", "--onset-from", "20", "--onset-to", "30", "--scripts", "lm",
+                "--out", str(out)])
+    table = out.read_text()
+    assert table.startswith(bench.HEADER)
+    for condition in bench.CONDITIONS:
+        assert f"| lm | {condition} | 1 |" in table
+    (tmp_path / "theirs.md").write_text("not ours")
+    try:
+        bench.main(["--runs", "1", "--out", str(tmp_path / "theirs.md")])
+    except SystemExit as e:
+        assert "holds what this script did not write" in str(e)
+    else:
+        raise AssertionError("a file it did not write was taken")
+    assert (tmp_path / "theirs.md").read_text() == "not ours"
+
+
+def test_a_call_is_in_time_only_for_the_planted_rank_or_phase():
+    straggler = [{"kind": "straggler", "rank": "0", "step": "500"}, {"kind": "straggler", "rank": "1", "step": "700"}]
+    assert bench.in_time("straggler", straggler, 450) == 250
+    assert bench.in_time("straggler", straggler, 350) is None  # 350 steps late
+    data = [{"kind": "slower", "phase": "", "step": "500"}, {"kind": "slower", "phase": "data_ms", "step": "600"}]
+    assert bench.in_time("data", data, 450) == 150
+    assert bench.in_time("unchanged", data, 450) is None
