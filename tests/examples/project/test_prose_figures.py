@@ -47,6 +47,7 @@ from ddpbench.experiment.spec import FIELDS
 from ddpbench.testing import ROOT
 from ddpbench.testing.scripts import load_benchmark
 from ddpbench.traces.compare import GRADIENT_TOLERANCE, SHARED_KERNELS
+from ddpbench.watch import alarms as watch_alarms
 
 EX = ROOT / "reports" / "examples"
 EXAMPLES = "reports/examples/README.md"
@@ -681,7 +682,11 @@ def constants() -> dict:
             "trace_limit": f0(t.OVERHEAD_LIMIT_PCT), "material": pct(t.MATERIAL_SHARE),
             "confidence": pct(t.CONFIDENCE), "serial_rise": f"{t.SERIAL_FRACTION_RISE:g}",
             "well": pct(t.SCALES_WELL), "poorly": pct(t.SCALES_POORLY),
-            "grad_tolerance": pct(GRADIENT_TOLERANCE), "shared_kernels": SHARED_WORDS[SHARED_KERNELS]}
+            "grad_tolerance": pct(GRADIENT_TOLERANCE), "shared_kernels": SHARED_WORDS[SHARED_KERNELS],
+            "watch_alpha": pct(watch_alarms.ALPHA), "watch_alpha_frac": f"{watch_alarms.ALPHA:g}",
+            "watch_from": str(watch_alarms.BASELINE_FROM),
+            "watch_to": str(watch_alarms.BASELINE_FROM + watch_alarms.BASELINE_STEPS),
+            "watch_look": str(watch_alarms.LOOK_EVERY), "watch_recent": str(watch_alarms.RECENT_STEPS)}
 
 
 def _table(path: Path) -> pd.DataFrame:
@@ -1327,6 +1332,11 @@ QUOTES: list[tuple[str, str]] = [
     ("docs/traces.md", "([`gpu-trace-frameworks-h100/traces/`](../reports/examples/gpu-trace-frameworks-h100/traces)), "
                        "{tk[tl]} % of transformer-l's compute time is in kernels mlp-xl also ran (refused); mlp-xl's "
                        "in buckets of {tk[caps][0]} MB and of {tk[caps][1]} MB share {tk[mlp]} %."),
+    ("docs/watch.md", "The baseline is the run's steps {const[watch_from]} to {const[watch_to]} (the warm-up before it "
+                      "left out); every {const[watch_look]} steps after it, each series' latest {const[watch_recent]} "
+                      "steps are set against it"),
+    ("docs/watch.md", "The looks share a false-alarm rate of {const[watch_alpha]} % a run for each series: look k is "
+                      "made at confidence 1 - {const[watch_alpha_frac]} × 6 / (π² k²)"),
     ("docs/traces.md", "It holds the recorded steps only: about {trace[kb]} KB per rank for 5 steps of mlp-m."),
     ("docs/traces.md", "at 8 ranks HTA took {tb[h100_8][time]}x ddpbench's time and {tb[h100_8][mem]}x its memory on "
                        "the H100 layout, {tb[a100_8][time]}x and {tb[a100_8][mem]}x on the A100 one; at 64 ranks "
