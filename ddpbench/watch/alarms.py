@@ -54,7 +54,7 @@ MATERIAL = 0.10
 SLOWER, STRAGGLER = "slower", "straggler"
 #: the file of a watched run's alarms, in its output folder, and its columns in order
 ALARMS_FILE = "alarms.csv"
-ALARM_COLUMNS = ("step", "rank", "kind", "phase", "change", "low", "high", "words")
+ALARM_COLUMNS = ("step", "rank", "kind", "phase", "change", "low", "high", "words", "trace")
 
 _AT = {c: i for i, c in enumerate(STEP_COLUMNS)}
 

@@ -106,6 +106,7 @@ class RankState:
     dropped: int = 0  # the rows its own queue let go, as it last said (a running count)
     said: deque = field(default_factory=lambda: deque(maxlen=SAID_LINES))
     window: deque = field(default_factory=lambda: deque(maxlen=WINDOW_ROWS))  # its latest rows, oldest first
+    traced: deque = field(default_factory=lambda: deque(maxlen=SAID_LINES))  # the trace files it said it wrote
 
 
 @dataclass(frozen=True)
@@ -266,7 +267,8 @@ class Collector:
         with self._lock:
             ranks = {rank: copy.copy(state) for rank, state in self.ranks.items()}
             for state in ranks.values():
-                state.said, state.window = copy.copy(state.said), copy.copy(state.window)
+                state.said, state.window, state.traced = (copy.copy(state.said), copy.copy(state.window),
+                                                          copy.copy(state.traced))
             return Snapshot(self.address, ranks, dict(self.refused), self.problems,
                             self.received, self.stream.written, self.stream.unwritten)
 
@@ -422,7 +424,25 @@ class Collector:
                 self._problem(f"a listener of the collector ({getattr(listener, '__name__', listener)}) raised "
                               f"{err!r}; it is called no more")
 
+    def request(self, **asked) -> list[int]:
+        """Send every connected rank a request (:func:`ddpbench.rank.script.wire.request`); the ranks it went to.
+        On the loop's thread (a listener's), as every socket is the loop's."""
+        frame, sent = wire.request(**asked), []
+        for rank, conn in list(self._open.items()):
+            try:
+                conn.sock.send(frame)
+            except OSError:  # its buffer full or its connection gone: this rank is not asked
+                continue
+            sent.append(rank)
+        return sent
+
     def _note(self, state: RankState, said: dict) -> None:
+        traced = said.get("traced")
+        if traced is not None:
+            if not isinstance(traced, str):
+                raise wire.Garbage(f"a note whose traced is {type(traced).__name__}, not a file")
+            with self._lock:
+                state.traced.append(traced)
         dropped, line = said.get("dropped"), said.get("said")
         if dropped is not None and (not isinstance(dropped, int) or isinstance(dropped, bool) or dropped < 0):
             raise wire.Garbage(f"a note whose dropped is {dropped!r}, not a count")

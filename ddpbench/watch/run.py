@@ -28,6 +28,7 @@ from ddpbench.rank.script import wire
 from ddpbench.rank.script.watched import BOOT
 from ddpbench.watch.alarms import AlarmFile, Alarms
 from ddpbench.watch.stream import STREAM_FILE
+from ddpbench.watch.traced import Traces
 
 #: the signals passed on to the command (Ctrl-C's SIGINT reaches it from the terminal itself)
 PASSED_ON = (signal.SIGTERM, signal.SIGHUP)
@@ -74,14 +75,17 @@ def watch(command: list[str], out: Path, every_s: float = 30.0, say=None) -> int
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
     secret = wire.new_secret()
     with Collector(out, secret) as collector:
-        alarms, written = Alarms(), AlarmFile(out)
+        alarms, written, traces = Alarms(), AlarmFile(out), Traces(out, collector, say)
 
         def listen(rank: int, rows: list[tuple]) -> None:  # on the collector's loop: quick
             if alarms.world_size is None:
                 alarms.world_size = collector.ranks[rank].world_size
-            for alarm in alarms.feed(rank, rows):
-                written.write(alarm.row())
-                say(f"alarm at step {alarm.step}: {alarm.words}")
+            raised = alarms.feed(rank, rows)
+            folder = traces.ask(len(traces.asked) + 1) if raised else None  # one trace for a look's alarms
+            for alarm in raised:
+                written.write((*alarm.row(), folder or ""))
+                say(f"alarm at step {alarm.step}: {alarm.words}" + (f" (tracing every rank into {folder})"
+                                                                    if folder else ""))
 
         collector.listeners.append(listen)
         collector.start()
@@ -95,6 +99,7 @@ def watch(command: list[str], out: Path, every_s: float = 30.0, say=None) -> int
                     process.wait(timeout=min(1.0, every_s))
                 except subprocess.TimeoutExpired:
                     pass
+                traces.poll()
                 if time.monotonic() - last >= every_s and process.returncode is None:
                     seen = collector.snapshot()
                     say(rank_table(seen) if seen.ranks else "no rank watched yet (a rank is watched from its "
@@ -104,6 +109,7 @@ def watch(command: list[str], out: Path, every_s: float = 30.0, say=None) -> int
             for s, handler in previous.items():
                 signal.signal(s, handler)
             signal.signal(signal.SIGINT, interrupt)
+        traces.finish()
     written.close()
     code, seen = process.returncode, collector.snapshot()
     say(rank_table(seen) if seen.ranks else "no rank was watched: the command built no DistributedDataParallel "

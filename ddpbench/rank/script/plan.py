@@ -64,7 +64,12 @@ class Cycle(Plan):
         if every < 1:
             raise ValueError(f"every = {every}: a phase step at least every step (1)")
         self.every, self.warmup = every, warmup
+        self.dense_from = self.dense_to = 0  # a stretch of steps that are all phase steps (:meth:`dense`)
         super().__init__((("warmup", warmup), ("phases", math.inf), ("measure", math.inf)))
+
+    def dense(self, first: int, last: int) -> None:
+        """Make every step from ``first`` to ``last`` (included) a phase step (a trace recorded over them)."""
+        self.dense_from, self.dense_to = first, last + 1
 
     @property
     def total(self) -> float:
@@ -76,6 +81,8 @@ class Cycle(Plan):
     def kind_of(self, step: int) -> str:
         if step < self.warmup:
             return "warmup"
+        if self.dense_from <= step < self.dense_to:
+            return "phases"
         return "phases" if (step - self.warmup) % self.every == 0 else "measure"
 
     def first_of(self, kind: str) -> int:
@@ -84,4 +91,7 @@ class Cycle(Plan):
     def left(self, step: int) -> int:
         if step < self.warmup:
             return self.warmup - step
-        return 1 if self.kind_of(step) == "phases" else self.every - (step - self.warmup) % self.every
+        if self.kind_of(step) == "phases":
+            return 1
+        left = self.every - (step - self.warmup) % self.every
+        return min(left, self.dense_from - step) if step < self.dense_from else left

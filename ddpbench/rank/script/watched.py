@@ -30,6 +30,7 @@ import importlib.abc
 import importlib.machinery
 import math
 import os
+import select
 import socket
 import sys
 import threading
@@ -63,6 +64,10 @@ class Sender:
         self.alive = True  # False once the collector cannot be reached: rows are counted and dropped
         self.why: str | None = None  # why the collector could not be reached
         self._said: list[str] = []
+        self._traced: list[str] = []
+        #: what the collector asked of this rank (:func:`ddpbench.rank.script.wire.request`), oldest first
+        self.requests: collections.deque = collections.deque()
+        self._inbox = bytearray()
         self._told = 0  # the dropped count the collector was last told
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -77,6 +82,11 @@ class Sender:
             self.dropped += 1
             return
         self.queue.append(row)
+
+    def traced(self, path: str) -> None:
+        """A trace file this rank wrote, as the collector asked."""
+        self._traced.append(path)
+        self._wake.set()
 
     def say(self, line: str) -> None:
         """One line about this rank for the collector (why its steps cannot be watched, say)."""
@@ -96,6 +106,7 @@ class Sender:
             while not self._stop.is_set():
                 self._wake.wait(self.every_s)
                 self._wake.clear()
+                self._read()
                 self._send()
             self._send()
             self._sock.sendall(wire.frame(wire.BYE, b""))
@@ -124,6 +135,17 @@ class Sender:
         self._sock.sendall(wire.hello(self.secret, nonce, self.about))
         self._sock.settimeout(SEND_S)
 
+    def _read(self) -> None:
+        """The collector's requests that have come, without waiting for any."""
+        while select.select([self._sock], [], [], 0)[0]:
+            got = self._sock.recv(65536)
+            if not got:
+                raise ConnectionError("the collector closed the connection")
+            self._inbox += got
+        for kind, payload in wire.split(self._inbox):
+            if kind == wire.REQUEST:
+                self.requests.append(wire.read_note(payload))
+
     def _send(self) -> None:
         rows = []
         while self.queue and len(rows) < wire.MAX_FRAME // wire.ROW.size:
@@ -135,10 +157,13 @@ class Sender:
                 self.dropped += len(rows)
                 raise
             self.sent += len(rows)  # handed to the connection: a collector that dies now loses them uncounted
-        if self.dropped != self._told or self._said:
-            said, self._said = self._said, []
+        if self.dropped != self._told:
             self._told = self.dropped
-            self._sock.sendall(wire.note(dropped=self.dropped, said=said))
+            self._sock.sendall(wire.note(dropped=self.dropped))
+        while self._said:
+            self._sock.sendall(wire.note(said=self._said.pop(0)))
+        while self._traced:
+            self._sock.sendall(wire.note(traced=self._traced.pop(0)))
         if self.queue:  # more than one frame holds: the rest at once
             self._wake.set()
 
@@ -160,6 +185,7 @@ def _watched_class():
             super().__init__(JobSpec(script="watched", script_to_end=True), -1, HostClock(), plan=Cycle(every))
             self.address, self.secret = address, secret
             self.sender: Sender | None = None
+            self.profiler = self.tracing = None  # a trace the collector asked for, under way
             self.device = self.backend = None
             # the clock's marks are perf_counter_ns: a step's end on the wall clock is this offset on
             self._wall_offset_s = time.time() - time.perf_counter()
@@ -236,7 +262,27 @@ def _watched_class():
 
         def boundary(self, step: int) -> None:
             self.hand_over()
+            self.trace_at(step)
             super().boundary(step)
+
+        def trace_at(self, step: int) -> None:
+            """Between two steps: a trace the collector asked for started, stepped or ended (module docstring)."""
+            if self.sender is not None and self.sender.requests and self.profiler is None:
+                asked = self.sender.requests.popleft().get("trace") or {}
+                first = max(int(asked.get("from_step", step)), step)
+                self.tracing = (first, int(asked.get("steps", 5)), Path(str(asked.get("folder", "."))))
+                self.plan.dense(first, first + self.tracing[1] + 1)  # every traced step's phases too
+            if self.tracing is None:
+                return
+            first, steps, folder = self.tracing
+            if step == first:
+                self.profiler = start_profiler(self.device, steps, folder / f"rank{self.rank}.json.gz",
+                                               self.sender.traced)
+            elif self.profiler is not None:
+                self.profiler.step()
+                if step >= first + steps + 1:
+                    self.profiler.stop()
+                    self.profiler = self.tracing = None
 
         def hand_over(self) -> None:
             """The rows made since the last boundary, to the sender: one step's (its end the mark of its last
@@ -263,6 +309,27 @@ def _watched_class():
             self.sender.close()
 
     return Watched
+
+
+def start_profiler(device: str | None, steps: int, path: Path, done):
+    """torch.profiler over the next ``steps`` steps after one of warm-up (CPU, and CUDA on a GPU), written to
+    ``path`` (Chrome trace JSON, gzipped where it ends ``.gz``, as ``ddpbench traces`` reads) and ``done(path)``
+    called once written."""
+    import torch
+
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+
+    def written(profiler) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        profiler.export_chrome_trace(str(path))
+        done(str(path))
+
+    profiler = torch.profiler.profile(activities=activities, on_trace_ready=written,
+                                      schedule=torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1))
+    profiler.start()
+    return profiler
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):

@@ -11,7 +11,10 @@ byte of kind, four of length (network order), then the payload, at most :data:`M
 3. Then the rank sends :data:`STEPS` frames, each a batch of step rows packed as :data:`ROW` (one row
    per optimizer step, the columns of :data:`STEP_COLUMNS`), and :data:`NOTE` frames (a JSON object:
    ``dropped``, the rows its bounded queue has let go so far, a running count; ``said``, one line about
-   the rank, such as why its steps cannot be watched), and :data:`BYE` as it ends.
+   the rank, such as why its steps cannot be watched; ``traced``, a trace file it wrote), and :data:`BYE`
+   as it ends.
+4. The collector may send a rank :data:`REQUEST` frames (a JSON object, :func:`request`): ``trace``, the
+   profiler traces of the steps it names, which the rank records and then names in a note (``traced``).
 
 A step's phases are measured on sampled steps only (the phase hooks cost a step more than its end
 does): on the others they are NaN, as is ``ready_ms`` (the step's last gradient accumulated, from the
@@ -31,8 +34,8 @@ import struct
 ADDRESS_ENV = "DDPBENCH_WATCH"
 SECRET_ENV = "DDPBENCH_WATCH_SECRET"
 
-NONCE, HELLO, STEPS, NOTE, BYE = 1, 2, 3, 4, 5
-KINDS = {NONCE: "nonce", HELLO: "hello", STEPS: "steps", NOTE: "note", BYE: "bye"}
+NONCE, HELLO, STEPS, NOTE, BYE, REQUEST = 1, 2, 3, 4, 5, 6
+KINDS = {NONCE: "nonce", HELLO: "hello", STEPS: "steps", NOTE: "note", BYE: "bye", REQUEST: "request"}
 HEAD = struct.Struct("!BI")
 #: the largest frame either side takes (a longer one is garbage: the connection is closed)
 MAX_FRAME = 1 << 20
@@ -117,6 +120,13 @@ def unpack_steps(payload: bytes) -> list[tuple]:
 
 def note(**said) -> bytes:
     return frame(NOTE, json.dumps(said).encode())
+
+
+def request(**asked) -> bytes:
+    """A :data:`REQUEST` frame, the collector's to a rank: ``trace``, the profiler traces of the steps from
+    ``from_step`` for ``steps`` steps, written into ``folder`` as ``rank<N>.json`` (the rank then says
+    ``traced``: the file, in a note)."""
+    return frame(REQUEST, json.dumps(asked).encode())
 
 
 def read_note(payload: bytes) -> dict:

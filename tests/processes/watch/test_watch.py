@@ -213,3 +213,26 @@ def rows_so_far(out):
         return rows(out)
     except FileNotFoundError:
         return []
+
+
+def test_an_alarm_traces_every_rank_and_the_traces_are_answered(tmp_path):
+    from ddpbench.watch.traced import TRACE_STEPS
+
+    out = tmp_path / "watched"
+    faults = ROOT / "benchmarks" / "watch_faults"  # a user's own sitecustomize: rank 1 three times as slow
+    done = run_cli("watch", "--out", out, "--", sys.executable, "-m", "torch.distributed.run", "--standalone",
+                   "--nproc_per_node=2", LM, "--steps", "700", "--log-every", "700",
+                   env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(faults),
+                        "WATCH_FAULT": "straggler:1:400:3.0"}, timeout=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(out / "alarms.csv", newline="") as f:
+        alarms = list(csv.DictReader(f))
+    assert alarms and alarms[0]["trace"] == str((out / "traces" / "alarm-1").resolve())
+    assert sorted(p.name for p in (out / "traces" / "alarm-1").iterdir()) == ["rank0.json.gz", "rank1.json.gz"]
+    assert (out / "traces" / "alarm-1-answer" / "index.html").is_file()
+    assert f"alarm 1's trace, 2 ranks: {out.resolve() / 'traces' / 'alarm-1-answer' / 'index.html'}" in done.stderr
+    answer = (out / "traces" / "alarm-1-answer.txt").read_text()
+    assert f"2 of 2 ranks, {TRACE_STEPS} steps" in answer
+    # the traced steps carry every step's phases in the stream too
+    traced = [int(r["step"]) for r in rows(out) if r["rank"] == "0" and r["forward_ms"]]
+    assert any(b - a == 1 for a, b in zip(traced, traced[1:]))

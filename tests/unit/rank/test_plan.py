@@ -39,3 +39,13 @@ def test_every_step_a_phase_step_and_none_refused():
     assert [Cycle(every=1).kind_of(s) for s in range(3)] == ["phases"] * 3
     with pytest.raises(ValueError, match="every = 0"):
         Cycle(every=0)
+
+
+def test_a_traced_stretch_makes_every_step_a_phase_step_and_ends_the_run_before_it():
+    cycle = Cycle(every=10)
+    cycle.dense(25, 28)
+    kinds = [cycle.kind_of(s) for s in range(22, 32)]
+    assert kinds == ["measure"] * 3 + ["phases"] * 4 + ["measure", "phases", "measure"]
+    # a run of measured steps stops where the stretch starts: its first step gets its boundary
+    assert [cycle.left(s) for s in (21, 24, 25, 28, 29)] == [4, 1, 1, 1, 1]
+    assert cycle.kind_of(30) == "phases" and cycle.left(31) == 9
