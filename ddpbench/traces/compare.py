@@ -66,23 +66,16 @@ HEADER_CHARS = 1 << 20
 
 
 def shift(before, after, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """The Hodges-Lehmann shift of ``after`` against ``before`` and its interval (module docstring)."""
-    from scipy.stats import norm
+    """The Hodges-Lehmann shift of ``after`` against ``before`` and its interval (module docstring;
+    :func:`ddpbench.analysis.core.shift_interval`), no interval where a side has fewer than
+    :data:`MIN_STEPS` steps."""
+    from ddpbench.analysis.core import shift_interval
 
-    a = np.asarray(before, dtype=float)
-    b = np.asarray(after, dtype=float)
-    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    if not len(a) or not len(b):
-        return math.nan, math.nan, math.nan
-    diffs = np.sort((b[None, :] - a[:, None]).ravel())
-    point = float(np.median(diffs))
-    m, n = len(a), len(b)
-    if m < MIN_STEPS or n < MIN_STEPS:
+    point, low, high = shift_interval(before, after, confidence)
+    counts = [int(np.isfinite(np.asarray(side, dtype=float)).sum()) for side in (before, after)]
+    if min(counts) < MIN_STEPS:
         return point, math.nan, math.nan
-    z = norm.ppf(0.5 + confidence / 2)
-    k = int(math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12)))
-    k = min(max(k, 0), len(diffs) - 1)
-    return point, float(diffs[k]), float(diffs[len(diffs) - 1 - k])
+    return point, low, high
 
 
 def _row(what: str, label: str, a, b) -> dict:
