@@ -334,7 +334,9 @@ def start_profiler(device: str | None, steps: int, path: Path, done):
 
 class _AfterImport(importlib.abc.MetaPathFinder):
     """Calls ``then()`` once the module ``name`` has finished importing, and takes itself off the import
-    system."""
+    system. The module's own loader does the import (its spec's loader is the one the import system found,
+    its ``exec_module`` wrapped on that instance alone), so that what reads the loader (resources, the
+    module's source) finds it as it would."""
 
     def __init__(self, name: str, then):
         self.name, self.then = name, then
@@ -348,17 +350,13 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         spec = find_spec(fullname)
         if spec is None or spec.loader is None:
             return spec
-        loader, then = spec.loader, self.then
+        original, then = spec.loader.exec_module, self.then
 
-        class Loader(importlib.abc.Loader):
-            def create_module(self, spec):
-                return loader.create_module(spec)
+        def exec_module(module):
+            original(module)
+            then()
 
-            def exec_module(self, module):
-                loader.exec_module(module)
-                then()
-
-        spec.loader = Loader()
+        spec.loader.exec_module = exec_module
         return spec
 
 
