@@ -186,6 +186,7 @@ def _watched_class():
             self.address, self.secret = address, secret
             self.sender: Sender | None = None
             self.profiler = self.tracing = None  # a trace the collector asked for, under way
+            self.finished = False
             self.device = self.backend = None
             # the clock's marks are perf_counter_ns: a step's end on the wall clock is this offset on
             self._wall_offset_s = time.time() - time.perf_counter()
@@ -245,6 +246,17 @@ def _watched_class():
                 "rank": self.rank, "world_size": world, "local_rank": int(os.environ.get("LOCAL_RANK", 0)),
                 "host": socket.gethostname(), "pid": os.getpid()})
             atexit.register(self.finish)
+            # the rank's training ends with its process group: its rows sent and its goodbye said then, where a
+            # launcher (Ray, multiprocessing's fork) ends the process without running atexit
+            destroy = dist.destroy_process_group
+
+            def destroy_process_group(group=None, *args, **kwargs):
+                if group is None:
+                    self.finish()
+                return destroy(group, *args, **kwargs)
+
+            dist.destroy_process_group = destroy_process_group
+            self._undo.insert(0, lambda: setattr(dist, "destroy_process_group", destroy))
 
         def mark_optimizer(self) -> None:
             super().mark_optimizer()
@@ -301,12 +313,19 @@ def _watched_class():
                                  math.nan if ready is None else ready))
 
         def finish(self) -> None:
-            """As the process ends: the measured steps not yet made rows, sent with the rest, and goodbye."""
+            """As the rank's process group or process ends: the measured steps not yet made rows, sent with the
+            rest, and goodbye (once)."""
+            if self.sender is None or self.finished:
+                return
+            self.finished = True
             if self._fast is not None and self._spans:
                 self._last_end = time.perf_counter()
                 self.span_rows()
             self.hand_over()
             self.sender.close()
+            self.done = True  # no step after this one is watched
+            self.stop_timing()
+            self.detach_step_hooks()
 
     return Watched
 
