@@ -172,13 +172,11 @@ def test_gemm_peak_agrees_with_matmuls_timed_by_hand(one_thread):
     assert by_hand <= 1.3 * peak, f"peak {peak / 1e9:.1f} GFLOP/s, by hand {by_hand / 1e9:.1f}"
 
 
-def test_gemm_peak_default_size_is_quick(one_thread):
-    """It runs at every launch: n=1024 on CPU, well under a second at one thread."""
-    start = time.perf_counter()
+def test_gemm_peak_default_size_is_bounded_work(one_thread):
+    """It runs at every launch, so its work is bounded: n=1024 on CPU and 3 to 10 repetitions, at most about
+    21 GFLOP (its time is a machine's, not a test's: no clock is asserted here)."""
     peak = measure_gemm_peak(torch.device("cpu"))
-    took = time.perf_counter() - start
     assert peak["gemm_n"] == 1024 and 3 <= peak["gemm_reps"] <= 10
-    assert took < 1.0, f"measure_gemm_peak took {took:.2f} s"
     assert math.isfinite(peak["peak_flops"]) and peak["peak_flops"] > 1e8
 
 
