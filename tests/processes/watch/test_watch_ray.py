@@ -6,6 +6,7 @@ import csv
 import os
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -36,8 +37,10 @@ def test_the_workers_of_a_ray_train_driver_are_watched(tmp_path):
     driver = tmp_path / "driver.py"
     driver.write_text(textwrap.dedent(DRIVER))
     out = tmp_path / "w"
+    # ray.init() writes ~/.ray/auth_token, which a later Ray cluster of ddpbench's (no token) then refuses:
+    # this test's home is its own
     done = run_cli("watch", "--out", out, "--", sys.executable, driver,
-                   env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+                   env={**os.environ, "OMP_NUM_THREADS": "1", "HOME": str(tmp_path)}, timeout=300)
     assert done.returncode == 0 and "ray trained" in done.stdout, done.stderr[-3000:]
     with open(out / STREAM_FILE, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -45,3 +48,4 @@ def test_the_workers_of_a_ray_train_driver_are_watched(tmp_path):
         assert [int(r["step"]) for r in rows if r["rank"] == rank] == list(range(20))
     states = [line.split()[-1] for line in done.stderr.splitlines() if line.split()[:1] in (["0"], ["1"])]
     assert states[-2:] == ["ended", "ended"]
+    assert not (Path.home() / ".ray" / "auth_token").exists() or (tmp_path / ".ray" / "auth_token").exists()
