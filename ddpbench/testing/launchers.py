@@ -1,7 +1,14 @@
 """A launcher that starts no process, for the runner's tests: each launch hands back made-up
-results at once, or fails, or is interrupted, as asked."""
+results at once, or fails, or is interrupted, as asked; and a real Slurm of two nodes on this machine
+(:func:`local_slurm`, scripts/slurm-local.sh), for the tests that run under one."""
 
 from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
 
 from ddpbench.launch.base import Launcher, LaunchOutcome
 from ddpbench.testing.records import collective_rows_result, rank_entry, row, training_result
@@ -53,3 +60,28 @@ def fake_collectives(spec):
         {"op": "all_reduce", "placement": "in", "size_bytes": size, "count": size // 4, "dtype": "float32",
          "redop": "sum", "root": -1, "iters": spec.iters, "time_us_median": 10.0, "time_us_p10": 9.0,
          "time_us_p90": 11.0, "algbw_gbps": 0.1, "busbw_gbps": 0.1, "wrong": 0} for size in spec.sizes])
+
+
+#: the script that installs, starts and stops the local Slurm (slurmctld and two slurmd, n1 and n2)
+SLURM_LOCAL = Path(__file__).resolve().parents[2] / "scripts" / "slurm-local.sh"
+
+
+def slurm_missing() -> str | None:
+    """Why the local Slurm cannot run here (None where it can): it needs root, slurm-wlm and munge."""
+    if os.geteuid() != 0 or not shutil.which("slurmctld") or not shutil.which("munged"):
+        return "needs root and slurm-wlm + munge (scripts/slurm-local.sh install; CI has them)"
+    return None
+
+
+@contextlib.contextmanager
+def local_slurm(state: Path, nodes: int = 2):
+    """A real Slurm of ``nodes`` nodes on this machine, its state in ``state``, for the block: yields the
+    environment its commands need (``SLURM_CONF``); stopped after."""
+    env = {**os.environ, "DDPBENCH_SLURM_DIR": str(state)}
+    started = subprocess.run([str(SLURM_LOCAL), "start", str(nodes)], env=env, capture_output=True, text=True,
+                             timeout=60)
+    assert started.returncode == 0, started.stderr
+    try:
+        yield {**os.environ, "SLURM_CONF": str(state / "slurm.conf")}
+    finally:
+        subprocess.run([str(SLURM_LOCAL), "stop"], env=env, capture_output=True, timeout=60)

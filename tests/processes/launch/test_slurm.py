@@ -4,7 +4,6 @@ root and Debian's slurm-wlm and munge, which .ci/run installs."""
 
 import contextlib
 import os
-import shutil
 import subprocess
 import time
 from contextlib import closing
@@ -17,25 +16,22 @@ from ddpbench.launch.base import Launch
 from ddpbench.launch.slurm import HEARTBEAT, STALE_S, SlurmLauncher, array_script, batch_script, heartbeat
 from ddpbench.results.tables import load_tables
 from ddpbench.sweep.plan import work_dir
-from ddpbench.testing import ROOT, TINY, TINY_DEFAULTS, rank_processes, run_cli, run_main, write_experiment
+from ddpbench.testing import TINY, TINY_DEFAULTS, rank_processes, run_cli, run_main, write_experiment
+from ddpbench.testing.launchers import local_slurm, slurm_missing
 from ddpbench.testing.sweeps import assert_stores_what_spawn_stores, check_traced_folder, faulty_sweep
 
-SCRIPT = ROOT / "scripts" / "slurm-local.sh"
 TWO_JOBS = TINY.replace("bucket_cap_mb = [0.25, 25]", "bucket_cap_mb = [25]")
 
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
-    if os.geteuid() != 0 or not shutil.which("slurmctld") or not shutil.which("munged"):
-        pytest.skip("needs root and slurm-wlm + munge (scripts/slurm-local.sh install; CI has them)")
+    if slurm_missing():
+        pytest.skip(slurm_missing())
     state = tmp_path_factory.mktemp("slurm")
-    env = {**os.environ, "DDPBENCH_SLURM_DIR": str(state)}
-    started = subprocess.run([str(SCRIPT), "start", "2"], env=env, capture_output=True, text=True, timeout=60)
-    assert started.returncode == 0, started.stderr
-    saved = os.environ.get("SLURM_CONF")
-    os.environ["SLURM_CONF"] = str(state / "slurm.conf")  # for the sweeps the tests start
-    yield state
-    subprocess.run([str(SCRIPT), "stop"], env=env, capture_output=True, timeout=60)
+    with local_slurm(state) as env:
+        saved = os.environ.get("SLURM_CONF")
+        os.environ["SLURM_CONF"] = env["SLURM_CONF"]  # for the sweeps the tests start
+        yield state
     if saved is None:
         os.environ.pop("SLURM_CONF", None)
     else:

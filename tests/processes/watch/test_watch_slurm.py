@@ -3,18 +3,14 @@ tasks srun starts on each node get the watch's environment, as any launcher's pr
 steps stream. Needs root and Debian's slurm-wlm and munge, which .ci/run installs."""
 
 import csv
-import os
-import shutil
-import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from ddpbench.testing import ROOT, run_cli
+from ddpbench.testing import run_cli
+from ddpbench.testing.launchers import local_slurm, slurm_missing
 from ddpbench.watch.stream import STREAM_FILE
-
-SCRIPT = ROOT / "scripts" / "slurm-local.sh"
 
 TRAIN = """
     import os, torch, torch.distributed as dist
@@ -33,14 +29,10 @@ TRAIN = """
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
-    if os.geteuid() != 0 or not shutil.which("slurmctld") or not shutil.which("munged"):
-        pytest.skip("needs root and slurm-wlm + munge (scripts/slurm-local.sh install; CI has them)")
-    state = tmp_path_factory.mktemp("slurm")
-    env = {**os.environ, "DDPBENCH_SLURM_DIR": str(state)}
-    started = subprocess.run([str(SCRIPT), "start", "2"], env=env, capture_output=True, text=True, timeout=60)
-    assert started.returncode == 0, started.stderr
-    yield {**os.environ, "SLURM_CONF": str(state / "slurm.conf")}
-    subprocess.run([str(SCRIPT), "stop"], env=env, capture_output=True, timeout=60)
+    if slurm_missing():
+        pytest.skip(slurm_missing())
+    with local_slurm(tmp_path_factory.mktemp("slurm")) as env:
+        yield env
 
 
 def test_the_ranks_srun_starts_on_two_nodes_are_watched(slurm, tmp_path):
