@@ -113,10 +113,12 @@ def test_the_user_s_own_sitecustomize_still_runs(tmp_path):
     mine = tmp_path / "site"
     mine.mkdir()
     (mine / "sitecustomize.py").write_text("import os\nos.environ['USER_SITE_RAN'] = 'yes'\n")
-    body = "import os\nprint('site:', os.environ.get('USER_SITE_RAN'))\n"
+    body = PLAIN.replace("sys.exit(EXIT)", "import os; print('site:', os.environ.get('USER_SITE_RAN'))")
     done = run_cli("watch", "--out", tmp_path / "w", "--", sys.executable, script(tmp_path, body),
-                   env={**os.environ, "PYTHONPATH": str(mine)}, timeout=120)
+                   env={**one_rank_env(free_port()), "PYTHONPATH": str(mine)}, timeout=120)
     assert done.returncode == 0 and "site: yes" in done.stdout, done.stderr
+    # ...and the watch's ran before it: the rank was watched (without its sitecustomize, no row)
+    assert [int(r["step"]) for r in rows(tmp_path / "w")] == list(range(12))
 
 
 @pytest.mark.parametrize("argv, said", [
