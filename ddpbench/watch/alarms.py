@@ -128,6 +128,16 @@ def still_called(called: bool, change) -> bool:
     return beyond(change) or (called and not within(change))
 
 
+def median_without(ordered: list[float], i: int) -> float:
+    """The median of ``ordered`` (sorted, two or more values) without its ``i``-th value."""
+    m = len(ordered) - 1
+
+    def nth(j: int) -> float:
+        return ordered[j] if j < i else ordered[j + 1]
+
+    return nth(m // 2) if m % 2 else (nth(m // 2 - 1) + nth(m // 2)) / 2
+
+
 class Alarms:
     """The calls of one watched run, fed with every rank's rows as they arrive (module docstring)."""
 
@@ -172,10 +182,11 @@ class Alarms:
             if values:
                 series.add(step, statistics.median(math.log(v) for v in values))
         compute = {k: r[_AT["ready_ms"]] - r[_AT["data_ms"]] for k, r in rows.items()}
-        for k, mine in compute.items():
-            others = [v for q, v in compute.items() if q != k and v > 0]
-            if mine > 0 and others:
-                self.ranks[k].add(step, math.log(mine / statistics.median(others)))
+        ranked = sorted((v, k) for k, v in compute.items() if v > 0)
+        values = [v for v, _ in ranked]
+        for i, (mine, k) in enumerate(ranked):  # sorted once: each rank's others' median in O(1), not O(ranks)
+            if len(values) > 1:
+                self.ranks[k].add(step, math.log(mine / median_without(values, i)))
 
     def _look(self, step: int) -> list[Alarm]:
         new = []

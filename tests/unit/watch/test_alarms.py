@@ -116,3 +116,16 @@ def test_the_alarms_file_has_its_header_and_each_alarm_as_raised(tmp_path):
 def test_a_baseline_needs_its_steps(monkeypatch):
     monkeypatch.setattr(watch_alarms, "BASELINE_STEPS", 10_000)  # the run never leaves its baseline: no look
     assert feed(ddp_run(0, slow_rank=1, factor=2.0)) == []
+
+
+def test_each_rank_s_others_median_is_the_median_of_the_others():
+    import random
+    import statistics
+
+    from ddpbench.watch.alarms import median_without
+
+    draw = random.Random(0)
+    for n in (2, 3, 4, 5, 8, 1024):
+        values = sorted(draw.lognormvariate(0, 1) for _ in range(n))
+        for i in range(n):
+            assert median_without(values, i) == statistics.median(values[:i] + values[i + 1:])
