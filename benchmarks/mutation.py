@@ -91,6 +91,11 @@ def statuses(mutants: Path) -> dict[str, str]:
     return found
 
 
+def finished(found: dict[str, str]) -> bool:
+    """Whether mutmut made mutants and checked every one of them."""
+    return bool(found) and "not checked" not in found.values()
+
+
 def scores(found: dict[str, str], equivalent: dict[str, str], names: list[str]) -> dict:
     """Each module's counts and score (%) from every mutant's status: killed, equivalent (not killed, and listed),
     surviving (by name; how many of those no test reached, and how many timed out)."""
@@ -141,6 +146,9 @@ def run_group(name: str, group: dict, table: dict, max_children: int, work: Path
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     spent = work / f"{name}.{SECONDS}"
     before = float(spent.read_text()) if spent.is_file() else 0.0
+    found = statuses(copy / "mutants")
+    if finished(found):  # a group a resumed run already finished is read, not run again: its time stays its own
+        return scores(found, table.get("equivalent", {}), group["modules"]), before, commit
     started = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)],
@@ -149,8 +157,8 @@ def run_group(name: str, group: dict, table: dict, max_children: int, work: Path
         wall = before + time.monotonic() - started
         spent.write_text(f"{wall:.0f}\n")
     found = statuses(copy / "mutants")
-    unchecked = sum(s == "not checked" for s in found.values())
-    if not found or unchecked:
+    if not finished(found):
+        unchecked = sum(s == "not checked" for s in found.values())
         sys.exit(f"group {name}: mutmut made {len(found)} mutants and left {unchecked} unchecked (exit "
                  f"{done.returncode}); nothing stored: {done.stderr.strip()[-2000:]}")
     return scores(found, table.get("equivalent", {}), group["modules"]), wall, commit

@@ -88,3 +88,41 @@ def test_a_resumed_group_goes_on_in_its_copy_at_its_own_commit(tmp_path):
     assert mutation.staged(ROOT, tmp_path / "compare", {"modules": [], "tests": []}) == (tmp_path / "compare",
                                                                                          "ed930cd")
     assert list((tmp_path / "compare").iterdir()) == []  # nothing archived into it
+
+
+def test_a_group_a_resumed_run_finished_is_read_not_run_again_and_keeps_its_time(tmp_path, monkeypatch):
+    """``--resume`` over a group whose every mutant is checked: its scores are read from mutmut's results, mutmut is
+    not started again, and the time stored is the time it took (a rerun's start-up is not added to it)."""
+    meta = tmp_path / "compare" / "mutants" / "ddpbench" / "analysis" / "history" / "compare.py.meta"
+    meta.parent.mkdir(parents=True)
+    name = "ddpbench.analysis.history.compare.x_f__mutmut_{}".format
+    meta.write_text(json.dumps({"exit_code_by_key": {name(1): 1, name(2): 0}}))
+    (tmp_path / f"compare.{mutation.COMMIT}").write_text("ed930cd\n")
+    (tmp_path / f"compare.{mutation.SECONDS}").write_text("1876\n")
+    monkeypatch.setattr(mutation.subprocess, "run", lambda *a, **k: pytest.fail(f"mutmut started again: {a}"))
+    group = {"modules": ["ddpbench/analysis/history/compare.py"], "tests": []}
+    scored, wall, commit = mutation.run_group("compare", group, {"equivalent": {}}, 1, tmp_path)
+    assert (wall, commit) == (1876.0, "ed930cd")
+    assert scored["ddpbench/analysis/history/compare.py"]["mutants"] == 2
+    assert scored["ddpbench/analysis/history/compare.py"]["killed"] == 1
+    assert (tmp_path / f"compare.{mutation.SECONDS}").read_text() == "1876\n"
+
+
+def test_a_group_left_part_way_is_run_on(tmp_path, monkeypatch):
+    """A group with an unchecked mutant is handed to mutmut again, from its own copy."""
+    meta = tmp_path / "compare" / "mutants" / "ddpbench" / "analysis" / "history" / "compare.py.meta"
+    meta.parent.mkdir(parents=True)
+    meta.write_text(json.dumps({"exit_code_by_key": {"ddpbench.analysis.history.compare.x_f__mutmut_1": None}}))
+    (tmp_path / f"compare.{mutation.COMMIT}").write_text("ed930cd\n")
+    started = []
+
+    def mutmut(args, cwd, **kwargs):
+        started.append(cwd)
+        meta.write_text(json.dumps({"exit_code_by_key": {"ddpbench.analysis.history.compare.x_f__mutmut_1": 1}}))
+        return mutation.subprocess.CompletedProcess(args, 0, "", "")
+
+    monkeypatch.setattr(mutation.subprocess, "run", mutmut)
+    scored, _, _ = mutation.run_group("compare", {"modules": ["ddpbench/analysis/history/compare.py"], "tests": []},
+                                      {"equivalent": {}}, 1, tmp_path)
+    assert started == [tmp_path / "compare"]
+    assert scored["ddpbench/analysis/history/compare.py"]["killed"] == 1
