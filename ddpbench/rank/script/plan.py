@@ -64,12 +64,17 @@ class Cycle(Plan):
         if every < 1:
             raise ValueError(f"every = {every}: a phase step at least every step (1)")
         self.every, self.warmup = every, warmup
-        self.dense_from = self.dense_to = 0  # a stretch of steps that are all phase steps (:meth:`dense`)
+        self.stretches: list[tuple[int, int]] = []  # (first, past the last) of steps all phase steps (:meth:`dense`)
         super().__init__((("warmup", warmup), ("phases", math.inf), ("measure", math.inf)))
 
     def dense(self, first: int, last: int) -> None:
-        """Make every step from ``first`` to ``last`` (included) a phase step (a trace recorded over them)."""
-        self.dense_from, self.dense_to = first, last + 1
+        """Make every step from ``first`` to ``last`` (included) a phase step: a trace recorded over them, or the
+        dense steps the collector asked for after an alarm (:mod:`ddpbench.watch.alarms`)."""
+        self.stretches = sorted([*self.stretches, (first, last + 1)])
+
+    def _next_dense(self, step: int) -> tuple[int, int] | None:
+        """The stretch that holds ``step`` or comes first after it (a few a run: one per trace and alarm)."""
+        return next((s for s in self.stretches if s[1] > step), None)
 
     @property
     def total(self) -> float:
@@ -81,7 +86,8 @@ class Cycle(Plan):
     def kind_of(self, step: int) -> str:
         if step < self.warmup:
             return "warmup"
-        if self.dense_from <= step < self.dense_to:
+        stretch = self._next_dense(step)
+        if stretch and stretch[0] <= step:
             return "phases"
         return "phases" if (step - self.warmup) % self.every == 0 else "measure"
 
@@ -94,4 +100,5 @@ class Cycle(Plan):
         if self.kind_of(step) == "phases":
             return 1
         left = self.every - (step - self.warmup) % self.every
-        return min(left, self.dense_from - step) if step < self.dense_from else left
+        stretch = self._next_dense(step)
+        return min(left, stretch[0] - step) if stretch else left

@@ -279,11 +279,17 @@ def _watched_class():
 
         def trace_at(self, step: int) -> None:
             """Between two steps: a trace the collector asked for started, stepped or ended (module docstring)."""
-            if self.sender is not None and self.sender.requests and self.profiler is None:
-                asked = self.sender.requests.popleft().get("trace") or {}
-                first = max(int(asked.get("from_step", step)), step)
-                self.tracing = (first, int(asked.get("steps", 5)), Path(str(asked.get("folder", "."))))
-                self.plan.dense(first, first + self.tracing[1] + 1)  # every traced step's phases too
+            while self.sender is not None and self.sender.requests and self.tracing is None:
+                asked = self.sender.requests.popleft()
+                dense = asked.get("dense") or {}
+                if dense:  # the steps an alarm is judged on: every one a phase step
+                    first = max(int(dense.get("from_step", step)), step)
+                    self.plan.dense(first, first + int(dense.get("steps", 1)) - 1)
+                trace = asked.get("trace") or {}
+                if trace:
+                    first = max(int(trace.get("from_step", step)), step)
+                    self.tracing = (first, int(trace.get("steps", 5)), Path(str(trace.get("folder", "."))))
+                    self.plan.dense(first, first + self.tracing[1] + 1)  # every traced step's phases too
             if self.tracing is None:
                 return
             first, steps, folder = self.tracing

@@ -14,7 +14,8 @@ byte of kind, four of length (network order), then the payload, at most :data:`M
    the rank, such as why its steps cannot be watched; ``traced``, a trace file it wrote), and :data:`BYE`
    as it ends.
 4. The collector may send a rank :data:`REQUEST` frames (a JSON object, :func:`request`): ``trace``, the
-   profiler traces of the steps it names, which the rank records and then names in a note (``traced``).
+   profiler traces of the steps it names, which the rank records and then names in a note (``traced``);
+   ``dense``, the steps it names each a phase step.
 
 A step's phases are measured on sampled steps only (the phase hooks cost a step more than its end
 does): on the others they are NaN, as is ``ready_ms`` (the step's last gradient accumulated, from the
@@ -128,7 +129,8 @@ def note(**said) -> bytes:
 def request(**asked) -> bytes:
     """A :data:`REQUEST` frame, the collector's to a rank: ``trace``, the profiler traces of the steps from
     ``from_step`` for ``steps`` steps, written into ``folder`` as ``rank<N>.json`` (the rank then says
-    ``traced``: the file, in a note)."""
+    ``traced``: the file, in a note); ``dense``, every step from ``from_step`` for ``steps`` steps a phase
+    step (the steps an alarm is judged on)."""
     return frame(REQUEST, json.dumps(asked).encode())
 
 

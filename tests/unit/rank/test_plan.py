@@ -49,3 +49,14 @@ def test_a_traced_stretch_makes_every_step_a_phase_step_and_ends_the_run_before_
     # a run of measured steps stops where the stretch starts: its first step gets its boundary
     assert [cycle.left(s) for s in (21, 24, 25, 28, 29)] == [4, 1, 1, 1, 1]
     assert cycle.kind_of(30) == "phases" and cycle.left(31) == 9
+
+
+def test_stretches_asked_one_after_another_are_each_dense():
+    """A trace's stretch and the dense steps asked after an alarm, in either order, overlapping or apart."""
+    cycle = Cycle(every=10)
+    cycle.dense(45, 47)
+    cycle.dense(23, 24)
+    cycle.dense(46, 50)
+    assert [s for s in range(20, 60) if cycle.kind_of(s) == "phases"] == [20, 23, 24, 30, 40, 45, 46, 47, 48, 49,
+                                                                           50]
+    assert [cycle.left(s) for s in (21, 25, 41)] == [2, 5, 4]
