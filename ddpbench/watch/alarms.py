@@ -20,8 +20,18 @@ Every :data:`LOOK_EVERY` steps after the baseline, each series' latest window (:
 is set against its baseline (:func:`~ddpbench.analysis.core.online.shift_interval`, at the look's share of
 the run's false-alarm rate :data:`ALPHA`, :func:`~ddpbench.analysis.core.online.look_alpha`). A change is
 called only where the whole interval lies beyond :data:`MATERIAL` (a tenth slower, or more): a series
-that once called stays called (one alarm each) until its interval falls back inside. A slowdown of the
-job is said with the phases that called too, or none; a straggler by its rank.
+that once called stays called (one alarm each) until its interval falls back inside.
+
+**Once the job's step is called slower, its phase and its straggler are measured, not guessed.** A tenth
+of the steps sampled is too few to tell a phase or a rank apart within a few hundred steps, so every rank
+is asked (:attr:`Alarms.asked`, sent by the watch) to make its next :data:`DENSE_STEPS` steps phase
+steps, from :data:`DENSE_AFTER` steps past the furthest rank's latest. Once the lowest rank is
+:data:`DENSE_LAG` steps past them, the alarm is raised (:meth:`Alarms._judge`): the one phase whose
+dense steps lie beyond :data:`MATERIAL` against its baseline over all of its interval (at ``1 - ALPHA /
+phases``), or none; and each rank whose compute against the others' does (at ``1 - ALPHA / ranks``), as
+the straggler. Each is one test after a call of the job's step, not a look: an unchanged run reaches
+it only after a false alarm of the job, itself at most :data:`ALPHA`. A run that ends before its dense
+steps raises the job's alarm with what came (:meth:`Alarms.finish`).
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ import math
 import os
 import statistics
 from collections import defaultdict, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpbench.analysis.core import look_alpha, shift_interval
@@ -42,27 +52,35 @@ BASELINE_FROM = 50
 #: the steps the baseline spans
 BASELINE_STEPS = 300
 #: the steps between two looks
-LOOK_EVERY = 100
+LOOK_EVERY = 50
 #: the steps of the recent window a look sets against the baseline
-RECENT_STEPS = 200
+RECENT_STEPS = 100
 #: the false-alarm rate over a whole run, each series (by the union bound over its looks; what unchanged runs
 #: give is measured by benchmarks/watch_alarms.py)
 ALPHA = 0.05
 #: the least change called: the whole interval at least this much slower (a ratio less 1)
 MATERIAL = 0.10
+#: the steps every rank makes phase steps once the job's step is called slower (module docstring)
+DENSE_STEPS = 60
+#: how far past the furthest rank's latest step those start (every rank is asked before it gets there)
+DENSE_AFTER = 20
+#: how far past their last the lowest rank goes before they are judged (the other ranks' rows may lag)
+DENSE_LAG = 10
 #: the kinds of alarm
 SLOWER, STRAGGLER = "slower", "straggler"
-#: the file of a watched run's alarms, in its output folder, and its columns in order
+#: the file of a watched run's alarms, in its output folder, and its columns in order: ``step``, where it
+#: was raised; ``since``, the look that first saw the change
 ALARMS_FILE = "alarms.csv"
-ALARM_COLUMNS = ("step", "rank", "kind", "phase", "change", "low", "high", "words", "trace")
+ALARM_COLUMNS = ("step", "since", "rank", "kind", "phase", "change", "low", "high", "words", "trace")
 
 _AT = {c: i for i, c in enumerate(STEP_COLUMNS)}
 
 
 @dataclass(frozen=True)
 class Alarm:
-    """One call: at ``step``, ``kind`` for ``rank`` (None: the whole job), the ``phase`` it is in (None:
-    not told), the change as a ratio less 1 (``0.25``: a quarter slower) with its interval."""
+    """One call, raised at ``step``: ``kind`` for ``rank`` (None: the whole job), the ``phase`` it is in (None:
+    not told), the change as a ratio less 1 (``0.25``: a quarter slower) with its interval, seen from the
+    look at step ``since`` (None: ``step``'s own)."""
 
     step: int
     rank: int | None
@@ -71,18 +89,23 @@ class Alarm:
     change: float
     low: float
     high: float
+    since: int | None = None
+
+    @property
+    def start(self) -> int:
+        return self.step if self.since is None else self.since
 
     @property
     def words(self) -> str:
         how = f"{100 * self.change:+.0f} % ({100 * self.low:+.0f} to {100 * self.high:+.0f} %)"
         if self.kind == STRAGGLER:
-            return (f"rank {self.rank} is the straggler from about step {self.step}: its compute is {how} against "
+            return (f"rank {self.rank} is the straggler from about step {self.start}: its compute is {how} against "
                     "the other ranks', against the run's own start; the others wait for it at each all-reduce")
         where = f", in its {self.phase.removesuffix('_ms')} phase" if self.phase else ""
-        return f"the job's step is {how} against the run's own start, from about step {self.step}{where}"
+        return f"the job's step is {how} against the run's own start, from about step {self.start}{where}"
 
     def row(self) -> tuple:
-        return (self.step, "" if self.rank is None else self.rank, self.kind, self.phase or "",
+        return (self.step, self.start, "" if self.rank is None else self.rank, self.kind, self.phase or "",
                 f"{self.change:.4f}", f"{self.low:.4f}", f"{self.high:.4f}", self.words)
 
 
@@ -109,7 +132,11 @@ class Series:
         if len(self.baseline) < 2 or len(self.recent) < self.recent.maxlen:
             return None
         self.looks += 1
-        point, low, high = shift_interval(self.baseline, list(self.recent), 1.0 - look_alpha(self.looks, ALPHA))
+        return self.against(list(self.recent), 1.0 - look_alpha(self.looks, ALPHA))
+
+    def against(self, values: list[float], confidence: float) -> tuple[float, float, float]:
+        """The change of ``values`` (logs, as the series') from the baseline: (point, low, high), ratios less 1."""
+        point, low, high = shift_interval(self.baseline, values, confidence)
         return math.expm1(point), math.expm1(low), math.expm1(high)
 
 
@@ -148,23 +175,45 @@ class Alarms:
         self.ranks: dict[int, Series] = defaultdict(lambda: Series(every=10))
         self.sampled: dict[int, dict[int, tuple]] = defaultdict(dict)  # step -> rank -> row, until all came
         self.lowest: int | None = None
+        self.furthest = -1  # the latest step of any rank's rows
         self.raised: list[Alarm] = []
+        #: what every rank is to be asked (:func:`~ddpbench.rank.script.wire.request`'s keywords), for the
+        #: watch to send and take off
+        self.asked: list[dict] = []
+        self.pending: Pending | None = None  # a check, waiting for its dense steps
+        self.checks = 0  # the checks judged so far (each spends its share of ALPHA)
+        self.call: tuple[int, tuple] | None = None  # the job's call (its look's step, its change), until judged
         self._looked = -1
 
     def feed(self, rank: int, rows: list[tuple]) -> list[Alarm]:
         """Rank ``rank``'s new rows; the alarms they raise."""
         new: list[Alarm] = []
+        if self.lowest is None:  # the first rows: the baseline's steps made phase steps, ahead of every rank
+            first = max(BASELINE_FROM, max((int(r[_AT["step"]]) for r in rows), default=0) + DENSE_AFTER)
+            if first < BASELINE_FROM + BASELINE_STEPS:
+                self.asked.append({"dense": {"from_step": first, "steps": BASELINE_FROM + BASELINE_STEPS - first}})
         if self.lowest is None or rank < self.lowest:
             self.lowest = rank
         for row in rows:
             step, step_ms = int(row[_AT["step"]]), row[_AT["step_ms"]]
+            self.furthest = max(self.furthest, step)
+            if math.isfinite(row[_AT["data_ms"]]):
+                self._sampled(step, rank, row)
             if rank == self.lowest and step_ms > 0:
                 self.job.add(step, math.log(step_ms))
                 if step % LOOK_EVERY == 0 and step > self._looked:
                     self._looked = step
                     new += self._look(step)
-            if math.isfinite(row[_AT["data_ms"]]):
-                self._sampled(step, rank, row)
+                if self.pending is not None and step >= self.pending.last + DENSE_LAG:
+                    new += self._judge(step)
+        self.raised += new
+        return new
+
+    def finish(self) -> list[Alarm]:
+        """As the run ends: a call still waiting for its dense steps raised with what came of them."""
+        if self.call is not None and self.pending is None:
+            self.pending = Pending(self.call[0], 0, -1)  # no dense step: its phase from the sampled ones
+        new = self._judge(max(self.furthest, 0)) if self.pending is not None else []
         self.raised += new
         return new
 
@@ -177,16 +226,23 @@ class Alarms:
                 self.sampled.pop(min(self.sampled))
             return
         rows = self.sampled.pop(step)
+        dense = self.pending if self.pending is not None and self.pending.first <= step <= self.pending.last else None
         for phase, series in self.phases.items():
             values = [r[_AT[phase]] for r in rows.values() if r[_AT[phase]] > 0]
             if values:
-                series.add(step, statistics.median(math.log(v) for v in values))
+                value = statistics.median(math.log(v) for v in values)
+                series.add(step, value)
+                if dense:
+                    dense.phases[phase].append(value)
         compute = {k: r[_AT["ready_ms"]] - r[_AT["data_ms"]] for k, r in rows.items()}
         ranked = sorted((v, k) for k, v in compute.items() if v > 0)
         values = [v for v, _ in ranked]
         for i, (mine, k) in enumerate(ranked):  # sorted once: each rank's others' median in O(1), not O(ranks)
             if len(values) > 1:
-                self.ranks[k].add(step, math.log(mine / median_without(values, i)))
+                value = math.log(mine / median_without(values, i))
+                self.ranks[k].add(step, value)
+                if dense:
+                    dense.ranks[k].append(value)
 
     def _look(self, step: int) -> list[Alarm]:
         new = []
@@ -197,22 +253,55 @@ class Alarms:
             series.called = still_called(series.called, change)
         job = self.job.look()
         if beyond(job) and not self.job.called:
-            new.insert(0, Alarm(step, None, SLOWER, self.phase_of_slowdown(), *job))
+            self.call = (step, job)  # raised once dense steps name its phase (:meth:`_judge`)
         self.job.called = still_called(self.job.called, job)
+        if self.pending is None and job is not None and (job[0] >= MATERIAL or self.call is not None):
+            first = self.furthest + DENSE_AFTER  # the job looks slower: its phase and straggler measured
+            self.pending = Pending(step, first, first + DENSE_STEPS - 1)
+            self.asked.append({"dense": {"from_step": first, "steps": DENSE_STEPS}})
         return new
 
-    def phase_of_slowdown(self) -> str | None:
-        """The one phase whose latest sampled steps (the last half of the recent window, which a called slowdown
-        has filled) are slower than its baseline's by :data:`MATERIAL` or more over all of its interval, at
-        ``1 - ALPHA / phases`` each: one test per alarm, not a look. None where no phase, or more than one,
-        is."""
+    def _judge(self, step: int) -> list[Alarm]:
+        """Once a check's dense steps came (or the run ended), at ``step``: the job's call waiting for them raised
+        with the phase they name, and each rank they name the straggler (module docstring)."""
+        check, self.pending = self.pending, None
+        self.checks += 1
+        new = []
+        if self.call is not None:
+            (since, change), self.call = self.call, None
+            new.append(Alarm(step, None, SLOWER, self.phase_of_slowdown(check.phases), *change, since=since))
+        confidence = 1.0 - look_alpha(self.checks, ALPHA) / max(1, len(check.ranks))
+        for rank, values in sorted(check.ranks.items()):
+            series = self.ranks[rank]
+            change = series.against(values, confidence)
+            if beyond(change) and not series.called:
+                series.called = True
+                new.append(Alarm(step, rank, STRAGGLER, None, *change, since=check.since))
+        return new
+
+    def phase_of_slowdown(self, dense: dict[str, list[float]]) -> str | None:
+        """The one phase whose ``dense`` steps (logs; where none came, its latest sampled ones, the last half of
+        the recent window a called slowdown has filled) are slower than its baseline's by :data:`MATERIAL` or
+        more over all of its interval, at ``1 - ALPHA / phases`` each: one test per alarm, not a look. None
+        where no phase, or more than one, is."""
         slower = []
         for phase, series in self.phases.items():
-            latest = list(series.recent)[-max(2, series.recent.maxlen // 2):]
-            point, low, high = shift_interval(series.baseline, latest, 1.0 - ALPHA / len(self.phases))
-            if beyond((math.expm1(point), math.expm1(low), math.expm1(high))):
+            latest = dense.get(phase) or list(series.recent)[-max(2, series.recent.maxlen // 2):]
+            if beyond(series.against(latest, 1.0 - ALPHA / len(self.phases))):
                 slower.append(phase)
         return slower[0] if len(slower) == 1 else None
+
+
+@dataclass
+class Pending:
+    """A check asked at the look at step ``since``, waiting for the dense steps ``first`` to ``last``: each
+    phase's values on them, and each rank's compute against the others'."""
+
+    since: int
+    first: int
+    last: int
+    phases: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    ranks: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
 
 
 class AlarmFile:

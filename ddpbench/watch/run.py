@@ -81,7 +81,12 @@ def watch(command: list[str], out: Path, every_s: float = 30.0, say=None) -> int
             if alarms.world_size is None:
                 alarms.world_size = collector.ranks[rank].world_size
             raised = alarms.feed(rank, rows)
+            while alarms.asked:  # the steps the alarms are to be judged on, asked of every rank
+                collector.request(**alarms.asked.pop(0))
             folder = traces.ask(len(traces.asked) + 1) if raised else None  # one trace for a look's alarms
+            record(raised, folder)
+
+        def record(raised, folder=None) -> None:
             for alarm in raised:
                 written.write((*alarm.row(), folder or ""))
                 say(f"alarm at step {alarm.step}: {alarm.words}" + (f" (tracing every rank into {folder})"
@@ -110,6 +115,7 @@ def watch(command: list[str], out: Path, every_s: float = 30.0, say=None) -> int
                 signal.signal(s, handler)
             signal.signal(signal.SIGINT, interrupt)
         traces.finish()
+    record(alarms.finish())  # a call whose dense steps the run did not reach
     written.close()
     code, seen = process.returncode, collector.snapshot()
     say(rank_table(seen) if seen.ranks else "no rank was watched: the command built no DistributedDataParallel "
