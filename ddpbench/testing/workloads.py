@@ -1,12 +1,17 @@
 """The example workload (tests/data/example_workload): a package from outside ddpbench, as a
 user's would be, found on PYTHONPATH; its factories' names, the figures a test expects of it, and
-tiny experiments of it."""
+tiny experiments of it. And small datasets for the data tests: pairs from lists (slow per sample if
+asked), random images."""
 
 from __future__ import annotations
 
 import json
 import os
 import textwrap
+import time
+
+import torch
+from torch.utils.data import Dataset, TensorDataset
 
 from ddpbench.experiment.spec import JobSpec, check_value
 from ddpbench.testing.cli import ROOT
@@ -52,3 +57,28 @@ def experiment_text(defaults: dict, grid: str = "[grid]\nworld_size = [1, 2]\n",
         else:
             lines.append(f"{key} = {json.dumps(value)}")
     return f'name = "{name}"\ntimeout_s = 180\n\n[defaults]\n' + "\n".join(lines) + "\n\n" + textwrap.dedent(grid)
+
+
+class Pairs(Dataset):
+    """(input, target) pairs from lists, optionally slow per sample (to make writers overlap)."""
+
+    def __init__(self, inputs, targets, delay_s: float = 0.0):
+        self.inputs, self.targets, self.delay_s = inputs, targets, delay_s
+
+    def __len__(self):
+        return len(self.targets)
+
+    def __getitem__(self, i):
+        time.sleep(self.delay_s)
+        return self.inputs[i], self.targets[i]
+
+
+def images(n=32, shape=(3, 32, 32), seed=0):
+    """``n`` random images of ``shape`` with labels 0-9, the same for the same ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    return TensorDataset(torch.randn(n, *shape, generator=gen), torch.randint(0, 10, (n,), generator=gen))
+
+
+def read_all(ds):
+    """Every sample of ``ds``, in order."""
+    return [ds[i] for i in range(len(ds))]

@@ -7,9 +7,9 @@ from pathlib import Path
 import torch
 from torch.utils.data import DataLoader
 
-from ddpbench.testing.datasets import Pairs
-from ddpbench.testing.datasets import images as _images
-from ddpbench.testing.datasets import read_all as _read
+from ddpbench.testing.workloads import Pairs
+from ddpbench.testing.workloads import images as _images
+from ddpbench.testing.workloads import read_all as _read
 from ddpbench.workloads.disk import MARKER, DiskDataset, materialise
 
 

@@ -10,9 +10,9 @@ import torch
 from PIL import Image
 from torch.utils.data import Dataset, TensorDataset
 
-from ddpbench.testing.datasets import Pairs
-from ddpbench.testing.datasets import images as _images
-from ddpbench.testing.datasets import read_all as _read
+from ddpbench.testing.workloads import Pairs
+from ddpbench.testing.workloads import images as _images
+from ddpbench.testing.workloads import read_all as _read
 from ddpbench.workloads.disk import MARKER, DiskDataset, cache_root, materialise
 
 
