@@ -66,6 +66,11 @@ PHASES: tuple[Phase, ...] = (
 )
 #: the phases a rank times, in the order a step runs them: they add up to the step
 TIMED: tuple[Phase, ...] = tuple(phase for phase in PHASES if phase.timed)
+#: a watched run's phase step (``ddpbench watch``): the timed phases but the communication after the backward,
+#: which a DDP script's rank waits for inside its backward; they add up to its ``step_ms``
+WATCH_PHASE_COLUMNS = tuple(phase.column for phase in TIMED if phase.name != "comm")
+#: a watched run's step row, as a rank sends it (:mod:`ddpbench.rank.script.wire`) and its stream holds it
+WATCH_STEP_COLUMNS = ("step", "end_s", "step_ms", *WATCH_PHASE_COLUMNS, "ready_ms")
 #: the phases the history's trend follows, in order
 FOLLOWED: tuple[Phase, ...] = tuple(phase for phase in PHASES if phase.followed)
 #: each phase by its summary column

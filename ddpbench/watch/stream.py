@@ -4,7 +4,7 @@ received them. It is the run's record while the run goes on, so it is written as
 whole rows only, and never anywhere but into a file of its own.
 
 * **Columns** (:data:`STREAM_COLUMNS`, declared here once): the rank, the step row as the rank sent it
-  (:data:`ddpbench.rank.script.wire.STEP_COLUMNS`), the rank's host (from its hello) and ``received_s``, the
+  (:data:`ddpbench.results.phases.WATCH_STEP_COLUMNS`), the rank's host (from its hello) and ``received_s``, the
   collector's wall clock when the batch came (seconds since the epoch: one clock for every rank, where
   ``end_s`` is each rank's host's own). A NaN (a phase of an unsampled step) is an empty cell; every other
   number is Python's ``repr`` of it, which reads back as the very same float.
@@ -29,8 +29,8 @@ import os
 from pathlib import Path
 
 from ddpbench.errors import InputError
-from ddpbench.rank.script.wire import STEP_COLUMNS
 from ddpbench.results.folder import FLAG, check_target, check_writable
+from ddpbench.results.phases import WATCH_STEP_COLUMNS as STEP_COLUMNS
 
 #: the stream's file, in the watch's output folder
 STREAM_FILE = "steps.csv"
@@ -56,7 +56,7 @@ def cell(text) -> str:
 
 
 def lines(rank: int, host, rows: list[tuple], received_s: float) -> str:
-    """``rows`` (each in :data:`~ddpbench.rank.script.wire.STEP_COLUMNS`' order) as the stream's lines, in
+    """``rows`` (each in :data:`~ddpbench.results.phases.WATCH_STEP_COLUMNS`' order) as the stream's lines, in
     :data:`STREAM_COLUMNS`' order: NaN as an empty cell, other numbers exact (Python's ``repr``)."""
     head, tail = f"{rank},", f",{cell(host)},{received_s!r}\n"
     isnan = math.isnan

@@ -31,7 +31,7 @@ import math
 import os
 import struct
 
-from ddpbench.results.phases import TIMED
+from ddpbench.results.phases import WATCH_PHASE_COLUMNS, WATCH_STEP_COLUMNS
 
 #: the environment a watched run's processes find the collector and the run's secret in
 ADDRESS_ENV = "DDPBENCH_WATCH"
@@ -45,11 +45,9 @@ MAX_FRAME = 1 << 20
 NONCE_BYTES = 16
 DIGEST_BYTES = hashlib.sha256().digest_size
 
-#: the phases of a sampled step, which add up to ``step_ms``: the timed phases (:mod:`ddpbench.results.phases`)
-#: but the communication after the backward, which a DDP script's rank waits for inside its backward
-PHASE_COLUMNS = tuple(phase.column for phase in TIMED if phase.name != "comm")
-#: a step row's columns, in the order :data:`ROW` packs them
-STEP_COLUMNS = ("step", "end_s", "step_ms", *PHASE_COLUMNS, "ready_ms")
+#: the phases of a sampled step, and a step row's columns in the order :data:`ROW` packs them (declared with
+#: the record's phases, :mod:`ddpbench.results.phases`, where a watched run's readers find them)
+PHASE_COLUMNS, STEP_COLUMNS = WATCH_PHASE_COLUMNS, WATCH_STEP_COLUMNS
 ROW = struct.Struct("!q" + "d" * (len(STEP_COLUMNS) - 1))
 #: what a hello names about its rank
 HELLO_KEYS = ("rank", "world_size", "local_rank", "host", "pid")
