@@ -10,11 +10,13 @@ imports it (import-linter's layers in pyproject.toml).
 - :mod:`ddpbench.testing.records`: results folders written through the record schema and the real store
 - :mod:`ddpbench.testing.planted_faults`: faults planted in real jobs, and a strategy with a planted bug
 - :mod:`ddpbench.testing.traces`: trace folders of data-parallel jobs made from a committed GPU trace
+- :mod:`ddpbench.testing.watched`: watched runs made up with known faults, fed to the alarms, written as folders
 - :mod:`ddpbench.testing.sweeps`: real sweeps with a planted fault or traces, and what their folders must hold
 - :mod:`ddpbench.testing.tables`, :mod:`ddpbench.testing.comparing`: made-up tables and launches
 - :mod:`ddpbench.testing.budgets`: planted jobs whose every line of the loss budget is known
 - :mod:`ddpbench.testing.launchers`: a launcher that starts no process
-- :mod:`ddpbench.testing.workloads`: the example workload (tests/data/example_workload), from outside ddpbench
+- :mod:`ddpbench.testing.workloads`: the example workload (tests/data/example_workload), from outside ddpbench;
+  small datasets for the data tests
 - :mod:`ddpbench.testing.scripts`: the scripts of benchmarks/ and scripts/ as modules
 - :mod:`ddpbench.testing.columns`: the summary's columns in the committed example folders
 - :mod:`ddpbench.testing.fuzzing`: a hypothesis test's example count, a fifth of it in the inner loop

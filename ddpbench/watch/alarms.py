@@ -1,7 +1,7 @@
 """What a watched run's steps say while it trains: the job got slower (and in which phase), or one rank
 became the straggler the others wait for; each call made with a false-alarm rate over the whole run.
 
-Every rank's rows (:data:`~ddpbench.rank.script.wire.STEP_COLUMNS`) come in as the collector receives
+Every rank's rows (:data:`~ddpbench.results.phases.WATCH_STEP_COLUMNS`) come in as the collector receives
 them (:meth:`Alarms.feed`, a listener of :class:`~ddpbench.watch.collector.Collector`). Three kinds of
 series are watched, each against the job's own past: its **baseline**, the steps from
 :data:`BASELINE_FROM` for :data:`BASELINE_STEPS` steps (the warm-up before it left out):
@@ -44,7 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpbench.analysis.core import look_alpha, shift_interval
-from ddpbench.rank.script.wire import PHASE_COLUMNS, STEP_COLUMNS
+from ddpbench.results.phases import WATCH_PHASE_COLUMNS as PHASE_COLUMNS
+from ddpbench.results.phases import WATCH_STEP_COLUMNS as STEP_COLUMNS
 from ddpbench.watch.stream import append_all, cell
 
 #: the steps before the baseline (the script's warm-up: allocation, the first all-reduces' setup)
@@ -252,10 +253,12 @@ class Alarms:
                 new.append(Alarm(step, rank, STRAGGLER, None, *change))
             series.called = still_called(series.called, change)
         job = self.job.look()
+        # a job called slower, still so, is checked no more: its alarm is raised (until its change has gone)
+        looks_slower = job is not None and job[0] >= MATERIAL and not self.job.called
         if beyond(job) and not self.job.called:
             self.call = (step, job)  # raised once dense steps name its phase (:meth:`_judge`)
         self.job.called = still_called(self.job.called, job)
-        if self.pending is None and job is not None and (job[0] >= MATERIAL or self.call is not None):
+        if self.pending is None and (looks_slower or self.call is not None):
             first = self.furthest + DENSE_AFTER  # the job looks slower: its phase and straggler measured
             self.pending = Pending(step, first, first + DENSE_STEPS - 1)
             self.asked.append({"dense": {"from_step": first, "steps": DENSE_STEPS}})

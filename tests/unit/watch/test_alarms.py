@@ -2,65 +2,13 @@
 unchanged runs, the straggler named by its rank, a slowdown of the whole job by its phase; each in time."""
 
 import csv
-import math
 
-import numpy as np
 import pytest
 
-from ddpbench.rank.script.plan import Cycle
 from ddpbench.rank.script.wire import STEP_COLUMNS
+from ddpbench.testing.watched import STEPS, ddp_run, feed
 from ddpbench.watch import alarms as watch_alarms
 from ddpbench.watch.alarms import ALARM_COLUMNS, ALARMS_FILE, SLOWER, STRAGGLER, AlarmFile, Alarms
-
-STEPS, SAMPLE = 1500, 10
-
-
-def ddp_run(seed, world=2, slow_rank=None, slow_phase=None, onset=700, factor=1.25, noise_sd=0.08):
-    """Rows as watched ranks measure them: each rank's data, forward and backward compute, then the all-reduce
-    that ends once the last rank's gradients are ready, every step's phases (:func:`feed` sends those of
-    the phase steps only). A straggler's compute, or one phase of every rank, is ``factor`` times as long
-    from ``onset``."""
-    rng = np.random.default_rng(seed)
-    rows = {r: [] for r in range(world)}
-    end = 0.0
-    for step in range(STEPS):
-        noise = lambda scale: scale * rng.lognormal(0.0, noise_sd)  # noqa: E731
-        parts = {r: {"data_ms": noise(1.0), "forward_ms": noise(4.0), "compute_bwd": noise(8.0),
-                     "optimizer_ms": noise(1.5)} for r in range(world)}
-        for r, p in parts.items():
-            if step >= onset and slow_rank == r:
-                p["forward_ms"] *= factor
-                p["compute_bwd"] *= factor
-            for phase in (slow_phase,) if isinstance(slow_phase, str) else slow_phase or ():
-                if step >= onset:
-                    p[phase] *= factor
-        ready = {r: p["data_ms"] + p["forward_ms"] + p["compute_bwd"] for r, p in parts.items()}
-        reduced = max(ready.values()) + noise(2.0)  # every rank's backward waits for the all-reduce
-        for r, p in parts.items():
-            backward = reduced - p["data_ms"] - p["forward_ms"]
-            step_ms = reduced + p["optimizer_ms"]
-            rows[r].append((step, end + step_ms / 1e3, step_ms, p["data_ms"], p["forward_ms"], backward,
-                            p["optimizer_ms"], ready[r]))
-        end += reduced / 1e3
-    return rows
-
-
-def feed(rows, world=2, batch=25, dense=True):
-    """The rows fed as a watch receives them, in batches, rank by rank: a phase step's phases, NaN on the others,
-    by each rank's plan (every tenth step, and the dense steps the alarms ask for once they are sent; none with
-    ``dense=False``). The alarms raised, those of the run's end too."""
-    alarms = Alarms(world_size=world)
-    plans = {r: Cycle(every=SAMPLE) for r in range(world)}
-    for start in range(0, STEPS, batch):
-        for r in range(world):
-            alarms.feed(r, [row if plans[r].kind_of(row[0]) == "phases" else (*row[:3], *(math.nan,) * 5)
-                            for row in rows[r][start:start + batch]])
-            while dense and alarms.asked:
-                asked = alarms.asked.pop(0)["dense"]
-                for plan in plans.values():
-                    plan.dense(asked["from_step"], asked["from_step"] + asked["steps"] - 1)
-    alarms.finish()
-    return alarms.raised
 
 
 def test_the_rows_are_in_the_wire_s_order():
@@ -197,3 +145,17 @@ def test_each_rank_s_others_median_is_the_median_of_the_others():
         values = sorted(draw.lognormvariate(0, 1) for _ in range(n))
         for i in range(n):
             assert median_without(values, i) == statistics.median(values[:i] + values[i + 1:])
+
+
+def test_a_job_called_slower_and_still_so_is_checked_no_more():
+    """Dense steps cost a GPU its asynchrony: once the job's alarm is raised, the looks that still find it slower
+    ask for none (one check for the baseline, one for the change)."""
+    rows = ddp_run(0, slow_rank=1, factor=1.6)
+    alarms, asks = Alarms(world_size=2), []
+    for start in range(0, STEPS, 25):
+        for r in (0, 1):
+            alarms.feed(r, rows[r][start:start + 25])
+            asks += alarms.asked
+            alarms.asked.clear()
+    assert [a["dense"]["from_step"] >= 700 for a in asks] == [False, True]
+    assert {a.kind for a in alarms.raised} == {SLOWER, STRAGGLER}
