@@ -1,15 +1,16 @@
 """One writer's contract: what every command that writes a folder holds to, in this module alone.
 
 Each command that writes (``sweep``, ``run``, ``tune``, ``collectives``, ``report``, ``compare``,
-``ab``, ``history add``, ``history page``, ``traces``) says what it is about to write as a :class:`Claim`, and
-:func:`holding` does the rest:
+``ab``, ``history add``, ``history page``, ``traces``, ``watch``) says what it is about to write as a
+:class:`Claim`, and :func:`holding` does the rest:
 
 * **Kinds of folder.** A results folder, a report folder, a compare folder, an ``ab`` folder, a
-  history store, a history page's folder and a trace report's folder are each one :class:`Kind`
-  (:data:`KINDS`). A folder is the kind its marker ``.ddpbench-folder`` names; a command refuses a
-  folder of another kind in one line, ``--force`` or not: a compare page never lands in a results
-  folder, a store is never filed inside a sweep's results. A results folder is its own report's
-  folder (``report A`` writes into ``A``); a report of ``A`` elsewhere is a report folder.
+  history store, a history page's folder, a trace report's folder and a watched run's folder are
+  each one :class:`Kind` (:data:`KINDS`). A folder is the kind its marker ``.ddpbench-folder``
+  names; a command refuses a folder of another kind in one line, ``--force`` or not: a compare page
+  never lands in a results folder, a store is never filed inside a sweep's results. A results folder
+  (and a watched run's) is its own report's folder (``report A`` writes into ``A``); a report of
+  ``A`` elsewhere is a report folder.
 * **Whose run.** The marker names the command that wrote the folder and the run it wrote
   (:attr:`Claim.run`: ``compare``'s two folders, the report's results folder, ``ab``'s two sides,
   the page's store). A command writes again into its own run's folder; another run's output is
@@ -87,8 +88,9 @@ AB = Kind("ab", "an ab folder", "ab")
 TRACES = Kind("traces", "a trace report's folder", "traces")
 STORE = Kind("store", "a history store", "history add")
 PAGE = Kind("page", "a history page's folder", "history page")
+WATCH = Kind("watch", "a watched run's folder", "watch")
 #: every kind, by the name its marker holds
-KINDS = {kind.name: kind for kind in (RESULTS, REPORT, COMPARE, AB, STORE, PAGE, TRACES)}
+KINDS = {kind.name: kind for kind in (RESULTS, REPORT, COMPARE, AB, STORE, PAGE, TRACES, WATCH)}
 
 
 @dataclass(frozen=True)

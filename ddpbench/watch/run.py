@@ -26,9 +26,9 @@ from pathlib import Path
 from ddpbench.errors import InputError
 from ddpbench.rank.script import wire
 from ddpbench.rank.script.watched import BOOT
-from ddpbench.watch.alarms import AlarmFile, Alarms
+from ddpbench.watch.alarms import ALARMS_FILE, AlarmFile, Alarms
 from ddpbench.watch.stream import STREAM_FILE
-from ddpbench.watch.traced import Traces
+from ddpbench.watch.traced import TRACES_DIR, Traces
 
 #: the signals passed on to the command (Ctrl-C's SIGINT reaches it from the terminal itself)
 PASSED_ON = (signal.SIGTERM, signal.SIGHUP)
@@ -68,13 +68,21 @@ def check_out(out: Path) -> None:
     check_writable(out, "--out")
 
 
+def watch_claim():
+    """What ``watch`` writes into its folder (:mod:`ddpbench.results.writing`), held while the command runs."""
+    from ddpbench.results.writing import WATCH, Claim
+
+    return Claim(WATCH, "watch", writes=(STREAM_FILE, ALARMS_FILE, TRACES_DIR), short=False)
+
+
 def watch(command: list[str], out: Path, every_s: float = 30.0, say=None) -> int:
     """Run ``command`` watched, its stream into ``out``; the command's exit code (module docstring)."""
+    from ddpbench.results.writing import holding
     from ddpbench.watch.collector import Collector
 
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))
     secret = wire.new_secret()
-    with Collector(out, secret) as collector:
+    with holding(out, watch_claim()), Collector(out, secret) as collector:
         alarms, written, traces = Alarms(), AlarmFile(out), Traces(out, collector, say)
 
         def listen(rank: int, rows: list[tuple]) -> None:  # on the collector's loop: quick
@@ -115,8 +123,8 @@ def watch(command: list[str], out: Path, every_s: float = 30.0, say=None) -> int
                 signal.signal(s, handler)
             signal.signal(signal.SIGINT, interrupt)
         traces.finish()
-    record(alarms.finish())  # a call whose dense steps the run did not reach
-    written.close()
+        record(alarms.finish())  # a call whose dense steps the run did not reach
+        written.close()
     code, seen = process.returncode, collector.snapshot()
     say(rank_table(seen) if seen.ranks else "no rank was watched: the command built no DistributedDataParallel "
         "model in a Python process that could import ddpbench (a rank is watched from its DDP model's "
