@@ -13,7 +13,8 @@ from ddpbench.results.schema import RESULTS_FILE
 def add_parser(sub) -> None:
     p = sub.add_parser("report", help="write index.html and plots from stored results",
                        description="Regenerate the report from a results folder alone.")
-    p.add_argument("results", type=Path, help="folder holding results.jsonl")
+    p.add_argument("results", type=Path, help="folder holding results.jsonl (a sweep's), or steps.csv (a watched "
+                                              "run's: ddpbench watch --out)")
     p.add_argument("--out", type=path_flag("--out"), help="where to write the report (default: the results folder; "
                                                           "a new folder or ddpbench's own)")
     p.add_argument("--force", action="store_true", help="write into an --out folder that holds files ddpbench did "
@@ -42,8 +43,13 @@ def _cost(args):
 
 
 def command(args) -> int:
+    from ddpbench.watch.windows import is_watched
+
+    if not (args.results / RESULTS_FILE).is_file() and is_watched(args.results):
+        return watched(args)
     if not (args.results / RESULTS_FILE).is_file():
-        raise InputError(str(args.results), RESULTS_FILE, "not found; give a folder written by `ddpbench sweep`")
+        raise InputError(str(args.results), RESULTS_FILE, "not found; give a folder written by `ddpbench sweep` "
+                         "or `ddpbench watch`")
     cost = _cost(args)
     if args.check:
         return check(args.results, cost)
@@ -56,6 +62,24 @@ def command(args) -> int:
     with holding(out, report_claim(args.results, args.out), force=args.force, on_wait=waited_for(say_error, out)):
         # a second process draws figures beside this one, where a CPU is idle to run it
         index = write_report(args.results, args.out, processes=2 if wanted() else 1, cost=cost)
+    print(index)
+    return 0
+
+
+def watched(args) -> int:
+    """The page of a watched run's folder (``ddpbench watch --out``): into it, or into a report folder."""
+    if args.check or any(v is not None for v in cost_flags(args).values()):
+        raise InputError("command line", "--check" if args.check else "a cost flag", "applies to a sweep's results; "
+                         f"{args.results} is a watched run's folder (its page has no verdict to check, no cost)")
+    from ddpbench.commandline.exits import say_error
+    from ddpbench.report.watch_page import WRITES, write_watch_report
+    from ddpbench.results.writing import REPORT, WATCH, Claim, holding, waited_for
+
+    out = args.out or args.results
+    claim = Claim(WATCH, "report", writes=WRITES) if _same(out, args.results) else \
+        Claim(REPORT, "report", run=str(args.results.resolve()), writes=WRITES)
+    with holding(out, claim, force=args.force, on_wait=waited_for(say_error, out)):
+        index = write_watch_report(args.results, out)
     print(index)
     return 0
 

@@ -6,6 +6,8 @@
   plots/        the figures, one module per topic
   compare_page  two folders compared: compare.csv, ratios.png, index.html
   trend_page    a history store: each job's figures against commits, change points, the gate's table
+  traces_page   a trace folder's answers: the budget, what to change, the ranks, the collectives
+  watch_page    a watched run: each rank's step, the alarms, the budget before and after each
   export        a results folder as a pytest-benchmark JSON file
 
 A report reads stored results only; it never runs or launches anything.

@@ -7,6 +7,7 @@
   alarms       the calls made as the steps come: the job slower (and its phase), a straggler; alarms.csv
   traced       on an alarm, every rank's trace of its next steps, answered by ``ddpbench traces``
   run          the user's command run as it is, watched: the environment that reaches its ranks, its exit
+  windows      a watched run read back from its folder: its steps, alarms, the budget before and after each
 
 The ranks' side (what a rank sends, and how a process the user's launcher starts comes to send it) is
 :mod:`ddpbench.rank.script.watched`.
