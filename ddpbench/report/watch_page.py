@@ -101,8 +101,8 @@ def _alarms_section(alarms, folder: Path, out_dir: Path) -> Section:
 def _trace_cell(trace, folder: Path, out_dir: Path):
     if not isinstance(trace, str) or not trace:
         return html("not traced")
-    answer = answer_of(Path(trace)) / INDEX_FILE
-    href = local_href(answer, folder, out_dir) if answer.is_absolute() else None
+    answer = answer_of(folder / trace) / INDEX_FILE  # as inside the run's folder (an absolute path stays one)
+    href = local_href(answer, folder, out_dir)
     if href is None:
         return html("{{ t }} (no answer)", t=Path(trace).name)
     return html('<a href="{{ href }}">{{ name }}\'s answer</a>', href=href, name=Path(trace).name)

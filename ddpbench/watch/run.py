@@ -95,8 +95,8 @@ def watch(command: list[str], out: Path, every_s: float = 30.0, say=None) -> int
             record(raised, folder)
 
         def record(raised, folder=None) -> None:
-            for alarm in raised:
-                written.write((*alarm.row(), folder or ""))
+            for alarm in raised:  # the trace's folder in alarms.csv as inside the run's (which may move)
+                written.write((*alarm.row(), folder.relative_to(out.resolve()).as_posix() if folder else ""))
                 say(f"alarm at step {alarm.step}: {alarm.words}" + (f" (tracing every rank into {folder})"
                                                                     if folder else ""))
 

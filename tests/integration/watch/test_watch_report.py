@@ -84,3 +84,23 @@ def test_a_stream_in_someone_else_s_folder_is_read_but_its_page_goes_elsewhere(s
 def test_a_sweep_s_flag_on_a_watched_run_is_one_line(straggled, flag):
     done = run_main("report", straggled[0], *flag)
     assert done.returncode == 2 and "a watched run's folder" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("trace, linked", [("traces/alarm-1", True), ("../elsewhere/alarm-1", False),
+                                           ("/etc/alarm-1", False)])
+def test_an_alarm_s_trace_answer_is_linked_only_inside_the_run_s_folder(straggled, tmp_path, trace, linked):
+    folder = tmp_path / "run"
+    shutil.copytree(straggled[0], folder)
+    for answer in (folder / "traces" / "alarm-1-answer", tmp_path / "elsewhere" / "alarm-1-answer"):
+        answer.mkdir(parents=True)
+        (answer / "index.html").write_text("<p>an answer</p>")
+    with open(folder / "alarms.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    with open(folder / "alarms.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows({**r, "trace": trace} for r in rows)
+    assert run_main("report", folder).returncode == 0
+    page = page_of(folder)
+    assert ('href="traces/alarm-1-answer/index.html"' in page) is linked
+    assert "alarm-1's answer" in page if linked else "alarm-1 (no answer)" in page

@@ -229,7 +229,7 @@ def test_an_alarm_traces_every_rank_and_the_traces_are_answered(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     with open(out / "alarms.csv", newline="") as f:
         alarms = list(csv.DictReader(f))
-    assert alarms and alarms[0]["trace"] == str((out / "traces" / "alarm-1").resolve())
+    assert alarms and alarms[0]["trace"] == "traces/alarm-1"  # inside the run's folder, wherever it moves
     assert sorted(p.name for p in (out / "traces" / "alarm-1").iterdir()) == ["rank0.json.gz", "rank1.json.gz"]
     assert (out / "traces" / "alarm-1-answer" / "index.html").is_file()
     assert f"alarm 1's trace, 2 ranks: {out.resolve() / 'traces' / 'alarm-1-answer' / 'index.html'}" in done.stderr
