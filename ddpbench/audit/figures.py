@@ -43,7 +43,8 @@ from scipy.special import stdtrit  # Student's t quantile: what scipy.stats.t.pp
 
 from ddpbench.audit.budget import slowest_window
 from ddpbench.audit.records import Records, read
-from ddpbench.experiment.spec import FIELDS, script_label, script_labels
+from ddpbench.experiment.script_names import script_label, script_labels
+from ddpbench.experiment.spec import FIELDS
 from ddpbench.results.schema import TIMED_PHASES
 from ddpbench.workloads.registry import model_label
 

@@ -15,20 +15,12 @@ import pandas as pd
 
 from ddpbench.analysis.core.memo import per_table
 from ddpbench.analysis.core.values import known
+from ddpbench.experiment.script_names import script_label, script_labels
 
 # the fields by role are read from each field's declaration (ddpbench.experiment.spec.ROLES says what each role
 # means); the analysis takes them from here
 from ddpbench.experiment.spec import COMM_ONLY_FIELDS as COMM_ONLY_FIELDS
-from ddpbench.experiment.spec import (
-    FIELDS,
-    MODEL_FIELDS,
-    MODEL_SIZES,
-    STRATEGY_KNOBS,
-    fields_but,
-    script_label,
-    script_labels,
-    with_role,
-)
+from ddpbench.experiment.spec import FIELDS, MODEL_FIELDS, MODEL_SIZES, STRATEGY_KNOBS, fields_but, with_role
 from ddpbench.experiment.spec import MEASUREMENT_FIELDS as MEASUREMENT_FIELDS
 from ddpbench.experiment.spec import WINDOW_FIELDS as WINDOW_FIELDS
 from ddpbench.workloads.registry import model_label
@@ -39,7 +31,7 @@ SPEC_COLUMNS = list(FIELDS)
 def model_name(row, table=None) -> str:
     """A job's model in a few words: ``mlp-s``, ``resnet50``, ``pkg.mod:make(dim=16)``, or its script's:
     ``train_cnn.py --epochs 3``; given the jobs of its sweep (``table``), a script's name with only the
-    arguments that differ between the jobs running it (:func:`ddpbench.experiment.spec.script_labels`)."""
+    arguments that differ between the jobs running it (:func:`ddpbench.experiment.script_names.script_labels`)."""
     if row.get("script"):
         pair = (str(row["script"]), str(row.get("script_args", "") or ""))
         if table is not None and "script" in table:
