@@ -88,7 +88,8 @@ def check_cpu_affinity(value) -> str:
 
 
 #: what a field may say of a job besides its value, each role with its meaning: a field declares its roles
-#: (``roles=`` below), and every list of fields by role is read from them (:func:`with_role`)
+#: (``roles=`` below): one kind (model, comm, measurement, recovery, window, check or setting), and any of
+#: the others; every list of fields by role is read from them (:func:`with_role`)
 ROLES = {
     "model": "says which model a job trains: a script's are its script and arguments (its model fields stay at "
              "their defaults: a script job never pools with an mlp-s job)",
@@ -99,6 +100,8 @@ ROLES = {
     "window": "only lays the measuring window on a run (which steps warm up, which are timed): a script's is laid "
               "on its epochs, whose steps follow the world size, so a world-size-1 baseline may have another",
     "check": "sets the equivalence check against single-process training, not what is timed",
+    "setting": "what a job runs and how, none of the six kinds above: jobs are told apart by it (a baseline "
+               "may differ only in world size and threads per rank)",
     "script decides": "a script decides it for itself: refused in a script job, with one line naming the key",
     "script only": "applies to a script job only: refused without a script",
     "ddp": "an argument of DistributedDataParallel, the job's wherever DDP is built (a script's own too)",
@@ -119,27 +122,29 @@ def _field(default, help: str, *, choices=None, lo=None, hi=None, auto: bool = F
 class JobSpec:
     """One job: what runs, on how many ranks, measured how. All fields are plain values."""
 
-    strategy: str = _field("ddp", "how gradients are combined", choices=STRATEGY_NAMES)
+    strategy: str = _field("ddp", "how gradients are combined", choices=STRATEGY_NAMES, roles=("setting",))
     backend: str = _field("auto", "process-group backend (auto: nccl on cuda, else gloo)",
                           choices=("gloo", "nccl", "auto"), roles=("comm",))
-    device: str = _field("auto", "where the model runs (auto: cuda if present)", choices=("cpu", "cuda", "auto"))
-    world_size: int = _field(2, "number of ranks (processes)", lo=1, hi=1024)
+    device: str = _field("auto", "where the model runs (auto: cuda if present)", choices=("cpu", "cuda", "auto"),
+                         roles=("setting",))
+    world_size: int = _field(2, "number of ranks (processes)", lo=1, hi=1024, roles=("setting",))
     bucket_cap_mb: float = _field(25.0, "DDP gradient bucket size in MB", lo=0.001, hi=8192,
                                   roles=("comm", "ddp", "knob"))
     gradient_as_bucket_view: bool = _field(False, "DDP: gradients are views into the buckets",
                                            roles=("comm", "ddp", "knob"))
     static_graph: bool = _field(False, "DDP: the graph is the same every step", roles=("comm", "ddp", "knob"))
     find_unused_parameters: bool = _field(False, "DDP: walk the autograd graph every step to find parameters that got "
-                                          "no gradient (needed when some parameters are unused)", roles=("ddp", "knob"))
+                                          "no gradient (needed when some parameters are unused)",
+                                          roles=("setting", "ddp", "knob"))
     model: str = _field("mlp", "what trains: a preset, a reference model or your factory (python -m ddpbench models)",
                         convert=check_model, allowed=MODEL_ALLOWED, roles=("model", "script decides"))
     model_size: str = _field("s", "size preset of mlp, cnn and transformer; fp32 gradients ~1, 5, 25, 50, 100 MB",
                              choices=MODEL_SIZES, roles=("model", "script decides"))
-    batch_size: int = _field(32, "per-rank batch at world size 1; see scaling", lo=1, hi=1 << 20)
+    batch_size: int = _field(32, "per-rank batch at world size 1; see scaling", lo=1, hi=1 << 20, roles=("setting",))
     scaling: str = _field("weak", "strong: global batch fixed; weak: per-rank batch fixed",
-                          choices=("strong", "weak"))
+                          choices=("strong", "weak"), roles=("setting",))
     optimizer: str = _field("sgd", "optimizer (sgd with momentum, or adam)", choices=("sgd", "adam"),
-                            roles=("script decides",))
+                            roles=("setting", "script decides"))
     warmup_steps: int = _field(3, "steps run before measuring, stored apart", lo=0, hi=1_000_000, roles=("window",))
     steps: int = _field(20, "measured steps per launch", lo=1, hi=1_000_000, roles=("window",))
     repeats: int | str = _field(1, "fresh launches of the job (auto: from min_repeats to max_repeats, until the "
@@ -148,16 +153,18 @@ class JobSpec:
     threads_per_rank: int | str = _field("auto", "torch threads per rank (auto: cores // the experiment's largest "
                                          "world size, the same at every world size, so world size 1 is a fair "
                                          "baseline)",
-                                         lo=1, hi=4096, auto=True)
-    loader_workers: int = _field(0, "DataLoader worker processes per rank", lo=0, hi=64, roles=("script decides",))
-    seed: int = _field(0, "seed for model init and data", lo=0, hi=2**31 - 1, roles=("script decides",))
+                                         lo=1, hi=4096, auto=True, roles=("setting",))
+    loader_workers: int = _field(0, "DataLoader worker processes per rank", lo=0, hi=64,
+                                 roles=("setting", "script decides"))
+    seed: int = _field(0, "seed for model init and data", lo=0, hi=2**31 - 1, roles=("setting", "script decides"))
     # added with the aggregation strategies; defaults keep earlier job keys valid
     grad_accum: int = _field(1, "micro-steps per optimizer step (ddp: the first k-1 under no_sync)", lo=1, hi=1024,
-                             roles=("script decides",))
-    comm_hook: str = _field("none", "DDP communication hook", choices=("none", "fp16", "bf16", "powersgd"))
-    powersgd_rank: int = _field(1, "PowerSGD matrix approximation rank", lo=1, hi=1024, roles=("knob",))
+                             roles=("setting", "script decides"))
+    comm_hook: str = _field("none", "DDP communication hook", choices=("none", "fp16", "bf16", "powersgd"),
+                            roles=("setting",))
+    powersgd_rank: int = _field(1, "PowerSGD matrix approximation rank", lo=1, hi=1024, roles=("setting", "knob"))
     localsgd_period: int = _field(4, "localsgd: average the models every this many steps", lo=1, hi=1_000_000,
-                                  roles=("knob",))
+                                  roles=("setting", "knob"))
     check_steps: int = _field(3, "steps of the equivalence check against single-process training (0: off)",
                               lo=0, hi=1000, roles=("check", "script decides"))
     # added with emulated nodes and elastic recovery (issue 8)
@@ -183,7 +190,7 @@ class JobSpec:
                              roles=("model", "script decides"))
     data: str = _field("memory", "where samples come from: memory (the dataset as built), or disk (written once "
                        "as files, then read and decoded per sample)", choices=("memory", "disk"),
-                       roles=("script decides",))
+                       roles=("setting", "script decides"))
     # added with cheap launches (issue 20)
     check_every_repeat: bool = _field(False, "run what does not change between repeats (the equivalence check, the "
                                       "FLOP count, the matmul peak) in every repeat, not only the first",
@@ -201,10 +208,10 @@ class JobSpec:
     # added with mixed precision and compilation (issue 35)
     precision: str = _field("fp32", "compute precision: forward and loss under torch.autocast in bf16 or fp16 (fp16 "
                             "with a GradScaler); parameters, gradients, DDP's buckets and the optimizer stay fp32",
-                            choices=("fp32", "bf16", "fp16"), roles=("script decides",))
+                            choices=("fp32", "bf16", "fp16"), roles=("setting", "script decides"))
     compile: bool = _field(False, "torch.compile the module the loop calls (DDP: the DDP-wrapped model), compiled "
                            "in an untimed phase before the warmup, its cache kept for the job's later repeats",
-                           roles=("script decides",))
+                           roles=("setting", "script decides"))
     # added with scripts (issue 32)
     script: str = _field("", "a training script torchrun could run, measured unchanged in place of model (a path "
                          "relative to the experiment file; empty: none)", convert=check_script,
@@ -220,7 +227,7 @@ class JobSpec:
                                '"" pins nothing; "spread" gives rank r (its rank on the node) its own threads_per_rank '
                                "CPUs, r*t to r*t+t-1 of the CPUs the launcher may use (wrapping around); a list "
                                '("0", "0,1", "0-3") puts every rank on those CPUs', convert=check_cpu_affinity,
-                               allowed=CPU_AFFINITY_ALLOWED)
+                               allowed=CPU_AFFINITY_ALLOWED, roles=("setting",))
     script_dir: str = _field("", "script: the folder its path and arguments are relative to (set from the "
                              "experiment file's folder; not part of the job's identity)",
                              convert=lambda v: v if isinstance(v, str) else _bad(v), allowed="a folder",
