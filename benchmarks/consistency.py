@@ -33,9 +33,9 @@ APART = ("world_size", "bucket_cap_mb", "threads_per_rank")
 
 def configurations(summary):
     """The summary's jobs grouped into configurations, with a label each."""
-    from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, describe, label_fields
+    from ddpbench.analysis.core.jobs import describe, label_fields, settings_but
 
-    keys = [c for c in SPEC_COLUMNS if c in summary.columns and c not in (*APART, *MEASUREMENT_FIELDS)]
+    keys = settings_but(summary.columns, *APART)
     fields = [f for f in label_fields(summary) if f not in APART]
     for _, part in summary.groupby([summary[c].astype(str) for c in keys], sort=False):
         yield describe(part.iloc[0], fields, summary), part

@@ -43,15 +43,18 @@ from scipy.special import stdtrit  # Student's t quantile: what scipy.stats.t.pp
 
 from ddpbench.audit.budget import slowest_window
 from ddpbench.audit.records import Records, read
-from ddpbench.experiment.spec import FIELDS, script_label, script_labels
+from ddpbench.experiment.script_names import script_label, script_labels
+from ddpbench.experiment.spec import FIELDS
 from ddpbench.results.schema import TIMED_PHASES
 from ddpbench.workloads.registry import model_label
 
-#: settings that say how often or how long a job is measured, never what it measures
+# the checker's own lists of the settings by role (ddpbench.experiment.spec.ROLES), held equal to the spec's by
+# tests/unit/experiment/test_roles.py
+#: settings that say how often or how long a job is measured (or interrupted), never what it measures
 MEASURED_HOW = ("repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every", "check_every_repeat",
                 "ci_target_pct", "min_repeats", "max_repeats", "trace_steps", "script_to_end", "script_dir")
 #: settings that at world size 1 change nothing of the computation (how gradients would travel)
-COMM_ONLY = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "backend", "emulate_nodes", "link",
+COMM_ONLY = ("backend", "bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "emulate_nodes", "link",
              "link_delay_ms")
 #: settings that only lay the measuring window (which steps warm up, which are timed): a script's window laid on its
 #: epochs differs with the world size, so a baseline may differ in them, after one that does not

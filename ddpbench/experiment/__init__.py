@@ -1,6 +1,7 @@
 """Experiments: TOML files (and the flags over them) -> frozen, validated specs.
 
-  spec         one training job, :class:`~.spec.JobSpec`: its fields, their checks, its key
+  spec         one training job, :class:`~.spec.JobSpec`: its fields, their checks and roles, its key
+  script_names a script job's name in a few words, alone or among its sweep's jobs
   machine      the machine a spec is resolved against (``auto`` values, GPUs per node)
   load         an experiment file -> :class:`~.load.Experiment`: the grid expanded into jobs
   collectives  collective micro-benchmark experiments -> :class:`~.collectives.CollectiveSpec` s

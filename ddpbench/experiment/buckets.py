@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: fields that do not change which buckets a job's DDP makes, nor what else it measures
-_NOT_SETTINGS = ("bucket_cap_mb", "repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every",
-                 "check_every_repeat", "ci_target_pct", "min_repeats", "max_repeats", "trace_steps")
+from ddpbench.experiment.spec import fields_but
+
+#: what jobs alike in all but their bucket cap share: every field but the cap and how often they are measured
+_SETTINGS = fields_but("bucket_cap_mb", roles=("measurement", "recovery"))
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ def same_buckets(jobs) -> list[SameBuckets]:
     groups: dict[tuple, list] = {}
     for spec in jobs:
         if spec.strategy == "ddp" and spec.world_size > 1 and not spec.script:
-            ident = tuple((k, v) for k, v in spec.to_dict().items() if k not in _NOT_SETTINGS)
+            ident = tuple((k, getattr(spec, k)) for k in _SETTINGS)
             groups.setdefault(ident, []).append(spec)
     found = []
     for group in groups.values():
@@ -72,7 +73,7 @@ def setting(spec) -> tuple:
     from ddpbench.strategies.ddp import predicted_buckets
     from ddpbench.workloads.catalog import ProbeFailed, facts
 
-    rest = tuple((k, v) for k, v in spec.to_dict().items() if k not in _NOT_SETTINGS)
+    rest = tuple((k, getattr(spec, k)) for k in _SETTINGS)
     if spec.strategy != "ddp" or spec.world_size < 2 or spec.script:
         return rest, spec.bucket_cap_mb
     try:

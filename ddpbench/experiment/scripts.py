@@ -3,7 +3,8 @@
 The script decides what it trains, on what data, with which optimizer and for how long; the job
 decides how many ranks run it and how its DDP is set up (``bucket_cap_mb`` and the other DDP
 settings, applied where the script builds ``DistributedDataParallel``). What the script decides
-cannot be given in the job: :data:`SCRIPT_DECIDES` are refused with one line naming the key. The
+cannot be given in the job: the fields whose role is "script decides"
+(:data:`~ddpbench.experiment.spec.SCRIPT_DECIDES`) are refused with one line naming the key. The
 script's path and the arguments that name files beside the experiment file are relative to that
 file's folder (``script_dir``, set here, not part of the job's identity).
 """
@@ -13,13 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.errors import InputError, shown
-
-#: job fields a script decides for itself (given with a script: refused)
-SCRIPT_DECIDES = ("model", "model_size", "model_args", "optimizer", "data", "loader_workers", "seed", "grad_accum",
-                  "precision", "compile",
-                  "check_steps", "check_every_repeat", "fault_step", "fault_rank", "snapshot_every", "max_restarts")
-#: job fields that only apply to a script
-SCRIPT_ONLY = ("script_args", "script_to_end")
+from ddpbench.experiment.spec import SCRIPT_DECIDES, SCRIPT_ONLY  # the fields' roles say which (spec.ROLES)
 
 
 def script_base(source: str) -> Path:

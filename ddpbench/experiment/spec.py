@@ -1,16 +1,17 @@
 """One job's spec: :class:`JobSpec`, the identity of one measurement, and its field checks.
 
 A :class:`JobSpec` is the key for resume, grouping and comparison. Each field is declared once,
-with its help text and what it allows (:data:`FIELDS`): that one declaration gives the validation
-of experiment files and flags (:func:`check_value`), the error text (:func:`allowed_text`), the
-``run`` command's flags and a stable key. ``auto`` values are resolved against the machine
-(:func:`ddpbench.experiment.machine.resolve`) *before* a spec is frozen into a sweep, so a stored
-spec says what actually ran.
+with its help text, what it allows and its roles (:data:`FIELDS`, :data:`ROLES`): that one declaration
+gives the validation of experiment files and flags (:func:`check_value`), the error text
+(:func:`allowed_text`), the ``run`` command's flags, a stable key and every list of fields by role
+(:func:`with_role`). ``auto`` values are resolved against the machine (:func:`~.machine.resolve`)
+*before* a spec is frozen into a sweep, so a stored spec says what actually ran.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import shlex
@@ -19,6 +20,7 @@ from typing import Any, ClassVar
 
 from ddpbench.errors import InputError, shown
 from ddpbench.experiment.links import LINK_RATE
+from ddpbench.experiment.script_names import script_label
 from ddpbench.strategies import STRATEGY_NAMES, strategy_class
 from ddpbench.workloads.registry import MODEL_NAMES, check_model, check_model_args, model_label
 
@@ -85,154 +87,151 @@ def check_cpu_affinity(value) -> str:
     return text
 
 
-def script_label(script: str, script_args: str) -> str:
-    """A script job's name in a few words: ``train_cnn.py --epochs 3``."""
-    name = script.replace("\\", "/").rsplit("/", 1)[-1]
-    args = json.loads(script_args) if script_args else []
-    return shlex.join([name, *args]) if args else name
-
-
-def _arg_groups(args: list[str]) -> list[tuple[str, ...]]:
-    """A command line's arguments as groups: an option with the values after it (``--epochs 4``), an
-    ``--option=value``, or a positional argument before any option."""
-    groups: list[list[str]] = []
-    for arg in args:
-        if arg.startswith("-") and not arg.lstrip("-").replace(".", "", 1).isdigit():
-            groups.append([arg])
-        elif groups and groups[-1][0].startswith("-") and "=" not in groups[-1][0]:
-            groups[-1].append(arg)
-        else:
-            groups.append([arg])
-    return [tuple(g) for g in groups]
-
-
-def script_labels(jobs) -> dict[tuple[str, str], str]:
-    """Each script job's name among the jobs of one sweep, ``jobs`` its (script, script_args) pairs: the
-    script's file name and only the arguments that differ between the jobs running that script (the whole
-    command line stays in the experiment table). Where two different command lines would read the same
-    (the same arguments in another order), both keep their whole :func:`script_label`."""
-    pairs = sorted({(str(s), str(a or "")) for s, a in jobs if s})
-    by_script: dict[str, list[tuple[str, str]]] = {}
-    for script, args in pairs:
-        by_script.setdefault(script, []).append((script, args))
-    out = {}
-    for script, mine in by_script.items():
-        groups = {pair: _arg_groups(json.loads(pair[1]) if pair[1] else []) for pair in mine}
-        common = set.intersection(*(set(g) for g in groups.values()))
-        name = script.replace("\\", "/").rsplit("/", 1)[-1]
-        for pair, own in groups.items():
-            out[pair] = shlex.join([name, *(arg for g in own if g not in common for arg in g)])
-    seen: dict[str, list] = {}
-    for pair, label in out.items():
-        seen.setdefault(label, []).append(pair)
-    for same in seen.values():
-        if len({p[1] for p in same}) > 1 or len({p[0] for p in same}) > 1:
-            for pair in same:
-                out[pair] = script_label(*pair)
-    return out
+#: what a field may say of a job besides its value, each role with its meaning: a field declares its roles
+#: (``roles=`` below): one kind (model, comm, measurement, recovery, window, check or setting), and any of
+#: the others; every list of fields by role is read from them (:func:`with_role`)
+ROLES = {
+    "model": "says which model a job trains: a script's are its script and arguments (its model fields stay at "
+             "their defaults: a script job never pools with an mlp-s job)",
+    "comm": "changes only how gradients travel: at world size 1 it changes nothing of the computation, so a "
+            "world-size-1 job is a valid baseline for a larger one that differs in it",
+    "measurement": "says how often or how long a job is measured, never what: never part of a baseline match",
+    "recovery": "plants a fault or recovers from one (a recovery job), so interrupts a job, never changes what it does",
+    "window": "only lays the measuring window on a run (which steps warm up, which are timed): a script's is laid "
+              "on its epochs, whose steps follow the world size, so a world-size-1 baseline may have another",
+    "check": "sets the equivalence check against single-process training, not what is timed",
+    "setting": "what a job runs and how, none of the six kinds above: jobs are told apart by it (a baseline "
+               "may differ only in world size and threads per rank)",
+    "script decides": "a script decides it for itself: refused in a script job, with one line naming the key",
+    "script only": "applies to a script job only: refused without a script",
+    "ddp": "an argument of DistributedDataParallel, the job's wherever DDP is built (a script's own too)",
+    "knob": "belongs to some strategies only: a label names it for a strategy that ran more than one value of it",
+}
 
 
 def _field(default, help: str, *, choices=None, lo=None, hi=None, auto: bool = False, pattern=None, allowed=None,
-           convert=None):
+           convert=None, roles: tuple[str, ...] = ()):
     """A job field's declaration. ``convert``: a function that checks a value and returns it as stored
-    (ValueError when it is bad); ``allowed`` then says in words what it takes."""
+    (ValueError when it is bad); ``allowed`` then says in words what it takes; ``roles``: :data:`ROLES`."""
     return field(default=default, metadata={"help": help, "choices": choices, "lo": lo, "hi": hi, "auto": auto,
-                                            "pattern": pattern, "allowed": allowed, "convert": convert})
+                                            "pattern": pattern, "allowed": allowed, "convert": convert,
+                                            "roles": frozenset(roles)})
 
 
 @dataclass(frozen=True)
 class JobSpec:
     """One job: what runs, on how many ranks, measured how. All fields are plain values."""
 
-    strategy: str = _field("ddp", "how gradients are combined", choices=STRATEGY_NAMES)
+    strategy: str = _field("ddp", "how gradients are combined", choices=STRATEGY_NAMES, roles=("setting",))
     backend: str = _field("auto", "process-group backend (auto: nccl on cuda, else gloo)",
-                          choices=("gloo", "nccl", "auto"))
-    device: str = _field("auto", "where the model runs (auto: cuda if present)", choices=("cpu", "cuda", "auto"))
-    world_size: int = _field(2, "number of ranks (processes)", lo=1, hi=1024)
-    bucket_cap_mb: float = _field(25.0, "DDP gradient bucket size in MB", lo=0.001, hi=8192)
-    gradient_as_bucket_view: bool = _field(False, "DDP: gradients are views into the buckets")
-    static_graph: bool = _field(False, "DDP: the graph is the same every step")
+                          choices=("gloo", "nccl", "auto"), roles=("comm",))
+    device: str = _field("auto", "where the model runs (auto: cuda if present)", choices=("cpu", "cuda", "auto"),
+                         roles=("setting",))
+    world_size: int = _field(2, "number of ranks (processes)", lo=1, hi=1024, roles=("setting",))
+    bucket_cap_mb: float = _field(25.0, "DDP gradient bucket size in MB", lo=0.001, hi=8192,
+                                  roles=("comm", "ddp", "knob"))
+    gradient_as_bucket_view: bool = _field(False, "DDP: gradients are views into the buckets",
+                                           roles=("comm", "ddp", "knob"))
+    static_graph: bool = _field(False, "DDP: the graph is the same every step", roles=("comm", "ddp", "knob"))
     find_unused_parameters: bool = _field(False, "DDP: walk the autograd graph every step to find parameters that got "
-                                          "no gradient (needed when some parameters are unused)")
+                                          "no gradient (needed when some parameters are unused)",
+                                          roles=("setting", "ddp", "knob"))
     model: str = _field("mlp", "what trains: a preset, a reference model or your factory (python -m ddpbench models)",
-                        convert=check_model, allowed=MODEL_ALLOWED)
+                        convert=check_model, allowed=MODEL_ALLOWED, roles=("model", "script decides"))
     model_size: str = _field("s", "size preset of mlp, cnn and transformer; fp32 gradients ~1, 5, 25, 50, 100 MB",
-                             choices=MODEL_SIZES)
-    batch_size: int = _field(32, "per-rank batch at world size 1; see scaling", lo=1, hi=1 << 20)
+                             choices=MODEL_SIZES, roles=("model", "script decides"))
+    batch_size: int = _field(32, "per-rank batch at world size 1; see scaling", lo=1, hi=1 << 20, roles=("setting",))
     scaling: str = _field("weak", "strong: global batch fixed; weak: per-rank batch fixed",
-                          choices=("strong", "weak"))
-    optimizer: str = _field("sgd", "optimizer (sgd with momentum, or adam)", choices=("sgd", "adam"))
-    warmup_steps: int = _field(3, "steps run before measuring, stored apart", lo=0, hi=1_000_000)
-    steps: int = _field(20, "measured steps per launch", lo=1, hi=1_000_000)
+                          choices=("strong", "weak"), roles=("setting",))
+    optimizer: str = _field("sgd", "optimizer (sgd with momentum, or adam)", choices=("sgd", "adam"),
+                            roles=("setting", "script decides"))
+    warmup_steps: int = _field(3, "steps run before measuring, stored apart", lo=0, hi=1_000_000, roles=("window",))
+    steps: int = _field(20, "measured steps per launch", lo=1, hi=1_000_000, roles=("window",))
     repeats: int | str = _field(1, "fresh launches of the job (auto: from min_repeats to max_repeats, until the "
-                                "throughput's 95 % interval is within ci_target_pct of it)", lo=1, hi=1000, auto=True)
+                                "throughput's 95 % interval is within ci_target_pct of it)", lo=1, hi=1000, auto=True,
+                                roles=("measurement",))
     threads_per_rank: int | str = _field("auto", "torch threads per rank (auto: cores // the experiment's largest "
                                          "world size, the same at every world size, so world size 1 is a fair "
                                          "baseline)",
-                                         lo=1, hi=4096, auto=True)
-    loader_workers: int = _field(0, "DataLoader worker processes per rank", lo=0, hi=64)
-    seed: int = _field(0, "seed for model init and data", lo=0, hi=2**31 - 1)
+                                         lo=1, hi=4096, auto=True, roles=("setting",))
+    loader_workers: int = _field(0, "DataLoader worker processes per rank", lo=0, hi=64,
+                                 roles=("setting", "script decides"))
+    seed: int = _field(0, "seed for model init and data", lo=0, hi=2**31 - 1, roles=("setting", "script decides"))
     # added with the aggregation strategies; defaults keep earlier job keys valid
-    grad_accum: int = _field(1, "micro-steps per optimizer step (ddp: the first k-1 under no_sync)", lo=1, hi=1024)
-    comm_hook: str = _field("none", "DDP communication hook", choices=("none", "fp16", "bf16", "powersgd"))
-    powersgd_rank: int = _field(1, "PowerSGD matrix approximation rank", lo=1, hi=1024)
-    localsgd_period: int = _field(4, "localsgd: average the models every this many steps", lo=1, hi=1_000_000)
+    grad_accum: int = _field(1, "micro-steps per optimizer step (ddp: the first k-1 under no_sync)", lo=1, hi=1024,
+                             roles=("setting", "script decides"))
+    comm_hook: str = _field("none", "DDP communication hook", choices=("none", "fp16", "bf16", "powersgd"),
+                            roles=("setting",))
+    powersgd_rank: int = _field(1, "PowerSGD matrix approximation rank", lo=1, hi=1024, roles=("setting", "knob"))
+    localsgd_period: int = _field(4, "localsgd: average the models every this many steps", lo=1, hi=1_000_000,
+                                  roles=("setting", "knob"))
     check_steps: int = _field(3, "steps of the equivalence check against single-process training (0: off)",
-                              lo=0, hi=1000)
+                              lo=0, hi=1000, roles=("check", "script decides"))
     # added with emulated nodes and elastic recovery (issue 8)
-    emulate_nodes: int = _field(1, "nodes emulated on this machine, each a network namespace (1: none)", lo=1, hi=64)
+    emulate_nodes: int = _field(1, "nodes emulated on this machine, each a network namespace (1: none)", lo=1, hi=64,
+                                roles=("comm",))
     link: str = _field("none", "emulated nodes: each node's link rate, in tc's words (none: unshaped)",
-                       pattern=LINK_RATE, allowed='a rate such as "10gbit", "1gbit" or "100mbit", or "none"')
+                       pattern=LINK_RATE, allowed='a rate such as "10gbit", "1gbit" or "100mbit", or "none"',
+                       roles=("comm",))
     link_delay_ms: float = _field(0.0, "emulated nodes: one-way delay added to each link (needs tc's netem)",
-                                  lo=0, hi=10_000)
-    max_restarts: int = _field(0, "torchrun: restarts of all workers after a failure", lo=0, hi=100)
+                                  lo=0, hi=10_000, roles=("comm",))
+    max_restarts: int = _field(0, "torchrun: restarts of all workers after a failure", lo=0, hi=100,
+                               roles=("recovery", "script decides"))
     fault_step: int = _field(-1, "kill one rank at this measure step, in the first attempt (-1: no fault)",
-                             lo=-1, hi=1_000_000)
-    fault_rank: int = _field(1, "the rank fault_step kills", lo=0, hi=1023)
+                             lo=-1, hi=1_000_000, roles=("recovery", "script decides"))
+    fault_rank: int = _field(1, "the rank fault_step kills", lo=0, hi=1023, roles=("recovery", "script decides"))
     snapshot_every: int = _field(0, "rank 0 snapshots model, optimizer, step and data position every this many "
-                                 "measure steps (0: never)", lo=0, hi=1_000_000)
+                                 "measure steps (0: never)", lo=0, hi=1_000_000,
+                                 roles=("recovery", "script decides"))
     # added with workloads (issue 18)
     model_args: str = _field("", "keyword arguments of the model's factory, a table such as { hidden = 256 }",
                              convert=check_model_args, allowed="a table of keyword arguments (strings, numbers, "
-                             'booleans or lists of them), such as { hidden = 256 } or, as JSON, {"hidden": 256}')
+                             'booleans or lists of them), such as { hidden = 256 } or, as JSON, {"hidden": 256}',
+                             roles=("model", "script decides"))
     data: str = _field("memory", "where samples come from: memory (the dataset as built), or disk (written once "
-                       "as files, then read and decoded per sample)", choices=("memory", "disk"))
+                       "as files, then read and decoded per sample)", choices=("memory", "disk"),
+                       roles=("setting", "script decides"))
     # added with cheap launches (issue 20)
     check_every_repeat: bool = _field(False, "run what does not change between repeats (the equivalence check, the "
-                                      "FLOP count, the matmul peak) in every repeat, not only the first")
+                                      "FLOP count, the matmul peak) in every repeat, not only the first",
+                                      roles=("measurement", "script decides"))
     ci_target_pct: float = _field(5.0, 'repeats = "auto": the 95 % interval of throughput to reach, within this '
-                                  "many % of it either way", lo=0.1, hi=100)
-    min_repeats: int = _field(3, 'repeats = "auto": launches before the interval is first judged', lo=2, hi=1000)
-    max_repeats: int = _field(10, 'repeats = "auto": launches at most, tight or not', lo=2, hi=1000)
+                                  "many % of it either way", lo=0.1, hi=100, roles=("measurement",))
+    min_repeats: int = _field(3, 'repeats = "auto": launches before the interval is first judged', lo=2, hi=1000,
+                              roles=("measurement",))
+    max_repeats: int = _field(10, 'repeats = "auto": launches at most, tight or not', lo=2, hi=1000,
+                              roles=("measurement",))
     # added with traces (issue 21)
     trace_steps: int = _field(0, "after the timed phases, every rank records this many more steps with PyTorch's "
                               "profiler: a Chrome trace per rank, a timeline of a step, overlap measured from the "
-                              "events (0: none)", lo=0, hi=100)
+                              "events (0: none)", lo=0, hi=100, roles=("measurement",))
     # added with mixed precision and compilation (issue 35)
     precision: str = _field("fp32", "compute precision: forward and loss under torch.autocast in bf16 or fp16 (fp16 "
                             "with a GradScaler); parameters, gradients, DDP's buckets and the optimizer stay fp32",
-                            choices=("fp32", "bf16", "fp16"))
+                            choices=("fp32", "bf16", "fp16"), roles=("setting", "script decides"))
     compile: bool = _field(False, "torch.compile the module the loop calls (DDP: the DDP-wrapped model), compiled "
-                           "in an untimed phase before the warmup, its cache kept for the job's later repeats")
+                           "in an untimed phase before the warmup, its cache kept for the job's later repeats",
+                           roles=("setting", "script decides"))
     # added with scripts (issue 32)
     script: str = _field("", "a training script torchrun could run, measured unchanged in place of model (a path "
                          "relative to the experiment file; empty: none)", convert=check_script,
-                         allowed='the path of a Python script, such as "scripts/train.py"')
+                         allowed='the path of a Python script, such as "scripts/train.py"', roles=("model",))
     script_args: str = _field("", "the script's command-line arguments; an argument naming a file or folder beside "
                               "the experiment file is passed as its full path; \"{world_size}\" in one is replaced by "
                               "the job's world size", convert=check_script_args,
-                              allowed='a list of strings, such as ["--epochs", "3"]')
+                              allowed='a list of strings, such as ["--epochs", "3"]', roles=("model", "script only"))
     script_to_end: bool = _field(False, "script: let it run to its own end after ddpbench's steps (false: stop "
-                                 "it there)")
+                                 "it there)", roles=("measurement", "script only"))
     # added with the loss budget (issue 40)
     cpu_affinity: str = _field("", "CPUs each rank may run on, set in the rank before torch starts its threads: "
                                '"" pins nothing; "spread" gives rank r (its rank on the node) its own threads_per_rank '
                                "CPUs, r*t to r*t+t-1 of the CPUs the launcher may use (wrapping around); a list "
                                '("0", "0,1", "0-3") puts every rank on those CPUs', convert=check_cpu_affinity,
-                               allowed=CPU_AFFINITY_ALLOWED)
+                               allowed=CPU_AFFINITY_ALLOWED, roles=("setting",))
     script_dir: str = _field("", "script: the folder its path and arguments are relative to (set from the "
                              "experiment file's folder; not part of the job's identity)",
-                             convert=lambda v: v if isinstance(v, str) else _bad(v), allowed="a folder")
+                             convert=lambda v: v if isinstance(v, str) else _bad(v), allowed="a folder",
+                             roles=("measurement",))
 
     # -- derived values --------------------------------------------------------------------
     @property
@@ -278,7 +277,8 @@ class JobSpec:
 
     def label(self, model: str = "") -> str:
         """The job in a line: strategy, model, world size, bucket cap, backend and device, and what else it sets;
-        ``model``: the name to give its model (a script job's among its sweep's jobs, :func:`script_labels`),
+        ``model``: the name to give its model (a script job's among its sweep's jobs,
+        :func:`~ddpbench.experiment.script_names.script_labels`),
         else :attr:`model_label` (a script's whole command line)."""
         strategy = self.strategy + (f"+{self.comm_hook}" if self.comm_hook != "none" else "")
         accum = f" accum={self.grad_accum}" if self.grad_accum > 1 else ""
@@ -301,6 +301,10 @@ class JobSpec:
             return script_label(self.script, self.script_args)
         return model_label(self.model, self.model_size, self.model_args)
 
+    def ddp_arguments(self) -> dict[str, Any]:
+        """What the job gives ``DistributedDataParallel``, by argument name (its :data:`DDP_KNOBS`)."""
+        return {name: getattr(self, name) for name in DDP_KNOBS}
+
     @property
     def emulated(self) -> bool:
         return self.emulate_nodes > 1
@@ -315,6 +319,36 @@ FIELDS: dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(Jo
 #: fields that say where a job's files are, not what it measures: the same script measured from
 #: another checkout is the same job (``compare`` matches jobs by key)
 NOT_IN_KEY = ("script_dir",)
+
+
+@functools.cache
+def with_role(*roles: str) -> tuple[str, ...]:
+    """The fields that declare any of ``roles`` (:data:`ROLES`), in the order they are declared."""
+    if not set(roles) <= ROLES.keys():
+        raise KeyError(f"unknown roles {sorted(set(roles) - ROLES.keys())}; declared: {', '.join(ROLES)}")
+    return tuple(name for name, f in FIELDS.items() if f.metadata["roles"] & set(roles))
+
+
+@functools.cache
+def fields_but(*names: str, roles: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Every field but ``names`` and those that declare any of ``roles``, in the order they are declared:
+    the settings jobs must share to be alike in all but those."""
+    if not set(names) <= FIELDS.keys():
+        raise KeyError(f"unknown fields {sorted(set(names) - FIELDS.keys())}")
+    left_out = {*names, *with_role(*roles)}
+    return tuple(name for name in FIELDS if name not in left_out)
+
+
+#: the lists of fields by role (:data:`ROLES` says what each means); the checker keeps its own copies
+#: (ddpbench/audit/figures.py, choices.py), held equal to these by tests/unit/experiment/test_roles.py
+MODEL_FIELDS = with_role("model")
+COMM_ONLY_FIELDS = with_role("comm")
+MEASUREMENT_FIELDS = with_role("measurement", "recovery")  # how often a job is measured, or interrupted
+WINDOW_FIELDS = with_role("window")
+SCRIPT_DECIDES = with_role("script decides")
+SCRIPT_ONLY = with_role("script only")
+DDP_KNOBS = with_role("ddp")
+STRATEGY_KNOBS = with_role("knob")
 
 
 def _bad(value):

@@ -17,9 +17,9 @@ from ddpbench.errors import InputError, shown
 from ddpbench.experiment.machine import Machine
 from ddpbench.launch.base import Launcher
 
+#: every launcher --launcher may name; those an experiment file may name too are
+#: :data:`ddpbench.experiment.load.FILE_LAUNCHERS` (those that need no flag of their own)
 LAUNCHERS = ("spawn", "torchrun", "slurm", "ray", "pytorchjob")
-#: the launchers an experiment file may name (``launcher = "ray"``): those that need no flag of their own
-FILE_LAUNCHERS = ("spawn", "torchrun", "ray")
 #: what installs Ray Train beside ddpbench
 RAY_EXTRA = "pip install -e '.[ray]'"
 

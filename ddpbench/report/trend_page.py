@@ -21,7 +21,16 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from ddpbench.analysis.core import MIN_CHANGE, MIN_COMMITS, OUTLIER_MADS, P_VALUE, counted
+from ddpbench.analysis.core import (
+    EFFICIENCY,
+    MIN_CHANGE,
+    MIN_COMMITS,
+    OUTLIER_MADS,
+    P_VALUE,
+    SAMPLES_PER_S,
+    STEP_MS,
+    counted,
+)
 from ddpbench.analysis.history import CANNOT_TEST, FASTER, SLOWER, VANISHED, newest_words
 from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
 from ddpbench.report.plots.common import leaving_out
@@ -219,8 +228,8 @@ def html_page(table, changes, newest, store, out_dir: Path, plots, newest_n: int
     for title, plot, rows in plots:
         latest = rows.groupby("key", sort=False).tail(1)
         cells = [[r["label"], int(r["world_size"]), int((rows["key"] == r["key"]).sum()), _short(r["commit"]),
-                  _interval(r, "samples_per_s", ".1f"), _interval(r, "efficiency", ".1%"),
-                  _interval(r, "step_ms_mean", ".2f")] for _, r in latest.iterrows()]
+                  _interval(r, SAMPLES_PER_S, ".1f"), _interval(r, EFFICIENCY, ".1%"),
+                  _interval(r, STEP_MS, ".2f")] for _, r in latest.iterrows()]
         body = html_table(["series", "world size", "commits", "newest commit", "samples/s [95 % CI]",
                            "efficiency [95 % CI]", "mean step ms [95 % CI]"], cells, numeric={1, 2})
         sections.append(Section(title, body, (plot,) if plot is not None else ()))

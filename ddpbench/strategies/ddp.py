@@ -119,14 +119,7 @@ class DDPStrategy(Strategy):
     def wrap(self, model: torch.nn.Module, ctx: RankContext) -> torch.nn.Module:
         super().wrap(model, ctx)
         device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
-        self.ddp = DistributedDataParallel(
-            model,
-            device_ids=device_ids,
-            bucket_cap_mb=self.spec.bucket_cap_mb,
-            gradient_as_bucket_view=self.spec.gradient_as_bucket_view,
-            static_graph=self.spec.static_graph,
-            find_unused_parameters=self.spec.find_unused_parameters,
-        )
+        self.ddp = DistributedDataParallel(model, device_ids=device_ids, **self.spec.ddp_arguments())
         self.register_hook(self.ddp)
         return self.ddp
 

@@ -45,9 +45,8 @@ class FrameworkStrategy(DDPStrategy):
                              f"pip install 'ddpbench[{cls.extra}]' (or choose another strategy)")
 
     def ddp_kwargs(self) -> dict:
-        spec = self.spec
-        return {"bucket_cap_mb": spec.bucket_cap_mb, "gradient_as_bucket_view": spec.gradient_as_bucket_view,
-                "static_graph": spec.static_graph, "find_unused_parameters": spec.find_unused_parameters}
+        """The job's DDP settings, as the framework's DDP takes them (the fields whose role is "ddp")."""
+        return self.spec.ddp_arguments()
 
 
 class AccelerateStrategy(FrameworkStrategy):

@@ -8,9 +8,10 @@ every field of the job but a few. Two jobs that differ only in those few run the
 the same answer, so a sweep runs it in the first of them and hands the answer's source to the others
 (:func:`check_key`, :func:`check_given`):
 
-* the timed steps and how often they are repeated (``steps``, ``warmup_steps``, ``repeats``,
-  ``min_repeats``, ``max_repeats``, ``ci_target_pct``, ``trace_steps``): the check trains its own
-  ``check_steps`` on a fresh replica, whatever the timed phases were;
+* the timed window and how often and how long a job is measured (the fields whose role is
+  ``window`` or ``measurement``, :data:`ddpbench.experiment.spec.ROLES`: ``steps``, ``warmup_steps``,
+  ``repeats``, ``min_repeats``, ``max_repeats``, ``ci_target_pct``, ``trace_steps``, ...): the check
+  trains its own ``check_steps`` on a fresh replica, whatever the timed phases were;
 * ``bucket_cap_mb`` of DDP with its built-in all-reduce (``strategy = "ddp"``, ``comm_hook = "none"``):
   the cap only groups the same gradients into fewer or more buffers, each averaged elementwise by the
   same all-reduce; each parameter's averaged gradient is the same sum (bitwise at world size 2, and up
@@ -35,8 +36,12 @@ too (a workload's data may depend on it). The launch that was handed a count sto
 
 from __future__ import annotations
 
-#: fields that do not change what the equivalence check of a job proves (see the module docstring)
-TIMED_ONLY = ("steps", "warmup_steps", "repeats", "min_repeats", "max_repeats", "ci_target_pct", "trace_steps")
+from ddpbench.experiment.spec import with_role
+
+#: fields that do not change what the equivalence check of a job proves (see the module docstring); of these,
+#: check_every_repeat, script_to_end and script_dir never differ between two jobs that hand a check or a count
+#: on (:func:`check_key` gives such jobs None; :data:`NOT_COUNTED` leaves the first out of the count's key)
+TIMED_ONLY = with_role("window", "measurement")
 
 
 def check_key(spec) -> str | None:

@@ -16,14 +16,15 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from ddpbench.experiment.spec import script_labels
+from ddpbench.experiment.script_names import script_labels
 
 _STYLE = {"ok": "green", "failed": "red", "timed_out": "red", "skipped": "yellow"}
 
 
 def job_names(specs) -> dict[tuple[str, str], str]:
     """Each script job's name among ``specs`` (a sweep's), by its (script, script_args): ``main.py``, or
-    ``train_cnn.py --epochs 3`` beside a job with other epochs (:func:`~ddpbench.experiment.spec.script_labels`)."""
+    ``train_cnn.py --epochs 3`` beside a job with other epochs
+    (:func:`~ddpbench.experiment.script_names.script_labels`)."""
     return script_labels([(spec.script, spec.script_args) for spec in specs if getattr(spec, "script", "")])
 
 

@@ -15,19 +15,23 @@ import pandas as pd
 
 from ddpbench.analysis.core.memo import per_table
 from ddpbench.analysis.core.values import known
-from ddpbench.experiment.spec import FIELDS, MODEL_SIZES, script_label, script_labels
+from ddpbench.experiment.script_names import script_label, script_labels
+
+# the fields by role are read from each field's declaration (ddpbench.experiment.spec.ROLES says what each role
+# means); the analysis takes them from here
+from ddpbench.experiment.spec import COMM_ONLY_FIELDS as COMM_ONLY_FIELDS
+from ddpbench.experiment.spec import FIELDS, MODEL_FIELDS, MODEL_SIZES, STRATEGY_KNOBS, fields_but, with_role
+from ddpbench.experiment.spec import MEASUREMENT_FIELDS as MEASUREMENT_FIELDS
+from ddpbench.experiment.spec import WINDOW_FIELDS as WINDOW_FIELDS
 from ddpbench.workloads.registry import model_label
 
 SPEC_COLUMNS = list(FIELDS)
-#: the fields that together say which model a job trains: a script job's are its script and arguments
-#: (its model fields stay at their defaults, so a script job never groups or pools with an mlp-s job)
-MODEL_FIELDS = ("model", "model_size", "model_args", "script", "script_args")
 
 
 def model_name(row, table=None) -> str:
     """A job's model in a few words: ``mlp-s``, ``resnet50``, ``pkg.mod:make(dim=16)``, or its script's:
     ``train_cnn.py --epochs 3``; given the jobs of its sweep (``table``), a script's name with only the
-    arguments that differ between the jobs running it (:func:`ddpbench.experiment.spec.script_labels`)."""
+    arguments that differ between the jobs running it (:func:`ddpbench.experiment.script_names.script_labels`)."""
     if row.get("script"):
         pair = (str(row["script"]), str(row.get("script_args", "") or ""))
         if table is not None and "script" in table:
@@ -61,33 +65,25 @@ def same_model(frame: pd.DataFrame, row) -> pd.Series:
         if name in frame.columns:
             match &= frame[name].astype(str) == str(row.get(name, FIELDS[name].default))
     return match
-#: fields that change only how gradients travel; a world-size-1 job is a valid baseline for
-#: a larger one that differs in these (at world size 1 they do not change the computation).
-COMM_ONLY_FIELDS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "backend", "emulate_nodes", "link",
-                    "link_delay_ms")
-#: fields that say how often a job is measured (or interrupted), not what: never part of a baseline match
-MEASUREMENT_FIELDS = ("repeats", "max_restarts", "fault_step", "fault_rank", "snapshot_every", "check_every_repeat",
-                      "ci_target_pct", "min_repeats", "max_repeats", "trace_steps", "script_to_end", "script_dir")
-#: fields that only lay the measuring window on a run (which of its steps are warm-up, which are timed), not
-#: what it trains: a script's window is laid on its epochs, an epoch's steps following the world size (32
-#: steps at one rank, 16 at two: experiments/corpus/mingpt.toml), so a job's world-size-1 baseline may have
-#: another window (preferred only after one with the same); ``trace_steps`` and ``script_to_end``, which come
-#: after the window, are :data:`MEASUREMENT_FIELDS`
-WINDOW_FIELDS = ("warmup_steps", "steps")
+
+
+#: what a job shares with its world-size-1 baseline at the least (:func:`baseline_key`)
+_BASELINE = fields_but("world_size", "threads_per_rank", roles=("comm", "measurement", "recovery", "window"))
+#: what a job shares with another it is the same as but for the world size (:func:`exact_key`)
+_EXACT = {True: fields_but("world_size", roles=("measurement", "recovery")),
+          False: fields_but("world_size", roles=("measurement", "recovery", "window"))}
 
 
 def baseline_key(row) -> tuple:
     """What a job must share with its world-size-1 baseline at the least: everything but world size,
     threads per rank, comm-only fields, how often it is measured and its window."""
-    return tuple(row[c] for c in SPEC_COLUMNS if c not in ("world_size", "threads_per_rank", *COMM_ONLY_FIELDS,
-                                                            *MEASUREMENT_FIELDS, *WINDOW_FIELDS))
+    return tuple(row[c] for c in _BASELINE)
 
 
 def exact_key(row, window: bool = True) -> tuple:
     """Every field but world size (and how often it is measured; with ``window`` False, its
     :data:`WINDOW_FIELDS` too)."""
-    left_out = ("world_size", *MEASUREMENT_FIELDS, *(() if window else WINDOW_FIELDS))
-    return tuple(row[c] for c in SPEC_COLUMNS if c not in left_out)
+    return tuple(row[c] for c in _EXACT[window])
 
 
 def bucket_settings(group: pd.DataFrame) -> list[pd.DataFrame]:
@@ -107,11 +103,17 @@ def bucket_settings(group: pd.DataFrame) -> list[pd.DataFrame]:
 def alike_but(table: pd.DataFrame, field: str) -> list[pd.DataFrame]:
     """Jobs alike in every setting but ``field`` (how often they were measured aside), each group
     ordered by ``field``: the jobs that say what ``field`` alone does."""
-    same = [c for c in SPEC_COLUMNS if c in table.columns and c not in (field, *MEASUREMENT_FIELDS)]
+    same = settings_but(table.columns, field)
     if table.empty:
         return []
     groups = table.groupby([table[c].astype(str) for c in same], sort=False)
     return [part.sort_values(field) for _, part in groups]
+
+
+def settings_but(columns, *names: str) -> list[str]:
+    """The settings among ``columns`` (a table's, a row's index) but ``names`` and how often a job was
+    measured (:data:`~ddpbench.experiment.spec.MEASUREMENT_FIELDS`): what jobs alike in all but ``names`` share."""
+    return [c for c in fields_but(*names, roles=("measurement", "recovery")) if c in columns]
 
 
 def caps_text(caps) -> str:
@@ -175,8 +177,8 @@ def _label_fields(table) -> tuple[str, ...]:
     return tuple(f for f in varying(table) if f not in MODEL_FIELDS)
 
 
-def line_fields(table) -> list[str]:
-    """Spec fields that tell one configuration from another across world sizes.
+def line_fields(table, but: tuple[str, ...] = ()) -> list[str]:
+    """Spec fields that tell one configuration from another across world sizes (but ``but``).
 
     Those that vary, except world size (the x axis) and threads per rank when it only follows
     world size (``threads_per_rank = "auto"`` gives each size its own count).
@@ -185,13 +187,7 @@ def line_fields(table) -> list[str]:
     fields = [f for f in differ if f not in ("world_size", "threads_per_rank", *MODEL_FIELDS)]
     if "threads_per_rank" in differ and table.duplicated([*model_columns(table), *fields, "world_size"]).any():
         fields.append("threads_per_rank")
-    return fields
-
-
-#: settings that belong to some strategies only (DDP's buckets, local SGD's period, ...): a label
-#: names them for a strategy only where that strategy was run with more than one value
-STRATEGY_KNOBS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "find_unused_parameters", "powersgd_rank",
-                  "localsgd_period")
+    return [f for f in fields if f not in but]
 
 
 def strategy_label(row) -> str:
@@ -259,8 +255,8 @@ def describe(row, fields, table=None, model: bool = True) -> str:
     return " ".join(parts)
 
 
-#: fields that say how long a job is measured, not what it runs: never part of its own name
-_UNNAMED = (*WINDOW_FIELDS, "check_steps", *MEASUREMENT_FIELDS)
+#: fields that say how long a job is measured (or checked), not what it runs: never part of its own name
+_UNNAMED = with_role("window", "check", "measurement", "recovery")
 #: the backend each device uses when ``backend = "auto"``: named only when a job picked another
 _NATURAL_BACKEND = {"cpu": "gloo", "cuda": "nccl"}
 
@@ -317,7 +313,7 @@ def ordered(table):
     """
     if table.empty:
         return table
-    fields = [f for f in line_fields(table) if f != "bucket_cap_mb"]
+    fields = line_fields(table, but=("bucket_cap_mb",))
     extra = {"_size": table["model_size"].map({s: i for i, s in enumerate(MODEL_SIZES)})}
     keys = ["model", "_size", *(name for name in ("model_args", "script", "script_args") if name in table.columns)]
     for number, name in enumerate(fields):

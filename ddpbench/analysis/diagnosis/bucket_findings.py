@@ -16,7 +16,7 @@ import pandas as pd
 
 from ddpbench.analysis.core import speedup, stats
 from ddpbench.analysis.core.columns import STEP_MS
-from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, bucket_settings, caps_text
+from ddpbench.analysis.core.jobs import bucket_settings, caps_text, settings_but
 from ddpbench.analysis.core.jobs import config_name as _config
 from ddpbench.analysis.core.jobs import ok_jobs as _ok
 from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
@@ -37,7 +37,7 @@ def best_cap(summary) -> list[Finding]:
     ddp = ok[(ok["strategy"] == "ddp") & (ok["world_size"] > 1)]
     # only the bucket size may differ: a job with other threads, grad_accum, static_graph, ... is no
     # evidence about buckets
-    keys = [c for c in SPEC_COLUMNS if c in ddp.columns and c not in ("bucket_cap_mb", *MEASUREMENT_FIELDS)]
+    keys = settings_but(ddp.columns, "bucket_cap_mb")
     for _, group in ddp.groupby(keys, sort=False, dropna=False):
         if group["bucket_cap_mb"].nunique() < 2:
             continue

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ddpbench.analysis.core import speedup, stats
+from ddpbench.analysis.core.columns import SAMPLES_PER_S, STEP_MS
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields, model_name, short_label
 from ddpbench.analysis.core.thresholds import CHOICE_MATERIAL
 from ddpbench.analysis.core.values import counted, known, sig
@@ -39,7 +40,7 @@ class Choice:
 
 
 def _groups(summary: pd.DataFrame):
-    ok = summary[(summary["status"] == "ok") & summary["step_ms_mean"].notna()]
+    ok = summary[(summary["status"] == "ok") & summary[STEP_MS].notna()]
     if ok.empty:
         return []
     keys = [c for c in MODEL_FIELDS if c in ok.columns]
@@ -111,7 +112,7 @@ def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
     groups = _groups(summary)
     for group in groups:
         model = f" for {model_name(group.iloc[0], summary)}" if len(groups) > 1 else ""
-        by_speed = group.sort_values("samples_per_s", ascending=False)
+        by_speed = group.sort_values(SAMPLES_PER_S, ascending=False)
         fast = by_speed.iloc[0]
         text = (f"{_name(fast, summary)}{model}, {_rate(fast['samples_per_s'])} samples/s"
                 f"{wording.interval(fast['samples_per_s_low'], fast['samples_per_s_high'], _rate)}")
@@ -121,7 +122,7 @@ def choices(summary: pd.DataFrame, cost: Cost) -> list[Choice]:
             second = by_speed.iloc[1]
             # its time per sample over the runner-up's: (step / batch) / (step' / batch')
             scale = second["global_batch"] / fast["global_batch"]
-            point = (fast["step_ms_mean"] / fast["global_batch"]) / (second["step_ms_mean"] / second["global_batch"])
+            point = (fast[STEP_MS] / fast["global_batch"]) / (second[STEP_MS] / second["global_batch"])
             ratio = _ratio(fast, second, scale)
             text += f"; {_versus(fast, second, ratio, point, SPEED, summary)}"
             brief = _brief(answer, fast, second, ratio, point, SPEED, short_label(second, summary))

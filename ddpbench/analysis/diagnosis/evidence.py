@@ -33,7 +33,7 @@ import pandas as pd
 
 from ddpbench.analysis.core import speedup, stats
 from ddpbench.analysis.core.columns import STEP_MS
-from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS
+from ddpbench.analysis.core.jobs import settings_but
 from ddpbench.analysis.core.thresholds import SINGLE_LAUNCH_MARGIN
 from ddpbench.analysis.core.values import counted
 from ddpbench.analysis.diagnosis.estimates import Estimate
@@ -96,7 +96,7 @@ def fix_runs(summary: pd.DataFrame, row, fields: dict, layout: tuple | None = No
     if summary.empty or not fields:
         return summary.iloc[0:0]
     ok = summary[(summary["status"] == "ok") & (summary["key"] != row.get("key"))]
-    keep = [c for c in SPEC_COLUMNS if c in ok.columns and c not in (*fields, *MEASUREMENT_FIELDS)]
+    keep = settings_but(ok.columns, *fields)
     alike = [True] * len(ok)  # compared value by value, not through pandas: the diagnosis asks this per finding
     for column in keep:
         want = row.get(column)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ddpbench.analysis.core.columns import EFFICIENCY
 from ddpbench.analysis.core.thresholds import COMPUTE_SLOWDOWN_SHARE
 from ddpbench.analysis.core.values import counted, pct
 from ddpbench.analysis.diagnosis import lossbudget
@@ -42,7 +43,7 @@ def projection(projection: pd.DataFrame, summary: pd.DataFrame):
             m = mine[mine["strategy"] == "master"]
             if mine["link"].nunique() > 1:  # the two extremes of a link the measurements could not pin down
                 def span(rows, size):
-                    values = rows[rows["world_size"] == size]["efficiency"]
+                    values = rows[rows["world_size"] == size][EFFICIENCY]
                     return f"{pct(values.min())} to {pct(values.max())}"
                 if {64, 1024} <= set(r["world_size"]):
                     ring.append(f"{span(r, 64)} at 64 ranks and {span(r, 1024)} at 1024 on '{link}' (its "

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ddpbench.analysis.core import stats
 from ddpbench.analysis.core.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, SPEEDUP
-from ddpbench.analysis.core.jobs import MEASUREMENT_FIELDS, SPEC_COLUMNS, describe, label_fields
+from ddpbench.analysis.core.jobs import describe, label_fields, settings_but
 from ddpbench.analysis.core.thresholds import COMM_SHARE_GROWTH, COMM_SHARE_NAMED
 from ddpbench.analysis.core.values import counted
 from ddpbench.analysis.diagnosis.findings import Finding
@@ -49,8 +49,7 @@ def _flag(value) -> bool:
 
 def _twin_key(row) -> tuple:
     """Every field but the setting (and how often it is measured)."""
-    return tuple(str(row[c]) for c in SPEC_COLUMNS if c in row.index and c not in (*SETTING_FIELDS, *MEASUREMENT_FIELDS,
-                                                                                    "repeats"))
+    return tuple(str(row[c]) for c in settings_but(row.index, *SETTING_FIELDS))
 
 
 def has_settings(summary: pd.DataFrame) -> bool:

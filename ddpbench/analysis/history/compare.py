@@ -44,6 +44,7 @@ from typing import Any
 import pandas as pd
 
 from ddpbench.analysis.core import power, stats
+from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import SPEC_COLUMNS, describe, label_fields, ordered
 from ddpbench.analysis.core.machine import (
     MACHINE_BUSY,
@@ -286,7 +287,7 @@ def _note(row: dict) -> str:
 def _compare_job(key: str, ra, rb, steps_a, steps_b, spread_pct: float = math.nan) -> dict:
     la, lb = launch_times(ra), launch_times(rb)
     med_a, med_b = float(ra["step_ms_median"]), float(rb["step_ms_median"])
-    mean_a, mean_b = float(ra["step_ms_mean"]), float(rb["step_ms_mean"])
+    mean_a, mean_b = float(ra[STEP_MS]), float(rb[STEP_MS])
     sa, sb = launch_steps(steps_a, key), launch_steps(steps_b, key)
     test = significance(la, lb, spread_pct=spread_pct)
     median_ratio = med_b / med_a if med_a else math.nan

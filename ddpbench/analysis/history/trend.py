@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ddpbench.analysis.core.columns import EFFICIENCY, EXPOSED_COMM_MS, SAMPLES_PER_S, STEP_MS
 from ddpbench.analysis.core.jobs import ok_jobs, own_label
 from ddpbench.analysis.core.machine import launch_machine
 from ddpbench.analysis.folder import load
@@ -40,10 +41,10 @@ from ddpbench.results.phases import FOLLOWED
 
 #: a figure the trend follows -> the columns of its 95 % interval (None: a phase's mean, no interval)
 FIGURES: dict[str, tuple[str, str] | None] = {
-    "samples_per_s": ("samples_per_s_low", "samples_per_s_high"),
-    "step_ms_mean": ("step_ms_mean_low", "step_ms_mean_high"),
-    "efficiency": ("efficiency_low", "efficiency_high"),
-    "exposed_comm_ms": ("exposed_comm_ms_low", "exposed_comm_ms_high"),
+    SAMPLES_PER_S: (f"{SAMPLES_PER_S}_low", f"{SAMPLES_PER_S}_high"),
+    STEP_MS: (f"{STEP_MS}_low", f"{STEP_MS}_high"),
+    EFFICIENCY: (f"{EFFICIENCY}_low", f"{EFFICIENCY}_high"),
+    EXPOSED_COMM_MS: (f"{EXPOSED_COMM_MS}_low", f"{EXPOSED_COMM_MS}_high"),
     # the timed phases it follows (ddpbench.results.phases)
     **{phase.column: None for phase in FOLLOWED if phase.timed},
 }
@@ -117,9 +118,9 @@ def benchmark_rows(entry: Entry) -> list[dict]:
                "launch_contention_cores": [],
                **dict.fromkeys((c for figure, interval in FIGURES.items() for c in (figure, *(interval or ()))),
                                float("nan"))}
-        row["step_ms_mean"] = mean_ms
+        row[STEP_MS] = mean_ms
         if _count(batch):
-            row["samples_per_s"] = batch / mean_ms * 1e3
+            row[SAMPLES_PER_S] = batch / mean_ms * 1e3
         rows.append(row)
     return rows
 

@@ -21,10 +21,7 @@ import pandas as pd
 
 from ddpbench.analysis.core.memo import per_table
 from ddpbench.analysis.core.values import num
-
-#: the settings that say which model's gradients a job's buckets hold (with its tensor sizes): a script
-#: job's are its script and arguments
-MODEL_FIELDS = ("model", "model_size", "model_args", "script", "script_args")
+from ddpbench.experiment.spec import MODEL_FIELDS
 
 
 @dataclass(frozen=True)
@@ -61,8 +58,9 @@ def _sizes(row) -> tuple[int, ...] | None:
 
 
 def _model(row) -> tuple:
-    """What says which model's gradients ``row``'s buckets hold, but its tensor sizes: a setting
-    missing or empty reads as "" (no script, no arguments)."""
+    """What says which model's gradients ``row``'s buckets hold, but its tensor sizes (its
+    :data:`~ddpbench.experiment.spec.MODEL_FIELDS`): a setting missing or empty reads as "" (no script, no
+    arguments)."""
     return tuple("" if _missing(v := row.get(field)) or v == "" else str(v) for field in MODEL_FIELDS)
 
 

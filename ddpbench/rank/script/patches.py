@@ -17,8 +17,11 @@ import functools
 import inspect
 from collections.abc import Callable
 
-#: the DDP settings an adopted model reports (what the job's settings made of the script's)
-ADOPTED = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "find_unused_parameters", "broadcast_buffers")
+from ddpbench.experiment.spec import DDP_KNOBS
+
+#: the DDP settings an adopted model reports (what the job's settings made of the script's): the job's (the
+#: fields whose role is "ddp") and broadcast_buffers, which a job does not set
+ADOPTED = (*DDP_KNOBS, "broadcast_buffers")
 
 
 def patch_ddp(instrument) -> Callable[[], None]:

@@ -263,8 +263,7 @@ def world_size_axis(ax, sizes) -> bool:
 def color_fields(table) -> list[str]:
     """What a colour stands for in every figure of this module: what sets a job's baseline
     (model, batch, strategy and comm hook, ...), not its communication settings."""
-    return [*model_columns(table), *(f for f in line_fields(table) if f not in COMM_ONLY_FIELDS
-                                     and f != "threads_per_rank")]
+    return [*model_columns(table), *line_fields(table, but=(*COMM_ONLY_FIELDS, "threads_per_rank"))]
 
 
 def configuration_colors(table) -> dict[tuple, tuple[str, str]]:

@@ -21,7 +21,7 @@ def data_vs_loader_workers(table, path) -> Path | None:
     groups = loader_groups(table)
     if not groups:
         return None
-    fields = [f for f in line_fields(table) if f != "loader_workers"]
+    fields = line_fields(table, but=("loader_workers",))
     fig = figure(8.0, 4.2)
     ax = fig.add_subplot()
     for number, part in enumerate(groups):

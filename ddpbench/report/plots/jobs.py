@@ -82,7 +82,7 @@ def step_breakdown(table, path) -> Path | None:
     if many(total):  # past the page's limit: the fastest and slowest jobs, in their order
         rows = rows.iloc[kept(list(rows[STEP_MS]), total)]
         title += f": the {len(rows) // 2} fastest and {len(rows) - len(rows) // 2} slowest of {total:,} jobs"
-    config = [f for f in line_fields(table) if f != "bucket_cap_mb"]
+    config = line_fields(table, but=("bucket_cap_mb",))
     fields = [*config, "world_size", *(["bucket_cap_mb"] if "bucket_cap_mb" in line_fields(table) else [])]
     labels = []
     for _, r in rows.iterrows():
@@ -128,7 +128,7 @@ def bucket_groups(table) -> dict[tuple, object]:
     rows = rows[rows["world_size"] > 1] if len(rows) else rows
     if rows.empty:
         return {}
-    fields = [*model_columns(rows), *(f for f in line_fields(table) if f != "bucket_cap_mb"), "world_size"]
+    fields = [*model_columns(rows), *line_fields(table, but=("bucket_cap_mb",)), "world_size"]
     return {key: part.sort_values("bucket_cap_mb") for key, part in groups_of(rows, fields).items()}
 
 
@@ -149,7 +149,7 @@ def step_time_vs_bucket(table, path) -> Path | None:
     if not has_bucket_sweep(table):
         return None
     groups = bucket_groups(table)
-    fields = ["world_size", *(f for f in line_fields(table) if f != "bucket_cap_mb")]
+    fields = ["world_size", *line_fields(table, but=("bucket_cap_mb",))]
     fig = figure(8.0, 4.6)
     ax = fig.add_subplot()
     buckets = set()

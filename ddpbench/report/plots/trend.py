@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ddpbench.analysis.core import EFFICIENCY, SAMPLES_PER_S, STEP_MS
 from ddpbench.report.plots.common import COLORS, figure, guarded, legend, margins, save
 from ddpbench.results.phases import FOLLOWED
 
@@ -76,13 +77,13 @@ def trend_plot(rows: pd.DataFrame, changes: pd.DataFrame, title: str, path: Path
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    rows = rows[np.isfinite(rows["samples_per_s"].astype(float)) | np.isfinite(rows["step_ms_mean"].astype(float))]
+    rows = rows[np.isfinite(rows[SAMPLES_PER_S].astype(float)) | np.isfinite(rows[STEP_MS].astype(float))]
     if rows.empty:
         return None
     commits = commit_axis(rows)
     position = {c: i for i, c in enumerate(commits)}
     found = _series(rows)
-    scaled = [s for s in found if s[2] > 1 and np.isfinite(s[3]["efficiency"].astype(float)).any()]
+    scaled = [s for s in found if s[2] > 1 and np.isfinite(s[3][EFFICIENCY].astype(float)).any()]
     panels = 1 + bool(scaled) + len(found)
     width = max(7.0, min(14.0, 3.0 + 0.32 * len(commits)))
     fig = figure(width, 0.8 + 2.1 * panels)
@@ -97,7 +98,7 @@ def trend_plot(rows: pd.DataFrame, changes: pd.DataFrame, title: str, path: Path
         _changes(ax, changes[changes["key"] == key] if len(changes) else changes, position)
 
     for key, _label, _world, part in found:
-        draw(axes[0], key, part, "samples_per_s")
+        draw(axes[0], key, part, SAMPLES_PER_S)
     axes[0].set_ylabel("throughput\n(samples/s)")
     handles = [Line2D([], [], color=colors[key], marker="o", markersize=4, label=label) for key, label, *_ in found]
     handles += [Patch(color="0.3", alpha=0.18, label="band: 95 % interval\nover launches"),
@@ -109,7 +110,7 @@ def trend_plot(rows: pd.DataFrame, changes: pd.DataFrame, title: str, path: Path
     at = 1
     if scaled:
         for key, _label, _world, part in scaled:
-            draw(axes[at], key, part, "efficiency", scale=100.0)
+            draw(axes[at], key, part, EFFICIENCY, scale=100.0)
         axes[at].set_ylabel("parallel\nefficiency (%)")
         at += 1
     for key, label, world, part in found:

@@ -201,7 +201,7 @@ def _bucket_jobs(ctx: ReportContext):
         return pd.DataFrame()
     jobs = pd.concat(frames, ignore_index=True)
     ddp = summary[summary["key"].isin(jobs["key"])]
-    fields = [f for f in line_fields(ddp) if f not in ("bucket_cap_mb", "world_size")]
+    fields = line_fields(ddp, but=("bucket_cap_mb", "world_size"))
     labels = {r["key"]: f"{describe(r, fields, ddp)}, ws={r['world_size']}, bucket cap "
                         f"{float(r['bucket_cap_mb']):g} MB" for _, r in ddp.iterrows()}
     return jobs.assign(_label=jobs["key"].map(labels))

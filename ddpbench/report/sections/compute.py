@@ -100,7 +100,7 @@ def data_section(ctx: ReportContext) -> Section | None:
     # the jobs this section is about: data from files, a data-bound job, or a loader_workers sweep
     swept = {key for part in data_plots.loader_groups(summary) for key in part["key"]}
     ok = ok[(ok["data"] == "disk") | (ok["data_share"] >= DATA_BOUND_SHARE) | ok["key"].isin(swept)]
-    fields = [f for f in line_fields(summary) if f not in HOW_MEASURED and f not in ("data", "world_size")]
+    fields = line_fields(summary, but=(*HOW_MEASURED, "data", "world_size"))
     header = ["job", "ws", "data", "loader workers", "step (ms)", "waiting for data (ms)", "share of the step"]
     rows, classes = [], []
     for _, r in ok.iterrows():

@@ -22,7 +22,7 @@ def gpu_section(ctx: ReportContext) -> Section | None:
     if table.empty:
         return None
     summary = ctx.summary
-    extra = [f for f in line_fields(summary) if f not in HOW_MEASURED]
+    extra = line_fields(summary, but=HOW_MEASURED)
     jobs = summary.set_index("key")
     header = ["job", "GPUs", "samples/s", "step (ms, mean)", *(f"{label} (ms)" for _, label in PHASES),
               "peak allocated (MB)", "peak reserved (MB)", "same job on CPU (samples/s)", "GPU / CPU"]

@@ -56,7 +56,7 @@ def noise_section(ctx: ReportContext) -> Section | None:
     if not found:
         return None
     table = ctx.summary
-    extra = [f for f in line_fields(table) if f != "bucket_cap_mb"]
+    extra = line_fields(table, but=("bucket_cap_mb",))
     header = ["job", "world size", "bucket (MB)", "step IQR / median (%)", "launches",
               "95 % CI width (% of samples/s)", "listed because", "what to do"]
     rows = []
@@ -114,7 +114,7 @@ def repeats_section(ctx: ReportContext) -> Section | None:
     table = ctx.summary
     if table.empty or "ci_reached" not in table or not table["ci_reached"].notna().any():
         return None
-    extra = [f for f in line_fields(table) if f != "bucket_cap_mb"]
+    extra = line_fields(table, but=("bucket_cap_mb",))
     rows, short = [], 0
     jobs = ordered(table[table["ci_reached"].notna()])
     for _, r in jobs.iterrows():

@@ -190,7 +190,7 @@ class _Jobs:
 
     def __init__(self, table):
         self.table = table
-        self.extra = [f for f in line_fields(table) if f != "bucket_cap_mb"]
+        self.extra = line_fields(table, but=("bucket_cap_mb",))
         self.intervals = any_interval(table)
         self.errors = bool((table["status"] != "ok").any())  # no error column when every job finished
 

@@ -285,7 +285,7 @@ def memory_overview_section(ctx: ReportContext) -> Section | None:
         return None
     state = "optimizer_state_mb" in rows.columns and rows["optimizer_state_mb"].astype(float).notna().any()
     over = rows["oversubscribed"].astype(bool).any() if "oversubscribed" in rows.columns else False
-    fields = [f for f in line_fields(ctx.summary) if f != "world_size"]
+    fields = line_fields(ctx.summary, but=("world_size",))
     own = memory == "rank_memory_mb"
     header = ["job", "ws", MEMORY_AXES[memory], *(["optimizer state, largest rank (MB)"] if state else []),
               *([""] if over else [])]

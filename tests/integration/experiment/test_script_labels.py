@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ddpbench.analysis.core.jobs import describe, label_fields
 from ddpbench.analysis.folder import load
-from ddpbench.experiment.spec import script_label, script_labels
+from ddpbench.experiment.script_names import script_label, script_labels
 from ddpbench.report.build import write_report
 from ddpbench.testing import ROOT
 

@@ -136,3 +136,11 @@ def test_torchrun_summary_blames_the_root_cause_not_the_ranks_its_agent_ended():
            + "Root Cause (first observed failure):\n" + entry.format(i=0, rank=1, code=-9, signal=9))
     assert agent_failures(log) == {0: None, 1: -9}
     assert rank_exits(2, False, agent_failures(log)) == {0: None, 1: -9}
+
+
+def test_the_launchers_a_file_may_name_are_declared_once_among_the_flags():
+    from ddpbench.experiment import load
+    from ddpbench.launch import options
+
+    assert set(load.FILE_LAUNCHERS) < set(options.LAUNCHERS)
+    assert not hasattr(options, "FILE_LAUNCHERS")  # one list, in the experiment file's reader

@@ -7,7 +7,8 @@ import pytest
 
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import load_experiment
-from ddpbench.experiment.spec import JobSpec, check_script_args, script_label
+from ddpbench.experiment.script_names import script_label
+from ddpbench.experiment.spec import JobSpec, check_script_args
 from ddpbench.rank.script.rank import script_argv
 from ddpbench.testing import write_experiment
 
