@@ -7,6 +7,7 @@ from functools import partial
 from pathlib import Path
 
 from ddpbench.cli.models import check_model_flags
+from ddpbench.commandline.finish import add_finish_flags, check_finish
 from ddpbench.commandline.parsing import Given, finite_float, whole_numbers
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, with_flags
@@ -42,12 +43,12 @@ def add_parser(sub) -> None:
     given("--target-efficiency", type=finite_float, default=0.9, help="for the largest world size and the "
                    "link rate needed (default: 0.9)")
     given("--batch-size", type=int, metavar="N", help="samples per device per step: with a price or "
-                   "--train-samples, for the time and cost of training (default with --from: the measured one)")
+                   "--samples, for the time and cost of training (default with --from: the measured one)")
     given("--price-per-device-hour", type=finite_float, metavar="N",
                    help="price of one device for an hour: the cost of training at each world size")
     given("--price-per-node-hour", type=finite_float, metavar="N", help="a node's price an hour (default: 0)")
     given("--currency", default=None, metavar="TEXT", help="the prices' currency (default: USD)")
-    given("--train-samples", type=int, metavar="N", help="samples of the run to cost (default: a million)")
+    add_finish_flags(p)  # the run's work, the floor and the queue: ddpbench/commandline/finish.py
     # the settings people train with and the terms that grow with N: ddpbench/analysis/models/terms.py
     p.add_argument("--model-args", default="", metavar="TABLE", help="the model's arguments: '{ layers = 24 }'")
     p.add_argument("--world-sizes", type=whole_numbers, metavar="N,N", help="any world sizes (default: 1, 2 .. 1024)")
@@ -98,9 +99,9 @@ def _check(args) -> None:
         raise InputError("command line", "--batch-size", "is needed with --input-samples-per-s: the samples "
                          "each device takes per step")
     args.cost = with_flags(Cost(), {"--price-per-device-hour": args.price_per_device_hour,
-                                    "--price-per-node-hour": args.price_per_node_hour, "--currency": args.currency,
-                                    "--train-samples": args.train_samples})
-    training = args.cost.priced or args.cost.samples is not None
+                                    "--price-per-node-hour": args.price_per_node_hour, "--currency": args.currency})
+    check_finish(args)
+    training = args.cost.priced or args.amount is not None
     if training and args.batch_size is None and args.from_dir is None:
         raise InputError("command line", "--batch-size", "is needed for the time and cost of training: the samples "
                          "each device trains per step (or give --from a results folder)")
@@ -117,7 +118,10 @@ def command(args) -> int:
         return print_validation()
     _check(args)
     if args.from_dir is not None and not args.given:  # no cluster nor setting typed: the link it measured
-
+        if args.amount is not None:
+            raise InputError("command line", "--samples" if args.amount.samples else "--steps", "the time to finish "
+                             "is given on a cluster described, with its band; add the cluster it would run on "
+                             "(--gpus-per-node, --inter-gbit, ...) to --from")
         from ddpbench.show.projected import measured_inputs, print_measured
 
         pairs, holdout, _ = measured_inputs(args.from_dir)
