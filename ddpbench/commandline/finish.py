@@ -70,7 +70,7 @@ def check_finish(args) -> None:
                             "one epoch"))
     typed = [flag for flag, value in zip(WORK_FLAGS, (args.samples, args.steps, args.epochs)) if value is not None]
     if len(typed) > 1:
-        raise InputError("command line", typed[1], f"and {typed[0]} each set the run's work: give one")
+        raise InputError("command line", typed[1], f"sets the run's work, as {typed[0]} does: give one of them")
     samples = math.ceil(args.epochs * args.dataset_size) if args.epochs is not None else args.samples
     args.amount = Amount(samples=samples) if samples is not None else \
         Amount(steps=args.steps) if args.steps is not None else None
