@@ -20,9 +20,9 @@ def add_finish_flags(p) -> None:
                    help="the run's samples, the same at every size: its time to finish, device-hours and cost at "
                    "each (default with a price: a million)")
     p.add_argument("--steps", type=whole_number, metavar="N", help="instead: the run's optimizer steps, the same "
-                   "number at every size (a size of more devices trains more samples in them)")
-    p.add_argument("--epochs", type=finite_float, metavar="E", help="instead: epochs of --dataset-size samples")
-    p.add_argument("--dataset-size", type=whole_number, metavar="S", help="samples an epoch, with --epochs")
+                   "number at every size (a size of more devices trains more samples in them; default: none)")
+    p.add_argument("--epochs", type=finite_float, metavar="E", help="or: epochs of --dataset-size (default: none)")
+    p.add_argument("--dataset-size", type=whole_number, metavar="S", help="an epoch's samples (default: none)")
     p.add_argument("--min-efficiency", type=finite_float, metavar="F", help="the floor: the largest size whose "
                    "efficiency band stays at or above it (default: --target-efficiency's, 0.9)")
     p.add_argument("--queue", choices=("slurm",), help="ask Slurm when a job of each size would start "
@@ -34,7 +34,8 @@ def add_finish_flags(p) -> None:
     p.add_argument("--queue-device", choices=("gpu", "cpu"), default="gpu", help="what a device is to Slurm: a "
                    "GPU (--gpus-per-node=N) or a CPU task (a cluster without GPUs) (default: gpu)")
     p.add_argument("--queue-wait", type=_waits, metavar="SIZE=HOURS,...", help="where the scheduler is not Slurm: "
-                   "each size's wait in the queue, hours (its sizes are the world sizes unless --world-sizes)")
+                   "each size's wait in the queue, hours (its sizes are the world sizes unless --world-sizes; "
+                   "default: none)")
 
 
 def _waits(text: str) -> dict[int, float]:

@@ -10,7 +10,9 @@ import math
 def span_text(span, places: str = ".3g", percent: bool = False) -> str:
     """A figure and its band in one cell: ``3.19 [2.71 to 7.97]``, the figure alone where the band is none."""
     def one(x):
-        return "no bound" if math.isinf(x) else f"{x:.0%}" if percent else f"{x:{places}}"
+        if math.isinf(x):
+            return "no bound"
+        return f"{x:.0%}" if percent else f"{x:,.0f}" if abs(x) >= 1000 else f"{x:{places}}"
 
     if span.low == span.high:
         return one(span.value)

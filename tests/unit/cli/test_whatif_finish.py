@@ -91,3 +91,14 @@ def test_a_queue_wait_is_taken_or_refused_in_one_line(text):
         assert out.returncode == 2 and len(lines) == 1 and "--queue-wait" in lines[0], out.stderr
     else:
         assert "finishes first, wait included" in out.stdout
+
+
+def test_help_states_every_flag_s_default():
+    import argparse
+
+    from ddpbench.program import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for action in sub.choices["whatif"]._actions:
+        if action.option_strings and not isinstance(action, argparse._HelpAction):
+            assert "default" in action.help, action.option_strings
