@@ -7,6 +7,7 @@ from functools import partial
 from pathlib import Path
 
 from ddpbench.cli.models import check_model_flags
+from ddpbench.commandline.finish import add_finish_flags, check_finish
 from ddpbench.commandline.parsing import Given, finite_float, whole_numbers
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, with_flags
@@ -24,44 +25,44 @@ def add_parser(sub) -> None:
     p.add_argument("--model-size", default="s", help="size preset of mlp, cnn and transformer (default: s)")
     p.add_argument("--bucket-cap-mb", type=finite_float, default=25.0, help="DDP's bucket cap (default: 25)")
     given("--compute-ms", type=finite_float,
-                   help="one device's step alone: forward, backward and optimizer (e.g. a sweep's world-size-1 step)")
+                   help="a device's step alone: forward, backward, optimizer (default: none, needed without --from)")
     p.add_argument("--from", dest="from_dir", type=Path, metavar="FOLDER",
                    help="instead of --model and --compute-ms: what a sweep's results folder or a folder of profiler "
                    "traces measured (compute, buckets, spread), projected on the link it measured, or, with any "
-                   "cluster flag, on the cluster described")
+                   "cluster flag, on the cluster described (default: none)")
     given("--gpus-per-node", type=int, default=8, help="devices per node (default: 8)")
-    given("--intra-gbit", type=finite_float, default=2400.0, help="a device's link inside a node, Gbit/s")
-    given("--inter-gbit", type=finite_float, default=100.0, help="a node's network, all NICs, Gbit/s")
+    given("--intra-gbit", type=finite_float, default=2400.0, help="a device's link in a node, Gbit/s (default: 2400)")
+    given("--inter-gbit", type=finite_float, default=100.0, help="a node's network, all NICs, Gbit/s (default: 100)")
     given("--intra-latency-us", type=finite_float, default=3.4, help="latency per all-reduce step inside a "
                    "node (default: NCCL's for NVLink, 3.4; its PCIe figure is 5.7)")
     given("--inter-latency-us", type=finite_float, default=14.0, help="latency per all-reduce step between "
                    "nodes (default: NCCL's for the network, 14)")
     given("--algorithm", default="auto", choices=("auto", "ring", "tree", "hierarchical", "nvls"),
-                   help="all-reduce algorithm (auto: the fastest per bucket, as NCCL's tuner picks)")
-    given("--nvls", nargs=0, const=True, default=False, help="NVLink SHARP in the nodes (H100, NCCL 2.17+)")
+                   help="all-reduce algorithm (default: auto, the fastest per bucket, as NCCL's tuner picks)")
+    given("--nvls", nargs=0, const=True, default=False, help="NVLink SHARP in nodes, H100 (default: off)")
     given("--target-efficiency", type=finite_float, default=0.9, help="for the largest world size and the "
                    "link rate needed (default: 0.9)")
     given("--batch-size", type=int, metavar="N", help="samples per device per step: with a price or "
-                   "--train-samples, for the time and cost of training (default with --from: the measured one)")
+                   "--samples, for the time and cost of training (default: none; with --from, the measured one)")
     given("--price-per-device-hour", type=finite_float, metavar="N",
-                   help="price of one device for an hour: the cost of training at each world size")
+                   help="price of one device for an hour: the cost of training at each size (default: none)")
     given("--price-per-node-hour", type=finite_float, metavar="N", help="a node's price an hour (default: 0)")
     given("--currency", default=None, metavar="TEXT", help="the prices' currency (default: USD)")
-    given("--train-samples", type=int, metavar="N", help="samples of the run to cost (default: a million)")
+    add_finish_flags(p)  # the run's work, the floor and the queue: ddpbench/commandline/finish.py
     # the settings people train with and the terms that grow with N: ddpbench/analysis/models/terms.py
-    p.add_argument("--model-args", default="", metavar="TABLE", help="the model's arguments: '{ layers = 24 }'")
+    p.add_argument("--model-args", default="", metavar="TABLE", help="its arguments: '{ layers = 2 }' (default: none)")
     p.add_argument("--world-sizes", type=whole_numbers, metavar="N,N", help="any world sizes (default: 1, 2 .. 1024)")
-    given("--grad-dtype", default="fp32", help="gradients' dtype: fp32, or bf16/fp16 (half the bytes)")
+    given("--grad-dtype", default="fp32", help="gradients' dtype: fp32, or bf16/fp16 (half the bytes; default: fp32)")
     given("--accumulation", type=int, default=1, metavar="N", help="micro-steps per all-reduce (default: 1)")
     given("--shard", default="none", help="zero1, zero2, zero3 or fsdp: their collectives (default: none)")
-    given("--input-samples-per-s", type=finite_float, metavar="N", help="a node's input pipeline, samples/s")
-    given("--rank-spread-pct", type=finite_float, metavar="PCT", help="per-rank step spread (%%)")
-    given("--half-rate-mb", type=finite_float, metavar="MB", help="a collective's size at half the rate")
-    given("--oversubscription", type=finite_float, default=1.0, metavar="X", help="beyond --leaf-nodes")
+    given("--input-samples-per-s", type=finite_float, metavar="N", help="a node's input, samples/s (default: no limit)")
+    given("--rank-spread-pct", type=finite_float, metavar="PCT", help="ranks' step spread, %% (default: published fit)")
+    given("--half-rate-mb", type=finite_float, metavar="MB", help="size at half rate (default: published fit)")
+    given("--oversubscription", type=finite_float, default=1.0, metavar="X", help="past --leaf-nodes (default: 1)")
     given("--leaf-nodes", type=int, default=1, metavar="N", help="nodes at full rate (default: 1)")
     given("--transport", default="rdma", choices=("rdma", "tcp"), help="between nodes (default: rdma)")
     p.add_argument("--validate", action="store_true", help="instead: the model leave-one-source-out on published "
-                   "scaling (ddpbench/analysis/models/published_scaling.toml), with its band")
+                   "scaling (ddpbench/analysis/models/published_scaling.toml), with its band (default: off)")
     p.set_defaults(func=command, given=())
 
 
@@ -98,9 +99,9 @@ def _check(args) -> None:
         raise InputError("command line", "--batch-size", "is needed with --input-samples-per-s: the samples "
                          "each device takes per step")
     args.cost = with_flags(Cost(), {"--price-per-device-hour": args.price_per_device_hour,
-                                    "--price-per-node-hour": args.price_per_node_hour, "--currency": args.currency,
-                                    "--train-samples": args.train_samples})
-    training = args.cost.priced or args.cost.samples is not None
+                                    "--price-per-node-hour": args.price_per_node_hour, "--currency": args.currency})
+    check_finish(args)
+    training = args.cost.priced or args.amount is not None
     if training and args.batch_size is None and args.from_dir is None:
         raise InputError("command line", "--batch-size", "is needed for the time and cost of training: the samples "
                          "each device trains per step (or give --from a results folder)")
@@ -117,7 +118,10 @@ def command(args) -> int:
         return print_validation()
     _check(args)
     if args.from_dir is not None and not args.given:  # no cluster nor setting typed: the link it measured
-
+        if args.amount is not None:
+            raise InputError("command line", "--samples" if args.amount.samples else "--steps", "the time to finish "
+                             "is given on a cluster described, with its band; add the cluster it would run on "
+                             "(--gpus-per-node, --inter-gbit, ...) to --from")
         from ddpbench.show.projected import measured_inputs, print_measured
 
         pairs, holdout, _ = measured_inputs(args.from_dir)

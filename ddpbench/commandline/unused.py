@@ -31,8 +31,14 @@ UNUSED: dict[str, tuple[Unused, ...]] = {
         Unused(("--leaf-nodes",), ("--oversubscription",), "the nodes at full rate matter only beyond them, "
                "with --oversubscription", given=False),
         Unused(("--currency",), ("--price-per-device-hour",), "the currency is the prices'", given=False),
-        Unused(("--batch-size",), ("--price-per-device-hour", "--train-samples", "--input-samples-per-s"),
+        Unused(("--batch-size",), ("--price-per-device-hour", "--samples", "--steps", "--epochs",
+                                   "--input-samples-per-s"),
                "the batch sets the time and cost of training and the input pipeline's share", given=False),
+        Unused(("--min-efficiency",), ("--price-per-device-hour", "--samples", "--steps", "--epochs"),
+               "the floor is read on the time to finish, asked with the run's work or a price", given=False),
+        Unused(("--partition", "--account", "--time-limit", "--queue-device"), ("--queue",),
+               "they shape the job asked of Slurm", given=False),
+        Unused(("--queue-wait",), ("--queue",), "--queue asks the scheduler for each size's wait"),
     ),
     "sweep": (
         Unused(("--resume", "--no-report", "--wide", "--verbose", "--wait", "--force"), ("--dry-run",),

@@ -50,15 +50,18 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     from ddpbench.analysis.models import (
         BANDS,
         COSTS,
+        Amount,
         band,
         costs_words,
         ddp_step,
+        finish_at,
         largest_world_size,
         link_needed,
         master_step,
         why_no_rate,
     )
     from ddpbench.analysis.summary import MILLION
+    from ddpbench.show.finish import print_finish
 
     costs = costs if costs is not None else COSTS
     sources = sources or {}
@@ -77,33 +80,33 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
                       f"held-out rows of {b.sources} sources)" for kind, b in BANDS.items())
           + " (python -m ddpbench whatif --validate)")
     cost, batch = args.cost, getattr(args, "batch", None)
-    training = batch is not None and (cost.priced or cost.samples is not None)
-    samples = cost.samples or MILLION
-    if training:
-        print(f"training {samples:,} samples at {batch} per device per step, at {cost.described()}")
-    money = f"{cost.currency} to train" if cost.priced else ""
+    amount = getattr(args, "amount", None)
+    if amount is None and batch is not None and cost.priced:  # a price alone: the cost of a million samples
+        amount = Amount(samples=MILLION)
     sizes = getattr(args, "world_sizes", None) or WORLD_SIZES
     steps = [(ddp_step(work, p, cluster, args.algorithm, costs), master_step(work, p, cluster, costs)) for p in sizes]
     # every term the step holds somewhere, each with its share of the step: they sum to it
     shown = [name for name in steps[0][0].terms() if any(step.terms()[name] for step, _ in steps)]
     print(f"the step is the sum of its terms: {', '.join(shown)} (ms, and each one's share of the step)")
     print(f"{'devices':>8} {'step ms':>9}" + "".join(f" {name:>15}" for name in shown)
-          + f" {'comm ms':>9} {'eff.':>6} {'band':>11} {'master eff.':>12}"
-          + (f" {'hours':>10}" if training else "") + (f" {money:>14}" if training and cost.priced else "")
-          + "  algorithms")
+          + f" {'comm ms':>9} {'eff.':>6} {'band':>11} {'master eff.':>12}  algorithms")
     for p, (step, master) in zip(sizes, steps):
         mine = band(p, cluster.gpus_per_node)
         shown_band = "-" if p == 1 else (f"{max(100 * step.efficiency + mine.low_pp, 0):.0f}-"
                                          f"{min(100 * step.efficiency + mine.high_pp, 100):.0f}%")
-        extra = ""
-        if training:  # every device trains its batch each micro-step: samples / (p x batch x micro-steps) steps
-            hours = samples / (p * batch * max(work.accumulation, 1)) * step.step_ms / 3.6e6
-            extra = f" {hours:>10.3g}"
-            if cost.priced:
-                extra += f" {cost.hourly(p, math.ceil(p / cluster.gpus_per_node)) * hours:>14.3g}"
         terms = "".join(f" {step.terms()[name]:>9.1f} {step.terms()[name] / step.step_ms:>5.0%}" for name in shown)
         print(f"{p:>8} {step.step_ms:>9.1f}{terms} {step.comm_ms:>9.1f} {step.efficiency:>6.0%} "
-              f"{shown_band:>11} {master.efficiency:>12.0%}{extra}  {step.algorithms}")
+              f"{shown_band:>11} {master.efficiency:>12.0%}  {step.algorithms}")
+    if amount is not None and batch is not None:  # every device trains its batch each micro-step
+        rows = []
+        for p, (step, _) in zip(sizes, steps):
+            nodes = math.ceil(p / cluster.gpus_per_node)
+            mine = band(p, cluster.gpus_per_node)
+            rows.append(finish_at(p, nodes, step.step_ms, step.efficiency, None if p == 1 else
+                                  (mine.low_pp, mine.high_pp), amount, batch, work.accumulation,
+                                  cost.hourly(p, nodes) if cost.priced else None))
+        print_finish(args, rows, cost.currency, f"{amount.words(batch, work.accumulation)}"
+                     + (f", at {cost.described()}" if cost.priced else ""))
     target = args.target_efficiency
     largest = largest_world_size(work, cluster, target, args.algorithm, limit=1 << 16, costs=costs)
     print(f"largest world size at {target:.0%} or better: {largest}"

@@ -1,5 +1,6 @@
 """Models of communication: what the machine's own figures predict elsewhere.
 
+  finish       the time to finish a run at each size, its wait in the queue, and which size to ask for
   costmodel    the alpha-beta model, fitted to this machine and projected to larger clusters
   whatif       a workload's DDP step on a cluster you describe
   terms        its settings (dtype, accumulation, sharding, input) and the costs that grow with N
@@ -20,6 +21,15 @@ from __future__ import annotations
 
 from ddpbench.analysis.models.collectives import ddp_buckets_vs_allreduce
 from ddpbench.analysis.models.costmodel import predict, single_rank_only, workloads
+from ddpbench.analysis.models.finish import (
+    Amount,
+    Finish,
+    cheapest,
+    finish_at,
+    first_to_finish,
+    largest_above,
+    with_waits,
+)
 from ddpbench.analysis.models.fromtrace import traced
 from ddpbench.analysis.models.holdout import MIN_WORLD_SIZES, TOLERANCE_PCT
 from ddpbench.analysis.models.loso import BANDS, EFFICIENCY, band, costs_words, held_out, score, validated
@@ -33,9 +43,10 @@ from ddpbench.analysis.models.validation import flop_layout, published_table
 from ddpbench.analysis.models.whatif import COSTS, Cluster, Work, ddp_step, master_step
 
 __all__ = [
-    "BANDS", "COSTS", "Cluster", "EFFICIENCY", "GRAD_BYTES", "MIN_WORLD_SIZES", "Model", "PRESETS", "SHARDS",
-    "TOLERANCE_PCT", "Work", "band", "costs_words", "ddp_buckets_vs_allreduce", "ddp_step", "flop_layout", "held_out",
-    "largest_world_size", "layout", "link_needed", "master_step", "measured_terms", "predict", "published_table",
-    "recovery_runs", "score", "shaped_jobs", "single_rank_only", "traced", "validated", "versus_report", "why_no_rate",
-    "with_inputs", "workloads",
+    "Amount", "BANDS", "COSTS", "Cluster", "EFFICIENCY", "Finish", "GRAD_BYTES", "MIN_WORLD_SIZES", "Model", "PRESETS",
+    "SHARDS", "TOLERANCE_PCT", "Work", "band", "cheapest", "costs_words", "ddp_buckets_vs_allreduce", "ddp_step",
+    "finish_at", "first_to_finish", "flop_layout", "held_out", "largest_above", "largest_world_size", "layout",
+    "link_needed", "master_step", "measured_terms", "predict", "published_table", "recovery_runs", "score",
+    "shaped_jobs", "single_rank_only", "traced", "validated", "versus_report", "why_no_rate", "with_inputs",
+    "with_waits", "workloads",
 ]

@@ -15,7 +15,7 @@ QUICK = ROOT / "reports" / "examples" / "quick-cpu"
 NEEDS = {"whatif": [], "sweep": [], "report": [str(QUICK)],
          "traces": [str(ROOT / "reports" / "examples" / "traces-cpu" / "traces")]}
 #: a value each flag whose type takes no "1" takes
-VALUES = {"--ray": "local"}
+VALUES = {"--ray": "local", "--queue-wait": "1=0"}
 
 
 def _parsers() -> dict:
@@ -81,7 +81,8 @@ def test_a_flag_another_leaves_without_effect_is_refused(command, flag, other):
     (["whatif", "--nvls", "--algorithm", "ring", "--compute-ms", "10"], "--nvls: does nothing with --algorithm ring"),
     (["whatif", "--compute-ms", "10", "--leaf-nodes", "4"], "--leaf-nodes: does nothing without --oversubscription"),
     (["whatif", "--compute-ms", "10", "--batch-size", "64"],
-     "--batch-size: does nothing without --price-per-device-hour or --train-samples or --input-samples-per-s"),
+     "--batch-size: does nothing without --price-per-device-hour or --samples or --steps or --epochs or "
+     "--input-samples-per-s"),
     (["whatif", "--compute-ms", "10", "--batch-size", "64", "--train-samples", "100", "--currency", "EUR"],
      "--currency: does nothing without --price-per-device-hour"),
     (["report", str(QUICK), "--force"], "--force: does nothing without --out"),

@@ -157,13 +157,16 @@ def test_whatif_times_and_costs_a_run_at_each_world_size():
     out = run_main("whatif", "--from", COST_EXAMPLE, "--compute-ms", "90", "--batch-size", "64",
                    "--price-per-device-hour", "2.5", "--train-samples", "6400000")
     assert out.returncode == 0, out.stderr
-    rows = {int(line.split()[0]): line.split() for line in out.stdout.splitlines()
-            if line.split()[:1] in (["1"], ["8"])}
-    terms = out.stdout.split("the step is the sum of its terms: ")[1].split(" (ms")[0].split(", ")
-    for p, row in rows.items():  # p devices, each its batch a step: samples / (p x batch) steps
-        hours = 6_400_000 / (p * 64) * float(row[1]) / 3.6e6
-        after = 2 + 2 * len(terms) + 4  # each term's ms and share, then comm, efficiency, band, master's efficiency
-        assert float(row[after]) == pytest.approx(hours, rel=1e-2)
-        assert float(row[after + 1]) == pytest.approx(2.5 * p * hours, rel=1e-2)
+    steps = {int(line.split()[0]): float(line.split()[1]) for line in out.stdout.split("time to finish")[0].splitlines()
+             if line.split()[:1] in (["1"], ["8"])}
+    table = out.stdout.split("time to finish")[1].splitlines()[2:]
+    rows = {int(line.split()[0]): line.split() for line in table if line.split()[:1] in (["1"], ["8"])}
+    for p, row in rows.items():  # p devices, each its batch a step: samples / (p x batch) steps; then its band
+        hours = 6_400_000 / (p * 64) * steps[p] / 3.6e6
+        wide = 1 if p == 1 else 4  # a figure alone, or with its band: "[low to high]"
+        at = 3 if p == 1 else 6  # after devices, nodes and the efficiency
+        assert float(row[at]) == pytest.approx(hours, rel=1e-2)
+        assert float(row[at + wide]) == pytest.approx(p * hours, rel=1e-2)
+        assert float(row[at + 2 * wide]) == pytest.approx(2.5 * p * hours, rel=1e-2)
     refused = run_main("whatif", "--compute-ms", "90", "--price-per-device-hour", "2.5")
     assert refused.returncode == 2 and "--batch-size: is needed" in refused.stderr
