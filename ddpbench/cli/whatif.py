@@ -66,6 +66,9 @@ def add_parser(sub) -> None:
     p.set_defaults(func=command, given=())
 
 
+#: flags that ask, not describe a cluster: with --from alone, the target is answered on the link, the rest refused
+QUESTIONS = ("target_efficiency", "price_per_device_hour", "price_per_node_hour", "currency", "batch_size")
+
 #: each number flag's least value and whether that value itself is allowed (None: not given, allowed)
 BOUNDS = {"--compute-ms": (0, False), "--bucket-cap-mb": (0, False), "--intra-gbit": (0, False),
           "--inter-gbit": (0, False), "--input-samples-per-s": (0, False), "--intra-latency-us": (0, True),
@@ -107,8 +110,6 @@ def _check(args) -> None:
                          "each device trains per step (or give --from a results folder)")
 
 
-
-
 def command(args) -> int:
     from ddpbench.analysis.models import COSTS, Cluster, Work, with_inputs
 
@@ -117,15 +118,17 @@ def command(args) -> int:
 
         return print_validation()
     _check(args)
-    if args.from_dir is not None and not args.given:  # no cluster nor setting typed: the link it measured
-        if args.amount is not None:
-            raise InputError("command line", "--samples" if args.amount.samples else "--steps", "the time to finish "
-                             "is given on a cluster described, with its band; add the cluster it would run on "
-                             "(--gpus-per-node, --inter-gbit, ...) to --from")
+    if args.from_dir is not None and not set(args.given) - set(QUESTIONS):  # no cluster typed: the link measured
+        if training := ("--samples" if args.amount.samples else "--steps") if args.amount else next(
+                (f"--{d.replace('_', '-')}" for d in QUESTIONS[1:] if d in args.given), None):
+            raise InputError("command line", training, ("the time to finish" if args.amount else "the cost and batch "
+                             "of training") + " is given on a cluster described, with its band, never on one assumed: "
+                             "add the cluster it would run on (--gpus-per-node, --inter-gbit, ...) to --from")
         from ddpbench.show.projected import measured_inputs, print_measured
 
-        pairs, holdout, _ = measured_inputs(args.from_dir)
-        print_measured(args.from_dir, pairs, holdout, args.world_sizes)
+        pairs, holdout, reproduced = measured_inputs(args.from_dir)
+        print_measured(args.from_dir, pairs, holdout, reproduced, args.world_sizes,
+                       args.target_efficiency if "target_efficiency" in args.given else None)
         return 0
     nvls = ("nvls",) if args.nvls or args.algorithm == "nvls" else ()
     cluster = Cluster(args.gpus_per_node, args.intra_gbit, args.inter_gbit, args.intra_latency_us,

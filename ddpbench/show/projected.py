@@ -19,22 +19,28 @@ TERMS = {"compute": "compute_ms", "exposed": "exposed_comm_ms", "rank wait growt
 WORLD_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
-def measured_inputs(folder: Path) -> tuple[list, pd.DataFrame, str]:
+def measured_inputs(folder: Path) -> tuple[list, pd.DataFrame, dict]:
     """What ``folder`` measured, as the projection's inputs: ((network, workload, link), ...), its hold-out
-    checks, and what it is (a results folder, else a folder of traces); one line and exit 2 where it is neither."""
+    checks, and for each (network, workload label) the model's step at each world size it measured beside the
+    measurement (:mod:`ddpbench.analysis.models.reproduce`) with where the ranks' spread came from; one line and
+    exit 2 where it is neither a results folder nor traces, or where no traced job can be projected."""
+    from ddpbench.analysis.models import reproduced_in_folder, reproduced_in_trace, traced, traced_spread
     from ddpbench.results.schema import RESULTS_FILE
 
     if (folder / RESULTS_FILE).is_file():
         from ddpbench.analysis.folder import load
 
-        model = load(folder).model
+        measured = load(folder)
+        model = measured.model
         if not model.projected:
             raise InputError(str(folder), "world_size", "no finished DDP job at world size 1 and 2 or more to project "
                              "from; sweep world_size = [1, 2, ...] first")
-        return list(model.projected), model.holdout, "results"
+        found = {(network, w.label): (reproduced_in_folder(measured.summary, model.holdout, network, w, link),
+                                      "measured between them" if w.rank_spread else "not measured: none grown")
+                 for network, w, link in model.projected}
+        return list(model.projected), model.holdout, found
     if not folder.is_dir():
         raise InputError(str(folder), "--from", "not found: give a results folder or a folder of profiler traces")
-    from ddpbench.analysis.models import traced
     from ddpbench.traces.folder import read_folder
     from ddpbench.traces.read import jobs_in
 
@@ -45,10 +51,17 @@ def measured_inputs(folder: Path) -> tuple[list, pd.DataFrame, str]:
     if not found:
         raise InputError(str(folder), RESULTS_FILE, "not found, nor any profiler trace: give --from a folder written "
                          "by `ddpbench sweep` or one of torch.profiler traces")
-    pairs = [found for found in map(traced, read_folder(folder)) if found is not None]
+    pairs, reproduced, why = [], {}, []
+    for job in read_folder(folder):
+        made = traced(job)
+        if isinstance(made, str):
+            why.append(f"{job.name}: {made}")
+            continue
+        pairs.append(made)
+        reproduced[(made[0], made[1].label)] = (reproduced_in_trace(job, made[1], made[2]), traced_spread(job))
     if not pairs:
-        raise InputError(str(folder), "traces", "no traced job holds compute and all-reduces to project from")
-    return pairs, pd.DataFrame(), "traces"
+        raise InputError(str(folder), "traces", "cannot be projected: " + "; ".join(why))
+    return pairs, pd.DataFrame(), reproduced
 
 
 def print_described(args, cluster) -> None:
@@ -66,14 +79,15 @@ def print_described(args, cluster) -> None:
     from ddpbench.results.sanitize import printable
     from ddpbench.show.answers import print_whatif, settings
 
-    pairs, _, _ = measured_inputs(args.from_dir)
-    for _, workload, link in pairs:
+    pairs, _, reproduced = measured_inputs(args.from_dir)
+    for network, workload, link in pairs:
         args.batch = args.batch_size
         work = Work(compute_ms=args.compute_ms or workload.compute_ms, bucket_bytes=workload.bucket_bytes,
                     backward_share=workload.backward_share, ready=workload.ready, **settings(args, args.batch))
         half = link.alpha_us / link.beta_us_per_byte / 1e6 if link.beta_us_per_byte > 0 and not link.extreme else None
-        measured = {"rank_spread": workload.rank_spread,
-                    "rank_spread_source": f"measured between the traced ranks of {workload.job_key}",
+        spread = reproduced[(network, workload.label)][1]  # where one rank was traced, the published fit's
+        measured = {"rank_spread": workload.rank_spread if spread.startswith("measured") else None,
+                    "rank_spread_source": f"{spread} of {workload.job_key}",
                     "half_rate_mb": half, "half_rate_source": "the traced all-reduces' times by size (alpha / beta)"}
         costs, sources = with_inputs(COSTS, args.rank_spread_pct, args.half_rate_mb, measured)
         print_whatif(args, printable(f"{workload.label} as traced in {args.from_dir} ({len(workload.bucket_bytes)} "
@@ -95,25 +109,31 @@ def measured_workloads(folder: Path) -> tuple[list, object]:
     return found, measured
 
 
-def _check_words(checks: pd.DataFrame) -> list[str]:
+def _check_words(checks: pd.DataFrame, agrees: bool = True) -> list[str]:
     if checks.empty:
         return ["not checked: measured at fewer than 3 world sizes (one alone, one to fit the link to, one to hide), "
                 "so nothing past the largest measured is checked"]
     return [f"checked: world size {int(c['hidden_world_size'])} hidden and predicted from {c['from_world_sizes']}: "
             f"{c['predicted_ms']:.4g} ms [{c['low_ms']:.4g} to {c['high_ms']:.4g}] against {c['measured_ms']:.4g} ms "
-            f"measured ({c['error_pct']:+.0f} %): {'holds' if c['holds'] else 'does not hold'}, so the projection "
-            f"holds as checked to {int(c['supported_to'])} ranks"
+            f"measured ({c['error_pct']:+.0f} %): {'holds' if c['holds'] else 'does not hold'}"
+            + (f", so the projection holds as checked to {int(c['supported_to'])} ranks" if agrees else
+               ", but the model does not reproduce every world size measured (above): no projection")
             + (f" (wide: {c['wide_because']})" if c["wide_because"] else "") for _, c in checks.iterrows()]
 
 
-def print_measured(folder: Path, pairs: list, holdout: pd.DataFrame, sizes=None) -> None:
+def print_measured(folder: Path, pairs: list, holdout: pd.DataFrame, reproduced: dict, sizes=None,
+                   target: float | None = None) -> None:
     """Each workload projected on the link it measured, per world size: the step, each term with its share, the
-    efficiency, and whether the world size lies past what the check supports."""
-    from ddpbench.analysis.models import predict
+    efficiency, and whether the world size lies past what the check supports; at each world size it measured, the
+    model's step there beside the measurement, and the projection past them only where every one agrees (else one
+    line saying what does not match). ``target``: the largest world size shown at that efficiency or better."""
+    from ddpbench.analysis.models import mismatch, predict, reproduces
     from ddpbench.results.sanitize import printable
 
-    sizes = sorted(set(sizes or WORLD_SIZES))
     for network, workload, link in pairs:
+        rows, spread = reproduced[(network, workload.label)]
+        at = {r.world_size: r for r in rows}
+        agrees = reproduces(rows)
         mine = holdout[(holdout["workload"] == workload.label) & (holdout["network"] == network)] \
             if len(holdout) else holdout
         supported = int(mine["supported_to"].min()) if len(mine) else workload.measured_world_size
@@ -126,19 +146,43 @@ def print_measured(folder: Path, pairs: list, holdout: pd.DataFrame, sizes=None)
                   f"latency ({link.alpha_if_all_latency_us:.3g} us a message) fits them")
         compute = (f"{workload.compute_ms:.4g} ms of compute alone, {workload.compute_multi_ms:.4g} ms with every rank "
                    f"busy at world size {workload.measured_world_size}" if workload.ready is None else
-                   f"{workload.compute_ms:.4g} ms of compute a step with every rank busy at world size "
+                   f"{workload.compute_ms:.4g} ms a step but its transfer, every rank busy at world size "
                    f"{workload.measured_world_size} (no rank ran alone: the efficiency is against it)")
         print(f"inputs: {compute}; {len(workload.bucket_bytes)} bucket(s), "
               f"{sum(workload.bucket_bytes) / 1e6:.3g} MB, released through the backward pass "
               f"({workload.backward_share:.0%} of the step" + (", each where the trace launched it)" if workload.ready
                                                                else ", bytes standing in for its compute)")
-              + f"; ranks' step spread {workload.rank_spread:.1%} (measured between them)")
-        frame = predict(workload, link, sizes)
-        print(f"the step is the sum of its terms: {', '.join(TERMS)} (ms, and each one's share of the step)")
-        print(f"{'devices':>8} {'step ms':>9}" + "".join(f" {name:>16}" for name in TERMS) + f" {'eff.':>6}  checked")
+              + f"; ranks' step spread {workload.rank_spread:.1%} ({spread})")
+        shown = sorted(set(at) if not agrees else {*(sizes or WORLD_SIZES), *at})
+        frame = predict(workload, link, shown)
+        print(f"the step is the sum of its terms: {', '.join(TERMS)} (ms, and each one's share of the step); at each "
+              "world size measured, the model's step as it was measured (on the measuring machine's cores) beside it")
+        print(f"{'devices':>8} {'step ms':>9}" + "".join(f" {name:>16}" for name in TERMS)
+              + f" {'eff.':>6} {'measured':>9} {'model there [band]':>26}  checked")
         for _, row in frame.iterrows():
+            p = int(row["world_size"])
             cells = "".join(f" {row[column]:>10.2f} {row[column] / row['step_ms']:>5.0%}" for column in TERMS.values())
-            past = "" if row["world_size"] <= supported else "past the check"
-            print(f"{int(row['world_size']):>8} {row['step_ms']:>9.2f}{cells} {row['efficiency']:>6.0%}  {past}")
-        for words in _check_words(mine):
+            there = at.get(p)
+            pair = (f" {there.measured_ms:>9.2f} {_band(there):>26}" if there else f" {'':>9} {'':>26}")
+            past = ("" if p <= supported else "past the check") if there is None else \
+                ("reproduced" if there.holds else "not reproduced") + f" ({there.how})"
+            print(f"{p:>8} {row['step_ms']:>9.2f}{cells} {row['efficiency']:>6.0%}{pair}  {past}")
+        line = mismatch(rows)
+        if line:
+            print(line)
+        for words in _check_words(mine, agrees):
             print(words)
+        if target is not None and agrees:
+            print(_largest(frame, target))
+
+
+def _band(r) -> str:
+    return f"{r.model_ms:.2f}" + (f" [{r.low_ms:.4g} to {r.high_ms:.4g}]" if r.high_ms > r.low_ms else "")
+
+
+def _largest(frame: pd.DataFrame, target: float) -> str:
+    """The largest world size shown whose projected efficiency is at least ``target``."""
+    keep = frame[frame["efficiency"] >= target]
+    largest = int(keep["world_size"].max()) if len(keep) else None
+    return (f"largest world size shown at {target:.0%} or better on the link it measured (--target-efficiency): "
+            + (f"{largest}" if largest else "none") + f" of {int(frame['world_size'].max())}")

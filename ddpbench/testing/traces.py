@@ -307,7 +307,7 @@ def write_job(out: Path, world_size: int, ranks=None, variants: int = 4, repeat:
 def tiny_trace(rank: int = 0, world_size: int = 2, steps: int = 8, step_us: float = 1000.0, late_us: float = 0.0,
                clock_ns: int = 1_790_000_000_000_000_000, name: str = "aten::mm", host: str | None = None,
                comm_end_us: float = 0.0, kernels: tuple[str, str] = ("sm90_gemm", "elementwise_kernel"),
-               gpu: str | None = None, backend: str = "nccl") -> dict:
+               gpu: str | None = None, backend: str = "nccl", sizes: str = "kernel") -> dict:
     """One rank's small trace, every figure known: each step of ``step_us`` (its ProfilerStep range from
     ``k * step_us``) holds a data-loader range over its first 10 %, a compute kernel from 10 % to 60 %
     (plus ``late_us``), a second one from 70 % to 80 % (``late_us`` later) and an all-reduce kernel
@@ -317,7 +317,8 @@ def tiny_trace(rank: int = 0, world_size: int = 2, steps: int = 8, step_us: floa
     ends ``late_us`` after the others'. ``host``: the host the trace names (none where None);
     ``comm_end_us``: the all-reduce ends that much later (a rank whose clock runs ahead); ``kernels``: the
     two compute kernels' names; ``gpu``: the GPU its header names (``deviceProperties``; none where None);
-    ``backend``: the process group's, as ``distributedInfo`` names it."""
+    ``backend``: the process group's, as ``distributedInfo`` names it; ``sizes``: the all-reduce's size in its kernel's
+    args (``kernel``), or only in its host range's ``Input Dims``, as the public traces (``shapes``), or nowhere."""
     events, corr = [], 0
     base = 1_000_000.0
 
@@ -345,7 +346,10 @@ def tiny_trace(rank: int = 0, world_size: int = 2, steps: int = 8, step_us: floa
                               "pid": 0, "tid": 20, "ts": t0 + 0.5 * s, "dur": 0.4 * s + comm_end_us,
                               "args": {"Collective name": "allreduce", "In msg nelems": 2**20,
                                        "Out msg nelems": 2**20, "dtype": "Float", "Group size": world_size,
-                                       "Process Group Name": "0"}})
+                                       "Process Group Name": "0"} if sizes == "kernel" else {}})
+        if sizes == "shapes":
+            events.append({"ph": "X", "cat": "user_annotation", "name": "nccl:all_reduce", "pid": 1, "tid": 1, "ts":
+                           t0 + 0.2 * s - 1, "dur": 4.0, "args": {"Input Dims": [[2**20]], "Input type": ["float"]}})
         launch(t0 + 0.3 * s, {"ph": "X", "cat": "kernel", "name": kernels[1], "pid": 0, "tid": 7,
                               "ts": t0 + 0.7 * s + late_us, "dur": 0.1 * s})
         events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1,
@@ -390,7 +394,6 @@ def write_trace(path: Path, trace: dict, layout: str = "kineto") -> Path:
     data = text.encode()
     path.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
     return path
-
 
 
 def _no_info(trace: dict) -> dict:

@@ -195,10 +195,11 @@ def _comm_events(ev: RankEvents, lo, hi, gpu: bool, main: int):
     if gpu:
         start, end, _ = _arrays(ev)
         step = _launch_steps(ev, lo, hi)
+        sized = _host_sizes(ev) if any(_unsized(row) for row in ev.comm) else None
         for row in ev.comm:
             i = row[0]
             s = int(step[i]) if step[i] >= 0 else _window_of(lo, hi, start[i])
-            out.append((s, float(start[i]), float(end[i]), row[1:]))
+            out.append((s, float(start[i]), float(end[i]), sized(row) if sized and _unsized(row) else row[1:]))
     else:
         codes, tids = np.asarray(ev.host_what), np.asarray(ev.host_tid)
         for i in np.flatnonzero((codes == _WHAT["comm"]) & (tids != main)):
@@ -207,6 +208,31 @@ def _comm_events(ev: RankEvents, lo, hi, gpu: bool, main: int):
                         ev.host_meta[int(i)]))
     out.sort(key=lambda r: r[1])
     return out
+
+
+def _unsized(row) -> bool:
+    return isinstance(row[2], float) and math.isnan(row[2])
+
+
+def _host_sizes(ev: RankEvents):
+    """A kernel's collective without its size (an older PyTorch's NCCL kernel carries none) takes the shapes of
+    the host range that launched it (``nccl:all_reduce`` with its ``Input Dims``, where the trace recorded
+    shapes): a function of a :attr:`RankEvents.comm` row, giving its (op, bytes, dtype, group, group size)."""
+    codes = np.asarray(ev.host_what)
+    ranges = [int(i) for i in np.flatnonzero(codes == _WHAT["comm"])
+              if int(i) in ev.host_meta and not math.isnan(ev.host_meta[int(i)][1])]
+    ranges.sort(key=lambda i: ev.host_start[i])
+    begins = np.array([ev.host_start[i] for i in ranges])
+    launched = ev.launch_times()
+
+    def sized(row) -> list:
+        at = launched[row[0]]
+        k = int(np.searchsorted(begins, at, side="right")) - 1 if len(begins) and np.isfinite(at) else -1
+        if k < 0 or at > ev.host_end[ranges[k]]:
+            return row[1:]
+        op, size, dtype, *_ = ev.host_meta[ranges[k]]
+        return [row[1], size, row[3] or dtype, *row[4:]] if op == row[1] else row[1:]
+    return sized
 
 
 def _window_of(lo, hi, t: float) -> int:

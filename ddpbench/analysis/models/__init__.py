@@ -9,6 +9,7 @@
   loso         the what-if model checked leave-one-source-out, with its band
   measured     the growth terms as a results folder measured them (whatif --from)
   holdout      the projection of a measured run checked by hiding its largest world size
+  reproduce    the model's step at each world size measured beside the measurement, before a projection
   fromtrace    a traced job's measurements as the projection's inputs (whatif --from a trace folder)
   layouts      the parameter layouts of models, and DDP's buckets cut from them
   validation   the what-if model against published scaling (published_scaling.toml)
@@ -30,7 +31,7 @@ from ddpbench.analysis.models.finish import (
     largest_above,
     with_waits,
 )
-from ddpbench.analysis.models.fromtrace import traced
+from ddpbench.analysis.models.fromtrace import traced, traced_spread
 from ddpbench.analysis.models.holdout import MIN_WORLD_SIZES, TOLERANCE_PCT
 from ddpbench.analysis.models.loso import BANDS, EFFICIENCY, band, costs_words, held_out, score, validated
 from ddpbench.analysis.models.measured import measured_terms, versus_report, with_inputs
@@ -38,6 +39,7 @@ from ddpbench.analysis.models.model import Model
 from ddpbench.analysis.models.network import recovery_runs, shaped_jobs
 from ddpbench.analysis.models.presets import PRESETS, layout
 from ddpbench.analysis.models.questions import largest_world_size, link_needed, why_no_rate
+from ddpbench.analysis.models.reproduce import mismatch, reproduced_in_folder, reproduced_in_trace, reproduces
 from ddpbench.analysis.models.terms import GRAD_BYTES, SHARDS
 from ddpbench.analysis.models.validation import flop_layout, published_table
 from ddpbench.analysis.models.whatif import COSTS, Cluster, Work, ddp_step, master_step
@@ -46,7 +48,7 @@ __all__ = [
     "Amount", "BANDS", "COSTS", "Cluster", "EFFICIENCY", "Finish", "GRAD_BYTES", "MIN_WORLD_SIZES", "Model", "PRESETS",
     "SHARDS", "TOLERANCE_PCT", "Work", "band", "cheapest", "costs_words", "ddp_buckets_vs_allreduce", "ddp_step",
     "finish_at", "first_to_finish", "flop_layout", "held_out", "largest_above", "largest_world_size", "layout",
-    "link_needed", "master_step", "measured_terms", "predict", "published_table", "recovery_runs", "score",
-    "shaped_jobs", "single_rank_only", "traced", "validated", "versus_report", "why_no_rate", "with_inputs",
-    "with_waits", "workloads",
+    "link_needed", "master_step", "measured_terms", "mismatch", "predict", "published_table", "recovery_runs",
+    "reproduced_in_folder", "reproduced_in_trace", "reproduces", "score", "shaped_jobs", "single_rank_only", "traced",
+    "traced_spread", "validated", "versus_report", "why_no_rate", "with_inputs", "with_waits", "workloads",
 ]

@@ -22,7 +22,8 @@ def test_the_cli_prints_the_reports_projection_term_by_term_as_far_as_checked(ca
     assert main(["whatif", "--from", str(folder)]) == 0
     out = capsys.readouterr().out
     model = load(folder).model
-    for _network, workload, link in model.projected:
+    # cnn-m's model misses its measured 2 ranks by 12 %: it is given no projection (test_whatif_reproduce.py)
+    for _network, workload, link in [pair for pair in model.projected if pair[1].label.startswith("mlp-m")]:
         rows = whatif_rows(out, workload.label)
         report = model.projection[(model.projection["workload"] == workload.label)
                                   & (model.projection["link"] == link.name) & (model.projection["strategy"] == "ddp")]
@@ -55,6 +56,9 @@ def test_the_printed_steps_are_the_alpha_beta_ring_worked_by_hand(capsys):
     projected = load(folder).model.projected
     assert {w.label for _, w, _ in projected} == {"mlp-m, batch 32/rank", "cnn-m, batch 32/rank"}
     for _network, workload, link in projected:
+        if workload.label.startswith("cnn-m"):  # not reproduced at 2 ranks: its measured sizes alone
+            assert sorted(whatif_rows(out, workload.label)) == [1, 2, 4]
+            continue
         (bucket,) = workload.bucket_bytes
         assert workload.measured_world_size == 2 and workload.compute_multi_ms > 0.99 * workload.compute_ms
         rows = whatif_rows(out, workload.label)

@@ -27,5 +27,5 @@ def test_a_folder_of_traces_on_a_cluster_described_keeps_its_measured_spread_and
                  "1,8"]) == 0
     out = capsys.readouterr().out
     assert "(traced) as traced in" in out and "each ready where the trace launched it" in out
-    assert "measured between the traced ranks of traces)" in out  # the spread the trace measured, not the fit's
+    assert "measured between the 2 traced ranks of traces)" in out  # the spread the trace measured, not the fit's
     assert "8 devices a node at 2400 Gbit/s, nodes at 100 Gbit/s" in out

@@ -272,3 +272,12 @@ def test_a_trace_without_its_world_size_or_clock_is_a_world_of_one_on_its_own_cl
     job = _job(tmp_path, [trace])
     assert job.world_size == 1 and not job.sampled
     assert (job.steps["start_us"] - 1e6).tolist() == pytest.approx([0.0, 1000.0, 2000.0])
+
+
+def test_a_kernel_without_its_size_takes_the_shape_of_the_host_range_that_launched_it(tmp_path):
+    """An older PyTorch's NCCL kernel names no size (the public A100 and V100 traces); where the trace recorded
+    shapes, its host range ``nccl:all_reduce`` holds its tensor's, and without them the size stays unknown."""
+    shaped = _job(tmp_path / "shaped", [tiny_trace(r, 2, sizes="shapes") for r in range(2)]).collectives
+    assert (shaped["bytes"] == 4 * 2**20).all() and (shaped["op"] == "all_reduce").all() and len(shaped) == 16
+    bare = _job(tmp_path / "bare", [tiny_trace(r, 2, sizes="none") for r in range(2)]).collectives
+    assert bare["bytes"].isna().all() and len(bare) == 16
