@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -24,6 +25,7 @@ from ddpbench.testing.budgets import phase_row as _phase_row
 from ddpbench.testing.budgets import planted_ident as _ident
 from ddpbench.testing.budgets import planted_spec as _spec
 from ddpbench.testing.budgets import records as _records
+from ddpbench.testing.budgets import script_job
 from ddpbench.testing.budgets import summary as _summary
 
 EXAMPLES = ROOT / "reports" / "examples"
@@ -361,3 +363,51 @@ def test_a_figure_missing_for_the_left_out_rank_alone_is_not_missing():
     row = _summary(base, (steps, runs, ranks)).set_index("world_size").loc[2]
     assert _line(row, "data") == pytest.approx(5.0)
     assert "not measured" not in row["budget_note"]
+
+
+def test_a_no_sync_steps_own_comm_is_overhead():
+    """comm_ms on a no-sync step is the framework's own time (nothing is communicated): 2 ms of it on the job's
+    no-sync steps stay in their reference step and are overhead, not taken out as communication."""
+    base = _job(_spec(1), lambda r: _alone())
+    steps, runs, ranks = _job(_spec(2), lambda r: _shared(), exposed=7.0, sync=3.0)
+    for row in steps:
+        if row["phase"] == "nosync":
+            row["comm_ms"], row["step_ms"] = 2.0, row["step_ms"] + 2.0
+    row = _summary(base, (steps, runs, ranks)).set_index("world_size").loc[2]
+    assert _lines(row) == pytest.approx({"contention": 10.0, "sync_compute": 3.0, "comm": 5.0, "data": 5.0,
+                                         "straggler": 20.0, "overhead": 2.0, "residual": 0.0}, abs=1e-9)
+
+
+def test_a_launch_without_no_sync_steps_takes_its_reference_from_the_others():
+    """The job's second launch recorded no no-sync step: its measured step still counts, and the reference terms
+    come from the first launch alone: every planted line as it is."""
+    base = _job(_spec(1), lambda r: _alone(), repeats=2)
+    steps, runs, ranks = _job(_spec(2), lambda r: _shared(), repeats=2, exposed=7.0, sync=3.0)
+    steps = [row for row in steps if not (row["phase"] == "nosync" and row["repeat"] == 1)]
+    row = _summary(base, (steps, runs, ranks)).set_index("world_size").loc[2]
+    assert row["loss_ms"] == pytest.approx(45.0)
+    assert _lines(row) == pytest.approx({"contention": 10.0, "sync_compute": 3.0, "comm": 7.0, "data": 5.0,
+                                         "straggler": 20.0, "overhead": 0.0, "residual": 0.0}, abs=1e-9)
+
+
+def test_a_script_beside_a_plain_job_leaves_the_plain_jobs_lines_alone():
+    """A script job (its phases from its phases steps) summarised with a plain one: the plain job's readiness,
+    data and optimizer still come from its own measured and no-sync steps."""
+    rng = np.random.default_rng(1)
+    scripts = [(*script_job(_spec(n, script="train.py"), 30.0 + 12 * (n - 1), 30.0, 1, rng), []) for n in (1, 2)]
+    plain = _job(_spec(1), lambda r: _alone()), _job(_spec(2), lambda r: _shared(), exposed=7.0, sync=3.0)
+    row = _summary(*scripts, *plain).set_index("key").loc[_spec(2).key]
+    assert _lines(row) == pytest.approx({"contention": 10.0, "sync_compute": 3.0, "comm": 7.0, "data": 5.0,
+                                         "straggler": 20.0, "overhead": 0.0, "residual": 0.0}, abs=1e-9)
+
+
+def test_a_script_launch_without_phases_steps_leaves_data_and_overhead_to_the_others():
+    """No step of the job's second launch was sampled for its phases: its data and optimizer come from the first
+    launch's phases steps alone (1 and 2 ms a step, as the baseline's): no data or overhead lost."""
+    rng = np.random.default_rng(2)
+    base = script_job(_spec(1, script="train.py"), 30.0, 30.0, 2, rng)
+    steps, runs = script_job(_spec(2, script="train.py"), 42.0, 42.0, 2, rng)
+    steps = [row for row in steps if not (row["phase"] == "phases" and row["repeat"] == 1)]
+    row = _summary((*base, []), (steps, runs, [])).set_index("world_size").loc[2]
+    assert _line(row, "data") == pytest.approx(0.0, abs=1e-9)
+    assert _line(row, "overhead") == pytest.approx(0.0, abs=1e-9)

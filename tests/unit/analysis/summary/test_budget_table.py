@@ -90,6 +90,32 @@ def test_launch_terms_are_numbers_with_a_term_never_measured():
     assert budget.launch_terms(pd.DataFrame()).empty
 
 
+def test_the_terms_of_a_job_without_no_sync_steps_and_of_a_script():
+    """Without no-sync steps the reference is the measured step less its comm_ms (39 - 5 ms), its overhead the
+    optimizer alone (the comm is the comm line's), and where comm_ms was not timed nothing is taken out. A
+    script's readiness (Ym) is its phases steps', its measured steps being timed whole."""
+    flat, untimed = planted_spec(2, strategy="allreduce-flat"), planted_spec(2, strategy="allreduce-flat", steps=5)
+    script = planted_spec(2, script="train.py")
+    rows = [phase_row(planted_ident(flat, 0), r, "measure", s, 1.0, 10.0, 20.0, 5.0, 3.0) for s in range(4)
+            for r in range(2)]
+    rows += [phase_row(planted_ident(untimed, 0), r, "measure", s, 1.0, 10.0, 20.0, math.nan, 3.0, step_ms=39.0)
+             for s in range(4) for r in range(2)]
+    nan = dict.fromkeys(("data", "forward", "backward", "comm", "optimizer"), math.nan)
+    for s in range(4):
+        for r in range(2):
+            ident = planted_ident(script, 0)
+            rows.append(phase_row(ident, r, "nosync", s, **nan, step_ms=30.0))
+            rows.append(phase_row(ident, r, "measure", s, **nan, step_ms=36.0))
+            rows.append(phase_row(ident, r, "phases", s, 1.0, 10.0, 20.0, 0.0, 3.0, ready=31.0 + r))
+    terms = budget.launch_terms(pd.DataFrame(rows))
+    launch = terms.loc[(flat.key, 0)]
+    assert (launch["reference"], launch["R"], launch["O"], launch["script"]) == ("measure", 34.0, 3.0, False)
+    assert terms.loc[(untimed.key, 0), "R"] == 39.0
+    launch = terms.loc[(script.key, 0)]
+    assert (launch["reference"], launch["Ym"], launch["D"], launch["script"]) == ("nosync", 31.5, 1.0, True)
+    assert math.isnan(launch["Yn"])
+
+
 def test_the_rank_left_out_per_launch():
     """slowest_ranks: per (key, repeat), the rank named at the barrier (rank 1, 20 ms late in every step), NaN for
     the baseline (one rank: no one to wait for)."""
