@@ -420,8 +420,7 @@ def add_budget(table: pd.DataFrame, steps: pd.DataFrame, ranks: pd.DataFrame | N
     ready = Readiness.of(steps) if len(steps) and len(table) else None
     by_key = launch_arrays(launch_terms(steps, ready)) if ready is not None else {}
     have = set(by_key)
-    wanted = [c for c in ("key", "status", "world_size", "baseline_key", "exposed_reason", "scaling", "launch_step_ms")
-              if c in table]
+    wanted = [c for c in ("key", "status", "world_size", "baseline_key", "exposed_reason", "scaling") if c in table]
     for i, row in enumerate(table[wanted].to_dict("records")):
         reason = _no_budget_reason(row, have)
         if reason:

@@ -161,7 +161,8 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
         row["oversubscribed"] = bool(job_runs["oversubscribed"].fillna(False).any())
         row["cores"] = float(_column(job_runs, "cores").max())
         row.update(job_machine_figures(job_machine.get(key)))
-        row["noisy"] = bool(times.size and row["step_ms_iqr"] / step_med > NOISE_THRESHOLD)
+        # no share of a median of 0 ms (a clock too coarse for the step): not said to be noisy
+        row["noisy"] = bool(times.size and step_med > 0 and row["step_ms_iqr"] / step_med > NOISE_THRESHOLD)
         row["wall_s"] = float(job_runs["wall_s"].fillna(0).sum())
         rows.append(row)
     _borrowed_checks(rows)
@@ -420,9 +421,11 @@ def baseline_problem(job, bases, efficiency: float) -> str:
     if not (over or noisy):
         return ""
     base = bases[noisiest]
+    # a share of a median of 0 ms (or of none) is not said
     what = (f"the steps of its world-size-1 baseline ({', '.join(str(b['key']) for b in bases)}) scattered with an "
-            f"IQR of {float(base.get('step_ms_iqr', math.nan)):.1f} ms, {100 * spread:.0f} % of their median "
-            f"({100 * mine:.0f} % for this job)")
+            f"IQR of {float(base.get('step_ms_iqr', math.nan)):.1f} ms"
+            + (f", {100 * spread:.0f} % of their median" if known(spread) else "")
+            + (f" ({100 * mine:.0f} % for this job)" if known(mine) else ""))
     why = []
     if over:
         why.append(f"an efficiency of {100 * efficiency:.0f} % (above 100 %) means one rank ran slower than a rank "

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ddpbench.analysis.summary.stragglers import stragglers
-from ddpbench.analysis.summary.table import add_speedup, iqr, karp_flatt, median
+from ddpbench.analysis.summary.table import add_speedup, iqr, karp_flatt, median, summarize
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.rank.timing import CudaEventClock, HostClock, StepTimer, clock_for
 from ddpbench.rank.train import ReplicasDiverged, check_replicas, param_checksum
@@ -66,6 +66,15 @@ def test_failed_job_keeps_its_row_and_error():
     assert failed["status"] == "failed" and "boom" in failed["error"]
     assert math.isnan(failed["step_ms_median"]) and math.isnan(failed["speedup"])
 
+
+def test_a_folder_where_no_launch_finished_has_each_jobs_row_and_error():
+    """No step at all (every launch failed before its first): the steps table is empty, without even its
+    columns, and each job still gets its row, its status and its error, its figures NaN."""
+    _, runs, ranks = _job(2, 25, [[10.0] * 4, [10.0] * 4], nosync_ms=9.0, status="failed")
+    failed = summarize(pd.DataFrame(), runs=runs, ranks=ranks).iloc[0]
+    assert failed["status"] == "failed" and "boom" in failed["error"]
+    assert math.isnan(failed["step_ms_mean"]) and math.isnan(failed["trace_step_ms"])
+    assert failed["budget_note"] == "no budget: status failed"
 
 def test_add_speedup_without_baseline_is_nan():
     table = pd.DataFrame([{**JobSpec(world_size=2).to_dict(), "status": "ok", "samples_per_s": 5.0}])

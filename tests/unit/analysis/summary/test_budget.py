@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -24,6 +25,7 @@ from ddpbench.testing.budgets import phase_row as _phase_row
 from ddpbench.testing.budgets import planted_ident as _ident
 from ddpbench.testing.budgets import planted_spec as _spec
 from ddpbench.testing.budgets import records as _records
+from ddpbench.testing.budgets import script_job
 from ddpbench.testing.budgets import summary as _summary
 
 EXAMPLES = ROOT / "reports" / "examples"
@@ -277,3 +279,135 @@ def test_readiness_on_the_no_sync_steps_alone_leaves_the_sync_line_in_the_commun
     assert row["loss_comm_ms"] == pytest.approx(10.0)
     assert _lines_sum(row) == pytest.approx(row["loss_ms"])
     assert "no ready_ms" in row["budget_note"]
+
+
+def _lines(row) -> dict:
+    return {name: float(_line(row, name)) for name in (*SIX, "residual")}
+
+
+def test_three_ranks_the_others_are_the_two_not_named():
+    """Rank 1 of three named at the barrier: the others are ranks 0 and 2, their mean forward + backward (40 ms
+    against the baseline's 30) the contention, not their sum."""
+    row = _summary(_job(_spec(1), lambda r: _alone()),
+                   _job(_spec(3), lambda r: _shared(), exposed=7.0, sync=3.0)).set_index("world_size").loc[3]
+    assert row["barrier_rank"] == 1
+    assert _lines(row) == pytest.approx({"contention": 10.0, "sync_compute": 3.0, "comm": 7.0, "data": 5.0,
+                                         "straggler": 20.0, "overhead": 0.0, "residual": 0.0}, abs=1e-9)
+
+
+def test_a_rank_last_by_a_small_margin_is_one_of_the_others():
+    """Rank 1 last in every step but by 0.2 ms of a 59 ms step (under NAMED_WAIT): no rank is named, so the
+    others are both ranks: the contention is their mean (10.1 ms), the straggler the slower window beyond it."""
+    row = _summary(_job(_spec(1), lambda r: _alone()),
+                   _job(_spec(2), lambda r: _shared(slow=0.2), exposed=7.0, sync=3.0)).set_index("world_size").loc[2]
+    assert row["barrier_last_share"] == 1.0 and row["barrier_cause"] is None
+    assert _line(row, "contention") == pytest.approx(10.1)
+    assert _line(row, "straggler") == pytest.approx(0.1)
+    assert _lines_sum(row) == pytest.approx(row["loss_ms"])
+
+
+def test_a_rank_late_by_exactly_the_named_wait_is_left_out():
+    """The rule is "at least NAMED_WAIT of the mean step": rank 1, 6 ms late in every step of 60 ms (10 %), is
+    named at the barrier and left out of the others: the contention is rank 0's alone (10 ms, not the two
+    ranks' 13) and the straggler its whole 6 ms."""
+    assert budget.NAMED_WAIT == 0.10
+    row = _summary(_job(_spec(1), lambda r: _alone()),
+                   _job(_spec(2), lambda r: _shared(slow=6.0), exposed=5.0)).set_index("world_size").loc[2]
+    assert row["step_ms_mean"] == 60.0 and row["barrier_rank_wait_ms"] == 6.0
+    assert row["barrier_cause"] == "compute"
+    assert _line(row, "contention") == pytest.approx(10.0)
+    assert _line(row, "straggler") == pytest.approx(6.0)
+
+
+def test_a_job_of_one_step_a_launch_has_its_budget():
+    """Launches of a single measured (and no-sync) step each: every line is still its planted value."""
+    base = _job(_spec(1), lambda r: _alone(), repeats=2, steps=1)
+    row = _summary(base, _job(_spec(2), lambda r: _shared(), repeats=2, steps=1, exposed=7.0, sync=3.0)).set_index(
+        "world_size").loc[2]
+    assert row["loss_ms"] == pytest.approx(45.0)
+    assert _lines(row) == pytest.approx({"contention": 10.0, "sync_compute": 3.0, "comm": 7.0, "data": 5.0,
+                                         "straggler": 20.0, "overhead": 0.0, "residual": 0.0}, abs=1e-9)
+
+
+def test_a_launch_without_ready_ms_leaves_the_sync_line_to_the_others():
+    """ready_ms lost from the measured steps of the job's first launch: the sync line is the measured steps of
+    the other launch against every no-sync step (3 ms), never pulled by the launch that has none."""
+    base = _job(_spec(1), lambda r: _alone(), repeats=2)
+    steps, runs, ranks = _job(_spec(2), lambda r: _shared(), repeats=2, exposed=7.0, sync=3.0)
+    for row in steps:
+        row["ready_ms"] = math.nan if row["repeat"] == 0 and row["phase"] == "measure" else row["ready_ms"]
+    row = _summary(base, (steps, runs, ranks)).set_index("world_size").loc[2]
+    assert _line(row, "sync_compute") == pytest.approx(3.0)
+    assert _line(row, "comm") == pytest.approx(7.0)
+
+
+def test_a_step_only_the_left_out_rank_reported_takes_its_own_figures():
+    """Rank 0's last no-sync step lost: in that step there is no other, so the ranks it has (rank 1, 60 ms of
+    forward + backward) stand for it: the others' mean over the ten steps is (9 x 40 + 60) / 10 = 42."""
+    base = _job(_spec(1), lambda r: _alone())
+    steps, runs, ranks = _job(_spec(2), lambda r: _shared(), exposed=7.0, sync=3.0)
+    steps = [row for row in steps if not (row["phase"] == "nosync" and row["rank"] == 0 and row["step"] == 9)]
+    row = _summary(base, (steps, runs, ranks)).set_index("world_size").loc[2]
+    assert row["barrier_rank"] == 1
+    assert _line(row, "contention") == pytest.approx(12.0)
+    assert _line(row, "data") == pytest.approx(5.0)
+
+
+def test_a_figure_missing_for_the_left_out_rank_alone_is_not_missing():
+    """The straggler's data_ms lost on its no-sync steps: the others (rank 0) have theirs, so the data line is
+    measured (5 ms), not NaN."""
+    base = _job(_spec(1), lambda r: _alone())
+    steps, runs, ranks = _job(_spec(2), lambda r: _shared(), exposed=7.0, sync=3.0)
+    for row in steps:
+        row["data_ms"] = math.nan if row["phase"] == "nosync" and row["rank"] == 1 else row["data_ms"]
+    row = _summary(base, (steps, runs, ranks)).set_index("world_size").loc[2]
+    assert _line(row, "data") == pytest.approx(5.0)
+    assert "not measured" not in row["budget_note"]
+
+
+def test_a_no_sync_steps_own_comm_is_overhead():
+    """comm_ms on a no-sync step is the framework's own time (nothing is communicated): 2 ms of it on the job's
+    no-sync steps stay in their reference step and are overhead, not taken out as communication."""
+    base = _job(_spec(1), lambda r: _alone())
+    steps, runs, ranks = _job(_spec(2), lambda r: _shared(), exposed=7.0, sync=3.0)
+    for row in steps:
+        if row["phase"] == "nosync":
+            row["comm_ms"], row["step_ms"] = 2.0, row["step_ms"] + 2.0
+    row = _summary(base, (steps, runs, ranks)).set_index("world_size").loc[2]
+    assert _lines(row) == pytest.approx({"contention": 10.0, "sync_compute": 3.0, "comm": 5.0, "data": 5.0,
+                                         "straggler": 20.0, "overhead": 2.0, "residual": 0.0}, abs=1e-9)
+
+
+def test_a_launch_without_no_sync_steps_takes_its_reference_from_the_others():
+    """The job's second launch recorded no no-sync step: its measured step still counts, and the reference terms
+    come from the first launch alone: every planted line as it is."""
+    base = _job(_spec(1), lambda r: _alone(), repeats=2)
+    steps, runs, ranks = _job(_spec(2), lambda r: _shared(), repeats=2, exposed=7.0, sync=3.0)
+    steps = [row for row in steps if not (row["phase"] == "nosync" and row["repeat"] == 1)]
+    row = _summary(base, (steps, runs, ranks)).set_index("world_size").loc[2]
+    assert row["loss_ms"] == pytest.approx(45.0)
+    assert _lines(row) == pytest.approx({"contention": 10.0, "sync_compute": 3.0, "comm": 7.0, "data": 5.0,
+                                         "straggler": 20.0, "overhead": 0.0, "residual": 0.0}, abs=1e-9)
+
+
+def test_a_script_beside_a_plain_job_leaves_the_plain_jobs_lines_alone():
+    """A script job (its phases from its phases steps) summarised with a plain one: the plain job's readiness,
+    data and optimizer still come from its own measured and no-sync steps."""
+    rng = np.random.default_rng(1)
+    scripts = [(*script_job(_spec(n, script="train.py"), 30.0 + 12 * (n - 1), 30.0, 1, rng), []) for n in (1, 2)]
+    plain = _job(_spec(1), lambda r: _alone()), _job(_spec(2), lambda r: _shared(), exposed=7.0, sync=3.0)
+    row = _summary(*scripts, *plain).set_index("key").loc[_spec(2).key]
+    assert _lines(row) == pytest.approx({"contention": 10.0, "sync_compute": 3.0, "comm": 7.0, "data": 5.0,
+                                         "straggler": 20.0, "overhead": 0.0, "residual": 0.0}, abs=1e-9)
+
+
+def test_a_script_launch_without_phases_steps_leaves_data_and_overhead_to_the_others():
+    """No step of the job's second launch was sampled for its phases: its data and optimizer come from the first
+    launch's phases steps alone (1 and 2 ms a step, as the baseline's): no data or overhead lost."""
+    rng = np.random.default_rng(2)
+    base = script_job(_spec(1, script="train.py"), 30.0, 30.0, 2, rng)
+    steps, runs = script_job(_spec(2, script="train.py"), 42.0, 42.0, 2, rng)
+    steps = [row for row in steps if not (row["phase"] == "phases" and row["repeat"] == 1)]
+    row = _summary((*base, []), (steps, runs, [])).set_index("world_size").loc[2]
+    assert _line(row, "data") == pytest.approx(0.0, abs=1e-9)
+    assert _line(row, "overhead") == pytest.approx(0.0, abs=1e-9)

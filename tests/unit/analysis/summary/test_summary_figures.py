@@ -185,3 +185,29 @@ def test_a_baselines_problem_quotes_the_jobs_own_scatter_and_threads_given_as_wo
     assert text == ("the steps of its world-size-1 baseline (b, c) scattered with an IQR of 3.0 ms, 5 % of their "
                     f"median (100 % for this job); {OVER.format(pct=102)}; the baseline ran 4, auto thread(s) per rank "
                     "and this job 1: set threads_per_rank to the same number at every world size")
+
+
+def test_a_share_of_a_median_of_0_ms_is_not_said():
+    """A median step of 0 ms (a clock too coarse for the step) has no share: the problem names the IQR without
+    it, the job's or the baseline's, and never prints nan."""
+    job = _job("j", 2, 1, 60.0, 3.0)
+    noisy = [_job("b", 1, 1, 60.0, 12.0, mean=66.0)]
+    assert baseline_problem(_job("j", 2, 1, 0.0, 3.0), noisy, 0.75) == (
+        f"the steps of its world-size-1 baseline (b) scattered with an IQR of 12.0 ms, 20 % of their median; "
+        f"{NOISE.format(pct=82)}")
+    assert baseline_problem(job, [_job("b", 1, 1, 0.0, 0.0)], 1.02) == (
+        f"the steps of its world-size-1 baseline (b) scattered with an IQR of 0.0 ms (5 % for this job); "
+        f"{OVER.format(pct=102)}")
+
+
+def test_a_job_whose_steps_read_0_ms_is_summarised_not_called_noisy():
+    """Every measured step 0 ms: the IQR's share of a 0 ms median is no figure, so the job is not called noisy
+    (and the summary is made, no division by zero)."""
+    steps, runs, ranks = job(planted_spec(1), lambda r: alone())
+    for row in steps:
+        row["step_ms"] = 0.0 if row["phase"] == "measure" else row["step_ms"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # its throughput: a batch over 0 s
+        row = summary((steps, runs, ranks)).iloc[0]
+    assert row["step_ms_median"] == 0.0 and row["step_ms_iqr"] == 0.0
+    assert not row["noisy"]
