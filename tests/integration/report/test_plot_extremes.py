@@ -102,6 +102,14 @@ def recorded_calls(tmp_path_factory) -> dict[str, list[inspect.BoundArguments]]:
     (job,) = read_folder(EXAMPLES / "traces-cpu" / "traces", workers=1)
     calls["rank_breakdown"] = [inspect.signature(functions["rank_breakdown"]).bind(job.steps, root / "breakdown-1.png",
                                                                                    job.name)]
+    # a watched run's figure, as ``report DIR`` calls it, on a run of two ranks, one made a quarter slower
+    from ddpbench.testing.watched import ddp_run, watched_folder
+    from ddpbench.watch.windows import read_run
+
+    watched_folder(root / "watched", ddp_run(0, slow_rank=1))
+    steps, alarms = read_run(root / "watched")
+    calls["steps_over_run"] = [inspect.signature(functions["steps_over_run"]).bind(steps, alarms,
+                                                                                   root / "steps.png", "a run")]
     return calls
 
 
