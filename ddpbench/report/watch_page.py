@@ -101,7 +101,7 @@ def _alarms_section(alarms, folder: Path, out_dir: Path) -> Section:
 def _trace_cell(trace, folder: Path, out_dir: Path):
     if not isinstance(trace, str) or not trace:
         return html("not traced")
-    answer = answer_of(folder / trace) / INDEX_FILE  # as inside the run's folder (an absolute path stays one)
+    answer = answer_of(Path(trace)) / INDEX_FILE  # inside the run's folder (an absolute path stays one)
     href = local_href(answer, folder, out_dir)
     if href is None:
         return html("{{ t }} (no answer)", t=Path(trace).name)

@@ -100,7 +100,7 @@ def test_an_alarm_s_trace_answer_is_linked_only_inside_the_run_s_folder(straggle
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows({**r, "trace": trace} for r in rows)
-    assert run_main("report", folder).returncode == 0
+    assert run_main("report", "run", cwd=tmp_path).returncode == 0  # the folder as a user types it, relative
     page = page_of(folder)
     assert ('href="traces/alarm-1-answer/index.html"' in page) is linked
     assert "alarm-1's answer" in page if linked else "alarm-1 (no answer)" in page
