@@ -63,6 +63,8 @@ def check_finish(args) -> None:
     as ``args.ask_queue`` (None, or what gives each size's wait); InputError, one line, for what cannot be."""
     from ddpbench.analysis.models import Amount
 
+    if args.queue_wait is not None and not isinstance(args.queue_wait, dict):  # `--queue-wait=--`: argparse's []
+        raise InputError("command line", "--queue-wait", "must be SIZE=HOURS pairs separated by commas (got '--')")
     if args.epochs is not None and not args.epochs > 0:
         raise InputError("command line", "--epochs", f"must be a number above 0 (got {args.epochs:g})")
     if (args.epochs is None) != (args.dataset_size is None):

@@ -1379,7 +1379,8 @@ SETTINGS: dict[str, list[str]] = {
     ],
     # the hold-out check's tolerance (holdout.TOLERANCE_PCT), the emulated network's link, the aims a predictor of
     # published runs would need and a bound of the model; the published rows' own systems and their thread's words
-    "docs/whatif.md": ["within 10 %", "the model's band (10 %", "linked at 1 Gbit/s", "not the 15 points a user could plan on",
+    "docs/whatif.md": ["within 10 %", "the model's band (10 %", "linked at 1 Gbit/s",
+                       "not the 15 points a user could plan on",
                        "a mean of at most 3 points", "its one node at most 100 %", "runs over 25 Gbit/s Ethernet",
                        "396's 25 Gbit/s is AWS's figure", "each worth 10 to 13 % in a later comment"],
     "docs/comparing.md": ["95 %", "90 %", "5 %", "the 25 MB MLP", "sweep's 25 MB MLP", "0 to 20 %",

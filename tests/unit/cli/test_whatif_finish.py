@@ -2,7 +2,7 @@
 work shrinks (the queue's waits given), and every bad input one line, exit 2, never a traceback."""
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ddpbench.testing import ROOT, run_main
@@ -84,6 +84,7 @@ def test_no_sbatch_on_the_path_is_one_line(tmp_path):
 
 @settings(max_examples=30, deadline=None)
 @given(st.text(alphabet="0123456789=,.-x ", min_size=1, max_size=12))
+@example("--")  # argparse reads `--queue-wait=--` as no value at all, without calling the flag's type
 def test_a_queue_wait_is_taken_or_refused_in_one_line(text):
     out = run_main(*BASE, "--samples", "1000", f"--queue-wait={text}")
     if out.returncode != 0:
