@@ -17,3 +17,15 @@ def ray_cluster(tmp_path_factory):
     ray.start(tmp_path_factory.mktemp("cluster"))
     yield ray
     ray.stop()
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """The local Slurm (scripts/slurm-local.sh) of two nodes for a module's tests: the environment its
+    commands need (``SLURM_CONF``); skipped where it cannot run here."""
+    from ddpbench.testing.launchers import local_slurm, slurm_missing
+
+    if slurm_missing():
+        pytest.skip(slurm_missing())
+    with local_slurm(tmp_path_factory.mktemp("slurm")) as env:
+        yield env

@@ -7,22 +7,13 @@ import os
 import subprocess
 import time
 
-import pytest
-
 from ddpbench.testing import run_cli
-from ddpbench.testing.launchers import local_slurm, slurm_missing
 
 #: two sizes, a device a node (a CPU task to this Slurm, which has no GPUs): 2 devices need both nodes
 ASKED = ("whatif", "--model", "mlp", "--compute-ms", "100", "--batch-size", "32", "--gpus-per-node", "1",
          "--world-sizes", "1,2", "--queue", "slurm", "--queue-device", "cpu")
 
 
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    if slurm_missing():
-        pytest.skip(slurm_missing())
-    with local_slurm(tmp_path_factory.mktemp("slurm")) as env:
-        yield env
 
 
 def _queue(env) -> list[tuple[str, str]]:

@@ -6,10 +6,7 @@ import csv
 import sys
 import textwrap
 
-import pytest
-
 from ddpbench.testing import run_cli
-from ddpbench.testing.launchers import local_slurm, slurm_missing
 from ddpbench.watch.stream import STREAM_FILE
 
 TRAIN = """
@@ -27,12 +24,6 @@ TRAIN = """
 """
 
 
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    if slurm_missing():
-        pytest.skip(slurm_missing())
-    with local_slurm(tmp_path_factory.mktemp("slurm")) as env:
-        yield env
 
 
 def test_the_ranks_srun_starts_on_two_nodes_are_watched(slurm, tmp_path):
