@@ -93,6 +93,7 @@ def test_a_resumed_group_goes_on_in_its_copy_at_its_own_commit(tmp_path):
 def test_a_group_a_resumed_run_finished_is_read_not_run_again_and_keeps_its_time(tmp_path, monkeypatch):
     """``--resume`` over a group whose every mutant is checked: its scores are read from mutmut's results, mutmut is
     not started again, and the time stored is the time it took (a rerun's start-up is not added to it)."""
+    pytest.importorskip("mutmut", reason="mutmut is not installed (the mutation extra)")
     meta = tmp_path / "compare" / "mutants" / "ddpbench" / "analysis" / "history" / "compare.py.meta"
     meta.parent.mkdir(parents=True)
     name = "ddpbench.analysis.history.compare.x_f__mutmut_{}".format
@@ -110,6 +111,7 @@ def test_a_group_a_resumed_run_finished_is_read_not_run_again_and_keeps_its_time
 
 def test_a_group_left_part_way_is_run_on(tmp_path, monkeypatch):
     """A group with an unchecked mutant is handed to mutmut again, from its own copy."""
+    pytest.importorskip("mutmut", reason="mutmut is not installed (the mutation extra)")
     meta = tmp_path / "compare" / "mutants" / "ddpbench" / "analysis" / "history" / "compare.py.meta"
     meta.parent.mkdir(parents=True)
     meta.write_text(json.dumps({"exit_code_by_key": {"ddpbench.analysis.history.compare.x_f__mutmut_1": None}}))
