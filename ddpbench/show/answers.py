@@ -38,6 +38,8 @@ def print_search(result: dict) -> None:
 
 #: the world sizes ``whatif`` shows unless --world-sizes says
 WORLD_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+#: the most devices ``whatif`` answers for: its largest world size searches up to here, and a size past it is refused
+LIMIT = 1 << 16
 
 
 def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | None = None) -> None:
@@ -63,6 +65,12 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     from ddpbench.analysis.summary import MILLION
     from ddpbench.show.finish import print_finish
 
+    sizes = getattr(args, "world_sizes", None) or WORLD_SIZES
+    if max(sizes) > LIMIT:  # the model's answers stop there: no row past it
+        from ddpbench.errors import InputError
+
+        raise InputError("command line", "--world-sizes", f"at most {LIMIT} devices (the model's limit; got "
+                         f"{max(sizes)})")
     costs = costs if costs is not None else COSTS
     sources = sources or {}
     settings = [f"{work.grad_dtype} gradients"] + ([f"{work.accumulation} micro-steps per optimizer step"]
@@ -80,7 +88,6 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     amount = getattr(args, "amount", None)
     if amount is None and batch is not None and cost.priced:  # a price alone: the cost of a million samples
         amount = Amount(samples=MILLION)
-    sizes = getattr(args, "world_sizes", None) or WORLD_SIZES
     steps = [(ddp_step(work, p, cluster, args.algorithm, costs), master_step(work, p, cluster, costs)) for p in sizes]
     # every term the step holds somewhere, each with its share of the step: they sum to it
     shown = [name for name in steps[0][0].terms() if any(step.terms()[name] for step, _ in steps)]

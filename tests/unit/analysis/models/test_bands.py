@@ -86,3 +86,20 @@ def test_the_words_name_the_rows_and_coverage_measured():
 def test_the_band_is_fitted_to_its_regime(devices, per_node, kind):
     rows, _ = bands.pool(bands.stored(), kind)
     assert set(rows["regime"]) == {kind}
+
+
+@pytest.mark.parametrize("us, words", [(8.4, "8.4 us"), (1.18e4, "11.8 ms"), (2.5e6, "2.5 s")])
+def test_a_latency_is_said_in_the_unit_a_person_reads(us, words):
+    from ddpbench.show.projected import latency_words
+
+    assert latency_words(us) == words
+
+
+@pytest.mark.parametrize("sizes", ["8,65537", "1000000000000", "8,16,1000000000000"])
+def test_a_size_past_the_model_s_limit_is_refused_in_one_line(sizes):
+    from ddpbench.testing import run_main
+
+    done = run_main("whatif", "--model", "gpt3-1.3b", "--compute-ms", "97", "--world-sizes", sizes)
+    assert done.returncode == 2 and "model output" not in done.stdout
+    err = done.stderr.strip().splitlines()
+    assert len(err) == 1 and "--world-sizes: at most 65536 devices (the model's limit" in err[0]
