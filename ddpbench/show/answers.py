@@ -38,6 +38,8 @@ def print_search(result: dict) -> None:
 
 #: the world sizes ``whatif`` shows unless --world-sizes says
 WORLD_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+#: the most devices ``whatif`` answers for: its largest world size searches up to here, and a size past it is refused
+LIMIT = 1 << 16
 
 
 def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | None = None) -> None:
@@ -48,10 +50,10 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     import math
 
     from ddpbench.analysis.models import (
-        BANDS,
         COSTS,
         Amount,
-        band,
+        band_at,
+        band_words,
         costs_words,
         ddp_step,
         finish_at,
@@ -63,6 +65,12 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     from ddpbench.analysis.summary import MILLION
     from ddpbench.show.finish import print_finish
 
+    sizes = getattr(args, "world_sizes", None) or WORLD_SIZES
+    if max(sizes) > LIMIT:  # the model's answers stop there: no row past it
+        from ddpbench.errors import InputError
+
+        raise InputError("command line", "--world-sizes", f"at most {LIMIT} devices (the model's limit; got "
+                         f"{max(sizes)})")
     costs = costs if costs is not None else COSTS
     sources = sources or {}
     settings = [f"{work.grad_dtype} gradients"] + ([f"{work.accumulation} micro-steps per optimizer step"]
@@ -75,15 +83,11 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
           + (f", {cluster.oversubscription:g}:1 beyond {cluster.leaf_nodes} node(s)" if cluster.oversubscription > 1
              else "") + ")")
     print(costs_words(costs, sources))
-    print("band: the model's held-out error on published scaling, leave-one-source-out, its 5th to 95th percentile, "
-          + "; ".join(f"{kind} {b.low_pp:+.1f} to {b.high_pp:+.1f} points (it covered {b.coverage:.0%} of {b.rows} "
-                      f"held-out rows of {b.sources} sources)" for kind, b in BANDS.items())
-          + " (python -m ddpbench whatif --validate)")
+    print(band_words())
     cost, batch = args.cost, getattr(args, "batch", None)
     amount = getattr(args, "amount", None)
     if amount is None and batch is not None and cost.priced:  # a price alone: the cost of a million samples
         amount = Amount(samples=MILLION)
-    sizes = getattr(args, "world_sizes", None) or WORLD_SIZES
     steps = [(ddp_step(work, p, cluster, args.algorithm, costs), master_step(work, p, cluster, costs)) for p in sizes]
     # every term the step holds somewhere, each with its share of the step: they sum to it
     shown = [name for name in steps[0][0].terms() if any(step.terms()[name] for step, _ in steps)]
@@ -91,7 +95,7 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     print(f"{'devices':>8} {'step ms':>9}" + "".join(f" {name:>15}" for name in shown)
           + f" {'comm ms':>9} {'eff.':>6} {'band':>11} {'master eff.':>12}  algorithms")
     for p, (step, master) in zip(sizes, steps):
-        mine = band(p, cluster.gpus_per_node)
+        mine, _ = band_at(work, cluster, p)
         shown_band = "-" if p == 1 else (f"{max(100 * step.efficiency + mine.low_pp, 0):.0f}-"
                                          f"{min(100 * step.efficiency + mine.high_pp, 100):.0f}%")
         terms = "".join(f" {step.terms()[name]:>9.1f} {step.terms()[name] / step.step_ms:>5.0%}" for name in shown)
@@ -101,7 +105,7 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
         rows = []
         for p, (step, _) in zip(sizes, steps):
             nodes = math.ceil(p / cluster.gpus_per_node)
-            mine = band(p, cluster.gpus_per_node)
+            mine, _ = band_at(work, cluster, p)
             rows.append(finish_at(p, nodes, step.step_ms, step.efficiency, None if p == 1 else
                                   (mine.low_pp, mine.high_pp), amount, batch, work.accumulation,
                                   cost.hourly(p, nodes) if cost.priced else None))
@@ -120,27 +124,14 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
 
 def band_range(work, cluster, target: float, args, costs) -> str:
     """The largest world size at ``target`` as the band reads it: where even its low end reaches the target,
-    and where its high end does (a point prediction is no surer than the model's held-out error). The band is
-    one node's up to a node's devices and the one across nodes beyond (:data:`ddpbench.analysis.models.BANDS`)."""
-    from ddpbench.analysis.models import BANDS, largest_world_size
+    and where its high end does (a point prediction is no surer than the model's held-out error); each size's band
+    conditioned on the step (:func:`ddpbench.analysis.models.band_at`)."""
+    from ddpbench.analysis.models import largest_within
 
-    one, across = BANDS["one node"], BANDS["across nodes"]
-
-    def reach(pp_one: float, pp_across: float) -> int:
-        """The largest size whose efficiency plus these points reaches the target (0: none)."""
-        def largest(pp):
-            goal = target - pp / 100
-            return largest_world_size(work, cluster, goal, args.algorithm, limit=1 << 16, costs=costs) \
-                if goal <= 1 else 0
-        beyond = largest(pp_across)
-        return beyond if beyond > cluster.gpus_per_node else min(largest(pp_one), cluster.gpus_per_node)
-
-    low, high = reach(one.low_pp, across.low_pp), reach(one.high_pp, across.high_pp)
+    low, high = (largest_within(work, cluster, target, end, args.algorithm, costs) for end in ("low", "high"))
     top = f"{high}" + (" or more (the model's limit)" if high == 1 << 16 else "")
-    return (f"within the band (one node {one.low_pp:+.1f} to {one.high_pp:+.1f} points, across nodes "
-            f"{across.low_pp:+.1f} to {across.high_pp:+.1f}), "
-            + (f"{low} to {top}" if low > 1 else f"no size is sure (its low end misses {target:.0%} at 2), "
-               f"{top} at its high end"))
+    return ("within the band, " + (f"{low} to {top}" if low > 1 else
+                                   f"no size is sure (its low end misses {target:.0%} at 2), {top} at its high end"))
 
 
 def settings(args, batch: int | None) -> dict:

@@ -139,11 +139,11 @@ def print_measured(folder: Path, pairs: list, holdout: pd.DataFrame, reproduced:
         supported = int(mine["supported_to"].min()) if len(mine) else workload.measured_world_size
         print(printable(f"model output for {workload.label} as measured in {folder} ({network}), every rank with a "
                         f"device of its own on the link it measured ({link.name}: alpha {link.alpha_us:.3g} us, "
-                        f"{link.gbit_per_s:.3g} Gbit/s a byte): the model of the report's projection"
+                        f"{link.gbit_per_s:.3g} Gbit/s): the model of the report's projection"
                         + (", on the same inputs as its report" if workload.ready is None else "")))
         if link.extreme:
             print("the measurements do not tell the link's latency from its bandwidth: anything from this to all "
-                  f"latency ({link.alpha_if_all_latency_us:.3g} us a message) fits them")
+                  f"latency ({latency_words(link.alpha_if_all_latency_us)} per message) fits them")
         compute = (f"{workload.compute_ms:.4g} ms of compute alone, {workload.compute_multi_ms:.4g} ms with every rank "
                    f"busy at world size {workload.measured_world_size}" if workload.ready is None else
                    f"{workload.compute_ms:.4g} ms a step but its transfer, every rank busy at world size "
@@ -174,6 +174,11 @@ def print_measured(folder: Path, pairs: list, holdout: pd.DataFrame, reproduced:
             print(words)
         if target is not None and agrees:
             print(_largest(frame, target))
+
+
+def latency_words(us: float) -> str:
+    """A latency in the unit a person reads: us below a millisecond, ms from one, s from a second."""
+    return f"{us:.3g} us" if us < 1e3 else f"{us / 1e3:.3g} ms" if us < 1e6 else f"{us / 1e6:.3g} s"
 
 
 def _band(r) -> str:

@@ -7,6 +7,7 @@
   questions    the largest world size at a target efficiency, and the network rate it needs
   presets      large models' parameter layouts, built on the meta device
   loso         the what-if model checked leave-one-source-out, with its band
+  bands        the band conditioned on what its user states (compute, gradients, links)
   measured     the growth terms as a results folder measured them (whatif --from)
   holdout      the projection of a measured run checked by hiding its largest world size
   reproduce    the model's step at each world size measured beside the measurement, before a projection
@@ -20,6 +21,8 @@
 
 from __future__ import annotations
 
+from ddpbench.analysis.models.bands import band_at, largest_within
+from ddpbench.analysis.models.bands import words as band_words
 from ddpbench.analysis.models.collectives import ddp_buckets_vs_allreduce
 from ddpbench.analysis.models.costmodel import predict, single_rank_only, workloads
 from ddpbench.analysis.models.finish import (
@@ -46,9 +49,10 @@ from ddpbench.analysis.models.whatif import COSTS, Cluster, Work, ddp_step, mast
 
 __all__ = [
     "Amount", "BANDS", "COSTS", "Cluster", "EFFICIENCY", "Finish", "GRAD_BYTES", "MIN_WORLD_SIZES", "Model", "PRESETS",
-    "SHARDS", "TOLERANCE_PCT", "Work", "band", "cheapest", "costs_words", "ddp_buckets_vs_allreduce", "ddp_step",
-    "finish_at", "first_to_finish", "flop_layout", "held_out", "largest_above", "largest_world_size", "layout",
-    "link_needed", "master_step", "measured_terms", "mismatch", "predict", "published_table", "recovery_runs",
-    "reproduced_in_folder", "reproduced_in_trace", "reproduces", "score", "shaped_jobs", "single_rank_only", "traced",
-    "traced_spread", "validated", "versus_report", "why_no_rate", "with_inputs", "with_waits", "workloads",
+    "SHARDS", "TOLERANCE_PCT", "Work", "band", "band_at", "band_words", "cheapest", "costs_words",
+    "ddp_buckets_vs_allreduce", "ddp_step", "finish_at", "first_to_finish", "flop_layout", "held_out", "largest_above",
+    "largest_within", "largest_world_size", "layout", "link_needed", "master_step", "measured_terms", "mismatch",
+    "predict", "published_table", "recovery_runs", "reproduced_in_folder", "reproduced_in_trace", "reproduces",
+    "score", "shaped_jobs", "single_rank_only", "traced", "traced_spread", "validated", "versus_report", "why_no_rate",
+    "with_inputs", "with_waits", "workloads",
 ]

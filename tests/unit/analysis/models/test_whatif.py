@@ -8,7 +8,9 @@ import pytest
 
 from ddpbench.analysis.diagnosis import model_findings
 from ddpbench.analysis.models import presets
-from ddpbench.analysis.models.loso import BANDS, FOLD_RANGE, band, unresolved
+from ddpbench.analysis.models.bands import band_at
+from ddpbench.analysis.models.bands import words as band_words
+from ddpbench.analysis.models.loso import FOLD_RANGE, unresolved
 from ddpbench.analysis.models.questions import TERM_WORDS, largest_world_size, link_needed, why_no_rate
 from ddpbench.analysis.models.terms import TERMS, expected_slowest, straggler_ms
 from ddpbench.analysis.models.whatif import (
@@ -320,14 +322,14 @@ def test_the_command_takes_settings_any_world_size_and_prints_the_band(capsys):
                  "4", "--world-sizes", "8,160,320", "--rank-spread-pct", "2"]) == 0
     out = capsys.readouterr().out
     assert "bf16 gradients, 4 micro-steps per optimizer step" in out and "ranks' step spread 2.0% (given)" in out
-    for kind, shipped in BANDS.items():
-        assert (f"{kind} {shipped.low_pp:+.1f} to {shipped.high_pp:+.1f} points (it covered {shipped.coverage:.0%} of "
-                f"{shipped.rows} held-out rows of {shipped.sources} sources)") in out
+    assert band_words() in out
+    buckets, ready, _ = whatif_layout("gpt3-1.3b", "s", "", 25.0)
+    work = Work(compute_ms=400, bucket_bytes=buckets, ready=ready, grad_dtype="bf16", accumulation=4)
+    cluster = Cluster(gpus_per_node=8, intra_gbit=2400, inter_gbit=100)
     rows = table(out)
     assert sorted(rows) == [8, 160, 320]
-    for size, row in rows.items():  # 8 a node: one node's band at 8, the band across nodes beyond
-        mine = band(size, 8)
-        assert mine is BANDS["one node" if size <= 8 else "across nodes"]
+    for size, row in rows.items():  # the band conditioned on this step at this size: one node's at 8, across beyond
+        mine, _ = band_at(work, cluster, size)
         efficiency = float(row["eff."].rstrip("%"))
         low, high = (float(x) for x in row["band"].rstrip("%").split("-"))
         assert abs(low - max(efficiency + mine.low_pp, 0)) <= 1 and abs(high - min(efficiency + mine.high_pp, 100)) <= 1
@@ -368,7 +370,7 @@ def test_the_largest_world_size_is_read_through_the_band(capsys):
 
     assert main(["whatif", "--model", "gpt3-1.3b", "--compute-ms", "400", "--target-efficiency", "0.5"]) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("largest world size"))
-    point, low, high = map(int, re.search(r"better: (\d+).*across nodes [^)]*\), (\d+) to (\d+)", line).groups())
+    point, low, high = map(int, re.search(r"better: (\d+);.*within the band, (\d+) to (\d+)", line).groups())
     assert 1 < low < point <= high
     assert main(["whatif", "--model", "gpt3-1.3b", "--compute-ms", "400", "--target-efficiency", "0.9"]) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("largest world size"))
