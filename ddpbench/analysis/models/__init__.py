@@ -1,6 +1,7 @@
 """Models of communication: what the machine's own figures predict elsewhere.
 
   finish       the time to finish a run at each size, its wait in the queue, and which size to ask for
+  gbatch       scaling at a fixed global batch: each size's accumulation, and the batch past where it reaches 1
   costmodel    the alpha-beta model, fitted to this machine and projected to larger clusters
   whatif       a workload's DDP step on a cluster you describe
   terms        its settings (dtype, accumulation, sharding, input) and the costs that grow with N
