@@ -33,6 +33,7 @@ from ddpbench.analysis.models.finish import (
     with_waits,
 )
 from ddpbench.analysis.models.fromtrace import traced, traced_spread
+from ddpbench.analysis.models.gbatch import fixed_batch_rows, full_size, global_batch_problem, past_words
 from ddpbench.analysis.models.holdout import MIN_WORLD_SIZES, TOLERANCE_PCT
 from ddpbench.analysis.models.loso import BANDS, EFFICIENCY, band, costs_words, held_out, score, validated
 from ddpbench.analysis.models.measured import measured_terms, versus_report, with_inputs
@@ -48,7 +49,8 @@ from ddpbench.analysis.models.whatif import COSTS, Cluster, Work, ddp_step, mast
 __all__ = [
     "Amount", "BANDS", "COSTS", "Cluster", "EFFICIENCY", "Finish", "GRAD_BYTES", "MIN_WORLD_SIZES", "Model", "PRESETS",
     "SHARDS", "TOLERANCE_PCT", "Work", "band", "cheapest", "costs_words", "ddp_buckets_vs_allreduce", "ddp_step",
-    "finish_at", "first_to_finish", "flop_layout", "held_out", "largest_above", "largest_world_size", "layout",
+    "finish_at", "first_to_finish", "fixed_batch_rows", "flop_layout", "full_size", "global_batch_problem",
+    "held_out", "largest_above", "largest_world_size", "layout", "past_words",
     "link_needed", "master_step", "measured_terms", "mismatch", "predict", "published_table", "recovery_runs",
     "reproduced_in_folder", "reproduced_in_trace", "reproduces", "score", "shaped_jobs", "single_rank_only", "traced",
     "traced_spread", "validated", "versus_report", "why_no_rate", "with_inputs", "with_waits", "workloads",

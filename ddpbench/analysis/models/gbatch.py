@@ -42,7 +42,7 @@ def global_batch_at(global_batch: int, micro_batch: int, p: int) -> int:
     return micro_batch * p * accumulation_at(global_batch, micro_batch, p)
 
 
-def problem(global_batch: int, micro_batch: int, sizes) -> str | None:
+def global_batch_problem(global_batch: int, micro_batch: int, sizes) -> str | None:
     """Why a global batch cannot be trained at these sizes, in words (None where it can): smaller than one
     micro-batch on each device of the smallest size, or not a whole number of micro-batches a device at a size
     below :func:`full_size`."""
@@ -77,7 +77,7 @@ def fixed_work(work: whatif.Work, global_batch: int, micro_batch: int, p: int) -
     return dataclasses.replace(work, accumulation=accumulation_at(global_batch, micro_batch, p))
 
 
-def rows(work: whatif.Work, global_batch: int, micro_batch: int, sizes, cluster: whatif.Cluster,
+def fixed_batch_rows(work: whatif.Work, global_batch: int, micro_batch: int, sizes, cluster: whatif.Cluster,
          costs: whatif.Costs | None = None) -> pd.DataFrame:
     """Per size, DDP's optimizer step at the fixed global batch, beside the same job at weak scaling (every
     device keeping the accumulation one device trains the global batch with): the accumulation, the global

@@ -6,11 +6,11 @@ import pytest
 from ddpbench.analysis.models import Cluster, Work, ddp_step
 from ddpbench.analysis.models.gbatch import (
     accumulation_at,
+    fixed_batch_rows,
     full_size,
     global_batch_at,
+    global_batch_problem,
     past_words,
-    problem,
-    rows,
 )
 
 CLUSTER = Cluster(gpus_per_node=8, intra_gbit=2400, inter_gbit=100, intra_latency_us=3.4, inter_latency_us=14)
@@ -30,10 +30,12 @@ def test_the_sweep_of_the_example_takes_four_two_one():
 
 
 def test_bad_global_batches_in_words():
-    assert problem(1024, 8, (1, 2, 4, 1024)) is None
-    assert "smaller than the micro-batch x devices at the smallest size (8 x 8 = 64)" in problem(32, 8, (8, 16))
-    assert "96 is not divisible by the micro-batch x devices at 8 (8 x 8 = 64)" in problem(96, 8, (1, 2, 4, 8, 16))
-    assert problem(96, 8, (1, 2, 4, 12)) is None  # 12 devices take one micro-step each
+    assert global_batch_problem(1024, 8, (1, 2, 4, 1024)) is None
+    assert "smaller than the micro-batch x devices at the smallest size (8 x 8 = 64)" in global_batch_problem(
+        32, 8, (8, 16))
+    assert "96 is not divisible by the micro-batch x devices at 8 (8 x 8 = 64)" in global_batch_problem(
+        96, 8, (1, 2, 4, 8, 16))
+    assert global_batch_problem(96, 8, (1, 2, 4, 12)) is None  # 12 devices take one micro-step each
 
 
 def test_past_the_full_size_the_batch_grows_and_is_said():
@@ -43,7 +45,7 @@ def test_past_the_full_size_the_batch_grows_and_is_said():
 
 
 def test_efficiency_is_the_throughput_against_devices_times_one_devices():
-    frame = rows(WORK, 1024, 8, (1, 8, 64, 256), CLUSTER).set_index("devices")
+    frame = fixed_batch_rows(WORK, 1024, 8, (1, 8, 64, 256), CLUSTER).set_index("devices")
     one = frame.loc[1, "samples_per_s"]
     for p, r in frame.iterrows():
         assert r["efficiency"] == pytest.approx(r["samples_per_s"] / (p * one))
@@ -53,14 +55,14 @@ def test_efficiency_is_the_throughput_against_devices_times_one_devices():
 
 
 def test_the_step_is_the_models_at_each_sizes_accumulation():
-    frame = rows(WORK, 1024, 8, (16,), CLUSTER)
+    frame = fixed_batch_rows(WORK, 1024, 8, (16,), CLUSTER)
     step = ddp_step(Work(compute_ms=30.0, bucket_bytes=WORK.bucket_bytes, accumulation=8), 16, CLUSTER)
     assert frame["step_ms"].iloc[0] == pytest.approx(step.step_ms)
     assert frame["compute_ms"].iloc[0] == pytest.approx(8 * 30.0)
 
 
 def test_at_64_devices_the_fixed_batch_falls_below_weak_scaling():
-    r = rows(WORK, 1024, 8, (64,), CLUSTER).iloc[0]
+    r = fixed_batch_rows(WORK, 1024, 8, (64,), CLUSTER).iloc[0]
     assert r["accumulation"] == 2
     assert r["efficiency"] < r["weak_efficiency"]
     # weak scaling keeps one device's 128 micro-steps on every device: its all-reduce hides behind them
