@@ -38,7 +38,8 @@ def print_fixed_batch(args, what: str, work, cluster, costs=None, sources: dict 
     costs = costs if costs is not None else COSTS
     print(f"model output at a fixed global batch of {global_batch:,} samples, micro-batches of {micro} a device "
           f"(accumulation = {global_batch:,} / ({micro} x devices), one all-reduce an optimizer step) for {what}: "
-          f"{sum(work.bucket_bytes) / 1e6:.1f} MB of gradients (fp32, {work.grad_dtype} on the link), "
+          f"{sum(work.bucket_bytes) / 1e6:.1f} MB of gradients (fp32"
+          + (f", all-reduced in {work.grad_dtype}" if work.grad_dtype != "fp32" else "") + "), "
           f"{work.compute_ms:.4g} ms of compute a micro-step per device; {cluster.gpus_per_node} devices a node at "
           f"{cluster.intra_gbit:g} Gbit/s, nodes at {cluster.inter_gbit:g} Gbit/s ({cluster.transport})")
     print(costs_words(costs, sources or {}))

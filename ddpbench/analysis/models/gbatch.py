@@ -66,9 +66,9 @@ def past_words(global_batch: int, micro_batch: int, sizes) -> str | None:
     past = [p for p in sorted(sizes) if p > full]
     if not past:
         return None
-    return (f"past {full} devices the global batch {global_batch} no longer holds: the accumulation reaches 1 at "
-            f"{full} ({global_batch} = {micro_batch} x 1 x {full}), so at {', '.join(map(str, past))} each device "
-            f"keeps its micro-batch of {micro_batch} and the global batch grows with the devices "
+    return (f"past {full:,} devices the global batch {global_batch:,} no longer holds: the accumulation reaches 1 "
+            f"at {full:,} ({global_batch:,} = {micro_batch} x 1 x {full:,}), so at {', '.join(map(str, past))} each "
+            f"device keeps its micro-batch of {micro_batch} and the global batch grows with the devices "
             f"({micro_batch * past[0]:,} at {past[0]}): weak scaling from there")
 
 
