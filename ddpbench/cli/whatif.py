@@ -8,10 +8,11 @@ from pathlib import Path
 
 from ddpbench.cli.models import check_model_flags
 from ddpbench.commandline.finish import add_finish_flags, check_finish
+from ddpbench.commandline.gbatch import add_accumulation_flags, print_step
 from ddpbench.commandline.parsing import Given, finite_float, whole_numbers
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, with_flags
-from ddpbench.show.answers import print_whatif, settings
+from ddpbench.show.answers import settings
 
 
 def add_parser(sub) -> None:
@@ -53,7 +54,7 @@ def add_parser(sub) -> None:
     p.add_argument("--model-args", default="", metavar="TABLE", help="its arguments: '{ layers = 2 }' (default: none)")
     p.add_argument("--world-sizes", type=whole_numbers, metavar="N,N", help="any world sizes (default: 1, 2 .. 1024)")
     given("--grad-dtype", default="fp32", help="gradients' dtype: fp32, or bf16/fp16 (half the bytes; default: fp32)")
-    given("--accumulation", type=int, default=1, metavar="N", help="micro-steps per all-reduce (default: 1)")
+    add_accumulation_flags(p, given)  # --accumulation, or a fixed global batch: ddpbench/commandline/gbatch.py
     given("--shard", default="none", help="zero1, zero2, zero3 or fsdp: their collectives (default: none)")
     given("--input-samples-per-s", type=finite_float, metavar="N", help="a node's input, samples/s (default: no limit)")
     given("--rank-spread-pct", type=finite_float, metavar="PCT", help="ranks' step spread, %% (default: published fit)")
@@ -67,7 +68,8 @@ def add_parser(sub) -> None:
 
 
 #: flags that ask, not describe a cluster: with --from alone, the target is answered on the link, the rest refused
-QUESTIONS = ("target_efficiency", "price_per_device_hour", "price_per_node_hour", "currency", "batch_size")
+QUESTIONS = ("target_efficiency", "price_per_device_hour", "price_per_node_hour", "currency", "batch_size",
+             "global_batch")
 
 #: each number flag's least value and whether that value itself is allowed (None: not given, allowed)
 BOUNDS = {"--compute-ms": (0, False), "--bucket-cap-mb": (0, False), "--intra-gbit": (0, False),
@@ -115,7 +117,6 @@ def command(args) -> int:
 
     if args.validate:
         from ddpbench.show.console_tables import print_validation
-
         return print_validation()
     _check(args)
     if args.from_dir is not None and not set(args.given) - set(QUESTIONS):  # no cluster typed: the link measured
@@ -140,11 +141,10 @@ def command(args) -> int:
         print_described(args, cluster)
         return 0
     from ddpbench.cli.models import whatif_layout
-
     # nothing ran: the buckets are predicted (reverse registration order, the last layers' first), and said to be
     buckets, ready, said = whatif_layout(args.model, args.model_size, args.model_args, args.bucket_cap_mb)
     work = Work(compute_ms=args.compute_ms, bucket_bytes=buckets, ready=ready, **settings(args, args.batch_size))
     args.batch = args.batch_size
     costs, sources = with_inputs(COSTS, args.rank_spread_pct, args.half_rate_mb)
-    print_whatif(args, said, work, cluster, costs, sources)
+    print_step(args, said, work, cluster, costs, sources)
     return 0

@@ -39,6 +39,11 @@ UNUSED: dict[str, tuple[Unused, ...]] = {
         Unused(("--partition", "--account", "--time-limit", "--queue-device"), ("--queue",),
                "they shape the job asked of Slurm", given=False),
         Unused(("--queue-wait",), ("--queue",), "--queue asks the scheduler for each size's wait"),
+        Unused(("--accumulation",), ("--global-batch",), "a fixed global batch sets each size's accumulation"),
+        Unused(("--global-batch",), ("--micro-batch",), "a fixed global batch is micro-batch x accumulation x "
+               "devices: give the samples a device trains a micro-step", given=False),
+        Unused(("--micro-batch",), ("--global-batch",), "the micro-batch divides a fixed global batch",
+               given=False),
     ),
     "sweep": (
         Unused(("--resume", "--no-report", "--wide", "--verbose", "--wait", "--force"), ("--dry-run",),

@@ -14,7 +14,13 @@ import sys
 from dataclasses import dataclass
 
 from ddpbench.errors import InputError
-from ddpbench.experiment.spec import CPU_AFFINITY_ALLOWED, JobSpec, check_nodes_and_faults, parse_cpus
+from ddpbench.experiment.spec import (
+    CPU_AFFINITY_ALLOWED,
+    JobSpec,
+    check_micro_batch,
+    check_nodes_and_faults,
+    parse_cpus,
+)
 from ddpbench.strategies import strategy_class
 
 
@@ -88,6 +94,7 @@ def resolve(spec: JobSpec, machine: Machine, source: str = "experiment", auto_wo
                          f"({machine.cuda_devices} visible); allowed here: 'gloo' or 'auto'")
     if device == "cuda":
         check_gpus(dataclasses.replace(spec, device=device, backend=backend), machine, source)
+    check_micro_batch(spec, source)
     if spec.scaling == "strong" and spec.batch_size % spec.world_size:
         raise InputError(source, "batch_size", f"strong scaling splits the global batch {spec.batch_size} over "
                          f"world_size {spec.world_size}: must be a multiple of it")

@@ -10,7 +10,7 @@ import dataclasses
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import Experiment
 from ddpbench.experiment.scripts import check_script_tracing
-from ddpbench.experiment.spec import FIELDS, check_nodes_and_faults, check_value
+from ddpbench.experiment.spec import FIELDS, check_micro_batch, check_nodes_and_faults, check_value
 
 #: (flag, job field) of the emulated-node flags; a flag sets the field in every job
 EMULATION_FLAGS = (("--emulate-nodes", "emulate_nodes"), ("--link", "link"), ("--link-delay-ms", "link_delay_ms"))
@@ -43,6 +43,7 @@ def with_job_flags(experiment: Experiment, given: dict) -> Experiment:
     for spec in experiment.jobs:
         spec = dataclasses.replace(spec, **fields)
         check_nodes_and_faults(spec, "command line")
+        check_micro_batch(spec, "command line")
         check_script_tracing(spec, "command line", "--trace-steps")
         jobs.setdefault(spec.key, spec)
     return dataclasses.replace(experiment, jobs=tuple(jobs.values()))

@@ -232,6 +232,12 @@ class JobSpec:
                              "experiment file's folder; not part of the job's identity)",
                              convert=lambda v: v if isinstance(v, str) else _bad(v), allowed="a folder",
                              roles=("measurement",))
+    # added with scaling at a fixed global batch (issue 98)
+    micro_batch: int = _field(0, 'with scaling = "strong" (batch_size: the global batch), each rank trains its '
+                              "share (batch_size / world_size) in micro-batches of this many samples, accumulating "
+                              "gradients, all but the last micro-step under DDP's no_sync(): batch_size = micro_batch "
+                              "x accumulation x world_size, one gradient exchange an optimizer step (0: its share in "
+                              "one micro-step)", lo=0, hi=1 << 20, roles=("setting", "script decides"))
 
     # -- derived values --------------------------------------------------------------------
     @property
@@ -252,6 +258,17 @@ class JobSpec:
     def global_batch(self) -> int:
         """Samples per optimizer step, all ranks and micro-steps together."""
         return self.per_rank_batch * self.world_size * self.grad_accum
+
+    @property
+    def micro_step_batch(self) -> int:
+        """Samples a rank trains per micro-step: ``micro_batch``, else ``per_rank_batch``."""
+        return self.micro_batch or self.per_rank_batch
+
+    @property
+    def accumulation(self) -> int:
+        """Micro-steps per optimizer step: ``grad_accum``, or at a fixed global batch (``micro_batch``) the
+        rank's share of it over the micro-batch, ``batch_size / (micro_batch x world_size)``."""
+        return self.grad_accum * (self.per_rank_batch // self.micro_batch if self.micro_batch else 1)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -281,7 +298,7 @@ class JobSpec:
         :func:`~ddpbench.experiment.script_names.script_labels`),
         else :attr:`model_label` (a script's whole command line)."""
         strategy = self.strategy + (f"+{self.comm_hook}" if self.comm_hook != "none" else "")
-        accum = f" accum={self.grad_accum}" if self.grad_accum > 1 else ""
+        accum = f" accum={self.accumulation}" if self.accumulation > 1 else ""
         nodes = (f" nodes={self.emulate_nodes} link={self.link}" + (f"+{self.link_delay_ms:g}ms" if self.link_delay_ms
                  else "")) if self.emulate_nodes > 1 else ""
         fault = f" fault@{self.fault_step}" if self.fault_step >= 0 else ""
@@ -443,6 +460,28 @@ def check_nodes_and_faults(spec: JobSpec, source: str) -> None:
         raise InputError(source, "fault_step", f"must be below steps ({spec.steps}), or -1 for no fault")
     if spec.fault_step >= 0 and spec.fault_rank >= spec.world_size:
         raise InputError(source, "fault_rank", f"must be below world_size ({spec.world_size})")
+
+
+def check_micro_batch(spec: JobSpec, source: str) -> None:
+    """What a fixed global batch (``micro_batch``) needs of the rest of a job: strong scaling, the accumulation
+    left to it, and a global batch that is a whole number of micro-batches on every rank, at least one."""
+    if not spec.micro_batch:
+        return
+    if spec.scaling != "strong":
+        raise InputError(source, "micro_batch", 'accumulates towards a fixed global batch: needs scaling = "strong" '
+                         "(batch_size is then the global batch); allowed here: 0")
+    if spec.grad_accum != 1:
+        raise InputError(source, "grad_accum", f"micro_batch {spec.micro_batch} sets the accumulation (batch_size / "
+                         "(micro_batch x world_size)): allowed here: 1")
+    least = spec.micro_batch * spec.world_size
+    if spec.batch_size < least:
+        raise InputError(source, "batch_size", f"the global batch {spec.batch_size} is smaller than micro_batch x "
+                         f"world_size ({spec.micro_batch} x {spec.world_size} = {least}): the accumulation cannot go "
+                         f"below 1; allowed: a multiple of {least}")
+    if spec.batch_size % least:
+        raise InputError(source, "batch_size", f"the global batch {spec.batch_size} is not divisible by micro_batch x "
+                         f"world_size ({spec.micro_batch} x {spec.world_size} = {least}): the accumulation must be "
+                         f"whole; allowed: a multiple of {least}")
 
 
 def spec_from_dict(data: dict[str, Any], source: str = "results") -> JobSpec:

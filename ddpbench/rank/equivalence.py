@@ -49,11 +49,11 @@ def reference_parameters(spec, steps: int, processes: int, device) -> dict[str, 
     optimizer = default_optimizer(model.parameters(), spec)
     loaders = [make_loader(spec, workload, rank, processes) for rank in range(processes)]
     for _ in range(steps):
-        for _ in range(spec.grad_accum):
+        for _ in range(spec.accumulation):
             batches = [loader.next() for loader in loaders]
             inputs = to_device(concat([b[0] for b in batches]), device)
             target = to_device(concat([b[1] for b in batches]), device)
-            (workload.loss(forward(model, inputs), target) / spec.grad_accum).backward()
+            (workload.loss(forward(model, inputs), target) / spec.accumulation).backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
     return {name: p.detach() for name, p in model.named_parameters()}

@@ -227,7 +227,7 @@ class TrainingRank(Tracked):
         """FLOPs this process computes per optimizer step (rank 0, once, on the bare model)."""
         from ddpbench.rank.flops import job_flops
 
-        self.compute = job_flops(workload, loader.loader, self.device, self.spec.grad_accum, self.given.get("flops"))
+        self.compute = job_flops(workload, loader.loader, self.device, self.spec.accumulation, self.given.get("flops"))
 
     def measure_gemm_peak(self) -> dict:
         """What a matmul reaches on this rank's threads (or GPU), every rank at once, as they train; or,
@@ -253,7 +253,7 @@ class TrainingRank(Tracked):
         if replica.strategy.owns_loop:
             self.run_loop(replica, ((phase, count - first),), record)
             return
-        timer, accum = self.timer, self.spec.grad_accum
+        timer, accum = self.timer, self.spec.accumulation
         hooked = record and phase in READY_PHASES
         with ready_hooks(replica.module, timer) if hooked else contextlib.nullcontext():
             for step in range(first, count):
@@ -353,7 +353,7 @@ class TrainingRank(Tracked):
         from ddpbench.rank import trace
 
         self.at("trace")
-        replica, accum = self.replica, self.spec.grad_accum
+        replica, accum = self.replica, self.spec.accumulation
         with tempfile.TemporaryDirectory() as scratch:  # a launch without a work folder keeps no file
             path = trace.trace_file(self.out_dir or Path(scratch), self.rank)
             rows = trace.record_steps(lambda phase: train_step(replica, self.device, accum, phase), self.timer,

@@ -135,7 +135,7 @@ class TrainStep(Task):
     def run(self) -> None:
         from ddpbench.rank.train import train_step
 
-        train_step(self.replica, self.device, self.spec.grad_accum)
+        train_step(self.replica, self.device, self.spec.accumulation)
 
     def close(self) -> None:
         self.replica.strategy.close()

@@ -34,16 +34,20 @@ from ddpbench.results.store import DamagedRecord, ResultStore, said_lines
 from ddpbench.results.strings import python_strings
 from ddpbench.results.validate import Damaged, clean_collective, clean_run, clean_sweep
 
+#: the columns a spec adds to its fields (:func:`_spec_columns`)
+BATCH_COLUMNS = ("per_rank_batch", "global_batch", "accumulation")
+
 
 def _spec_columns(spec: dict, known: dict | None = None) -> dict:
-    """The spec's columns: its fields (those added since the record was written take their defaults)
-    and its batch per rank and overall. ``known``: the columns of specs already read, by their text
-    (a job's launches share their spec; the text tells 25 from 25.0)."""
+    """The spec's columns: its fields (those added since the record was written take their defaults),
+    its batch per rank and overall, and its micro-steps per optimizer step. ``known``: the columns of specs
+    already read, by their text (a job's launches share their spec; the text tells 25 from 25.0)."""
     text = repr(spec)
     if known is not None and text in known:
         return known[text]
     s = spec_from_dict(spec)
-    columns = {**s.to_dict(), "per_rank_batch": s.per_rank_batch, "global_batch": s.global_batch}
+    columns = {**s.to_dict(), "per_rank_batch": s.per_rank_batch, "global_batch": s.global_batch,
+               "accumulation": s.accumulation}
     if known is not None:
         known[text] = columns
     return columns
@@ -211,7 +215,7 @@ def _repeated(values: list, counts: list[int]):
 
 
 def _spec_columns_order() -> list[str]:
-    return [*FIELDS, "per_rank_batch", "global_batch"]
+    return [*FIELDS, *BATCH_COLUMNS]
 
 
 def load_collectives(out_dir: str | Path):

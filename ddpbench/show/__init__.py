@@ -9,5 +9,6 @@ the stored results; it never builds a page, parses a command line or runs anythi
   console_tables   the console's tables, printed: jobs, summary, loss budget, verdict, collectives, comparison
   answers          the console's answers of whatif and tune: the model at each world size, the race's verdict
   projected        whatif --from on the link it measured: the report's projection, term by term, as far as checked
+  gbatch           whatif at a fixed global batch: each size's accumulation and step, beside weak scaling
   budget           the loss budget as shown: which jobs have one, its lines and intervals, the words they allow
 """

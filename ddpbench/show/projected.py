@@ -70,10 +70,13 @@ def print_described(args, cluster) -> None:
     with the costs fitted to published scaling where the folder measured none."""
     from ddpbench.results.schema import RESULTS_FILE
     from ddpbench.show.answers import print_from
+    from ddpbench.show.gbatch import print_fixed_from, refuse_traces
 
+    refuse_traces(args)
     if (args.from_dir / RESULTS_FILE).is_file():
-        found, folder = measured_workloads(args.from_dir)
-        print_from(args, found, folder, cluster)
+        found, folder = measured_workloads(args.from_dir)  # at a fixed global batch where given or swept at one
+        fixed = args.global_batch is not None or any(w.global_batch for w in found)
+        (print_fixed_from if fixed else print_from)(args, found, folder, cluster)
         return
     from ddpbench.analysis.models import COSTS, Work, with_inputs
     from ddpbench.results.sanitize import printable

@@ -96,6 +96,10 @@ class Strategy:
     precisions: tuple[str, ...] = ("fp32", "bf16", "fp16")
     #: whether ``torch.compile`` of the module the loop calls is built for it (the job's ``compile``)
     compiles = True
+    #: why it cannot accumulate gradients towards a fixed global batch (the job's ``micro_batch``) with one
+    #: gradient exchange an optimizer step; "" where it can (its micro-steps' gradients stay local, under
+    #: :meth:`accumulate` or until :meth:`after_backward`)
+    cannot_accumulate = ""
 
     def __init__(self, spec):
         self.spec = spec
@@ -118,6 +122,10 @@ class Strategy:
                              "allowed here: false")
         if spec.precision == "fp16":
             check_grad_scaler(spec.device, source)
+        if spec.micro_batch and cls.cannot_accumulate:
+            raise InputError(source, "micro_batch", f"strategy {cls.name!r} does not accumulate towards a fixed "
+                             f"global batch with one gradient exchange an optimizer step ({cls.cannot_accumulate}); "
+                             "allowed here: 0")
 
     @classmethod
     def skip_reason(cls, spec, machine) -> str | None:

@@ -55,7 +55,7 @@ class DataParallelStrategy(Strategy):
             return {"bytes_sent_per_step": 0.0, "bytes_recv_per_step": 0.0,
                     "traffic_source": "none: one replica, nothing leaves the process"}
         # every forward broadcasts the parameters from device 0; backward reduces gradients to it
-        each = float((n - 1) * grad_bytes * self.spec.grad_accum)
+        each = float((n - 1) * grad_bytes * self.spec.accumulation)
         return {"bytes_sent_per_step": each, "bytes_recv_per_step": each,
                 "traffic_source": "computed: device 0 broadcasts parameters and gathers gradients"}
 

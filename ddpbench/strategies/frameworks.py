@@ -152,6 +152,7 @@ class LightningStrategy(FrameworkStrategy):
     #: the Trainer runs forward and backward itself (its own precision plugins, not built here)
     precisions = ("fp32",)
     compiles = False
+    cannot_accumulate = "its Trainer owns the loop"
     #: what a step of the Trainer's loop lets a callback see
     UNSEEN = ("data_ms", "comm_ms")
 

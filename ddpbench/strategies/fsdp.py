@@ -34,6 +34,7 @@ class FSDPStrategy(Strategy):
     #: compile FSDP2's per-unit compilation: neither is built yet
     precisions = ("fp32", "bf16")
     compiles = False
+    cannot_accumulate = "every micro-step's backward reduce-scatters its gradients: no no_sync() is built for it"
 
     @classmethod
     def skip_reason(cls, spec, machine) -> str | None:
@@ -66,7 +67,7 @@ class FSDPStrategy(Strategy):
         share = (n - 1) / n
         # all-gather of the parameters in forward and again in backward, reduce-scatter of grads,
         # in every micro-step
-        each = share * 3 * grad_bytes * self.spec.grad_accum if n > 1 else 0.0
+        each = share * 3 * grad_bytes * self.spec.accumulation if n > 1 else 0.0
         return {"bytes_sent_per_step": each, "bytes_recv_per_step": each,
                 "traffic_source": "computed: 2 parameter all-gathers + 1 gradient reduce-scatter per micro-step"}
 

@@ -27,6 +27,7 @@ class TensorFlowStrategy(Strategy):
     #: TensorFlow's rank trains in fp32 with Keras' own loop: no autocast, no torch.compile
     precisions = ("fp32",)
     compiles = False
+    cannot_accumulate = "Keras' own loop trains it"
 
     @classmethod
     def validate(cls, spec, source: str) -> None:

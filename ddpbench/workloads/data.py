@@ -71,9 +71,9 @@ def samples_needed(spec) -> int:
 
 
 def loader_batch(spec, processes: int) -> int:
-    """Samples one process takes per micro-step: ``per_rank_batch``, or for a single DataParallel
+    """Samples one process takes per micro-step: ``micro_step_batch``, or for a single DataParallel
     process the whole global micro-batch, which it scatters over its devices."""
-    return spec.per_rank_batch * spec.world_size // processes
+    return spec.micro_step_batch * spec.world_size // processes
 
 
 def make_loader(spec, workload, rank: int, processes: int, pin_memory: bool = False) -> EpochLoader:

@@ -108,8 +108,11 @@ def _with_interval(lines) -> tuple[Column, ...]:
 #: every column summarize() adds to a job's spec fields, grouped by stage
 MEASURED: tuple[Column, ...] = (
     _c("key", "text", "launch", "the job's stable key (a hash of its spec)"),
-    _c("per_rank_batch", "samples", "launch", "samples each rank trains per micro-step"),
+    _c("per_rank_batch", "samples", "launch", "samples each rank trains per micro-step (at a fixed global batch, "
+                                               "micro_batch: per optimizer step, in micro-steps of micro_batch)"),
     _c("global_batch", "samples", "launch", "samples the whole job trains per optimizer step"),
+    _c("accumulation", "count", "launch", "micro-steps a rank trains per optimizer step: grad_accum, or at a fixed "
+                                          "global batch batch_size / (micro_batch x world_size)"),
     _c("params", "count", "launch", "the model's trainable parameters"),
     _c("status", "text", "launch", "ok only if every launch finished; else the first bad launch's: failed, "
                                    "timed_out, skipped"),

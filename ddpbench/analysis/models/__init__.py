@@ -1,6 +1,7 @@
 """Models of communication: what the machine's own figures predict elsewhere.
 
   finish       the time to finish a run at each size, its wait in the queue, and which size to ask for
+  gbatch       scaling at a fixed global batch: each size's accumulation, and the batch past where it reaches 1
   costmodel    the alpha-beta model, fitted to this machine and projected to larger clusters
   whatif       a workload's DDP step on a cluster you describe
   terms        its settings (dtype, accumulation, sharding, input) and the costs that grow with N
@@ -35,6 +36,7 @@ from ddpbench.analysis.models.finish import (
     with_waits,
 )
 from ddpbench.analysis.models.fromtrace import traced, traced_spread
+from ddpbench.analysis.models.gbatch import fixed_batch_rows, full_size, global_batch_problem, past_words
 from ddpbench.analysis.models.holdout import MIN_WORLD_SIZES, TOLERANCE_PCT
 from ddpbench.analysis.models.loso import BANDS, EFFICIENCY, band, costs_words, held_out, score, validated
 from ddpbench.analysis.models.measured import measured_terms, versus_report, with_inputs
@@ -50,9 +52,10 @@ from ddpbench.analysis.models.whatif import COSTS, Cluster, Work, ddp_step, mast
 __all__ = [
     "Amount", "BANDS", "COSTS", "Cluster", "EFFICIENCY", "Finish", "GRAD_BYTES", "MIN_WORLD_SIZES", "Model", "PRESETS",
     "SHARDS", "TOLERANCE_PCT", "Work", "band", "band_at", "band_words", "cheapest", "costs_words",
-    "ddp_buckets_vs_allreduce", "ddp_step", "finish_at", "first_to_finish", "flop_layout", "held_out", "largest_above",
-    "largest_within", "largest_world_size", "layout", "link_needed", "master_step", "measured_terms", "mismatch",
-    "predict", "published_table", "recovery_runs", "reproduced_in_folder", "reproduced_in_trace", "reproduces",
-    "score", "shaped_jobs", "single_rank_only", "traced", "traced_spread", "validated", "versus_report", "why_no_rate",
-    "with_inputs", "with_waits", "workloads",
+    "ddp_buckets_vs_allreduce", "ddp_step", "finish_at", "first_to_finish", "fixed_batch_rows", "flop_layout",
+    "full_size", "global_batch_problem", "held_out", "largest_above", "largest_within", "largest_world_size", "layout",
+    "link_needed", "master_step", "measured_terms", "mismatch", "past_words", "predict", "published_table",
+    "recovery_runs", "reproduced_in_folder", "reproduced_in_trace", "reproduces", "score", "shaped_jobs",
+    "single_rank_only", "traced", "traced_spread", "validated", "versus_report", "why_no_rate", "with_inputs",
+    "with_waits", "workloads",
 ]

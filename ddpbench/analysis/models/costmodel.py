@@ -55,7 +55,7 @@ import pandas as pd
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, fair_jobs, model_name
 from ddpbench.analysis.core.thresholds import MIN_SPREAD
-from ddpbench.analysis.models import terms, whatif
+from ddpbench.analysis.models import gbatch, terms, whatif
 
 #: world sizes a projection covers (the measured ones are added)
 PROJECTED_WORLD_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024)
@@ -308,17 +308,19 @@ class Workload:
     #: each bucket's share of the backward pass done when it is ready, where measured (a trace); None: its
     #: bytes stand in for the compute (:class:`.whatif.Work`)
     ready: tuple[float, ...] | None = None
+    #: the fixed global batch it was swept at (per_rank_batch its micro-batch: :mod:`.gbatch`); 0: weak scaling
+    global_batch: int = 0
 
     @property
     def identity(self) -> tuple:
-        """What the workload trains, at which per-rank batch and compute setting: the jobs it stands for."""
+        """What the workload trains, at which per-rank (or global) batch and compute setting: the jobs it stands for."""
         return (self.model, self.model_size, self.model_args, self.script, self.script_args, self.per_rank_batch,
-                self.setting)
+                self.global_batch, self.setting)
 
 
 def identity_of(job) -> tuple:
     """:attr:`Workload.identity` of a job's row."""
-    return (*(job.get(name, "") for name in MODEL_FIELDS), int(job["per_rank_batch"]), job["_setting"])
+    return (*(job.get(name, "") for name in MODEL_FIELDS), *gbatch.batch_identity(job), job["_setting"])
 
 
 def setting_of(frame: pd.DataFrame) -> pd.Series:
@@ -338,7 +340,8 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
     buckets, so its projection shows communication taking a larger share of a shorter step.
 
     Projections are weak scaling (the per-rank batch stays): under strong scaling the multi-rank
-    jobs have smaller per-rank batches, no world-size-1 job of their own, and are not projected.
+    jobs have smaller per-rank batches, no world-size-1 job of their own, and are not projected (but at a
+    fixed global batch, ``micro_batch``: one workload, its compute a micro-step's, :mod:`.gbatch`).
 
     The buckets come from the fastest DDP job at the largest measured world size (what a user
     would run); without a multi-rank job, one bucket per ``bucket_cap_mb`` of gradients.
@@ -349,12 +352,14 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
         return found
     jobs = jobs.assign(_setting=setting_of(jobs), **{name: "" for name in ("script", "script_args")
                                                       if name not in jobs.columns})
-    for (model, size, args, script, script_args, batch, setting), group in jobs.groupby(
-            [*MODEL_FIELDS, "per_rank_batch", "_setting"], sort=False):
+    identities = [gbatch.batch_identity(job) for _, job in jobs.iterrows()]
+    jobs = jobs.assign(_batch=[b for b, _ in identities], _global=[g for _, g in identities])
+    for (model, size, args, script, script_args, batch, fixed, setting), group in jobs.groupby(
+            [*MODEL_FIELDS, "_batch", "_global", "_setting"], sort=False):
         base = group[group["world_size"] == 1]
         if base.empty:
             continue
-        compute = float(base[STEP_MS].median())
+        compute = gbatch.per_micro_step(float(base[STEP_MS].median()), base.iloc[0], bool(fixed))
         backward = float(base["backward_ms"].median()) if "backward_ms" in base else math.nan
         backward_share = min(max(backward / compute, 0.05), 0.95) if compute > 0 and not math.isnan(backward) \
             else 2 / 3
@@ -374,15 +379,16 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
             if not math.isnan(best["nosync_step_ms"]):
                 # never below the world-size-1 step: that one also pays DDP's own per-step cost
                 # (copying gradients into buckets), which no_sync() skips
-                compute_multi = max(float(best["nosync_step_ms"]), compute)
+                compute_multi = max(gbatch.per_micro_step(float(best["nosync_step_ms"]), best, bool(fixed)), compute)
         else:
             cap = float(base["bucket_cap_mb"].iloc[0])
             whole, rest = divmod(grad_bytes, cap * 1e6)
             buckets = [cap * 1e6] * int(whole) + ([rest] if rest else [])
-        label = f"{model_name(base.iloc[0], summary)}, batch {int(batch)}/rank" + (
+        label = f"{model_name(base.iloc[0], summary)}, {gbatch.batch_words(int(batch), int(fixed))}" + (
             f", {setting}" if setting != "fp32 eager" else "")
         found.append(Workload(label, model, size, args, int(batch), grad_bytes, tuple(buckets), cap, compute,
-                              compute_multi, backward_share, measured_ws, setting, script, script_args, job_key))
+                              compute_multi, backward_share, measured_ws, setting, script, script_args, job_key,
+                              global_batch=int(fixed)))
     return found
 
 
@@ -405,8 +411,9 @@ def predict(workload: Workload, link: Link, world_sizes, strategy: str = "ddp") 
         raise ValueError(f"no cost model for strategy {strategy!r}; known: ddp, master")
     cluster, rows = flat_cluster(link), []
     for p in sorted(set(int(w) for w in world_sizes)):
+        accumulation = gbatch.accumulation_of(workload, p)
         work = whatif.Work(workload.compute_multi_ms if p > 1 else workload.compute_ms, workload.bucket_bytes,
-                           workload.backward_share, workload.ready)
+                           workload.backward_share, workload.ready, accumulation=accumulation)
         step = whatif.ddp_step(work, p, cluster, costs=MEASURED) if strategy == "ddp" \
             else whatif.master_step(work, p, cluster, costs=MEASURED)
         wait = terms.slowest_growth_ms(work.compute_ms, p, workload.measured_world_size, workload.rank_spread)
@@ -414,10 +421,11 @@ def predict(workload: Workload, link: Link, world_sizes, strategy: str = "ddp") 
         rows.append({"workload": workload.label, "link": link.name, "link_source": link.source, "strategy": strategy,
                      "world_size": p, "comm_ms": step.comm_ms, "exposed_comm_ms": step.exposed_ms,
                      "slowest_growth_ms": wait,
-                     "step_ms": step_ms, "samples_per_s": p * workload.per_rank_batch / (step_ms / 1e3),
-                     "efficiency": workload.compute_ms / step_ms, "algorithms": step.algorithms,
+                     "step_ms": step_ms, "samples_per_s": p * workload.per_rank_batch * accumulation / (step_ms / 1e3),
+                     "efficiency": accumulation * workload.compute_ms / step_ms, "algorithms": step.algorithms,
+                     "accumulation": accumulation,
                      # what no link recovers: the compute measured slower with every rank busy
-                     "compute_ms": work.compute_ms, "compute_alone_ms": workload.compute_ms,
+                     "compute_ms": work.compute_ms * accumulation, "compute_alone_ms": workload.compute_ms,
                      "compute_world_size": workload.measured_world_size, "job_key": workload.job_key})
     return pd.DataFrame(rows)
 
@@ -462,7 +470,8 @@ def predicted_vs_measured(summary: pd.DataFrame, ranks: pd.DataFrame, link: Link
             continue
         p = int(job["world_size"])
         # the compute at this world size is measured (its no_sync steps); the model gives the rest
-        own = {"compute_multi_ms": float(job["nosync_step_ms"])} if not math.isnan(job["nosync_step_ms"]) else {}
+        own = {} if math.isnan(job["nosync_step_ms"]) else {
+            "compute_multi_ms": gbatch.per_micro_step(float(job["nosync_step_ms"]), job, bool(workload.global_batch))}
         if job["strategy"] == "ddp":
             own["bucket_bytes"] = tuple(bucket_sizes(ranks, job["key"]) or workload.bucket_bytes)
             measured_comm = job["ddp_comm_ms"]

@@ -50,6 +50,7 @@ from ddpbench.analysis.summary.stragglers import per_rank_compute, stragglers
 from ddpbench.experiment.cost import Cost
 from ddpbench.results.schema import TIMED_PHASES
 from ddpbench.results.strings import python_strings
+from ddpbench.results.tables import BATCH_COLUMNS
 
 
 def iqr(values) -> float:
@@ -111,7 +112,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
 
     empty = pd.DataFrame(columns=["key", "step_ms"])
     # a job's rows without the spec's fifty columns (its spec comes from its runs): each selection copies them all
-    job_steps = by_key(steps[[c for c in steps.columns if c not in {*SPEC_COLUMNS, "per_rank_batch", "global_batch"}]])
+    job_steps = by_key(steps[[c for c in steps.columns if c not in {*SPEC_COLUMNS, *BATCH_COLUMNS}]])
     measured = by_key(bounded_steps(steps)) if len(steps) else {}
     launches = by_key(stats.launch_means(steps)) if len(steps) else {}
     nosync = by_key(bounded_steps(steps, "nosync")) if len(steps) else {}
@@ -122,7 +123,7 @@ def summarize(steps: pd.DataFrame, runs=None, ranks=None, datasheet_tflops: floa
     for key, job_runs in runs.groupby("key", sort=False):
         first = job_runs.iloc[0]
         row = {"key": key, **{c: first[c] for c in SPEC_COLUMNS},
-               "per_rank_batch": first["per_rank_batch"], "global_batch": first["global_batch"],
+               **{c: first[c] for c in BATCH_COLUMNS},
                "params": job_runs["params"].dropna().iloc[0] if job_runs["params"].notna().any() else math.nan}
         row.update(_status(job_runs))
         if row["status"] == "ok" and key not in present:
@@ -190,7 +191,7 @@ def _trace_figures(job_runs: pd.DataFrame, mine: pd.DataFrame, row: dict) -> dic
         "trace_mb": median(sizes) / 1e6 if sizes else math.nan,
         "ddp_exposed_comm_ms": comm * (1 - share / 100) if not math.isnan(share) else math.nan,
         # per micro-step, as the trace's backward compute is the last micro-step's (the one that syncs)
-        "nosync_backward_ms": mean(nosync["backward_ms"]) / row["grad_accum"] if len(nosync) else math.nan,
+        "nosync_backward_ms": mean(nosync["backward_ms"]) / row["accumulation"] if len(nosync) else math.nan,
     })
     return figures
 
