@@ -35,6 +35,6 @@ def command(args) -> int:
     spec = job_spec(given, machine, "command line", key=flag_name)
     experiment = Experiment(name=f"run-{spec.key}", description="one job from the command line",
                             source="command line", timeout_s=check_timeout(args.timeout), jobs=(spec,))
-    options = SweepOptions(out_dir=args.out or Path("reports") / experiment.name, launcher=launcher,
+    options = SweepOptions(out_dir=args.out or Path("reports") / experiment.name, command="run", launcher=launcher,
                            argv=tuple(args.argv), wait=args.wait, force=args.force)
     return run_and_report(experiment, options, machine)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ddpbench.commandline.folders import add_folder_flags
 from ddpbench.commandline.run_options import add_launcher_flags, launcher_options
-from ddpbench.errors import InputError
 from ddpbench.results.folder import path_flag
 
 
@@ -32,24 +31,17 @@ def add_parser(sub) -> None:
 def command(args) -> int:
     from rich.console import Console
 
-    from ddpbench.commandline.folders import check_out_dir, claimed_out_dir
-    from ddpbench.commandline.run_checks import check_can_emulate
+    from ddpbench.commandline.folders import claimed_out_dir
     from ddpbench.experiment.load import load_experiment
-    from ddpbench.experiment.workloads import check_workloads
+    from ddpbench.launch import can_run
 
     launcher = launcher_options(args)
-    if launcher.launcher == "pytorchjob":
-        raise InputError("command line", "--launcher", "pytorchjob only writes manifests, with sweep --dry-run")
     machine = launcher.machine()
     experiment = load_experiment(args.experiment, machine)
-    if args.budget is not None and args.budget < 1:
-        raise InputError("command line", "--budget", f"must be 1 or more launches (got {args.budget})")
-    check_can_emulate(experiment, False)
     out_dir = args.out or Path("reports") / f"{experiment.name}-tune"
-    check_out_dir(out_dir)
+    can_run.check_can_run(experiment, launcher, out_dir, command="tune", budget=args.budget)
     console = Console(stderr=True)
     with claimed_out_dir(out_dir, args, console):
-        check_workloads(experiment.jobs, experiment.source, experiment.timeout_s)
         return _race(args, experiment, out_dir, launcher, machine, console)
 
 
@@ -61,9 +53,6 @@ def _race(args, experiment, out_dir: Path, launcher, machine, console) -> int:
     from ddpbench.sweep.search import SearchPlan, run_search
 
     plan = SearchPlan(experiment.jobs, ResultStore(out_dir), out_dir, args.budget)
-    problem = plan.problem()
-    if problem:
-        raise InputError(experiment.source, "grid", f"{problem}")
     console.print(f"[bold]{experiment.name}[/bold]: racing {len(plan.candidates)} distinct settings of "
                   f"{len(experiment.jobs)} ({len(plan.same_as)} give the same buckets as another), budget "
                   f"{plan.budget} launches (the grid: {plan.grid_launches}) -> {out_dir}/", highlight=False)

@@ -325,6 +325,7 @@ def _check_command(argv: list[str]) -> None:
     from ddpbench.experiment.machine import Machine
     from ddpbench.experiment.overrides import fields_from_flags
     from ddpbench.experiment.spec import FIELDS
+    from ddpbench.launch.can_run import check_jobs
     from ddpbench.program import build_parser
 
     try:
@@ -337,7 +338,8 @@ def _check_command(argv: list[str]) -> None:
         path = ROOT / args.experiment
         assert path.is_file(), f"no experiment file {args.experiment}"
         machine = launcher_options(args).machine() if args.command == "sweep" else Machine.here()
-        load_experiment(path, dataclasses.replace(machine, cuda_devices=gpus))
+        experiment = load_experiment(path, dataclasses.replace(machine, cuda_devices=gpus))
+        check_jobs(experiment.jobs, experiment.source)  # what each job's strategy refuses (ddpbench.launch.can_run)
     elif args.command == "collectives":
         path = ROOT / args.experiment
         assert path.is_file(), f"no experiment file {args.experiment}"
@@ -348,7 +350,7 @@ def _check_command(argv: list[str]) -> None:
             parse_collectives(data, str(path))
     elif args.command == "run":
         given = fields_from_flags({name: getattr(args, name) for name in FIELDS})
-        job_spec(given, dataclasses.replace(Machine.here(), cuda_devices=gpus), "command line")
+        check_jobs([job_spec(given, dataclasses.replace(Machine.here(), cuda_devices=gpus), "command line")], "run")
     folders = [getattr(args, name, None) for name in ("folder", "a", "b", "dir", "from_dir", "results")]
     for value in [*folders, *argv]:
         if isinstance(value, (str, Path)) and str(value).startswith("reports/examples/"):
