@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.commandline.exits import EXIT_INTERRUPTED
-from ddpbench.commandline.folders import add_folder_flags, claimed_out_dir
-from ddpbench.commandline.parsing import finite_float
+from ddpbench.cli.shared.exits import EXIT_INTERRUPTED
+from ddpbench.cli.shared.folders import add_folder_flags, claimed_out_dir
+from ddpbench.cli.shared.parsing import finite_float
 from ddpbench.errors import InputError
 from ddpbench.experiment.collectives import parse_collectives
 from ddpbench.experiment.files import read_toml

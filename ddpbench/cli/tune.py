@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from ddpbench.commandline.folders import add_folder_flags
-from ddpbench.commandline.run_options import add_launcher_flags, launcher_options
+from ddpbench.cli.shared.folders import add_folder_flags
+from ddpbench.cli.shared.run_options import add_launcher_flags, launcher_options
 from ddpbench.results.folder import path_flag
 
 
@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
 def command(args) -> int:
     from rich.console import Console
 
-    from ddpbench.commandline.folders import claimed_out_dir
+    from ddpbench.cli.shared.folders import claimed_out_dir
     from ddpbench.experiment.load import load_experiment
     from ddpbench.launch import can_run
 
@@ -47,7 +47,7 @@ def command(args) -> int:
 
 def _race(args, experiment, out_dir: Path, launcher, machine, console) -> int:
     """The race, once ``out_dir`` is this command's."""
-    from ddpbench.commandline.running import finish_report
+    from ddpbench.cli.shared.running import finish_report
     from ddpbench.results.store import ResultStore
     from ddpbench.show.answers import print_search
     from ddpbench.sweep.search import SearchPlan, run_search
@@ -61,7 +61,7 @@ def _race(args, experiment, out_dir: Path, launcher, machine, console) -> int:
             result = run_search(experiment, plan, out_dir, launching, machine, console)
     except KeyboardInterrupt:
         console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/", highlight=False)
-        from ddpbench.commandline.exits import EXIT_INTERRUPTED
+        from ddpbench.cli.shared.exits import EXIT_INTERRUPTED
 
         return EXIT_INTERRUPTED
     print_search(result)

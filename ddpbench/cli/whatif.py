@@ -7,8 +7,8 @@ from functools import partial
 from pathlib import Path
 
 from ddpbench.cli.models import check_model_flags
-from ddpbench.commandline.finish import add_finish_flags, check_finish
-from ddpbench.commandline.parsing import Given, finite_float, whole_numbers
+from ddpbench.cli.shared.finish import add_finish_flags, check_finish
+from ddpbench.cli.shared.parsing import Given, finite_float, whole_numbers
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, with_flags
 from ddpbench.show.answers import print_whatif, settings
@@ -48,7 +48,7 @@ def add_parser(sub) -> None:
                    help="price of one device for an hour: the cost of training at each size (default: none)")
     given("--price-per-node-hour", type=finite_float, metavar="N", help="a node's price an hour (default: 0)")
     given("--currency", default=None, metavar="TEXT", help="the prices' currency (default: USD)")
-    add_finish_flags(p)  # the run's work, the floor and the queue: ddpbench/commandline/finish.py
+    add_finish_flags(p)  # the run's work, the floor and the queue: ddpbench/cli/shared/finish.py
     # the settings people train with and the terms that grow with N: ddpbench/analysis/models/terms.py
     p.add_argument("--model-args", default="", metavar="TABLE", help="its arguments: '{ layers = 2 }' (default: none)")
     p.add_argument("--world-sizes", type=whole_numbers, metavar="N,N", help="any world sizes (default: 1, 2 .. 1024)")

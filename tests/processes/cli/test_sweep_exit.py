@@ -13,7 +13,7 @@ SCRIPT = textwrap.dedent("""
     # registered first, so it runs last (atexit is last in, first out): what the exit is left with
     atexit.register(lambda: print("at exit", gc.get_freeze_count(), flush=True))
     from ddpbench.cli import sweep
-    from ddpbench.program import main
+    from ddpbench.cli.program import main
     from ddpbench.launch import can_run, forked
     # the run itself is not what this is about; what a sweep imports before it is (each strategy, torch with it)
     sweep.run_and_report = lambda experiment, *args: can_run.check_jobs(experiment.jobs, experiment.source) or 0

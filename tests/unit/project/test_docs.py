@@ -318,7 +318,8 @@ def test_workflow_commands_are_read_from_run_steps():
 
 def _check_command(argv: list[str]) -> None:
     """Parse ``argv`` as ``python -m ddpbench`` does, then load what it names, without running it."""
-    from ddpbench.commandline.run_options import launcher_options
+    from ddpbench.cli.program import build_parser
+    from ddpbench.cli.shared.run_options import launcher_options
     from ddpbench.experiment.collectives import parse_collectives
     from ddpbench.experiment.files import read_toml
     from ddpbench.experiment.load import job_spec, load_experiment
@@ -326,7 +327,6 @@ def _check_command(argv: list[str]) -> None:
     from ddpbench.experiment.overrides import fields_from_flags
     from ddpbench.experiment.spec import FIELDS
     from ddpbench.launch.can_run import check_jobs
-    from ddpbench.program import build_parser
 
     try:
         args = build_parser().parse_args(argv)

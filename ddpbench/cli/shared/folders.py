@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from ddpbench.commandline.exits import say_error
+from ddpbench.cli.shared.exits import say_error
 
 
 def add_folder_flags(parser, writer: str | None = None) -> None:

@@ -13,10 +13,10 @@ import contextlib
 from pathlib import Path
 
 from ddpbench import collector
-from ddpbench.commandline.exits import EXIT_FAILED, EXIT_INTERRUPTED
-from ddpbench.commandline.folders import claimed_out_dir
-from ddpbench.commandline.nodes import node_commands, print_launch_plan
-from ddpbench.commandline.run_options import SweepOptions
+from ddpbench.cli.shared.exits import EXIT_FAILED, EXIT_INTERRUPTED
+from ddpbench.cli.shared.folders import claimed_out_dir
+from ddpbench.cli.shared.nodes import node_commands, print_launch_plan
+from ddpbench.cli.shared.run_options import SweepOptions
 from ddpbench.launch import can_run
 from ddpbench.show.console_tables import print_jobs, print_summary, print_verdict
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from ddpbench.commandline.exits import EXIT_BAD_INPUT, say_error
+from ddpbench.cli.shared.exits import EXIT_BAD_INPUT, say_error
 from ddpbench.errors import InputError, shown
 
 PROG = "python -m ddpbench"
@@ -54,7 +54,7 @@ class Parser(argparse.ArgumentParser):
         """As argparse's, and the namespace says which flags were typed (``flags_given``, each by its last
         option string, whatever its value) and of which command (``flags_of``, the innermost command's name):
         parsed a second time into a namespace whose every flag starts unset, argparse's way of telling a flag
-        given its default from one not given (:func:`ddpbench.commandline.unused.refuse_unused`)."""
+        given its default from one not given (:func:`ddpbench.cli.shared.unused.refuse_unused`)."""
         parsed, extras = super().parse_known_args(args, namespace)
         flags = [a for a in self._actions if a.option_strings and a.dest != argparse.SUPPRESS
                  and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))]
