@@ -124,7 +124,7 @@ def command(args) -> int:
             raise InputError("command line", training, ("the time to finish" if args.amount else "the cost and batch "
                              "of training") + " is given on a cluster described, with its band, never on one assumed: "
                              "add the cluster it would run on (--gpus-per-node, --inter-gbit, ...) to --from")
-        from ddpbench.show.projected import measured_inputs, print_measured
+        from ddpbench.cli.shared.measured import measured_inputs, print_measured
 
         pairs, holdout, reproduced = measured_inputs(args.from_dir)
         print_measured(args.from_dir, pairs, holdout, reproduced, args.world_sizes,
@@ -135,7 +135,7 @@ def command(args) -> int:
                       args.inter_latency_us, oversubscription=args.oversubscription, leaf_nodes=args.leaf_nodes,
                       transport=args.transport, algorithms=("ring", "tree", "hierarchical", *nvls))
     if args.from_dir is not None:  # what it measured, on the cluster described
-        from ddpbench.show.projected import print_described
+        from ddpbench.cli.shared.measured import print_described
 
         print_described(args, cluster)
         return 0
