@@ -12,8 +12,8 @@ server, as it imports :mod:`ddpbench.rank.forked`. :func:`resume` once the proce
 what it keeps: what is alive then goes to the permanent generation (``gc.freeze``: never walked
 again), and the collector runs as before on whatever the process makes from then on, the ranks'
 timed steps included. The command line resumes it as a command starts
-(:func:`ddpbench.program.main`); a sweep before its first launch, once its report's modules
-are imported (:func:`ddpbench.commandline.running.run_and_report`); a rank as it is forked. A report never
+(:func:`ddpbench.cli.program.main`); a sweep before its first launch, once its report's modules
+are imported (:func:`ddpbench.cli.shared.running.run_and_report`); a rank as it is forked. A report never
 resumes it: the process ends as its page is written (a report pauses the collector while it is
 written anyway: :func:`ddpbench.report.build.collector_paused`).
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from ddpbench.commandline.parsing import finite_float
+from ddpbench.cli.shared.parsing import finite_float
 from ddpbench.errors import InputError
 from ddpbench.results.folder import path_flag
 
@@ -69,7 +69,7 @@ def command(args) -> int:
     from rich.console import Console
 
     from ddpbench.analysis.history import SLOWER
-    from ddpbench.commandline.exits import EXIT_BAD_INPUT, EXIT_FAILED, say_error
+    from ddpbench.cli.shared.exits import EXIT_BAD_INPUT, EXIT_FAILED, say_error
     from ddpbench.results.writing import holding
     from ddpbench.sweep.ab import LOG_FILE, SideFailed, ab_claim, check_sides, plan_sides
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.commandline.exits import EXIT_INTERRUPTED
-from ddpbench.commandline.folders import add_folder_flags, check_out_dir, claimed_out_dir
-from ddpbench.commandline.parsing import finite_float
+from ddpbench.cli.shared.exits import EXIT_INTERRUPTED
+from ddpbench.cli.shared.folders import add_folder_flags, claimed_out_dir
+from ddpbench.cli.shared.parsing import finite_float
 from ddpbench.errors import InputError
 from ddpbench.experiment.collectives import parse_collectives
 from ddpbench.experiment.files import read_toml
 from ddpbench.experiment.machine import Machine
+from ddpbench.launch.can_run import check_out_dir
 from ddpbench.results.folder import path_flag
 from ddpbench.show.console_tables import print_collectives
 

@@ -84,7 +84,7 @@ def command(args) -> int:
         parse_gate,
         side_busy,
     )
-    from ddpbench.commandline.exits import say_error
+    from ddpbench.cli.shared.exits import say_error
     from ddpbench.report.compare_page import CSV_FILE, INDEX_FILE, PLOT_FILE, write_comparison
     from ddpbench.results.sanitize import printable
     from ddpbench.results.writing import COMPARE, Claim, holding, waited_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.commandline.exits import EXIT_FAILED
+from ddpbench.cli.shared.exits import EXIT_FAILED
 from ddpbench.results.folder import path_flag
 
 

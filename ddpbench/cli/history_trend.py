@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.commandline.exits import EXIT_FAILED, EXIT_UNTESTED, say_error
+from ddpbench.cli.shared.exits import EXIT_FAILED, EXIT_UNTESTED, say_error
 from ddpbench.errors import InputError
 from ddpbench.results.folder import path_flag
 from ddpbench.show.console import say_wrapped

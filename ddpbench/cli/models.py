@@ -90,7 +90,7 @@ def whatif_layout(model: str, model_size: str, model_args: str, cap_mb: float):
 
 def check_model_flags(args) -> None:
     """Refuse the model flag that does nothing for the model named (the rest:
-    :data:`ddpbench.commandline.unused.UNUSED`):
+    :data:`ddpbench.cli.shared.unused.UNUSED`):
     --model-args for a sized preset (mlp, cnn, transformer), --model-size for any other model."""
     from ddpbench.experiment.spec import MODEL_SIZES
     from ddpbench.workloads.registry import PRESETS as SIZED

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.commandline.parsing import add_cost_flags, cost_flags
+from ddpbench.cli.shared.parsing import add_cost_flags, cost_flags
 from ddpbench.errors import InputError
 from ddpbench.results.folder import path_flag
 from ddpbench.results.schema import RESULTS_FILE
@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
                         "exit 1 on any problem")
     add_cost_flags(p)  # a price is no measurement: the costs at another one, from the same stored steps
     # its process ends as the report is written, without the teardown of pandas, matplotlib and scipy
-    # (ddpbench.program.exit_now), and with the garbage collector off to its end (ddpbench.collector)
+    # (ddpbench.cli.program.exit_now), and with the garbage collector off to its end (ddpbench.collector)
     p.set_defaults(func=command, exit_at_once=True, keeps_collector_paused=True)
 
 
@@ -53,7 +53,7 @@ def command(args) -> int:
     cost = _cost(args)
     if args.check:
         return check(args.results, cost)
-    from ddpbench.commandline.exits import say_error
+    from ddpbench.cli.shared.exits import say_error
     from ddpbench.report.build import write_report  # matplotlib: only for a folder that has results
     from ddpbench.report.workers import wanted
     from ddpbench.results.writing import holding, waited_for
@@ -71,7 +71,7 @@ def watched(args) -> int:
     if args.check or any(v is not None for v in cost_flags(args).values()):
         raise InputError("command line", "--check" if args.check else "a cost flag", "applies to a sweep's results; "
                          f"{args.results} is a watched run's folder (its page has no verdict to check, no cost)")
-    from ddpbench.commandline.exits import say_error
+    from ddpbench.cli.shared.exits import say_error
     from ddpbench.report.watch_page import WRITES, write_watch_report
     from ddpbench.results.writing import REPORT, WATCH, Claim, holding, waited_for
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddpbench.commandline.folders import add_folder_flags
-from ddpbench.commandline.parsing import finite_float
-from ddpbench.commandline.run_options import SweepOptions
-from ddpbench.commandline.running import run_and_report
+from ddpbench.cli.shared.folders import add_folder_flags
+from ddpbench.cli.shared.parsing import finite_float
+from ddpbench.cli.shared.run_options import SweepOptions
+from ddpbench.cli.shared.running import run_and_report
 from ddpbench.experiment.load import Experiment, job_spec
 from ddpbench.experiment.overrides import check_timeout, fields_from_flags, flag_name
 from ddpbench.experiment.spec import FIELDS, allowed_text
@@ -35,6 +35,6 @@ def command(args) -> int:
     spec = job_spec(given, machine, "command line", key=flag_name)
     experiment = Experiment(name=f"run-{spec.key}", description="one job from the command line",
                             source="command line", timeout_s=check_timeout(args.timeout), jobs=(spec,))
-    options = SweepOptions(out_dir=args.out or Path("reports") / experiment.name, launcher=launcher,
+    options = SweepOptions(out_dir=args.out or Path("reports") / experiment.name, command="run", launcher=launcher,
                            argv=tuple(args.argv), wait=args.wait, force=args.force)
     return run_and_report(experiment, options, machine)

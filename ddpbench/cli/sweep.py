@@ -8,11 +8,10 @@ import dataclasses
 import gc
 from pathlib import Path
 
-from ddpbench.commandline.folders import add_folder_flags
-from ddpbench.commandline.parsing import add_cost_flags, cost_flags, finite_float
-from ddpbench.commandline.run_options import SweepOptions, add_launcher_flags, launcher_options
-from ddpbench.commandline.running import run_and_report
-from ddpbench.errors import InputError
+from ddpbench.cli.shared.folders import add_folder_flags
+from ddpbench.cli.shared.parsing import add_cost_flags, cost_flags, finite_float
+from ddpbench.cli.shared.run_options import SweepOptions, add_launcher_flags, launcher_options
+from ddpbench.cli.shared.running import run_and_report
 from ddpbench.experiment.cost import with_flags
 from ddpbench.experiment.load import load_experiment, named_launcher
 from ddpbench.experiment.overrides import with_job_flags, with_timeout
@@ -55,7 +54,7 @@ def add_parser(sub) -> None:
     add_cost_flags(p)
     add_folder_flags(p)
     # its process ends as the sweep's report is written, its exit handlers run, without the teardown
-    # of torch, pandas and matplotlib (ddpbench.program.exit_now); the garbage collector stays off
+    # of torch, pandas and matplotlib (ddpbench.cli.program.exit_now); the garbage collector stays off
     # until its first launch (ddpbench.collector)
     p.set_defaults(func=command, exit_at_once=True, keeps_collector_paused=True)
 
@@ -88,12 +87,6 @@ def command(args) -> int:
     collectives = experiment.collectives.specs if experiment.collectives else ()
     if early and (launcher.launcher != "spawn" or not forked.needed([*experiment.jobs, *collectives])):
         forked.stop_server()
-    if launcher.launcher == "pytorchjob" and not args.dry_run:
-        raise InputError("command line", "--launcher", "pytorchjob writes each launch's Kubeflow PyTorchJob manifest "
-                         "with --dry-run and submits nothing (docs/multi-node.md)")
-    if args.retry_failed and not args.resume:
-        raise InputError("command line", "--retry-failed", "runs failed launches of stored results again: give "
-                         "--resume with it")
     paced = parse_descriptors(args.paced) if args.paced is not None else None
     options = SweepOptions(out_dir=args.out or Path("reports") / experiment.name, resume=args.resume,
                            retry_failed=args.retry_failed,

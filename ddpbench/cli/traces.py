@@ -9,8 +9,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ddpbench.commandline.folders import add_folder_flags
-from ddpbench.commandline.parsing import whole_number
+from ddpbench.cli.shared.folders import add_folder_flags
+from ddpbench.cli.shared.parsing import whole_number
 from ddpbench.errors import InputError
 from ddpbench.launch.ray_address import FORMS, check_form
 from ddpbench.results.folder import path_flag
@@ -41,7 +41,7 @@ def add_parser(sub) -> None:
 
 
 def command(args) -> int:
-    from ddpbench.commandline.exits import say_error
+    from ddpbench.cli.shared.exits import say_error
     from ddpbench.report.traces_page import WRITES, write_trace_report
     from ddpbench.results.writing import TRACES, Claim, holding, waited_for
     from ddpbench.show.answers import print_trace_comparison, print_traces

@@ -6,9 +6,8 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from ddpbench.commandline.folders import add_folder_flags
-from ddpbench.commandline.run_options import add_launcher_flags, launcher_options
-from ddpbench.errors import InputError
+from ddpbench.cli.shared.folders import add_folder_flags
+from ddpbench.cli.shared.run_options import add_launcher_flags, launcher_options
 from ddpbench.results.folder import path_flag
 
 
@@ -32,38 +31,28 @@ def add_parser(sub) -> None:
 def command(args) -> int:
     from rich.console import Console
 
-    from ddpbench.commandline.folders import check_out_dir, claimed_out_dir
-    from ddpbench.commandline.run_checks import check_can_emulate
+    from ddpbench.cli.shared.folders import claimed_out_dir
     from ddpbench.experiment.load import load_experiment
-    from ddpbench.experiment.workloads import check_workloads
+    from ddpbench.launch import can_run
 
     launcher = launcher_options(args)
-    if launcher.launcher == "pytorchjob":
-        raise InputError("command line", "--launcher", "pytorchjob only writes manifests, with sweep --dry-run")
     machine = launcher.machine()
     experiment = load_experiment(args.experiment, machine)
-    if args.budget is not None and args.budget < 1:
-        raise InputError("command line", "--budget", f"must be 1 or more launches (got {args.budget})")
-    check_can_emulate(experiment, False)
     out_dir = args.out or Path("reports") / f"{experiment.name}-tune"
-    check_out_dir(out_dir)
+    can_run.check_can_run(experiment, launcher, out_dir, command="tune", budget=args.budget)
     console = Console(stderr=True)
     with claimed_out_dir(out_dir, args, console):
-        check_workloads(experiment.jobs, experiment.source, experiment.timeout_s)
         return _race(args, experiment, out_dir, launcher, machine, console)
 
 
 def _race(args, experiment, out_dir: Path, launcher, machine, console) -> int:
     """The race, once ``out_dir`` is this command's."""
-    from ddpbench.commandline.running import finish_report
+    from ddpbench.cli.shared.running import finish_report
     from ddpbench.results.store import ResultStore
     from ddpbench.show.answers import print_search
     from ddpbench.sweep.search import SearchPlan, run_search
 
     plan = SearchPlan(experiment.jobs, ResultStore(out_dir), out_dir, args.budget)
-    problem = plan.problem()
-    if problem:
-        raise InputError(experiment.source, "grid", f"{problem}")
     console.print(f"[bold]{experiment.name}[/bold]: racing {len(plan.candidates)} distinct settings of "
                   f"{len(experiment.jobs)} ({len(plan.same_as)} give the same buckets as another), budget "
                   f"{plan.budget} launches (the grid: {plan.grid_launches}) -> {out_dir}/", highlight=False)
@@ -72,7 +61,7 @@ def _race(args, experiment, out_dir: Path, launcher, machine, console) -> int:
             result = run_search(experiment, plan, out_dir, launching, machine, console)
     except KeyboardInterrupt:
         console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/", highlight=False)
-        from ddpbench.commandline.exits import EXIT_INTERRUPTED
+        from ddpbench.cli.shared.exits import EXIT_INTERRUPTED
 
         return EXIT_INTERRUPTED
     print_search(result)

@@ -7,7 +7,7 @@ import argparse
 import time
 from pathlib import Path
 
-from ddpbench.commandline.parsing import positive_number
+from ddpbench.cli.shared.parsing import positive_number
 from ddpbench.results.folder import path_flag
 
 

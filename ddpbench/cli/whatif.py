@@ -7,9 +7,9 @@ from functools import partial
 from pathlib import Path
 
 from ddpbench.cli.models import check_model_flags
-from ddpbench.commandline.finish import add_finish_flags, check_finish
-from ddpbench.commandline.gbatch import add_accumulation_flags, print_step
-from ddpbench.commandline.parsing import Given, finite_float, whole_numbers
+from ddpbench.cli.shared.finish import add_finish_flags, check_finish
+from ddpbench.cli.shared.gbatch import add_accumulation_flags, print_step
+from ddpbench.cli.shared.parsing import Given, finite_float, whole_numbers
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, with_flags
 from ddpbench.show.answers import settings
@@ -49,12 +49,12 @@ def add_parser(sub) -> None:
                    help="price of one device for an hour: the cost of training at each size (default: none)")
     given("--price-per-node-hour", type=finite_float, metavar="N", help="a node's price an hour (default: 0)")
     given("--currency", default=None, metavar="TEXT", help="the prices' currency (default: USD)")
-    add_finish_flags(p)  # the run's work, the floor and the queue: ddpbench/commandline/finish.py
+    add_finish_flags(p)  # the run's work, the floor and the queue: ddpbench/cli/shared/finish.py
     # the settings people train with and the terms that grow with N: ddpbench/analysis/models/terms.py
     p.add_argument("--model-args", default="", metavar="TABLE", help="its arguments: '{ layers = 2 }' (default: none)")
     p.add_argument("--world-sizes", type=whole_numbers, metavar="N,N", help="any world sizes (default: 1, 2 .. 1024)")
     given("--grad-dtype", default="fp32", help="gradients' dtype: fp32, or bf16/fp16 (half the bytes; default: fp32)")
-    add_accumulation_flags(p, given)  # --accumulation, or a fixed global batch: ddpbench/commandline/gbatch.py
+    add_accumulation_flags(p, given)  # --accumulation, or a fixed global batch: ddpbench/cli/shared/gbatch.py
     given("--shard", default="none", help="zero1, zero2, zero3 or fsdp: their collectives (default: none)")
     given("--input-samples-per-s", type=finite_float, metavar="N", help="a node's input, samples/s (default: no limit)")
     given("--rank-spread-pct", type=finite_float, metavar="PCT", help="ranks' step spread, %% (default: published fit)")
@@ -125,7 +125,7 @@ def command(args) -> int:
             raise InputError("command line", training, ("the time to finish" if args.amount else "the cost and batch "
                              "of training") + " is given on a cluster described, with its band, never on one assumed: "
                              "add the cluster it would run on (--gpus-per-node, --inter-gbit, ...) to --from")
-        from ddpbench.show.projected import measured_inputs, print_measured
+        from ddpbench.cli.shared.measured import measured_inputs, print_measured
 
         pairs, holdout, reproduced = measured_inputs(args.from_dir)
         print_measured(args.from_dir, pairs, holdout, reproduced, args.world_sizes,
@@ -136,7 +136,7 @@ def command(args) -> int:
                       args.inter_latency_us, oversubscription=args.oversubscription, leaf_nodes=args.leaf_nodes,
                       transport=args.transport, algorithms=("ring", "tree", "hierarchical", *nvls))
     if args.from_dir is not None:  # what it measured, on the cluster described
-        from ddpbench.show.projected import print_described
+        from ddpbench.cli.shared.measured import print_described
 
         print_described(args, cluster)
         return 0

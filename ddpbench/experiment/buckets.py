@@ -80,3 +80,16 @@ def setting(spec) -> tuple:
         return rest, predicted_buckets(facts(spec).tensor_bytes, spec.bucket_cap_mb)
     except ProbeFailed:
         return rest, spec.bucket_cap_mb
+
+
+def distinct_settings(jobs) -> tuple[list, dict[str, str]]:
+    """(the jobs to race, {key of a job left out: key of the earlier job with its buckets})."""
+    first: dict[tuple, str] = {}
+    same_as: dict[str, str] = {}
+    for job in jobs:
+        ident = setting(job)
+        if ident in first:
+            same_as[job.key] = first[ident]
+        else:
+            first[ident] = job.key
+    return [j for j in jobs if j.key not in same_as], same_as

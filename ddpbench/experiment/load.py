@@ -38,7 +38,6 @@ from ddpbench.experiment.links import parse_links
 from ddpbench.experiment.machine import Machine, resolve
 from ddpbench.experiment.scripts import check_script_job, place_script
 from ddpbench.experiment.spec import FIELDS, JobSpec, allowed_text, check_value
-from ddpbench.strategies import strategy_class
 from ddpbench.workloads.registry import PRESETS
 
 MAX_JOBS = 10_000
@@ -77,13 +76,13 @@ def job_spec(fields: dict, machine: Machine, source: str, auto_world_size: int |
     a job given by flags or by a benchmark task is refused for what a file's job would be.
     ``auto_world_size``: the world size ``threads_per_rank = "auto"`` shares the cores by (the
     experiment's largest; the job's own when None). ``key(field)``: the field as the user gave it,
-    for errors (the flags of ``run``)."""
+    for errors (the flags of ``run``). Whether its strategy can run it is asked with everything else a run
+    asks before it starts (:mod:`ddpbench.launch.can_run`)."""
     spec = resolve(JobSpec(**place_script(fields, source)), machine, source, auto_world_size)
     check_script_job(spec, fields, source, key)
     if spec.adaptive and spec.min_repeats > spec.max_repeats:
         raise InputError(source, "min_repeats", f"must be at most max_repeats ({spec.max_repeats}); got "
                          f"{spec.min_repeats}")
-    strategy_class(spec.strategy).validate(spec, source)
     if not spec.script:
         check_model_fields(spec, fields, source)
     return spec

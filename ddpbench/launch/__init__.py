@@ -8,6 +8,7 @@ hands back one :class:`~.base.LaunchOutcome` per launch.
   emulate    emulated nodes: one torchrun agent per network namespace, joined by shaped links
   slurm      one ``sbatch`` job per launch (or job arrays), its ranks started by ``srun``
 
+  can_run    can this run? every refusal of sweep, run and tune before anything starts, in one check
   base       the Launcher interface, a Launch and its LaunchOutcome
   options    which launcher a sweep runs under, from the flags (LauncherOptions)
   handback   a launch's work folder: the job file in, the ranks' hand-back out

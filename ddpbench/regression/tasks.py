@@ -102,6 +102,7 @@ class TrainStep(Task):
         from ddpbench.experiment.load import job_spec
         from ddpbench.experiment.machine import Machine
         from ddpbench.experiment.spec import check_value
+        from ddpbench.launch.can_run import check_jobs
         from ddpbench.strategies import FRAMEWORKS
 
         checked = {name: check_value(name, value, "TrainStep", name) for name, value in fields.items()}
@@ -111,6 +112,7 @@ class TrainStep(Task):
             raise InputError("TrainStep", "strategy", f"{checked['strategy']!r} is a framework: sweep it "
                              "(python -m ddpbench sweep); a persistent group runs ddpbench's own steps")
         self.spec = job_spec(checked, Machine.here(), "TrainStep")
+        check_jobs([self.spec], "TrainStep")  # what its strategy can never run, as a sweep's job is refused
         self.warmup = self.spec.warmup_steps
 
     def group_config(self) -> GroupConfig:

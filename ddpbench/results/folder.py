@@ -34,7 +34,7 @@ FILE_ENTRIES = (RESULTS_FILE, "experiment.toml", SEARCH_FILE, MARKER, LOCK, OWNE
 DIR_ENTRIES = ("logs", ".work", TRACE_DIR)
 SWEEP_ENTRIES = FILE_ENTRIES + DIR_ENTRIES
 #: the name (and the writer's pid after it) of the empty file a command writes and removes at once to
-#: find the folder writable (:func:`ddpbench.commandline.folders.check_out_dir`): another node's or command's
+#: find the folder writable (:func:`ddpbench.launch.can_run.check_out_dir`): another node's or command's
 #: probe, there for an instant, is not a file ddpbench did not write
 WRITE_PROBE = ".ddpbench-write-test-"
 FLAG = "--out"

@@ -141,22 +141,24 @@ def settings(args, batch: int | None) -> dict:
     return {"grad_dtype": args.grad_dtype, "accumulation": args.accumulation, "shard": args.shard, "feed_ms": feed}
 
 
-def print_from(args, found, folder, cluster) -> None:
+def print_from(options, found, folder, cluster) -> None:
     """``whatif --from``'s answer: each workload the sweep measured, with the rank spread and the all_reduce
     curve it measured (unless given), why it differs from the report's projection, and what the loss budget
-    says of a device per rank."""
+    says of a device per rank. ``options``: whatif's flags, a frozen value
+    (:class:`ddpbench.cli.shared.parsing.Options`); ``found`` and ``folder``: what the command read
+    (:mod:`ddpbench.cli.shared.measured`)."""
     from ddpbench.analysis.diagnosis import cluster_words
     from ddpbench.analysis.models import COSTS, Work, measured_terms, versus_report, with_inputs
     from ddpbench.results.sanitize import printable, without_controls
 
     summary = folder.summary
     for measured in found:
-        compute = args.compute_ms if args.compute_ms is not None else measured.compute_ms
-        args.batch = args.batch_size or measured.per_rank_batch
+        compute = options.compute_ms if options.compute_ms is not None else measured.compute_ms
+        mine = options.but(batch=options.batch_size or measured.per_rank_batch)  # a device's batch: this workload's
         work = Work(compute_ms=compute, bucket_bytes=measured.bucket_bytes, backward_share=measured.backward_share,
-                    **settings(args, args.batch))
-        costs, sources = with_inputs(COSTS, args.rank_spread_pct, args.half_rate_mb, measured_terms(folder, measured))
-        print_whatif(args, f"{printable(measured.label)} as measured in {args.from_dir} (DDP's own buckets at "
+                    **settings(mine, mine.batch))
+        costs, sources = with_inputs(COSTS, mine.rank_spread_pct, mine.half_rate_mb, measured_terms(folder, measured))
+        print_whatif(mine, f"{printable(measured.label)} as measured in {mine.from_dir} (DDP's own buckets at "
                      f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work,
                      cluster, costs, sources)
         print(without_controls(versus_report(measured, compute)))  # it names the stored workload

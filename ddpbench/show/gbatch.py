@@ -73,8 +73,8 @@ def print_fixed_batch(args, what: str, work, cluster, costs=None, sources: dict 
 def print_fixed_from(args, found, folder, cluster) -> None:
     """``whatif --from FOLDER`` with a cluster: each workload swept at a fixed global batch projected at it (or at
     ``--global-batch``), and with ``--global-batch`` each other workload whose per-rank batch is the micro-batch;
-    the rest as :func:`ddpbench.show.answers.print_from` gives them. One line (exit 2) for a micro-batch the folder
-    did not measure."""
+    the rest as :func:`ddpbench.show.answers.print_from` gives them. ``args``: whatif's flags as a frozen value
+    (:class:`ddpbench.cli.shared.parsing.Options`). One line (exit 2) for a micro-batch the folder did not measure."""
     from ddpbench.analysis.models import COSTS, Work, measured_terms, with_inputs
     from ddpbench.results.sanitize import printable
     from ddpbench.show.answers import print_from, settings
@@ -89,7 +89,7 @@ def print_fixed_from(args, found, folder, cluster) -> None:
             raise InputError("command line", "--micro-batch", f"{printable(measured.label)} was measured at "
                              f"{measured.per_rank_batch} samples a micro-step, the compute the projection takes; "
                              f"allowed here: {measured.per_rank_batch}")
-        mine = _with(args, global_batch=global_batch, micro_batch=micro)
+        mine = args.but(global_batch=global_batch, micro_batch=micro)
         compute = args.compute_ms if args.compute_ms is not None else measured.compute_ms
         work = Work(compute_ms=compute, bucket_bytes=measured.bucket_bytes, backward_share=measured.backward_share,
                     **settings(args, micro))
@@ -97,13 +97,6 @@ def print_fixed_from(args, found, folder, cluster) -> None:
         print_fixed_batch(mine, f"{printable(measured.label)} as measured in {args.from_dir} (DDP's own buckets at "
                           f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work,
                           cluster, costs, sources)
-
-
-def _with(args, **values):
-    """A copy of the parsed flags with ``values`` set."""
-    import argparse
-
-    return argparse.Namespace(**{**vars(args), **values})
 
 
 def refuse_traces(args) -> None:

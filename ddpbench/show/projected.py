@@ -1,16 +1,14 @@
 """``whatif --from``'s answer on the link it measured: the report's projection of the same inputs by the same
 model (:attr:`ddpbench.analysis.models.Model.projected`, :func:`ddpbench.analysis.models.costmodel.predict`),
-read from a results folder or from a folder of profiler traces (:mod:`ddpbench.analysis.models.fromtrace`),
-each term of the step with its share, and how far the projection holds as its check reached
-(:mod:`ddpbench.analysis.models.holdout`)."""
+of what a results folder or a folder of profiler traces measured (read by the command:
+:mod:`ddpbench.cli.shared.measured`), each term of the step with its share, and how far the projection holds
+as its check reached (:mod:`ddpbench.analysis.models.holdout`); and a traced job on a cluster described."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pandas as pd
-
-from ddpbench.errors import InputError
 
 #: the projection's terms, each with its column of :func:`ddpbench.analysis.models.costmodel.predict`; they sum to
 #: the step
@@ -19,97 +17,28 @@ TERMS = {"compute": "compute_ms", "exposed": "exposed_comm_ms", "rank wait growt
 WORLD_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
-def measured_inputs(folder: Path) -> tuple[list, pd.DataFrame, dict]:
-    """What ``folder`` measured, as the projection's inputs: ((network, workload, link), ...), its hold-out
-    checks, and for each (network, workload label) the model's step at each world size it measured beside the
-    measurement (:mod:`ddpbench.analysis.models.reproduce`) with where the ranks' spread came from; one line and
-    exit 2 where it is neither a results folder nor traces, or where no traced job can be projected."""
-    from ddpbench.analysis.models import reproduced_in_folder, reproduced_in_trace, traced, traced_spread
-    from ddpbench.results.schema import RESULTS_FILE
-
-    if (folder / RESULTS_FILE).is_file():
-        from ddpbench.analysis.folder import load
-
-        measured = load(folder)
-        model = measured.model
-        if not model.projected:
-            raise InputError(str(folder), "world_size", "no finished DDP job at world size 1 and 2 or more to project "
-                             "from; sweep world_size = [1, 2, ...] first")
-        found = {(network, w.label): (reproduced_in_folder(measured.summary, model.holdout, network, w, link),
-                                      "measured between them" if w.rank_spread else "not measured: none grown")
-                 for network, w, link in model.projected}
-        return list(model.projected), model.holdout, found
-    if not folder.is_dir():
-        raise InputError(str(folder), "--from", "not found: give a results folder or a folder of profiler traces")
-    from ddpbench.traces.folder import read_folder
-    from ddpbench.traces.read import jobs_in
-
-    try:
-        found = jobs_in(folder)
-    except InputError:
-        found = []
-    if not found:
-        raise InputError(str(folder), RESULTS_FILE, "not found, nor any profiler trace: give --from a folder written "
-                         "by `ddpbench sweep` or one of torch.profiler traces")
-    pairs, reproduced, why = [], {}, []
-    for job in read_folder(folder):
-        made = traced(job)
-        if isinstance(made, str):
-            why.append(f"{job.name}: {made}")
-            continue
-        pairs.append(made)
-        reproduced[(made[0], made[1].label)] = (reproduced_in_trace(job, made[1], made[2]), traced_spread(job))
-    if not pairs:
-        raise InputError(str(folder), "traces", "cannot be projected: " + "; ".join(why))
-    return pairs, pd.DataFrame(), reproduced
-
-
-def print_described(args, cluster) -> None:
-    """``whatif --from`` with a cluster or a setting: what a results folder's workloads or a folder of traces'
-    jobs measured (compute, buckets, spread, the half-rate size of their collectives), on the cluster described
-    with the costs fitted to published scaling where the folder measured none."""
-    from ddpbench.results.schema import RESULTS_FILE
-    from ddpbench.show.answers import print_from
-    from ddpbench.show.gbatch import print_fixed_from, refuse_traces
-
-    refuse_traces(args)
-    if (args.from_dir / RESULTS_FILE).is_file():
-        found, folder = measured_workloads(args.from_dir)  # at a fixed global batch where given or swept at one
-        fixed = args.global_batch is not None or any(w.global_batch for w in found)
-        (print_fixed_from if fixed else print_from)(args, found, folder, cluster)
-        return
+def print_traced(options, pairs: list, reproduced: dict, cluster) -> None:
+    """``whatif --from`` a folder of traces, with a cluster or a setting: what each traced job measured
+    (compute, buckets, spread, the half-rate size of its collectives), on the cluster described, with the costs
+    fitted to published scaling where the traces measured none. ``options``: whatif's flags, a frozen value
+    (:class:`ddpbench.cli.shared.parsing.Options`, its ``batch`` the batch a device takes); ``pairs`` and
+    ``reproduced``: what the folder measured, read by the command (:mod:`ddpbench.cli.shared.measured`)."""
     from ddpbench.analysis.models import COSTS, Work, with_inputs
     from ddpbench.results.sanitize import printable
     from ddpbench.show.answers import print_whatif, settings
 
-    pairs, _, reproduced = measured_inputs(args.from_dir)
     for network, workload, link in pairs:
-        args.batch = args.batch_size
-        work = Work(compute_ms=args.compute_ms or workload.compute_ms, bucket_bytes=workload.bucket_bytes,
-                    backward_share=workload.backward_share, ready=workload.ready, **settings(args, args.batch))
+        work = Work(compute_ms=options.compute_ms or workload.compute_ms, bucket_bytes=workload.bucket_bytes,
+                    backward_share=workload.backward_share, ready=workload.ready, **settings(options, options.batch))
         half = link.alpha_us / link.beta_us_per_byte / 1e6 if link.beta_us_per_byte > 0 and not link.extreme else None
         spread = reproduced[(network, workload.label)][1]  # where one rank was traced, the published fit's
         measured = {"rank_spread": workload.rank_spread if spread.startswith("measured") else None,
                     "rank_spread_source": f"{spread} of {workload.job_key}",
                     "half_rate_mb": half, "half_rate_source": "the traced all-reduces' times by size (alpha / beta)"}
-        costs, sources = with_inputs(COSTS, args.rank_spread_pct, args.half_rate_mb, measured)
-        print_whatif(args, printable(f"{workload.label} as traced in {args.from_dir} ({len(workload.bucket_bytes)} "
-                                     "all-reduce(s) a step, each ready where the trace launched it)"), work, cluster,
-                     costs, sources)
-
-
-def measured_workloads(folder: Path) -> tuple[list, object]:
-    """The workloads a sweep measured (:func:`ddpbench.analysis.models.costmodel.workloads`) and the folder, for a
-    cluster ``whatif --from`` describes."""
-    from ddpbench.analysis.folder import load
-    from ddpbench.analysis.models import workloads
-
-    measured = load(folder)  # loaded and summarised once, with its all_reduce curve
-    found = workloads(measured.summary, measured.ranks)
-    if not found:
-        raise InputError(str(folder), "world_size", "no finished DDP job at world size 1 to take the compute from; "
-                         "sweep world_size = [1, ...] first")
-    return found, measured
+        costs, sources = with_inputs(COSTS, options.rank_spread_pct, options.half_rate_mb, measured)
+        print_whatif(options, printable(f"{workload.label} as traced in {options.from_dir} "
+                                        f"({len(workload.bucket_bytes)} all-reduce(s) a step, each ready where the "
+                                        "trace launched it)"), work, cluster, costs, sources)
 
 
 def _check_words(checks: pd.DataFrame, agrees: bool = True) -> list[str]:

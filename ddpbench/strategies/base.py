@@ -107,8 +107,8 @@ class Strategy:
     # -- what the runner asks before launching ---------------------------------------------
     @classmethod
     def validate(cls, spec, source: str) -> None:
-        """Raise :class:`ddpbench.errors.InputError` for specs this strategy can never run
-        (checked when the experiment is read)."""
+        """Raise :class:`ddpbench.errors.InputError` for specs this strategy can never run (asked by the
+        one check before a run starts, :func:`ddpbench.launch.can_run.check_jobs`)."""
         from ddpbench.errors import InputError
 
         if spec.comm_hook != "none" and cls.name != "ddp":

@@ -18,25 +18,12 @@ import math
 from pathlib import Path
 
 from ddpbench.analysis.history import Candidate, judge, survivors, undecided, verdict
+from ddpbench.experiment.buckets import distinct_settings
 from ddpbench.launch.base import Launch
+from ddpbench.launch.can_run import race_budget
 from ddpbench.results.schema import SEARCH_FILE
 from ddpbench.sweep.adaptive import launch_step_ms
 from ddpbench.sweep.plan import work_dir
-
-
-def distinct_settings(jobs) -> tuple[list, dict[str, str]]:
-    """(the jobs to race, {key of a job left out: key of the earlier job with its buckets})."""
-    from ddpbench.experiment.buckets import setting
-
-    first: dict[tuple, str] = {}
-    same_as: dict[str, str] = {}
-    for job in jobs:
-        ident = setting(job)
-        if ident in first:
-            same_as[job.key] = first[ident]
-        else:
-            first[ident] = job.key
-    return [j for j in jobs if j.key not in same_as], same_as
 
 
 class SearchPlan:
@@ -46,22 +33,13 @@ class SearchPlan:
     def __init__(self, jobs, store, out_dir: Path, budget: int | None = None):
         self.jobs, self.same_as = distinct_settings(list(jobs))
         self.grid_launches = sum(j.planned_repeats for j in jobs)
-        self.budget = budget if budget is not None else self.grid_launches // 2
+        self.budget = race_budget(jobs, budget)
         self.store, self.out_dir = store, Path(out_dir)
         self.specs = {j.key: j for j in self.jobs}
         self.labels = {j.key: j.label() for j in jobs}
         self.candidates = [Candidate(j.key, j.label(), j.global_batch) for j in self.jobs]
         self.round, self.rounds = 0, []
         self.spent = 0
-
-    def problem(self) -> str:
-        """Why this search cannot run as asked ("" if it can)."""
-        if len(self.candidates) < 2:
-            return "has fewer than two distinct settings to choose between"
-        if 2 * len(self.candidates) > self.budget:
-            return (f"a budget of {self.budget} launches cannot give its {len(self.candidates)} distinct settings "
-                    "two launches each; give --budget at least " f"{2 * len(self.candidates)}")
-        return ""
 
     def _launches(self, target: int) -> list[Launch]:
         """Launches bringing every racing candidate to ``target`` (repeats after the stored ones)."""

@@ -56,7 +56,7 @@ def run_main(*args, cwd=None, env: dict[str, str] | None = None, timeout: float 
     own: about 5 s of CPU a sweep on the 2-core VM (benchmarks/measured.md). A test of what a process
     does (signals, exit codes, what it leaves behind, its environment at start) runs the command
     line; one of what a sweep stores can run here."""
-    from ddpbench.program import main
+    from ddpbench.cli.program import main
 
     argv = [str(arg) for arg in args]
     stdout, stderr = io.StringIO(), io.StringIO()

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from ddpbench.analysis.summary import BUDGET_LINES
-from ddpbench.program import main
+from ddpbench.cli.program import main
 from ddpbench.report.page import ReportContext
 from ddpbench.testing.records import PNG_MAGIC
 

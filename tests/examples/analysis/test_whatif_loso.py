@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from ddpbench.analysis.models import loso, validation, whatif
-from ddpbench.program import main
+from ddpbench.cli.program import main
 from ddpbench.testing import ROOT
 
 STORED = ROOT / "reports" / "examples" / "whatif-loso" / "held-out.csv"

@@ -88,8 +88,8 @@ def test_the_report_diagnoses_states_the_verdict_and_fits_the_model_once(calls, 
 def test_the_report_check_and_the_sweep_end_load_and_summarise_once(calls, capsys):
     from rich.console import Console
 
-    from ddpbench.commandline.running import finish_report
-    from ddpbench.program import main
+    from ddpbench.cli.program import main
+    from ddpbench.cli.shared.running import finish_report
 
     assert main(["report", str(QUICK), "--check"]) == 0  # the findings and the checker's problems
     assert calls == {**NOTHING, "summarize": 1, "load_tables": 1, "diagnose": 1, "held_out_check": 1, "cost_model": 1,
@@ -105,7 +105,7 @@ def test_the_report_check_and_the_sweep_end_load_and_summarise_once(calls, capsy
 def test_the_sweep_end_prints_the_verdict_its_report_shows_computed_once(calls, tmp_path, capsys):
     from rich.console import Console
 
-    from ddpbench.commandline.running import finish_report
+    from ddpbench.cli.shared.running import finish_report
 
     folder = tmp_path / "sweep"
     shutil.copytree(QUICK, folder)
@@ -118,7 +118,7 @@ def test_the_sweep_end_prints_the_verdict_its_report_shows_computed_once(calls, 
 
 
 def test_export_benchmark_loads_and_summarises_once(calls, tmp_path, capsys):
-    from ddpbench.program import main
+    from ddpbench.cli.program import main
 
     assert main(["export-benchmark", str(QUICK), "--out", str(tmp_path / "b.json")]) == 0
     assert calls == {**NOTHING, "summarize": 1, "load_tables": 1}  # it shows no finding: none computed
@@ -126,7 +126,7 @@ def test_export_benchmark_loads_and_summarises_once(calls, tmp_path, capsys):
 
 
 def test_compare_loads_and_summarises_each_folder_once(calls, tmp_path, capsys):
-    from ddpbench.program import main
+    from ddpbench.cli.program import main
 
     assert main(["compare", str(QUICK), str(QUICK), "--out", str(tmp_path / "cmp")]) == 0
     assert calls == {**NOTHING, "summarize": 2, "load_tables": 2}  # A and B; no finding shown, none computed
@@ -134,7 +134,7 @@ def test_compare_loads_and_summarises_each_folder_once(calls, tmp_path, capsys):
 
 
 def test_whatif_from_a_folder_loads_and_summarises_once(calls, capsys):
-    from ddpbench.program import main
+    from ddpbench.cli.program import main
 
     assert main(["whatif", "--from", str(QUICK), "--inter-gbit", "100"]) == 0
     assert calls == {**NOTHING, "summarize": 1, "load_tables": 1}  # its own model of a cluster, not the folder's
@@ -194,7 +194,7 @@ def test_a_report_context_made_by_hand_gets_the_object_over_its_own_tables(tmp_p
 @pytest.mark.parametrize("argv", [["export-benchmark", "{f}", "--out", "{t}/b.json"], ["whatif", "--from", "{f}"],
                                   ["compare", "{f}", "{f}", "--out", "{t}/cmp"], ["report", "{f}", "--check"]])
 def test_a_damaged_record_is_said_once_per_command(argv, tmp_path, capsys):
-    from ddpbench.program import main
+    from ddpbench.cli.program import main
 
     folder = damaged_copy(tmp_path)
     assert main([a.format(f=folder, t=tmp_path) for a in argv]) == 0
@@ -214,7 +214,7 @@ def test_the_object_lists_each_damaged_record_once_and_warns_once(tmp_path):
 
 
 def test_a_refused_folder_still_says_what_was_damaged(tmp_path, capsys):
-    from ddpbench.program import main
+    from ddpbench.cli.program import main
 
     folder = tmp_path / "all-damaged"
     folder.mkdir()

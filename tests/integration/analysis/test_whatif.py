@@ -13,7 +13,7 @@ from ddpbench.analysis.models import costmodel, flop_layout, workloads
 from ddpbench.analysis.models.measured import half_rate_mb, rank_spread
 from ddpbench.analysis.models.validation import layers
 from ddpbench.analysis.models.whatif import _PARTS, ALGORITHMS, Cluster, Costs, collective_lines
-from ddpbench.program import main
+from ddpbench.cli.program import main
 from ddpbench.strategies.ddp import predicted_buckets
 from ddpbench.testing import ROOT
 from ddpbench.workloads.catalog import tensor_bytes, uninitialised

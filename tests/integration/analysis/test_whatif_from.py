@@ -10,7 +10,7 @@ from statistics import NormalDist
 import pytest
 
 from ddpbench.analysis.folder import load
-from ddpbench.program import main
+from ddpbench.cli.program import main
 from ddpbench.testing import ROOT
 from ddpbench.testing.pages import whatif_rows
 

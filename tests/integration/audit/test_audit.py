@@ -226,7 +226,7 @@ def test_the_sweeps_console_verdict_lines_are_checked(quick, capsys):
     sentences: as printed, they pass; with an invented figure, they do not."""
     from rich.console import Console
 
-    from ddpbench.commandline.running import finish_report
+    from ddpbench.cli.shared.running import finish_report
 
     finish_report(QUICK, Console(quiet=True), write=False, verbose=True)
     out = capsys.readouterr().out

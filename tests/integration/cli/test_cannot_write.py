@@ -1,7 +1,7 @@
 """A command that cannot write where it was told to, past the check before it starts (a disk that
 fills, a file system remounted read-only, a folder whose mode changes): one line naming the folder
 and what to do, never a sweep's "rerun with --resume" for a command that has no --resume
-(:func:`ddpbench.commandline.exits.cannot_write`). In-process: every file a report and a compare page write
+(:func:`ddpbench.cli.shared.exits.cannot_write`). In-process: every file a report and a compare page write
 goes through one temporary file (:func:`ddpbench.results.sidefiles.replace_file`),
 which is made to fail here as the file system would."""
 
@@ -52,7 +52,7 @@ def test_a_sweep_that_cannot_write_keeps_its_launches_and_finishes_with_resume(e
     """A sweep's store is whole up to the record that failed: the same folder, made good, finishes it."""
     import argparse
 
-    from ddpbench.commandline.exits import cannot_write
+    from ddpbench.cli.shared.exits import cannot_write
 
     said = cannot_write(OSError(error, os.strerror(error), "runs/a/results.jsonl"), argparse.Namespace(resume=False))
     assert said == (f"error: cannot write runs/a/results.jsonl: {os.strerror(error)}; every launch stored before is "

@@ -9,8 +9,8 @@ import sys
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from ddpbench.cli.program import main
 from ddpbench.experiment.spec import FIELDS
-from ddpbench.program import main
 from ddpbench.testing.cli import FILES, Reached
 from ddpbench.testing.fuzzing import examples
 
@@ -93,7 +93,7 @@ def value_arguments():
     a value and every positional, in every command and verb of the command line."""
     import argparse
 
-    from ddpbench.program import build_parser
+    from ddpbench.cli.program import build_parser
 
     def walk(parser, words):
         before = []
@@ -150,8 +150,8 @@ def test_a_control_character_in_any_argument_is_refused_naming_its_flag(argument
 @given(argument=st.sampled_from(VALUE_ARGUMENTS), value=lead)
 def test_a_value_without_one_is_not_refused_for_its_characters(argument, value):
     """é, <, > and a non-UTF-8 file name's lone surrogates go through to the flag's own checks."""
+    from ddpbench.cli.program import build_parser
     from ddpbench.errors import InputError
-    from ddpbench.program import build_parser
 
     words, name, before = argument
     try:

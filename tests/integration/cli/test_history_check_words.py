@@ -9,7 +9,7 @@ import pytest
 
 from ddpbench.analysis.core.speedup import times
 from ddpbench.analysis.history import newest_changes, trend_changes, trend_table
-from ddpbench.commandline.exits import EXIT_UNTESTED
+from ddpbench.cli.shared.exits import EXIT_UNTESTED
 from ddpbench.testing import run_main
 from ddpbench.testing.comparing import read_csv
 from ddpbench.testing.histories import commit_name, synthetic_history

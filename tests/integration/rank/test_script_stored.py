@@ -14,8 +14,8 @@ from ddpbench.analysis.folder import load
 from ddpbench.analysis.history import compare
 from ddpbench.analysis.models import costmodel, layouts, network
 from ddpbench.analysis.summary import gpu
+from ddpbench.cli.program import main
 from ddpbench.experiment.spec import JobSpec
-from ddpbench.program import main
 from ddpbench.report.export import benchmark_document
 from ddpbench.testing import run_main
 from ddpbench.testing.records import ResultsFolder, rank_entry, training_result

@@ -76,7 +76,7 @@ def test_the_checker_reads_the_answer_rows_as_printed_and_catches_a_changed_figu
 def test_the_console_prints_the_table_in_100_columns_and_the_sentences_only_with_verbose(capsys):
     from rich.console import Console
 
-    from ddpbench.commandline.running import finish_report
+    from ddpbench.cli.shared.running import finish_report
 
     finish_report(QUICK, Console(quiet=True), write=False)
     out = capsys.readouterr().out

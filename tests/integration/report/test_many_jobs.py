@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ddpbench.cli.program import main
 from ddpbench.cli.report import report_claim
-from ddpbench.program import main
 from ddpbench.report import many
 from ddpbench.testing.pages import section_of
 from ddpbench.testing.records import ok, write_results

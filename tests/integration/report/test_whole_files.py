@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench.program import main
+from ddpbench.cli.program import main
 from ddpbench.testing import ROOT
 
 EXAMPLES = ROOT / "reports" / "examples"

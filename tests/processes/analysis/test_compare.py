@@ -125,7 +125,7 @@ def test_synthetic_folders_listing_environment_and_escaping(tmp_path):
 
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
     """Two through the command line as a user meets them, the rest through the command's function."""
-    from ddpbench.program import build_parser
+    from ddpbench.cli.program import build_parser
 
     for args, expected in [((tmp_path / "missing", EXAMPLE), ("error: A (", "no such folder")),
                            ((EXAMPLE, EXAMPLE, "--fail-on", "foo:5%"), ("error: command line: --fail-on: 'foo:5%'",

@@ -1,4 +1,4 @@
-from ddpbench.program import main
+from ddpbench.cli.program import main
 from ddpbench.testing import cli_command
 
 """The what-if model's mechanics: each all-reduce algorithm's cost, the choice between them, the

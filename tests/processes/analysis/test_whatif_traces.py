@@ -4,7 +4,7 @@ the reader's worker processes."""
 
 from __future__ import annotations
 
-from ddpbench.program import main
+from ddpbench.cli.program import main
 from ddpbench.testing import ROOT
 from ddpbench.testing.pages import whatif_rows
 

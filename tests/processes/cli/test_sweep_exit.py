@@ -13,9 +13,10 @@ SCRIPT = textwrap.dedent("""
     # registered first, so it runs last (atexit is last in, first out): what the exit is left with
     atexit.register(lambda: print("at exit", gc.get_freeze_count(), flush=True))
     from ddpbench.cli import sweep
-    from ddpbench.program import main
-    from ddpbench.launch import forked
-    sweep.run_and_report = lambda *args: 0  # the run itself is not what this is about
+    from ddpbench.cli.program import main
+    from ddpbench.launch import can_run, forked
+    # the run itself is not what this is about; what a sweep imports before it is (each strategy, torch with it)
+    sweep.run_and_report = lambda experiment, *args: can_run.check_jobs(experiment.jobs, experiment.source) or 0
     forked.start_server = lambda: None
     assert main(["sweep", "experiments/quick.toml", "--no-report"]) == 0
     assert main(["sweep", "experiments/quick.toml", "--no-report"]) == 0  # a second run in the process

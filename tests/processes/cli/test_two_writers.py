@@ -41,7 +41,7 @@ RACE = """
 import os, sys, time
 from ddpbench import collector
 collector.pause()
-from ddpbench.program import main
+from ddpbench.cli.program import main
 barrier = sys.argv[1]
 open(f"{barrier}.{os.getpid()}.ready", "w").close()
 while not os.path.exists(barrier):

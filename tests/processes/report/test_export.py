@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench.program import main
+from ddpbench.cli.program import main
 from ddpbench.testing import ROOT, run_cli
 
 EXAMPLE = ROOT / "reports" / "examples" / "quick-cpu"  # 4 jobs ok, 3 launches of 20 steps; collectives too

@@ -83,7 +83,7 @@ def test_the_sweep_s_own_report_is_written_by_two_processes_and_is_the_same_page
     import torch  # noqa: F401  (the sweep's process has it loaded as it forks)
     from rich.console import Console
 
-    from ddpbench.commandline.running import finish_report
+    from ddpbench.cli.shared.running import finish_report
 
     folder = _folder(tmp_path / "results", launches=2)
     monkeypatch.setenv("DDPBENCH_REPORT_HELPER", "0")

@@ -1,7 +1,7 @@
 """Adaptive repeats (repeats = "auto"): a job gets launches until the 95 % interval of its
 throughput is within its target, within its bounds; the plan reads launches back from the store."""
 from ddpbench.analysis.summary.table import summarize
-from ddpbench.program import main
+from ddpbench.cli.program import main
 from ddpbench.results.tables import load
 
 

@@ -3,7 +3,7 @@ written into the store as if it had run, its step time drawn around a planted me
 so the right answer is known. The race must find the planted best (or a setting statistically
 tied with it) with at most half the grid's launches, and never race two caps with the same buckets."""
 from ddpbench.analysis.summary.table import summarize
-from ddpbench.program import main
+from ddpbench.cli.program import main
 from ddpbench.results.tables import load
 
 

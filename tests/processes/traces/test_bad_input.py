@@ -207,7 +207,7 @@ def test_every_flag_s_bad_value_is_one_line_through_the_command(work, case):
 
 def test_every_flag_of_traces_has_a_case():
     """A flag added to traces without a case of its own fails here, not in a user's hands."""
-    from ddpbench.program import build_parser
+    from ddpbench.cli.program import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     flags = {a.option_strings[-1] if a.option_strings else "folder"

@@ -4,7 +4,7 @@ fixture). Hypothesis over any command line: tests/integration/cli/test_cli_fuzz.
 
 import pytest
 
-from ddpbench.program import main
+from ddpbench.cli.program import main
 from ddpbench.testing.cli import Reached
 
 
@@ -45,7 +45,7 @@ def test_every_command_prints_its_help(capsys):
     """argparse formats help with %: a field's help that says "95 % interval" must not break it."""
     import argparse
 
-    from ddpbench.program import build_parser
+    from ddpbench.cli.program import build_parser
 
     (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     assert len(sub.choices) >= 10

@@ -1,5 +1,5 @@
 """--wait and --force say what they do for the command they are a flag of
-(:func:`ddpbench.commandline.folders.add_folder_flags`): a sweep's waits for another writer of its results
+(:func:`ddpbench.cli.shared.folders.add_folder_flags`): a sweep's waits for another writer of its results
 folder; traces', a short writer's, says how long it waits without --wait and whose files --force
 replaces, and speaks of no sweep writing its folder; nor does any other flag of traces."""
 
@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from ddpbench.program import build_parser
+from ddpbench.cli.program import build_parser
 from ddpbench.results.writing import WAIT_S
 
 #: the commands whose results folder is a sweep's

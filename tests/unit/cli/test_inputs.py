@@ -7,9 +7,9 @@ import pickle
 
 import pytest
 
-from ddpbench.commandline.parsing import finite_float
+from ddpbench.cli.program import build_parser, main
+from ddpbench.cli.shared.parsing import finite_float
 from ddpbench.errors import InputError
-from ddpbench.program import build_parser, main
 from ddpbench.results.history import HistoryError
 from ddpbench.results.revisions import NotARepository
 
@@ -78,7 +78,7 @@ def test_whatif_with_an_infinite_link_is_refused(capsys):
 def test_every_warning_is_one_plain_line_said_once(capsys):
     """Python's warnings format (the file, the line number, the source line that warned) never reaches the
     user: a library's warning and a damaged record alike are one `warning:` line, each said once."""
-    from ddpbench import program
+    from ddpbench.cli import program
     from ddpbench.results.store import DamagedRecord
 
     program._said.clear()

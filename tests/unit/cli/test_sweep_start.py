@@ -6,10 +6,10 @@ launcher or with DDPBENCH_FORK_SERVER=0."""
 import pytest
 
 from ddpbench.cli import sweep as sweep_command
+from ddpbench.cli.program import build_parser
 from ddpbench.experiment.machine import Machine
 from ddpbench.launch import forked
 from ddpbench.launch.options import LauncherOptions
-from ddpbench.program import build_parser
 
 CPU_JOBS = """
 name = "cpu"
@@ -101,7 +101,7 @@ def test_the_fork_server_is_stopped_when_the_experiment_is_bad(calls, tmp_path):
 
 def test_an_experiment_that_names_its_launcher_runs_under_it_unless_a_flag_says_otherwise(calls, tmp_path,
                                                                                           monkeypatch):
-    from ddpbench.commandline import running as sweeping
+    from ddpbench.cli.shared import running as sweeping
 
     chosen = []
     monkeypatch.setattr(sweep_command, "run_and_report", lambda experiment, options, machine:

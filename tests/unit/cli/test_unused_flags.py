@@ -1,13 +1,13 @@
 """A flag that another one given beside it leaves without effect is refused -- one line naming it, exit 2 --
-rather than run as if it had not been typed (ddpbench.commandline.unused.UNUSED, checked in ddpbench.program.main;
+rather than run as if it had not been typed (ddpbench.cli.shared.unused.UNUSED, checked in ddpbench.cli.program.main;
 whatif's value-dependent ones in ddpbench.cli.whatif)."""
 
 import argparse
 
 import pytest
 
-from ddpbench.commandline.unused import UNUSED
-from ddpbench.program import build_parser
+from ddpbench.cli.program import build_parser
+from ddpbench.cli.shared.unused import UNUSED
 from ddpbench.testing import ROOT, run_main
 
 QUICK = ROOT / "reports" / "examples" / "quick-cpu"

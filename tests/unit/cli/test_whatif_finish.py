@@ -97,7 +97,7 @@ def test_a_queue_wait_is_taken_or_refused_in_one_line(text):
 def test_help_states_every_flag_s_default():
     import argparse
 
-    from ddpbench.program import build_parser
+    from ddpbench.cli.program import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     for action in sub.choices["whatif"]._actions:

@@ -4,8 +4,8 @@ setting -- warned about before anything runs, and never set against each other i
 import pytest
 
 from ddpbench.analysis.diagnosis.finders import diagnose
+from ddpbench.cli.program import main
 from ddpbench.experiment.spec import JobSpec
-from ddpbench.program import main
 from ddpbench.strategies.ddp import predicted_buckets
 from ddpbench.testing import ROOT
 from ddpbench.workloads.catalog import facts

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ddpbench.cli.program import main
 from ddpbench.errors import InputError
 from ddpbench.experiment.buckets import same_buckets
 from ddpbench.experiment.collectives import parse_collectives
@@ -14,7 +15,6 @@ from ddpbench.experiment.files import read_toml
 from ddpbench.experiment.load import load_experiment, parse_experiment
 from ddpbench.experiment.machine import Machine, oversubscribed, resolve
 from ddpbench.experiment.spec import FIELDS, NOT_IN_KEY, JobSpec, check_value
-from ddpbench.program import main
 from ddpbench.regression.tasks import TrainStep
 from ddpbench.testing import ROOT, run_main, write_experiment
 from ddpbench.testing.fuzzing import examples
@@ -305,7 +305,7 @@ def test_any_experiment_either_expands_or_gives_one_clean_line(data):
 
 def test_a_job_from_flags_or_a_task_is_checked_as_a_file_s_job_is(tmp_path, monkeypatch, capsys, cpu_machine,
                                                                  no_gpu_here):
-    """What an experiment file's job is refused for (here: a DDP comm hook on master aggregation),
+    """What an experiment file's job is refused for by ``sweep`` (here: a DDP comm hook on master aggregation),
     `ddpbench run` and the pytest-benchmark TrainStep refuse too, before anything runs."""
     def ran(*args, **kwargs):
         raise AssertionError("a refused job was run")
@@ -317,9 +317,8 @@ def test_a_job_from_flags_or_a_task_is_checked_as_a_file_s_job_is(tmp_path, monk
         comm_hook = "fp16"
     """)
     why = "comm_hook: applies to strategy 'ddp' only, not 'master'; allowed here: 'none'"
-    with pytest.raises(InputError) as refused:
-        load_experiment(exp, cpu_machine)
-    assert str(refused.value) == f"{exp}: {why}"
+    assert main(["sweep", str(exp), "--out", str(tmp_path / "file")]) == 2
+    assert capsys.readouterr().err == f"error: {exp}: {why}\n"
     assert main(["run", "--strategy", "master", "--comm-hook", "fp16", "--out", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err == f"error: command line: {why}\n"
     with pytest.raises(InputError, match=re.escape(f"TrainStep: {why}")):

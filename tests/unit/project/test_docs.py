@@ -318,14 +318,15 @@ def test_workflow_commands_are_read_from_run_steps():
 
 def _check_command(argv: list[str]) -> None:
     """Parse ``argv`` as ``python -m ddpbench`` does, then load what it names, without running it."""
-    from ddpbench.commandline.run_options import launcher_options
+    from ddpbench.cli.program import build_parser
+    from ddpbench.cli.shared.run_options import launcher_options
     from ddpbench.experiment.collectives import parse_collectives
     from ddpbench.experiment.files import read_toml
     from ddpbench.experiment.load import job_spec, load_experiment
     from ddpbench.experiment.machine import Machine
     from ddpbench.experiment.overrides import fields_from_flags
     from ddpbench.experiment.spec import FIELDS
-    from ddpbench.program import build_parser
+    from ddpbench.launch.can_run import check_jobs
 
     try:
         args = build_parser().parse_args(argv)
@@ -337,7 +338,8 @@ def _check_command(argv: list[str]) -> None:
         path = ROOT / args.experiment
         assert path.is_file(), f"no experiment file {args.experiment}"
         machine = launcher_options(args).machine() if args.command == "sweep" else Machine.here()
-        load_experiment(path, dataclasses.replace(machine, cuda_devices=gpus))
+        experiment = load_experiment(path, dataclasses.replace(machine, cuda_devices=gpus))
+        check_jobs(experiment.jobs, experiment.source)  # what each job's strategy refuses (ddpbench.launch.can_run)
     elif args.command == "collectives":
         path = ROOT / args.experiment
         assert path.is_file(), f"no experiment file {args.experiment}"
@@ -348,7 +350,7 @@ def _check_command(argv: list[str]) -> None:
             parse_collectives(data, str(path))
     elif args.command == "run":
         given = fields_from_flags({name: getattr(args, name) for name in FIELDS})
-        job_spec(given, dataclasses.replace(Machine.here(), cuda_devices=gpus), "command line")
+        check_jobs([job_spec(given, dataclasses.replace(Machine.here(), cuda_devices=gpus), "command line")], "run")
     folders = [getattr(args, name, None) for name in ("folder", "a", "b", "dir", "from_dir", "results")]
     for value in [*folders, *argv]:
         if isinstance(value, (str, Path)) and str(value).startswith("reports/examples/"):

@@ -1,5 +1,6 @@
 """The flow in the folders: import-linter's contracts (pyproject.toml), no import cycle between any two
-modules, modules small enough to read in one sitting, and ``ddpbench/cli/`` holding commands only."""
+modules, modules small enough to read in one sitting, and ``ddpbench/cli/`` holding commands only (beside
+the program and what the commands share)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ else:  # Python 3.10
 PACKAGE = ROOT / "ddpbench"
 MAX_MODULE_LINES = 500
 MAX_COMMAND_LINES = 150
+#: the command line's room: its modules are commands, but for the program that lists them (``program.py``);
+#: what they share is its package ``shared/``
+CLI = PACKAGE / "cli"
+PROGRAM = "program.py"
 #: a folder of the package holds at most this many modules (its __init__ aside)
 MAX_FOLDER_MODULES = 24
 
@@ -43,10 +48,11 @@ def broken(graph) -> set[tuple[str, str]]:
             found |= {(d.importer, d.imported) for d in graph.find_illegal_dependencies_for_layers(
                 layers=layers, containers=set(contract["containers"]))}
         elif contract["type"] == "forbidden":
+            # allow_indirect_imports: only the source's own imports count, not those of what it imports
+            reaches = graph.direct_import_exists if contract.get("allow_indirect_imports") else graph.chain_exists
             found |= {(source, target) for source in contract["source_modules"]
                       for target in contract["forbidden_modules"]
-                      if target in graph.modules and graph.chain_exists(importer=source, imported=target,
-                                                                          as_packages=True)}
+                      if target in graph.modules and reaches(importer=source, imported=target, as_packages=True)}
     return found
 
 
@@ -59,15 +65,16 @@ def test_import_linter_contracts_hold(capsys):
 
 def test_the_contracts_find_a_stage_reaching_where_it_must_not(graph):
     """The contracts are not vacuous: the analysis reaching into the sweep, a rank into its launcher
-    or into pandas, and the report into a rank, are each found."""
+    or into pandas, the report into a rank, and what is shown into a results folder's reader, are each found."""
     assert broken(graph) == set()
     planted = grimp.build_graph("ddpbench", include_external_packages=True)
     planted.add_import(importer="ddpbench.analysis.summary.table", imported="ddpbench.sweep.runner")
     planted.add_import(importer="ddpbench.rank.train", imported="ddpbench.launch.spawn")
     planted.add_import(importer="ddpbench.rank.devices", imported="pandas")
     planted.add_import(importer="ddpbench.report.build", imported="ddpbench.rank.train")
+    planted.add_import(importer="ddpbench.show.projected", imported="ddpbench.analysis.folder")  # show reading
     assert {("ddpbench.analysis", "ddpbench.sweep"), ("ddpbench.rank", "ddpbench.launch"), ("ddpbench.rank", "pandas"),
-            ("ddpbench.report", "ddpbench.rank")} <= broken(planted)
+            ("ddpbench.report", "ddpbench.rank"), ("ddpbench.show", "ddpbench.analysis.folder")} <= broken(planted)
 
 
 def cycles(graph) -> list[str]:
@@ -90,20 +97,23 @@ def test_no_module_imports_itself_back(graph):
 def test_modules_are_small_enough_to_read_in_one_sitting():
     sizes = {path.relative_to(ROOT).as_posix(): len(path.read_text().splitlines()) for path in PACKAGE.rglob("*.py")}
     assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
-    commands = {name: n for name, n in sizes.items()
-                if name.startswith("ddpbench/cli/") and not name.endswith("/__init__.py")}
+    commands = {f"ddpbench/cli/{path.name}": sizes[f"ddpbench/cli/{path.name}"] for path in command_files(CLI)}
     assert commands and {name: n for name, n in commands.items() if n > MAX_COMMAND_LINES} == {}
+
+
+def command_files(folder: Path) -> list[Path]:
+    """The modules of the command line's room that must be commands: every one directly in ``folder`` but its
+    ``__init__`` and the program (what the commands share is a package of its own, ``shared/``)."""
+    return [path for path in sorted(folder.glob("*.py")) if path.name not in ("__init__.py", PROGRAM)]
 
 
 def not_commands(folder: Path) -> list[str]:
     """The modules of ``folder`` that are not a command: a command module adds its parser (``add_parser``,
     or ``add_verb``/``add_verbs`` for a subcommand of ``history``) and runs it (a ``command`` function,
-    or ``command_<verb>``). What the commands share lives in :mod:`ddpbench.commandline`, the program
-    in :mod:`ddpbench.program`."""
+    or ``command_<verb>``). What the commands share lives in :mod:`ddpbench.cli.shared`, the program
+    in :mod:`ddpbench.cli.program`."""
     found = []
-    for path in sorted(folder.glob("*.py")):
-        if path.name == "__init__.py":
-            continue
+    for path in command_files(folder):
         defined = {node.name for node in ast.parse(path.read_text()).body if isinstance(node, ast.FunctionDef)}
         adds = {"add_parser", "add_verb", "add_verbs"} & defined
         runs = {name for name in defined if name == "command" or name.startswith("command_")}
@@ -113,16 +123,34 @@ def not_commands(folder: Path) -> list[str]:
 
 
 def test_the_cli_folder_holds_commands_only(tmp_path):
-    from ddpbench import program
+    from ddpbench.cli import program
 
-    assert not_commands(PACKAGE / "cli") == []
+    assert not_commands(CLI) == []
+    assert (CLI / PROGRAM).is_file() and (CLI / "shared" / "__init__.py").is_file()
     # every module that adds a parser of its own is a command the program lists
     listed = {command.__name__.rsplit(".", 1)[1] for command in program.COMMANDS}
-    own = {path.stem for path in (PACKAGE / "cli").glob("*.py") if "def add_parser(" in path.read_text()}
+    own = {path.stem for path in command_files(CLI) if "def add_parser(" in path.read_text()}
     assert own == listed
     (tmp_path / "helper.py").write_text("def shared_flag(parser):\n    pass\n")
     (tmp_path / "verb.py").write_text("def add_verb(verbs):\n    pass\n\n\ndef command(args):\n    return 0\n")
+    (tmp_path / PROGRAM).write_text("def main(argv=None):\n    return 0\n")  # the program: no command
     assert not_commands(tmp_path) == ["helper.py"]
+
+
+def reaching_up(graph) -> list[tuple[str, str]]:
+    """(importer, imported) where what the commands share (``ddpbench.cli.shared``) imports, directly or through
+    others, a command or the program: the room's own floor reaching into the floors above it."""
+    shared = "ddpbench.cli.shared"
+    above = sorted(m for m in graph.modules if m.startswith("ddpbench.cli.") and m.count(".") == 2 and m != shared)
+    return [(shared, module) for module in above
+            if graph.chain_exists(importer=shared, imported=module, as_packages=True)]
+
+
+def test_what_the_commands_share_imports_no_command(graph):
+    assert reaching_up(graph) == []
+    planted = grimp.build_graph("ddpbench")
+    planted.add_import(importer="ddpbench.cli.shared.running", imported="ddpbench.cli.report")
+    assert reaching_up(planted) == [("ddpbench.cli.shared", "ddpbench.cli.report")]
 
 
 def reached_inside(graph) -> list[tuple[str, str]]:
@@ -159,7 +187,9 @@ def test_what_outside_code_names_still_resolves():
 
     scripts = {ep.name: ep for ep in entry_points(group="console_scripts") if ep.value.startswith("ddpbench")}
     plugins = {ep.name: ep for ep in entry_points(group="pytest11") if ep.value.startswith("ddpbench")}
-    assert scripts["ddpbench"].load() is import_module("ddpbench.program").main
+    assert scripts["ddpbench"].load() is import_module("ddpbench.cli.program").main
+    # an environment installed before the command line was one room names the program's earlier path
+    assert import_module("ddpbench.program").main is import_module("ddpbench.cli.program").main
     assert plugins["ddpbench"].load() is import_module("ddpbench.regression.plugin")
     assert import_module("ddpbench.rank.protocol").RANK_MODULE == "ddpbench.rank"  # what every launcher starts
     assert (ROOT / "ddpbench" / "rank" / "__main__.py").is_file()

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-import ddpbench.program
+import ddpbench.cli.program
 from ddpbench.testing import run_main
 
 
@@ -26,7 +26,7 @@ def test_a_command_past_its_timeout_raises_timeout_expired_and_leaves_the_proces
             ended.append(True)  # the command's own clean-up runs as it is stopped
         return 0
 
-    monkeypatch.setattr(ddpbench.program, "main", hangs)
+    monkeypatch.setattr(ddpbench.cli.program, "main", hangs)
     handler, here = signal.getsignal(signal.SIGALRM), os.getcwd()
     start = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired) as late:
@@ -41,7 +41,7 @@ def test_a_command_past_its_timeout_raises_timeout_expired_and_leaves_the_proces
 
 
 def test_a_command_within_its_timeout_returns_and_leaves_no_alarm(monkeypatch):
-    monkeypatch.setattr(ddpbench.program, "main", lambda argv: print("done") or 3)
+    monkeypatch.setattr(ddpbench.cli.program, "main", lambda argv: print("done") or 3)
     done = run_main("report", "folder", timeout=5)
     assert (done.returncode, done.stdout) == (3, "done\n")
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

@@ -14,6 +14,7 @@ import torch
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.spec import JobSpec, check_value
+from ddpbench.launch.can_run import check_jobs
 from ddpbench.rank.devices import own_memory_mb
 from ddpbench.rank.equivalence import EXACT_TOLERANCE, tolerance
 from ddpbench.rank.precision import CompileWatch, Precision, use_compile_cache
@@ -45,8 +46,11 @@ def test_field_values_are_checked():
 
 
 def _expand(cpu_machine, **fields):
+    """The experiment of ``fields``, read and its jobs' strategies asked (as every run asks them)."""
     body = {"name": "x", "defaults": {"device": "cpu", "backend": "gloo", "world_size": 2, **fields}}
-    return parse_experiment(body, "exp.toml", machine=cpu_machine)
+    experiment = parse_experiment(body, "exp.toml", machine=cpu_machine)
+    check_jobs(experiment.jobs, experiment.source)
+    return experiment
 
 
 @pytest.mark.parametrize("fields, key, allowed", [

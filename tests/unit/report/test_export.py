@@ -16,8 +16,8 @@ import pytest
 from pytest_benchmark.logger import Logger
 from pytest_benchmark.storage.file import FileStorage
 
+from ddpbench.cli.program import main
 from ddpbench.experiment.spec import JobSpec
-from ddpbench.program import main
 from ddpbench.report import export
 from ddpbench.results.history import file_benchmark, file_results
 from ddpbench.results.schema import RESULTS_FILE

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ddpbench.cli.program import main
 from ddpbench.errors import InputError
-from ddpbench.program import main
 from ddpbench.results import writing
 from ddpbench.results.folder import (
     DIR_ENTRIES,

@@ -9,6 +9,7 @@ import torch
 from ddpbench.errors import InputError
 from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.spec import JobSpec
+from ddpbench.launch.can_run import check_jobs
 from ddpbench.launch.processes import loopback_store
 from ddpbench.rank.equivalence import NotEquivalent, check_exact, max_abs_diff
 from ddpbench.rank.protocol import Job
@@ -36,7 +37,8 @@ def test_equivalence_check_can_fail():
 def test_registry_and_validation(cpu_machine):
     assert set(EXACT) | {"dp", "localsgd"} <= set(STRATEGY_NAMES)
     with pytest.raises(InputError, match="comm_hook: applies to strategy 'ddp' only"):
-        parse_experiment({"defaults": {"strategy": "master", "comm_hook": "fp16"}}, "x.toml", machine=cpu_machine)
+        check_jobs(parse_experiment({"defaults": {"strategy": "master", "comm_hook": "fp16"}}, "x.toml",
+                                    machine=cpu_machine).jobs, "x.toml")
     ddp = strategy_class("ddp")
     big = JobSpec(comm_hook="powersgd", backend="gloo", device="cpu", model_size="m", bucket_cap_mb=25)
     assert "deadlocks on gloo" in ddp.skip_reason(big, cpu_machine)

@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 
 import ddpbench
+from ddpbench.cli.program import main
 from ddpbench.experiment.collectives import parse_collectives
 from ddpbench.experiment.load import parse_experiment
 from ddpbench.launch.base import LaunchOutcome
-from ddpbench.program import main
 from ddpbench.results.schema import sweep_record
 from ddpbench.results.store import ResultStore
 from ddpbench.results.tables import load_tables

@@ -9,11 +9,14 @@ import pytest
 
 from ddpbench.analysis.core import power, speedup
 from ddpbench.analysis.history import race
+from ddpbench.errors import InputError
+from ddpbench.experiment.buckets import distinct_settings
 from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.machine import Machine
+from ddpbench.launch.can_run import check_race
 from ddpbench.results.schema import STEP_COLUMNS, launch_record, training_result
 from ddpbench.results.store import ResultStore
-from ddpbench.sweep.search import SearchPlan, distinct_settings
+from ddpbench.sweep.search import SearchPlan
 
 MACHINE = Machine(cores=2, cuda_devices=0)
 CAPS = [0.25, 0.5, 1, 2, 4, 8, 16, 32]  # transformer-m: six distinct bucket layouts among them
@@ -42,8 +45,8 @@ def _run(store, launches, landscape, noise, rng):
 def _race(tmp_path, landscape, noise, seed):
     exp = _experiment()
     store = ResultStore(tmp_path)
+    check_race(exp.jobs, None, exp.source)  # the race can run: two launches each within half the grid's
     plan = SearchPlan(exp.jobs, store, tmp_path)
-    assert plan.problem() == ""
     rng = random.Random(seed)
     batch = plan.first_round()
     while batch:
@@ -93,8 +96,9 @@ def test_a_clear_loser_is_ruled_out_by_significance_not_by_halving(tmp_path):
 
 
 def test_a_budget_too_small_for_two_launches_each_is_said():
-    plan = SearchPlan(_experiment(repeats=1).jobs, ResultStore("/nonexistent"), "/nonexistent")
-    assert "two launches each" in plan.problem() and "--budget at least 12" in plan.problem()
+    with pytest.raises(InputError, match=r"tune.toml: grid: a budget of 4 launches cannot give its 6 distinct settings "
+                                         r"two launches each; give --budget at least 12"):
+        check_race(_experiment(repeats=1).jobs, None, "tune.toml")
 
 
 def test_the_verdict_names_the_tied():

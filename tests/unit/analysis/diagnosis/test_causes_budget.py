@@ -14,8 +14,8 @@ from ddpbench.analysis.diagnosis import causes, estimates, lossbudget, verdict, 
 from ddpbench.analysis.diagnosis.finders import diagnose, top_cause
 from ddpbench.analysis.diagnosis.model_findings import projection as projection_findings
 from ddpbench.analysis.models.costmodel import Workload
-from ddpbench.program import main
-from ddpbench.show import projected
+from ddpbench.cli.program import main
+from ddpbench.cli.shared import measured
 from ddpbench.testing.tables import diagnosis_row as _row
 
 NAN = math.nan
@@ -276,7 +276,7 @@ def test_whatif_from_says_which_budget_lines_a_device_per_rank_removes(monkeypat
                     job_key="k")
     summary = pd.DataFrame([_job(**ISSUE)])
     folder = SimpleNamespace(summary=summary, steps=pd.DataFrame(), collectives=pd.DataFrame())
-    monkeypatch.setattr(projected, "measured_workloads", lambda path: ([work], folder))
+    monkeypatch.setattr(measured, "measured_workloads", lambda path: ([work], folder))
     (tmp_path / "results.jsonl").touch()  # a results folder, whose workloads are the ones above
     assert main(["whatif", "--from", str(tmp_path), "--inter-gbit", "100"]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("of the loss budget")]

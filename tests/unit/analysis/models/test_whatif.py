@@ -29,7 +29,7 @@ from ddpbench.analysis.models.whatif import (
     tree_us,
 )
 from ddpbench.cli.models import whatif_layout
-from ddpbench.program import main
+from ddpbench.cli.program import main
 from ddpbench.testing import ROOT
 
 #: 8 devices a node on a 1200 Gbit/s fabric, nodes on 100 Gbit/s; 5 and 10 us latencies per step,

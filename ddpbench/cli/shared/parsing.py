@@ -1,12 +1,13 @@
 """How a command's flags are parsed: argparse whose errors are one line and whose arguments hold no
-control character, and the types and flags several commands share (numbers, counts, a price)."""
+control character, the types and flags several commands share (numbers, counts, a price), and the flags
+handed on as a frozen value (:class:`Options`)."""
 
 from __future__ import annotations
 
 import argparse
 import math
 
-from ddpbench.commandline.exits import EXIT_BAD_INPUT, say_error
+from ddpbench.cli.shared.exits import EXIT_BAD_INPUT, say_error
 from ddpbench.errors import InputError, shown
 
 PROG = "python -m ddpbench"
@@ -28,6 +29,40 @@ def refused_character(text: str) -> tuple[str, str] | None:
         if what is not None:
             return char, what
     return None
+
+
+class Options:
+    """A command's parsed flags handed on as a frozen value (what :mod:`ddpbench.show` is given): read as the
+    flags are (``options.batch_size``, ``getattr(options, "batch", None)``), never changed; :meth:`but` is a
+    copy with some changed."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: dict):
+        object.__setattr__(self, "_values", dict(values))
+
+    def __getattr__(self, name: str):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value) -> None:
+        import dataclasses
+
+        raise dataclasses.FrozenInstanceError(f"cannot set {name!r}: options are a frozen value (use .but)")
+
+    def __delattr__(self, name: str) -> None:
+        self.__setattr__(name, None)
+
+    def but(self, **changes) -> Options:
+        """These options with ``changes`` in place of theirs."""
+        return Options({**self._values, **changes})
+
+
+def frozen(args: argparse.Namespace, **changes) -> Options:
+    """``args`` (the parsed flags) as a frozen value, with ``changes`` in place of theirs; ``args`` is left as it is."""
+    return Options({**vars(args), **changes})
 
 
 class Parser(argparse.ArgumentParser):
@@ -54,7 +89,7 @@ class Parser(argparse.ArgumentParser):
         """As argparse's, and the namespace says which flags were typed (``flags_given``, each by its last
         option string, whatever its value) and of which command (``flags_of``, the innermost command's name):
         parsed a second time into a namespace whose every flag starts unset, argparse's way of telling a flag
-        given its default from one not given (:func:`ddpbench.commandline.unused.refuse_unused`)."""
+        given its default from one not given (:func:`ddpbench.cli.shared.unused.refuse_unused`)."""
         parsed, extras = super().parse_known_args(args, namespace)
         flags = [a for a in self._actions if a.option_strings and a.dest != argparse.SUPPRESS
                  and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))]

@@ -17,6 +17,8 @@ class SweepOptions:
     """How the command line asked for an experiment to run (everything but the experiment itself)."""
 
     out_dir: Path
+    #: the command that runs it (``sweep`` or ``run``), for what it may refuse (:mod:`ddpbench.launch.can_run`)
+    command: str = "sweep"
     resume: bool = False
     #: with resume: run launches that failed or timed out again
     retry_failed: bool = False

@@ -1,25 +1,12 @@
-"""The output folder a command writes: its check before anything runs, its ``--wait`` and ``--force``,
-and the claim a run holds on it (:mod:`ddpbench.results.writing`)."""
+"""The output folder a command writes: its ``--wait`` and ``--force``, and the claim a run holds on it
+(:mod:`ddpbench.results.writing`); its check before anything runs is :func:`ddpbench.launch.can_run.check_out_dir`."""
 
 from __future__ import annotations
 
 import contextlib
 from pathlib import Path
 
-from ddpbench.commandline.exits import say_error
-from ddpbench.errors import InputError
-
-
-def check_out_dir(out_dir: Path) -> None:
-    """The output folder must be a folder we can write (:func:`ddpbench.results.folder.check_target`,
-    :func:`~ddpbench.results.folder.check_writable`), and its results file a file."""
-    from ddpbench.results.folder import check_target, check_writable
-    from ddpbench.results.schema import RESULTS_FILE
-
-    check_target(out_dir)
-    if (out_dir / RESULTS_FILE).exists() and not (out_dir / RESULTS_FILE).is_file():
-        raise InputError("command line", "--out", f"{out_dir / RESULTS_FILE} is not a file; give another folder")
-    check_writable(out_dir)
+from ddpbench.cli.shared.exits import say_error
 
 
 def add_folder_flags(parser, writer: str | None = None) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ddpbench.commandline.parsing import finite_float, whole_number
+from ddpbench.cli.shared.parsing import finite_float, whole_number
 from ddpbench.errors import InputError, shown
 
 #: the flags that give the run's work, one of which ``--queue`` and ``--queue-wait`` need

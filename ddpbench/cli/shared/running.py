@@ -1,7 +1,7 @@
 """Running an experiment from the command line, for ``sweep`` and ``run`` alike: the plan a dry
 run prints, the run with its console, and the summary and report at its end. What the command line
-asked for is in :mod:`.sweep_options`, the checks of the experiment against this machine in
-:mod:`.sweep_checks`.
+asked for is in :mod:`.run_options`; whether the experiment can run is asked once, of
+:mod:`ddpbench.launch.can_run`.
 
 Lower stages are imported where a command uses them: ``python -m ddpbench --help`` pays for
 neither torch nor pandas.
@@ -13,31 +13,27 @@ import contextlib
 from pathlib import Path
 
 from ddpbench import collector
-from ddpbench.commandline.exits import EXIT_FAILED, EXIT_INTERRUPTED
-from ddpbench.commandline.folders import check_out_dir, claimed_out_dir
-from ddpbench.commandline.nodes import node_commands, print_launch_plan
-from ddpbench.commandline.run_checks import check_can_emulate, warn_same_buckets
-from ddpbench.commandline.run_options import SweepOptions
+from ddpbench.cli.shared.exits import EXIT_FAILED, EXIT_INTERRUPTED
+from ddpbench.cli.shared.folders import claimed_out_dir
+from ddpbench.cli.shared.nodes import node_commands, print_launch_plan
+from ddpbench.cli.shared.run_options import SweepOptions
+from ddpbench.launch import can_run
 from ddpbench.show.console_tables import print_jobs, print_summary, print_verdict
 
 
 def run_and_report(experiment, options: SweepOptions, machine) -> int:
-    """Run ``experiment`` as ``options`` say (or print its plan), then the summary and report."""
+    """Run ``experiment`` as ``options`` say (or print its plan), then the summary and report: once it
+    can run (:func:`ddpbench.launch.can_run.check_can_run`, the one check, before the folder is claimed)."""
     from rich.console import Console
 
-    from ddpbench.experiment.workloads import check_workloads
-
+    can_run.check_can_run(experiment, options.launcher, None if options.dry_run else options.out_dir,
+                          command=options.command, dry_run=options.dry_run, resume=options.resume,
+                          retry_failed=options.retry_failed, emulation_flags=options.emulation_flags)
     if options.dry_run:
-        check_workloads(experiment.jobs, experiment.source, experiment.timeout_s)
         print_jobs(experiment, machine)
         print_launch_plan(experiment, options)
-        warn_same_buckets(experiment)
+        can_run.warn_same_buckets(experiment)
         return 0
-    check_can_emulate(experiment, options.emulation_flags)
-    # the user's code built in an owned child, within the experiment's timeout: before the folder
-    # is made or claimed, so a workload refused as bad input leaves nothing behind
-    check_workloads(experiment.jobs, experiment.source, experiment.timeout_s)
-    check_out_dir(options.out_dir)
     console = Console(stderr=True)
     if options.launcher.nnodes > 1 and options.launcher.node_rank > 0:
         # a follower node writes its own agents' logs into node 0's folder; node 0 holds it
@@ -53,7 +49,7 @@ def _checked_run(experiment, options: SweepOptions, machine, console) -> int:
     """The run of :func:`run_and_report` once the folder is this sweep's (its workloads checked)."""
     from ddpbench.sweep.plan import pending_launches
 
-    warn_same_buckets(experiment)  # after every check of the input: bad input is one line
+    can_run.warn_same_buckets(experiment)  # after every check of the input: bad input is one line
     out_dir, launch = options.out_dir, options.launcher
     if launch.nnodes > 1 and launch.node_rank == 0:
         console.print(f"[bold]{launch.nnodes} nodes[/bold]: run on every other node, with {out_dir} on a file "
