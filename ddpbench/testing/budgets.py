@@ -14,6 +14,7 @@ from ddpbench.analysis.core import LOSS_LINES
 from ddpbench.analysis.summary import summarize
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.results.schema import TIMED_PHASES
+from ddpbench.results.tables import BATCH_COLUMNS
 
 
 def planted_spec(world_size: int, scaling: str = "weak", batch: int = 8, **fields) -> JobSpec:
@@ -22,8 +23,7 @@ def planted_spec(world_size: int, scaling: str = "weak", batch: int = 8, **field
 
 
 def planted_ident(spec: JobSpec, repeat: int) -> dict:
-    return {"key": spec.key, **spec.to_dict(), "per_rank_batch": spec.per_rank_batch,
-            "global_batch": spec.global_batch, "repeat": repeat}
+    return {"key": spec.key, **spec.to_dict(), **{c: getattr(spec, c) for c in BATCH_COLUMNS}, "repeat": repeat}
 
 
 def phase_row(ident, rank, phase, step, data, forward, backward, comm, optimizer, ready=math.nan, step_ms=None):

@@ -23,6 +23,7 @@ from ddpbench.analysis.core import t_bound
 from ddpbench.analysis.history import Gate
 from ddpbench.analysis.summary import summarize
 from ddpbench.experiment.spec import JobSpec, spec_from_dict
+from ddpbench.results.tables import BATCH_COLUMNS
 from ddpbench.testing.records import ResultsFolder, job, result_for
 from ddpbench.traces.compare import shift
 
@@ -53,8 +54,8 @@ def tables(jobs):
     for world_size, launches, status in jobs:
         spec = job_spec(world_size)
         for repeat, times in enumerate(launches):
-            ident = {"key": spec.key, **spec.to_dict(), "per_rank_batch": spec.per_rank_batch,
-                     "global_batch": spec.global_batch, "repeat": repeat}
+            ident = {"key": spec.key, **spec.to_dict(), **{c: getattr(spec, c) for c in BATCH_COLUMNS},
+                     "repeat": repeat}
             runs.append({**ident, "status": status, "error": None if status == "ok" else "boom",
                          "oversubscribed": False, "wall_s": 1.0, "params": 100, "grad_bytes": 400})
             if status != "ok":

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ddpbench.analysis.summary import summarize
 from ddpbench.experiment.spec import JobSpec
+from ddpbench.results.tables import BATCH_COLUMNS
 
 
 def diagnosis_row(**kw):
@@ -38,8 +39,7 @@ def job_tables(world_size, bucket, step_ms_by_rank, nosync_ms, status="ok", batc
     """Rows of steps/runs/ranks for a job whose ranks take the given times per step."""
     spec = JobSpec(world_size=world_size, bucket_cap_mb=bucket, batch_size=batch, threads_per_rank=1,
                    device="cpu", backend="gloo", steps=len(step_ms_by_rank[0]))
-    ident = {"key": spec.key, **spec.to_dict(), "per_rank_batch": spec.per_rank_batch,
-             "global_batch": spec.global_batch, "repeat": 0}
+    ident = {"key": spec.key, **spec.to_dict(), **{c: getattr(spec, c) for c in BATCH_COLUMNS}, "repeat": 0}
     steps = []
     for rank, times in enumerate(step_ms_by_rank):
         for step, ms in enumerate(times):

@@ -20,7 +20,7 @@ from ddpbench.testing import ROOT
 MEASURED_WITH = [ROOT / "reports" / "examples" / name for name in ("consistency-cpu", "gpu-h100", "cost-cpu",
                                                                    "calibration-cpu-2", "gpu-h200",
                                                                    "gpu-models-h200", "gpu-h200-2",
-                                                                   "network-scaling-cpu")]
+                                                                   "network-scaling-cpu", "fixed-batch-cpu")]
 EXAMPLES = sorted(p.parent for p in (ROOT / "reports" / "examples").glob("*/results.jsonl")
                   if p.parent not in MEASURED_WITH)
 

@@ -205,7 +205,7 @@ def test_an_untraced_job_has_no_trace_figures():
 def test_the_no_sync_backward_is_per_micro_step():
     """Under gradient accumulation the trace's backward compute is the last micro-step's: the no-sync steps'
     backward (47 ms) is quoted per micro-step, over two micro-steps 23.5 ms."""
-    assert _table(_two(), runs={0: {"grad_accum": 2}}).loc[2, "nosync_backward_ms"] == 23.5
+    assert _table(_two(), runs={0: {"grad_accum": 2, "accumulation": 2}}).loc[2, "nosync_backward_ms"] == 23.5
     steps, runs, ranks = _two()
     plain = summarize(pd.DataFrame([s for s in steps if s["phase"] != "nosync"]), runs=runs, ranks=ranks,
                       loss_budget=False).iloc[0]
