@@ -1,5 +1,5 @@
 """The flow in the folders: import-linter's contracts (pyproject.toml), no import cycle between any two
-modules, modules small enough to read in one sitting, and ``ddpbench/cli/`` holding commands only."""
+modules, no module past the smoke alarm's length, and ``ddpbench/cli/`` holding commands only."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ else:  # Python 3.10
     import tomli as tomllib
 
 PACKAGE = ROOT / "ddpbench"
-MAX_MODULE_LINES = 500
-MAX_COMMAND_LINES = 150
+#: a smoke alarm, not a shape: a module this long likely holds two concerns, to be split where they part
+#: (never cut to fit a number: a module holds one concern, whatever its length)
+MAX_MODULE_LINES = 600
 #: a folder of the package holds at most this many modules (its __init__ aside)
 MAX_FOLDER_MODULES = 24
 
@@ -87,12 +88,18 @@ def test_no_module_imports_itself_back(graph):
     assert "ddpbench.results.schema -> ddpbench.results.tables -> ddpbench.results.schema" in cycles(planted)
 
 
-def test_modules_are_small_enough_to_read_in_one_sitting():
-    sizes = {path.relative_to(ROOT).as_posix(): len(path.read_text().splitlines()) for path in PACKAGE.rglob("*.py")}
-    assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
-    commands = {name: n for name, n in sizes.items()
-                if name.startswith("ddpbench/cli/") and not name.endswith("/__init__.py")}
-    assert commands and {name: n for name, n in commands.items() if n > MAX_COMMAND_LINES} == {}
+def oversized(package: Path) -> dict[str, int]:
+    """The modules under ``package`` longer than :data:`MAX_MODULE_LINES`, with their lengths."""
+    sizes = {path.relative_to(package).as_posix(): len(path.read_text().splitlines())
+             for path in package.rglob("*.py")}
+    return {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES}
+
+
+def test_no_module_runs_past_the_smoke_alarm(tmp_path):
+    assert oversized(PACKAGE) == {}
+    (tmp_path / "long.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    (tmp_path / "whole.py").write_text("x = 1\n" * MAX_MODULE_LINES)
+    assert oversized(tmp_path) == {"long.py": MAX_MODULE_LINES + 1}
 
 
 def not_commands(folder: Path) -> list[str]:
