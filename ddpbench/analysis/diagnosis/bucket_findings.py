@@ -24,7 +24,7 @@ from ddpbench.analysis.core.values import pct
 from ddpbench.analysis.diagnosis import causes, evidence, wording
 from ddpbench.analysis.diagnosis.causes import DEFAULT_BUCKET_MB
 from ddpbench.analysis.diagnosis.estimates import Context
-from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, not_proposed
+from ddpbench.analysis.diagnosis.findings import BEST_SETTING, Finding, blame, blames, not_proposed
 from ddpbench.analysis.summary.table import launch_times
 
 
@@ -87,7 +87,7 @@ def best_cap(summary) -> list[Finding]:
                               sure, settle)
         out.append(Finding("bucket", "info", f"Best gradient bucket size for DDP with {where}: "
                            f"{best_caps}, {speedup.as_fast(fast, name, fast_low, fast_high)}{tail}.",
-                           brief=brief))
+                           brief=brief, answers=BEST_SETTING))
     return out
 
 
