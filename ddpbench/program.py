@@ -65,7 +65,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     damaged record in a results file names the file and the line, and is read again to resume, to
     summarize, for the report): never Python's format with the source line that raised it. Control
     characters a stored string may carry (matplotlib quotes a glyph it cannot draw) are dropped."""
-    from ddpbench.results.sanitize import without_controls
+    from ddpbench.files.sanitize import without_controls
     from ddpbench.results.store import DamagedRecord
 
     text = " ".join(str(message).split())

@@ -12,7 +12,7 @@ from ddpbench.errors import InputError
 from ddpbench.experiment.collectives import parse_collectives
 from ddpbench.experiment.files import read_toml
 from ddpbench.experiment.machine import Machine
-from ddpbench.results.folder import path_flag
+from ddpbench.files.folders import path_flag
 from ddpbench.show.console_tables import print_collectives
 
 DEFAULT_COLLECTIVES = "experiments/collectives.toml"

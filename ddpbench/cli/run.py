@@ -11,8 +11,8 @@ from ddpbench.commandline.running import run_and_report
 from ddpbench.experiment.load import Experiment, job_spec
 from ddpbench.experiment.overrides import check_timeout, fields_from_flags, flag_name
 from ddpbench.experiment.spec import FIELDS, allowed_text
+from ddpbench.files.folders import path_flag
 from ddpbench.launch.options import LauncherOptions
-from ddpbench.results.folder import path_flag
 
 
 def add_parser(sub) -> None:

@@ -16,8 +16,8 @@ from ddpbench.errors import InputError
 from ddpbench.experiment.cost import with_flags
 from ddpbench.experiment.load import load_experiment, named_launcher
 from ddpbench.experiment.overrides import with_job_flags, with_timeout
+from ddpbench.files.folders import path_flag
 from ddpbench.launch import forked
-from ddpbench.results.folder import path_flag
 from ddpbench.sweep.paced import parse_descriptors
 
 DEFAULT_EXPERIMENT = "experiments/quick.toml"

@@ -9,7 +9,7 @@ from pathlib import Path
 from ddpbench.commandline.folders import add_folder_flags
 from ddpbench.commandline.run_options import add_launcher_flags, launcher_options
 from ddpbench.errors import InputError
-from ddpbench.results.folder import path_flag
+from ddpbench.files.folders import path_flag
 
 
 def add_parser(sub) -> None:

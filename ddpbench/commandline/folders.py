@@ -1,5 +1,5 @@
 """The output folder a command writes: its check before anything runs, its ``--wait`` and ``--force``,
-and the claim a run holds on it (:mod:`ddpbench.results.writing`)."""
+and the claim a run holds on it (:mod:`ddpbench.files.writing`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from ddpbench.errors import InputError
 
 
 def check_out_dir(out_dir: Path) -> None:
-    """The output folder must be a folder we can write (:func:`ddpbench.results.folder.check_target`,
-    :func:`~ddpbench.results.folder.check_writable`), and its results file a file."""
-    from ddpbench.results.folder import check_target, check_writable
+    """The output folder must be a folder we can write (:func:`ddpbench.files.folders.check_target`,
+    :func:`~ddpbench.files.folders.check_writable`), and its results file a file."""
+    from ddpbench.files.folders import check_target, check_writable
     from ddpbench.results.schema import RESULTS_FILE
 
     check_target(out_dir)
@@ -24,10 +24,10 @@ def check_out_dir(out_dir: Path) -> None:
 
 def add_folder_flags(parser, writer: str | None = None) -> None:
     """--wait and --force of every command that writes a folder, their help as the writers' contract has
-    them (:mod:`ddpbench.results.writing`): ``writer`` None for a sweep's results folder (``sweep``,
+    them (:mod:`ddpbench.files.writing`): ``writer`` None for a sweep's results folder (``sweep``,
     ``run``, ``tune``, ``collectives``: refused at once where another command holds it), else the
     command that writes a page folder of its own (``traces``: a short writer, which waits a while)."""
-    from ddpbench.results.writing import RESULTS, WAIT_S
+    from ddpbench.files.writing import RESULTS, WAIT_S
 
     if writer is None:
         wait = (f"if another command is writing the output folder ({RESULTS.writers}, or a report of it), wait "
@@ -47,7 +47,7 @@ def add_folder_flags(parser, writer: str | None = None) -> None:
 def claimed_out_dir(out_dir: Path, args, console=None):
     """Hold ``out_dir`` for this command's sweep (one sweep per folder), as ``args.wait`` and
     ``args.force`` say; a line on ``console`` while it waits."""
-    from ddpbench.results.writing import claimed
+    from ddpbench.files.writing import claimed
 
     def waiting(running: str) -> None:
         text = f"waiting for {out_dir}: another writer ({running}) holds it"

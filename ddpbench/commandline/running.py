@@ -41,7 +41,7 @@ def run_and_report(experiment, options: SweepOptions, machine) -> int:
     console = Console(stderr=True)
     if options.launcher.nnodes > 1 and options.launcher.node_rank > 0:
         # a follower node writes its own agents' logs into node 0's folder; node 0 holds it
-        from ddpbench.results.writing import adopt
+        from ddpbench.files.writing import adopt
 
         adopt(options.out_dir, options.force)
         return _checked_run(experiment, options, machine, console)

@@ -20,6 +20,14 @@ FINGERPRINT_FIELDS = ("cpu_model", "cores_usable", "cores_logical", "gpus", "tor
                       "nccl_version", "ddpbench_version")
 
 
+def fingerprint(env: dict) -> dict:
+    """The fields of an environment block (a sweep record's ``env``) that tell machines apart;
+    a field the block lacks is None."""
+    found = {name: env.get(name) for name in FINGERPRINT_FIELDS}
+    found["gpus"] = list(found["gpus"] or [])
+    return found
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

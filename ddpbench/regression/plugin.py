@@ -98,6 +98,6 @@ def pytest_benchmark_update_machine_info(config, machine_info):
     only when a run is saved or compared; it imports torch then."""
     import ddpbench
     from ddpbench.experiment.host import fingerprint_fields
-    from ddpbench.results.history import PLUGIN_KEY
+    from ddpbench.results.benchmark_json import PLUGIN_KEY
 
     machine_info[PLUGIN_KEY] = fingerprint_fields(ddpbench.__version__)

@@ -54,15 +54,15 @@ import datetime as _dt
 import math
 from typing import Any, NamedTuple
 
+# the names a sweep writes in its folder are declared with the folder's rules; read here by the store, the
+# rank's trace files and the checker
+from ddpbench.files.folders import RESULTS_FILE as RESULTS_FILE
+from ddpbench.files.folders import SEARCH_FILE as SEARCH_FILE
+from ddpbench.files.folders import TRACE_DIR as TRACE_DIR
 from ddpbench.results import figures
 from ddpbench.results.phases import TIMED
 
 SCHEMA_VERSION = 2
-RESULTS_FILE = "results.jsonl"
-#: beside the results of a ``tune`` folder: the race (rounds, who went out and why, the verdict)
-SEARCH_FILE = "search.json"
-#: beside the results of traced jobs: their ranks' profiler traces (``<key>-r<repeat>.rank<r>.json.gz``)
-TRACE_DIR = "traces"
 STATUSES = ("ok", "failed", "timed_out", "skipped")
 
 # ---------------------------------------------------------------------------------------------

@@ -76,7 +76,7 @@ def print_described(args, cluster) -> None:
         print_from(args, found, folder, cluster)
         return
     from ddpbench.analysis.models import COSTS, Work, with_inputs
-    from ddpbench.results.sanitize import printable
+    from ddpbench.files.sanitize import printable
     from ddpbench.show.answers import print_whatif, settings
 
     pairs, _, reproduced = measured_inputs(args.from_dir)
@@ -128,7 +128,7 @@ def print_measured(folder: Path, pairs: list, holdout: pd.DataFrame, reproduced:
     model's step there beside the measurement, and the projection past them only where every one agrees (else one
     line saying what does not match). ``target``: the largest world size shown at that efficiency or better."""
     from ddpbench.analysis.models import mismatch, predict, reproduces
-    from ddpbench.results.sanitize import printable
+    from ddpbench.files.sanitize import printable
 
     for network, workload, link in pairs:
         rows, spread = reproduced[(network, workload.label)]
