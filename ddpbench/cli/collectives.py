@@ -75,7 +75,7 @@ def _run(args, experiment, out_dir: Path, console) -> int:
 
     try:
         # asked for: measured, never taken from the measure-once cache (what it measures is kept there
-        # for a sweep's curve: ddpbench.sweep.once)
+        # for a sweep's curve: ddpbench.sweep.measured_once)
         run_collectives(experiment, out_dir, resume=args.resume, console=console, reuse=False)
     except KeyboardInterrupt:
         console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/", highlight=False)

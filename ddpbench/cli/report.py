@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
                         "exit 1 on any problem")
     add_cost_flags(p)  # a price is no measurement: the costs at another one, from the same stored steps
     # its process ends as the report is written, without the teardown of pandas, matplotlib and scipy
-    # (ddpbench.program.exit_now), and with the garbage collector off to its end (ddpbench.collector)
+    # (ddpbench.program.exit_now), and with the garbage collector off to its end (ddpbench.gc_pause)
     p.set_defaults(func=command, exit_at_once=True, keeps_collector_paused=True)
 
 

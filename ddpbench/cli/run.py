@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", type=path_flag("--out"), help="output folder (default: reports/run-<job key>/)")
     p.add_argument("--timeout", type=finite_float, default=600, metavar="S", help="timeout in seconds (default: 600)")
     add_folder_flags(p)
-    # the garbage collector off until its first launch, as a sweep's (ddpbench.collector)
+    # the garbage collector off until its first launch, as a sweep's (ddpbench.gc_pause)
     p.set_defaults(func=command, keeps_collector_paused=True)
 
 

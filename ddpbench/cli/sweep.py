@@ -56,7 +56,7 @@ def add_parser(sub) -> None:
     add_folder_flags(p)
     # its process ends as the sweep's report is written, its exit handlers run, without the teardown
     # of torch, pandas and matplotlib (ddpbench.program.exit_now); the garbage collector stays off
-    # until its first launch (ddpbench.collector)
+    # until its first launch (ddpbench.gc_pause)
     p.set_defaults(func=command, exit_at_once=True, keeps_collector_paused=True)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from ddpbench import collector
+from ddpbench import gc_pause
 from ddpbench.commandline.exits import EXIT_FAILED, EXIT_INTERRUPTED
 from ddpbench.commandline.folders import check_out_dir, claimed_out_dir
 from ddpbench.commandline.nodes import node_commands, print_launch_plan
@@ -71,8 +71,8 @@ def _checked_run(experiment, options: SweepOptions, machine, console) -> int:
         import scipy.special  # noqa: F401
 
         import ddpbench.report.build  # noqa: F401
-    # what this process keeps is imported: the garbage collector back on for the launches (ddpbench.collector)
-    collector.resume()
+    # what this process keeps is imported: the garbage collector back on for the launches (ddpbench.gc_pause)
+    gc_pause.resume()
     try:
         summary = _run(experiment, options, machine, console)
     except KeyboardInterrupt:
@@ -106,7 +106,7 @@ def _run(experiment, options: SweepOptions, machine, console):
     if experiment.collectives is not None:
         console.print(f"[bold]collectives[/bold]: {len(experiment.collectives.specs)} launch(es) for the "
                       "cost model and the nccl-tests table", highlight=False)
-        # the sweep's environment block and its figures measured once (ddpbench.sweep.once)
+        # the sweep's environment block and its figures measured once (ddpbench.sweep.measured_once)
         run_collectives(experiment.collectives, options.out_dir, resume=options.resume, console=console,
                         env=summary.env, once=summary.once)
     for note in summary.once.notes if summary.once is not None else ():

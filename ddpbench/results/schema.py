@@ -79,9 +79,12 @@ TIMED_PHASES = tuple(phase.column for phase in TIMED)
 #: a framework that owns its loop, TensorFlow, a script's measured steps). Not a phase: it is inside
 #: the step, not a part of it that adds up
 LATER_STEP_COLUMNS = ("ready_ms",)
-#: one row per (rank, phase, step); ``phase`` is warmup | measure | nosync | trace (the steps recorded by
-#: the profiler, never among the measured ones) | phases (a script job's steps with its phases timed, before
-#: the measured ones, which are timed by their end alone and carry no phases)
+#: what kind of step a step row is (its stored column ``phase``, a name older than the step's phases: in code
+#: it is a step kind): warmup | measure | nosync | trace (the steps recorded by the profiler, never among the
+#: measured ones) | phases (a script job's steps with its phases timed, before the measured ones, which are
+#: timed by their end alone and carry no phases)
+STEP_KINDS = ("warmup", "measure", "nosync", "trace", "phases")
+#: one row per (rank, step kind, step), the kind in the column ``phase`` (:data:`STEP_KINDS`)
 STEP_COLUMNS = ("rank", "phase", "step", *TIMED_PHASES, "step_ms", *LATER_STEP_COLUMNS)
 #: the step columns every stored row has
 FIRST_STEP_COLUMNS = tuple(c for c in STEP_COLUMNS if c not in LATER_STEP_COLUMNS)

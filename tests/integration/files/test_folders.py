@@ -1,5 +1,5 @@
 """One results folder, one sweep (:mod:`ddpbench.files.folders`): ``--wait`` waits for the running
-sweep's lock, then takes the folder. The folder's rules are in tests/unit/results/test_folders.py."""
+sweep's lock, then takes the folder. The folder's rules are in tests/unit/files/test_folders.py."""
 
 import os
 import threading

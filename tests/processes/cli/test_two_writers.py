@@ -39,8 +39,8 @@ from ddpbench.testing.records import PNG_MAGIC, ok, write_results
 #: to run ``main`` as ``python -m ddpbench`` does: argv[1] is the barrier, the rest the command's arguments
 RACE = """
 import os, sys, time
-from ddpbench import collector
-collector.pause()
+from ddpbench import gc_pause
+gc_pause.pause()
 from ddpbench.program import main
 barrier = sys.argv[1]
 open(f"{barrier}.{os.getpid()}.ready", "w").close()

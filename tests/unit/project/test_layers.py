@@ -161,19 +161,23 @@ def test_what_outside_code_names_still_resolves():
     from importlib.metadata import entry_points
 
     import ddpbench
-    import ddpbench.regression
+    import ddpbench.benchplugin
     import ddpbench.tasks
 
     scripts = {ep.name: ep for ep in entry_points(group="console_scripts") if ep.value.startswith("ddpbench")}
     plugins = {ep.name: ep for ep in entry_points(group="pytest11") if ep.value.startswith("ddpbench")}
     assert scripts["ddpbench"].load() is import_module("ddpbench.program").main
-    assert plugins["ddpbench"].load() is import_module("ddpbench.regression.plugin")
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert config["entry-points"]["pytest11"]["ddpbench"] == "ddpbench.benchplugin.plugin"
+    # an environment installed before the plugin moved names its earlier path: the same fixture either way
+    assert plugins["ddpbench"].load().ddp_group is import_module("ddpbench.benchplugin.plugin").ddp_group
     assert import_module("ddpbench.rank.protocol").RANK_MODULE == "ddpbench.rank"  # what every launcher starts
     assert (ROOT / "ddpbench" / "rank" / "__main__.py").is_file()
     for name in ("AllReduce", "ModelStep", "Task", "TrainStep"):  # users' benchmark files import these
-        assert getattr(ddpbench.tasks, name) is getattr(ddpbench.regression, name)
+        assert getattr(ddpbench.tasks, name) is getattr(ddpbench.benchplugin, name)
+        assert getattr(import_module("ddpbench.regression"), name) is getattr(ddpbench.benchplugin, name)
     # a user's conftest may name the plugin's earlier path
-    assert import_module("ddpbench.pytest_plugin").ddp_group is import_module("ddpbench.regression.plugin").ddp_group
+    assert import_module("ddpbench.pytest_plugin").ddp_group is import_module("ddpbench.benchplugin.plugin").ddp_group
     from ddpbench.results import load_collectives, load_tables  # noqa: F401 - the README names them
     from ddpbench.strategies.base import RankContext, Strategy  # noqa: F401 - plug-ins subclass these
     assert callable(ddpbench.load) and callable(ddpbench.load_collectives) and callable(ddpbench.summarize)

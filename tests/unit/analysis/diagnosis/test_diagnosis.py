@@ -6,7 +6,7 @@ import math
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.core import speedup, stats
+from ddpbench.analysis.core import speedup_words, stats
 from ddpbench.analysis.diagnosis import verdict
 from ddpbench.analysis.diagnosis.finders import diagnose
 from ddpbench.analysis.diagnosis.findings import BEST_SETTING
@@ -30,8 +30,8 @@ def test_best_bucket_with_and_without_significance():
     (f,) = _kinds(rows, "bucket")
     # 100 ms against 90: a speedup of 1.11x, said as one, never "10.0 % faster"
     low, high = stats.ratio_ci([90.0, 91.0, 89.0], [100.0, 101.0, 99.0])
-    assert (f"5 MB, 1.11x as fast as the default 25 MB (95 % CI {speedup.times(1 / high)} to "
-            f"{speedup.times(1 / low)}): significant.") in f.text
+    assert (f"5 MB, 1.11x as fast as the default 25 MB (95 % CI {speedup_words.times(1 / high)} to "
+            f"{speedup_words.times(1 / low)}): significant.") in f.text
     assert "% faster" not in f.text and f.brief.answer == "5 MB buckets, 1.11x as fast as 25 MB"
     # launches that overlap: the 2 % gain is not significant
     rows[1].update(step_ms_mean=98.0, launch_step_ms=[92.0, 104.0, 98.0])
