@@ -4,7 +4,7 @@
 
 Every rank measures the matmul rate its threads reach as it starts (:func:`ddpbench.rank.flops.measure_gemm_peak`,
 best of up to 10 n x n float32 products within 0.3 s), and a sweep hands one such figure to every CPU job
-alike (:mod:`ddpbench.sweep.once`). A figure from one process is only as good as that process's
+alike (:mod:`ddpbench.sweep.measured_once`). A figure from one process is only as good as that process's
 products: this forks ``--processes`` fresh processes per size from a parent that imported torch and
 ran nothing (as the sweep's fork server forks ranks), each measuring once with ``--threads`` threads,
 and prints per size the median, least and largest peak in TFLOP/s, the largest over the least, and

@@ -1,4 +1,4 @@
-"""What does timing one call at a time through a persistent group (``ddpbench.regression.group``, the
+"""What does timing one call at a time through a persistent group (``ddpbench.benchplugin.group``, the
 ``ddp_group`` fixture) add to the work it times?
 
 Per size, two ways to time ``all_reduce`` on the same group, in alternating blocks (ABAB..., the
@@ -23,7 +23,7 @@ import statistics
 import sys
 import time
 
-from ddpbench.regression import AllReduce
+from ddpbench.benchplugin import AllReduce
 
 
 class AllReduceBlock(AllReduce):
@@ -54,7 +54,7 @@ def pipe_message_us(count: int = 20_000) -> float:
     """A call's announcement: one pickled ("run", None) through a multiprocessing pipe, sent and received."""
     import multiprocessing
 
-    from ddpbench.regression.group import RUN
+    from ddpbench.benchplugin.group import RUN
 
     here, there = multiprocessing.get_context("spawn").Pipe()
     start = time.perf_counter()
@@ -65,8 +65,8 @@ def pipe_message_us(count: int = 20_000) -> float:
 
 
 def main() -> int:
+    from ddpbench.benchplugin.group import GroupPool
     from ddpbench.experiment.collectives import parse_size
-    from ddpbench.regression.group import GroupPool
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--world-size", type=int, default=2)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch.multiprocessing as mp
 
-#: a phase of the timed loop that notes no readiness (not one of train.READY_PHASES): no hooks
+#: a phase of the timed loop that notes no readiness (not one of train.READY_KINDS): no hooks
 UNHOOKED = "unhooked"
 #: the target: ddpbench's timed step at most 3 % above a bare DDP loop's
 TARGET = 1.03

@@ -1,5 +1,5 @@
 """How long the fork server's imports take with Python's garbage collector on and paused
-(:mod:`ddpbench.collector`): each run a new interpreter that imports what the server preloads
+(:mod:`ddpbench.gc_pause`): each run a new interpreter that imports what the server preloads
 (:data:`ddpbench.rank.forked.PRELOAD`: torch, ``torch._dynamo``, the rank's modules), the two
 kinds of run interleaved.
 

@@ -37,7 +37,7 @@ The parts come from the console's lines, timestamped as they arrive, and the sto
 Every sweep runs with Python's bytecode cache on (``PYTHONDONTWRITEBYTECODE`` dropped from its
 environment), as on a user's machine; the untimed sweep of ``--cache warm`` caches it first.
 
-The figures measured once per machine (:mod:`ddpbench.sweep.once`: the matmul peak, the all_reduce
+The figures measured once per machine (:mod:`ddpbench.sweep.measured_once`: the matmul peak, the all_reduce
 curve) are taken from a cache as ``--cache`` says: ``warm`` (the default) a folder of the
 benchmark's own that an untimed sweep fills first, so the timed runs reuse every such figure, as a
 user's second sweep on the machine does; ``cold`` an empty folder for every run, so each run

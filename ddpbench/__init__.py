@@ -1,20 +1,34 @@
 """ddpbench: scaling analysis for PyTorch data-parallel training.
 
-The flow, one package per stage, each importing only the stages below it::
+The flow, one package per stage, each importing only the stages below it (pyproject.toml's layers)::
 
-    cli          the commands
-    sweep        plan and run every (job, repeat) of an experiment through a launcher into the store
-    launch       how ranks start: spawn, torchrun, Slurm, emulated nodes
-    rank         what runs in a launched process: training, collectives, timing
-    report       the HTML report, its figures, the comparison page, pytest-benchmark export
-    analysis     pure functions over the tables: summary, statistics, cost model, diagnosis, comparison
-    results      the record schema, the append-only store, the tables loaded from it
-    experiment   TOML -> frozen, validated specs
-    strategies   how gradients are combined: plug-ins of one small interface
-    workloads    what a job trains: models and their data
+    program        ``python -m ddpbench`` (:mod:`.__main__`): the parser of every command, what ends one
+    cli            the commands, one module each
+    commandline    what the commands share of the command line: exits, parsing, folders, the run
+    sweep          plan and run every (job, repeat) of an experiment through a launcher into the store
+    benchplugin    the pytest-benchmark plugin (the ddp_group fixture) and the persistent group it times
+    report         the HTML report, its figures, the comparison, trend, trace and watched-run pages
+    watch          a running job watched (``watch -- COMMAND``): its ranks' steps, alarms, traces
+    show           what is shown, for the page, the console and the export alike
+    launch         how ranks start: spawn, torchrun, Slurm, Ray, emulated nodes
+    rank           what runs in a launched process: training, collectives, timing, a user's script
+    traces         any job's per-rank profiler traces, read as a stream and answered
+    analysis       pure functions over the tables: summary, statistics, cost model, diagnosis, comparison
+    audit          the independent checker: every quoted figure re-derived from the records
+    results        the record schema, the append-only store, the tables, the history store
+    experiment     TOML -> frozen, validated specs
+    strategies     how gradients are combined: plug-ins of one small interface
+    workloads      what a job trains: models and their data
+    files          the file-safety toolkit: folders' rules, claims and locks, side files, sanitising
+    errors         errors a person can act on (one line, exit 2)
+    owner          a child process dies with the one that started it
+    gc_pause       the garbage collector paused while a process imports what it keeps
 
-(``regression``, the pytest-benchmark group, sits beside ``sweep``.) ``import ddpbench`` is
-cheap: pandas, matplotlib and torch are imported only by the functions that need them.
+Beside them: ``testing`` (support for ddpbench's own tests, above every stage, imported by none), and
+the paths users' files name, kept for them: ``tasks`` and ``pytest_plugin`` (the pytest-benchmark
+tasks and plugin of earlier versions) and ``regression`` (the plugin's package before it was
+``benchplugin``). ``import ddpbench`` is cheap: pandas, matplotlib and torch are imported only by the
+functions that need them.
 """
 
 from ddpbench.workloads.workload import Workload  # no torch: a user's factory returns one

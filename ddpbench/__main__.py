@@ -1,9 +1,9 @@
 import sys
 
-from ddpbench import collector
+from ddpbench import gc_pause
 
-# off while the command's modules import (and, for a report, to its end): ddpbench.collector
-collector.pause()
+# off while the command's modules import (and, for a report, to its end): ddpbench.gc_pause
+gc_pause.pause()
 
 from ddpbench.cli.program import main  # noqa: E402
 

@@ -20,7 +20,7 @@ from ddpbench.experiment.machine import Machine
 from ddpbench.testing import ROOT, run_main
 from ddpbench.testing.fuzzing import INNER_PROFILE  # registers the profile, for --hypothesis-profile too
 
-pytest_plugins = ("pytester",)  # tests/processes/regression/test_pytest_plugin.py runs pytest on a user's suite
+pytest_plugins = ("pytester",)  # tests/processes/benchplugin/test_pytest_plugin.py runs pytest on a user's suite
 
 TESTS = Path(__file__).resolve().parent
 #: the tests that start processes (ranks, the command line, a Slurm cluster, ...): all slow
@@ -95,7 +95,7 @@ def pytest_xdist_make_scheduler(config, log):
 XDIST_ENVIRONMENT = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 
-#: the measure-once cache (ddpbench.sweep.once): one folder for the whole run, never the user's. The first
+#: the measure-once cache (ddpbench.sweep.measured_once): one folder for the whole run, never the user's. The first
 #: sweep that needs a figure (the matmul peak of a thread count, a collectives curve) measures it and every
 #: later sweep of the run reuses it, as a user's second sweep does (0.4 s of a tiny sweep's 3 s, over about a
 #: hundred sweeps). A test that needs a cache of its own asks for ``fresh_measure_once_cache``: the figure is

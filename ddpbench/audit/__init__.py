@@ -7,8 +7,10 @@ nor the analysis's reader of results (:mod:`ddpbench.results.tables`): its own r
 of sentences (:mod:`.parse`: numbers with units, job labels, direction and measured/estimated
 words, no sentence templates), the figures a sentence may quote (:mod:`.pool`), the checks
 (:mod:`.checks`; comparisons between two settings, :mod:`.comparisons`; what a sentence names and one
-number a name, :mod:`.names`) and ``compare``'s rows (:mod:`.compare`). Input is plain data: sentences with the
-job key they are about, the fix fields and basis a finding carries.
+number a name, :mod:`.names`; direction words, :mod:`.directions`; what a verdict line chooses,
+:mod:`.choices`; a figure found by its value, :mod:`.lookup`), the loss budget re-derived (:mod:`.budget`) and
+``compare``'s rows (:mod:`.compare`). Input is plain data (:mod:`.problem`: a quoted sentence, a problem found
+in it): sentences with the job key they are about, the fix fields and basis a finding carries.
 
     problems = audit.check_folder("reports/examples/quick-cpu", claims)   # [] when all hold
 """

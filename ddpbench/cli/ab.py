@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ddpbench.cli.shared.parsing import finite_float
 from ddpbench.errors import InputError
-from ddpbench.results.folder import path_flag
+from ddpbench.files.folders import path_flag
 
 DEFAULT_EXPERIMENT = "experiments/quick.toml"
 DEFAULT_BUDGET_S = 120.0
@@ -70,7 +70,7 @@ def command(args) -> int:
 
     from ddpbench.analysis.history import SLOWER
     from ddpbench.cli.shared.exits import EXIT_BAD_INPUT, EXIT_FAILED, say_error
-    from ddpbench.results.writing import holding
+    from ddpbench.files.writing import holding
     from ddpbench.sweep.ab import LOG_FILE, SideFailed, ab_claim, check_sides, plan_sides
 
     budget, max_rounds, within = checked(args)

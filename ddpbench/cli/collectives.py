@@ -12,8 +12,8 @@ from ddpbench.errors import InputError
 from ddpbench.experiment.collectives import parse_collectives
 from ddpbench.experiment.files import read_toml
 from ddpbench.experiment.machine import Machine
+from ddpbench.files.folders import path_flag
 from ddpbench.launch.can_run import check_out_dir
-from ddpbench.results.folder import path_flag
 from ddpbench.show.console_tables import print_collectives
 
 DEFAULT_COLLECTIVES = "experiments/collectives.toml"
@@ -76,7 +76,7 @@ def _run(args, experiment, out_dir: Path, console) -> int:
 
     try:
         # asked for: measured, never taken from the measure-once cache (what it measures is kept there
-        # for a sweep's curve: ddpbench.sweep.once)
+        # for a sweep's curve: ddpbench.sweep.measured_once)
         run_collectives(experiment, out_dir, resume=args.resume, console=console, reuse=False)
     except KeyboardInterrupt:
         console.print(f"[red]interrupted[/red]: finished launches are stored in {out_dir}/", highlight=False)

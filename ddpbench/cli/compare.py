@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.errors import InputError
-from ddpbench.results.folder import path_flag
+from ddpbench.files.folders import path_flag
 from ddpbench.show.console_tables import print_comparison
 
 
@@ -85,9 +85,9 @@ def command(args) -> int:
         side_busy,
     )
     from ddpbench.cli.shared.exits import say_error
+    from ddpbench.files.sanitize import printable
+    from ddpbench.files.writing import COMPARE, Claim, holding, waited_for
     from ddpbench.report.compare_page import CSV_FILE, INDEX_FILE, PLOT_FILE, write_comparison
-    from ddpbench.results.sanitize import printable
-    from ddpbench.results.writing import COMPARE, Claim, holding, waited_for
 
     gates = [parse_gate(text) for text in args.fail_on]
     side_a = load_side(args.baseline, "A")

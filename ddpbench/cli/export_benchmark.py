@@ -21,8 +21,8 @@ def add_parser(sub) -> None:
 
 
 def command(args) -> int:
+    from ddpbench.files.sanitize import printable
     from ddpbench.report.export import export_benchmark
-    from ddpbench.results.sanitize import printable
 
     document, notes, path = export_benchmark(args.results, args.out, overwrite=args.force)
     for line in notes:

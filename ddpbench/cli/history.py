@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ddpbench.cli import history_trend
 from ddpbench.errors import InputError
-from ddpbench.results.folder import path_flag
+from ddpbench.files.folders import path_flag
 
 
 def add_parser(sub) -> None:
@@ -44,9 +44,9 @@ def add_parser(sub) -> None:
 
 def command_add(args) -> int:
     from ddpbench.results.history import COMMIT, file_benchmark, file_results
-    from ddpbench.results.revisions import NotARepository, commit, commit_date
+    from ddpbench.sweep.revisions import NotARepository, commit, commit_date
 
-    try:  # the commit resolved and dated in the repository (ddpbench.results.revisions: the one check)
+    try:  # the commit resolved and dated in the repository (ddpbench.sweep.revisions: the one check)
         sha = commit(args.repo, *(("HEAD", "--repo") if args.commit is None else (args.commit, "--commit")))
         date = commit_date(args.repo, sha)
     except NotARepository:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddpbench.cli.shared.exits import EXIT_FAILED
-from ddpbench.results.folder import path_flag
+from ddpbench.files.folders import path_flag
 
 
 def add_verb(verbs) -> None:

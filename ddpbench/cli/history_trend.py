@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ddpbench.cli.shared.exits import EXIT_FAILED, EXIT_UNTESTED, say_error
 from ddpbench.errors import InputError
-from ddpbench.results.folder import path_flag
+from ddpbench.files.folders import path_flag
 from ddpbench.show.console import say_wrapped
 
 
@@ -69,8 +69,8 @@ def _tables(args):
 
 def command_page(args) -> int:
     from ddpbench.analysis.core import counted
+    from ddpbench.files.writing import PAGE, Claim, holding, waited_for
     from ddpbench.report.trend_page import OWN_FILES, write_trend
-    from ddpbench.results.writing import PAGE, Claim, holding, waited_for
 
     table, changes, newest = _tables(args)
     claim = Claim(PAGE, "history page", run=str(args.store.resolve()), writes=OWN_FILES)

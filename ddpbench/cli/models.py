@@ -93,7 +93,7 @@ def check_model_flags(args) -> None:
     :data:`ddpbench.cli.shared.unused.UNUSED`):
     --model-args for a sized preset (mlp, cnn, transformer), --model-size for any other model."""
     from ddpbench.experiment.spec import MODEL_SIZES
-    from ddpbench.workloads.registry import PRESETS as SIZED
+    from ddpbench.workloads.registry import SIZED_MODELS as SIZED
 
     given, sizes = getattr(args, "flags_given", frozenset()), ", ".join(MODEL_SIZES)
     if "--model-args" in given and args.model in SIZED:

@@ -17,7 +17,7 @@ import sys
 import warnings
 from typing import NoReturn
 
-from ddpbench import collector
+from ddpbench import gc_pause
 from ddpbench.cli import (
     ab,
     collectives,
@@ -65,7 +65,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     damaged record in a results file names the file and the line, and is read again to resume, to
     summarize, for the report): never Python's format with the source line that raised it. Control
     characters a stored string may carry (matplotlib quotes a glyph it cannot draw) are dropped."""
-    from ddpbench.results.sanitize import without_controls
+    from ddpbench.files.sanitize import without_controls
     from ddpbench.results.store import DamagedRecord
 
     text = " ".join(str(message).split())
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None, exit_at_once: bool = False) -> int:
         say_error(f"error: {err}")
         return EXIT_BAD_INPUT
     if not getattr(args, "keeps_collector_paused", False):  # a sweep resumes it itself, a report never
-        collector.resume()
+        gc_pause.resume()
     # SIGTERM ends a sweep like Ctrl-C: children are stopped, finished results are kept.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     warnings.showwarning = _show_warning

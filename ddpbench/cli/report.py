@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ddpbench.cli.shared.parsing import add_cost_flags, cost_flags
 from ddpbench.errors import InputError
-from ddpbench.results.folder import path_flag
+from ddpbench.files.folders import path_flag
 from ddpbench.results.schema import RESULTS_FILE
 
 
@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
                         "exit 1 on any problem")
     add_cost_flags(p)  # a price is no measurement: the costs at another one, from the same stored steps
     # its process ends as the report is written, without the teardown of pandas, matplotlib and scipy
-    # (ddpbench.cli.program.exit_now), and with the garbage collector off to its end (ddpbench.collector)
+    # (ddpbench.cli.program.exit_now), and with the garbage collector off to its end (ddpbench.gc_pause)
     p.set_defaults(func=command, exit_at_once=True, keeps_collector_paused=True)
 
 
@@ -54,9 +54,9 @@ def command(args) -> int:
     if args.check:
         return check(args.results, cost)
     from ddpbench.cli.shared.exits import say_error
+    from ddpbench.files.writing import holding, waited_for
     from ddpbench.report.build import write_report  # matplotlib: only for a folder that has results
     from ddpbench.report.workers import wanted
-    from ddpbench.results.writing import holding, waited_for
 
     out = args.out or args.results
     with holding(out, report_claim(args.results, args.out), force=args.force, on_wait=waited_for(say_error, out)):
@@ -72,8 +72,8 @@ def watched(args) -> int:
         raise InputError("command line", "--check" if args.check else "a cost flag", "applies to a sweep's results; "
                          f"{args.results} is a watched run's folder (its page has no verdict to check, no cost)")
     from ddpbench.cli.shared.exits import say_error
+    from ddpbench.files.writing import REPORT, WATCH, Claim, holding, waited_for
     from ddpbench.report.watch_page import WRITES, write_watch_report
-    from ddpbench.results.writing import REPORT, WATCH, Claim, holding, waited_for
 
     out = args.out or args.results
     claim = Claim(WATCH, "report", writes=WRITES) if _same(out, args.results) else \
@@ -85,11 +85,11 @@ def watched(args) -> int:
 
 
 def report_claim(results: Path, out: Path | None):
-    """What the report writes (:mod:`ddpbench.results.writing`): into its results folder itself
+    """What the report writes (:mod:`ddpbench.files.writing`): into its results folder itself
     (``--out`` not given, or that folder), or a report folder of that results folder."""
+    from ddpbench.files.writing import REPORT, RESULTS, Claim
     from ddpbench.report.many import CSV_FILES
     from ddpbench.report.page import INDEX_FILE
-    from ddpbench.results.writing import REPORT, RESULTS, Claim
 
     if out is None or _same(out, results):
         # a results folder from anyone opens: a link where its page or a plot goes is replaced by the file
@@ -111,8 +111,8 @@ def check(folder: Path, cost=None) -> int:
     Nothing to check is refused, never passed: a folder a command is still writing, or one that
     holds no training job (one line, exit 2)."""
     from ddpbench.analysis.folder import load_given
-    from ddpbench.results.sanitize import printable
-    from ddpbench.results.writing import busy, describe_owner
+    from ddpbench.files.sanitize import printable
+    from ddpbench.files.writing import busy, describe_owner
 
     owner = busy(folder)
     if owner is not None:

@@ -11,8 +11,8 @@ from ddpbench.cli.shared.running import run_and_report
 from ddpbench.experiment.load import Experiment, job_spec
 from ddpbench.experiment.overrides import check_timeout, fields_from_flags, flag_name
 from ddpbench.experiment.spec import FIELDS, allowed_text
+from ddpbench.files.folders import path_flag
 from ddpbench.launch.options import LauncherOptions
-from ddpbench.results.folder import path_flag
 
 
 def add_parser(sub) -> None:
@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", type=path_flag("--out"), help="output folder (default: reports/run-<job key>/)")
     p.add_argument("--timeout", type=finite_float, default=600, metavar="S", help="timeout in seconds (default: 600)")
     add_folder_flags(p)
-    # the garbage collector off until its first launch, as a sweep's (ddpbench.collector)
+    # the garbage collector off until its first launch, as a sweep's (ddpbench.gc_pause)
     p.set_defaults(func=command, keeps_collector_paused=True)
 
 

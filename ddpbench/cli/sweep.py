@@ -15,8 +15,8 @@ from ddpbench.cli.shared.running import run_and_report
 from ddpbench.experiment.cost import with_flags
 from ddpbench.experiment.load import load_experiment, named_launcher
 from ddpbench.experiment.overrides import with_job_flags, with_timeout
+from ddpbench.files.folders import path_flag
 from ddpbench.launch import forked
-from ddpbench.results.folder import path_flag
 from ddpbench.sweep.paced import parse_descriptors
 
 DEFAULT_EXPERIMENT = "experiments/quick.toml"
@@ -55,7 +55,7 @@ def add_parser(sub) -> None:
     add_folder_flags(p)
     # its process ends as the sweep's report is written, its exit handlers run, without the teardown
     # of torch, pandas and matplotlib (ddpbench.cli.program.exit_now); the garbage collector stays off
-    # until its first launch (ddpbench.collector)
+    # until its first launch (ddpbench.gc_pause)
     p.set_defaults(func=command, exit_at_once=True, keeps_collector_paused=True)
 
 

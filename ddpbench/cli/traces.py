@@ -12,8 +12,8 @@ from pathlib import Path
 from ddpbench.cli.shared.folders import add_folder_flags
 from ddpbench.cli.shared.parsing import whole_number
 from ddpbench.errors import InputError
+from ddpbench.files.folders import path_flag
 from ddpbench.launch.ray_address import FORMS, check_form
-from ddpbench.results.folder import path_flag
 
 
 def add_parser(sub) -> None:
@@ -42,8 +42,8 @@ def add_parser(sub) -> None:
 
 def command(args) -> int:
     from ddpbench.cli.shared.exits import say_error
+    from ddpbench.files.writing import TRACES, Claim, holding, waited_for
     from ddpbench.report.traces_page import WRITES, write_trace_report
-    from ddpbench.results.writing import TRACES, Claim, holding, waited_for
     from ddpbench.show.answers import print_trace_comparison, print_traces
     from ddpbench.traces.compare import itself, paired
     from ddpbench.traces.folder import read_folder
@@ -75,12 +75,12 @@ def command(args) -> int:
 def check_out(out: Path, claim, read: dict, force: bool = False, default: bool = False) -> None:
     """Before any trace is read: ``out`` is no folder of traces read (``read``: flag -> folder, None where
     not given) nor inside one, and the contract would let ``claim`` write it there
-    (:func:`ddpbench.results.writing.check_claim`: no link, no file, nothing under a file, no other kind's
+    (:func:`ddpbench.files.writing.check_claim`: no link, no file, nothing under a file, no other kind's
     or run's folder, nobody else's files without ``force``), and the folder it lies in is writable. One
     line naming --out otherwise (``default``: it was not given, and the line says so)."""
     import os
 
-    from ddpbench.results.writing import check_claim
+    from ddpbench.files.writing import check_claim
 
     named = f"{out} (the default --out)" if default else str(out)
     where = Path(os.path.abspath(out))

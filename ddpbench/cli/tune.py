@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ddpbench.cli.shared.folders import add_folder_flags
 from ddpbench.cli.shared.run_options import add_launcher_flags, launcher_options
-from ddpbench.results.folder import path_flag
+from ddpbench.files.folders import path_flag
 
 
 def add_parser(sub) -> None:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from ddpbench.cli.shared.parsing import positive_number
-from ddpbench.results.folder import path_flag
+from ddpbench.files.folders import path_flag
 
 
 def add_parser(sub) -> None:

@@ -3,7 +3,7 @@ decide how fast the same code runs (:data:`FINGERPRINT_FIELDS`).
 
 They are collected here, below both of the places that write them: a sweep's environment block
 (:mod:`ddpbench.sweep.environment`) and the ``machine_info`` of a pytest-benchmark run that used
-ddpbench's plugin (:mod:`ddpbench.regression.plugin`). One piece of code gives both, so a machine's
+ddpbench's plugin (:mod:`ddpbench.benchplugin.plugin`). One piece of code gives both, so a machine's
 sweeps and its benchmark runs carry the same fingerprint and file under the same machine id
 (:mod:`ddpbench.results.history`). torch and psutil are imported only when the fields are asked for.
 ddpbench's own version is the caller's to give (``ddpbench.__version__``): this stage sits below the
@@ -18,6 +18,14 @@ from pathlib import Path
 #: the environment block's fields that decide how fast the same code runs: a machine's fingerprint
 FINGERPRINT_FIELDS = ("cpu_model", "cores_usable", "cores_logical", "gpus", "torch_version", "torch_cuda",
                       "nccl_version", "ddpbench_version")
+
+
+def fingerprint(env: dict) -> dict:
+    """The fields of an environment block (a sweep record's ``env``) that tell machines apart;
+    a field the block lacks is None."""
+    found = {name: env.get(name) for name in FINGERPRINT_FIELDS}
+    found["gpus"] = list(found["gpus"] or [])
+    return found
 
 
 def cpu_model() -> str:

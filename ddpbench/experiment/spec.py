@@ -360,7 +360,7 @@ def fields_but(*names: str, roles: tuple[str, ...] = ()) -> tuple[str, ...]:
 #: (ddpbench/audit/figures.py, choices.py), held equal to these by tests/unit/experiment/test_roles.py
 MODEL_FIELDS = with_role("model")
 COMM_ONLY_FIELDS = with_role("comm")
-MEASUREMENT_FIELDS = with_role("measurement", "recovery")  # how often a job is measured, or interrupted
+MEASURED_HOW = with_role("measurement", "recovery")  # how often or how long a job is measured, or interrupted
 WINDOW_FIELDS = with_role("window")
 SCRIPT_DECIDES = with_role("script decides")
 SCRIPT_ONLY = with_role("script only")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ddpbench.errors import InputError
 from ddpbench.experiment.overrides import flag_name
 from ddpbench.workloads.catalog import PROBE_TIMEOUT_S, ProbeFailed, facts, probe
-from ddpbench.workloads.registry import PRESETS
+from ddpbench.workloads.registry import SIZED_MODELS
 
 
 def check_workloads(jobs, source: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
@@ -23,7 +23,7 @@ def check_workloads(jobs, source: str, timeout_s: float = PROBE_TIMEOUT_S) -> No
             found = facts(spec)
         except ProbeFailed as err:
             raise InputError(source, _key(err.key, source), f"{spec.model_label}: {err}") from None
-        if spec.model not in PRESETS and found.samples < spec.per_rank_batch * spec.world_size:
+        if spec.model not in SIZED_MODELS and found.samples < spec.per_rank_batch * spec.world_size:
             raise InputError(source, _key("batch_size", source),
                              f"{spec.model_label}'s dataset holds {found.samples} samples, less "
                              f"than one global batch of {spec.per_rank_batch * spec.world_size} at world_size "

@@ -7,6 +7,12 @@ hands back one :class:`~.base.LaunchOutcome` per launch.
              with several nodes, this node's agent of a c10d rendezvous every node's sweep joins
   emulate    emulated nodes: one torchrun agent per network namespace, joined by shaped links
   slurm      one ``sbatch`` job per launch (or job arrays), its ranks started by ``srun``
+  raytrain   each launch's ranks as Ray Train workers (``--launcher ray``); ray_cluster: the Ray cluster
+             it runs on (started here, or an existing one); ray_driver: the driver process of one
+             launch; ray_address: an existing cluster as a user names it (``traces --ray ADDRESS``)
+  kubeflow   Kubeflow's PyTorchJob, on paper: each launch's manifest (``--dry-run``), nothing submitted
+  queue      when a job of each size would start on a Slurm cluster (``sbatch --test-only``)
+  forked     ranks forked from a warm server instead of started as new interpreters
 
   can_run    can this run? every refusal of sweep, run and tune before anything starts, in one check
   base       the Launcher interface, a Launch and its LaunchOutcome

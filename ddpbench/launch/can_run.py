@@ -110,9 +110,9 @@ def check_can_emulate(experiment, from_flags: bool) -> None:
 
 
 def check_out_dir(out_dir: Path) -> None:
-    """The output folder must be a folder we can write (:func:`ddpbench.results.folder.check_target`,
-    :func:`~ddpbench.results.folder.check_writable`), and its results file a file."""
-    from ddpbench.results.folder import check_target, check_writable
+    """The output folder must be a folder we can write (:func:`ddpbench.files.folders.check_target`,
+    :func:`~ddpbench.files.folders.check_writable`), and its results file a file."""
+    from ddpbench.files.folders import check_target, check_writable
     from ddpbench.results.schema import RESULTS_FILE
 
     check_target(out_dir)

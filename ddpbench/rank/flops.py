@@ -217,7 +217,7 @@ def measure_gemm_peak(device, dtype: torch.dtype = torch.float32, n: int | None 
 
 def offered_peak(offered: dict | None, local_rank: int, device, threads: int) -> dict | None:
     """The peak a sweep handed this rank (``offered``: {local rank: figures, as
-    :mod:`ddpbench.sweep.once` gives them}), as :func:`measure_gemm_peak`'s figures with where it came
+    :mod:`ddpbench.sweep.measured_once` gives them}), as :func:`measure_gemm_peak`'s figures with where it came
     from (``peak_source``: "cache" or "sweep", ``peak_taken_utc``) and its method in words; None where
     none was handed to this rank, or it was taken on other threads or another GPU than this rank's."""
     mine = (offered or {}).get(str(local_rank)) if isinstance(offered, dict) else None

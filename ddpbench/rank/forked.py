@@ -36,7 +36,7 @@ import random
 import sys
 import time
 
-from ddpbench import collector
+from ddpbench import gc_pause
 from ddpbench.owner import die_with_parent
 
 #: set in the server's environment while the sweep starts it: the sweep's pid when the server is to
@@ -60,12 +60,12 @@ def _own_server() -> int | None:
     """In the fork server (the one process whose environment names its owner), as it imports this
     module: die with the sweep, note its own pid, which every fork checks its parent against, and
     pause the garbage collector for the imports that follow (:data:`PRELOAD`; the server never
-    resumes it, each rank does as it is forked: :mod:`ddpbench.collector`). None in any other
+    resumes it, each rank does as it is forked: :mod:`ddpbench.gc_pause`). None in any other
     process."""
     owner = os.environ.pop(SERVER_OWNER_ENV, None)
     if owner is None:
         return None
-    collector.pause()
+    gc_pause.pause()
     if owner.isdigit():
         die_with_parent(int(owner))
     return os.getpid()
@@ -92,7 +92,7 @@ def become_rank(env: dict[str, str], log_path: str) -> None:
     reads its job: its own session, its log, exactly ``env``, its own start time and seed, and
     dying with the server."""
     gc.freeze()  # the server's objects, never the rank's: see the module docstring
-    collector.resume()  # on, as in any process: the server paused it for its imports (ddpbench.collector)
+    gc_pause.resume()  # on, as in any process: the server paused it for its imports (ddpbench.gc_pause)
     die_with_parent(SERVER_PID)
     _let_go_of_server()
     os.setsid()  # a session of its own: the launcher ends the rank and its loader workers as one group

@@ -65,7 +65,7 @@ class Job:
     """What a launcher tells its ranks: the kind of launch (a spec's ``kind``: "run" for a training
     job, "collective" for the micro-benchmarks), its spec as a dict, the repeat and the timeout;
     ``given``: what the sweep hands the launch instead of having it measure again (figures measured
-    once, :mod:`ddpbench.sweep.once`; the job whose equivalence check stands for this one's), {} if
+    once, :mod:`ddpbench.sweep.measured_once`; the job whose equivalence check stands for this one's), {} if
     nothing: the sweep leaves it in the work folder (:data:`GIVEN_FILE`) before the launch starts."""
 
     kind: str

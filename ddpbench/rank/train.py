@@ -106,8 +106,9 @@ def build_replica(spec, ctx, before_wrap=None) -> Replica:
     return Replica(strategy, module, model, optimizer, loader, workload, Precision(spec.precision, ctx.device))
 
 
-#: the phases whose steps note ``ready_ms`` (the timed steps of the built-in training)
-READY_PHASES = ("warmup", "measure", "nosync")
+#: the kinds of step (:data:`~ddpbench.results.schema.STEP_KINDS`) that note ``ready_ms``: the timed steps of
+#: the built-in training
+READY_KINDS = ("warmup", "measure", "nosync")
 
 
 def no_phase(name: str):
@@ -121,7 +122,7 @@ def train_step(replica: Replica, device, accum: int, phase=no_phase) -> None:
     and a traced step also names the block in the profiler's trace, :mod:`ddpbench.rank.trace`).
 
     The one definition of a training step: the rank's timed loop, its traced steps and the
-    pytest-benchmark tasks (:mod:`ddpbench.regression.tasks`) all run it.
+    pytest-benchmark tasks (:mod:`ddpbench.benchplugin.tasks`) all run it.
     """
     from ddpbench.workloads.data import forward, to_device
 
@@ -151,10 +152,10 @@ def train_step(replica: Replica, device, accum: int, phase=no_phase) -> None:
         strategy.after_step()
 
 
-def step_row(rank: int, phase: str, step: int, row: dict, ready: bool) -> list:
-    """A stored step row (:data:`~ddpbench.results.schema.STEP_COLUMNS`) of a timed step's ``row``;
-    ``ready``: whether the step noted ``ready_ms`` (NaN otherwise)."""
-    return [rank, phase, step, *(row[p] for p in TIMED_PHASES), row["step_ms"],
+def step_row(rank: int, kind: str, step: int, row: dict, ready: bool) -> list:
+    """A stored step row (:data:`~ddpbench.results.schema.STEP_COLUMNS`) of a timed step's ``row``, of the step
+    kind ``kind``; ``ready``: whether the step noted ``ready_ms`` (NaN otherwise)."""
+    return [rank, kind, step, *(row[p] for p in TIMED_PHASES), row["step_ms"],
             row.get("ready_ms", math.nan) if ready else math.nan]
 
 
@@ -232,7 +233,7 @@ class TrainingRank(Tracked):
     def measure_gemm_peak(self) -> dict:
         """What a matmul reaches on this rank's threads (or GPU), every rank at once, as they train; or,
         where every rank was handed one that fits it, the peak an earlier launch measured under the same
-        conditions (:mod:`ddpbench.sweep.once`), labelled so (``peak_source``, ``peak_taken_utc``)."""
+        conditions (:mod:`ddpbench.sweep.measured_once`), labelled so (``peak_source``, ``peak_taken_utc``)."""
         import torch
         import torch.distributed as dist
 
@@ -246,25 +247,26 @@ class TrainingRank(Tracked):
         return {**measure_gemm_peak(self.device), "peak_source": "measured", "peak_taken_utc": None}
 
     # -- the timed loop --------------------------------------------------------------------
-    def run_steps(self, replica: Replica, phase: str, count: int, record: bool = True, first: int = 0,
+    def run_steps(self, replica: Replica, kind: str, count: int, record: bool = True, first: int = 0,
                   recovery: Recovery | None = None) -> None:
-        """Steps ``first`` to ``count - 1``, each of ``grad_accum`` micro-steps, every phase timed.
-        ``recovery`` (measure phase of a fault-recovery job) plants the fault and takes snapshots."""
+        """Steps ``first`` to ``count - 1`` of the step kind ``kind`` (warmup, measure, nosync), each of
+        ``grad_accum`` micro-steps, every phase timed. ``recovery`` (the measure steps of a fault-recovery
+        job) plants the fault and takes snapshots."""
         if replica.strategy.owns_loop:
-            self.run_loop(replica, ((phase, count - first),), record)
+            self.run_loop(replica, ((kind, count - first),), record)
             return
         timer, accum = self.timer, self.spec.accumulation
-        hooked = record and phase in READY_PHASES
+        hooked = record and kind in READY_KINDS
         with ready_hooks(replica.module, timer) if hooked else contextlib.nullcontext():
             for step in range(first, count):
-                self.at(phase, step)
+                self.at(kind, step)
                 if recovery is not None:
                     recovery.before_step(step)
                 timer.start()
                 train_step(replica, self.device, accum, timer.phase)
                 row = timer.stop()
                 if record:
-                    self.rows.append(step_row(self.rank, phase, step, row, hooked))
+                    self.rows.append(step_row(self.rank, kind, step, row, hooked))
                     if "first_step" not in self.timeline:  # the end of the launch's first timed step
                         self.mark("first_step")
                 if recovery is not None:

@@ -1,14 +1,11 @@
-"""Regression runs with pytest-benchmark: distributed work timed call by call in a persistent group.
+"""Where earlier versions had the pytest-benchmark plugin and its tasks (now :mod:`ddpbench.benchplugin`):
+users' test files name this path (``from ddpbench.regression import ModelStep``), and an environment
+installed before the move names :mod:`.plugin` in its ``pytest11`` entry point until it is installed
+again, so both stay.
 
-  group   N ranks kept alive across calls: rank 0 is the calling (pytest) process, helpers the rest
-  tasks   what a timed call runs on every rank: ModelStep (your model under DDP), TrainStep (a
-          ddpbench job's step), AllReduce
-  plugin  the pytest plugin (entry point ``pytest11``) with the ``ddp_group`` fixture
-
-The tasks are public: ``from ddpbench.regression import ModelStep`` (``ddpbench.tasks``, where
-earlier versions had them, still works).
+  plugin  the plugin's earlier path: the ``ddp_group`` fixture, from :mod:`ddpbench.benchplugin.plugin`
 """
 
-from ddpbench.regression.tasks import AllReduce, ModelStep, Task, TrainStep
+from ddpbench.benchplugin.tasks import AllReduce, ModelStep, Task, TrainStep
 
 __all__ = ["AllReduce", "ModelStep", "Task", "TrainStep"]

@@ -9,6 +9,8 @@
   traces_page   a trace folder's answers: the budget, what to change, the ranks, the collectives
   watch_page    a watched run: each rank's step, the alarms, the budget before and after each
   export        a results folder as a pytest-benchmark JSON file
+  many          tables of many jobs: what a section shows past the page's row limit
+  workers       the sections written by two processes, where two cores are free
 
 A report reads stored results only; it never runs or launches anything.
 """

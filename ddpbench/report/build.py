@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ddpbench.analysis import folder
 from ddpbench.experiment.cost import Cost
+from ddpbench.files.sidefiles import replace_file
 from ddpbench.report import workers
 from ddpbench.report.page import INDEX_FILE, ReportContext, SectionFn, experiment_names, left_out_section, render_page
 from ddpbench.report.plots.common import leaving_out
@@ -42,7 +43,6 @@ from ddpbench.report.sections import (
     verdict,
 )
 from ddpbench.report.workers import Helper, usable_cpus
-from ddpbench.results.sidefiles import replace_file
 from ddpbench.results.strings import python_strings
 
 #: matplotlib's warning for a character its font cannot draw: a stored label may hold control

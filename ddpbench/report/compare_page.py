@@ -32,6 +32,8 @@ from ddpbench.analysis.history import (
     gate_column,
     gate_text,
 )
+from ddpbench.files.sanitize import csv_text
+from ddpbench.files.sidefiles import replace_file
 from ddpbench.report.page import (
     INDEX_FILE,
     Section,
@@ -44,8 +46,6 @@ from ddpbench.report.page import (
 )
 from ddpbench.report.plots.common import LeftOut, leaving_out
 from ddpbench.report.plots.compare import ratio_plot
-from ddpbench.results.sanitize import csv_text
-from ddpbench.results.sidefiles import replace_file
 
 CSV_FILE = "compare.csv"
 PLOT_FILE = "ratios.png"

@@ -72,9 +72,10 @@ from ddpbench.analysis.folder import load_given
 from ddpbench.analysis.history import ENV_FIELDS
 from ddpbench.analysis.summary import bounded_steps, launch_times
 from ddpbench.errors import InputError
-from ddpbench.results.history import PLUGIN_KEY, fingerprint
+from ddpbench.experiment.host import fingerprint
+from ddpbench.files.sidefiles import replace_file
+from ddpbench.results.benchmark_json import PLUGIN_KEY
 from ddpbench.results.schema import RESULTS_FILE
-from ddpbench.results.sidefiles import replace_file
 from ddpbench.show.budget import BUDGET_COLUMNS
 from ddpbench.show.tables import exported
 
@@ -352,7 +353,7 @@ def _make_unique(benchmarks: list[dict]) -> None:
 
 def write_document(document: dict, out: str | Path, overwrite: bool = False) -> Path:
     """Write ``document`` to ``out`` (checked by :func:`check_out`) whole, never through a link
-    (:func:`~ddpbench.results.sidefiles.replace_file`), and over a file there only when ``overwrite``:
+    (:func:`~ddpbench.files.sidefiles.replace_file`), and over a file there only when ``overwrite``:
     of two exports to one new file, the one that comes second is refused in one line."""
     text = json.dumps(document, indent=4, allow_nan=False)
     try:

@@ -21,9 +21,9 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
+from ddpbench.files.sanitize import csv_text
+from ddpbench.files.sidefiles import replace_file
 from ddpbench.report.page import ReportContext, html, html_table
-from ddpbench.results.sanitize import csv_text
-from ddpbench.results.sidefiles import replace_file
 
 #: the most job rows (or items, or bars) one table, list or figure of the page shows; every committed
 #: example holds fewer jobs (consistency-cpu's 51 the most), so their pages are as they were

@@ -14,11 +14,11 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
+from ddpbench.files.sanitize import csv_text
+from ddpbench.files.sidefiles import replace_file
 from ddpbench.report.page import DASH, INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
 from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.plots.traces import rank_breakdown
-from ddpbench.results.sanitize import csv_text
-from ddpbench.results.sidefiles import replace_file
 from ddpbench.show.answers import clock_words
 from ddpbench.traces.answers import CONFIDENCE, MIN_STEPS
 

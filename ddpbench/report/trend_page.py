@@ -32,12 +32,12 @@ from ddpbench.analysis.core import (
     counted,
 )
 from ddpbench.analysis.history import CANNOT_TEST, FASTER, SLOWER, VANISHED, newest_words
+from ddpbench.files.sanitize import csv_text
+from ddpbench.files.sidefiles import replace_file
 from ddpbench.report.page import INDEX_FILE, Section, html, html_table, left_out_section, num, render_page
 from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.plots.trend import machine_explains, trend_plot
 from ddpbench.results.phases import BY_COLUMN
-from ddpbench.results.sanitize import csv_text
-from ddpbench.results.sidefiles import replace_file
 
 TREND_CSV, CHANGES_CSV, NEWEST_CSV = "trend.csv", "changes.csv", "newest.csv"
 #: every name the page writes in its folder (its figures are trend-<N>.png)

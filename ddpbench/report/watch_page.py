@@ -15,6 +15,8 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from ddpbench.files.sanitize import csv_text
+from ddpbench.files.sidefiles import replace_file
 from ddpbench.report.page import (
     DASH,
     INDEX_FILE,
@@ -28,8 +30,6 @@ from ddpbench.report.page import (
 )
 from ddpbench.report.plots.common import leaving_out
 from ddpbench.report.plots.watch import ROLLING, steps_over_run
-from ddpbench.results.sanitize import csv_text
-from ddpbench.results.sidefiles import replace_file
 from ddpbench.watch.alarms import STRAGGLER
 from ddpbench.watch.traced import answer_of
 from ddpbench.watch.windows import CONFIDENCE, read_run, windows

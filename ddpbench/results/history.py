@@ -24,12 +24,14 @@ series. The id is a readable name with a hash of the fingerprint behind it
 (``amd-epyc-7b13-2-cores-cpu-torch-2.13.0-1f2e3d4c``), and ``machine.json`` holds the fingerprint
 itself.
 
-**pytest-benchmark runs** (:func:`file_benchmark`) file beside the sweeps. ddpbench's pytest
+**pytest-benchmark runs** (:func:`file_benchmark`) file beside the sweeps; what a run's JSON must
+hold, and the machine it names, are :mod:`ddpbench.results.benchmark_json`'s. ddpbench's pytest
 plugin puts the same fields, from the same code (:mod:`ddpbench.experiment.host`), into the run's
 ``machine_info["ddpbench"]``, so a machine's benchmark runs file under its sweeps' machine id. A
 JSON written without the plugin has only pytest-benchmark's own ``machine_info``; it is filed
-under a fingerprint made from that (:func:`pytest_benchmark_fingerprint`), in a machine folder
-whose name begins with ``pytest-benchmark-``: such a machine is never taken for a sweep's.
+under a fingerprint made from that
+(:func:`~ddpbench.results.benchmark_json.pytest_benchmark_fingerprint`), in a machine folder whose
+name begins with ``pytest-benchmark-``: such a machine is never taken for a sweep's.
 
 **Appending never rewrites.** An entry is written whole into a temporary folder beside the store's
 entries, then renamed into place, so a history only ever has whole entries. An entry that is
@@ -41,7 +43,7 @@ store's lock from its checks to its rename, so two filers at once file one after
 repeat is refused however close the two came. A store that someone else wrote is read as untrusted
 ground: an entry whose ``entry.json`` cannot be read is reported and skipped, never the history.
 
-**Where it files** is one writer's contract (:mod:`ddpbench.results.writing`): no empty path, no
+**Where it files** is one writer's contract (:mod:`ddpbench.files.writing`): no empty path, no
 link (the store itself, or a machine folder: an entry would be filed outside the store), no file
 or path under one, a store that can be written; never a folder of another kind (a sweep's results,
 a compare folder); a folder that holds other files than machine folders only with ``force``. The
@@ -65,10 +67,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ddpbench.errors import InputError
-from ddpbench.experiment.host import FINGERPRINT_FIELDS
-from ddpbench.results.folder import check_target, check_writable
-from ddpbench.results.schema import RESULTS_FILE
-from ddpbench.results.sidefiles import (
+from ddpbench.experiment.host import fingerprint
+from ddpbench.files.folders import check_target, check_writable
+from ddpbench.files.sidefiles import (
     FOLDER_MODE,
     MAX_BYTES,
     SideFileError,
@@ -79,8 +80,10 @@ from ddpbench.results.sidefiles import (
     replace_file,
     umask,
 )
+from ddpbench.files.writing import STORE, Claim, check_claim, holding
+from ddpbench.results.benchmark_json import MADE_FROM, BenchmarkRun, benchmark_run
+from ddpbench.results.schema import RESULTS_FILE
 from ddpbench.results.store import ResultStore
-from ddpbench.results.writing import STORE, Claim, check_claim, holding
 
 MACHINE_FILE = "machine.json"
 ENTRY_FILE = "entry.json"
@@ -88,10 +91,6 @@ ENTRY_FILE = "entry.json"
 EXPERIMENT_FILE = "experiment.toml"
 #: a filed pytest-benchmark run's JSON, byte for byte
 BENCHMARK_FILE = "benchmark.json"
-#: where ddpbench's pytest plugin puts the machine's fingerprint in pytest-benchmark's ``machine_info``
-PLUGIN_KEY = "ddpbench"
-#: the field that marks a fingerprint made from pytest-benchmark's own ``machine_info``
-MADE_FROM = "made_from"
 #: an entry's folder: its number, the commit's first 7 characters, then its first sweep id (and how
 #: many sweeps it holds, where more than one), or "bench-" and a hash of a benchmark run's datetime
 ENTRY_NAME = re.compile(r"^(\d{6})-([0-9a-f]{7}|nocommit)-([0-9a-f]{1,32}(_\d+sweeps)?|bench-[0-9a-f]{8})$")
@@ -125,14 +124,6 @@ class Entry:
     path: Path
     kind: str = "sweep"
     run_datetime: str | None = None
-
-
-def fingerprint(env: dict) -> dict:
-    """The fields of an environment block (a sweep record's ``env``) that tell machines apart;
-    a field the block lacks is None."""
-    found = {name: env.get(name) for name in FINGERPRINT_FIELDS}
-    found["gpus"] = list(found["gpus"] or [])
-    return found
 
 
 def machine_id(print_: dict) -> str:
@@ -220,63 +211,6 @@ def file_benchmark(store: str | Path, path: str | Path, commit: str | None = Non
                  "the same benchmark run", now, force)
 
 
-@dataclass(frozen=True)
-class BenchmarkRun:
-    """What the history uses of a pytest-benchmark JSON: the run's ``datetime``, the machine's
-    fingerprint, whether ddpbench's plugin wrote it (``plugin``), and its benchmarks (each checked
-    to have a ``fullname``, a ``name`` and a positive ``stats.mean`` in seconds)."""
-
-    datetime: str
-    fingerprint: dict
-    plugin: bool
-    benchmarks: tuple[dict, ...]
-
-
-def benchmark_run(value, where: str) -> BenchmarkRun:
-    """A pytest-benchmark JSON's value checked (SideFileError naming ``where`` and what is wrong)."""
-    if not isinstance(value, dict) or "benchmarks" not in value:
-        raise SideFileError(f"{where}: not a pytest-benchmark JSON (no 'benchmarks'; `pytest --benchmark-json "
-                            "FILE` writes one)")
-    found = field(value, "benchmarks", list, where)
-    if not found:
-        raise SideFileError(f"{where}: holds no benchmark")
-    info = field(value, "machine_info", dict, where)
-    for number, bench in enumerate(found):
-        at = f"{where} benchmarks[{number}]"
-        field(bench, "fullname", str, at)
-        field(bench, "name", str, at)
-        field(bench, "extra_info", dict, at, optional=True)
-        if not field(field(bench, "stats", dict, at), "mean", (int, float), f"{at} stats") > 0:
-            raise SideFileError(f"{at} stats: 'mean' is not a positive number of seconds")
-    plugin = info.get(PLUGIN_KEY)
-    if plugin is not None:
-        field(info, PLUGIN_KEY, dict, f"{where} machine_info")
-        gpus = plugin.get("gpus") or []
-        if not isinstance(gpus, list) or not all(isinstance(g, str) for g in gpus):
-            raise SideFileError(f"{where} machine_info {PLUGIN_KEY}: 'gpus' is not a list of names")
-    return BenchmarkRun(datetime=field(value, "datetime", str, where),
-                        fingerprint=fingerprint(plugin) if plugin is not None else pytest_benchmark_fingerprint(info),
-                        plugin=plugin is not None, benchmarks=tuple(found))
-
-
-def pytest_benchmark_fingerprint(machine_info: dict) -> dict:
-    """A fingerprint from pytest-benchmark's own ``machine_info`` (for a run without ddpbench's
-    plugin): the CPU's brand and logical cores, its architecture, the system and the Python. It
-    knows no GPU and no torch; ``made_from`` says where it came from, and its folder's name."""
-    cpu = machine_info.get("cpu") if isinstance(machine_info.get("cpu"), dict) else {}
-
-    def scalar(value):
-        return value if isinstance(value, (str, int)) and not isinstance(value, bool) and value != "" else None
-
-    return {MADE_FROM: "pytest-benchmark machine_info",
-            "cpu_model": scalar(cpu.get("brand_raw")) or scalar(machine_info.get("processor")),
-            "cores_logical": scalar(cpu.get("count")),
-            "arch": scalar(cpu.get("arch_string_raw")) or scalar(machine_info.get("machine")),
-            "system": scalar(machine_info.get("system")),
-            "python_implementation": scalar(machine_info.get("python_implementation")),
-            "python_version": scalar(machine_info.get("python_version"))}
-
-
 def read_benchmark(entry: Entry) -> BenchmarkRun:
     """A benchmark entry's run, read as untrusted ground (SideFileError naming the file)."""
     path = entry.path / BENCHMARK_FILE
@@ -303,7 +237,7 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def store_claim(flag: str = "--store", writer: str = "history add") -> Claim:
-    """What filing writes into a store (:mod:`ddpbench.results.writing`): a history store, shared by
+    """What filing writes into a store (:mod:`ddpbench.files.writing`): a history store, shared by
     every run filed into it; its machine folders are its own names, where a store was written before
     the marker named a kind."""
     return Claim(STORE, writer, flag=flag, own=lambda p: p.is_dir() and (p / MACHINE_FILE).is_file(),

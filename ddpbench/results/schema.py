@@ -54,15 +54,15 @@ import datetime as _dt
 import math
 from typing import Any, NamedTuple
 
+# the names a sweep writes in its folder are declared with the folder's rules; read here by the store, the
+# rank's trace files and the checker
+from ddpbench.files.folders import RESULTS_FILE as RESULTS_FILE
+from ddpbench.files.folders import SEARCH_FILE as SEARCH_FILE
+from ddpbench.files.folders import TRACE_DIR as TRACE_DIR
 from ddpbench.results import figures
 from ddpbench.results.phases import TIMED
 
 SCHEMA_VERSION = 2
-RESULTS_FILE = "results.jsonl"
-#: beside the results of a ``tune`` folder: the race (rounds, who went out and why, the verdict)
-SEARCH_FILE = "search.json"
-#: beside the results of traced jobs: their ranks' profiler traces (``<key>-r<repeat>.rank<r>.json.gz``)
-TRACE_DIR = "traces"
 STATUSES = ("ok", "failed", "timed_out", "skipped")
 
 # ---------------------------------------------------------------------------------------------
@@ -79,9 +79,12 @@ TIMED_PHASES = tuple(phase.column for phase in TIMED)
 #: a framework that owns its loop, TensorFlow, a script's measured steps). Not a phase: it is inside
 #: the step, not a part of it that adds up
 LATER_STEP_COLUMNS = ("ready_ms",)
-#: one row per (rank, phase, step); ``phase`` is warmup | measure | nosync | trace (the steps recorded by
-#: the profiler, never among the measured ones) | phases (a script job's steps with its phases timed, before
-#: the measured ones, which are timed by their end alone and carry no phases)
+#: what kind of step a step row is (its stored column ``phase``, a name older than the step's phases: in code
+#: it is a step kind): warmup | measure | nosync | trace (the steps recorded by the profiler, never among the
+#: measured ones) | phases (a script job's steps with its phases timed, before the measured ones, which are
+#: timed by their end alone and carry no phases)
+STEP_KINDS = ("warmup", "measure", "nosync", "trace", "phases")
+#: one row per (rank, step kind, step), the kind in the column ``phase`` (:data:`STEP_KINDS`)
 STEP_COLUMNS = ("rank", "phase", "step", *TIMED_PHASES, "step_ms", *LATER_STEP_COLUMNS)
 #: the step columns every stored row has
 FIRST_STEP_COLUMNS = tuple(c for c in STEP_COLUMNS if c not in LATER_STEP_COLUMNS)

@@ -223,7 +223,7 @@ def load_collectives(out_dir: str | Path):
 
     Columns: the launch's backend, device, world_size, threads_per_rank, warmup, key,
     sweep_id, status, error, reused (where the result was not measured by this launch but reused,
-    how and when it was measured: :mod:`ddpbench.sweep.once`; None otherwise), then op, placement,
+    how and when it was measured: :mod:`ddpbench.sweep.measured_once`; None otherwise), then op, placement,
     size_bytes, count, dtype, redop, root, time_us_median, time_us_p10, time_us_p90 (slowest rank),
     algbw_gbps, busbw_gbps, wrong.
     A launch that did not finish gives one row with its status and error and no op. When the same

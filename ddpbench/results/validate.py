@@ -40,13 +40,11 @@ from ddpbench.results.schema import (
     LATER_STEP_COLUMNS,
     LAUNCH_FIELDS,
     STEP_COLUMNS,
+    STEP_KINDS,
     TIMED_PHASES,
     TRACE_COLUMNS,
     TRACE_FILE_FIELDS,
 )
-
-#: the phases a step row may have (schema.STEP_COLUMNS' ``phase``)
-PHASES = ("warmup", "measure", "nosync", "trace", "phases")
 
 
 class Damaged(ValueError):
@@ -163,8 +161,8 @@ def _steps(result: dict) -> list[list]:
         rank, phase, step, *phases, step_ms = values[:later]
         try:
             whole(rank), whole(step)
-            if phase not in PHASES:
-                raise ValueError(f"phase {_show(phase)} is not one of {', '.join(PHASES)}")
+            if phase not in STEP_KINDS:
+                raise ValueError(f"phase {_show(phase)} is not one of {', '.join(STEP_KINDS)}")
             for name, value in zip(TIMED_PHASES, phases):
                 if type(value) is float and 0.0 <= value < math.inf:  # what the check passes as it is
                     continue

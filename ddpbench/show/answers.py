@@ -149,7 +149,7 @@ def print_from(options, found, folder, cluster) -> None:
     (:mod:`ddpbench.cli.shared.measured`)."""
     from ddpbench.analysis.diagnosis import cluster_words
     from ddpbench.analysis.models import COSTS, Work, measured_terms, versus_report, with_inputs
-    from ddpbench.results.sanitize import printable, without_controls
+    from ddpbench.files.sanitize import printable, without_controls
 
     summary = folder.summary
     for measured in found:

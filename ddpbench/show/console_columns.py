@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from ddpbench.analysis.core import COLUMNS, EFFICIENCY, POWER, SAMPLES_PER_S, SPEEDUP, STEP_MS, model_name
 from ddpbench.analysis.history import FASTER, SLOWER, detectable_cell, speedup_text
-from ddpbench.results.sanitize import printable
+from ddpbench.files.sanitize import printable
 from ddpbench.show.budget import comm_cell
 from ddpbench.show.console import num
 from ddpbench.show.tables import Col, shown

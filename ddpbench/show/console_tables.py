@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ddpbench.experiment.machine import oversubscribed
 from ddpbench.experiment.spec import FIELDS
-from ddpbench.results.sanitize import printable
+from ddpbench.files.sanitize import printable
 from ddpbench.show.console import console_table, human_bytes, num, table_console
 from ddpbench.show.tables import Col
 

@@ -76,7 +76,7 @@ def print_fixed_from(args, found, folder, cluster) -> None:
     the rest as :func:`ddpbench.show.answers.print_from` gives them. ``args``: whatif's flags as a frozen value
     (:class:`ddpbench.cli.shared.parsing.Options`). One line (exit 2) for a micro-batch the folder did not measure."""
     from ddpbench.analysis.models import COSTS, Work, measured_terms, with_inputs
-    from ddpbench.results.sanitize import printable
+    from ddpbench.files.sanitize import printable
     from ddpbench.show.answers import print_from, settings
 
     for measured in found:

@@ -24,7 +24,7 @@ def print_traced(options, pairs: list, reproduced: dict, cluster) -> None:
     (:class:`ddpbench.cli.shared.parsing.Options`, its ``batch`` the batch a device takes); ``pairs`` and
     ``reproduced``: what the folder measured, read by the command (:mod:`ddpbench.cli.shared.measured`)."""
     from ddpbench.analysis.models import COSTS, Work, with_inputs
-    from ddpbench.results.sanitize import printable
+    from ddpbench.files.sanitize import printable
     from ddpbench.show.answers import print_whatif, settings
 
     for network, workload, link in pairs:
@@ -60,7 +60,7 @@ def print_measured(folder: Path, pairs: list, holdout: pd.DataFrame, reproduced:
     model's step there beside the measurement, and the projection past them only where every one agrees (else one
     line saying what does not match). ``target``: the largest world size shown at that efficiency or better."""
     from ddpbench.analysis.models import mismatch, predict, reproduces
-    from ddpbench.results.sanitize import printable
+    from ddpbench.files.sanitize import printable
 
     for network, workload, link in pairs:
         rows, spread = reproduced[(network, workload.label)]

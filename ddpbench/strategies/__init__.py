@@ -10,6 +10,17 @@ Strategies of your own plug in without editing ddpbench, either as an installed 
 entry point in the group ``ddpbench.strategies`` (``name = "package.module:Class"``), or for a
 checkout through the environment: ``DDPBENCH_STRATEGIES="name=module:Class,..."`` (the module
 must be importable by the ranks, e.g. from the directory the sweep runs in).
+
+  base        the interface every strategy implements, and the registry
+  ddp         DistributedDataParallel, optionally with a compressing communication hook
+  dp          ``torch.nn.DataParallel``: one process, threads over the devices
+  explicit    gradients combined after backward, no overlap (naive and flat all-reduce)
+  master      parameter-server-style aggregation through rank 0
+  localsgd    post-local SGD: ranks train alone, models averaged every few steps
+  zero        ZeRO stage 1: DDP with the optimizer state sharded
+  fsdp        FSDP2 (``fully_shard``): parameters, gradients and optimizer state sharded
+  frameworks  Hugging Face Accelerate and Lightning Fabric, around the model raw DDP trains
+  tensorflow  TensorFlow's MirroredStrategy and MultiWorkerMirroredStrategy
 """
 
 from __future__ import annotations

@@ -6,4 +6,14 @@
   environment  the environment block stored with every sweep (versions, hardware, git state)
   bisect       the first commit that changed an experiment's step, by a binary search over commits
   worktrees    a commit's sweep in a worktree of its own, in a new process (bisect's measurements)
+  revisions    the git revisions a user names, checked in one place before anything runs or is filed
+  kinds        the kinds of launch a sweep runs, and what the runner's loop asks of each
+  measured_once  figures measured once per machine, not once per job (the matmul peak, the collectives
+               curve), and the cache that keeps them between sweeps
+  checks       the equivalence check where it proves something: once per training it can tell apart
+  adaptive     repeats until the interval is tight (``repeats = "auto"``)
+  refusals     a refusal stops its job at the first launch: which launches a refused one stands for
+  search       ``tune``'s race: settings raced round by round, the losers dropped
+  ab           two versions of a training measured in randomized interleaved rounds (``ddpbench ab``)
+  paced        one side of the interleaved A/B: a sweep that runs a round when told to
 """

@@ -55,14 +55,14 @@ from pathlib import Path
 from ddpbench.analysis.core import machine_difference, own_label, recorded_cpus
 from ddpbench.analysis.history import ABCall, ABUnpaired, judge_sides, rounds_text
 from ddpbench.errors import InputError
+from ddpbench.files.sanitize import json_value
+from ddpbench.files.sidefiles import replace_file
+from ddpbench.files.writing import AB, Claim, check_claim, sweep_claim
 from ddpbench.owner import owned_command
-from ddpbench.results.revisions import commit as resolve_commit
-from ddpbench.results.revisions import git, said, toplevel
-from ddpbench.results.sanitize import json_value
 from ddpbench.results.schema import RESULTS_FILE, step_rows
-from ddpbench.results.sidefiles import replace_file
 from ddpbench.results.tables import load_tables
-from ddpbench.results.writing import AB, Claim, check_claim, sweep_claim
+from ddpbench.sweep.revisions import commit as resolve_commit
+from ddpbench.sweep.revisions import git, said, toplevel
 from ddpbench.sweep.worktrees import inside_repository
 
 LOG_FILE = "ab.json"
@@ -152,7 +152,7 @@ def plan_sides(base: str, candidate: str, experiment: str, repo: Path, scratch: 
 
 
 def ab_claim(plans: list[SidePlan]) -> Claim:
-    """What an A/B writes into its ``--out`` (:mod:`ddpbench.results.writing`): an ab folder, its run
+    """What an A/B writes into its ``--out`` (:mod:`ddpbench.files.writing`): an ab folder, its run
     the two sides as given (and the experiment, of revisions), held from before the sides start until
     ``ab.json`` is written."""
     run = " vs ".join(plan.given for plan in plans)

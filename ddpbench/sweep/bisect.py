@@ -61,10 +61,10 @@ import numpy as np
 from ddpbench.analysis.core import MIN_CHANGE, P_VALUE, mean_ci
 from ddpbench.analysis.history import kept_launches, welch
 from ddpbench.errors import InputError
-from ddpbench.results.folder import check_target, check_writable
+from ddpbench.files.folders import check_target, check_writable
+from ddpbench.files.sanitize import json_value
+from ddpbench.files.sidefiles import replace_file
 from ddpbench.results.history import claim_store
-from ddpbench.results.sanitize import json_value
-from ddpbench.results.sidefiles import replace_file
 from ddpbench.sweep.worktrees import Commit, chain, git, sweep_commit
 
 #: sweeps of a commit at most: a commit that cannot tell is measured again, its launches pooled
@@ -293,7 +293,7 @@ def run_bisect(repo: Path, experiment: str, good: str, bad: str, out: Path | Non
     ``store``: a history store each sweep is filed into, at its commit."""
     top, path, commits = chain(Path(repo), good, bad, experiment)
     out = Path(out) if out is not None else Path("reports") / f"bisect-{commits[0].short}-{commits[-1].short}"
-    check_target(out, "--out")  # the output folders' policy (ddpbench.results.folder), and a new folder
+    check_target(out, "--out")  # the output folders' policy (ddpbench.files.folders), and a new folder
     if out.exists() and any(out.iterdir()):
         raise InputError("command line", "--out", f"{out} holds files already; give a new folder")
     if store is not None:

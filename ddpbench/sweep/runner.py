@@ -36,7 +36,14 @@ from ddpbench.sweep.adaptive import AdaptivePlan
 from ddpbench.sweep.checks import Checks
 from ddpbench.sweep.environment import collect_env
 from ddpbench.sweep.kinds import kind_of
-from ddpbench.sweep.once import COLLECTIVES, LOCAL_LAUNCHERS, MeasuredOnce, gemm_given, learn_gemm, machine_conditions
+from ddpbench.sweep.measured_once import (
+    COLLECTIVES,
+    LOCAL_LAUNCHERS,
+    MeasuredOnce,
+    gemm_given,
+    learn_gemm,
+    machine_conditions,
+)
 from ddpbench.sweep.paced import PacedRounds
 from ddpbench.sweep.plan import LOG_DIR, WORK_DIR, keep_traces, pending_launches
 from ddpbench.sweep.progress import SweepProgress, job_names
@@ -72,7 +79,7 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
     ``retry_failed`` (and ``resume``) launches that failed or timed out run again; their new record
     replaces the old one in the tables.
     ``launcher`` defaults to the spawn launcher; ``env`` to :func:`ddpbench.sweep.environment.collect_env`;
-    ``once``: the figures measured once (:mod:`ddpbench.sweep.once`), by default this machine's cache
+    ``once``: the figures measured once (:mod:`ddpbench.sweep.measured_once`), by default this machine's cache
     under ``env``'s conditions. ``rounds``: one side of an A/B (:mod:`.paced`): the launches are the
     rounds it is told to run, not the jobs' repeats.
     """
@@ -123,7 +130,7 @@ def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume:
     a DDP sweep's results, so the report can set DDP's buckets against the all_reduce curve.
 
     A launch whose curve was measured before on this machine under the same conditions (``once``,
-    :mod:`ddpbench.sweep.once`; by default this machine's cache) is not run again: its record holds
+    :mod:`ddpbench.sweep.measured_once`; by default this machine's cache) is not run again: its record holds
     that result with ``reused`` saying where from and when it was taken (``wall_s`` 0, launcher
     "measured once"). A curve this sweep measures is kept for the next. ``reuse=False`` (the
     ``collectives`` command, which is asked to measure) runs every launch, and keeps what it measured.
@@ -176,7 +183,7 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
     launches it stands for are stored as skipped, not run. Not where another node runs the same
     launches and cannot know of it (a multi-node torchrun sweep), nor where the launcher took them all at
     once (Slurm's job arrays): there every launch runs. ``once``: the figures measured once
-    (:mod:`ddpbench.sweep.once`) that a launch is handed rather than measuring them, and keeps when
+    (:mod:`ddpbench.sweep.measured_once`) that a launch is handed rather than measuring them, and keeps when
     it did; None: every launch measures its own."""
     stores = launcher.stores_results
     if not stores or launcher.nodes_share_work or launcher.submits_arrays:

@@ -130,7 +130,7 @@ def run_search(experiment, plan: SearchPlan, out_dir: Path, launcher, machine, c
     """The race in ``out_dir``: its launches stored like a sweep's, ``search.json`` beside them."""
     from ddpbench.results.store import rotate_previous
     from ddpbench.sweep.environment import collect_env
-    from ddpbench.sweep.once import MeasuredOnce, machine_conditions
+    from ddpbench.sweep.measured_once import MeasuredOnce, machine_conditions
     from ddpbench.sweep.runner import SweepSummary, clear_stale_work, run_launches
 
     store = plan.store

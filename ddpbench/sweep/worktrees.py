@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ddpbench.errors import InputError
-from ddpbench.results.revisions import commit as resolve
-from ddpbench.results.revisions import git, toplevel
-from ddpbench.results.revisions import said as _said
+from ddpbench.sweep.revisions import commit as resolve
+from ddpbench.sweep.revisions import git, toplevel
+from ddpbench.sweep.revisions import said as _said
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Commit:
 def chain(repo: Path, good: str, bad: str, experiment: str) -> tuple[Path, str, list[Commit]]:
     """(the repository's top folder, the experiment's path inside it, the commits good..bad with
     good first: the first-parent ancestry path). Refused in one line (:class:`InputError`): a folder
-    that is no git repository, a rev that names no commit (:func:`ddpbench.results.revisions.commit`),
+    that is no git repository, a rev that names no commit (:func:`ddpbench.sweep.revisions.commit`),
     good that is not an ancestor of bad, an experiment file that good or bad does not hold."""
     top = toplevel(repo)
     shas = {flag: resolve(top, rev, flag) for flag, rev in (("--good", good), ("--bad", bad))}

@@ -22,6 +22,14 @@ imports it (import-linter's layers in pyproject.toml).
 - :mod:`ddpbench.testing.fuzzing`: a hypothesis test's example count, a fifth of it in the inner loop
 - :mod:`ddpbench.testing.accounting`: the suite's CPU by process, from the kernel's accounting
   (benchmarks/suite_cpu.py)
+- :mod:`ddpbench.testing.one_process`: the hooks that fail a test of the folders that start no process
+  when it starts one
+- :mod:`ddpbench.testing.scheduling`: how the suite shares the machine's cores (which files run beside which)
+- :mod:`ddpbench.testing.pages`: a report page read in tests (a section, whether it is inert)
+- :mod:`ddpbench.testing.histories`, :mod:`ddpbench.testing.benchmark_runs`: history stores and
+  pytest-benchmark JSON files made for tests
+- :mod:`ddpbench.testing.bisecting`: a training repository of a few commits, one planting a slowdown
+- :mod:`ddpbench.testing.forked`: the probe of what a forked rank's start may not inherit
 """
 
 from ddpbench.testing.cli import ROOT, as_from_a_terminal, cli_command, run_cli, run_main

@@ -166,7 +166,7 @@ def runner_probed(monkeypatch, workdir: Path):
 
 
 # ---------------------------------------------------------------------------------------------
-# what a command left in a folder, read without ddpbench.results.writing (the code the tests check)
+# what a command left in a folder, read without ddpbench.files.writing (the code the tests check)
 # ---------------------------------------------------------------------------------------------
 
 def snapshot(root) -> dict:

@@ -35,7 +35,7 @@ BESIDE_UNITS = ("processes/report", "processes/cli", "processes/results", "proce
                 "processes/rank/test_precision.py", "processes/rank/test_trace.py",
                 "processes/rank/test_collectives.py", "processes/rank/test_script_steps.py",
                 "processes/rank/test_script_stored.py", "processes/rank/test_script_shapes.py",
-                "processes/sweep/test_once.py", "processes/sweep/test_refusals.py",
+                "processes/sweep/test_measured_once.py", "processes/sweep/test_refusals.py",
                 # the sweep end to end, interrupted and resumed, torchrun beside spawn: what was stored;
                 # its deadlines (a rank gone 10 s after a signal, an 8 s timeout ended within 10 s more)
                 # are ten times what an idle machine takes
@@ -49,7 +49,7 @@ BESIDE_UNITS = ("processes/report", "processes/cli", "processes/results", "proce
 #: from the start.
 ONE_AT_A_TIME = ("processes/launch/test_ray.py", "processes/launch/test_slurm.py", "processes/sweep/test_faults.py",
                  "processes/rank/test_scripts.py", "processes/sweep/test_orphans.py",
-                 "processes/regression/test_group.py")
+                 "processes/benchplugin/test_group.py")
 
 
 def _inside(nodeid: str) -> str | None:

@@ -70,7 +70,7 @@ def feed(rows, world=2, batch=25, dense=True, alarms=None, sent=None):
 def watched_folder(folder: Path, rows, world: int = 2) -> list:
     """A watched run's folder (as ``ddpbench watch --out`` leaves it, its claim too) of ``rows``
     (:func:`ddp_run`) as the alarms received them; the alarms they raised."""
-    from ddpbench.results.writing import holding
+    from ddpbench.files.writing import holding
     from ddpbench.watch.run import watch_claim
 
     sent: dict[int, list] = {}

@@ -59,7 +59,7 @@ def check_command(command: list[str]) -> None:
 
 def check_out(out: Path) -> None:
     """The stream goes to a folder of its own: ``out`` is no link, no file, and is new or empty."""
-    from ddpbench.results.folder import check_target, check_writable
+    from ddpbench.files.folders import check_target, check_writable
 
     check_target(out, "--out")
     if out.is_dir() and any(out.iterdir()):
@@ -69,15 +69,15 @@ def check_out(out: Path) -> None:
 
 
 def watch_claim():
-    """What ``watch`` writes into its folder (:mod:`ddpbench.results.writing`), held while the command runs."""
-    from ddpbench.results.writing import WATCH, Claim
+    """What ``watch`` writes into its folder (:mod:`ddpbench.files.writing`), held while the command runs."""
+    from ddpbench.files.writing import WATCH, Claim
 
     return Claim(WATCH, "watch", writes=(STREAM_FILE, ALARMS_FILE, TRACES_DIR), short=False)
 
 
 def watch(command: list[str], out: Path, every_s: float = 30.0, say=None) -> int:
     """Run ``command`` watched, its stream into ``out``; the command's exit code (module docstring)."""
-    from ddpbench.results.writing import holding
+    from ddpbench.files.writing import holding
     from ddpbench.watch.collector import Collector
 
     say = say or (lambda text: print(text, file=sys.stderr, flush=True))

@@ -12,7 +12,7 @@ whole rows only, and never anywhere but into a file of its own.
   the collector reads on: a ``kill -9`` of the collector loses no row it had taken off a socket (the
   kernel holds what was written). :meth:`Stream.close` fsyncs, for the machine's own crash.
 * **A file of its own.** The folder is checked as every output folder is
-  (:func:`ddpbench.results.folder.check_target`, :func:`~ddpbench.results.folder.check_writable`); the
+  (:func:`ddpbench.files.folders.check_target`, :func:`~ddpbench.files.folders.check_writable`); the
   stream is created new (``O_EXCL``) and never through a symbolic link (``O_NOFOLLOW``): a ``steps.csv``
   already there, a link among them, is refused in one line (:class:`~ddpbench.errors.InputError`)
   before anything runs, never appended to.
@@ -29,7 +29,7 @@ import os
 from pathlib import Path
 
 from ddpbench.errors import InputError
-from ddpbench.results.folder import FLAG, check_target, check_writable
+from ddpbench.files.folders import FLAG, check_target, check_writable
 from ddpbench.results.phases import WATCH_STEP_COLUMNS as STEP_COLUMNS
 
 #: the stream's file, in the watch's output folder

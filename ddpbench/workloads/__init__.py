@@ -7,7 +7,8 @@ of the flow: strategies, ranks and the command line build on it; it imports noth
   probe       ``python -m ddpbench.workloads.probe``: build workloads in a child process, say what they are
   catalog     what a job's workload is (parameters, tensors, samples) without building it in this process
   models      the presets mlp, cnn, transformer and their sizes
-  reference   ResNet-50 (:mod:`.resnet`), BERT and GPT-2 (Hugging Face ``transformers``)
+  keras       the presets as Keras models, for the TensorFlow strategies
+  reference   ResNet-50 (:mod:`.resnet`), VGG-16 (:mod:`.vgg`), BERT and GPT-2 (Hugging Face ``transformers``)
   data        the DistributedSampler loader over any workload's dataset; the presets' synthetic data
   disk        a dataset written once as files, read and decoded per sample
 """

@@ -12,7 +12,7 @@ import importlib
 
 import torch
 
-from ddpbench.workloads.registry import PRESETS, entry, model_arguments
+from ddpbench.workloads.registry import SIZED_MODELS, entry, model_arguments
 from ddpbench.workloads.workload import Workload
 
 
@@ -28,7 +28,7 @@ class WorkloadError(ValueError):
 def build_workload(spec) -> Workload:
     """The workload of job ``spec``: model (seeded), dataset and loss."""
     torch.manual_seed(spec.seed)
-    if spec.model in PRESETS:
+    if spec.model in SIZED_MODELS:
         return _preset(spec)
     factory = import_factory(spec.model)
     args = model_arguments(spec.model, spec.model_args)

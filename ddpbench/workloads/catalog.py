@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ddpbench.owner import run_owned
-from ddpbench.workloads.registry import PRESETS
+from ddpbench.workloads.registry import SIZED_MODELS
 
 #: the probe's time limit when none is given (a sweep gives its experiment's timeout_s)
 PROBE_TIMEOUT_S = 600
@@ -45,14 +45,14 @@ _known: dict[tuple, Facts | ProbeFailed] = {}
 
 
 def identity(spec) -> tuple:
-    return (spec.model, spec.model_size if spec.model in PRESETS else "", spec.model_args, spec.seed)
+    return (spec.model, spec.model_size if spec.model in SIZED_MODELS else "", spec.model_args, spec.seed)
 
 
 def facts(spec) -> Facts:
     """The figures of ``spec``'s workload; ProbeFailed when it cannot be built."""
     ident = identity(spec)
     if ident not in _known:
-        if spec.model in PRESETS:
+        if spec.model in SIZED_MODELS:
             _known[ident] = _preset_facts(spec)
         else:
             probe([spec])
@@ -67,7 +67,7 @@ def probe(specs, timeout_s: float = PROBE_TIMEOUT_S) -> None:
     ``timeout_s`` seconds, and remember what each one is (or why it could not be built); see
     :func:`facts`. The child is owned (:func:`ddpbench.owner.run_owned`): it dies with this process
     and its output costs at most a few KB, whatever the user's code prints."""
-    todo = {identity(s): s for s in specs if s.model not in PRESETS and identity(s) not in _known}
+    todo = {identity(s): s for s in specs if s.model not in SIZED_MODELS and identity(s) not in _known}
     if not todo:
         return
     items = [dict(zip(("model", "model_size", "model_args", "seed"), ident)) for ident in todo]

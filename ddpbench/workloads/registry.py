@@ -19,7 +19,12 @@ import math
 import re
 from dataclasses import dataclass, field
 
-PRESETS = ("mlp", "cnn", "transformer")
+#: the built-in models a job sizes with ``model_size`` (xs to xl): ddpbench's presets of a model (the cost
+#: model's large-model layouts are :data:`ddpbench.analysis.models.PRESETS`, another thing)
+SIZED_MODELS = ("mlp", "cnn", "transformer")
+#: the earlier name, read still by ddpbench/experiment/load.py and ddpbench/cli/models.py (rooms another
+#: change is moving): read SIZED_MODELS
+PRESETS = SIZED_MODELS
 ENTRY_POINT_GROUP = "ddpbench.workloads"
 #: ``package.module:function`` (the function may be an attribute path: ``module:Class.make``)
 FACTORY_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -61,7 +66,7 @@ def _plugins() -> dict[str, Entry]:
         from importlib.metadata import entry_points
 
         for ep in entry_points(group=ENTRY_POINT_GROUP):
-            if FACTORY_PATH.fullmatch(ep.value) and ep.name not in PRESETS and ep.name not in REFERENCE:
+            if FACTORY_PATH.fullmatch(ep.value) and ep.name not in SIZED_MODELS and ep.name not in REFERENCE:
                 found[ep.name] = Entry(ep.value, {}, f"registered by {ep.dist.name if ep.dist else 'a package'}")
     except Exception:  # noqa: BLE001 - broken metadata of another package must not stop ddpbench
         pass
@@ -70,7 +75,7 @@ def _plugins() -> dict[str, Entry]:
 
 PLUGINS: dict[str, Entry] = _plugins()
 NAMED: dict[str, Entry] = {**REFERENCE, **PLUGINS}
-MODEL_NAMES: tuple[str, ...] = (*PRESETS, *NAMED)
+MODEL_NAMES: tuple[str, ...] = (*SIZED_MODELS, *NAMED)
 
 
 def entry(model: str) -> Entry:
@@ -134,7 +139,7 @@ def model_arguments(model: str, model_args: str) -> dict:
 
 def model_label(model: str, model_size: str, model_args: str = "") -> str:
     """How tables and figures name a job's model: ``mlp-s``, ``resnet50``, ``gpt2-mini(seq_len=128)``."""
-    if model in PRESETS:
+    if model in SIZED_MODELS:
         return f"{model}-{model_size}"
     if not model_args:
         return model

@@ -1,6 +1,6 @@
 """all_reduce as pytest-benchmark benchmarks, at three sizes on a world-size-2 group.
 
-Each timed call is one ``all_reduce`` on every rank of a persistent group (see ddpbench.regression.group);
+Each timed call is one ``all_reduce`` on every rank of a persistent group (see ddpbench.benchplugin.group);
 ``extra_info`` holds the size and the bus-bandwidth factor: busbw = size / time * busbw_factor.
 """
 

@@ -1,6 +1,6 @@
 """Training steps as pytest-benchmark benchmarks: DDP at world size 1 and 2, and a step of each
 aggregation strategy. Each timed call is one optimizer step on every rank of a persistent group
-(rank 0 is this process, timed; see ddpbench.regression.group); the job spec lands in ``extra_info``.
+(rank 0 is this process, timed; see ddpbench.benchplugin.group); the job spec lands in ``extra_info``.
 
     pytest tests/benchmarks --benchmark-autosave                                  # a baseline
     pytest tests/benchmarks --benchmark-compare --benchmark-compare-fail=median:10%   # the gate

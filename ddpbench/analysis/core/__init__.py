@@ -11,7 +11,7 @@
   budget_lines  the loss budget's lines, each declared once: words, column, colour, cause
   thresholds    every threshold a word of the analysis rests on, with its reason
   values        the one test of a missing figure, and reading a number from a row
-  speedup       how two settings compare, in one form: how many times as fast one is as the other
+  speedup_words how two settings compare, in one form: how many times as fast one is as the other
   memo          what is read once per table: a whole table's answer, asked again for each of its jobs
 """
 

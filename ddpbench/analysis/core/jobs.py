@@ -21,7 +21,7 @@ from ddpbench.experiment.script_names import script_label, script_labels
 # means); the analysis takes them from here
 from ddpbench.experiment.spec import COMM_ONLY_FIELDS as COMM_ONLY_FIELDS
 from ddpbench.experiment.spec import FIELDS, MODEL_FIELDS, MODEL_SIZES, STRATEGY_KNOBS, fields_but, with_role
-from ddpbench.experiment.spec import MEASUREMENT_FIELDS as MEASUREMENT_FIELDS
+from ddpbench.experiment.spec import MEASURED_HOW as MEASURED_HOW
 from ddpbench.experiment.spec import WINDOW_FIELDS as WINDOW_FIELDS
 from ddpbench.workloads.registry import model_label
 
@@ -112,7 +112,7 @@ def alike_but(table: pd.DataFrame, field: str) -> list[pd.DataFrame]:
 
 def settings_but(columns, *names: str) -> list[str]:
     """The settings among ``columns`` (a table's, a row's index) but ``names`` and how often a job was
-    measured (:data:`~ddpbench.experiment.spec.MEASUREMENT_FIELDS`): what jobs alike in all but ``names`` share."""
+    measured (:data:`~ddpbench.experiment.spec.MEASURED_HOW`): what jobs alike in all but ``names`` share."""
     return [c for c in fields_but(*names, roles=("measurement", "recovery")) if c in columns]
 
 

@@ -14,7 +14,7 @@ import math
 
 import pandas as pd
 
-from ddpbench.analysis.core import speedup, stats
+from ddpbench.analysis.core import speedup_words, stats
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import bucket_settings, caps_text, settings_but
 from ddpbench.analysis.core.jobs import config_name as _config
@@ -24,7 +24,7 @@ from ddpbench.analysis.core.values import pct
 from ddpbench.analysis.diagnosis import causes, evidence, wording
 from ddpbench.analysis.diagnosis.causes import DEFAULT_BUCKET_MB
 from ddpbench.analysis.diagnosis.estimates import Context
-from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, not_proposed
+from ddpbench.analysis.diagnosis.findings import BEST_SETTING, Finding, blame, blames, not_proposed
 from ddpbench.analysis.summary.table import launch_times
 
 
@@ -59,12 +59,12 @@ def best_cap(summary) -> list[Finding]:
                 f"{caps_text(other_caps)}" + (" (the default's buckets)" if DEFAULT_BUCKET_MB in other_caps else ""))
         mine, theirs = ([t for _, r in part.iterrows() for t in launch_times(r)] for part in (best, other))
         low, high = stats.ratio_ci(mine, theirs)  # best's step over the other's
-        fast, fast_low, fast_high = speedup.from_time_ratio(best_ms / other_ms, low, high)
+        fast, fast_low, fast_high = speedup_words.from_time_ratio(best_ms / other_ms, low, high)
         sig = stats.significant(low, high)
         spread = max(wording.spread_pct(mine), wording.spread_pct(theirs))
         told = wording.cannot_tell(min(len(mine), len(theirs)), spread, 100 * MATERIAL_SHARE,
                                    " whether they differ", wording.NOISIER)
-        ci = speedup.interval(fast_low, fast_high).strip("()")
+        ci = speedup_words.interval(fast_low, fast_high).strip("()")
         material = f"a difference of {pct(MATERIAL_SHARE)}"
         settle = ""
         if sig is None:
@@ -83,11 +83,11 @@ def best_cap(summary) -> list[Finding]:
             sure, settle = f"cannot tell: {ci}", wording.settle(min(len(mine), len(theirs)), spread,
                                                                 100 * MATERIAL_SHARE)
         best_caps = caps_text(best['bucket_cap_mb'])
-        brief = wording.Brief(f"{best_caps} buckets, {speedup.times(fast)} {speedup.AS_FAST} {caps_text(other_caps)}",
-                              sure, settle)
+        brief = wording.Brief(f"{best_caps} buckets, {speedup_words.times(fast)} {speedup_words.AS_FAST} "
+                              f"{caps_text(other_caps)}", sure, settle)
         out.append(Finding("bucket", "info", f"Best gradient bucket size for DDP with {where}: "
-                           f"{best_caps}, {speedup.as_fast(fast, name, fast_low, fast_high)}{tail}.",
-                           brief=brief))
+                           f"{best_caps}, {speedup_words.as_fast(fast, name, fast_low, fast_high)}{tail}.",
+                           brief=brief, answers=BEST_SETTING))
     return out
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ddpbench.analysis.core import speedup, stats
+from ddpbench.analysis.core import speedup_words, stats
 from ddpbench.analysis.core.columns import SAMPLES_PER_S, STEP_MS
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, describe, label_fields, model_name, short_label
 from ddpbench.analysis.core.thresholds import CHOICE_MATERIAL
@@ -55,16 +55,16 @@ def _ratio(a, b, scale: float) -> tuple[float, float]:
 
 
 def _against(point: float, ratio: tuple[float, float], other: str, word: str) -> str:
-    """One setting against ``other``, in the form of every comparison (:mod:`ddpbench.analysis.core.speedup`):
+    """One setting against ``other``, in the form of every comparison (:mod:`ddpbench.analysis.core.speedup_words`):
     ``3.60x as fast as ws=2 (95 % CI 2.90x to 4.40x)`` from its time per sample over the other's (``point``,
     interval ``ratio``); where ``word`` is ``cost``, its cost per sample over the other's, said as it is:
     ``costs 0.62x as much per sample as ws=2 (95 % CI 0.50x to 0.75x)``."""
     low, high = ratio
     if word == COST:
-        ci = speedup.interval(low, high)
-        return f"costs {speedup.times(point)} as much per sample as {other}" + (f" {ci}" if ci else "")
-    fast, fast_low, fast_high = speedup.from_time_ratio(point, low, high)
-    return speedup.as_fast(fast, other, fast_low, fast_high)
+        ci = speedup_words.interval(low, high)
+        return f"costs {speedup_words.times(point)} as much per sample as {other}" + (f" {ci}" if ci else "")
+    fast, fast_low, fast_high = speedup_words.from_time_ratio(point, low, high)
+    return speedup_words.as_fast(fast, other, fast_low, fast_high)
 
 
 def _versus(best, other, ratio: tuple[float, float], point: float, word: str, summary) -> str:

@@ -31,7 +31,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.core import speedup, stats
+from ddpbench.analysis.core import speedup_words, stats
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.core.jobs import settings_but
 from ddpbench.analysis.core.thresholds import SINGLE_LAUNCH_MARGIN
@@ -65,12 +65,12 @@ class Measured:
 
     def text(self, fix: str) -> str:
         """The measurement in words: what ran, its mean step against the job's, the interval."""
-        fast, low, high = speedup.from_time_ratio(self.fix_ms / self.job_ms, self.low, self.high)
+        fast, low, high = speedup_words.from_time_ratio(self.fix_ms / self.job_ms, self.low, self.high)
         if math.isnan(self.low):
-            change = f"{speedup.as_fast(fast, 'this job')} (one launch each, no interval)"
+            change = f"{speedup_words.as_fast(fast, 'this job')} (one launch each, no interval)"
         else:
-            change = speedup.as_fast(fast, "this job", low, high) + (", not significant" if self.verdict == UNCONFIRMED
-                                                                     else "")
+            change = speedup_words.as_fast(fast, "this job", low, high) + (
+                ", not significant" if self.verdict == UNCONFIRMED else "")
         pooled = f" (pooled with {counted(len(self.twins), 'cap')} that made the same buckets)" if self.twins else ""
         note = f" ({self.layout_note})" if self.layout_note else ""
         return (f"the sweep measured {fix}{note}: {self.fix_ms:.1f} ms a step (mean) against this job's "

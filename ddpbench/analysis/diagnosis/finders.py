@@ -45,7 +45,7 @@ from ddpbench.analysis.diagnosis.contention import contention_findings
 from ddpbench.analysis.diagnosis.estimates import Context
 from ddpbench.analysis.diagnosis.findings import Finding, blame, blames, rank, top_cause  # noqa: F401 (top_cause: API)
 from ddpbench.analysis.summary.table import launch_times
-from ddpbench.results.sanitize import printable
+from ddpbench.files.sanitize import printable
 
 #: the most characters of the first failed job's error the verdict quotes when every job failed (a script's every
 #: refusal fits whole); a longer one keeps its start and its end, where a refusal's fix stands

@@ -6,6 +6,9 @@ job, the fix, and the time per step the fix would recover, estimated from the jo
 ``MATERIAL_SHARE`` of the step. :func:`rank` puts failures first, then the causes, the one
 whose fix would recover the most first (oversubscription before all: it distorts every other
 figure), then everything else; :func:`top_cause` is the first cause.
+
+A finding that answers one of the verdict's questions (:data:`QUESTIONS`) says which where it is made
+(:attr:`Finding.answers`): the verdict finds it by what it is, never by the words of its sentence.
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.values import known, pct
 from ddpbench.analysis.diagnosis import causes, wording
 from ddpbench.analysis.diagnosis.estimates import Estimate, material
+
+#: the verdict's questions, in the order of its answer table (:mod:`ddpbench.analysis.diagnosis.verdict`): the
+#: findings and choices that answer one name it
+QUESTIONS = (SCALING, LOST_TIME, WHAT_TO_CHANGE, BEST_SETTING, FASTEST, CHEAPEST) = (
+    "scaling", "lost time", "what to change", "best setting", "fastest", "cheapest")
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,9 @@ class Finding:
     recoverable_low_ms: float = math.nan
     #: the answer in a few words, for the verdict's answer table; None: the finding answers none of its questions
     brief: wording.Brief | None = None
+    #: the verdict's question (:data:`QUESTIONS`) this finding is the answer to, the verdict's line quoting its
+    #: sentence; None for most findings
+    answers: str | None = None
 
 
 def blame(kind: str, row, estimate: Estimate, text: str, severity: str = "warn") -> Finding:

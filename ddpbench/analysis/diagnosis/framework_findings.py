@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ddpbench.analysis.core import speedup
+from ddpbench.analysis.core import speedup_words
 from ddpbench.analysis.core.columns import STEP_MS
 from ddpbench.analysis.diagnosis.findings import Finding
 from ddpbench.analysis.summary import frameworks
@@ -37,6 +37,6 @@ def against_raw_ddp(r) -> str:
     Accelerate (95 % CI 1.18x to 1.22x)", or "PyTorch Lightning Fabric is 1.02x as fast as raw DDP (...)"."""
     ratio, low, high = r["overhead"], r["overhead_low"], r["overhead_high"]  # the framework's step over DDP's
     if ratio > 1:
-        return f"raw DDP is {speedup.as_fast(ratio, r['framework'], low, high)}"
-    fast, fast_low, fast_high = speedup.from_time_ratio(ratio, low, high)
-    return f"{r['framework']} is {speedup.as_fast(fast, 'raw DDP', fast_low, fast_high)}"
+        return f"raw DDP is {speedup_words.as_fast(ratio, r['framework'], low, high)}"
+    fast, fast_low, fast_high = speedup_words.from_time_ratio(ratio, low, high)
+    return f"{r['framework']} is {speedup_words.as_fast(fast, 'raw DDP', fast_low, fast_high)}"

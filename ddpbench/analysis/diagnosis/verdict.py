@@ -16,12 +16,12 @@ from ddpbench.analysis.core.jobs import describe, label_fields, short_label
 from ddpbench.analysis.core.thresholds import MATERIAL_SHARE
 from ddpbench.analysis.core.values import known, pct
 from ddpbench.analysis.diagnosis import causes, lossbudget
-from ddpbench.analysis.diagnosis.findings import Finding, top_cause
+from ddpbench.analysis.diagnosis.findings import BEST_SETTING, QUESTIONS, Finding, top_cause
 from ddpbench.analysis.diagnosis.wording import Brief, cannot_tell, settle, spread_pct
 from ddpbench.analysis.summary.table import launch_times
 
-#: the answer table's questions, in its order: one row each where the sweep answers it
-QUESTIONS = ("scaling", "lost time", "what to change", "best setting", "fastest", "cheapest")
+__all__ = ["ANSWER_COLUMNS", "QUESTIONS", "Answer", "answers", "headline", "lost_time_job"]
+
 #: the answer table's columns, on the page and the console
 ANSWER_COLUMNS = ("", "answer", "how sure", "to settle")
 
@@ -60,8 +60,8 @@ def headline(findings: list[Finding], summary: pd.DataFrame) -> list[tuple[str, 
         lines.append(("top cause", "none: no fix the diagnosis knows would recover "
                                    f"{pct(MATERIAL_SHARE)} of a step or more"))
     for f in findings:
-        if f.kind == "bucket" and f.text.startswith("Best gradient bucket size"):
-            lines.append(("best setting", f.text))
+        if f.answers == BEST_SETTING:
+            lines.append((BEST_SETTING, f.text))
     return lines
 
 
@@ -81,9 +81,9 @@ def answers(findings: list[Finding], summary: pd.DataFrame, choices=()) -> list[
     if lost is not None and (brief := lossbudget.brief(lost, short_label(lost, summary))) is not None:
         briefs["lost time"] = (brief, lost["key"])
     briefs["what to change"] = (_fix_brief(cause, summary), cause.job if cause is not None else None)
-    best = [f for f in findings if f.kind == "bucket" and f.brief is not None]
+    best = [f for f in findings if f.answers == BEST_SETTING and f.brief is not None]
     if best:
-        briefs["best setting"] = (best[0].brief, best[0].job)
+        briefs[BEST_SETTING] = (best[0].brief, best[0].job)
     for c in choices:
         if c.brief is not None and c.label in QUESTIONS and c.label not in briefs:
             briefs[c.label] = (c.brief, c.job)

@@ -38,7 +38,7 @@ excludes 0 on the side the step moved, the largest such; none where no phase's d
 spread over several, or each alone is within noise).
 
 The calls are one per job: with several jobs, each call keeps its own 95 %, not the set of them. A
-call says how the sides compare as a speedup (:mod:`ddpbench.analysis.core.speedup`), from the faster
+call says how the sides compare as a speedup (:mod:`ddpbench.analysis.core.speedup_words`), from the faster
 side: ``A 1.10x as fast as B (95 % CI 1.05x to 1.16x)``.
 
 **The pairs** (:func:`match_jobs`): every job of either side is set against one of the other or listed
@@ -59,7 +59,7 @@ import pandas as pd
 from ddpbench.analysis.core.jobs import MODEL_FIELDS, SPEC_COLUMNS, describe, label_fields, model_name, ordered
 from ddpbench.analysis.core.machine import launch_machine, reading_resolution
 from ddpbench.analysis.core.sequential import confidence_sequence, running_intersection
-from ddpbench.analysis.core.speedup import faster_side
+from ddpbench.analysis.core.speedup_words import faster_side
 from ddpbench.analysis.core.thresholds import AB_PAIR_DIFFERS_CORES, AB_SAME_WITHIN
 from ddpbench.analysis.core.values import known
 from ddpbench.analysis.core.windows import bounding_ranks

@@ -253,7 +253,7 @@ def trend_changes(table: pd.DataFrame) -> pd.DataFrame:
     """
     import pandas as pd
 
-    from ddpbench.analysis.core.speedup import faster_side
+    from ddpbench.analysis.core.speedup_words import faster_side
     from ddpbench.analysis.history.trend import series
 
     found = {}

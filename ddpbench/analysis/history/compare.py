@@ -53,7 +53,7 @@ from ddpbench.analysis.core.machine import (
     busy_launches,
     recorded_cpus,
 )
-from ddpbench.analysis.core.speedup import faster_side, from_time_ratio, times
+from ddpbench.analysis.core.speedup_words import faster_side, from_time_ratio, times
 from ddpbench.analysis.core.thresholds import CONTENDED_CORES, DEFAULT_EFFECT_PCT, POWER
 from ddpbench.analysis.core.values import known
 from ddpbench.analysis.folder import load_given
@@ -177,7 +177,7 @@ def compare_tables(summary_a: pd.DataFrame, steps_a: pd.DataFrame, summary_b: pd
     sides. For those: medians and means (ms), ``median_ratio`` and ``mean_ratio`` (B / A),
     ``mean_ratio_low``/``_high`` (95 % t interval over launches), ``speedup`` with ``speedup_low``/``_high``
     (B's over A's: A's mean step over B's, the same interval inverted; below 1, B is slower), ``change`` (the
-    comparison in words: :func:`~ddpbench.analysis.core.speedup.faster_side`), ``throughput_change_pct`` (B's
+    comparison in words: :func:`~ddpbench.analysis.core.speedup_words.faster_side`), ``throughput_change_pct`` (B's
     throughput against A's, for the CSV's readers), ``significant``, ``p_value``, ``method`` and ``verdict``
     (slower, faster, not significant, or "cannot tell" when a side has one launch: no call is made), ``mde_pct``
     (the smallest slowdown of the mean step that launches like these would call "slower" 90 % of the time,

@@ -17,7 +17,7 @@ launches (three launches 10 % slower at 1 % noise give p near 0.01, and an inter
 commits and two launches, and the newest commits two launches; a series with fewer is listed as
 not testable, with why (:data:`WHY_UNTESTED`), never as passed or failed. A tested series' change is
 said as a speedup from the faster side (``its level 1.15x as fast as the newest commit (95 % CI 1.12x
-to 1.18x)``, :func:`~ddpbench.analysis.core.speedup.faster_side`).
+to 1.18x)``, :func:`~ddpbench.analysis.core.speedup_words.faster_side`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 
 from ddpbench.analysis.core import thresholds
 from ddpbench.analysis.core.machine import MACHINE_DIFFERED, commits_difference
-from ddpbench.analysis.core.speedup import faster_side
+from ddpbench.analysis.core.speedup_words import faster_side
 from ddpbench.analysis.history import changes
 from ddpbench.analysis.history.compare import FASTER, SLOWER
 

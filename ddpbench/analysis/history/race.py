@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ddpbench.analysis.core import power, speedup, stats, thresholds
+from ddpbench.analysis.core import power, speedup_words, stats, thresholds
 
 
 @dataclass
@@ -56,12 +56,12 @@ def slower_than(candidate: Candidate, best: Candidate) -> tuple[float, float]:
 
 def faster_than(best: Candidate, candidate: Candidate) -> str:
     """``best`` against ``candidate`` per step, in the form of every comparison
-    (:func:`ddpbench.analysis.core.speedup.as_fast`): "c25 is 1.62x as fast as c1 (95 % CI 1.30x to 2.02x)"
+    (:func:`ddpbench.analysis.core.speedup_words.as_fast`): "c25 is 1.62x as fast as c1 (95 % CI 1.30x to 2.02x)"
     -- the candidate's mean step over the leader's, and the interval :func:`slower_than` judges by."""
     low, high = slower_than(candidate, best)
     steps = [[t for t in c.launches if not math.isnan(t)] for c in (candidate, best)]
     point = sum(steps[0]) / len(steps[0]) / (sum(steps[1]) / len(steps[1])) if all(steps) else math.nan
-    return f"{best.label} is {speedup.as_fast(point, candidate.label, low, high)}"
+    return f"{best.label} is {speedup_words.as_fast(point, candidate.label, low, high)}"
 
 
 def against(best: Candidate, candidates: list[Candidate]):

@@ -1,5 +1,5 @@
 """The output folder a command writes: its ``--wait`` and ``--force``, and the claim a run holds on it
-(:mod:`ddpbench.results.writing`); its check before anything runs is :func:`ddpbench.launch.can_run.check_out_dir`."""
+(:mod:`ddpbench.files.writing`); its check before anything runs is :func:`ddpbench.launch.can_run.check_out_dir`."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from ddpbench.cli.shared.exits import say_error
 
 def add_folder_flags(parser, writer: str | None = None) -> None:
     """--wait and --force of every command that writes a folder, their help as the writers' contract has
-    them (:mod:`ddpbench.results.writing`): ``writer`` None for a sweep's results folder (``sweep``,
+    them (:mod:`ddpbench.files.writing`): ``writer`` None for a sweep's results folder (``sweep``,
     ``run``, ``tune``, ``collectives``: refused at once where another command holds it), else the
     command that writes a page folder of its own (``traces``: a short writer, which waits a while)."""
-    from ddpbench.results.writing import RESULTS, WAIT_S
+    from ddpbench.files.writing import RESULTS, WAIT_S
 
     if writer is None:
         wait = (f"if another command is writing the output folder ({RESULTS.writers}, or a report of it), wait "
@@ -34,7 +34,7 @@ def add_folder_flags(parser, writer: str | None = None) -> None:
 def claimed_out_dir(out_dir: Path, args, console=None):
     """Hold ``out_dir`` for this command's sweep (one sweep per folder), as ``args.wait`` and
     ``args.force`` say; a line on ``console`` while it waits."""
-    from ddpbench.results.writing import claimed
+    from ddpbench.files.writing import claimed
 
     def waiting(running: str) -> None:
         text = f"waiting for {out_dir}: another writer ({running}) holds it"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from ddpbench import collector
+from ddpbench import gc_pause
 from ddpbench.cli.shared.exits import EXIT_FAILED, EXIT_INTERRUPTED
 from ddpbench.cli.shared.folders import claimed_out_dir
 from ddpbench.cli.shared.nodes import node_commands, print_launch_plan
@@ -37,7 +37,7 @@ def run_and_report(experiment, options: SweepOptions, machine) -> int:
     console = Console(stderr=True)
     if options.launcher.nnodes > 1 and options.launcher.node_rank > 0:
         # a follower node writes its own agents' logs into node 0's folder; node 0 holds it
-        from ddpbench.results.writing import adopt
+        from ddpbench.files.writing import adopt
 
         adopt(options.out_dir, options.force)
         return _checked_run(experiment, options, machine, console)
@@ -67,8 +67,8 @@ def _checked_run(experiment, options: SweepOptions, machine, console) -> int:
         import scipy.special  # noqa: F401
 
         import ddpbench.report.build  # noqa: F401
-    # what this process keeps is imported: the garbage collector back on for the launches (ddpbench.collector)
-    collector.resume()
+    # what this process keeps is imported: the garbage collector back on for the launches (ddpbench.gc_pause)
+    gc_pause.resume()
     try:
         summary = _run(experiment, options, machine, console)
     except KeyboardInterrupt:
@@ -102,7 +102,7 @@ def _run(experiment, options: SweepOptions, machine, console):
     if experiment.collectives is not None:
         console.print(f"[bold]collectives[/bold]: {len(experiment.collectives.specs)} launch(es) for the "
                       "cost model and the nccl-tests table", highlight=False)
-        # the sweep's environment block and its figures measured once (ddpbench.sweep.once)
+        # the sweep's environment block and its figures measured once (ddpbench.sweep.measured_once)
         run_collectives(experiment.collectives, options.out_dir, resume=options.resume, console=console,
                         env=summary.env, once=summary.once)
     for note in summary.once.notes if summary.once is not None else ():

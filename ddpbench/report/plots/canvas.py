@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpbench.results.sanitize import without_controls
-from ddpbench.results.sidefiles import replace_file
+from ddpbench.files.sanitize import without_controls
+from ddpbench.files.sidefiles import replace_file
 
 DPI = 110
 #: what a figure's values can make matplotlib raise (a log axis with nothing positive on it, limits or
@@ -71,7 +71,7 @@ PNG_COMPRESSION = 1
 
 def save(fig, path: Path) -> Path:
     """Write the figure as a PNG at ``path``: a new regular file, never through a link planted at
-    that name (:func:`~ddpbench.results.sidefiles.replace_file`). Every text is drawn literally:
+    that name (:func:`~ddpbench.files.sidefiles.replace_file`). Every text is drawn literally:
     a ``$...$`` pair in a workload's name or arguments is not mathtext (it could not even parse).
 
     The figure is drawn once (:func:`pixels`) and cropped to what was drawn, as

@@ -47,9 +47,9 @@ from ddpbench.analysis.core import (
     ordered,
     pct,
 )
+from ddpbench.files.sanitize import without_controls
 from ddpbench.report.plots.canvas import DPI, UNPLACEABLE, figure, margins, save, text_width  # noqa: F401  (the figures' import)
 from ddpbench.report.plots.memo import remembered
-from ddpbench.results.sanitize import without_controls
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
           "#bcbd22", "#17becf")

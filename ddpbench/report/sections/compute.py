@@ -13,7 +13,7 @@ from ddpbench.report.many import job_table
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.report.plots import data as data_plots
 from ddpbench.report.plots import scaling as scaling_plots
-from ddpbench.report.sections.gpu import HOW_MEASURED
+from ddpbench.report.sections.gpu import LEFT_OUT_OF_LABELS
 from ddpbench.report.sections.scaling import TREND_NOTE, not_drawn, sizes_above_one
 
 
@@ -31,7 +31,8 @@ def compute_section(ctx: ReportContext) -> Section | None:
         return None
     jobs = summary[summary["flops_per_step"].notna()]
     datasheet = datasheet_peak(ctx.sweeps) if ctx.sweeps is not None else math.nan
-    fields = [f for f in line_fields(summary) if f not in HOW_MEASURED or f in ("loader_workers", "bucket_cap_mb")]
+    fields = [f for f in line_fields(summary)
+              if f not in LEFT_OUT_OF_LABELS or f in ("loader_workers", "bucket_cap_mb")]
     fields = [f for f in fields if f != "world_size"]
     # a CPU's rates read better in GFLOP/s
     unit, scale = ("TFLOP/s", 1.0) if (jobs["total_tflops"] >= 1).any() else ("GFLOP/s", 1e3)
@@ -100,7 +101,7 @@ def data_section(ctx: ReportContext) -> Section | None:
     # the jobs this section is about: data from files, a data-bound job, or a loader_workers sweep
     swept = {key for part in data_plots.loader_groups(summary) for key in part["key"]}
     ok = ok[(ok["data"] == "disk") | (ok["data_share"] >= DATA_BOUND_SHARE) | ok["key"].isin(swept)]
-    fields = line_fields(summary, but=(*HOW_MEASURED, "data", "world_size"))
+    fields = line_fields(summary, but=(*LEFT_OUT_OF_LABELS, "data", "world_size"))
     header = ["job", "ws", "data", "loader workers", "step (ms)", "waiting for data (ms)", "share of the step"]
     rows, classes = [], []
     for _, r in ok.iterrows():

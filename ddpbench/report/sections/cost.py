@@ -11,7 +11,7 @@ from ddpbench.analysis.summary import MILLION
 from ddpbench.report.many import job_table
 from ddpbench.report.page import ReportContext, Section, figure, html, html_cell, num, throughput_format
 from ddpbench.report.plots import scaling as scaling_plots
-from ddpbench.report.sections.gpu import HOW_MEASURED
+from ddpbench.report.sections.gpu import LEFT_OUT_OF_LABELS
 from ddpbench.report.sections.scaling import TREND_NOTE, not_drawn, sizes_above_one
 from ddpbench.show.tables import Col, build, shown
 
@@ -22,7 +22,7 @@ class _Jobs:
 
     def __init__(self, table, summary, cost, run: str):
         self.table, self.summary, self.cost, self.run = table, summary, cost, run
-        self.fields = [f for f in line_fields(summary) if f not in HOW_MEASURED or f == "bucket_cap_mb"]
+        self.fields = [f for f in line_fields(summary) if f not in LEFT_OUT_OF_LABELS or f == "bucket_cap_mb"]
 
     @property
     def deadline(self) -> bool:

@@ -11,10 +11,10 @@ import pandas as pd
 from markupsafe import Markup
 
 from ddpbench.analysis.core import STEP_MS, describe, label_fields
+from ddpbench.files.sanitize import csv_text
+from ddpbench.files.sidefiles import replace_file
 from ddpbench.report.many import CSV_FILES, FINDINGS_SHOWN, job_table, many
 from ddpbench.report.page import ReportContext, Section, html, num
-from ddpbench.results.sanitize import csv_text
-from ddpbench.results.sidefiles import replace_file
 
 SEVERITY_CLASS = {"bad": "status-failed", "warn": "status-skipped", "info": ""}
 SEVERITY_LABEL = {"bad": "problem", "warn": "attention", "info": "finding"}

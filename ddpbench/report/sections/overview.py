@@ -94,7 +94,7 @@ def _collectives_counts(coll) -> Markup:
 
 def reused_note(coll) -> Markup:
     """Which collectives launches were not run by this folder's sweeps but reused (a curve measured once
-    per machine, :mod:`ddpbench.sweep.once`), with when they were measured; nothing when none was."""
+    per machine, :mod:`ddpbench.sweep.measured_once`), with when they were measured; nothing when none was."""
     if coll is None or coll.empty or "reused" not in coll.columns:
         return Markup()
     reused = coll[coll["reused"].notna()].drop_duplicates("key")

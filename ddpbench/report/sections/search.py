@@ -2,7 +2,7 @@
 winner, the settings its launches could not tell from it, who went out in which round and why
 (:func:`ddpbench.analysis.history.race.standing`), and what it spent.
 
-The file is read as untrusted input (:mod:`ddpbench.results.sidefiles`): a value of the wrong
+The file is read as untrusted input (:mod:`ddpbench.files.sidefiles`): a value of the wrong
 type costs the section, which then says which file and field, never the report."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 
 from ddpbench.analysis.history import standing
+from ddpbench.files.sidefiles import SideFileError, field, read_json
 from ddpbench.report.page import DASH, ReportContext, Section, html, html_table, num
 from ddpbench.results.schema import SEARCH_FILE
-from ddpbench.results.sidefiles import SideFileError, field, read_json
 
 TITLE = "The race (tune)"
 

@@ -12,7 +12,7 @@ from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.report.build import write_report
 from ddpbench.results.tables import load_tables
 from ddpbench.strategies import BUILTIN, FRAMEWORKS
-from ddpbench.sweep.once import MeasuredOnce, gemm_given, learn_gemm
+from ddpbench.sweep.measured_once import MeasuredOnce, gemm_given, learn_gemm
 from ddpbench.testing import ROOT
 
 

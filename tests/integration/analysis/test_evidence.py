@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddpbench.analysis.core import speedup, stats
+from ddpbench.analysis.core import speedup_words, stats
 from ddpbench.analysis.diagnosis import causes, estimates, evidence
 from ddpbench.analysis.diagnosis.finders import diagnose
 from ddpbench.analysis.diagnosis.verdict import headline
@@ -225,7 +225,8 @@ def test_the_diagnosis_quotes_the_run_fix_not_a_model_estimate():
     low, high = stats.ratio_ci(_at(jobs, 1.0)["launch_step_ms"], _at(jobs, 25.0)["launch_step_ms"])
     # 82.7 / 81.3 ms: 1.02x as fast, its interval the time ratio's inverted
     assert ("the sweep measured bucket_cap_mb = 1: 81.3 ms a step (mean) against this job's 82.7 ms, 1.02x as fast as "
-            f"this job (95 % CI {speedup.times(1 / high)} to {speedup.times(1 / low)}), not significant") in f.text
+            f"this job (95 % CI {speedup_words.times(1 / high)} to {speedup_words.times(1 / low)}), "
+            "not significant") in f.text
     assert "% faster" not in f.text
     assert "bucket_cap_mb = 1 measured no faster beyond the noise, so it is not proposed" in f.text
     assert "did not run this fix" not in f.text and "predicted" not in f.text

@@ -31,7 +31,7 @@ def nothing_runs(monkeypatch):
         raise AssertionError("a refused experiment went on past its check")
 
     for where in ("ddpbench.sweep.runner.run_sweep", "ddpbench.sweep.search.run_search",
-                  "ddpbench.results.writing.claimed"):
+                  "ddpbench.files.writing.claimed"):
         monkeypatch.setattr(where, ran)
 
 

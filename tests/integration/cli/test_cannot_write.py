@@ -2,7 +2,7 @@
 fills, a file system remounted read-only, a folder whose mode changes): one line naming the folder
 and what to do, never a sweep's "rerun with --resume" for a command that has no --resume
 (:func:`ddpbench.cli.shared.exits.cannot_write`). In-process: every file a report and a compare page write
-goes through one temporary file (:func:`ddpbench.results.sidefiles.replace_file`),
+goes through one temporary file (:func:`ddpbench.files.sidefiles.replace_file`),
 which is made to fail here as the file system would."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ddpbench.analysis.core import power
-from ddpbench.analysis.core.speedup import times
+from ddpbench.analysis.core.speedup_words import times
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.testing import run_main
 from ddpbench.testing.comparing import read_csv

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddpbench.analysis.core.speedup import times
+from ddpbench.analysis.core.speedup_words import times
 from ddpbench.analysis.history import newest_changes, trend_changes, trend_table
 from ddpbench.cli.shared.exits import EXIT_UNTESTED
 from ddpbench.testing import run_main

@@ -13,7 +13,7 @@
   that git would read as its options),
 * ``report --check`` on a folder with nothing to check.
 
-Each case holds to the writer's contract (:mod:`ddpbench.results.writing`): no traceback; exit 0, 1 (a gate)
+Each case holds to the writer's contract (:mod:`ddpbench.files.writing`): no traceback; exit 0, 1 (a gate)
 or 3 (nothing tested) where done, 2 where refused, and a refusal is one line naming the flag or the file;
 the case's expected outcome (refused or done) where the contract says it; no file outside the target
 changed (a canary tree around it, the shared inputs, the current folder), and a refused target left as it
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench.results.folder import LOCK, MARKER, OWNER
+from ddpbench.files.folders import LOCK, MARKER, OWNER
 from ddpbench.testing import ROOT, TINY, run_main, write_experiment
 from ddpbench.testing.cli import Reached, folder_marker, held, snapshot
 from ddpbench.testing.histories import synthetic_history
@@ -121,7 +121,7 @@ class World:
 def world(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:  # as every test here runs: no report helper, no git (processes)
         patch.setenv("DDPBENCH_REPORT_HELPER", "0")
-        patch.setattr("ddpbench.results.revisions.git", Git())
+        patch.setattr("ddpbench.sweep.revisions.git", Git())
         return World(tmp_path_factory.mktemp("world"))
 
 
@@ -137,7 +137,7 @@ def probes(monkeypatch):
 
 
 class Git:
-    """git's stand-in (:func:`ddpbench.results.revisions.git`, the one place git runs): a folder holding
+    """git's stand-in (:func:`ddpbench.sweep.revisions.git`, the one place git runs): a folder holding
     ``.git`` is a repository whose ``HEAD`` and ``abcdef1`` are commits; every call is kept, to check that
     no value a user typed reached git where git reads options."""
 
@@ -177,7 +177,7 @@ class Git:
 @pytest.fixture(autouse=True)
 def git(monkeypatch):
     fake = Git()
-    monkeypatch.setattr("ddpbench.results.revisions.git", fake)
+    monkeypatch.setattr("ddpbench.sweep.revisions.git", fake)
     import ddpbench.sweep.ab as ab
 
     if hasattr(ab, "git"):

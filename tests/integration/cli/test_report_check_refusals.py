@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ddpbench.results.writing import claimed
+from ddpbench.files.writing import claimed
 from ddpbench.testing import run_main
 from ddpbench.testing.records import ok, write_results
 

@@ -1,4 +1,4 @@
-"""Every command that writes a folder keeps to one writer's contract (:mod:`ddpbench.results.writing`):
+"""Every command that writes a folder keeps to one writer's contract (:mod:`ddpbench.files.writing`):
 compare --out, report --out, history page --out and history add --store, each over the same generated
 targets. An empty path, a link, a file, a path under a file, a folder of someone else's files (without
 --force) and a folder that cannot be written are one line and exit 2, and nothing is written; with
@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ddpbench.errors import InputError
-from ddpbench.results.folder import CONTROL, MARKER, WRITE_PROBE
+from ddpbench.files.folders import CONTROL, MARKER, WRITE_PROBE
+from ddpbench.files.writing import COMPARE, Claim, holding
 from ddpbench.results.history import file_results, fingerprint, machine_id, store_claim
-from ddpbench.results.writing import COMPARE, Claim, holding
 from ddpbench.testing import TINY, run_main, write_experiment
 from ddpbench.testing.cli import snapshot
 from ddpbench.testing.histories import synthetic_history
@@ -41,8 +41,8 @@ def inputs(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def no_git(monkeypatch):
     """history add's commit without git (a process): its check is tested in tests/processes/cli."""
-    monkeypatch.setattr("ddpbench.results.revisions.commit", lambda repo, rev, flag: "abcdef1" + "0" * 33)
-    monkeypatch.setattr("ddpbench.results.revisions.commit_date", lambda repo, sha: None)
+    monkeypatch.setattr("ddpbench.sweep.revisions.commit", lambda repo, rev, flag: "abcdef1" + "0" * 33)
+    monkeypatch.setattr("ddpbench.sweep.revisions.commit_date", lambda repo, sha: None)
 
 
 def argv(command, inputs, target) -> list:

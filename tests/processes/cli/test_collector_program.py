@@ -1,4 +1,4 @@
-"""``python -m ddpbench`` with the garbage collector paused while it imports (ddpbench.collector): a
+"""``python -m ddpbench`` with the garbage collector paused while it imports (ddpbench.gc_pause): a
 command has it back on as it runs, a report keeps it off to its end."""
 
 from __future__ import annotations

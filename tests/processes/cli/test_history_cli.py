@@ -84,7 +84,7 @@ def test_bad_input_is_one_line_and_exit_2(repo, tmp_path, case, words):
     assert "Traceback" not in done.stderr
 
 
-#: a value a user may type for a commit that is not one, and the reason given (ddpbench.results.revisions)
+#: a value a user may type for a commit that is not one, and the reason given (ddpbench.sweep.revisions)
 NOT_A_COMMIT = [
     ("--output={victim}", "no such revision"),
     ("--help", "no such revision"),

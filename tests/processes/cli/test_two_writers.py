@@ -5,7 +5,7 @@ and one folder twice), ``export-benchmark --out`` (one new file), ``sweep``, ``r
 folder.
 
 Each pair is two real processes of the command line, both started and past their imports, then let go at
-once by a barrier file (:data:`RACE`): what the writer's contract (:mod:`ddpbench.results.writing`) must
+once by a barrier file (:data:`RACE`): what the writer's contract (:mod:`ddpbench.files.writing`) must
 hold when two users, or two CI jobs, run the same command at the same moment. Every outcome is either both
 done (exit 0) or one done and one clear refusal (exit 2, one line on stderr, no traceback), as each command
 is documented to end; nothing is half-written (no temporary file left, every JSON, CSV, page and
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench.results.folder import MARKER, OWNER
+from ddpbench.files.folders import MARKER, OWNER
 from ddpbench.testing import MARK, TINY_DEFAULTS, cli_command, marked, run_main, write_experiment
 from ddpbench.testing.cli import folder_marker, held
 from ddpbench.testing.histories import synthetic_history
@@ -39,8 +39,8 @@ from ddpbench.testing.records import PNG_MAGIC, ok, write_results
 #: to run ``main`` as ``python -m ddpbench`` does: argv[1] is the barrier, the rest the command's arguments
 RACE = """
 import os, sys, time
-from ddpbench import collector
-collector.pause()
+from ddpbench import gc_pause
+gc_pause.pause()
 from ddpbench.cli.program import main
 barrier = sys.argv[1]
 open(f"{barrier}.{os.getpid()}.ready", "w").close()
@@ -202,7 +202,7 @@ def test_two_short_writers_into_one_folder_both_finish_whole(inputs, tmp_path, c
 #: then notes the time beside it, just before it lets go
 HOLDER = """
 import pathlib, sys, time
-from ddpbench.results.writing import COMPARE, Claim, holding
+from ddpbench.files.writing import COMPARE, Claim, holding
 out, release = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 with holding(out, Claim(COMPARE, "compare", run=sys.argv[3], writes=("compare.csv", "ratios.png", "index.html"))):
     (out.parent / "held").touch()

@@ -20,10 +20,10 @@ def _parent(argv, env, log_path):
     # a rank forked from the server (ForkedRank's target): it imports what it reads there
     import gc
 
-    from ddpbench import collector
+    from ddpbench import gc_pause
     from ddpbench.rank.forked import SERVER_PID, become_rank
 
-    server_paused = collector.paused() and not gc.isenabled()  # the server's state, as the fork inherited it
+    server_paused = gc_pause.paused() and not gc.isenabled()  # the server's state, as the fork inherited it
     become_rank(env, log_path)
     Path(argv[0]).write_text(json.dumps({"parent": os.getppid(), "server": SERVER_PID, "server_paused": server_paused,
                                          "collecting": gc.isenabled(), "frozen": gc.get_freeze_count()}))
@@ -41,7 +41,7 @@ def test_ranks_come_from_the_server_started_early_and_stop_ends_it(tmp_path):
         end_processes([rank])
     found = json.loads((tmp_path / "rank.json").read_text())
     assert found["parent"] == found["server"] == server.pid
-    # the server imported torch with the garbage collector paused (ddpbench.collector); the rank collects
+    # the server imported torch with the garbage collector paused (ddpbench.gc_pause); the rank collects
     # as any process does, the server's objects frozen out of its way
     assert found["server_paused"] and found["collecting"] and found["frozen"] > 100_000
     forked.stop_server()

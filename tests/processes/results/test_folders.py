@@ -1,4 +1,4 @@
-"""One results folder, one sweep (:mod:`ddpbench.results.folder`): the lock, the folder rules, no
+"""One results folder, one sweep (:mod:`ddpbench.files.folders`): the lock, the folder rules, no
 writes through links, and work and log paths of one sweep that no other sweep shares."""
 
 import json

@@ -218,7 +218,7 @@ def test_run_one_job_of_a_factory_from_flags(tmp_path):
 
 
 USER_SUITE = '''
-from ddpbench.regression.tasks import TrainStep
+from ddpbench.benchplugin.tasks import TrainStep
 
 
 def test_two_tower_step(benchmark, ddp_group):

@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from ddpbench.cli.program import build_parser
-from ddpbench.results.writing import WAIT_S
+from ddpbench.files.writing import WAIT_S
 
 #: the commands whose results folder is a sweep's
 SWEEPS = ("sweep", "run", "tune", "collectives")

@@ -11,7 +11,7 @@ from ddpbench.cli.program import build_parser, main
 from ddpbench.cli.shared.parsing import finite_float
 from ddpbench.errors import InputError
 from ddpbench.results.history import HistoryError
-from ddpbench.results.revisions import NotARepository
+from ddpbench.sweep.revisions import NotARepository
 
 
 def one_line(capsys) -> str:

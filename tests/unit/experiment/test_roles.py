@@ -40,7 +40,7 @@ def test_every_field_is_one_kind_and_every_role_has_a_meaning():
 def test_the_spec_reads_every_list_from_the_roles():
     assert spec.MODEL_FIELDS == with_role("model")
     assert spec.COMM_ONLY_FIELDS == with_role("comm")
-    assert spec.MEASUREMENT_FIELDS == with_role("measurement", "recovery")
+    assert spec.MEASURED_HOW == with_role("measurement", "recovery")
     assert spec.WINDOW_FIELDS == with_role("window")
     assert spec.SCRIPT_DECIDES == with_role("script decides") and spec.SCRIPT_ONLY == with_role("script only")
     assert spec.DDP_KNOBS == with_role("ddp") and spec.STRATEGY_KNOBS == with_role("knob")
@@ -70,10 +70,10 @@ def test_every_reader_takes_the_lists_from_the_roles():
     assert jobs.MODEL_FIELDS == layouts.MODEL_FIELDS == with_role("model")
     assert COMM_ONLY_FIELDS == with_role("comm") and WINDOW_FIELDS == with_role("window")
     assert jobs.STRATEGY_KNOBS == with_role("knob")
-    assert set(jobs._UNNAMED) == {*with_role("window"), *with_role("check"), *spec.MEASUREMENT_FIELDS}
+    assert set(jobs._UNNAMED) == {*with_role("window"), *with_role("check"), *spec.MEASURED_HOW}
     assert set(jobs._BASELINE) == set(FIELDS) - {"world_size", "threads_per_rank", *with_role("comm"),
-                                                   *spec.MEASUREMENT_FIELDS, *with_role("window")}
-    assert set(buckets._SETTINGS) == set(FIELDS) - {"bucket_cap_mb", *spec.MEASUREMENT_FIELDS}
+                                                   *spec.MEASURED_HOW, *with_role("window")}
+    assert set(buckets._SETTINGS) == set(FIELDS) - {"bucket_cap_mb", *spec.MEASURED_HOW}
     assert checks.TIMED_ONLY == with_role("window", "measurement")
     assert (scripts.SCRIPT_DECIDES, scripts.SCRIPT_ONLY) == (with_role("script decides"), with_role("script only"))
     assert patches.ADOPTED == (*with_role("ddp"), "broadcast_buffers")
@@ -83,7 +83,7 @@ def test_the_checkers_own_copies_equal_the_roles():
     """The checker keeps its own lists (it re-derives what the analysis says by its own code): the same names."""
     from ddpbench.audit import choices, figures
 
-    assert figures.MEASURED_HOW == spec.MEASUREMENT_FIELDS
+    assert figures.MEASURED_HOW == spec.MEASURED_HOW
     assert figures.COMM_ONLY == with_role("comm")
     assert figures.WINDOW == with_role("window")
     assert choices.SAME_MODEL == with_role("model")

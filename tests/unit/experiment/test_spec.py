@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ddpbench.benchplugin.tasks import TrainStep
 from ddpbench.cli.program import main
 from ddpbench.errors import InputError
 from ddpbench.experiment.buckets import same_buckets
@@ -15,7 +16,6 @@ from ddpbench.experiment.files import read_toml
 from ddpbench.experiment.load import load_experiment, parse_experiment
 from ddpbench.experiment.machine import Machine, oversubscribed, resolve
 from ddpbench.experiment.spec import FIELDS, NOT_IN_KEY, JobSpec, check_value
-from ddpbench.regression.tasks import TrainStep
 from ddpbench.testing import ROOT, run_main, write_experiment
 from ddpbench.testing.fuzzing import examples
 

@@ -1,5 +1,5 @@
 """The flow in the folders: import-linter's contracts (pyproject.toml), no import cycle between any two
-modules, modules small enough to read in one sitting, and ``ddpbench/cli/`` holding commands only (beside
+modules, no module past the smoke alarm's length, and ``ddpbench/cli/`` holding commands only (beside
 the program and what the commands share)."""
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ else:  # Python 3.10
     import tomli as tomllib
 
 PACKAGE = ROOT / "ddpbench"
-MAX_MODULE_LINES = 500
-MAX_COMMAND_LINES = 150
+#: a smoke alarm, not a shape: a module this long likely holds two concerns, to be split where they part
+#: (never cut to fit a number: a module holds one concern, whatever its length)
+MAX_MODULE_LINES = 600
 #: the command line's room: its modules are commands, but for the program that lists them (``program.py``);
 #: what they share is its package ``shared/``
 CLI = PACKAGE / "cli"
@@ -94,11 +95,18 @@ def test_no_module_imports_itself_back(graph):
     assert "ddpbench.results.schema -> ddpbench.results.tables -> ddpbench.results.schema" in cycles(planted)
 
 
-def test_modules_are_small_enough_to_read_in_one_sitting():
-    sizes = {path.relative_to(ROOT).as_posix(): len(path.read_text().splitlines()) for path in PACKAGE.rglob("*.py")}
-    assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
-    commands = {f"ddpbench/cli/{path.name}": sizes[f"ddpbench/cli/{path.name}"] for path in command_files(CLI)}
-    assert commands and {name: n for name, n in commands.items() if n > MAX_COMMAND_LINES} == {}
+def oversized(package: Path) -> dict[str, int]:
+    """The modules under ``package`` longer than :data:`MAX_MODULE_LINES`, with their lengths."""
+    sizes = {path.relative_to(package).as_posix(): len(path.read_text().splitlines())
+             for path in package.rglob("*.py")}
+    return {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES}
+
+
+def test_no_module_runs_past_the_smoke_alarm(tmp_path):
+    assert oversized(PACKAGE) == {}
+    (tmp_path / "long.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    (tmp_path / "whole.py").write_text("x = 1\n" * MAX_MODULE_LINES)
+    assert oversized(tmp_path) == {"long.py": MAX_MODULE_LINES + 1}
 
 
 def command_files(folder: Path) -> list[Path]:
@@ -182,7 +190,7 @@ def test_what_outside_code_names_still_resolves():
     from importlib.metadata import entry_points
 
     import ddpbench
-    import ddpbench.regression
+    import ddpbench.benchplugin
     import ddpbench.tasks
 
     scripts = {ep.name: ep for ep in entry_points(group="console_scripts") if ep.value.startswith("ddpbench")}
@@ -190,13 +198,17 @@ def test_what_outside_code_names_still_resolves():
     assert scripts["ddpbench"].load() is import_module("ddpbench.cli.program").main
     # an environment installed before the command line was one room names the program's earlier path
     assert import_module("ddpbench.program").main is import_module("ddpbench.cli.program").main
-    assert plugins["ddpbench"].load() is import_module("ddpbench.regression.plugin")
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert config["entry-points"]["pytest11"]["ddpbench"] == "ddpbench.benchplugin.plugin"
+    # an environment installed before the plugin moved names its earlier path: the same fixture either way
+    assert plugins["ddpbench"].load().ddp_group is import_module("ddpbench.benchplugin.plugin").ddp_group
     assert import_module("ddpbench.rank.protocol").RANK_MODULE == "ddpbench.rank"  # what every launcher starts
     assert (ROOT / "ddpbench" / "rank" / "__main__.py").is_file()
     for name in ("AllReduce", "ModelStep", "Task", "TrainStep"):  # users' benchmark files import these
-        assert getattr(ddpbench.tasks, name) is getattr(ddpbench.regression, name)
+        assert getattr(ddpbench.tasks, name) is getattr(ddpbench.benchplugin, name)
+        assert getattr(import_module("ddpbench.regression"), name) is getattr(ddpbench.benchplugin, name)
     # a user's conftest may name the plugin's earlier path
-    assert import_module("ddpbench.pytest_plugin").ddp_group is import_module("ddpbench.regression.plugin").ddp_group
+    assert import_module("ddpbench.pytest_plugin").ddp_group is import_module("ddpbench.benchplugin.plugin").ddp_group
     from ddpbench.results import load_collectives, load_tables  # noqa: F401 - the README names them
     from ddpbench.strategies.base import RankContext, Strategy  # noqa: F401 - plug-ins subclass these
     assert callable(ddpbench.load) and callable(ddpbench.load_collectives) and callable(ddpbench.summarize)

@@ -63,7 +63,7 @@ def test_nothing_is_unpickled_from_a_file():
         pipe_loads += [where for _ in loads]
     assert not unsafe
     workers = str(Path("ddpbench") / "report" / "workers.py")  # the folder in, the sections back
-    assert pipe_loads == [str(Path("ddpbench") / "regression" / "group.py"), workers, workers]
+    assert pipe_loads == [str(Path("ddpbench") / "benchplugin" / "group.py"), workers, workers]
 
 
 def test_the_scan_finds_every_form_it_forbids():

@@ -22,9 +22,8 @@ TESTS = ROOT / "tests"
 SPEEDS = ("unit", "integration", "examples", "processes")
 #: the speeds marked slow, by their folder
 SLOW = ("integration", "examples", "processes")
-#: ddpbench's stages, and ``project`` (docs, layers, this layout)
-STAGES = {"analysis", "audit", "cli", "experiment", "launch", "rank", "regression", "report", "results", "show",
-          "strategies", "sweep", "traces", "watch", "workloads", "project"}
+#: ddpbench's stages (its packages, read from the tree), and ``project`` (docs, layers, this layout)
+STAGES = {path.parent.name for path in (ROOT / "ddpbench").glob("*/__init__.py")} | {"project"}
 #: pytest's options for the planted trees, run in this process (pytest-benchmark's plugin would ask git
 #: for the project's name in a subprocess)
 INNER = ("-p", "no:cacheprovider", "-p", "no:benchmark", "--import-mode=importlib")

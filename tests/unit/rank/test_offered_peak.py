@@ -1,4 +1,4 @@
-"""A rank takes the matmul peak the sweep handed it (ddpbench.sweep.once) only where it was taken on
+"""A rank takes the matmul peak the sweep handed it (ddpbench.sweep.measured_once) only where it was taken on
 its own thread count, and labels it so; the job file carries what was handed."""
 
 import json

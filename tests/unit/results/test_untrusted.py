@@ -11,11 +11,11 @@ import os
 import pandas as pd
 import pytest
 
+from ddpbench.files.sanitize import csv_cell, csv_text, json_value, printable
+from ddpbench.files.sidefiles import MAX_DEPTH, SideFileError, json_depth, read_json, replace_file
 from ddpbench.report.page import DASH, html, html_table, local_href, num
 from ddpbench.report.plots.common import figure, save
-from ddpbench.results.sanitize import csv_cell, csv_text, json_value, printable
 from ddpbench.results.schema import COLLECTIVE_COLUMNS, SCHEMA_VERSION
-from ddpbench.results.sidefiles import MAX_DEPTH, SideFileError, json_depth, read_json, replace_file
 from ddpbench.results.store import DamagedRecord, ResultStore
 from ddpbench.results.tables import load_tables
 from ddpbench.results.validate import Damaged, clean_collective, clean_run, clean_sweep

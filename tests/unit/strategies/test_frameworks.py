@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ddpbench.analysis.core import speedup, stats
+from ddpbench.analysis.core import speedup_words, stats
 from ddpbench.analysis.diagnosis.finders import diagnose
 from ddpbench.analysis.summary.frameworks import overhead_table
 from ddpbench.analysis.summary.table import summarize
@@ -51,8 +51,8 @@ def test_the_overhead_is_the_framework_s_mean_step_over_raw_ddp_s_with_its_inter
     assert findings[1].text.startswith("Hugging Face Accelerate with mlp-s at world size 2 is slower than raw DDP")
     # 24 ms against 20: raw DDP 1.20x as fast, from the faster side, never "+20.0 %" of a comparison
     assert (f"slower than raw DDP on the same work: raw DDP is 1.20x as fast as Hugging Face Accelerate (95 % CI "
-            f"{speedup.times(slow['overhead_low'])} to {speedup.times(slow['overhead_high'])}) on the mean step "
-            "(24.00 ms against 20.00 ms), significant.") in findings[1].text
+            f"{speedup_words.times(slow['overhead_low'])} to {speedup_words.times(slow['overhead_high'])}) on the mean "
+            "step (24.00 ms against 20.00 ms), significant.") in findings[1].text
     assert "by the means" in findings[2].text and ", an interval that holds 1." in findings[2].text
     assert not any(re.search(r"[-+]\d+\.\d %|% (?:faster|slower)", f.text) for f in findings)
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ddpbench.analysis.core import power, speedup
+from ddpbench.analysis.core import power, speedup_words
 from ddpbench.analysis.history import race
 from ddpbench.errors import InputError
 from ddpbench.experiment.buckets import distinct_settings
@@ -115,7 +115,7 @@ def test_the_verdict_names_the_tied():
     need = power.launches_for(spread, 5.0)
     low, high = race.slower_than(tied, final.winner)
     assert race.undecided(tied, final.winner, [a, b, c]) == (
-        f"by the means {final.winner.label} is {speedup.as_fast(100.2667 / 100.0, tied.label, low, high)}; "
+        f"by the means {final.winner.label} is {speedup_words.as_fast(100.2667 / 100.0, tied.label, low, high)}; "
         f"cannot tell with 3 vs 3 launches; {need} a side would detect 5 %")
     assert 2 <= need <= 10  # spreads under 1 %: a 5 % slowdown needs few launches
     lone = race.Candidate("d", "d", 32, [100.0])
@@ -133,7 +133,7 @@ def test_a_candidate_ruled_out_says_how_many_times_as_fast_the_leader_is():
     low, high = race.slower_than(slow, leader)  # 1.47 to 1.53: wholly above 1
     assert 1.4 < low < 1.5 < high < 1.6
     assert slow.why_out == (f"significantly slower: bucket 25 MB is 1.50x as fast as bucket 1 MB (95 % CI "
-                            f"{speedup.times(low)} to {speedup.times(high)})")
+                            f"{speedup_words.times(low)} to {speedup_words.times(high)})")
 
 
 def test_a_tied_candidate_stopped_early_says_so_and_how_many_launches_would_tell():

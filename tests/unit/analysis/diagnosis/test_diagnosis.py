@@ -1,12 +1,15 @@
 """The diagnosis: each verdict from the numbers that support it, and none without them."""
 
+import dataclasses
 import math
 
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.core import speedup, stats
+from ddpbench.analysis.core import speedup_words, stats
+from ddpbench.analysis.diagnosis import verdict
 from ddpbench.analysis.diagnosis.finders import diagnose
+from ddpbench.analysis.diagnosis.findings import BEST_SETTING
 from ddpbench.testing.tables import diagnosis_row as _row
 
 
@@ -27,8 +30,8 @@ def test_best_bucket_with_and_without_significance():
     (f,) = _kinds(rows, "bucket")
     # 100 ms against 90: a speedup of 1.11x, said as one, never "10.0 % faster"
     low, high = stats.ratio_ci([90.0, 91.0, 89.0], [100.0, 101.0, 99.0])
-    assert (f"5 MB, 1.11x as fast as the default 25 MB (95 % CI {speedup.times(1 / high)} to "
-            f"{speedup.times(1 / low)}): significant.") in f.text
+    assert (f"5 MB, 1.11x as fast as the default 25 MB (95 % CI {speedup_words.times(1 / high)} to "
+            f"{speedup_words.times(1 / low)}): significant.") in f.text
     assert "% faster" not in f.text and f.brief.answer == "5 MB buckets, 1.11x as fast as 25 MB"
     # launches that overlap: the 2 % gain is not significant
     rows[1].update(step_ms_mean=98.0, launch_step_ms=[92.0, 104.0, 98.0])
@@ -40,6 +43,27 @@ def test_best_bucket_with_and_without_significance():
     assert "one launch" in f.text
     # a single bucket size: nothing to say about buckets
     assert _kinds(rows[:1], "bucket") == []
+
+
+def test_the_verdict_finds_the_best_bucket_by_what_it_is_not_by_its_words():
+    """The best cap's finding says it answers the best setting; the verdict's line and answer are that
+    finding's, however its sentence is worded, and a bucket finding that answers nothing is never quoted."""
+    rows = [_row(key="a", bucket_cap_mb=25.0, step_ms_mean=100.0, launch_step_ms=[100.0, 101.0, 99.0]),
+            _row(key="b", bucket_cap_mb=5.0, step_ms_mean=90.0, launch_step_ms=[90.0, 91.0, 89.0])]
+    summary = pd.DataFrame(rows)
+    findings = diagnose(summary)
+    (best,) = [f for f in findings if f.kind == "bucket"]
+    assert best.answers == BEST_SETTING
+    reworded = dataclasses.replace(best, text="Of the bucket caps DDP ran, 5 MB stepped fastest.")
+    others = [f for f in findings if f is not best]
+    for found in (findings, [*others, reworded]):
+        quoted = next(f for f in found if f.answers == BEST_SETTING)
+        assert dict(verdict.headline(found, summary))[BEST_SETTING] == quoted.text
+        assert {a.question: a.answer for a in verdict.answers(found, summary)}[BEST_SETTING] == quoted.brief.answer
+    # a bucket finding worded as the best one, answering nothing, is no answer
+    impostor = dataclasses.replace(best, answers=None)
+    assert BEST_SETTING not in dict(verdict.headline([*others, impostor], summary))
+    assert BEST_SETTING not in {a.question for a in verdict.answers([*others, impostor], summary)}
 
 
 def test_straggler_oversubscription_noise_and_failures():

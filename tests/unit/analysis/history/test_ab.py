@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from ddpbench.analysis.core.jobs import SPEC_COLUMNS
-from ddpbench.analysis.core.speedup import as_fast
+from ddpbench.analysis.core.speedup_words import as_fast
 from ddpbench.analysis.history import CANNOT_TELL, FASTER, SLOWER
 from ddpbench.analysis.history.ab import (
     SAME_WITHIN,

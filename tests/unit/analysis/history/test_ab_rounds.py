@@ -13,7 +13,7 @@ import pytest
 
 from ddpbench.analysis.core.machine import reading_resolution
 from ddpbench.analysis.core.sequential import confidence_sequence, running_intersection
-from ddpbench.analysis.core.speedup import faster_side
+from ddpbench.analysis.core.speedup_words import faster_side
 from ddpbench.analysis.core.windows import bounding_ranks
 from ddpbench.analysis.history import CANNOT_TELL, SLOWER
 from ddpbench.analysis.history.ab import SAME_WITHIN, Call, judge_job, round_figures

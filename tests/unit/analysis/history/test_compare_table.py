@@ -14,7 +14,7 @@ import pytest
 from ddpbench.analysis.core import power, stats
 from ddpbench.analysis.core.jobs import SPEC_COLUMNS
 from ddpbench.analysis.core.machine import MACHINE_BUSY, MACHINE_DIFFERED, MachineDifference
-from ddpbench.analysis.core.speedup import faster_side
+from ddpbench.analysis.core.speedup_words import faster_side
 from ddpbench.analysis.history import compare
 from ddpbench.analysis.history.gates import detectable
 from ddpbench.testing.comparing import row_at, step_times, tables

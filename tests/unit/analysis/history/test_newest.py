@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.core.speedup import times
+from ddpbench.analysis.core.speedup_words import times
 from ddpbench.analysis.history.newest import (
     CANNOT_TEST,
     FASTER,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from ddpbench.analysis.core import power, speedup
+from ddpbench.analysis.core import power, speedup_words
 from ddpbench.analysis.history import race
 from ddpbench.analysis.history.race import Candidate
 
@@ -63,7 +63,7 @@ def test_halving_keeps_the_faster_half_rounded_up_when_nobody_was_ruled_out():
 
 def test_faster_than_says_no_ratio_where_a_side_has_no_launch():
     best, none = Candidate("a", "a", 32, [100.0, 101.0]), Candidate("n", "n", 32)
-    assert race.faster_than(best, none) == f"a is {speedup.as_fast(math.nan, 'n', math.nan, math.nan)}"
+    assert race.faster_than(best, none) == f"a is {speedup_words.as_fast(math.nan, 'n', math.nan, math.nan)}"
 
 
 def test_undecided_asks_about_the_effect_it_is_given_and_alone_says_only_that():

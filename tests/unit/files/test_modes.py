@@ -9,10 +9,10 @@ import stat
 
 import pytest
 
-from ddpbench.results import sidefiles
-from ddpbench.results.folder import LOCK, MARKER
+from ddpbench.files import sidefiles
+from ddpbench.files.folders import LOCK, MARKER
+from ddpbench.files.sidefiles import replace_file
 from ddpbench.results.history import MACHINE_FILE, file_results
-from ddpbench.results.sidefiles import replace_file
 from ddpbench.sweep.ab import LOG_FILE, Outcome, SidePlan, write_log
 from ddpbench.testing.records import ResultsFolder
 

@@ -1,11 +1,11 @@
-"""One results folder, one sweep (:mod:`ddpbench.results.folder`): ``--wait`` waits for the running
-sweep's lock, then takes the folder. The folder's rules are in tests/unit/results/test_folders.py."""
+"""One results folder, one sweep (:mod:`ddpbench.files.folders`): ``--wait`` waits for the running
+sweep's lock, then takes the folder. The folder's rules are in tests/unit/files/test_folders.py."""
 
 import os
 import threading
 import time
 
-from ddpbench.results.writing import claimed
+from ddpbench.files.writing import claimed
 
 # ---------------------------------------------------------------------------------------------
 # the lock

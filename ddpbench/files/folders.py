@@ -1,7 +1,7 @@
 """The rules of a folder ddpbench writes that do not depend on which command writes it: the names a
 sweep writes in its results folder, no links, no files where a folder is wanted, a folder that can
 be written, and whose files are there. Which command may write which folder, its lock and its
-marker are :mod:`ddpbench.results.writing`'s (one writer's contract).
+marker are :mod:`ddpbench.files.writing`'s (one writer's contract).
 
 * **Whose files.** A folder that is new, empty, or holds only ddpbench's own control files (its
   marker, lock and owner note, another command's write probe, a marker or owner note before its
@@ -24,8 +24,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ddpbench.errors import InputError
-from ddpbench.results.schema import RESULTS_FILE, SEARCH_FILE, TRACE_DIR
 
+#: a results folder's records (:mod:`ddpbench.results.store`; what a record holds is :mod:`ddpbench.results.schema`'s)
+RESULTS_FILE = "results.jsonl"
+#: beside the results of a ``tune`` folder: the race (rounds, who went out and why, the verdict)
+SEARCH_FILE = "search.json"
+#: beside the results of traced jobs: their ranks' profiler traces (``<key>-r<repeat>.rank<r>.json.gz``)
+TRACE_DIR = "traces"
 MARKER = ".ddpbench-folder"
 LOCK = ".ddpbench.lock"
 OWNER = ".ddpbench.owner"
@@ -46,7 +51,7 @@ def foreign_entries(out_dir: Path, own: Callable[[Path], bool] | None = None) ->
     """The names in ``out_dir`` that are someone else's: all but ddpbench's control files (module
     docstring). ``own``: what else is ddpbench's there (a history store's machine folders, written
     before the marker was). Whether the folder is this command's, whatever it holds, is the
-    contract's (:func:`ddpbench.results.writing.refusal`)."""
+    contract's (:func:`ddpbench.files.writing.refusal`)."""
     try:
         names = sorted(os.listdir(out_dir))
     except FileNotFoundError:

@@ -1,4 +1,4 @@
-"""What a persistent group (:mod:`ddpbench.regression.group`) runs per timed call, on every rank.
+"""What a persistent group (:mod:`ddpbench.benchplugin.group`) runs per timed call, on every rank.
 
 A task is a plain picklable object: rank 0 pickles it before ``setup``, every helper unpickles
 its own copy, and each rank builds its side in ``setup(ctx)``. ``run()`` is one call, timed on
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ddpbench.regression.group import GroupConfig
+from ddpbench.benchplugin.group import GroupConfig
 
 ELEMENT_BYTES = 4  # float32
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ddpbench.regression.group import Group, GroupConfig, GroupError, GroupPool
+from ddpbench.benchplugin.group import Group, GroupConfig, GroupError, GroupPool
 from ddpbench.testing.survivors import child_processes as children
 
 

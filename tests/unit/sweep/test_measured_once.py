@@ -1,4 +1,4 @@
-"""The measure-once figures (ddpbench.sweep.once): found when taken under the same conditions, measured
+"""The measure-once figures (ddpbench.sweep.measured_once): found when taken under the same conditions, measured
 again when not, a damaged entry or a link read as none, never a traceback, never a write through a link."""
 
 import json
@@ -10,8 +10,8 @@ import pytest
 import ddpbench
 from ddpbench.experiment.collectives import parse_collectives
 from ddpbench.results.store import ResultStore
-from ddpbench.sweep import once
-from ddpbench.sweep.once import GEMM_PEAK, MeasuredOnce, cache_dir, gemm_given, gemm_key, learn_gemm
+from ddpbench.sweep import measured_once
+from ddpbench.sweep.measured_once import GEMM_PEAK, MeasuredOnce, cache_dir, gemm_given, gemm_key, learn_gemm
 from ddpbench.sweep.runner import run_collectives
 from ddpbench.testing.launchers import ENV, FakeLauncher
 
@@ -20,7 +20,7 @@ CONDITIONS = {"hostname": "box", "cpu_model": "CPU X", "cores_usable": 2, "gpus"
 KEY = {"device": "cpu", "threads": 1, "cpu_affinity": "", "dtype": "fp32", "ranks_at_once": 2, "local_rank": 0}
 FIGURES = {"peak_flops": 5e10, "peak_method": "best of 10 1024x1024 fp32 matmuls on 1 thread", "gemm_threads": 1}
 BY = {"sweep_id": "abc", "key": "k", "repeat": 0}
-NOW = once.utc_now()
+NOW = measured_once.utc_now()
 
 
 def entry_file(directory):
@@ -77,7 +77,7 @@ def test_another_key_or_host_measures_again(tmp_path):
     cache = MeasuredOnce(CONDITIONS, tmp_path)
     for other in ({**KEY, "threads": 2}, {**KEY, "ranks_at_once": 1}, {**KEY, "local_rank": 1}):
         assert cache.find(GEMM_PEAK, other) is None
-    assert cache.find(once.COLLECTIVES, KEY) is None
+    assert cache.find(measured_once.COLLECTIVES, KEY) is None
     assert MeasuredOnce({**CONDITIONS, "hostname": "other"}, tmp_path).find(GEMM_PEAK, KEY) is None
 
 
@@ -205,16 +205,17 @@ def test_outrun_is_more_than_its_margin_by_any_rank_of_an_fp32_cpu_launch():
     """A rank computing more than OUTRUN times its peak a second outran it; at 1.25 times (a 1024x1024
     product's under-reading on many threads) it did not; rank 1 alone counts as well; a GPU launch or
     another precision is not judged, nor a result whose figures are not numbers."""
-    assert once.OUTRUN == 1.5
-    assert once.outran(SPEC, outrun()) and once.outran(SPEC, outrun(peaks=(6e10, 6e10), step_ms=(30.0, 10.0)))
-    assert not once.outran(SPEC, outrun(peaks=(4e10, 4e10)))  # 1.25 times
-    assert not once.outran(SPEC, outrun(peaks=(6e10, 6e10)))
+    assert measured_once.OUTRUN == 1.5
+    assert measured_once.outran(SPEC, outrun())
+    assert measured_once.outran(SPEC, outrun(peaks=(6e10, 6e10), step_ms=(30.0, 10.0)))
+    assert not measured_once.outran(SPEC, outrun(peaks=(4e10, 4e10)))  # 1.25 times
+    assert not measured_once.outran(SPEC, outrun(peaks=(6e10, 6e10)))
     for other in ({"device": "cuda"}, {"precision": "bf16"}):
-        assert not once.outran(SimpleNamespace(**{**vars(SPEC), **other}), outrun())
+        assert not measured_once.outran(SimpleNamespace(**{**vars(SPEC), **other}), outrun())
     for damaged in (outrun(flops=None), outrun(flops="many"), {**outrun(), "steps": [[0, "measure", 0, None]]},
                     {**outrun(), "steps": [[[0], "measure", 0, 1.0]]}, {**outrun(), "steps": [[0, "measure"]]},
                     {**outrun(), "compute": []}, {**outrun(), "step_columns": None}):
-        assert not once.outran(SPEC, damaged)
+        assert not measured_once.outran(SPEC, damaged)
 
 
 def test_a_peak_its_ranks_outran_is_not_kept_and_a_handed_one_is_forgotten(tmp_path):

@@ -6,8 +6,8 @@ import time
 import pytest
 import torch
 
-from ddpbench.regression.group import Group, GroupConfig, GroupError, GroupPool
-from ddpbench.regression.tasks import AllReduce, Task, TrainStep
+from ddpbench.benchplugin.group import Group, GroupConfig, GroupError, GroupPool
+from ddpbench.benchplugin.tasks import AllReduce, Task, TrainStep
 from ddpbench.testing.survivors import child_processes as children
 
 

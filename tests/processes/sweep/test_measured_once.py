@@ -1,4 +1,4 @@
-"""Two real sweeps on one measure-once cache (ddpbench.sweep.once, ddpbench.sweep.checks): the first
+"""Two real sweeps on one measure-once cache (ddpbench.sweep.measured_once, ddpbench.sweep.checks): the first
 measures the matmul peak once per setting and the all_reduce curve, and runs one equivalence check
 for the jobs that differ only in DDP's bucket size; the second reuses every such figure, and the
 records and the report say where each came from and when it was taken, never as freshly measured."""

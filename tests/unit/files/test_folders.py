@@ -1,4 +1,4 @@
-"""One results folder, one sweep (:mod:`ddpbench.results.folder`): the lock, the folder rules, no
+"""One results folder, one sweep (:mod:`ddpbench.files.folders`): the lock, the folder rules, no
 writes through links, and work and log paths of one sweep that no other sweep shares."""
 
 import itertools
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from ddpbench.cli.program import main
 from ddpbench.errors import InputError
-from ddpbench.results import writing
-from ddpbench.results.folder import (
+from ddpbench.files import writing
+from ddpbench.files.folders import (
     DIR_ENTRIES,
     FILE_ENTRIES,
     LOCK,
@@ -22,9 +22,9 @@ from ddpbench.results.folder import (
     WRITE_PROBE,
     foreign_entries,
 )
+from ddpbench.files.writing import claimed
 from ddpbench.results.history import MACHINE_FILE, store_claim
 from ddpbench.results.store import ResultStore
-from ddpbench.results.writing import claimed
 from ddpbench.sweep.runner import run_sweep
 from ddpbench.testing import TINY, write_experiment
 from ddpbench.testing.fuzzing import examples

@@ -254,8 +254,8 @@ def _read_entry(path: Path) -> dict | None:
 
 def _write_entry(directory: Path, name: str, entry: dict) -> None:
     """Write ``entry`` as ``directory/name``, a new file renamed over the old entry, never through a
-    link (:func:`ddpbench.results.sidefiles.replace_file`); an entry that is a link is left alone."""
-    from ddpbench.results.sidefiles import replace_file
+    link (:func:`ddpbench.files.sidefiles.replace_file`); an entry that is a link is left alone."""
+    from ddpbench.files.sidefiles import replace_file
 
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     target = directory / name

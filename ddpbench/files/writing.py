@@ -26,11 +26,11 @@ Each command that writes (``sweep``, ``run``, ``tune``, ``collectives``, ``repor
   page, a filing) waits for another short one (:data:`WAIT_S` at most); a sweep or an ``ab`` is
   refused at once with one line naming the pid, unless the command's ``--wait`` waits.
 * **Files whole.** Each file is written to a temporary name beside it and renamed into place
-  (:func:`ddpbench.results.sidefiles.replace_file`): a reader never sees one half-written.
+  (:func:`ddpbench.files.sidefiles.replace_file`): a reader never sees one half-written.
 
 What each check refuses is one line (:class:`~ddpbench.errors.InputError`, exit 2); the folder
 rules shared with the sweep's own names (links, files, writability) are
-:mod:`ddpbench.results.folder`'s.
+:mod:`ddpbench.files.folders`'s.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpbench.errors import InputError
-from ddpbench.results.folder import (
+from ddpbench.files.folders import (
     CONTROL,
     FLAG,
     LOCK,
@@ -63,7 +63,7 @@ from ddpbench.results.folder import (
     foreign_entries,
     write_new,
 )
-from ddpbench.results.sidefiles import FILE_MODE, umask
+from ddpbench.files.sidefiles import FILE_MODE, umask
 
 #: how long a short writer (a report, a compare page, a filing) waits for another short one
 WAIT_S = 120.0
