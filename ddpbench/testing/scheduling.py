@@ -12,10 +12,18 @@ idle.
 is stopped, and once no other worker has a test left, the first worker is handed the other files, in
 the suite's order. So the suite takes the unit tests' and the waiting files' time divided by the cores,
 plus the other process tests' time as if they ran alone.
+
+The suite's shared launches -- a sweep, a cluster or a report that a fixture starts once for the tests
+that look at it, each test asserting its own property on it -- are declared in :data:`SHARED`, with
+the scope each is started once in. tests/conftest.py counts each start (:class:`Starts`, from pytest's
+``pytest_fixture_setup``) and fails the test whose setup would start one a second time in its scope:
+a fixture made function-scoped costs a launch a test and fails nothing else. A module's fixture is
+started once per test file that uses it; a session's once per pytest process (each xdist worker is one).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from xdist.scheduler import LoadFileScheduling
@@ -110,3 +118,53 @@ class UnitsThenAlone(LoadFileScheduling):
         for other in self.nodes:
             if other is not node:
                 self._reschedule(other)
+
+
+#: (the file that defines it, the fixture's name) -> the scope it is started once in
+SHARED = {
+    ("tests/conftest.py", "traced_spawn_sweep"): "session",
+    ("tests/processes/conftest.py", "ray_cluster"): "module",
+    ("tests/processes/conftest.py", "slurm"): "module",
+    ("tests/processes/report/test_inert.py", "base"): "session",
+    ("tests/processes/report/test_browser.py", "report"): "module",
+    ("tests/processes/sweep/test_sweep.py", "tiny_sweep"): "module",
+    ("tests/processes/sweep/test_sweep.py", "uninterrupted"): "module",
+    ("tests/processes/sweep/test_once.py", "two_sweeps"): "module",
+    ("tests/processes/workloads/test_workloads.py", "workload_sweep"): "module",
+    ("tests/processes/strategies/test_strategies.py", "strategies_sweep"): "module",
+    ("tests/processes/cli/test_two_writers.py", "inputs"): "module",
+    ("tests/processes/rank/test_script_steps.py", "swept"): "module",
+    ("tests/processes/regression/test_group.py", "pool"): "module",
+    ("tests/processes/analysis/test_compare.py", "reruns"): "module",
+    ("tests/processes/launch/test_multinode.py", "restarted"): "module",
+    ("tests/processes/traces/test_before.py", "jobs"): "module",
+    ("tests/processes/traces/test_command.py", "job"): "module",
+}
+
+
+class SharedLaunchAgain(Exception):
+    """A shared launch started a second time in the scope it is started once in."""
+
+
+class Starts:
+    """Counts each start of a :data:`SHARED` fixture in its declared scope (a module's: by test file)."""
+
+    def __init__(self, shared: dict[tuple[str, str], str] = SHARED):
+        self.shared = shared
+        self.counted: Counter = Counter()
+
+    def start(self, where: str, name: str, test_file: str, param: object = None) -> int:
+        """Count a start of fixture ``name`` defined in ``where`` for a test of ``test_file`` (a
+        parametrized fixture's ``param``: each its own launch); raise :class:`SharedLaunchAgain` where
+        it was started already in its scope. Returns the starts counted (1 for a fixture not shared)."""
+        scope = self.shared.get((where, name))
+        if scope is None:
+            return 1
+        key = (where, name, test_file if scope == "module" else "", repr(param))
+        self.counted[key] += 1
+        if self.counted[key] > 1:
+            within = f"the test file {test_file}" if scope == "module" else "this session"
+            raise SharedLaunchAgain(
+                f"{name} ({where}) started {self.counted[key]} times in {within}: it is started once a {scope} "
+                "(ddpbench.testing.scheduling.SHARED), each test looking at the same launch")
+        return self.counted[key]
