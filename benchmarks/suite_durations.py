@@ -39,6 +39,8 @@ from pathlib import Path
 from ddpbench.testing.accounting import NONE, PLAIN, TEST_KINDS, read
 from ddpbench.testing.scheduling import runs_alone, runs_one_at_a_time
 
+#: the first line of the note the script writes
+HEADER = "<!-- written by benchmarks/suite_durations.py -->"
 DEFAULT_OPTIONS = ("-q", "-n", "0", "-p", "no:cacheprovider")
 DEFAULT_FOLDERS = ("tests/processes", "tests/benchmarks", "tests/examples")
 KIND_ORDER = [name for name, _ in TEST_KINDS] + [PLAIN, NONE]
@@ -176,12 +178,13 @@ def main() -> int:
            "then the rest)")
     stopped = " (stopped part way: the tests it ran)" if code == 2 or code < 0 else ""
     header = [
+        HEADER, f"`{shown}`, {started:%Y-%m-%d %H:%M} UTC", "",
+        f"{os.cpu_count()} CPUs ({platform.machine()}), ddpbench at {_commit()}, `nice` before the command; it ran "
+        f"{ran} with the durations plugin, and pytest exited {code}{stopped} after {wall:.1f} s of wall time.", "",
         "# Where the suite's time goes", "",
-        f"Written by `{shown}` (`nice` before it), which ran {ran} with the durations plugin: commit {_commit()}, "
-        f"{started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores ({platform.machine()}), pytest exited {code}{stopped} "
-        f"after {wall:.1f} s of wall time. Seconds are a test's setup, call and teardown as pytest measured them; a "
-        "fixture's setup is counted in the test that first needed it. The machine was shared (other work ran beside "
-        "it): compare shares and ratios of one run, not seconds across runs.", ""]
+        "Seconds are a test's setup, call and teardown as pytest measured them; a fixture's setup is counted in the "
+        "test that first needed it. The machine was shared (other work ran beside it): compare shares and ratios of "
+        "one run, not seconds across runs.", ""]
     text = "\n".join(header + tables(tests, args.top)) + "\n"
     if args.costs:
         write_costs(args.costs, tests, shown)
