@@ -19,6 +19,7 @@ from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.machine import Machine
 from ddpbench.testing import ROOT, run_main
 from ddpbench.testing.fuzzing import INNER_PROFILE  # registers the profile, for --hypothesis-profile too
+from ddpbench.testing.scheduling import SHARED, SharedLaunchAgain, Starts
 
 pytest_plugins = ("pytester",)  # tests/processes/benchplugin/test_pytest_plugin.py runs pytest on a user's suite
 
@@ -87,6 +88,26 @@ def pytest_xdist_make_scheduler(config, log):
         from ddpbench.testing.scheduling import UnitsThenAlone
 
         return UnitsThenAlone(config, log)
+    return None
+
+
+#: each start of a shared launch (a sweep, a cluster, a browser) in this pytest process
+STARTS = Starts()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_fixture_setup(fixturedef, request):
+    """A shared launch (:data:`ddpbench.testing.scheduling.SHARED`) started a second time in the scope it is
+    started once in fails the test that asked for it, before it starts (:class:`ddpbench.testing.scheduling.Starts`)."""
+    where = Path(getattr(getattr(fixturedef.func, "__code__", None), "co_filename", "/")).resolve()
+    if ROOT not in where.parents or (where.relative_to(ROOT).as_posix(), fixturedef.argname) not in SHARED:
+        return None
+    test_file = "" if request.scope == "session" else Path(request.path).resolve().relative_to(ROOT).as_posix()
+    try:
+        STARTS.start(where.relative_to(ROOT).as_posix(), fixturedef.argname, test_file, getattr(request, "param", None))
+    except SharedLaunchAgain as again:  # an error of the fixture's, as pytest records one it raised
+        fixturedef.cached_result = (None, fixturedef.cache_key(request), (again, again.__traceback__))
+        raise
     return None
 
 

@@ -12,6 +12,7 @@ seeded simulated data, not measurements of a machine."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 from typing import NamedTuple
 
@@ -23,13 +24,64 @@ from ddpbench.analysis.core import t_bound
 from ddpbench.analysis.history import Gate
 from ddpbench.analysis.summary import summarize
 from ddpbench.experiment.spec import JobSpec, spec_from_dict
+from ddpbench.results.schema import TIMED_PHASES
+from ddpbench.results.store import ResultStore
 from ddpbench.results.tables import BATCH_COLUMNS
-from ddpbench.testing.records import ResultsFolder, job, result_for
+from ddpbench.testing.cli import ROOT
+from ddpbench.testing.records import ResultsFolder, job, rank_entry, result_for, training_result
+from ddpbench.testing.records import row as step_row
 from ddpbench.traces.compare import shift
 
 #: the environment block of the made-up machine both sides ran on
 ENV = {"hostname": "host-a", "python": "3.11.7", "torch_version": "2.13.0+cpu", "torch_cuda": None,
        "nccl_version": None, "cpu_model": "Test CPU", "cores_usable": 2, "gpus": [], "gloo_available": True}
+
+
+#: the committed reference results compare's tests plant regressions in: 6 jobs, 3 launches of 30 steps each
+EXAMPLE = ROOT / "reports" / "examples" / "world-sizes-cpu"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+#: the step columns that are times: what :func:`plant_regression` multiplies
+TIMING_FIELDS = (*TIMED_PHASES, "step_ms")
+
+
+def write_folder(folder: Path, jobs, env=ENV) -> Path:
+    """A results folder written the way a sweep writes it: (world_size, per-launch step times, status)."""
+    results = ResultsFolder(folder, env=env)
+    for world_size, launches, status in jobs:
+        spec = dataclasses.replace(job_spec(world_size, repeats=len(launches)), steps=len(launches[0]))
+        for repeat, times in enumerate(launches):
+            rows = []
+            for rank in range(world_size):
+                rows.append(step_row(rank, "warmup", 0, 3.0, forward_ms=1.0, backward_ms=1.0, optimizer_ms=1.0))
+                for phase in ("measure", "nosync"):
+                    rows += [step_row(rank, phase, step, t, forward_ms=0.3 * t, backward_ms=0.5 * t,
+                                      optimizer_ms=0.2 * t) for step, t in enumerate(times)]
+            result = training_result(spec, rows, [rank_entry(r, peak_rss_mb=100.0) for r in range(world_size)],
+                                     repeat, params=100, grad_bytes=400)
+            results.launch(spec, repeat, status=status, error=None if status == "ok" else "boom", cores=2,
+                           wall_s=1.0, result=result if status == "ok" else None)
+    return folder
+
+
+def plant_regression(source: Path, target: Path, factor: float) -> Path:
+    """A copy of a results folder with every step's timings multiplied by ``factor``."""
+    planted = ResultStore(target)
+    for record in ResultStore(source).records():
+        result = record.get("result") if record["kind"] == "run" else None
+        if result:
+            result["steps"] = [[v * factor if name in TIMING_FIELDS else v
+                                for name, v in zip(result["step_columns"], step)] for step in result["steps"]]
+        planted.append(record)
+    return target
+
+
+def assert_compare_outputs(out: Path) -> str:
+    """compare's CSV, figure and page are in ``out``: the page's text."""
+    assert (out / "compare.csv").is_file()
+    assert (out / "ratios.png").read_bytes()[:8] == PNG_MAGIC
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert '<img src="ratios.png"' in page
+    return page
 
 
 def step_times(mean_ms: float, launches: int = 3, steps: int = 8, seed: int = 0, launch_sd=0.01, step_sd=0.02):

@@ -12,10 +12,24 @@ idle.
 is stopped, and once no other worker has a test left, the first worker is handed the other files, in
 the suite's order. So the suite takes the unit tests' and the waiting files' time divided by the cores,
 plus the other process tests' time as if they ran alone.
+
+Within each of those, the files go out costliest first, by the seconds each took when last measured
+(:data:`COSTS_FILE`, written by ``python benchmarks/suite_durations.py --costs``), then those never
+measured in the suite's order: a long file handed out last would keep one worker busy while the other
+has nothing left, and a long waiting file started last would hold the tests that run alone back.
+
+The suite's shared launches -- a sweep, a cluster or a report that a fixture starts once for the tests
+that look at it, each test asserting its own property on it -- are declared in :data:`SHARED`, with
+the scope each is started once in. tests/conftest.py counts each start (:class:`Starts`, from pytest's
+``pytest_fixture_setup``) and fails the test whose setup would start one a second time in its scope:
+a fixture made function-scoped costs a launch a test and fails nothing else. A module's fixture is
+started once per test file that uses it; a session's once per pytest process (each xdist worker is one).
 """
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from pathlib import Path
 
 from xdist.scheduler import LoadFileScheduling
@@ -52,6 +66,25 @@ ONE_AT_A_TIME = ("processes/launch/test_ray.py", "processes/launch/test_slurm.py
                  "processes/benchplugin/test_group.py")
 
 
+#: each test file's seconds (setup, call and teardown of its tests, run alone: ``-n 0``), as measured by
+#: ``python benchmarks/suite_durations.py --costs`` into the costs file beside that script
+COSTS_FILE = Path(__file__).resolve().parents[2] / "benchmarks" / "suite_durations.json"
+
+
+def measured_costs(path: Path = COSTS_FILE) -> dict[str, float]:
+    """Each measured test file's seconds, by its path from the repository's root; none where the file is missing or
+    damaged."""
+    try:
+        files = json.loads(Path(path).read_text())["files"]
+        return {str(name): float(seconds) for name, seconds in files.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+#: the files' measured seconds the schedule hands them out by (:func:`measured_costs`)
+COSTS = measured_costs()
+
+
 def _inside(nodeid: str) -> str | None:
     """``nodeid``'s path under ``tests/`` where it lies in a folder of :data:`ALONE`, else None."""
     parts = Path(nodeid.split("::", 1)[0]).parts
@@ -76,16 +109,18 @@ def runs_one_at_a_time(nodeid: str) -> bool:
 
 
 class UnitsThenAlone(LoadFileScheduling):
-    """``--dist loadfile``, a file at a time in the suite's order: the files of :func:`runs_one_at_a_time`
+    """``--dist loadfile``, a file at a time, costliest first (:data:`COSTS`), then in the suite's order: the
+    files of :func:`runs_one_at_a_time`
     first, one after another on the last worker, beside the unit files on the others; the files of
     :func:`runs_alone` held back until every other test has run, then given to the first worker alone
     (the first not stopped; the others are stopped)."""
 
     def _assign_work_unit(self, node) -> None:
-        # in the suite's order, not xdist's (files of many tests first: a long file of one test last)
+        # costliest first, then in the suite's order; not xdist's (files of many tests first: a long file of
+        # one test last)
         if not hasattr(self, "_position"):  # each file's place: its first test's in the collection
             self._position = {self._split_scope(nodeid): i for i, nodeid in reversed(list(enumerate(self.collection)))}
-        pending = sorted(self.workqueue, key=self._position.__getitem__)
+        pending = sorted(self.workqueue, key=lambda scope: (-COSTS.get(scope, 0.0), self._position[scope]))
         running = [n for n in self.nodes if not n.shutting_down or n is node]
         first, last = running[0], running[-1]
         waits = [scope for scope in pending if runs_one_at_a_time(scope)]
@@ -110,3 +145,53 @@ class UnitsThenAlone(LoadFileScheduling):
         for other in self.nodes:
             if other is not node:
                 self._reschedule(other)
+
+
+#: (the file that defines it, the fixture's name) -> the scope it is started once in
+SHARED = {
+    ("tests/conftest.py", "traced_spawn_sweep"): "session",
+    ("tests/processes/conftest.py", "ray_cluster"): "module",
+    ("tests/processes/conftest.py", "slurm"): "module",
+    ("tests/processes/report/test_inert.py", "base"): "session",
+    ("tests/processes/report/test_browser.py", "report"): "module",
+    ("tests/processes/sweep/test_sweep.py", "tiny_sweep"): "module",
+    ("tests/processes/sweep/test_sweep.py", "uninterrupted"): "module",
+    ("tests/processes/sweep/test_measured_once.py", "two_sweeps"): "module",
+    ("tests/processes/workloads/test_workloads.py", "workload_sweep"): "module",
+    ("tests/processes/strategies/test_strategies.py", "strategies_sweep"): "module",
+    ("tests/processes/cli/test_two_writers.py", "inputs"): "module",
+    ("tests/processes/rank/test_script_steps.py", "swept"): "module",
+    ("tests/processes/benchplugin/test_group.py", "pool"): "module",
+    ("tests/processes/analysis/test_compare.py", "reruns"): "module",
+    ("tests/processes/launch/test_multinode.py", "restarted"): "module",
+    ("tests/processes/traces/test_before.py", "jobs"): "module",
+    ("tests/processes/traces/test_command.py", "job"): "module",
+}
+
+
+class SharedLaunchAgain(Exception):
+    """A shared launch started a second time in the scope it is started once in."""
+
+
+class Starts:
+    """Counts each start of a :data:`SHARED` fixture in its declared scope (a module's: by test file)."""
+
+    def __init__(self, shared: dict[tuple[str, str], str] = SHARED):
+        self.shared = shared
+        self.counted: Counter = Counter()
+
+    def start(self, where: str, name: str, test_file: str, param: object = None) -> int:
+        """Count a start of fixture ``name`` defined in ``where`` for a test of ``test_file`` (a
+        parametrized fixture's ``param``: each its own launch); raise :class:`SharedLaunchAgain` where
+        it was started already in its scope. Returns the starts counted (1 for a fixture not shared)."""
+        scope = self.shared.get((where, name))
+        if scope is None:
+            return 1
+        key = (where, name, test_file if scope == "module" else "", repr(param))
+        self.counted[key] += 1
+        if self.counted[key] > 1:
+            within = f"the test file {test_file}" if scope == "module" else "this session"
+            raise SharedLaunchAgain(
+                f"{name} ({where}) started {self.counted[key]} times in {within}: it is started once a {scope} "
+                "(ddpbench.testing.scheduling.SHARED), each test looking at the same launch")
+        return self.counted[key]

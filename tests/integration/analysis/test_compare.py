@@ -6,6 +6,7 @@ functions on synthetic tables are in tests/unit/analysis/history/test_compare.py
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -16,8 +17,17 @@ from ddpbench.analysis.history import compare
 from ddpbench.analysis.summary.budget import BARRIER_COLUMNS, BUDGET_COLUMNS
 from ddpbench.errors import InputError
 from ddpbench.report.compare_page import write_comparison
-from ddpbench.testing.cli import run_main
-from ddpbench.testing.comparing import MEDIAN_5, console_verdicts, write_launches
+from ddpbench.testing.cli import ROOT, run_main
+from ddpbench.testing.comparing import (
+    ENV,
+    EXAMPLE,
+    MEDIAN_5,
+    assert_compare_outputs,
+    console_verdicts,
+    plant_regression,
+    write_folder,
+    write_launches,
+)
 from ddpbench.testing.comparing import as_flag as _flag
 from ddpbench.testing.comparing import compare_jobs as _compare
 from ddpbench.testing.comparing import read_csv as _csv
@@ -272,3 +282,75 @@ def test_a_side_reads_no_collectives_so_a_damaged_one_says_nothing(tmp_path):
     assert len(side.summary) == 1 and [str(w.message) for w in said] == []
     with pytest.warns(Warning, match="collectives record 'c1' skipped"):
         load_given(folder, "A")
+
+
+# ---------------------------------------------------------------------------------------------
+# the command on the committed reference results and on made-up folders (moved from
+# tests/processes/analysis/test_compare.py: they start no process)
+# ---------------------------------------------------------------------------------------------
+
+def test_planted_regression_in_reference_results_fails_the_gate(tmp_path):
+    """Real measurements (3 launches a job) against a copy whose every step is 20 % slower."""
+    slow = plant_regression(EXAMPLE, tmp_path / "slow", 1.2)
+    out = tmp_path / "cmp"
+    proc = run_main("compare", EXAMPLE, slow, "--fail-on", "median:5%", "--out", out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "gate failed (median:5%)" in proc.stdout
+    assert "detectable at 90 %: +" in proc.stdout  # each gate line carries its minimum detectable slowdown
+    rows = _csv(out / "compare.csv")
+    assert len(rows) == 6
+    for row in rows:
+        assert float(row["median_ratio"]) == pytest.approx(1.2) and float(row["mean_ratio"]) == pytest.approx(1.2)
+        assert float(row["throughput_change_pct"]) == pytest.approx(100 * (1 / 1.2 - 1))
+        # never silently passed: failed beyond noise, or inconclusive where the launches scatter more
+        assert row["gate"] in ("median:5% fail", "median:5% inconclusive"), row
+    failed = [r for r in rows if r["gate"] == "median:5% fail"]
+    # the launches of mlp-m at world size 1 and 2 agree within 2 %: a 20 % slowdown is beyond doubt
+    assert {"mlp-m ws=1", "mlp-m ws=2"} <= {r["job"] for r in failed}
+    for r in failed:
+        assert re.search(rf"{re.escape(r['job'])} \[{r['key']}\]: median:5% fail, median step", proc.stdout), r
+    page = assert_compare_outputs(out)
+    assert "Gate failed" in page and 'class="bad"' in page
+
+
+def test_synthetic_folders_listing_environment_and_escaping(tmp_path):
+    # 5 launches of the compared job: with 3, a 1 % launch spread leaves a 5 % gate blind (it would
+    # catch 90 % of slowdowns only from +10.3 %), and blind is inconclusive, not passed
+    a = write_folder(tmp_path / "a", [(1, _launches(10.0, launches=5, seed=1), "ok"),
+                                       (2, _launches(20.0, seed=2), "ok"), (4, _launches(40.0), "ok")])
+    env_b = {**ENV, "hostname": "<script>alert(1)</script>", "cores_usable": 4}
+    b = write_folder(tmp_path / "b", [(1, _launches(10.0, launches=5, seed=1), "ok"), (2, _launches(20.0), "failed"),
+                                       (8, _launches(80.0), "ok")], env=env_b)
+    proc = run_main("compare", a, b, "--fail-on", "median:5%", "--fail-on", "mean:1ms")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "gate passed (median:5%, mean:1ms)" in proc.stdout
+    assert "not compared: mlp-xs ws=2" in proc.stdout and "status A ok, B failed" in proc.stdout
+    assert "only in A" in proc.stdout and "only in B" in proc.stdout
+    assert "environments differ in hostname: A host-a vs B <script>alert(1)</script>" in proc.stdout
+    assert "environments differ in usable cores: A 2 vs B 4" in proc.stdout
+    out = b / "compare"  # the default
+    page = assert_compare_outputs(out)
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "different environments" in page and "Not compared" in page
+    rows = {r["world_size"]: r for r in _csv(out / "compare.csv")}
+    assert rows["1"]["verdict"] == "not significant" and rows["2"]["status_b"] == "failed"
+    assert rows["4"]["match"] == "only in A" and rows["8"]["match"] == "only in B"
+
+
+def test_bad_input_through_the_command_s_function_is_one_line(tmp_path):
+    """The command's refusals in this process (two more as a user meets them, in a new process:
+    tests/processes/analysis/test_compare.py)."""
+    from ddpbench.cli.program import build_parser
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "file").write_text("")
+    quick = ROOT / "reports" / "examples" / "quick-cpu"
+    for args, expected in [((EXAMPLE, empty), ("B (", "results.jsonl: not found")),
+                           ((tmp_path / "file", EXAMPLE), ("A (", "is not a folder")),
+                           ((EXAMPLE, EXAMPLE, "--fail-on", "median"), ("--fail-on", "'median'", "no threshold")),
+                           ((quick, EXAMPLE), ("no job in common", "A (", "B ("))]:
+        parsed = build_parser().parse_args(["compare", *map(str, args), "--out", str(tmp_path / "out")])
+        with pytest.raises(InputError) as err:
+            parsed.func(parsed)
+        assert all(e in str(err.value) for e in expected) and "\n" not in str(err.value), str(err.value)

@@ -1,132 +1,29 @@
-"""`ddpbench compare A B`: matching jobs, significance over launches, gates, output, bad input.
-
-Pure functions run on synthetic tables with planted differences; the command runs on the
-committed reference results (a planted regression of real measurements), on synthetic folders,
-and -- marked slow -- on two real tiny sweeps.
+"""`ddpbench compare A B` where a process is what is checked: bad input as a user meets it (a new
+process), and two real tiny sweeps compared (their launches' real scatter). The command on the
+committed reference results and on made-up folders, in this process: tests/integration/analysis/test_compare.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ddpbench.analysis.core import power
 from ddpbench.analysis.history import compare
-from ddpbench.errors import InputError
-from ddpbench.results.store import ResultStore
-from ddpbench.testing import ROOT, TINY_DEFAULTS, run_cli, run_main, write_experiment
-from ddpbench.testing.comparing import ENV, MEDIAN_5
-from ddpbench.testing.comparing import job_spec as _spec
+from ddpbench.testing import TINY_DEFAULTS, run_cli, run_main, write_experiment
+from ddpbench.testing.comparing import EXAMPLE, MEDIAN_5, assert_compare_outputs, plant_regression
 from ddpbench.testing.comparing import read_csv as _csv
-from ddpbench.testing.comparing import step_times as _launches
-from ddpbench.testing.records import ResultsFolder, rank_entry, training_result
-from ddpbench.testing.records import row as step_row
-
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-EXAMPLE = ROOT / "reports" / "examples" / "world-sizes-cpu"  # 6 jobs, 3 launches of 30 steps each
-TIMING_FIELDS = ("data_ms", "forward_ms", "backward_ms", "comm_ms", "optimizer_ms", "step_ms")
-
 
 # ---------------------------------------------------------------------------------------------
-# the command, on stored results
+# bad input, as a user meets it
 # ---------------------------------------------------------------------------------------------
-
-def _write_folder(folder: Path, jobs, env=ENV) -> Path:
-    """A results folder written the way a sweep writes it: (world_size, per-launch step times, status)."""
-    results = ResultsFolder(folder, env=env)
-    for world_size, launches, status in jobs:
-        spec = dataclasses.replace(_spec(world_size, repeats=len(launches)), steps=len(launches[0]))
-        for repeat, times in enumerate(launches):
-            rows = []
-            for rank in range(world_size):
-                rows.append(step_row(rank, "warmup", 0, 3.0, forward_ms=1.0, backward_ms=1.0, optimizer_ms=1.0))
-                for phase in ("measure", "nosync"):
-                    rows += [step_row(rank, phase, step, t, forward_ms=0.3 * t, backward_ms=0.5 * t,
-                                      optimizer_ms=0.2 * t) for step, t in enumerate(times)]
-            result = training_result(spec, rows, [rank_entry(r, peak_rss_mb=100.0) for r in range(world_size)],
-                                     repeat, params=100, grad_bytes=400)
-            results.launch(spec, repeat, status=status, error=None if status == "ok" else "boom", cores=2,
-                           wall_s=1.0, result=result if status == "ok" else None)
-    return folder
-
-
-def plant_regression(source: Path, target: Path, factor: float) -> Path:
-    """A copy of a results folder with every step's timings multiplied by ``factor``."""
-    planted = ResultStore(target)
-    for record in ResultStore(source).records():
-        result = record.get("result") if record["kind"] == "run" else None
-        if result:
-            result["steps"] = [[v * factor if name in TIMING_FIELDS else v
-                                for name, v in zip(result["step_columns"], step)] for step in result["steps"]]
-        planted.append(record)
-    return target
-
-
-def _assert_outputs(out: Path) -> str:
-    assert (out / "compare.csv").is_file()
-    assert (out / "ratios.png").read_bytes()[:8] == PNG_MAGIC
-    page = (out / "index.html").read_text(encoding="utf-8")
-    assert '<img src="ratios.png"' in page
-    return page
-
-
-def test_planted_regression_in_reference_results_fails_the_gate(tmp_path):
-    """Real measurements (3 launches a job) against a copy whose every step is 20 % slower."""
-    slow = plant_regression(EXAMPLE, tmp_path / "slow", 1.2)
-    out = tmp_path / "cmp"
-    proc = run_main("compare", EXAMPLE, slow, "--fail-on", "median:5%", "--out", out)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr and "gate failed (median:5%)" in proc.stdout
-    assert "detectable at 90 %: +" in proc.stdout  # each gate line carries its minimum detectable slowdown
-    rows = _csv(out / "compare.csv")
-    assert len(rows) == 6
-    for row in rows:
-        assert float(row["median_ratio"]) == pytest.approx(1.2) and float(row["mean_ratio"]) == pytest.approx(1.2)
-        assert float(row["throughput_change_pct"]) == pytest.approx(100 * (1 / 1.2 - 1))
-        # never silently passed: failed beyond noise, or inconclusive where the launches scatter more
-        assert row["gate"] in ("median:5% fail", "median:5% inconclusive"), row
-    failed = [r for r in rows if r["gate"] == "median:5% fail"]
-    # the launches of mlp-m at world size 1 and 2 agree within 2 %: a 20 % slowdown is beyond doubt
-    assert {"mlp-m ws=1", "mlp-m ws=2"} <= {r["job"] for r in failed}
-    for r in failed:
-        assert re.search(rf"{re.escape(r['job'])} \[{r['key']}\]: median:5% fail, median step", proc.stdout), r
-    page = _assert_outputs(out)
-    assert "Gate failed" in page and 'class="bad"' in page
-
-
-def test_synthetic_folders_listing_environment_and_escaping(tmp_path):
-    # 5 launches of the compared job: with 3, a 1 % launch spread leaves a 5 % gate blind (it would
-    # catch 90 % of slowdowns only from +10.3 %), and blind is inconclusive, not passed
-    a = _write_folder(tmp_path / "a", [(1, _launches(10.0, launches=5, seed=1), "ok"),
-                                       (2, _launches(20.0, seed=2), "ok"), (4, _launches(40.0), "ok")])
-    env_b = {**ENV, "hostname": "<script>alert(1)</script>", "cores_usable": 4}
-    b = _write_folder(tmp_path / "b", [(1, _launches(10.0, launches=5, seed=1), "ok"), (2, _launches(20.0), "failed"),
-                                       (8, _launches(80.0), "ok")], env=env_b)
-    proc = run_main("compare", a, b, "--fail-on", "median:5%", "--fail-on", "mean:1ms")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "gate passed (median:5%, mean:1ms)" in proc.stdout
-    assert "not compared: mlp-xs ws=2" in proc.stdout and "status A ok, B failed" in proc.stdout
-    assert "only in A" in proc.stdout and "only in B" in proc.stdout
-    assert "environments differ in hostname: A host-a vs B <script>alert(1)</script>" in proc.stdout
-    assert "environments differ in usable cores: A 2 vs B 4" in proc.stdout
-    out = b / "compare"  # the default
-    page = _assert_outputs(out)
-    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "different environments" in page and "Not compared" in page
-    rows = {r["world_size"]: r for r in _csv(out / "compare.csv")}
-    assert rows["1"]["verdict"] == "not significant" and rows["2"]["status_b"] == "failed"
-    assert rows["4"]["match"] == "only in A" and rows["8"]["match"] == "only in B"
-
 
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
-    """Two through the command line as a user meets them, the rest through the command's function."""
-    from ddpbench.cli.program import build_parser
-
+    """Two as a user meets them, through the command line in a new process (the rest through the
+    command's function, in this process: tests/integration/analysis/test_compare.py)."""
     for args, expected in [((tmp_path / "missing", EXAMPLE), ("error: A (", "no such folder")),
                            ((EXAMPLE, EXAMPLE, "--fail-on", "foo:5%"), ("error: command line: --fail-on: 'foo:5%'",
                                                                         "allowed: STAT:N% or STAT:Nms"))]:
@@ -134,18 +31,6 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
         assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
         assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert all(e in proc.stderr for e in expected), proc.stderr
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    (tmp_path / "file").write_text("")
-    quick = ROOT / "reports" / "examples" / "quick-cpu"
-    for args, expected in [((EXAMPLE, empty), ("B (", "results.jsonl: not found")),
-                           ((tmp_path / "file", EXAMPLE), ("A (", "is not a folder")),
-                           ((EXAMPLE, EXAMPLE, "--fail-on", "median"), ("--fail-on", "'median'", "no threshold")),
-                           ((quick, EXAMPLE), ("no job in common", "A (", "B ("))]:
-        parsed = build_parser().parse_args(["compare", *map(str, args), "--out", str(tmp_path / "out")])
-        with pytest.raises(InputError) as err:
-            parsed.func(parsed)
-        assert all(e in str(err.value) for e in expected) and "\n" not in str(err.value), str(err.value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,7 +79,7 @@ def test_identical_rerun(reruns, tmp_path):
     promised is that a failure is one the launches support, and that identical data passes.
     """
     a, b = reruns
-    # in this process (run_main); the command as a new process: the tests on stored results above
+    # in this process (run_main); the command as a new process: the bad input above
     proc = run_main("compare", a, b, "--fail-on", "median:5%", "--out", tmp_path / "ab")
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and "environments differ" not in proc.stdout
@@ -253,7 +138,7 @@ def test_planted_regression_of_a_real_sweep(reruns, tmp_path):
         assert low == pytest.approx(expected[job], abs=0.1)
         assert outcome == ("fail" if expected[job] > 5.0 and job not in busy_jobs else "inconclusive")
     assert (proc.returncode == 1) == any(v > 5.0 for job, v in expected.items() if job not in busy_jobs)
-    _assert_outputs(out)
+    assert_compare_outputs(out)
 
     # 20 %: failed where the launches agree well enough, inconclusive where they do not -- never passed
     slow = plant_regression(a, tmp_path / "slow20", 1.2)

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from ddpbench.results.store import ResultStore
-from ddpbench.testing import as_from_a_terminal, cli_command, run_cli
+from ddpbench.testing import as_from_a_terminal, cli_command, run_cli, run_main
 from ddpbench.testing.bisecting import git, make_repository
 from ddpbench.testing.survivors import MARK, marked
 from ddpbench.testing.sweeps import wait_for_runs
@@ -51,13 +51,15 @@ def test_ab_of_two_commits_calls_the_planted_sleep_slower_interleaved_and_cleans
 
 
 def test_bad_sides_and_flags_are_one_line(tmp_path):
+    """The first as a user meets it (a new process); the rest through the command's ``main()`` in this
+    process, which asks git for the revisions all the same."""
     repo = make_repository(tmp_path / "train", commits=1, slow_at=5)
-    for args, words in ((("missing.toml", "main"), "missing.toml is not a file"),
-                        (("main", "no-such-rev"), "no such revision"),
-                        (("main", "main", "bench/none.toml"), "bench/none.toml is not in BASE"),
-                        (("main", "main", "--budget", "0"), "--budget"),
-                        (("main", "main", "--same-within", "100"), "--same-within")):
-        refused = run_cli("ab", *args, "--repo", repo.path, "--out", tmp_path / "never", cwd=tmp_path)
+    for run, args, words in ((run_cli, ("missing.toml", "main"), "missing.toml is not a file"),
+                             (run_main, ("main", "no-such-rev"), "no such revision"),
+                             (run_main, ("main", "main", "bench/none.toml"), "bench/none.toml is not in BASE"),
+                             (run_main, ("main", "main", "--budget", "0"), "--budget"),
+                             (run_main, ("main", "main", "--same-within", "100"), "--same-within")):
+        refused = run("ab", *args, "--repo", repo.path, "--out", tmp_path / "never", cwd=tmp_path)
         assert refused.returncode == 2 and words in refused.stderr and len(refused.stderr.splitlines()) == 1, \
             refused.stderr
     assert not (tmp_path / "never").exists()
@@ -209,7 +211,7 @@ def test_a_side_that_is_neither_an_experiment_file_nor_a_revision_says_what_it_i
     revision is named for what it is, with what a side may be."""
     repo = make_repository(tmp_path / "train", commits=1, slow_at=5)
     (tmp_path / "folder").mkdir()
-    refused = run_cli("ab", side, "main", "--repo", repo.path, "--out", tmp_path / "never", cwd=tmp_path)
+    refused = run_main("ab", side, "main", "--repo", repo.path, "--out", tmp_path / "never", cwd=tmp_path)
     assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
     assert f"BASE: {side} {what}, not an experiment file nor a git revision" in refused.stderr, refused.stderr
     assert not (tmp_path / "never").exists()

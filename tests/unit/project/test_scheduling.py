@@ -2,18 +2,28 @@
 of tests that mostly wait one at a time beside them, then the files of tests that start processes on one
 worker alone, in the suite's order, once every other test has run. Driven with stand-in workers that
 behave as pytest-xdist's do (a worker holds the last test it was sent back until it is sent more or told
-to stop), finishing tests in generated orders."""
+to stop), finishing tests in generated orders. Within each, the files go out costliest first by their
+measured seconds (scheduling.COSTS_FILE), the rest in the suite's order."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddpbench.testing import ROOT
+from ddpbench.testing import ROOT, scheduling
 from ddpbench.testing.fuzzing import examples
-from ddpbench.testing.scheduling import BESIDE_UNITS, ONE_AT_A_TIME, UnitsThenAlone, runs_alone, runs_one_at_a_time
+from ddpbench.testing.scheduling import (
+    BESIDE_UNITS,
+    ONE_AT_A_TIME,
+    UnitsThenAlone,
+    measured_costs,
+    runs_alone,
+    runs_one_at_a_time,
+)
 
 COLLECTION = [
     "tests/benchmarks/test_bench.py::test_b",
@@ -37,6 +47,12 @@ COLLECTION = [
 UNIT = [t for t in COLLECTION if not runs_alone(t) and not runs_one_at_a_time(t)]
 WAITING = [t for t in COLLECTION if runs_one_at_a_time(t)]
 ALONE = [t for t in COLLECTION if runs_alone(t)]
+
+
+@pytest.fixture(autouse=True)
+def no_costs(monkeypatch):
+    """No file measured, unless a test says: the suite's order."""
+    monkeypatch.setattr(scheduling, "COSTS", {})
 
 
 class Config:
@@ -98,13 +114,13 @@ def run(choose, workers: int = 2, crash_first: bool = False) -> tuple[list[tuple
     return ran, nodes
 
 
-def assert_units_then_alone(ran: list[tuple[str, str]]) -> None:
+def assert_units_then_alone(ran: list[tuple[str, str]], alone: list[str] = ALONE) -> None:
     tests = [t for _, t in ran]
     assert sorted(tests) == sorted(COLLECTION)  # every test, once: no worker waits for ever
     first_alone = min(i for i, t in enumerate(tests) if runs_alone(t))
     # every unit and waiting test ran before the first that runs alone
     assert set(tests[:first_alone]) == set(UNIT + WAITING)
-    assert tests[first_alone:] == ALONE  # then those, in the suite's order ...
+    assert tests[first_alone:] == alone  # then those, in the suite's order or costliest first ...
     assert len({w for w, t in ran if runs_alone(t)}) == 1  # ... on one worker
 
 
@@ -154,3 +170,51 @@ def test_every_file_and_folder_the_schedule_names_is_in_the_suite():
     for name in BESIDE_UNITS + ONE_AT_A_TIME:
         assert (ROOT / "tests" / name).exists(), name
     assert not set(BESIDE_UNITS) & set(ONE_AT_A_TIME)
+
+
+#: measured seconds of some files: the rest never measured
+COSTS = {"tests/processes/launch/test_multinode.py": 90.0, "tests/processes/sweep/test_ab.py": 40.0,
+         "tests/processes/sweep/test_orphans.py": 60.0, "tests/processes/launch/test_slurm.py": 30.0,
+         "tests/unit/cli/test_cli.py": 20.0, "tests/processes/report/test_inert.py": 5.0}
+
+
+def file_of(test: str) -> str:
+    return test.split("::")[0]
+
+
+def test_measured_files_go_out_costliest_first_then_the_rest_in_the_suite_s_order(monkeypatch):
+    monkeypatch.setattr(scheduling, "COSTS", COSTS)
+    ran, (gw0, gw1) = run(lambda ready: ready[0])
+    # the files that run alone: the emulated nodes (90 s) before the A/B (40 s), then the benchmark never measured
+    assert_units_then_alone(ran, [t for t in ALONE if "multinode" in t] + [t for t in ALONE if "test_ab" in t]
+                            + [t for t in ALONE if "benchmarks" in t])
+    # the waiting files on the last worker: the orphans (60 s) before Slurm (30 s)
+    assert gw1.sent[:4] == [t for t in WAITING if "orphans" in t] + [t for t in WAITING if "slurm" in t]
+    # beside them, the first worker starts on the costliest unit file, then the process file beside the units
+    firsts = list(dict.fromkeys(map(file_of, gw0.sent)))
+    assert firsts[:2] == ["tests/unit/cli/test_cli.py", "tests/processes/report/test_inert.py"]
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(picks=st.randoms(use_true_random=False), workers=st.integers(1, 3))
+def test_any_order_of_finishing_with_costs_still_runs_every_test_once_and_the_alone_ones_last(picks, workers):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scheduling, "COSTS", COSTS)
+        ran, _ = run(picks.choice, workers)
+    tests = [t for _, t in ran]
+    assert sorted(tests) == sorted(COLLECTION)
+    first_alone = min(i for i, t in enumerate(tests) if runs_alone(t))
+    assert set(tests[:first_alone]) == set(UNIT + WAITING)
+    assert len({w for w, t in ran if runs_alone(t)}) == 1
+
+
+def test_the_costs_are_read_from_the_durations_benchmark_s_file_and_a_missing_or_damaged_one_is_none(tmp_path):
+    good = tmp_path / "costs.json"
+    good.write_text(json.dumps({"command": "python benchmarks/suite_durations.py", "files": {"tests/a.py": 2.5}}))
+    assert measured_costs(good) == {"tests/a.py": 2.5}
+    assert measured_costs(tmp_path / "missing.json") == {}
+    for damaged in ("{", "[]", '{"files": [1]}', '{"files": {"tests/a.py": "x"}}'):
+        good.write_text(damaged)
+        assert measured_costs(good) == {}, damaged
+    committed = measured_costs()  # the committed file: every file it names is in the suite
+    assert all((ROOT / name).is_file() for name in committed)

@@ -3,14 +3,15 @@ the page: a wait inside the residual skew of the clocks' alignment, or between r
 operations, is "cannot tell" and names no rank; a wait beyond a small skew names the slow rank; one rank's trace
 shows no wait at all ("not measurable"), never a measured zero. Each folder generated: two ranks on two hosts,
 host b's clock 3 ms ahead, rank 1's compute 100 µs late in each of 10 steps (a wait of 0.05 ms a step, the
-ranks' mean)."""
+ranks' mean). Read in this process (``--workers 1``): what the clocks allow is the question here, not how
+the files are read (the pool and Ray: tests/processes/traces/)."""
 
 import html
 import re
 
 import pytest
 
-from ddpbench.testing import run_cli
+from ddpbench.testing import run_main
 from ddpbench.testing.traces import point_to_point, spread_ends, tiny_trace, write_trace
 from ddpbench.traces.answers import NOT_MEASURABLE
 
@@ -23,7 +24,7 @@ def _answer(folder, out, traces) -> tuple[str, str]:
     folder.mkdir()
     for rank, trace in enumerate(traces):
         write_trace(folder / f"rank{rank}.json", trace)
-    done = run_cli("traces", folder, "--out", out)
+    done = run_main("traces", folder, "--out", out, "--workers", "1")
     assert done.returncode == 0, done.stderr
     page = html.unescape(re.sub(r"<[^>]+>", "", (out / "index.html").read_text()))
     return done.stdout, page
