@@ -36,12 +36,13 @@ def print_search(result: dict) -> None:
                   f"{result['grid_launches']} (budget {result['budget']}).", highlight=False, soft_wrap=True)
 
 
-def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | None = None) -> None:
+def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | None = None, own=None) -> None:
     """``whatif``'s answer for one workload: the model's step and efficiency at each world size with its band
     (the held-out error on published scaling, leave-one-source-out), whether its state fits a device's memory, and
     with a batch and a price (or a run's samples) the hours and cost of training at each; sizes in whole nodes where
     ``--gpus-per-node`` was typed (:mod:`ddpbench.show.fit`). ``sources``: where the rank spread and the half-rate
-    size came from, where not from the published fit."""
+    size came from, where not from the published fit; ``own``: for a measured folder, (its own hold-out check's band
+    or None, why none), whose band is used where narrower (:func:`ddpbench.show.fit.chosen_band`), said in one line."""
     import math
 
     from ddpbench.analysis.models import (
@@ -49,7 +50,6 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
         LIMIT,
         WORLD_SIZES,
         Amount,
-        band_at,
         band_words,
         costs_words,
         ddp_step,
@@ -61,7 +61,15 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     )
     from ddpbench.analysis.summary import MILLION
     from ddpbench.show.finish import print_finish
-    from ddpbench.show.fit import assumed_words, fit_cell, fit_words, largest_words, memory_for, whole_nodes
+    from ddpbench.show.fit import (
+        assumed_words,
+        chosen_band,
+        fit_cell,
+        fit_words,
+        largest_words,
+        memory_for,
+        whole_nodes,
+    )
 
     sizes = getattr(args, "world_sizes", None) or WORLD_SIZES
     per, memory = whole_nodes(args), memory_for(args, work)
@@ -94,10 +102,13 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     print(f"{'devices':>8}" + (f" {'nodes':>6}" if per > 1 else "") + f" {'step ms':>9}"
           + "".join(f" {name:>15}" for name in shown) + f" {'comm ms':>9} {'eff.':>6} {'band':>11} {'master eff.':>12}"
           + (f" {'state GB':>9} {'fits':>5}" if checked else "") + "  algorithms")
+    mine_band, why = own if own is not None else (None, "")
+    used = []
     for p, (step, master) in zip(sizes, steps):
-        mine, _ = band_at(work, cluster, p)
-        shown_band = "-" if p == 1 else (f"{max(100 * step.efficiency + mine.low_pp, 0):.0f}-"
-                                         f"{min(100 * step.efficiency + mine.high_pp, 100):.0f}%")
+        low_pp, high_pp, by_own = chosen_band(work, cluster, p, step.efficiency, mine_band)
+        used += [p] if by_own else []
+        shown_band = "-" if p == 1 else (f"{max(100 * step.efficiency + low_pp, 0):.0f}-"
+                                         f"{min(100 * step.efficiency + high_pp, 100):.0f}%")
         terms = "".join(f" {step.terms()[name]:>9.1f} {step.terms()[name] / step.step_ms:>5.0%}" for name in shown)
         print(f"{p:>8}" + (f" {p // per:>6}" if per > 1 else "") + f" {step.step_ms:>9.1f}{terms} {step.comm_ms:>9.1f} "
               f"{step.efficiency:>6.0%} {shown_band:>11} {master.efficiency:>12.0%}"
@@ -105,13 +116,17 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     said = fit_words(memory, sizes)
     if said:
         print(said)
+    if own is not None:
+        from ddpbench.analysis.models import own_band_words
+
+        print(own_band_words(mine_band, used, why))
     if amount is not None and batch is not None:  # every device trains its batch each micro-step
         rows = []
         for p, (step, _) in zip(sizes, steps):
             nodes = math.ceil(p / cluster.gpus_per_node)
-            mine, _ = band_at(work, cluster, p)
+            low_pp, high_pp, _ = chosen_band(work, cluster, p, step.efficiency, mine_band)
             rows.append(finish_at(p, nodes, step.step_ms, step.efficiency, None if p == 1 else
-                                  (mine.low_pp, mine.high_pp), amount, batch, work.accumulation,
+                                  (low_pp, high_pp), amount, batch, work.accumulation,
                                   cost.hourly(p, nodes) if cost.priced else None))
         print_finish(args, rows, cost.currency, f"{amount.words(batch, work.accumulation)}"
                      + (f", at {cost.described()}" if cost.priced else ""), memory)
@@ -170,12 +185,26 @@ def print_from(options, found, folder, cluster) -> None:
         costs, sources = with_inputs(COSTS, mine.rank_spread_pct, mine.half_rate_mb, measured_terms(folder, measured))
         print_whatif(mine, f"{printable(measured.label)} as measured in {mine.from_dir} (DDP's own buckets at "
                      f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work,
-                     cluster, costs, sources)
+                     cluster, costs, sources, own=folder_band(folder, measured))
         print(without_controls(versus_report(measured, compute)))  # it names the stored workload
         job = summary[summary["key"] == measured.job_key] if measured.job_key and "key" in summary else []
         words = cluster_words(job.iloc[0]) if len(job) else ""
         if words:  # this model gives every device the compute alone: what the budget says of that
             print(f"of the loss budget measured at world size {measured.measured_world_size}: {words}")
+
+
+def folder_band(folder, measured) -> tuple:
+    """(the band of the folder's own hold-out check of ``measured``'s workload on this machine, or None; why none)
+    (:func:`ddpbench.analysis.models.own_band`)."""
+    from ddpbench.analysis.models import MIN_WORLD_SIZES, own_band
+
+    checks = folder.model.holdout
+    mine = checks[(checks["workload"] == measured.label) & (checks["network"] == "this machine")] \
+        if len(checks) else checks
+    if mine.empty:
+        return None, f"not checked: measured at fewer than {MIN_WORLD_SIZES} world sizes (one alone, one to fit the " \
+                     "link to, one to hide)"
+    return own_band(mine), "its check did not hold"
 
 
 def print_traces(jobs: list) -> None:

@@ -74,3 +74,21 @@ def largest_words(largest: int, target: float, memory, per: int, limit: int) -> 
         return f"{head}: none that fits ({largest} by the efficiency alone; its state does not fit a device there)"
     nodes = f" ({largest // per} node(s))" if per > 1 else ""
     return f"{head}: {largest}{nodes}" + (" (or more: the model's limit)" if largest + per > limit else "")
+
+
+def chosen_band(work, cluster, p: int, efficiency: float, own=None) -> tuple[float, float, bool]:
+    """(points below, points above, whether it is the folder's own) of the band at ``p`` devices: the folder's own
+    hold-out check's (:class:`ddpbench.analysis.models.OwnBand`) where it supports ``p`` and is narrower as shown
+    (within 0 and 100 %), else the published one (:func:`ddpbench.analysis.models.band_at`)."""
+    from ddpbench.analysis.models import band_at
+
+    published, _ = band_at(work, cluster, p)
+
+    def width(low_pp: float, high_pp: float) -> float:
+        return min(100 * efficiency + high_pp, 100) - max(100 * efficiency + low_pp, 0)
+
+    if own is not None and own.applies(p):
+        low, high = own.points(efficiency)
+        if width(low, high) < width(published.low_pp, published.high_pp):
+            return low, high, True
+    return published.low_pp, published.high_pp, False

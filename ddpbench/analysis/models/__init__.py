@@ -13,6 +13,7 @@
   bands        the band conditioned on what its user states (compute, gradients, links)
   measured     the growth terms as a results folder measured them (whatif --from)
   holdout      the projection of a measured run checked by hiding its largest world size
+  ownband      the band from the user's own measurement: its hold-out check's, where narrower
   reproduce    the model's step at each world size measured beside the measurement, before a projection
   fromtrace    a traced job's measurements as the projection's inputs (whatif --from a trace folder)
   layouts      the parameter layouts of models, and DDP's buckets cut from them
@@ -45,6 +46,8 @@ from ddpbench.analysis.models.measured import measured_terms, versus_report, wit
 from ddpbench.analysis.models.memory import Memory, gpu_memory_gb
 from ddpbench.analysis.models.model import Model
 from ddpbench.analysis.models.network import recovery_runs, shaped_jobs
+from ddpbench.analysis.models.ownband import OwnBand, own_band
+from ddpbench.analysis.models.ownband import band_words as own_band_words
 from ddpbench.analysis.models.presets import PRESETS, layout
 from ddpbench.analysis.models.questions import largest_world_size, link_needed, why_no_rate
 from ddpbench.analysis.models.reproduce import mismatch, reproduced_in_folder, reproduced_in_trace, reproduces
@@ -55,12 +58,12 @@ from ddpbench.analysis.models.wholenodes import LIMIT, WORLD_SIZES, node_series,
 
 __all__ = [
     "BANDS", "COSTS", "EFFICIENCY", "GRAD_BYTES", "LIMIT", "MIN_WORLD_SIZES", "PRESETS", "SHARDS", "TOLERANCE_PCT",
-    "WORLD_SIZES", "Amount", "Cluster", "Finish", "Memory", "Model", "Work", "band", "band_at", "band_words",
-    "cheapest", "costs_words", "ddp_buckets_vs_allreduce", "ddp_step", "finish_at", "first_to_finish",
+    "WORLD_SIZES", "Amount", "Cluster", "Finish", "Memory", "Model", "OwnBand", "Work", "band", "band_at",
+    "band_words", "cheapest", "costs_words", "ddp_buckets_vs_allreduce", "ddp_step", "finish_at", "first_to_finish",
     "fixed_batch_rows", "flop_layout", "full_size", "global_batch_problem", "gpu_memory_gb", "held_out",
     "largest_above", "largest_within", "largest_world_size", "layout", "link_needed", "master_step",
-    "measured_terms", "mismatch", "node_series", "not_whole", "past_words", "predict", "published_table",
-    "recovery_runs", "reproduced_in_folder", "reproduced_in_trace", "reproduces", "score", "shaped_jobs",
-    "single_rank_only", "traced", "traced_spread", "validated", "versus_report", "why_no_rate", "with_inputs",
-    "with_waits", "workloads",
+    "measured_terms", "mismatch", "node_series", "not_whole", "own_band", "own_band_words", "past_words", "predict",
+    "published_table", "recovery_runs", "reproduced_in_folder", "reproduced_in_trace", "reproduces", "score",
+    "shaped_jobs", "single_rank_only", "traced", "traced_spread", "validated", "versus_report", "why_no_rate",
+    "with_inputs", "with_waits", "workloads",
 ]

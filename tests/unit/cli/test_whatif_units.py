@@ -126,3 +126,20 @@ def test_every_whatif_option_says_its_default_or_that_it_has_none():
     missing = [a.option_strings[-1] for a in whatif._actions
                if a.option_strings and a.dest != "help" and "default" not in (a.help or "")]
     assert len(whatif._actions) > 30 and missing == []
+
+
+def test_a_folder_measured_at_three_sizes_gives_its_own_band_where_narrower_and_says_so():
+    out = run_main("whatif", "--from", FOLDER, "--inter-gbit", "100", "--gpus-per-node", "1", "--world-sizes",
+                   "2,4,8,16")
+    used = [line for line in out.stdout.splitlines() if line.startswith("band used:")]
+    assert len(used) == 2 and all("your folder's own hold-out check" in line and "at 2, 4, 8 device(s)" in line
+                                  for line in used)
+    two = next(line.split() for line in out.stdout.splitlines() if line.split()[:1] == ["2"])
+    assert two[-3] == "65-100%"  # mlp-m at 2: 90 % over a step 38 % longer, 65 %; the published band is wider
+
+
+def test_a_folder_not_checked_says_the_published_band_is_used_and_why():
+    out = run_main("whatif", "--from", "reports/examples/quick-cpu", "--inter-gbit", "100", "--world-sizes", "2,4")
+    assert out.returncode == 0, out.stderr
+    assert "band used: the published one (python -m ddpbench whatif --validate): your folder's own hold-out check " \
+           "gives none (not checked: measured at fewer than 3 world sizes" in out.stdout
