@@ -10,6 +10,7 @@ from ddpbench.cli.models import check_model_flags
 from ddpbench.cli.shared.finish import add_finish_flags, check_finish
 from ddpbench.cli.shared.gbatch import add_accumulation_flags, print_step
 from ddpbench.cli.shared.parsing import Given, finite_float, whole_numbers
+from ddpbench.cli.shared.units import add_memory_flag, check_units
 from ddpbench.errors import InputError
 from ddpbench.experiment.cost import Cost, with_flags
 from ddpbench.show.answers import settings
@@ -31,9 +32,12 @@ def add_parser(sub) -> None:
                    help="instead of --model and --compute-ms: what a sweep's results folder or a folder of profiler "
                    "traces measured (compute, buckets, spread), projected on the link it measured, or, with any "
                    "cluster flag, on the cluster described (default: none)")
-    given("--gpus-per-node", type=int, default=8, help="devices per node (default: 8)")
-    given("--intra-gbit", type=finite_float, default=2400.0, help="a device's link in a node, Gbit/s (default: 2400)")
-    given("--inter-gbit", type=finite_float, default=100.0, help="a node's network, all NICs, Gbit/s (default: 100)")
+    given("--gpus-per-node", type=int, default=8, help="devices per node; typed, every size is whole nodes of it "
+          "(default: 8, a DGX node, and any size)")
+    given("--intra-gbit", type=finite_float, default=2400.0, help="a device's link in a node, Gbit/s (default: "
+                   "2400, NVLink 3 as in a DGX A100)")
+    given("--inter-gbit", type=finite_float, default=100.0, help="a node's network, all NICs, Gbit/s (default: 100, "
+                   "one 100 Gbit/s NIC)")
     given("--intra-latency-us", type=finite_float, default=3.4, help="latency per all-reduce step inside a "
                    "node (default: NCCL's for NVLink, 3.4; its PCIe figure is 5.7)")
     given("--inter-latency-us", type=finite_float, default=14.0, help="latency per all-reduce step between "
@@ -52,10 +56,12 @@ def add_parser(sub) -> None:
     add_finish_flags(p)  # the run's work, the floor and the queue: ddpbench/cli/shared/finish.py
     # the settings people train with and the terms that grow with N: ddpbench/analysis/models/terms.py
     p.add_argument("--model-args", default="", metavar="TABLE", help="its arguments: '{ layers = 2 }' (default: none)")
-    p.add_argument("--world-sizes", type=whole_numbers, metavar="N,N", help="any world sizes (default: 1, 2 .. 1024)")
+    p.add_argument("--world-sizes", type=whole_numbers, metavar="N,N", help="any world sizes (default: 1, 2 .. 1024; "
+                   "with --gpus-per-node typed, 1, 2 .. nodes of it up to 1024 devices)")
     given("--grad-dtype", default="fp32", help="gradients' dtype: fp32, or bf16/fp16 (half the bytes; default: fp32)")
     add_accumulation_flags(p, given)  # --accumulation, or a fixed global batch: ddpbench/cli/shared/gbatch.py
-    given("--shard", default="none", help="zero1, zero2, zero3 or fsdp: their collectives (default: none)")
+    given("--shard", default="none", help="zero1, zero2, zero3 or fsdp: their collectives and memory (default: none)")
+    add_memory_flag(given)  # the device's memory, the sizes in whole nodes: ddpbench/cli/shared/units.py
     given("--input-samples-per-s", type=finite_float, metavar="N", help="a node's input, samples/s (default: no limit)")
     given("--rank-spread-pct", type=finite_float, metavar="PCT", help="ranks' step spread, %% (default: published fit)")
     given("--half-rate-mb", type=finite_float, metavar="MB", help="size at half rate (default: published fit)")
@@ -70,6 +76,8 @@ def add_parser(sub) -> None:
 #: flags that ask, not describe a cluster: with --from alone, the target is answered on the link, the rest refused
 QUESTIONS = ("target_efficiency", "price_per_device_hour", "price_per_node_hour", "currency", "batch_size",
              "global_batch")
+#: flags that describe the device, not the links: with --from alone, answered on the link it measured
+ON_THE_LINK = ("device_memory_gb",)
 
 #: each number flag's least value and whether that value itself is allowed (None: not given, allowed)
 BOUNDS = {"--compute-ms": (0, False), "--bucket-cap-mb": (0, False), "--intra-gbit": (0, False),
@@ -110,6 +118,7 @@ def _check(args) -> None:
     if training and args.batch_size is None and args.from_dir is None:
         raise InputError("command line", "--batch-size", "is needed for the time and cost of training: the samples "
                          "each device trains per step (or give --from a results folder)")
+    check_units(args)
 
 
 def command(args) -> int:
@@ -119,7 +128,7 @@ def command(args) -> int:
         from ddpbench.show.console_tables import print_validation
         return print_validation()
     _check(args)
-    if args.from_dir is not None and not set(args.given) - set(QUESTIONS):  # no cluster typed: the link measured
+    if args.from_dir is not None and not set(args.given) - {*QUESTIONS, *ON_THE_LINK}:  # no cluster: the link measured
         if training := ("--samples" if args.amount.samples else "--steps") if args.amount else next(
                 (f"--{d.replace('_', '-')}" for d in QUESTIONS[1:] if d in args.given), None):
             raise InputError("command line", training, ("the time to finish" if args.amount else "the cost and batch "
@@ -127,9 +136,9 @@ def command(args) -> int:
                              "add the cluster it would run on (--gpus-per-node, --inter-gbit, ...) to --from")
         from ddpbench.cli.shared.measured import measured_inputs, print_measured
 
-        pairs, holdout, reproduced = measured_inputs(args.from_dir)
+        pairs, holdout, reproduced = measured_inputs(args.from_dir, args)
         print_measured(args.from_dir, pairs, holdout, reproduced, args.world_sizes,
-                       args.target_efficiency if "target_efficiency" in args.given else None)
+                       args.target_efficiency if "target_efficiency" in args.given else None, args.device_memory)
         return 0
     nvls = ("nvls",) if args.nvls or args.algorithm == "nvls" else ()
     cluster = Cluster(args.gpus_per_node, args.intra_gbit, args.inter_gbit, args.intra_latency_us,

@@ -12,6 +12,7 @@ shows).
   projected        whatif --from on the link it measured: the report's projection, term by term, as far as checked;
                    a traced job on a cluster described
   gbatch           whatif at a fixed global batch: each size's accumulation and step, beside weak scaling
+  fit              whatif's sizes in whole nodes, whether each size's state fits a device, the values assumed
   finish           whatif's time to finish: hours, device-hours and cost per size, with bands; which size to ask for
   budget           the loss budget as shown: which jobs have one, its lines and intervals, the words they allow
 """

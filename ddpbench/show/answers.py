@@ -36,23 +36,20 @@ def print_search(result: dict) -> None:
                   f"{result['grid_launches']} (budget {result['budget']}).", highlight=False, soft_wrap=True)
 
 
-#: the world sizes ``whatif`` shows unless --world-sizes says
-WORLD_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-#: the most devices ``whatif`` answers for: its largest world size searches up to here, and a size past it is refused
-LIMIT = 1 << 16
-
-
-def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | None = None) -> None:
+def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | None = None, own=None) -> None:
     """``whatif``'s answer for one workload: the model's step and efficiency at each world size with its band
-    (the held-out error on published scaling, leave-one-source-out), and with a batch and a price (or a run's
-    samples) the hours and cost of training at each. ``sources``: where the rank spread and the half-rate size
-    came from, where not from the published fit."""
+    (the held-out error on published scaling, leave-one-source-out), whether its state fits a device's memory, and
+    with a batch and a price (or a run's samples) the hours and cost of training at each; sizes in whole nodes where
+    ``--gpus-per-node`` was typed (:mod:`ddpbench.show.fit`). ``sources``: where the rank spread and the half-rate
+    size came from, where not from the published fit; ``own``: for a measured folder, (its own hold-out check's band
+    or None, why none), whose band is used where narrower (:func:`ddpbench.show.fit.chosen_band`), said in one line."""
     import math
 
     from ddpbench.analysis.models import (
         COSTS,
+        LIMIT,
+        WORLD_SIZES,
         Amount,
-        band_at,
         band_words,
         costs_words,
         ddp_step,
@@ -64,13 +61,18 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     )
     from ddpbench.analysis.summary import MILLION
     from ddpbench.show.finish import print_finish
+    from ddpbench.show.fit import (
+        assumed_words,
+        chosen_band,
+        fit_cell,
+        fit_words,
+        largest_words,
+        memory_for,
+        whole_nodes,
+    )
 
     sizes = getattr(args, "world_sizes", None) or WORLD_SIZES
-    if max(sizes) > LIMIT:  # the model's answers stop there: no row past it
-        from ddpbench.errors import InputError
-
-        raise InputError("command line", "--world-sizes", f"at most {LIMIT} devices (the model's limit; got "
-                         f"{max(sizes)})")
+    per, memory = whole_nodes(args), memory_for(args, work)
     costs = costs if costs is not None else COSTS
     sources = sources or {}
     settings = [f"{work.grad_dtype} gradients"] + ([f"{work.accumulation} micro-steps per optimizer step"]
@@ -84,6 +86,10 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
              else "") + ")")
     print(costs_words(costs, sources))
     print(band_words())
+    print(memory.words())
+    assumed = assumed_words(args)
+    if assumed:
+        print(assumed)
     cost, batch = args.cost, getattr(args, "batch", None)
     amount = getattr(args, "amount", None)
     if amount is None and batch is not None and cost.priced:  # a price alone: the cost of a million samples
@@ -92,46 +98,65 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     # every term the step holds somewhere, each with its share of the step: they sum to it
     shown = [name for name in steps[0][0].terms() if any(step.terms()[name] for step, _ in steps)]
     print(f"the step is the sum of its terms: {', '.join(shown)} (ms, and each one's share of the step)")
-    print(f"{'devices':>8} {'step ms':>9}" + "".join(f" {name:>15}" for name in shown)
-          + f" {'comm ms':>9} {'eff.':>6} {'band':>11} {'master eff.':>12}  algorithms")
+    checked = memory.device_gb is not None  # a column of whether each size fits, where the memory is known
+    print(f"{'devices':>8}" + (f" {'nodes':>6}" if per > 1 else "") + f" {'step ms':>9}"
+          + "".join(f" {name:>15}" for name in shown) + f" {'comm ms':>9} {'eff.':>6} {'band':>11} {'master eff.':>12}"
+          + (f" {'state GB':>9} {'fits':>5}" if checked else "") + "  algorithms")
+    mine_band, why = own if own is not None else (None, "")
+    used = []
     for p, (step, master) in zip(sizes, steps):
-        mine, _ = band_at(work, cluster, p)
-        shown_band = "-" if p == 1 else (f"{max(100 * step.efficiency + mine.low_pp, 0):.0f}-"
-                                         f"{min(100 * step.efficiency + mine.high_pp, 100):.0f}%")
+        low_pp, high_pp, by_own = chosen_band(work, cluster, p, step.efficiency, mine_band)
+        used += [p] if by_own else []
+        shown_band = "-" if p == 1 else (f"{max(100 * step.efficiency + low_pp, 0):.0f}-"
+                                         f"{min(100 * step.efficiency + high_pp, 100):.0f}%")
         terms = "".join(f" {step.terms()[name]:>9.1f} {step.terms()[name] / step.step_ms:>5.0%}" for name in shown)
-        print(f"{p:>8} {step.step_ms:>9.1f}{terms} {step.comm_ms:>9.1f} {step.efficiency:>6.0%} "
-              f"{shown_band:>11} {master.efficiency:>12.0%}  {step.algorithms}")
+        print(f"{p:>8}" + (f" {p // per:>6}" if per > 1 else "") + f" {step.step_ms:>9.1f}{terms} {step.comm_ms:>9.1f} "
+              f"{step.efficiency:>6.0%} {shown_band:>11} {master.efficiency:>12.0%}"
+              + (f" {memory.state_gb(p):>9.3g} {fit_cell(memory, p):>5}" if checked else "") + f"  {step.algorithms}")
+    said = fit_words(memory, sizes)
+    if said:
+        print(said)
+    if own is not None:
+        from ddpbench.analysis.models import own_band_words
+
+        print(own_band_words(mine_band, used, why))
     if amount is not None and batch is not None:  # every device trains its batch each micro-step
         rows = []
         for p, (step, _) in zip(sizes, steps):
             nodes = math.ceil(p / cluster.gpus_per_node)
-            mine, _ = band_at(work, cluster, p)
+            low_pp, high_pp, _ = chosen_band(work, cluster, p, step.efficiency, mine_band)
             rows.append(finish_at(p, nodes, step.step_ms, step.efficiency, None if p == 1 else
-                                  (mine.low_pp, mine.high_pp), amount, batch, work.accumulation,
+                                  (low_pp, high_pp), amount, batch, work.accumulation,
                                   cost.hourly(p, nodes) if cost.priced else None))
         print_finish(args, rows, cost.currency, f"{amount.words(batch, work.accumulation)}"
-                     + (f", at {cost.described()}" if cost.priced else ""))
+                     + (f", at {cost.described()}" if cost.priced else ""), memory)
     target = args.target_efficiency
-    largest = largest_world_size(work, cluster, target, args.algorithm, limit=1 << 16, costs=costs)
-    print(f"largest world size at {target:.0%} or better: {largest}"
-          + (" (or more: the model's limit)" if largest == 1 << 16 else "")
-          + f"; {band_range(work, cluster, target, args, costs)}")
+    largest = largest_world_size(work, cluster, target, args.algorithm, limit=LIMIT, costs=costs, per=per)
+    print(f"{largest_words(largest, target, memory, per, LIMIT)}; "
+          f"{band_range(work, cluster, target, args, costs, per, memory)}")
     needed = link_needed(work, 1024, cluster, target, args.algorithm, costs)
     print(f"inter-node rate 1024 devices need for {target:.0%}: "
           + (f"{needed:.3g} Gbit/s" if needed != float("inf")
              else why_no_rate(work, 1024, cluster, target, args.algorithm, costs)))
 
 
-def band_range(work, cluster, target: float, args, costs) -> str:
+def band_range(work, cluster, target: float, args, costs, per: int = 1, memory=None) -> str:
     """The largest world size at ``target`` as the band reads it: where even its low end reaches the target,
     and where its high end does (a point prediction is no surer than the model's held-out error); each size's band
-    conditioned on the step (:func:`ddpbench.analysis.models.band_at`)."""
-    from ddpbench.analysis.models import largest_within
+    conditioned on the step (:func:`ddpbench.analysis.models.band_at`); in whole nodes of ``per`` devices where
+    above 1; never a size whose state does not fit ``memory`` (:class:`ddpbench.analysis.models.Memory`)."""
+    from ddpbench.analysis.models import LIMIT, largest_within
 
-    low, high = (largest_within(work, cluster, target, end, args.algorithm, costs) for end in ("low", "high"))
-    top = f"{high}" + (" or more (the model's limit)" if high == 1 << 16 else "")
-    return ("within the band, " + (f"{low} to {top}" if low > 1 else
-                                   f"no size is sure (its low end misses {target:.0%} at 2), {top} at its high end"))
+    low, high = (largest_within(work, cluster, target, end, args.algorithm, costs, per=per) for end in ("low", "high"))
+    top = f"{high}" + (" or more (the model's limit)" if high + per > LIMIT else "")
+    first = 2 if per == 1 else per
+    if memory is not None and memory.fits(high) is False:  # nor any smaller size: the state shrinks with the devices
+        return f"within the band, none that fits ({high} at its high end; its state does not fit a device there)"
+    if high == 0:  # whole nodes: even one node's band misses it
+        return f"within the band, no size reaches it (even its high end misses {target:.0%} at one node, {per})"
+    return ("within the band, " + (f"{low} to {top}" if low >= first else
+                                   f"no size is sure (its low end misses {target:.0%} at {first}), {top} at its high "
+                                   "end"))
 
 
 def settings(args, batch: int | None) -> dict:
@@ -160,12 +185,26 @@ def print_from(options, found, folder, cluster) -> None:
         costs, sources = with_inputs(COSTS, mine.rank_spread_pct, mine.half_rate_mb, measured_terms(folder, measured))
         print_whatif(mine, f"{printable(measured.label)} as measured in {mine.from_dir} (DDP's own buckets at "
                      f"{measured.bucket_cap_mb:g} MB, backward {measured.backward_share:.0%} of the step)", work,
-                     cluster, costs, sources)
+                     cluster, costs, sources, own=folder_band(folder, measured))
         print(without_controls(versus_report(measured, compute)))  # it names the stored workload
         job = summary[summary["key"] == measured.job_key] if measured.job_key and "key" in summary else []
         words = cluster_words(job.iloc[0]) if len(job) else ""
         if words:  # this model gives every device the compute alone: what the budget says of that
             print(f"of the loss budget measured at world size {measured.measured_world_size}: {words}")
+
+
+def folder_band(folder, measured) -> tuple:
+    """(the band of the folder's own hold-out check of ``measured``'s workload on this machine, or None; why none)
+    (:func:`ddpbench.analysis.models.own_band`)."""
+    from ddpbench.analysis.models import MIN_WORLD_SIZES, own_band
+
+    checks = folder.model.holdout
+    mine = checks[(checks["workload"] == measured.label) & (checks["network"] == "this machine")] \
+        if len(checks) else checks
+    if mine.empty:
+        return None, f"not checked: measured at fewer than {MIN_WORLD_SIZES} world sizes (one alone, one to fit the " \
+                     "link to, one to hide)"
+    return own_band(mine), "its check did not hold"
 
 
 def print_traces(jobs: list) -> None:

@@ -7,15 +7,12 @@ from __future__ import annotations
 
 from ddpbench.errors import InputError
 
-#: the world sizes shown unless --world-sizes says (whatif's)
-WORLD_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-
 
 def check(args) -> tuple[int, int, tuple[int, ...]]:
     """(the global batch, the micro-batch, the sizes) of ``args``; one line (:class:`InputError`, exit 2) for a
     batch below 1, a global batch smaller than a micro-batch on each device of the smallest size or not a whole
     number of micro-batches a device at a size below the one where the accumulation reaches 1."""
-    from ddpbench.analysis.models import global_batch_problem
+    from ddpbench.analysis.models import WORLD_SIZES, global_batch_problem
 
     for flag, value in (("--global-batch", args.global_batch), ("--micro-batch", args.micro_batch)):
         if value < 1:
@@ -33,8 +30,11 @@ def print_fixed_batch(args, what: str, work, cluster, costs=None, sources: dict 
     model's held-out error on published scaling), the size where the accumulation reaches 1, what happens to the
     batch past it, and the largest size shown against the same job at weak scaling."""
     from ddpbench.analysis.models import COSTS, band, costs_words, fixed_batch_rows, full_size, past_words
+    from ddpbench.show.fit import assumed_words, fit_cell, fit_words, memory_for
 
     global_batch, micro, sizes = check(args)
+    memory = memory_for(args, work)
+    checked = memory.device_gb is not None
     costs = costs if costs is not None else COSTS
     print(f"model output at a fixed global batch of {global_batch:,} samples, micro-batches of {micro} a device "
           f"(accumulation = {global_batch:,} / ({micro} x devices), one all-reduce an optimizer step) for {what}: "
@@ -43,13 +43,17 @@ def print_fixed_batch(args, what: str, work, cluster, costs=None, sources: dict 
           f"{work.compute_ms:.4g} ms of compute a micro-step per device; {cluster.gpus_per_node} devices a node at "
           f"{cluster.intra_gbit:g} Gbit/s, nodes at {cluster.inter_gbit:g} Gbit/s ({cluster.transport})")
     print(costs_words(costs, sources or {}))
+    print(memory.words())
+    assumed = assumed_words(args)
+    if assumed:
+        print(assumed)
     frame = fixed_batch_rows(work, global_batch, micro, sizes, cluster, costs)
     print("eff.: the throughput against the devices times one device's (the step alone over the step), with the "
           "band of the model's held-out error on published scaling (python -m ddpbench whatif --validate); weak "
           f"eff.: the same job keeping one device's accumulation ({int(frame['accumulation'].iloc[0])} micro-steps) "
           "on every device, its global batch growing with them")
     print(f"{'devices':>8} {'accum.':>7} {'global batch':>13} {'step ms':>10} {'compute ms':>11} {'exposed ms':>11} "
-          f"{'samples/s':>10} {'eff.':>6} {'band':>9} {'weak eff.':>10}")
+          f"{'samples/s':>10} {'eff.':>6} {'band':>9} {'weak eff.':>10}" + (f" {'fits':>5}" if checked else ""))
     for _, r in frame.iterrows():
         p = int(r["devices"])
         mine = band(p, cluster.gpus_per_node)
@@ -57,7 +61,10 @@ def print_fixed_batch(args, what: str, work, cluster, costs=None, sources: dict 
                                     f"{min(100 * r['efficiency'] + mine.high_pp, 100):.0f}%")
         print(f"{p:>8} {int(r['accumulation']):>7} {int(r['global_batch']):>13,} {r['step_ms']:>10.1f} "
               f"{r['compute_ms']:>11.1f} {r['exposed_ms']:>11.1f} {r['samples_per_s']:>10.4g} {r['efficiency']:>6.0%} "
-              f"{shown:>9} {r['weak_efficiency']:>10.0%}")
+              f"{shown:>9} {r['weak_efficiency']:>10.0%}" + (f" {fit_cell(memory, p):>5}" if checked else ""))
+    said = fit_words(memory, sizes)
+    if said:
+        print(said)
     full = full_size(global_batch, micro)
     print(f"the accumulation reaches 1 at {full:,} devices ({global_batch:,} = {micro} x 1 x {full:,})")
     past = past_words(global_batch, micro, sizes)

@@ -13,8 +13,6 @@ import pandas as pd
 #: the projection's terms, each with its column of :func:`ddpbench.analysis.models.costmodel.predict`; they sum to
 #: the step
 TERMS = {"compute": "compute_ms", "exposed": "exposed_comm_ms", "rank wait growth": "slowest_growth_ms"}
-#: world sizes shown unless given
-WORLD_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 def print_traced(options, pairs: list, reproduced: dict, cluster) -> None:
@@ -54,12 +52,14 @@ def _check_words(checks: pd.DataFrame, agrees: bool = True) -> list[str]:
 
 
 def print_measured(folder: Path, pairs: list, holdout: pd.DataFrame, reproduced: dict, sizes=None,
-                   target: float | None = None) -> None:
+                   target: float | None = None, device_memory: tuple[float, str] | None = None) -> None:
     """Each workload projected on the link it measured, per world size: the step, each term with its share, the
     efficiency, and whether the world size lies past what the check supports; at each world size it measured, the
     model's step there beside the measurement, and the projection past them only where every one agrees (else one
-    line saying what does not match). ``target``: the largest world size shown at that efficiency or better."""
-    from ddpbench.analysis.models import mismatch, predict, reproduces
+    line saying what does not match). ``target``: the largest world size shown at that efficiency or better;
+    ``device_memory``: (GB, where from) a device holds, against the state of each workload's parameters (their
+    gradients as measured, fp32), or None (not checked)."""
+    from ddpbench.analysis.models import WORLD_SIZES, Memory, mismatch, predict, reproduces
     from ddpbench.files.sanitize import printable
 
     for network, workload, link in pairs:
@@ -104,8 +104,14 @@ def print_measured(folder: Path, pairs: list, holdout: pd.DataFrame, reproduced:
             print(line)
         for words in _check_words(mine, agrees):
             print(words)
+        gb, source = device_memory or (None, "")
+        memory = Memory(sum(workload.bucket_bytes) / 4, device_gb=gb, source=source)
+        print(memory.words())
+        if memory.fits(1) is False:
+            print(f"does not fit: {memory.state_gb(1):.3g} GB a device against {gb:g} GB at every size (DDP)")
         if target is not None and agrees:
-            print(_largest(frame, target))
+            print(_largest(frame, target) if memory.fits(1) is not False else
+                  f"largest world size shown at {target:.0%} or better on the link it measured: none that fits")
 
 
 def latency_words(us: float) -> str:

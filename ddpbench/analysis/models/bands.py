@@ -35,6 +35,7 @@ from ddpbench.analysis.models import validation
 from ddpbench.analysis.models.loso import BANDS, EFFICIENCY, REGIMES, Band, regime, weighted_percentiles
 from ddpbench.analysis.models.terms import GRAD_BYTES
 from ddpbench.analysis.models.whatif import ddp_step
+from ddpbench.analysis.models.wholenodes import largest
 
 #: the reference rows whatif reads: each held-out published row's source, regime, devices, whether its compute and
 #: links are stated, its intensity and its held-out error (written by benchmarks/whatif_bands.py)
@@ -188,24 +189,16 @@ def band_at(work, cluster, devices: int) -> tuple[Band, bool]:
 
 
 def largest_within(work, cluster, target: float, end: str, algorithm: str = "auto", costs=None,
-                   limit: int = 1 << 16) -> int:
-    """The largest world size whose efficiency plus its band's ``end`` ("low" or "high") still reaches ``target``:
-    powers of two until one misses, then bisection (as :func:`.questions.largest_world_size`); 1 where 2 misses."""
+                   limit: int = 1 << 16, per: int = 1) -> int:
+    """The largest world size (whole nodes of ``per`` devices where above 1) whose efficiency plus its band's
+    ``end`` ("low" or "high") still reaches ``target``: doubling until one misses, then bisection
+    (:func:`.wholenodes.largest`); 1 where 2 miss (``per`` 1), 0 where one node does (``per`` above 1)."""
     def reaches(p: int) -> bool:
         found, _ = band_at(work, cluster, p)
         pp = found.low_pp if end == "low" else found.high_pp
         return 100 * ddp_step(work, p, cluster, algorithm, costs).efficiency + pp >= 100 * target
 
-    best, p = 1, 2
-    while p <= limit and reaches(p):
-        best, p = p, p * 2
-    if p > limit:
-        return best
-    low, high = best, p
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if reaches(middle) else (low, middle)
-    return low
+    return largest(reaches, per, limit)
 
 
 def step_intensity(work, cluster, devices: int) -> float:

@@ -7,15 +7,17 @@ import math
 from dataclasses import replace
 
 from ddpbench.analysis.models.whatif import Cluster, Costs, Work, ddp_step
+from ddpbench.analysis.models.wholenodes import LIMIT, largest
 
 #: the fastest inter-node rate :func:`link_needed` tries (Gbit/s): what "any rate" means
 FASTEST_GBIT = 1e6
 
 
 def largest_world_size(work: Work, cluster: Cluster, target: float, algorithm: str = "auto",
-                       limit: int = 1 << 16, costs: Costs | None = None) -> int:
-    """The largest world size (any whole number) whose DDP efficiency still reaches ``target``: powers
-    of two until one misses, then bisection between the last that reached it and that one.
+                       limit: int = LIMIT, costs: Costs | None = None, per: int = 1) -> int:
+    """The largest world size (any whole number, or whole nodes of ``per`` devices) whose DDP efficiency still
+    reaches ``target``: doubling until one misses, then bisection between the last that reached it and that one
+    (:func:`.wholenodes.largest`).
 
     Parameters
     ----------
@@ -32,25 +34,15 @@ def largest_world_size(work: Work, cluster: Cluster, target: float, algorithm: s
         The most devices tried.
     costs : Costs, optional
         The costs of running distributed; None: :data:`COSTS`, fitted to published scaling.
+    per : int
+        The sizes tried are multiples of it: 1, any; a node's devices, whole nodes.
 
     Returns
     -------
     int
-        Devices; 1 if even 2 miss the target.
+        Devices; 1 if even 2 miss the target (``per`` 1), 0 if even one node does (``per`` above 1).
     """
-    def reaches(p: int) -> bool:
-        return ddp_step(work, p, cluster, algorithm, costs).efficiency >= target
-
-    best, p = 1, 2
-    while p <= limit and reaches(p):
-        best, p = p, p * 2
-    if p > limit or best == 1:
-        return best
-    low, high = best, p  # low reaches the target, high does not
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (mid, high) if reaches(mid) else (low, mid)
-    return low
+    return largest(lambda p: ddp_step(work, p, cluster, algorithm, costs).efficiency >= target, per, limit)
 
 
 def link_needed(work: Work, p: int, cluster: Cluster, target: float, algorithm: str = "auto",

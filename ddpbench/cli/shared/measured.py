@@ -11,15 +11,18 @@ from pathlib import Path
 import pandas as pd
 
 from ddpbench.cli.shared.parsing import frozen
+from ddpbench.cli.shared.units import folder_gpus, gpu_memory
 from ddpbench.errors import InputError
 from ddpbench.show.projected import print_measured  # noqa: F401 - what is read here, shown: whatif imports both here
 
 
-def measured_inputs(folder: Path) -> tuple[list, pd.DataFrame, dict]:
+def measured_inputs(folder: Path, args=None) -> tuple[list, pd.DataFrame, dict]:
     """What ``folder`` measured, as the projection's inputs: ((network, workload, link), ...), its hold-out
     checks, and for each (network, workload label) the model's step at each world size it measured beside the
     measurement (:mod:`ddpbench.analysis.models.reproduce`) with where the ranks' spread came from; one line and
-    exit 2 where it is neither a results folder nor traces, or where no traced job can be projected."""
+    exit 2 where it is neither a results folder nor traces, or where no traced job can be projected. ``args``:
+    whatif's flags, given the memory of the GPU the folder names where no memory was given
+    (:func:`ddpbench.cli.shared.units.gpu_memory`)."""
     from ddpbench.analysis.models import reproduced_in_folder, reproduced_in_trace, traced, traced_spread
     from ddpbench.results.schema import RESULTS_FILE
 
@@ -27,6 +30,8 @@ def measured_inputs(folder: Path) -> tuple[list, pd.DataFrame, dict]:
         from ddpbench.analysis.folder import load
 
         measured = load(folder)
+        if args is not None:
+            gpu_memory(args, folder_gpus(measured))
         model = measured.model
         if not model.projected:
             raise InputError(str(folder), "world_size", "no finished DDP job at world size 1 and 2 or more to project "
@@ -49,6 +54,10 @@ def measured_inputs(folder: Path) -> tuple[list, pd.DataFrame, dict]:
                          "by `ddpbench sweep` or one of torch.profiler traces")
     pairs, reproduced, why = [], {}, []
     for job in read_folder(folder):
+        if args is not None:
+            from ddpbench.traces.compare import gpu_names
+
+            gpu_memory(args, gpu_names(job))
         made = traced(job)
         if isinstance(made, str):
             why.append(f"{job.name}: {made}")
@@ -72,12 +81,13 @@ def print_described(args, cluster) -> None:
         from ddpbench.show.answers import print_from
 
         found, folder = measured_workloads(args.from_dir)  # at a fixed global batch where given or swept at one
+        gpu_memory(args, folder_gpus(folder))
         fixed = args.global_batch is not None or any(w.global_batch for w in found)
         (print_fixed_from if fixed else print_from)(frozen(args), found, folder, cluster)
         return
     from ddpbench.show.projected import print_traced
 
-    pairs, _, reproduced = measured_inputs(args.from_dir)
+    pairs, _, reproduced = measured_inputs(args.from_dir, args)
     print_traced(frozen(args, batch=args.batch_size), pairs, reproduced, cluster)
 
 
