@@ -275,7 +275,8 @@ def test_whatif_from_says_which_budget_lines_a_device_per_rank_removes(monkeypat
     work = Workload("transformer-s, batch 4/rank", "transformer", "s", "", 4, 27e6, (27e6,), 25.0, 39.1, 62.7, 0.6, 2,
                     job_key="k")
     summary = pd.DataFrame([_job(**ISSUE)])
-    folder = SimpleNamespace(summary=summary, steps=pd.DataFrame(), collectives=pd.DataFrame())
+    folder = SimpleNamespace(summary=summary, steps=pd.DataFrame(), collectives=pd.DataFrame(), sweeps=pd.DataFrame(),
+                             model=SimpleNamespace(holdout=pd.DataFrame()))  # no hold-out: the published band
     monkeypatch.setattr(measured, "measured_workloads", lambda path: ([work], folder))
     (tmp_path / "results.jsonl").touch()  # a results folder, whose workloads are the ones above
     assert main(["whatif", "--from", str(tmp_path), "--inter-gbit", "100"]) == 0
