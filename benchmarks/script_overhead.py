@@ -285,9 +285,9 @@ def tiny(args) -> None:
                 times[name].append(us)
     instrument.uninstall()
     kind = "phases" if args.phase_steps else "measure"
-    # the measured steps' ends are not yet rows (their phase has not ended); the phase steps' are
+    # the measured steps' ends are not yet rows (the steps of their kind have not ended); the phase steps' are
     timed = len(instrument._spans) if kind == "measure" else sum(1 for row in instrument.rows if row[1] == kind)
-    if instrument.phase != kind or timed < args.blocks * args.block_steps:
+    if instrument.kind != kind or timed < args.blocks * args.block_steps:
         sys.exit(f"the hooked model's steps were not {kind} steps: {timed} of them")
 
     def quartiles(values):

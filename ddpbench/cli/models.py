@@ -19,10 +19,10 @@ def command(args) -> int:
 
     from ddpbench.experiment.spec import MODEL_SIZES
     from ddpbench.workloads.models import build_model, count_params, count_tensors, grad_bytes
-    from ddpbench.workloads.registry import NAMED, PLUGINS, PRESETS
+    from ddpbench.workloads.registry import NAMED, PLUGINS, SIZED_MODELS
 
     print(f"{'model':<16} {'size':<5} {'params':>12} {'grad MB':>9} {'tensors':>8}")
-    for model in PRESETS:
+    for model in SIZED_MODELS:
         for size in MODEL_SIZES:
             m = build_model(model, size)
             print(f"{model:<16} {size:<5} {count_params(m):>12,} {grad_bytes(m) / 1e6:>9.1f} {count_tensors(m):>8}")

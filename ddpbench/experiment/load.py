@@ -38,7 +38,7 @@ from ddpbench.experiment.links import parse_links
 from ddpbench.experiment.machine import Machine, resolve
 from ddpbench.experiment.scripts import check_script_job, place_script
 from ddpbench.experiment.spec import FIELDS, JobSpec, allowed_text, check_value
-from ddpbench.workloads.registry import PRESETS
+from ddpbench.workloads.registry import SIZED_MODELS
 
 MAX_JOBS = 10_000
 TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "datasheet_tflops", "repeat_budget_s", "launcher", "cost",
@@ -90,12 +90,12 @@ def job_spec(fields: dict, machine: Machine, source: str, auto_world_size: int |
 
 def check_model_fields(spec: JobSpec, given: dict, source: str) -> None:
     """A preset is sized by ``model_size``; every other model by its factory's ``model_args``."""
-    if spec.model in PRESETS:
+    if spec.model in SIZED_MODELS:
         if spec.model_args:
             raise InputError(source, "model_args", f"are a factory's arguments; the preset {spec.model!r} is sized by "
                              f"model_size ({allowed_text('model_size')})")
     elif "model_size" in given:
-        raise InputError(source, "model_size", f"sizes the presets {', '.join(PRESETS)}; {spec.model!r} takes "
+        raise InputError(source, "model_size", f"sizes the presets {', '.join(SIZED_MODELS)}; {spec.model!r} takes "
                          "model_args (python -m ddpbench models lists what each name builds)")
 
 

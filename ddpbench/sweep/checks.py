@@ -11,7 +11,7 @@ the same answer, so a sweep runs it in the first of them and hands the answer's 
 * the timed window and how often and how long a job is measured (the fields whose role is
   ``window`` or ``measurement``, :data:`ddpbench.experiment.spec.ROLES`: ``steps``, ``warmup_steps``,
   ``repeats``, ``min_repeats``, ``max_repeats``, ``ci_target_pct``, ``trace_steps``, ...): the check
-  trains its own ``check_steps`` on a fresh replica, whatever the timed phases were;
+  trains its own ``check_steps`` on a fresh replica, whatever steps were timed;
 * ``bucket_cap_mb`` of DDP with its built-in all-reduce (``strategy = "ddp"``, ``comm_hook = "none"``):
   the cap only groups the same gradients into fewer or more buffers, each averaged elementwise by the
   same all-reduce; each parameter's averaged gradient is the same sum (bitwise at world size 2, and up

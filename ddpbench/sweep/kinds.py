@@ -38,12 +38,12 @@ class TrainingLaunches:
 
     @staticmethod
     def timed_seconds(result: dict) -> float:
-        """Rank 0's timed step windows (every phase), in seconds."""
+        """Rank 0's timed step windows (every kind of step), in seconds."""
         return sum(row.step_ms for row in step_rows(result) if row.rank == 0) / 1e3
 
     @staticmethod
     def one_line(launch: Launch, result: dict) -> str:
-        """The mean slowest-rank step of the measure phase, and the throughput it gives."""
+        """The mean slowest-rank step of the measure steps, and the throughput it gives."""
         bound: dict[int, float] = {}
         for row in step_rows(result):
             if row.phase == "measure":

@@ -314,10 +314,10 @@ def outran(spec, result: dict) -> bool:
     if not _number(flops) or not flops > 0 or not isinstance(columns, list) \
             or not {"rank", "phase", "step_ms"} <= set(columns):
         return False
-    rank, phase, step_ms = (columns.index(name) for name in ("rank", "phase", "step_ms"))
+    rank, kind, step_ms = (columns.index(name) for name in ("rank", "phase", "step_ms"))  # kind: the step kind
     times: dict = {}
     for row in result.get("steps") or []:
-        if isinstance(row, list) and len(row) == len(columns) and row[phase] == "measure" \
+        if isinstance(row, list) and len(row) == len(columns) and row[kind] == "measure" \
                 and isinstance(row[rank], int) and _number(row[step_ms]):
             times.setdefault(row[rank], []).append(row[step_ms])
     peaks = {r.get("rank"): r.get("gemm_peak_flops") for r in result.get("ranks") or [] if isinstance(r, dict)}

@@ -26,9 +26,9 @@ def planted_ident(spec: JobSpec, repeat: int) -> dict:
     return {"key": spec.key, **spec.to_dict(), **{c: getattr(spec, c) for c in BATCH_COLUMNS}, "repeat": repeat}
 
 
-def phase_row(ident, rank, phase, step, data, forward, backward, comm, optimizer, ready=math.nan, step_ms=None):
+def phase_row(ident, rank, kind, step, data, forward, backward, comm, optimizer, ready=math.nan, step_ms=None):
     total = data + forward + backward + comm + optimizer
-    return {**ident, "rank": rank, "phase": phase, "step": step, "data_ms": data, "forward_ms": forward,
+    return {**ident, "rank": rank, "phase": kind, "step": step, "data_ms": data, "forward_ms": forward,
             "backward_ms": backward, "comm_ms": comm, "optimizer_ms": optimizer,
             "step_ms": total if step_ms is None else step_ms, "ready_ms": ready}
 
@@ -103,9 +103,9 @@ def alone(repeat=0, noise=0.0):
 APART_STEPS = 8
 
 
-def apart_row(ident, rank, phase, step, step_ms, **phases):
+def apart_row(ident, rank, kind, step, step_ms, **phases):
     parts = {column: phases.get(column.removesuffix("_ms"), math.nan) for column in TIMED_PHASES}
-    return {**ident, "rank": rank, "phase": phase, "step": step, "step_ms": step_ms, "ready_ms": math.nan, **parts}
+    return {**ident, "rank": rank, "phase": kind, "step": step, "step_ms": step_ms, "ready_ms": math.nan, **parts}
 
 
 def script_job(spec, measured, apart, repeats, rng):

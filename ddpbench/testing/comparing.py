@@ -118,8 +118,8 @@ def tables(jobs):
                               "allreduce_bytes_per_step": 400})
                 for step, ms in enumerate(times):
                     t = ms * (1 - 0.05 * rank)  # rank 0 is the slowest: the bounded step is ``ms``
-                    for phase, value in (("measure", t), ("nosync", 0.9 * t)):
-                        steps.append({**ident, "rank": rank, "phase": phase, "step": step, "data_ms": 0.0,
+                    for kind, value in (("measure", t), ("nosync", 0.9 * t)):
+                        steps.append({**ident, "rank": rank, "phase": kind, "step": step, "data_ms": 0.0,
                                       "forward_ms": 0.3 * value, "backward_ms": 0.5 * value, "comm_ms": 0.0,
                                       "optimizer_ms": 0.2 * value, "step_ms": value})
     steps = pd.DataFrame(steps)

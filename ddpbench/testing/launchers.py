@@ -20,8 +20,8 @@ def fake_result(spec, repeat, step_ms=10.0):
     """What rank 0 of a launch of ``spec`` hands back; rank r is r/10 slower than rank 0."""
     rows = []
     for rank in range(spec.world_size):
-        for phase, count in (("warmup", spec.warmup_steps), ("measure", spec.steps), ("nosync", spec.steps)):
-            rows += [row(rank, phase, step, step_ms * (1 + rank / 10), data_ms=0.1, forward_ms=1.0,
+        for kind, count in (("warmup", spec.warmup_steps), ("measure", spec.steps), ("nosync", spec.steps)):
+            rows += [row(rank, kind, step, step_ms * (1 + rank / 10), data_ms=0.1, forward_ms=1.0,
                          backward_ms=step_ms - 2.1, optimizer_ms=1.0) for step in range(count)]
     ranks = [rank_entry(r, peak_rss_mb=1.0, checksum="x", bucket_bytes=[40], allreduce_bytes_per_step=40)
              for r in range(spec.world_size)]

@@ -40,13 +40,13 @@ ENV = {"utc": "2026-01-02T03:04:05+00:00", "hostname": "testhost", "python": "3.
        "cores_physical": 2, "memory_gb": 16.0, "gpus": [], "argv": ["ddpbench", "sweep"]}
 
 
-def row(rank: int, phase: str, step: int, step_ms: float, ready_ms: float = math.nan, **phases: float) -> list:
-    """One step row in :data:`STEP_COLUMNS` order; ``phases`` are the timed phases by name
+def row(rank: int, kind: str, step: int, step_ms: float, ready_ms: float = math.nan, **phases: float) -> list:
+    """One step row in :data:`STEP_COLUMNS` order, of the step kind ``kind``; ``phases`` are the timed phases by name
     (``data_ms``, ``forward_ms``, ...), missing ones 0; ``ready_ms`` NaN unless given."""
     unknown = set(phases) - set(TIMED_PHASES)
     if unknown:
         raise ValueError(f"not timed phases: {sorted(unknown)}")
-    values = {"rank": rank, "phase": phase, "step": step, **dict.fromkeys(TIMED_PHASES, 0.0), **phases,
+    values = {"rank": rank, "phase": kind, "step": step, **dict.fromkeys(TIMED_PHASES, 0.0), **phases,
               "step_ms": step_ms, "ready_ms": ready_ms}
     return [values[name] for name in STEP_COLUMNS]
 
@@ -121,20 +121,20 @@ def result_for(spec: dict, step_ms: float, comm_share: float = 0.0, nosync: bool
     """A rank's hand-back: every rank's steps; phases add up to the step; DDP adds 20 % when ws > 1.
 
     ``comm_share``: the share of the step spent communicating after backward (explicit strategies);
-    ``nosync``: whether a no_sync() phase ran; ``rank_fields(rank)``: extra per-rank figures;
+    ``nosync``: whether no_sync() steps ran; ``rank_fields(rank)``: extra per-rank figures;
     ``check``: the equivalence check's record; ``rank_scale(rank)``: a factor on that rank's times
     (a planted straggler).
     """
     world, rows = spec["world_size"], []
     exposed = 0.2 * step_ms if world > 1 and nosync else 0.0
-    phases = [("warmup", spec["warmup_steps"], 5.0), ("measure", spec["steps"], 0.0)]
+    kinds = [("warmup", spec["warmup_steps"], 5.0), ("measure", spec["steps"], 0.0)]
     if nosync:
-        phases.append(("nosync", spec["steps"], -exposed))
+        kinds.append(("nosync", spec["steps"], -exposed))
     for rank in range(world):
-        for phase, count, shift in phases:
+        for kind, count, shift in kinds:
             for step in range(count):
                 t = (step_ms + shift + 0.1 * (step % 3) + 0.05 * rank) * (rank_scale(rank) if rank_scale else 1.0)
-                rows.append(row(rank, phase, step, t, data_ms=0.3, forward_ms=0.2 * t,
+                rows.append(row(rank, kind, step, t, data_ms=0.3, forward_ms=0.2 * t,
                                 backward_ms=(0.6 - comm_share) * t, comm_ms=comm_share * t, optimizer_ms=0.2 * t - 0.3))
     ranks = [rank_entry(r, **{"threads": 1, "peak_rss_mb": 400.0 + r, "bucket_bytes": [4000],
                               "allreduce_bytes_per_step": 4000, "ddp_forward_compute_ms": 1.0,

@@ -43,8 +43,8 @@ def job_tables(world_size, bucket, step_ms_by_rank, nosync_ms, status="ok", batc
     steps = []
     for rank, times in enumerate(step_ms_by_rank):
         for step, ms in enumerate(times):
-            for phase, value in (("measure", ms), ("nosync", nosync_ms), ("warmup", 1000.0)):
-                steps.append({**ident, "rank": rank, "phase": phase, "step": step, "data_ms": 0.0,
+            for kind, value in (("measure", ms), ("nosync", nosync_ms), ("warmup", 1000.0)):
+                steps.append({**ident, "rank": rank, "phase": kind, "step": step, "data_ms": 0.0,
                               "forward_ms": 1.0, "backward_ms": value - 2.0, "comm_ms": 0.0,
                               "optimizer_ms": 1.0, "step_ms": value})
     runs = [{**ident, "status": status, "error": None if status == "ok" else "boom", "oversubscribed": False,

@@ -22,9 +22,6 @@ from dataclasses import dataclass, field
 #: the built-in models a job sizes with ``model_size`` (xs to xl): ddpbench's presets of a model (the cost
 #: model's large-model layouts are :data:`ddpbench.analysis.models.PRESETS`, another thing)
 SIZED_MODELS = ("mlp", "cnn", "transformer")
-#: the earlier name, read still by ddpbench/experiment/load.py and ddpbench/cli/models.py (rooms another
-#: change is moving): read SIZED_MODELS
-PRESETS = SIZED_MODELS
 ENTRY_POINT_GROUP = "ddpbench.workloads"
 #: ``package.module:function`` (the function may be an attribute path: ``module:Class.make``)
 FACTORY_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")

@@ -20,7 +20,7 @@ it patches in torch, one piece per thing patched in :mod:`ddpbench.rank.script.p
 What a step costs the script is its measured time, so the measured steps (``measure``, and
 ``nosync`` from which the exposed communication follows) carry only the step hooks: one clock read
 at the step's end. Where the time goes inside a step is measured on ``steps`` more steps of their
-own, phase ``phases``, run before the measured ones with the phase hooks on:
+own, of the step kind ``phases``, run before the measured ones with the phase hooks on:
 
 * the DDP module's forward hooks: a step's *forward* starts when the DDP forward starts (in training
   mode with grad enabled: evaluation, under ``eval()`` or ``no_grad``, is not a training step), and
@@ -91,12 +91,12 @@ BUILTIN = object()
 class Instrument(StepEnds):
     """Every hook of one script run; :meth:`install` before the script, :meth:`uninstall` after.
 
-    ``clock``: the step timer's (:mod:`ddpbench.rank.timing`); ``at(phase, step)``: where the rank is;
-    ``plan``: a :class:`~ddpbench.rank.script.plan.Plan`, or its (phase, steps) in order; by default the job's (see the
+    ``clock``: the step timer's (:mod:`ddpbench.rank.timing`); ``at(kind, step)``: where the rank is;
+    ``plan``: a :class:`~ddpbench.rank.script.plan.Plan`, or its (kind, steps) in order; by default the job's (see the
     module docstring).
     """
 
-    def __init__(self, spec, rank: int, clock, at=lambda phase, step=-1: None, plan=None):
+    def __init__(self, spec, rank: int, clock, at=lambda kind, step=-1: None, plan=None):
         from ddpbench.rank.timing import StepTimer
 
         self.spec, self.rank, self.at = spec, rank, at
@@ -122,8 +122,8 @@ class Instrument(StepEnds):
         self.comm: str | None = None
         self._register_comm = self._register_builtin = None
         self.counted = 0  # steps since DDP was built, made rows (:attr:`steps_done` counts them all)
-        self.phase = self.phase_of(0)
-        self.hooked = self.phase in HOOKED
+        self.kind = self.kind_of(0)  # the step kind of the step under way (:mod:`ddpbench.rank.script.plan`)
+        self.hooked = self.kind in HOOKED
         self.rows: list[list] = []
         self.state = "idle"  # idle | forward | backward | after_backward | optimizer
         self.started = False
@@ -142,7 +142,7 @@ class Instrument(StepEnds):
         #: no-sync steps (all ranks' once gathered) whose gradients were all-reduced all the same
         self.nosync_allreduced = 0
         self._reduced = False  # a bucket was reduced in this no-sync step (seen by the wrapper)
-        #: the steps the GradScaler skipped: [rank, phase, step_ms, samples]
+        #: the steps the GradScaler skipped: [rank, step kind, step_ms, samples]
         self.skipped: list[list] = []
         self._scaler_stepped = self._stepped_since_update = False
         #: what the rank records (:mod:`ddpbench.rank.record`): started with the measured steps, stopped and taken
@@ -159,7 +159,7 @@ class Instrument(StepEnds):
         self._comm_done_ns = 0
         self._backward_end_ns = 0
         # the measured steps' fast path (one optimizer learnt, no phase hooks): each step's (start, end) on the
-        # clock, made rows when the phase ends (:meth:`flush`)
+        # clock, made rows when the steps of its kind end (:meth:`flush`)
         self._fast = None  # the optimizer whose step ends a step on the fast path, or None: the full path
         self._fast_steps = 0  # the steps the fast path takes before it flushes
         self._spans: list[tuple] = []
@@ -191,11 +191,11 @@ class Instrument(StepEnds):
         self.optimizers, self.stepped = [], []
 
     # -- which step this is ----------------------------------------------------------------
-    def phase_of(self, step: int) -> str | None:
+    def kind_of(self, step: int) -> str | None:
         return self.plan.kind_of(step)
 
-    def first_of(self, phase: str) -> int:
-        return self.plan.first_of(phase)
+    def first_of(self, kind: str) -> int:
+        return self.plan.first_of(kind)
 
     # -- install and uninstall -------------------------------------------------------------
     def install(self) -> None:
@@ -334,7 +334,7 @@ class Instrument(StepEnds):
         state, hook = self.user_hook
         if self.nosync:
             self._reduced = True
-        if self.phase != "phases" or not self.active or not self.host_clock:
+        if self.kind != "phases" or not self.active or not self.host_clock:
             return hook(state, bucket)
         start = time.perf_counter_ns()
         index = bucket.index()
@@ -402,8 +402,8 @@ class Instrument(StepEnds):
     def boundary(self, step: int) -> None:
         """Between two steps: the phase hooks on or off, the no-sync steps started or ended, and a stop once
         every step is done."""
-        self.phase = self.phase_of(step)
-        hooked = self.phase in HOOKED
+        self.kind = self.kind_of(step)
+        hooked = self.kind in HOOKED
         if hooked != self.hooked:
             self.hooked, self.state = hooked, "idle"
             self.hook_phases() if hooked else self.stop_timing()
@@ -424,7 +424,7 @@ class Instrument(StepEnds):
             self._fast, self._fast_steps = self.optimizers[0], left
             self._last = self.timer.last_mark()
             # where the rank is, without its step: a write per step would cost the step a system call
-            self.at(f"script {self.phase}", -1)
+            self.at(f"script {self.kind}", -1)
         if step == self.total:
             if self.snapshot is not None:
                 self.ddp.module.load_state_dict(self.snapshot[0])

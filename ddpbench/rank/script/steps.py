@@ -8,7 +8,7 @@
   optimizer, or several over parameters of their own, as Muon for the matrices and AdamW for the
   rest). Two over the same parameters in one step, or a new one later, are refused with the reason;
 * a measured step (no phase hooks, one optimizer) takes the fast path: one clock read at its end,
-  made a row when its phase ends (:meth:`StepEnds.flush`);
+  made a row when the steps of its kind end (:meth:`StepEnds.flush`);
 * ``GradScaler.update`` after a ``GradScaler.step`` that stepped none of the model's optimizers: a
   step the scaler skipped (inf or NaN gradients), its time and samples stored apart, never a step;
 * DDP's ``require_backward_grad_sync``, made ddpbench's to steer (:meth:`StepEnds.steer`), and each
@@ -59,7 +59,7 @@ def refused(message: str, scope: str = WORLD_SIZES) -> BadScript:
     return BadScript(message, refused=scope)
 
 
-#: the phases whose steps carry the phase hooks (forward, backward, bucket timing); the others are timed
+#: the step kinds whose steps carry the phase hooks (forward, backward, bucket timing); the others are timed
 #: by the step boundary alone
 HOOKED = ("warmup", "phases")
 #: why a step's phases could not be seen, by where the step was when its optimizer stepped
@@ -181,7 +181,7 @@ class StepEnds:
         if self.learned and len(self.stepped) == len(self.optimizers):
             self.end_step()
         elif not self.learned:  # the first step is open until its optimizers are known; where the rank is, as if not
-            following = self.phase_of(self.counted + 1)
+            following = self.kind_of(self.counted + 1)
             self.at(f"script {following or 'end'}", self.counted + 1 - self.first_of(following) if following else -1)
 
     def synced(self) -> bool:
@@ -227,14 +227,14 @@ class StepEnds:
     def end_step(self, at: int | None = None) -> None:
         """The step's last optimizer has stepped (at the timer's mark ``at``, default the last): its row, then
         the boundary."""
-        step, phase = self.counted, self.phase
+        step, kind = self.counted, self.kind
         row = self.timer.lap(at)
         samples = self._end_samples
         self.samples -= samples
         ready = math.nan
-        if phase in HOOKED:
+        if kind in HOOKED:
             seen = self._why is None
-            if phase == "phases" and seen:
+            if kind == "phases" and seen:
                 ready = row.get("ready_ms", math.nan)
             known = [row.get("data_ms", 0.0),
                      *(row.get(p, 0.0) if seen else None for p in ("forward_ms", "backward_ms")),
@@ -242,40 +242,40 @@ class StepEnds:
             if not seen:
                 self.unseen[self._why] = self.unseen.get(self._why, 0) + 1
             self.step_samples.append(samples)
-            if phase == "phases" and self._comm_done_ns > self._backward_end_ns:
+            if kind == "phases" and self._comm_done_ns > self._backward_end_ns:
                 self.late_comm += 1
         else:
             known = [None] * 5
-            if phase == "nosync" and self.synced():
+            if kind == "nosync" and self.synced():
                 self.nosync_allreduced += 1
-        self.rows.append([self.rank, phase, step - self.first_of(phase), *known, row["step_ms"], ready])
+        self.rows.append([self.rank, kind, step - self.first_of(kind), *known, row["step_ms"], ready])
         self._why, self._reduced, self.stepped = None, False, []
         if self.state == "optimizer":
             self.state = "idle"
-        if step == 0 and phase in HOOKED:
+        if step == 0 and kind in HOOKED:
             self.check_batch(samples)
         self.counted += 1
-        following = self.phase_of(self.counted)
+        following = self.kind_of(self.counted)
         self.at(f"script {following or 'end'}", self.counted - self.first_of(following) if following else -1)
         self.boundary(self.counted)
 
     def flush(self) -> None:
-        """The fast path's steps (the phase's last has ended): their rows, then the boundary."""
+        """The fast path's steps (the last of their kind has ended): their rows, then the boundary."""
         self.span_rows()
         self.nosync_allreduced += self._nosync_synced
         self.timer.restart(self._last)
         self._fast, self._spans, self._nosync_synced = None, [], 0
-        following = self.phase_of(self.counted)
+        following = self.kind_of(self.counted)
         self.at(f"script {following or 'end'}", self.counted - self.first_of(following) if following else -1)
         self.boundary(self.counted)
 
     def span_rows(self) -> None:
         """The fast path's steps so far made rows (and counted)."""
-        clock, phase = self.timer.clock, self.phase
+        clock, kind = self.timer.clock, self.kind
         clock.synchronize()
-        first = self.first_of(phase)
+        first = self.first_of(kind)
         for start, end in self._spans:
-            self.rows.append([self.rank, phase, self.counted - first, None, None, None, None, None,
+            self.rows.append([self.rank, kind, self.counted - first, None, None, None, None, None,
                               clock.elapsed_ms(start, end), math.nan])
             self.counted += 1
         self._spans = []
@@ -297,7 +297,7 @@ class StepEnds:
             now = clock.record()
             clock.synchronize()
             # its samples are not counted on a measured step (no forward hook): unknown
-            self.skipped.append([self.rank, self.phase, clock.elapsed_ms(self._last, now), None])
+            self.skipped.append([self.rank, self.kind, clock.elapsed_ms(self._last, now), None])
             self._last = now
             return
         if not self.started:
@@ -305,7 +305,7 @@ class StepEnds:
             self.started = True
         self.timer.mark("skipped")
         row = self.timer.lap()
-        self.skipped.append([self.rank, self.phase, row["step_ms"], self.samples])
+        self.skipped.append([self.rank, self.kind, row["step_ms"], self.samples])
         self.samples, self._why, self._reduced, self.state = 0, None, False, "idle"
 
     def check_batch(self, samples: int) -> None:

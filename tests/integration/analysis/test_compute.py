@@ -9,6 +9,7 @@ import ddpbench
 from ddpbench.analysis.diagnosis.finders import diagnose
 from ddpbench.experiment.spec import JobSpec
 from ddpbench.report.build import write_report
+from ddpbench.testing.pages import section_of
 from ddpbench.testing.records import ResultsFolder, rank_entry, row, training_result
 
 CPU = dict(backend="gloo", device="cpu", threads_per_rank=1, model_size="xs", warmup_steps=0, steps=6)
@@ -58,7 +59,7 @@ def test_a_rate_above_the_measured_peak_is_called_a_wrong_peak_in_the_diagnosis_
     (finding,) = [f for f in diagnose(table) if f.kind == "compute"]
     assert "200 %" in finding.text and "that peak is wrong" in finding.text and "1024x1024" in finding.text
     page = write_report(tmp_path).read_text()
-    assert "200 %: peak wrong" in page
+    assert "200 %: peak wrong" in section_of(page, "Compute")
 
 
 def test_data_bound_jobs_and_what_more_loader_workers_did(tmp_path):

@@ -116,7 +116,7 @@ def test_the_measured_steps_carry_only_the_step_boundary(group_of_one):
         opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
         with pytest.raises(StopScript):
             for _ in range(100):
-                if instrument.phase in ("measure", "nosync"):
+                if instrument.kind in ("measure", "nosync"):
                     hooks_in_measured.append(len(ddp._forward_pre_hooks) + len(ddp._forward_hooks) + sum(
                         len(p._post_accumulate_grad_hooks or {}) for p in ddp.module.parameters()))
                 ddp(torch.randn(8, 4)).sum().backward()
