@@ -153,12 +153,7 @@ def main() -> int:
                                                                               *sys.argv[1:]])
         text = "\n".join(["# Where the suite's time goes", "", f"The tables of a kept run, by `{shown}`.", ""]
                          + tables(tests, args.top)) + "\n"
-        if args.costs:
-            write_costs(args.costs, tests, shown)
-        if args.out:
-            args.out.write_text(text)
-        else:
-            print(text)
+        _emit(args, text, tests, shown)
         return 0
     pytest_args = list(args.pytest_args or [*DEFAULT_OPTIONS, *default_files()])
     with tempfile.TemporaryDirectory(prefix="suite-durations-") as folder:
@@ -186,13 +181,18 @@ def main() -> int:
         "test that first needed it. The machine was shared (other work ran beside it): compare shares and ratios of "
         "one run, not seconds across runs.", ""]
     text = "\n".join(header + tables(tests, args.top)) + "\n"
+    _emit(args, text, tests, shown)
+    return code
+
+
+def _emit(args, text: str, tests, shown: str) -> None:
+    """The tables to ``--out`` (else printed), and each file's seconds to ``--costs`` where asked."""
     if args.costs:
         write_costs(args.costs, tests, shown)
     if args.out:
         args.out.write_text(text)
     else:
         print(text)
-    return code
 
 
 if __name__ == "__main__":
