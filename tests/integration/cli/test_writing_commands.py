@@ -203,7 +203,8 @@ def tune_argv(tmp_path, out) -> list:
 def test_one_force_does_not_bless_the_folder_for_later_commands(inputs, sides, tmp_path, command):
     a, b, u1 = sides
     before = snapshot(u1)
-    argv_ = {"tune": tune_argv(tmp_path, u1), "sweep": tune_argv(tmp_path, u1),
+    # tune's race is checked before the folder (launch.can_run): a budget it can race, so the folder is what is refused
+    argv_ = {"tune": [*tune_argv(tmp_path, u1), "--budget", "8"], "sweep": tune_argv(tmp_path, u1),
              "add": ["history", "add", b, "--store", u1, "--commit", "abcdef1"],
              "report": ["report", a, "--out", u1],
              "page": ["history", "page", "--store", inputs[1], "--out", u1]}[command]
