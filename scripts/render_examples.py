@@ -10,15 +10,17 @@ two checkouts, into two folders, and compare the fingerprints::
 Each folder of ``reports/examples/`` holding a ``results.jsonl`` is copied under OUT and its report
 built there (``report DIR``, its pages and plots), its independent check run (``report DIR --check``,
 the output kept), and the history example's trend page built from its store (``history page``).
-``fingerprints.txt`` lists the SHA-256 of every file written and of every command's output; the
-committed folders are only read. Run from the checkout whose code is to render, with ``OUT`` outside
-it.
+``fingerprints.txt`` lists the SHA-256 of every file written and of every command's output, each with
+the output folder and the checkout written as ``OUT`` and ``ROOT`` and a folder marker's creation time left
+out (:func:`comparable`), so that two renders of the same code agree; the committed folders are only
+read. Run from the checkout whose code is to render, with ``OUT`` outside it.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -58,7 +60,7 @@ def main() -> int:
         outputs["history page"] = f"{done.returncode}\n{done.stdout}{done.stderr}"
     lines = []
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
-        lines.append(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.relative_to(out).as_posix()}")
+        lines.append(f"{hashlib.sha256(comparable(path, out)).hexdigest()}  {path.relative_to(out).as_posix()}")
     for name, text in sorted(outputs.items()):
         text = text.replace(str(out), "OUT")
         (out / "outputs").mkdir(exist_ok=True)
@@ -67,6 +69,18 @@ def main() -> int:
     (out / "fingerprints.txt").write_text("\n".join(lines) + "\n")
     print(f"{len(folders)} folders, {len(lines)} fingerprints: {out / 'fingerprints.txt'}")
     return 0
+
+
+def comparable(path: Path, out: Path) -> bytes:
+    """What of a written file two renders can agree on: the output folder and the checkout named as ``OUT``
+    and ``ROOT`` (a page names its results folder, the history page its store), and a folder marker without
+    the time it was written (its ``created``)."""
+    from ddpbench.files.folders import MARKER
+
+    data = path.read_bytes().replace(str(out).encode(), b"OUT").replace(str(ROOT).encode(), b"ROOT")
+    if path.name == MARKER:
+        data = json.dumps({k: v for k, v in json.loads(data).items() if k != "created"}, sort_keys=True).encode()
+    return data
 
 
 if __name__ == "__main__":
