@@ -16,12 +16,12 @@ MAX_LINES = 8
 
 @guarded
 def steps_over_run(steps, alarms, path: Path, title: str) -> Path | None:
-    if steps.empty:
+    by_step = steps.pivot_table(index="step", columns="rank", values="step_ms")  # a rank of no placeable step: none
+    if by_step.empty:
         return None
     fig = figure(9.0, 3.6)
     ax = fig.add_subplot(1, 1, 1)
-    ranks = sorted(steps["rank"].unique())
-    by_step = steps.pivot_table(index="step", columns="rank", values="step_ms")
+    ranks = sorted(by_step.columns)
     if len(ranks) <= MAX_LINES:
         for i, rank in enumerate(ranks):
             series = by_step[rank].dropna()

@@ -309,6 +309,7 @@ HUGE = {"mode": "scaled", "target": 1e308, "value": 1.0, "one_row": False, "labe
 @settings(max_examples=examples(15), deadline=None)
 @given(name=st.sampled_from(sorted(figure_functions())), how=CHANGES)
 @example(name="projection_plot", how=HUGE)
+@example(name="steps_over_run", how={**HUGE, "target": 1.7e308, "label": ""})  # every step past what a plot places
 def test_every_figure_draws_or_is_left_out_in_one_line(recorded_calls, name, how):
     with tempfile.TemporaryDirectory() as out:
         returned, path, left_out = draw(figure_functions()[name], recorded_calls[name][0], Path(out),
