@@ -190,7 +190,7 @@ def _watched_class():
             self.device = self.backend = None
             # the clock's marks are perf_counter_ns: a step's end on the wall clock is this offset on
             self._wall_offset_s = time.time() - time.perf_counter()
-            self._marked = self._last_end = time.perf_counter()
+            self._marked = self._last_end = self._stepped_at = time.perf_counter()
 
         def ddp_arguments(self, asked: dict, accepts) -> tuple[dict, dict]:
             return {}, {}  # DDP as the script builds it
@@ -232,6 +232,7 @@ def _watched_class():
                 super().after_optimizer_step(optimizer, args, kwargs)
             except BadScript as e:
                 self.give_up(str(e))
+            self._stepped_at = time.perf_counter()  # the fast path's last step ends here, whatever the script does next
 
         def check_batch(self, samples: int) -> None:
             pass  # no job to say what a step's batch should be
@@ -324,8 +325,8 @@ def _watched_class():
             if self.sender is None or self.finished:
                 return
             self.finished = True
-            if self._fast is not None and self._spans:
-                self._last_end = time.perf_counter()
+            if self._fast is not None and self._spans:  # ended at its last optimizer step, not at this teardown
+                self._last_end = self._stepped_at
                 self.span_rows()
             self.hand_over()
             self.sender.close()

@@ -80,10 +80,16 @@ PLAIN = """
 
 
 def test_the_command_s_exit_code_is_watch_s(tmp_path):
-    done = run_cli("watch", "--out", tmp_path / "w", "--", sys.executable,
-                   script(tmp_path, PLAIN.replace("EXIT", "3")), env=one_rank_env(free_port()), timeout=120)
+    """...and the steps end where they ended, not where the script tore its group down a second later."""
+    body = PLAIN.replace("EXIT", "3").replace('print("trained"', 'import time; time.sleep(1.0); print("trained"')
+    done = run_cli("watch", "--out", tmp_path / "w", "--", sys.executable, script(tmp_path, body),
+                   env=one_rank_env(free_port()), timeout=120)
     assert done.returncode == 3 and "trained" in done.stdout
-    assert [int(r["step"]) for r in rows(tmp_path / "w")] == list(range(12))
+    got = rows(tmp_path / "w")
+    assert [int(r["step"]) for r in got] == list(range(12))
+    ends = [float(r["end_s"]) for r in got]
+    assert ends[-1] - ends[0] == pytest.approx(sum(float(r["step_ms"]) for r in got[1:]) / 1e3, abs=0.01)
+    assert ends[-1] < float(got[-1]["received_s"]) - 0.5  # sent at the teardown, after the sleep
 
 
 def test_a_command_ended_by_a_signal_exits_as_a_shell_says(tmp_path):
