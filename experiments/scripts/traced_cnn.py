@@ -10,6 +10,7 @@ Each rank writes one ``<host>_<pid>.<timestamp>.pt.trace.json.gz`` into ``--trac
 """
 
 import argparse
+import gc
 import os
 
 import torch
@@ -76,7 +77,8 @@ def main():
             optimizer.step()
             prof.step()  # one ProfilerStep# range per training step: how ddpbench cuts the trace into steps
 
-    del model, optimizer
+    del model, optimizer  # gloo can abort at exit with DDP alive: drop it, then leave together
+    gc.collect()
     dist.barrier()
     dist.destroy_process_group()
 

@@ -9,6 +9,7 @@ It prints its own timing of every epoch (seconds and samples/s over all ranks).
 """
 
 import argparse
+import gc
 import os
 import time
 
@@ -115,6 +116,9 @@ def main():
                 os.makedirs(args.snapshot_dir, exist_ok=True)
                 torch.save({"epoch": epoch, "model": model.module.state_dict(), "optimizer": optimizer.state_dict()},
                            os.path.join(args.snapshot_dir, f"epoch{epoch}.pt"))
+    del model, optimizer  # gloo can abort at exit with DDP alive: drop it, then leave together
+    gc.collect()
+    dist.barrier()
     dist.destroy_process_group()
 
 

@@ -9,6 +9,7 @@ It logs its loss and its own ms/step every ``--log-every`` steps on rank 0.
 """
 
 import argparse
+import gc
 import os
 import time
 
@@ -81,6 +82,9 @@ def main():
             ms = 1000 * (time.perf_counter() - start) / args.log_every
             print(f"step {step}: loss {loss.item():.4f}, {ms:.2f} ms/step", flush=True)
             start = time.perf_counter()
+    del model, optimizer  # gloo can abort at exit with DDP alive: drop it, then leave together
+    gc.collect()
+    dist.barrier()
     dist.destroy_process_group()
 
 

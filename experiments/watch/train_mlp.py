@@ -10,6 +10,7 @@ rank 0 as JSON once training ends.
 """
 
 import argparse
+import gc
 import json
 import time
 
@@ -56,6 +57,9 @@ def main():
     if rank == 0 and args.times:
         with open(args.times, "w") as f:
             json.dump(times, f)
+    del model, optimizer  # gloo can abort at exit with DDP alive: drop it, then leave together
+    gc.collect()
+    dist.barrier()
     dist.destroy_process_group()
 
 
