@@ -1,6 +1,7 @@
 """Sizes in whole nodes: where the user gives the devices a node holds (``--gpus-per-node``), the sizes asked and
-answered are whole nodes -- the doubling series of nodes, a size's nodes beside its devices -- and the largest size
-that keeps a target is searched over whole nodes, never a part of one (a scheduler gives nodes)."""
+answered past one node are whole nodes -- the doubling series of nodes, a size's nodes beside its devices -- and the
+largest size that keeps a target is searched over whole nodes (a scheduler gives nodes); a size within one node (2 of
+its 8 GPUs) is a part of one, as a scheduler gives GPUs within a node."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ def node_series(per_node: int, top: int = WORLD_SIZES[-1]) -> tuple[int, ...]:
 
 
 def not_whole(sizes, per_node: int) -> list[int]:
-    """The sizes among ``sizes`` that are not whole nodes of ``per_node`` devices."""
-    return [p for p in sizes if p % per_node]
+    """The sizes among ``sizes`` past one node that are not whole nodes of ``per_node`` devices."""
+    return [p for p in sizes if p > per_node and p % per_node]
 
 
 def largest(reaches, per: int = 1, limit: int = LIMIT) -> int:

@@ -37,8 +37,8 @@ def check_units(args) -> None:
     bad = not_whole(sizes, per) if per > 1 and sizes else []
     if bad:
         raise InputError("command line", "--world-sizes" if args.queue_wait is None else "--queue-wait",
-                         f"{', '.join(map(str, bad))} not whole nodes of {per} devices (--gpus-per-node): give "
-                         f"multiples of {per}, such as {per}, {2 * per}, {4 * per}")
+                         f"{', '.join(map(str, bad))} not whole nodes of {per} devices (--gpus-per-node): past one "
+                         f"node give multiples of {per}, such as {2 * per}, {4 * per}")
 
 
 def gpu_memory(args, gpus) -> None:

@@ -43,6 +43,12 @@ def test_sizes_typed_in_whole_nodes_are_multiples_with_a_nodes_column_and_the_la
                or 0) % 8 == 0
 
 
+def test_sizes_within_one_node_may_be_asked_beside_whole_nodes():
+    out = run_main(*MLP, "--gpus-per-node", "8", "--inter-gbit", "100", "--world-sizes", "1,2,4,8,64")
+    assert out.returncode == 0, out.stderr
+    assert [int(r[0]) for r in _rows(out)] == [1, 2, 4, 8, 64]
+
+
 @pytest.mark.parametrize(("target", "anywhere", "whole"), [
     ("0.9", "5", "none (one node of 8 misses it)"),  # the "largest world size at 90 %: 5" on 8-GPU nodes
     ("0.8", "140", "136 (17 node(s))"),
@@ -107,8 +113,8 @@ def test_sizes_past_the_models_limit_are_refused_on_every_path(argv):
                                   "bf16), which every device keeps whole under DDP"),
     (("--device-memory-gb", "5", "--shard", "zero2"), "which every device keeps whole under zero2"),
     (("--gpus-per-node", "0"), "--gpus-per-node: must be 1 or more (got 0)"),
-    (("--gpus-per-node", "8", "--world-sizes", "4,8,12"), "--world-sizes: 4, 12 not whole nodes of 8 devices "
-                                                          "(--gpus-per-node): give multiples of 8"),
+    (("--gpus-per-node", "8", "--world-sizes", "4,8,12,20"), "--world-sizes: 12, 20 not whole nodes of 8 devices "
+                                                             "(--gpus-per-node): past one node give multiples of 8"),
 ]), st.sampled_from([("--world-sizes", "8"), ("--batch-size", "4", "--samples", "1000000"), ()]))
 def test_each_bad_input_is_one_line_and_exit_2(case, extra):
     flags, said = case

@@ -12,6 +12,7 @@ def test_the_doubling_series_of_whole_nodes():
     assert node_series(6) == (6, 12, 24, 48, 96, 192, 384, 768)
     assert node_series(2048) == (2048,)  # one node at least
     assert not_whole((8, 12, 16, 20), 8) == [12, 20]
+    assert not_whole((1, 2, 3, 4, 7, 9), 8) == [9]  # within one node: a part of it, as a scheduler gives GPUs
 
 
 @pytest.mark.parametrize(("edge", "per", "expected"), [(5, 8, 0), (8, 8, 8), (13, 8, 8), (47, 8, 40), (1370, 8, 1368),
