@@ -44,16 +44,11 @@ EXAMPLES = sorted(p.parent.name for p in EX.glob("*/results.jsonl")
 
 
 def test_the_examples_with_three_world_sizes_are_the_ones_checked():
-    assert {"world-sizes-cpu", "cost-cpu", "strategies-cpu", "consistency-cpu", "network-scaling-cpu"} <= set(EXAMPLES)
+    assert {"world-sizes-cpu", "cost-cpu", "strategies-cpu", "consistency-cpu", "network-scaling-cpu",
+            "fixed-batch-cpu"} <= set(EXAMPLES)
 
 
-#: examples whose check does not hold, each with why (its own test says more)
-MISSED = {"fixed-batch-cpu": "measured while other work held most of the 2 cores: tests/examples/analysis/"
-                             "test_fixed_batch.py"}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=MISSED[n]))
-                                  if n in MISSED else n for n in EXAMPLES])
+@pytest.mark.parametrize("name", EXAMPLES)
 def test_the_largest_world_size_is_predicted_from_the_smaller_ones(name):
     measured = load(EX / name)
     checks = measured.model.holdout
