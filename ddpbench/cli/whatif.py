@@ -115,7 +115,7 @@ def _check(args) -> None:
                                     "--price-per-node-hour": args.price_per_node_hour, "--currency": args.currency})
     check_finish(args)
     training = args.cost.priced or args.amount is not None
-    if training and args.batch_size is None and args.from_dir is None:
+    if training and args.batch_size is None and args.from_dir is None and args.global_batch is None:
         raise InputError("command line", "--batch-size", "is needed for the time and cost of training: the samples "
                          "each device trains per step (or give --from a results folder)")
     check_units(args)

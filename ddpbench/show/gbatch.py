@@ -65,6 +65,7 @@ def print_fixed_batch(args, what: str, work, cluster, costs=None, sources: dict 
     said = fit_words(memory, sizes)
     if said:
         print(said)
+    print_fixed_finish(args, frame, global_batch, micro, cluster, memory)
     full = full_size(global_batch, micro)
     print(f"the accumulation reaches 1 at {full:,} devices ({global_batch:,} = {micro} x 1 x {full:,})")
     past = past_words(global_batch, micro, sizes)
@@ -75,6 +76,32 @@ def print_fixed_batch(args, what: str, work, cluster, costs=None, sources: dict 
           f"{last['weak_efficiency']:.0%} at weak scaling: "
           + ("below it, as each device's compute an optimizer step shrinks while its all-reduce keeps its size"
              if last["efficiency"] < last["weak_efficiency"] else "not below it"))
+
+
+def print_fixed_finish(args, frame, global_batch: int, micro: int, cluster, memory) -> None:
+    """The time to finish at the fixed global batch (:func:`ddpbench.show.finish.print_finish`) where a run's work
+    or a price is given (a price alone: the cost of a million samples): each size's optimizer steps at its own
+    accumulation, each figure with the band of its efficiency."""
+    import math
+
+    from ddpbench.analysis.models import Amount, band, finish_at
+    from ddpbench.analysis.summary import MILLION
+    from ddpbench.show.finish import print_finish
+
+    cost, amount = args.cost, args.amount
+    if amount is None and cost.priced:
+        amount = Amount(samples=MILLION)
+    if amount is None:
+        return
+    rows = []
+    for _, r in frame.iterrows():
+        p = int(r["devices"])
+        nodes = math.ceil(p / cluster.gpus_per_node)
+        mine = band(p, cluster.gpus_per_node)
+        rows.append(finish_at(p, nodes, r["step_ms"], r["efficiency"], None if p == 1 else (mine.low_pp, mine.high_pp),
+                              amount, micro, int(r["accumulation"]), cost.hourly(p, nodes) if cost.priced else None))
+    print_finish(args, rows, cost.currency, amount.fixed_words(global_batch, micro)
+                 + (f", at {cost.described()}" if cost.priced else ""), memory)
 
 
 def print_fixed_from(args, found, folder, cluster) -> None:

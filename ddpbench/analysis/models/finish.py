@@ -30,6 +30,15 @@ class Amount:
                     "in them (give --samples to set the work the same at every size)")
         return f"{self.samples:,} samples, {per}"
 
+    def fixed_words(self, global_batch: int, micro_batch: int) -> str:
+        """The work at a fixed global batch (:mod:`.gbatch`): the optimizer steps it takes, each ``global_batch``
+        samples until the accumulation reaches 1, the batch growing with the devices past it."""
+        per = (f"a global batch of {global_batch:,} an optimizer step in micro-batches of {micro_batch} (the "
+               "accumulation by size; past the size where it reaches 1, the batch grows with the devices)")
+        if self.steps is not None:
+            return f"{self.steps:,} optimizer steps at every size, {per}"
+        return f"{self.samples:,} samples, {per}"
+
 
 @dataclass(frozen=True)
 class Span:

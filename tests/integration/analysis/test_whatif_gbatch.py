@@ -2,6 +2,7 @@
 where it reaches 1 and the batch past it, the efficiency below weak scaling's, from a model and from a sweep's
 workloads on a cluster described; and each bad input in one line, exit 2."""
 
+import math
 import re
 
 import pytest
@@ -28,6 +29,34 @@ def test_each_size_takes_its_accumulation_and_falls_below_weak_scaling():
     assert "the accumulation reaches 1 at 128 devices (1,024 = 8 x 1 x 128)" in done.stdout
     assert "so at 256 each device keeps its micro-batch of 8 and the global batch grows" in done.stdout
     assert "at 256 devices:" in done.stdout and "below it" in done.stdout
+
+
+@pytest.mark.parametrize("work, steps_at", [
+    (("--samples", "10000000"), lambda batch: math.ceil(10_000_000 / batch)),  # fewer steps once the batch grows
+    (("--steps", "5000"), lambda batch: 5000),
+])
+def test_the_time_to_finish_takes_each_size_s_own_accumulation(work, steps_at):
+    done = run_main(*MODEL, "--global-batch", "1024", "--micro-batch", "8", "--world-sizes", "8,64,128,256",
+                    "--gpus-per-node", "8", "--inter-gbit", "100", "--price-per-device-hour", "2", *work)
+    assert done.returncode == 0, done.stderr
+    steps = _rows(done.stdout)
+    assert "a global batch of 1,024 an optimizer step in micro-batches of 8" in done.stdout
+    finish = {int(c[0]): c for c in (line.split() for line in done.stdout.split("time to finish", 1)[1].splitlines())
+              if c and c[0].isdigit() and len(c) > 5}
+    assert sorted(finish) == [8, 64, 128, 256]
+    for p, cells in finish.items():  # devices, nodes, efficiency [band], train h [band], ...
+        batch = int(steps[p][2].replace(",", ""))
+        hours = steps_at(batch) * float(steps[p][3]) / 3.6e6  # the optimizer steps at the step the table gives
+        assert float(cells[6]) == pytest.approx(hours, rel=0.01), (p, cells)
+        assert float(cells[10]) == pytest.approx(float(cells[6]) * p, rel=0.01)  # device-hours
+
+
+def test_the_time_to_finish_of_a_sweep_at_a_fixed_global_batch():
+    done = run_main("whatif", "--from", ROOT / "reports" / "examples" / "fixed-batch-cpu", "--inter-gbit", "100",
+                    "--samples", "1000000", "--world-sizes", "1,2,4,8")
+    assert done.returncode == 0, done.stderr
+    assert "time to finish 1,000,000 samples, a global batch of 128 an optimizer step in micro-batches of 32" \
+        in done.stdout and "finishes first" in done.stdout
 
 
 def test_a_sweeps_workloads_on_a_cluster_described():
