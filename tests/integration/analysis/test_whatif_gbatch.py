@@ -31,6 +31,24 @@ def test_each_size_takes_its_accumulation_and_falls_below_weak_scaling():
     assert "at 256 devices:" in done.stdout and "below it" in done.stdout
 
 
+def _bands(out: str) -> dict[int, str]:
+    cells = (line.split() for line in out.splitlines() if line[:8].strip().isdigit())
+    return {int(c[0]): next(x for x in c if re.fullmatch(r"\d+-\d+%", x)) for c in cells
+            if any(re.fullmatch(r"\d+-\d+%", x) for x in c)}
+
+
+def test_past_where_the_accumulation_reaches_1_the_band_is_weak_scaling_s():
+    """The band of each size at its own accumulation (conditioned as whatif's other answers are): where the
+    accumulation is 1 the job is the same as each device keeping its micro-batch, and so is its band."""
+    sizes = ("--world-sizes", "2,4,8")  # within a node, where published rows state their compute and links
+    fixed = run_main(*MODEL, "--global-batch", "64", "--micro-batch", "8", *sizes)
+    weak = run_main(*MODEL, *sizes)  # the compute given is the micro-step's: each device keeping it
+    assert fixed.returncode == 0 and weak.returncode == 0, fixed.stderr + weak.stderr
+    mine, theirs = _bands(fixed.stdout), _bands(weak.stdout)
+    assert mine[8] == theirs[8]  # accumulation 1 at 8
+    assert mine[4] != theirs[4]  # accumulation 2: less of its step on the link than at 1, another band
+
+
 @pytest.mark.parametrize("work, steps_at", [
     (("--samples", "10000000"), lambda batch: math.ceil(10_000_000 / batch)),  # fewer steps once the batch grows
     (("--steps", "5000"), lambda batch: 5000),
