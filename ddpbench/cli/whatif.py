@@ -77,7 +77,7 @@ def add_parser(sub) -> None:
 QUESTIONS = ("target_efficiency", "price_per_device_hour", "price_per_node_hour", "currency", "batch_size",
              "global_batch")
 #: flags that describe the device, not the links: with --from alone, answered on the link it measured
-ON_THE_LINK = ("device_memory_gb",)
+ON_THE_LINK = ("device_memory_gb", "optimizer")
 
 #: each number flag's least value and whether that value itself is allowed (None: not given, allowed)
 BOUNDS = {"--compute-ms": (0, False), "--bucket-cap-mb": (0, False), "--intra-gbit": (0, False),
@@ -138,7 +138,8 @@ def command(args) -> int:
 
         pairs, holdout, reproduced = measured_inputs(args.from_dir, args)
         print_measured(args.from_dir, pairs, holdout, reproduced, args.world_sizes,
-                       args.target_efficiency if "target_efficiency" in args.given else None, args.device_memory)
+                       args.target_efficiency if "target_efficiency" in args.given else None, args.device_memory,
+                       args.optimizer if "optimizer" in args.given else None)
         return 0
     nvls = ("nvls",) if args.nvls or args.algorithm == "nvls" else ()
     cluster = Cluster(args.gpus_per_node, args.intra_gbit, args.inter_gbit, args.intra_latency_us,

@@ -179,7 +179,7 @@ def print_from(options, found, folder, cluster) -> None:
     summary = folder.summary
     for measured in found:
         compute = options.compute_ms if options.compute_ms is not None else measured.compute_ms
-        mine = options.but(batch=options.batch_size or measured.per_rank_batch)  # a device's batch: this workload's
+        mine = trained(options, measured).but(batch=options.batch_size or measured.per_rank_batch)  # a device's
         work = Work(compute_ms=compute, bucket_bytes=measured.bucket_bytes, backward_share=measured.backward_share,
                     **settings(mine, mine.batch))
         costs, sources = with_inputs(COSTS, mine.rank_spread_pct, mine.half_rate_mb, measured_terms(folder, measured))
@@ -191,6 +191,14 @@ def print_from(options, found, folder, cluster) -> None:
         words = cluster_words(job.iloc[0]) if len(job) else ""
         if words:  # this model gives every device the compute alone: what the budget says of that
             print(f"of the loss budget measured at world size {measured.measured_world_size}: {words}")
+
+
+def trained(options, measured):
+    """``options`` with the optimizer ``measured``'s jobs trained with, where not typed (its memory counts that
+    optimizer's state), said where it came from."""
+    if "optimizer" in options.given or not measured.optimizer:
+        return options
+    return options.but(optimizer=measured.optimizer, optimizer_source="the one its jobs trained with")
 
 
 def folder_band(folder, measured) -> tuple:

@@ -33,7 +33,8 @@ def memory_for(args, work):
     from ddpbench.analysis.models import Memory
 
     gb, source = getattr(args, "device_memory", None) or (None, "")
-    memory = Memory(sum(work.bucket_bytes) / 4, work.grad_dtype, work.shard, gb, source)
+    memory = Memory(sum(work.bucket_bytes) / 4, work.grad_dtype, work.shard, gb, source,
+                    getattr(args, "optimizer", "adam"), getattr(args, "optimizer_source", ""))
     problem = memory.problem()
     if problem:
         raise InputError("command line", "--device-memory-gb", problem)

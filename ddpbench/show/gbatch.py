@@ -127,7 +127,7 @@ def print_fixed_from(args, found, folder, cluster) -> None:
     (:class:`ddpbench.cli.shared.parsing.Options`). One line (exit 2) for a micro-batch the folder did not measure."""
     from ddpbench.analysis.models import COSTS, Work, measured_terms, with_inputs
     from ddpbench.files.sanitize import printable
-    from ddpbench.show.answers import folder_band, print_from, settings
+    from ddpbench.show.answers import folder_band, print_from, settings, trained
 
     for measured in found:
         global_batch = args.global_batch or measured.global_batch
@@ -139,7 +139,7 @@ def print_fixed_from(args, found, folder, cluster) -> None:
             raise InputError("command line", "--micro-batch", f"{printable(measured.label)} was measured at "
                              f"{measured.per_rank_batch} samples a micro-step, the compute the projection takes; "
                              f"allowed here: {measured.per_rank_batch}")
-        mine = args.but(global_batch=global_batch, micro_batch=micro)
+        mine = trained(args, measured).but(global_batch=global_batch, micro_batch=micro)
         compute = args.compute_ms if args.compute_ms is not None else measured.compute_ms
         work = Work(compute_ms=compute, bucket_bytes=measured.bucket_bytes, backward_share=measured.backward_share,
                     **settings(args, micro))

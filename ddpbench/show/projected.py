@@ -52,13 +52,15 @@ def _check_words(checks: pd.DataFrame, agrees: bool = True) -> list[str]:
 
 
 def print_measured(folder: Path, pairs: list, holdout: pd.DataFrame, reproduced: dict, sizes=None,
-                   target: float | None = None, device_memory: tuple[float, str] | None = None) -> None:
+                   target: float | None = None, device_memory: tuple[float, str] | None = None,
+                   optimizer: str | None = None) -> None:
     """Each workload projected on the link it measured, per world size: the step, each term with its share, the
     efficiency, and whether the world size lies past what the check supports; at each world size it measured, the
     model's step there beside the measurement, and the projection past them only where every one agrees (else one
     line saying what does not match). ``target``: the largest world size shown at that efficiency or better;
     ``device_memory``: (GB, where from) a device holds, against the state of each workload's parameters (their
-    gradients as measured, fp32), or None (not checked)."""
+    gradients as measured, fp32), or None (not checked); ``optimizer``: the one typed, whose state the memory counts,
+    or None: the one each workload's jobs trained with (else Adam, the flag's default)."""
     from ddpbench.analysis.models import WORLD_SIZES, Memory, mismatch, predict, reproduces
     from ddpbench.files.sanitize import printable
 
@@ -105,7 +107,9 @@ def print_measured(folder: Path, pairs: list, holdout: pd.DataFrame, reproduced:
         for words in _check_words(mine, agrees):
             print(words)
         gb, source = device_memory or (None, "")
-        memory = Memory(sum(workload.bucket_bytes) / 4, device_gb=gb, source=source)
+        mine = optimizer or workload.optimizer or "adam"
+        memory = Memory(sum(workload.bucket_bytes) / 4, device_gb=gb, source=source, optimizer=mine,
+                        optimizer_source="" if optimizer or not workload.optimizer else "the one its jobs trained with")
         print(memory.words())
         if memory.fits(1) is False:
             print(f"does not fit: {memory.state_gb(1):.3g} GB a device against {gb:g} GB at every size (DDP)")

@@ -310,6 +310,8 @@ class Workload:
     ready: tuple[float, ...] | None = None
     #: the fixed global batch it was swept at (per_rank_batch its micro-batch: :mod:`.gbatch`); 0: weak scaling
     global_batch: int = 0
+    #: the optimizer its jobs trained with (the experiment's ``optimizer``); "": a script's own, or they differ
+    optimizer: str = ""
 
     @property
     def identity(self) -> tuple:
@@ -388,8 +390,17 @@ def workloads(summary: pd.DataFrame, ranks: pd.DataFrame) -> list[Workload]:
             f", {setting}" if setting != "fp32 eager" else "")
         found.append(Workload(label, model, size, args, int(batch), grad_bytes, tuple(buckets), cap, compute,
                               compute_multi, backward_share, measured_ws, setting, script, script_args, job_key,
-                              global_batch=int(fixed)))
+                              global_batch=int(fixed), optimizer=trained_with(group)))
     return found
+
+
+def trained_with(jobs: pd.DataFrame) -> str:
+    """The optimizer ``jobs`` trained with, where they name one and agree; "" for a script's jobs (the script
+    builds its own) or where they differ."""
+    if "optimizer" not in jobs or (jobs.get("script", pd.Series("", index=jobs.index)).fillna("") != "").any():
+        return ""
+    named = set(jobs["optimizer"].dropna())
+    return named.pop() if len(named) == 1 else ""
 
 
 def flat_cluster(link: Link) -> whatif.Cluster:

@@ -5,11 +5,13 @@ FSDP sharding (:data:`.terms.SHARDS`: the parts it shards are divided by the dev
 The rule of thumb is the ZeRO paper's (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training
 Trillion Parameter Models", section 3.1): mixed-precision Adam holds 16 bytes a parameter -- the parameters and the
 gradients in fp16 or bf16 (2 + 2) and Adam's fp32 master weights, momentum and variance (4 + 4 + 4); in fp32 it
-is the same 16: parameters and gradients (4 + 4) and the two moments (4 + 4). ZeRO stage 1 (PyTorch's
-ZeroRedundancyOptimizer) shards the optimizer state, stage 2 the gradients too, stage 3 and FSDP the parameters
-too. Only the trainable parameters count (the gradients' bytes give them); activations, DDP's bucket copies of
-the gradients, the framework's workspace and the allocator's slack are not counted, so a size that does not fit
-surely does not, and one that fits may still not.
+is the same 16: parameters and gradients (4 + 4) and the two moments (4 + 4). SGD with momentum (ddpbench's
+``optimizer = "sgd"``, torch.optim.SGD with momentum) keeps one buffer where Adam keeps two, by the same accounting 12
+bytes a parameter: 4 + 4 + 4 in fp32, 2 + 2 + 8 (master weights and momentum) in mixed precision. ZeRO stage 1
+(PyTorch's ZeroRedundancyOptimizer) shards the optimizer state, stage 2 the gradients too, stage 3 and FSDP the
+parameters too. Only the trainable parameters count (the gradients' bytes give them); activations, DDP's bucket
+copies of the gradients, the framework's workspace and the allocator's slack are not counted, so a size that does
+not fit surely does not, and one that fits may still not.
 
 The device's memory is given (``--device-memory-gb``) or read from the GPU a folder ran on
 (:func:`gpu_memory_gb`: the size its name states, else :data:`GPU_MEMORY_GB`, the datasheet's)."""
@@ -21,22 +23,28 @@ from dataclasses import dataclass
 
 from ddpbench.analysis.models.terms import GRAD_BYTES
 
-#: bytes a trainable parameter holds by the gradients' dtype: (parameters, gradients, optimizer state), Adam
-STATE_BYTES = {"fp32": (4, 4, 8), "bf16": (2, 2, 12), "fp16": (2, 2, 12)}
+#: bytes a trainable parameter holds by the optimizer and the gradients' dtype: (parameters, gradients, optimizer
+#: state); the optimizers are the experiment's (``JobSpec.optimizer``'s choices: sgd is SGD with momentum)
+STATE_BYTES = {"adam": {"fp32": (4, 4, 8), "bf16": (2, 2, 12), "fp16": (2, 2, 12)},
+               "sgd": {"fp32": (4, 4, 4), "bf16": (2, 2, 8), "fp16": (2, 2, 8)}}
+#: the optimizers whose state the rule counts
+OPTIMIZERS = tuple(STATE_BYTES)
 #: the parts each sharding divides by the devices: (parameters, gradients, optimizer state)
 SHARDED = {"none": (False, False, False), "zero1": (False, False, True), "zero2": (False, True, True),
            "zero3": (True, True, True), "fsdp": (True, True, True)}
-#: each part in words, by the gradients' dtype
-PART_WORDS = {"fp32": ("fp32 parameters", "fp32 gradients", "Adam's two moments in fp32"),
-              "bf16": ("bf16 parameters", "bf16 gradients", "Adam's fp32 master weights and two moments"),
-              "fp16": ("fp16 parameters", "fp16 gradients", "Adam's fp32 master weights and two moments")}
+#: the optimizer state in words, by the optimizer and whether the parameters train in half precision
+STATE_WORDS = {("adam", False): "Adam's two moments in fp32",
+               ("adam", True): "Adam's fp32 master weights and two moments",
+               ("sgd", False): "SGD's momentum in fp32", ("sgd", True): "SGD's fp32 master weights and momentum"}
 #: a GPU's memory where its name does not state it, GB (10^9 bytes), with where it comes from
 GPU_MEMORY_GB = {"H200": (141.0, "NVIDIA H200 datasheet: 141 GB HBM3e"),
                  "H100 NVL": (94.0, "NVIDIA H100 NVL datasheet: 94 GB HBM3"),
                  "H100": (80.0, "NVIDIA H100 SXM and PCIe datasheet: 80 GB HBM3/HBM2e")}
-#: where this rule comes from, in words
-RULE = ("the ZeRO paper's rule of thumb (Rajbhandari et al. 2020, section 3.1): 16 bytes a parameter for Adam, "
-        "mixed precision or fp32")
+#: where this rule comes from, in words, by the optimizer
+RULE = {"adam": "the ZeRO paper's rule of thumb (Rajbhandari et al. 2020, section 3.1): 16 bytes a parameter for "
+                "Adam, mixed precision or fp32",
+        "sgd": "the ZeRO paper's accounting (Rajbhandari et al. 2020, section 3.1) with SGD's one momentum buffer for "
+               "Adam's two moments: 12 bytes a parameter, mixed precision or fp32"}
 #: what the rule leaves out, in words
 NOT_COUNTED = ("activations, DDP's bucket copies of the gradients and the framework's workspace are not counted: "
                "a size that fits may still not")
@@ -63,18 +71,26 @@ def gpu_memory_gb(names) -> tuple[float, str] | None:
 @dataclass(frozen=True)
 class Memory:
     """A model's training state against a device's memory: ``params`` trainable parameters, the gradients' dtype,
-    the sharding, and the device's memory (GB; None: not known) with where it came from."""
+    the sharding, and the device's memory (GB; None: not known) with where it came from; the optimizer whose state
+    it counts (:data:`OPTIMIZERS`) with where that came from ("": the flag's default or as typed)."""
 
     params: float
     grad_dtype: str = "fp32"
     shard: str = "none"
     device_gb: float | None = None
     source: str = ""
+    optimizer: str = "adam"
+    optimizer_source: str = ""
+
+    @property
+    def sizes(self) -> tuple[int, int, int]:
+        """Bytes a parameter: (parameters, gradients, optimizer state)."""
+        return STATE_BYTES[self.optimizer][self.grad_dtype]
 
     def parts_gb(self, devices: int) -> tuple[float, float, float]:
         """(parameters, gradients, optimizer state) a device holds at ``devices`` devices, GB."""
         return tuple(self.params * size / (devices if divided else 1) / 1e9
-                     for size, divided in zip(STATE_BYTES[self.grad_dtype], SHARDED[self.shard]))
+                     for size, divided in zip(self.sizes, SHARDED[self.shard]))
 
     def state_gb(self, devices: int) -> float:
         """What a device holds of the training state at ``devices`` devices, GB."""
@@ -101,14 +117,17 @@ class Memory:
     def words(self) -> str:
         """The assumption in one line: the bytes a parameter, what is sharded, where the rule comes from, what it
         leaves out, and the device's memory with where it came from (or that it is not known)."""
-        sizes = STATE_BYTES[self.grad_dtype]
-        parts = ", ".join(f"{word} ({size})" for word, size in zip(PART_WORDS[self.grad_dtype], sizes))
+        sizes = self.sizes
+        words = (f"{self.grad_dtype} parameters", f"{self.grad_dtype} gradients",
+                 STATE_WORDS[self.optimizer, self.grad_dtype != "fp32"])
+        parts = ", ".join(f"{word} ({size})" for word, size in zip(words, sizes))
         sharded = [word for word, divided in zip(("parameters", "gradients", "optimizer state"), SHARDED[self.shard])
                    if divided]
         how = ("DDP: every device holds all of it, so the fit is the same at every size" if self.shard == "none" else
                f"{self.shard}: its {', '.join(sharded)} divided by the devices")
         count = f"{self.params / 1e9:.3g} billion" if self.params >= 1e9 else f"{self.params / 1e6:.3g} million"
-        head = (f"memory: {count} trainable parameters x {sum(sizes)} bytes ({parts}; {RULE}) "
+        whose = f"; the optimizer {self.optimizer}: {self.optimizer_source}" if self.optimizer_source else ""
+        head = (f"memory: {count} trainable parameters x {sum(sizes)} bytes ({parts}; {RULE[self.optimizer]}{whose}) "
                 f"= {self.state_gb(1):.3g} GB a device alone; {how}; {NOT_COUNTED}; ")
         if self.device_gb is None:
             return head + "fit not checked: no device memory known (give --device-memory-gb)"

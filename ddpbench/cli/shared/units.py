@@ -9,10 +9,12 @@ from ddpbench.errors import InputError
 
 
 def add_memory_flag(given) -> None:
-    """``--device-memory-gb`` (``given``: whatif's ``add_argument`` for a flag noted as typed)."""
+    """``--device-memory-gb`` and ``--optimizer`` (``given``: whatif's ``add_argument`` for a flag noted as typed)."""
     given("--device-memory-gb", type=finite_float, metavar="GB", help="a device's memory, GB (10^9 bytes): a size "
-          "whose parameters, gradients and Adam's state (16 bytes a parameter) do not fit is marked and never "
-          "recommended (default: the GPU's own where --from names one, else not checked)")
+          "whose parameters, gradients and optimizer state (Adam: 16 bytes a parameter; SGD with momentum: 12) do not "
+          "fit is marked and never recommended (default: the GPU's own where --from names one, else not checked)")
+    given("--optimizer", default="adam", help="the optimizer whose state the memory counts: adam (two moments) or sgd "
+          "(with momentum: one buffer) (default: adam; with --from, the one the folder's jobs trained with)")
 
 
 def check_units(args) -> None:
@@ -24,6 +26,11 @@ def check_units(args) -> None:
     if args.device_memory_gb is not None and not args.device_memory_gb > 0:
         raise InputError("command line", "--device-memory-gb", f"must be a number of GB above 0 (got "
                          f"{args.device_memory_gb:g})")
+    from ddpbench.analysis.models import OPTIMIZERS
+
+    if args.optimizer not in OPTIMIZERS:
+        raise InputError("command line", "--optimizer", f"must be one of {', '.join(OPTIMIZERS)} (got "
+                         f"{args.optimizer!r})")
     args.device_memory = (args.device_memory_gb, "--device-memory-gb") if args.device_memory_gb is not None else None
     sizes = args.world_sizes
     if sizes and max(sizes) > LIMIT:  # the model's answers stop there: no row past it

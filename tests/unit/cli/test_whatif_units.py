@@ -87,9 +87,22 @@ def test_the_gpus_own_memory_from_a_folder_and_the_memory_answered_on_the_measur
     out = run_main("whatif", "--from", "reports/examples/gpu-h200-2", "--inter-gbit", "400", "--world-sizes", "8")
     assert "against 141 GB a device (NVIDIA H200: NVIDIA H200 datasheet: 141 GB HBM3e)" in out.stdout
     on_link = run_main("whatif", "--from", FOLDER, "--device-memory-gb", "0.05", "--target-efficiency", "0.3")
-    assert "does not fit: 0.107 GB a device against 0.05 GB at every size (DDP)" in on_link.stdout
+    assert "does not fit: 0.0803 GB a device against 0.05 GB at every size (DDP)" in on_link.stdout  # SGD: 12 bytes
     assert "on the link it measured: none that fits" in on_link.stdout
     assert "devices a node at" not in on_link.stdout  # never swapped for a described cluster
+
+
+@pytest.mark.parametrize("cluster", [(), ("--inter-gbit", "100")])  # on the link it measured, on a cluster described
+def test_the_memory_counts_the_optimizer_the_folder_trained_with_unless_typed(cluster):
+    sgd = run_main("whatif", "--from", FOLDER, *cluster, "--device-memory-gb", "80")
+    assert sgd.returncode == 0, sgd.stderr
+    assert "x 12 bytes" in sgd.stdout and "the optimizer sgd: the one its jobs trained with" in sgd.stdout
+    adam = run_main("whatif", "--from", FOLDER, *cluster, "--device-memory-gb", "80", "--optimizer", "adam")
+    assert "x 16 bytes" in adam.stdout and "the one its jobs trained with" not in adam.stdout
+    assert ("devices a node at" in adam.stdout) == bool(cluster)  # typed, it never swaps the link measured
+    bad = run_main("whatif", "--from", FOLDER, *cluster, "--optimizer", "lamb")
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: command line: --optimizer: must be one of adam, sgd " \
+        "(got 'lamb')"
 
 
 @pytest.mark.parametrize("argv", [

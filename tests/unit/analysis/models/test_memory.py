@@ -17,6 +17,21 @@ def test_adam_holds_16_bytes_a_parameter_in_fp32_and_in_mixed_precision():
     assert Memory(SEVEN_B, "fp32").parts_gb(1) == pytest.approx((28.0, 28.0, 56.0))  # 4 + 4 + 8 bytes
 
 
+def test_sgd_with_momentum_holds_one_buffer_where_adam_holds_two():
+    assert Memory(SEVEN_B, "fp32", optimizer="sgd").parts_gb(1) == pytest.approx((28.0, 28.0, 28.0))  # 4 + 4 + 4
+    assert Memory(SEVEN_B, "bf16", optimizer="sgd").parts_gb(1) == pytest.approx((14.0, 14.0, 56.0))  # 2 + 2 + 8
+    words = Memory(SEVEN_B, "bf16", optimizer="sgd", optimizer_source="the one its jobs trained with").words()
+    assert "x 12 bytes" in words and "SGD's fp32 master weights and momentum (8)" in words
+    assert "the optimizer sgd: the one its jobs trained with" in words
+
+
+def test_the_rule_knows_every_optimizer_an_experiment_trains_with():
+    from ddpbench.analysis.models import OPTIMIZERS
+    from ddpbench.experiment.spec import FIELDS
+
+    assert set(OPTIMIZERS) == set(FIELDS["optimizer"].metadata["choices"])
+
+
 def test_under_ddp_the_fit_is_the_same_at_every_size():
     memory = Memory(SEVEN_B, "bf16", "none", 80.0, "given")
     assert [memory.fits(p) for p in (1, 8, 1024)] == [False, False, False]
