@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from ddpbench.show.console import num, table_console
 
+#: the devices whatif names the inter-node rate for (the largest whole nodes up to it where --gpus-per-node is typed)
+RATE_AT = 1024
+
 
 def print_search(result: dict) -> None:
     """tune's verdict: every candidate with its launches and throughput, the winner, the tied, and
@@ -134,10 +137,11 @@ def print_whatif(args, what: str, work, cluster, costs=None, sources: dict | Non
     largest = largest_world_size(work, cluster, target, args.algorithm, limit=LIMIT, costs=costs, per=per)
     print(f"{largest_words(largest, target, memory, per, LIMIT)}; "
           f"{band_range(work, cluster, target, args, costs, per, memory)}")
-    needed = link_needed(work, 1024, cluster, target, args.algorithm, costs)
-    print(f"inter-node rate 1024 devices need for {target:.0%}: "
+    many = per * (RATE_AT // per)  # in whole nodes where they were typed
+    needed = link_needed(work, many, cluster, target, args.algorithm, costs)
+    print(f"inter-node rate {many} devices need for {target:.0%}: "
           + (f"{needed:.3g} Gbit/s" if needed != float("inf")
-             else why_no_rate(work, 1024, cluster, target, args.algorithm, costs)))
+             else why_no_rate(work, many, cluster, target, args.algorithm, costs)))
 
 
 def band_range(work, cluster, target: float, args, costs, per: int = 1, memory=None) -> str:

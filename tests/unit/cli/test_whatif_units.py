@@ -92,6 +92,11 @@ def test_the_gpus_own_memory_from_a_folder_and_the_memory_answered_on_the_measur
     assert "devices a node at" not in on_link.stdout  # never swapped for a described cluster
 
 
+def test_the_inter_node_rate_is_named_for_whole_nodes():
+    out = run_main(*MLP, "--gpus-per-node", "6", "--inter-gbit", "100")
+    assert _line(out, "inter-node rate").startswith("inter-node rate 1020 devices need for 90%")  # 170 nodes of 6
+
+
 @pytest.mark.parametrize("cluster", [(), ("--inter-gbit", "100")])  # on the link it measured, on a cluster described
 def test_the_memory_counts_the_optimizer_the_folder_trained_with_unless_typed(cluster):
     sgd = run_main("whatif", "--from", FOLDER, *cluster, "--device-memory-gb", "80")
