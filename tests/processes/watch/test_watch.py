@@ -59,9 +59,12 @@ def test_every_step_of_both_torchrun_ranks_streams_and_the_output_passes_through
                 parts = sum(float(r[c]) for c in ("data_ms", "forward_ms", "backward_ms", "optimizer_ms"))
                 assert math.isclose(parts, float(r["step_ms"]), rel_tol=1e-6)
         ends = [float(r["end_s"]) for r in mine]
-        # each step ends one step after the one before, on the wall clock
-        for before, after, r in zip(ends, ends[1:], mine[1:]):
-            assert after - before == pytest.approx(float(r["step_ms"]) / 1e3, abs=2e-3)
+        # each step ends one step after the one before, on the wall clock; where the hooks go on or off (a sampled
+        # step, the one after it) ddpbench's own work between the two (hooking, handing rows over) is no step's
+        for before, after, r, previous in zip(ends, ends[1:], mine[1:], mine):
+            gap = after - before - float(r["step_ms"]) / 1e3
+            changed = bool(r["forward_ms"]) or bool(previous["forward_ms"])
+            assert -2e-3 <= gap <= (0.05 if changed else 2e-3), (r["step"], gap)
     assert list(got[0]) == ["rank", *STEP_COLUMNS, "host", "received_s"]
     assert "ended" in done.stderr and f"the stream: {out / STREAM_FILE}" in done.stderr
 
