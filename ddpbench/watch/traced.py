@@ -14,6 +14,7 @@ the others waited for and what to change, from the traces of the moment the alar
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -25,6 +26,8 @@ TRACE_STEPS = 8
 TRACE_AFTER = 20
 #: the traces a run records at most
 MAX_TRACES = 3
+#: the reader's priority (nice): the lowest, so that reading an alarm's traces never slows the job still training
+LOWEST = 19
 #: the folder, in the watch's, that holds each alarm's traces
 TRACES_DIR = "traces"
 #: how long the end of a run waits for answers still being read (seconds)
@@ -100,4 +103,8 @@ def read(folder: Path) -> subprocess.Popen:
     process = subprocess.Popen([sys.executable, "-m", "ddpbench", "traces", str(folder.resolve()), "--out",
                                 str(answer), "--workers", "1"], stdout=log, stderr=subprocess.STDOUT)
     log.close()
+    try:  # the job it reads is still training: never a core taken from it while it does
+        os.setpriority(os.PRIO_PROCESS, process.pid, LOWEST)
+    except OSError:  # it ended already
+        pass
     return process

@@ -94,3 +94,20 @@ def test_a_trace_never_written_or_still_being_read_is_said_as_the_run_ends(tmp_p
 
 def test_the_answer_lies_beside_the_traces_never_among_them():
     assert answer_of(Path("/w/traces/alarm-3")) == Path("/w/traces/alarm-3-answer")
+
+
+def test_the_reader_runs_at_the_lowest_priority_so_the_job_keeps_its_cores(tmp_path, monkeypatch):
+    started, set_to = [], []
+
+    class Started:  # the reader's process as started
+        pid = 4242
+
+        def __init__(self, command, **kwargs):
+            started.append(command)
+
+    monkeypatch.setattr(traced.subprocess, "Popen", Started)
+    monkeypatch.setattr(traced.os, "setpriority", lambda which, pid, value: set_to.append((which, pid, value)))
+    (tmp_path / "alarm-1").mkdir()
+    traced.read(tmp_path / "alarm-1")
+    assert started[0][1:4] == ["-m", "ddpbench", "traces"]
+    assert set_to == [(traced.os.PRIO_PROCESS, 4242, 19)] and traced.LOWEST == 19
