@@ -70,13 +70,14 @@ def test_every_step_of_both_torchrun_ranks_streams_and_the_output_passes_through
 
 
 PLAIN = """
-    import sys, torch, torch.distributed as dist
+    import gc, sys, torch, torch.distributed as dist
     dist.init_process_group("gloo")
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     for _ in range(12):
         opt.zero_grad(); model(torch.randn(8, 4)).sum().backward(); opt.step()
     print("trained", flush=True)
+    del model, opt; gc.collect(); dist.barrier()  # gloo can abort at exit while DDP outlives its group
     dist.destroy_process_group()
     sys.exit(EXIT)
 """
@@ -140,7 +141,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
 
 
 SPAWNED = """
-    import os, sys, torch, torch.distributed as dist, torch.multiprocessing as mp
+    import gc, os, sys, torch, torch.distributed as dist, torch.multiprocessing as mp
 
     def train(rank, world, port):
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
@@ -150,6 +151,7 @@ SPAWNED = """
         for _ in range(STEPS):
             opt.zero_grad(); model(torch.randn(8, 4)).sum().backward(); opt.step()
             KILL
+        del model, opt; gc.collect(); dist.barrier()  # gloo can abort at exit while DDP outlives its group
         dist.destroy_process_group()
 
     if __name__ == "__main__":

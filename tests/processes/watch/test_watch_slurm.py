@@ -10,7 +10,7 @@ from ddpbench.testing import run_cli
 from ddpbench.watch.stream import STREAM_FILE
 
 TRAIN = """
-    import os, torch, torch.distributed as dist
+    import gc, os, torch, torch.distributed as dist
     rank, world = int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_NTASKS"])
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=os.environ["SLURM_LOCALID"])
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + os.environ["TRAIN_PORT"], rank=rank,
@@ -19,6 +19,7 @@ TRAIN = """
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     for _ in range(20):
         opt.zero_grad(); model(torch.randn(8, 4)).sum().backward(); opt.step()
+    del model, opt; gc.collect(); dist.barrier()  # gloo can abort at exit while DDP outlives its group
     dist.destroy_process_group()
     print("rank", rank, "trained", flush=True)
 """
