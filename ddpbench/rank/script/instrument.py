@@ -234,6 +234,15 @@ class Instrument(StepEnds):
             undo.remove()
         self._hooks = []
 
+    def let_go(self) -> None:
+        """Hold the script's DDP model and optimizers no longer (its training is over): DDP must be gone before
+        its process group is, or gloo can abort at exit, so a script that drops them may expect them freed."""
+        self.stop_timing()
+        if self.ddp is not None and self._register_comm is not None:
+            del self.ddp.register_comm_hook, self.ddp._register_builtin_comm_hook  # DDP's own again
+        self.ddp = self._register_comm = self._register_builtin = self.snapshot = None
+        self.optimizers, self.stepped = [], []
+
     def hook_phases(self) -> None:
         """Put the phase hooks on the DDP forward, and the ready hook on each trainable parameter."""
         if not self._hooks and self.ddp is not None:

@@ -237,7 +237,7 @@ class ScriptRank(Tracked):
 
         self.at("teardown")
         if self.instrument is not None:
-            self.instrument.ddp = self.instrument.optimizer = None
+            self.instrument.let_go()
         self.instrument = None
         gc.collect()
         if dist.is_initialized():

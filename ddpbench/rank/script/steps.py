@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import weakref
 
 
 class StopScript(BaseException):
@@ -120,9 +121,12 @@ class StepEnds:
         self.wish = bool(ddp.__dict__.pop("require_backward_grad_sync", True))
         ddp.__class__ = type(base.__name__, (base,), members)
 
+        held = weakref.ref(ddp)  # undoing it must not keep the model alive past the script's teardown
+
         def unsteer() -> None:
-            ddp.__class__ = base
-            ddp.__dict__["require_backward_grad_sync"] = instrument.wish
+            if (model := held()) is not None:
+                model.__class__ = base
+                model.__dict__["require_backward_grad_sync"] = instrument.wish
 
         self._undo.insert(0, unsteer)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import gc
 import importlib.abc
 import importlib.machinery
 import math
@@ -331,8 +332,9 @@ def _watched_class():
             self.hand_over()
             self.sender.close()
             self.done = True  # no step after this one is watched
-            self.stop_timing()
             self.detach_step_hooks()
+            self.let_go()
+            gc.collect()  # DDP freed before the group it holds, as in a script that drops its own
 
     return Watched
 

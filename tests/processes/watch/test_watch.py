@@ -131,6 +131,19 @@ def test_the_user_s_own_sitecustomize_still_runs(tmp_path):
     assert [int(r["step"]) for r in rows(tmp_path / "w")] == list(range(12))
 
 
+def test_the_watch_lets_go_of_the_model_before_its_group_ends(tmp_path):
+    """A script that drops its DDP model before the group ends (gloo's abort at exit) finds it freed: the watch
+    holds it no longer once the group is destroyed."""
+    body = PLAIN.replace("    dist.destroy_process_group()\n", """    dist.destroy_process_group()
+    ddp = torch.nn.parallel.DistributedDataParallel
+    print("models alive:", sum(isinstance(o, ddp) for o in gc.get_objects()), flush=True)
+""").replace("sys.exit(EXIT)", "pass")
+    done = run_cli("watch", "--out", tmp_path / "w", "--", sys.executable, script(tmp_path, body),
+                   env=one_rank_env(free_port()), timeout=120)
+    assert done.returncode == 0 and "models alive: 0" in done.stdout, done.stdout + done.stderr[-2000:]
+    assert [int(r["step"]) for r in rows(tmp_path / "w")] == list(range(12))
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
     """As a user meets it, in a new process (the other refusals through the command's ``main()`` in this
     process: tests/integration/watch/test_watch_refusals.py)."""
