@@ -171,7 +171,7 @@ def print_validation() -> int:
     from rich.table import Table
 
     from ddpbench.analysis.models import COSTS as costs
-    from ddpbench.analysis.models import EFFICIENCY, costs_words, held_out, score, validated
+    from ddpbench.analysis.models import EFFICIENCY_QUANTITY, costs_words, held_out, score, validated
 
     found = validated()
 
@@ -181,8 +181,8 @@ def print_validation() -> int:
     found = found.assign(order=found["role"].map(lambda r: order.get(r, 2))).sort_values(["order", "source"],
                                                                                          kind="stable")
     reasons = {why: chr(ord("a") + i) for i, why in enumerate(dict.fromkeys(w for w in found["outside"] if w))}
-    titles = {EFFICIENCY: "scaling efficiency (%), published and the model's (held out: fitted without the row's "
-                          "source)",
+    titles = {EFFICIENCY_QUANTITY: "scaling efficiency (%), published and the model's (held out: fitted without the "
+                                   "row's source)",
               "throughput vs 25 MB (%)": "throughput at this bucket cap against 25 MB (%), published and the model's"}
     for quantity, title in titles.items():
         out = Table(title=title)
@@ -192,7 +192,7 @@ def print_validation() -> int:
                 "batch", "accum.", "GPUs", "net Gbit/s", "published", "model", "error pp") else "left")
         for _, r in found[found["quantity"] == quantity].iterrows():
             band = f"{r['low']:.0f}-{r['high']:.0f}" + (" in" if r["inside"] else " out") \
-                if r["role"] == "check" and quantity == EFFICIENCY else "-"
+                if r["role"] == "check" and quantity == EFFICIENCY_QUANTITY else "-"
             out.add_row(r["source"], r["model"], r["grad_dtype"], str(r["batch"]), str(r["accumulation"]),
                         str(r["gpus"]), r["against"], r["system"],
                         num(float(r["network_gbit"]), "g") if r["network_gbit"] is not None else "-", r["aggregation"],

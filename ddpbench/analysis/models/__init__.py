@@ -41,7 +41,7 @@ from ddpbench.analysis.models.finish import (
 from ddpbench.analysis.models.fromtrace import traced, traced_spread
 from ddpbench.analysis.models.gbatch import fixed_batch_rows, fixed_work, full_size, global_batch_problem, past_words
 from ddpbench.analysis.models.holdout import MIN_WORLD_SIZES, TOLERANCE_PCT
-from ddpbench.analysis.models.loso import BANDS, EFFICIENCY, band, costs_words, held_out, score, validated
+from ddpbench.analysis.models.loso import BANDS, EFFICIENCY_QUANTITY, band, costs_words, held_out, score, validated
 from ddpbench.analysis.models.measured import measured_terms, versus_report, with_inputs
 from ddpbench.analysis.models.memory import OPTIMIZERS, Memory, gpu_memory_gb
 from ddpbench.analysis.models.model import Model
@@ -57,7 +57,8 @@ from ddpbench.analysis.models.whatif import COSTS, Cluster, Work, ddp_step, mast
 from ddpbench.analysis.models.wholenodes import LIMIT, WORLD_SIZES, node_series, not_whole
 
 __all__ = [
-    "BANDS", "COSTS", "EFFICIENCY", "GRAD_BYTES", "LIMIT", "MIN_WORLD_SIZES", "OPTIMIZERS", "PRESETS", "SHARDS",
+    "BANDS", "COSTS", "EFFICIENCY_QUANTITY", "GRAD_BYTES", "LIMIT", "MIN_WORLD_SIZES", "OPTIMIZERS", "PRESETS",
+    "SHARDS",
     "TOLERANCE_PCT", "WORLD_SIZES", "Amount", "Cluster", "Finish", "Memory", "Model", "OwnBand", "Work", "band",
     "band_at", "band_words", "cheapest", "costs_words", "ddp_buckets_vs_allreduce", "ddp_step", "finish_at",
     "first_to_finish", "fixed_batch_rows", "fixed_work", "flop_layout", "full_size", "global_batch_problem",

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ddpbench.analysis.models import validation
-from ddpbench.analysis.models.loso import BANDS, EFFICIENCY, REGIMES, Band, regime, weighted_percentiles
+from ddpbench.analysis.models.loso import BANDS, EFFICIENCY_QUANTITY, REGIMES, Band, regime, weighted_percentiles
 from ddpbench.analysis.models.terms import GRAD_BYTES
 from ddpbench.analysis.models.whatif import ddp_step
 from ddpbench.analysis.models.wholenodes import largest
@@ -81,7 +81,7 @@ def reference(table: pd.DataFrame) -> pd.DataFrame:
     """The held-out efficiency rows of ``table`` (:func:`.loso.held_out`'s) with whether each is :func:`stated` and
     its :func:`row_intensity`: :data:`REFERENCE`'s columns."""
     rows, systems = validation.load()
-    part = table[table["quantity"] == EFFICIENCY]
+    part = table[table["quantity"] == EFFICIENCY_QUANTITY]
     return pd.DataFrame({"row": part["row"].to_numpy(), "source": part["source"].to_numpy(),
                          "regime": part["regime"].to_numpy(), "devices": part["gpus"].to_numpy(),
                          "stated": [stated(rows[int(i)]) for i in part["row"]],

@@ -28,7 +28,9 @@ import pandas as pd
 from ddpbench.analysis.models import validation
 from ddpbench.analysis.models.whatif import Costs
 
-EFFICIENCY = "scaling efficiency (%)"
+#: the quantity of a held-out row that is scaling efficiency (the column ``efficiency`` is
+#: :data:`ddpbench.analysis.core.EFFICIENCY`)
+EFFICIENCY_QUANTITY = "scaling efficiency (%)"
 #: the band: between these percentiles of the other sources' held-out errors
 BAND_PERCENTILES = (5.0, 95.0)
 
@@ -171,7 +173,7 @@ def with_bands(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Band]]:
     band. ``table``: the held-out predictions (``source``, ``regime``, ``quantity``, ``published``,
     ``predicted``, ``error_pp``)."""
     table = table.assign(low=math.nan, high=math.nan)
-    efficiency = table["quantity"] == EFFICIENCY
+    efficiency = table["quantity"] == EFFICIENCY_QUANTITY
     for source in sorted(set(table["source"])):
         for kind in REGIMES:
             other = table[efficiency & (table["source"] != source) & (table["regime"] == kind)]
@@ -201,7 +203,7 @@ class Score:
     coverage: float
 
 
-def score(table: pd.DataFrame, source: str | None = None, quantity: str = EFFICIENCY) -> Score:
+def score(table: pd.DataFrame, source: str | None = None, quantity: str = EFFICIENCY_QUANTITY) -> Score:
     """The held-out error of one source's rows (all with None), of one quantity."""
     part = table[table["quantity"] == quantity]
     if source is not None:
@@ -210,7 +212,7 @@ def score(table: pd.DataFrame, source: str | None = None, quantity: str = EFFICI
     if part.empty:
         return Score(0, 0, math.nan, math.nan, math.nan)
     return Score(len(part), part["source"].nunique(), float(errors.mean()), float(errors.max()),
-                 float(part["inside"].mean()) if quantity == EFFICIENCY else math.nan)
+                 float(part["inside"].mean()) if quantity == EFFICIENCY_QUANTITY else math.nan)
 
 
 def validated() -> pd.DataFrame:

@@ -19,8 +19,8 @@ def _held(rows) -> pd.DataFrame:
 
 
 def test_a_score_is_the_mean_and_largest_absolute_error_and_the_bands_coverage():
-    table = _held([("a", loso.EFFICIENCY, -4.0, True), ("a", loso.EFFICIENCY, 2.0, False),
-                   ("b", loso.EFFICIENCY, 1.0, True), ("b", loso.EFFICIENCY, 1.0, True),
+    table = _held([("a", loso.EFFICIENCY_QUANTITY, -4.0, True), ("a", loso.EFFICIENCY_QUANTITY, 2.0, False),
+                   ("b", loso.EFFICIENCY_QUANTITY, 1.0, True), ("b", loso.EFFICIENCY_QUANTITY, 1.0, True),
                    ("b", "throughput (samples/s)", 50.0, False)])
     assert loso.score(table) == loso.Score(rows=4, sources=2, mean_pp=2.0, max_pp=4.0, coverage=0.75)
     assert loso.score(table, "a") == loso.Score(rows=2, sources=1, mean_pp=3.0, max_pp=4.0, coverage=0.5)
@@ -95,7 +95,7 @@ def test_a_rows_band_is_its_prediction_plus_the_other_sources_errors_of_its_regi
     rows = [("a", "one node", 90.0, 92.0), ("a", "one node", 80.0, 79.0), ("b", "one node", 70.0, 75.0),
             ("b", "across nodes", 60.0, 65.0), ("c", "one node", 85.0, 84.0), ("c", "across nodes", 40.0, 45.0)]
     table = pd.DataFrame(rows, columns=["source", "regime", "predicted", "published"]).assign(
-        quantity=loso.EFFICIENCY)
+        quantity=loso.EFFICIENCY_QUANTITY)
     table["error_pp"] = table["predicted"] - table["published"]
     banded, bands = loso.with_bands(table)
     assert list(banded.columns) == [*table.columns, "low", "high", "inside"]

@@ -48,7 +48,7 @@ def test_no_source_enters_its_own_fold(monkeypatch):
         return replace(whatif.COSTS, link_share=round(0.5 + 0.01 * len(fits), 2))  # a fold's own constants
 
     def predict(row, systems, costs):
-        return loso.EFFICIENCY, 100 * costs.link_share
+        return loso.EFFICIENCY_QUANTITY, 100 * costs.link_share
 
     monkeypatch.setattr(validation, "calibrate", calibrate)
     monkeypatch.setattr(validation, "predict", predict)
@@ -71,7 +71,7 @@ def test_the_band_comes_from_the_other_sources_rows_of_its_kind_and_its_coverage
     assert table["low"].to_numpy() == pytest.approx(stored["low"].to_numpy(), abs=1e-4, nan_ok=True)
     assert table["high"].to_numpy() == pytest.approx(stored["high"].to_numpy(), abs=1e-4, nan_ok=True)
     assert (table["inside"] == stored["inside"]).all()
-    efficiency = stored[stored["quantity"] == loso.EFFICIENCY]
+    efficiency = stored[stored["quantity"] == loso.EFFICIENCY_QUANTITY]
     assert set(efficiency["regime"]) == set(loso.REGIMES)
     for source in ("horovod-readme-2017", "nvidia-dle-transformerxl-pytorch"):
         for kind in loso.REGIMES:
@@ -101,7 +101,7 @@ def test_rows_whose_stated_inputs_differ_are_not_predicted_alike(stored):
     """No constant moves every prediction alike: at 8 devices the held-out predictions follow each row's stated
     compute and links, and rows predicted alike state the same inputs."""
     rows, _ = validation.load()
-    at8 = stored[(stored["quantity"] == loso.EFFICIENCY) & (stored["gpus"] == 8)]
+    at8 = stored[(stored["quantity"] == loso.EFFICIENCY_QUANTITY) & (stored["gpus"] == 8)]
     assert at8["predicted"].round(1).nunique() >= 0.75 * len(at8)
     assert at8["predicted"].max() - at8["predicted"].min() > 10
     for _, same in at8.groupby(at8["predicted"].round(3)):
