@@ -1,9 +1,21 @@
-"""Experiment files for tests: the smallest real jobs, and script jobs with the defaults they share."""
+"""Experiment files for tests: the smallest real jobs, script jobs with the defaults they share, and the
+strategies whose training must equal one process's."""
 
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+
+
+def exact_strategies() -> list[str]:
+    """The built-in strategies of several processes on raw PyTorch whose training must equal single-process
+    training: every one the registry declares exact (``ddp`` is, without a lossy hook), the frameworks (set
+    against ``ddp`` instead) and ``dp`` (one process, several devices only on CUDA) aside. A new exact strategy
+    joins the equivalence tests by being registered."""
+    from ddpbench.strategies import BUILTIN, FRAMEWORKS, strategy_class
+
+    return [name for name in BUILTIN if name not in FRAMEWORKS and name != "dp"
+            and strategy_class(name).exact is not False]
 
 
 def write_experiment(path: Path, body: str) -> Path:

@@ -10,8 +10,9 @@ import ddpbench
 from ddpbench.results.tables import load_tables
 from ddpbench.strategies.base import ring_traffic
 from ddpbench.testing import TINY_DEFAULTS, run_cli, run_main, write_experiment
+from ddpbench.testing.experiments import exact_strategies
 
-EXACT = ["ddp", "master", "master-params", "allreduce-naive", "allreduce-flat", "ring", "zero", "fsdp"]
+EXACT = exact_strategies()
 
 STRATEGIES = """
     name = "strategies-test"
