@@ -140,3 +140,18 @@ def test_a_direction_problem_s_line_names_the_job_and_quotes_the_sentence(quick,
     job = "8e73d612ef09"
     found = check_directions(quick, Claim(text, job), list(quick.jobs.index))
     assert [p.line() for p in found] == [f"{expected.replace('J', job, 1)}: {text}"]
+
+
+def test_the_subject_s_caps_are_those_after_the_last_colon_before_the_words(quick):
+    # words after the comparison ("...: significant") take nothing from its subject
+    assert directions(quick, "1 MB, 1.6 % slower per step than the default 25 MB: significant") == [
+        ("direction", "says slower, but its mean step is 81.3 ms against 82.7 ms")]
+    # 2 MB, between the first colon and the last, is the best's field, not its subject: 1 MB against 25 MB
+    assert directions(quick, "at world size 2: best of 2 MB: 1 MB, 1.6 % slower per step than the default 25 MB") == [
+        ("direction", "says slower, but its mean step is 81.3 ms against 82.7 ms")]
+
+
+def test_caps_none_ran_leave_the_next_comparison_of_the_sentence_judged(quick):
+    text = "3 MB, 2 % faster than the default 25 MB; at world size 2: 1 MB, 1.6 % slower per step than 25 MB"
+    assert directions(quick, text) == [("job", "compares bucket caps 3 MB that none of its jobs ran"),
+                                       ("direction", "says slower, but its mean step is 81.3 ms against 82.7 ms")]

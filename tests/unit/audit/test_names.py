@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ddpbench.audit import Claim, check, derive
-from ddpbench.audit.names import check_names, quotes
+from ddpbench.audit.names import check_names, named_jobs, one_job, quotes
 from ddpbench.experiment.spec import spec_from_dict
 from ddpbench.testing.records import ResultsFolder, job, result_for
 
@@ -80,3 +80,89 @@ def test_its_margin_of_error_is_the_figure_s_own():
     # faults-cpu/straggler/fixed: the loss's margin 75.6 ms and the exposed time's 40.5 ms, each said as "its"
     assert names(("cnn-s ws=2: the time lost is not measurable here (its margin of error 75.6 ms)", "k1"),
                  ("cnn-s ws=2: exposed communication is not measurable here (its margin of error 40.5 ms)", "k1")) == []
+
+
+@pytest.mark.parametrize("a, b, right", [
+    ("17.5", "17.6", True),  # 17.55 may be written either way
+    ("17.5", "17.7", False),  # 17.55 at most against 17.65 at least
+    ("17", "18", True),  # 17.5 may be written either way
+    ("17", "18.1", False),
+])
+def test_two_values_are_one_only_where_their_roundings_meet(a, b, right):
+    assert (names((VERDICT.format(a=a), "k1"), (FINDING.format(b=b), "k1")) == []) is right
+    assert (names((FINDING.format(b=b), "k1"), (VERDICT.format(a=a), "k1")) == []) is right
+
+
+def test_a_name_said_as_its_own_leaves_the_next_quote_of_it_read():
+    text = ("cnn-s ws=2: the loss is within 3.1 ms (its margin of error 75.6 ms); the exposed time's (margin of "
+            "error 26.1 ms)")
+    (quote,) = quotes(Claim(text))
+    assert (quote.name, quote.value.text, quote.value.unit) == ("margin of error", "26.1", "ms")
+    assert (quote.value.start, quote.value.end) == (text.index("26.1"), text.index("26.1") + 4)
+
+
+def test_each_pair_of_values_of_a_name_is_told_once_and_every_other_pair_too():
+    floor = "mlp-s ws=2: noise floor {} ms"
+    found = names((floor.format("1.0"), None), (floor.format("17.5"), "k1"), (floor.format("21.5"), "k1"),
+                  (floor.format("21.5"), "k1"), (floor.format("30.0"), "k1"))
+    assert [(p.kind, p.job, p.sentence) for p in found] == [("name", "k1", floor.format("21.5")),
+                                                             ("name", "k1", floor.format("30.0"))]
+    assert [p.expected.split(";")[0] for p in found] == ["quotes noise floor 21.5 ms", "quotes noise floor 30.0 ms"]
+
+
+def test_a_name_problem_says_both_values_in_their_units_and_the_first_sentence_cut_at_120():
+    first = "mlp-s ws=2: 1.38x the throughput of one rank" + ", and more words about it" * 5
+    found = names((first, "k1"), ("mlp-s ws=2: 1.29x the throughput of one rank", "k1"))
+    assert [p.expected for p in found] == [
+        f"quotes speedup against one rank 1.29x; another sentence of this page quotes 1.38x for the same job: "
+        f"\"{first[:120]}\""]
+    assert len(first) > 121
+    found = names(("mlp-s ws=2: 589 samples/s", "k1"), ("mlp-s ws=2: 598 samples/s", "k1"))
+    assert [p.expected for p in found] == [
+        "quotes throughput 598 samples/s; another sentence of this page quotes 589 samples/s for the same job: "
+        "\"mlp-s ws=2: 589 samples/s\""]
+
+
+# -- the jobs a sentence names, and the one job it is about -------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def four(tmp_path_factory):
+    """mlp-s at world size 1 and 2 (batch 32/rank), mlp-s at world size 1 batch 16/rank, cnn-s at world size 1."""
+    from ddpbench.testing.records import ok, write_results
+    folder = write_results(tmp_path_factory.mktemp("four"), [
+        ok(10.0, world_size=1), ok(14.0, world_size=2), ok(9.0, world_size=1, batch_size=16),
+        ok(20.0, world_size=1, model="cnn")])
+    fig = derive(folder)
+    rec = fig.jobs
+    key = {(r.label, int(r.per_rank_batch), int(r.world_size)): k for k, r in rec.iterrows()}
+    return fig, key
+
+
+def test_a_batch_or_world_size_no_named_job_ran_leaves_the_named_jobs(four):
+    fig, key = four
+    mlp = {key["mlp-s", 32, 1], key["mlp-s", 32, 2], key["mlp-s", 16, 1]}
+    assert set(named_jobs(fig, "mlp-s (batch 99/rank): 12.0 ms a step")) == mlp
+    assert set(named_jobs(fig, "mlp-s at world size 8: 12.0 ms a step")) == mlp
+    # a hook no job ran names none of them: every ok job
+    assert set(named_jobs(fig, "DDP (fp16 hook) with mlp-s: 12.0 ms a step")) == set(key.values())
+
+
+@pytest.mark.parametrize("text, job", [
+    ("cnn-s: 20.0 ms a step", ("cnn-s", 32, 1)),  # its label names one job
+    ("at world size 2 it runs 14.0 ms a step", ("mlp-s", 32, 2)),  # one job there, its baseline aside
+    ("mlp-s (batch 16/rank): 9.0 ms a step", ("mlp-s", 16, 1)),
+    ("mlp-s: 12.0 ms a step", None),  # three jobs, one at world size 1 no baseline of the one above it
+    ("12.0 ms a step", None),  # it names none of several
+])
+def test_one_job_is_the_one_a_sentence_names(four, text, job):
+    fig, key = four
+    assert one_job(fig, Claim(text)) == (key[job] if job else None)
+
+
+def test_one_job_is_a_sentence_s_own_key_where_known(four, tmp_path):
+    fig, key = four
+    assert one_job(fig, Claim("12.0 ms a step", key["cnn-s", 32, 1])) == key["cnn-s", 32, 1]
+    assert one_job(fig, Claim("cnn-s: 12.0 ms a step", "000000000000")) is None
+    from ddpbench.testing.records import ok, write_results
+    lone = derive(write_results(tmp_path, [ok(10.0, world_size=1)]))
+    assert one_job(lone, Claim("12.0 ms a step")) == lone.jobs.index[0]  # the only job: naming none names it

@@ -124,6 +124,9 @@ def test_a_bound_word_is_what_the_exposed_interval_says(words, share, ms, ci, ri
     ("1.2 % to 5.8 %", "excludes 0", True),
     ("1.2 % to 5.8 %", "includes both 0 and a difference of 10 %", False),
     ("0.0 % to 5.8 %", "excludes 0", True),  # an end at 0 as written: unjudged
+    ("0.0 % to 5.8 %", "includes 0", True),  # 0.0 may be -0.04 or 0.04: unjudged either way
+    ("0.4 % to 5.8 %", "excludes 0", True),
+    ("0.4 % to 5.8 %", "includes 0", False),
 ])
 def test_an_interval_s_own_word_on_zero_is_held_to_its_ends(ends, word, right):
     text = (f"mlp-l ws=2 bucket 0.5 MB, 759 samples/s; 0.7 % less time per sample than mlp-l ws=2 bucket 0.1 MB by "
