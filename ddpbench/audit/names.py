@@ -63,7 +63,8 @@ def named_jobs(fig: Figures, text: str) -> list:
     if first in set(ok["strategy"].astype(str)):
         ok = ok[ok["strategy"].astype(str) == first]
         ok = ok[ok["comm_hook"].astype(str) == (said.group(2) or "none")]
-    sizes = {int(n) for a, b in re.findall(r"world sizes? (\d+)(?: to (\d+))?", text) for n in (a, b) if n}
+    sizes = {int(n) for a, b, c in re.findall(r"world sizes? (\d+)(?: to (\d+))?|\bws=(\d+)", text)
+             for n in (a, b, c) if n}
     keys = list(ok.index)
     if sizes and (ok["world_size"].isin(sizes)).any():
         keys = list(ok[ok["world_size"].isin(sizes)].index)

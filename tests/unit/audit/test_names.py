@@ -138,11 +138,13 @@ def four(tmp_path_factory):
     return fig, key
 
 
-def test_a_batch_or_world_size_no_named_job_ran_leaves_the_named_jobs(four):
+def test_a_batch_or_world_size_no_named_job_ran_leaves_the_named_jobs_and_one_that_ran_narrows_them(four):
     fig, key = four
     mlp = {key["mlp-s", 32, 1], key["mlp-s", 32, 2], key["mlp-s", 16, 1]}
     assert set(named_jobs(fig, "mlp-s (batch 99/rank): 12.0 ms a step")) == mlp
     assert set(named_jobs(fig, "mlp-s at world size 8: 12.0 ms a step")) == mlp
+    assert set(named_jobs(fig, "mlp-s ws=8: 12.0 ms a step")) == mlp
+    assert set(named_jobs(fig, "mlp-s ws=2: 14.0 ms a step")) == {key["mlp-s", 32, 2], key["mlp-s", 32, 1]}
     # a hook no job ran names none of them: every ok job
     assert set(named_jobs(fig, "DDP (fp16 hook) with mlp-s: 12.0 ms a step")) == set(key.values())
 
@@ -150,6 +152,7 @@ def test_a_batch_or_world_size_no_named_job_ran_leaves_the_named_jobs(four):
 @pytest.mark.parametrize("text, job", [
     ("cnn-s: 20.0 ms a step", ("cnn-s", 32, 1)),  # its label names one job
     ("at world size 2 it runs 14.0 ms a step", ("mlp-s", 32, 2)),  # one job there, its baseline aside
+    ("mlp-s ws=2: 14.0 ms a step", ("mlp-s", 32, 2)),  # ws=N as the report's labels write a world size
     ("mlp-s (batch 16/rank): 9.0 ms a step", ("mlp-s", 16, 1)),
     ("mlp-s: 12.0 ms a step", None),  # three jobs, one at world size 1 no baseline of the one above it
     ("12.0 ms a step", None),  # it names none of several
