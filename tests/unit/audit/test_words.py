@@ -156,7 +156,7 @@ ANY = "includes 0 and rules out a difference of 10 % or more; any of these bucke
     (BEST.format(ends="-4.4 % to 8.6 %", tail=EITHER), True),  # within 10 % either way: any will do
     (BEST.format(ends="-4.4 % to 8.6 %", tail=ANY), False),
     (BEST.format(ends="-10.4 % to 14.6 %", tail=ANY), True),  # reaches 10 %: it cannot rule that out
-    (BEST.format(ends="-9.96 % to 8.6 %", tail=ANY), False),  # on the line at the precision written: unjudged
+    (BEST.format(ends="-9.96 % to 8.6 %", tail=ANY), False),  # -9.96 as written: at most -9.965, within 10 %
 ])
 def test_cannot_tell_them_apart_only_where_the_gain_s_interval_says_so(text, wrong):
     found = check_differ(Claim(text))
