@@ -200,9 +200,11 @@ def print_from(options, found, folder, cluster) -> None:
 def trained(options, measured):
     """``options`` with the optimizer ``measured``'s jobs trained with, where not typed (its memory counts that
     optimizer's state), said where it came from."""
-    if "optimizer" in options.given or not measured.optimizer:
-        return options
-    return options.but(optimizer=measured.optimizer, optimizer_source="the one its jobs trained with")
+    from ddpbench.analysis.models import counted_optimizer
+
+    typed = options.optimizer if "optimizer" in options.given else None
+    optimizer, source = counted_optimizer(typed, measured.optimizer)
+    return options.but(optimizer=optimizer, optimizer_source=source) if source else options
 
 
 def folder_band(folder, measured) -> tuple:

@@ -61,7 +61,7 @@ def print_measured(folder: Path, pairs: list, holdout: pd.DataFrame, reproduced:
     ``device_memory``: (GB, where from) a device holds, against the state of each workload's parameters (their
     gradients as measured, fp32), or None (not checked); ``optimizer``: the one typed, whose state the memory counts,
     or None: the one each workload's jobs trained with (else Adam, the flag's default)."""
-    from ddpbench.analysis.models import WORLD_SIZES, Memory, mismatch, predict, reproduces
+    from ddpbench.analysis.models import WORLD_SIZES, Memory, counted_optimizer, mismatch, predict, reproduces
     from ddpbench.files.sanitize import printable
 
     for network, workload, link in pairs:
@@ -107,9 +107,9 @@ def print_measured(folder: Path, pairs: list, holdout: pd.DataFrame, reproduced:
         for words in _check_words(mine, agrees):
             print(words)
         gb, source = device_memory or (None, "")
-        mine = optimizer or workload.optimizer or "adam"
+        mine, whence = counted_optimizer(optimizer, workload.optimizer)
         memory = Memory(sum(workload.bucket_bytes) / 4, device_gb=gb, source=source, optimizer=mine,
-                        optimizer_source="" if optimizer or not workload.optimizer else "the one its jobs trained with")
+                        optimizer_source=whence)
         print(memory.words())
         if memory.fits(1) is False:
             print(f"does not fit: {memory.state_gb(1):.3g} GB a device against {gb:g} GB at every size (DDP)")

@@ -43,7 +43,14 @@ from ddpbench.analysis.models.gbatch import fixed_batch_rows, fixed_work, full_s
 from ddpbench.analysis.models.holdout import MIN_WORLD_SIZES, TOLERANCE_PCT
 from ddpbench.analysis.models.loso import BANDS, EFFICIENCY_QUANTITY, band, costs_words, held_out, score, validated
 from ddpbench.analysis.models.measured import measured_terms, versus_report, with_inputs
-from ddpbench.analysis.models.memory import OPTIMIZERS, Memory, gpu_memory_gb
+from ddpbench.analysis.models.memory import (
+    DEFAULT_OPTIMIZER,
+    OPTIMIZERS,
+    TRAINED_WITH,
+    Memory,
+    counted_optimizer,
+    gpu_memory_gb,
+)
 from ddpbench.analysis.models.model import Model
 from ddpbench.analysis.models.network import recovery_runs, shaped_jobs
 from ddpbench.analysis.models.ownband import OwnBand, own_band
@@ -57,10 +64,11 @@ from ddpbench.analysis.models.whatif import COSTS, Cluster, Work, ddp_step, mast
 from ddpbench.analysis.models.wholenodes import LIMIT, WORLD_SIZES, node_series, not_whole
 
 __all__ = [
-    "BANDS", "COSTS", "EFFICIENCY_QUANTITY", "GRAD_BYTES", "LIMIT", "MIN_WORLD_SIZES", "OPTIMIZERS", "PRESETS",
-    "SHARDS",
+    "BANDS", "COSTS", "DEFAULT_OPTIMIZER", "EFFICIENCY_QUANTITY", "GRAD_BYTES", "LIMIT", "MIN_WORLD_SIZES",
+    "OPTIMIZERS", "PRESETS", "SHARDS", "TRAINED_WITH",
     "TOLERANCE_PCT", "WORLD_SIZES", "Amount", "Cluster", "Finish", "Memory", "Model", "OwnBand", "Work", "band",
-    "band_at", "band_words", "cheapest", "costs_words", "ddp_buckets_vs_allreduce", "ddp_step", "finish_at",
+    "band_at", "band_words", "cheapest", "costs_words", "counted_optimizer", "ddp_buckets_vs_allreduce", "ddp_step",
+    "finish_at",
     "first_to_finish", "fixed_batch_rows", "fixed_work", "flop_layout", "full_size", "global_batch_problem",
     "gpu_memory_gb", "held_out", "largest_above", "largest_within", "largest_world_size", "layout", "link_needed",
     "master_step", "measured_terms", "mismatch", "node_series", "not_whole", "own_band", "own_band_words",

@@ -29,6 +29,10 @@ STATE_BYTES = {"adam": {"fp32": (4, 4, 8), "bf16": (2, 2, 12), "fp16": (2, 2, 12
                "sgd": {"fp32": (4, 4, 4), "bf16": (2, 2, 8), "fp16": (2, 2, 8)}}
 #: the optimizers whose state the rule counts
 OPTIMIZERS = tuple(STATE_BYTES)
+#: the optimizer counted where none is typed and the measured jobs' is not known (whatif's ``--optimizer``)
+DEFAULT_OPTIMIZER = "adam"
+#: where the optimizer counted came from, where it is the measured jobs' own
+TRAINED_WITH = "the one its jobs trained with"
 #: the parts each sharding divides by the devices: (parameters, gradients, optimizer state)
 SHARDED = {"none": (False, False, False), "zero1": (False, False, True), "zero2": (False, True, True),
            "zero3": (True, True, True), "fsdp": (True, True, True)}
@@ -68,6 +72,16 @@ def gpu_memory_gb(names) -> tuple[float, str] | None:
     return min(found) if found else None
 
 
+def counted_optimizer(typed: str | None, trained_with: str | None) -> tuple[str, str]:
+    """The optimizer whose state the memory counts, and where it came from: the one typed, else the one the measured
+    jobs trained with (:data:`TRAINED_WITH`), else :data:`DEFAULT_OPTIMIZER` ("" where typed or the default)."""
+    if typed:
+        return typed, ""
+    if trained_with:
+        return trained_with, TRAINED_WITH
+    return DEFAULT_OPTIMIZER, ""
+
+
 @dataclass(frozen=True)
 class Memory:
     """A model's training state against a device's memory: ``params`` trainable parameters, the gradients' dtype,
@@ -79,7 +93,7 @@ class Memory:
     shard: str = "none"
     device_gb: float | None = None
     source: str = ""
-    optimizer: str = "adam"
+    optimizer: str = DEFAULT_OPTIMIZER
     optimizer_source: str = ""
 
     @property

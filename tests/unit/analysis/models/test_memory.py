@@ -25,6 +25,18 @@ def test_sgd_with_momentum_holds_one_buffer_where_adam_holds_two():
     assert "the optimizer sgd: the one its jobs trained with" in words
 
 
+def test_the_optimizer_counted_is_the_one_typed_else_the_jobs_own_else_whatif_s_default():
+    from ddpbench.analysis.models import DEFAULT_OPTIMIZER, TRAINED_WITH, counted_optimizer
+    from ddpbench.cli.program import build_parser
+
+    assert counted_optimizer("sgd", "adam") == ("sgd", "")
+    assert counted_optimizer(None, "sgd") == ("sgd", TRAINED_WITH)
+    assert counted_optimizer(None, None) == (DEFAULT_OPTIMIZER, "") == ("adam", "")
+    # the flag's default is the rule's, though the command line declares it without importing the models
+    args = build_parser().parse_args(["whatif", "--model", "mlp", "--compute-ms", "100"])
+    assert args.optimizer == DEFAULT_OPTIMIZER
+
+
 def test_the_rule_knows_every_optimizer_an_experiment_trains_with():
     from ddpbench.analysis.models import OPTIMIZERS
     from ddpbench.experiment.spec import FIELDS
