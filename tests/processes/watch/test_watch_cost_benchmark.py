@@ -1,5 +1,5 @@
-"""benchmarks/watch_cost.py runs as written: one short pair, plain and watched, and its table; its verdict is
-no surer than its interval."""
+"""benchmarks/watch_cost.py runs as written: one short pair, plain, watched and the ranks instrumented with no
+collector (``--split``), and its table; its verdict is no surer than its interval."""
 
 import pytest
 
@@ -10,10 +10,10 @@ bench = load_benchmark("watch_cost")
 
 def test_one_short_pair_makes_its_table_and_makes_no_call(tmp_path):
     out = tmp_path / "cost.md"
-    bench.main(["--pairs", "1", "--steps", "520", "--dims", "32", "--out", str(out)])
+    bench.main(["--pairs", "1", "--steps", "520", "--dims", "32", "--split", "--out", str(out)])
     table = out.read_text()
     assert table.startswith(bench.HEADER)
-    for stretch in ("steady", "baseline"):
+    for stretch in ("steady", "baseline", "steady, ranks only", "baseline, ranks only"):
         assert f"| 32 | {stretch} | 1 |" in table and "cannot tell (one pair)" in table
     (tmp_path / "theirs.md").write_text("not ours")
     with pytest.raises(SystemExit, match="holds what this script did not write"):
