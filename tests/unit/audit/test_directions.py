@@ -62,3 +62,10 @@ def test_a_signed_change_and_a_slow_rank_below_one_percent_keep_their_sign(fig):
     assert kinds(fig, "ws=2 bucket 25 MB is faster than ws=2 bucket 1 MB: +0.5 %") == ["direction"]
     assert kinds(fig, "rank 1 of ws=2 computes 0.5 % slower than the other ranks") == []
     assert kinds(fig, "rank 1 of ws=2 computes 0.5 % faster than the other ranks") == ["direction"]
+
+
+def test_a_rank_0_percent_off_the_others_says_no_direction(fig):
+    """0 % is neither slower nor faster: either word says nothing wrong, as 1x the throughput or a change
+    of +0 % says nothing (before, "0 % slower" was flagged as "slower, not slower")."""
+    assert kinds(fig, "rank 1 of ws=2 computes 0 % slower than the other ranks") == []
+    assert kinds(fig, "rank 1 of ws=2 computes 0 % faster than the other ranks") == []
