@@ -97,7 +97,7 @@ def check_directions(fig: Figures, claim: Claim, keys) -> list[Problem]:
         if float(m.group(2)) != 0 and (float(m.group(2)) > 0) != (m.group(1) == "slower"):
             bad(f"says {m.group(1)} with a step change of {m.group(2)} %")
     for m in _RANKS.finditer(text):
-        if (float(m.group(1)) > 0) != (m.group(2) == "slower"):
+        if float(m.group(1)) != 0 and (float(m.group(1)) > 0) != (m.group(2) == "slower"):  # 0 %: no direction
             bad(f"a rank that computes longer than the others is slower, not {m.group(2)}")
     for m in _TREND.finditer(text):
         a, b = float(m.group(2)), float(m.group(3))
