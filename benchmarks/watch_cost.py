@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", "",
              "| width | stretch | pairs | plain step (ms, median) | watched step (ms, median) | watched / plain "
              "[95 % interval] | cost |", "|---|---|---|---|---|---|---|"]
-    for (dim, name), sides in found.items():
+    for (dim, name), sides in sorted(found.items()):  # by width, each stretch beside its ranks-only row
         plain, watched = sides["plain"], sides["watched"]
         point = statistics.fmean(watched) / statistics.fmean(plain)  # the ratio ratio_ci's interval is of
         low, high = ratio_ci(watched, plain, paired=True) if len(plain) > 1 else (float("nan"),) * 2
