@@ -5,7 +5,11 @@ ddpbench watch's, which imports it): ``WATCH_FAULT`` in the environment says whi
   times as long (it sleeps (FACTOR - 1) times its own forward's time, times 3 for the backward, at the end of
   each forward: late to every all-reduce, as a throttled device is);
 * ``data:STEP:FACTOR``: from step STEP on, every rank's time between an optimizer step and the next forward is
-  longer by (FACTOR - 1) times the median step of its steps before STEP (a slower input pipeline).
+  longer by (FACTOR - 1) times the median step of its steps before STEP (a slower input pipeline). It sleeps
+  in a global forward pre-hook, as the DDP model's forward is called: global hooks run before the model's own,
+  so the sleep falls where a slow ``next(loader)`` would, between the optimizer's step and the forward. (Sleeping
+  in an optimizer post-hook instead lands inside the optimizer's step wherever the fault's hook is registered
+  before the watch's: the watch then rightly calls the optimizer phase slower.)
 """
 
 import os
@@ -19,6 +23,7 @@ def _plant() -> None:
 
     import torch
     from torch.nn.parallel import DistributedDataParallel
+    from torch.nn.modules.module import register_module_forward_pre_hook
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     kind, *args = FAULT.split(":")
@@ -30,11 +35,15 @@ def _plant() -> None:
         if state["last"] is not None and state["step"] < int(args[-2]):
             state["steps"].append(now - state["last"])
         state["step"] += 1
-        if kind == "data" and state["step"] >= int(args[0]) and state["steps"]:
-            time.sleep((float(args[1]) - 1.0) * statistics.median(state["steps"]))
         state["last"] = time.perf_counter()
 
+    def data(module, inputs):
+        if isinstance(module, DistributedDataParallel) and state["step"] >= int(args[0]) and state["steps"]:
+            time.sleep((float(args[1]) - 1.0) * statistics.median(state["steps"]))
+
     register_optimizer_step_post_hook(stepped)
+    if kind == "data":
+        register_module_forward_pre_hook(data)
     if kind == "straggler" and rank == int(args[0]):
         forward = DistributedDataParallel.forward
 

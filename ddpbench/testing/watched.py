@@ -19,8 +19,10 @@ def ddp_run(seed, world=2, slow_rank=None, slow_phase=None, onset=700, factor=1.
     """Rows as watched ranks measure them: each rank's data, forward and backward compute, then the all-reduce
     that ends once the last rank's gradients are ready, every step's phases (:func:`feed` sends those of
     the phase steps only). A straggler's compute, or one phase of every rank, is ``factor`` times as long
-    from ``onset``."""
+    from ``onset``; ``slow_phase`` a dict gives each phase its own factor."""
     rng = np.random.default_rng(seed)
+    slowed = slow_phase if isinstance(slow_phase, dict) else {
+        phase: factor for phase in ((slow_phase,) if isinstance(slow_phase, str) else slow_phase or ())}
     rows = {r: [] for r in range(world)}
     end = 0.0
     for step in range(STEPS):
@@ -31,9 +33,9 @@ def ddp_run(seed, world=2, slow_rank=None, slow_phase=None, onset=700, factor=1.
             if step >= onset and slow_rank == r:
                 p["forward_ms"] *= factor
                 p["compute_bwd"] *= factor
-            for phase in (slow_phase,) if isinstance(slow_phase, str) else slow_phase or ():
+            for phase, times in slowed.items():
                 if step >= onset:
-                    p[phase] *= factor
+                    p[phase] *= times
         ready = {r: p["data_ms"] + p["forward_ms"] + p["compute_bwd"] for r, p in parts.items()}
         reduced = max(ready.values()) + noise(2.0)  # every rank's backward waits for the all-reduce
         for r, p in parts.items():

@@ -26,9 +26,10 @@ that once called stays called (one alarm each) until its interval falls back ins
 of the steps sampled is too few to tell a phase or a rank apart within a few hundred steps, so every rank
 is asked (:attr:`Alarms.asked`, sent by the watch) to make its next :data:`DENSE_STEPS` steps phase
 steps, from :data:`DENSE_AFTER` steps past the furthest rank's latest. Once the lowest rank is
-:data:`DENSE_LAG` steps past them, the alarm is raised (:meth:`Alarms._judge`): the one phase whose
-dense steps lie beyond :data:`MATERIAL` against its baseline over all of its interval (at ``1 - ALPHA /
-phases``), or none; and each rank whose compute against the others' does (at ``1 - ALPHA / ranks``), as
+:data:`DENSE_LAG` steps past them, the alarm is raised (:meth:`Alarms._judge`): of the phases whose
+dense steps lie beyond :data:`MATERIAL` against their baseline over all of their interval (at ``1 - ALPHA /
+phases``), the one whose added milliseconds a step stand above every other phase's (or none, the figures of
+each said); and each rank whose compute against the others' does (at ``1 - ALPHA / ranks``), as
 the straggler. Each is one test after a call of the job's step, not a look: an unchanged run reaches
 it only after a false alarm of the job, itself at most :data:`ALPHA`. A run that ends before its dense
 steps raises the job's alarm with what came (:meth:`Alarms.finish`).
@@ -42,6 +43,8 @@ import statistics
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from ddpbench.analysis.core import look_alpha, shift_interval
 from ddpbench.results.phases import WATCH_PHASE_COLUMNS as PHASE_COLUMNS
@@ -91,6 +94,8 @@ class Alarm:
     low: float
     high: float
     since: int | None = None
+    #: each slower phase's added time a step, ms (its point estimate), the named one first
+    added: tuple[tuple[str, float], ...] = ()
 
     @property
     def start(self) -> int:
@@ -102,8 +107,15 @@ class Alarm:
         if self.kind == STRAGGLER:
             return (f"rank {self.rank} is the straggler from about step {self.start}: its compute is {how} against "
                     "the other ranks', against the run's own start; the others wait for it at each all-reduce")
-        where = f", in its {self.phase.removesuffix('_ms')} phase" if self.phase else ""
-        return f"the job's step is {how} against the run's own start, from about step {self.start}{where}"
+        return f"the job's step is {how} against the run's own start, from about step {self.start}{self.where}"
+
+    @property
+    def where(self) -> str:
+        """Which phase the job's slowdown is in, with what each slower phase added a step."""
+        said = [f"{phase.removesuffix('_ms')} {ms:+.2f} ms" for phase, ms in self.added]
+        if self.phase:
+            return f", in its {self.phase.removesuffix('_ms')} phase (a step: {', '.join(said)})"
+        return f"; more than one phase is slower, none by most (a step: {', '.join(said)})" if said else ""
 
     def row(self) -> tuple:
         return (self.step, self.start, "" if self.rank is None else self.rank, self.kind, self.phase or "",
@@ -272,7 +284,8 @@ class Alarms:
         new = []
         if self.call is not None:
             (since, change), self.call = self.call, None
-            new.append(Alarm(step, None, SLOWER, self.phase_of_slowdown(check.phases), *change, since=since))
+            phase, added = self.phase_of_slowdown(check.phases)
+            new.append(Alarm(step, None, SLOWER, phase, *change, since=since, added=added))
         confidence = 1.0 - look_alpha(self.checks, ALPHA) / max(1, len(check.ranks))
         for rank, values in sorted(check.ranks.items()):
             series = self.ranks[rank]
@@ -282,17 +295,25 @@ class Alarms:
                 new.append(Alarm(step, rank, STRAGGLER, None, *change, since=check.since))
         return new
 
-    def phase_of_slowdown(self, dense: dict[str, list[float]]) -> str | None:
-        """The one phase whose ``dense`` steps (logs; where none came, its latest sampled ones, the last half of
-        the recent window a called slowdown has filled) are slower than its baseline's by :data:`MATERIAL` or
-        more over all of its interval, at ``1 - ALPHA / phases`` each: one test per alarm, not a look. None
-        where no phase, or more than one, is."""
-        slower = []
+    def phase_of_slowdown(self, dense: dict[str, list[float]]) -> tuple[str | None, tuple[tuple[str, float], ...]]:
+        """(the phase, each slower phase's added ms a step): a phase is slower where its ``dense`` steps (logs;
+        where none came, its latest sampled ones, the last half of the recent window a called slowdown has filled)
+        lie beyond :data:`MATERIAL` against its baseline's over all of its interval, at ``1 - ALPHA / phases``
+        each: one test per alarm, not a look. The phase named is the slower one whose added time a step (the
+        shift in ms, its interval at the same confidence) lies wholly above every other phase's: it holds most of
+        the slowdown, as measured. None where no phase is slower, or none stands above the others (a slow input
+        pipeline that also slows the forward a little is named the data phase; two phases each a few ms slower
+        are not named, their figures are said)."""
+        confidence = 1.0 - ALPHA / len(self.phases)
+        slower, added = [], {}
         for phase, series in self.phases.items():
             latest = dense.get(phase) or list(series.recent)[-max(2, series.recent.maxlen // 2):]
-            if beyond(series.against(latest, 1.0 - ALPHA / len(self.phases))):
+            if beyond(series.against(latest, confidence)):
                 slower.append(phase)
-        return slower[0] if len(slower) == 1 else None
+            added[phase] = shift_interval(np.exp(series.baseline), np.exp(latest), confidence)
+        above = [p for p in slower if all(added[p][1] > added[q][2] for q in added if q != p)]
+        ordered = tuple((p, added[p][0]) for p in sorted(slower, key=lambda p: (p not in above, -added[p][0])))
+        return (above[0] if above else None), ordered
 
 
 @dataclass

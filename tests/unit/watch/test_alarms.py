@@ -2,6 +2,7 @@
 unchanged runs, the straggler named by its rank, a slowdown of the whole job by its phase; each in time."""
 
 import csv
+import re
 
 import pytest
 
@@ -96,10 +97,28 @@ def test_the_whole_job_a_quarter_slower_in_one_phase_is_said_with_its_phase():
         assert "in its data phase" in raised[0].words
 
 
-def test_a_slowdown_in_two_phases_names_none_of_them():
-    raised = feed(ddp_run(0, slow_phase=("data_ms", "optimizer_ms"), factor=4.0))
-    assert [(a.kind, a.phase) for a in raised] == [(SLOWER, None)]
-    assert "phase" not in raised[0].words
+def test_a_slowdown_in_two_phases_alike_names_neither_and_says_both():
+    # data 1 -> 4 ms and optimizer 1.5 -> 4.5 ms: each about 3 ms a step, neither above the other
+    for seed in range(3):
+        raised = feed(ddp_run(seed, slow_phase={"data_ms": 4.0, "optimizer_ms": 3.0}))
+        assert [(a.kind, a.phase) for a in raised] == [(SLOWER, None)], raised
+        assert sorted(p for p, _ in raised[0].added) == ["data_ms", "optimizer_ms"]
+        assert all(2.5 <= ms <= 3.5 for _, ms in raised[0].added), raised[0].added
+        assert "none by most" in raised[0].words and "in its" not in raised[0].words
+
+
+def test_the_phase_that_holds_most_of_the_slowdown_is_named_where_it_stands_above_the_others():
+    """A slow input pipeline that also slows the forward a fifth (as a sleep before the forward did on this VM):
+    the data phase is named, the forward said beside it. By one phase beyond a tenth alone, neither is."""
+    for seed in range(3):
+        raised = feed(ddp_run(seed, slow_phase={"data_ms": 4.0, "forward_ms": 1.2}))
+        assert [(a.kind, a.phase) for a in raised] == [(SLOWER, "data_ms")], raised
+        assert [p for p, _ in raised[0].added] == ["data_ms", "forward_ms"]
+        assert raised[0].added[0][1] > raised[0].added[1][1] > 0
+        assert re.search(r"in its data phase \(a step: data \+[23]\.\d\d ms, forward \+0\.\d\d ms\)", raised[0].words)
+    # two phases slowed by the same ms: the larger share of its own phase does not make it the cause
+    raised = feed(ddp_run(0, slow_phase={"data_ms": 4.0, "optimizer_ms": 3.0}))
+    assert raised[0].phase is None
 
 
 def test_a_change_below_a_tenth_is_not_called():
