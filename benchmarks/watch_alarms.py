@@ -16,8 +16,10 @@ watch's own), from a step drawn at random (seeded) for each run:
   time where the job is said slower, in its data phase, within 300 steps.
 
 The conditions run interleaved (unchanged, straggler, data, unchanged, ...), so that the machine's load
-falls on all alike; the table gives, per script and condition, the runs, the alarms, the runs called
-in time and the median steps from the onset to the call, with the machine's load before and after.
+falls on all alike; the table gives, per script and condition, the runs, the alarms, the false or wrong
+ones (:func:`wrong`: any alarm of an unchanged run, any before the onset, another rank named, another phase
+named), the runs called in time and the median steps from the onset to the call, with the machine's load
+before and after; each false or wrong alarm's words follow the table.
 """
 
 from __future__ import annotations
@@ -78,6 +80,15 @@ def in_time(condition: str, alarms: list[dict], onset: int) -> int | None:
     return min(late) if late else None
 
 
+def wrong(condition: str, alarms: list[dict], onset: int) -> list[dict]:
+    """The alarms that call what is not there: any of an unchanged run, any before the onset, a straggler other
+    than rank 1, a phase other than the data phase."""
+    if condition == "unchanged":
+        return alarms
+    return [a for a in alarms if int(a["step"]) < onset or (a["kind"] == "straggler" and a["rank"] != "1")
+            or (a["phase"] and a["phase"] != ("data_ms" if condition == "data" else a["phase"]))]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20, help="runs of each script and condition")
@@ -106,13 +117,21 @@ def main(argv: list[str] | None = None) -> None:
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", machine(ROOT),
              f"load average before: {' '.join(f'{x:.2f}' for x in load_before)}; after: "
              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", "",
-             "| script | condition | runs | alarms | called in time | steps to the call (median) |",
-             "|---|---|---|---|---|---|"]
+             "| script | condition | runs | alarms | false or wrong alarms (runs with one) | called in time | "
+             "steps to the call (median) |",
+             "|---|---|---|---|---|---|---|"]
+    said = []
     for (script, condition), runs in found.items():
         late = [t for _, _, t in runs if t is not None]
-        lines.append(f"| {script} | {condition} | {len(runs)} | {sum(len(a) for _, a, _ in runs)} | "
+        bad = [(onset, a) for onset, alarms, _ in runs for a in wrong(condition, alarms, onset)]
+        lines.append(f"| {script} | {condition} | {len(runs)} | {sum(len(a) for _, a, _ in runs)} | {len(bad)} "
+                     f"({sum(bool(wrong(condition, a, o)) for o, a, _ in runs)}) | "
                      f"{'-' if condition == 'unchanged' else f'{len(late)} of {len(runs)}'} | "
                      f"{statistics.median(late) if late else '-'} |")
+        said += [f"- {script}, {condition}" + ("" if condition == "unchanged" else f" from step {onset}") +
+                 f": at step {a['step']}, {a['words']}" for onset, a in bad]
+    if said:
+        lines += ["", "The false or wrong alarms, each as its run's alarms.csv says it:", "", *said]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

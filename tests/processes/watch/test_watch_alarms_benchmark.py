@@ -30,3 +30,15 @@ def test_a_call_is_in_time_only_for_the_planted_rank_or_phase():
     data = [{"kind": "slower", "phase": "", "step": "500"}, {"kind": "slower", "phase": "data_ms", "step": "600"}]
     assert bench.in_time("data", data, 450) == 150
     assert bench.in_time("unchanged", data, 450) is None
+
+
+def test_false_or_wrong_alarms_are_every_unchanged_one_and_each_call_of_what_was_not_planted():
+    early = {"kind": "slower", "phase": "", "rank": "", "step": "300"}
+    other_rank = {"kind": "straggler", "phase": "", "rank": "0", "step": "700"}
+    other_phase = {"kind": "slower", "phase": "optimizer_ms", "rank": "", "step": "700"}
+    right = [{"kind": "straggler", "phase": "", "rank": "1", "step": "700"},
+             {"kind": "slower", "phase": "data_ms", "rank": "", "step": "700"}]
+    assert bench.wrong("unchanged", right, 450) == right
+    assert bench.wrong("straggler", [early, other_rank, *right], 450) == [early, other_rank]
+    assert bench.wrong("data", [other_phase, *right], 450) == [other_phase]
+    assert bench.wrong("straggler", [other_phase], 450) == []  # the job's slowdown a straggler makes is its phase's
