@@ -15,11 +15,12 @@ from ddpbench.watch.stream import STREAM_COLUMNS, STREAM_FILE, lines
 STEPS, SAMPLE = 1500, 10
 
 
-def ddp_run(seed, world=2, slow_rank=None, slow_phase=None, onset=700, factor=1.25, noise_sd=0.08):
+def ddp_run(seed, world=2, slow_rank=None, slow_phase=None, onset=700, factor=1.25, noise_sd=0.08,
+            until=None):
     """Rows as watched ranks measure them: each rank's data, forward and backward compute, then the all-reduce
     that ends once the last rank's gradients are ready, every step's phases (:func:`feed` sends those of
     the phase steps only). A straggler's compute, or one phase of every rank, is ``factor`` times as long
-    from ``onset``; ``slow_phase`` a dict gives each phase its own factor."""
+    from ``onset`` (to ``until``, where given); ``slow_phase`` a dict gives each phase its own factor."""
     rng = np.random.default_rng(seed)
     slowed = slow_phase if isinstance(slow_phase, dict) else {
         phase: factor for phase in ((slow_phase,) if isinstance(slow_phase, str) else slow_phase or ())}
@@ -30,11 +31,12 @@ def ddp_run(seed, world=2, slow_rank=None, slow_phase=None, onset=700, factor=1.
         parts = {r: {"data_ms": noise(1.0), "forward_ms": noise(4.0), "compute_bwd": noise(8.0),
                      "optimizer_ms": noise(1.5)} for r in range(world)}
         for r, p in parts.items():
-            if step >= onset and slow_rank == r:
+            slow = onset <= step < (STEPS if until is None else until)
+            if slow and slow_rank == r:
                 p["forward_ms"] *= factor
                 p["compute_bwd"] *= factor
             for phase, times in slowed.items():
-                if step >= onset:
+                if slow:
                     p[phase] *= times
         ready = {r: p["data_ms"] + p["forward_ms"] + p["compute_bwd"] for r, p in parts.items()}
         reduced = max(ready.values()) + noise(2.0)  # every rank's backward waits for the all-reduce

@@ -19,20 +19,29 @@ series are watched, each against the job's own past: its **baseline**, the steps
 Every :data:`LOOK_EVERY` steps after the baseline, each series' latest window (:data:`RECENT_STEPS` steps)
 is set against its baseline (:func:`~ddpbench.analysis.core.online.shift_interval`, at the look's share of
 the run's false-alarm rate :data:`ALPHA`, :func:`~ddpbench.analysis.core.online.look_alpha`). A change is
-called only where the whole interval lies beyond :data:`MATERIAL` (a tenth slower, or more): a series
-that once called stays called (one alarm each) until its interval falls back inside.
+called only where the whole interval lies beyond :data:`MATERIAL` (a tenth slower, or more), and raised
+only once a check bears it out (below): a series that once raised stays called (one alarm each) until its
+interval falls back inside.
 
-**Once the job's step is called slower, its phase and its straggler are measured, not guessed.** A tenth
-of the steps sampled is too few to tell a phase or a rank apart within a few hundred steps, so every rank
-is asked (:attr:`Alarms.asked`, sent by the watch) to make its next :data:`DENSE_STEPS` steps phase
-steps, from :data:`DENSE_AFTER` steps past the furthest rank's latest. Once the lowest rank is
-:data:`DENSE_LAG` steps past them, the alarm is raised (:meth:`Alarms._judge`): of the phases whose
-dense steps lie beyond :data:`MATERIAL` against their baseline over all of their interval (at ``1 - ALPHA /
-phases``), the one whose added milliseconds a step stand above every other phase's (or none, the figures of
-each said); and each rank whose compute against the others' does (at ``1 - ALPHA / ranks``), as
-the straggler. Each is one test after a call of the job's step, not a look: an unchanged run reaches
-it only after a false alarm of the job, itself at most :data:`ALPHA`. A run that ends before its dense
-steps raises the job's alarm with what came (:meth:`Alarms.finish`).
+**A look's call is checked on steps of its own, and its phase and straggler are measured, not guessed.**
+Where the job's step looks slower (its estimate a tenth slower, before its interval says so) or a rank's
+compute is called, every rank is asked (:attr:`Alarms.asked`, sent by the watch) to make its next
+:data:`DENSE_STEPS` steps phase steps, from :data:`DENSE_AFTER` steps past the furthest rank's latest: a
+tenth of the steps sampled is too few to tell a phase or a rank apart within a few hundred steps. Once the
+lowest rank is :data:`DENSE_LAG` steps past them, the check is judged (:meth:`Alarms._judge`), each part
+one test at the check's share of :data:`ALPHA` (the checks share it as the looks do):
+
+* the job's call is raised only where its step on the dense steps also lies beyond :data:`MATERIAL` over its
+  whole interval. The machine's load comes and goes in spells of a few hundred steps; a spell that fills a
+  look's window and is gone by the steps after it is not an alarm (on this VM such spells made 5 false alarms
+  in 20 unchanged runs before, ``benchmarks/watch_alarms.md``). Its phase: of the phases whose dense steps
+  lie beyond :data:`MATERIAL` against their baseline over all of their interval (at ``1 - alpha / phases``),
+  the one whose added milliseconds a step stand above every other phase's (or none, the figures of each said);
+* each rank whose compute against the others' does so on the dense steps (at ``1 - alpha / ranks``) is
+  named the straggler.
+
+A run that ends before its dense steps raises the job's call with what came (:meth:`Alarms.finish`): its
+look's own test, at that look's share of :data:`ALPHA`.
 """
 
 from __future__ import annotations
@@ -214,6 +223,8 @@ class Alarms:
                 self._sampled(step, rank, row)
             if rank == self.lowest and step_ms > 0:
                 self.job.add(step, math.log(step_ms))
+                if self.pending is not None and self.pending.first <= step <= self.pending.last:
+                    self.pending.job.append(math.log(step_ms))
                 if step % LOOK_EVERY == 0 and step > self._looked:
                     self._looked = step
                     new += self._look(step)
@@ -258,23 +269,23 @@ class Alarms:
                     dense.ranks[k].append(value)
 
     def _look(self, step: int) -> list[Alarm]:
-        new = []
-        for rank, series in sorted(self.ranks.items()):
+        """A look at every series: what it calls is raised only once a check's dense steps bear it out."""
+        suspect = False
+        for series in self.ranks.values():
             change = series.look()
-            if beyond(change) and not series.called:
-                new.append(Alarm(step, rank, STRAGGLER, None, *change))
-            series.called = still_called(series.called, change)
+            suspect |= beyond(change) and not series.called  # a straggler, if the dense steps agree
+            series.called = series.called and not within(change)
         job = self.job.look()
         # a job called slower, still so, is checked no more: its alarm is raised (until its change has gone)
         looks_slower = job is not None and job[0] >= MATERIAL and not self.job.called
         if beyond(job) and not self.job.called:
-            self.call = (step, job)  # raised once dense steps name its phase (:meth:`_judge`)
+            self.call = (step, job)  # raised once dense steps bear it out and name its phase (:meth:`_judge`)
         self.job.called = still_called(self.job.called, job)
-        if self.pending is None and (looks_slower or self.call is not None):
-            first = self.furthest + DENSE_AFTER  # the job looks slower: its phase and straggler measured
+        if self.pending is None and (looks_slower or suspect or self.call is not None):
+            first = self.furthest + DENSE_AFTER  # the job or a rank looks slower: measured, not guessed
             self.pending = Pending(step, first, first + DENSE_STEPS - 1)
             self.asked.append({"dense": {"from_step": first, "steps": DENSE_STEPS}})
-        return new
+        return []
 
     def _judge(self, step: int) -> list[Alarm]:
         """Once a check's dense steps came (or the run ended), at ``step``: the job's call waiting for them raised
@@ -284,8 +295,11 @@ class Alarms:
         new = []
         if self.call is not None:
             (since, change), self.call = self.call, None
-            phase, added = self.phase_of_slowdown(check.phases)
-            new.append(Alarm(step, None, SLOWER, phase, *change, since=since, added=added))
+            if check.job and not beyond(self.job.against(check.job, 1.0 - look_alpha(self.checks, ALPHA))):
+                self.job.called = False  # the dense steps do not bear the look out: no alarm, a later look may call
+            else:
+                phase, added = self.phase_of_slowdown(check.phases)
+                new.append(Alarm(step, None, SLOWER, phase, *change, since=since, added=added))
         confidence = 1.0 - look_alpha(self.checks, ALPHA) / max(1, len(check.ranks))
         for rank, values in sorted(check.ranks.items()):
             series = self.ranks[rank]
@@ -319,13 +333,14 @@ class Alarms:
 @dataclass
 class Pending:
     """A check asked at the look at step ``since``, waiting for the dense steps ``first`` to ``last``: each
-    phase's values on them, and each rank's compute against the others'."""
+    phase's values on them, each rank's compute against the others', and the job's step."""
 
     since: int
     first: int
     last: int
     phases: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     ranks: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    job: list[float] = field(default_factory=list)  # the job's step on them (the lowest rank's, logs)
 
 
 class AlarmFile:
