@@ -22,8 +22,8 @@ def _plant() -> None:
     import time
 
     import torch
-    from torch.nn.parallel import DistributedDataParallel
     from torch.nn.modules.module import register_module_forward_pre_hook
+    from torch.nn.parallel import DistributedDataParallel
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     kind, *args = FAULT.split(":")
