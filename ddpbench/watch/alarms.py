@@ -124,6 +124,9 @@ class Alarm:
         said = [f"{phase.removesuffix('_ms')} {ms:+.2f} ms" for phase, ms in self.added]
         if self.phase:
             return f", in its {self.phase.removesuffix('_ms')} phase (a step: {', '.join(said)})"
+        if len(said) == 1:
+            return (f"; its {self.added[0][0].removesuffix('_ms')} phase is slower (a step: {said[0]}), but the "
+                    "other phases' changes overlap its own: no phase is named")
         return f"; more than one phase is slower, none by most (a step: {', '.join(said)})" if said else ""
 
     def row(self) -> tuple:

@@ -9,7 +9,7 @@ import pytest
 from ddpbench.rank.script.wire import STEP_COLUMNS
 from ddpbench.testing.watched import STEPS, ddp_run, feed
 from ddpbench.watch import alarms as watch_alarms
-from ddpbench.watch.alarms import ALARM_COLUMNS, ALARMS_FILE, SLOWER, STRAGGLER, AlarmFile, Alarms
+from ddpbench.watch.alarms import ALARM_COLUMNS, ALARMS_FILE, SLOWER, STRAGGLER, Alarm, AlarmFile, Alarms
 
 
 def test_the_rows_are_in_the_wire_s_order():
@@ -105,6 +105,17 @@ def test_a_slowdown_in_two_phases_alike_names_neither_and_says_both():
         assert sorted(p for p, _ in raised[0].added) == ["data_ms", "optimizer_ms"]
         assert all(2.5 <= ms <= 3.5 for _, ms in raised[0].added), raised[0].added
         assert "none by most" in raised[0].words and "in its" not in raised[0].words
+
+
+def test_an_alarm_says_what_its_phases_show_and_no_more():
+    one = Alarm(549, None, SLOWER, None, 0.2, 0.11, 0.29, since=500, added=(("forward_ms", 1.41),))
+    assert "its forward phase is slower (a step: forward +1.41 ms)" in one.words
+    assert "more than one" not in one.words and "in its" not in one.words
+    two = Alarm(549, None, SLOWER, None, 0.2, 0.11, 0.29, since=500, added=(("forward_ms", 2.0), ("data_ms", 1.9)))
+    assert "more than one phase is slower, none by most (a step: forward +2.00 ms, data +1.90 ms)" in two.words
+    named = Alarm(549, None, SLOWER, "data_ms", 0.2, 0.11, 0.29, since=500, added=(("data_ms", 3.0),))
+    assert named.words.endswith("from about step 500, in its data phase (a step: data +3.00 ms)")
+    assert Alarm(549, None, SLOWER, None, 0.2, 0.11, 0.29, since=500).words.endswith("from about step 500")
 
 
 def test_the_phase_that_holds_most_of_the_slowdown_is_named_where_it_stands_above_the_others():
