@@ -32,9 +32,9 @@ lowest rank is :data:`DENSE_LAG` steps past them, the check is judged (:meth:`Al
 one test at the check's share of :data:`ALPHA` (the checks share it as the looks do):
 
 * the job's call is raised only where its step on the dense steps also lies beyond :data:`MATERIAL` over its
-  whole interval. The machine's load comes and goes in spells of a few hundred steps; a spell that fills a
-  look's window and is gone by the steps after it is not an alarm (on this VM such spells made 5 false alarms
-  in 20 unchanged runs before, ``benchmarks/watch_alarms.md``). Its phase: of the phases whose dense steps
+  whole interval. The machine's load comes and goes in spells; a spell that fills a look's window and is gone
+  by the steps after it is not an alarm, a longer one still is (what unchanged runs give on this VM:
+  ``benchmarks/watch_alarms.md``). Its phase: of the phases whose dense steps
   lie beyond :data:`MATERIAL` against their baseline over all of their interval (at ``1 - alpha / phases``),
   the one whose added milliseconds a step stand above every other phase's (or none, the figures of each said);
 * each rank whose compute against the others' does so on the dense steps (at ``1 - alpha / ranks``) is
@@ -230,7 +230,7 @@ class Alarms:
                     self.pending.job.append(math.log(step_ms))
                 if step % LOOK_EVERY == 0 and step > self._looked:
                     self._looked = step
-                    new += self._look(step)
+                    self._look(step)
                 if self.pending is not None and step >= self.pending.last + DENSE_LAG:
                     new += self._judge(step)
         self.raised += new
@@ -271,7 +271,7 @@ class Alarms:
                 if dense:
                     dense.ranks[k].append(value)
 
-    def _look(self, step: int) -> list[Alarm]:
+    def _look(self, step: int) -> None:
         """A look at every series: what it calls is raised only once a check's dense steps bear it out."""
         suspect = False
         for series in self.ranks.values():
@@ -288,7 +288,6 @@ class Alarms:
             first = self.furthest + DENSE_AFTER  # the job or a rank looks slower: measured, not guessed
             self.pending = Pending(step, first, first + DENSE_STEPS - 1)
             self.asked.append({"dense": {"from_step": first, "steps": DENSE_STEPS}})
-        return []
 
     def _judge(self, step: int) -> list[Alarm]:
         """Once a check's dense steps came (or the run ended), at ``step``: the job's call waiting for them raised

@@ -163,7 +163,7 @@ def test_a_slowdown_gone_before_its_dense_steps_is_no_alarm():
     """The machine's load comes and goes: a rank, or the whole job, 60 % slower for 80 steps (400 to 479) and
     back before the steps a look asked for. A look alone calls it; the dense steps do not bear
     it out, so nothing is raised (on this VM, such spells of another process's load raised 5 alarms in 20
-    unchanged runs, benchmarks/watch_alarms.md at e639536)."""
+    unchanged runs, benchmarks/watch_alarms.md at 5dfeb11)."""
     for seed in range(5):
         assert feed(ddp_run(seed, slow_rank=1, factor=1.6, onset=400, until=480)) == []
         assert feed(ddp_run(seed, slow_phase={"forward_ms": 1.6, "compute_bwd": 1.6}, onset=400, until=480)) == []
