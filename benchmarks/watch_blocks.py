@@ -1,4 +1,4 @@
-"""The rank of ``benchmarks/watch_cost.py --interleaved``: experiments/watch/train_mlp.py's model and step, run under
+"""The rank of ``benchmarks/watch_cost_interleaved.py``: experiments/watch/train_mlp.py's model and step, run under
 ``ddpbench watch`` with the watch's instrument switched off and on in alternating blocks of steps, in one run.
 
     python -m ddpbench watch -- torchrun --standalone --nproc_per_node=2 benchmarks/watch_blocks.py \\

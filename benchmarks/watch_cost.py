@@ -1,7 +1,6 @@
 """What does watching cost a step? The same plain DDP script, run as it is and under ``ddpbench watch``, interleaved.
 
     python benchmarks/watch_cost.py [--pairs 10] [--steps 2000] [--dims 64,256] [--split] [--out FILE.md]
-    python benchmarks/watch_cost.py --interleaved [--blocks 60] [--block-steps 100] [--dims 64,256] [--out FILE.md]
 
 Each pair is ``torchrun --standalone --nproc_per_node=2 experiments/watch/train_mlp.py --dim D`` (nothing of
 ddpbench in it; one torch thread a rank), once plain and once as ``python -m ddpbench watch -- torchrun ...``,
@@ -19,15 +18,6 @@ With ``--split``, each pair gets a third run, **ranks only**: the ranks instrume
 them (its ``sitecustomize`` first on ``PYTHONPATH``) with no collector to reach (its address a closed port), so
 neither ``watch``'s process nor its collector's work is there. Set against the plain run, it is what the ranks'
 own instrumentation costs; the watched run's cost beyond it is the collector's and what it asks of the ranks.
-
-With ``--interleaved``, the question is asked inside one watched run instead, where the machine's drift between
-runs cannot reach it: ``benchmarks/watch_blocks.py`` (the same model and step) under ``ddpbench watch`` switches
-the watch's instrument off and on in alternating blocks of steps (``--blocks`` pairs of ``--block-steps``), every
-rank at the same steps. A watched block carries all a steady watched step does (the hooks, a row a step sent, a
-phase step every tenth, the collector's work on them); a plain block sends nothing, so the collector idles. The
-table's ratio is then over the pairs of blocks of that one run (watched block against the plain block beside it);
-what the watch's process costs a machine whose cores the ranks fill (it runs in both blocks) is not in it, and is
-what the runs in pairs add.
 
 A run's figure is its median step over the stretch. The table gives, per width and stretch, the median of
 each side's runs, the ratio of the watched runs' mean to the plain runs' with its 95 % t interval over
@@ -58,8 +48,6 @@ from scale import machine  # noqa: E402  (a sibling benchmark)
 ROOT = HERE.parent
 HEADER = "<!-- written by benchmarks/watch_cost.py -->"
 SCRIPT = ROOT / "experiments" / "watch" / "train_mlp.py"
-#: the rank of ``--interleaved``: the same model and step, the watch switched off and on in blocks
-BLOCKS = HERE / "watch_blocks.py"
 #: the first step of the steady stretch (past the watch's baseline, 50 to 350, and the first check it may ask)
 STEADY_FROM = 500
 #: the watch's baseline: every step a phase step
@@ -98,38 +86,6 @@ def run_once(dim: int, steps: int, side: str, work: Path) -> list[float]:
     return json.loads(Path(times).read_text())
 
 
-def run_blocks(dim: int, blocks: int, block_steps: int, work: Path) -> dict[str, list[float]]:
-    """One watched run of benchmarks/watch_blocks.py: each side's blocks' seconds a step, pair by pair."""
-    handle, times = tempfile.mkstemp(suffix=".json", dir=work)
-    os.close(handle)
-    out = Path(tempfile.mkdtemp(dir=work)) / "watch"
-    command = [sys.executable, "-m", "ddpbench", "watch", "--every", "3600", "--out", str(out), "--",
-               sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(BLOCKS),
-               "--dim", str(dim), "--blocks", str(blocks), "--block-steps", str(block_steps), "--times", times]
-    subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=work, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return json.loads(Path(times).read_text())
-
-
-def interleaved(args) -> list[str]:
-    """The table's rows of ``--interleaved``: a watched run a width, its blocks in pairs."""
-    from ddpbench.analysis.core.stats import ratio_ci
-
-    rows = ["| width | pairs of blocks (steps each) | plain step (us, median) | watched step (us, median) | "
-            "watched / plain [95 % interval] | cost |", "|---|---|---|---|---|---|"]
-    with tempfile.TemporaryDirectory(prefix="ddpbench-watch-cost-") as work:
-        for dim in (int(d) for d in args.dims.split(",")):
-            found = run_blocks(dim, args.blocks, args.block_steps, Path(work))
-            plain, watched = ([1e6 * t for t in found[side]] for side in ("plain", "watched"))
-            point = statistics.fmean(watched) / statistics.fmean(plain)
-            low, high = ratio_ci(watched, plain, paired=True)
-            rows.append(f"| {dim} | {len(plain)} ({args.block_steps}) | {statistics.median(plain):.1f} | "
-                        f"{statistics.median(watched):.1f} | {point:.4f} [{low:.4f}, {high:.4f}] | "
-                        f"{verdict(low, high)} |")
-            print(rows[-1], flush=True)
-    return rows
-
-
 def stretch(times: list[float], first: int, last: int | None = None) -> float:
     """The median step (ms) of the steps ``first`` to ``last`` (counted from 0, included)."""
     return 1000 * statistics.median(times[first:None if last is None else last + 1])
@@ -152,25 +108,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dims", default="64,256", help="the MLP's widths: its step's size")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--split", action="store_true", help="a third run a pair: the ranks instrumented, no collector")
-    parser.add_argument("--interleaved", action="store_true",
-                        help="one watched run a width, the watch off and on in blocks (module docstring)")
-    parser.add_argument("--blocks", type=int, default=60, help="--interleaved: pairs of blocks")
-    parser.add_argument("--block-steps", type=int, default=100, help="--interleaved: the steps of a block")
     parser.add_argument("--out", type=Path, help="the table to write (.md): a new file, or one this script wrote")
     args = parser.parse_args(argv)
     if args.out and (args.out.is_symlink() or (args.out.exists() and not args.out.read_text().startswith(HEADER))):
         sys.exit(f"--out: {args.out} is a link or holds what this script did not write; give a new file")
     if args.steps <= STEADY_FROM:
         sys.exit(f"--steps: {args.steps}; the steady stretch starts at step {STEADY_FROM}: give more")
-    load_before = os.getloadavg()
-    if args.interleaved:
-        table = interleaved(args)
-        write(args, [*head(argv, load_before), *table, "", "The ratio is over the pairs of blocks of one watched run "
-                     "(benchmarks/watch_blocks.py): the instrument's hooks and what the collector does with each "
-                     "row, with the machine's drift between runs left out; the watch's process, there in both "
-                     "blocks, is not in it."])
-        return
     draw = random.Random(args.seed)
+    load_before = os.getloadavg()
     found: dict[tuple[int, str], dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="ddpbench-watch-cost-") as work:
         for i in range(args.pairs):
@@ -188,7 +133,10 @@ def main(argv: list[str] | None = None) -> None:
                                     PLAIN if side == PLAIN else "watched"].append(stretch(times, first, last))
                 print(f"pair {i + 1}, width {dim}: plain {found[(dim, 'steady')]['plain'][-1]:.3f} ms, watched "
                       f"{found[(dim, 'steady')]['watched'][-1]:.3f} ms", flush=True)
-    lines = [*head(argv, load_before),
+    lines = [HEADER, "", f"`python benchmarks/watch_cost.py {' '.join(argv if argv is not None else sys.argv[1:])}`, "
+             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", machine(ROOT),
+             f"load average before: {' '.join(f'{x:.2f}' for x in load_before)}; after: "
+             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", "",
              "| width | stretch | pairs | plain step (ms, median) | watched step (ms, median) | watched / plain "
              "[95 % interval] | cost |", "|---|---|---|---|---|---|---|"]
     for (dim, name), sides in sorted(found.items()):  # by width, each stretch beside its ranks-only row
@@ -201,18 +149,6 @@ def main(argv: list[str] | None = None) -> None:
     if args.split:
         lines += ["", f"A \"{RANKS_ONLY}\" row's second step is the ranks instrumented as watch instruments them, with "
                   "no collector to reach: what the ranks' own instrumentation costs, against the watched row's whole."]
-    write(args, lines)
-
-
-def head(argv, load_before) -> list[str]:
-    """The table's command, date, machine and load, then a blank line."""
-    return [HEADER, "", f"`python benchmarks/watch_cost.py {' '.join(argv if argv is not None else sys.argv[1:])}`, "
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", machine(ROOT),
-            f"load average before: {' '.join(f'{x:.2f}' for x in load_before)}; after: "
-            f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", ""]
-
-
-def write(args, lines: list[str]) -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
