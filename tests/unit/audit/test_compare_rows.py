@@ -203,3 +203,43 @@ def test_a_row_without_its_launch_counts_is_a_problem():
     row = _row(a, b, verdict="faster")
     del row["launches_a"]
     assert _said([row], a, b) == ["launches_a = None, the records hold 1"]
+
+
+def test_an_interval_with_one_end_wrong_is_not_the_launches_interval(sides):
+    a, b = sides
+    row = _row(a, b)
+    low, high = row["mean_ratio_low"], row["mean_ratio_high"]
+    # each end off by two thousandths (past the tolerance), the other end right and the ratio still inside
+    for wrong in ({"mean_ratio_low": low * 0.998}, {"mean_ratio_high": high * 1.002}):
+        quoted = {**row, **wrong}
+        assert quoted["mean_ratio_low"] <= row["mean_ratio"] <= quoted["mean_ratio_high"] < 1
+        assert _said([quoted], a, b) == [
+            f"interval {quoted['mean_ratio_low']:.4f} to {quoted['mean_ratio_high']:.4f} is not the interval of the "
+            f"launches ({low:.4f} to {high:.4f})"]
+
+
+def test_launches_without_spread_give_the_ratio_itself_as_both_ends():
+    """Every launch the same step: the interval is the ratio at both ends; it holds the ratio, and at 1 it
+    holds 1 (so neither slower nor faster)."""
+    a, b = _figures([100.0] * 3), _figures([90.0] * 3)
+    row = _row(a, b)
+    assert row["mean_ratio_low"] == row["mean_ratio"] == row["mean_ratio_high"] == 90.0 / 100.0
+    assert check_compare([row], a, b) == []
+    same = _figures([100.0] * 3)
+    row = _row(a, same, verdict="not significant")
+    assert row["mean_ratio_low"] == row["mean_ratio"] == row["mean_ratio_high"] == 1.0
+    assert check_compare([row], a, same) == []
+    for verdict in ("slower", "faster"):
+        assert _said([{**row, "verdict": verdict}], a, same) == [
+            f"says {verdict}, but B / A = 1.0000", f"says {verdict}, but its interval 1.0000 to 1.0000 holds 1"]
+
+
+def test_slower_with_an_interval_that_holds_1_is_a_problem(sides):
+    a, _ = sides
+    wide = _figures([95.0, 110.0, 80.0])  # A's launches spread across B's: B slower by its mean, within noise
+    row = _row(wide, a, verdict="slower")
+    low, high = row["mean_ratio_low"], row["mean_ratio_high"]
+    assert low < 1 < row["mean_ratio"] < high
+    assert _said([row], wide, a) == [f"says slower, but its interval {low:.4f} to {high:.4f} holds 1"]
+    assert check_compare([{**row, "verdict": "not significant"}], wide, a) == []
+
