@@ -152,6 +152,11 @@ def test_one_launch_a_side_is_judged_by_its_median():
     two = _figures([90.0, 90.0], median=101.0)
     row = _row(a, two, verdict="slower")
     assert check_compare([row], a, two) == []
+    # and with A's two launches to B's one
+    two_a = _figures([100.0, 100.0], median=100.0)
+    row = _row(two_a, b, verdict="slower")
+    assert math.isnan(row["mean_ratio_low"]) and row["mean_ratio"] < 1 < row["median_ratio"]
+    assert check_compare([row], two_a, b) == []
 
 
 def test_equal_within_a_thousandth_of_the_figure_and_nan_only_beside_nan():
@@ -243,3 +248,19 @@ def test_slower_with_an_interval_that_holds_1_is_a_problem(sides):
     assert _said([row], wide, a) == [f"says slower, but its interval {low:.4f} to {high:.4f} holds 1"]
     assert check_compare([{**row, "verdict": "not significant"}], wide, a) == []
 
+
+def test_a_row_without_its_interval_quotes_none_and_the_means_still_judge_its_verdict():
+    """A row read back without the interval's columns is one that quotes none (NaN). Where the launches give
+    an interval (two or more a side) it is missing, and the verdict follows the means' ratio all the same,
+    not the medians' (which only stand in where a side has one launch)."""
+    a, b = _figures([100.0, 102.0]), _figures(B_LAUNCHES, median=102.0)
+    row = _row(a, b, verdict="faster")
+    assert check_compare([row], a, b) == []
+    low, high = row.pop("mean_ratio_low"), row.pop("mean_ratio_high")
+    assert row["mean_ratio"] < 1 < row["median_ratio"]
+    assert _said([row], a, b) == [f"interval nan to nan is not the interval of the launches ({low:.4f} to {high:.4f})"]
+    # one launch a side: no interval to quote, none missing
+    one_a, one_b = _figures([100.0]), _figures([90.0])
+    row = _row(one_a, one_b)
+    del row["mean_ratio_low"], row["mean_ratio_high"]
+    assert check_compare([row], one_a, one_b) == []
