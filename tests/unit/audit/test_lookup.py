@@ -1,18 +1,23 @@
 """The figures a sentence may quote, found by value (:class:`ddpbench.audit.lookup.Pool`), are those
 :func:`ddpbench.audit.pool.build` lists, in its order: on committed folders of many settings, for the
-jobs sentences are about and for random sets of them, at every figure's own value and between."""
+jobs sentences are about and for random sets of them, at every figure's own value and between; and on
+folders made by hand, the figure a problem names as nearest a quote: the first of the nearest that near
+lists, wherever the jobs' steps lie, and at a window's very edge."""
 
 from __future__ import annotations
 
 import math
 import random
 
+import pandas as pd
 import pytest
 
 from ddpbench.audit import derive
 from ddpbench.audit.checks import near_jobs
+from ddpbench.audit.figures import Figures
 from ddpbench.audit.lookup import Pool
 from ddpbench.audit.pool import Entry, build
+from ddpbench.experiment.spec import FIELDS
 from ddpbench.testing import ROOT
 
 #: folders whose jobs pair across settings, caps of the same buckets (sets of several) and launches
@@ -82,3 +87,77 @@ def test_what_a_sentence_states_is_found_beside_the_folders_figures(fig):
             assert got == want, (unit, value)
     assert [e.name for e in stating.near("MB", 25.0, 0.0)][-1] == "the fix's bucket cap"
     assert not [e for e in pool.near("MB", 25.0, 0.0) if e.name == "the fix's bucket cap"]
+
+
+# -- on folders made by hand: which figure a quote is matched to, and the nearest one a problem names --------
+
+def _folder(steps: dict, **columns) -> Figures:
+    """Ok jobs alike in every setting, by key with their mean steps (ms), each of two launches at its step;
+    ``columns``: a column's value by key over it (nan where a key is not given)."""
+    rows = {}
+    for key, step in steps.items():
+        row = {c: "alike" for c in FIELDS}
+        row.update(status="ok", world_size=2, bucket_cap_mb=50.0, step_ms=step, launches=2, global_batch=math.nan,
+                   samples_per_s=math.nan, data_ms=math.nan, exposed_ms=math.nan, speedup_low=math.nan,
+                   speedup_high=math.nan)
+        row.update({c: by_key.get(key, math.nan) for c, by_key in columns.items()})
+        rows[key] = row
+    return Figures(pd.DataFrame.from_dict(rows, orient="index"), {k: [s, s] for k, s in steps.items()})
+
+
+def _family(name: str):
+    return lambda e: e.family == name
+
+
+def _nearest_listed(fig, keys, unit, value, accept, stated=None):
+    """The accepted figure near's order lists first among those nearest ``value``: build's, then what
+    a sentence stating the estimate ``stated`` (ms, rounding) may say of it."""
+    listed = list(build(fig, keys).get(unit, []))
+    if stated is not None:
+        listed += _stated(fig, keys, *stated).get(unit, [])
+    return min((e for e in listed if accept(e)), key=lambda e: abs(e.value - value), default=None)
+
+
+def _hint(pool, fig, keys, unit, value, accept, stated=None):
+    """What nearest names and what it should: the same, the whole entry."""
+    got = pool.nearest(unit, value, accept)
+    want = _nearest_listed(fig, keys, unit, value, accept, stated)
+    return (None if got is None else _same(got)), (None if want is None else _same(want))
+
+
+def test_the_nearest_ratio_may_be_of_a_job_past_the_other_one():
+    """A ratio just over 1 of j100 is nearest j50 / j100: below j100 itself, two places before where
+    1.01 x its step would sort."""
+    steps = {"j10": 10.0, "j50": 50.0, "j100": 100.0, "j1000": 1000.0}
+    fig, keys = _folder(steps), tuple(steps)
+    got, want = _hint(Pool(fig, keys), fig, keys, "x", 1.01, _family("step"))
+    assert got == want and want[0] == "step of j50 / j100"
+
+
+def test_the_nearest_saving_may_be_of_a_job_past_the_other_one():
+    """What j100 saves of j200's step (50 %) is the saving nearest none: j200 lies past j100 itself,
+    where a saving of nothing would sort."""
+    steps = {"j10": 10.0, "j100": 100.0, "j200": 200.0, "j1000": 1000.0}
+    fig, keys = _folder(steps), tuple(steps)
+    got, want = _hint(Pool(fig, keys), fig, keys, "%", 0.0, _family("share"))
+    assert got == want and want[0] == "what j100 saves of j200's step" and want[2] == 50.0
+
+
+def test_the_saving_nearest_100_pct_or_more_is_the_largest():
+    """No job saves all of another's step: a saving quoted at 100 % or past it is nearest the fastest
+    job's of the slowest's (the sub-ms steps and the gap below the slowest keep it off its neighbours).
+    A job's own step in % of itself (100 %) is a share too: the hint is asked of savings alone."""
+    steps = {"tiny": 0.25, "small": 0.5, "mid": 25.0, "big": 30.0, "huge": 40.0}
+    fig, keys = _folder(steps), tuple(steps)
+    pool = Pool(fig, keys)
+    for value in (100.0, 150.0):
+        got, want = _hint(pool, fig, keys, "%", value, lambda e: "saves" in e.name)
+        assert got == want and want[0] == "what tiny saves of huge's step"
+        assert want[2] == pytest.approx(100 * (1 - 0.25 / 40))
+
+
+def test_among_equally_near_own_figures_the_hint_names_the_first_job_the_sentence_names():
+    fig = _folder({"k1": 100.0, "k2": 100.0}, buckets={"k1": 10, "k2": 12})
+    for keys in (("k1", "k2"), ("k2", "k1")):
+        got, want = _hint(Pool(fig, keys), fig, keys, "buckets", 11.0, lambda e: True)
+        assert got == want and want[0] == f"bucket count of {keys[0]}"
