@@ -161,3 +161,39 @@ def test_among_equally_near_own_figures_the_hint_names_the_first_job_the_sentenc
     for keys in (("k1", "k2"), ("k2", "k1")):
         got, want = _hint(Pool(fig, keys), fig, keys, "buckets", 11.0, lambda e: True)
         assert got == want and want[0] == f"bucket count of {keys[0]}"
+
+
+def _caps(steps: dict, several: tuple) -> Figures:
+    """Jobs of one setting but for the bucket cap (``several``: the same buckets recorded, caps
+    25, 26, ... MB) beside jobs of other settings."""
+    return _folder(steps, layout={k: (4_000_000, 1_000_000) for k in several},
+                   bucket_cap_mb={k: 25.0 + i for i, k in enumerate(several)})
+
+
+def test_a_sentence_about_one_setting_of_several_caps_finds_its_figures():
+    """Its jobs are one set: nothing between two sets, and the set's own spread."""
+    fig = _caps({"k1": 100.0, "k2": 110.0}, ("k1", "k2"))
+    keys = ("k1", "k2")
+    pool = Pool(fig, keys)
+    for unit, value, width in (("%", 10.0, 0.05), ("x", 1.1, 0.05), ("%", 1000.0, 0.05)):
+        assert [_same(e) for e in pool.near(unit, value, width)] == [
+            _same(e) for e in build(fig, keys)[unit] if value - width <= e.value <= value + width]
+        got, want = _hint(pool, fig, keys, unit, value, _family("change" if unit == "%" else "step"))
+        assert got == want
+    assert "spread of ('k1', 'k2')" in [e.name for e in pool.near("%", 10.0, 0.05)]
+
+
+def test_what_lies_between_a_setting_of_several_caps_and_other_jobs_is_found_as_build_lists_it():
+    """k1 and k2 (one setting, 101 ms pooled) against k3 (130 ms): a window with nothing between them,
+    and the ratio nearest 1 (of k1 / k2: the set is never held against itself); against k3 and k4 of
+    one step, the ratio of the set to either (the first near lists); a set of sub-ms steps."""
+    steps = {"k1": 100.0, "k2": 102.0, "k3": 130.0}
+    fig, keys = _caps(steps, ("k1", "k2")), tuple(steps)
+    pool = Pool(fig, keys)
+    assert [_same(e) for e in pool.near("%", 1000.0, 0.05)] == []
+    got, want = _hint(pool, fig, keys, "x", 1.0, _family("step"))
+    assert got == want and want[0] == "step of k1 / k2"
+    for more, value in (({**steps, "k4": 130.0}, 101 / 130), ({"k1": 0.5, "k2": 0.52, "k3": 0.8}, 0.51 / 0.8)):
+        fig, keys = _caps(more, ("k1", "k2")), tuple(more)
+        got, want = _hint(Pool(fig, keys), fig, keys, "x", value, _family("step"))
+        assert got == want and want[0] == "ratio of ['k1', 'k2'] vs ['k3']"
