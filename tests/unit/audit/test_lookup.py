@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+import warnings
 
 import pandas as pd
 import pytest
@@ -197,3 +198,46 @@ def test_what_lies_between_a_setting_of_several_caps_and_other_jobs_is_found_as_
         fig, keys = _caps(more, ("k1", "k2")), tuple(more)
         got, want = _hint(Pool(fig, keys), fig, keys, "x", value, _family("step"))
         assert got == want and want[0] == "ratio of ['k1', 'k2'] vs ['k3']"
+
+
+def test_the_hint_may_be_what_a_sentence_says_of_the_estimate_it_states():
+    """An estimate of 4.8 ms over k1 (100 ms a step, 20 exposed) and k2 (50, 10): 9.6 % of k2's step,
+    24 and 48 % of their exposed communication, which it leaves at 15.2 and 5.2 ms."""
+    steps = {"k1": 100.0, "k2": 50.0}
+    fig, keys = _folder(steps, exposed_ms={"k1": 20.0, "k2": 10.0}), tuple(steps)
+    stating = Pool(fig, keys).stating([(4.8, 0.05)], [])
+    for unit, value, accept, name in (("%", 9.0, _family("share"), "the estimate over k2's step"),
+                                      ("%", 25.0, _family(""), "the estimate over k1's exposed communication"),
+                                      ("ms", 15.0, _family(""), "k1's exposed communication less the estimate"),
+                                      ("ms", 4.7, _family(""), "the estimate it states")):
+        got, want = _hint(stating, fig, keys, unit, value, accept, stated=(4.8, 0.05))
+        assert got == want and want[0] == name, (unit, value)
+    assert stating.nearest("x", 15.2, lambda e: "estimate" in e.name) is None
+    assert not [e for e in stating.near("x", 15.2, 1.0) if "estimate" in e.name]
+
+
+def test_an_estimate_over_a_sub_ms_step_is_its_share():
+    fig = _folder({"k1": 0.8}, exposed_ms={"k1": 0.4})
+    names = [e.name for e in Pool(fig, ("k1",)).stating([(0.2, 0.05)], []).near("%", 25.0, 0.05)]
+    assert "the estimate over k1's step" in names
+
+
+def test_an_estimate_over_a_job_with_no_exposed_communication_says_nothing_of_it():
+    """Nothing to take a share of, nothing left of it; and no warning of a division by zero."""
+    fig = _folder({"k1": 100.0}, exposed_ms={"k1": 0.0})
+    for e in (4.8, 0.0):
+        stating = Pool(fig, ("k1",)).stating([(e, 0.05)], [])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            found = [f.name for unit in ("%", "ms") for value in (-e, e, 50.0)
+                     for f in stating.near(unit, value, 0.05)]
+            nearest = [stating.nearest(unit, value, lambda f: True) for unit in ("%", "ms") for value in (-e, 50.0)]
+        assert not [name for name in found if "exposed communication" in name]
+        assert not [f for f in nearest if "exposed communication" in f.name]
+
+
+def test_the_hint_may_be_the_cap_a_fix_sets_and_is_none_where_nothing_is_of_the_unit():
+    fig = _folder({"k1": 100.0})
+    stating = Pool(fig, ("k1",)).stating([], [25.0])
+    assert _same(stating.nearest("MB", 24.0, _family(""))) == _same(Entry(25.0, "the fix's bucket cap"))
+    assert stating.nearest("h", 3.0, lambda e: True) is None
