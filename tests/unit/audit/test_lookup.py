@@ -241,3 +241,37 @@ def test_the_hint_may_be_the_cap_a_fix_sets_and_is_none_where_nothing_is_of_the_
     stating = Pool(fig, ("k1",)).stating([], [25.0])
     assert _same(stating.nearest("MB", 24.0, _family(""))) == _same(Entry(25.0, "the fix's bucket cap"))
     assert stating.nearest("h", 3.0, lambda e: True) is None
+
+
+def _at_the_edges(fig, keys, units):
+    """Every figure build lists of ``units``, with the windows it is an edge of or the whole of (a quote to
+    every digit) that near misses it in: [f, f], [0, f] or [f, 0], and [f, f + 2w] for a w a billionth of f
+    (a power of 2: f + w - w is f)."""
+    pool, missed = Pool(fig, keys), []
+    for unit in units:
+        for e in build(fig, keys)[unit]:
+            f = e.value
+            w = math.ldexp(1.0, math.frexp(abs(f))[1] - 30)
+            for value, width in ((f, 0.0), (f / 2, abs(f) / 2), (f + w, w)):
+                if value - width == f or value + width == f:
+                    if _same(e) not in [_same(g) for g in pool.near(unit, value, width)]:
+                        missed.append((unit, e.name, value, width))
+    return missed
+
+
+@pytest.mark.parametrize("steps", [{"a": 0.02, "b": 0.3, "c": 7.0, "d": 100.0, "e": 3e4, "f": 1.5e5},
+                                   {"slow": 16148.8, "fast": 0.04}])
+def test_a_figure_at_the_very_edge_of_a_window_is_found_however_far_apart_the_steps(steps):
+    """Steps up to 7.5e6 times each other: the ratio a figure is made of and the one a window's edge
+    maps to round differently in their last bits, the more the further apart (what fast saves of
+    slow's step, 99.99975 %, maps to a ratio 0.01 below theirs)."""
+    fig = _folder(steps)
+    assert _at_the_edges(fig, tuple(steps), ("%", "x", "ms")) == []
+
+
+def test_a_difference_at_the_very_edge_of_a_window_is_found_between_steps_years_long():
+    """Steps of 2**40 ms round to 2**-12 ms: a window's widening by a millionth of its ends is lost in
+    them but where its far end is the wider."""
+    steps = {"a": 2.0 ** 40 + 1, "b": 2.0 ** 40, "c": 0.1}
+    fig = _folder(steps)
+    assert _at_the_edges(fig, tuple(steps), ("ms",)) == []
