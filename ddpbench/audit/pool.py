@@ -194,7 +194,8 @@ def pair_figures(fig: Figures, a, b, pool: dict) -> None:
     # a sample's time (and cost: the hour's price over the samples of an hour) against the other's
     scale = rb["global_batch"] / ra["global_batch"]
     low, high = ratio_interval(fig.launch_ms[a], fig.launch_ms[b])
-    for what, k in (("time", 1.0), ("cost", ra.get("hourly", math.nan) / rb.get("hourly", math.nan))):
+    hourly = rb.get("hourly", math.nan)  # 0 at a price of 0 an hour: the cost's gain is 0 / 0, none
+    for what, k in (("time", 1.0), ("cost", ra.get("hourly", math.nan) / hourly if hourly else math.nan)):
         point = k * scale * sa / sb
         _add(pool, "%", 100 * (1 - point), f"per-sample {what} gain {a} vs {b}", 100 * (1 - k * scale * high),
              100 * (1 - k * scale * low), family="change")

@@ -275,3 +275,14 @@ def test_a_difference_at_the_very_edge_of_a_window_is_found_between_steps_years_
     steps = {"a": 2.0 ** 40 + 1, "b": 2.0 ** 40, "c": 0.1}
     fig = _folder(steps)
     assert _at_the_edges(fig, tuple(steps), ("ms",)) == []
+
+
+def test_a_folder_priced_at_nothing_has_no_cost_gain_and_its_hint_is_found():
+    """At a price of 0 an hour (--price-per-device-hour 0) every job costs nothing: what one saves of
+    another's cost is 0 / 0, no figure; the rest are found as ever."""
+    steps = {"k1": 100.0, "k2": 120.0}
+    fig = _folder(steps, hourly={"k1": 0.0, "k2": 0.0}, global_batch={"k1": 32, "k2": 32})
+    keys = tuple(steps)
+    assert not [e for e in build(fig, keys)["%"] if "cost" in e.name]
+    got, want = _hint(Pool(fig, keys), fig, keys, "%", 16.0, _family("change"))
+    assert got == want and want[0] == "step gain k1 vs k2"
