@@ -69,3 +69,11 @@ def test_costs_at_another_price_than_the_lines_were_written_at_are_caught(measur
     assert _problems(measured, [line]) == []
     price = {**measured.cost.to_dict(), "price_per_device_hour": 2 * measured.cost.price_per_device_hour}
     assert _problems(measured, [line], price)
+
+
+def test_a_price_of_nothing_is_checked_as_any_other(measured):
+    """At 0 an hour every job costs nothing and no per-sample cost gain is made (0 / 0); the check goes on and
+    catches the lines written at the example's price, where it once raised ZeroDivisionError."""
+    price = {**measured.cost.to_dict(), "price_per_device_hour": 0.0}
+    problems = _problems(measured, [("cheapest", dict(measured.verdict)["cheapest"])], price)
+    assert problems and all(p.kind for p in problems)
