@@ -16,10 +16,13 @@ one that timed out (a loaded machine times out sound tests too). An **equivalent
 because it changes nothing a caller can see: each is listed in ``benchmarks/mutation.toml`` with one line saying
 why, and counts as killed only while it survives (one a test kills is said so, to be taken off the list).
 
-``--group`` (repeatable) runs those groups alone, to look at their survivors; the default runs them all. ``--out``
-writes the table with the command, the machine and the commit (a new file, or one this script wrote), and beside it
-the same as JSON with every surviving mutant by name (``mutation.json`` beside ``mutation.md``). The stored table is
-one run of every group: tests/unit/project/test_mutation_scores.py holds its scores to their targets.
+``--group`` (repeatable) runs those groups alone; the default runs them all. ``--out`` writes the table (a new
+file, or one this script wrote), and beside it the same as JSON with every surviving mutant by name
+(``mutation.json`` beside ``mutation.md``). Each row names the run that measured its group, and each run is stored
+whole: its command and date, the machine, its load and the commit of ddpbench it ran. A run writing over a table
+this script wrote replaces the rows of the groups it measured and keeps the others' as their own run stored them
+(with that run's lines): a run of every group takes longer than a working session has, and a session's machine
+does not keep the last one's files. tests/unit/project/test_mutation_scores.py holds the scores to their targets.
 
 A whole run takes hours on two cores (benchmarks/mutation.md gives each group's time), more than a working session
 may hold the machine: ``--resume DIR`` goes on with a run kept in ``DIR`` (``--keep``) and stopped part way. Each
@@ -164,26 +167,62 @@ def run_group(name: str, group: dict, table: dict, max_children: int, work: Path
     return scores(found, table.get("equivalent", {}), group["modules"]), wall, commit
 
 
-def markdown(found: dict, table: dict, head: list[str]) -> str:
-    lines = [HEADER, "", *head, "", "Score: (killed + equivalent) / mutants; a mutant no test reaches, or that timed "
-             "out, counts as surviving (mutation.json beside this file names every survivor); the equivalent mutants "
-             "are listed with why in benchmarks/mutation.toml. Time: the group's wall time, on the machine and load of "
-             "this run; commit: the committed tree the group measured (each group takes HEAD as it starts).",
+#: the line that opens each run's lines in the table
+RUN = "### Run {}"
+
+
+def markdown(found: dict, table: dict, runs: list[list[str]]) -> str:
+    lines = [HEADER, "", "Score: (killed + equivalent) / mutants; a mutant no test reaches, or that timed out, counts "
+             "as surviving (mutation.json beside this file names every survivor); the equivalent mutants are listed "
+             "with why in benchmarks/mutation.toml. Run: the run that measured the group (below the table: its "
+             "command, date, machine and load); commit: the committed tree the group measured (each group takes HEAD "
+             "as it starts); time: the group's wall time, on the machine and load of that run.",
              "", "| module | mutants | killed | equivalent | surviving (no test, timed out) | score | target | group, "
-             "commit, time |", "|---|---|---|---|---|---|---|---|"]
+             "run, commit, time |", "|---|---|---|---|---|---|---|---|"]
     for module, row in found.items():
         lines.append(f"| `{module}` | {row['mutants']} | {row['killed']} | {row['equivalent']} | {row['survived']} "
                      f"({row['no_tests']}, {row['timeout']}) | {row['score']:.1f} % | {target(module, table):g} % | "
-                     f"{row['group']}, {row['commit']}, {row['group_seconds']:.0f} s |")
+                     f"{row['group']}, run {row['run']}, {row['commit']}, {row['group_seconds']:.0f} s |")
+    for number, run in enumerate(runs, 1):
+        lines += ["", RUN.format(number), "", *run]
     return "\n".join(lines) + "\n"
 
 
-def write(path: Path, text: str) -> None:
-    """``text`` into ``path``: a new file, or one this script wrote (never through a link)."""
+def kept(path: Path | None, measured: list[str], table: dict) -> tuple[list[list[str]], dict]:
+    """The runs and rows of the table at ``path`` (its JSON beside it) that a run measuring the groups ``measured``
+    keeps: every row of another group, and the runs those rows name, renumbered in their order. A table of one run
+    (a ``run`` of lines, as stored before runs were kept) is read as that one run."""
+    store = path.with_suffix(".json") if path is not None else None
+    if store is None or not store.is_file():
+        return [], {}
+    text = json.loads(store.read_text())
+    runs = text.get("runs") or [text["run"]]
+    rows = {m: row for m, row in text["modules"].items()
+            if m in modules(table) and row["group"] not in measured and modules(table)[m] == row["group"]}
+    named = sorted({row.get("run", 1) for row in rows.values()})
+    return [runs[n - 1] for n in named], {m: {**row, "run": named.index(row.get("run", 1)) + 1}
+                                           for m, row in rows.items()}
+
+
+def joined(runs: list[list[str]], rows: dict, now: list[str], found: dict, table: dict) -> tuple[list, dict]:
+    """The kept ``runs`` and ``rows`` with this run (its lines ``now``, its rows ``found``) after them; the rows in
+    the order benchmarks/mutation.toml declares their modules."""
+    mine = {m: {**row, "run": len(runs) + 1} for m, row in found.items()}
+    every = {**rows, **mine}
+    return [*runs, now], {m: every[m] for m in modules(table) if m in every}
+
+
+def ours(path: Path) -> None:
+    """Exits unless ``path`` is a new file or one this script wrote (never a link)."""
     if path.is_symlink():
         sys.exit(f"{path}: a symbolic link; give a file of its own")
     if path.exists() and path.suffix == ".md" and not path.read_text(errors="replace").startswith(HEADER):
         sys.exit(f"{path}: holds what this script did not write; give a new file")
+
+
+def write(path: Path, text: str) -> None:
+    """``text`` into ``path``: a new file, or one this script wrote (never through a link)."""
+    ours(path)
     path.write_text(text)
 
 
@@ -207,6 +246,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit("--keep and --resume: give one (--resume keeps the folder it goes on with)")
     if args.out and args.out.suffix != ".md":
         sys.exit(f"--out: {args.out} is not a .md file")
+    if args.out:  # before hours of mutants, not after: a table this script did not write is not written over
+        ours(args.out)
     command = "`python benchmarks/mutation.py " + " ".join(argv if argv is not None else sys.argv[1:]) + "`"
     head = [f"{command}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", machine(ROOT),
             f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"]
@@ -215,7 +256,8 @@ def main(argv: list[str] | None = None) -> None:
     work = args.keep or args.resume or Path(tempfile.mkdtemp(prefix="ddpbench-mutation-"))
     work.mkdir(parents=True, exist_ok=True)
     groups = args.group or list(table["groups"])
-    found = {}
+    runs, rows = kept(args.out, groups, table)
+    found, now = {}, head
     try:
         for done, name in enumerate(groups, 1):
             scored, wall, commit = run_group(name, table["groups"][name], table, args.max_children, work)
@@ -225,17 +267,19 @@ def main(argv: list[str] | None = None) -> None:
             for key in (k for row in scored.values() for k in row["killed_equivalents"]):
                 print(f"listed as equivalent but killed (take it off benchmarks/mutation.toml): {key}")
             # each finished group stored at once: a run stopped part way keeps what it measured, and says so
-            runs = f"groups measured: {', '.join(groups[:done])}" + (
+            reached = f"groups measured: {', '.join(groups[:done])}" + (
                 f"; not reached: {', '.join(groups[done:])}" if done < len(groups) else "")
-            now = [*head, f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", runs]
+            now = [*head, f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", reached]
             if args.out:
-                write(args.out, markdown(found, table, now))
+                every, stored = joined(runs, rows, now, found, table)
+                write(args.out, markdown(stored, table, every))
                 write(args.out.with_suffix(".json"),
-                      json.dumps({"run": now, "modules": found}, indent=1, ensure_ascii=False) + "\n")
+                      json.dumps({"runs": every, "modules": stored}, indent=1, ensure_ascii=False) + "\n")
     finally:
         if not (args.keep or args.resume):
             shutil.rmtree(work, ignore_errors=True)
-    print(markdown(found, table, now))
+    every, stored = joined([], {}, now, found, table)
+    print(markdown(stored, table, every))
 
 
 if __name__ == "__main__":

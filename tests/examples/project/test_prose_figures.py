@@ -1584,13 +1584,24 @@ def written_problems(name: str, text: str) -> list[str]:
         problems.append(f"benchmarks/{name}: {script} does not write {header}")
     command = re.compile(rf"^`python {re.escape(script)} [^`]*--out benchmarks/{re.escape(name)}(?: [^`]*)?`, "
                          r"20\d\d-\d\d-\d\d \d\d:\d\d UTC$")
-    runs = [line for line in lines if line.startswith("`python ")]
-    if len(runs) != 1 or not command.match(runs[0]):
-        problems.append(f"benchmarks/{name}: {len(runs)} command lines, not one `python {script} ... --out "
-                        f"benchmarks/{name}`, DATE UTC")
-    commits = re.findall(r"\bddpbench at ([0-9a-f]{7,40})\b", text)
-    if len(commits) != 1:
-        problems.append(f"benchmarks/{name}: {len(commits)} commits named (ddpbench at ...), not one")
+    # a script that keeps earlier runs' rows (benchmarks/mutation.py: each row names its run) writes each run whole
+    # under its own heading, and nothing of a run outside one
+    parts = re.split(r"^### Run \d+$", text, flags=re.M)
+    if len(parts) > 1 and 'RUN = "### Run {}"' not in (ROOT / script).read_text(encoding="utf-8"):
+        problems.append(f"benchmarks/{name}: {script} does not keep runs under ### Run N")
+    for part, where in ((parts[0], ""), *((p, f" (run {n})") for n, p in enumerate(parts[1:], 1))) \
+            if len(parts) > 1 else ((text, ""),):
+        runs = [line for line in part.splitlines() if line.startswith("`python ")]
+        commits = re.findall(r"\bddpbench at ([0-9a-f]{7,40})\b", part)
+        if not where and len(parts) > 1:
+            if runs or commits:
+                problems.append(f"benchmarks/{name}: a command or commit outside the runs")
+            continue
+        if len(runs) != 1 or not command.match(runs[0]):
+            problems.append(f"benchmarks/{name}{where}: {len(runs)} command lines, not one `python {script} ... "
+                            f"--out benchmarks/{name}`, DATE UTC")
+        if len(commits) != 1:
+            problems.append(f"benchmarks/{name}{where}: {len(commits)} commits named (ddpbench at ...), not one")
     return problems
 
 
@@ -1611,6 +1622,17 @@ def test_the_one_run_check_can_fail():
     assert len(written_problems("scale.md", "\n".join(text.splitlines()[1:]))) == 1  # no header
     assert len(written_problems("scale.md", text.replace("benchmarks/scale.py -->", "benchmarks/x.py -->"))) == 1
     assert len(written_problems("scale.md", re.sub(r"ddpbench at \w+", "ddpbench at (a working tree)", text))) == 1
+    runs = ("<!-- written by benchmarks/mutation.py -->\n\n| module | score |\n|---|---|\n| `x.py` | 90 % |\n"
+            "\n### Run 1\n\n`python benchmarks/mutation.py --group a --out benchmarks/mutation.md`, "
+            "2026-11-29 10:09 UTC"
+            "\n2 CPUs, ddpbench at 8b0c378 (/work)\n"
+            "\n### Run 2\n\n`python benchmarks/mutation.py --group b --out benchmarks/mutation.md`, "
+            "2026-11-30 10:09 UTC"
+            "\n2 CPUs, ddpbench at 9308ee6 (/work)\n")
+    assert written_problems("mutation.md", runs) == []  # its runs kept, each whole under its heading
+    assert len(written_problems("mutation.md", runs.replace("### Run 2\n", ""))) == 2  # two runs under one
+    assert len(written_problems("scale.md", text.replace("`python", "### Run 1\n`python"))) == 1  # not its way
+    assert len(written_problems("mutation.md", runs.replace("| 90 % |", "| 90 % (ddpbench at 8b0c378) |"))) == 1
 
 
 def test_a_changed_figure_or_an_unregistered_one_fails(monkeypatch):

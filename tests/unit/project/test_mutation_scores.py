@@ -1,7 +1,8 @@
 """The stored mutation scores hold (benchmarks/mutation.py, a benchmark: the suite never runs mutmut).
 
-Every module of benchmarks/mutation.toml's groups has a stored score from the one stored run (its command, date and
-commit head benchmarks/mutation.md, which tests/examples/project/test_prose_figures.py holds to one run); it is at
+Every module of benchmarks/mutation.toml's groups has a stored score from the run its row names (each run's command,
+date and commit under its heading in benchmarks/mutation.md, which tests/examples/project/test_prose_figures.py
+holds to one command and one commit a run); it is at
 its group's target, or listed below its target with a floor it does not fall under and why. A
 module's score may not drop silently: a run that stores less fails here until the floor is lowered in a commit of
 its own. Every equivalent mutant is listed with why, names a mutant the store knows, and is not one a test kills.
@@ -10,6 +11,7 @@ its own. Every equivalent mutant is listed with why, names a mutant the store kn
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -17,7 +19,8 @@ from ddpbench.testing import ROOT
 from ddpbench.testing.scripts import load_benchmark
 
 mutation = load_benchmark("mutation")
-STORED = json.loads((ROOT / "benchmarks" / "mutation.json").read_text())["modules"]
+STORE = json.loads((ROOT / "benchmarks" / "mutation.json").read_text())
+STORED = STORE["modules"]
 SETTINGS = mutation.settings()
 
 
@@ -30,6 +33,9 @@ def test_each_mutated_module_has_a_stored_score_at_its_target_or_floor(module):
     assert module in STORED, f"{module}: no stored score; run python benchmarks/mutation.py --module {module}"
     row = STORED[module]
     assert row["group"] == mutation.modules(SETTINGS)[module]
+    run = STORE["runs"][row["run"] - 1]  # the run that measured it, and said so
+    assert f"ddpbench at {row['commit']}" in " ".join(run) or "resumed:" in " ".join(run), (module, run)
+    assert re.search(rf"groups measured: .*\b{re.escape(row['group'])}\b", " ".join(run)), (module, run)
     assert row["mutants"] == row["killed"] + row["equivalent"] + row["survived"] > 0
     assert row["survived"] == len(row["survivors"])
     short = SETTINGS["below_target"].get(module)
@@ -128,3 +134,44 @@ def test_a_group_left_part_way_is_run_on(tmp_path, monkeypatch):
                                       {"equivalent": {}}, 1, tmp_path)
     assert started == [tmp_path / "compare"]
     assert scored["ddpbench/analysis/history/compare.py"]["killed"] == 1
+
+
+def stored_table(tmp_path, runs, modules):
+    (tmp_path / "mutation.json").write_text(json.dumps({"runs": runs, "modules": modules}))
+    return tmp_path / "mutation.md"
+
+
+def test_a_run_keeps_the_rows_of_the_groups_it_did_not_measure_with_their_own_run(tmp_path):
+    """A session measures the groups it has time for: the others' rows stay as the run that measured them stored
+    them, each with that run's lines; a run no kept row names is dropped, and the runs are renumbered in order."""
+    stats, compare, ab = ("ddpbench/analysis/core/stats.py", "ddpbench/analysis/history/compare.py",
+                          "ddpbench/analysis/history/ab.py")
+    row = {"mutants": 2, "killed": 2, "equivalent": 0, "survived": 0, "no_tests": 0, "timeout": 0, "score": 100.0,
+           "commit": "8b0c378", "group_seconds": 9}
+    out = stored_table(tmp_path, [["run one"], ["run two"], ["run three"]],
+                       {stats: {**row, "group": "statistics", "run": 1}, compare: {**row, "group": "compare", "run": 3},
+                        ab: {**row, "group": "ab-race", "run": 2}})
+    runs, rows = mutation.kept(out, ["ab-race"], SETTINGS)
+    assert runs == [["run one"], ["run three"]]
+    assert {m: r["run"] for m, r in rows.items()} == {stats: 1, compare: 2}
+    every, stored = mutation.joined(runs, rows, ["run four"], {ab: {**row, "group": "ab-race"}}, SETTINGS)
+    assert every == [["run one"], ["run three"], ["run four"]]
+    assert [(m, r["run"]) for m, r in stored.items()] == [(stats, 1), (compare, 2), (ab, 3)]  # declared order
+    page = mutation.markdown(stored, SETTINGS, every)
+    assert page.index("### Run 1\n\nrun one") < page.index("### Run 3\n\nrun four")
+    assert ("| `ddpbench/analysis/history/ab.py` | 2 | 2 | 0 | 0 (0, 0) | 100.0 % | 90 % | ab-race, run 3, 8b0c378, "
+            "9 s |") in page.splitlines()
+
+
+def test_a_table_of_one_run_as_stored_before_is_read_as_run_one_and_a_stray_row_is_not_kept(tmp_path):
+    """The table stored before runs were kept (``run``: one run's lines, rows without ``run``); a row whose module
+    is no longer declared, or is declared in another group now, is not kept."""
+    stats = "ddpbench/analysis/core/stats.py"
+    row = {"mutants": 2, "killed": 2, "equivalent": 0, "survived": 0}
+    (tmp_path / "mutation.json").write_text(json.dumps({"run": ["the run"], "modules": {
+        stats: {**row, "group": "statistics"}, "ddpbench/gone.py": {**row, "group": "statistics"},
+        "ddpbench/analysis/history/gates.py": {**row, "group": "statistics"}}}))
+    assert mutation.kept(tmp_path / "mutation.md", ["compare"], SETTINGS) == ([["the run"]], {stats: {**row,
+                                                                                 "group": "statistics", "run": 1}})
+    assert mutation.kept(tmp_path / "none.md", ["compare"], SETTINGS) == ([], {})
+    assert mutation.kept(None, ["compare"], SETTINGS) == ([], {})
