@@ -17,6 +17,9 @@ import math
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from written import check_out, write_out  # noqa: E402  (a sibling module)
+
 #: a budget adds up within this share of the loss (or within the loss's interval)
 SHARE = 0.05
 #: the two derivations agree within this (ms)
@@ -69,11 +72,13 @@ def main(argv=None) -> int:
     parser.add_argument("folders", type=Path, nargs="+")
     parser.add_argument("--out", type=Path, help="write the table here too")
     args = parser.parse_args(argv)
+    if args.out:
+        check_out(args.out)
     rows = [row for folder in args.folders for row in check(folder)]
     text = markdown(rows)
     print(text)
     if args.out:
-        args.out.write_text(text)
+        write_out(args.out, text)
     return 0 if rows and all(r["adds_up"] and r["agree"] for r in rows) else 1
 
 

@@ -71,6 +71,12 @@ from pathlib import Path
 from ddpbench.audit.checks import Claim, check, check_claim
 from ddpbench.audit.figures import derive
 
+#: the first line of the table it writes, before the command that wrote it
+HEADER = "<!-- written by: "
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from written import check_out, write_out  # noqa: E402  (a sibling module)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 FACTORS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.05, 1.1, 1.15, 1.2, 1.3, 1.4, 1.5)
@@ -444,6 +450,8 @@ def main(argv=None) -> int:
     parser.add_argument("--verbose", action="store_true", help="print every missed mutation")
     parser.add_argument("--out", type=Path, help="also write the table (markdown) to this file")
     args = parser.parse_args(argv)
+    if args.out:
+        check_out(args.out, HEADER)
     started = time.monotonic()
     result = run(args.folder or folders(args.held_out), args.per_kind, args.seed, args.verbose)
     total = Counter()
@@ -461,8 +469,8 @@ def main(argv=None) -> int:
     if args.out:
         command = " ".join(["python benchmarks/checker_mutations.py", *(argv if argv is not None else sys.argv[1:])])
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(f"<!-- written by: {command} -->\n" + "\n".join(lines) + "\n\n"
-                            f"False reports on the unmutated sentences: {len(result['false_reports'])}.\n")
+        write_out(args.out, f"{HEADER}{command} -->\n" + "\n".join(lines) + "\n\n"
+                  f"False reports on the unmutated sentences: {len(result['false_reports'])}.\n", HEADER)
     return 0 if score_of(total) >= args.target and not result["false_reports"] else 1
 
 

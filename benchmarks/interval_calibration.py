@@ -35,6 +35,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from written import check_out, write_out  # noqa: E402  (a sibling module)
+
 LAUNCHES = (1, 2, 3, 5, 10)
 SEED = 38
 #: simulated comparisons per launch count
@@ -277,12 +280,15 @@ def main(argv=None) -> int:
                    help="with --results: only comparisons that share no launch, each launch count's sides cut from "
                         "one shuffle of a job's launches; their table (with Clopper-Pearson intervals) written to OUT")
     args = p.parse_args(argv)
+    for flag, path in (("--out", args.out), ("--independent", args.independent)):
+        if path:
+            check_out(path, flag=flag)
     if args.independent:
         if not args.results:
             p.error("--independent needs --results")
         table = independent_markdown(independent_aa(args.results, SEED))
         print(table)
-        args.independent.write_text(table, encoding="utf-8")
+        write_out(args.independent, table, flag="--independent")
         return 0
     machine = Machine()
     sim = pd.DataFrame([simulated_row(n, args.trials, machine, SEED) for n in LAUNCHES])
@@ -299,7 +305,7 @@ def main(argv=None) -> int:
         print(f"real A/A: {int(total)} comparisons, {100 * false:.1f} % false slower/faster over all")
     print(f"targets {'met' if ok else 'MISSED'}: coverage >= 93 %, false significant <= 5 % simulated, <= 7 % real")
     if args.out:
-        args.out.write_text(table, encoding="utf-8")
+        write_out(args.out, table)
     return 0 if ok else 1
 
 

@@ -56,6 +56,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from scale import machine  # noqa: E402  (a sibling benchmark)
+from written import check_out, write_out  # noqa: E402
 
 ROOT = HERE.parent
 HEADER = "<!-- written by benchmarks/mutation.py -->"
@@ -212,20 +213,6 @@ def joined(runs: list[list[str]], rows: dict, now: list[str], found: dict, table
     return [*runs, now], {m: every[m] for m in modules(table) if m in every}
 
 
-def ours(path: Path) -> None:
-    """Exits unless ``path`` is a new file or one this script wrote (never a link)."""
-    if path.is_symlink():
-        sys.exit(f"{path}: a symbolic link; give a file of its own")
-    if path.exists() and path.suffix == ".md" and not path.read_text(errors="replace").startswith(HEADER):
-        sys.exit(f"{path}: holds what this script did not write; give a new file")
-
-
-def write(path: Path, text: str) -> None:
-    """``text`` into ``path``: a new file, or one this script wrote (never through a link)."""
-    ours(path)
-    path.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> None:
     table = settings()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -247,7 +234,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.out and args.out.suffix != ".md":
         sys.exit(f"--out: {args.out} is not a .md file")
     if args.out:  # before hours of mutants, not after: a table this script did not write is not written over
-        ours(args.out)
+        check_out(args.out, HEADER)
+        check_out(args.out.with_suffix(".json"), flag="--out's JSON")
     command = "`python benchmarks/mutation.py " + " ".join(argv if argv is not None else sys.argv[1:]) + "`"
     head = [f"{command}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", machine(ROOT),
             f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"]
@@ -272,9 +260,9 @@ def main(argv: list[str] | None = None) -> None:
             now = [*head, f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", reached]
             if args.out:
                 every, stored = joined(runs, rows, now, found, table)
-                write(args.out, markdown(stored, table, every))
-                write(args.out.with_suffix(".json"),
-                      json.dumps({"runs": every, "modules": stored}, indent=1, ensure_ascii=False) + "\n")
+                write_out(args.out, markdown(stored, table, every), HEADER)
+                write_out(args.out.with_suffix(".json"), json.dumps({"runs": every, "modules": stored}, indent=1,
+                                                                    ensure_ascii=False) + "\n", flag="--out's JSON")
     finally:
         if not (args.keep or args.resume):
             shutil.rmtree(work, ignore_errors=True)

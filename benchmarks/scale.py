@@ -54,6 +54,7 @@ sys.path.insert(0, str(HERE))
 
 from report_speed import grow  # noqa: E402  (a sibling benchmark)
 from soak import experiment  # noqa: E402
+from written import check_out, write_out  # noqa: E402  (a sibling module)
 
 from ddpbench.experiment.spec import spec_from_dict  # noqa: E402
 from ddpbench.results.schema import LAUNCH_FIELDS, RESULTS_FILE, launch_record  # noqa: E402
@@ -220,14 +221,6 @@ def machine(root: Path) -> str:
             f"{platform.python_version()}, torch {torch.__version__}, ddpbench at {commit} ({root})")
 
 
-def write_out(path: Path, text: str) -> None:
-    if path.is_symlink():
-        sys.exit(f"--out: {path} is a symbolic link; give a file of its own")
-    if path.exists() and not path.read_text(errors="replace").startswith(HEADER):
-        sys.exit(f"--out: {path} holds what this script did not write; give a new file")
-    path.write_text(text)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000,10000")
@@ -246,6 +239,8 @@ def main() -> None:
     for name, given, allowed in (("--shapes", shapes, SHAPES), ("--steps", steps, STEPS)):
         if not set(given) <= set(allowed):
             sys.exit(f"{name}: allowed: {', '.join(allowed)}")
+    if args.out:
+        check_out(args.out, HEADER)
     root = args.root.resolve()
     said = [f"{HEADER}", f"`python benchmarks/scale.py {' '.join(sys.argv[1:])}`, "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", machine(root),
@@ -274,7 +269,7 @@ def main() -> None:
     said.append(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(said[-1])
     if args.out:
-        write_out(args.out, "\n".join(said) + "\n")
+        write_out(args.out, "\n".join(said) + "\n", HEADER)
 
 
 if __name__ == "__main__":

@@ -64,6 +64,9 @@ import tomllib
 
 from ddpbench.testing import cli_command
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from written import check_out, write_out  # noqa: E402  (a sibling module)
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "experiments" / "corpus"
 #: what ``fabric run --accelerator cpu --strategy ddp --devices W`` sets before it starts torchrun (W
@@ -421,6 +424,8 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, help="the tutorials only: run E epochs alone and in the sweep, "
                         "which measures (E - 3) // 3 of them (default: the experiment file's one epoch)")
     args = parser.parse_args()
+    if args.out:
+        check_out(args.out)
     prepare()
     chosen = [BY_NAME[n] for n in args.only] if args.only else SCRIPTS
     for script in [s for s in chosen if missing(s)]:
@@ -493,7 +498,7 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.out:
-        args.out.write_text(table + "\n")
+        write_out(args.out, table + "\n")
 
 
 if __name__ == "__main__":

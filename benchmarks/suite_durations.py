@@ -39,6 +39,9 @@ from pathlib import Path
 from ddpbench.testing.accounting import NONE, PLAIN, TEST_KINDS, read
 from ddpbench.testing.scheduling import runs_alone, runs_one_at_a_time
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from written import check_out, write_out  # noqa: E402  (a sibling module)
+
 #: the first line of the note the script writes
 HEADER = "<!-- written by benchmarks/suite_durations.py -->"
 DEFAULT_OPTIONS = ("-q", "-n", "0", "-p", "no:cacheprovider")
@@ -128,7 +131,8 @@ def write_costs(path: Path, tests: dict[str, dict], command: str) -> None:
     for nodeid, entry in tests.items():
         files[nodeid.split("::", 1)[0]] += _total(entry)
     kept.update({name: round(seconds, 1) for name, seconds in files.items()})
-    path.write_text(json.dumps({"command": command, "files": dict(sorted(kept.items()))}, indent=1) + "\n")
+    write_out(path, json.dumps({"command": command, "files": dict(sorted(kept.items()))}, indent=1) + "\n",
+              flag="--costs")
 
 
 def _commit() -> str:
@@ -145,13 +149,16 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=25, help="files, fixtures and tests to list (default: 25)")
     parser.add_argument("pytest_args", nargs="*", help="after --: pytest's arguments")
     args = parser.parse_args()
+    for flag, path, header in (("--out", args.out, HEADER), ("--costs", args.costs, None), ("--json", args.json, None)):
+        if path is not None:
+            check_out(path, header, flag)
     if args.source is not None:
         if not args.source.is_file():
             print(f"suite_durations: --from {args.source}: no such file", file=sys.stderr)
             return 2
         tests, shown = read(args.source), " ".join(shlex.quote(a) for a in ["python", "benchmarks/suite_durations.py",
                                                                               *sys.argv[1:]])
-        text = "\n".join(["# Where the suite's time goes", "", f"The tables of a kept run, by `{shown}`.", ""]
+        text = "\n".join([HEADER, "# Where the suite's time goes", "", f"The tables of a kept run, by `{shown}`.", ""]
                          + tables(tests, args.top)) + "\n"
         _emit(args, text, tests, shown)
         return 0
@@ -190,7 +197,7 @@ def _emit(args, text: str, tests, shown: str) -> None:
     if args.costs:
         write_costs(args.costs, tests, shown)
     if args.out:
-        args.out.write_text(text)
+        write_out(args.out, text, HEADER)
     else:
         print(text)
 

@@ -54,6 +54,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from scale import Timed, machine, watched  # noqa: E402  (a sibling benchmark)
+from written import check_out, write_out  # noqa: E402  (a sibling module)
 
 from ddpbench.testing import traces as made  # noqa: E402
 from ddpbench.testing.traces import HTA_SCRIPT, SOURCE, public_trace, write_job  # noqa: E402
@@ -160,8 +161,8 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="write the folders here and keep them")
     parser.add_argument("--out", type=Path, help="write the tables to this file too")
     args = parser.parse_args()
-    if args.out and args.out.exists() and not args.out.read_text(errors="replace").startswith(HEADER):
-        sys.exit(f"--out: {args.out} holds what this script did not write; give a new file")
+    if args.out:
+        check_out(args.out, HEADER)
     layouts = sources([x for x in args.layouts.split(",") if x], args.source)
     ranks = sorted(int(n) for n in args.ranks.split(","))
     with_hta = {int(n) for n in args.hta_ranks.split(",") if n}
@@ -208,7 +209,7 @@ def main() -> None:
                     *compared, "", f"The whole run took {(time.monotonic() - started) / 60:.1f} min.", ""]
     print("\n".join(lines[len(said):]))
     if args.out:
-        args.out.write_text("\n".join(lines))
+        write_out(args.out, "\n".join(lines), HEADER)
 
 
 def _shown(layout: str, path: Path) -> str:

@@ -39,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from scale import machine  # noqa: E402  (a sibling benchmark)
+from written import check_out, write_out  # noqa: E402
 
 ROOT = HERE.parent
 HEADER = "<!-- written by benchmarks/watch_alarms.py -->"
@@ -99,8 +100,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, help="the table to write (.md): a new file, or one this script wrote")
     args = parser.parse_args(argv)
-    if args.out and (args.out.is_symlink() or (args.out.exists() and not args.out.read_text().startswith(HEADER))):
-        sys.exit(f"--out: {args.out} is a link or holds what this script did not write; give a new file")
+    if args.out:
+        check_out(args.out, HEADER)
     draw = random.Random(args.seed)
     load_before = os.getloadavg()
     found: dict[tuple[str, str], list[tuple[int, list[dict], int | None]]] = {}
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
-        args.out.write_text(text)
+        write_out(args.out, text, HEADER)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from scale import machine  # noqa: E402  (a sibling benchmark)
+from written import check_out, write_out  # noqa: E402
 
 from ddpbench.owner import die_with_parent  # noqa: E402
 from ddpbench.rank.script import wire  # noqa: E402
@@ -263,14 +264,6 @@ def loads() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def check_out(path: Path) -> None:
-    """``--out`` must be a new file or one this script wrote (checked before the run, and again at the write)."""
-    if path.is_symlink():
-        sys.exit(f"--out: {path} is a symbolic link; give a file of its own")
-    if path.exists() and not path.read_text(errors="replace").startswith(HEADER):
-        sys.exit(f"--out: {path} holds what this script did not write; give a new file")
-
-
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "_collect":
@@ -291,7 +284,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.core not in os.sched_getaffinity(0):
         sys.exit(f"--core: {args.core} is not a core this process may run on ({sorted(os.sched_getaffinity(0))})")
     if args.out:
-        check_out(args.out)
+        check_out(args.out, HEADER)
     said = [HEADER, f"`python benchmarks/watch_collector.py {shlex.join(argv)}`, "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", machine(ROOT),
             f"load average before: {loads()}", ""]
@@ -302,8 +295,7 @@ def main(argv: list[str] | None = None) -> None:
     said.append(f"load average after: {loads()}")
     print("\n".join(said[6:]), flush=True)
     if args.out:
-        check_out(args.out)
-        args.out.write_text("\n".join(said) + "\n")
+        write_out(args.out, "\n".join(said) + "\n", HEADER)
 
 
 if __name__ == "__main__":

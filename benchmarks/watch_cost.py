@@ -44,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from scale import machine  # noqa: E402  (a sibling benchmark)
+from written import check_out, write_out  # noqa: E402
 
 ROOT = HERE.parent
 HEADER = "<!-- written by benchmarks/watch_cost.py -->"
@@ -110,8 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--split", action="store_true", help="a third run a pair: the ranks instrumented, no collector")
     parser.add_argument("--out", type=Path, help="the table to write (.md): a new file, or one this script wrote")
     args = parser.parse_args(argv)
-    if args.out and (args.out.is_symlink() or (args.out.exists() and not args.out.read_text().startswith(HEADER))):
-        sys.exit(f"--out: {args.out} is a link or holds what this script did not write; give a new file")
+    if args.out:
+        check_out(args.out, HEADER)
     if args.steps <= STEADY_FROM:
         sys.exit(f"--steps: {args.steps}; the steady stretch starts at step {STEADY_FROM}: give more")
     draw = random.Random(args.seed)
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
-        args.out.write_text(text)
+        write_out(args.out, text, HEADER)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ sys.path.insert(0, str(HERE))
 
 from scale import machine  # noqa: E402  (a sibling benchmark)
 from watch_cost import verdict  # noqa: E402  (the same verdict as the runs in pairs)
+from written import check_out, write_out  # noqa: E402
 
 ROOT = HERE.parent
 HEADER = "<!-- written by benchmarks/watch_cost_interleaved.py -->"
@@ -64,8 +65,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dims", default="64,256", help="the MLP's widths: its step's size")
     parser.add_argument("--out", type=Path, help="the table to write (.md): a new file, or one this script wrote")
     args = parser.parse_args(argv)
-    if args.out and (args.out.is_symlink() or (args.out.exists() and not args.out.read_text().startswith(HEADER))):
-        sys.exit(f"--out: {args.out} is a link or holds what this script did not write; give a new file")
+    if args.out:
+        check_out(args.out, HEADER)
     if args.blocks < 2:
         sys.exit(f"--blocks: {args.blocks}; an interval needs two pairs or more")
     load_before = os.getloadavg()
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
-        args.out.write_text(text)
+        write_out(args.out, text, HEADER)
 
 
 if __name__ == "__main__":

@@ -24,8 +24,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ddpbench.analysis.models import bands
-from ddpbench.analysis.models.loso import REGIMES, weighted_percentiles
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from written import check_out, write_out  # noqa: E402  (a sibling module)
+
+from ddpbench.analysis.models import bands  # noqa: E402
+from ddpbench.analysis.models.loso import REGIMES, weighted_percentiles  # noqa: E402
 
 HERE = Path(__file__).resolve().parent.parent
 HELD_OUT = HERE / "reports" / "examples" / "whatif-loso" / "held-out.csv"
@@ -91,6 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=STORED)
     args = parser.parse_args()
+    check_out(args.out, HEADER)
     held = pd.read_csv(HELD_OUT)
     rows = bands.reference(held)
     rows.round(6).to_csv(bands.REFERENCE, index=False)
@@ -111,9 +116,7 @@ def main() -> None:
                                                 in coverage.items()), ""]
     text = "\n".join(lines)
     print(text)
-    if args.out.exists() and not args.out.read_text(errors="replace").startswith(HEADER):
-        sys.exit(f"--out: {args.out} holds what this script did not write; give a new file")
-    args.out.write_text(text)
+    write_out(args.out, text, HEADER)
 
 
 if __name__ == "__main__":

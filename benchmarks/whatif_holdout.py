@@ -12,11 +12,15 @@ it. Run this after changing the projection or any example folder, and commit the
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import pandas as pd
 
 from ddpbench.analysis.folder import load
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from written import check_out, write_out  # noqa: E402  (a sibling module)
 
 HERE = Path(__file__).resolve().parent.parent
 EXAMPLES = HERE / "reports" / "examples"
@@ -57,8 +61,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=STORED)
     args = parser.parse_args()
+    check_out(args.out)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(table(checked()), encoding="utf-8")
+    write_out(args.out, table(checked()))
     print(args.out.read_text(encoding="utf-8"))
 
 

@@ -14,9 +14,13 @@ published_scaling.toml, and commit the file.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ddpbench.analysis.models import held_out, score
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from written import check_out, write_out  # noqa: E402  (a sibling module)
 
 HERE = Path(__file__).resolve().parent.parent
 STORED = HERE / "reports" / "examples" / "whatif-loso" / "held-out.csv"
@@ -28,9 +32,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=STORED)
     args = parser.parse_args()
+    check_out(args.out)
     result = held_out()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    result.table.round(DECIMALS).to_csv(args.out, index=False)
+    write_out(args.out, result.table.round(DECIMALS).to_csv(index=False))
     whole = score(result.table)
     print(f"{args.out}: {whole.rows} held-out rows of {whole.sources} sources; mean {whole.mean_pp:.1f} pp, "
           f"largest {whole.max_pp:.1f} pp, the band covered {whole.coverage:.1%}")

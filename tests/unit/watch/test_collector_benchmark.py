@@ -1,5 +1,6 @@
 """benchmarks/watch_collector.py's own parts (the run itself is tests/processes/watch/'s): its lag summary
-takes the nearest rank, a rank's generated steps end at the send, and --out refuses a link."""
+takes the nearest rank, and a rank's generated steps end at the send (its --out is
+tests/unit/project/test_benchmark_outputs.py's)."""
 
 import math
 
@@ -23,12 +24,3 @@ def test_a_batch_ends_at_its_send_and_every_tenth_step_is_sampled():
                                                                                                999.9, 1000.0])
     assert rows[-1][1] == 1000.0 and all(math.isnan(v) for r in rows[:-1] for v in r[3:])
     assert sum(rows[-1][3:7]) == pytest.approx(rows[-1][2])  # a sampled step's phases add up to it
-
-
-def test_out_refuses_a_link(tmp_path):
-    (tmp_path / "there.md").write_text(bench.HEADER + "\n")
-    (tmp_path / "link.md").symlink_to(tmp_path / "there.md")
-    with pytest.raises(SystemExit, match="is a symbolic link"):
-        bench.check_out(tmp_path / "link.md")
-    bench.check_out(tmp_path / "there.md")  # its own: written over
-    bench.check_out(tmp_path / "new.md")
