@@ -166,6 +166,9 @@ SHARED = {
     ("tests/processes/launch/test_multinode.py", "restarted"): "module",
     ("tests/processes/traces/test_before.py", "jobs"): "module",
     ("tests/processes/traces/test_command.py", "job"): "module",
+    ("tests/processes/watch/test_watch.py", "lm_watched"): "module",
+    ("tests/processes/watch/test_watch.py", "one_rank"): "module",
+    ("tests/processes/watch/test_watch.py", "unwatched"): "module",
 }
 
 

@@ -41,27 +41,49 @@ def free_port():
         return s.getsockname()[1]
 
 
-def test_every_step_of_both_torchrun_ranks_streams_and_the_output_passes_through(tmp_path):
-    out = tmp_path / "watched"
+#: the steps of the watched torchrun run, and the step its straggler's fault starts at (as benchmarks/watch_alarms.py
+#: plants it: the alarm's baseline and a look's window before it)
+STEPS, FAULT_FROM = 700, 400
+
+
+@pytest.fixture(scope="module")
+def lm_watched(tmp_path_factory):
+    """(the watch's completed process, its folder) of one ``watch -- torchrun`` of experiments/watch/train_lm.py on
+    two ranks, rank 1 three times as slow from step :data:`FAULT_FROM` on (benchmarks/watch_faults, a user's own
+    sitecustomize): what every watched torchrun streams, and the alarm its straggler raises, each looked at by a
+    test of its own."""
+    out = tmp_path_factory.mktemp("lm") / "watched"
+    faults = ROOT / "benchmarks" / "watch_faults"
     done = run_cli("watch", "--out", out, "--", sys.executable, "-m", "torch.distributed.run", "--standalone",
-                   "--nproc_per_node=2", LM, "--steps", "25", "--log-every", "25",
-                   env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=240)
+                   "--nproc_per_node=2", LM, "--steps", STEPS, "--log-every", STEPS,
+                   env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(faults),
+                        "WATCH_FAULT": f"straggler:1:{FAULT_FROM}:3.0"}, timeout=400)
+    return done, out
+
+
+def test_every_step_of_both_torchrun_ranks_streams_and_the_output_passes_through(lm_watched):
+    """Every step of both ranks; the steps before the alarms' baseline (which asks for every step's phases) as
+    any watched run's: every tenth step's phases, the steps one after another on the wall clock."""
+    from ddpbench.watch.alarms import BASELINE_FROM
+
+    done, out = lm_watched
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "step 25: loss" in done.stdout  # the script's own line, where it would have gone
+    assert f"step {STEPS}: loss" in done.stdout  # the script's own line, where it would have gone
     got = rows(out)
     for rank in ("0", "1"):
         mine = [r for r in got if r["rank"] == rank]
-        assert [int(r["step"]) for r in mine] == list(range(25))
-        sampled = [int(r["step"]) for r in mine if r["forward_ms"]]
-        assert sampled == [0, 10, 20]  # every tenth step's phases, from the first
-        for r in mine:
+        assert [int(r["step"]) for r in mine] == list(range(STEPS))
+        first = mine[:BASELINE_FROM]
+        sampled = [int(r["step"]) for r in first if r["forward_ms"]]
+        assert sampled == list(range(0, BASELINE_FROM, 10))  # every tenth step's phases, from the first
+        for r in first:
             if r["forward_ms"]:  # a sampled step's phases add up to it
                 parts = sum(float(r[c]) for c in ("data_ms", "forward_ms", "backward_ms", "optimizer_ms"))
                 assert math.isclose(parts, float(r["step_ms"]), rel_tol=1e-6)
-        ends = [float(r["end_s"]) for r in mine]
+        ends = [float(r["end_s"]) for r in first]
         # each step ends one step after the one before, on the wall clock; where the hooks go on or off (a sampled
         # step, the one after it) ddpbench's own work between the two (hooking, handing rows over) is no step's
-        for before, after, r, previous in zip(ends, ends[1:], mine[1:], mine):
+        for before, after, r, previous in zip(ends, ends[1:], first[1:], first):
             gap = after - before - float(r["step_ms"]) / 1e3
             changed = bool(r["forward_ms"]) or bool(previous["forward_ms"])
             assert -2e-3 <= gap <= (0.05 if changed else 2e-3), (r["step"], gap)
@@ -83,65 +105,87 @@ PLAIN = """
 """
 
 
-def test_the_command_s_exit_code_is_watch_s(tmp_path):
+#: what the one-rank script of :func:`one_rank` prints after its group is destroyed: its DDP models still alive, and
+#: whether the user's own sitecustomize ran in its process (not only in watch's, whose environment it inherits)
+AFTER_GROUP = """    dist.destroy_process_group()
+    ddp = torch.nn.parallel.DistributedDataParallel
+    print("models alive:", sum(isinstance(o, ddp) for o in gc.get_objects()), flush=True)
+    import os; print("site:", os.environ.get("USER_SITE_RAN") == str(os.getpid()), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def one_rank(tmp_path_factory):
+    """(the watch's completed process, its folder) of one watched script of one rank (:data:`PLAIN`), a user's own
+    sitecustomize on its ``PYTHONPATH``: it trains its 12 steps, sleeps a second, drops its DDP model before its
+    group ends, says what is left of it (:data:`AFTER_GROUP`) and exits 3. Its exit code, the user's
+    sitecustomize and the model let go are each a test's."""
+    tmp = tmp_path_factory.mktemp("one-rank")
+    mine = tmp / "site"
+    mine.mkdir()
+    (mine / "sitecustomize.py").write_text("import os\nos.environ['USER_SITE_RAN'] = str(os.getpid())\n")
+    body = PLAIN.replace("EXIT", "3").replace("    dist.destroy_process_group()\n", AFTER_GROUP).replace(
+        'print("trained"', 'import time; time.sleep(1.0); print("trained"')
+    done = run_cli("watch", "--out", tmp / "w", "--", sys.executable, script(tmp, body),
+                   env={**one_rank_env(free_port()), "PYTHONPATH": str(mine)}, timeout=120)
+    return done, tmp / "w"
+
+
+def test_the_command_s_exit_code_is_watch_s(one_rank):
     """...and the steps end where they ended, not where the script tore its group down a second later."""
-    body = PLAIN.replace("EXIT", "3").replace('print("trained"', 'import time; time.sleep(1.0); print("trained"')
-    done = run_cli("watch", "--out", tmp_path / "w", "--", sys.executable, script(tmp_path, body),
-                   env=one_rank_env(free_port()), timeout=120)
-    assert done.returncode == 3 and "trained" in done.stdout
-    got = rows(tmp_path / "w")
+    done, out = one_rank
+    assert done.returncode == 3 and "trained" in done.stdout, done.stderr[-2000:]
+    got = rows(out)
     assert [int(r["step"]) for r in got] == list(range(12))
     ends = [float(r["end_s"]) for r in got]
     assert ends[-1] - ends[0] == pytest.approx(sum(float(r["step_ms"]) for r in got[1:]) / 1e3, abs=0.01)
     assert ends[-1] < float(got[-1]["received_s"]) - 0.5  # sent at the teardown, after the sleep
 
 
-def test_a_command_ended_by_a_signal_exits_as_a_shell_says(tmp_path):
-    body = PLAIN.replace("sys.exit(EXIT)", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
-    done = run_cli("watch", "--out", tmp_path / "w", "--", sys.executable, script(tmp_path, body),
-                   env=one_rank_env(free_port()), timeout=120)
-    assert done.returncode == 128 + 15, done.stderr[-2000:]
+def test_the_user_s_own_sitecustomize_still_runs(one_rank):
+    done, out = one_rank
+    assert "site: True" in done.stdout, done.stderr[-2000:]
+    # ...and the watch's ran before it: the rank was watched (without its sitecustomize, no row)
+    assert [int(r["step"]) for r in rows(out)] == list(range(12))
 
 
-def test_a_script_without_ddp_trains_and_is_said_unwatched(tmp_path):
+def test_the_watch_lets_go_of_the_model_before_its_group_ends(one_rank):
+    """A script that drops its DDP model before the group ends (gloo's abort at exit) finds it freed: the watch
+    holds it no longer once the group is destroyed."""
+    done, out = one_rank
+    assert "models alive: 0" in done.stdout, done.stdout + done.stderr[-2000:]
+    assert [int(r["step"]) for r in rows(out)] == list(range(12))
+
+
+@pytest.fixture(scope="module")
+def unwatched(tmp_path_factory):
+    """(the watch's completed process, its folder) of one watched script that trains without DDP, then ends itself
+    by SIGTERM: what ``watch`` says of a command it could not watch, and the exit code of one a signal ended."""
+    tmp = tmp_path_factory.mktemp("unwatched")
     body = """
-        import torch
+        import os, signal, torch
         model = torch.nn.Linear(4, 2)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         for _ in range(3):
             opt.zero_grad(); model(torch.randn(8, 4)).sum().backward(); opt.step()
         print("trained", flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
     """
-    done = run_cli("watch", "--out", tmp_path / "w", "--", sys.executable, script(tmp_path, body),
+    done = run_cli("watch", "--out", tmp / "w", "--", sys.executable, script(tmp, body),
                    env=one_rank_env(free_port()), timeout=120)
-    assert done.returncode == 0 and "trained" in done.stdout
+    return done, tmp / "w"
+
+
+def test_a_command_ended_by_a_signal_exits_as_a_shell_says(unwatched):
+    done, _ = unwatched
+    assert done.returncode == 128 + 15, done.stderr[-2000:]
+
+
+def test_a_script_without_ddp_trains_and_is_said_unwatched(unwatched):
+    done, out = unwatched
+    assert "trained" in done.stdout, done.stderr[-2000:]
     assert "no rank was watched: the command built no DistributedDataParallel model" in done.stderr
-    assert rows(tmp_path / "w") == []
-
-
-def test_the_user_s_own_sitecustomize_still_runs(tmp_path):
-    mine = tmp_path / "site"
-    mine.mkdir()
-    (mine / "sitecustomize.py").write_text("import os\nos.environ['USER_SITE_RAN'] = 'yes'\n")
-    body = PLAIN.replace("sys.exit(EXIT)", "import os; print('site:', os.environ.get('USER_SITE_RAN'))")
-    done = run_cli("watch", "--out", tmp_path / "w", "--", sys.executable, script(tmp_path, body),
-                   env={**one_rank_env(free_port()), "PYTHONPATH": str(mine)}, timeout=120)
-    assert done.returncode == 0 and "site: yes" in done.stdout, done.stderr
-    # ...and the watch's ran before it: the rank was watched (without its sitecustomize, no row)
-    assert [int(r["step"]) for r in rows(tmp_path / "w")] == list(range(12))
-
-
-def test_the_watch_lets_go_of_the_model_before_its_group_ends(tmp_path):
-    """A script that drops its DDP model before the group ends (gloo's abort at exit) finds it freed: the watch
-    holds it no longer once the group is destroyed."""
-    body = PLAIN.replace("    dist.destroy_process_group()\n", """    dist.destroy_process_group()
-    ddp = torch.nn.parallel.DistributedDataParallel
-    print("models alive:", sum(isinstance(o, ddp) for o in gc.get_objects()), flush=True)
-""").replace("sys.exit(EXIT)", "pass")
-    done = run_cli("watch", "--out", tmp_path / "w", "--", sys.executable, script(tmp_path, body),
-                   env=one_rank_env(free_port()), timeout=120)
-    assert done.returncode == 0 and "models alive: 0" in done.stdout, done.stdout + done.stderr[-2000:]
-    assert [int(r["step"]) for r in rows(tmp_path / "w")] == list(range(12))
+    assert rows(out) == []
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
@@ -230,15 +274,10 @@ def rows_so_far(out):
         return []
 
 
-def test_an_alarm_traces_every_rank_and_the_traces_are_answered(tmp_path):
+def test_an_alarm_traces_every_rank_and_the_traces_are_answered(lm_watched):
     from ddpbench.watch.traced import TRACE_STEPS
 
-    out = tmp_path / "watched"
-    faults = ROOT / "benchmarks" / "watch_faults"  # a user's own sitecustomize: rank 1 three times as slow
-    done = run_cli("watch", "--out", out, "--", sys.executable, "-m", "torch.distributed.run", "--standalone",
-                   "--nproc_per_node=2", LM, "--steps", "700", "--log-every", "700",
-                   env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(faults),
-                        "WATCH_FAULT": "straggler:1:400:3.0"}, timeout=400)
+    done, out = lm_watched
     assert done.returncode == 0, done.stderr[-3000:]
     with open(out / "alarms.csv", newline="") as f:
         alarms = list(csv.DictReader(f))
