@@ -16,15 +16,7 @@ from ddpbench.experiment.links import rate_bits
 from ddpbench.launch.emulate import FREE_PORT, EmulatedNetwork, emulation_problem, netem_problem, remove_stale
 from ddpbench.report.build import write_report
 from ddpbench.results.tables import load_tables
-from ddpbench.testing import (
-    TINY_DEFAULTS,
-    as_from_a_terminal,
-    cli_command,
-    rank_processes,
-    run_cli,
-    run_main,
-    write_experiment,
-)
+from ddpbench.testing import TINY_DEFAULTS, as_from_a_terminal, cli_command, rank_processes, run_main, write_experiment
 from ddpbench.testing.sweeps import tables_shape
 
 needs_namespaces = pytest.mark.skipif(emulation_problem() is not None, reason=str(emulation_problem()))
@@ -85,7 +77,7 @@ def test_two_emulated_nodes_store_what_spawn_stores_and_the_link_slows_communica
                     "--no-report").returncode == 0
     exp = experiment(tmp_path, 'emulate_nodes = [2]\nlink = ["none", "100mbit"]\n')
     out = tmp_path / "emulated"
-    proc = run_cli("sweep", exp, "--out", out, "--no-report")
+    proc = run_main("sweep", exp, "--out", out, "--no-report")  # in this process too: its nodes are torchrun's
     assert proc.returncode == 0, proc.stderr
     assert "2 x 100mbit" in proc.stdout
     shape, one = tables_shape(out), tables_shape(spawned)
@@ -116,7 +108,7 @@ def test_two_emulated_nodes_store_what_spawn_stores_and_the_link_slows_communica
 @needs_namespaces
 def test_a_link_delay_needs_netem_and_says_so_where_it_is_missing(tmp_path):
     exp = experiment(tmp_path, 'emulate_nodes = [2]\n')
-    proc = run_cli("sweep", exp, "--out", tmp_path / "out", "--link-delay-ms", "20", "--no-report")
+    proc = run_main("sweep", exp, "--out", tmp_path / "out", "--link-delay-ms", "20", "--no-report")
     if netem_problem() is not None:
         assert proc.returncode == 2
         assert proc.stderr.strip().splitlines() == [
@@ -163,7 +155,7 @@ def test_two_nodes_of_a_torchrun_sweep_meet_and_node_0_stores_every_rank(tmp_pat
     env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}
     node0 = subprocess.Popen(cli_command(*common), env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-    node1 = run_cli(*common, "--node-rank", "1", env=env, timeout=120)
+    node1 = run_main(*common, "--node-rank", "1", env={"GLOO_SOCKET_IFNAME": "lo"}, timeout=120)  # in this process
     out0, err0 = node0.communicate(timeout=120)
     assert node0.returncode == 0 and node1.returncode == 0, err0 + node1.stderr
     assert f"python -m ddpbench {' '.join(common)} --node-rank 1" in " ".join(err0.split())
@@ -178,10 +170,20 @@ def test_two_nodes_of_a_torchrun_sweep_meet_and_node_0_stores_every_rank(tmp_pat
 
 # -- elastic fault recovery ------------------------------------------------------------------
 
+#: the job of :func:`restarted` on two emulated nodes, where this machine can emulate them
+ON_TWO_NODES = """
+        [[grid]]
+        fault_step = [5]
+        snapshot_every = [2]
+        steps = [8]
+        emulate_nodes = [2]
+"""
+
+
 @pytest.fixture(scope="module")
 def restarted(tmp_path_factory):
-    """One sweep on one node of both restarted jobs below (with a snapshot, and without one): its
-    folder, and each job's run and measure steps, by the step its fault is at."""
+    """One sweep of the restarted jobs below (with a snapshot, and without one, on one node; with a snapshot on
+    two emulated nodes too, where this machine can emulate them): its folder."""
     tmp = tmp_path_factory.mktemp("restarted")
     exp = write_experiment(tmp / "restarts.toml", """
         name = "restarts"
@@ -196,32 +198,27 @@ def restarted(tmp_path_factory):
         [[grid]]
         fault_step = [3]
         steps = [5]
-    """)
+    """ + (ON_TWO_NODES if emulation_problem() is None else ""))
     out = tmp / "out"
     proc = run_main("sweep", exp, "--out", out, "--no-report")  # in this process: the tests read what it stored
     assert proc.returncode == 0, proc.stderr
     return out
 
 
-def restarted_job(out, fault_step):
+def restarted_job(out, fault_step, nodes=1):
+    """The run of the job of ``out`` whose fault is at ``fault_step``, on ``nodes`` nodes, and its steps."""
     steps, runs, _, _ = load_tables(out)
-    (run,) = [run for _, run in runs.iterrows() if run["fault_step"] == fault_step]
+    (run,) = [run for _, run in runs.iterrows() if run["fault_step"] == fault_step and run["emulate_nodes"] == nodes]
     return run, steps[steps["key"] == run["key"]]
 
 
 @pytest.mark.parametrize("nodes", [1, pytest.param(2, marks=needs_namespaces)])
-def test_a_rank_killed_mid_job_resumes_from_the_snapshot_with_identical_parameters(tmp_path, nodes, request):
+def test_a_rank_killed_mid_job_resumes_from_the_snapshot_with_identical_parameters(restarted, nodes):
     """Rank 1 is SIGKILLed as measure step 5 starts; torchrun restarts both workers, which load
     rank 0's snapshot of step 4 and go on: the job is ok, one step was redone, every measure step
     is stored once per rank, and the parameters equal those of an uninterrupted run, bit for bit."""
-    if nodes == 1:
-        out = request.getfixturevalue("restarted")
-    else:
-        grid = "fault_step = [5]\nsnapshot_every = [2]\nmax_restarts = [1]\nsteps = [8]\nemulate_nodes = [2]\n"
-        out = tmp_path / "out"
-        proc = run_cli("sweep", experiment(tmp_path, grid), "--out", out, "--no-report")
-        assert proc.returncode == 0, proc.stderr
-    run, steps = restarted_job(out, 5)
+    out = restarted
+    run, steps = restarted_job(out, 5, nodes)
     assert run["status"] == "ok" and run["launcher"] == "torchrun"
     assert (run["attempts"], run["resumed_from_step"], run["steps_redone"]) == (2, 4, 1)
     assert run["params_identical"] and run["params_max_abs_diff"] == 0.0
