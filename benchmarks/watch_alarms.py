@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from scale import machine  # noqa: E402  (a sibling benchmark)
-from written import check_out, write_out  # noqa: E402
+from written import check_out, emit  # noqa: E402
 
 ROOT = HERE.parent
 HEADER = "<!-- written by benchmarks/watch_alarms.py -->"
@@ -133,10 +133,7 @@ def main(argv: list[str] | None = None) -> None:
                  f": at step {a['step']}, {a['words']}" for onset, a in bad]
     if said:
         lines += ["", "The false or wrong alarms, each as its run's alarms.csv says it:", "", *said]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        write_out(args.out, text, HEADER)
+    emit(lines, args.out, HEADER)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from scale import machine  # noqa: E402  (a sibling benchmark)
-from written import check_out, write_out  # noqa: E402
+from written import check_out, emit  # noqa: E402
 
 ROOT = HERE.parent
 HEADER = "<!-- written by benchmarks/watch_cost.py -->"
@@ -150,10 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.split:
         lines += ["", f"A \"{RANKS_ONLY}\" row's second step is the ranks instrumented as watch instruments them, with "
                   "no collector to reach: what the ranks' own instrumentation costs, against the watched row's whole."]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        write_out(args.out, text, HEADER)
+    emit(lines, args.out, HEADER)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 
 from scale import machine  # noqa: E402  (a sibling benchmark)
 from watch_cost import verdict  # noqa: E402  (the same verdict as the runs in pairs)
-from written import check_out, write_out  # noqa: E402
+from written import check_out, emit  # noqa: E402
 
 ROOT = HERE.parent
 HEADER = "<!-- written by benchmarks/watch_cost_interleaved.py -->"
@@ -88,10 +88,7 @@ def main(argv: list[str] | None = None) -> None:
              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", "",
              "| width | pairs of blocks (steps each) | plain step (us, median) | watched step (us, median) | "
              "watched / plain [95 % interval] | cost |", "|---|---|---|---|---|---|", *rows]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        write_out(args.out, text, HEADER)
+    emit(lines, args.out, HEADER)
 
 
 if __name__ == "__main__":

@@ -34,3 +34,11 @@ def write_out(path: Path, text: str, header: str | None = None, flag: str = "--o
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
+
+
+def emit(lines: list[str], out: Path | None, header: str | None = None) -> None:
+    """A benchmark's table, its ``lines``: printed, and written to ``out`` where one is given (:func:`write_out`)."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        write_out(out, text, header)
