@@ -286,3 +286,83 @@ def test_a_folder_priced_at_nothing_has_no_cost_gain_and_its_hint_is_found():
     assert not [e for e in build(fig, keys)["%"] if "cost" in e.name]
     got, want = _hint(Pool(fig, keys), fig, keys, "%", 16.0, _family("change"))
     assert got == want and want[0] == "step gain k1 vs k2"
+
+
+def _as_build_lists(fig, keys, units, width=0.0005) -> list:
+    """Every figure build lists of ``units`` with the windows around it near lists otherwise than build."""
+    pool, listed, differ = Pool(fig, keys), build(fig, keys), []
+    for unit in units:
+        for e in listed.get(unit, []):
+            want = [_same(f) for f in listed[unit] if e.value - width <= f.value <= e.value + width]
+            if [_same(f) for f in pool.near(unit, e.value, width)] != want:
+                differ.append((unit, e.name))
+    return differ
+
+
+def test_a_figure_of_a_setting_of_several_caps_at_the_very_edge_of_a_window_is_found():
+    """The set's own figures (its spread, pooled and mean step) and those between it and another job, quoted
+    to every digit: found at the window's either edge."""
+    steps = {"k1": 100.0, "k2": 102.0, "k3": 130.0}
+    fig = _caps(steps, ("k1", "k2"))
+    assert _at_the_edges(fig, tuple(steps), ("%", "x", "ms")) == []
+
+
+def test_the_estimate_a_sentence_states_is_found_quoted_to_every_digit():
+    stating = Pool(_folder({"k1": 100.0}), ("k1",)).stating([(4.8, 0.05)], [])
+    for value, width in ((4.8, 0.0), (2.4, 2.4), (5.0, 0.2)):
+        assert "the estimate it states" in [e.name for e in stating.near("ms", value, width)], (value, width)
+
+
+def test_a_cost_per_sample_gain_at_prices_apart_is_found():
+    """k1 at 2 an hour, k2 at 3: what one saves of the other's cost per sample is not what it saves of its
+    time; each is found where build lists it."""
+    steps = {"k1": 100.0, "k2": 120.0}
+    fig = _folder(steps, hourly={"k1": 2.0, "k2": 3.0}, global_batch={"k1": 32, "k2": 64})
+    keys = tuple(steps)
+    assert [e for e in build(fig, keys)["%"] if "cost" in e.name]
+    assert _as_build_lists(fig, keys, ("%",)) == []
+
+
+def test_pooled_steps_of_sets_weigh_each_launch_once():
+    """k1 and k2 (one setting) ran three launches each, k3 two: the set's pooled step is the mean of its
+    six launches, and the figures between it and k3 are found where build lists them."""
+    steps = {"k1": 100.0, "k2": 102.0, "k3": 130.0}
+    fig, keys = _caps(steps, ("k1", "k2")), tuple(steps)
+    fig.launch_ms.update(k1=[99.0, 100.0, 101.0], k2=[101.0, 102.0, 103.0])
+    assert "ratio of ['k1', 'k2'] vs ['k3']" in [e.name for e in build(fig, keys)["x"]]
+    assert _as_build_lists(fig, keys, ("%", "x")) == []
+
+
+def test_a_sentence_about_no_ok_job_finds_nothing_of_the_folder():
+    """A sentence naming only a job that failed (or none of the folder's) quotes none of its figures."""
+    fig = _folder({"k1": 100.0, "k2": 120.0})
+    for keys in (("gone",), ()):
+        pool = Pool(fig, keys)
+        assert list(pool.near("ms", 100.0, 50.0)) == [] and list(pool.near("x", 1.2, 1.0)) == []
+        assert pool.nearest("ms", 100.0, lambda e: True) is None
+
+
+def test_a_sentence_about_a_job_with_no_launches_recorded_finds_its_step_without_a_warning():
+    fig = _folder({"k1": 100.0})
+    del fig.launch_ms["k1"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pool = Pool(fig, ("k1",))
+        assert "step_ms of k1" in [e.name for e in pool.near("ms", 100.0, 0.05)]
+
+
+def test_the_hint_of_an_own_figure_looks_past_jobs_the_sentence_is_not_about():
+    """A quote of 101.6 ms about k1 (100 ms) and k3 (104 ms): k2's 101.5 ms lies between, and the hint is
+    k1's step, the nearer of the sentence's."""
+    steps = {"k1": 100.0, "k2": 101.5, "k3": 104.0}
+    fig, keys = _folder(steps), ("k1", "k3")
+    got, want = _hint(Pool(fig, keys), fig, keys, "ms", 101.6, lambda e: e.name.startswith("step_ms of"))
+    assert got == want and want[0] == "step_ms of k1"
+
+
+def test_among_equal_ratios_the_hint_names_the_first_pair_build_lists():
+    """20 / 10 and 40 / 20 are both 2: the hint names the first of them near lists."""
+    steps = {"j10": 10.0, "j20": 20.0, "j40": 40.0}
+    fig, keys = _folder(steps), tuple(steps)
+    got, want = _hint(Pool(fig, keys), fig, keys, "x", 2.0, _family("step"))
+    assert got == want
