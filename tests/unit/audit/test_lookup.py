@@ -366,3 +366,22 @@ def test_among_equal_ratios_the_hint_names_the_first_pair_build_lists():
     fig, keys = _folder(steps), tuple(steps)
     got, want = _hint(Pool(fig, keys), fig, keys, "x", 2.0, _family("step"))
     assert got == want
+
+
+def test_a_difference_quoted_as_nothing_is_nearest_the_first_pair_build_lists():
+    """Of two jobs, 100 and 120 ms, no difference is 0 ms: k1 - k2 and k2 - k1 are both 20 ms from it, and
+    the hint names k1 - k2, the first build lists."""
+    steps = {"k1": 100.0, "k2": 120.0}
+    fig, keys = _folder(steps), tuple(steps)
+    got, want = _hint(Pool(fig, keys), fig, keys, "ms", 0.0, lambda e: e.name.startswith("step difference"))
+    assert got == want and want[0] == "step difference k1 - k2"
+
+
+def test_among_many_jobs_of_equal_steps_the_hint_names_the_first_pair_build_lists():
+    """Twenty jobs of 100 ms and twenty of 200 ms, one of each in turn: every 200 / 100 is 2, and the hint
+    names the first of them build lists."""
+    steps = {f"k{i}": 100.0 * (1 + i % 2) for i in range(40)}
+    fig, keys = _folder(steps), tuple(steps)
+    for value in (2.0, 0.5):
+        got, want = _hint(Pool(fig, keys), fig, keys, "x", value, _family("step"))
+        assert got == want, value
