@@ -385,3 +385,13 @@ def test_among_many_jobs_of_equal_steps_the_hint_names_the_first_pair_build_list
     for value in (2.0, 0.5):
         got, want = _hint(Pool(fig, keys), fig, keys, "x", value, _family("step"))
         assert got == want, value
+
+
+@pytest.mark.parametrize("steps", [{"fast": 0.001, "slow": 7e7}, {"fast": 0.0123, "slow": 4.5e8}])
+def test_a_change_of_nearly_100_pct_at_the_very_edge_of_a_window_is_found(steps):
+    """Steps 1e10 and more times each other: fast's change and gain against slow (-99.9999999986 % and
+    back) are quoted to every digit, and the ratio a window's edge maps to (1.4e-11) is off theirs in its
+    fifth digit."""
+    fig = _folder(steps)
+    missed = _at_the_edges(fig, tuple(steps), ("%",))
+    assert [m for m in missed if m[1].startswith(("step change", "step gain"))] == []
