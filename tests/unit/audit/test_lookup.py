@@ -342,15 +342,6 @@ def test_a_sentence_about_no_ok_job_finds_nothing_of_the_folder():
         assert pool.nearest("ms", 100.0, lambda e: True) is None
 
 
-def test_a_sentence_about_a_job_with_no_launches_recorded_finds_its_step_without_a_warning():
-    fig = _folder({"k1": 100.0})
-    del fig.launch_ms["k1"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        pool = Pool(fig, ("k1",))
-        assert "step_ms of k1" in [e.name for e in pool.near("ms", 100.0, 0.05)]
-
-
 def test_the_hint_of_an_own_figure_looks_past_jobs_the_sentence_is_not_about():
     """A quote of 101.6 ms about k1 (100 ms) and k3 (104 ms): k2's 101.5 ms lies between, and the hint is
     k1's step, the nearer of the sentence's."""
