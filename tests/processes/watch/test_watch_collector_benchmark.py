@@ -1,10 +1,8 @@
 """benchmarks/watch_collector.py run small (8 ranks for a second, its own processes: a collector pinned to
-one core, two senders' processes): every row sent is received and written, its note is one run of it, and
-it never writes over a file it did not write."""
+one core, two senders' processes): every row sent is received and written, and its note is one run of it
+(a file it did not write is refused: tests/unit/project/test_benchmark_outputs.py)."""
 
 from __future__ import annotations
-
-import pytest
 
 from ddpbench.testing.scripts import load_benchmark
 
@@ -25,10 +23,3 @@ def test_a_small_run_receives_and_writes_every_row(tmp_path, capsys):
     assert "load average before: " in text and "load average after: " in text and "ddpbench at " in text
     assert "| rows sent | 160 |" in capsys.readouterr().out
 
-
-def test_a_file_it_did_not_write_is_refused_before_the_run(tmp_path):
-    out = tmp_path / "notes.md"
-    out.write_text("someone's notes\n")
-    with pytest.raises(SystemExit, match="holds what this script did not write"):
-        bench.main(["--ranks", "1", "--seconds", "100", "--out", str(out)])
-    assert out.read_text() == "someone's notes\n"

@@ -28,9 +28,5 @@ def test_its_table_and_its_guards(tmp_path):
     bench.main(["--blocks", "2", "--block-steps", "20", "--dims", "32", "--out", str(out)])
     table = out.read_text()
     assert table.startswith(bench.HEADER) and "| 32 | 2 (20) |" in table
-    (tmp_path / "theirs.md").write_text("not ours")
-    with pytest.raises(SystemExit, match="holds what this script did not write"):
-        bench.main(["--blocks", "2", "--out", str(tmp_path / "theirs.md")])
-    assert (tmp_path / "theirs.md").read_text() == "not ours"
     with pytest.raises(SystemExit, match="two pairs or more"):
         bench.main(["--blocks", "1"])
