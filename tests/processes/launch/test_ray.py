@@ -135,14 +135,16 @@ def test_a_killed_and_a_hung_worker_on_an_existing_cluster_are_recorded_and_the_
 def test_kill_9_of_a_sweep_with_a_stuck_rank_leaves_no_ray_process(tmp_path):
     """kill -9 of the sweep: its cluster dies with it (the node's death signal, then its reaper)."""
     exp = write_experiment(tmp_path / "stuck.toml", STUCK)
-    mark, stamp = uuid.uuid4().hex, tmp_path / "fault.time"
+    mark, stamp, said = uuid.uuid4().hex, tmp_path / "fault.time", tmp_path / "sweep.err"
     env = {**os.environ, MARK: mark, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "DDPBENCH_STRATEGIES": FAULTS, "PLANTED_FAULT": "hang:1:3", "PLANTED_FAULT_STAMP": str(stamp)}
-    sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(tmp_path / "out"), "--no-report",
-                                         "--launcher", "ray"), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    with said.open("w") as err:  # a file, not a pipe that fills while no one reads it and blocks the sweep
+        sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(tmp_path / "out"), "--no-report",
+                                             "--launcher", "ray"), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                 stderr=err, start_new_session=True)
     try:
-        wait_for(stamp.exists, 120, "the planted fault")
+        wait_for(lambda: stamp.exists() or _ended(sweep), 280, "the planted fault")  # inside the job's 300 s
+        assert stamp.exists(), f"the sweep ended ({sweep.returncode}) first: {said.read_text()[-2000:]}"
         time.sleep(0.5)
         before = marked(mark)
         names = " ".join(described(before))
@@ -162,6 +164,11 @@ def test_kill_9_of_a_sweep_with_a_stuck_rank_leaves_no_ray_process(tmp_path):
     in_groups = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if _group(pid) in groups]
     assert not in_groups, described([_process(pid) for pid in in_groups])  # Ray's agents, unmarked, too
     assert not folder.exists()  # the cluster's files, removed
+
+
+def _ended(sweep: subprocess.Popen) -> bool:
+    """Whether ``sweep`` has exited: a sweep that ended before its fault fails at once, with what it said."""
+    return sweep.poll() is not None
 
 
 def _group(pid: int) -> int | None:
