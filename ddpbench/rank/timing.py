@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
 
 
@@ -40,6 +41,32 @@ class HostClock:
 
     def synchronize(self) -> None:
         pass
+
+
+class RunQueue:
+    """How long the thread that made it has waited for a CPU: runnable, but another thread ran on its core
+    (``/proc/thread-self/schedstat``'s second figure, Linux's scheduler statistics). A step that waited longer
+    than it used to was slowed by other work on the machine, not by its own. Opened once, read with ``pread``
+    (a few microseconds); where the file is missing (not Linux, no schedstats), :meth:`waited_ns` is None."""
+
+    def __init__(self, path: str = "/proc/thread-self/schedstat"):
+        try:
+            self.fd: int | None = os.open(path, os.O_RDONLY)
+        except OSError:
+            self.fd = None
+
+    def waited_ns(self) -> int | None:
+        if self.fd is None:
+            return None
+        try:
+            return int(os.pread(self.fd, 128, 0).split()[1])
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 class StepTimer:

@@ -69,8 +69,12 @@ TIMED: tuple[Phase, ...] = tuple(phase for phase in PHASES if phase.timed)
 #: a watched run's phase step (``ddpbench watch``): the timed phases but the communication after the backward,
 #: which a DDP script's rank waits for inside its backward; they add up to its ``step_ms``
 WATCH_PHASE_COLUMNS = tuple(phase.column for phase in TIMED if phase.name != "comm")
-#: a watched run's step row, as a rank sends it (:mod:`ddpbench.rank.script.wire`) and its stream holds it
-WATCH_STEP_COLUMNS = ("step", "end_s", "step_ms", *WATCH_PHASE_COLUMNS, "ready_ms")
+#: a watched run's step row, as a rank sends it (:mod:`ddpbench.rank.script.wire`) and its stream holds it;
+#: ``queued_ms``, on a phase step, the time its rank's training thread waited for a CPU that other work held
+#: (:class:`~ddpbench.rank.timing.RunQueue`)
+WATCH_STEP_COLUMNS = ("step", "end_s", "step_ms", *WATCH_PHASE_COLUMNS, "ready_ms", "queued_ms")
+#: the columns of a watched run's step row that a stream written before them lacks (read as empty)
+WATCH_LATER_COLUMNS = ("queued_ms",)
 #: the phases the history's trend follows, in order
 FOLLOWED: tuple[Phase, ...] = tuple(phase for phase in PHASES if phase.followed)
 #: each phase by its summary column

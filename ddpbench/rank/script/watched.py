@@ -13,7 +13,9 @@ job (:class:`~ddpbench.rank.script.instrument.Instrument`), with these differenc
 built as the script asks (no job's settings), any device and backend is taken, and the script is
 never stopped: every step is a measured one, every :data:`EVERY`-th is a phase step (a
 :class:`~ddpbench.rank.script.plan.Cycle`). A process that builds no DDP model (torchrun's agent, a data
-loader's worker) is patched and sends nothing.
+loader's worker) is patched and sends nothing. A phase step's row also says how long the rank's training thread
+waited for a CPU that other work held during it (``queued_ms``, :class:`~ddpbench.rank.timing.RunQueue`): what
+tells a step slowed by the machine's other load from one slowed by the training itself.
 
 The rank connects to the collector when its DDP model is built (its rank is known then), and a
 :class:`Sender` thread sends its rows in batches. The rank never waits on the collector: a step's end
@@ -176,7 +178,7 @@ def _watched_class():
     from ddpbench.rank.script.instrument import Instrument
     from ddpbench.rank.script.plan import Cycle
     from ddpbench.rank.script.steps import BadScript
-    from ddpbench.rank.timing import HostClock
+    from ddpbench.rank.timing import HostClock, RunQueue
 
     class Watched(Instrument):
         """The instrument of a watched rank (module docstring): the script's own DDP settings, any device and
@@ -192,6 +194,11 @@ def _watched_class():
             # the clock's marks are perf_counter_ns: a step's end on the wall clock is this offset on
             self._wall_offset_s = time.time() - time.perf_counter()
             self._marked = self._last_end = self._stepped_at = time.perf_counter()
+            # the training thread's wait for a CPU over each phase step (opened by that thread, in :meth:`adopt`):
+            # the wait at the step's start, and each phase step's wait in ms until its row is handed over
+            self.run_queue: RunQueue | None = None
+            self._queue_from: int | None = None
+            self._queued: dict[int, float] = {}
 
         def ddp_arguments(self, asked: dict, accepts) -> tuple[dict, dict]:
             return {}, {}  # DDP as the script builds it
@@ -244,6 +251,7 @@ def _watched_class():
             self.rank = dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", 0))
             world = dist.get_world_size() if dist.is_initialized() else int(os.environ.get("WORLD_SIZE", 1))
             super().adopt(ddp, settings)
+            self.run_queue = RunQueue()
             self.sender = Sender(self.address, self.secret, {
                 "rank": self.rank, "world_size": world, "local_rank": int(os.environ.get("LOCAL_RANK", 0)),
                 "host": socket.gethostname(), "pid": os.getpid()})
@@ -268,6 +276,11 @@ def _watched_class():
             # a step ends at its last optimizer's mark: the first step's only once its optimizers are known, at
             # the next step's first, so its end is the mark before
             self._last_end = self._marked
+            if self._queue_from is not None:
+                waited = self.run_queue.waited_ns()
+                if waited is not None:
+                    self._queued[self.counted] = (waited - self._queue_from) / 1e6
+                self._queue_from = None
             super().end_step(at)
 
         def flush(self) -> None:
@@ -278,6 +291,8 @@ def _watched_class():
             self.hand_over()
             self.trace_at(step)
             super().boundary(step)
+            if self.run_queue is not None and self.kind == "phases":  # the phase step starts: its wait from here
+                self._queue_from = self.run_queue.waited_ns()
 
         def trace_at(self, step: int) -> None:
             """Between two steps: a trace the collector asked for started, stepped or ended (module docstring)."""
@@ -318,7 +333,8 @@ def _watched_class():
                 _rank, _kind, step, data, forward, backward, _comm, optimizer, step_ms, ready = row
                 end += step_ms / 1e3
                 self.sender.put((step, end, step_ms, data, forward, backward, optimizer,
-                                 math.nan if ready is None else ready))
+                                 math.nan if ready is None else ready, self._queued.pop(step, math.nan)))
+            self._queued.clear()  # a phase step whose row never came (a step the script skipped) holds nothing
 
         def finish(self) -> None:
             """As the rank's process group or process ends: the measured steps not yet made rows, sent with the
@@ -331,6 +347,8 @@ def _watched_class():
                 self.span_rows()
             self.hand_over()
             self.sender.close()
+            if self.run_queue is not None:
+                self.run_queue.close()
             self.done = True  # no step after this one is watched
             self.detach_step_hooks()
             self.let_go()

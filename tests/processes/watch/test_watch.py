@@ -80,6 +80,9 @@ def test_every_step_of_both_torchrun_ranks_streams_and_the_output_passes_through
             if r["forward_ms"]:  # a sampled step's phases add up to it
                 parts = sum(float(r[c]) for c in ("data_ms", "forward_ms", "backward_ms", "optimizer_ms"))
                 assert math.isclose(parts, float(r["step_ms"]), rel_tol=1e-6)
+        # a sampled step's wait for a CPU, within it (the first's began before the rank's DDP model was built)
+        assert all(0 <= float(r["queued_ms"]) <= float(r["step_ms"]) for r in first[1:] if r["forward_ms"])
+        assert not any(r["queued_ms"] for r in first if not r["forward_ms"]) and not first[0]["queued_ms"]
         ends = [float(r["end_s"]) for r in first]
         # each step ends one step after the one before, on the wall clock; where the hooks go on or off (a sampled
         # step, the one after it) ddpbench's own work between the two (hooking, handing rows over) is no step's

@@ -13,6 +13,11 @@ from ddpbench.rank.script.watched import Sender
 ABOUT = {"rank": 1, "world_size": 2, "local_rank": 1, "host": "h", "pid": 7}
 
 
+def unsampled(step: int, end_s: float = 0.0, step_ms: float = 1.0) -> tuple:
+    """A step's row, as the rank hands it over, of a step whose phases (and wait for a CPU) were not sampled."""
+    return (step, end_s, step_ms, *(None,) * (len(wire.STEP_COLUMNS) - 3))
+
+
 def wait_for(condition, timeout=10.0):
     end = time.monotonic() + timeout
     while not condition():
@@ -64,7 +69,7 @@ def test_rows_arrive_as_the_steps_made_them_after_a_hello_that_proves_the_secret
     secret = wire.new_secret()
     collector = OneCollector(secret)
     sender = Sender(collector.address, secret, ABOUT, every_s=0.01)
-    rows = [(s, 1e9 + s, 10.0 + s, *(None,) * 4, math.nan) for s in range(50)]
+    rows = [unsampled(s, 1e9 + s, 10.0 + s) for s in range(50)]
     for row in rows:
         sender.put(row)
     sender.close()
@@ -84,7 +89,7 @@ def test_an_unreachable_collector_drops_and_counts_every_row_without_waiting():
     sender = Sender(f"127.0.0.1:{port}", "s", ABOUT)
     wait_for(lambda: not sender.alive)
     for step in range(100):
-        sender.put((step, 0.0, 1.0, None, None, None, None, None))
+        sender.put(unsampled(step))
     assert sender.dropped == 100 and not sender.queue
     assert "ConnectionRefusedError" in sender.why
 
@@ -94,7 +99,7 @@ def test_a_full_queue_drops_and_counts_instead_of_growing():
     collector = OneCollector(secret, greet=False)  # the handshake never ends: nothing leaves the queue
     sender = Sender(collector.address, secret, ABOUT, capacity=3)
     for step in range(10):
-        sender.put((step, 0.0, 1.0, None, None, None, None, None))
+        sender.put(unsampled(step))
     assert len(sender.queue) == 3 and sender.dropped == 7
 
 
@@ -102,18 +107,18 @@ def test_a_collector_that_goes_away_leaves_the_rank_training_and_counting():
     secret = wire.new_secret()
     collector = OneCollector(secret)
     sender = Sender(collector.address, secret, ABOUT, every_s=0.01)
-    sender.put((0, 0.0, 1.0, None, None, None, None, None))
+    sender.put(unsampled(0))
     wait_for(lambda: len(collector.rows()) == 1)
     collector.conn.close()
     collector.server.close()
     step = 1
     while sender.alive:  # the sender notices on a send that fails
-        sender.put((step, 0.0, 1.0, None, None, None, None, None))
+        sender.put(unsampled(step))
         step += 1
         time.sleep(0.005)
         assert step < 5000
     for _ in range(10):
-        sender.put((step, 0.0, 1.0, None, None, None, None, None))
+        sender.put(unsampled(step))
         step += 1
     # every row is sent (handed to the connection) or dropped and counted, the last ten dropped at once
     assert sender.sent + sender.dropped == step and sender.dropped >= 10
@@ -125,7 +130,7 @@ def test_the_dropped_count_and_a_line_about_the_rank_reach_the_collector():
     sender = Sender(collector.address, secret, ABOUT, capacity=2, every_s=0.2)
     wait_for(lambda: collector.frames)  # connected: the rows below wait in the queue for the next send
     for step in range(5):
-        sender.put((step, 0.0, 1.0, None, None, None, None, None))
+        sender.put(unsampled(step))
     sender.say("rank 1 is no longer watched: a reason")
     sender.close()
     collector.thread.join(5)
@@ -145,7 +150,7 @@ def test_a_request_from_the_collector_reaches_the_rank_and_a_traced_file_comes_b
         wait_for(lambda: 1 in collector.snapshot().ranks)
         asked = []
         collector.listeners.append(lambda rank, rows: asked.extend(collector.request(trace={"from_step": 9})))
-        sender.put((0, 0.0, 1.0, None, None, None, None, None))  # a listener runs on the collector's loop
+        sender.put(unsampled(0))  # a listener runs on the collector's loop
         wait_for(lambda: sender.requests)
         assert asked == [1] and sender.requests.popleft() == {"trace": {"from_step": 9}}
         sender.traced("/a/rank1.json.gz")

@@ -121,7 +121,8 @@ def rows_of(rank: int, count: int, first: int = 1) -> list[tuple]:
         sampled = step % 2 == 0
         step_ms = 100.0 + rank / 3 + step / 7
         phases = (step_ms / 10, step_ms / 5, step_ms / 2, step_ms / 5) if sampled else (nan,) * 4
-        rows.append((step, 1.7e9 + step / 9, step_ms, *phases, step_ms * 0.9 if sampled else nan))
+        rows.append((step, 1.7e9 + step / 9, step_ms, *phases, *((step_ms * 0.9, step_ms / 30) if sampled else
+                                                                 (nan, nan))))
     return rows
 
 
@@ -164,7 +165,7 @@ def stream_rows(collector: Collector, rank: int | None = None) -> list[list[str]
 
 
 def test_a_good_senders_rows_land_in_the_stream_exactly(running):
-    rows = rows_of(3, 6) + [(7, 1.7e9, 0.1 + 0.2, -0.0, 1e-300, 5e300, 12345.678901234567, math.nan)]
+    rows = rows_of(3, 6) + [(7, 1.7e9, 0.1 + 0.2, -0.0, 1e-300, 5e300, 12345.678901234567, math.nan, 1 / 3)]
     sender = Sender(running.address).hello(3, host='node "b", rack 2')
     sender.steps(rows[:4]).steps(rows[4:]).send(wire.note(dropped=5, said="the step\nis not found"))
     sender.bye()
